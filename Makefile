@@ -1,0 +1,59 @@
+# The GPU utilization playbook. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# Where no NVIDIA driver is present, torch comes from this pinned CPU build (never a multi-GB CUDA build).
+# Outside a machine that keeps the wheel locally, point TORCH_INDEX at https://download.pytorch.org/whl/cpu.
+TORCH_CPU := torch==2.13.0
+TORCH_INDEX ?=
+PYTEST_ARGS ?=
+
+.PHONY: help setup demo test lab report bench lint format guide-figures clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	@if ! command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c 'import torch' 2>/dev/null; then \
+	  echo "no NVIDIA driver found: installing the CPU build $(TORCH_CPU)"; \
+	  $(PY) -m pip install -q $(TORCH_CPU) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)); \
+	fi
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv/ and install the project with its dev tools
+
+demo: $(STAMP)  ## set up, then diagnose the embedded sample and write a report
+	$(PY) -m playbook info data/samples
+	$(PY) -m playbook diagnose data/samples
+
+test: $(STAMP)  ## set up, then run the whole test suite
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lab: $(STAMP)  ## JupyterLab on notebooks/ (token authentication left on)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+report: $(STAMP)  ## batch report: every notebook, quick parameters, into reports/
+	$(PY) -m playbook report --labs all --quick
+
+bench: $(STAMP)  ## benchmarks: ingest and diagnose speed, printed as ratios
+	$(PY) benchmarks/ingest.py
+	$(PY) benchmarks/diagnose.py
+
+lint: $(STAMP)  ## ruff, and notebooks must carry no outputs
+	$(VENV)/bin/ruff check playbook tests benchmarks
+	$(VENV)/bin/nbstripout --verify notebooks/*.ipynb
+
+format: $(STAMP)  ## strip notebook outputs and fix lint where ruff can
+	$(VENV)/bin/nbstripout notebooks/*.ipynb
+	$(VENV)/bin/ruff check --fix playbook tests benchmarks
+
+guide-figures: $(STAMP)  ## rerun the labs quickly and regenerate the field guide's tables and figures
+	$(PY) -m playbook.guide docs/figures
+
+clean:  ## remove caches, runs and reports (keeps .venv)
+	rm -rf reports data/runs .pytest_cache .ruff_cache .hypothesis

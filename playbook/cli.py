@@ -1,0 +1,83 @@
+"""The `playbook` command line: one subcommand per module in playbook/commands/.
+
+Each command module defines HELP (one line), EXAMPLES (text shown under --help), `add_arguments(parser)` and
+`run(args) -> int`. Modules are imported only when their command runs (or for --help), so `playbook --help`
+stays fast and never imports torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from playbook.errors import PlaybookError
+
+# name -> module; the order is the order shown in --help.
+COMMANDS: dict[str, str] = {
+    "info": "playbook.commands.info",
+    "diagnose": "playbook.commands.diagnose",
+    "record": "playbook.commands.record",
+    "report": "playbook.commands.report",
+    "compare": "playbook.commands.compare",
+    "labs": "playbook.commands.labs",
+}
+
+EPILOG = """examples:
+  playbook info data/samples                       what the embedded sample holds
+  playbook diagnose logs/node*.csv steps.jsonl     name the cause of an oscillation
+  playbook record --out runs/r1 -- torchrun --standalone --nproc-per-node 2 train.py
+  playbook report                                  batch report on the embedded sample
+  playbook compare runs/good runs/bad              why a run that used to sit at 100% is spotty
+
+Run `playbook COMMAND --help` for a command's options and an example."""
+
+
+def _load(name: str):
+    try:
+        return importlib.import_module(COMMANDS[name])
+    except ModuleNotFoundError as exc:
+        if exc.name == COMMANDS[name]:
+            return None
+        raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (imports every available command module)."""
+    parser = argparse.ArgumentParser(
+        prog="playbook",
+        description="The GPU utilization playbook: find why GPU utilization oscillates, and fix it.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from playbook import __version__
+
+    parser.add_argument("--version", action="version", version=f"playbook {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = _load(name)
+        if module is None:
+            continue
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                           epilog="example:\n" + module.EXAMPLES.rstrip(),
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: parse, run, and turn PlaybookError into a one-line message and exit status 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args._run(args) or 0)
+    except PlaybookError as exc:
+        print(f"playbook {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"playbook {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Subcommands of the `playbook` CLI, one module each (see playbook/cli.py)."""

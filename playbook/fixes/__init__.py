@@ -1,0 +1,1 @@
+"""Reusable fixes users import into their own training code."""

@@ -1,0 +1,83 @@
+"""Record named values in a notebook's outputs (the scrapbook idea) and collect them back from the .ipynb.
+
+Inside a notebook:   record("throughput_fix", 812.4)   or   verdict("confirmed", "fix recovers 98% ...", gap=0.31)
+From a batch runner: collect("executed.ipynb") -> {"throughput_fix": 812.4, "verdict": {...}, ...}
+
+Values travel as a custom MIME type in display_data outputs, so they survive papermill and nbconvert and never
+depend on the notebook's text output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+MIME = "application/x.playbook.record+json"
+VERDICTS = ("confirmed", "refuted", "inconclusive")
+
+
+def _jsonable(value: Any) -> Any:
+    """Turn numpy/pandas scalars and containers into plain JSON values (NaN -> None)."""
+    if hasattr(value, "to_dict") and not isinstance(value, dict):
+        value = value.to_dict()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def record(name: str, value: Any, show: bool = True) -> Any:
+    """Store `value` under `name` in the notebook's outputs (and show it as text); returns `value`."""
+    payload = {"name": name, "value": _jsonable(value)}
+    try:
+        from IPython.display import display
+    except ImportError:  # outside IPython: nothing to record into
+        return value
+    data = {MIME: payload}
+    if show:
+        data["text/plain"] = f"{name} = {json.dumps(payload['value'])}"
+    display(data, raw=True)
+    return value
+
+
+def verdict(status: str, summary: str, **figures: Any) -> dict:
+    """Record the notebook's verdict: status is confirmed / refuted / inconclusive, with its key figures."""
+    if status not in VERDICTS:
+        raise ValueError(f"verdict status must be one of {VERDICTS}, not {status!r}")
+    value = {"status": status, "summary": summary, "figures": _jsonable(figures)}
+    record("verdict", value, show=False)
+    try:
+        from IPython.display import Markdown, display
+
+        figs = ", ".join(f"{k} = {_fmt(v)}" for k, v in figures.items())
+        display(Markdown(f"**Verdict: {status.upper()}** — {summary}" + (f"  \n*{figs}*" if figs else "")))
+    except ImportError:
+        pass
+    return value
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3g}" if isinstance(v, float) else str(v)
+
+
+def collect(notebook: str | Path | dict) -> dict[str, Any]:
+    """All values recorded in an executed notebook (path or nbformat dict), later records winning."""
+    nb = notebook if isinstance(notebook, dict) else json.loads(Path(notebook).read_text())
+    values: dict[str, Any] = {}
+    for cell in nb.get("cells", []):
+        for out in cell.get("outputs", []) or []:
+            payload = (out.get("data") or {}).get(MIME)
+            if isinstance(payload, str):
+                payload = json.loads(payload)
+            if isinstance(payload, dict) and "name" in payload:
+                values[payload["name"]] = payload.get("value")
+    return values

@@ -1,0 +1,135 @@
+"""The run directory: where probes write a recording and where readers find it.
+
+    RUN_DIR/
+      meta.json                  run-level: {"playbook_run": 1, "schema_version", "created", "command", "env", ...}
+      <host>-rank<R>/            one folder per writer (a rank; "<host>-rank-1" for a process with no rank,
+        meta.json                e.g. the sampler of `playbook record`): {"host", "rank", "world_size", "pid", ...}
+        telemetry.parquet        schema.TELEMETRY_COLUMNS
+        steps.parquet            schema.STEP_COLUMNS
+        events.parquet           schema.EVENT_COLUMNS
+        host.parquet             schema.HOST_COLUMNS
+        traces/                  Kineto traces (*.pt.trace.json[.gz]) written by profiler windows
+
+Each writer owns its folder, so a multi-node run merges by copying folders into one RUN_DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from playbook import schema
+from playbook.errors import InputError
+
+RUN_MARKER = "playbook_run"
+TABLE_FILES = {
+    "telemetry": "telemetry.parquet",
+    "steps": "steps.parquet",
+    "events": "events.parquet",
+    "host": "host.parquet",
+}
+
+
+def part_name(host: str | None = None, rank: int | None = None) -> str:
+    """The folder name a writer owns: "<host>-rank<R>"."""
+    return f"{host or socket.gethostname()}-rank{-1 if rank is None else int(rank)}"
+
+
+def init_run(run_dir: str | Path, **meta: Any) -> Path:
+    """Create RUN_DIR and its run-level meta.json if missing (existing keys are kept, new ones added)."""
+    run = Path(run_dir)
+    run.mkdir(parents=True, exist_ok=True)
+    path = run / "meta.json"
+    current: dict[str, Any] = {}
+    if path.exists():
+        try:
+            current = json.loads(path.read_text())
+        except (OSError, ValueError):
+            current = {}
+    current.setdefault(RUN_MARKER, 1)
+    current.setdefault("schema_version", schema.SCHEMA_VERSION)
+    current.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    for k, v in meta.items():
+        current.setdefault(k, v)
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(current, indent=2, default=str))
+    tmp.replace(path)
+    return run
+
+
+def init_part(run_dir: str | Path, host: str | None = None, rank: int | None = None, **meta: Any) -> Path:
+    """Create the writer's folder with its meta.json and return it."""
+    run = init_run(run_dir)
+    host = host or socket.gethostname()
+    part = run / part_name(host, rank)
+    part.mkdir(parents=True, exist_ok=True)
+    info = {"host": host, "rank": -1 if rank is None else int(rank), "pid": os.getpid(), **meta}
+    (part / "meta.json").write_text(json.dumps(info, indent=2, default=str))
+    return part
+
+
+def write_table(part: str | Path, name: str, frame: pd.DataFrame) -> Path:
+    """Write one tidy table (telemetry / steps / events / host) into a writer's folder, atomically."""
+    path = Path(part) / TABLE_FILES[name]
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(path)
+    return path
+
+
+def is_run_dir(path: str | Path) -> bool:
+    """True when `path` is a run directory (its meta.json carries the run marker)."""
+    meta = Path(path) / "meta.json"
+    if not meta.is_file():
+        return False
+    try:
+        return RUN_MARKER in json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False
+
+
+_BUILDERS = {
+    "telemetry": schema.telemetry_frame,
+    "steps": schema.steps_frame,
+    "events": schema.events_frame,
+    "host": schema.host_frame,
+}
+
+
+def read_run(run_dir: str | Path) -> schema.Bundle:
+    """Every part's tables merged into one Bundle; meta["run"] holds meta.json, meta["parts"] each part's."""
+    run = Path(run_dir)
+    if not is_run_dir(run):
+        raise InputError(f"{run}: not a playbook run directory (no meta.json with '{RUN_MARKER}')")
+    bundle = schema.Bundle(inputs=[str(run)])
+    bundle.meta["run"] = json.loads((run / "meta.json").read_text())
+    parts: dict[str, Any] = {}
+    for part in sorted(p for p in run.iterdir() if p.is_dir()):
+        meta_path = part / "meta.json"
+        if not meta_path.is_file():
+            continue
+        try:
+            parts[part.name] = json.loads(meta_path.read_text())
+        except ValueError:
+            bundle.warnings.append(f"{meta_path}: unreadable meta.json, folder read without it")
+            parts[part.name] = {}
+        piece = schema.Bundle()
+        for name, file in TABLE_FILES.items():
+            path = part / file
+            if not path.is_file():
+                continue
+            try:
+                raw = pd.read_parquet(path)
+            except Exception as exc:  # pyarrow raises several types for damaged files
+                bundle.warnings.append(f"{path}: unreadable Parquet ({type(exc).__name__}), table skipped")
+                continue
+            setattr(piece, name, _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns}))
+        bundle.extend(piece)
+    bundle.meta["parts"] = parts
+    return bundle

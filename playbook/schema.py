@@ -1,0 +1,275 @@
+"""The one data model: tidy tables with units in their column names.
+
+Every reader and every probe produces these tables; every analysis consumes them.
+
+telemetry  one row per (time, host, gpu) sample of a GPU counter source (nvidia-smi, dmon, DCGM, NVML probe).
+           `time` is a UTC timestamp; `host` a string; `gpu` the device index on that host. A GPU's identity is
+           "host:gpu" (see `gpu_id`). Metric columns are float64, NaN where the source lacks the field:
+             util_pct          utilization.gpu: % of the sample window in which *any* kernel ran (0-100)
+             mem_util_pct      utilization.memory: % of the window the memory controller was busy (0-100)
+             mem_used_mib      framebuffer memory used, MiB
+             mem_total_mib     framebuffer memory total, MiB
+             power_w           board power draw, W
+             power_limit_w     enforced power limit, W
+             sm_clock_mhz      current SM clock, MHz
+             mem_clock_mhz     current memory clock, MHz
+             temp_c            GPU temperature, degrees C
+             throttle_reasons  clock-event reason bitmask (NVML/nvidia-smi clocks_event_reasons.active); exact in
+                               float64 up to 2**53. Bits: GpuIdle 0x1, AppClocks 0x2, SwPowerCap 0x4,
+                               HwSlowdown 0x8, SyncBoost 0x10, SwThermal 0x20, HwThermal 0x40, HwPowerBrake 0x80
+             sm_active         DCGM_FI_PROF_SM_ACTIVE, fraction of time at least one warp was resident (0-1)
+             pcie_tx_mib_s     PCIe transmit throughput, MiB/s
+             pcie_rx_mib_s     PCIe receive throughput, MiB/s
+             pcie_link_gen     current PCIe link generation
+             pcie_link_width   current PCIe link width (lanes)
+             pcie_replay_count cumulative PCIe replay counter
+             nvlink_tx_mib_s   NVLink transmit throughput summed over links, MiB/s
+             nvlink_rx_mib_s   NVLink receive throughput summed over links, MiB/s
+           plus `source` (the file or probe it came from). `attrs["interval_s"]` holds the median sampling
+           interval in seconds.
+
+steps      one row per (rank, step, phase): time (UTC start, NaT when only durations are known), host, rank, step,
+           phase ("step" is the whole step; others: data, h2d, fwd, bwd, collective, optimizer, checkpoint, eval,
+           log, ...), duration_s, tokens (per step, NaN when unknown), source.
+
+events     one row per event: time (UTC), host, rank, step (-1 when unknown), kind (checkpoint, eval, recompile,
+           gc, log, restart, ...), duration_s (NaN when instantaneous), detail (free text), source.
+
+host       one row per (time, host) host-probe sample: cpu_pct (all cores, 0-100), cpu_max_core_pct,
+           rss_mib (the observed process tree), read_mib_s, write_mib_s, net_rx_mib_s, net_tx_mib_s, source.
+
+trace      (Kineto) one row per trace event per rank: rank, cat, name, ts_us (µs, trace clock), dur_us, pid, tid,
+           stream (-1 for CPU rows), correlation (-1 when absent), bytes (NaN unless a memcpy), source.
+
+A `Bundle` carries the tables read from a set of inputs together with the warnings raised while reading them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SCHEMA_VERSION = 1
+
+TELEMETRY_METRICS: tuple[str, ...] = (
+    "util_pct",
+    "mem_util_pct",
+    "mem_used_mib",
+    "mem_total_mib",
+    "power_w",
+    "power_limit_w",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "temp_c",
+    "throttle_reasons",
+    "sm_active",
+    "pcie_tx_mib_s",
+    "pcie_rx_mib_s",
+    "pcie_link_gen",
+    "pcie_link_width",
+    "pcie_replay_count",
+    "nvlink_tx_mib_s",
+    "nvlink_rx_mib_s",
+)
+TELEMETRY_COLUMNS: tuple[str, ...] = ("time", "host", "gpu", *TELEMETRY_METRICS, "source")
+
+STEP_COLUMNS: tuple[str, ...] = ("time", "host", "rank", "step", "phase", "duration_s", "tokens", "source")
+EVENT_COLUMNS: tuple[str, ...] = ("time", "host", "rank", "step", "kind", "duration_s", "detail", "source")
+HOST_METRICS: tuple[str, ...] = (
+    "cpu_pct",
+    "cpu_max_core_pct",
+    "rss_mib",
+    "read_mib_s",
+    "write_mib_s",
+    "net_rx_mib_s",
+    "net_tx_mib_s",
+)
+HOST_COLUMNS: tuple[str, ...] = ("time", "host", *HOST_METRICS, "source")
+TRACE_COLUMNS: tuple[str, ...] = (
+    "rank", "cat", "name", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "bytes", "source",
+)
+
+# Clock-event (throttle) reason bits, from nvml.h (nvmlClocksEventReason*).
+THROTTLE_BITS: dict[str, int] = {
+    "gpu_idle": 0x1,
+    "applications_clocks": 0x2,
+    "sw_power_cap": 0x4,
+    "hw_slowdown": 0x8,
+    "sync_boost": 0x10,
+    "sw_thermal": 0x20,
+    "hw_thermal": 0x40,
+    "hw_power_brake": 0x80,
+    "display_clocks": 0x100,
+}
+# Reasons that mean the GPU is slowed by something other than normal full-load power management.
+THROTTLE_HARMFUL = (
+    THROTTLE_BITS["hw_slowdown"] | THROTTLE_BITS["sw_thermal"] | THROTTLE_BITS["hw_thermal"]
+    | THROTTLE_BITS["hw_power_brake"]
+)
+
+PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer", "checkpoint", "eval", "log")
+
+
+def gpu_id(host: str, gpu: int) -> str:
+    """The identity of a physical GPU: "host:index"."""
+    return f"{host}:{int(gpu)}"
+
+
+def throttle_names(mask: float) -> list[str]:
+    """Names of the clock-event reason bits set in `mask` (NaN → [])."""
+    if mask is None or (isinstance(mask, float) and np.isnan(mask)):
+        return []
+    m = int(mask)
+    return [name for name, bit in THROTTLE_BITS.items() if m & bit]
+
+
+def _frame(columns: tuple[str, ...], data: dict[str, Any] | None, strings: tuple[str, ...],
+           ints: tuple[str, ...], times: tuple[str, ...]) -> pd.DataFrame:
+    """Build a frame with exactly `columns`, coercing dtypes; missing columns are filled with NaN/NaT/""."""
+    data = data or {}
+    n = len(next(iter(data.values()))) if data else 0
+    out: dict[str, Any] = {}
+    for col in columns:
+        if col in data:
+            values = data[col]
+        elif col in times:
+            values = pd.NaT
+        elif col in strings:
+            values = ""
+        elif col in ints:
+            values = -1
+        else:
+            values = np.nan
+        if col in times:
+            s = pd.to_datetime(pd.Series(values, index=range(n)) if np.isscalar(values) or values is pd.NaT
+                               else pd.Series(values), utc=True)
+        elif col in strings:
+            s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
+            s = s.astype("string").fillna("") if col != "source" else s.astype("category")
+        elif col in ints:
+            s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
+            s = pd.to_numeric(s, errors="coerce").fillna(-1).astype("int64")
+        else:
+            s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
+            s = pd.to_numeric(s, errors="coerce").astype("float64")
+        out[col] = s.reset_index(drop=True)
+    return pd.DataFrame(out, columns=list(columns))
+
+
+def telemetry_frame(data: dict[str, Any] | None = None, interval_s: float | None = None) -> pd.DataFrame:
+    """A telemetry table from column arrays (any subset of TELEMETRY_COLUMNS), sorted by host, gpu, time."""
+    df = _frame(TELEMETRY_COLUMNS, data, strings=("host", "source"), ints=("gpu",), times=("time",))
+    df = df.sort_values(["host", "gpu", "time"], kind="stable").reset_index(drop=True)
+    df.attrs["interval_s"] = interval_s if interval_s is not None else median_interval_s(df)
+    return df
+
+
+def steps_frame(data: dict[str, Any] | None = None) -> pd.DataFrame:
+    """A steps table from column arrays (any subset of STEP_COLUMNS)."""
+    return _frame(STEP_COLUMNS, data, strings=("host", "phase", "source"), ints=("rank", "step"), times=("time",))
+
+
+def events_frame(data: dict[str, Any] | None = None) -> pd.DataFrame:
+    """An events table from column arrays (any subset of EVENT_COLUMNS)."""
+    return _frame(EVENT_COLUMNS, data, strings=("host", "kind", "detail", "source"), ints=("rank", "step"),
+                  times=("time",))
+
+
+def host_frame(data: dict[str, Any] | None = None) -> pd.DataFrame:
+    """A host-probe table from column arrays (any subset of HOST_COLUMNS)."""
+    return _frame(HOST_COLUMNS, data, strings=("host", "source"), ints=(), times=("time",))
+
+
+def trace_frame(data: dict[str, Any] | None = None) -> pd.DataFrame:
+    """A Kineto trace table from column arrays (any subset of TRACE_COLUMNS)."""
+    return _frame(TRACE_COLUMNS, data, strings=("cat", "name", "source"),
+                  ints=("rank", "pid", "tid", "stream", "correlation"), times=())
+
+
+def median_interval_s(telemetry: pd.DataFrame) -> float:
+    """Median time between consecutive samples of the same GPU, in seconds (NaN with < 2 samples)."""
+    if len(telemetry) < 2:
+        return float("nan")
+    t = telemetry["time"].astype("int64").to_numpy()
+    key = telemetry["host"].astype(str).to_numpy() + ":" + telemetry["gpu"].astype(str).to_numpy()
+    order = np.lexsort((t, key))
+    t, key = t[order], key[order]
+    dt = np.diff(t)
+    dt = dt[(key[1:] == key[:-1]) & (dt > 0)]
+    return float(np.median(dt) / 1e9) if len(dt) else float("nan")
+
+
+@dataclass
+class Bundle:
+    """Tables read from a set of inputs, plus what went wrong while reading them.
+
+    Any table may be empty. `warnings` are one-line, human-readable, each naming its file.
+    `meta` holds per-input metadata (e.g. Kineto rank/world size, run-directory meta.json contents).
+    """
+
+    inputs: list[str] = field(default_factory=list)
+    telemetry: pd.DataFrame = field(default_factory=telemetry_frame)
+    steps: pd.DataFrame = field(default_factory=steps_frame)
+    events: pd.DataFrame = field(default_factory=events_frame)
+    host: pd.DataFrame = field(default_factory=host_frame)
+    trace: pd.DataFrame = field(default_factory=trace_frame)
+    nccl: pd.DataFrame = field(default_factory=pd.DataFrame)
+    warnings: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    TABLES = ("telemetry", "steps", "events", "host", "trace", "nccl")
+
+    def extend(self, other: Bundle) -> Bundle:
+        """Append `other`'s rows, warnings and metadata to this bundle (in place) and return it."""
+        self.inputs += [i for i in other.inputs if i not in self.inputs]
+        for name in self.TABLES:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if len(theirs) == 0:
+                continue
+            if len(mine) == 0:
+                setattr(self, name, theirs)
+                continue
+            merged = pd.concat([mine, theirs], ignore_index=True)
+            if "source" in merged:
+                merged["source"] = merged["source"].astype("category")
+            if name == "telemetry":
+                merged = merged.sort_values(["host", "gpu", "time"], kind="stable").reset_index(drop=True)
+                merged.attrs["interval_s"] = median_interval_s(merged)
+            setattr(self, name, merged)
+        self.warnings += other.warnings
+        self.meta.update(other.meta)
+        return self
+
+    def is_empty(self) -> bool:
+        """True when no table holds a row."""
+        return all(len(getattr(self, name)) == 0 for name in self.TABLES)
+
+
+class SkipCounter:
+    """Counts rows a reader had to skip and keeps the first few reasons, for one warning line per file.
+
+    >>> sk = SkipCounter("gpu.csv"); sk.skip(17, "bad number 'x'"); sk.warning(rows_read=99)
+    "gpu.csv: skipped 1 of 100 rows (line 17: bad number 'x')"
+    """
+
+    def __init__(self, path: str, keep: int = 3):
+        self.path, self.keep = str(path), keep
+        self.count = 0
+        self.reasons: list[str] = []
+
+    def skip(self, line: int | None, reason: str) -> None:
+        """Record one skipped row; `line` is 1-based (None when unknown)."""
+        self.count += 1
+        if len(self.reasons) < self.keep:
+            self.reasons.append(f"line {line}: {reason}" if line is not None else reason)
+
+    def warning(self, rows_read: int) -> str | None:
+        """One warning line, or None when nothing was skipped."""
+        if not self.count:
+            return None
+        more = f"; +{self.count - len(self.reasons)} more" if self.count > len(self.reasons) else ""
+        return (f"{self.path}: skipped {self.count} of {rows_read + self.count} rows "
+                f"({'; '.join(self.reasons)}{more})")
