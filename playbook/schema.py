@@ -3,7 +3,7 @@
 Every reader and every probe produces these tables; every analysis consumes them.
 
 telemetry  one row per (time, host, gpu) sample of a GPU counter source (nvidia-smi, dmon, DCGM, NVML probe).
-           `time` is a UTC timestamp; `host` a string; `gpu` the device index on that host. A GPU's identity is
+           `time` is a UTC timestamp (datetime64[ns, UTC]); `host` a string; `gpu` the device index on that host. A GPU's identity is
            "host:gpu" (see `gpu_id`). Metric columns are float64, NaN where the source lacks the field:
              util_pct          utilization.gpu: % of the sample window in which *any* kernel ran (0-100)
              mem_util_pct      utilization.memory: % of the window the memory controller was busy (0-100)
@@ -144,8 +144,8 @@ def _frame(columns: tuple[str, ...], data: dict[str, Any] | None, strings: tuple
         else:
             values = np.nan
         if col in times:
-            s = pd.to_datetime(pd.Series(values, index=range(n)) if np.isscalar(values) or values is pd.NaT
-                               else pd.Series(values), utc=True)
+            s = pd.Series(values, index=range(n)) if np.isscalar(values) or values is pd.NaT else pd.Series(values)
+            s = pd.to_datetime(s, utc=True).dt.as_unit("ns")
         elif col in strings:
             s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
             s = s.astype("string").fillna("") if col != "source" else s.astype("category")
