@@ -1,0 +1,376 @@
+"""Recorder: every probe behind one context manager, writing this process's part of a run directory.
+
+    with Recorder("runs/r1") as rec:
+        for i, batch in enumerate(rec.timed(loader)):
+            with rec.timer.step(i, tokens=n):
+                with rec.timer.phase("fwd"):
+                    ...
+            with rec.event_span("checkpoint", step=i):
+                ...
+
+What runs where: the step timer and event log (GC pauses, torch.compile recompilations) in every rank; the NVML
+sampler, host probe and InfiniBand counters only in LOCAL_RANK 0 (or a process that is not distributed), so one
+host's GPUs are sampled once; none of the samplers when `PLAYBOOK_SAMPLER=external` (set by `playbook record`,
+which samples beside the command). `run_dir=None` uses `PLAYBOOK_RUN_DIR` (also set by `playbook record`).
+
+Writes: RUN_DIR/meta.json (run-level, with the environment fingerprint under "env"), and RUN_DIR/<host>-rank<R>/
+with meta.json (host, rank, world size, probe statistics, fingerprint), telemetry / steps / events / host /
+ib .parquet. Rows are flushed every `flush_s` seconds from a background thread into
+<part>/segments/<table>-NNNNNN.parquet (bounded memory), and merged into the table files at exit; a run killed
+before exit keeps its segments, and `merge_segments(part)` (run by `playbook record` after the command exits)
+merges them.
+
+After `start()` nothing raises into the training loop: a failing probe logs one warning and stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from playbook import rundir
+from playbook.errors import ProbeError
+from playbook.probes.events import EventLog
+from playbook.probes.loader import Timed
+from playbook.probes.steps import StepTimer
+
+log = logging.getLogger("playbook.probes")
+
+SEGMENT_DIR = "segments"
+# Tables a part folder can hold: rundir's four plus the InfiniBand counters (ib.parquet, see interconnect.py).
+PART_FILES = {**rundir.TABLE_FILES, "ib": "ib.parquet"}
+
+
+def _env_int(name: str) -> int | None:
+    try:
+        return int(os.environ[name])
+    except (KeyError, ValueError):
+        return None
+
+
+class Recorder:
+    """Records a training process into RUN_DIR; see the module docstring.
+
+    run_dir: the run directory (None: $PLAYBOOK_RUN_DIR). rank: None reads $RANK (-1 when unset). host: the host
+    name (default socket.gethostname()). sample_hz: NVML sampling rate (Hz). nvml / host_probe / interconnect:
+    enable the GPU sampler, the psutil host probe, the InfiniBand sysfs counters. flush_s: seconds between
+    background writes. host_hz: host-probe rate (default min(sample_hz, 2)). cuda / nvtx: passed to StepTimer.
+    gc / compile: record GC pauses / torch.compile (re)compilations. pid: root of the process tree whose RSS the
+    host probe sums (default: this process, or the torchrun agent above it). nvml_module: a fake pynvml for tests.
+    sysfs_root: where /sys is (tests). command: the command line for meta.json (default sys.argv).
+    """
+
+    def __init__(self, run_dir: str | os.PathLike | None = None, rank: int | None = None, host: str | None = None,
+                 sample_hz: float = 10.0, nvml: bool = True, host_probe: bool = True, flush_s: float = 30.0,
+                 *, interconnect: bool = True, host_hz: float | None = None, cuda: bool | None = None,
+                 nvtx: bool = True, gc: bool = True, compile: bool = True, pid: int | None = None,
+                 nvml_module: Any = None, sysfs_root: str | os.PathLike = "/sys", gpus: list[int] | None = None,
+                 command: list[str] | str | None = None, meta: dict[str, Any] | None = None):
+        run_dir = run_dir if run_dir is not None else os.environ.get("PLAYBOOK_RUN_DIR")
+        if not run_dir:
+            raise ProbeError("Recorder: no run directory (pass run_dir or set PLAYBOOK_RUN_DIR)")
+        if not sample_hz > 0:
+            raise ProbeError(f"Recorder: sample_hz must be > 0, got {sample_hz}")
+        self.run_dir = Path(run_dir)
+        self.rank = rank if rank is not None else _env_int("RANK")
+        self.local_rank = _env_int("LOCAL_RANK")
+        self.world_size = _env_int("WORLD_SIZE")
+        self.host = host or socket.gethostname()
+        self.sample_hz = float(sample_hz)
+        self.host_hz = float(host_hz) if host_hz else min(self.sample_hz, 2.0)
+        self.flush_s = float(flush_s)
+        self.command = command
+        self.extra_meta = dict(meta or {})
+        samples_here = self.local_rank in (None, 0) and os.environ.get("PLAYBOOK_SAMPLER") != "external"
+        self._want = {"nvml": nvml and samples_here, "host": host_probe and samples_here,
+                      "ib": interconnect and samples_here}
+        self._nvml_module, self._sysfs_root, self._gpus = nvml_module, sysfs_root, gpus
+        self._pid = pid
+        self.timer = StepTimer(self.host, self.rank, cuda=cuda, nvtx=nvtx, keep=False)
+        self.events = EventLog(self.host, self.rank, step_of=lambda: self.timer.current_step, keep=False)
+        self._gc, self._compile = gc, compile
+        self.sampler: Any = None
+        self.host_probe: Any = None
+        self.ib: Any = None
+        self.part: Path | None = None
+        self.warnings: list[str] = []
+        self._seq = 0
+        self._rows = {name: 0 for name in PART_FILES}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._started = self._closed = False
+        self._t0 = time.time()
+        self._fingerprint: dict[str, Any] = {}
+        self._profilers: list[Any] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> Recorder:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def start(self) -> Recorder:
+        """Create the part folder and start the probes. Raises ProbeError only when the folder cannot be made."""
+        if self._started:
+            return self
+        try:
+            self._fingerprint = self._take_fingerprint()
+            rundir.init_run(self.run_dir, command=self._fingerprint.get("command"), env=self._fingerprint)
+            self.part = rundir.init_part(self.run_dir, self.host, self.rank, world_size=self.world_size,
+                                         started=_utc(self._t0))
+        except OSError as exc:
+            raise ProbeError(f"Recorder: cannot write run directory {self.run_dir}: {exc}") from exc
+        stale = [f for f in PART_FILES.values() if (self.part / f).exists()]
+        if stale or (self.part / SEGMENT_DIR).exists():
+            self._warn(f"{self.part}: replacing an earlier recording in this folder")
+            for f in stale:
+                (self.part / f).unlink(missing_ok=True)
+            shutil.rmtree(self.part / SEGMENT_DIR, ignore_errors=True)
+        self._started = True
+        self._start_probes()
+        if self._gc:
+            self.events.watch_gc()
+        if self._compile:
+            self.events.watch_compile()
+        self._flusher = threading.Thread(target=self._flush_loop, name="playbook-recorder-flush", daemon=True)
+        self._flusher.start()
+        return self
+
+    def _start_probes(self) -> None:
+        if self._want["nvml"]:
+            try:
+                from playbook.probes.nvml import NvmlSampler
+
+                self.sampler = NvmlSampler(self.host, hz=self.sample_hz, nvml=self._nvml_module, gpus=self._gpus)
+                if not self.sampler.start():
+                    self.sampler = None
+            except Exception as exc:
+                self._warn(f"Recorder: NVML sampler not started ({type(exc).__name__}: {exc})")
+                self.sampler = None
+        if self._want["host"]:
+            try:
+                from playbook.probes.host import HostProbe
+
+                self.host_probe = HostProbe(self.host, hz=self.host_hz, pid=self._pid or _tree_root())
+                if not self.host_probe.start():
+                    self.host_probe = None
+            except Exception as exc:
+                self._warn(f"Recorder: host probe not started ({type(exc).__name__}: {exc})")
+                self.host_probe = None
+        if self._want["ib"]:
+            try:
+                from playbook.probes.interconnect import IbProbe
+
+                ib = IbProbe(self.host, hz=min(self.sample_hz, 1.0), root=self._sysfs_root)
+                self.ib = ib if ib.start() else None
+            except Exception as exc:
+                self._warn(f"Recorder: InfiniBand probe not started ({type(exc).__name__}: {exc})")
+                self.ib = None
+
+    def _take_fingerprint(self) -> dict[str, Any]:
+        try:
+            from playbook.probes.fingerprint import fingerprint
+
+            return fingerprint(command=self.command, nvml=self._nvml_module)
+        except Exception as exc:
+            self._warn(f"Recorder: environment fingerprint incomplete ({type(exc).__name__}: {exc})")
+            return {}
+
+    def close(self) -> None:
+        """Stop the probes, resolve in-flight CUDA timings, write and merge every table, finish meta.json."""
+        if not self._started or self._closed:
+            return
+        self._closed = True
+        try:
+            for prof in self._profilers:
+                prof.close()
+            self._stop.set()
+            if self._flusher is not None:
+                self._flusher.join(30)
+            for probe in (self.sampler, self.host_probe, self.ib):
+                if probe is not None:
+                    probe.stop()
+            self.timer.close()
+            self.events.close()
+            self.flush()
+            for name in PART_FILES:
+                merge_segments(self.part, name)
+            seg = self.part / SEGMENT_DIR
+            if seg.is_dir() and not any(seg.iterdir()):
+                seg.rmdir()
+            self._write_part_meta()
+        except Exception as exc:  # never raise into the training script
+            self._warn(f"Recorder: closing {self.run_dir} failed ({type(exc).__name__}: {exc})")
+
+    def _write_part_meta(self) -> None:
+        path = self.part / "meta.json"
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            info = {}
+        probes: dict[str, Any] = {}
+        for key, probe in (("nvml", self.sampler), ("host", self.host_probe), ("ib", self.ib)):
+            if probe is not None:
+                probes[key] = probe.stats()
+        info.update({
+            "host": self.host, "rank": -1 if self.rank is None else self.rank, "local_rank": self.local_rank,
+            "world_size": self.world_size, "pid": os.getpid(), "started": _utc(self._t0), "ended": _utc(time.time()),
+            "sample_hz": self.sample_hz, "probes": probes, "rows": dict(self._rows),
+            "gc": self.events.gc_stats(), "compile": self.events.compile_stats(),
+            "steps_timed": self.timer.steps_done, "step_timer": "cuda" if self.timer.cuda else "cpu",
+            "warnings": self.warnings, "env": self._fingerprint, **self.extra_meta,
+        })
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(info, indent=2, default=str))
+        tmp.replace(path)
+
+    # ------------------------------------------------------------------ writing
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(self.flush_s):
+            try:
+                self.flush()
+            except Exception as exc:
+                self._warn(f"Recorder: periodic write failed ({type(exc).__name__}: {exc}); will retry")
+
+    def flush(self) -> None:
+        """Write the rows gathered since the last flush as segment files (called periodically off the hot path)."""
+        if self.part is None:
+            return
+        with self._lock:
+            out: dict[str, pd.DataFrame] = {}
+            rows = self.timer.drain()
+            if rows:
+                out["steps"] = self.timer.to_frame(rows)
+            rows = self.events.drain()
+            if rows:
+                out["events"] = self.events.to_frame(rows)
+            for name, probe in (("telemetry", self.sampler), ("host", self.host_probe), ("ib", self.ib)):
+                if probe is not None:
+                    rows = probe.drain()
+                    if rows:
+                        out[name] = probe.to_frame(rows)
+            if not out:
+                return
+            seg = self.part / SEGMENT_DIR
+            seg.mkdir(exist_ok=True)
+            self._seq += 1
+            for name, frame in out.items():
+                path = seg / f"{name}-{self._seq:06d}.parquet"
+                tmp = path.with_suffix(".tmp")
+                frame.to_parquet(tmp, index=False)
+                tmp.replace(path)
+                self._rows[name] += len(frame)
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        log.warning("%s", message)
+
+    # ------------------------------------------------------------------ training-loop API
+    def timed(self, iterable: Iterable[Any], phase: str = "data") -> Timed:
+        """Wrap a loader: time blocked in next() becomes `phase` of the current/next step."""
+        return Timed(iterable, self.timer, phase)
+
+    def step(self, i: int, tokens: float | None = None):
+        """Same as `rec.timer.step(i, tokens)`."""
+        return self.timer.step(i, tokens)
+
+    def phase(self, name: str):
+        """Same as `rec.timer.phase(name)`."""
+        return self.timer.phase(name)
+
+    def event(self, kind: str, step: int | None = None, duration_s: float | None = None, detail: str = "") -> None:
+        """Record an instantaneous (or already-timed) event."""
+        self.events.event(kind, step=step, duration_s=duration_s, detail=detail)
+
+    def event_span(self, kind: str, step: int | None = None, detail: str = ""):
+        """Context manager recording an event with the block's duration."""
+        return self.events.event_span(kind, step=step, detail=detail)
+
+    def profiler(self, **kwargs: Any) -> Any:
+        """Profiler windows writing into this part's traces/ folder (see playbook.probes.profiler.ProfilerWindows);
+        stepped by the step timer and, with `trigger_util_pct`, triggered by this recorder's sampler."""
+        from playbook.probes.profiler import ProfilerWindows
+
+        if self.part is None:
+            self.start()
+        kwargs.setdefault("rank", self.rank)
+        prof = ProfilerWindows(self.part / "traces", timer=self.timer, sampler=self.sampler, events=self.events,
+                               **kwargs)
+        self._profilers.append(prof)
+        return prof
+
+    def bundle(self) -> Any:
+        """The run directory read back (playbook.rundir.read_run); call after the `with` block."""
+        return rundir.read_run(self.run_dir)
+
+
+def merge_segments(part: str | os.PathLike, name: str) -> Path | None:
+    """Merge <part>/segments/<name>-*.parquet into <part>/<file> (streaming, bounded memory); remove segments."""
+    part = Path(part)
+    segs = sorted((part / SEGMENT_DIR).glob(f"{name}-*.parquet"))
+    if not segs:
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    dest = part / PART_FILES[name]
+    tmp = dest.with_suffix(".merge.tmp")
+    sources = ([dest] if dest.exists() else []) + segs
+    if len(sources) == 1:
+        segs[0].replace(dest)
+        return dest
+    writer = None
+    try:
+        for path in sources:
+            table = pq.read_table(path)
+            if "source" in table.column_names:  # dictionary-encoded per segment: write plain strings
+                i = table.column_names.index("source")
+                table = table.set_column(i, "source", table.column("source").cast(pa.string()))
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table.cast(writer.schema))
+    finally:
+        if writer is not None:
+            writer.close()
+    tmp.replace(dest)
+    for path in segs:
+        path.unlink(missing_ok=True)
+    return dest
+
+
+def merge_run(run_dir: str | os.PathLike) -> int:
+    """Merge leftover segments in every part of a run directory (after a writer was killed); parts merged."""
+    merged = 0
+    for part in Path(run_dir).iterdir():
+        if (part / SEGMENT_DIR).is_dir():
+            for name in PART_FILES:
+                try:
+                    if merge_segments(part, name) is not None:
+                        merged += 1
+                except Exception as exc:
+                    log.warning("%s: could not merge %s segments (%s)", part, name, exc)
+    return merged
+
+
+def _tree_root() -> int:
+    """The process whose tree the host probe watches: the torchrun agent above us when there is one."""
+    if os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("LOCAL_WORLD_SIZE"):
+        return os.getppid()
+    return os.getpid()
+
+
+def _utc(t: float) -> str:
+    """ISO 8601 UTC with milliseconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1e3):03d}Z"
