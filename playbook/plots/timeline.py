@@ -1,0 +1,273 @@
+"""GPU utilization over time: heatmap of GPUs × time, per-host lines, period spectrum, folded cycle, status table.
+
+Inputs are tidy frames (schema.TELEMETRY_COLUMNS, or any frame with `time`, `host`, a unit column such as `gpu`
+or `rank`, and a metric column, e.g. analysis.steps.busy_timeline's `busy_frac`). Each plot takes an optional
+`ax` and returns the Figure; the binning helpers are separate so they can be tested and reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.plots.style import PALETTE, figure
+
+METRIC_LABELS = {
+    "util_pct": "utilization.gpu (%)",
+    "mem_util_pct": "memory utilization (%)",
+    "sm_active": "SM active (fraction)",
+    "power_w": "power draw (W)",
+    "sm_clock_mhz": "SM clock (MHz)",
+    "mem_used_mib": "memory used (MiB)",
+    "temp_c": "temperature (°C)",
+    "busy_frac": "busy fraction (0-1, from step phases)",
+}
+STATUS_COLORS = {
+    "ok": "#2a9d8f",
+    "underutilized": "#e76f51",
+    "saturated": "#264653",
+    "throttled": "#e9c46a",
+    "lost": "#6c757d",
+}
+
+
+def metric_label(metric: str) -> str:
+    """Axis label with unit for a metric column."""
+    return METRIC_LABELS.get(metric, metric)
+
+
+def time_axis(seconds: np.ndarray) -> tuple[np.ndarray, str]:
+    """Seconds since start rescaled to s, min or h (whichever keeps the span readable) and the axis label."""
+    span = float(np.nanmax(seconds)) if len(seconds) else 0.0
+    if span > 3 * 3600:
+        return seconds / 3600.0, "time since start (h)"
+    if span > 30 * 60:
+        return seconds / 60.0, "time since start (min)"
+    return seconds, "time since start (s)"
+
+
+def unit_ids(frame: pd.DataFrame, unit: str = "gpu") -> pd.Series:
+    """"host:unit" identity per row (schema.gpu_id for GPUs)."""
+    return frame["host"].astype(str) + ":" + frame[unit].astype("int64").astype(str)
+
+
+def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
+                  max_bins: int = 400) -> pd.DataFrame:
+    """Mean of `metric` per (unit, time bin): rows "host:unit" ordered by host then index, columns the bin start
+    in seconds since the first sample. Bins are the sampling interval, widened so there are at most `max_bins`."""
+    data = frame.dropna(subset=["time"])
+    if data.empty:
+        return pd.DataFrame(dtype="float64")
+    t0 = data["time"].min()
+    secs = (data["time"] - t0).dt.total_seconds().to_numpy()
+    span = float(secs.max())
+    interval = frame.attrs.get("interval_s") or np.nan
+    if not np.isfinite(interval) or interval <= 0:
+        interval = span / max(len(data) / max(data.groupby(["host", unit]).ngroups, 1), 1)
+    bin_s = max(float(interval), span / max_bins if span > 0 else 1.0, 1e-9)
+    order = data[["host", unit]].drop_duplicates().sort_values(["host", unit])
+    ids = unit_ids(order, unit).tolist()
+    key = pd.Categorical(unit_ids(data, unit), categories=ids, ordered=True)
+    bins = np.floor(secs / bin_s).astype("int64")
+    values = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype="float64")
+    grid = pd.DataFrame({"id": key, "bin": bins, "v": values}).groupby(["id", "bin"], observed=True)["v"].mean()
+    matrix = grid.unstack("bin").reindex(index=ids, columns=np.arange(bins.max() + 1))
+    matrix.columns = matrix.columns.to_numpy() * bin_s
+    matrix.attrs["bin_s"] = bin_s
+    matrix.attrs["t0"] = t0
+    return matrix
+
+
+def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax=None,
+            max_bins: int = 400, title: str | None = None):
+    """Heatmap of `metric` for every GPU (rows, grouped by host) over time (columns); white = no sample."""
+    matrix = binned_matrix(frame, metric, unit, max_bins)
+    n = max(len(matrix), 1)
+    fig, ax = figure(ax, figsize=(10, min(1.5 + 0.12 * n, 9)))
+    if matrix.empty:
+        ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    x, xlabel = time_axis(np.append(matrix.columns.to_numpy(dtype="float64"),
+                                    matrix.columns[-1] + matrix.attrs["bin_s"]))
+    vmax = 100.0 if metric.endswith("_pct") else (1.0 if metric in ("sm_active", "busy_frac") else None)
+    mesh = ax.pcolormesh(x, np.arange(n + 1), np.ma.masked_invalid(matrix.to_numpy()), cmap="viridis",
+                         vmin=0.0, vmax=vmax, shading="flat")
+    fig.colorbar(mesh, ax=ax, label=metric_label(metric), pad=0.01)
+    hosts = [i.rsplit(":", 1)[0] for i in matrix.index]
+    edges = [k for k in range(1, n) if hosts[k] != hosts[k - 1]]
+    for k in edges:
+        ax.axhline(k, color="white", lw=1.2)
+    if n <= 32:
+        ax.set_yticks(np.arange(n) + 0.5, matrix.index, fontsize=7 if n > 16 else 9)
+    else:  # one tick per host, at its block's middle
+        starts = [0, *edges]
+        ends = [*edges, n]
+        ax.set_yticks([(a + b) / 2 for a, b in zip(starts, ends, strict=True)],
+                      [hosts[a] for a in starts], fontsize=8)
+    ax.set_ylim(n, 0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("GPU (host:index)" if unit == "gpu" else f"{unit} (host:{unit})")
+    ax.grid(False)
+    ax.set_title(title or f"{metric_label(metric)} per {unit} over time")
+    return fig
+
+
+def host_series(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
+                max_bins: int = 1000) -> pd.DataFrame:
+    """Per host and time bin: mean, min and max of `metric` over the host's GPUs (columns time_s, host, mean,
+    lo, hi)."""
+    matrix = binned_matrix(frame, metric, unit, max_bins)
+    if matrix.empty:
+        return pd.DataFrame(columns=["time_s", "host", "mean", "lo", "hi"])
+    hosts = pd.Index([i.rsplit(":", 1)[0] for i in matrix.index], name="host")
+    grouped = matrix.set_axis(hosts).groupby(level="host", sort=True)
+    out = pd.concat({"mean": grouped.mean().stack(), "lo": grouped.min().stack(), "hi": grouped.max().stack()},
+                    axis=1).reset_index()
+    return out.rename(columns={out.columns[1]: "time_s"})[["time_s", "host", "mean", "lo", "hi"]]
+
+
+def host_lines(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax=None,
+               max_bins: int = 1000, title: str | None = None):
+    """One line per host (mean over its GPUs) with a band from its lowest to its highest GPU; with a single
+    host, one line per GPU instead."""
+    fig, ax = figure(ax)
+    hosts = frame["host"].astype(str).unique()
+    if len(hosts) == 1:
+        matrix = binned_matrix(frame, metric, unit, max_bins)
+        x, xlabel = time_axis(matrix.columns.to_numpy(dtype="float64"))
+        for gid, row in matrix.iterrows():
+            ax.plot(x, row.to_numpy(), lw=1.2, label=gid)
+    else:
+        series = host_series(frame, metric, unit, max_bins)
+        x_all, xlabel = time_axis(series["time_s"].to_numpy(dtype="float64"))
+        series = series.assign(x=x_all)
+        for host, part in series.groupby("host", sort=True):
+            line, = ax.plot(part["x"], part["mean"], lw=1.4, label=str(host))
+            ax.fill_between(part["x"], part["lo"], part["hi"], color=line.get_color(), alpha=0.15, lw=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(metric_label(metric))
+    if metric.endswith("_pct"):
+        ax.set_ylim(-2, 102)
+    n_lines = len(ax.get_lines())
+    if 0 < n_lines <= 16:
+        ax.legend(fontsize=8, ncol=min(n_lines, 8), loc="upper center", bbox_to_anchor=(0.5, -0.22),
+                  frameon=False)
+    ax.set_title(title or (f"{metric_label(metric)} per GPU" if len(hosts) == 1
+                           else f"{metric_label(metric)} per host (line: mean, band: min-max of its GPUs)"))
+    return fig
+
+
+def spectrum(periods_s: Sequence[float], power: Sequence[float], period_s: float | None = None, ax=None,
+             title: str | None = None):
+    """Power of the utilization signal against period (log axis); the detected period marked when given."""
+    fig, ax = figure(ax)
+    p = np.asarray(periods_s, dtype="float64")
+    w = np.asarray(power, dtype="float64")
+    keep = np.isfinite(p) & np.isfinite(w) & (p > 0)
+    p, w = p[keep], w[keep]
+    order = np.argsort(p)
+    ax.plot(p[order], w[order], color=PALETTE["no_fault"], lw=1.4)
+    ax.set_xscale("log")
+    if period_s is not None and np.isfinite(period_s):
+        ax.axvline(period_s, color=PALETTE["fault"], ls="--", lw=1.2)
+        ax.annotate(f"period {period_s:.3g} s", (period_s, np.nanmax(w) if len(w) else 1.0),
+                    xytext=(6, -12), textcoords="offset points", color=PALETTE["fault"], fontsize=9)
+    ax.set_xlabel("period (s)")
+    ax.set_ylabel("power (normalized)")
+    ax.set_title(title or "Period spectrum of utilization")
+    return fig
+
+
+def fold_summary(phase_s: Sequence[float], values: Sequence[float], period_s: float,
+                 bins: int = 48) -> pd.DataFrame:
+    """Median and quartiles of `values` per phase bin of a cycle of `period_s` seconds (columns phase_s, median,
+    q25, q75, n)."""
+    ph = np.mod(np.asarray(phase_s, dtype="float64"), period_s)
+    v = np.asarray(values, dtype="float64")
+    keep = np.isfinite(ph) & np.isfinite(v)
+    frame = pd.DataFrame({"bin": np.minimum((ph[keep] / period_s * bins).astype("int64"), bins - 1), "v": v[keep]})
+    g = frame.groupby("bin")["v"]
+    out = pd.DataFrame({"median": g.median(), "q25": g.quantile(0.25), "q75": g.quantile(0.75), "n": g.size()})
+    out = out.reindex(range(bins))
+    out.insert(0, "phase_s", (np.arange(bins) + 0.5) * period_s / bins)
+    return out.reset_index(drop=True)
+
+
+def folded_cycle(phase_s: Sequence[float], values: Sequence[float], period_s: float, metric: str = "util_pct",
+                 ax=None, bins: int = 48, title: str | None = None):
+    """Every sample placed at its position within the cycle (dots), with the median and quartile band per bin:
+    what one period of the oscillation looks like."""
+    fig, ax = figure(ax)
+    ph = np.mod(np.asarray(phase_s, dtype="float64"), period_s)
+    v = np.asarray(values, dtype="float64")
+    if len(v) > 20000:  # the dots are context; the band carries the statistics
+        pick = np.random.default_rng(0).choice(len(v), 20000, replace=False)
+        ph_dots, v_dots = ph[pick], v[pick]
+    else:
+        ph_dots, v_dots = ph, v
+    ax.scatter(ph_dots, v_dots, s=4, alpha=0.15, color="#6c757d", lw=0, label="samples")
+    summary = fold_summary(ph, v, period_s, bins)
+    ax.fill_between(summary["phase_s"], summary["q25"], summary["q75"], color=PALETTE["busy"], alpha=0.3, lw=0,
+                    label="quartiles")
+    ax.plot(summary["phase_s"], summary["median"], color=PALETTE["busy"], lw=2, label="median")
+    ax.set_xlim(0, period_s)
+    ax.set_xlabel(f"time within the {period_s:.3g} s cycle (s)")
+    ax.set_ylabel(metric_label(metric))
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(title or f"One cycle, folded on its period ({period_s:.3g} s)")
+    return fig
+
+
+def status_grid(gpus: Any) -> pd.DataFrame:
+    """GPU entries (diagnosis "gpus": list of dicts or a frame with id/host/index/mean_util_pct/status) as a
+    frame sorted by host and index."""
+    frame = pd.DataFrame(list(gpus)) if not isinstance(gpus, pd.DataFrame) else gpus.copy()
+    if frame.empty:
+        return pd.DataFrame(columns=["id", "host", "index", "mean_util_pct", "status"])
+    if "host" not in frame or "index" not in frame:
+        parts = frame["id"].astype(str).str.rsplit(":", n=1, expand=True)
+        frame["host"], frame["index"] = parts[0], pd.to_numeric(parts[1], errors="coerce")
+    frame["index"] = pd.to_numeric(frame["index"], errors="coerce").fillna(-1).astype("int64")
+    if "mean_util_pct" not in frame:
+        frame["mean_util_pct"] = np.nan
+    return frame.sort_values(["host", "index"]).reset_index(drop=True)
+
+
+def status_table(gpus: Any, ax=None, title: str | None = None):
+    """GPU status table: hosts as rows, GPU index as columns; each cell coloured by status and labelled with
+    the GPU's mean utilization (%)."""
+    frame = status_grid(gpus)
+    hosts = list(dict.fromkeys(frame["host"].astype(str)))
+    indices = sorted(frame["index"].unique().tolist()) or [0]
+    fig, ax = figure(ax, figsize=(max(4.0, 0.9 * len(indices) + 2.5), 0.9 + 0.42 * max(len(hosts), 1)))
+    col = {k: j for j, k in enumerate(indices)}
+    row = {h: i for i, h in enumerate(hosts)}
+    for rec in frame.itertuples(index=False):
+        status = str(rec.status)
+        i, j = row[str(rec.host)], col[rec.index]
+        ax.add_patch(_rect(j, i, STATUS_COLORS.get(status, "#adb5bd")))
+        util = "n/a" if pd.isna(rec.mean_util_pct) else f"{rec.mean_util_pct:.0f}%"
+        ax.text(j + 0.5, i + 0.5, util, ha="center", va="center", fontsize=8,
+                color="black" if status == "throttled" else "white")
+    ax.set_xlim(0, len(indices))
+    ax.set_ylim(max(len(hosts), 1), 0)
+    ax.set_xticks(np.arange(len(indices)) + 0.5, [str(k) for k in indices])
+    ax.set_yticks(np.arange(len(hosts)) + 0.5, hosts, fontsize=8)
+    ax.set_xlabel("GPU index")
+    ax.set_ylabel("host")
+    ax.grid(False)
+    present = [s for s in STATUS_COLORS if s in set(frame["status"].astype(str))]
+    handles = [_rect(0, 0, STATUS_COLORS[s]) for s in present]
+    if handles:
+        ax.legend(handles, present, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(title or "GPU status (cell: mean utilization.gpu)")
+    return fig
+
+
+def _rect(x: float, y: float, color: str):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x + 0.04, y + 0.06), 0.92, 0.88, facecolor=color, edgecolor="none")

@@ -1,0 +1,168 @@
+"""The notebooks a report can run: discovered from notebooks/*.ipynb, with their parameters read from the cell
+tagged `parameters`.
+
+Parameter cell convention (checked by tests/test_notebooks_hygiene.py): one line per parameter, an annotated
+literal with a trailing comment that says what it is and its unit,
+
+    steps: int = 60  # training steps per run [quick: 20]
+
+The optional `[quick: VALUE]` tag in the comment is the value `playbook report --quick` passes instead of the
+default (defaults are already a quick CPU run; the tag makes a notebook quicker still for the batch). A notebook
+that declares a `quick: bool` parameter gets `quick=True` under --quick. `QUICK_OVERRIDES` below adds quick values
+for a notebook without editing it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+SAMPLES = ROOT / "data" / "samples"
+TRIAGE = "01_triage"
+ONBOARDING = "00_onboarding"
+
+# notebook stem -> {parameter: quick value}, for notebooks whose parameter comments carry no [quick: ...] tag.
+QUICK_OVERRIDES: dict[str, dict[str, Any]] = {}
+
+_QUICK_TAG = re.compile(r"\[quick:\s*(?P<value>.+?)\]\s*$")
+_SUMMARY = re.compile(r"\*\*Summary[:.]?\*\*[:.]?\s*(?P<text>.+)")
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One line of a parameters cell: `name: annotation = default  # comment [quick: value]`."""
+
+    name: str
+    annotation: str
+    default: Any
+    comment: str
+    quick: Any = None
+    has_quick: bool = False
+
+
+@dataclass
+class NotebookSpec:
+    """A notebook in notebooks/: its name (file stem), title, one-line summary and parameters."""
+
+    name: str
+    path: Path
+    title: str
+    summary: str
+    parameters: list[Parameter] = field(default_factory=list)
+
+    @property
+    def number(self) -> str:
+        """The leading number of the name ("10" for 10_data_starvation), "" when none."""
+        head = self.name.split("_", 1)[0]
+        return head if head.isdigit() else ""
+
+    @property
+    def is_lab(self) -> bool:
+        """Lab notebooks reproduce one failure mode (everything but onboarding and triage)."""
+        return self.name not in (ONBOARDING, TRIAGE)
+
+    def defaults(self) -> dict[str, Any]:
+        """Parameter name -> default value."""
+        return {p.name: p.default for p in self.parameters}
+
+    def quick_parameters(self) -> dict[str, Any]:
+        """The parameters `--quick` passes: [quick: ...] tags, `quick=True`, then QUICK_OVERRIDES."""
+        out = {p.name: p.quick for p in self.parameters if p.has_quick}
+        if any(p.name == "quick" for p in self.parameters):
+            out["quick"] = True
+        out.update(QUICK_OVERRIDES.get(self.name, {}))
+        return out
+
+
+class ParameterCellError(ValueError):
+    """A parameters cell line that is not `name: type = literal  # comment`."""
+
+
+def parse_parameters(source: str) -> list[Parameter]:
+    """The parameters declared in a parameters cell's source; raises ParameterCellError on any other statement."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ParameterCellError(f"line {exc.lineno}: not valid Python ({exc.msg})") from None
+    comments: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.string.lstrip("#").strip()
+    params = []
+    for node in tree.body:
+        line = node.lineno
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None):
+            raise ParameterCellError(f"line {line}: only `name: type = literal  # comment` lines are allowed")
+        try:
+            default = ast.literal_eval(node.value)
+        except ValueError:
+            raise ParameterCellError(f"line {line}: {node.target.id}'s value is not a literal") from None
+        comment = comments.get(node.end_lineno or line, "")
+        if not comment:
+            raise ParameterCellError(f"line {line}: {node.target.id} has no trailing comment saying what it is")
+        quick, has_quick = None, False
+        m = _QUICK_TAG.search(comment)
+        if m:
+            try:
+                quick, has_quick = ast.literal_eval(m.group("value")), True
+            except (ValueError, SyntaxError):
+                raise ParameterCellError(f"line {line}: [quick: ...] value is not a literal") from None
+            comment = comment[: m.start()].rstrip()
+        params.append(Parameter(node.target.id, ast.unparse(node.annotation), default, comment, quick, has_quick))
+    return params
+
+
+def parameters_cells(nb: dict) -> list[dict]:
+    """The cells tagged `parameters`."""
+    return [c for c in nb.get("cells", []) if "parameters" in (c.get("metadata", {}).get("tags") or [])]
+
+
+def cell_source(cell: dict) -> str:
+    """A cell's source as one string (nbformat stores a string or a list of lines)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def header(nb: dict) -> tuple[str, str]:
+    """(title, summary) from the first markdown cell: its first `#` heading and its **Summary** line."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "markdown":
+            continue
+        text = cell_source(cell)
+        title = next((ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("#")), "")
+        m = _SUMMARY.search(text)
+        return title, (m.group("text").strip() if m else "")
+    return "", ""
+
+
+def load(path: str | Path) -> NotebookSpec:
+    """The spec of one notebook file (parameters cell errors propagate as ParameterCellError)."""
+    path = Path(path)
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    title, summary = header(nb)
+    cells = parameters_cells(nb)
+    params = parse_parameters(cell_source(cells[0])) if cells else []
+    return NotebookSpec(path.stem, path, title or path.stem, summary, params)
+
+
+def discover(directory: str | Path = NOTEBOOKS) -> list[NotebookSpec]:
+    """Every notebooks/*.ipynb, sorted by name."""
+    return [load(p) for p in sorted(Path(directory).glob("*.ipynb"))]
+
+
+def find(specs: list[NotebookSpec], name: str) -> NotebookSpec | None:
+    """The notebook called `name`: its full stem ("10_data_starvation"), number ("10") or topic ("data_starvation")."""
+    key = Path(name).stem
+    for spec in specs:
+        topic = spec.name.split("_", 1)[1] if spec.number and "_" in spec.name else spec.name
+        if key in (spec.name, spec.number, topic):
+            return spec
+    return None
