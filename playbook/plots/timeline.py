@@ -67,7 +67,7 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     interval = frame.attrs.get("interval_s") or np.nan
     if not np.isfinite(interval) or interval <= 0:
         interval = span / max(len(data) / max(data.groupby(["host", unit]).ngroups, 1), 1)
-    bin_s = max(float(interval), span / max_bins if span > 0 else 1.0, 1e-9)
+    bin_s = max(float(interval), (span + interval) / max_bins, 1e-9)  # a sample covers one interval
     order = data[["host", unit]].drop_duplicates().sort_values(["host", unit])
     ids = unit_ids(order, unit).tolist()
     key = pd.Categorical(unit_ids(data, unit), categories=ids, ordered=True)

@@ -1,0 +1,125 @@
+"""Timeline plots: binning is exact on known inputs, every figure has its units and draws what it should."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from playbook.plots import timeline as tl  # noqa: E402
+from playbook.schema import telemetry_frame  # noqa: E402
+
+
+def _telemetry(hosts=2, gpus=4, seconds=120, period=60, high_s=45, quiet=("h1", 2)):
+    """1 Hz utilization: every GPU at 90% for `high_s` of each `period`, 20% otherwise; one GPU at 5% always."""
+    t = pd.date_range("2025-01-01", periods=seconds, freq="1s", tz="UTC")
+    cycle = np.where(np.arange(seconds) % period < high_s, 90.0, 20.0)
+    rows = {"time": [], "host": [], "gpu": [], "util_pct": []}
+    for h in range(hosts):
+        for g in range(gpus):
+            rows["time"].append(t)
+            rows["host"] += [f"h{h}"] * seconds
+            rows["gpu"] += [g] * seconds
+            rows["util_pct"].append(np.full(seconds, 5.0) if (f"h{h}", g) == quiet else cycle)
+    return telemetry_frame({"time": np.concatenate(rows["time"]), "host": rows["host"], "gpu": rows["gpu"],
+                            "util_pct": np.concatenate(rows["util_pct"])})
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def test_binned_matrix_orders_gpus_and_averages_bins():
+    tel = _telemetry()
+    m = tl.binned_matrix(tel, max_bins=12)  # 120 s in bins of 10 s
+    assert list(m.index) == [f"h{h}:{g}" for h in range(2) for g in range(4)]
+    assert m.attrs["bin_s"] == pytest.approx(10.0)
+    assert m.shape == (8, 12)
+    # bin 40-50 s straddles the drop at 45 s: five samples at 90, five at 20
+    assert m.loc["h0:0", 40.0] == pytest.approx(55.0)
+    assert m.loc["h0:0", 0.0] == pytest.approx(90.0) and m.loc["h0:0", 50.0] == pytest.approx(20.0)
+    assert (m.loc["h1:2"] == 5.0).all()
+
+
+def test_binned_matrix_keeps_gaps_as_nan():
+    tel = _telemetry()
+    gap = tel[~((tel["host"] == "h0") & (tel["gpu"] == 1) & (tel["time"] >= tel["time"].min()
+                                                               + pd.Timedelta(seconds=30)))]
+    m = tl.binned_matrix(gap.reset_index(drop=True), max_bins=12)
+    assert m.loc["h0:1", 0.0] == pytest.approx(90.0)
+    assert m.loc["h0:1"].iloc[3:].isna().all()
+
+
+def test_heatmap_has_a_row_per_gpu_and_a_labelled_colorbar():
+    fig = tl.heatmap(_telemetry())
+    ax, cbar = fig.axes
+    assert cbar.get_ylabel() == "utilization.gpu (%)"
+    assert ax.get_xlabel() == "time since start (s)"
+    assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["h0:0", "h0:1"]
+    mesh = ax.collections[0]
+    assert mesh.get_array().shape == (8, 120)
+    assert np.nanmax(mesh.get_array()) == 90.0 and np.nanmin(mesh.get_array()) == 5.0
+
+
+def test_heatmap_of_many_gpus_labels_hosts_and_long_runs_in_hours():
+    tel = _telemetry(hosts=8, gpus=8, seconds=4 * 3600, period=600, high_s=450)
+    fig = tl.heatmap(tel)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"h{h}" for h in range(8)]
+    assert ax.get_xlabel() == "time since start (h)"
+    assert ax.collections[0].get_array().shape[1] <= 400
+
+
+def test_host_series_band_spans_the_hosts_gpus():
+    s = tl.host_series(_telemetry(), max_bins=120)
+    h1 = s[(s["host"] == "h1") & (s["time_s"] == 0.0)].iloc[0]
+    assert h1["lo"] == 5.0 and h1["hi"] == 90.0 and h1["mean"] == pytest.approx((3 * 90 + 5) / 4)
+
+
+def test_host_lines_one_line_per_host_or_per_gpu_on_one_host():
+    tel = _telemetry()
+    ax = tl.host_lines(tel).axes[0]
+    assert [ln.get_label() for ln in ax.get_lines()] == ["h0", "h1"]
+    assert ax.get_ylabel() == "utilization.gpu (%)"
+    single = tl.host_lines(tel[tel["host"] == "h0"]).axes[0]
+    assert len(single.get_lines()) == 4
+
+
+def test_spectrum_marks_the_period_on_a_log_axis():
+    periods = np.linspace(2, 300, 300)
+    fig = tl.spectrum(periods, np.exp(-((periods - 60) / 5) ** 2), period_s=60.0)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "period (s)"
+    marker = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert marker and marker[0].get_xdata()[0] == 60.0
+
+
+def test_fold_summary_recovers_the_cycle_shape():
+    tel = _telemetry(hosts=1, gpus=1, seconds=600, quiet=("none", 0))
+    secs = (tel["time"] - tel["time"].min()).dt.total_seconds()
+    fold = tl.fold_summary(secs, tel["util_pct"], period_s=60.0, bins=12)  # 5 s bins
+    assert list(fold["median"].iloc[:9]) == [90.0] * 9 and list(fold["median"].iloc[9:]) == [20.0] * 3
+    assert fold["n"].sum() == 600
+    ax = tl.folded_cycle(secs, tel["util_pct"], period_s=60.0).axes[0]
+    assert ax.get_xlim() == (0.0, 60.0) and "60 s cycle" in ax.get_xlabel()
+
+
+def test_status_table_colours_each_gpu_by_status():
+    gpus = [{"id": f"n{h}:{g}", "host": f"n{h}", "index": g, "mean_util_pct": 70.0, "status": "ok"}
+            for h in range(2) for g in range(3)]
+    gpus[4]["status"], gpus[4]["mean_util_pct"] = "underutilized", 12.0
+    ax = tl.status_table(gpus).axes[0]
+    assert len(ax.patches) == 6
+    colors = [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches]
+    assert colors.count(tl.STATUS_COLORS["underutilized"]) == 1
+    assert "12%" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ok", "underutilized"]
+    # ids alone are enough
+    assert len(tl.status_table([{"id": "a:0", "status": "lost"}]).axes[0].patches) == 1

@@ -1,0 +1,144 @@
+"""The batch runner: papermill execution, summary.json, HTML without inputs, index.html, failures kept."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from playbook.errors import InputError, PlaybookError
+from playbook.report import catalog
+from playbook.report.runner import SUMMARY_SCHEMA_VERSION, Job, plan, run_batch, run_id
+
+PARAMS = "n: int = 50  # points on the ramp [quick: 10]\nfail: bool = False  # raise in the middle, on purpose"
+
+
+def _notebook(path: Path, title: str, params: str = PARAMS) -> Path:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(params)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(f"# {title}\n\n**Summary**: a ramp of n points.\n"),
+        cell,
+        nbformat.v4.new_markdown_cell("## 1 Measurement"),
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.record import record, "
+                                  "verdict\nrecord('n_points', n);"),
+        nbformat.v4.new_code_cell("fig, ax = plt.subplots(); ax.plot(range(n)); ax.set_title('ramp');"),
+        nbformat.v4.new_code_cell("if fail:\n    raise ValueError(f'failed on purpose with n={n}')"),
+        nbformat.v4.new_markdown_cell("## 2 Verdict"),
+        nbformat.v4.new_code_cell("verdict('confirmed', 'the ramp rises', slope=1.0, n=n);"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    src = tmp_path_factory.mktemp("nbs")
+    ramp = _notebook(src / "ramp.ipynb", "Ramp")
+    out = tmp_path_factory.mktemp("report")
+    jobs = [Job(str(ramp), {"n": 20}, "good", "Ramp"), Job(str(ramp), {"fail": True}, "bad", "Ramp (fails)")]
+    summary = run_batch(jobs, out, parameters={"why": "test"}, run_name="test-run", progress=False)
+    return out, summary
+
+
+def test_summary_json_records_verdicts_figures_cells_and_errors(batch):
+    out, summary = batch
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk == json.loads(json.dumps(summary, default=str))
+    assert on_disk["schema_version"] == SUMMARY_SCHEMA_VERSION
+    assert on_disk["run_id"] == "test-run" and on_disk["parameters"] == {"why": "test"}
+    assert on_disk["counts"]["ok"] == 1 and on_disk["counts"]["error"] == 1
+    good, bad = on_disk["notebooks"]
+    assert good["status"] == "ok" and good["error"] is None
+    assert good["verdict"]["status"] == "confirmed" and good["verdict"]["figures"] == {"slope": 1.0, "n": 20}
+    assert good["records"] == {"n_points": 20}
+    durations = [c["duration_s"] for c in good["cells"]]
+    assert len(durations) >= 5 and all(isinstance(d, float) and d >= 0 for d in durations)
+    assert any("ax.plot" in c["first_line"] for c in good["cells"])
+    # the failure stops only its own notebook; what ran before it is kept
+    assert bad["status"] == "error" and bad["verdict"] is None
+    assert bad["error"]["name"] == "ValueError" and "failed on purpose with n=50" in bad["error"]["message"]
+    assert bad["records"] == {"n_points": 50}
+    assert [c["status"] for c in bad["cells"]].count("failed") == 1
+
+
+def test_every_notebook_is_kept_executed_and_exported_without_inputs(batch):
+    out, _ = batch
+    for name in ("good", "bad"):
+        assert (out / f"{name}.ipynb").is_file()
+        page = (out / f"{name}.html").read_text()
+        assert "<img" in page and "data:image/png;base64" in page  # the ramp figure, embedded
+        assert "ax.plot(range(n))" not in page  # input cells left out
+        assert "report index" in page and 'href="index.html"' in page
+        assert not re.search(r"<script[^>]*src=\"https?://", page)  # opens offline
+    bad = (out / "bad.html").read_text()
+    assert "failed on purpose with n=50" in bad and "ValueError" in bad
+
+
+def test_index_links_every_notebook_with_badges_and_errors(batch):
+    out, _ = batch
+    index = (out / "index.html").read_text()
+    assert 'href="good.html"' in index and 'href="bad.html"' in index
+    assert 'href="good.ipynb"' in index
+    assert "badge-confirmed" in index and "badge-error" in index
+    assert "ValueError: failed on purpose with n=50" in index
+    assert "slope = 1" in index
+
+
+def test_catalog_reads_parameters_comments_and_quick_tags(tmp_path):
+    spec = catalog.load(_notebook(tmp_path / "10_ramp.ipynb", "Ramp lab"))
+    assert spec.title == "Ramp lab" and spec.summary == "a ramp of n points."
+    assert [(p.name, p.annotation, p.default) for p in spec.parameters] == [("n", "int", 50), ("fail", "bool", False)]
+    assert spec.parameters[0].comment == "points on the ramp"
+    assert spec.quick_parameters() == {"n": 10}
+    assert catalog.find([spec], "10") is spec and catalog.find([spec], "ramp") is spec
+    assert catalog.find([spec], "10_ramp") is spec and catalog.find([spec], "11") is None
+
+
+@pytest.mark.parametrize("source, problem", [
+    ("n = 5  # no annotation", "only `name: type = literal"),
+    ("n: int = 5", "no trailing comment"),
+    ("n: int = len('ab')  # a call", "not a literal"),
+    ("import os  # nope", "only `name: type = literal"),
+    ("n: int = 5  # x [quick: oops]", "[quick: ...] value is not a literal"),
+])
+def test_parameter_cell_rejects_anything_but_commented_literals(source, problem):
+    with pytest.raises(catalog.ParameterCellError, match=re.escape(problem)):
+        catalog.parse_parameters(source)
+
+
+def test_quick_flag_parameter_and_overrides(tmp_path, monkeypatch):
+    spec = catalog.load(_notebook(tmp_path / "12_x.ipynb", "X", "quick: bool = False  # smaller everything"))
+    assert spec.quick_parameters() == {"quick": True}
+    monkeypatch.setitem(catalog.QUICK_OVERRIDES, "12_x", {"steps": 3})
+    assert spec.quick_parameters() == {"quick": True, "steps": 3}
+
+
+def test_plan_runs_triage_on_paths_and_adds_named_labs(tmp_path):
+    specs = [catalog.load(_notebook(tmp_path / f"{n}.ipynb", n)) for n in
+             ("00_onboarding", "01_triage", "10_ramp", "11_other")]
+    only = plan(specs=specs)
+    assert [j.name for j in only] == ["01_triage"] and only[0].parameters == {}
+    data = tmp_path / "logs.csv"
+    data.write_text("x")
+    jobs = plan(paths=[str(data)], labs=["ramp"], quick=True, specs=specs)
+    assert [j.name for j in jobs] == ["01_triage", "10_ramp"]
+    assert jobs[0].parameters == {"n": 10, "inputs": [str(data.resolve())]}
+    assert jobs[1].parameters == {"n": 10}
+    assert [j.name for j in plan(labs=["all"], specs=specs)] == ["00_onboarding", "01_triage", "10_ramp", "11_other"]
+    with pytest.raises(PlaybookError, match="no notebook called 'nope'"):
+        plan(labs=["nope"], specs=specs)
+    with pytest.raises(InputError, match="missing.csv"):
+        plan(paths=[str(tmp_path / "missing.csv")], specs=specs)
+
+
+def test_run_id_is_utc_timestamp_and_short_name():
+    now = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+    assert run_id("dflash 8gpu!", now) == "20250304T050607Z-dflash-8gpu"
+    assert run_id("", now) == "20250304T050607Z-report"
