@@ -85,9 +85,10 @@ class NvmlSampler(Poller):
         self._gpus: list[_Gpu] = []
         self._slow_thread: threading.Thread | None = None
         self._pending_lock = threading.Lock()
-        self.gpu_events: list[tuple[int, int, str, str]] = []  # (time_ns, gpu, kind, detail)
+        self.gpu_events: list[tuple[int, int, str, str]] = []  # (time_ns, gpu, kind, detail); see drain_events
         self.unsupported: dict[int, list[str]] = {}
         self.names: dict[int, str] = {}
+        self.pcie_max: dict[int, tuple[int, int]] = {}  # gpu -> (max gen, max width) the link can train to
         self.available = False
         self.slow_cost_s = 0.0
         self.slow_samples = 0
@@ -131,6 +132,11 @@ class NvmlSampler(Poller):
                 self.names[i] = name.decode() if isinstance(name, bytes) else str(name)
             except Exception:
                 self.names[i] = ""
+            try:
+                self.pcie_max[i] = (int(nv.nvmlDeviceGetMaxPcieLinkGeneration(h)),
+                                    int(nv.nvmlDeviceGetMaxPcieLinkWidth(h)))
+            except Exception:
+                pass
             self._gpus.append(g)
         if not self._gpus:
             self.warn_once("no_gpus", "NVML sees no GPU; recording host metrics only")
@@ -360,6 +366,11 @@ class NvmlSampler(Poller):
         g.samples_ts = newest
 
     # ------------------------------------------------------------------ output
+    def drain_events(self) -> list[tuple[int, int, str, str]]:
+        """Remove and return GPU events (time_ns, gpu, kind, detail), e.g. kind "gpu_lost"."""
+        out, self.gpu_events = self.gpu_events, []
+        return out
+
     def mean_util(self) -> float:
         """Mean of the latest utilization.gpu over GPUs that report it (NaN when none): the live trigger signal."""
         vals = [g.latest_util for g in self._gpus if not math.isnan(g.latest_util)]
@@ -381,6 +392,7 @@ class NvmlSampler(Poller):
         out.update({
             "gpus": {g.index: self.names.get(g.index, "") for g in self._gpus},
             "lost": [g.index for g in self._gpus if g.lost],
+            "pcie_max": {i: {"gen": gen, "width": w} for i, (gen, w) in self.pcie_max.items()},
             "unsupported": {g.index: sorted(g.off) for g in self._gpus if g.off},
             "slow_hz": self.slow_hz,
             "slow_mean_cost_us": round(1e6 * self.slow_cost_s / self.slow_samples, 1) if self.slow_samples else None,

@@ -250,6 +250,9 @@ class Recorder:
             return
         with self._lock:
             out: dict[str, pd.DataFrame] = {}
+            if self.sampler is not None:
+                for t, gpu, kind, detail in self.sampler.drain_events():
+                    self.events.event(kind, step=-1, detail=f"gpu {gpu}: {detail}", time_ns=t)
             rows = self.timer.drain()
             if rows:
                 out["steps"] = self.timer.to_frame(rows)
