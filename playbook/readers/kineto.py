@@ -1,0 +1,650 @@
+"""PyTorch profiler (Kineto) Chrome traces → the `trace` table (schema.TRACE_COLUMNS), one row per complete event.
+
+Reads `.json`, `.json.gz` (or zstd), a `.tar`/`.tar.gz` of per-rank traces, or a folder of them. Rows: GPU kernels
+(`kernel`), copies and fills (`gpu_memcpy`, `gpu_memset`), GPU-side syncs (`cuda_sync`), CPU ops (`cpu_op`), CUDA
+runtime/driver calls (`cuda_runtime`, `cuda_driver`), user annotations (`user_annotation`: ProfilerStep#N,
+DataLoader, `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, `nccl:all_reduce`, ...; and their GPU
+projections `gpu_user_annotation`), Python frames when recorded. Flow arrows, instant events (memory samples) and the
+profiler's own `Trace` span are counted, not kept.
+
+Columns: `ts_us` and `dur_us` are µs on the trace's clock (float64: ns-resolution traces keep their fraction);
+`stream` is the CUDA/HIP stream of GPU rows (-1 for CPU rows); `correlation` links a runtime call to the GPU work it
+launched; `bytes` is set on copies and fills. Per-rank metadata goes to `bundle.meta["kineto"][rank]`: rank,
+world_size, backend, pg_config, nccl_version, device_properties, base_time_ns (Kineto's clock base: add
+base_time_ns / 1000 to ts_us for epoch µs when present), display_time_unit, host_name, sources, event counts.
+
+Speed: events are decoded in bounded chunks straight into columns (never one dict per event for the whole file), so
+memory stays near the size of the final table rather than several times the JSON. With `msgspec` installed the
+chunks are decoded by typed structs that skip unused fields (≈ 4x faster than `json`); without it the standard
+library does the same work more slowly. `benchmarks/kineto_load.py` measures both against a plain `json.load`.
+
+Damage: a file cut short (truncated gzip or JSON) or with garbled events keeps every event that parses and adds one
+warning naming the file, with the count of events lost and the first reasons; a file with no usable event raises a
+one-line InputError naming it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tarfile
+import zlib
+from pathlib import Path
+from typing import Any, BinaryIO, Iterator
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import Bundle, SkipCounter, trace_frame
+
+try:  # optional accelerator; the standard-library path below gives identical results
+    import msgspec
+except ImportError:  # pragma: no cover - exercised by forcing _MSGSPEC = None in tests
+    msgspec = None
+
+# Categories whose rows run on the GPU (their `stream` column is set).
+GPU_CATEGORIES = frozenset({
+    "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "gpu_user_annotation", "cuda_sync",
+    "mtia_ccp_events",
+})
+SUFFIXES = (".json", ".json.gz", ".json.zst", ".tar", ".tar.gz", ".tgz")
+CHUNK_BYTES = 1 << 20  # decoded text per chunk (1 MiB): bounds the transient memory of one decode
+MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB
+
+_TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+_BOUNDARY_RE = re.compile(rb"\}\s*,\s*\{")
+_ARRAY_END_RE = re.compile(rb"\}\s*\]")
+_BOUNDARY_STR_RE = re.compile(r"\}\s*,\s*\{")
+_RANK_IN_NAME_RE = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
+_SNIFF_RE = re.compile(r'"traceEvents"\s*:|"ph"\s*:\s*"[XBEMisfC]"')
+
+
+def sniff(head: str) -> bool:
+    """True when `head` (the first 64 KiB of decoded text) looks like a Chrome/Kineto trace."""
+    start = head.lstrip()[:1]
+    if start in ("{", "["):
+        return bool(_SNIFF_RE.search(head))
+    # a tar archive of traces: binary member headers, then trace JSON
+    return "ustar" in head[:600] and '"traceEvents"' in head
+
+
+def read(path: str | Path, **opts: Any) -> Bundle:
+    """Read one trace file, an archive of traces, or a folder of per-rank traces into a Bundle.
+
+    Options: `rank` (int) overrides the rank of a single-file input that has no `distributedInfo`.
+    """
+    path = Path(path)
+    if path.is_dir():
+        files = trace_files(path)
+        if not files:
+            raise InputError(f"{path}: no Kineto trace (*.json, *.json.gz) in this folder")
+        parts = [_read_source(f, opts.get("rank") if len(files) == 1 else None) for f in files]
+    elif not path.exists():
+        raise InputError(f"{path}: no such file")
+    else:
+        parts = _read_archive(path) if _is_tar(path) else [_read_source(path, opts.get("rank"))]
+    return _assemble([str(path)], parts)
+
+
+def trace_files(folder: Path) -> list[Path]:
+    """Trace files under `folder` (recursively), sorted, recognised by content."""
+    out = []
+    for f in sorted(folder.rglob("*")):
+        if f.is_file() and f.name.endswith(SUFFIXES) and not f.name.startswith("."):
+            try:
+                head = _head_text(f)
+            except (OSError, EOFError, zlib.error):
+                continue
+            if sniff(head):
+                out.append(f)
+    return out
+
+
+# ------------------------------------------------------------------ file access
+
+def _is_tar(path: Path) -> bool:
+    try:
+        return tarfile.is_tarfile(path)
+    except (OSError, EOFError, zlib.error, tarfile.TarError):
+        return False
+
+
+def _head_text(path: Path, size: int = 65536) -> str:
+    with open(path, "rb") as fh:
+        chunks = _byte_chunks(fh, path.name, size)
+        head = next(chunks, b"")
+    return head[:size].decode("utf-8", errors="replace")
+
+
+def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
+                 problems: list[str] | None = None) -> Iterator[bytes]:
+    """Decoded bytes of `fh` in chunks of about `size`, un-gzipping / un-zstd-ing by magic number.
+
+    A truncated or corrupt compressed stream ends the iteration early and appends a reason to `problems`.
+    """
+    magic = fh.read(4)
+    if magic[:2] == b"\x1f\x8b":
+        dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending = magic
+        while True:
+            data = pending + (fh.read(1 << 16) if not dec.unconsumed_tail else b"")
+            pending = b""
+            if dec.unconsumed_tail:
+                data = dec.unconsumed_tail + data
+            if not data:
+                break
+            try:
+                out = dec.decompress(data, size)
+            except zlib.error as exc:
+                if problems is not None:
+                    problems.append(f"corrupt gzip data ({exc})")
+                return
+            if out:
+                yield out
+            if dec.eof:
+                rest = dec.unused_data + fh.read()
+                if rest.startswith(b"\x1f\x8b"):  # concatenated gzip members
+                    yield from _byte_chunks(io.BytesIO(rest), label, size, problems)
+                return
+        if problems is not None and not dec.eof:
+            problems.append("gzip stream truncated")
+        return
+    if magic == b"\x28\xb5\x2f\xfd":
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(magic + fh.read()))
+        try:
+            while out := reader.read(size):
+                yield out
+        except zstandard.ZstdError as exc:
+            if problems is not None:
+                problems.append(f"corrupt zstd data ({exc})")
+        return
+    yield magic + fh.read(size - len(magic))
+    while out := fh.read(size):
+        yield out
+
+
+def _read_archive(path: Path) -> list[dict]:
+    parts = []
+    try:
+        with tarfile.open(path) as tar:
+            for member in sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name):
+                if not member.name.endswith(SUFFIXES) or Path(member.name).name.startswith("."):
+                    continue
+                label = f"{path}:{member.name}"
+                fh = tar.extractfile(member)
+                if fh is None:
+                    continue
+                head = next(_byte_chunks(fh, label, 65536), b"").decode("utf-8", errors="replace")
+                if not sniff(head):
+                    continue
+                fh = tar.extractfile(member)
+                parts.append(_parse(fh, label, None, Path(member.name).name))
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        if not parts:
+            raise InputError(f"{path}: unreadable archive ({exc})") from None
+        parts[-1]["warnings"].append(f"{path}: archive damaged after {parts[-1]['source']} ({exc})")
+    if not parts:
+        raise InputError(f"{path}: archive holds no Kineto trace")
+    return parts
+
+
+def _read_source(path: Path, rank: int | None) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return _parse(fh, str(path), rank, path.name)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+# ------------------------------------------------------------------ decoding
+
+if msgspec is not None:
+    class _Args(msgspec.Struct):
+        stream: int = -1
+        correlation: int = -1
+        bytes: float | None = None
+        name: Any = None
+        labels: Any = None
+
+    class _Event(msgspec.Struct):
+        ph: Any = None
+        cat: Any = None
+        name: Any = None
+        ts: float | None = None
+        dur: float | None = None
+        pid: Any = None
+        tid: Any = None
+        args: _Args | None = None
+
+    _FAST_DECODER = msgspec.json.Decoder(list[_Event])
+    _ANY_DECODER = msgspec.json.Decoder()
+    _MSGSPEC = msgspec
+else:  # pragma: no cover
+    _MSGSPEC = None
+
+_DECODE_ERRORS: tuple[type[Exception], ...] = (ValueError,) + ((msgspec.DecodeError,) if msgspec else ())
+
+
+class _Columns:
+    """Accumulates event columns chunk by chunk as compact numpy arrays (names interned as integer codes)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.parts: dict[str, list[np.ndarray]] = {k: [] for k in (
+            "cat", "name", "ts", "dur", "pid", "tid", "stream", "correlation", "bytes")}
+        self.counts: dict[str, int] = {}
+        self.threads: dict[str, str] = {}
+        self.processes: dict[str, str] = {}
+        self.n = 0
+        self.skipped_x = 0  # complete events without a numeric timestamp
+
+    def _code_list(self, values: list) -> np.ndarray:
+        """Integer codes of `values` in the interned string table (non-strings become "")."""
+        local, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=True)
+        codes = self.codes
+        table = np.array([codes.setdefault(u if type(u) is str else str(u), len(codes)) for u in uniques]
+                         + [codes.setdefault("", len(codes))], dtype=np.int32)
+        return table[local]  # the NA sentinel -1 picks the last entry, ""
+
+    def _push(self, cat, name, ts, dur, pid, tid, stream, corr, nbytes) -> None:
+        p = self.parts
+        p["cat"].append(self._code_list(cat))
+        p["name"].append(self._code_list(name))
+        p["ts"].append(np.array(ts, dtype=np.float64))
+        p["dur"].append(np.array(dur, dtype=np.float64))
+        p["pid"].append(np.array(pid, dtype=np.int64))
+        p["tid"].append(np.array(tid, dtype=np.int64))
+        p["stream"].append(np.array(stream, dtype=np.int64))
+        p["correlation"].append(np.array(corr, dtype=np.int64))
+        p["bytes"].append(np.array(nbytes, dtype=np.float64))
+        self.n += len(cat)
+
+    def _count(self, phs: list) -> None:
+        for ph in set(phs):
+            self.counts[str(ph)] = self.counts.get(str(ph), 0) + phs.count(ph)
+
+    def add_structs(self, events: list) -> None:
+        """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
+        phs = [e.ph for e in events]
+        self._count(phs)
+        if "M" in phs:
+            self._metadata([(e.name, e.pid, e.tid, e.args.name if e.args else None,
+                             e.args.labels if e.args else None) for e in events if e.ph == "M"])
+        xs = [e for e in events if e.ph == "X" and e.cat != "Trace"]
+        timed = [e for e in xs if e.ts is not None]
+        self.skipped_x += len(xs) - len(timed)
+        if not timed:
+            return
+        xs = timed
+        cat = [e.cat for e in xs]
+        args = [e.args for e in xs]
+        pid = [e.pid if type(e.pid) is int else _int(e.pid) for e in xs]
+        tid = [e.tid if type(e.tid) is int else _int(e.tid) for e in xs]
+        self._push(
+            cat, [e.name for e in xs], [e.ts for e in xs], [e.dur for e in xs], pid, tid,
+            [((a.stream if a is not None and a.stream >= 0 else t) if c in GPU_CATEGORIES else -1)
+             for c, a, t in zip(cat, args, tid, strict=True)],
+            [a.correlation if a is not None else -1 for a in args],
+            [a.bytes if a is not None else None for a in args],
+        )
+
+    def add_dicts(self, events: list, skips: SkipCounter | None = None) -> None:
+        """Add events decoded as plain dicts (standard-library path), converting leniently."""
+        good = [e for e in events if isinstance(e, dict)]
+        if skips is not None:
+            for _ in range(len(events) - len(good)):
+                skips.skip(None, "trace event is not a JSON object")
+        self._count([e.get("ph") for e in good])
+        meta = [e for e in good if e.get("ph") == "M"]
+        if meta:
+            self._metadata([(e.get("name"), e.get("pid"), e.get("tid"), _arg(e, "name"), _arg(e, "labels"))
+                            for e in meta])
+        xs = []
+        for e in good:
+            if e.get("ph") != "X" or e.get("cat") == "Trace":
+                continue
+            ts = _num(e.get("ts"))
+            if np.isnan(ts):
+                self.skipped_x += 1
+                continue
+            xs.append((e, ts))
+        if not xs:
+            return
+        cat = [str(e.get("cat") or "") for e, _ in xs]
+        self._push(
+            cat, [e.get("name") for e, _ in xs], [t for _, t in xs], [_num(e.get("dur")) for e, _ in xs],
+            [_int(e.get("pid")) for e, _ in xs], [_int(e.get("tid")) for e, _ in xs],
+            [(_int(_arg(e, "stream")) if _arg(e, "stream") is not None else _int(e.get("tid")))
+             if c in GPU_CATEGORIES else -1 for (e, _), c in zip(xs, cat, strict=True)],
+            [_int(_arg(e, "correlation")) for e, _ in xs],
+            [_num(_arg(e, "bytes")) for e, _ in xs],
+        )
+
+    def _metadata(self, rows: list) -> None:
+        for kind, pid, tid, name, labels in rows:
+            if kind == "thread_name" and isinstance(name, str):
+                self.threads.setdefault(f"{pid}:{tid}", name.strip())
+            elif kind == "process_labels" and isinstance(labels, str):
+                self.processes[str(pid)] = labels
+            elif kind == "process_name" and isinstance(name, str):
+                self.processes.setdefault(str(pid), name)
+
+    def frame_columns(self) -> dict[str, Any]:
+        """Columns for trace_frame; name and cat as pyarrow-backed strings decoded from the interned codes."""
+        out: dict[str, Any] = {}
+        for key in list(self.parts):
+            arrays = self.parts.pop(key)  # free each column's chunks as soon as it is joined
+            arr = np.concatenate(arrays) if arrays else np.array([], dtype=np.int32 if key in ("cat", "name")
+                                                                  else np.float64)
+            out[key] = _strings(arr, list(self.codes)) if key in ("cat", "name") else arr
+        return out
+
+
+def _strings(codes: np.ndarray, categories: list[str]) -> pd.Series:
+    """A "string" Series from integer codes into `categories`, built in Arrow (no Python str per row)."""
+    import pyarrow as pa
+
+    if not categories:
+        return pd.Series(pd.array([], dtype="string"))
+    decoded = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()),
+                                             pa.array(categories, type=pa.large_string())).dictionary_decode()
+    try:
+        return pd.Series(pd.array(decoded, dtype=pd.StringDtype("pyarrow")))
+    except (TypeError, ValueError):  # pandas configured for Python string storage
+        return pd.Series(decoded.to_pylist(), dtype="string")
+
+
+def _int(v: Any) -> int:
+    if type(v) is int:
+        return v
+    try:
+        return int(v)
+    except (TypeError, ValueError, OverflowError):
+        return -1
+
+
+def _num(v: Any) -> float:
+    if type(v) is float or type(v) is int:
+        return float(v)
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def _arg(e: dict, key: str) -> Any:
+    a = e.get("args")
+    return a.get(key) if isinstance(a, dict) else None
+
+
+def _decode_list(payload: bytes, cols: _Columns, skips: SkipCounter) -> None:
+    """Decode `[ev, ev, ...]` into `cols`; raises a decode error when `payload` is not valid JSON."""
+    if _MSGSPEC is not None:
+        try:
+            cols.add_structs(_FAST_DECODER.decode(payload))
+            return
+        except _MSGSPEC.ValidationError:  # valid JSON, unusual types: take the lenient path
+            cols.add_dicts(_ANY_DECODER.decode(payload), skips)
+            return
+    cols.add_dicts(json.loads(bytes(payload)), skips)
+
+
+def _salvage(text: str, cols: _Columns, skips: SkipCounter, byte_offset: int, final: bool) -> tuple[str, bool]:
+    """Decode events one at a time from `text`, skipping garbled ones up to the next event boundary.
+
+    Returns (unconsumed rest, array_closed). Without `final`, an incomplete last event is left in the rest.
+    """
+    decoder = json.JSONDecoder()
+    pos, n, good = 0, len(text), []
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n:
+            break
+        if text[pos] == "]":
+            cols.add_dicts(good, skips)
+            return text[pos + 1:], True
+        try:
+            obj, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            nxt = _BOUNDARY_STR_RE.search(text, exc.pos if exc.pos > pos else pos + 1)
+            if nxt is None and not final:
+                break  # possibly an event cut by the chunk edge: wait for more text
+            skips.skip(None, f"byte ~{byte_offset + len(text[:pos].encode())}: {exc.msg}")
+            if nxt is None:
+                pos = n
+                break
+            pos = nxt.end() - 1
+            continue
+        good.append(obj)
+        pos = end
+    cols.add_dicts(good, skips)
+    return text[pos:], False
+
+
+def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
+    """Stream-parse one trace into columns + metadata. Returns a part dict for _assemble."""
+    problems: list[str] = []
+    skips = SkipCounter(label)
+    cols = _Columns()
+    chunks = _byte_chunks(fh, label, CHUNK_BYTES, problems)
+    buf = bytearray()  # in the events state buf[0] is always a delimiter (space or comma) before an event
+    header = b""
+    trailer = b""
+    state = "head"
+    consumed = 0  # bytes of decoded text already consumed before buf
+    for chunk in chunks:
+        if state == "tail":
+            trailer += chunk
+            continue
+        buf += chunk
+        if state == "head":
+            stripped = buf.lstrip()
+            if stripped[:1] == b"[":
+                consumed += len(buf) - len(stripped) + 1
+                header, buf, state = b"", bytearray(b" ") + stripped[1:], "events"
+            else:
+                m = _TRACE_EVENTS_RE.search(buf)
+                if m is None:
+                    if len(buf) > MAX_HEADER_BYTES or (stripped and stripped[:1] != b"{"):
+                        raise InputError(f"{label}: not a Kineto/Chrome trace (no traceEvents array)")
+                    continue
+                header, buf, state = bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], "events"
+                consumed += m.end()
+        cut = _last_boundary(buf)
+        if cut is None:
+            continue
+        # frame buf[0:cut+1] as a JSON array in place: buf[0] and buf[cut] are delimiters (space/comma)
+        saved = buf[cut]
+        buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
+        try:
+            with memoryview(buf) as view:
+                _decode_list(view[:cut + 1], cols, skips)
+            ok = True
+        except _DECODE_ERRORS:
+            ok = False
+        buf[0], buf[cut] = 0x20, saved
+        if ok:
+            consumed += cut
+            del buf[:cut]
+            continue
+        # the array closes inside this chunk, or an event is garbled
+        closed_at = _try_close(bytes(buf), cols, skips)
+        if closed_at is not None:
+            state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
+            continue
+        rest, closed = _salvage(buf.decode("utf-8", errors="replace"), cols, skips, consumed, False)
+        rest_b = rest.encode()
+        consumed += len(buf) - len(rest_b)
+        buf = bytearray(b" ") + rest_b
+        if closed:
+            state, trailer, buf = "tail", bytes(rest_b), bytearray()
+    if state == "head":
+        what = "empty file" if not buf.strip() else "not a Kineto/Chrome trace (no traceEvents array)"
+        raise InputError(f"{label}: {problems[0] if problems and not buf.strip() else what}")
+    truncated = False
+    if state == "events":
+        trailer, closed = _finish(bytes(buf), cols, skips, consumed)
+        truncated = not closed
+    meta_doc, meta_problem = _header_meta(header, trailer, truncated)
+    if meta_problem:
+        problems.append(meta_problem)
+    if truncated:
+        problems.append("JSON ends before the traceEvents array closes")
+    if cols.skipped_x:
+        skips.skip(None, "complete event without a numeric ts")
+        skips.count += cols.skipped_x - 1
+    if cols.n == 0 and (problems or skips.count):
+        reasons = "; ".join(problems + skips.reasons[:2])
+        raise InputError(f"{label}: no usable trace event ({reasons})")
+    warnings = []
+    w = skips.warning(rows_read=cols.n)
+    if w:
+        warnings.append(w)
+    if problems:
+        warnings.append(f"{label}: {'; '.join(problems)}; kept {cols.n} events")
+    return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
+            "warnings": warnings}
+
+
+def _last_boundary(buf: bytes) -> int | None:
+    """Index just past the `}` of the last `}, {` event boundary in `buf` (None when there is none)."""
+    window = max(0, len(buf) - 65536)
+    while True:
+        last = None
+        for last in _BOUNDARY_RE.finditer(buf, window):
+            pass
+        if last is not None:
+            return last.start() + 1
+        if window == 0:
+            return None
+        window = max(0, window - (1 << 20))
+
+
+def _try_close(buf: bytes, cols: _Columns, skips: SkipCounter, attempts: int = 16) -> int | None:
+    """If the traceEvents array closes in `buf` after complete events, decode them; return the index after `]`."""
+    stripped = buf.lstrip(b" \t\r\n,")
+    if stripped[:1] == b"]":
+        return len(buf) - len(stripped) + 1
+    for attempt, m in enumerate(_ARRAY_END_RE.finditer(buf)):
+        if attempt >= attempts:
+            break
+        try:
+            _decode_list(b"[" + buf[:m.start() + 1].lstrip(b" \t\r\n,") + b"]", cols, skips)
+        except _DECODE_ERRORS:
+            continue
+        return m.end()
+    return None
+
+
+def _finish(buf: bytes, cols: _Columns, skips: SkipCounter, consumed: int) -> tuple[bytes, bool]:
+    """Decode the last events and find where the array closes. Returns (trailer bytes, closed)."""
+    closed_at = _try_close(buf, cols, skips)
+    if closed_at is not None:
+        return buf[closed_at:], True
+    rest, closed = _salvage(buf.decode("utf-8", errors="replace"), cols, skips, consumed, True)
+    return rest.encode(), closed
+
+
+def _header_meta(header: bytes, trailer: bytes, truncated: bool) -> tuple[dict, str | None]:
+    """The trace document without its events: the keys before and after the traceEvents array."""
+    head = header.strip()
+    if head[:1] == b"{":
+        head = head[1:]
+    head = head.strip().rstrip(b",")
+    tail = trailer.strip()
+    if truncated:
+        tail = b""
+    if tail.endswith(b"}"):
+        tail = tail[:-1]
+    tail = tail.strip().lstrip(b",")
+    body = b",".join(p for p in (head, tail) if p.strip())
+    if not body:
+        return {}, None
+    try:
+        doc = json.loads(b"{" + body + b"}")
+        return (doc if isinstance(doc, dict) else {}), None
+    except ValueError:
+        try:  # the keys before the events are the ones that matter most (distributedInfo, deviceProperties)
+            doc = json.loads(b"{" + head + b"}") if head else {}
+            return doc, "unreadable keys after traceEvents"
+        except ValueError:
+            return {}, "unreadable trace header (rank and world size unknown)"
+
+
+# ------------------------------------------------------------------ assembly
+
+def _rank_of(part: dict) -> tuple[int, str]:
+    dist = part["meta"].get("distributedInfo")
+    if isinstance(dist, dict) and isinstance(dist.get("rank"), int):
+        return dist["rank"], "distributedInfo"
+    if part["rank"] is not None:
+        return int(part["rank"]), "option"
+    m = _RANK_IN_NAME_RE.search(part["filename"])
+    if m:
+        return int(m.group(1)), "file name"
+    return 0, "default"
+
+
+def _rank_meta(part: dict, rank: int, rank_from: str) -> dict:
+    doc = part["meta"]
+    dist = doc.get("distributedInfo") if isinstance(doc.get("distributedInfo"), dict) else {}
+    cols: _Columns = part["cols"]
+    base = doc.get("baseTimeNanoseconds")
+    firsts = [float(np.nanmin(a)) for a in cols.parts["ts"] if len(a) and not np.isnan(a).all()]
+    return {
+        "rank": rank,
+        "rank_from": rank_from,
+        "world_size": dist.get("world_size"),
+        "backend": dist.get("backend"),
+        "pg_count": dist.get("pg_count"),
+        "pg_config": dist.get("pg_config"),
+        "nccl_version": dist.get("nccl_version"),
+        "device_properties": doc.get("deviceProperties") if isinstance(doc.get("deviceProperties"), list) else [],
+        "base_time_ns": int(base) if isinstance(base, (int, float)) else None,
+        "display_time_unit": doc.get("displayTimeUnit"),
+        "schema_version": doc.get("schemaVersion"),
+        "host_name": doc.get("host_name") or doc.get("hostname"),
+        "trace_name": doc.get("traceName"),
+        "sources": [part["source"]],
+        "events": int(cols.n),
+        "phases": dict(cols.counts),
+        "first_ts_us": min(firsts) if firsts else None,
+        "threads": cols.threads,
+        "processes": cols.processes,
+    }
+
+
+def _assemble(inputs: list[str], parts: list[dict]) -> Bundle:
+    frames, meta, warnings = [], {}, []
+    for part in parts:
+        rank, rank_from = _rank_of(part)
+        warnings += part["warnings"]
+        info = _rank_meta(part, rank, rank_from)
+        if rank in meta:  # several windows of the same rank (profiler schedule repeats): keep them all
+            prev = meta[rank]
+            prev["sources"] += info["sources"]
+            prev["events"] += info["events"]
+            for k, v in info["phases"].items():
+                prev["phases"][k] = prev["phases"].get(k, 0) + v
+            if prev.get("world_size") != info.get("world_size"):
+                warnings.append(f"{part['source']}: rank {rank} also read from {prev['sources'][0]} with a "
+                                f"different world size ({info.get('world_size')} vs {prev.get('world_size')})")
+        else:
+            meta[rank] = info
+        c = part["cols"].frame_columns()
+        frames.append(trace_frame({
+            "rank": np.full(part["cols"].n, rank, dtype=np.int64), "cat": c["cat"], "name": c["name"],
+            "ts_us": c["ts"], "dur_us": c["dur"], "pid": c["pid"], "tid": c["tid"], "stream": c["stream"],
+            "correlation": c["correlation"], "bytes": c["bytes"],
+            "source": pd.Categorical.from_codes(np.zeros(part["cols"].n, dtype=np.int8), [part["source"]]),
+        }))
+        part["cols"] = None  # release the chunk arrays before the next file
+    trace = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    trace["source"] = trace["source"].astype("category")
+    trace = trace.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)
+    return Bundle(inputs=inputs, trace=trace, warnings=warnings, meta={"kineto": meta})
