@@ -19,7 +19,7 @@ the training loop. torch and pynvml are imported lazily, only when a probe that 
 More of the API (all stable; see each module):
     Recorder(run_dir=None, rank=None, host=None, sample_hz=10.0, nvml=True, host_probe=True, flush_s=30.0, *,
              interconnect=True, host_hz=None, cuda=None, nvtx=True, gc=True, compile=True, pid=None,
-             nvml_module=None, sysfs_root="/sys", gpus=None, command=None, meta=None)
+             nvml_module=None, sysfs_root="/sys", gpus=None, command=None, meta=None, sample_here=None)
         run_dir None -> $PLAYBOOK_RUN_DIR; rank None -> $RANK. GPUs/host/IB are sampled only by LOCAL_RANK 0 and
         not at all under `playbook record` (which sets PLAYBOOK_SAMPLER=external and samples itself).
         rec.step(i, tokens) / rec.phase(name)   same as rec.timer.step / rec.timer.phase

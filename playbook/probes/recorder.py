@@ -61,13 +61,15 @@ def _env_int(name: str) -> int | None:
 class Recorder:
     """Records a training process into RUN_DIR; see the module docstring.
 
-    run_dir: the run directory (None: $PLAYBOOK_RUN_DIR). rank: None reads $RANK (-1 when unset). host: the host
+    run_dir: the run directory (None: $PLAYBOOK_RUN_DIR). rank: None reads $RANK (-1 when unset; 0 under
+    `playbook record`, whose own sampler part is rank -1). host: the host
     name (default socket.gethostname()). sample_hz: NVML sampling rate (Hz). nvml / host_probe / interconnect:
     enable the GPU sampler, the psutil host probe, the InfiniBand sysfs counters. flush_s: seconds between
     background writes. host_hz: host-probe rate (default min(sample_hz, 2)). cuda / nvtx: passed to StepTimer.
     gc / compile: record GC pauses / torch.compile (re)compilations. pid: root of the process tree whose RSS the
     host probe sums (default: this process, or the torchrun agent above it). nvml_module: a fake pynvml for tests.
     sysfs_root: where /sys is (tests). command: the command line for meta.json (default sys.argv).
+    sample_here: force the samplers on/off regardless of LOCAL_RANK and PLAYBOOK_SAMPLER (None: that rule).
     """
 
     def __init__(self, run_dir: str | os.PathLike | None = None, rank: int | None = None, host: str | None = None,
@@ -75,7 +77,8 @@ class Recorder:
                  *, interconnect: bool = True, host_hz: float | None = None, cuda: bool | None = None,
                  nvtx: bool = True, gc: bool = True, compile: bool = True, pid: int | None = None,
                  nvml_module: Any = None, sysfs_root: str | os.PathLike = "/sys", gpus: list[int] | None = None,
-                 command: list[str] | str | None = None, meta: dict[str, Any] | None = None):
+                 command: list[str] | str | None = None, meta: dict[str, Any] | None = None,
+                 sample_here: bool | None = None):
         run_dir = run_dir if run_dir is not None else os.environ.get("PLAYBOOK_RUN_DIR")
         if not run_dir:
             raise ProbeError("Recorder: no run directory (pass run_dir or set PLAYBOOK_RUN_DIR)")
@@ -83,6 +86,8 @@ class Recorder:
             raise ProbeError(f"Recorder: sample_hz must be > 0, got {sample_hz}")
         self.run_dir = Path(run_dir)
         self.rank = rank if rank is not None else _env_int("RANK")
+        if self.rank is None and os.environ.get("PLAYBOOK_SAMPLER") == "external":
+            self.rank = 0  # a single-process script under `playbook record` (whose own part is rank -1)
         self.local_rank = _env_int("LOCAL_RANK")
         self.world_size = _env_int("WORLD_SIZE")
         self.host = host or socket.gethostname()
@@ -91,7 +96,8 @@ class Recorder:
         self.flush_s = float(flush_s)
         self.command = command
         self.extra_meta = dict(meta or {})
-        samples_here = self.local_rank in (None, 0) and os.environ.get("PLAYBOOK_SAMPLER") != "external"
+        samples_here = sample_here if sample_here is not None else (
+            self.local_rank in (None, 0) and os.environ.get("PLAYBOOK_SAMPLER") != "external")
         self._want = {"nvml": nvml and samples_here, "host": host_probe and samples_here,
                       "ib": interconnect and samples_here}
         self._nvml_module, self._sysfs_root, self._gpus = nvml_module, sysfs_root, gpus
