@@ -1,0 +1,213 @@
+"""Checkpoint / evaluation stall lab: training stops every N steps to save, and every M steps to evaluate.
+
+What it reproduces
+  An MLP (Adam: the checkpoint holds weights + two moment buffers) trains; knobs:
+    ckpt_mode=sync        torch.save(model + optimizer state) inside the loop every `ckpt_every` steps, to storage
+                          throttled to `storage_mib_s` MiB/s (a network file system; 0 = local disk speed)
+    eval_mode=inline      `eval_batches` validation batches every `eval_every` steps, each read with
+                          `eval_read_ms` latency (validation data on remote storage) plus its forward pass
+  Fixes (playbook.fixes.checkpoint):
+    ckpt_mode=async       AsyncCheckpointer: snapshot to host memory (phase "checkpoint"), write in a thread
+    eval_mode=background  BackgroundEvaluator: copy the weights, evaluate in a thread while training continues
+  "off" disables either. Events: "checkpoint" / "eval" (blocking), "checkpoint_write" / "eval_background" (the
+  background work, which does not block training).
+
+The exact command
+  python -m playbook.workloads.checkpoint_stalls --variants no_fault,fault,fix --repeats 3 --steps 80
+  playbook diagnose runs/checkpoint_stalls/fault-r0
+
+How to read the result
+  Under the fault the step-time series has spikes exactly on the steps where a checkpoint or an eval ran:
+  `stalls_by_kind()` lists, per event kind, the interval between its events (steps) and the extra seconds its
+  steps took compared with ordinary steps — the stall period equals the configured interval. The fix keeps only
+  the snapshot (a memory copy, milliseconds) in the loop: throughput ≥ 95% of no_fault, at the price of host memory
+  for one snapshot (`snapshot_mib`) and a checkpoint that lands on disk a little later. Eval offloading needs spare
+  compute: here the eval is mostly read latency; a compute-bound eval on a saturated machine must be scheduled less
+  often or moved to another device/job instead.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from playbook.errors import WorkloadError
+
+KNOBS: dict[str, Any] = {
+    "steps": 80, "warmup_steps": 3, "batch_size": 32, "hidden": 512, "ckpt_every": 20, "ckpt_mode": "sync",
+    "storage_mib_s": 150.0, "eval_every": 25, "eval_mode": "inline", "eval_batches": 4, "eval_read_ms": 20.0,
+    "ckpt_dir": "", "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
+}
+KNOB_HELP = {
+    "steps": "timed training steps", "warmup_steps": "untimed steps first", "batch_size": "samples per step",
+    "hidden": "MLP width (sets the checkpoint size)", "ckpt_every": "steps between checkpoints",
+    "ckpt_mode": "sync | async | off", "storage_mib_s": "checkpoint storage speed, MiB/s (0: unthrottled)",
+    "eval_every": "steps between evaluations", "eval_mode": "inline | background | off",
+    "eval_batches": "validation batches per evaluation", "eval_read_ms": "read latency per validation batch (ms)",
+    "ckpt_dir": "where checkpoints go (default RUN_DIR/ckpt)", "device": "auto | cpu | cuda[:N]",
+    "torch_threads": "torch intra-op threads on CPU (0: torch's default)", "seed": "random seed",
+    "sample_hz": "telemetry sampling rate (Hz)",
+}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "no_fault": {"ckpt_mode": "off", "eval_mode": "off"},
+    "fault": {"ckpt_mode": "sync", "eval_mode": "inline"},
+    "fix": {"ckpt_mode": "async", "eval_mode": "background"},
+    "ckpt_only": {"ckpt_mode": "sync", "eval_mode": "off"},
+    "eval_only": {"ckpt_mode": "off", "eval_mode": "inline"},
+}
+
+
+def _check(k: dict[str, Any]) -> None:
+    if k["ckpt_mode"] not in ("sync", "async", "off"):
+        raise WorkloadError(f"ckpt_mode must be sync, async or off, not {k['ckpt_mode']!r}")
+    if k["eval_mode"] not in ("inline", "background", "off"):
+        raise WorkloadError(f"eval_mode must be inline, background or off, not {k['eval_mode']!r}")
+    if k["steps"] < 1 or k["ckpt_every"] < 1 or k["eval_every"] < 1 or k["eval_batches"] < 1:
+        raise WorkloadError("steps, ckpt_every, eval_every and eval_batches must be >= 1")
+
+
+def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
+    """Train with the variant's checkpoint and eval strategy; record into `run_dir`; return a RunResult
+    (extra: snapshot_mib, ckpt_saves, ckpt_wait_s, ckpt_write_s, evals, last_val_loss)."""
+    import copy
+
+    import torch
+
+    from playbook.fixes.checkpoint import (
+        AsyncCheckpointer,
+        BackgroundEvaluator,
+        atomic_save,
+        state_bytes,
+        throttled_opener,
+    )
+    from playbook.probes import Recorder
+    from playbook.workloads.common import pick_device, seed_everything
+    from playbook.workloads.model import (
+        MLP,
+        ImageDataset,
+        LoopMeter,
+        cpu_threads,
+        evaluate,
+        finish_run,
+        make_optimizer,
+        resolve_knobs,
+        train_step,
+    )
+
+    k = resolve_knobs(VARIANTS, variant, KNOBS, overrides)
+    _check(k)
+    seed_everything(k["seed"])
+    device = pick_device(k["device"])
+    total = k["steps"] + k["warmup_steps"]
+    data = ImageDataset(n=512, seed=k["seed"])
+    val = ImageDataset(n=k["eval_batches"] * k["batch_size"], seed=k["seed"] + 1)
+    val_batches = [(val.bank[i:i + k["batch_size"]], val.labels[i:i + k["batch_size"]])
+                   for i in range(0, k["eval_batches"] * k["batch_size"], k["batch_size"])]
+    model = MLP.for_dataset(data, hidden=k["hidden"]).to(device)
+    opt = make_optimizer(model)
+    ckpt_dir = Path(k["ckpt_dir"] or Path(run_dir) / "ckpt")
+    opener = throttled_opener(k["storage_mib_s"]) if k["storage_mib_s"] > 0 else None
+
+    def read_val():  # validation data behind read latency
+        for x, y in val_batches:
+            time.sleep(k["eval_read_ms"] / 1e3)
+            yield x, y
+
+    def eval_fn(m: Any) -> float:
+        return evaluate(m, read_val(), device)
+
+    saver = AsyncCheckpointer(max_pending=1, opener=opener) if k["ckpt_mode"] == "async" else None
+    evaluator = BackgroundEvaluator(lambda: copy.deepcopy(model), eval_fn) if k["eval_mode"] == "background" \
+        else None
+    meter = LoopMeter(device)
+    snapshot_bytes = 0
+    evals: list[tuple[int, float]] = []
+    meta = {"lab": "checkpoint_stalls", "variant": variant, "knobs": k}
+    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
+        g = torch.Generator().manual_seed(k["seed"])
+        for i in range(total):
+            if i == k["warmup_steps"]:
+                meter.start()
+            idx = torch.randint(0, len(data.bank), (k["batch_size"],), generator=g)
+            x, y = data.bank[idx], data.labels[idx]
+            with rec.timer.step(i, tokens=len(x)):
+                with rec.timer.phase("h2d"):
+                    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+                loss = train_step(model, opt, x, y, rec.timer)
+                if k["ckpt_mode"] != "off" and (i + 1) % k["ckpt_every"] == 0:
+                    state = {"model": model.state_dict(), "optim": opt.state_dict(), "step": i}
+                    snapshot_bytes = state_bytes(state)
+                    path = ckpt_dir / f"step{i + 1:06d}.pt"
+                    with rec.timer.phase("checkpoint"), rec.event_span("checkpoint", step=i,
+                                                                       detail=f"{k['ckpt_mode']} {path.name}"):
+                        if saver is not None:
+                            saver.save(state, path).add_done_callback(
+                                lambda f, step=i: rec.event("checkpoint_write", step=step,
+                                                            duration_s=f.result()[1] if not f.exception() else None,
+                                                            detail="background write"))
+                        else:
+                            atomic_save(state, path, opener=opener)
+                if k["eval_mode"] != "off" and (i + 1) % k["eval_every"] == 0:
+                    with rec.timer.phase("eval"), rec.event_span("eval", step=i, detail=k["eval_mode"]):
+                        if evaluator is not None:
+                            evaluator.submit(i, model)
+                        else:
+                            evals.append((i, eval_fn(model)))
+            if i >= k["warmup_steps"]:
+                meter.add(loss, len(x))
+        meter.stop()
+        if saver is not None:
+            with rec.event_span("checkpoint_write", detail="final wait for background writes"):
+                saver.close()
+        if evaluator is not None:
+            evaluator.close()
+            evals = list(evaluator.results)
+            for step, value in evals:
+                rec.event("eval_background", step=step, detail=f"val loss {value:.4f}")
+    extra = {
+        "snapshot_mib": snapshot_bytes / 2**20,
+        "ckpt_saves": saver.stats["saves"] if saver else sum(1 for _ in ckpt_dir.glob("*.pt")),
+        "ckpt_wait_s": saver.stats["wait_s"] if saver else math.nan,
+        "ckpt_snapshot_s": saver.stats["snapshot_s"] if saver else math.nan,
+        "ckpt_write_s": saver.stats["write_s"] if saver else math.nan,
+        "evals": len(evals), "last_val_loss": evals[-1][1] if evals else math.nan,
+        "ckpt_every": k["ckpt_every"], "eval_every": k["eval_every"],
+    }
+    return finish_run(variant, run_dir, meter, first_step=k["warmup_steps"], **extra)
+
+
+def stalls_by_kind(steps: Any, events: Any, kinds: tuple[str, ...] = ("checkpoint", "eval")) -> Any:
+    """Per event kind: events, the interval between them (median, steps), the median duration of the steps they
+    ran in vs the median of steps without any of `kinds` (s), and the extra seconds per stall.
+
+    `steps` / `events`: the tidy tables of one run (schema.STEP_COLUMNS / EVENT_COLUMNS).
+    """
+    import numpy as np
+    import pandas as pd
+
+    whole = steps[steps["phase"] == "step"].set_index("step")["duration_s"]
+    blocking = events[events["kind"].isin(kinds)]
+    quiet = whole.drop(index=blocking["step"].unique(), errors="ignore")
+    base = float(quiet.median()) if len(quiet) else math.nan
+    rows = []
+    for kind in kinds:
+        at = np.sort(blocking.loc[blocking["kind"] == kind, "step"].unique())
+        durations = whole.reindex(at).dropna()
+        med = float(durations.median()) if len(durations) else math.nan
+        rows.append({"kind": kind, "events": len(at),
+                     "interval_steps": float(np.median(np.diff(at))) if len(at) > 1 else math.nan,
+                     "stall_step_s": med, "ordinary_step_s": base, "extra_s": med - base})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from playbook.workloads.model import workload_cli
+
+    return workload_cli("checkpoint_stalls", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
