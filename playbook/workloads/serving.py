@@ -1,0 +1,703 @@
+"""Serving lab: do the shape, packing, precision and parallelism choices made for training hold up when serving?
+
+What it checks, on a small causal transformer trained for a few seconds (CPU, or CUDA when present):
+  1. shapes     a request stream with long-tailed lengths (log-normal) served in arrival-order batches by
+                torch.compile with exact shapes (a recompile per new shape), with symbolic shapes, and with static
+                shape buckets compiled once at startup: service latency p50/p99, throughput, compiles, and the
+                measured cost of one new shape.
+  2. packing    the same requests as padded batches (key-padding + causal mask) and packed rows (block-diagonal
+                causal mask, position ids restarting per sequence): outputs must agree to fp32 tolerance.
+  3. precision  fp32 training path vs bf16-autocast serving path via playbook.serving.parity against STATED
+                tolerances (playbook.serving.BF16), and the throughput each path reaches.
+  4. splits     pipeline vs tensor parallel across 2 gloo processes on this machine (measured), and a labelled
+                analytical latency model for GPU links that cannot be measured here.
+
+Run it:
+    python -m playbook.workloads.serving --requests 48 --batch 8 --out /tmp/serving.json
+
+Read the result: `shapes` shows p99 dominated by compile time for exact shapes and bounded by the largest bucket
+for bucketed serving; `packing.max_abs_diff` must be ~1e-6; `precision.within_tolerance` says whether bf16 drift
+stays inside the stated tolerance; `splits` gives measured gloo latencies next to the model's prediction.
+Latencies are service times of a batch (every request in a batch shares it); queueing is not modelled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from playbook import serving
+from playbook.errors import WorkloadError
+from playbook.workloads.common import pick_device, seed_everything
+
+# ---------------------------------------------------------------- model
+
+@dataclass
+class ModelConfig:
+    """A small causal transformer (sizes in elements)."""
+
+    vocab: int = 128
+    d_model: int = 64
+    heads: int = 4
+    layers: int = 2
+    d_ff: int = 256
+    max_len: int = 256
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block. `heads` may be a slice of the model's heads (tensor-parallel shard)."""
+
+    def __init__(self, d_model: int, heads: int, head_dim: int, d_ff: int):
+        super().__init__()
+        self.heads, self.head_dim = heads, head_dim
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * heads * head_dim)
+        self.out = nn.Linear(heads * head_dim, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc1 = nn.Linear(d_model, d_ff)
+        self.fc2 = nn.Linear(d_ff, d_model)
+
+    def attn(self, x, mask):
+        """Attention output projection (without residual), [B, L, d_model]."""
+        B, L, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(B, L, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
+        return self.out(a.transpose(1, 2).reshape(B, L, self.heads * self.head_dim))
+
+    def mlp(self, x):
+        return self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+    def forward(self, x, mask=None):
+        x = x + self.attn(x, mask)
+        return x + self.mlp(x)
+
+
+class TinyLM(nn.Module):
+    """Token + learned position embeddings, pre-LN blocks, LM head. forward -> logits [B, L, vocab]."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        if cfg.d_model % cfg.heads:
+            raise WorkloadError(f"d_model {cfg.d_model} is not divisible by heads {cfg.heads}")
+        self.cfg = cfg
+        self.emb = nn.Embedding(cfg.vocab, cfg.d_model)
+        self.pos = nn.Embedding(cfg.max_len, cfg.d_model)
+        hd = cfg.d_model // cfg.heads
+        self.blocks = nn.ModuleList(Block(cfg.d_model, cfg.heads, hd, cfg.d_ff) for _ in range(cfg.layers))
+        self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab)
+
+    def embed(self, tokens, position_ids=None):
+        if position_ids is None:
+            position_ids = torch.arange(tokens.shape[1], device=tokens.device)[None]
+        return self.emb(tokens) + self.pos(position_ids)
+
+    def forward(self, tokens, attn_mask=None, position_ids=None):
+        x = self.embed(tokens, position_ids)
+        for blk in self.blocks:
+            x = blk(x, attn_mask)
+        return self.head(self.ln_f(x))
+
+
+class Autocast(nn.Module):
+    """Run `model` under torch.autocast(dtype): the serving path's activation precision; logits back in fp32."""
+
+    def __init__(self, model: nn.Module, dtype: torch.dtype, device_type: str):
+        super().__init__()
+        self.model, self.dtype, self.device_type = model, dtype, device_type
+
+    def forward(self, *args, **kwargs):
+        with torch.autocast(self.device_type, dtype=self.dtype):
+            return self.model(*args, **kwargs).float()
+
+
+def periodic_tokens(batch: int, length: int, vocab: int, generator: torch.Generator) -> torch.Tensor:
+    """Sequences that repeat a random pattern of period 2-8: learnable next-token task, [batch, length]."""
+    period = torch.randint(2, 9, (batch,), generator=generator)
+    pattern = torch.randint(0, vocab, (batch, 8), generator=generator)
+    return pattern.gather(1, torch.arange(length)[None] % period[:, None])
+
+
+def train_tiny_lm(cfg: ModelConfig, steps: int = 150, batch: int = 32, seq_len: int = 64, lr: float = 3e-3,
+                  seed: int = 0, device: str = "cpu") -> tuple[TinyLM, list[float]]:
+    """The training path: fp32, eager, full-length causal batches. Returns (model in eval mode, losses)."""
+    seed_everything(seed)
+    dev = pick_device(device)
+    model = TinyLM(cfg).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    gen = torch.Generator().manual_seed(seed + 1)
+    losses = []
+    for _ in range(steps):
+        x = periodic_tokens(batch, seq_len, cfg.vocab, gen).to(dev)
+        logits = model(x[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), x[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model.eval(), losses
+
+
+# ---------------------------------------------------------------- request stream
+
+def request_lengths(n: int, median: float = 40.0, sigma: float = 0.8, min_len: int = 4, max_len: int = 256,
+                    seed: int = 0) -> np.ndarray:
+    """Long-tailed prompt lengths (tokens): log-normal with this median and log-sd, clipped to [min, max]."""
+    rng = np.random.default_rng(seed)
+    return np.clip(np.round(rng.lognormal(math.log(median), sigma, n)), min_len, max_len).astype(int)
+
+
+def make_requests(lengths, vocab: int, seed: int = 0) -> list[torch.Tensor]:
+    """One 1-D token tensor per request length."""
+    gen = torch.Generator().manual_seed(seed + 7)
+    return [periodic_tokens(1, int(n), vocab, gen)[0] for n in lengths]
+
+
+def padded_inputs(seqs, length: int | None = None, batch_size: int | None = None, device=None):
+    """(tokens, mask) for a padded batch; `batch_size` pads the batch dimension with dummy rows too."""
+    if batch_size is not None and len(seqs) < batch_size:
+        seqs = list(seqs) + [seqs[0][:1]] * (batch_size - len(seqs))
+    tokens, lengths = serving.pad_batch(seqs, length)
+    mask = serving.padded_attention_mask(lengths, tokens.shape[1])
+    return tokens.to(device), mask.to(device), lengths
+
+
+class CompileCounter:
+    """A torch.compile backend that counts graph compilations and their backend seconds, then delegates."""
+
+    def __init__(self, backend: str = "inductor"):
+        self.backend, self.compiles, self.compile_s = backend, 0, 0.0
+
+    def __call__(self, gm, example_inputs):
+        from torch._dynamo import lookup_backend
+
+        t0 = time.perf_counter()
+        fn = lookup_backend(self.backend)(gm, example_inputs)
+        self.compile_s += time.perf_counter() - t0
+        self.compiles += 1
+        return fn
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+STREAM_VARIANTS = ("eager_exact", "compiled_exact", "compiled_symbolic", "compiled_bucketed")
+
+
+def serve_stream(model: nn.Module, requests, batch_size: int, variant: str, buckets, backend: str = "inductor",
+                 device=None) -> tuple[pd.DataFrame, dict]:
+    """Serve `requests` in arrival-order batches with one serving variant; one row per batch.
+
+    eager_exact: no compile, pad to the batch's longest request.  compiled_exact: torch.compile(dynamic=False),
+    pad to the longest (every new shape compiles).  compiled_symbolic: torch.compile(dynamic=True).
+    compiled_bucketed: dynamic=False, pad length to a bucket and batch to `batch_size`, all buckets compiled
+    before the first request (startup_s). Returns (per-batch frame, {"compiles", "compile_s", "startup_s"}).
+    """
+    if variant not in STREAM_VARIANTS:
+        raise WorkloadError(f"unknown serving variant {variant!r}; choose from {', '.join(STREAM_VARIANTS)}")
+    device = device or next(model.parameters()).device
+    torch._dynamo.reset()
+    counter = CompileCounter(backend)
+    fwd = model
+    if variant != "eager_exact":
+        fwd = torch.compile(model, backend=counter, dynamic=(variant == "compiled_symbolic"))
+    bucketed = variant == "compiled_bucketed"
+    startup = 0.0
+    with torch.inference_mode(), torch._dynamo.config.patch(recompile_limit=64):
+        if bucketed:
+            t0 = time.perf_counter()
+            for b in buckets:
+                tok, mask, _ = padded_inputs([requests[0][:1]], b, batch_size, device)
+                fwd(tok, mask)
+            _sync(device)
+            startup = time.perf_counter() - t0
+        rows = []
+        for i in range(0, len(requests), batch_size):
+            seqs = requests[i:i + batch_size]
+            longest = max(len(s) for s in seqs)
+            length = serving.bucket_length(longest, buckets) if bucketed else longest
+            before = counter.compiles
+            t0 = time.perf_counter()
+            tok, mask, lengths = padded_inputs(seqs, length, batch_size if bucketed else None, device)
+            fwd(tok, mask)
+            _sync(device)
+            rows.append({"batch": i // batch_size, "requests": len(seqs), "longest": longest,
+                         "padded_len": int(tok.shape[1]), "padded_rows": int(tok.shape[0]),
+                         "real_tokens": int(sum(len(s) for s in seqs)), "padded_tokens": int(tok.numel()),
+                         "service_s": time.perf_counter() - t0, "compiled": counter.compiles > before})
+    return pd.DataFrame(rows), {"compiles": counter.compiles, "compile_s": counter.compile_s, "startup_s": startup}
+
+
+def stream_summary(batches: pd.DataFrame) -> dict[str, float]:
+    """Per-request service latency p50/p99 (ms), requests/s and real tokens/s over the stream, padding waste."""
+    per_request = np.repeat(batches["service_s"].to_numpy(), batches["requests"].to_numpy())
+    wall = float(batches["service_s"].sum())
+    lat = serving.latency_summary(per_request, wall_s=wall)
+    return {"p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"], "max_ms": lat["max_ms"],
+            "requests_s": lat["throughput_per_s"], "tokens_s": float(batches["real_tokens"].sum()) / wall,
+            "padding_waste": serving.padding_waste(batches["real_tokens"], int(batches["padded_tokens"].sum())),
+            "new_shape_batches": int(batches["compiled"].sum()), "distinct_shapes": int(
+                batches[["padded_rows", "padded_len"]].drop_duplicates().shape[0])}
+
+
+def compare_stream_variants(model: nn.Module, requests, batch_size: int, buckets, variants=STREAM_VARIANTS,
+                            repeats: int = 2, backend: str = "inductor",
+                            progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each variant `repeats` times (fresh compile caches each time, interleaved).
+
+    Returns (one row per (variant, repeat) with stream_summary + compiles, one row per served batch).
+    """
+    import torch._inductor.config as inductor_config
+
+    from playbook.workloads.common import measure_variants
+
+    frames = []
+
+    def run_one(variant: str, rep: int) -> dict:
+        # a fresh server: no in-memory and no on-disk graph cache, so each repeat pays the real compile cost
+        with inductor_config.patch(fx_graph_cache=False):
+            batches, info = serve_stream(model, requests, batch_size, variant, buckets, backend)
+        frames.append(batches.assign(variant=variant, repeat=rep))
+        return {**stream_summary(batches), **info}
+
+    _warm_compiler(backend)
+    runs = measure_variants(run_one, list(variants), repeats=repeats, progress=progress)
+    return runs, pd.concat(frames, ignore_index=True)
+
+
+def _warm_compiler(backend: str) -> None:
+    """Compile a trivial function once so the one-time compiler start-up is charged to no variant."""
+    torch._dynamo.reset()
+    fn = torch.compile(lambda x: torch.relu(x) + 1, backend=backend, dynamic=False)
+    fn(torch.ones(3))
+    torch._dynamo.reset()
+
+
+def new_shape_cost(batches: pd.DataFrame, eager_batches: pd.DataFrame) -> dict[str, float]:
+    """Cost of one new shape: median service time of batches that compiled minus eager's median (s)."""
+    compiled = batches.loc[batches["compiled"], "service_s"]
+    steady = float(eager_batches["service_s"].median())
+    first = float(compiled.median()) if len(compiled) else math.nan
+    return {"new_shapes": int(len(compiled)), "first_call_s": first, "steady_s": steady,
+            "recompile_s": first - steady}
+
+
+# ---------------------------------------------------------------- padding vs packing
+
+def padded_vs_packed(model: nn.Module, requests, batch_size: int, capacity: int, repeats: int = 3) -> dict:
+    """Same requests as padded arrival-order batches and as packed rows (block-diagonal causal mask).
+
+    Returns per-sequence output agreement (max abs diff, rel L2), tokens/s of both layouts and padding waste.
+    """
+    device = next(model.parameters()).device
+    batches = [requests[i:i + batch_size] for i in range(0, len(requests), batch_size)]
+    padded = [padded_inputs(b, device=device) for b in batches]
+    packs = []
+    for b in batches:
+        p = serving.pack_sequences(b, capacity)
+        packs.append((p, p.tokens.to(device), serving.block_diagonal_mask(p.segment_ids).to(device),
+                      p.position_ids.to(device)))
+    real = sum(len(s) for s in requests)
+    times = {"padded": [], "packed": []}
+    with torch.inference_mode():
+        for rep in range(repeats + 1):  # the first pass warms up and is not timed
+            for layout in (("padded", "packed") if rep % 2 else ("packed", "padded")):
+                t0 = time.perf_counter()
+                if layout == "padded":
+                    outs_pad = [model(tok, mask) for tok, mask, _ in padded]
+                else:
+                    outs_pack = [model(tok, mask, position_ids=pos) for _, tok, mask, pos in packs]
+                _sync(device)
+                if rep:
+                    times[layout].append(time.perf_counter() - t0)
+    ref, got = [], []
+    for (_, _, lengths), out_pad, (p, *_), out_pack in zip(padded, outs_pad, packs, outs_pack, strict=True):
+        for i, seq_out in enumerate(serving.unpack(out_pack, p)):
+            ref.append(out_pad[i, : int(lengths[i])])
+            got.append(seq_out)
+    errs = serving.compare_outputs(torch.cat(ref).cpu(), torch.cat(got).cpu())
+    pad_slots = sum(int(t.numel()) for t, _, _ in padded)
+    pack_slots = sum(int(t.numel()) for _, t, _, _ in packs)
+    return {
+        "max_abs_diff": errs["max_abs_err"], "rel_l2_diff": errs["rel_l2_err"], "max_rel_diff": errs["max_rel_err"],
+        "within_fp32_tolerance": serving.FP32.check(errs["rel_l2_err"], errs["max_rel_err"], math.nan),
+        "padded_tokens_s": real / float(np.median(times["padded"])),
+        "packed_tokens_s": real / float(np.median(times["packed"])),
+        "padded_waste": serving.padding_waste([real], pad_slots),
+        "packed_waste": serving.padding_waste([real], pack_slots),
+        "padded_batches": len(padded), "packed_rows": sum(p.rows for p, *_ in packs),
+    }
+
+
+# ---------------------------------------------------------------- precision parity
+
+def precision_parity(model: nn.Module, requests, batch_size: int, dtype: str = "bfloat16", repeats: int = 2):
+    """playbook.serving.parity of the fp32 training path against an autocast(dtype) serving path.
+
+    Compared: logits of real (non-padding) tokens only, against serving.BF16 / FP16 tolerance.
+    """
+    device = next(model.parameters()).device
+    dt = {"bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    if dt is None:
+        raise WorkloadError(f"precision dtype must be bfloat16 or float16, not {dtype!r}")
+    serve_model = Autocast(model, dt, device.type)
+    batches = [requests[i:i + batch_size] for i in range(0, len(requests), batch_size)]
+    inputs = []
+    for b in batches:
+        tok, mask, lengths = padded_inputs(b, device=device)
+        inputs.append({"tokens": tok, "attn_mask": mask, "_valid": serving.padded_attention_mask(
+            lengths, tok.shape[1], causal=False)[:, 0, 0, :].to(device)})
+
+    def strip(req):  # the models take tokens and mask; "_valid" rides along for output_transform
+        return {k: v for k, v in req.items() if not k.startswith("_")}
+
+    class _Strip(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, **kw):
+            return self.m(**strip(kw))
+
+    tol = serving.BF16 if dt is torch.bfloat16 else serving.FP16
+    return serving.parity(_Strip(model), _Strip(serve_model), inputs, tolerance=tol,
+                          output_transform=lambda out, req: out[req["_valid"]], warmup=1, repeats=repeats)
+
+
+# ---------------------------------------------------------------- pipeline vs tensor parallel
+
+def tp_shard(block: Block, rank: int, world: int) -> Block:
+    """Megatron-style shard of a block: this rank's heads (qkv rows, out columns) and d_ff slice (fc1 rows,
+    fc2 columns). Output biases stay on rank 0 so the sum over ranks equals the full block's partial outputs."""
+    heads, hd = block.heads, block.head_dim
+    if heads % world or block.fc1.out_features % world:
+        raise WorkloadError(f"tensor parallel over {world} ranks needs heads ({heads}) and d_ff "
+                            f"({block.fc1.out_features}) divisible by {world}")
+    h_per, f_per = heads // world, block.fc1.out_features // world
+    d = block.ln1.normalized_shape[0]
+    shard = Block(d, h_per, hd, f_per)
+    with torch.no_grad():
+        shard.ln1.load_state_dict(block.ln1.state_dict())
+        shard.ln2.load_state_dict(block.ln2.state_dict())
+        qkv_w = block.qkv.weight.view(3, heads, hd, d)[:, rank * h_per:(rank + 1) * h_per]
+        qkv_b = block.qkv.bias.view(3, heads, hd)[:, rank * h_per:(rank + 1) * h_per]
+        shard.qkv.weight.copy_(qkv_w.reshape(-1, d))
+        shard.qkv.bias.copy_(qkv_b.reshape(-1))
+        cols = slice(rank * h_per * hd, (rank + 1) * h_per * hd)
+        shard.out.weight.copy_(block.out.weight[:, cols])
+        shard.out.bias.copy_(block.out.bias if rank == 0 else torch.zeros_like(block.out.bias))
+        rows = slice(rank * f_per, (rank + 1) * f_per)
+        shard.fc1.weight.copy_(block.fc1.weight[rows])
+        shard.fc1.bias.copy_(block.fc1.bias[rows])
+        shard.fc2.weight.copy_(block.fc2.weight[:, rows])
+        shard.fc2.bias.copy_(block.fc2.bias if rank == 0 else torch.zeros_like(block.fc2.bias))
+    return shard.eval()
+
+
+def tp_forward(model: TinyLM, shards: list[Block], tokens, mask, all_reduce) -> torch.Tensor:
+    """Forward with tensor-parallel blocks: two all-reduces (sum) per block, after attention and after MLP."""
+    x = model.embed(tokens)
+    for shard in shards:
+        x = x + all_reduce(shard.attn(x, mask))
+        x = x + all_reduce(shard.mlp(x))
+    return model.head(model.ln_f(x))
+
+
+def pp_stages(model: TinyLM, stages: int):
+    """Split the blocks into `stages` contiguous groups (embedding with the first, head with the last)."""
+    n = len(model.blocks)
+    if stages < 1 or stages > n:
+        raise WorkloadError(f"pipeline over {stages} stages needs 1 ≤ stages ≤ layers ({n})")
+    bounds = np.linspace(0, n, stages + 1).round().astype(int)
+    return [list(model.blocks[bounds[s]:bounds[s + 1]]) for s in range(stages)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _timeit(fn, iters: int) -> list[float]:
+    out = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _split_worker(rank: int, world: int, port: int, state_path: str, cfg: dict, batch: int, seq_len: int,
+                  iters: int, out_dir: str) -> None:
+    """One gloo rank: comm microbenchmarks, pipeline and tensor-parallel forwards (timed on rank 0)."""
+    import datetime
+
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=120))
+    try:
+        model = TinyLM(ModelConfig(**cfg))
+        model.load_state_dict(torch.load(state_path, weights_only=True))
+        model.eval()
+        gen = torch.Generator().manual_seed(3)
+        tokens = periodic_tokens(batch, seq_len, model.cfg.vocab, gen)
+        act = torch.empty(batch, seq_len, model.cfg.d_model)
+        small = torch.zeros(1)
+        res: dict[str, Any] = {}
+        with torch.no_grad():
+            # single-device reference, one thread, both ranks run it at once (as they would on their own device)
+            dist.barrier()
+            ref = model(tokens)
+            res["single_s"] = _timeit(lambda: model(tokens), iters)
+            # collectives: all_reduce small and activation-sized; p2p ping-pong of an activation
+            dist.barrier()
+            res["allreduce_small_s"] = _timeit(lambda: dist.all_reduce(small), iters)
+            res["allreduce_act_s"] = _timeit(lambda: dist.all_reduce(act.zero_()), iters)
+
+            def pingpong():
+                if rank == 0:
+                    dist.send(act, 1)
+                    dist.recv(act, 1)
+                else:
+                    dist.recv(act, 0)
+                    dist.send(act, 0)
+            dist.barrier()
+            res["pingpong_act_s"] = _timeit(pingpong, iters)
+            act_saved = act
+            act = torch.zeros(batch, dtype=torch.long)
+            dist.barrier()
+            res["pingpong_small_s"] = _timeit(pingpong, iters)
+            act = act_saved
+
+            # pipeline: rank r runs its stage; activations flow 0 -> 1 -> ... -> last -> token ids back to 0
+            stage = pp_stages(model, world)[rank]
+            ids = torch.empty(batch, dtype=torch.long)
+
+            def pipeline():
+                if rank == 0:
+                    x = model.embed(tokens)
+                    for blk in stage:
+                        x = blk(x)
+                    dist.send(x.contiguous(), 1)
+                    dist.recv(ids, world - 1)
+                    return ids
+                x = torch.empty(batch, seq_len, model.cfg.d_model)
+                dist.recv(x, rank - 1)
+                for blk in stage:
+                    x = blk(x)
+                if rank < world - 1:
+                    dist.send(x, rank + 1)
+                    return None
+                out = model.head(model.ln_f(x))
+                dist.send(out[:, -1].argmax(-1), 0)
+                return out
+            dist.barrier()
+            res["pipeline_s"] = _timeit(pipeline, iters)
+
+            # tensor parallel: each rank holds 1/world of every block
+            shards = [tp_shard(b, rank, world) for b in model.blocks]
+
+            def allreduce(t):
+                dist.all_reduce(t)
+                return t
+            out_tp = tp_forward(model, shards, tokens, None, allreduce)
+            res["tp_rel_err"] = float((out_tp - ref).norm() / ref.norm())
+            res["tp_compute_s"] = _timeit(lambda: tp_forward(model, shards, tokens, None, lambda t: t), iters)
+            dist.barrier()
+            res["tensor_parallel_s"] = _timeit(lambda: tp_forward(model, shards, tokens, None, allreduce), iters)
+        Path(out_dir, f"rank{rank}.json").write_text(json.dumps(res))
+    finally:
+        dist.destroy_process_group()
+
+
+@dataclass
+class Link:
+    """A link for the latency model: per-message latency alpha_s, bandwidth beta_bytes_s (one direction)."""
+
+    name: str
+    alpha_s: float
+    beta_bytes_s: float
+
+    def p2p_s(self, nbytes: float) -> float:
+        return self.alpha_s + nbytes / self.beta_bytes_s
+
+    def allreduce_s(self, nbytes: float, ranks: int) -> float:
+        """Ring all-reduce bandwidth term 2(n-1)/n · bytes/beta plus one collective latency alpha."""
+        return 0.0 if ranks <= 1 else self.alpha_s + 2 * (ranks - 1) / ranks * nbytes / self.beta_bytes_s
+
+
+def measure_splits(model: TinyLM, batch: int = 4, seq_len: int = 64, iters: int = 20, world: int = 2,
+                   timeout_s: float = 180.0) -> dict[str, Any]:
+    """MEASURED on this machine: single-process vs pipeline vs tensor-parallel forward over `world` gloo
+    processes (1 thread each).
+
+    Returns median latencies (s) of the forwards and of their parts (one-thread compute, all-reduce, ping-pong),
+    the TP-vs-full relative error, and the latency model's prediction composed from the measured parts:
+    pipeline = full compute + one-way activation + one-way result; TP = sharded compute + 2·layers·all-reduce.
+    """
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="pb-split-") as tmp:
+        state = os.path.join(tmp, "model.pt")
+        torch.save(model.state_dict(), state)
+        ctx = mp.start_processes(_split_worker, args=(world, _free_port(), state, asdict(model.cfg), batch,
+                                                      seq_len, iters, tmp),
+                                 nprocs=world, start_method="spawn", join=False)
+        deadline = time.monotonic() + timeout_s
+        while not ctx.join(timeout=1.0):
+            if time.monotonic() > deadline:
+                for p in ctx.processes:
+                    p.kill()
+                raise WorkloadError(f"gloo split measurement did not finish within {timeout_s:.0f} s")
+        r0 = json.loads(Path(tmp, "rank0.json").read_text())
+    med = {k: float(np.median(v)) for k, v in r0.items() if isinstance(v, list)}
+    layers = model.cfg.layers
+    one_way_act, one_way_small = med["pingpong_act_s"] / 2, med["pingpong_small_s"] / 2
+    # the latency model composed from the measured parts, to check it where it can be checked
+    predicted = {
+        "pipeline_s": med["single_s"] + (world - 1) * one_way_act + one_way_small,
+        "tensor_parallel_s": med["tp_compute_s"] + 2 * layers * med["allreduce_act_s"],
+    }
+    return {"measured": med, "predicted": predicted, "tp_rel_err": r0["tp_rel_err"],
+            "act_bytes": batch * seq_len * model.cfg.d_model * 4, "world": world, "batch": batch,
+            "seq_len": seq_len, "layers": layers}
+
+
+# Assumed links for the analytical model (NOT measured here): typical nccl-tests figures, one direction.
+LINKS = {
+    "nvlink": Link("NVLink 4 / NVSwitch (H100 SXM), assumed", alpha_s=15e-6, beta_bytes_s=360e9),
+    "pcie": Link("PCIe Gen4 x16 peer-to-peer, assumed", alpha_s=20e-6, beta_bytes_s=22e9),
+    "infiniband": Link("InfiniBand NDR 400 Gb/s per GPU, assumed", alpha_s=30e-6, beta_bytes_s=45e9),
+}
+
+
+@dataclass
+class GpuModel:
+    """An ANALYTICAL model of one GPU for the latency model (assumed figures, not measured)."""
+
+    name: str = "H100 SXM (assumed: 990 TFLOP/s bf16 dense, 3.35 TB/s HBM, 60% of peak reached)"
+    flops_s: float = 990e12
+    mem_bytes_s: float = 3.35e12
+    efficiency: float = 0.6
+
+
+def split_latency_model(tp: int = 1, pp: int = 1, tokens: int = 8, layers: int = 32, d_model: int = 4096,
+                        d_ff: int = 14336, bytes_per_el: int = 2, link: Link | None = None,
+                        gpu: GpuModel | None = None) -> dict[str, float]:
+    """ANALYTICAL (labelled model, not a measurement): latency of one forward of `tokens` tokens (a decode step of
+    that batch, or a prefill of that many tokens) split tp-way tensor parallel and pp-way pipeline parallel.
+
+    Per layer: time = max(FLOPs / (peak·eff), weight bytes / (HBM·eff)) / tp  (roofline of dense matmuls,
+    attention over the cache ignored); TP adds 2 all-reduces of tokens·d_model·bytes per layer; PP adds pp-1
+    point-to-point activation transfers. A single request's latency does not shrink with pp (stages run in turn).
+    """
+    link = link or LINKS["nvlink"]
+    gpu = gpu or GpuModel()
+    params_layer = 4 * d_model * d_model + 3 * d_model * d_ff  # attention (q,k,v,o) + gated MLP
+    flops = 2 * params_layer * tokens
+    layer_s = max(flops / (gpu.flops_s * gpu.efficiency),
+                  params_layer * bytes_per_el / (gpu.mem_bytes_s * gpu.efficiency)) / tp
+    act = tokens * d_model * bytes_per_el
+    compute = layers * layer_s
+    tp_comm = 2 * layers * link.allreduce_s(act, tp)
+    pp_comm = (pp - 1) * link.p2p_s(act)
+    return {"tp": tp, "pp": pp, "gpus": tp * pp, "tokens": tokens, "link": link.name, "compute_ms": compute * 1e3,
+            "tp_comm_ms": tp_comm * 1e3, "pp_comm_ms": pp_comm * 1e3,
+            "latency_ms": (compute + tp_comm + pp_comm) * 1e3}
+
+
+def split_model_table(tokens=(8, 2048), splits=((1, 1), (2, 1), (8, 1), (1, 2), (1, 8)),
+                      links=("nvlink", "infiniband"), **model_kw) -> pd.DataFrame:
+    """The analytical model over decode-sized and prefill-sized token counts, splits and links (MODEL)."""
+    rows = [split_latency_model(tp, pp, tokens=n, link=LINKS[name], **model_kw)
+            for n in tokens for name in links for tp, pp in splits]
+    out = pd.DataFrame(rows)
+    out.insert(0, "source", "MODEL (not measured)")
+    return out
+
+
+# ---------------------------------------------------------------- the whole lab
+
+def run_lab(requests: int = 48, batch: int = 8, median_len: float = 32.0, max_len: int = 128,
+            train_steps: int = 150, repeats: int = 2, variants=STREAM_VARIANTS, backend: str = "inductor",
+            split_iters: int = 20, measure_split: bool = True, device: str = "auto", seed: int = 0,
+            progress: bool = False) -> dict:
+    """Every section of the lab; returns plain dicts and frames (see the module docstring)."""
+    dev = pick_device(device)
+    cfg = ModelConfig(max_len=max_len)
+    model, losses = train_tiny_lm(cfg, steps=train_steps, seed=seed, device=str(dev))
+    lengths = request_lengths(requests, median=median_len, max_len=max_len, seed=seed)
+    reqs = make_requests(lengths, cfg.vocab, seed=seed)
+    buckets = serving.pow2_buckets(max_len, 32)
+    out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": lengths.tolist(), "buckets": buckets}
+    out["shapes"], out["batches"] = compare_stream_variants(model, reqs, batch, buckets, variants, repeats,
+                                                            backend, progress=progress)
+    b = out["batches"]
+    if {"compiled_exact", "eager_exact"} <= set(b["variant"]):
+        out["new_shape"] = new_shape_cost(b[b["variant"] == "compiled_exact"], b[b["variant"] == "eager_exact"])
+    out["packing"] = padded_vs_packed(model, reqs, batch, capacity=max_len)
+    out["precision"] = precision_parity(model, reqs, batch)
+    if measure_split:
+        out["splits"] = measure_splits(model.cpu(), iters=split_iters)
+    out["split_model"] = split_model_table()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m playbook.workloads.serving", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python -m playbook.workloads.serving --requests 48 --batch 8 --out /tmp/serving.json")
+    p.add_argument("--requests", type=int, default=48, help="requests in the stream (default 48)")
+    p.add_argument("--batch", type=int, default=8, help="requests per batch (default 8)")
+    p.add_argument("--median-len", type=float, default=32.0, help="median request length, tokens (default 32)")
+    p.add_argument("--max-len", type=int, default=128, help="longest request and largest bucket (default 128)")
+    p.add_argument("--train-steps", type=int, default=150, help="training steps before serving (default 150)")
+    p.add_argument("--repeats", type=int, default=2, help="repeats of every stream variant (default 2)")
+    p.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
+    p.add_argument("--no-split", action="store_true", help="skip the 2-process gloo pipeline/tensor measurement")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    p.add_argument("--out", help="write the results as JSON here")
+    args = p.parse_args(argv)
+    if args.requests < 1 or args.batch < 1:
+        raise WorkloadError("--requests and --batch must be ≥ 1")
+    res = run_lab(args.requests, args.batch, args.median_len, args.max_len, args.train_steps, args.repeats,
+                  backend=args.backend, measure_split=not args.no_split, device=args.device, progress=True)
+    shapes = res["shapes"].groupby("variant", sort=False)[["p50_ms", "p99_ms", "requests_s", "compiles"]].mean()
+    print(shapes.to_string(float_format=lambda v: f"{v:.3g}"))
+    print("packing:", {k: round(v, 6) if isinstance(v, float) else v for k, v in res["packing"].items()})
+    print("precision:", res["precision"].summary())
+    if "splits" in res:
+        print("splits (measured, gloo):", {k: f"{v * 1e3:.2f} ms" for k, v in res["splits"]["measured"].items()})
+    if args.out:
+        res = {k: (v.to_dict("records") if isinstance(v, pd.DataFrame) else
+                   v.as_dict() if hasattr(v, "as_dict") else v) for k, v in res.items()}
+        Path(args.out).write_text(json.dumps(res, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except WorkloadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
