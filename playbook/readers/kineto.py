@@ -30,8 +30,9 @@ import json
 import re
 import tarfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -515,11 +516,11 @@ def _last_boundary(buf: bytes) -> int | None:
     """Index just past the `}` of the last `}, {` event boundary in `buf` (None when there is none)."""
     window = max(0, len(buf) - 65536)
     while True:
-        last = None
-        for last in _BOUNDARY_RE.finditer(buf, window):
+        found = None
+        for found in _BOUNDARY_RE.finditer(buf, window):  # noqa: B007 - keep the last match
             pass
-        if last is not None:
-            return last.start() + 1
+        if found is not None:
+            return found.start() + 1
         if window == 0:
             return None
         window = max(0, window - (1 << 20))
