@@ -65,16 +65,19 @@ class Poller:
     # lifecycle --------------------------------------------------------
     def start(self) -> bool:
         """Set up and start the thread; False (and no thread) when the probe cannot run."""
-        try:
-            ok = self._setup()
-        except Exception as exc:
-            self.warn_once("setup", f"{self.name}: could not start ({type(exc).__name__}: {exc}); not recorded")
-            ok = False
-        if not ok:
+        if not self.open():
             return False
         self._thread = threading.Thread(target=self._run, name=f"playbook-{self.name}", daemon=True)
         self._thread.start()
         return True
+
+    def open(self) -> bool:
+        """Set up without starting the thread (drive it with `sample_once()`; end with `stop()`)."""
+        try:
+            return bool(self._setup())
+        except Exception as exc:
+            self.warn_once("setup", f"{self.name}: could not start ({type(exc).__name__}: {exc}); not recorded")
+            return False
 
     def sample_once(self) -> None:
         """Take one sample now, in the calling thread (tests, and a final sample at stop)."""

@@ -142,6 +142,12 @@ class NvmlSampler(Poller):
             self.warn_once("no_gpus", "NVML sees no GPU; recording host metrics only")
             return False
         self.available = True
+        return True
+
+    def start(self) -> bool:
+        """Set up NVML and start the fast and slow threads; False when NVML is unavailable (said once)."""
+        if not super().start():
+            return False
         self._slow_thread = threading.Thread(target=self._slow_run, name="playbook-nvml-slow", daemon=True)
         self._slow_thread.start()
         return True
@@ -255,17 +261,7 @@ class NvmlSampler(Poller):
                 do_samples = self.util_samples and time.monotonic() >= next_samples
                 if do_samples:
                     next_samples = time.monotonic() + self.samples_every_s
-                for g in self._gpus:
-                    if self._stop.is_set():
-                        break
-                    if g.lost:
-                        continue
-                    try:
-                        self._slow(g)
-                        if do_samples:
-                            self._samples(g)
-                    except _GpuLost as exc:
-                        self._mark_lost(g, str(exc) or "GPU is lost")
+                self.sample_slow_once(util_samples=do_samples)
             except Exception as exc:  # never let the thread die silently
                 self.warn_once(f"slow:{type(exc).__name__}", f"NVML sampler (slow metrics) failed: {exc}")
             dt = time.perf_counter() - t0
@@ -273,6 +269,19 @@ class NvmlSampler(Poller):
             self.slow_samples += 1
             if self._stop.wait(max(0.0, period - dt)):
                 break
+
+    def sample_slow_once(self, util_samples: bool = True) -> None:
+        """One round of the slow metrics (and, with `util_samples`, the driver's sample buffer) in the calling
+        thread; their values go into the next fast row of each GPU (tests, or a sampler without threads)."""
+        for g in self._gpus:
+            if g.lost:
+                continue
+            try:
+                self._slow(g)
+                if util_samples and self.util_samples:
+                    self._samples(g)
+            except _GpuLost as exc:
+                self._mark_lost(g, str(exc) or "GPU is lost")
 
     def _slow(self, g: _Gpu) -> None:
         nv = self._nvml

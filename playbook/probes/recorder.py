@@ -47,6 +47,7 @@ from playbook.probes.steps import StepTimer
 log = logging.getLogger("playbook.probes")
 
 SEGMENT_DIR = "segments"
+MAX_UNWRITTEN_ROWS = 2_000_000  # rows per table kept for a retry after a failed write; more are dropped, counted
 # Tables a part folder can hold: rundir's four plus the InfiniBand counters (ib.parquet, see interconnect.py).
 PART_FILES = {**rundir.TABLE_FILES, "ib": "ib.parquet"}
 
@@ -112,6 +113,8 @@ class Recorder:
         self.warnings: list[str] = []
         self._seq = 0
         self._rows = {name: 0 for name in PART_FILES}
+        self._unwritten: dict[str, list[pd.DataFrame]] = {}
+        self._dropped: dict[str, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
@@ -234,6 +237,7 @@ class Recorder:
             "host": self.host, "rank": -1 if self.rank is None else self.rank, "local_rank": self.local_rank,
             "world_size": self.world_size, "pid": os.getpid(), "started": _utc(self._t0), "ended": _utc(time.time()),
             "sample_hz": self.sample_hz, "probes": probes, "rows": dict(self._rows),
+            "rows_dropped": dict(self._dropped),
             "gc": self.events.gc_stats(), "compile": self.events.compile_stats(),
             "steps_timed": self.timer.steps_done, "step_timer": "cuda" if self.timer.cuda else "cpu",
             "warnings": self.warnings, "env": self._fingerprint, **self.extra_meta,
@@ -270,19 +274,36 @@ class Recorder:
                     rows = probe.drain()
                     if rows:
                         out[name] = probe.to_frame(rows)
+            for name, frames in self._unwritten.items():  # retry what a failed write kept
+                if name in out:
+                    frames = [*frames, out[name]]
+                out[name] = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            self._unwritten = {}
             if not out:
                 return
-            seg = self.part / SEGMENT_DIR
-            seg.mkdir(exist_ok=True)
             self._seq += 1
+            failed = None
             for name, frame in out.items():
-                path = seg / f"{name}-{self._seq:06d}.parquet"
-                tmp = path.with_suffix(".tmp")
-                frame.to_parquet(tmp, index=False)
-                tmp.replace(path)
-                self._rows[name] += len(frame)
+                try:
+                    seg = self.part / SEGMENT_DIR
+                    seg.mkdir(exist_ok=True)
+                    path = seg / f"{name}-{self._seq:06d}.parquet"
+                    tmp = path.with_suffix(".tmp")
+                    frame.to_parquet(tmp, index=False)
+                    tmp.replace(path)
+                    self._rows[name] += len(frame)
+                except Exception as exc:
+                    failed = exc
+                    if len(frame) <= MAX_UNWRITTEN_ROWS:
+                        self._unwritten[name] = [frame]
+                    else:
+                        self._dropped[name] = self._dropped.get(name, 0) + len(frame)
+            if failed is not None:
+                raise failed
 
     def _warn(self, message: str) -> None:
+        if message in self.warnings:  # once per distinct message
+            return
         self.warnings.append(message)
         log.warning("%s", message)
 

@@ -1,0 +1,159 @@
+"""Recorder: writes a run directory that playbook.rundir.read_run reads back; never raises into training."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from playbook import rundir
+from playbook.errors import ProbeError
+from playbook.probes import Recorder, fake_nvml
+from playbook.probes.fingerprint import dir_size, fingerprint
+from playbook.probes.recorder import SEGMENT_DIR, merge_run
+
+
+def train(rec: Recorder, steps: int = 12, wait_s: float = 0.005) -> None:
+    def loader():
+        for i in range(steps):
+            time.sleep(wait_s)
+            yield i
+
+    for i, _ in enumerate(rec.timed(loader())):
+        with rec.timer.step(i, tokens=64):
+            with rec.timer.phase("fwd"):
+                time.sleep(0.002)
+            with rec.phase("bwd"):
+                time.sleep(0.002)
+        if i == 5:
+            with rec.event_span("checkpoint", step=i):
+                time.sleep(0.01)
+
+
+def test_recorder_run_dir_round_trip(tmp_path, data_dir, monkeypatch):
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "PLAYBOOK_SAMPLER", "PLAYBOOK_RUN_DIR"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("NCCL_DEBUG", "INFO")
+    monkeypatch.setenv("TORCH_SECRET_TOKEN", "hunter2")
+    nv = fake_nvml.scenario("gpu_lost_mid_run", gpus=2, lost_gpu=1, lost_after=60)
+    run = tmp_path / "run"
+    with Recorder(run, host="node7", sample_hz=50, flush_s=0.1, nvml_module=nv,
+                  sysfs_root=data_dir / "sysfs" / "healthy", meta={"variant": "baseline"}) as rec:
+        train(rec)
+        time.sleep(0.4)  # several flushes: segments are merged at exit
+    part = run / "node7-rank-1"
+    assert rec.part == part
+    assert not (part / SEGMENT_DIR).exists()
+    b = rundir.read_run(run)
+    assert not b.warnings
+    steps = b.steps
+    assert sorted(steps[steps["phase"] == "step"]["step"]) == list(range(12))
+    assert set(steps["phase"]) == {"data", "fwd", "bwd", "step"}
+    assert (steps["host"] == "node7").all() and (steps["rank"] == -1).all()
+    tel = b.telemetry
+    assert set(tel["gpu"]) == {0, 1} and tel[tel["gpu"] == 0]["util_pct"].notna().sum() >= 5
+    assert tel[tel["gpu"] == 1]["util_pct"].isna().any()  # the lost GPU's NaN rows
+    kinds = list(b.events["kind"])
+    assert "checkpoint" in kinds and "gpu_lost" in kinds
+    assert len(b.host) >= 1 and b.host["rss_mib"].gt(10).all()
+    ib = __import__("pandas").read_parquet(part / "ib.parquet")
+    assert set(ib["device"]) == {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4"}
+    meta = json.loads((part / "meta.json").read_text())
+    assert meta["variant"] == "baseline" and meta["steps_timed"] == 12 and meta["step_timer"] == "cpu"
+    assert meta["probes"]["nvml"]["lost"] == [1] and meta["rows"]["steps"] == len(steps)
+    env = b.meta["run"]["env"]
+    assert env["env"]["NCCL_DEBUG"] == "INFO" and env["env"]["TORCH_SECRET_TOKEN"] == "<redacted>"
+    assert env["nvidia"]["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and env["nvidia"]["driver"] == "550.54.15"
+    assert nv.inits == 0
+
+
+def test_local_rank_1_times_steps_but_samples_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("RANK", "5")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "8")
+    nv = fake_nvml.scenario("healthy", gpus=2)
+    with Recorder(tmp_path / "run", host="n", nvml_module=nv) as rec:
+        train(rec, steps=3)
+    assert rec.sampler is None and rec.host_probe is None and rec.ib is None
+    assert nv.inits == 0 and sum(nv.calls.values()) <= 6  # the fingerprint names the GPUs, nothing samples
+    b = rundir.read_run(tmp_path / "run")
+    assert set(b.steps["rank"]) == {5} and len(b.telemetry) == 0
+    assert b.meta["parts"]["n-rank5"]["world_size"] == 8
+
+
+def test_no_driver_records_host_only(tmp_path, monkeypatch):
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.delenv("PLAYBOOK_SAMPLER", raising=False)
+    with Recorder(tmp_path / "run", nvml_module=fake_nvml.scenario("no_driver"), host_hz=20,
+                  interconnect=False) as rec:
+        train(rec, steps=3)
+        time.sleep(0.15)
+    b = rundir.read_run(tmp_path / "run")
+    assert len(b.telemetry) == 0 and len(b.host) >= 2 and len(b.steps) > 0
+
+
+def test_never_raises_after_start_even_when_its_folder_vanishes(tmp_path, caplog):
+    import shutil
+
+    run = tmp_path / "run"
+    with Recorder(run, nvml=False, flush_s=0.05, interconnect=False) as rec:
+        train(rec, steps=2)
+        shutil.rmtree(run)
+        train(rec, steps=2)
+        time.sleep(0.15)
+    assert any("failed" in w for w in rec.warnings)
+
+
+def test_unwritable_run_dir_is_a_probe_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(ProbeError, match="cannot write run directory"):
+        Recorder(blocker / "run", nvml=False).start()
+    with pytest.raises(ProbeError, match="no run directory"):
+        Recorder(None)
+
+
+def test_leftover_segments_are_merged(tmp_path):
+    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, flush_s=3600).start()
+    train(rec, steps=3)
+    rec.flush()
+    train(rec, steps=2)
+    rec.timer.close()
+    rec.flush()  # a process killed here leaves two segments and no steps.parquet
+    segs = sorted((rec.part / SEGMENT_DIR).glob("steps-*.parquet"))
+    assert len(segs) == 2 and not (rec.part / "steps.parquet").exists()
+    assert merge_run(tmp_path / "run") >= 1
+    steps = rundir.read_run(tmp_path / "run").steps
+    assert (steps["phase"] == "step").sum() == 5
+
+
+def test_fingerprint_is_cheap_and_complete(tmp_path, monkeypatch):
+    cache = tmp_path / "inductor"
+    (cache / "a").mkdir(parents=True)
+    (cache / "a" / "k.py").write_bytes(b"x" * 1000)
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    t0 = time.perf_counter()
+    fp = fingerprint(command=["train.py", "--lr", "1"], nvml=fake_nvml.scenario("no_driver"))
+    assert time.perf_counter() - t0 < 3.0
+    json.dumps(fp)
+    assert fp["command"] == "train.py --lr 1" and fp["python"].count(".") == 2
+    assert fp["torch"]["version"] and fp["cpu"]["count"] >= 1
+    assert fp["compile_cache"]["inductor"] == {"path": str(cache), "exists": True, "bytes": 1000, "files": 1,
+                                                "truncated": False}
+    assert "LibraryNotFound" in fp["nvidia"]["nvml"]
+    assert dir_size(str(tmp_path / "missing"))["exists"] is False
+
+
+def test_failed_write_is_retried_not_lost(tmp_path, monkeypatch):
+    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, flush_s=3600).start()
+    train(rec, steps=3)
+    real = __import__("pandas").DataFrame.to_parquet
+    monkeypatch.setattr("pandas.DataFrame.to_parquet", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        rec.flush()
+    monkeypatch.setattr("pandas.DataFrame.to_parquet", real)
+    train(rec, steps=2)
+    rec.close()
+    steps = rundir.read_run(tmp_path / "run").steps
+    assert (steps["phase"] == "step").sum() == 5
