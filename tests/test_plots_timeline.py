@@ -92,23 +92,27 @@ def test_host_lines_one_line_per_host_or_per_gpu_on_one_host():
     assert len(single.get_lines()) == 4
 
 
-def test_spectrum_marks_the_period_on_a_log_axis():
+def test_spectrum_marks_the_period_and_greys_out_of_band():
     periods = np.linspace(2, 300, 300)
-    fig = tl.spectrum(periods, np.exp(-((periods - 60) / 5) ** 2), period_s=60.0)
-    ax = fig.axes[0]
+    spec = pd.DataFrame({"period_s": periods, "power": np.exp(-((periods - 60) / 5) ** 2),
+                         "null": 0.05, "threshold": 0.2, "in_band": periods <= 100})
+    ax = tl.spectrum(spec, period_s=60.0).axes[0]
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "period (s)"
-    marker = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
-    assert marker and marker[0].get_xdata()[0] == 60.0
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    assert {"power", "noise background", "significance threshold", "period 60 s"} <= set(labels)
+    power = next(ln for ln in ax.get_lines() if ln.get_label() == "power")
+    assert np.isnan(power.get_ydata()[periods > 100]).all()  # out of band: only the grey line
+    assert tl.spectrum(spec.iloc[:0]).axes[0].texts[0].get_text() == "too few samples for a spectrum"
 
 
-def test_fold_summary_recovers_the_cycle_shape():
-    tel = _telemetry(hosts=1, gpus=1, seconds=600, quiet=("none", 0))
-    secs = (tel["time"] - tel["time"].min()).dt.total_seconds()
-    fold = tl.fold_summary(secs, tel["util_pct"], period_s=60.0, bins=12)  # 5 s bins
-    assert list(fold["median"].iloc[:9]) == [90.0] * 9 and list(fold["median"].iloc[9:]) == [20.0] * 3
-    assert fold["n"].sum() == 600
-    ax = tl.folded_cycle(secs, tel["util_pct"], period_s=60.0).axes[0]
+def test_folded_cycle_draws_median_and_band():
+    fold = pd.DataFrame({"time_in_cycle_s": np.arange(12) * 5 + 2.5, "median": [90.0] * 9 + [20.0] * 3,
+                         "q25": [85.0] * 9 + [15.0] * 3, "q75": [95.0] * 9 + [25.0] * 3})
+    ax = tl.folded_cycle(fold, period_s=60.0).axes[0]
     assert ax.get_xlim() == (0.0, 60.0) and "60 s cycle" in ax.get_xlabel()
+    median = next(ln for ln in ax.get_lines() if ln.get_label() == "median")
+    assert list(median.get_ydata()) == [90.0] * 9 + [20.0] * 3
+    assert ax.get_ylabel() == "utilization.gpu (%)"
 
 
 def test_status_table_colours_each_gpu_by_status():

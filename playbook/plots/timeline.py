@@ -7,7 +7,6 @@ or `rank`, and a metric column, e.g. analysis.steps.busy_timeline's `busy_frac`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -160,62 +159,52 @@ def host_lines(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
     return fig
 
 
-def spectrum(periods_s: Sequence[float], power: Sequence[float], period_s: float | None = None, ax=None,
-             title: str | None = None):
-    """Power of the utilization signal against period (log axis); the detected period marked when given."""
+def spectrum(spec: pd.DataFrame, period_s: float | None = None, ax=None, title: str | None = None):
+    """Periodogram against period (log axis): power, its noise background and significance threshold when given
+    (analysis.oscillation.period_spectrum's frame: period_s, power[, null, threshold, in_band]); the detected
+    period marked when given. Periods outside the searchable band are greyed."""
     fig, ax = figure(ax)
-    p = np.asarray(periods_s, dtype="float64")
-    w = np.asarray(power, dtype="float64")
-    keep = np.isfinite(p) & np.isfinite(w) & (p > 0)
-    p, w = p[keep], w[keep]
-    order = np.argsort(p)
-    ax.plot(p[order], w[order], color=PALETTE["no_fault"], lw=1.4)
+    frame = spec[np.isfinite(spec["period_s"]) & (spec["period_s"] > 0)].sort_values("period_s")
+    if frame.empty:
+        ax.text(0.5, 0.5, "too few samples for a spectrum", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    band = frame["in_band"].to_numpy(dtype=bool) if "in_band" in frame else np.ones(len(frame), dtype=bool)
+    ax.plot(frame["period_s"], frame["power"], color="#adb5bd", lw=1.0)
+    ax.plot(frame["period_s"].where(band), frame["power"].where(band), color=PALETTE["no_fault"], lw=1.4,
+            label="power")
+    if "null" in frame:
+        ax.plot(frame["period_s"], frame["null"], color=PALETTE["busy"], lw=1.0, ls=":", label="noise background")
+    if "threshold" in frame:
+        ax.plot(frame["period_s"], frame["threshold"], color=PALETTE["wait"], lw=1.0, ls="-.",
+                label="significance threshold")
     ax.set_xscale("log")
     if period_s is not None and np.isfinite(period_s):
-        ax.axvline(period_s, color=PALETTE["fault"], ls="--", lw=1.2)
-        ax.annotate(f"period {period_s:.3g} s", (period_s, np.nanmax(w) if len(w) else 1.0),
-                    xytext=(6, -12), textcoords="offset points", color=PALETTE["fault"], fontsize=9)
+        ax.axvline(period_s, color=PALETTE["fault"], ls="--", lw=1.2, label=f"period {period_s:.3g} s")
     ax.set_xlabel("period (s)")
-    ax.set_ylabel("power (normalized)")
-    ax.set_title(title or "Period spectrum of utilization")
+    ax.set_ylabel("power (variance units)")
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title or "Period spectrum of mean utilization")
     return fig
 
 
-def fold_summary(phase_s: Sequence[float], values: Sequence[float], period_s: float,
-                 bins: int = 48) -> pd.DataFrame:
-    """Median and quartiles of `values` per phase bin of a cycle of `period_s` seconds (columns phase_s, median,
-    q25, q75, n)."""
-    ph = np.mod(np.asarray(phase_s, dtype="float64"), period_s)
-    v = np.asarray(values, dtype="float64")
-    keep = np.isfinite(ph) & np.isfinite(v)
-    frame = pd.DataFrame({"bin": np.minimum((ph[keep] / period_s * bins).astype("int64"), bins - 1), "v": v[keep]})
-    g = frame.groupby("bin")["v"]
-    out = pd.DataFrame({"median": g.median(), "q25": g.quantile(0.25), "q75": g.quantile(0.75), "n": g.size()})
-    out = out.reindex(range(bins))
-    out.insert(0, "phase_s", (np.arange(bins) + 0.5) * period_s / bins)
-    return out.reset_index(drop=True)
-
-
-def folded_cycle(phase_s: Sequence[float], values: Sequence[float], period_s: float, metric: str = "util_pct",
-                 ax=None, bins: int = 48, title: str | None = None):
-    """Every sample placed at its position within the cycle (dots), with the median and quartile band per bin:
-    what one period of the oscillation looks like."""
+def folded_cycle(fold: pd.DataFrame, period_s: float, metric: str = "util_pct", ax=None,
+                 title: str | None = None):
+    """One cycle of the oscillation: median and quartile band per position within the period
+    (analysis.oscillation.fold_cycle's frame: time_in_cycle_s, median, q25, q75)."""
     fig, ax = figure(ax)
-    ph = np.mod(np.asarray(phase_s, dtype="float64"), period_s)
-    v = np.asarray(values, dtype="float64")
-    if len(v) > 20000:  # the dots are context; the band carries the statistics
-        pick = np.random.default_rng(0).choice(len(v), 20000, replace=False)
-        ph_dots, v_dots = ph[pick], v[pick]
-    else:
-        ph_dots, v_dots = ph, v
-    ax.scatter(ph_dots, v_dots, s=4, alpha=0.15, color="#6c757d", lw=0, label="samples")
-    summary = fold_summary(ph, v, period_s, bins)
-    ax.fill_between(summary["phase_s"], summary["q25"], summary["q75"], color=PALETTE["busy"], alpha=0.3, lw=0,
-                    label="quartiles")
-    ax.plot(summary["phase_s"], summary["median"], color=PALETTE["busy"], lw=2, label="median")
+    if fold.empty:
+        ax.text(0.5, 0.5, "no period to fold on", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    x = fold["time_in_cycle_s"].to_numpy(dtype="float64")
+    ax.fill_between(x, fold["q25"].to_numpy(dtype="float64"), fold["q75"].to_numpy(dtype="float64"),
+                    color=PALETTE["busy"], alpha=0.3, lw=0, step="mid", label="quartiles (all GPUs)")
+    ax.step(x, fold["median"].to_numpy(dtype="float64"), where="mid", color=PALETTE["busy"], lw=2,
+            label="median")
     ax.set_xlim(0, period_s)
     ax.set_xlabel(f"time within the {period_s:.3g} s cycle (s)")
     ax.set_ylabel(metric_label(metric))
+    if metric.endswith("_pct"):
+        ax.set_ylim(-2, 102)
     ax.legend(fontsize=8, loc="best")
     ax.set_title(title or f"One cycle, folded on its period ({period_s:.3g} s)")
     return fig
