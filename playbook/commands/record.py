@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-host", action="store_true", help="do not sample the host (CPU, RSS, IO)")
     parser.add_argument("--no-ib", action="store_true", help="do not read InfiniBand port counters")
     parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
-                        help="the command to run, after `--`")
+    parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+                        help="the command to run, after `--`")  # not "command": the CLI's subcommand dest
 
 
 def run(args: argparse.Namespace) -> int:
-    cmd = list(args.command)
+    cmd = list(args.cmd)
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
     if not cmd:

@@ -18,7 +18,8 @@ Triggers, checked at each step end, with at least `min_gap_steps` steps between 
   trigger_busy        the step timer's busy fraction (compute phases / step time, last 8 steps) is below X (0-1)
   trigger_slow_step   the last step took more than X × the median of the recent steps
   trigger(reason)     on demand
-Each window writes one Chrome trace (`<host>-rank<R>.step<first>-<last>.<reason>.pt.trace.json.gz`) into
+Each window writes one Chrome trace (`<host>-rank<R>.step<first>-<last>.<reason>.pt.trace.json.gz`, "norank" for
+a process without a rank) into
 `out_dir` (the Recorder passes RUN_DIR/<part>/traces/), readable by Perfetto (ui.perfetto.dev), HTA, TensorBoard
 and playbook.readers.kineto; top-level trace keys "playbook_first_step", "playbook_trigger", "playbook_rank" say
 which steps it holds (the trace's own ProfilerStep#k count from 0 within the window). Exporting a trace stalls the
@@ -161,7 +162,8 @@ class ProfilerWindows:
         t0 = time.perf_counter()
         last = self._first + self.active - 1
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        name = f"{self.host}-rank{self.rank}.step{self._first}-{last}.{self._reason}.pt.trace.json.gz"
+        who = f"rank{self.rank}" if self.rank >= 0 else "norank"  # "rank-1" would read as rank 1 in file names
+        name = f"{self.host}-{who}.step{self._first}-{last}.{self._reason}.pt.trace.json.gz"
         path = self.out_dir / name
         prof.export_chrome_trace(str(path))
         self.traces.append(path)
