@@ -51,8 +51,8 @@ def explorer_view(frame: pd.DataFrame, metric: str = "util_pct", window_s: tuple
                   units: list[str] | None = None, smooth_s: float = 0.0, unit: str = "gpu") -> pd.DataFrame:
     """The rows the explorer plots: `frame` cut to `window_s` (seconds since its first sample, inclusive), to the
     "host:unit" ids in `units` (None = all), with `metric` replaced by its rolling mean over `smooth_s` seconds
-    per unit (0 = raw). Returns columns time, host, `unit`, `metric`, sorted by host, unit, time."""
-    data = frame.dropna(subset=["time"])
+    per unit (0 = raw). Without any timestamp, samples are placed attrs['interval_s'] apart. Returns columns time, host, `unit`, `metric`, sorted by host, unit, time."""
+    data, _ = timeline.with_times(frame, unit)  # no timestamps at all: samples placed interval_s apart
     if data.empty:
         return data[["time", "host", unit, metric]].copy()
     t0 = data["time"].min()
@@ -85,6 +85,7 @@ class Explorer:
     def __init__(self, frame: pd.DataFrame, metric: str | None = None, unit: str = "gpu"):
         import ipywidgets as w
 
+        frame, _ = timeline.with_times(frame, unit)
         self.frame, self.unit = frame, unit
         metrics = _numeric_metrics(frame, ("time", "host", unit, "gpu", "rank"))
         if not metrics:

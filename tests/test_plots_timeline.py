@@ -127,3 +127,15 @@ def test_status_table_colours_each_gpu_by_status():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ok", "underutilized"]
     # ids alone are enough
     assert len(tl.status_table([{"id": "a:0", "status": "lost"}]).axes[0].patches) == 1
+
+
+def test_telemetry_without_timestamps_is_placed_at_the_interval_and_says_so():
+    tel = _telemetry(seconds=10)
+    tel["time"] = pd.NaT
+    tel.attrs["interval_s"] = 2.0
+    m = tl.binned_matrix(tel)
+    assert m.shape == (8, 10) and m.attrs["assumed_interval_s"] == 2.0
+    assert list(m.columns[:3]) == [0.0, 2.0, 4.0]
+    ax = tl.heatmap(tel).axes[0]
+    assert "no timestamps, samples placed 2 s apart" in ax.get_xlabel()
+    assert "no timestamps" in tl.host_lines(tel).axes[0].get_xlabel()

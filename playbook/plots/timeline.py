@@ -23,6 +23,7 @@ METRIC_LABELS = {
     "mem_used_mib": "memory used (MiB)",
     "temp_c": "temperature (°C)",
     "busy_frac": "busy fraction (0-1, from step phases)",
+    "busy_pct": "busy (% of time in compute phases)",
 }
 STATUS_COLORS = {
     "ok": "#2a9d8f",
@@ -57,13 +58,13 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
                   max_bins: int = 400) -> pd.DataFrame:
     """Mean of `metric` per (unit, time bin): rows "host:unit" ordered by host then index, columns the bin start
     in seconds since the first sample. Bins are the sampling interval, widened so there are at most `max_bins`."""
-    data = frame.dropna(subset=["time"])
+    data, assumed = with_times(frame, unit)
     if data.empty:
         return pd.DataFrame(dtype="float64")
     t0 = data["time"].min()
     secs = (data["time"] - t0).dt.total_seconds().to_numpy()
     span = float(secs.max())
-    interval = frame.attrs.get("interval_s") or np.nan
+    interval = data.attrs.get("interval_s") or frame.attrs.get("interval_s") or np.nan
     if not np.isfinite(interval) or interval <= 0:
         interval = span / max(len(data) / max(data.groupby(["host", unit]).ngroups, 1), 1)
     bin_s = max(float(interval), (span + interval) / max_bins, 1e-9)  # a sample covers one interval
@@ -77,7 +78,28 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     matrix.columns = matrix.columns.to_numpy() * bin_s
     matrix.attrs["bin_s"] = bin_s
     matrix.attrs["t0"] = t0
+    matrix.attrs["assumed_interval_s"] = assumed
     return matrix
+
+
+def with_times(frame: pd.DataFrame, unit: str) -> tuple[pd.DataFrame, float | None]:
+    """Rows with a time; when no row has one (e.g. a bare nvidia-smi poll), samples placed `interval_s` (1 s
+    unless attrs say otherwise) apart in file order per unit, and that interval returned as the second item."""
+    if frame["time"].notna().any():
+        return frame.dropna(subset=["time"]), None
+    if frame.empty:
+        return frame, None
+    step = frame.attrs.get("interval_s")
+    step = float(step) if step and np.isfinite(step) and step > 0 else 1.0
+    order = frame.groupby(["host", unit], sort=False).cumcount().to_numpy()
+    data = frame.assign(time=pd.Timestamp(0, tz="UTC") + pd.to_timedelta(order * step, unit="s"))
+    data.attrs = {**frame.attrs, "interval_s": step}
+    return data, step
+
+
+def _xlabel(label: str, matrix: pd.DataFrame) -> str:
+    step = matrix.attrs.get("assumed_interval_s")
+    return label if step is None else f"{label}: no timestamps, samples placed {step:g} s apart"
 
 
 def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax=None,
@@ -107,7 +129,7 @@ def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax
         ax.set_yticks([(a + b) / 2 for a, b in zip(starts, ends, strict=True)],
                       [hosts[a] for a in starts], fontsize=8)
     ax.set_ylim(n, 0)
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(_xlabel(xlabel, matrix))
     ax.set_ylabel("GPU (host:index)" if unit == "gpu" else f"{unit} (host:{unit})")
     ax.grid(False)
     ax.set_title(title or f"{metric_label(metric)} per {unit} over time")
@@ -121,11 +143,14 @@ def host_series(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu"
     matrix = binned_matrix(frame, metric, unit, max_bins)
     if matrix.empty:
         return pd.DataFrame(columns=["time_s", "host", "mean", "lo", "hi"])
+    assumed = matrix.attrs.get("assumed_interval_s")
     hosts = pd.Index([i.rsplit(":", 1)[0] for i in matrix.index], name="host")
     grouped = matrix.set_axis(hosts).groupby(level="host", sort=True)
     out = pd.concat({"mean": grouped.mean().stack(), "lo": grouped.min().stack(), "hi": grouped.max().stack()},
                     axis=1).reset_index()
-    return out.rename(columns={out.columns[1]: "time_s"})[["time_s", "host", "mean", "lo", "hi"]]
+    out = out.rename(columns={out.columns[1]: "time_s"})[["time_s", "host", "mean", "lo", "hi"]]
+    out.attrs["assumed_interval_s"] = assumed
+    return out
 
 
 def host_lines(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax=None,
@@ -139,9 +164,11 @@ def host_lines(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
         x, xlabel = time_axis(matrix.columns.to_numpy(dtype="float64"))
         for gid, row in matrix.iterrows():
             ax.plot(x, row.to_numpy(), lw=1.2, label=gid)
+        xlabel = _xlabel(xlabel, matrix)
     else:
         series = host_series(frame, metric, unit, max_bins)
         x_all, xlabel = time_axis(series["time_s"].to_numpy(dtype="float64"))
+        xlabel = _xlabel(xlabel, series)
         series = series.assign(x=x_all)
         for host, part in series.groupby("host", sort=True):
             line, = ax.plot(part["x"], part["mean"], lw=1.4, label=str(host))
