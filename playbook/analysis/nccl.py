@@ -1,0 +1,157 @@
+"""NCCL transport analysis on `bundle.nccl` (readers/nccl_log.py): is any host talking over a slower path?
+
+Per host, from the connections NCCL reports at init:
+- inter-node: NET channels over IB (incl. RoCE, IBext plugins) or over TCP sockets, and whether they use GPUDirect
+  RDMA (`/GDRDMA` in the channel, "GPU Direct RDMA Enabled/Disabled", "use ring PXN p GDR g");
+- intra-node: P2P (NVLink or PCIe peer-to-peer: P2P/IPC, P2P/CUMEM, P2P/direct) or SHM (staged through host memory).
+
+Findings for the `link_degradation` hypothesis, each naming hosts:
+- socket fallback: a host's NET traffic goes over sockets while other hosts use IB (high), or every host uses
+  sockets in a multi-node job (moderate: maybe no IB fabric at all, but the network is the slow path);
+- GPUDirect RDMA missing on some hosts while others have it (asymmetric: high), or on every IB host (moderate);
+- no P2P inside a node: a host connects its local GPUs through SHM while others use P2P (high), or every host does
+  (moderate), with NCCL_P2P_DISABLE / NCCL_IB_DISABLE / NCCL_NET_GDR_LEVEL settings quoted when present.
+Pure functions: no printing, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+IB_NAMES = ("IB", "IBEXT", "ROCE")
+
+
+def _net_kind(detail: str) -> str:
+    """"IB" / "Socket" / other plugin name from "NET/IB/0/GDRDMA", "IBext_v8", "Socket", "AWS Libfabric"."""
+    d = detail.split("/")[1] if detail.upper().startswith("NET/") and "/" in detail else detail
+    d = d.strip()
+    if d.upper().startswith(IB_NAMES):
+        return "IB"
+    if d.lower().startswith("socket"):
+        return "Socket"
+    return d or "unknown"
+
+
+def host_transports(nccl: pd.DataFrame) -> pd.DataFrame:
+    """One row per host: ranks (sorted list), nranks, version, network ("IB", "Socket", ... as NCCL chose), net_channels,
+    ib_channels, socket_channels, gdr_channels, gdr_share (of NET channels, NaN without any), gdr_disabled_lines,
+    p2p_channels, shm_channels, env (NCCL_* settings), warns (NCCL WARN lines)."""
+    cols = ["host", "ranks", "nranks", "version", "network", "net_channels", "ib_channels", "socket_channels",
+            "gdr_channels", "gdr_share", "gdr_disabled_lines", "p2p_channels", "shm_channels", "env", "warns"]
+    if nccl is None or nccl.empty:
+        return pd.DataFrame(columns=cols)
+    df = nccl[nccl["host"].astype(str) != ""]
+    version = nccl[nccl["kind"] == "version"]["detail"].astype(str)
+    any_version = version.iloc[0] if len(version) else None
+    rows = []
+    for host, g in df.groupby(df["host"].astype(str), sort=True):
+        kind = g["kind"].astype(str)
+        ch = g[kind == "channel"]
+        net = ch[ch["transport"] == "NET"]
+        net_kinds = net["detail"].astype(str).map(_net_kind)
+        chosen = g[kind == "net"]["detail"].astype(str).map(_net_kind)
+        v = g[kind == "version"]["detail"].astype(str)
+        ranks = sorted({int(r) for r in g.loc[kind.isin(["init", "channel"]), "rank"] if r >= 0})
+        nranks = g["nranks"][g["nranks"] > 0]
+        env = sorted(set(g[kind == "env"]["detail"].astype(str)))
+        gdr_lines = g[kind == "gdr"]
+        rows.append({
+            "host": host, "ranks": ranks, "nranks": int(nranks.max()) if len(nranks) else None,
+            "version": v.iloc[0] if len(v) else any_version,
+            "network": chosen.mode().iloc[0] if len(chosen) else (net_kinds.mode().iloc[0] if len(net) else None),
+            "net_channels": int(len(net)), "ib_channels": int((net_kinds == "IB").sum()),
+            "socket_channels": int((net_kinds == "Socket").sum()), "gdr_channels": int(net["gdr"].sum()),
+            "gdr_share": float(net["gdr"].mean()) if len(net) else np.nan,
+            "gdr_disabled_lines": int((gdr_lines["gdr"] == 0).sum()),
+            "p2p_channels": int((ch["transport"] == "P2P").sum()), "shm_channels": int((ch["transport"] == "SHM").sum()),
+            "env": env, "warns": int((kind == "warn").sum()),
+        })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _names(hosts) -> str:
+    hosts = list(hosts)
+    return ", ".join(hosts[:6]) + (f" (+{len(hosts) - 6} more)" if len(hosts) > 6 else "")
+
+
+def _env_note(row_env: list[str], keys: tuple[str, ...]) -> str:
+    hits = [e for e in row_env if e.split("=")[0] in keys]
+    return f" ({', '.join(hits)} set in the environment)" if hits else ""
+
+
+def link_findings(hosts: pd.DataFrame) -> list[dict]:
+    """`link_degradation` findings from host_transports(): [{hypothesis, level, hosts, evidence}]."""
+    out: list[dict] = []
+    if hosts.empty:
+        return out
+    env_of = dict(zip(hosts["host"], hosts["env"], strict=True))
+    multi_node = len(hosts) >= 2 or (hosts["net_channels"] > 0).any()
+    # 1. sockets instead of IB
+    sock = hosts[(hosts["socket_channels"] > 0) | (hosts["network"] == "Socket")]
+    ib = hosts[(hosts["ib_channels"] > 0) | (hosts["network"] == "IB")]
+    if len(sock) and multi_node:
+        asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
+        notes = "".join(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
+                        for h in sock["host"])
+        out.append({"hypothesis": "link_degradation", "level": "high" if asym else "moderate",
+                    "hosts": sorted(sock["host"]), "kind": "socket_fallback", "evidence": (
+                        f"NCCL on {_names(sock['host'])} sends inter-node traffic over TCP sockets (NET/Socket)"
+                        + (f" while InfiniBand is used on {_names(sorted(set(ib['host']) - set(sock['host'])))}: the "
+                           f"collectives run at the socket path's speed" if asym else
+                           ": no host uses InfiniBand/RoCE") + notes)})
+    # 2. GPUDirect RDMA missing on some IB hosts
+    ibh = hosts[hosts["ib_channels"] > 0]
+    if len(ibh):
+        no_gdr = ibh[(ibh["gdr_share"] < 0.5) | ((ibh["gdr_channels"] == 0) & (ibh["gdr_disabled_lines"] > 0))]
+        with_gdr = ibh[~ibh["host"].isin(no_gdr["host"])]
+        if len(no_gdr):
+            asym = len(with_gdr) > 0
+            notes = "".join(_env_note(env_of[h], ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ")) for h in no_gdr["host"])
+            share = ", ".join(f"{h} {100 * s:.0f}%" for h, s in zip(no_gdr["host"], no_gdr["gdr_share"], strict=True))
+            out.append({"hypothesis": "link_degradation", "level": "high" if asym else "moderate",
+                        "hosts": sorted(no_gdr["host"]), "kind": "gdr_missing", "evidence": (
+                            f"GPUDirect RDMA is not used by the IB channels on {_names(no_gdr['host'])} (channels "
+                            f"with GDRDMA: {share})" + (f" but is on {_names(with_gdr['host'])}: asymmetric "
+                                                        f"transports, the node without it stages every transfer "
+                                                        f"through host memory" if asym else
+                                                        " on any host: check that nvidia-peermem is loaded")
+                            + notes)})
+    # 3. no P2P inside a node
+    local = hosts[(hosts["p2p_channels"] + hosts["shm_channels"]) > 0]
+    shm = local[local["shm_channels"] > local["p2p_channels"]]
+    if len(shm):
+        asym = len(shm) < len(local)
+        notes = "".join(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
+                        for h in shm["host"])
+        out.append({"hypothesis": "link_degradation", "level": "high" if asym else "moderate",
+                    "hosts": sorted(shm["host"]), "kind": "no_p2p", "evidence": (
+                        f"GPUs inside {_names(shm['host'])} connect through shared host memory (SHM) instead of "
+                        f"P2P (NVLink/PCIe peer-to-peer)"
+                        + (f", unlike {_names(sorted(set(local['host']) - set(shm['host'])))}" if asym else "")
+                        + notes + "; check ACS/IOMMU settings and `nvidia-smi topo -m`")})
+    return out
+
+
+def summarize(bundle: Any) -> dict | None:
+    """JSON-ready NCCL transport summary for `playbook diagnose` (None when `bundle.nccl` is empty).
+
+    Keys:
+      hosts     [{host, ranks, nranks, version, network, net_channels, ib_channels, socket_channels,
+                gdr_channels, gdr_share (0-1 or None), p2p_channels, shm_channels, env, warns}]
+      findings  [{hypothesis: "link_degradation", level: moderate|high, hosts: [...], kind: socket_fallback |
+                gdr_missing | no_p2p, evidence}]
+      warns     count of NCCL WARN lines
+    """
+    nccl = getattr(bundle, "nccl", None)
+    if nccl is None or len(nccl) == 0:
+        return None
+    hosts = host_transports(nccl)
+    recs = []
+    for r in hosts.to_dict("records"):
+        r["gdr_share"] = None if not np.isfinite(r["gdr_share"]) else round(float(r["gdr_share"]), 3)
+        r.pop("gdr_disabled_lines")
+        recs.append(r)
+    return {"hosts": recs, "findings": link_findings(hosts), "warns": int((nccl["kind"] == "warn").sum())}

@@ -1,0 +1,223 @@
+"""NCCL_DEBUG=INFO logs → `bundle.nccl`: one row per fact NCCL states about how ranks are connected.
+
+A line looks like `host:pid:tid [cudaDev] NCCL INFO <message>`. Several processes write to one file, so lines arrive
+interleaved and sometimes spliced together mid-line; every prefix found in a line starts a new message, and a
+message that stops short of a pattern it began is counted as garbled (one warning per file), never guessed.
+
+Facts (column `kind`):
+  version    NCCL version (detail "2.18.5+cuda12.2")
+  init       ncclCommInitRank / comm lines: rank, nranks, device, comm, busId (detail)
+  channel    a connection: rank -> peer, transport (P2P, SHM, NET, COLLNET, NVLS), detail ("P2P/IPC/read",
+             "NET/IB/0/GDRDMA", "NET/Socket/1"), direction (send/receive/""), gdr (True/False for NET, else NaN)
+  net        the network plugin picked: transport NET, detail "IB" / "Socket" / "IBext_v8" / "AWS Libfabric"
+  net_device NET/IB or NET/Socket interfaces in use (detail "[0]mlx5_0:1/IB [1]mlx5_1:1/IB", "[0]eth0:10.0.0.1<0>")
+  gdr        GPU Direct RDMA Enabled/Disabled lines (gdr True/False, detail the HCA)
+  rings      "Connected all rings[, use ring PXN p GDR g]" (gdr from the GDR flag when printed)
+  env        NCCL_* variables set by environment (detail "NCCL_IB_DISABLE=1")
+  warn       NCCL WARN lines (detail the message)
+
+Columns: host, pid, tid, device, rank, nranks, peer, kind, transport, direction, gdr (float 1/0/NaN), detail,
+line (1-based), source. `rank` is filled from the process's own init line when a line does not state it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..schema import Bundle, SkipCounter
+
+COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "transport", "direction", "gdr",
+           "detail", "line", "source")
+
+PREFIX_RE = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL "
+                       r"(?P<level>INFO|WARN|TRACE|ABORT)\s?")
+_SNIFF_RE = re.compile(r"^[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] NCCL (INFO|WARN) ", re.MULTILINE)
+_BARE_VERSION_RE = re.compile(r"^\s*NCCL version (\S+)")
+_VERSION_RE = re.compile(r"^NCCL version (\S+)")
+# "Channel 02/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA"; NCCL 2.7 printed busIds: "Channel 00 : 0[1c000] -> ..."
+_CHANNEL_RE = re.compile(r"^Channel (\d+)(?:/(\d+))? : (\d+)\[([0-9a-fA-Fx]+)\] -> (\d+)\[([0-9a-fA-Fx]+)\]"
+                         r"(?: \[(send|receive)\])? via (\S+(?: \S+)?)")
+_CHANNEL_START_RE = re.compile(r"^Channel \d+(?:/\d+)? : \d+\[")
+_INIT_RE = re.compile(r"(?:ncclCommInitRank(?:Config)?|ncclCommSplit|ncclCommInitAll)?\s*comm (0x[0-9a-f]+) "
+                      r"rank (\d+) n[Rr]anks (\d+)(?: cudaDev (\d+))?(?: nvmlDev \d+)?(?: busId ([0-9a-fA-F]+))?")
+_NETWORK_RE = re.compile(r"^Using network (.+?)\s*$")
+_NET_DEVICE_RE = re.compile(r"^NET/(IB|Socket|IBext\S*|[A-Za-z ]+?) : Using (\[\d+\].*?)(?: ; OOB .*)?$")
+_NET_NODEV_RE = re.compile(r"^NET/(IB|IBext\S*) : No device found")
+_GDR_RE = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (.*)$")
+_RINGS_RE = re.compile(r"^Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
+_ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (\S*?)\.?\s*$")
+
+
+def sniff(head: str) -> bool:
+    """True when `head` holds NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`)."""
+    if head.lstrip()[:1] in ("{", "["):
+        return False
+    return bool(_SNIFF_RE.search(head))
+
+
+def read(path: str | Path, **opts: Any) -> Bundle:
+    """Parse an NCCL_DEBUG=INFO log (or any log with NCCL lines mixed in) into `bundle.nccl`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if raw[:2] == b"\x1f\x8b":
+        import gzip
+        import zlib
+
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error):
+            raw = _partial_gunzip(raw)
+    text = raw.decode("utf-8", errors="replace")
+    frame, skips, stats = parse_text(text, str(path))
+    if frame.empty:
+        raise InputError(f"{path}: no NCCL INFO facts found ({stats['nccl_lines']} NCCL lines, "
+                         f"{stats['lines']} lines)")
+    warnings = []
+    w = skips.warning(rows_read=len(frame))
+    if w:
+        warnings.append(w)
+    return Bundle(inputs=[str(path)], nccl=frame, warnings=warnings, meta={"nccl_log": {str(path): stats}})
+
+
+def _partial_gunzip(raw: bytes) -> bytes:
+    import zlib
+
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        return d.decompress(raw)
+    except zlib.error:
+        return b""
+
+
+def parse_text(text: str, source: str = "") -> tuple[pd.DataFrame, SkipCounter, dict]:
+    """Parse NCCL log text. Returns (nccl frame, skip counter for garbled NCCL messages, line statistics)."""
+    skips = SkipCounter(source)
+    rows: list[dict] = []
+    clean_hosts: set[str] = set()
+    n_lines = n_nccl = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        n_lines += 1
+        matches = list(PREFIX_RE.finditer(line))
+        if not matches:
+            m = _BARE_VERSION_RE.match(line)
+            if m:
+                rows.append(_row("", -1, -1, -1, "version", detail=m.group(1), line=lineno))
+            continue
+        n_nccl += len(matches)
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+            spliced = i + 1 < len(matches)
+            msg = line[m.end():end].rstrip()
+            clean = m.start() == 0 or line[m.start() - 1].isspace()
+            if clean:
+                clean_hosts.add(m["host"])
+            base = (m["host"] if clean else "\0" + m["host"], int(m["pid"]), int(m["tid"]), int(m["dev"]))
+            if m["level"] == "WARN":
+                rows.append(_row(*base, "warn", detail=msg, line=lineno))
+                continue
+            row, garbled = _parse_message(msg, spliced)
+            if garbled:
+                skips.skip(lineno, f"garbled NCCL message {msg[:60]!r}")
+            elif row is not None:
+                row.update(host=base[0], pid=base[1], tid=base[2], device=base[3], line=lineno)
+                rows.append(row)
+    _repair_spliced_hosts(rows, clean_hosts)
+    frame = _frame(rows, source)
+    return frame, skips, {"lines": n_lines, "nccl_lines": n_nccl, "facts": int(len(frame))}
+
+
+def _repair_spliced_hosts(rows: list[dict], clean_hosts: set[str]) -> None:
+    """A prefix glued to the end of a cut message ("...via P2P/IPChost2:12:13 [1] NCCL INFO") swallows the tail of
+    that message into its host name: use the longest host seen on clean lines that ends the glued name."""
+    for row in rows:
+        host = row["host"]
+        if not host.startswith("\0"):
+            continue
+        host = host[1:]
+        fits = [h for h in clean_hosts if host.endswith(h)]
+        row["host"] = max(fits, key=len) if fits else host
+
+
+def _row(host, pid, tid, device, kind, **kw) -> dict:
+    row = {"host": host, "pid": pid, "tid": tid, "device": device, "rank": -1, "nranks": -1, "peer": -1,
+           "kind": kind, "transport": "", "direction": "", "gdr": np.nan, "detail": "", "line": -1}
+    row.update(kw)
+    return row
+
+
+def _parse_message(msg: str, spliced: bool) -> tuple[dict | None, bool]:
+    """(row or None, garbled). Unknown messages return (None, False): NCCL says much we do not need."""
+    if msg.startswith("Channel ") and " -> " in msg or _CHANNEL_START_RE.match(msg):
+        m = _CHANNEL_RE.match(msg)
+        if not m:
+            return None, True
+        src, dst, direction, via = int(m[3]), int(m[5]), m[7] or "", m[8].strip()
+        transport = via.split("/")[0].upper()
+        if transport not in ("P2P", "SHM", "NET", "COLLNET", "NVLS", "COLLNETDIRECT", "COLLNETCHAIN"):
+            return None, True
+        if spliced and via.endswith("/") or (transport == "NET" and via.count("/") < 2 and spliced):
+            return None, True
+        local, peer = (dst, src) if direction == "receive" else (src, dst)
+        gdr = float("GDRDMA" in via) if transport == "NET" else np.nan
+        return _row("", -1, -1, -1, "channel", rank=local, peer=peer, transport=transport, direction=direction,
+                    gdr=gdr, detail=via), False
+    m = _VERSION_RE.match(msg)
+    if m:
+        return _row("", -1, -1, -1, "version", detail=m.group(1)), False
+    m = _INIT_RE.search(msg)
+    if m and ("comm 0x" in msg):
+        detail = f"comm {m[1]}" + (f" busId {m[5]}" if m[5] else "")
+        return _row("", -1, -1, -1, "init", rank=int(m[2]), nranks=int(m[3]), detail=detail), False
+    if msg.startswith(("ncclCommInitRank comm 0x", "comm 0x")):
+        return None, True  # an init line cut before its rank / nranks
+    m = _NETWORK_RE.match(msg)
+    if m:
+        return _row("", -1, -1, -1, "net", transport="NET", detail=m.group(1)), False
+    m = _NET_NODEV_RE.match(msg)
+    if m:
+        return _row("", -1, -1, -1, "net_device", transport="NET", detail=f"{m.group(1)}: no device"), False
+    m = _NET_DEVICE_RE.match(msg)
+    if m:
+        return _row("", -1, -1, -1, "net_device", transport="NET", detail=f"{m.group(1).strip()} {m.group(2)}"), \
+            False
+    m = _GDR_RE.search(msg)
+    if m:
+        return _row("", -1, -1, -1, "gdr", transport="NET", gdr=float(m.group(1) == "Enabled"),
+                    detail=m.group(2).strip()), False
+    m = _RINGS_RE.match(msg)
+    if m:
+        gdr = float(m.group(2)) if m.group(2) is not None else np.nan
+        return _row("", -1, -1, -1, "rings", gdr=gdr, detail=msg), False
+    m = _ENV_RE.match(msg)
+    if m:
+        return _row("", -1, -1, -1, "env", detail=f"{m.group(1)}={m.group(2)}"), False
+    return None, False
+
+
+def _frame(rows: list[dict], source: str) -> pd.DataFrame:
+    if not rows:
+        return pd.DataFrame({c: pd.Series(dtype="float64" if c == "gdr" else "int64" if c in (
+            "pid", "tid", "device", "rank", "nranks", "peer", "line") else "string") for c in COLUMNS})
+    df = pd.DataFrame(rows)
+    df["source"] = source
+    # a process's rank and world size, from its first init line, for lines that do not state them
+    init = df[df["kind"] == "init"].drop_duplicates(["host", "pid", "device"])
+    if len(init):
+        key = ["host", "pid", "device"]
+        fill = init.set_index(key)[["rank", "nranks"]]
+        joined = df.join(fill, on=key, rsuffix="_init")
+        df["rank"] = np.where(df["rank"] >= 0, df["rank"], joined["rank_init"].fillna(-1)).astype("int64")
+        df["nranks"] = np.where(df["nranks"] >= 0, df["nranks"], joined["nranks_init"].fillna(-1)).astype("int64")
+    for c in ("host", "kind", "transport", "direction", "detail"):
+        df[c] = df[c].astype("string")
+    df["source"] = df["source"].astype("category")
+    return df[list(COLUMNS)].reset_index(drop=True)
