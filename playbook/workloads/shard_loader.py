@@ -1,0 +1,255 @@
+"""Sharded-blob loader lab: does object-store latency starve training, and does prefetching win it back?
+
+What it checks: a small classifier trains from zstd-compressed tar shards served over HTTP on loopback
+(playbook.objstore, in its own process) through DataLoader workers that decode shards (playbook.fixes.shards).
+Three variants, each repeated and interleaved (playbook.workloads.common.measure_variants):
+  no_fault  no injected latency, naive loader (one blocking whole-shard GET when a shard is needed)
+  fault     `--latency-ms` time to first byte and a `--bandwidth-mib-s` per-connection cap, naive loader
+  fix       the same faults, prefetching loader: `prefetch` shards in flight per worker (sized by Little's law
+            from latency × bandwidth and the step rate; `range_parallel` range GETs per shard)
+On CPU the accelerator's share of a step is emulated (`accel_ms` of sleep, phase "compute") after a real small
+model's fwd/bwd/optimizer, because a GPU step leaves the host cores to the loader workers; see train_run.
+Every run is recorded through playbook.probes.Recorder into RUN_DIR/<variant>-r<repeat>/ (steps with phases
+data / fwd / bwd / optimizer, host samples), which `playbook diagnose` reads. Also measured: how fast each loader
+delivers samples with no training at all (its capacity).
+
+Run it:
+    python -m playbook.workloads.shard_loader --steps 60 --latency-ms 80 --repeats 3 --run-dir runs/shard_loader
+
+Read the result: throughput (samples/s) and busy fraction (share of step time in fwd/bwd/optimizer, the
+utilization-like signal on CPU) per variant; `fault` should lose throughput beyond the run-to-run noise and `fix`
+should recover ≥ 90% of `no_fault` (verdict "confirmed"). A fix that does not recover means the loader is bound
+by something prefetch does not hide: decode CPU, too few workers, or the aggregate bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from playbook.errors import WorkloadError
+from playbook.fixes.shards import ShardStream, prefetch_depth
+from playbook.objstore import ObjectStore, write_shards
+from playbook.workloads.common import measure_variants, pick_device, seed_everything
+
+VARIANTS = ("no_fault", "fault", "fix")
+COMPUTE_PHASES = ("fwd", "bwd", "optimizer", "compute")
+
+
+def synthetic_samples(n: int, shape=(3, 32, 32), classes: int = 10, seed: int = 0):
+    """Image-like uint8 samples (a class-dependent gradient plus noise: compresses about 2×) with labels."""
+    rng = np.random.default_rng(seed)
+    c, h, w = shape
+    ramp = np.linspace(0, 1, h * w, dtype=np.float32).reshape(1, h, w)
+    for i in range(n):
+        label = int(rng.integers(classes))
+        img = 255 * (0.5 + 0.4 * np.sin(ramp * (label + 1) * 3 + np.arange(c).reshape(c, 1, 1)))
+        img = np.clip(img + rng.normal(0, 8, shape), 0, 255).astype(np.uint8)
+        yield {"__key__": f"sample{i:07d}", "npy": img, "cls": label}
+
+
+def build_bucket(root: str | Path, samples: int = 2048, samples_per_shard: int = 64, shape=(3, 32, 32),
+                 seed: int = 0) -> dict[str, Any]:
+    """Write the lab's shards into `root` (see playbook.objstore.write_shards); returns the index."""
+    return write_shards(synthetic_samples(samples, shape, seed=seed), root, samples_per_shard=samples_per_shard)
+
+
+class SmallNet(nn.Module):
+    """A small MLP classifier over flattened uint8 images scaled to [0, 1]."""
+
+    def __init__(self, in_features: int, hidden: int = 1024, classes: int = 10):
+        super().__init__()
+        self.fc1, self.fc2, self.out = nn.Linear(in_features, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        x = x.flatten(1).float() / 255.0
+        return self.out(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def _loader(url: str, kind: str, batch: int, num_workers: int, prefetch: int, epoch: int, seed: int,
+            pin: bool, range_parallel: int = 1) -> DataLoader:
+    ds = ShardStream(url, prefetch=0 if kind == "naive" else prefetch,
+                     range_parallel=1 if kind == "naive" else range_parallel,
+                     shuffle_buffer=4 * batch, seed=seed, rank=0, world_size=1, epoch=epoch)
+    return DataLoader(ds, batch_size=batch, num_workers=num_workers, pin_memory=pin,
+                      persistent_workers=False, multiprocessing_context="fork" if num_workers else None)
+
+
+def loader_capacity(url: str, kind: str, batches: int = 20, batch: int = 32, num_workers: int = 2,
+                    prefetch: int = 4, seed: int = 0) -> float:
+    """Samples per second a loader delivers with no training at all (first batch excluded)."""
+    n, t0 = 0, None
+    for i, b in enumerate(_loader(url, kind, batch, num_workers, prefetch, 0, seed, pin=False)):
+        if i == 0:
+            t0 = time.perf_counter()
+        else:
+            n += len(b["cls"])
+        if i >= batches:
+            break
+    return n / (time.perf_counter() - t0) if t0 and n else math.nan
+
+
+def train_run(url: str, kind: str, run_dir: str | Path, steps: int = 60, batch: int = 32, num_workers: int = 2,
+              prefetch: int = 4, warmup: int = 5, hidden: int = 128, accel_ms: float = 40.0, epoch: int = 0,
+              seed: int = 0, device: str = "auto", range_parallel: int = 1) -> dict[str, float]:
+    """Train `steps` steps from the store with loader `kind` (naive | prefetch), recorded into `run_dir`.
+
+    Each step runs the real model (phases fwd / bwd / optimizer) and then waits `accel_ms` (phase "compute"):
+    the emulated accelerator time. A GPU step leaves the host's cores to the loader; a CPU model big enough to
+    stand in for it would take them from the loader workers instead, so on CPU the accelerator is emulated.
+    With CUDA, accel_ms=0 times the real model alone.
+
+    Returns throughput (samples/s), busy (share of step time in compute phases) and data_wait_share, over the
+    steps after `warmup`, computed from the recorded steps table.
+    """
+    from playbook.probes import Recorder
+    from playbook.rundir import read_run
+
+    dev = pick_device(device)
+    seed_everything(seed)
+    model = None
+    opt = None
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":  # one intra-op thread: no OpenMP barrier stalls when the cores are shared
+        torch.set_num_threads(1)
+    loader = _loader(url, kind, batch, num_workers, prefetch, epoch, seed, pin=dev.type == "cuda",
+                     range_parallel=range_parallel)
+    with Recorder(run_dir, rank=0, nvml=dev.type == "cuda", interconnect=False, compile=False,
+                  meta={"lab": "shard_loader", "loader": kind}) as rec:
+        for step, b in enumerate(rec.timed(loader)):
+            if step >= steps:
+                break
+            x = b["npy"].to(dev, non_blocking=True)
+            y = b["cls"].to(dev, non_blocking=True)
+            if model is None:
+                model = SmallNet(int(np.prod(x.shape[1:])), hidden).to(dev)
+                opt = torch.optim.SGD(model.parameters(), lr=0.01)
+            with rec.step(step, tokens=len(y)):
+                with rec.phase("fwd"):
+                    loss = F.cross_entropy(model(x), y)
+                with rec.phase("bwd"):
+                    loss.backward()
+                with rec.phase("optimizer"):
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                if accel_ms > 0:
+                    with rec.phase("compute"):
+                        time.sleep(accel_ms / 1e3)
+    del loader
+    torch.set_num_threads(threads)
+    return step_metrics(read_run(run_dir).steps, warmup)
+
+
+def step_metrics(steps: pd.DataFrame, warmup: int = 5) -> dict[str, float]:
+    """From a steps table, after warmup: samples/s (tokens column = samples), busy share, data-wait share,
+    median step and compute-only time per step (ms)."""
+    whole = steps[(steps["phase"] == "step") & (steps["step"] >= warmup)]
+    s = steps[steps["step"].isin(whole["step"])]  # a wait for a batch that was never trained on is left out
+    total = float(whole["duration_s"].sum())
+    if total <= 0 or whole.empty:
+        raise WorkloadError(f"no steps recorded after warmup ({warmup}): run more steps")
+    busy = float(s.loc[s["phase"].isin(COMPUTE_PHASES), "duration_s"].sum())
+    wait = float(s.loc[s["phase"] == "data", "duration_s"].sum())
+    compute = s[s["phase"].isin(COMPUTE_PHASES)].groupby("step")["duration_s"].sum()
+    return {"throughput": float(whole["tokens"].sum()) / total, "busy": busy / total,
+            "data_wait_share": wait / total, "step_ms": 1e3 * float(whole["duration_s"].median()),
+            "compute_ms": 1e3 * float(compute.median()), "steps": int(len(whole))}
+
+
+def run_lab(run_dir: str | Path, steps: int = 60, batch: int = 32, num_workers: int = 2, latency_ms: float = 80.0,
+            bandwidth_mib_s: float = 16.0, samples: int = 2048, samples_per_shard: int = 16, repeats: int = 3,
+            accel_ms: float = 40.0, range_parallel: int = 1, hidden: int = 128, device: str = "auto", seed: int = 0,
+            progress: bool = False) -> dict[str, Any]:
+    """Build the bucket, serve it, run every variant `repeats` times; returns runs, capacity and settings."""
+    if steps <= 5 or batch < 1 or num_workers < 1 or repeats < 1:
+        raise WorkloadError("need steps > 5, batch ≥ 1, num_workers ≥ 1, repeats ≥ 1")
+    run_dir = Path(run_dir)
+    with tempfile.TemporaryDirectory(prefix="pb-bucket-") as bucket:
+        index = build_bucket(bucket, samples, samples_per_shard, seed=seed)
+        shard_bytes = float(np.mean([s["bytes"] for s in index["shards"]]))
+        faults = {"latency_s": latency_ms / 1e3, "bandwidth_mib_s": bandwidth_mib_s}
+        with ObjectStore(bucket) as store:
+            # the rate the trainer consumes when it never waits (batch ÷ compute per step) sizes the prefetch depth
+            probe = train_run(store.url, "naive", run_dir / "calibration", steps=min(steps, 20), batch=batch,
+                              num_workers=num_workers, warmup=5, hidden=hidden, accel_ms=accel_ms, device=device,
+                              seed=seed)
+            shards_per_s = batch / (probe["compute_ms"] / 1e3) / samples_per_shard / num_workers
+            depth = prefetch_depth(faults["latency_s"], bandwidth_mib_s * 2**20 if bandwidth_mib_s else None,
+                                   shard_bytes / range_parallel, shards_per_s, headroom=2.0)
+            settings = {"no_fault": ("naive", {"latency_s": 0.0, "bandwidth_mib_s": None}),
+                        "fault": ("naive", faults), "fix": ("prefetch", faults)}
+
+            def run_one(variant: str, rep: int) -> dict[str, Any]:
+                kind, f = settings[variant]
+                store.configure(**f)
+                return train_run(store.url, kind, run_dir / f"{variant}-r{rep}", steps, batch, num_workers, depth,
+                                 hidden=hidden, accel_ms=accel_ms, epoch=rep, device=device, seed=seed,
+                                 range_parallel=range_parallel)
+
+            runs = measure_variants(run_one, list(VARIANTS), repeats=repeats, progress=progress)
+            store.configure(**faults)
+            capacity = {kind: loader_capacity(store.url, kind, batch=batch, num_workers=num_workers,
+                                              prefetch=depth, seed=seed) for kind in ("naive", "prefetch")}
+            stats = store.stats()
+    return {"runs": runs, "capacity": capacity, "prefetch_depth": depth, "shard_bytes": shard_bytes,
+            "shards": len(index["shards"]), "calibration": probe, "store_stats": stats,
+            "settings": {"latency_ms": latency_ms, "bandwidth_mib_s": bandwidth_mib_s, "batch": batch,
+                         "num_workers": num_workers, "steps": steps, "samples_per_shard": samples_per_shard,
+                         "accel_ms": accel_ms, "range_parallel": range_parallel}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from playbook.analysis.compare import lab_verdict, variant_summary
+
+    p = argparse.ArgumentParser(
+        prog="python -m playbook.workloads.shard_loader", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  python -m playbook.workloads.shard_loader --steps 60 --latency-ms 80 --repeats 3 "
+               "--run-dir runs/shard_loader")
+    p.add_argument("--run-dir", default="runs/shard_loader", help="where the runs are recorded")
+    p.add_argument("--steps", type=int, default=60, help="training steps per run (default 60)")
+    p.add_argument("--batch", type=int, default=32, help="samples per batch (default 32)")
+    p.add_argument("--workers", type=int, default=2, help="DataLoader workers (default 2)")
+    p.add_argument("--latency-ms", type=float, default=80.0, help="injected time to first byte (default 80)")
+    p.add_argument("--bandwidth-mib-s", type=float, default=16.0, help="per-connection cap, MiB/s (default 16)")
+    p.add_argument("--repeats", type=int, default=3, help="repeats per variant (default 3)")
+    p.add_argument("--accel-ms", type=float, default=40.0,
+                   help="emulated accelerator time per step, ms (default 40; 0 on a GPU runs the model alone)")
+    p.add_argument("--samples-per-shard", type=int, default=16, help="samples per shard (default 16)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--out", help="write the per-run table as JSON here")
+    args = p.parse_args(argv)
+    res = run_lab(args.run_dir, args.steps, args.batch, args.workers, args.latency_ms, args.bandwidth_mib_s,
+                  samples_per_shard=args.samples_per_shard, repeats=args.repeats, accel_ms=args.accel_ms,
+                  device=args.device, progress=True)
+    summary = variant_summary(res["runs"], "throughput", baseline="no_fault")
+    print(summary.to_string(float_format=lambda v: f"{v:.3g}"))
+    print("busy:", res["runs"].groupby("variant")["busy"].mean().round(3).to_dict(),
+          "| loader capacity (samples/s):", {k: round(v) for k, v in res["capacity"].items()},
+          "| prefetch depth:", res["prefetch_depth"])
+    v = lab_verdict(summary, recover=0.9)
+    print(f"verdict: {v.status}: {v.summary}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(res["runs"].to_dict("records"), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except WorkloadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
