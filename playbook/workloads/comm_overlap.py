@@ -1,0 +1,319 @@
+"""Lab: communication/computation overlap — how much all-reduce time is exposed, and how much bucketing hides.
+
+What it checks. An MLP whose gradient is tens of MB trains data-parallel, in four variants run step by step in
+rotation inside one process group (each step of every variant sees the same machine load):
+
+  compute_only   DDP under no_sync(): the same work with no gradient communication (the reference)
+  post_backward  no DDP: backward, then one flat all-reduce of every gradient (playbook.fixes.overlap.
+                 allreduce_gradients), timed as phase "collective": all communication is exposed
+  ddp_one_bucket DDP with bucket_cap_mb larger than the model: one bucket, which can only start at the very end
+  ddp_buckets    DDP with `--bucket-mb` buckets and gradient_as_bucket_view=True: buckets start while backward
+                 still runs on earlier layers (the fix)
+
+Exposed communication per step = step time of the variant − step time of compute_only, paired step by step.
+Then a tensor-parallel micro-benchmark: all-gather + matmul serial vs split into chunks with the next chunk's
+all-gather in flight (async-TP style), next to what a simple overlap model predicts from the measured parts.
+
+Run it (CPU: gloo; GPUs: NCCL, one GPU per rank, same code):
+
+    torchrun --standalone --nproc-per-node 2 -m playbook.workloads.comm_overlap --steps 30
+    python -m playbook.workloads.comm_overlap --nproc 2 --steps 30          # spawns its own ranks
+
+How to read the result: the table gives the median step time and the exposed communication (ms, with a 95%
+interval) per variant. On GPUs, NCCL runs on its own stream and ddp_buckets hides most of the all-reduce behind
+backward. On a CPU with few cores, gloo's reduction and the loopback copies need the same cores as backward, so
+overlap may gain little or even lose: that is a measured result, not a bug (see the notebook 23_comm_overlap).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.errors import WorkloadError
+from playbook.workloads import dist as D
+
+VARIANTS = ("compute_only", "post_backward", "ddp_one_bucket", "ddp_buckets")
+MODULE = "playbook.workloads.comm_overlap"
+
+
+@dataclass
+class OverlapConfig:
+    """Knobs of the overlap lab. Sizes in features / MB; steps per variant."""
+
+    run_dir: str = "runs/comm_overlap"
+    variants: tuple[str, ...] = VARIANTS
+    steps: int = 20
+    width: int = 512  # MLP width
+    layers: int = 8  # MLP depth (gradient = layers × width² × 4 bytes)
+    batch: int = 32  # samples per rank per step
+    bucket_mb: float = 1.0  # DDP bucket size of ddp_buckets
+    lr: float = 1e-3
+    tp_rows: int = 256  # TP benchmark: rows of each rank's activation shard
+    tp_chunks: int = 4
+    tp_repeats: int = 10
+    seed: int = 0
+    device: str = "auto"
+    sample_hz: float = 10.0
+    warmup_steps: int = 2
+
+    def __post_init__(self):
+        self.variants = tuple(self.variants)
+        bad = [v for v in self.variants if v not in VARIANTS]
+        if bad:
+            raise WorkloadError(f"unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}")
+        if "compute_only" not in self.variants:
+            raise WorkloadError("compute_only is the reference exposed time is measured against: keep it")
+        if self.steps < 3 or self.layers < 1 or self.bucket_mb <= 0:
+            raise WorkloadError("need steps >= 3, layers >= 1, bucket_mb > 0")
+
+
+def build_mlp(width: int, layers: int, seed: int):
+    """`layers` × (Linear(width, width) + GELU) then Linear(width, 1)."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+    mods: list[Any] = []
+    for _ in range(layers):
+        mods += [nn.Linear(width, width), nn.GELU()]
+    return nn.Sequential(*mods, nn.Linear(width, 1))
+
+
+# ----------------------------------------------------------------------------------------------------- one rank
+def rank_main(cfg: OverlapConfig) -> dict[str, Any] | None:
+    """Everything one rank does; returns the gathered results on rank 0 (None elsewhere)."""
+    import torch
+    import torch.nn.functional as F
+
+    from playbook.fixes import overlap as O
+
+    ctx = D.init_from_env(cfg.device)
+    world, rank, dev = ctx.world_size, ctx.rank, ctx.device
+    big_mb = 4 * O.gradient_bytes(build_mlp(cfg.width, cfg.layers, cfg.seed)) / 2**20
+    models, opts = {}, {}
+    for v in cfg.variants:
+        m = build_mlp(cfg.width, cfg.layers, cfg.seed).to(dev)
+        if v == "compute_only":
+            m = O.ddp(m, bucket_cap_mb=cfg.bucket_mb)
+        elif v == "ddp_one_bucket":
+            m = O.ddp(m, bucket_cap_mb=big_mb, gradient_as_bucket_view=True)
+        elif v == "ddp_buckets":
+            m = O.ddp(m, bucket_cap_mb=cfg.bucket_mb, gradient_as_bucket_view=True)
+        models[v], opts[v] = m, torch.optim.SGD(m.parameters(), lr=cfg.lr)
+    teacher = build_mlp(cfg.width, 1, cfg.seed + 1).to(dev)
+    gen = torch.Generator(device="cpu")
+
+    def batch(i: int):
+        gen.manual_seed(cfg.seed * 1_000_003 + i * 131 + rank)
+        x = torch.randn(cfg.batch, cfg.width, generator=gen).to(dev)
+        with torch.no_grad():
+            y = teacher(x)
+        return x, y
+
+    def one_step(v: str, i: int, x, y, timer) -> float:
+        model, opt = models[v], opts[v]
+        sync_ctx = model.no_sync() if v == "compute_only" else contextlib.nullcontext()
+        with timer.step(i, tokens=cfg.batch) if timer is not None else contextlib.nullcontext():
+            with sync_ctx:
+                with D.maybe_phase(timer, "fwd"):
+                    loss = F.mse_loss(model(x), y)
+                with D.maybe_phase(timer, "bwd"):
+                    loss.backward()
+            if v == "post_backward":
+                with D.maybe_phase(timer, "collective"):
+                    O.allreduce_gradients(model.parameters())
+            with D.maybe_phase(timer, "optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=v == "post_backward")
+            D.device_sync(dev)
+        return float(loss.detach())
+
+    for i in range(cfg.warmup_steps):
+        x, y = batch(-1 - i)
+        for v in cfg.variants:
+            one_step(v, -1, x, y, None)
+    recs = {v: D.rank_recorder(Path(cfg.run_dir) / v, rank=rank, sample_hz=cfg.sample_hz,
+                               samplers=None if k == 0 else False, variant=v).start()
+            for k, v in enumerate(cfg.variants)}
+    rows, losses = [], []
+    order = list(cfg.variants)
+    torch.distributed.barrier()
+    for i in range(cfg.steps):
+        x, y = batch(i)
+        for v in order[i % len(order):] + order[: i % len(order)]:
+            t0 = time.perf_counter()
+            loss = one_step(v, i, x, y, recs[v].timer)
+            rows.append({"variant": v, "step": i, "rank": rank, "step_s": time.perf_counter() - t0})
+            if rank == 0:
+                losses.append({"variant": v, "repeat": 0, "step": i, "loss": loss})
+    for rec in recs.values():
+        rec.close()
+    tp = _tp_benchmark(cfg, ctx)
+    info = {"grad_mb": O.gradient_bytes(models[cfg.variants[0]]) / 2**20,
+            "buckets": O.bucket_count(models[cfg.variants[0]], cfg.bucket_mb)}
+    gathered = D.gather_to_main({"rows": rows, "losses": losses, "tp": tp}, ctx)
+    D.shutdown()
+    if gathered is None:
+        return None
+    return {"rows": [r for g in gathered for r in g["rows"]], "losses": [r for g in gathered for r in g["losses"]],
+            "tp": [dict(t, rank=r) for r, g in enumerate(gathered) for t in g["tp"]], "info": info,
+            "world_size": world, "backend": ctx.backend, "config": asdict(cfg)}
+
+
+def _tp_benchmark(cfg: OverlapConfig, ctx: D.DistContext) -> list[dict[str, float]]:
+    """Serial vs chunked-async all-gather + matmul, and the parts alone (compute, communication), interleaved."""
+    import torch
+    import torch.distributed as dist
+
+    from playbook.fixes import overlap as O
+
+    g = torch.Generator(device="cpu").manual_seed(cfg.seed + ctx.rank)
+    x = torch.randn(cfg.tp_rows, cfg.width, generator=g).to(ctx.device)
+    w = torch.randn(cfg.width, cfg.width, generator=g).to(ctx.device)
+    full = torch.randn(cfg.tp_rows * ctx.world_size, cfg.width, generator=g).to(ctx.device)
+    bufs = [torch.empty_like(x) for _ in range(ctx.world_size)]
+    cases = {
+        "compute": lambda: full @ w,
+        "comm": lambda: dist.all_gather(bufs, x),
+        "serial": lambda: O.collective_matmul(x, w, chunks=1),
+        "async": lambda: O.collective_matmul(x, w, chunks=cfg.tp_chunks),
+    }
+    out = []
+    for r in range(cfg.tp_repeats):
+        for name in list(cases)[r % 4:] + list(cases)[: r % 4]:
+            dist.barrier()
+            out.append({"case": name, "repeat": r, "seconds": O.timed_s(cases[name])})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- parent side
+@dataclass
+class OverlapRun:
+    """Per-step wall times (variant, step, rank), loss curves, TP benchmark rows, and model facts."""
+
+    run_dir: str
+    steps: pd.DataFrame
+    losses: pd.DataFrame
+    tp: pd.DataFrame
+    info: dict[str, Any]
+    world_size: int
+    backend: str
+    config: dict[str, Any]
+
+    def recording(self, variant: str) -> str:
+        return str(Path(self.run_dir) / variant)
+
+
+def run(cfg: OverlapConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False) -> OverlapRun:
+    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results."""
+    Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
+    env = D.nccl_debug_env(cfg.run_dir) if nccl_debug else None
+    out = D.launch(rank_main, cfg, nproc, start_method=start_method, env=env)
+    if out is None:
+        return None
+    return OverlapRun(cfg.run_dir, pd.DataFrame(out["rows"]), pd.DataFrame(out["losses"]), pd.DataFrame(out["tp"]),
+                      out["info"], out["world_size"], out["backend"], out["config"])
+
+
+# ----------------------------------------------------------------------------------------------------- analyses
+def exposed_table(steps: pd.DataFrame, reference: str = "compute_only", n_boot: int = 2000,
+                  seed: int = 0) -> pd.DataFrame:
+    """Per variant: median step (ms) and exposed communication = step − reference step, paired by (rank, step):
+    the median difference (ms) with a bootstrap 95% interval, and its share of the variant's step."""
+    wide = steps.pivot_table(index=["rank", "step"], columns="variant", values="step_s")
+    rng = np.random.default_rng(seed)
+    rows = []
+    for v in [c for c in wide.columns]:
+        d = (wide[v] - wide[reference]).dropna().to_numpy() * 1e3
+        boot = np.median(rng.choice(d, size=(n_boot, len(d))), axis=1) if len(d) and v != reference else np.zeros(1)
+        med = float(np.median(d)) if len(d) else float("nan")
+        step_ms = float(wide[v].median() * 1e3)
+        rows.append({"variant": v, "step_ms": step_ms, "exposed_ms": med,
+                     "exposed_lo_ms": float(np.percentile(boot, 2.5)), "exposed_hi_ms": float(np.percentile(boot, 97.5)),
+                     "exposed_share": med / step_ms if step_ms > 0 else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def paired_difference(steps: pd.DataFrame, a: str, b: str, n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
+    """Median of step(a) − step(b) over paired (rank, step), ms, with a bootstrap 95% interval."""
+    wide = steps.pivot_table(index=["rank", "step"], columns="variant", values="step_s")
+    d = (wide[a] - wide[b]).dropna().to_numpy() * 1e3
+    boot = np.median(np.random.default_rng(seed).choice(d, size=(n_boot, len(d))), axis=1)
+    return {"median_ms": float(np.median(d)), "lo_ms": float(np.percentile(boot, 2.5)),
+            "hi_ms": float(np.percentile(boot, 97.5)), "n": int(len(d))}
+
+
+def tp_summary(tp: pd.DataFrame, chunks: int) -> pd.DataFrame:
+    """Measured median seconds per case, next to the overlap MODEL's prediction from the measured parts."""
+    from playbook.fixes.overlap import async_tp_model
+
+    med = tp.groupby("case")["seconds"].median()
+    model = async_tp_model(float(med["compute"]), float(med["comm"]), chunks)
+    return pd.DataFrame([
+        {"what": "serial (all-gather, then matmul)", "measured_ms": med["serial"] * 1e3,
+         "model_ms": model["serial_s"] * 1e3},
+        {"what": f"async, {chunks} chunks overlapped", "measured_ms": med["async"] * 1e3,
+         "model_ms": model["overlapped_s"] * 1e3},
+        {"what": "matmul alone", "measured_ms": med["compute"] * 1e3, "model_ms": float("nan")},
+        {"what": "all-gather alone", "measured_ms": med["comm"] * 1e3, "model_ms": float("nan")},
+    ])
+
+
+# ----------------------------------------------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m playbook.workloads.comm_overlap", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("Run it")[0].strip(),
+        epilog="examples:\n  " + D.torchrun_command(MODULE, 2, ["--steps", "30"]) + "\n"
+               "  python -m playbook.workloads.comm_overlap --nproc 2 --steps 30\n"
+               "  python -m playbook.workloads.comm_overlap --nproc 4 --bucket-mb 8 --width 2048\n"
+               "then: playbook diagnose runs/comm_overlap/post_backward")
+    p.add_argument("--run-dir", default="runs/comm_overlap", help="where the recordings go (one folder per variant)")
+    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    p.add_argument("--steps", type=int, default=20, help="steps per variant (run in rotation)")
+    p.add_argument("--width", type=int, default=512, help="MLP width")
+    p.add_argument("--layers", type=int, default=8, help="MLP depth")
+    p.add_argument("--batch", type=int, default=32, help="samples per rank per step")
+    p.add_argument("--bucket-mb", type=float, default=1.0, help="DDP bucket_cap_mb of ddp_buckets")
+    p.add_argument("--tp-chunks", type=int, default=4, help="chunks of the async TP benchmark")
+    p.add_argument("--seed", type=int, default=0)
+    D.add_launch_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    cfg = OverlapConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+                        steps=args.steps, width=args.width, layers=args.layers, batch=args.batch,
+                        bucket_mb=args.bucket_mb, tp_chunks=args.tp_chunks, seed=args.seed, device=args.device)
+    if not D.launched_by_torchrun():
+        print(f"spawning {args.nproc} ranks (same as: {D.torchrun_command(MODULE, args.nproc, argv or sys.argv[1:])})",
+              flush=True)
+    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug)
+    if res is None:
+        return 0
+    print(f"\nbackend {res.backend}, world size {res.world_size}; gradient {res.info['grad_mb']:.1f} MB, "
+          f"~{res.info['buckets']} buckets of {cfg.bucket_mb:g} MB")
+    print(exposed_table(res.steps).round(2).to_string(index=False))
+    print("\ntensor-parallel all-gather + matmul (measured; model = labelled overlap model):")
+    print(tp_summary(res.tp, cfg.tp_chunks).round(2).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    from playbook.errors import PlaybookError
+
+    try:
+        sys.exit(main())
+    except PlaybookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,394 @@
+"""Lab: padding vs packing — dynamic padding wastes compute and unbalances ranks; bucketing and packing fix it.
+
+What it checks. A small causal transformer LM trains data-parallel on documents with long-tailed lengths
+(log-normal, most short, a few near the maximum). Variants, interleaved in one process group:
+
+  padded     random global batches split by count; each rank pads its sequences to its own longest
+             (dynamic padding): most slots are padding, and the rank that drew the longest document makes the
+             others wait at the gradient all-reduce
+  bucketed   length-bucketed global batches (playbook.fixes.packing.LengthBucketedSampler): similar lengths in a
+             step, so little padding and similar shapes on every rank; batch composition changes
+  packed     the same global batches as `padded`, documents packed into rows of `--row-len` tokens with a
+             block-diagonal (per-document) causal mask and per-document positions, the same number of rows on
+             every rank (playbook.fixes.packing.pack_balanced): no padding waste beyond the last row, no wait
+
+The loss is normalised by the global count of target tokens in every variant, so `padded` and `packed` compute the
+same gradient on the same documents: their loss curves coincide (up to float rounding), which is the convergence
+check. Bucketing trains on differently composed steps; its loss is compared per token seen.
+
+Run it (CPU: gloo; GPUs: NCCL, one GPU per rank, same code):
+
+    torchrun --standalone --nproc-per-node 2 -m playbook.workloads.padding_packing --steps 30
+    python -m playbook.workloads.padding_packing --nproc 2 --steps 30        # spawns its own ranks
+
+How to read the result: per variant, real tokens/s, padding waste (share of computed slots that are padding),
+the per-step imbalance of computed slots across ranks (max ÷ mean), and the share of step time the ranks spend in
+the all-reduce ("collective", mostly waiting). Packing and bucketing should cut waste and wait and raise tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.errors import WorkloadError
+from playbook.workloads import dist as D
+
+VARIANTS = ("padded", "bucketed", "packed")
+MODULE = "playbook.workloads.padding_packing"
+
+
+@dataclass
+class PackingConfig:
+    """Knobs of the padding/packing lab. Lengths in tokens; batch = documents per rank per step."""
+
+    run_dir: str = "runs/padding_packing"
+    variants: tuple[str, ...] = VARIANTS
+    steps: int = 20
+    repeats: int = 2
+    batch: int = 16  # documents per rank per step
+    mean_len: float = 48.0
+    sigma: float = 1.0
+    max_len: int = 256
+    row_len: int = 256  # packed row length (>= max_len)
+    window: int = 8  # bucketing window, in global batches
+    vocab: int = 64
+    d_model: int = 64
+    heads: int = 4
+    layers: int = 2
+    lr: float = 3e-3
+    seed: int = 0
+    device: str = "auto"
+    sample_hz: float = 10.0
+    warmup_steps: int = 2
+
+    def __post_init__(self):
+        self.variants = tuple(self.variants)
+        bad = [v for v in self.variants if v not in VARIANTS]
+        if bad:
+            raise WorkloadError(f"unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}")
+        if self.row_len < self.max_len:
+            raise WorkloadError(f"row_len {self.row_len} must be >= max_len {self.max_len} (documents are not split)")
+        if self.steps < 2 or self.repeats < 1 or self.batch < 1:
+            raise WorkloadError("need steps >= 2, repeats >= 1, batch >= 1")
+
+
+# ----------------------------------------------------------------------------------------------------- model
+def build_lm(vocab: int = 64, d_model: int = 64, heads: int = 4, layers: int = 2, max_len: int = 512, seed: int = 0):
+    """A small pre-norm causal transformer LM: forward(tokens, positions, attn_mask) → logits [B, L, vocab].
+
+    attn_mask is a boolean [B, 1, L, L] mask (True = may attend), e.g. playbook.fixes.packing.packed_attention_mask,
+    so the same model serves padded and packed batches; positions restart in every document.
+    """
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+            self.qkv, self.proj = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
+            self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+        def forward(self, h, mask):
+            B, L, C = h.shape
+            q, k, v = self.qkv(self.ln1(h)).view(B, L, 3, heads, C // heads).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            h = h + self.proj(a.transpose(1, 2).reshape(B, L, C))
+            return h + self.mlp(self.ln2(h))
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(max_len, d_model)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab)
+
+        def forward(self, tokens, positions, attn_mask):
+            h = self.embed(tokens) + self.pos(positions)
+            for block in self.blocks:
+                h = block(h, attn_mask)
+            return self.head(self.norm(h))
+
+    torch.manual_seed(seed)
+    return LM()
+
+
+def make_batch(docs: list, mode: str, row_len: int, rows: list[list[int]] | None = None) -> dict[str, Any]:
+    """Tensors for one rank's step: tokens, doc_ids, positions, mask, targets, valid; `mode` padded or packed.
+
+    rows: for packed, which of `docs` go in which row (from pack_balanced); None packs them with first-fit.
+    """
+    import torch
+
+    from playbook.fixes import packing as P
+
+    seqs = [torch.as_tensor(d) for d in docs]
+    if not seqs:  # a rank with nothing this step still joins the all-reduce
+        z = torch.zeros(0, 1, dtype=torch.long)
+        return {"tokens": z, "doc_ids": z - 1, "positions": z, "mask": torch.ones(0, 1, 1, 1, dtype=torch.bool),
+                "targets": z, "valid": z.bool()}
+    if mode == "packed":
+        pb = P.pack(seqs, row_len, rows=rows)
+        tokens, doc_ids, positions = pb.tokens, pb.doc_ids, pb.positions
+    else:
+        tokens, doc_ids = P.pad_batch(seqs)
+        positions = P.positions_from_doc_ids(doc_ids)
+    targets, valid = P.next_token_targets(tokens, doc_ids)
+    return {"tokens": tokens, "doc_ids": doc_ids, "positions": positions,
+            "mask": P.packed_attention_mask(doc_ids), "targets": targets, "valid": valid}
+
+
+# ----------------------------------------------------------------------------------------------------- one rank
+def rank_main(cfg: PackingConfig) -> dict[str, Any] | None:
+    """Everything one rank does; returns the gathered results on rank 0 (None elsewhere)."""
+    import torch
+    import torch.nn.functional as F
+
+    from playbook.fixes import packing as P
+    from playbook.fixes.balance import split_evenly
+    from playbook.fixes.overlap import allreduce_gradients
+
+    ctx = D.init_from_env(cfg.device)
+    dist = torch.distributed
+    world, rank = ctx.world_size, ctx.rank
+    corpus = D.MarkovCorpus(cfg.vocab, seed=cfg.seed)
+    gb_size = cfg.batch * world
+    segments: list[dict[str, Any]] = []
+    step_rows: list[dict[str, Any]] = []
+    losses: list[dict[str, Any]] = []
+
+    def sampler(variant: str, lengths: np.ndarray, seed: int) -> P.LengthBucketedSampler:
+        window = cfg.window if variant == "bucketed" else 1  # window 1: plain random batches
+        return P.LengthBucketedSampler(lengths, cfg.batch, rank, world, seed=seed, window=window)
+
+    def run_segment(variant: str, repeat: int, record: bool) -> None:
+        seed = cfg.seed * 1000 + repeat + 1
+        n_docs = cfg.steps * gb_size
+        lengths = D.long_tailed_lengths(n_docs, cfg.mean_len, cfg.sigma, 4, cfg.max_len, seed=seed)
+        docs = corpus.documents(lengths, seed=seed)
+        smp = sampler(variant, lengths, seed)
+        batches = smp.global_batches()[: cfg.steps if record else cfg.warmup_steps]
+        model = build_lm(cfg.vocab, cfg.d_model, cfg.heads, cfg.layers, cfg.row_len, cfg.seed).to(ctx.device)
+        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+        name = f"{variant}-r{repeat}"
+        rec = D.rank_recorder(Path(cfg.run_dir) / name, rank=rank, sample_hz=cfg.sample_hz, variant=variant,
+                              repeat=repeat) if record else None
+        timer = rec.timer if rec is not None else None
+        dist.barrier()
+        if rec is not None:
+            rec.start()
+        D.device_sync(ctx.device)
+        t0 = time.perf_counter()
+        tokens_seen = 0
+        for i, gb in enumerate(batches):
+            glen = lengths[gb]
+            n_targets = int((glen - 1).sum())
+            if variant == "packed":
+                plan = P.pack_balanced(glen, world, cfg.row_len)[rank]
+                mine = sorted({j for row in plan for j in row})
+                local = {j: k for k, j in enumerate(mine)}
+                rows = [[local[j] for j in row] for row in plan]
+            elif variant == "bucketed":
+                mine, rows = [int(np.flatnonzero(gb == j)[0]) for j in smp.split(gb)[rank]], None
+            else:
+                mine, rows = split_evenly(len(gb), world)[rank], None
+            real = int(glen[mine].sum())
+            with timer.step(i, tokens=real) if timer is not None else contextlib.nullcontext():
+                with D.maybe_phase(timer, "data"):
+                    b = make_batch([docs[gb[j]] for j in mine], variant if variant == "packed" else "padded",
+                                   cfg.row_len, rows)
+                    b = {k: v.to(ctx.device) for k, v in b.items()}
+                    w = P.token_weights(b["doc_ids"], "token", valid=b["valid"], n_tokens=n_targets)
+                with D.maybe_phase(timer, "fwd"):
+                    if b["tokens"].numel():
+                        logits = model(b["tokens"], b["positions"], b["mask"])
+                        token_loss = F.cross_entropy(logits.flatten(0, 1), b["targets"].flatten(), reduction="none")
+                        loss = (token_loss * w.flatten()).sum()
+                    else:
+                        loss = model.head.weight.sum() * 0
+                with D.maybe_phase(timer, "bwd"):
+                    loss.backward()
+                with D.maybe_phase(timer, "collective"):
+                    (loss_global,) = allreduce_gradients(model.parameters(), divisor=1.0,
+                                                         extra=[float(loss.detach())])
+                with D.maybe_phase(timer, "optimizer"):
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+            tokens_seen += int(glen.sum())
+            if record:
+                step_rows.append({"variant": variant, "repeat": repeat, "step": i, "rank": rank, "tokens": real,
+                                  "slots": int(b["tokens"].numel()), "rows": int(b["tokens"].shape[0]),
+                                  "docs": len(mine), "mean_len": float(glen[mine].mean()) if mine else 0.0})
+                if rank == 0:
+                    losses.append({"variant": variant, "repeat": repeat, "step": i, "loss": loss_global,
+                                   "tokens_seen": tokens_seen})
+        D.device_sync(ctx.device)
+        wall = time.perf_counter() - t0
+        if rec is not None:
+            rec.close()
+            segments.append({"variant": variant, "repeat": repeat, "rank": rank, "wall_s": wall,
+                             "steps": len(batches), "tokens": tokens_seen, "throughput": tokens_seen / wall,
+                             "run_dir": str(Path(cfg.run_dir) / name)})
+        dist.barrier()
+
+    run_segment(cfg.variants[0], -1, record=False)
+    order = list(cfg.variants)
+    for rep in range(cfg.repeats):
+        for variant in order[rep % len(order):] + order[: rep % len(order)]:
+            run_segment(variant, rep, record=True)
+    gathered = D.gather_to_main({"segments": segments, "steps": step_rows, "losses": losses}, ctx)
+    D.shutdown()
+    if gathered is None:
+        return None
+    return {"segments": [s for g in gathered for s in g["segments"]],
+            "steps": [s for g in gathered for s in g["steps"]],
+            "losses": [r for g in gathered for r in g["losses"]],
+            "world_size": world, "backend": ctx.backend, "config": asdict(cfg)}
+
+
+# ----------------------------------------------------------------------------------------------------- parent side
+@dataclass
+class PackingRun:
+    """What `run` returns: segments (variant, repeat, rank), per-step per-rank shapes, loss curves."""
+
+    run_dir: str
+    segments: pd.DataFrame
+    steps: pd.DataFrame
+    losses: pd.DataFrame
+    world_size: int
+    backend: str
+    config: dict[str, Any]
+
+    def throughput(self) -> pd.DataFrame:
+        """One row per (variant, repeat): real tokens/s of the job (rank 0's wall clock)."""
+        seg = self.segments[self.segments["rank"] == 0]
+        return seg[["variant", "repeat", "throughput", "wall_s", "tokens", "run_dir"]].reset_index(drop=True)
+
+    def recording(self, variant: str, repeat: int = 0) -> str:
+        return str(Path(self.run_dir) / f"{variant}-r{repeat}")
+
+
+def run(cfg: PackingConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False) -> PackingRun:
+    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results."""
+    Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
+    env = D.nccl_debug_env(cfg.run_dir) if nccl_debug else None
+    out = D.launch(rank_main, cfg, nproc, start_method=start_method, env=env)
+    if out is None:
+        return None
+    return PackingRun(cfg.run_dir, pd.DataFrame(out["segments"]), pd.DataFrame(out["steps"]),
+                      pd.DataFrame(out["losses"]), out["world_size"], out["backend"], out["config"])
+
+
+# ----------------------------------------------------------------------------------------------------- analyses
+def shape_summary(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: padding waste (share of computed slots that are padding, 0-1), the median per-step imbalance of
+    slots across ranks (max ÷ mean; 1 = equal work) and of real tokens, and mean slots per rank-step."""
+    per_step = steps.groupby(["variant", "repeat", "step"]).agg(
+        slots_max=("slots", "max"), slots_mean=("slots", "mean"), tok_max=("tokens", "max"),
+        tok_mean=("tokens", "mean"), slots=("slots", "sum"), tokens=("tokens", "sum"))
+    per_step["slot_imbalance"] = per_step["slots_max"] / per_step["slots_mean"]
+    per_step["token_imbalance"] = per_step["tok_max"] / per_step["tok_mean"]
+    g = per_step.groupby(level="variant", sort=False)
+    out = pd.DataFrame({
+        "padding_waste": 1 - g["tokens"].sum() / g["slots"].sum(),
+        "slot_imbalance": g["slot_imbalance"].median(),
+        "token_imbalance": g["token_imbalance"].median(),
+        "slots_per_rank_step": g["slots_mean"].mean(),
+    })
+    return out.reset_index()
+
+
+def batch_length_spread(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: the spread of mean document length between steps (std and 10-90% range, tokens). Bucketing
+    widens it (short steps and long steps) — the change in batch composition."""
+    per = steps.groupby(["variant", "repeat", "step"])["mean_len"].mean().reset_index()
+    g = per.groupby("variant", sort=False)["mean_len"]
+    return pd.DataFrame({"std": g.std(), "p10": g.quantile(0.1), "p90": g.quantile(0.9)}).reset_index()
+
+
+def weighting_demo(n_docs: int = 12, mean_len: float = 48.0, row_len: int = 256, seed: int = 0) -> pd.DataFrame:
+    """How packing changes per-document loss weight, and the correction, on one batch (no training).
+
+    Per document (its length): its weight share under a padded per-sequence mean loss (the common padded loss),
+    under a packed token-mean loss (each document weighs by its length), and under the packed loss corrected with
+    `token_weights(..., "sequence")`, which reproduces the padded weights exactly.
+    """
+    import torch
+
+    from playbook.fixes import packing as P
+
+    lengths = D.long_tailed_lengths(n_docs, mean_len, 1.0, 4, row_len, seed=seed)
+    docs = [torch.as_tensor(d) for d in D.MarkovCorpus(seed=seed).documents(lengths, seed=seed)]
+    toks, ids = P.pad_batch(docs)
+    _, valid = P.next_token_targets(toks, ids)
+    padded = P.document_weight_share(ids, P.token_weights(ids, "sequence", valid=valid))
+    pb = P.pack(docs, row_len)
+    _, pvalid = P.next_token_targets(pb.tokens, pb.doc_ids)
+    naive = P.document_weight_share(pb.doc_ids, P.token_weights(pb.doc_ids, "token", valid=pvalid))
+    fixed = P.document_weight_share(pb.doc_ids, P.token_weights(pb.doc_ids, "sequence", valid=pvalid))
+    return pd.DataFrame({"doc": range(n_docs), "length": lengths, "padded_per_sequence": padded.numpy(),
+                         "packed_token_mean": naive.numpy(), "packed_corrected": fixed.numpy()})
+
+
+# ----------------------------------------------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m playbook.workloads.padding_packing", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("Run it")[0].strip(),
+        epilog="examples:\n  " + D.torchrun_command(MODULE, 2, ["--steps", "30"]) + "\n"
+               "  python -m playbook.workloads.padding_packing --nproc 2 --steps 30\n"
+               "  python -m playbook.workloads.padding_packing --nproc 4 --variants padded,packed --sigma 1.2\n"
+               "then: playbook diagnose runs/padding_packing/padded-r0")
+    p.add_argument("--run-dir", default="runs/padding_packing", help="where the recordings go")
+    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    p.add_argument("--steps", type=int, default=20, help="training steps per variant and repeat")
+    p.add_argument("--repeats", type=int, default=2, help="repeats (each with new documents)")
+    p.add_argument("--batch", type=int, default=16, help="documents per rank per step")
+    p.add_argument("--mean-len", type=float, default=48.0, help="mean document length, tokens")
+    p.add_argument("--sigma", type=float, default=1.0, help="log-normal sigma of the lengths")
+    p.add_argument("--max-len", type=int, default=256, help="longest document, tokens")
+    p.add_argument("--row-len", type=int, default=256, help="packed row length, tokens (>= --max-len)")
+    p.add_argument("--window", type=int, default=8, help="bucketing window, global batches")
+    p.add_argument("--seed", type=int, default=0)
+    D.add_launch_arguments(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    cfg = PackingConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+                        steps=args.steps, repeats=args.repeats, batch=args.batch, mean_len=args.mean_len,
+                        sigma=args.sigma, max_len=args.max_len, row_len=args.row_len, window=args.window,
+                        seed=args.seed, device=args.device)
+    if not D.launched_by_torchrun():
+        print(f"spawning {args.nproc} ranks (same as: {D.torchrun_command(MODULE, args.nproc, argv or sys.argv[1:])})",
+              flush=True)
+    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug)
+    if res is None:
+        return 0
+    tp = res.throughput().groupby("variant", sort=False)["throughput"].agg(["mean", "std"])
+    shapes = shape_summary(res.steps).set_index("variant")
+    print(f"\nbackend {res.backend}, world size {res.world_size}")
+    print(tp.join(shapes).round(3).to_string())
+    print(f"\nrecordings: {res.run_dir}/<variant>-r<repeat>/")
+    return 0
+
+
+if __name__ == "__main__":
+    from playbook.errors import PlaybookError
+
+    try:
+        sys.exit(main())
+    except PlaybookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,408 @@
+"""Lab: producer/consumer pipeline imbalance — one slow consumer holds the shared queue, and utilization turns spotty.
+
+The real case: 5 GPUs produce hidden states into one shared bounded queue, 3 GPUs consume them. Items are routed
+to consumers by a fixed rule (round-robin), one consumer is slower than the others, its items fill the shared
+slots, producers block on the full queue, and two consumers sit nearly idle while one is saturated.
+
+Here every worker is its own process (multiprocessing), its device work is simulated (`--work sleep`: the process
+waits as a host waits on its GPU; `--work compute`: real matmuls on a CPU core) and every worker records its own
+part of a run directory with phases "produce" / "consume" (busy) and "blocked" (waiting on the queue):
+
+  fault   round-robin routing through one shared queue of `--capacity` slots (playbook.fixes.dispatch.QueueSet
+          with routing "round_robin" and a shared capacity)
+  fix     per-consumer queues with least-loaded dispatch; queue depth from Little's law and the number of
+          producers from the measured rates of the fault run (playbook.fixes.dispatch.plan_pipeline)
+  steal   round-robin routing into per-consumer queues, with work stealing by idle consumers
+
+Run it (no torch.distributed: one machine, processes):
+
+    python -m playbook.workloads.pipeline_imbalance --producers 3 --consumers 3 --duration 4
+    python -m playbook.workloads.pipeline_imbalance --producers 5 --consumers 3 --duration 10   # the real case
+
+How to read the result: items/s per variant, each worker's busy and blocked share, and the plan (producer and
+consumer rates, the best balanced throughput, producers needed, queue depth). In the fault, producers are blocked
+most of the time, the slow consumer is ~100% busy and the others mostly idle; throughput ≈ consumers × the slowest
+consumer's rate. The fix reaches min(supply, demand). `playbook diagnose RUN_DIR/fault-r0` should find the
+anti-phase groups (producers busy while consumers idle and back).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.errors import WorkloadError
+from playbook.fixes.dispatch import PipelinePlan, QueueSet, plan_pipeline
+
+VARIANTS = ("fault", "fix", "steal")
+BUSY_PHASES = ("produce", "consume")
+
+
+@dataclass
+class PipelineConfig:
+    """Knobs of the pipeline lab. Times in milliseconds per item of device work."""
+
+    run_dir: str = "runs/pipeline_imbalance"
+    variants: tuple[str, ...] = VARIANTS
+    producers: int = 3
+    consumers: int = 3
+    produce_ms: float = 30.0  # producer work per item
+    consume_ms: float = 40.0  # consumer work per item (healthy consumer)
+    slow_consumer: int = 0  # index of the slow consumer (-1: none)
+    slow_factor: float = 4.0  # how many times slower the slow consumer is
+    jitter: float = 0.1  # relative std of work times (log-normal)
+    capacity: int = 6  # slots of the shared queue (fault)
+    duration_s: float = 3.0  # seconds each variant runs
+    repeats: int = 2
+    work: str = "sleep"  # sleep (device time) or compute (CPU matmuls)
+    payload: int = 4096  # floats per item ("hidden states")
+    seed: int = 0
+    sample_ms: float = 20.0  # queue-depth sampling interval
+    plan_producers: bool = True  # fix: use the producer count the plan derives (False: keep --producers)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.variants = tuple(self.variants)
+        bad = [v for v in self.variants if v not in VARIANTS]
+        if bad:
+            raise WorkloadError(f"unknown variant(s) {bad}; choose from {', '.join(VARIANTS)}")
+        if self.producers < 1 or self.consumers < 1 or self.capacity < 1:
+            raise WorkloadError("need at least one producer, one consumer and one queue slot")
+        if self.slow_consumer >= self.consumers:
+            raise WorkloadError(f"slow consumer {self.slow_consumer} outside {self.consumers} consumers")
+        if self.work not in ("sleep", "compute") or self.produce_ms <= 0 or self.consume_ms <= 0:
+            raise WorkloadError("work must be sleep or compute, and work times > 0")
+
+    def consume_ms_of(self, c: int) -> float:
+        return self.consume_ms * (self.slow_factor if c == self.slow_consumer else 1.0)
+
+
+# ----------------------------------------------------------------------------------------------------- workers
+def _work(seconds: float, mode: str) -> None:
+    """Device work of `seconds`: sleep (the host waits on its device) or busy CPU matmuls."""
+    if mode == "sleep":
+        time.sleep(seconds)
+        return
+    import torch
+
+    a = torch.randn(128, 128)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        a = torch.tanh(a @ a)
+
+
+def _draw(rng: np.random.Generator, ms: float, jitter: float) -> float:
+    return ms / 1e3 * (float(rng.lognormal(-jitter**2 / 2, jitter)) if jitter > 0 else 1.0)
+
+
+def _recorder(run_dir: str, rank: int, role: str, index: int):
+    from playbook.workloads.dist import rank_recorder
+
+    return rank_recorder(run_dir, rank=rank, samplers=rank == 0, role=role, index=index)
+
+
+def _single_thread(cfg: PipelineConfig) -> None:
+    if cfg.work == "compute":
+        import torch
+
+        torch.set_num_threads(1)
+
+
+def _producer(idx: int, qs: QueueSet, cfg: PipelineConfig, run_dir: str, go: Any, stop: Any, ready: Any) -> None:
+    _single_thread(cfg)
+    rng = np.random.default_rng([cfg.seed, idx])
+    rec = _recorder(run_dir, idx, "producer", idx).start()
+    ready.put(idx)
+    go.wait()
+    i = 0
+    while not stop.is_set():
+        with rec.timer.step(i, tokens=1):
+            with rec.timer.phase("produce"):
+                _work(_draw(rng, cfg.produce_ms, cfg.jitter), cfg.work)
+                # numpy, not a torch tensor: torch shares tensors between processes through file descriptors
+                # that die with the producer, numpy arrays are copied through the pipe
+                item = (idx, i, np.full(cfg.payload, i, dtype=np.float32), time.time())
+            with rec.timer.phase("blocked"):
+                qs.put(item, producer=idx)
+        i += 1
+    rec.close()
+
+
+def _consumer(idx: int, rank: int, qs: QueueSet, cfg: PipelineConfig, steal: bool, run_dir: str, go: Any,
+              stop: Any, ready: Any, results: Any) -> None:
+    _single_thread(cfg)
+    rng = np.random.default_rng([cfg.seed, 1000 + idx])
+    rec = _recorder(run_dir, rank, "consumer", idx).start()
+    ready.put(rank)
+    go.wait()
+    done, latency = [], []
+    i = 0
+    while True:
+        tok = rec.timer.begin_wait()
+        item, _ = qs.get(idx, steal=steal)
+        if item is None or stop.is_set():  # after the stop: drain without working (unblocks the producers)
+            rec.timer.cancel_wait(tok)
+            if item is None:
+                break
+            continue
+        rec.timer.end_wait(tok, phase="blocked")
+        with rec.timer.step(i, tokens=1):
+            with rec.timer.phase("consume"):
+                _work(_draw(rng, cfg.consume_ms_of(idx), cfg.jitter), cfg.work)
+                float(item[2][0])  # touch the payload
+        done.append(time.time())
+        latency.append(done[-1] - item[3])
+        i += 1
+    rec.close()
+    results.put((idx, done, latency))
+
+
+# ----------------------------------------------------------------------------------------------------- one variant
+def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: int | None = None,
+                depth: int | None = None) -> dict[str, Any]:
+    """Run one variant for cfg.duration_s; returns throughput, per-consumer counts, queue depth samples, run dir.
+
+    producers / depth: override cfg.producers / the per-consumer queue depth (fix and steal).
+    """
+    from playbook import rundir
+
+    ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    if ctx.get_start_method() == "fork":  # import once here, shared by every forked worker
+        import pyarrow.parquet  # noqa: F401
+
+        import playbook.probes.fingerprint  # noqa: F401
+        import playbook.probes.recorder  # noqa: F401
+        if cfg.work == "compute":
+            import torch  # noqa: F401
+    n_prod = int(producers or cfg.producers)
+    per_consumer_depth = int(depth or max(1, cfg.capacity // cfg.consumers))
+    if variant == "fault":
+        qs = QueueSet(cfg.consumers, routing="round_robin", shared_capacity=cfg.capacity, ctx=ctx)
+    elif variant == "fix":
+        qs = QueueSet(cfg.consumers, depth=per_consumer_depth, routing="least_loaded", ctx=ctx)
+    else:  # static routing into per-consumer queues; idle consumers steal
+        qs = QueueSet(cfg.consumers, depth=per_consumer_depth, routing="round_robin", ctx=ctx)
+    run_dir = str(Path(cfg.run_dir) / f"{variant}-r{repeat}")
+    rundir.init_run(run_dir, lab="pipeline_imbalance", variant=variant, producers=n_prod,
+                    consumers=cfg.consumers, queues=qs.describe())
+    go, stop, ready, results = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_producer, args=(p, qs, cfg, run_dir, go, stop, ready), daemon=True)
+             for p in range(n_prod)]
+    procs += [ctx.Process(target=_consumer, args=(c, n_prod + c, qs, cfg, variant == "steal", run_dir, go, stop,
+                                                  ready, results), daemon=True) for c in range(cfg.consumers)]
+    for p in procs:
+        p.start()
+    try:
+        for _ in procs:
+            ready.get(timeout=120)
+        samples: list[tuple[float, list[int]]] = []
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(cfg.sample_ms / 1e3):
+                samples.append((time.time(), qs.depths()))
+
+        t_start = time.time()
+        go.set()
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        time.sleep(cfg.duration_s)
+        t_stop = time.time()
+        stop.set()
+        for p in procs[:n_prod]:
+            p.join(timeout=60)
+        sampling.set()
+        th.join()
+        qs.close()
+        per_consumer = _collect(results, procs[n_prod:], cfg.consumers)
+        for p in procs[n_prod:]:
+            p.join(timeout=30)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+    counts = {c: sum(1 for t in per_consumer[c][0] if t <= t_stop) for c in per_consumer}
+    items = sum(counts.values())
+    depth_df = pd.DataFrame(
+        [{"time_s": t - t_start, "consumer": c, "depth": d} for t, ds in samples for c, d in enumerate(ds)])
+    if len(depth_df):
+        depth_df.to_parquet(Path(run_dir) / "queue_depth.parquet", index=False)
+    lat = [x for c in per_consumer for x in per_consumer[c][1]]
+    return {"variant": variant, "repeat": repeat, "producers": n_prod, "consumers": cfg.consumers,
+            "depth": qs.depth if not qs.shared else math.nan, "capacity": qs.capacity, "items": items, "duration_s": t_stop - t_start,
+            "throughput": items / (t_stop - t_start), "per_consumer": counts,
+            "latency_p50_s": float(np.median(lat)) if lat else math.nan, "queue_depth": depth_df,
+            "run_dir": run_dir, "t_start": t_start}
+
+
+def _collect(results: Any, consumers: list, n: int, timeout_s: float = 120.0) -> dict[int, tuple[list, list]]:
+    """Each consumer's (completion times, latencies); WorkloadError if one dies without reporting."""
+    import queue as queue_mod
+
+    out: dict[int, tuple[list, list]] = {}
+    deadline = time.monotonic() + timeout_s
+    while len(out) < n:
+        try:
+            c, done, lat = results.get(timeout=0.5)
+            out[c] = (done, lat)
+            continue
+        except queue_mod.Empty:
+            pass
+        dead = [p for p in consumers if p.exitcode not in (None, 0)]
+        if dead:
+            raise WorkloadError(f"a consumer process failed (exit code {dead[0].exitcode}); see its traceback above")
+        if time.monotonic() > deadline:
+            raise WorkloadError(f"consumers did not finish within {timeout_s:.0f} s")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------- the lab
+@dataclass
+class PipelineRun:
+    """Every variant run (`runs`, one row per variant × repeat), the plan derived from the fault, and details."""
+
+    runs: pd.DataFrame
+    plan: PipelinePlan | None
+    depth: dict[tuple[str, int], pd.DataFrame]
+    config: dict[str, Any]
+
+    def recording(self, variant: str, repeat: int = 0) -> str:
+        return str(self.runs.set_index(["variant", "repeat"]).loc[(variant, repeat), "run_dir"])
+
+
+def measured_plan(steps: pd.DataFrame, n_producers: int | None = None) -> PipelinePlan:
+    """plan_pipeline from a recording: producer item times (phase "produce"), each consumer's median item time."""
+    prod = steps.loc[steps["phase"] == "produce", "duration_s"].to_numpy()
+    cons = steps[steps["phase"] == "consume"].groupby("rank")["duration_s"].median().to_numpy()
+    if not len(prod) or not len(cons):
+        raise WorkloadError("the recording holds no produce/consume phases to measure rates from")
+    return plan_pipeline(prod, cons, n_producers=n_producers)
+
+
+def run(cfg: PipelineConfig, progress: bool = False) -> PipelineRun:
+    """fault → plan from its measured rates → fix (and steal), interleaved over `repeats`."""
+    from playbook import rundir
+
+    rows, depth, plan = [], {}, None
+    for rep in range(cfg.repeats):
+        for variant in cfg.variants:
+            kwargs: dict[str, Any] = {}
+            if variant != "fault":
+                if plan is None:
+                    raise WorkloadError("fix and steal are sized from the fault's measured rates: run fault first")
+                kwargs = {"producers": plan.producers_needed if cfg.plan_producers else cfg.producers,
+                          "depth": plan.depth}
+            res = run_variant(cfg, variant, rep, **kwargs)
+            if variant == "fault" and plan is None:
+                plan = measured_plan(rundir.read_run(res["run_dir"]).steps)
+            depth[(variant, rep)] = res.pop("queue_depth")
+            res["per_consumer"] = ",".join(f"{res['per_consumer'][c]}" for c in sorted(res["per_consumer"]))
+            rows.append(res)
+            if progress:
+                print(f"  repeat {rep + 1}/{cfg.repeats} {variant:>6}: {res['throughput']:.1f} items/s "
+                      f"(producers {res['producers']}, depth {res['depth']}, per consumer {res['per_consumer']})",
+                      flush=True)
+    return PipelineRun(pd.DataFrame(rows), plan, depth, asdict(cfg))
+
+
+# ----------------------------------------------------------------------------------------------------- analyses
+def worker_shares(steps: pd.DataFrame, parts: dict[str, Any] | None = None) -> pd.DataFrame:
+    """Per worker (rank): role, busy share (produce/consume) and blocked share of its recorded time, items done."""
+    by = steps[steps["phase"] != "step"].groupby(["rank", "phase"])["duration_s"].sum().unstack(fill_value=0.0)
+    for col in ("produce", "consume", "blocked"):
+        if col not in by:
+            by[col] = 0.0
+    total = by[["produce", "consume", "blocked"]].sum(axis=1)
+    out = pd.DataFrame({
+        "role": np.where(by["produce"] > 0, "producer", "consumer"),
+        "busy": (by["produce"] + by["consume"]) / total,
+        "blocked": by["blocked"] / total,
+        "items": steps[steps["phase"] == "step"].groupby("rank").size().reindex(by.index, fill_value=0),
+    }, index=by.index)
+    return out.reset_index()
+
+
+def role_busy_timeline(steps: pd.DataFrame, bin_s: float = 0.25) -> pd.DataFrame:
+    """Busy fraction (0-1) per worker per time bin — the utilization-like timeline — with each worker's role."""
+    from playbook.analysis.steps import busy_timeline
+
+    tl = busy_timeline(steps, bin_s=bin_s, busy_phases=BUSY_PHASES)
+    roles = worker_shares(steps).set_index("rank")["role"]
+    tl["role"] = tl["rank"].map(roles)
+    return tl
+
+
+# ----------------------------------------------------------------------------------------------------- CLI
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m playbook.workloads.pipeline_imbalance", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__.split("Run it")[0].strip(),
+        epilog="examples:\n"
+               "  python -m playbook.workloads.pipeline_imbalance --producers 3 --consumers 3 --duration 4\n"
+               "  python -m playbook.workloads.pipeline_imbalance --producers 5 --consumers 3 --duration 10\n"
+               "  python -m playbook.workloads.pipeline_imbalance --work compute --produce-ms 20 --consume-ms 25\n"
+               "then: playbook diagnose runs/pipeline_imbalance/fault-r0")
+    p.add_argument("--run-dir", default="runs/pipeline_imbalance", help="where the recordings go")
+    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    p.add_argument("--producers", type=int, default=3, help="producer processes (the real case: 5)")
+    p.add_argument("--consumers", type=int, default=3, help="consumer processes (the real case: 3)")
+    p.add_argument("--produce-ms", type=float, default=30.0, help="producer work per item, ms")
+    p.add_argument("--consume-ms", type=float, default=40.0, help="healthy consumer work per item, ms")
+    p.add_argument("--slow-consumer", type=int, default=0, help="index of the slow consumer (-1: none)")
+    p.add_argument("--slow-factor", type=float, default=4.0, help="how many times slower it is")
+    p.add_argument("--capacity", type=int, default=6, help="slots of the shared queue in the fault")
+    p.add_argument("--duration", type=float, default=3.0, help="seconds per variant run")
+    p.add_argument("--repeats", type=int, default=2, help="repeats of every variant (interleaved)")
+    p.add_argument("--work", default="sleep", choices=["sleep", "compute"],
+                   help="sleep: device time (no CPU); compute: CPU matmuls")
+    p.add_argument("--keep-producers", action="store_true",
+                   help="fix: keep --producers instead of the count derived from the measured rates")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    cfg = PipelineConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+                         producers=args.producers, consumers=args.consumers, produce_ms=args.produce_ms,
+                         consume_ms=args.consume_ms, slow_consumer=args.slow_consumer, slow_factor=args.slow_factor,
+                         capacity=args.capacity, duration_s=args.duration, repeats=args.repeats, work=args.work,
+                         plan_producers=not args.keep_producers, seed=args.seed)
+    print(f"{cfg.producers} producers → {cfg.consumers} consumers, {cfg.duration_s:g} s per variant, "
+          f"{cfg.repeats} repeats", flush=True)
+    res = run(cfg, progress=True)
+    from playbook import rundir
+
+    print("\nitems/s per variant:")
+    print(res.runs.groupby("variant", sort=False)["throughput"].agg(["mean", "std"]).round(2).to_string())
+    if res.plan is not None:
+        pl = res.plan
+        print(f"\nplan from the fault's measured rates: producer {pl.producer_rate:.1f}/s, consumers "
+              f"{', '.join(f'{r:.1f}' for r in pl.consumer_rates)}/s → best balanced {pl.capacity:.1f}/s, "
+              f"round-robin limit {pl.static_capacity:.1f}/s; producers needed {pl.producers_needed} "
+              f"({pl.ratio:.2f} per consumer), queue depth {pl.depth}")
+    for variant in res.runs["variant"].unique():
+        steps = rundir.read_run(res.recording(variant)).steps
+        print(f"\n{variant} r0, share of each worker's time:")
+        print(worker_shares(steps).round(3).to_string(index=False))
+    return 0
+
+
+if __name__ == "__main__":
+    from playbook.errors import PlaybookError
+
+    try:
+        sys.exit(main())
+    except PlaybookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
