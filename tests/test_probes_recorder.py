@@ -91,6 +91,8 @@ def test_no_driver_records_host_only(tmp_path, monkeypatch):
         time.sleep(0.15)
     b = rundir.read_run(tmp_path / "run")
     assert len(b.telemetry) == 0 and len(b.host) >= 2 and len(b.steps) > 0
+    said = [w for w in b.meta["parts"][rec.part.name]["warnings"] if "NVML not available" in w]
+    assert len(said) == 1 and "LibraryNotFound" in said[0]
 
 
 def test_never_raises_after_start_even_when_its_folder_vanishes(tmp_path, caplog):

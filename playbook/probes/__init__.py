@@ -35,11 +35,16 @@ More of the API (all stable; see each module):
         .event(...), .event_span(...), .watch_gc(), .watch_compile(), .frame() -> events table
         kinds written by the probes: "gc" (detail "generation G; ..."), "compile", "recompile" (detail
         "compile_id F/N; reason: <guard failure>"), plus whatever the caller passes (checkpoint, eval, ...).
+        Other kinds the probes write: "gpu_lost" (detail "gpu G: ..."), "profiler" (a trace export's stall),
+        "start" / "exit" (detail "exit status N", by `playbook record`).
     NvmlSampler(host, hz=10.0, nvml=None, gpus=None)   GPU telemetry rows (schema.telemetry_frame); rows from
         nvmlDeviceGetSamples have source "probe:nvml-samples" and only util_pct; polled rows "probe:nvml".
     HostProbe(host, hz=2.0, pid=None)           schema.host_frame rows.
     IbProbe(host, hz=1.0, root="/sys")          InfiniBand port counters as rates -> ib.parquet (interconnect.py).
-    ProfilerWindows(out_dir, ...)               torch.profiler schedule windows, on demand or on a utilization drop.
+    ProfilerWindows(out_dir, ...)               torch.profiler schedule windows, on demand or on a utilization drop;
+        traces RUN_DIR/<part>/traces/<host>-rank<R>.step<a>-<b>.<trigger>.pt.trace.json.gz with top-level keys
+        playbook_first_step / playbook_trigger / playbook_rank / playbook_host.
+    interconnect.link_status(ib=..., telemetry=...)   one row per link: ok / saturated / degraded + evidence.
     fingerprint(command=None)                  environment dict stored as meta.json["env"] (fingerprint.py).
     fake_nvml.scenario(name, ...)               a fake pynvml module for tests (fake_nvml.py).
 """

@@ -158,35 +158,36 @@ class Recorder:
         return self
 
     def _start_probes(self) -> None:
-        if self._want["nvml"]:
-            try:
-                from playbook.probes.nvml import NvmlSampler
+        def make_nvml() -> Any:
+            from playbook.probes.nvml import NvmlSampler
 
-                self.sampler = NvmlSampler(self.host, hz=self.sample_hz, nvml=self._nvml_module, gpus=self._gpus)
-                if not self.sampler.start():
-                    self.sampler = None
-            except Exception as exc:
-                self._warn(f"Recorder: NVML sampler not started ({type(exc).__name__}: {exc})")
-                self.sampler = None
-        if self._want["host"]:
-            try:
-                from playbook.probes.host import HostProbe
+            return NvmlSampler(self.host, hz=self.sample_hz, nvml=self._nvml_module, gpus=self._gpus)
 
-                self.host_probe = HostProbe(self.host, hz=self.host_hz, pid=self._pid or _tree_root())
-                if not self.host_probe.start():
-                    self.host_probe = None
-            except Exception as exc:
-                self._warn(f"Recorder: host probe not started ({type(exc).__name__}: {exc})")
-                self.host_probe = None
-        if self._want["ib"]:
-            try:
-                from playbook.probes.interconnect import IbProbe
+        def make_host() -> Any:
+            from playbook.probes.host import HostProbe
 
-                ib = IbProbe(self.host, hz=min(self.sample_hz, 1.0), root=self._sysfs_root)
-                self.ib = ib if ib.start() else None
+            return HostProbe(self.host, hz=self.host_hz, pid=self._pid or _tree_root())
+
+        def make_ib() -> Any:
+            from playbook.probes.interconnect import IbProbe
+
+            return IbProbe(self.host, hz=min(self.sample_hz, 1.0), root=self._sysfs_root)
+
+        for key, attr, make in (("nvml", "sampler", make_nvml), ("host", "host_probe", make_host),
+                                ("ib", "ib", make_ib)):
+            if not self._want[key]:
+                continue
+            probe = None
+            try:
+                probe = make()
+                started = probe.start()
             except Exception as exc:
-                self._warn(f"Recorder: InfiniBand probe not started ({type(exc).__name__}: {exc})")
-                self.ib = None
+                self._warn(f"Recorder: {key} probe not started ({type(exc).__name__}: {exc})")
+                started = False
+            if not started and probe is not None:
+                for w in probe.warnings:  # e.g. "NVML not available ...; recording host metrics only"
+                    self.warnings.append(w)  # already logged once by the probe
+            setattr(self, attr, probe if started else None)
 
     def _take_fingerprint(self) -> dict[str, Any]:
         try:
