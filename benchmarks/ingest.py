@@ -1,0 +1,186 @@
+"""Ingest benchmark: how fast the nvidia-smi reader turns a day of 64-GPU telemetry into the tidy table.
+
+What it checks
+    Issue 2's target for the readers: reading a 64-GPU x 24 h x 1 Hz `nvidia-smi --query-gpu ... --format=csv`
+    log (5.5 M rows) takes at most 3x the time of a bare `pyarrow.csv.read_csv` of the same file, and stays
+    under 2 GB peak RSS.
+
+The exact command
+    python benchmarks/ingest.py                       # generate /tmp/playbook-ingest-64x24h.csv once, then measure
+    python benchmarks/ingest.py --gpus 8 --hours 1    # a quick run
+    python benchmarks/ingest.py --damaged             # with error lines, [N/A] values, a restart, a cut last line
+
+How to read the result
+    One line per contender (median of --repeats runs, each in a fresh subprocess, bare and reader interleaved):
+    read time, rows/s and peak RSS (ru_maxrss of that subprocess, interpreter and libraries included), then
+    the ratio reader / bare measured in this run and PASS/MISS against the targets (3x, 2 GB). The bare parse
+    keeps units as strings ("97 %"); the reader also strips units, parses timestamps, maps N/A to NaN, checks
+    every line and sorts into (host, gpu, time) order. Timings on a shared machine are noisy: rerun before
+    believing a MISS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_OUT = "/tmp/playbook-ingest-{gpus}x{hours:g}h{damaged}.csv"
+HEADER = ("timestamp, index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], power.draw [W], "
+          "clocks.sm [MHz], temperature.gpu")
+TARGET_RATIO = 3.0
+TARGET_RSS_MIB = 2048
+
+
+def generate(path: Path, gpus: int, seconds: int, damaged: bool = False, seed: int = 0) -> int:
+    """Write a synthetic nvidia-smi log (1 Hz, `gpus` GPUs) and return its data-row count.
+
+    Utilization follows the oscillation of the motivating case: ~45 s near 90 %, ~15 s near 20 %, per GPU
+    noise; memory, power, clocks and temperature move with it. Written an hour at a time with Arrow kernels.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2024-01-15T00:00:00", "s")
+    index = pa.array([f" {g}" for g in range(gpus)])
+    rows = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+        fh.write(HEADER + "\n")
+        for chunk_start in range(0, seconds, 3600):
+            ticks = np.arange(chunk_start, min(seconds, chunk_start + 3600))
+            n = len(ticks) * gpus
+            stamps = (start + ticks).astype("datetime64[ms]") + rng.integers(0, 999, len(ticks)).astype(
+                "timedelta64[ms]")
+            stamp_text = pa.array(np.datetime_as_string(stamps, unit="ms")).cast(pa.string())
+            stamp_text = pc.replace_substring(pc.replace_substring(stamp_text, "-", "/"), "T", " ")
+            tick_of_row = np.repeat(np.arange(len(ticks)), gpus)
+            phase = (np.repeat(ticks, gpus) % 60) < 45
+            util = np.clip(np.where(phase, 90, 20) + rng.normal(0, 8, n), 0, 100).astype(np.int64)
+            mem_util = (util * 0.6).astype(np.int64)
+            mem = 60000 + (util * 150) + rng.integers(0, 2000, n)
+            power_cw = (8000 + util * 550 + rng.integers(0, 3000, n)).astype(np.int64)  # centiwatts
+            clock = np.where(util > 50, 1980, 1410)
+            temp = 40 + util // 3
+
+            def col(values, suffix=""):
+                text = pa.array(values).cast(pa.string())
+                return pc.binary_join_element_wise(" ", text, suffix, "") if suffix else \
+                    pc.binary_join_element_wise(" ", text, "")
+            power_text = pc.binary_join_element_wise(
+                " ", pa.array(power_cw // 100).cast(pa.string()), ".",
+                pc.utf8_lpad(pa.array(power_cw % 100).cast(pa.string()), 2, "0"), " W", "")
+            columns = [
+                stamp_text.take(pa.array(tick_of_row)),
+                index.take(pa.array(np.tile(np.arange(gpus), len(ticks)))),
+                col(util, " %"), col(mem_util, " %"), col(mem, " MiB"), power_text, col(clock, " MHz"), col(temp),
+            ]
+            if damaged:
+                na = rng.random(n) < 0.001
+                columns[5] = pc.if_else(pa.array(na), " [N/A]", columns[5])
+            lines = pc.binary_join_element_wise(*columns, ",")
+            text = "\n".join(lines.to_pylist()) + "\n"
+            if damaged:
+                cut = len(text) // 2
+                cut = text.index("\n", cut) + 1
+                text = (text[:cut] + "Unable to determine the device handle for GPU0000:3B:00.0: Unknown Error\n"
+                        + text[cut:])
+                if chunk_start == 3600 * 12:
+                    text = HEADER + "\n" + text
+            fh.write(text)
+            rows += n
+        if damaged:
+            fh.write("2024/01/16 00:00:00.000, 0, 9")  # a cut last line
+    return rows
+
+
+CHILD = r"""
+import json, resource, sys, time
+mode, path = sys.argv[1], sys.argv[2]
+import pyarrow as pa, pyarrow.csv as pcsv
+if mode == "reader":
+    from playbook.readers import nvidia_smi
+t0 = time.perf_counter()
+if mode == "bare":
+    skip = lambda row: "skip"
+    table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(invalid_row_handler=skip))
+    rows = table.num_rows
+else:
+    bundle = nvidia_smi.read(path)
+    rows = len(bundle.telemetry)
+elapsed = time.perf_counter() - t0
+print(json.dumps({"seconds": elapsed, "rows": rows, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def measure(mode: str, path: Path) -> dict:
+    """Run one read in a fresh interpreter; returns seconds, rows, rss_mib."""
+    proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} read failed:\n{proc.stderr.strip()[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Time the nvidia-smi reader against a bare pyarrow.csv.read_csv of the same file.",
+        epilog="example:\n  python benchmarks/ingest.py --gpus 64 --hours 24 --repeats 3\n"
+               "  python benchmarks/ingest.py --gpus 8 --hours 1          # quick",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gpus", type=int, default=64, help="GPUs in the log (default 64)")
+    parser.add_argument("--hours", type=float, default=24.0, help="hours of 1 Hz polling (default 24)")
+    parser.add_argument("--rows", type=int, default=None, help="approximate data rows instead of --hours")
+    parser.add_argument("--out", default=None, help="where the generated CSV goes (default /tmp/playbook-ingest-*.csv)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each contender; the median is shown")
+    parser.add_argument("--damaged", action="store_true",
+                        help="add nvidia-smi error lines, [N/A] values, a restart header and a cut last line")
+    parser.add_argument("--regenerate", action="store_true", help="write the CSV even if it exists")
+    args = parser.parse_args(argv)
+    if args.gpus < 1 or args.repeats < 1:
+        parser.error("--gpus and --repeats must be positive")
+    seconds = int(round(args.rows / args.gpus)) if args.rows else int(round(args.hours * 3600))
+    if seconds < 1:
+        parser.error("need at least one polling tick")
+    out = Path(args.out or DEFAULT_OUT.format(gpus=args.gpus, hours=seconds / 3600,
+                                              damaged="-damaged" if args.damaged else ""))
+    if args.regenerate or not out.exists():
+        print(f"generating {out}: {args.gpus} GPUs x {seconds} s at 1 Hz ...", flush=True)
+        t0 = time.perf_counter()
+        rows = generate(out, args.gpus, seconds, damaged=args.damaged)
+        print(f"  {rows:,} rows, {out.stat().st_size / 2**20:.0f} MiB in {time.perf_counter() - t0:.1f} s",
+              flush=True)
+    else:
+        print(f"using {out} ({out.stat().st_size / 2**20:.0f} MiB; --regenerate to rewrite)", flush=True)
+    results: dict[str, list[dict]] = {"bare": [], "reader": []}
+    for r in range(args.repeats):
+        for mode in (("bare", "reader") if r % 2 == 0 else ("reader", "bare")):
+            res = measure(mode, out)
+            results[mode].append(res)
+            print(f"  run {r + 1}/{args.repeats} {mode:6s} {res['seconds']:7.2f} s  {res['rss_mib']:7.0f} MiB",
+                  flush=True)
+    summary = {}
+    for mode, runs in results.items():
+        secs = statistics.median(r["seconds"] for r in runs)
+        summary[mode] = {"seconds": secs, "rows": runs[0]["rows"], "rows_per_s": runs[0]["rows"] / secs,
+                         "rss_mib": max(r["rss_mib"] for r in runs)}
+    ratio = summary["reader"]["seconds"] / summary["bare"]["seconds"]
+    print()
+    print(f"{'contender':28s} {'read s':>8s} {'rows/s':>12s} {'peak RSS':>10s} {'rows':>11s}")
+    for mode, label in (("bare", "pyarrow.csv.read_csv (bare)"), ("reader", "playbook nvidia_smi.read")):
+        s = summary[mode]
+        print(f"{label:28s} {s['seconds']:8.2f} {s['rows_per_s']:12,.0f} {s['rss_mib']:7.0f} MiB {s['rows']:11,}")
+    rss = summary["reader"]["rss_mib"]
+    print(f"\nratio reader/bare = {ratio:.2f}x (target <= {TARGET_RATIO:g}x: {'PASS' if ratio <= TARGET_RATIO else 'MISS'})"
+          f"; reader peak RSS {rss:.0f} MiB (target < {TARGET_RSS_MIB} MiB: "
+          f"{'PASS' if rss < TARGET_RSS_MIB else 'MISS'})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

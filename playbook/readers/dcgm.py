@@ -1,0 +1,413 @@
+"""DCGM telemetry: dcgm-exporter's Prometheus text, Prometheus `query_range` JSON exports, and `dcgmi dmon`.
+
+Prometheus text exposition (`curl host:9400/metrics`, one or many scrapes appended): lines
+`DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",Hostname="node1",...} 97 [timestamp_ms]`. The host comes from the
+`Hostname` / `hostname` / `kubernetes_node` / `node` / `instance` label, else the file name; the GPU from the
+`gpu` label (else the UUID's order of appearance). Without sample timestamps, a scrape ends when a series
+repeats, and scrapes get synthetic times `interval_s` apart. Prometheus `query_range` exports (`resultType`
+"matrix", or "vector") carry their own times (epoch seconds). `dcgmi dmon -e 203,1002,155,...` prints
+`#Entity GPUTL SMACT POWER ...` then `GPU 0  97  0.823 ...` rows without times: ticks (a new tick whenever the GPU
+number does not increase) get synthetic times.
+
+Fields kept (others are ignored): GPU_UTIL (203) util_pct, MEM_COPY_UTIL (204) mem_util_pct, FB_USED/FREE/TOTAL
+(252/251/250, MiB), POWER_USAGE (155, W), ENFORCED_POWER_LIMIT, SM_CLOCK (100) / MEM_CLOCK (101) MHz, GPU_TEMP
+(150, C), CLOCK_THROTTLE_REASONS / CLOCKS_EVENT_REASONS (112, bitmask), PROF_SM_ACTIVE (1002, 0-1),
+PROF_PCIE_TX/RX_BYTES (1009/1010, bytes/s -> MiB/s), PROF_NVLINK_TX/RX_BYTES (1011/1012), PCIE_REPLAY_COUNTER
+(202), PCIE_LINK_GEN/WIDTH (237/238). A change of DCGM_FI_DEV_XID_ERRORS to a non-zero value becomes an `xid`
+event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import textio
+
+FORMAT = "DCGM (dcgm-exporter / Prometheus / dcgmi dmon)"
+
+MIB = 1 / 2**20
+# metric name -> (schema column, factor, priority; lower priority wins when two metrics feed one column)
+METRICS: dict[str, tuple[str, float, int]] = {
+    "DCGM_FI_DEV_GPU_UTIL": ("util_pct", 1.0, 0),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("mem_util_pct", 1.0, 0),
+    "DCGM_FI_DEV_FB_USED": ("mem_used_mib", 1.0, 0),
+    "DCGM_FI_DEV_FB_TOTAL": ("mem_total_mib", 1.0, 0),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1.0, 0),
+    "DCGM_FI_DEV_POWER_USAGE_INSTANT": ("power_w", 1.0, 1),
+    "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("power_limit_w", 1.0, 0),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_w", 1.0, 1),
+    "DCGM_FI_DEV_SM_CLOCK": ("sm_clock_mhz", 1.0, 0),
+    "DCGM_FI_DEV_MEM_CLOCK": ("mem_clock_mhz", 1.0, 0),
+    "DCGM_FI_DEV_GPU_TEMP": ("temp_c", 1.0, 0),
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("throttle_reasons", 1.0, 0),
+    "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("throttle_reasons", 1.0, 0),
+    "DCGM_FI_PROF_SM_ACTIVE": ("sm_active", 1.0, 0),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_mib_s", MIB, 0),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_mib_s", MIB, 0),
+    "DCGM_FI_DEV_PCIE_TX_THROUGHPUT": ("pcie_tx_mib_s", 1 / 1024, 1),  # KB/s
+    "DCGM_FI_DEV_PCIE_RX_THROUGHPUT": ("pcie_rx_mib_s", 1 / 1024, 1),
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": ("nvlink_tx_mib_s", MIB, 0),
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": ("nvlink_rx_mib_s", MIB, 0),
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_count", 1.0, 0),
+    "DCGM_FI_DEV_PCIE_LINK_GEN": ("pcie_link_gen", 1.0, 0),
+    "DCGM_FI_DEV_PCIE_LINK_WIDTH": ("pcie_link_width", 1.0, 0),
+    # dcgm-exporter 1.x names
+    "dcgm_gpu_utilization": ("util_pct", 1.0, 1),
+    "dcgm_mem_copy_utilization": ("mem_util_pct", 1.0, 1),
+    "dcgm_fb_used": ("mem_used_mib", 1.0, 1),
+    "dcgm_power_usage": ("power_w", 1.0, 2),
+    "dcgm_sm_clock": ("sm_clock_mhz", 1.0, 1),
+    "dcgm_memory_clock": ("mem_clock_mhz", 1.0, 1),
+    "dcgm_gpu_temp": ("temp_c", 1.0, 1),
+    # nvidia_gpu_exporter (nvidia-smi based) names
+    "nvidia_smi_utilization_gpu_ratio": ("util_pct", 100.0, 2),
+    "nvidia_smi_utilization_memory_ratio": ("mem_util_pct", 100.0, 2),
+    "nvidia_smi_memory_used_bytes": ("mem_used_mib", MIB, 2),
+    "nvidia_smi_memory_total_bytes": ("mem_total_mib", MIB, 2),
+    "nvidia_smi_power_draw_watts": ("power_w", 1.0, 3),
+    "nvidia_smi_clocks_current_sm_clock_hz": ("sm_clock_mhz", 1e-6, 2),
+    "nvidia_smi_temperature_gpu": ("temp_c", 1.0, 2),
+}
+FB_FREE = "DCGM_FI_DEV_FB_FREE"
+XID = "DCGM_FI_DEV_XID_ERRORS"
+
+# dcgmi dmon column tags and numeric field ids -> metric names above
+DMON_TAGS: dict[str, str] = {
+    "GPUTL": "DCGM_FI_DEV_GPU_UTIL", "MCUTL": "DCGM_FI_DEV_MEM_COPY_UTIL", "FBUSD": "DCGM_FI_DEV_FB_USED",
+    "FBTTL": "DCGM_FI_DEV_FB_TOTAL", "FBFRE": FB_FREE, "POWER": "DCGM_FI_DEV_POWER_USAGE",
+    "PMLMT": "DCGM_FI_DEV_POWER_MGMT_LIMIT", "SMCLK": "DCGM_FI_DEV_SM_CLOCK", "MMCLK": "DCGM_FI_DEV_MEM_CLOCK",
+    "TMPTR": "DCGM_FI_DEV_GPU_TEMP", "SMACT": "DCGM_FI_PROF_SM_ACTIVE", "PCITX": "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "PCIRX": "DCGM_FI_PROF_PCIE_RX_BYTES", "NVLTX": "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    "NVLRX": "DCGM_FI_PROF_NVLINK_RX_BYTES",
+    "203": "DCGM_FI_DEV_GPU_UTIL", "204": "DCGM_FI_DEV_MEM_COPY_UTIL", "252": "DCGM_FI_DEV_FB_USED",
+    "250": "DCGM_FI_DEV_FB_TOTAL", "251": FB_FREE, "155": "DCGM_FI_DEV_POWER_USAGE",
+    "164": "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "100": "DCGM_FI_DEV_SM_CLOCK", "101": "DCGM_FI_DEV_MEM_CLOCK",
+    "150": "DCGM_FI_DEV_GPU_TEMP", "112": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "1002": "DCGM_FI_PROF_SM_ACTIVE",
+    "1009": "DCGM_FI_PROF_PCIE_TX_BYTES", "1010": "DCGM_FI_PROF_PCIE_RX_BYTES",
+    "1011": "DCGM_FI_PROF_NVLINK_TX_BYTES", "1012": "DCGM_FI_PROF_NVLINK_RX_BYTES",
+    "202": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "237": "DCGM_FI_DEV_PCIE_LINK_GEN", "238": "DCGM_FI_DEV_PCIE_LINK_WIDTH",
+    "230": XID,
+}
+HOST_LABELS = ("Hostname", "hostname", "kubernetes_node", "node", "nodename", "node_name", "instance")
+GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
+ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
+
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_ENTITY = re.compile(r"^#\s*Entity\b", re.IGNORECASE)
+_DMON_ROW = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d+)\s+(.*)$", re.IGNORECASE)
+
+
+def _known(name: str) -> bool:
+    return name in METRICS or name in (FB_FREE, XID)
+
+
+def sniff(head: str) -> bool:
+    """dcgm-exporter text (DCGM_FI_* samples), a Prometheus API JSON answer, or dcgmi dmon output."""
+    stripped = head.lstrip()
+    if stripped.startswith(("{", "[")) and '"resultType"' in head and '"result"' in head:
+        return True
+    for line in head.split("\n")[:400]:
+        line = line.strip()
+        if _ENTITY.match(line):
+            return True
+        m = _SAMPLE.match(line)
+        if m and _known(m.group(1)):
+            return True
+    return False
+
+
+def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.Bundle:
+    """Read DCGM telemetry (any of the three forms) into a Bundle (telemetry; xid events)."""
+    path = Path(path)
+    interval_s = textio.check_interval(interval_s)
+    text = textio.read_text(path)
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        return _read_json(path, text, interval_s)
+    if any(_ENTITY.match(ln.strip()) for ln in text.split("\n", 400)[:400]):
+        return _read_dcgmi(path, text, interval_s)
+    return _read_prometheus(path, text, interval_s)
+
+
+# --------------------------------------------------------------------------------------------------------------
+
+class _Samples:
+    """Long-form samples (time, host, gpu, metric, value) pivoted into a telemetry table at the end."""
+
+    def __init__(self, src: str, default_host: str):
+        self.src, self.default_host = src, default_host
+        self.time: list[int] = []
+        self.host: list[str] = []
+        self.gpu: list[int] = []
+        self.metric: list[str] = []
+        self.value: list[float] = []
+        self.uuid_order: dict[tuple[str, str], int] = {}
+
+    def identity(self, labels: dict[str, str]) -> tuple[str, int] | None:
+        host = next((labels[k] for k in HOST_LABELS if labels.get(k)), self.default_host)
+        if "instance" in labels and host == labels["instance"]:
+            host = re.sub(r":\d+$", "", host)
+        for k in GPU_LABELS:
+            v = labels.get(k, "")
+            if v.isdigit():
+                return host, int(v)
+        uid = next((labels[k] for k in ID_LABELS if labels.get(k)), None)
+        if uid is None:
+            return None
+        key = (host, uid)
+        if key not in self.uuid_order:
+            self.uuid_order[key] = sum(1 for h, _ in self.uuid_order if h == host)
+        return host, self.uuid_order[key]
+
+    def add(self, t_ns: int, host: str, gpu: int, metric: str, value: float) -> None:
+        self.time.append(t_ns)
+        self.host.append(host)
+        self.gpu.append(gpu)
+        self.metric.append(metric)
+        self.value.append(value)
+
+    def bundle(self, interval_s: float | None) -> schema.Bundle:
+        bundle = schema.Bundle(inputs=[self.src])
+        if not self.time:
+            return bundle
+        long = pd.DataFrame({"time": self.time, "host": self.host, "gpu": self.gpu, "metric": self.metric,
+                             "value": self.value})
+        xid = long[long["metric"] == XID]
+        if len(xid):
+            bundle.events = _xid_events(xid, self.src)
+        wide = long[long["metric"] != XID].groupby(["time", "host", "gpu", "metric"], sort=False)["value"] \
+            .last().unstack("metric").reset_index()
+        columns: dict[str, np.ndarray] = {"time": wide["time"].to_numpy(np.int64),
+                                          "gpu": wide["gpu"].to_numpy(np.int64)}
+        chosen: dict[str, tuple[int, str]] = {}
+        for metric in wide.columns:
+            if metric in METRICS:
+                column, _factor, prio = METRICS[metric]
+                if column not in chosen or prio < chosen[column][0]:
+                    chosen[column] = (prio, metric)
+        for column, (_prio, metric) in chosen.items():
+            columns[column] = wide[metric].to_numpy(np.float64) * METRICS[metric][1]
+        if "mem_used_mib" not in columns and FB_FREE in wide and "mem_total_mib" in columns:
+            columns["mem_used_mib"] = columns["mem_total_mib"] - wide[FB_FREE].to_numpy(np.float64)
+        if len(wide):
+            bundle.telemetry = textio.build_telemetry(columns, wide["host"].astype(str).to_numpy(), self.src,
+                                                      interval_s)
+        return bundle
+
+
+def _xid_events(xid: pd.DataFrame, src: str) -> pd.DataFrame:
+    rows = []
+    for (host, gpu), g in xid.sort_values("time").groupby(["host", "gpu"], sort=True):
+        prev = 0.0
+        for t, v in zip(g["time"], g["value"], strict=True):
+            if np.isfinite(v) and v != 0 and v != prev:
+                rows.append({"time": pd.Timestamp(int(t), tz="UTC"), "host": host, "kind": "xid",
+                             "detail": f"gpu {gpu}: XID {int(v)}", "source": src})
+            prev = v if np.isfinite(v) else prev
+    if not rows:
+        return schema.events_frame()
+    return schema.events_frame({k: [r[k] for r in rows] for k in rows[0]})
+
+
+def _labels(text: str | None) -> dict[str, str] | None:
+    if not text:
+        return {}
+    found = _LABEL.findall(text)
+    if not found and text.strip():
+        return None
+    return {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in found}
+
+
+def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.Bundle:
+    src = str(path)
+    samples = _Samples(src, textio.host_from_path(path))
+    skips = schema.SkipCounter(src)
+    scrape = 0
+    seen: set[tuple] = set()
+    stamped = unstamped = 0
+    synth: list[int] = []  # positions of samples without a timestamp (their time is the scrape number)
+    other: set[str] = set()
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            skips.skip(no, f"not a Prometheus sample {line[:50]!r}")
+            continue
+        name, label_text, value_text, ts = m.groups()
+        if not _known(name):
+            other.add(name)
+            continue
+        labels = _labels(label_text)
+        number = _prom_float(value_text)
+        if labels is None or number is None:
+            skips.skip(no, f"bad sample {line[:60]!r}")
+            continue
+        ident = samples.identity(labels)
+        if ident is None:
+            skips.skip(no, f"no gpu label {line[:50]!r}")
+            continue
+        key = (name, *ident)
+        if key in seen:  # a series repeats: the next scrape has begun
+            scrape += 1
+            seen = set()
+        seen.add(key)
+        if ts is not None:
+            t_ns = int(ts) * 1_000_000
+            stamped += 1
+        else:
+            t_ns = scrape
+            unstamped += 1
+            synth.append(len(samples.time))
+        samples.add(t_ns, ident[0], ident[1], name, number)
+    if not samples.time:
+        what = f" (only other metrics: {', '.join(sorted(other)[:4])})" if other else ""
+        raise InputError(f"{src}: no DCGM GPU samples found{what}")
+    bundle_warnings = []
+    synthetic = unstamped > 0
+    if synthetic:
+        if stamped:
+            bundle_warnings.append(f"{src}: {unstamped} samples without timestamps among {stamped} with; "
+                                   "the unstamped ones are placed on the synthetic clock")
+        times = np.asarray(samples.time, dtype=np.int64)
+        times[synth] = textio.synthetic_times(times[synth], interval_s).astype(np.int64)
+        samples.time = times.tolist()
+        bundle_warnings.append(textio.synthetic_warning(src, "scrapes", interval_s))
+    bundle = samples.bundle(interval_s if synthetic and not stamped else None)
+    bundle.warnings += bundle_warnings
+    warning = skips.warning(rows_read=len(samples.time))
+    if warning:
+        bundle.warnings.append(warning.replace(" rows ", " samples "))
+    return bundle
+
+
+def _prom_float(text: str) -> float | None:
+    t = text.strip()
+    low = t.lower()
+    if low in ("nan", "+inf", "-inf", "inf"):
+        return float(low.replace("+", ""))
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle:
+    src = str(path)
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{src}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    docs = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) and "data" not in doc \
+        and "status" not in doc else [doc]
+    samples = _Samples(src, textio.host_from_path(path))
+    skips = schema.SkipCounter(src)
+    series = 0
+    other: set[str] = set()
+    for d in docs:
+        data = d.get("data") if isinstance(d, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("result"), list):
+            continue
+        for res in data["result"]:
+            if not isinstance(res, dict) or not isinstance(res.get("metric"), dict):
+                skips.skip(None, "result without a metric")
+                continue
+            labels = {str(k): str(v) for k, v in res["metric"].items()}
+            name = labels.get("__name__", "")
+            if not _known(name):
+                other.add(name or "(unnamed)")
+                continue
+            ident = samples.identity(labels)
+            if ident is None:
+                skips.skip(None, f"{name} series without a gpu label")
+                continue
+            points = res.get("values") if "values" in res else [res.get("value")]
+            series += 1
+            for point in points or []:
+                try:
+                    ts, value = float(point[0]), _prom_float(str(point[1]))
+                except (TypeError, ValueError, IndexError):
+                    value, ts = None, 0.0
+                if value is None or not np.isfinite(ts):
+                    skips.skip(None, f"bad point {str(point)[:40]} in {name}")
+                    continue
+                samples.add(int(round(ts * 1e9)), ident[0], ident[1], name, value)
+    if not samples.time:
+        what = f" (only other metrics: {', '.join(sorted(other)[:4])})" if other else ""
+        raise InputError(f"{src}: no DCGM GPU series in this Prometheus JSON{what}")
+    bundle = samples.bundle(None)
+    warning = skips.warning(rows_read=len(samples.time))
+    if warning:
+        bundle.warnings.append(warning.replace(" rows ", " points "))
+    return bundle
+
+
+def _read_dcgmi(path: Path, text: str, interval_s: float | None) -> schema.Bundle:
+    src = str(path)
+    host = textio.host_from_path(path)
+    skips = schema.SkipCounter(src)
+    tags: list[str] | None = None
+    rows: list[tuple[int, int, dict[str, float]]] = []  # (line, gpu, values)
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if _ENTITY.match(line):
+            tags = [t.upper() for t in re.sub(r"^#\s*Entity", "", line, flags=re.IGNORECASE).split()]
+            continue
+        if line.upper() in ("ID", "#ID") or line.startswith("#") or set(line) <= set("-= "):
+            continue
+        m = _DMON_ROW.match(line)
+        if not m or tags is None:
+            skips.skip(no, f"not a dcgmi dmon row {line[:50]!r}")
+            continue
+        if m.group(1).upper() != "GPU":
+            continue  # GPU instances, NvSwitches, CPUs: not per-GPU telemetry
+        cells = m.group(3).split()
+        if len(cells) != len(tags):
+            skips.skip(no, f"{len(cells)} of {len(tags)} values {line[:50]!r}")
+            continue
+        values: dict[str, float] = {}
+        bad = None
+        for tag, cell in zip(tags, cells, strict=True):
+            metric = DMON_TAGS.get(tag)
+            if metric is None:
+                continue
+            if cell.upper() in ("N/A", "-", "NAN"):
+                values[metric] = np.nan
+                continue
+            try:
+                values[metric] = float(cell)
+            except ValueError:
+                bad = f"bad {tag} value {cell!r}"
+                break
+        if bad:
+            skips.skip(no, bad)
+            continue
+        rows.append((no, int(m.group(2)), values))
+    if tags is None:
+        raise InputError(f"{src}: no dcgmi dmon header ('#Entity ...') found")
+    samples = _Samples(src, host)
+    gpus = np.array([g for _, g, _ in rows], dtype=np.int64)
+    ticks = np.cumsum(np.r_[True, gpus[1:] <= gpus[:-1]]) - 1 if len(rows) else np.zeros(0, dtype=np.int64)
+    times = textio.synthetic_times(ticks, interval_s).astype(np.int64)
+    for (_, gpu, values), t in zip(rows, times, strict=True):
+        for metric, v in values.items():
+            samples.add(int(t), host, gpu, metric, v)
+        if not values:
+            samples.add(int(t), host, gpu, "DCGM_FI_DEV_GPU_UTIL", np.nan)
+    bundle = samples.bundle(interval_s)
+    bundle.warnings.append(textio.synthetic_warning(src, "dcgmi dmon ticks", interval_s))
+    warning = skips.warning(rows_read=len(rows))
+    if warning:
+        bundle.warnings.append(warning)
+    return bundle

@@ -1,0 +1,122 @@
+"""Which reader understands a file: decided from its content (never its name), in a fixed order.
+
+Every reader module in READERS exports `sniff(head) -> bool` (head: the first 64 KiB, decompressed and decoded
+as UTF-8 with errors replaced) and `read(path, **opts) -> Bundle`. Modules not written yet are skipped, so the
+list can name readers that land later. The first module whose `sniff` says yes reads the file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+
+from playbook.errors import UnknownFormatError
+from playbook.readers import textio
+
+# Most specific formats first: structured documents, then line formats with distinctive markers, then the
+# generic CSV and the loosest text formats (step logs) last.
+READERS: tuple[str, ...] = (
+    "kineto",           # PyTorch profiler Chrome traces (JSON)
+    "nsys",             # Nsight Systems exports
+    "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
+    "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
+    "dmon",             # nvidia-smi dmon
+    "nvidia_smi",       # nvidia-smi --query-gpu CSV
+    "generic_csv",      # CSV with recognisable telemetry headers
+    "nccl_log",         # NCCL_DEBUG=INFO logs
+    "steps",            # step logs: CSV/JSONL/text with step durations
+)
+# Text logs often interleave these: when both recognise a file, both read it and their tables are merged.
+COMPANIONS: dict[str, tuple[str, ...]] = {"nccl_log": ("steps",), "steps": ("nccl_log",)}
+
+_cache: dict[str, ModuleType | None] = {}
+
+
+def module(name: str) -> ModuleType | None:
+    """The reader module `playbook.readers.<name>`, or None when it does not exist (yet)."""
+    if name not in _cache:
+        try:
+            _cache[name] = importlib.import_module(f"playbook.readers.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"playbook.readers.{name}":
+                raise
+            _cache[name] = None
+    return _cache[name]
+
+
+def available() -> list[str]:
+    """Names of the reader modules that exist, in detection order."""
+    return [name for name in READERS if module(name) is not None]
+
+
+def matches(head: str) -> list[str]:
+    """Every available reader whose sniff accepts `head`, in detection order (a sniff that fails says no)."""
+    out = []
+    for name in available():
+        try:
+            if module(name).sniff(head):
+                out.append(name)
+        except Exception:  # a sniffer must never take detection down; treat a crash as "not mine"
+            continue
+    return out
+
+
+def detect(path: str | Path, head: str | None = None) -> str:
+    """The name of the reader for `path`; UnknownFormatError (one line, naming the file) when none fits."""
+    if head is None:
+        head = textio.read_head(path)
+    found = matches(head)
+    if not found:
+        raise UnknownFormatError(f"{path}: not telemetry this playbook can read (looks like {describe(path)})")
+    return found[0]
+
+
+_MAGIC_NAMES = (
+    (b"PAR1", "a Parquet file"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"), (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a ZIP archive"),
+    (b"\x7fELF", "an executable (ELF)"), (b"SQLite format 3", "an SQLite database"), (b"\x80\x04", "a Python pickle"),
+    (b"\x80\x05", "a Python pickle"), (b"\x93NUMPY", "a NumPy array"), (b"\x89HDF", "an HDF5 file"),
+)
+
+
+def describe(path: str | Path) -> str:
+    """A short guess at what a file is, for error messages: "empty file", "a PNG image", "JSON with keys ..."."""
+    try:
+        raw = textio.read_bytes(path, limit=4096)
+    except Exception:  # unreadable or undecompressable: say so rather than fail while describing
+        return "an unreadable file"
+    if not raw.strip():
+        return "an empty file" if not raw else "a blank file"
+    for magic, name in _MAGIC_NAMES:
+        if raw.startswith(magic):
+            return name
+    if raw[:262].find(b"ustar") == 257:
+        return "a tar archive"
+    text = textio.decode(raw)
+    bad = text.count("\ufffd") + sum(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07")
+    if bad > max(4, len(text) // 50):
+        return "binary data"
+    stripped = text.lstrip()
+    if stripped.startswith(("{", "[")):
+        try:
+            doc = json.loads(textio.read_text(path)) if len(raw) < 4096 else None
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            return f"JSON with keys {_short(', '.join(map(str, list(doc)[:6])))}"
+        keys = re.findall(r'"([^"]{1,40})"\s*:', stripped[:2000])
+        if keys:
+            return f"JSON with keys {_short(', '.join(dict.fromkeys(keys[:6])))}"
+        return "JSON"
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    for sep in (",", "\t", ";"):
+        if first.count(sep) >= 2:
+            return f"a table with columns {_short(', '.join(c.strip() for c in first.split(sep)[:6]))}"
+    return f"text starting {_short(first, 50)!r}"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

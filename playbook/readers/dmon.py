@@ -1,0 +1,184 @@
+"""`nvidia-smi dmon` output: whitespace-aligned columns under `# gpu pwr gtemp ...` header blocks.
+
+Handles: with or without `-o D/T/DT` date/time columns (`#Date Time gpu ...`); header blocks repeated every
+page; the column sets of old drivers (`temp`) and new ones (`gtemp mtemp ... jpg ofa`), any `-s` selection;
+`-` for a missing value. Columns read: pwr (W), gtemp/temp (C), sm (% = utilization.gpu), mem (% memory
+controller), mclk/pclk (MHz), fb (MB, which dmon means as MiB), rxpci/txpci (MB/s). Without a date and time,
+ticks (a new tick whenever the GPU index does not increase) get synthetic times `interval_s` apart. A time of
+day without a date is placed on the synthetic epoch's date, rolling over at midnight. Times are read as `tz`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import textio
+
+FORMAT = "nvidia-smi dmon"
+
+COLUMNS: dict[str, str] = {
+    "pwr": "power_w",
+    "gtemp": "temp_c",
+    "temp": "temp_c",
+    "sm": "util_pct",
+    "mem": "mem_util_pct",
+    "mclk": "mem_clock_mhz",
+    "pclk": "sm_clock_mhz",
+    "fb": "mem_used_mib",
+    "rxpci": "pcie_rx_mib_s",
+    "txpci": "pcie_tx_mib_s",
+}
+KNOWN = set(COLUMNS) | {"mtemp", "enc", "dec", "jpg", "ofa", "bar1", "ccpm", "pviol", "tviol", "sbecc", "dbecc",
+                        "pci", "gi", "ci", "type", "fbres", "mbres"}
+_HEADER = re.compile(r"^#\s*(?:date\s+)?(?:time\s+)?gpu\b", re.IGNORECASE)
+_DATE = re.compile(r"^\d{8}$")
+_TIME = re.compile(r"^\d{1,2}:\d{2}:\d{2}$")
+
+
+def _header_tokens(line: str) -> list[str] | None:
+    if not _HEADER.match(line.strip()):
+        return None
+    tokens = line.strip().lstrip("#").split()
+    names = [t.lower() for t in tokens]
+    if "gpu" not in names or not (set(names) & KNOWN):
+        return None
+    return names
+
+
+def sniff(head: str) -> bool:
+    """True when a `# gpu ...` (or `#Date Time gpu ...`) header with dmon column names opens a block."""
+    for line in head.split("\n")[:200]:
+        if _header_tokens(line):
+            return True
+    return False
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read `nvidia-smi dmon` output into a Bundle (telemetry)."""
+    path = Path(path)
+    src = str(path)
+    interval_s = textio.check_interval(interval_s)
+    text = textio.read_text(path)
+    skips = schema.SkipCounter(src)
+    names: list[str] | None = None
+    units: list[str] = []
+    expect_units = False
+    rows: dict[str, list] = {"date": [], "time": [], "gpu": [], "line": []}
+    values: dict[str, list[float]] = {}
+    n_rows = 0
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            header = _header_tokens(line)
+            if header is not None:
+                names, units, expect_units = header, [""] * len(header), True
+            elif expect_units and names is not None and len(line.lstrip("#").split()) == len(names):
+                units = [u.lower() for u in line.lstrip("#").split()]
+                expect_units = False
+            continue
+        expect_units = False
+        if names is None:
+            skips.skip(no, f"data before any header {line[:50]!r}")
+            continue
+        cells = line.split()
+        if len(cells) != len(names):
+            skips.skip(no, f"{len(cells)} of {len(names)} columns {line[:50]!r}")
+            continue
+        row = dict(zip(names, cells, strict=True))
+        gpu_text = row["gpu"]
+        if not gpu_text.isdigit():
+            skips.skip(no, f"bad gpu index {gpu_text!r}")
+            continue
+        parsed: dict[str, float] = {}
+        bad = None
+        for name, cell, unit in zip(names, cells, units, strict=True):
+            column = COLUMNS.get(name)
+            if column is None:
+                continue
+            if cell in ("-", "N/A", "n/a"):
+                parsed[column] = np.nan
+                continue
+            number = textio.parse_number(cell)
+            if number is None:
+                bad = f"bad {name} value {cell!r}"
+                break
+            parsed[column] = number[0] * textio.UNIT_FACTORS.get(unit, 1.0)
+        if bad:
+            skips.skip(no, bad)
+            continue
+        date = row.get("date")
+        tod = row.get("time")
+        if (date is not None and not _DATE.match(date)) or (tod is not None and not _TIME.match(tod)):
+            skips.skip(no, f"bad date/time {date or ''} {tod or ''}".rstrip())
+            continue
+        rows["date"].append(date)
+        rows["time"].append(tod)
+        rows["gpu"].append(int(gpu_text))
+        rows["line"].append(no)
+        for column in set(values) | set(parsed):
+            values.setdefault(column, [np.nan] * n_rows).append(parsed.get(column, np.nan))
+        n_rows += 1
+    if names is None:
+        raise InputError(f"{src}: no nvidia-smi dmon header ('# gpu ...') found")
+    bundle = schema.Bundle(inputs=[src])
+    gpu = np.asarray(rows["gpu"], dtype=np.int64)
+    time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
+    if note:
+        bundle.warnings.append(note)
+    good = time_ns != np.iinfo(np.int64).min
+    warning = skips.warning(rows_read=int(good.sum()))
+    if warning:
+        bundle.warnings.append(warning)
+    if n_rows == 0:
+        bundle.telemetry = schema.telemetry_frame()
+        return bundle
+    columns = {"time": time_ns[good], "gpu": gpu[good]}
+    for column, vals in values.items():
+        columns[column] = np.asarray(vals, dtype=np.float64)[good]
+    synthetic = rows["date"][0] is None and rows["time"][0] is None
+    bundle.telemetry = textio.build_telemetry(columns, textio.host_from_path(path), src,
+                                              interval_s if synthetic else None)
+    return bundle
+
+
+def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz: str,
+           skips: schema.SkipCounter, src: str) -> tuple[np.ndarray, str | None]:
+    """int64 ns UTC per row (INT64_MIN for rows whose time cannot be read) and a warning when synthetic."""
+    n = len(gpu)
+    nat = np.iinfo(np.int64).min
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), None
+    dates, tods = rows["date"], rows["time"]
+    if dates[0] is None and tods[0] is None:
+        new_tick = np.r_[True, gpu[1:] <= gpu[:-1]]
+        ticks = np.cumsum(new_tick) - 1
+        return (textio.synthetic_times(ticks, interval_s).astype(np.int64),
+                textio.synthetic_warning(src, "dmon ticks", interval_s))
+    note = None
+    if dates[0] is None:
+        # Time of day only: place it on the synthetic epoch's date and roll over at midnight.
+        secs = np.array([sum(int(p) * m for p, m in zip(t.split(":"), (3600, 60, 1), strict=True)) for t in tods],
+                        dtype=np.int64)
+        days = np.cumsum(np.r_[0, np.diff(secs) < -43200])
+        base = textio.SYNTHETIC_EPOCH.value
+        note = (f"{src}: dmon times of day without a date (-o T): placed on "
+                f"{textio.SYNTHETIC_EPOCH:%Y-%m-%d} and the days after; use -o DT for real dates")
+        return base + (days * 86400 + secs) * 1_000_000_000, note
+    stamps = pd.to_datetime(pd.Series([f"{d} {t or '00:00:00'}" for d, t in zip(dates, tods, strict=True)]),
+                            format="%Y%m%d %H:%M:%S", errors="coerce")
+    stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    ns = pd.DatetimeIndex(stamps).as_unit("ns").asi8.copy()
+    bad = stamps.isna().to_numpy()
+    for i in np.flatnonzero(bad)[: skips.keep]:
+        skips.skip(rows["line"][i], f"bad date {dates[i]} {tods[i]}")
+    skips.count += max(0, int(bad.sum()) - skips.keep)
+    ns[bad] = nat
+    return ns, note

@@ -1,0 +1,327 @@
+"""Shared helpers for the readers: opening (possibly compressed) files, host names, synthetic clocks, units.
+
+Nothing here knows a format; each reader module builds on these.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook.errors import InputError
+
+HEAD_BYTES = 64 * 1024
+
+# Ticks of inputs without timestamps are placed on this fixed, obviously synthetic clock.
+SYNTHETIC_EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
+DEFAULT_INTERVAL_S = 1.0
+
+_MAGIC = {
+    b"\x1f\x8b": "gzip",
+    b"BZh": "bz2",
+    b"\xfd7zXZ\x00": "xz",
+    b"\x28\xb5\x2f\xfd": "zstd",
+}
+_SUFFIXES = {".gz", ".bz2", ".xz", ".zst", ".zstd", ".csv", ".tsv", ".txt", ".log", ".out", ".json", ".jsonl",
+             ".ndjson", ".prom", ".metrics", ".err", ".dat"}
+
+
+def compression(prefix: bytes) -> str | None:
+    """The compression a file's first bytes announce ("gzip", "bz2", "xz", "zstd") or None."""
+    for magic, name in _MAGIC.items():
+        if prefix.startswith(magic):
+            return name
+    return None
+
+
+def _decompress(raw: bytes, kind: str, path: Path, limit: int | None = None) -> bytes:
+    try:
+        if kind == "gzip":
+            if limit is None:
+                return gzip.decompress(raw)
+            with gzip.open(path, "rb") as fh:
+                return fh.read(limit)
+        if kind == "bz2":
+            return bz2.decompress(raw) if limit is None else bz2.BZ2Decompressor().decompress(raw, limit)
+        if kind == "xz":
+            return lzma.decompress(raw) if limit is None else lzma.LZMADecompressor().decompress(raw, limit)
+        import zstandard
+
+        dctx = zstandard.ZstdDecompressor()
+        if limit is None:
+            with dctx.stream_reader(raw) as reader:
+                return reader.read()
+        with dctx.stream_reader(raw) as reader:
+            return reader.read(limit)
+    except EOFError:
+        # A compressed stream cut short (a log still being written): keep what decompresses.
+        if kind == "gzip":
+            return _gzip_prefix(path)
+        raise InputError(f"{path}: {kind} stream is truncated") from None
+    except (OSError, ValueError, lzma.LZMAError, zstandard_error()) as exc:
+        raise InputError(f"{path}: cannot decompress {kind} data ({exc})") from None
+
+
+def zstandard_error() -> type[Exception]:
+    """zstandard's error type (or a placeholder when the package is missing)."""
+    try:
+        import zstandard
+
+        return zstandard.ZstdError
+    except ImportError:  # pragma: no cover - zstandard is a dependency
+        return RuntimeError
+
+
+def _gzip_prefix(path: Path) -> bytes:
+    out = bytearray()
+    try:
+        with gzip.open(path, "rb") as fh:
+            while True:
+                chunk = fh.read(1 << 20)
+                if not chunk:
+                    break
+                out += chunk
+    except (EOFError, OSError):
+        pass
+    return bytes(out)
+
+
+def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
+    """The file's bytes, decompressed when it is gzip/bz2/xz/zstd (detected from magic bytes, not the name).
+
+    `limit` reads at most that many (decompressed) bytes. Raises InputError when the file cannot be read.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read() if limit is None else fh.read(max(limit, 6))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    kind = compression(raw[:6])
+    if kind is None:
+        return raw if limit is None else raw[:limit]
+    if limit is not None and kind != "gzip":
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    return _decompress(raw, kind, path, limit)
+
+
+def read_head(path: str | Path, size: int = HEAD_BYTES) -> str:
+    """The first `size` bytes (decompressed) decoded as UTF-8 with errors replaced: what `sniff` sees."""
+    return decode(read_bytes(path, limit=size))
+
+
+def decode(raw: bytes) -> str:
+    """UTF-8 text with undecodable bytes replaced, a BOM dropped and CRLF / lone CR turned into LF."""
+    text = raw.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def read_text(path: str | Path) -> str:
+    """The whole file as text (see `decode`)."""
+    return decode(read_bytes(path))
+
+
+def host_from_path(path: str | Path) -> str:
+    """The host name a file's name implies: its stem without compression / text suffixes ("node3.csv.gz" -> "node3")."""
+    name = Path(path).name
+    while True:
+        suffix = Path(name).suffix.lower()
+        if suffix in _SUFFIXES and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+        else:
+            return name or "unknown"
+
+
+def synthetic_times(ticks: np.ndarray, interval_s: float | None) -> np.ndarray:
+    """datetime64[ns] times for integer tick numbers on the synthetic clock, `interval_s` apart (default 1 s)."""
+    step = float(interval_s) if interval_s else DEFAULT_INTERVAL_S
+    base = SYNTHETIC_EPOCH.tz_localize(None).to_datetime64().astype("datetime64[ns]")
+    offsets = np.round(np.asarray(ticks, dtype=np.float64) * step * 1e9).astype("int64")
+    return base + offsets.astype("timedelta64[ns]")
+
+
+def synthetic_warning(path: str | Path, what: str, interval_s: float | None) -> str:
+    """The one-line warning every reader gives when it invents times."""
+    step = float(interval_s) if interval_s else DEFAULT_INTERVAL_S
+    hint = "" if interval_s else "; pass --interval with the real polling interval"
+    return (f"{path}: no timestamps in the data; times are synthetic: {what} placed {step:g} s apart from "
+            f"{SYNTHETIC_EPOCH:%Y-%m-%dT%H:%M:%SZ}{hint}")
+
+
+def check_interval(interval_s: float | None) -> float | None:
+    """Validate a user-given sampling interval (seconds, > 0)."""
+    if interval_s is None:
+        return None
+    try:
+        value = float(interval_s)
+    except (TypeError, ValueError):
+        raise InputError(f"interval must be a number of seconds, not {interval_s!r}") from None
+    if not np.isfinite(value) or value <= 0:
+        raise InputError(f"interval must be a positive number of seconds, not {interval_s!r}")
+    return value
+
+
+def epoch_to_ns(values: np.ndarray, unit: str | None = None) -> np.ndarray:
+    """Epoch numbers to int64 nanoseconds; the unit (s/ms/us/ns) is taken from `unit` or from the magnitude."""
+    v = np.asarray(values, dtype=np.float64)
+    if unit is None:
+        finite = np.abs(v[np.isfinite(v)])
+        mag = float(np.median(finite)) if len(finite) else 0.0
+        unit = "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
+    scale = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = np.where(np.isfinite(v) & (np.abs(v) * scale < 9e18), v * scale, np.nan)
+    return out
+
+
+def to_utc_ns(times: pd.Series | np.ndarray, tz: str | None = "UTC") -> pd.Series:
+    """Naive or aware datetimes as datetime64[ns, UTC]; naive ones are taken to be in `tz`."""
+    s = pd.Series(times)
+    if not isinstance(s.dtype, pd.DatetimeTZDtype):
+        s = pd.to_datetime(s, errors="coerce")
+        s = s.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT")
+    return s.dt.tz_convert("UTC").dt.as_unit("ns")
+
+
+# Unit suffixes as they appear in headers ("memory.used [MiB]") and values ("70959 MiB"), and the factor that
+# turns a value in that unit into the schema's unit for the same quantity.
+UNIT_FACTORS: dict[str, float] = {
+    "%": 1.0,
+    "mib": 1.0, "mb": 1.0, "kib": 1 / 1024, "kb": 1 / 1024, "gib": 1024.0, "gb": 1024.0, "b": 1 / 2**20,
+    "bytes": 1 / 2**20,
+    "w": 1.0, "mw": 1e-3, "kw": 1e3,
+    "mhz": 1.0, "ghz": 1e3, "khz": 1e-3, "hz": 1e-6,
+    "c": 1.0,
+    "mib/s": 1.0, "mb/s": 1.0, "kb/s": 1 / 1024, "kib/s": 1 / 1024, "gb/s": 1024.0, "gib/s": 1024.0,
+    "b/s": 1 / 2**20, "bytes/s": 1 / 2**20,
+}
+
+NA_TOKENS = frozenset({"", "-", "n/a", "na", "nan", "none", "null", "[n/a]", "[not supported]", "[unknown error]",
+                       "not supported", "unknown error", "[gpu is lost]", "[insufficient permissions]",
+                       "[gpu requires reset]", "[not found]", "[unknown]", "err!", "[err!]"})
+
+_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
+
+
+def parse_number(text: str) -> tuple[float, str] | None:
+    """'70959 MiB' -> (70959.0, 'mib'); '[N/A]' -> (nan, ''); None when it is not a number at all."""
+    t = text.strip()
+    if t.lower() in NA_TOKENS or (t.startswith("[") and t.endswith("]")):
+        return float("nan"), ""
+    if t.lower().startswith("0x"):
+        try:
+            return float(int(t, 16)), ""
+        except ValueError:
+            return None
+    m = _NUM_UNIT.match(t)
+    if not m:
+        return None
+    return float(m.group(1)), m.group(2).lower()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Building big telemetry tables cheaply.
+
+def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int = 1_000_000) -> float:
+    """Median positive gap (s) between consecutive samples of one key, for arrays sorted by (key, time).
+
+    Beyond `max_gaps` gaps an evenly strided subset is used (the median of a million gaps is exact enough).
+    """
+    if len(time_ns) < 2:
+        return float("nan")
+    stride = max(1, (len(time_ns) - 1) // max_gaps)
+    dt = time_ns[1::stride] - time_ns[:-1:stride]
+    same = key[1::stride] == key[:-1:stride]
+    dt = dt[same & (dt > 0)]
+    return float(np.median(dt) / 1e9) if len(dt) else float("nan")
+
+
+def _sort_order(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) -> np.ndarray | None:
+    """The permutation that sorts rows by (host, gpu, time), or None when they already are.
+
+    Logs are written tick by tick, so each GPU's rows are usually already in time order: a stable radix sort on
+    the small (host, gpu) key then suffices; a full lexsort runs only when times go backwards within a GPU.
+    """
+    n = len(time_ns)
+    if n < 2:
+        return None
+    gmin, gmax = int(gpu.min()), int(gpu.max())
+    hmax = int(host_codes.max())
+    if gmin >= 0 and (hmax + 1) * (gmax + 1) < 65536:
+        key = (host_codes.astype(np.int64) * (gmax + 1) + gpu).astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        t = time_ns[order]
+        k = key[order]
+        if np.all((t[1:] >= t[:-1]) | (k[1:] != k[:-1])):
+            return None if np.all(order[1:] > order[:-1]) else order
+    return np.lexsort((time_ns, gpu, host_codes))
+
+
+def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src: str,
+                    interval_s: float | None = None) -> pd.DataFrame:
+    """A schema telemetry table from int64-ns `time`, `gpu` and metric arrays, built without extra copies.
+
+    Equivalent to `schema.telemetry_frame` (same columns, dtypes, order and attrs) but fast for millions of
+    rows: the arrays are sorted once, absent metrics share one read-only NaN column, host and source are
+    Arrow strings / categoricals. Falls back to schema.telemetry_frame if the schema's dtypes ever differ.
+    `interval_s` (when given) is stored as the sampling interval; otherwise the median gap is measured.
+    `columns` is emptied as its arrays move into the frame, so each array is held only once.
+    """
+    from playbook import schema
+
+    time_ns = np.asarray(columns.pop("time")).astype(np.int64, copy=False)
+    gpu = np.asarray(columns.pop("gpu")).astype(np.int64, copy=False)
+    n = len(time_ns)
+    if isinstance(host, str):
+        host_codes = np.zeros(n, dtype=np.int32)
+        host_names = [host]
+    else:
+        codes, cats = pd.factorize(pd.Series(np.asarray(host, dtype=object)).fillna("").astype(str), sort=True)
+        host_codes, host_names = codes.astype(np.int32), [str(c) for c in cats]
+    order = _sort_order(time_ns, gpu, host_codes)
+    if order is not None:
+        time_ns, gpu, host_codes = time_ns[order], gpu[order], host_codes[order]
+        for k in list(columns):
+            columns[k] = np.asarray(columns.pop(k))[order]
+    key = host_codes.astype(np.int64) * (1 << 32) + gpu
+    measured = median_interval_sorted(time_ns, key)
+    nan_column = np.full(n, np.nan)
+    nan_column.flags.writeable = False
+    host_arrow = pc_take([*host_names], host_codes)
+    data: dict[str, object] = {
+        "time": pd.DatetimeIndex(time_ns.view("datetime64[ns]")).tz_localize("UTC"),
+        "host": pd.arrays.ArrowStringArray(host_arrow),
+        "gpu": gpu,
+    }
+    for metric in schema.TELEMETRY_METRICS:
+        values = columns.pop(metric, None)
+        data[metric] = nan_column if values is None else np.asarray(values, dtype=np.float64)
+    data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([str(src)]))
+    frame = pd.DataFrame(data, columns=list(schema.TELEMETRY_COLUMNS), copy=False)
+    frame.attrs["interval_s"] = interval_s if interval_s is not None else measured
+    template = schema.telemetry_frame()
+    same = all(
+        (frame[c].dtype == template[c].dtype) if c != "source" else isinstance(frame[c].dtype, pd.CategoricalDtype)
+        for c in template.columns)
+    if not same or list(frame.columns) != list(template.columns):
+        raw = {c: frame[c].to_numpy() for c in frame.columns}
+        frame = schema.telemetry_frame(raw, interval_s=frame.attrs["interval_s"])
+    return frame
+
+
+def pc_take(names: list[str], codes: np.ndarray):
+    """A chunked Arrow string array holding names[codes] (cheap for millions of repeated host names)."""
+    import pyarrow as pa
+
+    return pa.chunked_array([pa.array(names, pa.string()).take(pa.array(codes))])
