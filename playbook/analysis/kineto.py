@@ -322,7 +322,8 @@ def device_syncs(trace: pd.DataFrame) -> pd.DataFrame:
         copies = ops[ops["cat"].astype(str).isin({"gpu_memcpy", "Memcpy"})]
         copy_by_corr = pd.Series(copies["name"].astype(str).to_numpy(), index=copies["correlation"].to_numpy())
         copy_by_corr = copy_by_corr[~copy_by_corr.index.duplicated()]
-        copy_name = pd.Series(rt["correlation"].map(copy_by_corr).fillna("").astype(str).to_numpy(), index=rt.index)
+        copy_name = pd.Series(rt["correlation"].map(copy_by_corr).astype("string").fillna("").to_numpy(),
+                              index=rt.index, dtype="string")
         d2h = copy_name.str.contains("DtoH", regex=False)
         is_sync = rname.isin(SYNC_CALLS)
         blocking = is_sync | (rname.isin(BLOCKING_COPY_CALLS) & (d2h | (copy_name == ""))) | (

@@ -504,10 +504,11 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
         raise InputError(f"{label}: no usable trace event ({reasons})")
     warnings = []
     w = skips.warning(rows_read=cols.n)
-    if w:
+    if problems:  # one line per file: what went wrong, what was kept, and the skipped events if any
+        skipped = f" ({w[len(label) + 2:]})" if w else ""
+        warnings.append(f"{label}: {'; '.join(problems)}; kept {cols.n} events{skipped}")
+    elif w:
         warnings.append(w)
-    if problems:
-        warnings.append(f"{label}: {'; '.join(problems)}; kept {cols.n} events")
     return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
             "warnings": warnings}
 

@@ -1,0 +1,246 @@
+"""Kineto reader on real traces (HTA test data, param DLRM) and on damaged copies of them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from playbook.errors import InputError
+from playbook.readers import kineto
+from playbook.schema import TRACE_COLUMNS
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "data" / "kineto" / "hta"
+SHARED = HERE.parents[1] / "shared" / "reference-traces"
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="../shared/reference-traces is absent")
+
+
+def _events(path: Path) -> list[dict]:
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rt") as fh:
+        return json.load(fh)["traceEvents"]
+
+
+def _complete(events: list[dict]) -> list[dict]:
+    return [e for e in events if e.get("ph") == "X" and e.get("cat") != "Trace"]
+
+
+# ------------------------------------------------------------------ real traces
+
+def test_trace_filter_pair_as_folder_matches_readme():
+    b = kineto.read(DATA / "trace_filter")
+    t = b.trace
+    assert list(t.columns) == list(TRACE_COLUMNS)
+    assert sorted(b.meta["kineto"]) == [0, 1]
+    assert {m["world_size"] for m in b.meta["kineto"].values()} == {128}
+    assert {m["backend"] for m in b.meta["kineto"].values()} == {"nccl"}
+    # README: 1,154 / 1,104 GPU kernels
+    assert t[t["cat"] == "kernel"].groupby("rank").size().to_dict() == {0: 1154, 1: 1104}
+    assert not b.warnings
+    assert (t.groupby("rank")["ts_us"].apply(lambda s: s.is_monotonic_increasing)).all()
+
+
+def test_values_equal_a_plain_json_load():
+    path = DATA / "trace_filter" / "sampled_rank-0.json.gz"
+    expected = _complete(_events(path))
+    t = kineto.read(path).trace
+    assert len(t) == len(expected)
+    exp = pd.DataFrame({
+        "name": [e["name"] for e in expected], "ts_us": [float(e["ts"]) for e in expected],
+        "dur_us": [float(e["dur"]) for e in expected],
+        "correlation": [e.get("args", {}).get("correlation", -1) for e in expected],
+        "bytes": [e.get("args", {}).get("bytes", np.nan) for e in expected],
+        "stream": [e["args"]["stream"] if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset") else -1
+                   for e in expected],
+    }).sort_values(["ts_us", "name", "dur_us"]).reset_index(drop=True)
+    got = t[list(exp.columns)].assign(name=t["name"].astype(str)).sort_values(["ts_us", "name", "dur_us"])
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), exp, check_dtype=False)
+
+
+def test_stdlib_fallback_gives_the_same_table(monkeypatch):
+    fast = kineto.read(DATA / "alexnet.json.gz").trace
+    monkeypatch.setattr(kineto, "_MSGSPEC", None)
+    slow = kineto.read(DATA / "alexnet.json.gz").trace
+    pd.testing.assert_frame_equal(fast, slow)
+
+
+def test_amd_trace_without_distributed_info():
+    b = kineto.read(DATA / "amd_mi250.json.gz")
+    meta = b.meta["kineto"][0]
+    assert meta["world_size"] is None and meta["rank_from"] == "default"
+    assert meta["device_properties"][0]["name"] == "AMD Radeon Graphics"
+    assert meta["base_time_ns"] == 1735632360000000000
+    kernels = b.trace[b.trace["cat"] == "kernel"]
+    assert len(kernels) == 14 and (kernels["stream"] >= 0).all()
+    assert len(b.trace) == len(_complete(_events(DATA / "amd_mi250.json.gz")))
+
+
+def test_cpu_only_trace():
+    b = kineto.read(DATA / "cpu_only_rank-34.pt.trace.json.gz")
+    m = b.meta["kineto"][34]
+    assert (m["world_size"], m["backend"]) == (300, "gloo")
+    assert (b.trace["stream"] == -1).all() and len(b.trace) == 15
+
+
+def test_rank_option_and_file_name_rank(tmp_path):
+    src = (DATA / "amd_mi250.json.gz").read_bytes()
+    (tmp_path / "rank-5.trace.json.gz").write_bytes(src)
+    assert list(kineto.read(tmp_path / "rank-5.trace.json.gz").meta["kineto"]) == [5]
+    assert list(kineto.read(DATA / "amd_mi250.json.gz", rank=3).meta["kineto"]) == [3]
+
+
+def test_tar_of_traces_and_plain_json(tmp_path):
+    archive = tmp_path / "traces.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for f in sorted((DATA / "trace_filter").iterdir()):
+            tar.add(f, arcname=f"run/{f.name}")
+    b = kineto.read(archive)
+    assert sorted(b.meta["kineto"]) == [0, 1] and len(b.trace) == 4810 + 4675
+    plain = tmp_path / "alexnet.json"
+    plain.write_bytes(gzip.decompress((DATA / "alexnet.json.gz").read_bytes()))
+    assert len(kineto.read(plain).trace) == 867
+
+
+def test_bare_event_array_and_lenient_types(tmp_path):
+    events = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "100.5", "dur": 3,
+         "args": {"stream": 7, "correlation": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": 90, "dur": 2,
+         "args": {"correlation": 1}},
+        {"ph": "M", "name": "thread_name", "pid": 9, "tid": 9, "args": {"name": "main"}},
+    ]
+    p = tmp_path / "bare.json"
+    p.write_text(json.dumps(events))
+    b = kineto.read(p)
+    t = b.trace.set_index("name")
+    assert t.loc["k", "ts_us"] == 100.5 and t.loc["k", "stream"] == 7
+    assert t.loc["cudaLaunchKernel", "stream"] == -1 and t.loc["cudaLaunchKernel", "correlation"] == 1
+    assert b.meta["kineto"][0]["threads"] == {"9:9": "main"}
+
+
+def test_sniff():
+    head = gzip.decompress((DATA / "alexnet.json.gz").read_bytes())[:65536].decode()
+    assert kineto.sniff(head)
+    assert kineto.sniff('[{"ph": "X", "name": "a", "ts": 1}]')
+    assert not kineto.sniff("timestamp, index, utilization.gpu [%]\n2024/01/01 00:00:00.000, 0, 50 %\n")
+    assert not kineto.sniff('{"data": {"result": []}, "status": "success"}')
+    assert not kineto.sniff("gpu-a01:1:1 [0] NCCL INFO Using network IB\n")
+
+
+# ------------------------------------------------------------------ damaged input
+
+def test_truncated_gzip_keeps_what_parses(tmp_path):
+    raw = (DATA / "trace_filter" / "sampled_rank-0.json.gz").read_bytes()
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(raw[: int(len(raw) * 0.6)])
+    b = kineto.read(cut)
+    assert 0 < len(b.trace) < 4810
+    assert len(b.warnings) == 1 and "cut.json.gz" in b.warnings[0] and "gzip stream truncated" in b.warnings[0]
+    assert f"kept {len(b.trace)} events" in b.warnings[0]
+
+
+def test_truncated_json_and_garbled_event(tmp_path):
+    text = gzip.decompress((DATA / "alexnet.json.gz").read_bytes()).decode()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    b = kineto.read(cut)
+    assert 0 < len(b.trace) < 867 and "traceEvents array closes" in " ".join(b.warnings)
+    # garble one event in the middle: the others survive, the loss is counted
+    i = text.index('"cat": "kernel"', len(text) // 2)
+    bad = tmp_path / "garbled.json"
+    bad.write_text(text[:i] + '"cat": kernel@@##, ' + text[i + 16:])
+    g = kineto.read(bad)
+    assert len(g.trace) == 866
+    assert any("skipped 1 of 867" in w for w in g.warnings)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty file"),
+    (b"this is not json at all\n" * 10, "not a Kineto/Chrome trace"),
+    (b'{"schemaVersion": 1, "deviceProperties": []}', "no traceEvents array"),
+    (b'{"traceEvents": [{"ph": "X", "name": ', "no usable trace event"),
+])
+def test_unusable_files_raise_one_line_input_error(tmp_path, content, message):
+    p = tmp_path / "bad.json"
+    p.write_bytes(content)
+    with pytest.raises(InputError) as err:
+        kineto.read(p)
+    assert message in str(err.value) and "bad.json" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_folder_without_traces(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(InputError, match="no Kineto trace"):
+        kineto.read(tmp_path)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400) | st.text(max_size=400).map(str.encode))
+def test_arbitrary_bytes_raise_only_input_error(tmp_path_factory, data):
+    p = tmp_path_factory.mktemp("fuzz") / "x.json"
+    p.write_bytes(data)
+    kineto.sniff(data[:65536].decode("utf-8", errors="replace"))
+    try:
+        kineto.read(p)
+    except InputError:
+        pass
+
+
+def test_arbitrary_gzip_prefixes_raise_only_input_error(tmp_path):
+    raw = (DATA / "amd_mi250.json.gz").read_bytes()
+    rng = np.random.default_rng(0)
+    for n in rng.integers(1, len(raw), size=25):
+        p = tmp_path / f"p{n}.json.gz"
+        p.write_bytes(raw[:n])
+        try:
+            b = kineto.read(p)
+            assert b.warnings  # a prefix is always damaged: it says so
+        except InputError:
+            pass
+
+
+# ------------------------------------------------------------------ larger shared traces
+
+@needs_shared
+def test_dlrm_eight_ranks():
+    b = kineto.read(SHARED / "param-dlrm" / "dlrm_kineto.tar.gz")
+    assert sorted(b.meta["kineto"]) == list(range(8))
+    assert {m["world_size"] for m in b.meta["kineto"].values()} == {8}
+    t = b.trace
+    steps = t[t["name"].astype(str).str.startswith("ProfilerStep")]
+    assert {r: sorted(set(g.astype(str))) for r, g in steps.groupby("rank")["name"]} == {
+        r: ["ProfilerStep#10"] for r in range(8)}
+    nccl = t[(t["cat"] == "kernel") & t["name"].astype(str).str.startswith("ncclKernel_")]
+    assert nccl.groupby("rank").size().to_dict() == {r: 8 for r in range(8)}
+
+
+@needs_shared
+def test_ns_resolution_and_largest_trace():
+    ns = kineto.read(SHARED / "hta" / "ns_resolution_trace")
+    assert ns.meta["kineto"][0]["display_time_unit"] == "ns"
+    assert (ns.trace["ts_us"] % 1 != 0).mean() > 0.5  # sub-µs timestamps survive
+    big = kineto.read(SHARED / "hta" / "df_index_resolver" / "df_index_resolver.json.gz")
+    m = big.meta["kineto"][1]
+    assert (m["rank"], m["world_size"]) == (1, 2)
+    assert m["device_properties"][0]["name"] == "Tesla V100-SXM2-32GB"
+    assert (big.trace["cat"] == "kernel").sum() == 19370  # README: 19,370 GPU kernels
+    assert sum(m["phases"].values()) == 216092  # README: 216,092 events
+
+
+def test_schema_frame_dtypes_and_categories():
+    t = kineto.read(DATA / "alexnet.json.gz").trace
+    assert t["cat"].dtype == "string" and t["name"].dtype == "string"
+    assert set(t["cat"].unique()) >= {"kernel", "cpu_op", "cuda_runtime", "gpu_memcpy", "cuda_sync"}
+    sync = t[t["cat"] == "cuda_sync"]
+    assert (sync["stream"] != -1).all()
+    copies = t[t["cat"] == "gpu_memcpy"]
+    assert copies["bytes"].notna().all() and (copies["bytes"] > 0).all()
+
