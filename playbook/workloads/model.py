@@ -72,15 +72,17 @@ class ImageDataset(Dataset):
 
 
 class SequenceDataset(Dataset):
-    """`n` token sequences with lengths uniform in [min_len, max_len]; label = whether most tokens are in the
-    upper half of the vocabulary (learnable by mean pooling). Token 0 is padding, never a real token."""
+    """`n` token sequences with lengths in [min_len, max_len], skewed short like real text (min + span·u², u
+    uniform); label = whether most tokens are in the upper half of the vocabulary (learnable by mean pooling).
+    Token 0 is padding, never a real token."""
 
     def __init__(self, n: int = 1024, min_len: int = 8, max_len: int = 64, vocab: int = 64, seed: int = 0):
         if not 1 <= min_len <= max_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got {min_len}, {max_len}")
         g = torch.Generator().manual_seed(seed)
         self.vocab, self.min_len, self.max_len = int(vocab), int(min_len), int(max_len)
-        self.lengths = torch.randint(min_len, max_len + 1, (n,), generator=g)
+        u = torch.rand(n, generator=g)
+        self.lengths = (min_len + ((max_len - min_len + 1) * u**2).floor().long()).clamp(max=max_len)
         self.seqs = [torch.randint(1, vocab, (int(L),), generator=g) for L in self.lengths]
         self.labels = torch.tensor([int((s >= vocab // 2).float().mean() > 0.5) for s in self.seqs])
 
@@ -348,7 +350,8 @@ def finish_run(variant: str, run_dir: str | Path, meter: LoopMeter, first_step: 
                **extra: Any) -> RunResult:
     """Read the run directory back and combine it with the meter into a RunResult (step stats from the steps
     table's steps ≥ `first_step`, i.e. without the warm-up; peak RSS from the host probe's samples when it ran,
-    else the process's RSS now). `extra` values are carried into RunResult.extra."""
+    else the process's RSS now). `extra` values are carried into RunResult.extra, plus `<kind>_events` and
+    `<kind>_max_s` (longest, s) for every event kind recorded in the timed steps."""
     from playbook import rundir
     from playbook.analysis.steps import phase_breakdown
 
@@ -361,6 +364,11 @@ def finish_run(variant: str, run_dir: str | Path, meter: LoopMeter, first_step: 
         pb = phase_breakdown(steps)
         share = {str(p): float(s) for p, s in pb.groupby("phase")["share"].mean().items()}
         seconds = {str(p): float(s) for p, s in pb.groupby("phase")["seconds"].sum().items()}
+    events = bundle.events[bundle.events["step"] >= first_step]
+    extra = dict(extra)
+    for kind, dur in events.groupby("kind")["duration_s"]:
+        extra.setdefault(f"{kind}_events", int(len(dur)))
+        extra.setdefault(f"{kind}_max_s", float(dur.max()) if dur.notna().any() else math.nan)
     rss = bundle.host["rss_mib"].max() if len(bundle.host) else math.nan
     if not math.isfinite(rss):
         rss = current_rss_mib()
@@ -371,7 +379,7 @@ def finish_run(variant: str, run_dir: str | Path, meter: LoopMeter, first_step: 
         step_p90_s=float(whole.quantile(0.9)) if len(whole) else math.nan,
         step_max_s=float(whole.max()) if len(whole) else math.nan,
         phase_share=share, phase_s=seconds, losses=meter.losses(), peak_mem_mib=meter.peak_mem_mib(), peak_rss_mib=float(rss),
-        extra=dict(extra),
+        extra=extra,
     )
 
 
