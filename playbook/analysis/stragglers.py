@@ -418,7 +418,7 @@ def _findings(label: str, part: dict) -> list[dict]:
                     "evidence": f"{label}: " + "; ".join(bits)})
     tokens = part.get("tokens")
     if tokens and tokens.get("rho_within_step") is not None and tokens["rho_within_step"] >= 0.5 \
-            and (tokens.get("p_within_step") or 1) < 0.01:
+            and tokens.get("p_within_step") is not None and tokens["p_within_step"] < 0.01:
         out.append({"hypothesis": "padding_imbalance", "level": "high" if tokens["rho_within_step"] >= 0.8
                     else "moderate", "rank": None, "nature": "software-like", "evidence": (
                         f"{label}: a rank's step work follows its token count (Spearman ρ = "
