@@ -491,3 +491,22 @@ def workload_cli(name: str, doc: str, run: Any, variants: dict[str, dict[str, An
     print(summary.round(3).to_string())
     print(f"\nnext: playbook diagnose {out / (chosen[1] if len(chosen) > 1 else chosen[0])}-r0")
     return 0
+
+
+def run_variants(run: Any, variants: list[str], repeats: int, out: str | Path, progress: bool = True,
+                 **knobs: Any) -> tuple[Any, dict[str, list[RunResult]]]:
+    """Run each variant `repeats` times, interleaved and rotated (workloads.common.measure_variants), each into
+    OUT/<variant>-r<k>. Returns (runs frame: one row per run, RunResult.row() columns + variant, repeat, wall_s;
+    {variant: [RunResult per repeat]})."""
+    from playbook.workloads.common import measure_variants
+
+    out = Path(out)
+    results: dict[str, list[RunResult]] = {v: [] for v in variants}
+
+    def one(variant: str, rep: int) -> dict[str, Any]:
+        result = run(out / f"{variant}-r{rep}", variant, **knobs)
+        results[variant].append(result)
+        return result.row()
+
+    runs = measure_variants(one, variants, repeats=repeats, progress=progress)
+    return runs, results
