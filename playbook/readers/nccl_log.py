@@ -213,8 +213,8 @@ def _frame(rows: list[dict], source: str) -> pd.DataFrame:
     init = df[df["kind"] == "init"].drop_duplicates(["host", "pid", "device"])
     if len(init):
         key = ["host", "pid", "device"]
-        fill = init.set_index(key)[["rank", "nranks"]]
-        joined = df.join(fill, on=key, rsuffix="_init")
+        fill = init.set_index(key)[["rank", "nranks"]].add_suffix("_init")
+        joined = df.join(fill, on=key)
         df["rank"] = np.where(df["rank"] >= 0, df["rank"], joined["rank_init"].fillna(-1)).astype("int64")
         df["nranks"] = np.where(df["nranks"] >= 0, df["nranks"], joined["nranks_init"].fillna(-1)).astype("int64")
     for c in ("host", "kind", "transport", "direction", "detail"):

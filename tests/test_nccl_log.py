@@ -1,0 +1,129 @@
+"""NCCL_DEBUG=INFO reader and transport analysis on the fixtures in tests/data/nccl (see its README)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from playbook.analysis import nccl as an
+from playbook.errors import InputError
+from playbook.readers import nccl_log as nl
+
+DATA = Path(__file__).resolve().parent / "data" / "nccl"
+
+
+def test_healthy_log_facts():
+    b = nl.read(DATA / "healthy_ib_gdr.log")
+    df = b.nccl
+    assert not b.warnings and list(df.columns) == list(nl.COLUMNS)
+    assert set(df["host"]) == {"", "gpu-a01", "gpu-a02"}  # "" = the bare "NCCL version" line
+    assert df[df["kind"] == "version"]["detail"].tolist() == ["2.18.5+cuda12.2"]
+    ch = df[df["kind"] == "channel"]
+    # 4 ranks x 2 channels: 4 intra-node P2P sends, 4 NET sends and 4 NET receives
+    assert ch.groupby("transport").size().to_dict() == {"NET": 8, "P2P": 4}
+    assert (ch[ch["transport"] == "NET"]["gdr"] == 1).all() and ch[ch["transport"] == "P2P"]["gdr"].isna().all()
+    assert ch.groupby("host")["rank"].agg(lambda s: sorted(set(s))).to_dict() == {"gpu-a01": [0, 1],
+                                                                                  "gpu-a02": [2, 3]}
+    recv = ch[ch["direction"] == "receive"].iloc[0]
+    assert recv["peer"] == (recv["rank"] - 1) % 4  # receive lines are read from the receiver's side
+    assert set(df[df["kind"] == "init"]["nranks"]) == {4}
+    assert (df[df["host"] != ""]["rank"] >= 0).all()  # every process line got its rank
+
+
+def test_garbled_interleaved_log_keeps_what_parses():
+    b = nl.read(DATA / "garbled_interleaved.log")
+    (w,) = b.warnings
+    assert "skipped 3 of" in w and "garbled NCCL message" in w and "garbled_interleaved.log" in w
+    df = b.nccl
+    assert set(df["host"]) == {"", "gpu-a01", "gpu-a02"}  # the spliced prefixes got their real host back
+    assert (df["kind"] == "channel").sum() == 10  # 12 connections, 2 cut mid-line
+    stats = b.meta["nccl_log"][str(DATA / "garbled_interleaved.log")]
+    assert stats["lines"] > stats["nccl_lines"]  # training output and garbage lines are not NCCL lines
+    assert an.summarize(b)["findings"] == []
+
+
+def test_gzip_log_and_sniff(tmp_path):
+    text = (DATA / "socket_fallback.log").read_text()
+    p = tmp_path / "nccl.log.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    assert len(nl.read(p).nccl) == len(nl.read(DATA / "socket_fallback.log").nccl)
+    assert nl.sniff(text[:65536])
+    assert not nl.sniff('{"traceEvents": [], "INFO": "gpu:1:1 [0] NCCL INFO x"}')
+    assert not nl.sniff("timestamp, index, utilization.gpu [%]\n")
+
+
+def test_not_an_nccl_log(tmp_path):
+    p = tmp_path / "train.log"
+    p.write_text("step 1 loss 2.0\nstep 2 loss 1.9\n")
+    with pytest.raises(InputError, match="train.log: no NCCL INFO facts"):
+        nl.read(p)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.sampled_from(list("ab:0129 []/NCCLINFOWARvia>-\n")), max_size=300))
+def test_arbitrary_text_only_input_error(tmp_path_factory, text):
+    p = tmp_path_factory.mktemp("fuzz") / "x.log"
+    p.write_text(text)
+    nl.sniff(text)
+    try:
+        b = nl.read(p)
+        an.summarize(b)
+    except InputError:
+        pass
+
+
+@pytest.mark.parametrize("name, kind, hosts", [
+    ("gdr_missing_one_node.log", "gdr_missing", ["gpu-a02"]),
+    ("socket_fallback.log", "socket_fallback", ["gpu-a02"]),
+    ("no_p2p_one_node.log", "no_p2p", ["gpu-a02"]),
+])
+def test_link_degradation_names_the_host(name, kind, hosts):
+    s = an.summarize(nl.read(DATA / name))
+    json.dumps(s)
+    (f,) = s["findings"]
+    assert (f["hypothesis"], f["kind"], f["hosts"], f["level"]) == ("link_degradation", kind, hosts, "high")
+    assert "gpu-a02" in f["evidence"] and "gpu-a01" in f["evidence"]  # asymmetric: names the healthy host too
+
+
+def test_no_p2p_quotes_the_environment():
+    (f,) = an.summarize(nl.read(DATA / "no_p2p_one_node.log"))["findings"]
+    assert "NCCL_P2P_DISABLE=1" in f["evidence"]
+
+
+def test_symmetric_problems_are_moderate(tmp_path):
+    text = (DATA / "healthy_ib_gdr.log").read_text()
+    every_socket = (text.replace("Using network IB", "Using network Socket")
+                    .replace("NET/IB/0/GDRDMA", "NET/Socket/0").replace("NET/IB/1/GDRDMA", "NET/Socket/1"))
+    p = tmp_path / "sockets.log"
+    p.write_text(every_socket)
+    (f,) = an.summarize(nl.read(p))["findings"]
+    assert (f["kind"], f["level"], f["hosts"]) == ("socket_fallback", "moderate", ["gpu-a01", "gpu-a02"])
+    no_gdr = text.replace("/GDRDMA", "")
+    p.write_text(no_gdr)
+    (f,) = an.summarize(nl.read(p))["findings"]
+    assert (f["kind"], f["level"]) == ("gdr_missing", "moderate") and "nvidia-peermem" in f["evidence"]
+
+
+def test_host_table():
+    hosts = an.host_transports(nl.read(DATA / "gdr_missing_one_node.log").nccl).set_index("host")
+    assert hosts.loc["gpu-a01", "gdr_share"] == 1.0 and hosts.loc["gpu-a02", "gdr_share"] == 0.0
+    assert hosts.loc["gpu-a02", "gdr_disabled_lines"] == 2
+    assert hosts.loc["gpu-a01", "ranks"] == [0, 1] and hosts.loc["gpu-a01", "network"] == "IB"
+    assert an.summarize(nl.read(DATA / "healthy_ib_gdr.log"))["findings"] == []
+
+
+def test_old_nccl_channel_format_and_warn_lines(tmp_path):
+    p = tmp_path / "old.log"
+    p.write_text(
+        "node1:100:200 [0] NCCL INFO Channel 00 : 0[1c000] -> 1[1d000] via P2P/IPC\n"
+        "node1:100:200 [0] NCCL INFO Channel 00 : 0[1c000] -> 2[1c000] [send] via NET/Socket/0\n"
+        "node1:100:200 [0] NCCL WARN Call to ibv_modify_qp failed with error Connection timed out\n")
+    df = nl.read(p).nccl
+    assert df["kind"].tolist() == ["channel", "channel", "warn"]
+    assert df["transport"].tolist()[:2] == ["P2P", "NET"] and df["rank"].tolist()[:2] == [0, 0]
+    assert an.summarize(nl.read(p))["warns"] == 1
