@@ -76,6 +76,39 @@ def measure(variant: str, path: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def measure_all(path: Path, repeats: int = 3, variants=VARIANTS, progress: bool = False) -> dict:
+    """Load `path` `repeats` times per variant (interleaved, each in a fresh subprocess) and summarise.
+
+    Returns {trace, json_mb, repeats, variants: {name: {median_s, mb_per_s, rss_peak_mib, load_rss_mib,
+    load_rss_vs_json, rows, speed_vs_json_load}}}; benchmarks/diagnose.py may import and call this.
+    """
+    path = Path(path)
+    variants = list(variants)
+    mb = json_megabytes(path)
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
+    t0 = time.perf_counter()
+    for i in range(repeats):
+        order = variants[i % len(variants):] + variants[: i % len(variants)]  # rotate to spread drift
+        for v in order:
+            runs[v].append(measure(v, path))
+            if progress:
+                print(f"  [{time.perf_counter() - t0:5.1f} s] run {i + 1}/{repeats} {v}: "
+                      f"{runs[v][-1]['seconds']:.2f} s", file=sys.stderr, flush=True)
+    summary = {"trace": str(path), "json_mb": round(mb, 2), "repeats": repeats, "variants": {}}
+    for v, rs in runs.items():
+        secs = statistics.median(r["seconds"] for r in rs)
+        peak = max(r["rss_peak_mib"] for r in rs)
+        load = max(r["rss_peak_mib"] - r["rss_before_mib"] for r in rs)
+        summary["variants"][v] = {"median_s": round(secs, 3), "mb_per_s": round(mb / secs, 1),
+                                  "rss_peak_mib": round(peak, 1), "load_rss_mib": round(load, 1),
+                                  "load_rss_vs_json": round(load * 1.048576 / mb, 2), "rows": rs[0]["rows"]}
+    if "json.load" in summary["variants"]:
+        base = summary["variants"]["json.load"]["median_s"]
+        for s in summary["variants"].values():
+            s["speed_vs_json_load"] = round(base / s["median_s"], 2)
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example: python benchmarks/kineto_load.py --repeats 3")
@@ -91,27 +124,13 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    mb = json_megabytes(path)
-    runs: dict[str, list[dict]] = {v: [] for v in variants}
-    t0 = time.perf_counter()
-    for i in range(args.repeats):
-        order = variants[i % len(variants):] + variants[: i % len(variants)]  # rotate to spread drift
-        for v in order:
-            runs[v].append(measure(v, path))
-            print(f"  [{time.perf_counter() - t0:5.1f} s] run {i + 1}/{args.repeats} {v}: "
-                  f"{runs[v][-1]['seconds']:.2f} s", file=sys.stderr, flush=True)
-    summary = {"trace": str(path), "json_mb": round(mb, 2), "repeats": args.repeats, "variants": {}}
-    for v, rs in runs.items():
-        secs = statistics.median(r["seconds"] for r in rs)
-        peak = max(r["rss_peak_mib"] for r in rs)
-        load = max(r["rss_peak_mib"] - r["rss_before_mib"] for r in rs)
-        summary["variants"][v] = {"median_s": round(secs, 3), "mb_per_s": round(mb / secs, 1),
-                                  "rss_peak_mib": round(peak, 1), "load_rss_mib": round(load, 1),
-                                  "load_rss_vs_json": round(load * 1.048576 / mb, 2), "rows": rs[0]["rows"]}
-    if "json.load" in summary["variants"]:
-        base = summary["variants"]["json.load"]["median_s"]
-        for s in summary["variants"].values():
-            s["speed_vs_json_load"] = round(base / s["median_s"], 2)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        print(f"kineto_load: unknown variant(s) {', '.join(unknown) or '(none given)'}; choose from "
+              f"{', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    summary = measure_all(path, args.repeats, variants, progress=True)
+    mb = summary["json_mb"]
     if args.json:
         print(json.dumps(summary))
         return 0
