@@ -17,8 +17,9 @@ The exact command
 
 How to read the result
     Part 1 prints µs per phase / step / next(). Part 2 prints, per rate, the median loop time ÷ the no-sampler
-    median (1.00 = free) with the min-max range over repeats, and the samplers' own mean cost per sample (µs,
-    measured inside the sampler threads). Ratios within the no-sampler run-to-run range are noise. On a shared
+    median (1.00 = free) with the min-max range over repeats; the CPU time the sampler threads used as a share of
+    the loop's own CPU time (process CPU minus main-thread CPU: robust on a shared machine, and the most a
+    GIL-bound loop can lose to them); and the NVML fast tick's wall time inside its thread. Ratios within the no-sampler run-to-run range are noise. On a shared
     machine, rerun before believing a small difference.
 """
 
@@ -89,19 +90,25 @@ def sampler_overhead(rates: list[float], repeats: int, units: int, real_nvml: bo
 
     def run_one(variant: str, _rep: int) -> dict[str, float]:
         if variant == "off":
-            return {"loop_s": work(units)}
+            p0, t0 = time.process_time(), time.thread_time()
+            loop_s = work(units)
+            return {"loop_s": loop_s, "probe_cpu_pct": 100 * ((time.process_time() - p0) - (time.thread_time() - t0))
+                    / max(time.thread_time() - t0, 1e-9)}
         hz = float(variant.split()[0])
         nv = None if real_nvml else fake_nvml.scenario("healthy", gpus=8)
         s = NvmlSampler("bench", hz=hz, nvml=nv)
         h = HostProbe("bench", hz=min(hz, 2.0))  # the Recorder's default host rate
+        p0, t0 = time.process_time(), time.thread_time()
         s.start()
         h.start()
         loop_s = work(units)
         s.stop()
         h.stop()
+        main_cpu = time.thread_time() - t0
+        probe_cpu = (time.process_time() - p0) - main_cpu  # CPU seconds of the sampler threads
         st = s.stats()
         costs.setdefault(variant, []).append(st["mean_cost_us"] or 0.0)
-        return {"loop_s": loop_s}
+        return {"loop_s": loop_s, "probe_cpu_pct": 100 * probe_cpu / max(main_cpu, 1e-9)}
 
     variants = ["off"] + [f"{r:g} Hz" for r in rates]
     df = measure_variants(run_one, variants, repeats=repeats)
@@ -109,13 +116,16 @@ def sampler_overhead(rates: list[float], repeats: int, units: int, real_nvml: bo
     med0 = base.median()
     print(f"\nsamplers ({'real NVML' if real_nvml else 'fake NVML, 8 GPUs'} + host probe) on a CPU-bound loop "
           f"({med0:.2f} s without samplers, range {base.min() / med0:.3f}-{base.max() / med0:.3f}):")
+    cpu0 = df[df["variant"] == "off"]["probe_cpu_pct"].median()
     for v in variants[1:]:
         x = df[df["variant"] == v]["loop_s"]
+        cpu = df[df["variant"] == v]["probe_cpu_pct"].median() - cpu0
         print(f"  {v:>7}: loop time x{x.median() / med0:.3f} (range {x.min() / med0:.3f}-{x.max() / med0:.3f}); "
-              f"NVML fast tick {statistics.median(costs[v]):.0f} µs wall inside the sampler thread")
+              f"sampler threads' CPU = {cpu:.2f}% of the loop's CPU time; "
+              f"NVML fast tick {statistics.median(costs[v]):.0f} µs wall in its thread")
 
 
-def isolated_costs() -> None:
+def isolated_costs(rates: list[float]) -> None:
     """Each probe's own cost per sample, run alone in this thread (no contention): µs."""
     from playbook.probes import fake_nvml
     from playbook.probes.host import HostProbe
@@ -145,6 +155,9 @@ def isolated_costs() -> None:
     h.stop()
     print(f"\nalone, per sample: NVML fast tick {fast:.0f} µs and slow round {slow:.0f} µs (fake, 8 GPUs); "
           f"host probe {host:.0f} µs")
+    for hz in rates:  # steady state: fast ticks at hz, one slow round a second, host at min(hz, 2)
+        per_s = hz * fast + min(hz, 1.0) * slow + min(hz, 2.0) * host
+        print(f"  steady state at {hz:g} Hz: {per_s / 1e3:.2f} ms of CPU per second = {per_s / 1e4:.2f}% of a core")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     print("step timer (CPU clock), median of 3 runs:")
     for key in ("phase_us", "step_us", "timed_next_us"):
         print(f"  {key:>14}: {statistics.median(c[key] for c in costs):.2f} µs")
-    isolated_costs()
-    sampler_overhead([float(r) for r in args.rates.split(",")], args.repeats, args.units, args.real_nvml)
+    rates = [float(r) for r in args.rates.split(",")]
+    isolated_costs(rates)
+    sampler_overhead(rates, args.repeats, args.units, args.real_nvml)
     return 0
 
 

@@ -127,6 +127,7 @@ class NvmlSampler(Poller):
                 self._gpus.append(g)
                 continue
             g = _Gpu(i, h)
+            g.samples_ts = time.time_ns() // 1000  # the driver's buffer (CPU µs) holds samples from before we came
             try:
                 name = nv.nvmlDeviceGetName(h)
                 self.names[i] = name.decode() if isinstance(name, bytes) else str(name)
