@@ -31,6 +31,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..schema import Bundle, SkipCounter
+from . import textio
 
 COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "transport", "direction", "gdr",
            "detail", "line", "source")
@@ -64,19 +65,7 @@ def sniff(head: str) -> bool:
 def read(path: str | Path, **opts: Any) -> Bundle:
     """Parse an NCCL_DEBUG=INFO log (or any log with NCCL lines mixed in) into `bundle.nccl`."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if raw[:2] == b"\x1f\x8b":
-        import gzip
-        import zlib
-
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error):
-            raw = _partial_gunzip(raw)
-    text = raw.decode("utf-8", errors="replace")
+    text = textio.read_text(path)  # gzip/zstd/... by magic bytes, a truncated stream keeps what decompresses
     frame, skips, stats = parse_text(text, str(path))
     if frame.empty:
         raise InputError(f"{path}: no NCCL INFO facts found ({stats['nccl_lines']} NCCL lines, "
@@ -86,16 +75,6 @@ def read(path: str | Path, **opts: Any) -> Bundle:
     if w:
         warnings.append(w)
     return Bundle(inputs=[str(path)], nccl=frame, warnings=warnings, meta={"nccl_log": {str(path): stats}})
-
-
-def _partial_gunzip(raw: bytes) -> bytes:
-    import zlib
-
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        return d.decompress(raw)
-    except zlib.error:
-        return b""
 
 
 def parse_text(text: str, source: str = "") -> tuple[pd.DataFrame, SkipCounter, dict]:
