@@ -190,7 +190,9 @@ def simulate_telemetry(scenario: str = "oscillation", *, hosts: int = 2, gpus_pe
         truth.high_pct, truth.low_pct = high_pct, low_pct
         truth.synchrony, truth.groups = "groups", [ids[:half], ids[half:]]
         truth.hypothesis = "pipeline_imbalance"
-        truth.statuses = dict.fromkeys(ids, "ok")
+        # the consumers are busy (1 - duty) of the time: clearly less than their producers when duty > 0.6
+        truth.statuses = {i: ("underutilized" if k >= half and duty_cycle >= 0.6 else "ok")
+                          for k, i in enumerate(ids)}
     elif scenario == "straggler":
         g = guilty_gpu
         s = _square_state(t[g], _cycles(duration_s, period_s, phase0, period_jitter, rng), duty_cycle)
@@ -290,7 +292,7 @@ def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400,
     scenario = "steps"
     source = f"synthetic:{scenario}"
     base = step_s * (1 + creep * np.arange(steps) / max(steps - 1, 1))
-    shares = {"data": 0.06, "h2d": 0.04, "fwd": 0.30, "bwd": 0.45, "collective": 0.10, "optimizer": 0.05}
+    shares = {"data": 0.01, "h2d": 0.01, "fwd": 0.32, "bwd": 0.50, "collective": 0.10, "optimizer": 0.06}
     compute = base[None, :] * np.exp(noise * rng.standard_normal((ranks, steps)))
     if slow_rank is not None:
         compute[slow_rank] *= slow_factor
@@ -372,6 +374,9 @@ def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400,
         truth.hypothesis = "throttling"
     elif len(rec):
         truth.hypothesis = "recompilation"
+    elif slow_rank is not None:
+        truth.hypothesis = "collective_straggler"
+        truth.guilty = [f"rank{slow_rank}"]
     else:
         truth.hypothesis = "healthy"
     return steps_df, events_df, truth

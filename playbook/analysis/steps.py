@@ -51,7 +51,7 @@ def busy_timeline(steps: pd.DataFrame, bin_s: float | None = None,
     """Fraction of each time bin that a rank spent in `busy_phases` (0-1), from phases with start times.
 
     `bin_s` defaults to about four median steps. Returns columns time (UTC bin start), host, rank, busy_frac.
-    Rows with no start time are ignored.
+    Rows with no start time are ignored. Overlapping intervals add up (then clip at 1).
     """
     ph = steps[steps["phase"].isin(busy_phases) & steps["time"].notna()]
     if ph.empty:
@@ -61,20 +61,295 @@ def busy_timeline(steps: pd.DataFrame, bin_s: float | None = None,
         bin_s = float(4 * med) if np.isfinite(med) and med > 0 else 1.0
     t0 = ph["time"].min()
     start = (ph["time"] - t0).dt.total_seconds().to_numpy()
-    end = start + ph["duration_s"].fillna(0).to_numpy()
+    end = start + ph["duration_s"].fillna(0).clip(lower=0).to_numpy()
     rows = []
     for (host, rank), idx in ph.groupby(["host", "rank"], sort=True).indices.items():
-        s, e = start[idx], end[idx]
-        nbins = int(np.ceil(e.max() / bin_s)) or 1
+        a, b = np.sort(start[idx]), np.sort(end[idx])
+        nbins = int(np.ceil(b.max() / bin_s)) or 1
         edges = np.arange(nbins + 1) * bin_s
-        # overlap of each interval [s, e) with each bin, summed: O(intervals × bins touched)
-        busy = np.zeros(nbins)
-        for a, b in zip(s, e, strict=True):
-            i0, i1 = int(a // bin_s), min(int(b // bin_s), nbins - 1)
-            for i in range(i0, i1 + 1):
-                busy[i] += max(0.0, min(b, edges[i + 1]) - max(a, edges[i]))
+        # busy time before t: sum over intervals of clip(t - a, 0, b - a) = Σ_{a<t}(t - a) - Σ_{b<t}(t - b)
+        ca, cb = np.r_[0.0, np.cumsum(a)], np.r_[0.0, np.cumsum(b)]
+        na, nb = np.searchsorted(a, edges), np.searchsorted(b, edges)
+        covered = (na * edges - ca[na]) - (nb * edges - cb[nb])
+        busy = np.diff(covered)
         rows.append(pd.DataFrame({
             "time": t0 + pd.to_timedelta(edges[:-1], unit="s"),
             "host": host, "rank": rank, "busy_frac": np.clip(busy / bin_s, 0.0, 1.0),
         }))
     return pd.concat(rows, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Step-time patterns for diagnose: periodic slow steps, GC spikes, creep, recompilation, per-rank stragglers.
+#
+# Slow steps are robust outliers of log step time against a rolling median (modified z > 3.5, Iglewicz-Hoaglin)
+# that are also ≥ SLOW_FACTOR times that median. "Every N steps" is tested against slow steps placed at random:
+# the best residue class modulo N holds Binomial(k, 1/N) of the k slow steps under that null (Bonferroni over
+# the residues and the candidate N). GC spikes: slow steps off that lattice vs steps holding a GC event
+# (hypergeometric test). Creep: Spearman correlation of step time with step number, its n deflated by the lag-1
+# autocorrelation of the residuals, with a Theil-Sen slope for the size.
+
+ALPHA = 0.01
+SLOW_Z = 3.5
+SLOW_FACTOR = 1.2
+CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to matter
+
+
+def step_times(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per (rank, step): host, time (start, NaT if unknown), duration_s; whole-step rows (phase "step")
+    when present, else the sum of the phases."""
+    if steps.empty:
+        return pd.DataFrame(columns=["rank", "step", "host", "time", "duration_s"])
+    whole = steps[steps["phase"] == "step"]
+    if whole.empty:
+        g = steps.groupby(["rank", "step"], sort=True)
+        out = pd.DataFrame({"host": g["host"].first(), "time": g["time"].min(), "duration_s": g["duration_s"].sum()})
+        return out.reset_index()
+    out = whole.groupby(["rank", "step"], sort=True).agg(host=("host", "first"), time=("time", "min"),
+                                                          duration_s=("duration_s", "sum"))
+    return out.reset_index()
+
+
+def fleet_steps(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per step across ranks: time (earliest start), duration_s (median over ranks), ranks."""
+    st = step_times(steps)
+    if st.empty:
+        return pd.DataFrame(columns=["step", "time", "duration_s", "ranks"])
+    g = st.groupby("step", sort=True)
+    return pd.DataFrame({"time": g["time"].min(), "duration_s": g["duration_s"].median(),
+                         "ranks": g["rank"].nunique()}).reset_index()
+
+
+def _rolling_baseline(d: np.ndarray, window: int = 51) -> np.ndarray:
+    s = pd.Series(np.log(np.clip(d, 1e-9, None)))
+    return np.exp(s.rolling(min(window, max(len(d), 1)), center=True, min_periods=1).median().to_numpy())
+
+
+def slow_steps(durations: np.ndarray) -> np.ndarray:
+    """Boolean mask of robustly slow steps (see the section comment)."""
+    d = np.asarray(durations, dtype=np.float64)
+    if len(d) < 5:
+        return np.zeros(len(d), dtype=bool)
+    base = _rolling_baseline(d)
+    r = np.log(np.clip(d, 1e-9, None)) - np.log(base)
+    mad = float(np.median(np.abs(r - np.median(r))))
+    scale = max(1.4826 * mad, 1e-3)
+    return ((r - np.median(r)) / scale > SLOW_Z) & (d >= SLOW_FACTOR * base)
+
+
+def _log_binom_pmf(i: np.ndarray, n: int, p: float) -> np.ndarray:
+    from math import lgamma, log, log1p
+
+    return np.array([lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1) + k * log(p) + (n - k) * log1p(-p)
+                     for k in i])
+
+
+def binom_sf(k: int, n: int, p: float) -> float:
+    """P(X ≥ k), X ~ Binomial(n, p)."""
+    if k <= 0:
+        return 1.0
+    if k > n or p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    logs = _log_binom_pmf(np.arange(k, n + 1), n, p)
+    top = logs.max()
+    return float(min(1.0, np.exp(top) * np.exp(logs - top).sum()))
+
+
+def hypergeom_sf(k: int, total: int, marked: int, drawn: int) -> float:
+    """P(X ≥ k) when `drawn` items are taken without replacement from `total` of which `marked` are marked."""
+    from math import lgamma
+
+    def lc(n, r):
+        return lgamma(n + 1) - lgamma(r + 1) - lgamma(n - r + 1)
+
+    hi = min(marked, drawn)
+    if k > hi:
+        return 0.0
+    logs = np.array([lc(marked, i) + lc(total - marked, drawn - i) - lc(total, drawn)
+                     for i in range(max(k, 0), hi + 1) if drawn - i <= total - marked])
+    if len(logs) == 0:
+        return 0.0
+    top = logs.max()
+    return float(min(1.0, np.exp(top) * np.exp(logs - top).sum()))
+
+
+def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None) -> dict | None:
+    """Slow steps recurring every N steps: N, the first one, the period in seconds, hits and misses, p-value,
+    and the events (checkpoint, eval, ...) logged at the same steps. None when there are < 3 slow steps."""
+    if len(fleet) < 10:
+        return None
+    d = fleet["duration_s"].to_numpy(dtype=np.float64)
+    step = fleet["step"].to_numpy(dtype=np.int64)
+    slow = slow_steps(d)
+    idx = step[slow]
+    if len(idx) < 3:
+        return None
+    diffs = np.diff(idx)
+    vals, counts = np.unique(diffs[diffs > 0], return_counts=True)
+    cands = set(vals[np.argsort(-counts)][:5].tolist())
+    if len(cands) > 1:
+        top = int(vals[np.argmax(counts)])
+        cands |= {int(np.gcd(top, int(v))) for v in vals[np.argsort(-counts)][:5]}
+    cands = {c for c in cands if 2 <= c <= (step.max() - step.min() + 1) // 3}
+    best = None
+    for n_every in sorted(cands):
+        res = idx % n_every
+        r_vals, r_counts = np.unique(res, return_counts=True)
+        r = int(r_vals[np.argmax(r_counts)])
+        hits = int(r_counts.max())
+        p = min(1.0, n_every * len(cands) * binom_sf(hits, len(idx), 1.0 / n_every))
+        if best is None or p < best["p_value"]:
+            lattice = step[(step % n_every) == r]
+            best = {"every_n_steps": int(n_every), "residue": r, "hits": hits, "lattice_steps": int(len(lattice)),
+                    "slow_steps": int(len(idx)), "p_value": p}
+    if best is None or best["hits"] < 3:
+        return None
+    n_every, r = best["every_n_steps"], best["residue"]
+    on = slow & ((step % n_every) == r)
+    best["first_step"] = int(step[on][0])
+    best["hit_rate"] = best["hits"] / max(best["lattice_steps"], 1)
+    best["median_step_s"] = float(np.median(d[~slow])) if (~slow).any() else float(np.median(d))
+    best["median_slow_s"] = float(np.median(d[on]))
+    best["extra_s"] = best["median_slow_s"] - best["median_step_s"]
+    times = fleet["time"]
+    if times.notna().all():
+        t = (times - times.iloc[0]).dt.total_seconds().to_numpy()
+        best["period_s"] = float(np.median(np.diff(t[on]))) if on.sum() >= 2 else float("nan")
+    else:
+        best["period_s"] = float(d.sum() / len(d) * n_every)
+    best["lost_fraction"] = float((d[on] - best["median_step_s"]).clip(min=0).sum() / d.sum())
+    best["periodic"] = bool(best["p_value"] < ALPHA)
+    best["events"] = _events_at(events, step[on])
+    best["slow_step_numbers"] = [int(x) for x in step[on][:8]]
+    return best
+
+
+def _events_at(events: pd.DataFrame | None, at_steps: np.ndarray, tolerance: int = 1) -> dict[str, int]:
+    """How many of `at_steps` have an event of each kind logged within ±tolerance steps."""
+    if events is None or events.empty or len(at_steps) == 0:
+        return {}
+    ev = events[events["step"] >= 0]
+    out = {}
+    for kind, part in ev.groupby("kind", sort=True):
+        logged = np.unique(part["step"].to_numpy(dtype=np.int64))
+        pos = np.searchsorted(logged, at_steps)
+        near = np.zeros(len(at_steps), dtype=bool)
+        for off in (-1, 0):
+            j = np.clip(pos + off, 0, len(logged) - 1)
+            near |= np.abs(logged[j] - at_steps) <= tolerance
+        if near.any():
+            out[str(kind)] = int(near.sum())
+    return out
+
+
+def gc_spikes(fleet: pd.DataFrame, events: pd.DataFrame | None, exclude: np.ndarray | None = None) -> dict | None:
+    """Slow steps (off the periodic lattice: `exclude`) against steps holding a GC event: counts, pause time,
+    hypergeometric p-value. None without GC events."""
+    if events is None or events.empty:
+        return None
+    gc = events[events["kind"].astype(str).str.lower().isin(["gc", "gc_pause", "garbage_collection"])]
+    if gc.empty or len(fleet) < 5:
+        return None
+    step = fleet["step"].to_numpy(dtype=np.int64)
+    d = fleet["duration_s"].to_numpy(dtype=np.float64)
+    slow = slow_steps(d)
+    if exclude is not None:
+        slow &= ~np.isin(step, exclude)
+    gc_steps = np.unique(gc.loc[gc["step"] >= 0, "step"].to_numpy(dtype=np.int64))
+    has_gc = np.isin(step, gc_steps)
+    k = int((slow & has_gc).sum())
+    p = hypergeom_sf(k, len(step), int(has_gc.sum()), int(slow.sum())) if slow.any() else 1.0
+    pause = gc["duration_s"].dropna()
+    per_step = gc.groupby("step")["duration_s"].max() if len(pause) else pd.Series(dtype=float)
+    base = float(np.median(d[~slow])) if (~slow).any() else float(np.median(d))
+    return {"gc_events": int(len(gc)), "steps_with_gc": int(has_gc.sum()), "slow_steps": int(slow.sum()),
+            "slow_with_gc": k, "p_value": p, "median_pause_s": float(pause.median()) if len(pause) else None,
+            "pause_share": float(per_step.sum() / d.sum()) if len(per_step) else None,
+            "extra_s": float(np.median(d[slow & has_gc]) - base) if k else None,
+            "coincide": bool(k >= 2 and p < ALPHA)}
+
+
+def step_creep(fleet: pd.DataFrame) -> dict | None:
+    """Monotonic trend of step time with step number: Spearman rho, p-value, Theil-Sen slope, relative change."""
+    if len(fleet) < 20:
+        return None
+    d = fleet["duration_s"].to_numpy(dtype=np.float64)
+    keep = ~slow_steps(d)
+    d = d[keep]
+    x = fleet["step"].to_numpy(dtype=np.float64)[keep]
+    n = len(d)
+    if n < 20 or np.std(d) == 0:
+        return None
+    rx = pd.Series(x).rank().to_numpy()
+    ry = pd.Series(d).rank().to_numpy()
+    rho = float(np.corrcoef(rx, ry)[0, 1])
+    # Theil-Sen slope on up to 20 000 random pairs
+    rng = np.random.default_rng(0)
+    i = rng.integers(0, n, 20000)
+    j = rng.integers(0, n, 20000)
+    ok = x[i] != x[j]
+    slope = float(np.median((d[j][ok] - d[i][ok]) / (x[j][ok] - x[i][ok]))) if ok.any() else 0.0
+    resid = d - (np.median(d - slope * x) + slope * x)
+    r1 = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if np.std(resid) > 0 else 0.0
+    r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
+    n_eff = max(n * (1 - r1) / (1 + r1), 3.0)
+    from statistics import NormalDist
+
+    z = rho * np.sqrt(n_eff - 1)
+    p = float(1 - NormalDist().cdf(z))
+    med = float(np.median(d))
+    change = slope * (x.max() - x.min()) / med if med > 0 else 0.0
+    return {"spearman_rho": rho, "p_value": p, "slope_s_per_step": slope, "relative_change": float(change),
+            "first_s": float(np.median(d[: max(n // 10, 3)])), "last_s": float(np.median(d[-max(n // 10, 3):])),
+            "creeping": bool(p < ALPHA and change >= CREEP_MIN)}
+
+
+def recompiles(fleet: pd.DataFrame, events: pd.DataFrame | None) -> dict | None:
+    """Recompilation events: count, total time, and how many coincide with slow steps. None without any."""
+    if events is None or events.empty:
+        return None
+    rc = events[events["kind"].astype(str).str.lower().isin(["recompile", "recompilation", "compile"])]
+    if rc.empty:
+        return None
+    step = fleet["step"].to_numpy(dtype=np.int64) if len(fleet) else np.zeros(0, dtype=np.int64)
+    d = fleet["duration_s"].to_numpy(dtype=np.float64) if len(fleet) else np.zeros(0)
+    slow = slow_steps(d) if len(d) else np.zeros(0, dtype=bool)
+    rc_steps = np.unique(rc.loc[rc["step"] >= 0, "step"].to_numpy(dtype=np.int64))
+    on_slow = int(np.isin(step[slow], rc_steps).sum()) if len(step) else 0
+    per_step = rc.groupby("step")["duration_s"].max()
+    total = float(per_step.sum()) if per_step.notna().any() else None
+    return {"events": int(len(rc)), "steps": int(len(rc_steps)), "slow_steps_with_recompile": on_slow,
+            "seconds": total, "share": (total / float(d.sum())) if total and len(d) and d.sum() > 0 else None,
+            "details": sorted(set(rc["detail"].astype(str)) - {""})[:3]}
+
+
+def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
+    """The `steps` object of the diagnose JSON: statistics, phase shares and the patterns above ({} without
+    step data)."""
+    if steps is None or steps.empty:
+        return {}
+    fleet = fleet_steps(steps)
+    d = fleet["duration_s"].to_numpy(dtype=np.float64)
+    out: dict = {"ranks": int(steps["rank"].nunique()), "steps": int(len(fleet))}
+    if len(d):
+        out.update({"median_step_s": float(np.median(d)), "p90_step_s": float(np.percentile(d, 90)),
+                    "max_step_s": float(d.max()), "steps_per_s": float(1 / np.median(d)) if np.median(d) > 0 else None,
+                    "slow_steps": int(slow_steps(d).sum())})
+    pb = phase_breakdown(steps) if (steps["phase"] != "step").any() else pd.DataFrame()
+    if len(pb):
+        share = pb.groupby("phase")["seconds"].sum()
+        total = share.sum()
+        out["phase_share"] = {str(k): float(v / total) for k, v in share.sort_values(ascending=False).items()
+                              if total > 0}
+    periodic = periodic_slow_steps(fleet, events)
+    out["periodic_slow"] = periodic if periodic and periodic["periodic"] else None
+    lattice = None
+    if periodic and periodic["periodic"]:
+        st = fleet["step"].to_numpy(dtype=np.int64)
+        lattice = st[(st % periodic["every_n_steps"]) == periodic["residue"]]
+    out["gc"] = gc_spikes(fleet, events, exclude=lattice)
+    out["creep"] = step_creep(fleet)
+    out["recompiles"] = recompiles(fleet, events)
+    return out

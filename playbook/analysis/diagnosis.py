@@ -1,0 +1,265 @@
+"""The diagnosis facade: `diagnose(bundle) -> Diagnosis`, the object behind `playbook diagnose`.
+
+    from playbook.readers import read_paths
+    from playbook.analysis.diagnosis import diagnose
+    d = diagnose(read_paths(["logs/"]))
+    d.hypotheses[0]["id"], d.to_json()
+
+Runs every analysis that has data — oscillation and GPU status on the telemetry (or, without GPU telemetry, the
+oscillation of each rank's busy share derived from its step phases), step patterns, Kineto breakdowns, cross-rank
+stragglers, NCCL transports — and ranks the hypotheses (analysis.hypotheses). An analysis that fails on odd input
+leaves a warning instead of stopping the others.
+
+The JSON contract (`Diagnosis.to_dict()`; NaN → null):
+  inputs       [str]
+  warnings     [str]
+  gpus         [{id "host:index", host, index, mean_util_pct, status ok|underutilized|saturated|throttled|lost,
+                 evidence}]
+  oscillation  {detected, periodic, period_s, duty_cycle, high_pct, low_pct,
+                 synchrony synchronized|groups|independent|null, groups [[id, ...], ...]}
+  steps        {} or analysis.steps.summarize(): ranks, steps, median/p90/max_step_s, steps_per_s, slow_steps,
+               phase_share {phase: 0-1}, periodic_slow {every_n_steps, period_s, first_step, hits, p_value,
+               events, ...} | null, gc {...} | null, creep {...} | null, recompiles {...} | null
+  ranks        [] or one entry per rank: {rank, source, straggler_score (median rank's compute ÷ this rank's;
+               < 0.75 flags a straggler), flagged, median_compute_ms, collective_wait_ms, last_arrivals,
+               collective_skew_ms, slowest (the modal slowest rank), persistence persistent|rotating|
+               undetermined, persistence_p, idle_pct, compute_pct, non_compute_pct, host_wait_pct,
+               kernel_wait_pct} — keys without data are left out
+  hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook}], highest score first
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.analysis import hypotheses as hyp
+from playbook.analysis import steps as steps_analysis
+from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
+from playbook.analysis.gpus import GpuReport, analyze_gpus
+from playbook.analysis.oscillation import (
+    OscillationResult,
+    analyze_gpu_series,
+    analyze_oscillation,
+    gpu_series,
+)
+
+DERIVED_SIGNAL = "busy fraction derived from step phases"
+
+
+@dataclass
+class Diagnosis:
+    """The result of `diagnose`: the JSON contract's sections, plus the analysis objects behind them."""
+
+    inputs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    gpus: list[dict] = field(default_factory=list)
+    oscillation: dict = field(default_factory=dict)
+    steps: dict = field(default_factory=dict)
+    ranks: list[dict] = field(default_factory=list)
+    hypotheses: list[dict] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_dict(self) -> dict:
+        """The JSON contract as plain Python (NaN and infinities → None, numpy scalars → Python)."""
+        return _clean({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
+                       "oscillation": self.oscillation, "steps": self.steps, "ranks": self.ranks,
+                       "hypotheses": self.hypotheses})
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """One JSON object (strict: no NaN)."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+
+    @property
+    def top(self) -> dict:
+        """The highest-ranked hypothesis."""
+        return self.hypotheses[0] if self.hypotheses else {}
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return round(f, 6) if math.isfinite(f) else None
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (pd.Timestamp,)):
+        return v.isoformat()
+    if v is pd.NaT:
+        return None
+    return str(v)
+
+
+def _optional(name: str, bundle, warnings: list[str]) -> dict | None:
+    """summarize(bundle) of playbook.analysis.<name>, None when absent, a warning when it fails."""
+    try:
+        module = __import__(f"playbook.analysis.{name}", fromlist=["summarize"])
+    except ImportError:
+        return None
+    fn = getattr(module, "summarize", None)
+    if fn is None:
+        return None
+    try:
+        return fn(bundle)
+    except Exception as exc:  # one failing analysis must not stop the diagnosis
+        warnings.append(f"{name} analysis skipped: {type(exc).__name__}: {exc}"[:300])
+        return None
+
+
+def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosis:
+    """Run every applicable analysis on `bundle` and rank the hypotheses (see the module docstring)."""
+    warnings = list(bundle.warnings)
+    evidence: list[hyp.Evidence] = []
+    healthy: list[str] = []
+    detail: dict[str, Any] = {}
+    tele = bundle.telemetry
+    signal = None
+    if len(tele):
+        if tele["util_pct"].notna().any():
+            signal = "util_pct"
+        elif "sm_active" in tele and tele["sm_active"].notna().any():
+            tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
+            signal = "SM activity (DCGM)"
+            warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
+    gpu_report: GpuReport | None = None
+    osc: OscillationResult | None = None
+    n_units = 0
+    if signal is not None:
+        series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=interval_s)
+        osc = analyze_gpu_series(series, "util_pct", signal="util_pct" if signal == "util_pct" else signal)
+        gpu_report = analyze_gpus(tele, series=series)
+        n_units = len(series)
+        warnings += [w for w in osc.warnings if w not in warnings]
+        warnings += gpu_report.warnings
+        evidence += hyp.from_oscillation(osc, gpu_report.table, n_units)
+        evidence += hyp.from_gpus(gpu_report, osc)
+        if not osc.detected:
+            healthy.append(f"no GPU swings between a high and a low level (typical level {osc.high_pct:.0f}%)"
+                           if np.isfinite(osc.high_pct) else "no GPU swings between a high and a low level")
+        ok = int((gpu_report.table["status"] == "ok").sum())
+        if ok == len(gpu_report.table):
+            healthy.append(f"all {ok} GPUs ok relative to each other")
+    elif len(bundle.steps) and bundle.steps["time"].notna().any() and (bundle.steps["phase"] != "step").any():
+        osc, n_units = _derived_oscillation(bundle.steps)
+        if osc is not None:
+            warnings.append("no GPU telemetry: the oscillation is measured on each rank's busy share (fwd, bwd, "
+                            "optimizer phases) — " + DERIVED_SIGNAL)
+            warnings += [w for w in osc.warnings if w not in warnings]
+            evidence += hyp.from_oscillation(osc, None, n_units, label="ranks")
+            if not osc.detected:
+                healthy.append("no rank's busy share swings between a high and a low level")
+    detail["oscillation"] = osc
+    detail["gpus"] = gpu_report
+    steps_summary = {}
+    if len(bundle.steps):
+        try:
+            steps_summary = steps_analysis.summarize(bundle.steps, bundle.events)
+        except Exception as exc:  # odd step tables must not stop the rest
+            warnings.append(f"steps analysis skipped: {type(exc).__name__}: {exc}"[:300])
+        # when the step log explains the slow steps, the dips' generic readings (e.g. "a synchronized drop
+        # could be the input pipeline") lose the weight of what is explained
+        evidence = hyp.discount(evidence, hyp.explained_by_steps(steps_summary))
+        evidence += hyp.from_steps(steps_summary)
+        if steps_summary and not steps_summary.get("periodic_slow"):
+            healthy.append("no slow steps recurring every N steps")
+    kineto = _optional("kineto", bundle, warnings)
+    stragglers = _optional("stragglers", bundle, warnings)
+    nccl = _optional("nccl", bundle, warnings)
+    detail.update(kineto=kineto, stragglers=stragglers, nccl=nccl)
+    for name, summary in (("trace", kineto), ("", stragglers), ("NCCL", nccl)):
+        if summary:
+            evidence += hyp.from_findings(summary.get("findings"), name)
+            for w in summary.get("warnings") or []:
+                if isinstance(w, str):
+                    warnings.append(w)
+    ranked = hyp.rank(evidence, healthy)
+    if osc is None and not len(bundle.steps) and not kineto and not nccl:
+        warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")
+    gpus_json = gpu_report.contract() if gpu_report is not None else []
+    return Diagnosis(inputs=list(bundle.inputs), warnings=list(dict.fromkeys(warnings)), gpus=gpus_json,
+                     oscillation=(osc.contract() if osc is not None else OscillationResult().contract()),
+                     steps=steps_summary, ranks=_ranks(stragglers, kineto), hypotheses=ranked, detail=detail)
+
+
+def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None, int]:
+    """Oscillation of each rank's busy share (analysis.steps.busy_timeline), ids "host:rankR"."""
+    med = steps.loc[steps["phase"] == "step", "duration_s"].median()
+    bin_s = float(med) if np.isfinite(med) and med > 0 else None
+    busy = steps_analysis.busy_timeline(steps, bin_s=bin_s)
+    if busy.empty:
+        return None, 0
+    pseudo = schema.telemetry_frame({"time": busy["time"], "host": busy["host"], "gpu": busy["rank"],
+                                     "util_pct": busy["busy_frac"] * 100.0, "source": "derived:steps"},
+                                    interval_s=bin_s)
+    res = analyze_oscillation(pseudo, "util_pct", signal=DERIVED_SIGNAL)
+
+    def rename(i: str) -> str:
+        host, rank = i.rsplit(":", 1)
+        return f"{host}:rank{rank}"
+
+    res.groups = [[rename(i) for i in g] for g in res.groups]
+    res.swinging = [rename(i) for i in res.swinging]
+    res.antiphase = [([rename(i) for i in a], [rename(i) for i in b]) for a, b in res.antiphase]
+    if len(res.per_gpu):
+        res.per_gpu["id"] = [rename(i) for i in res.per_gpu["id"]]
+    return res, int(busy.groupby(["host", "rank"]).ngroups)
+
+
+def _ranks(stragglers: dict | None, kineto: dict | None) -> list[dict]:
+    """Per-rank entries merged from the straggler (trace, else steps) and Kineto summaries."""
+    rows: dict[int, dict] = {}
+
+    def entry(r) -> dict:
+        return rows.setdefault(int(r), {"rank": int(r)})
+
+    if stragglers:
+        part, source = (stragglers.get("trace"), "trace") if stragglers.get("trace") else \
+            (stragglers.get("steps"), "steps")
+        if part:
+            for s in part.get("scores") or []:
+                e = entry(s["rank"])
+                e["source"] = source
+                e["straggler_score"] = s.get("score_vs_median")
+                e["flagged"] = s.get("flagged")
+                med = s.get("median_compute_ms")
+                if med is not None:
+                    e["median_compute_ms"] = med
+            coll = part.get("collectives") or {}
+            for r, ms in (coll.get("wait_ms_by_rank") or {}).items():
+                entry(r)["collective_wait_ms"] = ms
+            for r, k in (coll.get("straggler_counts") or {}).items():
+                entry(r)["last_arrivals"] = k
+            pers = part.get("persistence") or {}
+            modal = pers.get("modal_rank")
+            for e in rows.values():
+                if coll.get("median_skew_ms") is not None:
+                    e["collective_skew_ms"] = coll.get("median_skew_ms")
+                e["slowest"] = modal is not None and e["rank"] == int(modal)
+                if e["slowest"]:
+                    e["persistence"] = pers.get("verdict")
+                    e["persistence_p"] = pers.get("p_value")
+    if kineto:
+        for t in kineto.get("temporal") or []:
+            e = entry(t["rank"])
+            for k in ("idle_pct", "compute_pct", "non_compute_pct"):
+                if t.get(k) is not None:
+                    e[k] = t[k]
+        for t in kineto.get("idle") or []:
+            e = entry(t["rank"])
+            for k in ("host_wait_pct", "kernel_wait_pct"):
+                if t.get(k) is not None:
+                    e[k] = t[k]
+    return [rows[r] for r in sorted(rows)]

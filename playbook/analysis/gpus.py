@@ -1,0 +1,494 @@
+"""Per-GPU status and cross-signal reasoning, relative to the run's own GPUs.
+
+Statuses (first that applies):
+  lost           the GPU stops reporting, or reports errors / nothing for a stretch while its peers report. A
+                 stretch counts when it is longer than chance allows: L ≥ max(3, log(α/n) / log(q)) polls, q being
+                 the GPU's own share of missing polls (so a flaky 5% loss over a day needs ~6 in a row).
+  throttled      harmful clock-event reasons (HW slowdown, SW/HW thermal, power brake — not the SW power cap,
+                 which is normal at full load) in ≥ 1% of busy polls (95% Wilson lower bound), or an SM clock
+                 while busy that is a low outlier among its peers (modified z ≤ -3.5, Iglewicz-Hoaglin) and ≥ 5%
+                 below their median.
+  underutilized  utilization below the other GPUs' median at the same moment, by ≥ MIN_DELTA_PCT on average,
+  saturated      or above it by as much while itself busy in ≥ 90% of polls — and significantly so: a sign test on the
+                 per-poll differences, with the number of polls deflated by their lag-1 autocorrelation
+                 (n_eff = n (1 - ρ) / (1 + ρ)). With too few polls to test (n_eff < 5) the effect alone decides
+                 and the evidence says so.
+  ok             otherwise.
+
+Cross-signal: utilization.gpu counts any kernel, so an NCCL kernel spinning while it waits reads 100%. A GPU that
+is low while ≥ 75% of its peers are high is a straggler candidate; its peers are *waiting* for it when their power (or
+SM activity) during those moments is clearly below their power when everyone is busy. Whether the same GPU is
+the odd one out every time (binomial test against 1/G) separates a persistent (hardware-like or rank-specific)
+straggler from a rotating (data-dependent, software) one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.analysis.oscillation import ALPHA, GAP_FACTOR, GpuSeries, gpu_series, two_levels
+from playbook.analysis.steps import binom_sf
+
+MIN_DELTA_PCT = 10.0
+SATURATED_SHARE = 0.9  # saturated: busy (above the fleet's busy threshold) in ≥ 90% of polls
+THROTTLE_SHARE_MIN = 0.01
+CLOCK_DEFICIT_MIN = 0.05
+MODIFIED_Z = 3.5
+POWER_DROP_MIN = 0.15
+PEERS_HIGH = 0.75  # a straggler is low while at least this share of its peers is high
+MEM_SWING_FRACTION = 0.10
+MEM_SWING_MIB = 8192.0  # without memory.total: 10% of an 80 GB part
+COLUMNS = ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz", "throttle_reasons", "sm_active",
+           "mem_used_mib", "mem_total_mib", "temp_c", "pcie_link_gen", "pcie_link_width", "pcie_replay_count")
+
+
+@dataclass
+class GpuReport:
+    """Per-GPU table (one row per GPU, `status` and `evidence` included) and the cross-signal findings."""
+
+    table: pd.DataFrame
+    stragglers: list[dict] = field(default_factory=list)
+    rotating: dict | None = None
+    interval_s: float = math.nan
+    warnings: list[str] = field(default_factory=list)
+
+    def contract(self) -> list[dict]:
+        """The `gpus` list of the diagnose JSON contract."""
+        out = []
+        for r in self.table.itertuples(index=False):
+            mean = float(r.mean_util_pct)
+            out.append({"id": r.id, "host": r.host, "index": int(r.index),
+                        "mean_util_pct": round(mean, 1) if np.isfinite(mean) else None,
+                        "status": r.status, "evidence": r.evidence})
+        return out
+
+
+def _grid(series: GpuSeries, column: str, dt: float, t_start: float, n_bins: int) -> np.ndarray:
+    """(G × n_bins) float32 means of `column` per bin (NaN where a GPU has no valid sample)."""
+    g_of = np.repeat(np.arange(len(series)), np.diff(series.offsets))
+    x = series.values[column]
+    ok = np.isfinite(x)
+    k = np.clip(np.floor((series.t[ok] - t_start) / dt).astype(np.int64), 0, n_bins - 1)
+    key = g_of[ok] * n_bins + k
+    size = len(series) * n_bins
+    s = np.bincount(key, weights=x[ok], minlength=size)
+    c = np.bincount(key, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(c > 0, s / np.maximum(c, 1), np.nan).astype(np.float32)
+    return out.reshape(len(series), n_bins)
+
+
+def _peer_median(u: np.ndarray) -> np.ndarray:
+    """Per bin, the median of the *other* GPUs (exact for ≤ 16 GPUs, the fleet median beyond)."""
+    g = u.shape[0]
+    if g == 1:
+        return np.full_like(u, np.nan)
+    if g > 16:
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med = np.nanmedian(u, axis=0)
+        return np.broadcast_to(med, u.shape)
+    out = np.empty_like(u)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for i in range(g):
+            out[i] = np.nanmedian(np.delete(u, i, axis=0), axis=0)
+    return out
+
+
+def _lag1(x: np.ndarray) -> float:
+    if len(x) < 3 or np.std(x[:-1]) == 0 or np.std(x[1:]) == 0:
+        return 0.0
+    r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
+    return r if np.isfinite(r) else 0.0
+
+
+def _sign_test(d: np.ndarray) -> tuple[float | None, float]:
+    """One-sided sign-test p-value that the differences lean the way their mean does, and n_eff.
+
+    n_eff deflates the number of non-zero differences by their lag-1 autocorrelation. With n_eff ≥ 5 the normal
+    approximation on n_eff is used; below that the exact binomial tail on the raw count (which then overstates
+    the evidence: the caller treats it as untested)."""
+    nz = d[d != 0]
+    n = len(nz)
+    if n == 0:
+        return None, 0.0
+    rho = max(_lag1(np.sign(nz)), 0.0)
+    n_eff = n * (1 - rho) / (1 + rho)
+    k = int((nz < 0).sum()) if d.mean() < 0 else int((nz > 0).sum())
+    if n_eff < 5:
+        return binom_sf(k, n, 0.5), n_eff
+    z = (k - n / 2) / math.sqrt(n / 4) * math.sqrt(n_eff / n)
+    return float(1 - NormalDist().cdf(z)), n_eff
+
+
+def _wilson_lower(k: int, n: int, z: float = 1.96) -> float:
+    if n == 0:
+        return 0.0
+    p = k / n
+    den = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    return max((centre - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / den, 0.0)
+
+
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of runs of True."""
+    if not mask.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    m = np.r_[False, mask, False].astype(np.int8)
+    d = np.diff(m)
+    start = np.flatnonzero(d == 1)
+    stop = np.flatnonzero(d == -1)
+    return start, stop - start
+
+
+def _fmt_s(seconds: float) -> str:
+    if not np.isfinite(seconds):
+        return "?"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
+def analyze_gpus(telemetry: pd.DataFrame, interval_s: float | None = None,
+                 series: GpuSeries | None = None) -> GpuReport:
+    """Status and evidence for every GPU in `telemetry`, plus straggler findings (see module docstring)."""
+    if series is None:
+        series = gpu_series(telemetry, tuple(c for c in COLUMNS if c in telemetry), interval_s=interval_s)
+    warnings: list[str] = []
+    g_count = len(series)
+    if g_count == 0:
+        return GpuReport(pd.DataFrame(columns=["id", "host", "index", "mean_util_pct", "status", "evidence"]),
+                         warnings=warnings)
+    intervals = np.array([series.interval(g) for g in range(g_count)])
+    dt = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else 1.0
+    lo, hi = series.span
+    n_bins = max(int((hi - lo) / dt) + 1, 1)
+    if n_bins > (1 << 18):
+        dt *= math.ceil(n_bins / (1 << 18))
+        n_bins = int((hi - lo) / dt) + 1
+    has = {c: c in series.values and np.isfinite(series.values[c]).any() for c in COLUMNS}
+    util = _grid(series, "util_pct", dt, lo, n_bins)
+    valid = np.isfinite(util)
+    rows = []
+    for g in range(g_count):
+        t, x = series.get(g, "util_pct", dropna=False)
+        ok = np.isfinite(x)
+        rows.append({
+            "id": series.ids[g], "host": series.hosts[g], "index": series.index[g], "samples": int(len(x)),
+            "errors": int((~ok).sum()), "mean_util_pct": float(x[ok].mean()) if ok.any() else math.nan,
+            "median_util_pct": float(np.median(x[ok])) if ok.any() else math.nan,
+            "first_s": float(t[0]) if len(t) else math.nan, "last_s": float(t[ok][-1]) if ok.any() else math.nan,
+        })
+    table = pd.DataFrame(rows)
+    pooled = series.values["util_pct"]
+    fleet_levels = two_levels(pooled)
+    busy_thr = fleet_levels.threshold if fleet_levels.bimodal else 50.0
+    table["busy_share"] = [float(np.mean(util[g][valid[g]] >= busy_thr)) if valid[g].any() else math.nan
+                           for g in range(g_count)]
+    table["lost"], table["lost_note"] = _lost(series, table, util, valid, dt, lo)
+    _throttle(series, table, has, busy_thr)
+    _relative(table, util, valid, dt)
+    _memory(series, table, has)
+    stragglers, rotating = _stragglers(series, table, util, valid, dt, lo, n_bins, has)
+    status, evidence = [], []
+    for r in table.itertuples(index=False):
+        s, ev = _status(r, g_count)
+        status.append(s)
+        evidence.append(ev)
+    table["status"] = status
+    table["evidence"] = evidence
+    if g_count == 1:
+        warnings.append("one GPU only: underutilized / saturated need peers to compare against")
+    return GpuReport(table, stragglers, rotating, dt, warnings)
+
+
+def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float,
+          t0: float) -> tuple[list[bool], list[str]]:
+    g_count, n_bins = util.shape
+    lost, notes = [], []
+    if g_count < 2 or n_bins < 4:
+        return [False] * g_count, [""] * g_count
+    peers_valid = (valid.sum(0)[None, :] - valid) / max(g_count - 1, 1)
+    for g in range(g_count):
+        watched = np.flatnonzero(peers_valid[g] >= 0.5)  # bins where most peers reported: evidence either way
+        note = ""
+        if len(watched) >= 4:
+            missing = ~valid[g, watched]
+            q = float(np.clip(missing.mean(), 1e-6, 0.5))
+            need = max(3, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
+            start, length = _runs(missing)
+            long = length >= need
+            if long.any():
+                i = int(np.flatnonzero(long)[-1])
+                a, b = int(watched[start[i]]), int(watched[start[i] + length[i] - 1])
+                tail = not valid[g, a:].any()
+                when = _clock(series, t0 + a * dt)
+                if tail:
+                    errors = int(table.loc[g, "errors"])
+                    note = (f"stopped reporting at {when}, {_fmt_s((int(watched[-1]) - a + 1) * dt)} before its "
+                            "peers' last sample" + (f" ({errors} error readings)" if errors else ""))
+                else:
+                    note = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
+        if not note and table.loc[g, "samples"] and table.loc[g, "errors"] == table.loc[g, "samples"]:
+            note = f"reported errors only ({int(table.loc[g, 'errors'])} readings)"
+        lost.append(bool(note))
+        notes.append(note)
+    return lost, notes
+
+
+def _clock(series: GpuSeries, seconds: float) -> str:
+    if series.t0 is None:
+        return f"t={seconds:.0f} s"
+    return (series.t0 + pd.Timedelta(seconds=seconds)).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _throttle(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr: float) -> None:
+    g_count = len(series)
+    share = np.full(g_count, math.nan)
+    low_bound = np.zeros(g_count)
+    bits = [""] * g_count
+    clock = np.full(g_count, math.nan)
+    for g in range(g_count):
+        _, u = series.get(g, "util_pct", dropna=False)
+        busy = np.isfinite(u) & (u >= busy_thr)
+        if has["throttle_reasons"]:
+            _, tr = series.get(g, "throttle_reasons", dropna=False)
+            known = busy & np.isfinite(tr)
+            n = int(known.sum())
+            if n:
+                masks = tr[known].astype(np.int64)
+                bad = (masks & schema.THROTTLE_HARMFUL) != 0
+                share[g] = float(bad.mean())
+                low_bound[g] = _wilson_lower(int(bad.sum()), n)
+                if bad.any():
+                    names = schema.throttle_names(float(np.bitwise_or.reduce(masks[bad] & schema.THROTTLE_HARMFUL)))
+                    bits[g] = ", ".join(names)
+        if has["sm_clock_mhz"]:
+            _, c = series.get(g, "sm_clock_mhz", dropna=False)
+            ok = busy & np.isfinite(c)
+            if ok.sum() >= 3:
+                clock[g] = float(np.median(c[ok]))
+    table["harmful_share"] = share
+    table["harmful_lower"] = low_bound
+    table["harmful_bits"] = bits
+    table["busy_clock_mhz"] = clock
+    deficit = np.full(g_count, math.nan)
+    mz = np.full(g_count, math.nan)
+    fin = np.isfinite(clock)
+    if fin.sum() >= 3:
+        med = float(np.median(clock[fin]))
+        mad = max(float(np.median(np.abs(clock[fin] - med))), 0.01 * med / 0.6745)
+        mz[fin] = 0.6745 * (clock[fin] - med) / mad
+        deficit[fin] = 1 - clock[fin] / med
+    table["clock_deficit"] = deficit
+    table["clock_z"] = mz
+    table["peer_clock_mhz"] = float(np.median(clock[fin])) if fin.any() else math.nan
+
+
+def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float) -> None:
+    peer = _peer_median(util)
+    delta, p, n_eff, below, above, polls = [], [], [], [], [], []
+    for g in range(util.shape[0]):
+        ok = valid[g] & np.isfinite(peer[g])
+        d = (util[g, ok] - peer[g, ok]).astype(np.float64)
+        if len(d) == 0:
+            delta.append(math.nan)
+            p.append(None)
+            n_eff.append(0.0)
+            below.append(0)
+            above.append(0)
+            polls.append(0)
+            continue
+        pv, ne = _sign_test(d)
+        delta.append(float(d.mean()))
+        p.append(pv)
+        n_eff.append(ne)
+        below.append(int((d < 0).sum()))
+        above.append(int((d > 0).sum()))
+        polls.append(len(d))
+    table["delta_pct"] = delta
+    table["delta_p"] = p
+    table["delta_n_eff"] = n_eff
+    table["polls_below"] = below
+    table["polls_above"] = above
+    table["polls_compared"] = polls
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            table["peer_median_pct"] = [float(np.nanmean(peer[g][valid[g]])) if valid[g].any() else math.nan
+                                        for g in range(util.shape[0])]
+
+
+def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:
+    g_count = len(series)
+    swing = np.full(g_count, math.nan)
+    peak = np.full(g_count, math.nan)
+    total = np.full(g_count, math.nan)
+    for g in range(g_count):
+        if has["mem_used_mib"]:
+            _, m = series.get(g, "mem_used_mib")
+            if len(m) >= 2:
+                q = np.percentile(m, [5, 95, 100]) if len(m) >= 20 else (m.min(), m.max(), m.max())
+                swing[g], peak[g] = float(q[1] - q[0]), float(q[2])
+        if has["mem_total_mib"]:
+            _, tot = series.get(g, "mem_total_mib")
+            if len(tot):
+                total[g] = float(np.median(tot))
+    table["mem_swing_mib"] = swing
+    table["mem_peak_mib"] = peak
+    table["mem_total_mib"] = total
+    limit = np.where(np.isfinite(total), MEM_SWING_FRACTION * total, MEM_SWING_MIB)
+    table["mem_swings"] = np.isfinite(swing) & (swing >= limit)
+    table["mem_near_full"] = np.isfinite(total) & np.isfinite(peak) & (peak >= 0.97 * total)
+
+
+def _stragglers(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float,
+                t0: float, n_bins: int, has: dict) -> tuple[list[dict], dict | None]:
+    """GPUs low while most peers are high; whether peers wait (power / SM activity) and whether it persists."""
+    g_count = util.shape[0]
+    if g_count < 3 or n_bins < 4:
+        return [], None
+    thr = np.full(g_count, 50.0)
+    for g in range(g_count):
+        lv = two_levels(util[g][valid[g]])
+        if lv.bimodal:
+            thr[g] = lv.threshold
+    filled, fvalid = _hold(util, valid, int(GAP_FACTOR))
+    high = (filled >= thr[:, None]) & fvalid
+    low = (filled < thr[:, None]) & fvalid
+    valid = fvalid
+    n_valid = valid.sum(0)
+    n_high = high.sum(0)
+    peers_valid = n_valid[None, :] - valid
+    odd = low & ((n_high[None, :] - high) >= PEERS_HIGH * peers_valid) & (peers_valid >= 2)
+    all_high = (n_high == n_valid) & (n_valid >= max(2, g_count // 2))
+    work_col = "sm_active" if has["sm_active"] else ("power_w" if has["power_w"] else None)
+    work = None
+    if work_col is not None:
+        work = _grid(series, work_col, dt, t0, n_bins).astype(np.float64)
+        if work_col == "power_w":  # each GPU's power relative to its own busy level
+            ref = np.array([np.nanpercentile(work[g][high[g]], 90) if (high[g] & np.isfinite(work[g])).any()
+                            else np.nan for g in range(g_count)])
+            work = work / ref[:, None]
+    starts_all, owner = [], []
+    episodes = {}
+    for g in range(g_count):
+        s, n = _runs(odd[g])
+        # a straggler's dip: the GPU was high just before and is high again just after, while its peers stayed
+        # high — not the edge of a fleet-wide drop that it merely leads or trails by a poll
+        before, after = s - 1, s + n
+        ok = (before >= 0) & (after < n_bins)
+        ok[ok] &= high[g, before[ok]] & high[g, after[ok]]
+        s, n = s[ok], n[ok]
+        episodes[g] = (s, n)
+        starts_all += list(s)
+        owner += [g] * len(s)
+    total = len(owner)
+    found = []
+    for g in range(g_count):
+        s, n = episodes[g]
+        k = len(s)
+        if k == 0:
+            continue
+        share = float(n.sum() / max(valid[g].sum(), 1))
+        p_persist = binom_sf(k, total, 1.0 / g_count) if total else 1.0
+        item = {"gpu": series.ids[g], "episodes": k, "time_share": share, "share_of_all": k / total,
+                "persistence_p": p_persist, "waiting": None, "peer_work_drop": math.nan,
+                "peer_work_odd": math.nan, "peer_work_base": math.nan, "signal": work_col,
+                "first_s": float(s[0] * dt), "peer_util_pct": math.nan}
+        mask = odd[g]
+        peers = np.ones(g_count, dtype=bool)
+        peers[g] = False
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                item["peer_util_pct"] = float(np.nanmean(util[peers][:, mask]))
+                if work is not None and all_high.any():
+                    per_ep = np.array([np.nanmean(work[peers][:, a:a + m]) for a, m in zip(s, n, strict=True)])
+                    base = np.nanmean(work[peers][:, all_high], axis=0)
+                    per_ep, base = per_ep[np.isfinite(per_ep)], base[np.isfinite(base)]
+                    if len(per_ep) and len(base):
+                        b = float(np.median(base))
+                        o = float(np.median(per_ep))
+                        item["peer_work_odd"], item["peer_work_base"] = o, b
+                        item["peer_work_drop"] = 1 - o / b if b > 0 else math.nan
+                        k_below = int((per_ep < b).sum())
+                        p_wait = binom_sf(k_below, len(per_ep), 0.5) if len(per_ep) >= 5 else None
+                        item["waiting_p"] = p_wait
+                        item["waiting"] = bool(item["peer_work_drop"] >= POWER_DROP_MIN
+                                               and (p_wait is None or p_wait < ALPHA))
+        found.append(item)
+    found.sort(key=lambda d: (-d["episodes"], d["gpu"]))
+    strag = [d for d in found if d["episodes"] >= 3 and d["persistence_p"] < ALPHA
+             and d["time_share"] >= 0.005]
+    rotating = None
+    involved = [d for d in found if d["episodes"] >= 1]
+    if total >= 10 and len(involved) >= 3 and not strag:
+        top = involved[0]
+        rotating = {"episodes": total, "gpus": len(involved), "top_gpu": top["gpu"],
+                    "top_share": top["share_of_all"], "top_p": top["persistence_p"]}
+    return strag, rotating
+
+
+def _hold(u: np.ndarray, valid: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Carry each GPU's last valid value forward over at most `limit` missing bins."""
+    g_count, n = u.shape
+    idx = np.where(valid, np.arange(n)[None, :], -1)
+    idx = np.maximum.accumulate(idx, axis=1)
+    ok = (idx >= 0) & (np.arange(n)[None, :] - idx <= limit)
+    rows = np.arange(g_count)[:, None]
+    out = np.where(ok, u[rows, np.maximum(idx, 0)], np.nan)
+    return out, ok
+
+
+def _status(r, g_count: int) -> tuple[str, str]:
+    """Status and a one-line evidence string for one table row."""
+    mean = f"mean {r.mean_util_pct:.0f}%" if np.isfinite(r.mean_util_pct) else "no valid utilization"
+    peers = (f"peers {r.peer_median_pct:.0f}%" if np.isfinite(r.peer_median_pct) else "")
+    extra = []
+    if r.mem_swings:
+        extra.append(f"memory swings by {r.mem_swing_mib / 1024:.1f} GiB")
+    if r.mem_near_full:
+        extra.append(f"memory peaks at {r.mem_peak_mib / 1024:.1f} of {r.mem_total_mib / 1024:.0f} GiB")
+    tail = ("; " + "; ".join(extra)) if extra else ""
+    if r.lost:
+        return "lost", f"{r.lost_note}; {mean}{tail}"
+    harmful = r.harmful_lower >= THROTTLE_SHARE_MIN
+    slow_clock = (np.isfinite(r.clock_z) and r.clock_z <= -MODIFIED_Z and r.clock_deficit >= CLOCK_DEFICIT_MIN)
+    if harmful or slow_clock:
+        parts = []
+        if harmful:
+            parts.append(f"{r.harmful_bits} in {r.harmful_share:.0%} of busy polls")
+        if slow_clock:
+            parts.append(f"SM clock {r.busy_clock_mhz:.0f} MHz while busy vs peers {r.peer_clock_mhz:.0f} MHz "
+                         f"({-r.clock_deficit:+.0%})")
+        return "throttled", "; ".join(parts) + f"; {mean}{tail}"
+    if g_count >= 2 and np.isfinite(r.delta_pct) and r.polls_compared:
+        testable = r.delta_n_eff >= 5
+        sig = (not testable) or (r.delta_p is not None and r.delta_p < ALPHA)
+        how = (f"below peers in {r.polls_below}/{r.polls_compared} polls" if r.delta_pct < 0
+               else f"above peers in {r.polls_above}/{r.polls_compared} polls")
+        note = "" if testable else " (too few polls to test)"
+        if r.delta_pct <= -MIN_DELTA_PCT and sig:
+            return "underutilized", f"{mean} vs {peers} at the same moments ({r.delta_pct:+.0f} points); {how}{note}{tail}"
+        if r.delta_pct >= MIN_DELTA_PCT and r.busy_share >= SATURATED_SHARE and sig:
+            return "saturated", f"{mean} vs {peers} at the same moments ({r.delta_pct:+.0f} points); {how}{note}{tail}"
+    return "ok", f"{mean}" + (f" ({peers})" if peers and g_count >= 2 else "") + tail

@@ -1,0 +1,490 @@
+"""Ranking: turn the analyses' findings into scored hypotheses with evidence, a next measurement and a fix.
+
+Scoring (documented, deterministic):
+
+* Every finding becomes an `Evidence` item for one hypothesis with a strength in [0, 1]:
+      strength = confidence × specificity × impact
+  - confidence: how sure the analysis is that the signature is present — 1 - p for a statistical test (p-values
+    come from the analyses: spectral / regularity tests, sign and binomial tests, hypergeometric tests), or the
+    level of a thresholded measurement (moderate 0.4, high 0.85 — the TF-profiler thresholds the Kineto and
+    straggler analyses use: 5% / 20% of step time for input wait, 3% / 15% for launch and exposed collectives).
+  - specificity: how strongly that signature points at this cause rather than another (a fixed table in
+    SPECIFICITY below, e.g. a synchronized *periodic* drop → periodic_stall 0.6, data_starvation 0.35; a
+    synchronized *irregular* drop → data_starvation 0.55). A direct measurement of the cause (checkpoint events
+    logged at the slow steps, GC events in the spikes, Xid-like loss of a GPU) has specificity ≈ 0.9.
+  - impact: 1 - exp(-lost / 5%), where `lost` is the share of throughput the signature costs (time spent in the
+    low state × depth of the drop, or the slow steps' extra time). A pattern costing 5% scores 0.63 of its
+    maximum, 10% → 0.86, 1% → 0.18: a real but negligible pattern does not outrank "healthy".
+* Items for the same hypothesis combine as independent pieces of support (noisy-OR): 1 - Π(1 - strength).
+* `healthy` scores 1 - (the best other score): it comes first exactly when no cause has more support than not.
+
+`next_step` is the measurement that would confirm or refute the hypothesis (specialised with the numbers found:
+period, N steps, the guilty GPU or host); `notebook` the lab that reproduces and fixes it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+NOTEBOOKS: dict[str, str] = {
+    "healthy": "notebooks/01_triage.ipynb",
+    "data_starvation": "notebooks/10_data_starvation.ipynb",
+    "h2d_copy": "notebooks/11_h2d_copies.ipynb",
+    "periodic_stall": "notebooks/12_checkpoint_eval_stalls.ipynb",
+    "host_sync": "notebooks/13_host_sync_gc.ipynb",
+    "gc_pause": "notebooks/13_host_sync_gc.ipynb",
+    "recompilation": "notebooks/14_recompilation.ipynb",
+    "collective_straggler": "notebooks/20_collective_stragglers.ipynb",
+    "hardware_fault": "notebooks/20_collective_stragglers.ipynb",
+    "throttling": "notebooks/20_collective_stragglers.ipynb",
+    "link_degradation": "notebooks/20_collective_stragglers.ipynb",
+    "padding_imbalance": "notebooks/21_padding_vs_packing.ipynb",
+    "pipeline_imbalance": "notebooks/22_pipeline_imbalance.ipynb",
+    "launch_bound": "notebooks/02_observability.ipynb",
+    "memory_pressure": "notebooks/01_triage.ipynb",
+}
+HYPOTHESES: tuple[str, ...] = tuple(NOTEBOOKS)
+
+FIXES: dict[str, str] = {
+    "healthy": "nothing to fix; keep this run's telemetry as the baseline for `playbook compare`",
+    "data_starvation": "more DataLoader workers with persistent_workers and prefetch_factor, pin_memory; move "
+                       "decoding / augmentation off the training process or pre-shard the data",
+    "h2d_copy": "pin host memory (pin_memory=True) and copy with non_blocking=True, prefetching the next batch to "
+                "the GPU on a side stream",
+    "periodic_stall": "asynchronous (background) or sharded checkpointing, evaluation in a separate process or "
+                      "less often, asynchronous logging — so no rank blocks the collective every N steps",
+    "host_sync": "remove .item() / .cpu() / printing of tensors inside the step; keep metrics on the device and "
+                 "synchronise every N steps",
+    "gc_pause": "gc.freeze() after setup, then gc.disable() and gc.collect() every N steps at a point where all "
+                "ranks are in step; create fewer temporary Python objects per step",
+    "recompilation": "mark dynamic dimensions (torch._dynamo.mark_dynamic) or pad to a few bucketed shapes; fix "
+                     "the failing guard before raising cache_size_limit",
+    "collective_straggler": "make the slow rank as fast as the others: move rank-specific work (checkpointing, "
+                            "logging, evaluation) off the training loop, balance its data, fix its host",
+    "hardware_fault": "drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or "
+                      "board",
+    "throttling": "restore cooling / power delivery on the named GPU's host (airflow, fans, power capping); "
+                  "drain it if hardware slowdown persists",
+    "link_degradation": "repair the named host's fabric (IB/RoCE link, GPUDirect RDMA via nvidia-peermem, "
+                        "NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets",
+    "padding_imbalance": "pack sequences or bucket them by length so every rank gets the same number of real "
+                         "tokens per step",
+    "pipeline_imbalance": "rebalance the stages (split the saturated stage, add consumers), deepen the queue "
+                          "between producer and consumer, dispatch work to the least-loaded worker",
+    "launch_bound": "fewer, larger kernels: CUDA graphs or torch.compile(mode='reduce-overhead'), larger "
+                    "batches, fused optimizers",
+    "memory_pressure": "reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes "
+                       "static, lower the batch or checkpoint activations",
+}
+
+NEXT_STEPS: dict[str, str] = {
+    "healthy": "if throughput is still below expectations, record step phases (`playbook record -- ...`) and "
+               "diagnose again",
+    "data_starvation": "measure time blocked in next(DataLoader) per step (playbook.probes `timed(loader)`): "
+                       "≥ 5% of step time is loader-bound, ≥ 20% input-bound",
+    "h2d_copy": "profile one step (torch.profiler) and look for 'Memcpy HtoD (Pageable -> Device)'",
+    "periodic_stall": "log checkpoint, eval and logging step numbers (or record step phases) and compare them "
+                      "with the stall period",
+    "host_sync": "profile one step and count cudaStreamSynchronize / aten::item / aten::_local_scalar_dense",
+    "gc_pause": "log gc.callbacks start/stop times per step and compare them with the slow steps",
+    "recompilation": "run with TORCH_LOGS=recompiles to see which guard fails and on which shape",
+    "collective_straggler": "record per-rank step phases (playbook record) or Kineto traces on all ranks: the "
+                            "rank that waits least in the collective is the straggler",
+    "hardware_fault": "on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, "
+                      "PCIe replay counter), then `dcgmi diag -r 3`",
+    "throttling": "on the named host under load: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` (clock event "
+                  "reasons, temperatures, power limit)",
+    "link_degradation": "NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for "
+                        "missing GDRDMA; nccl-tests all_reduce_perf across the named host",
+    "padding_imbalance": "log real (non-padding) tokens per step per rank and correlate them with step time",
+    "pipeline_imbalance": "log each stage's queue depth and busy time: the saturated stage is the bottleneck, "
+                          "the idle ones wait on it",
+    "launch_bound": "profile one step: many kernels shorter than the gaps between their launches",
+    "memory_pressure": "log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
+}
+
+# How strongly a signature points at each cause (see the module docstring).
+SPECIFICITY: dict[str, dict[str, float]] = {
+    "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
+    "synchronized_irregular": {"data_starvation": 0.55, "host_sync": 0.2, "gc_pause": 0.2},
+    "independent_swings": {"data_starvation": 0.45, "padding_imbalance": 0.35},
+    "host_groups": {"data_starvation": 0.45, "link_degradation": 0.3, "throttling": 0.2},
+    "antiphase": {"pipeline_imbalance": 0.85},
+    "idle_and_saturated": {"pipeline_imbalance": 0.7},
+    "idle_only": {"pipeline_imbalance": 0.45, "data_starvation": 0.25},
+    "waiting_straggler": {"collective_straggler": 0.9},
+    "straggler_no_power": {"collective_straggler": 0.6},
+    "straggler_periodic": {"periodic_stall": 0.75},
+    "straggler_persistent": {"hardware_fault": 0.45, "throttling": 0.3},
+    "rotating": {"padding_imbalance": 0.5, "data_starvation": 0.3},
+    "throttle_bits": {"throttling": 0.9},
+    "slow_clock": {"throttling": 0.75, "hardware_fault": 0.3},
+    "lost": {"hardware_fault": 0.9},
+    "memory_full": {"memory_pressure": 0.55},
+    "memory_swings": {"memory_pressure": 0.35, "recompilation": 0.15},
+    "periodic_slow_events": {"periodic_stall": 0.95},
+    "periodic_slow": {"periodic_stall": 0.8},
+    "gc": {"gc_pause": 0.9},
+    "creep": {"throttling": 0.55, "memory_pressure": 0.25},
+    "recompile": {"recompilation": 0.9},
+    "phase_data": {"data_starvation": 1.0},
+    "phase_h2d": {"h2d_copy": 0.8},
+    "phase_stall": {"periodic_stall": 0.7},
+    "trace_finding": {},  # the finding's own hypothesis, at 1.0
+    "straggler_hardware": {"hardware_fault": 0.45, "throttling": 0.3},
+    "straggler_software": {"padding_imbalance": 0.35, "data_starvation": 0.25},
+}
+LEVEL_CONFIDENCE = {"moderate": 0.4, "high": 0.85}
+IMPACT_SCALE = 0.05
+
+
+@dataclass
+class Evidence:
+    """One piece of support for one hypothesis."""
+
+    hypothesis: str
+    strength: float
+    text: str
+    next_step: str | None = None
+
+
+def impact(lost_fraction: float | None) -> float:
+    """1 - exp(-lost / 5%): how much a signature costing `lost_fraction` of throughput counts (0-1)."""
+    if lost_fraction is None or not np.isfinite(lost_fraction) or lost_fraction <= 0:
+        return 0.0
+    return float(1 - math.exp(-lost_fraction / IMPACT_SCALE))
+
+
+def confidence(p_value: float | None) -> float:
+    """1 - p, with an unknown p (too few samples to test) counted as 0.5."""
+    if p_value is None or not np.isfinite(p_value):
+        return 0.5
+    return float(min(max(1 - p_value, 0.0), 1.0))
+
+
+def support(signature: str, conf: float, weight: float, text: str, next_step: str | None = None,
+            only: str | None = None) -> list[Evidence]:
+    """Evidence items for every cause the signature points at (SPECIFICITY), strength conf × spec × weight."""
+    out = []
+    for hyp, spec in SPECIFICITY[signature].items():
+        if only is not None and hyp != only:
+            continue
+        s = float(np.clip(conf * spec * weight, 0.0, 1.0))
+        if s > 0:
+            out.append(Evidence(hyp, s, text, next_step))
+    return out
+
+
+def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None) -> list[dict]:
+    """Hypotheses sorted by score (noisy-OR of their evidence), `healthy` scored 1 - the best other score."""
+    by: dict[str, list[Evidence]] = {}
+    for e in evidence:
+        if e.hypothesis not in NOTEBOOKS or e.hypothesis == "healthy":
+            continue
+        by.setdefault(e.hypothesis, []).append(e)
+    out = []
+    for hyp, items in by.items():
+        items.sort(key=lambda e: -e.strength)
+        score = 1.0 - float(np.prod([1.0 - e.strength for e in items]))
+        if score <= 0.005:
+            continue
+        texts = list(dict.fromkeys(e.text for e in items))
+        nxt = next((e.next_step for e in items if e.next_step), None) or NEXT_STEPS[hyp]
+        out.append({"id": hyp, "score": round(score, 3), "evidence": texts, "next_step": nxt,
+                    "fix": FIXES[hyp], "notebook": NOTEBOOKS[hyp]})
+    best = max((h["score"] for h in out), default=0.0)
+    healthy_texts = list(healthy_evidence or [])
+    if best > 0:
+        top = max(out, key=lambda h: h["score"])
+        healthy_texts.append(f"strongest other hypothesis: {top['id']} at {top['score']:.2f}")
+    out.append({"id": "healthy", "score": round(1.0 - best, 3), "evidence": healthy_texts or
+                ["no finding points at a cause"], "next_step": NEXT_STEPS["healthy"], "fix": FIXES["healthy"],
+                "notebook": NOTEBOOKS["healthy"]})
+    out.sort(key=lambda h: (-h["score"], h["id"] != "healthy", h["id"]))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Findings → evidence
+
+
+def _ids(ids: list[str], limit: int = 6) -> str:
+    ids = list(ids)
+    if len(ids) <= limit:
+        return ", ".join(ids)
+    return ", ".join(ids[:limit]) + f" and {len(ids) - limit} more"
+
+
+def _hosts_of(ids: list[str]) -> set[str]:
+    return {i.rsplit(":", 1)[0] for i in ids}
+
+
+def _p(p: float | None) -> str:
+    if p is None or not np.isfinite(p):
+        return "untested"
+    return f"p = {p:.1g}" if p >= 1e-300 else "p < 1e-300"
+
+
+def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str = "GPUs") -> list[Evidence]:
+    """Evidence from analysis.oscillation.OscillationResult (and the GPU table for context)."""
+    out: list[Evidence] = []
+    if not osc.detected:
+        return out
+    w = impact(osc.lost_fraction)
+    swinging = osc.swinging
+    n_total = n_gpus or len(swinging)
+    levels = f"{osc.high_pct:.0f}% → {osc.low_pct:.0f}%"
+    derived = "" if osc.signal == "util_pct" else f" ({osc.signal})"
+    conf = confidence(osc.p_value) if osc.periodic else 1.0
+    if osc.synchrony == "synchronized" or (osc.synchrony is None and len(swinging) == 1 and n_total == 1):
+        main = osc.groups[0] if osc.groups else swinging
+        who = f"all {len(main)} {label}" if len(main) == n_total else f"{len(main)} of {n_total} {label}"
+        if osc.periodic:
+            per = osc.period_s
+            text = (f"{who} drop together from {levels} every {per:.3g} s (duty cycle {osc.duty_cycle:.2f}, "
+                    f"{_p(osc.p_value)}){derived}: a stall shared by every rank at a fixed period")
+            nxt = (f"the stall period is {per:.3g} s: log checkpoint, eval and logging step numbers (or record "
+                   f"step phases) and check which recur every {per:.3g} s")
+            out += support("synchronized_periodic", conf, w, text, nxt)
+        else:
+            text = (f"{who} drop together from {levels} at irregular times (no significant period, "
+                    f"{_p(osc.p_value)}){derived}: whatever stalls them is shared but not scheduled")
+            out += support("synchronized_irregular", 1.0, w, text)
+    elif osc.synchrony == "groups":
+        if osc.antiphase:
+            a, b = osc.antiphase[0]
+            per = f" every {osc.period_s:.3g} s" if osc.periodic else ""
+            text = (f"{_ids(a)} are busy while {_ids(b)} idle, and the reverse{per} (anti-phase groups){derived}: "
+                    "producer and consumer stages waiting for each other")
+            out += support("antiphase", 1.0, max(w, 0.5), text)
+        else:
+            groups = [g for g in osc.groups if len(g) >= 2]
+            host_aligned = all(len(_hosts_of(g)) == 1 for g in groups) and len(groups) >= 2
+            if host_aligned:
+                text = (f"{label} drop together per host ({', '.join(sorted(_hosts_of(sum(groups, []))))}) but "
+                        f"the hosts drop at different times{derived}: a per-node cause (input pipeline, storage, "
+                        "network, cooling)")
+                out += support("host_groups", 1.0, w, text)
+            else:
+                text = (f"{len(groups)} groups of {label} drop together, each on its own schedule "
+                        f"({'; '.join(_ids(g, 3) for g in groups[:3])}){derived}")
+                out += support("independent_swings", 1.0, w, text)
+    elif osc.synchrony == "independent":
+        per = f" (median period {osc.period_s:.3g} s)" if osc.periodic else ""
+        text = (f"{len(swinging)} {label} swing {levels} each on its own schedule{per}{derived}: per-rank input "
+                "stalls or uneven work rather than a shared stall")
+        out += support("independent_swings", 1.0, w, text)
+    return out
+
+
+def from_gpus(report, osc=None) -> list[Evidence]:
+    """Evidence from analysis.gpus.GpuReport: stragglers, throttling, lost GPUs, imbalance, memory."""
+    out: list[Evidence] = []
+    t = report.table
+    if t.empty:
+        return out
+    n = len(t)
+    per = {}
+    if osc is not None and len(osc.per_gpu):
+        per = osc.per_gpu.set_index("id").to_dict("index")
+    straggler_ids = set()
+    for s in report.stragglers:
+        gid = s["gpu"]
+        straggler_ids.add(gid)
+        w = impact(s["time_share"])
+        host = gid.rsplit(":", 1)[0]
+        base = (f"{gid} drops low {s['episodes']} times ({s['time_share']:.0%} of the time) while ≥ 75% of its "
+                f"peers stay busy (peers at {s['peer_util_pct']:.0f}% utilization); it is the odd one out in "
+                f"{s['share_of_all']:.0%} of all such moments ({_p(s['persistence_p'])} against chance)")
+        if s.get("waiting"):
+            sig = "sm_active" if s["signal"] == "sm_active" else "power"
+            text = (base + f"; meanwhile the peers draw {s['peer_work_odd']:.0%} of their busy {sig} — they "
+                    "are waiting for it in a collective")
+            out += support("waiting_straggler", confidence(s.get("waiting_p")), w, text,
+                           f"record per-rank step phases or traces on {host}: rank on {gid} should show "
+                           "compute or I/O while the others wait in the collective")
+        else:
+            note = ("" if s["signal"] else "; record power.draw or DCGM SM activity to tell waiting peers from "
+                    "working ones")
+            out += support("straggler_no_power", confidence(s["persistence_p"]), w, base + note)
+        row = per.get(gid, {})
+        if row.get("periodic"):
+            text = (f"{gid} drops every {row['period_s']:.3g} s on its own while its peers wait: rank-specific "
+                    "periodic work (checkpoint writing, logging or evaluation on one rank)")
+            out += support("straggler_periodic", 1.0, w, text,
+                           f"the stall period is {row['period_s']:.3g} s: log what the rank on {gid} does every "
+                           f"{row['period_s']:.3g} s (checkpoint / eval / logging step numbers)")
+        else:
+            text = f"the same GPU ({gid}) lags every time and not on a schedule: hardware-like"
+            out += support("straggler_persistent", confidence(s["persistence_p"]), w, text)
+    if report.rotating:
+        r = report.rotating
+        text = (f"the GPU that drops alone rotates: {r['episodes']} such moments spread over {r['gpus']} GPUs "
+                f"(the most frequent, {r['top_gpu']}, has {r['top_share']:.0%}; {_p(r['top_p'])}): the data "
+                "decides who is slow")
+        out += support("rotating", 1.0, 0.6, text)
+    for r in t.itertuples(index=False):
+        host = r.host
+        if r.status == "throttled":
+            deficit = float(r.clock_deficit) if np.isfinite(r.clock_deficit) else 0.0
+            if r.harmful_lower >= 0.01:
+                w = max(impact(float(r.harmful_share)), impact(deficit))
+                out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}",
+                               f"on {host} under load: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER for GPU "
+                               f"{r.index} (clock event reasons, temperature)")
+            else:
+                out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}",
+                               f"on {host}: nvidia-smi -q -d CLOCK,PERFORMANCE for GPU {r.index} under load")
+        elif r.status == "lost":
+            out += support("lost", 1.0, 1.0, f"{r.id}: {r.lost_note}",
+                           f"on {host}: `dmesg | grep -i xid` around the time it stopped, `nvidia-smi -q -i "
+                           f"{r.index}` (retired pages, remapped rows), then `dcgmi diag -r 3`")
+        if r.mem_near_full:
+            out += support("memory_full", 1.0, 1.0, f"{r.id}: memory peaks at {r.mem_peak_mib / 1024:.1f} of "
+                           f"{r.mem_total_mib / 1024:.0f} GiB")
+    swings = t[t["mem_swings"]]
+    if len(swings):
+        worst = swings.sort_values("mem_swing_mib", ascending=False)
+        text = (f"memory used swings by up to {worst['mem_swing_mib'].iloc[0] / 1024:.1f} GiB on "
+                f"{_ids(list(worst['id']), 4)}: allocator churn or dynamic shapes")
+        out += support("memory_swings", 1.0, min(len(swings) / n + 0.3, 1.0), text)
+    under = t[(t["status"] == "underutilized") & ~t["id"].isin(straggler_ids)]
+    sat = t[t["status"] == "saturated"]
+    if len(under):
+        untested = bool((under["delta_n_eff"] < 5).all())
+        # the best-supported idle GPU: 1 - its sign-test p (exact binomial when too few polls for the test)
+        conf = confidence(float(under["delta_p"].min())) if under["delta_p"].notna().any() else 0.5
+        lost = float((-under["delta_pct"]).clip(lower=0).sum() / 100 / n)
+        note = " (too few polls for a significance test)" if untested else ""
+        if len(sat):
+            text = (f"{_ids(list(under['id']))} sit at {under['mean_util_pct'].min():.0f}-"
+                    f"{under['mean_util_pct'].max():.0f}% while {_ids(list(sat['id']))} are saturated "
+                    f"({sat['mean_util_pct'].min():.0f}-{sat['mean_util_pct'].max():.0f}%){note}: work is not "
+                    "spread evenly — a pipeline stage or role that starves while another is the bottleneck")
+            out += support("idle_and_saturated", conf, max(impact(lost), 0.5), text,
+                           f"log queue depth and busy time per stage: {_ids(list(sat['id']), 3)} should be the "
+                           f"bottleneck that {_ids(list(under['id']), 3)} wait on")
+        else:
+            text = (f"{_ids(list(under['id']))} run well below their peers "
+                    f"({under['mean_util_pct'].min():.0f}-{under['mean_util_pct'].max():.0f}% vs "
+                    f"{under['peer_median_pct'].median():.0f}%){note}")
+            out += support("idle_only", conf, impact(lost), text)
+    return out
+
+
+def from_steps(summary: dict) -> list[Evidence]:
+    """Evidence from analysis.steps.summarize()."""
+    out: list[Evidence] = []
+    if not summary:
+        return out
+    ps = summary.get("periodic_slow")
+    if ps and ps.get("periodic"):
+        ev = ps.get("events") or {}
+        matched = {k: v for k, v in ev.items() if k in ("checkpoint", "eval", "evaluation", "log", "save")}
+        period = ps.get("period_s")
+        per_txt = f" (≈ {period:.3g} s)" if period and np.isfinite(period) else ""
+        text = (f"every {ps['every_n_steps']} steps{per_txt} a step takes {ps['median_slow_s']:.3g} s instead of "
+                f"{ps['median_step_s']:.3g} s ({ps['hits']} of {ps['lattice_steps']} such steps, first at step "
+                f"{ps['first_step']}; {_p(ps['p_value'])})")
+        if matched:
+            kind, k = max(matched.items(), key=lambda kv: kv[1])
+            text += f"; a {kind} event is logged at {k} of them"
+            nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps and matches the {kind} "
+                   f"events: time the {kind} itself and move it off the training loop (asynchronous)")
+            out += support("periodic_slow_events", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text,
+                           nxt)
+        else:
+            nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps: log checkpoint and "
+                   "eval step numbers" if period and np.isfinite(period) else None)
+            out += support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt)
+    gc = summary.get("gc")
+    if gc and gc.get("coincide"):
+        pause = f"; median pause {gc['median_pause_s']:.3g} s" if gc.get("median_pause_s") else ""
+        text = (f"{gc['slow_with_gc']} of {gc['slow_steps']} isolated slow steps hold a GC event, against "
+                f"{gc['steps_with_gc']} GC steps in {summary.get('steps', '?')} ({_p(gc['p_value'])}){pause}")
+        lost = gc.get("pause_share") or 0.0
+        out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text)
+    cr = summary.get("creep")
+    if cr and cr.get("creeping"):
+        text = (f"step time creeps up {cr['relative_change']:+.0%} over the run ({cr['first_s']:.3g} s → "
+                f"{cr['last_s']:.3g} s, Spearman ρ = {cr['spearman_rho']:.2f}, {_p(cr['p_value'])}): clocks "
+                "falling as the GPU heats, or memory fragmentation")
+        out += support("creep", confidence(cr["p_value"]), impact(cr["relative_change"] / 2), text,
+                       "watch SM clock and temperature over the run (nvidia-smi --query-gpu=clocks.sm,"
+                       "temperature.gpu,clocks_event_reasons.active -l 5)")
+    rc = summary.get("recompiles")
+    if rc:
+        share = rc.get("share") or 0.0
+        w = max(impact(share), 0.5 if rc["slow_steps_with_recompile"] else 0.25)
+        why = f" ({'; '.join(rc['details'])})" if rc.get("details") else ""
+        text = (f"{rc['events']} recompilation events at {rc['steps']} steps{why}, "
+                f"{rc['slow_steps_with_recompile']} of them on slow steps"
+                + (f", {rc['seconds']:.3g} s in total" if rc.get("seconds") else ""))
+        out += support("recompile", 1.0, w, text)
+    shares = summary.get("phase_share") or {}
+    data = shares.get("data", 0.0)
+    h2d = shares.get("h2d", 0.0)
+    if data + h2d >= 0.05:
+        conf = 0.4 + 0.45 * min((data + h2d - 0.05) / 0.15, 1.0)
+        text = (f"waiting for input takes {data:.0%} of step time" + (f" and host-to-device copies {h2d:.0%}"
+                if h2d else "") + " (≥ 5% moderate, ≥ 20% input-bound)")
+        out += support("phase_data", conf, 1.0, text)
+    if h2d >= 0.05:
+        out += support("phase_h2d", 0.4 + 0.45 * min((h2d - 0.05) / 0.15, 1.0), 1.0,
+                       f"host-to-device copies take {h2d:.0%} of step time")
+    stall = sum(v for k, v in shares.items() if k in ("checkpoint", "eval", "log"))
+    if stall >= 0.01 and not (ps and ps.get("periodic")):
+        parts = ", ".join(f"{k} {v:.1%}" for k, v in shares.items() if k in ("checkpoint", "eval", "log") and v)
+        out += support("phase_stall", 1.0, impact(stall), f"step phases spent in {parts} of step time")
+    return out
+
+
+def explained_by_steps(summary: dict) -> dict[str, float]:
+    """Share of the slow steps each step-level cause accounts for (periodic lattice, GC, recompilation)."""
+    if not summary or not summary.get("slow_steps"):
+        return {}
+    n = summary["slow_steps"]
+    out = {}
+    ps = summary.get("periodic_slow")
+    if ps and ps.get("periodic"):
+        out["periodic_stall"] = ps["hits"] / n
+    gc = summary.get("gc")
+    if gc and gc.get("coincide"):
+        out["gc_pause"] = gc["slow_with_gc"] / n
+    rc = summary.get("recompiles")
+    if rc and rc.get("slow_steps_with_recompile"):
+        out["recompilation"] = rc["slow_steps_with_recompile"] / n
+    return out
+
+
+def discount(evidence: list[Evidence], explained: dict[str, float]) -> list[Evidence]:
+    """Scale evidence for other causes by the share of slow steps the step analysis did not explain."""
+    rest = max(0.0, 1.0 - sum(explained.values()))
+    if not explained:
+        return evidence
+    return [e if e.hypothesis in explained else Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step)
+            for e in evidence]
+
+
+def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
+    """Evidence from the Kineto / straggler / NCCL analyses' `findings` lists ({hypothesis, level, evidence})."""
+    out: list[Evidence] = []
+    for f in findings or []:
+        hyp = f.get("hypothesis")
+        if hyp not in NOTEBOOKS:
+            continue
+        conf = LEVEL_CONFIDENCE.get(str(f.get("level")), 0.5)
+        text = f"{source}: {f.get('evidence', '')}".strip() if source else str(f.get("evidence", ""))
+        nxt = None
+        if f.get("hosts"):
+            nxt = NEXT_STEPS[hyp].replace("the named host", ", ".join(map(str, f["hosts"])))
+        out.append(Evidence(hyp, conf, text, nxt))
+        nature = f.get("nature")
+        if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
+            sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"
+            out += support(sig, conf, 1.0, f"the slowest rank is {nature} "
+                           f"({'the same rank every time' if nature == 'hardware-like' else 'it rotates'})")
+    return out

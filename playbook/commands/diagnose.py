@@ -1,0 +1,168 @@
+"""`playbook diagnose PATH [PATH ...]`: name the cause of an oscillation, with evidence, from whatever telemetry the
+user has (nvidia-smi / dmon / DCGM logs, step logs, Kineto traces, NCCL logs, playbook run directories)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+
+from playbook.errors import InputError, PlaybookError
+
+HELP = "name the cause of spotty or oscillating GPU utilization, with evidence, from logs, traces or a run"
+EXAMPLES = """\
+  playbook diagnose data/samples/synthetic-64gpu                 a folder of per-host nvidia-smi CSVs
+  playbook diagnose node1.csv node2.csv steps.jsonl traces/       mixed inputs of one run
+  playbook diagnose poll.txt --fields index,utilization.gpu,memory.used --interval 2
+  playbook diagnose runs/r1 --json > diagnosis.json              one JSON object on stdout
+"""
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, any format the readers know")
+    parser.add_argument("--fields", default=None,
+                        help="the --query-gpu list of a headerless nvidia-smi CSV, e.g. "
+                             "index,utilization.gpu,memory.used")
+    parser.add_argument("--interval", type=float, default=None, metavar="S",
+                        help="polling interval in seconds, for inputs without timestamps")
+    parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+
+
+def run(args) -> int:
+    if args.interval is not None and not (math.isfinite(args.interval) and args.interval > 0):
+        raise InputError(f"--interval must be a positive number of seconds, not {args.interval:g}")
+    try:
+        from playbook.readers import read_paths
+    except ImportError as exc:  # pragma: no cover - the readers ship with the package
+        raise PlaybookError(f"the readers are not available: {exc}") from exc
+    from playbook.analysis.diagnosis import diagnose
+
+    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval)
+    if bundle.is_empty():
+        raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
+    result = diagnose(bundle, interval_s=args.interval)
+    if args.json:
+        sys.stdout.write(result.to_json() + "\n")
+        return 0
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    sys.stdout.write(render(result) + "\n")
+    return 0
+
+
+def _pct(v) -> str:
+    return "?" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{v:.0f}%"
+
+
+def render(d) -> str:
+    """The readable report: inputs, GPU table, oscillation, steps, ranks, ranked hypotheses."""
+    lines = []
+    osc_obj = d.detail.get("oscillation")
+    n_in = len(d.inputs)
+    lines.append(f"playbook diagnose — {n_in} input{'s' if n_in != 1 else ''}: "
+                 + ", ".join(d.inputs[:4]) + (f" and {n_in - 4} more" if n_in > 4 else ""))
+    if d.warnings:
+        lines.append(f"({len(d.warnings)} warning{'s' if len(d.warnings) != 1 else ''} on stderr)")
+    lines.append("")
+    lines += _gpu_section(d)
+    lines += _oscillation_section(d, osc_obj)
+    lines += _steps_section(d.steps)
+    lines += _ranks_section(d.ranks)
+    lines.append("Hypotheses (highest score first)")
+    for i, h in enumerate(d.hypotheses[:6], 1):
+        lines.append(f"  {i}. {h['id']:<22} score {h['score']:.2f}")
+        for e in h["evidence"][:4]:
+            lines.append(f"       - {e}")
+        lines.append(f"       next: {h['next_step']}")
+        lines.append(f"       fix:  {h['fix']}")
+        lines.append(f"       lab:  {h['notebook']}")
+    return "\n".join(lines)
+
+
+def _gpu_section(d) -> list[str]:
+    if not d.gpus:
+        return ["GPUs: no GPU telemetry in the inputs", ""]
+    hosts = sorted({g["host"] for g in d.gpus})
+    counts = Counter(g["status"] for g in d.gpus)
+    lines = [f"GPUs: {len(d.gpus)} on {len(hosts)} host{'s' if len(hosts) != 1 else ''} — "
+             + ", ".join(f"{n} {s}" for s, n in counts.most_common())]
+    shown = d.gpus if len(d.gpus) <= 16 else [g for g in d.gpus if g["status"] != "ok"][:24]
+    width = max((len(g["id"]) for g in shown), default=6)
+    for g in shown:
+        lines.append(f"  {g['id']:<{width}}  {_pct(g['mean_util_pct']):>5}  {g['status']:<13} {g['evidence']}")
+    if len(d.gpus) > 16:
+        hidden = len(d.gpus) - len(shown)
+        ok = [g["mean_util_pct"] for g in d.gpus if g["status"] == "ok" and g["mean_util_pct"] is not None]
+        if hidden:
+            rng = f" (mean {min(ok):.0f}-{max(ok):.0f}%)" if ok else ""
+            lines.append(f"  … {hidden} more GPUs ok{rng}")
+    lines.append("")
+    return lines
+
+
+def _oscillation_section(d, osc_obj) -> list[str]:
+    o = d.oscillation
+    signal = getattr(osc_obj, "signal", "util_pct") if osc_obj is not None else "util_pct"
+    what = "utilization" if signal == "util_pct" else signal
+    lines = [f"Oscillation ({what})"]
+    if osc_obj is None:
+        lines += ["  no utilization-like signal in the inputs", ""]
+        return lines
+    if not o["detected"]:
+        lvl = f" (level ≈ {o['high_pct']:.0f}%)" if o.get("high_pct") is not None else ""
+        lines += [f"  none: no GPU swings between a high and a low level{lvl}", ""]
+        return lines
+    if o["periodic"]:
+        lines.append(f"  periodic: {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%, period {o['period_s']:.3g} s, "
+                     f"duty cycle {o['duty_cycle']:.2f} (share of each period spent high)")
+    else:
+        duty = f", high {o['duty_cycle']:.0%} of the time" if o.get("duty_cycle") is not None else ""
+        lines.append(f"  irregular swings: {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%{duty}; no dominant period")
+    n_swing = len(getattr(osc_obj, "swinging", []))
+    if o["synchrony"]:
+        sizes = ", ".join(str(len(g)) for g in o["groups"][:8])
+        lines.append(f"  synchrony: {o['synchrony']} — {n_swing} swinging, groups of {sizes}")
+        for a, b in getattr(osc_obj, "antiphase", [])[:2]:
+            lines.append(f"  anti-phase: {', '.join(a[:4])}{'…' if len(a) > 4 else ''} vs "
+                         f"{', '.join(b[:4])}{'…' if len(b) > 4 else ''}")
+    elif n_swing:
+        lines.append(f"  swinging: {', '.join(osc_obj.swinging[:8])}{'…' if n_swing > 8 else ''}")
+    lines.append("")
+    return lines
+
+
+def _steps_section(s: dict) -> list[str]:
+    if not s:
+        return []
+    lines = [f"Steps: {s.get('steps', 0)} steps on {s.get('ranks', 0)} rank(s)"
+             + (f", median {s['median_step_s']:.3g} s, p90 {s['p90_step_s']:.3g} s, max {s['max_step_s']:.3g} s"
+                if s.get("median_step_s") is not None else "")]
+    if s.get("phase_share"):
+        lines.append("  phases: " + ", ".join(f"{k} {v:.0%}" for k, v in list(s["phase_share"].items())[:8]))
+    ps = s.get("periodic_slow")
+    if ps:
+        per = f" (≈ {ps['period_s']:.3g} s)" if ps.get("period_s") is not None else ""
+        lines.append(f"  slow every {ps['every_n_steps']} steps{per}: {ps['hits']} of {ps['lattice_steps']}, "
+                     f"+{ps['extra_s']:.3g} s each; events there: {ps.get('events') or 'none logged'}")
+    if s.get("gc") and s["gc"].get("coincide"):
+        lines.append(f"  GC: {s['gc']['slow_with_gc']} of {s['gc']['slow_steps']} isolated slow steps hold a GC event")
+    if s.get("creep") and s["creep"].get("creeping"):
+        lines.append(f"  creep: step time {s['creep']['relative_change']:+.0%} over the run")
+    if s.get("recompiles"):
+        lines.append(f"  recompiles: {s['recompiles']['events']} events at {s['recompiles']['steps']} steps")
+    lines.append("")
+    return lines
+
+
+def _ranks_section(ranks: list[dict]) -> list[str]:
+    if not ranks:
+        return []
+    lines = [f"Ranks: {len(ranks)}"]
+    flagged = [r for r in ranks if r.get("flagged")]
+    slowest = [r for r in ranks if r.get("slowest")]
+    for r in flagged[:4]:
+        lines.append(f"  rank {r['rank']}: straggler score {r.get('straggler_score')} (< 0.75 flags a straggler)")
+    for r in slowest[:1]:
+        lines.append(f"  slowest most often: rank {r['rank']} ({r.get('persistence')}, p = {r.get('persistence_p')})")
+    lines.append("")
+    return lines
