@@ -8,6 +8,9 @@
         steps.parquet            schema.STEP_COLUMNS
         events.parquet           schema.EVENT_COLUMNS
         host.parquet             schema.HOST_COLUMNS
+        ib.parquet               InfiniBand port counters as rates (probes/interconnect.py)
+        segments/<table>-N.parquet   periodic flushes, merged into the table files when the writer exits
+                                 (a killed writer leaves them behind; read_run reads them too)
         traces/                  Kineto traces (*.pt.trace.json[.gz]) written by profiler windows
 
 Each writer owns its folder, so a multi-node run merges by copying folders into one RUN_DIR.
@@ -33,7 +36,9 @@ TABLE_FILES = {
     "steps": "steps.parquet",
     "events": "events.parquet",
     "host": "host.parquet",
+    "ib": "ib.parquet",
 }
+SEGMENT_DIR = "segments"
 
 
 def part_name(host: str | None = None, rank: int | None = None) -> str:
@@ -99,7 +104,23 @@ _BUILDERS = {
     "steps": schema.steps_frame,
     "events": schema.events_frame,
     "host": schema.host_frame,
+    "ib": lambda data: pd.DataFrame(data),
 }
+
+
+def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | None:
+    """The table file plus any leftover flush segments (a killed writer), or None when there is neither."""
+    paths = [part / TABLE_FILES[name]] + sorted((part / SEGMENT_DIR).glob(f"{name}-*.parquet"))
+    frames = []
+    for path in paths:
+        if not path.is_file():
+            continue
+        try:
+            frames.append(pd.read_parquet(path))
+        except Exception as exc:  # pyarrow raises several types for damaged files
+            warnings.append(f"{path}: unreadable Parquet ({type(exc).__name__}), skipped")
+    frames = [f for f in frames if len(f)]
+    return pd.concat(frames, ignore_index=True) if frames else None
 
 
 def read_run(run_dir: str | Path) -> schema.Bundle:
@@ -120,16 +141,10 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
             bundle.warnings.append(f"{meta_path}: unreadable meta.json, folder read without it")
             parts[part.name] = {}
         piece = schema.Bundle()
-        for name, file in TABLE_FILES.items():
-            path = part / file
-            if not path.is_file():
-                continue
-            try:
-                raw = pd.read_parquet(path)
-            except Exception as exc:  # pyarrow raises several types for damaged files
-                bundle.warnings.append(f"{path}: unreadable Parquet ({type(exc).__name__}), table skipped")
-                continue
-            setattr(piece, name, _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns}))
+        for name in TABLE_FILES:
+            raw = _read_table(part, name, bundle.warnings)
+            if raw is not None:
+                setattr(piece, name, _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns}))
         bundle.extend(piece)
     bundle.meta["parts"] = parts
     return bundle

@@ -41,6 +41,8 @@ host       one row per (time, host) host-probe sample: cpu_pct (all cores, 0-100
 trace      (Kineto) one row per trace event per rank: rank, cat, name, ts_us (µs, trace clock), dur_us, pid, tid,
            stream (-1 for CPU rows), correlation (-1 when absent), bytes (NaN unless a memcpy), source.
 
+ib         (probes/interconnect.py) one row per (time, host, device, port) of InfiniBand counters as rates.
+
 A `Bundle` carries the tables read from a set of inputs together with the warnings raised while reading them.
 """
 
@@ -217,10 +219,11 @@ class Bundle:
     host: pd.DataFrame = field(default_factory=host_frame)
     trace: pd.DataFrame = field(default_factory=trace_frame)
     nccl: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ib: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
 
-    TABLES = ("telemetry", "steps", "events", "host", "trace", "nccl")
+    TABLES = ("telemetry", "steps", "events", "host", "trace", "nccl", "ib")
 
     def extend(self, other: Bundle) -> Bundle:
         """Append `other`'s rows, warnings and metadata to this bundle (in place) and return it."""

@@ -48,8 +48,8 @@ log = logging.getLogger("playbook.probes")
 
 SEGMENT_DIR = "segments"
 MAX_UNWRITTEN_ROWS = 2_000_000  # rows per table kept for a retry after a failed write; more are dropped, counted
-# Tables a part folder can hold: rundir's four plus the InfiniBand counters (ib.parquet, see interconnect.py).
-PART_FILES = {**rundir.TABLE_FILES, "ib": "ib.parquet"}
+# Tables a part folder can hold (rundir.TABLE_FILES, including the InfiniBand counters ib.parquet).
+PART_FILES = rundir.TABLE_FILES
 
 
 def _env_int(name: str) -> int | None:
