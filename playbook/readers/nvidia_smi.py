@@ -249,8 +249,8 @@ def _scan(data: bytes) -> tuple[list[_Special], int]:
         end = len(data) if end < 0 else end
         text = data[off:end].decode("utf-8", errors="replace")
         kind = _classify(text)
-        if kind == "junk" and not digit_mode and "," in text:
-            continue  # a data line whose first field is text
+        if kind == "junk" and "," in text and (not digit_mode or _looks_like_value(text.split(",", 1)[0])):
+            continue  # a data line whose first field is text or N/A
         specials.append(_Special(line, off, end, kind, text))
     return specials, n_lines
 
@@ -452,6 +452,7 @@ def _to_index(col: pa.ChunkedArray, rows: _Rows, name: str) -> np.ndarray:
 class _Columns:
     time_ns: np.ndarray | None = None
     gpu: np.ndarray | None = None          # from index / identity
+    gpu_from: str = ""                     # "index", or the identity field the numbers come from
     metrics: dict[str, np.ndarray] = field(default_factory=dict)
     bad: np.ndarray | None = None          # rows to drop
     lines: np.ndarray | None = None        # 1-based line number of each row
@@ -544,9 +545,9 @@ class _Converter:
             if kind == "time":
                 out.time_ns = values
             elif kind == "index":
-                out.gpu = values
+                out.gpu, out.gpu_from = values, "index"
             elif kind == "ident":
-                out.gpu = self._ident_numbers(values, fields[pos])
+                out.gpu, out.gpu_from = self._ident_numbers(values, fields[pos]), fields[pos]
             elif kind == "flag":
                 flags[pos] = values
             elif pos in self.metric_of:
@@ -709,6 +710,18 @@ def _tick_split(time_ns: np.ndarray) -> np.ndarray:
     return starts
 
 
+def _repeats(gpu: np.ndarray, breaks: np.ndarray) -> np.ndarray:
+    """True where a row starts a new tick: at a forced break, or when its GPU was already seen in this tick."""
+    out = breaks.copy()
+    seen: set[int] = set()
+    for i, g in enumerate(gpu.tolist()):
+        if out[i] or g in seen:
+            out[i] = True
+            seen = set()
+        seen.add(g)
+    return out
+
+
 def _place(seg: _Segment, cols: _Columns, clock: dict, interval_s: float | None, bundle: schema.Bundle,
            src: str) -> dict[str, np.ndarray]:
     """GPU numbers and times for a segment's rows (drops the rows marked bad): the columns of one part."""
@@ -725,8 +738,12 @@ def _place(seg: _Segment, cols: _Columns, clock: dict, interval_s: float | None,
     time_ns = kept(cols.time_ns) if cols.time_ns is not None else None
     if cols.gpu is not None:
         gpu = kept(cols.gpu)
-        if time_ns is None:  # a tick ends where the index starts again, or at a separator
-            new_tick = np.r_[True, (gpu[1:] <= gpu[:-1]) | (sep_tick[1:] != sep_tick[:-1])] if n else gpu < 0
+        if time_ns is None:  # a tick ends at a separator, or where the index starts again / a GPU repeats
+            sep_break = np.r_[True, sep_tick[1:] != sep_tick[:-1]] if n else np.zeros(0, dtype=bool)
+            if cols.gpu_from == "index":
+                new_tick = sep_break | np.r_[True, gpu[1:] <= gpu[:-1]] if n else sep_break
+            else:
+                new_tick = _repeats(gpu, sep_break)
             tick = np.cumsum(new_tick) - 1
     else:
         # GPUs in order within each tick; a tick ends at a separator or at a gap between timestamps.

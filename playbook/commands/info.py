@@ -1,0 +1,216 @@
+"""`playbook info`: read telemetry files and folders and say what they hold, before any analysis.
+
+Per table: rows; hosts, GPUs, samples per GPU, time span and median sampling interval (telemetry); ranks,
+steps, phases and the median step time (steps); event kinds (events); and every warning the readers raised
+(skipped rows with their reasons, synthetic times, guessed fields). `--json` prints the same as one JSON object.
+Exit status: 0 when something was read, 1 when the inputs held no rows at all, 2 on an input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
+EXAMPLES = """  playbook info data/samples                            the embedded sample
+  playbook info logs/node*.csv runs/r1 steps.jsonl      several inputs, mixed formats
+  playbook info poll.txt --fields index,utilization.gpu,memory.used --interval 2
+                                                        headerless nvidia-smi output polled every 2 s
+  playbook info runs/r1 --json                          the same summary as JSON
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="telemetry files or folders (mixed freely)")
+    parser.add_argument("--fields", metavar="LIST",
+                        help="for headerless nvidia-smi CSV: the comma list given to --query-gpu")
+    parser.add_argument("--interval", type=float, metavar="S",
+                        help="sampling interval in seconds for inputs without timestamps (default 1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def run(args: argparse.Namespace) -> int:
+    from playbook.readers import read_paths
+
+    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval)
+    summary = summarize(bundle)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(render(summary))
+    return 0 if any(t["rows"] for t in summary["tables"].values()) else 1
+
+
+# --------------------------------------------------------------------------------------------------------------
+
+def _ts(t: pd.Timestamp) -> str | None:
+    return None if pd.isna(t) else t.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
+
+
+def _num(x: Any, digits: int = 4) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(v) else round(v, digits)
+
+
+def _span(times: pd.Series) -> dict[str, Any]:
+    t = times.dropna()
+    if not len(t):
+        return {"start": None, "end": None, "span_s": None}
+    start, end = t.min(), t.max()
+    return {"start": _ts(start), "end": _ts(end), "span_s": _num((end - start).total_seconds(), 3)}
+
+
+def summarize(bundle) -> dict[str, Any]:
+    """A JSON-able summary of a Bundle: per-table counts, hosts, GPUs, spans, intervals, ranks, steps, warnings."""
+    tables: dict[str, dict[str, Any]] = {}
+    tel = bundle.telemetry
+    info: dict[str, Any] = {"rows": len(tel)}
+    if len(tel):
+        hosts = sorted(tel["host"].astype(str).unique())
+        per_gpu = tel.groupby(["host", "gpu"], sort=True, observed=True).size()
+        metrics = [m for m in _metric_names(tel) if tel[m].notna().any()]
+        info.update({
+            "hosts": hosts,
+            "gpus": int(len(per_gpu)),
+            "gpus_per_host": {h: int((per_gpu.index.get_level_values(0) == h).sum()) for h in hosts},
+            "samples_per_gpu": {"min": int(per_gpu.min()), "median": _num(per_gpu.median(), 1),
+                                "max": int(per_gpu.max())},
+            **_span(tel["time"]),
+            "median_interval_s": _num(tel.attrs.get("interval_s")),
+            "metrics": metrics,
+            "mean": {m: _num(tel[m].mean(), 3) for m in metrics if m in ("util_pct", "sm_active", "power_w")},
+            "sources": sorted(map(str, tel["source"].astype(str).unique())),
+        })
+    tables["telemetry"] = info
+    steps = bundle.steps
+    info = {"rows": len(steps)}
+    if len(steps):
+        whole = steps[steps["phase"] == "step"]
+        info.update({
+            "hosts": sorted(steps["host"].astype(str).unique()),
+            "ranks": sorted(int(r) for r in steps["rank"].unique()),
+            "steps": int(steps["step"].nunique()),
+            "step_range": [int(steps["step"].min()), int(steps["step"].max())],
+            "phases": sorted(steps["phase"].astype(str).unique()),
+            "median_step_s": _num(whole["duration_s"].median()) if len(whole) else None,
+            **_span(steps["time"]),
+        })
+    tables["steps"] = info
+    ev = bundle.events
+    info = {"rows": len(ev)}
+    if len(ev):
+        info.update({"kinds": {str(k): int(v) for k, v in ev["kind"].astype(str).value_counts().items()},
+                     "hosts": sorted(ev["host"].astype(str).unique()), **_span(ev["time"])})
+    tables["events"] = info
+    host = bundle.host
+    info = {"rows": len(host)}
+    if len(host):
+        info.update({"hosts": sorted(host["host"].astype(str).unique()), **_span(host["time"])})
+    tables["host"] = info
+    trace = bundle.trace
+    info = {"rows": len(trace)}
+    if len(trace):
+        info.update({"ranks": sorted(int(r) for r in trace["rank"].unique()),
+                     "categories": {str(k): int(v) for k, v in trace["cat"].astype(str).value_counts().head(8).items()}})
+    tables["trace"] = info
+    nccl = bundle.nccl
+    info = {"rows": len(nccl)}
+    if len(nccl):
+        for col in ("host", "rank"):
+            if col in nccl:
+                info[col + "s"] = sorted(map(str, nccl[col].dropna().astype(str).unique()))[:32]
+    tables["nccl"] = info
+    return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings)}
+
+
+def _metric_names(tel: pd.DataFrame) -> list[str]:
+    from playbook.schema import TELEMETRY_METRICS
+
+    return [m for m in TELEMETRY_METRICS if m in tel]
+
+
+def _seconds(s: float | None) -> str:
+    if s is None:
+        return "?"
+    if s >= 86400:
+        return f"{s / 86400:.1f} d"
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.3g} s"
+    return f"{s * 1e3:.3g} ms"
+
+
+def _names(items: list, limit: int = 6) -> str:
+    shown = ", ".join(map(str, items[:limit]))
+    return shown + (f", ... (+{len(items) - limit})" if len(items) > limit else "")
+
+
+def _ranks(ranks: list[int]) -> str:
+    if not ranks:
+        return "none"
+    arr = np.asarray(ranks)
+    if len(arr) > 3 and np.all(np.diff(arr) == 1):
+        return f"{arr[0]}-{arr[-1]}"
+    return _names([("unknown" if r < 0 else r) for r in ranks], 10)
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The summary as readable text, one block per non-empty table, then the warnings."""
+    out: list[str] = []
+    inputs = summary["inputs"]
+    out.append(f"inputs ({len(inputs)}): {_names(inputs, 4)}")
+    t = summary["tables"]
+    tel = t["telemetry"]
+    if tel["rows"]:
+        hosts = tel["hosts"]
+        per_host = ", ".join(f"{h}: {n}" for h, n in list(tel["gpus_per_host"].items())[:6])
+        spg = tel["samples_per_gpu"]
+        samples = (f"{spg['min']}" if spg["min"] == spg["max"] else f"{spg['min']}-{spg['max']} (median {spg['median']:g})")
+        out.append(f"telemetry  {tel['rows']:,} rows; {len(hosts)} host{'s' * (len(hosts) != 1)} ({per_host} GPUs); "
+                   f"{tel['gpus']} GPU{'s' * (tel['gpus'] != 1)}; {samples} samples per GPU")
+        out.append(f"           span {_seconds(tel['span_s'])} ({tel['start']} .. {tel['end']}); "
+                   f"median interval {_seconds(tel['median_interval_s'])}")
+        means = "; ".join(f"mean {k} {v:g}" for k, v in tel["mean"].items() if v is not None)
+        out.append(f"           metrics: {', '.join(tel['metrics']) or 'none'}" + (f" ({means})" if means else ""))
+    st = t["steps"]
+    if st["rows"]:
+        out.append(f"steps      {st['rows']:,} rows; ranks {_ranks(st['ranks'])}; {st['steps']:,} steps "
+                   f"({st['step_range'][0]}..{st['step_range'][1]}); phases {', '.join(st['phases'])}; "
+                   f"median step {_seconds(st['median_step_s'])}")
+        if st.get("span_s") is not None:
+            out.append(f"           span {_seconds(st['span_s'])} ({st['start']} .. {st['end']})")
+    ev = t["events"]
+    if ev["rows"]:
+        kinds = ", ".join(f"{k} {v}" for k, v in ev["kinds"].items())
+        out.append(f"events     {ev['rows']:,} rows: {kinds}")
+    for name in ("host", "trace", "nccl"):
+        tb = t[name]
+        if tb["rows"]:
+            extra = ""
+            if name == "host":
+                extra = f"; hosts {_names(tb['hosts'])}; span {_seconds(tb.get('span_s'))}"
+            elif name == "trace":
+                extra = f"; ranks {_ranks(tb['ranks'])}; " + ", ".join(f"{k} {v}" for k, v in tb["categories"].items())
+            elif name == "nccl" and tb.get("hosts"):
+                extra = f"; hosts {_names(tb['hosts'])}"
+            out.append(f"{name:<10s} {tb['rows']:,} rows{extra}")
+    if not any(tb["rows"] for tb in t.values()):
+        out.append("no rows read")
+    warnings = summary["warnings"]
+    if warnings:
+        out.append(f"warnings ({len(warnings)}):")
+        out += [f"  - {w}" for w in warnings]
+    else:
+        out.append("warnings: none")
+    return "\n".join(out)
