@@ -244,3 +244,14 @@ def test_schema_frame_dtypes_and_categories():
     copies = t[t["cat"] == "gpu_memcpy"]
     assert copies["bytes"].notna().all() and (copies["bytes"] > 0).all()
 
+
+
+def test_playbook_profiler_window_keys(tmp_path):
+    doc = {"schemaVersion": 1, "traceEvents": [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 10, "dur": 5}],
+        "playbook_first_step": 40, "playbook_trigger": "slow_step", "playbook_rank": 3, "playbook_host": "gpu-x"}
+    p = tmp_path / "window.pt.trace.json"
+    p.write_text(json.dumps(doc))
+    m = kineto.read(p).meta["kineto"][3]
+    assert (m["rank_from"], m["host_name"], m["first_step"], m["trigger"]) == ("playbook_rank", "gpu-x", 40,
+                                                                              "slow_step")

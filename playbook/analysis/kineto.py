@@ -381,7 +381,7 @@ def pageable_copies(trace: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
-def launch_bound(trace: pd.DataFrame, min_kernels: int = 20) -> pd.DataFrame:
+def launch_bound(trace: pd.DataFrame, min_kernels: int = 20, syncs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per (rank, step): is the GPU starved by the CPU's kernel-launch rate?
 
     Columns: kernels (GPU ops launched in the step), gpu_busy_frac (GPU busy share of the step, all streams),
@@ -397,7 +397,7 @@ def launch_bound(trace: pd.DataFrame, min_kernels: int = 20) -> pd.DataFrame:
     steps = step_times(trace)
     if steps.empty:
         return pd.DataFrame(columns=cols)
-    syncs = device_syncs(trace)
+    syncs = device_syncs(trace) if syncs is None else syncs
     rows = []
     for rank, t in trace.groupby("rank", sort=True):
         ops = _gpu_ops(t)
@@ -517,8 +517,9 @@ def summarize(bundle: Any) -> dict | None:
                      "max_ms": _r(g["dur_us"].max() / 1e3, 3)} for r, g in st.groupby("rank")]
     findings: list[dict] = []
     out["dataloader"] = _summ_dataloader(trace, findings)
-    out["syncs"] = _summ_syncs(trace, findings)
-    out["launch"] = _summ_launch(trace, findings)
+    syncs = device_syncs(trace)
+    out["syncs"] = _summ_syncs(trace, syncs, findings)
+    out["launch"] = _summ_launch(trace, syncs, findings)
     out["pageable"] = _summ_pageable(trace, st, findings)
     out["findings"] = findings
     return out
@@ -548,8 +549,7 @@ def _summ_dataloader(trace, findings) -> dict:
     return {"median_share": _r(med, 4), "max_share": _r(dl["share"].max(), 4), "worst_rank": worst, "level": level}
 
 
-def _summ_syncs(trace, findings) -> dict:
-    syncs = device_syncs(trace)
+def _summ_syncs(trace, syncs, findings) -> dict:
     share = sync_share(trace, syncs)
     empty = {"per_step": 0, "blocked_share": None, "exposed_share": None, "top_ops": [], "worst_rank": None,
              "level": "unknown" if share.empty else "ok"}
@@ -571,8 +571,8 @@ def _summ_syncs(trace, findings) -> dict:
             "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
 
-def _summ_launch(trace, findings) -> dict:
-    lb = launch_bound(trace)
+def _summ_launch(trace, syncs, findings) -> dict:
+    lb = launch_bound(trace, syncs=syncs)
     if lb.empty:
         return {"median_share": None, "median_kernel_us": None, "median_launch_interval_us": None,
                 "gpu_busy_frac": None, "worst_rank": None, "level": "unknown"}

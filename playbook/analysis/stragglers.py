@@ -369,6 +369,7 @@ def summarize(bundle: Any) -> dict | None:
         tokens          (steps only) {rho_within_step, p_within_step, rho_all, p_all, pairs}: Spearman
                         correlation of per-step work with tokens, or None
         warnings        (trace only) collective matching notes
+      warnings          notes for the user (e.g. collectives matched on fewer instances than some ranks ran)
       findings          [{hypothesis, level: moderate|high, rank, evidence, nature: hardware-like|software-like|
                         unknown}]: collective_straggler when a rank is flagged or waiting in collectives is ≥ 3 %
                         (moderate) / ≥ 15 % (high) of step time; padding_imbalance when work follows tokens
@@ -381,7 +382,8 @@ def summarize(bundle: Any) -> dict | None:
     for label, part in (("trace", tr), ("steps", st)):
         if part is not None:
             findings += _findings(label, part)
-    return {"trace": tr, "steps": st, "findings": findings}
+    warnings = list((tr or {}).get("warnings", []))
+    return {"trace": tr, "steps": st, "findings": findings, "warnings": warnings}
 
 
 def _findings(label: str, part: dict) -> list[dict]:

@@ -11,7 +11,9 @@ Columns: `ts_us` and `dur_us` are µs on the trace's clock (float64: ns-resoluti
 `stream` is the CUDA/HIP stream of GPU rows (-1 for CPU rows); `correlation` links a runtime call to the GPU work it
 launched; `bytes` is set on copies and fills. Per-rank metadata goes to `bundle.meta["kineto"][rank]`: rank,
 world_size, backend, pg_config, nccl_version, device_properties, base_time_ns (Kineto's clock base: add
-base_time_ns / 1000 to ts_us for epoch µs when present), display_time_unit, host_name, sources, event counts.
+base_time_ns / 1000 to ts_us for epoch µs when present), display_time_unit, host_name, sources, event counts, and
+first_step / trigger for traces written by playbook.probes.profiler. The rank comes from distributedInfo, else the
+`rank` option, else the playbook_rank key, else the file name (rank3, rank-3, worker3), else 0.
 
 Speed: events are decoded in bounded chunks straight into columns (never one dict per event for the whole file), so
 memory stays near the size of the final table rather than several times the JSON. With `msgspec` installed the
@@ -586,6 +588,9 @@ def _rank_of(part: dict) -> tuple[int, str]:
         return dist["rank"], "distributedInfo"
     if part["rank"] is not None:
         return int(part["rank"]), "option"
+    own = part["meta"].get("playbook_rank")  # written by playbook.probes.profiler windows
+    if isinstance(own, int) and own >= 0:
+        return own, "playbook_rank"
     m = _RANK_IN_NAME_RE.search(part["filename"])
     if m:
         return int(m.group(1)), "file name"
@@ -610,7 +615,9 @@ def _rank_meta(part: dict, rank: int, rank_from: str) -> dict:
         "base_time_ns": int(base) if isinstance(base, (int, float)) else None,
         "display_time_unit": doc.get("displayTimeUnit"),
         "schema_version": doc.get("schemaVersion"),
-        "host_name": doc.get("host_name") or doc.get("hostname"),
+        "host_name": doc.get("host_name") or doc.get("hostname") or doc.get("playbook_host"),
+        "first_step": doc.get("playbook_first_step"),  # training step of ProfilerStep#0 (playbook windows)
+        "trigger": doc.get("playbook_trigger"),
         "trace_name": doc.get("traceName"),
         "sources": [part["source"]],
         "events": int(cols.n),
