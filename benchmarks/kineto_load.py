@@ -8,8 +8,10 @@ measurement runs in its own fresh subprocess (so peak RSS is that load's own), v
     python benchmarks/kineto_load.py                      # the largest reference trace (df_index_resolver, 53.7 MB)
     python benchmarks/kineto_load.py --repeats 5 path/to/rank0.pt.trace.json.gz
 
-How to read it: one line per variant with the median MB/s, the peak RSS of the process, and "load RSS" = peak minus
-the RSS right before the load (interpreter + numpy/pandas imports, the same for every variant). Targets (issue 3):
+How to read it: one line per variant with the median MB/s of wall time and per CPU-second (the CPU figure holds
+when other jobs share the cores; wall MB/s then drops for every variant alike, compare the "x json" ratio), the peak
+RSS of the process, and "load RSS" = peak minus the RSS right before the load (interpreter + numpy/pandas imports,
+the same for every variant). Targets (issue 3):
 ≥ 75 MB/s and load RSS ≤ 1.5 × the JSON size. `playbook` uses msgspec when it is installed and the standard library
 otherwise; both are measured ("playbook (stdlib)" forces the fallback).
 """
@@ -43,7 +45,7 @@ def hwm():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 variant, path = sys.argv[1], sys.argv[2]
 before = hwm()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 if variant == "json.load":
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
     with opener(path, "rb") as fh:
@@ -53,8 +55,8 @@ else:
     if variant == "playbook (stdlib)":
         kineto._MSGSPEC = None
     rows = len(kineto.read(path).trace)
-elapsed = time.perf_counter() - t0
-print(json.dumps({{"variant": variant, "seconds": elapsed, "rows": rows, "rss_before_mib": before,
+elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({{"variant": variant, "seconds": elapsed, "cpu_seconds": cpu, "rows": rows, "rss_before_mib": before,
                   "rss_peak_mib": hwm()}}))
 """
 
@@ -97,9 +99,11 @@ def measure_all(path: Path, repeats: int = 3, variants=VARIANTS, progress: bool 
     summary = {"trace": str(path), "json_mb": round(mb, 2), "repeats": repeats, "variants": {}}
     for v, rs in runs.items():
         secs = statistics.median(r["seconds"] for r in rs)
+        cpu = statistics.median(r["cpu_seconds"] for r in rs)
         peak = max(r["rss_peak_mib"] for r in rs)
         load = max(r["rss_peak_mib"] - r["rss_before_mib"] for r in rs)
         summary["variants"][v] = {"median_s": round(secs, 3), "mb_per_s": round(mb / secs, 1),
+                                  "cpu_s": round(cpu, 3), "mb_per_cpu_s": round(mb / cpu, 1),
                                   "rss_peak_mib": round(peak, 1), "load_rss_mib": round(load, 1),
                                   "load_rss_vs_json": round(load * 1.048576 / mb, 2), "rows": rs[0]["rows"]}
     if "json.load" in summary["variants"]:
@@ -135,11 +139,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary))
         return 0
     print(f"{path.name}: {mb:.1f} MB of trace JSON, {args.repeats} runs per variant (median time, max RSS)")
-    print(f"{'variant':20s} {'s':>7s} {'MB/s':>7s} {'x json':>7s} {'peak RSS':>9s} {'load RSS':>9s} {'/JSON':>6s}"
-          f" {'rows':>8s}")
+    print(f"{'variant':20s} {'s':>7s} {'MB/s':>7s} {'MB/cpu-s':>9s} {'x json':>7s} {'peak RSS':>9s} {'load RSS':>9s}"
+          f" {'/JSON':>6s} {'rows':>8s}")
     for v, s in summary["variants"].items():
-        print(f"{v:20s} {s['median_s']:7.2f} {s['mb_per_s']:7.1f} {s.get('speed_vs_json_load', float('nan')):7.2f}"
-              f" {s['rss_peak_mib']:7.0f} Mi {s['load_rss_mib']:7.0f} Mi {s['load_rss_vs_json']:6.2f} {s['rows']:8d}")
+        print(f"{v:20s} {s['median_s']:7.2f} {s['mb_per_s']:7.1f} {s['mb_per_cpu_s']:9.1f}"
+              f" {s.get('speed_vs_json_load', float('nan')):7.2f} {s['rss_peak_mib']:7.0f} Mi"
+              f" {s['load_rss_mib']:7.0f} Mi {s['load_rss_vs_json']:6.2f} {s['rows']:8d}")
     pb = summary["variants"].get("playbook")
     if pb:
         ok_speed = pb["mb_per_s"] >= TARGET_MB_S

@@ -32,6 +32,7 @@ import json
 import re
 import tarfile
 import zlib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -206,14 +207,15 @@ def _read_source(path: Path, rank: int | None) -> dict:
 # ------------------------------------------------------------------ decoding
 
 if msgspec is not None:
-    class _Args(msgspec.Struct):
+    # gc=False: these structs hold no reference cycles, so the collector need not track a million of them
+    class _Args(msgspec.Struct, gc=False):
         stream: int = -1
         correlation: int = -1
         bytes: float | None = None
         name: Any = None
         labels: Any = None
 
-    class _Event(msgspec.Struct):
+    class _Event(msgspec.Struct, gc=False):
         ph: Any = None
         cat: Any = None
         name: Any = None
@@ -221,7 +223,7 @@ if msgspec is not None:
         dur: float | None = None
         pid: Any = None
         tid: Any = None
-        args: _Args | None = None
+        args: _Args = msgspec.field(default_factory=_Args)  # "args": null takes the lenient path
 
     _FAST_DECODER = msgspec.json.Decoder(list[_Event])
     _ANY_DECODER = msgspec.json.Decoder()
@@ -254,46 +256,44 @@ class _Columns:
         return table[local]  # the NA sentinel -1 picks the last entry, ""
 
     def _push(self, cat, name, ts, dur, pid, tid, stream, corr, nbytes) -> None:
+        """Append one chunk's columns. `stream` None: take args.stream for GPU rows from `tid` where missing."""
         p = self.parts
-        p["cat"].append(self._code_list(cat))
+        cat_codes = self._code_list(cat)
+        p["cat"].append(cat_codes)
         p["name"].append(self._code_list(name))
         p["ts"].append(np.array(ts, dtype=np.float64))
         p["dur"].append(np.array(dur, dtype=np.float64))
-        p["pid"].append(np.array(pid, dtype=np.int64))
-        p["tid"].append(np.array(tid, dtype=np.int64))
-        p["stream"].append(np.array(stream, dtype=np.int64))
-        p["correlation"].append(np.array(corr, dtype=np.int64))
+        pid, tid = _ints(pid), _ints(tid)
+        p["pid"].append(pid)
+        p["tid"].append(tid)
+        stream = _ints(stream)
+        gpu_codes = [c for name_, c in self.codes.items() if name_ in GPU_CATEGORIES]
+        is_gpu = np.isin(cat_codes, gpu_codes)
+        p["stream"].append(np.where(is_gpu, np.where(stream >= 0, stream, tid), -1))
+        p["correlation"].append(_ints(corr))
         p["bytes"].append(np.array(nbytes, dtype=np.float64))
         self.n += len(cat)
 
     def _count(self, phs: list) -> None:
-        for ph in set(phs):
-            self.counts[str(ph)] = self.counts.get(str(ph), 0) + phs.count(ph)
+        for ph, n in Counter(phs).items():
+            self.counts[str(ph)] = self.counts.get(str(ph), 0) + n
 
     def add_structs(self, events: list) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
         phs = [e.ph for e in events]
         self._count(phs)
         if "M" in phs:
-            self._metadata([(e.name, e.pid, e.tid, e.args.name if e.args else None,
-                             e.args.labels if e.args else None) for e in events if e.ph == "M"])
+            self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
         xs = [e for e in events if e.ph == "X" and e.cat != "Trace"]
         timed = [e for e in xs if e.ts is not None]
         self.skipped_x += len(xs) - len(timed)
         if not timed:
             return
         xs = timed
-        cat = [e.cat for e in xs]
         args = [e.args for e in xs]
-        pid = [e.pid if type(e.pid) is int else _int(e.pid) for e in xs]
-        tid = [e.tid if type(e.tid) is int else _int(e.tid) for e in xs]
-        self._push(
-            cat, [e.name for e in xs], [e.ts for e in xs], [e.dur for e in xs], pid, tid,
-            [((a.stream if a is not None and a.stream >= 0 else t) if c in GPU_CATEGORIES else -1)
-             for c, a, t in zip(cat, args, tid, strict=True)],
-            [a.correlation if a is not None else -1 for a in args],
-            [a.bytes if a is not None else None for a in args],
-        )
+        self._push([e.cat for e in xs], [e.name for e in xs], [e.ts for e in xs], [e.dur for e in xs],
+                   [e.pid for e in xs], [e.tid for e in xs], [a.stream for a in args],
+                   [a.correlation for a in args], [a.bytes for a in args])
 
     def add_dicts(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add events decoded as plain dicts (standard-library path), converting leniently."""
@@ -321,8 +321,7 @@ class _Columns:
         self._push(
             cat, [e.get("name") for e, _ in xs], [t for _, t in xs], [_num(e.get("dur")) for e, _ in xs],
             [_int(e.get("pid")) for e, _ in xs], [_int(e.get("tid")) for e, _ in xs],
-            [(_int(_arg(e, "stream")) if _arg(e, "stream") is not None else _int(e.get("tid")))
-             if c in GPU_CATEGORIES else -1 for (e, _), c in zip(xs, cat, strict=True)],
+            [_int(_arg(e, "stream")) if _arg(e, "stream") is not None else -1 for e, _ in xs],
             [_int(_arg(e, "correlation")) for e, _ in xs],
             [_num(_arg(e, "bytes")) for e, _ in xs],
         )
@@ -337,12 +336,18 @@ class _Columns:
                 self.processes.setdefault(str(pid), name)
 
     def frame_columns(self) -> dict[str, Any]:
-        """Columns for trace_frame; name and cat as pyarrow-backed strings decoded from the interned codes."""
+        """Columns for trace_frame, sorted by ts (stable); name and cat decoded to strings after the sort."""
+        ts = np.concatenate(self.parts["ts"]) if self.parts["ts"] else np.array([], dtype=np.float64)
+        order = np.argsort(ts, kind="stable")
         out: dict[str, Any] = {}
         for key in list(self.parts):
             arrays = self.parts.pop(key)  # free each column's chunks as soon as it is joined
-            arr = np.concatenate(arrays) if arrays else np.array([], dtype=np.int32 if key in ("cat", "name")
-                                                                  else np.float64)
+            if key == "ts":
+                arr = ts
+            else:
+                arr = np.concatenate(arrays) if arrays else np.array(
+                    [], dtype=np.int32 if key in ("cat", "name") else np.float64)
+            arr = arr[order]
             out[key] = _strings(arr, list(self.codes)) if key in ("cat", "name") else arr
         return out
 
@@ -359,6 +364,17 @@ def _strings(codes: np.ndarray, categories: list[str]) -> pd.Series:
         return pd.Series(pd.array(decoded, dtype=pd.StringDtype("pyarrow")))
     except (TypeError, ValueError):  # pandas configured for Python string storage
         return pd.Series(decoded.to_pylist(), dtype="string")
+
+
+def _ints(values: list) -> np.ndarray:
+    """int64 array from a list of ints, with anything that is not an integer (None, "Spans", 1.5e20) as -1."""
+    try:
+        arr = np.array(values)
+        if arr.dtype.kind in "iu" and arr.ndim == 1:
+            return arr.astype(np.int64, copy=False)
+    except (ValueError, OverflowError):
+        pass
+    return np.array([_int(v) for v in values], dtype=np.int64)
 
 
 def _int(v: Any) -> int:
@@ -653,7 +669,13 @@ def _assemble(inputs: list[str], parts: list[dict]) -> Bundle:
             "source": pd.Categorical.from_codes(np.zeros(part["cols"].n, dtype=np.int8), [part["source"]]),
         }))
         part["cols"] = None  # release the chunk arrays before the next file
-    trace = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-    trace["source"] = trace["source"].astype("category")
-    trace = trace.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)
+    ranks = [int(f["rank"].iloc[0]) if len(f) else -1 for f in frames]
+    if len(frames) == 1:
+        trace = frames[0]
+    else:  # each frame is one rank sorted by ts: order frames by rank; re-sort only if a rank repeats
+        frames = [f for _, f in sorted(zip(ranks, frames, strict=True), key=lambda rf: rf[0])]
+        trace = pd.concat(frames, ignore_index=True)
+        trace["source"] = trace["source"].astype("category")
+        if len(set(ranks)) < len(ranks):
+            trace = trace.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)
     return Bundle(inputs=inputs, trace=trace, warnings=warnings, meta={"kineto": meta})
