@@ -179,7 +179,7 @@ def host_lines(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
         ax.set_ylim(-2, 102)
     n_lines = len(ax.get_lines())
     if 0 < n_lines <= 16:
-        ax.legend(fontsize=8, ncol=min(n_lines, 8), loc="upper center", bbox_to_anchor=(0.5, -0.22),
+        ax.legend(fontsize=8, ncol=1 if n_lines <= 8 else 2, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   frameon=False)
     ax.set_title(title or (f"{metric_label(metric)} per GPU" if len(hosts) == 1
                            else f"{metric_label(metric)} per host (line: mean, band: min-max of its GPUs)"))
@@ -214,14 +214,18 @@ def spectrum(spec: pd.DataFrame, period_s: float | None = None, ax=None, title: 
     return fig
 
 
-def folded_cycle(fold: pd.DataFrame, period_s: float, metric: str = "util_pct", ax=None,
+def folded_cycle(fold: pd.DataFrame, period_s: float | None = None, metric: str = "util_pct", ax=None,
                  title: str | None = None):
     """One cycle of the oscillation: median and quartile band per position within the period
-    (analysis.oscillation.fold_cycle's frame: time_in_cycle_s, median, q25, q75)."""
+    (analysis.oscillation.fold_cycle's frame: phase, time_in_cycle_s, median, q25, q75; the period is read from
+    it when not given)."""
     fig, ax = figure(ax)
     if fold.empty:
         ax.text(0.5, 0.5, "no period to fold on", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title or "One cycle, folded on its period")
         return fig
+    if period_s is None:
+        period_s = float(fold["time_in_cycle_s"].iloc[0] / fold["phase"].iloc[0])
     x = fold["time_in_cycle_s"].to_numpy(dtype="float64")
     ax.fill_between(x, fold["q25"].to_numpy(dtype="float64"), fold["q75"].to_numpy(dtype="float64"),
                     color=PALETTE["busy"], alpha=0.3, lw=0, step="mid", label="quartiles (all GPUs)")

@@ -1,16 +1,19 @@
 """What the triage notebook concludes from a diagnosis, as plain functions (the notebook stays thin).
 
-The triage notebook tests one hypothesis: "this run has a utilization problem the playbook can name".
-Verdict rule (`triage_verdict`), on the diagnosis JSON (issue 3's contract):
-  confirmed     the top-ranked hypothesis is not `healthy` and its score is at least CONFIRM_SCORE (0.5: the
-                diagnosis scores are 0-1 and 0.5 is where the evidence for a cause outweighs the evidence against it)
-  refuted       the top-ranked hypothesis is `healthy`: nothing to fix
-  inconclusive  otherwise: no hypothesis at all (too little data), or the best cause scores below the bar; the
-                top hypothesis's `next_step` says what to measure next
+The triage notebook tests one hypothesis: "this run has a utilization problem, and the playbook can name its
+cause". Verdict rule (`triage_verdict`) on the diagnosis (issue 3's JSON contract), whose scores are 0-1 with
+`healthy` = 1 - (best other score), so a cause outranks `healthy` exactly when it scores above 0.5:
+  refuted       `healthy` ranks first: nothing to fix
+  confirmed     the top cause scores at least CONFIRM_SCORE (0.5: its evidence outweighs "healthy") and leads the
+                runner-up cause by at least AMBIGUITY_MARGIN (0.1), so the cause is named, not just the problem
+  inconclusive  otherwise: no hypothesis at all (too little data), or two causes within the margin of each
+                other (e.g. a periodic stall that a data-loader refill and a checkpoint would both explain); the
+                top hypothesis's `next_step` says which measurement tells them apart
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,34 @@ import pandas as pd
 from playbook.report.catalog import NOTEBOOKS
 
 CONFIRM_SCORE = 0.5
+AMBIGUITY_MARGIN = 0.1
+
+
+def as_dict(diagnosis: Any) -> dict[str, Any]:
+    """The diagnosis as issue 3's JSON object, from a result with .to_json() (dict or text) or a dict."""
+    if hasattr(diagnosis, "to_dict"):
+        return diagnosis.to_dict()
+    value = diagnosis.to_json() if hasattr(diagnosis, "to_json") else diagnosis
+    return json.loads(value) if isinstance(value, str) else dict(value)
+
+
+def timeline_frame(bundle: Any) -> tuple[pd.DataFrame, str]:
+    """(frame, metric) to draw per-GPU timelines from: the telemetry's utilization.gpu when the inputs have GPU
+    counters, else each rank's busy share from its step phases (analysis.steps.busy_timeline, in %, one row per
+    time bin, rank in the `gpu` column) — the utilization-like signal of a CPU run or of step logs alone."""
+    tel = bundle.telemetry
+    if len(tel) and tel["util_pct"].notna().any():
+        return tel, "util_pct"
+    from playbook.analysis.steps import busy_timeline
+
+    busy = busy_timeline(bundle.steps) if len(bundle.steps) else pd.DataFrame()
+    if busy.empty:
+        return tel, "util_pct"
+    frame = pd.DataFrame({"time": busy["time"], "host": busy["host"].astype(str),
+                          "gpu": busy["rank"].astype("int64"), "busy_pct": 100.0 * busy["busy_frac"]})
+    times = frame["time"].drop_duplicates().sort_values()
+    frame.attrs["interval_s"] = float(times.diff().dt.total_seconds().median()) if len(times) > 1 else float("nan")
+    return frame, "busy_pct"
 
 
 def _top(diagnosis: dict[str, Any]) -> dict[str, Any] | None:
@@ -48,19 +79,30 @@ def key_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _causes(diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
+    hyps = [h for h in diagnosis.get("hypotheses") or [] if h.get("id") != "healthy"]
+    return sorted(hyps, key=lambda h: h.get("score") or 0.0, reverse=True)
+
+
 def triage_verdict(diagnosis: dict[str, Any]) -> tuple[str, str]:
     """(status, one-line summary) by the rule in the module docstring."""
     top = _top(diagnosis)
     if top is None:
         return "inconclusive", "no hypothesis could be scored from these inputs (see the warnings)"
     score = float(top.get("score") or 0.0)
-    evidence = (top.get("evidence") or [""])[0]
     if top["id"] == "healthy":
         return "refuted", f"no utilization problem found: healthy ranks first (score {score:.2f})"
-    if score >= CONFIRM_SCORE:
-        return "confirmed", f"{top['id']} (score {score:.2f} >= {CONFIRM_SCORE}): {evidence}".rstrip(": ")
-    return "inconclusive", (f"best guess {top['id']} scores {score:.2f} < {CONFIRM_SCORE}; next: "
-                            f"{top.get('next_step') or 'collect more data'}")
+    evidence = (top.get("evidence") or [""])[0]
+    causes = _causes(diagnosis)
+    runner_up = causes[1] if len(causes) > 1 else None
+    second = float(runner_up.get("score") or 0.0) if runner_up else 0.0
+    if score < CONFIRM_SCORE:
+        return "inconclusive", (f"best guess {top['id']} scores {score:.2f} < {CONFIRM_SCORE}; next: "
+                                f"{top.get('next_step') or 'collect more data'}")
+    if runner_up is not None and score - second < AMBIGUITY_MARGIN:
+        return "inconclusive", (f"{top['id']} ({score:.2f}) or {runner_up['id']} ({second:.2f}): a problem, "
+                                f"but the cause is not settled; next: {top.get('next_step') or 'n/a'}")
+    return "confirmed", f"{top['id']} (score {score:.2f}): {evidence}".rstrip(": ")
 
 
 def hypotheses_table(diagnosis: dict[str, Any]) -> pd.DataFrame:

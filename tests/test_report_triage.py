@@ -1,0 +1,111 @@
+"""The triage notebook through the batch runner, on labelled synthetic logs and on the embedded sample."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from playbook import simulate
+from playbook.report import catalog, triage
+from playbook.report.runner import Job, run_batch
+
+TRIAGE = catalog.NOTEBOOKS / f"{catalog.TRIAGE}.ipynb"
+
+
+@functools.lru_cache(maxsize=None)
+def sample_report() -> tuple[Path, subprocess.CompletedProcess]:
+    """`playbook report --out DIR` on the embedded sample, run once per test session (shared with the browser
+    test)."""
+    out = Path(tempfile.mkdtemp(prefix="playbook-report-")) / "sample"
+    atexit.register(shutil.rmtree, out.parent, True)
+    res = subprocess.run([sys.executable, "-m", "playbook", "report", "--out", str(out), "--no-progress"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    return out, res
+
+
+@pytest.fixture(scope="module")
+def synthetic_batch(tmp_path_factory):
+    """Triage on two LABELED SYNTHETIC nvidia-smi logs (simulate's straggler and healthy scenarios)."""
+    logs = tmp_path_factory.mktemp("logs")
+    truths = {}
+    for scenario in ("straggler", "healthy"):
+        tel, truths[scenario] = simulate.simulate_telemetry(scenario, hosts=2, gpus_per_host=4, duration_s=600,
+                                                            interval_s=2.0, seed=3)
+        simulate.write_nvidia_smi_csv(tel, logs / scenario)
+    jobs = [Job(str(TRIAGE), {"inputs": [str(logs / s)]}, f"triage_{s}") for s in truths]
+    out = tmp_path_factory.mktemp("report")
+    run_batch(jobs, out, progress=False)
+    return json.loads((out / "summary.json").read_text()), truths, out
+
+
+def test_triage_names_the_straggler_and_clears_the_healthy_run(synthetic_batch):
+    summary, truths, out = synthetic_batch
+    entries = {e["notebook"]: e for e in summary["notebooks"]}
+    straggler, healthy = entries["triage_straggler"], entries["triage_healthy"]
+    assert straggler["status"] == "ok" and healthy["status"] == "ok", (straggler["error"], healthy["error"])
+    truth = truths["straggler"]
+    figures = straggler["verdict"]["figures"]
+    assert straggler["verdict"]["status"] == "confirmed"
+    assert figures["top_hypothesis"] == truth.hypothesis == "collective_straggler"
+    assert figures["gpus"] == 8 and figures["gpus_not_ok"] >= 1
+    assert figures["period_s"] == pytest.approx(truth.period_s, rel=0.1)
+    assert straggler["records"]["key_figures"] == figures
+    assert healthy["verdict"]["status"] == "refuted"
+    assert healthy["verdict"]["figures"]["top_hypothesis"] == "healthy"
+    assert summary["counts"] == {"ok": 2, "error": 0, "confirmed": 1, "refuted": 1, "inconclusive": 0}
+    # per-cell durations from papermill, and the figures in the HTML export
+    assert sum(c["duration_s"] for c in straggler["cells"]) <= straggler["duration_s"]
+    page = (out / "triage_straggler.html").read_text()
+    assert page.count("<img") >= 5 and "collective_straggler" in page
+    assert "20_collective_stragglers.ipynb" in page  # points to the lab for the top hypothesis
+
+
+def test_report_command_on_the_embedded_sample():
+    out, res = sample_report()
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert f"report: {out / 'index.html'}" in res.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    (entry,) = summary["notebooks"]
+    assert entry["notebook"] == catalog.TRIAGE and entry["status"] == "ok"
+    assert entry["verdict"]["status"] in ("confirmed", "refuted", "inconclusive")
+    assert entry["verdict"]["figures"]["gpus"] == 8  # the sample polls one 8-GPU node
+    assert summary["parameters"]["notebooks"] == [catalog.TRIAGE] and summary["parameters"]["paths"] == []
+    assert (out / "index.html").is_file() and (out / f"{catalog.TRIAGE}.html").is_file()
+
+
+def _diag(*scored, warnings=()):
+    return {"hypotheses": [{"id": i, "score": s, "evidence": [f"{i} evidence"], "next_step": f"measure {i}",
+                            "notebook": f"notebooks/{i}.ipynb"} for i, s in scored], "warnings": list(warnings)}
+
+
+@pytest.mark.parametrize("scored, status", [
+    ((("healthy", 0.9), ("gc_pause", 0.1)), "refuted"),
+    ((("periodic_stall", 0.8), ("data_starvation", 0.3), ("healthy", 0.2)), "confirmed"),
+    ((("periodic_stall", 0.92), ("data_starvation", 0.85), ("healthy", 0.08)), "inconclusive"),  # two causes
+    ((("gc_pause", 0.45),), "inconclusive"),  # below the bar
+    ((), "inconclusive"),  # nothing scored
+])
+def test_verdict_rule(scored, status):
+    got, summary = triage.triage_verdict(_diag(*scored))
+    assert got == status
+    if status == "confirmed":
+        assert summary.startswith("periodic_stall (score 0.80)") and "periodic_stall evidence" in summary
+    if scored and status == "inconclusive" and len(scored) > 1:
+        assert "data_starvation (0.85)" in summary and "measure periodic_stall" in summary
+
+
+def test_lab_pointer_links_an_existing_lab_or_says_it_is_missing(tmp_path):
+    (tmp_path / "periodic_stall.ipynb").write_text("{}")
+    assert "[periodic_stall.ipynb](periodic_stall.ipynb)" in triage.lab_pointer(
+        _diag(("periodic_stall", 0.8)), tmp_path)
+    assert "(not written yet)" in triage.lab_pointer(_diag(("gc_pause", 0.8)), tmp_path)
+    assert "healthy" in triage.lab_pointer(_diag(("healthy", 0.9)), tmp_path)
