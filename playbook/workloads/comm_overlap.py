@@ -225,31 +225,23 @@ def run(cfg: OverlapConfig, nproc: int = 2, start_method: str | None = None, ncc
 
 
 # ----------------------------------------------------------------------------------------------------- analyses
-def exposed_table(steps: pd.DataFrame, reference: str = "compute_only", n_boot: int = 2000,
-                  seed: int = 0) -> pd.DataFrame:
+def exposed_table(steps: pd.DataFrame, reference: str = "compute_only") -> pd.DataFrame:
     """Per variant: median step (ms) and exposed communication = step − reference step, paired by (rank, step):
     the median difference (ms) with a bootstrap 95% interval, and its share of the variant's step."""
     wide = steps.pivot_table(index=["rank", "step"], columns="variant", values="step_s")
-    rng = np.random.default_rng(seed)
     rows = []
-    for v in [c for c in wide.columns]:
-        d = (wide[v] - wide[reference]).dropna().to_numpy() * 1e3
-        boot = np.median(rng.choice(d, size=(n_boot, len(d))), axis=1) if len(d) and v != reference else np.zeros(1)
-        med = float(np.median(d)) if len(d) else float("nan")
+    for v in wide.columns:
+        d = D.paired_bootstrap(wide[v] * 1e3, wide[reference] * 1e3, "difference")
         step_ms = float(wide[v].median() * 1e3)
-        rows.append({"variant": v, "step_ms": step_ms, "exposed_ms": med,
-                     "exposed_lo_ms": float(np.percentile(boot, 2.5)), "exposed_hi_ms": float(np.percentile(boot, 97.5)),
-                     "exposed_share": med / step_ms if step_ms > 0 else float("nan")})
+        rows.append({"variant": v, "step_ms": step_ms, "exposed_ms": d["median"], "exposed_lo_ms": d["lo"],
+                     "exposed_hi_ms": d["hi"], "exposed_share": d["median"] / step_ms if step_ms > 0 else np.nan})
     return pd.DataFrame(rows)
 
 
-def paired_difference(steps: pd.DataFrame, a: str, b: str, n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
-    """Median of step(a) − step(b) over paired (rank, step), ms, with a bootstrap 95% interval."""
+def paired_difference(steps: pd.DataFrame, a: str, b: str) -> dict[str, float]:
+    """Median of step(a) − step(b) over paired (rank, step), ms, with a bootstrap 95% interval (lo, hi)."""
     wide = steps.pivot_table(index=["rank", "step"], columns="variant", values="step_s")
-    d = (wide[a] - wide[b]).dropna().to_numpy() * 1e3
-    boot = np.median(np.random.default_rng(seed).choice(d, size=(n_boot, len(d))), axis=1)
-    return {"median_ms": float(np.median(d)), "lo_ms": float(np.percentile(boot, 2.5)),
-            "hi_ms": float(np.percentile(boot, 97.5)), "n": int(len(d))}
+    return D.paired_bootstrap(wide[a] * 1e3, wide[b] * 1e3, "difference")
 
 
 def tp_summary(tp: pd.DataFrame, chunks: int) -> pd.DataFrame:

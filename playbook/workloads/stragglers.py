@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -47,6 +46,11 @@ from playbook.workloads import dist as D
 
 VARIANTS = ("uniform", "sw_fault", "sw_fix", "hw_fault", "hw_fix")
 MODULE = "playbook.workloads.stragglers"
+# On CPU, ranks share cores (two ranks on the hyperthreads of one core each run at about half speed while both
+# compute), so an overloaded rank partly catches up while the others wait and the straggler effect is blurred.
+# Each rank therefore emulates its own accelerator: this many µs of device time per token, spent sleeping (the
+# host waits on its device). The small real model still trains; on CUDA the real GPU is used (0).
+DEFAULT_CPU_DEVICE_US = 100.0
 
 
 @dataclass
@@ -63,7 +67,8 @@ class StragglerConfig:
     max_len: int = 512  # longest sequence (tokens)
     vocab: int = 64
     hidden: int = 256  # MLP width
-    depth: int = 8  # weight-tied hidden layers: compute per token without more gradient to all-reduce
+    depth: int = 1  # weight-tied hidden layers: compute per token without more gradient to all-reduce
+    device_us_per_token: float | None = None  # emulated accelerator time per token (None: 100 on CPU, 0 on CUDA)
     lr: float = 3e-3
     slow_rank: int = -1  # rank made slow in hw_fault (-1: the last rank)
     slow_factor: float = 3.0  # compute time multiplier of the slow rank
@@ -72,6 +77,7 @@ class StragglerConfig:
     device: str = "auto"
     sample_hz: float = 10.0
     warmup_steps: int = 3
+    identify_steps: int = 8  # hw_fault steps whose straggler scores decide whom hw_fix excludes
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -128,22 +134,34 @@ def _inputs(docs: list[np.ndarray], device) -> tuple[Any, Any]:
 
 
 # ----------------------------------------------------------------------------------------------------- one rank
-def _blocks(variants: tuple[str, ...]) -> list[tuple[str, ...]]:
-    """Variants grouped so that hw_fix always directly follows hw_fault (it uses hw_fault's identification)."""
-    out, rest = [], [v for v in variants if v not in ("hw_fault", "hw_fix")]
-    out += [(v,) for v in rest]
-    if "hw_fault" in variants:
-        out.append(tuple(v for v in ("hw_fault", "hw_fix") if v in variants))
-    return out
+@dataclass
+class _Variant:
+    """One variant's state inside a repeat: its model, optimizer, data split, ranks and recorder."""
+
+    name: str
+    model: Any
+    opt: Any
+    lengths: np.ndarray
+    docs: list
+    sampler: Any
+    active: list[int]
+    group: Any = None
+    rec: Any = None
+    tokens: int = 0
+    seconds: float = 0.0
 
 
 def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
-    """Everything one rank does; returns the gathered results on rank 0 (None elsewhere)."""
+    """Everything one rank does; returns the gathered results on rank 0 (None elsewhere).
+
+    Per repeat (a reshuffle: new documents), every variant keeps its own model and recording, and the variants
+    take turns step by step (rotating order, a barrier before each step), so machine-load drift hits all alike.
+    hw_fix excludes the ranks flagged by the straggler score in a short identification run of hw_fault first.
+    """
     import torch
-    import torch.nn.functional as F
 
     from playbook.fixes.balance import TokenBalancedSampler
-    from playbook.fixes.overlap import allreduce_gradients
+    from playbook.probes.steps import StepTimer
 
     ctx = D.init_from_env(cfg.device)
     dist = torch.distributed
@@ -152,97 +170,121 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
     if slow_rank >= world:
         raise WorkloadError(f"slow rank {slow_rank} outside world size {world}")
     corpus = D.MarkovCorpus(cfg.vocab, seed=cfg.seed)
-    n_docs = cfg.steps * cfg.batch * world
+    n_docs = max(cfg.steps, cfg.identify_steps + cfg.warmup_steps) * cfg.batch * world
+    mean_len = int(round(_mean_length(cfg)))
     segments: list[dict[str, Any]] = []
     losses: list[dict[str, Any]] = []
-    flagged: list[int] = []
 
-    def run_segment(variant: str, repeat: int, record: bool) -> None:
-        nonlocal flagged
-        seed = cfg.seed * 1000 + repeat + 1  # a new shuffle per repeat (repeat -1: warm-up)
-        if variant == "uniform":
-            lengths = np.full(n_docs, int(round(_mean_length(cfg))), dtype=np.int64)
+    def make(name: str, seed: int, active: list[int], record: str | None) -> _Variant:
+        if name == "uniform":
+            lengths = np.full(n_docs, mean_len, dtype=np.int64)
         else:
             lengths = D.long_tailed_lengths(n_docs, cfg.mean_len, cfg.sigma, 4, cfg.max_len, seed=seed)
         docs = corpus.documents(lengths, seed=seed)
-        active = [r for r in range(world) if not (variant == "hw_fix" and r in flagged)]
-        group = dist.new_group(active) if len(active) < world else None  # collective: every rank calls it
-        slow = variant == "hw_fault" and rank == slow_rank
+        group = dist.new_group(active) if len(active) < world else None  # every rank calls new_group
         model = build_model(cfg.vocab, cfg.hidden, cfg.seed, cfg.depth).to(ctx.device)
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-        dist.barrier()
-        if rank not in active:  # excluded: wait for the others at the closing barrier
-            dist.barrier()
-            segments.append({"variant": variant, "repeat": repeat, "rank": rank, "active": False})
-            return
-        sampler = TokenBalancedSampler(lengths, cfg.batch * len(active), active.index(rank), len(active),
-                                       seed=seed, balanced=variant in ("sw_fix", "hw_fault", "hw_fix"))
-        batches = sampler.global_batches()[: cfg.steps if record else cfg.warmup_steps]
-        rec = D.rank_recorder(Path(cfg.run_dir) / f"{variant}-r{repeat}", rank=rank, sample_hz=cfg.sample_hz,
-                              variant=variant, repeat=repeat, slow_rank=slow_rank if variant == "hw_fault" else -1,
-                              active_ranks=active) if record else None
-        timer = rec.timer if rec is not None else None
-        if rec is not None:
-            rec.start()
-        D.device_sync(ctx.device)
-        t0 = time.perf_counter()
-        tokens_total = 0
-        for i, gb in enumerate(batches):
-            mine = sampler.split(gb)[active.index(rank)]
-            targets_global = int(sum(lengths[j] - 1 for j in gb))
-            tokens = int(sum(lengths[j] for j in mine))
-            step_ctx = timer.step(i, tokens=tokens) if timer is not None else contextlib.nullcontext()
-            with step_ctx:
-                with D.maybe_phase(timer, "data"):
-                    x, y = _inputs([docs[j] for j in mine], ctx.device)
-                with D.maybe_phase(timer, "fwd"):
-                    t_c = time.perf_counter()
-                    loss_sum = F.cross_entropy(model(x), y, reduction="sum") if len(x) else model.out.weight.sum() * 0
-                with D.maybe_phase(timer, "bwd"):
-                    (loss_sum / max(1, targets_global)).backward()
-                    if slow:
-                        _slow_down(model, x, cfg, t_c, ctx.device)
-                with D.maybe_phase(timer, "collective"):
-                    (loss_global,) = allreduce_gradients(model.parameters(), divisor=1.0, group=group,
-                                                         extra=[float(loss_sum.detach())])
-                with D.maybe_phase(timer, "optimizer"):
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-            tokens_total += int(sum(lengths[j] for j in gb))
-            if record and rank == active[0]:
-                losses.append({"variant": variant, "repeat": repeat, "step": i, "loss": loss_global / targets_global,
-                               "tokens_seen": tokens_total})
-        D.device_sync(ctx.device)
-        wall = time.perf_counter() - t0
-        if rec is not None:
-            rec.close()
-        seg = {"variant": variant, "repeat": repeat, "rank": rank, "active": True, "wall_s": wall,
-               "steps": len(batches), "tokens": tokens_total, "throughput": tokens_total / wall,
-               "world": len(active), "run_dir": str(Path(cfg.run_dir) / f"{variant}-r{repeat}")}
-        if record:
-            segments.append(seg)
-        dist.barrier()
-        if group is not None:
-            dist.destroy_process_group(group)
-        if variant == "hw_fault" and record:
-            flagged = _flag_stragglers(rec, ctx)
+        sampler = TokenBalancedSampler(lengths, cfg.batch * len(active), active.index(rank) if rank in active else 0,
+                                       len(active), seed=seed, balanced=name != "sw_fault")
+        rec = None
+        if record and rank in active:
+            rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz, variant=name,
+                                  slow_rank=slow_rank if name == "hw_fault" else -1, active_ranks=active).start()
+        return _Variant(name, model, torch.optim.Adam(model.parameters(), lr=cfg.lr), lengths, docs, sampler,
+                        active, group, rec)
 
-    run_segment("uniform" if "uniform" in cfg.variants else cfg.variants[0], -1, record=False)  # warm-up
-    blocks = _blocks(cfg.variants)
+    # identification: a short hw_fault run (also the warm-up); its straggler scores decide whom hw_fix excludes
+    flagged: list[int] = []
+    probe = make("hw_fault" if "hw_fault" in cfg.variants else cfg.variants[0], 0, list(range(world)), None)
+    timer = StepTimer(rank=rank, cuda=ctx.device.type == "cuda", nvtx=False)
+    for i, gb in enumerate(probe.sampler.global_batches()[: cfg.warmup_steps + cfg.identify_steps]):
+        dist.barrier()
+        _train_step(probe, i, gb, rank, slow_rank, cfg, ctx, timer if i >= cfg.warmup_steps else None)
+    timer.close()
+    if "hw_fix" in cfg.variants:
+        flagged = _flag_stragglers(timer, ctx)
+
     for rep in range(cfg.repeats):
-        for block in blocks[rep % len(blocks):] + blocks[: rep % len(blocks)]:
-            for variant in block:
-                run_segment(variant, rep, record=True)
-    gathered = D.gather_to_main({"segments": segments, "losses": losses, "flagged": flagged}, ctx)
+        seed = cfg.seed * 1000 + rep + 1  # a new shuffle per repeat
+        states = []
+        for name in cfg.variants:
+            active = [r for r in range(world) if not (name == "hw_fix" and r in flagged)] or list(range(world))
+            states.append(make(name, seed, active, str(Path(cfg.run_dir) / f"{name}-r{rep}")))
+        for i in range(cfg.steps):
+            for st in states[i % len(states):] + states[: i % len(states)]:
+                dist.barrier()
+                if rank not in st.active:
+                    continue
+                gb = st.sampler.global_batches()[i]
+                loss = _train_step(st, i, gb, rank, slow_rank, cfg, ctx, st.rec.timer)
+                if rank == st.active[0]:
+                    losses.append({"variant": st.name, "repeat": rep, "step": i, "loss": loss,
+                                   "tokens_seen": st.tokens})
+        dist.barrier()
+        for st in states:
+            if st.rec is not None:
+                st.rec.close()
+                segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": True,
+                                 "seconds": st.seconds, "steps": cfg.steps, "tokens": st.tokens,
+                                 "throughput": st.tokens / st.seconds, "world": len(st.active),
+                                 "run_dir": str(Path(cfg.run_dir) / f"{st.name}-r{rep}")})
+            else:
+                segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": False})
+            if st.group is not None and rank in st.active:
+                dist.destroy_process_group(st.group)
+    gathered = D.gather_to_main({"segments": segments, "losses": losses}, ctx)
     D.shutdown()
     if gathered is None:
         return None
     return {
         "segments": [s for g in gathered for s in g["segments"]],
         "losses": [r for g in gathered for r in g["losses"]],
-        "flagged": gathered[0]["flagged"], "slow_rank": slow_rank, "world_size": world, "backend": ctx.backend,
+        "flagged": flagged, "slow_rank": slow_rank, "world_size": world, "backend": ctx.backend,
         "config": asdict(cfg),
     }
+
+
+def _train_step(st: _Variant, i: int, gb: np.ndarray, rank: int, slow_rank: int, cfg: StragglerConfig,
+                ctx: D.DistContext, timer: Any) -> float:
+    """One data-parallel step of variant `st` on global batch `gb`; returns the global mean token loss."""
+    import torch.nn.functional as F
+
+    from playbook.fixes.overlap import allreduce_gradients
+
+    mine = st.sampler.split(gb)[st.active.index(rank)]
+    targets_global = int(sum(st.lengths[j] - 1 for j in gb))
+    tokens = int(sum(st.lengths[j] for j in mine))
+    slow = st.name == "hw_fault" and rank == slow_rank
+    t0 = time.perf_counter()
+    with timer.step(i, tokens=tokens) if timer is not None else contextlib.nullcontext():
+        with D.maybe_phase(timer, "data"):
+            x, y = _inputs([st.docs[j] for j in mine], ctx.device)
+        with D.maybe_phase(timer, "fwd"):
+            t_c = time.perf_counter()
+            loss_sum = F.cross_entropy(st.model(x), y, reduction="sum") if len(x) else st.model.out.weight.sum() * 0
+        with D.maybe_phase(timer, "bwd"):
+            (loss_sum / max(1, targets_global)).backward()
+            emulated = _device_us(cfg, ctx)
+            if emulated > 0:  # the emulated accelerator's time for this rank's tokens
+                time.sleep(emulated * tokens / 1e6)
+            if slow:
+                _slow_down(st.model, x, cfg, t_c, ctx.device)
+        with D.maybe_phase(timer, "collective"):
+            (loss_global,) = allreduce_gradients(st.model.parameters(), divisor=1.0, group=st.group,
+                                                 extra=[float(loss_sum.detach())])
+        with D.maybe_phase(timer, "optimizer"):
+            st.opt.step()
+            st.opt.zero_grad(set_to_none=True)
+        D.device_sync(ctx.device)
+    st.seconds += time.perf_counter() - t0
+    st.tokens += int(st.lengths[gb].sum())
+    return loss_global / max(1, targets_global)
+
+
+def _device_us(cfg: StragglerConfig, ctx: D.DistContext) -> float:
+    """Emulated accelerator µs per token: cfg's value, or by default 100 on CPU and 0 (the real GPU) on CUDA."""
+    if cfg.device_us_per_token is not None:
+        return float(cfg.device_us_per_token)
+    return 0.0 if ctx.device.type == "cuda" else DEFAULT_CPU_DEVICE_US
 
 
 def _mean_length(cfg: StragglerConfig) -> float:
@@ -266,22 +308,21 @@ def _slow_down(model, x, cfg: StragglerConfig, t_start: float, device) -> None:
             model(x)
 
 
-def _flag_stragglers(rec: Any, ctx: D.DistContext) -> list[int]:
-    """Ranks whose median compute (busy) time per step makes their straggler score < 0.75, agreed by all ranks."""
+def _flag_stragglers(timer: Any, ctx: D.DistContext) -> list[int]:
+    """Ranks flagged by the straggler score (playbook.analysis.stragglers) on the compute (busy) time per step of
+    a StepTimer, gathered from every rank so that all ranks agree on whom to exclude."""
     import torch.distributed as dist
 
-    busy = [b for _, _, b in rec.timer.recent] if rec is not None else []
-    medians: list[Any] = [None] * ctx.world_size
-    dist.all_gather_object(medians, float(np.median(busy)) if busy else math.nan)
-    scores = straggler_scores_from_medians(medians)
-    return [r for r, s in enumerate(scores) if s < 0.75]
+    from playbook.analysis.stragglers import straggler_scores
 
-
-def straggler_scores_from_medians(medians: list[float]) -> list[float]:
-    """Score per rank = median over ranks of the median compute time ÷ the rank's median (< 0.75 flags)."""
-    a = np.asarray(medians, dtype=float)
-    ref = np.nanmedian(a)
-    return [float(ref / m) if m > 0 else math.nan for m in a]
+    busy = [(step, b) for step, _, b in timer.recent]
+    every: list[Any] = [None] * ctx.world_size
+    dist.all_gather_object(every, busy)
+    per_step = pd.DataFrame([{"rank": r, "step": s, "compute": b} for r, rows in enumerate(every) for s, b in rows])
+    if per_step.empty:
+        return []
+    scores = straggler_scores(per_step, "compute")
+    return sorted(int(r) for r in scores.loc[scores["flagged"], "rank"])
 
 
 # ----------------------------------------------------------------------------------------------------- parent side
@@ -302,7 +343,7 @@ class StragglerRun:
         """One row per (variant, repeat): tokens/s of the job (from its lowest active rank) and active ranks."""
         seg = self.segments[self.segments["active"]]
         first = seg.sort_values("rank").groupby(["variant", "repeat"], sort=False).head(1)
-        return first[["variant", "repeat", "throughput", "wall_s", "tokens", "world", "run_dir"]].reset_index(drop=True)
+        return first[["variant", "repeat", "throughput", "seconds", "tokens", "world", "run_dir"]].reset_index(drop=True)
 
     def recording(self, variant: str, repeat: int = 0) -> str:
         """Run directory of one (variant, repeat) segment."""
@@ -322,33 +363,139 @@ def run(cfg: StragglerConfig, nproc: int = 2, start_method: str | None = None, n
 
 # ----------------------------------------------------------------------------------------------------- analyses
 def rank_phase_table(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per rank: median seconds per step of compute (fwd+bwd+optimizer), collective, data, step; tokens/step."""
-    wide = steps.pivot_table(index=["rank", "step"], columns="phase", values="duration_s", aggfunc="sum")
-    tok = steps[steps["phase"] == "step"].set_index(["rank", "step"])["tokens"]
-    wide["compute"] = wide.reindex(columns=["fwd", "bwd", "optimizer"]).fillna(0).sum(axis=1)
-    wide["tokens"] = tok
-    cols = [c for c in ("compute", "collective", "data", "step", "tokens") if c in wide]
-    return wide[cols].groupby(level="rank").median().reset_index()
+    """Per rank, medians per step: compute_s (fwd+bwd+optimizer), collective_s, collective_wait_s (collective time
+    beyond the step's shortest, i.e. waiting for the last arrival), step_s, tokens."""
+    from playbook.analysis.stragglers import steps_per_rank
+
+    per = steps_per_rank(steps)
+    cols = ["compute_s", "collective_s", "collective_wait_s", "step_s", "tokens"]
+    return per.groupby("rank")[cols].median().reset_index()
 
 
 def utilization_view(steps: pd.DataFrame) -> pd.DataFrame:
     """Per rank: share of step time a utilization counter reports busy (compute + collective, as utilization.gpu
     counts a spinning NCCL kernel) vs the share doing real work (compute only), 0-1."""
-    t = rank_phase_table(steps)
-    t["counter_busy"] = ((t["compute"] + t["collective"]) / t["step"]).clip(upper=1.0)
-    t["real_work"] = (t["compute"] / t["step"]).clip(upper=1.0)
-    return t[["rank", "counter_busy", "real_work"]]
+    from playbook.analysis.stragglers import steps_per_rank
+
+    per = steps_per_rank(steps).groupby("rank")[["compute_s", "collective_s", "step_s"]].sum()
+    return pd.DataFrame({"counter_busy": ((per["compute_s"] + per["collective_s"]) / per["step_s"]).clip(upper=1),
+                         "real_work": (per["compute_s"] / per["step_s"]).clip(upper=1)}).reset_index()
 
 
-def slowest_rank_per_step(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per step: the rank with the longest compute time, and the rank with the most tokens."""
-    wide = steps.pivot_table(index=["step", "rank"], columns="phase", values="duration_s", aggfunc="sum")
-    comp = wide.reindex(columns=["fwd", "bwd", "optimizer"]).fillna(0).sum(axis=1).rename("compute")
-    tok = steps[steps["phase"] == "step"].set_index(["step", "rank"])["tokens"]
-    df = pd.concat([comp, tok], axis=1).reset_index()
-    slow = df.loc[df.groupby("step")["compute"].idxmax(), ["step", "rank"]].rename(columns={"rank": "slowest"})
-    most = df.loc[df.groupby("step")["tokens"].idxmax(), ["step", "rank"]].rename(columns={"rank": "most_tokens"})
-    return slow.merge(most, on="step").reset_index(drop=True)
+def straggler_summary(steps: pd.DataFrame) -> dict[str, Any]:
+    """playbook.analysis.stragglers.summarize on one recording's steps: scores, collective waits, persistence of
+    the slowest rank (binomial test), correlation of work with tokens, and findings."""
+    from playbook.analysis.stragglers import summarize
+    from playbook.schema import Bundle
+
+    out = summarize(Bundle(steps=steps))
+    return out["steps"] | {"findings": out["findings"]} if out and out.get("steps") else {}
+
+
+def discrimination(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "hw_fault")) -> pd.DataFrame:
+    """Hardware or software? Per fault variant and repeat (a repeat = a data reshuffle), then pooled over repeats:
+    flagged ranks (score < 0.75), the most frequent slowest rank, its share of steps, the binomial p-value and
+    verdict (persistent / rotating / undetermined), and the within-step Spearman correlation of compute with tokens.
+    The pooled row also says whether the same rank was slowest in every reshuffle."""
+    from playbook import rundir
+    from playbook.analysis.stragglers import persistence, slowest_per_step, steps_per_rank
+
+    rows = []
+    for v in variants:
+        reps = sorted(res.segments.loc[res.segments["variant"] == v, "repeat"].unique())
+        slow_all, modal = [], []
+        for rep in reps:
+            steps = rundir.read_run(res.recording(v, rep)).steps
+            summ = straggler_summary(steps)
+            pers, tok = summ.get("persistence") or {}, summ.get("tokens") or {}
+            per = steps_per_rank(steps)
+            slow_all.append(slowest_per_step(per, "collective_wait_s", "compute_s"))
+            modal.append(pers.get("modal_rank"))
+            rows.append({"variant": v, "repeat": str(rep),
+                         "flagged": [s["rank"] for s in summ.get("scores", []) if s["flagged"]],
+                         "modal_rank": pers.get("modal_rank"), "fraction": pers.get("fraction"),
+                         "p_value": pers.get("p_value"), "verdict": pers.get("verdict"),
+                         "rho_tokens": tok.get("rho_within_step"), "p_tokens": tok.get("p_within_step")})
+        if slow_all:
+            pooled = persistence(pd.concat(slow_all, ignore_index=True), res.world_size)
+            rhos = [r["rho_tokens"] for r in rows if r["variant"] == v and r["rho_tokens"] is not None]
+            rows.append({"variant": v, "repeat": "all", "flagged": None, "modal_rank": pooled["modal_rank"],
+                         "fraction": pooled["fraction"], "p_value": pooled["p_value"], "verdict": pooled["verdict"],
+                         "rho_tokens": float(np.median(rhos)) if rhos else None, "p_tokens": None,
+                         "same_rank_every_reshuffle": len(set(modal)) == 1 and None not in modal})
+    return pd.DataFrame(rows)
+
+
+def job_step_times(res: StragglerRun, variant: str) -> pd.DataFrame:
+    """Per (repeat, step): the job's step time (median over its ranks, s) and its global tokens."""
+    from playbook import rundir
+    from playbook.analysis.steps import fleet_steps
+
+    out = []
+    for rep in sorted(res.segments.loc[res.segments["variant"] == variant, "repeat"].unique()):
+        steps = rundir.read_run(res.recording(variant, rep)).steps
+        fleet = fleet_steps(steps)
+        tok = steps[steps["phase"] == "step"].groupby("step")["tokens"].sum()
+        out.append(fleet.assign(repeat=rep, tokens=fleet["step"].map(tok)))
+    return pd.concat(out, ignore_index=True)[["repeat", "step", "duration_s", "tokens"]]
+
+
+def paired_slowdown(res: StragglerRun, fault: str, reference: str) -> dict[str, float]:
+    """Step time of `fault` ÷ step time of `reference` for the same (repeat, step) — the same global batch —
+    median with a bootstrap 95% interval. Only for variants that see the same data (sw_fault, sw_fix, hw_fault)."""
+    a = job_step_times(res, fault).set_index(["repeat", "step"])["duration_s"]
+    b = job_step_times(res, reference).set_index(["repeat", "step"])["duration_s"]
+    both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
+    return D.paired_bootstrap(both["a"], both["b"], "ratio")
+
+
+def assess(res: StragglerRun) -> dict[str, Any]:
+    """The lab's verdict and its figures (see the notebook 20_collective_stragglers for the reasoning).
+
+    confirmed: the hardware straggler is flagged (and only it), its slowest-rank pattern is persistent, the
+      software straggler's is not, the software straggler's work follows tokens (ρ ≥ 0.5), token balancing cuts
+      the step time (paired ratio interval below 1), and excluding the flagged rank raises throughput.
+    refuted: neither fault slows the step beyond its interval (nothing to fix here).
+    inconclusive: otherwise.
+    """
+    disc = discrimination(res).set_index(["variant", "repeat"])
+    hw, sw = disc.loc[("hw_fault", "all")], disc.loc[("sw_fault", "all")]
+    sw_cost = paired_slowdown(res, "sw_fault", "sw_fix")  # > 1: the software straggler costs step time
+    hw_cost = paired_slowdown(res, "hw_fault", "sw_fix")  # > 1: the hardware straggler costs step time
+    tp = res.throughput().groupby("variant")["throughput"].mean()
+    hw_gain = float(tp["hw_fix"] / tp["hw_fault"])
+    figures = {
+        "slow_rank": res.slow_rank, "flagged": res.flagged, "hw_verdict": hw["verdict"],
+        "hw_p_value": hw["p_value"], "sw_verdict": sw["verdict"], "sw_p_value": sw["p_value"],
+        "sw_rho_tokens": sw["rho_tokens"], "hw_rho_tokens": hw["rho_tokens"],
+        "sw_step_ratio": sw_cost["median"], "sw_step_ratio_lo": sw_cost["lo"], "sw_step_ratio_hi": sw_cost["hi"],
+        "hw_step_ratio": hw_cost["median"], "hw_step_ratio_lo": hw_cost["lo"],
+        "throughput_uniform": float(tp.get("uniform", np.nan)), "throughput_sw_fault": float(tp["sw_fault"]),
+        "throughput_sw_fix": float(tp["sw_fix"]), "throughput_hw_fault": float(tp["hw_fault"]),
+        "throughput_hw_fix": float(tp["hw_fix"]), "hw_fix_gain": hw_gain,
+    }  # throughputs in tokens/s; step ratios = fault step time ÷ balanced step time on the same data
+    healthy = (res.world_size - len(res.flagged)) / res.world_size * float(tp["sw_fix"])
+    figures["hw_fix_vs_expected"] = float(tp["hw_fix"]) / healthy if healthy > 0 else float("nan")
+    checks = {
+        "hw rank flagged": res.flagged == [res.slow_rank],
+        "hw persistent": hw["verdict"] == "persistent",
+        "sw not persistent": sw["verdict"] != "persistent",
+        "sw follows tokens": bool((sw["rho_tokens"] or 0) >= 0.5),
+        "balancing cuts step time": bool(sw_cost["lo"] > 1.0),
+        "excluding the rank raises throughput": bool(hw_gain > 1.0),
+    }
+    if sw_cost["hi"] <= 1.0 and hw_cost["lo"] <= 1.0:
+        status, summary = "refuted", "neither straggler slows the step beyond run-to-run variation"
+    elif all(checks.values()):
+        status = "confirmed"
+        summary = (f"hardware straggler (rank {res.slow_rank}) flagged and persistent (p = {hw['p_value']:.2g}); "
+                   f"software straggler rotates and follows tokens (ρ = {sw['rho_tokens']:.2f}); token balancing "
+                   f"cuts the step time by {1 - 1 / sw_cost['median']:.0%}, excluding the slow rank raises "
+                   f"throughput {hw_gain:.2f}×")
+    else:
+        status = "inconclusive"
+        summary = "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+    return {"status": status, "summary": summary, "checks": checks, "figures": figures}
 
 
 # ----------------------------------------------------------------------------------------------------- CLI
@@ -372,7 +519,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--slow-mode", default="sleep", choices=["sleep", "compute"],
                    help="sleep: slow device/host without using a core; compute: extra forward passes")
     p.add_argument("--hidden", type=int, default=256, help="model width")
-    p.add_argument("--depth", type=int, default=8, help="weight-tied layers (compute per token)")
+    p.add_argument("--depth", type=int, default=1, help="weight-tied layers (compute per token)")
     p.add_argument("--seed", type=int, default=0)
     D.add_launch_arguments(p)
     return p
