@@ -10,7 +10,6 @@ import subprocess
 
 import numpy as np
 import pytest
-
 from test_report_triage import sample_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -12,8 +12,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from playbook import simulate
 from playbook.report import catalog, triage
 from playbook.report.runner import Job, run_batch
@@ -21,7 +21,7 @@ from playbook.report.runner import Job, run_batch
 TRIAGE = catalog.NOTEBOOKS / f"{catalog.TRIAGE}.ipynb"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sample_report() -> tuple[Path, subprocess.CompletedProcess]:
     """`playbook report --out DIR` on the embedded sample, run once per test session (shared with the browser
     test)."""

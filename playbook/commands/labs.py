@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 from pathlib import Path
 
 HELP = "list the lab notebooks and workloads with one-line descriptions"
@@ -55,12 +56,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     print("Notebooks (notebooks/*.ipynb; run with `playbook report --labs NAME` or open with `make lab`):")
     for nb in notebooks:
-        print(f"  {nb['name']:<28} {nb['summary'] or nb['title']}")
+        title = re.sub(r"^\d+\s*[·.:-]\s*", "", nb["title"])  # "10 · Data starvation: ..." -> "Data ..."
+        print(f"  {nb['name']:<28} {_short(title)}")
     if not notebooks:
         print("  (none yet)")
     print("\nWorkloads (playbook/workloads/; each has --help):")
     for w in found:
-        print(f"  {w['name']:<28} {w['description']}")
+        print(f"  {w['name']:<28} {_short(w['description'])}")
     if not found:
         print("  (none yet)")
     return 0
+
+
+def _short(text: str, width: int = 110) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"

@@ -138,9 +138,25 @@ def header(nb: dict) -> tuple[str, str]:
             continue
         text = cell_source(cell)
         title = next((ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("#")), "")
-        m = _SUMMARY.search(text)
-        return title, (m.group("text").strip() if m else "")
+        return title, _summary(text)
     return "", ""
+
+
+def _summary(text: str) -> str:
+    """The **Summary** paragraph of a header, joined into one line (it ends at a blank line, a heading or the
+    next bold label)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = _SUMMARY.search(line)
+        if not m:
+            continue
+        parts = [m.group("text").strip()]
+        for nxt in lines[i + 1:]:
+            if not nxt.strip() or nxt.lstrip().startswith(("#", "**", "- ", "* ")):
+                break
+            parts.append(nxt.strip())
+        return " ".join(p.rstrip("\\").strip() for p in parts).strip()
+    return ""
 
 
 def load(path: str | Path) -> NotebookSpec:
