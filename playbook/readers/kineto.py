@@ -635,6 +635,7 @@ def _rank_meta(part: dict, rank: int, rank_from: str) -> dict:
         "first_step": doc.get("playbook_first_step"),  # training step of ProfilerStep#0 (playbook windows)
         "trigger": doc.get("playbook_trigger"),
         "trace_name": doc.get("traceName"),
+        "source": part["source"],  # the first file read for this rank; all of them in "sources"
         "sources": [part["source"]],
         "events": int(cols.n),
         "phases": dict(cols.counts),
