@@ -141,7 +141,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=interval_s)
         osc = analyze_gpu_series(series, "util_pct", signal="util_pct" if signal == "util_pct" else signal)
         gpu_report = analyze_gpus(tele, series=series)
-        n_units = len(series)
+        n_units = len(series.time_clusters()[0]) if len(series) else 0
         warnings += [w for w in osc.warnings if w not in warnings]
         warnings += gpu_report.warnings
         evidence += hyp.from_oscillation(osc, gpu_report.table, n_units)

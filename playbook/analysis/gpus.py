@@ -71,16 +71,25 @@ class GpuReport:
 
 def _grid(series: GpuSeries, column: str, dt: float, t_start: float, n_bins: int) -> np.ndarray:
     """(G × n_bins) float32 means of `column` per bin (NaN where a GPU has no valid sample)."""
-    g_of = np.repeat(np.arange(len(series)), np.diff(series.offsets))
+    cache = series.__dict__.setdefault("_grid_keys", {})
+    ck = (dt, t_start, n_bins)
+    if ck not in cache:
+        g_of = np.repeat(np.arange(len(series), dtype=np.int64), np.diff(series.offsets))
+        k = np.clip(((series.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
+        cache.clear()
+        cache[ck] = g_of * n_bins + k
+    key = cache[ck]
     x = series.values[column]
     ok = np.isfinite(x)
-    k = np.clip(np.floor((series.t[ok] - t_start) / dt).astype(np.int64), 0, n_bins - 1)
-    key = g_of[ok] * n_bins + k
     size = len(series) * n_bins
-    s = np.bincount(key, weights=x[ok], minlength=size)
-    c = np.bincount(key, minlength=size)
+    if ok.all():
+        s = np.bincount(key, weights=x, minlength=size)
+        c = np.bincount(key, minlength=size)
+    else:
+        s = np.bincount(key[ok], weights=x[ok], minlength=size)
+        c = np.bincount(key[ok], minlength=size)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(c > 0, s / np.maximum(c, 1), np.nan).astype(np.float32)
+        out = (s / c).astype(np.float32)
     return out.reshape(len(series), n_bins)
 
 
@@ -168,6 +177,18 @@ def analyze_gpus(telemetry: pd.DataFrame, interval_s: float | None = None,
     """Status and evidence for every GPU in `telemetry`, plus straggler findings (see module docstring)."""
     if series is None:
         series = gpu_series(telemetry, tuple(c for c in COLUMNS if c in telemetry), interval_s=interval_s)
+    clusters = series.time_clusters()
+    if len(clusters) > 1:  # separate recordings: compare GPUs only within their own time range
+        parts = [_analyze(series.subset(c)) for c in clusters]
+        table = pd.concat([p.table for p in parts], ignore_index=True)
+        order = {gid: i for i, gid in enumerate(series.ids)}
+        table = table.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
+        return GpuReport(table, [x for p in parts for x in p.stragglers], parts[0].rotating, parts[0].interval_s,
+                         list(dict.fromkeys(w for p in parts for w in p.warnings)))
+    return _analyze(series)
+
+
+def _analyze(series: GpuSeries) -> GpuReport:
     warnings: list[str] = []
     g_count = len(series)
     if g_count == 0:
@@ -381,10 +402,14 @@ def _stragglers(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid:
     work_col = "sm_active" if has["sm_active"] else ("power_w" if has["power_w"] else None)
     work = None
     if work_col is not None:
-        work = _grid(series, work_col, dt, t0, n_bins).astype(np.float64)
+        work = _grid(series, work_col, dt, t0, n_bins)
         if work_col == "power_w":  # each GPU's power relative to its own busy level
-            ref = np.array([np.nanpercentile(work[g][high[g]], 90) if (high[g] & np.isfinite(work[g])).any()
-                            else np.nan for g in range(g_count)])
+            ref = np.full(g_count, np.nan, dtype=np.float32)
+            for g in range(g_count):
+                w = work[g][high[g]]
+                w = w[np.isfinite(w)]
+                if len(w):
+                    ref[g] = np.percentile(w, 90)
             work = work / ref[:, None]
     starts_all, owner = [], []
     episodes = {}
@@ -401,6 +426,11 @@ def _stragglers(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid:
         owner += [g] * len(s)
     total = len(owner)
     found = []
+    ufin = np.isfinite(util)
+    usum, ucnt = np.where(ufin, util, 0.0).sum(0, dtype=np.float64), ufin.sum(0)
+    if work is not None:
+        wfin = np.isfinite(work)
+        wsum, wcnt = np.where(wfin, work, 0.0).sum(0), wfin.sum(0)
     for g in range(g_count):
         s, n = episodes[g]
         k = len(s)
@@ -413,28 +443,29 @@ def _stragglers(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid:
                 "peer_work_odd": math.nan, "peer_work_base": math.nan, "signal": work_col,
                 "first_s": float(s[0] * dt), "peer_util_pct": math.nan}
         mask = odd[g]
-        peers = np.ones(g_count, dtype=bool)
-        peers[g] = False
-        with np.errstate(all="ignore"):
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                item["peer_util_pct"] = float(np.nanmean(util[peers][:, mask]))
-                if work is not None and all_high.any():
-                    per_ep = np.array([np.nanmean(work[peers][:, a:a + m]) for a, m in zip(s, n, strict=True)])
-                    base = np.nanmean(work[peers][:, all_high], axis=0)
-                    per_ep, base = per_ep[np.isfinite(per_ep)], base[np.isfinite(base)]
-                    if len(per_ep) and len(base):
-                        b = float(np.median(base))
-                        o = float(np.median(per_ep))
-                        item["peer_work_odd"], item["peer_work_base"] = o, b
-                        item["peer_work_drop"] = 1 - o / b if b > 0 else math.nan
-                        k_below = int((per_ep < b).sum())
-                        p_wait = binom_sf(k_below, len(per_ep), 0.5) if len(per_ep) >= 5 else None
-                        item["waiting_p"] = p_wait
-                        item["waiting"] = bool(item["peer_work_drop"] >= POWER_DROP_MIN
-                                               and (p_wait is None or p_wait < ALPHA))
+        with np.errstate(all="ignore"):  # per-bin means of the other GPUs
+            pu = (usum - np.where(ufin[g], util[g], 0.0)) / (ucnt - ufin[g])
+            sel = pu[mask]
+            sel = sel[np.isfinite(sel)]
+            item["peer_util_pct"] = float(sel.mean()) if len(sel) else math.nan
+            if work is not None and all_high.any():
+                pw = (wsum - np.where(wfin[g], work[g], 0.0)) / (wcnt - wfin[g])
+                okw = np.isfinite(pw)
+                cs = np.r_[0.0, np.cumsum(np.where(okw, pw, 0.0))]
+                cn = np.r_[0, np.cumsum(okw)]
+                num, den = cs[s + n] - cs[s], cn[s + n] - cn[s]
+                per_ep = (num / np.where(den > 0, den, 1))[den > 0]
+                base = pw[all_high & okw]
+                if len(per_ep) and len(base):
+                    b = float(np.median(base))
+                    o = float(np.median(per_ep))
+                    item["peer_work_odd"], item["peer_work_base"] = o, b
+                    item["peer_work_drop"] = 1 - o / b if b > 0 else math.nan
+                    k_below = int((per_ep < b).sum())
+                    p_wait = binom_sf(k_below, len(per_ep), 0.5) if len(per_ep) >= 5 else None
+                    item["waiting_p"] = p_wait
+                    item["waiting"] = bool(item["peer_work_drop"] >= POWER_DROP_MIN
+                                           and (p_wait is None or p_wait < ALPHA))
         found.append(item)
     found.sort(key=lambda d: (-d["episodes"], d["gpu"]))
     strag = [d for d in found if d["episodes"] >= 3 and d["persistence_p"] < ALPHA

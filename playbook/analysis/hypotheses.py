@@ -16,7 +16,10 @@ Scoring (documented, deterministic):
     low state × depth of the drop, or the slow steps' extra time). A pattern costing 5% scores 0.63 of its
     maximum, 10% → 0.86, 1% → 0.18: a real but negligible pattern does not outrank "healthy".
 * Items for the same hypothesis combine as independent pieces of support (noisy-OR): 1 - Π(1 - strength).
-* `healthy` scores 1 - (the best other score): it comes first exactly when no cause has more support than not.
+* `healthy` scores 1 - P(something is wrong), where P(something is wrong) is the noisy-OR over the distinct
+  signatures of confidence × impact (the strength before specificity): an oscillation that certainly costs 17%
+  leaves little room for "healthy" even when its cause is uncertain. It comes first when the findings are weak
+  or cheap.
 
 `next_step` is the measurement that would confirm or refute the hypothesis (specialised with the numbers found:
 period, N steps, the guilty GPU or host); `notebook` the lab that reproduces and fixes it.
@@ -143,12 +146,14 @@ IMPACT_SCALE = 0.05
 
 @dataclass
 class Evidence:
-    """One piece of support for one hypothesis."""
+    """One piece of support for one hypothesis; `anomaly` = confidence × impact of the signature itself (how
+    sure we are that *something* is wrong, whatever the cause)."""
 
     hypothesis: str
     strength: float
     text: str
     next_step: str | None = None
+    anomaly: float | None = None
 
 
 def impact(lost_fraction: float | None) -> float:
@@ -169,12 +174,13 @@ def support(signature: str, conf: float, weight: float, text: str, next_step: st
             only: str | None = None) -> list[Evidence]:
     """Evidence items for every cause the signature points at (SPECIFICITY), strength conf × spec × weight."""
     out = []
+    anomaly = float(np.clip(conf * weight, 0.0, 1.0))
     for hyp, spec in SPECIFICITY[signature].items():
         if only is not None and hyp != only:
             continue
         s = float(np.clip(conf * spec * weight, 0.0, 1.0))
         if s > 0:
-            out.append(Evidence(hyp, s, text, next_step))
+            out.append(Evidence(hyp, s, text, next_step, anomaly))
     return out
 
 
@@ -195,12 +201,22 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None) ->
         nxt = next((e.next_step for e in items if e.next_step), None) or NEXT_STEPS[hyp]
         out.append({"id": hyp, "score": round(score, 3), "evidence": texts, "next_step": nxt,
                     "fix": FIXES[hyp], "notebook": NOTEBOOKS[hyp]})
+    # healthy: 1 - P(something is wrong), the noisy-OR of each distinct signature's anomaly (which is at least
+    # as large as any single cause's score, since a signature's support is split between its causes)
+    anomalies: dict[str, float] = {}
+    for e in evidence:
+        if e.hypothesis in by:
+            a = e.anomaly if e.anomaly is not None else e.strength
+            anomalies[e.text] = max(anomalies.get(e.text, 0.0), a)
+    wrong = 1.0 - float(np.prod([1.0 - a for a in anomalies.values()])) if anomalies else 0.0
     best = max((h["score"] for h in out), default=0.0)
+    wrong = max(wrong, best)
     healthy_texts = list(healthy_evidence or [])
     if best > 0:
         top = max(out, key=lambda h: h["score"])
-        healthy_texts.append(f"strongest other hypothesis: {top['id']} at {top['score']:.2f}")
-    out.append({"id": "healthy", "score": round(1.0 - best, 3), "evidence": healthy_texts or
+        healthy_texts.append(f"something is wrong with probability {wrong:.2f}; strongest cause: {top['id']} "
+                             f"at {top['score']:.2f}")
+    out.append({"id": "healthy", "score": round(1.0 - wrong, 3), "evidence": healthy_texts or
                 ["no finding points at a cause"], "next_step": NEXT_STEPS["healthy"], "fix": FIXES["healthy"],
                 "notebook": NOTEBOOKS["healthy"]})
     out.sort(key=lambda h: (-h["score"], h["id"] != "healthy", h["id"]))
@@ -465,7 +481,8 @@ def discount(evidence: list[Evidence], explained: dict[str, float]) -> list[Evid
     rest = max(0.0, 1.0 - sum(explained.values()))
     if not explained:
         return evidence
-    return [e if e.hypothesis in explained else Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step)
+    return [e if e.hypothesis in explained else
+            Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step, e.anomaly)
             for e in evidence]
 
 
@@ -481,7 +498,7 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         nxt = None
         if f.get("hosts"):
             nxt = NEXT_STEPS[hyp].replace("the named host", ", ".join(map(str, f["hosts"])))
-        out.append(Evidence(hyp, conf, text, nxt))
+        out.append(Evidence(hyp, conf, text, nxt, conf))
         nature = f.get("nature")
         if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"

@@ -94,8 +94,8 @@ def _gpu_section(d) -> list[str]:
         hidden = len(d.gpus) - len(shown)
         ok = [g["mean_util_pct"] for g in d.gpus if g["status"] == "ok" and g["mean_util_pct"] is not None]
         if hidden:
-            rng = f" (mean {min(ok):.0f}-{max(ok):.0f}%)" if ok else ""
-            lines.append(f"  … {hidden} more GPUs ok{rng}")
+            rng = f" (mean utilization {min(ok):.0f}-{max(ok):.0f}%)" if ok else ""
+            lines.append(f"  {'all' if not shown else 'the other'} {hidden} GPUs ok{rng}")
     lines.append("")
     return lines
 
