@@ -243,7 +243,9 @@ class Bundle:
                 merged.attrs["interval_s"] = median_interval_s(merged)
             setattr(self, name, merged)
         self.warnings += other.warnings
-        self.meta.update(other.meta)
+        for key, value in other.meta.items():  # per-input sections (e.g. meta["kineto"][rank]) merge one level deep
+            mine = self.meta.get(key)
+            self.meta[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value
         return self
 
     def is_empty(self) -> bool:
