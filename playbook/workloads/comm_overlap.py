@@ -260,6 +260,46 @@ def tp_summary(tp: pd.DataFrame, chunks: int) -> pd.DataFrame:
     ])
 
 
+def assess(res: OverlapRun) -> dict[str, Any]:
+    """The lab's verdict: does overlapping gradient sync with backward (DDP buckets) cut exposed communication?
+
+    confirmed: ddp_buckets' step is shorter than post_backward's (paired by rank and step, 95% interval of the
+      median difference above 0) and its exposed time is smaller. refuted: the interval lies below 0 (overlap makes
+      the step slower here: on a CPU, gloo's reduction competes with backward for the same cores). inconclusive:
+      the interval contains 0. The loss curves of post_backward and ddp_buckets must agree (same gradients).
+    """
+    ex = exposed_table(res.steps).set_index("variant")
+    gain = paired_difference(res.steps, "post_backward", "ddp_buckets")
+    bucketing = paired_difference(res.steps, "ddp_one_bucket", "ddp_buckets") \
+        if "ddp_one_bucket" in ex.index else None
+    lw = res.losses.pivot_table(index="step", columns="variant", values="loss")
+    loss_gap = float(((lw["ddp_buckets"] - lw["post_backward"]).abs() / lw["post_backward"].abs()).max())
+    tp = tp_summary(res.tp, res.config["tp_chunks"]).set_index("what")["measured_ms"]
+    figures = {
+        "step_compute_only_ms": float(ex.loc["compute_only", "step_ms"]),
+        "exposed_post_backward_ms": float(ex.loc["post_backward", "exposed_ms"]),
+        "exposed_ddp_buckets_ms": float(ex.loc["ddp_buckets", "exposed_ms"]),
+        "exposed_ddp_one_bucket_ms": float(ex.loc["ddp_one_bucket", "exposed_ms"]) if bucketing else None,
+        "saved_ms": gain["median"], "saved_lo_ms": gain["lo"], "saved_hi_ms": gain["hi"],
+        "bucketing_saved_ms": bucketing["median"] if bucketing else None,
+        "grad_mb": res.info["grad_mb"], "buckets": res.info["buckets"], "loss_max_rel_gap": loss_gap,
+        "tp_serial_ms": float(tp.iloc[0]), "tp_async_ms": float(tp.iloc[1]), "backend": res.backend,
+    }
+    if gain["lo"] > 0 and figures["exposed_ddp_buckets_ms"] < figures["exposed_post_backward_ms"]:
+        status = "confirmed"
+        summary = (f"overlapping the all-reduce with backward cuts exposed communication from "
+                   f"{figures['exposed_post_backward_ms']:.1f} to {figures['exposed_ddp_buckets_ms']:.1f} ms per step "
+                   f"(saves {gain['median']:.1f} ms, 95% interval {gain['lo']:.1f}–{gain['hi']:.1f})")
+    elif gain["hi"] < 0:
+        status = "refuted"
+        summary = (f"overlap makes the step {-gain['median']:.1f} ms slower here ({res.backend}): communication and "
+                   f"backward compete for the same cores")
+    else:
+        status = "inconclusive"
+        summary = f"the saving ({gain['median']:.1f} ms, interval {gain['lo']:.1f}–{gain['hi']:.1f}) is within noise"
+    return {"status": status, "summary": summary, "figures": figures}
+
+
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(

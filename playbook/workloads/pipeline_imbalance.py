@@ -118,9 +118,10 @@ def _single_thread(cfg: PipelineConfig) -> None:
         torch.set_num_threads(1)
 
 
-def _producer(idx: int, qs: QueueSet, cfg: PipelineConfig, run_dir: str, go: Any, stop: Any, ready: Any) -> None:
+def _producer(idx: int, qs: QueueSet, cfg: PipelineConfig, seed: int, run_dir: str, go: Any, stop: Any,
+              ready: Any) -> None:
     _single_thread(cfg)
-    rng = np.random.default_rng([cfg.seed, idx])
+    rng = np.random.default_rng([seed, idx])
     rec = _recorder(run_dir, idx, "producer", idx).start()
     ready.put(idx)
     go.wait()
@@ -138,10 +139,10 @@ def _producer(idx: int, qs: QueueSet, cfg: PipelineConfig, run_dir: str, go: Any
     rec.close()
 
 
-def _consumer(idx: int, rank: int, qs: QueueSet, cfg: PipelineConfig, steal: bool, run_dir: str, go: Any,
-              stop: Any, ready: Any, results: Any) -> None:
+def _consumer(idx: int, rank: int, qs: QueueSet, cfg: PipelineConfig, seed: int, steal: bool, run_dir: str,
+              go: Any, stop: Any, ready: Any, results: Any) -> None:
     _single_thread(cfg)
-    rng = np.random.default_rng([cfg.seed, 1000 + idx])
+    rng = np.random.default_rng([seed, 1000 + idx])
     rec = _recorder(run_dir, rank, "consumer", idx).start()
     ready.put(rank)
     go.wait()
@@ -196,10 +197,11 @@ def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: i
     rundir.init_run(run_dir, lab="pipeline_imbalance", variant=variant, producers=n_prod,
                     consumers=cfg.consumers, queues=qs.describe())
     go, stop, ready, results = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_producer, args=(p, qs, cfg, run_dir, go, stop, ready), daemon=True)
+    seed = cfg.seed * 1000 + repeat  # new work-time jitter per repeat
+    procs = [ctx.Process(target=_producer, args=(p, qs, cfg, seed, run_dir, go, stop, ready), daemon=True)
              for p in range(n_prod)]
-    procs += [ctx.Process(target=_consumer, args=(c, n_prod + c, qs, cfg, variant == "steal", run_dir, go, stop,
-                                                  ready, results), daemon=True) for c in range(cfg.consumers)]
+    procs += [ctx.Process(target=_consumer, args=(c, n_prod + c, qs, cfg, seed, variant == "steal", run_dir, go,
+                                                  stop, ready, results), daemon=True) for c in range(cfg.consumers)]
     for p in procs:
         p.start()
     try:
@@ -340,6 +342,64 @@ def role_busy_timeline(steps: pd.DataFrame, bin_s: float = 0.25) -> pd.DataFrame
     roles = worker_shares(steps).set_index("rank")["role"]
     tl["role"] = tl["rank"].map(roles)
     return tl
+
+
+def assess(res: PipelineRun) -> dict[str, Any]:
+    """The lab's verdict and figures (items/s; shares 0-1).
+
+    confirmed: the fault shows the signature (the slow consumer saturated, the other consumers and the producers
+      mostly waiting), and the fix is faster than the fault beyond run-to-run noise (95% interval of the ratio of
+      means above 1) while reaching ≥ 85% of the balanced capacity predicted from the measured rates.
+    refuted: the fix is not faster than the fault (the interval of the ratio reaches down to 1 or below and its
+      mean is ≤ 1): dispatch is not what limits this pipeline.
+    inconclusive: otherwise.
+    """
+    from playbook import rundir
+    from playbook.analysis.compare import variant_summary
+
+    summ = variant_summary(res.runs, "throughput", baseline="fault")
+    shares = worker_shares(rundir.read_run(res.recording("fault", 0)).steps)
+    cfg = res.config
+    cons = shares[shares["role"] == "consumer"].reset_index(drop=True)
+    slow = cfg["slow_consumer"]
+    others = cons.drop(index=slow) if 0 <= slow < len(cons) else cons
+    plan = res.plan
+    fix_tp = float(summ.loc["fix", "mean"])
+    figures = {
+        "throughput_fault": float(summ.loc["fault", "mean"]), "throughput_fix": fix_tp,
+        "throughput_steal": float(summ.loc["steal", "mean"]) if "steal" in summ.index else None,
+        "fix_vs_fault": float(summ.loc["fix", "ratio"]), "fix_vs_fault_lo": float(summ.loc["fix", "ratio_lo"]),
+        "predicted_capacity": plan.capacity, "round_robin_limit": plan.static_capacity,
+        "fix_vs_capacity": fix_tp / plan.capacity, "producers_needed": plan.producers_needed,
+        "producers_used_in_fault": cfg["producers"], "queue_depth": plan.depth,
+        "slow_consumer_busy": float(cons.loc[slow, "busy"]) if 0 <= slow < len(cons) else None,
+        "other_consumers_busy": float(others["busy"].mean()),
+        "producers_blocked": float(shares.loc[shares["role"] == "producer", "blocked"].mean()),
+    }
+    signature = bool((figures["slow_consumer_busy"] or 0) >= 0.9 and figures["other_consumers_busy"] <= 0.6
+                     and figures["producers_blocked"] >= 0.5)
+    checks = {"fault signature (saturated slow consumer, idle others, blocked producers)": signature,
+              "fix faster than fault beyond noise": bool(summ.loc["fix", "ratio_lo"] > 1.0),
+              "fix reaches >= 85% of the predicted capacity": bool(figures["fix_vs_capacity"] >= 0.85)}
+    if summ.loc["fix", "ratio"] <= 1.0:
+        status, summary = "refuted", "balanced dispatch is not faster: dispatch does not limit this pipeline"
+    elif all(checks.values()):
+        status = "confirmed"
+        summary = (f"round-robin through a shared queue runs at {figures['throughput_fault']:.1f} items/s "
+                   f"(limit {plan.static_capacity:.1f}); least-loaded dispatch with {plan.producers_needed} producers "
+                   f"and depth {plan.depth} reaches {fix_tp:.1f} items/s ({figures['fix_vs_fault']:.1f}×, "
+                   f"{figures['fix_vs_capacity']:.0%} of the predicted {plan.capacity:.1f})")
+    else:
+        status = "inconclusive"
+        summary = "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+    return {"status": status, "summary": summary, "checks": checks, "figures": figures}
+
+
+def queue_depth_total(res: PipelineRun, variant: str, repeat: int = 0) -> pd.DataFrame:
+    """Items queued over time (all consumers together and per consumer), from the parent's samples."""
+    d = res.depth[(variant, repeat)]
+    return d.pivot_table(index="time_s", columns="consumer", values="depth").assign(
+        total=lambda x: x.sum(axis=1)).reset_index()
 
 
 # ----------------------------------------------------------------------------------------------------- CLI

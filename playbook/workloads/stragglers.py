@@ -426,8 +426,9 @@ def discrimination(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "
     return pd.DataFrame(rows)
 
 
-def job_step_times(res: StragglerRun, variant: str) -> pd.DataFrame:
-    """Per (repeat, step): the job's step time (median over its ranks, s) and its global tokens."""
+def job_step_times(res: Any, variant: str) -> pd.DataFrame:
+    """Per (repeat, step): the job's step time (median over its ranks, s) and its global tokens. `res`: any lab
+    result with `segments` (variant, repeat columns) and `recording(variant, repeat)`."""
     from playbook import rundir
     from playbook.analysis.steps import fleet_steps
 
