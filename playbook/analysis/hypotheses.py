@@ -502,6 +502,8 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         nature = f.get("nature")
         if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"
-            out += support(sig, conf, 1.0, f"the slowest rank is {nature} "
-                           f"({'the same rank every time' if nature == 'hardware-like' else 'it rotates'})")
+            for e in support(sig, conf, 1.0, f"the slowest rank is {nature} "
+                             f"({'the same rank every time' if nature == 'hardware-like' else 'it rotates'})"):
+                e.anomaly = 0.0  # the same finding read another way: no extra sign that something is wrong
+                out.append(e)
     return out

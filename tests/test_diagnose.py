@@ -1,0 +1,176 @@
+"""`playbook diagnose`: the JSON contract, the CLI, and end-to-end runs through the real readers."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from playbook.analysis.diagnosis import diagnose
+from playbook.cli import main
+from playbook.schema import Bundle
+from playbook.simulate import simulate_steps, simulate_telemetry, write_nvidia_smi_csv, write_run_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+STATUSES = {"ok", "underutilized", "saturated", "throttled", "lost"}
+SYNCHRONY = {"synchronized", "groups", "independent", None}
+
+
+def check_contract(obj: dict) -> None:
+    """The exact key set and types of issue 3's contract."""
+    assert list(obj) == ["inputs", "warnings", "gpus", "oscillation", "steps", "ranks", "hypotheses"]
+    assert all(isinstance(x, str) for x in obj["inputs"]) and all(isinstance(x, str) for x in obj["warnings"])
+    for g in obj["gpus"]:
+        assert set(g) == {"id", "host", "index", "mean_util_pct", "status", "evidence"}
+        assert g["id"] == f"{g['host']}:{g['index']}" and isinstance(g["index"], int)
+        assert g["mean_util_pct"] is None or isinstance(g["mean_util_pct"], float)
+        assert g["status"] in STATUSES and isinstance(g["evidence"], str)
+    o = obj["oscillation"]
+    assert list(o) == ["detected", "periodic", "period_s", "duty_cycle", "high_pct", "low_pct", "synchrony",
+                       "groups"]
+    assert isinstance(o["detected"], bool) and isinstance(o["periodic"], bool)
+    for k in ("period_s", "duty_cycle", "high_pct", "low_pct"):
+        assert o[k] is None or isinstance(o[k], (int, float))
+    assert (o["period_s"] is not None) == o["periodic"]
+    assert o["synchrony"] in SYNCHRONY
+    assert all(isinstance(g, list) and all(isinstance(i, str) for i in g) for g in o["groups"])
+    assert isinstance(obj["steps"], dict) and isinstance(obj["ranks"], list)
+    hyps = obj["hypotheses"]
+    assert hyps and [h["score"] for h in hyps] == sorted((h["score"] for h in hyps), reverse=True)
+    for h in hyps:
+        assert set(h) == {"id", "score", "evidence", "next_step", "fix", "notebook"}
+        assert 0.0 <= h["score"] <= 1.0
+        assert isinstance(h["evidence"], list) and all(isinstance(e, str) for e in h["evidence"])
+        assert h["notebook"].startswith("notebooks/") and h["notebook"].endswith(".ipynb")
+
+    def no_nan(v):
+        if isinstance(v, float):
+            assert math.isfinite(v)
+        elif isinstance(v, dict):
+            [no_nan(x) for x in v.values()]
+        elif isinstance(v, list):
+            [no_nan(x) for x in v]
+
+    no_nan(obj)
+
+
+@pytest.mark.parametrize("scenario", ["oscillation", "lost", "healthy"])
+def test_json_contract_on_telemetry(scenario):
+    frame, _ = simulate_telemetry(scenario, nan_frac=0.02)
+    d = diagnose(Bundle(inputs=["x"], telemetry=frame))
+    obj = json.loads(d.to_json())
+    check_contract(obj)
+    assert obj["steps"] == {} and obj["ranks"] == []
+
+
+def test_json_contract_with_steps_and_ranks():
+    steps, events, _ = simulate_steps(ranks=4, stall_every=40)
+    frame, _ = simulate_telemetry("oscillation", hosts=1, gpus_per_host=4)
+    obj = json.loads(diagnose(Bundle(telemetry=frame, steps=steps, events=events)).to_json())
+    check_contract(obj)
+    assert obj["steps"]["periodic_slow"]["every_n_steps"] == 40
+    assert {r["rank"] for r in obj["ranks"]} == {0, 1, 2, 3}
+    assert all("straggler_score" in r for r in obj["ranks"])
+
+
+def test_nan_becomes_null():
+    frame, _ = simulate_telemetry("healthy", hosts=1, gpus_per_host=2)
+    frame.loc[frame["gpu"] == 1, "util_pct"] = np.nan
+    obj = json.loads(diagnose(Bundle(telemetry=frame)).to_json())
+    by = {g["id"]: g for g in obj["gpus"]}
+    assert by["node00:1"]["mean_util_pct"] is None and obj["oscillation"]["period_s"] is None
+
+
+def test_empty_bundle_still_answers():
+    obj = json.loads(diagnose(Bundle()).to_json())
+    check_contract(obj)
+    assert obj["hypotheses"][0]["id"] == "healthy"
+    assert any("nothing to analyse" in w for w in obj["warnings"])
+
+
+def test_cpu_lab_run_oscillation_from_step_phases(tmp_path, capsys):
+    steps, events, truth = simulate_steps(ranks=2, stall_every=40, steps=400)
+    run = write_run_dir(tmp_path / "run", steps=steps, events=events)
+    assert main(["diagnose", str(run), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    check_contract(obj)
+    assert obj["gpus"] == []
+    assert any("derived from step phases" in w for w in obj["warnings"])
+    o = obj["oscillation"]
+    assert o["detected"] and o["periodic"] and o["period_s"] == pytest.approx(truth.period_s, rel=0.05)
+    assert sorted(o["groups"][0]) == ["node00:rank0", "node00:rank1"]
+    assert obj["steps"]["periodic_slow"]["every_n_steps"] == 40
+
+
+def test_cli_json_is_pure_and_complete(tmp_path, capsys):
+    frame, truth = simulate_telemetry("straggler", hosts=2, gpus_per_host=4, noise_pct=5.0)
+    write_nvidia_smi_csv(frame, tmp_path, units=True, suffix=".csv")
+    assert main(["diagnose", str(tmp_path), "--json"]) == 0
+    out = capsys.readouterr().out
+    obj = json.loads(out)  # exactly one JSON object, nothing else on stdout
+    check_contract(obj)
+    assert obj["hypotheses"][0]["id"] == "collective_straggler"
+    assert {g["host"] for g in obj["gpus"]} == {"node00", "node01"}
+    assert {g["id"]: g["status"] for g in obj["gpus"]}[truth.guilty[0]] == "underutilized"
+    assert obj["oscillation"]["period_s"] == pytest.approx(60.0, rel=0.03)
+
+
+def test_cli_readable_report(tmp_path, capsys):
+    steps, events, _ = simulate_steps(ranks=2, stall_every=30, steps=300)
+    run = write_run_dir(tmp_path / "run", steps=steps, events=events)
+    assert main(["diagnose", str(run)]) == 0
+    captured = capsys.readouterr()
+    for section in ("GPUs: no GPU telemetry", "Oscillation (busy fraction derived from step phases)",
+                    "Steps: 300 steps", "slow every 30 steps", "Hypotheses", "1. periodic_stall"):
+        assert section in captured.out
+    assert "derived from step phases" in captured.err  # the warning goes to stderr without --json
+
+
+def test_cli_user_errors_exit_2(tmp_path, capsys):
+    assert main(["diagnose", str(tmp_path / "missing.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "missing.csv" in err
+    (tmp_path / "a.csv").write_text("timestamp, index, utilization.gpu [%]\n")
+    assert main(["diagnose", str(tmp_path / "a.csv"), "--interval", "-1"]) == 2
+    assert "--interval" in capsys.readouterr().err
+
+
+def test_cli_help():
+    out = subprocess.run([sys.executable, "-m", "playbook", "diagnose", "--help"], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0
+    assert "--json" in out.stdout and "--fields" in out.stdout and "--interval" in out.stdout
+    assert "example" in out.stdout
+
+
+def test_dflash_sample_end_to_end(capsys):
+    path = ROOT / "data/samples/dflash-8gpu/nvidia-smi-poll.txt"
+    assert main(["diagnose", str(path), "--fields", "index,utilization.gpu,memory.used", "--interval", "2",
+                 "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    check_contract(obj)
+    assert any("too few" in w for w in obj["warnings"])
+    status = {g["index"]: g["status"] for g in obj["gpus"]}
+    assert status[5] == status[6] == "underutilized" and status[7] == "saturated"
+    assert obj["hypotheses"][0]["id"] == "pipeline_imbalance"
+    assert obj["oscillation"]["periodic"] is False
+
+
+def test_committed_synthetic_sample(capsys):
+    sample = ROOT / "data/samples/synthetic-64gpu"
+    assert "SYNTHETIC" in (sample / "README.md").read_text()
+    assert sum(p.stat().st_size for p in sample.iterdir()) < 500_000
+    assert main(["diagnose", str(sample), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert len(obj["gpus"]) == 64
+    o = obj["oscillation"]
+    assert o["periodic"] and o["period_s"] == pytest.approx(60.0, rel=0.03)
+    assert o["duty_cycle"] == pytest.approx(0.75, abs=0.05)
+    assert o["high_pct"] == pytest.approx(90, abs=3) and o["low_pct"] == pytest.approx(20, abs=3)
+    assert o["synchrony"] == "synchronized" and len(o["groups"][0]) == 64
+    assert obj["hypotheses"][0]["id"] == "periodic_stall"

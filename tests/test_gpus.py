@@ -1,0 +1,107 @@
+"""GPU status and cross-signal straggler reasoning on LABELED SYNTHETIC telemetry and the real dflash poll."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playbook import schema
+from playbook.analysis.gpus import analyze_gpus
+from playbook.simulate import SCENARIOS, simulate_telemetry
+
+ROOT = Path(__file__).resolve().parents[1]
+NOISY = {"jitter": 0.3, "nan_frac": 0.05, "gaps": 2, "noise_pct": 8.0}
+
+
+@pytest.mark.parametrize("noise", [{}, NOISY], ids=["clean", "noisy"])
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_statuses_match_truth(scenario, noise):
+    frame, truth = simulate_telemetry(scenario, **noise)
+    report = analyze_gpus(frame)
+    got = dict(zip(report.table["id"], report.table["status"], strict=True))
+    assert got == truth.statuses
+
+
+def test_straggler_peers_wait_at_low_power():
+    frame, truth = simulate_telemetry("straggler", hosts=2, gpus_per_host=4)
+    report = analyze_gpus(frame)
+    assert [s["gpu"] for s in report.stragglers] == truth.guilty
+    s = report.stragglers[0]
+    assert s["waiting"] is True and s["signal"] == "power_w"
+    assert s["peer_util_pct"] > 95  # the peers read ~100% while waiting...
+    assert s["peer_work_drop"] > 0.5  # ...at well under their busy power
+    assert s["persistence_p"] < 1e-6 and s["share_of_all"] == 1.0
+
+
+def test_straggler_without_power_cannot_tell_waiting():
+    frame, truth = simulate_telemetry("straggler")
+    frame = frame.assign(power_w=np.nan)
+    s = analyze_gpus(frame).stragglers
+    assert [x["gpu"] for x in s] == truth.guilty and s[0]["waiting"] is None and s[0]["signal"] is None
+
+
+def test_power_cap_alone_at_full_load_is_not_throttling():
+    frame, _ = simulate_telemetry("healthy")
+    busy = frame["util_pct"] >= 50
+    frame.loc[busy, "throttle_reasons"] = float(schema.THROTTLE_BITS["sw_power_cap"])
+    assert set(analyze_gpus(frame).table["status"]) == {"ok"}
+
+
+def test_slow_clock_without_bits_is_throttled():
+    frame, _ = simulate_telemetry("healthy", hosts=1, gpus_per_host=8)
+    g3 = (frame["gpu"] == 3) & (frame["util_pct"] >= 50)
+    frame.loc[g3, "sm_clock_mhz"] = 1500.0
+    frame["throttle_reasons"] = np.nan
+    table = analyze_gpus(frame).table.set_index("id")
+    assert table.loc["node00:3", "status"] == "throttled"
+    assert "SM clock 1500 MHz" in table.loc["node00:3", "evidence"]
+    assert (table.drop("node00:3")["status"] == "ok").all()
+
+
+def test_lost_gpu_evidence_names_the_time():
+    frame, truth = simulate_telemetry("lost", duration_s=600.0)
+    table = analyze_gpus(frame).table.set_index("id")
+    assert "stopped reporting at 2026-01-15 10:06:00" in table.loc[truth.guilty[0], "evidence"]
+
+
+def test_random_missing_polls_are_not_a_lost_gpu():
+    frame, _ = simulate_telemetry("healthy", duration_s=3600.0, nan_frac=0.08, seed=5)
+    assert set(analyze_gpus(frame).table["status"]) == {"ok"}
+
+
+def test_dflash_idle_drafters_and_saturated_gpu():
+    from playbook.readers import read_paths
+
+    bundle = read_paths([ROOT / "data/samples/dflash-8gpu/nvidia-smi-poll.txt"],
+                        fields="index,utilization.gpu,memory.used", interval_s=2.0)
+    table = analyze_gpus(bundle.telemetry).table.set_index("index")
+    assert table.loc[5, "status"] == "underutilized" and table.loc[6, "status"] == "underutilized"
+    assert table.loc[7, "status"] == "saturated"
+    assert "too few polls to test" in table.loc[6, "evidence"]
+    assert table.loc[6, "mem_swings"]  # 34.5 -> 81.8 GB between polls
+
+
+def test_single_gpu_has_no_peers():
+    frame, _ = simulate_telemetry("oscillation", hosts=1, gpus_per_host=1)
+    report = analyze_gpus(frame)
+    assert list(report.table["status"]) == ["ok"]
+    assert any("one GPU only" in w for w in report.warnings)
+
+
+def test_contract_entries():
+    frame, _ = simulate_telemetry("throttled", hosts=1, gpus_per_host=3)
+    entries = analyze_gpus(frame).contract()
+    assert [set(e) for e in entries] == [{"id", "host", "index", "mean_util_pct", "status", "evidence"}] * 3
+    assert all(isinstance(e["mean_util_pct"], float) and isinstance(e["index"], int) for e in entries)
+
+
+def test_all_nan_gpu_is_lost():
+    frame, _ = simulate_telemetry("healthy", hosts=1, gpus_per_host=4)
+    frame.loc[frame["gpu"] == 2, "util_pct"] = np.nan
+    frame = schema.telemetry_frame({c: frame[c].to_numpy() for c in ("time", "host", "gpu", "util_pct")})
+    table = analyze_gpus(frame).table.set_index("id")
+    assert table.loc["node00:2", "status"] == "lost"
+    assert pd.isna(table.loc["node00:2", "mean_util_pct"])

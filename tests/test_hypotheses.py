@@ -1,0 +1,116 @@
+"""Hypothesis ranking: scoring rules, the fixed vocabulary, and the cause named for each LABELED SYNTHETIC case."""
+
+from __future__ import annotations
+
+import pytest
+
+from playbook.analysis import hypotheses as hyp
+from playbook.analysis.diagnosis import diagnose
+from playbook.schema import Bundle
+from playbook.simulate import SCENARIOS, simulate_steps, simulate_telemetry
+
+VOCABULARY = {"healthy", "data_starvation", "h2d_copy", "host_sync", "launch_bound", "collective_straggler",
+              "padding_imbalance", "periodic_stall", "pipeline_imbalance", "recompilation", "gc_pause",
+              "throttling", "link_degradation", "memory_pressure", "hardware_fault"}
+
+
+def test_vocabulary_and_notebooks():
+    assert set(hyp.HYPOTHESES) == VOCABULARY
+    assert set(hyp.FIXES) == VOCABULARY and set(hyp.NEXT_STEPS) == VOCABULARY
+    assert hyp.NOTEBOOKS["periodic_stall"] == "notebooks/12_checkpoint_eval_stalls.ipynb"
+    assert hyp.NOTEBOOKS["gc_pause"] == hyp.NOTEBOOKS["host_sync"] == "notebooks/13_host_sync_gc.ipynb"
+    for h in ("collective_straggler", "hardware_fault", "throttling", "link_degradation"):
+        assert hyp.NOTEBOOKS[h] == "notebooks/20_collective_stragglers.ipynb"
+    assert hyp.NOTEBOOKS["launch_bound"] == "notebooks/02_observability.ipynb"
+    assert hyp.NOTEBOOKS["memory_pressure"] == hyp.NOTEBOOKS["healthy"] == "notebooks/01_triage.ipynb"
+    for sig in hyp.SPECIFICITY.values():
+        assert set(sig) <= VOCABULARY and all(0 < v <= 1 for v in sig.values())
+
+
+def test_noisy_or_and_healthy():
+    ev = [hyp.Evidence("gc_pause", 0.5, "a", anomaly=0.5), hyp.Evidence("gc_pause", 0.5, "b", anomaly=0.5),
+          hyp.Evidence("throttling", 0.2, "c", anomaly=0.4)]
+    ranked = hyp.rank(ev)
+    scores = {h["id"]: h["score"] for h in ranked}
+    assert scores["gc_pause"] == pytest.approx(0.75)
+    assert scores["throttling"] == pytest.approx(0.2)
+    assert scores["healthy"] == pytest.approx(0.5 * 0.5 * 0.6)  # 1 - P(something is wrong)
+    assert [h["id"] for h in ranked] == ["gc_pause", "throttling", "healthy"]
+    assert ranked[0]["evidence"] == ["a", "b"]
+    assert all(0 <= h["score"] <= 1 for h in ranked)
+
+
+def test_nothing_found_is_healthy_first():
+    ranked = hyp.rank([], ["no GPU swings"])
+    assert ranked[0]["id"] == "healthy" and ranked[0]["score"] == 1.0
+    weak = hyp.rank(hyp.support("memory_swings", 1.0, 0.2, "memory swings a little"))
+    assert weak[0]["id"] == "healthy"
+
+
+def test_impact_scale():
+    assert hyp.impact(0.0) == 0.0
+    assert hyp.impact(0.05) == pytest.approx(0.632, abs=1e-3)
+    assert hyp.impact(0.01) < 0.2 < 0.85 < hyp.impact(0.10)
+
+
+def test_findings_levels_and_nature():
+    ev = hyp.from_findings([
+        {"hypothesis": "data_starvation", "level": "high", "rank": 0, "evidence": "rank 0 waits 31%"},
+        {"hypothesis": "collective_straggler", "level": "moderate", "rank": 3, "evidence": "rank 3 late",
+         "nature": "hardware-like"},
+        {"hypothesis": "link_degradation", "level": "high", "hosts": ["node7"], "evidence": "Socket"},
+        {"hypothesis": "not_a_cause", "level": "high", "evidence": "ignored"},
+    ], "trace")
+    by = {}
+    for e in ev:
+        by.setdefault(e.hypothesis, []).append(e)
+    assert by["data_starvation"][0].strength == hyp.LEVEL_CONFIDENCE["high"]
+    assert by["collective_straggler"][0].strength == hyp.LEVEL_CONFIDENCE["moderate"]
+    assert "hardware_fault" in by and "not_a_cause" not in by
+    assert "node7" in by["link_degradation"][0].next_step
+
+
+def _top(bundle):
+    return diagnose(bundle).hypotheses
+
+
+@pytest.mark.parametrize("noise", [{}, {"jitter": 0.3, "nan_frac": 0.05, "gaps": 2, "noise_pct": 8.0},
+                                   {"interval_s": 10.0, "duration_s": 3600.0, "hosts": 4}],
+                         ids=["clean", "noisy", "10s-polls"])
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_telemetry_scenarios_name_their_cause(scenario, noise):
+    frame, truth = simulate_telemetry(scenario, **noise)
+    ranked = _top(Bundle(inputs=[truth.source], telemetry=frame))
+    assert ranked[0]["id"] == truth.hypothesis
+    assert [h["score"] for h in ranked] == sorted((h["score"] for h in ranked), reverse=True)
+
+
+def test_straggler_evidence_names_gpu_and_period():
+    frame, truth = simulate_telemetry("straggler")
+    ranked = _top(Bundle(telemetry=frame))
+    ids = [h["id"] for h in ranked]
+    assert ids[:2] == ["collective_straggler", "periodic_stall"]
+    assert truth.guilty[0] in " ".join(ranked[0]["evidence"])
+    assert "60 s" in ranked[1]["next_step"]
+
+
+@pytest.mark.parametrize("kw,expected", [
+    ({}, "periodic_stall"),
+    ({"stall_every": None, "gc_count": 30}, "gc_pause"),
+    ({"stall_every": None, "creep": 0.4}, "throttling"),
+    ({"stall_every": None, "recompile_steps": (5, 47, 130, 171, 260, 333, 380)}, "recompilation"),
+    ({"stall_every": None, "slow_rank": 1, "slow_factor": 1.4}, "collective_straggler"),
+    ({"stall_every": None}, "healthy"),
+])
+def test_step_scenarios_name_their_cause(kw, expected):
+    steps, events, _ = simulate_steps(**kw)
+    ranked = _top(Bundle(steps=steps, events=events))
+    assert ranked[0]["id"] == expected
+
+
+def test_periodic_stall_next_step_names_n_and_period():
+    steps, events, truth = simulate_steps(stall_every=40)
+    top = _top(Bundle(steps=steps, events=events))[0]
+    assert top["id"] == "periodic_stall" and top["score"] > 0.8
+    assert "every 40 steps" in top["next_step"] and f"{truth.period_s:.3g} s" in top["next_step"]
+    assert any("checkpoint event is logged at 10 of them" in e for e in top["evidence"])

@@ -1,0 +1,99 @@
+"""Step-time patterns on LABELED SYNTHETIC step logs: every-N slow steps, GC spikes, creep, recompiles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playbook import schema
+from playbook.analysis import steps as sa
+from playbook.simulate import simulate_steps
+
+
+@pytest.mark.parametrize("every,noise", [(40, 0.05), (25, 0.15), (7, 0.05), (100, 0.08)])
+def test_periodic_slow_steps_every_n(every, noise):
+    steps, events, truth = simulate_steps(steps=max(400, 6 * every), stall_every=every, noise=noise, gc_count=5)
+    ps = sa.periodic_slow_steps(sa.fleet_steps(steps), events)
+    assert ps["periodic"] and ps["every_n_steps"] == every
+    assert ps["first_step"] == every - 1
+    assert ps["hit_rate"] == 1.0
+    assert ps["events"]["checkpoint"] == ps["hits"]
+    assert ps["period_s"] == pytest.approx(truth.period_s, rel=0.05)
+    assert ps["extra_s"] == pytest.approx(6.0, rel=0.2)
+
+
+def test_no_periodic_slow_steps_in_a_clean_run():
+    steps, events, _ = simulate_steps(stall_every=None, noise=0.08)
+    summary = sa.summarize(steps, events)
+    assert summary["periodic_slow"] is None
+    assert summary["slow_steps"] <= 2
+
+
+def test_gc_spikes_coincide_with_gc_events():
+    steps, events, _ = simulate_steps(stall_every=40, gc_count=12, seed=2)
+    summary = sa.summarize(steps, events)
+    gc = summary["gc"]
+    assert gc["coincide"] and gc["slow_with_gc"] >= 10 and gc["p_value"] < 1e-6
+    assert gc["median_pause_s"] == pytest.approx(1.2)
+    assert summary["periodic_slow"]["every_n_steps"] == 40  # the lattice is found beside the spikes
+
+
+def test_gc_events_that_do_not_slow_steps_do_not_coincide():
+    steps, events, _ = simulate_steps(stall_every=None, gc_count=12, gc_pause_s=0.0, seed=4)
+    gc = sa.summarize(steps, events)["gc"]
+    assert gc is not None and not gc["coincide"]
+
+
+@pytest.mark.parametrize("creep,expected", [(0.3, True), (0.0, False)])
+def test_step_time_creep(creep, expected):
+    steps, events, _ = simulate_steps(stall_every=None, creep=creep, seed=1)
+    cr = sa.step_creep(sa.fleet_steps(steps))
+    assert cr["creeping"] is expected
+    if expected:
+        assert cr["relative_change"] == pytest.approx(0.3, abs=0.08)
+
+
+def test_recompiles_counted_on_slow_steps():
+    steps, events, _ = simulate_steps(stall_every=None, recompile_steps=(5, 120, 300))
+    rc = sa.summarize(steps, events)["recompiles"]
+    assert rc["steps"] == 3 and rc["slow_steps_with_recompile"] == 3
+    assert rc["seconds"] == pytest.approx(24.0)
+
+
+def test_durations_only_and_phase_sums():
+    steps, _, _ = simulate_steps(ranks=2, steps=120, stall_every=30)
+    no_time = steps[steps["phase"] != "step"].assign(time=pd.NaT)
+    no_time = schema.steps_frame({c: no_time[c].to_numpy() for c in schema.STEP_COLUMNS})
+    ps = sa.periodic_slow_steps(sa.fleet_steps(no_time))
+    assert ps["periodic"] and ps["every_n_steps"] == 30
+    assert np.isfinite(ps["period_s"])
+
+
+def _busy_reference(steps, bin_s, phases=sa.COMPUTE_PHASES):
+    """The straightforward loop busy_timeline replaced (overlap of each interval with each bin)."""
+    ph = steps[steps["phase"].isin(phases) & steps["time"].notna()]
+    t0 = ph["time"].min()
+    start = (ph["time"] - t0).dt.total_seconds().to_numpy()
+    end = start + ph["duration_s"].to_numpy()
+    out = []
+    for _, idx in ph.groupby(["host", "rank"], sort=True).indices.items():
+        s, e = start[idx], end[idx]
+        nbins = int(np.ceil(e.max() / bin_s)) or 1
+        busy = np.zeros(nbins)
+        for a, b in zip(s, e, strict=True):
+            for i in range(int(a // bin_s), min(int(b // bin_s), nbins - 1) + 1):
+                busy[i] += max(0.0, min(b, (i + 1) * bin_s) - max(a, i * bin_s))
+        out.append(np.clip(busy / bin_s, 0, 1))
+    return np.concatenate(out)
+
+
+def test_busy_timeline_matches_the_reference_loop():
+    steps, _, _ = simulate_steps(ranks=3, steps=80, stall_every=20, gc_count=4)
+    for bin_s in (0.7, 2.0, 9.0):
+        got = sa.busy_timeline(steps, bin_s=bin_s)["busy_frac"].to_numpy()
+        assert got == pytest.approx(_busy_reference(steps, bin_s), abs=1e-9)
+
+
+def test_summarize_empty():
+    assert sa.summarize(schema.steps_frame()) == {}
