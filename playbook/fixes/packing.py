@@ -80,7 +80,8 @@ class LengthBucketedSampler:
     global batches of `batch_size × world_size`; the batches are shuffled, and each global batch (sorted by length)
     is dealt out like cards, rank r taking positions r, r + world, ... (similar lengths and nearly equal tokens on
     every rank → similar padded shapes → no rank waits for another).
-    `window=1` is no bucketing at all (random batches); a window as large as the dataset is a global sort.
+    `window=1` gives random global batches (no bucketing; only the dealing inside a batch follows length); a
+    window as large as the dataset is a global sort.
     Every sample is seen once per epoch either way; only which samples share a step changes.
     """
 

@@ -157,6 +157,7 @@ def rank_main(cfg: PackingConfig) -> dict[str, Any] | None:
     import torch
 
     from playbook.fixes import packing as P
+    from playbook.fixes.balance import TokenBalancedSampler
 
     ctx = D.init_from_env(cfg.device)
     dist = torch.distributed
@@ -169,8 +170,10 @@ def rank_main(cfg: PackingConfig) -> dict[str, Any] | None:
     def make(variant: str, seed: int, n_steps: int, record: str | None) -> dict[str, Any]:
         lengths = D.long_tailed_lengths(n_steps * cfg.batch * world, cfg.mean_len, cfg.sigma, 4, cfg.max_len,
                                         seed=seed)
-        window = cfg.window if variant == "bucketed" else 1  # window 1: plain random batches
-        smp = P.LengthBucketedSampler(lengths, cfg.batch, rank, world, seed=seed, window=window)
+        if variant == "bucketed":
+            smp = P.LengthBucketedSampler(lengths, cfg.batch, rank, world, seed=seed, window=cfg.window)
+        else:  # random global batches, split by count (the DistributedSampler baseline; packed re-splits them)
+            smp = TokenBalancedSampler(lengths, cfg.batch * world, rank, world, seed=seed, balanced=False)
         model = build_lm(cfg.vocab, cfg.d_model, cfg.heads, cfg.layers, cfg.row_len, cfg.seed).to(ctx.device)
         rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz, variant=variant).start() if record else None
         return {"name": variant, "lengths": lengths, "docs": corpus.documents(lengths, seed=seed), "sampler": smp,
