@@ -21,6 +21,7 @@ with its size, sample count and sha256, which is what a loader needs to plan an 
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import io
 import json
@@ -303,6 +304,7 @@ class ObjectStore:
             return self
         # a fresh interpreter (not multiprocessing): works from notebooks and from scripts without a main guard
         cmd = [sys.executable, "-m", "playbook.objstore", str(self.root), "--seed", str(self.settings["seed"]),
+               "--parent-pid", str(os.getpid()),
                "--latency-s", str(self.settings["latency_s"]), "--jitter-s", str(self.settings["jitter_s"]),
                "--error-rate", str(self.settings["error_rate"])]
         if self.settings["bandwidth_mib_s"]:
@@ -316,6 +318,7 @@ class ObjectStore:
             self.stop()
             raise PlaybookError(f"object store process did not start within 30 s (said {line.strip()!r})")
         self.port = int(line.rsplit(":", 1)[1])
+        atexit.register(self.stop)
         return self
 
     def stop(self) -> None:
@@ -365,6 +368,19 @@ class ObjectStore:
         return self._request("GET", "/_stats")
 
 
+def _exit_with_parent(pid: int, server: _Server) -> None:
+    """Stop serving once `pid` is gone (a notebook kernel that died without stopping its store)."""
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            server.shutdown()
+            return
+        except PermissionError:  # alive, owned by someone else
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -382,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bandwidth-mib-s", type=float, default=None, help="per-connection cap, MiB/s (default none)")
     p.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered 503 (0-1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the jitter and error draws")
+    p.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone (used by ObjectStore)")
     args = p.parse_args(argv)
     root = Path(args.root)
     if not root.is_dir():
@@ -393,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     server = _Server(("127.0.0.1", args.port), _make_handler(root, faults))
+    if args.parent_pid:
+        threading.Thread(target=_exit_with_parent, args=(args.parent_pid, server), daemon=True).start()
     print(f"listening http://127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever(poll_interval=0.2)

@@ -149,7 +149,8 @@ def parity(train_model: Callable, serve_model: Callable, inputs: Sequence[Any], 
     serve_inputs(request) -> the serving path's form of that request (e.g. cast, moved, bucketed); default same.
     output_transform(output, request) -> tensor to compare (e.g. only the valid tokens); default the first
     tensor of the output. Outputs are compared in float64 on CPU, the training path as reference.
-    warmup: calls of each model on the first request before timing (compilation, caches).
+    warmup: untimed calls of each path on the first `warmup` requests (compilation, caches); len(inputs)
+    warms every shape the requests have.
     repeats: timed passes over all requests; paths alternate per request, order rotated, so drift hits both alike.
     """
     import torch
@@ -169,9 +170,9 @@ def parity(train_model: Callable, serve_model: Callable, inputs: Sequence[Any], 
             _sync(out)
             return out, time.perf_counter() - t0
 
-    for _ in range(warmup):
-        call("train", inputs[0])
-        call("serve", inputs[0])
+    for req in inputs[:warmup]:
+        call("train", req)
+        call("serve", req)
     rows, ref, got = [], [], []
     for rep in range(repeats):
         for i, req in enumerate(inputs):

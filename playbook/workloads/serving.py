@@ -13,12 +13,13 @@ What it checks, on a small causal transformer trained for a few seconds (CPU, or
                 analytical latency model for GPU links that cannot be measured here.
 
 Run it:
-    python -m playbook.workloads.serving --requests 48 --batch 8 --out /tmp/serving.json
+    python -m playbook.workloads.serving --requests 24 --passes 2 --batch 8 --out /tmp/serving.json
 
 Read the result: `shapes` shows p99 dominated by compile time for exact shapes and bounded by the largest bucket
 for bucketed serving; `packing.max_abs_diff` must be ~1e-6; `precision.within_tolerance` says whether bf16 drift
 stays inside the stated tolerance; `splits` gives measured gloo latencies next to the model's prediction.
-Latencies are service times of a batch (every request in a batch shares it); queueing is not modelled.
+Latencies are service times of a batch (every request in a batch shares it); queueing is not modelled. On CPU
+the serving measurements use one intra-op thread (on shared cores OpenMP barriers otherwise dominate p99).
 """
 
 from __future__ import annotations
@@ -201,14 +202,16 @@ def _sync(device) -> None:
 STREAM_VARIANTS = ("eager_exact", "compiled_exact", "compiled_symbolic", "compiled_bucketed")
 
 
-def serve_stream(model: nn.Module, requests, batch_size: int, variant: str, buckets, backend: str = "inductor",
-                 device=None) -> tuple[pd.DataFrame, dict]:
-    """Serve `requests` in arrival-order batches with one serving variant; one row per batch.
+def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, buckets, backend: str = "inductor",
+                 recompile_limit: int | None = None, device=None) -> tuple[pd.DataFrame, dict]:
+    """One server (one variant, started cold) serving `streams` (lists of requests) one after the other, in
+    arrival-order batches; one row per batch with its pass, shape, service time and whether it compiled.
 
     eager_exact: no compile, pad to the batch's longest request.  compiled_exact: torch.compile(dynamic=False),
-    pad to the longest (every new shape compiles).  compiled_symbolic: torch.compile(dynamic=True).
-    compiled_bucketed: dynamic=False, pad length to a bucket and batch to `batch_size`, all buckets compiled
-    before the first request (startup_s). Returns (per-batch frame, {"compiles", "compile_s", "startup_s"}).
+    pad to the longest (every new shape compiles, up to dynamo's recompile limit, then runs eager).
+    compiled_symbolic: torch.compile(dynamic=True).  compiled_bucketed: dynamic=False, length padded to a bucket
+    and batch to `batch_size`, every bucket compiled before the first request (startup_s).
+    Returns (batches, {"compiles", "compile_s" (backend seconds), "startup_s"}).
     """
     if variant not in STREAM_VARIANTS:
         raise WorkloadError(f"unknown serving variant {variant!r}; choose from {', '.join(STREAM_VARIANTS)}")
@@ -219,67 +222,73 @@ def serve_stream(model: nn.Module, requests, batch_size: int, variant: str, buck
     if variant != "eager_exact":
         fwd = torch.compile(model, backend=counter, dynamic=(variant == "compiled_symbolic"))
     bucketed = variant == "compiled_bucketed"
+    limits = {} if recompile_limit is None else {"recompile_limit": recompile_limit}
     startup = 0.0
-    with torch.inference_mode(), torch._dynamo.config.patch(recompile_limit=64):
+    with torch.inference_mode(), torch._dynamo.config.patch(**limits):
         if bucketed:
             t0 = time.perf_counter()
             for b in buckets:
-                tok, mask, _ = padded_inputs([requests[0][:1]], b, batch_size, device)
+                tok, mask, _ = padded_inputs([streams[0][0][:1]], b, batch_size, device)
                 fwd(tok, mask)
             _sync(device)
             startup = time.perf_counter() - t0
         rows = []
-        for i in range(0, len(requests), batch_size):
-            seqs = requests[i:i + batch_size]
-            longest = max(len(s) for s in seqs)
-            length = serving.bucket_length(longest, buckets) if bucketed else longest
-            before = counter.compiles
-            t0 = time.perf_counter()
-            tok, mask, lengths = padded_inputs(seqs, length, batch_size if bucketed else None, device)
-            fwd(tok, mask)
-            _sync(device)
-            rows.append({"batch": i // batch_size, "requests": len(seqs), "longest": longest,
-                         "padded_len": int(tok.shape[1]), "padded_rows": int(tok.shape[0]),
-                         "real_tokens": int(sum(len(s) for s in seqs)), "padded_tokens": int(tok.numel()),
-                         "service_s": time.perf_counter() - t0, "compiled": counter.compiles > before})
+        for n_pass, requests in enumerate(streams):
+            for i in range(0, len(requests), batch_size):
+                seqs = requests[i:i + batch_size]
+                longest = max(len(s) for s in seqs)
+                length = serving.bucket_length(longest, buckets) if bucketed else longest
+                before = counter.compiles
+                t0 = time.perf_counter()
+                tok, mask, _ = padded_inputs(seqs, length, batch_size if bucketed else None, device)
+                fwd(tok, mask)
+                _sync(device)
+                rows.append({"pass": n_pass, "batch": len(rows), "requests": len(seqs), "longest": longest,
+                             "padded_len": int(tok.shape[1]), "padded_rows": int(tok.shape[0]),
+                             "real_tokens": int(sum(len(s) for s in seqs)), "padded_tokens": int(tok.numel()),
+                             "service_s": time.perf_counter() - t0, "compiled": counter.compiles > before})
     return pd.DataFrame(rows), {"compiles": counter.compiles, "compile_s": counter.compile_s, "startup_s": startup}
 
 
 def stream_summary(batches: pd.DataFrame) -> dict[str, float]:
-    """Per-request service latency p50/p99 (ms), requests/s and real tokens/s over the stream, padding waste."""
+    """Per-request service latency p50/p99/max (ms), requests/s and real tokens/s, padding waste, new shapes."""
     per_request = np.repeat(batches["service_s"].to_numpy(), batches["requests"].to_numpy())
     wall = float(batches["service_s"].sum())
     lat = serving.latency_summary(per_request, wall_s=wall)
     return {"p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"], "max_ms": lat["max_ms"],
             "requests_s": lat["throughput_per_s"], "tokens_s": float(batches["real_tokens"].sum()) / wall,
             "padding_waste": serving.padding_waste(batches["real_tokens"], int(batches["padded_tokens"].sum())),
-            "new_shape_batches": int(batches["compiled"].sum()), "distinct_shapes": int(
-                batches[["padded_rows", "padded_len"]].drop_duplicates().shape[0])}
+            "compiled_batches": int(batches["compiled"].sum()),
+            "distinct_shapes": int(batches[["padded_rows", "padded_len"]].drop_duplicates().shape[0])}
 
 
-def compare_stream_variants(model: nn.Module, requests, batch_size: int, buckets, variants=STREAM_VARIANTS,
-                            repeats: int = 2, backend: str = "inductor",
+def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets, variants=STREAM_VARIANTS,
+                            backend: str = "inductor", recompile_limit: int | None = None,
                             progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Each variant `repeats` times (fresh compile caches each time, interleaved).
+    """Every variant as a cold server over the same `streams` (passes). The graph cache on disk is off, so each
+    server pays its own compiles (compiled kernels may still be cached by the compiler).
 
-    Returns (one row per (variant, repeat) with stream_summary + compiles, one row per served batch).
+    Returns (one row per (variant, pass) with stream_summary, plus "all" rows over every pass with compiles,
+    compile_s and startup_s; one row per served batch).
     """
     import torch._inductor.config as inductor_config
 
-    from playbook.workloads.common import measure_variants
-
-    frames = []
-
-    def run_one(variant: str, rep: int) -> dict:
-        # a fresh server: no in-memory and no on-disk graph cache, so each repeat pays the real compile cost
-        with inductor_config.patch(fx_graph_cache=False):
-            batches, info = serve_stream(model, requests, batch_size, variant, buckets, backend)
-        frames.append(batches.assign(variant=variant, repeat=rep))
-        return {**stream_summary(batches), **info}
-
     _warm_compiler(backend)
-    runs = measure_variants(run_one, list(variants), repeats=repeats, progress=progress)
-    return runs, pd.concat(frames, ignore_index=True)
+    summaries, frames = [], []
+    for variant in variants:
+        t0 = time.perf_counter()
+        with inductor_config.patch(fx_graph_cache=False):
+            batches, info = serve_stream(model, streams, batch_size, variant, buckets, backend, recompile_limit)
+        frames.append(batches.assign(variant=variant))
+        for n_pass, part in batches.groupby("pass"):
+            summaries.append({"variant": variant, "pass": str(n_pass), **stream_summary(part)})
+        summaries.append({"variant": variant, "pass": "all", **stream_summary(batches), **info,
+                          "wall_s": time.perf_counter() - t0})
+        if progress:
+            last = summaries[-1]
+            print(f"  {variant:>17}: p50 {last['p50_ms']:.3g} ms, p99 {last['p99_ms']:.3g} ms, "
+                  f"{last['requests_s']:.3g} req/s, {info['compiles']} compiles, {last['wall_s']:.1f} s", flush=True)
+    return pd.DataFrame(summaries), pd.concat(frames, ignore_index=True)
 
 
 def _warm_compiler(backend: str) -> None:
@@ -290,13 +299,34 @@ def _warm_compiler(backend: str) -> None:
     torch._dynamo.reset()
 
 
-def new_shape_cost(batches: pd.DataFrame, eager_batches: pd.DataFrame) -> dict[str, float]:
-    """Cost of one new shape: median service time of batches that compiled minus eager's median (s)."""
-    compiled = batches.loc[batches["compiled"], "service_s"]
-    steady = float(eager_batches["service_s"].median())
+def new_shape_cost(batches: pd.DataFrame) -> dict[str, float]:
+    """Cost of one new shape for compiled_exact: median service time of batches that compiled minus the
+    median of the eager_exact batches (s). `batches` as returned by compare_stream_variants."""
+    exact = batches[batches["variant"] == "compiled_exact"]
+    compiled = exact.loc[exact["compiled"], "service_s"]
+    steady = float(batches.loc[batches["variant"] == "eager_exact", "service_s"].median())
     first = float(compiled.median()) if len(compiled) else math.nan
-    return {"new_shapes": int(len(compiled)), "first_call_s": first, "steady_s": steady,
+    return {"new_shapes": int(len(compiled)), "first_call_s": first, "eager_s": steady,
             "recompile_s": first - steady}
+
+
+def serving_verdict(summary: pd.DataFrame, buckets, packing: dict) -> tuple[str, str]:
+    """The lab's rule, stated in the notebook: confirmed when bucketed serving compiled ≤ len(buckets) graphs,
+    none of them while serving, AND its p99 is below exact-shape compiled serving's AND packed outputs equal padded
+    ones within the fp32 tolerance. Refuted when any of those fails. Inconclusive when exact-shape serving saw
+    at most one shape (the stream cannot show recompiles)."""
+    rows = summary[summary["pass"] == "all"].set_index("variant")
+    b, e = rows.loc["compiled_bucketed"], rows.loc["compiled_exact"]
+    if e["distinct_shapes"] <= 1:
+        return "inconclusive", "the stream produced a single shape: nothing for bucketing to bound"
+    bounded = b["compiles"] <= len(buckets) and b["compiled_batches"] == 0
+    faster = b["p99_ms"] < e["p99_ms"]
+    equal = bool(packing["within_fp32_tolerance"])
+    text = (f"bucketed: {int(b['compiles'])} compiles (≤ {len(buckets)} buckets, {int(b['compiled_batches'])} while "
+            f"serving), p99 {b['p99_ms']:.3g} ms vs exact shapes: {int(e['compiles'])} compiles for "
+            f"{int(e['distinct_shapes'])} shapes, p99 {e['p99_ms']:.3g} ms; packed vs padded max |diff| "
+            f"{packing['max_abs_diff']:.2g}")
+    return ("confirmed" if bounded and faster and equal else "refuted"), text
 
 
 # ---------------------------------------------------------------- padding vs packing
@@ -379,6 +409,30 @@ def precision_parity(model: nn.Module, requests, batch_size: int, dtype: str = "
     tol = serving.BF16 if dt is torch.bfloat16 else serving.FP16
     return serving.parity(_Strip(model), _Strip(serve_model), inputs, tolerance=tol,
                           output_transform=lambda out, req: out[req["_valid"]], warmup=1, repeats=repeats)
+
+
+def bucketed_parity(model: nn.Module, requests, batch_size: int, buckets, backend: str = "inductor",
+                    repeats: int = 2):
+    """playbook.serving.parity of the training path (eager, exact shapes) against the serving path (compiled,
+    length padded to a bucket and batch to `batch_size`), on real tokens only, against serving.FP32."""
+    device = next(model.parameters()).device
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend, dynamic=False)
+    inputs = []
+    for i in range(0, len(requests), batch_size):
+        seqs = requests[i:i + batch_size]
+        tok, mask, lengths = padded_inputs(seqs, device=device)
+        btok, bmask, _ = padded_inputs(seqs, serving.bucket_length(tok.shape[1], buckets), batch_size, device)
+        inputs.append({"tokens": tok, "attn_mask": mask, "_bucketed": (btok, bmask), "_lengths": lengths})
+
+    def valid(out, req):  # real tokens of real requests, whatever the padding
+        n = len(req["_lengths"])
+        keep = torch.arange(req["tokens"].shape[1])[None] < req["_lengths"][:, None]
+        return out[:n, : req["tokens"].shape[1]][keep.to(out.device)]
+
+    return serving.parity(lambda **kw: model(kw["tokens"], kw["attn_mask"]),
+                          lambda **kw: compiled(*kw["_bucketed"]), inputs, tolerance=serving.FP32,
+                          output_transform=valid, warmup=len(inputs), repeats=repeats)
 
 
 # ---------------------------------------------------------------- pipeline vs tensor parallel
@@ -637,25 +691,40 @@ def split_model_table(tokens=(8, 2048), splits=((1, 1), (2, 1), (8, 1), (1, 2), 
 
 # ---------------------------------------------------------------- the whole lab
 
-def run_lab(requests: int = 48, batch: int = 8, median_len: float = 32.0, max_len: int = 128,
-            train_steps: int = 150, repeats: int = 2, variants=STREAM_VARIANTS, backend: str = "inductor",
-            split_iters: int = 20, measure_split: bool = True, device: str = "auto", seed: int = 0,
-            progress: bool = False) -> dict:
-    """Every section of the lab; returns plain dicts and frames (see the module docstring)."""
+def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: float = 32.0, max_len: int = 128,
+            min_bucket: int = 32, train_steps: int = 150, variants=STREAM_VARIANTS, backend: str = "inductor",
+            recompile_limit: int | None = None, split_iters: int = 20, measure_split: bool = True,
+            device: str = "auto", seed: int = 0, progress: bool = False) -> dict:
+    """Every section of the lab; returns plain dicts and frames (see the module docstring).
+
+    The request stream is `passes` consecutive streams of `requests` requests (fresh lengths each), so later
+    passes show whether new shapes keep arriving (exact shapes) or not (buckets).
+    """
+    if requests < 1 or passes < 1 or batch < 1:
+        raise WorkloadError("requests, passes and batch must be ≥ 1")
     dev = pick_device(device)
     cfg = ModelConfig(max_len=max_len)
     model, losses = train_tiny_lm(cfg, steps=train_steps, seed=seed, device=str(dev))
-    lengths = request_lengths(requests, median=median_len, max_len=max_len, seed=seed)
-    reqs = make_requests(lengths, cfg.vocab, seed=seed)
-    buckets = serving.pow2_buckets(max_len, 32)
-    out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": lengths.tolist(), "buckets": buckets}
-    out["shapes"], out["batches"] = compare_stream_variants(model, reqs, batch, buckets, variants, repeats,
-                                                            backend, progress=progress)
-    b = out["batches"]
-    if {"compiled_exact", "eager_exact"} <= set(b["variant"]):
-        out["new_shape"] = new_shape_cost(b[b["variant"] == "compiled_exact"], b[b["variant"] == "eager_exact"])
-    out["packing"] = padded_vs_packed(model, reqs, batch, capacity=max_len)
-    out["precision"] = precision_parity(model, reqs, batch)
+    lengths = [request_lengths(requests, median=median_len, max_len=max_len, seed=seed + k) for k in range(passes)]
+    streams = [make_requests(n, cfg.vocab, seed=seed + k) for k, n in enumerate(lengths)]
+    buckets = serving.pow2_buckets(max_len, min_bucket)
+    out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": np.concatenate(lengths).tolist(),
+                           "buckets": buckets}
+    threads = torch.get_num_threads()
+    if dev.type == "cpu":  # one intra-op thread: on shared cores OpenMP barriers otherwise dominate the tail
+        torch.set_num_threads(1)
+    try:
+        out["shapes"], out["batches"] = compare_stream_variants(model, streams, batch, buckets, variants, backend,
+                                                                recompile_limit, progress=progress)
+        all_requests = [r for s in streams for r in s]
+        out["packing"] = padded_vs_packed(model, all_requests, batch, capacity=max_len)
+        out["precision"] = precision_parity(model, all_requests, batch)
+    finally:
+        torch.set_num_threads(threads)
+    if {"compiled_exact", "eager_exact"} <= set(variants):
+        out["new_shape"] = new_shape_cost(out["batches"])
+    if {"compiled_exact", "compiled_bucketed"} <= set(variants):
+        out["verdict"] = serving_verdict(out["shapes"], buckets, out["packing"])
     if measure_split:
         out["splits"] = measure_splits(model.cpu(), iters=split_iters)
     out["split_model"] = split_model_table()
@@ -666,28 +735,30 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m playbook.workloads.serving", description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python -m playbook.workloads.serving --requests 48 --batch 8 --out /tmp/serving.json")
-    p.add_argument("--requests", type=int, default=48, help="requests in the stream (default 48)")
+        epilog="example:\n  python -m playbook.workloads.serving --requests 24 --passes 2 --batch 8 --out /tmp/serving.json")
+    p.add_argument("--requests", type=int, default=24, help="requests per pass of the stream (default 24)")
+    p.add_argument("--passes", type=int, default=2, help="passes (fresh request lengths each) (default 2)")
     p.add_argument("--batch", type=int, default=8, help="requests per batch (default 8)")
     p.add_argument("--median-len", type=float, default=32.0, help="median request length, tokens (default 32)")
     p.add_argument("--max-len", type=int, default=128, help="longest request and largest bucket (default 128)")
     p.add_argument("--train-steps", type=int, default=150, help="training steps before serving (default 150)")
-    p.add_argument("--repeats", type=int, default=2, help="repeats of every stream variant (default 2)")
     p.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
     p.add_argument("--no-split", action="store_true", help="skip the 2-process gloo pipeline/tensor measurement")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args(argv)
-    if args.requests < 1 or args.batch < 1:
-        raise WorkloadError("--requests and --batch must be ≥ 1")
-    res = run_lab(args.requests, args.batch, args.median_len, args.max_len, args.train_steps, args.repeats,
-                  backend=args.backend, measure_split=not args.no_split, device=args.device, progress=True)
-    shapes = res["shapes"].groupby("variant", sort=False)[["p50_ms", "p99_ms", "requests_s", "compiles"]].mean()
-    print(shapes.to_string(float_format=lambda v: f"{v:.3g}"))
+    res = run_lab(args.requests, args.passes, args.batch, args.median_len, args.max_len,
+                  train_steps=args.train_steps, backend=args.backend, measure_split=not args.no_split,
+                  device=args.device, progress=True)
+    cols = ["p50_ms", "p99_ms", "requests_s", "compiles", "compiled_batches", "distinct_shapes", "padding_waste"]
+    print(res["shapes"][res["shapes"]["pass"] == "all"].set_index("variant")[cols].to_string(
+        float_format=lambda v: f"{v:.3g}"))
     print("packing:", {k: round(v, 6) if isinstance(v, float) else v for k, v in res["packing"].items()})
     print("precision:", res["precision"].summary())
     if "splits" in res:
         print("splits (measured, gloo):", {k: f"{v * 1e3:.2f} ms" for k, v in res["splits"]["measured"].items()})
+    if "verdict" in res:
+        print("verdict: {}: {}".format(*res["verdict"]))
     if args.out:
         res = {k: (v.to_dict("records") if isinstance(v, pd.DataFrame) else
                    v.as_dict() if hasattr(v, "as_dict") else v) for k, v in res.items()}

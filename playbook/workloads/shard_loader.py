@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import tempfile
 import time
@@ -169,43 +170,126 @@ def step_metrics(steps: pd.DataFrame, warmup: int = 5) -> dict[str, float]:
             "compute_ms": 1e3 * float(compute.median()), "steps": int(len(whole))}
 
 
+def run_variants(store: ObjectStore, run_dir: str | Path, variants=VARIANTS, repeats: int = 3, *,
+                 latency_ms: float = 80.0, bandwidth_mib_s: float | None = 16.0, prefetch: int = 4,
+                 range_parallel: int = 1, steps: int = 60, batch: int = 32, num_workers: int = 2,
+                 accel_ms: float = 40.0, hidden: int = 128, device: str = "auto", seed: int = 0,
+                 progress: bool = False) -> pd.DataFrame:
+    """Run `variants` (no_fault | fault | fix) `repeats` times, interleaved, each recorded into
+    RUN_DIR/<variant>-r<repeat>; the store's injected faults are set per variant. One row per run."""
+    from playbook.rundir import is_run_dir
+
+    faults = {"latency_s": latency_ms / 1e3, "bandwidth_mib_s": bandwidth_mib_s}
+    settings = {"no_fault": ("naive", {"latency_s": 0.0, "bandwidth_mib_s": None}),
+                "fault": ("naive", faults), "fix": ("prefetch", faults)}
+    unknown = set(variants) - set(settings)
+    if unknown:
+        raise WorkloadError(f"unknown variant(s) {sorted(unknown)}; choose from {', '.join(settings)}")
+
+    def run_one(variant: str, rep: int) -> dict[str, Any]:
+        kind, f = settings[variant]
+        store.configure(**f)
+        part = Path(run_dir) / f"{variant}-r{rep}"
+        if is_run_dir(part):  # this lab's own earlier recording: replace it
+            shutil.rmtree(part)
+        return train_run(store.url, kind, part, steps, batch, num_workers, prefetch, hidden=hidden,
+                         accel_ms=accel_ms, epoch=rep, device=device, seed=seed, range_parallel=range_parallel)
+
+    return measure_variants(run_one, list(variants), repeats=repeats, progress=progress)
+
+
+def size_prefetch(calibration: dict[str, float], batch: int, samples_per_shard: int, num_workers: int,
+                  latency_ms: float, bandwidth_mib_s: float | None, shard_bytes: float,
+                  range_parallel: int = 1) -> dict[str, float]:
+    """Little's law for this lab: the trainer's demand (samples/s when it never waits, from a calibration run's
+    compute time per step), what one naive worker can deliver, and the prefetch depth per worker."""
+    demand = batch / (calibration["compute_ms"] / 1e3)
+    fetch_s = latency_ms / 1e3 + (shard_bytes / (bandwidth_mib_s * 2**20) if bandwidth_mib_s else 0.0)
+    depth = prefetch_depth(latency_ms / 1e3, bandwidth_mib_s * 2**20 if bandwidth_mib_s else None,
+                           shard_bytes / range_parallel, demand / samples_per_shard / num_workers, headroom=2.0)
+    return {"demand_samples_s": demand, "fetch_s": fetch_s,
+            "naive_bound_samples_s": num_workers * samples_per_shard / fetch_s, "prefetch": depth}
+
+
+def assignment_check(n_shards: int, ranks: int = 2, workers: int = 2, epochs: int = 2,
+                     seed: int = 0) -> pd.DataFrame:
+    """Per epoch: are the shard sets of all ranks × workers disjoint, do they cover every shard, and does the
+    order differ from the previous epoch? One row per epoch, plus the shards of consumer 0."""
+    from playbook.fixes.shards import assign_shards
+
+    rows, prev = [], None
+    consumers = ranks * workers
+    for epoch in range(epochs):
+        sets = [assign_shards(n_shards, epoch, seed, c, consumers) for c in range(consumers)]
+        flat = [s for part in sets for s in part]
+        rows.append({"epoch": epoch, "consumers": consumers, "disjoint": len(flat) == len(set(flat)),
+                     "covers_all": set(flat) == set(range(n_shards)), "new_order": flat != prev,
+                     "shards_per_consumer": f"{min(map(len, sets))}-{max(map(len, sets))}",
+                     "consumer0_shards": sets[0][:6]})
+        prev = flat
+    return pd.DataFrame(rows)
+
+
+def resume_check(url: str, stop_after: int = 5, batch: int = 16, num_workers: int = 2, shuffle_buffer: int = 64,
+                 epoch: int = 1, seed: int = 0) -> dict[str, Any]:
+    """Consume `stop_after` batches, save the LoaderState, start a new loader from it and read the rest.
+
+    Returns counts and the checks: nothing repeated, nothing lost, and each worker's order unchanged compared
+    with an uninterrupted epoch.
+    """
+    from playbook.fixes.shards import LoaderState
+
+    def loader(resume=None):
+        ds = ShardStream(url, shuffle_buffer=shuffle_buffer, seed=seed, rank=0, world_size=1, epoch=epoch,
+                         resume=resume)
+        return DataLoader(ds, batch_size=batch, num_workers=num_workers)
+
+    full = [(w, k) for b in loader() for w, k in zip(b["__worker__"].tolist(), b["__key__"], strict=True)]
+    state, first = LoaderState(), []
+    for i, b in enumerate(loader()):
+        if i == stop_after:
+            break
+        state.update(b)
+        first += list(zip(b["__worker__"].tolist(), b["__key__"], strict=True))
+    saved = state.state_dict()
+    rest = [(w, k) for b in loader(saved) for w, k in zip(b["__worker__"].tolist(), b["__key__"], strict=True)]
+    keys_first, keys_rest = [k for _, k in first], [k for _, k in rest]
+    by_worker = {w: [k for ww, k in full if ww == w] for w, _ in full}
+    resumed_by_worker = {w: [k for ww, k in first + rest if ww == w] for w in by_worker}
+    return {"state": saved, "consumed": len(first), "remaining": len(rest), "epoch_samples": len(full),
+            "no_repeats": not set(keys_first) & set(keys_rest),
+            "nothing_lost": sorted(keys_first + keys_rest) == sorted(k for _, k in full),
+            "worker_order_kept": resumed_by_worker == by_worker}
+
+
 def run_lab(run_dir: str | Path, steps: int = 60, batch: int = 32, num_workers: int = 2, latency_ms: float = 80.0,
             bandwidth_mib_s: float = 16.0, samples: int = 2048, samples_per_shard: int = 16, repeats: int = 3,
             accel_ms: float = 40.0, range_parallel: int = 1, hidden: int = 128, device: str = "auto", seed: int = 0,
             progress: bool = False) -> dict[str, Any]:
-    """Build the bucket, serve it, run every variant `repeats` times; returns runs, capacity and settings."""
+    """Build the bucket, serve it, calibrate, size the prefetch, run every variant `repeats` times, measure the
+    loaders' capacity; returns runs, sizing, capacity and the store's counters."""
     if steps <= 5 or batch < 1 or num_workers < 1 or repeats < 1:
         raise WorkloadError("need steps > 5, batch ≥ 1, num_workers ≥ 1, repeats ≥ 1")
     run_dir = Path(run_dir)
+    common = {"batch": batch, "num_workers": num_workers, "accel_ms": accel_ms, "hidden": hidden,
+              "device": device, "seed": seed}
     with tempfile.TemporaryDirectory(prefix="pb-bucket-") as bucket:
         index = build_bucket(bucket, samples, samples_per_shard, seed=seed)
         shard_bytes = float(np.mean([s["bytes"] for s in index["shards"]]))
-        faults = {"latency_s": latency_ms / 1e3, "bandwidth_mib_s": bandwidth_mib_s}
         with ObjectStore(bucket) as store:
-            # the rate the trainer consumes when it never waits (batch ÷ compute per step) sizes the prefetch depth
-            probe = train_run(store.url, "naive", run_dir / "calibration", steps=min(steps, 20), batch=batch,
-                              num_workers=num_workers, warmup=5, hidden=hidden, accel_ms=accel_ms, device=device,
-                              seed=seed)
-            shards_per_s = batch / (probe["compute_ms"] / 1e3) / samples_per_shard / num_workers
-            depth = prefetch_depth(faults["latency_s"], bandwidth_mib_s * 2**20 if bandwidth_mib_s else None,
-                                   shard_bytes / range_parallel, shards_per_s, headroom=2.0)
-            settings = {"no_fault": ("naive", {"latency_s": 0.0, "bandwidth_mib_s": None}),
-                        "fault": ("naive", faults), "fix": ("prefetch", faults)}
-
-            def run_one(variant: str, rep: int) -> dict[str, Any]:
-                kind, f = settings[variant]
-                store.configure(**f)
-                return train_run(store.url, kind, run_dir / f"{variant}-r{rep}", steps, batch, num_workers, depth,
-                                 hidden=hidden, accel_ms=accel_ms, epoch=rep, device=device, seed=seed,
-                                 range_parallel=range_parallel)
-
-            runs = measure_variants(run_one, list(VARIANTS), repeats=repeats, progress=progress)
-            store.configure(**faults)
+            calibration = train_run(store.url, "naive", run_dir / "calibration", steps=min(steps, 20), **common)
+            sizing = size_prefetch(calibration, batch, samples_per_shard, num_workers, latency_ms,
+                                   bandwidth_mib_s, shard_bytes, range_parallel)
+            runs = run_variants(store, run_dir, VARIANTS, repeats, latency_ms=latency_ms,
+                                bandwidth_mib_s=bandwidth_mib_s, prefetch=sizing["prefetch"],
+                                range_parallel=range_parallel, steps=steps, progress=progress, **common)
+            store.configure(latency_s=latency_ms / 1e3, bandwidth_mib_s=bandwidth_mib_s)
             capacity = {kind: loader_capacity(store.url, kind, batch=batch, num_workers=num_workers,
-                                              prefetch=depth, seed=seed) for kind in ("naive", "prefetch")}
+                                              prefetch=sizing["prefetch"], seed=seed) for kind in ("naive", "prefetch")}
             stats = store.stats()
-    return {"runs": runs, "capacity": capacity, "prefetch_depth": depth, "shard_bytes": shard_bytes,
-            "shards": len(index["shards"]), "calibration": probe, "store_stats": stats,
+    return {"runs": runs, "capacity": capacity, "sizing": sizing, "prefetch_depth": sizing["prefetch"],
+            "shard_bytes": shard_bytes, "shards": len(index["shards"]), "calibration": calibration,
+            "store_stats": stats,
             "settings": {"latency_ms": latency_ms, "bandwidth_mib_s": bandwidth_mib_s, "batch": batch,
                          "num_workers": num_workers, "steps": steps, "samples_per_shard": samples_per_shard,
                          "accel_ms": accel_ms, "range_parallel": range_parallel}}
