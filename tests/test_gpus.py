@@ -105,3 +105,51 @@ def test_all_nan_gpu_is_lost():
     table = analyze_gpus(frame).table.set_index("id")
     assert table.loc["node00:2", "status"] == "lost"
     assert pd.isna(table.loc["node00:2", "mean_util_pct"])
+
+
+def _two_hosts(stop_b_at=None, start_b_at=0.0, idle_gpu=None):
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 1800.0, 1.0)
+    rows = []
+    for host in ("a", "b"):
+        for g in range(4):
+            keep = np.ones(len(t), dtype=bool)
+            if host == "b":
+                keep &= t >= start_b_at
+                if stop_b_at is not None:
+                    keep &= t < stop_b_at
+            u = np.clip(97 + rng.normal(0, 2, len(t)), 0, 100)
+            mem = np.full(len(t), 60000.0)
+            if idle_gpu == (host, g):
+                u, mem = np.zeros(len(t)), np.full(len(t), 3.0)
+            rows.append(pd.DataFrame({"time": pd.Timestamp("2026-01-01", tz="UTC")
+                                      + pd.to_timedelta(t[keep], unit="s"), "host": host, "gpu": g,
+                                      "util_pct": u[keep], "mem_used_mib": mem[keep]}))
+    df = pd.concat(rows)
+    return schema.telemetry_frame({c: df[c].to_numpy() for c in df.columns})
+
+
+def test_late_start_is_not_lost():
+    table = analyze_gpus(_two_hosts(start_b_at=300.0)).table
+    assert set(table["status"]) == {"ok"}
+
+
+def test_whole_host_stopping_is_a_host_event():
+    from playbook.analysis import hypotheses as hyp
+
+    report = analyze_gpus(_two_hosts(stop_b_at=900.0))
+    lost = report.table.loc[report.table["status"] == "lost", "host"]
+    assert set(lost) == {"b"} and len(lost) == 4
+    ev = hyp.from_gpus(report)
+    assert [e.hypothesis for e in ev] == ["hardware_fault"] and ev[0].strength < 0.5
+    assert "all GPUs of b stop together" in ev[0].text
+
+
+def test_unused_gpu_is_flagged_but_not_imbalance():
+    from playbook.analysis import hypotheses as hyp
+
+    report = analyze_gpus(_two_hosts(idle_gpu=("a", 3)))
+    row = report.table.set_index("id").loc["a:3"]
+    assert row["status"] == "underutilized" and "not used by this job" in row["evidence"]
+    assert any("probably not used by this job" in w for w in report.warnings)
+    assert not [e for e in hyp.from_gpus(report) if e.hypothesis == "pipeline_imbalance"]

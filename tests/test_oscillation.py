@@ -193,3 +193,14 @@ def test_spectrum_and_fold_frames_for_plots():
     low_part = fold[fold["time_in_cycle_s"] < 13]["median"]
     high_part = fold[fold["time_in_cycle_s"] > 17]["median"]
     assert low_part.max() < 40 and high_part.min() > 70
+
+
+def test_startup_restart_and_teardown_are_not_an_oscillation():
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 7200.0, 1.0)
+    u = np.clip(97 + rng.normal(0, 2, len(t)), 0, 100)
+    u[t < 600] = 0.0  # loading
+    u[(t > 3000) & (t < 3150)] = 0.0  # one restart
+    u[t > 6900] = 0.0  # teardown
+    so = osc.analyze_series(t, u)
+    assert so.levels.bimodal and not so.swings

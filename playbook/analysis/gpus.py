@@ -42,6 +42,8 @@ CLOCK_DEFICIT_MIN = 0.05
 MODIFIED_Z = 3.5
 POWER_DROP_MIN = 0.15
 PEERS_HIGH = 0.75  # a straggler is low while at least this share of its peers is high
+IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this utilization
+UNUSED_MIB = 2048.0  # ... and never more memory than this: probably not part of the job
 MEM_SWING_FRACTION = 0.10
 MEM_SWING_MIB = 8192.0  # without memory.total: 10% of an 80 GB part
 COLUMNS = ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz", "throttle_reasons", "sm_active",
@@ -212,6 +214,7 @@ def _analyze(series: GpuSeries) -> GpuReport:
             "id": series.ids[g], "host": series.hosts[g], "index": series.index[g], "samples": int(len(x)),
             "errors": int((~ok).sum()), "mean_util_pct": float(x[ok].mean()) if ok.any() else math.nan,
             "median_util_pct": float(np.median(x[ok])) if ok.any() else math.nan,
+            "idle_throughout": bool(ok.sum() >= 3 and np.percentile(x[ok], 95) <= IDLE_PCT),
             "first_s": float(t[0]) if len(t) else math.nan, "last_s": float(t[ok][-1]) if ok.any() else math.nan,
         })
     table = pd.DataFrame(rows)
@@ -225,6 +228,12 @@ def _analyze(series: GpuSeries) -> GpuReport:
     _relative(table, util, valid, dt)
     _memory(series, table, has)
     stragglers, rotating = _stragglers(series, table, util, valid, dt, lo, n_bins, has)
+    table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB)
+    if table["unused"].any() and not table["unused"].all():
+        ids = list(table.loc[table["unused"], "id"])
+        warnings.append(f"{', '.join(ids[:8])}{' …' if len(ids) > 8 else ''}: idle throughout with under "
+                        f"{UNUSED_MIB / 1024:.0f} GiB of memory — probably not used by this job (left out of the "
+                        "imbalance evidence)")
     status, evidence = [], []
     for r in table.itertuples(index=False):
         s, ev = _status(r, g_count)
@@ -247,6 +256,8 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
     for g in range(g_count):
         watched = np.flatnonzero(peers_valid[g] >= 0.5)  # bins where most peers reported: evidence either way
         note = ""
+        first = np.flatnonzero(valid[g])
+        watched = watched[watched >= first[0]] if len(first) else watched[:0]  # a late start is not a loss
         if len(watched) >= 4:
             missing = ~valid[g, watched]
             q = float(np.clip(missing.mean(), 1e-6, 0.5))
@@ -519,7 +530,10 @@ def _status(r, g_count: int) -> tuple[str, str]:
                else f"above peers in {r.polls_above}/{r.polls_compared} polls")
         note = "" if testable else " (too few polls to test)"
         if r.delta_pct <= -MIN_DELTA_PCT and sig:
-            return "underutilized", f"{mean} vs {peers} at the same moments ({r.delta_pct:+.0f} points); {how}{note}{tail}"
+            idle = ("idle throughout (no memory allocated: not used by this job?); " if r.unused else
+                    "idle throughout; " if r.idle_throughout else "")
+            return "underutilized", (f"{idle}{mean} vs {peers} at the same moments ({r.delta_pct:+.0f} points); "
+                                     f"{how}{note}{tail}")
         if r.delta_pct >= MIN_DELTA_PCT and r.busy_share >= SATURATED_SHARE and sig:
             return "saturated", f"{mean} vs {peers} at the same moments ({r.delta_pct:+.0f} points); {how}{note}{tail}"
     return "ok", f"{mean}" + (f" ({peers})" if peers and g_count >= 2 else "") + tail

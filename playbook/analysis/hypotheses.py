@@ -126,6 +126,7 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "throttle_bits": {"throttling": 0.9},
     "slow_clock": {"throttling": 0.75, "hardware_fault": 0.3},
     "lost": {"hardware_fault": 0.9},
+    "host_lost": {"hardware_fault": 0.4},
     "memory_full": {"memory_pressure": 0.55},
     "memory_swings": {"memory_pressure": 0.35, "recompilation": 0.15},
     "periodic_slow_events": {"periodic_stall": 0.95},
@@ -342,6 +343,15 @@ def from_gpus(report, osc=None) -> list[Evidence]:
                 f"(the most frequent, {r['top_gpu']}, has {r['top_share']:.0%}; {_p(r['top_p'])}): the data "
                 "decides who is slow")
         out += support("rotating", 1.0, 0.6, text)
+    # every GPU of a host lost together: the node (or just its logging) stopped, not one GPU falling off the bus
+    per_host = t.groupby("host")["status"].agg(lambda s: bool((s == "lost").all()) and len(s) > 1)
+    whole_hosts = set(per_host[per_host].index)
+    for host in sorted(whole_hosts):
+        note = t.loc[t["host"] == host, "lost_note"].iloc[0]
+        out += support("host_lost", 1.0, 1.0, f"all GPUs of {host} stop together ({note}): the node went down, or "
+                       "only its logging stopped",
+                       f"check whether the job still ran on {host} after that time (its logs, the scheduler); if "
+                       "the node died: `journalctl -k` / BMC event log for Xid, power or PCIe errors")
     for r in t.itertuples(index=False):
         host = r.host
         if r.status == "throttled":
@@ -354,7 +364,7 @@ def from_gpus(report, osc=None) -> list[Evidence]:
             else:
                 out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}",
                                f"on {host}: nvidia-smi -q -d CLOCK,PERFORMANCE for GPU {r.index} under load")
-        elif r.status == "lost":
+        elif r.status == "lost" and r.host not in whole_hosts:
             out += support("lost", 1.0, 1.0, f"{r.id}: {r.lost_note}",
                            f"on {host}: `dmesg | grep -i xid` around the time it stopped, `nvidia-smi -q -i "
                            f"{r.index}` (retired pages, remapped rows), then `dcgmi diag -r 3`")
@@ -367,7 +377,8 @@ def from_gpus(report, osc=None) -> list[Evidence]:
         text = (f"memory used swings by up to {worst['mem_swing_mib'].iloc[0] / 1024:.1f} GiB on "
                 f"{_ids(list(worst['id']), 4)}: allocator churn or dynamic shapes")
         out += support("memory_swings", 1.0, min(len(swings) / n + 0.3, 1.0), text)
-    under = t[(t["status"] == "underutilized") & ~t["id"].isin(straggler_ids)]
+    unused = t["unused"] if "unused" in t else False
+    under = t[(t["status"] == "underutilized") & ~t["id"].isin(straggler_ids) & ~unused]
     sat = t[t["status"] == "saturated"]
     if len(under):
         untested = bool((under["delta_n_eff"] < 5).all())

@@ -10,8 +10,10 @@ Pure functions on the tidy telemetry table (schema.TELEMETRY_COLUMNS); no thresh
 2. States and episodes. Samples are labelled high/low with hysteresis (the middle third between the levels keeps
    the previous state, so noise does not fake transitions). Sampling gaps longer than GAP_FACTOR intervals split
    the series into segments; an episode touching a segment edge is incomplete.
-3. Swings. A GPU swings when it is bimodal, makes at least three transitions (high→low→high→low: the swing
-   recurs; two when the series is too short for more) and its minority state holds ≥ 1% of the time.
+3. Swings. A GPU swings when it is bimodal, drops at least twice between busy stretches (the swing recurs; idle
+   time before the first and after the last busy stretch — start-up, teardown — does not count) and its minority
+   state holds ≥ 1% of the busy span. A series too short for that (< MIN_SAMPLES_PERIOD samples) swings with
+   two transitions.
 4. Period. Two tests at ALPHA, either suffices:
    a. spectrum: a Lomb-Scargle periodogram (computed with FFTs, so gaps, jitter and uneven sampling are handled)
       tested against its fitted noise background — red noise (a Lorentzian: the spectrum of a random telegraph
@@ -690,11 +692,18 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     ep = episodes(t, state, seg)
     res.transitions = int(len(ep.state) - (ep.segment[-1] + 1 if len(ep.state) else 0))
     dur = ep.duration
-    total = float(dur.sum())
-    res.high_share = float(dur[ep.state == 1].sum() / total) if total > 0 else float(np.mean(state))
+    # the busy span: first high episode to last; idle time before and after (start-up, teardown) is not a swing
+    high_idx = np.flatnonzero(ep.state == 1)
+    inside = np.zeros(len(ep.state), dtype=bool)
+    if len(high_idx):
+        inside[high_idx[0]:high_idx[-1] + 1] = True
+    total = float(dur[inside].sum())
+    res.high_share = float(dur[inside & (ep.state == 1)].sum() / total) if total > 0 else float(np.mean(state))
     minority = min(res.high_share, 1.0 - res.high_share)
     few = n < MIN_SAMPLES_PERIOD
-    res.swings = bool(res.transitions >= (2 if few else 3) and (few or minority >= MIN_MINORITY_SHARE))
+    dips_inside = int((inside & (ep.state == 0)).sum())
+    # a swing recurs: at least two drops between busy stretches (one drop is a restart or a single stall)
+    res.swings = bool(res.transitions >= 2 and few) or bool(dips_inside >= 2 and minority >= MIN_MINORITY_SHARE)
     interior = ep.interior
     hi_int = interior & (ep.state == 1)
     lo_int = interior & (ep.state == 0)
