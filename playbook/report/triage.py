@@ -79,6 +79,15 @@ def key_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def folded(frame: pd.DataFrame, metric: str, period_s: float | None) -> pd.DataFrame:
+    """`metric` folded on the diagnosis's period (analysis.oscillation.fold_cycle); empty without a period."""
+    from playbook.analysis.oscillation import fold_cycle
+
+    if not period_s or len(frame) == 0:
+        return pd.DataFrame(columns=["phase", "time_in_cycle_s", "median", "q25", "q75", "n"])
+    return fold_cycle(frame, float(period_s), column=metric)
+
+
 def _causes(diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
     hyps = [h for h in diagnosis.get("hypotheses") or [] if h.get("id") != "healthy"]
     return sorted(hyps, key=lambda h: h.get("score") or 0.0, reverse=True)
@@ -137,3 +146,41 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path = NOTEBOOKS
     link = f"[{name}]({name})" if exists else f"`{notebook}` (not written yet)"
     return (f"**Next: the lab for `{top['id']}`** — {link}. It reproduces this failure on a small real training "
             f"loop, measures it, and applies the fix. Confirm here first: {top.get('next_step') or 'n/a'}")
+
+
+DATA_STALL_CAUSES = ("data_starvation", "periodic_stall")
+PERIOD_TOLERANCE = 0.10
+
+
+def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, Any],
+                       fix: Any) -> tuple[str, str, dict[str, Any]]:
+    """The onboarding notebook's verdict: does the diagnosis recover known causes, and does the fix help?
+
+    synthetic / real: diagnosis dicts of the simulated run (answers in `truth`, a simulate.Truth) and of the real
+    lab recording with a data-stall fault; `fix`: the fix's row of analysis.compare.variant_summary with the
+    fault as baseline (ratio, ratio_lo, ratio_hi: throughput ÷ the fault's, 95% interval).
+    Confirmed when the synthetic answer is recovered (top hypothesis, period within PERIOD_TOLERANCE, synchrony),
+    the real fault's top hypothesis is a data-stall cause scoring at least CONFIRM_SCORE, and the fix is faster
+    beyond run-to-run noise (ratio_lo > 1); refuted when the synthetic answer is missed; inconclusive otherwise.
+    """
+    osc = synthetic.get("oscillation") or {}
+    syn_top, real_top = _top(synthetic) or {}, _top(real) or {}
+    period = osc.get("period_s")
+    period_ok = bool(period and truth.period_s and abs(period - truth.period_s) <= PERIOD_TOLERANCE * truth.period_s)
+    synthetic_ok = syn_top.get("id") == truth.hypothesis and period_ok and osc.get("synchrony") == truth.synchrony
+    real_ok = real_top.get("id") in DATA_STALL_CAUSES and float(real_top.get("score") or 0) >= CONFIRM_SCORE
+    speedup, lo, hi = (float(fix[k]) for k in ("ratio", "ratio_lo", "ratio_hi"))
+    figures = {
+        "synthetic_top": syn_top.get("id"), "synthetic_truth": truth.hypothesis,
+        "synthetic_period_s": period, "truth_period_s": truth.period_s,
+        "real_top": real_top.get("id"), "real_top_score": real_top.get("score"),
+        "fix_speedup": speedup, "fix_speedup_lo": lo, "fix_speedup_hi": hi,
+    }
+    found = (f"synthetic: {syn_top.get('id')} every {period} s (truth {truth.hypothesis}, {truth.period_s:g} s); "
+             f"real: {real_top.get('id')} ({float(real_top.get('score') or 0):.2f}); the fix runs "
+             f"{speedup:.2f}x the fault's throughput (95% interval {lo:.2f}-{hi:.2f})")
+    if not synthetic_ok:
+        return "refuted", "the diagnosis missed the synthetic run's known cause — " + found, figures
+    if real_ok and lo > 1.0:
+        return "confirmed", "known causes recovered and fixed — " + found, figures
+    return "inconclusive", "synthetic answer recovered, the real recording less clearly — " + found, figures
