@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from nbrun import run_notebook
 
 
