@@ -113,6 +113,12 @@ def test_folded_cycle_draws_median_and_band():
     median = next(ln for ln in ax.get_lines() if ln.get_label() == "median")
     assert list(median.get_ydata()) == [90.0] * 9 + [20.0] * 3
     assert ax.get_ylabel() == "utilization.gpu (%)"
+    fold["phase"] = fold["time_in_cycle_s"] / 60.0
+    assert tl.folded_cycle(fold).axes[0].get_xlim() == (0.0, 60.0)  # period read from the frame
+    assert tl.folded_cycle(fold.iloc[:0]).axes[0].texts[0].get_text() == "no period to fold on"
+    fold["phase"] = fold["time_in_cycle_s"] / 60.0
+    assert tl.folded_cycle(fold).axes[0].get_xlim() == (0.0, 60.0)  # period read from the frame
+    assert tl.folded_cycle(fold.iloc[:0]).axes[0].texts[0].get_text() == "no period to fold on"
 
 
 def test_status_table_colours_each_gpu_by_status():
