@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 from conftest import ROOT
+
 from playbook.commands.labs import workloads
 
 LABS_JSON = ("import json, sys; from playbook.cli import main; main(['labs', '--json']); "
