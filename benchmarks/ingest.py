@@ -12,8 +12,10 @@ The exact command
 
 How to read the result
     One line per contender (median of --repeats runs, each in a fresh subprocess, bare and reader interleaved):
-    read time, rows/s and peak RSS (ru_maxrss of that subprocess, interpreter and libraries included), then
-    the ratio reader / bare measured in this run and PASS/MISS against the targets (3x, 2 GB). The bare parse
+    read time (median and best wall clock), CPU seconds (all threads), rows/s and peak RSS (ru_maxrss of that
+    subprocess, interpreter and libraries included), then the ratios reader / bare measured in this run and
+    PASS/MISS of the median-wall ratio against the targets (3x, 2 GB). On a machine shared with other jobs the
+    best-wall and CPU ratios are the steadier figures. The bare parse
     keeps units as strings ("97 %"); the reader also strips units, parses timestamps, maps N/A to NaN, checks
     every line and sorts into (host, gpu, time) order. Timings on a shared machine are noisy: rerun before
     believing a MISS.
@@ -106,6 +108,10 @@ mode, path = sys.argv[1], sys.argv[2]
 import pyarrow as pa, pyarrow.csv as pcsv
 if mode == "reader":
     from playbook.readers import nvidia_smi
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+c0 = cpu()
 t0 = time.perf_counter()
 if mode == "bare":
     skip = lambda row: "skip"
@@ -115,7 +121,9 @@ else:
     bundle = nvidia_smi.read(path)
     rows = len(bundle.telemetry)
 elapsed = time.perf_counter() - t0
-print(json.dumps({"seconds": elapsed, "rows": rows, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+cpu_s = cpu() - c0
+print(json.dumps({"seconds": elapsed, "cpu_s": cpu_s, "rows": rows,
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -162,21 +170,27 @@ def main(argv: list[str] | None = None) -> int:
         for mode in (("bare", "reader") if r % 2 == 0 else ("reader", "bare")):
             res = measure(mode, out)
             results[mode].append(res)
-            print(f"  run {r + 1}/{args.repeats} {mode:6s} {res['seconds']:7.2f} s  {res['rss_mib']:7.0f} MiB",
-                  flush=True)
+            print(f"  run {r + 1}/{args.repeats} {mode:6s} {res['seconds']:7.2f} s wall {res['cpu_s']:7.2f} s CPU "
+                  f"{res['rss_mib']:7.0f} MiB", flush=True)
     summary = {}
     for mode, runs in results.items():
         secs = statistics.median(r["seconds"] for r in runs)
-        summary[mode] = {"seconds": secs, "rows": runs[0]["rows"], "rows_per_s": runs[0]["rows"] / secs,
-                         "rss_mib": max(r["rss_mib"] for r in runs)}
+        summary[mode] = {"seconds": secs, "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+                         "best_s": min(r["seconds"] for r in runs), "rows": runs[0]["rows"],
+                         "rows_per_s": runs[0]["rows"] / secs, "rss_mib": max(r["rss_mib"] for r in runs)}
     ratio = summary["reader"]["seconds"] / summary["bare"]["seconds"]
+    best_ratio = summary["reader"]["best_s"] / summary["bare"]["best_s"]
+    cpu_ratio = summary["reader"]["cpu_s"] / summary["bare"]["cpu_s"]
     print()
-    print(f"{'contender':28s} {'read s':>8s} {'rows/s':>12s} {'peak RSS':>10s} {'rows':>11s}")
+    print(f"{'contender':28s} {'read s':>8s} {'best s':>8s} {'CPU s':>8s} {'rows/s':>12s} {'peak RSS':>10s} "
+          f"{'rows':>11s}")
     for mode, label in (("bare", "pyarrow.csv.read_csv (bare)"), ("reader", "playbook nvidia_smi.read")):
         s = summary[mode]
-        print(f"{label:28s} {s['seconds']:8.2f} {s['rows_per_s']:12,.0f} {s['rss_mib']:7.0f} MiB {s['rows']:11,}")
+        print(f"{label:28s} {s['seconds']:8.2f} {s['best_s']:8.2f} {s['cpu_s']:8.2f} {s['rows_per_s']:12,.0f} "
+              f"{s['rss_mib']:7.0f} MiB {s['rows']:11,}")
     rss = summary["reader"]["rss_mib"]
-    print(f"\nratio reader/bare = {ratio:.2f}x (target <= {TARGET_RATIO:g}x: {'PASS' if ratio <= TARGET_RATIO else 'MISS'})"
+    print(f"\nratio reader/bare: median wall {ratio:.2f}x, best wall {best_ratio:.2f}x, CPU {cpu_ratio:.2f}x")
+    print(f"ratio reader/bare = {ratio:.2f}x (target <= {TARGET_RATIO:g}x: {'PASS' if ratio <= TARGET_RATIO else 'MISS'})"
           f"; reader peak RSS {rss:.0f} MiB (target < {TARGET_RSS_MIB} MiB: "
           f"{'PASS' if rss < TARGET_RSS_MIB else 'MISS'})")
     return 0

@@ -87,7 +87,7 @@ def summarize(bundle) -> dict[str, Any]:
             "median_interval_s": _num(tel.attrs.get("interval_s")),
             "metrics": metrics,
             "mean": {m: _num(tel[m].mean(), 3) for m in metrics if m in ("util_pct", "sm_active", "power_w")},
-            "sources": sorted(map(str, tel["source"].astype(str).unique())),
+            "by_source": _by_source(tel),
         })
     tables["telemetry"] = info
     steps = bundle.steps
@@ -129,6 +129,20 @@ def summarize(bundle) -> dict[str, Any]:
                 info[col + "s"] = sorted(map(str, nccl[col].dropna().astype(str).unique()))[:32]
     tables["nccl"] = info
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings)}
+
+
+def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per input file: hosts, GPUs, samples, span and interval (inputs from different runs differ a lot)."""
+    from playbook.schema import median_interval_s
+
+    out = []
+    for src, part in tel.groupby(tel["source"].astype(str), sort=True):
+        span = _span(part["time"])
+        out.append({"source": src, "hosts": sorted(part["host"].astype(str).unique()),
+                    "gpus": int(part.groupby(["host", "gpu"], observed=True).ngroups), "samples": len(part),
+                    **span, "median_interval_s": _num(median_interval_s(part)),
+                    "synthetic_clock": bool(part["time"].max() < pd.Timestamp("1971-01-01", tz="UTC"))})
+    return out
 
 
 def _metric_names(tel: pd.DataFrame) -> list[str]:
@@ -179,10 +193,21 @@ def render(summary: dict[str, Any]) -> str:
         samples = (f"{spg['min']}" if spg["min"] == spg["max"] else f"{spg['min']}-{spg['max']} (median {spg['median']:g})")
         out.append(f"telemetry  {tel['rows']:,} rows; {len(hosts)} host{'s' * (len(hosts) != 1)} ({per_host} GPUs); "
                    f"{tel['gpus']} GPU{'s' * (tel['gpus'] != 1)}; {samples} samples per GPU")
-        out.append(f"           span {_seconds(tel['span_s'])} ({tel['start']} .. {tel['end']}); "
-                   f"median interval {_seconds(tel['median_interval_s'])}")
         means = "; ".join(f"mean {k} {v:g}" for k, v in tel["mean"].items() if v is not None)
         out.append(f"           metrics: {', '.join(tel['metrics']) or 'none'}" + (f" ({means})" if means else ""))
+        sources = tel["by_source"]
+        if len(sources) == 1:
+            out.append(f"           span {_seconds(tel['span_s'])} ({tel['start']} .. {tel['end']}); "
+                       f"median interval {_seconds(tel['median_interval_s'])}"
+                       + (" (synthetic clock)" if sources[0]["synthetic_clock"] else ""))
+        else:
+            for src in sources[:12]:
+                out.append(f"  {src['source']}: {_names(src['hosts'], 3)}; {src['gpus']} GPUs; {src['samples']:,} "
+                           f"samples; span {_seconds(src['span_s'])} from {src['start']}; interval "
+                           f"{_seconds(src['median_interval_s'])}" + (" (synthetic clock)" if src["synthetic_clock"]
+                                                                     else ""))
+            if len(sources) > 12:
+                out.append(f"  ... and {len(sources) - 12} more inputs")
     st = t["steps"]
     if st["rows"]:
         out.append(f"steps      {st['rows']:,} rows; ranks {_ranks(st['ranks'])}; {st['steps']:,} steps "

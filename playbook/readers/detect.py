@@ -119,4 +119,5 @@ def describe(path: str | Path) -> str:
 
 
 def _short(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())  # one line, whatever the file holds
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -303,10 +303,9 @@ def _times(s: pd.Series | None, role: tuple[int, str | None, str] | None, gpu: n
             unit = "s"
             note = (f"{src}: the {key} column holds small numbers: read as seconds since the start, placed from "
                     f"{textio.SYNTHETIC_EPOCH:%Y-%m-%dT%H:%M:%SZ}")
-        ns = textio.epoch_to_ns(numbers, unit)
-        bad = np.isnan(ns)
-        drop(bad, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
-        return np.where(bad, 0, ns).astype(np.int64), note
+        ns, ok = textio.epoch_to_ns(numbers, unit)
+        drop(~ok, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
+        return np.where(ok, ns, 0), note
     try:
         parsed = pd.to_datetime(s, errors="coerce", utc=False, format="mixed")
     except (ValueError, TypeError):  # offsets mixed with naive times: read everything as UTC

@@ -237,8 +237,8 @@ def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
     is_num = np.isfinite(numbers)
     if is_num.any():
         unit = next((u for u in ("ns", "us", "ms", "s") if key.endswith("_" + u)), None)
-        ns = textio.epoch_to_ns(numbers[is_num], unit)
-        out[is_num] = np.where(np.isnan(ns), nat, np.nan_to_num(ns)).astype(np.int64)
+        ns, ok = textio.epoch_to_ns(numbers[is_num], unit)
+        out[is_num] = np.where(ok, ns, nat)
     rest = ~is_num & values.notna().to_numpy()
     if rest.any():
         texts = values[rest].astype(str)

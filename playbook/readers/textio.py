@@ -172,17 +172,20 @@ def check_interval(interval_s: float | None) -> float | None:
     return value
 
 
-def epoch_to_ns(values: np.ndarray, unit: str | None = None) -> np.ndarray:
-    """Epoch numbers to int64 nanoseconds; the unit (s/ms/us/ns) is taken from `unit` or from the magnitude."""
+def epoch_to_ns(values: np.ndarray, unit: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch numbers to int64 nanoseconds and a mask of the readable ones; the unit (s/ms/us/ns) comes from `unit`
+    or from the magnitude. Whole and fractional parts are scaled apart, so 1705312801.25 s stays exact."""
     v = np.asarray(values, dtype=np.float64)
     if unit is None:
         finite = np.abs(v[np.isfinite(v)])
         mag = float(np.median(finite)) if len(finite) else 0.0
         unit = "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
-    scale = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}[unit]
-    with np.errstate(invalid="ignore", over="ignore"):
-        out = np.where(np.isfinite(v) & (np.abs(v) * scale < 9e18), v * scale, np.nan)
-    return out
+    scale = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[unit]
+    ok = np.isfinite(v) & (np.abs(v) < 9e18 / scale)
+    safe = np.where(ok, v, 0.0)
+    whole = np.floor(safe)
+    ns = whole.astype(np.int64) * scale + np.round((safe - whole) * scale).astype(np.int64)
+    return ns, ok
 
 
 def to_utc_ns(times: pd.Series | np.ndarray, tz: str | None = "UTC") -> pd.Series:
@@ -247,6 +250,29 @@ def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int =
     return float(np.median(dt) / 1e9) if len(dt) else float("nan")
 
 
+def _tick_major(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) -> tuple[int, np.ndarray | None] | None:
+    """(GPUs per tick, column order) when rows repeat the same GPU sequence every tick with times rising per GPU.
+
+    That is how pollers write logs; reordering them by (host, gpu, time) is then a cheap transpose.
+    """
+    n = len(time_ns)
+    first_host = host_codes[0] if n else 0
+    if n < 4 or not np.all(host_codes == first_host):
+        return None
+    repeat = np.flatnonzero(gpu == gpu[0])
+    width = int(repeat[1]) if len(repeat) > 1 else n
+    if width < 1 or n % width or width == n:
+        return None
+    block = gpu.reshape(-1, width)
+    if not np.all(block == block[0]) or len(np.unique(block[0])) != width:
+        return None
+    t = time_ns.reshape(-1, width)
+    if not np.all(t[1:] >= t[:-1]):
+        return None
+    perm = np.argsort(block[0], kind="stable")
+    return width, (None if np.all(perm == np.arange(width)) else perm)
+
+
 def _sort_order(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) -> np.ndarray | None:
     """The permutation that sorts rows by (host, gpu, time), or None when they already are.
 
@@ -289,11 +315,22 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
     else:
         codes, cats = pd.factorize(pd.Series(np.asarray(host, dtype=object)).fillna("").astype(str), sort=True)
         host_codes, host_names = codes.astype(np.int32), [str(c) for c in cats]
-    order = _sort_order(time_ns, gpu, host_codes)
-    if order is not None:
-        time_ns, gpu, host_codes = time_ns[order], gpu[order], host_codes[order]
-        for k in list(columns):
-            columns[k] = np.asarray(columns.pop(k))[order]
+    regular = _tick_major(time_ns, gpu, host_codes)
+    if regular is not None:
+        # rows written tick by tick, the same GPUs in the same order every tick: sorting is a transpose
+        width, perm = regular
+
+        def reorder(a: np.ndarray) -> np.ndarray:
+            block = np.asarray(a).reshape(-1, width)
+            return np.ascontiguousarray((block if perm is None else block[:, perm]).T).ravel()
+    else:
+        order = _sort_order(time_ns, gpu, host_codes)
+
+        def reorder(a: np.ndarray) -> np.ndarray:
+            return a if order is None else np.take(np.asarray(a), order)
+    time_ns, gpu, host_codes = reorder(time_ns), reorder(gpu), reorder(host_codes)
+    for k in list(columns):
+        columns[k] = reorder(columns.pop(k))
     key = host_codes.astype(np.int64) * (1 << 32) + gpu
     measured = median_interval_sorted(time_ns, key)
     nan_column = np.full(n, np.nan)

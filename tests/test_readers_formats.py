@@ -1,0 +1,218 @@
+"""dmon, DCGM (exporter text, Prometheus JSON, dcgmi dmon), generic CSV and step-log readers on small fixtures."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import dcgm, detect, dmon, generic_csv, read_file, steps, textio
+
+R = "readers"
+
+
+def ts(text: str) -> pd.Timestamp:
+    return pd.Timestamp(text, tz="UTC")
+
+
+def series(bundle, gpu: int, column: str, host: str | None = None) -> list[float]:
+    t = bundle.telemetry
+    t = t[(t["gpu"] == gpu) & ((t["host"] == host) if host else True)].sort_values("time")
+    return [(-1.0 if math.isnan(v) else v) for v in t[column]]
+
+
+@pytest.mark.parametrize(("name", "reader"), [
+    ("dmon_new.txt", "dmon"), ("dmon_dt_old.txt", "dmon"), ("dmon_time_only.txt", "dmon"),
+    ("dcgm_exporter.prom", "dcgm"), ("dcgm_stamped.prom", "dcgm"), ("prom_query_range.json", "dcgm"),
+    ("dcgmi_dmon.txt", "dcgm"), ("telemetry_epoch_ms.csv", "generic_csv"), ("telemetry_tabs.tsv", "generic_csv"),
+    ("steps.csv", "steps"), ("steps.jsonl", "steps"), ("train_mixed.log", "steps"), ("megatron.log", "steps"),
+    ("tqdm.log", "steps"), ("smi_units.csv", "nvidia_smi"),
+])
+def test_detection_by_content(data_dir, name, reader):
+    assert detect.detect(data_dir / R / name) == reader
+
+
+# --- nvidia-smi dmon ---------------------------------------------------------------------------------------------
+
+def test_dmon_new_driver_repeated_headers_dashes_and_damage(data_dir):
+    b = read_file(data_dir / R / "dmon_new.txt", interval_s=2)
+    t = b.telemetry
+    assert len(t) == 5 and set(t["host"]) == {"dmon_new"}
+    assert series(b, 0, "util_pct") == [10.0, 90.0, 91.0]
+    assert series(b, 1, "util_pct") == [-1.0, 95.0]            # "-" -> NaN
+    assert series(b, 0, "power_w") == [69.0, 271.0, 270.0]
+    assert series(b, 0, "sm_clock_mhz") == [210.0, 1980.0, 1980.0]  # pclk
+    assert series(b, 0, "mem_clock_mhz") == [1593.0] * 3
+    assert series(b, 1, "temp_c") == [35.0, 45.0]
+    assert list(t[t["gpu"] == 0]["time"]) == [ts("1970-01-01 00:00:00"), ts("1970-01-01 00:00:02"),
+                                              ts("1970-01-01 00:00:04")]
+    [skip] = [w for w in b.warnings if "skipped" in w]
+    assert "skipped 2 of 7 rows" in skip and "line 10: bad pwr value 'xx'" in skip and "line 11: 5 of 12" in skip
+
+
+def test_dmon_old_driver_with_date_and_time(data_dir):
+    b = read_file(data_dir / R / "dmon_dt_old.txt")
+    assert b.warnings == [] and len(b.telemetry) == 4
+    assert series(b, 1, "temp_c") == [41.0, 43.0]  # old "temp" column
+    assert list(b.telemetry[b.telemetry["gpu"] == 0]["time"]) == [ts("2024-01-15 23:59:59"), ts("2024-01-16")]
+    local = dmon.read(data_dir / R / "dmon_dt_old.txt", tz="America/New_York")
+    assert local.telemetry["time"].min() == ts("2024-01-16 04:59:59")
+
+
+def test_dmon_time_of_day_rolls_over_midnight(data_dir):
+    b = read_file(data_dir / R / "dmon_time_only.txt")
+    assert list(b.telemetry["time"]) == [ts("1970-01-01 23:59:59"), ts("1970-01-02 00:00:00")]
+    assert any("without a date" in w for w in b.warnings)
+
+
+# --- DCGM -----------------------------------------------------------------------------------------------------
+
+def test_dcgm_exporter_two_scrapes_without_timestamps(data_dir):
+    b = read_file(data_dir / R / "dcgm_exporter.prom", interval_s=15)
+    t = b.telemetry
+    assert len(t) == 4 and set(t["host"]) == {"node-07"}
+    g0 = t[t["gpu"] == 0].sort_values("time")
+    assert list(g0["time"]) == [ts("1970-01-01 00:00:00"), ts("1970-01-01 00:00:15")]
+    first = g0.iloc[0]
+    assert (first["util_pct"], first["sm_active"], first["power_w"], first["mem_used_mib"]) == (100.0, 0.913, 612.5,
+                                                                                                70959.0)
+    assert (first["sm_clock_mhz"], first["temp_c"], first["throttle_reasons"]) == (1980.0, 61.0, 4.0)
+    assert (first["pcie_tx_mib_s"], first["pcie_rx_mib_s"], first["nvlink_tx_mib_s"]) == (1.0, 2.0, 10.0)
+    assert series(b, 1, "util_pct") == [100.0, -1.0]  # NaN sample
+    assert series(b, 1, "sm_active") == [0.052, 0.061]
+    assert any("skipped 1 of 24 samples" in w for w in b.warnings)
+    assert any("synthetic" in w for w in b.warnings)
+
+
+def test_dcgm_timestamps_hostname_labels_and_xid_event(data_dir):
+    b = read_file(data_dir / R / "dcgm_stamped.prom")
+    t = b.telemetry
+    assert series(b, 0, "util_pct", host="gpu-node-3") == [97.0, 12.0]
+    assert list(t[t["host"] == "gpu-node-3"]["time"]) == [ts("2024-01-15 10:00:00"), ts("2024-01-15 10:00:15")]
+    assert series(b, 0, "util_pct", host="10.0.0.9") == [55.0]  # instance label without its port
+    assert b.warnings == []
+    [ev] = b.events.itertuples()
+    assert (ev.kind, ev.host, ev.time, ev.detail) == ("xid", "gpu-node-3", ts("2024-01-15 10:00:15"), "gpu 0: XID 79")
+
+
+def test_prometheus_query_range_json(data_dir):
+    b = read_file(data_dir / R / "prom_query_range.json")
+    t = b.telemetry
+    assert set(t["host"]) == {"node-01"} and len(t) == 4
+    assert series(b, 0, "util_pct") == [97.0, 12.0, -1.0]
+    assert series(b, 0, "sm_active") == [0.5, 0.25, -1.0]
+    assert list(t[t["gpu"] == 0]["time"]) == [ts("2024-01-15 10:00:00"), ts("2024-01-15 10:00:15"),
+                                              ts("2024-01-15 10:00:30")]
+    assert any("skipped 1 of 7 points" in w for w in b.warnings)
+
+
+def test_dcgmi_dmon(data_dir):
+    b = read_file(data_dir / R / "dcgmi_dmon.txt", interval_s=0.5)
+    t = b.telemetry
+    assert len(t) == 3
+    assert series(b, 0, "sm_active") == [0.823, 0.4]
+    assert series(b, 1, "util_pct") == [-1.0]  # N/A
+    assert series(b, 0, "mem_used_mib") == [70959.0, 70960.0]
+    assert list(t[t["gpu"] == 0]["time"]) == [ts("1970-01-01 00:00:00"), ts("1970-01-01 00:00:00.5")]
+    assert any("skipped 1 of 4 rows (line 6: bad FBUSD value 'oops')" in w for w in b.warnings)
+
+
+def test_dcgm_without_gpu_samples_is_an_input_error(tmp_path):
+    p = tmp_path / "other.prom"
+    p.write_text('DCGM_FI_DEV_GPU_UTIL{Hostname="x"} 5\n')  # no gpu / UUID label
+    with pytest.raises(InputError, match="no DCGM GPU samples"):
+        dcgm.read(p)
+
+
+# --- generic CSV ----------------------------------------------------------------------------------------------
+
+def test_generic_csv_epoch_ms_units_hosts(data_dir):
+    b = read_file(data_dir / R / "telemetry_epoch_ms.csv")
+    t = b.telemetry
+    assert len(t) == 3 and set(t["host"]) == {"node-a"}
+    assert series(b, 0, "util_pct") == [97.0, 95.0]
+    assert series(b, 1, "util_pct") == [3.0]             # "3 %"
+    assert series(b, 0, "mem_used_mib") == [69.5 * 1024] * 2  # GB -> MiB
+    assert series(b, 0, "sm_active") == [0.91, 0.90]     # percent -> fraction
+    assert list(t[t["gpu"] == 0]["time"]) == [ts("2024-01-15 10:00:00"), ts("2024-01-15 10:00:01")]
+    [skip] = b.warnings
+    assert "skipped 2 of 5 rows" in skip and "line 7: 6 of 7 fields" in skip and "line 6: bad sm_active" in skip
+
+
+def test_generic_csv_tabs_devices_and_iso_times(data_dir):
+    b = read_file(data_dir / R / "telemetry_tabs.tsv")
+    assert series(b, 0, "util_pct") == [97.0, 96.0] and series(b, 0, "temp_c") == [61.0, 62.0]
+    assert b.telemetry["time"].iloc[1] == ts("2024-01-15 10:00:01")
+
+
+def test_generic_csv_roundtrips_the_telemetry_table(tmp_path, data_dir):
+    original = read_file(data_dir / R / "smi_units.csv").telemetry
+    p = tmp_path / "export.csv"
+    original.to_csv(p, index=False)
+    again = read_file(p).telemetry
+    assert len(again) == len(original)
+    for col in ("util_pct", "power_w", "throttle_reasons", "temp_c"):
+        assert again[col].equals(original[col]), col
+    assert (again["time"] == original["time"]).all() and (again["host"] == original["host"]).all()
+    assert generic_csv.normalize("memory.used [MiB]") == ("memory_used", "mib")
+
+
+# --- step logs ------------------------------------------------------------------------------------------------
+
+def test_steps_csv_with_ms_durations_ranks_tokens(data_dir):
+    b = read_file(data_dir / R / "steps.csv")
+    s = b.steps
+    assert list(s.columns) == list(schema.STEP_COLUMNS)
+    assert list(zip(s["rank"], s["step"], s["duration_s"], strict=True)) == [(0, 1, 0.5), (0, 2, 0.52), (1, 2, 0.65)]
+    assert set(s["phase"]) == {"step"} and s["time"].isna().all() and list(s["tokens"]) == [4096.0] * 3
+    [skip] = b.warnings
+    assert "skipped 2 of 5 rows" in skip and "line 5: 3 of 4 fields" in skip and "line 4: bad step_time_ms" in skip
+
+
+def test_steps_jsonl_durations_from_timestamps(data_dir):
+    b = read_file(data_dir / R / "steps.jsonl")
+    s = b.steps.sort_values(["rank", "step"])
+    assert list(zip(s["rank"], s["step"], s["duration_s"], strict=True)) == [(0, 2, 1.5), (0, 3, 0.5), (1, 2, 1.25)]
+    assert list(s["time"]) == [ts("2024-01-15 10:00:00"), ts("2024-01-15 10:00:01.5"), ts("2024-01-15 10:00:00")]
+    assert any("first step of each rank (2)" in w for w in b.warnings)
+    assert any("skipped 1 of 4 rows (line 5: not JSON" in w for w in b.warnings)
+
+
+def test_text_log_steps_ranks_times_and_events(data_dir):
+    b = read_file(data_dir / R / "train_mixed.log")
+    s = b.steps
+    assert list(zip(s["rank"], s["step"], s["duration_s"], strict=True)) == [
+        (0, 1, 0.512), (1, 1, 0.6), (0, 2, 0.53), (0, 3, 0.48), (0, 4, 0.25)]
+    assert s["time"].iloc[0] == ts("2024-01-15 10:00:01") - pd.Timedelta(seconds=0.512)  # start = log time - step
+    assert s["tokens"].iloc[3] == 8192.0
+    ev = b.events
+    assert list(ev["kind"]) == ["checkpoint", "eval", "recompile"]
+    assert list(ev["step"]) == [2, 2, -1] and ev["duration_s"].iloc[0] == 12.5
+
+
+def test_megatron_and_tqdm_logs(data_dir):
+    b = read_file(data_dir / R / "megatron.log")
+    assert list(zip(b.steps["step"], b.steps["duration_s"], strict=True)) == [(10, 1.2345), (20, 1.2), (30, 9.1)]
+    assert list(b.events["kind"]) == ["checkpoint"] and b.events["step"].iloc[0] == 20
+    q = read_file(data_dir / R / "tqdm.log")
+    assert list(q.steps["step"]) == [100, 110, 120]
+    assert q.steps["duration_s"].tolist() == pytest.approx([1 / 3.33, 1 / 3.0, 1.2])
+    assert any("progress-bar" in w for w in q.warnings)
+
+
+def test_text_without_steps_is_an_input_error(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("step 1 was fine\nstep 2 was fine\n")
+    with pytest.raises(InputError, match="no step timings"):
+        steps.read(p)
+
+
+def test_sniffers_reject_each_others_formats(data_dir):
+    heads = {n: textio.read_head(data_dir / R / n) for n in ("dmon_new.txt", "dcgm_exporter.prom", "steps.csv",
+                                                             "telemetry_epoch_ms.csv", "smi_units.csv")}
+    assert not dmon.sniff(heads["dcgm_exporter.prom"]) and not dcgm.sniff(heads["dmon_new.txt"])
+    assert not generic_csv.sniff(heads["steps.csv"]) and not steps.sniff(heads["telemetry_epoch_ms.csv"])
+    assert not dmon.sniff(heads["smi_units.csv"]) and not dcgm.sniff(heads["smi_units.csv"])

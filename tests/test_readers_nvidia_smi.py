@@ -1,0 +1,180 @@
+"""nvidia-smi --query-gpu CSV: every variant the reader claims, on small fixtures in tests/data/readers/."""
+
+from __future__ import annotations
+
+import gzip
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import nvidia_smi, read_file, textio
+
+R = "readers"
+
+
+def ts(text: str) -> pd.Timestamp:
+    return pd.Timestamp(text, tz="UTC")
+
+
+def row(bundle, gpu: int, k: int) -> pd.Series:
+    """The k-th sample (in time order) of GPU `gpu`."""
+    t = bundle.telemetry
+    return t[t["gpu"] == gpu].sort_values("time").iloc[k]
+
+
+def test_units_header_index_values_and_na(data_dir):
+    b = read_file(data_dir / R / "smi_units.csv")
+    t = b.telemetry
+    assert list(t.columns) == list(schema.TELEMETRY_COLUMNS)
+    assert len(t) == 6 and b.warnings == []
+    assert set(t["host"]) == {"smi_units"} and sorted(t["gpu"].unique()) == [0, 1]
+    assert str(t["time"].dtype) == "datetime64[ns, UTC]"
+    first = row(b, 0, 0)
+    assert first["time"] == ts("2024-01-15 10:00:00.250")
+    assert (first["util_pct"], first["mem_util_pct"], first["mem_used_mib"], first["mem_total_mib"]) == \
+        (97.0, 40.0, 70959.0, 81559.0)
+    assert (first["power_w"], first["sm_clock_mhz"], first["temp_c"], first["throttle_reasons"]) == \
+        (250.35, 1980.0, 61.0, 0.0)
+    assert row(b, 0, 1)["throttle_reasons"] == 4.0  # 0x...04 = SwPowerCap
+    assert math.isnan(row(b, 1, 0)["power_w"])        # [N/A]
+    assert math.isnan(row(b, 1, 1)["util_pct"])       # [Not Supported]
+    assert math.isnan(row(b, 1, 2)["temp_c"])         # [Unknown Error]
+    assert row(b, 1, 2)["util_pct"] == 50.0
+    assert t["sm_active"].isna().all()                # nvidia-smi has no SM activity
+    assert t.attrs["interval_s"] == pytest.approx(1.0)
+    # sorted by (host, gpu, time) like schema.telemetry_frame
+    assert t.equals(t.sort_values(["host", "gpu", "time"], kind="stable").reset_index(drop=True))
+
+
+def test_nounits_crlf(data_dir):
+    b = read_file(data_dir / R / "smi_nounits_crlf.csv")
+    t = b.telemetry
+    assert len(t) == 4 and b.warnings == []
+    assert row(b, 0, 1)["time"] == ts("2024-01-15 10:00:01")
+    assert row(b, 0, 0)["power_w"] == 250.35
+    assert math.isnan(row(b, 1, 0)["util_pct"]) and row(b, 1, 0)["mem_used_mib"] == 34559.0
+    assert math.isnan(row(b, 1, 1)["power_w"]) and row(b, 1, 1)["util_pct"] == 4.0
+
+
+def test_damaged_log_counts_every_skipped_line(data_dir):
+    b = read_file(data_dir / R / "smi_damaged.csv")
+    t = b.telemetry
+    assert len(t) == 8
+    [skip] = [w for w in b.warnings if "skipped" in w]
+    # 8 rows read; skipped: the error line, a 3-field row, a garbage line, a last line cut mid-value
+    assert "skipped 4 of 12 rows" in skip and "line 4: nvidia-smi error" in skip and "line 6: 3 of 4 fields" in skip
+    assert "+1 more" in skip
+    # after the restart the header gained power.draw; before it the column is NaN
+    before, after = t[t["time"] < ts("2024-01-15 11:00")], t[t["time"] >= ts("2024-01-15 11:00")]
+    assert len(before) == 5 and before["power_w"].isna().all()
+    assert len(after) == 3 and list(after.sort_values(["time", "gpu"])["power_w"]) == [200.0, 201.0, 202.0]
+    assert row(b, 1, 1)["time"] == ts("2024-01-15 10:00:02")  # the cut row of GPU 1 at 10:00:01 is gone
+    kinds = dict(zip(b.events["kind"], b.events["time"], strict=True))
+    assert kinds["gpu_error"] == ts("2024-01-15 10:00:00")
+    assert kinds["restart"] == ts("2024-01-15 11:00:00")
+    assert "GPU0000:3B:00.0" in b.events.loc[b.events["kind"] == "gpu_error", "detail"].iloc[0]
+
+
+def test_no_index_column_splits_ticks_at_timestamp_gaps(data_dir):
+    b = read_file(data_dir / R / "smi_noindex.csv")
+    t = b.telemetry
+    assert len(t) == 6 and b.warnings == []
+    assert sorted(t["gpu"].unique()) == [0, 1, 2]
+    assert list(t[t["gpu"] == 2]["util_pct"]) == [30.0, 31.0]
+    assert row(b, 2, 1)["time"] == ts("2024-01-15 10:00:05.104")
+
+
+def test_polling_loop_with_separators_needs_fields_without_units(data_dir):
+    path = data_dir / R / "smi_loop_nounits.txt"
+    with pytest.raises(InputError, match="--fields"):
+        read_file(path)
+    b = read_file(path, fields="utilization.gpu,memory.used", interval_s=2)
+    t = b.telemetry
+    assert len(t) == 6
+    assert list(t[t["gpu"] == 1]["util_pct"].fillna(-1)) == [3.0, -1.0, 50.0]  # [N/A] -> NaN
+    assert list(t[t["gpu"] == 0]["time"]) == [ts("1970-01-01 00:00:00"), ts("1970-01-01 00:00:02"),
+                                              ts("1970-01-01 00:00:04")]
+    assert t.attrs["interval_s"] == 2.0
+    assert any("synthetic" in w for w in b.warnings)
+    with pytest.raises(InputError, match="3 fields but the data has 2"):
+        read_file(path, fields="index,utilization.gpu,memory.used")
+
+
+def test_headerless_units_are_guessed_and_truncated_last_line_skipped(data_dir):
+    b = read_file(data_dir / R / "smi_poll_units.txt")
+    assert any("guessed fields index,utilization.gpu,memory.used; pass --fields to be sure" in w for w in b.warnings)
+    assert any("skipped 1 of 6 rows (line 8: truncated line '1, 100 %')" in w for w in b.warnings)
+    t = b.telemetry
+    assert len(t) == 5
+    assert list(t[t["gpu"] == 0]["util_pct"]) == [0.0, 100.0, 21.0]
+    assert list(t[t["gpu"] == 0]["mem_used_mib"]) == [70959.0, 97141.0, 76019.0]
+    assert list(t[t["gpu"] == 1]["util_pct"]) == [100.0, 100.0]
+    # --fields removes the guess
+    b2 = read_file(data_dir / R / "smi_poll_units.txt", fields="index,utilization.gpu,memory.used")
+    assert not any("guessed" in w for w in b2.warnings)
+    assert b2.telemetry[["gpu", "util_pct"]].equals(t[["gpu", "util_pct"]])
+
+
+def test_real_sample_reads_as_eight_gpus(data_dir):
+    sample = data_dir.parents[1] / "data" / "samples" / "dflash-8gpu" / "nvidia-smi-poll.txt"
+    b = read_file(sample, interval_s=2)
+    t = b.telemetry
+    assert t["gpu"].nunique() == 8 and len(t) == 25
+    assert list(t[t["gpu"] == 0]["util_pct"]) == [0.0, 100.0, 100.0, 21.0]
+    assert list(t[t["gpu"] == 6]["mem_used_mib"]) == [34559.0, 50235.0, 81759.0]
+    assert t.attrs["interval_s"] == 2.0
+    assert set(t["host"]) == {"nvidia-smi-poll"}
+
+
+def test_bus_id_identifies_gpus_in_pci_order(data_dir):
+    b = read_file(data_dir / R / "smi_bus_id.csv")
+    t = b.telemetry
+    assert list(t[t["gpu"] == 0]["util_pct"]) == [10.0, 11.0]  # 00000000:1A:00.0 sorts first
+    assert list(t[t["gpu"] == 1]["util_pct"]) == [70.0, 71.0]
+
+
+def test_gzip_and_local_timezone(tmp_path, data_dir):
+    raw = (data_dir / R / "smi_units.csv").read_bytes()
+    gz = tmp_path / "node42.csv.gz"
+    gz.write_bytes(gzip.compress(raw))
+    b = read_file(gz)
+    assert set(b.telemetry["host"]) == {"node42"} and len(b.telemetry) == 6
+    local = nvidia_smi.read(data_dir / R / "smi_units.csv", tz="Europe/Berlin")
+    assert local.telemetry["time"].min() == ts("2024-01-15 09:00:00.250")  # CET = UTC+1 in January
+
+
+def test_fast_path_equals_line_path(data_dir):
+    """The pyarrow path and the line-by-line path give the same table (a damaged line forces the latter)."""
+    clean = (data_dir / R / "smi_units.csv").read_text()
+    specials, n_lines = nvidia_smi._scan(clean.encode())
+    assert [sp.kind for sp in specials] == ["header"] and n_lines == 7
+    fast = nvidia_smi.read(data_dir / R / "smi_units.csv").telemetry
+    segs = nvidia_smi._segments(clean.encode(), specials, n_lines, None, "x", schema.Bundle())
+    skips = schema.SkipCounter("x")
+    slow = nvidia_smi._parse_lines(clean.encode(), segs[-1], skips, "UTC")
+    assert slow.gpu.tolist() == [0, 1, 0, 1, 0, 1]
+    assert np.array_equal(slow.metrics["util_pct"], np.array([97, 3, 100, np.nan, 0, 50.0]), equal_nan=True)
+    fast_cols = nvidia_smi._parse_fast(clean.encode(), segs[-1], schema.SkipCounter("x"), "UTC")
+    for k in slow.metrics:
+        assert np.array_equal(slow.metrics[k], fast_cols.metrics[k], equal_nan=True), k
+    assert np.array_equal(slow.time_ns, fast_cols.time_ns) and len(fast) == 6
+
+
+def test_sniff_accepts_variants_and_rejects_others(data_dir):
+    for name in ("smi_units.csv", "smi_nounits_crlf.csv", "smi_damaged.csv", "smi_noindex.csv",
+                 "smi_loop_nounits.txt", "smi_poll_units.txt", "smi_bus_id.csv"):
+        assert nvidia_smi.sniff(textio.read_head(data_dir / R / name)), name
+    for name in ("dmon_new.txt", "dcgm_exporter.prom", "telemetry_epoch_ms.csv", "steps.csv", "train_mixed.log"):
+        assert not nvidia_smi.sniff(textio.read_head(data_dir / R / name)), name
+    assert not nvidia_smi.sniff("hello, world\nthis, is, prose\n")
+
+
+def test_guess_fields_refuses_ambiguous_columns():
+    assert nvidia_smi.guess_fields([["0", " 45", " 70959 MiB"]]) is None  # a bare number could be anything
+    fields, _ = nvidia_smi.guess_fields([["2024/01/15 10:00:00.000", " 3", " 97 %", " 40 %", " 250.00 W"],
+                                         ["2024/01/15 10:00:00.000", " 0", " 97 %", " 40 %", " 250.00 W"]])
+    assert fields == ["timestamp", "index", "utilization.gpu", "utilization.memory", "power.draw"]
