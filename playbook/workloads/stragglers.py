@@ -426,6 +426,22 @@ def discrimination(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "
     return pd.DataFrame(rows)
 
 
+def slowest_table(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "hw_fault")) -> pd.DataFrame:
+    """label ("<variant> r<repeat>"), step, rank: the slowest rank of every step (the one that waits least in
+    the all-reduce; playbook.analysis.stragglers.slowest_per_step), for plots.ranks.slowest_rank."""
+    from playbook import rundir
+    from playbook.analysis.stragglers import slowest_per_step, steps_per_rank
+
+    out = []
+    for v in variants:
+        for rep in sorted(res.segments.loc[res.segments["variant"] == v, "repeat"].unique()):
+            slow = slowest_per_step(steps_per_rank(rundir.read_run(res.recording(v, rep)).steps),
+                                    "collective_wait_s", "compute_s")
+            out.append(pd.DataFrame({"label": f"{v} r{rep}", "step": slow.index.astype(int),
+                                     "rank": slow.to_numpy().astype(int)}))
+    return pd.concat(out, ignore_index=True)
+
+
 def job_step_times(res: Any, variant: str) -> pd.DataFrame:
     """Per (repeat, step): the job's step time (median over its ranks, s) and its global tokens. `res`: any lab
     result with `segments` (variant, repeat columns) and `recording(variant, repeat)`."""
