@@ -97,3 +97,22 @@ def test_busy_timeline_matches_the_reference_loop():
 
 def test_summarize_empty():
     assert sa.summarize(schema.steps_frame()) == {}
+
+
+def test_sparse_logging_every_10_iterations_and_a_restart():
+    """Megatron-style logs (one averaged record every 10 iterations), a checkpoint every 500, a restart that
+    logs 50 records again: N is found on the logged step numbers and the null uses the residues they can take."""
+    rng = np.random.default_rng(0)
+    it = np.arange(10, 20001, 10)
+    d = 1.2 * np.exp(0.03 * rng.standard_normal(len(it)))
+    d[it % 500 == 0] += 3.0
+    n = len(it)
+    frame = pd.DataFrame({"step": it, "host": ["h"] * n, "rank": np.zeros(n, dtype=int), "phase": ["step"] * n,
+                          "duration_s": d})
+    frame = pd.concat([frame, frame.iloc[100:150]])  # the restarted run logs steps 1010-1500 again
+    steps = schema.steps_frame({c: frame[c].to_numpy() for c in frame.columns})
+    summary = sa.summarize(steps)
+    assert summary["steps"] == n
+    ps = summary["periodic_slow"]
+    assert ps["every_n_steps"] == 500 and ps["residue"] == 0 and ps["hits"] == 40
+    assert ps["period_s"] == pytest.approx(500 * 1.2 + 10 * 3.0, rel=0.05)  # per-iteration times × N

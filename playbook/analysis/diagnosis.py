@@ -152,10 +152,15 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         ok = int((gpu_report.table["status"] == "ok").sum())
         if ok == len(gpu_report.table):
             healthy.append(f"all {ok} GPUs ok relative to each other")
-    elif len(bundle.steps) and bundle.steps["time"].notna().any() and (bundle.steps["phase"] != "step").any():
+    elif len(tele):  # GPUs seen, but none reported a usable value: list them (lost) all the same
+        gpu_report = analyze_gpus(tele, interval_s=interval_s)
+        warnings.append("telemetry holds no utilization values (all missing or errors)")
+        evidence += hyp.from_gpus(gpu_report, None)
+    if signal is None and len(bundle.steps) and bundle.steps["time"].notna().any() \
+            and (bundle.steps["phase"] != "step").any():
         osc, n_units = _derived_oscillation(bundle.steps)
         if osc is not None:
-            warnings.append("no GPU telemetry: the oscillation is measured on each rank's busy share (fwd, bwd, "
+            warnings.append("no usable GPU utilization: the oscillation is measured on each rank's busy share (fwd, bwd, "
                             "optimizer phases) — " + DERIVED_SIGNAL)
             warnings += [w for w in osc.warnings if w not in warnings]
             evidence += hyp.from_oscillation(osc, None, n_units, label="ranks")
@@ -186,7 +191,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
                 if isinstance(w, str):
                     warnings.append(w)
     ranked = hyp.rank(evidence, healthy)
-    if osc is None and not len(bundle.steps) and not kineto and not nccl:
+    if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl:
         warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")
     gpus_json = gpu_report.contract() if gpu_report is not None else []
     return Diagnosis(inputs=list(bundle.inputs), warnings=list(dict.fromkeys(warnings)), gpus=gpus_json,

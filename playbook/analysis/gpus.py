@@ -250,11 +250,11 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
           t0: float) -> tuple[list[bool], list[str]]:
     g_count, n_bins = util.shape
     lost, notes = [], []
-    if g_count < 2 or n_bins < 4:
-        return [False] * g_count, [""] * g_count
+    comparable = g_count >= 2 and n_bins >= 4
     peers_valid = (valid.sum(0)[None, :] - valid) / max(g_count - 1, 1)
     for g in range(g_count):
-        watched = np.flatnonzero(peers_valid[g] >= 0.5)  # bins where most peers reported: evidence either way
+        # bins where most peers reported: evidence either way (none without peers)
+        watched = np.flatnonzero(peers_valid[g] >= 0.5) if comparable else np.zeros(0, dtype=np.int64)
         note = ""
         first = np.flatnonzero(valid[g])
         watched = watched[watched >= first[0]] if len(first) else watched[:0]  # a late start is not a loss
@@ -272,11 +272,13 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
                 if tail:
                     errors = int(table.loc[g, "errors"])
                     note = (f"stopped reporting at {when}, {_fmt_s((int(watched[-1]) - a + 1) * dt)} before its "
-                            "peers' last sample" + (f" ({errors} error readings)" if errors else ""))
+                            "peers' last sample" + (f" ({errors} missing or error readings)" if errors else ""))
                 else:
                     note = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
-        if not note and table.loc[g, "samples"] and table.loc[g, "errors"] == table.loc[g, "samples"]:
-            note = f"reported errors only ({int(table.loc[g, 'errors'])} readings)"
+        others_valid = bool(valid.sum() - valid[g].sum())  # the field exists: other GPUs report it
+        if not note and others_valid and table.loc[g, "samples"] and \
+                table.loc[g, "errors"] == table.loc[g, "samples"]:
+            note = f"no valid utilization reading at all ({int(table.loc[g, 'errors'])} missing or error readings)"
         lost.append(bool(note))
         notes.append(note)
     return lost, notes

@@ -992,7 +992,7 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
     few = median_n < MIN_SAMPLES_PERIOD
     if few:
         res.warnings.append(
-            f"only {int(median_n)} samples per GPU ({'' if not np.isfinite(res.interval_s) else f'{res.interval_s:g} s apart, '}"
+            f"only {int(median_n)} sample{'s' if int(median_n) != 1 else ''} per GPU ({'' if not np.isfinite(res.interval_s) else f'{res.interval_s:g} s apart, '}"
             f"{median_n * (res.interval_s if np.isfinite(res.interval_s) else 0):.0f} s): too few to estimate a period "
             f"or synchrony (needs ≥ {MIN_SAMPLES_PERIOD}); reporting levels and which GPUs sit idle or busy only")
     notes = sorted({per[g].note for g in swinging if per[g].note and not few})

@@ -83,9 +83,9 @@ def busy_timeline(steps: pd.DataFrame, bin_s: float | None = None,
 # Step-time patterns for diagnose: periodic slow steps, GC spikes, creep, recompilation, per-rank stragglers.
 #
 # Slow steps are robust outliers of log step time against a rolling median (modified z > 3.5, Iglewicz-Hoaglin)
-# that are also ≥ SLOW_FACTOR times that median. "Every N steps" is tested against slow steps placed at random:
-# the best residue class modulo N holds Binomial(k, 1/N) of the k slow steps under that null (Bonferroni over
-# the residues and the candidate N). GC spikes: slow steps off that lattice vs steps holding a GC event
+# that are also ≥ SLOW_FACTOR times that median. "Every N steps" is tested against slow steps placed at random
+# among the logged steps: the best residue class r modulo N holds Binomial(k, share of logged steps ≡ r) of the k
+# slow steps under that null (Bonferroni over the residues present and the candidate N). GC spikes: slow steps off that lattice vs steps holding a GC event
 # (hypergeometric test). Creep: Spearman correlation of step time with step number, its n deflated by the lag-1
 # autocorrelation of the residuals, with a Theil-Sen slope for the size.
 
@@ -100,6 +100,8 @@ def step_times(steps: pd.DataFrame) -> pd.DataFrame:
     when present, else the sum of the phases."""
     if steps.empty:
         return pd.DataFrame(columns=["rank", "step", "host", "time", "duration_s"])
+    # a restarted run logs some step numbers twice: the later record supersedes the earlier one
+    steps = steps.drop_duplicates(["rank", "step", "phase"], keep="last")
     whole = steps[steps["phase"] == "step"]
     if whole.empty:
         g = steps.groupby(["rank", "step"], sort=True)
@@ -199,7 +201,11 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None)
         r_vals, r_counts = np.unique(res, return_counts=True)
         r = int(r_vals[np.argmax(r_counts)])
         hits = int(r_counts.max())
-        p = min(1.0, n_every * len(cands) * binom_sf(hits, len(idx), 1.0 / n_every))
+        # null: slow steps fall on logged steps at random; a residue's chance is its share of the logged steps
+        # (not 1/N: logs every k steps only ever show residues that are multiples of k)
+        logged = np.unique(step % n_every, return_counts=True)
+        share = float(logged[1][logged[0] == r].sum() / len(step))
+        p = min(1.0, len(logged[0]) * len(cands) * binom_sf(hits, len(idx), share))
         if best is None or p < best["p_value"]:
             lattice = step[(step % n_every) == r]
             best = {"every_n_steps": int(n_every), "residue": r, "hits": hits, "lattice_steps": int(len(lattice)),
