@@ -216,3 +216,11 @@ def test_sniffers_reject_each_others_formats(data_dir):
     assert not dmon.sniff(heads["dcgm_exporter.prom"]) and not dcgm.sniff(heads["dmon_new.txt"])
     assert not generic_csv.sniff(heads["steps.csv"]) and not steps.sniff(heads["telemetry_epoch_ms.csv"])
     assert not dmon.sniff(heads["smi_units.csv"]) and not dcgm.sniff(heads["smi_units.csv"])
+
+
+def test_dcgmi_dmon_header_with_field_ids(tmp_path):
+    p = tmp_path / "ids.txt"
+    p.write_text("# Entity  203   1002   155    252\nID\nGPU 3     88    0.71   301.5  1024\nGPU 3     90    N/A    302.0  1025\n")
+    b = read_file(p)
+    assert series(b, 3, "util_pct") == [88.0, 90.0] and series(b, 3, "sm_active") == [0.71, -1.0]
+    assert series(b, 3, "power_w") == [301.5, 302.0] and series(b, 3, "mem_used_mib") == [1024.0, 1025.0]

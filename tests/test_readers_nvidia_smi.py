@@ -178,3 +178,9 @@ def test_guess_fields_refuses_ambiguous_columns():
     fields, _ = nvidia_smi.guess_fields([["2024/01/15 10:00:00.000", " 3", " 97 %", " 40 %", " 250.00 W"],
                                          ["2024/01/15 10:00:00.000", " 0", " 97 %", " 40 %", " 250.00 W"]])
     assert fields == ["timestamp", "index", "utilization.gpu", "utilization.memory", "power.draw"]
+
+
+def test_guess_fields_reads_temperature_in_celsius():
+    fields, note = nvidia_smi.guess_fields([["0", " 97 %", " 61 C", " 1980 MHz"], ["1", " 5 %", " 40 C", " 1410 MHz"]])
+    assert fields == ["index", "utilization.gpu", "temperature.gpu", "clocks.sm"]
+    assert note == "index,utilization.gpu,temperature.gpu,clocks.sm"

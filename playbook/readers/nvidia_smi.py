@@ -106,7 +106,7 @@ _SEPARATOR = re.compile(r"^\s*(-{2,}|={2,})\s*$")
 _TIMESTAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 _UUID = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]{8,}$")
-_UNITS_IN_VALUES = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s(%|MiB|W|MHz|KiB|GiB)\s*$")
+_UNITS_IN_VALUES = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s(%|MiB|W|MHz|KiB|GiB|C)\s*$")
 _NUMERIC = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)\s*$")
 _NA = re.compile(r"^\s*(\[[^\]]*\]|N/A)\s*$")
 
@@ -323,6 +323,11 @@ def guess_fields(rows: list[list[str]]) -> tuple[list[str], str] | None:
             out[next(c for c in cols if c != const[0])] = small
         elif len(cols) > 2:
             return None
+    temps = by_unit.get("C", [])
+    if len(temps) > 1:
+        return None
+    for col in temps:
+        out[col] = "temperature.gpu"
     mhz = by_unit.get("MHz", [])
     if len(mhz) > 2:
         return None
