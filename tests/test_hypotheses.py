@@ -114,3 +114,33 @@ def test_periodic_stall_next_step_names_n_and_period():
     assert top["id"] == "periodic_stall" and top["score"] > 0.8
     assert "every 40 steps" in top["next_step"] and f"{truth.period_s:.3g} s" in top["next_step"]
     assert any("checkpoint event is logged at 10 of them" in e for e in top["evidence"])
+
+
+def _events(times, kind, duration_s):
+    import pandas as pd
+
+    from playbook import schema
+
+    n = len(times)
+    return schema.events_frame({"time": pd.DatetimeIndex(times), "host": ["node00"] * n, "rank": [0] * n,
+                                "step": [-1] * n, "kind": [kind] * n, "duration_s": [duration_s] * n})
+
+
+def test_events_at_the_drops_name_the_cause():
+    import numpy as np
+    import pandas as pd
+
+    from playbook.analysis.oscillation import analyze_oscillation, dips_vs_events
+
+    frame, _ = simulate_telemetry("oscillation", duration_s=1800.0)
+    res = analyze_oscillation(frame)
+    at_dips = res.t0 + pd.to_timedelta(res.dips_s[:, 0] + 1.0, unit="s")
+    random = res.t0 + pd.to_timedelta(np.random.default_rng(0).uniform(0, 1800, 20), unit="s")
+    events = pd.concat([_events(at_dips, "checkpoint", 12.0), _events(random, "gc", 0.5)], ignore_index=True)
+    coinc = {c["kind"]: c for c in dips_vs_events(res.dips_s, res.t0, events)}
+    assert coinc["checkpoint"]["hits"] == coinc["checkpoint"]["dips"] and coinc["checkpoint"]["p_value"] < 1e-6
+    assert coinc["gc"]["p_value"] > 0.05
+    ranked = diagnose(Bundle(telemetry=frame, events=events)).hypotheses
+    assert ranked[0]["id"] == "periodic_stall" and ranked[0]["score"] > 0.9
+    assert "checkpoint events overlap" in ranked[0]["evidence"][0]
+    assert "gc_pause" not in [h["id"] for h in ranked]

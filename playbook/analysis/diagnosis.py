@@ -47,6 +47,7 @@ from playbook.analysis.oscillation import (
     OscillationResult,
     analyze_gpu_series,
     analyze_oscillation,
+    dips_vs_events,
     gpu_series,
 )
 
@@ -166,6 +167,16 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             evidence += hyp.from_oscillation(osc, None, n_units, label="ranks")
             if not osc.detected:
                 healthy.append("no rank's busy share swings between a high and a low level")
+    if osc is not None and osc.detected and len(bundle.events):
+        try:
+            tol = osc.interval_s if np.isfinite(osc.interval_s) else 0.0
+            coinc = dips_vs_events(osc.dips_s, osc.t0, bundle.events, tolerance_s=tol)
+            label = "GPUs" if osc.signal != DERIVED_SIGNAL else "ranks"
+            found, explained = hyp.from_dip_events(coinc, osc.lost_fraction, label)
+            evidence = hyp.discount(evidence, explained) + found
+            detail["dip_events"] = coinc
+        except Exception as exc:  # odd event tables must not stop the rest
+            warnings.append(f"event coincidence skipped: {type(exc).__name__}: {exc}"[:300])
     detail["oscillation"] = osc
     detail["gpus"] = gpu_report
     steps_summary = {}

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+ALPHA = 0.01
 NOTEBOOKS: dict[str, str] = {
     "healthy": "notebooks/01_triage.ipynb",
     "data_starvation": "notebooks/10_data_starvation.ipynb",
@@ -130,6 +131,11 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "memory_full": {"memory_pressure": 0.55},
     "memory_swings": {"memory_pressure": 0.35, "recompilation": 0.15},
     "periodic_slow_events": {"periodic_stall": 0.95},
+    "dips_checkpoint_eval": {"periodic_stall": 0.9},
+    "dips_logging": {"periodic_stall": 0.6, "host_sync": 0.2},
+    "dips_gc": {"gc_pause": 0.9},
+    "dips_recompile": {"recompilation": 0.9},
+    "dips_restart": {"hardware_fault": 0.3},
     "periodic_slow": {"periodic_stall": 0.8},
     "gc": {"gc_pause": 0.9},
     "creep": {"throttling": 0.55, "memory_pressure": 0.25},
@@ -467,6 +473,35 @@ def from_steps(summary: dict) -> list[Evidence]:
         parts = ", ".join(f"{k} {v:.1%}" for k, v in shares.items() if k in ("checkpoint", "eval", "log") and v)
         out += support("phase_stall", 1.0, impact(stall), f"step phases spent in {parts} of step time")
     return out
+
+
+EVENT_SIGNATURES = {"checkpoint": "dips_checkpoint_eval", "save": "dips_checkpoint_eval",
+                    "eval": "dips_checkpoint_eval", "evaluation": "dips_checkpoint_eval",
+                    "validation": "dips_checkpoint_eval", "log": "dips_logging", "gc": "dips_gc",
+                    "gc_pause": "dips_gc", "recompile": "dips_recompile", "compile": "dips_recompile",
+                    "recompilation": "dips_recompile", "restart": "dips_restart"}
+
+
+def from_dip_events(coincidences: list[dict], lost_fraction: float, label: str = "GPUs"
+                    ) -> tuple[list[Evidence], dict[str, float]]:
+    """Evidence from oscillation.dips_vs_events: events of a kind that overlap most utilization drops far beyond
+    chance. Also returns {hypothesis: share of drops explained}, to discount generic readings of the drops."""
+    out: list[Evidence] = []
+    explained: dict[str, float] = {}
+    for c in coincidences:
+        sig = EVENT_SIGNATURES.get(c["kind"].lower())
+        share = c["hits"] / c["dips"] if c["dips"] else 0.0
+        if sig is None or c["p_value"] >= ALPHA or share < 0.5:
+            continue
+        text = (f"{c['kind']} events overlap {c['hits']} of {c['dips']} utilization drops of the {label} (chance "
+                f"{c['chance']:.0%} each, {_p(c['p_value'])})")
+        ev = support(sig, confidence(c["p_value"]), impact(lost_fraction * share), text,
+                     f"time the {c['kind']} itself (start, end, bytes written or steps evaluated) and move it off "
+                     "the critical path" if sig == "dips_checkpoint_eval" else None)
+        out += ev
+        for e in ev:
+            explained[e.hypothesis] = max(explained.get(e.hypothesis, 0.0), share)
+    return out, explained
 
 
 def explained_by_steps(summary: dict) -> dict[str, float]:

@@ -660,7 +660,7 @@ class SeriesOscillation:
     regularity_p: float = math.nan
     acf_at_period: float = math.nan
     onsets: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    low_onsets_from: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dips_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # (start, end) of drops in the busy span
     spectrum: Spectrum | None = None
     note: str = ""
 
@@ -716,6 +716,8 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     drop = (ep.state == 0) & ~ep.first_in_segment
     onsets, onset_seg = ep.t_start[drop], ep.segment[drop]
     res.onsets = onsets
+    in_dip = inside & (ep.state == 0)
+    res.dips_s = np.c_[ep.t_start[in_dip], ep.t_end[in_dip]]
     if not (with_period and res.swings) or few:
         if few and res.swings:
             res.note = f"{n} samples: too few to estimate a period (needs ≥ {MIN_SAMPLES_PERIOD})"
@@ -909,6 +911,7 @@ class OscillationResult:
     per_gpu: pd.DataFrame = field(default_factory=pd.DataFrame)
     group_detail: list[SeriesOscillation] = field(default_factory=list)
     reference_onset_s: float = math.nan
+    dips_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # the main unit's drops (s since t0)
     t0: pd.Timestamp | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -1009,6 +1012,9 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
     res.duty_cycle = float(np.nanmedian(sub["duty_cycle"]))
     amp_loss = ((sub["high_pct"] - sub["low_pct"]) / sub["high_pct"].clip(lower=1)).clip(0, 1)
     res.lost_fraction = float(((1 - sub["high_share"]) * amp_loss).sum() / len(series))
+    res.dips_s = max((per[g].dips_s for g in swinging), key=len)
+    for g in per:
+        per[g].spectrum = None  # keep memory flat: the per-GPU periodograms are not needed any more
     if few or len(swinging) < 2:
         res.groups = [[series.ids[g]] for g in swinging] if not few else []
         res.synchrony = None
@@ -1034,6 +1040,8 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
         t_mean, x_mean = _group_mean(series, [swinging[r] for r in main], column, dt, lo, nb)
         gso = analyze_series(t_mean, x_mean, dt, min_amplitude=MIN_AMPLITUDE_PCT / 2, with_spectrum=True)
         res.group_detail.append(gso)
+        if len(gso.dips_s):
+            res.dips_s = gso.dips_s
         member = [per[swinging[r]] for r in main]
         if gso.periodic:
             res.periodic, res.period_s, res.p_value, res.method = True, gso.period_s, gso.p_value, gso.method
@@ -1159,3 +1167,48 @@ def fold_cycle(telemetry: pd.DataFrame, period_s: float | None = None, column: s
         q = np.percentile(v, [25, 50, 75]) if len(v) else [math.nan] * 3
         out.append(((b + 0.5) / bins, (b + 0.5) / bins * period_s, q[1], q[0], q[2], len(v)))
     return pd.DataFrame(out, columns=cols)
+
+
+def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataFrame,
+                   tolerance_s: float = 0.0) -> list[dict]:
+    """For each event kind with timestamps: how many drops overlap an event of that kind (± tolerance), against
+    chance — a binomial tail with the per-drop chance = share of the span within reach of such an event. One dict
+    per kind: kind, dips, hits, events, chance, p_value (sorted by p)."""
+    if events is None or events.empty or t0 is None or len(dips_s) == 0:
+        return []
+    ev = events[events["time"].notna()]
+    if ev.empty:
+        return []
+    from playbook.analysis.steps import binom_sf
+
+    start = (ev["time"] - t0).dt.total_seconds().to_numpy()
+    end = start + ev["duration_s"].fillna(0.0).clip(lower=0).to_numpy()
+    span = float(dips_s[:, 1].max() - dips_s[:, 0].min()) or 1.0
+    lo, hi = float(dips_s[:, 0].min()), float(dips_s[:, 1].max())
+    out = []
+    for kind in sorted(set(ev["kind"].astype(str))):
+        m = (ev["kind"].astype(str) == kind).to_numpy() & (end >= lo - tolerance_s) & (start <= hi + tolerance_s)
+        if not m.any():
+            continue
+        a, b = start[m] - tolerance_s, end[m] + tolerance_s
+        hit = ((a[None, :] <= dips_s[:, 1:2]) & (b[None, :] >= dips_s[:, 0:1])).any(axis=1)
+        # chance that a drop of mean length d overlaps one of the events: (event length + d) per event, merged
+        d = float(np.mean(dips_s[:, 1] - dips_s[:, 0]))
+        chance = min(max(_union_length(a - d, b) / (span + d), 1e-9), 1.0)
+        k, n = int(hit.sum()), len(dips_s)
+        out.append({"kind": kind, "dips": n, "hits": k, "events": int(m.sum()), "chance": chance,
+                    "p_value": binom_sf(k, n, chance) if chance < 1 else 1.0})
+    return sorted(out, key=lambda r: r["p_value"])
+
+
+def _union_length(a: np.ndarray, b: np.ndarray) -> float:
+    """Total length of the union of intervals [a_i, b_i]."""
+    order = np.argsort(a)
+    a, b = a[order], b[order]
+    reach = np.maximum.accumulate(b)
+    starts = np.r_[True, a[1:] > reach[:-1]]
+    group = np.cumsum(starts) - 1
+    lo = a[starts]
+    hi = np.full(len(lo), -np.inf)
+    np.maximum.at(hi, group, b)
+    return float((hi - lo).sum())
