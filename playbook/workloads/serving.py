@@ -703,17 +703,18 @@ def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: flo
     if requests < 1 or passes < 1 or batch < 1:
         raise WorkloadError("requests, passes and batch must be ≥ 1")
     dev = pick_device(device)
-    cfg = ModelConfig(max_len=max_len)
-    model, losses = train_tiny_lm(cfg, steps=train_steps, seed=seed, device=str(dev))
-    lengths = [request_lengths(requests, median=median_len, max_len=max_len, seed=seed + k) for k in range(passes)]
-    streams = [make_requests(n, cfg.vocab, seed=seed + k) for k, n in enumerate(lengths)]
-    buckets = serving.pow2_buckets(max_len, min_bucket)
-    out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": np.concatenate(lengths).tolist(),
-                           "buckets": buckets}
     threads = torch.get_num_threads()
     if dev.type == "cpu":  # one intra-op thread: on shared cores OpenMP barriers otherwise dominate the tail
         torch.set_num_threads(1)
     try:
+        cfg = ModelConfig(max_len=max_len)
+        model, losses = train_tiny_lm(cfg, steps=train_steps, seed=seed, device=str(dev))
+        lengths = [request_lengths(requests, median=median_len, max_len=max_len, seed=seed + k)
+                   for k in range(passes)]
+        streams = [make_requests(n, cfg.vocab, seed=seed + k) for k, n in enumerate(lengths)]
+        buckets = serving.pow2_buckets(max_len, min_bucket)
+        out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": np.concatenate(lengths).tolist(),
+                               "buckets": buckets}
         out["shapes"], out["batches"] = compare_stream_variants(model, streams, batch, buckets, variants, backend,
                                                                 recompile_limit, progress=progress)
         all_requests = [r for s in streams for r in s]
