@@ -144,3 +144,29 @@ def test_events_at_the_drops_name_the_cause():
     assert ranked[0]["id"] == "periodic_stall" and ranked[0]["score"] > 0.9
     assert "checkpoint events overlap" in ranked[0]["evidence"][0]
     assert "gc_pause" not in [h["id"] for h in ranked]
+
+
+def test_host_writes_during_the_drops_point_at_checkpoints():
+    import numpy as np
+    import pandas as pd
+
+    from playbook import schema
+    from playbook.analysis.oscillation import analyze_oscillation, host_during_dips
+
+    frame, _ = simulate_telemetry("oscillation", duration_s=1800.0, hosts=1)
+    res = analyze_oscillation(frame)
+    t = np.arange(0, 1800.0, 1.0)
+    inside = np.zeros(len(t), dtype=bool)
+    for a, b in res.dips_s:
+        inside |= (t >= a) & (t <= b)
+    rng = np.random.default_rng(0)
+    host = schema.host_frame({"time": res.t0 + pd.to_timedelta(t, unit="s"), "host": ["node00"] * len(t),
+                              "write_mib_s": np.where(inside, 900.0, 5.0) + rng.normal(0, 2, len(t)),
+                              "read_mib_s": 50 + rng.normal(0, 5, len(t))})
+    metrics = {m["metric"]: m for m in host_during_dips(host, res.dips_s, res.t0)}
+    assert metrics["write_mib_s"]["ratio"] > 50 and metrics["write_mib_s"]["p_value"] < 1e-6
+    assert metrics["read_mib_s"]["ratio"] == pytest.approx(1.0, abs=0.05)
+    ranked = diagnose(Bundle(telemetry=frame, host=host)).hypotheses
+    assert ranked[0]["id"] == "periodic_stall"
+    assert any("disk writes rise" in e for e in ranked[0]["evidence"])
+    assert not any("disk reads" in e for h in ranked for e in h["evidence"])

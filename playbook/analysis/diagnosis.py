@@ -49,6 +49,7 @@ from playbook.analysis.oscillation import (
     analyze_oscillation,
     dips_vs_events,
     gpu_series,
+    host_during_dips,
 )
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
@@ -177,6 +178,13 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             detail["dip_events"] = coinc
         except Exception as exc:  # odd event tables must not stop the rest
             warnings.append(f"event coincidence skipped: {type(exc).__name__}: {exc}"[:300])
+    if osc is not None and osc.detected and len(bundle.host):
+        try:
+            host_metrics = host_during_dips(bundle.host, osc.dips_s, osc.t0)
+            evidence += hyp.from_host(host_metrics, osc.lost_fraction)
+            detail["host_in_dips"] = host_metrics
+        except Exception as exc:  # odd host tables must not stop the rest
+            warnings.append(f"host-probe comparison skipped: {type(exc).__name__}: {exc}"[:300])
     detail["oscillation"] = osc
     detail["gpus"] = gpu_report
     steps_summary = {}

@@ -136,6 +136,10 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "dips_gc": {"gc_pause": 0.9},
     "dips_recompile": {"recompilation": 0.9},
     "dips_restart": {"hardware_fault": 0.3},
+    "host_writes_in_dips": {"periodic_stall": 0.6},
+    "host_reads_in_dips": {"data_starvation": 0.55},
+    "host_cpu_in_dips": {"data_starvation": 0.45, "gc_pause": 0.15},
+    "host_net_in_dips": {"periodic_stall": 0.3, "data_starvation": 0.3},
     "periodic_slow": {"periodic_stall": 0.8},
     "gc": {"gc_pause": 0.9},
     "creep": {"throttling": 0.55, "memory_pressure": 0.25},
@@ -502,6 +506,33 @@ def from_dip_events(coincidences: list[dict], lost_fraction: float, label: str =
         for e in ev:
             explained[e.hypothesis] = max(explained.get(e.hypothesis, 0.0), share)
     return out, explained
+
+
+HOST_SIGNATURES = {"write_mib_s": ("host_writes_in_dips", "disk writes", "checkpoint or log writing"),
+                   "read_mib_s": ("host_reads_in_dips", "disk reads", "input data being read"),
+                   "cpu_max_core_pct": ("host_cpu_in_dips", "the busiest CPU core", "a CPU-bound input pipeline "
+                                        "or Python work"),
+                   "cpu_pct": ("host_cpu_in_dips", "host CPU", "a CPU-bound input pipeline"),
+                   "net_rx_mib_s": ("host_net_in_dips", "network receive", "data or checkpoints moving over the "
+                                    "network"),
+                   "net_tx_mib_s": ("host_net_in_dips", "network send", "checkpoints or logs leaving the host")}
+HOST_RATIO_MIN = 1.5  # a host metric must be ≥ 1.5× its level between drops to count as part of the drop
+
+
+def from_host(metrics: list[dict], lost_fraction: float) -> list[Evidence]:
+    """Evidence from oscillation.host_during_dips: host activity that rises during the utilization drops."""
+    out: list[Evidence] = []
+    seen: set[str] = set()
+    for m in metrics:
+        sig = HOST_SIGNATURES.get(m["metric"])
+        if sig is None or m["p_value"] >= ALPHA or not m["ratio"] >= HOST_RATIO_MIN or sig[0] in seen:
+            continue
+        seen.add(sig[0])
+        ratio = "from ~0" if not np.isfinite(m["ratio"]) else f"{m['ratio']:.1f}×"
+        text = (f"{sig[1]} rise {ratio} during the drops ({m['during']:.3g} vs {m['between']:.3g} between them; "
+                f"higher in {m['higher']} of {m['drops']} drops, {_p(m['p_value'])}): {sig[2]}")
+        out += support(sig[0], confidence(m["p_value"]), impact(lost_fraction), text)
+    return out
 
 
 def explained_by_steps(summary: dict) -> dict[str, float]:

@@ -1212,3 +1212,54 @@ def _union_length(a: np.ndarray, b: np.ndarray) -> float:
     hi = np.full(len(lo), -np.inf)
     np.maximum.at(hi, group, b)
     return float((hi - lo).sum())
+
+
+def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | None,
+                     columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "cpu_pct", "cpu_max_core_pct",
+                                                 "net_rx_mib_s", "net_tx_mib_s")) -> list[dict]:
+    """Host-probe metrics during the utilization drops against the busy stretches between them.
+
+    Per metric: the mean during each drop and during each gap between drops; `ratio` = median over drops ÷
+    median over gaps, and a sign test (binomial) that drops exceed the median gap more often than half the time.
+    One dict per metric with data: metric, during, between, ratio, higher, drops, p_value."""
+    if host is None or host.empty or t0 is None or len(dips_s) < 3:
+        return []
+    h = host[host["time"].notna()]
+    if h.empty:
+        return []
+    from playbook.analysis.steps import binom_sf
+
+    t = (h["time"] - t0).dt.total_seconds().to_numpy()
+    order = np.argsort(t)
+    t = t[order]
+    step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    # the busy stretches between drops, one host sample clear of each edge
+    gaps = np.c_[dips_s[:-1, 1] + step, dips_s[1:, 0] - step]
+    gaps = gaps[gaps[:, 1] > gaps[:, 0]]
+    out = []
+    for col in columns:
+        if col not in h:
+            continue
+        x = h[col].to_numpy(dtype=np.float64)[order]
+        ok = np.isfinite(x)
+        if ok.sum() < 6:
+            continue
+        during = _interval_means(t[ok], x[ok], dips_s)
+        between = _interval_means(t[ok], x[ok], gaps)
+        if len(during) < 3 or len(between) < 3:
+            continue
+        base = float(np.median(between))
+        k = int((during > base).sum())
+        out.append({"metric": col, "during": float(np.median(during)), "between": base,
+                    "ratio": float(np.median(during) / base) if base > 0 else math.inf,
+                    "higher": k, "drops": len(during), "p_value": binom_sf(k, len(during), 0.5)})
+    return sorted(out, key=lambda r: r["p_value"])
+
+
+def _interval_means(t: np.ndarray, x: np.ndarray, intervals: np.ndarray) -> np.ndarray:
+    """Mean of x over the samples inside each [start, end] (intervals without samples left out)."""
+    cs = np.r_[0.0, np.cumsum(x)]
+    a = np.searchsorted(t, intervals[:, 0], side="left")
+    b = np.searchsorted(t, intervals[:, 1], side="right")
+    n = b - a
+    return ((cs[b] - cs[a]) / np.where(n > 0, n, 1))[n > 0]
