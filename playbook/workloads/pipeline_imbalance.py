@@ -63,6 +63,7 @@ class PipelineConfig:
     jitter: float = 0.1  # relative std of work times (log-normal)
     capacity: int = 6  # slots of the shared queue (fault)
     duration_s: float = 3.0  # seconds each variant runs
+    warmup_s: float = 0.5  # seconds at the start not counted in the throughput (queues filling; at most 1/4 run)
     repeats: int = 2
     work: str = "sleep"  # sleep (device time) or compute (CPU matmuls)
     payload: int = 4096  # floats per item ("hidden states")
@@ -233,7 +234,9 @@ def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: i
         for p in procs:
             if p.is_alive():
                 p.terminate()
-    counts = {c: sum(1 for t in per_consumer[c][0] if t <= t_stop) for c in per_consumer}
+    # steady state: items finished after the first `warm` seconds (the queues filling) and before the stop
+    warm = min(cfg.warmup_s, (t_stop - t_start) / 4)
+    counts = {c: sum(1 for t in per_consumer[c][0] if t_start + warm < t <= t_stop) for c in per_consumer}
     items = sum(counts.values())
     depth_df = pd.DataFrame(
         [{"time_s": t - t_start, "consumer": c, "depth": d} for t, ds in samples for c, d in enumerate(ds)])
@@ -241,8 +244,9 @@ def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: i
         depth_df.to_parquet(Path(run_dir) / "queue_depth.parquet", index=False)
     lat = [x for c in per_consumer for x in per_consumer[c][1]]
     return {"variant": variant, "repeat": repeat, "producers": n_prod, "consumers": cfg.consumers,
-            "depth": qs.depth if not qs.shared else math.nan, "capacity": qs.capacity, "items": items, "duration_s": t_stop - t_start,
-            "throughput": items / (t_stop - t_start), "per_consumer": counts,
+            "depth": qs.depth if not qs.shared else math.nan, "capacity": qs.capacity, "items": items,
+            "duration_s": t_stop - t_start - warm, "throughput": items / (t_stop - t_start - warm),
+            "per_consumer": counts,
             "latency_p50_s": float(np.median(lat)) if lat else math.nan, "queue_depth": depth_df,
             "run_dir": run_dir, "t_start": t_start}
 
