@@ -185,9 +185,10 @@ class AsyncCheckpointer:
 
 class ThrottledFile:
     """A binary file whose writes are limited to `mib_s` MiB/s (sleeping, GIL released): a stand-in for a
-    network or object-store file system, to test how a training loop copes with slow checkpoint storage."""
+    network or object-store file system, to test how a training loop copes with slow checkpoint storage. It sleeps
+    once per `chunk_mib` written, so the emulation itself adds few thread switches to a process under load."""
 
-    def __init__(self, path: str | Path, mib_s: float, chunk_mib: float = 1.0):
+    def __init__(self, path: str | Path, mib_s: float, chunk_mib: float = 16.0):
         if mib_s <= 0:
             raise ValueError(f"mib_s must be > 0, got {mib_s}")
         self._f = open(path, "wb")  # noqa: SIM115 - closed in close()

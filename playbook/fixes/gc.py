@@ -29,7 +29,7 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def gc_tuned(freeze: bool = True, threshold: tuple[int, ...] | None = (50_000, 20, 100)) -> Iterator[None]:
+def gc_tuned(freeze: bool = True, threshold: tuple[int, ...] | None = (200_000, 20, 100)) -> Iterator[None]:
     """Collect, freeze what survived setup (`freeze`), set `threshold` (None: keep); restore both on exit."""
     before = gc.get_threshold()
     gc.collect()

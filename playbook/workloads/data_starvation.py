@@ -4,7 +4,7 @@ What it reproduces
   A small MLP trains on image-like samples whose "decode" costs `decode_ms` per sample (a read from remote or disk
   storage, or a decoder that releases the GIL). Fault knobs:
     loader=serial         samples decoded in the training loop (DataLoader num_workers=0): every step waits
-    shuffle_buffer=N      a stream read through a shuffle buffer of N batches refilled in bulk: one long wait
+    pipeline=stream       a stream read through a shuffle buffer of N batches refilled in bulk: one long wait
                           every N steps — the periodic busy/idle cycle (e.g. 45 s busy / 15 s idle)
     loader=workers, workers > cores with augment_passes > 0: CPU-bound decode oversubscribing the cores
   Fix knobs (playbook.fixes.prefetch):
@@ -14,7 +14,7 @@ What it reproduces
 
 The exact command
   python -m playbook.workloads.data_starvation --variants no_fault,fault,fix --repeats 3
-  python -m playbook.workloads.data_starvation --variants buffer_fault,buffer_fix --steps 64
+  python -m playbook.workloads.data_starvation --variants buffer_fault,buffer_fix --steps 64 --shuffle-buffer 8
   playbook diagnose runs/data_starvation/fault-r0
 
 How to read the result
@@ -38,7 +38,7 @@ from playbook.errors import WorkloadError
 
 KNOBS: dict[str, Any] = {
     "steps": 40, "warmup_steps": 3, "batch_size": 32, "decode_ms": 1.0, "augment_passes": 0,
-    "loader": "serial", "workers": 0, "prefetch": 4, "shuffle_buffer": 0, "refill": "bulk",
+    "loader": "serial", "workers": 8, "prefetch": 4, "pipeline": "map", "shuffle_buffer": 8, "refill": "bulk",
     "hidden": 512, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
 }
 KNOB_HELP = {
@@ -46,7 +46,8 @@ KNOB_HELP = {
     "batch_size": "samples per step", "decode_ms": "simulated read/decode latency per sample (ms)",
     "augment_passes": "CPU-bound augmentation rounds per sample", "loader": "serial | workers | threads",
     "workers": "loader processes (workers) or threads (threads)", "prefetch": "batches ready ahead",
-    "shuffle_buffer": "0: map-style sampling; N: stream through a shuffle buffer of N batches",
+    "pipeline": "map: random access by index; stream: sequential reads through a shuffle buffer",
+    "shuffle_buffer": "batches held by the stream's shuffle buffer",
     "refill": "shuffle buffer refill: bulk | streaming", "hidden": "MLP width (compute per step)",
     "device": "auto | cpu | cuda[:N]", "torch_threads": "torch intra-op threads on CPU (0: torch's default)",
     "seed": "random seed", "sample_hz": "telemetry sampling rate (Hz)",
@@ -54,10 +55,10 @@ KNOB_HELP = {
 VARIANTS: dict[str, dict[str, Any]] = {
     "no_fault": {"decode_ms": 0.0, "loader": "serial"},
     "fault": {"loader": "serial"},
-    "fix": {"loader": "threads", "workers": 8},
+    "fix": {"loader": "threads"},
     "fix_workers": {"loader": "workers", "workers": 2},
-    "buffer_fault": {"shuffle_buffer": 8, "refill": "bulk", "loader": "serial"},
-    "buffer_fix": {"shuffle_buffer": 8, "refill": "streaming", "loader": "threads", "workers": 8, "prefetch": 8},
+    "buffer_fault": {"pipeline": "stream", "refill": "bulk", "loader": "serial"},
+    "buffer_fix": {"pipeline": "stream", "refill": "streaming", "loader": "threads", "prefetch": 8},
     "oversubscribed": {"decode_ms": 0.0, "augment_passes": 20, "loader": "workers", "workers": 8},
     "budgeted": {"decode_ms": 0.0, "augment_passes": 20, "loader": "workers", "workers": -1},
 }
@@ -83,13 +84,17 @@ def build_loader(data: Any, k: dict[str, Any]) -> Iterable[Any]:
     from playbook.fixes import prefetch as pf
 
     bs = k["batch_size"]
-    if k["shuffle_buffer"]:
+    if k["pipeline"] not in ("map", "stream"):
+        raise WorkloadError(f"pipeline must be map or stream, not {k['pipeline']!r}")
+    if k["pipeline"] == "stream":
+        if k["shuffle_buffer"] < 1:
+            raise WorkloadError("shuffle_buffer must be >= 1")
         size = k["shuffle_buffer"] * bs
         reads: Iterable[Any] = (data[i] for i in range(len(data)))
         if k["loader"] == "threads":
             reads = pf.parallel_map(data.__getitem__, range(len(data)), threads=max(k["workers"], 1))
         elif k["loader"] != "serial":
-            raise WorkloadError("shuffle_buffer works with loader=serial or loader=threads")
+            raise WorkloadError("pipeline=stream works with loader=serial or loader=threads")
         if k["refill"] == "bulk":
             shuffled: Iterable[Any] = bulk_shuffle(reads, size, k["seed"])
         elif k["refill"] == "streaming":
@@ -162,7 +167,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         meter.stop()
         stop_loader(source)
     return finish_run(variant, run_dir, meter, first_step=k["warmup_steps"], decode_ms=k["decode_ms"],
-                      loader=k["loader"], shuffle_buffer=k["shuffle_buffer"], refill=k["refill"])
+                      loader=k["loader"], pipeline=k["pipeline"], refill=k["refill"])
 
 
 def main(argv: list[str] | None = None) -> int:

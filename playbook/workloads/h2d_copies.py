@@ -31,13 +31,13 @@ from typing import Any
 from playbook.errors import WorkloadError
 
 KNOBS: dict[str, Any] = {
-    "steps": 40, "warmup_steps": 3, "batch_size": 0, "image_size": 64, "bank_batches": 4, "memory": "pageable",
+    "steps": 40, "warmup_steps": 3, "batch_size": 0, "image_size": 0, "bank_batches": 4, "memory": "pageable",
     "non_blocking": False, "prefetcher": False, "hidden": 0, "depth": 2, "device": "auto", "torch_threads": 1,
     "seed": 0, "sample_hz": 10.0,
 }
 KNOB_HELP = {
     "steps": "timed training steps", "warmup_steps": "untimed steps first",
-    "batch_size": "samples per step (0: 32 on CPU, 256 on CUDA)", "image_size": "samples are 3 × size × size floats",
+    "batch_size": "samples per step (0: 32 on CPU, 256 on CUDA)", "image_size": "samples are 3 × size × size floats (0: 32 on CPU, 64 on CUDA)",
     "bank_batches": "distinct host batches cycled through", "memory": "pageable | pinned | device",
     "non_blocking": "copy with non_blocking=True", "prefetcher": "copy one batch ahead on a side CUDA stream",
     "hidden": "MLP width (0: 256 on CPU, 4096 on CUDA)", "depth": "hidden layers",
@@ -53,11 +53,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def auto_size(k: dict[str, Any], device: Any) -> dict[str, Any]:
-    """Fill batch_size / hidden left at 0: small on CPU, large enough on CUDA that compute can hide the copy."""
+    """Fill batch_size / hidden / image_size left at 0: small on CPU; on CUDA 256 × 48 KiB samples (12 MiB per
+    batch) and a model whose step takes longer than the copy, so that the copy can be hidden."""
     cuda = device.type == "cuda"
     k = dict(k)
     k["batch_size"] = k["batch_size"] or (256 if cuda else 32)
     k["hidden"] = k["hidden"] or (4096 if cuda else 256)
+    k["image_size"] = k["image_size"] or (64 if cuda else 32)
     return k
 
 
@@ -118,11 +120,19 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
                 meter.add(loss, len(x))
         meter.stop()
     result = finish_run(variant, run_dir, meter, first_step=k["warmup_steps"], batch_mib=batch_mib,
+                        bank_mib=batch_mib * len(bank),
                         cuda=device.type == "cuda", memory=k["memory"], prefetcher=k["prefetcher"])
     h2d_s = result.phase_s.get("h2d", math.nan)
     cuda = device.type == "cuda"
     result.extra["copy_gib_s"] = batch_mib / 1024 * result.steps / h2d_s if cuda and h2d_s > 0 else math.nan
     return result
+
+
+def needed_gib_s(result: Any) -> float:
+    """Host→device bandwidth (GiB/s) the run's loop consumed: bytes per batch × steps per second."""
+    if not result.wall_s or result.wall_s <= 0:
+        return math.nan
+    return result.extra["batch_mib"] / 1024 * result.steps / result.wall_s
 
 
 def host_bandwidth(batch_mib: float = 64.0, repeats: int = 5) -> dict[str, float]:

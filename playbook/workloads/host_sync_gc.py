@@ -38,8 +38,8 @@ from playbook.errors import WorkloadError
 
 KNOBS: dict[str, Any] = {
     "steps": 60, "warmup_steps": 3, "batch_size": 32, "hidden": 256, "heap_objects": 1_000_000,
-    "step_objects": 30_000, "cycles": False, "gc_mode": "default", "gc_threshold0": 50_000, "collect_every": 20,
-    "log_every": 1, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
+    "step_objects": 30_000, "cycles": False, "gc_mode": "default", "gc_threshold0": 200_000, "collect_every": 20,
+    "log_every": 20, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
 }
 KNOB_HELP = {
     "steps": "timed training steps", "warmup_steps": "untimed steps first", "batch_size": "samples per step",
@@ -52,11 +52,11 @@ KNOB_HELP = {
     "seed": "random seed", "sample_hz": "telemetry sampling rate (Hz)",
 }
 VARIANTS: dict[str, dict[str, Any]] = {
-    "no_fault": {"gc_mode": "off", "log_every": 20},
+    "no_fault": {"gc_mode": "off"},
     "fault": {"gc_mode": "default", "log_every": 1},
-    "fix": {"gc_mode": "freeze", "log_every": 20},
-    "scheduled": {"gc_mode": "scheduled", "log_every": 20},
-    "gc_only": {"gc_mode": "default", "log_every": 20},
+    "fix": {"gc_mode": "freeze"},
+    "scheduled": {"gc_mode": "scheduled"},
+    "gc_only": {"gc_mode": "default"},
     "sync_only": {"gc_mode": "off", "log_every": 1},
 }
 

@@ -410,9 +410,11 @@ def loss_curves(results: list[RunResult]) -> Any:
 
 def resolve_knobs(variants: dict[str, dict[str, Any]], variant: str, defaults: dict[str, Any],
                   overrides: dict[str, Any]) -> dict[str, Any]:
-    """The knob values of one run: `defaults`, then the variant's preset, then explicit (non-None) overrides.
+    """The knob values of one run: `defaults`, then explicit (non-None) overrides, then the variant's preset.
 
-    Raises WorkloadError for an unknown variant or knob.
+    A variant is defined by its preset (no_fault sets the fault's cost to zero, fix_workers uses 2 processes...):
+    the knobs it sets are not overridden; overrides tune what it leaves open. Raises WorkloadError for an unknown
+    variant or knob.
     """
     from playbook.errors import WorkloadError
 
@@ -422,8 +424,8 @@ def resolve_knobs(variants: dict[str, dict[str, Any]], variant: str, defaults: d
     if unknown:
         raise WorkloadError(f"unknown knob(s) {', '.join(sorted(unknown))}; knobs: {', '.join(defaults)}")
     knobs = dict(defaults)
-    knobs.update(variants[variant])
     knobs.update({k: v for k, v in overrides.items() if v is not None})
+    knobs.update(variants[variant])
     return knobs
 
 
@@ -462,7 +464,7 @@ def workload_cli(name: str, doc: str, run: Any, variants: dict[str, dict[str, An
                         help=f"comma-separated variants to run (default {','.join(default_variants)})")
     parser.add_argument("--repeats", type=int, default=1, help="runs per variant, interleaved (default 1)")
     parser.add_argument("--out", default=f"runs/{name}", help="directory for the run directories (default %(default)s)")
-    knobs = parser.add_argument_group("knobs (override the variant's preset)")
+    knobs = parser.add_argument_group("knobs (tune what the variant's preset leaves open; the preset wins)")
     for knob, default in defaults.items():
         flag = "--" + knob.replace("_", "-")
         help_text = f"{knob_help.get(knob, knob)} (default {default!r})"
@@ -510,3 +512,17 @@ def run_variants(run: Any, variants: list[str], repeats: int, out: str | Path, p
 
     runs = measure_variants(one, variants, repeats=repeats, progress=progress)
     return runs, results
+
+
+def paired(runs: Any, metric: str = "throughput", baseline: str = "no_fault") -> Any:
+    """`runs` with a column `<metric>_paired`: each run's metric divided by the baseline's metric in the same repeat.
+
+    measure_variants runs the variants of one repeat back to back, so each repeat is a block: dividing within the
+    block removes drift in machine load between repeats (other jobs on shared cores), which otherwise dominates the
+    variance of the raw means. variant_summary(paired(runs), "throughput_paired") then gives ratios whose interval
+    reflects the within-repeat noise only. Runs whose repeat has no baseline run get NaN.
+    """
+    base = runs[runs["variant"] == baseline].set_index("repeat")[metric]
+    out = runs.copy()
+    out[f"{metric}_paired"] = out[metric] / out["repeat"].map(base)
+    return out

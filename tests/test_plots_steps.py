@@ -1,0 +1,67 @@
+"""playbook.plots.steps: figures from tidy frames, and the table-shaping helpers behind them."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from playbook import schema
+from playbook.analysis.steps import busy_timeline
+from playbook.plots import steps as sp
+
+
+def _steps(n=12, slow_every=4, t0="2026-01-01T00:00:00Z"):
+    rows = {"time": [], "step": [], "phase": [], "duration_s": []}
+    t = pd.Timestamp(t0).value
+    for i in range(n):
+        data = 0.05 if i % slow_every == 0 else 0.001
+        for phase, d in (("data", data), ("fwd", 0.004), ("bwd", 0.006), ("step", data + 0.012)):
+            rows["time"].append(t)
+            rows["step"].append(i)
+            rows["phase"].append(phase)
+            rows["duration_s"].append(d)
+        t += int((data + 0.012) * 1e9)
+    return schema.steps_frame({**rows, "host": "h", "rank": 0})
+
+
+def test_step_series_and_phase_table():
+    s = sp.step_series(_steps())
+    assert s["step"].tolist() == list(range(12))
+    assert s["duration_ms"].iloc[0] == pytest.approx(62.0) and s["time_s"].iloc[0] == 0.0
+    table = sp.phase_ms_per_step({"fault": _steps(), "fix": _steps(slow_every=100)})
+    assert list(table.columns[:3]) == ["data", "fwd", "bwd"] and table.columns[-1] == "other"
+    assert table.loc["fault", "data"] == pytest.approx((3 * 50 + 9 * 1) / 12)
+    assert table.loc["fix", "fwd"] == pytest.approx(4.0)
+    assert table.loc["fix", "other"] == pytest.approx(2.0, abs=1e-9)  # 13 ms step − 11 ms of phases
+
+
+def test_figures_render_with_their_data():
+    steps = {"fault": _steps(), "fix": _steps(slow_every=100)}
+    events = schema.events_frame({"time": [0, 0], "host": "h", "rank": 0, "step": [4, 8],
+                                  "kind": ["checkpoint", "gc"], "duration_s": [0.05, 0.001]})
+    fig = sp.step_times(steps, events=events)
+    ax = fig.axes[0]
+    assert isinstance(fig, Figure) and len(ax.lines) == 2 + 2 and ax.get_ylabel() == "step time (ms)"
+    fig = sp.step_times(steps["fault"], events=events, min_event_s=0.01)
+    assert len(fig.axes[0].lines) == 1 + 1  # the 1 ms gc event is left out
+    fig = sp.phase_bars(steps)
+    assert len(fig.axes[0].patches) == 2 * 4  # data, fwd, bwd, other for both labels
+    fig = sp.busy_over_time({k: busy_timeline(v, bin_s=0.05) for k, v in steps.items()})
+    assert len(fig.axes[0].lines) == 2 and fig.axes[0].get_ylim()[1] > 1
+
+
+def test_throughput_and_loss_figures():
+    runs = pd.DataFrame({"variant": ["a", "a", "b", "b"], "repeat": [0, 1, 0, 1], "throughput": [1, 2, 3, 5]})
+    fig = sp.throughput_by_variant(runs)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"] and len(ax.collections) >= 2
+    curves = pd.DataFrame({"variant": ["a"] * 4 + ["b"] * 2, "repeat": [0, 0, 1, 1, 0, 0],
+                           "step": [0, 1, 0, 1, 0, 1], "loss": np.linspace(2, 1, 6)})
+    fig = sp.loss_curves(curves)
+    assert len(fig.axes[0].lines) == 3 and fig.axes[0].get_legend() is not None
