@@ -204,3 +204,10 @@ def test_startup_restart_and_teardown_are_not_an_oscillation():
     u[t > 6900] = 0.0  # teardown
     so = osc.analyze_series(t, u)
     assert so.levels.bimodal and not so.swings
+
+
+def test_fold_with_a_given_period_starts_at_the_drop():
+    frame, _ = simulate_telemetry("oscillation", duration_s=1200.0, seed=11)
+    fold = osc.fold_cycle(frame, 60.0)
+    first, last = fold["median"].iloc[:3], fold["median"].iloc[-3:]
+    assert first.max() < 40 and last.min() > 70

@@ -5,10 +5,13 @@
     d = diagnose(read_paths(["logs/"]))
     d.hypotheses[0]["id"], d.to_json()
 
-Runs every analysis that has data — oscillation and GPU status on the telemetry (or, without GPU telemetry, the
-oscillation of each rank's busy share derived from its step phases), step patterns, Kineto breakdowns, cross-rank
-stragglers, NCCL transports — and ranks the hypotheses (analysis.hypotheses). An analysis that fails on odd input
-leaves a warning instead of stopping the others.
+Runs every analysis that has data — oscillation and GPU status on the telemetry (or, without GPU utilization, the
+oscillation of each rank's busy share derived from its step phases), timestamped events and host-probe activity
+set against the utilization drops, step patterns, Kineto breakdowns, cross-rank stragglers, NCCL transports — and
+ranks the hypotheses (analysis.hypotheses). An analysis that fails on odd input leaves a warning instead of
+stopping the others. `Diagnosis.detail` keeps the objects behind the JSON for reports and notebooks:
+"oscillation" (OscillationResult: per_gpu table, dips, spectra of the main group), "gpus" (GpuReport), "kineto",
+"stragglers", "nccl" (their summarize() dicts), "dip_events" and "host_in_dips" (when events / host data exist).
 
 The JSON contract (`Diagnosis.to_dict()`; NaN → null):
   inputs       [str]

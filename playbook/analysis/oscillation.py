@@ -1135,7 +1135,8 @@ def fold_cycle(telemetry: pd.DataFrame, period_s: float | None = None, column: s
     """Utilization folded on the oscillation period: columns phase (0-1), time_in_cycle_s, median, q25, q75, n.
 
     Without `period_s` the period (and the reference: the first drop of the dominant group) comes from
-    analyze_oscillation; empty when no period was found. Phase 0 is a drop from high to low.
+    analyze_oscillation; empty when no period was found. Phase 0 is a drop from high to low (without
+    `reference_s`, the steepest fall of the folded median).
     """
     cols = ["phase", "time_in_cycle_s", "median", "q25", "q75", "n"]
     ref = reference_s
@@ -1154,7 +1155,15 @@ def fold_cycle(telemetry: pd.DataFrame, period_s: float | None = None, column: s
     dt = float(np.nanmedian([series.interval(g) for g in members]))
     if bins is None:
         bins = int(np.clip(round(period_s / dt) if np.isfinite(dt) and dt > 0 else 24, 8, 120))
-    ref = 0.0 if ref is None or not np.isfinite(ref) else ref
+    if ref is None or not np.isfinite(ref):
+        # align on the data: fold once, then start the cycle at the steepest drop of the folded median
+        k0 = np.minimum((((t / period_s) % 1.0) * bins).astype(np.int64), bins - 1)
+        sums = np.bincount(k0, weights=x, minlength=bins)
+        counts = np.bincount(k0, minlength=bins)
+        prof = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        prof = pd.Series(prof).interpolate(limit_direction="both").to_numpy()
+        drop = prof - np.roll(prof, -1)  # fall from bin b to b+1
+        ref = (int(np.nanargmax(drop)) + 1) / bins * period_s if np.isfinite(drop).any() else 0.0
     phase = ((t - ref) / period_s) % 1.0
     k = np.minimum((phase * bins).astype(np.int64), bins - 1)
     order = np.lexsort((x, k))
