@@ -22,7 +22,7 @@ def test_labs_lists_notebooks_with_parameters_and_workloads_without_torch():
     assert json.loads("{" + tail) == {"torch_imported": False}
     notebooks = {nb["name"]: nb for nb in data["notebooks"]}
     assert notebooks["01_triage"]["parameters"][0] == "inputs"
-    assert notebooks["00_onboarding"]["quick"] == {"duration_s": 600.0, "lab_steps": 32}
+    assert notebooks["00_onboarding"]["quick"] == {"duration_s": 600.0}
     names = {w["name"] for w in data["workloads"]}
     assert "data_starvation" in names and "model" not in names and "common" not in names
     assert all(w["description"] != "(no description)" for w in data["workloads"])

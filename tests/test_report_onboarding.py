@@ -9,7 +9,7 @@ from nbrun import run_notebook
 @pytest.mark.slow
 def test_onboarding_recovers_synthetic_and_real_causes(tmp_path):
     rec = run_notebook("00_onboarding.ipynb", tmp_path, hosts=2, gpus_per_host=4, duration_s=480.0,
-                       lab_steps=24, repeats=2, out_dir=str(tmp_path / "runs"))
+                       lab_steps=32, repeats=3, out_dir=str(tmp_path / "runs"))
     v = rec["verdict"]
     figures = v["figures"]
     assert figures["synthetic_top"] == figures["synthetic_truth"] == "periodic_stall"
