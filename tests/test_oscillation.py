@@ -211,3 +211,14 @@ def test_fold_with_a_given_period_starts_at_the_drop():
     fold = osc.fold_cycle(frame, 60.0)
     first, last = fold["median"].iloc[:3], fold["median"].iloc[-3:]
     assert first.max() < 40 and last.min() > 70
+
+
+def test_very_noisy_samples_are_smoothed_before_splitting():
+    frame, _ = simulate_telemetry("oscillation", duration_s=1800.0, noise_pct=25.0, hosts=1, gpus_per_host=2)
+    c = osc.analyze_oscillation(frame).contract()
+    assert c["periodic"] and c["period_s"] == pytest.approx(60.0, rel=0.03)
+    rng = np.random.default_rng(0)
+    t = np.arange(3600.0)
+    for x in (np.clip(97 + rng.normal(0, 25, len(t)), 0, 100), rng.uniform(0, 100, len(t)),
+              np.clip(60 + np.cumsum(rng.normal(0, 2, len(t))) * 0.3, 0, 100)):
+        assert not osc.analyze_series(t, x).swings  # smoothing never invents two levels

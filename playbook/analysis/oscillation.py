@@ -7,6 +7,8 @@ Pure functions on the tidy telemetry table (schema.TELEMETRY_COLUMNS); no thresh
    standard deviations (IQR/1.349, floored at the counter's resolution) — a unimodal distribution's 2-means split
    never reaches that (Gaussian 2.65, uniform 3.46) — and by at least MIN_AMPLITUDE_PCT points (smaller swings
    are not worth diagnosing).
+   When the raw samples are too noisy to split, the same test runs on a moving median of 3, 5, then 9 samples
+   (a median filter cannot turn a unimodal distribution bimodal; it only removes noise shorter than its window).
 2. States and episodes. Samples are labelled high/low with hysteresis (the middle third between the levels keeps
    the previous state, so noise does not fake transitions). Sampling gaps longer than GAP_FACTOR intervals split
    the series into segments; an episode touching a segment edge is incomplete.
@@ -56,6 +58,7 @@ MAX_GRID = 1 << 18  # bins per series for the FFT path (coarser bins beyond)
 OVERLAP_MIN = 0.5
 MEDIAN_WINDOW_MAX = 401  # ordinates per background median (wider windows are thinned)
 RESOLUTION_PCT = 1.0  # utilization.gpu is reported in whole percent
+SMOOTHING = (3, 5, 9)  # moving-median windows (samples) tried when the raw samples are too noisy to split
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -663,6 +666,7 @@ class SeriesOscillation:
     dips_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # (start, end) of drops in the busy span
     spectrum: Spectrum | None = None
     note: str = ""
+    smoothed: int = 0  # > 0: levels and states found on a moving median of this many samples (noisy input)
 
 
 def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None, *,
@@ -681,7 +685,17 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     dt = float(interval_s) if interval_s and interval_s > 0 else (float(np.median(d)) if len(d) else math.nan)
     span = float(t[-1] - t[0]) if n else 0.0
     lv = two_levels(x, value_range, min_amplitude, resolution)
-    res = SeriesOscillation(n=n, interval_s=dt, span_s=span, levels=lv)
+    smoothed = 0
+    if not lv.bimodal and n >= 10 * SMOOTHING[0]:
+        # very noisy samples can hide two levels that dwell for several samples: a moving median (the denoiser
+        # for piecewise-constant signals) cannot make a unimodal distribution bimodal, so it is safe to retry
+        for w in SMOOTHING:
+            xs = pd.Series(x).rolling(w, center=True, min_periods=1).median().to_numpy()
+            lv_s = two_levels(xs, value_range, min_amplitude, resolution)
+            if lv_s.bimodal:
+                x, lv, smoothed = xs, lv_s, w
+                break
+    res = SeriesOscillation(n=n, interval_s=dt, span_s=span, levels=lv, smoothed=smoothed)
     if n == 0:
         return res
     if not lv.bimodal:
