@@ -686,7 +686,8 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     span = float(t[-1] - t[0]) if n else 0.0
     lv = two_levels(x, value_range, min_amplitude, resolution)
     smoothed = 0
-    if not lv.bimodal and n >= 10 * SMOOTHING[0]:
+    # (noise only widens a split: a raw amplitude below the floor cannot pass after smoothing either)
+    if not lv.bimodal and n >= 10 * SMOOTHING[0] and lv.amplitude >= min_amplitude:
         # very noisy samples can hide two levels that dwell for several samples: a moving median (the denoiser
         # for piecewise-constant signals) cannot make a unimodal distribution bimodal, so it is safe to retry
         for w in SMOOTHING:
