@@ -15,10 +15,11 @@ from playbook.plots import timeline as tl  # noqa: E402
 from playbook.schema import telemetry_frame  # noqa: E402
 
 
-def _telemetry(hosts=2, gpus=4, seconds=120, period=60, high_s=45, quiet=("h1", 2)):
-    """1 Hz utilization: every GPU at 90% for `high_s` of each `period`, 20% otherwise; one GPU at 5% always."""
-    t = pd.date_range("2025-01-01", periods=seconds, freq="1s", tz="UTC")
-    cycle = np.where(np.arange(seconds) % period < high_s, 90.0, 20.0)
+def _telemetry(hosts=2, gpus=4, seconds=120, period=60, high_s=45, quiet=("h1", 2), step_s=1):
+    """Utilization every `step_s` s: every GPU at 90% for `high_s` of each `period`, 20% otherwise; one GPU at
+    5% always. `seconds` counts samples."""
+    t = pd.date_range("2025-01-01", periods=seconds, freq=f"{step_s}s", tz="UTC")
+    cycle = np.where((np.arange(seconds) * step_s) % period < high_s, 90.0, 20.0)
     rows = {"time": [], "host": [], "gpu": [], "util_pct": []}
     for h in range(hosts):
         for g in range(gpus):
@@ -69,7 +70,7 @@ def test_heatmap_has_a_row_per_gpu_and_a_labelled_colorbar():
 
 
 def test_heatmap_of_many_gpus_labels_hosts_and_long_runs_in_hours():
-    tel = _telemetry(hosts=8, gpus=8, seconds=4 * 3600, period=600, high_s=450)
+    tel = _telemetry(hosts=8, gpus=5, seconds=4 * 360, period=600, high_s=450, step_s=10)  # 40 GPUs, 4 h
     fig = tl.heatmap(tel)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [f"h{h}" for h in range(8)]
