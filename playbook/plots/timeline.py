@@ -61,21 +61,30 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     data, assumed = with_times(frame, unit)
     if data.empty:
         return pd.DataFrame(dtype="float64")
-    t0 = data["time"].min()
-    secs = (data["time"] - t0).dt.total_seconds().to_numpy()
+    ns = data["time"].dt.as_unit("ns").astype("int64").to_numpy()
+    t0_ns = int(ns.min())
+    secs = (ns - t0_ns) / 1e9
     span = float(secs.max())
+    host_codes, host_names = pd.factorize(data["host"].astype(str), sort=True)
+    units = data[unit].to_numpy(dtype="int64")
+    u_min, u_span = int(units.min()), int(units.max() - units.min()) + 1
+    pairs, row = np.unique(host_codes.astype("int64") * u_span + (units - u_min), return_inverse=True)
     interval = data.attrs.get("interval_s") or frame.attrs.get("interval_s") or np.nan
     if not np.isfinite(interval) or interval <= 0:
-        interval = span / max(len(data) / max(data.groupby(["host", unit]).ngroups, 1), 1)
+        interval = span / max(len(data) / len(pairs), 1)
     bin_s = max(float(interval), (span + interval) / max_bins, 1e-9)  # a sample covers one interval
-    order = data[["host", unit]].drop_duplicates().sort_values(["host", unit])
-    ids = unit_ids(order, unit).tolist()
-    key = pd.Categorical(unit_ids(data, unit), categories=ids, ordered=True)
     bins = np.floor(secs / bin_s).astype("int64")
+    n_bins = int(bins.max()) + 1
     values = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype="float64")
-    grid = pd.DataFrame({"id": key, "bin": bins, "v": values}).groupby(["id", "bin"], observed=True)["v"].mean()
-    matrix = grid.unstack("bin").reindex(index=ids, columns=np.arange(bins.max() + 1))
-    matrix.columns = matrix.columns.to_numpy() * bin_s
+    ok = np.isfinite(values)
+    cell = row[ok] * n_bins + bins[ok]
+    sums = np.bincount(cell, weights=values[ok], minlength=len(pairs) * n_bins)
+    counts = np.bincount(cell, minlength=len(pairs) * n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).reshape(len(pairs), n_bins)
+    ids = [f"{host_names[p // u_span]}:{p % u_span + u_min}" for p in pairs]
+    matrix = pd.DataFrame(mean, index=pd.Index(ids), columns=np.arange(n_bins) * bin_s)
+    t0 = pd.Timestamp(t0_ns, unit="ns", tz="UTC")
     matrix.attrs["bin_s"] = bin_s
     matrix.attrs["t0"] = t0
     matrix.attrs["assumed_interval_s"] = assumed
