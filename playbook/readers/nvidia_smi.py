@@ -423,12 +423,33 @@ def _flag_value(v: str | None) -> float:
     return 1.0 if v == "active" else 0.0 if v == "not active" else np.nan
 
 
+def _iso_times(x: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """int64 ns of "YYYY/MM/DD HH:MM:SS[.fff]" strings via Arrow's ISO parser (raises ArrowInvalid on bad ones).
+
+    The rows of one polling tick share a timestamp, so each distinct value is converted once.
+    """
+    out = []
+    for chunk in (x.chunks if isinstance(x, pa.ChunkedArray) else [x]):
+        if not len(chunk):
+            continue
+        probe = chunk.slice(0, 512)
+        if pc.count_distinct(probe).as_py() * 2 <= len(probe):
+            enc = pc.dictionary_encode(chunk)
+            values = pc.cast(pc.replace_substring(enc.dictionary, "/", "-"), pa.timestamp("ns"))
+            codes = enc.indices.fill_null(len(values)).to_numpy(zero_copy_only=False).astype(np.int64)
+            table = np.append(values.to_numpy(zero_copy_only=False).astype("datetime64[ns]").view(np.int64), _NAT)
+            out.append(table[codes])
+        else:
+            t = pc.cast(pc.replace_substring(chunk, "/", "-"), pa.timestamp("ns"))
+            out.append(t.to_numpy(zero_copy_only=False).astype("datetime64[ns]", copy=False).view(np.int64))
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
 def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
     """nvidia-smi timestamps ("2024/01/15 10:23:45.123", local time read as `tz`) to int64 ns UTC."""
-    x = pc.utf8_trim_whitespace(col)
+    x = pc.ascii_trim_whitespace(col)
     try:
-        t = pc.cast(pc.replace_substring(x, "/", "-"), pa.timestamp("ns"))
-        ns = t.to_numpy(zero_copy_only=False).astype("datetime64[ns]", copy=False).view(np.int64)
+        ns = _iso_times(x)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         s = pd.Series(x.to_numpy(zero_copy_only=False), dtype=object)
         parsed = pd.to_datetime(s, format="%Y/%m/%d %H:%M:%S.%f", errors="coerce")
@@ -437,6 +458,11 @@ def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
             parsed[retry] = pd.to_datetime(s[retry], format="mixed", errors="coerce")
         ns = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64)
     rows.drop(ns == _NAT, lambda i: f"bad timestamp {str(x[i].as_py())[:40]!r}")
+    return _localize(ns, rows, tz, x)
+
+
+def _localize(ns: np.ndarray, rows: _Rows, tz: str, x: pa.ChunkedArray) -> np.ndarray:
+    """Naive local int64 ns (written in `tz`) to UTC; times that do not exist there are dropped."""
     if tz and tz.upper() != "UTC":
         local = pd.DatetimeIndex(ns.view("datetime64[ns]"))
         ns = local.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").tz_localize(None) \

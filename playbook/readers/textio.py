@@ -250,6 +250,16 @@ def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int =
     return float(np.median(dt) / 1e9) if len(dt) else float("nan")
 
 
+def _transpose(block: np.ndarray, perm: np.ndarray | None, rows: int = 4096) -> np.ndarray:
+    """block[:, perm].T flattened, copied a band of rows at a time (cache-friendly: ~2x a plain transpose)."""
+    ticks, width = block.shape
+    out = np.empty((width, ticks), dtype=block.dtype)
+    for start in range(0, ticks, rows):
+        band = block[start:start + rows]
+        out[:, start:start + rows] = (band if perm is None else band[:, perm]).T
+    return out.ravel()
+
+
 def _tick_major(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) -> tuple[int, np.ndarray | None] | None:
     """(GPUs per tick, column order) when rows repeat the same GPU sequence every tick with times rising per GPU.
 
@@ -321,8 +331,7 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
         width, perm = regular
 
         def reorder(a: np.ndarray) -> np.ndarray:
-            block = np.asarray(a).reshape(-1, width)
-            return np.ascontiguousarray((block if perm is None else block[:, perm]).T).ravel()
+            return _transpose(np.asarray(a).reshape(-1, width), perm)
     else:
         order = _sort_order(time_ns, gpu, host_codes)
 
@@ -335,7 +344,7 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
     measured = median_interval_sorted(time_ns, key)
     nan_column = np.full(n, np.nan)
     nan_column.flags.writeable = False
-    host_arrow = pc_take([*host_names], host_codes)
+    host_arrow = _repeat_string(host_names[0], n) if len(host_names) == 1 else pc_take([*host_names], host_codes)
     data: dict[str, object] = {
         "time": pd.DatetimeIndex(time_ns.view("datetime64[ns]")).tz_localize("UTC"),
         "host": pd.arrays.ArrowStringArray(host_arrow),
@@ -355,6 +364,17 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
         raw = {c: frame[c].to_numpy() for c in frame.columns}
         frame = schema.telemetry_frame(raw, interval_s=frame.attrs["interval_s"])
     return frame
+
+
+def _repeat_string(text: str, n: int):
+    """A chunked Arrow string array of `text` repeated n times, built from buffers (no per-row work)."""
+    import pyarrow as pa
+
+    raw = text.encode("utf-8")
+    if len(raw) * n >= 2**31 - 1 or not raw:
+        return pc_take([text], np.zeros(n, dtype=np.int32))
+    offsets = (np.arange(n + 1, dtype=np.int32) * len(raw)).tobytes()
+    return pa.chunked_array([pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))])
 
 
 def pc_take(names: list[str], codes: np.ndarray):
