@@ -244,12 +244,12 @@ def _make_handler(root: Path, faults: _Faults):
                     chunk = f.read(min(CHUNK_BYTES, length - sent))
                     if not chunk:
                         break
-                    self.wfile.write(chunk)
-                    sent += len(chunk)
-                    if bandwidth:
-                        ahead = sent / bandwidth - (time.perf_counter() - t0)
+                    if bandwidth:  # hold each chunk until the cap allows its last byte to have arrived
+                        ahead = (sent + len(chunk)) / bandwidth - (time.perf_counter() - t0)
                         if ahead > 0:
                             time.sleep(ahead)
+                    self.wfile.write(chunk)
+                    sent += len(chunk)
             with faults.lock:
                 faults.stats["bytes_sent"] += sent
 
