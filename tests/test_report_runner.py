@@ -142,3 +142,18 @@ def test_run_id_is_utc_timestamp_and_short_name():
     now = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
     assert run_id("dflash 8gpu!", now) == "20250304T050607Z-dflash-8gpu"
     assert run_id("", now) == "20250304T050607Z-report"
+
+
+def test_links_between_notebooks_point_at_pages_in_the_report(tmp_path):
+    from playbook.report.html import link_siblings
+
+    page = ('<a href="index.html">index</a> <a href="01_triage.ipynb">executed notebook</a> '
+            '<a href="10_data_starvation.ipynb">the lab</a> <a href="../notebooks/12_stalls.ipynb">stalls</a>')
+    (tmp_path / "01_triage.html").write_text(page)
+    (tmp_path / "10_data_starvation.html").write_text('<a href="01_triage.ipynb">triage</a>')
+    link_siblings(tmp_path, ["01_triage", "10_data_starvation"])
+    triage_page = (tmp_path / "01_triage.html").read_text()
+    assert '<a href="01_triage.ipynb">executed notebook</a>' in triage_page  # its own notebook stays
+    assert '<a href="10_data_starvation.html">the lab</a>' in triage_page
+    assert "stalls <small>(not in this report)</small>" in triage_page
+    assert (tmp_path / "10_data_starvation.html").read_text() == '<a href="01_triage.html">triage</a>'

@@ -109,3 +109,5 @@ def test_lab_pointer_links_an_existing_lab_or_says_it_is_missing(tmp_path):
         _diag(("periodic_stall", 0.8)), tmp_path)
     assert "(not written yet)" in triage.lab_pointer(_diag(("gc_pause", 0.8)), tmp_path)
     assert "healthy" in triage.lab_pointer(_diag(("healthy", 0.9)), tmp_path)
+    close = triage.lab_pointer(_diag(("periodic_stall", 0.92), ("data_starvation", 0.85)), tmp_path)
+    assert "Close behind: **Next: the lab for `data_starvation`**" in close

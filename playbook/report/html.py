@@ -111,6 +111,31 @@ def _first_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+_NOTEBOOK_LINK = re.compile(r'<a href="(?:\.\./notebooks/|notebooks/)?(?P<name>\d\d_[A-Za-z0-9_]+)\.ipynb">(?P<text>.*?)</a>',
+                            re.DOTALL)
+
+
+def link_siblings(out_dir: str | Path, names: list[str]) -> None:
+    """In every exported page of a report, point links to other notebooks at their pages when they are in the
+    report (`names`); links to notebooks not in it become plain text marked as such."""
+    present = set(names)
+
+    def repl(m: re.Match, own: str) -> str:
+        if m.group("name") == own:  # the page's own executed notebook
+            return m.group(0)
+        if m.group("name") in present:
+            return f'<a href="{m.group("name")}.html">{m.group("text")}</a>'
+        return f'{m.group("text")} <small>(not in this report)</small>'
+
+    for name in names:
+        page = Path(out_dir) / f"{name}.html"
+        if page.is_file():
+            text = page.read_text(encoding="utf-8")
+            new = _NOTEBOOK_LINK.sub(lambda m, own=name: repl(m, own), text)
+            if new != text:
+                page.write_text(new, encoding="utf-8")
+
+
 def format_figure(value: Any) -> str:
     """A key figure as short text: 3 significant digits for floats, JSON for containers."""
     if isinstance(value, float):

@@ -179,7 +179,7 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     from tqdm.auto import tqdm
 
     from playbook import __version__
-    from playbook.report.html import write_index
+    from playbook.report.html import link_siblings, write_index
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -224,6 +224,7 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
         "counts": counts,
         "notebooks": notebooks,
     }
+    link_siblings(out_dir, [e["notebook"] for e in notebooks if e.get("html")])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
     write_index(summary, out_dir)
     return summary

@@ -138,14 +138,21 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path = NOTEBOOKS
         return "No hypothesis to follow up yet: record more of the run (see `playbook record --help`)."
     if top["id"] == "healthy":
         return "The run looks healthy: no lab to follow. `notebooks/00_onboarding.ipynb` shows what to watch."
-    notebook = top.get("notebook")
+    text = _lab_line(top, Path(notebooks_dir))
+    causes = _causes(diagnosis)
+    if len(causes) > 1 and (top.get("score") or 0) - (causes[1].get("score") or 0) < AMBIGUITY_MARGIN:
+        text += "  \nClose behind: " + _lab_line(causes[1], Path(notebooks_dir))
+    return text
+
+
+def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
+    notebook = hyp.get("notebook")
     if not notebook:
-        return f"No lab notebook covers `{top['id']}` yet; next step: {top.get('next_step') or 'n/a'}."
+        return f"No lab notebook covers `{hyp['id']}` yet; next step: {hyp.get('next_step') or 'n/a'}."
     name = Path(notebook).name
-    exists = (Path(notebooks_dir) / name).is_file()
-    link = f"[{name}]({name})" if exists else f"`{notebook}` (not written yet)"
-    return (f"**Next: the lab for `{top['id']}`** — {link}. It reproduces this failure on a small real training "
-            f"loop, measures it, and applies the fix. Confirm here first: {top.get('next_step') or 'n/a'}")
+    link = f"[{name}]({name})" if (notebooks_dir / name).is_file() else f"`{notebook}` (not written yet)"
+    return (f"**Next: the lab for `{hyp['id']}`** — {link}. It reproduces this failure on a small real training "
+            f"loop, measures it, and applies the fix. Confirm here first: {hyp.get('next_step') or 'n/a'}")
 
 
 DATA_STALL_CAUSES = ("data_starvation", "periodic_stall")
