@@ -223,9 +223,10 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
 
 def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None, int]:
     """Oscillation of each rank's busy share (analysis.steps.busy_timeline), ids "host:rankR"."""
-    med = steps.loc[steps["phase"] == "step", "duration_s"].median()
-    bin_s = float(med) if np.isfinite(med) and med > 0 else None
-    busy = steps_analysis.busy_timeline(steps, bin_s=bin_s)
+    # bins of ~4 median steps (busy_timeline's default): shorter bins would split steps into their busy and
+    # idle phases and show that as a swing
+    busy = steps_analysis.busy_timeline(steps)
+    bin_s = float(busy["time"].diff().dt.total_seconds().median()) if len(busy) > 1 else None
     if busy.empty:
         return None, 0
     pseudo = schema.telemetry_frame({"time": busy["time"], "host": busy["host"], "gpu": busy["rank"],

@@ -152,6 +152,7 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "straggler_software": {"padding_imbalance": 0.35, "data_starvation": 0.25},
 }
 LEVEL_CONFIDENCE = {"moderate": 0.4, "high": 0.85}
+THERMAL_TIME_S = 300.0  # GPUs heat up over minutes: creep evidence is weighted by 1 - exp(-run span / this)
 IMPACT_SCALE = 0.05
 
 
@@ -268,16 +269,23 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
     conf = confidence(osc.p_value) if osc.periodic else 1.0
     if osc.synchrony == "synchronized" or (osc.synchrony is None and len(swinging) == 1 and n_total == 1):
         main = osc.groups[0] if osc.groups else swinging
-        who = f"all {len(main)} {label}" if len(main) == n_total else f"{len(main)} of {n_total} {label}"
+        if len(main) == 1 and n_total == 1:
+            who = f"the only one of the {label}" if label != "GPUs" else "the only GPU"
+        elif len(main) == n_total:
+            who = f"all {len(main)} {label}"
+        else:
+            who = f"{len(main)} of {n_total} {label}"
         if osc.periodic:
             per = osc.period_s
-            text = (f"{who} drop together from {levels} every {per:.3g} s (duty cycle {osc.duty_cycle:.2f}, "
+            together = " together" if len(main) > 1 else ""
+            text = (f"{who} drop{together} from {levels} every {per:.3g} s (duty cycle {osc.duty_cycle:.2f}, "
                     f"{_p(osc.p_value)}){derived}: a stall shared by every rank at a fixed period")
             nxt = (f"the stall period is {per:.3g} s: log checkpoint, eval and logging step numbers (or record "
                    f"step phases) and check which recur every {per:.3g} s")
             out += support("synchronized_periodic", conf, w, text, nxt)
         else:
-            text = (f"{who} drop together from {levels} at irregular times (no significant period, "
+            together = " together" if len(main) > 1 else "s"
+            text = (f"{who} drop{together} from {levels} at irregular times (no significant period, "
                     f"{_p(osc.p_value)}){derived}: whatever stalls them is shared but not scheduled")
             out += support("synchronized_irregular", 1.0, w, text)
     elif osc.synchrony == "groups":
@@ -446,10 +454,13 @@ def from_steps(summary: dict) -> list[Evidence]:
         out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text)
     cr = summary.get("creep")
     if cr and cr.get("creeping"):
+        # heating takes minutes: a run shorter than that cannot creep thermally (thermal time scale 300 s)
+        span = float(cr.get("span_s") or 0.0)
+        thermal = 1.0 - math.exp(-span / THERMAL_TIME_S) if span > 0 else 0.5
         text = (f"step time creeps up {cr['relative_change']:+.0%} over the run ({cr['first_s']:.3g} s → "
-                f"{cr['last_s']:.3g} s, Spearman ρ = {cr['spearman_rho']:.2f}, {_p(cr['p_value'])}): clocks "
-                "falling as the GPU heats, or memory fragmentation")
-        out += support("creep", confidence(cr["p_value"]), impact(cr["relative_change"] / 2), text,
+                f"{cr['last_s']:.3g} s over {span:.0f} s, Spearman ρ = {cr['spearman_rho']:.2f}, "
+                f"{_p(cr['p_value'])}): clocks falling as the GPU heats, or memory fragmentation")
+        out += support("creep", confidence(cr["p_value"]) * thermal, impact(cr["relative_change"] / 2), text,
                        "watch SM clock and temperature over the run (nvidia-smi --query-gpu=clocks.sm,"
                        "temperature.gpu,clocks_event_reasons.active -l 5)")
     rc = summary.get("recompiles")

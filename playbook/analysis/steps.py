@@ -307,7 +307,10 @@ def step_creep(fleet: pd.DataFrame) -> dict | None:
     p = float(1 - NormalDist().cdf(z))
     med = float(np.median(d))
     change = slope * (x.max() - x.min()) / med if med > 0 else 0.0
+    times = fleet["time"]
+    span = float((times.max() - times.min()).total_seconds()) if times.notna().all() else float(d.sum())
     return {"spearman_rho": rho, "p_value": p, "slope_s_per_step": slope, "relative_change": float(change),
+            "span_s": span,
             "first_s": float(np.median(d[: max(n // 10, 3)])), "last_s": float(np.median(d[-max(n // 10, 3):])),
             "creeping": bool(p < ALPHA and change >= CREEP_MIN)}
 

@@ -110,7 +110,8 @@ def _oscillation_section(d, osc_obj) -> list[str]:
         return lines
     if not o["detected"]:
         lvl = f" (level ≈ {o['high_pct']:.0f}%)" if o.get("high_pct") is not None else ""
-        lines += [f"  none: no GPU swings between a high and a low level{lvl}", ""]
+        unit = "GPU" if signal == "util_pct" or "SM" in str(signal) else "rank"
+        lines += [f"  none: no {unit} swings between a high and a low level{lvl}", ""]
         return lines
     if o["periodic"]:
         lines.append(f"  periodic: {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%, period {o['period_s']:.3g} s, "
