@@ -1,0 +1,49 @@
+"""Lab 13: the host-sync / GC workload's knobs and the notebook's verdict."""
+
+from __future__ import annotations
+
+import gc
+
+from nbrun import run_notebook
+
+from playbook.rundir import read_run
+from playbook.workloads import host_sync_gc as lab
+
+SMALL = dict(steps=24, warmup_steps=1, batch_size=16, hidden=32, heap_objects=1_000_000, step_objects=30_000,
+             sample_hz=2.0)
+
+
+def _gen2_pauses(result, first_step=1):
+    """Generation-2 pauses during the timed steps (the fix's one full collection at setup excluded)."""
+    ev = read_run(result.run_dir).events
+    gen2 = ev[(ev["kind"] == "gc") & ev["detail"].str.startswith("generation 2") & (ev["step"] >= first_step)]
+    return gen2["duration_s"]
+
+
+def test_full_collections_of_a_big_heap_pause_steps_and_freezing_removes_them(tmp_path):
+    thresholds = gc.get_threshold()
+    fault = lab.run(tmp_path / "fault", "fault", **SMALL)
+    fix = lab.run(tmp_path / "fix", "fix", **SMALL)
+    fault_pauses, fix_pauses = _gen2_pauses(fault), _gen2_pauses(fix)
+    assert len(fault_pauses) >= 1 and fault_pauses.max() > 0.03  # walking 10^6 objects
+    assert fix_pauses.empty or fix_pauses.max() < fault_pauses.max() / 5
+    assert fault.extra["metric_reads"] == 25 and fix.extra["metric_reads"] == 1  # every step vs every 20
+    assert (tmp_path / "fault" / "train.log").read_text().count("\n") == 25
+    assert gc.get_threshold() == thresholds and gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_cyclic_step_objects_need_a_collector(tmp_path):
+    off = lab.run(tmp_path / "off", "no_fault", **{**SMALL, "steps": 10}, cycles=True)
+    sched = lab.run(tmp_path / "sched", "scheduled", **{**SMALL, "steps": 10}, cycles=True, collect_every=2)
+    assert off.extra["gc_collections"] == 0 and sched.extra["gc_collections"] >= 5
+    assert off.extra["rss_growth_mib"] > sched.extra["rss_growth_mib"] + 10  # cycles pile up with GC off
+    gc.collect()
+
+
+def test_notebook_confirms_gc_pauses_and_the_fix(tmp_path):
+    rec = run_notebook("13_host_sync_gc.ipynb", tmp_path, steps=30, repeats=2, check_cycles=False,
+                       out_dir=str(tmp_path / "runs"))
+    v = rec["verdict"]
+    assert v["status"] == "confirmed", v
+    assert rec["fault_gc_max_s"] > 0.03
+    assert rec["diagnosis_top"] == "gc_pause"
