@@ -17,7 +17,7 @@ from playbook.errors import PlaybookError
 from playbook.readers import detect, read_file
 
 FIXTURES = sorted((Path(__file__).resolve().parent / "data" / "readers").iterdir())
-FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Text built from the pieces telemetry formats are made of, so the fuzzer reaches deep into the parsers.
 PIECES = st.sampled_from([
@@ -78,7 +78,7 @@ def test_each_reader_on_arbitrary_text(name):
     run()
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(index=st.integers(0, len(FIXTURES) - 1), cuts=st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1),
                                                                         PIECES | st.text(max_size=6)), max_size=4),
        keep=st.floats(0.05, 1.0))

@@ -356,14 +356,26 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
     data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([str(src)]))
     frame = pd.DataFrame(data, columns=list(schema.TELEMETRY_COLUMNS), copy=False)
     frame.attrs["interval_s"] = interval_s if interval_s is not None else measured
-    template = schema.telemetry_frame()
+    template = _schema_dtypes()
     same = all(
-        (frame[c].dtype == template[c].dtype) if c != "source" else isinstance(frame[c].dtype, pd.CategoricalDtype)
-        for c in template.columns)
-    if not same or list(frame.columns) != list(template.columns):
+        (frame[c].dtype == dtype) if c != "source" else isinstance(frame[c].dtype, pd.CategoricalDtype)
+        for c, dtype in template.items())
+    if not same or list(frame.columns) != list(template):
         raw = {c: frame[c].to_numpy() for c in frame.columns}
         frame = schema.telemetry_frame(raw, interval_s=frame.attrs["interval_s"])
     return frame
+
+
+_TEMPLATE: dict[str, object] = {}
+
+
+def _schema_dtypes() -> dict[str, object]:
+    """Column -> dtype of schema.telemetry_frame() (computed once per process)."""
+    if not _TEMPLATE:
+        from playbook import schema
+
+        _TEMPLATE.update(schema.telemetry_frame().dtypes.to_dict())
+    return _TEMPLATE
 
 
 def _repeat_string(text: str, n: int):
