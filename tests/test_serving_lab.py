@@ -6,11 +6,13 @@ import pytest
 import torch
 from nbrun import run_notebook
 
+from playbook.rundir import read_run
+
 
 @pytest.mark.slow
 def test_notebook_30_confirms_bucketing_and_packing(tmp_path):
     values = run_notebook("30_serving_parity.ipynb", tmp_path, requests=8, batch=4, min_bucket=64,
-                          train_steps=40, measure_split=False)
+                          train_steps=40, measure_split=False, run_dir=str(tmp_path / "runs"))
     v = values["verdict"]
     assert v["status"] == "confirmed", v["summary"]
     f = v["figures"]
@@ -19,6 +21,10 @@ def test_notebook_30_confirms_bucketing_and_packing(tmp_path):
     assert f["recompile_s"] > 0 and f["packed_max_abs_diff"] < 1e-4
     assert 0 < f["bf16_rel_l2"] < 0.1  # bf16 drifts, but not wildly
     assert values["packing"]["packed_waste"] <= values["packing"]["padded_waste"]
+    # the probes recorded the served batches and the recompiles
+    exact = read_run(tmp_path / "runs" / "compiled_exact")
+    assert int((exact.steps["phase"] == "step").sum()) == 4  # 2 passes × 8 requests ÷ 4 per batch
+    assert (exact.events["kind"] == "recompile").sum() >= 1
 
 
 @pytest.mark.slow

@@ -25,6 +25,7 @@ the serving measurements use one intra-op thread (on shared cores OpenMP barrier
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -203,7 +204,7 @@ STREAM_VARIANTS = ("eager_exact", "compiled_exact", "compiled_symbolic", "compil
 
 
 def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, buckets, backend: str = "inductor",
-                 recompile_limit: int | None = None, device=None) -> tuple[pd.DataFrame, dict]:
+                 recompile_limit: int | None = None, device=None, recorder=None) -> tuple[pd.DataFrame, dict]:
     """One server (one variant, started cold) serving `streams` (lists of requests) one after the other, in
     arrival-order batches; one row per batch with its pass, shape, service time and whether it compiled.
 
@@ -211,12 +212,16 @@ def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, bucke
     pad to the longest (every new shape compiles, up to dynamo's recompile limit, then runs eager).
     compiled_symbolic: torch.compile(dynamic=True).  compiled_bucketed: dynamic=False, length padded to a bucket
     and batch to `batch_size`, every bucket compiled before the first request (startup_s).
+    recorder: a playbook.probes.Recorder; each batch becomes a step (phase "fwd", tokens = real tokens) and
+    its event log records the compiles and recompiles. torch._dynamo.reset() also drops compile callbacks, so
+    the server is reset here only without a recorder: reset before starting the recorder.
     Returns (batches, {"compiles", "compile_s" (backend seconds), "startup_s"}).
     """
     if variant not in STREAM_VARIANTS:
         raise WorkloadError(f"unknown serving variant {variant!r}; choose from {', '.join(STREAM_VARIANTS)}")
     device = device or next(model.parameters()).device
-    torch._dynamo.reset()
+    if recorder is None:
+        torch._dynamo.reset()
     counter = CompileCounter(backend)
     fwd = model
     if variant != "eager_exact":
@@ -239,14 +244,18 @@ def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, bucke
                 longest = max(len(s) for s in seqs)
                 length = serving.bucket_length(longest, buckets) if bucketed else longest
                 before = counter.compiles
-                t0 = time.perf_counter()
-                tok, mask, _ = padded_inputs(seqs, length, batch_size if bucketed else None, device)
-                fwd(tok, mask)
-                _sync(device)
+                real = int(sum(len(s) for s in seqs))
+                step = recorder.step(len(rows), tokens=real) if recorder else contextlib.nullcontext()
+                with step, (recorder.phase("fwd") if recorder else contextlib.nullcontext()):
+                    t0 = time.perf_counter()
+                    tok, mask, _ = padded_inputs(seqs, length, batch_size if bucketed else None, device)
+                    fwd(tok, mask)
+                    _sync(device)
+                    service = time.perf_counter() - t0
                 rows.append({"pass": n_pass, "batch": len(rows), "requests": len(seqs), "longest": longest,
                              "padded_len": int(tok.shape[1]), "padded_rows": int(tok.shape[0]),
-                             "real_tokens": int(sum(len(s) for s in seqs)), "padded_tokens": int(tok.numel()),
-                             "service_s": time.perf_counter() - t0, "compiled": counter.compiles > before})
+                             "real_tokens": real, "padded_tokens": int(tok.numel()),
+                             "service_s": service, "compiled": counter.compiles > before})
     return pd.DataFrame(rows), {"compiles": counter.compiles, "compile_s": counter.compile_s, "startup_s": startup}
 
 
@@ -264,9 +273,11 @@ def stream_summary(batches: pd.DataFrame) -> dict[str, float]:
 
 def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets, variants=STREAM_VARIANTS,
                             backend: str = "inductor", recompile_limit: int | None = None,
+                            run_dir: str | Path | None = None,
                             progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every variant as a cold server over the same `streams` (passes). The graph cache on disk is off, so each
-    server pays its own compiles (compiled kernels may still be cached by the compiler).
+    server pays its own compiles (compiled kernels may still be cached by the compiler). With `run_dir`, each
+    variant is recorded through playbook.probes.Recorder into RUN_DIR/<variant> (steps and compile events).
 
     Returns (one row per (variant, pass) with stream_summary, plus "all" rows over every pass with compiles,
     compile_s and startup_s; one row per served batch).
@@ -277,8 +288,10 @@ def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets,
     summaries, frames = [], []
     for variant in variants:
         t0 = time.perf_counter()
-        with inductor_config.patch(fx_graph_cache=False):
-            batches, info = serve_stream(model, streams, batch_size, variant, buckets, backend, recompile_limit)
+        torch._dynamo.reset()  # a cold server (before the recorder: reset drops compile callbacks)
+        with inductor_config.patch(fx_graph_cache=False), _recording(run_dir, variant, model) as rec:
+            batches, info = serve_stream(model, streams, batch_size, variant, buckets, backend, recompile_limit,
+                                         recorder=rec)
         frames.append(batches.assign(variant=variant))
         for n_pass, part in batches.groupby("pass"):
             summaries.append({"variant": variant, "pass": str(n_pass), **stream_summary(part)})
@@ -289,6 +302,25 @@ def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets,
             print(f"  {variant:>17}: p50 {last['p50_ms']:.3g} ms, p99 {last['p99_ms']:.3g} ms, "
                   f"{last['requests_s']:.3g} req/s, {info['compiles']} compiles, {last['wall_s']:.1f} s", flush=True)
     return pd.DataFrame(summaries), pd.concat(frames, ignore_index=True)
+
+
+@contextlib.contextmanager
+def _recording(run_dir: str | Path | None, variant: str, model: nn.Module):
+    """A Recorder into RUN_DIR/<variant> (an earlier recording of this lab there is replaced), or None."""
+    if run_dir is None:
+        yield None
+        return
+    import shutil
+
+    from playbook.probes import Recorder
+    from playbook.rundir import is_run_dir
+
+    part = Path(run_dir) / variant
+    if is_run_dir(part):
+        shutil.rmtree(part)
+    cuda = next(model.parameters()).device.type == "cuda"
+    with Recorder(part, rank=0, nvml=cuda, interconnect=False, meta={"lab": "serving", "variant": variant}) as rec:
+        yield rec
 
 
 def _warm_compiler(backend: str) -> None:
@@ -694,7 +726,7 @@ def split_model_table(tokens=(8, 2048), splits=((1, 1), (2, 1), (8, 1), (1, 2), 
 def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: float = 32.0, max_len: int = 128,
             min_bucket: int = 32, train_steps: int = 150, variants=STREAM_VARIANTS, backend: str = "inductor",
             recompile_limit: int | None = None, split_iters: int = 20, measure_split: bool = True,
-            device: str = "auto", seed: int = 0, progress: bool = False) -> dict:
+            run_dir: str | Path | None = None, device: str = "auto", seed: int = 0, progress: bool = False) -> dict:
     """Every section of the lab; returns plain dicts and frames (see the module docstring).
 
     The request stream is `passes` consecutive streams of `requests` requests (fresh lengths each), so later
@@ -716,7 +748,7 @@ def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: flo
         out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": np.concatenate(lengths).tolist(),
                                "buckets": buckets}
         out["shapes"], out["batches"] = compare_stream_variants(model, streams, batch, buckets, variants, backend,
-                                                                recompile_limit, progress=progress)
+                                                                recompile_limit, run_dir, progress=progress)
         all_requests = [r for s in streams for r in s]
         out["packing"] = padded_vs_packed(model, all_requests, batch, capacity=max_len)
         out["precision"] = precision_parity(model, all_requests, batch)
@@ -746,10 +778,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
     p.add_argument("--no-split", action="store_true", help="skip the 2-process gloo pipeline/tensor measurement")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    p.add_argument("--run-dir", help="record each serving variant into RUN_DIR/<variant> (playbook diagnose)")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args(argv)
     res = run_lab(args.requests, args.passes, args.batch, args.median_len, args.max_len,
                   train_steps=args.train_steps, backend=args.backend, measure_split=not args.no_split,
+                  run_dir=args.run_dir,
                   device=args.device, progress=True)
     cols = ["p50_ms", "p99_ms", "requests_s", "compiles", "compiled_batches", "distinct_shapes", "padding_waste"]
     print(res["shapes"][res["shapes"]["pass"] == "all"].set_index("variant")[cols].to_string(
