@@ -116,3 +116,25 @@ def test_sparse_logging_every_10_iterations_and_a_restart():
     ps = summary["periodic_slow"]
     assert ps["every_n_steps"] == 500 and ps["residue"] == 0 and ps["hits"] == 40
     assert ps["period_s"] == pytest.approx(500 * 1.2 + 10 * 3.0, rel=0.05)  # per-iteration times × N
+
+
+def test_long_gc_pauses_explain_slow_steps_among_many_short_ones():
+    """As in the host_sync_gc lab: GC runs in a third of the steps, but only the rare gen-2 pauses (~1 s) make
+    steps slow; short collections must not dilute the test."""
+    steps, _, _ = simulate_steps(ranks=1, steps=63, stall_every=None, step_s=0.05, noise=0.1, seed=3)
+    fleet = sa.fleet_steps(steps)
+    slow_at = [18, 36, 58]
+    fleet.loc[fleet["step"].isin(slow_at), "duration_s"] += 1.0
+    short = [3, 6, 7, 10, 19, 21, 23, 24, 27, 28, 29, 34, 37, 41, 50, 52, 54, 57]
+    n = len(short) + len(slow_at)
+    events = schema.events_frame({"step": short + slow_at, "host": ["h"] * n, "rank": [0] * n, "kind": ["gc"] * n,
+                                  "duration_s": [0.004] * len(short) + [1.0] * len(slow_at)})
+    gc = sa.gc_spikes(fleet, events)
+    assert gc["slow_with_gc"] == 3 and gc["coincide"] and gc["max_pause_s"] == 1.0
+
+
+def test_warm_up_compilation_is_not_recompilation():
+    steps, _, _ = simulate_steps(ranks=1, steps=50, stall_every=None)
+    events = schema.events_frame({"step": [-1, -1], "host": ["h", "h"], "rank": [0, 0],
+                                  "kind": ["compile", "compile"], "duration_s": [2.4, 2.5]})
+    assert sa.recompiles(sa.fleet_steps(steps), events) is None

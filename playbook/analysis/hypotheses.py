@@ -447,9 +447,11 @@ def from_steps(summary: dict) -> list[Evidence]:
             out += support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt)
     gc = summary.get("gc")
     if gc and gc.get("coincide"):
-        pause = f"; median pause {gc['median_pause_s']:.3g} s" if gc.get("median_pause_s") else ""
-        text = (f"{gc['slow_with_gc']} of {gc['slow_steps']} isolated slow steps hold a GC event, against "
-                f"{gc['steps_with_gc']} GC steps in {summary.get('steps', '?')} ({_p(gc['p_value'])}){pause}")
+        pause = (f"; pauses up to {gc['max_pause_s']:.3g} s (median {gc['median_pause_s']:.3g} s)"
+                 if gc.get("max_pause_s") else "")
+        text = (f"{gc['slow_with_gc']} of {gc['slow_steps']} isolated slow steps hold a GC pause covering most of "
+                f"their extra time, against {gc['steps_with_long_gc']} long GC pauses in {summary.get('steps', '?')} steps "
+                f"({_p(gc['p_value'])}){pause}")
         lost = gc.get("pause_share") or 0.0
         out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text)
     cr = summary.get("creep")

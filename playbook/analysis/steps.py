@@ -251,8 +251,9 @@ def _events_at(events: pd.DataFrame | None, at_steps: np.ndarray, tolerance: int
 
 
 def gc_spikes(fleet: pd.DataFrame, events: pd.DataFrame | None, exclude: np.ndarray | None = None) -> dict | None:
-    """Slow steps (off the periodic lattice: `exclude`) against steps holding a GC event: counts, pause time,
-    hypergeometric p-value. None without GC events."""
+    """Slow steps (off the periodic lattice: `exclude`) against steps holding a GC pause long enough to make a
+    step slow (≥ (SLOW_FACTOR - 1) × the median step): counts, pause time, hypergeometric p-value. None without
+    GC events."""
     if events is None or events.empty:
         return None
     gc = events[events["kind"].astype(str).str.lower().isin(["gc", "gc_pause", "garbage_collection"])]
@@ -263,17 +264,28 @@ def gc_spikes(fleet: pd.DataFrame, events: pd.DataFrame | None, exclude: np.ndar
     slow = slow_steps(d)
     if exclude is not None:
         slow &= ~np.isin(step, exclude)
-    gc_steps = np.unique(gc.loc[gc["step"] >= 0, "step"].to_numpy(dtype=np.int64))
-    has_gc = np.isin(step, gc_steps)
-    k = int((slow & has_gc).sum())
+    base = float(np.median(d[~slow])) if (~slow).any() else float(np.median(d))
+    known = gc[gc["step"] >= 0]
+    # only a pause long enough to make a step slow by itself can explain a slow step (all GC events when the
+    # pauses are not timed)
+    per_step = known.groupby("step")["duration_s"].sum(min_count=1)
+    if per_step.notna().any():
+        candidates = per_step.index[per_step.fillna(0.0) >= (SLOW_FACTOR - 1.0) * base].to_numpy(dtype=np.int64)
+    else:
+        candidates = per_step.index.to_numpy(dtype=np.int64)
+    has_gc = np.isin(step, candidates)
+    # a slow step counts as explained when its pause covers at least half of its extra time
+    pause_at = per_step.reindex(step).fillna(0.0).to_numpy(dtype=np.float64)
+    explained = slow & has_gc & (pause_at >= 0.5 * (d - base))
+    k = int(explained.sum())
     p = hypergeom_sf(k, len(step), int(has_gc.sum()), int(slow.sum())) if slow.any() else 1.0
     pause = gc["duration_s"].dropna()
-    per_step = gc.groupby("step")["duration_s"].max() if len(pause) else pd.Series(dtype=float)
-    base = float(np.median(d[~slow])) if (~slow).any() else float(np.median(d))
-    return {"gc_events": int(len(gc)), "steps_with_gc": int(has_gc.sum()), "slow_steps": int(slow.sum()),
-            "slow_with_gc": k, "p_value": p, "median_pause_s": float(pause.median()) if len(pause) else None,
-            "pause_share": float(per_step.sum() / d.sum()) if len(per_step) else None,
-            "extra_s": float(np.median(d[slow & has_gc]) - base) if k else None,
+    return {"gc_events": int(len(gc)), "steps_with_gc": int(np.isin(step, per_step.index).sum()),
+            "steps_with_long_gc": int(has_gc.sum()), "slow_steps": int(slow.sum()), "slow_with_gc": k,
+            "p_value": p, "median_pause_s": float(pause.median()) if len(pause) else None,
+            "max_pause_s": float(pause.max()) if len(pause) else None,
+            "pause_share": float(per_step.sum() / d.sum()) if per_step.notna().any() else None,
+            "extra_s": float(np.median(d[explained]) - base) if k else None,
             "coincide": bool(k >= 2 and p < ALPHA)}
 
 
@@ -325,7 +337,12 @@ def recompiles(fleet: pd.DataFrame, events: pd.DataFrame | None) -> dict | None:
     step = fleet["step"].to_numpy(dtype=np.int64) if len(fleet) else np.zeros(0, dtype=np.int64)
     d = fleet["duration_s"].to_numpy(dtype=np.float64) if len(fleet) else np.zeros(0)
     slow = slow_steps(d) if len(d) else np.zeros(0, dtype=bool)
-    rc_steps = np.unique(rc.loc[rc["step"] >= 0, "step"].to_numpy(dtype=np.int64))
+    # compilation before the first step is warm-up, not recompilation
+    first_step = int(step.min()) if len(step) else 0
+    rc = rc[rc["step"] >= first_step] if len(step) else rc
+    if rc.empty:
+        return None
+    rc_steps = np.unique(rc["step"].to_numpy(dtype=np.int64))
     on_slow = int(np.isin(step[slow], rc_steps).sum()) if len(step) else 0
     per_step = rc.groupby("step")["duration_s"].max()
     total = float(per_step.sum()) if per_step.notna().any() else None
