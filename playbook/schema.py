@@ -33,7 +33,7 @@ steps      one row per (rank, step, phase): time (UTC start, NaT when only durat
            log, ...), duration_s, tokens (per step, NaN when unknown), source.
 
 events     one row per event: time (UTC), host, rank, step (-1 when unknown), kind (checkpoint, eval, recompile,
-           gc, log, restart, ...), duration_s (NaN when instantaneous), detail (free text), source.
+           gc, log, restart, gpu_error, xid, gpu_lost, profiler, ...), duration_s (NaN when instantaneous), detail (free text), source.
 
 host       one row per (time, host) host-probe sample: cpu_pct (all cores, 0-100), cpu_max_core_pct,
            rss_mib (the observed process tree), read_mib_s, write_mib_s, net_rx_mib_s, net_tx_mib_s, source.
@@ -49,6 +49,7 @@ A `Bundle` carries the tables read from a set of inputs together with the warnin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -204,6 +205,16 @@ def median_interval_s(telemetry: pd.DataFrame) -> float:
     return float(np.median(dt) / 1e9) if len(dt) else float("nan")
 
 
+@lru_cache(maxsize=None)
+def _empty_template(builder) -> pd.DataFrame:
+    return builder()
+
+
+def _empty(builder):
+    """A default_factory returning an empty table of `builder`'s schema, cheaply (copy-on-write copies)."""
+    return lambda: _empty_template(builder).copy(deep=False)
+
+
 @dataclass
 class Bundle:
     """Tables read from a set of inputs, plus what went wrong while reading them.
@@ -213,11 +224,11 @@ class Bundle:
     """
 
     inputs: list[str] = field(default_factory=list)
-    telemetry: pd.DataFrame = field(default_factory=telemetry_frame)
-    steps: pd.DataFrame = field(default_factory=steps_frame)
-    events: pd.DataFrame = field(default_factory=events_frame)
-    host: pd.DataFrame = field(default_factory=host_frame)
-    trace: pd.DataFrame = field(default_factory=trace_frame)
+    telemetry: pd.DataFrame = field(default_factory=_empty(telemetry_frame))
+    steps: pd.DataFrame = field(default_factory=_empty(steps_frame))
+    events: pd.DataFrame = field(default_factory=_empty(events_frame))
+    host: pd.DataFrame = field(default_factory=_empty(host_frame))
+    trace: pd.DataFrame = field(default_factory=_empty(trace_frame))
     nccl: pd.DataFrame = field(default_factory=pd.DataFrame)
     ib: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: list[str] = field(default_factory=list)
