@@ -28,6 +28,7 @@ def _notebook(path: Path, title: str, params: str = PARAMS) -> Path:
         nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.record import record, "
                                   "verdict\nrecord('n_points', n);"),
         nbformat.v4.new_code_cell("fig, ax = plt.subplots(); ax.plot(range(n)); ax.set_title('ramp');"),
+        nbformat.v4.new_code_cell("import os\nos.write(2, b'C-level noise from the kernel\\n');"),
         nbformat.v4.new_code_cell("if fail:\n    raise ValueError(f'failed on purpose with n={n}')"),
         nbformat.v4.new_markdown_cell("## 2 Verdict"),
         nbformat.v4.new_code_cell("verdict('confirmed', 'the ramp rises', slope=1.0, n=n);"),
@@ -79,6 +80,11 @@ def test_every_notebook_is_kept_executed_and_exported_without_inputs(batch):
         assert not re.search(r"<script[^>]*src=\"https?://", page)  # opens offline
     bad = (out / "bad.html").read_text()
     assert "failed on purpose with n=50" in bad and "ValueError" in bad
+
+
+def test_kernel_stderr_goes_to_the_report_log_not_the_terminal(batch):
+    out, _ = batch
+    assert (out / "kernels.log").read_text().count("C-level noise from the kernel") == 2
 
 
 def test_index_links_every_notebook_with_badges_and_errors(batch):

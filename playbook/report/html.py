@@ -192,7 +192,8 @@ playbook {html.escape(str(summary.get('playbook_version', '')))}<br>parameters <
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
-<p class="meta">summary.json holds every recorded value and per-cell durations.
+<p class="meta"><a href="summary.json">summary.json</a> holds every recorded value and per-cell durations;
+<a href="kernels.log">kernels.log</a> what the kernels wrote outside their notebooks.
 Badges: run <b>ok</b>/<b>error</b>; verdict <b>confirmed</b> / <b>refuted</b> / <b>inconclusive</b>
 (the notebook's own hypothesis).</p>
 </body></html>

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import re
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ SUMMARY_SCHEMA_VERSION = 1
 HEADLESS_ENV = "PLAYBOOK_HEADLESS"  # set for the kernels of a batch run: widgets render nothing there
 TRIAGE_INPUTS = "inputs"  # the triage notebook's parameter holding the input paths
 DEFAULT_TIMEOUT_S = 600
+KERNEL_LOG = "kernels.log"  # what the kernels wrote to their stderr outside the notebooks
 _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]  # no "running over TCP without encryption" line per kernel
 
 
@@ -91,6 +93,24 @@ def run_id(short_name: str, now: datetime | None = None) -> str:
 
 
 @contextmanager
+def _stderr_to(path: Path):
+    """Point file descriptor 2 at `path` (appending) while kernels start and run, so the C-level chatter of the
+    labs (profiler start/stop lines, kernel log lines) lands in the report's kernels.log instead of the terminal;
+    Python-level output inside a kernel is captured into the notebook either way."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    log = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(log, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(log)
+
+
+@contextmanager
 def _headless_env():
     old = os.environ.get(HEADLESS_ENV)
     os.environ[HEADLESS_ENV] = "1"
@@ -119,7 +139,7 @@ def execute(job: Job, out_dir: str | Path, timeout_s: float = DEFAULT_TIMEOUT_S,
     logging.getLogger("papermill").setLevel(logging.WARNING)
     t0 = time.perf_counter()
     try:
-        with _headless_env():
+        with _headless_env(), _stderr_to(out_dir / KERNEL_LOG):
             pm.execute_notebook(job.notebook, str(out), parameters=job.parameters, cwd=str(cwd),
                                 kernel_name="python3", progress_bar=False, log_output=False,
                                 execution_timeout=int(timeout_s), extra_arguments=_KERNEL_ARGS)
