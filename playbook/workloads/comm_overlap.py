@@ -213,11 +213,10 @@ class OverlapRun:
         return str(Path(self.run_dir) / variant)
 
 
-def run(cfg: OverlapConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False) -> OverlapRun:
-    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results."""
-    Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
-    env = D.nccl_debug_env(cfg.run_dir) if nccl_debug else None
-    out = D.launch(rank_main, cfg, nproc, start_method=start_method, env=env)
+def run(cfg: OverlapConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False,
+        argv: list[str] | None = None) -> OverlapRun | None:
+    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results (None on ranks > 0)."""
+    out = D.run_lab(rank_main, cfg, nproc, start_method, nccl_debug, argv)
     if out is None:
         return None
     return OverlapRun(cfg.run_dir, pd.DataFrame(out["rows"]), pd.DataFrame(out["losses"]), pd.DataFrame(out["tp"]),
@@ -311,15 +310,10 @@ def assess(res: OverlapRun) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.comm_overlap", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.split("Run it")[0].strip(),
-        epilog="examples:\n  " + D.torchrun_command(MODULE, 2, ["--steps", "30"]) + "\n"
-               "  python -m playbook.workloads.comm_overlap --nproc 2 --steps 30\n"
-               "  python -m playbook.workloads.comm_overlap --nproc 4 --bucket-mb 8 --width 2048\n"
-               "then: playbook diagnose runs/comm_overlap/post_backward")
-    p.add_argument("--run-dir", default="runs/comm_overlap", help="where the recordings go (one folder per variant)")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    p = D.lab_parser(MODULE, __doc__, [
+        "python -m playbook.workloads.comm_overlap --nproc 2 --steps 30",
+        "python -m playbook.workloads.comm_overlap --nproc 4 --bucket-mb 8 --width 2048"],
+        "runs/comm_overlap", VARIANTS, "playbook diagnose runs/comm_overlap/post_backward")
     p.add_argument("--steps", type=int, default=20, help="steps per variant (run in rotation)")
     p.add_argument("--width", type=int, default=512, help="MLP width")
     p.add_argument("--layers", type=int, default=8, help="MLP depth")
@@ -327,19 +321,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--bucket-mb", type=float, default=1.0, help="DDP bucket_cap_mb of ddp_buckets")
     p.add_argument("--tp-chunks", type=int, default=4, help="chunks of the async TP benchmark")
     p.add_argument("--seed", type=int, default=0)
-    D.add_launch_arguments(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = OverlapConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+    cfg = OverlapConfig(run_dir=args.run_dir, variants=args.variants,
                         steps=args.steps, width=args.width, layers=args.layers, batch=args.batch,
                         bucket_mb=args.bucket_mb, tp_chunks=args.tp_chunks, seed=args.seed, device=args.device)
-    if not D.launched_by_torchrun():
-        print(f"spawning {args.nproc} ranks (same as: {D.torchrun_command(MODULE, args.nproc, argv or sys.argv[1:])})",
-              flush=True)
-    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug)
+    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
+              argv=argv if argv is not None else sys.argv[1:])
     if res is None:
         return 0
     print(f"\nbackend {res.backend}, world size {res.world_size}; gradient {res.info['grad_mb']:.1f} MB, "
@@ -351,10 +342,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from playbook.errors import PlaybookError
-
-    try:
-        sys.exit(main())
-    except PlaybookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    D.cli(main)

@@ -353,3 +353,55 @@ def paired_bootstrap(a: Any, b: Any, stat: str = "ratio", n_boot: int = 2000, se
     boot = np.median(np.random.default_rng(seed).choice(d, size=(n_boot, len(d))), axis=1)
     return {"median": float(np.median(d)), "lo": float(np.percentile(boot, 2.5)),
             "hi": float(np.percentile(boot, 97.5)), "n": int(len(d))}
+
+
+# ------------------------------------------------------------------------------------------------ lab command lines
+def lab_parser(module: str, doc: str, examples: list[str], run_dir: str, variants: tuple[str, ...],
+               then: str, distributed: bool = True) -> argparse.ArgumentParser:
+    """The argument parser every lab shares: its runbook docstring as description (up to "Run it"), the examples
+    (the first preceded by the exact torchrun command when `distributed`), --run-dir, --variants and, when
+    distributed, the launch options."""
+    first = examples[0].split()[3:]
+    if "--nproc" in first:  # torchrun sets the number of ranks itself
+        i = first.index("--nproc")
+        first = first[:i] + first[i + 2:]
+    lines = ([torchrun_command(module, 2, first)] if distributed else []) + examples
+    p = argparse.ArgumentParser(
+        prog=f"python -m {module}", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=doc.split("Run it")[0].strip(),
+        epilog="examples:\n" + "".join(f"  {line}\n" for line in lines) + f"then: {then}")
+    p.add_argument("--run-dir", default=run_dir, help="where the recordings go (one folder per variant)")
+    p.add_argument("--variants", default=",".join(variants), type=lambda s: tuple(v for v in s.split(",") if v),
+                   help="comma-separated subset of " + ",".join(variants))
+    if distributed:
+        add_launch_arguments(p)
+    return p
+
+
+def run_lab(rank_main: Callable[[Any], Any], cfg: Any, nproc: int, start_method: str | None = None,
+            nccl_debug: bool = False, argv: list[str] | None = None) -> dict[str, Any] | None:
+    """Create cfg.run_dir, then run `rank_main(cfg)` on every rank (torchrun or `nproc` spawned ranks); rank 0's
+    result, None on the other ranks. `argv`: the command line, to print the equivalent torchrun command."""
+    Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
+    if argv is not None and not launched_by_torchrun():
+        module = sys.modules[rank_main.__module__].__spec__.name if rank_main.__module__ == "__main__" \
+            else rank_main.__module__
+        print(f"spawning {nproc} ranks (same as: {torchrun_command(module, nproc, argv)})", flush=True)
+    env = nccl_debug_env(cfg.run_dir) if nccl_debug else None
+    return launch(rank_main, cfg, nproc, start_method=start_method, env=env)
+
+
+def cli(main: Callable[[], int]) -> None:
+    """Exit with main()'s code; a PlaybookError becomes one line on stderr and exit code 2."""
+    from playbook.errors import PlaybookError
+
+    try:
+        sys.exit(main())
+    except PlaybookError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def failed_checks(checks: dict[str, bool]) -> str:
+    """"failed checks: a, b" for a verdict summary."""
+    return "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)

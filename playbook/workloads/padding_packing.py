@@ -288,11 +288,10 @@ class PackingRun:
         return str(Path(self.run_dir) / f"{variant}-r{repeat}")
 
 
-def run(cfg: PackingConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False) -> PackingRun:
-    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results."""
-    Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
-    env = D.nccl_debug_env(cfg.run_dir) if nccl_debug else None
-    out = D.launch(rank_main, cfg, nproc, start_method=start_method, env=env)
+def run(cfg: PackingConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False,
+        argv: list[str] | None = None) -> PackingRun | None:
+    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results (None on ranks > 0)."""
+    out = D.run_lab(rank_main, cfg, nproc, start_method, nccl_debug, argv)
     if out is None:
         return None
     return PackingRun(cfg.run_dir, pd.DataFrame(out["segments"]), pd.DataFrame(out["steps"]),
@@ -411,21 +410,16 @@ def assess(res: PackingRun) -> dict[str, Any]:
                    f"and the loss curve is unchanged")
     else:
         status = "inconclusive"
-        summary = "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+        summary = D.failed_checks(checks)
     return {"status": status, "summary": summary, "checks": checks, "figures": figures}
 
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.padding_packing", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.split("Run it")[0].strip(),
-        epilog="examples:\n  " + D.torchrun_command(MODULE, 2, ["--steps", "30"]) + "\n"
-               "  python -m playbook.workloads.padding_packing --nproc 2 --steps 30\n"
-               "  python -m playbook.workloads.padding_packing --nproc 4 --variants padded,packed --sigma 1.2\n"
-               "then: playbook diagnose runs/padding_packing/padded-r0")
-    p.add_argument("--run-dir", default="runs/padding_packing", help="where the recordings go")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    p = D.lab_parser(MODULE, __doc__, [
+        "python -m playbook.workloads.padding_packing --nproc 2 --steps 30",
+        "python -m playbook.workloads.padding_packing --nproc 4 --variants padded,packed --sigma 1.2"],
+        "runs/padding_packing", VARIANTS, "playbook diagnose runs/padding_packing/padded-r0")
     p.add_argument("--steps", type=int, default=20, help="training steps per variant and repeat")
     p.add_argument("--repeats", type=int, default=2, help="repeats (each with new documents)")
     p.add_argument("--batch", type=int, default=16, help="documents per rank per step")
@@ -435,20 +429,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--row-len", type=int, default=256, help="packed row length, tokens (>= --max-len)")
     p.add_argument("--window", type=int, default=16, help="bucketing window, global batches")
     p.add_argument("--seed", type=int, default=0)
-    D.add_launch_arguments(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = PackingConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+    cfg = PackingConfig(run_dir=args.run_dir, variants=args.variants,
                         steps=args.steps, repeats=args.repeats, batch=args.batch, mean_len=args.mean_len,
                         sigma=args.sigma, max_len=args.max_len, row_len=args.row_len, window=args.window,
                         seed=args.seed, device=args.device)
-    if not D.launched_by_torchrun():
-        print(f"spawning {args.nproc} ranks (same as: {D.torchrun_command(MODULE, args.nproc, argv or sys.argv[1:])})",
-              flush=True)
-    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug)
+    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
+              argv=argv if argv is not None else sys.argv[1:])
     if res is None:
         return 0
     tp = res.throughput().groupby("variant", sort=False)["throughput"].agg(["mean", "std"])
@@ -460,10 +451,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from playbook.errors import PlaybookError
-
-    try:
-        sys.exit(main())
-    except PlaybookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    D.cli(main)

@@ -395,7 +395,9 @@ def assess(res: PipelineRun) -> dict[str, Any]:
                    f"{figures['fix_vs_capacity']:.0%} of the predicted {plan.capacity:.1f})")
     else:
         status = "inconclusive"
-        summary = "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+        from playbook.workloads.dist import failed_checks
+
+        summary = failed_checks(checks)
     return {"status": status, "summary": summary, "checks": checks, "figures": figures}
 
 
@@ -408,16 +410,13 @@ def queue_depth_total(res: PipelineRun, variant: str, repeat: int = 0) -> pd.Dat
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.pipeline_imbalance", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.split("Run it")[0].strip(),
-        epilog="examples:\n"
-               "  python -m playbook.workloads.pipeline_imbalance --producers 3 --consumers 3 --duration 4\n"
-               "  python -m playbook.workloads.pipeline_imbalance --producers 5 --consumers 3 --duration 10\n"
-               "  python -m playbook.workloads.pipeline_imbalance --work compute --produce-ms 20 --consume-ms 25\n"
-               "then: playbook diagnose runs/pipeline_imbalance/fault-r0")
-    p.add_argument("--run-dir", default="runs/pipeline_imbalance", help="where the recordings go")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    from playbook.workloads.dist import lab_parser
+
+    p = lab_parser("playbook.workloads.pipeline_imbalance", __doc__, [
+        "python -m playbook.workloads.pipeline_imbalance --producers 3 --consumers 3 --duration 4",
+        "python -m playbook.workloads.pipeline_imbalance --producers 5 --consumers 3 --duration 10",
+        "python -m playbook.workloads.pipeline_imbalance --work compute --produce-ms 20 --consume-ms 25"],
+        "runs/pipeline_imbalance", VARIANTS, "playbook diagnose runs/pipeline_imbalance/fault-r0", distributed=False)
     p.add_argument("--producers", type=int, default=3, help="producer processes (the real case: 5)")
     p.add_argument("--consumers", type=int, default=3, help="consumer processes (the real case: 3)")
     p.add_argument("--produce-ms", type=float, default=30.0, help="producer work per item, ms")
@@ -437,7 +436,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = PipelineConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+    cfg = PipelineConfig(run_dir=args.run_dir, variants=args.variants,
                          producers=args.producers, consumers=args.consumers, produce_ms=args.produce_ms,
                          consume_ms=args.consume_ms, slow_consumer=args.slow_consumer, slow_factor=args.slow_factor,
                          capacity=args.capacity, duration_s=args.duration, repeats=args.repeats, work=args.work,
@@ -463,10 +462,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from playbook.errors import PlaybookError
+    from playbook.workloads.dist import cli
 
-    try:
-        sys.exit(main())
-    except PlaybookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

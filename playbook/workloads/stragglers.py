@@ -1,7 +1,8 @@
 """Lab: collective stragglers — one slow rank makes every rank wait inside the gradient all-reduce.
 
 What it checks. A small next-token model trains data-parallel (gradients summed by one all-reduce after backward,
-timed on its own as phase "collective"). Variants, interleaved in one process group, each its own recording:
+timed on its own as phase "collective"). Five variants share one process group, each with its own model and its own
+recording, and take turns step by step (rotating order), so machine-load drift hits all of them alike:
 
   uniform    every sequence has the mean length: equal work on every rank (the reference)
   sw_fault   variable-length sequences (long-tailed), global batch split by count: the rank with the most tokens
@@ -9,10 +10,13 @@ timed on its own as phase "collective"). Variants, interleaved in one process gr
   sw_fix     the same global batches split by tokens (playbook.fixes.balance): equal work again
   hw_fault   as sw_fix, plus one rank `--slow-factor` × slower every step (a *hardware* straggler: slow GPU,
              throttled clock, degraded link)
-  hw_fix     the ranks the straggler score flagged in hw_fault are excluded (world size − 1, like a relaunch
-             without that node), measured throughput of the healthy ranks
+  hw_fix     the ranks the straggler score flags in a short identification run of hw_fault are excluded (a
+             subgroup of the healthy ranks: like relaunching with world size − 1 without that node)
 
 Each repeat draws new data (a reshuffle), so a persistent slowest rank across repeats points at hardware.
+On CPU the ranks share cores (a rank with more work partly catches up while the others idle), so each rank emulates
+its own accelerator: `--device-us-per-token` µs of device time per token (default 100 on CPU, 0 on CUDA), spent
+sleeping as a host waits on its GPU, on top of the small real model.
 Waiting ranks spend the slow rank's extra time inside the all-reduce: on a GPU that is an NCCL kernel spinning,
 which `utilization.gpu` counts as busy; `utilization_view` shows both accountings.
 
@@ -350,13 +354,12 @@ class StragglerRun:
         return str(Path(self.run_dir) / f"{variant}-r{repeat}")
 
 
-def run(cfg: StragglerConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False) -> StragglerRun:
-    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results."""
-    env = D.nccl_debug_env(cfg.run_dir) if nccl_debug else None
-    Path(cfg.run_dir).mkdir(parents=True, exist_ok=True)
-    out = D.launch(rank_main, cfg, nproc, start_method=start_method, env=env)
+def run(cfg: StragglerConfig, nproc: int = 2, start_method: str | None = None, nccl_debug: bool = False,
+        argv: list[str] | None = None) -> StragglerRun | None:
+    """Run the lab (torchrun-launched or spawning `nproc` ranks) and return its results (None on ranks > 0)."""
+    out = D.run_lab(rank_main, cfg, nproc, start_method, nccl_debug, argv)
     if out is None:
-        return None  # a non-zero rank under torchrun
+        return None
     return StragglerRun(cfg.run_dir, pd.DataFrame(out["segments"]), pd.DataFrame(out["losses"]), out["flagged"],
                         out["slow_rank"], out["world_size"], out["backend"], out["config"])
 
@@ -511,21 +514,16 @@ def assess(res: StragglerRun) -> dict[str, Any]:
                    f"throughput {hw_gain:.2f}×")
     else:
         status = "inconclusive"
-        summary = "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+        summary = D.failed_checks(checks)
     return {"status": status, "summary": summary, "checks": checks, "figures": figures}
 
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.stragglers", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=__doc__.split("\n\n")[0] + "\n\n" + __doc__.split("\n\n", 1)[1].split("Run it")[0].strip(),
-        epilog="examples:\n  " + D.torchrun_command(MODULE, 2, ["--steps", "40"]) + "\n"
-               "  python -m playbook.workloads.stragglers --nproc 2 --steps 40\n"
-               "  python -m playbook.workloads.stragglers --nproc 4 --variants hw_fault,hw_fix --slow-rank 2\n"
-               "then: playbook diagnose runs/stragglers/hw_fault-r0")
-    p.add_argument("--run-dir", default="runs/stragglers", help="where the recordings go (one folder per variant)")
-    p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+    p = D.lab_parser(MODULE, __doc__, [
+        "python -m playbook.workloads.stragglers --nproc 2 --steps 40",
+        "python -m playbook.workloads.stragglers --nproc 4 --variants hw_fault,hw_fix --slow-rank 2"],
+        "runs/stragglers", VARIANTS, "playbook diagnose runs/stragglers/hw_fault-r0")
     p.add_argument("--steps", type=int, default=30, help="training steps per variant and repeat")
     p.add_argument("--repeats", type=int, default=2, help="repeats (each with reshuffled data)")
     p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
@@ -537,21 +535,21 @@ def _parser() -> argparse.ArgumentParser:
                    help="sleep: slow device/host without using a core; compute: extra forward passes")
     p.add_argument("--hidden", type=int, default=256, help="model width")
     p.add_argument("--depth", type=int, default=1, help="weight-tied layers (compute per token)")
+    p.add_argument("--device-us-per-token", type=float, default=None,
+                   help="emulated accelerator time per token, µs (default 100 on CPU, 0 on CUDA)")
     p.add_argument("--seed", type=int, default=0)
-    D.add_launch_arguments(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = StragglerConfig(run_dir=args.run_dir, variants=tuple(v for v in args.variants.split(",") if v),
+    cfg = StragglerConfig(run_dir=args.run_dir, variants=args.variants,
                           steps=args.steps, repeats=args.repeats, batch=args.batch, mean_len=args.mean_len,
                           sigma=args.sigma, slow_rank=args.slow_rank, slow_factor=args.slow_factor,
-                          slow_mode=args.slow_mode, hidden=args.hidden, depth=args.depth, seed=args.seed, device=args.device)
-    if not D.launched_by_torchrun():
-        print(f"spawning {args.nproc} ranks (same as: {D.torchrun_command(MODULE, args.nproc, (argv or sys.argv[1:]))})",
-              flush=True)
-    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug)
+                          slow_mode=args.slow_mode, hidden=args.hidden, depth=args.depth, seed=args.seed,
+                          device=args.device, device_us_per_token=args.device_us_per_token)
+    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
+              argv=argv if argv is not None else sys.argv[1:])
     if res is None:
         return 0
     from playbook import rundir
@@ -571,10 +569,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from playbook.errors import PlaybookError
-
-    try:
-        sys.exit(main())
-    except PlaybookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    D.cli(main)
