@@ -5,9 +5,9 @@
     report.table()        # train vs serve side by side: latency p50/p99 (ms), throughput (samples/s)
     report.summary()      # one line: errors against the stated tolerance
 
-Also the batching helpers a serving path needs when training used shape bucketing or packing:
-`pow2_buckets`, `bucket_length`, `pad_batch`, `padded_attention_mask`, `pack_sequences` (first-fit decreasing into
-rows of fixed capacity) with `block_diagonal_mask` and `unpack`.
+Also the batching helpers a serving path needs when training used shape bucketing: `pow2_buckets`,
+`bucket_length` (rejects oversize requests), `pad_batch`, `padded_attention_mask`. Packing at inference uses
+playbook.fixes.packing (`pack`, `packed_attention_mask`, `unpack`): the same block-diagonal rule as in training.
 
 Masks are boolean with True = "may attend", the convention of torch.nn.functional.scaled_dot_product_attention.
 torch is imported lazily, inside the functions that need it.
@@ -257,11 +257,13 @@ def pow2_buckets(max_len: int, min_len: int = 16) -> list[int]:
 
 
 def bucket_length(length: int, buckets: Sequence[int]) -> int:
-    """The smallest bucket ≥ length; a request longer than the largest bucket is an input error."""
-    for b in sorted(buckets):
-        if length <= b:
-            return int(b)
-    raise InputError(f"request of {length} tokens exceeds the largest bucket ({max(buckets)} tokens)")
+    """The smallest bucket ≥ length. Unlike training (playbook.fixes.compile.bucket_length, which lets the caller
+    truncate), a request longer than the largest bucket is an input error: a server rejects it, never cuts it."""
+    from playbook.fixes.compile import bucket_length as smallest_bucket
+
+    if length > max(buckets):
+        raise InputError(f"request of {length} tokens exceeds the largest bucket ({max(buckets)} tokens)")
+    return int(smallest_bucket(length, sorted(buckets)))
 
 
 def pad_batch(seqs: Sequence, length: int | None = None, pad_id: int = 0):
@@ -279,98 +281,16 @@ def pad_batch(seqs: Sequence, length: int | None = None, pad_id: int = 0):
 
 
 def padded_attention_mask(lengths, length: int, causal: bool = True):
-    """Bool mask [B, 1, L, L]: query i may attend key j when j is a real token (and j ≤ i if causal).
-
-    Padded query rows keep key 0 (causal) or all real keys, so no row is fully masked (no NaN from softmax).
-    """
+    """Bool mask [B, 1, L, L] of a right-padded batch: a query attends the real tokens of its row (earlier ones if
+    causal). It is playbook.fixes.packing.packed_attention_mask with one document per row, so padded and packed
+    batches share one masking rule (a padding slot attends to itself only: no empty softmax row)."""
     import torch
 
-    pos = torch.arange(length)
-    key_ok = pos[None, :] < lengths[:, None]  # [B, L]
-    mask = key_ok[:, None, None, :].expand(-1, 1, length, length)
-    if causal:
-        mask = mask & (pos[None, :] <= pos[:, None])[None, None]
-    return mask
+    from playbook.fixes.packing import PAD_DOC, packed_attention_mask
 
-
-@dataclass
-class PackedBatch:
-    """Sequences packed into rows of `capacity` tokens.
-
-    tokens, position_ids, segment_ids: [R, capacity]; segment_ids is -1 on padding, else the index of the sequence.
-    placement[i] = (row, start, length) of sequence i.
-    """
-
-    tokens: Any
-    position_ids: Any
-    segment_ids: Any
-    placement: list[tuple[int, int, int]]
-    capacity: int
-
-    @property
-    def rows(self) -> int:
-        return int(self.tokens.shape[0])
-
-    def padding_fraction(self) -> float:
-        """Share of the packed token slots that are padding (0-1)."""
-        return float((self.segment_ids < 0).double().mean())
-
-
-def pack_sequences(seqs: Sequence, capacity: int, pad_id: int = 0) -> PackedBatch:
-    """First-fit decreasing: place sequences (longest first) into rows of `capacity` tokens.
-
-    Position ids restart at 0 for every sequence, so a packed sequence sees the positions it would see alone.
-    """
-    import torch
-
-    lengths = [len(s) for s in seqs]
-    if any(n > capacity for n in lengths):
-        raise InputError(f"pack_sequences: a sequence of {max(lengths)} tokens exceeds the row capacity {capacity}")
-    free: list[int] = []
-    placement: list[tuple[int, int, int]] = [(0, 0, 0)] * len(seqs)
-    for i in sorted(range(len(seqs)), key=lambda k: -lengths[k]):
-        row = next((r for r, f in enumerate(free) if f >= lengths[i]), None)
-        if row is None:
-            free.append(capacity)
-            row = len(free) - 1
-        placement[i] = (row, capacity - free[row], lengths[i])
-        free[row] -= lengths[i]
-    R = max(1, len(free))
-    tokens = torch.full((R, capacity), pad_id, dtype=torch.long)
-    pos = torch.zeros((R, capacity), dtype=torch.long)
-    seg = torch.full((R, capacity), -1, dtype=torch.long)
-    for i, (r, start, n) in enumerate(placement):
-        tokens[r, start:start + n] = torch.as_tensor(seqs[i])
-        pos[r, start:start + n] = torch.arange(n)
-        seg[r, start:start + n] = i
-    return PackedBatch(tokens, pos, seg, placement, capacity)
-
-
-def block_diagonal_mask(segment_ids, causal: bool = True):
-    """Bool mask [R, 1, C, C]: a token attends only tokens of its own sequence (and earlier ones if causal).
-
-    Padding slots attend to themselves only, so no row is fully masked.
-    """
-    import torch
-
-    C = segment_ids.shape[-1]
-    same = (segment_ids[:, :, None] == segment_ids[:, None, :]) & (segment_ids[:, :, None] >= 0)
-    if causal:
-        idx = torch.arange(C)
-        same = same & (idx[None, :] <= idx[:, None])[None]
-    same = same | torch.eye(C, dtype=torch.bool)[None]
-    return same[:, None]
-
-
-def unpack(outputs, packed: PackedBatch) -> list:
-    """Per-sequence slices [length, ...] of packed outputs [R, C, ...], in the original sequence order."""
-    return [outputs[r, start:start + n] for r, start, n in packed.placement]
-
-
-def padding_waste(lengths: Sequence[int], padded_tokens: int) -> float:
-    """Share of computed token slots that are padding (0-1): 1 - real tokens / padded tokens."""
-    real = float(sum(lengths))
-    return 1.0 - real / padded_tokens if padded_tokens > 0 else 0.0
+    rows = torch.arange(len(lengths))[:, None].expand(-1, length)
+    doc_ids = torch.where(torch.arange(length)[None] < lengths[:, None], rows, PAD_DOC)
+    return packed_attention_mask(doc_ids, causal)
 
 
 def tolerance_table(*tolerances: Tolerance) -> pd.DataFrame:

@@ -10,6 +10,7 @@ import torch
 
 from playbook import serving
 from playbook.errors import InputError
+from playbook.fixes import packing
 from playbook.workloads import serving as lab
 
 
@@ -97,35 +98,15 @@ def test_buckets():
         serving.pow2_buckets(8, 16)
 
 
-def test_pack_sequences_first_fit_decreasing_places_each_sequence_once():
-    seqs = _requests([7, 3, 9, 2, 5, 10])
-    p = serving.pack_sequences(seqs, capacity=12)
-    assert p.rows == 3  # 36 tokens into rows of 12, perfectly: FFD finds 10+2, 9+3, 7+5
-    for i, (row, start, n) in enumerate(p.placement):
-        assert torch.equal(p.tokens[row, start:start + n], seqs[i])
-        assert torch.equal(p.position_ids[row, start:start + n], torch.arange(n))
-        assert (p.segment_ids[row, start:start + n] == i).all()
-    assert int((p.segment_ids >= 0).sum()) == sum(map(len, seqs))
-    assert p.padding_fraction() == 0.0
-    assert serving.pack_sequences(seqs + _requests([4]), capacity=12).padding_fraction() == pytest.approx(1 - 40 / 48)
-    with pytest.raises(InputError, match="exceeds the row capacity"):
-        serving.pack_sequences(seqs, capacity=8)
-
-
-def test_block_diagonal_mask_keeps_requests_apart_and_causal():
-    p = serving.pack_sequences(_requests([3, 2]), capacity=6)
-    m = serving.block_diagonal_mask(p.segment_ids)[0, 0]
-    seg = p.segment_ids[0]
-    for q in range(6):
-        for k in range(6):
-            same = seg[q] >= 0 and seg[q] == seg[k] and k <= q
-            assert bool(m[q, k]) == (bool(same) or q == k)
-    assert m.any(-1).all()  # no fully masked row: no NaN from softmax
-
-
-def test_padded_mask_hides_padding_keys():
-    m = serving.padded_attention_mask(torch.tensor([2, 4]), 4)
-    assert not m[0, 0, :, 2:].any() and m[1, 0, 3, :].all() and m[:, 0].any(-1).all()
+def test_padded_mask_is_causal_over_real_tokens_only():
+    m = serving.padded_attention_mask(torch.tensor([2, 4]), 4)[:, 0]
+    for row, n in enumerate([2, 4]):
+        for q in range(4):
+            for k in range(4):
+                expect = (k <= q and q < n and k < n) or (q >= n and k == q)  # padding slots see themselves only
+                assert bool(m[row, q, k]) == expect
+    assert m.any(-1).all()  # no empty softmax row
+    assert serving.padded_attention_mask(torch.tensor([3]), 3, causal=False)[0, 0].all()
 
 
 def test_pad_batch():
@@ -133,7 +114,6 @@ def test_pad_batch():
     assert tok.shape == (2, 5) and lengths.tolist() == [2, 5] and (tok[0, 2:] == 0).all()
     with pytest.raises(InputError):
         serving.pad_batch(_requests([6]), length=4)
-    assert serving.padding_waste([2, 5], 10) == pytest.approx(0.3)
 
 
 def test_packed_outputs_equal_padded_outputs(model):
@@ -143,9 +123,9 @@ def test_packed_outputs_equal_padded_outputs(model):
     assert res["within_fp32_tolerance"] and res["max_abs_diff"] < 1e-4
     assert res["packed_waste"] < res["padded_waste"]
     # and without the block-diagonal mask (plain causal over the packed row) they differ: the mask matters
-    p = serving.pack_sequences(reqs[:3], 32)
+    p = packing.pack(reqs[:3], 32)
     with torch.no_grad():
-        leaky = serving.unpack(model(p.tokens, None, p.position_ids), p)
+        leaky = packing.unpack(model(p.tokens, None, p.positions), p.doc_ids, 3)
         alone = [model(r[None])[0] for r in reqs[:3]]
     assert max(float((a - b).abs().max()) for a, b in zip(alone, leaky, strict=True)) > 1e-3
 

@@ -45,6 +45,8 @@ import torch.nn.functional as F
 
 from playbook import serving
 from playbook.errors import WorkloadError
+from playbook.fixes import packing
+from playbook.fixes.compile import padding_waste
 from playbook.workloads.common import pick_device, seed_everything
 
 # ---------------------------------------------------------------- model
@@ -266,7 +268,7 @@ def stream_summary(batches: pd.DataFrame) -> dict[str, float]:
     lat = serving.latency_summary(per_request, wall_s=wall)
     return {"p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"], "max_ms": lat["max_ms"],
             "requests_s": lat["throughput_per_s"], "tokens_s": float(batches["real_tokens"].sum()) / wall,
-            "padding_waste": serving.padding_waste(batches["real_tokens"], int(batches["padded_tokens"].sum())),
+            "padding_waste": padding_waste(batches["real_tokens"], batches["padded_tokens"]),
             "compiled_batches": int(batches["compiled"].sum()),
             "distinct_shapes": int(batches[["padded_rows", "padded_len"]].drop_duplicates().shape[0])}
 
@@ -373,9 +375,9 @@ def padded_vs_packed(model: nn.Module, requests, batch_size: int, capacity: int,
     padded = [padded_inputs(b, device=device) for b in batches]
     packs = []
     for b in batches:
-        p = serving.pack_sequences(b, capacity)
-        packs.append((p, p.tokens.to(device), serving.block_diagonal_mask(p.segment_ids).to(device),
-                      p.position_ids.to(device)))
+        p = packing.pack(b, capacity)
+        packs.append((p, p.tokens.to(device), packing.packed_attention_mask(p.doc_ids).to(device),
+                      p.positions.to(device)))
     real = sum(len(s) for s in requests)
     times = {"padded": [], "packed": []}
     with torch.inference_mode():
@@ -391,7 +393,7 @@ def padded_vs_packed(model: nn.Module, requests, batch_size: int, capacity: int,
                     times[layout].append(time.perf_counter() - t0)
     ref, got = [], []
     for (_, _, lengths), out_pad, (p, *_), out_pack in zip(padded, outs_pad, packs, outs_pack, strict=True):
-        for i, seq_out in enumerate(serving.unpack(out_pack, p)):
+        for i, seq_out in enumerate(packing.unpack(out_pack, p.doc_ids.to(out_pack.device), len(p.lengths))):
             ref.append(out_pad[i, : int(lengths[i])])
             got.append(seq_out)
     errs = serving.compare_outputs(torch.cat(ref).cpu(), torch.cat(got).cpu())
@@ -402,9 +404,9 @@ def padded_vs_packed(model: nn.Module, requests, batch_size: int, capacity: int,
         "within_fp32_tolerance": serving.FP32.check(errs["rel_l2_err"], errs["max_rel_err"], math.nan),
         "padded_tokens_s": real / float(np.median(times["padded"])),
         "packed_tokens_s": real / float(np.median(times["packed"])),
-        "padded_waste": serving.padding_waste([real], pad_slots),
-        "packed_waste": serving.padding_waste([real], pack_slots),
-        "padded_batches": len(padded), "packed_rows": sum(p.rows for p, *_ in packs),
+        "padded_waste": padding_waste([real], [pad_slots]),
+        "packed_waste": padding_waste([real], [pack_slots]),
+        "padded_batches": len(padded), "packed_rows": sum(len(p.rows) for p, *_ in packs),
     }
 
 
