@@ -28,7 +28,7 @@ class Timed:
     def __next__(self) -> Any:
         if self._it is None:
             self._it = iter(self.iterable)
-        token = self.timer.begin_wait()
+        token = self.timer.begin_wait(self.phase)
         try:
             item = next(self._it)
         except BaseException:  # StopIteration included: the last wait yields nothing, so it is not a data phase

@@ -214,23 +214,37 @@ class StepTimer:
         else:
             self._orphans.append(span)
 
-    def begin_wait(self) -> tuple[int, int, Any]:
+    def begin_wait(self, phase: str = "data") -> tuple[int, int, Any, bool]:
         """Start a wait (used by `timed`); returns a token for `end_wait`. Records a CUDA event when timing on GPU
-        so that the next step's GPU duration starts here too."""
+        so that the next step's GPU duration starts here too, and opens an NVTX range named `phase` (so that
+        Nsight Systems shows the data wait, which happens before the step's own range opens)."""
         wall, cpu = self._now()
         ev = None
-        if self.cuda and self._step is None:
+        pushed = False
+        if self.cuda:
             try:
-                ev = self._event()
-                ev.record()
+                if self._step is None:
+                    ev = self._event()
+                    ev.record()
+                if self._nvtx_push is not None:
+                    self._nvtx_push(str(phase))
+                    pushed = True
             except Exception as exc:
                 self._fail(exc)
-        return wall, cpu, ev
+        return wall, cpu, ev, pushed
 
-    def end_wait(self, token: tuple[int, int, Any], phase: str = "data") -> None:
+    def _pop_wait(self, token: tuple) -> None:
+        if len(token) > 3 and token[3] and self._nvtx_pop is not None:
+            try:
+                self._nvtx_pop()
+            except Exception as exc:
+                self._fail(exc)
+
+    def end_wait(self, token: tuple, phase: str = "data") -> None:
         """Finish a wait started with `begin_wait`."""
-        wall, cpu, ev = token
+        wall, cpu, ev = token[:3]
         end = time.perf_counter_ns()
+        self._pop_wait(token)
         span = _Span(-1, phase, wall, cpu)
         span.end_cpu_ns = end
         span.ev0 = ev  # only used as the next step's start event; duration stays CPU-measured
@@ -243,8 +257,9 @@ class StepTimer:
         else:
             self._orphans.append(span)
 
-    def cancel_wait(self, token: tuple[int, int, Any]) -> None:
+    def cancel_wait(self, token: tuple) -> None:
         """Drop a wait that ended without an item (end of the iterator)."""
+        self._pop_wait(token)
         if token[2] is not None:
             self._event_pool.append(token[2])
 
