@@ -172,3 +172,15 @@ def test_the_generator_is_deterministic(fr_dir, tmp_path):
     for sub in ("hang", "json"):
         for f in (fr_dir / sub).iterdir():
             assert (tmp_path / sub / f.name).read_bytes() == f.read_bytes(), f
+
+
+def test_diagnose_names_the_rank_behind(fr_dir, capsys):
+    from playbook.analysis.diagnosis import diagnose
+    from playbook.cli import main
+
+    d = diagnose(read_paths([fr_dir / "hang"]))
+    assert d.top["id"] == "collective_straggler"
+    assert any("rank 2 never called collective #42" in e for e in d.top["evidence"])
+    assert d.detail["flight_recorder"]["behind"][0]["rank"] == 2
+    assert main(["diagnose", str(fr_dir / "hang"), "--json"]) == 0  # dumps alone are enough to diagnose
+    assert json.loads(capsys.readouterr().out)["hypotheses"][0]["id"] == "collective_straggler"

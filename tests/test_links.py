@@ -115,3 +115,13 @@ def test_no_link_data_no_summary():
     t = tele({("d", 0): {"util_pct": 50.0}})
     assert links.summarize(schema.Bundle(telemetry=t)) is None
     assert links.summarize(schema.Bundle()) is None
+
+
+def test_diagnose_names_the_degraded_links_host(degraded_run):
+    from playbook.analysis.diagnosis import diagnose
+
+    d = diagnose(degraded_run)
+    link = next(h for h in d.hypotheses if h["id"] == "link_degradation")
+    assert any(e.startswith("links: node7 mlx5_2/1") for e in link["evidence"])
+    assert "node7" in link["next_step"]
+    assert d.detail["links"]["degraded"]

@@ -252,3 +252,11 @@ def test_step_timer_emits_nvtx_ranges_for_steps_phases_and_data_waits():
     assert ranges == [("data", 0), ("fwd", 1), ("step 0", 0), ("data", 0), ("fwd", 1), ("step 1", 0),
                       ("data", 0), ("fwd", 1), ("step 2", 0), ("data", 0)]
     assert set(timer.frame()["phase"]) == {"data", "fwd", "step"}
+
+
+def test_diagnose_uses_the_nsys_findings(nsys_dir):
+    from playbook.analysis.diagnosis import diagnose
+
+    d = diagnose(read_paths([nsys_dir / "rank0_nvtx_sum.csv", nsys_dir / "rank0_osrt_sum.csv"]))
+    assert d.top["id"] == "data_starvation"
+    assert any(e.startswith("nsys profile") and "NVTX 'data'" in e for e in d.top["evidence"])
