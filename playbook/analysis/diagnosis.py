@@ -11,7 +11,8 @@ set against the utilization drops, step patterns, Kineto breakdowns, cross-rank 
 ranks the hypotheses (analysis.hypotheses). An analysis that fails on odd input leaves a warning instead of
 stopping the others. `Diagnosis.detail` keeps the objects behind the JSON for reports and notebooks:
 "oscillation" (OscillationResult: per_gpu table, dips, spectra of the main group), "gpus" (GpuReport), "kineto",
-"stragglers", "nccl" (their summarize() dicts), "dip_events" and "host_in_dips" (when events / host data exist).
+"stragglers", "nccl", "nsys", "flight_recorder", "links" (their summarize() dicts), "dip_events" and
+"host_in_dips" (when events / host data exist).
 
 The JSON contract (`Diagnosis.to_dict()`; NaN → null):
   inputs       [str]
@@ -205,15 +206,18 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
     kineto = _optional("kineto", bundle, warnings)
     stragglers = _optional("stragglers", bundle, warnings)
     nccl = _optional("nccl", bundle, warnings)
-    detail.update(kineto=kineto, stragglers=stragglers, nccl=nccl)
-    for name, summary in (("trace", kineto), ("", stragglers), ("NCCL", nccl)):
+    extra = {name: _optional(name, bundle, warnings) for name in ("nsys", "flight_recorder", "links")}
+    detail.update(kineto=kineto, stragglers=stragglers, nccl=nccl, **extra)
+    for name, summary in (("trace", kineto), ("", stragglers), ("NCCL", nccl), ("", extra["nsys"]),
+                          ("", extra["flight_recorder"]), ("links", extra["links"])):
         if summary:
             evidence += hyp.from_findings(summary.get("findings"), name)
             for w in summary.get("warnings") or []:
                 if isinstance(w, str):
                     warnings.append(w)
     ranked = hyp.rank(evidence, healthy)
-    if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl:
+    if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
+            not any(extra.values()):
         warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")
     gpus_json = gpu_report.contract() if gpu_report is not None else []
     return Diagnosis(inputs=list(bundle.inputs), warnings=list(dict.fromkeys(warnings)), gpus=gpus_json,
