@@ -23,8 +23,8 @@ def test_allreduce_gradients_divides_and_carries_extras(group):
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 1))
     model(torch.randn(5, 4)).sum().backward()
     before = [p.grad.clone() for p in model.parameters()]
-    extra = O.allreduce_gradients(model.parameters(), divisor=2.0, extra=[3.0, 5.0])
-    assert extra == [3.0, 5.0]  # one rank: summed over ranks = itself
+    extra = O.allreduce_gradients(model.parameters(), divisor=2.0, extra=[3.0, torch.tensor(5.0)])
+    assert extra.tolist() == [3.0, 5.0]  # one rank: summed over ranks = itself
     for b, p in zip(before, model.parameters(), strict=True):
         torch.testing.assert_close(p.grad, b / 2)
     frozen = torch.nn.Linear(2, 2)

@@ -36,20 +36,22 @@ import torch.distributed as dist
 
 
 def allreduce_gradients(params: Iterable[torch.nn.Parameter], divisor: float | None = None, group: Any = None,
-                        extra: Sequence[float] = ()) -> list[float]:
+                        extra: Sequence[Any] = ()) -> torch.Tensor:
     """Synchronise gradients after backward: one flat all-reduce (SUM) of every gradient, divided by `divisor`.
 
-    `divisor` defaults to the group's world size (gradient mean). `extra` scalars ride along in the same buffer
-    (e.g. the step's loss sum and token count) and come back summed over ranks. This is the no-overlap baseline:
-    it starts only when backward has finished.
+    `divisor` defaults to the group's world size (gradient mean). `extra` values (floats or 0-d tensors, e.g. the
+    step's loss sum and token count) ride along in the same buffer; they come back summed over ranks as a 1-D
+    tensor on the gradients' device — read it (`.tolist()`) when convenient: on a GPU that read waits for the
+    device. This is the no-overlap baseline: it starts only when backward has finished.
     """
     params = [p for p in params if p.requires_grad]
     world = dist.get_world_size(group)
     divisor = float(world if divisor is None else divisor)
     grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
+    dtype = grads[0].dtype if grads else torch.float32
     device = grads[0].device if grads else torch.device("cpu")
-    flat = torch.cat([g.reshape(-1) for g in grads] + [torch.tensor(list(extra), dtype=grads[0].dtype if grads
-                                                                    else torch.float32, device=device)])
+    tail = [torch.as_tensor(x, dtype=dtype, device=device).reshape(1) for x in extra]
+    flat = torch.cat([g.reshape(-1) for g in grads] + tail) if grads or tail else torch.zeros(0)
     dist.all_reduce(flat, group=group)
     at = 0
     for p, g in zip(params, grads, strict=True):
@@ -58,7 +60,7 @@ def allreduce_gradients(params: Iterable[torch.nn.Parameter], divisor: float | N
             p.grad = g
         p.grad.copy_(flat[at:at + n].view_as(g)).div_(divisor)
         at += n
-    return flat[at:].tolist()
+    return flat[at:]
 
 
 def ddp(model: torch.nn.Module, bucket_cap_mb: float = 25.0, gradient_as_bucket_view: bool = True,

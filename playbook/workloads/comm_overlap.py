@@ -141,9 +141,10 @@ def rank_main(cfg: OverlapConfig) -> dict[str, Any] | None:
         x, y = batch(-1 - i)
         for v in cfg.variants:
             one_step(v, -1, x, y, None)
+    sampled = "post_backward" if "post_backward" in cfg.variants else cfg.variants[0]  # samplers in one only
     recs = {v: D.rank_recorder(Path(cfg.run_dir) / v, rank=rank, sample_hz=cfg.sample_hz,
-                               samplers=None if k == 0 else False, variant=v).start()
-            for k, v in enumerate(cfg.variants)}
+                               samplers=None if v == sampled else False, variant=v).start()
+            for v in cfg.variants}
     rows, losses = [], []
     order = list(cfg.variants)
     torch.distributed.barrier()

@@ -67,8 +67,9 @@ def launched_by_torchrun() -> bool:
 def init_from_env(device: str = "auto", timeout_s: float = 300.0, threads: int | None = None) -> DistContext:
     """Join the process group described by the torchrun environment; NCCL on CUDA, gloo on CPU.
 
-    device: "auto" (CUDA when available), "cpu" or "cuda". On CUDA the rank uses cuda:LOCAL_RANK. threads: intra-op
-    CPU threads (default cores ÷ local ranks). Idempotent: returns the context if the group already exists.
+    device: "auto" (CUDA when every local rank has a GPU, else CPU), "cpu" or "cuda". On CUDA the rank uses
+    cuda:LOCAL_RANK. threads: intra-op CPU threads (default cores ÷ local ranks). Idempotent: returns the context
+    if the group already exists.
     """
     import torch
     import torch.distributed as dist
@@ -82,9 +83,16 @@ def init_from_env(device: str = "auto", timeout_s: float = 300.0, threads: int |
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
     dev = pick_device(device)
+    if device == "auto" and dev.type == "cuda" and torch.cuda.device_count() < local_world:
+        # NCCL needs one GPU per rank: with fewer GPUs than local ranks run the same code on CPU with gloo
+        if local_rank == 0:
+            print(f"device auto: {torch.cuda.device_count()} GPU(s) for {local_world} local ranks; using gloo on CPU "
+                  "(NCCL needs one GPU per rank)", file=sys.stderr, flush=True)
+        dev = torch.device("cpu")
     if dev.type == "cuda":
         if torch.cuda.device_count() <= local_rank:
-            raise WorkloadError(f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible)")
+            raise WorkloadError(f"local rank {local_rank} has no GPU ({torch.cuda.device_count()} visible); "
+                                "run one rank per GPU or pass --device cpu")
         dev = torch.device("cuda", local_rank)
         torch.cuda.set_device(dev)
     backend = "nccl" if dev.type == "cuda" else "gloo"

@@ -175,7 +175,9 @@ def rank_main(cfg: PackingConfig) -> dict[str, Any] | None:
         else:  # random global batches, split by count (the DistributedSampler baseline; packed re-splits them)
             smp = TokenBalancedSampler(lengths, cfg.batch * world, rank, world, seed=seed, balanced=False)
         model = build_lm(cfg.vocab, cfg.d_model, cfg.heads, cfg.layers, cfg.row_len, cfg.seed).to(ctx.device)
-        rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz, variant=variant).start() if record else None
+        sampled = "padded" if "padded" in cfg.variants else cfg.variants[0]  # samplers in one recording only
+        rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz, variant=variant,
+                              samplers=None if variant == sampled else False).start() if record else None
         return {"name": variant, "lengths": lengths, "docs": corpus.documents(lengths, seed=seed), "sampler": smp,
                 "batches": smp.global_batches(), "model": model, "rec": rec, "tokens": 0, "seconds": 0.0,
                 "opt": torch.optim.Adam(model.parameters(), lr=cfg.lr)}
@@ -201,6 +203,8 @@ def rank_main(cfg: PackingConfig) -> dict[str, Any] | None:
             segments.append({"variant": st["name"], "repeat": rep, "rank": rank, "seconds": st["seconds"],
                              "steps": cfg.steps, "tokens": st["tokens"], "throughput": st["tokens"] / st["seconds"],
                              "run_dir": str(Path(cfg.run_dir) / f"{st['name']}-r{rep}")})
+    for row in losses:  # one device read per loss, after training (no host sync inside the loop)
+        row["loss"] = float(row["loss"])
     gathered = D.gather_to_main({"segments": segments, "steps": step_rows, "losses": losses}, ctx)
     D.shutdown()
     if gathered is None:
@@ -255,7 +259,7 @@ def _train_step(st: dict[str, Any], i: int, cfg: PackingConfig, ctx: D.DistConte
         with D.maybe_phase(timer, "bwd"):
             loss.backward()
         with D.maybe_phase(timer, "collective"):
-            (loss_global,) = allreduce_gradients(st["model"].parameters(), divisor=1.0, extra=[float(loss.detach())])
+            loss_global = allreduce_gradients(st["model"].parameters(), divisor=1.0, extra=[loss.detach()])
         with D.maybe_phase(timer, "optimizer"):
             st["opt"].step()
             st["opt"].zero_grad(set_to_none=True)

@@ -191,8 +191,11 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
                                        len(active), seed=seed, balanced=name != "sw_fault")
         rec = None
         if record and rank in active:
-            rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz, variant=name,
-                                  slow_rank=slow_rank if name == "hw_fault" else -1, active_ranks=active).start()
+            # samplers (GPU / host) in one recording per process only: several at once would perturb the timing
+            rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz,
+                                  samplers=None if name == _sampled(cfg.variants, "hw_fault") else False,
+                                  variant=name, slow_rank=slow_rank if name == "hw_fault" else -1,
+                                  active_ranks=active).start()
         return _Variant(name, model, torch.optim.Adam(model.parameters(), lr=cfg.lr), lengths, docs, sampler,
                         active, group, rec)
 
@@ -235,6 +238,8 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
                 segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": False})
             if st.group is not None and rank in st.active:
                 dist.destroy_process_group(st.group)
+    for row in losses:  # one device read per loss, after training (no host sync inside the loop)
+        row["loss"] = float(row["loss"])
     gathered = D.gather_to_main({"segments": segments, "losses": losses}, ctx)
     D.shutdown()
     if gathered is None:
@@ -273,8 +278,8 @@ def _train_step(st: _Variant, i: int, gb: np.ndarray, rank: int, slow_rank: int,
             if slow:
                 _slow_down(st.model, x, cfg, t_c, ctx.device)
         with D.maybe_phase(timer, "collective"):
-            (loss_global,) = allreduce_gradients(st.model.parameters(), divisor=1.0, group=st.group,
-                                                 extra=[float(loss_sum.detach())])
+            loss_global = allreduce_gradients(st.model.parameters(), divisor=1.0, group=st.group,
+                                              extra=[loss_sum.detach()])
         with D.maybe_phase(timer, "optimizer"):
             st.opt.step()
             st.opt.zero_grad(set_to_none=True)
@@ -282,6 +287,11 @@ def _train_step(st: _Variant, i: int, gb: np.ndarray, rank: int, slow_rank: int,
     st.seconds += time.perf_counter() - t0
     st.tokens += int(st.lengths[gb].sum())
     return loss_global / max(1, targets_global)
+
+
+def _sampled(variants: tuple[str, ...], preferred: str) -> str:
+    """The variant whose recording carries the GPU/host samplers: `preferred` when run, else the first."""
+    return preferred if preferred in variants else variants[0]
 
 
 def _device_us(cfg: StragglerConfig, ctx: D.DistContext) -> float:
