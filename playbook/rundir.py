@@ -145,6 +145,14 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
             raw = _read_table(part, name, bundle.warnings)
             if raw is not None:
                 setattr(piece, name, _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns}))
+        traces = part / "traces"
+        if traces.is_dir() and any(traces.glob("*.json*")):
+            from playbook.readers import kineto  # lazy: the readers import this module
+
+            try:
+                piece.extend(kineto.read(traces))
+            except InputError as exc:
+                bundle.warnings.append(f"{traces}: profiler traces skipped ({exc})")
         bundle.extend(piece)
     bundle.meta["parts"] = parts
     return bundle

@@ -49,7 +49,7 @@ A `Bundle` carries the tables read from a set of inputs together with the warnin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -205,7 +205,7 @@ def median_interval_s(telemetry: pd.DataFrame) -> float:
     return float(np.median(dt) / 1e9) if len(dt) else float("nan")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _empty_template(builder) -> pd.DataFrame:
     return builder()
 
