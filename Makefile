@@ -46,10 +46,10 @@ bench: $(STAMP)  ## benchmarks: ingest and diagnose speed, printed as ratios
 
 lint: $(STAMP)  ## ruff, and notebooks must carry no outputs
 	$(VENV)/bin/ruff check playbook tests benchmarks
-	$(VENV)/bin/nbstripout --verify notebooks/*.ipynb
+	$(VENV)/bin/nbstripout --keep-id --verify notebooks/*.ipynb
 
 format: $(STAMP)  ## strip notebook outputs and fix lint where ruff can
-	$(VENV)/bin/nbstripout notebooks/*.ipynb
+	$(VENV)/bin/nbstripout --keep-id notebooks/*.ipynb
 	$(VENV)/bin/ruff check --fix playbook tests benchmarks
 
 guide-figures: $(STAMP)  ## rerun the labs quickly and regenerate the field guide's tables and figures
