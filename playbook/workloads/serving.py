@@ -208,7 +208,8 @@ STREAM_VARIANTS = ("eager_exact", "compiled_exact", "compiled_symbolic", "compil
 def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, buckets, backend: str = "inductor",
                  recompile_limit: int | None = None, device=None, recorder=None) -> tuple[pd.DataFrame, dict]:
     """One server (one variant, started cold) serving `streams` (lists of requests) one after the other, in
-    arrival-order batches; one row per batch with its pass, shape, service time and whether it compiled.
+    arrival-order batches; one row per batch with its pass, shape, service time, whether it compiled and the
+    compiles so far (start-up compiles included).
 
     eager_exact: no compile, pad to the batch's longest request.  compiled_exact: torch.compile(dynamic=False),
     pad to the longest (every new shape compiles, up to dynamo's recompile limit, then runs eager).
@@ -257,7 +258,8 @@ def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, bucke
                 rows.append({"pass": n_pass, "batch": len(rows), "requests": len(seqs), "longest": longest,
                              "padded_len": int(tok.shape[1]), "padded_rows": int(tok.shape[0]),
                              "real_tokens": real, "padded_tokens": int(tok.numel()),
-                             "service_s": service, "compiled": counter.compiles > before})
+                             "service_s": service, "compiled": counter.compiles > before,
+                             "compiles_so_far": counter.compiles})
     return pd.DataFrame(rows), {"compiles": counter.compiles, "compile_s": counter.compile_s, "startup_s": startup}
 
 
