@@ -174,3 +174,40 @@ def test_committed_synthetic_sample(capsys):
     assert o["high_pct"] == pytest.approx(90, abs=3) and o["low_pct"] == pytest.approx(20, abs=3)
     assert o["synchrony"] == "synchronized" and len(o["groups"][0]) == 64
     assert obj["hypotheses"][0]["id"] == "periodic_stall"
+
+
+def _pipeline_steps(consumer_busy: float, n: int = 60):
+    """Producer ranks 0-2 ("produce" / "blocked") and consumer ranks 3-4 ("consume" / "blocked"), LABELED
+    SYNTHETIC: rank 3 works `consumer_busy` of the time, the others wait on the queue."""
+    import pandas as pd
+
+    from playbook import schema
+
+    rows = []
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    for rank in range(5):
+        role = "produce" if rank < 3 else "consume"
+        busy = consumer_busy if rank == 3 else 0.2
+        for step in range(n):
+            start = t0 + pd.Timedelta(seconds=step * 0.2)
+            rows += [(start, "h", rank, step, "step", 0.2), (start, "h", rank, step, role, 0.2 * busy),
+                     (start + pd.Timedelta(seconds=0.2 * busy), "h", rank, step, "blocked", 0.2 * (1 - busy))]
+    df = pd.DataFrame(rows, columns=["time", "host", "rank", "step", "phase", "duration_s"])
+    return schema.steps_frame({c: df[c].to_numpy() for c in df.columns})
+
+
+def test_pipeline_roles_saturated_stage_and_waiting_ranks():
+    d = diagnose(Bundle(steps=_pipeline_steps(0.99)))
+    assert d.hypotheses[0]["id"] == "pipeline_imbalance"
+    assert "rank 3 works 99%+" in d.hypotheses[0]["evidence"][0]
+    assert "collective_straggler" not in [h["id"] for h in d.hypotheses]  # roles, not stragglers
+
+
+def test_steps_separated_by_idle_gaps_are_not_a_swing():
+    steps, events, _ = simulate_steps(ranks=2, steps=120, stall_every=None, step_s=0.06)
+    # each step lasts 0.06 s but starts 0.75 s after the previous one (work outside the logged phases)
+    import pandas as pd
+
+    steps["time"] = steps["time"].dt.floor("us") + pd.to_timedelta(steps["step"] * 0.69, unit="s")
+    d = diagnose(Bundle(steps=steps, events=events))
+    assert not d.oscillation["detected"]

@@ -166,8 +166,10 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             and (bundle.steps["phase"] != "step").any():
         osc, n_units = _derived_oscillation(bundle.steps)
         if osc is not None:
-            warnings.append("no usable GPU utilization: the oscillation is measured on each rank's busy share (fwd, bwd, "
-                            "optimizer phases) — " + DERIVED_SIGNAL)
+            work = ", ".join(p for p in steps_analysis.busy_phases_of(bundle.steps)
+                             if p in set(bundle.steps["phase"].astype(str)))
+            warnings.append(f"no usable GPU utilization: the oscillation is measured on each rank's busy share "
+                            f"(time in {work or 'work'} phases) — " + DERIVED_SIGNAL)
             warnings += [w for w in osc.warnings if w not in warnings]
             evidence += hyp.from_oscillation(osc, None, n_units, label="ranks")
             if not osc.detected:
@@ -206,6 +208,18 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
     kineto = _optional("kineto", bundle, warnings)
     stragglers = _optional("stragglers", bundle, warnings)
     nccl = _optional("nccl", bundle, warnings)
+    roles = _roles(bundle.steps)
+    if stragglers and len(roles) > 1:
+        # straggler scores compare ranks doing the same work; ranks with different work phases are different
+        # roles (a producer and a consumer), so their step-based comparison says nothing about stragglers
+        found = stragglers.get("findings") or []
+        kept = [f for f in found if not (f.get("hypothesis") == "collective_straggler"
+                                         and str(f.get("evidence", "")).startswith("steps"))]
+        if len(kept) < len(found):
+            warnings.append("ranks play different roles (work phases " + "; ".join(
+                f"{'/'.join(r)}: ranks {', '.join(map(str, ks[:6]))}" for r, ks in roles.items())
+                + "): step-based straggler scores across roles are left out")
+        stragglers = {**stragglers, "findings": kept}
     extra = {name: _optional(name, bundle, warnings) for name in ("nsys", "flight_recorder", "links")}
     detail.update(kineto=kineto, stragglers=stragglers, nccl=nccl, **extra)
     for name, summary in (("trace", kineto), ("", stragglers), ("NCCL", nccl), ("", extra["nsys"]),
@@ -227,10 +241,13 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
 
 def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None, int]:
     """Oscillation of each rank's busy share (analysis.steps.busy_timeline), ids "host:rankR"."""
-    # bins of ~4 median steps (busy_timeline's default): shorter bins would split steps into their busy and
-    # idle phases and show that as a swing
-    busy = steps_analysis.busy_timeline(steps)
-    bin_s = float(busy["time"].diff().dt.total_seconds().median()) if len(busy) > 1 else None
+    # bins of ~4 steps, start to start (a step's duration can be far shorter than the time between steps):
+    # shorter bins would split steps into their busy and idle parts and show that as a swing
+    st = steps_analysis.step_times(steps)
+    gaps = st.sort_values(["rank", "time"]).groupby("rank")["time"].diff().dt.total_seconds()
+    every = float(gaps.median()) if gaps.notna().any() else float(st["duration_s"].median())
+    bin_s = 4 * every if np.isfinite(every) and every > 0 else None
+    busy = steps_analysis.busy_timeline(steps, bin_s=bin_s, busy_phases=steps_analysis.busy_phases_of(steps))
     if busy.empty:
         return None, 0
     pseudo = schema.telemetry_frame({"time": busy["time"], "host": busy["host"], "gpu": busy["rank"],
@@ -295,3 +312,16 @@ def _ranks(stragglers: dict | None, kineto: dict | None) -> list[dict]:
                 if t.get(k) is not None:
                     e[k] = t[k]
     return [rows[r] for r in sorted(rows)]
+
+
+def _roles(steps: pd.DataFrame) -> dict[tuple[str, ...], list[int]]:
+    """Ranks grouped by the set of work phases they log (one group = one role)."""
+    if steps is None or steps.empty:
+        return {}
+    work = set(steps_analysis.busy_phases_of(steps))
+    roles: dict[tuple[str, ...], list[int]] = {}
+    part = steps[steps["phase"].isin(work)]
+    for rank, idx in part.groupby("rank", sort=True).indices.items():
+        phases = tuple(sorted(set(part["phase"].iloc[idx].astype(str))))
+        roles.setdefault(phases, []).append(int(rank))
+    return roles

@@ -485,6 +485,23 @@ def from_steps(summary: dict) -> list[Evidence]:
     if h2d >= 0.05:
         out += support("phase_h2d", 0.4 + 0.45 * min((h2d - 0.05) / 0.15, 1.0), 1.0,
                        f"host-to-device copies take {h2d:.0%} of step time")
+    busy = summary.get("rank_busy") or []
+    if len(busy) >= 2:
+        sat = [r for r in busy if r["busy_share"] >= 0.9]
+        waiting = [r for r in busy if r["queue_wait_share"] >= 0.5]
+        if sat and waiting:
+            def ranks(rows):
+                return ", ".join(str(r["rank"]) for r in rows[:8]) + (" …" if len(rows) > 8 else "")
+
+            lost = float(np.mean([r["queue_wait_share"] for r in busy]))
+            text = (f"rank{'s' if len(sat) > 1 else ''} {ranks(sat)} work{'s' if len(sat) == 1 else ''} "
+                    f"{min(r['busy_share'] for r in sat):.0%}+ of the time while rank"
+                    f"{'s' if len(waiting) > 1 else ''} {ranks(waiting)} wait on a queue "
+                    f"{min(r['queue_wait_share'] for r in waiting):.0%}-{max(r['queue_wait_share'] for r in waiting):.0%} "
+                    "of theirs: the saturated stage is the bottleneck the others wait for")
+            out += support("idle_and_saturated", 1.0, max(impact(lost), 0.5), text,
+                           f"log queue depth and each stage's rate: rank{'s' if len(sat) > 1 else ''} {ranks(sat)} "
+                           "should be the bottleneck")
     stall = sum(v for k, v in shares.items() if k in ("checkpoint", "eval", "log"))
     if stall >= 0.01 and not (ps and ps.get("periodic")):
         parts = ", ".join(f"{k} {v:.1%}" for k, v in shares.items() if k in ("checkpoint", "eval", "log") and v)

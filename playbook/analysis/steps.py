@@ -10,6 +10,18 @@ import numpy as np
 import pandas as pd
 
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
+# Phases that wait on something else (input, transfers, peers, storage, a queue); every other named phase is work.
+WAIT_PHASES: tuple[str, ...] = ("data", "h2d", "d2h", "collective", "checkpoint", "eval", "log", "blocked", "wait",
+                                "waiting", "idle", "queue", "queue_wait", "sync", "barrier")
+QUEUE_PHASES: tuple[str, ...] = ("blocked", "wait", "waiting", "idle", "queue", "queue_wait")
+
+
+def busy_phases_of(steps: pd.DataFrame) -> tuple[str, ...]:
+    """The work phases present in `steps`: the standard compute phases, plus any other phase that is neither a
+    whole step nor a known waiting phase (e.g. a pipeline lab's "produce" / "consume")."""
+    present = set(steps["phase"].astype(str).unique()) - {"step", "other"}
+    extra = sorted(p for p in present if p not in WAIT_PHASES and p not in COMPUTE_PHASES)
+    return tuple(COMPUTE_PHASES) + tuple(extra)
 
 
 def phase_breakdown(steps: pd.DataFrame) -> pd.DataFrame:
@@ -302,6 +314,8 @@ def step_creep(fleet: pd.DataFrame) -> dict | None:
         return None
     rx = pd.Series(x).rank().to_numpy()
     ry = pd.Series(d).rank().to_numpy()
+    if np.std(rx) == 0 or np.std(ry) == 0:
+        return None
     rho = float(np.corrcoef(rx, ry)[0, 1])
     # Theil-Sen slope on up to 20 000 random pairs
     rng = np.random.default_rng(0)
@@ -369,6 +383,9 @@ def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
         total = share.sum()
         out["phase_share"] = {str(k): float(v / total) for k, v in share.sort_values(ascending=False).items()
                               if total > 0}
+    busy = rank_busy(steps)
+    if busy:
+        out["rank_busy"] = busy
     periodic = periodic_slow_steps(fleet, events)
     out["periodic_slow"] = periodic if periodic and periodic["periodic"] else None
     lattice = None
@@ -378,4 +395,23 @@ def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
     out["gc"] = gc_spikes(fleet, events, exclude=lattice)
     out["creep"] = step_creep(fleet)
     out["recompiles"] = recompiles(fleet, events)
+    return out
+
+
+def rank_busy(steps: pd.DataFrame) -> list[dict]:
+    """Per rank: share of its step time in work phases (busy_phases_of), in queue waits (QUEUE_PHASES) and in
+    other waits (WAIT_PHASES: input, collectives, checkpoints...). [] without named phases or with one rank."""
+    parts = steps[steps["phase"] != "step"]
+    if parts.empty or steps["rank"].nunique() < 2:
+        return []
+    pb = phase_breakdown(steps)
+    busy = set(busy_phases_of(steps))
+    out = []
+    for rank, g in pb.groupby("rank", sort=True):
+        share = g.set_index("phase")["share"].fillna(0.0)
+        out.append({"rank": int(rank), "host": str(steps.loc[steps["rank"] == rank, "host"].iloc[0]),
+                    "busy_share": float(share[share.index.isin(busy)].sum()),
+                    "queue_wait_share": float(share[share.index.isin(QUEUE_PHASES)].sum()),
+                    "other_wait_share": float(share[share.index.isin(set(WAIT_PHASES) - set(QUEUE_PHASES))].sum()),
+                    "steps": int((steps["rank"] == rank).sum())})
     return out
