@@ -363,6 +363,10 @@ class LoaderState:
     yielded: dict[int, int] = field(default_factory=dict)
 
     def update(self, batch: dict[str, Any]) -> None:
+        """Account for one consumed sample or collated batch (it must keep the __epoch__/__worker__/__index__ keys)."""
+        missing = [k for k in ("__epoch__", "__worker__", "__index__") if k not in batch]
+        if missing:
+            raise InputError(f"LoaderState.update: the batch lacks {missing}; keep ShardStream's meta keys in collate")
         epochs, workers, idx = (_as_list(batch[k]) for k in ("__epoch__", "__worker__", "__index__"))
         for e, c, k in zip(epochs, workers, idx, strict=True):
             if e != self.epoch:  # a new epoch started: forget the old one
@@ -430,7 +434,8 @@ class ShardStream(IterableDataset):
         self.last_fetch_wait_s = 0.0
 
     def set_epoch(self, epoch: int) -> None:
-        """Use the shard permutation of `epoch` for the next iteration (call before each epoch)."""
+        """Use the shard permutation of `epoch` for the next iteration (call before each epoch). Workers started
+        with DataLoader(persistent_workers=True) keep the epoch they started with: leave it False (the default)."""
         self.epoch = int(epoch)
 
     def consumer(self) -> tuple[int, int]:
