@@ -44,7 +44,8 @@ def batch(tmp_path_factory):
     ramp = _notebook(src / "ramp.ipynb", "Ramp")
     out = tmp_path_factory.mktemp("report")
     jobs = [Job(str(ramp), {"n": 20}, "good", "Ramp"), Job(str(ramp), {"fail": True}, "bad", "Ramp (fails)")]
-    summary = run_batch(jobs, out, parameters={"why": "test"}, run_name="test-run", progress=False)
+    # two kernels at once (the --jobs path); the triage tests cover one at a time
+    summary = run_batch(jobs, out, parameters={"why": "test"}, run_name="test-run", progress=False, workers=2)
     return out, summary
 
 
