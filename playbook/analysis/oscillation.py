@@ -1226,16 +1226,11 @@ def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataF
 
 
 def _union_length(a: np.ndarray, b: np.ndarray) -> float:
-    """Total length of the union of intervals [a_i, b_i]."""
-    order = np.argsort(a)
-    a, b = a[order], b[order]
-    reach = np.maximum.accumulate(b)
-    starts = np.r_[True, a[1:] > reach[:-1]]
-    group = np.cumsum(starts) - 1
-    lo = a[starts]
-    hi = np.full(len(lo), -np.inf)
-    np.maximum.at(hi, group, b)
-    return float((hi - lo).sum())
+    """Total length of the union of intervals [a_i, b_i] (analysis.kineto's interval merge)."""
+    from playbook.analysis.kineto import _merge
+
+    starts, ends = _merge(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return float((ends - starts).sum())
 
 
 def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | None,
