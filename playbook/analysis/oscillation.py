@@ -18,19 +18,21 @@ Pure functions on the tidy telemetry table (schema.TELEMETRY_COLUMNS); no thresh
    two transitions.
 4. Period. Two tests at ALPHA, either suffices:
    a. spectrum: a Lomb-Scargle periodogram (computed with FFTs, so gaps, jitter and uneven sampling are handled)
-      tested against its fitted noise background — red noise (a Lorentzian: the spectrum of a random telegraph
-      signal, i.e. irregular swings, and of AR(1) noise) plus white noise, fitted to log-binned medians so narrow
-      peaks do not inflate it — with a Bonferroni correction over the independent frequencies searched. The search covers periods from two
-      sampling intervals (the aliasing guard: nothing shorter is ever reported) to a third of the span (three
-      cycles at least). The fundamental is the lowest significant subharmonic of the strongest peak.
+      against its local noise background: the median of the surrounding ordinates (±max(4.5/span, 20% of f)),
+      which follows any smooth noise spectrum — white, red, the Lorentzian of a random telegraph signal (i.e.
+      irregular swings) — while a narrow line stands out. The p-value accounts exactly for the noise in that
+      median (order statistics of exponential ordinates) and is Šidák-corrected over the independent frequencies
+      searched. The search covers periods from two sampling intervals (the aliasing guard: nothing shorter is
+      ever reported) to a third of the span (three cycles at least). The fundamental is the lowest significant
+      subharmonic of the strongest peak.
    b. regularity: the coefficient of variation of the intervals between successive drops, against its
       distribution when high and low dwell times are exponential with the observed means (memoryless swings).
    The reported period is the mean interval between drops (within ±25% of their median) when the drops are
    regular, else the spectral fundamental (refined by parabolic interpolation).
 5. Duty cycle: the share of complete cycles spent high (episodes weighted by their duration).
 6. Synchrony. Swinging GPUs' states on a common grid; two GPUs "go low together" when most of their low time
-   coincides (overlap coefficient ≥ 0.5) and the association is significant (phi coefficient, z over the number
-   of independent episodes, Bonferroni over pairs). Average-linkage clustering on that overlap gives the groups;
+   coincides (overlap coefficient ≥ 0.5) and the association is significant (phi coefficient; its n deflated by
+   the telegraph autocorrelation of both series, Bartlett; Bonferroni over pairs). Average-linkage clustering on that overlap gives the groups;
    a pair of groups whose lows avoid each other significantly (phi < 0) is anti-phase (producer/consumer).
 
 Scales to millions of rows: one vectorised pass per GPU and a G×G matrix product for synchrony.
