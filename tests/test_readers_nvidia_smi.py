@@ -184,3 +184,20 @@ def test_guess_fields_reads_temperature_in_celsius():
     fields, note = nvidia_smi.guess_fields([["0", " 97 %", " 61 C", " 1980 MHz"], ["1", " 5 %", " 40 C", " 1410 MHz"]])
     assert fields == ["index", "utilization.gpu", "temperature.gpu", "clocks.sm"]
     assert note == "index,utilization.gpu,temperature.gpu,clocks.sm"
+
+
+def test_nounits_values_under_a_units_header_keep_the_last_line(tmp_path):
+    # `--format=csv,nounits` keeps units in the header but not in the values: the last row is whole.
+    path = tmp_path / "nounits.csv"
+    path.write_text("timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+                    "2026/01/01 00:00:00.000, 0, 50, 100\n2026/01/01 00:00:01.000, 0, 60, 100\n"
+                    "2026/01/01 00:00:02.000, 0, 70, 100\n")
+    bundle = read_file(path)
+    assert list(bundle.telemetry["util_pct"]) == [50.0, 60.0, 70.0]
+    assert not bundle.warnings
+    # with units in the values, a last value that lost its unit is still a cut line
+    path.write_text("timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+                    "2026/01/01 00:00:00.000, 0, 50 %, 100 MiB\n2026/01/01 00:00:01.000, 0, 60 %, 100 MiB\n"
+                    "2026/01/01 00:00:02.000, 0, 70 %, 10\n")
+    bundle = read_file(path)
+    assert len(bundle.telemetry) == 2 and "truncated" in bundle.warnings[0]

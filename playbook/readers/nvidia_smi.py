@@ -961,8 +961,8 @@ def _check_edges(data: bytes, segments: list[_Segment]) -> None:
         text = data[start:end].decode("utf-8", errors="replace")
         cells = text.split(",")
         cut = len(cells) != len(seg.fields)
-        unit = seg.units[-1] if seg.units and seg.units[-1] else None
-        if unit is None and not cut:
+        unit = None
+        if not cut:  # do the values carry units (header units alone say nothing: `--format=csv,nounits`)?
             prev_start = data.rfind(b"\n", seg.start, max(start - 1, seg.start)) + 1
             prev = data[prev_start:max(start - 1, prev_start)].decode("utf-8", errors="replace").split(",")
             m = _UNITS_IN_VALUES.match(prev[-1]) if len(prev) == len(cells) else None
