@@ -38,7 +38,7 @@ from playbook.errors import WorkloadError
 
 KNOBS: dict[str, Any] = {
     "steps": 80, "warmup_steps": 3, "batch_size": 256, "hidden": 128, "ckpt_every": 20, "ckpt_mode": "sync",
-    "storage_mib_s": 50.0, "eval_every": 40, "eval_mode": "inline", "eval_batches": 4, "eval_read_ms": 25.0,
+    "storage_mib_s": 50.0, "eval_every": 40, "eval_mode": "inline", "eval_batches": 2, "eval_read_ms": 50.0,
     "ckpt_dir": "", "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
 }
 KNOB_HELP = {
