@@ -61,3 +61,284 @@ def lab_verdict(summary: pd.DataFrame, fault: str = "fault", fix: str = "fix", b
                           fr, xr, cv)
     return LabVerdict("inconclusive", f"fault runs at {fr:.0%} of no-fault, but the fix recovers only {xr:.0%}",
                       fr, xr, cv)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Run-to-run and within-run noise for autocorrelated per-step series (used by analysis.regression).
+#
+# Step times are not independent: a slow phase of the machine, a periodic stall or a warm-up trend make
+# neighbouring steps alike, so an i.i.d. bootstrap (or a plain Mann-Whitney test) understates the noise. The
+# circular block bootstrap (Politis & Romano 1992) resamples blocks of consecutive steps; its block length is
+# chosen from the data by the Politis & White (2004) rule with the Patton, Politis & White (2009) correction.
+# With several runs per side, runs are resampled first (hierarchical bootstrap), so run-to-run variance enters the
+# interval too.
+
+
+def _flat_top(t: np.ndarray) -> np.ndarray:
+    """The flat-top lag window of Politis & Romano: 1 up to |t| = 1/2, then linearly down to 0 at |t| = 1."""
+    a = np.abs(t)
+    return np.where(a <= 0.5, 1.0, np.where(a <= 1.0, 2.0 * (1.0 - a), 0.0))
+
+
+def optimal_block_length(x: np.ndarray) -> int:
+    """Circular-block-bootstrap block length for the mean of series `x` (Politis-White 2004, Patton et al. 2009).
+
+    1 for an uncorrelated series; longer when neighbouring values are alike. Capped at min(3·√n, n/3).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n < 8 or np.std(x) == 0:
+        return 1
+    x = x - x.mean()
+    kn = max(5, int(math.ceil(math.sqrt(math.log10(n)))))
+    m_max = int(math.ceil(math.sqrt(n))) + kn
+    b_max = int(math.ceil(min(3 * math.sqrt(n), n / 3)))
+    m_max = min(m_max, n - 1)
+    f = np.fft.rfft(x, 2 * n)
+    acov = np.fft.irfft(f * np.conj(f))[: m_max + 1] / n
+    rho = acov / acov[0]
+    crit = 2.0 * math.sqrt(math.log10(n) / n)
+    insignificant = np.abs(rho[1:]) < crit  # lag k at index k-1
+    m_hat = m_max
+    for m in range(0, m_max - kn + 1):
+        if insignificant[m:m + kn].all():
+            m_hat = m
+            break
+    big_m = min(2 * max(m_hat, 1), m_max)
+    k = np.arange(-big_m, big_m + 1)
+    lam = _flat_top(k / big_m)
+    r = acov[np.abs(k)]
+    g = float(np.sum(lam * np.abs(k) * r))
+    s0 = float(np.sum(lam * r))
+    if s0 <= 0 or g == 0:
+        return 1
+    d_cb = 4.0 / 3.0 * s0 ** 2
+    b = (2.0 * g ** 2 / d_cb) ** (1 / 3) * n ** (1 / 3)
+    return int(min(max(round(b), 1), max(b_max, 1)))
+
+
+def block_bootstrap_sums(x: np.ndarray, block: int, n_boot: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Column sums of `n_boot` circular block bootstrap resamples of the rows of `x` (n × m).
+
+    Each resample strings together ceil(n / block) blocks of `block` consecutive rows (wrapping around), so it
+    holds n' = blocks × block rows; returns (sums: n_boot × m, n'). Cost O(n_boot × n / block × m).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    n = len(x)
+    block = int(min(max(block, 1), n))
+    blocks = int(math.ceil(n / block))
+    ext = np.vstack([x, x[: block - 1]]) if block > 1 else x
+    csum = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(ext, axis=0)])
+    block_sums = csum[block: block + n] - csum[:n]  # row i: sum of rows i .. i+block-1 (circular)
+    starts = rng.integers(0, n, size=(n_boot, blocks))
+    return block_sums[starts].sum(axis=1), blocks * block
+
+
+def block_bootstrap_indices(n: int, block: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Row indices (n_boot × n) of circular block bootstrap resamples, for statistics that are not sums."""
+    block = int(min(max(block, 1), n))
+    blocks = int(math.ceil(n / block))
+    starts = rng.integers(0, n, size=(n_boot, blocks))
+    idx = (starts[:, :, None] + np.arange(block)[None, None, :]) % n
+    return idx.reshape(n_boot, -1)[:, :n]
+
+
+def bootstrap_p(estimate: float, replicates: np.ndarray, null: float = 0.0) -> float:
+    """Two-sided bootstrap p-value of `estimate` against `null`: 2 × the share of replicates on the far side of
+    `null` (the smallest level at which the percentile interval excludes it). When no replicate reaches `null`,
+    the normal approximation on the replicates' spread, capped at 1/B, gives the resolution the count lacks.
+
+    NaN when the replicates carry no spread information (fewer than 3 finite values)."""
+    r = np.asarray(replicates, dtype=np.float64)
+    r = r[np.isfinite(r)]
+    if len(r) < 3 or not np.isfinite(estimate):
+        return math.nan
+    p = float(min(1.0, 2 * min(np.mean(r <= null), np.mean(r >= null))))
+    if p > 0:
+        return p
+    sd = float(np.std(r, ddof=1))
+    if sd == 0:
+        return 1.0 if estimate == null else 1.0 / len(r)
+    from statistics import NormalDist
+
+    z = abs(estimate - null) / sd
+    return float(min(1.0 / len(r), 2 * (1 - NormalDist().cdf(z))))
+
+
+def cliffs_delta(a: np.ndarray, b: np.ndarray, lag1_a: float = 0.0, lag1_b: float = 0.0) -> tuple[float, float]:
+    """Cliff's delta P(b > a) − P(b < a) (−1..1; the Mann-Whitney effect size) and its two-sided p-value.
+
+    The p-value is the Mann-Whitney normal approximation with each sample's size deflated to its effective size
+    n·(1 − r1)/(1 + r1) for lag-1 autocorrelation r1 ≥ 0 (autocorrelated steps carry less information)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    na, nb = len(a), len(b)
+    if na == 0 or nb == 0:
+        return math.nan, math.nan
+    ranks = pd.Series(np.concatenate([a, b])).rank().to_numpy()
+    u_b = ranks[na:].sum() - nb * (nb + 1) / 2
+    delta = float(2 * u_b / (na * nb) - 1)
+
+    def eff(n: int, r1: float) -> float:
+        r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
+        return max(n * (1 - r1) / (1 + r1), 1.0)
+
+    ea, eb = eff(na, lag1_a), eff(nb, lag1_b)
+    if ea + eb < 4:
+        return delta, math.nan
+    from statistics import NormalDist
+
+    sd = math.sqrt((ea + eb + 1) / (3 * ea * eb))
+    return delta, float(min(1.0, 2 * (1 - NormalDist().cdf(abs(delta) / sd))))
+
+
+def lag1(x: np.ndarray) -> float:
+    """Lag-1 autocorrelation of `x` (0 for a constant or too short series)."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) < 3 or np.std(x[:-1]) == 0 or np.std(x[1:]) == 0:
+        return 0.0
+    r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
+    return r if np.isfinite(r) else 0.0
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + aa / c
+        c = c if abs(c) > tiny else tiny
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-12:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """Regularized incomplete beta function I_x(a, b)."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    if x < (a + 1) / (a + b + 2):
+        return math.exp(lbt) * _betacf(a, b, x) / a
+    return 1.0 - math.exp(lbt) * _betacf(b, a, 1 - x) / b
+
+
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with `df` degrees of freedom (df may be fractional, e.g. Welch's)."""
+    tail = 0.5 * betainc(df / 2, 0.5, df / (df + t * t))
+    return tail if t >= 0 else 1.0 - tail
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile of Student's t (bisection on t_sf)."""
+    if q == 0.5:
+        return 0.0
+    if q < 0.5:
+        return -t_quantile(1 - q, df)
+    lo, hi = 0.0, 1.0
+    while t_sf(hi, df) > 1 - q:
+        hi *= 2
+        if hi > 1e12:
+            return math.inf
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if t_sf(mid, df) > 1 - q:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def log_ratio_t(good: np.ndarray, bad: np.ndarray, level: float = 0.95, equal_var: bool = True) -> dict | None:
+    """Ratio of geometric means bad/good over per-run values (e.g. throughputs), with a t interval on the logs:
+    the runs are the independent units. equal_var=True (Student, pooled variance, df = n_good + n_bad − 2) assumes
+    the run-to-run noise is the same multiplicative size on both sides — true of noise from the machine, and the
+    only usable choice with two or three runs a side, where Welch's df falls toward 1. equal_var=False: Welch.
+    None with fewer than two runs on a side or no spread at all."""
+    lg = np.log(np.asarray(good, dtype=np.float64))
+    lb = np.log(np.asarray(bad, dtype=np.float64))
+    lg, lb = lg[np.isfinite(lg)], lb[np.isfinite(lb)]
+    ng, nb = len(lg), len(lb)
+    if ng < 2 or nb < 2:
+        return None
+    if equal_var:
+        pooled = (((ng - 1) * lg.var(ddof=1)) + ((nb - 1) * lb.var(ddof=1))) / (ng + nb - 2)
+        se2, df = pooled * (1 / ng + 1 / nb), float(ng + nb - 2)
+    else:
+        vg, vb = lg.var(ddof=1) / ng, lb.var(ddof=1) / nb
+        se2 = vg + vb
+        df = se2 ** 2 / ((vg ** 2 / (ng - 1)) + (vb ** 2 / (nb - 1))) if se2 > 0 else math.nan
+    if not se2 > 0:
+        return None
+    diff = float(lb.mean() - lg.mean())
+    se = math.sqrt(se2)
+    tq = t_quantile(0.5 + level / 2, df)
+    return {"ratio": math.exp(diff), "ratio_lo": math.exp(diff - tq * se), "ratio_hi": math.exp(diff + tq * se),
+            "p_value": float(min(1.0, 2 * t_sf(abs(diff) / se, df))), "df": float(df)}
+
+
+def circular_block_variance(x: np.ndarray, block: int) -> float:
+    """Exact circular-block-bootstrap variance of the mean of `x` with blocks of `block` (no resampling needed)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = len(x)
+    block = int(min(max(block, 1), n))
+    ext = np.r_[x, x[: block - 1]] if block > 1 else x
+    csum = np.r_[0.0, np.cumsum(ext)]
+    sums = csum[block: block + n] - csum[:n]
+    blocks = int(math.ceil(n / block))
+    return float(np.var(sums) / (blocks * block ** 2))
+
+
+def block_variance_inflation(x: np.ndarray, block: int, cap: float = 2.0) -> float:
+    """Factor (≥ 1, ≤ cap) by which to widen block-bootstrap deviations of means of `x`.
+
+    The block bootstrap's variance of a mean is biased low by about c/block (Künsch 1989; Lahiri 1999) — badly
+    so for short, strongly autocorrelated series. The bias is removed to first order by Richardson extrapolation
+    over two block lengths, V ≈ 2·V(2b) − V(b); the factor is √(V / V(b))."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n < 8 or 2 * block > n // 2:
+        return 1.0
+    v1 = circular_block_variance(x, block)
+    v2 = circular_block_variance(x, 2 * block)
+    if v1 <= 0:
+        return 1.0
+    return float(min(max(math.sqrt(max(2 * v2 - v1, 0.0) / v1), 1.0), cap))
+
+
+def block_bootstrap_widening(x: np.ndarray, block: int, level: float = 0.95) -> float:
+    """Total factor by which to widen block-bootstrap deviations of a mean of `x` for a `level` interval:
+    block_variance_inflation (the variance's bias) × t(df)/z (the variance estimate's own noise), with
+    df = 1.5·n/block − 1 — the chi-square degrees of freedom of an overlapping-block (Bartlett) variance estimate,
+    whose relative variance is (4/3)·block/n. Calibrated on AR(1) series in tests/test_regression_stats.py."""
+    x = np.asarray(x, dtype=np.float64)
+    n = int(np.isfinite(x).sum())
+    if n < 4:
+        return 1.0
+    from statistics import NormalDist
+
+    df = max(1.5 * n / max(block, 1) - 1, 1.0)
+    q = 0.5 + level / 2
+    return block_variance_inflation(x, block) * t_quantile(q, df) / NormalDist().inv_cdf(q)
