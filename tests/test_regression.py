@@ -1,0 +1,304 @@
+"""Regression triage (playbook.analysis.regression): compare finds the cause a fixture was built with.
+
+Fixtures: LABELED SYNTHETIC run directories (playbook.simulate steps + a fingerprint written into meta.json)
+whose cause is known by construction, and a recorded pair of real lab runs (tests/data/compare/data_starvation).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playbook import rundir, schema, simulate
+from playbook.analysis import regression as reg
+
+FINGERPRINT = {
+    "python": "3.11.7", "platform": "Linux-6.1-x86_64", "hostname": "node00", "command": "python train.py --lr 3e-4",
+    "cwd": "/home/u/job", "git_commit": "abc123",
+    "torch": {"version": "2.5.1", "cuda": "12.4", "cudnn": "90100", "nccl": "2.21.5"},
+    "packages": {"torch": "2.5.1", "triton": "3.1.0", "numpy": "2.1.0"},
+    "nvidia": {"driver": "550.54.15", "cuda_driver": "12.4",
+               "gpus": [{"index": i, "name": "NVIDIA H100 80GB HBM3", "uuid": f"GPU-{i}"} for i in range(4)]},
+    "cpu": {"count": 64, "affinity": 64},
+    "env": {"NCCL_IB_HCA": "mlx5", "OMP_NUM_THREADS": "8"},
+    "compile_cache": {"inductor": {"path": "/tmp/torchinductor_u", "exists": True, "bytes": 250_000_000,
+                                   "files": 900, "truncated": False},
+                      "triton": {"path": "/home/u/.triton/cache", "exists": True, "bytes": 40_000_000, "files": 300,
+                                 "truncated": False}},
+}
+
+
+def make_run(path: Path, env: dict | None = None, config: dict | None = None, tokens: float | None = None,
+             **steps_kwargs) -> schema.Bundle:
+    """A synthetic run directory (steps + events) with a fingerprint and configuration in meta.json."""
+    kw = {"ranks": 2, "steps": 120, "step_s": 0.5, "stall_every": None, "seed": 0, **steps_kwargs}
+    steps, events, _ = simulate.simulate_steps(**kw)
+    if tokens is not None:
+        steps.loc[steps["phase"] == "step", "tokens"] = tokens
+    simulate.write_run_dir(path, steps=steps, events=events)
+    meta = json.loads((path / "meta.json").read_text())
+    meta["env"] = env if env is not None else FINGERPRINT
+    meta["command"] = meta["env"]["command"]
+    if config:
+        meta["config"] = config
+    (path / "meta.json").write_text(json.dumps(meta))
+    return rundir.read_run(path)
+
+
+def changed_env(**changes) -> dict:
+    env = copy.deepcopy(FINGERPRINT)
+    for dotted, value in changes.items():
+        node = env
+        keys = dotted.split("__")
+        for k in keys[:-1]:
+            node = node[k]
+        node[keys[-1]] = value
+    return env
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> schema.Bundle:
+    return make_run(tmp_path_factory.mktemp("good") / "run", config={"checkpoint_every": 0, "num_workers": 8},
+                    seed=1)
+
+
+def test_periodic_checkpoint_stall_is_the_top_cause_linked_to_the_setting(good, tmp_path):
+    bad = make_run(tmp_path / "bad", env=changed_env(torch__version="2.6.0"),
+                   config={"checkpoint_every": 20, "num_workers": 8}, stall_every=20, stall_s=2.0, seed=2)
+    r = reg.compare(good, bad, n_boot=500)
+    assert r.verdict == "slower" and r.throughput["ratio"] < 1
+    assert r.top["id"] == "periodic_stall"
+    assert "config.checkpoint_every" in r.top["changes"]
+    assert r.top["share_of_change"] > 0.7
+    env = {e["key"]: e for e in r.environment}
+    assert env["config.checkpoint_every"]["score"] > env["torch"]["score"]  # the version bump explains nothing
+    ckpt = next(e for e in r.events if e["kind"] == "checkpoint")
+    assert (ckpt["good_events"], ckpt["bad_events"]) == (0, 6)
+    assert ckpt["bad_cadence_steps"] == 20
+    assert ckpt["rate_p_value"] < 0.05
+
+
+def test_gc_pauses_and_recompiles_are_named_with_their_share(good, tmp_path):
+    gc = make_run(tmp_path / "gc", env=changed_env(python="3.12.1"), gc_count=15, gc_pause_s=0.6, seed=3)
+    r = reg.compare(good, gc, n_boot=500)
+    assert r.top["id"] == "gc_pause"
+    assert "python" in r.top["changes"]
+    rc = make_run(tmp_path / "rc", env=changed_env(compile_cache__inductor__bytes=0),
+                  recompile_steps=(0, 1, 3, 6, 10, 15, 21, 28), recompile_s=2.0, seed=4)
+    r = reg.compare(good, rc, n_boot=500)
+    assert r.top["id"] == "recompilation"
+    assert "compile cache (inductor)" in r.top["changes"]
+    cache = next(e for e in r.environment if e["key"] == "compile cache (inductor)")
+    assert cache["good"].startswith("warm") and cache["bad"] == "cold: empty"
+
+
+def test_a_slow_rank_is_a_straggler_not_a_slower_fleet(good, tmp_path):
+    bad = make_run(tmp_path / "slow", env=changed_env(env={"NCCL_IB_HCA": "mlx5", "OMP_NUM_THREADS": "8"}),
+                   slow_rank=1, slow_factor=1.4, seed=5)
+    r = reg.compare(good, bad, n_boot=500)
+    assert r.top["id"] == "collective_straggler"
+    assert any("rank 1 in 100% of BAD's steps" in e for e in r.top["evidence"])
+    assert not any(c["id"] == "slower_compute" and c["score"] > r.top["score"] for c in r.causes)
+
+
+def test_uniformly_slower_compute_links_version_and_hardware_changes(good, tmp_path):
+    env = changed_env(torch__version="2.6.0")
+    env["nvidia"]["gpus"] = [{"index": i, "name": "NVIDIA A100-SXM4-80GB", "uuid": f"GPU-{i}"} for i in range(4)]
+    bad = make_run(tmp_path / "slowgpu", env=env, step_s=0.7, seed=6)
+    r = reg.compare(good, bad, n_boot=500)
+    assert r.top["id"] == "slower_compute"
+    assert {"GPUs", "torch"} <= set(r.top["changes"])
+    assert r.environment[0]["key"] == "GPUs"  # hardware links more directly than a version
+    assert r.step_time["median"]["ratio"] == pytest.approx(1.4, rel=0.05)
+
+
+def test_identical_runs_show_no_significant_difference(good):
+    r = reg.compare(good, good, n_boot=300)
+    assert r.verdict == "no significant difference"
+    assert r.throughput["ratio"] == pytest.approx(1.0)
+    assert r.throughput["ratio_lo"] <= 1 <= r.throughput["ratio_hi"]
+    assert r.causes == [] and r.environment == []
+    assert r.summary.startswith("no significant difference")
+
+
+def _ar_run(seed: int, slowdown: float = 1.0, phi: float = 0.6, n: int = 150) -> schema.Bundle:
+    """One rank, `n` steps whose times follow a log-AR(1) (neighbouring steps alike), phases data + fwd."""
+    rng = np.random.default_rng(seed)
+    x = np.zeros(n)
+    x[0] = rng.standard_normal() * 0.1
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + rng.standard_normal() * 0.1 * math.sqrt(1 - phi ** 2)
+    d = 0.1 * slowdown * np.exp(x)
+    starts = np.r_[0.0, np.cumsum(d)[:-1]]
+    t0 = pd.Timestamp("2026-01-01T00:00:00Z")
+    rows = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s")}
+    for s in range(n):
+        for phase, at, dur in (("step", starts[s], d[s]), ("data", starts[s], 0.1 * d[s]),
+                               ("fwd", starts[s] + 0.1 * d[s], 0.9 * d[s])):
+            for k, v in zip(rows, (t0 + pd.Timedelta(seconds=at), "h", 0, s, phase, dur), strict=True):
+                rows[k].append(v)
+    return schema.Bundle(inputs=[f"ar{seed}"], steps=schema.steps_frame(rows))
+
+
+def test_same_configuration_is_within_the_noise_and_a_real_slowdown_is_not():
+    """Calibration on autocorrelated steps: pairs of runs of one configuration are rarely called different
+    (nominal 5%; an i.i.d. bootstrap would say so far more often), a 10% slowdown almost always is."""
+    null = [reg.compare(_ar_run(2 * k), _ar_run(2 * k + 1), n_boot=400, diagnoses=False).verdict
+            for k in range(10)]
+    assert sum(v != "no significant difference" for v in null) <= 2
+    slow = [reg.compare(_ar_run(100 + 2 * k), _ar_run(101 + 2 * k, 1.1), n_boot=400, diagnoses=False)
+            for k in range(4)]
+    assert all(r.verdict == "slower" for r in slow)
+    assert all(r.top["id"] == "slower_compute" for r in slow)
+
+
+def test_work_per_step_is_normalised_when_tokens_are_logged(tmp_path):
+    small = make_run(tmp_path / "small", tokens=1000.0, step_s=0.5, seed=1)
+    big = make_run(tmp_path / "big", tokens=2000.0, step_s=1.0, seed=2)  # twice the batch, twice the time
+    r = reg.compare(small, big, n_boot=500)
+    assert r.throughput["unit"] == "tokens/s"
+    assert r.verdict == "no significant difference"
+    assert r.step_time["median"]["ratio"] == pytest.approx(1.0, abs=0.05)  # per GOOD's 1000 tokens
+    assert any(c["id"] == "workload_change" for c in r.causes)
+
+
+def test_repeated_runs_measure_run_to_run_variance(tmp_path):
+    goods = [make_run(tmp_path / f"g{i}", step_s=s, seed=i) for i, s in enumerate((0.50, 0.53, 0.48))]
+    bads = [make_run(tmp_path / f"b{i}", step_s=s, seed=10 + i) for i, s in enumerate((0.75, 0.70, 0.78))]
+    r = reg.compare(goods, bads, n_boot=500)
+    tp = r.throughput
+    assert tp["run_to_run"]["measured"] and len(tp["good_per_run"]) == 3
+    assert tp["runs_t_interval"][0] <= tp["ratio_lo"] or tp["bootstrap_interval"][0] <= tp["ratio_lo"]
+    assert tp["ratio_lo"] <= min(tp["runs_t_interval"][0], tp["bootstrap_interval"][0]) + 1e-12
+    assert r.verdict == "slower" and 0.6 < tp["ratio"] < 0.75
+    assert r.good["run_cv"] > 0
+
+
+def test_recorded_lab_pair_names_data_starvation_and_the_loader_setting(data_dir):
+    root = data_dir / "compare" / "data_starvation"
+    r = reg.compare(rundir.read_run(root / "good"), rundir.read_run(root / "bad"), n_boot=500)
+    assert r.verdict == "slower"
+    assert r.top["id"] == "data_starvation"
+    assert r.top["changes"][0] == "knobs.loader"
+    data = next(p for p in r.phases if p["phase"] == "data")
+    assert data["significant"] and data["delta_s"] > 0.02
+    assert r.pattern["bad"]["top_hypothesis"] == "data_starvation"
+    assert r.good["environment"] and r.bad["environment"]
+
+
+def test_telemetry_only_compares_utilization_and_ranks_diagnose_deltas():
+    good, _ = simulate.simulate_bundle("healthy", hosts=1, gpus_per_host=4, duration_s=600, interval_s=2, seed=0)
+    bad, _ = simulate.simulate_bundle("oscillation", hosts=1, gpus_per_host=4, duration_s=600, interval_s=2, seed=1)
+    r = reg.compare(good, bad, n_boot=300)
+    assert r.mode == "utilization"
+    assert r.throughput["unit"] == "mean utilization %"
+    assert r.verdict == "slower" and r.throughput["ratio"] < 0.9
+    assert r.causes and r.top["id"] in ("periodic_stall", "data_starvation")
+    assert any(c.startswith("oscillation: none") for c in r.pattern["changes"])
+    assert any("no environment fingerprint" in w for w in r.warnings)
+
+
+def test_nothing_comparable_is_reported_not_raised():
+    r = reg.compare(schema.Bundle(inputs=["a"]), schema.Bundle(inputs=["b"]), diagnoses=False)
+    assert r.verdict == "not comparable" and r.mode == "none"
+    with pytest.raises(ValueError):
+        reg.compare([], [schema.Bundle()])
+
+
+def test_json_contract(good, tmp_path):
+    bad = make_run(tmp_path / "bad", stall_every=20, stall_s=2.0, seed=2)
+    r = reg.compare(good, bad, n_boot=300)
+    d = json.loads(r.to_json())
+    assert set(d) == {"verdict", "summary", "mode", "good", "bad", "throughput", "step_time", "phases", "events",
+                      "causes", "pattern", "environment", "unchanged", "warnings"}
+    assert d["verdict"] in ("slower", "faster", "no significant difference", "not comparable")
+    for c in d["causes"]:
+        assert {"id", "score", "evidence", "changes", "next_step", "fix", "notebook"} <= set(c)
+        assert 0 <= c["score"] <= 1
+    assert [c["score"] for c in d["causes"]] == sorted((c["score"] for c in d["causes"]), reverse=True)
+    for p in d["phases"]:
+        assert {"phase", "good_s", "bad_s", "delta_s", "delta_lo", "delta_hi", "p_value", "significant"} <= set(p)
+    assert {"unit", "good", "bad", "ratio", "ratio_lo", "ratio_hi", "p_value", "significant"} <= set(d["throughput"])
+    assert "NaN" not in r.to_json()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building blocks
+
+
+def test_nested_events_belong_to_the_outer_one():
+    start = np.array([0.0, 0.2, 5.0, 5.5])
+    end = np.array([1.0, 0.5, 6.0, 6.5])  # a GC pause inside a recompile; two partly overlapping events
+    excl = reg._exclusive(start, end)
+    np.testing.assert_allclose(excl, [1.0, 0.0, 1.0, 0.5])
+
+
+def _steps_with_events(event_step: int, duration: float | None, event_time_s: float | None) -> schema.Bundle:
+    t0 = pd.Timestamp("2026-01-01T00:00:00Z")
+    rows = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s")}
+    at = 0.0
+    for s in range(20):
+        d = 1.0 + (2.0 if s == 7 else 0.0)
+        for phase, start, dur in (("step", at, d), ("data", at, 0.1), ("fwd", at + 0.1, d - 0.1)):
+            rows["time"].append(t0 + pd.Timedelta(seconds=start))
+            rows["host"].append("h")
+            rows["rank"].append(0)
+            rows["step"].append(s)
+            rows["phase"].append(phase)
+            rows["duration_s"].append(dur)
+        at += d
+    ev = schema.events_frame({"time": [t0 + pd.Timedelta(seconds=event_time_s if event_time_s is not None else 7.2)],
+                              "host": ["h"], "rank": [0], "step": [event_step], "kind": ["recompile"],
+                              "duration_s": [duration if duration is not None else np.nan]})
+    return schema.Bundle(inputs=["x"], steps=schema.steps_frame(rows), events=ev)
+
+
+def test_events_are_moved_out_of_their_phase_and_placed_by_time():
+    r = reg.run_steps(_steps_with_events(-1, 2.0, 7.3), "run")
+    row = r.table.loc[7]
+    assert row["event:recompile"] == pytest.approx(2.0)
+    assert row["cause:recompilation"] == pytest.approx(2.0)
+    assert row["cause:slower_compute"] == pytest.approx(0.9)  # fwd 2.9 s less the 2 s recompile inside it
+    assert row["cause:data_starvation"] == pytest.approx(0.1)
+    cause_cols = [c for c in r.table.columns if c.startswith("cause:")]
+    np.testing.assert_allclose(r.table[cause_cols].sum(axis=1), r.table["wall_s"])
+
+
+def test_events_without_durations_are_costed_by_their_steps_excess():
+    r = reg.run_steps(_steps_with_events(7, None, None), "run")
+    assert r.table.loc[7, "event:recompile"] == pytest.approx(2.0)
+    assert any("carry no durations" in w for w in r.warnings)
+
+
+def test_environment_links_changed_items_to_causes(tmp_path):
+    b = make_run(tmp_path / "r", config={"num_workers": 8, "dynamic": False}, steps=20)
+    env, found = reg.environment(b)
+    assert found
+    assert env["GPUs"][0] == "4 × NVIDIA H100 80GB HBM3"
+    assert env["compile cache (inductor)"][0] == "warm: 250.0 MB in 900 files"
+    assert env["command --lr"][0] == "3e-4"
+    assert reg.links("env NCCL_IB_HCA", "env")[0] == ("collective_straggler",)
+    assert reg.links("config.num_workers", "config")[0] == ("data_starvation",)
+    assert "recompilation" in reg.links("config.dynamic", "config")[0]
+    assert reg.links("variant", "config") == ((), 0.0)
+    assert reg._options("torchrun --nproc-per-node 8 train.py --bf16 --lr=1e-3") == {
+        "--nproc-per-node": "8", "--bf16": "on", "--lr": "1e-3"}
+
+
+def test_gap_closed_and_the_lab_verdict(good, tmp_path):
+    bad = make_run(tmp_path / "bad", config={"checkpoint_every": 20, "num_workers": 8}, stall_every=20, stall_s=2.0,
+                   seed=2)
+    r = reg.compare(good, bad, n_boot=300)
+    fixed = reg.compare(good, make_run(tmp_path / "fixed", seed=3), n_boot=300)
+    status, text = reg.injected_verdict(r, "periodic_stall", "config.checkpoint_every", reverted=fixed, other=r)
+    assert status == "confirmed", text
+    assert reg.gap_closed(r, fixed) > 0.5 and reg.gap_closed(r, r) == pytest.approx(0.0)
+    assert reg.injected_verdict(r, "gc_pause")[0] == "refuted"
+    assert reg.injected_verdict(r, "periodic_stall", "config.num_workers")[0] == "inconclusive"
+    assert math.isnan(reg.gap_closed(reg.compare(good, good, n_boot=200, diagnoses=False), r))
