@@ -27,9 +27,9 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)  ## create .venv/ and install the project with its dev tools
 
-demo: $(STAMP)  ## set up, then diagnose the embedded sample and write a report
+demo: $(STAMP)  ## set up, then diagnose the embedded sample and write an HTML report
 	$(PY) -m playbook info data/samples
-	$(PY) -m playbook diagnose data/samples
+	$(PY) -m playbook report
 
 test: $(STAMP)  ## set up, then run the whole test suite
 	$(PY) -m pytest -q $(PYTEST_ARGS)

@@ -136,7 +136,7 @@ def test_plan_runs_triage_on_paths_and_adds_named_labs(tmp_path):
     data.write_text("x")
     jobs = plan(paths=[str(data)], labs=["ramp"], quick=True, specs=specs)
     assert [j.name for j in jobs] == ["01_triage", "10_ramp"]
-    assert jobs[0].parameters == {"n": 10, "inputs": [str(data.resolve())]}
+    assert jobs[0].parameters == {"n": 10, "inputs": [str(data.resolve())], "fields": "", "interval_s": 0.0}
     assert jobs[1].parameters == {"n": 10}
     assert [j.name for j in plan(labs=["all"], specs=specs)] == ["00_onboarding", "01_triage", "10_ramp", "11_other"]
     with pytest.raises(PlaybookError, match="no notebook called 'nope'"):

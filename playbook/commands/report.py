@@ -26,6 +26,10 @@ EXAMPLES = """  playbook report                               triage of the embe
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH",
                         help="telemetry files or folders for the triage notebook (default: the embedded sample)")
+    parser.add_argument("--fields", metavar="LIST",
+                        help="nvidia-smi --query-gpu list for headerless PATHs (as in `playbook diagnose`)")
+    parser.add_argument("--interval", type=float, metavar="S",
+                        help="polling interval in seconds for PATHs without timestamps")
     parser.add_argument("--out", metavar="DIR", help="report folder (default: reports/<UTC time>-<name>)")
     parser.add_argument("--labs", nargs="+", metavar="NAME", default=[],
                         help="also run these notebooks: 'all', or names such as 10_data_starvation, "
@@ -41,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from playbook.report import runner
 
-    jobs = runner.plan(args.paths, args.labs, args.quick)
+    jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval)
     if args.labs == ["all"]:
         short = "all-quick" if args.quick else "all"
     elif args.paths:

@@ -51,9 +51,11 @@ class Job:
 
 
 def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: bool = False,
-         specs: list[catalog.NotebookSpec] | None = None) -> list[Job]:
+         specs: list[catalog.NotebookSpec] | None = None, fields: str | None = None,
+         interval_s: float | None = None) -> list[Job]:
     """The jobs of a report: the triage notebook on `paths` (default: its own default, the embedded sample), plus
-    the notebooks named in `labs` ("all" = every notebook), in notebook order; `quick` applies quick parameters."""
+    the notebooks named in `labs` ("all" = every notebook), in notebook order; `quick` applies quick parameters.
+    `fields` / `interval_s` describe headerless or timestamp-less `paths` (as `playbook diagnose` takes them)."""
     specs = catalog.discover() if specs is None else specs
     chosen: dict[str, catalog.NotebookSpec] = {}
     triage = catalog.find(specs, catalog.TRIAGE)
@@ -73,7 +75,9 @@ def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: b
     for spec in sorted(chosen.values(), key=lambda s: s.name):
         params = spec.quick_parameters() if quick else {}
         if spec.name == triage.name and paths:
-            params[TRIAGE_INPUTS] = [str(_existing(p)) for p in paths]
+            # the user's inputs: their own fields/interval (or none, so the readers detect and warn)
+            params.update({TRIAGE_INPUTS: [str(_existing(p)) for p in paths], "fields": fields or "",
+                           "interval_s": float(interval_s or 0.0)})
         jobs.append(Job(str(spec.path), params, spec.name, spec.title))
     return jobs
 
