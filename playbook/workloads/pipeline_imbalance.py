@@ -34,7 +34,7 @@ import multiprocessing as mp
 import sys
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,6 @@ class PipelineConfig:
     seed: int = 0
     sample_ms: float = 20.0  # queue-depth sampling interval
     plan_producers: bool = True  # fix: use the producer count the plan derives (False: keep --producers)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         self.variants = tuple(self.variants)

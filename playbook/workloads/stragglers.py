@@ -38,7 +38,7 @@ import argparse
 import contextlib
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,6 @@ class StragglerConfig:
     sample_hz: float = 10.0
     warmup_steps: int = 3
     identify_steps: int = 8  # hw_fault steps whose straggler scores decide whom hw_fix excludes
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         self.variants = tuple(self.variants)
@@ -98,7 +97,7 @@ class StragglerConfig:
 
 
 # ----------------------------------------------------------------------------------------------------- model
-def build_model(vocab: int, hidden: int, seed: int, depth: int = 8):
+def build_model(vocab: int, hidden: int, seed: int, depth: int = 1):
     """Next-token MLP over single tokens (a learned bigram model): compute is exactly proportional to tokens.
 
     The hidden layer is applied `depth` times with tied weights: compute per token grows with depth while the
