@@ -59,7 +59,9 @@ JSON contract (`Regression.to_dict()`; NaN → null):
                  good_cadence_steps, bad_cadence_steps}]
   causes       [{id, score, impact, share_of_change, good_s, bad_s, delta_s, delta_lo, delta_hi, p_value,
                  evidence [str], changes [key], next_step, fix, notebook}], highest score first
-  pattern      {signal, good {...}, bad {...}, changes [str], gpus [{id, good, bad}]}
+  pattern      {signal, good {oscillation, mean_util_pct, busy_share, straggler_ranks, slowest_rank {rank,
+                straggler_score, persistence}, top_hypothesis, top_score,
+                gpus {id: status}, signal}, bad {...}, changes [str], gpus [{id, good, bad}]}
   environment  [{key, group, good, bad, causes [id], link_weight, score, varies (several values on a side),
                  overlap (a value found on both sides)}] changed items, highest score first
   unchanged    [key] items equal on both sides
@@ -103,7 +105,7 @@ DEFAULT_CAUSE = "slower_compute"
 COMPUTE_PHASES = steps_analysis.COMPUTE_PHASES
 COST_PREFIXES = ("phase:", "event:", "cause:", "net:", "skew:")  # per-step seconds columns of RunSteps.table
 CAUSE_LABELS: dict[str, str] = {
-    "slower_compute": "slower compute (fwd/bwd/optimizer and unphased time in every step)",
+    "slower_compute": "compute in every step (fwd/bwd/optimizer and unphased time)",
     "between_steps": "time between steps (outside the step timer)",
     "workload_change": "work per step changed",
 }
@@ -1158,7 +1160,7 @@ def _workload_change(g_runs: list[RunSteps], b_runs: list[RunSteps]) -> dict | N
     p = float(2 * (1 - NormalDist().cdf(abs(mb - mg) / se))) if se > 0 else 0.0
     change = mb / mg - 1
     score = hyp.confidence(p) * hyp.impact(abs(change)) * 0.5  # explains step time, not throughput
-    if score < MIN_SCORE:
+    if score < MIN_SCORE or not p < ALPHA:
         return None
     return {"id": "workload_change", "score": round(score, 3), "impact": abs(change), "share_of_change": math.nan,
             "good_s": math.nan, "bad_s": math.nan, "delta_s": math.nan, "delta_lo": math.nan, "delta_hi": math.nan,
@@ -1298,7 +1300,12 @@ def _pattern(good_b, bad_b, diag_g, diag_b, g_runs, b_runs) -> dict:
                       / r.table["wall_s"].sum() for r in runs if any(c.startswith("net:") for c in r.table.columns)]
             busy = float(np.mean(shares)) if shares else None
         top = d.top if d is not None else {}
-        return {"oscillation": osc, "mean_util_pct": util, "busy_share": busy,
+        flagged = sorted({int(r["rank"]) for x in diags if x is not None for r in x.ranks if r.get("flagged")})
+        slow = next((r for r in (d.ranks if d is not None else []) if r.get("slowest")), None)
+        slowest = ({"rank": int(slow["rank"]), "straggler_score": slow.get("straggler_score"),
+                    "persistence": slow.get("persistence")} if slow else None)
+        return {"oscillation": osc, "mean_util_pct": util, "busy_share": busy, "straggler_ranks": flagged,
+                "slowest_rank": slowest,
                 "top_hypothesis": top.get("id"), "top_score": top.get("score"),
                 "gpus": {g["id"]: g["status"] for g in (d.gpus if d is not None else [])},
                 "signal": ("util_pct" if util is not None else ("busy share derived from step phases"
@@ -1326,6 +1333,15 @@ def _pattern(good_b, bad_b, diag_g, diag_b, g_runs, b_runs) -> dict:
                 changes.append(f"duty cycle {og['duty_cycle']:.2f} → {ob['duty_cycle']:.2f}")
             if og.get("synchrony") != ob.get("synchrony"):
                 changes.append(f"synchrony {og.get('synchrony')} → {ob.get('synchrony')}")
+    sg, sb = g["slowest_rank"], b["slowest_rank"]
+    if sb and sb.get("persistence") == "persistent" and (not sg or sg.get("persistence") != "persistent"
+                                                          or sg["rank"] != sb["rank"]):
+        changes.append(f"the same rank is slowest every time in BAD: rank {sb['rank']} (straggler score "
+                       f"{sb['straggler_score']}; in GOOD: "
+                       + (f"rank {sg['rank']}, {sg.get('persistence')})" if sg else "none)"))
+    if g["straggler_ranks"] != b["straggler_ranks"]:
+        changes.append(f"ranks flagged as stragglers (score < 0.75): {g['straggler_ranks'] or 'none'} → "
+                       f"{b['straggler_ranks'] or 'none'}")
     gpus = []
     for gid in sorted(set(g["gpus"]) | set(b["gpus"])):
         sg, sb = g["gpus"].get(gid), b["gpus"].get(gid)
@@ -1360,13 +1376,14 @@ def _verdict(mode: str, tp: dict, causes: list[dict]) -> tuple[str, str]:
         return ("no significant difference",
                 f"no significant difference: BAD's {what} is {tp['ratio']:.0%} of GOOD's ({nums}; {ci} holds 100%)")
     verdict = "slower" if tp["ratio"] < 1 else "faster"
+    state = verdict if mode == "steps" else ("less utilized" if verdict == "slower" else "more utilized")
     top = causes[0] if causes else None
     cause = ""
     if top:
         share = f", {top['share_of_change']:.0%} of the change" if np.isfinite(top.get("share_of_change", math.nan)) \
             else ""
         cause = f"; top cause: {top['id']} (score {top['score']:.2f}{share})"
-    return verdict, f"BAD is {verdict}: {what} {tp['ratio']:.0%} of GOOD's ({nums}; {ci}){cause}"
+    return verdict, f"BAD is {state}: {what} {tp['ratio']:.0%} of GOOD's ({nums}; {ci}){cause}"
 
 
 def _num(x: float) -> str:

@@ -1,10 +1,31 @@
 """`playbook compare GOOD BAD`: why a run that used to sit at 100% is now spotty — what changed between a good
-and a bad run (throughput with its noise, phases, events, utilization pattern, environment), ranked by impact.
+and a bad run, whether the difference is bigger than the noise, and which change explains it.
 
-GOOD and BAD are run directories (`playbook record`, the probes, the labs) or any inputs `playbook diagnose`
-reads. A folder holding several run directories is several runs of one side (repeats measure run-to-run
-variance); `--good P [P ...]` / `--bad P [P ...]` name one run each time they are given (several files of one run
-go together after one flag). Analysis: playbook.analysis.regression.
+What it checks
+  Throughput (tokens/s when both sides log tokens, else steps/s; mean GPU utilization when neither side has a
+  step log) with a 95% interval that accounts for autocorrelated steps and, with repeats, run-to-run variance;
+  the step-time distributions; the causes the slowdown splits into (data, h2d, collective, checkpoint/eval,
+  recompiles, GC, time between steps, slower compute, one slow rank) with each one's share; event counts and
+  cadence; the utilization pattern of each side (playbook diagnose); and the environment / configuration diff
+  (versions, GPUs, NCCL_* / CUDA_* / OMP_* / TORCH_* variables, CPU count, compile cache state, command line,
+  recorded settings), each changed item linked to the causes it can produce. Analysis:
+  playbook.analysis.regression.
+
+The exact command
+  playbook compare runs/good runs/bad
+  playbook compare --good runs/g1 --good runs/g2 --bad runs/b1 --bad runs/b2      repeats: run-to-run variance
+  playbook compare runs/good runs/bad --json > diff.json
+  GOOD and BAD are run directories (`playbook record`, the probes, the labs) or anything `playbook diagnose`
+  reads. A folder holding several run directories is several runs of one side; `--good P [P ...]` names one run
+  each time it is given (the files of one run go together after one flag).
+
+How to read the result
+  "Verdict" says slower / faster / no significant difference, with the throughput ratio and its interval. With
+  one run a side the interval holds only the noise within each run: repeat runs before trusting a small change.
+  "Likely causes" are ranked by the share of the slowdown they account for × confidence; each lists its evidence
+  and the changed settings linked to it ("changed with it"). Two changes linked to the same cause (e.g. a cold
+  compile cache and a new padding setting, both → recompilation) cannot be told apart by one pair of runs:
+  revert one at a time and compare again (notebooks/40_regression_compare.ipynb does exactly that).
 """
 
 from __future__ import annotations
@@ -165,7 +186,9 @@ def _throughput_section(d: dict) -> list[str]:
         return [""]
     lines = [""]
     head = "Throughput" if d["mode"] == "steps" else "Mean utilization (no step log on both sides)"
-    lines.append(f"{head}: GOOD {_num(tp['good'])}, BAD {_num(tp['bad'])} {tp['unit']} — ratio {tp['ratio']:.3f} "
+    values = (f"GOOD {_num(tp['good'])}, BAD {_num(tp['bad'])} {tp['unit']}" if d["mode"] == "steps" else
+              f"GOOD {tp['good']:.1f}%, BAD {tp['bad']:.1f}%")
+    lines.append(f"{head}: {values} — ratio {tp['ratio']:.3f} "
                  f"(95% CI {tp['ratio_lo']:.3f}-{tp['ratio_hi']:.3f}, {_p(tp['p_value'])}; "
                  f"{'bigger than the noise' if tp['significant'] else 'within the noise'})")
     rr = tp.get("run_to_run") or {}
@@ -173,8 +196,8 @@ def _throughput_section(d: dict) -> list[str]:
         lines.append(f"  run to run: GOOD cv {_pct(rr.get('good_cv'))} over {len(tp['good_per_run'])} runs, BAD cv "
                      f"{_pct(rr.get('bad_cv'))} over {len(tp['bad_per_run'])} runs ({tp.get('method', '')})")
     else:
-        lines.append("  run to run: not measured (one run on a side) — the interval holds the step-to-step noise "
-                     "only")
+        noise = "step-to-step" if d["mode"] == "steps" else "sample-to-sample"
+        lines.append(f"  run to run: not measured (one run on a side) — the interval holds the {noise} noise only")
     if tp.get("block_steps"):
         bs = tp["block_steps"]
         lines.append(f"  block bootstrap over steps, {tp['n_boot']} resamples, blocks of "
@@ -275,6 +298,8 @@ def _pattern_section(d: dict) -> list[str]:
 
 def _environment_section(d: dict) -> list[str]:
     env = d["environment"]
+    if not env and not d["unchanged"]:
+        return ["", "Environment and configuration: not compared (no fingerprint or configuration recorded)"]
     lines = ["", f"Environment and configuration: {len(env)} changed, {len(d['unchanged'])} unchanged"]
     width = max((len(e["key"]) for e in env[:16]), default=10)
     for e in env[:16]:
