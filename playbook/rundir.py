@@ -12,6 +12,7 @@
         segments/<table>-N.parquet   periodic flushes, merged into the table files when the writer exits
                                  (a killed writer leaves them behind; read_run reads them too)
         traces/                  Kineto traces (*.pt.trace.json[.gz]) written by profiler windows
+      *.log, ...                 loose files beside the parts (e.g. NCCL_DEBUG logs) are read by content
 
 Each writer owns its folder, so a multi-node run merges by copying folders into one RUN_DIR.
 """
@@ -28,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from playbook import schema
-from playbook.errors import InputError
+from playbook.errors import InputError, PlaybookError
 
 RUN_MARKER = "playbook_run"
 TABLE_FILES = {
@@ -155,4 +156,17 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
                 bundle.warnings.append(f"{traces}: profiler traces skipped ({exc})")
         bundle.extend(piece)
     bundle.meta["parts"] = parts
+    _read_loose_files(run, bundle)
     return bundle
+
+
+def _read_loose_files(run: Path, bundle: schema.Bundle) -> None:
+    """Logs a workload wrote beside the parts (e.g. NCCL_DEBUG output): read by content; others are warned of."""
+    from playbook.readers import read_file  # lazy: the readers import this module
+
+    for path in sorted(p for p in run.iterdir() if p.is_file() and p.name != "meta.json"
+                       and not p.name.startswith(".")):
+        try:
+            bundle.extend(read_file(path))
+        except PlaybookError as exc:
+            bundle.warnings.append(f"{path}: not read ({exc})")

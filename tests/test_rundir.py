@@ -55,3 +55,14 @@ def test_a_damaged_table_is_a_warning_not_a_crash(tmp_path):
 def test_not_a_run_directory(tmp_path):
     with pytest.raises(InputError, match="not a playbook run directory"):
         rundir.read_run(tmp_path)
+
+
+def test_loose_logs_beside_the_parts_are_read_by_content(tmp_path, data_dir):
+    run = rundir.init_run(tmp_path / "run")
+    rundir.write_table(rundir.init_part(run, host="h", rank=0), "steps", _steps(0, 3))
+    nccl = sorted((data_dir / "nccl").glob("*.log"))[0]
+    shutil.copy(nccl, run / "nccl-rank0.log")
+    (run / "notes.bin").write_bytes(b"\x00\x01 not telemetry")
+    bundle = rundir.read_run(run)
+    assert len(bundle.nccl) > 0 and len(bundle.steps) == 3
+    assert any("notes.bin" in w for w in bundle.warnings)

@@ -180,3 +180,11 @@ def test_dlrm_eight_rank_traces():
     assert tr["persistence"]["verdict"] == "undetermined"  # one profiled step
     assert tr["collectives"]["least_waiting_rank"] == 7
     assert len(tr["scores"]) == 8 and not any(x["flagged"] for x in tr["scores"])
+
+
+def test_two_rank_job_flags_a_rank_against_the_fastest():
+    # rank 1 is 1.5x slower: against the median of two ranks (their mean) it would score 0.83 and pass unflagged
+    per_step = pd.DataFrame({"rank": [0, 1] * 10, "step": [i // 2 for i in range(20)], "compute": [1.0, 1.5] * 10})
+    scores = sg.straggler_scores(per_step).set_index("rank")
+    assert scores.loc[1, "score_vs_fastest"] == pytest.approx(2 / 3)
+    assert bool(scores.loc[1, "flagged"]) and not bool(scores.loc[0, "flagged"])

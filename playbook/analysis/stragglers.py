@@ -162,7 +162,8 @@ def _kind_cached(name: str) -> str:
 def straggler_scores(per_step: pd.DataFrame, value: str = "compute") -> pd.DataFrame:
     """Per rank: median of `value` per step, score_vs_fastest and score_vs_median (reference median ÷ the rank's
     median, ≤ 1 for the fastest rank), score_vs_own_best (the rank's best step ÷ its median) and flagged (score
-    against the median rank below 0.75). `per_step` has columns rank, step, `value`."""
+    against the median rank below 0.75; with fewer than three ranks the median is just the mean of the pair, so
+    the fastest rank is the reference). `per_step` has columns rank, step, `value`."""
     med = per_step.groupby("rank")[value].median()
     best = per_step.groupby("rank")[value].min()
     out = pd.DataFrame({"rank": med.index.astype(int), "median": med.to_numpy()})
@@ -173,7 +174,8 @@ def straggler_scores(per_step: pd.DataFrame, value: str = "compute") -> pd.DataF
         out["score_vs_fastest"] = fastest / out["median"].where(out["median"] > 0)
         out["score_vs_median"] = (typical / out["median"].where(out["median"] > 0)).clip(upper=None)
         out["score_vs_own_best"] = best.to_numpy() / out["median"].where(out["median"] > 0)
-    out["flagged"] = out["score_vs_median"] < FLAG_BELOW
+    reference = "score_vs_median" if len(positive) >= 3 else "score_vs_fastest"
+    out["flagged"] = out[reference] < FLAG_BELOW
     return out
 
 
