@@ -122,7 +122,8 @@ def block_bootstrap_sums(x: np.ndarray, block: int, n_boot: int, rng: np.random.
     """Column sums of `n_boot` circular block bootstrap resamples of the rows of `x` (n × m).
 
     Each resample strings together ceil(n / block) blocks of `block` consecutive rows (wrapping around), so it
-    holds n' = blocks × block rows; returns (sums: n_boot × m, n'). Cost O(n_boot × n / block × m).
+    holds n' = blocks × block rows; returns (sums: n_boot × m, n'). Computed as (draw counts per block) @ (block
+    sums): O(n_boot × n × m) multiply-adds in BLAS, memory bounded by chunks of replicates.
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
@@ -133,8 +134,14 @@ def block_bootstrap_sums(x: np.ndarray, block: int, n_boot: int, rng: np.random.
     ext = np.vstack([x, x[: block - 1]]) if block > 1 else x
     csum = np.vstack([np.zeros((1, x.shape[1])), np.cumsum(ext, axis=0)])
     block_sums = csum[block: block + n] - csum[:n]  # row i: sum of rows i .. i+block-1 (circular)
-    starts = rng.integers(0, n, size=(n_boot, blocks))
-    return block_sums[starts].sum(axis=1), blocks * block
+    out = np.empty((n_boot, x.shape[1]))
+    chunk = max(1, int(4e6 // max(n, blocks)))  # bounded memory for long runs
+    for a in range(0, n_boot, chunk):
+        c = min(a + chunk, n_boot) - a
+        starts = rng.integers(0, n, size=(c, blocks)) + (np.arange(c) * n)[:, None]
+        counts = np.bincount(starts.ravel(), minlength=c * n).reshape(c, n).astype(np.float64)
+        out[a:a + c] = counts @ block_sums  # how often each block was drawn, times its sums
+    return out, blocks * block
 
 
 def block_bootstrap_indices(n: int, block: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:

@@ -396,57 +396,61 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
                             "median step")
     ev["excl_s"] = excl
 
-    # move event seconds out of the phases they overlapped and into the event's cause
-    ph_iv = None
+    # move event seconds out of the phases they overlapped and into the event's cause (numpy arrays: a long
+    # run holds thousands of events)
+    ph_iv: dict[int, dict[str, np.ndarray]] = {}
     if timed and phases is not None and phases["time"].notna().all():
-        ph_iv = phases[["rank", "step", "phase"]].copy()
-        ph_iv["start_s"] = _seconds(phases["time"], t0)
-        ph_iv["end_s"] = ph_iv["start_s"] + phases["duration_s"].to_numpy(dtype=float)
-        ph_iv["cause"] = [cause_of.get(f"phase:{p}", DEFAULT_CAUSE) for p in ph_iv["phase"].astype(str)]
-        ph_iv = {int(r): g.sort_values("start_s") for r, g in ph_iv.groupby("rank")}
+        start = _seconds(phases["time"], t0)
+        frame = pd.DataFrame({"rank": phases["rank"].to_numpy(), "step": phases["step"].to_numpy(),
+                              "start": start, "end": start + phases["duration_s"].to_numpy(dtype=float),
+                              "phase": phases["phase"].astype(str).to_numpy(dtype=object)})
+        for r, g in frame.groupby("rank"):
+            g = g.sort_values("start")
+            ph_iv[int(r)] = {"start": g["start"].to_numpy(), "end": g["end"].to_numpy(),
+                             "step": g["step"].to_numpy(dtype=np.int64), "phase": g["phase"].to_numpy(),
+                             "max": float((g["end"] - g["start"]).max())}
+    arrays = {c: st[c].to_numpy(dtype=np.float64, copy=True) for c in st.columns if c.startswith(("cause:", "net:"))}
+    step_start = st["start_s"].to_numpy(dtype=np.float64)
+    step_dur = st["duration_s"].to_numpy(dtype=np.float64)
     counted = ev[in_steps & (ev["excl_s"] > 0)]
     ev_cols: dict[str, np.ndarray] = {}
-    max_dur = {r: float((g["end_s"] - g["start_s"]).max()) for r, g in ph_iv.items()} if ph_iv else {}
-    for i, e in zip(counted.index, counted.itertuples(index=False), strict=True):
-        row = row_of.get((int(e.rank_), int(e.step_)))
+    for kind, x, rank_, step_, dur_, start_ in zip(counted["kind"], counted["excl_s"], counted["rank_"],
+                                                   counted["step_"], counted["duration_s"], counted["start_s"],
+                                                   strict=True):
+        row = row_of.get((int(rank_), int(step_)))
         if row is None:
             continue
-        kind, x = str(e.kind), float(ev.at[i, "excl_s"])
-        cause = EVENT_CAUSE.get(kind)
-        col = f"event:{kind}"
-        ev_cols.setdefault(col, np.zeros(len(st)))[row] += x
+        x = float(x)
+        cause = EVENT_CAUSE.get(str(kind))
+        ev_cols.setdefault(f"event:{kind}", np.zeros(len(st)))[row] += x
         if cause is None:
             continue  # an event kind without a cause of its own: its time stays with the phases it fell in
         remaining = x
-        d = float(e.duration_s) if np.isfinite(e.duration_s) and e.duration_s > 0 else 0.0
-        if ph_iv and int(e.rank_) in ph_iv and d > 0 and np.isfinite(e.start_s):
-            g = ph_iv[int(e.rank_)]
-            s0, s1 = float(e.start_s), float(e.start_s) + d
-            starts = g["start_s"].to_numpy()
-            lo = np.searchsorted(starts, s0 - max_dur[int(e.rank_)], side="left")
-            hi = np.searchsorted(starts, s1, side="left")
-            for j in range(lo, hi):
-                ov = min(s1, g["end_s"].iat[j]) - max(s0, starts[j])
-                if ov <= 0:
-                    continue
-                take = min(ov * x / d, remaining)
-                prow = row_of.get((int(e.rank_), int(g["step"].iat[j])))
+        d = float(dur_) if np.isfinite(dur_) and dur_ > 0 else 0.0
+        g = ph_iv.get(int(rank_))
+        if g is not None and d > 0 and np.isfinite(start_):
+            s0, s1 = float(start_), float(start_) + d
+            lo = np.searchsorted(g["start"], s0 - g["max"], side="left")
+            hi = np.searchsorted(g["start"], s1, side="left")
+            ov = np.minimum(s1, g["end"][lo:hi]) - np.maximum(s0, g["start"][lo:hi])
+            for j in np.flatnonzero(ov > 0) + lo:
+                take = min(float(ov[j - lo]) * x / d, remaining)
+                prow = row_of.get((int(rank_), int(g["step"][j])))
                 if prow is None or take <= 0:
                     continue
-                st.iat[prow, st.columns.get_loc(f"cause:{g['cause'].iat[j]}")] -= take
-                net = f"net:{g['phase'].iat[j]}"
-                if net in st:
-                    st.iat[prow, st.columns.get_loc(net)] -= take
+                phase = g["phase"][j]
+                arrays[f"cause:{cause_of.get(f'phase:{phase}', DEFAULT_CAUSE)}"][prow] -= take
+                if f"net:{phase}" in arrays:
+                    arrays[f"net:{phase}"][prow] -= take
                 remaining -= take
         if remaining > 1e-12:
-            inside = not np.isfinite(e.start_s) or not np.isfinite(st["start_s"].iat[row]) or \
-                e.start_s < st["start_s"].iat[row] + st["duration_s"].iat[row]
-            target = DEFAULT_CAUSE if inside or "cause:between_steps" not in st else "between_steps"
-            st.iat[row, st.columns.get_loc(f"cause:{target}")] -= remaining
-        ccol = f"cause:{cause}"
-        if ccol not in st:
-            st[ccol] = 0.0
-        st.iat[row, st.columns.get_loc(ccol)] += x
+            inside = not np.isfinite(start_) or not np.isfinite(step_start[row]) or \
+                start_ < step_start[row] + step_dur[row]
+            target = DEFAULT_CAUSE if inside or "cause:between_steps" not in arrays else "between_steps"
+            arrays[f"cause:{target}"][row] -= remaining
+        arrays.setdefault(f"cause:{cause}", np.zeros(len(st)))[row] += x
+    for c, v in arrays.items():
+        st[c] = v
 
     rows = []
     for kind, part in ev.groupby("kind", sort=True):
@@ -933,7 +937,7 @@ def _compare_steps(g_runs: list[RunSteps], b_runs: list[RunSteps], n_boot: int, 
     n_steps = min(len(r.table) for r in g_runs + b_runs)
     if n_steps < 5:
         warnings.append(f"a run has only {n_steps} steps: the intervals are unreliable")
-    n_med = int(min(n_boot, max(200, 2e7 // max(max(len(r.table) for r in g_runs + b_runs), 1))))
+    n_med = int(min(n_boot, max(200, 4e6 // max(max(len(r.table) for r in g_runs + b_runs), 1))))
     g = _side(g_runs, columns, per_token, tps_ref, n_boot, n_med, rng)
     b = _side(b_runs, columns, per_token, tps_ref, n_boot, n_med, rng)
     iw = columns.index("wall_s")
