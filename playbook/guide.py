@@ -1,0 +1,712 @@
+"""Field-guide figures: rerun the labs with their quick parameters and regenerate the numbers in docs/field-guide.md.
+
+What it does
+    1. Runs every notebook with its quick parameters through the batch runner (`playbook report --labs all
+       --quick`, playbook.report.runner) into reports/<UTC time>-guide/, and writes machine.json beside its
+       summary.json (date, CPU count, torch version, GPU or not).
+    2. Diagnoses labelled SYNTHETIC telemetry and step logs with known answers (playbook.simulate), one per failure
+       signature; runs the commands the guide quotes (SAMPLE_COMMANDS: `playbook diagnose` on the two embedded
+       samples and on the NCCL socket-fallback fixture, and `python benchmarks/probe_overhead.py --repeats 3`) and
+       keeps their output exactly as printed.
+    3. Writes Markdown tables, JSON and small PNG plots into OUT_DIR, and rewrites the generated regions of the
+       guide (between `<!-- generated:NAME -->` and `<!-- /generated -->`), each stamped with the run's date and
+       machine, so the numbers in the guide are the last run's, never typed by hand.
+
+The exact command
+    python -m playbook.guide docs/figures                      # what `make guide-figures` runs (15-40 min on 2 cores)
+    python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide/summary.json
+                                                               # reuse a finished batch: no lab reruns (seconds)
+    python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md   # two labs only, into a scratch copy
+
+How to read the result
+    OUT_DIR/lab-results.md is the table the guide embeds: one row per notebook with the batch status (ok / failed
+    / not run), the verdict the notebook recorded (confirmed / refuted / inconclusive) and its key figures.
+    A failed notebook keeps its error in the table (name, message, cell) and in the report folder, whose
+    index.html shows the partial notebook. Exit status: 0 when every notebook ran, 1 when one failed (the guide
+    and figures are still written), 2 on a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from playbook.errors import InputError, PlaybookError
+from playbook.report import catalog
+
+ROOT = catalog.ROOT
+DEFAULT_GUIDE = ROOT / "docs" / "field-guide.md"
+MACHINE_FILE = "machine.json"
+COMMAND = "python -m playbook.guide docs/figures"
+
+REGION = re.compile(r"(<!-- generated:(?P<name>[a-z0-9_.-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
+
+# The notebooks the project plans (fixed names); one missing from notebooks/ shows as "not in notebooks/ yet".
+EXPECTED_NOTEBOOKS = (
+    "00_onboarding", "01_triage", "02_observability", "10_data_starvation", "11_h2d_copies",
+    "12_checkpoint_eval_stalls", "13_host_sync_gc", "14_recompilation", "20_collective_stragglers",
+    "21_padding_vs_packing", "22_pipeline_imbalance", "23_comm_overlap", "30_serving_parity",
+    "31_sharded_blob_loader", "40_regression_compare",
+)
+
+# Per notebook: the verdict figures the summary table shows, in order (the lab-<name> regions show them all).
+KEY_FIGURES: dict[str, tuple[str, ...]] = {
+    "00_onboarding": ("synthetic_top", "synthetic_period_s", "real_top", "fix_speedup", "fix_speedup_lo"),
+    "01_triage": ("gpus", "gpus_not_ok", "mean_util_pct", "top_hypothesis", "top_score"),
+    "02_observability": ("step_time_ratio", "ratio_1hz", "ratio_100hz", "ratio_profiler",
+                         "profiler_window_cpu_ratio", "window_caught_stall"),
+    "10_data_starvation": ("fault_ratio", "fix_ratio", "noise_cv", "fault_data_share", "buffer_period_steps"),
+    "11_h2d_copies": ("cuda", "fault_ratio", "fix_ratio", "fault_h2d_share", "host_fresh_gib_s"),
+    "12_checkpoint_eval_stalls": ("fault_ratio", "fix_ratio", "noise_cv", "stall_period_steps", "ckpt_every"),
+    "13_host_sync_gc": ("fault_ratio", "fix_ratio", "sync_only_ratio", "fault_gc_max_s"),
+    "14_recompilation": ("fault_ratio", "fix_ratio", "fault_recompiles", "noise_cv"),
+    "20_collective_stragglers": ("hw_verdict", "sw_verdict", "sw_rho_tokens", "sw_step_ratio", "hw_fix_gain"),
+    "21_padding_vs_packing": ("packed_speedup", "waste_padded", "waste_packed", "wait_share_padded",
+                              "wait_share_packed", "loss_max_rel_gap"),
+    "22_pipeline_imbalance": ("fix_vs_fault", "slow_consumer_busy", "other_consumers_busy", "producers_blocked",
+                              "producers_needed", "producers_used_in_fault"),
+    "23_comm_overlap": ("exposed_post_backward_ms", "exposed_ddp_one_bucket_ms", "exposed_ddp_buckets_ms",
+                        "overlap_saved_ms", "backend"),
+    "30_serving_parity": ("p99_eager_ms", "p99_exact_ms", "p99_bucketed_ms", "compiles_exact", "compiles_bucketed",
+                          "packed_max_abs_diff", "bf16_rel_l2"),
+    "31_sharded_blob_loader": ("fault_ratio", "fix_ratio", "fault_busy", "fix_busy", "prefetch"),
+    "40_regression_compare": ("throughput_ratio", "top_cause", "shapes_gap_closed", "cache_gap_closed"),
+}
+
+# Per notebook: how much faster the fix runs than the fault (a ratio > 1 = the fix wins), from its verdict figures.
+# Each entry: (label, function of the figures dict returning the ratio or None).
+SPEEDUPS: dict[str, tuple[str, Any]] = {
+    "00_onboarding": ("read-ahead buffer ÷ stalling loader, throughput", lambda f: f.get("fix_speedup")),
+    "10_data_starvation": ("threaded loader ÷ serial decode, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "11_h2d_copies": ("prefetcher ÷ pageable sync copy, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "12_checkpoint_eval_stalls": ("async ckpt + background eval ÷ inline, throughput",
+                                  lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "13_host_sync_gc": ("gc.freeze + batched logging ÷ default, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "14_recompilation": ("buckets warmed up ÷ exact shapes, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "20_collective_stragglers": ("count split ÷ token-balanced, step time", lambda f: f.get("sw_step_ratio")),
+    "21_padding_vs_packing": ("packed ÷ padded, throughput", lambda f: f.get("packed_speedup")),
+    "22_pipeline_imbalance": ("least-loaded ÷ round-robin, throughput", lambda f: f.get("fix_vs_fault")),
+    "23_comm_overlap": ("post-backward ÷ bucketed DDP, step time",
+                        lambda f: _ratio(_sum(f, "step_compute_only_ms", "exposed_post_backward_ms"),
+                                         _sum(f, "step_compute_only_ms", "exposed_ddp_buckets_ms"))),
+    "31_sharded_blob_loader": ("prefetching ÷ naive shard fetch, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "40_regression_compare": ("GOOD ÷ BAD, throughput", lambda f: _ratio(1.0, f.get("throughput_ratio"))),
+}
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    a, b = _num(a), _num(b)
+    return a / b if a is not None and b not in (None, 0.0) else None
+
+
+def _div(figures: dict, num: str, den: str) -> float | None:
+    return _ratio(figures.get(num), figures.get(den))
+
+
+def _sum(figures: dict, *keys: str) -> float | None:
+    values = [_num(figures.get(k)) for k in keys]
+    return None if any(v is None for v in values) else sum(values)
+
+
+# ---------------------------------------------------------------- machine and batch
+
+def machine_stamp(gpu_probe: bool = True) -> dict[str, Any]:
+    """Where the figures were measured: UTC date, CPU count, Python, torch version, GPU name or None.
+
+    gpu_probe=False skips importing torch (the torch version then comes from the package metadata, GPU unknown)."""
+    stamp: dict[str, Any] = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(terse=True),
+        "torch": None, "gpu": None, "gpu_checked": False,
+    }
+    try:
+        stamp["torch"] = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        pass
+    if gpu_probe:
+        try:
+            import torch
+
+            stamp["torch"] = torch.__version__
+            stamp["gpu_checked"] = True
+            if torch.cuda.is_available():
+                stamp["gpu"] = f"{torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
+        except Exception:  # no torch, or a broken CUDA install: the stamp says "not checked"
+            pass
+    return stamp
+
+
+def machine_text(machine: dict[str, Any]) -> str:
+    """One line: "2 CPUs, torch 2.13.0+cpu, no GPU" (or the GPU's name; "GPU not checked")."""
+    gpu = machine.get("gpu") or ("no GPU" if machine.get("gpu_checked") else "GPU not checked")
+    return f"{machine.get('cpus', '?')} CPUs, torch {machine.get('torch') or '?'}, {gpu}"
+
+
+def run_labs(labs: list[str], report_dir: Path, jobs: int = 1, timeout_s: float = 600,
+             progress: bool = True) -> dict[str, Any]:
+    """Execute the notebooks `labs` ("all" = every one) with quick parameters into report_dir through the batch
+    runner; writes machine.json beside summary.json and returns the summary (with "machine" added)."""
+    from playbook.report import runner
+
+    jobs_ = runner.plan(labs=labs, quick=True)
+    parameters = {"labs": labs, "quick": True, "jobs": jobs, "timeout_s": timeout_s,
+                  "notebooks": [j.name for j in jobs_], "by": COMMAND}
+    summary = runner.run_batch(jobs_, report_dir, parameters=parameters, run_name=report_dir.name, workers=jobs,
+                               timeout_s=timeout_s, progress=progress)
+    machine = machine_stamp()
+    machine["date"] = summary.get("created", machine["date"])
+    (report_dir / MACHINE_FILE).write_text(json.dumps(machine, indent=2), encoding="utf-8")
+    summary["machine"] = machine
+    return summary
+
+
+def load_summary(path: str | Path) -> dict[str, Any]:
+    """A batch report's summary.json (a file, or the report folder holding it), with "machine" from machine.json
+    beside it when present (else the current machine, marked as such)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "summary.json"
+    if not path.is_file():
+        raise InputError(f"{path}: no such summary.json (pass a report folder or its summary.json)")
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a JSON summary ({exc})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("notebooks"), list):
+        raise InputError(f"{path}: no 'notebooks' list: not a summary.json written by `playbook report`")
+    machine_file = path.parent / MACHINE_FILE
+    if machine_file.is_file():
+        summary["machine"] = json.loads(machine_file.read_text(encoding="utf-8"))
+    else:
+        summary["machine"] = {**machine_stamp(), "assumed": True, "date": summary.get("created")}
+    summary.setdefault("run_id", path.parent.name)
+    return summary
+
+
+# ---------------------------------------------------------------- lab rows and tables
+
+@dataclass
+class LabRow:
+    """One notebook's outcome in a batch: status ok / failed / not run / missing, verdict and figures."""
+
+    notebook: str
+    title: str = ""
+    status: str = "not run"
+    verdict: str | None = None
+    summary: str = ""
+    figures: dict[str, Any] = field(default_factory=dict)
+    duration_s: float | None = None
+    error: str | None = None
+
+    @property
+    def key_figures(self) -> dict[str, Any]:
+        """The curated figures of KEY_FIGURES that are present, else the first five scalar figures."""
+        keys = [k for k in KEY_FIGURES.get(self.notebook, ()) if k in self.figures]
+        if not keys:
+            keys = [k for k, v in self.figures.items() if not isinstance(v, (dict, list))][:5]
+        return {k: self.figures[k] for k in keys}
+
+    @property
+    def speedup(self) -> float | None:
+        """How much faster the fix runs than the fault (SPEEDUPS), None when not measured."""
+        entry = SPEEDUPS.get(self.notebook)
+        if entry is None or self.status != "ok":
+            return None
+        try:
+            return _num(entry[1](self.figures))
+        except (TypeError, ValueError, ZeroDivisionError):
+            return None
+
+
+def lab_rows(summary: dict[str, Any], expected: tuple[str, ...] = EXPECTED_NOTEBOOKS,
+             present: list[str] | None = None) -> list[LabRow]:
+    """One LabRow per notebook of the batch, plus every expected notebook it lacks ("not run in this batch" when
+    the notebook exists in notebooks/, "missing" when it does not), in notebook order."""
+    present = [s.name for s in catalog.discover()] if present is None else present
+    rows: dict[str, LabRow] = {}
+    for nb in summary.get("notebooks") or []:
+        verdict = nb.get("verdict") or {}
+        err = nb.get("error")
+        row = LabRow(notebook=str(nb.get("notebook")), title=str(nb.get("title") or ""),
+                     status="ok" if nb.get("status") == "ok" else "failed",
+                     verdict=verdict.get("status"), summary=str(verdict.get("summary") or ""),
+                     figures=dict(verdict.get("figures") or {}), duration_s=_num(nb.get("duration_s")))
+        if err:
+            cell = f" (cell {err.get('cell')})" if err.get("cell") is not None else ""
+            row.error = f"{err.get('name')}: {_first_line(err.get('message'))}{cell}"
+        rows[row.notebook] = row
+    for name in list(expected) + list(present):
+        if name not in rows:
+            rows[name] = LabRow(notebook=name, status="not run" if name in present else "missing")
+    return [rows[k] for k in sorted(rows)]
+
+
+def _first_line(text: Any) -> str:
+    line = next((ln for ln in str(text or "").splitlines() if ln.strip()), "")
+    return line.strip()[:160]
+
+
+def fmt_value(v: Any) -> str:
+    """A figure as table text: 3 significant digits for floats, lists and dicts compact, None as "–"."""
+    if v is None:
+        return "–"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return "–"
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {fmt_value(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(fmt_value(x) for x in v) + "]"
+    return str(v)
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _status_text(row: LabRow) -> str:
+    if row.status == "ok":
+        return "ok"
+    if row.status == "failed":
+        return f"**failed** — {row.error or 'no error message'}"
+    if row.status == "missing":
+        return "**missing** — not in notebooks/ yet"
+    return "not run in this batch"
+
+
+def results_table(rows: list[LabRow]) -> str:
+    """The lab-results Markdown table: notebook, batch status, verdict, key figures, minutes."""
+    lines = ["| Notebook | Ran | Verdict | Key figures (from the notebook's verdict) | Time (s) |",
+             "| --- | --- | --- | --- | ---: |"]
+    for r in rows:
+        figs = " · ".join(f"{k} {fmt_value(v)}" for k, v in r.key_figures.items()) or "–"
+        verdict = f"**{r.verdict}**" if r.verdict else ("no verdict recorded" if r.status != "not run" else "–")
+        secs = f"{r.duration_s:.0f}" if r.duration_s is not None else "–"
+        lines.append(f"| [{r.notebook}](../notebooks/{r.notebook}.ipynb) | {_cell(_status_text(r))} | {verdict} | "
+                     f"{_cell(figs)} | {secs} |")
+    return "\n".join(lines)
+
+
+def lab_section(row: LabRow) -> str:
+    """Markdown for one lab's generated region: its verdict sentence and every verdict figure."""
+    if row.status == "missing":
+        return f"Not measured: `notebooks/{row.notebook}.ipynb` is not in the repository yet."
+    if row.status == "not run":
+        return f"Not measured in the last batch (`notebooks/{row.notebook}.ipynb` was not run)."
+    head = []
+    if row.status == "failed":
+        head.append(f"**The notebook failed in the last batch** — {_cell(row.error or '')}.")
+    if row.verdict:
+        head.append(f"**Verdict: {row.verdict}** — {_cell(row.summary)}")
+    elif row.status == "ok":
+        head.append("The notebook ran but recorded no verdict.")
+    lines = ["\n\n".join(head)]
+    if row.figures:
+        lines += ["", "| Figure | Value |", "| --- | --- |"]
+        lines += [f"| `{k}` | {_cell(fmt_value(v))} |" for k, v in row.figures.items()]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- signatures and samples
+
+STEP_CASES: dict[str, dict[str, Any]] = {
+    "checkpoint every 40 steps": {"stall_every": 40, "stall_kind": "checkpoint"},
+    "evaluation every 50 steps": {"stall_every": 50, "stall_kind": "eval"},
+    "GC pauses at random steps": {"stall_every": None, "gc_count": 12},
+    "recompilations (4 new shapes)": {"stall_every": None, "recompile_steps": (10, 50, 120, 200)},
+    "one rank 1.3x slower": {"stall_every": None, "slow_rank": 2, "slow_factor": 1.3},
+    "healthy steps": {"stall_every": None},
+}
+TELEMETRY_CASES: dict[str, str] = {
+    "healthy": "every GPU busy, no swings",
+    "oscillation": "all GPUs 90% for 45 s, 20% for 15 s",
+    "irregular": "all GPUs swing together at random times",
+    "antiphase": "half the GPUs high while the other half is low",
+    "straggler": "one GPU drops every period; its peers read ~100% at low power",
+    "throttled": "one GPU busy at a low SM clock, HW-slowdown bits set",
+    "lost": "one GPU stops reporting mid-run",
+}
+
+
+def signature_rows() -> list[dict[str, Any]]:
+    """Diagnose one labelled SYNTHETIC input per signature (playbook.simulate): what `playbook diagnose` finds.
+
+    Telemetry cases: 2 hosts x 4 GPUs, 600 s at 2 s polling; step cases: 4 ranks x 400 steps of 1.5 s."""
+    from playbook import schema
+    from playbook.analysis.diagnosis import diagnose
+    from playbook.simulate import simulate_bundle, simulate_steps
+
+    rows = []
+    for scenario, what in TELEMETRY_CASES.items():
+        bundle, truth = simulate_bundle(scenario, hosts=2, gpus_per_host=4, duration_s=600, interval_s=2.0)
+        rows.append(_signature(f"telemetry: {scenario}", what, truth.hypothesis, diagnose(bundle).to_dict()))
+    for name, kwargs in STEP_CASES.items():
+        steps, events, truth = simulate_steps(**kwargs)
+        bundle = schema.Bundle(inputs=[truth.source], steps=steps, events=events)
+        rows.append(_signature("step log: " + name, "4 ranks x 400 steps", truth.hypothesis,
+                               diagnose(bundle).to_dict()))
+    return rows
+
+
+def _signature(case: str, what: str, truth: str | None, d: dict[str, Any]) -> dict[str, Any]:
+    osc = d.get("oscillation") or {}
+    gpus = d.get("gpus") or []
+    odd = [f"{g.get('id')} {g.get('status')}" for g in gpus if g.get("status") not in (None, "ok")]
+    top = (d.get("hypotheses") or [{}])[0]
+    evidence = (top.get("evidence") or [""])[0]
+    return {"case": case, "what": what, "truth": truth, "top": top.get("id"), "score": top.get("score"),
+            "detected": osc.get("detected"), "period_s": osc.get("period_s"), "duty_cycle": osc.get("duty_cycle"),
+            "synchrony": osc.get("synchrony"), "gpus_not_ok": odd, "evidence": evidence}
+
+
+def signatures_table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: each synthetic case, the oscillation shape found, the odd GPUs, the top hypothesis (✓ = truth)."""
+    lines = ["| SYNTHETIC case | Oscillation found (period · duty · synchrony) | GPUs not ok | Top hypothesis "
+             "(score) | Its first evidence |", "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["detected"]:
+            shape = " · ".join([f"{fmt_value(r['period_s'])} s" if r["period_s"] else "no period",
+                                fmt_value(r["duty_cycle"]), str(r["synchrony"] or "–")])
+        else:
+            shape = "none" if r["detected"] is False else "–"
+        odd = ", ".join(r["gpus_not_ok"][:3]) + (f" +{len(r['gpus_not_ok']) - 3}" if len(r["gpus_not_ok"]) > 3 else "")
+        mark = " ✓" if r["top"] == r["truth"] else f" ✗ (truth: {r['truth']})"
+        evidence = r["evidence"] if len(r["evidence"]) <= 220 else r["evidence"][:217] + "..."
+        lines.append(f"| {_cell(r['case'])} — {_cell(r['what'])} | {_cell(shape)} | {_cell(odd or '–')} | "
+                     f"`{r['top']}` ({fmt_value(r['score'])}){mark} | {_cell(evidence)} |")
+    return "\n".join(lines)
+
+
+# Commands whose output the guide quotes verbatim (region name -> argv after `python`), run from the repo root.
+SAMPLE_COMMANDS: dict[str, list[str]] = {
+    "dflash-diagnosis": ["-m", "playbook", "diagnose", "data/samples/dflash-8gpu", "--interval", "2"],
+    "synthetic-64gpu-diagnosis": ["-m", "playbook", "diagnose", "data/samples/synthetic-64gpu"],
+    "nccl-socket-diagnosis": ["-m", "playbook", "diagnose", "tests/data/nccl/socket_fallback.log"],
+    "probe-overhead": ["benchmarks/probe_overhead.py", "--repeats", "3"],
+}
+
+
+def shown_command(argv: list[str]) -> str:
+    """How the guide shows a SAMPLE_COMMANDS entry: `playbook diagnose ...` or `python benchmarks/...`."""
+    return " ".join(["playbook", *argv[2:]] if argv[:2] == ["-m", "playbook"] else ["python", *argv])
+
+
+def run_sample(argv: list[str], timeout_s: float = 600) -> str:
+    """What `python ARGV` prints (stdout, then stderr: diagnose's warnings), run from the repository root."""
+    try:
+        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout_s, env={**os.environ, "COLUMNS": "200"})
+    except subprocess.TimeoutExpired:
+        return f"(did not finish within {timeout_s:.0f} s)"
+    text = proc.stdout.rstrip()
+    if proc.stderr.strip():
+        text += "\n\n" + proc.stderr.rstrip()
+    if proc.returncode:
+        text += f"\n(exit status {proc.returncode})"
+    return text
+
+
+# ---------------------------------------------------------------- plots (compute above, drawing here)
+
+def plot_speedups(rows: list[LabRow]):
+    """Horizontal bars: fix ÷ fault per lab (SPEEDUPS), a line at 1 (no gain). Figure, or None without data."""
+    data = [(f"{r.notebook[:2]} {SPEEDUPS[r.notebook][0]}", r.speedup) for r in rows if r.speedup is not None]
+    if not data:
+        return None
+    from playbook.plots.style import PALETTE, figure
+
+    fig, ax = figure(figsize=(7.5, 0.32 * len(data) + 1.1))
+    labels, values = zip(*reversed(data), strict=True)
+    colors = [PALETTE["fix"] if v > 1 else PALETTE["fault"] for v in values]
+    ax.barh(range(len(values)), values, color=colors)
+    ax.set_yticks(range(len(values)), labels, fontsize=8)
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="#212529", lw=1)
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v:.2f}×", va="center", fontsize=8)
+    ax.set_xlabel("fix ÷ fault (> 1: the fix wins; log scale)", fontsize=9)
+    ax.set_title("What each fix bought in the last lab run", fontsize=10)
+    ax.set_xlim(min(0.5, min(values) * 0.8), max(values) * 2.5)
+    return fig
+
+
+OVERHEAD_ORDER = ("none", "timer", "probes_1hz", "probes_10hz", "probes_100hz", "profiler")  # the ladder's order
+
+
+def plot_overheads(records: dict[str, Any]):
+    """Bars: step time under each observation level ÷ without probes (02_observability's step_time_ratios)."""
+    raw = records.get("step_time_ratios") or {}
+    order = [k for k in OVERHEAD_ORDER if k in raw] + sorted(k for k in raw if k not in OVERHEAD_ORDER)
+    ratios = {k: _num(raw[k]) for k in order if k != "none"}
+    ratios = {k: v for k, v in ratios.items() if v is not None}
+    if not ratios:
+        return None
+    from playbook.plots.style import PALETTE, figure
+
+    fig, ax = figure(figsize=(6.5, 2.6))
+    names, values = list(ratios), list(ratios.values())
+    ax.bar(names, values, color=[PALETTE["fix"] if v <= 1.05 else PALETTE["fault"] for v in values])
+    ax.axhline(1.0, color="#212529", lw=1)
+    ax.axhline(1.05, color="#adb5bd", lw=1, ls="--")
+    for i, v in enumerate(values):
+        ax.text(i, v, f"{v:.3f}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("step time ÷ no probe")
+    ax.set_ylim(min(0.9, min(values) - 0.02), max(values) * 1.06)
+    ax.tick_params(axis="x", labelsize=8, rotation=20)
+    ax.set_title("Observability: what each rung costs a step (dashed: 5% budget)", fontsize=10)
+    return fig
+
+
+def plot_serving(figures: dict[str, Any]):
+    """Bars: serving p99 latency (ms, log scale) eager, compiled exact shapes, compiled buckets."""
+    bars = {"eager": figures.get("p99_eager_ms"), "compiled, exact shapes": figures.get("p99_exact_ms"),
+            "compiled, static buckets": figures.get("p99_bucketed_ms")}
+    bars = {k: _num(v) for k, v in bars.items() if _num(v)}
+    if not bars:
+        return None
+    from playbook.plots.style import PALETTE, figure
+
+    fig, ax = figure(figsize=(6.5, 2.4))
+    colors = [PALETTE["no_fault"], PALETTE["fault"], PALETTE["fix"]][: len(bars)]
+    ax.barh(list(bars), list(bars.values()), color=colors)
+    ax.set_xscale("log")
+    for i, v in enumerate(bars.values()):
+        ax.text(v, i, f" {v:.3g} ms", va="center", fontsize=8)
+    ax.set_xlabel("p99 service latency per batch (ms, log scale)")
+    ax.set_title("Serving: shape-specialised compile vs static buckets", fontsize=10)
+    ax.set_xlim(right=max(bars.values()) * 8)
+    return fig
+
+
+def save_png(fig, path: Path) -> Path:
+    """Write a small PNG (80 dpi) and close the figure."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- regions
+
+def stamp_line(summary: dict[str, Any]) -> str:
+    """The italic line every generated region starts with: command, date, run id, machine."""
+    machine = summary.get("machine") or {}
+    gpu_note = "" if machine.get("gpu") else " (CPU figures; GPU figures not yet measured)"
+    assumed = " — machine assumed: no machine.json beside the summary" if machine.get("assumed") else ""
+    date = machine.get("date") or summary.get("created") or "?"
+    return (f"*Generated by `{COMMAND}` on {date} from batch `{summary.get('run_id', '?')}` — "
+            f"{machine_text(machine)}{gpu_note}{assumed}.*")
+
+
+def region_names(text: str) -> list[str]:
+    """Names of the generated regions in a guide's text, in order."""
+    return [m.group("name") for m in REGION.finditer(text)]
+
+
+def rewrite_regions(text: str, bodies: dict[str, str], fallback: str) -> tuple[str, list[str]]:
+    """Replace each generated region's body with bodies[name] (or `fallback` for names not generated); returns the
+    new text and the names that got the fallback."""
+    missed: list[str] = []
+
+    def repl(m: re.Match) -> str:
+        name = m.group("name")
+        body = bodies.get(name)
+        if body is None:
+            missed.append(name)
+            body = fallback
+        return f"{m.group(1)}{body.strip()}\n{m.group(4)}"
+
+    return REGION.sub(repl, text), missed
+
+
+def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, guide_dir: Path,
+                  signatures: list[dict[str, Any]] | None, samples: dict[str, str],
+                  images: dict[str, Path]) -> dict[str, str]:
+    """Markdown bodies of every generated region, each starting with the stamp line."""
+    stamp = stamp_line(summary)
+    rel = os.path.relpath(out_dir, guide_dir)
+
+    def img(name: str, alt: str) -> str:
+        return f"\n\n![{alt}]({rel}/{images[name].name})" if name in images else ""
+
+    counts = {s: sum(r.status == s for r in rows) for s in ("ok", "failed", "not run", "missing")}
+    verdicts = {v: sum(r.verdict == v for r in rows) for v in ("confirmed", "refuted", "inconclusive")}
+    totals = (f"{counts['ok']} notebooks ran, {counts['failed']} failed, {counts['not run']} not run, "
+              f"{counts['missing']} missing; verdicts: {verdicts['confirmed']} confirmed, {verdicts['refuted']} "
+              f"refuted, {verdicts['inconclusive']} inconclusive.")
+    bodies = {
+        "machine": stamp,
+        "lab-results": f"{stamp}\n\n{totals}\n\n{results_table(rows)}{img('speedups', 'fix vs fault per lab')}",
+    }
+    for r in rows:
+        bodies[f"lab-{r.notebook}"] = f"{stamp}\n\n{lab_section(r)}"
+    obs = next((r for r in rows if r.notebook == "02_observability"), None)
+    if obs is not None and "overheads" in images:
+        bodies["lab-02_observability"] += img("overheads", "probe overhead per observation level")
+    serving = next((r for r in rows if r.notebook == "30_serving_parity"), None)
+    if serving is not None and "serving" in images:
+        bodies["lab-30_serving_parity"] += img("serving", "serving p99 latency")
+    if signatures is not None:
+        bodies["signatures"] = (f"{stamp}\n\nEvery row is LABELLED SYNTHETIC data from `playbook.simulate` with a "
+                                f"known answer (✓: diagnose names it first).\n\n{signatures_table(signatures)}")
+    for name, text in samples.items():
+        bodies[name] = f"{stamp}\n\n```\n$ {shown_command(SAMPLE_COMMANDS[name])}\n{text}\n```"
+    return bodies
+
+
+# ---------------------------------------------------------------- writing
+
+def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Path | None = DEFAULT_GUIDE,
+                  signatures: list[dict[str, Any]] | None = None, samples: dict[str, str] | None = None,
+                  plots: bool = True, present: list[str] | None = None) -> dict[str, Any]:
+    """Write tables, JSON and plots into out_dir and rewrite the guide's generated regions (when `guide` exists).
+
+    Returns {"rows": [...], "files": [...], "missed_regions": [...], "failed": [...]}."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = lab_rows(summary, present=present)
+    samples = samples or {}
+    files: list[Path] = []
+
+    def write(name: str, text: str) -> None:
+        path = out_dir / name
+        path.write_text(text.rstrip() + "\n", encoding="utf-8")
+        files.append(path)
+
+    stamp = stamp_line(summary)
+    write("lab-results.md", f"{stamp}\n\n{results_table(rows)}")
+    extract = {"run_id": summary.get("run_id"), "created": summary.get("created"),
+               "machine": summary.get("machine"), "duration_s": summary.get("duration_s"),
+               "labs": [asdict(r) | {"speedup": r.speedup} for r in rows]}
+    write("lab-results.json", json.dumps(extract, indent=1, default=str, allow_nan=False))
+    for r in rows:
+        if r.status in ("ok", "failed"):
+            write(f"lab-{r.notebook}.md", f"{stamp}\n\n# {r.title or r.notebook}\n\n{lab_section(r)}")
+    if signatures is not None:
+        write("signatures.md", f"{stamp}\n\n{signatures_table(signatures)}")
+    for name, text in samples.items():
+        write(f"{name}.txt", f"$ {shown_command(SAMPLE_COMMANDS[name])}\n{text}")
+    images: dict[str, Path] = {}
+    if plots:
+        from playbook.plots.style import use_headless_backend
+
+        use_headless_backend()
+        records = next((nb.get("records") or {} for nb in summary.get("notebooks") or []
+                        if nb.get("notebook") == "02_observability"), {})
+        serving = next((r.figures for r in rows if r.notebook == "30_serving_parity"), {})
+        for name, fig in (("speedups", plot_speedups(rows)), ("overheads", plot_overheads(records)),
+                          ("serving", plot_serving(serving))):
+            if fig is not None:
+                images[name] = save_png(fig, out_dir / f"{name}.png")
+                files.append(images[name])
+    missed: list[str] = []
+    if guide is not None and Path(guide).is_file():
+        guide = Path(guide)
+        bodies = build_regions(summary, rows, out_dir, guide.parent, signatures, samples, images)
+        text, missed = rewrite_regions(guide.read_text(encoding="utf-8"), bodies,
+                                       f"{stamp}\n\n*Nothing was generated for this region in this run.*")
+        guide.write_text(text, encoding="utf-8")
+        files.append(guide)
+    return {"rows": rows, "files": files, "missed_regions": missed,
+            "failed": [r.notebook for r in rows if r.status == "failed"]}
+
+
+# ---------------------------------------------------------------- command line
+
+EXAMPLES = """example:
+  python -m playbook.guide docs/figures                  rerun every lab quickly, regenerate the guide (make guide-figures)
+  python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide
+                                                         reuse a finished batch report: no lab reruns
+  python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md    two labs, into scratch copies
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    doc = (__doc__ or "").split("\n\n")[0]
+    p = argparse.ArgumentParser(prog="python -m playbook.guide", description=doc, epilog=EXAMPLES,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("out_dir", metavar="OUT_DIR", help="where the tables and plots go (the guide embeds docs/figures)")
+    p.add_argument("--guide", default=str(DEFAULT_GUIDE), metavar="MD",
+                   help="the guide whose generated regions are rewritten (default docs/field-guide.md)")
+    p.add_argument("--summary", metavar="PATH", help="a finished report's summary.json (or its folder): no reruns")
+    p.add_argument("--labs", nargs="+", default=["all"], metavar="NAME",
+                   help="notebooks to rerun: 'all' (default) or names/numbers as `playbook report --labs` takes")
+    p.add_argument("--report-dir", metavar="DIR", help="batch report folder (default reports/<UTC time>-guide)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="notebooks at once (default 1: steadier timings)")
+    p.add_argument("--timeout", type=float, default=600, metavar="S", help="seconds a cell may run (default 600)")
+    p.add_argument("--no-signatures", action="store_true", help="skip the synthetic signature catalog")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        print(f"[guide {time.perf_counter() - t0:6.0f} s] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        if args.summary:
+            summary = load_summary(args.summary)
+            say(f"1/4 reusing {args.summary}: {len(summary['notebooks'])} notebook(s), no reruns")
+        else:
+            from playbook.report.runner import run_id
+
+            report_dir = Path(args.report_dir) if args.report_dir else ROOT / "reports" / run_id("guide")
+            say(f"1/4 running notebooks {' '.join(args.labs)} with quick parameters into {report_dir}/")
+            summary = run_labs(args.labs, report_dir, args.jobs, args.timeout, progress=not args.no_progress)
+        signatures = None
+        if not args.no_signatures:
+            say("2/4 diagnosing labelled synthetic signatures (playbook.simulate)")
+            signatures = signature_rows()
+        samples = {}
+        for name, argv in SAMPLE_COMMANDS.items():
+            say(f"3/4 {shown_command(argv)}")
+            samples[name] = run_sample(argv)
+        say(f"4/4 writing tables and plots into {args.out_dir}/ and the guide {args.guide}")
+        result = write_outputs(summary, args.out_dir, args.guide, signatures, samples)
+    except PlaybookError as exc:
+        print(f"playbook.guide: error: {exc}", file=sys.stderr)
+        return 2
+    for r in result["rows"]:
+        print(f"  {r.notebook:<28} {r.status:<8} {r.verdict or '-':<13} "
+              f"{'' if r.duration_s is None else f'{r.duration_s:6.1f} s'}  {r.error or ''}")
+    if result["missed_regions"]:
+        say(f"regions with nothing generated: {', '.join(result['missed_regions'])}")
+    if not Path(args.guide).is_file():
+        say(f"no guide at {args.guide}: only the figures were written")
+    say(f"done: {len(result['files'])} files written; {len(result['failed'])} notebook(s) failed"
+        + (f": {', '.join(result['failed'])}" if result["failed"] else ""))
+    return 1 if result["failed"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
