@@ -8,7 +8,8 @@ from nbrun import run_notebook
 from playbook.rundir import read_run
 from playbook.workloads import checkpoint_stalls as lab
 
-SMALL = dict(steps=20, warmup_steps=1, batch_size=64, hidden=64, ckpt_every=5, eval_every=10, storage_mib_s=4.0,
+# ≈ 2.4 MB of state written at 200 MiB/s (12 ms) every 5 steps of ≈ 5 ms: the background write keeps up
+SMALL = dict(steps=20, warmup_steps=1, batch_size=256, hidden=64, ckpt_every=5, eval_every=10, storage_mib_s=200.0,
              eval_read_ms=20.0, sample_hz=2.0)
 
 
@@ -19,7 +20,7 @@ def test_blocking_saves_stall_every_interval_and_async_saves_do_not(tmp_path):
     assert sorted(ck["step"]) == [4, 9, 14, 19]
     stalls = lab.stalls_by_kind(b.steps, b.events).set_index("kind")
     assert stalls.loc["checkpoint", "interval_steps"] == 5 and stalls.loc["eval", "interval_steps"] == 10
-    assert stalls.loc["checkpoint", "extra_s"] > 0.05  # ≈ 0.4 MiB at 4 MiB/s
+    assert stalls.loc["checkpoint", "extra_s"] > 0.005 and stalls.loc["eval", "extra_s"] > 0.03
     saved = sorted((tmp_path / "fault" / "ckpt").glob("*.pt"))
     assert len(saved) == 4 and torch.load(saved[-1])["step"] == 19
     fix = lab.run(tmp_path / "fix", "fix", **SMALL)
@@ -27,7 +28,8 @@ def test_blocking_saves_stall_every_interval_and_async_saves_do_not(tmp_path):
     kinds = set(fb.events["kind"])
     assert {"checkpoint", "checkpoint_write", "eval", "eval_background"} <= kinds
     assert fix.extra["ckpt_saves"] == 4 and fix.extra["evals"] >= 1 and fix.extra["snapshot_mib"] > 0
-    assert fb.steps.loc[fb.steps["phase"] == "checkpoint", "duration_s"].max() < stalls.loc["checkpoint", "extra_s"]
+    blocking = b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].median()
+    assert fb.steps.loc[fb.steps["phase"] == "checkpoint", "duration_s"].median() < blocking / 2  # a snapshot only
     assert torch.load(sorted((tmp_path / "fix" / "ckpt").glob("*.pt"))[-1])["step"] == 19
     no_fault = lab.run(tmp_path / "nf", "no_fault", **SMALL)
     assert fault.throughput < 0.8 * no_fault.throughput

@@ -41,7 +41,7 @@ def test_cyclic_step_objects_need_a_collector(tmp_path):
 
 
 def test_notebook_confirms_gc_pauses_and_the_fix(tmp_path):
-    rec = run_notebook("13_host_sync_gc.ipynb", tmp_path, steps=30, repeats=2, check_cycles=False,
+    rec = run_notebook("13_host_sync_gc.ipynb", tmp_path, steps=40, repeats=2, check_cycles=False,
                        out_dir=str(tmp_path / "runs"))
     v = rec["verdict"]
     assert v["status"] == "confirmed", v

@@ -37,7 +37,7 @@ from typing import Any
 from playbook.errors import WorkloadError
 
 KNOBS: dict[str, Any] = {
-    "steps": 60, "warmup_steps": 3, "batch_size": 32, "hidden": 256, "heap_objects": 500_000,
+    "steps": 60, "warmup_steps": 3, "batch_size": 32, "hidden": 512, "heap_objects": 500_000,
     "step_objects": 30_000, "cycles": False, "gc_mode": "default", "gc_threshold0": 200_000, "collect_every": 20,
     "log_every": 20, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
 }
