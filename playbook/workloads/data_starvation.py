@@ -122,6 +122,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     Knobs: see KNOBS (defaults) and VARIANTS (presets); explicit keyword arguments override the preset.
     """
     from playbook.probes import Recorder
+    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -130,7 +131,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         cpu_threads,
         finish_run,
         make_optimizer,
-        resolve_knobs,
         stop_loader,
         train_step,
     )
@@ -171,7 +171,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads.model import workload_cli
+    from playbook.workloads._labs_cli import workload_cli
 
     return workload_cli("data_starvation", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
 

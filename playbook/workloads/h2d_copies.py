@@ -70,6 +70,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     from playbook.fixes.pinned import CudaPrefetcher, pin, to_device
     from playbook.probes import Recorder
+    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -77,7 +78,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         cpu_threads,
         finish_run,
         make_optimizer,
-        resolve_knobs,
         train_step,
     )
 
@@ -164,7 +164,7 @@ def verdict(summary: Any, cuda: bool, recover: float = 0.95) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads.model import workload_cli
+    from playbook.workloads._labs_cli import workload_cli
 
     return workload_cli("h2d_copies", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
 

@@ -112,6 +112,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     from playbook.fixes.sync import MetricAccumulator
     from playbook.probes import Recorder
+    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -121,7 +122,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         current_rss_mib,
         finish_run,
         make_optimizer,
-        resolve_knobs,
         train_step,
     )
 
@@ -179,7 +179,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads.model import workload_cli
+    from playbook.workloads._labs_cli import workload_cli
 
     return workload_cli("host_sync_gc", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
 

@@ -120,6 +120,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     from playbook.fixes.compile import mark_dynamic, padding_waste, warmup
     from playbook.probes import Recorder
+    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         LoopMeter,
@@ -127,7 +128,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         cpu_threads,
         finish_run,
         make_optimizer,
-        resolve_knobs,
         train_step,
     )
 
@@ -278,7 +278,7 @@ def race_check(threads: int = 4, backend: str = "eager", timeout_s: float = 180.
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads.model import workload_cli
+    from playbook.workloads._labs_cli import workload_cli
 
     return workload_cli("recompilation", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
 
