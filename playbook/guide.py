@@ -90,7 +90,8 @@ KEY_FIGURES: dict[str, tuple[str, ...]] = {
 SPEEDUPS: dict[str, tuple[str, Any]] = {
     "00_onboarding": ("read-ahead buffer ÷ stalling loader, throughput", lambda f: f.get("fix_speedup")),
     "10_data_starvation": ("threaded loader ÷ serial decode, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
-    "11_h2d_copies": ("prefetcher ÷ pageable sync copy, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
+    "11_h2d_copies": ("prefetcher ÷ pageable sync copy, throughput",  # without CUDA there is no copy to overlap
+                      lambda f: _div(f, "fix_ratio", "fault_ratio") if f.get("cuda") else None),
     "12_checkpoint_eval_stalls": ("async ckpt + background eval ÷ inline, throughput",
                                   lambda f: _div(f, "fix_ratio", "fault_ratio")),
     "13_host_sync_gc": ("gc.freeze + batched logging ÷ default, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
@@ -444,7 +445,7 @@ def plot_speedups(rows: list[LabRow]):
     fig, ax = figure(figsize=(7.5, 0.32 * len(data) + 1.1))
     labels, values = zip(*reversed(data), strict=True)
     colors = [PALETTE["fix"] if v > 1 else PALETTE["fault"] for v in values]
-    ax.barh(range(len(values)), values, color=colors)
+    ax.barh(range(len(values)), [v - 1.0 for v in values], left=1.0, color=colors)  # bars grow from "no change"
     ax.set_yticks(range(len(values)), labels, fontsize=8)
     ax.set_xscale("log")
     ax.axvline(1.0, color="#212529", lw=1)
@@ -576,8 +577,11 @@ def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, gu
     if signatures is not None:
         bodies["signatures"] = (f"{stamp}\n\nEvery row is LABELLED SYNTHETIC data from `playbook.simulate` with a "
                                 f"known answer (✓: diagnose names it first).\n\n{signatures_table(signatures)}")
+    ran = summary.get("commands_at")  # the quoted commands run when the guide is regenerated, maybe after the batch
+    command_stamp = stamp if not ran else stamp.replace(
+        f" from batch `{summary.get('run_id', '?')}`", f" (command run {ran}; batch `{summary.get('run_id', '?')}`)")
     for name, text in samples.items():
-        bodies[name] = f"{stamp}\n\n```\n$ {shown_command(SAMPLE_COMMANDS[name])}\n{text}\n```"
+        bodies[name] = f"{command_stamp}\n\n```\n$ {shown_command(SAMPLE_COMMANDS[name])}\n{text}\n```"
     return bodies
 
 
@@ -688,6 +692,7 @@ def main(argv: list[str] | None = None) -> int:
             say("2/4 diagnosing labelled synthetic signatures (playbook.simulate)")
             signatures = signature_rows()
         samples = {}
+        summary["commands_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         for name, argv in SAMPLE_COMMANDS.items():
             say(f"3/4 {shown_command(argv)}")
             samples[name] = run_sample(argv)
