@@ -49,11 +49,13 @@ KNOB_HELP = {
     "hidden": "MLP width (sets the checkpoint size: ≈ 1.2 MB with Adam at 32)", "ckpt_every": "steps between checkpoints",
     "ckpt_mode": "sync | async | off", "storage_mib_s": "checkpoint storage speed, MiB/s (0: unthrottled)",
     "eval_every": "steps between evaluations", "eval_mode": "inline | background | off",
-    "eval_batches": "validation batches per evaluation", "eval_read_ms": "read latency per validation batch (ms)",
+    "eval_batches": "validation batches per evaluation (of ≤ 256 samples)", "eval_read_ms": "read latency per validation batch (ms)",
     "ckpt_dir": "where checkpoints go (default RUN_DIR/ckpt)", "device": "auto | cpu | cuda[:N]",
     "torch_threads": "torch intra-op threads on CPU (0: torch's default)", "seed": "random seed",
     "sample_hz": "telemetry sampling rate (Hz)",
 }
+EVAL_BATCH = 256  # samples per validation batch (at most): evaluation is read latency plus a small forward pass
+
 VARIANTS: dict[str, dict[str, Any]] = {
     "no_fault": {"ckpt_mode": "off", "eval_mode": "off"},
     "fault": {"ckpt_mode": "sync", "eval_mode": "inline"},
@@ -106,9 +108,9 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     device = pick_device(k["device"])
     total = k["steps"] + k["warmup_steps"]
     data = ImageDataset(n=512, seed=k["seed"])
-    val = ImageDataset(n=k["eval_batches"] * k["batch_size"], seed=k["seed"] + 1)
-    val_batches = [(val.bank[i:i + k["batch_size"]], val.labels[i:i + k["batch_size"]])
-                   for i in range(0, k["eval_batches"] * k["batch_size"], k["batch_size"])]
+    vb = min(k["batch_size"], EVAL_BATCH)
+    val = ImageDataset(n=k["eval_batches"] * vb, seed=k["seed"] + 1)
+    val_batches = [(val.bank[i:i + vb], val.labels[i:i + vb]) for i in range(0, k["eval_batches"] * vb, vb)]
     model = MLP.for_dataset(data, hidden=k["hidden"]).to(device)
     opt = make_optimizer(model)
     ckpt_dir = Path(k["ckpt_dir"] or Path(run_dir) / "ckpt")
