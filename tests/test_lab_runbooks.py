@@ -49,3 +49,20 @@ def test_presets_define_variants_and_knobs_tune_the_rest():
         resolve_knobs(VARIANTS, "fault", KNOBS, {"decode": 1})
     with pytest.raises(WorkloadError, match="unknown variant"):
         resolve_knobs(VARIANTS, "faulty", KNOBS, {})
+
+
+def test_verdict_assertion_is_not_vacuous():
+    from labverdicts import assert_fault_then_fix
+
+    def rec(status, fault, fix, fault_hi, fix_hi):
+        return {"verdict": {"status": status, "figures": {"fault_ratio": fault, "fix_ratio": fix}},
+                "summary": {"ratio_hi": {"fault": fault_hi, "fix": fix_hi}}}
+
+    assert_fault_then_fix(rec("confirmed", 0.3, 0.99, 0.4, 1.1))
+    assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, 1.0), tolerate_noise=True)
+    for bad, tolerate in ((rec("refuted", 0.9, 1.0, 1.2, 1.1), True),
+                          (rec("inconclusive", 0.3, 0.85, 0.4, 1.0), False),
+                          (rec("inconclusive", 0.3, 0.85, 0.4, 0.9), True),  # short of 95% beyond the noise
+                          (rec("confirmed", 0.8, 0.99, 0.9, 1.1), False)):  # the fault barely hurts
+        with pytest.raises(AssertionError):
+            assert_fault_then_fix(bad, tolerate_noise=tolerate)
