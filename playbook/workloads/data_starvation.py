@@ -38,7 +38,7 @@ from playbook.errors import WorkloadError
 
 KNOBS: dict[str, Any] = {
     "steps": 40, "warmup_steps": 3, "batch_size": 32, "decode_ms": 1.0, "augment_passes": 0,
-    "loader": "serial", "workers": 8, "prefetch": 4, "pipeline": "map", "shuffle_buffer": 8, "refill": "bulk",
+    "loader": "serial", "workers": 16, "prefetch": 4, "pipeline": "map", "shuffle_buffer": 8, "refill": "bulk",
     "hidden": 512, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
 }
 KNOB_HELP = {
