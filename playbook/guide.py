@@ -457,6 +457,7 @@ def plot_speedups(rows: list[LabRow]):
     return fig
 
 
+PLOTS = ("speedups", "overheads", "serving")  # the PNGs write_outputs may draw
 OVERHEAD_ORDER = ("none", "timer", "probes_1hz", "probes_10hz", "probes_100hz", "profiler")  # the ladder's order
 
 
@@ -598,6 +599,9 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
     rows = lab_rows(summary, present=present)
     samples = samples or {}
     files: list[Path] = []
+    for stale in [*out_dir.glob("lab-*.md"), *(out_dir / f"{n}.png" for n in PLOTS), out_dir / "signatures.md",
+                  *(out_dir / f"{n}.txt" for n in SAMPLE_COMMANDS)]:
+        stale.unlink(missing_ok=True)  # what this run does not regenerate must not linger from an earlier one
 
     def write(name: str, text: str) -> None:
         path = out_dir / name
@@ -623,8 +627,8 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
 
         use_headless_backend()
         records = next((nb.get("records") or {} for nb in summary.get("notebooks") or []
-                        if nb.get("notebook") == "02_observability"), {})
-        serving = next((r.figures for r in rows if r.notebook == "30_serving_parity"), {})
+                        if nb.get("notebook") == "02_observability" and nb.get("status") == "ok"), {})
+        serving = next((r.figures for r in rows if r.notebook == "30_serving_parity" and r.status == "ok"), {})
         for name, fig in (("speedups", plot_speedups(rows)), ("overheads", plot_overheads(records)),
                           ("serving", plot_serving(serving))):
             if fig is not None:

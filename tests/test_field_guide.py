@@ -228,8 +228,13 @@ def test_guide_writes_tables_and_regions_from_a_summary(tmp_path):
     assert by_name["12_checkpoint_eval_stalls"]["speedup"] is None
     for png in ("speedups.png", "overheads.png"):
         assert 1_000 < (out / png).stat().st_size < 150_000
-    assert not (out / "serving.png").exists()  # no serving figures in this summary: no empty plot
     assert "✓" in (out / "signatures.md").read_text(encoding="utf-8")
+    assert not (out / "serving.png").exists()  # no serving figures in this summary: no empty plot
+    (out / "serving.png").write_bytes(b"stale")
+    summary["notebooks"][2]["status"] = "error"  # a failed observability notebook: its partial records are not drawn
+    guide.write_outputs(summary, out, None, None, {}, plots=True, present=[])
+    assert not (out / "serving.png").exists() and not (out / "overheads.png").exists()
+    assert not (out / "signatures.md").exists() and (out / "speedups.png").exists()
 
 
 def test_load_summary_rejects_bad_input(tmp_path):
