@@ -221,6 +221,7 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
 
     from playbook import rundir
     from playbook.probes.recorder import Recorder
+    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.data_starvation import KNOBS as DS_KNOBS
     from playbook.workloads.data_starvation import VARIANTS as DS_VARIANTS
     from playbook.workloads.data_starvation import build_loader
@@ -229,7 +230,6 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
         ImageDataset,
         cpu_threads,
         make_optimizer,
-        resolve_knobs,
         stop_loader,
         train_step,
     )
