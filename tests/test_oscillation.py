@@ -162,6 +162,16 @@ def test_too_few_samples_warns_and_reports_idle_gpus(dflash):
     assert means[5] < 10 and means[6] < 15 and means[7] > 95
 
 
+def test_few_polls_duty_cycle_counts_every_poll(dflash):
+    # GPU 0 reads 0, 100, 100, 21 %: high in 2 of its 4 polls, not "100% of the time" (with a handful of polls
+    # the idle edges cannot be told from start-up / teardown, so every poll counts)
+    res = osc.analyze_oscillation(dflash)
+    row = res.per_gpu.set_index("gpu").loc[0]
+    assert row["swings"] and row["high_share"] == pytest.approx(0.5) and row["duty_cycle"] == pytest.approx(0.5)
+    assert res.few_samples and res.contract()["duty_cycle"] == pytest.approx(0.5)
+    assert res.lost_fraction > 0  # the polls spent low cost throughput
+
+
 def test_handful_and_empty_inputs_do_not_crash():
     frame, _ = simulate_telemetry("oscillation", hosts=1, gpus_per_host=2, duration_s=5.0)
     res = osc.analyze_oscillation(frame)

@@ -715,9 +715,13 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     if len(high_idx):
         inside[high_idx[0]:high_idx[-1] + 1] = True
     total = float(dur[inside].sum())
-    res.high_share = float(dur[inside & (ep.state == 1)].sum() / total) if total > 0 else float(np.mean(state))
-    minority = min(res.high_share, 1.0 - res.high_share)
     few = n < MIN_SAMPLES_PERIOD
+    if few:
+        # a handful of polls cannot tell start-up / teardown from a swing: every poll counts
+        res.high_share = float(np.mean(state))
+    else:
+        res.high_share = float(dur[inside & (ep.state == 1)].sum() / total) if total > 0 else float(np.mean(state))
+    minority = min(res.high_share, 1.0 - res.high_share)
     dips_inside = int((inside & (ep.state == 0)).sum())
     # a swing recurs: at least two drops between busy stretches (one drop is a restart or a single stall)
     res.swings = bool(res.transitions >= 2 and few) or bool(dips_inside >= 2 and minority >= MIN_MINORITY_SHARE)
@@ -728,6 +732,8 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     pair = lo_int[:-1] & hi_int[1:] & (ep.segment[:-1] == ep.segment[1:])
     cyc_hi, cyc_lo = dur[1:][pair], dur[:-1][pair]
     cyc = float(cyc_hi.sum() + cyc_lo.sum())
+    # the share of complete cycles spent high; without one complete cycle, the share of time high (every poll
+    # when there are only a handful, the busy span otherwise)
     res.duty_cycle = float(cyc_hi.sum() / cyc) if cyc > 0 else res.high_share
     res.dips = int(lo_int.sum())
     drop = (ep.state == 0) & ~ep.first_in_segment
@@ -931,6 +937,7 @@ class OscillationResult:
     dips_s: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))  # the main unit's drops (s since t0)
     t0: pd.Timestamp | None = None
     warnings: list[str] = field(default_factory=list)
+    few_samples: bool = False  # too few samples per series to test for a period or synchrony
 
     def contract(self) -> dict:
         """The `oscillation` object of the diagnose JSON contract (NaN → None)."""
@@ -1010,6 +1017,7 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
     res.swinging = [series.ids[g] for g in swinging]
     median_n = float(np.median(table["samples"])) if len(table) else 0.0
     few = median_n < MIN_SAMPLES_PERIOD
+    res.few_samples = few
     if few:
         res.warnings.append(
             f"only {int(median_n)} sample{'s' if int(median_n) != 1 else ''} per GPU ({'' if not np.isfinite(res.interval_s) else f'{res.interval_s:g} s apart, '}"

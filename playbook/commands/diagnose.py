@@ -116,6 +116,10 @@ def _oscillation_section(d, osc_obj) -> list[str]:
     if o["periodic"]:
         lines.append(f"  periodic: {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%, period {o['period_s']:.3g} s, "
                      f"duty cycle {o['duty_cycle']:.2f} (share of each period spent high)")
+    elif getattr(osc_obj, "few_samples", False):
+        duty = f", high in {o['duty_cycle']:.0%} of polls" if o.get("duty_cycle") is not None else ""
+        lines.append(f"  swings: {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%{duty}; too few polls to tell a period "
+                     "from irregular swings")
     else:
         duty = f", high {o['duty_cycle']:.0%} of the time" if o.get("duty_cycle") is not None else ""
         lines.append(f"  irregular swings: {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%{duty}; no dominant period")
