@@ -211,3 +211,47 @@ def test_steps_separated_by_idle_gaps_are_not_a_swing():
     steps["time"] = steps["time"].dt.floor("us") + pd.to_timedelta(steps["step"] * 0.69, unit="s")
     d = diagnose(Bundle(steps=steps, events=events))
     assert not d.oscillation["detected"]
+
+
+def _imbalanced_fleet(polls: int, seed: int = 0):
+    """LABELED SYNTHETIC 8-GPU poll: GPUs 5-6 mostly idle (~25%), GPU 7 saturated (~99%), all but GPU 7 noisy."""
+    import pandas as pd
+
+    from playbook import schema
+
+    rng = np.random.default_rng(seed)
+    level = np.array([70, 70, 70, 70, 70, 25, 25, 99.0])
+    spread = np.array([30, 30, 30, 30, 30, 25, 25, 1.0])
+    util = np.clip(level[None, :] + rng.normal(0, 1, (polls, 8)) * spread, 0, 100).round()
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    times = [t0 + pd.Timedelta(seconds=2 * i) for i in range(polls) for _ in range(8)]
+    return schema.telemetry_frame({"time": times, "host": "h", "gpu": np.tile(np.arange(8), polls),
+                                   "util_pct": util.ravel()})
+
+
+def test_imbalance_confidence_grows_with_the_number_of_polls():
+    few = {h["id"]: h["score"] for h in diagnose(Bundle(telemetry=_imbalanced_fleet(3))).hypotheses}
+    many = {h["id"]: h["score"] for h in diagnose(Bundle(telemetry=_imbalanced_fleet(300))).hypotheses}
+    assert many["pipeline_imbalance"] > 0.6 and many["healthy"] < 0.05
+    assert few["healthy"] > 2 * many["healthy"]  # three polls leave real room for "nothing is wrong"
+
+
+def test_dflash_sample_is_modest_but_ranked_first(capsys):
+    # 3 complete polls: the imbalance is the best explanation, but three polls cannot make it certain
+    assert main(["diagnose", str(ROOT / "data/samples/dflash-8gpu"), "--interval", "2", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    scores = {h["id"]: h["score"] for h in obj["hypotheses"]}
+    assert obj["hypotheses"][0]["id"] == "pipeline_imbalance"
+    assert 0.3 < scores["pipeline_imbalance"] < 0.5 and scores["healthy"] > 0.2
+    assert "permutation test" in obj["hypotheses"][0]["evidence"][0]
+    # GPU 0 reads 0, 100, 100, 21 %: high in half its polls, not all the time
+    assert obj["oscillation"]["duty_cycle"] == pytest.approx(0.5)
+
+
+def test_secondary_causes_state_their_own_measurement(capsys):
+    assert main(["diagnose", str(ROOT / "data/samples/synthetic-64gpu"), "--json"]) == 0
+    hyps = {h["id"]: h for h in json.loads(capsys.readouterr().out)["hypotheses"]}
+    stall, data = hyps["periodic_stall"], hyps["data_starvation"]
+    assert data["evidence"] != stall["evidence"] and data["next_step"] != stall["next_step"]
+    assert "DataLoader" in data["next_step"] and "CPU" in data["next_step"] and "shuffle buffer" in data["next_step"]
+    assert "60 s" in data["evidence"][0] and "checkpoint" in stall["next_step"]

@@ -153,3 +153,26 @@ def test_unused_gpu_is_flagged_but_not_imbalance():
     assert row["status"] == "underutilized" and "not used by this job" in row["evidence"]
     assert any("probably not used by this job" in w for w in report.warnings)
     assert not [e for e in hyp.from_gpus(report) if e.hypothesis == "pipeline_imbalance"]
+
+
+def test_imbalance_permutation_test_is_calibrated_and_grows_with_polls():
+    from playbook import schema
+    from playbook.analysis.gpus import analyze_gpus
+
+    def fleet(polls, idle, seed):
+        rng = np.random.default_rng(seed)
+        level = np.full(8, 60.0)
+        level[[5, 6]] = idle
+        util = np.clip(level + rng.normal(0, 30, (polls, 8)), 0, 100).round()
+        times = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.repeat(np.arange(polls) * 2.0, 8), "s")
+        return schema.telemetry_frame({"time": times, "host": "h", "gpu": np.tile(np.arange(8), polls),
+                                       "util_pct": util.ravel()})
+
+    # GPUs that differ only by chance (exchangeable): the p-value is not small more often than it should be
+    ps = [analyze_gpus(fleet(3, 60.0, s)).imbalance_p for s in range(30)]
+    ps = [p for p in ps if np.isfinite(p)]
+    assert ps and sum(p < 0.05 for p in ps) <= max(3, 0.2 * len(ps))
+    # a real imbalance: weak evidence from 3 polls, overwhelming from 300
+    few = analyze_gpus(fleet(3, 20.0, 1)).imbalance_p
+    many = analyze_gpus(fleet(300, 20.0, 1)).imbalance_p
+    assert many < 1e-6 and few > many

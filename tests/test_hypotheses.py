@@ -170,3 +170,39 @@ def test_host_writes_during_the_drops_point_at_checkpoints():
     assert ranked[0]["id"] == "periodic_stall"
     assert any("disk writes rise" in e for e in ranked[0]["evidence"])
     assert not any("disk reads" in e for h in ranked for e in h["evidence"])
+
+
+def test_confidence_is_a_calibrated_posterior_not_one_minus_p():
+    # Sellke-Bayarri-Berger: P(signature | p) ≤ 1 / (1 - e p ln p) at even prior odds
+    assert hyp.confidence(0.125) == pytest.approx(1 / (1 + 0.7066), abs=2e-3)  # 3 of 3 polls: modest
+    assert hyp.confidence(0.05) == pytest.approx(0.71, abs=0.01)
+    assert hyp.confidence(1e-8) > 0.999 and hyp.confidence(0.0) == 1.0
+    assert hyp.confidence(0.9) == pytest.approx(0.1) and hyp.confidence(None) == 0.5
+    ps = [1e-12, 1e-6, 1e-3, 0.01, 0.05, 0.125, 0.3, 0.6, 1.0]
+    cs = [hyp.confidence(p) for p in ps]
+    assert cs == sorted(cs, reverse=True) and all(c <= 1 - p + 1e-12 for c, p in zip(cs, ps, strict=True))
+
+
+def test_each_cause_of_one_observation_gets_its_own_reading_and_next_step():
+    ev = hyp.support("synchronized_periodic", 1.0, 1.0, "seen: a scheduled stall", "log checkpoint steps",
+                     readings={"data_starvation": ("seen: a buffer refill", "time next(DataLoader)")})
+    by = {e.hypothesis: e for e in ev}
+    assert by["periodic_stall"].next_step == "log checkpoint steps"
+    assert by["data_starvation"].text == "seen: a buffer refill"
+    assert by["data_starvation"].next_step == "time next(DataLoader)"
+    # without a reading, a secondary cause keeps the text but never borrows the primary's next step
+    ev = hyp.support("synchronized_irregular", 1.0, 1.0, "seen", "time next(DataLoader)")
+    assert {e.hypothesis: e.next_step for e in ev}["host_sync"] is None
+    ranked = {h["id"]: h for h in hyp.rank(ev)}
+    assert ranked["host_sync"]["next_step"] == hyp.NEXT_STEPS["host_sync"]
+    # one observation read two ways counts once towards "something is wrong"
+    assert ranked["healthy"]["score"] == pytest.approx(0.0)
+    two = hyp.rank(hyp.support("synchronized_periodic", 0.5, 1.0, "x",
+                               readings={"data_starvation": ("y", None)}))
+    assert {h["id"]: h["score"] for h in two}["healthy"] == pytest.approx(0.5)
+
+
+def test_memory_swings_alone_are_no_sign_of_trouble():
+    ranked = hyp.rank(hyp.support("memory_swings", 1.0, 1.0, "memory used swings by 40 GiB",
+                                  readings={"recompilation": ("new shapes", None)}, anomaly=0.0))
+    assert ranked[0]["id"] == "healthy" and ranked[0]["score"] == pytest.approx(1 - 0.35)

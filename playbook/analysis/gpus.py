@@ -32,7 +32,14 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
-from playbook.analysis.oscillation import ALPHA, GAP_FACTOR, GpuSeries, gpu_series, two_levels
+from playbook.analysis.oscillation import (
+    ALPHA,
+    GAP_FACTOR,
+    MIN_SAMPLES_PERIOD,
+    GpuSeries,
+    gpu_series,
+    two_levels,
+)
 from playbook.analysis.steps import binom_sf
 
 MIN_DELTA_PCT = 10.0
@@ -59,6 +66,9 @@ class GpuReport:
     rotating: dict | None = None
     interval_s: float = math.nan
     warnings: list[str] = field(default_factory=list)
+    # P(GPUs this uneven | work spread evenly): the best underutilized GPU's sign-test p, Šidák-corrected over the
+    # GPUs tested; with too few polls for that test, a permutation test on the polls (see imbalance_p)
+    imbalance_p: float = math.nan
 
     def contract(self) -> list[dict]:
         """The `gpus` list of the diagnose JSON contract."""
@@ -186,7 +196,7 @@ def analyze_gpus(telemetry: pd.DataFrame, interval_s: float | None = None,
         order = {gid: i for i, gid in enumerate(series.ids)}
         table = table.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
         return GpuReport(table, [x for p in parts for x in p.stragglers], parts[0].rotating, parts[0].interval_s,
-                         list(dict.fromkeys(w for p in parts for w in p.warnings)))
+                         list(dict.fromkeys(w for p in parts for w in p.warnings)), parts[0].imbalance_p)
     return _analyze(series)
 
 
@@ -243,7 +253,62 @@ def _analyze(series: GpuSeries) -> GpuReport:
     table["evidence"] = evidence
     if g_count == 1:
         warnings.append("one GPU only: underutilized / saturated need peers to compare against")
-    return GpuReport(table, stragglers, rotating, dt, warnings)
+    return GpuReport(table, stragglers, rotating, dt, warnings, imbalance_p(table, util, valid))
+
+
+PERMUTATIONS = 4000
+
+
+def imbalance_p(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, seed: int = 0) -> float:
+    """P-value that the GPUs' utilization is this uneven when the work is spread evenly (NaN: untestable).
+
+    With enough polls (some underutilized GPU's sign test has n_eff ≥ 5): the smallest sign-test p among the
+    underutilized GPUs, Šidák-corrected over all GPUs tested (the best of G is reported). With fewer polls, a
+    Monte Carlo permutation test that uses the magnitudes too: under "work spread evenly" the GPUs are
+    exchangeable within each poll, so the labels are shuffled within each poll and the variance of the per-GPU
+    means is compared with its permutation distribution (polls thinned to roughly independent ones by the
+    sign series' autocorrelation, n / n_eff). GPUs idle throughout without memory (not in the job) are left out."""
+    if table.empty or "delta_p" not in table:
+        return math.nan
+    keep = ~table["unused"].to_numpy(dtype=bool) if "unused" in table else np.ones(len(table), dtype=bool)
+    under = table[keep & (table["delta_pct"] <= -MIN_DELTA_PCT)]
+    tested = table[keep & table["delta_p"].notna()]
+    if under.empty or len(tested) < 2:
+        return math.nan
+    if (under["delta_n_eff"] >= 5).any():
+        p = float(under.loc[under["delta_n_eff"] >= 5, "delta_p"].astype(float).min())
+        return float(-np.expm1(len(tested) * np.log1p(-min(p, 1 - 1e-16))))
+    x = util[keep].astype(np.float64)
+    cols = np.flatnonzero(np.isfinite(x).sum(0) >= 2)
+    if len(cols) < 2:
+        return math.nan
+    # (a lag-1 autocorrelation from a dozen polls or fewer is noise: those polls are taken as they are)
+    ratio = float(np.nanmedian(tested["polls_compared"] / np.maximum(tested["delta_n_eff"], 1.0)))
+    few = float(np.median(tested["polls_compared"])) < MIN_SAMPLES_PERIOD
+    stride = 1 if few or not np.isfinite(ratio) else max(1, int(round(ratio)))
+    x = x[:, cols[::stride]][:, :256]
+    if x.shape[1] < 2:
+        return math.nan
+
+    def spread(v: np.ndarray) -> np.ndarray:  # variance over GPUs of each GPU's mean over polls (NaN-aware)
+        with np.errstate(all="ignore"):
+            n = np.isfinite(v).sum(-1)
+            m = np.where(n > 0, np.nansum(v, -1) / np.maximum(n, 1), np.nan)
+            mu = np.nanmean(m, -1, keepdims=True)
+            return np.nanmean((m - mu) ** 2, -1)
+
+    observed = float(spread(x))
+    rng = np.random.default_rng(seed)
+    g, polls = x.shape
+    chunk = max(1, min(PERMUTATIONS, 2_000_000 // max(g * polls, 1)))
+    hits = done = 0
+    while done < PERMUTATIONS:
+        r = min(chunk, PERMUTATIONS - done)
+        order = np.argsort(rng.random((r, polls, g)), axis=-1)  # one shuffle of the GPUs per poll
+        perm = np.take_along_axis(np.broadcast_to(x.T, (r, polls, g)), order, axis=-1).transpose(0, 2, 1)
+        hits += int((spread(perm) >= observed - 1e-9).sum())
+        done += r
+    return (hits + 1) / (PERMUTATIONS + 1)
 
 
 def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float,

@@ -166,6 +166,11 @@ class Evidence:
     text: str
     next_step: str | None = None
     anomaly: float | None = None
+    observation: str | None = None  # one observation read several ways shares this key (counted once as an anomaly)
+
+    @property
+    def key(self) -> str:
+        return self.observation or self.text
 
 
 def impact(lost_fraction: float | None) -> float:
@@ -176,23 +181,47 @@ def impact(lost_fraction: float | None) -> float:
 
 
 def confidence(p_value: float | None) -> float:
-    """1 - p, with an unknown p (too few samples to test) counted as 0.5."""
+    """How sure a test with this p-value makes us that the signature is there (0-1); unknown p → 0.5.
+
+    1 - p is not a probability of anything and overstates weak tests (p = 0.1 → 0.9). The calibration of Sellke,
+    Bayarri & Berger (2001) bounds the Bayes factor in favour of "no signature" by B(p) = -e p ln p (p < 1/e), so
+    at even prior odds P(signature | p) ≤ 1 / (1 + B(p)): p = 0.125 → 0.59, 0.05 → 0.71, 0.01 → 0.89,
+    0.001 → 0.98, 1e-6 → 1.00 (capped by 1 - p for large p). Three polls can thus only give modest confidence,
+    hundreds a high one."""
     if p_value is None or not np.isfinite(p_value):
         return 0.5
-    return float(min(max(1 - p_value, 0.0), 1.0))
+    p = min(max(float(p_value), 0.0), 1.0)
+    if p <= 0.0:
+        return 1.0
+    bound = 1.0 / (1.0 - math.e * p * math.log(p)) if p < 1 / math.e else 0.5
+    return float(min(1.0 - p, bound))
 
 
 def support(signature: str, conf: float, weight: float, text: str, next_step: str | None = None,
-            only: str | None = None) -> list[Evidence]:
-    """Evidence items for every cause the signature points at (SPECIFICITY), strength conf × spec × weight."""
+            only: str | None = None, readings: dict[str, tuple[str, str | None]] | None = None,
+            anomaly: float | None = None) -> list[Evidence]:
+    """Evidence items for every cause the signature points at (SPECIFICITY), strength conf × spec × weight.
+
+    `text` and `next_step` are the reading for the signature's most specific cause; `readings` gives another
+    cause its own (text, next step) — how the same observation reads for it and the measurement that would tell
+    it apart. A cause without a reading keeps the text and gets its own generic next step (NEXT_STEPS), never
+    another cause's. `anomaly` overrides conf × weight (0: the observation is no sign by itself that anything
+    is wrong)."""
     out = []
-    anomaly = float(np.clip(conf * weight, 0.0, 1.0))
-    for hyp, spec in SPECIFICITY[signature].items():
+    anomaly = float(np.clip(conf * weight if anomaly is None else anomaly, 0.0, 1.0))
+    table = SPECIFICITY[signature]
+    primary = max(table, key=table.get) if table else None
+    for hyp, spec in table.items():
         if only is not None and hyp != only:
             continue
         s = float(np.clip(conf * spec * weight, 0.0, 1.0))
-        if s > 0:
-            out.append(Evidence(hyp, s, text, next_step, anomaly))
+        if s <= 0:
+            continue
+        if readings and hyp in readings:
+            t, nxt = readings[hyp]
+        else:
+            t, nxt = text, (next_step if hyp == primary or only == hyp else None)
+        out.append(Evidence(hyp, s, t, nxt, anomaly, text))
     return out
 
 
@@ -219,7 +248,7 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None) ->
     for e in evidence:
         if e.hypothesis in by:
             a = e.anomaly if e.anomaly is not None else e.strength
-            anomalies[e.text] = max(anomalies.get(e.text, 0.0), a)
+            anomalies[e.key] = max(anomalies.get(e.key, 0.0), a)
     wrong = 1.0 - float(np.prod([1.0 - a for a in anomalies.values()])) if anomalies else 0.0
     best = max((h["score"] for h in out), default=0.0)
     wrong = max(wrong, best)
@@ -278,16 +307,28 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
         if osc.periodic:
             per = osc.period_s
             together = " together" if len(main) > 1 else ""
-            text = (f"{who} drop{together} from {levels} every {per:.3g} s (duty cycle {osc.duty_cycle:.2f}, "
-                    f"{_p(osc.p_value)}){derived}: a stall shared by every rank at a fixed period")
+            duty = f"duty cycle {osc.duty_cycle:.2f}, " if np.isfinite(osc.duty_cycle) else ""
+            seen = f"{who} drop{together} from {levels} every {per:.3g} s ({duty}{_p(osc.p_value)}){derived}"
+            text = f"{seen}: a stall shared by every rank at a fixed period"
             nxt = (f"the stall period is {per:.3g} s: log checkpoint, eval and logging step numbers (or record "
                    f"step phases) and check which recur every {per:.3g} s")
-            out += support("synchronized_periodic", conf, w, text, nxt)
+            readings = {"data_starvation": (
+                f"{seen}: an input pipeline that runs dry on a schedule — a shuffle buffer refilled or a new shard "
+                f"opened every {per:.3g} s", _loader_check(f"every {per:.3g} s", periodic=True))}
+            out += support("synchronized_periodic", conf, w, text, nxt, readings=readings)
         else:
             together = " together" if len(main) > 1 else "s"
-            text = (f"{who} drop{together} from {levels} at irregular times (no significant period, "
-                    f"{_p(osc.p_value)}){derived}: whatever stalls them is shared but not scheduled")
-            out += support("synchronized_irregular", 1.0, w, text)
+            seen = f"{who} drop{together} from {levels} at irregular times (no significant period, " \
+                   f"{_p(osc.p_value)}){derived}"
+            text = f"{seen}: whatever stalls them is shared but not scheduled"
+            readings = {
+                "data_starvation": (f"{seen}: the input pipeline running dry at random (slow reads, uneven "
+                                    "decoding) stalls every rank", _loader_check("at the drops")),
+                "host_sync": (f"{seen}: host-side syncs (.item(), .cpu(), printing tensors) make every rank wait on "
+                              "the GPU at unscheduled moments", None),
+                "gc_pause": (f"{seen}: Python garbage-collection pauses hit the training loop at unscheduled "
+                             "times", None)}
+            out += support("synchronized_irregular", 1.0, w, text, readings=readings)
     elif osc.synchrony == "groups":
         if osc.antiphase:
             a, b = osc.antiphase[0]
@@ -299,20 +340,42 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
             groups = [g for g in osc.groups if len(g) >= 2]
             host_aligned = all(len(_hosts_of(g)) == 1 for g in groups) and len(groups) >= 2
             if host_aligned:
-                text = (f"{label} drop together per host ({', '.join(sorted(_hosts_of(sum(groups, []))))}) but "
-                        f"the hosts drop at different times{derived}: a per-node cause (input pipeline, storage, "
-                        "network, cooling)")
-                out += support("host_groups", 1.0, w, text)
+                hosts = ", ".join(sorted(_hosts_of(sum(groups, []))))
+                seen = f"{label} drop together per host ({hosts}) but the hosts drop at different times{derived}"
+                text = f"{seen}: a per-node cause (input pipeline, storage, network, cooling)"
+                readings = {
+                    "data_starvation": (f"{seen}: each node's input pipeline or local storage runs dry on its own",
+                                        _loader_check("at each host's drops")),
+                    "link_degradation": (f"{seen}: a node's network link slows its collectives or data reads", None),
+                    "throttling": (f"{seen}: a node's cooling or power delivery slows all its GPUs together", None)}
+                out += support("host_groups", 1.0, w, text, readings=readings)
             else:
-                text = (f"{len(groups)} groups of {label} drop together, each on its own schedule "
+                seen = (f"{len(groups)} groups of {label} drop together, each on its own schedule "
                         f"({'; '.join(_ids(g, 3) for g in groups[:3])}){derived}")
-                out += support("independent_swings", 1.0, w, text)
+                out += support("independent_swings", 1.0, w, seen, readings=_independent_readings(seen))
     elif osc.synchrony == "independent":
         per = f" (median period {osc.period_s:.3g} s)" if osc.periodic else ""
-        text = (f"{len(swinging)} {label} swing {levels} each on its own schedule{per}{derived}: per-rank input "
-                "stalls or uneven work rather than a shared stall")
-        out += support("independent_swings", 1.0, w, text)
+        seen = f"{len(swinging)} {label} swing {levels} each on its own schedule{per}{derived}"
+        text = f"{seen}: per-rank input stalls or uneven work rather than a shared stall"
+        out += support("independent_swings", 1.0, w, text, readings=_independent_readings(seen))
     return out
+
+
+def _loader_check(when: str, periodic: bool = False) -> str:
+    """The measurement that tells data starvation apart: DataLoader wait and loader CPU at the drops."""
+    refill = (" Count the steps between the spikes: a shuffle buffer or shard of that many batches refilling is "
+              "the cause" if periodic else "")
+    return (f"measure the time blocked in next(DataLoader) per step (the 'data' phase share: `playbook record`, "
+            f"or probes.timed(loader)) and the loader workers' CPU {when}: data starvation shows as data-phase "
+            f"spikes on the slow steps with the workers at 100% CPU (≥ 5% of step time loader-bound, ≥ 20% "
+            f"input-bound).{refill}")
+
+
+def _independent_readings(seen: str) -> dict[str, tuple[str, str | None]]:
+    return {"data_starvation": (f"{seen}: each rank's own input pipeline running dry", _loader_check("at each "
+                                "GPU's drops")),
+            "padding_imbalance": (f"{seen}: uneven work per rank (sequence lengths, padding) makes the fastest "
+                                  "ranks wait", None)}
 
 
 def from_gpus(report, osc=None) -> list[Evidence]:
@@ -392,18 +455,28 @@ def from_gpus(report, osc=None) -> list[Evidence]:
     swings = t[t["mem_swings"]]
     if len(swings):
         worst = swings.sort_values("mem_swing_mib", ascending=False)
-        text = (f"memory used swings by up to {worst['mem_swing_mib'].iloc[0] / 1024:.1f} GiB on "
-                f"{_ids(list(worst['id']), 4)}: allocator churn or dynamic shapes")
-        out += support("memory_swings", 1.0, min(len(swings) / n + 0.3, 1.0), text)
+        seen = (f"memory used swings by up to {worst['mem_swing_mib'].iloc[0] / 1024:.1f} GiB on "
+                f"{_ids(list(worst['id']), 4)}")
+        readings = {"recompilation": (f"{seen}: new input shapes (dynamic shapes recompiling) each allocating "
+                                      "their own buffers", None)}
+        # memory moving costs no throughput by itself: it supports these causes, it is no sign of a problem
+        out += support("memory_swings", 1.0, min(len(swings) / n + 0.3, 1.0),
+                       f"{seen}: allocator churn — the caching allocator freeing and re-reserving memory",
+                       readings=readings, anomaly=0.0)
     unused = t["unused"] if "unused" in t else False
     under = t[(t["status"] == "underutilized") & ~t["id"].isin(straggler_ids) & ~unused]
     sat = t[t["status"] == "saturated"]
     if len(under):
         untested = bool((under["delta_n_eff"] < 5).all())
         # the best-supported idle GPU: 1 - its sign-test p (exact binomial when too few polls for the test)
-        conf = confidence(float(under["delta_p"].min())) if under["delta_p"].notna().any() else 0.5
+        # how sure that the work is uneven at all: the fleet-level test (GpuReport.imbalance_p), which accounts
+        # for picking the best of G GPUs and, with a handful of polls, is a permutation test on the polls
+        p_fleet = getattr(report, "imbalance_p", math.nan)
+        conf = confidence(p_fleet)
         lost = float((-under["delta_pct"]).clip(lower=0).sum() / 100 / n)
-        note = " (too few polls for a significance test)" if untested else ""
+        polls = int(under["polls_compared"].max()) if "polls_compared" in under else 0
+        note = (f" ({polls} polls: permutation test across GPUs {_p(p_fleet)})" if untested and np.isfinite(p_fleet)
+                else " (too few polls for a significance test)" if untested else f" ({_p(p_fleet)} across GPUs)")
         if len(sat):
             text = (f"{_ids(list(under['id']))} sit at {under['mean_util_pct'].min():.0f}-"
                     f"{under['mean_util_pct'].max():.0f}% while {_ids(list(sat['id']))} are saturated "
@@ -589,7 +662,7 @@ def discount(evidence: list[Evidence], explained: dict[str, float]) -> list[Evid
     if not explained:
         return evidence
     return [e if e.hypothesis in explained else
-            Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step, e.anomaly)
+            Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step, e.anomaly, e.observation)
             for e in evidence]
 
 
