@@ -13,6 +13,7 @@ import pytest
 
 from playbook.analysis.diagnosis import diagnose
 from playbook.cli import main
+from playbook.readers import read_paths
 from playbook.schema import Bundle
 from playbook.simulate import simulate_steps, simulate_telemetry, write_nvidia_smi_csv, write_run_dir
 
@@ -255,3 +256,11 @@ def test_secondary_causes_state_their_own_measurement(capsys):
     assert data["evidence"] != stall["evidence"] and data["next_step"] != stall["next_step"]
     assert "DataLoader" in data["next_step"] and "CPU" in data["next_step"] and "shuffle buffer" in data["next_step"]
     assert "60 s" in data["evidence"][0] and "checkpoint" in stall["next_step"]
+
+
+def test_too_few_samples_cannot_make_a_run_healthy():
+    # one poll of two GPUs (REAL-format fixture): nothing can be tested, so "healthy" is no more than a coin flip
+    d = diagnose(read_paths([ROOT / "tests/data/readers/telemetry_epoch_ms.csv"]))
+    scores = {h["id"]: h["score"] for h in d.hypotheses}
+    assert scores["healthy"] == pytest.approx(0.5) and scores.get("pipeline_imbalance", 0.0) < 0.1
+    assert any("no evidence of health" in e for e in d.hypotheses[0]["evidence"])

@@ -176,3 +176,15 @@ def test_imbalance_permutation_test_is_calibrated_and_grows_with_polls():
     few = analyze_gpus(fleet(3, 20.0, 1)).imbalance_p
     many = analyze_gpus(fleet(300, 20.0, 1)).imbalance_p
     assert many < 1e-6 and few > many
+
+
+def test_one_error_reading_is_not_a_lost_gpu_and_one_poll_is_no_imbalance():
+    # REAL-format fixture: dcgmi dmon, one poll, GPU 1's single reading is an error
+    from playbook.readers import read_paths
+
+    bundle = read_paths([ROOT / "tests/data/readers/dcgmi_dmon.txt"])
+    table = analyze_gpus(bundle.telemetry).table.set_index("index")
+    assert table.loc[1, "status"] == "ok" and "too few to call it lost" in table.loc[1, "evidence"]
+    frame = schema.telemetry_frame({"time": [pd.Timestamp("2026-01-01", tz="UTC")] * 2, "host": "h",
+                                    "gpu": [0, 1], "util_pct": [96.0, 3.0]})
+    assert analyze_gpus(frame).imbalance_p == pytest.approx(1.0)  # one poll: every shuffle is as uneven

@@ -229,7 +229,12 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             for w in summary.get("warnings") or []:
                 if isinstance(w, str):
                     warnings.append(w)
-    ranked = hyp.rank(evidence, healthy)
+    # telemetry too short to look for a swing, and nothing else to go on: "nothing found" is not "healthy"
+    others = bool(steps_summary or kineto or nccl or stragglers or any(extra.values()))
+    untestable = None
+    if osc is not None and osc.few_samples and not others:
+        untestable = "too few samples per GPU to look for an oscillation"
+    ranked = hyp.rank(evidence, healthy, untestable)
     if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
             not any(extra.values()):
         warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")

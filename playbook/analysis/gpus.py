@@ -43,6 +43,7 @@ from playbook.analysis.oscillation import (
 from playbook.analysis.steps import binom_sf
 
 MIN_DELTA_PCT = 10.0
+MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a loss (one or two can be a glitch)
 SATURATED_SHARE = 0.9  # saturated: busy (above the fleet's busy threshold) in ≥ 90% of polls
 THROTTLE_SHARE_MIN = 0.01
 CLOCK_DEFICIT_MIN = 0.05
@@ -280,15 +281,13 @@ def imbalance_p(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, seed: 
         return float(-np.expm1(len(tested) * np.log1p(-min(p, 1 - 1e-16))))
     x = util[keep].astype(np.float64)
     cols = np.flatnonzero(np.isfinite(x).sum(0) >= 2)
-    if len(cols) < 2:
+    if len(cols) == 0:
         return math.nan
     # (a lag-1 autocorrelation from a dozen polls or fewer is noise: those polls are taken as they are)
     ratio = float(np.nanmedian(tested["polls_compared"] / np.maximum(tested["delta_n_eff"], 1.0)))
     few = float(np.median(tested["polls_compared"])) < MIN_SAMPLES_PERIOD
     stride = 1 if few or not np.isfinite(ratio) else max(1, int(round(ratio)))
-    x = x[:, cols[::stride]][:, :256]
-    if x.shape[1] < 2:
-        return math.nan
+    x = x[:, cols[::stride]][:, :256]  # (one poll: every shuffle has the same spread, p = 1 — no evidence)
 
     def spread(v: np.ndarray) -> np.ndarray:  # variance over GPUs of each GPU's mean over polls (NaN-aware)
         with np.errstate(all="ignore"):
@@ -326,7 +325,7 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
         if len(watched) >= 4:
             missing = ~valid[g, watched]
             q = float(np.clip(missing.mean(), 1e-6, 0.5))
-            need = max(3, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
+            need = max(MIN_LOST_POLLS, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
             start, length = _runs(missing)
             long = length >= need
             if long.any():
@@ -341,9 +340,10 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
                 else:
                     note = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
         others_valid = bool(valid.sum() - valid[g].sum())  # the field exists: other GPUs report it
-        if not note and others_valid and table.loc[g, "samples"] and \
-                table.loc[g, "errors"] == table.loc[g, "samples"]:
-            note = f"no valid utilization reading at all ({int(table.loc[g, 'errors'])} missing or error readings)"
+        errors = int(table.loc[g, "errors"])
+        never = bool(not note and others_valid and table.loc[g, "samples"] and errors == table.loc[g, "samples"])
+        if never and errors >= MIN_LOST_POLLS:
+            note = f"no valid utilization reading at all ({errors} missing or error readings)"
         lost.append(bool(note))
         notes.append(note)
     return lost, notes
@@ -580,6 +580,9 @@ def _status(r, g_count: int) -> tuple[str, str]:
     tail = ("; " + "; ".join(extra)) if extra else ""
     if r.lost:
         return "lost", f"{r.lost_note}; {mean}{tail}"
+    if not np.isfinite(r.mean_util_pct) and r.errors:
+        return "ok", (f"no valid utilization ({r.errors} missing or error reading{'s' if r.errors != 1 else ''}: "
+                      f"too few to call it lost, which takes {MIN_LOST_POLLS} in a row){tail}")
     harmful = r.harmful_lower >= THROTTLE_SHARE_MIN
     slow_clock = (np.isfinite(r.clock_z) and r.clock_z <= -MODIFIED_Z and r.clock_deficit >= CLOCK_DEFICIT_MIN)
     if harmful or slow_clock:

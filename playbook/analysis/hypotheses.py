@@ -225,8 +225,12 @@ def support(signature: str, conf: float, weight: float, text: str, next_step: st
     return out
 
 
-def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None) -> list[dict]:
-    """Hypotheses sorted by score (noisy-OR of their evidence), `healthy` scored 1 - the best other score."""
+def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
+         untestable: str | None = None) -> list[dict]:
+    """Hypotheses sorted by score (noisy-OR of their evidence), `healthy` scored 1 - P(something is wrong).
+
+    `untestable` (a reason) says the data were too few to look for the signatures at all: finding nothing then is
+    no evidence of health, so `healthy` scores at most 0.5 — the confidence of an untested p-value."""
     by: dict[str, list[Evidence]] = {}
     for e in evidence:
         if e.hypothesis not in NOTEBOOKS or e.hypothesis == "healthy":
@@ -253,11 +257,15 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None) ->
     best = max((h["score"] for h in out), default=0.0)
     wrong = max(wrong, best)
     healthy_texts = list(healthy_evidence or [])
+    healthy_score = 1.0 - wrong
+    if untestable and healthy_score > 0.5:
+        healthy_score = 0.5
+        healthy_texts.append(f"{untestable}: finding nothing is no evidence of health (score at most 0.5)")
     if best > 0:
         top = max(out, key=lambda h: h["score"])
         healthy_texts.append(f"something is wrong with probability {wrong:.2f}; strongest cause: {top['id']} "
                              f"at {top['score']:.2f}")
-    out.append({"id": "healthy", "score": round(1.0 - wrong, 3), "evidence": healthy_texts or
+    out.append({"id": "healthy", "score": round(healthy_score, 3), "evidence": healthy_texts or
                 ["no finding points at a cause"], "next_step": NEXT_STEPS["healthy"], "fix": FIXES["healthy"],
                 "notebook": NOTEBOOKS["healthy"]})
     out.sort(key=lambda h: (-h["score"], h["id"] != "healthy", h["id"]))
