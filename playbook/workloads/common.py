@@ -29,7 +29,8 @@ def seed_everything(seed: int) -> None:
 
 def measure_variants(run_one: Callable[[str, int], dict[str, Any]], variants: Sequence[str], repeats: int = 3,
                      progress: bool = False) -> pd.DataFrame:
-    """Run each variant `repeats` times, interleaved and in rotated order so drift hits all variants alike.
+    """Run each variant `repeats` times, interleaved, in rotated order that reverses on odd repeats, so drift and
+    carry-over from the previous variant hit all variants alike.
 
     `run_one(variant, repeat)` returns a dict of measurements (e.g. {"throughput": samples/s, ...}).
     Returns one row per (variant, repeat) with those measurements plus `wall_s`.
@@ -37,7 +38,8 @@ def measure_variants(run_one: Callable[[str, int], dict[str, Any]], variants: Se
     rows = []
     order = list(variants)
     for rep in range(repeats):
-        for variant in order[rep % len(order):] + order[: rep % len(order)]:
+        turn = order[rep % len(order):] + order[: rep % len(order)]
+        for variant in (turn if rep % 2 == 0 else turn[::-1]):
             t0 = time.perf_counter()
             row = dict(run_one(variant, rep))
             row.update(variant=variant, repeat=rep, wall_s=time.perf_counter() - t0)
