@@ -206,3 +206,20 @@ def test_memory_swings_alone_are_no_sign_of_trouble():
     ranked = hyp.rank(hyp.support("memory_swings", 1.0, 1.0, "memory used swings by 40 GiB",
                                   readings={"recompilation": ("new shapes", None)}, anomaly=0.0))
     assert ranked[0]["id"] == "healthy" and ranked[0]["score"] == pytest.approx(1 - 0.35)
+
+
+def test_two_drops_name_no_schedule_and_no_cause_confidently():
+    # LABELED SYNTHETIC: a 60 s stall recorded for 120 s — two drops cannot show a period or its absence
+    tel, _ = simulate_telemetry("oscillation", hosts=1, gpus_per_host=2, duration_s=120.0, noise_pct=15.0)
+    ranked = {h["id"]: h for h in diagnose(Bundle(telemetry=tel)).hypotheses}
+    assert ranked["periodic_stall"]["score"] == pytest.approx(ranked["data_starvation"]["score"])
+    assert ranked["periodic_stall"]["score"] < 0.5
+    assert "too few drops" in ranked["periodic_stall"]["evidence"][0]
+    assert "irregular" not in " ".join(ranked["data_starvation"]["evidence"])
+
+
+def test_lone_periodic_drop_does_not_claim_waiting_peers_without_power_data():
+    tel, _ = simulate_telemetry("straggler", noise_pct=25.0)
+    tel = tel.drop(columns=[c for c in ("power_w", "sm_active") if c in tel])
+    ev = " ".join(e for h in diagnose(Bundle(telemetry=tel)).hypotheses for e in h["evidence"])
+    assert "peers wait" not in ev

@@ -114,6 +114,8 @@ NEXT_STEPS: dict[str, str] = {
 SPECIFICITY: dict[str, dict[str, float]] = {
     "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
     "synchronized_irregular": {"data_starvation": 0.55, "host_sync": 0.2, "gc_pause": 0.2},
+    # fewer than 3 drops: neither a period nor irregularity can be tested — the two readings share the support
+    "synchronized_untimed": {"periodic_stall": 0.4, "data_starvation": 0.4},
     "independent_swings": {"data_starvation": 0.45, "padding_imbalance": 0.35},
     "host_groups": {"data_starvation": 0.45, "link_degradation": 0.3, "throttling": 0.2},
     "antiphase": {"pipeline_imbalance": 0.85},
@@ -324,6 +326,16 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
                 f"{seen}: an input pipeline that runs dry on a schedule — a shuffle buffer refilled or a new shard "
                 f"opened every {per:.3g} s", _loader_check(f"every {per:.3g} s", periodic=True))}
             out += support("synchronized_periodic", conf, w, text, nxt, readings=readings)
+        elif len(osc.dips_s) < 3:
+            together = " together" if len(main) > 1 else ""
+            k = len(osc.dips_s)
+            seen = (f"{who} drop{together} from {levels} {k} time{'s' if k != 1 else ''}{derived}: too few drops "
+                    "to tell a schedule from chance")
+            readings = {"data_starvation": (f"{seen}; if unscheduled, the input pipeline running dry",
+                                            _loader_check("at the drops"))}
+            out += support("synchronized_untimed", 1.0, w, f"{seen}; if scheduled, a checkpoint, evaluation or "
+                           "logging stall", "record longer (at least three drops) and log checkpoint, eval and "
+                           "logging step numbers", readings=readings)
         else:
             together = " together" if len(main) > 1 else "s"
             seen = f"{who} drop{together} from {levels} at irregular times (no significant period, " \
@@ -418,7 +430,8 @@ def from_gpus(report, osc=None) -> list[Evidence]:
             out += support("straggler_no_power", confidence(s["persistence_p"]), w, base + note)
         row = per.get(gid, {})
         if row.get("periodic"):
-            text = (f"{gid} drops every {row['period_s']:.3g} s on its own while its peers wait: rank-specific "
+            peers = "while its peers wait" if s.get("waiting") else "while its peers stay busy"
+            text = (f"{gid} drops every {row['period_s']:.3g} s on its own {peers}: rank-specific "
                     "periodic work (checkpoint writing, logging or evaluation on one rank)")
             out += support("straggler_periodic", 1.0, w, text,
                            f"the stall period is {row['period_s']:.3g} s: log what the rank on {gid} does every "
