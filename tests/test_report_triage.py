@@ -89,6 +89,7 @@ def _diag(*scored, warnings=()):
 
 @pytest.mark.parametrize("scored, status", [
     ((("healthy", 0.9), ("gc_pause", 0.1)), "refuted"),
+    ((("healthy", 0.5), ("gc_pause", 0.1)), "inconclusive"),  # too little data to rule a problem out
     ((("periodic_stall", 0.8), ("data_starvation", 0.3), ("healthy", 0.2)), "confirmed"),
     ((("periodic_stall", 0.92), ("data_starvation", 0.85), ("healthy", 0.08)), "inconclusive"),  # two causes
     ((("gc_pause", 0.45),), "inconclusive"),  # below the bar

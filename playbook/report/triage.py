@@ -2,11 +2,12 @@
 
 The triage notebook tests one hypothesis: "this run has a utilization problem, and the playbook can name its
 cause". Verdict rule (`triage_verdict`) on the diagnosis (issue 3's JSON contract), whose scores are 0-1 with
-`healthy` = 1 - (best other score), so a cause outranks `healthy` exactly when it scores above 0.5:
-  refuted       `healthy` ranks first: nothing to fix
+`healthy` = 1 - P(something is wrong), so a cause outranks `healthy` roughly when it scores above 0.5:
+  refuted       `healthy` ranks first with a score above 0.5: nothing to fix
   confirmed     the top cause scores at least CONFIRM_SCORE (0.5: its evidence outweighs "healthy") and leads the
                 runner-up cause by at least AMBIGUITY_MARGIN (0.1), so the cause is named, not just the problem
-  inconclusive  otherwise: no hypothesis at all (too little data), or two causes within the margin of each
+  inconclusive  otherwise: no hypothesis at all, `healthy` first but at most 0.5 (too little data to rule a problem
+                out: the diagnosis caps it there), or two causes within the margin of each
                 other (e.g. a periodic stall that a data-loader refill and a checkpoint would both explain); the
                 top hypothesis's `next_step` says which measurement tells them apart
 """
@@ -100,6 +101,9 @@ def triage_verdict(diagnosis: dict[str, Any]) -> tuple[str, str]:
         return "inconclusive", "no hypothesis could be scored from these inputs (see the warnings)"
     score = float(top.get("score") or 0.0)
     if top["id"] == "healthy":
+        if score <= CONFIRM_SCORE:  # healthy is capped at 0.5 where the data cannot show a problem either way
+            return "inconclusive", (f"nothing found, but healthy scores only {score:.2f}: too little data to rule "
+                                    "a problem out (see the warnings)")
         return "refuted", f"no utilization problem found: healthy ranks first (score {score:.2f})"
     evidence = (top.get("evidence") or [""])[0]
     causes = _causes(diagnosis)
