@@ -100,8 +100,10 @@ def test_verdict_rule(scored, status):
     assert got == status
     if status == "confirmed":
         assert summary.startswith("periodic_stall (score 0.80)") and "periodic_stall evidence" in summary
-    if scored and status == "inconclusive" and len(scored) > 1:
+    if scored and status == "inconclusive" and len(scored) > 1 and scored[0][0] != "healthy":
         assert "data_starvation (0.85)" in summary and "measure periodic_stall" in summary
+    if scored and scored[0][0] == "healthy" and status == "inconclusive":
+        assert "too little data" in summary
 
 
 def test_lab_pointer_links_an_existing_lab_or_says_it_is_missing(tmp_path):
