@@ -22,7 +22,8 @@ def test_notebook_confirms_the_recorder_is_cheap_and_the_window_catches_the_stal
     assert v["status"] == "confirmed", v["summary"]
     assert set(rec["step_time_ratios"]) == set(VARIANTS) and rec["step_time_ratios"]["none"] == 1.0
     cpu = rec["probe_threads_cpu_pct"]
-    assert 0 <= cpu["probes_10hz"] < 100 * v["figures"]["tolerance"]
+    # a difference of two CPU clocks (process - training thread): a few hundredths below zero is clock noise
+    assert -1.0 < cpu["probes_10hz"] < 100 * v["figures"]["tolerance"]
     assert cpu["probes_100hz"] > cpu["probes_1hz"]  # the samplers' cost grows with their rate
     assert rec["profiler_window_ratios"]["window_cpu_ratio"] > 0
     w = rec["window"]
