@@ -35,8 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run these notebooks: 'all', or names such as 10_data_starvation, "
                              "data_starvation or 10 (see `playbook labs`)")
     parser.add_argument("--quick", action="store_true", help="use each notebook's quick parameters")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="notebooks executed at once (default 1; timing-based labs are steadier alone)")
+    parser.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="notebooks executed at once (default 1, or 2 with --quick: a quick batch is a smoke "
+                             "run; timing-based lab verdicts are steadier with --jobs 1)")
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
                         help="seconds one cell may run before it counts as failed (default 600)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -54,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         short = "labs" if args.labs else "sample"
     run_name = runner.run_id(short)
     out = Path(args.out) if args.out else Path("reports") / run_name
+    if args.jobs is None:
+        args.jobs = min(2, os.cpu_count() or 1) if args.quick else 1
     parameters = {"paths": [str(Path(p).resolve()) for p in args.paths], "labs": args.labs,
                   "quick": args.quick, "jobs": args.jobs, "timeout_s": args.timeout,
                   "notebooks": [j.name for j in jobs]}
