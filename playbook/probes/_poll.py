@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 log = logging.getLogger("playbook.probes")
+_LOGGED: set[str] = set()  # messages already logged by any probe in this process
 
 
 class Poller:
@@ -55,7 +56,9 @@ class Poller:
             return
         self._warned.add(key)
         self.warnings.append(message)
-        log.warning("%s", message)
+        if message not in _LOGGED:  # logged once per process: a notebook may start many recorders
+            _LOGGED.add(message)
+            log.warning("%s", message)
 
     def _emit(self, row: tuple) -> None:
         if len(self._buf) == self._buf.maxlen:

@@ -143,7 +143,7 @@ class Recorder:
             raise ProbeError(f"Recorder: cannot write run directory {self.run_dir}: {exc}") from exc
         stale = [f for f in PART_FILES.values() if (self.part / f).exists()]
         if stale or (self.part / SEGMENT_DIR).exists():
-            self._warn(f"{self.part}: replacing an earlier recording in this folder")
+            self._warn(f"{self.part}: replacing an earlier recording in this folder", level=logging.INFO)
             for f in stale:
                 (self.part / f).unlink(missing_ok=True)
             shutil.rmtree(self.part / SEGMENT_DIR, ignore_errors=True)
@@ -302,11 +302,11 @@ class Recorder:
             if failed is not None:
                 raise failed
 
-    def _warn(self, message: str) -> None:
+    def _warn(self, message: str, level: int = logging.WARNING) -> None:
         if message in self.warnings:  # once per distinct message
             return
         self.warnings.append(message)
-        log.warning("%s", message)
+        log.log(level, "%s", message)
 
     # ------------------------------------------------------------------ training-loop API
     def timed(self, iterable: Iterable[Any], phase: str = "data") -> Timed:
