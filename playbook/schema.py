@@ -259,9 +259,13 @@ class Bundle:
             self.meta[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value
         return self
 
+    # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py)
+    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:")
+
     def is_empty(self) -> bool:
-        """True when no table holds a row."""
-        return all(len(getattr(self, name)) == 0 for name in self.TABLES)
+        """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""
+        return (all(len(getattr(self, name)) == 0 for name in self.TABLES)
+                and not any(str(key).startswith(self.SUMMARY_META_PREFIXES) for key in self.meta))
 
 
 class SkipCounter:

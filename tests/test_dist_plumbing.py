@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from playbook import rundir
+from playbook.analysis.compare import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import comm_overlap, padding_packing, pipeline_imbalance, stragglers
 from playbook.workloads import dist as D
@@ -108,11 +109,11 @@ def test_synthetic_corpus_and_lengths():
 
 def test_paired_bootstrap():
     a, b = np.linspace(2, 3, 40), np.linspace(1, 1.5, 40)
-    r = D.paired_bootstrap(a, b, "ratio")
+    r = paired_bootstrap(a, b, "ratio")
     assert r["median"] == pytest.approx(2.0) and r["lo"] <= 2.0 <= r["hi"] and r["n"] == 40
-    d = D.paired_bootstrap(a, b, "difference")
+    d = paired_bootstrap(a, b, "difference")
     assert d["median"] == pytest.approx(np.median(a - b))
-    assert D.paired_bootstrap([np.nan], [1.0])["n"] == 0
+    assert paired_bootstrap([np.nan], [1.0])["n"] == 0
     with pytest.raises(ValueError):
-        D.paired_bootstrap(a, b, "mean")
+        paired_bootstrap(a, b, "mean")
     assert Path(D.nccl_debug_env("/x")["NCCL_DEBUG_FILE"]).parent == Path("/x")

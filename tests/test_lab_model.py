@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
+from playbook.analysis.compare import paired
 from playbook.workloads import model as m
 
 
@@ -59,7 +60,7 @@ def test_loop_meter_and_loss_curves():
 def test_paired_ratios_divide_within_each_repeat():
     runs = pd.DataFrame({"variant": ["no_fault", "fix", "no_fault", "fix", "fix"], "repeat": [0, 0, 1, 1, 2],
                          "throughput": [100.0, 95.0, 50.0, 49.0, 10.0]})
-    out = m.paired(runs)
+    out = paired(runs)
     assert out["throughput_paired"].tolist()[:4] == [1.0, 0.95, 1.0, 0.98]
     assert math.isnan(out["throughput_paired"].iloc[4])  # no baseline in that repeat
 

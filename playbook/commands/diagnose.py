@@ -38,7 +38,7 @@ def run(args) -> int:
     from playbook.analysis.diagnosis import diagnose
 
     bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval)
-    if bundle.is_empty() and not any(str(k).startswith(("nsys:", "flight_recorder:")) for k in bundle.meta):
+    if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)
     if args.json:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.compare import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
 
@@ -231,7 +232,7 @@ def exposed_table(steps: pd.DataFrame, reference: str = "compute_only") -> pd.Da
     wide = steps.pivot_table(index=["rank", "step"], columns="variant", values="step_s")
     rows = []
     for v in wide.columns:
-        d = D.paired_bootstrap(wide[v] * 1e3, wide[reference] * 1e3, "difference")
+        d = paired_bootstrap(wide[v] * 1e3, wide[reference] * 1e3, "difference")
         step_ms = float(wide[v].median() * 1e3)
         rows.append({"variant": v, "step_ms": step_ms, "exposed_ms": d["median"], "exposed_lo_ms": d["lo"],
                      "exposed_hi_ms": d["hi"], "exposed_share": d["median"] / step_ms if step_ms > 0 else np.nan})
@@ -241,7 +242,7 @@ def exposed_table(steps: pd.DataFrame, reference: str = "compute_only") -> pd.Da
 def paired_difference(steps: pd.DataFrame, a: str, b: str) -> dict[str, float]:
     """Median of step(a) − step(b) over paired (rank, step), ms, with a bootstrap 95% interval (lo, hi)."""
     wide = steps.pivot_table(index=["rank", "step"], columns="variant", values="step_s")
-    return D.paired_bootstrap(wide[a] * 1e3, wide[b] * 1e3, "difference")
+    return paired_bootstrap(wide[a] * 1e3, wide[b] * 1e3, "difference")
 
 
 def tp_summary(tp: pd.DataFrame, chunks: int) -> pd.DataFrame:

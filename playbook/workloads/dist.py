@@ -343,26 +343,6 @@ class MarkovCorpus:
 
 
 # ------------------------------------------------------------------------------------------------ paired comparisons
-def paired_bootstrap(a: Any, b: Any, stat: str = "ratio", n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
-    """Median of a/b (stat "ratio") or a−b ("difference") over paired observations (e.g. the same step of two
-    variants on the same data), with a bootstrap 95% interval of that median. NaN pairs are dropped.
-
-    Pairing removes what the two share (the data of the step, the step index); the median and the resampling
-    keep a few steps disturbed by other processes from deciding the result.
-    """
-    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ok = np.isfinite(x) & np.isfinite(y) & ((y > 0) if stat == "ratio" else True)
-    x, y = x[ok], y[ok]
-    if stat not in ("ratio", "difference"):
-        raise ValueError(f"stat must be 'ratio' or 'difference', not {stat!r}")
-    if len(x) == 0:
-        return {"median": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
-    d = x / y if stat == "ratio" else x - y
-    boot = np.median(np.random.default_rng(seed).choice(d, size=(n_boot, len(d))), axis=1)
-    return {"median": float(np.median(d)), "lo": float(np.percentile(boot, 2.5)),
-            "hi": float(np.percentile(boot, 97.5)), "n": int(len(d))}
-
-
 # ------------------------------------------------------------------------------------------------ lab command lines
 def lab_parser(module: str, doc: str, examples: list[str], run_dir: str, variants: tuple[str, ...],
                then: str, distributed: bool = True) -> argparse.ArgumentParser:

@@ -233,7 +233,6 @@ def cpu_threads(n: int, device: torch.device):
         torch.set_num_threads(before)
 
 
-
 def sync(device: torch.device) -> None:
     """Wait for the device (CUDA) to finish queued work; a no-op on CPU. Only at the edges of a timed loop."""
     if device.type == "cuda":
@@ -425,15 +424,3 @@ def run_variants(run: Any, variants: list[str], repeats: int, out: str | Path, p
     return runs, results
 
 
-def paired(runs: Any, metric: str = "throughput", baseline: str = "no_fault") -> Any:
-    """`runs` with a column `<metric>_paired`: each run's metric divided by the baseline's metric in the same repeat.
-
-    measure_variants runs the variants of one repeat back to back, so each repeat is a block: dividing within the
-    block removes drift in machine load between repeats (other jobs on shared cores), which otherwise dominates the
-    variance of the raw means. variant_summary(paired(runs), "throughput_paired") then gives ratios whose interval
-    reflects the within-repeat noise only. Runs whose repeat has no baseline run get NaN.
-    """
-    base = runs[runs["variant"] == baseline].set_index("repeat")[metric]
-    out = runs.copy()
-    out[f"{metric}_paired"] = out[metric] / out["repeat"].map(base)
-    return out

@@ -38,6 +38,7 @@ from typing import Any
 
 import pandas as pd
 
+from playbook.analysis.compare import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
 
@@ -382,7 +383,7 @@ def assess(res: PackingRun) -> dict[str, Any]:
     a = job_step_times(res, "padded").set_index(["repeat", "step"])["duration_s"]
     b = job_step_times(res, "packed").set_index(["repeat", "step"])["duration_s"]
     both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
-    speed = D.paired_bootstrap(both["a"], both["b"], "ratio")
+    speed = paired_bootstrap(both["a"], both["b"], "ratio")
     shapes = shape_summary(res.steps).set_index("variant")
     waits = collective_wait_share(res).set_index("variant")
     tp = res.throughput().groupby("variant")["throughput"].mean()

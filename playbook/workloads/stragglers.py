@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.compare import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
 
@@ -475,7 +476,7 @@ def paired_slowdown(res: StragglerRun, fault: str, reference: str) -> dict[str, 
     a = job_step_times(res, fault).set_index(["repeat", "step"])["duration_s"]
     b = job_step_times(res, reference).set_index(["repeat", "step"])["duration_s"]
     both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
-    return D.paired_bootstrap(both["a"], both["b"], "ratio")
+    return paired_bootstrap(both["a"], both["b"], "ratio")
 
 
 def assess(res: StragglerRun) -> dict[str, Any]:
