@@ -97,6 +97,7 @@ def test_straggler_evidence_names_gpu_and_period():
 @pytest.mark.parametrize("kw,expected", [
     ({}, "periodic_stall"),
     ({"stall_every": None, "gc_count": 30}, "gc_pause"),
+    ({"stall_every": 13, "stall_kind": "gc", "stall_s": 1.2}, "gc_pause"),  # a collection every 13 steps: a lattice
     ({"stall_every": None, "creep": 0.4}, "throttling"),
     ({"stall_every": None, "recompile_steps": (5, 47, 130, 171, 260, 333, 380)}, "recompilation"),
     ({"stall_every": None, "slow_rank": 1, "slow_factor": 1.4}, "collective_straggler"),
@@ -106,6 +107,16 @@ def test_step_scenarios_name_their_cause(kw, expected):
     steps, events, _ = simulate_steps(**kw)
     ranked = _top(Bundle(steps=steps, events=events))
     assert ranked[0]["id"] == expected
+
+
+def test_a_periodic_gc_is_named_gc_with_its_period():
+    """Each step allocating alike makes the collector fire at a fixed step period; the lattice is then the GC's."""
+    steps, events, _ = simulate_steps(stall_every=13, stall_kind="gc", stall_s=1.2, ranks=1)
+    ranked = _top(Bundle(steps=steps, events=events))
+    assert ranked[0]["id"] == "gc_pause" and "recur every 13 steps" in " ".join(ranked[0]["evidence"])
+    assert "periodic_stall" not in [h["id"] for h in ranked[:2]]
+    ckpt = simulate_steps(stall_every=13, stall_s=1.2, ranks=1, gc_count=3)  # checkpoints on the lattice, GC beside
+    assert _top(Bundle(steps=ckpt[0], events=ckpt[1]))[0]["id"] == "periodic_stall"
 
 
 def test_periodic_stall_next_step_names_n_and_period():

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from playbook.analysis.steps import STALL_EVENT_KINDS
+
 ALPHA = 0.01
 NOTEBOOKS: dict[str, str] = {
     "healthy": "notebooks/01_triage.ipynb",
@@ -520,9 +522,10 @@ def from_steps(summary: dict) -> list[Evidence]:
     if not summary:
         return out
     ps = summary.get("periodic_slow")
-    if ps and ps.get("periodic"):
+    gc_lattice = bool(ps and ps.get("periodic") and ps.get("gc_lattice"))
+    if ps and ps.get("periodic") and not gc_lattice:
         ev = ps.get("events") or {}
-        matched = {k: v for k, v in ev.items() if k in ("checkpoint", "eval", "evaluation", "log", "save")}
+        matched = {k: v for k, v in ev.items() if k in STALL_EVENT_KINDS}
         period = ps.get("period_s")
         per_txt = f" (≈ {period:.3g} s)" if period and np.isfinite(period) else ""
         text = (f"every {ps['every_n_steps']} steps{per_txt} a step takes {ps['median_slow_s']:.3g} s instead of "
@@ -543,9 +546,12 @@ def from_steps(summary: dict) -> list[Evidence]:
     if gc and gc.get("coincide"):
         pause = (f"; pauses up to {gc['max_pause_s']:.3g} s (median {gc['median_pause_s']:.3g} s)"
                  if gc.get("max_pause_s") else "")
-        text = (f"{gc['slow_with_gc']} of {gc['slow_steps']} isolated slow steps hold a GC pause covering most of "
+        text = (f"{gc['slow_with_gc']} of {gc['slow_steps']} {'' if gc_lattice else 'isolated '}slow steps hold a GC pause covering most of "
                 f"their extra time, against {gc['steps_with_long_gc']} long GC pauses in {summary.get('steps', '?')} steps "
                 f"({_p(gc['p_value'])}){pause}")
+        if gc_lattice:
+            text += (f"; they recur every {ps['every_n_steps']} steps: each step allocates alike, so the "
+                     "collector fires at a fixed step period")
         lost = gc.get("pause_share") or 0.0
         out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text)
     cr = summary.get("creep")
@@ -666,7 +672,7 @@ def explained_by_steps(summary: dict) -> dict[str, float]:
     n = summary["slow_steps"]
     out = {}
     ps = summary.get("periodic_slow")
-    if ps and ps.get("periodic"):
+    if ps and ps.get("periodic") and not ps.get("gc_lattice"):
         out["periodic_stall"] = ps["hits"] / n
     gc = summary.get("gc")
     if gc and gc.get("coincide"):

@@ -105,6 +105,8 @@ ALPHA = 0.01
 SLOW_Z = 3.5
 SLOW_FACTOR = 1.2
 CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to matter
+GC_KINDS = ("gc", "gc_pause", "garbage_collection")  # event kinds of a garbage-collection pause
+STALL_EVENT_KINDS = ("checkpoint", "eval", "evaluation", "validation", "log", "save")  # scheduled loop stalls
 
 
 def step_times(steps: pd.DataFrame) -> pd.DataFrame:
@@ -241,6 +243,11 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None)
     best["periodic"] = bool(best["p_value"] < ALPHA)
     best["events"] = _events_at(events, step[on])
     best["slow_step_numbers"] = [int(x) for x in step[on][:8]]
+    # a collection triggered by the same allocations every step recurs at a fixed step period too: when GC pauses
+    # sit on most lattice steps (and outnumber any checkpoint/eval/log event there), the lattice is the GC's
+    gc_hits = sum(n for k, n in best["events"].items() if k.lower() in GC_KINDS)
+    other_hits = max([n for k, n in best["events"].items() if k.lower() in STALL_EVENT_KINDS] or [0])
+    best["gc_lattice"] = bool(2 * gc_hits >= best["hits"] and gc_hits > other_hits)
     return best
 
 
@@ -268,7 +275,7 @@ def gc_spikes(fleet: pd.DataFrame, events: pd.DataFrame | None, exclude: np.ndar
     GC events."""
     if events is None or events.empty:
         return None
-    gc = events[events["kind"].astype(str).str.lower().isin(["gc", "gc_pause", "garbage_collection"])]
+    gc = events[events["kind"].astype(str).str.lower().isin(GC_KINDS)]
     if gc.empty or len(fleet) < 5:
         return None
     step = fleet["step"].to_numpy(dtype=np.int64)
@@ -389,7 +396,7 @@ def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
     periodic = periodic_slow_steps(fleet, events)
     out["periodic_slow"] = periodic if periodic and periodic["periodic"] else None
     lattice = None
-    if periodic and periodic["periodic"]:
+    if periodic and periodic["periodic"] and not periodic["gc_lattice"]:
         st = fleet["step"].to_numpy(dtype=np.int64)
         lattice = st[(st % periodic["every_n_steps"]) == periodic["residue"]]
     out["gc"] = gc_spikes(fleet, events, exclude=lattice)
