@@ -54,15 +54,21 @@ def test_presets_define_variants_and_knobs_tune_the_rest():
 def test_verdict_assertion_is_not_vacuous():
     from labverdicts import assert_fault_then_fix
 
-    def rec(status, fault, fix, fault_hi, fix_hi):
-        return {"verdict": {"status": status, "figures": {"fault_ratio": fault, "fix_ratio": fix}},
-                "summary": {"ratio_hi": {"fault": fault_hi, "fix": fix_hi}}}
+    def rec(status, fault, fix, fault_hi, rounds=((0.3, 0.9), (0.35, 0.8)),
+            summary="fault runs at 30%, but the fix recovers only 85%"):
+        return {"verdict": {"status": status, "figures": {"fault_ratio": fault, "fix_ratio": fix}, "summary": summary},
+                "summary": {"ratio_hi": {"fault": fault_hi}},
+                "rounds": {"fault": {str(i): a for i, (a, _) in enumerate(rounds)},
+                           "fix": {str(i): b for i, (_, b) in enumerate(rounds)}}}
 
-    assert_fault_then_fix(rec("confirmed", 0.3, 0.99, 0.4, 1.1))
-    assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, 1.0), tolerate_noise=True)
-    for bad, tolerate in ((rec("refuted", 0.9, 1.0, 1.2, 1.1), True),
-                          (rec("inconclusive", 0.3, 0.85, 0.4, 1.0), False),
-                          (rec("inconclusive", 0.3, 0.85, 0.4, 0.9), True),  # short of 95% beyond the noise
-                          (rec("confirmed", 0.8, 0.99, 0.9, 1.1), False)):  # the fault barely hurts
+    assert_fault_then_fix(rec("confirmed", 0.3, 0.99, 0.4))
+    assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4))
+    for bad in (rec("refuted", 0.9, 1.0, 1.2),
+                rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9), (0.5, 0.45))),  # one round the fix loses
+                rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9),)),  # one round proves nothing
+                rec("confirmed", 0.8, 0.99, 0.9),  # the fault barely hurts
+                rec("confirmed", 0.3, 0.99, 1.1),  # the fault's cost is within the noise
+                rec("confirmed", 0.3, 0.9, 0.4),  # "confirmed" below the 95% it promises
+                rec("inconclusive", 0.3, 0.97, 0.4)):  # "inconclusive" although the fix recovered
         with pytest.raises(AssertionError):
-            assert_fault_then_fix(bad, tolerate_noise=tolerate)
+            assert_fault_then_fix(bad)

@@ -13,6 +13,9 @@ def variant_summary(runs: pd.DataFrame, metric: str = "throughput", baseline: st
     """Per variant: n, mean, std, cv, and mean ratio to `baseline` with a 95% interval (delta method on the means).
 
     `runs` has one row per (variant, repeat) with a column `metric` (as from workloads.common.measure_variants).
+    The interval is the normal approximation (± 1.96 standard errors): with fewer than about five repeats per
+    variant it is narrower than a Student-t interval would be, so treat n = 2-3 verdicts as a smoke check and
+    quote figures from more repeats (benchmarks/labs.py).
     """
     g = runs.groupby("variant", sort=False)[metric]
     out = pd.DataFrame({"n": g.count(), "mean": g.mean(), "std": g.std(ddof=1).fillna(0.0)})
