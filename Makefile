@@ -40,9 +40,10 @@ lab: $(STAMP)  ## JupyterLab on notebooks/ (token authentication left on)
 report: $(STAMP)  ## batch report: every notebook, quick parameters, into reports/
 	$(PY) -m playbook report --labs all --quick
 
-bench: $(STAMP)  ## benchmarks: ingest and diagnose speed, printed as ratios
+bench: $(STAMP)  ## benchmarks: ingest and diagnose speed, lab fault/fix ratios, printed side by side
 	$(PY) benchmarks/ingest.py
 	$(PY) benchmarks/diagnose.py
+	$(PY) benchmarks/labs.py
 
 lint: $(STAMP)  ## ruff, and notebooks must carry no outputs
 	$(VENV)/bin/ruff check playbook tests benchmarks

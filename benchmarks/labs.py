@@ -9,7 +9,7 @@ What it checks
     cancels.
 
 The exact command
-    python benchmarks/labs.py                                  # all five labs, 5 repeats: ~4 minutes on 2 cores
+    python benchmarks/labs.py                                  # all five labs, 5 repeats: ~80 s on 2 cores
     python benchmarks/labs.py --labs checkpoint_stalls --repeats 8
 
 How to read the result
