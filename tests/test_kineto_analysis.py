@@ -231,3 +231,37 @@ def test_summarize_real_trace_is_json_ready():
 def test_cpu_only_trace_summarizes_without_gpu():
     s = ak.summarize(rk.read(DATA / "hta" / "cpu_only_rank-34.pt.trace.json.gz"))
     assert s["temporal"] == [] and s["findings"] == []
+
+
+def _idle_steps(kernel_us, steps=3, step_us=1000.0):
+    """`steps` profiled steps, each launching one kernel of `kernel_us` 10 µs after the step starts."""
+    rows = _steps(steps, step_us)
+    for s in range(steps):
+        rows += [_launch(s * step_us + 5, s + 1), _kernel(s * step_us + 10, kernel_us, corr=s + 1)]
+    return _trace(rows)
+
+
+def test_gpu_idle_inside_steps_known_answer():
+    idle = ak.summarize(Bundle(trace=_idle_steps(400.0)))["gpu_idle"]
+    assert idle["basis"] == "steps" and idle["steps"] == 3 and idle["rank"] == 0
+    assert idle["share"] == pytest.approx(0.6) and idle["unexplained_share"] == pytest.approx(0.6)
+    assert idle["host_wait"] == 100.0  # each kernel was launched after the GPU had gone idle
+
+
+def test_unexplained_gpu_idle_is_not_healthy_and_a_busy_gpu_is():
+    from playbook.analysis.diagnosis import diagnose
+
+    starved = diagnose(Bundle(trace=_idle_steps(400.0))).hypotheses
+    assert starved[0]["id"] == "data_starvation" and "idle 60% of 3 profiled steps" in starved[0]["evidence"][0]
+    assert next(h for h in starved if h["id"] == "healthy")["score"] < 0.2
+    assert "with_stack=True" in starved[0]["next_step"]
+    busy = diagnose(Bundle(trace=_idle_steps(995.0))).hypotheses
+    assert busy[0]["id"] == "healthy" and busy[0]["score"] > 0.85
+
+
+def test_a_cpu_only_trace_is_no_evidence_of_health():
+    from playbook.analysis.diagnosis import diagnose
+
+    ranked = diagnose(rk.read(DATA / "hta" / "cpu_only_rank-34.pt.trace.json.gz")).hypotheses
+    assert ranked[0]["id"] == "healthy" and ranked[0]["score"] == 0.5
+    assert any("CPU-only profile" in e for e in ranked[0]["evidence"])

@@ -229,11 +229,17 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             for w in summary.get("warnings") or []:
                 if isinstance(w, str):
                     warnings.append(w)
-    # telemetry too short to look for a swing, and nothing else to go on: "nothing found" is not "healthy"
-    others = bool(steps_summary or kineto or nccl or stragglers or any(extra.values()))
+    if kineto:
+        evidence += hyp.from_trace_idle(kineto.get("gpu_idle"))
+    # telemetry too short to look for a swing, or a trace without GPU work, and nothing else to go on: "nothing
+    # found" is not "healthy"
+    gpu_trace = bool(kineto and kineto.get("gpu_idle"))
+    others = bool(steps_summary or gpu_trace or nccl or stragglers or any(extra.values()))
     untestable = None
     if osc is not None and osc.few_samples and not others:
         untestable = "too few samples per GPU to look for an oscillation"
+    elif kineto and not gpu_trace and osc is None and gpu_report is None and not others:
+        untestable = "the trace holds no GPU kernels or copies (a CPU-only profile)"
     ranked = hyp.rank(evidence, healthy, untestable)
     if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
             not any(extra.values()):

@@ -154,6 +154,12 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "trace_finding": {},  # the finding's own hypothesis, at 1.0
     "straggler_hardware": {"hardware_fault": 0.45, "throttling": 0.3},
     "straggler_software": {"padding_imbalance": 0.35, "data_starvation": 0.25},
+    # GPU idle inside profiled steps that no specific trace analysis accounts for, by HTA's idle category:
+    # waiting for the host to issue work (the host is busy elsewhere: input, Python, a GC), short gaps between
+    # back-to-back kernels (launch overhead), or waits on work already issued (syncs, copies, other streams)
+    "trace_idle_host": {"data_starvation": 0.4, "launch_bound": 0.25, "host_sync": 0.15, "gc_pause": 0.1},
+    "trace_idle_kernel": {"launch_bound": 0.8},
+    "trace_idle_other": {"host_sync": 0.35, "h2d_copy": 0.25, "collective_straggler": 0.2},
 }
 LEVEL_CONFIDENCE = {"moderate": 0.4, "high": 0.85}
 THERMAL_TIME_S = 300.0  # GPUs heat up over minutes: creep evidence is weighted by 1 - exp(-run span / this)
@@ -691,6 +697,28 @@ def discount(evidence: list[Evidence], explained: dict[str, float]) -> list[Evid
     return [e if e.hypothesis in explained else
             Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step, e.anomaly, e.observation)
             for e in evidence]
+
+
+def from_trace_idle(idle: dict | None) -> list[Evidence]:
+    """Evidence from the Kineto summary's `gpu_idle`: the GPU's idle share of the profiled steps that the
+    dataloader, sync and launch analyses leave unexplained, read by where the idle time goes. A measured share,
+    so the confidence is the window's: 0.85 over ≥ 3 profiled steps, 0.6 for fewer (or a trace without step
+    marks), where one odd step can dominate."""
+    if not idle or not idle.get("unexplained_share"):
+        return []
+    cats = {k: float(idle.get(k) or 0.0) for k in ("host_wait", "kernel_wait", "other")}
+    where = max(cats, key=cats.get)
+    conf = 0.85 if idle.get("steps", 0) >= 3 else 0.6
+    window = (f"{idle['steps']} profiled step{'s' if idle['steps'] != 1 else ''}" if idle.get("basis") == "steps"
+              else "the traced span (no step marks)")
+    reading = {"host_wait": "waiting for the host to issue work", "kernel_wait": "in short gaps between kernels",
+               "other": "waiting on work already issued (syncs, copies, other streams)"}[where]
+    text = (f"trace: rank {idle['rank']}'s GPU is idle {idle['share']:.0%} of {window}; "
+            f"{idle['unexplained_share']:.0%} is not accounted for by DataLoader waits, syncs or launch gaps, and "
+            f"{cats[where]:.0f}% of the idle time is {reading}")
+    nxt = ("profile the CPU side of a step (torch.profiler with_stack=True, or py-spy dump --pid) to see what the "
+           "training process does while the GPU waits; time next(loader) with playbook.probes `timed`")
+    return support(f"trace_idle_{where.split('_')[0]}", conf, impact(idle["unexplained_share"]), text, nxt)
 
 
 def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:

@@ -495,6 +495,8 @@ def summarize(bundle: Any) -> dict | None:
       launch            {median_share, median_kernel_us, median_launch_interval_us, gpu_busy_frac, worst_rank,
                         level: ok|moderate|high|unknown}
       pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
+      gpu_idle          {rank, share, basis, steps, explained_share, unexplained_share, host_wait, kernel_wait,
+                        other} on the idlest rank (see _summ_idle); None without GPU ops
       findings          [{hypothesis, level: moderate|high, rank, evidence}] with hypothesis ids data_starvation,
                         host_sync, launch_bound, h2d_copy
     """
@@ -523,8 +525,10 @@ def summarize(bundle: Any) -> dict | None:
     out["dataloader"] = _summ_dataloader(trace, findings)
     syncs = device_syncs(trace)
     out["syncs"] = _summ_syncs(trace, syncs, findings)
-    out["launch"] = _summ_launch(trace, syncs, findings)
+    lb = launch_bound(trace, syncs=syncs)
+    out["launch"] = _summ_launch(lb, findings)
     out["pageable"] = _summ_pageable(trace, st, findings)
+    out["gpu_idle"] = _summ_idle(tb, out, lb)
     out["findings"] = findings
     return out
 
@@ -575,8 +579,7 @@ def _summ_syncs(trace, syncs, findings) -> dict:
             "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
 
-def _summ_launch(trace, syncs, findings) -> dict:
-    lb = launch_bound(trace, syncs=syncs)
+def _summ_launch(lb, findings) -> dict:
     if lb.empty:
         return {"median_share": None, "median_kernel_us": None, "median_launch_interval_us": None,
                 "gpu_busy_frac": None, "worst_rank": None, "level": "unknown"}
@@ -592,6 +595,35 @@ def _summ_launch(trace, syncs, findings) -> dict:
             f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
             f"(≥ 3% moderate, ≥ 15% high)")})
     return res
+
+
+def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame) -> dict | None:
+    """The GPU's idle share on the idlest rank and how much of it the specific analyses account for.
+
+    share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
+    span from the first to the last GPU op when the trace marks no steps (basis "span"). explained_share: the
+    parts the dataloader, sync and launch analyses attribute (their median shares of step time); unexplained_share:
+    the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle categories). None when
+    the trace holds no GPU ops.
+    """
+    if tb.empty:
+        return None
+    steps = lb.dropna(subset=["gpu_busy_frac"]) if not lb.empty else lb
+    if len(steps):
+        idle_us = ((1.0 - steps["gpu_busy_frac"]) * steps["dur_us"]).groupby(steps["rank"]).sum()
+        share_by_rank = idle_us / steps.groupby("rank")["dur_us"].sum()
+        basis, n_steps = "steps", steps.groupby("rank").size()
+    else:
+        share_by_rank = tb.set_index("rank")["idle_pct"] / 100.0
+        basis, n_steps = "span", pd.Series(0, index=share_by_rank.index)
+    rank = int(share_by_rank.idxmax())
+    share = float(share_by_rank.loc[rank])
+    explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"),
+                                              out["syncs"].get("exposed_share"), out["launch"].get("median_share")))
+    split = next((r for r in out["idle"] if r["rank"] == rank), {})
+    return {"rank": rank, "share": _r(share, 4), "basis": basis, "steps": int(n_steps.get(rank, 0)),
+            "explained_share": _r(min(explained, share), 4), "unexplained_share": _r(max(share - explained, 0.0), 4),
+            **{k: split.get(f"{k}_pct") for k in ("host_wait", "kernel_wait", "other")}}
 
 
 def _summ_pageable(trace, steps, findings) -> dict:
