@@ -234,3 +234,30 @@ def test_lone_periodic_drop_does_not_claim_waiting_peers_without_power_data():
     tel = tel.drop(columns=[c for c in ("power_w", "sm_active") if c in tel])
     ev = " ".join(e for h in diagnose(Bundle(telemetry=tel)).hypotheses for e in h["evidence"])
     assert "peers wait" not in ev
+
+
+def test_one_shared_drop_in_a_short_recording_is_not_healthy():
+    """60 s of the 90%/45 s - 20%/15 s swing hold one drop: too few to call it a swing, but not health either."""
+    frame, _ = simulate_telemetry("oscillation", duration_s=60.0, interval_s=1.0)
+    ranked = _top(Bundle(telemetry=frame))
+    assert {h["id"] for h in ranked[:2]} == {"periodic_stall", "data_starvation"}
+    assert "drop together once from 90% → 20%" in ranked[0]["evidence"][0]
+    assert next(h for h in ranked if h["id"] == "healthy")["score"] < 0.1
+    steady, _ = simulate_telemetry("healthy", duration_s=60.0, interval_s=1.0)
+    top = _top(Bundle(telemetry=steady))[0]
+    assert top["id"] == "healthy" and any("over the 59 s recorded" in e for e in top["evidence"])
+
+
+def test_a_drop_on_one_gpu_of_eight_is_not_a_shared_drop():
+    import numpy as np
+
+    from playbook.analysis.oscillation import analyze_oscillation
+
+    frame, _ = simulate_telemetry("healthy", duration_s=120.0, interval_s=1.0, hosts=2, gpus_per_host=4)
+    t = (frame["time"] - frame["time"].min()).dt.total_seconds().to_numpy()
+    one = (frame["gpu"].to_numpy() == 0) & (frame["host"].to_numpy() == frame["host"].iloc[0]) & (t > 50) & (t < 65)
+    frame.loc[one, "util_pct"] = 15.0
+    assert analyze_oscillation(frame).single_drop is None
+    frame.loc[(t > 50) & (t < 65), "util_pct"] = 15.0  # now all eight drop at once
+    drop = analyze_oscillation(frame).single_drop
+    assert drop["gpus"] == drop["of"] == 8 and np.isclose(drop["end_s"] - drop["start_s"], 15.0, atol=2.0)

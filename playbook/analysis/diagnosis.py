@@ -152,9 +152,12 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         warnings += gpu_report.warnings
         evidence += hyp.from_oscillation(osc, gpu_report.table, n_units)
         evidence += hyp.from_gpus(gpu_report, osc)
-        if not osc.detected:
-            healthy.append(f"no GPU swings between a high and a low level (typical level {osc.high_pct:.0f}%)"
-                           if np.isfinite(osc.high_pct) else "no GPU swings between a high and a low level")
+        if not osc.detected and not osc.single_drop:
+            span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
+            level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""
+            healthy.append(f"no GPU swings between a high and a low level over the {span_s:.0f} s recorded{level} "
+                           f"(a swing would need two drops inside it: one slower than every {span_s / 2:.0f} s "
+                           "needs a longer recording)")
         ok = int((gpu_report.table["status"] == "ok").sum())
         if ok == len(gpu_report.table):
             healthy.append(f"all {ok} GPUs ok relative to each other")

@@ -307,6 +307,19 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
     """Evidence from analysis.oscillation.OscillationResult (and the GPU table for context)."""
     out: list[Evidence] = []
     if not osc.detected:
+        one = getattr(osc, "single_drop", None)
+        if one:
+            who = f"all {one['of']} {label}" if one["gpus"] == one["of"] else f"{one['gpus']} of {one['of']} {label}"
+            seen = (f"{who} drop{' together' if one['gpus'] > 1 else 's'} once from {one['high_pct']:.0f}% → "
+                    f"{one['low_pct']:.0f}% for {one['end_s'] - one['start_s']:.3g} s, {one['start_s']:.3g} s into "
+                    "the recording: one drop cannot tell a one-off stall from one cycle of a swing slower than the "
+                    "recording")
+            out += support("synchronized_untimed", 1.0, impact(one["lost_fraction"]),
+                           f"{seen}; if scheduled, a checkpoint, evaluation or logging stall",
+                           "record at least three times longer (three drops) and log checkpoint, eval and logging "
+                           "step numbers", readings={"data_starvation": (f"{seen}; if unscheduled, the input "
+                                                                        "pipeline running dry",
+                                                                        _loader_check("at the drop"))})
         return out
     w = impact(osc.lost_fraction)
     swinging = osc.swinging

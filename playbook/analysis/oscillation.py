@@ -938,6 +938,9 @@ class OscillationResult:
     t0: pd.Timestamp | None = None
     warnings: list[str] = field(default_factory=list)
     few_samples: bool = False  # too few samples per series to test for a period or synchrony
+    # when nothing swings: one drop shared by the GPUs (a stall, or one cycle of a swing slower than the recording)
+    # {gpus, of, start_s, end_s (s since t0), high_pct, low_pct, lost_fraction}; None otherwise
+    single_drop: dict | None = None
 
     def contract(self) -> dict:
         """The `oscillation` object of the diagnose JSON contract (NaN → None)."""
@@ -955,6 +958,27 @@ class OscillationResult:
             "synchrony": self.synchrony,
             "groups": [list(g) for g in self.groups],
         }
+
+
+def _single_drop(per: dict[int, SeriesOscillation], table: pd.DataFrame) -> dict | None:
+    """One drop inside the busy span on at least half of the GPUs (and at least one), all overlapping in time.
+
+    A swing needs two drops (analyze_series); a single shared drop is still time lost — a one-off stall, or one
+    cycle of a swing slower than the recording. Its lost fraction is computed as for a swing."""
+    once = [g for g, so in per.items() if so.levels.bimodal and len(so.dips_s) == 1
+            and min(so.high_share, 1.0 - so.high_share) >= MIN_MINORITY_SHARE]
+    if not once or 2 * len(once) < len(per):
+        return None
+    spans = np.array([per[g].dips_s[0] for g in once])
+    start, end = float(spans[:, 0].max()), float(spans[:, 1].min())
+    if end <= start:  # not all at once: separate one-off events, not a shared stall
+        return None
+    sub = table.iloc[once]
+    amp = ((sub["high_pct"] - sub["low_pct"]) / sub["high_pct"].clip(lower=1)).clip(0, 1)
+    return {"gpus": len(once), "of": len(per), "start_s": float(np.median(spans[:, 0])),
+            "end_s": float(np.median(spans[:, 1])), "high_pct": float(np.nanmedian(sub["high_pct"])),
+            "low_pct": float(np.nanmedian(sub["low_pct"])),
+            "lost_fraction": float(((1 - sub["high_share"]) * amp).sum() / len(per))}
 
 
 def _series_of(series: GpuSeries, g: int, column: str):
@@ -1030,6 +1054,8 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
     if not swinging:
         busy = table["high_pct"].where(table["bimodal"], table["mean_pct"])
         res.high_pct = float(np.nanmedian(busy)) if busy.notna().any() else math.nan
+        if not few:
+            res.single_drop = _single_drop(per, table)
         return res
     sub = table.iloc[swinging]
     res.high_pct = float(np.nanmedian(sub["high_pct"]))
