@@ -370,7 +370,7 @@ def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400,
     if stall_every:
         truth.every_n_steps = stall_every
         truth.period_s = float(step_time.sum() / steps * stall_every)
-        truth.hypothesis = "periodic_stall"
+        truth.hypothesis = "gc_pause" if stall_kind in ("gc", "gc_pause") else "periodic_stall"
     elif gc_count:
         truth.hypothesis = "gc_pause"
     elif creep:

@@ -271,3 +271,11 @@ def test_cli_reports_a_missing_summary_as_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("playbook.guide: error:")
     assert "Traceback" not in proc.stderr
+
+
+def test_every_labelled_synthetic_signature_is_named_first():
+    """The guide's signature catalog, recomputed: diagnose names each known answer first (no ✗ rows)."""
+    rows = guide.signature_rows()
+    assert len(rows) == len(guide.TELEMETRY_CASES) + 1 + len(guide.STEP_CASES)
+    misses = [line for line in guide.signatures_table(rows).splitlines() if "✗" in line]
+    assert not misses, misses
