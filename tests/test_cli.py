@@ -37,3 +37,16 @@ def test_each_command_has_help_with_an_example(name):
 def test_all_registered_commands_exist():
     missing = [name for name in cli.COMMANDS if cli._load(name) is None]
     assert not missing, f"registered but not implemented: {missing}"
+
+
+def test_tz_reads_local_timestamps_and_names_a_bad_zone(tmp_path):
+    import json
+
+    poll = tmp_path / "poll.csv"
+    poll.write_text("timestamp, index, utilization.gpu [%], memory.used [MiB]\n"
+                    "2024/07/15 10:00:00.000, 0, 90 %, 1000 MiB\n2024/07/15 10:00:02.000, 0, 91 %, 1000 MiB\n")
+    utc = json.loads(_run("info", str(poll), "--json").stdout)["tables"]["telemetry"]
+    chicago = json.loads(_run("info", str(poll), "--json", "--tz", "America/Chicago").stdout)["tables"]["telemetry"]
+    assert utc["start"] == "2024-07-15T10:00:00Z" and chicago["start"] == "2024-07-15T15:00:00Z"  # CDT = UTC-5
+    bad = _run("diagnose", str(poll), "--tz", "Mars/Base")
+    assert bad.returncode != 0 and "unknown time zone 'Mars/Base'" in bad.stderr and "Traceback" not in bad.stderr

@@ -34,6 +34,7 @@ import math
 import sys
 from pathlib import Path
 
+from playbook.commands import TZ_HELP
 from playbook.errors import InputError, PlaybookError
 
 HELP = "why BAD is slower than GOOD: throughput vs noise, phases, events, utilization pattern, environment diff"
@@ -57,6 +58,7 @@ def add_arguments(parser) -> None:
                         help="the --query-gpu list of headerless nvidia-smi CSVs, e.g. index,utilization.gpu")
     parser.add_argument("--interval", type=float, default=None, metavar="S",
                         help="polling interval in seconds, for inputs without timestamps")
+    parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--boot", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap random seed")
 
@@ -75,13 +77,14 @@ def expand_side(path: str) -> list[list[str]]:
     return [[path]]
 
 
-def read_side(runs: list[list[str]], fields: str | None = None, interval_s: float | None = None, name: str = ""):
+def read_side(runs: list[list[str]], fields: str | None = None, interval_s: float | None = None, name: str = "",
+              tz: str = "UTC"):
     """One Bundle per run (each run: its list of paths)."""
     from playbook.readers import read_paths
 
     out = []
     for paths in runs:
-        bundle = read_paths(paths, fields=fields, interval_s=interval_s)
+        bundle = read_paths(paths, fields=fields, interval_s=interval_s, tz=tz)
         if bundle.is_empty():
             raise InputError(f"{', '.join(paths)}: nothing readable in this {name} run")
         out.append(bundle)
@@ -105,8 +108,8 @@ def run(args) -> int:
         good_runs, bad_runs = [list(g) for g in args.good], [list(b) for b in args.bad]
     from playbook.analysis.regression import compare
 
-    good = read_side(good_runs, args.fields, args.interval, "GOOD")
-    bad = read_side(bad_runs, args.fields, args.interval, "BAD")
+    good = read_side(good_runs, args.fields, args.interval, "GOOD", args.tz)
+    bad = read_side(bad_runs, args.fields, args.interval, "BAD", args.tz)
     try:
         result = compare(good, bad, n_boot=args.boot, seed=args.seed)
     except ValueError as exc:

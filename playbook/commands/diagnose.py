@@ -7,6 +7,7 @@ import math
 import sys
 from collections import Counter
 
+from playbook.commands import TZ_HELP
 from playbook.errors import InputError, PlaybookError
 
 HELP = "name the cause of spotty or oscillating GPU utilization, with evidence, from logs, traces or a run"
@@ -25,6 +26,7 @@ def add_arguments(parser) -> None:
                              "index,utilization.gpu,memory.used")
     parser.add_argument("--interval", type=float, default=None, metavar="S",
                         help="polling interval in seconds, for inputs without timestamps")
+    parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
 
 
@@ -37,7 +39,7 @@ def run(args) -> int:
         raise PlaybookError(f"the readers are not available: {exc}") from exc
     from playbook.analysis.diagnosis import diagnose
 
-    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval)
+    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
     if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)

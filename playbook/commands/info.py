@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.commands import TZ_HELP
+
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
 EXAMPLES = """  playbook info data/samples                            the embedded sample
   playbook info logs/node*.csv runs/r1 steps.jsonl      several inputs, mixed formats
@@ -31,13 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="for headerless nvidia-smi CSV: the comma list given to --query-gpu")
     parser.add_argument("--interval", type=float, metavar="S",
                         help="sampling interval in seconds for inputs without timestamps (default 1)")
+    parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
 
 
 def run(args: argparse.Namespace) -> int:
     from playbook.readers import read_paths
 
-    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval)
+    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
     summary = summarize(bundle)
     if args.json:
         print(json.dumps(summary, indent=2, default=str))

@@ -92,12 +92,30 @@ def _call(name: str, path: Path, opts: dict) -> schema.Bundle:
     return bundle
 
 
+def check_tz(tz: str | None) -> str:
+    """`tz` if it names a time zone (IANA, e.g. "Europe/Berlin", or "UTC"), else InputError; None → "UTC"."""
+    if not tz or tz.upper() == "UTC":
+        return "UTC"
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InputError(f"unknown time zone {tz!r}: use an IANA name such as Europe/Berlin or America/Chicago, "
+                         "or UTC") from None
+    return tz
+
+
 def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str] | None = None,
-               interval_s: float | None = None) -> schema.Bundle:
-    """Read files and folders (mixed freely) into one Bundle; see the module docstring for folder rules."""
+               interval_s: float | None = None, tz: str | None = None) -> schema.Bundle:
+    """Read files and folders (mixed freely) into one Bundle; see the module docstring for folder rules.
+
+    `tz`: the time zone that timestamps without one (nvidia-smi, dmon, step logs, CSV) were written in; they
+    are converted to UTC (default: read as UTC)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     interval_s = textio.check_interval(interval_s)
+    tz = check_tz(tz)
     bundle = schema.Bundle()
     paths = list(paths)
     if not paths:
@@ -107,13 +125,13 @@ def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str]
         if not path.exists():
             raise InputError(f"{path}: no such file or directory")
         if path.is_dir():
-            _read_folder(path, bundle, fields, interval_s)
+            _read_folder(path, bundle, fields, interval_s, tz)
         else:
-            bundle.extend(read_file(path, fields=fields, interval_s=interval_s))
+            bundle.extend(read_file(path, fields=fields, interval_s=interval_s, tz=tz))
     return bundle
 
 
-def _read_folder(folder: Path, bundle: schema.Bundle, fields, interval_s) -> None:
+def _read_folder(folder: Path, bundle: schema.Bundle, fields, interval_s, tz: str = "UTC") -> None:
     if rundir.is_run_dir(folder):
         bundle.extend(rundir.read_run(folder))
         return
@@ -129,14 +147,14 @@ def _read_folder(folder: Path, bundle: schema.Bundle, fields, interval_s) -> Non
         if entry.name.startswith(".") or _is_documentation(entry):
             continue
         if entry.is_dir():
-            _read_folder(entry, bundle, fields, interval_s)
+            _read_folder(entry, bundle, fields, interval_s, tz)
             found = True
             continue
         if not entry.is_file():
             continue
         found = True
         try:
-            bundle.extend(read_file(entry, fields=fields, interval_s=interval_s))
+            bundle.extend(read_file(entry, fields=fields, interval_s=interval_s, tz=tz))
         except UnknownFormatError as exc:
             bundle.warnings.append(f"skipped {exc}")
         except InputError as exc:
