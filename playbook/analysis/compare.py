@@ -96,8 +96,8 @@ def lab_verdict(summary: pd.DataFrame, fault: str = "fault", fix: str = "fix", b
     if xr >= recover:
         return LabVerdict("confirmed", f"fault runs at {fr:.0%} of no-fault throughput; the fix recovers {xr:.0%}",
                           fr, xr, cv)
-    return LabVerdict("inconclusive", f"fault runs at {fr:.0%} of no-fault, but the fix recovers only {xr:.0%}",
-                      fr, xr, cv)
+    return LabVerdict("inconclusive", f"fault runs at {fr:.0%} of no-fault, but the fix recovers only {xr:.1%} "
+                      f"(the bar is {recover:.0%})", fr, xr, cv)
 
 
 # ---------------------------------------------------------------------------------------------------------------
