@@ -136,8 +136,13 @@ def test_plan_runs_triage_on_paths_and_adds_named_labs(tmp_path):
     data.write_text("x")
     jobs = plan(paths=[str(data)], labs=["ramp"], quick=True, specs=specs)
     assert [j.name for j in jobs] == ["01_triage", "10_ramp"]
-    assert jobs[0].parameters == {"n": 10, "inputs": [str(data.resolve())], "fields": "", "interval_s": 0.0}
+    assert jobs[0].parameters == {"n": 10, "inputs": [str(data.resolve())], "fields": "", "interval_s": 0.0,
+                                  "tz": "UTC"}
     assert jobs[1].parameters == {"n": 10}
+    local = plan(paths=[str(data)], specs=specs, tz="Asia/Tokyo")
+    assert local[0].parameters["tz"] == "Asia/Tokyo"
+    with pytest.raises(InputError, match="unknown time zone 'Tokyo'"):
+        plan(paths=[str(data)], specs=specs, tz="Tokyo")
     assert [j.name for j in plan(labs=["all"], specs=specs)] == ["00_onboarding", "01_triage", "10_ramp", "11_other"]
     with pytest.raises(PlaybookError, match="no notebook called 'nope'"):
         plan(labs=["nope"], specs=specs)

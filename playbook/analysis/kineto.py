@@ -608,14 +608,17 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame) -> dict | None:
     """
     if tb.empty:
         return None
-    steps = lb.dropna(subset=["gpu_busy_frac"]) if not lb.empty else lb
+    steps = lb[lb["gpu_busy_frac"].notna() & (lb["dur_us"] > 0)] if not lb.empty else lb
+    share_by_rank = pd.Series(dtype=float)
     if len(steps):
         idle_us = ((1.0 - steps["gpu_busy_frac"]) * steps["dur_us"]).groupby(steps["rank"]).sum()
-        share_by_rank = idle_us / steps.groupby("rank")["dur_us"].sum()
+        share_by_rank = (idle_us / steps.groupby("rank")["dur_us"].sum()).dropna()
         basis, n_steps = "steps", steps.groupby("rank").size()
-    else:
-        share_by_rank = tb.set_index("rank")["idle_pct"] / 100.0
+    if share_by_rank.empty:
+        share_by_rank = (tb.set_index("rank")["idle_pct"] / 100.0).dropna()
         basis, n_steps = "span", pd.Series(0, index=share_by_rank.index)
+    if share_by_rank.empty:
+        return None
     rank = int(share_by_rank.idxmax())
     share = float(share_by_rank.loc[rank])
     explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"),

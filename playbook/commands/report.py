@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from playbook.commands import TZ_HELP
+
 HELP = "batch report: execute the triage (and lab) notebooks headlessly into reports/<run-id>/ with an index.html"
 EXAMPLES = """  playbook report                               triage of the embedded sample, into reports/<run-id>/
   playbook report logs/node*.csv steps.jsonl    triage of your own run's logs
@@ -30,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="nvidia-smi --query-gpu list for headerless PATHs (as in `playbook diagnose`)")
     parser.add_argument("--interval", type=float, metavar="S",
                         help="polling interval in seconds for PATHs without timestamps")
+    parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--out", metavar="DIR", help="report folder (default: reports/<UTC time>-<name>)")
     parser.add_argument("--labs", nargs="+", metavar="NAME", default=[],
                         help="also run these notebooks: 'all', or names such as 10_data_starvation, "
@@ -46,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from playbook.report import runner
 
-    jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval)
+    jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval, tz=args.tz)
     if args.labs == ["all"]:
         short = "all-quick" if args.quick else "all"
     elif args.paths:

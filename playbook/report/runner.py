@@ -52,10 +52,11 @@ class Job:
 
 def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: bool = False,
          specs: list[catalog.NotebookSpec] | None = None, fields: str | None = None,
-         interval_s: float | None = None) -> list[Job]:
+         interval_s: float | None = None, tz: str | None = None) -> list[Job]:
     """The jobs of a report: the triage notebook on `paths` (default: its own default, the embedded sample), plus
     the notebooks named in `labs` ("all" = every notebook), in notebook order; `quick` applies quick parameters.
-    `fields` / `interval_s` describe headerless or timestamp-less `paths` (as `playbook diagnose` takes them)."""
+    `fields` / `interval_s` / `tz` describe headerless, timestamp-less or local-time `paths` (as `playbook
+    diagnose` takes them)."""
     specs = catalog.discover() if specs is None else specs
     chosen: dict[str, catalog.NotebookSpec] = {}
     triage = catalog.find(specs, catalog.TRIAGE)
@@ -75,9 +76,11 @@ def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: b
     for spec in sorted(chosen.values(), key=lambda s: s.name):
         params = spec.quick_parameters() if quick else {}
         if spec.name == triage.name and paths:
-            # the user's inputs: their own fields/interval (or none, so the readers detect and warn)
+            # the user's inputs: their own fields/interval/zone (or none, so the readers detect and warn)
+            from playbook.readers import check_tz
+
             params.update({TRIAGE_INPUTS: [str(_existing(p)) for p in paths], "fields": fields or "",
-                           "interval_s": float(interval_s or 0.0)})
+                           "interval_s": float(interval_s or 0.0), "tz": check_tz(tz)})
         jobs.append(Job(str(spec.path), params, spec.name, spec.title))
     return jobs
 
