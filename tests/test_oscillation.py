@@ -232,3 +232,25 @@ def test_very_noisy_samples_are_smoothed_before_splitting():
     for x in (np.clip(97 + rng.normal(0, 25, len(t)), 0, 100), rng.uniform(0, 100, len(t)),
               np.clip(60 + np.cumsum(rng.normal(0, 2, len(t))) * 0.3, 0, 100)):
         assert not osc.analyze_series(t, x).swings  # smoothing never invents two levels
+
+
+def test_a_noisy_level_pinned_at_100_is_one_level_not_two():
+    """A busy GPU reads 100% most polls and dips into the 80s now and then: the pile at the ceiling is censored,
+    not a tight cluster, so the split must not call it bimodal; a real swing from that ceiling still is."""
+    from playbook.analysis.oscillation import two_levels
+
+    rng = np.random.default_rng(1)
+    pinned = np.clip(np.round(97 + 15 * rng.standard_normal(2000)), 0, 100)
+    assert (pinned == 100).mean() > 0.3 and not two_levels(pinned).bimodal
+    swing = np.where(np.arange(2000) % 40 < 30, pinned, np.clip(40 + 5 * rng.standard_normal(2000), 0, 100))
+    assert two_levels(swing).bimodal
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_noisy_healthy_fleet_pinned_at_100_is_healthy(seed):
+    from playbook.analysis.diagnosis import diagnose
+    from playbook.simulate import simulate_bundle
+
+    bundle, _ = simulate_bundle("healthy", hosts=2, gpus_per_host=4, duration_s=600, interval_s=2.0,
+                                noise_pct=15, seed=seed)
+    assert diagnose(bundle).hypotheses[0]["id"] == "healthy"

@@ -6,7 +6,8 @@ Pure functions on the tidy telemetry table (schema.TELEMETRY_COLUMNS); no thresh
    histogram). The split is "bimodal" when the clusters are separated by at least SEPARATION_MIN pooled robust
    standard deviations (IQR/1.349, floored at the counter's resolution) — a unimodal distribution's 2-means split
    never reaches that (Gaussian 2.65, uniform 3.46) — and by at least MIN_AMPLITUDE_PCT points (smaller swings
-   are not worth diagnosing).
+   are not worth diagnosing). A cluster piled at the counter's bound (100% busy) is censored there: it takes the
+   other cluster's spread, so a noisy level pinned at 100% is not mistaken for two.
    When the raw samples are too noisy to split, the same test runs on a moving median of 3, 5, then 9 samples
    (a median filter cannot turn a unimodal distribution bimodal; it only removes noise shorter than its window).
 2. States and episodes. Samples are labelled high/low with hysteresis (the middle third between the levels keeps
@@ -258,6 +259,16 @@ def two_levels(x: np.ndarray, value_range: tuple[float, float] | None = (0.0, 10
     floor = max(resolution, 4 * width)
     s_hi = max((q_hi[2] - q_hi[0]) / 1.349, floor)
     s_lo = max((q_lo[2] - q_lo[0]) / 1.349, floor)
+    # a counter pinned at its bound (a busy GPU reads 100% most polls) censors the cluster there: its IQR is cut
+    # short and says nothing of the spread, so a noisy unimodal level would look like a tight cluster far from
+    # its own tail. When one cluster is piled at a bound (its quartile sits in the end bin), it borrows the other's
+    # spread; when both are (a 0 ↔ 100% swing), the split is plainly two levels and the floors stand.
+    if value_range is not None:
+        at_top, at_bottom = q_hi[2] >= hi - width, q_lo[0] <= lo + width
+        if at_top and not at_bottom:
+            s_hi = max(s_hi, s_lo)
+        elif at_bottom and not at_top:
+            s_lo = max(s_lo, s_hi)
     amp = float(q_hi[1] - q_lo[1])
     sep = amp / math.sqrt((s_hi ** 2 + s_lo ** 2) / 2)
     bimodal = bool(sep >= SEPARATION_MIN and amp >= min_amplitude and min(n_lo, n_hi) >= 2)
