@@ -261,3 +261,13 @@ def test_a_drop_on_one_gpu_of_eight_is_not_a_shared_drop():
     frame.loc[(t > 50) & (t < 65), "util_pct"] = 15.0  # now all eight drop at once
     drop = analyze_oscillation(frame).single_drop
     assert drop["gpus"] == drop["of"] == 8 and np.isclose(drop["end_s"] - drop["start_s"], 15.0, atol=2.0)
+
+
+def test_a_trace_finding_from_one_step_counts_for_less_than_one_seen_step_after_step():
+    assert hyp.typical_share(1, 1) == 0.75 and hyp.typical_share(2, 2) == 0.875
+    assert hyp.typical_share(5, 5) == pytest.approx(0.984, abs=1e-3) and hyp.typical_share(1, 5) < 0.5
+    finding = {"hypothesis": "data_starvation", "level": "high", "evidence": "rank 0: waiting on the DataLoader"}
+    one = hyp.from_findings([{**finding, "steps": 1, "steps_at_level": 1}], "trace")[0].strength
+    many = hyp.from_findings([{**finding, "steps": 8, "steps_at_level": 8}], "trace")[0].strength
+    bare = hyp.from_findings([finding], "trace")[0].strength  # analyses that do not count steps keep the level's
+    assert one == pytest.approx(0.85 * 0.75) and many > 0.84 and bare == 0.85

@@ -7,7 +7,8 @@ Scoring (documented, deterministic):
   - confidence: how sure the analysis is that the signature is present — 1 - p for a statistical test (p-values
     come from the analyses: spectral / regularity tests, sign and binomial tests, hypergeometric tests), or the
     level of a thresholded measurement (moderate 0.4, high 0.85 — the TF-profiler thresholds the Kineto and
-    straggler analyses use: 5% / 20% of step time for input wait, 3% / 15% for launch and exposed collectives).
+    straggler analyses use: 5% / 20% of step time for input wait, 3% / 15% for launch and exposed collectives),
+    times how sure the profiled steps make us that the level is typical of the run (`typical_share`).
   - specificity: how strongly that signature points at this cause rather than another (a fixed table in
     SPECIFICITY below, e.g. a synchronized *periodic* drop → periodic_stall 0.6, data_starvation 0.35; a
     synchronized *irregular* drop → data_starvation 0.55). A direct measurement of the cause (checkpoint events
@@ -205,6 +206,17 @@ def confidence(p_value: float | None) -> float:
         return 1.0
     bound = 1.0 / (1.0 - math.e * p * math.log(p)) if p < 1 / math.e else 0.5
     return float(min(1.0 - p, bound))
+
+
+def typical_share(k: int, n: int) -> float:
+    """P(most steps of the run reach a level | k of n profiled steps did), with a uniform prior on that share:
+    P(Beta(k+1, n-k+1) > 1/2) = P(Binomial(n+1, 1/2) ≤ k). One step → 0.75, 2 of 2 → 0.88, 5 of 5 → 0.98: a
+    finding from a window of one or two steps (perhaps the warm-up) counts for less than one seen step after
+    step."""
+    if n <= 0:
+        return 1.0
+    k = min(max(k, 0), n)
+    return float(sum(math.comb(n + 1, i) for i in range(k + 1)) / 2 ** (n + 1))
 
 
 def support(signature: str, conf: float, weight: float, text: str, next_step: str | None = None,
@@ -742,6 +754,8 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         if hyp not in NOTEBOOKS:
             continue
         conf = LEVEL_CONFIDENCE.get(str(f.get("level")), 0.5)
+        if f.get("steps"):
+            conf *= typical_share(int(f.get("steps_at_level", f["steps"])), int(f["steps"]))
         text = f"{source}: {f.get('evidence', '')}".strip() if source else str(f.get("evidence", ""))
         nxt = None
         if f.get("hosts"):

@@ -480,6 +480,14 @@ def _worst_level(levels: pd.Series, order=("high", "input_bound", "moderate")) -
     return "ok"
 
 
+def _steps_at(rows: pd.DataFrame, level: str, order=("high", "input_bound", "moderate")) -> dict[str, int]:
+    """{steps, steps_at_level}: the worst rank's assessed steps and how many reach `level` or worse (for the
+    confidence of a finding drawn from few profiled steps, hypotheses.from_findings)."""
+    levels = rows["level"][rows["level"] != "unknown"]
+    worse = order[: order.index(level) + 1] if level in order else (level,)
+    return {"steps": int(len(levels)), "steps_at_level": int(levels.isin(worse).sum())}
+
+
 def summarize(bundle: Any) -> dict | None:
     """JSON-ready summary of `bundle.trace` for `playbook diagnose` (None when there is no trace).
 
@@ -497,8 +505,8 @@ def summarize(bundle: Any) -> dict | None:
       pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
       gpu_idle          {rank, share, basis, steps, explained_share, unexplained_share, host_wait, kernel_wait,
                         other} on the idlest rank (see _summ_idle); None without GPU ops
-      findings          [{hypothesis, level: moderate|high, rank, evidence}] with hypothesis ids data_starvation,
-                        host_sync, launch_bound, h2d_copy
+      findings          [{hypothesis, level: moderate|high, rank, evidence[, steps, steps_at_level]}] with
+                        hypothesis ids data_starvation, host_sync, launch_bound, h2d_copy
     """
     trace = getattr(bundle, "trace", None)
     if trace is None or len(trace) == 0:
@@ -553,7 +561,7 @@ def _summ_dataloader(trace, findings) -> dict:
         findings.append({"hypothesis": "data_starvation", "level": "high" if level == "input_bound" else "moderate",
                          "rank": worst, "evidence": f"rank {worst}: waiting on the DataLoader takes a median "
                          f"{100 * med:.1f}% of step time over {len(rows)} profiled steps (≥ 5% moderate, ≥ 20% "
-                         f"input-bound)"})
+                         f"input-bound)", **_steps_at(rows, level)})
     return {"median_share": _r(med, 4), "max_share": _r(dl["share"].max(), 4), "worst_rank": worst, "level": level}
 
 
@@ -574,7 +582,7 @@ def _summ_syncs(trace, syncs, findings) -> dict:
         findings.append({"hypothesis": "host_sync", "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['syncs']):.0f} device-to-host syncs per step "
             f"({', '.join(top_ops) or 'no enclosing op'}); the GPU then sits idle for a median {100 * exposed:.1f}% "
-            f"of step time (CPU blocked {100 * blocked:.1f}%)")})
+            f"of step time (CPU blocked {100 * blocked:.1f}%)"), **_steps_at(rows, level)})
     return {"per_step": _r(_median(rows["syncs"]), 1), "blocked_share": _r(blocked, 4),
             "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
@@ -593,7 +601,7 @@ def _summ_launch(lb, findings) -> dict:
             f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
             f"shorter than the {res['median_launch_interval_us']} µs between launches; the GPU waits for launches "
             f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
-            f"(≥ 3% moderate, ≥ 15% high)")})
+            f"(≥ 3% moderate, ≥ 15% high)"), **_steps_at(rows, level)})
     return res
 
 
