@@ -31,10 +31,9 @@ How to read the result
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
-from playbook.commands import TZ_HELP
+from playbook.commands import TZ_HELP, emit
 from playbook.errors import InputError, PlaybookError
 
 HELP = "why BAD is slower than GOOD: throughput vs noise, phases, events, utilization pattern, environment diff"
@@ -117,13 +116,7 @@ def run(args) -> int:
     if result.mode == "none":
         raise InputError(f"{args.runs[0] if args.runs else 'GOOD'} vs {args.runs[1] if args.runs else 'BAD'}: "
                          "nothing to compare — each side needs a step log or GPU telemetry")
-    if args.json:
-        sys.stdout.write(result.to_json() + "\n")
-        return 0
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    sys.stdout.write(render(result) + "\n")
-    return 0
+    return emit(result, args.json, render)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,10 +4,9 @@ user has (nvidia-smi / dmon / DCGM logs, step logs, Kineto traces, NCCL logs, pl
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
 
-from playbook.commands import TZ_HELP
+from playbook.commands import TZ_HELP, emit
 from playbook.errors import InputError, PlaybookError
 
 HELP = "name the cause of spotty or oscillating GPU utilization, with evidence, from logs, traces or a run"
@@ -43,13 +42,7 @@ def run(args) -> int:
     if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)
-    if args.json:
-        sys.stdout.write(result.to_json() + "\n")
-        return 0
-    for w in result.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    sys.stdout.write(render(result) + "\n")
-    return 0
+    return emit(result, args.json, render)
 
 
 def _pct(v) -> str:

@@ -100,7 +100,29 @@ def atomic_save(obj: Any, path: str | Path, save_fn: Callable[[Any, Any], None] 
     return path
 
 
-class AsyncCheckpointer:
+class _BackgroundWorker:
+    """One worker thread (`self._pool`) behind a `wait()` that raises the first error; close() and `with`."""
+
+    _pool: ThreadPoolExecutor
+
+    def wait(self) -> None:  # pragma: no cover - each worker defines it
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """wait(), then stop the worker thread."""
+        try:
+            self.wait()
+        finally:
+            self._pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncCheckpointer(_BackgroundWorker):
     """Snapshot now, write in the background; see the module docstring.
 
     max_pending: snapshots allowed in flight (≥ 1). save_fn / opener: as in atomic_save (the lab passes a
@@ -169,19 +191,6 @@ class AsyncCheckpointer:
         if self.errors:
             raise self.errors[0]
 
-    def close(self) -> None:
-        """wait(), then stop the writer thread."""
-        try:
-            self.wait()
-        finally:
-            self._pool.shutdown(wait=True)
-
-    def __enter__(self) -> AsyncCheckpointer:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
 
 class ThrottledFile:
     """A binary file whose writes are limited to `mib_s` MiB/s (sleeping, GIL released): a stand-in for a
@@ -233,7 +242,7 @@ def dcp_async_available() -> bool:
     return True
 
 
-class BackgroundEvaluator:
+class BackgroundEvaluator(_BackgroundWorker):
     """Evaluate snapshots of the weights in a background thread while training continues.
 
     make_model: builds an eval copy of the model (called once). eval_fn(model) -> float. `submit(step, model)`
@@ -293,10 +302,3 @@ class BackgroundEvaluator:
             self._cond.wait_for(lambda: not self._active)
         if self.errors:
             raise self.errors[0]
-
-    def close(self) -> None:
-        """wait(), then stop the thread."""
-        try:
-            self.wait()
-        finally:
-            self._pool.shutdown(wait=True)
