@@ -24,6 +24,7 @@ READERS: tuple[str, ...] = (
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
     "dmon",             # nvidia-smi dmon
+    "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "generic_csv",      # CSV with recognisable telemetry headers
     "nccl_log",         # NCCL_DEBUG=INFO logs

@@ -128,25 +128,11 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         n_rows += 1
     if names is None:
         raise InputError(f"{src}: no nvidia-smi dmon header ('# gpu ...') found")
-    bundle = schema.Bundle(inputs=[src])
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
-    if note:
-        bundle.warnings.append(note)
-    good = time_ns != np.iinfo(np.int64).min
-    warning = skips.warning(rows_read=int(good.sum()))
-    if warning:
-        bundle.warnings.append(warning)
-    if n_rows == 0:
-        bundle.telemetry = schema.telemetry_frame()
-        return bundle
-    columns = {"time": time_ns[good], "gpu": gpu[good]}
-    for column, vals in values.items():
-        columns[column] = np.asarray(vals, dtype=np.float64)[good]
-    synthetic = rows["date"][0] is None and rows["time"][0] is None
-    bundle.telemetry = textio.build_telemetry(columns, textio.host_from_path(path), src,
-                                              interval_s if synthetic else None)
-    return bundle
+    synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
+    return textio.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
+                                   interval_s if synthetic else None)
 
 
 def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz: str,

@@ -304,6 +304,30 @@ def _sort_order(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) ->
     return np.lexsort((time_ns, gpu, host_codes))
 
 
+def telemetry_bundle(src: str, host: str, time_ns: np.ndarray, gpu: np.ndarray, values: dict[str, list[float]],
+                     skips, note: str | None = None, synthetic_interval_s: float | None = None):
+    """The Bundle a line-oriented telemetry reader returns. Rows whose time could not be read (INT64_MIN in
+    `time_ns`, already counted in `skips`) are left out; `note` (e.g. the synthetic-times warning) and the skip
+    warning become its warnings. `values`: column → one value per row. `synthetic_interval_s`: as build_telemetry."""
+    from playbook import schema
+
+    bundle = schema.Bundle(inputs=[src])
+    if note:
+        bundle.warnings.append(note)
+    good = time_ns != np.iinfo(np.int64).min
+    warning = skips.warning(rows_read=int(good.sum()))
+    if warning:
+        bundle.warnings.append(warning)
+    if not len(gpu):
+        bundle.telemetry = schema.telemetry_frame()
+        return bundle
+    columns = {"time": time_ns[good], "gpu": np.asarray(gpu, dtype=np.int64)[good]}
+    for column, vals in values.items():
+        columns[column] = np.asarray(vals, dtype=np.float64)[good]
+    bundle.telemetry = build_telemetry(columns, host, src, synthetic_interval_s)
+    return bundle
+
+
 def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src: str,
                     interval_s: float | None = None) -> pd.DataFrame:
     """A schema telemetry table from int64-ns `time`, `gpu` and metric arrays, built without extra copies.

@@ -1,0 +1,155 @@
+"""The human-readable `nvidia-smi` table, captured in a loop: `nvidia-smi -l 2 > gpu.log`, `watch nvidia-smi`.
+
+Handles: the layouts of old drivers (470: `Persistence-M|` columns) and new ones (535, 550+: wider Bus-Id and
+power columns); a date line (`Mon Jan 15 10:23:45 2024`) above each snapshot, or a `watch` header (`Every 2.0s:
+nvidia-smi   node7: Mon Jan 15 10:23:45 2024`, which also names the host); `N/A`, `ERR!` and `[N/A]` values; the
+Processes and MIG sections (skipped); a truncated last snapshot. Columns read per GPU: GPU-Util (util_pct),
+Memory-Usage (mem_used_mib, mem_total_mib), Pwr:Usage/Cap (power_w, power_limit_w), Temp (temp_c). Snapshots
+without a date line get synthetic times `interval_s` apart (all of them, with a warning, when any lacks one). Dates
+are the host's local time, read as `tz`.
+
+The table is made for eyes, not for logs: prefer `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,...
+--format=csv -l 1`, which is smaller, timestamped to the millisecond and carries more fields.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import textio
+
+FORMAT = "nvidia-smi table (nvidia-smi -l / watch nvidia-smi)"
+
+_BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+\d")
+_DATE = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+"
+                   r"\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4}")
+_WATCH_HOST = re.compile(r"^Every\s+[\d.]+s:.*?\s(\S+):\s+(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s")
+_GPU_ROW = re.compile(r"^\|\s*(\d+)\s+(.*?)\s*(?:On|Off)?\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_POWER = re.compile(r"(\S+?)\s*W?\s*/\s*(\S+?)\s*W?\s*$")
+_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_UTIL = re.compile(r"^\s*(\d+)\s*%")
+_TEMP = re.compile(r"^(\d+)C$")
+_SECTION_END = ("Processes:", "MIG devices:")
+
+
+def sniff(head: str) -> bool:
+    """True when the text holds an `| NVIDIA-SMI 550.54 ...` banner and the GPU-Util column header."""
+    return bool(_BANNER.search(head)) and "GPU-Util" in head
+
+
+def _number(text: str, suffix: str = "") -> float:
+    """`121W` → 121.0; N/A, ERR!, [N/A] and anything else unreadable → NaN."""
+    text = text.strip()
+    if suffix and text.endswith(suffix):
+        text = text[: -len(suffix)]
+    try:
+        return float(text)
+    except ValueError:
+        return np.nan
+
+
+def _metrics(line: str) -> dict[str, float] | None:
+    """The second line of a GPU's block: fan, temperature, perf state, power | memory | utilization."""
+    parts = line.split("|")
+    if len(parts) < 5:
+        return None
+    memory = _MEMORY.search(parts[2])
+    if memory is None:
+        return None
+    left = parts[1].split()
+    temp = next((float(m.group(1)) for tok in left if (m := _TEMP.match(tok))), np.nan)
+    power = _POWER.search(parts[1])
+    util = _UTIL.match(parts[3])
+    return {"util_pct": float(util.group(1)) if util else np.nan,
+            "mem_used_mib": float(memory.group(1)), "mem_total_mib": float(memory.group(2)),
+            "power_w": _number(power.group(1), "W") if power else np.nan,
+            "power_limit_w": _number(power.group(2), "W") if power else np.nan,
+            "temp_c": temp}
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read a log of `nvidia-smi` tables into a Bundle (telemetry)."""
+    path = Path(path)
+    src = str(path)
+    interval_s = textio.check_interval(interval_s)
+    lines = textio.read_text(path).split("\n")
+    skips = schema.SkipCounter(src)
+    host = None
+    date: str | None = None  # the last date line seen, for the next banner
+    snapshots: list[str | None] = []  # each snapshot's date text (None: none above it)
+    rows: dict[str, list] = {"snapshot": [], "gpu": [], "line": []}
+    values: dict[str, list[float]] = {}
+    in_gpus = False
+    for no, raw in enumerate(lines, start=1):
+        line = raw.rstrip()
+        if host is None and (w := _WATCH_HOST.match(line.strip())):
+            host = w.group(1)
+        if (d := _DATE.search(line)) and "|" not in line:
+            date = d.group(0)
+            continue
+        if _BANNER.search(line):
+            snapshots.append(date)
+            date, in_gpus = None, False
+            continue
+        if not snapshots:
+            continue
+        if line.startswith("|=") and "+" in line:  # the rule under the column headers: GPU rows follow
+            in_gpus = True
+            continue
+        if any(s in line for s in _SECTION_END):
+            in_gpus = False
+            continue
+        if not in_gpus:
+            continue
+        first = _GPU_ROW.match(line)
+        if first is None:
+            continue
+        nxt = lines[no] if no < len(lines) else ""
+        metrics = _metrics(nxt)
+        if metrics is None:
+            skips.skip(no + 1, f"GPU {first.group(1)}: unreadable values line {nxt.strip()[:60]!r}")
+            continue
+        rows["snapshot"].append(len(snapshots) - 1)
+        rows["gpu"].append(int(first.group(1)))
+        rows["line"].append(no)
+        for column, value in metrics.items():
+            values.setdefault(column, []).append(value)
+    if not snapshots:
+        raise InputError(f"{src}: no '| NVIDIA-SMI ...' banner found: not an nvidia-smi table log")
+    snap = np.asarray(rows["snapshot"], dtype=np.int64)
+    time_ns, note = _times(snapshots, snap, rows["line"], interval_s, tz, skips, src)
+    synthetic = any(s is None for s in snapshots)
+    bundle = textio.telemetry_bundle(src, host or textio.host_from_path(path), time_ns, rows["gpu"], values, skips,
+                                     note, interval_s if synthetic else None)
+    if not len(snap):
+        bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
+    return bundle
+
+
+def _times(snapshots: list[str | None], snap: np.ndarray, lines: list[int], interval_s: float | None, tz: str,
+           skips: schema.SkipCounter, src: str) -> tuple[np.ndarray, str | None]:
+    """int64 ns UTC per GPU row (INT64_MIN where the date cannot be read) and a warning when synthetic."""
+    nat = np.iinfo(np.int64).min
+    if not len(snap):
+        return np.zeros(0, dtype=np.int64), None
+    if any(s is None for s in snapshots):
+        dated = sum(s is not None for s in snapshots)
+        what = "snapshots" + (f" ({dated} of {len(snapshots)} had a date line)" if dated else "")
+        return (textio.synthetic_times(snap, interval_s).astype(np.int64),
+                textio.synthetic_warning(src, what, interval_s))
+    text = pd.Series([" ".join(s.split()) for s in snapshots])
+    stamps = pd.to_datetime(text, format="%a %b %d %H:%M:%S %Y", errors="coerce")
+    stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    per_snapshot = pd.DatetimeIndex(stamps).as_unit("ns").asi8.copy()
+    per_snapshot[stamps.isna().to_numpy()] = nat
+    ns = per_snapshot[snap]
+    for i in np.flatnonzero(ns == nat)[: skips.keep]:
+        skips.skip(lines[i], f"date {snapshots[snap[i]]!r} does not read as a time in {tz}")
+    skips.count += max(0, int((ns == nat).sum()) - skips.keep)
+    return ns, None

@@ -1,0 +1,73 @@
+"""The human-readable nvidia-smi table logged in a loop (`nvidia-smi -l`, `watch nvidia-smi`): old and new driver
+layouts, N/A and ERR! values, the Processes section, a truncated last snapshot, time zones and missing dates."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from playbook.errors import InputError
+from playbook.readers import detect, nvidia_smi, nvidia_smi_table, read_file, read_paths, textio
+
+R = "readers"
+
+
+def _rows(bundle, gpu):
+    t = bundle.telemetry
+    return t[t["gpu"] == gpu].sort_values("time")
+
+
+@pytest.mark.parametrize("name", ["smi_table_h100.log", "smi_table_v100_watch.log"])
+def test_detected_by_content_and_not_by_the_csv_reader(data_dir, name):
+    assert detect.detect(data_dir / R / name) == "nvidia_smi_table"
+    assert not nvidia_smi_table.sniff(textio.read_head(data_dir / R / "smi_units.csv"))
+    assert not nvidia_smi.sniff(textio.read_head(data_dir / R / name))
+
+
+def test_new_driver_layout_values_errors_and_a_truncated_last_snapshot(data_dir):
+    b = read_file(data_dir / R / "smi_table_h100.log")
+    t = b.telemetry
+    assert len(t) == 5 and set(t["host"]) == {"smi_table_h100"}  # 3 snapshots x 2 GPUs, the last row cut off
+    g0 = _rows(b, 0)
+    assert g0["util_pct"].tolist() == [97.0, 100.0, 99.0] and g0["power_w"].tolist() == [121.0, 455.0, 401.0]
+    assert g0["time"].tolist() == [pd.Timestamp(f"2024-01-15 10:23:{s}", tz="UTC") for s in (45, 47, 49)]
+    assert (g0["mem_used_mib"] == 71234).all() and (g0["mem_total_mib"] == 81559).all() and g0["temp_c"].max() == 36
+    g1 = _rows(b, 1)
+    assert g1["util_pct"].iloc[0] == 3.0 and math.isnan(g1["util_pct"].iloc[1]) and math.isnan(g1["power_w"].iloc[1])
+    assert g1["power_limit_w"].tolist() == [700.0, 700.0]  # ERR! reads NaN, the cap beside it stays
+    assert len(b.warnings) == 1 and "skipped 1 of 6 rows (line 63: GPU 1: unreadable values line" in b.warnings[0]
+
+
+def test_old_driver_layout_under_watch_names_the_host_and_reads_local_time(data_dir):
+    b = read_paths([data_dir / R / "smi_table_v100_watch.log"], tz="America/New_York")
+    t = b.telemetry.sort_values("gpu")
+    assert set(t["host"]) == {"gpu-node-07"} and not b.warnings
+    assert t["util_pct"].tolist() == [0.0, 88.0] and t["mem_used_mib"].tolist() == [0.0, 15000.0]
+    assert t["temp_c"].tolist() == [34.0, 61.0] and t["power_limit_w"].tolist() == [300.0, 300.0]
+    assert (t["time"] == pd.Timestamp("2024-03-05 19:02:11", tz="UTC")).all()  # EST = UTC-5
+
+
+def test_snapshots_without_dates_get_synthetic_times_and_say_so(tmp_path, data_dir):
+    text = (data_dir / R / "smi_table_v100_watch.log").read_text()
+    body = text[text.index("+---"):]
+    p = tmp_path / "nodate.log"
+    p.write_text(body + body)
+    b = read_file(p, interval_s=2.0)
+    assert len(b.telemetry) == 4 and "no timestamps in the data" in b.warnings[0]
+    for gpu in (0, 1):
+        t = _rows(b, gpu)["time"]
+        assert ((t - t.iloc[0]).dt.total_seconds()).tolist() == [0.0, 2.0]
+
+
+def test_a_banner_without_gpu_rows_warns_and_garbage_is_not_sniffed(tmp_path):
+    p = tmp_path / "empty.log"
+    p.write_text("| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15 |\n| GPU-Util |\n")
+    b = nvidia_smi_table.read(p)
+    assert b.telemetry.empty and "no GPU rows" in b.warnings[0]
+    q = tmp_path / "other.log"
+    q.write_text("GPU-Util is high today\n")
+    assert not nvidia_smi_table.sniff(q.read_text())
+    with pytest.raises(InputError, match="no '\\| NVIDIA-SMI ...' banner"):
+        nvidia_smi_table.read(q)
