@@ -29,7 +29,7 @@ def series(bundle, gpu: int, column: str, host: str | None = None) -> list[float
     ("dcgm_exporter.prom", "dcgm"), ("dcgm_stamped.prom", "dcgm"), ("prom_query_range.json", "dcgm"),
     ("dcgmi_dmon.txt", "dcgm"), ("telemetry_epoch_ms.csv", "generic_csv"), ("telemetry_tabs.tsv", "generic_csv"),
     ("steps.csv", "steps"), ("steps.jsonl", "steps"), ("train_mixed.log", "steps"), ("megatron.log", "steps"),
-    ("tqdm.log", "steps"), ("smi_units.csv", "nvidia_smi"),
+    ("tqdm.log", "steps"), ("smi_units.csv", "nvidia_smi"), ("torchtitan.log", "steps"), ("deepspeed.log", "steps"),
 ])
 def test_detection_by_content(data_dir, name, reader):
     assert detect.detect(data_dir / R / name) == reader
@@ -224,3 +224,19 @@ def test_dcgmi_dmon_header_with_field_ids(tmp_path):
     b = read_file(p)
     assert series(b, 3, "util_pct") == [88.0, 90.0] and series(b, 3, "sm_active") == [0.71, -1.0]
     assert series(b, 3, "power_w") == [301.5, 302.0] and series(b, 3, "mem_used_mib") == [1024.0, 1025.0]
+
+
+def test_timestamped_step_lines_without_durations_give_window_means(data_dir):
+    """torchtitan logs `step: N ... tps: ...` every 10 steps with a timestamp: the step time is the window's mean."""
+    b = read_file(data_dir / R / "torchtitan.log")
+    s = b.steps.sort_values("step")
+    assert s["step"].tolist() == [10, 20, 30, 40] and set(s["rank"]) == {0}
+    assert s["duration_s"].round(4).tolist() == [0.2592, 0.2333, 0.2223, 0.2333]  # (t_k - t_k-1) / steps between
+    assert s["time"].iloc[0] == ts("2025-01-15 10:00:01.123")  # the window's start
+    assert "means over logging windows (typically 10 steps)" in b.warnings[0]
+
+
+def test_deepspeed_rank_tag_and_its_untagged_timer_line_count_once(data_dir):
+    b = read_file(data_dir / R / "deepspeed.log")
+    s = b.steps.sort_values("step")
+    assert s[["rank", "step", "duration_s"]].values.tolist() == [[0, 20, 1.0], [0, 30, 1.0]]

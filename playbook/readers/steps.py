@@ -14,6 +14,9 @@ Three shapes:
     `step 12 ... step_time: 0.5` / `iter_time=0.5s` / `dt 480ms`      (generic key: value)
     ` 45%|####5     | 450/1000 [02:13<02:43,  3.37it/s]` and `1.23s/it`   (tqdm / Hugging Face progress bars;
      the rate is tqdm's smoothed average, so one row per update, not an exact per-step time)
+    `step: 10  loss: 9.87 ... tps: 7,410` with a timestamp and no duration on the line (torchtitan, DeepSpeed's
+     `[Rank 0] step=10, ...`, most logging.info lines): the mean step time over the logging window, (time of
+     this line - time of the previous logged step) / steps between them; one row per logged step
   Lines mentioning a checkpoint save, an evaluation/validation or a recompilation become events (kind
   checkpoint / eval / recompile), tied to the last step seen on that rank.
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +63,9 @@ _EVENT_PATTERNS = (
 )
 _RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default|r)\s*(\d+)\]\s*:?\s*", re.IGNORECASE)
 _TIME_PREFIX = re.compile(r"^\s*\[?\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*\]?")
+# a timestamp after a short logger tag ("[titan] 2025-01-15 10:00:01,123 - root - INFO - step: 10 ...")
+_TIME_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
+_RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")  # DeepSpeed's log_dist
 _NUM = r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
 _TF = re.compile(r"\bstep\s*[:=#]?\s*(\d+)\b.*?" + _NUM + r"\s*sec/batch", re.IGNORECASE)
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*" + _NUM,
@@ -97,6 +104,8 @@ def _text_hits(lines: list[str]) -> int:
         elif _TF.search(body) or _ITER_DURATION.search(body) or _TQDM.search(body) or (
                 _KEY_DURATION.search(body) and _STEP_NUMBER.search(body)):
             hits += 1
+        elif (_TIME_PREFIX.match(body) or _TIME_TAGGED.match(body)) and _STEP_NUMBER.search(body):
+            hits += 1  # a timestamped line naming a step: durations from consecutive lines
     return hits
 
 
@@ -307,6 +316,7 @@ def _read_text(path: Path, text: str, tz: str) -> schema.Bundle:
     last_step: dict[int, int] = {}
     tqdm_rows = 0
     tqdm_seen: dict[tuple[int, int], int] = {}
+    stamped: dict[int, dict[int, pd.Timestamp]] = {}  # rank -> step -> time of a line naming it, no duration
     for no, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line:
@@ -315,8 +325,10 @@ def _read_text(path: Path, text: str, tz: str) -> schema.Bundle:
         for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
             if (m := _RANK_PREFIX.match(line)) and rank < 0:
                 rank, line = int(m.group(1)), line[m.end():]
-            if (m := _TIME_PREFIX.match(line)) and t is None:
+            if (m := _TIME_PREFIX.match(line) or _TIME_TAGGED.match(line)) and t is None:
                 t, line = _parse_time(m.group(1), tz), line[m.end():]
+        if rank < 0 and (m := _RANK_INLINE.search(line)):
+            rank = int(m.group(1))
         step = duration = None
         tokens = np.nan
         if (m := _MEGATRON.search(line)):
@@ -356,17 +368,48 @@ def _read_text(path: Path, text: str, tz: str) -> schema.Bundle:
                                "duration_s": _seconds(dm.group(1), dm.group(2)) if dm else np.nan,
                                "detail": f"line {no}: {line[:200]}", "source": src})
                 break
+        else:
+            if t is not None and (n := _STEP_NUMBER.search(line)):
+                stamped.setdefault(rank, {}).setdefault(int(n.group(1)), t)  # the first line of a step
+                last_step[rank] = int(n.group(1))
+    timed = {row["rank"] for row in steps}  # ranks whose lines carry their own durations keep those
+    windows = _windowed({r: v for r, v in stamped.items() if r not in timed}, host, src)
+    steps += windows
     if not steps and not events:
         raise InputError(f"{src}: no step timings or training events found in this text")
     bundle = schema.Bundle(inputs=[src])
     if steps:
-        bundle.steps = schema.steps_frame({k: [s[k] for s in steps] for k in steps[0]})
+        bundle.steps = schema.steps_frame({k: [s[k] for s in steps] for k in steps[0] if k != "window_steps"})
     if events:
         bundle.events = schema.events_frame({k: [e[k] for e in events] for k in events[0]})
     if tqdm_rows:
         bundle.warnings.append(f"{src}: {tqdm_rows} step times come from progress-bar rates (tqdm's smoothed "
                                "average per update), not from exact per-step timings")
+    if windows:
+        every = int(np.median([w["window_steps"] for w in windows]))
+        bundle.warnings.append(f"{src}: {len(windows)} step times are means over logging windows (typically "
+                               f"{every} step{'s' if every != 1 else ''}), from the timestamps of consecutive log "
+                               "lines; a one-step stall is spread over its window")
     return bundle
+
+
+def _windowed(stamped: dict[int, dict[int, pd.Timestamp]], host: str, src: str) -> list[dict]:
+    """Step rows from timestamped log lines that name a step but give no duration: per rank, each logged step's
+    duration is the mean over the window since the previous logged step (its `time`: the window's start)."""
+    rows = []
+    untagged = set(stamped.get(-1, {}))
+    if untagged and any(len(untagged & set(v)) * 2 >= len(untagged) for r, v in stamped.items() if r >= 0):
+        stamped = {r: v for r, v in stamped.items() if r >= 0}  # a second logger repeating a rank's steps
+    for rank, by_step in stamped.items():
+        order = sorted(by_step)
+        for prev, step in pairwise(order):
+            seconds = (by_step[step] - by_step[prev]).total_seconds()
+            if seconds <= 0:
+                continue
+            rows.append({"time": by_step[prev], "host": host, "rank": rank, "step": step, "phase": "step",
+                         "duration_s": seconds / (step - prev), "tokens": np.nan, "source": src,
+                         "window_steps": step - prev})
+    return rows
 
 
 def _parse_time(text: str, tz: str) -> pd.Timestamp | None:
