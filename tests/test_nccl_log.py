@@ -127,3 +127,35 @@ def test_old_nccl_channel_format_and_warn_lines(tmp_path):
     assert df["kind"].tolist() == ["channel", "channel", "warn"]
     assert df["transport"].tolist()[:2] == ["P2P", "NET"] and df["rank"].tolist()[:2] == [0, 0]
     assert an.summarize(nl.read(p))["warns"] == 1
+
+
+def _watchdog(rank: int, seq: int, ms: int = 600050) -> str:
+    return (f"[rank{rank}]:[E1115 10:10:01.123456 4242 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=262144, "
+            f"NumelOut=262144, Timeout(ms)=600000) ran for {ms} milliseconds before timing out.")
+
+
+@pytest.mark.parametrize(("seqs", "hypothesis", "says"), [
+    ({r: 4821 for r in range(8) if r != 5}, "collective_straggler", "rank 5 never reported"),
+    ({0: 4821, 1: 4821, 2: 4820, 3: 4821}, "collective_straggler", "rank 2 timed out in collective #4820"),
+    ({r: 4821 for r in range(4)}, "hardware_fault", "timed out inside the same ALLREDUCE #4821"),
+])
+def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypothesis, says):
+    from playbook.analysis.diagnosis import diagnose
+    from playbook.readers import detect, read_file
+
+    log = tmp_path / "torchrun.log"
+    log.write_text("\n".join(_watchdog(r, s) for r, s in seqs.items()) + "\n[rank1]:some other line\n")
+    assert detect.detect(log) == "nccl_log"
+    bundle = read_file(log)
+    stuck = an.timeouts(bundle.nccl)
+    assert [r["rank"] for r in stuck["ranks"]] == sorted(seqs) and stuck["ranks"][0]["ran_s"] == 600.0
+    finding = stuck["findings"][0]
+    assert finding["hypothesis"] == hypothesis and says in finding["evidence"]
+    top = diagnose(bundle).hypotheses[0]
+    assert top["id"] == hypothesis and says in top["evidence"][0]
+
+
+def test_timeout_detail_round_trips():
+    assert nl.timeout_fields("ALLGATHER seq=12 ran_ms=1800000") == ("ALLGATHER", 12, 1800000)
+    assert nl.timeout_fields("NET/IB/0") is None

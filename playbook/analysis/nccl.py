@@ -142,16 +142,74 @@ def summarize(bundle: Any) -> dict | None:
       hosts     [{host, ranks, nranks, version, network, net_channels, ib_channels, socket_channels,
                 gdr_channels, gdr_share (0-1 or None), p2p_channels, shm_channels, env, warns}]
       findings  [{hypothesis: "link_degradation", level: moderate|high, hosts: [...], kind: socket_fallback |
-                gdr_missing | no_p2p, evidence}]
+                gdr_missing | no_p2p, evidence}], plus the watchdog's (collective_straggler / hardware_fault)
       warns     count of NCCL WARN lines
+      timeouts  [{rank, op, seq, ran_s}]: the last collective PyTorch's watchdog gave up on, per rank (see timeouts)
     """
     nccl = getattr(bundle, "nccl", None)
     if nccl is None or len(nccl) == 0:
         return None
+    stuck = timeouts(nccl)
+    nccl = nccl[nccl["kind"] != "timeout"]
     hosts = host_transports(nccl)
     recs = []
     for r in hosts.to_dict("records"):
         r["gdr_share"] = None if not np.isfinite(r["gdr_share"]) else round(float(r["gdr_share"]), 3)
         r.pop("gdr_disabled_lines")
         recs.append(r)
-    return {"hosts": recs, "findings": link_findings(hosts), "warns": int((nccl["kind"] == "warn").sum())}
+    findings = link_findings(hosts) + (stuck["findings"] if stuck else [])
+    return {"hosts": recs, "findings": findings, "warns": int((nccl["kind"] == "warn").sum()),
+            "timeouts": stuck["ranks"] if stuck else []}
+
+
+def timeouts(nccl: pd.DataFrame) -> dict | None:
+    """Which ranks PyTorch's NCCL watchdog gave up on, in which collective, and who is missing.
+
+    A rank stuck outside the collectives (a hang, a slow step) never enters collective N, so every other rank
+    times out waiting in N and it reports nothing; ranks timing out in different collectives disagree on the
+    sequence (one side skipped or added a collective, or is stuck in an earlier one); every rank timing out in
+    the same collective means the collective itself never finished (network, NCCL, a lost GPU).
+    Returns {ranks: [{rank, op, seq, ran_s}], findings: [...]}; None without timeout lines."""
+    from playbook.readers.nccl_log import timeout_fields
+
+    rows = nccl[nccl["kind"] == "timeout"].sort_values("line")
+    last: dict[int, tuple[str, int, int]] = {}
+    for rank, detail in zip(rows["rank"], rows["detail"], strict=True):
+        fields = timeout_fields(detail)
+        if fields is not None:
+            last[int(rank)] = fields  # the last report of each rank
+    if not last:
+        return None
+    ranks = [{"rank": r, "op": op, "seq": seq, "ran_s": round(ms / 1e3, 1)} for r, (op, seq, ms) in sorted(last.items())]
+    known = [r for r in last if r >= 0]
+    stated = int(nccl["nranks"].max()) if (nccl["nranks"] > 0).any() else 0  # from NCCL init lines
+    world = max(stated, max(known) + 1) if known else stated  # at least every rank that reported
+    missing = sorted(set(range(world)) - set(known)) if known else []
+    seqs = {r: seq for r, (_, seq, _) in last.items() if r >= 0}
+    op, seq, ms = max(last.values(), key=lambda f: f[1])
+    waited = f"after {ms / 1e3:.0f} s"
+    tip = ("dump the stacks of the named ranks (py-spy dump --pid), or set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and read "
+           "the flight-recorder dumps with playbook diagnose")
+    if missing:
+        finding = {"hypothesis": "collective_straggler", "level": "high", "evidence": (
+            f"watchdog: {len(known)} of {world} ranks timed out waiting in {op} #{seq} {waited}; rank"
+            f"{'s' if len(missing) > 1 else ''} {_ranks(missing)} never reported: {'they' if len(missing) > 1 else 'it'} "
+            f"did not reach that collective (hung or far behind); {tip}")}
+    elif len(set(seqs.values())) > 1:
+        lo = min(seqs.values())
+        behind = [r for r, s in seqs.items() if s == lo]
+        finding = {"hypothesis": "collective_straggler", "level": "high", "evidence": (
+            f"watchdog: rank{'s' if len(behind) > 1 else ''} {_ranks(behind)} timed out in collective #{lo} while "
+            f"others reached #{max(seqs.values())}: the ranks disagree on the collective sequence (a rank skipped or "
+            f"added a collective, e.g. a data-dependent branch) or the ones behind are stuck; {tip}")}
+    else:
+        finding = {"hypothesis": "hardware_fault", "level": "high", "evidence": (
+            f"watchdog: every reporting rank ({len(last)}) timed out inside the same {op} #{seq} {waited}: the "
+            "collective itself never finished — check NCCL WARN lines, Xid errors in dmesg, and the network ports"
+            + ("" if stated else f" (the log states no world size: if the job has more than {world} ranks, the "
+               "ones that never reported are the suspects)"))}
+    return {"ranks": ranks, "findings": [finding]}
+
+
+def _ranks(ranks: list[int], limit: int = 8) -> str:
+    return ", ".join(map(str, ranks[:limit])) + (f" (+{len(ranks) - limit} more)" if len(ranks) > limit else "")

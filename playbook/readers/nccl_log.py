@@ -15,6 +15,9 @@ Facts (column `kind`):
   rings      "Connected all rings[, use ring PXN p GDR g]" (gdr from the GDR flag when printed)
   env        NCCL_* variables set by environment (detail "NCCL_IB_DISABLE=1")
   warn       NCCL WARN lines (detail the message)
+  timeout    PyTorch's watchdog giving up on a collective ("[Rank 3] Watchdog caught collective operation timeout:
+             WorkNCCL(SeqNum=4821, OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600050 milliseconds ..."):
+             rank, detail "ALLREDUCE seq=4821 ran_ms=600050" (read back with `timeout_fields`)
 
 Columns: host, pid, tid, device, rank, nranks, peer, kind, transport, direction, gdr (float 1/0/NaN), detail,
 line (1-based), source. `rank` is filled from the process's own init line when a line does not state it.
@@ -55,8 +58,22 @@ _RINGS_RE = re.compile(r"^Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (\S*?)\.?\s*$")
 
 
+_WATCHDOG_RE = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
+                          r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+).{0,300}?\) ran for (?P<ran>\d+) milli")
+_TIMEOUT_DETAIL_RE = re.compile(r"^(\w+) seq=(\d+) ran_ms=(\d+)$")
+
+
+def timeout_fields(detail: str) -> tuple[str, int, int] | None:
+    """(op, sequence number, milliseconds it ran) from a `timeout` row's detail; None when it is not one."""
+    m = _TIMEOUT_DETAIL_RE.match(str(detail))
+    return (m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+
+
 def sniff(head: str) -> bool:
-    """True when `head` holds NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`)."""
+    """True when `head` holds NCCL_DEBUG=INFO lines (`host:pid:tid [dev] NCCL INFO ...`) or PyTorch's NCCL
+    watchdog timeouts."""
+    if _WATCHDOG_RE.search(head):
+        return True
     if head.lstrip()[:1] in ("{", "["):
         return False
     return bool(_SNIFF_RE.search(head))
@@ -80,6 +97,7 @@ def read(path: str | Path, **opts: Any) -> Bundle:
 def parse_text(text: str, source: str = "") -> tuple[pd.DataFrame, SkipCounter, dict]:
     """Parse NCCL log text. Returns (nccl frame, skip counter for garbled NCCL messages, line statistics)."""
     skips = SkipCounter(source)
+    host = textio.host_from_path(source) if source else ""  # for lines without a host:pid prefix
     rows: list[dict] = []
     clean_hosts: set[str] = set()
     n_lines = n_nccl = 0
@@ -90,6 +108,9 @@ def parse_text(text: str, source: str = "") -> tuple[pd.DataFrame, SkipCounter, 
             m = _BARE_VERSION_RE.match(line)
             if m:
                 rows.append(_row("", -1, -1, -1, "version", detail=m.group(1), line=lineno))
+            elif (w := _WATCHDOG_RE.search(line)):
+                rows.append(_row(host, -1, -1, -1, "timeout", rank=int(w["rank"]) if w["rank"] else -1, line=lineno,
+                                 detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}"))
             continue
         n_nccl += len(matches)
         for i, m in enumerate(matches):
