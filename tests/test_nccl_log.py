@@ -159,3 +159,17 @@ def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypo
 def test_timeout_detail_round_trips():
     assert nl.timeout_fields("ALLGATHER seq=12 ran_ms=1800000") == ("ALLGATHER", 12, 1800000)
     assert nl.timeout_fields("NET/IB/0") is None
+
+
+def test_torchrun_prefixed_nccl_lines_are_read_and_a_json_array_is_not(tmp_path):
+    from playbook.readers import detect
+
+    text = (DATA / "healthy_ib_gdr.log").read_text()
+    prefixed = tmp_path / "torchrun.log"
+    prefixed.write_text("".join(f"[default{i % 4}]:{line}\n" for i, line in enumerate(text.splitlines())))
+    assert detect.detect(prefixed) == "nccl_log"
+    b = nl.read(prefixed)
+    ch = b.nccl[b.nccl["kind"] == "channel"]
+    assert ch.groupby("transport").size().to_dict() == {"NET": 8, "P2P": 4}
+    assert set(b.nccl["host"]) >= {"gpu-a01", "gpu-a02"}
+    assert not nl.sniff('[\n  "gpu-a01:123:456 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"\n]')

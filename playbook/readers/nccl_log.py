@@ -41,7 +41,9 @@ COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "tr
 
 PREFIX_RE = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL "
                        r"(?P<level>INFO|WARN|TRACE|ABORT)\s?")
-_SNIFF_RE = re.compile(r"^[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] NCCL (INFO|WARN) ", re.MULTILINE)
+# optionally behind torchrun's "[default3]:" / "[rank3]:" prefix (--tee, --log-dir)
+_SNIFF_RE = re.compile(r"^(?:\[\w+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] NCCL (INFO|WARN) ", re.MULTILINE)
+_JSON_START_RE = re.compile(r"^\s*(\{|\[\s*[\[{\"\d\]-]|\[\s*$)")  # a JSON document, not "[rank0]: ..."
 _BARE_VERSION_RE = re.compile(r"^\s*NCCL version (\S+)")
 _VERSION_RE = re.compile(r"^NCCL version (\S+)")
 # "Channel 02/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA"; NCCL 2.7 printed busIds: "Channel 00 : 0[1c000] -> ..."
@@ -74,7 +76,7 @@ def sniff(head: str) -> bool:
     watchdog timeouts."""
     if _WATCHDOG_RE.search(head):
         return True
-    if head.lstrip()[:1] in ("{", "["):
+    if _JSON_START_RE.match(head):
         return False
     return bool(_SNIFF_RE.search(head))
 
