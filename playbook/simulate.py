@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
+from playbook.analysis.steps import GC_KINDS
 
 SCENARIOS: tuple[str, ...] = ("healthy", "oscillation", "irregular", "antiphase", "straggler", "throttled", "lost")
 
@@ -370,7 +371,7 @@ def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400,
     if stall_every:
         truth.every_n_steps = stall_every
         truth.period_s = float(step_time.sum() / steps * stall_every)
-        truth.hypothesis = "gc_pause" if stall_kind in ("gc", "gc_pause") else "periodic_stall"
+        truth.hypothesis = "gc_pause" if stall_kind in GC_KINDS else "periodic_stall"
     elif gc_count:
         truth.hypothesis = "gc_pause"
     elif creep:

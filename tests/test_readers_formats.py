@@ -240,3 +240,12 @@ def test_deepspeed_rank_tag_and_its_untagged_timer_line_count_once(data_dir):
     b = read_file(data_dir / R / "deepspeed.log")
     s = b.steps.sort_values("step")
     assert s[["rank", "step", "duration_s"]].values.tolist() == [[0, 20, 1.0], [0, 30, 1.0]]
+
+
+@pytest.mark.parametrize(("text", "json_like"), [
+    ('{"traceEvents": []}', True), ("[\n  {\"a\": 1}\n]", True), ("[1, 2]", True), ("[]", True), ("[\n", True),
+    ("[rank0]: step 3", False), ("[2024-01-15 10:00:00] step 3", False), ("[titan] 2025-01-15 ...", False),
+    ("step 3", False),
+])
+def test_a_json_document_is_told_from_a_bracketed_log_line(text, json_like):
+    assert textio.looks_like_json(text) is json_like

@@ -319,7 +319,7 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
     """Evidence from analysis.oscillation.OscillationResult (and the GPU table for context)."""
     out: list[Evidence] = []
     if not osc.detected:
-        one = getattr(osc, "single_drop", None)
+        one = osc.single_drop
         if one:
             who = f"all {one['of']} {label}" if one["gpus"] == one["of"] else f"{one['gpus']} of {one['of']} {label}"
             seen = (f"{who} drop{' together' if one['gpus'] > 1 else 's'} once from {one['high_pct']:.0f}% → "

@@ -469,7 +469,10 @@ def _r(x: float | None, nd: int = 2) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
-def _worst_level(levels: pd.Series, order=("high", "input_bound", "moderate")) -> str:
+LEVEL_ORDER = ("high", "input_bound", "moderate")  # most severe first
+
+
+def _worst_level(levels: pd.Series, order=LEVEL_ORDER) -> str:
     """The level a majority of a rank's steps reach, most severe first ("ok" when none)."""
     levels = levels[levels != "unknown"]
     if levels.empty:
@@ -480,7 +483,7 @@ def _worst_level(levels: pd.Series, order=("high", "input_bound", "moderate")) -
     return "ok"
 
 
-def _steps_at(rows: pd.DataFrame, level: str, order=("high", "input_bound", "moderate")) -> dict[str, int]:
+def _steps_at(rows: pd.DataFrame, level: str, order=LEVEL_ORDER) -> dict[str, int]:
     """{steps, steps_at_level}: the worst rank's assessed steps and how many reach `level` or worse (for the
     confidence of a finding drawn from few profiled steps, hypotheses.from_findings)."""
     levels = rows["level"][rows["level"] != "unknown"]

@@ -1,5 +1,7 @@
 """Subcommands of the `playbook` CLI, one module each (see playbook/cli.py)."""
 
+import sys
+
 TZ_HELP = ("time zone the inputs' local timestamps were written in (nvidia-smi -l, dmon -o T, step logs), e.g. "
            "Europe/Berlin; default UTC")
 
@@ -7,8 +9,6 @@ TZ_HELP = ("time zone the inputs' local timestamps were written in (nvidia-smi -
 def emit(result, as_json: bool, render) -> int:
     """Print `result` as exactly one JSON object on stdout (`as_json`), or its warnings on stderr and
     `render(result)` on stdout; exit status 0."""
-    import sys
-
     if as_json:
         sys.stdout.write(result.to_json() + "\n")
         return 0

@@ -111,7 +111,7 @@ def describe(path: str | Path) -> str:
         keys = re.findall(r'"([^"]{1,40})"\s*:', stripped[:2000])
         if keys:
             return f"JSON with keys {_short(', '.join(dict.fromkeys(keys[:6])))}"
-        if doc is not None or not re.match(r"\[\s*[A-Za-z0-9]", stripped):  # "[rank0]: ..." is a log line
+        if doc is not None or textio.looks_like_json(stripped):
             return "JSON"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     for sep in (",", "\t", ";"):

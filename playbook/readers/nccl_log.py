@@ -43,7 +43,6 @@ PREFIX_RE = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[
                        r"(?P<level>INFO|WARN|TRACE|ABORT)\s?")
 # optionally behind torchrun's "[default3]:" / "[rank3]:" prefix (--tee, --log-dir)
 _SNIFF_RE = re.compile(r"^(?:\[\w+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] NCCL (INFO|WARN) ", re.MULTILINE)
-_JSON_START_RE = re.compile(r"^\s*(\{|\[\s*[\[{\"\d\]-]|\[\s*$)")  # a JSON document, not "[rank0]: ..."
 _BARE_VERSION_RE = re.compile(r"^\s*NCCL version (\S+)")
 _VERSION_RE = re.compile(r"^NCCL version (\S+)")
 # "Channel 02/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA"; NCCL 2.7 printed busIds: "Channel 00 : 0[1c000] -> ..."
@@ -76,7 +75,7 @@ def sniff(head: str) -> bool:
     watchdog timeouts."""
     if _WATCHDOG_RE.search(head):
         return True
-    if _JSON_START_RE.match(head):
+    if textio.looks_like_json(head):
         return False
     return bool(_SNIFF_RE.search(head))
 

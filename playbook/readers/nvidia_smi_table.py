@@ -33,8 +33,6 @@ _WATCH_HOST = re.compile(r"^Every\s+[\d.]+s:.*?\s(\S+):\s+(?:Mon|Tue|Wed|Thu|Fri
 _GPU_ROW = re.compile(r"^\|\s*(\d+)\s+(.*?)\s*(?:On|Off)?\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _POWER = re.compile(r"(\S+?)\s*W?\s*/\s*(\S+?)\s*W?\s*$")
 _MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
-_UTIL = re.compile(r"^\s*(\d+)\s*%")
-_TEMP = re.compile(r"^(\d+)C$")
 _SECTION_END = ("Processes:", "MIG devices:")
 
 
@@ -43,15 +41,10 @@ def sniff(head: str) -> bool:
     return bool(_BANNER.search(head)) and "GPU-Util" in head
 
 
-def _number(text: str, suffix: str = "") -> float:
-    """`121W` → 121.0; N/A, ERR!, [N/A] and anything else unreadable → NaN."""
-    text = text.strip()
-    if suffix and text.endswith(suffix):
-        text = text[: -len(suffix)]
-    try:
-        return float(text)
-    except ValueError:
-        return np.nan
+def _number(text: str, unit: str | None = None) -> float:
+    """`121W` → 121.0 (textio.parse_number); N/A, ERR!, a different `unit` or no number at all → NaN."""
+    parsed = textio.parse_number(text)
+    return parsed[0] if parsed is not None and (unit is None or parsed[1] in (unit, "")) else np.nan
 
 
 def _metrics(line: str) -> dict[str, float] | None:
@@ -62,14 +55,14 @@ def _metrics(line: str) -> dict[str, float] | None:
     memory = _MEMORY.search(parts[2])
     if memory is None:
         return None
-    left = parts[1].split()
-    temp = next((float(m.group(1)) for tok in left if (m := _TEMP.match(tok))), np.nan)
+    temp = next((v for tok in parts[1].split() if tok.endswith("C") and np.isfinite(v := _number(tok, "c"))),
+                np.nan)
     power = _POWER.search(parts[1])
-    util = _UTIL.match(parts[3])
-    return {"util_pct": float(util.group(1)) if util else np.nan,
+    util = parts[3].split()
+    return {"util_pct": _number(util[0], "%") if util else np.nan,
             "mem_used_mib": float(memory.group(1)), "mem_total_mib": float(memory.group(2)),
-            "power_w": _number(power.group(1), "W") if power else np.nan,
-            "power_limit_w": _number(power.group(2), "W") if power else np.nan,
+            "power_w": _number(power.group(1), "w") if power else np.nan,
+            "power_limit_w": _number(power.group(2), "w") if power else np.nan,
             "temp_c": temp}
 
 

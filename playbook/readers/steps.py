@@ -30,6 +30,7 @@ import json
 import re
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -109,6 +110,22 @@ def _text_hits(lines: list[str]) -> int:
     return hits
 
 
+def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
+    """("jsonl", None) when the first line is a JSON object naming a step and a duration or time; ("csv", header)
+    when the header does; None otherwise (text)."""
+    if first.startswith("{"):
+        try:
+            obj = json.loads(first)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and _is_table(list(obj)):
+            return "jsonl", None
+    found = generic_csv._header(head)
+    if found is not None and _is_table(found[2]):
+        return "csv", found
+    return None
+
+
 def sniff(head: str) -> bool:
     """A CSV/JSONL whose fields name a step and a duration or time, or text with step-timing lines."""
     lines = [ln for ln in head.split("\n")[:400] if ln.strip()]
@@ -116,39 +133,20 @@ def sniff(head: str) -> bool:
         lines = lines[:-1]
     if not lines:
         return False
-    first = lines[0].strip()
-    if first.startswith("{"):
-        try:
-            obj = json.loads(first)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and _is_table(list(obj)):
-            return True
-    found = generic_csv._header(head)
-    if found is not None and _is_table(found[2]):
-        return True
-    return _text_hits(lines) >= 2
+    return _table_shape(lines[0].strip(), head) is not None or _text_hits(lines) >= 2
 
 
 def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:
     """Read a step log (CSV, JSON Lines or text) into a Bundle (steps, events)."""
     path = Path(path)
     text = textio.read_text(path)
-    lines = [ln for ln in text.split("\n") if ln.strip()]
-    if not lines:
+    first = next((ln.strip() for ln in text.split("\n") if ln.strip()), None)
+    if first is None:
         raise InputError(f"{path}: empty step log")
-    first = lines[0].strip()
-    if first.startswith("{"):
-        try:
-            obj = json.loads(first)
-        except ValueError:
-            obj = None
-        if isinstance(obj, dict) and _is_table(list(obj)):
-            return _read_jsonl(path, text, tz)
-    found = generic_csv._header(text[: textio.HEAD_BYTES])
-    if found is not None and _is_table(found[2]):
-        return _read_csv(path, text, found, tz)
-    return _read_text(path, text, tz)
+    shape = _table_shape(first, text[: textio.HEAD_BYTES])
+    if shape is None:
+        return _read_text(path, text, tz)
+    return _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -360,43 +358,42 @@ def _read_text(path: Path, text: str, tz: str) -> schema.Bundle:
                           "duration_s": duration, "tokens": tokens, "source": src})
             last_step[rank] = step
             continue
-        for kind, pattern in _EVENT_PATTERNS:
-            if pattern.search(line):
-                dm = _EVENT_DURATION.search(line)
-                events.append({"time": t if t is not None else pd.NaT, "host": host, "rank": rank,
-                               "step": last_step.get(rank, -1), "kind": kind,
-                               "duration_s": _seconds(dm.group(1), dm.group(2)) if dm else np.nan,
-                               "detail": f"line {no}: {line[:200]}", "source": src})
-                break
-        else:
-            if t is not None and (n := _STEP_NUMBER.search(line)):
-                stamped.setdefault(rank, {}).setdefault(int(n.group(1)), t)  # the first line of a step
-                last_step[rank] = int(n.group(1))
+        kind = next((k for k, pattern in _EVENT_PATTERNS if pattern.search(line)), None)
+        if kind is not None:
+            dm = _EVENT_DURATION.search(line)
+            events.append({"time": t if t is not None else pd.NaT, "host": host, "rank": rank,
+                           "step": last_step.get(rank, -1), "kind": kind,
+                           "duration_s": _seconds(dm.group(1), dm.group(2)) if dm else np.nan,
+                           "detail": f"line {no}: {line[:200]}", "source": src})
+        elif t is not None and (n := _STEP_NUMBER.search(line)):
+            stamped.setdefault(rank, {}).setdefault(int(n.group(1)), t)  # the first line of a step
+            last_step[rank] = int(n.group(1))
     timed = {row["rank"] for row in steps}  # ranks whose lines carry their own durations keep those
-    windows = _windowed({r: v for r, v in stamped.items() if r not in timed}, host, src)
+    windows, widths = _windowed({r: v for r, v in stamped.items() if r not in timed}, host, src)
     steps += windows
     if not steps and not events:
         raise InputError(f"{src}: no step timings or training events found in this text")
     bundle = schema.Bundle(inputs=[src])
     if steps:
-        bundle.steps = schema.steps_frame({k: [s[k] for s in steps] for k in steps[0] if k != "window_steps"})
+        bundle.steps = schema.steps_frame({k: [s[k] for s in steps] for k in steps[0]})
     if events:
         bundle.events = schema.events_frame({k: [e[k] for e in events] for k in events[0]})
     if tqdm_rows:
         bundle.warnings.append(f"{src}: {tqdm_rows} step times come from progress-bar rates (tqdm's smoothed "
                                "average per update), not from exact per-step timings")
     if windows:
-        every = int(np.median([w["window_steps"] for w in windows]))
+        every = int(np.median(widths))
         bundle.warnings.append(f"{src}: {len(windows)} step times are means over logging windows (typically "
                                f"{every} step{'s' if every != 1 else ''}), from the timestamps of consecutive log "
                                "lines; a one-step stall is spread over its window")
     return bundle
 
 
-def _windowed(stamped: dict[int, dict[int, pd.Timestamp]], host: str, src: str) -> list[dict]:
+def _windowed(stamped: dict[int, dict[int, pd.Timestamp]], host: str, src: str) -> tuple[list[dict], list[int]]:
     """Step rows from timestamped log lines that name a step but give no duration: per rank, each logged step's
-    duration is the mean over the window since the previous logged step (its `time`: the window's start)."""
-    rows = []
+    duration is the mean over the window since the previous logged step (its `time`: the window's start).
+    Returns (rows, the windows' widths in steps)."""
+    rows, widths = [], []
     untagged = set(stamped.get(-1, {}))
     if untagged and any(len(untagged & set(v)) * 2 >= len(untagged) for r, v in stamped.items() if r >= 0):
         stamped = {r: v for r, v in stamped.items() if r >= 0}  # a second logger repeating a rank's steps
@@ -407,9 +404,9 @@ def _windowed(stamped: dict[int, dict[int, pd.Timestamp]], host: str, src: str) 
             if seconds <= 0:
                 continue
             rows.append({"time": by_step[prev], "host": host, "rank": rank, "step": step, "phase": "step",
-                         "duration_s": seconds / (step - prev), "tokens": np.nan, "source": src,
-                         "window_steps": step - prev})
-    return rows
+                         "duration_s": seconds / (step - prev), "tokens": np.nan, "source": src})
+            widths.append(step - prev)
+    return rows, widths
 
 
 def _parse_time(text: str, tz: str) -> pd.Timestamp | None:

@@ -217,6 +217,15 @@ NA_TOKENS = frozenset({"", "-", "n/a", "na", "nan", "none", "null", "[n/a]", "[n
 _NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
 
 
+_JSON_START = re.compile(r"^\s*(\{|\[\s*([\[{\"\]]|-?\d[\d.eE+-]*\s*[,\]])|\[\s*$)")
+
+
+def looks_like_json(text: str) -> bool:
+    """True when `text` starts like a JSON document: an object, or an array of values. Log lines that open with a
+    bracket ("[rank0]: ...", "[2024-01-15 10:00:00] ...", "[titan] ...") do not."""
+    return bool(_JSON_START.match(text))
+
+
 def parse_number(text: str) -> tuple[float, str] | None:
     """'70959 MiB' -> (70959.0, 'mib'); '[N/A]' -> (nan, ''); None when it is not a number at all."""
     t = text.strip()
