@@ -1,19 +1,23 @@
 """Field-guide figures: rerun the labs with their quick parameters and regenerate the numbers in docs/field-guide.md.
 
-What it does
+What it does (`--outputs`: step 2's quoted commands and excerpts only, in seconds; no lab runs)
     1. Runs every notebook with its quick parameters through the batch runner (`playbook report --labs all
        --quick`, playbook.report.runner) into reports/<UTC time>-guide/, and writes machine.json beside its
        summary.json (date, CPU count, torch version, GPU or not).
     2. Diagnoses labelled SYNTHETIC telemetry and step logs with known answers (playbook.simulate), one per failure
-       signature; runs the commands the guide quotes (SAMPLE_COMMANDS: `playbook diagnose` on the two embedded
-       samples and on the NCCL socket-fallback fixture, and `python benchmarks/probe_overhead.py --repeats 3`) and
-       keeps their output exactly as printed.
+       signature; runs the commands the pages quote (OUTPUT_COMMANDS: `playbook diagnose` on the two embedded
+       samples and on the NCCL socket-fallback fixture; BENCH_COMMANDS: `python benchmarks/probe_overhead.py
+       --repeats 3`) and cuts the fixture excerpts (EXCERPTS: NCCL transport lines by grep, an `nvidia-smi -q -d
+       PERFORMANCE` dump), keeping their output exactly as printed.
     3. Writes Markdown tables, JSON and small PNG plots into OUT_DIR, and rewrites the generated regions of the
-       guide (between `<!-- generated:NAME -->` and `<!-- /generated -->`), each stamped with the run's date and
-       machine, so the numbers in the guide are the last run's, never typed by hand.
+       guide (between `<!-- generated:NAME -->` and `<!-- /generated -->`) and the quoted regions of
+       docs/runbook.md and README.md, each stamped with the run's date and machine, so the numbers in the pages are
+       the last run's, never typed by hand.
 
 The exact command
     python -m playbook.guide docs/figures                      # what `make guide-figures` runs (15-40 min on 2 cores)
+    python -m playbook.guide --outputs docs/figures            # only the quoted command outputs (seconds): rerun
+                                                               # after a change to what `playbook diagnose` prints
     python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide/summary.json
                                                                # reuse a finished batch: no lab reruns (seconds)
     python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md   # two labs only, into a scratch copy
@@ -48,8 +52,10 @@ from playbook.report import catalog
 
 ROOT = catalog.ROOT
 DEFAULT_GUIDE = ROOT / "docs" / "field-guide.md"
+DEFAULT_PAGES = (ROOT / "docs" / "runbook.md", ROOT / "README.md")  # other pages quoting generated output
 MACHINE_FILE = "machine.json"
 COMMAND = "python -m playbook.guide docs/figures"
+OUTPUTS_COMMAND = "python -m playbook.guide --outputs docs/figures"
 
 REGION = re.compile(r"(<!-- generated:(?P<name>[a-z0-9_.-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
 
@@ -301,15 +307,16 @@ def _status_text(row: LabRow) -> str:
     return "not run in this batch"
 
 
-def results_table(rows: list[LabRow]) -> str:
-    """The lab-results Markdown table: notebook, batch status, verdict, key figures, minutes."""
+def results_table(rows: list[LabRow], notebooks: str = "../notebooks") -> str:
+    """The lab-results Markdown table: notebook, batch status, verdict, key figures, minutes; `notebooks` is the
+    notebooks/ folder relative to the page the table goes into."""
     lines = ["| Notebook | Ran | Verdict | Key figures (from the notebook's verdict) | Time (s) |",
              "| --- | --- | --- | --- | ---: |"]
     for r in rows:
         figs = " · ".join(f"{k} {fmt_value(v)}" for k, v in r.key_figures.items()) or "–"
         verdict = f"**{r.verdict}**" if r.verdict else ("no verdict recorded" if r.status != "not run" else "–")
         secs = f"{r.duration_s:.0f}" if r.duration_s is not None else "–"
-        lines.append(f"| [{r.notebook}](../notebooks/{r.notebook}.ipynb) | {_cell(_status_text(r))} | {verdict} | "
+        lines.append(f"| [{r.notebook}]({notebooks}/{r.notebook}.ipynb) | {_cell(_status_text(r))} | {verdict} | "
                      f"{_cell(figs)} | {secs} |")
     return "\n".join(lines)
 
@@ -411,13 +418,39 @@ def signatures_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-# Commands whose output the guide quotes verbatim (region name -> argv after `python`), run from the repo root.
-SAMPLE_COMMANDS: dict[str, list[str]] = {
+# Commands whose output the pages quote verbatim (region name -> argv after `python`), run from the repo root.
+# OUTPUT_COMMANDS read committed samples and fixtures (seconds: the `--outputs` path reruns them); BENCH_COMMANDS
+# time things, so they run only with the labs.
+OUTPUT_COMMANDS: dict[str, list[str]] = {
     "dflash-diagnosis": ["-m", "playbook", "diagnose", "data/samples/dflash-8gpu", "--interval", "2"],
     "synthetic-64gpu-diagnosis": ["-m", "playbook", "diagnose", "data/samples/synthetic-64gpu"],
     "nccl-socket-diagnosis": ["-m", "playbook", "diagnose", "tests/data/nccl/socket_fallback.log"],
-    "probe-overhead": ["benchmarks/probe_overhead.py", "--repeats", "3"],
 }
+BENCH_COMMANDS: dict[str, list[str]] = {"probe-overhead": ["benchmarks/probe_overhead.py", "--repeats", "3"]}
+SAMPLE_COMMANDS: dict[str, list[str]] = {**OUTPUT_COMMANDS, **BENCH_COMMANDS}
+
+# The NCCL_DEBUG=INFO lines that say which transport each rank uses (the grep the guide tells readers to run).
+NCCL_TRANSPORT_RE = r"NET/IB : |NET/Socket : Using|Using network|GPU Direct RDMA"
+PERFORMANCE_FIXTURE = "tests/data/nvidia_smi_q/performance-8gpu-thermal.txt"
+# Fixture excerpts the pages quote (region name -> (command shown, argv run from the repo root or None, note)).
+EXCERPTS: dict[str, tuple[str, list[str] | None, str]] = {
+    "nccl-socket-init": (f"grep -E '{NCCL_TRANSPORT_RE}' tests/data/nccl/socket_fallback.log",
+                         ["grep", "-E", NCCL_TRANSPORT_RE, "tests/data/nccl/socket_fallback.log"],
+                         "On the fixture `tests/data/nccl/socket_fallback.log` (written for this project in NCCL "
+                         "2.18's format, see `tests/data/nccl/README.md`)."),
+    "nccl-healthy-init": (f"grep -m 3 -E '{NCCL_TRANSPORT_RE}' tests/data/nccl/healthy_ib_gdr.log",
+                          ["grep", "-m", "3", "-E", NCCL_TRANSPORT_RE, "tests/data/nccl/healthy_ib_gdr.log"],
+                          "The same grep on the healthy fixture `tests/data/nccl/healthy_ib_gdr.log`."),
+    "nvidia-smi-performance": ("nvidia-smi -q -d PERFORMANCE", None,
+                               f"Excerpt of the fixture `{PERFORMANCE_FIXTURE}` (an 8-GPU node in a recent "
+                               "driver's layout, written for this project: see `tests/data/nvidia_smi_q/README.md`), "
+                               "cut by `playbook.guide.performance_excerpt`; the comment lines at the end are its "
+                               "decoding of the Active lines into `clocks_event_reasons.active` bits."),
+}
+# Shortened copies of a quoted output (region name -> the region it shortens), for pages with little room.
+HEADS: dict[str, str] = {"dflash-diagnosis-head": "dflash-diagnosis"}
+QUOTES: tuple[str, ...] = (*SAMPLE_COMMANDS, *EXCERPTS, *HEADS)  # every quoted region playbook.guide fills
+FAST_QUOTES: tuple[str, ...] = (*OUTPUT_COMMANDS, *EXCERPTS, *HEADS)  # the ones `--outputs` refills
 
 
 def shown_command(argv: list[str]) -> str:
@@ -425,19 +458,157 @@ def shown_command(argv: list[str]) -> str:
     return " ".join(["playbook", *argv[2:]] if argv[:2] == ["-m", "playbook"] else ["python", *argv])
 
 
+def shown(name: str) -> str:
+    """The command line a quoted region shows after `$ `."""
+    if name in HEADS:
+        name = HEADS[name]
+    if name in EXCERPTS:
+        return EXCERPTS[name][0]
+    return shown_command(SAMPLE_COMMANDS[name])
+
+
 def run_sample(argv: list[str], timeout_s: float = 600) -> str:
     """What `python ARGV` prints (stdout, then stderr: diagnose's warnings), run from the repository root."""
+    return _run([sys.executable, *argv], timeout_s)
+
+
+def _run(argv: list[str], timeout_s: float = 600) -> str:
     try:
-        proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
+        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
                               timeout=timeout_s, env={**os.environ, "COLUMNS": "200"})
     except subprocess.TimeoutExpired:
         return f"(did not finish within {timeout_s:.0f} s)"
+    except OSError as exc:  # grep missing: say so in the page rather than fail the whole regeneration
+        return f"({argv[0]} could not run: {exc})"
     text = proc.stdout.rstrip()
     if proc.stderr.strip():
         text += "\n\n" + proc.stderr.rstrip()
     if proc.returncode:
         text += f"\n(exit status {proc.returncode})"
     return text
+
+
+REASONS_HEAD = re.compile(r"^\s{4}Clocks (?:Event|Throttle) Reasons\s*$")
+REASON_LINE = re.compile(r"^\s{8,}(?P<label>[A-Za-z][A-Za-z /-]*?)\s*:\s*(?P<value>Active|Not Active|N/A)\s*$")
+
+
+def reason_bit(label: str) -> int:
+    """The clocks_event_reasons bit of an `nvidia-smi -q` reason label ("HW Thermal Slowdown" -> 0x40)."""
+    from playbook.readers.nvidia_smi import REASON_BITS
+
+    key = re.sub(r"[^a-z]+", "_", label.lower()).strip("_")
+    key = {"idle": "gpu_idle"}.get(key, key)
+    if key not in REASON_BITS:
+        raise InputError(f"unknown clock-event reason label {label!r}")
+    return REASON_BITS[key]
+
+
+def performance_blocks(text: str) -> tuple[list[str], list[tuple[str, list[str], list[str]]]]:
+    """Split `nvidia-smi -q -d PERFORMANCE` output into its header lines and, per GPU, (bus id, block lines,
+    labels of the Active clock-event reasons). The Counters block that follows the reasons is not read as reasons."""
+    header: list[str] = []
+    gpus: list[tuple[str, list[str], list[str]]] = []
+    in_reasons = False
+    for line in text.splitlines():
+        if line.startswith("GPU "):
+            gpus.append((line[4:].strip(), [line], []))
+            in_reasons = False
+            continue
+        if not gpus:
+            header.append(line)
+            continue
+        if line.strip():
+            gpus[-1][1].append(line)
+        if REASONS_HEAD.match(line):
+            in_reasons = True
+        elif in_reasons and (m := REASON_LINE.match(line)):
+            if m.group("value") == "Active":
+                gpus[-1][2].append(m.group("label"))
+        elif line.strip():
+            in_reasons = False
+    return header, gpus
+
+
+def performance_excerpt(path: str | Path = PERFORMANCE_FIXTURE) -> str:
+    """The header, the first GPU's block and every GPU block with a harmful reason active (other GPUs elided), then
+    one comment line per shown GPU: its Active reasons as bits, the mask, and whether the mask is harmful."""
+    from playbook import schema
+
+    path = ROOT / path
+    header, gpus = performance_blocks(path.read_text(encoding="utf-8"))
+    if not gpus:
+        raise InputError(f"{path}: no 'GPU <bus id>' block: not `nvidia-smi -q -d PERFORMANCE` output")
+
+    def mask(labels: list[str]) -> int:
+        return sum(reason_bit(label) for label in labels)
+
+    shown_ix = [0] + [i for i, g in enumerate(gpus) if i and mask(g[2]) & schema.THROTTLE_HARMFUL]
+    lines = "\n".join(header).strip("\n").splitlines()
+    last = -1
+    for i in shown_ix:
+        if i - last > 1:
+            lines.append(f"[... {i - last - 1} GPU block(s) left out ...]")
+        lines += gpus[i][1]
+        last = i
+    if len(gpus) - 1 > last:
+        lines.append(f"[... {len(gpus) - 1 - last} GPU block(s) left out ...]")
+    lines.append("")
+    lines.append("# Active reasons as clocks_event_reasons.active bits (playbook.schema.THROTTLE_BITS):")
+    for i in shown_ix:
+        bus, _, labels = gpus[i]
+        m = mask(labels)
+        parts = " + ".join(f"{label} {reason_bit(label):#x}" for label in labels) or "none"
+        verdict = ("harmful: this GPU is slowed by heat or power delivery" if m & schema.THROTTLE_HARMFUL
+                   else "normal at full load" if m else "no reason active")
+        lines.append(f"#   GPU {bus}: {parts} = {m:#x} ({verdict})")
+    return "\n".join(lines)
+
+
+def run_excerpt(name: str) -> str:
+    """The text of an EXCERPTS region: the command's output, or the fixture excerpt for nvidia-smi."""
+    _, argv, _ = EXCERPTS[name]
+    return performance_excerpt() if argv is None else _run(argv, timeout_s=60)
+
+
+def head_of_diagnosis(text: str) -> str:
+    """A diagnose output cut to what a README has room for: the lines before the GPU table (the verdict), the GPU
+    summary line, and the first hypothesis with its evidence; each cut is marked `  ...`."""
+    keep: list[str] = []
+    lines = text.splitlines()
+    section = "top"
+    for line in lines:
+        if line.startswith("GPUs:"):
+            section = "gpus"
+            keep.append(line)
+            continue
+        if line.startswith("Hypotheses"):
+            section = "hyp"
+            keep += ["  ...", "", line]
+            continue
+        if section == "top":
+            keep.append(line)
+        elif section == "hyp":
+            if re.match(r"\s+2\. ", line):
+                keep.append("  ...")
+                break
+            keep.append(line)
+    return "\n".join(keep).rstrip()
+
+
+def command_outputs(names: tuple[str, ...] = FAST_QUOTES, say=None) -> dict[str, str]:
+    """Run the quoted commands and excerpts `names` (HEADS from their full output); region name -> text."""
+    out: dict[str, str] = {}
+    for name in names:
+        if name in HEADS:
+            continue
+        if say:
+            say(f"excerpt of {PERFORMANCE_FIXTURE}" if name in EXCERPTS and EXCERPTS[name][1] is None
+                else shown(name))
+        out[name] = run_excerpt(name) if name in EXCERPTS else run_sample(SAMPLE_COMMANDS[name])
+    for name, full in HEADS.items():
+        if name in names and full in out:
+            out[name] = head_of_diagnosis(out[full])
+    return out
 
 
 # ---------------------------------------------------------------- plots (compute above, drawing here)
@@ -539,9 +710,9 @@ def region_names(text: str) -> list[str]:
     return [m.group("name") for m in REGION.finditer(text)]
 
 
-def rewrite_regions(text: str, bodies: dict[str, str], fallback: str) -> tuple[str, list[str]]:
-    """Replace each generated region's body with bodies[name] (or `fallback` for names not generated); returns the
-    new text and the names that got the fallback."""
+def rewrite_regions(text: str, bodies: dict[str, str], fallback: str | None) -> tuple[str, list[str]]:
+    """Replace each generated region's body with bodies[name] (or `fallback` for names not generated; None keeps
+    their body as it is); returns the new text and the names that got no body."""
     missed: list[str] = []
 
     def repl(m: re.Match) -> str:
@@ -549,6 +720,8 @@ def rewrite_regions(text: str, bodies: dict[str, str], fallback: str) -> tuple[s
         body = bodies.get(name)
         if body is None:
             missed.append(name)
+            if fallback is None:
+                return m.group(0)
             body = fallback
         return f"{m.group(1)}{body.strip()}\n{m.group(4)}"
 
@@ -572,7 +745,7 @@ def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, gu
               f"refuted, {verdicts['inconclusive']} inconclusive.")
     bodies = {
         "machine": stamp,
-        "lab-results": f"{stamp}\n\n{totals}\n\n{results_table(rows)}{img('speedups', 'fix vs fault per lab')}",
+        "lab-results": f"{stamp}\n\n{totals}\n\n{results_table(rows, os.path.relpath(ROOT / 'notebooks', guide_dir))}{img('speedups', 'fix vs fault per lab')}",
     }
     for r in rows:
         bodies[f"lab-{r.notebook}"] = f"{stamp}\n\n{lab_section(r)}"
@@ -588,17 +761,59 @@ def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, gu
     ran = summary.get("commands_at")  # the quoted commands run when the guide is regenerated, maybe after the batch
     command_stamp = stamp if not ran else stamp.replace(
         f" from batch `{summary.get('run_id', '?')}`", f" (command run {ran}; batch `{summary.get('run_id', '?')}`)")
-    for name, text in samples.items():
-        bodies[name] = f"{command_stamp}\n\n```\n$ {shown_command(SAMPLE_COMMANDS[name])}\n{text}\n```"
+    bodies.update(quote_bodies(samples, command_stamp))
     return bodies
+
+
+def quote_bodies(texts: dict[str, str], stamp: str) -> dict[str, str]:
+    """Region bodies of quoted outputs: the stamp, the excerpt's note when it has one, the command and its text."""
+    bodies = {}
+    for name, text in texts.items():
+        note = f"{EXCERPTS[name][2]}\n\n" if name in EXCERPTS else ""
+        bodies[name] = f"{stamp}\n\n{note}```\n$ {shown(name)}\n{text}\n```"
+    return bodies
+
+
+def outputs_stamp(machine: dict[str, Any] | None = None) -> str:
+    """The stamp of regions refilled by the fast path (`--outputs`): command, date and machine, no batch."""
+    machine = machine or machine_stamp(gpu_probe=False)
+    return f"*Generated by `{OUTPUTS_COMMAND}` on {machine['date']} — {machine_text(machine)}.*"
+
+
+def rewrite_pages(pages: list[Path], bodies: dict[str, str], fallback: str | None = None) -> dict[Path, list[str]]:
+    """Rewrite the generated regions of each existing page; returns page -> region names left without a body."""
+    missed = {}
+    for page in pages:
+        if page.is_file():
+            text, missed[page] = rewrite_regions(page.read_text(encoding="utf-8"), bodies, fallback)
+            page.write_text(text, encoding="utf-8")
+    return missed
+
+
+def write_command_outputs(out_dir: str | Path, pages: list[str | Path], outputs: dict[str, str],
+                          stamp: str | None = None) -> list[Path]:
+    """The fast path: write each quoted output to OUT_DIR/<name>.txt and into the pages' regions of that name;
+    every other region (lab figures, signatures) keeps its committed body. Returns the files written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name, text in outputs.items():
+        path = out_dir / f"{name}.txt"
+        path.write_text(f"$ {shown(name)}\n{text}".rstrip() + "\n", encoding="utf-8")
+        files.append(path)
+    paths = [Path(p) for p in pages]
+    rewrite_pages(paths, quote_bodies(outputs, stamp or outputs_stamp()))
+    return files + [p for p in paths if p.is_file()]
 
 
 # ---------------------------------------------------------------- writing
 
 def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Path | None = DEFAULT_GUIDE,
                   signatures: list[dict[str, Any]] | None = None, samples: dict[str, str] | None = None,
-                  plots: bool = True, present: list[str] | None = None) -> dict[str, Any]:
-    """Write tables, JSON and plots into out_dir and rewrite the guide's generated regions (when `guide` exists).
+                  plots: bool = True, present: list[str] | None = None,
+                  pages: list[str | Path] = ()) -> dict[str, Any]:
+    """Write tables, JSON and plots into out_dir and rewrite the guide's generated regions (when `guide` exists),
+    and the regions of the other `pages` that have a body here (theirs without one are left as they are).
 
     Returns {"rows": [...], "files": [...], "missed_regions": [...], "failed": [...]}."""
     out_dir = Path(out_dir)
@@ -607,7 +822,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
     samples = samples or {}
     files: list[Path] = []
     for stale in [*out_dir.glob("lab-*.md"), *(out_dir / f"{n}.png" for n in PLOTS), out_dir / "signatures.md",
-                  *(out_dir / f"{n}.txt" for n in SAMPLE_COMMANDS)]:
+                  *(out_dir / f"{n}.txt" for n in QUOTES)]:
         stale.unlink(missing_ok=True)  # what this run does not regenerate must not linger from an earlier one
 
     def write(name: str, text: str) -> None:
@@ -616,7 +831,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
         files.append(path)
 
     stamp = stamp_line(summary)
-    write("lab-results.md", f"{stamp}\n\n{results_table(rows)}")
+    write("lab-results.md", f"{stamp}\n\n{results_table(rows, os.path.relpath(ROOT / 'notebooks', out_dir))}")
     extract = {"run_id": summary.get("run_id"), "created": summary.get("created"),
                "machine": summary.get("machine"), "duration_s": summary.get("duration_s"),
                "labs": [asdict(r) | {"speedup": r.speedup} for r in rows]}
@@ -627,7 +842,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
     if signatures is not None:
         write("signatures.md", f"{stamp}\n\n{signatures_table(signatures)}")
     for name, text in samples.items():
-        write(f"{name}.txt", f"$ {shown_command(SAMPLE_COMMANDS[name])}\n{text}")
+        write(f"{name}.txt", f"$ {shown(name)}\n{text}")
     images: dict[str, Path] = {}
     if plots:
         from playbook.plots.style import use_headless_backend
@@ -649,6 +864,8 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
                                        f"{stamp}\n\n*Nothing was generated for this region in this run.*")
         guide.write_text(text, encoding="utf-8")
         files.append(guide)
+        rewrite_pages([Path(p) for p in pages], bodies)
+        files += [Path(p) for p in pages if Path(p).is_file()]
     return {"rows": rows, "files": files, "missed_regions": missed,
             "failed": [r.notebook for r in rows if r.status == "failed"]}
 
@@ -657,6 +874,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
 
 EXAMPLES = """example:
   python -m playbook.guide docs/figures                  rerun every lab quickly, regenerate the guide (make guide-figures)
+  python -m playbook.guide --outputs docs/figures        only the quoted `playbook diagnose` outputs and excerpts (seconds)
   python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide
                                                          reuse a finished batch report: no lab reruns
   python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md    two labs, into scratch copies
@@ -670,6 +888,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("out_dir", metavar="OUT_DIR", help="where the tables and plots go (the guide embeds docs/figures)")
     p.add_argument("--guide", default=str(DEFAULT_GUIDE), metavar="MD",
                    help="the guide whose generated regions are rewritten (default docs/field-guide.md)")
+    p.add_argument("--pages", nargs="*", default=[str(x) for x in DEFAULT_PAGES], metavar="MD",
+                   help="other pages whose quoted regions are rewritten (default docs/runbook.md README.md)")
+    p.add_argument("--outputs", action="store_true",
+                   help="only rerun the quoted commands and excerpts and rewrite their regions (seconds; the lab "
+                        "figures stay as committed)")
     p.add_argument("--summary", metavar="PATH", help="a finished report's summary.json (or its folder): no reruns")
     p.add_argument("--labs", nargs="+", default=["all"], metavar="NAME",
                    help="notebooks to rerun: 'all' (default) or names/numbers as `playbook report --labs` takes")
@@ -688,6 +911,16 @@ def main(argv: list[str] | None = None) -> int:
     def say(msg: str) -> None:
         print(f"[guide {time.perf_counter() - t0:6.0f} s] {msg}", file=sys.stderr, flush=True)
 
+    if args.outputs:
+        try:
+            outputs = command_outputs(FAST_QUOTES, say=lambda c: say(f"running {c}"))
+            files = write_command_outputs(args.out_dir, [args.guide, *args.pages], outputs)
+        except PlaybookError as exc:
+            print(f"playbook.guide: error: {exc}", file=sys.stderr)
+            return 2
+        failed = [n for n, text in outputs.items() if re.search(r"\(exit status [1-9]|could not run|did not finish", text)]
+        say(f"done: {len(files)} files written" + (f"; failed: {', '.join(failed)}" if failed else ""))
+        return 1 if failed else 0
     try:
         if args.summary:
             summary = load_summary(args.summary)
@@ -702,13 +935,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_signatures:
             say("2/4 diagnosing labelled synthetic signatures (playbook.simulate)")
             signatures = signature_rows()
-        samples = {}
         summary["commands_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        for name, argv in SAMPLE_COMMANDS.items():
-            say(f"3/4 {shown_command(argv)}")
-            samples[name] = run_sample(argv)
-        say(f"4/4 writing tables and plots into {args.out_dir}/ and the guide {args.guide}")
-        result = write_outputs(summary, args.out_dir, args.guide, signatures, samples)
+        samples = command_outputs(QUOTES, say=lambda c: say(f"3/4 {c}"))
+        say(f"4/4 writing tables and plots into {args.out_dir}/, the guide {args.guide} and {' '.join(args.pages)}")
+        result = write_outputs(summary, args.out_dir, args.guide, signatures, samples, pages=args.pages)
     except PlaybookError as exc:
         print(f"playbook.guide: error: {exc}", file=sys.stderr)
         return 2
