@@ -10,7 +10,7 @@ TORCH_CPU := torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup demo test lab report bench lint format guide-figures clean
+.PHONY: help setup demo test lab report bench lint format guide-figures guide-outputs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ format: $(STAMP)  ## strip notebook outputs and fix lint where ruff can
 
 guide-figures: $(STAMP)  ## rerun the labs quickly and regenerate the field guide's tables and figures
 	$(PY) -m playbook.guide docs/figures
+
+guide-outputs: $(STAMP)  ## regenerate only the command outputs the docs quote (seconds, no labs)
+	$(PY) -m playbook.guide --outputs docs/figures
 
 clean:  ## remove caches, runs and reports (keeps .venv)
 	rm -rf reports data/runs .pytest_cache .ruff_cache .hypothesis
