@@ -56,7 +56,7 @@ format: $(STAMP)  ## strip notebook outputs and fix lint where ruff can
 guide-figures: $(STAMP)  ## rerun the labs quickly and regenerate the field guide's tables and figures
 	$(PY) -m playbook.guide docs/figures
 
-guide-outputs: $(STAMP)  ## regenerate only the command outputs the docs quote (seconds, no labs)
+guide-outputs: $(STAMP)  ## regenerate only the command outputs the docs quote (< 1 min, no labs)
 	$(PY) -m playbook.guide --outputs docs/figures
 
 clean:  ## remove caches, runs and reports (keeps .venv)

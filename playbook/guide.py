@@ -1,12 +1,13 @@
 """Field-guide figures: rerun the labs with their quick parameters and regenerate the numbers in docs/field-guide.md.
 
-What it does (`--outputs`: step 2's quoted commands and excerpts only, in seconds; no lab runs)
+What it does (`--outputs`: step 2's quoted commands and excerpts only, under a minute; no lab runs)
     1. Runs every notebook with its quick parameters through the batch runner (`playbook report --labs all
        --quick`, playbook.report.runner) into reports/<UTC time>-guide/, and writes machine.json beside its
        summary.json (date, CPU count, torch version, GPU or not).
     2. Diagnoses labelled SYNTHETIC telemetry and step logs with known answers (playbook.simulate), one per failure
        signature; runs the commands the pages quote (OUTPUT_COMMANDS: `playbook diagnose` on the two embedded
-       samples and on the NCCL socket-fallback fixture; BENCH_COMMANDS: `python benchmarks/probe_overhead.py
+       samples and on the NCCL socket-fallback fixture, `playbook watch --for 30s` on a fake NVML once this build
+       has `watch`; BENCH_COMMANDS: `python benchmarks/probe_overhead.py
        --repeats 3`) and cuts the fixture excerpts (EXCERPTS: NCCL transport lines by grep, an `nvidia-smi -q -d
        PERFORMANCE` dump), keeping their output exactly as printed.
     3. Writes Markdown tables, JSON and small PNG plots into OUT_DIR, and rewrites the generated regions of the
@@ -16,7 +17,7 @@ What it does (`--outputs`: step 2's quoted commands and excerpts only, in second
 
 The exact command
     python -m playbook.guide docs/figures                      # what `make guide-figures` runs (15-40 min on 2 cores)
-    python -m playbook.guide --outputs docs/figures            # only the quoted command outputs (seconds): rerun
+    python -m playbook.guide --outputs docs/figures            # only the quoted command outputs (< 1 min): rerun
                                                                # after a change to what `playbook diagnose` prints
     python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide/summary.json
                                                                # reuse a finished batch: no lab reruns (seconds)
@@ -425,7 +426,12 @@ OUTPUT_COMMANDS: dict[str, list[str]] = {
     "dflash-diagnosis": ["-m", "playbook", "diagnose", "data/samples/dflash-8gpu", "--interval", "2"],
     "synthetic-64gpu-diagnosis": ["-m", "playbook", "diagnose", "data/samples/synthetic-64gpu"],
     "nccl-socket-diagnosis": ["-m", "playbook", "diagnose", "tests/data/nccl/socket_fallback.log"],
+    # a live answer without a GPU: fake NVML with an 8 s stall (SYNTHETIC); 30 s of wall time
+    "watch-demo": ["-m", "playbook", "watch", "--fake-nvml", "data_stall:8", "--for", "30s"],
 }
+# Quoted commands that need a subcommand this build may not have yet: skipped (their regions kept) until it has it.
+REQUIRES: dict[str, str] = {"watch-demo": "watch"}
+STDOUT_ONLY = {"watch-demo"}  # its stderr is the live progress lines, not the answer
 BENCH_COMMANDS: dict[str, list[str]] = {"probe-overhead": ["benchmarks/probe_overhead.py", "--repeats", "3"]}
 SAMPLE_COMMANDS: dict[str, list[str]] = {**OUTPUT_COMMANDS, **BENCH_COMMANDS}
 
@@ -448,7 +454,7 @@ EXCERPTS: dict[str, tuple[str, list[str] | None, str]] = {
                                "decoding of the Active lines into `clocks_event_reasons.active` bits."),
 }
 # Shortened copies of a quoted output (region name -> the region it shortens), for pages with little room.
-HEADS: dict[str, str] = {"dflash-diagnosis-head": "dflash-diagnosis"}
+HEADS: dict[str, str] = {"dflash-diagnosis-head": "dflash-diagnosis", "watch-demo-head": "watch-demo"}
 QUOTES: tuple[str, ...] = (*SAMPLE_COMMANDS, *EXCERPTS, *HEADS)  # every quoted region playbook.guide fills
 FAST_QUOTES: tuple[str, ...] = (*OUTPUT_COMMANDS, *EXCERPTS, *HEADS)  # the ones `--outputs` refills
 
@@ -467,12 +473,20 @@ def shown(name: str) -> str:
     return shown_command(SAMPLE_COMMANDS[name])
 
 
-def run_sample(argv: list[str], timeout_s: float = 600) -> str:
+def run_sample(argv: list[str], timeout_s: float = 600, stderr: bool = True) -> str:
     """What `python ARGV` prints (stdout, then stderr: diagnose's warnings), run from the repository root."""
-    return _run([sys.executable, *argv], timeout_s)
+    return _run([sys.executable, *argv], timeout_s, stderr)
 
 
-def _run(argv: list[str], timeout_s: float = 600) -> str:
+def available(name: str) -> bool:
+    """Whether the quoted command `name` can run in this build (its subcommand is registered)."""
+    from playbook.cli import COMMANDS
+
+    need = REQUIRES.get(HEADS.get(name, name))
+    return need is None or need in COMMANDS
+
+
+def _run(argv: list[str], timeout_s: float = 600, stderr: bool = True) -> str:
     try:
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
                               timeout=timeout_s, env={**os.environ, "COLUMNS": "200"})
@@ -481,7 +495,7 @@ def _run(argv: list[str], timeout_s: float = 600) -> str:
     except OSError as exc:  # grep missing: say so in the page rather than fail the whole regeneration
         return f"({argv[0]} could not run: {exc})"
     text = proc.stdout.rstrip()
-    if proc.stderr.strip():
+    if proc.stderr.strip() and (stderr or proc.returncode):
         text += "\n\n" + proc.stderr.rstrip()
     if proc.returncode:
         text += f"\n(exit status {proc.returncode})"
@@ -571,8 +585,9 @@ def run_excerpt(name: str) -> str:
 
 
 def head_of_diagnosis(text: str) -> str:
-    """A diagnose output cut to what a README has room for: the lines before the GPU table (the verdict), the GPU
-    summary line, and the first hypothesis with its evidence; each cut is marked `  ...`."""
+    """A diagnose output cut to what a front page has room for: the lines before the GPU table (the verdict; all of a
+    `watch` answer's one-line summary), the GPU summary line, and the first hypothesis with its evidence; each cut
+    is marked `  ...`."""
     keep: list[str] = []
     lines = text.splitlines()
     section = "top"
@@ -601,10 +616,15 @@ def command_outputs(names: tuple[str, ...] = FAST_QUOTES, say=None) -> dict[str,
     for name in names:
         if name in HEADS:
             continue
+        if not available(name):
+            if say:
+                say(f"skipped {shown(name)}: `playbook {REQUIRES[name]}` is not in this build (its regions kept)")
+            continue
         if say:
             say(f"excerpt of {PERFORMANCE_FIXTURE}" if name in EXCERPTS and EXCERPTS[name][1] is None
                 else shown(name))
-        out[name] = run_excerpt(name) if name in EXCERPTS else run_sample(SAMPLE_COMMANDS[name])
+        out[name] = (run_excerpt(name) if name in EXCERPTS
+                     else run_sample(SAMPLE_COMMANDS[name], stderr=name not in STDOUT_ONLY))
     for name, full in HEADS.items():
         if name in names and full in out:
             out[name] = head_of_diagnosis(out[full])
@@ -874,7 +894,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
 
 EXAMPLES = """example:
   python -m playbook.guide docs/figures                  rerun every lab quickly, regenerate the guide (make guide-figures)
-  python -m playbook.guide --outputs docs/figures        only the quoted `playbook diagnose` outputs and excerpts (seconds)
+  python -m playbook.guide --outputs docs/figures        only the quoted command outputs and excerpts (< 1 min)
   python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide
                                                          reuse a finished batch report: no lab reruns
   python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md    two labs, into scratch copies
@@ -891,7 +911,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pages", nargs="*", default=[str(x) for x in DEFAULT_PAGES], metavar="MD",
                    help="other pages whose quoted regions are rewritten (default docs/runbook.md README.md)")
     p.add_argument("--outputs", action="store_true",
-                   help="only rerun the quoted commands and excerpts and rewrite their regions (seconds; the lab "
+                   help="only rerun the quoted commands and excerpts and rewrite their regions (< 1 min; the lab "
                         "figures stay as committed)")
     p.add_argument("--summary", metavar="PATH", help="a finished report's summary.json (or its folder): no reruns")
     p.add_argument("--labs", nargs="+", default=["all"], metavar="NAME",
