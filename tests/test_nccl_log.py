@@ -146,7 +146,7 @@ def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypo
 
     log = tmp_path / "torchrun.log"
     log.write_text("\n".join(_watchdog(r, s) for r, s in seqs.items()) + "\n[rank1]:some other line\n")
-    assert detect.detect(log) == "nccl_log"
+    assert detect.detect(log) == "lines"  # text: every line scanner, NCCL among them
     bundle = read_file(log)
     stuck = an.timeouts(bundle.nccl)
     assert [r["rank"] for r in stuck["ranks"]] == sorted(seqs) and stuck["ranks"][0]["ran_s"] == 600.0
@@ -167,7 +167,7 @@ def test_torchrun_prefixed_nccl_lines_are_read_and_a_json_array_is_not(tmp_path)
     text = (DATA / "healthy_ib_gdr.log").read_text()
     prefixed = tmp_path / "torchrun.log"
     prefixed.write_text("".join(f"[default{i % 4}]:{line}\n" for i, line in enumerate(text.splitlines())))
-    assert detect.detect(prefixed) == "nccl_log"
+    assert detect.detect(prefixed) == "lines"
     b = nl.read(prefixed)
     ch = b.nccl[b.nccl["kind"] == "channel"]
     assert ch.groupby("transport").size().to_dict() == {"NET": 8, "P2P": 4}

@@ -18,7 +18,7 @@ R = "readers"
 
 
 def test_detect_lists_every_planned_reader_and_skips_missing_ones():
-    for name in ("nvidia_smi", "dmon", "dcgm", "generic_csv", "steps", "kineto", "nccl_log", "nsys",
+    for name in ("nvidia_smi", "dmon", "dcgm", "generic_csv", "steps", "kineto", "lines", "nsys",
                  "flight_recorder"):
         assert name in detect.READERS
     available = detect.available()

@@ -6,7 +6,8 @@
 
 Formats are recognised from content, never from file names (see detect.READERS for the order): nvidia-smi
 --query-gpu CSV and polling loops (nvidia_smi), nvidia-smi dmon (dmon), dcgm-exporter / Prometheus / dcgmi dmon
-(dcgm), generic telemetry CSV (generic_csv), step logs (steps), Kineto traces (kineto), NCCL logs (nccl_log),
+(dcgm), generic telemetry CSV (generic_csv), step tables (steps), Kineto traces (kineto), any other text log
+(lines: step lines, NCCL lines, recompiles and events, line by line),
 and the playbook's own recordings (run directories, or a single table's .parquet file).
 
 Inputs may be files or folders, mixed freely. A run directory (meta.json with the run marker) is read with
@@ -57,24 +58,7 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     head = textio.decode(raw)
     name = detect.detect(path, head)
     opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
-    bundle = _call(name, path, opts)
-    for companion in detect.COMPANIONS.get(name, ()):
-        reader = detect.module(companion)
-        if reader is None or not _sniffs(reader, head):
-            continue
-        try:
-            extra = _call(companion, path, opts)
-        except InputError:
-            continue  # the companion found nothing it can use; the primary reading stands
-        bundle.extend(extra)
-    return bundle
-
-
-def _sniffs(reader, head: str) -> bool:
-    try:
-        return bool(reader.sniff(head))
-    except Exception:
-        return False
+    return _call(name, path, opts)
 
 
 def _call(name: str, path: Path, opts: dict) -> schema.Bundle:

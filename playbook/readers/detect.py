@@ -17,7 +17,8 @@ from playbook.errors import UnknownFormatError
 from playbook.readers import textio
 
 # Most specific formats first: structured documents, then line formats with distinctive markers, then the
-# generic CSV and the loosest text formats (step logs) last.
+# generic CSV and step tables; any other text goes to the line scanners (readers/lines.py), which read training
+# logs, NCCL lines and events mixed in one file (nccl_log.read stays for NCCL-only use).
 READERS: tuple[str, ...] = (
     "kineto",           # PyTorch profiler Chrome traces (JSON)
     "nsys",             # Nsight Systems exports
@@ -27,11 +28,9 @@ READERS: tuple[str, ...] = (
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "generic_csv",      # CSV with recognisable telemetry headers
-    "nccl_log",         # NCCL_DEBUG=INFO logs
-    "steps",            # step logs: CSV/JSONL/text with step durations
+    "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
+    "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line
 )
-# Text logs often interleave these: when both recognise a file, both read it and their tables are merged.
-COMPANIONS: dict[str, tuple[str, ...]] = {"nccl_log": ("steps",), "steps": ("nccl_log",)}
 
 _cache: dict[str, ModuleType | None] = {}
 

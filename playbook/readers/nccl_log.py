@@ -81,10 +81,12 @@ def sniff(head: str) -> bool:
 
 
 def read(path: str | Path, **opts: Any) -> Bundle:
-    """Parse an NCCL_DEBUG=INFO log (or any log with NCCL lines mixed in) into `bundle.nccl`."""
+    """Parse an NCCL_DEBUG=INFO log (or any log with NCCL lines mixed in) into `bundle.nccl`, streaming it."""
     path = Path(path)
-    text = textio.read_text(path)  # gzip/zstd/... by magic bytes, a truncated stream keeps what decompresses
-    frame, skips, stats = parse_text(text, str(path))
+    scanner = NcclLines(str(path))
+    for lineno, line in enumerate(textio.iter_lines(path), start=1):  # gzip/zstd/... by magic bytes
+        scanner.feed(lineno, line)
+    frame, skips, stats = scanner.result()
     if frame.empty:
         raise InputError(f"{path}: no NCCL INFO facts found ({stats['nccl_lines']} NCCL lines, "
                          f"{stats['lines']} lines)")
@@ -97,43 +99,83 @@ def read(path: str | Path, **opts: Any) -> Bundle:
 
 def parse_text(text: str, source: str = "") -> tuple[pd.DataFrame, SkipCounter, dict]:
     """Parse NCCL log text. Returns (nccl frame, skip counter for garbled NCCL messages, line statistics)."""
-    skips = SkipCounter(source)
-    host = textio.host_from_path(source) if source else ""  # for lines without a host:pid prefix
-    rows: list[dict] = []
-    clean_hosts: set[str] = set()
-    n_lines = n_nccl = 0
+    scanner = NcclLines(source)
     for lineno, line in enumerate(text.splitlines(), start=1):
-        n_lines += 1
+        scanner.feed(lineno, line)
+    return scanner.result()
+
+
+# NCCL lines without the host:pid:tid [dev] prefix (a launcher that strips it, a pasted excerpt)
+_BARE_RE = re.compile(r"(?:^|[\s\]:|])NCCL (INFO|WARN) ?(.*)$")
+
+
+class NcclLines:
+    """A line scanner: `feed(lineno, line)` says whether the line was an NCCL or watchdog line; `result()` gives
+    (nccl frame, skip counter, statistics). Lines are fed one at a time, so a file is never held whole."""
+
+    name = "nccl"
+
+    def __init__(self, source: str = ""):
+        self.source = source
+        self.skips = SkipCounter(source)
+        self.host = textio.host_from_path(source) if source else ""  # for lines without a host:pid prefix
+        self.rows: list[dict] = []
+        self.clean_hosts: set[str] = set()
+        self.n_lines = self.n_nccl = 0
+
+    def feed(self, lineno: int, line: str) -> bool:
+        self.n_lines += 1
+        if "NCCL" not in line and "Watchdog" not in line:
+            return False
+        rows = self.rows
         matches = list(PREFIX_RE.finditer(line))
         if not matches:
             m = _BARE_VERSION_RE.match(line)
             if m:
                 rows.append(_row("", -1, -1, -1, "version", detail=m.group(1), line=lineno))
-            elif (w := _WATCHDOG_RE.search(line)):
-                rows.append(_row(host, -1, -1, -1, "timeout", rank=int(w["rank"]) if w["rank"] else -1, line=lineno,
-                                 detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}"))
-            continue
-        n_nccl += len(matches)
+                return True
+            if (w := _WATCHDOG_RE.search(line)):
+                rows.append(_row(self.host, -1, -1, -1, "timeout", rank=int(w["rank"]) if w["rank"] else -1,
+                                 line=lineno, detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}"))
+                return True
+            b = _BARE_RE.search(line)
+            if not b:
+                return False
+            self.n_nccl += 1
+            base = (self.host, -1, -1, -1)
+            msg = b.group(2).rstrip()
+            if b.group(1) == "WARN":
+                rows.append(_row(*base, "warn", detail=msg, line=lineno))
+                return True
+            row, garbled = _parse_message(msg, False)
+            if row is not None and not garbled:
+                row.update(host=base[0], pid=-1, tid=-1, device=-1, line=lineno)
+                rows.append(row)
+            return True  # an NCCL line, understood even when it states nothing we keep
+        self.n_nccl += len(matches)
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
             spliced = i + 1 < len(matches)
             msg = line[m.end():end].rstrip()
             clean = m.start() == 0 or line[m.start() - 1].isspace()
             if clean:
-                clean_hosts.add(m["host"])
+                self.clean_hosts.add(m["host"])
             base = (m["host"] if clean else "\0" + m["host"], int(m["pid"]), int(m["tid"]), int(m["dev"]))
             if m["level"] == "WARN":
                 rows.append(_row(*base, "warn", detail=msg, line=lineno))
                 continue
             row, garbled = _parse_message(msg, spliced)
             if garbled:
-                skips.skip(lineno, f"garbled NCCL message {msg[:60]!r}")
+                self.skips.skip(lineno, f"garbled NCCL message {msg[:60]!r}")
             elif row is not None:
                 row.update(host=base[0], pid=base[1], tid=base[2], device=base[3], line=lineno)
                 rows.append(row)
-    _repair_spliced_hosts(rows, clean_hosts)
-    frame = _frame(rows, source)
-    return frame, skips, {"lines": n_lines, "nccl_lines": n_nccl, "facts": int(len(frame))}
+        return True
+
+    def result(self) -> tuple[pd.DataFrame, SkipCounter, dict]:
+        _repair_spliced_hosts(self.rows, self.clean_hosts)
+        frame = _frame(self.rows, self.source)
+        return frame, self.skips, {"lines": self.n_lines, "nccl_lines": self.n_nccl, "facts": int(len(frame))}
 
 
 def _repair_spliced_hosts(rows: list[dict], clean_hosts: set[str]) -> None:

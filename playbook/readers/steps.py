@@ -6,19 +6,8 @@ Three shapes:
   (time, timestamp, wall_time, end_time, ...; durations are the gaps between consecutive steps of a rank).
   Optional rank, tokens, host and phase columns.
 - JSON Lines with the same keys.
-- Text logs, line by line (torchrun's `[rank3]:` / `[default3]:` prefixes give the rank, a leading ISO or
-  `[YYYY-MM-DD HH:MM:SS]` timestamp the time):
-    `step 100 ... 0.512 sec/batch`                 (TensorFlow-style)
-    `iteration 100/ 5000 | ... | elapsed time per iteration (ms): 1234.5 | ...`   (Megatron)
-    `Iteration duration: 0.53` (s, or with ms)     (step from `iteration N` / `step N` on the line, else counted)
-    `step 12 ... step_time: 0.5` / `iter_time=0.5s` / `dt 480ms`      (generic key: value)
-    ` 45%|####5     | 450/1000 [02:13<02:43,  3.37it/s]` and `1.23s/it`   (tqdm / Hugging Face progress bars;
-     the rate is tqdm's smoothed average, so one row per update, not an exact per-step time)
-    `step: 10  loss: 9.87 ... tps: 7,410` with a timestamp and no duration on the line (torchtitan, DeepSpeed's
-     `[Rank 0] step=10, ...`, most logging.info lines): the mean step time over the logging window, (time of
-     this line - time of the previous logged step) / steps between them; one row per logged step
-  Lines mentioning a checkpoint save, an evaluation/validation or a recompilation become events (kind
-  checkpoint / eval / recompile), tied to the last step seen on that rank.
+- Text logs are read line by line by readers/lines.py (the step grammar of readers/step_grammar.py, with NCCL,
+  recompile and event lines in the same pass); `read` hands them there.
 
 Output: the steps table (phase "step" unless a phase column says otherwise; time = step start when a timestamp
 is known, else NaT) and the events table. Unreadable records are skipped and counted.
@@ -27,8 +16,6 @@ is known, else NaT) and the events table. Unreadable records are skipped and cou
 from __future__ import annotations
 
 import json
-import re
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -56,32 +43,6 @@ TOKEN_KEYS = ("tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", 
 HOST_KEYS = ("host", "hostname", "node", "node_name")
 PHASE_KEYS = ("phase",)
 
-_EVENT_PATTERNS = (
-    ("checkpoint", re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writ"
-                              r"ing)|\bsaving model\b", re.IGNORECASE)),
-    ("eval", re.compile(r"\bevaluat|\bvalidat(ion|ing)\b|\brunning eval", re.IGNORECASE)),
-    ("recompile", re.compile(r"recompil", re.IGNORECASE)),
-)
-_RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default|r)\s*(\d+)\]\s*:?\s*", re.IGNORECASE)
-_TIME_PREFIX = re.compile(r"^\s*\[?\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?)\s*\]?")
-# a timestamp after a short logger tag ("[titan] 2025-01-15 10:00:01,123 - root - INFO - step: 10 ...")
-_TIME_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)")
-_RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")  # DeepSpeed's log_dist
-_NUM = r"(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)"
-_TF = re.compile(r"\bstep\s*[:=#]?\s*(\d+)\b.*?" + _NUM + r"\s*sec/batch", re.IGNORECASE)
-_MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*" + _NUM,
-                       re.IGNORECASE)
-_ITER_DURATION = re.compile(r"iteration\s+duration\s*[:=]?\s*" + _NUM + r"\s*(ms|s|sec|secs|seconds)?\b",
-                            re.IGNORECASE)
-_STEP_NUMBER = re.compile(r"\b(?:step|iteration|iter|global_step)\s*[:=#]?\s*(\d+)\b", re.IGNORECASE)
-_KEY_DURATION = re.compile(r"\b(?:step[_ ]?time|time[_ /]?per[_ ]?step|iter(?:ation)?[_ ]?time|batch[_ ]?time|"
-                           r"step[_ ]?duration|dt)\s*[:=]?\s*" + _NUM + r"\s*(ms|s|sec|secs|seconds)?\b",
-                           re.IGNORECASE)
-_TQDM = re.compile(r"(\d+)/(\d+)\s*\[[^\]]*?,\s*" + _NUM + r"\s*(it/s|s/it)")
-_TOKENS = re.compile(r"\b(?:tokens|num_tokens|ntokens)\s*[:=]\s*(\d+)\b", re.IGNORECASE)
-_EVENT_DURATION = re.compile(r"\b(?:in|took)\s+" + _NUM + r"\s*(ms|s|sec|secs|seconds)\b", re.IGNORECASE)
-
-
 def _norm(name: str) -> str:
     return generic_csv.normalize(str(name))[0]
 
@@ -94,20 +55,6 @@ def _find(keys: list[str], wanted: tuple[str, ...]) -> str | None:
 def _is_table(keys: list[str]) -> bool:
     return _find(keys, STEP_KEYS) is not None and (
         _find(keys, DURATION_KEYS) is not None or _find(keys, TIME_KEYS) is not None)
-
-
-def _text_hits(lines: list[str]) -> int:
-    hits = 0
-    for line in lines:
-        body = _RANK_PREFIX.sub("", line)
-        if _MEGATRON.search(body):
-            hits += 2
-        elif _TF.search(body) or _ITER_DURATION.search(body) or _TQDM.search(body) or (
-                _KEY_DURATION.search(body) and _STEP_NUMBER.search(body)):
-            hits += 1
-        elif (_TIME_PREFIX.match(body) or _TIME_TAGGED.match(body)) and _STEP_NUMBER.search(body):
-            hits += 1  # a timestamped line naming a step: durations from consecutive lines
-    return hits
 
 
 def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
@@ -127,25 +74,27 @@ def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
 
 
 def sniff(head: str) -> bool:
-    """A CSV/JSONL whose fields name a step and a duration or time, or text with step-timing lines."""
-    lines = [ln for ln in head.split("\n")[:400] if ln.strip()]
-    if len(head) >= textio.HEAD_BYTES - 4 and len(lines) > 1:
-        lines = lines[:-1]
-    if not lines:
-        return False
-    return _table_shape(lines[0].strip(), head) is not None or _text_hits(lines) >= 2
+    """A CSV/JSONL whose fields name a step and a duration or time (text logs go to readers/lines.py)."""
+    first = next((ln.strip() for ln in head.split("\n") if ln.strip()), None)
+    return first is not None and _table_shape(first, head) is not None
 
 
 def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:
-    """Read a step log (CSV, JSON Lines or text) into a Bundle (steps, events)."""
+    """Read a step log (CSV, JSON Lines; text through readers/lines.py) into a Bundle (steps, events)."""
     path = Path(path)
-    text = textio.read_text(path)
-    first = next((ln.strip() for ln in text.split("\n") if ln.strip()), None)
+    head = textio.read_head(path)
+    first = next((ln.strip() for ln in head.split("\n") if ln.strip()), None)
     if first is None:
         raise InputError(f"{path}: empty step log")
-    shape = _table_shape(first, text[: textio.HEAD_BYTES])
+    shape = _table_shape(first, head)
     if shape is None:
-        return _read_text(path, text, tz)
+        from playbook.readers import lines
+
+        try:
+            return lines.scan(path, tz=tz)
+        except InputError as exc:
+            raise InputError(f"{path}: no step timings or training events found in this text ({exc})") from None
+    text = textio.read_text(path)
     return _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
 
 
@@ -294,134 +243,6 @@ def _read_jsonl(path: Path, text: str, tz: str) -> schema.Bundle:
     if _find(keep, STEP_KEYS) is None:
         raise InputError(f"{path}: JSON records without a step key")
     return _table_bundle(path, records, np.asarray(line_of), skips, tz)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# Text logs
-
-def _seconds(value: str, unit: str | None, default: float = 1.0) -> float:
-    v = float(value)
-    if unit is None:
-        return v * default
-    return v * (1e-3 if unit.lower() == "ms" else 1.0)
-
-
-def _read_text(path: Path, text: str, tz: str) -> schema.Bundle:
-    src = str(path)
-    host = textio.host_from_path(path)
-    steps: list[dict] = []
-    events: list[dict] = []
-    last_step: dict[int, int] = {}
-    tqdm_rows = 0
-    tqdm_seen: dict[tuple[int, int], int] = {}
-    stamped: dict[int, dict[int, pd.Timestamp]] = {}  # rank -> step -> time of a line naming it, no duration
-    for no, raw in enumerate(text.split("\n"), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        rank, t = -1, None
-        for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
-            if (m := _RANK_PREFIX.match(line)) and rank < 0:
-                rank, line = int(m.group(1)), line[m.end():]
-            if (m := _TIME_PREFIX.match(line) or _TIME_TAGGED.match(line)) and t is None:
-                t, line = _parse_time(m.group(1), tz), line[m.end():]
-        if rank < 0 and (m := _RANK_INLINE.search(line)):
-            rank = int(m.group(1))
-        step = duration = None
-        tokens = np.nan
-        if (m := _MEGATRON.search(line)):
-            step, duration = int(m.group(1)), float(m.group(2)) / 1e3
-        elif (m := _TF.search(line)):
-            step, duration = int(m.group(1)), float(m.group(2))
-        elif (m := _ITER_DURATION.search(line)):
-            duration = _seconds(m.group(1), m.group(2))
-            n = _STEP_NUMBER.search(line)
-            step = int(n.group(1)) if n else last_step.get(rank, 0) + 1  # unnumbered: the next step
-        elif (m := _TQDM.search(line)):
-            n, rate, unit = int(m.group(1)), float(m.group(3)), m.group(4)
-            if n == 0 or rate <= 0:
-                continue
-            step, duration = n, (1.0 / rate if unit == "it/s" else rate)
-            if (rank, step) in tqdm_seen:  # the same update printed again: keep the last
-                steps[tqdm_seen[(rank, step)]]["duration_s"] = duration
-                continue
-            tqdm_seen[(rank, step)] = len(steps)
-            tqdm_rows += 1
-        elif (m := _KEY_DURATION.search(line)) and (n := _STEP_NUMBER.search(line)):
-            step, duration = int(n.group(1)), _seconds(m.group(1), m.group(2))
-        if step is not None:
-            tm = _TOKENS.search(line)
-            if tm:
-                tokens = float(tm.group(1))
-            start = t - pd.Timedelta(seconds=duration) if t is not None else pd.NaT
-            steps.append({"time": start, "host": host, "rank": rank, "step": step, "phase": "step",
-                          "duration_s": duration, "tokens": tokens, "source": src})
-            last_step[rank] = step
-            continue
-        kind = next((k for k, pattern in _EVENT_PATTERNS if pattern.search(line)), None)
-        if kind is not None:
-            dm = _EVENT_DURATION.search(line)
-            events.append({"time": t if t is not None else pd.NaT, "host": host, "rank": rank,
-                           "step": last_step.get(rank, -1), "kind": kind,
-                           "duration_s": _seconds(dm.group(1), dm.group(2)) if dm else np.nan,
-                           "detail": f"line {no}: {line[:200]}", "source": src})
-        elif t is not None and (n := _STEP_NUMBER.search(line)):
-            stamped.setdefault(rank, {}).setdefault(int(n.group(1)), t)  # the first line of a step
-            last_step[rank] = int(n.group(1))
-    timed = {row["rank"] for row in steps}  # ranks whose lines carry their own durations keep those
-    windows, widths = _windowed({r: v for r, v in stamped.items() if r not in timed}, host, src)
-    steps += windows
-    if not steps and not events:
-        raise InputError(f"{src}: no step timings or training events found in this text")
-    bundle = schema.Bundle(inputs=[src])
-    if steps:
-        bundle.steps = schema.steps_frame({k: [s[k] for s in steps] for k in steps[0]})
-    if events:
-        bundle.events = schema.events_frame({k: [e[k] for e in events] for k in events[0]})
-    if tqdm_rows:
-        bundle.warnings.append(f"{src}: {tqdm_rows} step times come from progress-bar rates (tqdm's smoothed "
-                               "average per update), not from exact per-step timings")
-    if windows:
-        every = int(np.median(widths))
-        bundle.warnings.append(f"{src}: {len(windows)} step times are means over logging windows (typically "
-                               f"{every} step{'s' if every != 1 else ''}), from the timestamps of consecutive log "
-                               "lines; a one-step stall is spread over its window")
-    return bundle
-
-
-def _windowed(stamped: dict[int, dict[int, pd.Timestamp]], host: str, src: str) -> tuple[list[dict], list[int]]:
-    """Step rows from timestamped log lines that name a step but give no duration: per rank, each logged step's
-    duration is the mean over the window since the previous logged step (its `time`: the window's start).
-    Returns (rows, the windows' widths in steps)."""
-    rows, widths = [], []
-    untagged = set(stamped.get(-1, {}))
-    if untagged and any(len(untagged & set(v)) * 2 >= len(untagged) for r, v in stamped.items() if r >= 0):
-        stamped = {r: v for r, v in stamped.items() if r >= 0}  # a second logger repeating a rank's steps
-    for rank, by_step in stamped.items():
-        order = sorted(by_step)
-        for prev, step in pairwise(order):
-            seconds = (by_step[step] - by_step[prev]).total_seconds()
-            if seconds <= 0:
-                continue
-            rows.append({"time": by_step[prev], "host": host, "rank": rank, "step": step, "phase": "step",
-                         "duration_s": seconds / (step - prev), "tokens": np.nan, "source": src})
-            widths.append(step - prev)
-    return rows, widths
-
-
-def _parse_time(text: str, tz: str) -> pd.Timestamp | None:
-    try:
-        t = pd.Timestamp(text.replace(",", "."))
-    except (ValueError, TypeError):
-        return None
-    if t is pd.NaT:
-        return None
-    if t.tzinfo is None:
-        try:
-            t = t.tz_localize(tz or "UTC")
-        except Exception:  # nonexistent / ambiguous local time
-            return None
-    return t.tz_convert("UTC")
 
 
 def table_keys() -> dict[str, tuple[str, ...]]:

@@ -427,3 +427,75 @@ def pc_take(names: list[str], codes: np.ndarray):
     import pyarrow as pa
 
     return pa.chunked_array([pa.array(names, pa.string()).take(pa.array(codes))])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Streaming lines (the line scanners of readers/lines.py)
+
+MAX_LINE_CHARS = 64 * 1024  # a longer "line" (a binary blob, a minified document) is cut: memory stays bounded
+
+
+def _open_stream(path: Path, fh):
+    """A binary file object yielding the decompressed bytes of `fh` (gzip/bz2/xz/zstd by magic bytes)."""
+    kind = compression(fh.peek(6)[:6] if hasattr(fh, "peek") else b"")
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=fh)
+    if kind == "bz2":
+        return bz2.BZ2File(fh)
+    if kind == "xz":
+        return lzma.LZMAFile(fh)
+    if kind == "zstd":
+        import zstandard
+
+        return zstandard.ZstdDecompressor().stream_reader(fh)
+    return fh
+
+
+def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20):
+    """Yield the lines of a (possibly compressed) text file one at a time, reading `chunk_bytes` at a time.
+
+    Decoded as UTF-8 with errors replaced (a BOM dropped); LF, CRLF and lone CR (progress-bar updates) all end a
+    line; lines longer than MAX_LINE_CHARS are cut. Memory: one chunk plus one line. A compressed stream cut
+    short ends the iteration with what decompressed. Raises InputError when the file cannot be opened."""
+    import codecs
+
+    path = Path(path)
+    try:
+        raw = open(path, "rb")  # noqa: SIM115 - closed in the finally below
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    try:
+        stream = _open_stream(path, raw)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pending = ""
+        first = True
+        errors = (EOFError, OSError, lzma.LZMAError, zstandard_error())
+        while True:
+            try:
+                block = stream.read(chunk_bytes)
+            except errors:
+                block = b""  # truncated or damaged compressed data: keep what came before
+            text = decoder.decode(block, final=not block)
+            if first and text:
+                text, first = text.removeprefix("\ufeff"), False
+            if not block:
+                pending += text
+                break
+            pending += text
+            if "\r" in pending:
+                keep_cr = pending.endswith("\r")  # a CRLF may straddle the chunk boundary
+                body = pending[:-1] if keep_cr else pending
+                parts = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+                pending = parts.pop() + ("\r" if keep_cr else "")
+            else:
+                parts = pending.split("\n")
+                pending = parts.pop()
+            for line in parts:
+                yield line[:MAX_LINE_CHARS]
+            if len(pending) > MAX_LINE_CHARS:
+                pending = pending[:MAX_LINE_CHARS]  # the rest of an endless line is dropped
+        if pending:
+            for line in pending.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+                yield line[:MAX_LINE_CHARS]
+    finally:
+        raw.close()

@@ -1,0 +1,571 @@
+"""Step records from one grammar, not one pattern per framework.
+
+A step line is a STEP COUNTER plus TYPED FIELDS `key <sep> value <unit>` in any order:
+
+counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`, `steps: N`, `step:N/M`
+           (keywords; with several on a line the most global wins: global_step > num_updates > iter(ation) > step),
+           `Epoch: [e][i/N]` / `Epoch(train) [e][i/N]` / `Iter(train) [i/N]` (PyTorch examples, MMEngine),
+           `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
+           tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
+           a bare `[i/N]`. Inside an epoch the step is (e - first epoch) * N + i.
+fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` space, fields split by `|` `,`
+           `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
+           s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
+           examples/sec, tokens/s, tok/s, tps, wps). `3.140 (3.393)`: the current value and its average (kept: the
+           current). Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) are fields too.
+roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
+           cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
+           running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
+           data_time, dataloader, data_wait → data; forward/backward/optimizer/comm → fwd/bwd/optimizer/
+           collective), tokens (count, or rate x step time), markers in parentheses (litgpt `(optimizer.step)`).
+
+The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
+lines as the best-covered one, the most specific role wins (per-step > generic time > verified-monotone
+cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step.
+Lines with a counter but no duration field, when the file has none, give window means from their timestamps.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import Counter
+from itertools import pairwise
+
+import numpy as np
+
+NAT = np.iinfo(np.int64).min
+_NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
+               "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+               "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
+_STEP_WORDS = ("step", "steps", "it", "iter", "iters", "iteration", "iterations", "batch", "batches", "update",
+               "updates", "epoch_step")
+_SAMPLE_WORDS = ("samples", "sample", "examples", "example", "ex", "img", "imgs", "images", "seq", "seqs",
+                 "sequences", "sentences")
+_TOKEN_WORDS = ("tokens", "token", "tok", "toks", "words", "wds")
+_UNITS = sorted({*_TIME_UNITS, "%",
+                 *(f"{t}/{s}" for t in ("ns", "us", "ms", "s", "sec") for s in _STEP_WORDS),
+                 *(f"{s}/{t}" for s in _STEP_WORDS + _SAMPLE_WORDS + _TOKEN_WORDS for t in ("s", "sec", "second")),
+                 "/s", "/sec"}, key=len, reverse=True)
+_UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
+VALUE_RE = re.compile(
+    r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
+    r"(?:\s?(?P<unit>" + _UNIT_ALT + r")(?![\w/])|(?P<unit2>[A-Za-z]+)(?![\w]))?"
+    r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
+_KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\x1f]|\s{2,}|\s-\s|^-\s")
+_KEY_UNIT = re.compile(r"\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes)\s*[)\]]\s*$", re.IGNORECASE)
+_MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
+_NORM = re.compile(r"[^0-9a-z]+")
+
+_KEYWORD = re.compile(r"(?<![\w])(?P<k>global[_ ]step|num_updates|iteration|iter|train_step|steps|step)\b\s*"
+                      r"[:=#]?\s*(?P<i>\d+)(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "num_updates": 1, "iteration": 2, "iter": 2, "train_step": 3,
+                 "steps": 3, "step": 3}
+_EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\])?"
+                            r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]", re.IGNORECASE)
+_NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation)\s*:?\s*(?P<e>\d+)\s*\[\s*"
+                          r"(?P<i>\d+)\s*/\s*(?P<n>\d+)")  # timm: "Train: 3 [ 50/1251 ( 4%)]"
+_FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?P<i>\d+)\s*/\s*(?P<n>\d+)\b",
+                      re.IGNORECASE)
+_TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*,\s*(?:(?P<rate>" + _NUM +
+                   r")\s*(?P<ru>it/s|s/it)|\?it/s)")
+_TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
+_KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
+_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
+_BRACKET = re.compile(r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
+_EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
+                        r"|predict|predicting)\b", re.IGNORECASE)
+_STEP_NAMES = ("step", "iter", "iteration", "batch")
+_IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
+_HAS_FIELD = re.compile(r"[A-Za-z]\s*[:=]?\s*[-.\d]")
+
+# role classes, most specific first (the order of preference when the file's duration field is chosen)
+PER_STEP, GENERIC, CUMULATIVE, WINDOW, AVERAGE, UNNAMED = range(6)
+CLASS_NAMES = ("per-step", "time", "cumulative", "window", "running average", "unnamed")
+_DATA_KEYS = {"data", "data_time", "datatime", "dataloader", "data_wait", "data_load", "data_loading",
+              "dataloader_time", "data_load_time", "data_loading_time", "data_wait_time", "last_data_time",
+              "data_ms", "data_s", "load_time", "wait_data", "input_time", "data_t"}
+_PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd", "optimizer": "optimizer",
+                "optim": "optimizer", "opt": "optimizer", "optimizer_step": "optimizer", "comm": "collective",
+                "communication": "collective", "allreduce": "collective", "all_reduce": "collective",
+                "collective": "collective", "reduce": "collective", "sync": "collective", "h2d": "h2d",
+                "to_device": "h2d", "copy": "h2d"}
+_NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
+             "val", "valid", "test", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
+             "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
+_CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "train_time", "training_time", "time_elapsed",
+              "cumulative", "cum")
+_AVG_WORDS = ("avg", "mean", "average", "running", "smoothed", "ema")
+_STEP_RATE_KEYS = {"ups", "it_s", "its", "steps_per_sec", "steps_per_second", "step_per_sec", "global_step_sec",
+                   "global_step_per_sec", "iters_per_sec", "iter_per_sec", "it_per_sec", "train_steps_per_second",
+                   "steps_sec", "steps_s", "iterations_per_second", "batches_per_sec", "updates_per_sec"}
+_TOKEN_KEYS = {"tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", "batch_tokens", "step_tokens",
+               "tokens_in_batch"}
+_TOKEN_RATE_KEYS = {"tps", "tok_s", "tokens_s", "tokens_per_sec", "tokens_per_second", "tokens_sec", "wps",
+                    "tgs", "tokens_per_s", "tok_per_sec", "throughput_tokens"}
+_MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
+
+
+def norm_key(key: str) -> str:
+    return _NORM.sub("_", key.lower()).strip("_")
+
+
+def _unit_kind(unit: str | None) -> tuple[str, float] | None:
+    """(kind, factor): ("time", s per unit), ("per_step", s per step per unit), ("step_rate", 1),
+    ("sample_rate", 1), ("token_rate", 1); None for other units."""
+    if not unit:
+        return None
+    u = unit.lower()
+    if u in _TIME_UNITS:
+        return "time", _TIME_UNITS[u]
+    if "/" not in u:
+        return None
+    a, b = u.split("/", 1)
+    if a in _TIME_UNITS and b in _STEP_WORDS:
+        return "per_step", _TIME_UNITS[a]
+    if b in ("s", "sec", "second"):
+        if a in _STEP_WORDS:
+            return "step_rate", 1.0
+        if a in _TOKEN_WORDS:
+            return "token_rate", 1.0
+        return "sample_rate", 1.0
+    return None
+
+
+def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
+    """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
+    ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1); None when the
+    field is not about time (loss, lr, ...)."""
+    k = norm_key(key)
+    m = _KEY_UNIT.search(key)
+    if m and not unit:
+        unit = m.group(1)
+        k = norm_key(key[: m.start()])
+    kind = _unit_kind(unit)
+    words = k.split("_") if k else []
+    if kind and kind[0] == "per_step":
+        return "dur", PER_STEP, kind[1]
+    if kind and kind[0] == "step_rate" or k in _STEP_RATE_KEYS or (
+            k.endswith(("_per_sec", "_per_second", "_sec", "_s")) and words and words[0] in _STEP_WORDS + (
+                "global", "train", "optimizer")):
+        if "sample" in k or "token" in k or "example" in k:
+            return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
+        return "rate", PER_STEP, 1.0
+    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS:
+        return ("token_rate" if kind is None or kind[0] == "token_rate" else kind[0]), None, 1.0
+    if k in _TOKEN_KEYS and kind is None:
+        return "tokens", None, 1.0
+    if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
+        return "sample_rate", None, 1.0
+    factor = kind[1] if kind and kind[0] == "time" else None
+    if factor is None:
+        for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_s", 1.0), ("_sec", 1.0),
+                          ("_seconds", 1.0), ("ms", 1e-3)):
+            if k.endswith(suffix) and len(k) > len(suffix):
+                factor = f
+                if suffix != "ms":
+                    k = k[: -len(suffix)]
+                break
+    if unit and kind is None:
+        return None  # a value in MiB, % or another unit is not a time
+    if not k:
+        return ("dur", UNNAMED, factor) if factor is not None else None
+    words = k.split("_")
+    if k in _DATA_KEYS or (words[0] == "data" and (factor is not None or "time" in words or "wait" in words)):
+        return "phase", "data", factor or 1.0
+    timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
+                                              "took", "seconds", "secs", "sec") for w in words)
+    for w in words:
+        if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
+            return "phase", _PHASE_WORDS[w], factor or 1.0
+    if not timeish or any(w in _NOT_TIME for w in words):
+        return None
+    f = factor or 1.0
+    if any(w in _AVG_WORDS for w in words):
+        return "dur", AVERAGE, f
+    if "per" in words or any(w in ("step", "iter", "iteration", "batch", "it", "steptime", "itertime")
+                             for w in words) or k in ("dt", "sec_batch", "last_time", "time_per_step",
+                                                      "step_time", "iter_time"):
+        if not any(w in ("train", "total", "since") for w in words) or "per" in words:
+            return "dur", PER_STEP, f
+    if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time") or k.startswith("elapsed"):
+        return "dur", CUMULATIVE, f
+    return "dur", GENERIC, f
+
+
+class Counter_:
+    """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
+
+    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields")
+
+    def __init__(self, step, epoch, n, span, keyword, evaluating=False):
+        self.step, self.epoch, self.n, self.span = step, epoch, n, span
+        self.keyword, self.evaluating = keyword, evaluating
+
+
+class StepLines:
+    """The step scanner: feed(line context) for every line; result() builds the step rows of the file."""
+
+    name = "steps"
+
+    def __init__(self):
+        self.step = array("q")
+        self.rank = array("q")
+        self.time = array("q")
+        self.line = array("q")
+        self.keyword = array("b")
+        self.fields: dict[str, array] = {}
+        self.field_role: dict[str, tuple] = {}
+        self.markers: Counter = Counter()
+        self.epoch0: dict[str, int] = {}
+        self.keras_epoch: int | None = None
+        self.last_step: dict[int, int] = {}
+        self.metric_lines = 0
+        self.eval_lines = 0
+        self.tqdm_lines = 0
+
+    # -- per line ------------------------------------------------------------------------------------------
+    def _counter(self, body: str) -> Counter_ | None:
+        best = None
+        for m in _KEYWORD.finditer(body):
+            rank = _KEYWORD_RANK[m["k"].lower().replace("_", " ").replace("global step", "global_step")
+                                 if m["k"].lower().startswith("global") else m["k"].lower()]
+            if best is None or rank < best[0]:
+                best = (rank, m)
+        if best is not None:
+            m = best[1]
+            head = body[: m.start()]
+            return Counter_(int(m["i"]), None, None, m.span(), True, bool(_EVAL_MODE.search(head[-40:])))
+        if (m := _EPOCH_BRACKET.search(body)):
+            mode = (m["m"] or "").lower()
+            return self._within(int(m["e"]) if m["e"] else None, int(m["i"]), int(m["n"]), m.span(), mode,
+                                bool(_EVAL_MODE.search(mode)) if mode else bool(_EVAL_MODE.search(body[: m.start()])))
+        if (m := _TQDM.search(body)):
+            head = body[: m.start()]
+            e = _TQDM_EPOCH.search(head)
+            epoch = int(e["e"] or e["e2"]) if e else None
+            self.tqdm_lines += 1
+            return self._within(epoch, int(m["i"]), int(m["n"]), (m.start(), m.start() + len(m["i"]) + 1 +
+                                                                  len(m["n"])), "tqdm", bool(_EVAL_MODE.search(head)))
+        if (m := _NAMED_EPOCH.search(body)):
+            mode = m["m"].lower()
+            return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "timm",
+                                bool(_EVAL_MODE.search(mode)))
+        if (m := _FAIRSEQ.search(body)):
+            return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "fairseq",
+                                bool(_EVAL_MODE.search(body[: m.start()])))
+        if (m := _KERAS.match(body)):
+            return self._within(self.keras_epoch, int(m["i"]), int(m["n"]), m.span(), "keras", False)
+        if (m := _BRACKET.search(body)):
+            return self._within(None, int(m["i"]), int(m["n"]), m.span(), "bracket",
+                                bool(_EVAL_MODE.search(body[: m.start()])))
+        return None
+
+    def _implicit(self, body: str, ctx) -> Counter_ | None:
+        """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
+        `step_time=0.5s`): the next step of its rank."""
+        if not _IMPLICIT_HINT.search(body):
+            return None
+        fields = {k: v for k, v in self._fields(body, None).items()
+                  if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in _STEP_NAMES)}
+        if not fields:
+            return None
+        c = Counter_(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
+        c.fields = fields
+        return c
+
+    def _within(self, epoch, i, n, span, mode, evaluating) -> Counter_:
+        if epoch is None or evaluating:
+            return Counter_(i, epoch, n, span, False, evaluating)
+        first = self.epoch0.setdefault(mode, epoch)
+        return Counter_((epoch - first) * n + i, epoch, n, span, False, evaluating)
+
+    def feed(self, ctx) -> bool:
+        body = ctx.body
+        if not any(ch.isdigit() for ch in body):
+            return False
+        if (m := _KERAS_EPOCH.match(body)):
+            self.keras_epoch = int(m.group(1))
+            return True
+        c = self._counter(body)
+        if c is None and (c := self._implicit(body, ctx)) is not None:
+            self._store(c, ctx, c.fields)
+            return True
+        if c is None:
+            if body.lstrip().startswith("{") and _HAS_FIELD.search(body):
+                self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
+                return True
+            return False
+        if c.evaluating:
+            self.eval_lines += 1
+            ctx.evaluating = True
+            return True
+        rest = body[: c.span[0]] + " \x1f " + body[c.span[1]:]
+        fields = self._fields(rest, c)
+        if not fields and not (c.keyword and ctx.time != NAT):
+            return False
+        self._store(c, ctx, fields)
+        return True
+
+    def _fields(self, rest: str, c: Counter_) -> dict[str, tuple[float, tuple]]:
+        found: dict[str, tuple[float, tuple]] = {}
+        prev_end = 0
+        for m in VALUE_RE.finditer(rest):
+            raw_key = rest[prev_end:m.start()]
+            prev_end = m.end()
+            for marker in _MARKER.findall(raw_key):
+                if not marker[0].isdigit() and marker.lower() not in _TIME_UNITS:
+                    self.markers[marker] += 1
+            seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
+            seg = seg.rstrip(":= \t").rstrip()
+            pieces = _KEY_SPLIT.split(seg)
+            key = pieces[-1].strip() if pieces else ""
+            key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
+            if key == "(":
+                if "\x1f" in raw_key:
+                    key = "\x1fwindow"  # `step = 200 (11.474 sec)`: the time since the previous log line
+                else:
+                    continue  # the second number of an average in parentheses: `(0.320s, 400.0/s)`
+            key = key.lstrip("(").strip().rstrip(":=").strip()
+            if m["clock"]:
+                parts = [float(p) for p in m["clock"].split(":")]
+                value = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
+                unit = "s"
+            else:
+                value = float(m["num"].replace(",", ""))
+                unit = m["unit"] or m["unit2"]
+            if key == "\x1fwindow":
+                kind = _unit_kind(unit)
+                if not kind or kind[0] != "time":
+                    continue
+                role = ("dur", WINDOW, kind[1])
+                name = "(window)"
+            else:
+                role = classify(key, unit)
+                if role is None:
+                    continue
+                name = norm_key(key) or f"({unit})"
+                if role[0] == "dur" and role[1] == UNNAMED:
+                    name = f"(unnamed {_unit_kind(unit)[0]})"
+            if name not in found:
+                found[name] = (value, role)
+        return found
+
+    def _store(self, c: Counter_, ctx, fields: dict) -> None:
+        n = len(self.step)
+        self.step.append(c.step)
+        self.rank.append(ctx.rank)
+        self.time.append(ctx.time)
+        self.line.append(ctx.lineno)
+        self.keyword.append(1 if c.keyword else 0)
+        self.last_step[ctx.rank] = c.step
+        for name, (value, role) in fields.items():
+            col = self.fields.get(name)
+            if col is None:
+                if len(self.fields) >= _MAX_KEYS:
+                    continue
+                col = self.fields[name] = array("d", [np.nan]) * n if n else array("d")
+                self.field_role[name] = role
+            if len(col) < n:
+                col.extend([np.nan] * (n - len(col)))
+            if len(col) == n:
+                col.append(value)
+
+    # -- per file ------------------------------------------------------------------------------------------
+    def _column(self, name: str) -> np.ndarray:
+        col = np.frombuffer(self.fields[name], dtype=np.float64) if len(self.fields[name]) else np.empty(0)
+        n = len(self.step)
+        if len(col) < n:
+            col = np.concatenate([col, np.full(n - len(col), np.nan)])
+        return col
+
+    def result(self) -> dict:
+        """{"step", "rank", "time", "line", "duration", "start"?, "phases": {name: seconds}, "tokens",
+        "chosen": field name or None, "how": text} as numpy arrays, one entry per step row (deduplicated)."""
+        n = len(self.step)
+        step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
+        rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
+        time = np.frombuffer(self.time, dtype=np.int64) if n else np.empty(0, np.int64)
+        line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
+        out = {"chosen": None, "how": None, "n_records": n}
+        if not n:
+            return out
+        keep = _drop_untagged_repeats(step, rank)
+        step, rank, time, line = step[keep], rank[keep], time[keep], line[keep]
+        cols = {name: self._column(name)[keep] for name in self.fields}
+        roles = self.field_role
+        chosen, duration, how = self._choose(step, rank, cols, roles)
+        windowed = False
+        if chosen is None:
+            kw = np.frombuffer(self.keyword, dtype=np.int8)[keep].astype(bool) if n else np.zeros(0, bool)
+            duration, windowed = _window_means(step, rank, time, kw), True
+            how = "window means of timestamped step lines"
+        ok = np.isfinite(duration) & (duration >= 0)
+        # the same (rank, step) printed again (a progress bar redrawn, a repeated message): the last one counts
+        idx = np.flatnonzero(ok)
+        if len(idx):
+            order = np.lexsort((idx, step[idx], rank[idx]))
+            idx = idx[order]
+            last = np.ones(len(idx), dtype=bool)
+            last[:-1] = (step[idx[1:]] != step[idx[:-1]]) | (rank[idx[1:]] != rank[idx[:-1]])
+            idx = np.sort(idx[last])
+        phases = {}
+        for phase, name in self._phase_fields(cols, roles).items():
+            phases[phase] = cols[name][idx] * roles[name][2]
+        tokens = np.full(len(idx), np.nan)
+        tok = [k for k, r in roles.items() if r[0] == "tokens"]
+        rate = [k for k, r in roles.items() if r[0] == "token_rate"]
+        if tok:
+            tokens = cols[max(tok, key=lambda k: np.isfinite(cols[k]).sum())][idx]
+        elif rate:
+            tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
+        start = time[idx].copy()
+        stamped = start != NAT
+        if windowed:
+            start[stamped] = start[stamped]  # window rows carry the window's start already
+        else:
+            start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
+        out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
+                   phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
+        if windowed:
+            out["start"] = _window_starts(step, rank, time, idx)
+        return out
+
+    def _choose(self, step, rank, cols, roles):
+        cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
+        if not cands:
+            return None, None, None
+        cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
+        best = max(cover.values())
+        # a field on fewer than half the lines the best-covered one is on is an occasional message (a summary,
+        # an eval line), not the file's step time
+        eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
+        if not eligible:
+            return None, None, None
+        ranked = []
+        for k in eligible:
+            cls = cands[k][1]
+            if cls == CUMULATIVE and not _monotone(step, rank, cols[k]):
+                cls = GENERIC  # named like a total but goes up and down: a per-step time
+            ranked.append((cls, -cover[k], len(k), k))
+        cls, _, _, name = min(ranked)
+        values, how = self._seconds(name, cls, cands[name], step, rank, cols)
+        # a line without the file's field keeps its own explicit per-step time, if it states one
+        for other in sorted(cands, key=lambda k: -int(np.isfinite(cols[k]).sum())):
+            if other == name or cands[other][1] != PER_STEP:
+                continue
+            gap = ~np.isfinite(values)
+            if not gap.any():
+                break
+            mine, _ = self._seconds(other, PER_STEP, cands[other], step, rank, cols)
+            values = np.where(gap, mine, values)
+        return name, values, how
+
+    @staticmethod
+    def _seconds(name, cls, role, step, rank, cols):
+        kind, _, factor = role
+        values = cols[name] * factor
+        if kind == "rate":
+            with np.errstate(divide="ignore"):
+                values = np.where(values > 0, 1.0 / values, np.nan)
+            return values, f"{name} (steps per second, inverted)"
+        if cls == CUMULATIVE:
+            return _per_step_diff(step, rank, values), f"{name} (cumulative: difference per step)"
+        if cls == WINDOW:
+            return _per_step_diff(step, rank, values, cumulative=False), \
+                "time since the previous log line / steps between"
+        return values, f"{name} ({CLASS_NAMES[cls]})"
+
+    def _phase_fields(self, cols, roles) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for k, r in roles.items():
+            if r[0] != "phase":
+                continue
+            have = out.get(r[1])
+            if have is None or (np.isfinite(cols[k]).sum(), -len(k)) > (np.isfinite(cols[have]).sum(), -len(have)):
+                out[r[1]] = k
+        return out
+
+
+def _drop_untagged_repeats(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Rows to keep: untagged rows (rank -1) go when they mostly repeat a tagged rank's steps (a second logger,
+    such as DeepSpeed's timer line next to its `[Rank 0]` line)."""
+    keep = np.ones(len(step), dtype=bool)
+    untagged = rank < 0
+    if untagged.any() and not untagged.all():
+        mine = set(step[untagged].tolist())
+        for r in np.unique(rank[~untagged]):
+            if len(mine & set(step[rank == r].tolist())) * 2 >= len(mine):
+                keep &= ~untagged
+                break
+    return keep
+
+
+def _monotone(step, rank, values) -> bool:
+    ok = np.isfinite(values)
+    pairs = rising = 0
+    for r in np.unique(rank[ok]):
+        sel = ok & (rank == r)
+        order = np.argsort(step[sel], kind="stable")
+        v = values[sel][order]
+        d = np.diff(v)
+        pairs += len(d)
+        rising += int((d >= 0).sum())
+    # at least 3 rising pairs, and at most one drop in 20 (a restart resets a running total)
+    return pairs >= 3 and rising >= 0.95 * pairs
+
+
+def _per_step_diff(step, rank, values, cumulative: bool = True) -> np.ndarray:
+    """Per-step seconds from a cumulative time (difference / steps between consecutive lines of a rank) or from a
+    window's time (value / steps since the previous line). The first line of a rank has no previous: NaN."""
+    out = np.full(len(step), np.nan)
+    ok = np.isfinite(values)
+    for r in np.unique(rank[ok]):
+        idx = np.flatnonzero(ok & (rank == r))
+        idx = idx[np.argsort(step[idx], kind="stable")]
+        for a, b in pairwise(idx):
+            ds = step[b] - step[a]
+            if ds <= 0:
+                continue
+            dv = values[b] - values[a] if cumulative else values[b]
+            if dv >= 0:
+                out[b] = dv / ds
+    return out
+
+
+def _window_means(step, rank, time, keyword) -> np.ndarray:
+    out = np.full(len(step), np.nan)
+    ok = (time != NAT) & keyword
+    for r in np.unique(rank[ok]):
+        idx = np.flatnonzero(ok & (rank == r))
+        first: dict[int, int] = {}
+        for i in idx:
+            first.setdefault(int(step[i]), i)  # the first line naming a step
+        order = sorted(first)
+        for a, b in pairwise(order):
+            seconds = (time[first[b]] - time[first[a]]) / 1e9
+            if seconds > 0:
+                out[first[b]] = seconds / (b - a)
+    return out
+
+
+def _window_starts(step, rank, time, idx) -> np.ndarray:
+    """For window-mean rows: the window's start, the time of the previous logged step's line of the same rank."""
+    starts = np.full(len(idx), NAT, dtype=np.int64)
+    prev: dict[tuple[int, int], int] = {}
+    ok = time != NAT
+    by_rank: dict[int, list[int]] = {}
+    for i in np.flatnonzero(ok):
+        key = (int(rank[i]), int(step[i]))
+        if key not in prev:
+            prev[key] = int(time[i])
+            by_rank.setdefault(int(rank[i]), []).append(int(step[i]))
+    before: dict[tuple[int, int], int] = {}
+    for r, steps in by_rank.items():
+        steps = sorted(set(steps))
+        for a, b in pairwise(steps):
+            before[(r, b)] = prev[(r, a)]
+    for j, i in enumerate(idx):
+        starts[j] = before.get((int(rank[i]), int(step[i])), NAT)
+    return starts
