@@ -131,7 +131,34 @@ def summarize(bundle) -> dict[str, Any]:
             if col in nccl:
                 info[col + "s"] = sorted(map(str, nccl[col].dropna().astype(str).unique()))[:32]
     tables["nccl"] = info
-    return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings)}
+    return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
+            "text_lines": text_lines(bundle)}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Text logs read line by line (readers/lines.py): what each scanner understood, what was left
+
+def text_lines(bundle) -> dict[str, Any]:
+    """Per text file: lines, lines understood per scanner, lines skipped by class, unread lines with examples."""
+    return {src: dict(info) for src, info in (bundle.meta.get("lines") or {}).items()}
+
+
+def render_text_lines(per_file: dict[str, Any]) -> list[str]:
+    """One block per text file: 'understood: steps 4, nccl 5; skipped: code 8; unread 1 (e.g. line 30: ...)'."""
+    out = []
+    for src, info in per_file.items():
+        understood = ", ".join(f"{k} {v:,}" for k, v in info.get("understood", {}).items()) or "nothing"
+        skipped = ", ".join(f"{k} {v:,}" for k, v in info.get("skipped", {}).items())
+        line = f"  {src}: {info.get('lines', 0):,} lines; understood: {understood}"
+        if skipped:
+            line += f"; skipped: {skipped}"
+        out.append(line)
+        if info.get("step_field"):
+            out.append(f"    step time from {info['step_field']}")
+        if info.get("unread"):
+            examples = "; ".join(info.get("unread_examples", [])[:3])
+            out.append(f"    left unread: {info['unread']:,} line{'s' * (info['unread'] != 1)} (e.g. {examples})")
+    return out
 
 
 def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
@@ -235,6 +262,9 @@ def render(summary: dict[str, Any]) -> str:
             out.append(f"{name:<10s} {tb['rows']:,} rows{extra}")
     if not any(tb["rows"] for tb in t.values()):
         out.append("no rows read")
+    if summary.get("text_lines"):
+        out.append("text logs, line by line:")
+        out += render_text_lines(summary["text_lines"])
     warnings = summary["warnings"]
     if warnings:
         out.append(f"warnings ({len(warnings)}):")

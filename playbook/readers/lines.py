@@ -39,9 +39,9 @@ EXAMPLES_KEPT = 5
 
 _RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default|r)\s*(\d+)\]\s*:?\s*", re.IGNORECASE)
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-_ISO = re.compile(r"^\s*\[?\s*(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
+_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
                   r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
-_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}-\d{2}-\d{2}[ T]\d)")
+_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T]\d)")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*[IWEFVD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s+\d+\s+[^\]\s]*\]\s*")
 
@@ -57,7 +57,8 @@ _BANNER = re.compile(r"^\s*[=\-*#~_+<>|.:]{3,}.*$|^[^\w]*$")
 
 _CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
                          r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
-_EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b",
+_EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
+                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
                    re.IGNORECASE)
 _GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"
                  r"\b(pause|took|collected|gen)", re.IGNORECASE)
@@ -157,13 +158,15 @@ class _EventLines:
     def __init__(self, steps: step_grammar.StepLines):
         self.steps = steps
         self.rows: list[dict] = []
-        self.open_eval: dict[int, tuple[int, int]] = {}  # rank -> (row index, step records when it opened)
+        self.open_eval: dict[tuple, tuple[int, int]] = {}  # (kind, rank) -> (row, step records when it opened)
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
         self.counts = {"events": 0, "recompile": 0}
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan) -> int:
+        own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" else None  # "step 10: val loss ..."
         self.rows.append({"time": ln.time, "host": "", "rank": ln.rank,
-                          "step": self.steps.last_step.get(ln.rank, -1), "kind": kind, "duration_s": duration,
+                          "step": int(own["i"]) if own else self.steps.last_step.get(ln.rank, -1), "kind": kind,
+                          "duration_s": duration,
                           "detail": detail[:300]})
         return len(self.rows) - 1
 
@@ -202,7 +205,7 @@ class _EventLines:
         if "checkpoint" in low or "sav" in low:
             if _CHECKPOINT.search(body):
                 kind = "checkpoint"
-        if kind is None and (ln.evaluating or (("eval" in low or "valid" in low or "sanity" in low)
+        if kind is None and (ln.evaluating or (("eval" in low or "val" in low or "sanity" in low)
                                                and _EVAL.search(body))):
             kind = "eval"
         if kind is None and "gc" in low and _GC.search(body):
@@ -211,17 +214,22 @@ class _EventLines:
             return False
         dm = _EVENT_DURATION.search(body)
         duration = float(dm.group(1)) * (1e-3 if dm.group(2).lower() == "ms" else 1.0) if dm else np.nan
-        if kind == "eval":
-            seen = len(self.steps.step)
-            open_ = self.open_eval.get(ln.rank)
+        if kind in ("eval", "checkpoint"):
+            # "Saving checkpoint ..." then "... saved in 3.2 s", or a run of evaluation lines, with no training
+            # step between them: one event
+            seen = self.steps.timed
+            open_ = self.open_eval.get((kind, ln.rank))
             if open_ is not None and open_[1] == seen:  # no training step since: the same evaluation goes on
                 row = self.rows[open_[0]]
-                if ln.time != NAT and row["time"] != NAT:
+                if np.isfinite(duration) and kind == "checkpoint":
+                    row["duration_s"] = duration
+                elif ln.time != NAT and row["time"] != NAT:
                     row["duration_s"] = max(0.0, (ln.time - row["time"]) / 1e9)
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
                 return True
-            self.open_eval[ln.rank] = (self._add(ln, "eval", f"line {ln.lineno}: {body.strip()}", duration), seen)
+            self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
+                                               seen)
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
@@ -246,6 +254,18 @@ def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
     if _BANNER.match(body):
         return "banner", False
     return "unread", False
+
+
+def scan_steps(lines, tz: str = "UTC") -> dict:
+    """The step scanner alone over an iterable of lines: step_grammar.StepLines.result() (numpy arrays, no
+    tables); for tests and tools that need the grammar's reading quickly."""
+    prefix = Prefix(tz)
+    steps = step_grammar.StepLines()
+    for lineno, raw in enumerate(lines, start=1):
+        if raw.strip():
+            rank, t, body = prefix.split(raw)
+            steps.feed(Line(lineno, raw, body, rank, t))
+    return steps.result()
 
 
 def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:

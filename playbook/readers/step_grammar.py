@@ -51,16 +51,17 @@ _UNITS = sorted({*_TIME_UNITS, "%",
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
 VALUE_RE = re.compile(
     r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
-    r"(?:\s?(?P<unit>" + _UNIT_ALT + r")(?![\w/])|(?P<unit2>[A-Za-z]+)(?![\w]))?"
+    r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=])|"
+    r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
-_KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\x1f]|\s{2,}|\s-\s|^-\s")
+_KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
 _KEY_UNIT = re.compile(r"\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes)\s*[)\]]\s*$", re.IGNORECASE)
 _MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
 _NORM = re.compile(r"[^0-9a-z]+")
 
-_KEYWORD = re.compile(r"(?<![\w])(?P<k>global[_ ]step|num_updates|iteration|iter|train_step|steps|step)\b\s*"
+KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>global[_ ]step|num_updates|iteration|iter|it|train_step|steps|step)\b\s*"
                       r"[:=#]?\s*(?P<i>\d+)(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
-_KEYWORD_RANK = {"global_step": 0, "global step": 0, "num_updates": 1, "iteration": 2, "iter": 2, "train_step": 3,
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3}
 _EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\])?"
                             r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]", re.IGNORECASE)
@@ -75,10 +76,11 @@ _KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))"
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 _BRACKET = re.compile(r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
 _EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
-                        r"|predict|predicting)\b", re.IGNORECASE)
+                        r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
 _STEP_NAMES = ("step", "iter", "iteration", "batch")
 _IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
-_HAS_FIELD = re.compile(r"[A-Za-z]\s*[:=]?\s*[-.\d]")
+_RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
+_HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 
 # role classes, most specific first (the order of preference when the file's duration field is chosen)
 PER_STEP, GENERIC, CUMULATIVE, WINDOW, AVERAGE, UNNAMED = range(6)
@@ -139,8 +141,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     field is not about time (loss, lr, ...)."""
     k = norm_key(key)
     m = _KEY_UNIT.search(key)
-    if m and not unit:
-        unit = m.group(1)
+    if m:
+        unit = unit or m.group(1)
         k = norm_key(key[: m.start()])
     kind = _unit_kind(unit)
     words = k.split("_") if k else []
@@ -224,6 +226,7 @@ class StepLines:
         self.metric_lines = 0
         self.eval_lines = 0
         self.tqdm_lines = 0
+        self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> Counter_ | None:
@@ -293,6 +296,9 @@ class StepLines:
             self._store(c, ctx, c.fields)
             return True
         if c is None:
+            if _RATE_LINE.search(body):
+                self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
+                return True
             if body.lstrip().startswith("{") and _HAS_FIELD.search(body):
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
                 return True
@@ -301,9 +307,12 @@ class StepLines:
             self.eval_lines += 1
             ctx.evaluating = True
             return True
-        rest = body[: c.span[0]] + " \x1f " + body[c.span[1]:]
+        rest = body[: c.span[0]] + " \ue000 " + body[c.span[1]:]
         fields = self._fields(rest, c)
         if not fields and not (c.keyword and ctx.time != NAT):
+            if c.keyword and VALUE_RE.search(rest):  # a step line of metrics only (`step = 0, loss ...`)
+                self._store(c, ctx, {})
+                return True
             return False
         self._store(c, ctx, fields)
         return True
@@ -323,8 +332,8 @@ class StepLines:
             key = pieces[-1].strip() if pieces else ""
             key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
             if key == "(":
-                if "\x1f" in raw_key:
-                    key = "\x1fwindow"  # `step = 200 (11.474 sec)`: the time since the previous log line
+                if "\ue000" in raw_key:
+                    key = "\ue000window"  # `step = 200 (11.474 sec)`: the time since the previous log line
                 else:
                     continue  # the second number of an average in parentheses: `(0.320s, 400.0/s)`
             key = key.lstrip("(").strip().rstrip(":=").strip()
@@ -334,8 +343,8 @@ class StepLines:
                 unit = "s"
             else:
                 value = float(m["num"].replace(",", ""))
-                unit = m["unit"] or m["unit2"]
-            if key == "\x1fwindow":
+                unit = m["unit"] or m["unit_s"] or m["unit2"]
+            if key == "\ue000window":
                 kind = _unit_kind(unit)
                 if not kind or kind[0] != "time":
                     continue
@@ -350,6 +359,9 @@ class StepLines:
                     name = f"(unnamed {_unit_kind(unit)[0]})"
             if name not in found:
                 found[name] = (value, role)
+        for marker in _MARKER.findall(rest[prev_end:]):  # `... 352.93ms (optimizer.step)` at the end
+            if not marker[0].isdigit() and marker.lower() not in _TIME_UNITS:
+                self.markers[marker] += 1
         return found
 
     def _store(self, c: Counter_, ctx, fields: dict) -> None:
@@ -360,6 +372,7 @@ class StepLines:
         self.line.append(ctx.lineno)
         self.keyword.append(1 if c.keyword else 0)
         self.last_step[ctx.rank] = c.step
+        self.timed += bool(fields)
         for name, (value, role) in fields.items():
             col = self.fields.get(name)
             if col is None:
@@ -391,14 +404,13 @@ class StepLines:
         out = {"chosen": None, "how": None, "n_records": n}
         if not n:
             return out
-        keep = _drop_untagged_repeats(step, rank)
-        step, rank, time, line = step[keep], rank[keep], time[keep], line[keep]
-        cols = {name: self._column(name)[keep] for name in self.fields}
+        rank = _adopt_untagged(step, rank)
+        cols = {name: self._column(name) for name in self.fields}
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, cols, roles)
         windowed = False
         if chosen is None:
-            kw = np.frombuffer(self.keyword, dtype=np.int8)[keep].astype(bool) if n else np.zeros(0, bool)
+            kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
             duration, windowed = _window_means(step, rank, time, kw), True
             how = "window means of timestamped step lines"
         ok = np.isfinite(duration) & (duration >= 0)
@@ -411,7 +423,7 @@ class StepLines:
             last[:-1] = (step[idx[1:]] != step[idx[:-1]]) | (rank[idx[1:]] != rank[idx[:-1]])
             idx = np.sort(idx[last])
         phases = {}
-        for phase, name in self._phase_fields(cols, roles).items():
+        for phase, name in self._phase_fields(cols, roles, chosen).items():
             phases[phase] = cols[name][idx] * roles[name][2]
         tokens = np.full(len(idx), np.nan)
         tok = [k for k, r in roles.items() if r[0] == "tokens"]
@@ -477,29 +489,35 @@ class StepLines:
                 "time since the previous log line / steps between"
         return values, f"{name} ({CLASS_NAMES[cls]})"
 
-    def _phase_fields(self, cols, roles) -> dict[str, str]:
+    def _phase_fields(self, cols, roles, chosen) -> dict[str, str]:
+        """Per phase, its best-covered field; with a `last_` step time (detectron2), the `last_` phase times."""
         out: dict[str, str] = {}
+        last = str(chosen).startswith("last_")
+
+        def score(k):
+            return (np.isfinite(cols[k]).sum(), k.startswith("last_") == last, -len(k))
+
         for k, r in roles.items():
             if r[0] != "phase":
                 continue
             have = out.get(r[1])
-            if have is None or (np.isfinite(cols[k]).sum(), -len(k)) > (np.isfinite(cols[have]).sum(), -len(have)):
+            if have is None or score(k) > score(have):
                 out[r[1]] = k
         return out
 
 
-def _drop_untagged_repeats(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Rows to keep: untagged rows (rank -1) go when they mostly repeat a tagged rank's steps (a second logger,
-    such as DeepSpeed's timer line next to its `[Rank 0]` line)."""
-    keep = np.ones(len(step), dtype=bool)
+def _adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly repeat: the same
+    process printing through a second logger (DeepSpeed's engine and timer lines next to its `[Rank 0]` line)."""
     untagged = rank < 0
     if untagged.any() and not untagged.all():
         mine = set(step[untagged].tolist())
         for r in np.unique(rank[~untagged]):
             if len(mine & set(step[rank == r].tolist())) * 2 >= len(mine):
-                keep &= ~untagged
+                rank = rank.copy()
+                rank[untagged] = r
                 break
-    return keep
+    return rank
 
 
 def _monotone(step, rank, values) -> bool:
@@ -522,14 +540,15 @@ def _per_step_diff(step, rank, values, cumulative: bool = True) -> np.ndarray:
     out = np.full(len(step), np.nan)
     ok = np.isfinite(values)
     for r in np.unique(rank[ok]):
-        idx = np.flatnonzero(ok & (rank == r))
+        # a cumulative time needs two readings; a window's time only the previous line's step
+        idx = np.flatnonzero((ok if cumulative else np.ones(len(step), bool)) & (rank == r))
         idx = idx[np.argsort(step[idx], kind="stable")]
         for a, b in pairwise(idx):
             ds = step[b] - step[a]
             if ds <= 0:
                 continue
             dv = values[b] - values[a] if cumulative else values[b]
-            if dv >= 0:
+            if dv >= 0:  # NaN (no reading on this line) fails too
                 out[b] = dv / ds
     return out
 

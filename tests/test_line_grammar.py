@@ -1,0 +1,141 @@
+"""The line grammar (readers/lines.py, step_grammar.py) on one hand-written log per training framework
+(tests/data/formats, sources in SOURCES.md), and on generated logs that recombine counters, keys, units,
+separators, running averages, cumulative fields and noise lines in ways no corpus file holds."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from playbook.readers import detect, lines, read_file
+
+FORMATS = Path(__file__).resolve().parent / "data" / "formats"
+EXPECTED = json.loads((FORMATS / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_family_reads_with_its_durations_phases_and_events(name):
+    want = EXPECTED[name]
+    path = FORMATS / name
+    assert detect.detect(path) == "lines"
+    b = read_file(path)
+    s = b.steps
+    whole = s[s["phase"] == "step"]
+    assert len(s) == want["records"]
+    assert whole["step"].tolist() == want["steps"]
+    assert whole["duration_s"].tolist() == pytest.approx(want["durations_s"], abs=6e-5)  # 4 decimals kept
+    assert sorted(set(s["phase"]) - {"step"}) == want["phases"]
+    assert [[k, int(st)] for k, st in zip(b.events["kind"], b.events["step"], strict=True)] == want["events"]
+    assert len(b.nccl) == want["nccl_rows"]
+    assert b.meta["lines"][str(path)]["markers"] == want["markers"]
+
+
+def test_a_mixed_log_counts_what_each_scanner_understood_and_what_was_skipped():
+    path = FORMATS / "mixed.log"
+    info = read_file(path).meta["lines"][str(path)]
+    assert info["understood"] == {"steps": 4, "nccl": 5, "recompile": 3, "events": 1}
+    assert info["skipped"] == {"blank": 3, "traceback": 4, "code": 8, "banner": 1}
+    assert info["unread"] == 1 and info["unread_examples"] == ["line 30: some line nobody understands"]
+    ev = read_file(path).events
+    assert "guard: tensor 'L['x']' size mismatch at index 0" in ev[ev["kind"] == "recompile"]["detail"].iloc[0]
+
+
+def test_a_text_with_no_line_understood_is_refused(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("dear diary\nnothing to see\n")
+    with pytest.raises(Exception, match="not telemetry this playbook can read"):
+        read_file(p)
+
+
+def test_a_log_that_starts_with_a_long_script_still_reads(tmp_path):
+    code = "".join(f"x{i} = compute({i})  # a long training script pasted into the log\n" for i in range(2000))
+    p = tmp_path / "run.log"
+    p.write_text(code + "".join(f"iter {i}: loss 2.0, time {500 + i}.00ms\n" for i in range(5)))
+    b = read_file(p)
+    assert b.steps["duration_s"].tolist() == pytest.approx([0.5, 0.501, 0.502, 0.503, 0.504])
+    assert b.meta["lines"][str(p)]["skipped"]["code"] == 2000
+
+
+# --- generated logs ----------------------------------------------------------------------------------------------
+
+COUNTERS = ["step {i}", "iter {i}", "Iteration {i}/{n}", "step:{i}/{n}", "global_step={i}", "[{i}/{n}]",
+            "Step {i} of {n}", "iteration {i:>6d}/{n:>6d} |", "it {i}:"]
+KEYS = ["time", "step_time", "iter time", "dt", "batch_time", "Time", "duration", "time per step",
+        "elapsed time per iteration"]
+CUMULATIVE = ["train_time", "elapsed", "runtime", "wall_time", "total_time"]
+SEPS = [": ", "=", " ", ":", " = "]
+DELIMS = [", ", " | ", "\t", "  ", " ; "]
+EXTRA = ["loss {v:.4f}", "lr {e:.2e}", "grad_norm: {v:.3f}", "mfu {p:.2f}%", "tokens/s: {t:,}", "memory: {p:.1f}GiB"]
+NOISE = ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()",
+         "ValueError: boom", "import torch", "def main():", "    return x", "=" * 40,
+         "node1:12:12 [0] NCCL INFO Channel 00/02 :    0   1", "NCCL INFO Using network Socket",
+         "hello from the launcher"]
+
+
+def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
+    """One log and its truth: logged steps and their per-step seconds."""
+    counter = rng.choice(COUNTERS)
+    every = rng.choice([1, 1, 2, 5, 10])
+    n_lines = rng.randint(4, 24)
+    steps = [every * (k + 1) for k in range(n_lines)]
+    true = [round(rng.lognormvariate(np.log(rng.choice([0.02, 0.3, 2.0])), 0.3), 4) for _ in steps]
+    mode = rng.choice(["interval", "interval", "cumulative", "rate"])
+    unit = rng.choice(["s", "ms", "ms ", " s", "sec"])
+    key = rng.choice(CUMULATIVE if mode == "cumulative" else KEYS)
+    if mode == "rate":
+        key = ""
+    sep, delim = rng.choice(SEPS), rng.choice(DELIMS)
+    avg = rng.random() < 0.3
+    extras = rng.sample(EXTRA, rng.randint(0, 3))
+    out, total = [], 0.0
+    logged_true = []
+    for step, dur in zip(steps, true, strict=True):
+        total += dur * every
+        if mode == "cumulative":
+            shown = total * (1e3 if unit.strip() == "ms" else 1)
+            field = f"{key}{sep}{shown:.4f}{unit.rstrip()}"
+            logged_true.append(dur)
+        elif mode == "rate":
+            if rng.random() < 0.5:
+                field = f"{1 / dur:.6f}it/s"
+                logged_true.append(round(1 / round(1 / dur, 6), 9))
+            else:
+                field = f"{dur:.4f}s/it"
+                logged_true.append(dur)
+        else:
+            shown = dur * (1e3 if unit.strip() == "ms" else 1)
+            field = f"{key}{sep}{shown:.3f}{unit.rstrip() if unit.strip() != 's' or rng.random() < 0.7 else ''}"
+            if avg:
+                field += f" ({shown * 1.1:.3f})"
+            logged_true.append(dur)
+        parts = [field] + [x.format(v=rng.random() * 5, e=rng.random() * 1e-3, p=rng.random() * 50,
+                                    t=rng.randint(1000, 99999)) for x in extras]
+        rng.shuffle(parts)
+        out.append(counter.format(i=step, n=every * n_lines) + delim + delim.join(parts))
+        if rng.random() < 0.3:
+            out.append(rng.choice(NOISE))
+    if mode == "cumulative":
+        steps, logged_true = steps[1:], logged_true[1:]  # the first reading has nothing to subtract
+    return "\n".join(out) + "\n", steps, logged_true
+
+
+def test_generated_logs_read_with_the_generators_durations():
+    rng = random.Random(20240115)
+    passed, failures = 0, []
+    total = 2000
+    for _ in range(total):
+        text, steps, truth = _generate(rng)
+        try:
+            res = lines.scan_steps(text.split("\n"))
+            ok = res["step"].tolist() == steps and np.allclose(res["duration"], truth, rtol=2e-3, atol=6e-4)
+        except Exception:  # counted as a miss, shown below
+            ok = False
+        passed += ok
+        if not ok and len(failures) < 3:
+            failures.append(text[:300])
+    rate = passed / total
+    assert rate >= 0.99, f"{rate:.2%} of generated logs read right; e.g. {failures}"
