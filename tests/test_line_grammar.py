@@ -37,11 +37,18 @@ def test_each_family_reads_with_its_durations_phases_and_events(name):
 def test_a_mixed_log_counts_what_each_scanner_understood_and_what_was_skipped():
     path = FORMATS / "mixed.log"
     info = read_file(path).meta["lines"][str(path)]
-    assert info["understood"] == {"steps": 4, "nccl": 5, "recompile": 3, "events": 1}
+    assert info["understood"] == {"steps": 4, "nccl": 5, "recompile": 3, "events": 2}
     assert info["skipped"] == {"blank": 3, "traceback": 4, "code": 8, "banner": 1}
-    assert info["unread"] == 1 and info["unread_examples"] == ["line 30: some line nobody understands"]
+    assert info["unread"] == 1 and info["unread_examples"] == ["line 31: some line nobody understands"]
     ev = read_file(path).events
     assert "guard: tensor 'L['x']' size mismatch at index 0" in ev[ev["kind"] == "recompile"]["detail"].iloc[0]
+
+
+def test_without_a_time_field_samples_per_second_and_the_batch_size_give_the_step_time(tmp_path):
+    p = tmp_path / "megatron.log"
+    p.write_text("".join(f" iteration {i:8d}/ 1000 | global batch size:  2048 | lm loss: 2.4E+00 | "
+                         f"samples per second: {rate} |\n" for i, rate in ((10, 20.48), (20, 10.24))))
+    assert read_file(p).steps["duration_s"].tolist() == pytest.approx([100.0, 200.0])
 
 
 def test_a_text_with_no_line_understood_is_refused(tmp_path):

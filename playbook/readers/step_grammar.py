@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections import Counter
+from functools import lru_cache
 from itertools import pairwise
 
 import numpy as np
@@ -77,6 +78,7 @@ _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 _BRACKET = re.compile(r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
 _EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
+_DIGIT = re.compile(r"\d")
 _STEP_NAMES = ("step", "iter", "iteration", "batch")
 _IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
 _RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
@@ -106,6 +108,8 @@ _TOKEN_KEYS = {"tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step",
                "tokens_in_batch"}
 _TOKEN_RATE_KEYS = {"tps", "tok_s", "tokens_s", "tokens_per_sec", "tokens_per_second", "tokens_sec", "wps",
                     "tgs", "tokens_per_s", "tok_per_sec", "throughput_tokens"}
+_BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gbs", "global_batch",
+               "total_batch_size", "effective_batch_size"}
 _MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
 
 
@@ -135,6 +139,7 @@ def _unit_kind(unit: str | None) -> tuple[str, float] | None:
     return None
 
 
+@lru_cache(maxsize=8192)
 def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
     ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1); None when the
@@ -158,6 +163,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         return ("token_rate" if kind is None or kind[0] == "token_rate" else kind[0]), None, 1.0
     if k in _TOKEN_KEYS and kind is None:
         return "tokens", None, 1.0
+    if k in _BATCH_KEYS and kind is None:
+        return "batch", None, 1.0
     if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
         return "sample_rate", None, 1.0
     factor = kind[1] if kind and kind[0] == "time" else None
@@ -226,6 +233,7 @@ class StepLines:
         self.metric_lines = 0
         self.eval_lines = 0
         self.tqdm_lines = 0
+        self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
 
     # -- per line ------------------------------------------------------------------------------------------
@@ -286,7 +294,7 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = ctx.body
-        if not any(ch.isdigit() for ch in body):
+        if not _DIGIT.search(body):
             return False
         if (m := _KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
@@ -318,50 +326,32 @@ class StepLines:
         return True
 
     def _fields(self, rest: str, c: Counter_) -> dict[str, tuple[float, tuple]]:
-        found: dict[str, tuple[float, tuple]] = {}
-        prev_end = 0
-        for m in VALUE_RE.finditer(rest):
-            raw_key = rest[prev_end:m.start()]
+        """name -> (value, role) for the typed fields of `rest` (the line with its counter replaced)."""
+        matches = list(VALUE_RE.finditer(rest))
+        segs, prev_end = [], 0
+        for m in matches:
+            segs.append(rest[prev_end:m.start()])
+            segs.append(m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else ""))
             prev_end = m.end()
-            for marker in _MARKER.findall(raw_key):
-                if not marker[0].isdigit() and marker.lower() not in _TIME_UNITS:
-                    self.markers[marker] += 1
-            seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
-            seg = seg.rstrip(":= \t").rstrip()
-            pieces = _KEY_SPLIT.split(seg)
-            key = pieces[-1].strip() if pieces else ""
-            key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
-            if key == "(":
-                if "\ue000" in raw_key:
-                    key = "\ue000window"  # `step = 200 (11.474 sec)`: the time since the previous log line
-                else:
-                    continue  # the second number of an average in parentheses: `(0.320s, 400.0/s)`
-            key = key.lstrip("(").strip().rstrip(":=").strip()
+        tail = rest[prev_end:]
+        shape = "\ue002".join(segs) + "\ue002" + tail  # the line without its numbers: lines of a log repeat it
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = _plan(segs, tail)
+            if len(self._plans) < 4096:  # bounded: a log of ever-new line shapes is parsed afresh each time
+                self._plans[shape] = plan
+        fields, markers = plan
+        for marker in markers:
+            self.markers[marker] += 1
+        found: dict[str, tuple[float, tuple]] = {}
+        for i, name, role in fields:
+            m = matches[i]
             if m["clock"]:
                 parts = [float(p) for p in m["clock"].split(":")]
-                value = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
-                unit = "s"
+                value = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
             else:
                 value = float(m["num"].replace(",", ""))
-                unit = m["unit"] or m["unit_s"] or m["unit2"]
-            if key == "\ue000window":
-                kind = _unit_kind(unit)
-                if not kind or kind[0] != "time":
-                    continue
-                role = ("dur", WINDOW, kind[1])
-                name = "(window)"
-            else:
-                role = classify(key, unit)
-                if role is None:
-                    continue
-                name = norm_key(key) or f"({unit})"
-                if role[0] == "dur" and role[1] == UNNAMED:
-                    name = f"(unnamed {_unit_kind(unit)[0]})"
-            if name not in found:
-                found[name] = (value, role)
-        for marker in _MARKER.findall(rest[prev_end:]):  # `... 352.93ms (optimizer.step)` at the end
-            if not marker[0].isdigit() and marker.lower() not in _TIME_UNITS:
-                self.markers[marker] += 1
+            found[name] = (value, role)
         return found
 
     def _store(self, c: Counter_, ctx, fields: dict) -> None:
@@ -409,6 +399,8 @@ class StepLines:
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, cols, roles)
         windowed = False
+        if chosen is None:
+            chosen, duration, how = _from_throughput(cols, roles)
         if chosen is None:
             kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
             duration, windowed = _window_means(step, rank, time, kw), True
@@ -504,6 +496,65 @@ class StepLines:
             if have is None or score(k) > score(have):
                 out[r[1]] = k
         return out
+
+
+def _from_throughput(cols, roles):
+    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second."""
+    best = {}
+    for want in ("sample_rate", "batch"):
+        names = [k for k, r in roles.items() if r[0] == want]
+        if not names:
+            return None, None, None
+        best[want] = max(names, key=lambda k: (np.isfinite(cols[k]).sum(), "curr" in k, -len(k)))
+    rate, batch = cols[best["sample_rate"]], cols[best["batch"]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        seconds = np.where(rate > 0, batch / rate, np.nan)
+    name = f"{best['batch']} / {best['sample_rate']}"
+    return name, seconds, f"{name} (batch size / samples per second)"
+
+
+def _markers(text: str) -> list[str]:
+    return [m for m in _MARKER.findall(text) if not m[0].isdigit() and m.lower() not in _TIME_UNITS]
+
+
+def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple]], list[str]]:
+    """How to read a line shape: [(value index, field name, role)], markers. `segs` alternates the text before
+    each value and that value's unit."""
+    fields: list[tuple[int, str, tuple]] = []
+    names: set[str] = set()
+    markers: list[str] = []
+    for i in range(0, len(segs), 2):
+        raw_key, unit = segs[i], segs[i + 1]
+        markers += _markers(raw_key)
+        if unit == "\ue001":
+            unit = "s"  # H:MM:SS
+        seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
+        seg = seg.rstrip(":= \t").rstrip()
+        pieces = _KEY_SPLIT.split(seg)
+        key = pieces[-1].strip() if pieces else ""
+        key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
+        window = False
+        if key == "(":
+            if "\ue000" not in raw_key:
+                continue  # the second number of an average in parentheses: `(0.320s, 400.0/s)`
+            window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
+        key = key.lstrip("(").strip().rstrip(":=").strip()
+        if window:
+            kind = _unit_kind(unit)
+            if not kind or kind[0] != "time":
+                continue
+            role, name = ("dur", WINDOW, kind[1]), "(window)"
+        else:
+            role = classify(key, unit or None)
+            if role is None:
+                continue
+            name = norm_key(key) or f"({unit})"
+            if role[0] == "dur" and role[1] == UNNAMED:
+                name = f"(unnamed {_unit_kind(unit)[0]})"
+        if name not in names:
+            names.add(name)
+            fields.append((i // 2, name, role))
+    return fields, markers + _markers(tail)
 
 
 def _adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
