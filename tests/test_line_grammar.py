@@ -146,3 +146,31 @@ def test_generated_logs_read_with_the_generators_durations():
             failures.append(text[:300])
     rate = passed / total
     assert rate >= 0.99, f"{rate:.2%} of generated logs read right; e.g. {failures}"
+
+
+def test_iter_lines_streams_gzip_crlf_across_chunks_progress_bar_cr_utf16_and_cuts_endless_lines(tmp_path):
+    import gzip
+
+    from playbook.readers import textio
+
+    p = tmp_path / "log.gz"
+    p.write_bytes(gzip.compress(b"\xef\xbb\xbfa\r\nb\rc\n" + b"x" * (textio.MAX_LINE_CHARS + 10) + b"\nd"))
+    got = list(textio.iter_lines(p, chunk_bytes=2))
+    assert got[:3] == ["a", "b", "c"] and len(got[3]) == textio.MAX_LINE_CHARS and got[4:] == ["d"]
+    u = tmp_path / "u16.log"
+    u.write_bytes("step 1 time 0.5s\r\nstep 2 time 0.6s\r\n".encode("utf-16"))
+    assert list(textio.iter_lines(u, chunk_bytes=3)) == ["step 1 time 0.5s", "step 2 time 0.6s"]
+
+
+def test_per_phase_fields_become_phase_rows_and_graph_breaks_become_recompile_events(tmp_path):
+    p = tmp_path / "phases.log"
+    p.write_text("step 1 | fwd_time: 10ms | bwd_time: 20ms | optimizer_time: 5ms | allreduce: 4ms | step_time: 41ms\n"
+                 "step 2 | fwd_time: 11ms | bwd_time: 21ms | optimizer_time: 5ms | allreduce: 30ms | step_time: 70ms\n"
+                 "V0101 10:00:00.000000 42 torch/_dynamo/symbolic_convert.py:444] [1/0] [__graph_breaks] "
+                 "Graph break in user code at /work/model.py:12\n")
+    b = read_file(p)
+    by = b.steps.pivot(index="step", columns="phase", values="duration_s")
+    assert by.loc[2].to_dict() == pytest.approx({"bwd": 0.021, "collective": 0.03, "fwd": 0.011, "optimizer": 0.005,
+                                                 "step": 0.07})
+    ev = b.events
+    assert ev["kind"].tolist() == ["recompile"] and "graph break" in ev["detail"].iloc[0] and ev["step"].iloc[0] == 2

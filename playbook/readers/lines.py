@@ -298,8 +298,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if not understood and steps.feed(ln):
             counts["steps"] += 1
             understood = True
-        if events.feed_marker(ln):
-            counts["events"] += understood is False
+        if events.feed_marker(ln) and not understood:  # a marker on a step line is counted as a step line
+            counts["events"] += 1
             understood = True
         if understood:
             in_trace = False

@@ -451,10 +451,14 @@ def _open_stream(path: Path, fh):
     return fh
 
 
+_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
+         (b"\xfe\xff", "utf-16"))
+
+
 def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20):
     """Yield the lines of a (possibly compressed) text file one at a time, reading `chunk_bytes` at a time.
 
-    Decoded as UTF-8 with errors replaced (a BOM dropped); LF, CRLF and lone CR (progress-bar updates) all end a
+    Decoded as UTF-8 with errors replaced, or UTF-16/32 when a byte-order mark says so (the BOM dropped); LF, CRLF and lone CR (progress-bar updates) all end a
     line; lines longer than MAX_LINE_CHARS are cut. Memory: one chunk plus one line. A compressed stream cut
     short ends the iteration with what decompressed. Raises InputError when the file cannot be opened."""
     import codecs
@@ -466,7 +470,7 @@ def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20):
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
         stream = _open_stream(path, raw)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        decoder = None
         pending = ""
         first = True
         errors = (EOFError, OSError, lzma.LZMAError, zstandard_error())
@@ -475,6 +479,9 @@ def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20):
                 block = stream.read(chunk_bytes)
             except errors:
                 block = b""  # truncated or damaged compressed data: keep what came before
+            if decoder is None:
+                encoding = next((enc for bom, enc in _BOMS if block.startswith(bom)), "utf-8")
+                decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
             text = decoder.decode(block, final=not block)
             if first and text:
                 text, first = text.removeprefix("\ufeff"), False
