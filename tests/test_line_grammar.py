@@ -70,7 +70,10 @@ def test_a_log_that_starts_with_a_long_script_still_reads(tmp_path):
 # --- generated logs ----------------------------------------------------------------------------------------------
 
 COUNTERS = ["step {i}", "iter {i}", "Iteration {i}/{n}", "step:{i}/{n}", "global_step={i}", "[{i}/{n}]",
-            "Step {i} of {n}", "iteration {i:>6d}/{n:>6d} |", "it {i}:"]
+            "Step {i} of {n}", "iteration {i:>6d}/{n:>6d} |", "it {i}:", "Epoch: [0][{i:>4d}/{n}]",
+            "Epoch(train) [3][{i}/{n}]"]
+PREFIXES = ["", "[rank0]:", "[default0]: ", "[2024-01-15 10:00:00,000] ", "01/15/2024 10:00:00 - INFO - __main__ - ",
+            "2024-01-15T10:00:00.123Z ", "[titan] 2024-01-15 10:00:00,123 - root - INFO - "]
 KEYS = ["time", "step_time", "iter time", "dt", "batch_time", "Time", "duration", "time per step",
         "elapsed time per iteration"]
 CUMULATIVE = ["train_time", "elapsed", "runtime", "wall_time", "total_time"]
@@ -95,7 +98,7 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
     key = rng.choice(CUMULATIVE if mode == "cumulative" else KEYS)
     if mode == "rate":
         key = ""
-    sep, delim = rng.choice(SEPS), rng.choice(DELIMS)
+    sep, delim, prefix = rng.choice(SEPS), rng.choice(DELIMS), rng.choice(PREFIXES)
     avg = rng.random() < 0.3
     extras = rng.sample(EXTRA, rng.randint(0, 3))
     out, total = [], 0.0
@@ -122,7 +125,7 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
         parts = [field] + [x.format(v=rng.random() * 5, e=rng.random() * 1e-3, p=rng.random() * 50,
                                     t=rng.randint(1000, 99999)) for x in extras]
         rng.shuffle(parts)
-        out.append(counter.format(i=step, n=every * n_lines) + delim + delim.join(parts))
+        out.append(prefix + counter.format(i=step, n=every * n_lines) + delim + delim.join(parts))
         if rng.random() < 0.3:
             out.append(rng.choice(NOISE))
     if mode == "cumulative":
@@ -146,6 +149,15 @@ def test_generated_logs_read_with_the_generators_durations():
             failures.append(text[:300])
     rate = passed / total
     assert rate >= 0.99, f"{rate:.2%} of generated logs read right; e.g. {failures}"
+
+
+def test_naive_timestamps_are_read_in_the_given_time_zone(tmp_path):
+    from playbook.readers import read_paths
+
+    p = tmp_path / "tz.log"
+    p.write_text("2024-01-15 10:00:00 step 1 step_time: 0.5s\n2024-07-15 10:00:00 step 2 step_time: 0.5s\n")
+    t = read_paths([p], tz="Europe/Berlin").steps["time"].tolist()
+    assert [x.strftime("%H:%M:%S.%f") for x in t] == ["08:59:59.500000", "07:59:59.500000"]  # CET, CEST
 
 
 def test_iter_lines_streams_gzip_crlf_across_chunks_progress_bar_cr_utf16_and_cuts_endless_lines(tmp_path):
