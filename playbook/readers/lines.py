@@ -52,7 +52,7 @@ _EXC_LINE = re.compile(r"^\s*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Interrupt|E
 _CODE = re.compile(r"^\s*(?:import \w|from [\w.]+ import |def \w+\s*\(|class \w+[(:]|@\w|#|if .*:\s*$|elif |"
                    r"else\s*:|for .* in .*:\s*$|while .*:\s*$|with .*:\s*$|try\s*:|except\b|finally\s*:|return\b|"
                    r"raise\b|yield\b|assert |print\(|pass\s*$|break\s*$|continue\s*$|[\w.\[\]'\"]+\s*[+\-*/]?=\s*\S|"
-                   r"[\w.]+\(.*\)\s*$|[)\]}]+[,:]?\s*$|\"\"\"|''')")
+                   r"[\w.]+\(.*\)\s*(?:#.*)?$|[)\]}]+[,:]?\s*$|\"\"\"|''')")
 _BANNER = re.compile(r"^\s*[=\-*#~_+<>|.:]{3,}.*$|^[^\w]*$")
 
 _CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"

@@ -206,11 +206,12 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
 class Counter_:
     """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
 
-    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields")
+    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress")
 
     def __init__(self, step, epoch, n, span, keyword, evaluating=False):
         self.step, self.epoch, self.n, self.span = step, epoch, n, span
         self.keyword, self.evaluating = keyword, evaluating
+        self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
 
 
 class StepLines:
@@ -257,7 +258,7 @@ class StepLines:
             e = _TQDM_EPOCH.search(head)
             epoch = int(e["e"] or e["e2"]) if e else None
             self.tqdm_lines += 1
-            return self._within(epoch, int(m["i"]), int(m["n"]), (m.start(), m.start() + len(m["i"]) + 1 +
+            return self._progress(epoch, int(m["i"]), int(m["n"]), (m.start(), m.start() + len(m["i"]) + 1 +
                                                                   len(m["n"])), "tqdm", bool(_EVAL_MODE.search(head)))
         if (m := _NAMED_EPOCH.search(body)):
             mode = m["m"].lower()
@@ -267,7 +268,7 @@ class StepLines:
             return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "fairseq",
                                 bool(_EVAL_MODE.search(body[: m.start()])))
         if (m := _KERAS.match(body)):
-            return self._within(self.keras_epoch, int(m["i"]), int(m["n"]), m.span(), "keras", False)
+            return self._progress(self.keras_epoch, int(m["i"]), int(m["n"]), m.span(), "keras", False)
         if (m := _BRACKET.search(body)):
             return self._within(None, int(m["i"]), int(m["n"]), m.span(), "bracket",
                                 bool(_EVAL_MODE.search(body[: m.start()])))
@@ -284,6 +285,11 @@ class StepLines:
             return None
         c = Counter_(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
         c.fields = fields
+        return c
+
+    def _progress(self, *args) -> Counter_:
+        c = self._within(*args)
+        c.progress = True
         return c
 
     def _within(self, epoch, i, n, span, mode, evaluating) -> Counter_:
@@ -321,7 +327,7 @@ class StepLines:
             if c.keyword and VALUE_RE.search(rest):  # a step line of metrics only (`step = 0, loss ...`)
                 self._store(c, ctx, {})
                 return True
-            return False
+            return c.progress
         self._store(c, ctx, fields)
         return True
 
