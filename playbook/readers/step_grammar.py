@@ -203,7 +203,7 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     return "dur", GENERIC, f
 
 
-class Counter_:
+class StepCounter:
     """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
 
     __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress")
@@ -238,7 +238,7 @@ class StepLines:
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
 
     # -- per line ------------------------------------------------------------------------------------------
-    def _counter(self, body: str) -> Counter_ | None:
+    def _counter(self, body: str) -> StepCounter | None:
         best = None
         for m in _KEYWORD.finditer(body):
             rank = _KEYWORD_RANK[m["k"].lower().replace("_", " ").replace("global step", "global_step")
@@ -248,7 +248,7 @@ class StepLines:
         if best is not None:
             m = best[1]
             head = body[: m.start()]
-            return Counter_(int(m["i"]), None, None, m.span(), True, bool(_EVAL_MODE.search(head[-40:])))
+            return StepCounter(int(m["i"]), None, None, m.span(), True, bool(_EVAL_MODE.search(head[-40:])))
         if (m := _EPOCH_BRACKET.search(body)):
             mode = (m["m"] or "").lower()
             return self._within(int(m["e"]) if m["e"] else None, int(m["i"]), int(m["n"]), m.span(), mode,
@@ -274,7 +274,7 @@ class StepLines:
                                 bool(_EVAL_MODE.search(body[: m.start()])))
         return None
 
-    def _implicit(self, body: str, ctx) -> Counter_ | None:
+    def _implicit(self, body: str, ctx) -> StepCounter | None:
         """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
         `step_time=0.5s`): the next step of its rank."""
         if not _IMPLICIT_HINT.search(body):
@@ -283,20 +283,20 @@ class StepLines:
                   if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in _STEP_NAMES)}
         if not fields:
             return None
-        c = Counter_(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
+        c = StepCounter(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
         c.fields = fields
         return c
 
-    def _progress(self, *args) -> Counter_:
+    def _progress(self, *args) -> StepCounter:
         c = self._within(*args)
         c.progress = True
         return c
 
-    def _within(self, epoch, i, n, span, mode, evaluating) -> Counter_:
+    def _within(self, epoch, i, n, span, mode, evaluating) -> StepCounter:
         if epoch is None or evaluating:
-            return Counter_(i, epoch, n, span, False, evaluating)
+            return StepCounter(i, epoch, n, span, False, evaluating)
         first = self.epoch0.setdefault(mode, epoch)
-        return Counter_((epoch - first) * n + i, epoch, n, span, False, evaluating)
+        return StepCounter((epoch - first) * n + i, epoch, n, span, False, evaluating)
 
     def feed(self, ctx) -> bool:
         body = ctx.body
@@ -331,7 +331,7 @@ class StepLines:
         self._store(c, ctx, fields)
         return True
 
-    def _fields(self, rest: str, c: Counter_) -> dict[str, tuple[float, tuple]]:
+    def _fields(self, rest: str, c: StepCounter) -> dict[str, tuple[float, tuple]]:
         """name -> (value, role) for the typed fields of `rest` (the line with its counter replaced)."""
         matches = list(VALUE_RE.finditer(rest))
         segs, prev_end = [], 0
@@ -360,7 +360,7 @@ class StepLines:
             found[name] = (value, role)
         return found
 
-    def _store(self, c: Counter_, ctx, fields: dict) -> None:
+    def _store(self, c: StepCounter, ctx, fields: dict) -> None:
         n = len(self.step)
         self.step.append(c.step)
         self.rank.append(ctx.rank)
@@ -390,8 +390,9 @@ class StepLines:
         return col
 
     def result(self) -> dict:
-        """{"step", "rank", "time", "line", "duration", "start"?, "phases": {name: seconds}, "tokens",
-        "chosen": field name or None, "how": text} as numpy arrays, one entry per step row (deduplicated)."""
+        """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
+        "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "phases" {phase: seconds}; "chosen" (the
+        duration field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
@@ -430,16 +431,14 @@ class StepLines:
             tokens = cols[max(tok, key=lambda k: np.isfinite(cols[k]).sum())][idx]
         elif rate:
             tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
-        start = time[idx].copy()
-        stamped = start != NAT
         if windowed:
-            start[stamped] = start[stamped]  # window rows carry the window's start already
-        else:
+            start = _window_starts(step, rank, time, idx)  # a window mean starts where its window does
+        else:  # a logged time is the end of its step
+            start = time[idx].copy()
+            stamped = start != NAT
             start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
                    phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
-        if windowed:
-            out["start"] = _window_starts(step, rank, time, idx)
         return out
 
     def _choose(self, step, rank, cols, roles):
