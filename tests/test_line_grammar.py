@@ -51,6 +51,17 @@ def test_without_a_time_field_samples_per_second_and_the_batch_size_give_the_ste
     assert read_file(p).steps["duration_s"].tolist() == pytest.approx([100.0, 200.0])
 
 
+def test_steps_within_epochs_count_on_and_launcher_prefixes_give_the_rank(tmp_path):
+    p = tmp_path / "epochs.log"
+    p.write_text("0: Epoch 1/2 | Step 50/100 | loss 2.1 | step_time 0.20s\n"
+                 "1: Epoch 1/2 | Step 50/100 | loss 2.1 | step_time 0.30s\n"
+                 "0: Epoch 2/2 | Step 50/100 | loss 1.9 | step_time 0.25s\n"
+                 '[1,0]<stdout>:{"iteration": 7, "step_time_ms": 120.0}\n')
+    s = read_file(p).steps.sort_values(["rank", "step"])
+    assert s[["rank", "step", "duration_s"]].values.tolist() == [[0, 7, 0.12], [0, 50, 0.2], [0, 150, 0.25],
+                                                                  [1, 50, 0.3]]
+
+
 def test_a_text_with_no_line_understood_is_refused(tmp_path):
     p = tmp_path / "notes.txt"
     p.write_text("dear diary\nnothing to see\n")

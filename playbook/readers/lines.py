@@ -37,7 +37,9 @@ FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
 NAT = step_grammar.NAT
 EXAMPLES_KEPT = 5
 
-_RANK_PREFIX = re.compile(r"^\s*\[(?:rank|default|r)\s*(\d+)\]\s*:?\s*", re.IGNORECASE)
+# torchrun's [rank3]: / [default3]:, mpirun --tag-output's [1,3]<stdout>:, srun --label's "3: "
+_RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*(\d+)\]\s*:?|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,5}):(?= ))"
+                          r"\s*", re.IGNORECASE)
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
 _ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
                   r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
@@ -125,8 +127,8 @@ class Prefix:
         rank, t = -1, NAT
         body = line
         for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
-            if rank < 0 and body[:1] in " [" and (m := _RANK_PREFIX.match(body)):
-                rank, body = int(m.group(1)), body[m.end():]
+            if rank < 0 and (m := _RANK_PREFIX.match(body)):
+                rank, body = int(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
             if t == NAT and body[:1] in " [0123456789IWEFVD":
                 if (m := _TAGGED.match(body)):
                     body = body[m.end():]

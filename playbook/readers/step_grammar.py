@@ -60,7 +60,7 @@ _KEY_UNIT = re.compile(r"\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes
 _MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
 _NORM = re.compile(r"[^0-9a-z]+")
 
-KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>global[_ ]step|num_updates|iteration|iter|it|train_step|steps|step)\b\s*"
+KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>global[_ ]step|num_updates|iteration|iter|it|train_step|steps|step)\b[\"']?\s*"
                       r"[:=#]?\s*(?P<i>\d+)(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3}
@@ -73,6 +73,7 @@ _FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(
 _TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*,\s*(?:(?P<rate>" + _NUM +
                    r")\s*(?P<ru>it/s|s/it)|\?it/s)")
 _TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
+_EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 _KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 _BRACKET = re.compile(r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
@@ -248,7 +249,13 @@ class StepLines:
         if best is not None:
             m = best[1]
             head = body[: m.start()]
-            return StepCounter(int(m["i"]), None, None, m.span(), True, bool(_EVAL_MODE.search(head[-40:])))
+            evaluating = bool(_EVAL_MODE.search(head[-40:]))
+            if m["n"] and best[0] >= 2 and (e := _EPOCH_WORD.search(head)) and not evaluating:
+                # "Epoch 2/10 | Step 120/500": a step within its epoch, as global steps count
+                c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
+                c.keyword = True
+                return c
+            return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
         if (m := _EPOCH_BRACKET.search(body)):
             mode = (m["m"] or "").lower()
             return self._within(int(m["e"]) if m["e"] else None, int(m["i"]), int(m["n"]), m.span(), mode,
