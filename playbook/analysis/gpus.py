@@ -1,9 +1,12 @@
 """Per-GPU status and cross-signal reasoning, relative to the run's own GPUs.
 
 Statuses (first that applies):
-  lost           the GPU stops reporting, or reports errors / nothing for a stretch while its peers report. A
+  lost           the GPU stops reporting for good, or reports errors for a stretch while its peers report. A
                  stretch counts when it is longer than chance allows: L ≥ max(3, log(α/n) / log(q)) polls, q being
-                 the GPU's own share of missing polls (so a flaky 5% loss over a day needs ~6 in a row).
+                 the GPU's own share of missing polls (so a flaky 5% loss over a day needs ~6 in a row). A stretch
+                 with no rows at all after which the GPU reports normally again is a logger hiccup (a warning): a
+                 GPU that falls off the bus (Xid 79) does not come back without a reset, and the poller's own
+                 stalls leave exactly such holes.
   throttled      harmful clock-event reasons (HW slowdown, SW/HW thermal, power brake — not the SW power cap,
                  which is normal at full load) in ≥ 1% of busy polls (95% Wilson lower bound), or an SM clock
                  while busy that is a low outlier among its peers (modified z ≤ -3.5, Iglewicz-Hoaglin) and ≥ 5%
@@ -47,6 +50,10 @@ MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a 
 SATURATED_SHARE = 0.9  # saturated: busy (above the fleet's busy threshold) in ≥ 90% of polls
 THROTTLE_SHARE_MIN = 0.01
 CLOCK_DEFICIT_MIN = 0.05
+# self-reference: at full load, power-limited boost (DVFS) alone lowers the SM clock by up to ~25% (an H100 at 700 W
+# runs ~1.5-1.98 GHz); a busy clock more than 30% below what the same GPU or model reaches in the run is a limiter
+SELF_DEFICIT_MIN = 0.30
+POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
 MODIFIED_Z = 3.5
 POWER_DROP_MIN = 0.15
 PEERS_HIGH = 0.75  # a straggler is low while at least this share of its peers is high
@@ -234,7 +241,7 @@ def _analyze(series: GpuSeries) -> GpuReport:
     busy_thr = fleet_levels.threshold if fleet_levels.bimodal else 50.0
     table["busy_share"] = [float(np.mean(util[g][valid[g]] >= busy_thr)) if valid[g].any() else math.nan
                            for g in range(g_count)]
-    table["lost"], table["lost_note"] = _lost(series, table, util, valid, dt, lo)
+    table["lost"], table["lost_note"] = _lost(series, table, util, valid, dt, lo, warnings)
     _throttle(series, table, has, busy_thr)
     _relative(table, util, valid, dt)
     _memory(series, table, has)
@@ -311,7 +318,7 @@ def imbalance_p(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, seed: 
 
 
 def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float,
-          t0: float) -> tuple[list[bool], list[str]]:
+          t0: float, warnings: list[str] | None = None) -> tuple[list[bool], list[str]]:
     g_count, n_bins = util.shape
     lost, notes = [], []
     comparable = g_count >= 2 and n_bins >= 4
@@ -338,7 +345,15 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
                     note = (f"stopped reporting at {when}, {_fmt_s((int(watched[-1]) - a + 1) * dt)} before its "
                             "peers' last sample" + (f" ({errors} missing or error readings)" if errors else ""))
                 else:
-                    note = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
+                    ts, x = series.get(g, "util_pct", dropna=False)
+                    inside = (ts >= t0 + (a - 0.5) * dt) & (ts < t0 + (b + 1.5) * dt)
+                    errors_in = int((inside & ~np.isfinite(x)).sum())
+                    gap = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
+                    if errors_in >= MIN_LOST_POLLS:
+                        note = f"{gap} ({errors_in} error readings)"
+                    elif warnings is not None:
+                        warnings.append(f"{series.ids[g]}: {gap}, then reported normally again — a gap in the "
+                                        "logging, not a lost GPU (a lost GPU reports errors or stops for good)")
         others_valid = bool(valid.sum() - valid[g].sum())  # the field exists: other GPUs report it
         errors = int(table.loc[g, "errors"])
         never = bool(not note and others_valid and table.loc[g, "samples"] and errors == table.loc[g, "samples"])
@@ -396,6 +411,51 @@ def _throttle(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr: float
     table["clock_deficit"] = deficit
     table["clock_z"] = mz
     table["peer_clock_mhz"] = float(np.median(clock[fin])) if fin.any() else math.nan
+    _self_reference(series, table, has, busy_thr)
+
+
+def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr: float) -> None:
+    """Throttling by self-reference: busy polls whose SM clock sits far below the clock this GPU — or the run's
+    other GPUs — reaches while busy (95th percentile), so a single GPU can be throttled too. Columns self_ref_mhz,
+    self_slow_share (share of busy polls that slow), self_slow_lower (its 95% Wilson lower bound), self_deficit
+    (1 - median slow clock / reference), power_pinned_share (slow polls drawing ≥ 95% of the power limit) and
+    power_limit_at_slow_w."""
+    g_count = len(series)
+    cols = {k: np.full(g_count, math.nan) for k in ("self_ref_mhz", "self_slow_share", "self_deficit",
+                                                     "power_pinned_share", "power_limit_at_slow_w")}
+    cols["self_slow_lower"] = np.zeros(g_count)
+    if not has["sm_clock_mhz"]:
+        for k, v in cols.items():
+            table[k] = v
+        return
+    busy_clocks = []
+    for g in range(g_count):
+        _, u = series.get(g, "util_pct", dropna=False)
+        _, c = series.get(g, "sm_clock_mhz", dropna=False)
+        busy_clocks.append(np.isfinite(u) & (u >= busy_thr) & np.isfinite(c))
+    pooled = np.concatenate([series.get(g, "sm_clock_mhz", dropna=False)[1][busy_clocks[g]] for g in range(g_count)])
+    fleet_ref = float(np.percentile(pooled, 95)) if len(pooled) >= 3 else math.nan
+    for g in range(g_count):
+        ok = busy_clocks[g]
+        if ok.sum() < 3:
+            continue
+        c = series.get(g, "sm_clock_mhz", dropna=False)[1][ok]
+        ref = float(np.nanmax([np.percentile(c, 95), fleet_ref]))
+        slow = c < (1 - SELF_DEFICIT_MIN) * ref
+        cols["self_ref_mhz"][g] = ref
+        cols["self_slow_share"][g] = float(slow.mean())
+        cols["self_slow_lower"][g] = _wilson_lower(int(slow.sum()), len(slow))
+        if slow.any():
+            cols["self_deficit"][g] = float(1 - np.median(c[slow]) / ref)
+            if has["power_w"] and has["power_limit_w"]:
+                p = series.get(g, "power_w", dropna=False)[1][ok][slow]
+                lim = series.get(g, "power_limit_w", dropna=False)[1][ok][slow]
+                known = np.isfinite(p) & np.isfinite(lim) & (lim > 0)
+                if known.any():
+                    cols["power_pinned_share"][g] = float(np.mean(p[known] >= POWER_PINNED * lim[known]))
+                    cols["power_limit_at_slow_w"][g] = float(np.median(lim[known]))
+    for k, v in cols.items():
+        table[k] = v
 
 
 def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float) -> None:
@@ -585,13 +645,22 @@ def _status(r, g_count: int) -> tuple[str, str]:
                       f"too few to call it lost, which takes {MIN_LOST_POLLS} in a row){tail}")
     harmful = r.harmful_lower >= THROTTLE_SHARE_MIN
     slow_clock = (np.isfinite(r.clock_z) and r.clock_z <= -MODIFIED_Z and r.clock_deficit >= CLOCK_DEFICIT_MIN)
-    if harmful or slow_clock:
+    self_slow = r.self_slow_lower >= THROTTLE_SHARE_MIN
+    if harmful or slow_clock or self_slow:
         parts = []
         if harmful:
             parts.append(f"{r.harmful_bits} in {r.harmful_share:.0%} of busy polls")
         if slow_clock:
             parts.append(f"SM clock {r.busy_clock_mhz:.0f} MHz while busy vs peers {r.peer_clock_mhz:.0f} MHz "
                          f"({-r.clock_deficit:+.0%})")
+        if self_slow:
+            ref_clock = (1 - r.self_deficit) * r.self_ref_mhz
+            parts.append(f"busy at {ref_clock:.0f} MHz in {r.self_slow_share:.0%} of busy polls against the "
+                         f"{r.self_ref_mhz:.0f} MHz {'the GPU reaches' if g_count == 1 else 'the GPUs reach'} busy in this "
+                         f"run ({-r.self_deficit:+.0%}; 100% utilization counts any kernel running, not speed)")
+            if np.isfinite(r.power_pinned_share) and r.power_pinned_share >= 0.5:
+                parts.append(f"power pinned at its {r.power_limit_at_slow_w:.0f} W limit in "
+                             f"{r.power_pinned_share:.0%} of those polls: a power cap")
         return "throttled", "; ".join(parts) + f"; {mean}{tail}"
     if g_count >= 2 and np.isfinite(r.delta_pct) and r.polls_compared:
         testable = r.delta_n_eff >= 5

@@ -127,10 +127,13 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "waiting_straggler": {"collective_straggler": 0.9},
     "straggler_no_power": {"collective_straggler": 0.6},
     "straggler_periodic": {"periodic_stall": 0.75},
-    "straggler_persistent": {"hardware_fault": 0.45, "throttling": 0.3},
+    # an idle laggard: its host is late (rank-specific work, data skew); hardware needs device evidence
+    "straggler_persistent": {"collective_straggler": 0.6, "padding_imbalance": 0.2},
     "rotating": {"padding_imbalance": 0.5, "data_starvation": 0.3},
     "throttle_bits": {"throttling": 0.9},
     "slow_clock": {"throttling": 0.75, "hardware_fault": 0.3},
+    # busy at a low clock with power at the enforced limit: the limit holds the clock down
+    "power_cap": {"throttling": 0.9},
     "lost": {"hardware_fault": 0.9},
     "host_lost": {"hardware_fault": 0.4},
     "memory_full": {"memory_pressure": 0.55},
@@ -291,6 +294,10 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
                 ["no finding points at a cause"], "next_step": NEXT_STEPS["healthy"], "fix": FIXES["healthy"],
                 "notebook": NOTEBOOKS["healthy"]})
     out.sort(key=lambda h: (-h["score"], h["id"] != "healthy", h["id"]))
+    if wrong >= 0.5 and out[0]["id"] == "healthy" and len(out) > 1:
+        # more likely wrong than right: the best-supported cause leads even when the support is split between
+        # causes (each below healthy's share); healthy follows it
+        out.insert(1, out.pop(0))
     return out
 
 
@@ -450,10 +457,17 @@ def from_gpus(report, osc=None) -> list[Evidence]:
         base = (f"{gid} drops low {s['episodes']} times ({s['time_share']:.0%} of the time) while ≥ 75% of its "
                 f"peers stay busy (peers at {s['peer_util_pct']:.0f}% utilization); it is the odd one out in "
                 f"{s['share_of_all']:.0%} of all such moments ({_p(s['persistence_p'])} against chance)")
+        # the laggard's own GPU is idle while it lags: the others wait for work on its host, not for a slow GPU
+        # (a slow GPU is busy — at a lower clock or power — while the others wait; that shows as throttled / lost)
+        rank0 = str(t.loc[t["id"] == gid, "index"].iloc[0]) == "0" and host == sorted(t["host"].astype(str))[0]
+        soft = ("; its own GPU is idle while it lags, so the others wait for its host, not its GPU: software — "
+                "rank-specific host work (checkpoint saving, logging, evaluation) or more data on that rank"
+                + ("; it is probably rank 0 (first GPU of the first host): look first at rank-0-only work "
+                   "(synchronous torch.save, metric logging, evaluation on rank 0)" if rank0 else ""))
         if s.get("waiting"):
             sig = "sm_active" if s["signal"] == "sm_active" else "power"
             text = (base + f"; meanwhile the peers draw {s['peer_work_odd']:.0%} of their busy {sig} — they "
-                    "are waiting for it in a collective")
+                    "are waiting for it in a collective" + soft)
             out += support("waiting_straggler", confidence(s.get("waiting_p")), w, text,
                            f"record per-rank step phases or traces on {host}: rank on {gid} should show "
                            "compute or I/O while the others wait in the collective")
@@ -470,7 +484,9 @@ def from_gpus(report, osc=None) -> list[Evidence]:
                            f"the stall period is {row['period_s']:.3g} s: log what the rank on {gid} does every "
                            f"{row['period_s']:.3g} s (checkpoint / eval / logging step numbers)")
         else:
-            text = f"the same GPU ({gid}) lags every time and not on a schedule: hardware-like"
+            text = (f"the same GPU ({gid}) lags every time, not on a schedule, idle while it lags: work or data "
+                    "specific to that rank (software); a hardware cause needs device evidence (a busy GPU at a lower "
+                    "clock or power, throttle bits, Xid errors, a downtrained link)")
             out += support("straggler_persistent", confidence(s["persistence_p"]), w, text)
     if report.rotating:
         r = report.rotating
@@ -491,11 +507,18 @@ def from_gpus(report, osc=None) -> list[Evidence]:
         host = r.host
         if r.status == "throttled":
             deficit = float(r.clock_deficit) if np.isfinite(r.clock_deficit) else 0.0
+            self_cost = getattr(r, "self_slow_share", math.nan) * getattr(r, "self_deficit", math.nan)
+            if getattr(r, "self_slow_lower", 0.0) >= 0.01 and np.isfinite(self_cost):
+                deficit = max(deficit, float(self_cost))  # clock-bound work runs at the clock's pace
             if r.harmful_lower >= 0.01:
                 w = max(impact(float(r.harmful_share)), impact(deficit))
                 out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}",
                                f"on {host} under load: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER for GPU "
                                f"{r.index} (clock event reasons, temperature)")
+            elif getattr(r, "power_pinned_share", 0.0) >= 0.5:
+                out += support("power_cap", 1.0, impact(deficit), f"{r.id}: {r.evidence}",
+                               f"on {host}: nvidia-smi -q -d POWER -i {r.index} (enforced vs default power limit); "
+                               "restore it with nvidia-smi -pl or the scheduler's power policy")
             else:
                 out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}",
                                f"on {host}: nvidia-smi -q -d CLOCK,PERFORMANCE for GPU {r.index} under load")
@@ -764,8 +787,9 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         nature = f.get("nature")
         if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"
-            for e in support(sig, conf, 1.0, f"the slowest rank is {nature} "
-                             f"({'the same rank every time' if nature == 'hardware-like' else 'it rotates'})"):
+            why = ("the same rank every time, its compute slower" if nature == "hardware-like" else
+                   "it rotates, or it is late for host-side reasons (rank-specific work, data)")
+            for e in support(sig, conf, 1.0, f"the slowest rank is {nature} ({why})"):
                 e.anomaly = 0.0  # the same finding read another way: no extra sign that something is wrong
                 out.append(e)
     return out

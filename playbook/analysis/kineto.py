@@ -44,6 +44,8 @@ DATALOADER_RE = re.compile(r"DataLoader|dataloader|_DataLoaderIter|enumerate\(Da
 
 INPUT_MODERATE, INPUT_HIGH = 0.05, 0.20  # TF profiler: input share of step time
 LAUNCH_MODERATE, LAUNCH_HIGH = 0.03, 0.15  # TF profiler: kernel-launch share of step time
+# a training step needs a handful of host reads (loss, grad norm, lr); ≥ 100 syncs in one step is a per-element loop
+PER_ELEMENT_SYNCS = 100
 
 
 def kernel_kind(name: str) -> str:
@@ -233,6 +235,19 @@ def step_times(trace: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def windows(trace: pd.DataFrame) -> pd.DataFrame:
+    """The windows the per-step analyses assess: ProfilerStep#N steps, or — when the trace marks none (a profiler
+    used without a schedule) — each rank's whole traced span as one window, step 0. Same columns as step_times."""
+    steps = step_times(trace)
+    if len(steps) or trace.empty:
+        return steps
+    end = trace["ts_us"] + trace["dur_us"].fillna(0.0)
+    g = pd.DataFrame({"rank": trace["rank"], "ts": trace["ts_us"], "end": end}).groupby("rank")
+    span = g.agg(ts_us=("ts", "min"), end=("end", "max")).reset_index()
+    return pd.DataFrame({"rank": span["rank"].to_numpy(), "step": 0, "ts_us": span["ts_us"].to_numpy(),
+                         "dur_us": (span["end"] - span["ts_us"] + 1.0).to_numpy()})
+
+
 def _union_within(ts: np.ndarray, end: np.ndarray, lo: float, hi: float) -> float:
     """Length (µs) of the union of [ts, end) clipped to [lo, hi)."""
     a, b = np.clip(ts, lo, hi), np.clip(end, lo, hi)
@@ -315,7 +330,7 @@ def device_syncs(trace: pd.DataFrame) -> pd.DataFrame:
     """
     cols = ["rank", "step", "call", "kind", "op", "ts_us", "blocked_us", "gpu_idle_after_us"]
     parts = []
-    steps = step_times(trace)
+    steps = windows(trace)
     for rank, t in trace.groupby("rank", sort=True):
         cat = t["cat"].astype(str)
         rt = t[cat.isin(RUNTIME_CATS)]
@@ -355,7 +370,7 @@ def sync_share(trace: pd.DataFrame, syncs: pd.DataFrame | None = None) -> pd.Dat
     """Per (rank, step): syncs (count), blocked_us (CPU time in them), exposed_us (GPU idle right after them,
     overlapping stretches counted once) and share (exposed_us / step time, 0-1)."""
     cols = ["rank", "step", "dur_us", "syncs", "blocked_us", "exposed_us", "share"]
-    steps = step_times(trace)
+    steps = windows(trace)
     syncs = device_syncs(trace) if syncs is None else syncs
     rows = []
     for (rank, step, s0, dur) in steps.itertuples(index=False):
@@ -398,7 +413,7 @@ def launch_bound(trace: pd.DataFrame, min_kernels: int = 20, syncs: pd.DataFrame
     """
     cols = ["rank", "step", "dur_us", "kernels", "gpu_busy_frac", "median_kernel_us", "median_launch_interval_us",
             "launch_gap_us", "launch_share", "level"]
-    steps = step_times(trace)
+    steps = windows(trace)
     if steps.empty:
         return pd.DataFrame(columns=cols)
     syncs = device_syncs(trace) if syncs is None else syncs
@@ -539,7 +554,7 @@ def summarize(bundle: Any) -> dict | None:
     lb = launch_bound(trace, syncs=syncs)
     out["launch"] = _summ_launch(lb, findings)
     out["pageable"] = _summ_pageable(trace, st, findings)
-    out["gpu_idle"] = _summ_idle(tb, out, lb)
+    out["gpu_idle"] = _summ_idle(tb, out, lb, marked=not st.empty)
     out["findings"] = findings
     return out
 
@@ -585,7 +600,10 @@ def _summ_syncs(trace, syncs, findings) -> dict:
         findings.append({"hypothesis": "host_sync", "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['syncs']):.0f} device-to-host syncs per step "
             f"({', '.join(top_ops) or 'no enclosing op'}); the GPU then sits idle for a median {100 * exposed:.1f}% "
-            f"of step time (CPU blocked {100 * blocked:.1f}%)"), **_steps_at(rows, level)})
+            f"of step time (CPU blocked {100 * blocked:.1f}%)"
+            + ("; hundreds of tiny waits per step are .item() / .cpu() called per element in a Python loop: take "
+               ".item()/.cpu() out of the loop (copy the whole tensor once, or keep the values on the GPU)"
+               if _median(rows["syncs"]) >= PER_ELEMENT_SYNCS else "")), **_steps_at(rows, level)})
     return {"per_step": _r(_median(rows["syncs"]), 1), "blocked_share": _r(blocked, 4),
             "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
@@ -608,7 +626,7 @@ def _summ_launch(lb, findings) -> dict:
     return res
 
 
-def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame) -> dict | None:
+def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = True) -> dict | None:
     """The GPU's idle share on the idlest rank and how much of it the specific analyses account for.
 
     share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
@@ -624,7 +642,8 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame) -> dict | None:
     if len(steps):
         idle_us = ((1.0 - steps["gpu_busy_frac"]) * steps["dur_us"]).groupby(steps["rank"]).sum()
         share_by_rank = (idle_us / steps.groupby("rank")["dur_us"].sum()).dropna()
-        basis, n_steps = "steps", steps.groupby("rank").size()
+        basis, n_steps = ("steps", steps.groupby("rank").size()) if marked else \
+            ("span", pd.Series(0, index=share_by_rank.index))
     if share_by_rank.empty:
         share_by_rank = (tb.set_index("rank")["idle_pct"] / 100.0).dropna()
         basis, n_steps = "span", pd.Series(0, index=share_by_rank.index)
@@ -642,6 +661,9 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame) -> dict | None:
 
 def _summ_pageable(trace, steps, findings) -> dict:
     pc = pageable_copies(trace)
+    # a device-to-host copy is the CPU asking for a result (.item(), .cpu()): it waits whatever the memory, so it
+    # counts as a sync (device_syncs), and pinning would not remove the wait
+    pc = pc[~pc["name"].astype(str).str.contains("DtoH", regex=False)]
     if pc.empty:
         return {"copies": 0, "mbytes": 0.0, "time_ms": 0.0, "share_of_step": None, "level": "ok"}
     step_total = steps.groupby("rank")["dur_us"].sum()

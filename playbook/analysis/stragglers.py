@@ -13,7 +13,9 @@ phase as the labs record it).
   kernels left out), against the fastest rank and against the median rank; a rank scoring below 0.75 is flagged.
 - Persistence: in how many steps the same rank is the slowest, against 1/world_size expected if the slowest rank
   rotated at random; a one-sided binomial tail with a Bonferroni correction over ranks gives the p-value.
-  Persistent (p < 0.01) → hardware-like (throttling, a slow link, a bad host); several different slowest ranks and
+  Persistent (p < 0.01) with slower compute on a rank other than 0 → hardware-like (throttling, a slow link, a bad
+  host); persistent with normal compute (late for host reasons) or on rank 0 → software-like (rank-specific host
+  work such as rank-0 checkpointing, logging, evaluation); several different slowest ranks and
   p ≥ 0.05 → software-like (the data decides who is slow: padding, uneven batches, loader hiccups).
 - Tokens: when the steps table carries tokens per step, the rank correlation between a rank's compute time and its
   token count says whether the work itself is uneven (padding / packing imbalance).
@@ -417,6 +419,12 @@ def _findings(label: str, part: dict) -> list[dict]:
                         f"{verdict}, {nature})")
         else:
             bits.append("one profiled step: too few to tell a persistent straggler from a rotating one")
+        if nature == "hardware-like" and (not worst or rank == 0):
+            # persistent but its compute is as fast as its peers' (it arrives late for host-side reasons), or it is
+            # rank 0, whose rank-only work (checkpoint, logging, evaluation) is the first suspect: software
+            nature = "software-like"
+            bits.append(f"rank {rank}'s kernels are not slower than its peers'" if not worst else
+                        "it is rank 0: rank-0-only work (checkpoint saving, logging, evaluation) comes first")
         level = "high" if (worst and worst["score_vs_median"] < 0.5) or wait_level == "high" else "moderate"
         out.append({"hypothesis": "collective_straggler", "level": level, "rank": rank, "nature": nature,
                     "evidence": f"{label}: " + "; ".join(bits)})
