@@ -34,84 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from playbook.analysis.steps import STALL_EVENT_KINDS
+from playbook.causes import CAUSES, DIAGNOSIS_IDS, cause_of_event
 
 ALPHA = 0.01
-NOTEBOOKS: dict[str, str] = {
-    "healthy": "notebooks/01_triage.ipynb",
-    "data_starvation": "notebooks/10_data_starvation.ipynb",
-    "h2d_copy": "notebooks/11_h2d_copies.ipynb",
-    "periodic_stall": "notebooks/12_checkpoint_eval_stalls.ipynb",
-    "host_sync": "notebooks/13_host_sync_gc.ipynb",
-    "gc_pause": "notebooks/13_host_sync_gc.ipynb",
-    "recompilation": "notebooks/14_recompilation.ipynb",
-    "collective_straggler": "notebooks/20_collective_stragglers.ipynb",
-    "hardware_fault": "notebooks/20_collective_stragglers.ipynb",
-    "throttling": "notebooks/20_collective_stragglers.ipynb",
-    "link_degradation": "notebooks/20_collective_stragglers.ipynb",
-    "padding_imbalance": "notebooks/21_padding_vs_packing.ipynb",
-    "pipeline_imbalance": "notebooks/22_pipeline_imbalance.ipynb",
-    "launch_bound": "notebooks/02_observability.ipynb",
-    "memory_pressure": "notebooks/01_triage.ipynb",
-}
-HYPOTHESES: tuple[str, ...] = tuple(NOTEBOOKS)
-
-FIXES: dict[str, str] = {
-    "healthy": "nothing to fix; keep this run's telemetry as the baseline for `playbook compare`",
-    "data_starvation": "more DataLoader workers with persistent_workers and prefetch_factor, pin_memory; move "
-                       "decoding / augmentation off the training process or pre-shard the data",
-    "h2d_copy": "pin host memory (pin_memory=True) and copy with non_blocking=True, prefetching the next batch to "
-                "the GPU on a side stream",
-    "periodic_stall": "asynchronous (background) or sharded checkpointing, evaluation in a separate process or "
-                      "less often, asynchronous logging — so no rank blocks the collective every N steps",
-    "host_sync": "remove .item() / .cpu() / printing of tensors inside the step; keep metrics on the device and "
-                 "synchronise every N steps",
-    "gc_pause": "gc.freeze() after setup, then gc.disable() and gc.collect() every N steps at a point where all "
-                "ranks are in step; create fewer temporary Python objects per step",
-    "recompilation": "mark dynamic dimensions (torch._dynamo.mark_dynamic) or pad to a few bucketed shapes; fix "
-                     "the failing guard before raising cache_size_limit",
-    "collective_straggler": "make the slow rank as fast as the others: move rank-specific work (checkpointing, "
-                            "logging, evaluation) off the training loop, balance its data, fix its host",
-    "hardware_fault": "drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or "
-                      "board",
-    "throttling": "restore cooling / power delivery on the named GPU's host (airflow, fans, power capping); "
-                  "drain it if hardware slowdown persists",
-    "link_degradation": "repair the named host's fabric (IB/RoCE link, GPUDirect RDMA via nvidia-peermem, "
-                        "NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets",
-    "padding_imbalance": "pack sequences or bucket them by length so every rank gets the same number of real "
-                         "tokens per step",
-    "pipeline_imbalance": "rebalance the stages (split the saturated stage, add consumers), deepen the queue "
-                          "between producer and consumer, dispatch work to the least-loaded worker",
-    "launch_bound": "fewer, larger kernels: CUDA graphs or torch.compile(mode='reduce-overhead'), larger "
-                    "batches, fused optimizers",
-    "memory_pressure": "reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes "
-                       "static, lower the batch or checkpoint activations",
-}
-
-NEXT_STEPS: dict[str, str] = {
-    "healthy": "if throughput is still below expectations, record step phases (`playbook record -- ...`) and "
-               "diagnose again",
-    "data_starvation": "measure time blocked in next(DataLoader) per step (playbook.probes `timed(loader)`): "
-                       "≥ 5% of step time is loader-bound, ≥ 20% input-bound",
-    "h2d_copy": "profile one step (torch.profiler) and look for 'Memcpy HtoD (Pageable -> Device)'",
-    "periodic_stall": "log checkpoint, eval and logging step numbers (or record step phases) and compare them "
-                      "with the stall period",
-    "host_sync": "profile one step and count cudaStreamSynchronize / aten::item / aten::_local_scalar_dense",
-    "gc_pause": "log gc.callbacks start/stop times per step and compare them with the slow steps",
-    "recompilation": "run with TORCH_LOGS=recompiles to see which guard fails and on which shape",
-    "collective_straggler": "record per-rank step phases (playbook record) or Kineto traces on all ranks: the "
-                            "rank that waits least in the collective is the straggler",
-    "hardware_fault": "on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, "
-                      "PCIe replay counter), then `dcgmi diag -r 3`",
-    "throttling": "on the named host under load: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` (clock event "
-                  "reasons, temperatures, power limit)",
-    "link_degradation": "NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for "
-                        "missing GDRDMA; nccl-tests all_reduce_perf across the named host",
-    "padding_imbalance": "log real (non-padding) tokens per step per rank and correlate them with step time",
-    "pipeline_imbalance": "log each stage's queue depth and busy time: the saturated stage is the bottleneck, "
-                          "the idle ones wait on it",
-    "launch_bound": "profile one step: many kernels shorter than the gaps between their launches",
-    "memory_pressure": "log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
-}
+# Views of the cause catalog (playbook.causes), by hypothesis id
+NOTEBOOKS: dict[str, str] = {c: CAUSES[c].notebook for c in DIAGNOSIS_IDS}
+HYPOTHESES: tuple[str, ...] = DIAGNOSIS_IDS
+FIXES: dict[str, str] = {c: CAUSES[c].fix for c in DIAGNOSIS_IDS}
+NEXT_STEPS: dict[str, str] = {c: CAUSES[c].next_step for c in DIAGNOSIS_IDS}
 
 # How strongly a signature points at each cause (see the module docstring).
 SPECIFICITY: dict[str, dict[str, float]] = {
@@ -663,11 +593,16 @@ def from_steps(summary: dict) -> list[Evidence]:
     return out
 
 
-EVENT_SIGNATURES = {"checkpoint": "dips_checkpoint_eval", "save": "dips_checkpoint_eval",
-                    "eval": "dips_checkpoint_eval", "evaluation": "dips_checkpoint_eval",
-                    "validation": "dips_checkpoint_eval", "log": "dips_logging", "gc": "dips_gc",
-                    "gc_pause": "dips_gc", "recompile": "dips_recompile", "compile": "dips_recompile",
-                    "recompilation": "dips_recompile", "restart": "dips_restart"}
+# the dip signature of each cause an event kind measures (playbook.causes); a logging event also reads as a sync
+CAUSE_DIP_SIGNATURE = {"periodic_stall": "dips_checkpoint_eval", "gc_pause": "dips_gc",
+                       "recompilation": "dips_recompile", "hardware_fault": "dips_restart"}
+
+
+def event_signature(kind: str) -> str | None:
+    """The dip signature of an event kind, None for kinds that measure no cause."""
+    if str(kind).strip().lower() == "log":
+        return "dips_logging"
+    return CAUSE_DIP_SIGNATURE.get(cause_of_event(kind) or "")
 
 
 def from_dip_events(coincidences: list[dict], lost_fraction: float, label: str = "GPUs"
@@ -677,7 +612,7 @@ def from_dip_events(coincidences: list[dict], lost_fraction: float, label: str =
     out: list[Evidence] = []
     explained: dict[str, float] = {}
     for c in coincidences:
-        sig = EVENT_SIGNATURES.get(c["kind"].lower())
+        sig = event_signature(c["kind"])
         share = c["hits"] / c["dips"] if c["dips"] else 0.0
         if sig is None or c["p_value"] >= ALPHA or share < 0.5:
             continue

@@ -82,7 +82,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import schema
+from playbook import causes, schema
 from playbook.analysis import compare as stats
 from playbook.analysis import hypotheses as hyp
 from playbook.analysis import steps as steps_analysis
@@ -92,36 +92,16 @@ N_BOOT = 2000
 MIN_SCORE = 0.05  # causes scoring below this (e.g. < 5% of the slowdown) are not listed
 SEGMENT_BREAK = 100.0  # a gap between steps longer than this many median steps, with no event in it, is a break
 
-PHASE_CAUSE: dict[str, str] = {
-    "data": "data_starvation", "h2d": "h2d_copy", "collective": "collective_straggler",
-    "checkpoint": "periodic_stall", "eval": "periodic_stall", "log": "periodic_stall", "gap": "between_steps",
-}
-EVENT_CAUSE: dict[str, str] = {
-    "compile": "recompilation", "recompile": "recompilation", "recompilation": "recompilation",
-    "checkpoint": "periodic_stall", "checkpoint_write": "periodic_stall", "eval": "periodic_stall",
-    "save": "periodic_stall", "gc": "gc_pause", "gc_pause": "gc_pause", "garbage_collection": "gc_pause",
-}
+# views of the cause catalog (playbook.causes)
+PHASE_CAUSE: dict[str, str] = causes.PHASE_CAUSE
+EVENT_CAUSE: dict[str, str] = causes.EVENT_KIND_CAUSE
 DEFAULT_CAUSE = "slower_compute"
 COMPUTE_PHASES = steps_analysis.COMPUTE_PHASES
 COST_PREFIXES = ("phase:", "event:", "cause:", "net:", "skew:")  # per-step seconds columns of RunSteps.table
-CAUSE_LABELS: dict[str, str] = {
-    "slower_compute": "compute in every step (fwd/bwd/optimizer and unphased time)",
-    "between_steps": "time between steps (outside the step timer)",
-    "workload_change": "work per step changed",
-}
-EXTRA_FIXES: dict[str, str] = {
-    "slower_compute": "undo the change that slowed every step (library or driver version, GPU model or clocks, "
-                      "CPU threads, precision, model or batch size) — the linked changes name the candidates",
-    "between_steps": "move what runs between steps (logging, evaluation, checkpointing, data hand-off) inside a "
-                     "timed phase to see it, then off the training loop",
-    "workload_change": "compare runs with the same work per step, or judge them by throughput only",
-}
-EXTRA_NEXT: dict[str, str] = {
-    "slower_compute": "profile one step on each side (torch.profiler) and compare the top kernels' times; check "
-                      "SM clocks and throttle reasons under load (nvidia-smi -q -d PERFORMANCE)",
-    "between_steps": "wrap the code between steps in Recorder phases (rec.phase('log'), ...) and compare again",
-    "workload_change": "log tokens per step on both runs",
-}
+REGRESSION_CAUSES = [c for c in causes.CATALOG if c.kind == "regression"]
+CAUSE_LABELS: dict[str, str] = {c.id: c.title for c in REGRESSION_CAUSES}
+EXTRA_FIXES: dict[str, str] = {c.id: c.fix for c in REGRESSION_CAUSES}
+EXTRA_NEXT: dict[str, str] = {c.id: c.next_step for c in REGRESSION_CAUSES}
 
 # Which causes a changed item can produce, by the item's name (config keys, command options, env variables).
 KEYWORD_LINKS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -421,7 +401,7 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
         if row is None:
             continue
         x = float(x)
-        cause = EVENT_CAUSE.get(str(kind))
+        cause = causes.cause_of_event(kind)
         ev_cols.setdefault(f"event:{kind}", np.zeros(len(st)))[row] += x
         if cause is None:
             continue  # an event kind without a cause of its own: its time stays with the phases it fell in
@@ -1050,7 +1030,7 @@ def _rate_p(k_good: int, k_bad: int, n_good: int, n_bad: int) -> float:
 
 def _cause_rate_p(cid: str, events: list[dict], n_good: int, n_bad: int) -> float:
     """Rate test of the cause's event kinds taken together (steps holding one); NaN without events."""
-    rows = [e for e in events if EVENT_CAUSE.get(e["kind"]) == cid]
+    rows = [e for e in events if causes.cause_of_event(e["kind"]) == cid]
     return _rate_p(sum(e["good_steps_with"] for e in rows), sum(e["bad_steps_with"] for e in rows), n_good, n_bad)
 
 
@@ -1110,7 +1090,7 @@ def _cause_evidence(cid: str, row: dict, events: list[dict], d_wall: float, sign
                f"per step, {grew} by {fmt_seconds(abs(row['delta_s']))} (95% CI {fmt_seconds(row['delta_lo'])} to "
                f"{fmt_seconds(row['delta_hi'])}, {fmt_p(row['p_value'])}){share}")
     for e in events:
-        if EVENT_CAUSE.get(e["kind"]) != cid:
+        if causes.cause_of_event(e["kind"]) != cid:
             continue
         if e["good_events"] == e["bad_events"] == 0 and not (e["good_outside"] or e["bad_outside"]):
             continue

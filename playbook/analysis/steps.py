@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from playbook.causes import cause
+
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
 # Phases that wait on something else (input, transfers, peers, storage, a queue); every other named phase is work.
 WAIT_PHASES: tuple[str, ...] = ("data", "h2d", "d2h", "collective", "checkpoint", "eval", "log", "blocked", "wait",
@@ -105,8 +107,8 @@ ALPHA = 0.01
 SLOW_Z = 3.5
 SLOW_FACTOR = 1.2
 CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to matter
-GC_KINDS = ("gc", "gc_pause", "garbage_collection")  # event kinds of a garbage-collection pause
-STALL_EVENT_KINDS = ("checkpoint", "eval", "evaluation", "validation", "log", "save")  # scheduled loop stalls
+GC_KINDS = cause("gc_pause").event_kinds  # event kinds of a garbage-collection pause
+STALL_EVENT_KINDS = cause("periodic_stall").event_kinds  # scheduled loop stalls
 
 
 def step_times(steps: pd.DataFrame) -> pd.DataFrame:

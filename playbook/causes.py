@@ -1,0 +1,205 @@
+"""The cause catalog: one record per cause the playbook can name — the only place a cause is defined.
+
+    from playbook.causes import CAUSES, cause
+    cause("periodic_stall").fix, cause("periodic_stall").command   # "playbook report --labs 12"
+
+Each `Cause` has an id (the hypothesis id in `playbook diagnose` JSON and the cause id in `playbook compare`), a
+title, the fix, the next measurement that confirms or refutes it, the lab notebook that reproduces and fixes it and
+the command that runs that lab into a report, the event kinds (`events.kind`, lower case) and step phases that
+are direct measurements of it, and its kind: "cause" (diagnosis and comparison), "verdict" (healthy,
+insufficient_data: what the diagnosis says when no cause wins) or "regression" (causes only a comparison of two
+runs can name). Diagnosis (analysis.hypotheses), comparison (analysis.regression), simulate, the reports and the
+field guide read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One cause: see the module docstring."""
+
+    id: str
+    title: str
+    fix: str
+    next_step: str
+    notebook: str
+    event_kinds: tuple[str, ...] = ()
+    phases: tuple[str, ...] = ()
+    kind: str = "cause"
+
+    @property
+    def command(self) -> str:
+        """The command that runs this cause's lab notebook into a report, e.g. `playbook report --labs 12`."""
+        stem = self.notebook.rsplit("/", 1)[-1].split("_", 1)[0]
+        return f"playbook report --labs {stem}"
+
+
+CATALOG: tuple[Cause, ...] = (
+    Cause(
+        "healthy",
+        "healthy: no finding points at a cause",
+        fix="nothing to fix; keep this run's telemetry as the baseline for `playbook compare`",
+        next_step="if throughput is still below expectations, record step phases (`playbook record -- ...`) and diagnose again",
+        notebook="notebooks/01_triage.ipynb",
+        kind="verdict",
+    ),
+    Cause(
+        "insufficient_data",
+        "not enough data to name a cause",
+        fix="record what the verdict names next (GPU utilization with clocks and power, step times, or a profiler trace) and diagnose again",
+        next_step="record GPU telemetry for ≥ 10 minutes (nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw,power.limit,clocks.sm,clocks_event_reasons.active --format=csv -lms 1000) or the run's step phases (`playbook record -- python train.py`)",
+        notebook="notebooks/01_triage.ipynb",
+        kind="verdict",
+    ),
+    Cause(
+        "data_starvation",
+        "input pipeline starvation (DataLoader, storage)",
+        fix="more DataLoader workers with persistent_workers and prefetch_factor, pin_memory; move decoding / augmentation off the training process or pre-shard the data",
+        next_step="measure time blocked in next(DataLoader) per step (playbook.probes `timed(loader)`): ≥ 5% of step time is loader-bound, ≥ 20% input-bound",
+        notebook="notebooks/10_data_starvation.ipynb",
+        phases=("data",),
+    ),
+    Cause(
+        "h2d_copy",
+        "slow host-to-device copies (pageable memory)",
+        fix="pin host memory (pin_memory=True) and copy with non_blocking=True, prefetching the next batch to the GPU on a side stream",
+        next_step="profile one step (torch.profiler) and look for 'Memcpy HtoD (Pageable -> Device)'",
+        notebook="notebooks/11_h2d_copies.ipynb",
+        phases=("h2d",),
+    ),
+    Cause(
+        "periodic_stall",
+        "periodic stall (checkpoint, evaluation or logging every N steps)",
+        fix="asynchronous (background) or sharded checkpointing, evaluation in a separate process or less often, asynchronous logging — so no rank blocks the collective every N steps",
+        next_step="log checkpoint, eval and logging step numbers (or record step phases) and compare them with the stall period",
+        notebook="notebooks/12_checkpoint_eval_stalls.ipynb",
+        event_kinds=("checkpoint", "checkpoint_write", "save", "eval", "evaluation", "validation", "log"),
+        phases=("checkpoint", "eval", "log"),
+    ),
+    Cause(
+        "host_sync",
+        "host-device syncs inside the step (.item(), .cpu(), printing tensors)",
+        fix="remove .item() / .cpu() / printing of tensors inside the step; keep metrics on the device and synchronise every N steps",
+        next_step="profile one step and count cudaStreamSynchronize / aten::item / aten::_local_scalar_dense",
+        notebook="notebooks/13_host_sync_gc.ipynb",
+    ),
+    Cause(
+        "gc_pause",
+        "Python garbage-collection pauses",
+        fix="gc.freeze() after setup, then gc.disable() and gc.collect() every N steps at a point where all ranks are in step; create fewer temporary Python objects per step",
+        next_step="log gc.callbacks start/stop times per step and compare them with the slow steps",
+        notebook="notebooks/13_host_sync_gc.ipynb",
+        event_kinds=("gc", "gc_pause", "garbage_collection"),
+    ),
+    Cause(
+        "recompilation",
+        "torch.compile recompilations",
+        fix="mark dynamic dimensions (torch._dynamo.mark_dynamic) or pad to a few bucketed shapes; fix the failing guard before raising cache_size_limit",
+        next_step="run with TORCH_LOGS=recompiles to see which guard fails and on which shape",
+        notebook="notebooks/14_recompilation.ipynb",
+        event_kinds=("compile", "recompile", "recompilation"),
+    ),
+    Cause(
+        "collective_straggler",
+        "a straggler rank the others wait for in collectives",
+        fix="make the slow rank as fast as the others: move rank-specific work (checkpointing, logging, evaluation) off the training loop, balance its data, fix its host",
+        next_step="record per-rank step phases (playbook record) or Kineto traces on all ranks: the rank that waits least in the collective is the straggler",
+        notebook="notebooks/20_collective_stragglers.ipynb",
+        phases=("collective",),
+    ),
+    Cause(
+        "hardware_fault",
+        "a failing GPU, board or node",
+        fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
+        next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
+        notebook="notebooks/20_collective_stragglers.ipynb",
+        event_kinds=("restart", "xid"),
+    ),
+    Cause(
+        "throttling",
+        "clock throttling (power cap, thermal, HW slowdown)",
+        fix="restore cooling / power delivery on the named GPU's host (airflow, fans, power capping); drain it if hardware slowdown persists",
+        next_step="on the named host under load: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` (clock event reasons, temperatures, power limit)",
+        notebook="notebooks/20_collective_stragglers.ipynb",
+    ),
+    Cause(
+        "link_degradation",
+        "degraded interconnect (IB/RoCE, NVLink, PCIe)",
+        fix="repair the named host's fabric (IB/RoCE link, GPUDirect RDMA via nvidia-peermem, NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets",
+        next_step="NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for missing GDRDMA; nccl-tests all_reduce_perf across the named host",
+        notebook="notebooks/20_collective_stragglers.ipynb",
+    ),
+    Cause(
+        "padding_imbalance",
+        "uneven work per rank (padding, sequence lengths)",
+        fix="pack sequences or bucket them by length so every rank gets the same number of real tokens per step",
+        next_step="log real (non-padding) tokens per step per rank and correlate them with step time",
+        notebook="notebooks/21_padding_vs_packing.ipynb",
+    ),
+    Cause(
+        "pipeline_imbalance",
+        "pipeline / producer-consumer imbalance",
+        fix="rebalance the stages (split the saturated stage, add consumers), deepen the queue between producer and consumer, dispatch work to the least-loaded worker",
+        next_step="log each stage's queue depth and busy time: the saturated stage is the bottleneck, the idle ones wait on it",
+        notebook="notebooks/22_pipeline_imbalance.ipynb",
+    ),
+    Cause(
+        "launch_bound",
+        "kernel-launch bound (many tiny kernels)",
+        fix="fewer, larger kernels: CUDA graphs or torch.compile(mode='reduce-overhead'), larger batches, fused optimizers",
+        next_step="profile one step: many kernels shorter than the gaps between their launches",
+        notebook="notebooks/02_observability.ipynb",
+    ),
+    Cause(
+        "memory_pressure",
+        "allocator churn / memory pressure",
+        fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations",
+        next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
+        notebook="notebooks/01_triage.ipynb",
+    ),
+    Cause(
+        "slower_compute",
+        "compute in every step (fwd/bwd/optimizer and unphased time)",
+        fix="undo the change that slowed every step (library or driver version, GPU model or clocks, CPU threads, precision, model or batch size) — the linked changes name the candidates",
+        next_step="profile one step on each side (torch.profiler) and compare the top kernels' times; check SM clocks and throttle reasons under load (nvidia-smi -q -d PERFORMANCE)",
+        notebook="notebooks/40_regression_compare.ipynb",
+        kind="regression",
+    ),
+    Cause(
+        "between_steps",
+        "time between steps (outside the step timer)",
+        fix="move what runs between steps (logging, evaluation, checkpointing, data hand-off) inside a timed phase to see it, then off the training loop",
+        next_step="wrap the code between steps in Recorder phases (rec.phase('log'), ...) and compare again",
+        notebook="notebooks/40_regression_compare.ipynb",
+        phases=("gap",),
+        kind="regression",
+    ),
+    Cause(
+        "workload_change",
+        "work per step changed",
+        fix="compare runs with the same work per step, or judge them by throughput only",
+        next_step="log tokens per step on both runs",
+        notebook="notebooks/40_regression_compare.ipynb",
+        kind="regression",
+    ),
+)
+CAUSES: dict[str, Cause] = {c.id: c for c in CATALOG}
+DIAGNOSIS_IDS: tuple[str, ...] = tuple(c.id for c in CATALOG if c.kind != "regression")
+EVENT_KIND_CAUSE: dict[str, str] = {k: c.id for c in CATALOG for k in c.event_kinds}
+PHASE_CAUSE: dict[str, str] = {p: c.id for c in CATALOG for p in c.phases}
+
+
+def cause(cause_id: str) -> Cause:
+    """The catalog record for `cause_id` (KeyError naming the known ids when unknown)."""
+    try:
+        return CAUSES[cause_id]
+    except KeyError:
+        raise KeyError(f"unknown cause {cause_id!r}; known: {', '.join(CAUSES)}") from None
+
+
+def cause_of_event(kind: str) -> str | None:
+    """The cause an event kind measures directly (case-insensitive), None when it measures none."""
+    return EVENT_KIND_CAUSE.get(str(kind).strip().lower())
