@@ -82,7 +82,7 @@ CATALOG: tuple[Cause, ...] = (
     Cause(
         "host_sync",
         "host-device syncs inside the step (.item(), .cpu(), printing tensors)",
-        fix="remove .item() / .cpu() / printing of tensors inside the step; keep metrics on the device and synchronise every N steps",
+        fix="take .item() / .cpu() / printing of tensors out of the step loop (one copy of a whole tensor instead of one per element); keep metrics on the device and synchronise every N steps",
         next_step="profile one step and count cudaStreamSynchronize / aten::item / aten::_local_scalar_dense",
         notebook="notebooks/13_host_sync_gc.ipynb",
     ),

@@ -24,7 +24,9 @@ SYNCHRONY = {"synchronized", "groups", "independent", None}
 
 def check_contract(obj: dict) -> None:
     """The exact key set and types of issue 3's contract."""
-    assert list(obj) == ["inputs", "warnings", "gpus", "oscillation", "steps", "ranks", "hypotheses"]
+    # issue 14 extended the contract: a verdict section, and each hypothesis's lab command and lost share
+    assert list(obj) == ["inputs", "warnings", "gpus", "oscillation", "steps", "ranks", "hypotheses", "verdict"]
+    assert obj["verdict"]["id"] == obj["hypotheses"][0]["id"] and isinstance(obj["verdict"]["sentence"], str)
     assert all(isinstance(x, str) for x in obj["inputs"]) and all(isinstance(x, str) for x in obj["warnings"])
     for g in obj["gpus"]:
         assert set(g) == {"id", "host", "index", "mean_util_pct", "status", "evidence"}
@@ -42,9 +44,13 @@ def check_contract(obj: dict) -> None:
     assert all(isinstance(g, list) and all(isinstance(i, str) for i in g) for g in o["groups"])
     assert isinstance(obj["steps"], dict) and isinstance(obj["ranks"], list)
     hyps = obj["hypotheses"]
-    assert hyps and [h["score"] for h in hyps] == sorted((h["score"] for h in hyps), reverse=True)
+    # causes come highest score first; a verdict (healthy, insufficient_data) never leads while P(wrong) ≥ 0.5,
+    # so it may follow a cause scoring below it (issue 14)
+    causes = [h["score"] for h in hyps if h["id"] not in ("healthy", "insufficient_data")]
+    assert hyps and causes == sorted(causes, reverse=True)
     for h in hyps:
-        assert set(h) == {"id", "score", "evidence", "next_step", "fix", "notebook"}
+        assert set(h) == {"id", "score", "evidence", "next_step", "fix", "notebook", "command", "lost_share"}
+        assert h["lost_share"] is None or 0.0 <= h["lost_share"] <= 1.0
         assert 0.0 <= h["score"] <= 1.0
         assert isinstance(h["evidence"], list) and all(isinstance(e, str) for e in h["evidence"])
         assert h["notebook"].startswith("notebooks/") and h["notebook"].endswith(".ipynb")
@@ -90,7 +96,8 @@ def test_nan_becomes_null():
 def test_empty_bundle_still_answers():
     obj = json.loads(diagnose(Bundle()).to_json())
     check_contract(obj)
-    assert obj["hypotheses"][0]["id"] == "healthy"
+    # nothing read is no evidence of health (issue 14: it was "healthy" before)
+    assert obj["hypotheses"][0]["id"] == "insufficient_data"
     assert any("nothing to analyse" in w for w in obj["warnings"])
 
 

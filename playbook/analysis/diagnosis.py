@@ -29,7 +29,12 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                collective_skew_ms, slowest (the modal slowest rank), persistence persistent|rotating|
                undetermined, persistence_p, idle_pct, compute_pct, non_compute_pct, host_wait_pct,
                kernel_wait_pct} — keys without data are left out
-  hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook}], highest score first
+  hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook, command (runs the lab), lost_share
+                 (share of GPU time the evidence costs, 0-1, or null)}], highest score first; ids are
+                 playbook.causes ids, including the verdicts healthy and insufficient_data (the inputs cannot
+                 answer: next_step names what to record)
+  verdict      {id, score, title, lost_share, gpus (the observed scale), gpu_hours_per_day, sentence}: the top
+                 hypothesis in one sentence, impact first
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import schema
+from playbook import causes, schema
 from playbook.analysis import hypotheses as hyp
 from playbook.analysis import steps as steps_analysis
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
@@ -71,12 +76,13 @@ class Diagnosis:
     ranks: list[dict] = field(default_factory=list)
     hypotheses: list[dict] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict, repr=False)
+    verdict: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON contract as plain Python (NaN and infinities → None, numpy scalars → Python)."""
         return _clean({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
                        "oscillation": self.oscillation, "steps": self.steps, "ranks": self.ranks,
-                       "hypotheses": self.hypotheses})
+                       "hypotheses": self.hypotheses, "verdict": self.verdict})
 
     def to_json(self, indent: int | None = 2) -> str:
         """One JSON object (strict: no NaN)."""
@@ -243,14 +249,72 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         untestable = "too few samples per GPU to look for an oscillation"
     elif kineto and not gpu_trace and osc is None and gpu_report is None and not others:
         untestable = "the trace holds no GPU kernels or copies (a CPU-only profile)"
+    elif osc is None and gpu_report is None and not others:
+        have = [n for n, t in (("host metrics", bundle.host), ("events", bundle.events)) if len(t)]
+        untestable = (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
+                      "times, no trace with GPU work")
     ranked = hyp.rank(evidence, healthy, untestable)
+    if ranked and ranked[0]["id"] == "insufficient_data":
+        ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
     if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
             not any(extra.values()):
         warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")
     gpus_json = gpu_report.contract() if gpu_report is not None else []
+    scale = _scale(gpu_report, bundle, kineto)
     return Diagnosis(inputs=list(bundle.inputs), warnings=list(dict.fromkeys(warnings)), gpus=gpus_json,
                      oscillation=(osc.contract() if osc is not None else OscillationResult().contract()),
-                     steps=steps_summary, ranks=_ranks(stragglers, kineto), hypotheses=ranked, detail=detail)
+                     steps=steps_summary, ranks=_ranks(stragglers, kineto), hypotheses=ranked, detail=detail,
+                     verdict=verdict_of(ranked, scale))
+
+
+def _scale(gpu_report: GpuReport | None, bundle: schema.Bundle, kineto: dict | None) -> int:
+    """The number of GPUs the run was observed on: telemetry GPUs, else step-log ranks, else trace ranks."""
+    if gpu_report is not None and len(gpu_report.table):
+        return int(len(gpu_report.table))
+    if len(bundle.steps):
+        return int(bundle.steps.groupby(["host", "rank"]).ngroups)
+    if kineto:
+        return int(kineto.get("world_size") or len(kineto.get("ranks") or []))
+    return 0
+
+
+def verdict_of(ranked: list[dict], gpus: int) -> dict:
+    """The verdict in one sentence: the top hypothesis, what it costs (share of GPU time, GPU-hours per day at
+    the observed scale) and what to do or record next."""
+    if not ranked:
+        return {}
+    top = ranked[0]
+    c = causes.cause(top["id"])
+    lost = top.get("lost_share")
+    cost = ""
+    if lost is not None and lost > 0:
+        per_day = f", ≈ {lost * gpus * 24:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}" if gpus else ""
+        cost = f" — it costs ~{lost:.0%} of GPU time{per_day}"
+    if top["id"] == "insufficient_data":
+        sentence = f"Not enough data to name a cause: {top['evidence'][0]}; record next: {top['next_step']}"
+    elif top["id"] == "healthy":
+        sentence = (f"Healthy (score {top['score']:.2f}): no finding points at a cause; keep this run as the "
+                    "baseline for `playbook compare`")
+    else:
+        sentence = f"{c.title[0].upper() + c.title[1:]} ({top['id']}, score {top['score']:.2f}){cost}; fix: {c.fix}"
+    return {"id": top["id"], "score": top["score"], "title": c.title, "lost_share": lost, "gpus": gpus,
+            "gpu_hours_per_day": round(lost * gpus * 24, 1) if lost and gpus else None, "sentence": sentence}
+
+
+def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: str | None) -> str:
+    """What to record so the next diagnosis can answer, given what the inputs lack."""
+    asks = []
+    if not len(bundle.telemetry) or osc is None:
+        asks.append("GPU telemetry: nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw,power.limit,"
+                    "clocks.sm,clocks_event_reasons.active --format=csv -lms 1000 > gpu.csv, for ≥ 10 minutes")
+    elif osc.few_samples:
+        asks.append("a longer GPU recording: at least 20 polls per GPU and three cycles of the slowest swing "
+                    "you suspect (e.g. -l 1 for 10 minutes)")
+    if not len(bundle.steps):
+        asks.append("step times and phases: `playbook record -- python train.py` (or log one line per step)")
+    if reason and "CPU-only" in reason:
+        asks.append("a profiler trace with CUDA activity (torch.profiler activities=[CPU, CUDA])")
+    return "; ".join(asks) or causes.cause("insufficient_data").next_step
 
 
 def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None, int]:

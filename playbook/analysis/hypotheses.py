@@ -111,6 +111,7 @@ class Evidence:
     next_step: str | None = None
     anomaly: float | None = None
     observation: str | None = None  # one observation read several ways shares this key (counted once as an anomaly)
+    lost: float | None = None  # share of GPU time / throughput the observation costs (0-1), None when unknown
 
     @property
     def key(self) -> str:
@@ -154,8 +155,11 @@ def typical_share(k: int, n: int) -> float:
 
 def support(signature: str, conf: float, weight: float, text: str, next_step: str | None = None,
             only: str | None = None, readings: dict[str, tuple[str, str | None]] | None = None,
-            anomaly: float | None = None) -> list[Evidence]:
+            anomaly: float | None = None, lost: float | None = None) -> list[Evidence]:
     """Evidence items for every cause the signature points at (SPECIFICITY), strength conf × spec × weight.
+
+    `lost`: the share of GPU time the observation costs (0-1); without it, the share the weight stands for when
+    the weight is impact(lost) (its inverse, -5% × ln(1 - weight)).
 
     `text` and `next_step` are the reading for the signature's most specific cause; `readings` gives another
     cause its own (text, next step) — how the same observation reads for it and the measurement that would tell
@@ -176,8 +180,15 @@ def support(signature: str, conf: float, weight: float, text: str, next_step: st
             t, nxt = readings[hyp]
         else:
             t, nxt = text, (next_step if hyp == primary or only == hyp else None)
-        out.append(Evidence(hyp, s, t, nxt, anomaly, text))
+        out.append(Evidence(hyp, s, t, nxt, anomaly, text, lost if lost is not None else _implied_lost(weight)))
     return out
+
+
+def _implied_lost(weight: float) -> float | None:
+    """The lost share impact() maps to `weight` (None for weights ≥ 0.999, where the inverse says nothing)."""
+    if not np.isfinite(weight) or weight <= 0 or weight >= 0.999:
+        return None
+    return float(-IMPACT_SCALE * math.log(1 - weight))
 
 
 def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
@@ -188,7 +199,7 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
     no evidence of health, so `healthy` scores at most 0.5 — the confidence of an untested p-value."""
     by: dict[str, list[Evidence]] = {}
     for e in evidence:
-        if e.hypothesis not in NOTEBOOKS or e.hypothesis == "healthy":
+        if e.hypothesis not in NOTEBOOKS or e.hypothesis in ("healthy", "insufficient_data"):
             continue
         by.setdefault(e.hypothesis, []).append(e)
     out = []
@@ -199,8 +210,10 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
             continue
         texts = list(dict.fromkeys(e.text for e in items))
         nxt = next((e.next_step for e in items if e.next_step), None) or NEXT_STEPS[hyp]
+        losts = [e.lost for e in items if e.lost is not None and np.isfinite(e.lost)]
         out.append({"id": hyp, "score": round(score, 3), "evidence": texts, "next_step": nxt,
-                    "fix": FIXES[hyp], "notebook": NOTEBOOKS[hyp]})
+                    "fix": FIXES[hyp], "notebook": NOTEBOOKS[hyp], "command": CAUSES[hyp].command,
+                    "lost_share": round(min(max(losts), 1.0), 4) if losts else None})
     # healthy: 1 - P(something is wrong), the noisy-OR of each distinct signature's anomaly (which is at least
     # as large as any single cause's score, since a signature's support is split between its causes)
     anomalies: dict[str, float] = {}
@@ -213,8 +226,14 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
     wrong = max(wrong, best)
     healthy_texts = list(healthy_evidence or [])
     healthy_score = 1.0 - wrong
-    if untestable and healthy_score > 0.5:
-        healthy_score = 0.5
+    if untestable:
+        # the inputs cannot show the signatures at all: what is not "wrong" is unknown, not healthy
+        out.append({"id": "insufficient_data", "score": round(1.0 - wrong, 3),
+                    "evidence": [f"{untestable}: finding nothing is no evidence of health"],
+                    "next_step": NEXT_STEPS["insufficient_data"], "fix": FIXES["insufficient_data"],
+                    "notebook": NOTEBOOKS["insufficient_data"], "command": CAUSES["insufficient_data"].command,
+                    "lost_share": None})
+        healthy_score = min(healthy_score, 0.5)  # untested: no more than the confidence of an untested p-value
         healthy_texts.append(f"{untestable}: finding nothing is no evidence of health (score at most 0.5)")
     if best > 0:
         top = max(out, key=lambda h: h["score"])
@@ -222,12 +241,15 @@ def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
                              f"at {top['score']:.2f}")
     out.append({"id": "healthy", "score": round(healthy_score, 3), "evidence": healthy_texts or
                 ["no finding points at a cause"], "next_step": NEXT_STEPS["healthy"], "fix": FIXES["healthy"],
-                "notebook": NOTEBOOKS["healthy"]})
-    out.sort(key=lambda h: (-h["score"], h["id"] != "healthy", h["id"]))
-    if wrong >= 0.5 and out[0]["id"] == "healthy" and len(out) > 1:
+                "notebook": NOTEBOOKS["healthy"], "command": CAUSES["healthy"].command, "lost_share": None})
+    out.sort(key=lambda h: (-h["score"], h["id"] not in ("insufficient_data", "healthy"), h["id"] != "healthy",
+                            h["id"]))
+    causes = [h for h in out if h["id"] not in ("healthy", "insufficient_data")]
+    if wrong >= 0.5 and causes and out[0] is not causes[0]:
         # more likely wrong than right: the best-supported cause leads even when the support is split between
-        # causes (each below healthy's share); healthy follows it
-        out.insert(1, out.pop(0))
+        # causes (each below healthy's share); the verdicts follow it
+        out.remove(causes[0])
+        out.insert(0, causes[0])
     return out
 
 
@@ -295,7 +317,7 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
             readings = {"data_starvation": (
                 f"{seen}: an input pipeline that runs dry on a schedule — a shuffle buffer refilled or a new shard "
                 f"opened every {per:.3g} s", _loader_check(f"every {per:.3g} s", periodic=True))}
-            out += support("synchronized_periodic", conf, w, text, nxt, readings=readings)
+            out += support("synchronized_periodic", conf, w, text, nxt, readings=readings, lost=osc.lost_fraction)
         elif len(osc.dips_s) < 3:
             together = " together" if len(main) > 1 else ""
             k = len(osc.dips_s)
@@ -318,14 +340,14 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
                               "the GPU at unscheduled moments", None),
                 "gc_pause": (f"{seen}: Python garbage-collection pauses hit the training loop at unscheduled "
                              "times", None)}
-            out += support("synchronized_irregular", 1.0, w, text, readings=readings)
+            out += support("synchronized_irregular", 1.0, w, text, readings=readings, lost=osc.lost_fraction)
     elif osc.synchrony == "groups":
         if osc.antiphase:
             a, b = osc.antiphase[0]
             per = f" every {osc.period_s:.3g} s" if osc.periodic else ""
             text = (f"{_ids(a)} are busy while {_ids(b)} idle, and the reverse{per} (anti-phase groups){derived}: "
                     "producer and consumer stages waiting for each other")
-            out += support("antiphase", 1.0, max(w, 0.5), text)
+            out += support("antiphase", 1.0, max(w, 0.5), text, lost=osc.lost_fraction)
         else:
             groups = [g for g in osc.groups if len(g) >= 2]
             host_aligned = all(len(_hosts_of(g)) == 1 for g in groups) and len(groups) >= 2
@@ -338,16 +360,16 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
                                         _loader_check("at each host's drops")),
                     "link_degradation": (f"{seen}: a node's network link slows its collectives or data reads", None),
                     "throttling": (f"{seen}: a node's cooling or power delivery slows all its GPUs together", None)}
-                out += support("host_groups", 1.0, w, text, readings=readings)
+                out += support("host_groups", 1.0, w, text, readings=readings, lost=osc.lost_fraction)
             else:
                 seen = (f"{len(groups)} groups of {label} drop together, each on its own schedule "
                         f"({'; '.join(_ids(g, 3) for g in groups[:3])}){derived}")
-                out += support("independent_swings", 1.0, w, seen, readings=_independent_readings(seen))
+                out += support("independent_swings", 1.0, w, seen, readings=_independent_readings(seen), lost=osc.lost_fraction)
     elif osc.synchrony == "independent":
         per = f" (median period {osc.period_s:.3g} s)" if osc.periodic else ""
         seen = f"{len(swinging)} {label} swing {levels} each on its own schedule{per}{derived}"
         text = f"{seen}: per-rank input stalls or uneven work rather than a shared stall"
-        out += support("independent_swings", 1.0, w, text, readings=_independent_readings(seen))
+        out += support("independent_swings", 1.0, w, text, readings=_independent_readings(seen), lost=osc.lost_fraction)
     return out
 
 
@@ -400,24 +422,25 @@ def from_gpus(report, osc=None) -> list[Evidence]:
                     "are waiting for it in a collective" + soft)
             out += support("waiting_straggler", confidence(s.get("waiting_p")), w, text,
                            f"record per-rank step phases or traces on {host}: rank on {gid} should show "
-                           "compute or I/O while the others wait in the collective")
+                           "compute or I/O while the others wait in the collective", lost=s["time_share"])
         else:
             note = ("" if s["signal"] else "; record power.draw or DCGM SM activity to tell waiting peers from "
                     "working ones")
-            out += support("straggler_no_power", confidence(s["persistence_p"]), w, base + note)
+            out += support("straggler_no_power", confidence(s["persistence_p"]), w, base + note,
+                           lost=s["time_share"])
         row = per.get(gid, {})
         if row.get("periodic"):
             peers = "while its peers wait" if s.get("waiting") else "while its peers stay busy"
             text = (f"{gid} drops every {row['period_s']:.3g} s on its own {peers}: rank-specific "
                     "periodic work (checkpoint writing, logging or evaluation on one rank)")
-            out += support("straggler_periodic", 1.0, w, text,
+            out += support("straggler_periodic", 1.0, w, text, lost=s["time_share"], next_step=
                            f"the stall period is {row['period_s']:.3g} s: log what the rank on {gid} does every "
                            f"{row['period_s']:.3g} s (checkpoint / eval / logging step numbers)")
         else:
             text = (f"the same GPU ({gid}) lags every time, not on a schedule, idle while it lags: work or data "
                     "specific to that rank (software); a hardware cause needs device evidence (a busy GPU at a lower "
                     "clock or power, throttle bits, Xid errors, a downtrained link)")
-            out += support("straggler_persistent", confidence(s["persistence_p"]), w, text)
+            out += support("straggler_persistent", confidence(s["persistence_p"]), w, text, lost=s["time_share"])
     if report.rotating:
         r = report.rotating
         text = (f"the GPU that drops alone rotates: {r['episodes']} such moments spread over {r['gpus']} GPUs "
@@ -442,15 +465,15 @@ def from_gpus(report, osc=None) -> list[Evidence]:
                 deficit = max(deficit, float(self_cost))  # clock-bound work runs at the clock's pace
             if r.harmful_lower >= 0.01:
                 w = max(impact(float(r.harmful_share)), impact(deficit))
-                out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}",
+                out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}", lost=deficit or None, next_step=
                                f"on {host} under load: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER for GPU "
                                f"{r.index} (clock event reasons, temperature)")
             elif getattr(r, "power_pinned_share", 0.0) >= 0.5:
-                out += support("power_cap", 1.0, impact(deficit), f"{r.id}: {r.evidence}",
+                out += support("power_cap", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, next_step=
                                f"on {host}: nvidia-smi -q -d POWER -i {r.index} (enforced vs default power limit); "
                                "restore it with nvidia-smi -pl or the scheduler's power policy")
             else:
-                out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}",
+                out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, next_step=
                                f"on {host}: nvidia-smi -q -d CLOCK,PERFORMANCE for GPU {r.index} under load")
         elif r.status == "lost" and r.host not in whole_hosts:
             out += support("lost", 1.0, 1.0, f"{r.id}: {r.lost_note}",
@@ -521,11 +544,12 @@ def from_steps(summary: dict) -> list[Evidence]:
             nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps and matches the {kind} "
                    f"events: time the {kind} itself and move it off the training loop (asynchronous)")
             out += support("periodic_slow_events", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text,
-                           nxt)
+                           nxt, lost=ps["lost_fraction"])
         else:
             nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps: log checkpoint and "
                    "eval step numbers" if period and np.isfinite(period) else None)
-            out += support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt)
+            out += support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt,
+                           lost=ps["lost_fraction"])
     gc = summary.get("gc")
     if gc and gc.get("coincide"):
         pause = (f"; pauses up to {gc['max_pause_s']:.3g} s (median {gc['median_pause_s']:.3g} s)"
@@ -701,7 +725,8 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
             f"{cats[where]:.0f}% of the idle time is {reading}")
     nxt = ("profile the CPU side of a step (torch.profiler with_stack=True, or py-spy dump --pid) to see what the "
            "training process does while the GPU waits; time next(loader) with playbook.probes `timed`")
-    return support(f"trace_idle_{where.split('_')[0]}", conf, impact(idle["unexplained_share"]), text, nxt)
+    return support(f"trace_idle_{where.split('_')[0]}", conf, impact(idle["unexplained_share"]), text, nxt,
+                   lost=idle["unexplained_share"])
 
 
 def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
@@ -718,7 +743,8 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         nxt = None
         if f.get("hosts"):
             nxt = NEXT_STEPS[hyp].replace("the named host", ", ".join(map(str, f["hosts"])))
-        out.append(Evidence(hyp, conf, text, nxt, conf))
+        share = f.get("share")
+        out.append(Evidence(hyp, conf, text, nxt, conf, lost=float(share) if isinstance(share, (int, float)) else None))
         nature = f.get("nature")
         if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"

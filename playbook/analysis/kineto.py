@@ -579,7 +579,7 @@ def _summ_dataloader(trace, findings) -> dict:
         findings.append({"hypothesis": "data_starvation", "level": "high" if level == "input_bound" else "moderate",
                          "rank": worst, "evidence": f"rank {worst}: waiting on the DataLoader takes a median "
                          f"{100 * med:.1f}% of step time over {len(rows)} profiled steps (≥ 5% moderate, ≥ 20% "
-                         f"input-bound)", **_steps_at(rows, level)})
+                         f"input-bound)", "share": _r(med, 4), **_steps_at(rows, level)})
     return {"median_share": _r(med, 4), "max_share": _r(dl["share"].max(), 4), "worst_rank": worst, "level": level}
 
 
@@ -603,7 +603,8 @@ def _summ_syncs(trace, syncs, findings) -> dict:
             f"of step time (CPU blocked {100 * blocked:.1f}%)"
             + ("; hundreds of tiny waits per step are .item() / .cpu() called per element in a Python loop: take "
                ".item()/.cpu() out of the loop (copy the whole tensor once, or keep the values on the GPU)"
-               if _median(rows["syncs"]) >= PER_ELEMENT_SYNCS else "")), **_steps_at(rows, level)})
+               if _median(rows["syncs"]) >= PER_ELEMENT_SYNCS else "")), "share": _r(exposed, 4),
+            **_steps_at(rows, level)})
     return {"per_step": _r(_median(rows["syncs"]), 1), "blocked_share": _r(blocked, 4),
             "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
@@ -622,7 +623,7 @@ def _summ_launch(lb, findings) -> dict:
             f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
             f"shorter than the {res['median_launch_interval_us']} µs between launches; the GPU waits for launches "
             f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
-            f"(≥ 3% moderate, ≥ 15% high)"), **_steps_at(rows, level)})
+            f"(≥ 3% moderate, ≥ 15% high)"), "share": res["median_share"], **_steps_at(rows, level)})
     return res
 
 
@@ -680,5 +681,6 @@ def _summ_pageable(trace, steps, findings) -> dict:
             f"rank {worst}: {int(names['count'].sum())} copies to/from pageable host memory "
             f"({', '.join(sorted(set(names['name'])))}) take "
             + (f"{100 * sh:.1f}% of profiled step time" if np.isfinite(sh) else f"{res['time_ms']} ms")
-            + "; pinned memory (pin_memory=True, non_blocking=True) makes them asynchronous")})
+            + "; pinned memory (pin_memory=True, non_blocking=True) makes them asynchronous"),
+            "share": _r(sh, 4) if np.isfinite(sh) else None})
     return res

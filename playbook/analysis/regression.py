@@ -82,7 +82,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import causes, schema
+from playbook import causes as catalog
+from playbook import schema
 from playbook.analysis import compare as stats
 from playbook.analysis import hypotheses as hyp
 from playbook.analysis import steps as steps_analysis
@@ -93,12 +94,12 @@ MIN_SCORE = 0.05  # causes scoring below this (e.g. < 5% of the slowdown) are no
 SEGMENT_BREAK = 100.0  # a gap between steps longer than this many median steps, with no event in it, is a break
 
 # views of the cause catalog (playbook.causes)
-PHASE_CAUSE: dict[str, str] = causes.PHASE_CAUSE
-EVENT_CAUSE: dict[str, str] = causes.EVENT_KIND_CAUSE
+PHASE_CAUSE: dict[str, str] = catalog.PHASE_CAUSE
+EVENT_CAUSE: dict[str, str] = catalog.EVENT_KIND_CAUSE
 DEFAULT_CAUSE = "slower_compute"
 COMPUTE_PHASES = steps_analysis.COMPUTE_PHASES
 COST_PREFIXES = ("phase:", "event:", "cause:", "net:", "skew:")  # per-step seconds columns of RunSteps.table
-REGRESSION_CAUSES = [c for c in causes.CATALOG if c.kind == "regression"]
+REGRESSION_CAUSES = [c for c in catalog.CATALOG if c.kind == "regression"]
 CAUSE_LABELS: dict[str, str] = {c.id: c.title for c in REGRESSION_CAUSES}
 EXTRA_FIXES: dict[str, str] = {c.id: c.fix for c in REGRESSION_CAUSES}
 EXTRA_NEXT: dict[str, str] = {c.id: c.next_step for c in REGRESSION_CAUSES}
@@ -401,7 +402,7 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
         if row is None:
             continue
         x = float(x)
-        cause = causes.cause_of_event(kind)
+        cause = catalog.cause_of_event(kind)
         ev_cols.setdefault(f"event:{kind}", np.zeros(len(st)))[row] += x
         if cause is None:
             continue  # an event kind without a cause of its own: its time stays with the phases it fell in
@@ -1030,7 +1031,7 @@ def _rate_p(k_good: int, k_bad: int, n_good: int, n_bad: int) -> float:
 
 def _cause_rate_p(cid: str, events: list[dict], n_good: int, n_bad: int) -> float:
     """Rate test of the cause's event kinds taken together (steps holding one); NaN without events."""
-    rows = [e for e in events if causes.cause_of_event(e["kind"]) == cid]
+    rows = [e for e in events if catalog.cause_of_event(e["kind"]) == cid]
     return _rate_p(sum(e["good_steps_with"] for e in rows), sum(e["bad_steps_with"] for e in rows), n_good, n_bad)
 
 
@@ -1090,7 +1091,7 @@ def _cause_evidence(cid: str, row: dict, events: list[dict], d_wall: float, sign
                f"per step, {grew} by {fmt_seconds(abs(row['delta_s']))} (95% CI {fmt_seconds(row['delta_lo'])} to "
                f"{fmt_seconds(row['delta_hi'])}, {fmt_p(row['p_value'])}){share}")
     for e in events:
-        if causes.cause_of_event(e["kind"]) != cid:
+        if catalog.cause_of_event(e["kind"]) != cid:
             continue
         if e["good_events"] == e["bad_events"] == 0 and not (e["good_outside"] or e["bad_outside"]):
             continue

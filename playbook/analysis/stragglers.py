@@ -427,6 +427,7 @@ def _findings(label: str, part: dict) -> list[dict]:
                         "it is rank 0: rank-0-only work (checkpoint saving, logging, evaluation) comes first")
         level = "high" if (worst and worst["score_vs_median"] < 0.5) or wait_level == "high" else "moderate"
         out.append({"hypothesis": "collective_straggler", "level": level, "rank": rank, "nature": nature,
+                    "share": waiting,
                     "evidence": f"{label}: " + "; ".join(bits)})
     tokens = part.get("tokens")
     if tokens and tokens.get("rho_within_step") is not None and tokens["rho_within_step"] >= 0.5 \

@@ -15,6 +15,8 @@ EXAMPLES = """\
   playbook diagnose node1.csv node2.csv steps.jsonl traces/       mixed inputs of one run
   playbook diagnose poll.txt --fields index,utilization.gpu,memory.used --interval 2
   playbook diagnose runs/r1 --json > diagnosis.json              one JSON object on stdout
+  playbook diagnose gpu.csv --fail-on insufficient_data,hardware_fault,throttling
+                                                                 exit 3 when the verdict is one of these (CI/alerts)
 """
 
 
@@ -27,6 +29,10 @@ def add_arguments(parser) -> None:
                         help="polling interval in seconds, for inputs without timestamps")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    parser.add_argument("--fail-on", default=None, metavar="IDS",
+                        help="comma-separated verdict ids (see playbook.causes, e.g. insufficient_data,"
+                             "hardware_fault; 'any' = any verdict but healthy): exit with status 3 when the top "
+                             "hypothesis is one of them")
 
 
 def run(args) -> int:
@@ -38,11 +44,32 @@ def run(args) -> int:
         raise PlaybookError(f"the readers are not available: {exc}") from exc
     from playbook.analysis.diagnosis import diagnose
 
+    fail_on = _fail_on(args.fail_on)
     bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
     if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)
-    return emit(result, args.json, render)
+    status = emit(result, args.json, render)
+    top = result.verdict.get("id")
+    if fail_on and top and (top in fail_on or ("any" in fail_on and top != "healthy")):
+        return FAIL_STATUS
+    return status
+
+
+FAIL_STATUS = 3  # 1 is Python's own failure status and 2 the CLI's input errors: 3 means "the verdict matched"
+
+
+def _fail_on(text: str | None) -> set[str]:
+    """The --fail-on ids, checked against the cause catalog (an unknown id is an input error)."""
+    if not text:
+        return set()
+    from playbook.causes import CAUSES
+
+    ids = {t.strip() for t in text.split(",") if t.strip()}
+    unknown = sorted(ids - set(CAUSES) - {"any"})
+    if unknown:
+        raise InputError(f"--fail-on: unknown verdict {', '.join(unknown)}; known: any, {', '.join(CAUSES)}")
+    return ids
 
 
 def _pct(v) -> str:
@@ -54,6 +81,8 @@ def render(d) -> str:
     lines = []
     osc_obj = d.detail.get("oscillation")
     n_in = len(d.inputs)
+    if d.verdict.get("sentence"):
+        lines += [f"Verdict: {d.verdict['sentence']}", ""]
     lines.append(f"playbook diagnose — {n_in} input{'s' if n_in != 1 else ''}: "
                  + ", ".join(d.inputs[:4]) + (f" and {n_in - 4} more" if n_in > 4 else ""))
     if d.warnings:
@@ -70,7 +99,7 @@ def render(d) -> str:
             lines.append(f"       - {e}")
         lines.append(f"       next: {h['next_step']}")
         lines.append(f"       fix:  {h['fix']}")
-        lines.append(f"       lab:  {h['notebook']}")
+        lines.append(f"       lab:  {h['notebook']}" + (f"  ({h['command']})" if h.get("command") else ""))
     return "\n".join(lines)
 
 

@@ -1,0 +1,112 @@
+"""The cases of issue 14, on real-shaped data (playbook.simulate's cases: LABELED SYNTHETIC, written in the formats
+users paste where the format matters): each names the right cause, for the right reason, impact first."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from playbook import simulate
+from playbook.analysis.diagnosis import diagnose
+from playbook.cli import main
+
+
+def _top(d) -> str:
+    return d.hypotheses[0]["id"]
+
+
+def test_rank0_checkpoint_is_software_straggler_and_a_logger_gap_is_no_loss():
+    bundle, want = simulate.case_rank0_checkpoint()
+    d = diagnose(bundle)
+    ids = [h["id"] for h in d.hypotheses]
+    assert _top(d) == want and ids[1] == "periodic_stall"
+    assert "hardware_fault" not in ids  # neither the logger gap on GPU 5 nor the persistent laggard is hardware
+    status = {g["id"]: g["status"] for g in d.gpus}
+    assert status["node00:5"] == "ok" and status["node00:0"] == "underutilized"
+    assert any("node00:5" in w and "gap in the logging" in w for w in d.warnings)
+    text = " ".join(d.hypotheses[0]["evidence"])
+    assert "software" in text and "rank 0" in text and "waiting for it in a collective" in text
+    assert "every 10 s" in " ".join(d.hypotheses[1]["evidence"])
+    v = d.verdict
+    assert v["gpus"] == 8 and 0.6 < v["lost_share"] < 0.8 and v["gpu_hours_per_day"] > 100
+    assert v["sentence"].startswith("A straggler rank") and "GPU-h/day on 8 GPUs" in v["sentence"]
+
+
+def test_power_cap_on_one_gpu_is_throttling_by_self_reference():
+    bundle, want = simulate.case_power_cap()
+    d = diagnose(bundle)
+    assert _top(d) == want and d.hypotheses[0]["score"] >= 0.85
+    assert [g["status"] for g in d.gpus] == ["throttled"]
+    ev = d.hypotheses[0]["evidence"][0]
+    assert "busy at 210 MHz" in ev and "220" in ev.split("against the ")[1][:4] and "power cap" in ev and "30 W" in ev
+    assert "hardware_fault" not in [h["id"] for h in d.hypotheses]  # the power limit explains the clock
+    healthy = next(h for h in d.hypotheses if h["id"] == "healthy")
+    assert healthy["score"] < 0.1  # 100% utilization is no proof of health
+
+
+def test_full_clock_at_full_utilization_stays_healthy():
+    # the same GPU uncapped all along: self-reference must not call DVFS variation throttling
+    bundle, _ = simulate.case_power_cap(cap_w=350.0)
+    t = bundle.telemetry
+    t.loc[:, "sm_clock_mhz"] = 1980.0 + (t.index % 7) * 30.0  # boost wandering ±5% under load
+    t.loc[:, "power_limit_w"] = 350.0
+    d = diagnose(bundle)
+    assert [g["status"] for g in d.gpus] == ["ok"] and _top(d) == "healthy"
+
+
+def test_tiny_kernels_trace_is_launch_bound(tmp_path):
+    bundle, want = simulate.case_trace("launch", tmp_path)
+    d = diagnose(bundle)
+    assert _top(d) == want
+    assert "4097 GPU ops" in d.hypotheses[0]["evidence"][0]
+    assert d.verdict["lost_share"] > 0.8
+
+
+def test_per_element_cpu_copies_are_host_sync_not_pinning(tmp_path):
+    bundle, want = simulate.case_trace("item", tmp_path)
+    d = diagnose(bundle)
+    assert _top(d) == want
+    assert "take .item()/.cpu() out of the loop" in d.hypotheses[0]["evidence"][0]
+    assert "h2d_copy" not in [h["id"] for h in d.hypotheses]
+
+
+@pytest.mark.parametrize("case", [simulate.case_host_only, simulate.case_three_polls])
+def test_inputs_that_cannot_answer_are_insufficient_data(case):
+    bundle, want = case()
+    d = diagnose(bundle)
+    assert _top(d) == want == d.verdict["id"]
+    assert "nvidia-smi" in d.hypotheses[0]["next_step"] or "longer" in d.hypotheses[0]["next_step"]
+    assert d.verdict["sentence"].startswith("Not enough data")
+
+
+def test_healthy_never_leads_while_something_is_probably_wrong():
+    from playbook.analysis import hypotheses as hyp
+
+    # support split over three causes, each below healthy's 0.4, but P(wrong) = 0.6
+    ev = hyp.support("trace_idle_host", 1.0, hyp.impact(0.3), "idle waiting for the host")
+    ranked = hyp.rank(ev)
+    wrong = 1 - next(h["score"] for h in ranked if h["id"] == "healthy")
+    assert wrong >= 0.5 and ranked[0]["id"] == "data_starvation"
+
+
+def test_fail_on_turns_verdicts_into_exit_codes(tmp_path, capsys):
+    bundle, _ = simulate.case_three_polls()
+    simulate.write_nvidia_smi_csv(bundle.telemetry, tmp_path, suffix=".csv")
+    args = ["diagnose", str(tmp_path), "--json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["verdict"]["id"] == "insufficient_data"
+    assert main(args + ["--fail-on", "insufficient_data,hardware_fault"]) == 3
+    capsys.readouterr()
+    assert main(args + ["--fail-on", "hardware_fault"]) == 0
+    capsys.readouterr()
+    assert main(["diagnose", str(tmp_path), "--fail-on", "no_such_cause"]) == 2
+    assert "unknown verdict no_such_cause" in capsys.readouterr().err
+
+
+def test_text_report_opens_with_the_verdict(capsys):
+    bundle, _ = simulate.case_power_cap()
+    from playbook.commands.diagnose import render
+
+    first = render(diagnose(bundle)).splitlines()[0]
+    assert first.startswith("Verdict: Clock throttling") and "of GPU time" in first
