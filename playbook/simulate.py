@@ -488,6 +488,59 @@ def case_three_polls() -> tuple[schema.Bundle, str]:
     return schema.Bundle(inputs=["synthetic:three_polls"], telemetry=tele), "insufficient_data"
 
 
+def _step_log(durations: np.ndarray, ranks: int = 8, source: str = "synthetic:steps",
+              optimizer_on: np.ndarray | None = None) -> pd.DataFrame:
+    """Whole-step rows (phase "step") for `ranks` ranks in lockstep, as a per-step timer log gives them; with
+    `optimizer_on`, an "optimizer" phase row on those steps (what a phase-timing logger writes)."""
+    t0 = pd.Timestamp("2026-01-15T10:00:00Z")
+    starts = t0 + pd.to_timedelta(np.concatenate([[0.0], np.cumsum(durations)[:-1]]), unit="s")
+    n = len(durations)
+    rows = {"time": np.tile(starts, ranks), "host": "node00", "rank": np.repeat(np.arange(ranks), n),
+            "step": np.tile(np.arange(n), ranks), "phase": "step", "duration_s": np.tile(durations, ranks),
+            "source": source}
+    frame = schema.steps_frame(rows)
+    if optimizer_on is not None:
+        k = np.flatnonzero(optimizer_on)
+        opt = schema.steps_frame({"time": np.tile(starts[k], ranks), "host": "node00",
+                                  "rank": np.repeat(np.arange(ranks), len(k)), "step": np.tile(k, ranks),
+                                  "phase": "optimizer", "duration_s": 0.4, "source": source})
+        frame = pd.concat([frame, opt], ignore_index=True)
+    return frame
+
+
+def case_level_shift(seed: int = 0) -> tuple[schema.Bundle, str]:
+    """600 steps at ~1.0 s; from step 350 every step takes 1.3 s (a GPU starts throttling, a slow node joins):
+    a level shift, not a periodic stall. The expected cause is the shift's first reading (throttling)."""
+    rng = np.random.default_rng(seed)
+    d = np.where(np.arange(600) < 350, 1.0, 1.3) * np.exp(0.03 * rng.standard_normal(600))
+    return schema.Bundle(inputs=["synthetic:level_shift"], steps=_step_log(d)), "throttling"
+
+
+def case_grad_accum(seed: int = 0, every: int = 4) -> tuple[schema.Bundle, str]:
+    """Gradient accumulation over `every` micro-batches: every `every`-th step runs the all-reduce and the
+    optimizer and takes 2.1× the others, without exception — a cadence, not a stall (healthy)."""
+    rng = np.random.default_rng(seed)
+    d = 0.5 * np.exp(0.02 * rng.standard_normal(400))
+    d[every - 1::every] *= 2.1
+    return schema.Bundle(inputs=["synthetic:grad_accum"], steps=_step_log(d)), "healthy"
+
+
+def case_warmup_checkpoint(seed: int = 0) -> tuple[schema.Bundle, str]:
+    """Five compile/warm-up steps of 20-40 s, then a synchronous checkpoint (+6 s) every 50 steps of 1.5 s, logged
+    as checkpoint events: a periodic stall every 50 steps whose warm-up does not enter the period test."""
+    rng = np.random.default_rng(seed)
+    d = 1.5 * np.exp(0.04 * rng.standard_normal(500))
+    d[:5] = [40.0, 31.0, 25.0, 22.0, 20.0]
+    at = np.arange(54, 500, 50)
+    d[at] += 6.0
+    steps = _step_log(d)
+    t0 = pd.Timestamp("2026-01-15T10:00:00Z")
+    ends = t0 + pd.to_timedelta(np.cumsum(d), unit="s")
+    events = schema.events_frame({"time": ends[at], "host": "node00", "rank": 0, "step": at, "kind": "checkpoint",
+                                  "duration_s": 6.0, "detail": "torch.save", "source": "synthetic:steps"})
+    return schema.Bundle(inputs=["synthetic:warmup_checkpoint"], steps=steps, events=events), "periodic_stall"
+
+
 def _fmt(column: str, values: np.ndarray) -> np.ndarray:
     if column == "throttle_reasons":
         out = np.array([f"0x{int(v):016X}" if np.isfinite(v) else "[Unknown Error]" for v in values], dtype=object)

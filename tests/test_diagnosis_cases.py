@@ -110,3 +110,30 @@ def test_text_report_opens_with_the_verdict(capsys):
 
     first = render(diagnose(bundle)).splitlines()[0]
     assert first.startswith("Verdict: Clock throttling") and "of GPU time" in first
+
+
+def test_level_shift_is_reported_with_its_step_and_size_not_as_a_periodic_stall():
+    bundle, want = simulate.case_level_shift()
+    d = diagnose(bundle)
+    assert _top(d) == want and "periodic_stall" not in [h["id"] for h in d.hypotheses]
+    ls = d.steps["level_shift"]
+    assert abs(ls["step"] - 350) <= 2 and 0.25 < ls["relative_change"] < 0.35
+    assert "at step 35" in d.hypotheses[0]["evidence"][0] and "level shift" in d.hypotheses[0]["evidence"][0]
+    assert not (d.steps.get("creep") or {}).get("creeping")
+
+
+def test_gradient_accumulation_cadence_is_benign():
+    bundle, want = simulate.case_grad_accum()
+    d = diagnose(bundle)
+    assert _top(d) == want
+    assert any("gradient accumulation over 4" in e for e in d.hypotheses[0]["evidence"])
+
+
+def test_warmup_steps_stay_out_of_the_period_test_and_the_stall_names_period_and_marker():
+    bundle, want = simulate.case_warmup_checkpoint()
+    d = diagnose(bundle)
+    assert _top(d) == want and d.steps["warmup_steps"] == 5
+    ps = d.steps["periodic_slow"]
+    assert ps["every_n_steps"] == 50 and ps["first_step"] == 54 and ps["warmup_steps"] == 5
+    text = d.hypotheses[0]["evidence"][0]
+    assert "every 50 steps (≈ 81 s)" in text and "checkpoint event is logged at 9 of them" in text

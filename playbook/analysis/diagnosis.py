@@ -212,7 +212,10 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         # could be the input pipeline") lose the weight of what is explained
         evidence = hyp.discount(evidence, hyp.explained_by_steps(steps_summary))
         evidence += hyp.from_steps(steps_summary)
-        if steps_summary and not steps_summary.get("periodic_slow"):
+        benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
+        if benign:
+            healthy.append(benign)
+        elif steps_summary and not steps_summary.get("periodic_slow"):
             healthy.append("no slow steps recurring every N steps")
     kineto = _optional("kineto", bundle, warnings)
     stragglers = _optional("stragglers", bundle, warnings)

@@ -81,6 +81,8 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "periodic_slow": {"periodic_stall": 0.8},
     "gc": {"gc_pause": 0.9},
     "creep": {"throttling": 0.55, "memory_pressure": 0.25},
+    # a jump that stays: a device slowing (throttle), a straggler appearing, or a changed workload or code path
+    "level_shift": {"throttling": 0.4, "collective_straggler": 0.35, "hardware_fault": 0.15},
     "recompile": {"recompilation": 0.9},
     "phase_data": {"data_starvation": 1.0},
     "phase_h2d": {"h2d_copy": 0.8},
@@ -529,6 +531,8 @@ def from_steps(summary: dict) -> list[Evidence]:
     if not summary:
         return out
     ps = summary.get("periodic_slow")
+    if ps and ps.get("benign"):
+        ps = None  # the optimizer step of gradient accumulation: a cadence, not a stall
     gc_lattice = bool(ps and ps.get("periodic") and ps.get("gc_lattice"))
     if ps and ps.get("periodic") and not gc_lattice:
         ev = ps.get("events") or {}
@@ -562,6 +566,16 @@ def from_steps(summary: dict) -> list[Evidence]:
                      "collector fires at a fixed step period")
         lost = gc.get("pause_share") or 0.0
         out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text)
+    ls = summary.get("level_shift")
+    if ls:
+        text = (f"step time jumps {ls['relative_change']:+.0%} at step {ls['step']} ({ls['before_s']:.3g} s → "
+                f"{ls['after_s']:.3g} s) and stays there for the {ls['steps_after']} steps after it (change-point "
+                f"test, {_p(ls['p_value'])}): a level shift, not a periodic stall — something changed at that "
+                "step (a GPU throttling or a straggler joining, a node swapped, a regression)")
+        out += support("level_shift", confidence(ls["p_value"]), impact(ls["lost_fraction"]), text,
+                       f"compare steps before and after step {ls['step']} (`playbook compare` on the two halves); "
+                       "read SM clocks, power and throttle reasons around that time and which rank slowed first",
+                       lost=ls["lost_fraction"])
     cr = summary.get("creep")
     if cr and cr.get("creeping"):
         # heating takes minutes: a run shorter than that cannot creep thermally (thermal time scale 300 s)
@@ -685,7 +699,7 @@ def explained_by_steps(summary: dict) -> dict[str, float]:
     n = summary["slow_steps"]
     out = {}
     ps = summary.get("periodic_slow")
-    if ps and ps.get("periodic") and not ps.get("gc_lattice"):
+    if ps and ps.get("periodic") and not ps.get("gc_lattice") and not ps.get("benign"):
         out["periodic_stall"] = ps["hits"] / n
     gc = summary.get("gc")
     if gc and gc.get("coincide"):

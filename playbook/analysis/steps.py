@@ -193,9 +193,31 @@ def hypergeom_sf(k: int, total: int, marked: int, drawn: int) -> float:
     return float(min(1.0, np.exp(top) * np.exp(logs - top).sum()))
 
 
-def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None) -> dict | None:
+def warmup_steps(durations: np.ndarray) -> int:
+    """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
+    step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps."""
+    d = np.asarray(durations, dtype=np.float64)
+    if len(d) < 8:
+        return 0
+    limit = len(d) // 4
+    ref = float(np.median(d[limit:]))
+    k = 0
+    while k < limit and d[k] >= SLOW_FACTOR * ref:
+        k += 1
+    return k
+
+
+def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
+                        steps: pd.DataFrame | None = None) -> dict | None:
     """Slow steps recurring every N steps: N, the first one, the period in seconds, hits and misses, p-value,
-    and the events (checkpoint, eval, ...) logged at the same steps. None when there are < 3 slow steps."""
+    and the events (checkpoint, eval, ...) logged at the same steps. None when there are < 3 slow steps.
+    Warm-up steps at the start are left out. `benign` marks a cadence tied to the optimizer step (gradient
+    accumulation): an optimizer phase logged only on the slow steps, or an exact short period (≤ ACCUM_MAX_N
+    steps, every lattice step slow) with a constant slow/normal ratio and no stall event there."""
+    if len(fleet) < 10:
+        return None
+    warm = warmup_steps(fleet["duration_s"].to_numpy(dtype=np.float64))
+    fleet = fleet.iloc[warm:]
     if len(fleet) < 10:
         return None
     d = fleet["duration_s"].to_numpy(dtype=np.float64)
@@ -250,7 +272,74 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None)
     gc_hits = sum(n for k, n in best["events"].items() if k.lower() in GC_KINDS)
     other_hits = max([n for k, n in best["events"].items() if k.lower() in STALL_EVENT_KINDS] or [0])
     best["gc_lattice"] = bool(2 * gc_hits >= best["hits"] and gc_hits > other_hits)
+    best["warmup_steps"] = warm
+    best["benign"] = None
+    if not other_hits and not best["gc_lattice"]:
+        optim = _optimizer_only_on(steps, step[on], step[~on])
+        ratio = d[on] / best["median_step_s"] if best["median_step_s"] > 0 else np.array([np.nan])
+        cv = float(np.std(ratio) / np.mean(ratio)) if np.all(np.isfinite(ratio)) and np.mean(ratio) > 0 else np.inf
+        if optim:
+            best["benign"] = ("an optimizer phase is logged on the slow steps only: the optimizer step of gradient "
+                              f"accumulation over {n_every} micro-batches, not a stall")
+        elif n_every <= ACCUM_MAX_N and best["hit_rate"] >= 0.95 and cv <= ACCUM_CV:
+            best["benign"] = (f"every {n_every}th step, without exception, is {np.mean(ratio):.2f}× the others "
+                              f"(ratio varies {cv:.1%}): the cadence of gradient accumulation over {n_every} "
+                              "micro-batches (the optimizer step and its all-reduce), not a stall")
     return best
+
+
+ACCUM_MAX_N = 32  # gradient accumulation runs over a few to a few dozen micro-batches
+ACCUM_CV = 0.05  # the optimizer step costs the same every time; stalls (I/O, evaluation) vary by more
+
+
+def _optimizer_only_on(steps: pd.DataFrame | None, on: np.ndarray, off: np.ndarray) -> bool:
+    """True when an optimizer phase is logged on (nearly) all `on` steps and (nearly) none of the `off` ones."""
+    if steps is None or steps.empty or "optimizer" not in set(steps["phase"].astype(str)):
+        return False
+    opt = set(steps.loc[steps["phase"].astype(str) == "optimizer", "step"].astype(np.int64))
+    on_share = np.mean([x in opt for x in on]) if len(on) else 0.0
+    off_share = np.mean([x in opt for x in off]) if len(off) else 0.0
+    return bool(on_share >= 0.9 and off_share <= 0.1)
+
+
+def level_shift(fleet: pd.DataFrame) -> dict | None:
+    """A step-time level shift (the step time jumps and stays): the single change point in log step time that
+    maximises the two-sample statistic (CUSUM), its p-value from the Kolmogorov limit of the Brownian bridge with
+    n deflated by the lag-1 autocorrelation of the residuals, the step it happens at and its size. Warm-up and slow
+    steps are left out. `shifted` when p < ALPHA, |size| ≥ CREEP_MIN and a step fits better than a linear trend."""
+    d_all = fleet["duration_s"].to_numpy(dtype=np.float64)
+    warm = warmup_steps(d_all)
+    d_all, st_all = d_all[warm:], fleet["step"].to_numpy(dtype=np.int64)[warm:]
+    keep = ~slow_steps(d_all) & (d_all > 0)
+    d, st = d_all[keep], st_all[keep]
+    n = len(d)
+    if n < 20:
+        return None
+    y = np.log(d)
+    c = np.cumsum(y - y.mean())[:-1]
+    k = int(np.argmax(np.abs(c))) + 1
+    if k < 3 or k > n - 3:
+        return None
+    a, b = y[:k], y[k:]
+    resid = np.r_[a - a.mean(), b - b.mean()]
+    sd = float(np.std(resid, ddof=2))
+    if sd <= 0:
+        sd = 1e-6
+    r1 = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if np.std(resid) > 0 else 0.0
+    r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
+    n_eff = max(n * (1 - r1) / (1 + r1), 3.0)
+    x = float(np.abs(c).max() / (sd * np.sqrt(n)) * np.sqrt(n_eff / n))
+    p = float(min(1.0, max(0.0, 2 * sum((-1) ** (j - 1) * np.exp(-2 * j * j * x * x) for j in range(1, 101)))))
+    size = float(np.exp(b.mean() - a.mean()) - 1)
+    # a step change against a linear trend: residual sums of squares
+    tt = np.arange(n, dtype=np.float64)
+    coef = np.polyfit(tt, y, 1)
+    rss_lin = float(np.sum((y - np.polyval(coef, tt)) ** 2))
+    rss_step = float(np.sum(resid ** 2))
+    return {"step": int(st[k]), "before_s": float(np.exp(a.mean())), "after_s": float(np.exp(b.mean())),
+            "relative_change": size, "p_value": p, "steps_after": int(n - k), "warmup_steps": warm,
+            "lost_fraction": float(max(size, 0.0) / (1 + max(size, 0.0)) * (n - k) / n),
+            "shifted": bool(p < ALPHA and abs(size) >= CREEP_MIN and rss_step < rss_lin)}
 
 
 def _events_at(events: pd.DataFrame | None, at_steps: np.ndarray, tolerance: int = 1) -> dict[str, int]:
@@ -395,14 +484,19 @@ def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
     busy = rank_busy(steps)
     if busy:
         out["rank_busy"] = busy
-    periodic = periodic_slow_steps(fleet, events)
+    periodic = periodic_slow_steps(fleet, events, steps)
     out["periodic_slow"] = periodic if periodic and periodic["periodic"] else None
+    out["warmup_steps"] = warmup_steps(d) if len(d) else 0
     lattice = None
     if periodic and periodic["periodic"] and not periodic["gc_lattice"]:
         st = fleet["step"].to_numpy(dtype=np.int64)
         lattice = st[(st % periodic["every_n_steps"]) == periodic["residue"]]
     out["gc"] = gc_spikes(fleet, events, exclude=lattice)
-    out["creep"] = step_creep(fleet)
+    out["creep"] = step_creep(fleet.iloc[out["warmup_steps"]:])
+    shift = level_shift(fleet) if len(fleet) >= 20 else None
+    out["level_shift"] = shift if shift and shift["shifted"] else None
+    if out["level_shift"] and out["creep"]:
+        out["creep"]["creeping"] = False  # a jump, not a trend: the shift explains the rise better
     out["recompiles"] = recompiles(fleet, events)
     return out
 
