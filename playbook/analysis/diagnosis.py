@@ -5,14 +5,15 @@
     d = diagnose(read_paths(["logs/"]))
     d.hypotheses[0]["id"], d.to_json()
 
-Runs every analysis that has data — oscillation and GPU status on the telemetry (or, without GPU utilization, the
-oscillation of each rank's busy share derived from its step phases), timestamped events and host-probe activity
-set against the utilization drops, step patterns, Kineto breakdowns, cross-rank stragglers, NCCL transports — and
-ranks the hypotheses (analysis.hypotheses). An analysis that fails on odd input leaves a warning instead of
-stopping the others. `Diagnosis.detail` keeps the objects behind the JSON for reports and notebooks:
-"oscillation" (OscillationResult: per_gpu table, dips, spectra of the main group), "gpus" (GpuReport), "kineto",
-"stragglers", "nccl", "nsys", "flight_recorder", "links" (their summarize() dicts), "dip_events" and
-"host_in_dips" (when events / host data exist).
+Runs every analyzer of ANALYZERS (an explicit, ordered list) that has data — oscillation and GPU status on the
+telemetry (or, without GPU utilization, the oscillation of each rank's busy share derived from its step phases),
+timestamped events and host-probe activity set against the utilization drops, step patterns, Kineto breakdowns,
+cross-rank stragglers, NCCL transports — and ranks their Findings (analysis.findings, analysis.hypotheses). One
+error guard around each analyzer: one that fails on odd input leaves a warning instead of stopping the others.
+`Diagnosis.detail` keeps the objects behind the JSON for reports and notebooks: "oscillation" (OscillationResult:
+per_gpu table, dips, spectra of the main group), "gpus" (GpuReport), "kineto", "stragglers", "nccl", "nsys",
+"flight_recorder", "links" (their summarize() dicts), "dip_events" and "host_in_dips" (when events / host data
+exist).
 
 The JSON contract (`Diagnosis.to_dict()`; NaN → null):
   inputs       [str]
@@ -115,29 +116,25 @@ def _clean(v: Any) -> Any:
     return str(v)
 
 
-def _optional(name: str, bundle, warnings: list[str]) -> dict | None:
-    """summarize(bundle) of playbook.analysis.<name>, None when absent, a warning when it fails."""
-    try:
-        module = __import__(f"playbook.analysis.{name}", fromlist=["summarize"])
-    except ImportError:
-        return None
-    fn = getattr(module, "summarize", None)
-    if fn is None:
-        return None
-    try:
-        return fn(bundle)
-    except Exception as exc:  # one failing analysis must not stop the diagnosis
-        warnings.append(f"{name} analysis skipped: {type(exc).__name__}: {exc}"[:300])
-        return None
+@dataclass
+class _Run:
+    """What the analyzers share while one diagnosis runs: the inputs, and what earlier analyzers found."""
+
+    bundle: schema.Bundle
+    interval_s: float | None
+    warnings: list[str]
+    findings: list = field(default_factory=list)  # hypotheses.Evidence readings of the analyzers' Findings
+    healthy: list[str] = field(default_factory=list)
+    detail: dict[str, Any] = field(default_factory=dict)
+    osc: OscillationResult | None = None
+    gpu_report: GpuReport | None = None
+    steps_summary: dict = field(default_factory=dict)
+    summaries: dict[str, dict | None] = field(default_factory=dict)
 
 
-def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosis:
-    """Run every applicable analysis on `bundle` and rank the hypotheses (see the module docstring)."""
-    warnings = list(bundle.warnings)
-    evidence: list[hyp.Evidence] = []
-    healthy: list[str] = []
-    detail: dict[str, Any] = {}
-    tele = bundle.telemetry
+def _gpu_telemetry(run: _Run) -> None:
+    """Oscillation and per-GPU status on the telemetry (utilization, else DCGM SM activity)."""
+    warnings, tele = run.warnings, run.bundle.telemetry
     signal = None
     if len(tele):
         if tele["util_pct"].notna().any():
@@ -146,107 +143,158 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
             signal = "SM activity (DCGM)"
             warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
-    gpu_report: GpuReport | None = None
-    osc: OscillationResult | None = None
-    n_units = 0
     if signal is not None:
-        series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=interval_s)
-        osc = analyze_gpu_series(series, "util_pct", signal="util_pct" if signal == "util_pct" else signal)
-        gpu_report = analyze_gpus(tele, series=series)
+        series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
+        osc = analyze_gpu_series(series, "util_pct", signal=signal)
+        run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series)
         n_units = len(series.time_clusters()[0]) if len(series) else 0
         warnings += [w for w in osc.warnings if w not in warnings]
-        warnings += gpu_report.warnings
-        evidence += hyp.from_oscillation(osc, gpu_report.table, n_units)
-        evidence += hyp.from_gpus(gpu_report, osc)
+        warnings += run.gpu_report.warnings
+        run.findings += hyp.from_oscillation(osc, run.gpu_report.table, n_units)
+        run.findings += hyp.from_gpus(run.gpu_report, osc)
         if not osc.detected and not osc.single_drop:
             span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
             level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""
-            healthy.append(f"no GPU swings between a high and a low level over the {span_s:.0f} s recorded{level} "
-                           f"(a swing would need two drops inside it: one slower than every {span_s / 2:.0f} s "
-                           "needs a longer recording)")
-        ok = int((gpu_report.table["status"] == "ok").sum())
-        if ok == len(gpu_report.table):
-            healthy.append(f"all {ok} GPUs ok relative to each other")
+            run.healthy.append(f"no GPU swings between a high and a low level over the {span_s:.0f} s recorded"
+                               f"{level} (a swing would need two drops inside it: one slower than every "
+                               f"{span_s / 2:.0f} s needs a longer recording)")
+        table = run.gpu_report.table
+        ok = int((table["status"] == "ok").sum())
+        if ok == len(table) and ok >= 2:  # one GPU has no peers: "ok relative to each other" says nothing
+            run.healthy.append(f"all {ok} GPUs ok relative to each other")
     elif len(tele):  # GPUs seen, but none reported a usable value: list them (lost) all the same
-        gpu_report = analyze_gpus(tele, interval_s=interval_s)
+        run.gpu_report = analyze_gpus(tele, interval_s=run.interval_s)
         warnings.append("telemetry holds no utilization values (all missing or errors)")
-        evidence += hyp.from_gpus(gpu_report, None)
-    if signal is None and len(bundle.steps) and bundle.steps["time"].notna().any() \
-            and (bundle.steps["phase"] != "step").any():
-        osc, n_units = _derived_oscillation(bundle.steps)
-        if osc is not None:
-            work = ", ".join(p for p in steps_analysis.busy_phases_of(bundle.steps)
-                             if p in set(bundle.steps["phase"].astype(str)))
-            warnings.append(f"no usable GPU utilization: the oscillation is measured on each rank's busy share "
-                            f"(time in {work or 'work'} phases) — " + DERIVED_SIGNAL)
-            warnings += [w for w in osc.warnings if w not in warnings]
-            evidence += hyp.from_oscillation(osc, None, n_units, label="ranks")
-            if not osc.detected:
-                healthy.append("no rank's busy share swings between a high and a low level")
-    if osc is not None and osc.detected and len(bundle.events):
-        try:
-            tol = osc.interval_s if np.isfinite(osc.interval_s) else 0.0
-            coinc = dips_vs_events(osc.dips_s, osc.t0, bundle.events, tolerance_s=tol)
-            label = "GPUs" if osc.signal != DERIVED_SIGNAL else "ranks"
-            found, explained = hyp.from_dip_events(coinc, osc.lost_fraction, label)
-            evidence = hyp.discount(evidence, explained) + found
-            detail["dip_events"] = coinc
-        except Exception as exc:  # odd event tables must not stop the rest
-            warnings.append(f"event coincidence skipped: {type(exc).__name__}: {exc}"[:300])
-    if osc is not None and osc.detected and len(bundle.host):
-        try:
-            host_metrics = host_during_dips(bundle.host, osc.dips_s, osc.t0)
-            evidence += hyp.from_host(host_metrics, osc.lost_fraction)
-            detail["host_in_dips"] = host_metrics
-        except Exception as exc:  # odd host tables must not stop the rest
-            warnings.append(f"host-probe comparison skipped: {type(exc).__name__}: {exc}"[:300])
-    detail["oscillation"] = osc
-    detail["gpus"] = gpu_report
-    steps_summary = {}
-    if len(bundle.steps):
-        try:
-            steps_summary = steps_analysis.summarize(bundle.steps, bundle.events)
-        except Exception as exc:  # odd step tables must not stop the rest
-            warnings.append(f"steps analysis skipped: {type(exc).__name__}: {exc}"[:300])
-        # when the step log explains the slow steps, the dips' generic readings (e.g. "a synchronized drop
-        # could be the input pipeline") lose the weight of what is explained
-        evidence = hyp.discount(evidence, hyp.explained_by_steps(steps_summary))
-        evidence += hyp.from_steps(steps_summary)
-        benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
-        if benign:
-            healthy.append(benign)
-        elif steps_summary and not steps_summary.get("periodic_slow"):
-            healthy.append("no slow steps recurring every N steps")
-    kineto = _optional("kineto", bundle, warnings)
-    stragglers = _optional("stragglers", bundle, warnings)
-    nccl = _optional("nccl", bundle, warnings)
-    roles = _roles(bundle.steps)
-    if stragglers and len(roles) > 1:
-        # straggler scores compare ranks doing the same work; ranks with different work phases are different
-        # roles (a producer and a consumer), so their step-based comparison says nothing about stragglers
-        found = stragglers.get("findings") or []
-        kept = [f for f in found if not (f.get("hypothesis") == "collective_straggler"
-                                         and str(f.get("evidence", "")).startswith("steps"))]
-        if len(kept) < len(found):
-            warnings.append("ranks play different roles (work phases " + "; ".join(
-                f"{'/'.join(r)}: ranks {', '.join(map(str, ks[:6]))}" for r, ks in roles.items())
-                + "): step-based straggler scores across roles are left out")
-        stragglers = {**stragglers, "findings": kept}
-    extra = {name: _optional(name, bundle, warnings) for name in ("nsys", "flight_recorder", "links")}
-    detail.update(kineto=kineto, stragglers=stragglers, nccl=nccl, **extra)
-    for name, summary in (("trace", kineto), ("", stragglers), ("NCCL", nccl), ("", extra["nsys"]),
-                          ("", extra["flight_recorder"]), ("links", extra["links"])):
+        run.findings += hyp.from_gpus(run.gpu_report, None)
+
+
+def _derived_busy(run: _Run) -> None:
+    """Without GPU utilization: the oscillation of each rank's busy share derived from its step phases."""
+    steps = run.bundle.steps
+    if run.osc is not None:  # the GPUs' own signal was usable
+        return
+    if not (len(steps) and steps["time"].notna().any() and (steps["phase"] != "step").any()):
+        return
+    osc, n_units = _derived_oscillation(steps)
+    if osc is None:
+        return
+    run.osc = osc
+    work = ", ".join(p for p in steps_analysis.busy_phases_of(steps) if p in set(steps["phase"].astype(str)))
+    run.warnings.append(f"no usable GPU utilization: the oscillation is measured on each rank's busy share "
+                        f"(time in {work or 'work'} phases) — " + DERIVED_SIGNAL)
+    run.warnings += [w for w in osc.warnings if w not in run.warnings]
+    run.findings += hyp.from_oscillation(osc, None, n_units, label="ranks")
+    if not osc.detected:
+        run.healthy.append("no rank's busy share swings between a high and a low level")
+
+
+def _dip_events(run: _Run) -> None:
+    """Timestamped events set against the utilization drops."""
+    osc = run.osc
+    if osc is None or not osc.detected or not len(run.bundle.events):
+        return
+    tol = osc.interval_s if np.isfinite(osc.interval_s) else 0.0
+    coinc = dips_vs_events(osc.dips_s, osc.t0, run.bundle.events, tolerance_s=tol)
+    label = "GPUs" if osc.signal != DERIVED_SIGNAL else "ranks"
+    found, explained = hyp.from_dip_events(coinc, osc.lost_fraction, label)
+    run.findings = hyp.discount(run.findings, explained) + found
+    run.detail["dip_events"] = coinc
+
+
+def _host_in_dips(run: _Run) -> None:
+    """Host-probe activity (disk, CPU, network) during the utilization drops."""
+    osc = run.osc
+    if osc is None or not osc.detected or not len(run.bundle.host):
+        return
+    metrics = host_during_dips(run.bundle.host, osc.dips_s, osc.t0)
+    run.findings += hyp.from_host(metrics, osc.lost_fraction)
+    run.detail["host_in_dips"] = metrics
+
+
+def _step_patterns(run: _Run) -> None:
+    """Step-time patterns: periodic slow steps, GC, creep, level shifts, recompiles, phase shares."""
+    if not len(run.bundle.steps):
+        return
+    summary = steps_analysis.summarize(run.bundle.steps, run.bundle.events)
+    run.steps_summary = summary
+    # when the step log explains the slow steps, the dips' generic readings (e.g. "a synchronized drop could be
+    # the input pipeline") lose the weight of what is explained
+    run.findings = hyp.discount(run.findings, hyp.explained_by_steps(summary)) + hyp.from_steps(summary)
+    benign = (summary.get("periodic_slow") or {}).get("benign") if summary else None
+    if benign:
+        run.healthy.append(benign)
+    elif summary and not summary.get("periodic_slow"):
+        run.healthy.append("no slow steps recurring every N steps")
+
+
+def _summary_of(name: str, label: str):
+    """An analyzer running playbook.analysis.<name>.summarize(bundle) and reading its `findings`."""
+
+    def analyzer(run: _Run) -> None:
+        module = __import__(f"playbook.analysis.{name}", fromlist=["summarize"])
+        summary = module.summarize(run.bundle)
+        if name == "stragglers" and summary:
+            summary = _same_roles(summary, run)
+        run.summaries[name] = summary
         if summary:
-            evidence += hyp.from_findings(summary.get("findings"), name)
-            for w in summary.get("warnings") or []:
-                if isinstance(w, str):
-                    warnings.append(w)
-    if kineto:
-        evidence += hyp.from_trace_idle(kineto.get("gpu_idle"))
-    # telemetry too short to look for a swing, or a trace without GPU work, and nothing else to go on: "nothing
-    # found" is not "healthy"
+            run.findings += hyp.from_findings(summary.get("findings"), label)
+            run.warnings += [w for w in summary.get("warnings") or [] if isinstance(w, str)]
+            if name == "kineto":
+                run.findings += hyp.from_trace_idle(summary.get("gpu_idle"))
+
+    analyzer.__name__ = name
+    return analyzer
+
+
+def _same_roles(stragglers: dict, run: _Run) -> dict:
+    """Straggler scores compare ranks doing the same work; ranks with different work phases are different roles
+    (a producer and a consumer), so their step-based comparison says nothing about stragglers."""
+    roles = _roles(run.bundle.steps)
+    if len(roles) <= 1:
+        return stragglers
+    found = stragglers.get("findings") or []
+    kept = [f for f in found if not (f.get("hypothesis") == "collective_straggler"
+                                     and str(f.get("evidence", "")).startswith("steps"))]
+    if len(kept) < len(found):
+        run.warnings.append("ranks play different roles (work phases " + "; ".join(
+            f"{'/'.join(r)}: ranks {', '.join(map(str, ks[:6]))}" for r, ks in roles.items())
+            + "): step-based straggler scores across roles are left out")
+    return {**stragglers, "findings": kept}
+
+
+# The analyzers, in order (later ones may discount earlier readings they explain); each adds Findings to the run.
+ANALYZERS = (
+    ("telemetry", _gpu_telemetry),
+    ("derived busy share", _derived_busy),
+    ("event coincidence", _dip_events),
+    ("host-probe comparison", _host_in_dips),
+    ("steps", _step_patterns),
+    ("kineto", _summary_of("kineto", "trace")),
+    ("stragglers", _summary_of("stragglers", "")),
+    ("nccl", _summary_of("nccl", "NCCL")),
+    ("nsys", _summary_of("nsys", "")),
+    ("flight_recorder", _summary_of("flight_recorder", "")),
+    ("links", _summary_of("links", "links")),
+)
+
+
+def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosis:
+    """Run every applicable analyzer on `bundle` and rank the hypotheses (see the module docstring)."""
+    run = _Run(bundle, interval_s, list(bundle.warnings))
+    for name, analyzer in ANALYZERS:
+        try:
+            analyzer(run)
+        except Exception as exc:  # one failing analysis must not stop the diagnosis
+            run.warnings.append(f"{name} analysis skipped: {type(exc).__name__}: {exc}"[:300])
+    osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
+    kineto, stragglers, nccl = sm.get("kineto"), sm.get("stragglers"), sm.get("nccl")
+    extra = {n: sm.get(n) for n in ("nsys", "flight_recorder", "links")}
+    detail = {**run.detail, "oscillation": osc, "gpus": gpu_report, "kineto": kineto, "stragglers": stragglers,
+              "nccl": nccl, **extra}
+    # telemetry too short to look for a swing, a trace without GPU work, or nothing that measures the GPUs or the
+    # loop: "nothing found" is not "healthy"
     gpu_trace = bool(kineto and kineto.get("gpu_idle"))
-    others = bool(steps_summary or gpu_trace or nccl or stragglers or any(extra.values()))
+    others = bool(run.steps_summary or gpu_trace or nccl or stragglers or any(extra.values()))
     untestable = None
     if osc is not None and osc.few_samples and not others:
         untestable = "too few samples per GPU to look for an oscillation"
@@ -256,9 +304,10 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         have = [n for n, t in (("host metrics", bundle.host), ("events", bundle.events)) if len(t)]
         untestable = (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                       "times, no trace with GPU work")
-    ranked = hyp.rank(evidence, healthy, untestable)
+    ranked = hyp.rank(run.findings, run.healthy, untestable)
     if ranked and ranked[0]["id"] == "insufficient_data":
         ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
+    warnings = run.warnings
     if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
             not any(extra.values()):
         warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")
@@ -266,7 +315,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
     scale = _scale(gpu_report, bundle, kineto)
     return Diagnosis(inputs=list(bundle.inputs), warnings=list(dict.fromkeys(warnings)), gpus=gpus_json,
                      oscillation=(osc.contract() if osc is not None else OscillationResult().contract()),
-                     steps=steps_summary, ranks=_ranks(stragglers, kineto), hypotheses=ranked, detail=detail,
+                     steps=run.steps_summary, ranks=_ranks(stragglers, kineto), hypotheses=ranked, detail=detail,
                      verdict=verdict_of(ranked, scale))
 
 

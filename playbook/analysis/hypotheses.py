@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from playbook.analysis.findings import Finding
 from playbook.analysis.steps import STALL_EVENT_KINDS
 from playbook.causes import CAUSES, DIAGNOSIS_IDS, cause_of_event
 
@@ -104,8 +105,8 @@ IMPACT_SCALE = 0.05
 
 @dataclass
 class Evidence:
-    """One piece of support for one hypothesis; `anomaly` = confidence × impact of the signature itself (how
-    sure we are that *something* is wrong, whatever the cause)."""
+    """One reading of a Finding for one hypothesis (the ranker's unit); `anomaly` = confidence × impact of the
+    signature itself (how sure we are that *something* is wrong, whatever the cause)."""
 
     hypothesis: str
     strength: float
@@ -114,6 +115,7 @@ class Evidence:
     anomaly: float | None = None
     observation: str | None = None  # one observation read several ways shares this key (counted once as an anomaly)
     lost: float | None = None  # share of GPU time / throughput the observation costs (0-1), None when unknown
+    finding: Finding | None = None  # the analyzer's finding this reading comes from
 
     @property
     def key(self) -> str:
@@ -157,32 +159,40 @@ def typical_share(k: int, n: int) -> float:
 
 def support(signature: str, conf: float, weight: float, text: str, next_step: str | None = None,
             only: str | None = None, readings: dict[str, tuple[str, str | None]] | None = None,
-            anomaly: float | None = None, lost: float | None = None) -> list[Evidence]:
-    """Evidence items for every cause the signature points at (SPECIFICITY), strength conf × spec × weight.
+            anomaly: float | None = None, lost: float | None = None, p_value: float | None = None,
+            names: tuple[str, ...] = ()) -> list[Evidence]:
+    """The per-cause readings (Evidence) of one Finding built from these fields: see `expand`."""
+    return expand(Finding(signature, text, conf, weight, p_value=p_value, lost_share=lost, names=tuple(names),
+                          next_step=next_step, readings=readings, only=only, anomaly=anomaly))
 
-    `lost`: the share of GPU time the observation costs (0-1); without it, the share the weight stands for when
-    the weight is impact(lost) (its inverse, -5% × ln(1 - weight)).
 
-    `text` and `next_step` are the reading for the signature's most specific cause; `readings` gives another
-    cause its own (text, next step) — how the same observation reads for it and the measurement that would tell
-    it apart. A cause without a reading keeps the text and gets its own generic next step (NEXT_STEPS), never
-    another cause's. `anomaly` overrides conf × weight (0: the observation is no sign by itself that anything
-    is wrong)."""
+def expand(f: Finding) -> list[Evidence]:
+    """Evidence items for every cause the finding's signature points at (SPECIFICITY; a cause id as signature
+    points at that cause alone), strength confidence × specificity × weight.
+
+    The evidence text and next step are the reading for the signature's most specific cause; `readings` gives
+    another cause its own (text, next step) — how the same observation reads for it and the measurement that
+    would tell it apart. A cause without a reading keeps the text and gets its own generic next step
+    (NEXT_STEPS), never another cause's. `anomaly` overrides confidence × weight (0: the observation is no sign by
+    itself that anything is wrong). Without `lost_share`, the share the weight stands for when the weight is
+    impact(lost) (its inverse, -5% × ln(1 - weight))."""
     out = []
-    anomaly = float(np.clip(conf * weight if anomaly is None else anomaly, 0.0, 1.0))
-    table = SPECIFICITY[signature]
+    conf, weight = f.confidence, f.weight
+    anomaly = float(np.clip(conf * weight if f.anomaly is None else f.anomaly, 0.0, 1.0))
+    table = SPECIFICITY.get(f.signature) or ({f.signature: 1.0} if f.signature in NOTEBOOKS else {})
     primary = max(table, key=table.get) if table else None
+    lost = f.lost_share if f.lost_share is not None else _implied_lost(weight)
     for hyp, spec in table.items():
-        if only is not None and hyp != only:
+        if f.only is not None and hyp != f.only:
             continue
         s = float(np.clip(conf * spec * weight, 0.0, 1.0))
         if s <= 0:
             continue
-        if readings and hyp in readings:
-            t, nxt = readings[hyp]
+        if f.readings and hyp in f.readings:
+            t, nxt = f.readings[hyp]
         else:
-            t, nxt = text, (next_step if hyp == primary or only == hyp else None)
-        out.append(Evidence(hyp, s, t, nxt, anomaly, text, lost if lost is not None else _implied_lost(weight)))
+            t, nxt = f.evidence, (f.next_step if hyp == primary or f.only == hyp else None)
+        out.append(Evidence(hyp, s, t, nxt, anomaly, f.evidence, lost, f))
     return out
 
 
@@ -193,12 +203,13 @@ def _implied_lost(weight: float) -> float | None:
     return float(-IMPACT_SCALE * math.log(1 - weight))
 
 
-def rank(evidence: list[Evidence], healthy_evidence: list[str] | None = None,
+def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None = None,
          untestable: str | None = None) -> list[dict]:
     """Hypotheses sorted by score (noisy-OR of their evidence), `healthy` scored 1 - P(something is wrong).
 
     `untestable` (a reason) says the data were too few to look for the signatures at all: finding nothing then is
     no evidence of health, so `healthy` scores at most 0.5 — the confidence of an untested p-value."""
+    evidence = [x for e in evidence for x in (expand(e) if isinstance(e, Finding) else [e])]
     by: dict[str, list[Evidence]] = {}
     for e in evidence:
         if e.hypothesis not in NOTEBOOKS or e.hypothesis in ("healthy", "insufficient_data"):
@@ -319,7 +330,8 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
             readings = {"data_starvation": (
                 f"{seen}: an input pipeline that runs dry on a schedule — a shuffle buffer refilled or a new shard "
                 f"opened every {per:.3g} s", _loader_check(f"every {per:.3g} s", periodic=True))}
-            out += support("synchronized_periodic", conf, w, text, nxt, readings=readings, lost=osc.lost_fraction)
+            out += support("synchronized_periodic", conf, w, text, nxt, readings=readings, lost=osc.lost_fraction,
+                           p_value=osc.p_value, names=tuple(main))
         elif len(osc.dips_s) < 3:
             together = " together" if len(main) > 1 else ""
             k = len(osc.dips_s)
@@ -424,12 +436,13 @@ def from_gpus(report, osc=None) -> list[Evidence]:
                     "are waiting for it in a collective" + soft)
             out += support("waiting_straggler", confidence(s.get("waiting_p")), w, text,
                            f"record per-rank step phases or traces on {host}: rank on {gid} should show "
-                           "compute or I/O while the others wait in the collective", lost=s["time_share"])
+                           "compute or I/O while the others wait in the collective", lost=s["time_share"], p_value=s.get("waiting_p"),
+                           names=(gid,))
         else:
             note = ("" if s["signal"] else "; record power.draw or DCGM SM activity to tell waiting peers from "
                     "working ones")
             out += support("straggler_no_power", confidence(s["persistence_p"]), w, base + note,
-                           lost=s["time_share"])
+                           lost=s["time_share"], p_value=s["persistence_p"])
         row = per.get(gid, {})
         if row.get("periodic"):
             peers = "while its peers wait" if s.get("waiting") else "while its peers stay busy"
@@ -442,7 +455,8 @@ def from_gpus(report, osc=None) -> list[Evidence]:
             text = (f"the same GPU ({gid}) lags every time, not on a schedule, idle while it lags: work or data "
                     "specific to that rank (software); a hardware cause needs device evidence (a busy GPU at a lower "
                     "clock or power, throttle bits, Xid errors, a downtrained link)")
-            out += support("straggler_persistent", confidence(s["persistence_p"]), w, text, lost=s["time_share"])
+            out += support("straggler_persistent", confidence(s["persistence_p"]), w, text, lost=s["time_share"],
+                           p_value=s["persistence_p"], names=(gid,))
     if report.rotating:
         r = report.rotating
         text = (f"the GPU that drops alone rotates: {r['episodes']} such moments spread over {r['gpus']} GPUs "
@@ -467,15 +481,15 @@ def from_gpus(report, osc=None) -> list[Evidence]:
                 deficit = max(deficit, float(self_cost))  # clock-bound work runs at the clock's pace
             if r.harmful_lower >= 0.01:
                 w = max(impact(float(r.harmful_share)), impact(deficit))
-                out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}", lost=deficit or None, next_step=
+                out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}", lost=deficit or None, names=(r.id,), next_step=
                                f"on {host} under load: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER for GPU "
                                f"{r.index} (clock event reasons, temperature)")
             elif getattr(r, "power_pinned_share", 0.0) >= 0.5:
-                out += support("power_cap", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, next_step=
+                out += support("power_cap", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, names=(r.id,), next_step=
                                f"on {host}: nvidia-smi -q -d POWER -i {r.index} (enforced vs default power limit); "
                                "restore it with nvidia-smi -pl or the scheduler's power policy")
             else:
-                out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, next_step=
+                out += support("slow_clock", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, names=(r.id,), next_step=
                                f"on {host}: nvidia-smi -q -d CLOCK,PERFORMANCE for GPU {r.index} under load")
         elif r.status == "lost" and r.host not in whole_hosts:
             out += support("lost", 1.0, 1.0, f"{r.id}: {r.lost_note}",
@@ -548,12 +562,12 @@ def from_steps(summary: dict) -> list[Evidence]:
             nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps and matches the {kind} "
                    f"events: time the {kind} itself and move it off the training loop (asynchronous)")
             out += support("periodic_slow_events", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text,
-                           nxt, lost=ps["lost_fraction"])
+                           nxt, lost=ps["lost_fraction"], p_value=ps["p_value"])
         else:
             nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps: log checkpoint and "
                    "eval step numbers" if period and np.isfinite(period) else None)
             out += support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt,
-                           lost=ps["lost_fraction"])
+                           lost=ps["lost_fraction"], p_value=ps["p_value"])
     gc = summary.get("gc")
     if gc and gc.get("coincide"):
         pause = (f"; pauses up to {gc['max_pause_s']:.3g} s (median {gc['median_pause_s']:.3g} s)"
@@ -565,7 +579,7 @@ def from_steps(summary: dict) -> list[Evidence]:
             text += (f"; they recur every {ps['every_n_steps']} steps: each step allocates alike, so the "
                      "collector fires at a fixed step period")
         lost = gc.get("pause_share") or 0.0
-        out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text)
+        out += support("gc", confidence(gc["p_value"]), max(impact(lost), 0.5), text, p_value=gc["p_value"])
     ls = summary.get("level_shift")
     if ls:
         text = (f"step time jumps {ls['relative_change']:+.0%} at step {ls['step']} ({ls['before_s']:.3g} s → "
@@ -575,7 +589,7 @@ def from_steps(summary: dict) -> list[Evidence]:
         out += support("level_shift", confidence(ls["p_value"]), impact(ls["lost_fraction"]), text,
                        f"compare steps before and after step {ls['step']} (`playbook compare` on the two halves); "
                        "read SM clocks, power and throttle reasons around that time and which rank slowed first",
-                       lost=ls["lost_fraction"])
+                       lost=ls["lost_fraction"], p_value=ls["p_value"])
     cr = summary.get("creep")
     if cr and cr.get("creeping"):
         # heating takes minutes: a run shorter than that cannot creep thermally (thermal time scale 300 s)
@@ -586,7 +600,7 @@ def from_steps(summary: dict) -> list[Evidence]:
                 f"{_p(cr['p_value'])}): clocks falling as the GPU heats, or memory fragmentation")
         out += support("creep", confidence(cr["p_value"]) * thermal, impact(cr["relative_change"] / 2), text,
                        "watch SM clock and temperature over the run (nvidia-smi --query-gpu=clocks.sm,"
-                       "temperature.gpu,clocks_event_reasons.active -l 5)")
+                       "temperature.gpu,clocks_event_reasons.active -l 5)", p_value=cr["p_value"])
     rc = summary.get("recompiles")
     if rc:
         share = rc.get("share") or 0.0
@@ -656,7 +670,8 @@ def from_dip_events(coincidences: list[dict], lost_fraction: float, label: str =
             continue
         text = (f"{c['kind']} events overlap {c['hits']} of {c['dips']} utilization drops of the {label} (chance "
                 f"{c['chance']:.0%} each, {_p(c['p_value'])})")
-        ev = support(sig, confidence(c["p_value"]), impact(lost_fraction * share), text,
+        ev = support(sig, confidence(c["p_value"]), impact(lost_fraction * share), text, p_value=c["p_value"],
+                     lost=lost_fraction * share, next_step=
                      f"time the {c['kind']} itself (start, end, bytes written or steps evaluated) and move it off "
                      "the critical path" if sig == "dips_checkpoint_eval" else None)
         out += ev
@@ -688,7 +703,8 @@ def from_host(metrics: list[dict], lost_fraction: float) -> list[Evidence]:
         ratio = "from ~0" if not np.isfinite(m["ratio"]) else f"{m['ratio']:.1f}×"
         text = (f"{sig[1]} rise {ratio} during the drops ({m['during']:.3g} vs {m['between']:.3g} between them; "
                 f"higher in {m['higher']} of {m['drops']} drops, {_p(m['p_value'])}): {sig[2]}")
-        out += support(sig[0], confidence(m["p_value"]), impact(lost_fraction), text)
+        out += support(sig[0], confidence(m["p_value"]), impact(lost_fraction), text, p_value=m["p_value"],
+                       lost=lost_fraction, names=(str(m.get("host", "")),) if m.get("host") else ())
     return out
 
 
@@ -716,7 +732,8 @@ def discount(evidence: list[Evidence], explained: dict[str, float]) -> list[Evid
     if not explained:
         return evidence
     return [e if e.hypothesis in explained else
-            Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step, e.anomaly, e.observation)
+            Evidence(e.hypothesis, e.strength * rest, e.text, e.next_step, e.anomaly, e.observation, e.lost,
+                     e.finding)
             for e in evidence]
 
 
@@ -758,7 +775,10 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         if f.get("hosts"):
             nxt = NEXT_STEPS[hyp].replace("the named host", ", ".join(map(str, f["hosts"])))
         share = f.get("share")
-        out.append(Evidence(hyp, conf, text, nxt, conf, lost=float(share) if isinstance(share, (int, float)) else None))
+        share = float(share) if isinstance(share, (int, float)) else None
+        names = tuple(f"rank {f['rank']}" for _ in [0] if f.get("rank") is not None) + tuple(f.get("hosts") or ())
+        out += expand(Finding(hyp, text, conf, 1.0, level=share, lost_share=share, names=names, next_step=nxt,
+                              anomaly=conf, source=source or "findings"))
         nature = f.get("nature")
         if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"
