@@ -396,28 +396,31 @@ def simulate_bundle(scenario: str = "oscillation", **kwargs) -> tuple[schema.Bun
 # Real-shaped cases: the situations users meet, written as the files they paste (nvidia-smi CSV, Kineto JSON), with
 # the cause a correct diagnosis names. Each returns (bundle, expected cause id).
 
-def case_rank0_checkpoint(seed: int = 1) -> tuple[schema.Bundle, str]:
+def case_rank0_checkpoint(seed: int = 1, interval_s: float = 0.1) -> tuple[schema.Bundle, str]:
     """8 H100-like GPUs polled every 100 ms; rank 0 saves a checkpoint synchronously every 10 s (GPU 0 at ~25% on
     average) while GPUs 1-7 read 100% at low power, spinning in NCCL; GPU 5's poller misses 2 s of samples."""
-    tele, _ = simulate_telemetry("straggler", hosts=1, gpus_per_host=8, duration_s=300, interval_s=0.1,
+    tele, _ = simulate_telemetry("straggler", hosts=1, gpus_per_host=8, duration_s=300, interval_s=interval_s,
                                  period_s=10.0, duty_cycle=0.25, low_pct=0.0, seed=seed)
     t = (tele["time"] - tele["time"].min()).dt.total_seconds()
     tele = tele[~((tele["gpu"] == 5) & (t >= 100) & (t < 102))].reset_index(drop=True)
     return schema.Bundle(inputs=["synthetic:rank0_checkpoint"], telemetry=tele), "collective_straggler"
 
 
-def case_power_cap(seed: int = 0, cap_w: float = 30.0) -> tuple[schema.Bundle, str]:
-    """One GPU at 100% utilization under a `cap_w` power cap (SM clock 210 MHz, power pinned at the cap) for 8 of
-    the 10 minutes recorded, then uncapped at 2.2 GHz — the same GPU's own clock is the reference."""
+def case_power_cap(seed: int = 0, cap_w: float = 30.0, capped_mhz: float = 210.0, full_mhz: float = 2205.0,
+                   full_w: float = 350.0, draw_w: float = 310.0) -> tuple[schema.Bundle, str]:
+    """One GPU at 100% utilization under a `cap_w` power cap (SM clock `capped_mhz`, power pinned at the cap) for 8
+    of the 10 minutes recorded, then uncapped (limit `full_w`, drawing `draw_w`) at `full_mhz` — the same GPU's
+    own clock and limit are the reference."""
     rng = np.random.default_rng(seed)
     n = 600
     capped = np.arange(n) < 480
     t = pd.Timestamp("2026-01-15T10:00:00Z") + pd.to_timedelta(np.arange(n), unit="s")
     frame = schema.telemetry_frame({
         "time": t, "host": "node00", "gpu": 0, "util_pct": np.full(n, 100.0),
-        "power_w": np.round(np.where(capped, cap_w - 0.5 + rng.normal(0, 0.3, n), 310 + rng.normal(0, 10, n)), 2),
-        "power_limit_w": np.where(capped, cap_w, 350.0),
-        "sm_clock_mhz": np.where(capped, 210.0, 2205.0) + np.round(rng.normal(0, 3, n)),
+        "power_w": np.round(np.where(capped, cap_w * 0.99 + rng.normal(0, 0.01 * cap_w, n),
+                                     draw_w + rng.normal(0, 10, n)), 2),
+        "power_limit_w": np.where(capped, cap_w, full_w),
+        "sm_clock_mhz": np.where(capped, capped_mhz, full_mhz) + np.round(rng.normal(0, 3, n)),
         "source": "synthetic:power_cap"}, interval_s=1.0)
     return schema.Bundle(inputs=["synthetic:power_cap"], telemetry=frame), "throttling"
 

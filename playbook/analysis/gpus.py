@@ -424,6 +424,8 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     cols = {k: np.full(g_count, math.nan) for k in ("self_ref_mhz", "self_slow_share", "self_deficit",
                                                      "power_pinned_share", "power_limit_at_slow_w")}
     cols["self_slow_lower"] = np.zeros(g_count)
+    cols.update({k: np.full(g_count, math.nan) for k in ("cap_share", "cap_limit_w", "cap_ref_w", "cap_deficit")})
+    cols["cap_lower"] = np.zeros(g_count)
     if not has["sm_clock_mhz"]:
         for k, v in cols.items():
             table[k] = v
@@ -435,6 +437,10 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
         busy_clocks.append(np.isfinite(u) & (u >= busy_thr) & np.isfinite(c))
     pooled = np.concatenate([series.get(g, "sm_clock_mhz", dropna=False)[1][busy_clocks[g]] for g in range(g_count)])
     fleet_ref = float(np.percentile(pooled, 95)) if len(pooled) >= 3 else math.nan
+    limits = [series.get(g, "power_limit_w", dropna=False)[1] for g in range(g_count)] if has["power_limit_w"] \
+        else []
+    limit_ref = float(np.nanmax(np.concatenate(limits))) if len(limits) and np.isfinite(np.concatenate(limits)).any() \
+        else math.nan
     for g in range(g_count):
         ok = busy_clocks[g]
         if ok.sum() < 3:
@@ -454,6 +460,20 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 if known.any():
                     cols["power_pinned_share"][g] = float(np.mean(p[known] >= POWER_PINNED * lim[known]))
                     cols["power_limit_at_slow_w"][g] = float(np.median(lim[known]))
+        if has["power_w"] and np.isfinite(limit_ref):
+            # a lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this
+            # GPU or its peers run at — a cap someone set (nvidia-smi -pl, a scheduler, a BMC) holding the clock
+            p = series.get(g, "power_w", dropna=False)[1][ok]
+            lim = series.get(g, "power_limit_w", dropna=False)[1][ok]
+            capped = np.isfinite(p) & np.isfinite(lim) & (lim < POWER_PINNED * limit_ref) & (p >= POWER_PINNED * lim)
+            if capped.any():
+                free_ref = float(np.percentile(c[~capped], 95)) if (~capped).sum() >= 3 else fleet_ref
+                deficit = float(1 - np.median(c[capped]) / free_ref) if np.isfinite(free_ref) else math.nan
+                cols["cap_share"][g] = float(capped.mean())
+                cols["cap_lower"][g] = _wilson_lower(int(capped.sum()), len(capped))
+                cols["cap_limit_w"][g] = float(np.median(lim[capped]))
+                cols["cap_ref_w"][g] = limit_ref
+                cols["cap_deficit"][g] = deficit
     for k, v in cols.items():
         table[k] = v
 
@@ -646,7 +666,8 @@ def _status(r, g_count: int) -> tuple[str, str]:
     harmful = r.harmful_lower >= THROTTLE_SHARE_MIN
     slow_clock = (np.isfinite(r.clock_z) and r.clock_z <= -MODIFIED_Z and r.clock_deficit >= CLOCK_DEFICIT_MIN)
     self_slow = r.self_slow_lower >= THROTTLE_SHARE_MIN
-    if harmful or slow_clock or self_slow:
+    capped = (r.cap_lower >= THROTTLE_SHARE_MIN and np.isfinite(r.cap_deficit) and r.cap_deficit >= CLOCK_DEFICIT_MIN)
+    if harmful or slow_clock or self_slow or capped:
         parts = []
         if harmful:
             parts.append(f"{r.harmful_bits} in {r.harmful_share:.0%} of busy polls")
@@ -661,6 +682,10 @@ def _status(r, g_count: int) -> tuple[str, str]:
             if np.isfinite(r.power_pinned_share) and r.power_pinned_share >= 0.5:
                 parts.append(f"power pinned at its {r.power_limit_at_slow_w:.0f} W limit in "
                              f"{r.power_pinned_share:.0%} of those polls: a power cap")
+        if capped and not (self_slow and np.isfinite(r.power_pinned_share) and r.power_pinned_share >= 0.5):
+            parts.append(f"power limit lowered to {r.cap_limit_w:.0f} W (the run's GPUs allow {r.cap_ref_w:.0f} W) "
+                         f"and pinned there in {r.cap_share:.0%} of busy polls, the SM clock {r.cap_deficit:.0%} "
+                         "below what it reaches without the cap: a power cap")
         return "throttled", "; ".join(parts) + f"; {mean}{tail}"
     if g_count >= 2 and np.isfinite(r.delta_pct) and r.polls_compared:
         testable = r.delta_n_eff >= 5

@@ -479,12 +479,16 @@ def from_gpus(report, osc=None) -> list[Evidence]:
             self_cost = getattr(r, "self_slow_share", math.nan) * getattr(r, "self_deficit", math.nan)
             if getattr(r, "self_slow_lower", 0.0) >= 0.01 and np.isfinite(self_cost):
                 deficit = max(deficit, float(self_cost))  # clock-bound work runs at the clock's pace
+            cap_cost = getattr(r, "cap_share", math.nan) * getattr(r, "cap_deficit", math.nan)
+            capped = getattr(r, "cap_lower", 0.0) >= 0.01 and np.isfinite(cap_cost) and cap_cost > 0
+            if capped:
+                deficit = max(deficit, float(cap_cost))
             if r.harmful_lower >= 0.01:
                 w = max(impact(float(r.harmful_share)), impact(deficit))
                 out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}", lost=deficit or None, names=(r.id,), next_step=
                                f"on {host} under load: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER for GPU "
                                f"{r.index} (clock event reasons, temperature)")
-            elif getattr(r, "power_pinned_share", 0.0) >= 0.5:
+            elif capped or getattr(r, "power_pinned_share", 0.0) >= 0.5:
                 out += support("power_cap", 1.0, impact(deficit), f"{r.id}: {r.evidence}", lost=deficit, names=(r.id,), next_step=
                                f"on {host}: nvidia-smi -q -d POWER -i {r.index} (enforced vs default power limit); "
                                "restore it with nvidia-smi -pl or the scheduler's power policy")
