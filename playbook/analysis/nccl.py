@@ -194,7 +194,9 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
         finding = {"hypothesis": "collective_straggler", "level": "high", "evidence": (
             f"watchdog: {len(known)} of {world} ranks timed out waiting in {op} #{seq} {waited}; rank"
             f"{'s' if len(missing) > 1 else ''} {_ranks(missing)} never reported: {'they' if len(missing) > 1 else 'it'} "
-            f"did not reach that collective (hung or far behind); {tip}")}
+            f"did not reach that collective (hung or far behind)"
+            + ("; rank 0 first suspects rank-0-only work that outlasts the timeout (a synchronous checkpoint "
+               "save, evaluation or logging on rank 0)" if 0 in missing else "") + f"; {tip}"), "rank": missing[0]}
     elif len(set(seqs.values())) > 1:
         lo = min(seqs.values())
         behind = [r for r, s in seqs.items() if s == lo]
