@@ -83,6 +83,13 @@ class Truth:
     every_n_steps: int | None = None
     notes: str = ""
 
+    @property
+    def cause(self):
+        """The catalog record (playbook.causes) of the cause a correct diagnosis names."""
+        from playbook.causes import cause
+
+        return cause(self.hypothesis)
+
     def to_dict(self) -> dict:
         return asdict(self)
 

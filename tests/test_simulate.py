@@ -106,3 +106,16 @@ def test_cli_help():
     res = subprocess.run([sys.executable, "-m", "playbook.simulate", "--help"], capture_output=True, text=True,
                          cwd=ROOT)
     assert res.returncode == 0 and "example" in res.stdout and "SYNTHETIC" in res.stdout
+
+
+def test_every_truth_and_case_names_a_catalog_cause(tmp_path):
+    from playbook import simulate
+    from playbook.causes import CAUSES
+
+    for scenario in simulate.SCENARIOS:
+        assert simulate.simulate_telemetry(scenario, duration_s=60.0)[1].cause.id in CAUSES
+    cases = (simulate.case_rank0_checkpoint, simulate.case_power_cap, simulate.case_host_only,
+             simulate.case_three_polls, simulate.case_level_shift, simulate.case_grad_accum,
+             simulate.case_warmup_checkpoint)
+    assert all(case()[1] in CAUSES for case in cases)
+    assert simulate.case_trace("item", tmp_path)[1] in CAUSES
