@@ -137,3 +137,17 @@ def test_warmup_steps_stay_out_of_the_period_test_and_the_stall_names_period_and
     assert ps["every_n_steps"] == 50 and ps["first_step"] == 54 and ps["warmup_steps"] == 5
     text = d.hypotheses[0]["evidence"][0]
     assert "every 50 steps (≈ 81 s)" in text and "checkpoint event is logged at 9 of them" in text
+
+
+def test_traces_of_different_jobs_are_not_compared_as_ranks():
+    from pathlib import Path
+
+    from playbook.readers import read_paths
+
+    folder = Path(__file__).resolve().parents[2] / "shared" / "reference-traces" / "hta" / "trace_diff"
+    if not folder.is_dir():
+        pytest.skip("the shared HTA reference traces are not here")
+    d = diagnose(read_paths([str(folder)]))  # control: rank 3 of 8; test: rank 1 of 2 (HTA's trace_diff data)
+    assert any("different jobs" in w for w in d.warnings)
+    assert not any(e.startswith("trace:") for h in d.hypotheses if h["id"] == "collective_straggler"
+                   for e in h["evidence"])

@@ -234,7 +234,7 @@ def _summary_of(name: str, label: str):
         module = __import__(f"playbook.analysis.{name}", fromlist=["summarize"])
         summary = module.summarize(run.bundle)
         if name == "stragglers" and summary:
-            summary = _same_roles(summary, run)
+            summary = _one_job(_same_roles(summary, run), run)
         run.summaries[name] = summary
         if summary:
             run.findings += hyp.from_findings(summary.get("findings"), label)
@@ -259,6 +259,20 @@ def _same_roles(stragglers: dict, run: _Run) -> dict:
         run.warnings.append("ranks play different roles (work phases " + "; ".join(
             f"{'/'.join(r)}: ranks {', '.join(map(str, ks[:6]))}" for r, ks in roles.items())
             + "): step-based straggler scores across roles are left out")
+    return {**stragglers, "findings": kept}
+
+
+def _one_job(stragglers: dict, run: _Run) -> dict:
+    """Traces whose ranks state different world sizes come from different jobs (a folder holding a control and a
+    test run, say): comparing them as ranks of one job would name a straggler that is only another run."""
+    meta = (run.bundle.meta or {}).get("kineto", {})
+    worlds = {r: m.get("world_size") for r, m in meta.items() if isinstance(m, dict) and m.get("world_size")}
+    if len(set(worlds.values())) <= 1:
+        return stragglers
+    found = stragglers.get("findings") or []
+    kept = [f for f in found if not str(f.get("evidence", "")).startswith("trace")]
+    run.warnings.append("the traces come from different jobs (world size " + ", ".join(
+        f"{w} for rank {r}" for r, w in sorted(worlds.items())) + "): they are not compared as ranks of one job")
     return {**stragglers, "findings": kept}
 
 

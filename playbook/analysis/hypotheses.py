@@ -1,8 +1,12 @@
-"""Ranking: turn the analyses' findings into scored hypotheses with evidence, a next measurement and a fix.
+"""Ranking: turn the analyzers' Findings (analysis.findings) into scored hypotheses with evidence, a next
+measurement and a fix. Causes, their fixes, next measurements and labs come from the catalog (playbook.causes);
+the from_* functions are the analyzers' adapters that state their observations as Findings, and `rank` reads
+nothing but those Findings' fields.
 
 Scoring (documented, deterministic):
 
-* Every finding becomes an `Evidence` item for one hypothesis with a strength in [0, 1]:
+* Every finding becomes an `Evidence` item (`expand`) for each hypothesis its signature points at, with a
+  strength in [0, 1]:
       strength = confidence × specificity × impact
   - confidence: how sure the analysis is that the signature is present — 1 - p for a statistical test (p-values
     come from the analyses: spectral / regularity tests, sign and binomial tests, hypergeometric tests), or the
@@ -19,8 +23,11 @@ Scoring (documented, deterministic):
 * Items for the same hypothesis combine as independent pieces of support (noisy-OR): 1 - Π(1 - strength).
 * `healthy` scores 1 - P(something is wrong), where P(something is wrong) is the noisy-OR over the distinct
   signatures of confidence × impact (the strength before specificity): an oscillation that certainly costs 17%
-  leaves little room for "healthy" even when its cause is uncertain. It comes first when the findings are weak
-  or cheap.
+  leaves little room for "healthy" even when its cause is uncertain. It comes first only when the findings are
+  weak or cheap: never while P(something is wrong) ≥ 0.5 (the best-supported cause then leads, even when its
+  share of the support is below healthy's score).
+* `insufficient_data` (when the inputs cannot show the signatures at all: host metrics only, three polls, a
+  CPU-only trace) scores 1 - P(something is wrong) in healthy's place, and healthy is capped at 0.5.
 
 `next_step` is the measurement that would confirm or refute the hypothesis (specialised with the numbers found:
 period, N steps, the guilty GPU or host); `notebook` the lab that reproduces and fixes it.
