@@ -30,12 +30,13 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                collective_skew_ms, slowest (the modal slowest rank), persistence persistent|rotating|
                undetermined, persistence_p, idle_pct, compute_pct, non_compute_pct, host_wait_pct,
                kernel_wait_pct} — keys without data are left out
-  hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook, command (runs the lab), lost_share
-                 (share of GPU time the evidence costs, 0-1, or null)}], highest score first; ids are
-                 playbook.causes ids, including the verdicts healthy and insufficient_data (the inputs cannot
-                 answer: next_step names what to record)
-  verdict      {id, score, title, lost_share, gpus (the observed scale), gpu_hours_per_day, sentence}: the top
-                 hypothesis in one sentence, impact first
+  hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook, command (runs the lab),
+                 lost_share (share of GPU time the evidence costs, 0-1, or null), names (GPUs / ranks /
+                 hosts)}], causes highest score first; ids are playbook.causes ids, including the verdicts
+                 healthy and insufficient_data (the inputs cannot answer: next_step names what to record), which
+                 never lead while P(something is wrong) ≥ 0.5
+  verdict      {id, score, title, names, lost_share, gpus (the observed scale), gpu_hours_per_day, sentence}:
+                 the top hypothesis in one sentence, impact first
 """
 
 from __future__ import annotations
@@ -362,8 +363,12 @@ def verdict_of(ranked: list[dict], gpus: int) -> dict:
         sentence = (f"Healthy (score {top['score']:.2f}): no finding points at a cause; keep this run as the "
                     "baseline for `playbook compare`")
     else:
-        sentence = f"{c.title[0].upper() + c.title[1:]} ({top['id']}, score {top['score']:.2f}){cost}; fix: {c.fix}"
-    return {"id": top["id"], "score": top["score"], "title": c.title, "lost_share": lost, "gpus": gpus,
+        names = top.get("names") or []
+        where = f" on {', '.join(names[:4])}{' and more' if len(names) > 4 else ''}" if names else ""
+        sentence = (f"{c.title[0].upper() + c.title[1:]}{where} ({top['id']}, score {top['score']:.2f}){cost}; "
+                    f"fix: {c.fix}")
+    return {"id": top["id"], "score": top["score"], "title": c.title, "names": top.get("names") or [],
+            "lost_share": lost, "gpus": gpus,
             "gpu_hours_per_day": round(lost * gpus * 24, 1) if lost and gpus else None, "sentence": sentence}
 
 
