@@ -15,11 +15,13 @@ EXAMPLES = """\
   playbook diagnose node1.csv node2.csv steps.jsonl traces/       mixed inputs of one run
   playbook diagnose poll.txt --fields index,utilization.gpu,memory.used --interval 2
   playbook diagnose runs/r1 --json > diagnosis.json              one JSON object on stdout
+  playbook diagnose prometheus://prom:9090 --since 6h --match 'job="dcgm"'   dcgm-exporter series, last 6 h
 """
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, any format the readers know")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="files or folders, any format the readers know, or prometheus://HOST:PORT")
     parser.add_argument("--fields", default=None,
                         help="the --query-gpu list of a headerless nvidia-smi CSV, e.g. "
                              "index,utilization.gpu,memory.used")
@@ -27,6 +29,9 @@ def add_arguments(parser) -> None:
                         help="polling interval in seconds, for inputs without timestamps")
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
+    from playbook import sources
+
+    sources.add_arguments(parser)  # --since, --until, --step, --match for prometheus:// inputs
 
 
 def run(args) -> int:
@@ -37,8 +42,12 @@ def run(args) -> int:
     except ImportError as exc:  # pragma: no cover - the readers ship with the package
         raise PlaybookError(f"the readers are not available: {exc}") from exc
     from playbook.analysis.diagnosis import diagnose
+    from playbook.sources import prometheus
 
-    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
+    fetched, paths = prometheus.read_inputs(args.paths, args)  # prometheus:// inputs, fetched into a Bundle
+    bundle = read_paths(paths, fields=args.fields, interval_s=args.interval, tz=args.tz) if paths else fetched
+    if fetched is not None and paths:
+        bundle = fetched.extend(bundle)
     if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)
