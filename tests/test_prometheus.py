@@ -141,3 +141,15 @@ def test_raw_points_parse_special_values():
     assert list(t) == [1700000000, 1700000015.5, 1700000030, 1700000045]
     assert v[0] == 97 and np.isnan(v[1]) and v[2] == np.inf and v[3] == -1000
     assert len(t2) == 0 and len(v2) == 0
+
+
+@needs_server
+def test_watch_reads_the_fleet_over_its_window(server):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "playbook", "watch", server.url, "--window", "3h", "--for", "1s",
+                           "--match", 'job="strag"', "--json"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert [g["id"] for g in d["gpus"] if g["status"] != "ok"] == ["s00:5"]

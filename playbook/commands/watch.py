@@ -1,0 +1,387 @@
+"""`playbook watch [SOURCE]`: a live dashboard of this host's GPUs (or a Prometheus endpoint) that says why
+utilization swings while the job runs.
+
+One row per GPU: a utilization sparkline, power, SM clock and the status the diagnosis gives it; below, the
+rolling diagnosis of the last --window (period, duty cycle, synchrony, the top cause and its evidence), re-run
+every --refresh seconds — less often when one run costs more than DIAG_BUDGET of a core allows. `--for 60s`
+samples for a fixed time, prints the diagnosis and exits (one command instead of polling nvidia-smi by hand);
+Ctrl-C (or SIGTERM / SIGHUP) stops the same way. `--out DIR` keeps the recording as a run directory (read it
+back with `playbook diagnose DIR`). When stdout is not a terminal, one plain line per refresh replaces the
+dashboard (on stderr with --for, so that stdout holds only the answer). SOURCE: auto (NVML, else `nvidia-smi -lms` in a subprocess), nvml, nvidia-smi, or
+prometheus://HOST:PORT (dcgm-exporter series, re-read over the window; see `playbook diagnose --help`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import signal
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from playbook.commands import duration_s
+from playbook.errors import InputError, PlaybookError
+
+HELP = "live dashboard of GPU utilization with a rolling diagnosis (NVML, nvidia-smi or Prometheus)"
+EXAMPLES = """  playbook watch                                   this host's GPUs until Ctrl-C
+  playbook watch --for 60s                         sample a minute, print the diagnosis, exit
+  playbook watch --for 10m --out runs/w1           ... and keep the recording as a run directory
+  playbook watch prometheus://prom:9090 --match 'Hostname=~"node0[0-7]"'   a fleet through dcgm-exporter
+  playbook watch --fake-nvml data_stall:8 --for 30s     a demo without a GPU (fake NVML, 8 s period)
+"""
+
+DIAG_BUDGET = 0.005  # share of a core the rolling diagnosis may use on average: half of the 1% target
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 40
+FLUSH_S = 30.0  # seconds between writes of the recording (bounded memory, little lost on a kill -9)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", nargs="?", default="auto", metavar="SOURCE",
+                        help="auto (default: NVML, else nvidia-smi), nvml, nvidia-smi, or prometheus://HOST:PORT")
+    parser.add_argument("--for", dest="for_s", type=duration_s, default=None, metavar="DURATION",
+                        help="sample this long (e.g. 60s, 10m), print the diagnosis and exit (default: until Ctrl-C)")
+    parser.add_argument("--interval", type=duration_s, default=None, metavar="DURATION",
+                        help="sampling interval (default 1s; for prometheus:// the --step)")
+    parser.add_argument("--refresh", type=duration_s, default=5.0, metavar="DURATION",
+                        help="seconds between diagnosis refreshes (default 5s; stretched to keep its cost under "
+                             f"{DIAG_BUDGET:.1%} of a core)")
+    parser.add_argument("--window", type=duration_s, default=600.0, metavar="DURATION",
+                        help="how much recent telemetry the rolling diagnosis looks at (default 10m; at least --for)")
+    parser.add_argument("--out", metavar="RUN_DIR", help="keep the recording as a run directory")
+    parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal (no dashboard)")
+    parser.add_argument("--json", action="store_true", help="at the end, print the diagnosis as one JSON object")
+    parser.add_argument("--step", type=duration_s, default=15.0, metavar="DURATION",
+                        help="prometheus:// only: resolution asked of the server (default 15s)")
+    parser.add_argument("--match", default=None, metavar="LABELS",
+                        help="prometheus:// only: label matchers, e.g. 'job=\"dcgm\"'")
+    parser.add_argument("--fake-nvml", default=None, metavar="SCENARIO[:PERIOD_S[:GPUS]]",
+                        help="demo / test without a GPU: a fake NVML scenario (probes/fake_nvml.py), e.g. "
+                             "data_stall:8 or pipeline:6:8")
+
+
+def _fake(spec: str):
+    from playbook.probes import fake_nvml
+
+    name, *rest = spec.split(":")
+    try:
+        period = float(rest[0]) if rest else 8.0
+        gpus = int(rest[1]) if len(rest) > 1 else 8
+    except ValueError:
+        raise InputError(f"--fake-nvml {spec!r}: expected SCENARIO[:PERIOD_S[:GPUS]], e.g. data_stall:8:4") from None
+    try:
+        return fake_nvml.scenario(name, gpus=gpus, period_s=period)
+    except ValueError as exc:
+        raise InputError(f"--fake-nvml: {exc}") from None
+
+
+class _Stop(Exception):
+    """Raised by the SIGTERM / SIGHUP handler to end the watch like Ctrl-C."""
+
+
+def _raise_stop(signum, _frame):
+    raise _Stop(signal.Signals(signum).name)
+
+
+class RunWriter:
+    """The recording as a run directory (rundir.py layout; segments merged by probes/recorder.merge_segments)."""
+
+    def __init__(self, out: str, host: str, source: str):
+        from playbook import rundir
+
+        self.run = Path(out)
+        try:
+            rundir.init_run(self.run, command=" ".join(sys.argv), role="playbook watch")
+            self.part = rundir.init_part(self.run, host, None, role="playbook watch", source=source)
+        except OSError as exc:
+            raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
+        self.pending: list = []
+        self.latest = None
+        self.seq = 0
+        self.rows = 0
+        self.last_flush = time.monotonic()
+
+    def add(self, frame, replaces: bool) -> None:
+        if replaces:
+            self.latest = frame  # a re-read window: only the last one is kept
+        elif len(frame):
+            self.pending.append(frame)
+            if time.monotonic() - self.last_flush >= FLUSH_S:
+                self.flush()
+
+    def flush(self) -> None:
+        import pandas as pd
+
+        from playbook.probes.recorder import SEGMENT_DIR
+
+        self.last_flush = time.monotonic()
+        if not self.pending:
+            return
+        frame = pd.concat(self.pending, ignore_index=True)
+        self.pending = []
+        self.seq += 1
+        seg = self.part / SEGMENT_DIR
+        seg.mkdir(exist_ok=True)
+        tmp = seg / f"telemetry-{self.seq:06d}.tmp"
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(seg / f"telemetry-{self.seq:06d}.parquet")
+        self.rows += len(frame)
+
+    def close(self, events) -> Path:
+        from playbook import rundir
+        from playbook.probes.recorder import SEGMENT_DIR, merge_segments
+
+        if self.latest is not None and len(self.latest):
+            self.pending = [self.latest]
+        self.flush()
+        merge_segments(self.part, "telemetry")
+        seg = self.part / SEGMENT_DIR
+        if seg.is_dir() and not any(seg.iterdir()):
+            seg.rmdir()
+        if len(events):
+            rundir.write_table(self.part, "events", events)
+        return self.run
+
+
+class Panel:
+    """What the dashboard shows per GPU: recent utilization (sparkline), latest power / SM clock / status."""
+
+    def __init__(self, width: int = SPARK_WIDTH):
+        self.width = width
+        self.util: dict[str, deque] = {}
+        self.latest: dict[str, dict[str, float]] = {}
+        self.status: dict[str, str] = {}
+
+    def update(self, frame, replaces: bool) -> None:
+        import numpy as np
+
+        if not len(frame):
+            return
+        ids = frame["host"].astype(str) + ":" + frame["gpu"].astype(str)
+        if replaces:
+            self.util.clear()
+        t = frame["time"].astype("int64").to_numpy() / 1e9
+        for gid, idx in ids.groupby(ids, sort=True).groups.items():
+            g = frame.loc[idx]
+            u = g["util_pct"].to_numpy(np.float64)
+            spark = self.util.setdefault(gid, deque(maxlen=self.width))
+            if replaces:  # the whole window: one bar per 1/width of it
+                tt = t[idx]
+                edges = np.linspace(tt.min(), tt.max() + 1e-9, self.width + 1)
+                k = np.clip(np.searchsorted(edges, tt, side="right") - 1, 0, self.width - 1)
+                for b in range(self.width):
+                    sel = u[(k == b) & np.isfinite(u)]
+                    spark.append(float(sel.mean()) if len(sel) else math.nan)
+            else:
+                finite = u[np.isfinite(u)]
+                spark.append(float(finite.mean()) if len(finite) else math.nan)
+            row = self.latest.setdefault(gid, {})
+            for col in ("util_pct", "power_w", "sm_clock_mhz"):
+                v = g[col].to_numpy(np.float64)
+                v = v[np.isfinite(v)]
+                if len(v):
+                    row[col] = float(v[-1])
+
+    def sparkline(self, gid: str) -> str:
+        return "".join(" " if not math.isfinite(v) else SPARK[min(len(SPARK) - 1, max(0, int(v / 100 * len(SPARK))))]
+                       for v in self.util.get(gid, ()))
+
+
+def summary(d, seconds: float | None = None, source: str = "") -> str:
+    """One line: what the diagnosis found (period, duty, synchrony, top cause)."""
+    o = d.oscillation or {}
+    n = len(d.gpus)
+    head = f"{n} GPU{'s' if n != 1 else ''}" + (f", {seconds:.0f} s" if seconds is not None else "") + \
+        (f" of {source}" if source else "")
+    if not o.get("detected"):
+        osc = "no oscillation"
+    elif o.get("periodic"):
+        osc = f"periodic {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%, period {o['period_s']:.3g} s, " \
+              f"duty cycle {o['duty_cycle']:.2f}"
+    else:
+        osc = f"irregular swings {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%"
+    if o.get("synchrony"):
+        osc += f", {o['synchrony']}"
+    top = d.hypotheses[0] if d.hypotheses else None
+    cause = f"top cause {top['id']} (score {top['score']:.2f})" if top else "no cause ranked"
+    return f"{head}: {osc}; {cause}"
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    from playbook import schema
+    from playbook.analysis.diagnosis import diagnose
+    from playbook.sources import is_url
+    from playbook.sources.live import open_source
+
+    logging.getLogger("playbook.probes").addHandler(logging.NullHandler())  # their warnings are printed below
+    prom = is_url(args.source)
+    interval = args.interval or (args.refresh if prom else 1.0)  # a server is re-read once per refresh
+    window = max(args.window, args.for_s or 0.0)
+    nvml = _fake(args.fake_nvml) if args.fake_nvml else None
+    source = open_source(args.source, interval_s=interval, nvml=nvml, window_s=window, step_s=args.step,
+                         match=args.match)
+    host = getattr(source, "host", "prometheus")
+    writer = RunWriter(args.out, host, source.name) if args.out else None
+    for w in source.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    shown = len(source.warnings)
+    tty = sys.stdout.isatty() and not args.plain and not args.json
+    panel = Panel()
+    frames: list = []
+    diag, diag_at, diag_cost = None, 0.0, 0.0
+    next_diag = time.monotonic() + args.refresh
+    warm = False  # the first diagnosis pays one-off imports: it does not stretch the refresh interval
+    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    t0 = time.monotonic()
+    cpu0 = _cpu_s()
+    live = _live() if tty else None
+    stopped = None
+
+    def window_frame():
+        import pandas as pd
+
+        if not frames:
+            return schema.telemetry_frame(interval_s=interval)
+        frame = frames[-1] if source.replaces else pd.concat(frames, ignore_index=True)
+        if not source.replaces and len(frame):
+            cut = frame["time"].max() - pd.Timedelta(seconds=window)
+            frame = frame[frame["time"] >= cut].reset_index(drop=True)
+        frame = frame.sort_values(["host", "gpu", "time"], kind="stable").reset_index(drop=True)
+        frame.attrs["interval_s"] = schema.median_interval_s(frame)
+        frames[:] = [frame]
+        return frame
+
+    def refresh():
+        nonlocal diag, diag_at, diag_cost
+        c0 = time.thread_time()
+        tel = window_frame()
+        if len(tel) < 2:
+            return
+        bundle = schema.Bundle(inputs=[source.name], telemetry=tel, events=source.events_table())
+        diag = diagnose(bundle)
+        diag_at = time.monotonic()
+        diag_cost += time.thread_time() - c0
+        for g in diag.gpus:
+            panel.status[g["id"]] = g["status"]
+
+    try:
+        if live is not None:
+            live.start()
+        while True:
+            remaining = None if args.for_s is None else args.for_s - (time.monotonic() - t0)
+            if remaining is not None and remaining <= 0:
+                break
+            time.sleep(min(interval, remaining) if remaining is not None else interval)
+            frame = source.poll()
+            if len(frame):
+                if source.replaces:
+                    frames[:] = [frame]
+                else:
+                    frames.append(frame)
+                panel.update(frame, source.replaces)
+                if writer is not None:
+                    writer.add(frame, source.replaces)
+            for w in source.warnings[shown:]:
+                print(f"warning: {w}", file=sys.stderr)
+            shown = len(source.warnings)
+            now = time.monotonic()
+            if now >= next_diag:
+                c0 = time.thread_time()
+                refresh()
+                spent = time.thread_time() - c0
+                next_diag = now + (max(args.refresh, spent / DIAG_BUDGET) if warm else args.refresh)
+                warm = warm or diag is not None
+                if not tty and diag is not None:  # with --for, stdout is kept for the answer at the end
+                    print(f"[{now - t0:5.0f} s] {summary(diag)}", flush=True,
+                          file=sys.stderr if args.for_s else sys.stdout)
+            if live is not None:
+                live.update(_dashboard(panel, diag, source.name, now - t0, diag_at and now - diag_at,
+                                       _share(cpu0, t0)), refresh=True)
+    except (KeyboardInterrupt, _Stop) as exc:
+        stopped = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
+    finally:
+        if live is not None:
+            live.stop()
+        for s, h in previous.items():
+            signal.signal(s, h)
+        source.stop()
+    elapsed = time.monotonic() - t0
+    if not source.replaces:
+        frames.append(source.poll())
+    cost = _share(cpu0, t0)
+    refresh()
+    sys.stdout.flush()
+    if writer is not None:
+        out = writer.close(source.events_table())
+        print(f"recording: {out} (read it with `playbook diagnose {out}`)", file=sys.stderr)
+    for w in source.warnings[shown:]:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"watch: {elapsed:.0f} s{' (stopped by ' + stopped + ')' if stopped else ''}; cost "
+          f"{cost:.2%} of a core, of which diagnosis {diag_cost / max(elapsed, 1e-9):.2%}", file=sys.stderr)
+    if diag is None:
+        raise InputError(f"{source.name}: no GPU samples in {elapsed:.0f} s")
+    from playbook.commands import emit
+    from playbook.commands.diagnose import render
+
+    if not args.json:
+        print(summary(diag, elapsed, source.name) + "\n", flush=True)
+    return emit(diag, args.json, render)
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _share(cpu0: float, t0: float) -> float:
+    """CPU time of this process since sampling began, as a share of one core."""
+    return (_cpu_s() - cpu0) / max(time.monotonic() - t0, 1e-9)
+
+
+def _live():
+    from rich.console import Console
+    from rich.live import Live
+
+    return Live(console=Console(), auto_refresh=False, transient=False, redirect_stderr=False)
+
+
+def _dashboard(panel: Panel, d, source: str, elapsed: float, age: float, cost: float):
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    head = Text(f"playbook watch — {source} — {elapsed:.0f} s — cost {cost:.2%} of a core — Ctrl-C stops",
+                style="bold")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col, just in (("GPU", "left"), ("utilization", "left"), ("util", "right"), ("power", "right"),
+                      ("SM clock", "right"), ("status", "left")):
+        table.add_column(col, justify=just)
+    ids = sorted(panel.latest)
+    for gid in ids[:64]:
+        row = panel.latest[gid]
+        status = panel.status.get(gid, "…")
+        style = "green" if status == "ok" else "yellow" if status in ("…", "underutilized", "saturated") else "red"
+        table.add_row(gid, Text(panel.sparkline(gid), style="cyan"), _fmt(row.get("util_pct"), "%"),
+                      _fmt(row.get("power_w"), " W"), _fmt(row.get("sm_clock_mhz"), " MHz"), Text(status, style=style))
+    parts = [head, table]
+    if len(ids) > 64:
+        parts.append(Text(f"… and {len(ids) - 64} more GPUs"))
+    if d is None:
+        parts.append(Text("diagnosis: gathering samples…", style="dim"))
+    else:
+        parts.append(Text(f"diagnosis ({age:.0f} s ago): {summary(d)}", style="bold"))
+        top = d.hypotheses[0] if d.hypotheses else None
+        if top:
+            for e in top["evidence"][:2]:
+                parts.append(Text(f"  - {e}"))
+            parts.append(Text(f"  next: {top['next_step']}", style="dim"))
+    return Group(*parts)
+
+
+def _fmt(v, unit: str) -> str:
+    return "—" if v is None or not math.isfinite(v) else f"{v:.0f}{unit}"
