@@ -42,14 +42,17 @@ def exporter_names() -> dict[str, tuple[str, float]]:
 
 
 def write_openmetrics(path: Path, fleets: list[tuple[pd.DataFrame, dict[str, str]]],
-                      xids: dict[tuple[str, int], list[tuple[float, int]]] | None = None) -> Path:
+                      xids: dict[tuple[str, int], list[tuple[float, int]]] | None = None,
+                      columns: tuple[str, ...] | None = None) -> Path:
     """Write every metric of every fleet (telemetry frame, extra labels) as one OpenMetrics file for promtool.
 
     xids: (host, gpu) -> [(epoch s, XID code)]: a DCGM_FI_DEV_XID_ERRORS gauge (0, then the code from then on)
-    for every GPU of the fleets."""
+    for every GPU of the fleets. columns: only these schema columns (default: all the frames hold)."""
     names = exporter_names()
     with open(path, "w") as out:
         for column, (name, factor) in names.items():
+            if columns is not None and column not in columns:
+                continue
             if not any(column in f and f[column].notna().any() for f, _ in fleets):
                 continue
             out.write(f"# TYPE {name} gauge\n")
