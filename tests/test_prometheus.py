@@ -153,3 +153,18 @@ def test_watch_reads_the_fleet_over_its_window(server):
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert [g["id"] for g in d["gpus"] if g["status"] != "ok"] == ["s00:5"]
+
+
+@needs_server
+def test_report_inputs_are_saved_as_a_run_directory(server, tmp_path):
+    import argparse
+
+    from playbook.readers import read_paths
+
+    args = argparse.Namespace(since=SPAN, step=STEP, until=UNTIL, match='job="strag"')
+    paths = prometheus.save_inputs(["local.csv", server.url], args, tmp_path)
+    assert paths[0] == "local.csv" and paths[1].startswith(str(tmp_path / "prometheus-127.0.0.1-"))
+    saved = read_paths([paths[1]])
+    direct = prometheus.read(server.url, since_s=SPAN, step_s=STEP, match='job="strag"', until=END)
+    assert len(saved.telemetry) == len(direct.telemetry) and list(saved.events["kind"]) == ["xid"]
+    np.testing.assert_array_equal(saved.telemetry["util_pct"].to_numpy(), direct.telemetry["util_pct"].to_numpy())

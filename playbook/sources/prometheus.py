@@ -413,3 +413,29 @@ def _until(text: str | None) -> float | None:
         raise InputError(f"--until: not a time: {text!r} (e.g. 2026-01-15T10:00:00Z)") from None
     ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts
     return ts.value / 1e9
+
+
+def save_inputs(paths: list[str], args, dest) -> list[str]:
+    """`paths` with each prometheus:// input fetched (as read_inputs) and saved as a run directory under `dest`
+    (for commands that hand paths on, e.g. `playbook report` to the triage notebook)."""
+    from pathlib import Path
+
+    from playbook import rundir
+
+    out = []
+    for p in paths:
+        if not is_url(p):
+            out.append(p)
+            continue
+        bundle, _ = read_inputs([p], args)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        name = base_url(p).split("//", 1)[1].replace(":", "-").replace("/", "_")
+        run = rundir.init_run(Path(dest) / f"prometheus-{name}-{stamp}", command=f"prometheus query {p}",
+                              source=bundle.inputs[0], window={"since_s": args.since, "step_s": args.step,
+                                                               "until": args.until, "match": args.match})
+        part = rundir.init_part(run, "prometheus", None, source=bundle.inputs[0])
+        rundir.write_table(part, "telemetry", bundle.telemetry)
+        if len(bundle.events):
+            rundir.write_table(part, "events", bundle.events)
+        out.append(str(run))
+    return out
