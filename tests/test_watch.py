@@ -22,10 +22,13 @@ FAKE_SMI = textwrap.dedent("""\
     #!{python}
     # a stand-in for nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N: 4 GPUs whose utilization
     # drops together for 40% of every 3 s, power following it; an error line now and then, as real drivers print
-    import sys, time
+    import os, sys, time
     args = sys.argv[1:]
     fields = next(a.split("=", 1)[1] for a in args if a.startswith("--query-gpu=")).split(",")
     ms = int(args[args.index("-lms") + 1])
+    if os.environ.get("FAKE_SMI_OLD") and "clocks_throttle_reasons.active" in fields:  # a driver without it
+        print('Field "clocks_throttle_reasons.active" is not a valid field to query.', flush=True)
+        sys.exit(2)
     t0 = time.time()
     values = {{"index": None, "utilization.gpu": None, "power.draw": None, "clocks.sm": "1980",
               "memory.used": "61000", "memory.total": "81559", "utilization.memory": "40", "clocks.mem": "2619",
@@ -90,21 +93,42 @@ def test_ctrl_c_stops_cleanly_with_the_diagnosis(tmp_path):
     assert len(rundir.read_run(tmp_path / "w2").telemetry)
 
 
-def test_nvidia_smi_subprocess_when_nvml_cannot_load(tmp_path):
+def _fake_smi(tmp_path, **env_extra):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     smi = bin_dir / "nvidia-smi"
     smi.write_text(FAKE_SMI.format(python=sys.executable))
     smi.chmod(0o755)
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    proc = watch("--fake-nvml", "no_driver", "--for", "14s", "--interval", "0.25s", env=env)
+    return dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **env_extra)
+
+
+def test_nvidia_smi_subprocess_when_nvml_cannot_load(tmp_path):
+    proc = watch("--fake-nvml", "no_driver", "--for", "14s", "--interval", "0.25s", env=_fake_smi(tmp_path))
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert "sampling with nvidia-smi instead" in stderr and "NVMLError_LibraryNotFound" in stderr
-    assert "1 lines that were not data were skipped" in stderr and "Unable to determine" in stderr
+    assert "skipped 1 non-data line" in stderr and "Unable to determine" in stderr
     first = stdout.splitlines()[0]
     assert first.startswith("4 GPUs, 14 s of nvidia-smi")
     assert abs(_period(first) - 3.0) < 0.3
+
+
+def test_nvidia_smi_without_a_field_falls_back_to_the_basic_fields(tmp_path, monkeypatch):
+    from playbook.sources.live import SMI_BASIC, SMI_FIELDS, SmiSource
+
+    env = _fake_smi(tmp_path, FAKE_SMI_OLD="1")
+    monkeypatch.setenv("PATH", env["PATH"])
+    monkeypatch.setenv("FAKE_SMI_OLD", "1")
+    src = SmiSource(interval_s=0.1, host="h")
+    try:
+        assert src.start()
+        time.sleep(1.0)
+        frame = src.poll()
+    finally:
+        src.stop()
+    assert src.fields == SMI_FIELDS[:SMI_BASIC]
+    assert len(frame) >= 8 and sorted(frame["gpu"].unique()) == [0, 1, 2, 3]
+    assert frame["sm_clock_mhz"].eq(1980).all() and frame["temp_c"].isna().all()
 
 
 def test_no_source_is_one_line():

@@ -103,7 +103,9 @@ class SmiSource:
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 text=True, bufsize=1, start_new_session=True)  # Ctrl-C reaches us, not it
 
-    def start(self) -> bool:
+    def start(self, first_line_s: float = 15.0) -> bool:
+        """Start nvidia-smi and wait (at most `first_line_s`) for its first line; a driver that refuses a field
+        gets the basic field list instead."""
         if shutil.which(self.exe) is None:
             self.warnings.append(f"{self.exe}: not found on PATH")
             return False
@@ -114,17 +116,23 @@ class SmiSource:
             except OSError as exc:
                 self.warnings.append(f"{self.exe}: cannot start ({exc})")
                 return False
-            first = self.proc.stdout.readline()
+            self._reader = threading.Thread(target=self._read, name="playbook-nvidia-smi", daemon=True)
+            self._reader.start()
+            deadline = time.monotonic() + first_line_s
+            while not self.lines and self.proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.02)
+            first = self.lines[0][1] if self.lines else ""
             if first and not _is_field_error(first):
-                self.lines.append((time.time_ns(), first))
-                break
+                return True
             self._kill()
+            self._reader.join(2)
+            self.lines.clear()
             if not first or fields is not SMI_FIELDS:
-                self.warnings.append(f"{self.exe} printed no data ({first.strip()[:120] or 'exited'})")
+                why = first.strip()[:120] or ("exited" if self.proc.poll() is not None else
+                                              f"nothing within {first_line_s:.0f} s")
+                self.warnings.append(f"{self.exe} printed no data ({why})")
                 return False
-        self._reader = threading.Thread(target=self._read, name="playbook-nvidia-smi", daemon=True)
-        self._reader.start()
-        return True
+        return False
 
     def _read(self) -> None:
         proc = self.proc
@@ -178,8 +186,8 @@ class SmiSource:
         if self._reader is not None:
             self._reader.join(2)
         if self.skipped:
-            self.warnings.append(f"{self.exe}: {self.skipped} lines that were not data were skipped "
-                                 f"(first: {self.first_bad!r})")
+            self.warnings.append(f"{self.exe}: skipped {self.skipped} non-data line{'s' if self.skipped != 1 else ''}"
+                                 f" (first: {self.first_bad!r})")
 
     def events_table(self) -> pd.DataFrame:
         return events_frame(self.events, self.name)
