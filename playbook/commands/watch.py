@@ -45,10 +45,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--for", dest="for_s", type=duration_s, default=None, metavar="DURATION",
                         help="sample this long (e.g. 60s, 10m), print the diagnosis and exit (default: until Ctrl-C)")
     parser.add_argument("--interval", type=duration_s, default=None, metavar="DURATION",
-                        help="sampling interval (default 1s; for prometheus:// the --step)")
+                        help="sampling interval (default 1s; a prometheus:// server is re-read every --refresh)")
     parser.add_argument("--refresh", type=duration_s, default=5.0, metavar="DURATION",
                         help="seconds between diagnosis refreshes (default 5s; stretched to keep its cost under "
-                             f"{DIAG_BUDGET:.1%} of a core)")
+                             f"{DIAG_BUDGET * 100:.1f}%% of a core)")
     parser.add_argument("--window", type=duration_s, default=600.0, metavar="DURATION",
                         help="how much recent telemetry the rolling diagnosis looks at (default 10m; at least --for)")
     parser.add_argument("--out", metavar="RUN_DIR", help="keep the recording as a run directory")
