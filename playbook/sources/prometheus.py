@@ -28,6 +28,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -133,12 +134,14 @@ class _Fetch:
     warnings: list[str] = field(default_factory=list)
     unlabeled: int = 0
     series: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def row(self, labels: dict[str, str]) -> int | None:
-        ident = self.samples.identity(labels)
-        if ident is None:
-            return None
-        return self.rows.setdefault(ident, len(self.rows))
+        with self.lock:  # answers are parsed on several threads; row numbers must stay unique
+            ident = self.samples.identity(labels)
+            if ident is None:
+                return None
+            return self.rows.setdefault(ident, len(self.rows))
 
 
 class _Client:
@@ -316,8 +319,14 @@ def fetch(url: str, window: Window, match: str | None = None, workers: int = WOR
     fetched = _Fetch(window, dcgm._Samples(src, client.base.split("//", 1)[1].split(":")[0]))
     tasks = [(name, chunk) for name in asked for chunk in window.chunks()]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(tasks)))) as pool:
-        for job in [pool.submit(_query, client, fetched, name, match, chunk) for name, chunk in tasks]:
-            job.result()
+        jobs = [pool.submit(_query, client, fetched, name, match, chunk) for name, chunk in tasks]
+        try:
+            for job in jobs:
+                job.result()
+        except BaseException:
+            for job in jobs:  # the first failure is the answer: no more requests
+                job.cancel()
+            raise
     bundle = _assemble(fetched, src)
     if not len(bundle.telemetry) and not len(bundle.events):
         raise InputError(f"{url}: no dcgm-exporter series with a gpu label from {span}")
