@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -36,17 +37,25 @@ import json, resource, sys, time
 from playbook.sources import prometheus
 from playbook.analysis.diagnosis import diagnose
 url, since, step, until = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 bundle = prometheus.read(url, since_s=since, step_s=step, until=until)
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 d = diagnose(bundle)
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 o = d.oscillation
 print(json.dumps({"query_s": t1 - t0, "analysis_s": t2 - t1, "rows": len(bundle.telemetry),
+                  "query_cpu_s": c1 - c0, "analysis_cpu_s": c2 - c1,
                   "gpus": len(d.gpus), "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "oscillation": o, "top": d.hypotheses[0]["id"] if d.hypotheses else None,
                   "warnings": bundle.warnings[:3]}))
 """
+
+
+def _cpu_s(pid: int) -> float:
+    """user + system CPU seconds of a process (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,8 +94,11 @@ def main(argv: list[str] | None = None) -> int:
         (tsdb / "done").write_text("ok")
         print(f"backfill: OpenMetrics written in {t_write:.0f} s, promtool {time.perf_counter() - t:.0f} s")
     with PromServer(tsdb, cache, ready_timeout_s=600) as prom:
+        server0 = _cpu_s(prom.proc.pid)
         proc = subprocess.run([sys.executable, "-c", CHILD, prom.url, str(span), str(args.step), str(end)],
                               capture_output=True, text=True, cwd=ROOT, timeout=3600)
+        server_cpu = _cpu_s(prom.proc.pid) - server0
+    load = os.getloadavg()[0]
     if proc.returncode != 0:
         print(proc.stderr[-3000:])
         return 1
@@ -97,9 +109,12 @@ def main(argv: list[str] | None = None) -> int:
           f"(≈ {samples / max(r['gpus'], 1):.0f} per GPU), 6 metrics")
     print(f"query (HTTP + decode into the telemetry table): {r['query_s']:.1f} s "
           f"({samples / r['query_s'] / 1e6:.2f} M rows/s)")
-    print(f"analysis (diagnose): {r['analysis_s']:.1f} s")
+    print(f"  CPU: client {r['query_cpu_s']:.1f} s, Prometheus server {server_cpu:.1f} s")
+    print(f"analysis (diagnose): {r['analysis_s']:.1f} s (CPU {r['analysis_cpu_s']:.1f} s)")
     print(f"total: {total:.1f} s (target ≤ 30 s: {'met' if total <= 30 else 'NOT met'}); peak RSS "
           f"{r['peak_rss_mib']:.0f} MiB (target ≤ 2048 MiB: {'met' if r['peak_rss_mib'] <= 2048 else 'NOT met'})")
+    print(f"machine: {os.cpu_count()} cores, load average {load:.1f} at the end (wall times stretch with load; "
+          "CPU seconds do not)")
     o = r["oscillation"]
     period = o.get("period_s")
     print(f"diagnosis: periodic={o.get('periodic')}, period {period if period is None else round(period)} s "

@@ -204,11 +204,15 @@ def metric_columns(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             column, _factor, prio = METRICS[metric]
             if column not in chosen or prio < chosen[column][0]:
                 chosen[column] = (prio, metric)
-    columns = {column: np.asarray(values[metric], dtype=np.float64) * METRICS[metric][1]
-               for column, (_prio, metric) in chosen.items()}
+    columns = {column: _scaled(values[metric], METRICS[metric][1]) for column, (_prio, metric) in chosen.items()}
     if "mem_used_mib" not in columns and FB_FREE in values and "mem_total_mib" in columns:
         columns["mem_used_mib"] = columns["mem_total_mib"] - np.asarray(values[FB_FREE], dtype=np.float64)
     return columns
+
+
+def _scaled(values: np.ndarray, factor: float) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    return values if factor == 1.0 else values * factor  # no copy of millions of rows for nothing
 
 
 def xid_events(xid: pd.DataFrame, src: str) -> pd.DataFrame:

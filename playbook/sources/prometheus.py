@@ -15,7 +15,8 @@ Thanos Query, Mimir / Cortex query frontends and VictoriaMetrics answer the same
 Metric names and their columns are readers/dcgm.py's METRICS (dcgm-exporter 2.x/3.x `DCGM_FI_*`, 1.x `dcgm_*`,
 nvidia_gpu_exporter's `nvidia_smi_*`), hosts from the `Hostname` label (then hostname, kubernetes_node, node,
 instance), the GPU from `gpu` (else the UUID's order): the same identity rules as the file reader.
-DCGM_FI_DEV_XID_ERRORS becomes `xid` events. Several series of one GPU and metric (e.g. differing `pod` or
+DCGM_FI_DEV_XID_ERRORS (the last XID, 0 on a healthy GPU) is asked as `NAME{MATCH} != 0`, so a fleet
+without errors sends back nothing, and becomes `xid` events. Several series of one GPU and metric (e.g. differing `pod` or
 `instance` labels) are merged, the first value kept, with a counted warning when they disagree.
 
 Values are parsed without a Python object per point: each answer is decoded with msgspec, keeping every series'
@@ -130,7 +131,7 @@ class _Fetch:
     window: Window
     samples: dcgm._Samples
     rows: dict[tuple[str, int], int] = field(default_factory=dict)
-    points: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = field(default_factory=dict)
+    points: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     unlabeled: int = 0
     series: int = 0
@@ -243,27 +244,24 @@ def _decode(raw: bytes, where: str) -> _Answer:
         raise InputError(f"{where}: not a Prometheus API answer ({str(exc)[:120]})") from None
 
 
-def _points(raws: list[bytes]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(times s, values) per series from the raw JSON `values` arrays, through one Arrow CSV parse."""
+def _points(raws: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(times s, values) per series from the raw JSON `values` arrays, through one Arrow CSV parse.
+
+    [[t,"v"],[t,"v"]] per series becomes the lines `t,v`: one join, one replace and one translate over the whole
+    answer (no per-point Python objects); the points per series are counted on the raw text."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    pieces, counts = [], []
-    for raw in raws:
-        body = bytes(raw).strip()[1:-1].strip()  # [[t,"v"],[t,"v"]] -> [t,"v"],[t,"v"]
-        if not body:
-            counts.append(0)
-            continue
-        text = body[1:-1].replace(b"],[", b"\n").replace(b'"', b"")
-        pieces.append(text)
-        counts.append(text.count(b"\n") + 1)
-    if not pieces:
+    counts = [0 if len(bytes(r).strip()) <= 2 else bytes(r).count(b"],[") + 1 for r in raws]
+    if not sum(counts):
         return [(np.zeros(0), np.zeros(0)) for _ in raws]
-    table = pacsv.read_csv(pa.py_buffer(b"\n".join(pieces)),
-                           read_options=pacsv.ReadOptions(column_names=["t", "v"]),
-                           parse_options=pacsv.ParseOptions(newlines_in_values=False),
+    text = b"\n".join(r for r, n in zip(raws, counts, strict=True) if n).replace(b"],[", b"\n")
+    text = text.translate(None, b'[]" ')
+    table = pacsv.read_csv(pa.py_buffer(text), read_options=pacsv.ReadOptions(column_names=["t", "v"], block_size=1 << 24,
+                                                                              use_threads=False),  # requests
+                           # run in parallel already: one thread each leaves the cores to them and the server
                            convert_options=pacsv.ConvertOptions(column_types={"t": pa.float64(), "v": pa.float64()},
-                                                                 null_values=["NaN", "nan"]))
+                                                                null_values=["NaN", "nan"]))
     t = table.column("t").to_numpy()
     v = table.column("v").fill_null(np.nan).to_numpy()
     out, at = [], 0
@@ -275,7 +273,8 @@ def _points(raws: list[bytes]) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def _query(client: _Client, fetch: _Fetch, name: str, match: str | None, chunk: tuple[float, float]) -> None:
     start, end = chunk
-    params = {"query": selector(name, match), "start": repr(start), "end": repr(end), "step": repr(fetch.window.step)}
+    query = selector(name, match) + (" != 0" if name == dcgm.XID else "")
+    params = {"query": query, "start": repr(start), "end": repr(end), "step": repr(fetch.window.step)}
     where = f"{client.display} {name}"
     answer = _decode(client.get("/api/v1/query_range", params), where)
     if answer.status != "success" or answer.data is None:
@@ -290,9 +289,9 @@ def _query(client: _Client, fetch: _Fetch, name: str, match: str | None, chunk: 
         if row is None:
             fetch.unlabeled += 1
             continue
-        k = np.rint((t - fetch.window.start) / fetch.window.step).astype(np.int64)
+        k = np.rint((t - fetch.window.start) / fetch.window.step).astype(np.int32)
         ok = (k >= 0) & (k < fetch.window.steps)
-        fetch.points.setdefault(name, []).append((np.full(int(ok.sum()), row, dtype=np.int64), k[ok], v[ok]))
+        fetch.points.setdefault(name, []).append((row, k[ok], v[ok]))  # 12 bytes a point until assembly
         fetch.series += 1
 
 
@@ -347,14 +346,16 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
     n_rows, n_steps = len(keys), f.window.steps
     grids: dict[str, np.ndarray] = {}
     conflicts = 0
-    for name, parts in f.points.items():
+    for name in list(f.points):
         grid = np.full((n_rows, n_steps), np.nan)
-        for rows, k, v in parts:
-            r = order[rows]
-            current = grid[r, k]
+        for row, k, v in f.points.pop(name):  # freed metric by metric
+            line = grid[order[row]]
+            current = line[k]
             empty = np.isnan(current)
             conflicts += int(np.count_nonzero(~empty & np.isfinite(v) & (current != v)))
-            grid[r[empty], k[empty]] = v[empty]
+            line[k[empty]] = v[empty]
+        if name == dcgm.XID:
+            grid[np.isnan(grid)] = 0.0  # asked as `!= 0`: a missing point is a zero (asked as NAME != 0)
         grids[name] = grid
     if conflicts:
         bundle.warnings.append(f"{src}: {conflicts} points where two series of the same GPU and metric disagree "
