@@ -114,7 +114,7 @@ def test_nvidia_smi_subprocess_when_nvml_cannot_load(tmp_path):
 
 
 def test_nvidia_smi_without_a_field_falls_back_to_the_basic_fields(tmp_path, monkeypatch):
-    from playbook.sources.live import SMI_BASIC, SMI_FIELDS, SmiSource
+    from playbook.sources.live import SMI_BASIC, SMI_FIELDS, SmiSource, rows_frame
 
     env = _fake_smi(tmp_path, FAKE_SMI_OLD="1")
     monkeypatch.setenv("PATH", env["PATH"])
@@ -123,7 +123,7 @@ def test_nvidia_smi_without_a_field_falls_back_to_the_basic_fields(tmp_path, mon
     try:
         assert src.start()
         time.sleep(1.0)
-        frame = src.poll()
+        frame = rows_frame(src.poll())
     finally:
         src.stop()
     assert src.fields == SMI_FIELDS[:SMI_BASIC]
@@ -151,23 +151,27 @@ def test_durations():
             duration_s(bad)
 
 
-def test_sparkline_levels():
-    import pandas as pd
+def _row(t, gpu, util, power=300.0, clock=1980.0):
+    import math
 
     from playbook import schema
 
+    v = [math.nan] * len(schema.TELEMETRY_METRICS)
+    at = {name: i for i, name in enumerate(schema.TELEMETRY_METRICS)}
+    v[at["util_pct"]], v[at["power_w"]], v[at["sm_clock_mhz"]] = util, power, clock
+    return (int(t * 1e9), "node00", gpu, "probe:nvml", v)
+
+
+def test_sparkline_levels():
     p = Panel(width=4)
-    for u in (0.0, 50.0, 100.0, float("nan")):
-        p.update(schema.telemetry_frame({"time": [pd.Timestamp.now(tz="UTC")], "host": "h", "gpu": [0],
-                                         "util_pct": [u], "power_w": [300.0]}), replaces=False)
-    assert p.sparkline("h:0") == "▁▅█ " and p.latest["h:0"]["util_pct"] == 100.0
+    for k, u in enumerate((0.0, 50.0, 100.0, float("nan"))):
+        p.add_rows([_row(k, 0, u)])
+    assert p.sparkline("node00:0") == "▁▅█ " and p.latest["node00:0"]["util_pct"] == 100.0
 
 
 def test_dashboard_renders_rows_and_the_rolling_diagnosis():
-    import pandas as pd
     from rich.console import Console
 
-    from playbook import schema
     from playbook.analysis.diagnosis import diagnose
     from playbook.commands.watch import _dashboard
     from playbook.simulate import simulate_bundle
@@ -176,9 +180,7 @@ def test_dashboard_renders_rows_and_the_rolling_diagnosis():
     d = diagnose(b)
     p = Panel(width=10)
     for t in range(12):
-        p.update(schema.telemetry_frame({"time": [pd.Timestamp(t, unit="s", tz="UTC")] * 2, "host": "node00",
-                                         "gpu": [0, 1], "util_pct": [100.0 * (t % 2), 50.0], "power_w": [650.0, 300.0],
-                                         "sm_clock_mhz": [1980.0, 1410.0]}), replaces=False)
+        p.add_rows([_row(t, 0, 100.0 * (t % 2), 650.0, 1980.0), _row(t, 1, 50.0, 300.0, 1410.0)])
     p.status = {g["id"]: g["status"] for g in d.gpus}
     console = Console(record=True, width=160, force_terminal=False)
     console.print(_dashboard(p, d, "fake NVML (test)", 12.0, 1.0, 0.004))

@@ -104,23 +104,26 @@ class RunWriter:
         self.rows = 0
         self.last_flush = time.monotonic()
 
-    def add(self, frame, replaces: bool) -> None:
+    def add(self, got, replaces: bool) -> None:
+        """Poll rows (or, for a re-reading source, its whole window) into the recording."""
         if replaces:
-            self.latest = frame  # a re-read window: only the last one is kept
-        elif len(frame):
-            self.pending.append(frame)
+            self.latest = got  # a re-read window: only the last one is kept
+        elif len(got):
+            self.pending.extend(got)
             if time.monotonic() - self.last_flush >= FLUSH_S:
                 self.flush()
 
     def flush(self) -> None:
-        import pandas as pd
-
         from playbook.probes.recorder import SEGMENT_DIR
+        from playbook.sources.live import rows_frame
 
         self.last_flush = time.monotonic()
-        if not self.pending:
-            return
-        frame = pd.concat(self.pending, ignore_index=True)
+        if isinstance(self.pending, list):
+            if not self.pending:
+                return
+            frame = rows_frame(self.pending)
+        else:
+            frame = self.pending
         self.pending = []
         self.seq += 1
         seg = self.part / SEGMENT_DIR
@@ -135,7 +138,7 @@ class RunWriter:
         from playbook.probes.recorder import SEGMENT_DIR, merge_segments
 
         if self.latest is not None and len(self.latest):
-            self.pending = [self.latest]
+            self.pending = self.latest  # a telemetry table, written as it is
         self.flush()
         merge_segments(self.part, "telemetry")
         seg = self.part / SEGMENT_DIR
@@ -155,35 +158,51 @@ class Panel:
         self.latest: dict[str, dict[str, float]] = {}
         self.status: dict[str, str] = {}
 
-    def update(self, frame, replaces: bool) -> None:
+    def add_rows(self, rows: list[tuple]) -> None:
+        """One bar per poll per GPU (the mean utilization of its new rows); plain Python, no pandas per sample."""
+        from playbook import schema
+
+        at = {name: i for i, name in enumerate(schema.TELEMETRY_METRICS)}
+        util, shown = at["util_pct"], [(c, at[c]) for c in ("util_pct", "power_w", "sm_clock_mhz")]
+        acc: dict[str, list[float]] = {}
+        for _t, host, gpu, _src, v in rows:
+            gid = f"{host}:{gpu}"
+            a = acc.setdefault(gid, [0.0, 0])
+            if v[util] == v[util]:  # not NaN
+                a[0] += v[util]
+                a[1] += 1
+            latest = self.latest.setdefault(gid, {})
+            for col, i in shown:
+                if v[i] == v[i]:
+                    latest[col] = v[i]
+        for gid, (total, n) in acc.items():
+            self.util.setdefault(gid, deque(maxlen=self.width)).append(total / n if n else math.nan)
+
+    def set_window(self, frame) -> None:
+        """A re-read window (Prometheus): one bar per 1/width of it per GPU."""
         import numpy as np
 
+        self.util.clear()
         if not len(frame):
             return
-        ids = frame["host"].astype(str) + ":" + frame["gpu"].astype(str)
-        if replaces:
-            self.util.clear()
+        ids = (frame["host"].astype(str) + ":" + frame["gpu"].astype(str)).to_numpy()
         t = frame["time"].astype("int64").to_numpy() / 1e9
-        for gid, idx in ids.groupby(ids, sort=True).groups.items():
-            g = frame.loc[idx]
-            u = g["util_pct"].to_numpy(np.float64)
-            spark = self.util.setdefault(gid, deque(maxlen=self.width))
-            if replaces:  # the whole window: one bar per 1/width of it
-                tt = t[idx]
-                edges = np.linspace(tt.min(), tt.max() + 1e-9, self.width + 1)
-                k = np.clip(np.searchsorted(edges, tt, side="right") - 1, 0, self.width - 1)
-                for b in range(self.width):
-                    sel = u[(k == b) & np.isfinite(u)]
-                    spark.append(float(sel.mean()) if len(sel) else math.nan)
-            else:
-                finite = u[np.isfinite(u)]
-                spark.append(float(finite.mean()) if len(finite) else math.nan)
-            row = self.latest.setdefault(gid, {})
+        u = frame["util_pct"].to_numpy(np.float64)
+        edges = np.linspace(t.min(), t.max() + 1e-9, self.width + 1)
+        k = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, self.width - 1)
+        for gid in np.unique(ids):
+            mine = ids == gid
+            bars = deque(maxlen=self.width)
+            for b in range(self.width):
+                sel = u[mine & (k == b) & np.isfinite(u)]
+                bars.append(float(sel.mean()) if len(sel) else math.nan)
+            self.util[gid] = bars
+            latest = self.latest.setdefault(gid, {})
             for col in ("util_pct", "power_w", "sm_clock_mhz"):
-                v = g[col].to_numpy(np.float64)
+                v = frame[col].to_numpy(np.float64)[mine]
                 v = v[np.isfinite(v)]
                 if len(v):
-                    row[col] = float(v[-1])
+                    latest[col] = float(v[-1])
 
     def sparkline(self, gid: str) -> str:
         return "".join(" " if not math.isfinite(v) else SPARK[min(len(SPARK) - 1, max(0, int(v / 100 * len(SPARK))))]
@@ -216,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from playbook import schema
     from playbook.analysis.diagnosis import diagnose
     from playbook.sources import is_url
-    from playbook.sources.live import open_source
+    from playbook.sources.live import open_source, rows_frame
 
     logging.getLogger("playbook.probes").addHandler(logging.NullHandler())  # their warnings are printed below
     prom = is_url(args.source)
@@ -232,7 +251,8 @@ def run(args: argparse.Namespace) -> int:
     shown = len(source.warnings)
     tty = sys.stdout.isatty() and not args.plain and not args.json
     panel = Panel()
-    frames: list = []
+    rows: deque = deque()  # incremental sources: recent poll() rows, trimmed to the window at each refresh
+    frames: list = []  # a re-reading source (Prometheus): its latest window
     diag, diag_at, diag_cost = None, 0.0, 0.0
     next_diag = time.monotonic() + args.refresh
     warm = False  # the first diagnosis pays one-off imports: it does not stretch the refresh interval
@@ -243,18 +263,12 @@ def run(args: argparse.Namespace) -> int:
     stopped = None
 
     def window_frame():
-        import pandas as pd
-
-        if not frames:
-            return schema.telemetry_frame(interval_s=interval)
-        frame = frames[-1] if source.replaces else pd.concat(frames, ignore_index=True)
-        if not source.replaces and len(frame):
-            cut = frame["time"].max() - pd.Timedelta(seconds=window)
-            frame = frame[frame["time"] >= cut].reset_index(drop=True)
-        frame = frame.sort_values(["host", "gpu", "time"], kind="stable").reset_index(drop=True)
-        frame.attrs["interval_s"] = schema.median_interval_s(frame)
-        frames[:] = [frame]
-        return frame
+        if source.replaces:
+            return frames[-1] if frames else schema.telemetry_frame(interval_s=interval)
+        cut = time.time_ns() - int(window * 1e9)
+        while rows and rows[0][0] < cut:
+            rows.popleft()
+        return rows_frame(list(rows))
 
     def refresh():
         nonlocal diag, diag_at, diag_cost
@@ -277,15 +291,16 @@ def run(args: argparse.Namespace) -> int:
             if remaining is not None and remaining <= 0:
                 break
             time.sleep(min(interval, remaining) if remaining is not None else interval)
-            frame = source.poll()
-            if len(frame):
+            got = source.poll()
+            if len(got):
                 if source.replaces:
-                    frames[:] = [frame]
+                    frames[:] = [got]
+                    panel.set_window(got)
                 else:
-                    frames.append(frame)
-                panel.update(frame, source.replaces)
+                    rows.extend(got)
+                    panel.add_rows(got)
                 if writer is not None:
-                    writer.add(frame, source.replaces)
+                    writer.add(got, source.replaces)
             for w in source.warnings[shown:]:
                 print(f"warning: {w}", file=sys.stderr)
             shown = len(source.warnings)
@@ -312,8 +327,11 @@ def run(args: argparse.Namespace) -> int:
         source.stop()
     elapsed = time.monotonic() - t0
     if not source.replaces:
-        frames.append(source.poll())
-    cost = _share(cpu0, t0)
+        last = source.poll()
+        rows.extend(last)
+        if writer is not None:
+            writer.add(last, False)
+    cost, loop_diag = _share(cpu0, t0), diag_cost
     refresh()
     sys.stdout.flush()
     if writer is not None:
@@ -322,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
     for w in source.warnings[shown:]:
         print(f"warning: {w}", file=sys.stderr)
     print(f"watch: {elapsed:.0f} s{' (stopped by ' + stopped + ')' if stopped else ''}; cost "
-          f"{cost:.2%} of a core, of which diagnosis {diag_cost / max(elapsed, 1e-9):.2%}", file=sys.stderr)
+          f"{cost:.2%} of a core, of which diagnosis {loop_diag / max(elapsed, 1e-9):.2%}", file=sys.stderr)
     if diag is None:
         raise InputError(f"{source.name}: no GPU samples in {elapsed:.0f} s")
     from playbook.commands import emit

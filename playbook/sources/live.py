@@ -13,7 +13,9 @@ SmiSource      `nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N`
 PromSource     a Prometheus API (sources/prometheus.py) re-read over the last `window_s` on every poll: the whole
                window replaces what was there (`replaces = True`).
 
-A source never raises from poll(); what went wrong is in `warnings` (one line each).
+poll() of NVML and nvidia-smi returns plain rows (time ns, host, gpu, source, values in schema.TELEMETRY_METRICS
+order) — no pandas per sample; `rows_frame` makes the table when one is needed. A source never raises from
+poll(); what went wrong is in `warnings` (one line each).
 """
 
 from __future__ import annotations
@@ -40,6 +42,21 @@ SMI_FIELDS = ("index", "utilization.gpu", "power.draw", "clocks.sm", "memory.use
               "utilization.memory", "clocks.mem", "temperature.gpu", "clocks_throttle_reasons.active",
               "pcie.link.gen.current", "pcie.link.width.current")
 SMI_BASIC = 4
+_IDX = {name: i for i, name in enumerate(schema.TELEMETRY_METRICS)}
+
+
+def rows_frame(rows: list[tuple], interval_s: float | None = None) -> pd.DataFrame:
+    """A telemetry table from poll() rows (time ns, host, gpu, source, values in TELEMETRY_METRICS order):
+    built once per refresh or flush, never per sample."""
+    if not rows:
+        return schema.telemetry_frame(interval_s=interval_s)
+    t, host, gpu, source, values = zip(*rows, strict=True)
+    data: dict[str, Any] = {"time": np.asarray(t, dtype=np.int64), "host": list(host), "gpu": list(gpu),
+                            "source": list(source)}
+    block = np.asarray(values, dtype=np.float64)
+    for i, name in enumerate(schema.TELEMETRY_METRICS):
+        data[name] = block[:, i]
+    return schema.telemetry_frame(data)
 
 
 class NvmlSource:
@@ -61,10 +78,10 @@ class NvmlSource:
         self.warnings += self.sampler.warnings
         return ok
 
-    def poll(self) -> pd.DataFrame:
+    def poll(self) -> list[tuple]:
         for t, gpu, kind, detail in self.sampler.drain_events():
             self.events.append((t, self.host, gpu, kind, detail))
-        return self.sampler.to_frame(self.sampler.drain())
+        return [(t, self.host, gpu, source, v) for t, gpu, source, v in self.sampler.drain()]
 
     def stop(self) -> None:
         self.sampler.stop()
@@ -139,37 +156,35 @@ class SmiSource:
         for line in proc.stdout:
             self.lines.append((time.time_ns(), line))
 
-    def poll(self) -> pd.DataFrame:
+    def poll(self) -> list[tuple]:
         rows = [self.lines.popleft() for _ in range(len(self.lines))]
         if self.proc is not None and self.proc.poll() is not None and not rows and not self.warnings:
             self.warnings.append(f"{self.exe} exited with status {self.proc.returncode}")
-        return self._frame(rows)
+        return self._rows(rows)
 
-    def _frame(self, rows: list[tuple[int, str]]) -> pd.DataFrame:
+    def _rows(self, lines: list[tuple[int, str]]) -> list[tuple]:
         from playbook.readers.nvidia_smi import METRIC_FIELDS
         from playbook.readers.textio import parse_number
 
-        columns = [METRIC_FIELDS[f][0] if f in METRIC_FIELDS else f for f in self.fields]
-        data: dict[str, list] = {c: [] for c in ("time", "gpu", *columns[1:])}
-        for t, line in rows:
+        where = [_IDX[METRIC_FIELDS[f][0]] for f in self.fields[1:]]
+        hex_at = _IDX["throttle_reasons"]
+        out = []
+        for t, line in lines:
             cells = [c.strip() for c in line.strip().split(",")]
             if len(cells) != len(self.fields) or not cells[0].isdigit():
                 if line.strip():
                     self.skipped += 1
                     self.first_bad = self.first_bad or line.strip()[:80]
                 continue
-            data["time"].append(t)
-            data["gpu"].append(int(cells[0]))
-            for column, cell in zip(columns[1:], cells[1:], strict=True):
-                if column == "throttle_reasons":
-                    data[column].append(_hex(cell))
+            v = [math.nan] * len(schema.TELEMETRY_METRICS)
+            for i, cell in zip(where, cells[1:], strict=True):
+                if i == hex_at:
+                    v[i] = _hex(cell)
                 else:
                     num = parse_number(cell)
-                    data[column].append(num[0] if num else math.nan)
-        data["host"], data["source"] = self.host, "nvidia-smi"
-        if not data["time"]:
-            return schema.telemetry_frame(interval_s=self.interval_s)
-        return schema.telemetry_frame(data, interval_s=self.interval_s)
+                    v[i] = num[0] if num else math.nan
+            out.append((t, self.host, int(cells[0]), "nvidia-smi", v))
+        return out
 
     def _kill(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -232,6 +247,7 @@ class PromSource:
         return True
 
     def poll(self) -> pd.DataFrame:
+        """The whole window, re-read (a telemetry table; empty, with a warning, when the server fails)."""
         from playbook.sources import prometheus
 
         try:
