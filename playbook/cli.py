@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "info": "playbook.commands.info",
     "diagnose": "playbook.commands.diagnose",
     "record": "playbook.commands.record",
+    "watch": "playbook.commands.watch",
     "report": "playbook.commands.report",
     "compare": "playbook.commands.compare",
     "labs": "playbook.commands.labs",
@@ -27,6 +28,7 @@ EPILOG = """examples:
   playbook info data/samples                       what the embedded sample holds
   playbook diagnose logs/node*.csv steps.jsonl     name the cause of an oscillation
   playbook record --out runs/r1 -- torchrun --standalone --nproc-per-node 2 train.py
+  playbook watch --for 60s                         live dashboard; prints the diagnosis after a minute
   playbook report                                  batch report on the embedded sample
   playbook compare runs/good runs/bad              why a run that used to sit at 100% is spotty
 

@@ -17,11 +17,13 @@ EXAMPLES = """\
   playbook diagnose runs/r1 --json > diagnosis.json              one JSON object on stdout
   playbook diagnose gpu.csv --fail-on insufficient_data,hardware_fault,throttling
                                                                  exit 3 when the verdict is one of these (CI/alerts)
+  playbook diagnose prometheus://prom:9090 --since 6h --match 'job="dcgm"'   dcgm-exporter series, last 6 h
 """
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders, any format the readers know")
+    parser.add_argument("paths", nargs="+", metavar="PATH",
+                        help="files or folders, any format the readers know, or prometheus://HOST:PORT")
     parser.add_argument("--fields", default=None,
                         help="the --query-gpu list of a headerless nvidia-smi CSV, e.g. "
                              "index,utilization.gpu,memory.used")
@@ -33,6 +35,9 @@ def add_arguments(parser) -> None:
                         help="comma-separated verdict ids (see playbook.causes, e.g. insufficient_data,"
                              "hardware_fault; 'any' = any verdict but healthy): exit with status 3 when the top "
                              "hypothesis is one of them")
+    from playbook import sources
+
+    sources.add_arguments(parser)  # --since, --until, --step, --match for prometheus:// inputs
 
 
 def run(args) -> int:
@@ -43,9 +48,13 @@ def run(args) -> int:
     except ImportError as exc:  # pragma: no cover - the readers ship with the package
         raise PlaybookError(f"the readers are not available: {exc}") from exc
     from playbook.analysis.diagnosis import diagnose
+    from playbook.sources import prometheus
 
     fail_on = _fail_on(args.fail_on)
-    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
+    fetched, paths = prometheus.read_inputs(args.paths, args)  # prometheus:// inputs, fetched into a Bundle
+    bundle = read_paths(paths, fields=args.fields, interval_s=args.interval, tz=args.tz) if paths else fetched
+    if fetched is not None and paths:
+        bundle = fetched.extend(bundle)
     if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)

@@ -22,6 +22,7 @@ EXAMPLES = """  playbook report                               triage of the embe
   playbook report logs/node*.csv steps.jsonl    triage of your own run's logs
   playbook report --labs all --quick            every notebook with quick parameters (what `make report` runs)
   playbook report --labs data_starvation 13 --out /tmp/rep   two labs plus triage, into /tmp/rep
+  playbook report prometheus://prom:9090 --since 6h           triage of dcgm-exporter series from Prometheus
 """
 
 
@@ -44,11 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=600, metavar="S",
                         help="seconds one cell may run before it counts as failed (default 600)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from playbook import sources
+
+    sources.add_arguments(parser)  # --since, --until, --step, --match for prometheus:// inputs
 
 
 def run(args: argparse.Namespace) -> int:
     from playbook.report import runner
+    from playbook.sources import is_url
 
+    if any(is_url(p) for p in args.paths):  # fetched once into a run directory the notebook reads
+        from playbook.sources import prometheus
+
+        args.paths = prometheus.save_inputs(args.paths, args, Path(args.out or "reports") / "inputs")
     jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval, tz=args.tz)
     if args.labs == ["all"]:
         short = "all-quick" if args.quick else "all"

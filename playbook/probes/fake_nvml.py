@@ -10,7 +10,9 @@ sampler's `except` clauses and field decoding run as they would against a driver
 functions of the time since nvmlInit (so rates and sample timestamps behave like the real counters).
 
 Scenarios (SCENARIOS): healthy, gpu_lost_mid_run, unsupported_fields, no_driver, driver_not_loaded, throttled,
-old_bindings, oscillating, pcie_degraded, nvlink_saturated, flaky. `nv.calls[gpu]` counts the calls per GPU.
+old_bindings, oscillating, pcie_degraded, nvlink_saturated, flaky, data_stall (every GPU idle together 40% of each
+`period_s`, power following the work), pipeline (each GPU idle 25% of the period, stage k's idle time lagging k/gpus of
+a period: pipeline bubbles). `nv.calls[gpu]` counts the calls per GPU.
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class GpuSpec:
     unsupported: set[str] = field(default_factory=set)
     lost_after: int | None = None  # GpuIsLost from this many calls on
     flaky: dict[str, int] = field(default_factory=dict)  # function name -> fail every k-th call (NVMLError_Unknown)
+    power_follows_util: bool = False  # power = idle + (power_w - idle) * util / 100, as a real board draws
+    idle_power_w: float = 90.0
 
 
 class _Handle:
@@ -170,7 +174,11 @@ class FakeNvml(types.ModuleType):
         return m
 
     def nvmlDeviceGetPowerUsage(self, h: _Handle) -> int:
-        return int(self._gpu(h, POWER).power_w * 1000)
+        g = self._gpu(h, POWER)
+        if not g.power_follows_util:
+            return int(g.power_w * 1000)
+        busy = min(100.0, max(0.0, g.util(self._t()))) / 100.0
+        return int((g.idle_power_w + (g.power_w - g.idle_power_w) * busy) * 1000)
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: _Handle) -> int:
         return int(self._gpu(h, POWER_LIMIT).power_limit_w * 1000)
@@ -259,7 +267,7 @@ def _square(period_s: float, high: float = 100.0, low: float = 0.0, duty: float 
 
 
 SCENARIOS = ("healthy", "gpu_lost_mid_run", "unsupported_fields", "no_driver", "driver_not_loaded", "throttled",
-             "old_bindings", "oscillating", "pcie_degraded", "nvlink_saturated", "flaky")
+             "old_bindings", "oscillating", "pcie_degraded", "nvlink_saturated", "flaky", "data_stall", "pipeline")
 
 
 def scenario(name: str, gpus: int = 4, lost_gpu: int = 1, lost_after: int = 20, period_s: float = 0.5,
@@ -267,7 +275,7 @@ def scenario(name: str, gpus: int = 4, lost_gpu: int = 1, lost_after: int = 20, 
     """A fake pynvml for a named scenario (see SCENARIOS and the module docstring).
 
     gpus: how many GPUs; lost_gpu/lost_after: which GPU raises GpuIsLost after how many calls on it;
-    period_s: the square-wave period of "oscillating"; bad_gpu: the GPU that is throttled / degraded / flaky.
+    period_s: the square-wave period of "oscillating", "data_stall" and "pipeline"; bad_gpu: the GPU that is throttled / degraded / flaky.
     """
     specs = [GpuSpec() for _ in range(gpus)]
     if name == "healthy":
@@ -295,6 +303,16 @@ def scenario(name: str, gpus: int = 4, lost_gpu: int = 1, lost_after: int = 20, 
     if name == "oscillating":  # the whole node idles half of every period (a data stall, say)
         for s in specs:
             s.util = _square(period_s)
+        return FakeNvml(specs, name=name)
+    if name == "data_stall":  # every GPU idles together for 40% of each period (input pipeline runs dry); power
+        for s in specs:        # follows the work, so the drop is real, not a sampling artefact
+            s.util, s.power_follows_util = _square(period_s, high=98.0, low=0.0, duty=0.6), True
+        return FakeNvml(specs, name=name)
+    if name == "pipeline":  # pipeline-parallel stages: each GPU busy 3/4 of the period, the stages' bubbles
+        for k, s in enumerate(specs):  # staggered by 1/gpus of a period (stage k starts k micro-batches late)
+            work = _square(period_s, high=98.0, low=0.0, duty=0.75)
+            s.util = (lambda w, lag: lambda t: w(t - lag))(work, k * period_s / gpus)
+            s.power_follows_util = True
         return FakeNvml(specs, name=name)
     if name == "pcie_degraded":  # one GPU's link retrained to gen3 x8 and replays keep rising
         g = specs[bad_gpu]

@@ -182,28 +182,42 @@ class _Samples:
                              "value": self.value})
         xid = long[long["metric"] == XID]
         if len(xid):
-            bundle.events = _xid_events(xid, self.src)
+            bundle.events = xid_events(xid, self.src)
         wide = long[long["metric"] != XID].groupby(["time", "host", "gpu", "metric"], sort=False)["value"] \
             .last().unstack("metric").reset_index()
         columns: dict[str, np.ndarray] = {"time": wide["time"].to_numpy(np.int64),
                                           "gpu": wide["gpu"].to_numpy(np.int64)}
-        chosen: dict[str, tuple[int, str]] = {}
-        for metric in wide.columns:
-            if metric in METRICS:
-                column, _factor, prio = METRICS[metric]
-                if column not in chosen or prio < chosen[column][0]:
-                    chosen[column] = (prio, metric)
-        for column, (_prio, metric) in chosen.items():
-            columns[column] = wide[metric].to_numpy(np.float64) * METRICS[metric][1]
-        if "mem_used_mib" not in columns and FB_FREE in wide and "mem_total_mib" in columns:
-            columns["mem_used_mib"] = columns["mem_total_mib"] - wide[FB_FREE].to_numpy(np.float64)
+        columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}))
         if len(wide):
             bundle.telemetry = textio.build_telemetry(columns, wide["host"].astype(str).to_numpy(), self.src,
                                                       interval_s)
         return bundle
 
 
-def _xid_events(xid: pd.DataFrame, src: str) -> pd.DataFrame:
+def metric_columns(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Schema columns from DCGM metric arrays (metric name -> values, aligned rows): per column the metric of
+    lowest priority in METRICS, scaled by its factor; mem_used_mib from FB_TOTAL - FB_FREE when FB_USED is absent.
+    Names METRICS does not map (XID, others) are ignored."""
+    chosen: dict[str, tuple[int, str]] = {}
+    for metric in values:
+        if metric in METRICS:
+            column, _factor, prio = METRICS[metric]
+            if column not in chosen or prio < chosen[column][0]:
+                chosen[column] = (prio, metric)
+    columns = {column: _scaled(values[metric], METRICS[metric][1]) for column, (_prio, metric) in chosen.items()}
+    if "mem_used_mib" not in columns and FB_FREE in values and "mem_total_mib" in columns:
+        columns["mem_used_mib"] = columns["mem_total_mib"] - np.asarray(values[FB_FREE], dtype=np.float64)
+    return columns
+
+
+def _scaled(values: np.ndarray, factor: float) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    return values if factor == 1.0 else values * factor  # no copy of millions of rows for nothing
+
+
+def xid_events(xid: pd.DataFrame, src: str) -> pd.DataFrame:
+    """`xid` events from DCGM_FI_DEV_XID_ERRORS samples (columns time ns, host, gpu, value): one per change of
+    the last-XID gauge to a new non-zero value."""
     rows = []
     for (host, gpu), g in xid.sort_values("time").groupby(["host", "gpu"], sort=True):
         prev = 0.0

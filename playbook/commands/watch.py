@@ -1,0 +1,422 @@
+"""`playbook watch [SOURCE]`: a live dashboard of this host's GPUs (or a Prometheus endpoint) that says why
+utilization swings while the job runs.
+
+One row per GPU: a utilization sparkline, power, SM clock and the status the diagnosis gives it; below, the
+rolling diagnosis of the last --window (period, duty cycle, synchrony, the top cause and its evidence), re-run
+every --refresh seconds — less often when one run costs more than DIAG_BUDGET of a core allows. `--for 60s`
+samples for a fixed time, prints the diagnosis and exits (one command instead of polling nvidia-smi by hand);
+Ctrl-C (or SIGTERM / SIGHUP) stops the same way. `--out DIR` keeps the recording as a run directory (read it
+back with `playbook diagnose DIR`). When stdout is not a terminal, one plain line per refresh replaces the
+dashboard (on stderr with --for, so that stdout holds only the answer). SOURCE: auto (NVML, else `nvidia-smi -lms` in a subprocess), nvml, nvidia-smi, or
+prometheus://HOST:PORT (dcgm-exporter series, re-read over the window; see `playbook diagnose --help`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import resource
+import signal
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from playbook.commands import duration_s
+from playbook.errors import InputError, PlaybookError
+
+HELP = "live dashboard of GPU utilization with a rolling diagnosis (NVML, nvidia-smi or Prometheus)"
+EXAMPLES = """  playbook watch                                   this host's GPUs until Ctrl-C
+  playbook watch --for 60s                         sample a minute, print the diagnosis, exit
+  playbook watch --for 10m --out runs/w1           ... and keep the recording as a run directory
+  playbook watch prometheus://prom:9090 --match 'Hostname=~"node0[0-7]"'   a fleet through dcgm-exporter
+  playbook watch --fake-nvml data_stall:8 --for 30s     a demo without a GPU (fake NVML, 8 s period)
+"""
+
+DIAG_BUDGET = 0.005  # share of a core the rolling diagnosis may use on average: half of the 1% target
+SPARK = "▁▂▃▄▅▆▇█"
+SPARK_WIDTH = 40
+FLUSH_S = 30.0  # seconds between writes of the recording (bounded memory, little lost on a kill -9)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", nargs="?", default="auto", metavar="SOURCE",
+                        help="auto (default: NVML, else nvidia-smi), nvml, nvidia-smi, or prometheus://HOST:PORT")
+    parser.add_argument("--for", dest="for_s", type=duration_s, default=None, metavar="DURATION",
+                        help="sample this long (e.g. 60s, 10m), print the diagnosis and exit (default: until Ctrl-C)")
+    parser.add_argument("--interval", type=duration_s, default=None, metavar="DURATION",
+                        help="sampling interval (default 1s; a prometheus:// server is re-read every --refresh)")
+    parser.add_argument("--refresh", type=duration_s, default=5.0, metavar="DURATION",
+                        help="seconds between diagnosis refreshes (default 5s; stretched to keep its cost under "
+                             f"{DIAG_BUDGET * 100:.1f}%% of a core)")
+    parser.add_argument("--window", type=duration_s, default=600.0, metavar="DURATION",
+                        help="how much recent telemetry the rolling diagnosis looks at (default 10m; at least --for)")
+    parser.add_argument("--out", metavar="RUN_DIR", help="keep the recording as a run directory")
+    parser.add_argument("--plain", action="store_true", help="plain lines even on a terminal (no dashboard)")
+    parser.add_argument("--json", action="store_true", help="at the end, print the diagnosis as one JSON object")
+    parser.add_argument("--step", type=duration_s, default=15.0, metavar="DURATION",
+                        help="prometheus:// only: resolution asked of the server (default 15s)")
+    parser.add_argument("--match", default=None, metavar="LABELS",
+                        help="prometheus:// only: label matchers, e.g. 'job=\"dcgm\"'")
+    parser.add_argument("--fake-nvml", default=None, metavar="SCENARIO[:PERIOD_S[:GPUS]]",
+                        help="demo / test without a GPU: a fake NVML scenario (probes/fake_nvml.py), e.g. "
+                             "data_stall:8 or pipeline:6:8")
+
+
+def _fake(spec: str):
+    from playbook.probes import fake_nvml
+
+    name, *rest = spec.split(":")
+    try:
+        period = float(rest[0]) if rest else 8.0
+        gpus = int(rest[1]) if len(rest) > 1 else 8
+    except ValueError:
+        raise InputError(f"--fake-nvml {spec!r}: expected SCENARIO[:PERIOD_S[:GPUS]], e.g. data_stall:8:4") from None
+    try:
+        return fake_nvml.scenario(name, gpus=gpus, period_s=period)
+    except ValueError as exc:
+        raise InputError(f"--fake-nvml: {exc}") from None
+
+
+class _Stop(Exception):
+    """Raised by the SIGTERM / SIGHUP handler to end the watch like Ctrl-C."""
+
+
+def _raise_stop(signum, _frame):
+    raise _Stop(signal.Signals(signum).name)
+
+
+class RunWriter:
+    """The recording as a run directory (rundir.py layout; segments merged by probes/recorder.merge_segments)."""
+
+    def __init__(self, out: str, host: str, source: str):
+        from playbook import rundir
+
+        self.run = Path(out)
+        try:
+            rundir.init_run(self.run, command=" ".join(sys.argv), role="playbook watch")
+            self.part = rundir.init_part(self.run, host, None, role="playbook watch", source=source)
+        except OSError as exc:
+            raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
+        self.pending: list = []
+        self.latest = None
+        self.seq = 0
+        self.rows = 0
+        self.last_flush = time.monotonic()
+
+    def add(self, got, replaces: bool) -> None:
+        """Poll rows (or, for a re-reading source, its whole window) into the recording."""
+        if replaces:
+            self.latest = got  # a re-read window: only the last one is kept
+        elif len(got):
+            self.pending.extend(got)
+            if time.monotonic() - self.last_flush >= FLUSH_S:
+                self.flush()
+
+    def flush(self) -> None:
+        from playbook.probes.recorder import SEGMENT_DIR
+        from playbook.sources.live import rows_frame
+
+        self.last_flush = time.monotonic()
+        if isinstance(self.pending, list):
+            if not self.pending:
+                return
+            frame = rows_frame(self.pending)
+        else:
+            frame = self.pending
+        self.pending = []
+        self.seq += 1
+        seg = self.part / SEGMENT_DIR
+        seg.mkdir(exist_ok=True)
+        tmp = seg / f"telemetry-{self.seq:06d}.tmp"
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(seg / f"telemetry-{self.seq:06d}.parquet")
+        self.rows += len(frame)
+
+    def close(self, events) -> Path:
+        from playbook import rundir
+        from playbook.probes.recorder import SEGMENT_DIR, merge_segments
+
+        if self.latest is not None and len(self.latest):
+            self.pending = self.latest  # a telemetry table, written as it is
+        self.flush()
+        merge_segments(self.part, "telemetry")
+        seg = self.part / SEGMENT_DIR
+        if seg.is_dir() and not any(seg.iterdir()):
+            seg.rmdir()
+        if len(events):
+            rundir.write_table(self.part, "events", events)
+        return self.run
+
+
+class Panel:
+    """What the dashboard shows per GPU: recent utilization (sparkline), latest power / SM clock / status."""
+
+    def __init__(self, width: int = SPARK_WIDTH):
+        self.width = width
+        self.util: dict[str, deque] = {}
+        self.latest: dict[str, dict[str, float]] = {}
+        self.status: dict[str, str] = {}
+
+    def add_rows(self, rows: list[tuple]) -> None:
+        """One bar per poll per GPU (the mean utilization of its new rows); plain Python, no pandas per sample."""
+        from playbook import schema
+
+        at = {name: i for i, name in enumerate(schema.TELEMETRY_METRICS)}
+        util, shown = at["util_pct"], [(c, at[c]) for c in ("util_pct", "power_w", "sm_clock_mhz")]
+        acc: dict[str, list[float]] = {}
+        for _t, host, gpu, _src, v in rows:
+            gid = f"{host}:{gpu}"
+            a = acc.setdefault(gid, [0.0, 0])
+            if v[util] == v[util]:  # not NaN
+                a[0] += v[util]
+                a[1] += 1
+            latest = self.latest.setdefault(gid, {})
+            for col, i in shown:
+                if v[i] == v[i]:
+                    latest[col] = v[i]
+        for gid, (total, n) in acc.items():
+            self.util.setdefault(gid, deque(maxlen=self.width)).append(total / n if n else math.nan)
+
+    def set_window(self, frame) -> None:
+        """A re-read window (Prometheus): one bar per 1/width of it per GPU."""
+        import numpy as np
+
+        self.util.clear()
+        if not len(frame):
+            return
+        ids = (frame["host"].astype(str) + ":" + frame["gpu"].astype(str)).to_numpy()
+        t = frame["time"].astype("int64").to_numpy() / 1e9
+        u = frame["util_pct"].to_numpy(np.float64)
+        edges = np.linspace(t.min(), t.max() + 1e-9, self.width + 1)
+        k = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, self.width - 1)
+        for gid in np.unique(ids):
+            mine = ids == gid
+            bars = deque(maxlen=self.width)
+            for b in range(self.width):
+                sel = u[mine & (k == b) & np.isfinite(u)]
+                bars.append(float(sel.mean()) if len(sel) else math.nan)
+            self.util[gid] = bars
+            latest = self.latest.setdefault(gid, {})
+            for col in ("util_pct", "power_w", "sm_clock_mhz"):
+                v = frame[col].to_numpy(np.float64)[mine]
+                v = v[np.isfinite(v)]
+                if len(v):
+                    latest[col] = float(v[-1])
+
+    def sparkline(self, gid: str) -> str:
+        return "".join(" " if not math.isfinite(v) else SPARK[min(len(SPARK) - 1, max(0, int(v / 100 * len(SPARK))))]
+                       for v in self.util.get(gid, ()))
+
+
+def summary(d, seconds: float | None = None, source: str = "") -> str:
+    """One line: what the diagnosis found (period, duty, synchrony, top cause)."""
+    o = d.oscillation or {}
+    n = len(d.gpus)
+    head = f"{n} GPU{'s' if n != 1 else ''}" + (f", {seconds:.0f} s" if seconds is not None else "") + \
+        (f" of {source}" if source else "")
+    if not o.get("detected"):
+        osc = "no oscillation"
+    elif o.get("periodic"):
+        osc = f"periodic {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%, period {o['period_s']:.3g} s, " \
+              f"duty cycle {o['duty_cycle']:.2f}"
+    else:
+        osc = f"irregular swings {o['high_pct']:.0f}% ↔ {o['low_pct']:.0f}%"
+    if o.get("synchrony"):
+        osc += f", {o['synchrony']}"
+    top = d.hypotheses[0] if d.hypotheses else None
+    cause = f"top cause {top['id']} (score {top['score']:.2f})" if top else "no cause ranked"
+    return f"{head}: {osc}; {cause}"
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    from playbook import schema
+    from playbook.analysis.diagnosis import diagnose
+    from playbook.sources import is_url
+    from playbook.sources.live import open_source, rows_frame
+
+    logging.getLogger("playbook.probes").addHandler(logging.NullHandler())  # their warnings are printed below
+    prom = is_url(args.source)
+    interval = args.interval or (args.refresh if prom else 1.0)  # a server is re-read once per refresh
+    window = max(args.window, args.for_s or 0.0)
+    nvml = _fake(args.fake_nvml) if args.fake_nvml else None
+    source = open_source(args.source, interval_s=interval, nvml=nvml, window_s=window, step_s=args.step,
+                         match=args.match)
+    host = getattr(source, "host", "prometheus")
+    writer = RunWriter(args.out, host, source.name) if args.out else None
+    for w in source.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    shown = len(source.warnings)
+    tty = sys.stdout.isatty() and not args.plain and not args.json
+    panel = Panel()
+    rows: deque = deque()  # incremental sources: recent poll() rows, trimmed to the window at each refresh
+    frames: list = []  # a re-reading source (Prometheus): its latest window
+    diag, diag_at, diag_cost = None, 0.0, 0.0
+    next_diag = time.monotonic() + args.refresh
+    warm = False  # the first diagnosis may still pay one-off costs: it does not stretch the refresh interval
+    _warm_up(diagnose)
+    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    t0 = time.monotonic()
+    cpu0 = _cpu_s()
+    live = _live() if tty else None
+    stopped = None
+
+    def window_frame():
+        if source.replaces:
+            return frames[-1] if frames else schema.telemetry_frame(interval_s=interval)
+        cut = time.time_ns() - int(window * 1e9)
+        while rows and rows[0][0] < cut:
+            rows.popleft()
+        return rows_frame(list(rows))
+
+    def refresh():
+        nonlocal diag, diag_at, diag_cost
+        c0 = time.thread_time()
+        tel = window_frame()
+        if len(tel) < 2:
+            return
+        bundle = schema.Bundle(inputs=[source.name], telemetry=tel, events=source.events_table())
+        diag = diagnose(bundle)
+        diag_at = time.monotonic()
+        diag_cost += time.thread_time() - c0
+        for g in diag.gpus:
+            panel.status[g["id"]] = g["status"]
+
+    try:
+        if live is not None:
+            live.start()
+        while True:
+            remaining = None if args.for_s is None else args.for_s - (time.monotonic() - t0)
+            if remaining is not None and remaining <= 0:
+                break
+            time.sleep(min(interval, remaining) if remaining is not None else interval)
+            got = source.poll()
+            if len(got):
+                if source.replaces:
+                    frames[:] = [got]
+                    panel.set_window(got)
+                else:
+                    rows.extend(got)
+                    panel.add_rows(got)
+                if writer is not None:
+                    writer.add(got, source.replaces)
+            for w in source.warnings[shown:]:
+                print(f"warning: {w}", file=sys.stderr)
+            shown = len(source.warnings)
+            now = time.monotonic()
+            if now >= next_diag:
+                c0 = time.thread_time()
+                refresh()
+                spent = time.thread_time() - c0
+                next_diag = now + (max(args.refresh, spent / DIAG_BUDGET) if warm else args.refresh)
+                warm = warm or diag is not None
+                if not tty and diag is not None:  # with --for, stdout is kept for the answer at the end
+                    print(f"[{now - t0:5.0f} s] {summary(diag)}", flush=True,
+                          file=sys.stderr if args.for_s else sys.stdout)
+            if live is not None:
+                live.update(_dashboard(panel, diag, source.name, now - t0, diag_at and now - diag_at,
+                                       _share(cpu0, t0)), refresh=True)
+    except (KeyboardInterrupt, _Stop) as exc:
+        stopped = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
+    finally:
+        if live is not None:
+            live.stop()
+        for s, h in previous.items():
+            signal.signal(s, h)
+        source.stop()
+    elapsed = time.monotonic() - t0
+    if not source.replaces:
+        last = source.poll()
+        rows.extend(last)
+        if writer is not None:
+            writer.add(last, False)
+    cost, loop_diag = _share(cpu0, t0), diag_cost
+    refresh()
+    sys.stdout.flush()
+    if writer is not None:
+        out = writer.close(source.events_table())
+        print(f"recording: {out} (read it with `playbook diagnose {out}`)", file=sys.stderr)
+    for w in source.warnings[shown:]:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"watch: {elapsed:.0f} s{' (stopped by ' + stopped + ')' if stopped else ''}; cost "
+          f"{cost:.2%} of a core, of which diagnosis {loop_diag / max(elapsed, 1e-9):.2%}", file=sys.stderr)
+    if diag is None:
+        raise InputError(f"{source.name}: no GPU samples in {elapsed:.0f} s")
+    from playbook.commands import emit
+    from playbook.commands.diagnose import render
+
+    if not args.json:
+        print(summary(diag, elapsed, source.name) + "\n", flush=True)
+    return emit(diag, args.json, render)
+
+
+def _warm_up(diagnose) -> None:
+    """One diagnosis of a tiny synthetic table at start-up, so that the analyses' one-off imports and caches
+    are not charged to the first refresh (nor stretch the refresh interval)."""
+    import numpy as np
+
+    from playbook import schema
+
+    t = np.arange(60)
+    data = {"time": np.tile(t * 1_000_000_000, 2), "host": "warm-up", "gpu": np.repeat([0, 1], 60),
+            "util_pct": np.tile(np.where(t % 10 < 6, 98.0, 0.0), 2), "power_w": 300.0}
+    try:
+        diagnose(schema.Bundle(telemetry=schema.telemetry_frame(data, interval_s=1.0)))
+    except Exception:  # a failed warm-up only costs the first refresh its imports
+        pass
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _share(cpu0: float, t0: float) -> float:
+    """CPU time of this process since sampling began, as a share of one core."""
+    return (_cpu_s() - cpu0) / max(time.monotonic() - t0, 1e-9)
+
+
+def _live():
+    from rich.console import Console
+    from rich.live import Live
+
+    return Live(console=Console(), auto_refresh=False, transient=False, redirect_stderr=False)
+
+
+def _dashboard(panel: Panel, d, source: str, elapsed: float, age: float, cost: float):
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    head = Text(f"playbook watch — {source} — {elapsed:.0f} s — cost {cost:.2%} of a core — Ctrl-C stops",
+                style="bold")
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for col, just in (("GPU", "left"), ("utilization", "left"), ("util", "right"), ("power", "right"),
+                      ("SM clock", "right"), ("status", "left")):
+        table.add_column(col, justify=just)
+    ids = sorted(panel.latest)
+    for gid in ids[:64]:
+        row = panel.latest[gid]
+        status = panel.status.get(gid, "…")
+        style = "green" if status == "ok" else "yellow" if status in ("…", "underutilized", "saturated") else "red"
+        table.add_row(gid, Text(panel.sparkline(gid), style="cyan"), _fmt(row.get("util_pct"), "%"),
+                      _fmt(row.get("power_w"), " W"), _fmt(row.get("sm_clock_mhz"), " MHz"), Text(status, style=style))
+    parts = [head, table]
+    if len(ids) > 64:
+        parts.append(Text(f"… and {len(ids) - 64} more GPUs"))
+    if d is None:
+        parts.append(Text("diagnosis: gathering samples…", style="dim"))
+    else:
+        parts.append(Text(f"diagnosis ({age:.0f} s ago): {summary(d)}", style="bold"))
+        top = d.hypotheses[0] if d.hypotheses else None
+        if top:
+            for e in top["evidence"][:2]:
+                parts.append(Text(f"  - {e}"))
+            parts.append(Text(f"  next: {top['next_step']}", style="dim"))
+    return Group(*parts)
+
+
+def _fmt(v, unit: str) -> str:
+    return "—" if v is None or not math.isfinite(v) else f"{v:.0f}{unit}"

@@ -1,0 +1,157 @@
+"""A real Prometheus for tests and benchmarks: OpenMetrics written from a telemetry table, backfilled with
+`promtool tsdb create-blocks-from openmetrics`, served by `prometheus` on 127.0.0.1 at a free port.
+
+    text = openmetrics_path(tmp / "fleet.om")
+    write_openmetrics(text, [(telemetry_frame, {"job": "train"})])
+    backfill(text, tmp / "tsdb")
+    with PromServer(tmp / "tsdb") as prom:
+        prom.url            # prometheus://127.0.0.1:PORT
+
+Metric names and units are the inverse of playbook.readers.dcgm.METRICS (the names dcgm-exporter writes), labels
+those dcgm-exporter attaches (gpu, UUID, device, modelName, Hostname) plus any given.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook.readers import dcgm
+
+PROMETHEUS = shutil.which("prometheus")
+PROMTOOL = shutil.which("promtool")
+SKIP_REASON = ("needs Debian's `prometheus` package (prometheus and promtool on PATH; .ci/run installs it: "
+               "apt-get install prometheus)")
+
+
+def exporter_names() -> dict[str, tuple[str, float]]:
+    """schema column -> (dcgm-exporter metric name, factor from column units to the metric's)."""
+    out: dict[str, tuple[str, float]] = {}
+    for name, (column, factor, prio) in dcgm.METRICS.items():
+        if prio == 0 and name.startswith("DCGM_FI_") and column not in out:
+            out[column] = (name, 1.0 / factor)
+    return out
+
+
+def write_openmetrics(path: Path, fleets: list[tuple[pd.DataFrame, dict[str, str]]],
+                      xids: dict[tuple[str, int], list[tuple[float, int]]] | None = None,
+                      columns: tuple[str, ...] | None = None) -> Path:
+    """Write every metric of every fleet (telemetry frame, extra labels) as one OpenMetrics file for promtool.
+
+    xids: (host, gpu) -> [(epoch s, XID code)]: a DCGM_FI_DEV_XID_ERRORS gauge (0, then the code from then on)
+    for every GPU of the fleets. columns: only these schema columns (default: all the frames hold)."""
+    names = exporter_names()
+    with open(path, "w") as out:
+        for column, (name, factor) in names.items():
+            if columns is not None and column not in columns:
+                continue
+            if not any(column in f and f[column].notna().any() for f, _ in fleets):
+                continue
+            out.write(f"# TYPE {name} gauge\n")
+            for frame, extra in fleets:
+                if column not in frame:
+                    continue
+                for (host, gpu), g in frame.groupby(["host", "gpu"], sort=True, observed=True):
+                    v = g[column].to_numpy(np.float64) * factor
+                    t = g["time"].astype("int64").to_numpy() / 1e9
+                    ok = np.isfinite(v)
+                    prefix = f"{name}{{{_labels(host, gpu, extra)}}} "
+                    out.write("".join(f"{prefix}{x:.6g} {s:.3f}\n" for x, s in zip(v[ok], t[ok], strict=True)))
+        out.write(f"# TYPE {dcgm.XID} gauge\n")
+        for frame, extra in fleets:
+            for (host, gpu), g in frame.groupby(["host", "gpu"], sort=True, observed=True):
+                t = g["time"].astype("int64").to_numpy() / 1e9
+                codes = np.zeros(len(t))
+                for at, code in (xids or {}).get((str(host), int(gpu)), []):
+                    codes[t >= at] = code
+                prefix = f"{dcgm.XID}{{{_labels(host, gpu, extra)}}} "
+                out.write("".join(f"{prefix}{int(c)} {s:.3f}\n" for c, s in zip(codes, t, strict=True)))
+        out.write("# EOF\n")
+    return path
+
+
+def _labels(host: str, gpu: int, extra: dict[str, str]) -> str:
+    labels = {"gpu": str(int(gpu)), "UUID": f"GPU-{zlib.crc32(f'{host}:{gpu}'.encode()):08x}-fake",
+              "device": f"nvidia{int(gpu)}", "modelName": "NVIDIA H100 80GB HBM3", "Hostname": str(host), **extra}
+    return ",".join(f'{k}="{v}"' for k, v in labels.items())
+
+
+def backfill(openmetrics: Path, tsdb: Path, timeout_s: float = 1800) -> None:
+    """promtool tsdb create-blocks-from openmetrics OPENMETRICS TSDB (raises with promtool's output on failure)."""
+    tsdb.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", "-q", str(openmetrics), str(tsdb)],
+                          capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"promtool failed ({proc.returncode}): {proc.stderr[-2000:]}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PromServer:
+    """`prometheus` serving `tsdb` on 127.0.0.1:<free port> until stop() (a context manager)."""
+
+    def __init__(self, tsdb: Path, workdir: Path | None = None, ready_timeout_s: float = 120.0):
+        self.tsdb, self.workdir = Path(tsdb), Path(workdir or Path(tsdb).parent)
+        self.ready_timeout_s = ready_timeout_s
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"prometheus://127.0.0.1:{self.port}"
+
+    def start(self) -> PromServer:
+        config = self.workdir / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
+        self.port = free_port()
+        self.log = open(self.workdir / "prometheus.log", "w")
+        # retention is measured back from the newest block, so backfilled history of any age is kept
+        self.proc = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.tsdb}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=3650d",
+             "--log.level=warn"], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"prometheus exited ({self.proc.returncode}): "
+                                   f"{(self.workdir / 'prometheus.log').read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"prometheus not ready within {self.ready_timeout_s:.0f} s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+        if getattr(self, "log", None) is not None:
+            self.log.close()
+            self.log = None
+
+    def __enter__(self) -> PromServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
