@@ -241,12 +241,13 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetFieldValues(self, h: _Handle, field_ids: list[Any]) -> Any:
         g = self._gpu(h, FIELDS)
         arr = (_real.c_nvmlFieldValue_t * len(field_ids))()
-        t = self._t()
+        now = time.time()
+        t = now - (self.t0 or now)  # one reading time for every field, as NVML stamps them
         for i, fid in enumerate(field_ids):
             fid, scope = fid if isinstance(fid, tuple) else (fid, 0)
             fv = arr[i]
             fv.fieldId, fv.scopeId = fid, scope
-            fv.timestamp = int(time.time() * 1e6)
+            fv.timestamp = int(now * 1e6)
             fv.valueType = _real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             if fid == _real.NVML_FI_DEV_NVLINK_LINK_COUNT:
                 fv.valueType = _real.NVML_VALUE_TYPE_UNSIGNED_INT

@@ -64,7 +64,7 @@ class _Gpu:
         self.pending: dict[str, float] = {}
         self.samples_ts = 0
         self.nvlink_links: int | None = None
-        self.nvlink_last: tuple[float, float, float] | None = None  # (time_s, tx_kib, rx_kib)
+        self.nvlink_last: tuple[float, float, float] | None = None  # (NVML stamp s, tx_kib, rx_kib)
         self.latest_util = math.nan
 
 
@@ -329,11 +329,13 @@ class NvmlSampler(Poller):
             return {}
         tx = rx = 0.0
         ok = 0
+        stamp_us = 0
         for fv in vals:
             x = _field(fv)
             if x is None:
                 continue
             ok += 1
+            stamp_us = max(stamp_us, int(getattr(fv, "timestamp", 0) or 0))
             if fv.fieldId == FIELD_NVLINK_DATA_TX:
                 tx += x
             else:
@@ -341,7 +343,9 @@ class NvmlSampler(Poller):
         if not ok:
             g.off.add("nvlink")
             return {}
-        now = time.monotonic()
+        # The rate divides by the time between the counters' own NVML timestamps (µs), not by when this thread got
+        # to read them: a sampler delayed by a busy host would otherwise report a burst that never happened.
+        now = stamp_us / 1e6 if stamp_us else time.monotonic()
         last, g.nvlink_last = g.nvlink_last, (now, tx, rx)
         if last is None or now <= last[0] or tx < last[1] or rx < last[2]:
             return {}
