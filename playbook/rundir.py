@@ -69,11 +69,12 @@ def init_run(run_dir: str | Path, **meta: Any) -> Path:
     return run
 
 
-def init_part(run_dir: str | Path, host: str | None = None, rank: int | None = None, **meta: Any) -> Path:
-    """Create the writer's folder with its meta.json and return it."""
+def init_part(run_dir: str | Path, host: str | None = None, rank: int | None = None, name: str | None = None,
+              **meta: Any) -> Path:
+    """Create the writer's folder (`name`, default part_name(host, rank)) with its meta.json and return it."""
     run = init_run(run_dir)
     host = host or socket.gethostname()
-    part = run / part_name(host, rank)
+    part = run / (name or part_name(host, rank))
     part.mkdir(parents=True, exist_ok=True)
     info = {"host": host, "rank": -1 if rank is None else int(rank), "pid": os.getpid(), **meta}
     (part / "meta.json").write_text(json.dumps(info, indent=2, default=str))

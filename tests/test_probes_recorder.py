@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import time
 
 import pytest
@@ -42,7 +44,7 @@ def test_recorder_run_dir_round_trip(tmp_path, data_dir, monkeypatch):
                   sysfs_root=data_dir / "sysfs" / "healthy", meta={"variant": "baseline"}) as rec:
         train(rec)
         time.sleep(0.4)  # several flushes: segments are merged at exit
-    part = run / "node7-rank-1"
+    part = run / f"node7-pid{os.getpid()}"  # no torch rank: the part is named by process
     assert rec.part == part
     assert not (part / SEGMENT_DIR).exists()
     b = rundir.read_run(run)
@@ -159,3 +161,21 @@ def test_failed_write_is_retried_not_lost(tmp_path, monkeypatch):
     rec.close()
     steps = rundir.read_run(tmp_path / "run").steps
     assert (steps["phase"] == "step").sum() == 5
+
+
+@pytest.mark.parametrize("kwargs", [{"sample_hz": math.inf}, {"sample_hz": 0}, {"sample_hz": float("nan")},
+                                    {"host_hz": math.inf}, {"flush_s": 0}, {"flush_s": math.inf}])
+def test_rates_that_would_burn_a_core_are_refused_in_one_line(tmp_path, kwargs):
+    with pytest.raises(ProbeError) as err:
+        Recorder(tmp_path / "run", **kwargs)
+    assert "\n" not in str(err.value) and "Recorder" in str(err.value)
+
+
+def test_a_torch_rank_names_the_part_and_two_rankless_writers_never_share_one(tmp_path, monkeypatch):
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "PLAYBOOK_SAMPLER", "PLAYBOOK_RUN_DIR"):
+        monkeypatch.delenv(k, raising=False)
+    assert Recorder(tmp_path, host="h", rank=3, nvml=False, host_probe=False).part_name() == "h-rank3"
+    assert Recorder(tmp_path, host="h", nvml=False, host_probe=False).part_name() == f"h-pid{os.getpid()}"
+    monkeypatch.setenv("PLAYBOOK_SAMPLER", "external")  # a script under `playbook record`: rows say rank 0
+    rec = Recorder(tmp_path, host="h", nvml=False, host_probe=False)
+    assert rec.rank == 0 and rec.part_name() == f"h-pid{os.getpid()}"

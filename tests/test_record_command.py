@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -37,7 +38,7 @@ def test_record_runs_the_command_keeps_its_status_and_writes_the_run(tmp_path):
     out, proc = record(tmp_path, "-c", CHILD)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3, stderr
-    assert "trained" in stdout and "rank0" in stdout
+    assert "trained" in stdout and "-pid" in stdout  # no torch rank: the script's part is <host>-pid<PID>
     assert f"run directory {out}" in stderr and "playbook diagnose" in stderr
     b = rundir.read_run(out)
     assert sorted(m["rank"] for m in b.meta["parts"].values()) == [-1, 0]  # record's sampler + the script
@@ -93,3 +94,84 @@ def test_help_has_an_example():
     proc = subprocess.run([sys.executable, "-m", "playbook", "record", "--help"], capture_output=True, text=True,
                           timeout=30)
     assert proc.returncode == 0 and "torchrun" in proc.stdout and "--out" in proc.stdout
+
+
+STEP_PRINTER = textwrap.dedent("""
+    import sys, time
+    for i in range(40):
+        print(f"step {i} loss 1.0 step_time: {0.12 if i % 10 else 0.9}", flush=True)
+    print("warning on stderr", file=sys.stderr)
+    sys.exit(5)
+""")
+
+
+def test_the_commands_output_is_teed_and_read_back(tmp_path):
+    out, proc = record(tmp_path, "-c", STEP_PRINTER)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 5
+    assert "step 39 loss" in stdout and "warning on stderr" in stderr  # the console still sees both streams
+    logs = list(out.glob("*-pid*.log"))
+    assert len(logs) == 1
+    text = logs[0].read_text()
+    assert "step 0 loss" in text and "warning on stderr" in text
+    b = rundir.read_run(out)
+    assert len(b.steps) == 40 and b.steps["duration_s"].max() == pytest.approx(0.9)  # read back as steps
+
+
+def test_an_existing_run_is_kept_unless_forced_and_force_rewrites_the_command(tmp_path):
+    out, proc = record(tmp_path, "-c", "print('first')")
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    res = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(out), "--", sys.executable,
+                          "-c", "print('second')"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--force" in res.stderr and "Traceback" not in res.stderr
+    assert "first" in json.loads((out / "meta.json").read_text())["command"]
+    res = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(out), "--force", "--",
+                          sys.executable, "-c", "print('second')"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "second" in json.loads((out / "meta.json").read_text())["command"]
+
+
+@pytest.mark.parametrize("args", [("--flush-s", "0"), ("--host-hz", "inf"), ("--hz", "nan")])
+def test_rates_are_validated_in_one_line(tmp_path, args):
+    res = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(tmp_path / "r"), *args, "--",
+                          sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and args[0] in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path):
+    child = textwrap.dedent("""
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("up", flush=True)
+        time.sleep(120)
+    """)
+    out, proc = record(tmp_path, "-c", child, extra=("--grace-s", "1"))
+    assert proc.stdout.readline().strip() == "up"
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + 9
+    part = next(p for p in out.iterdir() if p.is_dir())
+    assert "SIGKILL (grace period over)" in json.loads((part / "meta.json").read_text())["signals_forwarded"]
+
+
+def test_the_command_dies_with_record(tmp_path):
+    child = textwrap.dedent("""
+        import os, time
+        print(os.getpid(), flush=True)
+        time.sleep(120)
+    """)
+    out, proc = record(tmp_path, "-c", child)
+    pid = int(proc.stdout.readline())
+    proc.kill()  # SIGKILL: record gets no chance to forward anything
+    proc.communicate(timeout=30)
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the command outlived a SIGKILLed record")

@@ -3,9 +3,14 @@
 What it does: starts COMMAND as a child process (in its own process group), samples this host's GPUs through NVML
 (default 10 Hz) and the host (CPU per core, RSS of the command's process tree, disk and network rates) and any
 InfiniBand ports until the command exits, then writes RUN_DIR (meta.json with the environment fingerprint, and
-RUN_DIR/<host>-rank-1/ with telemetry / host / events / ib .parquet) and exits with the command's status.
+RUN_DIR/<host>-pid<PID>/ with telemetry / host / events / ib .parquet) and exits with the command's status.
+The command's stdout and stderr go to the console as usual and, line by line, into RUN_DIR/<host>-pid<PID>.log,
+which `playbook diagnose RUN_DIR` reads back (step lines a script prints are step timings).
+An existing run directory is not replaced unless --force is given (then it is recorded afresh).
 Ctrl-C, SIGTERM, SIGHUP and SIGUSR1/2 are forwarded to the command's process group (a second Ctrl-C is forwarded
-too); a command killed by signal N makes `record` exit with 128+N.
+too); a command still running --grace-s seconds after a forwarded SIGINT/SIGTERM/SIGHUP is killed (SIGKILL to
+its group); on Linux the command also gets SIGKILL when `record` itself dies (PR_SET_PDEATHSIG). A command
+killed by signal N makes `record` exit with 128+N.
 
 The child sees PLAYBOOK_RUN_DIR=RUN_DIR and PLAYBOOK_SAMPLER=external: a training script that uses
 `playbook.probes.Recorder()` (no argument) writes its step timings into the same run directory, per rank, and
@@ -20,17 +25,22 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import IO
 
 from playbook.errors import PlaybookError
 
 HELP = "run a training command and record GPU / host telemetry beside it into a run directory"
 EXAMPLES = """  playbook record --out runs/r1 -- torchrun --standalone --nproc-per-node 8 train.py --config big.yaml
   playbook record --out runs/r1 --hz 2 -- python train.py        2 Hz sampling for a days-long run
+  playbook record --out runs/r1 --force -- python train.py       record runs/r1 afresh
   playbook diagnose runs/r1                                      then: what made utilization oscillate
 """
 
@@ -47,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-nvml", action="store_true", help="do not sample GPUs")
     parser.add_argument("--no-host", action="store_true", help="do not sample the host (CPU, RSS, IO)")
     parser.add_argument("--no-ib", action="store_true", help="do not read InfiniBand port counters")
+    parser.add_argument("--force", action="store_true", help="replace RUN_DIR when it already holds a run")
+    parser.add_argument("--grace-s", type=float, default=30.0, metavar="S",
+                        help="seconds a command may take to exit after a forwarded SIGINT/SIGTERM/SIGHUP before it "
+                             "is killed (default 30)")
     parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                         help="the command to run, after `--`")  # not "command": the CLI's subcommand dest
@@ -58,17 +72,22 @@ def run(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise PlaybookError("no command given: playbook record --out RUN_DIR -- COMMAND ...")
-    if not args.hz > 0:
-        raise PlaybookError(f"--hz must be > 0, got {args.hz}")
-    out = Path(args.out).resolve()
     from playbook import rundir
-    from playbook.probes.recorder import Recorder, merge_run
+    from playbook.probes.recorder import Recorder, check_period, check_rate, merge_run
 
+    check_rate("--hz", args.hz)
+    if args.host_hz is not None:
+        check_rate("--host-hz", args.host_hz)
+    check_period("--flush-s", args.flush_s)
+    check_period("--grace-s", args.grace_s, 0.0)
+    out = Path(args.out).resolve()
+    _claim(out, args.force)
     try:
         rundir.init_run(out, command=shlex.join(cmd))
     except OSError as exc:
         raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
     env = dict(os.environ, PLAYBOOK_RUN_DIR=str(out), PLAYBOOK_SAMPLER="external")
+    env.setdefault("PYTHONUNBUFFERED", "1")  # a Python command's prints reach the console and the log as they happen
     try:
         child = _spawn(cmd, env)
     except FileNotFoundError as exc:
@@ -76,11 +95,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise PlaybookError(f"cannot start {cmd[0]}: {exc}") from exc
 
+    log = out / f"{socket.gethostname()}-pid{os.getpid()}.log"
+    tees = _tee(child, log)
     forwarded: list[str] = []
+    stop_asked: list[float] = []
     previous = {}
 
     def forward(signum: int, _frame: object) -> None:
         forwarded.append(signal.Signals(signum).name)
+        if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) and not stop_asked:
+            stop_asked.append(time.monotonic())
         try:
             os.killpg(child.pid, signum)
         except (ProcessLookupError, PermissionError):
@@ -103,7 +127,9 @@ def run(args: argparse.Namespace) -> int:
             rec = None
         if rec is not None:
             rec.event("start", detail=f"command: {shlex.join(cmd)[:400]}")
-        rc = child.wait()
+        rc = _wait(child, stop_asked, args.grace_s, forwarded)
+        for t in tees:
+            t.join(5)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -120,11 +146,90 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+def _claim(out: Path, force: bool) -> None:
+    """Refuse to record over an existing run unless `force`; with it, the old run directory is removed so that
+    meta.json (command, environment) and the parts are the new run's."""
+    from playbook import rundir
+
+    if out.exists() and not out.is_dir():
+        raise PlaybookError(f"{out} exists and is not a folder")
+    if out.is_dir() and rundir.is_run_dir(out):
+        if not force:
+            raise PlaybookError(f"{out} already holds a recorded run: pass --force to replace it, or another --out")
+        shutil.rmtree(out)
+
+
+def _child_setup() -> None:  # runs in the child between fork and exec (single-threaded: nothing started yet)
+    os.setpgrp()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass  # no prctl: the forwarded signals and the grace kill still stop the command
+
+
 def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
-    """Start the command in its own process group, so that one forwarded signal reaches all of its processes."""
-    if sys.version_info >= (3, 11):
-        return subprocess.Popen(cmd, env=env, process_group=0)
-    return subprocess.Popen(cmd, env=env, preexec_fn=os.setpgrp)  # noqa: PLW1509 - before any thread starts
+    """Start the command in its own process group (one forwarded signal reaches all of its processes), killed
+    with SIGKILL if `record` dies (Linux), its stdout/stderr piped for the tee."""
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=_child_setup)  # noqa: PLW1509 - spawned before any thread starts
+
+
+def _tee(child: subprocess.Popen, log: Path) -> list[threading.Thread]:
+    """Copy the child's stdout and stderr, line by line, to ours and into `log` (whole lines, never interleaved
+    mid-line); a log that cannot be written leaves the console copy running."""
+    lock = threading.Lock()
+    try:
+        sink: IO[bytes] | None = open(log, "ab")  # noqa: SIM115 - closed by the last tee thread
+    except OSError as exc:
+        print(f"playbook record: not keeping the command's output ({exc})", file=sys.stderr)
+        sink = None
+    left = [2]
+
+    def pump(src: IO[bytes], dst: IO[bytes]) -> None:
+        for line in iter(src.readline, b""):
+            try:
+                dst.write(line)
+                dst.flush()
+            except (OSError, ValueError):
+                pass
+            if sink is not None:
+                with lock:
+                    try:
+                        sink.write(line)
+                        sink.flush()
+                    except (OSError, ValueError):
+                        pass
+        src.close()
+        with lock:
+            left[0] -= 1
+            if left[0] == 0 and sink is not None:
+                sink.close()
+
+    threads = [threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer), daemon=True,
+                                name="playbook-record-stdout"),
+               threading.Thread(target=pump, args=(child.stderr, sys.stderr.buffer), daemon=True,
+                                name="playbook-record-stderr")]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _wait(child: subprocess.Popen, stop_asked: list[float], grace_s: float, forwarded: list[str]) -> int:
+    """The child's return code; a child still running `grace_s` after a forwarded stop request is killed."""
+    while True:
+        try:
+            return child.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            if stop_asked and time.monotonic() - stop_asked[0] > grace_s:
+                forwarded.append("SIGKILL (grace period over)")
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                stop_asked.clear()
 
 
 def _summary(out: Path, rec: object, status: int, merged: int) -> str:
@@ -135,7 +240,8 @@ def _summary(out: Path, rec: object, status: int, merged: int) -> str:
              f"{rows.get('host', 0)} host rows"]
     if rows.get("ib"):
         parts.append(f"{rows['ib']} InfiniBand rows")
-    ranks = sorted(p.name for p in out.iterdir() if p.is_dir() and not p.name.endswith("-rank-1"))
+    own = getattr(rec, "part", None)
+    ranks = sorted(p.name for p in out.iterdir() if p.is_dir() and (own is None or p != own))
     if ranks:
         parts.append(f"{len(ranks)} rank folder(s) from the command")
     if merged:

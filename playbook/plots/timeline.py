@@ -111,38 +111,94 @@ def _xlabel(label: str, matrix: pd.DataFrame) -> str:
     return label if step is None else f"{label}: no timestamps, samples placed {step:g} s apart"
 
 
+STATUS_ORDER = ("lost", "throttled", "underutilized", "saturated")  # shown first, most severe first
+MAX_BINS_PER_PERIOD = 8  # a known period gets at least this many bins per cycle, so one GPU's swing survives
+MAX_HEATMAP_BINS = 2000  # about the pixel width of the figure: finer bins are invisible
+
+
+def heatmap_bins(span_s: float, max_bins: int, period_s: float | None = None) -> int:
+    """Time bins for a heatmap of `span_s` seconds: `max_bins`, raised so a period of `period_s` spans at least
+    MAX_BINS_PER_PERIOD bins (averaging over a whole cycle would flatten the swing to its mean), capped at
+    MAX_HEATMAP_BINS."""
+    bins = int(max_bins)
+    if period_s and np.isfinite(period_s) and period_s > 0 and span_s > 0:
+        bins = max(bins, int(np.ceil(MAX_BINS_PER_PERIOD * span_s / period_s)))
+    return int(min(max(bins, 1), MAX_HEATMAP_BINS))
+
+
+def heatmap_rows(ids: list[str], status: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(row order, status per row): GPUs that are not ok first (most severe status first, then host and index),
+    then the ok ones by host and index. `status` maps "host:index" -> diagnosis status; missing = ok."""
+    status = status or {}
+
+    def key(gid: str):
+        host, _, idx = gid.rpartition(":")
+        st = status.get(gid, "ok")
+        rank = STATUS_ORDER.index(st) if st in STATUS_ORDER else (len(STATUS_ORDER) if st != "ok" else 99)
+        return (rank, host, int(idx) if idx.lstrip("-").isdigit() else 0)
+
+    order = sorted(ids, key=key)
+    return order, [status.get(g, "ok") for g in order]
+
+
 def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax=None,
-            max_bins: int = 400, title: str | None = None):
-    """Heatmap of `metric` for every GPU (rows, grouped by host) over time (columns); white = no sample."""
-    matrix = binned_matrix(frame, metric, unit, max_bins)
+            max_bins: int = 400, title: str | None = None, status: dict[str, str] | None = None,
+            period_s: float | None = None, figsize: tuple[float, float] | None = None):
+    """Heatmap of `metric` for every GPU (rows) over time (columns); white = no sample.
+
+    Rows: GPUs that are not ok first (`status`: "host:index" -> status, e.g. from the diagnosis's `gpus`), each
+    marked by a status-coloured strip and a bold label, then the rest by host. Every row is labelled host:index
+    up to 64 rows; beyond that the non-ok rows and one label per host block. Bins: heatmap_bins."""
+    data, _ = with_times(frame, unit)
+    span = float((data["time"].max() - data["time"].min()).total_seconds()) if len(data) else 0.0
+    matrix = binned_matrix(frame, metric, unit, heatmap_bins(span, max_bins, period_s))
     n = max(len(matrix), 1)
-    fig, ax = figure(ax, figsize=(10, min(1.5 + 0.12 * n, 9)))
+    fig, ax = figure(ax, figsize=figsize or (10, min(1.5 + 0.12 * n, 9)))
     if matrix.empty:
         ax.text(0.5, 0.5, "no samples", ha="center", va="center", transform=ax.transAxes)
         return fig
+    order, statuses = heatmap_rows(list(matrix.index), status)
+    matrix = matrix.loc[order]
     x, xlabel = time_axis(np.append(matrix.columns.to_numpy(dtype="float64"),
                                     matrix.columns[-1] + matrix.attrs["bin_s"]))
     vmax = 100.0 if metric.endswith("_pct") else (1.0 if metric in ("sm_active", "busy_frac") else None)
     mesh = ax.pcolormesh(x, np.arange(n + 1), np.ma.masked_invalid(matrix.to_numpy()), cmap="viridis",
                          vmin=0.0, vmax=vmax, shading="flat")
     fig.colorbar(mesh, ax=ax, label=metric_label(metric), pad=0.01)
+    bad = [k for k, st in enumerate(statuses) if st != "ok"]
     hosts = [i.rsplit(":", 1)[0] for i in matrix.index]
-    edges = [k for k in range(1, n) if hosts[k] != hosts[k - 1]]
+    edges = [k for k in range(len(bad) + 1, n) if hosts[k] != hosts[k - 1]]
     for k in edges:
-        ax.axhline(k, color="white", lw=1.2)
-    if n <= 32:
-        ax.set_yticks(np.arange(n) + 0.5, matrix.index, fontsize=7 if n > 16 else 9)
-    else:  # one tick per host, at its block's middle
-        starts = [0, *edges]
-        ends = [*edges, n]
-        ax.set_yticks([(a + b) / 2 for a, b in zip(starts, ends, strict=True)],
-                      [hosts[a] for a in starts], fontsize=8)
+        ax.axhline(k, color="white", lw=1.0)
+    if bad and len(bad) < n:
+        ax.axhline(len(bad), color="#d62828", lw=1.6)
+    strip = (x[-1] - x[0]) * 0.012
+    for k in bad:
+        ax.add_patch(_band(x[0] - strip, k, strip, STATUS_COLORS.get(statuses[k], "#d62828")))
+    if n <= 64:
+        ticks, labels = list(range(n)), list(matrix.index)
+    else:  # non-ok rows, then one tick per host block at its first row
+        starts = [k for k in range(len(bad), n) if k == len(bad) or hosts[k] != hosts[k - 1]]
+        ticks, labels = bad + starts, [matrix.index[k] for k in bad] + [f"{hosts[k]}:*" for k in starts]
+    ax.set_yticks(np.asarray(ticks) + 0.5, labels, fontsize=9 if n <= 16 else (7 if n <= 32 else 5.5))
+    for k, label in zip(ticks, ax.get_yticklabels(), strict=True):
+        if k in bad:
+            label.set_color("#d62828")
+            label.set_fontweight("bold")
+    ax.set_xlim(x[0] - strip, x[-1])
     ax.set_ylim(n, 0)
-    ax.set_xlabel(_xlabel(xlabel, matrix))
-    ax.set_ylabel("GPU (host:index)" if unit == "gpu" else f"{unit} (host:{unit})")
+    ax.set_xlabel(_xlabel(xlabel, matrix) + f" · bins of {matrix.attrs['bin_s']:.3g} s")
+    what = "GPU (host:index)" if unit == "gpu" else f"{unit} (host:{unit})"
+    ax.set_ylabel(what + ("; not ok first, in red" if bad else ""))
     ax.grid(False)
     ax.set_title(title or f"{metric_label(metric)} per {unit} over time")
     return fig
+
+
+def _band(x: float, y: float, width: float, color: str):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), width, 1.0, facecolor=color, edgecolor="none", clip_on=False)
 
 
 def host_series(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
@@ -195,6 +251,19 @@ def host_lines(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
     return fig
 
 
+def significant_at(spec: pd.DataFrame, period_s: float | None) -> bool:
+    """Whether the spectrum's power near `period_s` (within ±10%, a periodogram bin's width at long periods)
+    rises above its significance threshold; without a threshold column, whether any power is there at all."""
+    if period_s is None or not np.isfinite(period_s) or spec.empty:
+        return False
+    near = spec[(spec["period_s"] >= period_s / 1.1) & (spec["period_s"] <= period_s * 1.1)]
+    if near.empty:
+        return False
+    if "threshold" not in near:
+        return True
+    return bool((near["power"].to_numpy(dtype="float64") > near["threshold"].to_numpy(dtype="float64")).any())
+
+
 def spectrum(spec: pd.DataFrame, period_s: float | None = None, ax=None, title: str | None = None):
     """Periodogram against period (log axis): power, its noise background and significance threshold when given
     (analysis.oscillation.period_spectrum's frame: period_s, power[, null, threshold, in_band]); the detected
@@ -214,17 +283,19 @@ def spectrum(spec: pd.DataFrame, period_s: float | None = None, ax=None, title: 
         ax.plot(frame["period_s"], frame["threshold"], color=PALETTE["wait"], lw=1.0, ls="-.",
                 label="significance threshold")
     ax.set_xscale("log")
-    if period_s is not None and np.isfinite(period_s):
+    marked = significant_at(frame, period_s)
+    if marked:
         ax.axvline(period_s, color=PALETTE["fault"], ls="--", lw=1.2, label=f"period {period_s:.3g} s")
     ax.set_xlabel("period (s)")
     ax.set_ylabel("power (variance units)")
-    ax.legend(fontsize=8, loc="upper left")
-    ax.set_title(title or "Period spectrum of mean utilization")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    note = "" if marked or period_s is None else f" (the {period_s:.3g} s period is not significant here)"
+    ax.set_title(title or "Period spectrum of mean utilization" + note)
     return fig
 
 
 def folded_cycle(fold: pd.DataFrame, period_s: float | None = None, metric: str = "util_pct", ax=None,
-                 title: str | None = None):
+                 title: str | None = None, over: str = "all GPUs"):
     """One cycle of the oscillation: median and quartile band per position within the period
     (analysis.oscillation.fold_cycle's frame: phase, time_in_cycle_s, median, q25, q75; the period is read from
     it when not given)."""
@@ -237,7 +308,7 @@ def folded_cycle(fold: pd.DataFrame, period_s: float | None = None, metric: str 
         period_s = float(fold["time_in_cycle_s"].iloc[0] / fold["phase"].iloc[0])
     x = fold["time_in_cycle_s"].to_numpy(dtype="float64")
     ax.fill_between(x, fold["q25"].to_numpy(dtype="float64"), fold["q75"].to_numpy(dtype="float64"),
-                    color=PALETTE["busy"], alpha=0.3, lw=0, step="mid", label="quartiles (all GPUs)")
+                    color=PALETTE["busy"], alpha=0.3, lw=0, step="mid", label=f"quartiles ({over})")
     ax.step(x, fold["median"].to_numpy(dtype="float64"), where="mid", color=PALETTE["busy"], lw=2,
             label="median")
     ax.set_xlim(0, period_s)
@@ -245,8 +316,8 @@ def folded_cycle(fold: pd.DataFrame, period_s: float | None = None, metric: str 
     ax.set_ylabel(metric_label(metric))
     if metric.endswith("_pct"):
         ax.set_ylim(-2, 102)
-    ax.legend(fontsize=8, loc="best")
-    ax.set_title(title or f"One cycle, folded on its period ({period_s:.3g} s)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(title or f"One cycle of {over}, folded on its period ({period_s:.3g} s)")
     return fig
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import socket
@@ -50,6 +51,32 @@ SEGMENT_DIR = "segments"
 MAX_UNWRITTEN_ROWS = 2_000_000  # rows per table kept for a retry after a failed write; more are dropped, counted
 # Tables a part folder can hold (rundir.TABLE_FILES, including the InfiniBand counters ib.parquet).
 PART_FILES = rundir.TABLE_FILES
+
+
+MAX_HZ = 100.0  # NVML refreshes its counters at most every few ms-tens of ms; faster sampling repeats values
+MIN_FLUSH_S = 0.01  # a flush writes Parquet segments (~ms each): 100/s is already more than any run needs
+
+
+def check_rate(name: str, hz: Any, most: float = MAX_HZ) -> float:
+    """`hz` as a float in (0, most] Hz, else a one-line ProbeError (inf or 0 would burn a core beside training)."""
+    try:
+        value = float(hz)
+    except (TypeError, ValueError):
+        raise ProbeError(f"{name} must be a number of Hz, got {hz!r}") from None
+    if not (math.isfinite(value) and 0 < value <= most):
+        raise ProbeError(f"{name} must be between 0 and {most:g} Hz (exclusive of 0), got {hz!r}")
+    return value
+
+
+def check_period(name: str, seconds: Any, least: float = MIN_FLUSH_S) -> float:
+    """`seconds` as a finite float ≥ least, else a one-line ProbeError."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        raise ProbeError(f"{name} must be a number of seconds, got {seconds!r}") from None
+    if not (math.isfinite(value) and value >= least):
+        raise ProbeError(f"{name} must be a finite number of seconds ≥ {least:g}, got {seconds!r}")
+    return value
 
 
 def _env_int(name: str) -> int | None:
@@ -83,10 +110,14 @@ class Recorder:
         run_dir = run_dir if run_dir is not None else os.environ.get("PLAYBOOK_RUN_DIR")
         if not run_dir:
             raise ProbeError("Recorder: no run directory (pass run_dir or set PLAYBOOK_RUN_DIR)")
-        if not sample_hz > 0:
-            raise ProbeError(f"Recorder: sample_hz must be > 0, got {sample_hz}")
+        check_rate("Recorder: sample_hz", sample_hz, MAX_HZ)
+        if host_hz:
+            check_rate("Recorder: host_hz", host_hz, MAX_HZ)
+        check_period("Recorder: flush_s", flush_s)
         self.run_dir = Path(run_dir)
         self.rank = rank if rank is not None else _env_int("RANK")
+        # a torch rank names the part; without one the process does (two recordings on a host never share one)
+        self._by_pid = self.rank is None or self.rank < 0
         if self.rank is None and os.environ.get("PLAYBOOK_SAMPLER") == "external":
             self.rank = 0  # a single-process script under `playbook record` (whose own part is rank -1)
         self.local_rank = _env_int("LOCAL_RANK")
@@ -123,6 +154,10 @@ class Recorder:
         self._fingerprint: dict[str, Any] = {}
         self._profilers: list[Any] = []
 
+    def part_name(self) -> str:
+        """This writer's folder: "<host>-rank<R>" with a torch rank, else "<host>-pid<PID>" (unique per process)."""
+        return f"{self.host}-pid{os.getpid()}" if self._by_pid else rundir.part_name(self.host, self.rank)
+
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Recorder:
         return self.start()
@@ -138,7 +173,7 @@ class Recorder:
             self._fingerprint = self._take_fingerprint()
             rundir.init_run(self.run_dir, command=self._fingerprint.get("command"), env=self._fingerprint)
             self.part = rundir.init_part(self.run_dir, self.host, self.rank, world_size=self.world_size,
-                                         started=_utc(self._t0))
+                                         started=_utc(self._t0), name=self.part_name())
         except OSError as exc:
             raise ProbeError(f"Recorder: cannot write run directory {self.run_dir}: {exc}") from exc
         stale = [f for f in PART_FILES.values() if (self.part / f).exists()]

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-_EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\ssrc=\"https?://[^\"]*\"[^>]*>\s*</script>\s*", re.IGNORECASE)
+# Pages need no script at all (widgets are dropped, figures are PNGs), so every <script> block is removed (no
+# mermaid or MathJax from a CDN) and the policy forbids scripts, inline event handlers and any network fetch.
+_SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>\s*", re.IGNORECASE | re.DOTALL)
 _BODY_OPEN = re.compile(r"<body[^>]*>", re.IGNORECASE)
+_HEAD_OPEN = re.compile(r"<head[^>]*>", re.IGNORECASE)
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; font-src data:; script-src 'none'; "
+       "base-uri 'none'; form-action 'none'")
+CSP_META = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+_HREF = re.compile(r'href="(?P<href>[^"#:]+\.[A-Za-z0-9]+)(?P<frag>#[^"]*)?"')
 
 BADGE_COLORS = {
     "ok": "#2a9d8f",
@@ -51,10 +59,12 @@ def badge(label: str, kind: str | None = None) -> str:
 
 
 def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.html",
-                entry: dict[str, Any] | None = None) -> Path:
+                entry: dict[str, Any] | None = None, source_dir: str | Path | None = None) -> Path:
     """Write `ipynb` as HTML without input cells to `out`, with a bar linking back to the index.
 
-    `entry` (the notebook's summary.json entry) adds its status, verdict and error to the bar.
+    `entry` (the notebook's summary.json entry) adds its status, verdict and error to the bar, and a verdict card
+    on top when the notebook did not draw its own. `source_dir` (default notebooks/) is where the notebook's
+    relative links point from; they are rewritten to work from `out`'s folder.
     """
     import nbformat
     from nbconvert import HTMLExporter
@@ -65,13 +75,55 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, embed_images=True)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": Path(ipynb).stem}})
-    body = _EXTERNAL_SCRIPT.sub("", body)
-    bar = _nav_bar(Path(ipynb).name, index_href, entry)
+    out = Path(out)
+    body = secure(body)
+    body = relink(body, Path(source_dir) if source_dir else _notebooks_dir(), out.parent)
+    has_card = 'id="verdict"' in body
+    bar = _nav_bar(Path(ipynb).name, index_href, entry, with_verdict=False)
+    if entry and not has_card:
+        from playbook.report import headline
+
+        h = headline.lab_headline(entry)
+        if h is not None:
+            bar += headline.card_html(h)
     m = _BODY_OPEN.search(body)
     body = body[: m.end()] + bar + body[m.end():] if m else bar + body
-    out = Path(out)
     out.write_text(body, encoding="utf-8")
     return out
+
+
+def secure(page: str) -> str:
+    """Remove every <script> block and put the Content-Security-Policy meta first in <head>."""
+    page = _SCRIPT.sub("", page)
+    m = _HEAD_OPEN.search(page)
+    return page[: m.end()] + CSP_META + page[m.end():] if m else CSP_META + page
+
+
+def _notebooks_dir() -> Path:
+    from playbook.report.catalog import NOTEBOOKS
+
+    return NOTEBOOKS
+
+
+def relink(page: str, source_dir: Path, out_dir: Path) -> str:
+    """Relative links written from `source_dir` (e.g. ../docs/field-guide.md) rewritten relative to `out_dir`;
+    links to notebooks are left to link_siblings; a target that does not exist becomes plain text."""
+    def repl(m: re.Match) -> str:
+        href = html.unescape(m.group("href"))
+        if href.endswith((".ipynb", ".html", ".json", ".log")) and "/" not in href.lstrip("./"):
+            return m.group(0)  # the report's own files
+        target = (source_dir / href).resolve()
+        if _NOTEBOOK_FILE.fullmatch(target.name):
+            return m.group(0)
+        if not target.exists():
+            return 'href="#" title="not available from this report"'
+        rel = os.path.relpath(target, out_dir.resolve())
+        return f'href="{html.escape(Path(rel).as_posix())}{m.group("frag") or ""}"'
+
+    return _HREF.sub(repl, page)
+
+
+_NOTEBOOK_FILE = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
 
 
 def _drop_record_payloads(nb) -> None:
@@ -91,13 +143,13 @@ def _drop_record_payloads(nb) -> None:
             cell["outputs"] = kept
 
 
-def _nav_bar(ipynb_name: str, index_href: str, entry: dict[str, Any] | None) -> str:
+def _nav_bar(ipynb_name: str, index_href: str, entry: dict[str, Any] | None, with_verdict: bool = True) -> str:
     parts = [f'<a href="{html.escape(index_href)}">&larr; report index</a>',
              f'<a href="{html.escape(ipynb_name)}">executed notebook (.ipynb)</a>']
     if entry:
         parts.append(badge(entry.get("status", "ok")))
         v = entry.get("verdict") or {}
-        if v.get("status"):
+        if v.get("status") and with_verdict:
             parts.append(badge(v["status"]) + " " + html.escape(str(v.get("summary", ""))))
         err = entry.get("error")
         if err:
@@ -146,16 +198,60 @@ def format_figure(value: Any) -> str:
     return str(value)
 
 
+def _inputs_of(nb: dict[str, Any]) -> str:
+    """The inputs a run read, as escaped text (file names relative to the repository where they are in it)."""
+    from playbook.report.catalog import ROOT
+
+    inputs = (nb.get("parameters") or {}).get("inputs") or []
+    names = []
+    for p in inputs:
+        try:
+            names.append(str(Path(p).resolve().relative_to(ROOT)))
+        except (ValueError, OSError):
+            names.append(str(p))
+    shown = ", ".join(html.escape(n) for n in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return f"<br><small>inputs: {shown}</small>" if shown else ""
+
+
+def _lead_card(summary: dict[str, Any], out_dir: Path) -> str:
+    """The first screen of the index: the first run's verdict card (triage headline or lab verdict), with its
+    key figure when the run saved one."""
+    import base64
+
+    from playbook.report import headline
+
+    for nb in summary.get("notebooks", []):
+        head = (nb.get("records") or {}).get("headline")
+        if isinstance(head, dict) and head.get("sentence"):
+            png = out_dir / str(head.get("figure") or "")
+            b64 = base64.b64encode(png.read_bytes()).decode("ascii") if head.get("figure") and png.is_file() else None
+            link = f'<p class="meta">from <a href="{html.escape(nb.get("html") or "")}">' \
+                   f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb)}</p>'
+            return headline.card_html(head, b64, "heatmap of every GPU over time, the ones not ok first") + link
+    for nb in summary.get("notebooks", []):
+        head = headline.lab_headline(nb)
+        if head:
+            return headline.card_html(head)
+    return ""
+
+
 def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
-    """index.html for a report folder: run parameters, then one row per notebook with badges and links."""
+    """index.html for a report folder: the lead run's verdict card, then one row per notebook with its inputs,
+    badges and links, then the run parameters."""
     out_dir = Path(out_dir)
     rows = []
     for i, nb in enumerate(summary.get("notebooks", []), start=1):
         verdict = nb.get("verdict") or {}
         status = nb.get("status", "ok")
-        figures = verdict.get("figures") or {}
-        fig_text = ", ".join(f"{html.escape(k)} = {html.escape(format_figure(v))}" for k, v in figures.items())
-        text = html.escape(str(verdict.get("summary", "")))
+        head = (nb.get("records") or {}).get("headline") or {}
+        text = html.escape(str(head.get("sentence") or verdict.get("summary", "")))
+        if head.get("lost_share") is not None:
+            from playbook.report.headline import pct
+
+            text += (f"<div class=figures>GPU time lost {pct(head['lost_share'])}"
+                     + (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day")
+                        is not None else "") + f" · next: <code>{html.escape(str(head.get('next_command')))}"
+                     "</code></div>")
         if nb.get("error"):
             err = nb["error"]
             text += (f'<div class="error">{html.escape(err["name"])}: {html.escape(_first_line(err["message"]))}'
@@ -168,30 +264,33 @@ def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
         name = html.escape(nb.get("title") or nb["notebook"])
         link = f'<a href="{html.escape(nb["html"])}">{name}</a>' if nb.get("html") else name
         rows.append(
-            f"<tr><td>{i}</td><td>{link}<br><small>{html.escape(nb['notebook'])}</small></td>"
+            f"<tr><td>{i}</td><td>{link}{_inputs_of(nb)}</td>"
             f"<td>{badge(status)}</td>"
             f"<td>{badge(verdict.get('status', 'none'))}</td>"
-            f"<td>{text}{'<div class=figures>' + fig_text + '</div>' if fig_text else ''}</td>"
+            f"<td>{text}</td>"
             f"<td>{nb.get('duration_s', 0):.1f}&nbsp;s</td><td>{' · '.join(links)}</td></tr>"
         )
     counts = summary.get("counts", {})
     totals = " ".join(badge(f"{n} {k}", k) for k, n in counts.items() if n)
-    params = html.escape(json.dumps(summary.get("parameters", {})))
+    params = summary.get("parameters", {})
+    param_text = "; ".join(f"{html.escape(str(k))} = {html.escape(format_figure(v))}" for k, v in params.items()
+                           if v not in (None, "", [], {}))
     page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>Playbook report {html.escape(summary.get('run_id', ''))}</title>
+<html lang="en"><head><meta charset="utf-8">{CSP_META}<title>Playbook report {html.escape(summary.get('run_id', ''))}</title>
 <style>{_CSS}</style></head>
 <body>
 <h1>GPU utilization playbook: report</h1>
-<div class="meta">run <code>{html.escape(summary.get('run_id', ''))}</code> ·
-created {html.escape(summary.get('created', ''))} · {summary.get('duration_s', 0):.1f} s ·
-playbook {html.escape(str(summary.get('playbook_version', '')))}<br>parameters <code>{params}</code></div>
+{_lead_card(summary, out_dir)}
 <div class="totals">{totals}</div>
 <table>
-<thead><tr><th>#</th><th>Notebook</th><th>Run</th><th>Verdict</th><th>Summary and key figures</th>
+<thead><tr><th>#</th><th>Run and its inputs</th><th>Run</th><th>Verdict</th><th>Verdict in one sentence</th>
 <th>Time</th><th>Files</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody></table>
+<p class="meta">run <code>{html.escape(summary.get('run_id', ''))}</code> ·
+created {html.escape(summary.get('created', ''))} · {summary.get('duration_s', 0):.1f} s ·
+playbook {html.escape(str(summary.get('playbook_version', '')))}<br>{param_text}</p>
 <p class="meta"><a href="summary.json">summary.json</a> holds every recorded value and per-cell durations;
 <a href="kernels.log">kernels.log</a> what the kernels wrote outside their notebooks.
 Badges: run <b>ok</b>/<b>error</b>; verdict <b>confirmed</b> / <b>refuted</b> / <b>inconclusive</b>

@@ -56,17 +56,31 @@ def verdict(status: str, summary: str, **figures: Any) -> dict:
     value = {"status": status, "summary": summary, "figures": _jsonable(figures)}
     record("verdict", value, show=False)
     try:
-        from IPython.display import Markdown, display
+        from IPython.display import HTML, display
 
-        figs = ", ".join(f"{k} = {_fmt(v)}" for k, v in figures.items())
-        display(Markdown(f"**Verdict: {status.upper()}** — {summary}" + (f"  \n*{figs}*" if figs else "")))
+        display(HTML(verdict_html(status, summary, figures)))
     except ImportError:
         pass
     return value
 
 
+def verdict_html(status: str, summary: str, figures: dict[str, Any]) -> str:
+    """The verdict line and its key figures as escaped HTML (summaries quote input: host names, file names)."""
+    import html
+
+    rows = "".join(f"<tr><td>{html.escape(str(k).replace('_', ' '))}</td><td>{html.escape(_fmt(v))}</td></tr>"
+                   for k, v in figures.items() if not isinstance(v, (dict, list)))
+    table = f'<table style="width:auto;text-align:left">{rows}</table>' if rows else ""
+    return (f'<div style="text-align:left"><p><b>Verdict: {html.escape(status.upper())}</b> — '
+            f"{html.escape(str(summary))}</p>{table}</div>")
+
+
 def _fmt(v: Any) -> str:
-    return f"{v:.3g}" if isinstance(v, float) else str(v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return "n/a" if v is None else str(v)
 
 
 def collect(notebook: str | Path | dict) -> dict[str, Any]:

@@ -50,10 +50,18 @@ class Job:
         self.title = self.title or self.name
 
 
+# What `playbook report` (and `make demo`) triages without PATHs: the strongest embedded sample first (labelled
+# synthetic, 64 GPUs swinging 90% / 20%), then the real 8-GPU dflash poll (headerless, undated, polled every 2 s).
+DEMO_SAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("synthetic-64gpu", {}),
+    ("dflash-8gpu", {"fields": "index,utilization.gpu,memory.used", "interval_s": 2.0}),
+)
+
+
 def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: bool = False,
          specs: list[catalog.NotebookSpec] | None = None, fields: str | None = None,
          interval_s: float | None = None, tz: str | None = None) -> list[Job]:
-    """The jobs of a report: the triage notebook on `paths` (default: its own default, the embedded sample), plus
+    """The jobs of a report: the triage notebook on `paths` (default: one triage per DEMO_SAMPLES), plus
     the notebooks named in `labs` ("all" = every notebook), in notebook order; `quick` applies quick parameters.
     `fields` / `interval_s` / `tz` describe headerless, timestamp-less or local-time `paths` (as `playbook
     diagnose` takes them)."""
@@ -81,6 +89,14 @@ def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: b
 
             params.update({TRIAGE_INPUTS: [str(_existing(p)) for p in paths], "fields": fields or "",
                            "interval_s": float(interval_s or 0.0), "tz": check_tz(tz)})
+        elif spec.name == triage.name and catalog.SAMPLES.is_dir():
+            for sample, extra in DEMO_SAMPLES:
+                if (catalog.SAMPLES / sample).exists():
+                    inputs = [str((catalog.SAMPLES / sample).relative_to(catalog.ROOT))]
+                    jobs.append(Job(str(spec.path), {**params, TRIAGE_INPUTS: inputs, **extra},
+                                    f"{spec.name}-{sample}", f"{spec.title} — {sample}"))
+            if any(j.notebook == str(spec.path) for j in jobs):
+                continue
         jobs.append(Job(str(spec.path), params, spec.name, spec.title))
     return jobs
 
@@ -182,6 +198,17 @@ def _fill_from_notebook(entry: dict[str, Any], ipynb: Path) -> None:
     entry["ipynb"] = ipynb.name
     records = collect(nb)
     entry["verdict"] = records.pop("verdict", None)
+    head = records.get("headline")
+    if isinstance(head, dict) and head.get("figure_png"):
+        import base64
+        import binascii
+
+        png = ipynb.with_suffix(".key.png")
+        try:
+            png.write_bytes(base64.b64decode(head.pop("figure_png"), validate=True))
+            head["figure"] = png.name
+        except (binascii.Error, ValueError):
+            head.pop("figure", None)
     entry["records"] = records
     cells = []
     for index, cell in enumerate(nb.get("cells", [])):

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from playbook.report.catalog import NOTEBOOKS
@@ -80,13 +81,70 @@ def key_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def folded(frame: pd.DataFrame, metric: str, period_s: float | None) -> pd.DataFrame:
-    """`metric` folded on the diagnosis's period (analysis.oscillation.fold_cycle); empty without a period."""
+def folded(frame: pd.DataFrame, metric: str, period_s: float | None,
+           gpus: list[str] | None = None) -> pd.DataFrame:
+    """`metric` of `gpus` (default all) folded on the diagnosis's period (analysis.oscillation.fold_cycle);
+    empty without a period."""
     from playbook.analysis.oscillation import fold_cycle
 
     if not period_s or len(frame) == 0:
         return pd.DataFrame(columns=["phase", "time_in_cycle_s", "median", "q25", "q75", "n"])
-    return fold_cycle(frame, float(period_s), column=metric)
+    return fold_cycle(frame, float(period_s), column=metric, gpus=gpus)
+
+
+def swing_gpus(diagnosis: dict[str, Any]) -> tuple[list[str] | None, str]:
+    """(GPU ids, description) of the GPUs that swing: the oscillation's groups when they are a strict subset of
+    the GPUs, else None (= all) — the spectrum and the folded cycle are drawn over these, so one GPU's swing is
+    not averaged away by 63 steady peers."""
+    osc = diagnosis.get("oscillation") or {}
+    members = sorted({str(g) for group in osc.get("groups") or [] for g in group})
+    n = len(diagnosis.get("gpus") or [])
+    if not members or len(members) >= n:
+        return None, f"all {n} GPUs" if n else "all GPUs"
+    names = ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
+    return members, f"the {len(members)} GPU{'s' if len(members) > 1 else ''} that swing ({names})"
+
+
+def status_map(diagnosis: dict[str, Any]) -> dict[str, str]:
+    """"host:index" -> status, for the heatmap's row order."""
+    return {str(g.get("id")): str(g.get("status")) for g in diagnosis.get("gpus") or [] if g.get("id")}
+
+
+def warnings_html(warnings: list[str], limit: int = 12) -> str:
+    """Reader warnings as an escaped HTML list: identical messages counted once, at most `limit` shown."""
+    import html
+    from collections import Counter
+
+    if not warnings:
+        return "<p><em>No reader warnings.</em></p>"
+    counts = Counter(str(w) for w in warnings)
+    items = [f"<li>{html.escape(w)}{f' <small>(×{n})</small>' if n > 1 else ''}</li>"
+             for w, n in counts.most_common(limit)]
+    more = len(counts) - limit
+    tail = f"<li><em>and {more} more kinds</em></li>" if more > 0 else ""
+    return (f'<p>{len(warnings)} reader warning{"s" if len(warnings) > 1 else ""} (expected for inputs without '
+            f'headers or timestamps; each names its file and line):</p><ul style="text-align:left">'
+            + "".join(items) + tail + "</ul>")
+
+
+def inputs_table(bundle: Any) -> pd.DataFrame:
+    """What was read: rows per non-empty table, with the GPUs/hosts the telemetry covers."""
+    rows = {name: len(getattr(bundle, name)) for name in bundle.TABLES if len(getattr(bundle, name))}
+    frame = pd.DataFrame({"table": list(rows), "rows": list(rows.values())})
+    tel = bundle.telemetry
+    if len(tel):
+        span = (tel["time"].max() - tel["time"].min()).total_seconds() if tel["time"].notna().any() else None
+        frame.loc[frame["table"] == "telemetry", "covers"] = (
+            f"{tel.groupby(['host', 'gpu']).ngroups} GPUs on {tel['host'].nunique()} hosts"
+            + (f", {span / 60:.1f} min" if span else ""))
+    return frame.fillna("")
+
+
+def left_table(frame: pd.DataFrame, formats: dict[str, str] | None = None):
+    """A Styler with text left-aligned, no index, and `formats` (column -> format) applied; values escaped."""
+    styler = frame.style.hide(axis="index").format(formats or {}, na_rep="n/a", escape="html")
+    return styler.set_properties(**{"text-align": "left"}).set_table_styles(
+        [{"selector": "th", "props": [("text-align", "left")]}])
 
 
 def _causes(diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
@@ -119,7 +177,7 @@ def triage_verdict(diagnosis: dict[str, Any]) -> tuple[str, str]:
 
 
 def hypotheses_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
-    """Ranked hypotheses, one row each: id, score, evidence (joined), next_step, fix, notebook."""
+    """Ranked hypotheses, one row each: id, score (0-1), evidence (joined), next_step, fix, notebook."""
     rows = [{"id": h.get("id"), "score": h.get("score"), "evidence": "; ".join(h.get("evidence") or []),
              "next_step": h.get("next_step"), "fix": h.get("fix"), "notebook": h.get("notebook")}
             for h in diagnosis.get("hypotheses") or []]
@@ -133,6 +191,14 @@ def gpu_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
                          columns=["id", "host", "index", "mean_util_pct", "status", "evidence"])
     frame["_ok"] = frame["status"].eq("ok")
     return frame.sort_values(["_ok", "id"], kind="stable").drop(columns="_ok").reset_index(drop=True)
+
+
+def md_escape(text: Any) -> str:
+    """Text from inputs made safe inside Markdown: HTML escaped and Markdown's own markup neutralised."""
+    import html
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(str(text), quote=True))
 
 
 def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path = NOTEBOOKS) -> str:
@@ -152,11 +218,11 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path = NOTEBOOKS
 def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
     notebook = hyp.get("notebook")
     if not notebook:
-        return f"No lab notebook covers `{hyp['id']}` yet; next step: {hyp.get('next_step') or 'n/a'}."
+        return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
     name = Path(notebook).name
     link = f"[{name}]({name})" if (notebooks_dir / name).is_file() else f"`{notebook}` (not written yet)"
     return (f"**Next: the lab for `{hyp['id']}`** — {link}. It reproduces this failure on a small real training "
-            f"loop, measures it, and applies the fix. Confirm here first: {hyp.get('next_step') or 'n/a'}")
+            f"loop, measures it, and applies the fix. Confirm here first: {md_escape(hyp.get('next_step') or 'n/a')}")
 
 
 DATA_STALL_CAUSES = ("data_starvation", "periodic_stall")
@@ -195,3 +261,110 @@ def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, An
     if real_ok and lo > 1.0:
         return "confirmed", "known causes recovered and fixed — " + found, figures
     return "inconclusive", "synthetic answer recovered, the real recording less clearly — " + found, figures
+
+
+def resolve_inputs(inputs: list[str]) -> list[str]:
+    """Input paths as the notebook documents them: relative to the repository root, wherever the kernel started
+    (JupyterLab starts it in notebooks/, papermill at the root); a relative path that only exists from the
+    current folder is kept as it is."""
+    from playbook.report.catalog import ROOT
+
+    out = []
+    for p in inputs:
+        path = Path(p).expanduser()
+        if not path.is_absolute() and (ROOT / path).exists():
+            path = ROOT / path
+        out.append(str(path))
+    return out
+
+
+def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_bins: int = 400) -> dict:
+    """Display the verdict card (verdict, confidence, GPU time lost, guilty units, next command) with the
+    heatmap (not-ok GPUs first) inside it; returns the headline dict, with the figure as base64 PNG under
+    `figure_png` (the batch runner moves it into a file for the index)."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    from playbook.plots import timeline
+    from playbook.report import headline
+
+    head = headline.from_diagnosis(report, frame, metric)
+    png, note = None, None
+    if len(frame) and frame[metric].notna().any():
+        period = (report.get("oscillation") or {}).get("period_s")
+        fig = timeline.heatmap(frame, metric, max_bins=max_bins, status=status_map(report), period_s=period,
+                               figsize=(11, 4.6))
+        png = headline.figure_png(fig)
+        plt.close(fig)
+    else:
+        note = "No heatmap: the inputs hold no utilization samples (see the reader warnings below)."
+    display(HTML(headline.card_html(head, png, "heatmap of every GPU over time, the ones not ok first",
+                                    figure_note=note)))
+    return {**head, "figure_png": png}
+
+
+def show_inputs(bundle: Any) -> None:
+    """The files read (escaped) and the rows per table, then the reader warnings, summarised."""
+    import html
+
+    from IPython.display import HTML, display
+
+    from playbook.report.catalog import ROOT
+
+    def short(p: str) -> str:
+        try:
+            return str(Path(p).resolve().relative_to(ROOT))
+        except (ValueError, OSError):
+            return str(p)
+
+    names = [html.escape(short(p)) for p in bundle.inputs]
+    shown = ", ".join(f"<code>{n}</code>" for n in names[:12]) + (f" and {len(names) - 12} more"
+                                                                    if len(names) > 12 else "")
+    display(HTML(f'<p style="text-align:left">Read {len(names)} input{"s" if len(names) != 1 else ""}: '
+                 f"{shown or 'none'}</p>"))
+    display(left_table(inputs_table(bundle)))
+    display(HTML(warnings_html(bundle.warnings)))
+
+
+def show_period(report: dict[str, Any], frame: pd.DataFrame, metric: str) -> None:
+    """Spectrum and folded cycle over the GPUs that swing; each left out with one line saying why when it has
+    nothing to show."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    from playbook.analysis.oscillation import period_spectrum
+    from playbook.plots import timeline
+
+    period = (report.get("oscillation") or {}).get("period_s")
+    gpus, over = swing_gpus(report)
+    spec = period_spectrum(frame, metric, gpus=gpus) if len(frame) else pd.DataFrame()
+    if spec.empty or not np.isfinite(spec.get("period_s", pd.Series(dtype=float))).any():
+        display(HTML("<p><em>No spectrum: too few samples in time for any period.</em></p>"))
+    else:
+        fig = timeline.spectrum(spec, period, title=f"Period spectrum of {over}")
+        plt.show()
+        plt.close(fig)
+    if not period:
+        display(HTML("<p><em>No period found, so there is no cycle to fold.</em></p>"))
+        return
+    fold = folded(frame, metric, period, gpus)
+    if fold.empty:
+        display(HTML("<p><em>No folded cycle: no samples of the swinging GPUs.</em></p>"))
+        return
+    fig = timeline.folded_cycle(fold, period, metric, over=over)
+    plt.show()
+    plt.close(fig)
+
+
+def gpu_status_view(report: dict[str, Any], rows: int = 16):
+    """The GPU table for the page: not-ok first, `rows` rows, with units in the headers."""
+    frame = gpu_table(report).head(rows)[["id", "status", "mean_util_pct", "evidence"]]
+    frame = frame.rename(columns={"id": "GPU (host:index)", "mean_util_pct": "mean utilization (%)"})
+    return left_table(frame, {"mean utilization (%)": "{:.0f}"})
+
+
+def hypotheses_view(report: dict[str, Any]):
+    """The ranked hypotheses for the page (score 0-1, two decimals)."""
+    frame = hypotheses_table(report).rename(columns={"id": "cause", "score": "score (0-1)",
+                                                      "next_step": "next step"})
+    return left_table(frame, {"score (0-1)": "{:.2f}"})

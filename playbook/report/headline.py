@@ -1,0 +1,237 @@
+"""The first screen of a report: what, where, how much and what next, from a diagnosis or a lab's verdict.
+
+    h = headline.from_diagnosis(report, frame, metric)     # the ONE adapter on the diagnosis result
+    display(HTML(headline.card_html(h, figure_png=...)))
+
+`from_diagnosis` is the only place that reads the diagnosis for the headline: it takes the diagnosis's own
+verdict sentence and GPU-time-lost figures where the result carries them (keys `verdict`, `gpu_time_lost`),
+and derives them from the hypotheses and the telemetry otherwise. Everything rendered is escaped here.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.report import triage
+
+MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
+
+
+def confidence_words(status: str, score: float | None, margin: float | None) -> str:
+    """The verdict's confidence in words. Scores are the diagnosis's 0-1 posterior-like scores; "high" needs the
+    top cause to be at least 0.8 and lead the runner-up by 0.3 (it then outweighs every alternative together)."""
+    if status == "refuted":
+        return "high: no utilization problem found" if (score or 0) > 0.8 else "moderate: looks healthy"
+    if status != "confirmed":
+        return "low: the evidence does not settle the cause"
+    if (score or 0) >= 0.8 and (margin is None or margin >= 0.3):
+        return "high"
+    return "moderate: the cause is named, an alternative is not ruled out"
+
+
+def lost_share(frame: pd.DataFrame, metric: str, diagnosis: dict[str, Any]) -> float | None:
+    """Share (0-1) of GPU time lost, from the samples: each GPU's shortfall 1 - mean / working level, where the
+    working level is the oscillation's high level when one was found, else the 95th percentile of all samples
+    (what these GPUs reach when not held up). The fleet's share is the larger of its mean shortfall and its worst
+    GPU's when the top cause is a straggler: then every GPU waits in the collective for the slowest one (while
+    its own counter may read busy). None without samples of a utilization-like metric."""
+    if metric not in frame or not len(frame):
+        return None
+    values = pd.to_numeric(frame[metric], errors="coerce")
+    ok = np.isfinite(values.to_numpy(dtype="float64"))
+    if not ok.any():
+        return None
+    high = (diagnosis.get("oscillation") or {}).get("high_pct") if metric.endswith("_pct") else None
+    level = float(high) if high else float(np.percentile(values[ok], 95))
+    if level <= 0:
+        return None
+    short = 1.0 - values[ok].clip(0, level) / level
+    fleet = float(short.mean())
+    keys = [c for c in ("host", "gpu") if c in frame]
+    top = triage._top(diagnosis) or {}
+    if "straggler" not in str(top.get("id")):
+        return float(np.clip(fleet, 0.0, 1.0))
+    worst = float(short.groupby([frame.loc[ok, c] for c in keys]).mean().max()) if keys else fleet
+    return float(np.clip(max(fleet, worst), 0.0, 1.0))
+
+
+def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
+                   metric: str = "util_pct") -> dict[str, Any]:
+    """The adapter: a diagnosis dict (issue 3's JSON) -> the headline dict the card renders (status, sentence,
+    confidence, lost_share, gpu_hours_per_day, guilty, next_command, next_why)."""
+    status, summary = triage.triage_verdict(diagnosis)
+    causes = triage._causes(diagnosis)
+    top = triage._top(diagnosis) or {}
+    score = top.get("score")
+    margin = (float(causes[0].get("score") or 0) - float(causes[1].get("score") or 0)) if len(causes) > 1 else None
+    v = diagnosis.get("verdict")
+    sentence = v.get("sentence") if isinstance(v, dict) else (v if isinstance(v, str) else None)
+    if not sentence:
+        sentence = _sentence(status, top, diagnosis) or summary
+    lost = diagnosis.get("gpu_time_lost")
+    gpus = diagnosis.get("gpus") or []
+    n_gpus = len(gpus) or (int(frame.groupby(["host", "gpu"]).ngroups) if frame is not None
+                           and len(frame) and "gpu" in frame else 0)
+    share = lost.get("share") if isinstance(lost, dict) else None
+    if share is None and frame is not None:
+        share = lost_share(frame, metric, diagnosis)
+    hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) else None
+    if hours is None and share is not None:
+        hours = share * n_gpus * 24.0
+    command, why = next_command(status, top)
+    return {"status": status, "sentence": sentence, "detail": summary,
+            "confidence": confidence_words(status, score, margin), "lost_share": share,
+            "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": guilty(diagnosis),
+            "next_command": command, "next_why": why, "cause": top.get("id")}
+
+
+def _sentence(status: str, top: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
+    osc = diagnosis.get("oscillation") or {}
+    cause = str(top.get("id") or "").replace("_", " ")
+    if status == "refuted":
+        return "No utilization problem found: the GPUs stay busy."
+    if not cause or top.get("id") == "healthy":
+        return None
+    where = _where(diagnosis)
+    shape = ""
+    if osc.get("detected") and osc.get("high_pct") is not None and osc.get("low_pct") is not None:
+        shape = f" drop from {osc['high_pct']:.0f}% to {osc['low_pct']:.0f}%"
+        shape += f" every {osc['period_s']:.3g} s" if osc.get("period_s") else " at irregular times"
+    lead = "Most likely" if status == "confirmed" else "Possibly"
+    return f"{lead} a {cause}: {where}{shape}."
+
+
+def _where(diagnosis: dict[str, Any]) -> str:
+    gpus = diagnosis.get("gpus") or []
+    bad = [g for g in gpus if g.get("status") != "ok"]
+    osc = diagnosis.get("oscillation") or {}
+    if osc.get("synchrony") == "synchronized" and not bad:
+        return f"all {len(gpus)} GPUs" if gpus else "all GPUs"
+    if bad:
+        return f"{len(bad)} of {len(gpus)} GPUs"
+    return f"the {len(gpus)} GPUs" if gpus else "the run"
+
+
+def guilty(diagnosis: dict[str, Any]) -> dict[str, list[str]]:
+    """Units to look at: non-ok GPUs (with their status), flagged ranks, and hosts whose every GPU is non-ok."""
+    gpus = diagnosis.get("gpus") or []
+    bad = [g for g in gpus if g.get("status") not in (None, "ok")]
+    by_host: dict[str, list[dict]] = {}
+    for g in gpus:
+        by_host.setdefault(str(g.get("host")), []).append(g)
+    hosts = [h for h, gs in by_host.items() if len(by_host) > 1 and all(x.get("status") != "ok" for x in gs)]
+    ranks = []
+    for r in diagnosis.get("ranks") or []:
+        if isinstance(r, dict) and r.get("status") not in (None, "ok", "normal"):
+            ranks.append(f"rank {r.get('rank')} ({r.get('status')})")
+    return {"gpus": [f"{g.get('id')} ({g.get('status')})" for g in bad], "ranks": ranks, "hosts": hosts}
+
+
+_LAB = re.compile(r"(\d\d)_[A-Za-z0-9_]+\.ipynb$")
+
+
+def next_command(status: str, top: dict[str, Any]) -> tuple[str, str]:
+    """(command, why): the lab of the top cause as `playbook report --labs NN`, else what to record next."""
+    m = _LAB.search(str(top.get("notebook") or ""))
+    if m and status in ("confirmed", "inconclusive"):
+        return (f"playbook report --labs {m.group(1)}",
+                f"reproduces {str(top.get('id')).replace('_', ' ')} on a small real training loop and measures its fix")
+    if status == "refuted":
+        return "playbook record --out runs/next -- <your launch command>", "keep a record to compare the next run with"
+    return ("playbook record --out runs/next -- <your launch command>",
+            "records step phases and host counters, which name the cause")
+
+
+def lab_headline(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The headline of a lab page from its summary.json entry (the recorded verdict), None without a verdict."""
+    v = entry.get("verdict") or {}
+    if not v.get("status"):
+        return None
+    words = {"confirmed": "the fix beats run-to-run noise", "refuted": "the fix did not help beyond noise",
+             "inconclusive": "low: the runs cannot separate the fix from noise"}
+    number = str(entry.get("notebook", "")).split("_", 1)[0]
+    return {"status": v["status"], "sentence": str(v.get("summary", "")), "detail": "",
+            "confidence": words.get(v["status"], v["status"]), "lost_share": None, "gpu_hours_per_day": None,
+            "figures": v.get("figures") or {}, "guilty": {},
+            "next_command": f"playbook report --labs {number}" if number.isdigit() else "playbook report",
+            "next_why": "the full run (drop --quick) for a tighter interval" if entry.get("quick")
+            else "rerun to reproduce; compare your own runs with `playbook compare BEFORE AFTER`"}
+
+
+def figure_png(fig, dpi: int = 90) -> str:
+    """A matplotlib figure as base64 PNG text (for a data: URI)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{100 * share:.0f}%"
+
+
+def _names(items: list[str]) -> str:
+    shown = ", ".join(html.escape(x) for x in items[:MAX_NAMED])
+    return shown + (f" and {len(items) - MAX_NAMED} more" if len(items) > MAX_NAMED else "")
+
+
+CARD_CSS = """
+.pb-card { border: 1px solid #dee2e6; border-left: 6px solid var(--pb-c); border-radius: 6px; padding: .8rem 1rem;
+  margin: .6rem 0 1rem; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; text-align: left;
+  background: #fff; color: #212529; }
+.pb-card .pb-verdict { font-size: 1.25rem; font-weight: 600; margin: 0 0 .4rem; }
+.pb-card .pb-row { display: flex; flex-wrap: wrap; gap: .4rem 2rem; margin: .3rem 0; font-size: .95rem; }
+.pb-card .pb-k { color: #6c757d; font-size: .8rem; text-transform: uppercase; letter-spacing: .03em; display: block; }
+.pb-card code { background: #f1f3f5; padding: .1em .4em; border-radius: 3px; font-size: .95rem; }
+.pb-card img { max-width: 100%; max-height: 430px; display: block; margin-top: .5rem; }
+"""
+STATUS_COLORS = {"confirmed": "#264653", "refuted": "#2a9d8f", "inconclusive": "#e9a23b", "error": "#d62828"}
+
+
+def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str = "key figure",
+              figure_note: str | None = None) -> str:
+    """The headline as a self-contained, escaped HTML block (its own <style>, no script)."""
+    e = html.escape
+    color = STATUS_COLORS.get(h.get("status", ""), "#adb5bd")
+    facts = [("confidence", e(str(h.get("confidence", ""))))]
+    if h.get("lost_share") is not None:
+        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {h.get('gpus') or '?'} GPUs"))
+    if h.get("gpu_hours_per_day") is not None:
+        facts.append(("GPU-hours lost per day", f"{h['gpu_hours_per_day']:.1f}"))
+    g = h.get("guilty") or {}
+    where = [(k, v) for k, v in (("hosts", g.get("hosts")), ("GPUs", g.get("gpus")), ("ranks", g.get("ranks"))) if v]
+    if where:
+        facts.extend((f"guilty {k}", _names(v)) for k, v in where)
+    elif h.get("lost_share") is not None:
+        facts.append(("guilty", "no single GPU: every GPU behaves alike (a shared cause)"))
+    for k, v in (h.get("figures") or {}).items():
+        if not isinstance(v, (dict, list)):
+            facts.append((e(str(k).replace("_", " ")), e(format_value(v))))
+    row = "".join(f'<div><span class="pb-k">{k}</span>{v}</div>' for k, v in facts)
+    parts = [f'<style>{CARD_CSS}</style><section class="pb-card" id="verdict" style="--pb-c:{color}">',
+             f'<p class="pb-verdict">{e(str(h.get("status", "")).upper())}: {e(str(h.get("sentence", "")))}</p>',
+             f'<div class="pb-row">{row}</div>']
+    if h.get("next_command"):
+        parts.append(f'<div class="pb-row"><div><span class="pb-k">next</span><code>{e(h["next_command"])}</code> '
+                     f'— {e(str(h.get("next_why", "")))}</div></div>')
+    if figure_b64:
+        parts.append(f'<img alt="{e(figure_alt)}" src="data:image/png;base64,{figure_b64}">')
+    elif figure_note:
+        parts.append(f'<div class="pb-row"><em>{e(figure_note)}</em></div>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def format_value(value: Any) -> str:
+    """A key figure as short text: 3 significant digits for floats, booleans as yes/no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return "n/a" if value is None else str(value)
