@@ -22,6 +22,32 @@ def test_lab_verdict_reads_fault_and_fix_against_the_noise():
             for r in range(4) for v, t in [("no_fault", 100 + r), ("fault", 50 + r), ("fix", 99 + r)]]
     verdict = lab_verdict(variant_summary(pd.DataFrame(rows)))
     assert verdict.status == "confirmed" and 0.48 < verdict.fault_ratio < 0.52 and verdict.fix_ratio > 0.95
+    rows = [{"variant": v, "repeat": r, "throughput": t + (-1) ** r * 1}
+            for r in range(4) for v, t in [("no_fault", 100), ("fault", 99.5), ("fix", 100)]]
+    assert lab_verdict(variant_summary(pd.DataFrame(rows))).status == "refuted"  # no cost, a 5% one ruled out
     rows = [{"variant": v, "repeat": r, "throughput": t + (-1) ** r * 20}
             for r in range(4) for v, t in [("no_fault", 100), ("fault", 98), ("fix", 100)]]
-    assert lab_verdict(variant_summary(pd.DataFrame(rows))).status == "refuted"
+    assert lab_verdict(variant_summary(pd.DataFrame(rows))).status == "inconclusive"  # ±20%: cannot tell
+
+
+def test_two_runs_that_cannot_separate_fix_from_fault_are_inconclusive():
+    import pandas as pd
+
+    # the quick lab 12 case: 2 runs a side, the fix's point estimate high but its t interval wide
+    tp = {"no_fault": (100, 104), "fault": (80, 90), "fix": (86, 126)}
+    rows = [{"variant": v, "repeat": r, "throughput": t[r]} for v, t in tp.items() for r in range(2)]
+    summary = variant_summary(pd.DataFrame(rows))
+    v = lab_verdict(summary)
+    assert v.status == "inconclusive" and "interval" in v.summary
+    assert summary.loc["fix", "ratio_hi"] - summary.loc["fix", "ratio_lo"] > 0.5  # t with ~1 df, not ±1.96 se
+    one = variant_summary(pd.DataFrame([{"variant": k, "repeat": 0, "throughput": t[0]} for k, t in tp.items()]))
+    assert lab_verdict(one).status == "inconclusive"
+
+
+def test_a_period_is_named_only_when_significant():
+    from playbook.analysis.compare import period_text
+
+    assert period_text({"every_n_steps": 3, "p_value": 1.0}) == (None, "no period found (best candidate every 3 "
+                                                                      "steps, p = 1)")
+    assert period_text({"every_n_steps": 20, "p_value": 1e-4})[0] == 20
+    assert period_text(None) == (None, "no period found")

@@ -62,7 +62,7 @@ def test_heatmap_has_a_row_per_gpu_and_a_labelled_colorbar():
     fig = tl.heatmap(_telemetry())
     ax, cbar = fig.axes
     assert cbar.get_ylabel() == "utilization.gpu (%)"
-    assert ax.get_xlabel() == "time since start (s)"
+    assert ax.get_xlabel() == "time since start (s) · bins of 1 s"
     assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["h0:0", "h0:1"]
     mesh = ax.collections[0]
     assert mesh.get_array().shape == (8, 120)
@@ -71,11 +71,41 @@ def test_heatmap_has_a_row_per_gpu_and_a_labelled_colorbar():
 
 def test_heatmap_of_many_gpus_labels_hosts_and_long_runs_in_hours():
     tel = _telemetry(hosts=8, gpus=5, seconds=4 * 360, period=600, high_s=450, step_s=10)  # 40 GPUs, 4 h
-    fig = tl.heatmap(tel)
+    fig = tl.heatmap(tel, figsize=(10, 4))  # too short for 40 labels: one per host block
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == [f"h{h}" for h in range(8)]
-    assert ax.get_xlabel() == "time since start (h)"
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"h{h} (GPUs ok)" for h in range(8)]
+    assert ax.get_xlabel().startswith("time since start (h)")
     assert ax.collections[0].get_array().shape[1] <= 400
+    ax = tl.heatmap(tel).axes[0]  # tall enough: every row labelled host:index
+    assert [t.get_text() for t in ax.get_yticklabels()][:6] == ["h0:0", "h0:1", "h0:2", "h0:3", "h0:4", "h1:0"]
+
+
+def test_heatmap_puts_the_gpus_that_are_not_ok_first_marked_and_taller():
+    tel = _telemetry(hosts=8, gpus=8)
+    status = {"h3:5": "underutilized", "h0:2": "lost"}
+    ax = tl.heatmap(tel, status=status, figsize=(10, 4)).axes[0]
+    labels = ax.get_yticklabels()
+    assert [t.get_text() for t in labels[:2]] == ["h0:2", "h3:5"]  # lost before underutilized
+    assert all(t.get_color() == "#d62828" for t in labels[:2]) and labels[2].get_color() != "#d62828"
+    h = tl.row_heights(["lost", "underutilized"] + ["ok"] * 62)
+    assert h[0] == h[1] == 8  # capped at 8 rows each
+    h = tl.row_heights(["lost"] * 8 + ["ok"] * 56)
+    assert h[:8].sum() / h.sum() == pytest.approx(1 / 3)  # a third of the height at most
+
+
+def test_heatmap_bins_keep_a_period_visible_over_a_long_run():
+    assert tl.heatmap_bins(7200, 400, 60) == 960  # 8 bins per 60 s cycle, not 18 s bins
+    assert tl.heatmap_bins(7200, 400, None) == 400
+    assert tl.heatmap_bins(30 * 86400, 400, 60) == tl.MAX_HEATMAP_BINS
+
+
+def test_spectrum_marks_a_period_only_where_it_is_significant():
+    spec = pd.DataFrame({"period_s": [30.0, 60.0, 120.0], "power": [1.0, 2.0, 1.0],
+                         "threshold": [3.0, 3.0, 3.0]})
+    assert not tl.significant_at(spec, 60.0)
+    assert tl.significant_at(spec.assign(power=[1.0, 5.0, 1.0]), 60.0)
+    ax = tl.spectrum(spec, 60.0).axes[0]
+    assert not any(str(ln.get_label()).startswith("period") for ln in ax.get_lines())
 
 
 def test_host_series_band_spans_the_hosts_gpus():

@@ -9,25 +9,36 @@ import numpy as np
 import pandas as pd
 
 
-def variant_summary(runs: pd.DataFrame, metric: str = "throughput", baseline: str = "no_fault") -> pd.DataFrame:
-    """Per variant: n, mean, std, cv, and mean ratio to `baseline` with a 95% interval (delta method on the means).
+def variant_summary(runs: pd.DataFrame, metric: str = "throughput", baseline: str = "no_fault",
+                    level: float = 0.95) -> pd.DataFrame:
+    """Per variant: n, mean, std, cv, and mean ratio to `baseline` with a Student-t interval at `level`.
 
     `runs` has one row per (variant, repeat) with a column `metric` (as from workloads.common.measure_variants).
-    The interval is the normal approximation (± 1.96 standard errors): with fewer than about five repeats per
-    variant it is narrower than a Student-t interval would be, so treat n = 2-3 verdicts as a smoke check and
-    quote figures from more repeats (benchmarks/labs.py).
+    The ratio's relative standard error combines both means' (delta method); its degrees of freedom are
+    Welch-Satterthwaite's, so two repeats a side give a wide interval (t with ~2 df: ±4.3 standard errors) rather
+    than a falsely tight normal one. One run of a variant has no spread: its interval is NaN (cannot tell).
     """
     g = runs.groupby("variant", sort=False)[metric]
-    out = pd.DataFrame({"n": g.count(), "mean": g.mean(), "std": g.std(ddof=1).fillna(0.0)})
+    out = pd.DataFrame({"n": g.count(), "mean": g.mean(), "std": g.std(ddof=1)})
     out["cv"] = out["std"] / out["mean"].where(out["mean"] != 0)
     if baseline in out.index:
         b = out.loc[baseline]
         ratio = out["mean"] / b["mean"]
-        # relative standard errors of the two means, combined (delta method for a ratio)
-        rse = np.sqrt((out["std"] / out["mean"]) ** 2 / out["n"] + (b["std"] / b["mean"]) ** 2 / b["n"])
+        va = (out["std"] / out["mean"]) ** 2 / out["n"]  # squared relative standard errors
+        vb = (b["std"] / b["mean"]) ** 2 / b["n"]
+        rse = np.sqrt(va + vb)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            df = (va + vb) ** 2 / (va ** 2 / (out["n"] - 1) + vb ** 2 / (b["n"] - 1))
+        df = df.where(np.isfinite(df) & (df > 0), out["n"] + b["n"] - 2)
+        from scipy import stats
+
+        tq = pd.Series(stats.t.ppf(0.5 + level / 2, df.clip(lower=1e-9)), index=out.index)
+        tq = tq.where((out["n"] >= 2) & (b["n"] >= 2))
         out["ratio"] = ratio
-        out["ratio_lo"] = ratio * (1 - 1.96 * rse)
-        out["ratio_hi"] = ratio * (1 + 1.96 * rse)
+        out["ratio_lo"] = ratio * (1 - tq * rse)
+        out["ratio_hi"] = ratio * (1 + tq * rse)
+        out.loc[out.index == baseline, ["ratio_lo", "ratio_hi"]] = 1.0
+    out["std"] = out["std"].fillna(0.0)
     return out
 
 
@@ -81,23 +92,58 @@ class LabVerdict:
 
 def lab_verdict(summary: pd.DataFrame, fault: str = "fault", fix: str = "fix", baseline: str = "no_fault",
                 recover: float = 0.95) -> LabVerdict:
-    """Confirmed when the fault costs throughput beyond the noise and the fix recovers ≥ `recover` of the baseline.
+    """The verdict from the ratios' intervals (variant_summary; ratios to `baseline`):
 
-    Refuted when the fault's cost lies within the noise (the hypothesised cause does not slow this run);
-    inconclusive when the fault hurts but the fix does not recover enough (or the noise is too large to tell).
+    confirmed     the fault costs throughput beyond the noise (its interval lies below 1) and the fix is faster
+                  than the fault beyond the noise (their intervals do not overlap) and recovers ≥ `recover`
+    refuted       the fault's interval holds 1 and is tight enough to rule out a cost of more than 1 - `recover`
+                  (its lower end above `recover`): the hypothesised cause does not slow this run
+    inconclusive  otherwise: the runs cannot separate fault, fix and noise (too few repeats, or noisy), or the fix
+                  does not recover enough
     """
     fr = float(summary.loc[fault, "ratio"])
     xr = float(summary.loc[fix, "ratio"]) if fix in summary.index else math.nan
     cv = float(summary["cv"].max())
-    fault_hi = float(summary.loc[fault, "ratio_hi"])
-    if fault_hi >= 1.0:
-        return LabVerdict("refuted", f"the fault's throughput ({fr:.0%} of no-fault) is within run-to-run noise",
+    f_lo, f_hi = (float(summary.loc[fault, k]) for k in ("ratio_lo", "ratio_hi"))
+    x_lo, x_hi = ((float(summary.loc[fix, k]) for k in ("ratio_lo", "ratio_hi")) if fix in summary.index
+                  else (math.nan, math.nan))
+    n = int(summary["n"].min())
+    fault_txt = f"fault runs at {fr:.0%} of no-fault ({_interval(f_lo, f_hi)})"
+    fix_txt = f"the fix at {xr:.0%} ({_interval(x_lo, x_hi)})"
+    if not (math.isfinite(f_lo) and math.isfinite(f_hi)):
+        return LabVerdict("inconclusive", f"{fault_txt}: {n} run(s) per variant give no interval; repeat more",
                           fr, xr, cv)
-    if xr >= recover:
-        return LabVerdict("confirmed", f"fault runs at {fr:.0%} of no-fault throughput; the fix recovers {xr:.0%}",
-                          fr, xr, cv)
-    return LabVerdict("inconclusive", f"fault runs at {fr:.0%} of no-fault, but the fix recovers only {xr:.1%} "
-                      f"(the bar is {recover:.0%})", fr, xr, cv)
+    if f_hi < 1.0:
+        if math.isfinite(x_lo) and x_lo > f_hi and xr >= recover:
+            return LabVerdict("confirmed", f"{fault_txt}; {fix_txt}: the fix recovers the loss beyond the noise",
+                              fr, xr, cv)
+        if math.isfinite(x_lo) and x_lo > f_hi:
+            return LabVerdict("inconclusive", f"{fault_txt}; {fix_txt}: faster than the fault, but short of the "
+                              f"{recover:.0%} bar", fr, xr, cv)
+        return LabVerdict("inconclusive", f"{fault_txt}; {fix_txt}: the {n} runs per variant cannot separate the "
+                          "fix from the fault; repeat more (or run without --quick)", fr, xr, cv)
+    if f_lo > recover:
+        return LabVerdict("refuted", f"{fault_txt}: within run-to-run noise, and a cost above {1 - recover:.0%} is "
+                          "ruled out", fr, xr, cv)
+    return LabVerdict("inconclusive", f"{fault_txt}: the interval holds both no cost and a large one; the {n} runs "
+                      "per variant cannot tell — repeat more", fr, xr, cv)
+
+
+def _interval(lo: float, hi: float, level: float = 0.95) -> str:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return "no interval"
+    return f"{level:.0%} interval {lo:.0%}-{hi:.0%}"
+
+
+def period_text(periodic: dict | None, alpha: float = 0.05, unit: str = "steps") -> tuple[int | float | None, str]:
+    """(period or None, text) for a periodicity test result with `every_n_steps` and `p_value`: the period is
+    given only when p < `alpha`; otherwise "no period found"."""
+    periodic = periodic or {}
+    every, p = periodic.get("every_n_steps"), periodic.get("p_value")
+    if every is None or p is None or not (p < alpha):
+        tail = f" (best candidate every {every} {unit}, p = {p:.2g})" if every is not None and p is not None else ""
+        return None, "no period found" + tail
+    return every, f"slow steps recur every {every} {unit} (p = {p:.2g})"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -250,68 +296,18 @@ def lag1(x: np.ndarray) -> float:
     return r if np.isfinite(r) else 0.0
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the regularized incomplete beta function (modified Lentz)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-12:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function I_x(a, b)."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    lbt = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    if x < (a + 1) / (a + b + 2):
-        return math.exp(lbt) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(lbt) * _betacf(b, a, 1 - x) / b
-
-
 def t_sf(t: float, df: float) -> float:
     """P(T > t) for Student's t with `df` degrees of freedom (df may be fractional, e.g. Welch's)."""
-    tail = 0.5 * betainc(df / 2, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
+    from scipy import stats
+
+    return float(stats.t.sf(t, df))
 
 
 def t_quantile(q: float, df: float) -> float:
-    """The q-quantile of Student's t (bisection on t_sf)."""
-    if q == 0.5:
-        return 0.0
-    if q < 0.5:
-        return -t_quantile(1 - q, df)
-    lo, hi = 0.0, 1.0
-    while t_sf(hi, df) > 1 - q:
-        hi *= 2
-        if hi > 1e12:
-            return math.inf
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_sf(mid, df) > 1 - q:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    """The q-quantile of Student's t."""
+    from scipy import stats
+
+    return float(stats.t.ppf(q, df))
 
 
 def log_ratio_t(good: np.ndarray, bad: np.ndarray, level: float = 0.95, equal_var: bool = True) -> dict | None:

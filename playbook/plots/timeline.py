@@ -147,8 +147,9 @@ def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax
     """Heatmap of `metric` for every GPU (rows) over time (columns); white = no sample.
 
     Rows: GPUs that are not ok first (`status`: "host:index" -> status, e.g. from the diagnosis's `gpus`), each
-    marked by a status-coloured strip and a bold label, then the rest by host. Every row is labelled host:index
-    up to 64 rows; beyond that the non-ok rows and one label per host block. Bins: heatmap_bins."""
+    marked by a status-coloured strip and a bold red label, then the rest by host. Every row is labelled
+    host:index when the rows are tall enough to read; else the non-ok rows and one label per host block.
+    Bins: heatmap_bins."""
     data, _ = with_times(frame, unit)
     span = float((data["time"].max() - data["time"].min()).total_seconds()) if len(data) else 0.0
     matrix = binned_matrix(frame, metric, unit, heatmap_bins(span, max_bins, period_s))
@@ -162,31 +163,34 @@ def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax
     x, xlabel = time_axis(np.append(matrix.columns.to_numpy(dtype="float64"),
                                     matrix.columns[-1] + matrix.attrs["bin_s"]))
     vmax = 100.0 if metric.endswith("_pct") else (1.0 if metric in ("sm_active", "busy_frac") else None)
-    mesh = ax.pcolormesh(x, np.arange(n + 1), np.ma.masked_invalid(matrix.to_numpy()), cmap="viridis",
+    bad = [k for k, st in enumerate(statuses) if st != "ok"]
+    y = np.concatenate([[0.0], np.cumsum(row_heights(statuses))])
+    mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(matrix.to_numpy()), cmap="viridis",
                          vmin=0.0, vmax=vmax, shading="flat")
     fig.colorbar(mesh, ax=ax, label=metric_label(metric), pad=0.01)
-    bad = [k for k, st in enumerate(statuses) if st != "ok"]
     hosts = [i.rsplit(":", 1)[0] for i in matrix.index]
     edges = [k for k in range(len(bad) + 1, n) if hosts[k] != hosts[k - 1]]
     for k in edges:
-        ax.axhline(k, color="white", lw=1.0)
+        ax.axhline(y[k], color="white", lw=1.0)
     if bad and len(bad) < n:
-        ax.axhline(len(bad), color="#d62828", lw=1.6)
+        ax.axhline(y[len(bad)], color="#d62828", lw=1.6)
     strip = (x[-1] - x[0]) * 0.012
     for k in bad:
-        ax.add_patch(_band(x[0] - strip, k, strip, STATUS_COLORS.get(statuses[k], "#d62828")))
-    if n <= 64:
-        ticks, labels = list(range(n)), list(matrix.index)
-    else:  # non-ok rows, then one tick per host block at its first row
-        starts = [k for k in range(len(bad), n) if k == len(bad) or hosts[k] != hosts[k - 1]]
-        ticks, labels = bad + starts, [matrix.index[k] for k in bad] + [f"{hosts[k]}:*" for k in starts]
-    ax.set_yticks(np.asarray(ticks) + 0.5, labels, fontsize=9 if n <= 16 else (7 if n <= 32 else 5.5))
-    for k, label in zip(ticks, ax.get_yticklabels(), strict=True):
-        if k in bad:
-            label.set_color("#d62828")
-            label.set_fontweight("bold")
+        ax.add_patch(_band(x[0] - strip, y[k], strip, y[k + 1] - y[k], STATUS_COLORS.get(statuses[k], "#d62828")))
+    mid = (y[:-1] + y[1:]) / 2
+    pitch_pt = fig.get_figheight() * 72 * 0.8 / y[-1]  # points per unit row (the axes take ~80% of the height)
+    if pitch_pt >= 6:  # room for a label on every row
+        ticks, labels = list(mid), list(matrix.index)
+    else:  # non-ok rows, then one label per host block at its middle
+        blocks = [k for k in range(len(bad), n) if k == len(bad) or hosts[k] != hosts[k - 1]] + [n]
+        ticks = [mid[k] for k in bad] + [(y[a] + y[b]) / 2 for a, b in zip(blocks[:-1], blocks[1:], strict=True)]
+        labels = [matrix.index[k] for k in bad] + [f"{hosts[k]} (GPUs ok)" for k in blocks[:-1]]
+    ax.set_yticks(ticks, labels, fontsize=float(np.clip(pitch_pt * 0.85, 5.5, 9)) if pitch_pt >= 6 else 7)
+    for label in ax.get_yticklabels()[:len(bad)]:
+        label.set_color("#d62828")
+        label.set_fontweight("bold")
     ax.set_xlim(x[0] - strip, x[-1])
-    ax.set_ylim(n, 0)
+    ax.set_ylim(y[-1], 0)
     ax.set_xlabel(_xlabel(xlabel, matrix) + f" · bins of {matrix.attrs['bin_s']:.3g} s")
     what = "GPU (host:index)" if unit == "gpu" else f"{unit} (host:{unit})"
     ax.set_ylabel(what + ("; not ok first, in red" if bad else ""))
@@ -195,10 +199,20 @@ def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax
     return fig
 
 
-def _band(x: float, y: float, width: float, color: str):
+def row_heights(statuses: list[str], share: float = 1 / 3, most: float = 8.0) -> np.ndarray:
+    """Row heights of a heatmap (ok rows = 1): the rows that are not ok are the finding, so together they get up
+    to `share` of the height (each at most `most` rows tall) — one straggler among 63 peers stays visible."""
+    h = np.ones(len(statuses))
+    bad = np.array([s != "ok" for s in statuses], dtype=bool)
+    if bad.any() and (~bad).any():
+        h[bad] = float(np.clip(share / (1 - share) * (~bad).sum() / bad.sum(), 1.0, most))
+    return h
+
+
+def _band(x: float, y: float, width: float, height: float, color: str):
     from matplotlib.patches import Rectangle
 
-    return Rectangle((x, y), width, 1.0, facecolor=color, edgecolor="none", clip_on=False)
+    return Rectangle((x, y), width, height, facecolor=color, edgecolor="none", clip_on=False)
 
 
 def host_series(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",

@@ -72,6 +72,8 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
     nb = nbformat.read(str(ipynb), as_version=4)
     nb.metadata.pop("widgets", None)  # headless runs carry no widget state; never load the widget renderer
     _drop_record_payloads(nb)
+    # code cells without output (imports, parameters) would leave empty bands between the blocks
+    nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.get("outputs")]
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, embed_images=True)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": Path(ipynb).stem}})
