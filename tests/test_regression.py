@@ -302,3 +302,17 @@ def test_gap_closed_and_the_lab_verdict(good, tmp_path):
     assert reg.injected_verdict(r, "gc_pause")[0] == "refuted"
     assert reg.injected_verdict(r, "periodic_stall", "config.num_workers")[0] == "inconclusive"
     assert math.isnan(reg.gap_closed(reg.compare(good, good, n_boot=200, diagnoses=False), r))
+
+
+def test_the_verdict_follows_from_a_phase_that_grew_and_names_a_changed_setting(tmp_path):
+    """One run a side: the throughput interval may hold 100%, but a checkpoint phase that grew beyond its own
+    interval is a difference, and so is a changed setting (the verdict line never says "none" over them)."""
+    good = make_run(tmp_path / "good", config={"ckpt_mode": "off"}, noise=0.3, seed=4)
+    bad = make_run(tmp_path / "bad", config={"ckpt_mode": "sync"}, noise=0.3, stall_every=10, stall_s=0.4, seed=5)
+    r = reg.compare(good, bad, n_boot=500)
+    assert not r.throughput["significant"]  # 97%, CI 91-104%: the throughput alone cannot tell
+    assert r.verdict == "slower" and "periodic_stall grew beyond its interval" in r.summary
+    same = reg.compare(good, make_run(tmp_path / "same", config={"ckpt_mode": "sync"}, noise=0.3, seed=6),
+                       n_boot=500)
+    assert same.verdict == "no significant difference"
+    assert "configuration differs (config.ckpt_mode: off → sync)" in same.summary

@@ -879,7 +879,7 @@ def compare(good: schema.Bundle | Sequence[schema.Bundle], bad: schema.Bundle | 
             info[side]["run_cv"] = float(np.std(tp, ddof=1) / np.mean(tp)) if len(tp) > 1 else None
             info[side]["median_step_s"] = step_time["median"][side]
             info[side]["mean_step_s"] = step_time["mean"][side]
-    verdict, summary = _verdict(mode, throughput, causes)
+    verdict, summary = _verdict(mode, throughput, causes, env)
     return Regression(verdict=verdict, summary=summary, mode=mode, good=info["good"], bad=info["bad"],
                       throughput=throughput, step_time=step_time, phases=phases, events=events, causes=causes,
                       pattern=pattern, environment=env, unchanged=unchanged, warnings=list(dict.fromkeys(warnings)),
@@ -1349,7 +1349,11 @@ def _osc_text(o: dict) -> str:
     return f"irregular {core}"
 
 
-def _verdict(mode: str, tp: dict, causes: list[dict]) -> tuple[str, str]:
+def _verdict(mode: str, tp: dict, causes: list[dict], env: list[dict] | None = None) -> tuple[str, str]:
+    """The verdict line, from every finding: the throughput interval first; when it holds 100% (e.g. one run a
+    side), a cause whose own change is significant (p < ALPHA: a phase that grew beyond its interval) still makes
+    BAD slower / faster, and a changed setting linked to a cause is named as a difference that the runs could not
+    measure."""
     if mode == "none" or not tp:
         return "not comparable", "nothing to compare: each side needs a step log or GPU telemetry"
     unit = tp["unit"]
@@ -1357,17 +1361,31 @@ def _verdict(mode: str, tp: dict, causes: list[dict]) -> tuple[str, str]:
     nums = f"{_num(tp['bad'])} vs {_num(tp['good'])} {unit}" if mode == "steps" else \
         f"{tp['bad']:.0f}% vs {tp['good']:.0f}%"
     ci = f"95% CI {tp['ratio_lo']:.0%}-{tp['ratio_hi']:.0%}"
-    if not tp["significant"]:
+    sign = 1.0 if tp["ratio"] < 1 else -1.0  # slower: a cause's time grew; faster: it shrank
+    found = [c for c in causes if c["id"] != "workload_change" and np.isfinite(c.get("p_value", math.nan))
+             and c["p_value"] < ALPHA and sign * float(c.get("delta_s", math.nan)) > 0]
+    if not tp["significant"] and not found:
+        knobs = [e for e in env or [] if e.get("causes") and e.get("score", 0) > 0.01]
+        if knobs:
+            shown = "; ".join(f"{e['key']}: {_short(str(e['good']), 24)} → {_short(str(e['bad']), 24)}"
+                              for e in knobs[:2])
+            return ("no significant difference",
+                    f"no measurable difference, but the configuration differs ({shown}): BAD's {what} is "
+                    f"{tp['ratio']:.0%} of GOOD's ({nums}; {ci} holds 100%) — repeat runs to measure it")
         return ("no significant difference",
                 f"no significant difference: BAD's {what} is {tp['ratio']:.0%} of GOOD's ({nums}; {ci} holds 100%)")
     verdict = "slower" if tp["ratio"] < 1 else "faster"
     state = verdict if mode == "steps" else ("less utilized" if verdict == "slower" else "more utilized")
-    top = causes[0] if causes else None
+    top = (found or causes or [None])[0]
     cause = ""
     if top:
         share = f", {top['share_of_change']:.0%} of the change" if np.isfinite(top.get("share_of_change", math.nan)) \
             else ""
         cause = f"; top cause: {top['id']} (score {top['score']:.2f}{share})"
+    if not tp["significant"]:
+        p = top["p_value"]
+        return verdict, (f"BAD is {state}: {top['id']} grew beyond its interval (p = {p:.2g}); {what} "
+                         f"{tp['ratio']:.0%} of GOOD's ({nums}; {ci}, wide: too few runs to bound it)")
     return verdict, f"BAD is {state}: {what} {tp['ratio']:.0%} of GOOD's ({nums}; {ci}){cause}"
 
 
