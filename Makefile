@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)  ## create .venv/ and install the project with its dev tools
 
-demo: $(STAMP)  ## set up, then diagnose the embedded sample and write an HTML report
+demo: $(STAMP)  ## set up, then triage the embedded samples (64-GPU swing, then the real dflash poll) into an HTML report
 	$(PY) -m playbook info data/samples
 	$(PY) -m playbook report
 
@@ -59,5 +59,5 @@ guide-figures: $(STAMP)  ## rerun the labs quickly and regenerate the field guid
 guide-outputs: $(STAMP)  ## regenerate only the command outputs the docs quote (< 1 min, no labs)
 	$(PY) -m playbook.guide --outputs docs/figures
 
-clean:  ## remove caches, runs and reports (keeps .venv)
-	rm -rf reports data/runs .pytest_cache .ruff_cache .hypothesis
+clean:  ## remove caches, lab runs and reports (keeps .venv)
+	rm -rf reports data/runs runs notebooks/runs .pytest_cache .ruff_cache .hypothesis

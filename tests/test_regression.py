@@ -316,3 +316,18 @@ def test_the_verdict_follows_from_a_phase_that_grew_and_names_a_changed_setting(
                        n_boot=500)
     assert same.verdict == "no significant difference"
     assert "configuration differs (config.ckpt_mode: off → sync)" in same.summary
+
+
+def test_a_notebook_kernels_argv_is_not_the_training_command():
+    from playbook.probes.fingerprint import fingerprint, is_kernel_command
+
+    argv = ["/usr/lib/python3/site-packages/ipykernel_launcher.py", "-f", "/run/kernel-1234.json"]
+    assert is_kernel_command(argv) and not is_kernel_command("torchrun --nproc-per-node 8 train.py")
+    import sys
+
+    saved = sys.argv
+    try:
+        sys.argv = argv
+        assert fingerprint(walk_s=0.0)["command"] is None
+    finally:
+        sys.argv = saved

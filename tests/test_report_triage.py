@@ -74,12 +74,19 @@ def test_report_command_on_the_embedded_sample():
     assert res.returncode == 0, res.stderr[-2000:]
     assert f"report: {out / 'index.html'}" in res.stdout
     summary = json.loads((out / "summary.json").read_text())
-    (entry,) = summary["notebooks"]
-    assert entry["notebook"] == catalog.TRIAGE and entry["status"] == "ok"
-    assert entry["verdict"]["status"] in ("confirmed", "refuted", "inconclusive")
-    assert entry["verdict"]["figures"]["gpus"] == 8  # the sample polls one 8-GPU node
-    assert summary["parameters"]["notebooks"] == [catalog.TRIAGE] and summary["parameters"]["paths"] == []
-    assert (out / "index.html").is_file() and (out / f"{catalog.TRIAGE}.html").is_file()
+    synthetic, dflash = summary["notebooks"]  # the strongest sample first, then the real poll
+    names = [f"{catalog.TRIAGE}-synthetic-64gpu", f"{catalog.TRIAGE}-dflash-8gpu"]
+    assert [synthetic["notebook"], dflash["notebook"]] == names
+    assert synthetic["status"] == dflash["status"] == "ok"
+    assert synthetic["verdict"]["status"] == "confirmed" and synthetic["verdict"]["figures"]["gpus"] == 64
+    assert synthetic["verdict"]["figures"]["top_hypothesis"] == "periodic_stall"
+    head = synthetic["records"]["headline"]
+    assert head["next_command"] == "playbook report --labs 12" and 0.1 < head["lost_share"] < 0.3
+    assert (out / head["figure"]).is_file() and "figure_png" not in head  # the key figure is a file, not JSON
+    assert dflash["verdict"]["figures"]["gpus"] == 8  # the real sample polls one 8-GPU node
+    assert dflash["parameters"]["interval_s"] == 2.0
+    assert summary["parameters"]["notebooks"] == names and summary["parameters"]["paths"] == []
+    assert (out / "index.html").is_file() and all((out / f"{n}.html").is_file() for n in names)
 
 
 def _diag(*scored, warnings=()):

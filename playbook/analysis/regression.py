@@ -607,7 +607,9 @@ def environment(bundle: schema.Bundle) -> tuple[dict[str, tuple[str, str]], bool
     command = run_meta.get("command") or (fps[0].get("command") if fps else None)
     if isinstance(command, list):
         command = shlex.join(str(c) for c in command)
-    if command:
+    from playbook.probes.fingerprint import is_kernel_command
+
+    if command and not is_kernel_command(command):  # a kernel's argv is not the training command
         put("command", command, "command")
         for opt, v in _options(command).items():
             put(f"command {opt}", v, "config")

@@ -38,15 +38,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    groups = unrelated_inputs(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
+    summaries = [summarize(b) for _, b in groups]
+    if args.json:
+        doc = summaries[0] if len(summaries) == 1 else {"inputs": [{"input": name, **s} for (name, _), s in
+                                                                   zip(groups, summaries, strict=True)]}
+        print(json.dumps(doc, indent=2, default=str))
+    elif len(summaries) == 1:
+        print(render(summaries[0]))
+    else:
+        print(f"{len(groups)} unrelated inputs (no overlap in time), each summarised on its own:")
+        for (name, _), s in zip(groups, summaries, strict=True):
+            print(f"\n== {name}")
+            print(render(s))
+    return 0 if any(t["rows"] for s in summaries for t in s["tables"].values()) else 1
+
+
+def unrelated_inputs(paths: list[str], **read_kw: Any) -> list[tuple[str, Any]]:
+    """(name, Bundle) per unrelated input. A folder given alone whose subfolders are recordings that do not
+    overlap in time (e.g. data/samples: a synthetic 64-GPU run and a real 8-GPU poll) is split into them, so
+    their hosts, GPUs and means are not pooled; recordings that overlap in time (one run's per-host folders)
+    stay one input. Anything else is read as one Bundle, as before."""
+    from pathlib import Path
+
+    from playbook import rundir
     from playbook.readers import read_paths
 
-    bundle = read_paths(args.paths, fields=args.fields, interval_s=args.interval, tz=args.tz)
-    summary = summarize(bundle)
-    if args.json:
-        print(json.dumps(summary, indent=2, default=str))
-    else:
-        print(render(summary))
-    return 0 if any(t["rows"] for t in summary["tables"].values()) else 1
+    folder = Path(paths[0]) if len(paths) == 1 else None
+    subdirs = []
+    if folder is not None and folder.is_dir() and not rundir.is_run_dir(folder):
+        subdirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if len(subdirs) < 2 or any(p.is_file() and not p.name.lower().startswith("readme") for p in folder.iterdir()):
+        return [(", ".join(map(str, paths)), read_paths(paths, **read_kw))]
+    parts = [(str(p), read_paths([p], **read_kw)) for p in subdirs]
+    spans = [_time_span(b) for _, b in parts]
+    if any(s is None for s in spans) or not _disjoint(spans):
+        return [(str(folder), read_paths(paths, **read_kw))]
+    return sorted(parts, key=lambda nb: -len(nb[1].telemetry))  # the largest recording first
+
+
+def _time_span(bundle) -> tuple[pd.Timestamp, pd.Timestamp] | None:
+    times = pd.concat([bundle.telemetry["time"], bundle.steps["time"]]).dropna()
+    return (times.min(), times.max()) if len(times) else None
+
+
+def _disjoint(spans: list[tuple[pd.Timestamp, pd.Timestamp]]) -> bool:
+    spans = sorted(spans)
+    return all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
 
 
 # --------------------------------------------------------------------------------------------------------------

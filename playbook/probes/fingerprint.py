@@ -47,15 +47,31 @@ def _safe(fn: Any, *args: Any, default: Any = None) -> Any:
         return default
 
 
+_KERNEL_MARKERS = ("ipykernel_launcher", "ipykernel", "colab_kernel_launcher", "jupyter-kernel", "papermill")
+
+
+def is_kernel_command(command: list[str] | str | None) -> bool:
+    """True when `command` is a notebook kernel's launch line (`.../ipykernel_launcher.py -f kernel.json`): the
+    kernel's argv says nothing about the training that runs inside it."""
+    if not command:
+        return False
+    text = command if isinstance(command, str) else " ".join(str(c) for c in command)
+    head = " ".join(text.split()[:3])
+    return any(m in head for m in _KERNEL_MARKERS)
+
+
 def fingerprint(command: list[str] | str | None = None, nvml: Any = None, walk_s: float = 0.5) -> dict[str, Any]:
-    """The environment of this process as a JSON-ready dict (see the module docstring). Never raises."""
+    """The environment of this process as a JSON-ready dict (see the module docstring). Never raises. In a
+    notebook kernel (no command given) `command` is None: the kernel's argv is not a training command."""
     cmd = command if command is not None else list(sys.argv)
+    if command is None and is_kernel_command(cmd):
+        cmd = None
     return {
         "python": sys.version.split()[0],
         "python_executable": sys.executable,
         "platform": _safe(platform.platform),
         "hostname": _safe(socket.gethostname),
-        "command": cmd if isinstance(cmd, str) else " ".join(str(c) for c in cmd),
+        "command": cmd if isinstance(cmd, str) or cmd is None else " ".join(str(c) for c in cmd),
         "cwd": _safe(os.getcwd),
         "git_commit": _safe(_git_commit),
         "torch": _safe(_torch_versions, default={}),

@@ -254,6 +254,12 @@ def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
                      + (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day")
                         is not None else "") + f" · next: <code>{html.escape(str(head.get('next_command')))}"
                      "</code></div>")
+        elif verdict.get("figures"):
+            from playbook.report.headline import format_value
+
+            figs = [(k, v) for k, v in verdict["figures"].items() if not isinstance(v, (dict, list))]
+            text += "<div class=figures>" + ", ".join(
+                f"{html.escape(str(k))} = {html.escape(format_value(v))}" for k, v in figs[:8]) + "</div>"
         if nb.get("error"):
             err = nb["error"]
             text += (f'<div class="error">{html.escape(err["name"])}: {html.escape(_first_line(err["message"]))}'
