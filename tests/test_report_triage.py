@@ -121,3 +121,52 @@ def test_lab_pointer_links_an_existing_lab_or_says_it_is_missing(tmp_path):
     assert "healthy" in triage.lab_pointer(_diag(("healthy", 0.9)), tmp_path)
     close = triage.lab_pointer(_diag(("periodic_stall", 0.92), ("data_starvation", 0.85)), tmp_path)
     assert "Close behind: **Next: the lab for `data_starvation`**" in close
+
+
+def test_headline_from_a_straggler_diagnosis_names_the_gpu_the_loss_and_the_lab():
+    from playbook.report import headline
+
+    tel, truth = simulate.simulate_telemetry("straggler", hosts=2, gpus_per_host=4, duration_s=600,
+                                             interval_s=2.0, seed=3)
+    diag = {"gpus": [{"id": f"{h}:{g}", "host": h, "index": g, "status": "ok"} for h, g in
+                     tel.groupby(["host", "gpu"]).size().index],
+            "oscillation": {"detected": True, "high_pct": 98.0, "low_pct": 20.0, "period_s": 60.0},
+            "hypotheses": [{"id": "collective_straggler", "score": 0.9, "evidence": ["node00:0 drops"],
+                            "notebook": "notebooks/20_collective_stragglers.ipynb"}]}
+    slow = truth.groups[0][0] if truth.groups else f"{tel['host'].iloc[0]}:0"
+    next(g for g in diag["gpus"] if g["id"] == slow)["status"] = "underutilized"
+    h = headline.from_diagnosis(diag, tel, "util_pct")
+    assert h["status"] == "confirmed" and h["next_command"] == "playbook report --labs 20"
+    assert h["guilty"]["gpus"] == [f"{slow} (underutilized)"]
+    assert 0.1 < h["lost_share"] < 0.4  # the fleet waits for its slowest GPU, not its mean shortfall
+    assert h["gpu_hours_per_day"] == pytest.approx(h["lost_share"] * 8 * 24)
+    assert "1 of 8 GPUs" in h["sentence"] and h["confidence"] == "high"
+
+
+def test_the_card_and_the_warnings_escape_what_comes_from_inputs():
+    from playbook.report import headline
+
+    evil = '"><img src=x onerror=alert(9)>'
+    card = headline.card_html({"status": "confirmed", "sentence": evil, "confidence": evil,
+                               "guilty": {"gpus": [f"gen<svg onload=alert(3)>:0 (lost)"]}, "lost_share": 0.2,
+                               "gpus": 1, "next_command": evil, "next_why": evil})
+    assert "<img src=x" not in card and "<svg onload" not in card and "&lt;img src=x" in card
+    listed = triage.warnings_html([f"{evil}: skipped"] * 3)
+    assert "<img src=x" not in listed and "(×3)" in listed
+    assert "<img" not in triage.md_escape(evil) and "\\>" not in triage.md_escape("a>b")
+
+
+def test_info_reports_unrelated_samples_per_input():
+    res = subprocess.run([sys.executable, "-m", "playbook", "info", "data/samples"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert out.startswith("2 unrelated inputs")
+    assert out.index("== data/samples/synthetic-64gpu") < out.index("== data/samples/dflash-8gpu")
+    assert "72 GPUs" not in out and "64 GPUs" in out and "8 GPUs" in out
+
+
+def test_inputs_resolve_against_the_repository_root_wherever_the_kernel_starts(monkeypatch):
+    monkeypatch.chdir(ROOT / "notebooks")  # where `make lab` starts the kernel
+    (p,) = triage.resolve_inputs(["data/samples/synthetic-64gpu"])
+    assert Path(p) == ROOT / "data" / "samples" / "synthetic-64gpu"

@@ -113,7 +113,7 @@ def _where(diagnosis: dict[str, Any]) -> str:
     bad = [g for g in gpus if g.get("status") != "ok"]
     osc = diagnosis.get("oscillation") or {}
     if osc.get("synchrony") == "synchronized" and not bad:
-        return f"all {len(gpus)} GPUs" if gpus else "all GPUs"
+        return {0: "all GPUs", 1: "the GPU", 2: "both GPUs"}.get(len(gpus), f"all {len(gpus)} GPUs")
     if bad:
         return f"{len(bad)} of {len(gpus)} GPUs"
     return f"the {len(gpus)} GPUs" if gpus else "the run"
@@ -162,7 +162,7 @@ def lab_headline(entry: dict[str, Any]) -> dict[str, Any] | None:
             "figures": v.get("figures") or {}, "guilty": {},
             "next_command": f"playbook report --labs {number}" if number.isdigit() else "playbook report",
             "next_why": "the full run (drop --quick) for a tighter interval" if entry.get("quick")
-            else "rerun to reproduce; compare your own runs with `playbook compare BEFORE AFTER`"}
+            else "rerun to reproduce; then compare your own runs with: playbook compare BEFORE AFTER"}
 
 
 def figure_png(fig, dpi: int = 90) -> str:

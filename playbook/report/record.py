@@ -68,7 +68,8 @@ def verdict_html(status: str, summary: str, figures: dict[str, Any]) -> str:
     """The verdict line and its key figures as escaped HTML (summaries quote input: host names, file names)."""
     import html
 
-    rows = "".join(f"<tr><td>{html.escape(str(k).replace('_', ' '))}</td><td>{html.escape(_fmt(v))}</td></tr>"
+    td = '<td style="text-align:left">'
+    rows = "".join(f"<tr>{td}{html.escape(str(k).replace('_', ' '))}</td>{td}{html.escape(_fmt(v))}</td></tr>"
                    for k, v in figures.items() if not isinstance(v, (dict, list)))
     table = f'<table style="width:auto;text-align:left">{rows}</table>' if rows else ""
     return (f'<div style="text-align:left"><p><b>Verdict: {html.escape(status.upper())}</b> — '
