@@ -148,7 +148,7 @@ def test_the_card_and_the_warnings_escape_what_comes_from_inputs():
 
     evil = '"><img src=x onerror=alert(9)>'
     card = headline.card_html({"status": "confirmed", "sentence": evil, "confidence": evil,
-                               "guilty": {"gpus": [f"gen<svg onload=alert(3)>:0 (lost)"]}, "lost_share": 0.2,
+                               "guilty": {"gpus": ["gen<svg onload=alert(3)>:0 (lost)"]}, "lost_share": 0.2,
                                "gpus": 1, "next_command": evil, "next_why": evil})
     assert "<img src=x" not in card and "<svg onload" not in card and "&lt;img src=x" in card
     listed = triage.warnings_html([f"{evil}: skipped"] * 3)

@@ -84,7 +84,7 @@ def _time_span(bundle) -> tuple[pd.Timestamp, pd.Timestamp] | None:
 
 def _disjoint(spans: list[tuple[pd.Timestamp, pd.Timestamp]]) -> bool:
     spans = sorted(spans)
-    return all(a[1] < b[0] for a, b in zip(spans, spans[1:]))
+    return all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
 # --------------------------------------------------------------------------------------------------------------
