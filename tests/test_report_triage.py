@@ -170,3 +170,20 @@ def test_inputs_resolve_against_the_repository_root_wherever_the_kernel_starts(m
     monkeypatch.chdir(ROOT / "notebooks")  # where `make lab` starts the kernel
     (p,) = triage.resolve_inputs(["data/samples/synthetic-64gpu"])
     assert Path(p) == ROOT / "data" / "samples" / "synthetic-64gpu"
+
+
+def test_stderr_and_long_output_are_folded_and_escaped():
+    import nbformat
+
+    from playbook.report.html import _fold_streams
+
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="UserWarning: <b>careful</b>\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="".join(f"repeat {i}/20\n" for i in range(20))),
+                    nbformat.v4.new_output("stream", name="stdout", text="short\n")]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    _fold_streams(nb)
+    warn, wall, short = nb.cells[0].outputs
+    assert warn["output_type"] == "display_data" and "1 warning line from the run" in warn["data"]["text/html"]
+    assert "&lt;b&gt;careful" in warn["data"]["text/html"] and "<b>careful" not in warn["data"]["text/html"]
+    assert "20 lines of output" in wall["data"]["text/html"] and short["output_type"] == "stream"

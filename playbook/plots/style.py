@@ -36,8 +36,17 @@ def figure(ax=None, figsize=(9, 3.5)):
     return fig, ax
 
 
+def report_tables() -> None:
+    """Tables as a report shows them: 3 significant decimals (not pandas' 6) and at most 20 columns."""
+    import pandas as pd
+
+    pd.set_option("display.precision", 3)
+    pd.set_option("display.max_columns", 20)
+
+
 def use_headless_backend() -> None:
-    """Use Agg when no display is present (batch runs, tests)."""
+    """Use Agg when no display is present (batch runs, tests); tables with report precision (report_tables)."""
+    report_tables()
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
         import os
 

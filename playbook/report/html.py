@@ -72,6 +72,7 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
     nb = nbformat.read(str(ipynb), as_version=4)
     nb.metadata.pop("widgets", None)  # headless runs carry no widget state; never load the widget renderer
     _drop_record_payloads(nb)
+    _fold_streams(nb)
     # code cells without output (imports, parameters) would leave empty bands between the blocks
     nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.get("outputs")]
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
@@ -126,6 +127,35 @@ def relink(page: str, source_dir: Path, out_dir: Path) -> str:
 
 
 _NOTEBOOK_FILE = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
+
+
+STREAM_LINES = 8  # a printed stream longer than this is folded into a <details> block (first lines kept)
+
+
+def _fold_streams(nb) -> None:
+    """stderr outputs (expected warnings) become a one-line summary that opens to the text; long stdout is
+    folded the same way, so a page is not a wall of progress lines. Text is escaped; <details> needs no script."""
+    for cell in nb.cells:
+        outs = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") != "stream":
+                outs.append(out)
+                continue
+            text = out.get("text", "")
+            text = "".join(text) if isinstance(text, list) else str(text)
+            lines = [ln for ln in text.splitlines() if ln.strip()]
+            if out.get("name") != "stderr" and len(lines) <= STREAM_LINES:
+                outs.append(out)
+                continue
+            what = (f"{len(lines)} warning line{'s' * (len(lines) != 1)} from the run" if out.get("name") == "stderr"
+                    else f"{len(lines)} lines of output")
+            first = html.escape(_first_line(lines[0] if lines else "", 160))
+            body = html.escape("\n".join(lines[:200]) + ("\n…" if len(lines) > 200 else ""))
+            outs.append({"output_type": "display_data", "metadata": {}, "data": {
+                "text/html": f'<details style="text-align:left"><summary>{what}: <code>{first}</code></summary>'
+                             f'<pre style="white-space:pre-wrap">{body}</pre></details>'}})
+        if "outputs" in cell:
+            cell["outputs"] = outs
 
 
 def _drop_record_payloads(nb) -> None:
