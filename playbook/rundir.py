@@ -2,7 +2,7 @@
 
     RUN_DIR/
       meta.json                  run-level: {"playbook_run": 1, "schema_version", "created", "command", "env", ...}
-      <host>-rank<R>/            one folder per writer (a rank; "<host>-rank-1" for a process with no rank,
+      <host>-rank<R>/            one folder per writer (a torch rank; "<host>-pid<PID>" for a process without one,
         meta.json                e.g. the sampler of `playbook record`): {"host", "rank", "world_size", "pid", ...}
         telemetry.parquet        schema.TELEMETRY_COLUMNS
         steps.parquet            schema.STEP_COLUMNS
@@ -10,6 +10,8 @@
         host.parquet             schema.HOST_COLUMNS
         ib.parquet               InfiniBand port counters as rates (probes/interconnect.py)
         segments/<table>-N.parquet   periodic flushes, merged into the table files when the writer exits
+      <host>-pid<PID>.log        what the command of `playbook record` printed (stdout and stderr), read back
+                                 like any loose log (step lines become steps)
                                  (a killed writer leaves them behind; read_run reads them too)
         traces/                  Kineto traces (*.pt.trace.json[.gz]) written by profiler windows
       *.log, ...                 loose files beside the parts (e.g. NCCL_DEBUG logs) are read by content

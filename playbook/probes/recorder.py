@@ -14,6 +14,7 @@ host's GPUs are sampled once; none of the samplers when `PLAYBOOK_SAMPLER=extern
 which samples beside the command). `run_dir=None` uses `PLAYBOOK_RUN_DIR` (also set by `playbook record`).
 
 Writes: RUN_DIR/meta.json (run-level, with the environment fingerprint under "env"), and RUN_DIR/<host>-rank<R>/
+(<host>-pid<PID>/ for a process without a torch rank, so two recordings on a host never share a folder)
 with meta.json (host, rank, world size, probe statistics, fingerprint), telemetry / steps / events / host /
 ib .parquet. Rows are flushed every `flush_s` seconds from a background thread into
 <part>/segments/<table>-NNNNNN.parquet (bounded memory), and merged into the table files at exit; a run killed
