@@ -130,7 +130,8 @@ def test_quick_flag_parameter_and_overrides(tmp_path, monkeypatch):
 def test_plan_runs_triage_on_paths_and_adds_named_labs(tmp_path):
     specs = [catalog.load(_notebook(tmp_path / f"{n}.ipynb", n)) for n in
              ("00_onboarding", "01_triage", "10_ramp", "11_other")]
-    only = plan(specs=specs)  # no inputs: the demo triages each embedded sample, the strongest first
+    assert [j.name for j in plan(specs=specs)] == ["01_triage"]  # the notebook's own default input
+    only = plan(specs=specs, demo=True)  # `playbook report`: each embedded sample, the strongest first
     assert [j.name for j in only] == ["01_triage-synthetic-64gpu", "01_triage-dflash-8gpu"]
     assert only[0].parameters == {"inputs": ["data/samples/synthetic-64gpu"]}
     assert only[1].parameters["interval_s"] == 2.0
@@ -145,8 +146,7 @@ def test_plan_runs_triage_on_paths_and_adds_named_labs(tmp_path):
     assert local[0].parameters["tz"] == "Asia/Tokyo"
     with pytest.raises(InputError, match="unknown time zone 'Tokyo'"):
         plan(paths=[str(data)], specs=specs, tz="Tokyo")
-    assert [j.name for j in plan(labs=["all"], specs=specs)] == [
-        "00_onboarding", "01_triage-synthetic-64gpu", "01_triage-dflash-8gpu", "10_ramp", "11_other"]
+    assert [j.name for j in plan(labs=["all"], specs=specs)] == ["00_onboarding", "01_triage", "10_ramp", "11_other"]
     with pytest.raises(PlaybookError, match="no notebook called 'nope'"):
         plan(labs=["nope"], specs=specs)
     with pytest.raises(InputError, match="missing.csv"):

@@ -1,6 +1,7 @@
 """`playbook report`: execute notebooks headlessly with papermill into a report folder with an index.html.
 
-With PATHs the triage notebook diagnoses those inputs; with none, the embedded sample in data/samples/.
+With PATHs the triage notebook diagnoses those inputs; with none, each embedded sample in data/samples/ (the
+64-GPU synthetic swing first, then the real 8-GPU dflash poll), one triage page each.
 `--labs` adds lab notebooks (`all` = every notebook); `--quick` passes each notebook's quick parameters.
 The folder (default reports/<UTC time>-<name>/) holds the executed notebooks, an HTML export of each without its
 input cells, summary.json (verdicts, key figures, per-cell durations, errors) and index.html.
@@ -18,7 +19,7 @@ from pathlib import Path
 from playbook.commands import TZ_HELP
 
 HELP = "batch report: execute the triage (and lab) notebooks headlessly into reports/<run-id>/ with an index.html"
-EXAMPLES = """  playbook report                               triage of the embedded sample, into reports/<run-id>/
+EXAMPLES = """  playbook report                               triage of the embedded samples, into reports/<run-id>/
   playbook report logs/node*.csv steps.jsonl    triage of your own run's logs
   playbook report --labs all --quick            every notebook with quick parameters (what `make report` runs)
   playbook report --labs data_starvation 13 --out /tmp/rep   two labs plus triage, into /tmp/rep
@@ -58,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         from playbook.sources import prometheus
 
         args.paths = prometheus.save_inputs(args.paths, args, Path(args.out or "reports") / "inputs")
-    jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval, tz=args.tz)
+    jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval, tz=args.tz,
+                       demo=not args.paths and not args.labs)
     if args.labs == ["all"]:
         short = "all-quick" if args.quick else "all"
     elif args.paths:

@@ -60,8 +60,9 @@ DEMO_SAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: bool = False,
          specs: list[catalog.NotebookSpec] | None = None, fields: str | None = None,
-         interval_s: float | None = None, tz: str | None = None) -> list[Job]:
-    """The jobs of a report: the triage notebook on `paths` (default: one triage per DEMO_SAMPLES), plus
+         interval_s: float | None = None, tz: str | None = None, demo: bool = False) -> list[Job]:
+    """The jobs of a report: the triage notebook on `paths` (default: its own default input; with `demo`, one
+    triage per DEMO_SAMPLES, as `playbook report` without PATHs runs it), plus
     the notebooks named in `labs` ("all" = every notebook), in notebook order; `quick` applies quick parameters.
     `fields` / `interval_s` / `tz` describe headerless, timestamp-less or local-time `paths` (as `playbook
     diagnose` takes them)."""
@@ -89,7 +90,7 @@ def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: b
 
             params.update({TRIAGE_INPUTS: [str(_existing(p)) for p in paths], "fields": fields or "",
                            "interval_s": float(interval_s or 0.0), "tz": check_tz(tz)})
-        elif spec.name == triage.name and catalog.SAMPLES.is_dir():
+        elif spec.name == triage.name and demo and catalog.SAMPLES.is_dir():
             for sample, extra in DEMO_SAMPLES:
                 if (catalog.SAMPLES / sample).exists():
                     inputs = [str((catalog.SAMPLES / sample).relative_to(catalog.ROOT))]
