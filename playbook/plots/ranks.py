@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from playbook.plots.style import PALETTE, PHASE_COLORS, figure
+from playbook.plots.style import PALETTE, PHASE_COLORS, figure, outside_legend
 
 _CYCLE = ["#e76f51", "#2a9d8f", "#264653", "#e9c46a", "#9b5de5", "#f4a261", "#8ab17d"]
 WAIT_COLOR = "#e76f51"
@@ -39,7 +39,7 @@ def compute_vs_wait(per_rank: pd.DataFrame, ax=None, title: str = "Per rank: com
     ax.invert_yaxis()
     ax.set_xlabel("median time per step (ms)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small", ncols=4)
+    outside_legend(ax, fontsize="small", ncols=4)
     return fig
 
 
@@ -55,7 +55,7 @@ def utilization_vs_work(util: pd.DataFrame, ax=None,
     ax.set_ylim(0, 105)
     ax.set_ylabel("share of step time (%)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 
@@ -70,7 +70,7 @@ def straggler_scores(scores: pd.DataFrame, column: str = "score_vs_median", thre
     ax.axhline(threshold, color="#264653", ls="--", lw=1, label=f"flag below {threshold}")
     ax.set_ylabel("score (1 = typical speed)")
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 
@@ -109,7 +109,7 @@ def queue_depth(depth: pd.DataFrame, capacity: int | None = None, ax=None,
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel("items queued")
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize="small", ncols=2)
+    outside_legend(ax, fontsize="small", ncols=2)
     return fig
 
 
@@ -154,7 +154,7 @@ def exposed_comm(table: pd.DataFrame, ax=None, title: str = "Step time: compute 
     ax.invert_yaxis()
     ax.set_xlabel("median step time (ms)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 
@@ -169,7 +169,7 @@ def measured_vs_model(table: pd.DataFrame, ax=None, title: str = "Tensor-paralle
     ax.invert_yaxis()
     ax.set_xlabel("time (ms)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 
@@ -185,7 +185,7 @@ def weight_shares(demo: pd.DataFrame, ax=None, title: str = "Loss weight per doc
     ax.set_xlabel("document length (tokens)")
     ax.set_ylabel("share of the batch loss (%)")
     ax.set_title(title)
-    ax.legend(loc="upper left", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 

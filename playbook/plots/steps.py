@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from playbook.plots.style import PALETTE, PHASE_COLORS, figure
+from playbook.plots.style import PALETTE, PHASE_COLORS, figure, outside_legend
 
 EVENT_COLORS = {"checkpoint": "#9b5de5", "eval": "#f15bb5", "recompile": "#e63946", "compile": "#e9c46a",
                 "gc": "#6c757d"}
@@ -58,7 +58,7 @@ def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataF
     ax.set_ylabel("step time (ms)")
     ax.set_title(title)
     ax.set_ylim(bottom=0)
-    ax.legend(loc="upper right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 
@@ -93,7 +93,7 @@ def phase_bars(runs: Mapping[str, pd.DataFrame], ax=None, title: str = "Where a 
     ax.invert_yaxis()
     ax.set_xlabel("mean time per step (ms)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small", ncols=min(len(table.columns), 5))
+    outside_legend(ax, fontsize="small", ncols=min(len(table.columns), 5))
     return fig
 
 
@@ -111,7 +111,7 @@ def busy_over_time(timelines: Mapping[str, pd.DataFrame], ax=None,
     ax.set_xlabel("time since start (s)")
     ax.set_ylabel("busy fraction (0-1)")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig
 
 
@@ -144,5 +144,5 @@ def loss_curves(curves: pd.DataFrame, ax=None, title: str = "Training loss per v
     ax.set_xlabel("step (timed)")
     ax.set_ylabel("training loss")
     ax.set_title(title)
-    ax.legend(loc="upper right", fontsize="small")
+    outside_legend(ax, fontsize="small")
     return fig

@@ -52,3 +52,10 @@ def use_headless_backend() -> None:
 
         if not os.environ.get("DISPLAY"):
             matplotlib.use("Agg")
+
+
+def outside_legend(ax, **kwargs):
+    """The legend right of the axes, never over the data (the figure's constrained layout makes room)."""
+    kwargs.pop("loc", None)
+    kwargs.pop("ncols", None)  # one column beside the plot
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kwargs)

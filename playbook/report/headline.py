@@ -232,6 +232,8 @@ def format_value(value: Any) -> str:
     """A key figure as short text: 3 significant digits for floats, booleans as yes/no."""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, float) and abs(value) >= 1000:
+        return f"{value:,.0f}"
     if isinstance(value, float):
         return f"{value:.3g}"
     return "n/a" if value is None else str(value)

@@ -129,22 +129,32 @@ def relink(page: str, source_dir: Path, out_dir: Path) -> str:
 _NOTEBOOK_FILE = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
 
 
-STREAM_LINES = 8  # a printed stream longer than this is folded into a <details> block (first lines kept)
+STREAM_LINES = 8  # a printed stream longer than this (or than STREAM_CHARS) is folded into a <details> block
+STREAM_CHARS = 800  # about eight lines of a page's width
 
 
 def _fold_streams(nb) -> None:
     """stderr outputs (expected warnings) become a one-line summary that opens to the text; long stdout is
     folded the same way, so a page is not a wall of progress lines. Text is escaped; <details> needs no script."""
     for cell in nb.cells:
+        merged: list = []
+        for out in cell.get("outputs", []):  # consecutive prints of one stream are one block
+            if (out.get("output_type") == "stream" and merged and merged[-1].get("output_type") == "stream"
+                    and merged[-1].get("name") == out.get("name")):
+                prev, text = merged[-1], out.get("text", "")
+                prev["text"] = ("".join(prev["text"]) if isinstance(prev["text"], list) else prev["text"]) + (
+                    "".join(text) if isinstance(text, list) else text)
+            else:
+                merged.append(out)
         outs = []
-        for out in cell.get("outputs", []):
+        for out in merged:
             if out.get("output_type") != "stream":
                 outs.append(out)
                 continue
             text = out.get("text", "")
             text = "".join(text) if isinstance(text, list) else str(text)
             lines = [ln for ln in text.splitlines() if ln.strip()]
-            if out.get("name") != "stderr" and len(lines) <= STREAM_LINES:
+            if out.get("name") != "stderr" and len(lines) <= STREAM_LINES and len(text) <= STREAM_CHARS:
                 outs.append(out)
                 continue
             what = (f"{len(lines)} warning line{'s' * (len(lines) != 1)} from the run" if out.get("name") == "stderr"
@@ -159,7 +169,8 @@ def _fold_streams(nb) -> None:
 
 
 def _drop_record_payloads(nb) -> None:
-    """Remove record() payloads (a MIME type no browser renders); outputs left empty are dropped."""
+    """Remove record() outputs: their payload is a MIME type no browser renders and their text/plain is a raw
+    `name = {json}` line (the values are in summary.json and in the page's own tables)."""
     from playbook.report.record import MIME
 
     for cell in nb.cells:
@@ -167,9 +178,7 @@ def _drop_record_payloads(nb) -> None:
         for out in cell.get("outputs", []):
             data = out.get("data")
             if data is not None and MIME in data:
-                data.pop(MIME)
-                if not data:
-                    continue
+                continue
             kept.append(out)
         if "outputs" in cell:
             cell["outputs"] = kept

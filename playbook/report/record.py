@@ -79,6 +79,8 @@ def verdict_html(status: str, summary: str, figures: dict[str, Any]) -> str:
 def _fmt(v: Any) -> str:
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, float) and abs(v) >= 1000:
+        return f"{v:,.0f}"
     if isinstance(v, float):
         return f"{v:.3g}"
     return "n/a" if v is None else str(v)
