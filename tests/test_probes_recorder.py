@@ -179,3 +179,27 @@ def test_a_torch_rank_names_the_part_and_two_rankless_writers_never_share_one(tm
     monkeypatch.setenv("PLAYBOOK_SAMPLER", "external")  # a script under `playbook record`: rows say rank 0
     rec = Recorder(tmp_path, host="h", nvml=False, host_probe=False)
     assert rec.rank == 0 and rec.part_name() == f"h-pid{os.getpid()}"
+
+
+def test_a_rerun_replaces_its_finished_rankless_part_but_never_a_live_one(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "PLAYBOOK_SAMPLER", "PLAYBOOK_RUN_DIR"):
+        monkeypatch.delenv(k, raising=False)
+    run = tmp_path / "run"
+    script = ("import sys\nfrom playbook.probes import Recorder\n"
+              "with Recorder(sys.argv[1], host='h', nvml=False, host_probe=False, interconnect=False) as rec:\n"
+              "    with rec.timer.step(0):\n        pass\n")
+    for _ in range(2):  # an earlier run of the same script, then the rerun
+        subprocess.run([sys.executable, "-c", script, str(run)], check=True, timeout=120)
+    assert len(list(run.glob("h-pid*"))) == 1 and len(rundir.read_run(run).steps) == 1
+    with Recorder(run, host="h", nvml=False, host_probe=False, interconnect=False) as a, \
+            Recorder(run, host="h", nvml=False, host_probe=False, interconnect=False) as b:
+        assert a.part == b.part  # one process, one part
+    live = run / "h-pid1"  # pid 1 is alive: a concurrent recording's part is kept
+    live.mkdir()
+    (live / "meta.json").write_text(json.dumps({"pid": 1}))
+    with Recorder(run, host="h", nvml=False, host_probe=False, interconnect=False):
+        pass
+    assert live.is_dir()

@@ -80,6 +80,17 @@ def check_period(name: str, seconds: Any, least: float = MIN_FLUSH_S) -> float:
     return value
 
 
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (a zombie counts as exited only once reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
 def _env_int(name: str) -> int | None:
     try:
         return int(os.environ[name])
@@ -155,6 +166,21 @@ class Recorder:
         self._fingerprint: dict[str, Any] = {}
         self._profilers: list[Any] = []
 
+    def _replace_finished_parts(self) -> None:
+        """A rank-less recording replaces this host's rank-less parts whose process has exited (an earlier run
+        of the same script into the same folder, as a rerun lab does); parts of live processes (the sampler of
+        `playbook record`, a concurrent job) are kept, so two recordings at once never mix or lose rows."""
+        for other in self.run_dir.glob(f"{self.host}-pid*"):
+            if other == self.part or not other.is_dir():
+                continue
+            try:
+                pid = int(json.loads((other / "meta.json").read_text()).get("pid"))
+            except (OSError, ValueError, TypeError, AttributeError):
+                continue
+            if pid != os.getpid() and not _alive(pid):
+                self._warn(f"{other}: replacing an earlier recording (process {pid} has exited)", level=logging.INFO)
+                shutil.rmtree(other, ignore_errors=True)
+
     def part_name(self) -> str:
         """This writer's folder: "<host>-rank<R>" with a torch rank, else "<host>-pid<PID>" (unique per process)."""
         return f"{self.host}-pid{os.getpid()}" if self._by_pid else rundir.part_name(self.host, self.rank)
@@ -177,6 +203,8 @@ class Recorder:
                                          started=_utc(self._t0), name=self.part_name())
         except OSError as exc:
             raise ProbeError(f"Recorder: cannot write run directory {self.run_dir}: {exc}") from exc
+        if self._by_pid:
+            self._replace_finished_parts()
         stale = [f for f in PART_FILES.values() if (self.part / f).exists()]
         if stale or (self.part / SEGMENT_DIR).exists():
             self._warn(f"{self.part}: replacing an earlier recording in this folder", level=logging.INFO)
