@@ -190,3 +190,21 @@ def test_stderr_and_long_output_are_folded_and_escaped():
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="short\n")]
     _fold_streams(nb)
     assert nb.cells[0].outputs[0]["output_type"] == "stream"  # a short print stays as it is
+
+
+def test_the_index_leads_with_the_lab_asked_for(tmp_path):
+    from playbook.report.html import write_index
+
+    lab = {"notebook": "12_checkpoint_eval_stalls", "title": "12 · Stalls", "status": "ok", "html": "12.html",
+           "verdict": {"status": "inconclusive", "summary": "fault runs at 75% <of> no-fault",
+                       "figures": {"fault_ratio": 0.75}}, "records": {}}
+    tri = {"notebook": "01_triage", "title": "Triage", "status": "ok", "html": "01.html",
+           "verdict": {"status": "confirmed", "summary": "s"},
+           "records": {"headline": {"status": "confirmed", "sentence": "Most likely a periodic stall"}}}
+    summary = {"notebooks": [tri, lab], "parameters": {"labs": ["12"], "paths": []}}
+    page = write_index(summary, tmp_path).read_text()
+    card = page[page.index('id="verdict"'):page.index("</section>")]
+    assert "INCONCLUSIVE: fault runs at 75% &lt;of&gt; no-fault" in card
+    summary["parameters"] = {"labs": [], "paths": ["logs/"]}
+    page = write_index(summary, tmp_path).read_text()
+    assert "CONFIRMED: Most likely a periodic stall" in page[page.index('id="verdict"'):]

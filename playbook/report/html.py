@@ -255,25 +255,36 @@ def _inputs_of(nb: dict[str, Any]) -> str:
 
 
 def _lead_card(summary: dict[str, Any], out_dir: Path) -> str:
-    """The first screen of the index: the first run's verdict card (triage headline or lab verdict), with its
-    key figure when the run saved one."""
+    """The first screen of the index: a verdict card with its key figure when the run saved one — the first lab's
+    when labs were asked for without inputs of one's own (`playbook report --labs 12`), else the first triage's."""
     import base64
 
     from playbook.report import headline
 
-    for nb in summary.get("notebooks", []):
+    params = summary.get("parameters") or {}
+    notebooks = summary.get("notebooks", [])
+    if params.get("labs") and not params.get("paths"):
+        for nb in notebooks:
+            head = headline.lab_headline(nb) if not (nb.get("records") or {}).get("headline") else None
+            if head:
+                return headline.card_html(head) + _from_line(nb)
+    for nb in notebooks:
         head = (nb.get("records") or {}).get("headline")
         if isinstance(head, dict) and head.get("sentence"):
             png = out_dir / str(head.get("figure") or "")
             b64 = base64.b64encode(png.read_bytes()).decode("ascii") if head.get("figure") and png.is_file() else None
-            link = f'<p class="meta">from <a href="{html.escape(nb.get("html") or "")}">' \
-                   f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb)}</p>'
-            return headline.card_html(head, b64, "heatmap of every GPU over time, the ones not ok first") + link
-    for nb in summary.get("notebooks", []):
+            return (headline.card_html(head, b64, "heatmap of every GPU over time, the ones not ok first")
+                    + _from_line(nb))
+    for nb in notebooks:
         head = headline.lab_headline(nb)
         if head:
-            return headline.card_html(head)
+            return headline.card_html(head) + _from_line(nb)
     return ""
+
+
+def _from_line(nb: dict[str, Any]) -> str:
+    return (f'<p class="meta">from <a href="{html.escape(nb.get("html") or "")}">'
+            f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb)}</p>')
 
 
 def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
