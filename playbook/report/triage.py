@@ -102,7 +102,9 @@ def swing_gpus(diagnosis: dict[str, Any]) -> tuple[list[str] | None, str]:
     if not members or len(members) >= n:
         return None, f"all {n} GPUs" if n else "all GPUs"
     names = ", ".join(members[:4]) + (f" and {len(members) - 4} more" if len(members) > 4 else "")
-    return members, f"the {len(members)} GPU{'s' if len(members) > 1 else ''} that swing ({names})"
+    if len(members) == 1:
+        return members, f"the GPU that swings ({names})"
+    return members, f"the {len(members)} GPUs that swing ({names})"
 
 
 def status_map(diagnosis: dict[str, Any]) -> dict[str, str]:
