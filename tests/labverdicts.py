@@ -4,8 +4,8 @@ from __future__ import annotations
 
 
 def assert_fault_then_fix(rec: dict, max_fault_ratio: float = 0.7) -> None:
-    """The fault costs throughput beyond run-to-run noise, the fix beats the fault in every paired round, and the
-    verdict agrees with its own figures.
+    """The fault costs throughput and the fix beats the fault in every paired round, and the verdict agrees with
+    its own figures (confirmed only when the intervals separate them; inconclusive says why, with the intervals).
 
     `rec` is what the notebook recorded: its "verdict", its paired "summary" per variant and its "rounds" (each
     run's throughput ÷ the no-fault run of the same round). Whether the fix recovers ≥ 95% of no-fault throughput is
@@ -16,10 +16,13 @@ def assert_fault_then_fix(rec: dict, max_fault_ratio: float = 0.7) -> None:
     verdict, summary, rounds = rec["verdict"], rec["summary"], rec["rounds"]
     figures = verdict["figures"]
     assert verdict["status"] in ("confirmed", "inconclusive"), verdict
-    assert figures["fault_ratio"] < max_fault_ratio and summary["ratio_hi"]["fault"] < 1.0, (verdict, summary)
+    assert figures["fault_ratio"] < max_fault_ratio, (verdict, summary)
+    assert all(v < 1.0 for v in rounds["fault"].values()), ("the fault is not slower in every round", rounds)
     assert len(rounds["fix"]) >= 2 and all(rounds["fix"][r] > rounds["fault"][r] for r in rounds["fault"]), \
         ("the fix does not beat the fault in every round", rounds)
     if verdict["status"] == "confirmed":
-        assert figures["fix_ratio"] >= 0.95, verdict
-    else:
-        assert figures["fix_ratio"] < 0.95 and "only" in verdict["summary"], verdict
+        assert figures["fix_ratio"] >= 0.95 and summary["ratio_lo"]["fix"] > summary["ratio_hi"]["fault"], verdict
+    else:  # short of the bar, or the runs' Student-t intervals (wide with 2-3 loaded runs) cannot tell
+        separated = summary["ratio_hi"]["fault"] < 1.0 and summary["ratio_lo"]["fix"] > summary["ratio_hi"]["fault"]
+        assert figures["fix_ratio"] < 0.95 or not separated, (verdict, summary)
+        assert "interval" in verdict["summary"], verdict
