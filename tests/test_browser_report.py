@@ -129,7 +129,7 @@ def demo():
 def test_demo_index_leads_with_the_64_gpu_verdict_and_names_each_runs_inputs(demo, tmp_path):
     dom = _check_first_screen(tmp_path, demo / "index.html", "demo-index", "confirmed")
     text = _text(dom)
-    assert "all 64 GPUs" in text and "playbook report --labs 12" in text
+    assert "64 GPUs" in text and "periodic stall" in text.lower() and "playbook report --labs 12" in text
     assert text.index("data/samples/synthetic-64gpu") < text.index("data/samples/dflash-8gpu")
     assert 'href="01_triage-synthetic-64gpu.html"' in dom and 'href="01_triage-dflash-8gpu.html"' in dom
 

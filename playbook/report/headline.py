@@ -4,8 +4,9 @@
     display(HTML(headline.card_html(h, figure_png=...)))
 
 `from_diagnosis` is the only place that reads the diagnosis for the headline: it takes the diagnosis's own
-verdict sentence and GPU-time-lost figures where the result carries them (keys `verdict`, `gpu_time_lost`),
-and derives them from the hypotheses and the telemetry otherwise. Everything rendered is escaped here.
+verdict sentence and GPU-time-lost figures where the result carries them (`verdict.sentence`,
+`verdict.lost_share`, `verdict.gpu_hours_per_day`, or a `gpu_time_lost` object), and derives them from the
+hypotheses and the telemetry otherwise. Everything rendered is escaped here.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     if not sentence:
         sentence = _sentence(status, top, diagnosis) or summary
     lost = diagnosis.get("gpu_time_lost")
+    if not isinstance(lost, dict) and isinstance(v, dict) and v.get("lost_share") is not None:
+        lost = {"share": v.get("lost_share"), "gpu_hours_per_day": v.get("gpu_hours_per_day")}
     gpus = diagnosis.get("gpus") or []
     n_gpus = len(gpus) or (int(frame.groupby(["host", "gpu"]).ngroups) if frame is not None
                            and len(frame) and "gpu" in frame else 0)
