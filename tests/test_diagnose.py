@@ -50,7 +50,8 @@ def check_contract(obj: dict) -> None:
     assert hyps and causes == sorted(causes, reverse=True)
     for h in hyps:
         assert set(h) == {"id", "score", "evidence", "next_step", "fix", "notebook", "command", "lost_share",
-                          "names"}
+                          "names", "named"}
+        assert isinstance(h["named"], int) and h["named"] >= len(h["names"])
         assert h["lost_share"] is None or 0.0 <= h["lost_share"] <= 1.0
         assert 0.0 <= h["score"] <= 1.0
         assert isinstance(h["evidence"], list) and all(isinstance(e, str) for e in h["evidence"])

@@ -64,5 +64,7 @@ def test_loose_logs_beside_the_parts_are_read_by_content(tmp_path, data_dir):
     shutil.copy(nccl, run / "nccl-rank0.log")
     (run / "notes.bin").write_bytes(b"\x00\x01 not telemetry")
     bundle = rundir.read_run(run)
-    assert len(bundle.nccl) > 0 and len(bundle.steps) == 3
+    # the part's 3 steps plus the 2 `step N ... it/s` lines interleaved in that NCCL log (every line scanner reads it)
+    assert len(bundle.nccl) > 0 and len(bundle.steps) == 3 + 2
+    assert sorted(bundle.steps.loc[bundle.steps["rank"] == -1, "step"]) == [5, 42]
     assert any("notes.bin" in w for w in bundle.warnings)

@@ -363,13 +363,23 @@ def verdict_of(ranked: list[dict], gpus: int) -> dict:
         sentence = (f"Healthy (score {top['score']:.2f}): no finding points at a cause; keep this run as the "
                     "baseline for `playbook compare`")
     else:
-        names = top.get("names") or []
-        where = f" on {', '.join(names[:4])}{' and more' if len(names) > 4 else ''}" if names else ""
-        sentence = (f"{c.title[0].upper() + c.title[1:]}{where} ({top['id']}, score {top['score']:.2f}){cost}; "
-                    f"fix: {c.fix}")
+        sentence = (f"{c.title[0].upper() + c.title[1:]}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
+                    f"score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures the fix)")
     return {"id": top["id"], "score": top["score"], "title": c.title, "names": top.get("names") or [],
             "lost_share": lost, "gpus": gpus,
             "gpu_hours_per_day": round(lost * gpus * 24, 1) if lost and gpus else None, "sentence": sentence}
+
+
+def _where(names: list[str], named: int, gpus: int) -> str:
+    """" on node00:0", " on node00:0, node00:1 and 5 more", " on all 64 GPUs": who the verdict names, short.
+    `named`: how many units the findings named in all (`names` holds the first few)."""
+    named = max(named, len(names))
+    if not names:
+        return ""
+    if gpus > 1 and named >= gpus:
+        return f" on all {gpus} GPUs"
+    shown = ", ".join(names[:3])
+    return f" on {shown} and {named - 3} more" if named > 3 else f" on {shown}"
 
 
 def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: str | None) -> str:

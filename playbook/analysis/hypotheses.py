@@ -244,7 +244,8 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
         names = list(dict.fromkeys(n for e in items if e.finding is not None for n in e.finding.names))
         out.append({"id": hyp, "score": round(score, 3), "evidence": texts, "next_step": nxt,
                     "fix": FIXES[hyp], "notebook": NOTEBOOKS[hyp], "command": CAUSES[hyp].command,
-                    "lost_share": round(min(max(losts), 1.0), 4) if losts else None, "names": names[:16]})
+                    "lost_share": round(min(max(losts), 1.0), 4) if losts else None, "names": names[:16],
+                    "named": len(names)})
     # healthy: 1 - P(something is wrong), the noisy-OR of each distinct signature's anomaly (which is at least
     # as large as any single cause's score, since a signature's support is split between its causes)
     anomalies: dict[str, float] = {}
@@ -263,7 +264,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
                     "evidence": [f"{untestable}: finding nothing is no evidence of health"],
                     "next_step": NEXT_STEPS["insufficient_data"], "fix": FIXES["insufficient_data"],
                     "notebook": NOTEBOOKS["insufficient_data"], "command": CAUSES["insufficient_data"].command,
-                    "lost_share": None, "names": []})
+                    "lost_share": None, "names": [], "named": 0})
         healthy_score = min(healthy_score, 0.5)  # untested: no more than the confidence of an untested p-value
         healthy_texts.append(f"{untestable}: finding nothing is no evidence of health (score at most 0.5)")
     if best > 0:
@@ -273,7 +274,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
     out.append({"id": "healthy", "score": round(healthy_score, 3), "evidence": healthy_texts or
                 ["no finding points at a cause"], "next_step": NEXT_STEPS["healthy"], "fix": FIXES["healthy"],
                 "notebook": NOTEBOOKS["healthy"], "command": CAUSES["healthy"].command, "lost_share": None,
-                "names": []})
+                "names": [], "named": 0})
     out.sort(key=lambda h: (-h["score"], h["id"] not in ("insufficient_data", "healthy"), h["id"] != "healthy",
                             h["id"]))
     causes = [h for h in out if h["id"] not in ("healthy", "insufficient_data")]
