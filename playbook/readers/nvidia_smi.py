@@ -32,7 +32,7 @@ import pyarrow.csv as pacsv
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import textio
+from playbook.readers import headers, textio
 
 FORMAT = "nvidia-smi --query-gpu CSV"
 
@@ -124,6 +124,8 @@ def parse_header(line: str) -> tuple[list[str], list[str | None]] | None:
         units.append(m.group(2))
     if not names:
         return None
+    if any(not is_known_field(n) and headers.meaning(n).role in ("time", "host", "gpu") for n in names):
+        return None  # a home-made table naming its own time / host / GPU columns: the header-meaning reader's
     known = sum(is_known_field(n) for n in names)
     if known == 0 or (known * 2 < len(names) and not any("." in n and is_known_field(n) for n in names)):
         return None
