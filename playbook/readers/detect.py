@@ -28,6 +28,7 @@ READERS: tuple[str, ...] = (
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "generic_csv",      # CSV with recognisable telemetry headers
+    "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)
     "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
     "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line
 )

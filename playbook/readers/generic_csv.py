@@ -73,6 +73,8 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
 def sniff(head: str) -> bool:
     """A delimited header whose names (see playbook.readers.headers) hold a GPU metric and a time, GPU or per-GPU
     column."""
+    if textio.looks_like_json(head) or head.lstrip().startswith("<"):
+        return False  # JSON / XML documents: the documents reader's
     found = _header(head)
     return found is not None and headers.is_telemetry(found[2])
 
@@ -186,6 +188,7 @@ class TableBuilder:
 
     def __init__(self, src: str, names: list[str], host: str, skips: schema.SkipCounter, tz: str = "UTC") -> None:
         self.src, self.names, self.default_host, self.skips, self.tz = src, names, host, skips, tz
+        self.where = "line"  # what `lines` number: CSV lines, or records of a document stream
         self.cols = headers.assign(names)
         self.metrics = {pos: m for pos, m in self.cols.items() if m.role in schema.TELEMETRY_METRICS}
         self.ident = {}
@@ -214,7 +217,7 @@ class TableBuilder:
         def drop(mask: np.ndarray, why) -> None:
             new = mask & ~bad
             for i in np.flatnonzero(new)[: max(0, self.skips.keep - len(self.skips.reasons))]:
-                self.skips.reasons.append(f"line {int(lines[i])}: {why(int(i))}")
+                self.skips.reasons.append(f"{self.where} {int(lines[i])}: {why(int(i))}")
             self.skips.count += int(new.sum())
             bad[:] |= new
 
