@@ -26,7 +26,7 @@ def test_time_host_gpu_header_keeps_every_host_and_gpu(data_dir):
     path = data_dir / T / "time_host_gpu.csv"
     assert detect.detect(path) == "generic_csv"
     t = read_file(path).telemetry
-    assert sorted(set(zip(t["host"], t["gpu"]))) == [("node-a", 0), ("node-a", 1), ("node-b", 0)]
+    assert sorted(set(zip(t["host"], t["gpu"], strict=True))) == [("node-a", 0), ("node-a", 1), ("node-b", 0)]
     assert _gpu(t, 1, "util_pct", "node-a") == [12.0, 88.0]
     assert str(t["time"].min()) == "2024-03-02 14:00:00+00:00"
 

@@ -61,6 +61,9 @@ _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_RE = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END_RE = re.compile(rb"\}\s*\]")
 _BOUNDARY_STR_RE = re.compile(r"\}\s*,\s*\{")
+_GAP_RE = re.compile(r"[ \t\r\n,]*")
+_GAP_B_RE = re.compile(rb"[ \t\r\n,]*")
+_GAP_BYTES = b" \t\r\n,"
 _RANK_IN_NAME_RE = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
 _SNIFF_RE = re.compile(r'"traceEvents"\s*:|"ph"\s*:\s*"[XBEMisfC]"')
 
@@ -420,8 +423,7 @@ def _salvage(text: str, cols: _Columns, skips: SkipCounter, byte_offset: int, fi
     decoder = json.JSONDecoder()
     pos, n, good = 0, len(text), []
     while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
+        pos = _GAP_RE.match(text, pos).end()
         if pos >= n:
             break
         if text[pos] == "]":
@@ -433,7 +435,7 @@ def _salvage(text: str, cols: _Columns, skips: SkipCounter, byte_offset: int, fi
             nxt = _BOUNDARY_STR_RE.search(text, exc.pos if exc.pos > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
-            skips.skip(None, f"byte ~{byte_offset + len(text[:pos].encode())}: {exc.msg}")
+            skips.skip(None, f"near byte ~{byte_offset + pos}: {exc.msg}")  # chars = bytes for ASCII
             if nxt is None:
                 pos = n
                 break
@@ -456,6 +458,7 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
     trailer = b""
     state = "head"
     consumed = 0  # bytes of decoded text already consumed before buf
+    scanned = 0  # buf[:scanned] holds no event boundary (see below)
     for chunk in chunks:
         if state == "tail":
             trailer += chunk
@@ -466,6 +469,7 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             if stripped[:1] == b"[":
                 consumed += len(buf) - len(stripped) + 1
                 header, buf, state = b"", bytearray(b" ") + stripped[1:], "events"
+                chunk = bytes(buf)
             else:
                 m = _TRACE_EVENTS_RE.search(buf)
                 if m is None:
@@ -474,9 +478,18 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
                     continue
                 header, buf, state = bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], "events"
                 consumed += m.end()
-        cut = _last_boundary(buf)
+                chunk = bytes(buf)
+        # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
+        # the last search): each byte is searched about once, however long an event or a run of whitespace is.
+        if not chunk.translate(None, _GAP_BYTES):
+            continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
+        cut = _last_boundary(buf, scanned)
         if cut is None:
+            body = len(chunk.rstrip(b" \t\r\n,"))
+            run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
+            scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
             continue
+        scanned = 0
         # frame buf[0:cut+1] as a JSON array in place: buf[0] and buf[cut] are delimiters (space/comma)
         saved = buf[cut]
         buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
@@ -531,30 +544,24 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             "warnings": warnings}
 
 
-def _last_boundary(buf: bytes) -> int | None:
-    """Index just past the `}` of the last `}, {` event boundary in `buf` (None when there is none)."""
-    window = max(0, len(buf) - 65536)
-    while True:
-        found = None
-        for found in _BOUNDARY_RE.finditer(buf, window):  # noqa: B007 - keep the last match
-            pass
-        if found is not None:
-            return found.start() + 1
-        if window == 0:
-            return None
-        window = max(0, window - (1 << 20))
+def _last_boundary(buf: bytes, start: int = 0) -> int | None:
+    """Index just past the `}` of the last `}, {` event boundary in buf[start:] (None when there is none)."""
+    found = None
+    for found in _BOUNDARY_RE.finditer(buf, start):  # noqa: B007 - keep the last match
+        pass
+    return None if found is None else found.start() + 1
 
 
 def _try_close(buf: bytes, cols: _Columns, skips: SkipCounter, attempts: int = 16) -> int | None:
     """If the traceEvents array closes in `buf` after complete events, decode them; return the index after `]`."""
-    stripped = buf.lstrip(b" \t\r\n,")
-    if stripped[:1] == b"]":
-        return len(buf) - len(stripped) + 1
+    first = _GAP_B_RE.match(buf).end()  # a regex, not lstrip: C speed on runs of megabytes
+    if buf[first:first + 1] == b"]":
+        return first + 1
     for attempt, m in enumerate(_ARRAY_END_RE.finditer(buf)):
         if attempt >= attempts:
             break
         try:
-            _decode_list(b"[" + buf[:m.start() + 1].lstrip(b" \t\r\n,") + b"]", cols, skips)
+            _decode_list(b"[" + buf[first:m.start() + 1] + b"]", cols, skips)
         except _DECODE_ERRORS:
             continue
         return m.end()
