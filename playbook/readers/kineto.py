@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..schema import Bundle, SkipCounter, trace_frame
+from . import textio
 
 try:  # optional accelerator; the standard-library path below gives identical results
     import msgspec
@@ -135,8 +136,10 @@ def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
     if magic[:2] == b"\x1f\x8b":
         dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
         pending = magic
+        packed, unpacked, budget = 0, 0, textio.max_bytes()
         while True:
             data = pending + (fh.read(1 << 16) if not dec.unconsumed_tail else b"")
+            packed += len(data)
             pending = b""
             if dec.unconsumed_tail:
                 data = dec.unconsumed_tail + data
@@ -148,6 +151,8 @@ def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
                 if problems is not None:
                     problems.append(f"corrupt gzip data ({exc})")
                 return
+            unpacked += len(out)
+            _check_expansion(label, packed, unpacked, budget)
             if out:
                 yield out
             if dec.eof:
@@ -172,6 +177,15 @@ def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
     yield magic + fh.read(size - len(magic))
     while out := fh.read(size):
         yield out
+
+
+def _check_expansion(label: str, packed: int, unpacked: int, budget: int) -> None:
+    """The size budget and the ratio cap of textio, for the trace's own streaming gzip decoder."""
+    if unpacked > budget:
+        raise InputError(f"{label}: more than {budget >> 20} MiB of decompressed data: refusing "
+                         "(raise PLAYBOOK_MAX_BYTES to read it)")
+    if unpacked > textio.RATIO_FLOOR_BYTES and unpacked > textio.MAX_RATIO * max(packed, 1):
+        raise InputError(f"{label}: gzip data expands more than {textio.MAX_RATIO}x: refusing a decompression bomb")
 
 
 def _read_archive(path: Path) -> list[dict]:
@@ -281,8 +295,12 @@ class _Columns:
         for ph, n in Counter(phs).items():
             self.counts[str(ph)] = self.counts.get(str(ph), 0) + n
 
-    def add_structs(self, events: list) -> None:
+    def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
+        if not all(type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT for e in events):
+            good = [e for e in events if type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT]
+            _skip_typed(skips, len(events) - len(good))
+            events = good
         phs = [e.ph for e in events]
         self._count(phs)
         if "M" in phs:
@@ -304,6 +322,10 @@ class _Columns:
         if skips is not None:
             for _ in range(len(events) - len(good)):
                 skips.skip(None, "trace event is not a JSON object")
+        typed = [e for e in good if type(e.get("ph")) in _TEXT and type(e.get("name")) in _TEXT
+                 and type(e.get("cat")) in _TEXT]
+        _skip_typed(skips, len(good) - len(typed))
+        good = typed
         self._count([e.get("ph") for e in good])
         meta = [e for e in good if e.get("ph") == "M"]
         if meta:
@@ -373,28 +395,41 @@ def _ints(values: list) -> np.ndarray:
     """int64 array from a list of ints, with anything that is not an integer (None, "Spans", 1.5e20) as -1."""
     try:
         arr = np.array(values)
-        if arr.dtype.kind in "iu" and arr.ndim == 1:
+        if arr.ndim == 1 and (arr.dtype.kind == "i" or (arr.dtype.kind == "u" and (
+                not len(arr) or int(arr.max()) <= _INT64[1]))):
             return arr.astype(np.int64, copy=False)
     except (ValueError, OverflowError):
         pass
     return np.array([_int(v) for v in values], dtype=np.int64)
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+# ph / name / cat must be text (or a number, or absent): an object or a list there makes the event unreadable
+_TEXT = (str, int, float, type(None))
+
+
+def _skip_typed(skips: SkipCounter | None, n: int) -> None:
+    """Count `n` events skipped for a ph / name / cat that is an object or a list."""
+    if skips is not None and n > 0:
+        skips.skip(None, "trace event with an object or list as its ph, name or cat")
+        skips.count += n - 1
+
+
 def _int(v: Any) -> int:
-    if type(v) is int:
-        return v
+    """An int64 from a JSON value; -1 for anything else (None, "Spans", 1.5e20, an id beyond int64)."""
     try:
-        return int(v)
+        i = v if type(v) is int else int(v)
     except (TypeError, ValueError, OverflowError):
         return -1
+    return i if _INT64[0] <= i <= _INT64[1] else -1
 
 
 def _num(v: Any) -> float:
-    if type(v) is float or type(v) is int:
-        return float(v)
+    if type(v) is float:
+        return v
     try:
         return float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return np.nan
 
 
@@ -407,7 +442,7 @@ def _decode_list(payload: bytes, cols: _Columns, skips: SkipCounter) -> None:
     """Decode `[ev, ev, ...]` into `cols`; raises a decode error when `payload` is not valid JSON."""
     if _MSGSPEC is not None:
         try:
-            cols.add_structs(_FAST_DECODER.decode(payload))
+            cols.add_structs(_FAST_DECODER.decode(payload), skips)
             return
         except _MSGSPEC.ValidationError:  # valid JSON, unusual types: take the lenient path
             cols.add_dicts(_ANY_DECODER.decode(payload), skips)
