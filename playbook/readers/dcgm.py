@@ -100,7 +100,7 @@ GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
 ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')  # names start once
 _ENTITY = re.compile(r"^#\s*Entity\b", re.IGNORECASE)
 _DMON_ROW = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d+)\s+(.*)$", re.IGNORECASE)
 

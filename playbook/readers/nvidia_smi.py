@@ -107,7 +107,7 @@ _TIMESTAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 _UUID = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]{8,}$")
 _UNITS_IN_VALUES = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s(%|MiB|W|MHz|KiB|GiB|C)\s*$")
-_NUMERIC = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)\s*$")
+_NUMERIC = re.compile(r"^\s*[-+]?(\d+(?:\.\d*)?|\.\d+)\s*$")
 _NA = re.compile(r"^\s*(\[[^\]]*\]|N/A)\s*$")
 
 

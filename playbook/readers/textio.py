@@ -403,7 +403,8 @@ NA_TOKENS = frozenset({"", "-", "n/a", "na", "nan", "none", "null", "[n/a]", "[n
                        "not supported", "unknown error", "[gpu is lost]", "[insufficient permissions]",
                        "[gpu requires reset]", "[not found]", "[unknown]", "err!", "[err!]"})
 
-_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
+# linear: the digits are taken once and a unit must start with a letter, so no two repeats trade characters
+_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([A-Za-z%/]+)\s*)?$")
 
 
 _JSON_START = re.compile(r"^\s*(\{|\[\s*([\[{\"\]]|-?\d[\d.eE+-]*\s*[,\]])|\[\s*$)")
@@ -428,7 +429,7 @@ def parse_number(text: str) -> tuple[float, str] | None:
     m = _NUM_UNIT.match(t)
     if not m:
         return None
-    return float(m.group(1)), m.group(2).lower()
+    return float(m.group(1)), (m.group(2) or "").lower()
 
 
 # --------------------------------------------------------------------------------------------------------------
