@@ -6,7 +6,17 @@ import re
 
 import pytest
 
-from playbook.readers import dcgm, dmon, documents, generic_csv, headers, kineto, nvidia_smi, nvidia_smi_table, textio
+from playbook.readers import (
+    dcgm,
+    dmon,
+    documents,
+    generic_csv,
+    headers,
+    kineto,
+    nvidia_smi,
+    nvidia_smi_table,
+    textio,
+)
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_table, kineto, dcgm, dmon, headers, documents)
 N = 100_000
