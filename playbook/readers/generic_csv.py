@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from playbook import schema
@@ -76,7 +77,14 @@ def sniff(head: str) -> bool:
     if textio.looks_like_json(head) or head.lstrip().startswith("<"):
         return False  # JSON / XML documents: the documents reader's
     found = _header(head)
-    return found is not None and headers.is_telemetry(found[2])
+    if found is None:
+        return False
+    if headers.is_telemetry(found[2]):
+        return True
+    # a header wider than the head: decide on its visible part (a time or GPU column); `read` sees all of it
+    lines = head.split("\n")
+    cut = len(head) >= textio.HEAD_BYTES - 4 and len(lines) - 1 <= found[0]
+    return cut and any(m.role in ("time", "gpu") for m in headers.assign(found[2]).values())
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
@@ -224,11 +232,23 @@ class TableBuilder:
         def strings(pos: int) -> pd.Series:
             return pd.Series(table.column(pos).to_pandas(), dtype=object).str.strip()
 
+        class _Lazy:  # the pandas strings of a column, made only when the fast Arrow path cannot read it
+            def __init__(self, pos: int) -> None:
+                self.pos, self.series = pos, None
+
+            def get(self) -> pd.Series:
+                if self.series is None:
+                    self.series = strings(self.pos)
+                return self.series
+
         values: dict[int, np.ndarray] = {}
         for pos, m in self.metrics.items():
-            s = strings(pos)
-            v, unparsed, unit = _numbers(s)
-            drop(unparsed, lambda i, s=s, k=self.names[pos]: f"bad {k} value {str(s.iloc[i])[:30]!r}")
+            lazy = _Lazy(pos)
+            v = _fast_floats(table.column(pos))
+            unit = None
+            if v is None:
+                v, unparsed, unit = _numbers(lazy.get())
+                drop(unparsed, lambda i, s=lazy, k=self.names[pos]: f"bad {k} value {str(s.get().iloc[i])[:30]!r}")
             if pos not in self.factors and np.isfinite(v).any():
                 m = headers.settle(m, v)
                 if m.unit is None and unit:
@@ -239,19 +259,27 @@ class TableBuilder:
             if not self.metrics[pos].bit:
                 lo, hi = headers.RANGES.get(self.metrics[pos].role, (-np.inf, np.inf))
                 out = np.isfinite(v) & ((v < lo) | (v > hi))
-                drop(out, lambda i, s=s, k=self.names[pos]: f"{k} value {str(s.iloc[i])[:30]!r} out of range")
+                drop(out, lambda i, s=lazy, k=self.names[pos]: f"{k} value {str(s.get().iloc[i])[:30]!r} out of range")
             values[pos] = v
         gpu_col = self.ident.get("gpu")
-        gpu = _gpus(strings(gpu_col[0]), drop, self.gpu_ids) if gpu_col else np.zeros(n, dtype=np.int64)
+        gpu = None
+        if gpu_col:
+            fast = _fast_floats(table.column(gpu_col[0]))
+            if fast is not None and np.isfinite(fast).all() and (fast >= 0).all() and (fast == np.round(fast)).all():
+                gpu = fast.astype(np.int64)
+            else:
+                gpu = _gpus(strings(gpu_col[0]), drop, self.gpu_ids)
+        else:
+            gpu = np.zeros(n, dtype=np.int64)
         host_col = self.ident.get("host")
         if host_col:
-            h = strings(host_col[0]).fillna("").to_numpy(dtype=object, copy=True)
-            h[h == ""] = self.default_host
-            codes = np.array([self.hosts.setdefault(x, len(self.hosts)) for x in h], dtype=np.int32) if n < 64 \
-                else self._host_codes(h)
+            enc = pc.utf8_trim_whitespace(table.column(host_col[0])).combine_chunks().dictionary_encode()
+            local = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            names = [x or self.default_host for x in enc.dictionary.to_pylist()]
+            codes = np.array([self.hosts.setdefault(x, len(self.hosts)) for x in names], dtype=np.int32)[local]
         else:
             codes = np.full(n, self.hosts.setdefault(self.default_host, len(self.hosts)), dtype=np.int32)
-        time_ns = self._times(strings(self.ident["time"][0]) if "time" in self.ident else None, drop, n)
+        time_ns = self._times(table.column(self.ident["time"][0]) if "time" in self.ident else None, drop, n)
         good = ~bad
         groups = [(None, [p for p, m in self.metrics.items() if m.gpu is None])] if self.plain else []
         groups += [(g, [p for p, m in self.metrics.items() if m.gpu == g]) for g in self.gpus]
@@ -282,16 +310,15 @@ class TableBuilder:
             self.parts.append(part)
             self.rows += int(keep.sum())
 
-    def _host_codes(self, h: np.ndarray) -> np.ndarray:
-        codes, uniques = pd.factorize(h)
-        table = np.array([self.hosts.setdefault(str(u), len(self.hosts)) for u in uniques], dtype=np.int32)
-        return table[codes]
-
-    def _times(self, s: pd.Series | None, drop, n: int) -> np.ndarray:
-        if s is None:
+    def _times(self, col, drop, n: int) -> np.ndarray:
+        """int64 ns per row from the time column (Arrow strings); _NAT where unreadable (counted)."""
+        if col is None:
             return np.full(n, _NAT, dtype=np.int64)  # placed on ticks when the table is built
         pos, m = self.ident["time"]
-        numbers = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        numbers = _fast_floats(col) if self.time_unit != "datetime" else None
+        s = pd.Series(col.to_pandas(), dtype=object).str.strip() if numbers is None else None
+        if numbers is None:
+            numbers = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         if self.time_unit != "datetime" and np.isfinite(numbers).sum() >= max(1, int(0.9 * n)):
             if self.time_unit is None:
                 unit = m.unit if m.unit in ("s", "ms", "us", "ns") else None
@@ -301,13 +328,18 @@ class TableBuilder:
                                  f"from {textio.SYNTHETIC_EPOCH:%Y-%m-%dT%H:%M:%SZ}")
                 self.time_unit = unit or _epoch_unit(numbers)
             ns, ok = textio.epoch_to_ns(numbers, self.time_unit)
-            drop(~ok, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
+            drop(~ok, lambda i: f"bad time {str(col[i])[:30]!r}")
             return np.where(ok, ns, _NAT)
         self.time_unit = "datetime"
-        try:
-            parsed = pd.to_datetime(s, errors="coerce", utc=False, format="mixed")
-        except (ValueError, TypeError):  # offsets mixed with naive times: read everything as UTC
-            parsed = pd.to_datetime(s, errors="coerce", utc=True, format="mixed")
+        if s is None:
+            s = pd.Series(col.to_pandas(), dtype=object).str.strip()
+        try:  # ISO 8601 is parsed vectorised; anything else element by element ("mixed")
+            parsed = pd.to_datetime(s, utc=False, format="ISO8601")
+        except (ValueError, TypeError):
+            try:
+                parsed = pd.to_datetime(s, errors="coerce", utc=False, format="mixed")
+            except (ValueError, TypeError):  # offsets mixed with naive times: read everything as UTC
+                parsed = pd.to_datetime(s, errors="coerce", utc=True, format="mixed")
         if isinstance(parsed.dtype, pd.DatetimeTZDtype):
             parsed = parsed.dt.tz_convert("UTC")
         else:
@@ -347,6 +379,19 @@ class TableBuilder:
         host: object = names[0] if len(names) == 1 else names[codes]
         bundle.telemetry = textio.build_telemetry(columns, host, self.src, interval_s if synthetic else None)
         return bundle
+
+
+def _fast_floats(col) -> np.ndarray | None:
+    """float64 from an Arrow string column when every cell is a plain number or empty (NaN); None otherwise."""
+    try:
+        trimmed = pc.utf8_trim_whitespace(col)
+        cleaned = pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
+        out = pc.cast(cleaned, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    values = out.to_numpy(zero_copy_only=False) if isinstance(out, pa.Array) else out.combine_chunks().to_numpy(
+        zero_copy_only=False)
+    return np.asarray(values, dtype=np.float64)
 
 
 def _epoch_unit(numbers: np.ndarray) -> str:
