@@ -809,13 +809,14 @@ def read(path: str | Path, fields: str | list[str] | None = None, interval_s: fl
     src = str(path)
     interval_s = textio.check_interval(interval_s)
     user_fields = parse_fields(fields)
-    data = textio.read_bytes(path)
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    data = textio.read_bytes(path, warnings=notes)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     host = textio.host_from_path(path)
-    bundle = schema.Bundle(inputs=[src])
+    bundle = schema.Bundle(inputs=[src], warnings=notes)
     skips = schema.SkipCounter(src)
     specials, n_lines = _scan(data)
     segments = _segments(data, specials, n_lines, user_fields, path, bundle)

@@ -93,7 +93,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     path = Path(path)
     src = str(path)
     interval_s = textio.check_interval(interval_s)
-    lines = textio.read_text(path).split("\n")
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    lines = textio.read_text(path, warnings=notes).split("\n")
     skips = schema.SkipCounter(src)
     host = None
     date: str | None = None  # the last date line seen, for the next banner
@@ -144,6 +145,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                                      note, interval_s if synthetic else None)
     if not len(snap):
         bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
+    bundle.warnings[:0] = notes
     return bundle
 
 

@@ -154,6 +154,8 @@ class TextStream(io.RawIOBase):
                 import zstandard
 
                 self._src = zstandard.ZstdDecompressor().stream_reader(self._raw, read_across_frames=True)
+            # read1: a truncated stream raises only once nothing more decompresses (read() would drop the last block)
+            self._read1 = getattr(self._src, "read1", self._src.read)
             first = self._take(4096)
         except BaseException:
             self._raw.close()
@@ -174,7 +176,7 @@ class TextStream(io.RawIOBase):
         if self._eof:
             return b""
         try:
-            data = self._src.read(size)
+            data = self._read1(size)
         except EOFError:
             self.notes.append(f"{self.path}: {self.kind} stream is truncated: kept what decompresses")
             data = b""
