@@ -5,7 +5,7 @@ import pytest
 
 from playbook.readers import detect, headers, read_file
 
-T = "readers/tables"
+T = "readers"
 
 
 def _gpu(t, gpu, col, host=None):
@@ -14,7 +14,7 @@ def _gpu(t, gpu, col, host=None):
 
 
 def test_custom_poller_keeps_clock_and_power_and_skips_an_out_of_range_value(data_dir):
-    b = read_file(data_dir / T / "nvml_poller.csv")
+    b = read_file(data_dir / T / "table_nvml_poller.csv")
     t = b.telemetry
     assert _gpu(t, 0, "sm_clock_mhz") == [1980.0, 1410.0] and _gpu(t, 0, "power_w") == [612.4, 190.2]
     assert _gpu(t, 1, "power_w") == [605.1, 618.0, 611.7] and _gpu(t, 1, "temp_c") == [64.0, 65.0, 65.0]
@@ -23,7 +23,7 @@ def test_custom_poller_keeps_clock_and_power_and_skips_an_out_of_range_value(dat
 
 
 def test_time_host_gpu_header_keeps_every_host_and_gpu(data_dir):
-    path = data_dir / T / "time_host_gpu.csv"
+    path = data_dir / T / "table_time_host_gpu.csv"
     assert detect.detect(path) == "generic_csv"
     t = read_file(path).telemetry
     assert sorted(set(zip(t["host"], t["gpu"], strict=True))) == [("node-a", 0), ("node-a", 1), ("node-b", 0)]
@@ -33,7 +33,7 @@ def test_time_host_gpu_header_keeps_every_host_and_gpu(data_dir):
 
 @pytest.mark.parametrize("name", ["wandb_system.csv", "wandb_events.jsonl"])
 def test_wandb_system_metrics_give_one_row_per_time_and_gpu(data_dir, name):
-    b = read_file(data_dir / T / name)
+    b = read_file(data_dir / T / f"table_{name}")
     t = b.telemetry
     assert sorted(t["gpu"].unique()) == [0, 1]
     assert _gpu(t, 0, "util_pct") == [97.0, 12.0, 96.0] and _gpu(t, 0, "sm_clock_mhz") == [1980.0, 1410.0, 1980.0]
@@ -48,14 +48,14 @@ def test_wandb_system_metrics_give_one_row_per_time_and_gpu(data_dir, name):
 
 
 def test_gpustat_json_reads_hosts_gpus_power_and_memory(data_dir):
-    t = read_file(data_dir / T / "gpustat.json").telemetry
+    t = read_file(data_dir / T / "table_gpustat.json").telemetry
     assert set(t["host"]) == {"node-c"} and sorted(t["gpu"].unique()) == [0, 1]
     assert _gpu(t, 1, "util_pct") == [11.0, 96.0] and _gpu(t, 0, "power_w") == [612.0, 609.0]
     assert _gpu(t, 0, "power_limit_w") == [700.0, 700.0] and _gpu(t, 0, "mem_used_mib") == [70210.0, 70210.0]
 
 
 def test_nvidia_smi_xml_reads_clocks_power_reasons_and_links(data_dir):
-    path = data_dir / T / "smi_q.xml"
+    path = data_dir / T / "table_smi_q.xml"
     assert detect.detect(path) == "documents"
     t = read_file(path).telemetry
     assert len(t) == 4 and sorted(t["gpu"].unique()) == [0, 1]
@@ -68,7 +68,7 @@ def test_nvidia_smi_xml_reads_clocks_power_reasons_and_links(data_dir):
 
 @pytest.mark.parametrize("name", ["smi_event_reasons.csv", "throttle_custom.csv"])
 def test_per_reason_columns_become_the_nvml_bitmask(data_dir, name):
-    t = read_file(data_dir / T / name).telemetry
+    t = read_file(data_dir / T / f"table_{name}").telemetry
     if name.startswith("smi"):
         assert _gpu(t, 0, "throttle_reasons") == [0.0, 1.0]        # gpu_idle
         assert _gpu(t, 1, "throttle_reasons") == [4.0, 4.0 + 32.0]  # sw_power_cap, + sw_thermal

@@ -173,8 +173,9 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
             obj, end = decoder.raw_decode(buf, pos)
         except (ValueError, RecursionError) as exc:
             if not eof and len(buf) - pos < MAX_DOCUMENT_BYTES:
-                data = pending + stream.read(want)
-                eof = not data
+                fresh = stream.read(want)
+                eof = not fresh
+                data = pending + fresh
                 cut = len(data)
                 while cut and (data[cut - 1] & 0xC0) == 0x80:  # keep a split UTF-8 character for the next read
                     cut -= 1
