@@ -116,6 +116,19 @@ def text_encoding(head: bytes) -> str:
     return "utf-8"
 
 
+# Control bytes that text logs do not hold (tab, newlines, form feed, ESC of ANSI colours, backspace and bell of
+# progress bars, and NUL, which damaged logs do hold, are left out): one of them in the first 4 KiB makes the data
+# binary (a pickle, an image), passed through untouched.
+_BINARY_BYTES = bytes(b for b in range(32) if b not in (0, 7, 8, 9, 10, 11, 12, 13, 27))
+_NOT_BINARY = bytes(b for b in range(256) if b not in _BINARY_BYTES)
+
+
+def is_binary(head: bytes) -> bool:
+    """True when the first bytes hold control characters no text log has (see _BINARY_BYTES), UTF-16/32 aside."""
+    sample = head[:4096]
+    return bool(sample.translate(None, _NOT_BINARY)) and text_encoding(sample) == "utf-8"
+
+
 class TextStream(io.RawIOBase):
     """A file's bytes as UTF-8, streamed: decompressed (gzip/bz2/xz/zstd, found from magic bytes, not the name),
     transcoded from UTF-16/32, NUL bytes dropped, bytes that are not UTF-8 read as Latin-1, within the size budget
@@ -160,6 +173,7 @@ class TextStream(io.RawIOBase):
         except BaseException:
             self._raw.close()
             raise
+        self.convert = convert = convert and not is_binary(first)  # binary data is passed through untouched
         self.encoding = text_encoding(first) if convert else "utf-8"
         if self.encoding == "utf-8-sig":
             first, self.encoding = first[len(codecs.BOM_UTF8):], "utf-8"
@@ -306,12 +320,14 @@ def read_head(path: str | Path, size: int = HEAD_BYTES) -> str:
 
 def decode(raw: bytes) -> str:
     """Text from bytes: a BOM's UTF-16/32 (or BOM-less UTF-16), else UTF-8 with non-UTF-8 bytes read as Latin-1;
-    a BOM and NULs dropped; CRLF / lone CR turned into LF."""
+    a BOM and NULs dropped; CRLF / lone CR turned into LF. Binary data (`is_binary`) decodes as UTF-8 with
+    errors replaced, NULs kept."""
+    binary = is_binary(raw)
     encoding = text_encoding(raw)
-    text = raw.decode(encoding, errors="replace" if encoding != "utf-8" else "playbook-latin1")
+    text = raw.decode(encoding, errors="replace" if binary or encoding != "utf-8" else "playbook-latin1")
     if text.startswith("\ufeff"):
         text = text[1:]
-    if "\0" in text:
+    if "\0" in text and not binary:
         text = text.replace("\0", "")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
