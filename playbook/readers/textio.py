@@ -95,14 +95,14 @@ def _latin1_fallback(exc: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("playbook-latin1", _latin1_fallback)
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8-sig"),
+_TEXT_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8-sig"),
          (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
 def text_encoding(head: bytes) -> str:
     """The encoding a file's first (decompressed) bytes announce: a UTF-16/32 BOM, or UTF-16 without one (every
     other byte NUL, as Windows tools write ASCII text); otherwise "utf-8" (with a Latin-1 fallback per byte)."""
-    for bom, name in _BOMS:
+    for bom, name in _TEXT_BOMS:
         if head.startswith(bom):
             return name
     sample = head[:4096]
