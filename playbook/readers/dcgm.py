@@ -100,7 +100,7 @@ GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
 ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
-_LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
+_LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')  # names start once
 _ENTITY = re.compile(r"^#\s*Entity\b", re.IGNORECASE)
 _DMON_ROW = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d+)\s+(.*)$", re.IGNORECASE)
 
@@ -128,13 +128,17 @@ def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.B
     """Read DCGM telemetry (any of the three forms) into a Bundle (telemetry; xid events)."""
     path = Path(path)
     interval_s = textio.check_interval(interval_s)
-    text = textio.read_text(path)
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    text = textio.read_text(path, warnings=notes)
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
-        return _read_json(path, text, interval_s)
-    if any(_ENTITY.match(ln.strip()) for ln in text.split("\n", 400)[:400]):
-        return _read_dcgmi(path, text, interval_s)
-    return _read_prometheus(path, text, interval_s)
+        bundle = _read_json(path, text, interval_s)
+    elif any(_ENTITY.match(ln.strip()) for ln in text.split("\n", 400)[:400]):
+        bundle = _read_dcgmi(path, text, interval_s)
+    else:
+        bundle = _read_prometheus(path, text, interval_s)
+    bundle.warnings[:0] = notes
+    return bundle
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ READERS: tuple[str, ...] = (
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "generic_csv",      # CSV with recognisable telemetry headers
+    "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)
     "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
     "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line
 )
@@ -85,7 +86,7 @@ _MAGIC_NAMES = (
 def describe(path: str | Path) -> str:
     """A short guess at what a file is, for error messages: "empty file", "a PNG image", "JSON with keys ..."."""
     try:
-        raw = textio.read_bytes(path, limit=4096)
+        raw = textio.read_bytes(path, limit=4096, convert=False)
     except Exception:  # unreadable or undecompressable: say so rather than fail while describing
         return "an unreadable file"
     if not raw.strip():
@@ -96,7 +97,8 @@ def describe(path: str | Path) -> str:
     if raw[:262].find(b"ustar") == 257:
         return "a tar archive"
     text = textio.decode(raw)
-    bad = text.count("\ufffd") + sum(ch in text for ch in "\x00\x01\x02\x03\x04\x05\x06\x07")
+    utf16 = textio.text_encoding(raw).startswith(("utf-16", "utf-32"))
+    bad = text.count("\ufffd") + sum(raw.count(bytes([b])) for b in range(8) if not utf16)
     if bad > max(4, len(text) // 50):
         return "binary data"
     stripped = text.lstrip()

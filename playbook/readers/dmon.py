@@ -64,7 +64,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     path = Path(path)
     src = str(path)
     interval_s = textio.check_interval(interval_s)
-    text = textio.read_text(path)
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    text = textio.read_text(path, warnings=notes)
     skips = schema.SkipCounter(src)
     names: list[str] | None = None
     units: list[str] = []
@@ -131,8 +132,10 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
     synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
-    return textio.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
-                                   interval_s if synthetic else None)
+    bundle = textio.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
+                                     interval_s if synthetic else None)
+    bundle.warnings[:0] = notes
+    return bundle
 
 
 def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz: str,

@@ -20,74 +20,36 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import textio
+from playbook.readers import headers, textio
 
 FORMAT = "telemetry CSV with named columns"
 
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "time": ("time", "timestamp", "ts", "datetime", "date_time", "wall_time", "walltime", "epoch", "epoch_s",
-             "epoch_ms", "epoch_us", "epoch_ns", "unix_time", "unixtime", "unix_ts", "time_s", "time_ms",
-             "time_us", "time_ns", "timestamp_s", "timestamp_ms", "timestamp_us", "timestamp_ns", "time_utc",
-             "timestamp_utc", "sample_time", "date"),
-    "host": ("host", "hostname", "node", "node_name", "nodename", "instance", "server", "machine"),
-    "gpu": ("gpu", "gpu_id", "gpu_index", "gpu_idx", "index", "device", "device_id", "device_index", "gpu_num",
-            "cuda_device", "entity", "entity_id", "idx", "gpu_uuid", "uuid"),
-    "util_pct": ("util_pct", "utilization", "util", "gpu_util", "gpu_util_pct", "gpu_utilization",
-                 "utilization_gpu", "gputl", "gpu_utilization_pct", "utilization_gpu_pct", "gpu_busy",
-                 "dcgm_fi_dev_gpu_util", "gpu_util_ratio", "utilization_ratio", "util_frac"),
-    "mem_util_pct": ("mem_util_pct", "mem_util", "memory_util", "utilization_memory", "mcutl", "memory_utilization",
-                     "mem_utilization", "dcgm_fi_dev_mem_copy_util"),
-    "mem_used_mib": ("mem_used_mib", "memory_used", "mem_used", "memory", "fb_used", "fbusd", "memory_used_mib",
-                     "mem_used_mb", "memory_used_mb", "mem_used_gb", "memory_used_gb", "mem_used_gib",
-                     "gpu_mem_used", "gpu_memory_used", "mem_used_bytes", "memory_used_bytes", "dcgm_fi_dev_fb_used"),
-    "mem_total_mib": ("mem_total_mib", "memory_total", "mem_total", "fb_total", "fbttl", "memory_total_mib",
-                      "mem_total_mb", "memory_total_mb", "mem_total_bytes", "memory_total_bytes"),
-    "power_w": ("power_w", "power", "power_draw", "power_usage", "pwr", "power_watts", "power_draw_w",
-                "power_usage_w", "dcgm_fi_dev_power_usage"),
-    "power_limit_w": ("power_limit_w", "power_limit", "enforced_power_limit", "pmlmt"),
-    "sm_clock_mhz": ("sm_clock_mhz", "sm_clock", "clocks_sm", "clock_sm", "smclk", "pclk", "graphics_clock",
-                     "clocks_gr", "sm_clk", "clocks_current_sm", "dcgm_fi_dev_sm_clock"),
-    "mem_clock_mhz": ("mem_clock_mhz", "mem_clock", "clocks_mem", "memory_clock", "mclk", "mmclk",
-                      "clocks_current_memory", "dcgm_fi_dev_mem_clock"),
-    "temp_c": ("temp_c", "temp", "temperature", "temperature_gpu", "gpu_temp", "gpu_temperature", "tmptr", "gtemp",
-               "gpu_temp_c", "dcgm_fi_dev_gpu_temp"),
-    "throttle_reasons": ("throttle_reasons", "clocks_event_reasons", "clock_throttle_reasons",
-                         "clocks_throttle_reasons", "clocks_throttle_reasons_active", "clocks_event_reasons_active",
-                         "dcgm_fi_dev_clock_throttle_reasons", "dcgm_fi_dev_clocks_event_reasons"),
-    "sm_active": ("sm_active", "smact", "dcgm_fi_prof_sm_active", "sm_active_pct"),
-    "pcie_tx_mib_s": ("pcie_tx_mib_s", "pcie_tx", "pcie_tx_mb_s", "pcitx", "pcie_tx_bytes", "txpci",
-                      "dcgm_fi_prof_pcie_tx_bytes"),
-    "pcie_rx_mib_s": ("pcie_rx_mib_s", "pcie_rx", "pcie_rx_mb_s", "pcirx", "pcie_rx_bytes", "rxpci",
-                      "dcgm_fi_prof_pcie_rx_bytes"),
-    "nvlink_tx_mib_s": ("nvlink_tx_mib_s", "nvlink_tx", "nvltx", "nvlink_tx_bytes", "dcgm_fi_prof_nvlink_tx_bytes"),
-    "nvlink_rx_mib_s": ("nvlink_rx_mib_s", "nvlink_rx", "nvlrx", "nvlink_rx_bytes", "dcgm_fi_prof_nvlink_rx_bytes"),
-    "pcie_link_gen": ("pcie_link_gen", "pcie_gen", "pcie_link_gen_current"),
-    "pcie_link_width": ("pcie_link_width", "pcie_width", "pcie_link_width_current"),
-    "pcie_replay_count": ("pcie_replay_count", "pcie_replay", "pcie_replay_counter", "dcgm_fi_dev_pcie_replay_counter"),
-}
-_LOOKUP = {alias: column for column, aliases in _ALIASES.items() for alias in aliases}
-# Per-unit factors for names whose unit lives in a suffix ("mem_used_gb") or whose raw unit is bytes/s.
-_SUFFIX_UNITS = (("_bytes", "bytes"), ("_gib", "gib"), ("_gb", "gb"), ("_mib", "mib"), ("_mb", "mb"), ("_kb", "kb"))
-_BYTES_PER_S = {"pcitx", "pcirx", "pcie_tx_bytes", "pcie_rx_bytes", "nvltx", "nvlrx", "nvlink_tx_bytes",
-                "nvlink_rx_bytes", "dcgm_fi_prof_pcie_tx_bytes", "dcgm_fi_prof_pcie_rx_bytes",
-                "dcgm_fi_prof_nvlink_tx_bytes", "dcgm_fi_prof_nvlink_rx_bytes"}
-_UNIT_IN_NAME = re.compile(r"\s*[\[(]([^\])]*)[\])]\s*$")
-_NUM_WITH_UNIT = r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*[A-Za-z%/]*\s*$"
+BLOCK_BYTES = 8 << 20  # text parsed per block: bounds the transient memory of one pyarrow parse (~10x the block)
+MAX_LINE_BYTES = 64 << 20  # a header or row longer than this is not a table
 
 
 def normalize(name: str) -> tuple[str, str | None]:
-    """'memory.used [MiB]' -> ('memory_used', 'mib'); '#Entity' -> ('entity', None)."""
-    unit = None
-    m = _UNIT_IN_NAME.search(name)
-    if m:
-        unit = m.group(1).strip().lower() or None
-        name = name[: m.start()]
-    key = re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
-    return key, unit
+    """'memory.used [MiB]' -> ('memory_used', 'mib'); '#Entity' -> ('entity', None). Linear in the name."""
+    base, unit = headers.split_unit(name)
+    return _snake(base), unit
+
+
+def _snake(text: str) -> str:
+    out, gap = [], False
+    for ch in text.strip().lower():
+        if ch.isascii() and ch.isalnum():
+            if gap and out:
+                out.append("_")
+            out.append(ch)
+            gap = False
+        else:
+            gap = True
+    return "".join(out)
 
 
 def _delimiter(line: str) -> str | None:
@@ -109,92 +71,333 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
     return None
 
 
-def mapping(names: list[str]) -> dict[str, tuple[int, str | None, str]]:
-    """Schema role -> (column position, unit, normalized name) for the header names recognised."""
-    out: dict[str, tuple[int, str | None, str]] = {}
-    for pos, raw in enumerate(names):
-        key, unit = normalize(raw)
-        role = _LOOKUP.get(key)
-        if role and role not in out:
-            out[role] = (pos, unit, key)
-    return out
-
-
 def sniff(head: str) -> bool:
-    """A delimited header naming at least one GPU metric and a time or GPU column."""
+    """A delimited header whose names (see playbook.readers.headers) hold a GPU metric and a time, GPU or per-GPU
+    column."""
+    if textio.looks_like_json(head) or head.lstrip().startswith("<"):
+        return False  # JSON / XML documents: the documents reader's
     found = _header(head)
     if found is None:
         return False
-    roles = mapping(found[2])
-    metrics = [r for r in roles if r in schema.TELEMETRY_METRICS]
-    return bool(metrics) and ("time" in roles or "gpu" in roles)
+    if headers.is_telemetry(found[2]):
+        return True
+    # a header wider than the head: decide on its visible part (a time or GPU column); `read` sees all of it
+    lines = head.split("\n")
+    cut = len(head) >= textio.HEAD_BYTES - 4 and len(lines) - 1 <= found[0]
+    return cut and any(m.role in ("time", "gpu") for m in headers.assign(found[2]).values())
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
-    """Read a telemetry CSV with recognisable headers into a Bundle (telemetry)."""
+    """Read a telemetry CSV whose header names say what the columns hold into a Bundle (telemetry), streaming it
+    in blocks of BLOCK_BYTES."""
     path = Path(path)
     src = str(path)
     interval_s = textio.check_interval(interval_s)
-    raw = textio.read_bytes(path)
-    text_head = textio.decode(raw[: textio.HEAD_BYTES])
-    found = _header(text_head)
-    if found is None:
-        raise InputError(f"{src}: no delimited header line")
-    skip_lines, sep, names = found
-    roles = mapping(names)
-    if not any(r in schema.TELEMETRY_METRICS for r in roles):
-        raise InputError(f"{src}: no GPU metric among the columns {', '.join(names[:8])}")
     skips = schema.SkipCounter(src)
-    table, lines = _parse(raw, sep, names, skip_lines, skips, src)
-    frame = {name: table.column(i) for i, name in enumerate(table.column_names)}
-    n = table.num_rows
-    bad = np.zeros(n, dtype=bool)
-    reasons: list[tuple[int, str]] = []
-
-    def drop(mask: np.ndarray, why) -> None:
-        new = mask & ~bad
-        for i in np.flatnonzero(new)[:3]:
-            reasons.append((int(lines[i]), why(int(i))))
-        bad[:] |= new
-
-    columns: dict[str, np.ndarray] = {}
-    strings = {role: pd.Series(frame[f"c{pos}"].to_pandas(), dtype=object).str.strip() for role, (pos, _u, _k)
-               in roles.items()}
-    bundle = schema.Bundle(inputs=[src])
-    for role, (_pos, unit, key) in roles.items():
-        if role not in schema.TELEMETRY_METRICS:
-            continue
-        values, unparsed = _numbers(strings[role], role)
-        drop(unparsed, lambda i, s=strings[role], k=key: f"bad {k} value {str(s.iloc[i])[:30]!r}")
-        columns[role] = values * _factor(role, key, unit, values)
-    if "sm_active" in columns and np.nanmax(np.r_[columns["sm_active"], 0]) > 1.5:
-        columns["sm_active"] = columns["sm_active"] / 100.0  # written as a percentage
-    gpu = _gpus(strings.get("gpu"), n, drop)
-    columns["gpu"] = gpu
-    host: object = textio.host_from_path(path)
-    if "host" in strings:
-        h = strings["host"].fillna("").astype(str)
-        host_values = np.where(h.to_numpy() == "", host, h.to_numpy())
-        host = host_values.astype(object)
-    time_ns, note = _times(strings.get("time"), roles.get("time"), gpu, tz, interval_s, drop, src)
-    if note:
-        bundle.warnings.append(note)
-    good = ~bad
-    for line, why in reasons[: max(0, skips.keep - len(skips.reasons))]:
-        skips.reasons.append(f"line {line}: {why}")
-    skips.count += int(bad.sum())
-    warning = skips.warning(rows_read=int(good.sum()))
-    if warning:
-        bundle.warnings.append(warning)
-    if not good.any():
-        return bundle
-    columns = {k: v[good] for k, v in columns.items()}
-    columns["time"] = time_ns[good]
-    if not isinstance(host, str):
-        host = host[good]
-    synthetic = "time" not in roles
-    bundle.telemetry = textio.build_telemetry(columns, host, src, interval_s if synthetic else None)
+    with textio.open_text(path) as stream:
+        data = stream.read(textio.HEAD_BYTES)
+        found = _header(textio.decode(data))
+        if found is None:
+            raise InputError(f"{src}: no delimited header line")
+        skip_lines, sep, _names = found
+        start = 0
+        for _ in range(skip_lines):
+            start = data.index(b"\n", start) + 1 if b"\n" in data[start:] else len(data)
+        while b"\n" not in data[start:]:  # a header wider than the head: read on to its end
+            more = stream.read(BLOCK_BYTES)
+            if not more:
+                break
+            data += more
+            if len(data) - start > MAX_LINE_BYTES:
+                raise InputError(f"{src}: line {skip_lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        names = [c.strip().strip('"') for c in textio.decode(data[start:end]).strip().split(sep)]
+        builder = TableBuilder(src, names, textio.host_from_path(path), skips, tz)
+        if not builder.metrics:
+            raise InputError(f"{src}: no GPU metric among the columns {', '.join(names[:8])}")
+        rest, line = data[end + 1:], skip_lines + 2
+        while True:
+            more = stream.read(BLOCK_BYTES)
+            block = rest + more
+            cut = block.rfind(b"\n") + 1 if more else len(block)
+            if more and cut == 0:
+                if len(block) > MAX_LINE_BYTES:
+                    raise InputError(f"{src}: a line after line {line} is longer than {MAX_LINE_BYTES >> 20} MiB")
+                rest = block
+                continue
+            part, rest = block[:cut], block[cut:]
+            if part.strip():
+                table, lines = _parse_block(part, sep, len(names), line, skips, src)
+                builder.add(table, lines)
+            line += part.count(b"\n")
+            if not more:
+                break
+    bundle = builder.bundle(interval_s)
+    bundle.warnings[:0] = stream.notes
     return bundle
+
+
+def _parse_block(body: bytes, sep: str, width: int, first_line: int, skips: schema.SkipCounter,
+                 src: str) -> tuple[pa.Table, np.ndarray]:
+    """One block of data rows as string columns c0..c{width-1}, and each row's 1-based line number (the block
+    starts at `first_line`); rows with the wrong number of fields are skipped and counted."""
+    cols = [f"c{i}" for i in range(width)]
+    bad_rows: list[tuple[int | None, str]] = []
+
+    def on_invalid(row) -> str:
+        bad_rows.append((row.number, row.text))
+        return "skip"
+
+    try:
+        table = pacsv.read_csv(
+            pa.py_buffer(body),
+            read_options=pacsv.ReadOptions(column_names=cols, use_threads=False, encoding="utf8",
+                                           block_size=max(1 << 20, len(body) + 1)),
+            parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=on_invalid),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
+                                                 strings_can_be_null=False))
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0][:120]
+        raise InputError(f"{src}: unreadable CSV near line {first_line} ({first})") from None
+    # pyarrow numbers rows by counting non-empty lines; line k of the block is line first_line + k
+    raw = np.frombuffer(body, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    starts = np.r_[0, ends + 1]
+    stops = np.r_[ends, len(raw)]
+    length = stops - starts
+    cr = (length == 1) & (raw[np.minimum(starts, max(len(raw) - 1, 0))] == 13) if len(raw) else length > 0
+    nonempty = np.flatnonzero((length > 0) & ~cr) + first_line
+    invalid = np.array([n for n, _ in bad_rows if n is not None], dtype=np.int64)
+    keep = np.ones(len(nonempty), dtype=bool)
+    keep[invalid[(invalid >= 1) & (invalid <= len(nonempty))] - 1] = False
+    for number, row_text in bad_rows:
+        line = None if number is None or number > len(nonempty) else int(nonempty[number - 1])
+        skips.skip(line, f"{row_text.count(sep) + 1} of {width} fields {row_text[:50]!r}")
+    lines = nonempty[keep]
+    if len(lines) != table.num_rows:  # not expected with pyarrow's numbering; stay honest if it happens
+        lines = np.arange(table.num_rows, dtype=np.int64) + first_line
+    return table, lines
+
+
+_FLAGS = {"active": 1.0, "not active": 0.0, "enabled": 1.0, "disabled": 0.0, "true": 1.0, "false": 0.0,
+          "yes": 1.0, "no": 0.0, "on": 1.0, "off": 0.0}
+_NAT = np.iinfo(np.int64).min
+
+
+class TableBuilder:
+    """Turns blocks of string columns named `names` into one telemetry table, by the names' meaning
+    (playbook.readers.headers). Used for CSV blocks and for records flattened from JSON / XML documents.
+
+    Rows whose time, GPU or a metric cannot be read, or whose metric lies outside its plausible range
+    (headers.RANGES), are skipped and counted in `skips` with their line. Per-GPU columns (W&B's
+    `system.gpu.N.*`) give one row per (time, GPU N); rows where GPU N has no value are left out.
+    """
+
+    def __init__(self, src: str, names: list[str], host: str, skips: schema.SkipCounter, tz: str = "UTC") -> None:
+        self.src, self.names, self.default_host, self.skips, self.tz = src, names, host, skips, tz
+        self.where = "line"  # what `lines` number: CSV lines, or records of a document stream
+        self.cols = headers.assign(names)
+        self.metrics = {pos: m for pos, m in self.cols.items() if m.role in schema.TELEMETRY_METRICS}
+        self.ident = {}
+        for pos, m in sorted(self.cols.items(), key=lambda kv: kv[1].rank):
+            if m.role in ("time", "host", "gpu"):
+                self.ident.setdefault(m.role, (pos, m))
+        self.gpus = sorted({m.gpu for m in self.metrics.values() if m.gpu is not None})
+        self.plain = any(m.gpu is None for m in self.metrics.values())
+        self.factors: dict[int, float] = {}
+        self.time_unit: str | None = None
+        self.note: str | None = None
+        self.parts: list[dict[str, np.ndarray]] = []
+        self.hosts: dict[str, int] = {}
+        self.gpu_ids: dict[str, int] = {}
+        self.rows = 0
+        self.wide_empty = 0
+
+    # ---------------------------------------------------------------------------------------------- per block
+    def add(self, table: pa.Table, lines: np.ndarray) -> None:
+        """Add one block of rows: `table` has string columns c0.. in header order; `lines` their line numbers."""
+        n = table.num_rows
+        if not n:
+            return
+        bad = np.zeros(n, dtype=bool)
+
+        def drop(mask: np.ndarray, why) -> None:
+            new = mask & ~bad
+            for i in np.flatnonzero(new)[: max(0, self.skips.keep - len(self.skips.reasons))]:
+                self.skips.reasons.append(f"{self.where} {int(lines[i])}: {why(int(i))}")
+            self.skips.count += int(new.sum())
+            bad[:] |= new
+
+        def strings(pos: int) -> pd.Series:
+            return pd.Series(table.column(pos).to_pandas(), dtype=object).str.strip()
+
+        class _Lazy:  # the pandas strings of a column, made only when the fast Arrow path cannot read it
+            def __init__(self, pos: int) -> None:
+                self.pos, self.series = pos, None
+
+            def get(self) -> pd.Series:
+                if self.series is None:
+                    self.series = strings(self.pos)
+                return self.series
+
+        values: dict[int, np.ndarray] = {}
+        for pos, m in self.metrics.items():
+            lazy = _Lazy(pos)
+            v = _fast_floats(table.column(pos))
+            unit = None
+            if v is None:
+                v, unparsed, unit = _numbers(lazy.get())
+                drop(unparsed, lambda i, s=lazy, k=self.names[pos]: f"bad {k} value {str(s.get().iloc[i])[:30]!r}")
+            if pos not in self.factors and np.isfinite(v).any():
+                m = headers.settle(m, v)
+                if m.unit is None and unit:
+                    m = headers.Meaning(m.role, unit, m.gpu, m.bit, m.relative, m.rank)
+                self.metrics[pos] = m
+                self.factors[pos] = headers.factor(m, v)
+            v = v * self.factors.get(pos, 1.0)
+            if not self.metrics[pos].bit:
+                lo, hi = headers.RANGES.get(self.metrics[pos].role, (-np.inf, np.inf))
+                out = np.isfinite(v) & ((v < lo) | (v > hi))
+                drop(out, lambda i, s=lazy, k=self.names[pos]: f"{k} value {str(s.get().iloc[i])[:30]!r} out of range")
+            values[pos] = v
+        gpu_col = self.ident.get("gpu")
+        gpu = None
+        if gpu_col:
+            fast = _fast_floats(table.column(gpu_col[0]))
+            if fast is not None and np.isfinite(fast).all() and (fast >= 0).all() and (fast == np.round(fast)).all():
+                gpu = fast.astype(np.int64)
+            else:
+                gpu = _gpus(strings(gpu_col[0]), drop, self.gpu_ids)
+        else:
+            gpu = np.zeros(n, dtype=np.int64)
+        host_col = self.ident.get("host")
+        if host_col:
+            enc = pc.utf8_trim_whitespace(table.column(host_col[0])).combine_chunks().dictionary_encode()
+            local = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+            names = [x or self.default_host for x in enc.dictionary.to_pylist()]
+            codes = np.array([self.hosts.setdefault(x, len(self.hosts)) for x in names], dtype=np.int32)[local]
+        else:
+            codes = np.full(n, self.hosts.setdefault(self.default_host, len(self.hosts)), dtype=np.int32)
+        time_ns = self._times(table.column(self.ident["time"][0]) if "time" in self.ident else None, drop, n)
+        good = ~bad
+        groups = [(None, [p for p, m in self.metrics.items() if m.gpu is None])] if self.plain else []
+        groups += [(g, [p for p, m in self.metrics.items() if m.gpu == g]) for g in self.gpus]
+        for g, positions in groups:
+            keep = good.copy()
+            if g is not None:  # a per-GPU column group: rows where this GPU has any value
+                has = np.zeros(n, dtype=bool)
+                for p in positions:
+                    has |= np.isfinite(values[p])
+                self.wide_empty += int((keep & ~has).sum()) if not self.plain and g == self.gpus[0] else 0
+                keep &= has
+            if not keep.any():
+                continue
+            part = {"time": time_ns[keep], "gpu": (gpu if g is None else np.full(n, g, dtype=np.int64))[keep],
+                    "host": codes[keep]}
+            for p in positions:
+                m = self.metrics[p]
+                if m.bit:
+                    bits = np.where(np.nan_to_num(values[p][keep]) > 0, float(m.bit), 0.0)
+                    prev = part.get("_bits")
+                    part["_bits"] = bits if prev is None else prev + bits
+                elif m.role not in part:
+                    part[m.role] = values[p][keep]
+            if "_bits" in part:
+                bits = part.pop("_bits")
+                if "throttle_reasons" not in part:
+                    part["throttle_reasons"] = bits
+            self.parts.append(part)
+            self.rows += int(keep.sum())
+
+    def _times(self, col, drop, n: int) -> np.ndarray:
+        """int64 ns per row from the time column (Arrow strings); _NAT where unreadable (counted)."""
+        if col is None:
+            return np.full(n, _NAT, dtype=np.int64)  # placed on ticks when the table is built
+        pos, m = self.ident["time"]
+        numbers = _fast_floats(col) if self.time_unit != "datetime" else None
+        s = pd.Series(col.to_pandas(), dtype=object).str.strip() if numbers is None else None
+        if numbers is None:
+            numbers = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        if self.time_unit != "datetime" and np.isfinite(numbers).sum() >= max(1, int(0.9 * n)):
+            if self.time_unit is None:
+                unit = m.unit if m.unit in ("s", "ms", "us", "ns") else None
+                if unit is None and (m.relative or np.nanmedian(np.abs(numbers)) < 1e8):
+                    unit = "s"
+                    self.note = (f"{self.src}: the {self.names[pos]} column holds seconds since the start: placed "
+                                 f"from {textio.SYNTHETIC_EPOCH:%Y-%m-%dT%H:%M:%SZ}")
+                self.time_unit = unit or _epoch_unit(numbers)
+            ns, ok = textio.epoch_to_ns(numbers, self.time_unit)
+            drop(~ok, lambda i: f"bad time {str(col[i])[:30]!r}")
+            return np.where(ok, ns, _NAT)
+        self.time_unit = "datetime"
+        if s is None:
+            s = pd.Series(col.to_pandas(), dtype=object).str.strip()
+        try:  # ISO 8601 is parsed vectorised; anything else element by element ("mixed")
+            parsed = pd.to_datetime(s, utc=False, format="ISO8601")
+        except (ValueError, TypeError):
+            try:
+                parsed = pd.to_datetime(s, errors="coerce", utc=False, format="mixed")
+            except (ValueError, TypeError):  # offsets mixed with naive times: read everything as UTC
+                parsed = pd.to_datetime(s, errors="coerce", utc=True, format="mixed")
+        if isinstance(parsed.dtype, pd.DatetimeTZDtype):
+            parsed = parsed.dt.tz_convert("UTC")
+        else:
+            parsed = parsed.dt.tz_localize(self.tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+        bad = parsed.isna().to_numpy()
+        drop(bad, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
+        ns = pd.DatetimeIndex(parsed).as_unit("ns").asi8.copy()
+        ns[bad] = _NAT
+        return ns
+
+    # ---------------------------------------------------------------------------------------------- the table
+    def bundle(self, interval_s: float | None = None) -> schema.Bundle:
+        """The Bundle: the telemetry table (sorted, schema dtypes) and the warnings (skips, synthetic times)."""
+        bundle = schema.Bundle(inputs=[self.src])
+        synthetic = "time" not in self.ident
+        if self.note:
+            bundle.warnings.append(self.note)
+        warning = self.skips.warning(rows_read=self.rows)
+        if warning:
+            bundle.warnings.append(warning)
+        if not self.parts:
+            return bundle
+        columns: dict[str, np.ndarray] = {}
+        for key in ("time", "gpu", "host", *schema.TELEMETRY_METRICS):
+            if any(key in p for p in self.parts):
+                columns[key] = np.concatenate([p.pop(key) if key in p else np.full(len(p["time"]), np.nan)
+                                               for p in self.parts])
+        self.parts = []
+        gpu = columns["gpu"]
+        if synthetic:
+            ticks = np.cumsum(np.r_[True, gpu[1:] <= gpu[:-1]]) - 1 if len(gpu) else np.zeros(0, dtype=np.int64)
+            columns["time"] = textio.synthetic_times(ticks, interval_s).astype(np.int64)
+            bundle.warnings.insert(0, textio.synthetic_warning(
+                self.src, "rows (a new tick whenever the GPU number stops increasing)", interval_s))
+        names = np.array(list(self.hosts), dtype=object)
+        codes = columns.pop("host")
+        host: object = names[0] if len(names) == 1 else names[codes]
+        bundle.telemetry = textio.build_telemetry(columns, host, self.src, interval_s if synthetic else None)
+        return bundle
+
+
+def _fast_floats(col) -> np.ndarray | None:
+    """float64 from an Arrow string column when every cell is a plain number or empty (NaN); None otherwise."""
+    try:
+        trimmed = pc.utf8_trim_whitespace(col)
+        cleaned = pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
+        out = pc.cast(cleaned, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+    values = out.to_numpy(zero_copy_only=False) if isinstance(out, pa.Array) else out.combine_chunks().to_numpy(
+        zero_copy_only=False)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _epoch_unit(numbers: np.ndarray) -> str:
+    finite = np.abs(numbers[np.isfinite(numbers)])
+    mag = float(np.median(finite)) if len(finite) else 0.0
+    return "ns" if mag > 1e17 else "us" if mag > 1e14 else "ms" if mag > 1e11 else "s"
 
 
 def _parse(raw: bytes, sep: str, names: list[str], skip_lines: int, skips: schema.SkipCounter,
@@ -238,84 +441,48 @@ def _parse(raw: bytes, sep: str, names: list[str], skip_lines: int, skips: schem
     return table, lines
 
 
-def _numbers(s: pd.Series, role: str) -> tuple[np.ndarray, np.ndarray]:
-    """Floats from strings (units, hex masks and N/A tokens understood) and the mask of unreadable cells."""
+# linear: no two adjacent repeats can trade characters (a unit must start with a letter, digits are taken once)
+_NUM_WITH_UNIT = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([A-Za-z%/]+)\s*)?$"
+_HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
+
+
+def _numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """Floats from strings (units, hex masks, Active/Not Active flags and N/A tokens understood), the mask of
+    unreadable cells, and the unit the values carry ("97 %", "63 W", "0 KB/s" -> the first one seen)."""
     low = s.fillna("").str.lower()
     na = low.isin(textio.NA_TOKENS) | (low.str.startswith("[") & low.str.endswith("]"))
     values = pd.to_numeric(s.where(~na), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan).copy()
     retry = np.isnan(values) & ~na.to_numpy()
+    unit = None
     if retry.any():
         sub = s[retry]
+        parts = sub.str.extract(_NUM_WITH_UNIT, expand=True)
+        parsed = pd.to_numeric(parts[0], errors="coerce")
+        units = parts[1].dropna().str.lower()
+        units = units[units != ""]
+        if len(units):
+            unit = str(units.iloc[0])
         hexes = sub.str.lower().str.startswith("0x")
-        parsed = pd.to_numeric(sub.str.extract(_NUM_WITH_UNIT, expand=False), errors="coerce")
         if hexes.any():
-            parsed[hexes] = [float(int(v, 16)) if re.fullmatch(r"0x[0-9a-fA-F]+", v) else np.nan
-                             for v in sub[hexes].str.strip()]
+            parsed[hexes] = [float(int(v, 16)) if _HEX.fullmatch(v) else np.nan for v in sub[hexes].str.strip()]
+        flags = low[retry].map(_FLAGS)
+        parsed = parsed.where(flags.isna(), flags)
         values[retry] = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
     unparsed = np.isnan(values) & ~na.to_numpy()
-    return values, unparsed
+    return values, unparsed, unit
 
 
-def _factor(role: str, key: str, unit: str | None, values: np.ndarray) -> float:
-    if key in _BYTES_PER_S:
-        return 1 / 2**20
-    if unit:
-        u = unit.replace(" ", "")
-        return textio.UNIT_FACTORS.get(u, 100.0 if u in ("ratio", "fraction") and role.endswith("_pct") else 1.0)
-    for suffix, u in _SUFFIX_UNITS:
-        if key.endswith(suffix) and role.endswith("_mib"):
-            return textio.UNIT_FACTORS[u]
-    if role.endswith("_pct") and (key.endswith(("_ratio", "_frac"))):
-        return 100.0
-    return 1.0
+_GPU_NUMBER = r"^(?:gpu|cuda|nvidia|device)?[\s:#-]*(\d{1,9})$"  # one class, one repeat: linear
 
 
-def _gpus(s: pd.Series | None, n: int, drop) -> np.ndarray:
-    if s is None:
-        return np.zeros(n, dtype=np.int64)
-    digits = s.str.extract(r"^(?:gpu|cuda|nvidia|device)?\s*[:#-]?\s*(\d+)$", flags=re.IGNORECASE, expand=False)
+def _gpus(s: pd.Series, drop, ids: dict[str, int]) -> np.ndarray:
+    """GPU numbers: "3", "GPU 3", "cuda:3"; identifiers (UUIDs, bus ids) are numbered in order of first
+    appearance across the whole file (`ids` carries the numbering from block to block)."""
+    digits = s.str.extract(_GPU_NUMBER, flags=re.IGNORECASE, expand=False)
     gpu = pd.to_numeric(digits, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     missing = np.isnan(gpu)
-    if missing.all() and n:
-        # identifiers (UUIDs, bus ids): number them in order of first appearance
-        codes, _ = pd.factorize(s)
-        gpu = codes.astype(np.float64)
-        gpu[codes < 0] = np.nan
+    if missing.all() and len(s):
+        gpu = np.array([ids.setdefault(v, len(ids)) if v else np.nan for v in s.fillna("")], dtype=np.float64)
         missing = np.isnan(gpu)
     drop(missing, lambda i: f"bad gpu {str(s.iloc[i])[:30]!r}")
     return np.where(missing, -1, gpu).astype(np.int64)
-
-
-def _times(s: pd.Series | None, role: tuple[int, str | None, str] | None, gpu: np.ndarray, tz: str,
-           interval_s: float | None, drop, src: str) -> tuple[np.ndarray, str | None]:
-    n = len(gpu)
-    if s is None:
-        ticks = np.cumsum(np.r_[True, gpu[1:] <= gpu[:-1]]) - 1 if n else np.zeros(0, dtype=np.int64)
-        return (textio.synthetic_times(ticks, interval_s).astype(np.int64),
-                textio.synthetic_warning(src, "rows (a new tick whenever the GPU number stops increasing)",
-                                         interval_s))
-    key = role[2] if role else "time"
-    numbers = pd.to_numeric(s, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    note = None
-    if np.isfinite(numbers).sum() >= max(1, int(0.9 * n)):
-        unit = next((u for u in ("ns", "us", "ms", "s") if key.endswith("_" + u)), None)
-        if unit is None and np.nanmedian(np.abs(numbers)) < 1e8:
-            unit = "s"
-            note = (f"{src}: the {key} column holds small numbers: read as seconds since the start, placed from "
-                    f"{textio.SYNTHETIC_EPOCH:%Y-%m-%dT%H:%M:%SZ}")
-        ns, ok = textio.epoch_to_ns(numbers, unit)
-        drop(~ok, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
-        return np.where(ok, ns, 0), note
-    try:
-        parsed = pd.to_datetime(s, errors="coerce", utc=False, format="mixed")
-    except (ValueError, TypeError):  # offsets mixed with naive times: read everything as UTC
-        parsed = pd.to_datetime(s, errors="coerce", utc=True, format="mixed")
-    if isinstance(parsed.dtype, pd.DatetimeTZDtype):
-        parsed = parsed.dt.tz_convert("UTC")
-    else:
-        parsed = parsed.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-    bad = parsed.isna().to_numpy()
-    drop(bad, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
-    ns = pd.DatetimeIndex(parsed).as_unit("ns").asi8.copy()
-    ns[bad] = 0
-    return ns, note

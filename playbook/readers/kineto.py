@@ -42,6 +42,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..schema import Bundle, SkipCounter, trace_frame
+from . import textio
 
 try:  # optional accelerator; the standard-library path below gives identical results
     import msgspec
@@ -61,6 +62,9 @@ _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_RE = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END_RE = re.compile(rb"\}\s*\]")
 _BOUNDARY_STR_RE = re.compile(r"\}\s*,\s*\{")
+_GAP_RE = re.compile(r"[ \t\r\n,]*")
+_GAP_B_RE = re.compile(rb"[ \t\r\n,]*")
+_GAP_BYTES = b" \t\r\n,"
 _RANK_IN_NAME_RE = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
 _SNIFF_RE = re.compile(r'"traceEvents"\s*:|"ph"\s*:\s*"[XBEMisfC]"')
 
@@ -132,8 +136,10 @@ def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
     if magic[:2] == b"\x1f\x8b":
         dec = zlib.decompressobj(16 + zlib.MAX_WBITS)
         pending = magic
+        packed, unpacked, budget = 0, 0, textio.max_bytes()
         while True:
             data = pending + (fh.read(1 << 16) if not dec.unconsumed_tail else b"")
+            packed += len(data)
             pending = b""
             if dec.unconsumed_tail:
                 data = dec.unconsumed_tail + data
@@ -145,6 +151,8 @@ def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
                 if problems is not None:
                     problems.append(f"corrupt gzip data ({exc})")
                 return
+            unpacked += len(out)
+            _check_expansion(label, packed, unpacked, budget)
             if out:
                 yield out
             if dec.eof:
@@ -169,6 +177,15 @@ def _byte_chunks(fh: BinaryIO, label: str, size: int = CHUNK_BYTES,
     yield magic + fh.read(size - len(magic))
     while out := fh.read(size):
         yield out
+
+
+def _check_expansion(label: str, packed: int, unpacked: int, budget: int) -> None:
+    """The size budget and the ratio cap of textio, for the trace's own streaming gzip decoder."""
+    if unpacked > budget:
+        raise InputError(f"{label}: more than {budget >> 20} MiB of decompressed data: refusing "
+                         "(raise PLAYBOOK_MAX_BYTES to read it)")
+    if unpacked > textio.RATIO_FLOOR_BYTES and unpacked > textio.MAX_RATIO * max(packed, 1):
+        raise InputError(f"{label}: gzip data expands more than {textio.MAX_RATIO}x: refusing a decompression bomb")
 
 
 def _read_archive(path: Path) -> list[dict]:
@@ -278,8 +295,12 @@ class _Columns:
         for ph, n in Counter(phs).items():
             self.counts[str(ph)] = self.counts.get(str(ph), 0) + n
 
-    def add_structs(self, events: list) -> None:
+    def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
+        if not all(type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT for e in events):
+            good = [e for e in events if type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT]
+            _skip_typed(skips, len(events) - len(good))
+            events = good
         phs = [e.ph for e in events]
         self._count(phs)
         if "M" in phs:
@@ -301,6 +322,10 @@ class _Columns:
         if skips is not None:
             for _ in range(len(events) - len(good)):
                 skips.skip(None, "trace event is not a JSON object")
+        typed = [e for e in good if type(e.get("ph")) in _TEXT and type(e.get("name")) in _TEXT
+                 and type(e.get("cat")) in _TEXT]
+        _skip_typed(skips, len(good) - len(typed))
+        good = typed
         self._count([e.get("ph") for e in good])
         meta = [e for e in good if e.get("ph") == "M"]
         if meta:
@@ -370,28 +395,41 @@ def _ints(values: list) -> np.ndarray:
     """int64 array from a list of ints, with anything that is not an integer (None, "Spans", 1.5e20) as -1."""
     try:
         arr = np.array(values)
-        if arr.dtype.kind in "iu" and arr.ndim == 1:
+        if arr.ndim == 1 and (arr.dtype.kind == "i" or (arr.dtype.kind == "u" and (
+                not len(arr) or int(arr.max()) <= _INT64[1]))):
             return arr.astype(np.int64, copy=False)
     except (ValueError, OverflowError):
         pass
     return np.array([_int(v) for v in values], dtype=np.int64)
 
 
+_INT64 = (-(2**63), 2**63 - 1)
+# ph / name / cat must be text (or a number, or absent): an object or a list there makes the event unreadable
+_TEXT = (str, int, float, type(None))
+
+
+def _skip_typed(skips: SkipCounter | None, n: int) -> None:
+    """Count `n` events skipped for a ph / name / cat that is an object or a list."""
+    if skips is not None and n > 0:
+        skips.skip(None, "trace event with an object or list as its ph, name or cat")
+        skips.count += n - 1
+
+
 def _int(v: Any) -> int:
-    if type(v) is int:
-        return v
+    """An int64 from a JSON value; -1 for anything else (None, "Spans", 1.5e20, an id beyond int64)."""
     try:
-        return int(v)
+        i = v if type(v) is int else int(v)
     except (TypeError, ValueError, OverflowError):
         return -1
+    return i if _INT64[0] <= i <= _INT64[1] else -1
 
 
 def _num(v: Any) -> float:
-    if type(v) is float or type(v) is int:
-        return float(v)
+    if type(v) is float:
+        return v
     try:
         return float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return np.nan
 
 
@@ -404,7 +442,7 @@ def _decode_list(payload: bytes, cols: _Columns, skips: SkipCounter) -> None:
     """Decode `[ev, ev, ...]` into `cols`; raises a decode error when `payload` is not valid JSON."""
     if _MSGSPEC is not None:
         try:
-            cols.add_structs(_FAST_DECODER.decode(payload))
+            cols.add_structs(_FAST_DECODER.decode(payload), skips)
             return
         except _MSGSPEC.ValidationError:  # valid JSON, unusual types: take the lenient path
             cols.add_dicts(_ANY_DECODER.decode(payload), skips)
@@ -420,8 +458,7 @@ def _salvage(text: str, cols: _Columns, skips: SkipCounter, byte_offset: int, fi
     decoder = json.JSONDecoder()
     pos, n, good = 0, len(text), []
     while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
+        pos = _GAP_RE.match(text, pos).end()
         if pos >= n:
             break
         if text[pos] == "]":
@@ -433,7 +470,7 @@ def _salvage(text: str, cols: _Columns, skips: SkipCounter, byte_offset: int, fi
             nxt = _BOUNDARY_STR_RE.search(text, exc.pos if exc.pos > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
-            skips.skip(None, f"byte ~{byte_offset + len(text[:pos].encode())}: {exc.msg}")
+            skips.skip(None, f"near byte ~{byte_offset + pos}: {exc.msg}")  # chars = bytes for ASCII
             if nxt is None:
                 pos = n
                 break
@@ -456,6 +493,7 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
     trailer = b""
     state = "head"
     consumed = 0  # bytes of decoded text already consumed before buf
+    scanned = 0  # buf[:scanned] holds no event boundary (see below)
     for chunk in chunks:
         if state == "tail":
             trailer += chunk
@@ -466,6 +504,7 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             if stripped[:1] == b"[":
                 consumed += len(buf) - len(stripped) + 1
                 header, buf, state = b"", bytearray(b" ") + stripped[1:], "events"
+                chunk = bytes(buf)
             else:
                 m = _TRACE_EVENTS_RE.search(buf)
                 if m is None:
@@ -474,9 +513,18 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
                     continue
                 header, buf, state = bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], "events"
                 consumed += m.end()
-        cut = _last_boundary(buf)
+                chunk = bytes(buf)
+        # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
+        # the last search): each byte is searched about once, however long an event or a run of whitespace is.
+        if not chunk.translate(None, _GAP_BYTES):
+            continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
+        cut = _last_boundary(buf, scanned)
         if cut is None:
+            body = len(chunk.rstrip(b" \t\r\n,"))
+            run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
+            scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
             continue
+        scanned = 0
         # frame buf[0:cut+1] as a JSON array in place: buf[0] and buf[cut] are delimiters (space/comma)
         saved = buf[cut]
         buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
@@ -531,30 +579,24 @@ def _parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             "warnings": warnings}
 
 
-def _last_boundary(buf: bytes) -> int | None:
-    """Index just past the `}` of the last `}, {` event boundary in `buf` (None when there is none)."""
-    window = max(0, len(buf) - 65536)
-    while True:
-        found = None
-        for found in _BOUNDARY_RE.finditer(buf, window):  # noqa: B007 - keep the last match
-            pass
-        if found is not None:
-            return found.start() + 1
-        if window == 0:
-            return None
-        window = max(0, window - (1 << 20))
+def _last_boundary(buf: bytes, start: int = 0) -> int | None:
+    """Index just past the `}` of the last `}, {` event boundary in buf[start:] (None when there is none)."""
+    found = None
+    for found in _BOUNDARY_RE.finditer(buf, start):  # noqa: B007 - keep the last match
+        pass
+    return None if found is None else found.start() + 1
 
 
 def _try_close(buf: bytes, cols: _Columns, skips: SkipCounter, attempts: int = 16) -> int | None:
     """If the traceEvents array closes in `buf` after complete events, decode them; return the index after `]`."""
-    stripped = buf.lstrip(b" \t\r\n,")
-    if stripped[:1] == b"]":
-        return len(buf) - len(stripped) + 1
+    first = _GAP_B_RE.match(buf).end()  # a regex, not lstrip: C speed on runs of megabytes
+    if buf[first:first + 1] == b"]":
+        return first + 1
     for attempt, m in enumerate(_ARRAY_END_RE.finditer(buf)):
         if attempt >= attempts:
             break
         try:
-            _decode_list(b"[" + buf[:m.start() + 1].lstrip(b" \t\r\n,") + b"]", cols, skips)
+            _decode_list(b"[" + buf[first:m.start() + 1] + b"]", cols, skips)
         except _DECODE_ERRORS:
             continue
         return m.end()

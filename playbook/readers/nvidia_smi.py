@@ -32,7 +32,7 @@ import pyarrow.csv as pacsv
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import textio
+from playbook.readers import headers, textio
 
 FORMAT = "nvidia-smi --query-gpu CSV"
 
@@ -107,7 +107,7 @@ _TIMESTAMP = re.compile(r"^\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?$")
 _BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$")
 _UUID = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]{8,}$")
 _UNITS_IN_VALUES = re.compile(r"^\s*[-+]?\d+(\.\d+)?\s(%|MiB|W|MHz|KiB|GiB|C)\s*$")
-_NUMERIC = re.compile(r"^\s*[-+]?(\d+\.?\d*|\.\d+)\s*$")
+_NUMERIC = re.compile(r"^\s*[-+]?(\d+(?:\.\d*)?|\.\d+)\s*$")
 _NA = re.compile(r"^\s*(\[[^\]]*\]|N/A)\s*$")
 
 
@@ -124,6 +124,8 @@ def parse_header(line: str) -> tuple[list[str], list[str | None]] | None:
         units.append(m.group(2))
     if not names:
         return None
+    if any(not is_known_field(n) and headers.meaning(n).role in ("time", "host", "gpu") for n in names):
+        return None  # a home-made table naming its own time / host / GPU columns: the header-meaning reader's
     known = sum(is_known_field(n) for n in names)
     if known == 0 or (known * 2 < len(names) and not any("." in n and is_known_field(n) for n in names)):
         return None
@@ -807,13 +809,14 @@ def read(path: str | Path, fields: str | list[str] | None = None, interval_s: fl
     src = str(path)
     interval_s = textio.check_interval(interval_s)
     user_fields = parse_fields(fields)
-    data = textio.read_bytes(path)
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    data = textio.read_bytes(path, warnings=notes)
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     host = textio.host_from_path(path)
-    bundle = schema.Bundle(inputs=[src])
+    bundle = schema.Bundle(inputs=[src], warnings=notes)
     skips = schema.SkipCounter(src)
     specials, n_lines = _scan(data)
     segments = _segments(data, specials, n_lines, user_fields, path, bundle)

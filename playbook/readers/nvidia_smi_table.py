@@ -30,9 +30,10 @@ _BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+\d")
 _DATE = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+"
                    r"\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4}")
 _WATCH_HOST = re.compile(r"^Every\s+[\d.]+s:.*?\s(\S+):\s+(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s")
-_GPU_ROW = re.compile(r"^\|\s*(\d+)\s+(.*?)\s*(?:On|Off)?\s*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
-_POWER = re.compile(r"(\S+?)\s*W?\s*/\s*(\S+?)\s*W?\s*$")
-_MEMORY = re.compile(r"(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+# Linear patterns: no two adjacent repeats can trade characters ([^|]* is the only repeat before its "|"), and
+# numbers start where a digit run starts (the lookbehind), so a long line costs one pass.
+_GPU_ROW = re.compile(r"^\|\s*(\d+)\s[^|]*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_MEMORY = re.compile(r"(?<!\d)(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
 _SECTION_END = ("Processes:", "MIG devices:")
 
 
@@ -47,6 +48,27 @@ def _number(text: str, unit: str | None = None) -> float:
     return parsed[0] if parsed is not None and (unit is None or parsed[1] in (unit, "")) else np.nan
 
 
+def _power(cell: str) -> tuple[str, str] | None:
+    """('69W', '700W') from the fan/temp/perf/power cell "30%  33C  P0  69W / 700W" (either side may be N/A)."""
+    words = cell.split()
+    if "/" in words:  # "69W / 700W": the spaced slash
+        k = len(words) - 1 - words[::-1].index("/")
+        left, right = words[:k], words[k + 1:]
+    else:  # "69W/700W"
+        joined = next((w for w in reversed(words) if "/" in w and w.upper() != "N/A"), None)
+        if joined is None:
+            return None
+        a, _, b = joined.rpartition("/")
+        left, right = words[:words.index(joined)] + [a], [b]
+    if right[-1:] == ["W"]:
+        right = right[:-1]
+    if left[-1:] == ["W"]:
+        left = left[:-1]
+    if len(right) != 1 or not left:
+        return None
+    return left[-1], right[0]
+
+
 def _metrics(line: str) -> dict[str, float] | None:
     """The second line of a GPU's block: fan, temperature, perf state, power | memory | utilization."""
     parts = line.split("|")
@@ -57,12 +79,12 @@ def _metrics(line: str) -> dict[str, float] | None:
         return None
     temp = next((v for tok in parts[1].split() if tok.endswith("C") and np.isfinite(v := _number(tok, "c"))),
                 np.nan)
-    power = _POWER.search(parts[1])
+    power = _power(parts[1])
     util = parts[3].split()
     return {"util_pct": _number(util[0], "%") if util else np.nan,
             "mem_used_mib": float(memory.group(1)), "mem_total_mib": float(memory.group(2)),
-            "power_w": _number(power.group(1), "w") if power else np.nan,
-            "power_limit_w": _number(power.group(2), "w") if power else np.nan,
+            "power_w": _number(power[0], "w") if power else np.nan,
+            "power_limit_w": _number(power[1], "w") if power else np.nan,
             "temp_c": temp}
 
 
@@ -71,7 +93,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     path = Path(path)
     src = str(path)
     interval_s = textio.check_interval(interval_s)
-    lines = textio.read_text(path).split("\n")
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    lines = textio.read_text(path, warnings=notes).split("\n")
     skips = schema.SkipCounter(src)
     host = None
     date: str | None = None  # the last date line seen, for the next banner
@@ -122,6 +145,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                                      note, interval_s if synthetic else None)
     if not len(snap):
         bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
+    bundle.warnings[:0] = notes
     return bundle
 
 

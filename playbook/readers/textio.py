@@ -6,9 +6,13 @@ Nothing here knows a format; each reader module builds on these.
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
+import io
 import lzma
+import os
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +33,39 @@ _MAGIC = {
     b"\x28\xb5\x2f\xfd": "zstd",
 }
 _SUFFIXES = {".gz", ".bz2", ".xz", ".zst", ".zstd", ".csv", ".tsv", ".txt", ".log", ".out", ".json", ".jsonl",
-             ".ndjson", ".prom", ".metrics", ".err", ".dat"}
+             ".ndjson", ".prom", ".metrics", ".err", ".dat", ".xml"}
+
+
+def _default_max_bytes() -> int:
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        ram = 16 << 30
+    return max(1 << 30, ram // 3)
+
+
+def max_bytes() -> int:
+    """The most (decompressed) bytes one input may hold: env PLAYBOOK_MAX_BYTES (bytes, or with a K/M/G suffix),
+    default a third of physical memory (at least 1 GiB): a reader holds the text once plus its parsed columns, so a
+    third of RAM leaves room for both and for the analysis after it."""
+    text = os.environ.get("PLAYBOOK_MAX_BYTES", "").strip().upper()
+    if text:
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
+        try:
+            value = int(float(text.rstrip("KMGTB") or "x") * scale)
+        except ValueError:
+            raise InputError(f"PLAYBOOK_MAX_BYTES must be a size such as 4G, not {text!r}") from None
+        if value > 0:
+            return value
+    return _default_max_bytes()
+
+
+# A compressed input may expand this many times over its compressed size once past RATIO_FLOOR_BYTES. Real text
+# logs compress 5-50x (repeated polling lines under zstd -19 reach ~150x); deflate's ceiling is ~1030x, which is
+# what bombs use. Below the floor any ratio is accepted (a small file cannot exhaust memory).
+MAX_RATIO = 250
+RATIO_FLOOR_BYTES = 256 << 20
+STREAM_CHUNK = 1 << 20  # bytes per read when streaming
 
 
 def compression(prefix: bytes) -> str | None:
@@ -38,34 +74,6 @@ def compression(prefix: bytes) -> str | None:
         if prefix.startswith(magic):
             return name
     return None
-
-
-def _decompress(raw: bytes, kind: str, path: Path, limit: int | None = None) -> bytes:
-    try:
-        if kind == "gzip":
-            if limit is None:
-                return gzip.decompress(raw)
-            with gzip.open(path, "rb") as fh:
-                return fh.read(limit)
-        if kind == "bz2":
-            return bz2.decompress(raw) if limit is None else bz2.BZ2Decompressor().decompress(raw, limit)
-        if kind == "xz":
-            return lzma.decompress(raw) if limit is None else lzma.LZMADecompressor().decompress(raw, limit)
-        import zstandard
-
-        dctx = zstandard.ZstdDecompressor()
-        if limit is None:
-            with dctx.stream_reader(raw) as reader:
-                return reader.read()
-        with dctx.stream_reader(raw) as reader:
-            return reader.read(limit)
-    except EOFError:
-        # A compressed stream cut short (a log still being written): keep what decompresses.
-        if kind == "gzip":
-            return _gzip_prefix(path)
-        raise InputError(f"{path}: {kind} stream is truncated") from None
-    except (OSError, ValueError, lzma.LZMAError, zstandard_error()) as exc:
-        raise InputError(f"{path}: cannot decompress {kind} data ({exc})") from None
 
 
 def zstandard_error() -> type[Exception]:
@@ -78,58 +86,257 @@ def zstandard_error() -> type[Exception]:
         return RuntimeError
 
 
-def _gzip_prefix(path: Path) -> bytes:
-    out = bytearray()
-    try:
-        with gzip.open(path, "rb") as fh:
-            while True:
-                chunk = fh.read(1 << 20)
-                if not chunk:
-                    break
-                out += chunk
-    except (EOFError, OSError):
-        pass
-    return bytes(out)
+def _latin1_fallback(exc: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: bytes that are not UTF-8 are read as Latin-1 (every byte is a Latin-1 character)."""
+    if not isinstance(exc, UnicodeDecodeError):
+        raise exc
+    return exc.object[exc.start:exc.end].decode("latin-1"), exc.end
 
 
-def read_bytes(path: str | Path, limit: int | None = None) -> bytes:
-    """The file's bytes, decompressed when it is gzip/bz2/xz/zstd (detected from magic bytes, not the name).
+codecs.register_error("playbook-latin1", _latin1_fallback)
 
-    `limit` reads at most that many (decompressed) bytes. Raises InputError when the file cannot be read.
+_TEXT_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+
+
+def text_encoding(head: bytes) -> str:
+    """The encoding a file's first (decompressed) bytes announce: a UTF-16/32 BOM, or UTF-16 without one (every
+    other byte NUL, as Windows tools write ASCII text); otherwise "utf-8" (with a Latin-1 fallback per byte)."""
+    for bom, name in _TEXT_BOMS:
+        if head.startswith(bom):
+            return name
+    sample = head[:4096]
+    if len(sample) >= 8:
+        even, odd = sample[0::2], sample[1::2]
+        # ASCII in UTF-16 puts NUL in every second byte; 90% (not 100%) leaves room for non-ASCII characters
+        if odd.count(0) >= 0.9 * len(odd) and even.count(0) <= 0.05 * len(even):
+            return "utf-16-le"
+        if even.count(0) >= 0.9 * len(even) and odd.count(0) <= 0.05 * len(odd):
+            return "utf-16-be"
+    return "utf-8"
+
+
+# Control bytes that text logs do not hold (tab, newlines, form feed, ESC of ANSI colours, backspace and bell of
+# progress bars, and NUL, which damaged logs do hold, are left out): one of them in the first 4 KiB makes the data
+# binary (a pickle, an image), passed through untouched.
+_BINARY_BYTES = bytes(b for b in range(32) if b not in (0, 7, 8, 9, 10, 11, 12, 13, 27))
+_NOT_BINARY = bytes(b for b in range(256) if b not in _BINARY_BYTES)
+
+
+def is_binary(head: bytes) -> bool:
+    """True when the first bytes hold control characters no text log has (see _BINARY_BYTES), UTF-16/32 aside."""
+    sample = head[:4096]
+    return bool(sample.translate(None, _NOT_BINARY)) and text_encoding(sample) == "utf-8"
+
+
+class TextStream(io.RawIOBase):
+    """A file's bytes as UTF-8, streamed: decompressed (gzip/bz2/xz/zstd, found from magic bytes, not the name),
+    transcoded from UTF-16/32, NUL bytes dropped, bytes that are not UTF-8 read as Latin-1, within the size budget
+    (`max_bytes`) and the compression-ratio cap (`MAX_RATIO`). Every failure is an InputError naming the file.
+
+    `notes` collects one-line warnings (lossy decoding, a truncated stream) for the reader's bundle.
     """
-    path = Path(path)
+
+    def __init__(self, path: str | Path, budget: int | None = None, convert: bool = True) -> None:
+        super().__init__()
+        self.convert = convert
+        self.path = Path(path)
+        self.budget = max_bytes() if budget is None else budget
+        self.notes: list[str] = []
+        self.kind: str | None = None
+        self._out = 0
+        self._nul = 0
+        self._latin1 = False
+        self._pending = b""
+        self._eof = False
+        try:
+            self._raw = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot read ({exc.strerror or exc})") from None
+        self._src = self._raw
+        try:
+            self.kind = compression(self._raw.read(6))
+            self._raw.seek(0)
+            if self.kind == "gzip":
+                self._src = gzip.GzipFile(fileobj=self._raw, mode="rb")
+            elif self.kind == "bz2":
+                self._src = bz2.BZ2File(self._raw, mode="rb")
+            elif self.kind == "xz":
+                self._src = lzma.LZMAFile(self._raw, mode="rb")
+            elif self.kind == "zstd":
+                import zstandard
+
+                self._src = zstandard.ZstdDecompressor().stream_reader(self._raw, read_across_frames=True)
+            # read1: a truncated stream raises only once nothing more decompresses (read() would drop the last block)
+            self._read1 = getattr(self._src, "read1", self._src.read)
+            first = self._take(4096)
+        except BaseException:
+            self._raw.close()
+            raise
+        self.convert = convert = convert and not is_binary(first)  # binary data is passed through untouched
+        self.encoding = text_encoding(first) if convert else "utf-8"
+        if self.encoding == "utf-8-sig":
+            first, self.encoding = first[len(codecs.BOM_UTF8):], "utf-8"
+        self._decoder = None
+        if self.encoding != "utf-8":
+            # the BOM-consuming codec when there is a BOM ("utf-16"), the byte order found otherwise
+            bom = first.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
+            codec = self.encoding[:6] if bom else self.encoding
+            self._decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+        self._pending = self._convert(first, final=False)
+
+    def _take(self, size: int) -> bytes:
+        """Up to `size` decompressed bytes (b"" at the end), enforcing the budget and the ratio cap."""
+        if self._eof:
+            return b""
+        try:
+            data = self._read1(size)
+        except EOFError:
+            self.notes.append(f"{self.path}: {self.kind} stream is truncated: kept what decompresses")
+            data = b""
+        except (OSError, ValueError, zlib.error, lzma.LZMAError, zstandard_error()) as exc:
+            if not self._out:
+                raise InputError(f"{self.path}: cannot decompress {self.kind} data ({exc})") from None
+            self.notes.append(f"{self.path}: corrupt {self.kind} data after {self._out} bytes ({exc}): kept those")
+            data = b""
+        if not data:
+            self._eof = True
+            return b""
+        self._out += len(data)
+        if self._out > self.budget:
+            raise InputError(f"{self.path}: more than {_size(self.budget)} of {'decompressed ' if self.kind else ''}"
+                             "data: refusing (raise PLAYBOOK_MAX_BYTES to read it)")
+        if self.kind and self._out > RATIO_FLOOR_BYTES:
+            packed = max(1, self._raw.tell())
+            if self._out > MAX_RATIO * packed:
+                raise InputError(f"{self.path}: {self.kind} data expands more than {MAX_RATIO}x "
+                                 f"({_size(packed)} to over {_size(self._out)}): refusing a decompression bomb")
+        return data
+
+    def _convert(self, data: bytes, final: bool) -> bytes:
+        """`data` as clean UTF-8 bytes (the common ASCII case is passed through untouched)."""
+        if not self.convert:
+            return data
+        if self._decoder is None and data.isascii():
+            if b"\0" in data:
+                self._nul += data.count(b"\0")
+                data = data.replace(b"\0", b"")
+            return data
+        if self._decoder is None:
+            self._decoder = codecs.getincrementaldecoder("utf-8")(errors="playbook-latin1")
+        if self.encoding == "utf-8" and not self._latin1:
+            self._latin1 = _has_latin1(self._decoder.getstate()[0] + data, final)
+        text = self._decoder.decode(data, final)
+        if "\0" in text:
+            self._nul += text.count("\0")
+            text = text.replace("\0", "")
+        return text.encode("utf-8", errors="replace")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes of UTF-8 (all of the rest when size < 0)."""
+        parts, have = [], 0
+        if self._pending:
+            parts.append(self._pending)
+            have = len(self._pending)
+            self._pending = b""
+        while size < 0 or have < size:
+            data = self._take(STREAM_CHUNK if size < 0 else max(size - have, 1 << 16))
+            out = self._convert(data, final=not data)
+            if out:
+                parts.append(out)
+                have += len(out)
+            if not data:
+                break
+        blob = b"".join(parts)
+        if 0 <= size < len(blob):
+            self._pending = blob[size:]
+            blob = blob[:size]
+        return blob
+
+    def close(self) -> None:
+        if not self.closed:
+            if self._nul:
+                self.notes.append(f"{self.path}: dropped {self._nul} NUL bytes")
+            if self._latin1:
+                self.notes.append(f"{self.path}: bytes that are not UTF-8 were read as Latin-1")
+            try:
+                if self._src is not self._raw:
+                    self._src.close()
+            finally:
+                self._raw.close()
+        super().close()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _has_latin1(data: bytes, final: bool) -> bool:
+    """True when `data` holds bytes that are not UTF-8 (a character cut at the end does not count unless final)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read() if limit is None else fh.read(max(limit, 6))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    kind = compression(raw[:6])
-    if kind is None:
-        return raw if limit is None else raw[:limit]
-    if limit is not None and kind != "gzip":
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    return _decompress(raw, kind, path, limit)
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return final or exc.reason != "unexpected end of data"
+    return False
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def open_text(path: str | Path) -> TextStream:
+    """A streaming UTF-8 view of `path` (see TextStream); use as a context manager."""
+    return TextStream(path)
+
+
+def read_bytes(path: str | Path, limit: int | None = None, warnings: list[str] | None = None,
+               convert: bool = True) -> bytes:
+    """The file's bytes as UTF-8 (see TextStream: decompressed, transcoded, NULs dropped, within the budget).
+
+    `limit` reads at most that many bytes; `convert=False` keeps the decompressed bytes as they are. One-line notes (lossy decoding, truncation) go to `warnings` when
+    given. Raises InputError when the file cannot be read or is over the budget.
+    """
+    with TextStream(path, convert=convert) as stream:
+        data = stream.read(-1 if limit is None else limit)
+    if warnings is not None and limit is None:
+        warnings.extend(stream.notes)
+    return data
 
 
 def read_head(path: str | Path, size: int = HEAD_BYTES) -> str:
-    """The first `size` bytes (decompressed) decoded as UTF-8 with errors replaced: what `sniff` sees."""
+    """The first `size` bytes (decompressed) decoded as text: what `sniff` sees."""
     return decode(read_bytes(path, limit=size))
 
 
 def decode(raw: bytes) -> str:
-    """UTF-8 text with undecodable bytes replaced, a BOM dropped and CRLF / lone CR turned into LF."""
-    text = raw.decode("utf-8", errors="replace")
+    """Text from bytes: a BOM's UTF-16/32 (or BOM-less UTF-16), else UTF-8 with non-UTF-8 bytes read as Latin-1;
+    a BOM and NULs dropped; CRLF / lone CR turned into LF. Binary data (`is_binary`) decodes as UTF-8 with
+    errors replaced, NULs kept."""
+    binary = is_binary(raw)
+    encoding = text_encoding(raw)
+    text = raw.decode(encoding, errors="replace" if binary or encoding != "utf-8" else "playbook-latin1")
     if text.startswith("\ufeff"):
         text = text[1:]
+    if "\0" in text and not binary:
+        text = text.replace("\0", "")
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     return text
 
 
-def read_text(path: str | Path) -> str:
-    """The whole file as text (see `decode`)."""
-    return decode(read_bytes(path))
+def read_text(path: str | Path, warnings: list[str] | None = None) -> str:
+    """The whole file as text (see `read_bytes` and `decode`)."""
+    return decode(read_bytes(path, warnings=warnings))
 
 
 def host_from_path(path: str | Path) -> str:
@@ -214,7 +421,8 @@ NA_TOKENS = frozenset({"", "-", "n/a", "na", "nan", "none", "null", "[n/a]", "[n
                        "not supported", "unknown error", "[gpu is lost]", "[insufficient permissions]",
                        "[gpu requires reset]", "[not found]", "[unknown]", "err!", "[err!]"})
 
-_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([A-Za-z%/]*)\s*$")
+# linear: the digits are taken once and a unit must start with a letter, so no two repeats trade characters
+_NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([A-Za-z%/]+)\s*)?$")
 
 
 _JSON_START = re.compile(r"^\s*(\{|\[\s*([\[{\"\]]|-?\d[\d.eE+-]*\s*[,\]])|\[\s*$)")
@@ -239,7 +447,7 @@ def parse_number(text: str) -> tuple[float, str] | None:
     m = _NUM_UNIT.match(t)
     if not m:
         return None
-    return float(m.group(1)), m.group(2).lower()
+    return float(m.group(1)), (m.group(2) or "").lower()
 
 
 # --------------------------------------------------------------------------------------------------------------

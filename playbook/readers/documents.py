@@ -1,0 +1,291 @@
+"""Telemetry held in JSON or XML documents, read by the meaning of their keys (playbook.readers.headers), the
+same way as a CSV header: `gpustat --json` (one document per poll, GPUs in a `gpus` list), W&B system-metric
+events (JSON lines with `system.gpu.N.*` keys, one key per GPU), JSON arrays / JSON lines of flat records,
+and `nvidia-smi -q -x` XML (one `<nvidia_smi_log>` per poll with `-l`; a `<gpu>` element per GPU).
+
+A document is flattened into records: nested objects become dotted keys ("utilization.gpu_util"), a list of
+objects (gpustat's `gpus`, the XML `<gpu>` elements) becomes one record per item carrying the document's own
+fields (its time, its host name), and an item without a GPU-index key gets its position as `index`. Documents
+stream one at a time; one that does not parse, or an item that is not an object, is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pyarrow as pa
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import headers, textio
+from playbook.readers.generic_csv import TableBuilder
+
+FORMAT = "telemetry JSON / XML documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)"
+
+BLOCK_RECORDS = 20_000  # records converted per block (bounds the transient Python objects)
+MAX_DOCUMENT_BYTES = 256 << 20  # one JSON document bigger than this is not a poll: refused
+MAX_DEPTH = 24  # nesting followed when flattening; deeper parts of a record are ignored
+_KEY = re.compile(r'"([^"\\]{1,80})"\s*:')  # bounded repeat: linear
+_XML_START = re.compile(r"^\s*(<\?xml[^>]{0,200}\?>\s*)?(<!DOCTYPE[^>]{0,400}>\s*)?<nvidia_smi_log\b")
+
+
+def sniff(head: str) -> bool:
+    """An nvidia-smi XML log, or JSON whose keys name GPU metrics and a time, GPU or per-GPU column."""
+    if _XML_START.match(head[:2048]):
+        return True
+    if not textio.looks_like_json(head):
+        return False
+    keys = list(dict.fromkeys(_KEY.findall(head[:1 << 16])))
+    if not keys or '"traceEvents"' in head[:4096]:
+        return False
+    try:
+        first, _end = json.JSONDecoder().raw_decode(head.lstrip())
+    except (ValueError, RecursionError):
+        first = None
+    if isinstance(first, (dict, list)):
+        recs = _records(first if isinstance(first, dict) else (first[0] if first else {}), {}, 0)
+        keys = list(dict.fromkeys(k for r in recs[:50] for k in r))
+    return headers.is_telemetry(keys)
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read a JSON / XML telemetry document stream into a Bundle (telemetry)."""
+    path = Path(path)
+    src = str(path)
+    interval_s = textio.check_interval(interval_s)
+    skips = schema.SkipCounter(src)
+    with textio.open_text(path) as stream:
+        first = stream.read(4096)
+        stream._pending = first + stream._pending  # noqa: SLF001 - push the peeked bytes back
+        docs = _xml_records(stream, skips) if _XML_START.match(textio.decode(first)) else _json_records(stream, skips)
+        builder = _build(docs, src, textio.host_from_path(path), skips, tz)
+    if builder is None:
+        raise InputError(f"{src}: no GPU records in the document{'s' if skips.count != 1 else ''}"
+                         + (f" ({skips.reasons[0]})" if skips.reasons else ""))
+    bundle = builder.bundle(interval_s)
+    bundle.warnings[:0] = stream.notes
+    return bundle
+
+
+def _build(docs, src: str, host: str, skips: schema.SkipCounter, tz: str) -> TableBuilder | None:
+    builder: TableBuilder | None = None
+    block: list[dict] = []
+    numbers: list[int] = []
+
+    def flush() -> None:
+        nonlocal builder
+        if not block:
+            return
+        if builder is None:
+            names = list(dict.fromkeys(k for r in block for k in r))
+            builder = TableBuilder(src, names, host, skips, tz)
+            builder.where = "record"
+            if not builder.metrics:
+                raise InputError(f"{src}: no GPU metric among the keys {', '.join(names[:8])}")
+        cols = {f"c{i}": pa.array([_text(r.get(n)) for r in block], pa.string())
+                for i, n in enumerate(builder.names)}
+        import numpy as np
+
+        builder.add(pa.table(cols), np.asarray(numbers, dtype=np.int64))
+        block.clear()
+        numbers.clear()
+
+    for number, record in docs:
+        block.append(record)
+        numbers.append(number)
+        if len(block) >= BLOCK_RECORDS:
+            flush()
+    flush()
+    return builder
+
+
+def _text(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
+    """Flat records from one JSON object: its scalars (nested objects as dotted keys) plus, per item of a list
+    of objects, one record with the item's fields (see the module docstring)."""
+    scalars: dict = {}
+    lists: list[list] = []
+    _flatten(obj, "", scalars, lists, depth)
+    base = {**inherited, **scalars}
+    if not lists:
+        return [base]
+    out = []
+    for items in lists:
+        records = []
+        for pos, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            flat: dict = {}
+            _flatten(item, "", flat, None, depth + 1)
+            if not any(headers.meaning(k).role == "gpu" for k in flat):
+                flat = {"index": pos, **flat}
+            records.append({**base, **flat})
+        if records and headers.is_telemetry(list(records[0])):
+            out.extend(records)
+    return out or [base]
+
+
+def _flatten(obj: dict, prefix: str, out: dict, lists: list | None, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        return
+    for k, v in obj.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            _flatten(v, key + ".", out, lists, depth + 1)
+        elif isinstance(v, list):
+            if lists is not None and v and isinstance(v[0], dict):
+                lists.append(v)
+        else:
+            out[key] = v
+
+
+def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
+    """(record number, flat record) for every record of a stream of JSON documents (concatenated, one per line,
+    or one array of them). The read size doubles while a document is incomplete, so a big document is scanned
+    O(log n) times, not once per chunk."""
+    decoder = json.JSONDecoder()
+    buf, pos, want, eof, number, in_array = "", 0, 1 << 20, False, 0, False
+    pending = b""
+    while True:
+        while pos < len(buf) and buf[pos] in " \t\r\n,":
+            pos += 1
+        if pos < len(buf) and buf[pos] == "]" and in_array:
+            in_array, pos = False, pos + 1
+            continue
+        if pos < len(buf) and buf[pos] == "[" and not in_array and number == 0:
+            in_array, pos = True, pos + 1  # one array of records (a list on a later line is one bad record)
+            continue
+        if pos >= len(buf) and eof:
+            return
+        try:
+            if pos >= len(buf):
+                raise ValueError("need more")
+            obj, end = decoder.raw_decode(buf, pos)
+        except (ValueError, RecursionError) as exc:
+            if not eof and len(buf) - pos < MAX_DOCUMENT_BYTES:
+                fresh = stream.read(want)
+                eof = not fresh
+                data = pending + fresh
+                cut = len(data)
+                while cut and (data[cut - 1] & 0xC0) == 0x80:  # keep a split UTF-8 character for the next read
+                    cut -= 1
+                if cut and data[cut - 1] >= 0xC0:
+                    cut -= 1
+                pending = data[cut:] if not eof else b""
+                buf = buf[pos:] + data[:cut].decode("utf-8", errors="replace")
+                pos = 0
+                want = min(want * 2, MAX_DOCUMENT_BYTES)
+                continue
+            if len(buf) - pos >= MAX_DOCUMENT_BYTES:
+                raise InputError(f"{stream.path}: a JSON document larger than {MAX_DOCUMENT_BYTES >> 20} MiB") from None
+            number += 1
+            skips.skip(number, f"not JSON ({type(exc).__name__}: {str(exc)[:60]})")
+            nxt = buf.find("\n", pos + 1)
+            pos = len(buf) if nxt < 0 else nxt + 1
+            continue
+        pos = end
+        want = 1 << 20
+        number += 1
+        if not isinstance(obj, dict):
+            skips.skip(number, f"a JSON {type(obj).__name__}, not an object")
+            continue
+        try:
+            recs = _records(obj, {}, 0)
+        except RecursionError:
+            skips.skip(number, "nested too deeply")
+            continue
+        for r in recs:
+            yield number, r
+        if pos > (4 << 20):  # drop consumed text now and then (not per record: that would be quadratic)
+            buf, pos = buf[pos:], 0
+
+
+def _xml_records(stream: textio.TextStream, skips: schema.SkipCounter):
+    """(document number, flat record) per `<gpu>` of each `<nvidia_smi_log>` document, parsed incrementally."""
+    number = 0
+    parser: ET.XMLPullParser | None = None
+    doc: dict = {}
+    position = 0
+    tail = b""
+
+    def start() -> ET.XMLPullParser:
+        nonlocal number, doc, position
+        number += 1
+        doc, position = {}, 0
+        return ET.XMLPullParser(events=("start", "end"))
+
+    def drain(p: ET.XMLPullParser):
+        nonlocal position
+        depth_stack = []
+        for event, elem in p.read_events():
+            if event == "start":
+                depth_stack.append(elem.tag)
+                continue
+            if elem.tag == "gpu":
+                flat = {"index": position}
+                _flatten_xml(elem, "", flat, 0)
+                position += 1
+                yield {**doc, **flat}
+                elem.clear()
+            elif len(elem) == 0 and elem.text and elem.text.strip() and _is_top(elem, p):
+                doc[elem.tag] = elem.text.strip()
+
+    while True:
+        data = stream.read(1 << 20)
+        chunk = tail + data
+        if b"<!ENTITY" in chunk:
+            raise InputError(f"{stream.path}: XML entity declarations are not read (document {number or 1})")
+        keep = 0 if not data else min(len(chunk), 8)
+        body, tail = (chunk[:len(chunk) - keep], chunk[len(chunk) - keep:]) if keep else (chunk, b"")
+        pieces = body.split(b"<?xml")
+        for k, piece in enumerate(pieces):
+            if k > 0 or parser is None:
+                if parser is not None:
+                    try:
+                        parser.close()
+                    except ET.ParseError:
+                        pass
+                    yield from ((number, r) for r in drain(parser))
+                parser = start()
+                if k > 0:
+                    piece = b"<?xml" + piece
+            try:
+                parser.feed(piece)
+                yield from ((number, r) for r in drain(parser))
+            except ET.ParseError as exc:
+                skips.skip(number, f"XML document {number}: {str(exc)[:60]}")
+                parser = start()
+        if not data:
+            break
+    if parser is not None:
+        try:
+            parser.close()
+            yield from ((number, r) for r in drain(parser))
+        except ET.ParseError:
+            pass
+
+
+def _is_top(elem: ET.Element, parser) -> bool:
+    """Leaf children of <nvidia_smi_log> itself (timestamp, driver_version): tags that are not GPU fields."""
+    return elem.tag in ("timestamp", "driver_version", "cuda_version", "attached_gpus", "hostname")
+
+
+def _flatten_xml(elem: ET.Element, prefix: str, out: dict, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        return
+    for child in elem:
+        key = f"{prefix}{child.tag}"
+        if len(child):
+            _flatten_xml(child, key + ".", out, depth + 1)
+        elif child.text is not None and child.text.strip():
+            out.setdefault(key, child.text.strip())

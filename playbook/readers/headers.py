@@ -1,0 +1,323 @@
+"""What a column holds, from the words and units in its name: one tokenizer and one small vocabulary for every
+table the readers meet (CSV headers, JSON keys, XML paths).
+
+    >>> meaning("Power (W)").role, meaning("system.gpu.3.smClock").role, meaning("system.gpu.3.smClock").gpu
+    ('power_w', 'sm_clock_mhz', 3)
+
+A name is split into lower-case tokens at punctuation, camelCase and letter/digit boundaries ("powerWatts" ->
+power, watts; "gpu0_util" -> gpu, 0, util); a trailing "[unit]" / "(unit)" or a unit token ("_mb", "Watts",
+"Bytes") gives its unit. Concepts are sets of tokens (power = power/pwr/watts/draw; clock = clock/clk/freq/...),
+and a few rules in a fixed order turn concepts into a schema role: a throttle/clocks-event name is the
+clock-event mask (or one reason bit), pcie/nvlink + tx/rx a link rate, a clock a clock (memory or SM), power a
+power draw or limit, temperature a temperature, utilization a utilization (memory or GPU), memory + used/total
+the frame buffer. Names that qualify a reading as something else (max, default, min, threshold, encoder, bar1,
+process, ...) mean no role. A "gpu N" inside a name (W&B's `system.gpu.N.*`, `GPU 1 Power`) makes the column a
+per-GPU metric of GPU N. Only names that say gpu/index/device/bus/uuid/minor are a GPU index; a process, sweep,
+rank or job id is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from playbook import schema
+
+# unit token -> canonical unit (a key of textio.UNIT_FACTORS, or a time unit)
+UNIT_WORDS: dict[str, str] = {
+    "pct": "%", "percent": "%", "percentage": "%", "%": "%", "ratio": "ratio", "frac": "ratio", "fraction": "ratio",
+    "mib": "mib", "mb": "mb", "gib": "gib", "gb": "gb", "kib": "kib", "kb": "kb", "bytes": "b", "byte": "b",
+    "w": "w", "watts": "w", "watt": "w", "mw": "mw", "milliwatts": "mw", "kw": "kw",
+    "mhz": "mhz", "ghz": "ghz", "khz": "khz", "hz": "hz",
+    "c": "c", "celsius": "c", "degc": "c",
+    "s": "s", "sec": "s", "secs": "s", "seconds": "s", "ms": "ms", "us": "us", "ns": "ns",
+}
+_RATE_UNITS = {"mib": "mib/s", "mb": "mb/s", "kb": "kb/s", "kib": "kib/s", "gb": "gb/s", "gib": "gib/s", "b": "b/s"}
+
+TIME = {"time", "timestamp", "ts", "datetime", "date", "epoch", "walltime", "unix", "unixtime", "runtime", "clock_time"}
+RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
+HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node"}
+GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id"}
+NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
+             "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
+             "fan", "state", "mode"}
+
+UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load"}
+MEM = {"mem", "memory", "fb", "vram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
+POWER = {"power", "pwr", "watts", "draw", "powerdraw", "pmlmt"}
+LIMIT = {"limit", "cap", "enforced", "pmlmt"}
+CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
+SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk"}
+TEMP = {"temp", "temperature", "tmptr", "gtemp"}
+THROTTLE = {"throttle", "throttling", "event", "events"}
+REASON = {"reason", "reasons"}
+PCIE = {"pcie", "pci", "pcitx", "pcirx", "txpci", "rxpci"}
+NVLINK = {"nvlink", "nvl", "nvltx", "nvlrx"}
+TX = {"tx", "transmit", "sent", "send", "pcitx", "nvltx", "txpci"}
+RX = {"rx", "receive", "received", "recv", "pcirx", "nvlrx", "rxpci"}
+USED = {"used", "usage", "usd", "fbusd", "allocated", "alloc", "use"}
+TOTAL = {"total", "ttl", "fbttl", "capacity", "size"}
+ACTIVE = {"active", "smact", "act"}
+# qualifiers that make a reading something other than the current value the schema holds
+OTHER = {"max", "min", "default", "threshold", "slowdown_temp", "shutdown", "target", "encoder", "decoder", "enc",
+         "dec", "jpg", "ofa", "bar1", "video", "applications", "application", "boost", "customer", "free", "reserved",
+         "supported", "process", "percent", "pct_of_limit", "mtemp", "state", "pstate", "mode", "fan", "ecc",
+         "retired", "errors", "error", "corrected", "uncorrected", "count", "name", "version", "hostmax",
+         "gpumax", "requested", "slowdown", "management", "violation", "pviol", "tviol", "tensor", "dram", "fp16",
+         "fp32", "fp64", "occupancy", "cpu", "disk", "bar", "network", "net", "proc", "system_memory", "swap",
+         "p50", "p90", "p99", "std", "delta"}
+# per-reason clock-event bits (nvml.h nvmlClocksEventReason*), keyed by the words of the reason's name
+REASON_WORDS: tuple[tuple[frozenset[str], int], ...] = (
+    (frozenset({"idle"}), 0x1),
+    (frozenset({"applications"}), 0x2), (frozenset({"application"}), 0x2),
+    (frozenset({"sw", "power"}), 0x4),
+    (frozenset({"hw", "thermal"}), 0x40), (frozenset({"hw", "power", "brake"}), 0x80),
+    (frozenset({"hw", "slowdown"}), 0x8), (frozenset({"hw"}), 0x8),
+    (frozenset({"sync", "boost"}), 0x10),
+    (frozenset({"sw", "thermal"}), 0x20),
+    (frozenset({"display"}), 0x100),
+)
+
+# Plausible ranges of each metric in the schema's unit (a value outside is a damaged record, skipped and counted).
+# Generous bounds: the largest GPUs today draw ~1.2 kW and hold ~288 GB; clocks stay below 4 GHz.
+RANGES: dict[str, tuple[float, float]] = {
+    "util_pct": (0, 100.5), "mem_util_pct": (0, 100.5), "mem_used_mib": (0, 4e6), "mem_total_mib": (0, 4e6),
+    "power_w": (0, 1e4), "power_limit_w": (0, 1e4), "sm_clock_mhz": (0, 1e5), "mem_clock_mhz": (0, 1e5),
+    "temp_c": (-60, 250), "throttle_reasons": (0, 2.0**53), "sm_active": (0, 1.005), "pcie_tx_mib_s": (0, 1e8),
+    "pcie_rx_mib_s": (0, 1e8), "nvlink_tx_mib_s": (0, 1e8), "nvlink_rx_mib_s": (0, 1e8), "pcie_link_gen": (0, 16),
+    "pcie_link_width": (0, 64), "pcie_replay_count": (0, 2.0**63),
+}
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What one column name says. role: a schema column ("time", "host", "gpu", or a TELEMETRY_METRICS name) or
+    None; unit: the canonical unit its name gives (None when silent); gpu: the GPU number a per-GPU column names
+    (W&B `system.gpu.N.*`), else None; bit: the clock-event reason bit of a one-reason column; relative: a time
+    column counting seconds since the start (`_runtime`, `elapsed`); rank: lower is the better of two columns with
+    one role (power_draw before average_power_draw; index before uuid)."""
+    role: str | None
+    unit: str | None = None
+    gpu: int | None = None
+    bit: int = 0
+    relative: bool = False
+    rank: int = 0
+
+
+def split_unit(name: str) -> tuple[str, str | None]:
+    """'memory.used [MiB]' -> ('memory.used', 'mib'); 'Power (W)' -> ('Power', 'w'). Linear: no regex."""
+    text = name.strip()
+    if text.endswith(("]", ")")):
+        opener = "[" if text.endswith("]") else "("
+        start = text.rfind(opener)
+        if start >= 0:
+            unit = text[start + 1:-1].strip().lower().replace(" ", "") or None
+            return text[:start].strip(), unit
+    return text, None
+
+
+def tokens(name: str) -> list[str]:
+    """Lower-case words of a name, split at punctuation, camelCase and letter/digit boundaries."""
+    out: list[str] = []
+    word: list[str] = []
+    prev = ""
+    for ch in name:
+        if ch.isalnum() or ch == "%":
+            boundary = word and (
+                (ch.isupper() and prev.islower())
+                or (ch.isdigit() != prev.isdigit())
+                or (ch == "%") != (prev == "%"))
+            if boundary:
+                out.append("".join(word).lower())
+                word = []
+            word.append(ch)
+        elif word:
+            out.append("".join(word).lower())
+            word = []
+        prev = ch
+    if word:
+        out.append("".join(word).lower())
+    return out
+
+
+def _unit(words: list[str], bracket: str | None, rate: bool) -> str | None:
+    """The unit a name gives; for a link rate (`rate`) the size unit per second ("pcie_tx_bytes" -> b/s)."""
+    if bracket is not None:
+        return UNIT_WORDS.get(bracket, bracket)
+    for w in reversed(words[1:] if len(words) > 1 else []):
+        unit = UNIT_WORDS.get(w)
+        if unit is None or (rate and unit not in _RATE_UNITS):
+            continue
+        return _RATE_UNITS[unit] if rate else unit
+    return None
+
+
+def meaning(name: str) -> Meaning:
+    """The schema role a column name asks for (see the module docstring)."""
+    base, bracket = split_unit(name)
+    words = tokens(base)
+    gpu = None
+    # "gpu 3 ..." / "gpu.3.x" / "gpu3_util": a per-GPU metric column, unless the name is just "gpu 3"
+    for i in range(len(words) - 1):
+        if words[i] in ("gpu", "cuda", "device") and words[i + 1].isdigit() and i + 2 < len(words):
+            gpu = int(words[i + 1]) if len(words[i + 1]) < 6 else None
+            rest = words[i + 2:]
+            if gpu is not None:
+                words = [w for w in words[:i] if w not in ("system", "sys")] + rest
+                if rest == ["gpu"]:  # W&B `system.gpu.N.gpu`: the utilization
+                    words = ["gpu", "util"]
+            break
+    ws = set(words)
+    unit = _unit(words, bracket, rate=bool(ws & (PCIE | NVLINK)))
+    if bracket in ("ratio", "fraction"):
+        unit = "ratio"
+    role, bit, rank = _role(words, ws, unit)
+    if role is None and gpu is not None:
+        return Meaning(None)
+    relative = role == "time" and bool(ws & RELATIVE_TIME)
+    return Meaning(role, unit, gpu if role in schema.TELEMETRY_METRICS else None, bit, relative, rank)
+
+
+def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
+    """(role, reason bit, rank) from a name's words."""
+    if ws & THROTTLE and (ws & REASON or ws & {"throttle", "throttling"}) or "clocks_event_reasons" in ws:
+        if ws & {"supported"}:
+            return None, 0, 0
+        after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
+        rest = set(after) - REASON - THROTTLE - CLOCK
+        if rest and rest != {"active"} and rest != {"mask"}:
+            for keys, bit in REASON_WORDS:
+                if keys <= rest:
+                    return "throttle_reasons", bit, 0
+            return None, 0, 0
+        return "throttle_reasons", 0, 0
+    if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
+        return "host", 0, 0 if ws & {"host", "hostname"} else 1
+    other = ws & OTHER
+    if ws & (PCIE | NVLINK):
+        link = "nvlink" if ws & NVLINK else "pcie"
+        if ws & TX and not other:
+            return f"{link}_tx_mib_s", 0, 0
+        if ws & RX and not other:
+            return f"{link}_rx_mib_s", 0, 0
+        if link == "pcie" and "replay" in ws:
+            return "pcie_replay_count", 0, 0
+        if link == "pcie" and "gen" in ws and not ws & {"max", "hostmax", "gpumax"}:
+            return "pcie_link_gen", 0, 1 if "gpucurrent" in ws else 0
+        if link == "pcie" and "width" in ws and not ws & {"max"}:
+            return "pcie_link_width", 0, 0
+        if ws & {"bus", "id"} and not ws & UTIL:
+            return "gpu", 0, 3
+        return None, 0, 0
+    if (ws & ACTIVE and ws & SM) or "smact" in ws:
+        return ("sm_active", 0, 0) if not other - {"percent"} else (None, 0, 0)
+    if other:
+        return None, 0, 0
+    if ws & CLOCK or unit in ("mhz", "ghz", "khz", "hz"):
+        if ws & MEM:
+            return "mem_clock_mhz", 0, 0
+        return "sm_clock_mhz", 0, 0 if ws & {"sm", "smclk", "pclk"} else 1
+    if ws & POWER or unit in ("w", "mw", "kw"):
+        if ws & LIMIT:
+            return "power_limit_w", 0, 0 if ws & {"enforced", "pmlmt"} else 1
+        if ws & {"avg", "average", "mean", "instant"}:
+            return "power_w", 0, 2 if ws & {"instant"} else 3
+        return "power_w", 0, 0 if ws & {"draw", "usage"} or words[-1:] in (["power"], ["pwr"]) else 1
+    if ws & TEMP or unit == "c":
+        return ("temp_c", 0, 0) if not ws & MEM else (None, 0, 0)
+    if ws & UTIL:
+        if ws & MEM:
+            return "mem_util_pct", 0, 0
+        return "util_pct", 0, 0
+    if ws & MEM:
+        if ws & TOTAL:
+            return "mem_total_mib", 0, 0
+        byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b")
+        if ws & USED or byte_unit:
+            # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
+            if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
+                return None, 0, 0
+            return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} else 1
+        if len(ws - MEM - {"gpu"}) == 0:
+            # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
+            return "mem_util_pct", 0, 2
+        return None, 0, 0
+    if ws & TIME and not ws & {"step"}:
+        return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
+    if ws & GPU_INDEX and not ws & NOT_INDEX:
+        return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid"} else 1 if ws & {"device", "dev", "cuda",
+                                                                                           "entity"} else 2
+    if ws & {"util"} or words in (["sm"], ["gpu", "util"]):
+        return "util_pct", 0, 1
+    return None, 0, 0
+
+
+def settle(m: Meaning, values) -> Meaning:
+    """Refine a meaning with the column's values: a bare "memory" holding more than 100 is MiB used, not %."""
+    import numpy as np
+
+    if m.role == "mem_util_pct" and m.rank == 2 and m.unit is None:
+        v = np.asarray(values, dtype=np.float64)
+        v = v[np.isfinite(v)]
+        if len(v) and float(np.max(v)) > 100.5:
+            return Meaning("mem_used_mib", None, m.gpu, 0, False, 2)
+    return m
+
+
+def factor(m: Meaning, values) -> float:
+    """Factor that turns the column's values into the schema's unit: from the name's unit, else from the value
+    range (NVML reports power in mW: a "power" above 5 kW is mW; clocks above 100 GHz-as-MHz are Hz; memory above
+    4 TiB-as-MiB is bytes; a utilization within [0, 1] with fractions is a ratio)."""
+    import numpy as np
+
+    from playbook.readers import textio
+
+    role, unit = m.role, m.unit
+    if role is None or role in ("time", "host", "gpu"):
+        return 1.0
+    if unit in ("ratio",) and (role.endswith("_pct")):
+        return 100.0
+    if unit and unit in textio.UNIT_FACTORS:
+        f = textio.UNIT_FACTORS[unit]
+        if role in ("power_w", "power_limit_w") and unit not in ("w", "mw", "kw"):
+            return 1.0
+        return f
+    v = np.asarray(values, dtype=np.float64)
+    v = np.abs(v[np.isfinite(v)])
+    if not len(v):
+        return 1.0
+    top, med = float(np.max(v)), float(np.median(v))
+    if role in ("power_w", "power_limit_w") and med > 5000:
+        return 1e-3
+    if role in ("sm_clock_mhz", "mem_clock_mhz") and med > 1e5:
+        return 1e-6
+    if role in ("mem_used_mib", "mem_total_mib") and med > 4e6:
+        return 1 / 2**20
+    if role.endswith("_pct") and top <= 1.0 and np.any((v > 0) & (v < 1)):
+        return 100.0
+    if role == "sm_active" and top > 1.5:
+        return 0.01
+    return 1.0
+
+
+def assign(names: list[str]) -> dict[int, Meaning]:
+    """Column position -> Meaning for the columns that have a role; of several columns for one role (per GPU),
+    the best-ranked wins (ties: the first)."""
+    best: dict[tuple[str, int | None, int], tuple[int, int]] = {}
+    found: dict[int, Meaning] = {}
+    for pos, name in enumerate(names):
+        m = meaning(name)
+        if m.role is None:
+            continue
+        found[pos] = m
+        key = (m.role, m.gpu, m.bit)
+        if key not in best or m.rank < best[key][0]:
+            best[key] = (m.rank, pos)
+    keep = {pos for _rank, pos in best.values()}
+    return {pos: m for pos, m in found.items() if pos in keep}
+
+
+def is_telemetry(names: list[str]) -> bool:
+    """True when the names hold at least one GPU metric and a time, GPU or per-GPU column."""
+    ms = assign(names).values()
+    metrics = [m for m in ms if m.role in schema.TELEMETRY_METRICS]
+    return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics))

@@ -1,0 +1,60 @@
+"""Every regular expression of the table readers, run on long adversarial strings: a pattern with super-linear
+backtracking would take minutes on 100k characters and trip the timeout; linear ones take milliseconds.
+(Nothing is timed: the timeout only catches a runaway.)"""
+
+import re
+
+import pytest
+
+from playbook.readers import (
+    dcgm,
+    dmon,
+    documents,
+    generic_csv,
+    headers,
+    kineto,
+    nvidia_smi,
+    nvidia_smi_table,
+    textio,
+)
+
+MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_table, kineto, dcgm, dmon, headers, documents)
+N = 100_000
+BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
+          "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
+PREFIXES = ("", "|", "| 0 ", "| 0  A | 0000:00:00.0", "GPU 0 ", "DCGM_FI_DEV_GPU_UTIL{", "# gpu ", "Every 1.0s: x ",
+            "iteration 1/ 2 |", "0", '"traceEvents": [', "<?xml", "Mon Jan  1 ", "2024/01/01 00:00:00", "step 1 ")
+
+
+def _patterns():
+    found = []
+    for module in MODULES:
+        for name, value in vars(module).items():
+            if isinstance(value, re.Pattern):
+                found.append(pytest.param(value, id=f"{module.__name__.rsplit('.', 1)[1]}.{name}"))
+            elif isinstance(value, str) and name.startswith("_") and value.startswith("^"):  # used via pandas .str
+                found.append(pytest.param(re.compile(value), id=f"{module.__name__.rsplit('.', 1)[1]}.{name}"))
+    return found
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("pattern", _patterns())
+def test_pattern_is_linear_on_adversarial_input(pattern):
+    text = pattern.pattern if isinstance(pattern.pattern, str) else pattern.pattern.decode("latin-1")
+    assert text  # every pattern is exercised below; a runaway one trips the timeout instead of finishing
+    subjects = [body * (N // len(body)) for body in BODIES]  # every body alone ...
+    subjects += [prefix + body * (N // len(body)) for prefix in PREFIXES[1:] for body in (" ", "0", "a", "| ")]
+    for s in subjects:  # ... and behind each prefix that lets an anchored pattern get going
+        s += "\x00!"  # a character no pattern accepts at the end, so a match attempt has to fail late
+        subject = s if isinstance(pattern.pattern, str) else s.encode("latin-1")
+        pattern.search(subject)
+        pattern.match(subject)
+
+
+def test_header_tokenizer_and_unit_split_are_linear():
+    for body in ("[", "(", "a", "aA", "0a", "%"):
+        name = body * N
+        assert len(headers.tokens(name)) <= len(name)
+        headers.split_unit(name + "]")
+        headers.meaning(name)
+        generic_csv.normalize(name)
