@@ -643,60 +643,23 @@ def pc_take(names: list[str], codes: np.ndarray):
 MAX_LINE_CHARS = 64 * 1024  # a longer "line" (a binary blob, a minified document) is cut: memory stays bounded
 
 
-def _open_stream(path: Path, fh):
-    """A binary file object yielding the decompressed bytes of `fh` (gzip/bz2/xz/zstd by magic bytes)."""
-    kind = compression(fh.peek(6)[:6] if hasattr(fh, "peek") else b"")
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=fh)
-    if kind == "bz2":
-        return bz2.BZ2File(fh)
-    if kind == "xz":
-        return lzma.LZMAFile(fh)
-    if kind == "zstd":
-        import zstandard
-
-        return zstandard.ZstdDecompressor().stream_reader(fh)
-    return fh
-
-
-_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"), (b"\xff\xfe", "utf-16"),
-         (b"\xfe\xff", "utf-16"))
-
-
-def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20):
+def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20, notes: list[str] | None = None):
     """Yield the lines of a (possibly compressed) text file one at a time, reading `chunk_bytes` at a time.
 
-    Decoded as UTF-8 with errors replaced, or UTF-16/32 when a byte-order mark says so (the BOM dropped); LF, CRLF and lone CR (progress-bar updates) all end a
-    line; lines longer than MAX_LINE_CHARS are cut. Memory: one chunk plus one line. A compressed stream cut
-    short ends the iteration with what decompressed. Raises InputError when the file cannot be opened."""
-    import codecs
-
-    path = Path(path)
+    The bytes come through TextStream: decompressed within the size budget and the ratio cap, UTF-16/32 transcoded
+    (with or without a BOM), NULs dropped, non-UTF-8 bytes read as Latin-1; its one-line notes (lossy decoding, a
+    truncated stream) are appended to `notes` when the iteration ends. LF, CRLF and lone CR (progress-bar updates)
+    all end a line; lines longer than MAX_LINE_CHARS are cut. Memory: one chunk plus one line. Raises InputError
+    when the file cannot be opened or breaks the budget."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")  # a chunk may cut a character in two
+    stream = TextStream(path)
     try:
-        raw = open(path, "rb")  # noqa: SIM115 - closed in the finally below
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        stream = _open_stream(path, raw)
-        decoder = None
         pending = ""
-        first = True
-        errors = (EOFError, OSError, lzma.LZMAError, zstandard_error())
         while True:
-            try:
-                block = stream.read(chunk_bytes)
-            except errors:
-                block = b""  # truncated or damaged compressed data: keep what came before
-            if decoder is None:
-                encoding = next((enc for bom, enc in _BOMS if block.startswith(bom)), "utf-8")
-                decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-            text = decoder.decode(block, final=not block)
-            if first and text:
-                text, first = text.removeprefix("\ufeff"), False
+            block = stream.read(chunk_bytes)
+            pending += decoder.decode(block, final=not block)
             if not block:
-                pending += text
                 break
-            pending += text
             if "\r" in pending:
                 keep_cr = pending.endswith("\r")  # a CRLF may straddle the chunk boundary
                 body = pending[:-1] if keep_cr else pending
@@ -713,4 +676,6 @@ def iter_lines(path: str | Path, chunk_bytes: int = 1 << 20):
             for line in pending.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
                 yield line[:MAX_LINE_CHARS]
     finally:
-        raw.close()
+        stream.close()
+        if notes is not None:
+            notes.extend(stream.notes)
