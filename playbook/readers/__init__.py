@@ -61,13 +61,24 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
         raise InputError(f"{path}: is a folder (use read_paths)")
     if not stat.S_ISREG(mode):
         raise InputError(f"{path}: is a {_kind(mode)}, not a regular file; not read")
-    raw = textio.read_bytes(path, limit=textio.HEAD_BYTES)
+    raw = _head(path)
     if raw.startswith(b"PAR1"):
         return _read_parquet(path)
     head = textio.decode(raw)
     name = detect.detect(path, head)
     opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
     return _call(name, path, opts)
+
+
+def _head(path: Path) -> bytes:
+    """The first HEAD_BYTES (decompressed); a damaged compressed stream is an InputError naming the file."""
+    import lzma
+    import zlib
+
+    try:
+        return textio.read_bytes(path, limit=textio.HEAD_BYTES)
+    except (EOFError, zlib.error, lzma.LZMAError, ValueError, OSError) as exc:  # OSError: gzip's BadGzipFile
+        raise InputError(f"{path}: damaged compressed file ({type(exc).__name__}: {exc})"[:300]) from None
 
 
 def _call(name: str, path: Path, opts: dict) -> schema.Bundle:
