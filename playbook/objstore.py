@@ -107,7 +107,11 @@ def write_shards(samples: Iterable[dict[str, Any]], out_dir: str | os.PathLike, 
             buf = io.BytesIO()
             tar = tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT)
         for ext in sorted(k for k in sample if k != "__key__"):
-            data = _field_bytes(sample[ext])
+            try:
+                data = _field_bytes(sample[ext])
+            except (ValueError, TypeError) as e:  # e.g. an object array: not storable without pickle
+                raise InputError(f"write_shards: sample {key!r} field {ext!r}: not bytes, text, a number or a "
+                                 f"numeric array ({e})") from None
             info = tarfile.TarInfo(f"{key}.{ext}")
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             tar.addfile(info, io.BytesIO(data))

@@ -329,9 +329,13 @@ def decode_shard(data: bytes, source: str = "shard", max_raw_bytes: int = MAX_SH
             warnings.warn(f"{source}: zstd frame without a content checksum: corruption is caught only by the "
                           "index's sha256 (rewrite with objstore.write_shards)", RuntimeWarning, stacklevel=2)
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-        raw = reader.read(max_raw_bytes + 1)
-        if len(raw) > max_raw_bytes:
-            raise InputError(f"{source}: decompresses to more than {max_raw_bytes >> 20} MiB; not read")
+        chunks, total = [], 0
+        while chunk := reader.read(1 << 20):  # by chunks: read(n) would allocate n bytes up front
+            total += len(chunk)
+            if total > max_raw_bytes:
+                raise InputError(f"{source}: decompresses to more than {max_raw_bytes >> 20} MiB; not read")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         tar = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
         members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isfile()]
     except (zstandard.ZstdError, tarfile.TarError, EOFError, ValueError, OSError) as e:
