@@ -285,6 +285,7 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
 
     w = Worker()
     values = _hypothesis_cases(structure_strategy(target), seed, n) if kind == "structure" else [None] * n
+    print(json.dumps({"generated": n}), flush=True)  # generation is the harness's time, not a case's
     counts = collections.Counter()
     escapes = []
 
@@ -385,7 +386,7 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
             cmd = [sys.executable, __file__, "--worker", *map(str, job), str(case_s), str(mem_mib)]
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
             os.set_blocking(p.stdout.fileno(), False)
-            running.append((p, job, time.time(), [""]))
+            running.append((p, job, time.time(), ["", None]))
         time.sleep(0.05)
         for entry in list(running):
             p, job, started, buf = entry
@@ -393,8 +394,12 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
             lines = buf[0].splitlines()
             done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
             last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
-            limit = 60 + case_s * (done_cases + 2)  # startup + the cases done + the one running, with slack
-            if last is None and p.poll() is None and time.time() - started < limit:
+            if buf[1] is None and '{"generated"' in buf[0]:
+                buf[1] = time.time()
+            # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
+            # cases done and the one running, with slack
+            late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
+            if last is None and p.poll() is None and not late:
                 continue
             running.remove(entry)
             target = job[0]

@@ -327,10 +327,25 @@ def _int(v: Any) -> int | None:
     return None
 
 
+def _float(v: Any) -> float:
+    """`v` as a float; NaN when it is not a number or beyond a float's range."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    try:
+        return float(v)
+    except OverflowError:
+        return math.nan
+
+
 def _time_ns(v: Any) -> float:
     """Epoch ns, NaN when unseen (None in pickles, 0 in JSON)."""
     i = _int(v)
-    return float(i) if i else math.nan
+    return _float(i) if i else math.nan
+
+
+def _names(v: Any) -> str:
+    """A list of dtype names as "Float,Float" (a lone value as itself)."""
+    return ",".join(map(_text, v)) if isinstance(v, (list, tuple)) else _text(v)
 
 
 def _text(v: Any) -> str:
@@ -360,7 +375,7 @@ def _nbytes(sizes: Any, dtypes: Any) -> float:
             if di is None:
                 return math.nan
             n *= di
-        total += n * per
+        total += _float(n * per)
     return total
 
 
@@ -404,11 +419,9 @@ def entry_record(e: dict[str, Any], rank: int) -> dict[str, Any] | None:
         "state": state if state in STATES else (state or "unknown"),
         "created_ns": _time_ns(e.get("time_created_ns")), "started_ns": _time_ns(e.get("time_discovered_started_ns")),
         "completed_ns": _time_ns(e.get("time_discovered_completed_ns")),
-        "duration_ms": float(dur) if isinstance(dur, (int, float)) and not isinstance(dur, bool) else math.nan,
-        "timeout_ms": float(_int(e.get("timeout_ms"))) if _int(e.get("timeout_ms")) is not None else math.nan,
+        "duration_ms": _float(dur), "timeout_ms": _float(_int(e.get("timeout_ms"))),
         "input_sizes": _sizes_text(e.get("input_sizes")), "output_sizes": _sizes_text(e.get("output_sizes")),
-        "input_dtypes": ",".join(map(_text, e.get("input_dtypes") or [])),
-        "output_dtypes": ",".join(map(_text, e.get("output_dtypes") or [])),
+        "input_dtypes": _names(e.get("input_dtypes")), "output_dtypes": _names(e.get("output_dtypes")),
         "nbytes": _nbytes(e.get("input_sizes"), e.get("input_dtypes")), "frame": _frame(e.get("frames")),
     }
 
