@@ -78,8 +78,34 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._run(args) or 0)
     except PlaybookError as exc:
-        print(f"playbook {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(args.command, str(exc))
     except KeyboardInterrupt:
         print(f"playbook {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `playbook info ... | head`: the reader of our output left
+        sys.stderr.close()
+        return 0
+    except OSError as exc:  # the file system said no: a path through a file, permissions, a full disk
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(args.command, f"{where}{exc.strerror or exc}")
+    except MemoryError:
+        return _fail(args.command, "out of memory reading the inputs (read fewer or smaller files at once)")
+    except Exception:  # a bug in the playbook, not in the input: show it, and ask for a report
+        import traceback
+
+        traceback.print_exc()
+        print(f"playbook {args.command}: internal error — this is a bug in the playbook, not in your input; please "
+              f"report it with the command line and the traceback above (playbook {_version()})", file=sys.stderr)
+        return 70
+
+
+def _fail(command: str, message: str) -> int:
+    """One line on stderr (a multi-line message is folded onto one), exit status 2."""
+    print(f"playbook {command}: error: " + " ".join(message.split("\n")), file=sys.stderr)
+    return 2
+
+
+def _version() -> str:
+    from playbook import __version__
+
+    return __version__

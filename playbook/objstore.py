@@ -25,6 +25,7 @@ import atexit
 import hashlib
 import io
 import json
+import math
 import os
 import random
 import select
@@ -80,7 +81,7 @@ def write_shards(samples: Iterable[dict[str, Any]], out_dir: str | os.PathLike, 
         raise InputError(f"write_shards: samples_per_shard must be ≥ 1, got {samples_per_shard}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cctx = zstandard.ZstdCompressor(level=level)
+    cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)  # a flipped bit fails decompression
     shards: list[dict[str, Any]] = []
     buf, tar, count = None, None, 0
 
@@ -106,7 +107,11 @@ def write_shards(samples: Iterable[dict[str, Any]], out_dir: str | os.PathLike, 
             buf = io.BytesIO()
             tar = tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT)
         for ext in sorted(k for k in sample if k != "__key__"):
-            data = _field_bytes(sample[ext])
+            try:
+                data = _field_bytes(sample[ext])
+            except (ValueError, TypeError) as e:  # e.g. an object array: not storable without pickle
+                raise InputError(f"write_shards: sample {key!r} field {ext!r}: not bytes, text, a number or a "
+                                 f"numeric array ({e})") from None
             info = tarfile.TarInfo(f"{key}.{ext}")
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             tar.addfile(info, io.BytesIO(data))
@@ -121,6 +126,12 @@ def write_shards(samples: Iterable[dict[str, Any]], out_dir: str | os.PathLike, 
 
 
 # ---------------------------------------------------------------- server
+
+# largest accepted settings: a delay over an hour is no test of a loader, an error rate is a probability,
+# bandwidth beyond 1 TiB/s is no cap
+MAX_SETTING = {"latency_s": 3600.0, "jitter_s": 3600.0, "bandwidth_mib_s": float(1 << 20), "error_rate": 1.0}
+MAX_CONFIG_BYTES = 64 << 10  # a PUT /_config body: four numbers
+
 
 class _Faults:
     """Injected faults, shared by the handler threads; changed at run time through PUT /_config."""
@@ -140,8 +151,12 @@ class _Faults:
         if bad:
             raise InputError(f"object store: unknown setting(s) {sorted(bad)}; known: {', '.join(self.KEYS)}")
         for k, v in values.items():
-            if v is not None and (not isinstance(v, (int, float)) or v < 0):
-                raise InputError(f"object store: {k} must be a number ≥ 0 (or None for bandwidth), got {v!r}")
+            if v is None and k == "bandwidth_mib_s":
+                continue
+            top = MAX_SETTING.get(k, math.inf)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= top:  # NaN fails too
+                raise InputError(f"object store: {k} must be a number in 0..{top:g}"
+                                 + (" (or None: no cap)" if k == "bandwidth_mib_s" else "") + f", got {v!r}")
         with self.lock:
             self.values.update(values)
             return dict(self.values)
@@ -177,19 +192,35 @@ def _make_handler(root: Path, faults: _Faults):
             if self.command != "HEAD" and body:
                 self.wfile.write(body)
 
+        def _bad(self, why: str) -> None:
+            """400, and the connection closed: an unparsed body must not be read as the next request."""
+            self.close_connection = True
+            self._reply(400, why.encode(), {"Connection": "close"})
+
         def _path(self) -> Path | None:
             key = self.path.split("?", 1)[0].lstrip("/")
-            path = (root / key).resolve()
-            return path if path.is_file() and path.is_relative_to(root) else None
+            try:
+                path = (root / key).resolve()
+                return path if path.is_relative_to(root) and path.is_file() else None
+            except (OSError, ValueError):  # a NUL byte, a name too long
+                return None
 
         def do_PUT(self) -> None:  # noqa: N802 (http.server naming)
             if self.path != "/_config":
                 return self._reply(405)
             try:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                n = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                return self._bad("bad Content-Length")
+            if not 0 <= n <= MAX_CONFIG_BYTES:
+                return self._bad(f"Content-Length must be 0..{MAX_CONFIG_BYTES}")
+            try:
+                body = json.loads(self.rfile.read(n) or b"{}")
+                if not isinstance(body, dict):
+                    raise TypeError("the body must be a JSON object")
                 current = faults.update(**body)
-            except (ValueError, TypeError, InputError) as e:
-                return self._reply(400, str(e).encode())
+            except (ValueError, TypeError, InputError, RecursionError) as e:
+                return self._bad(str(e)[:300])
             self._reply(200, json.dumps(current).encode(), {"Content-Type": "application/json"})
 
         def do_HEAD(self) -> None:  # noqa: N802
@@ -205,6 +236,8 @@ def _make_handler(root: Path, faults: _Faults):
                 time.sleep(delay)
             if error:
                 return self._reply(503, b"SlowDown", {"Retry-After": "0"})
+            if "\x00" in self.path:
+                return self._bad("NUL in the URL")
             path = self._path()
             if path is None:
                 return self._reply(404, b"NoSuchKey")
@@ -222,7 +255,7 @@ def _make_handler(root: Path, faults: _Faults):
                     else:
                         start, end = int(a), min(int(b), size - 1) if b else size - 1
                 except ValueError:
-                    return self._reply(400, b"bad Range header")
+                    return self._bad("bad Range header")
                 if start >= size or start > end:
                     return self._reply(416, b"", {"Content-Range": f"bytes */{size}"})
                 code = 206

@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import time
+import warnings as pywarnings
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +58,8 @@ def init_run(run_dir: str | Path, **meta: Any) -> Path:
     current: dict[str, Any] = {}
     if path.exists():
         try:
-            current = json.loads(path.read_text())
-        except (OSError, ValueError):
+            current = read_meta(path)
+        except InputError:
             current = {}
     current.setdefault(RUN_MARKER, 1)
     current.setdefault("schema_version", schema.SCHEMA_VERSION)
@@ -92,15 +93,93 @@ def write_table(part: str | Path, name: str, frame: pd.DataFrame) -> Path:
     return path
 
 
+MAX_META_BYTES = 16 << 20  # a meta.json holds a command line and an environment: kilobytes
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """A meta.json as a dict; InputError naming the file when it is unreadable, too big, too deep or not an
+    object."""
+    try:
+        if not path.is_file():
+            raise InputError(f"{path}: not a regular file")
+        if path.stat().st_size > MAX_META_BYTES:
+            raise InputError(f"{path}: over {MAX_META_BYTES >> 20} MiB, not a playbook meta.json")
+        doc = json.loads(path.read_bytes().decode("utf-8", errors="replace"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: invalid JSON ({exc})"[:300]) from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deep to read") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a JSON {type(doc).__name__}, not an object")
+    return doc
+
+
+# The nested fields analyses read from a meta.json, with the container each must be (a nested dict: a dict
+# whose own fields are checked; [dict]: a list of dicts). A field of another type is dropped with a warning, so
+# that analyses (regression.environment, links) can trust the shape of what they read.
+META_SHAPE: dict[str, Any] = {
+    "env": {"torch": dict, "nvidia": {"gpus": [dict]}, "cpu": dict, "packages": dict, "env": dict,
+            "compile_cache": dict},
+    "probes": {"nvml": {"pcie_max": dict}},
+}
+
+
+def conform_meta(doc: dict[str, Any], shape: dict[str, Any] = META_SHAPE, where: str = "") -> list[str]:
+    """Drop (in place) the fields of `doc` whose type is not `shape`'s; returns their dotted names."""
+    dropped: list[str] = []
+    for key, want in shape.items():
+        if key not in doc or doc[key] is None:
+            continue
+        value, name = doc[key], f"{where}{key}"
+        if isinstance(want, dict):
+            if not isinstance(value, dict):
+                dropped.append(f"{name} ({type(value).__name__})")
+                del doc[key]
+            else:
+                dropped += conform_meta(value, want, name + ".")
+        elif isinstance(want, list):
+            if not isinstance(value, list):
+                dropped.append(f"{name} ({type(value).__name__})")
+                del doc[key]
+            elif any(not isinstance(v, want[0]) for v in value):
+                dropped.append(f"{name}[] items that are not {want[0].__name__}")
+                doc[key] = [v for v in value if isinstance(v, want[0])]
+        elif not isinstance(value, want):
+            dropped.append(f"{name} ({type(value).__name__})")
+            del doc[key]
+    return dropped
+
+
+def _meta(path: Path, warnings: list[str], what: str) -> dict[str, Any]:
+    """read_meta + conform_meta, problems as one warning each; {} when unreadable."""
+    try:
+        doc = read_meta(path)
+    except InputError as exc:
+        warnings.append(f"{exc}; {what} read without it")
+        return {}
+    dropped = conform_meta(doc)
+    if dropped:
+        warnings.append(f"{path}: fields of the wrong type ignored: {', '.join(dropped[:5])}"
+                        + (f" (+{len(dropped) - 5} more)" if len(dropped) > 5 else ""))
+    return doc
+
+
 def is_run_dir(path: str | Path) -> bool:
-    """True when `path` is a run directory (its meta.json carries the run marker)."""
+    """True when `path` is a run directory: its meta.json is an object carrying the run marker, or is damaged
+    (unparseable) but names the marker in its first 4 KiB (then read_run warns and reads the parts)."""
     meta = Path(path) / "meta.json"
     if not meta.is_file():
         return False
     try:
-        return RUN_MARKER in json.loads(meta.read_text())
-    except (OSError, ValueError):
-        return False
+        return RUN_MARKER in read_meta(meta)
+    except InputError:
+        try:
+            with open(meta, "rb") as fh:
+                return f'"{RUN_MARKER}"'.encode() in fh.read(4096)
+        except OSError:
+            return False
 
 
 _BUILDERS = {
@@ -113,7 +192,8 @@ _BUILDERS = {
 
 
 def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | None:
-    """The table file plus any leftover flush segments (a killed writer), or None when there is neither."""
+    """The table file plus any leftover flush segments (a killed writer) as one tidy table, or None when there is
+    neither (or its columns cannot be read: a warning)."""
     paths = [part / TABLE_FILES[name]] + sorted((part / SEGMENT_DIR).glob(f"{name}-*.parquet"))
     frames = []
     for path in paths:
@@ -124,7 +204,17 @@ def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | No
         except Exception as exc:  # pyarrow raises several types for damaged files
             warnings.append(f"{path}: unreadable Parquet ({type(exc).__name__}), skipped")
     frames = [f for f in frames if len(f)]
-    return pd.concat(frames, ignore_index=True) if frames else None
+    if not frames:
+        return None
+    try:
+        raw = pd.concat(frames, ignore_index=True)
+        with pywarnings.catch_warnings():  # pandas' "could not infer format" for a text time column
+            pywarnings.simplefilter("ignore", UserWarning)
+            return _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns})
+    except Exception as exc:  # columns of the wrong type (a string or list `time`, ...): pandas raises many
+        warnings.append(f"{part / TABLE_FILES[name]}: the {name} table's columns are not the playbook's "
+                        f"({type(exc).__name__}: {exc})"[:300] + ", skipped")
+        return None
 
 
 def read_run(run_dir: str | Path) -> schema.Bundle:
@@ -133,31 +223,35 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
     if not is_run_dir(run):
         raise InputError(f"{run}: not a playbook run directory (no meta.json with '{RUN_MARKER}')")
     bundle = schema.Bundle(inputs=[str(run)])
-    bundle.meta["run"] = json.loads((run / "meta.json").read_text())
+    bundle.meta["run"] = _meta(run / "meta.json", bundle.warnings, "run")
     parts: dict[str, Any] = {}
+    pieces = []
     for part in sorted(p for p in run.iterdir() if p.is_dir()):
         meta_path = part / "meta.json"
         if not meta_path.is_file():
             continue
-        try:
-            parts[part.name] = json.loads(meta_path.read_text())
-        except ValueError:
-            bundle.warnings.append(f"{meta_path}: unreadable meta.json, folder read without it")
-            parts[part.name] = {}
+        if part.is_symlink():  # the same rule as folder walks: a linked folder may be another part again
+            bundle.warnings.append(f"{part}: symlinked part folder not followed")
+            continue
+        parts[part.name] = _meta(meta_path, bundle.warnings, "folder")
         piece = schema.Bundle()
         for name in TABLE_FILES:
-            raw = _read_table(part, name, bundle.warnings)
-            if raw is not None:
-                setattr(piece, name, _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns}))
+            table = _read_table(part, name, bundle.warnings)
+            if table is not None:
+                setattr(piece, name, table)
         traces = part / "traces"
-        if traces.is_dir() and any(traces.glob("*.json*")):
+        if traces.is_dir() and not traces.is_symlink() and any(traces.glob("*.json*")):
             from playbook.readers import kineto  # lazy: the readers import this module
 
             try:
                 piece.extend(kineto.read(traces))
             except InputError as exc:
                 bundle.warnings.append(f"{traces}: profiler traces skipped ({exc})")
-        bundle.extend(piece)
+            except Exception as exc:  # a reader bug must still name the folder, in one line
+                bundle.warnings.append(f"{traces}: profiler traces skipped (the kineto reader failed: "
+                                       f"{type(exc).__name__}: {exc})"[:300])
+        pieces.append(piece)
+    bundle.extend_all(pieces)
     bundle.meta["parts"] = parts
     _read_loose_files(run, bundle)
     return bundle

@@ -238,25 +238,36 @@ class Bundle:
 
     def extend(self, other: Bundle) -> Bundle:
         """Append `other`'s rows, warnings and metadata to this bundle (in place) and return it."""
-        self.inputs += [i for i in other.inputs if i not in self.inputs]
+        return self.extend_all([other])
+
+    def extend_all(self, others: list[Bundle]) -> Bundle:
+        """Append many bundles at once (in place): each table is concatenated (and sorted) once, so reading N
+        files is linear in N."""
+        seen = set(self.inputs)
+        for other in others:
+            for i in other.inputs:
+                if i not in seen:
+                    seen.add(i)
+                    self.inputs.append(i)
         for name in self.TABLES:
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if len(theirs) == 0:
+            frames = [t for t in [getattr(self, name)] + [getattr(o, name) for o in others] if len(t)]
+            if not frames:
                 continue
-            if len(mine) == 0:
-                setattr(self, name, theirs)
+            if len(frames) == 1:
+                setattr(self, name, frames[0])
                 continue
-            merged = pd.concat([mine, theirs], ignore_index=True)
+            merged = pd.concat(frames, ignore_index=True)
             if "source" in merged:
                 merged["source"] = merged["source"].astype("category")
             if name == "telemetry":
                 merged = merged.sort_values(["host", "gpu", "time"], kind="stable").reset_index(drop=True)
                 merged.attrs["interval_s"] = median_interval_s(merged)
             setattr(self, name, merged)
-        self.warnings += other.warnings
-        for key, value in other.meta.items():  # per-input sections (e.g. meta["kineto"][rank]) merge one level deep
-            mine = self.meta.get(key)
-            self.meta[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value
+        for other in others:
+            self.warnings += other.warnings
+            for key, value in other.meta.items():  # per-input sections (e.g. meta["kineto"][rank]) merge one deep
+                mine = self.meta.get(key)
+                self.meta[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value
         return self
 
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py)

@@ -184,3 +184,53 @@ def test_diagnose_names_the_rank_behind(fr_dir, capsys):
     assert d.detail["flight_recorder"]["behind"][0]["rank"] == 2
     assert main(["diagnose", str(fr_dir / "hang"), "--json"]) == 0  # dumps alone are enough to diagnose
     assert json.loads(capsys.readouterr().out)["hypotheses"][0]["id"] == "collective_straggler"
+
+
+def _shared_list_bomb(levels: int = 40) -> bytes:
+    """A dump whose entry's input_sizes is `a = [a, a]` nested `levels` times: 2**levels values, a few hundred bytes."""
+    a: list = []
+    for _ in range(levels):
+        a = [a, a]
+    doc = {"version": "2.10", "pg_config": {"0": {"desc": "default", "ranks": "[0]"}},
+           "entries": [{"collective_seq_id": 1, "profiling_name": "nccl:all_reduce", "input_sizes": a}]}
+    return pickle.dumps(doc, protocol=2)
+
+
+def _opcodes(*parts: bytes) -> bytes:
+    return b"\x80\x02" + b"".join(parts) + b"."
+
+
+def test_shared_reference_bomb_is_refused_in_bounded_time(tmp_path):
+    path = tmp_path / "nccl_trace_rank_0"
+    path.write_bytes(_shared_list_bomb())
+    assert len(path.read_bytes()) < 600
+    with pytest.raises(InputError, match=r"nccl_trace_rank_0: not a plain-data pickle.*shared references"):
+        fr.read(path)
+    # a few shared lists within one value per opcode still load, as a tree
+    small = pickle.dumps({"entries": [{"collective_seq_id": 1, "input_sizes": [[2, 3]] * 3}]}, protocol=2)
+    assert fr.safe_loads(small)["entries"][0]["input_sizes"] == [[2, 3]] * 3
+
+
+def test_tuple_key_bomb_is_refused_before_hashing(tmp_path):
+    # {t40: 1} with t = (t, t) built through the memo: hashing the key would visit 2**40 tuples
+    body = b")q\x000" + b"".join(b"h" + bytes([i]) + b"h" + bytes([i]) + b"\x86q" + bytes([i + 1]) + b"0"
+                                 for i in range(40))
+    raw = _opcodes(b"}", body, b"h" + bytes([40]) + b"K\x01s")
+    with pytest.raises(fr.RefusedError, match="not plain data"):
+        fr.safe_loads(raw)
+    assert fr.safe_loads(pickle.dumps({(1, "a"): 2}, protocol=2)) == {(1, "a"): 2}
+
+
+def test_deep_nesting_is_cut_with_a_warning(tmp_path):
+    deep = 100_000  # [[[...]]] 100k levels: EMPTY_LIST x n, then APPEND x (n - 1)
+    nested = b"]" * deep + b"a" * (deep - 1)
+    raw = _opcodes(b"}", b"X\x07\x00\x00\x00entries", b"]}X\x11\x00\x00\x00collective_seq_idK\x01s",
+                   b"X\x0b\x00\x00\x00input_sizes", nested, b"sas")
+    path = tmp_path / "nccl_trace_rank_0"
+    path.write_bytes(raw)
+    b = fr.read(path)
+    assert len(fr.entries_frame(b)) == 1
+    assert any("nested deeper than 32 levels were dropped" in w for w in b.warnings)
+    (tmp_path / "nccl_trace_rank_1").write_text('{"entries": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(InputError, match="nccl_trace_rank_1: not a flight-recorder dump"):
+        fr.read(tmp_path / "nccl_trace_rank_1")

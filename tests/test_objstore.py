@@ -101,7 +101,7 @@ def test_injected_latency_bandwidth_and_errors(bucket):
         assert store.stats()["errors_injected"] == 1
         with pytest.raises(InputError, match="unknown setting"):
             store.configure(latency=1)
-        with pytest.raises(InputError, match="≥ 0"):
+        with pytest.raises(InputError, match="must be a number in 0..3600"):
             store.configure(latency_s=-1)
 
 
@@ -133,3 +133,42 @@ def test_cli_help_and_bad_root(capsys, tmp_path):
         main(["--help"])
     assert exit_info.value.code == 0 and "example:" in capsys.readouterr().out
     assert main([str(tmp_path / "missing")]) == 2
+
+
+@pytest.mark.parametrize("value", [1e999, float("nan"), -1, True, "1"])
+def test_settings_out_of_range_are_refused(bucket, value):
+    root, _ = bucket
+    with pytest.raises(InputError, match="latency_s must be a number in 0..3600"):
+        ObjectStore(root, latency_s=value, mode="thread")
+    with pytest.raises(InputError, match="error_rate must be a number in 0..1"):
+        ObjectStore(root, error_rate=1.5, mode="thread")
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    """Send raw bytes, return the whole reply (the server closes the connection after a 400)."""
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(request)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
+
+
+def test_hostile_requests_get_400_and_never_stall_a_handler(bucket):
+    root, index = bucket
+    name = index["shards"][0]["name"]
+    with ObjectStore(root, mode="thread") as store:
+        assert _raw(store.port, f"GET /{name}\x00x HTTP/1.1\r\nHost: x\r\n\r\n".encode()).startswith(
+            b"HTTP/1.1 400")
+        for length in ("-5", "abc", str(1 << 30)):  # rfile.read(-5) used to block until the client hung up
+            reply = _raw(store.port, f"PUT /_config HTTP/1.1\r\nContent-Length: {length}\r\n\r\n{{}}".encode())
+            assert reply.startswith(b"HTTP/1.1 400") and b"Content-Length" in reply
+        reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]")
+        assert reply.startswith(b"HTTP/1.1 400")
+        body = b'{"latency_s": 1e999}'
+        reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert reply.startswith(b"HTTP/1.1 400")
+        assert _get(store.port, f"/{name}")[0] == 200  # and the store still serves
+        assert store.stats()["latency_s"] == 0

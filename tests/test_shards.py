@@ -190,3 +190,46 @@ def test_corrupt_or_missing_objects_raise_input_errors(tmp_path):
         shards.http_get("ftp://host/x")
     with pytest.raises(InputError, match="no shards"):
         shards.ShardIndex.from_dict("http://x", {"shards": []})
+
+
+def test_flipped_bit_is_caught_by_the_frame_checksum_alone(tmp_path):
+    import io
+    import tarfile
+    import warnings
+
+    import zstandard
+
+    index = write_shards(_samples(10), tmp_path, samples_per_shard=5)
+    data = bytearray((tmp_path / index["shards"][0]["name"]).read_bytes())
+    assert zstandard.get_frame_parameters(bytes(data)).has_checksum
+    assert len(shards.decode_shard(bytes(data), "s0")) == 5
+    data[len(data) // 2] ^= 0x10  # one bit, no sha256 check: the zstd content checksum catches it
+    with pytest.raises(InputError, match="s0: not a zstd-compressed tar shard.*checksum"):
+        shards.decode_shard(bytes(data), "s0")
+    buf = io.BytesIO()  # a shard written elsewhere without a checksum: read, with a warning
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("k0.cls")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"1"))
+    plain = zstandard.ZstdCompressor().compress(buf.getvalue())
+    with pytest.warns(RuntimeWarning, match="other: zstd frame without a content checksum"):
+        assert shards.decode_shard(plain, "other") == [{"__key__": "k0", "cls": b"1"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InputError, match="decompresses to more than"):
+            shards.decode_shard(bytes((tmp_path / index["shards"][0]["name"]).read_bytes()), "s0",
+                                max_raw_bytes=1 << 10)
+
+
+def test_index_and_field_errors_name_the_shard_and_record():
+    with pytest.raises(InputError, match=r"index.json: shard 1 \('b'\): needs name, bytes and samples"):
+        shards.ShardIndex.from_dict("http://x", {"shards": [{"name": "a", "bytes": 1, "samples": 1, "sha256": "0"},
+                                                            {"name": "b", "bytes": "many", "samples": 1}]})
+    with pytest.raises(InputError, match=r"shard 0 \('a'\): needs a name, and bytes and samples ≥ 0"):
+        shards.ShardIndex.from_dict("http://x", {"shards": [{"name": "a", "bytes": -1, "samples": 1}]})
+    with pytest.raises(InputError, match="not a shard index"):
+        shards.ShardIndex.from_dict("http://x", [1, 2])
+    with pytest.warns(RuntimeWarning, match="1 of 1 shards have no sha256"):
+        shards.ShardIndex.from_dict("http://x", {"shards": [{"name": "a", "bytes": 1, "samples": 1}]})
+    with pytest.raises(InputError, match=r"s3 \(sample 7\): sample 'k7' field 'cls' does not decode \(ValueError"):
+        shards.decode_fields({"__key__": "k7", "cls": b"seven"}, "s3 (sample 7)")

@@ -86,13 +86,26 @@ class ShardIndex:
 
     @classmethod
     def from_dict(cls, base_url: str, index: dict[str, Any], source: str = "index.json") -> ShardIndex:
-        try:
-            shards = [ShardInfo(str(s["name"]), int(s["bytes"]), int(s["samples"]), str(s.get("sha256", "")))
-                      for s in index["shards"]]
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{source}: not a shard index (each shard needs name, bytes, samples): {e}") from e
+        if not isinstance(index, dict) or not isinstance(index.get("shards"), list):
+            raise InputError(f"{source}: not a shard index (an object with a list of shards)")
+        shards = []
+        for i, s in enumerate(index["shards"]):
+            try:
+                info = ShardInfo(str(s["name"]), int(s["bytes"]), int(s["samples"]), str(s.get("sha256") or ""))
+            except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+                raise InputError(f"{source}: shard {i} ({_shard_name(s)}): needs name, bytes and samples "
+                                 f"({type(e).__name__}: {e})"[:300]) from None
+            if info.bytes < 0 or info.samples < 0 or not info.name:
+                raise InputError(f"{source}: shard {i} ({info.name!r}): needs a name, and bytes and samples ≥ 0")
+            shards.append(info)
         if not shards:
             raise InputError(f"{source}: the index lists no shards")
+        unsummed = sum(not s.sha256 for s in shards)
+        if unsummed:
+            import warnings
+
+            warnings.warn(f"{source}: {unsummed} of {len(shards)} shards have no sha256: a corrupt object is "
+                          "caught only by its zstd checksum", RuntimeWarning, stacklevel=2)
         return cls(base_url.rstrip("/"), shards)
 
     @classmethod
@@ -105,6 +118,10 @@ class ShardIndex:
         except ValueError as e:
             raise InputError(f"{url}: not JSON ({e})") from e
         return cls.from_dict(base_url, index, url)
+
+
+def _shard_name(s: Any) -> str:
+    return repr(s.get("name"))[:80] if isinstance(s, dict) else type(s).__name__
 
 
 def _seed(*parts: int) -> int:
@@ -291,18 +308,37 @@ class ShardFetcher:
         self._inflight.clear()
 
 
-def decode_shard(data: bytes, source: str = "shard") -> list[dict[str, bytes]]:
+MAX_SHARD_RAW_BYTES = 4 << 30  # decompressed size refused beyond this: shards are MBs to a few hundred MB
+
+
+def decode_shard(data: bytes, source: str = "shard", max_raw_bytes: int = MAX_SHARD_RAW_BYTES
+                 ) -> list[dict[str, bytes]]:
     """zstd-compressed tar bytes -> samples, each {"__key__": key, ext: bytes, ...} in tar order.
 
-    Consecutive members sharing the key (the name before the first dot of the basename) form one sample.
+    Consecutive members sharing the key (the name before the first dot of the basename) form one sample. Every
+    zstd frame's content checksum is verified (objstore.write_shards writes one); a frame without one is read
+    with a warning (a flipped bit would pass unseen unless the index's sha256 is checked). More than
+    `max_raw_bytes` decompressed is refused (a decompression bomb).
     """
+    import warnings
+
     import zstandard
 
     try:
-        raw = zstandard.ZstdDecompressor().decompressobj().decompress(data)
+        if not zstandard.get_frame_parameters(data).has_checksum:
+            warnings.warn(f"{source}: zstd frame without a content checksum: corruption is caught only by the "
+                          "index's sha256 (rewrite with objstore.write_shards)", RuntimeWarning, stacklevel=2)
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+        chunks, total = [], 0
+        while chunk := reader.read(1 << 20):  # by chunks: read(n) would allocate n bytes up front
+            total += len(chunk)
+            if total > max_raw_bytes:
+                raise InputError(f"{source}: decompresses to more than {max_raw_bytes >> 20} MiB; not read")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         tar = tarfile.open(fileobj=io.BytesIO(raw), mode="r:")
         members = [(m, tar.extractfile(m)) for m in tar.getmembers() if m.isfile()]
-    except (zstandard.ZstdError, tarfile.TarError, EOFError) as e:
+    except (zstandard.ZstdError, tarfile.TarError, EOFError, ValueError, OSError) as e:
         raise InputError(f"{source}: not a zstd-compressed tar shard ({e})") from e
     samples: list[dict[str, bytes]] = []
     for m, f in members:
@@ -315,24 +351,32 @@ def decode_shard(data: bytes, source: str = "shard") -> list[dict[str, bytes]]:
     return samples
 
 
-def decode_fields(sample: dict[str, Any]) -> dict[str, Any]:
+def decode_fields(sample: dict[str, Any], source: str = "shard") -> dict[str, Any]:
     """Default field decoding by extension: npy -> numpy array, cls/idx/label -> int, txt -> str, json -> object,
-    anything else stays bytes."""
+    anything else stays bytes. A field that does not decode is an InputError naming `source`, the sample's key
+    and the field."""
     out: dict[str, Any] = {}
     for ext, value in sample.items():
-        if ext.startswith("__"):
-            out[ext] = value
-        elif ext.endswith("npy"):
-            out[ext] = np.load(io.BytesIO(value), allow_pickle=False)
-        elif ext in ("cls", "idx", "label"):
-            out[ext] = int(value)
-        elif ext == "txt":
-            out[ext] = value.decode()
-        elif ext == "json":
-            out[ext] = json.loads(value)
-        else:
-            out[ext] = value
+        try:
+            out[ext] = _decode_field(ext, value)
+        except Exception as e:  # numpy, int(), utf-8 and json raise several types on damaged bytes
+            raise InputError(f"{source}: sample {sample.get('__key__', '?')!r} field {ext!r} does not decode "
+                             f"({type(e).__name__}: {e})"[:300]) from None
     return out
+
+
+def _decode_field(ext: str, value: Any) -> Any:
+    if ext.startswith("__"):
+        return value
+    if ext.endswith("npy"):
+        return np.load(io.BytesIO(value), allow_pickle=False)
+    if ext in ("cls", "idx", "label"):
+        return int(value)
+    if ext == "txt":
+        return value.decode()
+    if ext == "json":
+        return json.loads(value)
+    return value
 
 
 # ---------------------------------------------------------------- the dataset
@@ -491,7 +535,10 @@ class ShardStream(IterableDataset):
                 left[sid] -= 1
                 if left[sid] == 0:
                     del decoded[sid]
-                sample = self.decode(raw) if self.decode else dict(raw)
+                if self.decode is decode_fields:
+                    sample = decode_fields(raw, f"{self.index.url(sid)} (sample {off})")
+                else:
+                    sample = self.decode(raw) if self.decode else dict(raw)
                 sample.update({"__key__": raw["__key__"], "__shard__": sid, "__offset__": off,
                                "__worker__": consumer, "__index__": i, "__epoch__": self.epoch,
                                "__consumers__": consumers})

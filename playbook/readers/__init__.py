@@ -14,10 +14,18 @@ Inputs may be files or folders, mixed freely. A run directory (meta.json with th
 playbook.rundir.read_run; a folder holding only Kineto traces is one input for the Kineto reader (per-rank
 traces of one run); any other folder is walked (hidden files and documentation such as README* or *.md are
 passed over). A file no reader recognises is an error when named explicitly and a warning inside a folder.
+
+Each file and folder is read once, by its identity (device, inode): a file named twice, or reached again through
+a symlink, is skipped with a warning naming both paths. Inside a folder, symlinked folders are not followed (so
+`latest -> r1` or `self -> ..` neither doubles samples nor loops; named on the command line, a symlink is
+followed). Only regular files are opened: a FIFO, socket or device named explicitly is an error, inside a folder
+a warning — never a blocked read.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,7 +35,7 @@ from playbook import rundir, schema
 from playbook.errors import InputError, PlaybookError, UnknownFormatError
 from playbook.readers import detect, textio
 
-__all__ = ["read_paths", "read_file", "detect"]
+__all__ = ["read_paths", "read_file", "check_input", "detect"]
 
 _DOC_NAMES = ("readme", "license", "licence", "changelog", "notice", "authors", "citation")
 _DOC_SUFFIXES = {".md", ".rst", ".ipynb", ".html", ".htm"}
@@ -48,17 +56,29 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     to place samples of inputs without timestamps (default 1 s). Raises UnknownFormatError / InputError.
     """
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
-    if path.is_dir():
+    mode = _stat(path).st_mode
+    if stat.S_ISDIR(mode):
         raise InputError(f"{path}: is a folder (use read_paths)")
-    raw = textio.read_bytes(path, limit=textio.HEAD_BYTES)
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: is a {_kind(mode)}, not a regular file; not read")
+    raw = _head(path)
     if raw.startswith(b"PAR1"):
         return _read_parquet(path)
     head = textio.decode(raw)
     name = detect.detect(path, head)
     opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
     return _call(name, path, opts)
+
+
+def _head(path: Path) -> bytes:
+    """The first HEAD_BYTES (decompressed); a damaged compressed stream is an InputError naming the file."""
+    import lzma
+    import zlib
+
+    try:
+        return textio.read_bytes(path, limit=textio.HEAD_BYTES)
+    except (EOFError, zlib.error, lzma.LZMAError, ValueError, OSError) as exc:  # OSError: gzip's BadGzipFile
+        raise InputError(f"{path}: damaged compressed file ({type(exc).__name__}: {exc})"[:300]) from None
 
 
 def _call(name: str, path: Path, opts: dict) -> schema.Bundle:
@@ -90,6 +110,55 @@ def check_tz(tz: str | None) -> str:
     return tz
 
 
+def _stat(path: Path) -> os.stat_result:
+    """os.stat (following symlinks), as InputError naming the path."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file or directory" + (" (a broken symlink)" if path.is_symlink()
+                                                                 else "")) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise InputError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def check_input(path: str | Path) -> Path:
+    """`path` if it is a folder or a regular file (symlinks followed), else InputError naming it: what every
+    command checks before it opens an input, so a FIFO, socket or device never blocks it."""
+    path = Path(path)
+    mode = _stat(path).st_mode
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise InputError(f"{path}: is a {_kind(mode)}, not a regular file; not read")
+    return path
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+class _Reading:
+    """One read_paths call: what has been read (by device and inode), the pieces read, and the options."""
+
+    def __init__(self, fields, interval_s, tz):
+        self.opts = {"fields": fields, "interval_s": interval_s, "tz": tz}
+        self.seen: dict[tuple[int, int], Path] = {}
+        self.pieces: list[schema.Bundle] = []
+        self.warnings: list[str] = []
+
+    def first_time(self, path: Path, st: os.stat_result) -> bool:
+        """True the first time this file or folder is met; later meetings are warned of and skipped."""
+        key = (st.st_dev, st.st_ino)
+        first = self.seen.setdefault(key, path)
+        if first is path:
+            return True
+        self.warnings.append(f"{path}: skipped, the same {'folder' if stat.S_ISDIR(st.st_mode) else 'file'} "
+                             f"as {first} (read once)")
+        return False
+
+
 def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str] | None = None,
                interval_s: float | None = None, tz: str | None = None) -> schema.Bundle:
     """Read files and folders (mixed freely) into one Bundle; see the module docstring for folder rules.
@@ -98,53 +167,77 @@ def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str]
     are converted to UTC (default: read as UTC)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    interval_s = textio.check_interval(interval_s)
-    tz = check_tz(tz)
-    bundle = schema.Bundle()
+    reading = _Reading(fields, textio.check_interval(interval_s), check_tz(tz))
     paths = list(paths)
     if not paths:
         raise InputError("no inputs given")
     for p in paths:
         path = Path(p)
-        if not path.exists():
-            raise InputError(f"{path}: no such file or directory")
-        if path.is_dir():
-            _read_folder(path, bundle, fields, interval_s, tz)
-        else:
-            bundle.extend(read_file(path, fields=fields, interval_s=interval_s, tz=tz))
+        st = _stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            if reading.first_time(path, st):
+                _read_folder(path, reading)
+        elif not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: is a {_kind(st.st_mode)}, not a regular file; not read")
+        elif reading.first_time(path, st):
+            reading.pieces.append(read_file(path, **reading.opts))
+    bundle = schema.Bundle()
+    bundle.extend_all(reading.pieces)
+    bundle.warnings += reading.warnings
     return bundle
 
 
-def _read_folder(folder: Path, bundle: schema.Bundle, fields, interval_s, tz: str = "UTC") -> None:
-    if rundir.is_run_dir(folder):
-        bundle.extend(rundir.read_run(folder))
-        return
-    if _is_trace_folder(folder):
-        bundle.extend(_call("kineto", folder, {}))
-        return
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError as exc:
-        raise InputError(f"{folder}: cannot list ({exc.strerror or exc})") from None
-    found = False
-    for entry in entries:
-        if entry.name.startswith(".") or _is_documentation(entry):
+def _read_folder(root: Path, reading: _Reading) -> None:
+    """Walk `root` depth-first in name order (iteratively: any depth), not following symlinked folders."""
+    todo = [root]
+    while todo:
+        folder = todo.pop()
+        if rundir.is_run_dir(folder):
+            reading.pieces.append(rundir.read_run(folder))
             continue
-        if entry.is_dir():
-            _read_folder(entry, bundle, fields, interval_s, tz)
-            found = True
+        if _is_trace_folder(folder):
+            reading.pieces.append(_call("kineto", folder, {}))
             continue
-        if not entry.is_file():
-            continue
-        found = True
         try:
-            bundle.extend(read_file(entry, fields=fields, interval_s=interval_s, tz=tz))
-        except UnknownFormatError as exc:
-            bundle.warnings.append(f"skipped {exc}")
-        except InputError as exc:
-            bundle.warnings.append(f"skipped {exc}")
-    if not found:
-        bundle.warnings.append(f"{folder}: empty folder")
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if folder == root:
+                raise InputError(f"{folder}: cannot list ({exc.strerror or exc})") from None
+            reading.warnings.append(f"{folder}: cannot list ({exc.strerror or exc}), skipped")
+            continue
+        found, subfolders = False, []
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.name.startswith(".") or _is_documentation(path):
+                continue
+            try:
+                st = entry.stat()  # follows a symlink
+            except OSError:
+                reading.warnings.append(f"{path}: skipped, a broken symlink" if entry.is_symlink()
+                                        else f"{path}: skipped, cannot stat")
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                found = True
+                if entry.is_symlink():
+                    reading.warnings.append(f"{path}: symlinked folder not followed (-> {os.readlink(path)}); "
+                                            "name it to read it")
+                elif reading.first_time(path, st):
+                    subfolders.append(path)
+                continue
+            found = True
+            if not stat.S_ISREG(st.st_mode):
+                reading.warnings.append(f"{path}: skipped, a {_kind(st.st_mode)}, not a regular file")
+                continue
+            if not reading.first_time(path, st):
+                continue
+            try:
+                reading.pieces.append(read_file(path, **reading.opts))
+            except InputError as exc:
+                reading.warnings.append(f"skipped {exc}")
+        todo.extend(reversed(subfolders))
+        if not found:
+            reading.warnings.append(f"{folder}: empty folder")
 
 
 def _is_documentation(path: Path) -> bool:
@@ -157,8 +250,11 @@ def _is_trace_folder(folder: Path) -> bool:
     kineto = detect.module("kineto")
     if kineto is None:
         return False
-    files = [p for p in folder.iterdir() if not p.name.startswith(".") and not _is_documentation(p)]
-    if not files or any(not p.is_file() for p in files):
+    try:
+        files = [p for p in folder.iterdir() if not p.name.startswith(".") and not _is_documentation(p)]
+    except OSError:
+        return False
+    if not files or any(p.is_symlink() or not p.is_file() for p in files):
         return False
     for p in files:
         try:

@@ -22,10 +22,12 @@ retired, is_p2p, thread_name, thread_id, frames ([{name, filename, line}], with 
 (`torch._C._distributed_c10d._dump_nccl_trace_json()`, or the control-plane handler `dump_nccl_trace_json`) has
 the same keys, with 0 for times not yet seen and strings in pg_status.
 
-Safety: a pickle can run any code when loaded. This reader never calls `pickle.load`: `SafeUnpickler` refuses
-every global (find_class) and persistent id, so only dicts, lists, tuples, strings, numbers, bools, None (and,
-in protocol 4+ pickles, bytes and sets) can be built; anything else raises InputError naming the file, before any object is created. Files over
-MAX_BYTES are refused.
+Safety: a pickle can run any code when loaded. This reader never calls `pickle.load`: `SafeUnpickler` interprets
+the plain-data opcodes itself and refuses every global, persistent id and object-building opcode, so only dicts,
+lists, tuples, strings, numbers, bools, None (and, in protocol 4+ pickles, bytes and sets) can be built; anything
+else raises InputError naming the file, before any object is created. Bounded: dict keys are scalars or small
+tuples (no hash bombs), shared references may not expand past one value per opcode (no `a = [a, a]` bombs), and
+values nested deeper than MAX_DEPTH are dropped with a warning. Files over MAX_BYTES are refused.
 
 The rank is the file name's trailing number (`nccl_trace_rank_3` → 3, as fr_trace infers it), or read(rank=R).
 Output: no table rows; bundle.meta["flight_recorder:<file>"] = {"rank", "version", "comm_lib_version",
@@ -71,25 +73,185 @@ ENTRY_COLUMNS = ("rank", "pg_id", "pg_name", "pg_desc", "record_id", "collective
 
 
 class RefusedError(pickle.UnpicklingError):
-    """The pickle asked for something other than plain data (a global or a persistent id)."""
+    """The pickle asked for something other than plain data (a global, a persistent id, an object key)."""
 
 
-class SafeUnpickler(pickle.Unpickler):
-    """An unpickler that builds plain data only: every global and persistent id is refused.
+class SafeUnpickler:
+    """Builds plain data from a pickle's opcodes, one at a time, refusing every other opcode.
 
-    Protocol 2 pickles bytes and sets through globals (`_codecs.encode`, `__builtin__.set`), so those are refused
-    there too (torch's dumps hold neither); protocol 4+ has opcodes for both."""
+    pickle.Unpickler is not used at all: even with find_class refused, it hashes dict keys and set members as it
+    builds them, and a key made of shared tuples (`t = (t, t)` 40 times, 333 bytes) hashes 2**40 nodes. Here a
+    key or set member must be a scalar (str, bytes, int, float, bool, None) or a tuple of at most MAX_KEY_NODES
+    of them. Globals (so every class and function), persistent ids and the object-building opcodes raise
+    RefusedError before anything is created. `load()` then copies the result into a tree (no shared references),
+    refusing more than one value per opcode (+ 1024): without shared containers a pickle cannot hold more
+    values than opcodes, so only expansion bombs are refused; containers nested deeper than MAX_DEPTH become
+    None (counted in `cut`)."""
 
-    def find_class(self, module: str, name: str) -> Any:  # noqa: D401 - pickle's hook
-        raise RefusedError(f"refused to load global {module}.{name}")
+    def __init__(self, data: bytes):
+        self.data = data
+        self.cut = 0
 
-    def persistent_load(self, pid: Any) -> Any:
-        raise RefusedError("refused a persistent id")
+    def load(self) -> Any:
+        import pickletools
+
+        stack: list[Any] = []
+        marks: list[int] = []
+        memo: dict[int, Any] = {}
+        n_ops = 0
+
+        def pop_mark() -> list[Any]:
+            if not marks:
+                raise pickle.UnpicklingError("MARK missing")
+            at = marks.pop()
+            items = stack[at:]
+            del stack[at:]
+            return items
+
+        for op, arg, _pos in pickletools.genops(io.BytesIO(self.data)):
+            n_ops += 1
+            name = op.name
+            if name in _SCALAR_OPS:
+                stack.append(bytes(arg) if name == "BYTEARRAY8" else arg)
+            elif name in ("NONE", "NEWTRUE", "NEWFALSE"):
+                stack.append({"NONE": None, "NEWTRUE": True, "NEWFALSE": False}[name])
+            elif name in ("PROTO", "FRAME"):
+                continue
+            elif name == "STOP":
+                tree, self.cut = bounded_tree(stack.pop(), n_ops + 1024)
+                return tree
+            elif name == "MARK":
+                marks.append(len(stack))
+            elif name == "POP":
+                if stack and (not marks or marks[-1] < len(stack)):
+                    stack.pop()
+                else:
+                    pop_mark()
+            elif name == "POP_MARK":
+                pop_mark()
+            elif name == "DUP":
+                stack.append(stack[-1])
+            elif name == "EMPTY_LIST":
+                stack.append([])
+            elif name == "EMPTY_DICT":
+                stack.append({})
+            elif name == "EMPTY_TUPLE":
+                stack.append(())
+            elif name == "EMPTY_SET":
+                stack.append(set())
+            elif name == "LIST":
+                stack.append(pop_mark())
+            elif name == "TUPLE":
+                stack.append(tuple(pop_mark()))
+            elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
+                k = int(name[-1])
+                if len(stack) < k:
+                    raise pickle.UnpicklingError("stack underflow")
+                items = tuple(stack[-k:])
+                del stack[-k:]
+                stack.append(items)
+            elif name == "FROZENSET":
+                stack.append(frozenset(_key(x) for x in pop_mark()))
+            elif name == "DICT":
+                items = pop_mark()
+                stack.append({_key(k): v for k, v in zip(items[::2], items[1::2], strict=False)})
+            elif name == "APPEND":
+                v = stack.pop()
+                _container(stack, list).append(v)
+            elif name == "APPENDS":
+                items = pop_mark()
+                _container(stack, list).extend(items)
+            elif name == "SETITEM":
+                v, k = stack.pop(), stack.pop()
+                _container(stack, dict)[_key(k)] = v
+            elif name == "SETITEMS":
+                items = pop_mark()
+                d = _container(stack, dict)
+                for k, v in zip(items[::2], items[1::2], strict=False):
+                    d[_key(k)] = v
+            elif name == "ADDITEMS":
+                items = pop_mark()
+                _container(stack, set).update(_key(x) for x in items)
+            elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
+                memo[int(arg)] = stack[-1]
+            elif name == "MEMOIZE":
+                memo[len(memo)] = stack[-1]
+            elif name in ("GET", "BINGET", "LONG_BINGET"):
+                stack.append(memo[int(arg)])
+            elif name == "GLOBAL":
+                raise RefusedError(f"refused to load global {str(arg).replace(' ', '.')}")
+            elif name == "STACK_GLOBAL":
+                qual, module = (stack.pop(), stack.pop()) if len(stack) > 1 else ("?", "?")
+                raise RefusedError(f"refused to load global {module}.{qual}")
+            elif name in ("PERSID", "BINPERSID"):
+                raise RefusedError("refused a persistent id")
+            else:
+                raise RefusedError(f"refused pickle opcode {name}")
+        raise pickle.UnpicklingError("pickle ended before STOP")
+
+
+def bounded_tree(root: Any, budget: int) -> tuple[Any, int]:
+    """`root` copied without shared references, at most `budget` values (else RefusedError); containers deeper
+    than MAX_DEPTH become None. Returns (tree, number of containers cut)."""
+    left, cut = [budget], [0]
+
+    def walk(obj: Any, depth: int) -> Any:
+        left[0] -= 1
+        if left[0] < 0:
+            raise RefusedError(f"expands to more than {budget} values (shared references)")
+        if isinstance(obj, (list, tuple, dict)):
+            if depth >= MAX_DEPTH:
+                cut[0] += 1
+                return None
+            if isinstance(obj, dict):
+                return {k: walk(v, depth + 1) for k, v in obj.items()}
+            items = [walk(x, depth + 1) for x in obj]
+            return tuple(items) if isinstance(obj, tuple) else items
+        if isinstance(obj, (set, frozenset)):
+            left[0] -= len(obj)
+        return obj
+
+    return walk(root, 0), cut[0]
+
+
+MAX_DEPTH = 32  # torch's dumps nest 5 deep (dump → entries → entry → frames → frame); 32 leaves room to spare
+MAX_KEY_NODES = 64  # a dict key or set member: a scalar or a small tuple of them (torch's dumps use strings, ints)
+_SCALAR_OPS = frozenset({"INT", "BININT", "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "STRING", "BINSTRING",
+                         "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8", "UNICODE",
+                         "SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "FLOAT", "BINFLOAT"})
+_KEY_SCALARS = (str, bytes, int, float, bool, type(None))
+
+
+def _key(k: Any) -> Any:
+    """`k` if hashing it is cheap (a scalar, or a tuple of at most MAX_KEY_NODES scalars), else RefusedError."""
+    if isinstance(k, _KEY_SCALARS):
+        return k
+    if isinstance(k, tuple):
+        todo, seen = [k], 0
+        while todo:
+            t = todo.pop()
+            seen += len(t)
+            if seen > MAX_KEY_NODES:
+                break
+            for x in t:
+                if isinstance(x, tuple):
+                    todo.append(x)
+                elif not isinstance(x, _KEY_SCALARS):
+                    raise RefusedError(f"refused a {type(x).__name__} inside a dict key")
+        else:
+            return k
+    raise RefusedError(f"refused a dict key or set member that is not plain data ({type(k).__name__})")
+
+
+def _container(stack: list[Any], kind: type) -> Any:
+    if not stack or not isinstance(stack[-1], kind):
+        raise pickle.UnpicklingError(f"no {kind.__name__} to add to")
+    return stack[-1]
 
 
 def safe_loads(data: bytes) -> Any:
     """Unpickle `data` with SafeUnpickler (plain containers, strings, bytes, numbers, bools, None only)."""
-    return SafeUnpickler(io.BytesIO(data)).load()
+    return SafeUnpickler(data).load()
 
 
 def _looks_like_pickle(head: str) -> bool:
@@ -116,7 +278,11 @@ def rank_from_name(path: str | Path) -> int | None:
 
 def load(path: str | Path) -> dict[str, Any]:
     """The dump as a dict (pickle through SafeUnpickler, or JSON). Raises InputError naming the file."""
-    path = Path(path)
+    return _load(Path(path))[0]
+
+
+def _load(path: Path) -> tuple[dict[str, Any], int]:
+    """(the dump, how many containers nested deeper than MAX_DEPTH were cut)."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -126,20 +292,24 @@ def load(path: str | Path) -> dict[str, Any]:
                          f"(limit {MAX_BYTES / 2**20:.0f} MiB); not read")
     raw = textio.read_bytes(path)
     if raw[:1] == b"\x80":
+        unpickler = SafeUnpickler(raw)
         try:
-            doc = safe_loads(raw)
+            doc = unpickler.load()
+            cut = unpickler.cut
         except RefusedError as exc:
             raise InputError(f"{path}: not a plain-data pickle, not loaded ({exc})") from None
         except Exception as exc:  # truncated or corrupt pickles raise many types
             raise InputError(f"{path}: damaged pickle ({type(exc).__name__}: {exc})"[:300]) from None
     else:
         try:
-            doc = json.loads(textio.decode(raw))
+            doc, cut = bounded_tree(json.loads(textio.decode(raw)), len(raw) + 1024)
         except ValueError as exc:
             raise InputError(f"{path}: not a flight-recorder dump (invalid JSON: {exc})"[:300]) from None
+        except RecursionError:
+            raise InputError(f"{path}: not a flight-recorder dump (JSON nested too deep to read)") from None
     if not isinstance(doc, dict) or not ({"entries", "pg_config", "pg_status"} & set(map(str, doc))):
         raise InputError(f"{path}: not a flight-recorder dump (no entries / pg_config / pg_status keys)")
-    return doc
+    return doc, cut
 
 
 def _int(v: Any) -> int | None:
@@ -157,10 +327,25 @@ def _int(v: Any) -> int | None:
     return None
 
 
+def _float(v: Any) -> float:
+    """`v` as a float; NaN when it is not a number or beyond a float's range."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    try:
+        return float(v)
+    except OverflowError:
+        return math.nan
+
+
 def _time_ns(v: Any) -> float:
     """Epoch ns, NaN when unseen (None in pickles, 0 in JSON)."""
     i = _int(v)
-    return float(i) if i else math.nan
+    return _float(i) if i else math.nan
+
+
+def _names(v: Any) -> str:
+    """A list of dtype names as "Float,Float" (a lone value as itself)."""
+    return ",".join(map(_text, v)) if isinstance(v, (list, tuple)) else _text(v)
 
 
 def _text(v: Any) -> str:
@@ -190,7 +375,7 @@ def _nbytes(sizes: Any, dtypes: Any) -> float:
             if di is None:
                 return math.nan
             n *= di
-        total += n * per
+        total += _float(n * per)
     return total
 
 
@@ -234,11 +419,9 @@ def entry_record(e: dict[str, Any], rank: int) -> dict[str, Any] | None:
         "state": state if state in STATES else (state or "unknown"),
         "created_ns": _time_ns(e.get("time_created_ns")), "started_ns": _time_ns(e.get("time_discovered_started_ns")),
         "completed_ns": _time_ns(e.get("time_discovered_completed_ns")),
-        "duration_ms": float(dur) if isinstance(dur, (int, float)) and not isinstance(dur, bool) else math.nan,
-        "timeout_ms": float(_int(e.get("timeout_ms"))) if _int(e.get("timeout_ms")) is not None else math.nan,
+        "duration_ms": _float(dur), "timeout_ms": _float(_int(e.get("timeout_ms"))),
         "input_sizes": _sizes_text(e.get("input_sizes")), "output_sizes": _sizes_text(e.get("output_sizes")),
-        "input_dtypes": ",".join(map(_text, e.get("input_dtypes") or [])),
-        "output_dtypes": ",".join(map(_text, e.get("output_dtypes") or [])),
+        "input_dtypes": _names(e.get("input_dtypes")), "output_dtypes": _names(e.get("output_dtypes")),
         "nbytes": _nbytes(e.get("input_sizes"), e.get("input_dtypes")), "frame": _frame(e.get("frames")),
     }
 
@@ -247,8 +430,11 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
     """Read one rank's dump (pickle or JSON) into a Bundle (meta only; see the module docstring)."""
     path = Path(path)
     src = str(path)
-    doc = load(path)
+    doc, cut = _load(path)
     bundle = schema.Bundle(inputs=[src])
+    if cut:
+        bundle.warnings.append(f"{src}: {cut} value(s) nested deeper than {MAX_DEPTH} levels were dropped "
+                               "(a dump nests 5 deep)")
     if rank is None:
         rank = rank_from_name(path)
     if rank is None:

@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from playbook.errors import InputError, PlaybookError
+from playbook.errors import PlaybookError
 from playbook.report import catalog
 from playbook.report.record import collect
 
@@ -103,10 +103,9 @@ def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: b
 
 
 def _existing(path: str) -> Path:
-    p = Path(path).expanduser()
-    if not p.exists():
-        raise InputError(f"{path}: no such file or directory")
-    return p.resolve()
+    from playbook.readers import check_input  # a FIFO or device is refused here, not inside the notebook
+
+    return check_input(Path(path).expanduser()).resolve()
 
 
 def run_id(short_name: str, now: datetime | None = None) -> str:

@@ -1,0 +1,512 @@
+"""Fuzz benchmark: every reader, run directories, `compare` inputs and the shard loader on hostile input.
+
+What it checks
+    Issue 17's target: on damaged or generated input the playbook raises only its own errors (PlaybookError) or
+    returns with warnings: 0 escaped exceptions (any other type), 0 hangs, 0 cases over the memory budget.
+
+The exact command
+    python benchmarks/fuzz.py                          # 100,000 cases over every target, 2 worker processes
+    python benchmarks/fuzz.py --cases 2000 --jobs 1    # a quick run
+    python benchmarks/fuzz.py --targets rundir,shards --seed 7 --show 20
+
+Cases
+    mutation   a file of tests/data (or a run directory / shard built from them) with 1-8 byte-level mutations:
+               bit flips, byte inserts/deletes, a chunk duplicated or dropped, a cut, a splice of another
+               fixture, a token of the formats (a number, a date, "[N/A]", a header) dropped in.
+    structure  hypothesis-generated inputs (seeded, derandomised): text built from format tokens per reader,
+               JSON documents for meta.json and shard indexes, plain-data pickles for the flight recorder.
+    Targets: reader:<name> (each reader's read(), past read_file's safety net), read_file, rundir (read_paths on a
+    damaged run directory), compare (`playbook compare` on a damaged BAD run), shards (decode_shard +
+    decode_fields on a damaged shard, ShardIndex.from_dict on a generated index).
+
+Limits
+    Cases run in batches, each batch in a fresh worker subprocess whose address space is capped at its size after
+    imports + --mem-mib (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds (setitimer: a Python-level
+    hang raises in the case). A worker that does not finish its batch in time is killed: the case it was on
+    counts as a hang (C-level loops that the timer cannot interrupt).
+
+How to read the result
+    One line per target: cases, project errors (PlaybookError: the intended outcome for bad input), escapes
+    (other exception types, by innermost playbook file), hangs, over budget (MemoryError), and the peak RSS of
+    the workers; then the first --show escapes with the case to reproduce them (`--replay TARGET:KIND:SEED`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
+PLAYBOOK = ROOT / "playbook"
+MAX_FIXTURE_BYTES = 64 << 10  # fixtures mutated; larger ones (HTA traces) make cases slow without new shapes
+TOKENS = [b", ", b",", b"\n", b"\r\n", b" %", b" MiB", b"[N/A]", b"[Not Supported]", b"NaN", b"1e309", b"-1",
+          b"99999999999999999999", b"\x00", b"\xff\xfe", b"2024/01/15 10:00:00.000", b"2024-01-15T10:00:00Z",
+          b"1705312800000", b'{"', b'"}', b"[", b"]", b"{", b"}", b'"time"', b"step ", b"NCCL INFO ", b"#",
+          b"\t", b"\"", b"\\", b"0x0000000000000004", b"timestamp, index, utilization.gpu [%]\n", b"PAR1"]
+
+
+# ---------------------------------------------------------------- case generation (deterministic per seed)
+
+def fixtures() -> list[Path]:
+    """Small files of tests/data (README/make_*.py excluded), in a stable order."""
+    out = []
+    for p in sorted(DATA.rglob("*")):
+        if p.is_file() and p.stat().st_size <= MAX_FIXTURE_BYTES and not p.name.lower().startswith(
+                ("readme", "make_")) and p.suffix != ".py":
+            out.append(p)
+    return out
+
+
+def mutate(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
+    """1-8 byte-level mutations of `data`."""
+    b = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        op = rng.randrange(8)
+        at = rng.randrange(len(b) + 1)
+        if op == 0 and b:
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+        elif op == 1:
+            b[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 8)))
+        elif op == 2:
+            del b[at:at + rng.randint(1, 64)]
+        elif op == 3 and b:
+            n = rng.randint(1, min(len(b), 4096))
+            s = rng.randrange(len(b) - n + 1)
+            b[at:at] = b[s:s + n] * rng.randint(1, 4)
+        elif op == 4:
+            del b[rng.randrange(len(b) + 1):]
+        elif op == 5 and others:
+            o = rng.choice(others)
+            s = rng.randrange(len(o) + 1)
+            b[at:at] = o[s:s + rng.randint(1, 512)]
+        elif op == 6:
+            b[at:at] = rng.choice(TOKENS) * rng.choice((1, 1, 1, 3, 50))
+        else:
+            i = rng.randrange(len(b) + 1)
+            b[i:i + rng.randint(0, 16)] = rng.choice(TOKENS)
+    return bytes(b)
+
+
+def _hypothesis_cases(strategy, seed: int, n: int) -> list:
+    """n values drawn by hypothesis from `strategy`, reproducibly for `seed` (no database, generation only)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as with_seed
+
+    drawn: list = []
+
+    @with_seed(seed)
+    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(value):
+        drawn.append(value)
+
+    collect()
+    out = drawn[:n]
+    while out and len(out) < n:  # hypothesis stops early when the space is small: cycle
+        out += drawn[: n - len(out)]
+    return out
+
+
+def text_strategy():
+    from hypothesis import strategies as st
+
+    return st.lists(st.sampled_from([t.decode("latin-1") for t in TOKENS]) | st.text(max_size=12),
+                    max_size=60).map("".join).map(lambda t: t.encode("utf-8", "surrogatepass"))
+
+
+def json_strategy():
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8)
+    return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["playbook_run", "env", "torch", "nvidia", "gpus", "cpu", "command", "shards", "name",
+                         "bytes", "samples", "sha256", "entries", "pg_config", "pg_status", "probes", "x"])
+        | st.text(max_size=6), inner, max_size=5), max_leaves=30)
+
+
+# ---------------------------------------------------------------- targets (run inside a worker)
+
+class Worker:
+    """One batch's state: fixtures loaded once, a scratch folder, the readers."""
+
+    def __init__(self):
+        from playbook.readers import detect
+
+        self.detect = detect
+        self.files = fixtures()
+        self.blobs = [p.read_bytes() for p in self.files]
+        self.by_reader: dict[str, list[int]] = collections.defaultdict(list)
+        for i, p in enumerate(self.files):
+            try:
+                self.by_reader[detect.detect(p)].append(i)
+            except Exception:
+                pass
+        self.tmp = Path(tempfile.mkdtemp(prefix="fuzz-"))
+
+    def scratch(self) -> Path:
+        d = self.tmp / "case"
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir()
+        return d
+
+    def mutated_fixture(self, rng: random.Random, pool: list[int] | None = None) -> tuple[Path, bytes]:
+        i = rng.choice(pool or range(len(self.files)))
+        return self.files[i], mutate(self.blobs[i], rng, self.blobs)
+
+    def reader(self, name: str, kind: str, rng: random.Random, value) -> None:
+        from playbook import schema
+
+        module = self.detect.module(name)
+        d = self.scratch()
+        if kind == "mutation":
+            src, data = self.mutated_fixture(rng, self.by_reader.get(name))
+            path = d / src.name
+        else:
+            data, path = value, d / ("nccl_trace_rank_0" if name == "flight_recorder" else "input.txt")
+        path.write_bytes(data)
+        module.sniff(data[:65536].decode("utf-8", "replace"))
+        b = module.read(path)
+        assert isinstance(b, schema.Bundle)
+
+    def read_file(self, kind: str, rng: random.Random, value) -> None:
+        from playbook.readers import read_file
+
+        d = self.scratch()
+        if kind == "mutation":
+            src, data = self.mutated_fixture(rng)
+            path = d / src.name
+        else:
+            data, path = value, d / "input.txt"
+        path.write_bytes(data)
+        read_file(path)
+
+    def _damaged_run(self, kind: str, rng: random.Random, value, side: str = "bad") -> Path:
+        run = self.scratch() / side
+        shutil.copytree(DATA / "compare" / "data_starvation" / side, run)
+        files = sorted(p for p in run.rglob("*") if p.is_file())
+        target = rng.choice(files)
+        if kind == "mutation":
+            target.write_bytes(mutate(target.read_bytes(), rng, self.blobs))
+        else:
+            meta = rng.choice([p for p in files if p.name == "meta.json"])
+            doc = value if rng.random() < 0.5 else {**json.loads(meta.read_text()), "env": value}
+            meta.write_text(json.dumps(doc, allow_nan=True))
+        return run
+
+    def rundir(self, kind: str, rng: random.Random, value) -> None:
+        from playbook.readers import read_paths
+
+        read_paths([self._damaged_run(kind, rng, value)])
+
+    def compare(self, kind: str, rng: random.Random, value) -> None:
+        import contextlib
+
+        from playbook import cli
+
+        bad = self._damaged_run(kind, rng, value)
+        args = cli.build_parser().parse_args(["compare", str(DATA / "compare" / "data_starvation" / "good"),
+                                              str(bad)])
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            args._run(args)
+
+    def shards(self, kind: str, rng: random.Random, value) -> None:
+        import warnings
+
+        from playbook.fixes import shards as sh
+
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if kind == "structure":
+            sh.ShardIndex.from_dict("http://127.0.0.1:1", value)
+            return
+        shard = self.shard_bytes()
+        for s in sh.decode_shard(mutate(shard, rng, []) if rng.random() < 0.7 else
+                                 self._retar(shard, rng), "fuzz.tar.zst"):
+            sh.decode_fields(s, "fuzz.tar.zst")
+
+    def _retar(self, shard: bytes, rng: random.Random) -> bytes:
+        """The shard's tar damaged under a valid zstd frame (reaches tar and field decoding)."""
+        import zstandard
+
+        raw = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(shard)).read()
+        return zstandard.ZstdCompressor(write_checksum=True).compress(mutate(raw, rng, []))
+
+    def shard_bytes(self) -> bytes:
+        if not hasattr(self, "_shard"):
+            import numpy as np
+
+            from playbook.objstore import write_shards
+
+            d = self.tmp / "shard"
+            index = write_shards(({"__key__": f"k{i}", "npy": np.arange(6) * i, "cls": i, "txt": f"t{i}",
+                                   "json": json.dumps({"i": i})} for i in range(6)), d, samples_per_shard=6)
+            self._shard = (d / index["shards"][0]["name"]).read_bytes()
+        return self._shard
+
+
+def structure_strategy(target: str):
+    from hypothesis import strategies as st
+
+    if target == "reader:flight_recorder":
+        import pickle
+
+        doc = st.fixed_dictionaries({"version": st.text(max_size=4), "entries": st.lists(st.dictionaries(
+            st.sampled_from(["collective_seq_id", "pg_id", "profiling_name", "input_sizes", "input_dtypes",
+                             "state", "frames", "time_created_ns", "duration_ms", "process_group"]),
+            json_strategy(), max_size=8), max_size=5)}, optional={"pg_config": json_strategy(),
+                                                                  "pg_status": json_strategy()})
+        return st.tuples(doc, st.sampled_from([2, 4, 5])).map(lambda dp: pickle.dumps(dp[0], protocol=dp[1]))
+    if target in ("rundir", "compare", "shards"):
+        return json_strategy() if target != "shards" else st.fixed_dictionaries(
+            {"shards": st.lists(json_strategy(), max_size=4)}) | json_strategy()
+    return text_strategy()
+
+
+def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
+    """Run n cases of (target, kind) from `seed` in this process; counts and the first escapes."""
+    import resource
+
+    from playbook.errors import PlaybookError
+
+    w = Worker()
+    values = _hypothesis_cases(structure_strategy(target), seed, n) if kind == "structure" else [None] * n
+    print(json.dumps({"generated": n}), flush=True)  # generation is the harness's time, not a case's
+    counts = collections.Counter()
+    escapes = []
+
+    def alarm(signum, frame):
+        raise _CaseTimeout()
+
+    signal.signal(signal.SIGALRM, alarm)
+    for i in range(n):
+        rng = random.Random(f"{target}:{kind}:{seed}:{i}")
+        counts["cases"] += 1
+        signal.setitimer(signal.ITIMER_REAL, case_s)
+        try:
+            if target.startswith("reader:"):
+                w.reader(target.split(":", 1)[1], kind, rng, values[i])
+            else:
+                getattr(w, target)(kind, rng, values[i])
+            counts["ok"] += 1
+        except PlaybookError as exc:
+            counts["project_errors"] += 1
+            if "\n" in str(exc):
+                counts["multi_line"] += 1
+        except _CaseTimeout:
+            counts["hangs"] += 1
+            escapes.append(_escape(target, kind, seed, i, "hang", traceback.format_exc()))
+        except MemoryError:
+            counts["over_budget"] += 1
+            escapes.append(_escape(target, kind, seed, i, "MemoryError", traceback.format_exc()))
+        except BaseException as exc:  # noqa: BLE001 - counting what escapes is the point
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            counts["escapes"] += 1
+            escapes.append(_escape(target, kind, seed, i, type(exc).__name__ + f": {exc}"[:200],
+                                   traceback.format_exc()))
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        print(json.dumps({"progress": i}), flush=True)
+    shutil.rmtree(w.tmp, ignore_errors=True)
+    return {"counts": dict(counts), "escapes": escapes[:20],
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+class _CaseTimeout(Exception):
+    pass
+
+
+def _escape(target, kind, seed, i, what, tb) -> dict:
+    """Where it escaped: the innermost frame inside playbook/ (the module to fix)."""
+    where = ""
+    for line in tb.splitlines():
+        if str(PLAYBOOK) in line and 'File "' in line:
+            f = line.split('File "', 1)[1].split('"', 1)[0]
+            lineno = line.split("line ", 1)[1].split(",", 1)[0] if "line " in line else "?"
+            where = f"{os.path.relpath(f, ROOT)}:{lineno}"
+    return {"case": f"{target}:{kind}:{seed}:{i}", "what": what, "where": where}
+
+
+# ---------------------------------------------------------------- the parent: batches in capped subprocesses
+
+def targets() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    from playbook.readers import detect
+
+    return [f"reader:{n}" for n in detect.available()] + ["read_file", "rundir", "compare", "shards"]
+
+
+# relative weight of each target's cases: compare runs a whole analysis (~50x a reader case)
+WEIGHT = {"compare": 0.1, "rundir": 0.5}
+
+
+def plan(total: int, names: list[str], batch: int, seed: int) -> list[tuple[str, str, int, int]]:
+    """(target, kind, seed, n) batches: total cases split over targets by WEIGHT, half mutation half structure."""
+    w = {t: WEIGHT.get(t, 1.0) for t in names}
+    per = {t: max(2, round(total * w[t] / sum(w.values()))) for t in names}
+    out = []
+    for t in names:
+        for kind, n in (("mutation", per[t] - per[t] // 2), ("structure", per[t] // 2)):
+            k = 0
+            while n > 0:
+                out.append((t, kind, seed * 100_003 + k, min(batch, n)))
+                n -= batch
+                k += 1
+    return out
+
+
+def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, batch: int = 400,
+        seed: int = 0, case_s: float = 10.0, mem_mib: int = 1024, quiet: bool = False) -> dict:
+    """Run the fuzz campaign; returns {"targets": {name: counts}, "escapes": [...], "peak_rss_mib"}."""
+    names = names or targets()
+    todo = collections.deque(plan(total, names, batch, seed))
+    running: list[tuple[subprocess.Popen, tuple, float, list]] = []
+    per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    escapes, peak = [], 0.0
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    t0 = shown = time.time()
+    while todo or running:
+        while todo and len(running) < jobs:
+            job = todo.popleft()
+            cmd = [sys.executable, __file__, "--worker", *map(str, job), str(case_s), str(mem_mib)]
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            os.set_blocking(p.stdout.fileno(), False)
+            running.append((p, job, time.time(), ["", None]))
+        time.sleep(0.05)
+        for entry in list(running):
+            p, job, started, buf = entry
+            buf[0] += _drain(p.stdout.fileno())
+            lines = buf[0].splitlines()
+            done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
+            last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
+            if buf[1] is None and '{"generated"' in buf[0]:
+                buf[1] = time.time()
+            # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
+            # cases done and the one running, with slack
+            late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
+            if last is None and p.poll() is None and not late:
+                continue
+            running.remove(entry)
+            target = job[0]
+            if last is not None:
+                per[target].update(last["counts"])
+                escapes += last["escapes"]
+                peak = max(peak, last["peak_rss_mib"])
+                continue
+            p.kill()
+            p.wait()
+            per[target]["cases"] += done_cases + 1  # the case it was on hung (or killed the worker)
+            per[target]["hangs" if p.returncode in (-9, None) else "crashes"] += 1
+            escapes.append({"case": f"{job[0]}:{job[1]}:{job[2]}:{done_cases}", "what": "hang or crash",
+                            "where": ""})
+            rest = job[3] - done_cases - 1
+            if rest > 0:  # the rest of that batch, in a fresh worker
+                todo.appendleft((job[0], job[1], job[2] + 50_000_000 + done_cases, rest))
+        if not quiet and time.time() - shown > 30:
+            shown = time.time()
+            n = sum(c["cases"] for c in per.values())
+            print(f"  ... {n} cases, {shown - t0:.0f} s", file=sys.stderr, flush=True)
+    return {"targets": {t: dict(c) for t, c in sorted(per.items())}, "escapes": escapes, "peak_rss_mib": peak,
+            "wall_s": time.time() - t0}
+
+
+def _drain(fd: int) -> str:
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out.decode("utf-8", "replace")
+
+
+def worker_main(argv: list[str]) -> None:
+    import resource
+
+    target, kind, seed, n, case_s, mem_mib = argv
+    import pandas  # noqa: F401 - imported before the cap, so the cap is what the cases add
+
+    import playbook.readers  # noqa: F401
+
+    if target in ("shards",):
+        import torch  # noqa: F401
+    with open("/proc/self/status") as fh:
+        vm = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmSize")) * 1024
+    cap = vm + int(mem_mib) * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    print(json.dumps(run_batch(target, kind, int(seed), int(n), float(case_s))), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        worker_main(argv[1:])
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="example:\n  python benchmarks/fuzz.py --cases 2000 --jobs 1")
+    ap.add_argument("--cases", type=int, default=100_000, help="total cases (default 100,000)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes at once (default 2)")
+    ap.add_argument("--targets", help="comma-separated targets (default: all; see the docstring)")
+    ap.add_argument("--batch", type=int, default=400, help="cases per worker subprocess")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--case-s", type=float, default=10.0, help="time limit per case (s)")
+    ap.add_argument("--mem-mib", type=int, default=1024, help="address space a case may add (MiB)")
+    ap.add_argument("--show", type=int, default=10, help="escapes listed")
+    ap.add_argument("--json", help="write the result here")
+    ap.add_argument("--replay", help="run one case TARGET:KIND:SEED:I here, with its traceback")
+    args = ap.parse_args(argv)
+    if args.replay:
+        target, kind, seed, i = args.replay.rsplit(":", 3)
+        sys.path.insert(0, str(ROOT))
+        w = Worker()
+        values = _hypothesis_cases(structure_strategy(target), int(seed), int(i) + 1) if kind == "structure" \
+            else [None] * (int(i) + 1)
+        rng = random.Random(f"{target}:{kind}:{seed}:{i}")
+        if target.startswith("reader:"):
+            w.reader(target.split(":", 1)[1], kind, rng, values[int(i)])
+        else:
+            getattr(w, target)(kind, rng, values[int(i)])
+        print("no exception")
+        return 0
+    names = args.targets.split(",") if args.targets else None
+    res = run(args.cases, args.jobs, names, args.batch, args.seed, args.case_s, args.mem_mib)
+    total = collections.Counter()
+    print(f"\nfuzz: {sum(c.get('cases', 0) for c in res['targets'].values())} cases in {res['wall_s']:.0f} s, "
+          f"peak worker RSS {res['peak_rss_mib']:.0f} MiB")
+    print(f"  {'target':<26} {'cases':>7} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} {'crash':>6}")
+    for t, c in res["targets"].items():
+        total.update(c)
+        print(f"  {t:<26} {c.get('cases', 0):>7} {c.get('project_errors', 0):>8} {c.get('escapes', 0):>8} "
+              f"{c.get('hangs', 0):>6} {c.get('over_budget', 0):>5} {c.get('crashes', 0):>6}")
+    print(f"  {'all':<26} {total['cases']:>7} {total['project_errors']:>8} {total['escapes']:>8} "
+          f"{total['hangs']:>6} {total['over_budget']:>5} {total['crashes']:>6}")
+    where = collections.Counter((e["where"] or "?", e["what"].split(":")[0]) for e in res["escapes"])
+    for (w, what), k in where.most_common(args.show):
+        ex = next(e["case"] for e in res["escapes"] if (e["where"] or "?") == w and e["what"].startswith(what))
+        print(f"  {k:>4} x {what} at {w}   (--replay {ex})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Damaged run directories and inputs (issue 17): one line or a counted warning, never a traceback."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pandas as pd
+import pytest
+
+from playbook import cli, rundir
+from playbook.analysis import regression
+from playbook.errors import InputError
+from playbook.readers import read_file, read_paths
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def _run(path, frame=None):
+    part = rundir.init_part(path, host="h", rank=0)
+    if frame is not None:
+        frame.to_parquet(part / "telemetry.parquet")
+    return part
+
+
+def _telemetry(n=5, **cols):
+    base = {"time": pd.to_datetime(range(n), unit="s", utc=True), "host": "h", "gpu": 0, "util_gpu": 50.0}
+    return pd.DataFrame({**base, **cols})
+
+
+@pytest.mark.parametrize("time", [["yesterday"] * 3, [[1], [2], [3]]], ids=["string", "list"])
+def test_run_table_with_a_bad_time_column_is_a_warning(tmp_path, time):
+    _run(tmp_path / "good", _telemetry())
+    _run(tmp_path / "bad", _telemetry(3, time=time))
+    b = read_paths([tmp_path / "good", tmp_path / "bad"])
+    assert len(b.telemetry) == 5
+    (w,) = [w for w in b.warnings if "bad" in w]
+    assert "h-rank0/telemetry.parquet: the telemetry table's columns are not the playbook's" in w
+
+
+def test_deep_or_non_object_meta_json(tmp_path):
+    part = _run(tmp_path / "r", _telemetry())
+    (tmp_path / "r" / "meta.json").write_text('{"playbook_run": 1, "x": ' + DEEP + "}")
+    assert rundir.is_run_dir(tmp_path / "r")  # damaged, but it names the marker: still a run
+    with pytest.raises(InputError, match="meta.json: JSON nested too deep"):
+        rundir.read_meta(tmp_path / "r" / "meta.json")
+    (part / "meta.json").write_text("[1, 2]")
+    b = read_paths([tmp_path / "r"])
+    assert len(b.telemetry) == 5
+    assert any("r/meta.json: JSON nested too deep to read; run read without it" in w for w in b.warnings)
+    assert any("h-rank0/meta.json: a JSON list, not an object; folder read without it" in w for w in b.warnings)
+    (tmp_path / "r" / "meta.json").write_text("[1, 2]")
+    assert not rundir.is_run_dir(tmp_path / "r")
+    rundir.init_run(tmp_path / "r")  # a recording into it starts a fresh meta.json
+    assert rundir.is_run_dir(tmp_path / "r")
+
+
+def test_meta_fields_of_the_wrong_type_are_dropped_for_compare(tmp_path):
+    _run(tmp_path / "r", _telemetry())
+    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
+    meta["env"] = {"torch": [1], "nvidia": {"gpus": [{"name": "H100"}, "junk"]}, "cpu": 3, "python": "3.11"}
+    (tmp_path / "r" / "meta.json").write_text(json.dumps(meta))
+    b = read_paths([tmp_path / "r"])
+    (w,) = [w for w in b.warnings if "wrong type" in w]
+    assert "env.torch (list)" in w and "env.cpu (int)" in w and "env.nvidia.gpus[] items that are not dict" in w
+    env, found = regression.environment(b)
+    assert found and env["python"][0] == "3.11"
+
+
+def test_corrupt_gzip_is_one_line(tmp_path, data_dir):
+    raw = gzip.compress((data_dir / "readers" / "smi_units.csv").read_bytes() * 50)
+    path = tmp_path / "bad.csv.gz"
+    path.write_bytes(raw[:20] + bytes(x ^ 0xFF for x in raw[20:60]) + raw[60:])
+    with pytest.raises(InputError, match="bad.csv.gz: damaged compressed file"):
+        read_file(path)
+
+
+def test_cli_guard(tmp_path, capsys, monkeypatch):
+    (tmp_path / "FILE").write_text("")
+    _run(tmp_path / "r", _telemetry())
+    assert cli.main(["report", "--out", str(tmp_path / "FILE" / "sub"), str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "FILE/sub: Not a directory" in err and "Traceback" not in err
+    from playbook.commands import info
+
+    def boom(args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(info, "run", boom)
+    assert cli.main(["info", str(tmp_path / "r")]) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "ZeroDivisionError" in err and "a bug in the playbook" in err
