@@ -189,8 +189,14 @@ class _Samples:
             bundle.events = xid_events(xid, self.src)
         wide = long[long["metric"] != XID].groupby(["time", "host", "gpu", "metric"], sort=False)["value"] \
             .last().unstack("metric").reset_index()
-        columns: dict[str, np.ndarray] = {"time": wide["time"].to_numpy(np.int64),
-                                          "gpu": wide["gpu"].to_numpy(np.int64)}
+        gpu, gpu_fits = textio.int_array(wide["gpu"].tolist())
+        time_ns, time_fits = textio.int_array(wide["time"].tolist())
+        fits = gpu_fits & time_fits
+        if not fits.all():
+            bundle.warnings.append(f"{self.src}: skipped {int((~fits).sum())} samples whose gpu label or "
+                                   "timestamp does not fit 64 bits")
+            wide, gpu, time_ns = wide[fits], gpu[fits], time_ns[fits]
+        columns: dict[str, np.ndarray] = {"time": time_ns, "gpu": gpu}
         columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}))
         if len(wide):
             bundle.telemetry = textio.build_telemetry(columns, wide["host"].astype(str).to_numpy(), self.src,

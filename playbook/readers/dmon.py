@@ -164,8 +164,8 @@ def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz:
     stamps = pd.to_datetime(pd.Series([f"{d} {t or '00:00:00'}" for d, t in zip(dates, tods, strict=True)]),
                             format="%Y%m%d %H:%M:%S", errors="coerce")
     stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-    ns = pd.DatetimeIndex(stamps).as_unit("ns").asi8.copy()
-    bad = stamps.isna().to_numpy()
+    ns = textio.datetime_ns(stamps)
+    bad = ns == np.iinfo(np.int64).min
     for i in np.flatnonzero(bad)[: skips.keep]:
         skips.skip(rows["line"][i], f"bad date {dates[i]} {tods[i]}")
     skips.count += max(0, int(bad.sum()) - skips.keep)

@@ -339,7 +339,7 @@ def guess_fields(rows: list[list[str]]) -> tuple[list[str], str] | None:
     # An index: the first bare-integer column, when it counts 0, 1, 2... within blocks.
     if ints and (ints[0] == 0 or (ints[0] == 1 and kinds[0] == "timestamp")):
         col = ints[0]
-        values = [int(r[col]) for r in rows if r[col].strip().isdigit()]
+        values = [int(v) for v in (r[col].strip() for r in rows) if v.isdecimal()]  # isdigit() takes '²'; int() does not
         if values and min(values) == 0 and max(values) < 1024:
             out[col] = "index"
     if any(o is None for o in out):

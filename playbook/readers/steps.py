@@ -206,7 +206,7 @@ def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
             parsed = parsed.dt.tz_convert("UTC")
         else:
             parsed = parsed.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-        out[rest] = pd.DatetimeIndex(parsed).as_unit("ns").asi8
+        out[rest] = textio.datetime_ns(parsed)
     return out
 
 

@@ -379,6 +379,32 @@ def check_interval(interval_s: float | None) -> float | None:
     return value
 
 
+def datetime_ns(parsed) -> np.ndarray:
+    """Parsed datetimes (Series/Index, any unit) as int64 ns since the epoch; a date outside what nanoseconds
+    can hold (years before 1677 or after 2262, e.g. a mangled year 202 or 6024) becomes NaT (INT64_MIN), for the
+    caller to count as a bad row, instead of raising OutOfBoundsDatetime."""
+    idx = pd.DatetimeIndex(parsed)
+    try:
+        return idx.as_unit("ns").asi8.copy()
+    except (pd.errors.OutOfBoundsDatetime, OverflowError):
+        lo, hi = pd.Timestamp.min, pd.Timestamp.max
+        if idx.tz is not None:
+            lo, hi = lo.tz_localize("UTC"), hi.tz_localize("UTC")
+        return idx.where((idx >= lo) & (idx <= hi)).as_unit("ns").asi8.copy()
+
+
+def int_array(values) -> tuple[np.ndarray, np.ndarray]:
+    """`values` (Python ints) as (int64 array, mask of those int64 can hold); one that overflows (a GPU index of
+    10**30 is damage, not an index) is 0 in the array and False in the mask."""
+    try:
+        out = np.asarray(values, dtype=np.int64)
+        return out, np.ones(len(out), dtype=bool)
+    except OverflowError:
+        lim = np.iinfo(np.int64)
+        ok = np.array([lim.min <= v <= lim.max for v in values], dtype=bool)
+        return np.asarray([v if k else 0 for v, k in zip(values, ok, strict=True)], dtype=np.int64), ok
+
+
 def epoch_to_ns(values: np.ndarray, unit: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Epoch numbers to int64 nanoseconds and a mask of the readable ones; the unit (s/ms/us/ns) comes from `unit`
     or from the magnitude. Whole and fractional parts are scaled apart, so 1705312801.25 s stays exact."""
@@ -532,13 +558,17 @@ def telemetry_bundle(src: str, host: str, time_ns: np.ndarray, gpu: np.ndarray, 
     if note:
         bundle.warnings.append(note)
     good = time_ns != np.iinfo(np.int64).min
+    gpu, fits = int_array(gpu)
+    if not fits.all():
+        bundle.warnings.append(f"{src}: skipped {int((~fits).sum())} rows whose GPU index does not fit 64 bits")
+    good &= fits
     warning = skips.warning(rows_read=int(good.sum()))
     if warning:
         bundle.warnings.append(warning)
     if not len(gpu):
         bundle.telemetry = schema.telemetry_frame()
         return bundle
-    columns = {"time": time_ns[good], "gpu": np.asarray(gpu, dtype=np.int64)[good]}
+    columns = {"time": time_ns[good], "gpu": gpu[good]}
     for column, vals in values.items():
         columns[column] = np.asarray(vals, dtype=np.float64)[good]
     bundle.telemetry = build_telemetry(columns, host, src, synthetic_interval_s)
