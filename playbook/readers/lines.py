@@ -41,9 +41,11 @@ EXAMPLES_KEPT = 5
 _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*(\d+)\]\s*:?|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,5}):(?= ))"
                           r"\s*", re.IGNORECASE)
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
+_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
                   r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
-_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T]\d)")
+_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T,]\d)")
+# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*[IWEFVD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s+\d+\s+[^\]\s]*\]\s*")
 
@@ -60,6 +62,7 @@ _BANNER = re.compile(r"^\s*[=\-*#~_+<>|.:]{3,}.*$|^[^\w]*$")
 _CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
                          r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
 _EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
+                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
                    r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
                    re.IGNORECASE)
 _GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"
@@ -125,7 +128,7 @@ class Prefix:
 
     def split(self, line: str) -> tuple[int, int, str]:
         rank, t = -1, NAT
-        body = line
+        body = _ANSI.sub("", line) if "\x1b" in line else line
         for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
             if rank < 0 and (m := _RANK_PREFIX.match(body)):
                 rank, body = int(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
@@ -387,9 +390,21 @@ def sniff(head: str) -> bool:
     if bad > max(4, len(head) // 50):
         return False
     first = head.lstrip()[:2]
-    if textio.looks_like_json(head) and not first.startswith("{'"):
+    if textio.looks_like_json(head) and not first.startswith("{'") and not _json_lines(head):
         return False
     return True
+
+
+def _json_lines(head: str) -> bool:
+    """True when the text is JSON Lines of flat records (LLaMA-Factory's trainer_log.jsonl, a metrics dump):
+    its first line is a whole JSON object by itself, which a pretty-printed document's `{` is not."""
+    import json
+
+    line = head.lstrip().split("\n", 1)[0].strip()
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:

@@ -56,27 +56,35 @@ VALUE_RE = re.compile(
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
 _KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
-_KEY_UNIT = re.compile(r"\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes)\s*[)\]]\s*$", re.IGNORECASE)
+# the unit stated in the key: `iter time (s)`, `step [ms]`, NeMo's `train_step_timing in s`, open_clip's `Batch (t)`
+# (t: a time, in seconds)
+_KEY_UNIT = re.compile(r"(?:\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
+                       r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
 _MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
 _NORM = re.compile(r"[^0-9a-z]+")
 
-KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>global[_ ]step|num_updates|iteration|iter|it|train_step|steps|step)\b[\"']?\s*"
-                      r"[:=#]?\s*(?P<i>\d+)(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
-_KEYWORD_RANK = {"global_step": 0, "global step": 0, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
+# a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
+# `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
+# and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
+KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
+                                r"iteration|iter|it|train_step|steps|step|batch)\b[\"']?\s*"
+                                r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3}
-_EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\])?"
-                            r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]", re.IGNORECASE)
+_EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
+                            r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
 _NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation)\s*:?\s*(?P<e>\d+)\s*\[\s*"
                           r"(?P<i>\d+)\s*/\s*(?P<n>\d+)")  # timm: "Train: 3 [ 50/1251 ( 4%)]"
 _FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?P<i>\d+)\s*/\s*(?P<n>\d+)\b",
                       re.IGNORECASE)
-_TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*,\s*(?:(?P<rate>" + _NUM +
-                   r")\s*(?P<ru>it/s|s/it)|\?it/s)")
+# a tqdm bar `i/N [elapsed<remaining, rate, postfix]`; the rate may be absent (NeMo's bar shows only its postfix)
+_TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?:,\s*(?:(?P<rate>" + _NUM +
+                   r")\s*(?P<ru>it/s|s/it)|\?it/s)|(?=[,\]]))")
 _TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
 _EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 _KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
-_BRACKET = re.compile(r"\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
+_BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 _EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
 _DIGIT = re.compile(r"\d")
@@ -111,7 +119,15 @@ _TOKEN_RATE_KEYS = {"tps", "tok_s", "tokens_s", "tokens_per_sec", "tokens_per_se
                     "tgs", "tokens_per_s", "tok_per_sec", "throughput_tokens"}
 _BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gbs", "global_batch",
                "total_batch_size", "effective_batch_size"}
+_COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "token", "tokens", "step", "steps", "iter",
+                "iteration", "batch_in_epoch", "sample_in_epoch", "token_in_epoch", "step_in_epoch"}
+_MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
 _MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
+
+
+def _keyword_rank(word: str) -> int:
+    w = word.lower().replace(" ", "_")
+    return _KEYWORD_RANK.get(w) if w in _KEYWORD_RANK else _KEYWORD_RANK.get(w.split("_")[0], 3)
 
 
 def norm_key(key: str) -> str:
@@ -148,8 +164,12 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     k = norm_key(key)
     m = _KEY_UNIT.search(key)
     if m:
-        unit = unit or m.group(1)
+        stated = m.group(1) or m.group(2)
+        unit = unit or ("s" if stated.lower() == "t" else stated)
         k = norm_key(key[: m.start()])
+    if "/" in key and unit is None and norm_key(key.rsplit("/", 1)[1]) in _COUNT_NOUNS:
+        return None  # a tag path ending in what it counts (Composer's `time/batch: 12`): a count, not a duration
+    k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
     kind = _unit_kind(unit)
     words = k.split("_") if k else []
     if kind and kind[0] == "per_step":
@@ -182,7 +202,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     if not k:
         return ("dur", UNNAMED, factor) if factor is not None else None
     words = k.split("_")
-    if k in _DATA_KEYS or (words[0] == "data" and (factor is not None or "time" in words or "wait" in words)):
+    if k in _DATA_KEYS or (words[0] in ("data", "reader", "loader", "dataloader", "input") and (
+            factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
                                               "took", "seconds", "secs", "sec") for w in words)
@@ -237,13 +258,16 @@ class StepLines:
         self.tqdm_lines = 0
         self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
+        # a counter line ending in ':' whose fields follow on indented `key: value` lines (Composer's console
+        # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
+        self._block: tuple | None = None
+        self._block_text: list[str] = []
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
         best = None
         for m in _KEYWORD.finditer(body):
-            rank = _KEYWORD_RANK[m["k"].lower().replace("_", " ").replace("global step", "global_step")
-                                 if m["k"].lower().startswith("global") else m["k"].lower()]
+            rank = _keyword_rank(m["k"])
             if best is None or rank < best[0]:
                 best = (rank, m)
         if best is not None:
@@ -258,7 +282,8 @@ class StepLines:
             return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
         if (m := _EPOCH_BRACKET.search(body)):
             mode = (m["m"] or "").lower()
-            return self._within(int(m["e"]) if m["e"] else None, int(m["i"]), int(m["n"]), m.span(), mode,
+            e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
+            return self._within(int(e) if e else None, int(m["i"]), int(m["n"]), m.span(), mode,
                                 bool(_EVAL_MODE.search(mode)) if mode else bool(_EVAL_MODE.search(body[: m.start()])))
         if (m := _TQDM.search(body)):
             head = body[: m.start()]
@@ -276,9 +301,13 @@ class StepLines:
                                 bool(_EVAL_MODE.search(body[: m.start()])))
         if (m := _KERAS.match(body)):
             return self._progress(self.keras_epoch, int(m["i"]), int(m["n"]), m.span(), "keras", False)
-        if (m := _BRACKET.search(body)):
-            return self._within(None, int(m["i"]), int(m["n"]), m.span(), "bracket",
-                                bool(_EVAL_MODE.search(body[: m.start()])))
+        for m in _BRACKET.finditer(body):
+            if m["w"] and m["w"].lower().startswith("epoch"):
+                continue  # `[epoch=2/10]`: the epoch, not the step
+            head = body[: m.start()]
+            e = _EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
+            return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
+                                bool(_EVAL_MODE.search(head)))
         return None
 
     def _implicit(self, body: str, ctx) -> StepCounter | None:
@@ -305,8 +334,25 @@ class StepLines:
         first = self.epoch0.setdefault(mode, epoch)
         return StepCounter((epoch - first) * n + i, epoch, n, span, False, evaluating)
 
+    def _flush(self) -> None:
+        """Store the open block record (a counter line and its indented field lines), if any."""
+        if self._block is None:
+            return
+        c, ctx, rest = self._block
+        self._block = None
+        text = rest + "\t" + "\t".join(self._block_text)
+        self._block_text = []
+        fields = self._fields(text, c)
+        if fields or (c.keyword and ctx.time != NAT):
+            self._store(c, ctx, fields)
+
     def feed(self, ctx) -> bool:
         body = ctx.body
+        if self._block is not None:
+            if body[:1] in " \t" and _HAS_FIELD.search(body) and len(self._block_text) < _MAX_BLOCK_LINES:
+                self._block_text.append(body.strip())
+                return True
+            self._flush()
         if not _DIGIT.search(body):
             return False
         if (m := _KERAS_EPOCH.match(body)):
@@ -329,6 +375,9 @@ class StepLines:
             ctx.evaluating = True
             return True
         rest = body[: c.span[0]] + " \ue000 " + body[c.span[1]:]
+        if rest.rstrip().endswith(":") and not VALUE_RE.search(rest):
+            self._block = (c, ctx, rest.rstrip()[:-1])  # its fields follow on the next, indented lines
+            return True
         fields = self._fields(rest, c)
         if not fields and not (c.keyword and ctx.time != NAT):
             if c.keyword and VALUE_RE.search(rest):  # a step line of metrics only (`step = 0, loss ...`)
@@ -400,6 +449,7 @@ class StepLines:
         """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
         "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "phases" {phase: seconds}; "chosen" (the
         duration field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
+        self._flush()
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
