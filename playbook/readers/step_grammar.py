@@ -52,7 +52,7 @@ _UNITS = sorted({*_TIME_UNITS, "%",
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
 VALUE_RE = re.compile(
     r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
-    r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=])|"
+    r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
 _KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
@@ -66,7 +66,7 @@ _NORM = re.compile(r"[^0-9a-z]+")
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
 # and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
+KEYWORD = _KEYWORD = re.compile(r"(?<![\w/])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
                                 r"iteration|iter|it|train_step|steps|step|batch)\b[\"']?\s*"
                                 r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
@@ -91,6 +91,7 @@ _DIGIT = re.compile(r"\d")
 _STEP_NAMES = ("step", "iter", "iteration", "batch")
 _IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
 _RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
+_CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
 _HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 
 # role classes, most specific first (the order of preference when the file's duration field is chosen)
@@ -175,8 +176,10 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     if kind and kind[0] == "per_step":
         return "dur", PER_STEP, kind[1]
     if kind and kind[0] == "step_rate" or k in _STEP_RATE_KEYS or (
-            k.endswith(("_per_sec", "_per_second", "_sec", "_s")) and words and words[0] in _STEP_WORDS + (
-                "global", "train", "optimizer")):
+            k.endswith(("_per_sec", "_per_second")) and words and words[0] in _STEP_WORDS + (
+                "global", "train", "optimizer")) or (
+            # `global_step_sec`, `steps_s`: steps per second; `train_runtime_s`, `iter_time_s`: seconds
+            k.endswith(("_sec", "_s")) and len(words) >= 2 and words[-2] in _STEP_WORDS):
         if "sample" in k or "token" in k or "example" in k:
             return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
         return "rate", PER_STEP, 1.0
@@ -206,7 +209,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
-                                              "took", "seconds", "secs", "sec") for w in words)
+                                              "took", "seconds", "secs", "sec", "cost", "timing")
+                  for w in words)
     for w in words:
         if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
             return "phase", _PHASE_WORDS[w], factor or 1.0
@@ -349,7 +353,7 @@ class StepLines:
     def feed(self, ctx) -> bool:
         body = ctx.body
         if self._block is not None:
-            if body[:1] in " \t" and _HAS_FIELD.search(body) and len(self._block_text) < _MAX_BLOCK_LINES:
+            if body[:1] in " \t" and _CONTINUATION.search(body) and len(self._block_text) < _MAX_BLOCK_LINES:
                 self._block_text.append(body.strip())
                 return True
             self._flush()
@@ -375,10 +379,10 @@ class StepLines:
             ctx.evaluating = True
             return True
         rest = body[: c.span[0]] + " \ue000 " + body[c.span[1]:]
-        if rest.rstrip().endswith(":") and not VALUE_RE.search(rest):
+        fields = self._fields(rest, c)
+        if not fields and rest.rstrip().endswith(":"):
             self._block = (c, ctx, rest.rstrip()[:-1])  # its fields follow on the next, indented lines
             return True
-        fields = self._fields(rest, c)
         if not fields and not (c.keyword and ctx.time != NAT):
             if c.keyword and VALUE_RE.search(rest):  # a step line of metrics only (`step = 0, loss ...`)
                 self._store(c, ctx, {})
@@ -592,8 +596,10 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple]], lis
             unit = "s"  # H:MM:SS
         seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
         seg = seg.rstrip(":= \t").rstrip()
-        pieces = _KEY_SPLIT.split(seg)
-        key = pieces[-1].strip() if pieces else ""
+        stated = _KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
+        suffix = stated.group(0) if stated else ""
+        pieces = _KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
+        key = (pieces[-1].strip() if pieces else "") + suffix
         key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
         window = False
         if key == "(":
