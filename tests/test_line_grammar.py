@@ -139,6 +139,7 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
         key, unit = rng.choice(["step_time", "iter_time_ms", "step_time_s"] if mode == "stated" else
                                ["elapsed_s", "train_runtime_s"]), ""
     block = rng.random() < 0.1 and not counter.startswith("{")  # `[batch=3/10]:` then indented `key: value` lines
+    box = not block and rng.random() < 0.05 and not counter.startswith("{")  # then a box-drawn table (Ray Train)
     avg = rng.random() < 0.3
     extras = rng.sample(EXTRA, rng.randint(0, 3)) if not counter.startswith("{") else []
     out, total = [], 0.0
@@ -153,6 +154,11 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
         head = prefix + counter.format(i=step, n=every * n_lines)
         if counter.startswith("{"):
             out.append(head + " " + ", ".join(f'"{k}": {v}' for k, v in (p.split(": ", 1) for p in parts)) + "}")
+        elif box:
+            out.append(head)
+            out.append("╭" + "─" * 30 + "╮")
+            out.extend(f"│ {p.replace(sep, '   ', 1) if sep.strip() in (':', '=') else p}   │" for p in parts)
+            out.append("╰" + "─" * 30 + "╯")
         elif block:
             out.append(head.rstrip(" |,:") + ":")
             out.extend(f"\t {p.replace(sep, ': ', 1) if sep.strip() in ('', '=') else p}" for p in parts)

@@ -46,7 +46,7 @@ _ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):
 _TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T,]\d)")
 # terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
+_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*[IWEFVD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s+\d+\s+[^\]\s]*\]\s*")
 
 _TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\):|^\s*During handling of the above exception|"
@@ -143,6 +143,7 @@ class Prefix:
                     body = body[m.end():]
                 elif (m := _US_DATE.match(body)):
                     y = int(m.group(3))
+                    y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)
                     t = _to_ns(y, int(m.group(1)), int(m.group(2)), int(m.group(4)), int(m.group(5)),
                                int(m.group(6)), m.group(7), self.tz)
                     self.year = y

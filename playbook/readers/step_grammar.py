@@ -77,9 +77,11 @@ _NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validatio
                           r"(?P<i>\d+)\s*/\s*(?P<n>\d+)")  # timm: "Train: 3 [ 50/1251 ( 4%)]"
 _FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?P<i>\d+)\s*/\s*(?P<n>\d+)\b",
                       re.IGNORECASE)
-# a tqdm bar `i/N [elapsed<remaining, rate, postfix]`; the rate may be absent (NeMo's bar shows only its postfix)
-_TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?:,\s*(?:(?P<rate>" + _NUM +
-                   r")\s*(?P<ru>it/s|s/it)|\?it/s)|(?=[,\]]))")
+# a progress bar: tqdm's `i/N [elapsed<remaining, rate, postfix]` (the rate may be absent: NeMo's bar shows only its
+# postfix) or rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar)
+_TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
+                   r"\s+(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
+                   r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
 _TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
 _EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 _KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
@@ -91,6 +93,9 @@ _DIGIT = re.compile(r"\d")
 _STEP_NAMES = ("step", "iter", "iteration", "batch")
 _IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
 _RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
+# a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
+_BOX_ROW = re.compile(r"^\s*[│┃║╭╰├┌└╞╘╒╓]")
+_BOX_CHARS = re.compile(r"[│┃║╭╮╰╯├┤┌┐└┘─═╞╡╘╛╒╕╓╖]+")
 _CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
 _HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 
@@ -179,7 +184,7 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
             k.endswith(("_per_sec", "_per_second")) and words and words[0] in _STEP_WORDS + (
                 "global", "train", "optimizer")) or (
             # `global_step_sec`, `steps_s`: steps per second; `train_runtime_s`, `iter_time_s`: seconds
-            k.endswith(("_sec", "_s")) and len(words) >= 2 and words[-2] in _STEP_WORDS):
+            k.endswith(("_sec", "_s")) and len(words) >= 2 and words[-2] in _STEP_WORDS and "time" not in words):
         if "sample" in k or "token" in k or "example" in k:
             return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
         return "rate", PER_STEP, 1.0
@@ -232,12 +237,13 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
 class StepCounter:
     """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
 
-    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress")
+    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind")
 
     def __init__(self, step, epoch, n, span, keyword, evaluating=False):
         self.step, self.epoch, self.n, self.span = step, epoch, n, span
         self.keyword, self.evaluating = keyword, evaluating
         self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
+        self.kind: int | None = None  # the counter's kind when not its keyword / progress flags (see StepLines.kind)
 
 
 class StepLines:
@@ -251,6 +257,7 @@ class StepLines:
         self.time = array("q")
         self.line = array("q")
         self.keyword = array("b")
+        self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
         self.markers: Counter = Counter()
@@ -266,6 +273,8 @@ class StepLines:
         # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
         self._block: tuple | None = None
         self._block_text: list[str] = []
+        self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
+        self._box: int | None = None  # the record a box table drawn under its line belongs to (Ray Train's result)
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
@@ -325,6 +334,7 @@ class StepLines:
             return None
         c = StepCounter(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
         c.fields = fields
+        c.kind = 1  # the step after the last one named: of the keyword lines' kind
         return c
 
     def _progress(self, *args) -> StepCounter:
@@ -349,12 +359,39 @@ class StepLines:
         fields = self._fields(text, c)
         if fields or (c.keyword and ctx.time != NAT):
             self._store(c, ctx, fields)
+            self._box = None  # its table, if any, was read with it
+
+    def _merge(self, row: int, fields: dict) -> None:
+        """Fields read after a record was stored (a box table under its line) added to that record."""
+        n = len(self.step)
+        for name, (value, role) in fields.items():
+            col = self.fields.get(name)
+            if col is None:
+                if len(self.fields) >= _MAX_KEYS:
+                    continue
+                col = self.fields[name] = array("d", [np.nan]) * n
+                self.field_role[name] = role
+            if len(col) < n:
+                col.extend([np.nan] * (n - len(col)))
+            if np.isnan(col[row]):
+                col[row] = value
 
     def feed(self, ctx) -> bool:
         body = ctx.body
+        boxed = _BOX_ROW.match(body) is not None
+        if self._box is not None:
+            if boxed:
+                self._merge(self._box, self._fields(_BOX_CHARS.sub("  ", body), None))
+                return True
+            self._box = None
+        if self._orphan is not None:  # a counter line without fields, then a box table: the table holds them
+            if boxed:
+                self._block = self._orphan
+            self._orphan = None
         if self._block is not None:
-            if body[:1] in " \t" and _CONTINUATION.search(body) and len(self._block_text) < _MAX_BLOCK_LINES:
-                self._block_text.append(body.strip())
+            if (boxed or body[:1] in " \t" and _CONTINUATION.search(body)) and \
+                    len(self._block_text) < _MAX_BLOCK_LINES:
+                self._block_text.append(_BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
                 return True
             self._flush()
         if not _DIGIT.search(body):
@@ -387,6 +424,7 @@ class StepLines:
             if c.keyword and VALUE_RE.search(rest):  # a step line of metrics only (`step = 0, loss ...`)
                 self._store(c, ctx, {})
                 return True
+            self._orphan = (c, ctx, rest)
             return c.progress
         self._store(c, ctx, fields)
         return True
@@ -427,8 +465,10 @@ class StepLines:
         self.time.append(ctx.time)
         self.line.append(ctx.lineno)
         self.keyword.append(1 if c.keyword else 0)
+        self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
         self.last_step[ctx.rank] = c.step
         self.timed += bool(fields)
+        self._box = n
         for name, (value, role) in fields.items():
             col = self.fields.get(name)
             if col is None:
@@ -521,6 +561,10 @@ class StepLines:
             ranked.append((cls, -cover[k], len(k), k))
         cls, _, _, name = min(ranked)
         values, how = self._seconds(name, cls, cands[name], step, rank, cols)
+        # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
+        # per batch): the file's step records are those of the kinds that carry its duration field
+        kind = np.frombuffer(self.kind, dtype=np.int8)
+        mine = np.isin(kind, np.unique(kind[np.isfinite(cols[name])]))
         # a line without the file's field keeps its own explicit per-step time, if it states one
         for other in sorted(cands, key=lambda k: -int(np.isfinite(cols[k]).sum())):
             if other == name or cands[other][1] != PER_STEP:
@@ -528,8 +572,8 @@ class StepLines:
             gap = ~np.isfinite(values)
             if not gap.any():
                 break
-            mine, _ = self._seconds(other, PER_STEP, cands[other], step, rank, cols)
-            values = np.where(gap, mine, values)
+            theirs, _ = self._seconds(other, PER_STEP, cands[other], step, rank, cols)
+            values = np.where(gap & mine, theirs, values)
         return name, values, how
 
     @staticmethod
