@@ -104,17 +104,16 @@ NOISE = ["Traceback (most recent call last):", '  File "train.py", line 12, in <
          "hello from the launcher"]
 
 
-def _field(rng, mode, key, sep, unit, dur, total, avg) -> tuple[str, float]:
+def _field(rng, mode, key, sep, unit, dur, total, avg, rate) -> tuple[str, float]:
     """One duration field and the per-step seconds it states."""
     ms = unit.strip() == "ms"
     if mode == "cumulative":
         return f"{key}{sep}{total * (1e3 if ms else 1):.4f}{unit.rstrip()}", dur
     if mode == "rate":
-        rate = rng.choice(RATES)
-        if rate == "s/it":
+        if rate in ("s/it", "it/s") and rng.random() < 0.5:
             return f"{dur:.4f}s/it", dur
         shown = round(1 / dur, 6)
-        return (f"{shown:.6f}it/s" if rate == "it/s" else f"{rate}{sep}{shown:.6f}"), round(1 / shown, 9)
+        return (f"{shown:.6f}it/s" if rate in ("s/it", "it/s") else f"{rate}{sep}{shown:.6f}"), round(1 / shown, 9)
     if mode == "stated":  # the unit in the key, the value bare
         scale = 1e3 if "ms" in key else 1
         return f"{key}{sep}{dur * scale:.4f}", dur
@@ -141,12 +140,13 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
     block = rng.random() < 0.1 and not counter.startswith("{")  # `[batch=3/10]:` then indented `key: value` lines
     box = not block and rng.random() < 0.05 and not counter.startswith("{")  # then a box-drawn table (Ray Train)
     avg = rng.random() < 0.3
+    rate = rng.choice(RATES)  # one rate field per file (it/s and s/it alternate, as tqdm's bar does)
     extras = rng.sample(EXTRA, rng.randint(0, 3)) if not counter.startswith("{") else []
     out, total = [], 0.0
     logged_true = []
     for step, dur in zip(steps, true, strict=True):
         total += dur * every
-        field, stated = _field(rng, mode, key, sep, unit, dur, total, avg)
+        field, stated = _field(rng, mode, key, sep, unit, dur, total, avg, rate)
         logged_true.append(stated)
         parts = [field] + [x.format(v=rng.random() * 5, e=rng.random() * 1e-3, p=rng.random() * 50,
                                     t=rng.randint(1000, 99999)) for x in extras]

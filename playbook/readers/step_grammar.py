@@ -66,8 +66,8 @@ _NORM = re.compile(r"[^0-9a-z]+")
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
 # and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = _KEYWORD = re.compile(r"(?<![\w/])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
-                                r"iteration|iter|it|train_step|steps|step|batch)\b[\"']?\s*"
+KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
+                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch)\b[\"']?\s*"
                                 r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3}
@@ -127,6 +127,8 @@ _BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gb
                "total_batch_size", "effective_batch_size"}
 _COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "token", "tokens", "step", "steps", "iter",
                 "iteration", "batch_in_epoch", "sample_in_epoch", "token_in_epoch", "step_in_epoch"}
+# a count's magnitude suffix (nanotron's human_format: `1.23K`, `2.62M`); G and T are left out: `3.72G` is memory
+_MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
 _MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
 _MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
 
@@ -180,6 +182,18 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     words = k.split("_") if k else []
     if kind and kind[0] == "per_step":
         return "dur", PER_STEP, kind[1]
+    per = next((j for j in range(1, len(words) - 1) if words[j] == "per"), None)
+    if per is not None and words[per + 1] in ("s", "sec", "second", "seconds"):
+        # `<what>_per_sec[_per_gpu]`: what comes before `per` is what is counted (batches_per_second is a step
+        # rate, tokens_per_sec_per_gpu a token rate); another thing per second (TFLOPs, bytes) is no time
+        what = words[per - 1]
+        if what in _STEP_WORDS:
+            return "rate", PER_STEP, 1.0
+        if what in _TOKEN_WORDS:
+            return "token_rate", None, 1.0
+        if what in _SAMPLE_WORDS:
+            return "sample_rate", None, 1.0
+        return None
     if kind and kind[0] == "step_rate" or k in _STEP_RATE_KEYS or (
             k.endswith(("_per_sec", "_per_second")) and words and words[0] in _STEP_WORDS + (
                 "global", "train", "optimizer")) or (
@@ -274,7 +288,8 @@ class StepLines:
         self._block: tuple | None = None
         self._block_text: list[str] = []
         self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
-        self._box: int | None = None  # the record a box table drawn under its line belongs to (Ray Train's result)
+        self._box: int | None = None
+        self._box_bare = False  # the record a box table drawn under its line belongs to (Ray Train's result)
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
@@ -380,17 +395,16 @@ class StepLines:
         body = ctx.body
         boxed = _BOX_ROW.match(body) is not None
         if self._box is not None:
-            if boxed:
+            if boxed or self._box_bare and _continues(body):
                 self._merge(self._box, self._fields(_BOX_CHARS.sub("  ", body), None))
                 return True
             self._box = None
-        if self._orphan is not None:  # a counter line without fields, then a box table: the table holds them
-            if boxed:
+        if self._orphan is not None:  # a counter line without fields, then a table or indented lines holding them
+            if boxed or _continues(body):
                 self._block = self._orphan
             self._orphan = None
         if self._block is not None:
-            if (boxed or body[:1] in " \t" and _CONTINUATION.search(body)) and \
-                    len(self._block_text) < _MAX_BLOCK_LINES:
+            if (boxed or _continues(body)) and len(self._block_text) < _MAX_BLOCK_LINES:
                 self._block_text.append(_BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
                 return True
             self._flush()
@@ -448,13 +462,13 @@ class StepLines:
         for marker in markers:
             self.markers[marker] += 1
         found: dict[str, tuple[float, tuple]] = {}
-        for i, name, role in fields:
+        for i, name, role, scale in fields:
             m = matches[i]
             if m["clock"]:
                 parts = [float(p) for p in m["clock"].split(":")]
                 value = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
             else:
-                value = float(m["num"].replace(",", ""))
+                value = float(m["num"].replace(",", "")) * scale
             found[name] = (value, role)
         return found
 
@@ -469,6 +483,7 @@ class StepLines:
         self.last_step[ctx.rank] = c.step
         self.timed += bool(fields)
         self._box = n
+        self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
         for name, (value, role) in fields.items():
             col = self.fields.get(name)
             if col is None:
@@ -608,6 +623,13 @@ class StepLines:
         return out
 
 
+def _continues(body: str) -> bool:
+    """An indented line that continues the record above it: a value (or only decoration) and no counter of its own
+    (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
+    return body[:1] in " \t" and _CONTINUATION.search(body) is not None and not (
+        _KEYWORD.search(body) or _EPOCH_BRACKET.search(body) or _BRACKET.search(body) or _TQDM.search(body))
+
+
 def _from_throughput(cols, roles):
     """Without a time field: step seconds = samples per step (a batch-size field) / samples per second."""
     best = {}
@@ -627,10 +649,10 @@ def _markers(text: str) -> list[str]:
     return [m for m in _MARKER.findall(text) if not m[0].isdigit() and m.lower() not in _TIME_UNITS]
 
 
-def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple]], list[str]]:
+def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float]], list[str]]:
     """How to read a line shape: [(value index, field name, role)], markers. `segs` alternates the text before
     each value and that value's unit."""
-    fields: list[tuple[int, str, tuple]] = []
+    fields: list[tuple[int, str, tuple, float]] = []
     names: set[str] = set()
     markers: list[str] = []
     for i in range(0, len(segs), 2):
@@ -638,6 +660,9 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple]], lis
         markers += _markers(raw_key)
         if unit == "\ue001":
             unit = "s"  # H:MM:SS
+        scale = _MAGNITUDE.get(unit, 1.0)
+        if scale != 1.0:
+            unit = ""
         seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
         seg = seg.rstrip(":= \t").rstrip()
         stated = _KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
@@ -665,7 +690,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple]], lis
                 name = f"(unnamed {_unit_kind(unit)[0]})"
         if name not in names:
             names.add(name)
-            fields.append((i // 2, name, role))
+            fields.append((i // 2, name, role, scale))
     return fields, markers + _markers(tail)
 
 
