@@ -63,6 +63,7 @@ _CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(
                          r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
 _EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                    r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
+                   r"\beval_(?:start|stop|accuracy|loss)\b|"
                    r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
                    re.IGNORECASE)
 _GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"

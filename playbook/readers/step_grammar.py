@@ -573,6 +573,9 @@ class StepLines:
             cls = cands[k][1]
             if cls == CUMULATIVE and not _monotone(step, rank, cols[k]):
                 cls = GENERIC  # named like a total but goes up and down: a per-step time
+            elif cls != CUMULATIVE and cands[k][0] == "dur" and _epoch_clock(cols[k] * cands[k][2]) and \
+                    _monotone(step, rank, cols[k]):
+                cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
             ranked.append((cls, -cover[k], len(k), k))
         cls, _, _, name = min(ranked)
         values, how = self._seconds(name, cls, cands[name], step, rank, cols)
@@ -706,6 +709,12 @@ def _adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
                 rank[untagged] = r
                 break
     return rank
+
+
+def _epoch_clock(seconds: np.ndarray) -> bool:
+    """Values that are Unix times, not durations: a median past 1e8 s (1973; no step lasts three years)."""
+    ok = seconds[np.isfinite(seconds)]
+    return len(ok) > 0 and float(np.median(ok)) > 1e8
 
 
 def _monotone(step, rank, values) -> bool:
