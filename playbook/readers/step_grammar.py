@@ -86,6 +86,7 @@ _TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\
 _EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 _KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
+_LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
 _BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 _EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
@@ -336,6 +337,8 @@ class StepLines:
             e = _EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
             return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
                                 bool(_EVAL_MODE.search(head)))
+        if (m := _LEAD_STEP.match(body)):
+            return StepCounter(int(m["i"]), None, None, m.span(), False, False)
         return None
 
     def _implicit(self, body: str, ctx) -> StepCounter | None:
