@@ -49,6 +49,7 @@ _UNITS = sorted({*_TIME_UNITS, "%",
                  *(f"{t}/{s}" for t in ("ns", "us", "ms", "s", "sec") for s in _STEP_WORDS),
                  *(f"{s}/{t}" for s in _STEP_WORDS + _SAMPLE_WORDS + _TOKEN_WORDS for t in ("s", "sec", "second")),
                  "/s", "/sec"}, key=len, reverse=True)
+_RATE_UNITS = {u for u in _UNITS if "/" in u}
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
 VALUE_RE = re.compile(
     r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
@@ -68,7 +69,7 @@ _NORM = re.compile(r"[^0-9a-z]+")
 # and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
 KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
                                 r"iteration|iter|it|train_step|steps|step|(?<!/)batch)\b[\"']?\s*"
-                                r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+                                r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3}
 _EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
@@ -170,6 +171,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
     ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1); None when the
     field is not about time (loss, lr, ...)."""
+    if unit is None and "/" in key and key.strip().lower() in _RATE_UNITS:
+        key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
     k = norm_key(key)
     m = _KEY_UNIT.search(key)
     if m:
@@ -637,18 +640,23 @@ def _continues(body: str) -> bool:
 
 
 def _from_throughput(cols, roles):
-    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second."""
-    best = {}
-    for want in ("sample_rate", "batch"):
-        names = [k for k, r in roles.items() if r[0] == want]
-        if not names:
-            return None, None, None
-        best[want] = max(names, key=lambda k: (np.isfinite(cols[k]).sum(), "curr" in k, -len(k)))
-    rate, batch = cols[best["sample_rate"]], cols[best["batch"]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        seconds = np.where(rate > 0, batch / rate, np.nan)
-    name = f"{best['batch']} / {best['sample_rate']}"
-    return name, seconds, f"{name} (batch size / samples per second)"
+    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second, or tokens
+    per step / tokens per second."""
+    for rate_role, size_role in (("sample_rate", "batch"), ("token_rate", "tokens")):
+        best = {}
+        for want in (rate_role, size_role):
+            names = [k for k, r in roles.items() if r[0] == want]
+            if names:
+                best[want] = max(names, key=lambda k: (np.isfinite(cols[k]).sum(), "curr" in k, -len(k)))
+        if len(best) < 2:
+            continue
+        rate, size = cols[best[rate_role]], cols[best[size_role]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            seconds = np.where(rate > 0, size / rate, np.nan)
+        name = f"{best[size_role]} / {best[rate_role]}"
+        what = "batch size / samples" if rate_role == "sample_rate" else "tokens / tokens"
+        return name, seconds, f"{name} ({what} per second)"
+    return None, None, None
 
 
 def _markers(text: str) -> list[str]:
@@ -660,6 +668,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
     each value and that value's unit."""
     fields: list[tuple[int, str, tuple, float]] = []
     names: set[str] = set()
+    units_seen: set[str] = set()
     markers: list[str] = []
     for i in range(0, len(segs), 2):
         raw_key, unit = segs[i], segs[i + 1]
@@ -677,10 +686,15 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
         key = (pieces[-1].strip() if pieces else "") + suffix
         key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
         window = False
+        seen = unit in units_seen
+        units_seen.add(unit)
         if key == "(":
-            if "\ue000" not in raw_key:
-                continue  # the second number of an average in parentheses: `(0.320s, 400.0/s)`
-            window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
+            if "\ue000" in raw_key:
+                window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
+            elif seen:
+                continue  # averages in parentheses of the fields before, in their units: `(0.320s, 400.0/s)`
+            else:
+                key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
         if window:
             kind = _unit_kind(unit)
