@@ -3,7 +3,8 @@ each understood.
 
 A line's prefix is read once: torchrun's `[rank3]:` / `[default3]:`, DeepSpeed's `[Rank 3]`, a timestamp (ISO
 `2024-01-15 10:00:01,123` with or without brackets, after a short logger tag such as `[titan]`, `01/15/2024
-10:00:01` of logging's `%m/%d/%Y` format, glog's `I0115 10:00:30.123456 1234 file.py:12]`). Then the scanners:
+10:00:01` of logging's `%m/%d/%Y` format (or rich's `%m/%d/%y`), glog's `I0115 10:00:30.123456 1234 file.py:12]`);
+terminal colour escapes are dropped first. JSON Lines of flat records are scanned too. Then the scanners:
 
   steps      step records from the grammar in step_grammar.py (step counter + typed fields)
   nccl       NCCL INFO/WARN lines with or without the `host:pid:tid [dev]` prefix, PyTorch watchdog timeouts

@@ -7,21 +7,30 @@ counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`
            `Epoch: [e][i/N]` / `Epoch(train) [e][i/N]` / `Iter(train) [i/N]` (PyTorch examples, MMEngine),
            `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
            tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
-           a bare `[i/N]`. Inside an epoch the step is (e - first epoch) * N + i.
+           rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`;
+           `current_steps` / `completed_steps`, integer-valued floats (`global_step=99.00`), `batch N` (last).
+           Inside an epoch the step is (e - first epoch) * N + i.
 fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` space, fields split by `|` `,`
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
            s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
            examples/sec, tokens/s, tok/s, tps, wps). `3.140 (3.393)`: the current value and its average (kept: the
-           current). Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) are fields too.
+           current). Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) and JSON Lines are fields too. A unit may sit
+           in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
+           (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
+           `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
+           (Composer, OLMo, Ray Train); a box table under a record line adds to that record.
 roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
            cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
            running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
-           data_time, dataloader, data_wait → data; forward/backward/optimizer/comm → fwd/bwd/optimizer/
+           data_time, dataloader, data_wait, reader_cost → data; forward/backward/optimizer/comm → fwd/bwd/optimizer/
            collective), tokens (count, or rate x step time), markers in parentheses (litgpt `(optimizer.step)`).
 
 The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
 lines as the best-covered one, the most specific role wins (per-step > generic time > verified-monotone
-cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step.
+cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step,
+a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative. Only records whose counter is of a kind
+(keyword / progress bar / position) that carries the chosen field count: a worker's tqdm batches next to Ray's
+iterations are another step space.
 Lines with a counter but no duration field, when the file has none, give window means from their timestamps.
 """
 
