@@ -224,3 +224,22 @@ def test_per_phase_fields_become_phase_rows_and_graph_breaks_become_recompile_ev
                                                  "step": 0.07})
     ev = b.events
     assert ev["kind"].tolist() == ["recompile"] and "graph break" in ev["detail"].iloc[0] and ev["step"].iloc[0] == 2
+
+
+def test_token_soup_never_raises_only_refuses():
+    """Lines of random grammar tokens (huge numbers, box characters, stray units, colour escapes): every file is
+    read or refused with a clear error, never a traceback."""
+    from playbook.errors import InputError
+
+    toks = ["step", "iter", "batch", "[", "]", "/", ":", "=", "(", ")", "│", "╭", "  ", "\t", "1", "12", "1.5", "1e9",
+            "K", "M", "ms", "s", "it/s", "s/it", "time", "elapsed", "%", "|", ",", "━", "█", "•", "0:00:12", "{", "}",
+            '"', "-", "in s", "(t)", "per", "sec", "tokens", "samples", "\x1b[1m", "9" * 21, "nan", "inf", "Epoch",
+            "val", "saving checkpoint", "NCCL INFO"]
+    rng = random.Random(7)
+    for _ in range(60):
+        text = ["".join(rng.choice(toks) + rng.choice(["", " "]) for _ in range(rng.randint(0, 30)))
+                for _ in range(rng.randint(1, 40))]
+        try:
+            lines.scan("soup.log", lines=text)
+        except InputError:
+            pass  # refused: no line understood, or nothing usable

@@ -173,7 +173,8 @@ class _EventLines:
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan) -> int:
         own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" else None  # "step 10: val loss ..."
         self.rows.append({"time": ln.time, "host": "", "rank": ln.rank,
-                          "step": int(own["i"]) if own else self.steps.last_step.get(ln.rank, -1), "kind": kind,
+                          "step": int(own["i"]) if own and len(own["i"]) < 18 else self.steps.last_step.get(ln.rank, -1),
+                          "kind": kind,
                           "duration_s": duration,
                           "detail": detail[:300]})
         return len(self.rows) - 1

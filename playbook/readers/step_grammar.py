@@ -140,6 +140,7 @@ _COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "tok
                 "iteration", "batch_in_epoch", "sample_in_epoch", "token_in_epoch", "step_in_epoch"}
 # a count's magnitude suffix (nanotron's human_format: `1.23K`, `2.62M`); G and T are left out: `3.72G` is memory
 _MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
+_MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
 _MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
 _MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
 
@@ -488,6 +489,8 @@ class StepLines:
         return found
 
     def _store(self, c: StepCounter, ctx, fields: dict) -> None:
+        if not -_MAX_STEP < c.step < _MAX_STEP:
+            return  # a 20-digit "step" is an id or a hash, not a step (and would not fit the int64 column)
         n = len(self.step)
         self.step.append(c.step)
         self.rank.append(ctx.rank)
@@ -716,7 +719,8 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
                 continue
             name = norm_key(key) or f"({unit})"
             if role[0] == "dur" and role[1] == UNNAMED:
-                name = f"(unnamed {_unit_kind(unit)[0]})"
+                kind = _unit_kind(unit)
+                name = f"(unnamed {kind[0] if kind else 'time'})"  # a unit stated by a bare `(s)` key: a time
         if name not in names:
             names.add(name)
             fields.append((i // 2, name, role, scale))
