@@ -243,3 +243,10 @@ def test_token_soup_never_raises_only_refuses():
             lines.scan("soup.log", lines=text)
         except InputError:
             pass  # refused: no line understood, or nothing usable
+
+
+def test_a_timer_table_under_a_step_line_gives_its_phases_the_max_across_ranks():
+    b = read_file(FORMATS / "megatron_timers.log")  # forward-backward spans two phases: left out
+    by = b.steps.pivot(index="step", columns="phase", values="duration_s")
+    assert by.loc[20].to_dict() == pytest.approx({"bwd": 0.676, "collective": 0.08, "data": 0.21, "fwd": 0.391,
+                                                  "optimizer": 0.111, "step": 1.2})  # optimizer: the outer timer

@@ -107,6 +107,11 @@ _RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/se
 # a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
 _BOX_ROW = re.compile(r"^\s*[│┃║╭╰├┌└╞╘╒╓]")
 _BOX_CHARS = re.compile(r"[│┃║╭╮╰╯├┤┌┐└┘─═╞╡╘╛╒╕╓╖]+")
+# a header stating the unit of the indented timer rows below it, and such a row (Megatron's timers:
+# `(min, max) time across ranks (ms):` then `    forward-compute ......: (1200.12, 1201.50)`; the max is kept)
+_UNIT_HEAD = re.compile(r"\((ns|us|µs|ms|s|sec)\)\s*:\s*$")
+_TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(?P<a>" + _NUM + r")"
+                        r"(?:\s*,\s*(?P<b>" + _NUM + r"))?\s*\)?\s*$")
 _CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
 _HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 
@@ -119,7 +124,8 @@ _DATA_KEYS = {"data", "data_time", "datatime", "dataloader", "data_wait", "data_
 _PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd", "optimizer": "optimizer",
                 "optim": "optimizer", "opt": "optimizer", "optimizer_step": "optimizer", "comm": "collective",
                 "communication": "collective", "allreduce": "collective", "all_reduce": "collective",
-                "collective": "collective", "reduce": "collective", "sync": "collective", "h2d": "h2d",
+                "collective": "collective", "reduce": "collective", "sync": "collective", "gather": "collective",
+                "allgather": "collective", "scatter": "collective", "h2d": "h2d",
                 "to_device": "h2d", "copy": "h2d"}
 _NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
              "val", "valid", "test", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
@@ -238,7 +244,7 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     if not k:
         return ("dur", UNNAMED, factor) if factor is not None else None
     words = k.split("_")
-    if k in _DATA_KEYS or (words[0] in ("data", "reader", "loader", "dataloader", "input") and (
+    if k in _DATA_KEYS or "generator" in words or (words[0] in ("data", "reader", "loader", "dataloader", "input") and (
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
@@ -303,7 +309,8 @@ class StepLines:
         self._block_text: list[str] = []
         self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
         self._box: int | None = None
-        self._box_bare = False  # the record a box table drawn under its line belongs to (Ray Train's result)
+        self._box_bare = False
+        self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table  # the record a box table drawn under its line belongs to (Ray Train's result)
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
@@ -407,6 +414,24 @@ class StepLines:
             if np.isnan(col[row]):
                 col[row] = value
 
+    def _timer_row(self, m) -> None:
+        """One timer row: its phase (by name) gets the row's max, in seconds, on the record above; a timer that
+        spans several phases (`forward-backward`) or none is left out."""
+        row, factor = self._timer
+        words = set(norm_key(m["name"]).split("_"))
+        if {"forward", "backward"} <= words or {"fwd", "bwd"} <= words:
+            return
+        role = classify(m["name"] + " time", None)
+        if role is None or role[0] != "phase":
+            return
+        value = float(m["b"] or m["a"]) * factor
+        name = f"timer {role[1]}"
+        col = self.fields.get(name)
+        if col is not None and len(col) > row and np.isfinite(col[row]):
+            value = max(value, col[row])  # nested timers of one phase (optimizer, optimizer-inner-step): the outer
+            col[row] = np.nan
+        self._merge(row, {name: (value, ("phase", role[1], 1.0))})
+
     def feed(self, ctx) -> bool:
         body = ctx.body
         boxed = _BOX_ROW.match(body) is not None
@@ -424,6 +449,15 @@ class StepLines:
                 self._block_text.append(_BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
                 return True
             self._flush()
+        if self._timer is not None:
+            if (m := _TIMER_ROW.match(body)):
+                self._timer_row(m)
+                return True
+            self._timer = None
+        if len(self.step) and body.rstrip().endswith(":") and (m := _UNIT_HEAD.search(body)) and \
+                not _KEYWORD.search(body):
+            self._timer = (len(self.step) - 1, _TIME_UNITS[m.group(1).lower()])
+            return True
         if not _DIGIT.search(body):
             return False
         if (m := _KERAS_EPOCH.match(body)):
