@@ -82,19 +82,44 @@ def test_a_log_that_starts_with_a_long_script_still_reads(tmp_path):
 
 COUNTERS = ["step {i}", "iter {i}", "Iteration {i}/{n}", "step:{i}/{n}", "global_step={i}", "[{i}/{n}]",
             "Step {i} of {n}", "iteration {i:>6d}/{n:>6d} |", "it {i}:", "Epoch: [0][{i:>4d}/{n}]",
-            "Epoch(train) [3][{i}/{n}]"]
+            "Epoch(train) [3][{i}/{n}]", "global_step={i}.00", "[batch={i}/{n}]", "[Epoch 0, batch {i}]",
+            "completed step: {i},", "Train Epoch: 0 [{i:>6d}/{n} (0%)]", "Step {i} |", "| epoch 001 | num_updates {i}",
+            "\x1b[1mstep {i}\x1b[0m", '{{"current_steps": {i}, "total_steps": {n},']
 PREFIXES = ["", "[rank0]:", "[default0]: ", "[2024-01-15 10:00:00,000] ", "01/15/2024 10:00:00 - INFO - __main__ - ",
-            "2024-01-15T10:00:00.123Z ", "[titan] 2024-01-15 10:00:00,123 - root - INFO - "]
+            "2024-01-15T10:00:00.123Z ", "[titan] 2024-01-15 10:00:00,123 - root - INFO - ",
+            "2024-01-15,10:00:00 | INFO | ", "\x1b[32m[rank0]:\x1b[0m "]
 KEYS = ["time", "step_time", "iter time", "dt", "batch_time", "Time", "duration", "time per step",
-        "elapsed time per iteration"]
-CUMULATIVE = ["train_time", "elapsed", "runtime", "wall_time", "total_time"]
+        "elapsed time per iteration", "seconds", "batch_cost", "train_step_timing"]
+STATED = ["train_step_timing in s", "Batch (t)", "iter time (s)", "elapsed time per iteration (ms)", "step [ms]"]
+CUMULATIVE = ["train_time", "elapsed", "runtime", "wall_time", "total_time", "wall_clock/train", "train_wall"]
+RATES = ["ups", "it/s", "s/it", "steps_per_sec", "global_step/sec"]
 SEPS = [": ", "=", " ", ":", " = "]
 DELIMS = [", ", " | ", "\t", "  ", " ; "]
-EXTRA = ["loss {v:.4f}", "lr {e:.2e}", "grad_norm: {v:.3f}", "mfu {p:.2f}%", "tokens/s: {t:,}", "memory: {p:.1f}GiB"]
+EXTRA = ["loss {v:.4f}", "lr {e:.2e}", "grad_norm: {v:.3f}", "mfu {p:.2f}%", "tokens/s: {t:,}", "memory: {p:.1f}GiB",
+         "wps {t}", "TFLOP/s/device: {v:.3f}", "Tokens/s/device: {p:.3f}", "Data (t): {v:.3f}", "{p:.0f}%|██████    |",
+         "━━━━━━━━━━━━━━━━━━━━", "throughput per GPU (TFLOP/s/GPU): {p:.1f}", "time/batch: {t}", "Loss: {v:.4f} ({v:.4f})"]
 NOISE = ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()",
          "ValueError: boom", "import torch", "def main():", "    return x", "=" * 40,
          "node1:12:12 [0] NCCL INFO Channel 00/02 :    0   1", "NCCL INFO Using network Socket",
          "hello from the launcher"]
+
+
+def _field(rng, mode, key, sep, unit, dur, total, avg, rate) -> tuple[str, float]:
+    """One duration field and the per-step seconds it states."""
+    ms = unit.strip() == "ms"
+    if mode == "cumulative":
+        return f"{key}{sep}{total * (1e3 if ms else 1):.4f}{unit.rstrip()}", dur
+    if mode == "rate":
+        if rate in ("s/it", "it/s") and rng.random() < 0.5:
+            return f"{dur:.4f}s/it", dur
+        shown = round(1 / dur, 6)
+        return (f"{shown:.6f}it/s" if rate in ("s/it", "it/s") else f"{rate}{sep}{shown:.6f}"), round(1 / shown, 9)
+    if mode == "stated":  # the unit in the key, the value bare
+        scale = 1e3 if "ms" in key else 1
+        return f"{key}{sep}{dur * scale:.4f}", dur
+    shown = dur * (1e3 if ms else 1)
+    field = f"{key}{sep}{shown:.3f}{unit.rstrip() if unit.strip() != 's' or rng.random() < 0.7 else ''}"
+    return field + (f" ({shown * 1.1:.3f})" if avg else ""), dur
 
 
 def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
@@ -104,39 +129,41 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
     n_lines = rng.randint(4, 24)
     steps = [every * (k + 1) for k in range(n_lines)]
     true = [round(rng.lognormvariate(np.log(rng.choice([0.02, 0.3, 2.0])), 0.3), 4) for _ in steps]
-    mode = rng.choice(["interval", "interval", "cumulative", "rate"])
+    mode = rng.choice(["interval", "interval", "cumulative", "rate", "stated"])
     unit = rng.choice(["s", "ms", "ms ", " s", "sec"])
-    key = rng.choice(CUMULATIVE if mode == "cumulative" else KEYS)
-    if mode == "rate":
-        key = ""
+    key = rng.choice({"cumulative": CUMULATIVE, "stated": STATED}.get(mode, KEYS))
     sep, delim, prefix = rng.choice(SEPS), rng.choice(DELIMS), rng.choice(PREFIXES)
+    if counter.startswith("{"):  # a JSON Lines record: "key": value, nothing else
+        sep, delim, prefix, mode = ": ", ", ", "", rng.choice(["stated", "cumulative"])
+        key, unit = rng.choice(["step_time", "iter_time_ms", "step_time_s"] if mode == "stated" else
+                               ["elapsed_s", "train_runtime_s"]), ""
+    block = rng.random() < 0.1 and not counter.startswith("{")  # `[batch=3/10]:` then indented `key: value` lines
+    box = not block and rng.random() < 0.05 and not counter.startswith("{")  # then a box-drawn table (Ray Train)
     avg = rng.random() < 0.3
-    extras = rng.sample(EXTRA, rng.randint(0, 3))
+    rate = rng.choice(RATES)  # one rate field per file (it/s and s/it alternate, as tqdm's bar does)
+    extras = rng.sample(EXTRA, rng.randint(0, 3)) if not counter.startswith("{") else []
     out, total = [], 0.0
     logged_true = []
     for step, dur in zip(steps, true, strict=True):
         total += dur * every
-        if mode == "cumulative":
-            shown = total * (1e3 if unit.strip() == "ms" else 1)
-            field = f"{key}{sep}{shown:.4f}{unit.rstrip()}"
-            logged_true.append(dur)
-        elif mode == "rate":
-            if rng.random() < 0.5:
-                field = f"{1 / dur:.6f}it/s"
-                logged_true.append(round(1 / round(1 / dur, 6), 9))
-            else:
-                field = f"{dur:.4f}s/it"
-                logged_true.append(dur)
-        else:
-            shown = dur * (1e3 if unit.strip() == "ms" else 1)
-            field = f"{key}{sep}{shown:.3f}{unit.rstrip() if unit.strip() != 's' or rng.random() < 0.7 else ''}"
-            if avg:
-                field += f" ({shown * 1.1:.3f})"
-            logged_true.append(dur)
+        field, stated = _field(rng, mode, key, sep, unit, dur, total, avg, rate)
+        logged_true.append(stated)
         parts = [field] + [x.format(v=rng.random() * 5, e=rng.random() * 1e-3, p=rng.random() * 50,
                                     t=rng.randint(1000, 99999)) for x in extras]
         rng.shuffle(parts)
-        out.append(prefix + counter.format(i=step, n=every * n_lines) + delim + delim.join(parts))
+        head = prefix + counter.format(i=step, n=every * n_lines)
+        if counter.startswith("{"):
+            out.append(head + " " + ", ".join(f'"{k}": {v}' for k, v in (p.split(": ", 1) for p in parts)) + "}")
+        elif box:
+            out.append(head)
+            out.append("╭" + "─" * 30 + "╮")
+            out.extend(f"│ {p.replace(sep, '   ', 1) if sep.strip() in (':', '=') else p}   │" for p in parts)
+            out.append("╰" + "─" * 30 + "╯")
+        elif block:
+            out.append(head.rstrip(" |,:") + ":")
+            out.extend(f"\t {p.replace(sep, ': ', 1) if sep.strip() in ('', '=') else p}" for p in parts)
+        else:
+            out.append(head + delim + delim.join(parts))
         if rng.random() < 0.3:
             out.append(rng.choice(NOISE))
     if mode == "cumulative":
@@ -197,3 +224,29 @@ def test_per_phase_fields_become_phase_rows_and_graph_breaks_become_recompile_ev
                                                  "step": 0.07})
     ev = b.events
     assert ev["kind"].tolist() == ["recompile"] and "graph break" in ev["detail"].iloc[0] and ev["step"].iloc[0] == 2
+
+
+def test_token_soup_never_raises_only_refuses():
+    """Lines of random grammar tokens (huge numbers, box characters, stray units, colour escapes): every file is
+    read or refused with a clear error, never a traceback."""
+    from playbook.errors import InputError
+
+    toks = ["step", "iter", "batch", "[", "]", "/", ":", "=", "(", ")", "│", "╭", "  ", "\t", "1", "12", "1.5", "1e9",
+            "K", "M", "ms", "s", "it/s", "s/it", "time", "elapsed", "%", "|", ",", "━", "█", "•", "0:00:12", "{", "}",
+            '"', "-", "in s", "(t)", "per", "sec", "tokens", "samples", "\x1b[1m", "9" * 21, "nan", "inf", "Epoch",
+            "val", "saving checkpoint", "NCCL INFO"]
+    rng = random.Random(7)
+    for _ in range(60):
+        text = ["".join(rng.choice(toks) + rng.choice(["", " "]) for _ in range(rng.randint(0, 30)))
+                for _ in range(rng.randint(1, 40))]
+        try:
+            lines.scan("soup.log", lines=text)
+        except InputError:
+            pass  # refused: no line understood, or nothing usable
+
+
+def test_a_timer_table_under_a_step_line_gives_its_phases_the_max_across_ranks():
+    b = read_file(FORMATS / "megatron_timers.log")  # forward-backward spans two phases: left out
+    by = b.steps.pivot(index="step", columns="phase", values="duration_s")
+    assert by.loc[20].to_dict() == pytest.approx({"bwd": 0.676, "collective": 0.08, "data": 0.21, "fwd": 0.391,
+                                                  "optimizer": 0.111, "step": 1.2})  # optimizer: the outer timer

@@ -3,7 +3,8 @@ each understood.
 
 A line's prefix is read once: torchrun's `[rank3]:` / `[default3]:`, DeepSpeed's `[Rank 3]`, a timestamp (ISO
 `2024-01-15 10:00:01,123` with or without brackets, after a short logger tag such as `[titan]`, `01/15/2024
-10:00:01` of logging's `%m/%d/%Y` format, glog's `I0115 10:00:30.123456 1234 file.py:12]`). Then the scanners:
+10:00:01` of logging's `%m/%d/%Y` format (or rich's `%m/%d/%y`), glog's `I0115 10:00:30.123456 1234 file.py:12]`);
+terminal colour escapes are dropped first. JSON Lines of flat records are scanned too. Then the scanners:
 
   steps      step records from the grammar in step_grammar.py (step counter + typed fields)
   nccl       NCCL INFO/WARN lines with or without the `host:pid:tid [dev]` prefix, PyTorch watchdog timeouts
@@ -41,10 +42,12 @@ EXAMPLES_KEPT = 5
 _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*(\d+)\]\s*:?|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,5}):(?= ))"
                           r"\s*", re.IGNORECASE)
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
+_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
                   r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
-_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T]\d)")
-_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
+_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T,]\d)")
+# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*[IWEFVD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s+\d+\s+[^\]\s]*\]\s*")
 
 _TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\):|^\s*During handling of the above exception|"
@@ -60,6 +63,8 @@ _BANNER = re.compile(r"^\s*[=\-*#~_+<>|.:]{3,}.*$|^[^\w]*$")
 _CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
                          r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
 _EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
+                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
+                   r"\beval_(?:start|stop|accuracy|loss)\b|"
                    r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
                    re.IGNORECASE)
 _GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"
@@ -125,7 +130,7 @@ class Prefix:
 
     def split(self, line: str) -> tuple[int, int, str]:
         rank, t = -1, NAT
-        body = line
+        body = _ANSI.sub("", line) if "\x1b" in line else line
         for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
             if rank < 0 and (m := _RANK_PREFIX.match(body)):
                 rank, body = int(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
@@ -140,6 +145,7 @@ class Prefix:
                     body = body[m.end():]
                 elif (m := _US_DATE.match(body)):
                     y = int(m.group(3))
+                    y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)
                     t = _to_ns(y, int(m.group(1)), int(m.group(2)), int(m.group(4)), int(m.group(5)),
                                int(m.group(6)), m.group(7), self.tz)
                     self.year = y
@@ -167,7 +173,8 @@ class _EventLines:
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan) -> int:
         own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" else None  # "step 10: val loss ..."
         self.rows.append({"time": ln.time, "host": "", "rank": ln.rank,
-                          "step": int(own["i"]) if own else self.steps.last_step.get(ln.rank, -1), "kind": kind,
+                          "step": int(own["i"]) if own and len(own["i"]) < 18 else self.steps.last_step.get(ln.rank, -1),
+                          "kind": kind,
                           "duration_s": duration,
                           "detail": detail[:300]})
         return len(self.rows) - 1
@@ -387,9 +394,21 @@ def sniff(head: str) -> bool:
     if bad > max(4, len(head) // 50):
         return False
     first = head.lstrip()[:2]
-    if textio.looks_like_json(head) and not first.startswith("{'"):
+    if textio.looks_like_json(head) and not first.startswith("{'") and not _json_lines(head):
         return False
     return True
+
+
+def _json_lines(head: str) -> bool:
+    """True when the text is JSON Lines of flat records (LLaMA-Factory's trainer_log.jsonl, a metrics dump):
+    its first line is a whole JSON object by itself, which a pretty-printed document's `{` is not."""
+    import json
+
+    line = head.lstrip().split("\n", 1)[0].strip()
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
 
 
 def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:
