@@ -250,3 +250,15 @@ def test_a_timer_table_under_a_step_line_gives_its_phases_the_max_across_ranks()
     by = b.steps.pivot(index="step", columns="phase", values="duration_s")
     assert by.loc[20].to_dict() == pytest.approx({"bwd": 0.676, "collective": 0.08, "data": 0.21, "fwd": 0.391,
                                                   "optimizer": 0.111, "step": 1.2})  # optimizer: the outer timer
+
+
+def test_a_utf16_step_log_with_latin1_noise_reads_with_the_decoders_note(tmp_path):
+    """PowerShell's `>` writes UTF-16 with a BOM; a stray byte that is not UTF-8 is read as Latin-1 and said so."""
+    from playbook.readers import read_file
+
+    text = "".join(f"step {i} loss 2.0 time {500 + i}ms\r\n" for i in range(1, 6))
+    (tmp_path / "ps.log").write_bytes(text.encode("utf-16"))
+    assert sorted(read_file(tmp_path / "ps.log").steps["step"]) == [1, 2, 3, 4, 5]
+    (tmp_path / "l1.log").write_bytes(text.encode() + b"note caf\xe9\n")
+    bundle = read_file(tmp_path / "l1.log")
+    assert len(bundle.steps) == 5 and any("Latin-1" in w for w in bundle.warnings), bundle.warnings

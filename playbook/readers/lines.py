@@ -290,7 +290,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     examples: list[str] = []
     in_trace = False
     total = 0
-    for lineno, raw in enumerate(lines if lines is not None else textio.iter_lines(path), start=1):
+    notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
+    for lineno, raw in enumerate(lines if lines is not None else textio.iter_lines(path, notes=notes), start=1):
         total += 1
         if not raw.strip():
             noise["blank"] += 1
@@ -317,7 +318,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         noise[kind] += 1
         if kind == "unread" and len(examples) < EXAMPLES_KEPT:
             examples.append(f"line {lineno}: {body.strip()[:100]}")
-    return _bundle(src, host, total, steps, nccl, events, counts, noise, examples)
+    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples)
+    bundle.warnings.extend(notes)
+    return bundle
 
 
 def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> schema.Bundle:
