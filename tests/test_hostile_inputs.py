@@ -71,7 +71,7 @@ def test_corrupt_gzip_is_one_line(tmp_path, data_dir):
     raw = gzip.compress((data_dir / "readers" / "smi_units.csv").read_bytes() * 50)
     path = tmp_path / "bad.csv.gz"
     path.write_bytes(raw[:20] + bytes(x ^ 0xFF for x in raw[20:60]) + raw[60:])
-    with pytest.raises(InputError, match="bad.csv.gz: damaged compressed file"):
+    with pytest.raises(InputError, match=r"bad.csv.gz: (cannot decompress gzip data|damaged compressed file)"):
         read_file(path)
 
 

@@ -384,8 +384,11 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> s
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like "
                                  f"{detect.describe(src)}; no line of its {total} understood)")
     if bundle.is_empty():
-        raise UnknownFormatError(f"{src}: no step timings, NCCL lines or training events found in this text "
-                                 f"({total} lines; {understood} understood without a usable record)")
+        from playbook.readers import detect
+
+        raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like {detect.describe(src)}; "
+                                 f"of its {total} lines, {understood} understood without a step time, NCCL line "
+                                 "or training event)")
     return bundle
 
 

@@ -65,7 +65,7 @@ def lost_share(frame: pd.DataFrame, metric: str, diagnosis: dict[str, Any]) -> f
 
 def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
                    metric: str = "util_pct") -> dict[str, Any]:
-    """The adapter: a diagnosis dict (issue 3's JSON) -> the headline dict the card renders (status, sentence,
+    """The adapter: a diagnosis dict (`playbook diagnose --json`) -> the headline dict the card renders (status, sentence,
     confidence, lost_share, gpu_hours_per_day, guilty, next_command, next_why)."""
     status, summary = triage.triage_verdict(diagnosis)
     causes = triage._causes(diagnosis)
@@ -74,6 +74,8 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     margin = (float(causes[0].get("score") or 0) - float(causes[1].get("score") or 0)) if len(causes) > 1 else None
     v = diagnosis.get("verdict")
     sentence = v.get("sentence") if isinstance(v, dict) else (v if isinstance(v, str) else None)
+    if sentence:
+        sentence = sentence.split("; run next: ", 1)[0]  # the card shows the next command in its own row
     if not sentence:
         sentence = _sentence(status, top, diagnosis) or summary
     lost = diagnosis.get("gpu_time_lost")
