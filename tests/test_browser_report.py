@@ -154,10 +154,11 @@ def lab_report(tmp_path_factory):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("repeats: int = 2  # runs per variant")
     params.metadata["tags"] = ["parameters"]
+    key = nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.record import "
+                                    "verdict\nfig, ax = plt.subplots(); ax.bar(['fault', 'fix'], [50, 98]);")
+    key.metadata["tags"] = ["key-figure"]  # as the labs tag their throughput-by-variant cell
     nb.cells = [nbformat.v4.new_markdown_cell("# 12 · A prepared lab\n\n**Summary:** a verdict and a figure."),
-                params,
-                nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.record import "
-                                          "verdict\nfig, ax = plt.subplots(); ax.bar(['fault', 'fix'], [50, 98]);"),
+                params, key,
                 nbformat.v4.new_code_cell("verdict('inconclusive', 'fault runs at 50% of no-fault (95% interval "
                                           "20%-80%); the fix at 98% (95% interval 40%-160%)', fault_ratio=0.5, "
                                           "fix_ratio=0.98);")]
@@ -174,6 +175,8 @@ def test_a_lab_page_opens_with_its_verdict(lab_report, tmp_path):
                               figure=False)
     text = _text(dom)
     assert "playbook report --labs 12" in text and "fault ratio" in text
+    card = re.search(r'<section class="pb-card" id="verdict".*?</section>', dom, re.DOTALL).group(0)
+    assert re.search(r'<img alt="the lab\'s key figure[^"]*" src="data:image/png', card)  # its tagged figure
     _check_first_screen(tmp_path, lab_report / "index.html", "lab-index", "inconclusive", figure=False)
 
 

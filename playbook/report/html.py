@@ -73,6 +73,7 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
     nb.metadata.pop("widgets", None)  # headless runs carry no widget state; never load the widget renderer
     _drop_record_payloads(nb)
     _fold_streams(nb)
+    key_png = key_figure(nb)
     # code cells without output (imports, parameters) would leave empty bands between the blocks
     nb.cells = [c for c in nb.cells if c.cell_type != "code" or c.get("outputs")]
     exporter = HTMLExporter(template_name="lab", exclude_input=True, exclude_input_prompt=True,
@@ -88,11 +89,26 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
 
         h = headline.lab_headline(entry)
         if h is not None:
-            bar += headline.card_html(h)
+            bar += headline.card_html(h, key_png, "the lab's key figure: throughput of the fault, the fix and no fault")
     m = _BODY_OPEN.search(body)
     body = body[: m.end()] + bar + body[m.end():] if m else bar + body
     out.write_text(body, encoding="utf-8")
     return out
+
+
+KEY_FIGURE_TAG = "key-figure"  # the lab notebook cell whose figure the verdict card shows
+
+
+def key_figure(nb) -> str | None:
+    """The base64 PNG of the first output image of the notebook's cell tagged KEY_FIGURE_TAG, if it drew one."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or KEY_FIGURE_TAG not in (cell.get("metadata", {}).get("tags") or []):
+            continue
+        for output in cell.get("outputs", []):
+            png = (output.get("data") or {}).get("image/png")
+            if png:
+                return "".join(png).replace("\n", "") if isinstance(png, list) else str(png).replace("\n", "")
+    return None
 
 
 def secure(page: str) -> str:
