@@ -158,6 +158,22 @@ def test_same_configuration_is_within_the_noise_and_a_real_slowdown_is_not():
     assert all(r.top["id"] == "slower_compute" for r in slow)
 
 
+def test_throughput_is_named_in_the_unit_the_runs_count(tmp_path):
+    """The labs count samples in the steps' `tokens` ("tokens_unit": "samples" in their meta.json): compare says
+    samples/s, as the labs do; runs that disagree on the unit fall back to the schema's tokens/s."""
+    runs = {}
+    for name, seed, unit in (("a", 1, "samples"), ("b", 2, "samples"), ("c", 3, None)):
+        path = tmp_path / name
+        make_run(path, tokens=32.0, seed=seed)
+        meta = json.loads((path / "meta.json").read_text())
+        if unit:
+            meta["tokens_unit"] = unit
+        (path / "meta.json").write_text(json.dumps(meta))
+        runs[name] = rundir.read_run(path)
+    assert reg.compare(runs["a"], runs["b"], n_boot=200, diagnoses=False).throughput["unit"] == "samples/s"
+    assert reg.compare(runs["a"], runs["c"], n_boot=200, diagnoses=False).throughput["unit"] == "tokens/s"
+
+
 def test_work_per_step_is_normalised_when_tokens_are_logged(tmp_path):
     small = make_run(tmp_path / "small", tokens=1000.0, step_s=0.5, seed=1)
     big = make_run(tmp_path / "big", tokens=2000.0, step_s=1.0, seed=2)  # twice the batch, twice the time

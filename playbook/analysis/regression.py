@@ -172,6 +172,7 @@ class RunSteps:
     ranks: int
     block: int = 1
     warnings: list[str] = field(default_factory=list)
+    tokens_unit: str = "tokens"  # what the steps' `tokens` count: meta.json's "tokens_unit" (the labs: samples)
 
 
 def _exclusive(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -213,6 +214,15 @@ def _exclusive(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 def _seconds(t: pd.Series, t0: pd.Timestamp) -> np.ndarray:
     return (t - t0).dt.total_seconds().to_numpy(dtype=np.float64)
+
+
+def _tokens_unit(meta: dict) -> str | None:
+    """What a run's step `tokens` count, from its meta.json or its parts' ("tokens_unit": "samples" in the labs)."""
+    parts = meta.get("parts")
+    metas = [meta.get("run"), *(parts.values() if isinstance(parts, dict) else parts if isinstance(parts, list)
+                                else [])]
+    units = {m.get("tokens_unit") for m in metas if isinstance(m, dict) and isinstance(m.get("tokens_unit"), str)}
+    return units.pop() if len(units) == 1 else None
 
 
 def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
@@ -310,8 +320,9 @@ def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
     table = table[keep].astype("float64")
     table["critical_rank"] = critical.reindex(table.index).astype("int64")
     has_tokens = bool(table["tokens"].notna().all() and (table["tokens"] > 0).all())
+    unit = _tokens_unit(bundle.meta)
     out = RunSteps(label=label, table=table, events=ev_summary, has_phases=has_phases, has_tokens=has_tokens,
-                   ranks=ranks, warnings=warnings)
+                   ranks=ranks, warnings=warnings, tokens_unit=unit if isinstance(unit, str) and unit else "tokens")
     out.block = stats.optimal_block_length(table["wall_s"].to_numpy())
     return out
 
@@ -924,7 +935,8 @@ def _compare_steps(g_runs: list[RunSteps], b_runs: list[RunSteps], n_boot: int, 
     g = _side(g_runs, columns, per_token, tps_ref, n_boot, n_med, rng)
     b = _side(b_runs, columns, per_token, tps_ref, n_boot, n_med, rng)
     iw = columns.index("wall_s")
-    unit = "tokens/s" if per_token else "steps/s"
+    units = {r.tokens_unit for r in g_runs + b_runs}
+    unit = f"{units.pop() if len(units) == 1 else 'tokens'}/s" if per_token else "steps/s"
     tp = _ratio_block(g.throughput, b.throughput, g.throughput_boot, b.throughput_boot)
     tp["method"] = "block bootstrap over steps" + (" (runs resampled)" if len(g_runs) > 1 or len(b_runs) > 1 else "")
     run_to_run = len(g_runs) > 1 and len(b_runs) > 1

@@ -2,8 +2,8 @@
 and a bad run, whether the difference is bigger than the noise, and which change explains it.
 
 What it checks
-  Throughput (tokens/s when both sides log tokens, else steps/s; mean GPU utilization when neither side has a
-  step log) with a 95% interval that accounts for autocorrelated steps and, with repeats, run-to-run variance;
+  Throughput (per token when both sides log tokens, named in the unit their meta.json gives as tokens_unit —
+  samples/s for the labs —, else steps/s; mean GPU utilization when neither side has a step log) with a 95% interval that accounts for autocorrelated steps and, with repeats, run-to-run variance;
   the step-time distributions; the causes the slowdown splits into (data, h2d, collective, checkpoint/eval,
   recompiles, GC, time between steps, slower compute, one slow rank) with each one's share; event counts and
   cadence; the utilization pattern of each side (playbook diagnose); and the environment / configuration diff

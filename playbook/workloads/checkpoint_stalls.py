@@ -130,7 +130,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     meter = LoopMeter(device)
     snapshot_bytes = 0
     evals: list[tuple[int, float]] = []
-    meta = {"lab": "checkpoint_stalls", "variant": variant, "knobs": k}
+    meta = {"lab": "checkpoint_stalls", "variant": variant, "tokens_unit": "samples", "knobs": k}
     with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
         g = torch.Generator().manual_seed(k["seed"])
         for i in range(total):

@@ -147,7 +147,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     opt = make_optimizer(model)
     loader = build_loader(data, k)
     meter = LoopMeter(device)
-    meta = {"lab": "data_starvation", "variant": variant, "knobs": k}
+    meta = {"lab": "data_starvation", "variant": variant, "tokens_unit": "samples", "knobs": k}
     with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
         source = iter(loader)
         batches = iter(rec.timed(source))

@@ -107,7 +107,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     if k["prefetcher"]:
         source = CudaPrefetcher(source, device, pin=False)
     meter = LoopMeter(device)
-    meta = {"lab": "h2d_copies", "variant": variant, "knobs": k, "batch_mib": batch_mib}
+    meta = {"lab": "h2d_copies", "variant": variant, "tokens_unit": "samples", "knobs": k, "batch_mib": batch_mib}
     with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
         for i, (x, y) in enumerate(rec.timed(source)):
             if i == k["warmup_steps"]:

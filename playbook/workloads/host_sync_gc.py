@@ -138,7 +138,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     total = k["steps"] + k["warmup_steps"]
     meter = LoopMeter(device)
     run_dir = Path(run_dir)
-    meta = {"lab": "host_sync_gc", "variant": variant, "knobs": k}
+    meta = {"lab": "host_sync_gc", "variant": variant, "tokens_unit": "samples", "knobs": k}
     gc.collect()  # every variant starts from the same collector state
     rss0 = current_rss_mib()
     with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
