@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.report import triage
+from playbook.report.record import format_value
 
 MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
 
@@ -231,14 +232,3 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
         parts.append(f'<div class="pb-row"><em>{e(figure_note)}</em></div>')
     parts.append("</section>")
     return "".join(parts)
-
-
-def format_value(value: Any) -> str:
-    """A key figure as short text: 3 significant digits for floats, booleans as yes/no."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float) and abs(value) >= 1000:
-        return f"{value:,.0f}"
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return "n/a" if value is None else str(value)

@@ -69,14 +69,15 @@ def verdict_html(status: str, summary: str, figures: dict[str, Any]) -> str:
     import html
 
     td = '<td style="text-align:left">'
-    rows = "".join(f"<tr>{td}{html.escape(str(k).replace('_', ' '))}</td>{td}{html.escape(_fmt(v))}</td></tr>"
+    rows = "".join(f"<tr>{td}{html.escape(str(k).replace('_', ' '))}</td>{td}{html.escape(format_value(v))}</td></tr>"
                    for k, v in figures.items() if not isinstance(v, (dict, list)))
     table = f'<table style="width:auto;text-align:left">{rows}</table>' if rows else ""
     return (f'<div style="text-align:left"><p><b>Verdict: {html.escape(status.upper())}</b> — '
             f"{html.escape(str(summary))}</p>{table}</div>")
 
 
-def _fmt(v: Any) -> str:
+def format_value(v: Any) -> str:
+    """A key figure as short text: 3 significant digits for floats, thousands separated, booleans as yes/no."""
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float) and abs(v) >= 1000:
