@@ -402,43 +402,13 @@ def _epoch_unit(numbers: np.ndarray) -> str:
 
 def _parse(raw: bytes, sep: str, names: list[str], skip_lines: int, skips: schema.SkipCounter,
            src: str) -> tuple[pa.Table, np.ndarray]:
-    """The rows as string columns, and each row's 1-based line number; damaged rows are skipped and counted."""
-    cols = [f"c{i}" for i in range(len(names))]
+    """The rows below the header as string columns, and each row's 1-based line number (the step-table reader's
+    whole-text entry point); damaged rows are skipped and counted, as `_parse_block` does for streamed blocks."""
     offset = 0
-    for _ in range(skip_lines):  # drop comment / blank lines above the header
+    for _ in range(skip_lines + 1):  # comment / blank lines above the header, then the header itself
         nl = raw.find(b"\n", offset)
         offset = len(raw) if nl < 0 else nl + 1
-    body = raw[offset:]
-    bad_rows: list[tuple[int | None, str]] = []
-
-    def on_invalid(row) -> str:
-        bad_rows.append((row.number, row.text))
-        return "skip"
-
-    try:
-        table = pacsv.read_csv(
-            pa.py_buffer(body),
-            read_options=pacsv.ReadOptions(column_names=cols, skip_rows=1, use_threads=False, encoding="utf8"),
-            parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=on_invalid),
-            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in cols},
-                                                 strings_can_be_null=False))
-    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0][:120]
-        raise InputError(f"{src}: unreadable CSV ({first})") from None
-    # pyarrow numbers rows by counting non-empty lines (the header is row 1)
-    text = body.decode("utf-8", errors="replace")
-    nonempty = np.array([k + 1 + skip_lines for k, ln in enumerate(text.split("\n")) if ln], dtype=np.int64)
-    invalid = np.array([number for number, _ in bad_rows if number is not None], dtype=np.int64)
-    keep = np.ones(len(nonempty), dtype=bool)
-    keep[:1] = False
-    keep[invalid[(invalid >= 1) & (invalid <= len(nonempty))] - 1] = False
-    lines = nonempty[keep]
-    for number, row_text in bad_rows:
-        line = None if number is None or number > len(nonempty) else int(nonempty[number - 1])
-        skips.skip(line, f"{row_text.count(sep) + 1} of {len(names)} fields {row_text[:50]!r}")
-    if len(lines) != table.num_rows:  # not expected with pyarrow's numbering; stay honest if it happens
-        lines = np.arange(table.num_rows, dtype=np.int64) + skip_lines + 2
-    return table, lines
+    return _parse_block(raw[offset:], sep, len(names), skip_lines + 2, skips, src)
 
 
 # linear: no two adjacent repeats can trade characters (a unit must start with a letter, digits are taken once)
