@@ -5,7 +5,7 @@ What it checks
     noise, and the fix recovers ≥ 95% of no-fault throughput. The test suite only asserts the direction (two short
     runs per variant on a shared machine cannot certify a 95% target); this script measures the figure itself,
     with each lab's default knobs and more repeats. Variants run interleaved and rotated, and each fault/fix run is
-    divided by the no-fault run of its own round (playbook.analysis.compare.paired), so slow drift of the machine
+    divided by the no-fault run of its own round (playbook.analysis.lab_verdict.paired), so slow drift of the machine
     cancels.
 
 The exact command
@@ -33,7 +33,7 @@ LABS = ("data_starvation", "h2d_copies", "checkpoint_stalls", "host_sync_gc", "r
 
 def bench_lab(name: str, repeats: int, out: Path, device: str) -> dict:
     """Run no_fault / fault / fix `repeats` times each with the lab's defaults; return the paired figures."""
-    from playbook.analysis.compare import lab_verdict, paired, variant_summary
+    from playbook.analysis.lab_verdict import lab_verdict, paired, variant_summary
     from playbook.workloads.model import run_variants
 
     lab = importlib.import_module(f"playbook.workloads.{name}")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from playbook.analysis.compare import lab_verdict, variant_summary
+from playbook.analysis.lab_verdict import lab_verdict, variant_summary
 from playbook.workloads.common import measure_variants
 
 
@@ -45,7 +45,7 @@ def test_two_runs_that_cannot_separate_fix_from_fault_are_inconclusive():
 
 
 def test_a_period_is_named_only_when_significant():
-    from playbook.analysis.compare import period_text
+    from playbook.analysis.lab_verdict import period_text
 
     assert period_text({"every_n_steps": 3, "p_value": 1.0}) == (None, "no period found (best candidate every 3 "
                                                                       "steps, p = 1)")

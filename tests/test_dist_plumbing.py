@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from playbook import rundir
-from playbook.analysis.compare import paired_bootstrap
+from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import comm_overlap, padding_packing, pipeline_imbalance, stragglers
 from playbook.workloads import dist as D

@@ -9,7 +9,7 @@ import pytest
 import torch
 from nbrun import run_notebook
 
-from playbook.analysis.compare import variant_summary
+from playbook.analysis.lab_verdict import variant_summary
 from playbook.errors import WorkloadError
 from playbook.workloads import h2d_copies as lab
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from playbook.analysis.compare import paired
+from playbook.analysis.lab_verdict import paired
 from playbook.workloads import model as m
 
 

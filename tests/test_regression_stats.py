@@ -1,4 +1,4 @@
-"""Statistics behind `playbook compare` (playbook.analysis.compare): block length, block bootstrap, Cliff's delta,
+"""Statistics behind `playbook compare` (playbook.analysis.stats): block length, block bootstrap, Cliff's delta,
 Student t, per-run log-ratio intervals and bootstrap p-values — checked against known answers."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from playbook.analysis import compare as stats
+from playbook.analysis import stats
 
 
 def _ar1(n: int, phi: float, seed: int) -> np.ndarray:
@@ -69,6 +69,19 @@ def test_cliffs_delta_matches_the_normal_shift_and_deflates_for_autocorrelation(
 def test_student_t_quantiles(df, q975):
     assert stats.t_quantile(0.975, df) == pytest.approx(q975, rel=1e-3)
     assert stats.t_sf(stats.t_quantile(0.9, df), df) == pytest.approx(0.1, abs=1e-6)
+
+
+def test_binomial_and_hypergeometric_tails_match_exact_sums():
+    assert stats.binom_sf(1, 2, 0.5) == pytest.approx(0.75)
+    assert stats.binom_sf(3, 3, 0.5) == pytest.approx(0.125)
+    assert stats.binom_sf(0, 5, 0.3) == 1.0 and stats.binom_sf(6, 5, 0.3) == 0.0
+    assert stats.binom_sf(2, 5, 0.0) == 0.0 and stats.binom_sf(2, 5, 1.0) == 1.0
+    exact = sum(math.comb(10, i) * 0.1 ** i * 0.9 ** (10 - i) for i in range(3, 11))
+    assert stats.binom_sf(3, 10, 0.1) == pytest.approx(exact, rel=1e-12)
+    assert stats.binom_two_sided(3, 10, 0.5) == pytest.approx(2 * 176 / 1024)  # P(X ≤ 3) = 176/1024, doubled
+    # 3 drawn of 10 with 4 marked: P(X ≥ 2) = (C(4,2)·C(6,1) + C(4,3)) / C(10,3) = 40/120
+    assert stats.hypergeom_sf(2, 10, 4, 3) == pytest.approx(1 / 3)
+    assert stats.hypergeom_sf(0, 10, 4, 3) == 1.0 and stats.hypergeom_sf(4, 10, 4, 3) == 0.0
 
 
 def test_log_ratio_t_is_wide_with_few_runs_and_tight_with_many():

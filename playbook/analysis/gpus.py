@@ -43,7 +43,7 @@ from playbook.analysis.oscillation import (
     gpu_series,
     two_levels,
 )
-from playbook.analysis.steps import binom_sf
+from playbook.analysis.stats import binom_sf, lag1
 
 MIN_DELTA_PCT = 10.0
 MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a loss (one or two can be a glitch)
@@ -136,13 +136,6 @@ def _peer_median(u: np.ndarray) -> np.ndarray:
     return out
 
 
-def _lag1(x: np.ndarray) -> float:
-    if len(x) < 3 or np.std(x[:-1]) == 0 or np.std(x[1:]) == 0:
-        return 0.0
-    r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
-    return r if np.isfinite(r) else 0.0
-
-
 def _sign_test(d: np.ndarray) -> tuple[float | None, float]:
     """One-sided sign-test p-value that the differences lean the way their mean does, and n_eff.
 
@@ -153,7 +146,7 @@ def _sign_test(d: np.ndarray) -> tuple[float | None, float]:
     n = len(nz)
     if n == 0:
         return None, 0.0
-    rho = max(_lag1(np.sign(nz)), 0.0)
+    rho = max(lag1(np.sign(nz)), 0.0)
     n_eff = n * (1 - rho) / (1 + rho)
     k = int((nz < 0).sum()) if d.mean() < 0 else int((nz > 0).sum())
     if n_eff < 5:

@@ -1250,7 +1250,7 @@ def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataF
     ev = events[events["time"].notna()]
     if ev.empty:
         return []
-    from playbook.analysis.steps import binom_sf
+    from playbook.analysis.stats import binom_sf
 
     start = (ev["time"] - t0).dt.total_seconds().to_numpy()
     end = start + ev["duration_s"].fillna(0.0).clip(lower=0).to_numpy()
@@ -1293,7 +1293,7 @@ def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | 
     h = host[host["time"].notna()]
     if h.empty:
         return []
-    from playbook.analysis.steps import binom_sf
+    from playbook.analysis.stats import binom_sf
 
     t = (h["time"] - t0).dt.total_seconds().to_numpy()
     order = np.argsort(t)

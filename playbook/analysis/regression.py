@@ -84,8 +84,8 @@ import pandas as pd
 
 from playbook import causes as catalog
 from playbook import schema
-from playbook.analysis import compare as stats
 from playbook.analysis import hypotheses as hyp
+from playbook.analysis import stats
 from playbook.analysis import steps as steps_analysis
 
 ALPHA = 0.05  # the intervals are 95%
@@ -834,8 +834,8 @@ def _binom_two_sided(k: int, n: int, p: float) -> float:
     """Exact two-sided binomial test (doubling the smaller tail)."""
     if n <= 0:
         return math.nan
-    upper = steps_analysis.binom_sf(k, n, p)
-    lower = 1.0 - steps_analysis.binom_sf(k + 1, n, p)
+    upper = stats.binom_sf(k, n, p)
+    lower = 1.0 - stats.binom_sf(k + 1, n, p)
     return float(min(1.0, 2 * min(upper, lower)))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.stats import binom_sf, hypergeom_sf
 from playbook.causes import cause
 
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
@@ -153,44 +154,6 @@ def slow_steps(durations: np.ndarray) -> np.ndarray:
     mad = float(np.median(np.abs(r - np.median(r))))
     scale = max(1.4826 * mad, 1e-3)
     return ((r - np.median(r)) / scale > SLOW_Z) & (d >= SLOW_FACTOR * base)
-
-
-def _log_binom_pmf(i: np.ndarray, n: int, p: float) -> np.ndarray:
-    from math import lgamma, log, log1p
-
-    return np.array([lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1) + k * log(p) + (n - k) * log1p(-p)
-                     for k in i])
-
-
-def binom_sf(k: int, n: int, p: float) -> float:
-    """P(X ≥ k), X ~ Binomial(n, p)."""
-    if k <= 0:
-        return 1.0
-    if k > n or p <= 0:
-        return 0.0
-    if p >= 1:
-        return 1.0
-    logs = _log_binom_pmf(np.arange(k, n + 1), n, p)
-    top = logs.max()
-    return float(min(1.0, np.exp(top) * np.exp(logs - top).sum()))
-
-
-def hypergeom_sf(k: int, total: int, marked: int, drawn: int) -> float:
-    """P(X ≥ k) when `drawn` items are taken without replacement from `total` of which `marked` are marked."""
-    from math import lgamma
-
-    def lc(n, r):
-        return lgamma(n + 1) - lgamma(r + 1) - lgamma(n - r + 1)
-
-    hi = min(marked, drawn)
-    if k > hi:
-        return 0.0
-    logs = np.array([lc(marked, i) + lc(total - marked, drawn - i) - lc(total, drawn)
-                     for i in range(max(k, 0), hi + 1) if drawn - i <= total - marked])
-    if len(logs) == 0:
-        return 0.0
-    top = logs.max()
-    return float(min(1.0, np.exp(top) * np.exp(logs - top).sum()))
 
 
 def warmup_steps(durations: np.ndarray) -> int:

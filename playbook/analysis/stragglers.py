@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.stats import binom_sf
+
 from .kineto import COMM_KERNEL_RE, GPU_WORK_CATS, _merge, kernel_kind, step_times
 
 COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")
@@ -181,15 +183,6 @@ def straggler_scores(per_step: pd.DataFrame, value: str = "compute") -> pd.DataF
     return out
 
 
-def binomial_tail(k: int, n: int, p: float) -> float:
-    """P(X ≥ k) for X ~ Binomial(n, p)."""
-    if k <= 0:
-        return 1.0
-    if k > n:
-        return 0.0
-    return float(min(1.0, sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))))
-
-
 def persistence(slowest: pd.Series, world_size: int) -> dict:
     """Is the slowest rank the same step after step? `slowest`: the slowest rank of each step.
 
@@ -206,9 +199,9 @@ def persistence(slowest: pd.Series, world_size: int) -> dict:
                 "distinct": 0, "p_value": None, "verdict": "undetermined"}
     counts = s.value_counts()
     modal, k = int(counts.index[0]), int(counts.iloc[0])
-    p = min(1.0, w * binomial_tail(k, n, 1.0 / w))
+    p = min(1.0, w * binom_sf(k, n, 1.0 / w))
     # could `n` steps have shown persistence at all? (a rank slowest every time must reach p < PERSISTENT_P)
-    powered = w * binomial_tail(n, n, 1.0 / w) < PERSISTENT_P
+    powered = w * binom_sf(n, n, 1.0 / w) < PERSISTENT_P
     if p < PERSISTENT_P:
         verdict = "persistent"
     elif counts.size >= 2 and p >= ROTATING_P and powered:

@@ -236,7 +236,7 @@ def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, An
     """The onboarding notebook's verdict: does the diagnosis recover known causes, and does the fix help?
 
     synthetic / real: diagnosis dicts of the simulated run (answers in `truth`, a simulate.Truth) and of the real
-    lab recording with a data-stall fault; `fix`: the fix's row of analysis.compare.variant_summary with the
+    lab recording with a data-stall fault; `fix`: the fix's row of analysis.lab_verdict.variant_summary with the
     fault as baseline (ratio, ratio_lo, ratio_hi: throughput ÷ the fault's, 95% interval).
     Confirmed when the synthetic answer is recovered (top hypothesis, period within PERIOD_TOLERANCE, synchrony),
     the real fault's top hypothesis is a data-stall cause scoring at least CONFIRM_SCORE, and the fix is faster

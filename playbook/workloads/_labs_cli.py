@@ -51,7 +51,7 @@ def workload_cli(name: str, doc: str, run: Any, variants: dict[str, dict[str, An
     import argparse
     import sys
 
-    from playbook.analysis.compare import variant_summary
+    from playbook.analysis.lab_verdict import variant_summary
     from playbook.errors import PlaybookError
     from playbook.workloads.common import measure_variants
 

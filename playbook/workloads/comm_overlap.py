@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.compare import paired_bootstrap
+from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
 

@@ -152,7 +152,7 @@ def host_bandwidth(batch_mib: float = 64.0, repeats: int = 5) -> dict[str, float
 
 def verdict(summary: Any, cuda: bool, recover: float = 0.95) -> Any:
     """lab_verdict on CUDA; on CPU an honest 'inconclusive' (no host-to-device copy exists to measure)."""
-    from playbook.analysis.compare import LabVerdict, lab_verdict
+    from playbook.analysis.lab_verdict import LabVerdict, lab_verdict
 
     if cuda:
         return lab_verdict(summary, recover=recover)

@@ -5,7 +5,7 @@ What it checks
   1. Overhead, side by side in one process: the same small CPU training loop (an MLP on a fixed batch, one torch
      thread) runs under each variant, interleaved and rotated (workloads.common.measure_variants), and the mean
      step time (ms, measured by the loop itself with perf_counter, identical for every variant) is compared with
-     the loop without any probe (analysis.compare.variant_summary: ratio with a 95% interval):
+     the loop without any probe (analysis.lab_verdict.variant_summary: ratio with a 95% interval):
        none            no probe at all (the baseline)
        timer           StepTimer phases (fwd / bwd / optimizer) only
        probes_1hz      the full Recorder: step timer, GC/compile watch, NVML sampler on a fake 8-GPU NVML and the
@@ -187,7 +187,7 @@ def overhead_verdict(runs: pd.DataFrame, variant: str = "probes_10hz", tolerance
     ≤ 1 + tolerance (no cost beyond the budget shows in step time); refuted: either exceeds the budget;
     inconclusive: a figure could not be measured.
     """
-    from playbook.analysis.compare import variant_summary
+    from playbook.analysis.lab_verdict import variant_summary
 
     summ = variant_summary(runs, "step_ms", baseline="none")
     r, lo, hi = (float(summ.loc[variant, c]) for c in ("ratio", "ratio_lo", "ratio_hi"))
@@ -283,7 +283,7 @@ def link_demo(run_dir: str | Path, sysfs_root: str | Path, seconds: float = 1.3,
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.analysis.compare import variant_summary
+    from playbook.analysis.lab_verdict import variant_summary
 
     parser = argparse.ArgumentParser(
         prog="python -m playbook.workloads.observability", description=__doc__.split("\n\n")[0],

@@ -358,7 +358,7 @@ def assess(res: PipelineRun) -> dict[str, Any]:
     inconclusive: otherwise.
     """
     from playbook import rundir
-    from playbook.analysis.compare import variant_summary
+    from playbook.analysis.lab_verdict import variant_summary
 
     summ = variant_summary(res.runs, "throughput", baseline="fault")
     shares = worker_shares(rundir.read_run(res.recording("fault", 0)).steps)

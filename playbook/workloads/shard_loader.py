@@ -296,7 +296,7 @@ def run_lab(run_dir: str | Path, steps: int = 60, batch: int = 32, num_workers: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.analysis.compare import lab_verdict, variant_summary
+    from playbook.analysis.lab_verdict import lab_verdict, variant_summary
 
     p = argparse.ArgumentParser(
         prog="python -m playbook.workloads.shard_loader", description=__doc__.split("\n\n")[0],

@@ -1,59 +1,61 @@
-"""Before/after comparisons with run-to-run variance: is a difference bigger than the noise?"""
+"""Statistics, one definition each: Student-t and binomial tails (scipy.stats), lag-1 autocorrelation, Cliff's
+delta, paired and circular block bootstraps, log-ratio t intervals.
+
+scipy is imported inside the functions: `import scipy.stats` costs about a second, which a CLI start or a probe
+that never reaches a test should not pay.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
 
-def variant_summary(runs: pd.DataFrame, metric: str = "throughput", baseline: str = "no_fault",
-                    level: float = 0.95) -> pd.DataFrame:
-    """Per variant: n, mean, std, cv, and mean ratio to `baseline` with a Student-t interval at `level`.
+def t_sf(t: float, df: float) -> float:
+    """P(T > t) for Student's t with `df` degrees of freedom (df may be fractional, e.g. Welch's)."""
+    from scipy import stats
 
-    `runs` has one row per (variant, repeat) with a column `metric` (as from workloads.common.measure_variants).
-    The ratio's relative standard error combines both means' (delta method); its degrees of freedom are
-    Welch-Satterthwaite's, so two repeats a side give a wide interval (t with ~2 df: ±4.3 standard errors) rather
-    than a falsely tight normal one. One run of a variant has no spread: its interval is NaN (cannot tell).
-    """
-    g = runs.groupby("variant", sort=False)[metric]
-    out = pd.DataFrame({"n": g.count(), "mean": g.mean(), "std": g.std(ddof=1)})
-    out["cv"] = out["std"] / out["mean"].where(out["mean"] != 0)
-    if baseline in out.index:
-        b = out.loc[baseline]
-        ratio = out["mean"] / b["mean"]
-        va = (out["std"] / out["mean"]) ** 2 / out["n"]  # squared relative standard errors
-        vb = (b["std"] / b["mean"]) ** 2 / b["n"]
-        rse = np.sqrt(va + vb)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            df = (va + vb) ** 2 / (va ** 2 / (out["n"] - 1) + vb ** 2 / (b["n"] - 1))
-        df = df.where(np.isfinite(df) & (df > 0), out["n"] + b["n"] - 2)
-        from scipy import stats
-
-        tq = pd.Series(stats.t.ppf(0.5 + level / 2, df.clip(lower=1e-9)), index=out.index)
-        tq = tq.where((out["n"] >= 2) & (b["n"] >= 2))
-        out["ratio"] = ratio
-        out["ratio_lo"] = ratio * (1 - tq * rse)
-        out["ratio_hi"] = ratio * (1 + tq * rse)
-        out.loc[out.index == baseline, ["ratio_lo", "ratio_hi"]] = 1.0
-    out["std"] = out["std"].fillna(0.0)
-    return out
+    return float(stats.t.sf(t, df))
 
 
-def paired(runs: pd.DataFrame, metric: str = "throughput", baseline: str = "no_fault") -> pd.DataFrame:
-    """`runs` with a column `<metric>_paired`: each run's metric divided by the baseline's metric in the same repeat.
+def t_quantile(q: float, df: float) -> float:
+    """The q-quantile of Student's t."""
+    from scipy import stats
 
-    measure_variants runs the variants of one repeat back to back, so each repeat is a block: dividing within the
-    block removes drift in machine load between repeats (other jobs on shared cores), which otherwise dominates the
-    variance of the raw means. variant_summary(paired(runs), "throughput_paired") then gives ratios whose interval
-    reflects the within-repeat noise only. Runs whose repeat has no baseline run get NaN.
-    """
-    base = runs[runs["variant"] == baseline].set_index("repeat")[metric]
-    out = runs.copy()
-    out[f"{metric}_paired"] = out[metric] / out["repeat"].map(base)
-    return out
+    return float(stats.t.ppf(q, df))
+
+
+def binom_sf(k: int, n: int, p: float) -> float:
+    """P(X ≥ k), X ~ Binomial(n, p) (1 for k ≤ 0, 0 for k > n)."""
+    from scipy import stats
+
+    return float(stats.binom.sf(int(k) - 1, int(n), float(p)))
+
+
+def binom_two_sided(k: int, n: int, p: float) -> float:
+    """Exact two-sided binomial test of k successes in n at rate p (doubling the smaller tail); NaN for n ≤ 0."""
+    if n <= 0:
+        return math.nan
+    return float(min(1.0, 2 * min(binom_sf(k, n, p), 1.0 - binom_sf(k + 1, n, p))))
+
+
+def hypergeom_sf(k: int, total: int, marked: int, drawn: int) -> float:
+    """P(X ≥ k) when `drawn` items are taken without replacement from `total` of which `marked` are marked."""
+    from scipy import stats
+
+    return float(stats.hypergeom.sf(int(k) - 1, int(total), int(marked), int(drawn)))
+
+
+def lag1(x: np.ndarray) -> float:
+    """Lag-1 autocorrelation of the finite values of `x` (0 for a constant or too short series)."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) < 3 or np.std(x[:-1]) == 0 or np.std(x[1:]) == 0:
+        return 0.0
+    r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
+    return r if np.isfinite(r) else 0.0
 
 
 def paired_bootstrap(a: np.ndarray | pd.Series, b: np.ndarray | pd.Series, stat: str = "ratio", n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
@@ -76,78 +78,8 @@ def paired_bootstrap(a: np.ndarray | pd.Series, b: np.ndarray | pd.Series, stat:
             "hi": float(np.percentile(boot, 97.5)), "n": int(len(d))}
 
 
-@dataclass
-class LabVerdict:
-    """The verdict of a fault → fix → no-fault experiment."""
-
-    status: str  # confirmed | refuted | inconclusive
-    summary: str
-    fault_ratio: float  # fault throughput ÷ no-fault throughput
-    fix_ratio: float  # fix throughput ÷ no-fault throughput
-    noise_cv: float  # largest coefficient of variation among the variants
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def lab_verdict(summary: pd.DataFrame, fault: str = "fault", fix: str = "fix", baseline: str = "no_fault",
-                recover: float = 0.95) -> LabVerdict:
-    """The verdict from the ratios' intervals (variant_summary; ratios to `baseline`):
-
-    confirmed     the fault costs throughput beyond the noise (its interval lies below 1) and the fix is faster
-                  than the fault beyond the noise (their intervals do not overlap) and recovers ≥ `recover`
-    refuted       the fault's interval holds 1 and is tight enough to rule out a cost of more than 1 - `recover`
-                  (its lower end above `recover`): the hypothesised cause does not slow this run
-    inconclusive  otherwise: the runs cannot separate fault, fix and noise (too few repeats, or noisy), or the fix
-                  does not recover enough
-    """
-    fr = float(summary.loc[fault, "ratio"])
-    xr = float(summary.loc[fix, "ratio"]) if fix in summary.index else math.nan
-    cv = float(summary["cv"].max())
-    f_lo, f_hi = (float(summary.loc[fault, k]) for k in ("ratio_lo", "ratio_hi"))
-    x_lo, x_hi = ((float(summary.loc[fix, k]) for k in ("ratio_lo", "ratio_hi")) if fix in summary.index
-                  else (math.nan, math.nan))
-    n = int(summary["n"].min())
-    fault_txt = f"fault runs at {fr:.0%} of no-fault ({_interval(f_lo, f_hi)})"
-    fix_txt = f"the fix at {xr:.0%} ({_interval(x_lo, x_hi)})"
-    if not (math.isfinite(f_lo) and math.isfinite(f_hi)):
-        return LabVerdict("inconclusive", f"{fault_txt}: {n} run(s) per variant give no interval; repeat more",
-                          fr, xr, cv)
-    if f_hi < 1.0:
-        if math.isfinite(x_lo) and x_lo > f_hi and xr >= recover:
-            return LabVerdict("confirmed", f"{fault_txt}; {fix_txt}: the fix recovers the loss beyond the noise",
-                              fr, xr, cv)
-        if math.isfinite(x_lo) and x_lo > f_hi:
-            return LabVerdict("inconclusive", f"{fault_txt}; {fix_txt}: faster than the fault, but short of the "
-                              f"{recover:.0%} bar", fr, xr, cv)
-        return LabVerdict("inconclusive", f"{fault_txt}; {fix_txt}: the {n} runs per variant cannot separate the "
-                          "fix from the fault; repeat more (or run without --quick)", fr, xr, cv)
-    if f_lo > recover:
-        return LabVerdict("refuted", f"{fault_txt}: within run-to-run noise, and a cost above {1 - recover:.0%} is "
-                          "ruled out", fr, xr, cv)
-    return LabVerdict("inconclusive", f"{fault_txt}: the interval holds both no cost and a large one; the {n} runs "
-                      "per variant cannot tell — repeat more", fr, xr, cv)
-
-
-def _interval(lo: float, hi: float, level: float = 0.95) -> str:
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return "no interval"
-    return f"{level:.0%} interval {lo:.0%}-{hi:.0%}"
-
-
-def period_text(periodic: dict | None, alpha: float = 0.05, unit: str = "steps") -> tuple[int | float | None, str]:
-    """(period or None, text) for a periodicity test result with `every_n_steps` and `p_value`: the period is
-    given only when p < `alpha`; otherwise "no period found"."""
-    periodic = periodic or {}
-    every, p = periodic.get("every_n_steps"), periodic.get("p_value")
-    if every is None or p is None or not (p < alpha):
-        tail = f" (best candidate every {every} {unit}, p = {p:.2g})" if every is not None and p is not None else ""
-        return None, "no period found" + tail
-    return every, f"slow steps recur every {every} {unit} (p = {p:.2g})"
-
-
 # ---------------------------------------------------------------------------------------------------------------
-# Run-to-run and within-run noise for autocorrelated per-step series (used by analysis.regression).
+# Run-to-run and within-run noise for autocorrelated per-step series (used by `playbook compare`).
 #
 # Step times are not independent: a slow phase of the machine, a periodic stall or a warm-up trend make
 # neighbouring steps alike, so an i.i.d. bootstrap (or a plain Mann-Whitney test) understates the noise. The
@@ -284,30 +216,6 @@ def cliffs_delta(a: np.ndarray, b: np.ndarray, lag1_a: float = 0.0, lag1_b: floa
 
     sd = math.sqrt((ea + eb + 1) / (3 * ea * eb))
     return delta, float(min(1.0, 2 * (1 - NormalDist().cdf(abs(delta) / sd))))
-
-
-def lag1(x: np.ndarray) -> float:
-    """Lag-1 autocorrelation of `x` (0 for a constant or too short series)."""
-    x = np.asarray(x, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    if len(x) < 3 or np.std(x[:-1]) == 0 or np.std(x[1:]) == 0:
-        return 0.0
-    r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
-    return r if np.isfinite(r) else 0.0
-
-
-def t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with `df` degrees of freedom (df may be fractional, e.g. Welch's)."""
-    from scipy import stats
-
-    return float(stats.t.sf(t, df))
-
-
-def t_quantile(q: float, df: float) -> float:
-    """The q-quantile of Student's t."""
-    from scipy import stats
-
-    return float(stats.t.ppf(q, df))
 
 
 def log_ratio_t(good: np.ndarray, bad: np.ndarray, level: float = 0.95, equal_var: bool = True) -> dict | None:
