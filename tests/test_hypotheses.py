@@ -141,7 +141,8 @@ def test_events_at_the_drops_name_the_cause():
     import numpy as np
     import pandas as pd
 
-    from playbook.analysis.oscillation import analyze_oscillation, dips_vs_events
+    from playbook.analysis.coincidence import dips_vs_events
+    from playbook.analysis.oscillation.fleet import analyze_oscillation
 
     frame, _ = simulate_telemetry("oscillation", duration_s=1800.0)
     res = analyze_oscillation(frame)
@@ -162,7 +163,8 @@ def test_host_writes_during_the_drops_point_at_checkpoints():
     import pandas as pd
 
     from playbook import schema
-    from playbook.analysis.oscillation import analyze_oscillation, host_during_dips
+    from playbook.analysis.coincidence import host_during_dips
+    from playbook.analysis.oscillation.fleet import analyze_oscillation
 
     frame, _ = simulate_telemetry("oscillation", duration_s=1800.0, hosts=1)
     res = analyze_oscillation(frame)
@@ -251,7 +253,7 @@ def test_one_shared_drop_in_a_short_recording_is_not_healthy():
 def test_a_drop_on_one_gpu_of_eight_is_not_a_shared_drop():
     import numpy as np
 
-    from playbook.analysis.oscillation import analyze_oscillation
+    from playbook.analysis.oscillation.fleet import analyze_oscillation
 
     frame, _ = simulate_telemetry("healthy", duration_s=120.0, interval_s=1.0, hosts=2, gpus_per_host=4)
     t = (frame["time"] - frame["time"].min()).dt.total_seconds().to_numpy()

@@ -52,16 +52,11 @@ import pandas as pd
 from playbook import causes, schema
 from playbook.analysis import hypotheses as hyp
 from playbook.analysis import steps as steps_analysis
+from playbook.analysis.coincidence import dips_vs_events, host_during_dips
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import GpuReport, analyze_gpus
-from playbook.analysis.oscillation import (
-    OscillationResult,
-    analyze_gpu_series,
-    analyze_oscillation,
-    dips_vs_events,
-    gpu_series,
-    host_during_dips,
-)
+from playbook.analysis.oscillation.fleet import OscillationResult, analyze_gpu_series, analyze_oscillation
+from playbook.analysis.series import gpu_series
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 

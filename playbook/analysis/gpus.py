@@ -35,14 +35,9 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
-from playbook.analysis.oscillation import (
-    ALPHA,
-    GAP_FACTOR,
-    MIN_SAMPLES_PERIOD,
-    GpuSeries,
-    gpu_series,
-    two_levels,
-)
+from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
+from playbook.analysis.oscillation.levels import two_levels
+from playbook.analysis.series import GAP_FACTOR, GpuSeries, gpu_series
 from playbook.analysis.stats import binom_sf, lag1
 
 MIN_DELTA_PCT = 10.0

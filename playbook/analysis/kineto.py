@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.intervals import merge_intervals
+
 # GPU work that occupies a stream. gpu_user_annotation rows are projections of CPU annotations: never work.
 GPU_WORK_CATS = frozenset({"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_sync",
                            "mtia_ccp_events"})
@@ -133,21 +135,6 @@ def _views(trace: pd.DataFrame) -> dict[int, _RankView]:
     return {r: _RankView(g, drop_last) for r, g in trace.groupby("rank", sort=True)}
 
 
-def _merge(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals [ts, end): sorted, non-overlapping (starts, ends)."""
-    if not len(ts):
-        return ts, end
-    order = np.argsort(ts, kind="stable")
-    ts, end = ts[order], end[order]
-    run_end = np.maximum.accumulate(end)
-    new = np.r_[True, ts[1:] > run_end[:-1]]
-    group = np.cumsum(new) - 1
-    starts = ts[new]
-    ends = np.full(len(starts), -np.inf)
-    np.maximum.at(ends, group, end)
-    return starts, ends
-
-
 # ------------------------------------------------------------------ HTA-parity breakdowns
 
 def temporal_breakdown(trace: pd.DataFrame) -> pd.DataFrame:
@@ -161,13 +148,13 @@ def temporal_breakdown(trace: pd.DataFrame) -> pd.DataFrame:
         work = np.flatnonzero(v.is_work)
         if not len(work):
             continue
-        starts, ends = _merge(v.ts[work], v.end[work])
+        starts, ends = merge_intervals(v.ts[work], v.end[work])
         span = float(ends[-1] - starts[0])
         busy = float(np.sum(ends - starts))
         names = pd.Series(v.name[work])
         kinds = names.map({n: kernel_kind(n) for n in names.unique()}).to_numpy()
         comp = work[kinds == "computation"]
-        c_starts, c_ends = _merge(v.ts[comp], v.end[comp])
+        c_starts, c_ends = merge_intervals(v.ts[comp], v.end[comp])
         compute = float(np.sum(c_ends - c_starts))
         idle = span - busy
         rows.append({"rank": rank, "span_us": span, "idle_us": idle, "compute_us": compute,
@@ -254,7 +241,7 @@ def _union_within(ts: np.ndarray, end: np.ndarray, lo: float, hi: float) -> floa
     keep = b > a
     if not keep.any():
         return 0.0
-    s, e = _merge(a[keep], b[keep])
+    s, e = merge_intervals(a[keep], b[keep])
     return float(np.sum(e - s))
 
 
@@ -466,7 +453,7 @@ def _host_wait(o_ts, o_end, op_launch, s0, s1, excuse_s, excuse_e, max_gap: floa
     if total <= 0 or not len(excuse_s):
         return total
     # subtract the parts of those gaps covered by DataLoader waits and device syncs
-    cs, ce = _merge(np.clip(excuse_s, s0, s1), np.clip(excuse_e, s0, s1))
+    cs, ce = merge_intervals(np.clip(excuse_s, s0, s1), np.clip(excuse_e, s0, s1))
     covered = 0.0
     for a, b in zip(gs, ge, strict=True):
         covered += float(np.sum(np.clip(np.minimum(ce, b) - np.maximum(cs, a), 0.0, None)))

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.intervals import merge_intervals
+from playbook.analysis.kineto import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, step_times
 from playbook.analysis.stats import binom_sf
-
-from .kineto import COMM_KERNEL_RE, GPU_WORK_CATS, _merge, kernel_kind, step_times
 
 COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")
 FLAG_BELOW = 0.75  # straggler score threshold (NVIDIA resiliency extension)
@@ -145,7 +145,7 @@ def rank_compute(trace: pd.DataFrame) -> pd.DataFrame:
         dur_of = dict(zip(st["step"], st["dur_us"], strict=True))
         for step in (st["step"].tolist() if len(st) else [-1]):
             sel = num == step
-            s, e = _merge(ts[sel], end[sel])
+            s, e = merge_intervals(ts[sel], end[sel])
             span = dur_of.get(step, float(end.max() - ts.min()) if len(ts) else np.nan)
             rows.append((int(rank), int(step), float(np.sum(e - s)), float(span)))
     return pd.DataFrame(rows, columns=["rank", "step", "compute_us", "step_us"])

@@ -280,7 +280,7 @@ def significant_at(spec: pd.DataFrame, period_s: float | None) -> bool:
 
 def spectrum(spec: pd.DataFrame, period_s: float | None = None, ax=None, title: str | None = None):
     """Periodogram against period (log axis): power, its noise background and significance threshold when given
-    (analysis.oscillation.period_spectrum's frame: period_s, power[, null, threshold, in_band]); the detected
+    (analysis.oscillation.fleet.period_spectrum's frame: period_s, power[, null, threshold, in_band]); the detected
     period marked when given. Periods outside the searchable band are greyed."""
     fig, ax = figure(ax)
     frame = spec[np.isfinite(spec["period_s"]) & (spec["period_s"] > 0)].sort_values("period_s")
@@ -311,7 +311,7 @@ def spectrum(spec: pd.DataFrame, period_s: float | None = None, ax=None, title: 
 def folded_cycle(fold: pd.DataFrame, period_s: float | None = None, metric: str = "util_pct", ax=None,
                  title: str | None = None, over: str = "all GPUs"):
     """One cycle of the oscillation: median and quartile band per position within the period
-    (analysis.oscillation.fold_cycle's frame: phase, time_in_cycle_s, median, q25, q75; the period is read from
+    (analysis.oscillation.fleet.fold_cycle's frame: phase, time_in_cycle_s, median, q25, q75; the period is read from
     it when not given)."""
     fig, ax = figure(ax)
     if fold.empty:

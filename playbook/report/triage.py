@@ -83,9 +83,9 @@ def key_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:
 
 def folded(frame: pd.DataFrame, metric: str, period_s: float | None,
            gpus: list[str] | None = None) -> pd.DataFrame:
-    """`metric` of `gpus` (default all) folded on the diagnosis's period (analysis.oscillation.fold_cycle);
+    """`metric` of `gpus` (default all) folded on the diagnosis's period (analysis.oscillation.fleet.fold_cycle);
     empty without a period."""
-    from playbook.analysis.oscillation import fold_cycle
+    from playbook.analysis.oscillation.fleet import fold_cycle
 
     if not period_s or len(frame) == 0:
         return pd.DataFrame(columns=["phase", "time_in_cycle_s", "median", "q25", "q75", "n"])
@@ -334,7 +334,7 @@ def show_period(report: dict[str, Any], frame: pd.DataFrame, metric: str) -> Non
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
-    from playbook.analysis.oscillation import period_spectrum
+    from playbook.analysis.oscillation.fleet import period_spectrum
     from playbook.plots import timeline
 
     period = (report.get("oscillation") or {}).get("period_s")

@@ -1,0 +1,91 @@
+"""Do the utilization drops coincide with something? Drops against timestamped events (a binomial tail against
+the chance overlap) and against host-probe metrics (a sign test of drops against the busy stretches between)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from playbook.analysis.intervals import union_length
+from playbook.analysis.stats import binom_sf
+
+
+def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataFrame,
+                   tolerance_s: float = 0.0) -> list[dict]:
+    """For each event kind with timestamps: how many drops overlap an event of that kind (± tolerance), against
+    chance — a binomial tail with the per-drop chance = share of the span within reach of such an event. One dict
+    per kind: kind, dips, hits, events, chance, p_value (sorted by p)."""
+    if events is None or events.empty or t0 is None or len(dips_s) == 0:
+        return []
+    ev = events[events["time"].notna()]
+    if ev.empty:
+        return []
+    start = (ev["time"] - t0).dt.total_seconds().to_numpy()
+    end = start + ev["duration_s"].fillna(0.0).clip(lower=0).to_numpy()
+    span = float(dips_s[:, 1].max() - dips_s[:, 0].min()) or 1.0
+    lo, hi = float(dips_s[:, 0].min()), float(dips_s[:, 1].max())
+    out = []
+    for kind in sorted(set(ev["kind"].astype(str))):
+        m = (ev["kind"].astype(str) == kind).to_numpy() & (end >= lo - tolerance_s) & (start <= hi + tolerance_s)
+        if not m.any():
+            continue
+        a, b = start[m] - tolerance_s, end[m] + tolerance_s
+        hit = ((a[None, :] <= dips_s[:, 1:2]) & (b[None, :] >= dips_s[:, 0:1])).any(axis=1)
+        # chance that a drop of mean length d overlaps one of the events: (event length + d) per event, merged
+        d = float(np.mean(dips_s[:, 1] - dips_s[:, 0]))
+        chance = min(max(union_length(a - d, b) / (span + d), 1e-9), 1.0)
+        k, n = int(hit.sum()), len(dips_s)
+        out.append({"kind": kind, "dips": n, "hits": k, "events": int(m.sum()), "chance": chance,
+                    "p_value": binom_sf(k, n, chance) if chance < 1 else 1.0})
+    return sorted(out, key=lambda r: r["p_value"])
+
+
+def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | None,
+                     columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "cpu_pct", "cpu_max_core_pct",
+                                                 "net_rx_mib_s", "net_tx_mib_s")) -> list[dict]:
+    """Host-probe metrics during the utilization drops against the busy stretches between them.
+
+    Per metric: the mean during each drop and during each gap between drops; `ratio` = median over drops ÷
+    median over gaps, and a sign test (binomial) that drops exceed the median gap more often than half the time.
+    One dict per metric with data: metric, during, between, ratio, higher, drops, p_value."""
+    if host is None or host.empty or t0 is None or len(dips_s) < 3:
+        return []
+    h = host[host["time"].notna()]
+    if h.empty:
+        return []
+    t = (h["time"] - t0).dt.total_seconds().to_numpy()
+    order = np.argsort(t)
+    t = t[order]
+    step = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    # the busy stretches between drops, one host sample clear of each edge
+    gaps = np.c_[dips_s[:-1, 1] + step, dips_s[1:, 0] - step]
+    gaps = gaps[gaps[:, 1] > gaps[:, 0]]
+    out = []
+    for col in columns:
+        if col not in h:
+            continue
+        x = h[col].to_numpy(dtype=np.float64)[order]
+        ok = np.isfinite(x)
+        if ok.sum() < 6:
+            continue
+        during = _interval_means(t[ok], x[ok], dips_s)
+        between = _interval_means(t[ok], x[ok], gaps)
+        if len(during) < 3 or len(between) < 3:
+            continue
+        base = float(np.median(between))
+        k = int((during > base).sum())
+        out.append({"metric": col, "during": float(np.median(during)), "between": base,
+                    "ratio": float(np.median(during) / base) if base > 0 else math.inf,
+                    "higher": k, "drops": len(during), "p_value": binom_sf(k, len(during), 0.5)})
+    return sorted(out, key=lambda r: r["p_value"])
+
+
+def _interval_means(t: np.ndarray, x: np.ndarray, intervals: np.ndarray) -> np.ndarray:
+    """Mean of x over the samples inside each [start, end] (intervals without samples left out)."""
+    cs = np.r_[0.0, np.cumsum(x)]
+    a = np.searchsorted(t, intervals[:, 0], side="left")
+    b = np.searchsorted(t, intervals[:, 1], side="right")
+    n = b - a
+    return ((cs[b] - cs[a]) / np.where(n > 0, n, 1))[n > 0]

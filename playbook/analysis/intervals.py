@@ -1,0 +1,26 @@
+"""Unions of time intervals (profiler rows in µs, utilization drops in s): merged, and their total length."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def merge_intervals(ts: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals [ts, end): sorted, non-overlapping (starts, ends)."""
+    if not len(ts):
+        return ts, end
+    order = np.argsort(ts, kind="stable")
+    ts, end = ts[order], end[order]
+    run_end = np.maximum.accumulate(end)
+    new = np.r_[True, ts[1:] > run_end[:-1]]
+    group = np.cumsum(new) - 1
+    starts = ts[new]
+    ends = np.full(len(starts), -np.inf)
+    np.maximum.at(ends, group, end)
+    return starts, ends
+
+
+def union_length(a: np.ndarray, b: np.ndarray) -> float:
+    """Total length of the union of intervals [a_i, b_i] (units of a and b)."""
+    starts, ends = merge_intervals(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
+    return float((ends - starts).sum())

@@ -1,0 +1,171 @@
+"""Telemetry split per GPU (GpuSeries: seconds since the first sample and one array per metric) and the
+common-grid helpers the oscillation and per-GPU analyses share (bin means, group means)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+
+GAP_FACTOR = 3.0  # a sampling gap longer than this many intervals splits a series (a lost poll or two does not)
+MAX_GRID = 1 << 18  # bins per series for the FFT path (coarser bins beyond)
+
+
+@dataclass
+class GpuSeries:
+    """Telemetry split per GPU: seconds since `t0` and metric arrays, concatenated with `offsets` (G+1)."""
+
+    ids: list[str]
+    hosts: list[str]
+    index: list[int]
+    t0: pd.Timestamp | None
+    offsets: np.ndarray
+    t: np.ndarray
+    values: dict[str, np.ndarray]
+    warnings: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def get(self, g: int, column: str = "util_pct", dropna: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(t_s, x) for GPU number g; NaN values dropped unless `dropna` is False."""
+        a, b = self.offsets[g], self.offsets[g + 1]
+        t, x = self.t[a:b], self.values[column][a:b]
+        if dropna:
+            ok = np.isfinite(x)
+            if not ok.all():
+                return t[ok], x[ok]
+        return t, x
+
+    def interval(self, g: int) -> float:
+        """Median sampling interval of GPU g in seconds (NaN with < 2 samples)."""
+        cache = self.__dict__.setdefault("_intervals", {})
+        if g not in cache:
+            a, b = self.offsets[g], self.offsets[g + 1]
+            dt = np.diff(self.t[a:b])
+            dt = dt[dt > 0]
+            cache[g] = float(np.median(dt)) if len(dt) else float("nan")
+        return cache[g]
+
+    @property
+    def span(self) -> tuple[float, float]:
+        return (float(self.t.min()), float(self.t.max())) if len(self.t) else (0.0, 0.0)
+
+    def subset(self, gpus: list[int]) -> GpuSeries:
+        """The same series restricted to GPU numbers `gpus` (in that order)."""
+        parts = [np.arange(self.offsets[g], self.offsets[g + 1]) for g in gpus]
+        idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        offsets = np.r_[0, np.cumsum([len(p) for p in parts])].astype(np.int64)
+        return GpuSeries([self.ids[g] for g in gpus], [self.hosts[g] for g in gpus], [self.index[g] for g in gpus],
+                         self.t0, offsets, self.t[idx], {c: v[idx] for c, v in self.values.items()}, [])
+
+    def time_clusters(self) -> list[list[int]]:
+        """GPUs grouped by overlapping time spans (separate recordings), largest group first."""
+        spans = []
+        for g in range(len(self)):
+            a, b = self.offsets[g], self.offsets[g + 1]
+            if b > a:
+                spans.append((float(self.t[a]), float(self.t[b - 1]), g))
+        spans.sort()
+        clusters: list[list[int]] = []
+        end = -math.inf
+        for lo, hi, g in spans:
+            tol = GAP_FACTOR * (self.interval(g) if np.isfinite(self.interval(g)) else 1.0)
+            if clusters and lo <= end + tol:
+                clusters[-1].append(g)
+                end = max(end, hi)
+            else:
+                clusters.append([g])
+                end = hi
+        empty = [g for g in range(len(self)) if self.offsets[g + 1] == self.offsets[g]]
+        if empty:
+            (clusters[0] if clusters else clusters.append([]) or clusters[0]).extend(empty)
+        return sorted((sorted(c) for c in clusters), key=lambda c: (-len(c), c[0]))
+
+
+def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",),
+               interval_s: float | None = None) -> GpuSeries:
+    """Split `telemetry` per GPU (id "host:index"), times as float seconds since the first sample.
+
+    Rows without a time are dropped with a warning — unless no row has one, in which case samples are placed
+    `interval_s` apart (1 s when not given) in their order within each GPU, also with a warning.
+    """
+    warnings: list[str] = []
+    n = len(telemetry)
+    if n == 0:
+        return GpuSeries([], [], [], None, np.zeros(1, dtype=np.int64), np.zeros(0),
+                         {c: np.zeros(0) for c in columns}, warnings)
+    host_codes, host_names = pd.factorize(telemetry["host"].astype(str), sort=True)
+    gpu = telemetry["gpu"].to_numpy(dtype=np.int64)
+    key = host_codes.astype(np.int64) * (int(gpu.max()) + 2) + (gpu + 1)
+    times = telemetry["time"]
+    has_time = times.notna().to_numpy()
+    t0 = None
+    if has_time.any():
+        ns = times.dt.as_unit("ns").astype("int64").to_numpy() if has_time.all() else \
+            np.where(has_time, times.dt.as_unit("ns").astype("int64").fillna(0).to_numpy(), 0)
+        t0_ns = int(ns[has_time].min())
+        t0 = pd.Timestamp(t0_ns, unit="ns", tz="UTC")
+        t = (ns - t0_ns) / 1e9
+        if not has_time.all():
+            warnings.append(f"telemetry: {int((~has_time).sum())} of {n} samples have no timestamp and were left "
+                            "out of the time analyses")
+    else:
+        step = interval_s if interval_s and interval_s > 0 else 1.0
+        order_in_gpu = pd.Series(np.arange(n)).groupby(key).cumcount().to_numpy()
+        t = order_in_gpu * step
+        warnings.append(f"telemetry has no timestamps: samples placed {step:g} s apart in file order"
+                        + ("" if interval_s else " (pass --interval to set the polling interval)"))
+    keep = has_time if (has_time.any() and not has_time.all()) else np.ones(n, dtype=bool)
+    in_order = bool(keep.all() and np.all(key[1:] >= key[:-1])
+                    and np.all((t[1:] >= t[:-1]) | (key[1:] != key[:-1])))
+    if in_order:  # schema.telemetry_frame sorts by host, gpu, time: usually nothing to do
+        order = np.arange(n)
+    else:
+        idx = np.flatnonzero(keep)
+        order = idx[np.lexsort((t[idx], key[idx]))]
+    key_s, t_s = (key, t) if in_order else (key[order], t[order])
+    starts = np.flatnonzero(np.r_[True, key_s[1:] != key_s[:-1]])
+    offsets = np.r_[starts, len(order)].astype(np.int64)
+    first = order[starts]
+    hosts = [str(host_names[host_codes[i]]) for i in first]
+    index = [int(gpu[i]) for i in first]
+    values = {}
+    for c in columns:
+        col = telemetry[c].to_numpy(dtype=np.float64, na_value=np.nan) if c in telemetry else np.full(n, np.nan)
+        values[c] = col if in_order else col[order]
+    return GpuSeries([schema.gpu_id(h, g) for h, g in zip(hosts, index, strict=True)], hosts, index, t0,
+                     offsets, np.asarray(t_s, dtype=np.float64), values, warnings)
+
+
+def binned_means(t: np.ndarray, x: np.ndarray, dt: float) -> tuple[np.ndarray, float]:
+    """Means of x on a uniform grid of width dt starting at t[0] (NaN where empty); coarsened to MAX_GRID bins."""
+    span = float(t[-1] - t[0]) if len(t) else 0.0
+    factor = max(1, int(math.ceil((span / dt + 1) / MAX_GRID)))
+    dt = dt * factor
+    k = np.floor((t - t[0]) / dt + 0.5).astype(np.int64)
+    nb = int(k[-1]) + 1
+    s = np.bincount(k, weights=x, minlength=nb)
+    c = np.bincount(k, minlength=nb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.where(c > 0, s / np.maximum(c, 1), np.nan)
+    return y, dt
+
+
+def group_mean(series: GpuSeries, members: list[int], column: str, dt: float, t_start: float,
+                n_bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of the members' values on the common grid (bins with no member sample dropped)."""
+    s = np.zeros(n_bins)
+    c = np.zeros(n_bins)
+    for g in members:
+        t, x = series.get(g, column)
+        k = np.clip(np.floor((t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
+        s += np.bincount(k, weights=x, minlength=n_bins)
+        c += np.bincount(k, minlength=n_bins)
+    ok = c > 0
+    centers = t_start + (np.arange(n_bins) + 0.5) * dt
+    return centers[ok], s[ok] / c[ok]
