@@ -41,7 +41,9 @@ host       one row per (time, host) host-probe sample: cpu_pct (all cores, 0-100
 trace      (Kineto) one row per trace event per rank: rank, cat, name, ts_us (µs, trace clock), dur_us, pid, tid,
            stream (-1 for CPU rows), correlation (-1 when absent), bytes (NaN unless a memcpy), source.
 
-ib         (probes/interconnect.py) one row per (time, host, device, port) of InfiniBand counters as rates.
+ib         (probes/interconnect.py) one row per (time, host, device, port) of InfiniBand counters as rates:
+           link_layer, state, phys_state, rate_gbps, width, tx_mib_s, rx_mib_s, util_pct (of rate_gbps / 8),
+           xmit_wait_per_s, errors_per_s, the cumulative IB_ERROR_COLUMNS, source.
 
 A `Bundle` carries the tables read from a set of inputs together with the warnings raised while reading them.
 """
@@ -94,6 +96,13 @@ HOST_COLUMNS: tuple[str, ...] = ("time", "host", *HOST_METRICS, "source")
 TRACE_COLUMNS: tuple[str, ...] = (
     "rank", "cat", "name", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "bytes", "source",
 )
+IB_COLUMNS: tuple[str, ...] = (
+    "time", "host", "device", "port", "link_layer", "state", "phys_state", "rate_gbps", "width", "tx_mib_s",
+    "rx_mib_s", "util_pct", "xmit_wait_per_s", "errors_per_s", "symbol_error", "link_downed",
+    "link_error_recovery", "port_rcv_errors", "port_xmit_discards", "source",
+)
+IB_ERROR_COLUMNS: tuple[str, ...] = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+                                     "port_xmit_discards")  # cumulative counts: a rise means a failing link
 
 # Clock-event (throttle) reason bits, from nvml.h (nvmlClocksEventReason*).
 THROTTLE_BITS: dict[str, int] = {

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from playbook.analysis.links import link_status
 from playbook.probes import fake_nvml
-from playbook.probes.interconnect import IB_COLUMNS, IbProbe, find_ports, link_status, parse_rate
+from playbook.probes.interconnect import IbProbe, find_ports, parse_rate
 from playbook.probes.nvml import NvmlSampler
+from playbook.schema import IB_COLUMNS
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ Inputs (whatever the bundle has):
   bundle.telemetry   pcie_tx/rx_mib_s, pcie_link_gen/width (read under load), pcie_replay_count, nvlink_tx/rx_mib_s
                      (NVML sampler, or DCGM fields 1009/1010, 237/238, 202, 1011/1012)
   bundle.meta["parts"][part]["probes"]["nvml"]["pcie_max"]   each GPU's maximum PCIe gen/width (NVML)
-The per-link verdicts come from playbook.probes.interconnect.link_status (IB errors/state/rate vs peers, PCIe
-gen/width vs maximum and replays, NVLink busy vs a capacity you pass). On top of it, PCIe saturation: a PCIe link
+The per-link verdicts come from link_status (IB errors/state/rate vs peers, PCIe gen/width vs maximum and
+replays, NVLink busy vs a capacity you pass). On top of it, links_table adds PCIe saturation: a PCIe link
 whose 90th-percentile throughput (max of tx, rx) reaches `busy_pct` of its raw capacity (per-lane rate of its
 generation × width, per direction) is saturated; PCIe's packet overhead keeps real transfers below ~85-90% of raw,
 so 80% means at the ceiling.
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.probes.interconnect import link_status
+from playbook.schema import IB_ERROR_COLUMNS
 
 # raw PCIe bandwidth per lane and direction, GB/s (after line encoding), by generation
 PCIE_LANE_GB_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
@@ -85,6 +85,68 @@ def pcie_load(telemetry: pd.DataFrame, busy_pct: float = BUSY_PCT) -> pd.DataFra
                      "saturated": bool(np.isfinite(busy) and busy >= busy_pct),
                      "direction": "rx" if (np.nan_to_num(rxp) >= np.nan_to_num(txp)) else "tx"})
     return pd.DataFrame(rows, columns=cols)
+
+
+def link_status(ib: pd.DataFrame | None = None, telemetry: pd.DataFrame | None = None,
+                pcie_max: dict[tuple[str, int], tuple[float, float]] | None = None,
+                busy_pct: float = 80.0, nvlink_capacity_mib_s: float | None = None) -> pd.DataFrame:
+    """One row per link: host, link ("mlx5_0/1", "gpu0/pcie", "gpu0/nvlink"), status, evidence.
+
+    status "degraded": error counters rose during the recording, the port went down, or the link trained below
+    its peers (same kind of link on any host) / its own maximum (`pcie_max[(host, gpu)] = (gen, width)`);
+    "saturated": the 90th percentile of its busy share ≥ `busy_pct` (IB: util_pct; NVLink: only with
+    `nvlink_capacity_mib_s`); "ok" otherwise. PCIe throughput from NVML is not compared with a capacity (the
+    20 ms windows are too noisy); PCIe is judged by gen/width and replays. Degraded wins over saturated.
+    """
+    rows: list[dict[str, Any]] = []
+    if ib is not None and len(ib):
+        best_rate = ib.groupby("link_layer")["rate_gbps"].max()
+        for (host, dev, port), g in ib.groupby(["host", "device", "port"], sort=True):
+            why = []
+            for name in IB_ERROR_COLUMNS:
+                s = g[name].dropna()
+                if len(s) >= 2 and s.iloc[-1] > s.iloc[0]:
+                    why.append(f"{name} +{int(s.iloc[-1] - s.iloc[0])}")
+            if (g["state"] != "ACTIVE").any() or (g["phys_state"].isin(["Disabled", "Polling", "LinkDown"])).any():
+                why.append("port not ACTIVE/LinkUp in some samples")
+            rate = g["rate_gbps"].min()
+            peer = best_rate.get(g["link_layer"].iloc[0], np.nan)
+            if np.isfinite(rate) and np.isfinite(peer) and rate < peer:
+                why.append(f"rate {rate:g} Gb/s below peers' {peer:g} Gb/s")
+            util = g["util_pct"].dropna()
+            p90 = float(util.quantile(0.9)) if len(util) else math.nan
+            status = "degraded" if why else ("saturated" if p90 >= busy_pct else "ok")
+            if status == "saturated":
+                why.append(f"p90 utilization {p90:.0f}% of {g['rate_gbps'].max():g} Gb/s")
+            rows.append({"host": host, "link": f"{dev}/{port}", "kind": "ib", "status": status,
+                         "evidence": "; ".join(why) or f"p90 utilization {p90:.0f}%"})
+    if telemetry is not None and len(telemetry):
+        t = telemetry
+        best_gen, best_width = t["pcie_link_gen"].max(), t["pcie_link_width"].max()
+        for (host, gpu), g in t.groupby(["host", "gpu"], sort=True):
+            why = []
+            gen, width = g["pcie_link_gen"].dropna(), g["pcie_link_width"].dropna()
+            if len(gen) and len(width):
+                mx = (pcie_max or {}).get((str(host), int(gpu)))
+                ref_gen, ref_width = (mx if mx else (best_gen, best_width))
+                if gen.max() < ref_gen or width.max() < ref_width:
+                    why.append(f"PCIe gen{gen.max():g} x{width.max():g} under load, expected gen{ref_gen:g} "
+                               f"x{ref_width:g}")
+            rep = g["pcie_replay_count"].dropna()
+            if len(rep) >= 2 and rep.iloc[-1] > rep.iloc[0]:
+                why.append(f"PCIe replays +{int(rep.iloc[-1] - rep.iloc[0])}")
+            if gen.size or rep.size:
+                rows.append({"host": host, "link": f"gpu{gpu}/pcie", "kind": "pcie",
+                             "status": "degraded" if why else "ok", "evidence": "; ".join(why)})
+            nv = g[["nvlink_tx_mib_s", "nvlink_rx_mib_s"]].max(axis=1).dropna()
+            if len(nv):
+                p90 = float(nv.quantile(0.9))
+                sat = nvlink_capacity_mib_s is not None and p90 >= busy_pct / 100 * nvlink_capacity_mib_s
+                rows.append({"host": host, "link": f"gpu{gpu}/nvlink", "kind": "nvlink",
+                             "status": "saturated" if sat else "ok",
+                             "evidence": f"p90 {p90:,.0f} MiB/s" + (
+                                 f" of {nvlink_capacity_mib_s:,.0f}" if nvlink_capacity_mib_s else "")})
+    return pd.DataFrame(rows, columns=["host", "link", "kind", "status", "evidence"])
 
 
 def _gpu_busy(telemetry: pd.DataFrame | None) -> dict[tuple[str, int], bool]:

@@ -44,7 +44,6 @@ More of the API (all stable; see each module):
     ProfilerWindows(out_dir, ...)               torch.profiler schedule windows, on demand or on a utilization drop;
         traces RUN_DIR/<part>/traces/<host>-rank<R>.step<a>-<b>.<trigger>.pt.trace.json.gz with top-level keys
         playbook_first_step / playbook_trigger / playbook_rank / playbook_host.
-    interconnect.link_status(ib=..., telemetry=...)   one row per link: ok / saturated / degraded + evidence.
     fingerprint(command=None)                  environment dict stored as meta.json["env"] (fingerprint.py).
     fake_nvml.scenario(name, ...)               a fake pynvml module for tests (fake_nvml.py).
 """

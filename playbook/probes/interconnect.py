@@ -8,7 +8,7 @@ port_rcv_remote_physical_errors, local_link_integrity_errors, excessive_buffer_o
 cumulative and summed into errors_per_s; `rate` ("400 Gb/sec (4X NDR)") gives the current speed and width,
 `state` / `phys_state` whether the link is up. The sysfs root is injectable (tests use tests/data/sysfs/).
 
-The IB table (IB_COLUMNS, one row per (time, host, device, port)):
+The IB table (schema.IB_COLUMNS, one row per (time, host, device, port)):
     time (UTC), host, device (e.g. mlx5_0), port (int), link_layer (InfiniBand / Ethernet), state (ACTIVE...),
     phys_state (LinkUp...), rate_gbps (current signalling rate, Gb/s), width ("4X"), tx_mib_s, rx_mib_s,
     util_pct (max(tx, rx) / capacity, capacity = rate_gbps / 8 in MiB/s), xmit_wait_per_s, errors_per_s,
@@ -19,9 +19,7 @@ GPU links (PCIe and NVLink) come from the NVML sampler into the telemetry table:
 pcie_link_gen/width (current: read under load), pcie_replay_count (cumulative), nvlink_tx/rx_mib_s; the
 sampler's stats hold each GPU's maximum PCIe generation and width.
 
-`link_status(ib=..., telemetry=...)` turns both into one verdict per link: "saturated" (busy near capacity: the
-link is the bottleneck but healthy), "degraded" (errors rising, link down, or trained below its peers / its
-maximum: a hardware problem to hand to the cluster team), or "ok".
+playbook.analysis.links.link_status turns both into one verdict per link (saturated / degraded / ok).
 """
 
 from __future__ import annotations
@@ -33,20 +31,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from playbook.probes._poll import Poller
+from playbook.schema import IB_COLUMNS, IB_ERROR_COLUMNS
 
 MIB = 1024.0 * 1024.0
-IB_COLUMNS: tuple[str, ...] = (
-    "time", "host", "device", "port", "link_layer", "state", "phys_state", "rate_gbps", "width", "tx_mib_s",
-    "rx_mib_s", "util_pct", "xmit_wait_per_s", "errors_per_s", "symbol_error", "link_downed",
-    "link_error_recovery", "port_rcv_errors", "port_xmit_discards", "source",
-)
 ERROR_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",
                   "port_rcv_remote_physical_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors")
-KEPT_ERRORS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards")
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec(?:\s*\((\d+X)?\s*([A-Za-z0-9]+)?\))?")
 
 
@@ -137,7 +129,7 @@ class IbProbe(Poller):
         return (
             wall, dev, port, _read(path / "link_layer") or "", _state(_read(path / "state")),
             _state(_read(path / "phys_state")), rate, width, tx, rx, util, per_s("port_xmit_wait"), err_rate,
-            *(math.nan if counts[n] is None else float(counts[n]) for n in KEPT_ERRORS),
+            *(math.nan if counts[n] is None else float(counts[n]) for n in IB_ERROR_COLUMNS),
         )
 
     def to_frame(self, rows: list[tuple]) -> pd.DataFrame:
@@ -159,66 +151,3 @@ def ib_frame(rows: list[tuple], host: str = "", source: str = "probe:ib") -> pd.
             df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     df["source"] = pd.Series([source] * len(df), dtype="category")
     return df[list(IB_COLUMNS)]
-
-
-# ---------------------------------------------------------------------- link health
-def link_status(ib: pd.DataFrame | None = None, telemetry: pd.DataFrame | None = None,
-                pcie_max: dict[tuple[str, int], tuple[float, float]] | None = None,
-                busy_pct: float = 80.0, nvlink_capacity_mib_s: float | None = None) -> pd.DataFrame:
-    """One row per link: host, link ("mlx5_0/1", "gpu0/pcie", "gpu0/nvlink"), status, evidence.
-
-    status "degraded": error counters rose during the recording, the port went down, or the link trained below
-    its peers (same kind of link on any host) / its own maximum (`pcie_max[(host, gpu)] = (gen, width)`);
-    "saturated": the 90th percentile of its busy share ≥ `busy_pct` (IB: util_pct; NVLink: only with
-    `nvlink_capacity_mib_s`); "ok" otherwise. PCIe throughput from NVML is not compared with a capacity (the
-    20 ms windows are too noisy); PCIe is judged by gen/width and replays. Degraded wins over saturated.
-    """
-    rows: list[dict[str, Any]] = []
-    if ib is not None and len(ib):
-        best_rate = ib.groupby("link_layer")["rate_gbps"].max()
-        for (host, dev, port), g in ib.groupby(["host", "device", "port"], sort=True):
-            why = []
-            for name in KEPT_ERRORS:
-                s = g[name].dropna()
-                if len(s) >= 2 and s.iloc[-1] > s.iloc[0]:
-                    why.append(f"{name} +{int(s.iloc[-1] - s.iloc[0])}")
-            if (g["state"] != "ACTIVE").any() or (g["phys_state"].isin(["Disabled", "Polling", "LinkDown"])).any():
-                why.append("port not ACTIVE/LinkUp in some samples")
-            rate = g["rate_gbps"].min()
-            peer = best_rate.get(g["link_layer"].iloc[0], np.nan)
-            if np.isfinite(rate) and np.isfinite(peer) and rate < peer:
-                why.append(f"rate {rate:g} Gb/s below peers' {peer:g} Gb/s")
-            util = g["util_pct"].dropna()
-            p90 = float(util.quantile(0.9)) if len(util) else math.nan
-            status = "degraded" if why else ("saturated" if p90 >= busy_pct else "ok")
-            if status == "saturated":
-                why.append(f"p90 utilization {p90:.0f}% of {g['rate_gbps'].max():g} Gb/s")
-            rows.append({"host": host, "link": f"{dev}/{port}", "kind": "ib", "status": status,
-                         "evidence": "; ".join(why) or f"p90 utilization {p90:.0f}%"})
-    if telemetry is not None and len(telemetry):
-        t = telemetry
-        best_gen, best_width = t["pcie_link_gen"].max(), t["pcie_link_width"].max()
-        for (host, gpu), g in t.groupby(["host", "gpu"], sort=True):
-            why = []
-            gen, width = g["pcie_link_gen"].dropna(), g["pcie_link_width"].dropna()
-            if len(gen) and len(width):
-                mx = (pcie_max or {}).get((str(host), int(gpu)))
-                ref_gen, ref_width = (mx if mx else (best_gen, best_width))
-                if gen.max() < ref_gen or width.max() < ref_width:
-                    why.append(f"PCIe gen{gen.max():g} x{width.max():g} under load, expected gen{ref_gen:g} "
-                               f"x{ref_width:g}")
-            rep = g["pcie_replay_count"].dropna()
-            if len(rep) >= 2 and rep.iloc[-1] > rep.iloc[0]:
-                why.append(f"PCIe replays +{int(rep.iloc[-1] - rep.iloc[0])}")
-            if gen.size or rep.size:
-                rows.append({"host": host, "link": f"gpu{gpu}/pcie", "kind": "pcie",
-                             "status": "degraded" if why else "ok", "evidence": "; ".join(why)})
-            nv = g[["nvlink_tx_mib_s", "nvlink_rx_mib_s"]].max(axis=1).dropna()
-            if len(nv):
-                p90 = float(nv.quantile(0.9))
-                sat = nvlink_capacity_mib_s is not None and p90 >= busy_pct / 100 * nvlink_capacity_mib_s
-                rows.append({"host": host, "link": f"gpu{gpu}/nvlink", "kind": "nvlink",
-                             "status": "saturated" if sat else "ok",
-                             "evidence": f"p90 {p90:,.0f} MiB/s" + (
-                                 f" of {nvlink_capacity_mib_s:,.0f}" if nvlink_capacity_mib_s else "")})
-    return pd.DataFrame(rows, columns=["host", "link", "kind", "status", "evidence"])
