@@ -18,27 +18,24 @@ Statuses (first that applies):
                  and the evidence says so.
   ok             otherwise.
 
-Cross-signal: utilization.gpu counts any kernel, so an NCCL kernel spinning while it waits reads 100%. A GPU that
-is low while ≥ 75% of its peers are high is a straggler candidate; its peers are *waiting* for it when their power (or
-SM activity) during those moments is clearly below their power when everyone is busy. Whether the same GPU is
-the odd one out every time (binomial test against 1/G) separates a persistent (hardware-like or rank-specific)
-straggler from a rotating (data-dependent, software) one.
+Stragglers across GPUs (low while their peers are high) come from playbook.analysis.peer_stragglers.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 from playbook import schema
+from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
-from playbook.analysis.series import GAP_FACTOR, GpuSeries, gpu_series
-from playbook.analysis.stats import binom_sf, lag1
+from playbook.analysis.peer_stragglers import peer_stragglers
+from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series
+from playbook.analysis.stats import sign_test, wilson_lower
 
 MIN_DELTA_PCT = 10.0
 MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a loss (one or two can be a glitch)
@@ -50,8 +47,6 @@ CLOCK_DEFICIT_MIN = 0.05
 SELF_DEFICIT_MIN = 0.30
 POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
 MODIFIED_Z = 3.5
-POWER_DROP_MIN = 0.15
-PEERS_HIGH = 0.75  # a straggler is low while at least this share of its peers is high
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this utilization
 UNUSED_MIB = 2048.0  # ... and never more memory than this: probably not part of the job
 MEM_SWING_FRACTION = 0.10
@@ -84,30 +79,6 @@ class GpuReport:
         return out
 
 
-def _grid(series: GpuSeries, column: str, dt: float, t_start: float, n_bins: int) -> np.ndarray:
-    """(G × n_bins) float32 means of `column` per bin (NaN where a GPU has no valid sample)."""
-    cache = series.__dict__.setdefault("_grid_keys", {})
-    ck = (dt, t_start, n_bins)
-    if ck not in cache:
-        g_of = np.repeat(np.arange(len(series), dtype=np.int64), np.diff(series.offsets))
-        k = np.clip(((series.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
-        cache.clear()
-        cache[ck] = g_of * n_bins + k
-    key = cache[ck]
-    x = series.values[column]
-    ok = np.isfinite(x)
-    size = len(series) * n_bins
-    if ok.all():
-        s = np.bincount(key, weights=x, minlength=size)
-        c = np.bincount(key, minlength=size)
-    else:
-        s = np.bincount(key[ok], weights=x[ok], minlength=size)
-        c = np.bincount(key[ok], minlength=size)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = (s / c).astype(np.float32)
-    return out.reshape(len(series), n_bins)
-
-
 def _peer_median(u: np.ndarray) -> np.ndarray:
     """Per bin, the median of the *other* GPUs (exact for ≤ 16 GPUs, the fleet median beyond)."""
     g = u.shape[0]
@@ -129,45 +100,6 @@ def _peer_median(u: np.ndarray) -> np.ndarray:
         for i in range(g):
             out[i] = np.nanmedian(np.delete(u, i, axis=0), axis=0)
     return out
-
-
-def _sign_test(d: np.ndarray) -> tuple[float | None, float]:
-    """One-sided sign-test p-value that the differences lean the way their mean does, and n_eff.
-
-    n_eff deflates the number of non-zero differences by their lag-1 autocorrelation. With n_eff ≥ 5 the normal
-    approximation on n_eff is used; below that the exact binomial tail on the raw count (which then overstates
-    the evidence: the caller treats it as untested)."""
-    nz = d[d != 0]
-    n = len(nz)
-    if n == 0:
-        return None, 0.0
-    rho = max(lag1(np.sign(nz)), 0.0)
-    n_eff = n * (1 - rho) / (1 + rho)
-    k = int((nz < 0).sum()) if d.mean() < 0 else int((nz > 0).sum())
-    if n_eff < 5:
-        return binom_sf(k, n, 0.5), n_eff
-    z = (k - n / 2) / math.sqrt(n / 4) * math.sqrt(n_eff / n)
-    return float(1 - NormalDist().cdf(z)), n_eff
-
-
-def _wilson_lower(k: int, n: int, z: float = 1.96) -> float:
-    if n == 0:
-        return 0.0
-    p = k / n
-    den = 1 + z * z / n
-    centre = p + z * z / (2 * n)
-    return max((centre - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / den, 0.0)
-
-
-def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, length) of runs of True."""
-    if not mask.any():
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    m = np.r_[False, mask, False].astype(np.int8)
-    d = np.diff(m)
-    start = np.flatnonzero(d == 1)
-    stop = np.flatnonzero(d == -1)
-    return start, stop - start
 
 
 def _fmt_s(seconds: float) -> str:
@@ -206,11 +138,11 @@ def _analyze(series: GpuSeries) -> GpuReport:
     dt = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else 1.0
     lo, hi = series.span
     n_bins = max(int((hi - lo) / dt) + 1, 1)
-    if n_bins > (1 << 18):
-        dt *= math.ceil(n_bins / (1 << 18))
+    if n_bins > MAX_GRID:
+        dt *= math.ceil(n_bins / MAX_GRID)
         n_bins = int((hi - lo) / dt) + 1
     has = {c: c in series.values and np.isfinite(series.values[c]).any() for c in COLUMNS}
-    util = _grid(series, "util_pct", dt, lo, n_bins)
+    util = series.grid_means("util_pct", dt, lo, n_bins)
     valid = np.isfinite(util)
     rows = []
     for g in range(g_count):
@@ -233,7 +165,7 @@ def _analyze(series: GpuSeries) -> GpuReport:
     _throttle(series, table, has, busy_thr)
     _relative(table, util, valid, dt)
     _memory(series, table, has)
-    stragglers, rotating = _stragglers(series, table, util, valid, dt, lo, n_bins, has)
+    stragglers, rotating = peer_stragglers(series, util, valid, dt, lo, n_bins, has)
     table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB)
     if table["unused"].any() and not table["unused"].all():
         ids = list(table.loc[table["unused"], "id"])
@@ -321,7 +253,7 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
             missing = ~valid[g, watched]
             q = float(np.clip(missing.mean(), 1e-6, 0.5))
             need = max(MIN_LOST_POLLS, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
-            start, length = _runs(missing)
+            start, length = true_runs(missing)
             long = length >= need
             if long.any():
                 i = int(np.flatnonzero(long)[-1])
@@ -375,7 +307,7 @@ def _throttle(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr: float
                 masks = tr[known].astype(np.int64)
                 bad = (masks & schema.THROTTLE_HARMFUL) != 0
                 share[g] = float(bad.mean())
-                low_bound[g] = _wilson_lower(int(bad.sum()), n)
+                low_bound[g] = wilson_lower(int(bad.sum()), n)
                 if bad.any():
                     names = schema.throttle_names(float(np.bitwise_or.reduce(masks[bad] & schema.THROTTLE_HARMFUL)))
                     bits[g] = ", ".join(names)
@@ -438,7 +370,7 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
         slow = c < (1 - SELF_DEFICIT_MIN) * ref
         cols["self_ref_mhz"][g] = ref
         cols["self_slow_share"][g] = float(slow.mean())
-        cols["self_slow_lower"][g] = _wilson_lower(int(slow.sum()), len(slow))
+        cols["self_slow_lower"][g] = wilson_lower(int(slow.sum()), len(slow))
         if slow.any():
             cols["self_deficit"][g] = float(1 - np.median(c[slow]) / ref)
             if has["power_w"] and has["power_limit_w"]:
@@ -458,7 +390,7 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 free_ref = float(np.percentile(c[~capped], 95)) if (~capped).sum() >= 3 else fleet_ref
                 deficit = float(1 - np.median(c[capped]) / free_ref) if np.isfinite(free_ref) else math.nan
                 cols["cap_share"][g] = float(capped.mean())
-                cols["cap_lower"][g] = _wilson_lower(int(capped.sum()), len(capped))
+                cols["cap_lower"][g] = wilson_lower(int(capped.sum()), len(capped))
                 cols["cap_limit_w"][g] = float(np.median(lim[capped]))
                 cols["cap_ref_w"][g] = limit_ref
                 cols["cap_deficit"][g] = deficit
@@ -480,7 +412,7 @@ def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: floa
             above.append(0)
             polls.append(0)
             continue
-        pv, ne = _sign_test(d)
+        pv, ne = sign_test(d)
         delta.append(float(d.mean()))
         p.append(pv)
         n_eff.append(ne)
@@ -523,117 +455,6 @@ def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:
     limit = np.where(np.isfinite(total), MEM_SWING_FRACTION * total, MEM_SWING_MIB)
     table["mem_swings"] = np.isfinite(swing) & (swing >= limit)
     table["mem_near_full"] = np.isfinite(total) & np.isfinite(peak) & (peak >= 0.97 * total)
-
-
-def _stragglers(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float,
-                t0: float, n_bins: int, has: dict) -> tuple[list[dict], dict | None]:
-    """GPUs low while most peers are high; whether peers wait (power / SM activity) and whether it persists."""
-    g_count = util.shape[0]
-    if g_count < 3 or n_bins < 4:
-        return [], None
-    thr = np.full(g_count, 50.0)
-    for g in range(g_count):
-        lv = two_levels(util[g][valid[g]])
-        if lv.bimodal:
-            thr[g] = lv.threshold
-    filled, fvalid = _hold(util, valid, int(GAP_FACTOR))
-    high = (filled >= thr[:, None]) & fvalid
-    low = (filled < thr[:, None]) & fvalid
-    valid = fvalid
-    n_valid = valid.sum(0)
-    n_high = high.sum(0)
-    peers_valid = n_valid[None, :] - valid
-    odd = low & ((n_high[None, :] - high) >= PEERS_HIGH * peers_valid) & (peers_valid >= 2)
-    all_high = (n_high == n_valid) & (n_valid >= max(2, g_count // 2))
-    work_col = "sm_active" if has["sm_active"] else ("power_w" if has["power_w"] else None)
-    work = None
-    if work_col is not None:
-        work = _grid(series, work_col, dt, t0, n_bins)
-        if work_col == "power_w":  # each GPU's power relative to its own busy level
-            ref = np.full(g_count, np.nan, dtype=np.float32)
-            for g in range(g_count):
-                w = work[g][high[g]]
-                w = w[np.isfinite(w)]
-                if len(w):
-                    ref[g] = np.percentile(w, 90)
-            work = work / ref[:, None]
-    starts_all, owner = [], []
-    episodes = {}
-    for g in range(g_count):
-        s, n = _runs(odd[g])
-        # a straggler's dip: the GPU was high just before and is high again just after, while its peers stayed
-        # high — not the edge of a fleet-wide drop that it merely leads or trails by a poll
-        before, after = s - 1, s + n
-        ok = (before >= 0) & (after < n_bins)
-        ok[ok] &= high[g, before[ok]] & high[g, after[ok]]
-        s, n = s[ok], n[ok]
-        episodes[g] = (s, n)
-        starts_all += list(s)
-        owner += [g] * len(s)
-    total = len(owner)
-    found = []
-    ufin = np.isfinite(util)
-    usum, ucnt = np.where(ufin, util, 0.0).sum(0, dtype=np.float64), ufin.sum(0)
-    if work is not None:
-        wfin = np.isfinite(work)
-        wsum, wcnt = np.where(wfin, work, 0.0).sum(0), wfin.sum(0)
-    for g in range(g_count):
-        s, n = episodes[g]
-        k = len(s)
-        if k == 0:
-            continue
-        share = float(n.sum() / max(valid[g].sum(), 1))
-        p_persist = binom_sf(k, total, 1.0 / g_count) if total else 1.0
-        item = {"gpu": series.ids[g], "episodes": k, "time_share": share, "share_of_all": k / total,
-                "persistence_p": p_persist, "waiting": None, "peer_work_drop": math.nan,
-                "peer_work_odd": math.nan, "peer_work_base": math.nan, "signal": work_col,
-                "first_s": float(s[0] * dt), "peer_util_pct": math.nan}
-        mask = odd[g]
-        with np.errstate(all="ignore"):  # per-bin means of the other GPUs
-            pu = (usum - np.where(ufin[g], util[g], 0.0)) / (ucnt - ufin[g])
-            sel = pu[mask]
-            sel = sel[np.isfinite(sel)]
-            item["peer_util_pct"] = float(sel.mean()) if len(sel) else math.nan
-            if work is not None and all_high.any():
-                pw = (wsum - np.where(wfin[g], work[g], 0.0)) / (wcnt - wfin[g])
-                okw = np.isfinite(pw)
-                cs = np.r_[0.0, np.cumsum(np.where(okw, pw, 0.0))]
-                cn = np.r_[0, np.cumsum(okw)]
-                num, den = cs[s + n] - cs[s], cn[s + n] - cn[s]
-                per_ep = (num / np.where(den > 0, den, 1))[den > 0]
-                base = pw[all_high & okw]
-                if len(per_ep) and len(base):
-                    b = float(np.median(base))
-                    o = float(np.median(per_ep))
-                    item["peer_work_odd"], item["peer_work_base"] = o, b
-                    item["peer_work_drop"] = 1 - o / b if b > 0 else math.nan
-                    k_below = int((per_ep < b).sum())
-                    p_wait = binom_sf(k_below, len(per_ep), 0.5) if len(per_ep) >= 5 else None
-                    item["waiting_p"] = p_wait
-                    item["waiting"] = bool(item["peer_work_drop"] >= POWER_DROP_MIN
-                                           and (p_wait is None or p_wait < ALPHA))
-        found.append(item)
-    found.sort(key=lambda d: (-d["episodes"], d["gpu"]))
-    strag = [d for d in found if d["episodes"] >= 3 and d["persistence_p"] < ALPHA
-             and d["time_share"] >= 0.005]
-    rotating = None
-    involved = [d for d in found if d["episodes"] >= 1]
-    if total >= 10 and len(involved) >= 3 and not strag:
-        top = involved[0]
-        rotating = {"episodes": total, "gpus": len(involved), "top_gpu": top["gpu"],
-                    "top_share": top["share_of_all"], "top_p": top["persistence_p"]}
-    return strag, rotating
-
-
-def _hold(u: np.ndarray, valid: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """Carry each GPU's last valid value forward over at most `limit` missing bins."""
-    g_count, n = u.shape
-    idx = np.where(valid, np.arange(n)[None, :], -1)
-    idx = np.maximum.accumulate(idx, axis=1)
-    ok = (idx >= 0) & (np.arange(n)[None, :] - idx <= limit)
-    rows = np.arange(g_count)[:, None]
-    out = np.where(ok, u[rows, np.maximum(idx, 0)], np.nan)
-    return out, ok
 
 
 def _status(r, g_count: int) -> tuple[str, str]:

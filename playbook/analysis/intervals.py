@@ -24,3 +24,14 @@ def union_length(a: np.ndarray, b: np.ndarray) -> float:
     """Total length of the union of intervals [a_i, b_i] (units of a and b)."""
     starts, ends = merge_intervals(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64))
     return float((ends - starts).sum())
+
+
+def true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of runs of True."""
+    if not mask.any():
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    m = np.r_[False, mask, False].astype(np.int8)
+    d = np.diff(m)
+    start = np.flatnonzero(d == 1)
+    stop = np.flatnonzero(d == -1)
+    return start, stop - start

@@ -63,6 +63,29 @@ class GpuSeries:
         return GpuSeries([self.ids[g] for g in gpus], [self.hosts[g] for g in gpus], [self.index[g] for g in gpus],
                          self.t0, offsets, self.t[idx], {c: v[idx] for c, v in self.values.items()}, [])
 
+    def grid_means(self, column: str, dt: float, t_start: float, n_bins: int) -> np.ndarray:
+        """(G × n_bins) float32 means of `column` per bin (NaN where a GPU has no valid sample)."""
+        cache = self.__dict__.setdefault("_grid_keys", {})
+        ck = (dt, t_start, n_bins)
+        if ck not in cache:
+            g_of = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
+            k = np.clip(((self.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
+            cache.clear()
+            cache[ck] = g_of * n_bins + k
+        key = cache[ck]
+        x = self.values[column]
+        ok = np.isfinite(x)
+        size = len(self) * n_bins
+        if ok.all():
+            s = np.bincount(key, weights=x, minlength=size)
+            c = np.bincount(key, minlength=size)
+        else:
+            s = np.bincount(key[ok], weights=x[ok], minlength=size)
+            c = np.bincount(key[ok], minlength=size)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = (s / c).astype(np.float32)
+        return out.reshape(len(self), n_bins)
+
     def time_clusters(self) -> list[list[int]]:
         """GPUs grouped by overlapping time spans (separate recordings), largest group first."""
         spans = []
@@ -169,3 +192,14 @@ def group_mean(series: GpuSeries, members: list[int], column: str, dt: float, t_
     ok = c > 0
     centers = t_start + (np.arange(n_bins) + 0.5) * dt
     return centers[ok], s[ok] / c[ok]
+
+
+def hold_last(u: np.ndarray, valid: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Carry each GPU's last valid value forward over at most `limit` missing bins."""
+    g_count, n = u.shape
+    idx = np.where(valid, np.arange(n)[None, :], -1)
+    idx = np.maximum.accumulate(idx, axis=1)
+    ok = (idx >= 0) & (np.arange(n)[None, :] - idx <= limit)
+    rows = np.arange(g_count)[:, None]
+    out = np.where(ok, u[rows, np.maximum(idx, 0)], np.nan)
+    return out, ok

@@ -8,6 +8,7 @@ that never reaches a test should not pay.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -56,6 +57,35 @@ def lag1(x: np.ndarray) -> float:
         return 0.0
     r = float(np.corrcoef(x[:-1], x[1:])[0, 1])
     return r if np.isfinite(r) else 0.0
+
+
+def sign_test(d: np.ndarray) -> tuple[float | None, float]:
+    """One-sided sign-test p-value that the differences lean the way their mean does, and n_eff.
+
+    n_eff deflates the number of non-zero differences by their lag-1 autocorrelation. With n_eff ≥ 5 the normal
+    approximation on n_eff is used; below that the exact binomial tail on the raw count (which then overstates
+    the evidence: the caller treats it as untested)."""
+    nz = d[d != 0]
+    n = len(nz)
+    if n == 0:
+        return None, 0.0
+    rho = max(lag1(np.sign(nz)), 0.0)
+    n_eff = n * (1 - rho) / (1 + rho)
+    k = int((nz < 0).sum()) if d.mean() < 0 else int((nz > 0).sum())
+    if n_eff < 5:
+        return binom_sf(k, n, 0.5), n_eff
+    z = (k - n / 2) / math.sqrt(n / 4) * math.sqrt(n_eff / n)
+    return float(1 - NormalDist().cdf(z)), n_eff
+
+
+def wilson_lower(k: int, n: int, z: float = 1.96) -> float:
+    """Lower end of the Wilson score interval of a proportion k/n (z = 1.96: the 95% two-sided bound); 0 for n = 0."""
+    if n == 0:
+        return 0.0
+    p = k / n
+    den = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    return max((centre - z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / den, 0.0)
 
 
 def paired_bootstrap(a: np.ndarray | pd.Series, b: np.ndarray | pd.Series, stat: str = "ratio", n_boot: int = 2000, seed: int = 0) -> dict[str, float]:
@@ -184,8 +214,6 @@ def bootstrap_p(estimate: float, replicates: np.ndarray, null: float = 0.0) -> f
     sd = float(np.std(r, ddof=1))
     if sd == 0:
         return 1.0 if estimate == null else 1.0 / len(r)
-    from statistics import NormalDist
-
     z = abs(estimate - null) / sd
     return float(min(1.0 / len(r), 2 * (1 - NormalDist().cdf(z))))
 
@@ -212,8 +240,6 @@ def cliffs_delta(a: np.ndarray, b: np.ndarray, lag1_a: float = 0.0, lag1_b: floa
     ea, eb = eff(na, lag1_a), eff(nb, lag1_b)
     if ea + eb < 4:
         return delta, math.nan
-    from statistics import NormalDist
-
     sd = math.sqrt((ea + eb + 1) / (3 * ea * eb))
     return delta, float(min(1.0, 2 * (1 - NormalDist().cdf(abs(delta) / sd))))
 
@@ -285,8 +311,6 @@ def block_bootstrap_widening(x: np.ndarray, block: int, level: float = 0.95) -> 
     n = int(np.isfinite(x).sum())
     if n < 4:
         return 1.0
-    from statistics import NormalDist
-
     df = max(1.5 * n / max(block, 1) - 1, 1.0)
     q = 0.5 + level / 2
     return block_variance_inflation(x, block) * t_quantile(q, df) / NormalDist().inv_cdf(q)
