@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from playbook.analysis import kineto as ak
+from playbook.analysis import kineto
+from playbook.analysis.kineto import hta, signatures
 from playbook.readers import kineto as rk
 from playbook.schema import Bundle, trace_frame
 
@@ -41,14 +42,14 @@ def test_hta_parity(key):
     """Temporal breakdown and per-stream idle breakdown within 0.1 percentage point of HTA 0.5.0."""
     ref = REFERENCE["traces"][key]
     trace = _load(key).trace
-    tb = ak.temporal_breakdown(trace).set_index("rank")
+    tb = hta.temporal_breakdown(trace).set_index("rank")
     assert sorted(tb.index) == ref["ranks"]
     for rank, h in ref["temporal"].items():
         row = tb.loc[int(rank)]
         assert row["span_us"] == pytest.approx(h["span_us"], abs=1.0)
         for part in ("idle", "compute", "non_compute"):
             assert abs(row[f"{part}_pct"] - 100 * h[f"{part}_us"] / h["span_us"]) < TOLERANCE_PP, (rank, part)
-    ib = ak.idle_breakdown(trace)
+    ib = hta.idle_breakdown(trace)
     for rank, streams in ref["idle"].items():
         mine = ib[ib["rank"] == int(rank)]
         unlinked = _streams_with_unlaunched_ops(trace, int(rank))
@@ -66,8 +67,8 @@ def test_hta_parity(key):
 
 
 def _streams_with_unlaunched_ops(trace, rank: int) -> set[int]:
-    view = ak._views(trace)[rank]
-    ops = np.flatnonzero(np.isin(view.cat, list(ak.IDLE_OP_CATS)) & (view.stream != -1))
+    view = hta._views(trace)[rank]
+    ops = np.flatnonzero(np.isin(view.cat, list(hta.IDLE_OP_CATS)) & (view.stream != -1))
     missing = np.isnan(view.runtime_start(ops))
     return {int(s) for s in view.stream[ops][missing]}
 
@@ -76,7 +77,7 @@ def _streams_with_unlaunched_ops(trace, rank: int) -> set[int]:
 def test_dlrm_differences_from_hta_are_only_unlaunched_ops():
     ref = REFERENCE["traces"]["param-dlrm/dlrm_kineto.tar.gz"]["idle"]
     trace = _load("param-dlrm/dlrm_kineto.tar.gz").trace
-    ib = ak.idle_breakdown(trace)
+    ib = hta.idle_breakdown(trace)
     differing = set()
     for rank, streams in ref.items():
         for stream, cats in streams.items():
@@ -112,7 +113,7 @@ def test_temporal_breakdown_known_answer():
         _kernel(30, 5, name="Memcpy HtoD (Pinned -> Device)", cat="gpu_memcpy"), _kernel(40, 10),
         {"cat": "gpu_user_annotation", "name": "forward", "ts_us": 0, "dur_us": 100, "stream": 7},  # not work
     ])
-    row = ak.temporal_breakdown(t).iloc[0]
+    row = hta.temporal_breakdown(t).iloc[0]
     assert (row.span_us, row.idle_us, row.compute_us, row.non_compute_us) == (50, 15, 20, 15)
     assert (row.idle_pct, row.compute_pct, row.non_compute_pct) == (30, 40, 30)
 
@@ -125,13 +126,13 @@ def test_idle_breakdown_known_answer():
         _launch(60, 4), _kernel(115, 5, corr=4),     # queued before 110, gap 5 < 30: kernel wait 5
         _launch(70, 5), _kernel(200, 10, corr=5),    # queued, gap 80 ≥ 30: other 80
     ])
-    got = ak.idle_breakdown(t).set_index("category")["idle_us"].to_dict()
+    got = hta.idle_breakdown(t).set_index("category")["idle_us"].to_dict()
     assert got == {"host_wait": 82.0, "kernel_wait": 5.0, "other": 80.0}
 
 
 def test_ns_timestamps_are_rounded_inward_like_hta():
     t = _trace([_kernel(0.4, 10.2), _kernel(20.6, 5.0)])
-    row = ak.temporal_breakdown(t).iloc[0]
+    row = hta.temporal_breakdown(t).iloc[0]
     # [1, 10) and [21, 25): span 24, busy 13
     assert (row.span_us, row.idle_us) == (24, 11)
 
@@ -146,10 +147,10 @@ def test_dataloader_share_levels():
     for i, wait in enumerate([30_000, 30_000, 6_000, 1_000]):
         rows.append({"cat": "user_annotation", "ts_us": i * 100_000 + 10, "dur_us": wait,
                      "name": "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"})
-    dl = ak.dataloader_share(_trace(rows))
+    dl = signatures.dataloader_share(_trace(rows))
     assert dl["share"].round(3).tolist() == [0.3, 0.3, 0.06, 0.01]
     assert dl["level"].tolist() == ["input_bound", "input_bound", "moderate", "ok"]
-    s = ak.summarize(Bundle(trace=_trace(rows)))
+    s = kineto.summarize(Bundle(trace=_trace(rows)))
     assert s["dataloader"]["level"] == "moderate"  # most steps ≥ 5 %, not most ≥ 20 %
     assert [f["hypothesis"] for f in s["findings"]] == ["data_starvation"]
 
@@ -168,13 +169,13 @@ def test_device_syncs_inside_steps():
             _launch(s0 + 5000, 300 + i), _kernel(s0 + 6000, 100, corr=300 + i),  # next work 2001 µs later
         ]
     t = _trace(rows)
-    sy = ak.device_syncs(t)
+    sy = signatures.device_syncs(t)
     assert set(sy["kind"]) == {"d2h_copy", "synchronize"} and set(sy["op"]) == {"aten::item"}
     assert sy["step"].tolist() == [0, 0, 1, 1, 2, 2]
-    share = ak.sync_share(t, sy)
+    share = signatures.sync_share(t, sy)
     # GPU idle from the first blocking call's return (the copy at 3992) to the next op (6000)
     assert share["exposed_us"].tolist() == [2008.0] * 3
-    s = ak.summarize(Bundle(trace=t))
+    s = kineto.summarize(Bundle(trace=t))
     assert s["syncs"]["level"] == "high" and s["syncs"]["top_ops"] == ["aten::item ×6"]
     assert "host_sync" in [f["hypothesis"] for f in s["findings"]]
 
@@ -195,12 +196,12 @@ def _launch_loop(kernel_us, interval_us=20.0, n=200, steps=3):
 
 
 def test_launch_bound_tiny_kernels_vs_compute_bound():
-    tiny = ak.launch_bound(_launch_loop(kernel_us=5.0))
+    tiny = signatures.launch_bound(_launch_loop(kernel_us=5.0))
     assert (tiny["level"] == "high").all()
     assert tiny["launch_share"].min() > 0.7 and tiny["gpu_busy_frac"].max() < 0.3
-    big = ak.launch_bound(_launch_loop(kernel_us=100.0))
+    big = signatures.launch_bound(_launch_loop(kernel_us=100.0))
     assert (big["level"] == "ok").all() and big["launch_share"].max() < 0.01
-    s = ak.summarize(Bundle(trace=_launch_loop(kernel_us=5.0)))
+    s = kineto.summarize(Bundle(trace=_launch_loop(kernel_us=5.0)))
     assert s["launch"]["level"] == "high" and s["findings"][0]["hypothesis"] == "launch_bound"
 
 
@@ -209,27 +210,27 @@ def test_pageable_copies():
         _kernel(10, 300, name="Memcpy HtoD (Pageable -> Device)", cat="gpu_memcpy", bytes=1e6),
         _kernel(400, 100, name="Memcpy HtoD (Pinned -> Device)", cat="gpu_memcpy", bytes=1e6),
     ]
-    pc = ak.pageable_copies(_trace(rows))
+    pc = signatures.pageable_copies(_trace(rows))
     assert pc.to_dict("records") == [{"rank": 0, "name": "Memcpy HtoD (Pageable -> Device)", "count": 1,
                                       "bytes": 1e6, "time_us": 300.0, "share_of_copy_time": 0.75}]
-    s = ak.summarize(Bundle(trace=_trace(rows)))
+    s = kineto.summarize(Bundle(trace=_trace(rows)))
     assert s["pageable"]["level"] == "high"  # 30 % of the step
 
 
 def test_summarize_real_trace_is_json_ready():
     b = rk.read(DATA / "hta" / "trace_filter")
-    s = ak.summarize(b)
+    s = kineto.summarize(b)
     json.dumps(s)
     assert s["ranks"] == [0, 1] and s["world_size"] == 128
     ref = REFERENCE["traces"]["hta/trace_filter"]["temporal"]["0"]
     assert s["temporal"][0]["idle_pct"] == pytest.approx(100 * ref["idle_us"] / ref["span_us"], abs=0.01)
     assert {k for k in s["idle"][0]} == {"rank", "host_wait_pct", "kernel_wait_pct", "other_pct"}
     assert [st["steps"] for st in s["steps"]] == [2, 2]
-    assert ak.summarize(SimpleNamespace(trace=trace_frame(), meta={})) is None
+    assert kineto.summarize(SimpleNamespace(trace=trace_frame(), meta={})) is None
 
 
 def test_cpu_only_trace_summarizes_without_gpu():
-    s = ak.summarize(rk.read(DATA / "hta" / "cpu_only_rank-34.pt.trace.json.gz"))
+    s = kineto.summarize(rk.read(DATA / "hta" / "cpu_only_rank-34.pt.trace.json.gz"))
     assert s["temporal"] == [] and s["findings"] == []
 
 
@@ -242,7 +243,7 @@ def _idle_steps(kernel_us, steps=3, step_us=1000.0):
 
 
 def test_gpu_idle_inside_steps_known_answer():
-    idle = ak.summarize(Bundle(trace=_idle_steps(400.0)))["gpu_idle"]
+    idle = kineto.summarize(Bundle(trace=_idle_steps(400.0)))["gpu_idle"]
     assert idle["basis"] == "steps" and idle["steps"] == 3 and idle["rank"] == 0
     assert idle["share"] == pytest.approx(0.6) and idle["unexplained_share"] == pytest.approx(0.6)
     assert idle["host_wait"] == 100.0  # each kernel was launched after the GPU had gone idle

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.intervals import merge_intervals
-from playbook.analysis.kineto import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, step_times
+from playbook.analysis.kineto.hta import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, step_times
 from playbook.analysis.stats import binom_sf
 
 COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")

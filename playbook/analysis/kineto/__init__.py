@@ -1,0 +1,238 @@
+"""Kineto trace analyses for `playbook diagnose`: `summarize(bundle)` turns the `trace` table into where each
+rank's GPU time goes, and why — HTA's temporal and idle breakdowns (hta.py) and the per-step signatures
+(signatures.py: DataLoader share, device syncs, launch-bound steps, pageable copies) — with findings.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.analysis.kineto.hta import _ranks, idle_breakdown, step_times, temporal_breakdown
+from playbook.analysis.kineto.signatures import (
+    INPUT_HIGH,
+    INPUT_MODERATE,
+    LAUNCH_HIGH,
+    LAUNCH_MODERATE,
+    dataloader_share,
+    device_syncs,
+    launch_bound,
+    pageable_copies,
+    share_level,
+    sync_share,
+)
+
+# a training step needs a handful of host reads (loss, grad norm, lr); ≥ 100 syncs in one step is a per-element loop
+PER_ELEMENT_SYNCS = 100
+
+LEVEL_ORDER = ("high", "input_bound", "moderate")  # most severe first
+
+
+def _median(values) -> float | None:
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    return float(v.median()) if len(v) else None
+
+
+def _r(x: float | None, nd: int = 2) -> float | None:
+    return None if x is None or not np.isfinite(x) else round(float(x), nd)
+
+
+def _worst_level(levels: pd.Series, order=LEVEL_ORDER) -> str:
+    """The level a majority of a rank's steps reach, most severe first ("ok" when none)."""
+    levels = levels[levels != "unknown"]
+    if levels.empty:
+        return "unknown"
+    for i, lvl in enumerate(order):
+        if (levels.isin(order[: i + 1])).mean() > 0.5:
+            return lvl
+    return "ok"
+
+
+def _steps_at(rows: pd.DataFrame, level: str, order=LEVEL_ORDER) -> dict[str, int]:
+    """{steps, steps_at_level}: the worst rank's assessed steps and how many reach `level` or worse (for the
+    confidence of a finding drawn from few profiled steps, hypotheses.from_findings)."""
+    levels = rows["level"][rows["level"] != "unknown"]
+    worse = order[: order.index(level) + 1] if level in order else (level,)
+    return {"steps": int(len(levels)), "steps_at_level": int(levels.isin(worse).sum())}
+
+
+def summarize(bundle: Any) -> dict | None:
+    """JSON-ready summary of `bundle.trace` for `playbook diagnose` (None when there is no trace).
+
+    Keys (times in ms unless named otherwise; *_pct are percentages 0-100, *_share fractions 0-1):
+      ranks             sorted ranks present; world_size from the trace metadata (None when unknown)
+      temporal          [{rank, span_ms, idle_pct, compute_pct, non_compute_pct}] (HTA's temporal breakdown)
+      idle              [{rank, host_wait_pct, kernel_wait_pct, other_pct}]: shares of the rank's GPU idle time,
+                        summed over streams (HTA's idle-time breakdown)
+      steps             [{rank, steps, median_ms, max_ms}] from ProfilerStep#N annotations
+      dataloader        {median_share, max_share, worst_rank, level: ok|moderate|input_bound|unknown}
+      syncs             {per_step, blocked_share, exposed_share, top_ops: ["aten::item ×12", ...], worst_rank,
+                        level}: D2H syncs inside steps; exposed = GPU idle right after them
+      launch            {median_share, median_kernel_us, median_launch_interval_us, gpu_busy_frac, worst_rank,
+                        level: ok|moderate|high|unknown}
+      pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
+      gpu_idle          {rank, share, basis, steps, explained_share, unexplained_share, host_wait, kernel_wait,
+                        other} on the idlest rank (see _summ_idle); None without GPU ops
+      findings          [{hypothesis, level: moderate|high, rank, evidence[, steps, steps_at_level]}] with
+                        hypothesis ids data_starvation, host_sync, launch_bound, h2d_copy
+    """
+    trace = getattr(bundle, "trace", None)
+    if trace is None or len(trace) == 0:
+        return None
+    meta = (getattr(bundle, "meta", {}) or {}).get("kineto", {})
+    world = {m.get("world_size") for m in meta.values() if isinstance(m, dict)} - {None}
+    out: dict[str, Any] = {"ranks": _ranks(trace), "world_size": max(world) if world else None}
+    tb = temporal_breakdown(trace)
+    out["temporal"] = [{"rank": int(r.rank), "span_ms": _r(r.span_us / 1e3, 3), "idle_pct": _r(r.idle_pct),
+                        "compute_pct": _r(r.compute_pct), "non_compute_pct": _r(r.non_compute_pct)}
+                       for r in tb.itertuples()]
+    ib = idle_breakdown(trace)
+    idle = []
+    for rank, g in ib.groupby("rank"):
+        per = g.groupby("category")["idle_us"].sum()
+        tot = per.sum()
+        idle.append({"rank": int(rank), **{f"{c}_pct": _r(100 * per.get(c, 0.0) / tot) if tot > 0 else None
+                                           for c in ("host_wait", "kernel_wait", "other")}})
+    out["idle"] = idle
+    st = step_times(trace)
+    out["steps"] = [{"rank": int(r), "steps": int(len(g)), "median_ms": _r(g["dur_us"].median() / 1e3, 3),
+                     "max_ms": _r(g["dur_us"].max() / 1e3, 3)} for r, g in st.groupby("rank")]
+    findings: list[dict] = []
+    out["dataloader"] = _summ_dataloader(trace, findings)
+    syncs = device_syncs(trace)
+    out["syncs"] = _summ_syncs(trace, syncs, findings)
+    lb = launch_bound(trace, syncs=syncs)
+    out["launch"] = _summ_launch(lb, findings)
+    out["pageable"] = _summ_pageable(trace, st, findings)
+    out["gpu_idle"] = _summ_idle(tb, out, lb, marked=not st.empty)
+    out["findings"] = findings
+    return out
+
+
+def _by_rank_level(frame: pd.DataFrame, share_col: str) -> tuple[int | None, str, pd.DataFrame]:
+    """Worst rank (highest median share) and its majority level."""
+    med = frame.groupby("rank")[share_col].median()
+    if med.dropna().empty:
+        return None, "unknown", frame.iloc[0:0]
+    worst = int(med.idxmax())
+    rows = frame[frame["rank"] == worst]
+    return worst, _worst_level(rows["level"]), rows
+
+
+def _summ_dataloader(trace, findings) -> dict:
+    dl = dataloader_share(trace)
+    if dl.empty:
+        return {"median_share": None, "max_share": None, "worst_rank": None, "level": "unknown"}
+    worst, level, rows = _by_rank_level(dl, "share")
+    med = _median(rows["share"])
+    if level in ("moderate", "input_bound"):
+        findings.append({"hypothesis": "data_starvation", "level": "high" if level == "input_bound" else "moderate",
+                         "rank": worst, "evidence": f"rank {worst}: waiting on the DataLoader takes a median "
+                         f"{100 * med:.1f}% of step time over {len(rows)} profiled steps (≥ 5% moderate, ≥ 20% "
+                         f"input-bound)", "share": _r(med, 4), **_steps_at(rows, level)})
+    return {"median_share": _r(med, 4), "max_share": _r(dl["share"].max(), 4), "worst_rank": worst, "level": level}
+
+
+def _summ_syncs(trace, syncs, findings) -> dict:
+    share = sync_share(trace, syncs)
+    empty = {"per_step": 0, "blocked_share": None, "exposed_share": None, "top_ops": [], "worst_rank": None,
+             "level": "unknown" if share.empty else "ok"}
+    if share.empty or syncs.empty:
+        return empty
+    share = share.assign(level=[share_level(s, LAUNCH_MODERATE, LAUNCH_HIGH, "high") for s in share["share"]])
+    worst, level, rows = _by_rank_level(share, "share")
+    in_steps = syncs[(syncs["rank"] == worst) & (syncs["step"] >= 0)]
+    top = in_steps[in_steps["op"] != ""]["op"].value_counts().head(3)
+    top_ops = [f"{op} ×{n}" for op, n in top.items()]
+    blocked = _median(rows["blocked_us"] / rows["dur_us"])
+    exposed = _median(rows["share"])
+    if level in ("moderate", "high"):
+        findings.append({"hypothesis": "host_sync", "level": level, "rank": worst, "evidence": (
+            f"rank {worst}: {_median(rows['syncs']):.0f} device-to-host syncs per step "
+            f"({', '.join(top_ops) or 'no enclosing op'}); the GPU then sits idle for a median {100 * exposed:.1f}% "
+            f"of step time (CPU blocked {100 * blocked:.1f}%)"
+            + ("; hundreds of tiny waits per step are .item() / .cpu() called per element in a Python loop: take "
+               ".item()/.cpu() out of the loop (copy the whole tensor once, or keep the values on the GPU)"
+               if _median(rows["syncs"]) >= PER_ELEMENT_SYNCS else "")), "share": _r(exposed, 4),
+            **_steps_at(rows, level)})
+    return {"per_step": _r(_median(rows["syncs"]), 1), "blocked_share": _r(blocked, 4),
+            "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
+
+
+def _summ_launch(lb, findings) -> dict:
+    if lb.empty:
+        return {"median_share": None, "median_kernel_us": None, "median_launch_interval_us": None,
+                "gpu_busy_frac": None, "worst_rank": None, "level": "unknown"}
+    worst, level, rows = _by_rank_level(lb, "launch_share")
+    med = _median(rows["launch_share"])
+    res = {"median_share": _r(med, 4), "median_kernel_us": _r(_median(rows["median_kernel_us"])),
+           "median_launch_interval_us": _r(_median(rows["median_launch_interval_us"])),
+           "gpu_busy_frac": _r(_median(rows["gpu_busy_frac"]), 3), "worst_rank": worst, "level": level}
+    if level in ("moderate", "high"):
+        findings.append({"hypothesis": "launch_bound", "level": level, "rank": worst, "evidence": (
+            f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
+            f"shorter than the {res['median_launch_interval_us']} µs between launches; the GPU waits for launches "
+            f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
+            f"(≥ 3% moderate, ≥ 15% high)"), "share": res["median_share"], **_steps_at(rows, level)})
+    return res
+
+
+def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = True) -> dict | None:
+    """The GPU's idle share on the idlest rank and how much of it the specific analyses account for.
+
+    share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
+    span from the first to the last GPU op when the trace marks no steps (basis "span"). explained_share: the
+    parts the dataloader, sync and launch analyses attribute (their median shares of step time); unexplained_share:
+    the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle categories). None when
+    the trace holds no GPU ops.
+    """
+    if tb.empty:
+        return None
+    steps = lb[lb["gpu_busy_frac"].notna() & (lb["dur_us"] > 0)] if not lb.empty else lb
+    share_by_rank = pd.Series(dtype=float)
+    if len(steps):
+        idle_us = ((1.0 - steps["gpu_busy_frac"]) * steps["dur_us"]).groupby(steps["rank"]).sum()
+        share_by_rank = (idle_us / steps.groupby("rank")["dur_us"].sum()).dropna()
+        basis, n_steps = ("steps", steps.groupby("rank").size()) if marked else \
+            ("span", pd.Series(0, index=share_by_rank.index))
+    if share_by_rank.empty:
+        share_by_rank = (tb.set_index("rank")["idle_pct"] / 100.0).dropna()
+        basis, n_steps = "span", pd.Series(0, index=share_by_rank.index)
+    if share_by_rank.empty:
+        return None
+    rank = int(share_by_rank.idxmax())
+    share = float(share_by_rank.loc[rank])
+    explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"),
+                                              out["syncs"].get("exposed_share"), out["launch"].get("median_share")))
+    split = next((r for r in out["idle"] if r["rank"] == rank), {})
+    return {"rank": rank, "share": _r(share, 4), "basis": basis, "steps": int(n_steps.get(rank, 0)),
+            "explained_share": _r(min(explained, share), 4), "unexplained_share": _r(max(share - explained, 0.0), 4),
+            **{k: split.get(f"{k}_pct") for k in ("host_wait", "kernel_wait", "other")}}
+
+
+def _summ_pageable(trace, steps, findings) -> dict:
+    pc = pageable_copies(trace)
+    # a device-to-host copy is the CPU asking for a result (.item(), .cpu()): it waits whatever the memory, so it
+    # counts as a sync (device_syncs), and pinning would not remove the wait
+    pc = pc[~pc["name"].astype(str).str.contains("DtoH", regex=False)]
+    if pc.empty:
+        return {"copies": 0, "mbytes": 0.0, "time_ms": 0.0, "share_of_step": None, "level": "ok"}
+    step_total = steps.groupby("rank")["dur_us"].sum()
+    per_rank = pc.groupby("rank")["time_us"].sum()
+    share = (per_rank / step_total.reindex(per_rank.index)).dropna()
+    worst = int(share.idxmax()) if len(share) else int(per_rank.idxmax())
+    sh = float(share.get(worst, np.nan)) if len(share) else np.nan
+    level = share_level(sh, INPUT_MODERATE, INPUT_HIGH, "high") if np.isfinite(sh) else "moderate"
+    names = pc[pc["rank"] == worst]
+    res = {"copies": int(pc["count"].sum()), "mbytes": _r(pc["bytes"].sum() / 1e6, 3),
+           "time_ms": _r(pc["time_us"].sum() / 1e3, 3), "share_of_step": _r(sh, 4), "level": level}
+    if level in ("moderate", "high"):
+        findings.append({"hypothesis": "h2d_copy", "level": level, "rank": worst, "evidence": (
+            f"rank {worst}: {int(names['count'].sum())} copies to/from pageable host memory "
+            f"({', '.join(sorted(set(names['name'])))}) take "
+            + (f"{100 * sh:.1f}% of profiled step time" if np.isfinite(sh) else f"{res['time_ms']} ms")
+            + "; pinned memory (pin_memory=True, non_blocking=True) makes them asynchronous"),
+            "share": _r(sh, 4) if np.isfinite(sh) else None})
+    return res
