@@ -84,6 +84,16 @@ def test_binomial_and_hypergeometric_tails_match_exact_sums():
     assert stats.hypergeom_sf(0, 10, 4, 3) == 1.0 and stats.hypergeom_sf(4, 10, 4, 3) == 0.0
 
 
+def test_kolmogorov_tail_and_effective_n():
+    # the Kolmogorov series 2·Σ (−1)^(j−1) exp(−2 j² x²): the 5% critical value is 1.358
+    assert stats.kolmogorov_sf(1.358) == pytest.approx(0.05, abs=2e-4)
+    assert stats.kolmogorov_sf(1.0) == pytest.approx(2 * sum((-1) ** (j - 1) * math.exp(-2 * j * j) for j in range(1, 50)))
+    assert stats.kolmogorov_sf(0.01) == pytest.approx(1.0)  # (the truncated series read 0.87 here)
+    assert stats.effective_n(100, 0.5) == pytest.approx(100 / 3)
+    assert stats.effective_n(100, -0.3) == 100 and stats.effective_n(100, math.nan) == 100
+    assert stats.effective_n(10, 0.999, floor=3.0) == 3.0
+
+
 def test_log_ratio_t_is_wide_with_few_runs_and_tight_with_many():
     few = stats.log_ratio_t(np.array([100.0, 90.0]), np.array([50.0, 55.0]))
     assert few["ratio"] == pytest.approx(math.sqrt(50 * 55) / math.sqrt(100 * 90))

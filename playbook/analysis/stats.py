@@ -59,6 +59,20 @@ def lag1(x: np.ndarray) -> float:
     return r if np.isfinite(r) else 0.0
 
 
+def kolmogorov_sf(x: float) -> float:
+    """P(K > x) for the Kolmogorov distribution (the limit of √n · the KS statistic; also of a CUSUM's maximum)."""
+    from scipy import special
+
+    return float(special.kolmogorov(x))
+
+
+def effective_n(n: float, r1: float, floor: float = 1.0) -> float:
+    """n·(1 − r1)/(1 + r1): the number of independent values n values with lag-1 autocorrelation r1 are worth
+    (r1 read as 0 when NaN, clipped to [0, 0.99]; at least `floor`)."""
+    r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
+    return max(n * (1 - r1) / (1 + r1), floor)
+
+
 def sign_test(d: np.ndarray) -> tuple[float | None, float]:
     """One-sided sign-test p-value that the differences lean the way their mean does, and n_eff.
 
@@ -233,11 +247,7 @@ def cliffs_delta(a: np.ndarray, b: np.ndarray, lag1_a: float = 0.0, lag1_b: floa
     u_b = ranks[na:].sum() - nb * (nb + 1) / 2
     delta = float(2 * u_b / (na * nb) - 1)
 
-    def eff(n: int, r1: float) -> float:
-        r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
-        return max(n * (1 - r1) / (1 + r1), 1.0)
-
-    ea, eb = eff(na, lag1_a), eff(nb, lag1_b)
+    ea, eb = effective_n(na, lag1_a), effective_n(nb, lag1_b)
     if ea + eb < 4:
         return delta, math.nan
     sd = math.sqrt((ea + eb + 1) / (3 * ea * eb))

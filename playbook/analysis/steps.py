@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.stats import binom_sf, hypergeom_sf
+from playbook.analysis.stats import binom_sf, effective_n, hypergeom_sf, kolmogorov_sf, lag1
 from playbook.causes import cause
 
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
@@ -288,11 +288,9 @@ def level_shift(fleet: pd.DataFrame) -> dict | None:
     sd = float(np.std(resid, ddof=2))
     if sd <= 0:
         sd = 1e-6
-    r1 = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if np.std(resid) > 0 else 0.0
-    r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
-    n_eff = max(n * (1 - r1) / (1 + r1), 3.0)
+    n_eff = effective_n(n, lag1(resid), floor=3.0)
     x = float(np.abs(c).max() / (sd * np.sqrt(n)) * np.sqrt(n_eff / n))
-    p = float(min(1.0, max(0.0, 2 * sum((-1) ** (j - 1) * np.exp(-2 * j * j * x * x) for j in range(1, 101)))))
+    p = kolmogorov_sf(x)
     size = float(np.exp(b.mean() - a.mean()) - 1)
     # a step change against a linear trend: residual sums of squares
     tt = np.arange(n, dtype=np.float64)
@@ -385,9 +383,7 @@ def step_creep(fleet: pd.DataFrame) -> dict | None:
     ok = x[i] != x[j]
     slope = float(np.median((d[j][ok] - d[i][ok]) / (x[j][ok] - x[i][ok]))) if ok.any() else 0.0
     resid = d - (np.median(d - slope * x) + slope * x)
-    r1 = float(np.corrcoef(resid[:-1], resid[1:])[0, 1]) if np.std(resid) > 0 else 0.0
-    r1 = min(max(r1 if np.isfinite(r1) else 0.0, 0.0), 0.99)
-    n_eff = max(n * (1 - r1) / (1 + r1), 3.0)
+    n_eff = effective_n(n, lag1(resid), floor=3.0)
     from statistics import NormalDist
 
     z = rho * np.sqrt(n_eff - 1)
