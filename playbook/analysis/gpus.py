@@ -35,7 +35,7 @@ from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series
-from playbook.analysis.stats import sign_test, wilson_lower
+from playbook.analysis.stats import sidak, sign_test, wilson_lower
 
 MIN_DELTA_PCT = 10.0
 MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a loss (one or two can be a glitch)
@@ -205,7 +205,7 @@ def imbalance_p(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, seed: 
         return math.nan
     if (under["delta_n_eff"] >= 5).any():
         p = float(under.loc[under["delta_n_eff"] >= 5, "delta_p"].astype(float).min())
-        return float(-np.expm1(len(tested) * np.log1p(-min(p, 1 - 1e-16))))
+        return float(sidak(p, len(tested)))
     x = util[keep].astype(np.float64)
     cols = np.flatnonzero(np.isfinite(x).sum(0) >= 2)
     if len(cols) == 0:

@@ -73,6 +73,12 @@ def effective_n(n: float, r1: float, floor: float = 1.0) -> float:
     return max(n * (1 - r1) / (1 + r1), floor)
 
 
+def sidak(p: np.ndarray | float, m: float) -> np.ndarray:
+    """Family-wise p-value of the smallest of m independent tests with p-value(s) `p`: 1 − (1 − p)^m (Šidák)."""
+    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
+    return -np.expm1(max(m, 1.0) * np.log1p(-np.minimum(p, 1 - 1e-16)))
+
+
 def sign_test(d: np.ndarray) -> tuple[float | None, float]:
     """One-sided sign-test p-value that the differences lean the way their mean does, and n_eff.
 

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.intervals import merge_intervals
-from playbook.analysis.kineto.hta import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, step_times
+from playbook.analysis.kineto.hta import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, profiler_steps
 from playbook.analysis.stats import binom_sf
 
 COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")
@@ -74,7 +74,7 @@ def collectives(trace: pd.DataFrame) -> pd.DataFrame:
 
 def _launch_step(trace: pd.DataFrame, gpu_rows: pd.DataFrame) -> dict:
     """{(rank, ts_us) of a GPU row: ProfilerStep number of the CPU call that launched it (or that it runs in)}."""
-    steps = step_times(trace)
+    steps = profiler_steps(trace)
     if steps.empty:
         return {}
     rt = trace[(trace["stream"] == -1) & (trace["correlation"] >= 0)]
@@ -136,7 +136,7 @@ def rank_compute(trace: pd.DataFrame) -> pd.DataFrame:
     gpu = trace[trace["cat"].astype(str).isin(GPU_WORK_CATS) & (trace["stream"] != -1)]
     kinds = gpu["name"].astype(str).map(_kind_cached)
     comp = gpu[(kinds == "computation").to_numpy()]
-    steps = step_times(trace)
+    steps = profiler_steps(trace)
     step_of = _launch_step(trace, comp) if not steps.empty else {}
     for rank, g in comp.groupby("rank"):
         st = steps[steps["rank"] == rank]

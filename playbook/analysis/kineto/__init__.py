@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.kineto.hta import _ranks, idle_breakdown, step_times, temporal_breakdown
+from playbook.analysis.kineto.hta import _ranks, idle_breakdown, profiler_steps, temporal_breakdown
 from playbook.analysis.kineto.signatures import (
     INPUT_HIGH,
     INPUT_MODERATE,
@@ -96,7 +96,7 @@ def summarize(bundle: Any) -> dict | None:
         idle.append({"rank": int(rank), **{f"{c}_pct": _r(100 * per.get(c, 0.0) / tot) if tot > 0 else None
                                            for c in ("host_wait", "kernel_wait", "other")}})
     out["idle"] = idle
-    st = step_times(trace)
+    st = profiler_steps(trace)
     out["steps"] = [{"rank": int(r), "steps": int(len(g)), "median_ms": _r(g["dur_us"].median() / 1e3, 3),
                      "max_ms": _r(g["dur_us"].max() / 1e3, 3)} for r, g in st.groupby("rank")]
     findings: list[dict] = []

@@ -8,7 +8,7 @@ two breakdowns that reproduce HTA's figures (the `trace` table: schema.TRACE_COL
   after the stream went idle: the host did not enqueue work in time), kernel wait (a gap < 30 µs between back-to-back
   ops: launch latency) or other (e.g. waiting on an event from another stream). Reproduces HTA's
   `get_idle_time_breakdown`.
-- `step_times` / `windows`: the ProfilerStep#N steps (or each rank's whole span) the per-step analyses assess.
+- `profiler_steps` / `windows`: the ProfilerStep#N steps (or each rank's whole span) the per-step analyses assess.
 
 Conventions shared with HTA so the figures agree with it: timestamps are first rounded inward to whole µs (start up,
 end down; PyTorch's ns→µs export can otherwise make neighbours overlap), and when the traces hold two or more
@@ -183,7 +183,7 @@ def idle_breakdown(trace: pd.DataFrame, kernel_wait_us: float = KERNEL_WAIT_US) 
     return pd.DataFrame(out, columns=["rank", "stream", "category", "idle_us", "share"])
 
 
-def step_times(trace: pd.DataFrame) -> pd.DataFrame:
+def profiler_steps(trace: pd.DataFrame) -> pd.DataFrame:
     """ProfilerStep#N annotations: one row per (rank, step) with ts_us, dur_us (CPU wall time of the step)."""
     names = trace["name"].astype(str)
     steps = trace[names.str.startswith("ProfilerStep") & (trace["stream"] == -1)]
@@ -199,8 +199,8 @@ def step_times(trace: pd.DataFrame) -> pd.DataFrame:
 
 def windows(trace: pd.DataFrame) -> pd.DataFrame:
     """The windows the per-step analyses assess: ProfilerStep#N steps, or — when the trace marks none (a profiler
-    used without a schedule) — each rank's whole traced span as one window, step 0. Same columns as step_times."""
-    steps = step_times(trace)
+    used without a schedule) — each rank's whole traced span as one window, step 0. Same columns as profiler_steps."""
+    steps = profiler_steps(trace)
     if len(steps) or trace.empty:
         return steps
     end = trace["ts_us"] + trace["dur_us"].fillna(0.0)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.intervals import merge_intervals
-from playbook.analysis.kineto.hta import IDLE_OP_CATS, step_times, windows
+from playbook.analysis.kineto.hta import IDLE_OP_CATS, profiler_steps, windows
 
 DATALOADER_RE = re.compile(r"DataLoader|dataloader|_DataLoaderIter|enumerate\(DataLoader\)")
 
@@ -43,7 +43,7 @@ def dataloader_share(trace: pd.DataFrame) -> pd.DataFrame:
 
     level: "input_bound" when share ≥ 20 %, "moderate" when ≥ 5 %, else "ok" (TensorFlow profiler's thresholds).
     """
-    steps = step_times(trace)
+    steps = profiler_steps(trace)
     cols = ["rank", "step", "dur_us", "dataloader_us", "share", "level"]
     if steps.empty:
         return pd.DataFrame(columns=cols)

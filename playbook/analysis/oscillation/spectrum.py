@@ -13,6 +13,7 @@ import pandas as pd
 
 from playbook.analysis.oscillation import ALPHA
 from playbook.analysis.series import MAX_GRID, binned_means
+from playbook.analysis.stats import sidak
 
 MEDIAN_WINDOW_MAX = 401  # ordinates per background median (wider windows are thinned)
 
@@ -65,7 +66,7 @@ class Spectrum:
 
     def p_values(self) -> np.ndarray:
         """Family-wise p-value of each ordinate (Šidák over the independent frequencies in band)."""
-        return _sidak(self.p_single(), self.n_independent)
+        return sidak(self.p_single(), self.n_independent)
 
     def threshold(self, alpha: float = ALPHA) -> np.ndarray:
         """Power an ordinate must exceed to be significant at `alpha` (family-wise over the band)."""
@@ -104,12 +105,6 @@ def _median_ratio_tail(ratio: np.ndarray, window: np.ndarray) -> np.ndarray:
 
     log_tail = gammaln(m + 1) - gammaln(m - k + 1) + gammaln(m - k + 1 + c) - gammaln(m + 1 + c)
     return np.exp(np.minimum(log_tail, 0.0))
-
-
-def _sidak(p: np.ndarray, m: float) -> np.ndarray:
-    """Family-wise p-value of the smallest of m independent tests."""
-    p = np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)
-    return -np.expm1(max(m, 1.0) * np.log1p(-np.minimum(p, 1 - 1e-16)))
 
 
 def empty_spectrum(dt: float = math.nan) -> Spectrum:
@@ -234,7 +229,7 @@ def spectral_period(spec: Spectrum, alpha: float = ALPHA, max_harmonic: int = 20
     top = idx[np.argpartition(ratio[idx], -candidates)[-candidates:]] if len(idx) > candidates else idx
     p_top = _median_ratio_tail(ratio[top], spec.window[top])
     k = int(top[np.argmin(p_top)])
-    p = float(_sidak(np.array([p_top.min()]), spec.n_independent)[0])
+    p = float(sidak(np.array([p_top.min()]), spec.n_independent)[0])
     f_peak = spec.freq_hz[k]
     df = spec.resolution_hz if np.isfinite(spec.resolution_hz) else f_peak
     f_lo = spec.freq_hz[idx[0]]
@@ -250,7 +245,7 @@ def spectral_period(spec: Spectrum, alpha: float = ALPHA, max_harmonic: int = 20
         if len(win) == 0:
             continue
         km = int(win[np.argmax(ratio[win])])
-        pm = float(_sidak(_median_ratio_tail(ratio[km], spec.window[km]), 2 * tested))
+        pm = float(sidak(_median_ratio_tail(ratio[km], spec.window[km]), 2 * tested))
         if pm < alpha:
             best_k = km
     period = 1.0 / _refine_peak(spec.freq_hz, spec.power, best_k)
