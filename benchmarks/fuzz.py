@@ -250,7 +250,7 @@ class Worker:
         if not hasattr(self, "_shard"):
             import numpy as np
 
-            from playbook.objstore import write_shards
+            from playbook.workloads.objstore import write_shards
 
             d = self.tmp / "shard"
             index = write_shards(({"__key__": f"k{i}", "npy": np.arange(6) * i, "cls": i, "txt": f"t{i}",

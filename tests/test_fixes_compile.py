@@ -11,11 +11,9 @@ import torch
 from playbook.fixes import compile as fc
 
 
-def test_buckets_and_bucket_length():
+def test_make_buckets():
     assert fc.make_buckets(512, 4) == [128, 256, 384, 512]
     assert fc.make_buckets(64, 3, multiple=8) == [24, 48, 64]
-    assert fc.bucket_length(1, [16, 32]) == 16 and fc.bucket_length(17, [16, 32]) == 32
-    assert fc.bucket_length(99, [16, 32]) == 32
     with pytest.raises(ValueError):
         fc.make_buckets(0)
 
@@ -26,11 +24,6 @@ def test_bucket_padder_pads_to_the_bucket_of_the_longest():
     tokens, labels = pad(samples)
     assert tokens.shape == (2, 16) and labels.tolist() == [0, 1]
     assert tokens[0, 3:].eq(0).all() and tokens[1, :10].tolist() == list(range(1, 11))
-
-
-def test_padding_waste():
-    assert fc.padding_waste([2, 4], [4, 4]) == pytest.approx(0.25)
-    assert fc.padding_waste([], []) == 0.0
 
 
 def test_signature_covers_shape_dtype_and_grad():

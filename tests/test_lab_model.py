@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from playbook.analysis.lab_verdict import paired
+from playbook.fixes.shapes import collate_padded
 from playbook.workloads import model as m
 
 
@@ -33,8 +34,8 @@ def test_sequences_are_skewed_short_and_padding_is_invisible_to_the_model():
     lengths = torch.tensor([len(s) for s, _ in (ds[i] for i in range(len(ds)))])
     assert lengths.min() >= 8 and lengths.max() <= 64 and lengths.float().median() < 36
     samples = [ds[i] for i in range(4)]
-    tight, labels = m.pad_batch(samples)
-    wide, _ = m.pad_batch(samples, 80)
+    tight, labels = collate_padded(samples)
+    wide, _ = collate_padded(samples, 80)
     assert tight.shape[1] == max(len(s) for s, _ in samples) and wide.shape == (4, 80)
     net = m.TinyTransformer(max_len=128).eval()
     with torch.no_grad():

@@ -1,4 +1,4 @@
-"""playbook.objstore: the shard writer and the loopback HTTP object store with injected faults."""
+"""playbook.workloads.objstore: the shard writer and the loopback HTTP object store with injected faults."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 import zstandard
 
 from playbook.errors import InputError, PlaybookError
-from playbook.objstore import INDEX_NAME, ObjectStore, main, write_shards
+from playbook.workloads.objstore import INDEX_NAME, ObjectStore, main, write_shards
 
 
 def _samples(n, size=64):

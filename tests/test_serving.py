@@ -1,4 +1,4 @@
-"""playbook.serving (parity, tolerances, buckets, packing, masks) and the serving lab's building blocks."""
+"""playbook.fixes.serving (parity, tolerances, buckets, packing) and the serving lab's building blocks."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import pandas as pd
 import pytest
 import torch
 
-from playbook import serving
 from playbook.errors import InputError
-from playbook.fixes import packing
+from playbook.fixes import packing, serving
 from playbook.workloads import serving as lab
 
 
@@ -91,29 +90,8 @@ def test_latency_summary_percentiles():
 def test_buckets():
     assert serving.pow2_buckets(128, 16) == [16, 32, 64, 128]
     assert serving.pow2_buckets(100, 32) == [32, 64, 100]
-    assert serving.bucket_length(33, [32, 64, 128]) == 64 and serving.bucket_length(32, [64, 32]) == 32
-    with pytest.raises(InputError, match="exceeds the largest bucket"):
-        serving.bucket_length(129, [32, 64, 128])
     with pytest.raises(InputError):
         serving.pow2_buckets(8, 16)
-
-
-def test_padded_mask_is_causal_over_real_tokens_only():
-    m = serving.padded_attention_mask(torch.tensor([2, 4]), 4)[:, 0]
-    for row, n in enumerate([2, 4]):
-        for q in range(4):
-            for k in range(4):
-                expect = (k <= q and q < n and k < n) or (q >= n and k == q)  # padding slots see themselves only
-                assert bool(m[row, q, k]) == expect
-    assert m.any(-1).all()  # no empty softmax row
-    assert serving.padded_attention_mask(torch.tensor([3]), 3, causal=False)[0, 0].all()
-
-
-def test_pad_batch():
-    tok, lengths = serving.pad_batch(_requests([2, 5]), pad_id=0)
-    assert tok.shape == (2, 5) and lengths.tolist() == [2, 5] and (tok[0, 2:] == 0).all()
-    with pytest.raises(InputError):
-        serving.pad_batch(_requests([6]), length=4)
 
 
 def test_packed_outputs_equal_padded_outputs(model):

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader
 
 from playbook.errors import InputError, WorkloadError
 from playbook.fixes import shards
-from playbook.objstore import ObjectStore, write_shards
+from playbook.workloads.objstore import ObjectStore, write_shards
 
 
 def _samples(n):

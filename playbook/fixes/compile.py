@@ -12,7 +12,7 @@ Why: a compiled graph is specialised to its input shapes; each new sequence leng
 (8) recompilations dynamo gives up and runs that function eagerly — slower forever. Options: pad to a few bucket
 lengths and compile each once before training (`warmup`); or mark the sequence dimension dynamic
 (`mark_dynamic(x, 1)`) for one shape-generic graph (cheaper to compile once, sometimes slower kernels). Padding
-costs compute (`padding_waste` measures it). The on-disk cache (TORCHINDUCTOR_CACHE_DIR, FX graph cache) turns a
+costs compute (playbook.fixes.shapes.padding_waste measures it). The on-disk cache (TORCHINDUCTOR_CACHE_DIR, FX graph cache) turns a
 restart's compile into a cache load: keep it on a persistent disk shared by restarts.
 
 Threads: torch.compile is not thread-safe (pytorch/pytorch#136833, #105943, #118260): two threads that compile at
@@ -22,11 +22,12 @@ through `CompileGuard` (a lock for unseen input signatures; calls with a known s
 
 from __future__ import annotations
 
-import bisect
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from playbook.fixes.shapes import bucket_length, collate_padded
 
 
 def make_buckets(max_len: int, count: int = 4, multiple: int = 8) -> list[int]:
@@ -35,12 +36,6 @@ def make_buckets(max_len: int, count: int = 4, multiple: int = 8) -> list[int]:
         raise ValueError("max_len, count and multiple must be >= 1")
     out = sorted({-(-round(max_len * (i + 1) / count) // multiple) * multiple for i in range(count)})
     return out
-
-
-def bucket_length(n: int, buckets: Sequence[int]) -> int:
-    """The smallest bucket ≥ n (the largest bucket when n exceeds them all: the caller truncates)."""
-    i = bisect.bisect_left(buckets, n)
-    return buckets[min(i, len(buckets) - 1)]
 
 
 class BucketPadder:
@@ -52,19 +47,8 @@ class BucketPadder:
         self.buckets = sorted(int(b) for b in buckets)
 
     def __call__(self, samples: list[Any]) -> Any:
-        from playbook.workloads.model import pad_batch
-
         longest = max(len(s[0]) for s in samples)
-        return pad_batch(samples, bucket_length(longest, self.buckets))
-
-
-def padding_waste(lengths: Iterable[int], padded_to: Iterable[int]) -> float:
-    """Share of computed positions that are padding (0-1): 1 − Σ real lengths / Σ padded lengths."""
-    real, padded = 0, 0
-    for n, p in zip(lengths, padded_to, strict=True):
-        real += min(int(n), int(p))
-        padded += int(p)
-    return 1.0 - real / padded if padded else 0.0
+        return collate_padded(samples, bucket_length(longest, self.buckets))
 
 
 def signature(args: Sequence[Any]) -> tuple:

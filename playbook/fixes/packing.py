@@ -11,14 +11,15 @@ Two fixes, two different side effects on what the model is trained on:
   Correct it by keeping windows small (the sort is local), shuffling the order of the batches (done here), and
   normalising the loss by tokens so a step's weight does not depend on its bucket.
 * `pack` concatenates whole documents into fixed rows of `row_len` tokens (first-fit decreasing); the mask from
-  `packed_attention_mask` lets a token attend only to tokens of its own document (and, causal, not to later ones),
+  `playbook.fixes.shapes.packed_attention_mask` lets a token attend only to tokens of its own document (and, causal, not to later ones),
   and positions restart at 0 in each document, so every token sees exactly what it would see in a padded batch:
   per-token outputs are identical. What changes is *loss weighting*: a mean over the tokens of a packed row weights
   each document by its length, while the usual padded loss (mean per sequence, then mean over sequences) weights
   documents equally. `token_weights(doc_ids, "sequence")` restores per-sequence weighting; "token" gives the
   token-mean (then padding and packing agree without any correction).
 
-    from playbook.fixes.packing import pack, packed_attention_mask, token_weights
+    from playbook.fixes.packing import pack, token_weights
+    from playbook.fixes.shapes import packed_attention_mask
     pb = pack(docs, row_len=512)                      # docs: list of 1-D LongTensors
     mask = packed_attention_mask(pb.doc_ids)          # bool [rows, 1, L, L], True = may attend
     logits = model(pb.tokens, positions=pb.positions, attn_mask=mask)
@@ -37,20 +38,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-PAD_DOC = -1  # doc id of padding positions
-
-
-# ---------------------------------------------------------------------------------------------------------- padding
-def pad_batch(seqs: Sequence[torch.Tensor], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dynamic padding: (tokens [B, max_len], doc_ids [B, max_len]) with doc id = row index, PAD_DOC on padding."""
-    lengths = [len(s) for s in seqs]
-    width = max(lengths) if lengths else 0
-    tokens = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    doc_ids = torch.full((len(seqs), width), PAD_DOC, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        tokens[i, : len(s)] = s
-        doc_ids[i, : len(s)] = i
-    return tokens, doc_ids
+from playbook.fixes.shapes import PAD_DOC, padding_waste
 
 
 def positions_from_doc_ids(doc_ids: torch.Tensor) -> torch.Tensor:
@@ -61,15 +49,6 @@ def positions_from_doc_ids(doc_ids: torch.Tensor) -> torch.Tensor:
     start[:, 1:] = doc_ids[:, 1:] != doc_ids[:, :-1]
     first = torch.where(start, idx, torch.zeros_like(idx)).cummax(dim=1).values
     return torch.where(doc_ids == PAD_DOC, torch.zeros_like(idx), idx - first)
-
-
-def padding_waste(lengths: Sequence[int], padded_width: int | None = None) -> float:
-    """Share of a padded batch that is padding (0-1): 1 - sum(lengths) / (n × width); width defaults to the max."""
-    a = np.asarray(lengths, dtype=float)
-    if a.size == 0:
-        return float("nan")
-    width = float(a.max() if padded_width is None else padded_width)
-    return float(1.0 - a.sum() / (a.size * width)) if width > 0 else float("nan")
 
 
 # --------------------------------------------------------------------------------------------------------- bucketing
@@ -206,23 +185,6 @@ def pack(docs: Sequence[torch.Tensor], row_len: int, pad_id: int = 0,
             doc_ids[r, at:at + n] = d
             at += n
     return PackedBatch(tokens, doc_ids, positions_from_doc_ids(doc_ids), lengths, rows)
-
-
-def packed_attention_mask(doc_ids: torch.Tensor, causal: bool = True) -> torch.Tensor:
-    """Block-diagonal boolean mask [rows, 1, L, L] (True = may attend): same document only, and k ≤ q if causal.
-
-    Works for padded batches too (doc ids from `pad_batch`). A padding position attends to itself only, so no
-    row of the mask is empty (an empty row makes softmax return NaN).
-    """
-    same = doc_ids[:, :, None] == doc_ids[:, None, :]
-    pad = doc_ids == PAD_DOC
-    width = doc_ids.shape[1]
-    eye = torch.eye(width, dtype=torch.bool, device=doc_ids.device)
-    mask = same & ~pad[:, :, None]
-    if causal:
-        mask &= torch.ones(width, width, dtype=torch.bool, device=doc_ids.device).tril()
-    mask |= eye & pad[:, :, None]
-    return mask[:, None, :, :]
 
 
 def pack_balanced(lengths: Sequence[int], n_parts: int, row_len: int) -> list[list[list[int]]]:

@@ -14,7 +14,8 @@
             save({"loader": state.state_dict(), ...})   # with the model checkpoint
     # after a restart: ShardStream(url, ..., resume=saved["loader"]) yields exactly the samples not yet consumed
 
-The bucket holds `index.json` and `*.tar.zst` shards (written by playbook.objstore.write_shards; WebDataset layout).
+The bucket holds `index.json` and `*.tar.zst` shards (WebDataset layout; the lab writes them with
+playbook.workloads.objstore.write_shards).
 
 Each epoch (seed, epoch) draws one permutation of the shards; consumer c = rank * num_workers + worker takes
 every C-th shard of it (C = world_size * num_workers): the consumers' shard sets are disjoint and together cover

@@ -93,18 +93,6 @@ class SequenceDataset(Dataset):
         return self.seqs[i], self.labels[i]
 
 
-def pad_batch(samples: list[tuple[torch.Tensor, torch.Tensor]], length: int | None = None
-              ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stack token sequences into (tokens [B, L], labels [B]), right-padded with 0 to `length` (default: the
-    batch's longest). Longer sequences are truncated to `length`."""
-    seqs, labels = zip(*samples, strict=True)
-    L = int(length) if length else max(len(s) for s in seqs)
-    out = torch.zeros(len(seqs), L, dtype=torch.long)
-    for row, s in enumerate(seqs):
-        out[row, : min(len(s), L)] = s[:L]
-    return out, torch.stack(list(labels))
-
-
 # ----------------------------------------------------------------------------------------------- models
 
 

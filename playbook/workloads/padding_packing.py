@@ -85,7 +85,7 @@ class PackingConfig:
 def build_lm(vocab: int = 64, d_model: int = 64, heads: int = 4, layers: int = 2, max_len: int = 512, seed: int = 0):
     """A small pre-norm causal transformer LM: forward(tokens, positions, attn_mask) → logits [B, L, vocab].
 
-    attn_mask is a boolean [B, 1, L, L] mask (True = may attend), e.g. playbook.fixes.packing.packed_attention_mask,
+    attn_mask is a boolean [B, 1, L, L] mask (True = may attend), e.g. playbook.fixes.shapes.packed_attention_mask,
     so the same model serves padded and packed batches; positions restart in every document.
     """
     import torch
@@ -131,6 +131,7 @@ def make_batch(docs: list, mode: str, row_len: int, rows: list[list[int]] | None
     import torch
 
     from playbook.fixes import packing as P
+    from playbook.fixes import shapes as S
 
     seqs = [torch.as_tensor(d) for d in docs]
     if not seqs:  # a rank with nothing this step still joins the all-reduce
@@ -141,11 +142,12 @@ def make_batch(docs: list, mode: str, row_len: int, rows: list[list[int]] | None
         pb = P.pack(seqs, row_len, rows=rows)
         tokens, doc_ids, positions = pb.tokens, pb.doc_ids, pb.positions
     else:
-        tokens, doc_ids = P.pad_batch(seqs)
+        tokens, lengths = S.pad_batch(seqs)
+        doc_ids = S.padded_doc_ids(lengths, tokens.shape[1])
         positions = P.positions_from_doc_ids(doc_ids)
     targets, valid = P.next_token_targets(tokens, doc_ids)
     return {"tokens": tokens, "doc_ids": doc_ids, "positions": positions,
-            "mask": P.packed_attention_mask(doc_ids), "targets": targets, "valid": valid}
+            "mask": S.packed_attention_mask(doc_ids), "targets": targets, "valid": valid}
 
 
 # ----------------------------------------------------------------------------------------------------- one rank
@@ -340,10 +342,12 @@ def weighting_demo(n_docs: int = 12, mean_len: float = 48.0, row_len: int = 256,
     import torch
 
     from playbook.fixes import packing as P
+    from playbook.fixes import shapes as S
 
     lengths = D.long_tailed_lengths(n_docs, mean_len, 1.0, 4, row_len, seed=seed)
     docs = [torch.as_tensor(d) for d in D.MarkovCorpus(seed=seed).documents(lengths, seed=seed)]
-    toks, ids = P.pad_batch(docs)
+    toks, padded_lengths = S.pad_batch(docs)
+    ids = S.padded_doc_ids(padded_lengths, toks.shape[1])
     _, valid = P.next_token_targets(toks, ids)
     padded = P.document_weight_share(ids, P.token_weights(ids, "sequence", valid=valid))
     pb = P.pack(docs, row_len)

@@ -78,14 +78,14 @@ def _lengths_for(k: dict[str, Any]) -> list[int]:
 
 def _collate(k: dict[str, Any]):
     from playbook.fixes.compile import BucketPadder, make_buckets
-    from playbook.workloads.model import pad_batch
+    from playbook.fixes.shapes import collate_padded
 
     if k["shapes"] == "max":
-        return lambda samples: pad_batch(samples, k["max_len"])
+        return lambda samples: collate_padded(samples, k["max_len"])
     if k["shapes"] == "bucket":
         return BucketPadder(make_buckets(k["max_len"], k["buckets"]))
     if k["shapes"] == "batch_max":
-        return pad_batch
+        return collate_padded
     raise WorkloadError(f"shapes must be batch_max, bucket or max, not {k['shapes']!r}")
 
 
@@ -118,7 +118,8 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     import torch
     import torch.nn.functional as F
 
-    from playbook.fixes.compile import mark_dynamic, padding_waste, warmup
+    from playbook.fixes.compile import mark_dynamic, warmup
+    from playbook.fixes.shapes import padding_waste
     from playbook.probes import Recorder
     from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything

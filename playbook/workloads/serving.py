@@ -7,8 +7,8 @@ What it checks, on a small causal transformer trained for a few seconds (CPU, or
                 measured cost of one new shape.
   2. packing    the same requests as padded batches (key-padding + causal mask) and packed rows (block-diagonal
                 causal mask, position ids restarting per sequence): outputs must agree to fp32 tolerance.
-  3. precision  fp32 training path vs bf16-autocast serving path via playbook.serving.parity against STATED
-                tolerances (playbook.serving.BF16), and the throughput each path reaches.
+  3. precision  fp32 training path vs bf16-autocast serving path via playbook.fixes.serving.parity against STATED
+                tolerances (playbook.fixes.serving.BF16), and the throughput each path reaches.
   4. splits     pipeline vs tensor parallel across 2 gloo processes on this machine (measured), and a labelled
                 analytical latency model for GPU links that cannot be measured here.
 
@@ -43,10 +43,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from playbook import serving
 from playbook.errors import WorkloadError
-from playbook.fixes import packing
-from playbook.fixes.compile import padding_waste
+from playbook.fixes import packing, serving
+from playbook.fixes.shapes import (
+    bucket_length,
+    packed_attention_mask,
+    padded_attention_mask,
+    padded_inputs,
+    padding_waste,
+)
 from playbook.workloads.common import pick_device, seed_everything
 
 # ---------------------------------------------------------------- model
@@ -172,15 +177,6 @@ def make_requests(lengths, vocab: int, seed: int = 0) -> list[torch.Tensor]:
     return [periodic_tokens(1, int(n), vocab, gen)[0] for n in lengths]
 
 
-def padded_inputs(seqs, length: int | None = None, batch_size: int | None = None, device=None):
-    """(tokens, mask) for a padded batch; `batch_size` pads the batch dimension with dummy rows too."""
-    if batch_size is not None and len(seqs) < batch_size:
-        seqs = list(seqs) + [seqs[0][:1]] * (batch_size - len(seqs))
-    tokens, lengths = serving.pad_batch(seqs, length)
-    mask = serving.padded_attention_mask(lengths, tokens.shape[1])
-    return tokens.to(device), mask.to(device), lengths
-
-
 class CompileCounter:
     """A torch.compile backend that counts graph compilations and their backend seconds, then delegates."""
 
@@ -245,7 +241,7 @@ def serve_stream(model: nn.Module, streams, batch_size: int, variant: str, bucke
             for i in range(0, len(requests), batch_size):
                 seqs = requests[i:i + batch_size]
                 longest = max(len(s) for s in seqs)
-                length = serving.bucket_length(longest, buckets) if bucketed else longest
+                length = bucket_length(longest, buckets, strict=True) if bucketed else longest
                 before = counter.compiles
                 real = int(sum(len(s) for s in seqs))
                 step = recorder.step(len(rows), tokens=real) if recorder else contextlib.nullcontext()
@@ -378,7 +374,7 @@ def padded_vs_packed(model: nn.Module, requests, batch_size: int, capacity: int,
     packs = []
     for b in batches:
         p = packing.pack(b, capacity)
-        packs.append((p, p.tokens.to(device), packing.packed_attention_mask(p.doc_ids).to(device),
+        packs.append((p, p.tokens.to(device), packed_attention_mask(p.doc_ids).to(device),
                       p.positions.to(device)))
     real = sum(len(s) for s in requests)
     times = {"padded": [], "packed": []}
@@ -415,7 +411,7 @@ def padded_vs_packed(model: nn.Module, requests, batch_size: int, capacity: int,
 # ---------------------------------------------------------------- precision parity
 
 def precision_parity(model: nn.Module, requests, batch_size: int, dtype: str = "bfloat16", repeats: int = 2):
-    """playbook.serving.parity of the fp32 training path against an autocast(dtype) serving path.
+    """playbook.fixes.serving.parity of the fp32 training path against an autocast(dtype) serving path.
 
     Compared: logits of real (non-padding) tokens only, against serving.BF16 / FP16 tolerance.
     """
@@ -428,7 +424,7 @@ def precision_parity(model: nn.Module, requests, batch_size: int, dtype: str = "
     inputs = []
     for b in batches:
         tok, mask, lengths = padded_inputs(b, device=device)
-        inputs.append({"tokens": tok, "attn_mask": mask, "_valid": serving.padded_attention_mask(
+        inputs.append({"tokens": tok, "attn_mask": mask, "_valid": padded_attention_mask(
             lengths, tok.shape[1], causal=False)[:, 0, 0, :].to(device)})
 
     def strip(req):  # the models take tokens and mask; "_valid" rides along for output_transform
@@ -449,7 +445,7 @@ def precision_parity(model: nn.Module, requests, batch_size: int, dtype: str = "
 
 def bucketed_parity(model: nn.Module, requests, batch_size: int, buckets, backend: str = "inductor",
                     repeats: int = 2):
-    """playbook.serving.parity of the training path (eager, exact shapes) against the serving path (compiled,
+    """playbook.fixes.serving.parity of the training path (eager, exact shapes) against the serving path (compiled,
     length padded to a bucket and batch to `batch_size`), on real tokens only, against serving.FP32."""
     device = next(model.parameters()).device
     torch._dynamo.reset()
@@ -458,7 +454,7 @@ def bucketed_parity(model: nn.Module, requests, batch_size: int, buckets, backen
     for i in range(0, len(requests), batch_size):
         seqs = requests[i:i + batch_size]
         tok, mask, lengths = padded_inputs(seqs, device=device)
-        btok, bmask, _ = padded_inputs(seqs, serving.bucket_length(tok.shape[1], buckets), batch_size, device)
+        btok, bmask, _ = padded_inputs(seqs, bucket_length(tok.shape[1], buckets, strict=True), batch_size, device)
         inputs.append({"tokens": tok, "attn_mask": mask, "_bucketed": (btok, bmask), "_lengths": lengths})
 
     def valid(out, req):  # real tokens of real requests, whatever the padding

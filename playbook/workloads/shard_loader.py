@@ -1,7 +1,7 @@
 """Sharded-blob loader lab: does object-store latency starve training, and does prefetching win it back?
 
 What it checks: a small classifier trains from zstd-compressed tar shards served over HTTP on loopback
-(playbook.objstore, in its own process) through DataLoader workers that decode shards (playbook.fixes.shards).
+(playbook.workloads.objstore, in its own process) through DataLoader workers that decode shards (playbook.fixes.shards).
 Three variants, each repeated and interleaved (playbook.workloads.common.measure_variants):
   no_fault  no injected latency, naive loader (one blocking whole-shard GET when a shard is needed)
   fault     `--latency-ms` time to first byte and a `--bandwidth-mib-s` per-connection cap, naive loader
@@ -43,8 +43,8 @@ from torch.utils.data import DataLoader
 
 from playbook.errors import WorkloadError
 from playbook.fixes.shards import ShardStream, prefetch_depth
-from playbook.objstore import ObjectStore, write_shards
 from playbook.workloads.common import measure_variants, pick_device, seed_everything
+from playbook.workloads.objstore import ObjectStore, write_shards
 
 VARIANTS = ("no_fault", "fault", "fix")
 COMPUTE_PHASES = ("fwd", "bwd", "optimizer", "compute")
@@ -64,7 +64,7 @@ def synthetic_samples(n: int, shape=(3, 32, 32), classes: int = 10, seed: int = 
 
 def build_bucket(root: str | Path, samples: int = 2048, samples_per_shard: int = 64, shape=(3, 32, 32),
                  seed: int = 0) -> dict[str, Any]:
-    """Write the lab's shards into `root` (see playbook.objstore.write_shards); returns the index."""
+    """Write the lab's shards into `root` (see playbook.workloads.objstore.write_shards); returns the index."""
     return write_shards(synthetic_samples(samples, shape, seed=seed), root, samples_per_shard=samples_per_shard)
 
 

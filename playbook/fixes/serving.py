@@ -1,13 +1,14 @@
 """Serving parity: does the model you serve compute what you trained, and how fast does it answer?
 
-    from playbook.serving import parity, BF16
+    from playbook.fixes.serving import parity, BF16
     report = parity(train_model, serve_model, requests, tolerance=BF16)
     report.table()        # train vs serve side by side: latency p50/p99 (ms), throughput (samples/s)
     report.summary()      # one line: errors against the stated tolerance
 
-Also the batching helpers a serving path needs when training used shape bucketing: `pow2_buckets`,
-`bucket_length` (rejects oversize requests), `pad_batch`, `padded_attention_mask`. Packing at inference uses
-playbook.fixes.packing (`pack`, `packed_attention_mask`, `unpack`): the same block-diagonal rule as in training.
+Also `pow2_buckets`, the bucket lengths of a serving path when training used shape bucketing; padding and masks
+come from playbook.fixes.shapes (`bucket_length(..., strict=True)` rejects oversize requests, `pad_batch`,
+`padded_attention_mask`), packing at inference from playbook.fixes.packing (`pack`, `unpack`): the same
+block-diagonal rule as in training.
 
 Masks are boolean with True = "may attend", the convention of torch.nn.functional.scaled_dot_product_attention.
 torch is imported lazily, inside the functions that need it.
@@ -254,43 +255,6 @@ def pow2_buckets(max_len: int, min_len: int = 16) -> list[int]:
         b *= 2
     out.append(max_len)
     return out
-
-
-def bucket_length(length: int, buckets: Sequence[int]) -> int:
-    """The smallest bucket ≥ length. Unlike training (playbook.fixes.compile.bucket_length, which lets the caller
-    truncate), a request longer than the largest bucket is an input error: a server rejects it, never cuts it."""
-    from playbook.fixes.compile import bucket_length as smallest_bucket
-
-    if length > max(buckets):
-        raise InputError(f"request of {length} tokens exceeds the largest bucket ({max(buckets)} tokens)")
-    return int(smallest_bucket(length, sorted(buckets)))
-
-
-def pad_batch(seqs: Sequence, length: int | None = None, pad_id: int = 0):
-    """(tokens [B, L], lengths [B]) from 1-D token tensors, right-padded to `length` (default: the longest)."""
-    import torch
-
-    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    L = int(lengths.max()) if length is None else int(length)
-    if len(seqs) and int(lengths.max()) > L:
-        raise InputError(f"pad_batch: a sequence of {int(lengths.max())} tokens does not fit length {L}")
-    out = torch.full((len(seqs), L), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.as_tensor(s)
-    return out, lengths
-
-
-def padded_attention_mask(lengths, length: int, causal: bool = True):
-    """Bool mask [B, 1, L, L] of a right-padded batch: a query attends the real tokens of its row (earlier ones if
-    causal). It is playbook.fixes.packing.packed_attention_mask with one document per row, so padded and packed
-    batches share one masking rule (a padding slot attends to itself only: no empty softmax row)."""
-    import torch
-
-    from playbook.fixes.packing import PAD_DOC, packed_attention_mask
-
-    rows = torch.arange(len(lengths))[:, None].expand(-1, length)
-    doc_ids = torch.where(torch.arange(length)[None] < lengths[:, None], rows, PAD_DOC)
-    return packed_attention_mask(doc_ids, causal)
 
 
 def tolerance_table(*tolerances: Tolerance) -> pd.DataFrame:

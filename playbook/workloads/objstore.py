@@ -1,6 +1,6 @@
 """A local object store for loader experiments: a real HTTP server on loopback with injectable latency.
 
-    from playbook.objstore import ObjectStore, write_shards
+    from playbook.workloads.objstore import ObjectStore, write_shards
     index = write_shards(samples, "data/shards", samples_per_shard=64)       # tar shards, zstd-compressed
     with ObjectStore("data/shards", latency_s=0.08, bandwidth_mib_s=32) as store:
         store.url                     # "http://127.0.0.1:PORT" ; GET {url}/index.json, GET {url}/shard-000000.tar.zst
@@ -336,7 +336,7 @@ class ObjectStore:
             self._thread.start()
             return self
         # a fresh interpreter (not multiprocessing): works from notebooks and from scripts without a main guard
-        cmd = [sys.executable, "-m", "playbook.objstore", str(self.root), "--seed", str(self.settings["seed"]),
+        cmd = [sys.executable, "-m", "playbook.workloads.objstore", str(self.root), "--seed", str(self.settings["seed"]),
                "--parent-pid", str(os.getpid()),
                "--latency-s", str(self.settings["latency_s"]), "--jitter-s", str(self.settings["jitter_s"]),
                "--error-rate", str(self.settings["error_rate"])]
@@ -418,10 +418,10 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     p = argparse.ArgumentParser(
-        prog="python -m playbook.objstore",
+        prog="python -m playbook.workloads.objstore",
         description="Serve DIR over HTTP on 127.0.0.1 like an object store, with injected latency, bandwidth "
                     "cap and errors. Prints 'listening http://127.0.0.1:PORT' once ready; Ctrl-C stops it.",
-        epilog="example:\n  python -m playbook.objstore data/shards --latency-s 0.08 --bandwidth-mib-s 32\n"
+        epilog="example:\n  python -m playbook.workloads.objstore data/shards --latency-s 0.08 --bandwidth-mib-s 32\n"
                "  curl -r 0-99 http://127.0.0.1:PORT/shard-000000.tar.zst | wc -c",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root", help="directory whose files are served (keys are paths relative to it)")
