@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from playbook.workloads._harness import fields
+
 LABS = ["data_starvation", "h2d_copies", "checkpoint_stalls", "host_sync_gc", "recompilation"]
 
 
@@ -24,9 +26,10 @@ def test_help_is_a_runbook(name, capsys):
     assert f"python -m playbook.workloads.{name}" in out and "playbook diagnose" in out
     for variant in ("no_fault", "fault", "fix"):
         assert f"  {variant} " in out
-    for knob in module.KNOBS:
-        assert "--" + knob.replace("_", "-") in out
-        assert knob in module.KNOB_HELP
+    flat = " ".join(out.split())  # argparse wraps help lines
+    for f in fields(module.CONFIG, cli_only=True):
+        assert "--" + f.name.replace("_", "-") in out
+        assert " ".join(f.metadata["help"].split()[:3]) in flat  # the help text comes from the config field
 
 
 def test_help_does_not_import_torch():
@@ -39,7 +42,7 @@ def test_help_does_not_import_torch():
 
 def test_presets_define_variants_and_knobs_tune_the_rest():
     from playbook.errors import WorkloadError
-    from playbook.workloads._labs_cli import resolve_knobs
+    from playbook.workloads._harness import resolve_knobs
     from playbook.workloads.data_starvation import KNOBS, VARIANTS
 
     k = resolve_knobs(VARIANTS, "no_fault", KNOBS, {"decode_ms": 3.0, "steps": 7})

@@ -34,26 +34,34 @@ from __future__ import annotations
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
-KNOBS: dict[str, Any] = {
-    "steps": 80, "warmup_steps": 3, "batch_size": 1024, "hidden": 32, "ckpt_every": 20, "ckpt_mode": "sync",
-    "storage_mib_s": 10.0, "eval_every": 40, "eval_mode": "inline", "eval_batches": 1, "eval_read_ms": 200.0,
-    "ckpt_dir": "", "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
-}
-KNOB_HELP = {
-    "steps": "timed training steps", "warmup_steps": "untimed steps first", "batch_size": "samples per step",
-    "hidden": "MLP width (sets the checkpoint size: ≈ 1.2 MB with Adam at 32)", "ckpt_every": "steps between checkpoints",
-    "ckpt_mode": "sync | async | off", "storage_mib_s": "checkpoint storage speed, MiB/s (0: unthrottled)",
-    "eval_every": "steps between evaluations", "eval_mode": "inline | background | off",
-    "eval_batches": "validation batches per evaluation (of ≤ 256 samples)", "eval_read_ms": "read latency per validation batch (ms)",
-    "ckpt_dir": "where checkpoints go (default RUN_DIR/ckpt)", "device": "auto | cpu | cuda[:N]",
-    "torch_threads": "torch intra-op threads on CPU (0: torch's default)", "seed": "random seed",
-    "sample_hz": "telemetry sampling rate (Hz)",
-}
+
+@dataclass
+class CheckpointConfig(LoopKnobs):
+    """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
+
+    steps: int = knob(80, "timed training steps")
+    warmup_steps: int = knob(3, "untimed steps first")
+    batch_size: int = knob(1024, "samples per step")
+    hidden: int = knob(32, "MLP width (sets the checkpoint size: ≈ 1.2 MB with Adam at 32)")
+    ckpt_every: int = knob(20, "steps between checkpoints")
+    ckpt_mode: str = knob("sync", "sync | async | off")
+    storage_mib_s: float = knob(10.0, "checkpoint storage speed, MiB/s (0: unthrottled)")
+    eval_every: int = knob(40, "steps between evaluations")
+    eval_mode: str = knob("inline", "inline | background | off")
+    eval_batches: int = knob(1, "validation batches per evaluation (of ≤ 256 samples)")
+    eval_read_ms: float = knob(200.0, "read latency per validation batch (ms)")
+    ckpt_dir: str = knob("", "where checkpoints go (default RUN_DIR/ckpt)")
+
+
+KNOBS: dict[str, Any] = defaults(CheckpointConfig)
+CONFIG = CheckpointConfig
 EVAL_BATCH = 256  # samples per validation batch (at most): evaluation is read latency plus a small forward pass
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -89,7 +97,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         throttled_opener,
     )
     from playbook.probes import Recorder
-    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -209,9 +216,7 @@ def stalls_by_kind(steps: Any, events: Any, kinds: tuple[str, ...] = ("checkpoin
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads._labs_cli import workload_cli
-
-    return workload_cli("checkpoint_stalls", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
+    return variant_cli("checkpoint_stalls", __doc__, run, VARIANTS, CheckpointConfig, argv)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ import pandas as pd
 from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
+from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 
 VARIANTS = ("compute_only", "post_backward", "ddp_one_bucket", "ddp_buckets")
 MODULE = "playbook.workloads.comm_overlap"
@@ -50,21 +51,21 @@ MODULE = "playbook.workloads.comm_overlap"
 class OverlapConfig:
     """Knobs of the overlap lab. Sizes in features / MB; steps per variant."""
 
-    run_dir: str = "runs/comm_overlap"
-    variants: tuple[str, ...] = VARIANTS
-    steps: int = 20
-    width: int = 512  # MLP width
-    layers: int = 8  # MLP depth (gradient = layers × width² × 4 bytes)
-    batch: int = 32  # samples per rank per step
-    bucket_mb: float = 1.0  # DDP bucket size of ddp_buckets
-    lr: float = 1e-3
-    tp_rows: int = 256  # TP benchmark: rows of each rank's activation shard
-    tp_chunks: int = 4
-    tp_repeats: int = 10
-    seed: int = 0
-    device: str = "auto"
-    sample_hz: float = 10.0
-    warmup_steps: int = 2
+    run_dir: str = knob("runs/comm_overlap", "where the recordings go (one folder per variant and repeat)")
+    variants: tuple[str, ...] = knob(VARIANTS, "comma-separated subset of the variants")
+    steps: int = knob(20, "steps per variant (run in rotation)")
+    width: int = knob(512, "MLP width")
+    layers: int = knob(8, "MLP depth (gradient = layers × width² × 4 bytes)")
+    batch: int = knob(32, "samples per rank per step")
+    bucket_mb: float = knob(1.0, "DDP bucket_cap_mb of ddp_buckets, MB")
+    lr: float = knob(1e-3, "learning rate")
+    tp_rows: int = knob(256, "TP benchmark: rows of each rank's activation shard")
+    tp_chunks: int = knob(4, "chunks of the async TP benchmark")
+    tp_repeats: int = knob(10, "TP benchmark: timed repeats per layout")
+    seed: int = knob(0, "random seed")
+    device: str = knob("auto", "auto | cpu | cuda")
+    sample_hz: float = knob(10.0, "telemetry sampling rate (Hz)")
+    warmup_steps: int = knob(2, "untimed steps first")
 
     def __post_init__(self):
         self.variants = tuple(self.variants)
@@ -75,6 +76,9 @@ class OverlapConfig:
             raise WorkloadError("compute_only is the reference exposed time is measured against: keep it")
         if self.steps < 3 or self.layers < 1 or self.bucket_mb <= 0:
             raise WorkloadError("need steps >= 3, layers >= 1, bucket_mb > 0")
+
+
+CONFIG = OverlapConfig
 
 
 def build_mlp(width: int, layers: int, seed: int):
@@ -312,25 +316,16 @@ def assess(res: OverlapRun) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = D.lab_parser(MODULE, __doc__, [
+    p = lab_parser(MODULE, __doc__, [
         "python -m playbook.workloads.comm_overlap --nproc 2 --steps 30",
         "python -m playbook.workloads.comm_overlap --nproc 4 --bucket-mb 8 --width 2048"],
-        "runs/comm_overlap", VARIANTS, "playbook diagnose runs/comm_overlap/post_backward")
-    p.add_argument("--steps", type=int, default=20, help="steps per variant (run in rotation)")
-    p.add_argument("--width", type=int, default=512, help="MLP width")
-    p.add_argument("--layers", type=int, default=8, help="MLP depth")
-    p.add_argument("--batch", type=int, default=32, help="samples per rank per step")
-    p.add_argument("--bucket-mb", type=float, default=1.0, help="DDP bucket_cap_mb of ddp_buckets")
-    p.add_argument("--tp-chunks", type=int, default=4, help="chunks of the async TP benchmark")
-    p.add_argument("--seed", type=int, default=0)
+        "playbook diagnose runs/comm_overlap/post_backward", OverlapConfig, distributed=True)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = OverlapConfig(run_dir=args.run_dir, variants=args.variants,
-                        steps=args.steps, width=args.width, layers=args.layers, batch=args.batch,
-                        bucket_mb=args.bucket_mb, tp_chunks=args.tp_chunks, seed=args.seed, device=args.device)
+    cfg = OverlapConfig(**config_kwargs(OverlapConfig, args))
     res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
               argv=argv if argv is not None else sys.argv[1:])
     if res is None:
@@ -344,4 +339,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    D.cli(main)
+    cli(main)

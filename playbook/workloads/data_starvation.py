@@ -31,27 +31,37 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
-KNOBS: dict[str, Any] = {
-    "steps": 40, "warmup_steps": 3, "batch_size": 32, "decode_ms": 1.0, "augment_passes": 0,
-    "loader": "serial", "workers": 16, "prefetch": 4, "pipeline": "map", "shuffle_buffer": 8, "refill": "bulk",
-    "hidden": 512, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
-}
-KNOB_HELP = {
-    "steps": "timed training steps", "warmup_steps": "untimed steps first (loader start-up, allocations)",
-    "batch_size": "samples per step", "decode_ms": "simulated read/decode latency per sample (ms)",
-    "augment_passes": "CPU-bound augmentation rounds per sample", "loader": "serial | workers | threads",
-    "workers": "loader processes (workers) or threads (threads)", "prefetch": "batches ready ahead",
-    "pipeline": "map: random access by index; stream: sequential reads through a shuffle buffer",
-    "shuffle_buffer": "batches held by the stream's shuffle buffer",
-    "refill": "shuffle buffer refill: bulk | streaming", "hidden": "MLP width (compute per step)",
-    "device": "auto | cpu | cuda[:N]", "torch_threads": "torch intra-op threads on CPU (0: torch's default)",
-    "seed": "random seed", "sample_hz": "telemetry sampling rate (Hz)",
-}
+
+@dataclass
+class DataStarvationConfig(LoopKnobs):
+    """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
+
+    steps: int = knob(40, "timed training steps")
+    warmup_steps: int = knob(3, "untimed steps first (loader start-up, allocations)")
+    batch_size: int = knob(32, "samples per step")
+    decode_ms: float = knob(1.0, "simulated read/decode latency per sample (ms)")
+    augment_passes: int = knob(0, "CPU-bound augmentation rounds per sample")
+    loader: str = knob("serial", "serial | workers | threads")
+    workers: int = knob(16, "loader processes (workers) or threads (threads)")
+    prefetch: int = knob(4, "batches ready ahead")
+    pipeline: str = knob("map", "map: random access by index; stream: sequential reads through a shuffle buffer")
+    shuffle_buffer: int = knob(8, "batches held by the stream's shuffle buffer")
+    refill: str = knob("bulk", "shuffle buffer refill: bulk | streaming")
+    hidden: int = knob(512, "MLP width (compute per step)")
+    threads: int = knob(16, "reader threads of the fix (the notebook sets workers of the fix variants)", cli=False)
+    check_workers: bool = knob(
+        True, "notebook appendix: time worker processes and CPU-bound oversubscription", cli=False)
+
+
+KNOBS: dict[str, Any] = defaults(DataStarvationConfig)
+CONFIG = DataStarvationConfig
 VARIANTS: dict[str, dict[str, Any]] = {
     "no_fault": {"decode_ms": 0.0, "loader": "serial"},
     "fault": {"loader": "serial"},
@@ -122,7 +132,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     Knobs: see KNOBS (defaults) and VARIANTS (presets); explicit keyword arguments override the preset.
     """
     from playbook.probes import Recorder
-    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -171,9 +180,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads._labs_cli import workload_cli
-
-    return workload_cli("data_starvation", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
+    return variant_cli("data_starvation", __doc__, run, VARIANTS, DataStarvationConfig, argv)
 
 
 if __name__ == "__main__":

@@ -342,30 +342,7 @@ class MarkovCorpus:
         return [toks[i, : lengths[i]] for i in range(n)]
 
 
-# ------------------------------------------------------------------------------------------------ paired comparisons
 # ------------------------------------------------------------------------------------------------ lab command lines
-def lab_parser(module: str, doc: str, examples: list[str], run_dir: str, variants: tuple[str, ...],
-               then: str, distributed: bool = True) -> argparse.ArgumentParser:
-    """The argument parser every lab shares: its runbook docstring as description (up to "Run it"), the examples
-    (the first preceded by the exact torchrun command when `distributed`), --run-dir, --variants and, when
-    distributed, the launch options."""
-    first = examples[0].split()[3:]
-    if "--nproc" in first:  # torchrun sets the number of ranks itself
-        i = first.index("--nproc")
-        first = first[:i] + first[i + 2:]
-    lines = ([torchrun_command(module, 2, first)] if distributed else []) + examples
-    p = argparse.ArgumentParser(
-        prog=f"python -m {module}", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=doc.split("Run it")[0].strip(),
-        epilog="examples:\n" + "".join(f"  {line}\n" for line in lines) + f"then: {then}")
-    p.add_argument("--run-dir", default=run_dir, help="where the recordings go (one folder per variant)")
-    p.add_argument("--variants", default=",".join(variants), type=lambda s: tuple(v for v in s.split(",") if v),
-                   help="comma-separated subset of " + ",".join(variants))
-    if distributed:
-        add_launch_arguments(p)
-    return p
-
-
 def run_lab(rank_main: Callable[[Any], Any], cfg: Any, nproc: int, start_method: str | None = None,
             nccl_debug: bool = False, argv: list[str] | None = None) -> dict[str, Any] | None:
     """Create cfg.run_dir, then run `rank_main(cfg)` on every rank (torchrun or `nproc` spawned ranks); rank 0's
@@ -377,17 +354,6 @@ def run_lab(rank_main: Callable[[Any], Any], cfg: Any, nproc: int, start_method:
         print(f"spawning {nproc} ranks (same as: {torchrun_command(module, nproc, argv)})", flush=True)
     env = nccl_debug_env(cfg.run_dir) if nccl_debug else None
     return launch(rank_main, cfg, nproc, start_method=start_method, env=env)
-
-
-def cli(main: Callable[[], int]) -> None:
-    """Exit with main()'s code; a PlaybookError becomes one line on stderr and exit code 2."""
-    from playbook.errors import PlaybookError
-
-    try:
-        sys.exit(main())
-    except PlaybookError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
 
 
 def failed_checks(checks: dict[str, bool]) -> str:

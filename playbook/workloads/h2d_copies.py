@@ -25,25 +25,33 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
-KNOBS: dict[str, Any] = {
-    "steps": 40, "warmup_steps": 3, "batch_size": 0, "image_size": 0, "bank_batches": 4, "memory": "pageable",
-    "non_blocking": False, "prefetcher": False, "hidden": 0, "depth": 2, "device": "auto", "torch_threads": 1,
-    "seed": 0, "sample_hz": 10.0,
-}
-KNOB_HELP = {
-    "steps": "timed training steps", "warmup_steps": "untimed steps first",
-    "batch_size": "samples per step (0: 32 on CPU, 256 on CUDA)", "image_size": "samples are 3 × size × size floats (0: 32 on CPU, 64 on CUDA)",
-    "bank_batches": "distinct host batches cycled through", "memory": "pageable | pinned | device",
-    "non_blocking": "copy with non_blocking=True", "prefetcher": "copy one batch ahead on a side CUDA stream",
-    "hidden": "MLP width (0: 256 on CPU, 4096 on CUDA)", "depth": "hidden layers",
-    "device": "auto | cpu | cuda[:N]", "torch_threads": "torch intra-op threads on CPU (0: torch's default)",
-    "seed": "random seed", "sample_hz": "telemetry sampling rate (Hz)",
-}
+
+@dataclass
+class H2DConfig(LoopKnobs):
+    """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
+
+    steps: int = knob(40, "timed training steps")
+    warmup_steps: int = knob(3, "untimed steps first")
+    batch_size: int = knob(0, "samples per step (0: 32 on CPU, 256 on CUDA)")
+    image_size: int = knob(0, "samples are 3 × size × size floats (0: 32 on CPU, 64 on CUDA)")
+    bank_batches: int = knob(4, "distinct host batches cycled through")
+    memory: str = knob("pageable", "pageable | pinned | device")
+    non_blocking: bool = knob(False, "copy with non_blocking=True")
+    prefetcher: bool = knob(False, "copy one batch ahead on a side CUDA stream")
+    hidden: int = knob(0, "MLP width (0: 256 on CPU, 4096 on CUDA)")
+    depth: int = knob(2, "hidden layers")
+    bandwidth_mib: float = knob(64.0, "notebook: buffer size of the copy-bandwidth measurements (MiB)", cli=False)
+
+
+KNOBS: dict[str, Any] = defaults(H2DConfig)
+CONFIG = H2DConfig
 VARIANTS: dict[str, dict[str, Any]] = {
     "no_fault": {"memory": "device"},
     "fault": {"memory": "pageable", "non_blocking": False},
@@ -70,7 +78,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     from playbook.fixes.pinned import CudaPrefetcher, pin, to_device
     from playbook.probes import Recorder
-    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -164,9 +171,7 @@ def verdict(summary: Any, cuda: bool, recover: float = 0.95) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads._labs_cli import workload_cli
-
-    return workload_cli("h2d_copies", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
+    return variant_cli("h2d_copies", __doc__, run, VARIANTS, H2DConfig, argv)
 
 
 if __name__ == "__main__":

@@ -31,26 +31,35 @@ from __future__ import annotations
 import gc
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
-KNOBS: dict[str, Any] = {
-    "steps": 60, "warmup_steps": 3, "batch_size": 32, "hidden": 512, "heap_objects": 500_000,
-    "step_objects": 30_000, "cycles": False, "gc_mode": "default", "gc_threshold0": 200_000, "collect_every": 20,
-    "log_every": 20, "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
-}
-KNOB_HELP = {
-    "steps": "timed training steps", "warmup_steps": "untimed steps first", "batch_size": "samples per step",
-    "hidden": "MLP width", "heap_objects": "long-lived Python objects allocated at setup",
-    "step_objects": "Python objects kept alive during each step", "cycles": "make the step's objects cyclic",
-    "gc_mode": "default | freeze | scheduled | off", "gc_threshold0": "generation-0 threshold for gc_mode=freeze",
-    "collect_every": "steps between collections for gc_mode=scheduled",
-    "log_every": "read and log metrics every N steps (1: every step, a sync each)",
-    "device": "auto | cpu | cuda[:N]", "torch_threads": "torch intra-op threads on CPU (0: torch's default)",
-    "seed": "random seed", "sample_hz": "telemetry sampling rate (Hz)",
-}
+
+@dataclass
+class HostSyncGCConfig(LoopKnobs):
+    """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
+
+    steps: int = knob(60, "timed training steps")
+    warmup_steps: int = knob(3, "untimed steps first")
+    batch_size: int = knob(32, "samples per step")
+    hidden: int = knob(512, "MLP width")
+    heap_objects: int = knob(500_000, "long-lived Python objects allocated at setup")
+    step_objects: int = knob(30_000, "Python objects kept alive during each step")
+    cycles: bool = knob(False, "make the step's objects cyclic")
+    gc_mode: str = knob("default", "default | freeze | scheduled | off")
+    gc_threshold0: int = knob(200_000, "generation-0 threshold for gc_mode=freeze")
+    collect_every: int = knob(20, "steps between collections for gc_mode=scheduled")
+    log_every: int = knob(20, "read and log metrics every N steps (1: every step, a sync each)")
+    check_cycles: bool = knob(
+        True, "notebook appendix: memory growth of each GC policy when the step's objects are cyclic", cli=False)
+
+
+KNOBS: dict[str, Any] = defaults(HostSyncGCConfig)
+CONFIG = HostSyncGCConfig
 VARIANTS: dict[str, dict[str, Any]] = {
     "no_fault": {"gc_mode": "off"},
     "fault": {"gc_mode": "default", "log_every": 1},
@@ -112,7 +121,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     from playbook.fixes.sync import MetricAccumulator
     from playbook.probes import Recorder
-    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         MLP,
@@ -179,9 +187,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads._labs_cli import workload_cli
-
-    return workload_cli("host_sync_gc", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
+    return variant_cli("host_sync_gc", __doc__, run, VARIANTS, HostSyncGCConfig, argv)
 
 
 if __name__ == "__main__":

@@ -336,7 +336,8 @@ class ObjectStore:
             self._thread.start()
             return self
         # a fresh interpreter (not multiprocessing): works from notebooks and from scripts without a main guard
-        cmd = [sys.executable, "-m", "playbook.workloads.objstore", str(self.root), "--seed", str(self.settings["seed"]),
+        cmd = [sys.executable, "-m", "playbook.workloads.objstore", str(self.root),
+               "--seed", str(self.settings["seed"]),
                "--parent-pid", str(os.getpid()),
                "--latency-s", str(self.settings["latency_s"]), "--jitter-s", str(self.settings["jitter_s"]),
                "--error-rate", str(self.settings["error_rate"])]

@@ -37,16 +37,26 @@ How to read the result
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from playbook.errors import WorkloadError
+from playbook.workloads._harness import (
+    RunOptions,
+    config_kwargs,
+    defaults,
+    fields,
+    help_text,
+    knob,
+    lab_parser,
+    resolve_knobs,
+)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "none": {},
@@ -56,9 +66,30 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "probes_100hz": {"timer": True, "recorder_hz": 100.0},
     "profiler": {"timer": True, "profiler": True},
 }
-KNOBS: dict[str, Any] = {"steps": 40, "warmup_steps": 5, "batch_size": 32, "hidden": 128, "gpus": 8, "seed": 0,
-                         "torch_threads": 1}
-TOLERANCE = 0.05
+TOLERANCE = 0.05  # the always-on probe's budget: at most 5% of a step (the field guide's rule of thumb)
+MODULE = "playbook.workloads.observability"
+
+
+@dataclass
+class ObservabilityConfig:
+    """The knobs of one overhead run, and the notebook's demo knobs (no flag)."""
+
+    steps: int = knob(40, "timed steps per run")
+    warmup_steps: int = knob(5, "untimed steps first")
+    batch_size: int = knob(32, "samples per step")
+    hidden: int = knob(128, "MLP width")
+    gpus: int = knob(8, "GPUs of the fake NVML the samplers poll")
+    seed: int = knob(0, "random seed")
+    torch_threads: int = knob(1, "torch intra-op threads (one: the loop the probes share a core with)")
+    tolerance: float = knob(TOLERANCE, "overhead budget: an always-on probe may cost at most this share of a step",
+                            cli=False)
+    demo_steps: int = knob(40, "steps of the busy-drop profiler-window demo", cli=False)
+    shuffle_buffer: int = knob(8, "demo: batches per bulk shuffle-buffer refill (one long data wait every N steps)",
+                               cli=False)
+
+
+KNOBS: dict[str, Any] = defaults(ObservabilityConfig)
+CONFIG = ObservabilityConfig
 
 
 def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **overrides: Any) -> dict[str, Any]:
@@ -221,7 +252,6 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
 
     from playbook import rundir
     from playbook.probes.recorder import Recorder
-    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.data_starvation import KNOBS as DS_KNOBS
     from playbook.workloads.data_starvation import VARIANTS as DS_VARIANTS
     from playbook.workloads.data_starvation import build_loader
@@ -285,15 +315,14 @@ def link_demo(run_dir: str | Path, sysfs_root: str | Path, seconds: float = 1.3,
 def main(argv: list[str] | None = None) -> int:
     from playbook.analysis.lab_verdict import variant_summary
 
-    parser = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.observability", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python -m playbook.workloads.observability --repeats 4 --steps 40\n"
-               "  python -m playbook.workloads.observability --busy-demo --out runs/observability")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants (default: all)")
-    parser.add_argument("--repeats", type=int, default=4, help="runs per variant, interleaved (default 4)")
-    parser.add_argument("--steps", type=int, default=KNOBS["steps"], help="timed steps per run (default 40)")
-    parser.add_argument("--out", default="runs/observability", help="output folder (default %(default)s)")
+    parser = lab_parser(MODULE, __doc__, [
+        "python -m playbook.workloads.observability --repeats 4 --steps 40",
+        "python -m playbook.workloads.observability --busy-demo --out runs/observability"],
+        "playbook diagnose runs/observability/probes_10hz-r0", ObservabilityConfig)
+    opts = {f.name: help_text(f) for f in fields(RunOptions)}
+    parser.add_argument("--variants", default=",".join(VARIANTS), help=f"{opts['variants']}; default all")
+    parser.add_argument("--repeats", type=int, default=4, help=f"{opts['repeats']} (default 4)")
+    parser.add_argument("--out", default="runs/observability", help=f"{opts['out_dir']} (default %(default)s)")
     parser.add_argument("--busy-demo", action="store_true",
                         help="run the busy-drop profiler window demo instead of the overhead table")
     args = parser.parse_args(argv)
@@ -306,7 +335,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"next: playbook diagnose {res['run_dir']} {Path(res['part']) / 'traces'}")
             return 0
         runs = measure_overheads(args.out, [v.strip() for v in args.variants.split(",") if v.strip()],
-                                 repeats=args.repeats, progress=True, steps=args.steps)
+                                 repeats=args.repeats, progress=True,
+                                 **config_kwargs(ObservabilityConfig, args))
     except WorkloadError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -41,6 +41,7 @@ import pandas as pd
 from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
+from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 
 VARIANTS = ("padded", "bucketed", "packed")
 MODULE = "playbook.workloads.padding_packing"
@@ -50,25 +51,25 @@ MODULE = "playbook.workloads.padding_packing"
 class PackingConfig:
     """Knobs of the padding/packing lab. Lengths in tokens; batch = documents per rank per step."""
 
-    run_dir: str = "runs/padding_packing"
-    variants: tuple[str, ...] = VARIANTS
-    steps: int = 20
-    repeats: int = 2
-    batch: int = 16  # documents per rank per step
-    mean_len: float = 48.0
-    sigma: float = 1.0
-    max_len: int = 256
-    row_len: int = 256  # packed row length (>= max_len)
-    window: int = 16  # bucketing window, in global batches
-    vocab: int = 64
-    d_model: int = 64
-    heads: int = 4
-    layers: int = 2
-    lr: float = 3e-3
-    seed: int = 0
-    device: str = "auto"
-    sample_hz: float = 10.0
-    warmup_steps: int = 2
+    run_dir: str = knob("runs/padding_packing", "where the recordings go (one folder per variant and repeat)")
+    variants: tuple[str, ...] = knob(VARIANTS, "comma-separated subset of the variants")
+    steps: int = knob(20, "training steps per variant and repeat")
+    repeats: int = knob(2, "repeats (each with new documents)")
+    batch: int = knob(16, "documents per rank per step")
+    mean_len: float = knob(48.0, "mean document length, tokens")
+    sigma: float = knob(1.0, "log-normal sigma of the lengths")
+    max_len: int = knob(256, "longest document, tokens")
+    row_len: int = knob(256, "packed row length, tokens (>= max_len)")
+    window: int = knob(16, "bucketing window, in global batches")
+    vocab: int = knob(64, "vocabulary size (tokens)")
+    d_model: int = knob(64, "transformer width")
+    heads: int = knob(4, "attention heads")
+    layers: int = knob(2, "transformer blocks")
+    lr: float = knob(3e-3, "learning rate")
+    seed: int = knob(0, "random seed")
+    device: str = knob("auto", "auto | cpu | cuda")
+    sample_hz: float = knob(10.0, "telemetry sampling rate (Hz)")
+    warmup_steps: int = knob(2, "untimed steps first")
 
     def __post_init__(self):
         self.variants = tuple(self.variants)
@@ -79,6 +80,9 @@ class PackingConfig:
             raise WorkloadError(f"row_len {self.row_len} must be >= max_len {self.max_len} (documents are not split)")
         if self.steps < 2 or self.repeats < 1 or self.batch < 1:
             raise WorkloadError("need steps >= 2, repeats >= 1, batch >= 1")
+
+
+CONFIG = PackingConfig
 
 
 # ----------------------------------------------------------------------------------------------------- model
@@ -425,28 +429,16 @@ def assess(res: PackingRun) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = D.lab_parser(MODULE, __doc__, [
+    p = lab_parser(MODULE, __doc__, [
         "python -m playbook.workloads.padding_packing --nproc 2 --steps 30",
         "python -m playbook.workloads.padding_packing --nproc 4 --variants padded,packed --sigma 1.2"],
-        "runs/padding_packing", VARIANTS, "playbook diagnose runs/padding_packing/padded-r0")
-    p.add_argument("--steps", type=int, default=20, help="training steps per variant and repeat")
-    p.add_argument("--repeats", type=int, default=2, help="repeats (each with new documents)")
-    p.add_argument("--batch", type=int, default=16, help="documents per rank per step")
-    p.add_argument("--mean-len", type=float, default=48.0, help="mean document length, tokens")
-    p.add_argument("--sigma", type=float, default=1.0, help="log-normal sigma of the lengths")
-    p.add_argument("--max-len", type=int, default=256, help="longest document, tokens")
-    p.add_argument("--row-len", type=int, default=256, help="packed row length, tokens (>= --max-len)")
-    p.add_argument("--window", type=int, default=16, help="bucketing window, global batches")
-    p.add_argument("--seed", type=int, default=0)
+        "playbook diagnose runs/padding_packing/padded-r0", PackingConfig, distributed=True)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = PackingConfig(run_dir=args.run_dir, variants=args.variants,
-                        steps=args.steps, repeats=args.repeats, batch=args.batch, mean_len=args.mean_len,
-                        sigma=args.sigma, max_len=args.max_len, row_len=args.row_len, window=args.window,
-                        seed=args.seed, device=args.device)
+    cfg = PackingConfig(**config_kwargs(PackingConfig, args))
     res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
               argv=argv if argv is not None else sys.argv[1:])
     if res is None:
@@ -460,4 +452,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    D.cli(main)
+    cli(main)

@@ -43,8 +43,10 @@ import pandas as pd
 
 from playbook.errors import WorkloadError
 from playbook.fixes.dispatch import PipelinePlan, QueueSet, plan_pipeline
+from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 
 VARIANTS = ("fault", "fix", "steal")
+MODULE = "playbook.workloads.pipeline_imbalance"
 BUSY_PHASES = ("produce", "consume")
 
 
@@ -52,24 +54,26 @@ BUSY_PHASES = ("produce", "consume")
 class PipelineConfig:
     """Knobs of the pipeline lab. Times in milliseconds per item of device work."""
 
-    run_dir: str = "runs/pipeline_imbalance"
-    variants: tuple[str, ...] = VARIANTS
-    producers: int = 3
-    consumers: int = 3
-    produce_ms: float = 30.0  # producer work per item
-    consume_ms: float = 40.0  # consumer work per item (healthy consumer)
-    slow_consumer: int = 0  # index of the slow consumer (-1: none)
-    slow_factor: float = 4.0  # how many times slower the slow consumer is
-    jitter: float = 0.1  # relative std of work times (log-normal)
-    capacity: int = 6  # slots of the shared queue (fault)
-    duration_s: float = 3.0  # seconds each variant runs
-    warmup_s: float = 0.5  # seconds at the start not counted in the throughput (queues filling; at most 1/4 run)
-    repeats: int = 2
-    work: str = "sleep"  # sleep (device time) or compute (CPU matmuls)
-    payload: int = 4096  # floats per item ("hidden states")
-    seed: int = 0
-    sample_ms: float = 20.0  # queue-depth sampling interval
-    plan_producers: bool = True  # fix: use the producer count the plan derives (False: keep --producers)
+    run_dir: str = knob("runs/pipeline_imbalance", "where the recordings go (one folder per variant and repeat)")
+    variants: tuple[str, ...] = knob(VARIANTS, "comma-separated subset of the variants")
+    producers: int = knob(3, "producer processes (the real case: 5)")
+    consumers: int = knob(3, "consumer processes (the real case: 3)")
+    produce_ms: float = knob(30.0, "producer work per item, ms")
+    consume_ms: float = knob(40.0, "healthy consumer work per item, ms")
+    slow_consumer: int = knob(0, "index of the slow consumer (-1: none)")
+    slow_factor: float = knob(4.0, "how many times slower the slow consumer is")
+    jitter: float = knob(0.1, "relative std of work times (log-normal)")
+    capacity: int = knob(6, "slots of the shared queue in the fault")
+    duration_s: float = knob(3.0, "seconds per variant run", flag="--duration")
+    warmup_s: float = knob(
+        0.5, "seconds at the start not counted in the throughput (queues filling; at most 1/4 run)")
+    repeats: int = knob(2, "repeats of every variant (interleaved)")
+    work: str = knob("sleep", "sleep: device time (no CPU); compute: CPU matmuls", choices=("sleep", "compute"))
+    payload: int = knob(4096, "floats per item ('hidden states')")
+    seed: int = knob(0, "random seed")
+    sample_ms: float = knob(20.0, "queue-depth sampling interval, ms")
+    plan_producers: bool = knob(
+        True, "fix: use the producer count the plan derives from the measured rates (no: keep --producers)")
 
     def __post_init__(self):
         self.variants = tuple(self.variants)
@@ -85,6 +89,9 @@ class PipelineConfig:
 
     def consume_ms_of(self, c: int) -> float:
         return self.consume_ms * (self.slow_factor if c == self.slow_consumer else 1.0)
+
+
+CONFIG = PipelineConfig
 
 
 # ----------------------------------------------------------------------------------------------------- workers
@@ -409,37 +416,19 @@ def queue_depth_total(res: PipelineRun, variant: str, repeat: int = 0) -> pd.Dat
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    from playbook.workloads.dist import lab_parser
-
-    p = lab_parser("playbook.workloads.pipeline_imbalance", __doc__, [
+    p = lab_parser(MODULE, __doc__, [
         "python -m playbook.workloads.pipeline_imbalance --producers 3 --consumers 3 --duration 4",
         "python -m playbook.workloads.pipeline_imbalance --producers 5 --consumers 3 --duration 10",
         "python -m playbook.workloads.pipeline_imbalance --work compute --produce-ms 20 --consume-ms 25"],
-        "runs/pipeline_imbalance", VARIANTS, "playbook diagnose runs/pipeline_imbalance/fault-r0", distributed=False)
-    p.add_argument("--producers", type=int, default=3, help="producer processes (the real case: 5)")
-    p.add_argument("--consumers", type=int, default=3, help="consumer processes (the real case: 3)")
-    p.add_argument("--produce-ms", type=float, default=30.0, help="producer work per item, ms")
-    p.add_argument("--consume-ms", type=float, default=40.0, help="healthy consumer work per item, ms")
-    p.add_argument("--slow-consumer", type=int, default=0, help="index of the slow consumer (-1: none)")
-    p.add_argument("--slow-factor", type=float, default=4.0, help="how many times slower it is")
-    p.add_argument("--capacity", type=int, default=6, help="slots of the shared queue in the fault")
-    p.add_argument("--duration", type=float, default=3.0, help="seconds per variant run")
-    p.add_argument("--repeats", type=int, default=2, help="repeats of every variant (interleaved)")
-    p.add_argument("--work", default="sleep", choices=["sleep", "compute"],
-                   help="sleep: device time (no CPU); compute: CPU matmuls")
-    p.add_argument("--keep-producers", action="store_true",
+        "playbook diagnose runs/pipeline_imbalance/fault-r0", PipelineConfig)
+    p.add_argument("--keep-producers", dest="plan_producers", action="store_false",
                    help="fix: keep --producers instead of the count derived from the measured rates")
-    p.add_argument("--seed", type=int, default=0)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = PipelineConfig(run_dir=args.run_dir, variants=args.variants,
-                         producers=args.producers, consumers=args.consumers, produce_ms=args.produce_ms,
-                         consume_ms=args.consume_ms, slow_consumer=args.slow_consumer, slow_factor=args.slow_factor,
-                         capacity=args.capacity, duration_s=args.duration, repeats=args.repeats, work=args.work,
-                         plan_producers=not args.keep_producers, seed=args.seed)
+    cfg = PipelineConfig(**config_kwargs(PipelineConfig, args))
     print(f"{cfg.producers} producers → {cfg.consumers} consumers, {cfg.duration_s:g} s per variant, "
           f"{cfg.repeats} repeats", flush=True)
     res = run(cfg, progress=True)
@@ -461,6 +450,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from playbook.workloads.dist import cli
-
     cli(main)

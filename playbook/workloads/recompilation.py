@@ -36,26 +36,38 @@ import sys
 import textwrap
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
-KNOBS: dict[str, Any] = {
-    "steps": 48, "batch_size": 8, "min_len": 8, "max_len": 64, "shapes": "batch_max", "buckets": 4,
-    "dynamic": "off", "warmup": False, "backend": "auto", "compile": True, "d_model": 32, "layers": 1,
-    "device": "auto", "torch_threads": 1, "seed": 0, "sample_hz": 10.0,
-}
-KNOB_HELP = {
-    "steps": "timed training steps", "batch_size": "sequences per step", "min_len": "shortest sequence",
-    "max_len": "longest sequence", "shapes": "padding: batch_max | bucket | max", "buckets": "bucket count",
-    "dynamic": "off (dynamic=False) | auto (torch default) | mark (mark_dynamic on the length dim)",
-    "warmup": "compile every shape before step 0 (single-threaded)",
-    "backend": "torch.compile backend (auto: inductor on CUDA, eager on CPU)",
-    "compile": "use torch.compile (False: eager)", "d_model": "transformer width", "layers": "transformer blocks",
-    "device": "auto | cpu | cuda[:N]", "torch_threads": "torch intra-op threads on CPU (0: torch's default)",
-    "seed": "random seed", "sample_hz": "telemetry sampling rate (Hz)",
-}
+
+@dataclass
+class RecompilationConfig(LoopKnobs):
+    """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
+
+    steps: int = knob(48, "timed training steps")
+    batch_size: int = knob(8, "sequences per step")
+    min_len: int = knob(8, "shortest sequence")
+    max_len: int = knob(64, "longest sequence")
+    shapes: str = knob("batch_max", "padding: batch_max | bucket | max")
+    buckets: int = knob(4, "bucket count")
+    dynamic: str = knob("off", "off (dynamic=False) | auto (torch default) | mark (mark_dynamic on the length dim)")
+    warmup: bool = knob(False, "compile every shape before step 0 (single-threaded)")
+    backend: str = knob("auto", "torch.compile backend (auto: inductor on CUDA, eager on CPU)")
+    compile: bool = knob(True, "use torch.compile (False: eager)")
+    d_model: int = knob(32, "transformer width")
+    layers: int = knob(1, "transformer blocks")
+    threads_demo: bool = knob(
+        True, "notebook appendix: serve the compiled model from 4 threads (warm-up first vs compile under a lock)",
+        cli=False)
+    race_demo: bool = knob(False, "notebook appendix: the unsafe concurrent compile, in a child process", cli=False)
+
+
+KNOBS: dict[str, Any] = defaults(RecompilationConfig)
+CONFIG = RecompilationConfig
 VARIANTS: dict[str, dict[str, Any]] = {
     "no_fault": {"shapes": "max", "dynamic": "off", "warmup": True},
     "fault": {"shapes": "batch_max", "dynamic": "off", "warmup": False},
@@ -121,7 +133,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     from playbook.fixes.compile import mark_dynamic, warmup
     from playbook.fixes.shapes import padding_waste
     from playbook.probes import Recorder
-    from playbook.workloads._labs_cli import resolve_knobs
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         LoopMeter,
@@ -279,9 +290,7 @@ def race_check(threads: int = 4, backend: str = "eager", timeout_s: float = 180.
 
 
 def main(argv: list[str] | None = None) -> int:
-    from playbook.workloads._labs_cli import workload_cli
-
-    return workload_cli("recompilation", __doc__, run, VARIANTS, KNOBS, KNOB_HELP, argv)
+    return variant_cli("recompilation", __doc__, run, VARIANTS, RecompilationConfig, argv)
 
 
 if __name__ == "__main__":

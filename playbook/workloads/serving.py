@@ -24,13 +24,11 @@ the serving measurements use one intra-op thread (on shared cores OpenMP barrier
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import math
 import os
 import socket
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -52,6 +50,7 @@ from playbook.fixes.shapes import (
     padded_inputs,
     padding_waste,
 )
+from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 from playbook.workloads.common import pick_device, seed_everything
 
 # ---------------------------------------------------------------- model
@@ -764,27 +763,37 @@ def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: flo
     return out
 
 
+@dataclass
+class ServingConfig:
+    """The knobs of the serving lab (run_lab's arguments). Lengths in tokens."""
+
+    requests: int = knob(24, "requests per pass of the stream")
+    passes: int = knob(2, "passes over fresh request streams (new lengths each)")
+    batch: int = knob(8, "requests per served batch (arrival order)")
+    median_len: float = knob(32.0, "median request length, tokens (log-normal, long tail)")
+    max_len: int = knob(128, "longest request and largest bucket, tokens")
+    min_bucket: int = knob(32, "smallest bucket, tokens (buckets double up to max_len)")
+    train_steps: int = knob(150, "training steps of the model before serving")
+    backend: str = knob("inductor", "torch.compile backend (aot_eager: no code generation, fast on CPU)")
+    measure_split: bool = knob(True, "measure pipeline vs tensor parallel over 2 gloo processes")
+    split_iters: int = knob(20, "timed forwards per split layout")
+    run_dir: str | None = knob(None, "record each serving variant into RUN_DIR/<variant> (playbook diagnose)")
+    device: str = knob("auto", "auto | cpu | cuda")
+    seed: int = knob(0, "seed of the model and of the request streams")
+
+
+CONFIG = ServingConfig
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.serving", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python -m playbook.workloads.serving --requests 24 --passes 2 --batch 8 --out /tmp/serving.json")
-    p.add_argument("--requests", type=int, default=24, help="requests per pass of the stream (default 24)")
-    p.add_argument("--passes", type=int, default=2, help="passes (fresh request lengths each) (default 2)")
-    p.add_argument("--batch", type=int, default=8, help="requests per batch (default 8)")
-    p.add_argument("--median-len", type=float, default=32.0, help="median request length, tokens (default 32)")
-    p.add_argument("--max-len", type=int, default=128, help="longest request and largest bucket (default 128)")
-    p.add_argument("--train-steps", type=int, default=150, help="training steps before serving (default 150)")
-    p.add_argument("--backend", default="inductor", help="torch.compile backend (default inductor)")
-    p.add_argument("--no-split", action="store_true", help="skip the 2-process gloo pipeline/tensor measurement")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
-    p.add_argument("--run-dir", help="record each serving variant into RUN_DIR/<variant> (playbook diagnose)")
+    p = lab_parser("playbook.workloads.serving", __doc__, [
+        "python -m playbook.workloads.serving --requests 24 --passes 2 --batch 8 --out /tmp/serving.json"],
+        "playbook diagnose RUN_DIR/compiled_exact (with --run-dir RUN_DIR)", ServingConfig)
+    p.add_argument("--no-split", dest="measure_split", action="store_false",
+                   help="skip the 2-process gloo pipeline/tensor measurement")
     p.add_argument("--out", help="write the results as JSON here")
     args = p.parse_args(argv)
-    res = run_lab(args.requests, args.passes, args.batch, args.median_len, args.max_len,
-                  train_steps=args.train_steps, backend=args.backend, measure_split=not args.no_split,
-                  run_dir=args.run_dir,
-                  device=args.device, progress=True)
+    res = run_lab(**config_kwargs(ServingConfig, args), progress=True)
     cols = ["p50_ms", "p99_ms", "requests_s", "compiles", "compiled_batches", "distinct_shapes", "padding_waste"]
     print(res["shapes"][res["shapes"]["pass"] == "all"].set_index("variant")[cols].to_string(
         float_format=lambda v: f"{v:.3g}"))
@@ -802,8 +811,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except WorkloadError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

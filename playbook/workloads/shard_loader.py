@@ -24,13 +24,12 @@ by something prefetch does not hide: decode CPU, too few workers, or the aggrega
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import shutil
-import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +42,7 @@ from torch.utils.data import DataLoader
 
 from playbook.errors import WorkloadError
 from playbook.fixes.shards import ShardStream, prefetch_depth
+from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 from playbook.workloads.common import measure_variants, pick_device, seed_everything
 from playbook.workloads.objstore import ObjectStore, write_shards
 
@@ -295,30 +295,38 @@ def run_lab(run_dir: str | Path, steps: int = 60, batch: int = 32, num_workers: 
                          "accel_ms": accel_ms, "range_parallel": range_parallel}}
 
 
+@dataclass
+class ShardLoaderConfig:
+    """The knobs of the sharded-blob lab (run_lab's arguments). Times in ms, sizes in samples."""
+
+    run_dir: str = knob("runs/shard_loader", "where each run is recorded")
+    steps: int = knob(60, "training steps per run")
+    batch: int = knob(32, "samples per batch")
+    num_workers: int = knob(2, "DataLoader worker processes (they fetch and decode shards)", flag="--workers")
+    latency_ms: float = knob(80.0, "injected time to first byte of every GET, ms")
+    bandwidth_mib_s: float = knob(16.0, "injected bandwidth cap per connection, MiB/s")
+    samples: int = knob(2048, "samples in the bucket")
+    samples_per_shard: int = knob(16, "samples per shard")
+    repeats: int = knob(3, "runs per variant, interleaved")
+    accel_ms: float = knob(40.0, "emulated accelerator time per step, ms (0 on a GPU runs the model alone)")
+    range_parallel: int = knob(1, "parallel range requests per shard")
+    hidden: int = knob(128, "model width")
+    device: str = knob("auto", "auto | cpu | cuda")
+    seed: int = knob(0, "seed of the data, the shuffles and the model")
+
+
+CONFIG = ShardLoaderConfig
+
+
 def main(argv: list[str] | None = None) -> int:
     from playbook.analysis.lab_verdict import lab_verdict, variant_summary
 
-    p = argparse.ArgumentParser(
-        prog="python -m playbook.workloads.shard_loader", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  python -m playbook.workloads.shard_loader --steps 60 --latency-ms 80 --repeats 3 "
-               "--run-dir runs/shard_loader")
-    p.add_argument("--run-dir", default="runs/shard_loader", help="where the runs are recorded")
-    p.add_argument("--steps", type=int, default=60, help="training steps per run (default 60)")
-    p.add_argument("--batch", type=int, default=32, help="samples per batch (default 32)")
-    p.add_argument("--workers", type=int, default=2, help="DataLoader workers (default 2)")
-    p.add_argument("--latency-ms", type=float, default=80.0, help="injected time to first byte (default 80)")
-    p.add_argument("--bandwidth-mib-s", type=float, default=16.0, help="per-connection cap, MiB/s (default 16)")
-    p.add_argument("--repeats", type=int, default=3, help="repeats per variant (default 3)")
-    p.add_argument("--accel-ms", type=float, default=40.0,
-                   help="emulated accelerator time per step, ms (default 40; 0 on a GPU runs the model alone)")
-    p.add_argument("--samples-per-shard", type=int, default=16, help="samples per shard (default 16)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p = lab_parser("playbook.workloads.shard_loader", __doc__, [
+        "python -m playbook.workloads.shard_loader --steps 60 --latency-ms 80 --repeats 3 --run-dir runs/shard_loader"],
+        "playbook diagnose runs/shard_loader/fault-r0", ShardLoaderConfig)
     p.add_argument("--out", help="write the per-run table as JSON here")
     args = p.parse_args(argv)
-    res = run_lab(args.run_dir, args.steps, args.batch, args.workers, args.latency_ms, args.bandwidth_mib_s,
-                  samples_per_shard=args.samples_per_shard, repeats=args.repeats, accel_ms=args.accel_ms,
-                  device=args.device, progress=True)
+    res = run_lab(**config_kwargs(ShardLoaderConfig, args), progress=True)
     summary = variant_summary(res["runs"], "throughput", baseline="no_fault")
     print(summary.to_string(float_format=lambda v: f"{v:.3g}"))
     print("busy:", res["runs"].groupby("variant")["busy"].mean().round(3).to_dict(),
@@ -332,8 +340,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except WorkloadError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(2)
+    cli(main)

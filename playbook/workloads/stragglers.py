@@ -48,6 +48,7 @@ import pandas as pd
 from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
+from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 
 VARIANTS = ("uniform", "sw_fault", "sw_fix", "hw_fault", "hw_fix")
 MODULE = "playbook.workloads.stragglers"
@@ -62,27 +63,31 @@ DEFAULT_CPU_DEVICE_US = 100.0
 class StragglerConfig:
     """Knobs of the stragglers lab (see the module docstring). Lengths and counts are tokens / sequences."""
 
-    run_dir: str = "runs/stragglers"
-    variants: tuple[str, ...] = VARIANTS
-    steps: int = 30  # training steps per (variant, repeat)
-    repeats: int = 2  # repeats per variant, each with a new data shuffle
-    batch: int = 8  # sequences per rank per step
-    mean_len: float = 64.0  # mean sequence length (tokens)
-    sigma: float = 1.0  # log-normal sigma of the lengths (0 = all equal)
-    max_len: int = 512  # longest sequence (tokens)
-    vocab: int = 64
-    hidden: int = 256  # MLP width
-    depth: int = 1  # weight-tied hidden layers: compute per token without more gradient to all-reduce
-    device_us_per_token: float | None = None  # emulated accelerator time per token (None: 100 on CPU, 0 on CUDA)
-    lr: float = 3e-3
-    slow_rank: int = -1  # rank made slow in hw_fault (-1: the last rank)
-    slow_factor: float = 3.0  # compute time multiplier of the slow rank
-    slow_mode: str = "sleep"  # sleep: the rank idles (slow device/host); compute: extra forward passes
-    seed: int = 0
-    device: str = "auto"
-    sample_hz: float = 10.0
-    warmup_steps: int = 3
-    identify_steps: int = 8  # hw_fault steps whose straggler scores decide whom hw_fix excludes
+    run_dir: str = knob("runs/stragglers", "where the recordings go (one folder per variant and repeat)")
+    variants: tuple[str, ...] = knob(VARIANTS, "comma-separated subset of the variants")
+    steps: int = knob(30, "training steps per variant and repeat")
+    repeats: int = knob(2, "repeats per variant, each with reshuffled data")
+    batch: int = knob(8, "sequences per rank per step")
+    mean_len: float = knob(64.0, "mean sequence length, tokens")
+    sigma: float = knob(1.0, "log-normal sigma of the lengths (tail weight; 0 = all equal)")
+    max_len: int = knob(512, "longest sequence (tokens)")
+    vocab: int = knob(64, "vocabulary size (tokens)")
+    hidden: int = knob(256, "model width")
+    depth: int = knob(
+        1, "weight-tied hidden layers: compute per token without more gradient to all-reduce")
+    device_us_per_token: float | None = knob(
+        None, "emulated accelerator time per token, µs (None: 100 on CPU, 0 on CUDA)")
+    lr: float = knob(3e-3, "learning rate")
+    slow_rank: int = knob(-1, "rank slowed in hw_fault (-1: the last)")
+    slow_factor: float = knob(3.0, "how many times slower the slow rank computes")
+    slow_mode: str = knob(
+        "sleep", "sleep: slow device/host without using a core; compute: extra forward passes",
+        choices=("sleep", "compute"))
+    seed: int = knob(0, "random seed")
+    device: str = knob("auto", "auto | cpu | cuda")
+    sample_hz: float = knob(10.0, "telemetry sampling rate (Hz)")
+    warmup_steps: int = knob(3, "untimed steps first")
+    identify_steps: int = knob(8, "hw_fault steps whose straggler scores decide whom hw_fix excludes")
 
     def __post_init__(self):
         self.variants = tuple(self.variants)
@@ -95,6 +100,9 @@ class StragglerConfig:
             raise WorkloadError("need steps >= 3, repeats >= 1, batch >= 1")
         if self.slow_factor < 1 or self.slow_mode not in ("sleep", "compute"):
             raise WorkloadError("slow_factor must be >= 1 and slow_mode 'sleep' or 'compute'")
+
+
+CONFIG = StragglerConfig
 
 
 # ----------------------------------------------------------------------------------------------------- model
@@ -530,34 +538,16 @@ def assess(res: StragglerRun) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------------------------- CLI
 def _parser() -> argparse.ArgumentParser:
-    p = D.lab_parser(MODULE, __doc__, [
+    p = lab_parser(MODULE, __doc__, [
         "python -m playbook.workloads.stragglers --nproc 2 --steps 40",
         "python -m playbook.workloads.stragglers --nproc 4 --variants hw_fault,hw_fix --slow-rank 2"],
-        "runs/stragglers", VARIANTS, "playbook diagnose runs/stragglers/hw_fault-r0")
-    p.add_argument("--steps", type=int, default=30, help="training steps per variant and repeat")
-    p.add_argument("--repeats", type=int, default=2, help="repeats (each with reshuffled data)")
-    p.add_argument("--batch", type=int, default=8, help="sequences per rank per step")
-    p.add_argument("--mean-len", type=float, default=64.0, help="mean sequence length, tokens")
-    p.add_argument("--sigma", type=float, default=1.0, help="log-normal sigma of the lengths (tail weight)")
-    p.add_argument("--slow-rank", type=int, default=-1, help="rank slowed in hw_fault (-1: the last)")
-    p.add_argument("--slow-factor", type=float, default=3.0, help="how many times slower the slow rank computes")
-    p.add_argument("--slow-mode", default="sleep", choices=["sleep", "compute"],
-                   help="sleep: slow device/host without using a core; compute: extra forward passes")
-    p.add_argument("--hidden", type=int, default=256, help="model width")
-    p.add_argument("--depth", type=int, default=1, help="weight-tied layers (compute per token)")
-    p.add_argument("--device-us-per-token", type=float, default=None,
-                   help="emulated accelerator time per token, µs (default 100 on CPU, 0 on CUDA)")
-    p.add_argument("--seed", type=int, default=0)
+        "playbook diagnose runs/stragglers/hw_fault-r0", StragglerConfig, distributed=True)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    cfg = StragglerConfig(run_dir=args.run_dir, variants=args.variants,
-                          steps=args.steps, repeats=args.repeats, batch=args.batch, mean_len=args.mean_len,
-                          sigma=args.sigma, slow_rank=args.slow_rank, slow_factor=args.slow_factor,
-                          slow_mode=args.slow_mode, hidden=args.hidden, depth=args.depth, seed=args.seed,
-                          device=args.device, device_us_per_token=args.device_us_per_token)
+    cfg = StragglerConfig(**config_kwargs(StragglerConfig, args))
     res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
               argv=argv if argv is not None else sys.argv[1:])
     if res is None:
@@ -579,4 +569,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    D.cli(main)
+    cli(main)

@@ -1,0 +1,76 @@
+"""playbook.workloads._harness: one config dataclass per lab is its command line and its notebook's knobs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+from pathlib import Path
+
+import pytest
+
+from playbook.report import catalog
+from playbook.workloads import _harness as H
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB_NOTEBOOKS = {  # notebook -> the lab module whose CONFIG its parameters cell tunes
+    "02_observability": "observability", "10_data_starvation": "data_starvation", "11_h2d_copies": "h2d_copies",
+    "12_checkpoint_eval_stalls": "checkpoint_stalls", "13_host_sync_gc": "host_sync_gc",
+    "14_recompilation": "recompilation", "20_collective_stragglers": "stragglers",
+    "21_padding_vs_packing": "padding_packing", "22_pipeline_imbalance": "pipeline_imbalance",
+    "23_comm_overlap": "comm_overlap", "30_serving_parity": "serving", "31_sharded_blob_loader": "shard_loader",
+}
+
+
+@pytest.mark.parametrize("stem", sorted(LAB_NOTEBOOKS))
+def test_notebook_parameters_are_fields_of_the_labs_config(stem):
+    """A knob the notebook sets is a field of its lab's config (or a harness run option): the notebook cannot
+    grow a knob the lab does not document, nor keep one the lab dropped."""
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / f"{stem}.ipynb", as_version=4)
+    params = {p.name for p in catalog.parse_parameters(catalog.cell_source(catalog.parameters_cells(nb)[0]))}
+    config = importlib.import_module(f"playbook.workloads.{LAB_NOTEBOOKS[stem]}").CONFIG
+    known = {f.name for f in H.fields(config)} | {f.name for f in H.fields(H.RunOptions)}
+    assert not set(params) - known, f"{stem}: parameters not in {config.__name__}: {sorted(set(params) - known)}"
+
+
+@pytest.mark.parametrize("module", sorted(set(LAB_NOTEBOOKS.values())))
+def test_every_field_has_help_and_every_lab_has_help_with_an_example(module, capsys):
+    mod = importlib.import_module(f"playbook.workloads.{module}")
+    for f in H.fields(mod.CONFIG):
+        assert f.metadata.get("help"), f"{module}.{mod.CONFIG.__name__}.{f.name} has no help text"
+    with pytest.raises(SystemExit) as exit_info:
+        mod.main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "example" in out and f"python -m playbook.workloads.{module}" in out
+
+
+@dataclasses.dataclass
+class _Config:
+    steps: int = H.knob(10, "timed steps")
+    rate: float | None = H.knob(None, "a rate (None: automatic)")
+    names: tuple[str, ...] = H.knob(("a", "b"), "which names")
+    fast: bool = H.knob(False, "go fast")
+    appendix: bool = H.knob(True, "a notebook-only switch", cli=False)
+    mode: str = H.knob("x", "x or y", choices=("x", "y"), flag="--how")
+
+
+def test_generated_options_parse_types_bools_tuples_and_flags():
+    p = argparse.ArgumentParser()
+    H.add_config_arguments(p, _Config)
+    cfg = _Config(**H.config_kwargs(_Config, p.parse_args(["--steps", "3", "--rate", "2.5", "--names", "c,d",
+                                                           "--fast", "--how", "y"])))
+    assert (cfg.steps, cfg.rate, cfg.names, cfg.fast, cfg.mode, cfg.appendix) == (3, 2.5, ("c", "d"), True, "y", True)
+    assert _Config(**H.config_kwargs(_Config, p.parse_args([]))) == _Config()
+    with pytest.raises(SystemExit):
+        p.parse_args(["--appendix"])  # notebook-only: no flag
+    assert H.defaults(_Config) == {"steps": 10, "rate": None, "names": ("a", "b"), "fast": False, "mode": "x"}
+    assert "| `appendix` | `True` | a notebook-only switch |" in H.parameter_docs(_Config)
+
+
+def test_open_defaults_leave_unset_knobs_to_the_preset():
+    p = argparse.ArgumentParser()
+    H.add_config_arguments(p, _Config, open_defaults=True)
+    assert H.config_kwargs(_Config, p.parse_args(["--no-fast"])) == {"fast": False}
