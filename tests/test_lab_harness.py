@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import io
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,31 @@ def test_open_defaults_leave_unset_knobs_to_the_preset():
     p = argparse.ArgumentParser()
     H.add_config_arguments(p, _Config, open_defaults=True)
     assert H.config_kwargs(_Config, p.parse_args(["--no-fast"])) == {"fast": False}
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_is_one_line_on_a_terminal_lines_in_a_pipe_and_silent_when_off():
+    from playbook.workloads.common import Progress, measure_variants
+
+    pipe = io.StringIO()
+    p = Progress(2, show=True, stream=pipe)
+    p.step("a r0: throughput=1")
+    p.step("b r0: throughput=2")
+    p.close()
+    assert pipe.getvalue().splitlines() == ["[1/2] a r0: throughput=1", "[2/2] b r0: throughput=2"]
+    tty = _Tty()
+    p = Progress(2, show=True, stream=tty)
+    p.step("a r0")
+    p.step("b r0")
+    p.close()
+    assert tty.getvalue().count("\n") == 1 and tty.getvalue().startswith("\r") and "2 runs in" in tty.getvalue()
+    quiet = io.StringIO()
+    p = Progress(1, show=False, stream=quiet)
+    p.step("a r0")
+    p.close()
+    assert quiet.getvalue() == ""
+    assert len(measure_variants(lambda v, rep: {"throughput": 1.0 + rep}, ["a", "b"], repeats=2, progress=False)) == 4

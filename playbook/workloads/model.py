@@ -393,11 +393,11 @@ def loss_curves(results: list[RunResult]) -> Any:
     return pd.DataFrame(rows, columns=["variant", "repeat", "step", "loss"])
 
 
-def run_variants(run: Any, variants: list[str], repeats: int, out: str | Path, progress: bool = True,
+def run_variants(run: Any, variants: list[str], repeats: int, out: str | Path, progress: bool | None = None,
                  **knobs: Any) -> tuple[Any, dict[str, list[RunResult]]]:
     """Run each variant `repeats` times, interleaved and rotated (workloads.common.measure_variants), each into
     OUT/<variant>-r<k>. Returns (runs frame: one row per run, RunResult.row() columns + variant, repeat, wall_s;
-    {variant: [RunResult per repeat]})."""
+    {variant: [RunResult per repeat]}). `progress`: workloads.common.Progress (None: silent inside a notebook)."""
     from playbook.workloads.common import measure_variants
 
     out = Path(out)

@@ -301,11 +301,14 @@ def measured_plan(steps: pd.DataFrame, n_producers: int | None = None) -> Pipeli
     return plan_pipeline(prod, cons, n_producers=n_producers)
 
 
-def run(cfg: PipelineConfig, progress: bool = False) -> PipelineRun:
-    """fault → plan from its measured rates → fix (and steal), interleaved over `repeats`."""
+def run(cfg: PipelineConfig, progress: bool | None = False) -> PipelineRun:
+    """fault → plan from its measured rates → fix (and steal), interleaved over `repeats`. `progress`: see
+    workloads.common.Progress."""
     from playbook import rundir
+    from playbook.workloads.common import Progress
 
     rows, depth, plan = [], {}, None
+    shown = Progress(cfg.repeats * len(cfg.variants), show=progress)
     for rep in range(cfg.repeats):
         for variant in cfg.variants:
             kwargs: dict[str, Any] = {}
@@ -320,10 +323,9 @@ def run(cfg: PipelineConfig, progress: bool = False) -> PipelineRun:
             depth[(variant, rep)] = res.pop("queue_depth")
             res["per_consumer"] = ",".join(f"{res['per_consumer'][c]}" for c in sorted(res["per_consumer"]))
             rows.append(res)
-            if progress:
-                print(f"  repeat {rep + 1}/{cfg.repeats} {variant:>6}: {res['throughput']:.1f} items/s "
-                      f"(producers {res['producers']}, depth {res['depth']}, per consumer {res['per_consumer']})",
-                      flush=True)
+            shown.step(f"{variant} r{rep}: {res['throughput']:.1f} items/s (producers {res['producers']}, "
+                       f"depth {res['depth']}, per consumer {res['per_consumer']})")
+    shown.close()
     return PipelineRun(pd.DataFrame(rows), plan, depth, asdict(cfg))
 
 

@@ -51,7 +51,7 @@ from playbook.fixes.shapes import (
     padding_waste,
 )
 from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
-from playbook.workloads.common import pick_device, seed_everything
+from playbook.workloads.common import Progress, pick_device, seed_everything
 
 # ---------------------------------------------------------------- model
 
@@ -273,7 +273,7 @@ def stream_summary(batches: pd.DataFrame) -> dict[str, float]:
 def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets, variants=STREAM_VARIANTS,
                             backend: str = "inductor", recompile_limit: int | None = None,
                             run_dir: str | Path | None = None,
-                            progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+                            progress: bool | None = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Every variant as a cold server over the same `streams` (passes). The graph cache on disk is off, so each
     server pays its own compiles (compiled kernels may still be cached by the compiler). With `run_dir`, each
     variant is recorded through playbook.probes.Recorder into RUN_DIR/<variant> (steps and compile events).
@@ -285,6 +285,7 @@ def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets,
 
     _warm_compiler(backend)
     summaries, frames = [], []
+    shown = Progress(len(variants), show=progress)
     for variant in variants:
         t0 = time.perf_counter()
         torch._dynamo.reset()  # a cold server (before the recorder: reset drops compile callbacks)
@@ -296,10 +297,10 @@ def compare_stream_variants(model: nn.Module, streams, batch_size: int, buckets,
             summaries.append({"variant": variant, "pass": str(n_pass), **stream_summary(part)})
         summaries.append({"variant": variant, "pass": "all", **stream_summary(batches), **info,
                           "wall_s": time.perf_counter() - t0})
-        if progress:
-            last = summaries[-1]
-            print(f"  {variant:>17}: p50 {last['p50_ms']:.3g} ms, p99 {last['p99_ms']:.3g} ms, "
-                  f"{last['requests_s']:.3g} req/s, {info['compiles']} compiles, {last['wall_s']:.1f} s", flush=True)
+        last = summaries[-1]
+        shown.step(f"{variant}: p50 {last['p50_ms']:.3g} ms, p99 {last['p99_ms']:.3g} ms, "
+                   f"{last['requests_s']:.3g} req/s, {info['compiles']} compiles, {last['wall_s']:.1f} s")
+    shown.close()
     return pd.DataFrame(summaries), pd.concat(frames, ignore_index=True)
 
 
@@ -725,7 +726,7 @@ def split_model_table(tokens=(8, 2048), splits=((1, 1), (2, 1), (8, 1), (1, 2), 
 def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: float = 32.0, max_len: int = 128,
             min_bucket: int = 32, train_steps: int = 150, variants=STREAM_VARIANTS, backend: str = "inductor",
             recompile_limit: int | None = None, split_iters: int = 20, measure_split: bool = True,
-            run_dir: str | Path | None = None, device: str = "auto", seed: int = 0, progress: bool = False) -> dict:
+            run_dir: str | Path | None = None, device: str = "auto", seed: int = 0, progress: bool | None = False) -> dict:
     """Every section of the lab; returns plain dicts and frames (see the module docstring).
 
     The request stream is `passes` consecutive streams of `requests` requests (fresh lengths each), so later
