@@ -24,8 +24,8 @@ def test_packed_and_padded_forward_give_the_same_per_token_outputs(docs):
     packed = make_batch(docs, "packed", 128)
     assert packed["tokens"].shape[0] < padded["tokens"].shape[0]  # several documents share a row
     with torch.no_grad():
-        out_pad = model(padded["tokens"], padded["positions"], padded["mask"])
-        out_pack = model(packed["tokens"], packed["positions"], packed["mask"])
+        out_pad = model(padded["tokens"], padded["mask"], position_ids=padded["positions"])
+        out_pack = model(packed["tokens"], packed["mask"], position_ids=packed["positions"])
     per_doc_pad = P.unpack(out_pad, padded["doc_ids"], len(docs))
     per_doc_pack = P.unpack(out_pack, packed["doc_ids"], len(docs))
     for d, a, b in zip(docs, per_doc_pad, per_doc_pack, strict=True):
@@ -34,7 +34,7 @@ def test_packed_and_padded_forward_give_the_same_per_token_outputs(docs):
     # without the block-diagonal mask (causal only) documents attend to their row neighbours: outputs change
     causal = torch.ones(128, 128, dtype=torch.bool).tril()[None, None].expand(len(packed["tokens"]), 1, 128, 128)
     with torch.no_grad():
-        leaky = model(packed["tokens"], packed["positions"], causal)
+        leaky = model(packed["tokens"], causal, position_ids=packed["positions"])
     leaked = P.unpack(leaky, packed["doc_ids"], len(docs))
     assert max((a - b).abs().max().item() for a, b in zip(per_doc_pad, leaked, strict=True)) > 1e-3
 
@@ -50,7 +50,7 @@ def test_losses_and_gradients_agree_and_targets_never_cross_documents(docs):
         assert not (b["valid"] & ends).any()  # a document's last token predicts nothing
         assert int(b["valid"].sum()) == sum(len(d) - 1 for d in docs)
         w = P.token_weights(b["doc_ids"], "sequence", valid=b["valid"])
-        logits = model(b["tokens"], b["positions"], b["mask"])
+        logits = model(b["tokens"], b["mask"], position_ids=b["positions"])
         tl = F.cross_entropy(logits.flatten(0, 1), b["targets"].flatten(), reduction="none")
         loss = (tl * w.flatten()).sum()
         model.zero_grad()

@@ -11,12 +11,13 @@ import torch
 from playbook.analysis.lab_verdict import paired
 from playbook.fixes.shapes import collate_padded
 from playbook.workloads import model as m
+from playbook.workloads.models import MLP, TinyTransformer
 
 
 def test_image_dataset_is_deterministic_and_learnable():
     a, b = m.ImageDataset(n=64, shape=(3, 4, 4), seed=1), m.ImageDataset(n=64, shape=(3, 4, 4), seed=1)
     assert torch.equal(a[5][0], b[5][0]) and a[5][1] == b[5][1] and a.features == 48
-    net = m.MLP.for_dataset(a, hidden=32)
+    net = MLP.for_dataset(a, hidden=32)
     opt = m.make_optimizer(net, lr=1e-2)
     x, y = a.bank, a.labels
     first = m.train_step(net, opt, x, y)
@@ -37,7 +38,7 @@ def test_sequences_are_skewed_short_and_padding_is_invisible_to_the_model():
     tight, labels = collate_padded(samples)
     wide, _ = collate_padded(samples, 80)
     assert tight.shape[1] == max(len(s) for s, _ in samples) and wide.shape == (4, 80)
-    net = m.TinyTransformer(max_len=128).eval()
+    net = TinyTransformer(max_len=128).eval()
     with torch.no_grad():
         assert torch.allclose(net(tight), net(wide), atol=1e-5)  # masked attention and pooling
     assert labels.shape == (4,)

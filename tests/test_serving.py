@@ -11,12 +11,14 @@ import torch
 from playbook.errors import InputError
 from playbook.fixes import packing, serving
 from playbook.workloads import serving as lab
+from playbook.workloads import serving_splits as splits
+from playbook.workloads.models import ModelConfig, TinyLM
 
 
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    return lab.TinyLM(lab.ModelConfig(vocab=32, d_model=32, heads=4, layers=2, d_ff=64, max_len=64)).eval()
+    return TinyLM(ModelConfig(vocab=32, d_model=32, heads=4, layers=2, d_ff=64, max_len=64)).eval()
 
 
 def _requests(lengths, vocab=32, seed=0):
@@ -40,7 +42,7 @@ def test_parity_of_a_model_with_itself_is_exact_and_timed(model):
 
 
 def test_parity_detects_a_perturbed_serving_model(model):
-    serve = lab.TinyLM(model.cfg).eval()
+    serve = TinyLM(model.cfg).eval()
     serve.load_state_dict(model.state_dict())
     with torch.no_grad():
         serve.head.weight.add_(0.05 * torch.randn_like(serve.head.weight))
@@ -114,24 +116,24 @@ def test_tensor_parallel_shards_sum_to_the_full_model(model):
     tokens = torch.randint(0, 32, (2, 12))
     with torch.no_grad():
         full = model(tokens)
-        shards = [[lab.tp_shard(b, r, 2) for b in model.blocks] for r in range(2)]
+        shards = [[splits.tp_shard(b, r, 2) for b in model.blocks] for r in range(2)]
         x = model.embed(tokens)
         for layer in range(len(model.blocks)):  # an in-process all-reduce: the sum over the two ranks
             x = x + sum(shards[r][layer].attn(x, None) for r in range(2))
             x = x + sum(shards[r][layer].mlp(x) for r in range(2))
         tp = model.head(model.ln_f(x))
     assert float((tp - full).norm() / full.norm()) < 1e-5
-    stages = lab.pp_stages(model, 2)
+    stages = splits.pp_stages(model, 2)
     assert [len(s) for s in stages] == [1, 1]
 
 
 def test_split_latency_model_is_labelled_and_behaves():
-    t = lab.split_model_table(tokens=(8,), splits=((1, 1), (2, 1), (1, 2)), links=("nvlink",))
+    t = splits.split_model_table(tokens=(8,), splits=((1, 1), (2, 1), (1, 2)), links=("nvlink",))
     assert (t["source"] == "MODEL (not measured)").all()
     single, tp2, pp2 = (t.iloc[i] for i in range(3))
     assert tp2["compute_ms"] == pytest.approx(single["compute_ms"] / 2) and tp2["tp_comm_ms"] > 0
     assert pp2["compute_ms"] == pytest.approx(single["compute_ms"]) and pp2["latency_ms"] > single["latency_ms"]
-    slow = lab.split_latency_model(tp=2, link=lab.LINKS["infiniband"])
+    slow = splits.split_latency_model(tp=2, link=splits.LINKS["infiniband"])
     assert slow["tp_comm_ms"] > tp2["tp_comm_ms"]
 
 

@@ -29,11 +29,12 @@ def test_notebook_30_confirms_bucketing_and_packing(tmp_path):
 
 @pytest.mark.slow
 def test_gloo_pipeline_and_tensor_parallel_measurement():
-    from playbook.workloads import serving as lab
+    from playbook.workloads.models import ModelConfig, TinyLM
+    from playbook.workloads.serving_splits import measure_splits
 
     torch.manual_seed(0)
-    model = lab.TinyLM(lab.ModelConfig(vocab=32, d_model=32, heads=4, layers=2, d_ff=64, max_len=64)).eval()
-    res = lab.measure_splits(model, batch=2, seq_len=16, iters=3)
+    model = TinyLM(ModelConfig(vocab=32, d_model=32, heads=4, layers=2, d_ff=64, max_len=64)).eval()
+    res = measure_splits(model, batch=2, seq_len=16, iters=3)
     assert res["tp_rel_err"] < 1e-5  # the two tensor-parallel ranks compute the full model's output
     m = res["measured"]
     for key in ("single_s", "pipeline_s", "tensor_parallel_s", "allreduce_act_s", "pingpong_act_s", "tp_compute_s"):

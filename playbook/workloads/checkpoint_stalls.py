@@ -99,7 +99,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     from playbook.probes import Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
-        MLP,
         ImageDataset,
         LoopMeter,
         cpu_threads,
@@ -108,6 +107,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         make_optimizer,
         train_step,
     )
+    from playbook.workloads.models import MLP
 
     k = resolve_knobs(VARIANTS, variant, KNOBS, overrides)
     _check(k)

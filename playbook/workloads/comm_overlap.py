@@ -82,15 +82,13 @@ CONFIG = OverlapConfig
 
 
 def build_mlp(width: int, layers: int, seed: int):
-    """`layers` × (Linear(width, width) + GELU) then Linear(width, 1)."""
+    """`layers` × (Linear(width, width) + GELU) then Linear(width, 1) (playbook.workloads.models.MLP), seeded."""
     import torch
-    from torch import nn
+
+    from playbook.workloads.models import MLP
 
     torch.manual_seed(seed)
-    mods: list[Any] = []
-    for _ in range(layers):
-        mods += [nn.Linear(width, width), nn.GELU()]
-    return nn.Sequential(*mods, nn.Linear(width, 1))
+    return MLP(width, 1, hidden=width, depth=layers)
 
 
 # ----------------------------------------------------------------------------------------------------- one rank

@@ -134,7 +134,6 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     from playbook.probes import Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
-        MLP,
         ImageDataset,
         LoopMeter,
         cpu_threads,
@@ -143,6 +142,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         stop_loader,
         train_step,
     )
+    from playbook.workloads.models import MLP
 
     k = resolve_knobs(VARIANTS, variant, KNOBS, overrides)
     if k["steps"] < 1 or k["batch_size"] < 1 or k["warmup_steps"] < 0:

@@ -80,13 +80,13 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     from playbook.probes import Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
-        MLP,
         LoopMeter,
         cpu_threads,
         finish_run,
         make_optimizer,
         train_step,
     )
+    from playbook.workloads.models import MLP
 
     k = resolve_knobs(VARIANTS, variant, KNOBS, overrides)
     if k["memory"] not in ("pageable", "pinned", "device"):

@@ -1,7 +1,8 @@
-"""Shared pieces of the lab workloads (not a workload itself): small real models, synthetic datasets, the
+"""Shared pieces of the lab workloads (not a workload itself): synthetic datasets, the
 training step with its timed phases, and the measurements every lab returns.
 
-    from playbook.workloads.model import ImageDataset, MLP, train_step, LoopMeter, finish_run
+    from playbook.workloads.model import ImageDataset, train_step, LoopMeter, finish_run
+    from playbook.workloads.models import MLP
     data = ImageDataset(n=2048, shape=(3, 32, 32), decode_ms=1.0)     # 1 ms simulated read latency per sample
     model, opt = MLP.for_dataset(data).to(device), ...
     with Recorder(run_dir) as rec, LoopMeter(device) as meter:
@@ -10,8 +11,7 @@ training step with its timed phases, and the measurements every lab returns.
                 meter.add(train_step(model, opt, x.to(device), y.to(device), rec.timer), len(x))
     result = finish_run("fault", run_dir, meter)                       # throughput, step stats, phases, loss
 
-Every model is tiny on purpose: the labs must run on a 2-core CPU in seconds, and what they study (the time a step
-spends outside compute) does not depend on the model's size.
+The models themselves are in playbook.workloads.models.
 """
 
 from __future__ import annotations
@@ -94,69 +94,6 @@ class SequenceDataset(Dataset):
 
 
 # ----------------------------------------------------------------------------------------------- models
-
-
-class MLP(nn.Module):
-    """Flatten → `depth` × (Linear + GELU) of width `hidden` → Linear to `classes`."""
-
-    def __init__(self, features: int, classes: int = 10, hidden: int = 512, depth: int = 2):
-        super().__init__()
-        layers: list[nn.Module] = [nn.Flatten()]
-        width = features
-        for _ in range(depth):
-            layers += [nn.Linear(width, hidden), nn.GELU()]
-            width = hidden
-        layers.append(nn.Linear(width, classes))
-        self.net = nn.Sequential(*layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
-
-    @classmethod
-    def for_dataset(cls, data: ImageDataset, hidden: int = 512, depth: int = 2) -> MLP:
-        """An MLP sized for `data`'s samples and classes."""
-        return cls(data.features, data.classes, hidden, depth)
-
-
-class TinyTransformer(nn.Module):
-    """Embedding → `layers` pre-norm attention + MLP blocks → masked mean pooling → classifier. Padding (token 0)
-    is masked out of attention keys and of the pooling, so padded and unpadded batches give the same logits."""
-
-    def __init__(self, vocab: int = 64, d_model: int = 32, heads: int = 2, layers: int = 1, classes: int = 2,
-                 max_len: int = 512):
-        super().__init__()
-        self.heads = heads
-        self.embed = nn.Embedding(vocab, d_model, padding_idx=0)
-        self.pos = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(_Block(d_model, heads) for _ in range(layers))
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, classes)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        keep = tokens != 0  # [B, L]
-        pos = torch.arange(tokens.shape[1], device=tokens.device)
-        h = self.embed(tokens) + self.pos(pos)[None]
-        for block in self.blocks:
-            h = block(h, keep)
-        h = self.norm(h) * keep[..., None]
-        pooled = h.sum(1) / keep.sum(1, keepdim=True).clamp(min=1)
-        return self.head(pooled)
-
-
-class _Block(nn.Module):
-    def __init__(self, d: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
-
-    def forward(self, h: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        B, L, D = h.shape
-        q, k, v = self.qkv(self.ln1(h)).view(B, L, 3, self.heads, D // self.heads).permute(2, 0, 3, 1, 4)
-        attn = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
-        h = h + self.proj(attn.transpose(1, 2).reshape(B, L, D))
-        return h + self.mlp(self.ln2(h))
 
 
 def make_optimizer(model: nn.Module, lr: float = 1e-3) -> torch.optim.Optimizer:

@@ -107,7 +107,8 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
     from playbook.probes import fake_nvml
     from playbook.probes.recorder import Recorder
     from playbook.probes.steps import StepTimer
-    from playbook.workloads.model import MLP, cpu_threads, make_optimizer, train_step
+    from playbook.workloads.model import cpu_threads, make_optimizer, train_step
+    from playbook.workloads.models import MLP
 
     if variant not in VARIANTS:
         raise WorkloadError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
@@ -256,13 +257,13 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
     from playbook.workloads.data_starvation import VARIANTS as DS_VARIANTS
     from playbook.workloads.data_starvation import build_loader
     from playbook.workloads.model import (
-        MLP,
         ImageDataset,
         cpu_threads,
         make_optimizer,
         stop_loader,
         train_step,
     )
+    from playbook.workloads.models import MLP
 
     if steps < 2 * shuffle_buffer:
         raise WorkloadError("steps must cover at least two shuffle-buffer refills (steps >= 2 * shuffle_buffer)")

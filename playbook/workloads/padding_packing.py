@@ -87,44 +87,17 @@ CONFIG = PackingConfig
 
 # ----------------------------------------------------------------------------------------------------- model
 def build_lm(vocab: int = 64, d_model: int = 64, heads: int = 4, layers: int = 2, max_len: int = 512, seed: int = 0):
-    """A small pre-norm causal transformer LM: forward(tokens, positions, attn_mask) → logits [B, L, vocab].
-
-    attn_mask is a boolean [B, 1, L, L] mask (True = may attend), e.g. playbook.fixes.shapes.packed_attention_mask,
-    so the same model serves padded and packed batches; positions restart in every document.
-    """
+    """The lab's causal LM (playbook.workloads.models.TinyLM, d_ff = 4 × d_model), seeded: forward(tokens,
+    attn_mask, position_ids) → logits [B, L, vocab]. attn_mask is boolean [B, 1, L, L] (True = may attend, e.g.
+    playbook.fixes.shapes.packed_attention_mask), so the same model trains on padded and packed batches;
+    positions restart in every document."""
     import torch
-    import torch.nn.functional as F
-    from torch import nn
 
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-            self.qkv, self.proj = nn.Linear(d_model, 3 * d_model), nn.Linear(d_model, d_model)
-            self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
-
-        def forward(self, h, mask):
-            B, L, C = h.shape
-            q, k, v = self.qkv(self.ln1(h)).view(B, L, 3, heads, C // heads).permute(2, 0, 3, 1, 4)
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-            h = h + self.proj(a.transpose(1, 2).reshape(B, L, C))
-            return h + self.mlp(self.ln2(h))
-
-    class LM(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.embed, self.pos = nn.Embedding(vocab, d_model), nn.Embedding(max_len, d_model)
-            self.blocks = nn.ModuleList(Block() for _ in range(layers))
-            self.norm, self.head = nn.LayerNorm(d_model), nn.Linear(d_model, vocab)
-
-        def forward(self, tokens, positions, attn_mask):
-            h = self.embed(tokens) + self.pos(positions)
-            for block in self.blocks:
-                h = block(h, attn_mask)
-            return self.head(self.norm(h))
+    from playbook.workloads.models import ModelConfig, TinyLM
 
     torch.manual_seed(seed)
-    return LM()
+    return TinyLM(ModelConfig(vocab=vocab, d_model=d_model, heads=heads, layers=layers, d_ff=4 * d_model,
+                              max_len=max_len))
 
 
 def make_batch(docs: list, mode: str, row_len: int, rows: list[list[int]] | None = None) -> dict[str, Any]:
@@ -258,7 +231,7 @@ def _train_step(st: dict[str, Any], i: int, cfg: PackingConfig, ctx: D.DistConte
             w = P.token_weights(b["doc_ids"], "token", valid=b["valid"], n_tokens=n_targets)
         with D.maybe_phase(timer, "fwd"):
             if b["tokens"].numel():
-                logits = st["model"](b["tokens"], b["positions"], b["mask"])
+                logits = st["model"](b["tokens"], b["mask"], position_ids=b["positions"])
                 token_loss = F.cross_entropy(logits.flatten(0, 1), b["targets"].flatten(), reduction="none")
                 loss = (token_loss * w.flatten()).sum()
             else:

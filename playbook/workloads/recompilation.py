@@ -105,7 +105,7 @@ def build_model(k: dict[str, Any], device: Any) -> tuple[Any, Any]:
     """(module, callable): the tiny transformer and its torch.compile'd (or eager) callable, dynamo reset first."""
     import torch
 
-    from playbook.workloads.model import TinyTransformer
+    from playbook.workloads.models import TinyTransformer
 
     if k["dynamic"] not in ("off", "auto", "mark"):
         raise WorkloadError(f"dynamic must be off, auto or mark, not {k['dynamic']!r}")

@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
@@ -44,6 +43,7 @@ from playbook.errors import WorkloadError
 from playbook.fixes.shards import ShardStream, prefetch_depth
 from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 from playbook.workloads.common import measure_variants, pick_device, seed_everything
+from playbook.workloads.models import MLP
 from playbook.workloads.objstore import ObjectStore, write_shards
 
 VARIANTS = ("no_fault", "fault", "fix")
@@ -66,18 +66,6 @@ def build_bucket(root: str | Path, samples: int = 2048, samples_per_shard: int =
                  seed: int = 0) -> dict[str, Any]:
     """Write the lab's shards into `root` (see playbook.workloads.objstore.write_shards); returns the index."""
     return write_shards(synthetic_samples(samples, shape, seed=seed), root, samples_per_shard=samples_per_shard)
-
-
-class SmallNet(nn.Module):
-    """A small MLP classifier over flattened uint8 images scaled to [0, 1]."""
-
-    def __init__(self, in_features: int, hidden: int = 1024, classes: int = 10):
-        super().__init__()
-        self.fc1, self.fc2, self.out = nn.Linear(in_features, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, classes)
-
-    def forward(self, x):
-        x = x.flatten(1).float() / 255.0
-        return self.out(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
 def _loader(url: str, kind: str, batch: int, num_workers: int, prefetch: int, epoch: int, seed: int,
@@ -136,7 +124,7 @@ def train_run(url: str, kind: str, run_dir: str | Path, steps: int = 60, batch: 
             x = b["npy"].to(dev, non_blocking=True)
             y = b["cls"].to(dev, non_blocking=True)
             if model is None:
-                model = SmallNet(int(np.prod(x.shape[1:])), hidden).to(dev)
+                model = MLP(int(np.prod(x.shape[1:])), 10, hidden, depth=2, input_scale=1 / 255).to(dev)
                 opt = torch.optim.SGD(model.parameters(), lr=0.01)
             with rec.step(step, tokens=len(y)):
                 with rec.phase("fwd"):
