@@ -180,7 +180,7 @@ def variant_cli(name: str, doc: str, run: Any, variants: dict[str, dict[str, Any
     progress on one line (stderr), then prints one summary with ratios to no_fault and the command that diagnoses
     the fault's recording. `run(run_dir, variant, **knobs)` returns a RunResult.
     """
-    from playbook.analysis.compare import variant_summary
+    from playbook.analysis.lab_verdict import variant_summary
     from playbook.errors import PlaybookError
     from playbook.workloads.common import measure_variants
 
