@@ -40,7 +40,7 @@ import json, resource, sys, time
 path = sys.argv[1]
 t0, c0 = time.perf_counter(), time.process_time()
 from playbook.readers import read_paths
-from playbook.analysis.diagnosis import diagnose
+from playbook.diagnose import diagnose
 t1, c1 = time.perf_counter(), time.process_time()
 bundle = read_paths([path])
 t2, c2 = time.perf_counter(), time.process_time()

@@ -6,7 +6,7 @@ What it checks
     XID_ERRORS, from playbook.simulate's labeled "oscillation" fleet (period 10 min). The TSDB is built once with
     `promtool tsdb create-blocks-from openmetrics` and kept in --cache (reruns skip the backfill). The client runs
     in a child process so its peak RSS is its own: query time (HTTP + decode into the telemetry table), analysis
-    time (analysis.diagnosis.diagnose) and peak RSS (ru_maxrss). Target: ≤ 30 s and ≤ 2 GB on 2 cores.
+    time (playbook.diagnose.diagnose) and peak RSS (ru_maxrss). Target: ≤ 30 s and ≤ 2 GB on 2 cores.
 
 The exact command
     python benchmarks/prometheus.py                    # first run ~10 min (backfill), then ~1 min
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 CHILD = r"""
 import json, resource, sys, time
 from playbook.sources import prometheus
-from playbook.analysis.diagnosis import diagnose
+from playbook.diagnose import diagnose
 url, since, step, until = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 t0, c0 = time.perf_counter(), time.process_time()
 bundle = prometheus.read(url, since_s=since, step_s=step, until=until)

@@ -8,7 +8,7 @@ title, the fix, the next measurement that confirms or refutes it, the lab notebo
 the command that runs that lab into a report, the event kinds (`events.kind`, lower case) and step phases that
 are direct measurements of it, and its kind: "cause" (diagnosis and comparison), "verdict" (healthy,
 insufficient_data: what the diagnosis says when no cause wins) or "regression" (causes only a comparison of two
-runs can name). Diagnosis (analysis.hypotheses), comparison (analysis.regression), simulate, the reports and the
+runs can name). Diagnosis (diagnose.ranking), comparison (diagnose.regression), simulate, the reports and the
 field guide read it.
 """
 

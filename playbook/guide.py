@@ -369,7 +369,7 @@ def signature_rows() -> list[dict[str, Any]]:
 
     Telemetry cases: 2 hosts x 4 GPUs, 600 s at 2 s polling; step cases: 4 ranks x 400 steps of 1.5 s."""
     from playbook import schema
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
     from playbook.simulate import simulate_bundle, simulate_steps
 
     rows = []

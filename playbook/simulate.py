@@ -394,7 +394,7 @@ def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400,
 
 
 def simulate_bundle(scenario: str = "oscillation", **kwargs) -> tuple[schema.Bundle, Truth]:
-    """A Bundle holding simulate_telemetry(scenario, **kwargs), ready for analysis.diagnosis.diagnose."""
+    """A Bundle holding simulate_telemetry(scenario, **kwargs), ready for playbook.diagnose.diagnose."""
     frame, truth = simulate_telemetry(scenario, **kwargs)
     return schema.Bundle(inputs=[truth.source], telemetry=frame), truth
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from playbook.analysis.diagnosis import diagnose
 from playbook.cli import main
+from playbook.diagnose import diagnose
 from playbook.readers import read_paths
 from playbook.schema import Bundle
 from playbook.simulate import simulate_steps, simulate_telemetry, write_nvidia_smi_csv, write_run_dir

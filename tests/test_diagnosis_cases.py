@@ -8,8 +8,8 @@ import json
 import pytest
 
 from playbook import simulate
-from playbook.analysis.diagnosis import diagnose
 from playbook.cli import main
+from playbook.diagnose import diagnose
 
 
 def _top(d) -> str:
@@ -81,11 +81,11 @@ def test_inputs_that_cannot_answer_are_insufficient_data(case):
 
 
 def test_healthy_never_leads_while_something_is_probably_wrong():
-    from playbook.analysis import hypotheses as hyp
+    from playbook.diagnose import ranking
 
     # support split over three causes, each below healthy's 0.4, but P(wrong) = 0.6
-    ev = hyp.support("trace_idle_host", 1.0, hyp.impact(0.3), "idle waiting for the host")
-    ranked = hyp.rank(ev)
+    ev = ranking.support("trace_idle_host", 1.0, ranking.impact(0.3), "idle waiting for the host")
+    ranked = ranking.rank(ev)
     wrong = 1 - next(h["score"] for h in ranked if h["id"] == "healthy")
     assert wrong >= 0.5 and ranked[0]["id"] == "data_starvation"
 

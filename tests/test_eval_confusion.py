@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema, simulate
-from playbook.analysis.diagnosis import diagnose
+from playbook.diagnose import diagnose
 from playbook.readers import read_paths
 
 EVAL = Path(__file__).resolve().parent / "data" / "eval"

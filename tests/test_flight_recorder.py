@@ -175,8 +175,8 @@ def test_the_generator_is_deterministic(fr_dir, tmp_path):
 
 
 def test_diagnose_names_the_rank_behind(fr_dir, capsys):
-    from playbook.analysis.diagnosis import diagnose
     from playbook.cli import main
+    from playbook.diagnose import diagnose
 
     d = diagnose(read_paths([fr_dir / "hang"]))
     assert d.top["id"] == "collective_straggler"

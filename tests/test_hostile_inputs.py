@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from playbook import cli, rundir
-from playbook.analysis import regression
+from playbook.diagnose.regression.environment import environment
 from playbook.errors import InputError
 from playbook.readers import read_file, read_paths
 
@@ -63,7 +63,7 @@ def test_meta_fields_of_the_wrong_type_are_dropped_for_compare(tmp_path):
     b = read_paths([tmp_path / "r"])
     (w,) = [w for w in b.warnings if "wrong type" in w]
     assert "env.torch (list)" in w and "env.cpu (int)" in w and "env.nvidia.gpus[] items that are not dict" in w
-    env, found = regression.environment(b)
+    env, found = environment(b)
     assert found and env["python"][0] == "3.11"
 
 

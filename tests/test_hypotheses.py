@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from playbook.analysis import hypotheses as hyp
-from playbook.analysis.diagnosis import diagnose
+from playbook.causes import CAUSES, DIAGNOSIS_IDS
+from playbook.diagnose import diagnose, evidence, ranking
 from playbook.schema import Bundle
 from playbook.simulate import SCENARIOS, simulate_steps, simulate_telemetry
 
@@ -15,22 +15,22 @@ VOCABULARY = {"healthy", "data_starvation", "h2d_copy", "host_sync", "launch_bou
 
 
 def test_vocabulary_and_notebooks():
-    assert set(hyp.HYPOTHESES) == VOCABULARY
-    assert set(hyp.FIXES) == VOCABULARY and set(hyp.NEXT_STEPS) == VOCABULARY
-    assert hyp.NOTEBOOKS["periodic_stall"] == "notebooks/12_checkpoint_eval_stalls.ipynb"
-    assert hyp.NOTEBOOKS["gc_pause"] == hyp.NOTEBOOKS["host_sync"] == "notebooks/13_host_sync_gc.ipynb"
+    assert set(DIAGNOSIS_IDS) == VOCABULARY
+    assert all(CAUSES[c].fix and CAUSES[c].next_step for c in VOCABULARY)
+    assert CAUSES["periodic_stall"].notebook == "notebooks/12_checkpoint_eval_stalls.ipynb"
+    assert CAUSES["gc_pause"].notebook == CAUSES["host_sync"].notebook == "notebooks/13_host_sync_gc.ipynb"
     for h in ("collective_straggler", "hardware_fault", "throttling", "link_degradation"):
-        assert hyp.NOTEBOOKS[h] == "notebooks/20_collective_stragglers.ipynb"
-    assert hyp.NOTEBOOKS["launch_bound"] == "notebooks/02_observability.ipynb"
-    assert hyp.NOTEBOOKS["memory_pressure"] == hyp.NOTEBOOKS["healthy"] == "notebooks/01_triage.ipynb"
-    for sig in hyp.SPECIFICITY.values():
+        assert CAUSES[h].notebook == "notebooks/20_collective_stragglers.ipynb"
+    assert CAUSES["launch_bound"].notebook == "notebooks/02_observability.ipynb"
+    assert CAUSES["memory_pressure"].notebook == CAUSES["healthy"].notebook == "notebooks/01_triage.ipynb"
+    for sig in ranking.SPECIFICITY.values():
         assert set(sig) <= VOCABULARY and all(0 < v <= 1 for v in sig.values())
 
 
 def test_noisy_or_and_healthy():
-    ev = [hyp.Evidence("gc_pause", 0.5, "a", anomaly=0.5), hyp.Evidence("gc_pause", 0.5, "b", anomaly=0.5),
-          hyp.Evidence("throttling", 0.2, "c", anomaly=0.4)]
-    ranked = hyp.rank(ev)
+    ev = [ranking.Evidence("gc_pause", 0.5, "a", anomaly=0.5), ranking.Evidence("gc_pause", 0.5, "b", anomaly=0.5),
+          ranking.Evidence("throttling", 0.2, "c", anomaly=0.4)]
+    ranked = ranking.rank(ev)
     scores = {h["id"]: h["score"] for h in ranked}
     assert scores["gc_pause"] == pytest.approx(0.75)
     assert scores["throttling"] == pytest.approx(0.2)
@@ -41,20 +41,20 @@ def test_noisy_or_and_healthy():
 
 
 def test_nothing_found_is_healthy_first():
-    ranked = hyp.rank([], ["no GPU swings"])
+    ranked = ranking.rank([], ["no GPU swings"])
     assert ranked[0]["id"] == "healthy" and ranked[0]["score"] == 1.0
-    weak = hyp.rank(hyp.support("memory_swings", 1.0, 0.2, "memory swings a little"))
+    weak = ranking.rank(ranking.support("memory_swings", 1.0, 0.2, "memory swings a little"))
     assert weak[0]["id"] == "healthy"
 
 
 def test_impact_scale():
-    assert hyp.impact(0.0) == 0.0
-    assert hyp.impact(0.05) == pytest.approx(0.632, abs=1e-3)
-    assert hyp.impact(0.01) < 0.2 < 0.85 < hyp.impact(0.10)
+    assert ranking.impact(0.0) == 0.0
+    assert ranking.impact(0.05) == pytest.approx(0.632, abs=1e-3)
+    assert ranking.impact(0.01) < 0.2 < 0.85 < ranking.impact(0.10)
 
 
 def test_findings_levels_and_nature():
-    ev = hyp.from_findings([
+    ev = evidence.from_findings([
         {"hypothesis": "data_starvation", "level": "high", "rank": 0, "evidence": "rank 0 waits 31%"},
         {"hypothesis": "collective_straggler", "level": "moderate", "rank": 3, "evidence": "rank 3 late",
          "nature": "hardware-like"},
@@ -64,8 +64,8 @@ def test_findings_levels_and_nature():
     by = {}
     for e in ev:
         by.setdefault(e.hypothesis, []).append(e)
-    assert by["data_starvation"][0].strength == hyp.LEVEL_CONFIDENCE["high"]
-    assert by["collective_straggler"][0].strength == hyp.LEVEL_CONFIDENCE["moderate"]
+    assert by["data_starvation"][0].strength == evidence.LEVEL_CONFIDENCE["high"]
+    assert by["collective_straggler"][0].strength == evidence.LEVEL_CONFIDENCE["moderate"]
     assert "hardware_fault" in by and "not_a_cause" not in by
     assert "node7" in by["link_degradation"][0].next_step
 
@@ -187,36 +187,36 @@ def test_host_writes_during_the_drops_point_at_checkpoints():
 
 def test_confidence_is_a_calibrated_posterior_not_one_minus_p():
     # Sellke-Bayarri-Berger: P(signature | p) ≤ 1 / (1 - e p ln p) at even prior odds
-    assert hyp.confidence(0.125) == pytest.approx(1 / (1 + 0.7066), abs=2e-3)  # 3 of 3 polls: modest
-    assert hyp.confidence(0.05) == pytest.approx(0.71, abs=0.01)
-    assert hyp.confidence(1e-8) > 0.999 and hyp.confidence(0.0) == 1.0
-    assert hyp.confidence(0.9) == pytest.approx(0.1) and hyp.confidence(None) == 0.5
+    assert ranking.confidence(0.125) == pytest.approx(1 / (1 + 0.7066), abs=2e-3)  # 3 of 3 polls: modest
+    assert ranking.confidence(0.05) == pytest.approx(0.71, abs=0.01)
+    assert ranking.confidence(1e-8) > 0.999 and ranking.confidence(0.0) == 1.0
+    assert ranking.confidence(0.9) == pytest.approx(0.1) and ranking.confidence(None) == 0.5
     ps = [1e-12, 1e-6, 1e-3, 0.01, 0.05, 0.125, 0.3, 0.6, 1.0]
-    cs = [hyp.confidence(p) for p in ps]
+    cs = [ranking.confidence(p) for p in ps]
     assert cs == sorted(cs, reverse=True) and all(c <= 1 - p + 1e-12 for c, p in zip(cs, ps, strict=True))
 
 
 def test_each_cause_of_one_observation_gets_its_own_reading_and_next_step():
-    ev = hyp.support("synchronized_periodic", 1.0, 1.0, "seen: a scheduled stall", "log checkpoint steps",
+    ev = ranking.support("synchronized_periodic", 1.0, 1.0, "seen: a scheduled stall", "log checkpoint steps",
                      readings={"data_starvation": ("seen: a buffer refill", "time next(DataLoader)")})
     by = {e.hypothesis: e for e in ev}
     assert by["periodic_stall"].next_step == "log checkpoint steps"
     assert by["data_starvation"].text == "seen: a buffer refill"
     assert by["data_starvation"].next_step == "time next(DataLoader)"
     # without a reading, a secondary cause keeps the text but never borrows the primary's next step
-    ev = hyp.support("synchronized_irregular", 1.0, 1.0, "seen", "time next(DataLoader)")
+    ev = ranking.support("synchronized_irregular", 1.0, 1.0, "seen", "time next(DataLoader)")
     assert {e.hypothesis: e.next_step for e in ev}["host_sync"] is None
-    ranked = {h["id"]: h for h in hyp.rank(ev)}
-    assert ranked["host_sync"]["next_step"] == hyp.NEXT_STEPS["host_sync"]
+    ranked = {h["id"]: h for h in ranking.rank(ev)}
+    assert ranked["host_sync"]["next_step"] == CAUSES["host_sync"].next_step
     # one observation read two ways counts once towards "something is wrong"
     assert ranked["healthy"]["score"] == pytest.approx(0.0)
-    two = hyp.rank(hyp.support("synchronized_periodic", 0.5, 1.0, "x",
+    two = ranking.rank(ranking.support("synchronized_periodic", 0.5, 1.0, "x",
                                readings={"data_starvation": ("y", None)}))
     assert {h["id"]: h["score"] for h in two}["healthy"] == pytest.approx(0.5)
 
 
 def test_memory_swings_alone_are_no_sign_of_trouble():
-    ranked = hyp.rank(hyp.support("memory_swings", 1.0, 1.0, "memory used swings by 40 GiB",
+    ranked = ranking.rank(ranking.support("memory_swings", 1.0, 1.0, "memory used swings by 40 GiB",
                                   readings={"recompilation": ("new shapes", None)}, anomaly=0.0))
     assert ranked[0]["id"] == "healthy" and ranked[0]["score"] == pytest.approx(1 - 0.35)
 
@@ -266,10 +266,10 @@ def test_a_drop_on_one_gpu_of_eight_is_not_a_shared_drop():
 
 
 def test_a_trace_finding_from_one_step_counts_for_less_than_one_seen_step_after_step():
-    assert hyp.typical_share(1, 1) == 0.75 and hyp.typical_share(2, 2) == 0.875
-    assert hyp.typical_share(5, 5) == pytest.approx(0.984, abs=1e-3) and hyp.typical_share(1, 5) < 0.5
+    assert ranking.typical_share(1, 1) == 0.75 and ranking.typical_share(2, 2) == 0.875
+    assert ranking.typical_share(5, 5) == pytest.approx(0.984, abs=1e-3) and ranking.typical_share(1, 5) < 0.5
     finding = {"hypothesis": "data_starvation", "level": "high", "evidence": "rank 0: waiting on the DataLoader"}
-    one = hyp.from_findings([{**finding, "steps": 1, "steps_at_level": 1}], "trace")[0].strength
-    many = hyp.from_findings([{**finding, "steps": 8, "steps_at_level": 8}], "trace")[0].strength
-    bare = hyp.from_findings([finding], "trace")[0].strength  # analyses that do not count steps keep the level's
+    one = evidence.from_findings([{**finding, "steps": 1, "steps_at_level": 1}], "trace")[0].strength
+    many = evidence.from_findings([{**finding, "steps": 8, "steps_at_level": 8}], "trace")[0].strength
+    bare = evidence.from_findings([finding], "trace")[0].strength  # analyses that do not count steps keep the level's
     assert one == pytest.approx(0.85 * 0.75) and many > 0.84 and bare == 0.85

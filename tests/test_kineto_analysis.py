@@ -250,7 +250,7 @@ def test_gpu_idle_inside_steps_known_answer():
 
 
 def test_unexplained_gpu_idle_is_not_healthy_and_a_busy_gpu_is():
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
 
     starved = diagnose(Bundle(trace=_idle_steps(400.0))).hypotheses
     assert starved[0]["id"] == "data_starvation" and "idle 60% of 3 profiled steps" in starved[0]["evidence"][0]
@@ -261,7 +261,7 @@ def test_unexplained_gpu_idle_is_not_healthy_and_a_busy_gpu_is():
 
 
 def test_a_cpu_only_trace_is_no_evidence_of_health():
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
 
     ranked = diagnose(rk.read(DATA / "hta" / "cpu_only_rank-34.pt.trace.json.gz")).hypotheses
     # issue 14: the verdict is insufficient_data (it was healthy at 0.5), healthy stays at most 0.5

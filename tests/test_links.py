@@ -118,7 +118,7 @@ def test_no_link_data_no_summary():
 
 
 def test_diagnose_names_the_degraded_links_host(degraded_run):
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
 
     d = diagnose(degraded_run)
     link = next(h for h in d.hypotheses if h["id"] == "link_degradation")

@@ -141,7 +141,7 @@ def _watchdog(rank: int, seq: int, ms: int = 600050) -> str:
     ({r: 4821 for r in range(4)}, "hardware_fault", "timed out inside the same ALLREDUCE #4821"),
 ])
 def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypothesis, says):
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
     from playbook.readers import detect, read_file
 
     log = tmp_path / "torchrun.log"

@@ -255,7 +255,7 @@ def test_step_timer_emits_nvtx_ranges_for_steps_phases_and_data_waits():
 
 
 def test_diagnose_uses_the_nsys_findings(nsys_dir):
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
 
     d = diagnose(read_paths([nsys_dir / "rank0_nvtx_sum.csv", nsys_dir / "rank0_osrt_sum.csv"]))
     assert d.top["id"] == "data_starvation"

@@ -249,7 +249,7 @@ def test_a_noisy_level_pinned_at_100_is_one_level_not_two():
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_noisy_healthy_fleet_pinned_at_100_is_healthy(seed):
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
     from playbook.simulate import simulate_bundle
 
     bundle, _ = simulate_bundle("healthy", hosts=2, gpus_per_host=4, duration_s=600, interval_s=2.0,

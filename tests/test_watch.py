@@ -172,8 +172,8 @@ def test_sparkline_levels():
 def test_dashboard_renders_rows_and_the_rolling_diagnosis():
     from rich.console import Console
 
-    from playbook.analysis.diagnosis import diagnose
     from playbook.commands.watch import _dashboard
+    from playbook.diagnose import diagnose
     from playbook.simulate import simulate_bundle
 
     b, _ = simulate_bundle("oscillation", hosts=1, gpus_per_host=2, duration_s=300, interval_s=1.0, period_s=20)

@@ -9,7 +9,7 @@ What it checks
   cadence; the utilization pattern of each side (playbook diagnose); and the environment / configuration diff
   (versions, GPUs, NCCL_* / CUDA_* / OMP_* / TORCH_* variables, CPU count, compile cache state, command line,
   recorded settings), each changed item linked to the causes it can produce. Analysis:
-  playbook.analysis.regression.
+  playbook.diagnose.regression.
 
 The exact command
   playbook compare runs/good runs/bad
@@ -105,12 +105,12 @@ def run(args) -> int:
         if not args.good or not args.bad:
             raise InputError("name a good and a bad run: playbook compare GOOD BAD (or --good PATH --bad PATH)")
         good_runs, bad_runs = [list(g) for g in args.good], [list(b) for b in args.bad]
-    from playbook.analysis.regression import compare
+    from playbook.diagnose.regression.verdict import compare_runs
 
     good = read_side(good_runs, args.fields, args.interval, "GOOD", args.tz)
     bad = read_side(bad_runs, args.fields, args.interval, "BAD", args.tz)
     try:
-        result = compare(good, bad, n_boot=args.boot, seed=args.seed)
+        result = compare_runs(good, bad, n_boot=args.boot, seed=args.seed)
     except ValueError as exc:
         raise PlaybookError(str(exc)) from exc
     if result.mode == "none":
@@ -124,13 +124,13 @@ def run(args) -> int:
 
 
 def _s(x) -> str:
-    from playbook.analysis.regression import fmt_seconds
+    from playbook.diagnose.regression.text import fmt_seconds
 
     return fmt_seconds(x)
 
 
 def _p(p) -> str:
-    from playbook.analysis.regression import fmt_p
+    from playbook.diagnose.regression.text import fmt_p
 
     return fmt_p(p)
 
@@ -161,7 +161,7 @@ def _side_label(side: dict) -> str:
 
 
 def render(r) -> str:
-    """The readable report of an analysis.regression.Regression."""
+    """The readable report of a diagnose.regression.verdict.Regression."""
     d = r.to_dict()
     lines = ["playbook compare", f"  GOOD: {_side_label(d['good'])}", f"  BAD:  {_side_label(d['bad'])}"]
     if d["warnings"]:

@@ -47,7 +47,7 @@ def run(args) -> int:
         from playbook.readers import read_paths
     except ImportError as exc:  # pragma: no cover - the readers ship with the package
         raise PlaybookError(f"the readers are not available: {exc}") from exc
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
     from playbook.sources import prometheus
 
     fail_on = _fail_on(args.fail_on)

@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from playbook import schema
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
     from playbook.sources import is_url
     from playbook.sources.live import open_source, rows_frame
 

@@ -1,15 +1,16 @@
-"""The diagnosis facade: `diagnose(bundle) -> Diagnosis`, the object behind `playbook diagnose`.
+"""Diagnose: `diagnose(bundle) -> Diagnosis`, the object behind `playbook diagnose`.
 
     from playbook.readers import read_paths
-    from playbook.analysis.diagnosis import diagnose
+    from playbook.diagnose import diagnose
     d = diagnose(read_paths(["logs/"]))
     d.hypotheses[0]["id"], d.to_json()
 
 Runs every analyzer of ANALYZERS (an explicit, ordered list) that has data — oscillation and GPU status on the
 telemetry (or, without GPU utilization, the oscillation of each rank's busy share derived from its step phases),
 timestamped events and host-probe activity set against the utilization drops, step patterns, Kineto breakdowns,
-cross-rank stragglers, NCCL transports — and ranks their Findings (analysis.findings, analysis.hypotheses). One
-error guard around each analyzer: one that fails on odd input leaves a warning instead of stopping the others.
+cross-rank stragglers, NCCL transports — states what each found as Findings (diagnose.findings, through the
+adapters of diagnose.evidence) and ranks them (diagnose.ranking). One error guard around each analyzer: one that
+fails on odd input leaves a warning instead of stopping the others.
 `Diagnosis.detail` keeps the objects behind the JSON for reports and notebooks: "oscillation" (OscillationResult:
 per_gpu table, dips, spectra of the main group), "gpus" (GpuReport), "kineto", "stragglers", "nccl", "nsys",
 "flight_recorder", "links" (their summarize() dicts), "dip_events" and "host_in_dips" (when events / host data
@@ -50,13 +51,13 @@ import numpy as np
 import pandas as pd
 
 from playbook import causes, schema
-from playbook.analysis import hypotheses as hyp
 from playbook.analysis import steps as steps_analysis
 from playbook.analysis.coincidence import dips_vs_events, host_during_dips
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import GpuReport, analyze_gpus
 from playbook.analysis.oscillation.fleet import OscillationResult, analyze_gpu_series, analyze_oscillation
 from playbook.analysis.series import gpu_series
+from playbook.diagnose import evidence, ranking
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 
@@ -77,7 +78,7 @@ class Diagnosis:
 
     def to_dict(self) -> dict:
         """The JSON contract as plain Python (NaN and infinities → None, numpy scalars → Python)."""
-        return _clean({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
+        return json_ready({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
                        "oscillation": self.oscillation, "steps": self.steps, "ranks": self.ranks,
                        "hypotheses": self.hypotheses, "verdict": self.verdict})
 
@@ -91,11 +92,13 @@ class Diagnosis:
         return self.hypotheses[0] if self.hypotheses else {}
 
 
-def _clean(v: Any) -> Any:
+def json_ready(v: Any) -> Any:
+    """`v` as plain JSON values: dict keys as str, numpy scalars as Python, NaN / infinities and NaT as None,
+    floats rounded to 6 digits, timestamps as ISO text, anything else as its str()."""
     if isinstance(v, dict):
-        return {str(k): _clean(x) for k, x in v.items()}
+        return {str(k): json_ready(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
+        return [json_ready(x) for x in v]
     if isinstance(v, (bool, np.bool_)):
         return bool(v)
     if isinstance(v, (int, np.integer)):
@@ -119,7 +122,7 @@ class _Run:
     bundle: schema.Bundle
     interval_s: float | None
     warnings: list[str]
-    findings: list = field(default_factory=list)  # hypotheses.Evidence readings of the analyzers' Findings
+    findings: list = field(default_factory=list)  # ranking.Evidence readings of the analyzers' Findings
     healthy: list[str] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
     osc: OscillationResult | None = None
@@ -146,8 +149,8 @@ def _gpu_telemetry(run: _Run) -> None:
         n_units = len(series.time_clusters()[0]) if len(series) else 0
         warnings += [w for w in osc.warnings if w not in warnings]
         warnings += run.gpu_report.warnings
-        run.findings += hyp.from_oscillation(osc, run.gpu_report.table, n_units)
-        run.findings += hyp.from_gpus(run.gpu_report, osc)
+        run.findings += evidence.from_oscillation(osc, run.gpu_report.table, n_units)
+        run.findings += evidence.from_gpus(run.gpu_report, osc)
         if not osc.detected and not osc.single_drop:
             span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
             level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""
@@ -161,7 +164,7 @@ def _gpu_telemetry(run: _Run) -> None:
     elif len(tele):  # GPUs seen, but none reported a usable value: list them (lost) all the same
         run.gpu_report = analyze_gpus(tele, interval_s=run.interval_s)
         warnings.append("telemetry holds no utilization values (all missing or errors)")
-        run.findings += hyp.from_gpus(run.gpu_report, None)
+        run.findings += evidence.from_gpus(run.gpu_report, None)
 
 
 def _derived_busy(run: _Run) -> None:
@@ -179,7 +182,7 @@ def _derived_busy(run: _Run) -> None:
     run.warnings.append(f"no usable GPU utilization: the oscillation is measured on each rank's busy share "
                         f"(time in {work or 'work'} phases) — " + DERIVED_SIGNAL)
     run.warnings += [w for w in osc.warnings if w not in run.warnings]
-    run.findings += hyp.from_oscillation(osc, None, n_units, label="ranks")
+    run.findings += evidence.from_oscillation(osc, None, n_units, label="ranks")
     if not osc.detected:
         run.healthy.append("no rank's busy share swings between a high and a low level")
 
@@ -192,8 +195,8 @@ def _dip_events(run: _Run) -> None:
     tol = osc.interval_s if np.isfinite(osc.interval_s) else 0.0
     coinc = dips_vs_events(osc.dips_s, osc.t0, run.bundle.events, tolerance_s=tol)
     label = "GPUs" if osc.signal != DERIVED_SIGNAL else "ranks"
-    found, explained = hyp.from_dip_events(coinc, osc.lost_fraction, label)
-    run.findings = hyp.discount(run.findings, explained) + found
+    found, explained = evidence.from_dip_events(coinc, osc.lost_fraction, label)
+    run.findings = ranking.discount(run.findings, explained) + found
     run.detail["dip_events"] = coinc
 
 
@@ -203,7 +206,7 @@ def _host_in_dips(run: _Run) -> None:
     if osc is None or not osc.detected or not len(run.bundle.host):
         return
     metrics = host_during_dips(run.bundle.host, osc.dips_s, osc.t0)
-    run.findings += hyp.from_host(metrics, osc.lost_fraction)
+    run.findings += evidence.from_host(metrics, osc.lost_fraction)
     run.detail["host_in_dips"] = metrics
 
 
@@ -215,7 +218,7 @@ def _step_patterns(run: _Run) -> None:
     run.steps_summary = summary
     # when the step log explains the slow steps, the dips' generic readings (e.g. "a synchronized drop could be
     # the input pipeline") lose the weight of what is explained
-    run.findings = hyp.discount(run.findings, hyp.explained_by_steps(summary)) + hyp.from_steps(summary)
+    run.findings = ranking.discount(run.findings, evidence.explained_by_steps(summary)) + evidence.from_steps(summary)
     benign = (summary.get("periodic_slow") or {}).get("benign") if summary else None
     if benign:
         run.healthy.append(benign)
@@ -233,10 +236,10 @@ def _summary_of(name: str, label: str):
             summary = _one_job(_same_roles(summary, run), run)
         run.summaries[name] = summary
         if summary:
-            run.findings += hyp.from_findings(summary.get("findings"), label)
+            run.findings += evidence.from_findings(summary.get("findings"), label)
             run.warnings += [w for w in summary.get("warnings") or [] if isinstance(w, str)]
             if name == "kineto":
-                run.findings += hyp.from_trace_idle(summary.get("gpu_idle"))
+                run.findings += evidence.from_trace_idle(summary.get("gpu_idle"))
 
     analyzer.__name__ = name
     return analyzer
@@ -314,7 +317,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         have = [n for n, t in (("host metrics", bundle.host), ("events", bundle.events)) if len(t)]
         untestable = (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                       "times, no trace with GPU work")
-    ranked = hyp.rank(run.findings, run.healthy, untestable)
+    ranked = ranking.rank(run.findings, run.healthy, untestable)
     if ranked and ranked[0]["id"] == "insufficient_data":
         ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
     warnings = run.warnings

@@ -1,6 +1,6 @@
-"""The one finding contract: what every analyzer hands the ranker (analysis.hypotheses.rank).
+"""The one finding contract: what every analyzer hands the ranker (diagnose.ranking.rank).
 
-A `Finding` is one observation: the signature seen (a key of hypotheses.SPECIFICITY, which says how strongly it
+A `Finding` is one observation: the signature seen (a key of ranking.SPECIFICITY, which says how strongly it
 points at each cause, or a cause id of playbook.causes when the analyzer measured the cause directly), the
 statistic behind it (a p-value, or a measured level when no test applies) turned into a confidence, the share of
 GPU time or throughput it costs, the GPUs / ranks / hosts it names and the evidence text. The ranker reads these
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 class Finding:
     """One observation, in the one shape the ranker scores (see the module docstring).
 
-    confidence   0-1, how sure the signature is present (hypotheses.confidence(p_value), or a level's confidence)
+    confidence   0-1, how sure the signature is present (ranking.confidence(p_value), or a level's confidence)
     weight       0-1, how much it counts: impact(lost_share), or a floor for observations whose cost is unknown
     p_value      the test behind the confidence, None when it is a measured level
     level        the measured level (a share 0-1, a ratio) when no test applies
