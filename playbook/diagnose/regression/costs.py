@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -97,7 +98,9 @@ def _ratio_block(good: float, bad: float, gb: np.ndarray, bb: np.ndarray) -> dic
 
 
 def compare_steps(g_runs: list[RunSteps], b_runs: list[RunSteps], n_boot: int, rng: np.random.Generator,
-                   warnings: list[str]) -> dict:
+                  warnings: list[str]) -> dict:
+    """GOOD's and BAD's step tables compared: throughput, step-time distributions, phases, events and the causes
+    whose change is significant (steps 2-3 of the method in diagnose.regression)."""
     per_token = all(r.has_tokens for r in g_runs + b_runs)
     tps_ref = (sum(r.table["tokens"].sum() for r in g_runs) / sum(len(r.table) for r in g_runs)) if per_token else 1.0
     if not per_token and any(r.has_tokens for r in g_runs + b_runs):
@@ -111,6 +114,36 @@ def compare_steps(g_runs: list[RunSteps], b_runs: list[RunSteps], n_boot: int, r
     g = _side(g_runs, columns, per_token, tps_ref, n_boot, n_med, rng)
     b = _side(b_runs, columns, per_token, tps_ref, n_boot, n_med, rng)
     iw = columns.index("wall_s")
+    throughput = _throughput(g, b, g_runs, b_runs, per_token, tps_ref, n_boot, warnings)
+    step_time = _step_time(g, b, g_runs, b_runs, iw, throughput["per"])
+    d_wall = float(b.cost[iw] - g.cost[iw])
+    delta_row = partial(_delta_row, g, b, columns, d_wall, throughput["significant"])
+
+    both_phased = all(r.has_phases for r in g_runs) and all(r.has_phases for r in b_runs)
+    if not both_phased and any(r.has_phases for r in g_runs + b_runs):
+        warnings.append("step phases are logged on one side only: the phase comparison is left out")
+    phases = []
+    for col in columns:
+        if col.startswith("phase:") and (both_phased or col in ("phase:other", "phase:gap")):
+            row = {"phase": col.split(":", 1)[1], **delta_row(col)}
+            if row["good_s"] == 0 and row["bad_s"] == 0:
+                continue
+            phases.append(row)
+    phases.sort(key=lambda r: -abs(r["delta_s"]))
+    events = _events_table(g_runs, b_runs, columns, delta_row)
+    causes = _cause_rows(g_runs, b_runs, columns, delta_row, events, float(g.cost[iw]), d_wall,
+                         throughput["significant"], both_phased)
+    if per_token:
+        wl = _workload_change(g_runs, b_runs)
+        if wl:
+            causes.append(wl)
+    return {"throughput": throughput, "step_time": step_time, "phases": phases, "events": events,
+            "causes": causes, "detail": {"good_stats": g, "bad_stats": b, "columns": columns}}
+
+
+def _throughput(g: SideStats, b: SideStats, g_runs: list[RunSteps], b_runs: list[RunSteps], per_token: bool,
+                tps_ref: float, n_boot: int, warnings: list[str]) -> dict:
+    """The throughput ratio BAD / GOOD with its interval (with ≥ 2 runs a side, also a t interval over runs)."""
     units = {r.tokens_unit for r in g_runs + b_runs}
     unit = f"{units.pop() if len(units) == 1 else 'tokens'}/s" if per_token else "steps/s"
     tp = _ratio_block(g.throughput, b.throughput, g.throughput_boot, b.throughput_boot)
@@ -132,51 +165,49 @@ def compare_steps(g_runs: list[RunSteps], b_runs: list[RunSteps], n_boot: int, r
         warnings.append("one run on a side: the interval holds the step-to-step noise within each run, not "
                         "run-to-run variance — repeat runs (--good A1 --good A2 ...) to measure it")
     significant = bool(np.isfinite(tp["ratio_lo"]) and (tp["ratio_lo"] > 1 or tp["ratio_hi"] < 1))
-    throughput = {"unit": unit, **tp, "change": tp["ratio"] - 1 if np.isfinite(tp["ratio"]) else math.nan,
-                  "significant": significant, "n_boot": n_boot,
-                  "good_per_run": g.throughput_per_run, "bad_per_run": b.throughput_per_run,
-                  "block_steps": {"good": [r.block for r in g_runs], "bad": [r.block for r in b_runs]},
-                  "run_to_run": {"measured": run_to_run,
-                                 "good_cv": _cv(g.throughput_per_run), "bad_cv": _cv(b.throughput_per_run)},
-                  "per": f"GOOD's {tps_ref:.4g} tokens per step" if per_token else "step"}
+    return {"unit": unit, **tp, "change": tp["ratio"] - 1 if np.isfinite(tp["ratio"]) else math.nan,
+            "significant": significant, "n_boot": n_boot,
+            "good_per_run": g.throughput_per_run, "bad_per_run": b.throughput_per_run,
+            "block_steps": {"good": [r.block for r in g_runs], "bad": [r.block for r in b_runs]},
+            "run_to_run": {"measured": run_to_run,
+                           "good_cv": _cv(g.throughput_per_run), "bad_cv": _cv(b.throughput_per_run)},
+            "per": f"GOOD's {tps_ref:.4g} tokens per step" if per_token else "step"}
+
+
+def _step_time(g: SideStats, b: SideStats, g_runs: list[RunSteps], b_runs: list[RunSteps], iw: int,
+               per: str) -> dict:
+    """Median and mean step cost ratios with intervals, p90, Cliff's delta (autocorrelation-deflated)."""
     mean = _ratio_block(float(g.cost[iw]), float(b.cost[iw]), g.cost_boot[:, iw], b.cost_boot[:, iw])
     median = _ratio_block(g.median, b.median, g.median_boot, b.median_boot)
     lag_g = float(np.mean([stats.lag1(r.table["wall_s"].to_numpy()) for r in g_runs]))
     lag_b = float(np.mean([stats.lag1(r.table["wall_s"].to_numpy()) for r in b_runs]))
     delta, p_mw = stats.cliffs_delta(g.per_step_cost, b.per_step_cost, lag_g, lag_b)
-    step_time = {"median": median, "mean": mean,
-                 "p90": {"good": float(np.percentile(g.per_step_cost, 90)),
-                         "bad": float(np.percentile(b.per_step_cost, 90))},
-                 "cliffs_delta": delta, "p_value": p_mw, "lag1": {"good": lag_g, "bad": lag_b},
-                 "per": throughput["per"]}
-    d_wall = float(b.cost[iw] - g.cost[iw])
+    return {"median": median, "mean": mean,
+            "p90": {"good": float(np.percentile(g.per_step_cost, 90)),
+                    "bad": float(np.percentile(b.per_step_cost, 90))},
+            "cliffs_delta": delta, "p_value": p_mw, "lag1": {"good": lag_g, "bad": lag_b}, "per": per}
 
-    def delta_row(col: str) -> dict:
-        j = columns.index(col)
-        est = float(b.cost[j] - g.cost[j])
-        boot = b.cost_boot[:, j] - g.cost_boot[:, j]
-        lo, hi = _interval(boot)
-        p = stats.bootstrap_p(est, boot)
-        return {"good_s": float(g.cost[j]), "bad_s": float(b.cost[j]), "delta_s": est, "delta_lo": lo,
-                "delta_hi": hi, "p_value": p,
-                "significant": bool(np.isfinite(lo) and (lo > 0 or hi < 0)),
-                "share_of_change": est / d_wall if d_wall != 0 and significant else math.nan}
 
-    both_phased = all(r.has_phases for r in g_runs) and all(r.has_phases for r in b_runs)
-    if not both_phased and any(r.has_phases for r in g_runs + b_runs):
-        warnings.append("step phases are logged on one side only: the phase comparison is left out")
-    phases = []
-    for col in columns:
-        if col.startswith("phase:") and (both_phased or col in ("phase:other", "phase:gap")):
-            row = {"phase": col.split(":", 1)[1], **delta_row(col)}
-            if row["good_s"] == 0 and row["bad_s"] == 0:
-                continue
-            phases.append(row)
-    phases.sort(key=lambda r: -abs(r["delta_s"]))
-    events = _events_table(g_runs, b_runs, columns, delta_row)
+def _delta_row(g: SideStats, b: SideStats, columns: list[str], d_wall: float, significant: bool, col: str) -> dict:
+    """One cost column's change BAD − GOOD (s per step) with its bootstrap interval, p-value and share of the
+    change in wall time (when the throughput change is significant)."""
+    j = columns.index(col)
+    est = float(b.cost[j] - g.cost[j])
+    boot = b.cost_boot[:, j] - g.cost_boot[:, j]
+    lo, hi = _interval(boot)
+    p = stats.bootstrap_p(est, boot)
+    return {"good_s": float(g.cost[j]), "bad_s": float(b.cost[j]), "delta_s": est, "delta_lo": lo,
+            "delta_hi": hi, "p_value": p,
+            "significant": bool(np.isfinite(lo) and (lo > 0 or hi < 0)),
+            "share_of_change": est / d_wall if d_wall != 0 and significant else math.nan}
+
+
+def _cause_rows(g_runs: list[RunSteps], b_runs: list[RunSteps], columns: list[str], delta_row, events: list[dict],
+                base: float, d_wall: float, significant: bool, both_phased: bool) -> list[dict]:
+    """The causes whose change counts: scored by confidence × their share of the change (when the throughput
+    change is significant), else × the impact of their own change; below MIN_SCORE left out."""
     causes = []
     direction = 1.0 if d_wall >= 0 else -1.0
-    base = float(g.cost[iw])
     for col in columns:
         if not col.startswith("cause:"):
             continue
@@ -203,12 +234,7 @@ def compare_steps(g_runs: list[RunSteps], b_runs: list[RunSteps], n_boot: int, r
             evidence.append(_straggler_text(delta_row("skew:straggler"), g_runs, b_runs))
         causes.append({"id": cid, "score": round(float(score), 3), "impact": impact, **row,
                        "evidence": evidence, "changes": [], **advice(cid)})
-    if per_token:
-        wl = _workload_change(g_runs, b_runs)
-        if wl:
-            causes.append(wl)
-    return {"throughput": throughput, "step_time": step_time, "phases": phases, "events": events,
-            "causes": causes, "detail": {"good_stats": g, "bad_stats": b, "columns": columns}}
+    return causes
 
 
 def _rate_p(k_good: int, k_bad: int, n_good: int, n_bad: int) -> float:

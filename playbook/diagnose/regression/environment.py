@@ -107,39 +107,7 @@ def environment(bundle: schema.Bundle) -> tuple[dict[str, tuple[str, str]], bool
         out[key] = (value if isinstance(value, str) else json.dumps(value, default=str, sort_keys=True), group)
 
     if fps:
-        fp = fps[0]
-        torch = fp.get("torch") or {}
-        put("python", fp.get("python"), "versions")
-        put("torch", torch.get("version"), "versions")
-        put("torch CUDA", torch.get("cuda"), "versions")
-        put("cuDNN", torch.get("cudnn"), "versions")
-        put("NCCL", torch.get("nccl"), "versions")
-        nv = fp.get("nvidia") or {}
-        put("driver", nv.get("driver"), "versions")
-        put("CUDA driver", nv.get("cuda_driver"), "versions")
-        for name, v in sorted((fp.get("packages") or {}).items()):
-            if name not in ("torch", "playbook"):
-                put(f"package {name}", v, "versions")
-        gpus: dict[tuple, str] = {}
-        for f in fps:
-            for g in (f.get("nvidia") or {}).get("gpus") or []:
-                gpus[(f.get("hostname"), g.get("uuid") or g.get("index"))] = str(g.get("name"))
-        put("GPUs", ", ".join(f"{n} × {m}" for m, n in sorted(Counter(gpus.values()).items())) or "none",
-            "hardware")
-        cpu = fp.get("cpu") or {}
-        put("CPU count", cpu.get("count"), "hardware")
-        put("CPU affinity", cpu.get("affinity"), "hardware")
-        for k, v in sorted((fp.get("env") or {}).items()):
-            put(f"env {k}", str(v), "env")
-        caches = fp.get("compile_cache") or {}
-        for name in ("inductor", "triton"):
-            put(f"compile cache ({name})", _cache_text(caches.get(name)), "cache")
-            if isinstance(caches.get(name), dict):
-                put(f"compile cache ({name}) location", caches[name].get("path"), "cache")
-        put("git commit", fp.get("git_commit"), "code")
-        put("host", ", ".join(sorted({str(f.get("hostname")) for f in fps if f.get("hostname")})), "host")
-        put("platform", fp.get("platform"), "host")
-        put("python executable", fp.get("python_executable"), "host")
+        _fingerprint_items(fps, put)
     command = run_meta.get("command") or (fps[0].get("command") if fps else None)
     if isinstance(command, list):
         command = shlex.join(str(c) for c in command)
@@ -176,6 +144,44 @@ def environment(bundle: schema.Bundle) -> tuple[dict[str, tuple[str, str]], bool
         if len(mem):
             put("GPU memory (measured)", f"{mem.median() / 1024:.0f} GiB", "hardware")
     return out, found
+
+
+def _fingerprint_items(fps: list[dict], put) -> None:
+    """The fingerprints' (meta.json "env") versions, GPUs, CPU, variables, compile caches, commit and host,
+    each handed to put(key, value, group); the first fingerprint speaks for the run, GPUs and hosts are pooled."""
+    fp = fps[0]
+    torch = fp.get("torch") or {}
+    put("python", fp.get("python"), "versions")
+    put("torch", torch.get("version"), "versions")
+    put("torch CUDA", torch.get("cuda"), "versions")
+    put("cuDNN", torch.get("cudnn"), "versions")
+    put("NCCL", torch.get("nccl"), "versions")
+    nv = fp.get("nvidia") or {}
+    put("driver", nv.get("driver"), "versions")
+    put("CUDA driver", nv.get("cuda_driver"), "versions")
+    for name, v in sorted((fp.get("packages") or {}).items()):
+        if name not in ("torch", "playbook"):
+            put(f"package {name}", v, "versions")
+    gpus: dict[tuple, str] = {}
+    for f in fps:
+        for g in (f.get("nvidia") or {}).get("gpus") or []:
+            gpus[(f.get("hostname"), g.get("uuid") or g.get("index"))] = str(g.get("name"))
+    put("GPUs", ", ".join(f"{n} × {m}" for m, n in sorted(Counter(gpus.values()).items())) or "none",
+        "hardware")
+    cpu = fp.get("cpu") or {}
+    put("CPU count", cpu.get("count"), "hardware")
+    put("CPU affinity", cpu.get("affinity"), "hardware")
+    for k, v in sorted((fp.get("env") or {}).items()):
+        put(f"env {k}", str(v), "env")
+    caches = fp.get("compile_cache") or {}
+    for name in ("inductor", "triton"):
+        put(f"compile cache ({name})", _cache_text(caches.get(name)), "cache")
+        if isinstance(caches.get(name), dict):
+            put(f"compile cache ({name}) location", caches[name].get("path"), "cache")
+    put("git commit", fp.get("git_commit"), "code")
+    put("host", ", ".join(sorted({str(f.get("hostname")) for f in fps if f.get("hostname")})), "host")
+    put("platform", fp.get("platform"), "host")
+    put("python executable", fp.get("python_executable"), "host")
 
 
 def _options(command: str) -> dict[str, str]:

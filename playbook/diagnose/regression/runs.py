@@ -89,11 +89,33 @@ def _tokens_unit(meta: dict) -> str | None:
 
 
 def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
-    """The per-step table of one run (module docstring, step 1); None without step rows."""
+    """The per-step table of one run (step 1 of the method in diagnose.regression); None without step rows."""
     steps, events = bundle.steps, bundle.events
     if steps is None or steps.empty:
         return None
+    timed = _wall_times(steps)
+    if timed is None:
+        return None
+    st, t0 = timed
     warnings: list[str] = []
+    med = float(np.median(st["duration_s"]))
+    st, phases, cause_of = _phase_columns(st, steps)
+    ev_summary, ev_cols = _event_costs(st, phases if len(phases) else None, events, t0, cause_of, warnings)
+    st = st.join(ev_cols) if len(ev_cols.columns) else st
+    if t0 is not None and np.isfinite(med) and med > 0:
+        _drop_recording_breaks(st, med, label, warnings)
+    table, ranks = _critical_table(st)
+    has_tokens = bool(table["tokens"].notna().all() and (table["tokens"] > 0).all())
+    unit = _tokens_unit(bundle.meta)
+    out = RunSteps(label=label, table=table, events=ev_summary, has_phases=len(phases) > 0, has_tokens=has_tokens,
+                   ranks=ranks, warnings=warnings, tokens_unit=unit if isinstance(unit, str) and unit else "tokens")
+    out.block = stats.optimal_block_length(table["wall_s"].to_numpy())
+    return out
+
+
+def _wall_times(steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.Timestamp | None] | None:
+    """One row per (rank, step) with start_s and wall_s (start of the next step minus its own start, at least its
+    duration), and the run's first start (None when start times are unknown); None without finite durations."""
     st = steps_analysis.step_times(steps)  # rank, step, host, time, duration_s
     st = st[np.isfinite(st["duration_s"].to_numpy(dtype=float))].sort_values(["rank", "step"]).reset_index(drop=True)
     if st.empty:
@@ -101,7 +123,6 @@ def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
     has_time = bool(st["time"].notna().all())
     t0 = st["time"].min() if has_time else None
     st["start_s"] = _seconds(st["time"], t0) if has_time else np.nan
-    med = float(np.median(st["duration_s"]))
     wall = st["duration_s"].to_numpy(dtype=float).copy()
     if has_time:
         nxt = st.groupby("rank")["start_s"].shift(-1).to_numpy(dtype=float)
@@ -109,11 +130,15 @@ def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
         ok = np.isfinite(gap_wall)
         wall[ok] = np.maximum(wall[ok], gap_wall[ok])
     st["wall_s"] = wall
+    return st, t0
 
+
+def _phase_columns(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, str]]:
+    """`st` with phase:<p> seconds (incl. "other" and "gap"), tokens, cause:<id> sums and net:<compute phase>
+    columns; the phase rows of `steps`; the cause of each phase column."""
     phases = steps[steps["phase"] != "step"]
-    has_phases = len(phases) > 0
     key = ["rank", "step"]
-    if has_phases:
+    if len(phases):
         ph = phases.pivot_table(index=key, columns="phase", values="duration_s", aggfunc="sum", observed=True)
         ph.columns = [f"phase:{c}" for c in ph.columns.astype(str)]
         st = st.merge(ph.reset_index(), on=key, how="left")
@@ -133,29 +158,31 @@ def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
 
     pcols = [c for c in st.columns if c.startswith("phase:")]
     cause_of = {c: PHASE_CAUSE.get(c.split(":", 1)[1], DEFAULT_CAUSE) for c in pcols}
-    causes = sorted(set(cause_of.values()))
-    for c in causes:
+    for c in sorted(set(cause_of.values())):
         st[f"cause:{c}"] = st[[p for p in pcols if cause_of[p] == c]].sum(axis=1)
     for p in COMPUTE_PHASES:
         if f"phase:{p}" in st:
             st[f"net:{p}"] = st[f"phase:{p}"]
+    return st, phases, cause_of
 
-    ev_summary, ev_cols = _event_costs(st, phases if has_phases else None, events, t0, cause_of, warnings)
-    st = st.join(ev_cols) if len(ev_cols.columns) else st
 
-    # segment breaks: a long gap with no event in it is a pause of the recording, not of the training
-    if has_time and np.isfinite(med) and med > 0:
-        ev_in_gap = st[[c for c in st.columns if c.startswith("event:")]].sum(axis=1) if any(
-            c.startswith("event:") for c in st.columns) else pd.Series(0.0, index=st.index)
-        brk = (st["phase:gap"] > SEGMENT_BREAK * med) & (ev_in_gap <= 0)
-        if brk.any():
-            warnings.append(f"{label}: {int(brk.sum())} gap(s) between steps longer than {SEGMENT_BREAK:.0f} median "
-                            f"steps with no event in them (longest {st.loc[brk, 'phase:gap'].max():.3g} s) left "
-                            "out as recording breaks")
-            st.loc[brk, "cause:between_steps"] -= st.loc[brk, "phase:gap"]
-            st.loc[brk, "wall_s"] = st.loc[brk, "duration_s"]
-            st.loc[brk, "phase:gap"] = 0.0
+def _drop_recording_breaks(st: pd.DataFrame, med: float, label: str, warnings: list[str]) -> None:
+    """A gap between steps longer than SEGMENT_BREAK median steps with no event in it is a pause of the recording,
+    not of the training: it leaves the step's wall time (in place)."""
+    ev_in_gap = st[[c for c in st.columns if c.startswith("event:")]].sum(axis=1) if any(
+        c.startswith("event:") for c in st.columns) else pd.Series(0.0, index=st.index)
+    brk = (st["phase:gap"] > SEGMENT_BREAK * med) & (ev_in_gap <= 0)
+    if brk.any():
+        warnings.append(f"{label}: {int(brk.sum())} gap(s) between steps longer than {SEGMENT_BREAK:.0f} median "
+                        f"steps with no event in them (longest {st.loc[brk, 'phase:gap'].max():.3g} s) left "
+                        "out as recording breaks")
+        st.loc[brk, "cause:between_steps"] -= st.loc[brk, "phase:gap"]
+        st.loc[brk, "wall_s"] = st.loc[brk, "duration_s"]
+        st.loc[brk, "phase:gap"] = 0.0
 
+
+def _critical_table(st: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """One row per step, the critical rank's (with several ranks), and the number of ranks."""
     ranks = int(st["rank"].nunique())
     if ranks > 1:
         # a rank slower than its peers makes every rank wait: the critical rank's compute beyond the median
@@ -182,12 +209,7 @@ def run_steps(bundle: schema.Bundle, label: str = "") -> RunSteps | None:
     keep = ["wall_s", "duration_s", "tokens"] + sorted(c for c in table.columns if c.startswith(COST_PREFIXES))
     table = table[keep].astype("float64")
     table["critical_rank"] = critical.reindex(table.index).astype("int64")
-    has_tokens = bool(table["tokens"].notna().all() and (table["tokens"] > 0).all())
-    unit = _tokens_unit(bundle.meta)
-    out = RunSteps(label=label, table=table, events=ev_summary, has_phases=has_phases, has_tokens=has_tokens,
-                   ranks=ranks, warnings=warnings, tokens_unit=unit if isinstance(unit, str) and unit else "tokens")
-    out.block = stats.optimal_block_length(table["wall_s"].to_numpy())
-    return out
+    return table, ranks
 
 
 def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataFrame | None,
@@ -205,12 +227,33 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
     if ev.empty:
         return pd.DataFrame(columns=cols_summary), empty
     row_of = {(int(r), int(s)): i for i, (r, s) in enumerate(zip(st["rank"], st["step"], strict=True))}
-    ranks = np.unique(st["rank"].to_numpy())
     steps_known = set(st["step"].astype(int))
     timed = t0 is not None and ev["time"].notna().all()
-    ev_start = _seconds(ev["time"], t0) if t0 is not None and ev["time"].notna().any() else np.full(len(ev), np.nan)
-    ev["start_s"] = ev_start
-    # events without a step: place them by time in the step that was running (same rank, else the first rank)
+    ev["start_s"] = _seconds(ev["time"], t0) if t0 is not None and ev["time"].notna().any() else np.nan
+    ev["step_"], ev["rank_"] = _place_events(ev, st, t0)
+    in_steps = np.isin(ev["step_"].to_numpy(), list(steps_known))
+    ev["excl_s"] = _exclusive_seconds(ev, st, row_of, in_steps, timed, warnings)
+    ph_iv = _phase_intervals(phases, t0) if timed and phases is not None and phases["time"].notna().all() else {}
+    ev_cols = _move_event_seconds(st, ev[in_steps & (ev["excl_s"] > 0)], ph_iv, row_of, cause_of)
+
+    rows = []
+    for kind, part in ev.groupby("kind", sort=True):
+        inside = part[np.isin(part["step_"], list(steps_known))]
+        distinct = np.unique(inside["step_"].to_numpy())
+        rows.append({"kind": kind, "events": int(len(inside)), "steps_with": int(len(distinct)),
+                     "outside": int(len(part) - len(inside)),
+                     "seconds": float(part["duration_s"].sum(min_count=1)) if part["duration_s"].notna().any()
+                     else math.nan,
+                     "cadence_steps": float(np.median(np.diff(distinct))) if len(distinct) >= 3 else math.nan,
+                     "first_step": int(distinct[0]) if len(distinct) else -1})
+    return pd.DataFrame(rows, columns=cols_summary), pd.DataFrame(ev_cols, index=st.index)
+
+
+def _place_events(ev: pd.DataFrame, st: pd.DataFrame, t0: pd.Timestamp | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each event's (step, rank): its own, or for an event without a step the step that was running at its time
+    (same rank, else the first rank)."""
+    ranks = np.unique(st["rank"].to_numpy())
+    ev_start = ev["start_s"].to_numpy(dtype=float)
     step = ev["step"].to_numpy(dtype=np.int64).copy()
     rank = ev["rank"].to_numpy(dtype=np.int64).copy()
     rank = np.where(np.isin(rank, ranks), rank, ranks[0])
@@ -224,9 +267,15 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
                 pos = np.searchsorted(starts, ev_start[which], side="right") - 1
                 ok = (pos >= 0) & (ev_start[which] < ends[np.clip(pos, 0, len(ends) - 1)])
                 step[which[ok]] = sr["step"].to_numpy()[pos[ok]]
-    ev["step_"] = step
-    ev["rank_"] = rank
-    in_steps = np.isin(step, list(steps_known))
+    return step, rank
+
+
+def _exclusive_seconds(ev: pd.DataFrame, st: pd.DataFrame, row_of: dict, in_steps: np.ndarray, timed: bool,
+                       warnings: list[str]) -> np.ndarray:
+    """Each event's exclusive seconds (nested events belong to the outer one); kinds logged without durations
+    cost the excess of their steps over the run's median step."""
+    ev_start = ev["start_s"].to_numpy(dtype=float)
+    rank = ev["rank_"].to_numpy()
     dur = ev["duration_s"].to_numpy(dtype=float)
     has_dur = np.isfinite(dur) & (dur > 0)
     excl = np.where(has_dur, dur, 0.0)
@@ -235,7 +284,6 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
             m = np.flatnonzero((rank == r) & has_dur)
             if len(m) > 1:
                 excl[m] = _exclusive(ev_start[m], ev_start[m] + dur[m])
-    # kinds logged without durations: cost = the excess of their steps over the run's median step
     wall_by_row = st["wall_s"].to_numpy()
     med_wall = float(np.median(wall_by_row))
     for kind, part in ev[in_steps].groupby("kind"):
@@ -249,25 +297,33 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
                     excl[p] = max(0.0, wall_by_row[row] - med_wall)
             warnings.append(f"'{kind}' events carry no durations: each is costed by its step's excess over the "
                             "median step")
-    ev["excl_s"] = excl
+    return excl
 
-    # move event seconds out of the phases they overlapped and into the event's cause (numpy arrays: a long
-    # run holds thousands of events)
-    ph_iv: dict[int, dict[str, np.ndarray]] = {}
-    if timed and phases is not None and phases["time"].notna().all():
-        start = _seconds(phases["time"], t0)
-        frame = pd.DataFrame({"rank": phases["rank"].to_numpy(), "step": phases["step"].to_numpy(),
-                              "start": start, "end": start + phases["duration_s"].to_numpy(dtype=float),
-                              "phase": phases["phase"].astype(str).to_numpy(dtype=object)})
-        for r, g in frame.groupby("rank"):
-            g = g.sort_values("start")
-            ph_iv[int(r)] = {"start": g["start"].to_numpy(), "end": g["end"].to_numpy(),
-                             "step": g["step"].to_numpy(dtype=np.int64), "phase": g["phase"].to_numpy(),
-                             "max": float((g["end"] - g["start"]).max())}
+
+def _phase_intervals(phases: pd.DataFrame, t0: pd.Timestamp) -> dict[int, dict[str, np.ndarray]]:
+    """Per rank, the phase intervals sorted by start (seconds since t0), with their step, phase and the longest
+    interval's length (to bound the overlap search)."""
+    start = _seconds(phases["time"], t0)
+    frame = pd.DataFrame({"rank": phases["rank"].to_numpy(), "step": phases["step"].to_numpy(),
+                          "start": start, "end": start + phases["duration_s"].to_numpy(dtype=float),
+                          "phase": phases["phase"].astype(str).to_numpy(dtype=object)})
+    out: dict[int, dict[str, np.ndarray]] = {}
+    for r, g in frame.groupby("rank"):
+        g = g.sort_values("start")
+        out[int(r)] = {"start": g["start"].to_numpy(), "end": g["end"].to_numpy(),
+                       "step": g["step"].to_numpy(dtype=np.int64), "phase": g["phase"].to_numpy(),
+                       "max": float((g["end"] - g["start"]).max())}
+    return out
+
+
+def _move_event_seconds(st: pd.DataFrame, counted: pd.DataFrame, ph_iv: dict, row_of: dict,
+                        cause_of: dict[str, str]) -> dict[str, np.ndarray]:
+    """Move each counted event's seconds out of the phases it overlapped (else the step's compute, or the time
+    between steps) into the event's cause, in place on st's cause:/net: columns (numpy arrays: a long run holds
+    thousands of events). Returns the event:<kind> seconds per step row."""
     arrays = {c: st[c].to_numpy(dtype=np.float64, copy=True) for c in st.columns if c.startswith(("cause:", "net:"))}
     step_start = st["start_s"].to_numpy(dtype=np.float64)
     step_dur = st["duration_s"].to_numpy(dtype=np.float64)
-    counted = ev[in_steps & (ev["excl_s"] > 0)]
     ev_cols: dict[str, np.ndarray] = {}
     for kind, x, rank_, step_, dur_, start_ in zip(counted["kind"], counted["excl_s"], counted["rank_"],
                                                    counted["step_"], counted["duration_s"], counted["start_s"],
@@ -306,15 +362,4 @@ def _event_costs(st: pd.DataFrame, phases: pd.DataFrame | None, events: pd.DataF
         arrays.setdefault(f"cause:{cause}", np.zeros(len(st)))[row] += x
     for c, v in arrays.items():
         st[c] = v
-
-    rows = []
-    for kind, part in ev.groupby("kind", sort=True):
-        inside = part[np.isin(part["step_"], list(steps_known))]
-        distinct = np.unique(inside["step_"].to_numpy())
-        rows.append({"kind": kind, "events": int(len(inside)), "steps_with": int(len(distinct)),
-                     "outside": int(len(part) - len(inside)),
-                     "seconds": float(part["duration_s"].sum(min_count=1)) if part["duration_s"].notna().any()
-                     else math.nan,
-                     "cadence_steps": float(np.median(np.diff(distinct))) if len(distinct) >= 3 else math.nan,
-                     "first_step": int(distinct[0]) if len(distinct) else -1})
-    return pd.DataFrame(rows, columns=cols_summary), pd.DataFrame(ev_cols, index=st.index)
+    return ev_cols
