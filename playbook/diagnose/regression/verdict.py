@@ -347,9 +347,9 @@ def gap_closed(bad: Regression, reverted: Regression) -> float:
 def injected_verdict(result: Regression, injected: str, culprit: str | None = None,
                      reverted: Regression | None = None, other: Regression | None = None,
                      closes: float = 0.5) -> tuple[str, str]:
-    """(status, summary) of a regression lab: did `compare` find the cause that was injected?
+    """(status, summary) of a regression lab: did `compare_runs` find the cause that was injected?
 
-    confirmed: BAD is significantly slower, compare's top cause is `injected`, the top cause's linked changes
+    confirmed: BAD is significantly slower, compare_runs's top cause is `injected`, the top cause's linked changes
     include `culprit` (a config or environment key prefix, when given), and — when half-way runs are given —
     reverting the culprit alone (`reverted`: GOOD vs that run) closes at least `closes` of the throughput gap on a
     log scale (gap_closed) and more than reverting the other change (`other`). A log-scale share of the gap, not
