@@ -28,7 +28,7 @@ Method (pure functions; no thresholds tuned to fixtures):
    and scaled to GOOD's tokens per step (so a changed batch size does not read as a regression); otherwise per
    step. Noise: a circular block bootstrap over steps (block length by Politis-White, so autocorrelated steps
    are not counted as independent; its spread widened for the bootstrap's known variance bias and for the noise
-   of that variance estimate, compare.block_bootstrap_widening), hierarchical over runs when a side has several.
+   of that variance estimate, stats.block_bootstrap_widening), hierarchical over runs when a side has several.
    With ≥ 2 runs a side the throughput interval also covers a Student t interval on the runs' log throughputs
    (runs are the independent units and a bootstrap over few runs understates their variance; the run-to-run
    variance is pooled over both sides, i.e. taken to be the machine's). The throughput ratio BAD/GOOD gets a 95%

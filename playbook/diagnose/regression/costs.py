@@ -10,7 +10,6 @@ from functools import partial
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from playbook import causes as catalog
 from playbook import schema
@@ -242,9 +241,7 @@ def _rate_p(k_good: int, k_bad: int, n_good: int, n_bad: int) -> float:
     n_bad)) when the rates are equal (exact, two-sided). NaN without events."""
     if k_good + k_bad == 0 or n_good + n_bad == 0:
         return math.nan
-    k, n, p = k_bad, k_good + k_bad, n_bad / (n_good + n_bad)
-    # exact two-sided binomial test, doubling the smaller tail
-    return float(min(1.0, 2 * min(scipy_stats.binom.sf(k - 1, n, p), scipy_stats.binom.cdf(k, n, p))))
+    return stats.binom_two_sided(k_bad, k_good + k_bad, n_bad / (n_good + n_bad))
 
 
 def _cause_rate_p(cid: str, events: list[dict], n_good: int, n_bad: int) -> float:
