@@ -508,7 +508,7 @@ REASON_LINE = re.compile(r"^\s{8,}(?P<label>[A-Za-z][A-Za-z /-]*?)\s*:\s*(?P<val
 
 def reason_bit(label: str) -> int:
     """The clocks_event_reasons bit of an `nvidia-smi -q` reason label ("HW Thermal Slowdown" -> 0x40)."""
-    from playbook.readers.nvidia_smi import REASON_BITS
+    from playbook.readers.nvidia_smi_fields import REASON_BITS
 
     key = re.sub(r"[^a-z]+", "_", label.lower()).strip("_")
     key = {"idle": "gpu_idle"}.get(key, key)

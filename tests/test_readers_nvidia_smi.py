@@ -11,7 +11,7 @@ import pytest
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import nvidia_smi, read_file, textio
+from playbook.readers import nvidia_smi, nvidia_smi_convert, nvidia_smi_fields, read_file, textio
 
 R = "readers"
 
@@ -149,16 +149,17 @@ def test_gzip_and_local_timezone(tmp_path, data_dir):
 
 def test_fast_path_equals_line_path(data_dir):
     """The pyarrow path and the line-by-line path give the same table (a damaged line forces the latter)."""
-    clean = (data_dir / R / "smi_units.csv").read_text()
-    specials, n_lines = nvidia_smi._scan(clean.encode())
-    assert [sp.kind for sp in specials] == ["header"] and n_lines == 7
+    clean = (data_dir / R / "smi_units.csv").read_text().encode()
+    specials = nvidia_smi._scan(clean, nvidia_smi._digit_mode(clean))
+    assert [sp.kind for sp in specials] == ["header"] and clean.count(b"\n") == 7
     fast = nvidia_smi.read(data_dir / R / "smi_units.csv").telemetry
-    segs = nvidia_smi._segments(clean.encode(), specials, n_lines, None, "x", schema.Bundle())
+    fields, units = nvidia_smi_fields.parse_header(specials[0].text)
+    piece = nvidia_smi_convert.Piece(fields, units, None, specials[0].end + 1, len(clean), 2, 7)
     skips = schema.SkipCounter("x")
-    slow = nvidia_smi._parse_lines(clean.encode(), segs[-1], skips, "UTC")
+    slow = nvidia_smi_convert.parse_lines(clean, piece, skips, "UTC")
     assert slow.gpu.tolist() == [0, 1, 0, 1, 0, 1]
     assert np.array_equal(slow.metrics["util_pct"], np.array([97, 3, 100, np.nan, 0, 50.0]), equal_nan=True)
-    fast_cols = nvidia_smi._parse_fast(clean.encode(), segs[-1], schema.SkipCounter("x"), "UTC")
+    fast_cols = nvidia_smi_convert.parse_fast(clean, piece, schema.SkipCounter("x"), "UTC")
     for k in slow.metrics:
         assert np.array_equal(slow.metrics[k], fast_cols.metrics[k], equal_nan=True), k
     assert np.array_equal(slow.time_ns, fast_cols.time_ns) and len(fast) == 6
@@ -174,14 +175,14 @@ def test_sniff_accepts_variants_and_rejects_others(data_dir):
 
 
 def test_guess_fields_refuses_ambiguous_columns():
-    assert nvidia_smi.guess_fields([["0", " 45", " 70959 MiB"]]) is None  # a bare number could be anything
-    fields, _ = nvidia_smi.guess_fields([["2024/01/15 10:00:00.000", " 3", " 97 %", " 40 %", " 250.00 W"],
+    assert nvidia_smi_fields.guess_fields([["0", " 45", " 70959 MiB"]]) is None  # a bare number could be anything
+    fields, _ = nvidia_smi_fields.guess_fields([["2024/01/15 10:00:00.000", " 3", " 97 %", " 40 %", " 250.00 W"],
                                          ["2024/01/15 10:00:00.000", " 0", " 97 %", " 40 %", " 250.00 W"]])
     assert fields == ["timestamp", "index", "utilization.gpu", "utilization.memory", "power.draw"]
 
 
 def test_guess_fields_reads_temperature_in_celsius():
-    fields, note = nvidia_smi.guess_fields([["0", " 97 %", " 61 C", " 1980 MHz"], ["1", " 5 %", " 40 C", " 1410 MHz"]])
+    fields, note = nvidia_smi_fields.guess_fields([["0", " 97 %", " 61 C", " 1980 MHz"], ["1", " 5 %", " 40 C", " 1410 MHz"]])
     assert fields == ["index", "utilization.gpu", "temperature.gpu", "clocks.sm"]
     assert note == "index,utilization.gpu,temperature.gpu,clocks.sm"
 
@@ -201,3 +202,48 @@ def test_nounits_values_under_a_units_header_keep_the_last_line(tmp_path):
                     "2026/01/01 00:00:02.000, 0, 70 %, 10\n")
     bundle = read_file(path)
     assert len(bundle.telemetry) == 2 and "truncated" in bundle.warnings[0]
+
+
+SMI_FIXTURES = ("smi_units.csv", "smi_nounits_crlf.csv", "smi_damaged.csv", "smi_noindex.csv", "smi_loop_nounits.txt",
+                "smi_poll_units.txt", "smi_bus_id.csv", "table_smi_event_reasons.csv")
+
+
+@pytest.mark.parametrize("name", SMI_FIXTURES)
+def test_block_edges_change_nothing(tmp_path, data_dir, monkeypatch, name):
+    """Streamed in blocks of a few lines (every line edge a block edge somewhere), a log reads as it does whole:
+    repeated headers, error and junk lines, separators, tick splits, GPU repeats and cut lines, line numbers too.
+    The fixture is repeated so segments, ticks and identities span many blocks."""
+    raw = (data_dir / R / name).read_bytes()
+    path = tmp_path / name
+    path.write_bytes(raw.rstrip(b"\r\n") + b"\n" + raw * 30)  # a cut last line of the fixture lands mid-file
+    opts = {"fields": "utilization.gpu,memory.used"} if "nounits" in name and "loop" in name else {}
+    whole = nvidia_smi.read(path, **opts)
+    monkeypatch.setattr(nvidia_smi, "SAMPLE_BYTES", 4096)  # headerless lines are still judged on 4 KiB
+    for block in (40, 97, 1000):
+        part = nvidia_smi.read(path, block_bytes=block, **opts)
+        pd.testing.assert_frame_equal(part.telemetry, whole.telemetry)
+        pd.testing.assert_frame_equal(part.events, whole.events)
+        assert [w.split(" rows (")[0] for w in part.warnings] == [w.split(" rows (")[0] for w in whole.warnings]
+
+
+def test_streaming_memory_is_bounded_by_the_block_not_the_file(tmp_path, monkeypatch):
+    """Python-side memory of a read stays near a few blocks plus the numeric columns: a 12 MB log whose text is
+    mostly an ignored `name` field peaks far below its size (the whole-file reader held all of it, then more)."""
+    import tracemalloc
+
+    name = "NVIDIA H100 80GB HBM3 " * 70  # 1.5 KB of text per row that becomes no column
+    lines = [f"2024/01/15 10:{k // 8 // 60 % 60:02d}:{k // 8 % 60:02d}.000, {k % 8}, {k % 101} %, {name}"
+             for k in range(8000)]
+    path = tmp_path / "wide.csv"
+    path.write_text("timestamp, index, utilization.gpu [%], name\n" + "\n".join(lines) + "\n")
+    size = path.stat().st_size
+    monkeypatch.setattr(nvidia_smi, "SAMPLE_BYTES", 64 << 10)
+    tracemalloc.start()
+    try:
+        bundle = nvidia_smi.read(path, block_bytes=256 << 10)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(bundle.telemetry) == 8000 and not bundle.warnings
+    assert bundle.telemetry["util_pct"].sum() == sum(k % 101 for k in range(8000))
+    assert size > 12e6 and peak < size / 3, (size, peak)  # ~2 MB: blocks of 256 KiB and 8000 rows of numbers

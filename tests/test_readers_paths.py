@@ -191,10 +191,10 @@ def test_schema_builders_accept_reader_output(data_dir):
 
 @pytest.mark.parametrize("layout", ["tick_major", "tick_major_permuted", "shuffled", "two_hosts"])
 def test_fast_telemetry_builder_matches_schema(layout):
-    """textio.build_telemetry (transpose / radix / lexsort paths) equals schema.telemetry_frame on the same rows."""
+    """frames.build_telemetry (transpose / radix / lexsort paths) equals schema.telemetry_frame on the same rows."""
     import numpy as np
 
-    from playbook.readers import textio
+    from playbook.readers import frames
 
     rng = np.random.default_rng(7)
     ticks, width = 50, 4
@@ -208,7 +208,7 @@ def test_fast_telemetry_builder_matches_schema(layout):
         gpu, time_ns, util = gpu[p], time_ns[p], util[p]
     if layout == "two_hosts":
         host = np.where(np.arange(len(gpu)) % 3 == 0, "b-host", "a-host").astype(object)
-    fast = textio.build_telemetry({"time": time_ns.copy(), "gpu": gpu.copy(), "util_pct": util.copy()}, host, "src")
+    fast = frames.build_telemetry({"time": time_ns.copy(), "gpu": gpu.copy(), "util_pct": util.copy()}, host, "src")
     slow = schema.telemetry_frame({"time": pd.to_datetime(time_ns, utc=True), "gpu": gpu, "util_pct": util,
                                    "host": host if isinstance(host, str) else list(host), "source": "src"})
     assert list(fast.columns) == list(slow.columns)

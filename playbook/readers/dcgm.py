@@ -28,7 +28,7 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import textio
+from playbook.readers import frames, textio
 
 FORMAT = "DCGM (dcgm-exporter / Prometheus / dcgmi dmon)"
 
@@ -199,7 +199,7 @@ class _Samples:
         columns: dict[str, np.ndarray] = {"time": time_ns, "gpu": gpu}
         columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}))
         if len(wide):
-            bundle.telemetry = textio.build_telemetry(columns, wide["host"].astype(str).to_numpy(), self.src,
+            bundle.telemetry = frames.build_telemetry(columns, wide["host"].astype(str).to_numpy(), self.src,
                                                       interval_s)
         return bundle
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import textio
+from playbook.readers import frames, textio
 
 FORMAT = "nvidia-smi dmon"
 
@@ -132,7 +132,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
     synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
-    bundle = textio.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
+    bundle = frames.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
                                      interval_s if synthetic else None)
     bundle.warnings[:0] = notes
     return bundle

@@ -25,7 +25,7 @@ import pyarrow.csv as pacsv
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import headers, textio
+from playbook.readers import frames, headers, textio
 
 FORMAT = "telemetry CSV with named columns"
 
@@ -377,7 +377,7 @@ class TableBuilder:
         names = np.array(list(self.hosts), dtype=object)
         codes = columns.pop("host")
         host: object = names[0] if len(names) == 1 else names[codes]
-        bundle.telemetry = textio.build_telemetry(columns, host, self.src, interval_s if synthetic else None)
+        bundle.telemetry = frames.build_telemetry(columns, host, self.src, interval_s if synthetic else None)
         return bundle
 
 

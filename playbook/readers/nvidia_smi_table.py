@@ -22,7 +22,7 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import textio
+from playbook.readers import frames, textio
 
 FORMAT = "nvidia-smi table (nvidia-smi -l / watch nvidia-smi)"
 
@@ -141,7 +141,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     snap = np.asarray(rows["snapshot"], dtype=np.int64)
     time_ns, note = _times(snapshots, snap, rows["line"], interval_s, tz, skips, src)
     synthetic = any(s is None for s in snapshots)
-    bundle = textio.telemetry_bundle(src, host or textio.host_from_path(path), time_ns, rows["gpu"], values, skips,
+    bundle = frames.telemetry_bundle(src, host or textio.host_from_path(path), time_ns, rows["gpu"], values, skips,
                                      note, interval_s if synthetic else None)
     if not len(snap):
         bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")

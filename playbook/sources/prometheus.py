@@ -43,7 +43,7 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import dcgm, textio
+from playbook.readers import dcgm, frames
 from playbook.sources import SCHEMES, is_url
 
 MAX_POINTS = 11_000  # Prometheus' hard limit on points per series in one range query (web/api/v1 maxPoints)
@@ -378,7 +378,7 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
         grids.clear()
         columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values)}
         del values
-        bundle.telemetry = textio.build_telemetry(columns, hosts[r], src, interval_s=f.window.step)
+        bundle.telemetry = frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step)
     return bundle
 
 

@@ -1,0 +1,215 @@
+"""Building big telemetry tables cheaply from numpy columns (millions of rows): sorting by a transpose or a radix
+sort, shared NaN columns, Arrow strings for host names, and handing freed heap memory back to the system."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.readers.textio import int_array
+
+
+def release_memory() -> None:
+    """Return freed heap pages to the system (glibc's malloc_trim; nothing elsewhere). Column pieces below glibc's
+    mmap threshold are freed into the heap, which keeps them resident: a reader that joins many pieces into one big
+    column would otherwise hold both in RSS."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+_TRIM: list = []
+
+
+def _malloc_trim():
+    if not _TRIM:
+        try:
+            _TRIM.append(getattr(ctypes.CDLL(None), "malloc_trim", None))
+        except OSError:  # pragma: no cover - no C library to load
+            _TRIM.append(None)
+    return _TRIM[0]
+
+
+def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int = 1_000_000) -> float:
+    """Median positive gap (s) between consecutive samples of one key, for arrays sorted by (key, time).
+
+    Beyond `max_gaps` gaps an evenly strided subset is used (the median of a million gaps is exact enough).
+    """
+    if len(time_ns) < 2:
+        return float("nan")
+    stride = max(1, (len(time_ns) - 1) // max_gaps)
+    dt = time_ns[1::stride] - time_ns[:-1:stride]
+    same = key[1::stride] == key[:-1:stride]
+    dt = dt[same & (dt > 0)]
+    return float(np.median(dt) / 1e9) if len(dt) else float("nan")
+
+
+def _transpose(block: np.ndarray, perm: np.ndarray | None, rows: int = 4096) -> np.ndarray:
+    """block[:, perm].T flattened, copied a band of rows at a time (cache-friendly: ~2x a plain transpose)."""
+    ticks, width = block.shape
+    out = np.empty((width, ticks), dtype=block.dtype)
+    for start in range(0, ticks, rows):
+        band = block[start:start + rows]
+        out[:, start:start + rows] = (band if perm is None else band[:, perm]).T
+    return out.ravel()
+
+
+def _tick_major(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) -> tuple[int, np.ndarray | None] | None:
+    """(GPUs per tick, column order) when rows repeat the same GPU sequence every tick with times rising per GPU.
+
+    That is how pollers write logs; reordering them by (host, gpu, time) is then a cheap transpose.
+    """
+    n = len(time_ns)
+    first_host = host_codes[0] if n else 0
+    if n < 4 or not np.all(host_codes == first_host):
+        return None
+    repeat = np.flatnonzero(gpu == gpu[0])
+    width = int(repeat[1]) if len(repeat) > 1 else n
+    if width < 1 or n % width or width == n:
+        return None
+    block = gpu.reshape(-1, width)
+    if not np.all(block == block[0]) or len(np.unique(block[0])) != width:
+        return None
+    t = time_ns.reshape(-1, width)
+    if not np.all(t[1:] >= t[:-1]):
+        return None
+    perm = np.argsort(block[0], kind="stable")
+    return width, (None if np.all(perm == np.arange(width)) else perm)
+
+
+def _sort_order(time_ns: np.ndarray, gpu: np.ndarray, host_codes: np.ndarray) -> np.ndarray | None:
+    """The permutation that sorts rows by (host, gpu, time), or None when they already are.
+
+    Logs are written tick by tick, so each GPU's rows are usually already in time order: a stable radix sort on
+    the small (host, gpu) key then suffices; a full lexsort runs only when times go backwards within a GPU.
+    """
+    n = len(time_ns)
+    if n < 2:
+        return None
+    gmin, gmax = int(gpu.min()), int(gpu.max())
+    hmax = int(host_codes.max())
+    if gmin >= 0 and (hmax + 1) * (gmax + 1) < 65536:
+        key = (host_codes.astype(np.int64) * (gmax + 1) + gpu).astype(np.uint16)
+        order = np.argsort(key, kind="stable")
+        t = time_ns[order]
+        k = key[order]
+        if np.all((t[1:] >= t[:-1]) | (k[1:] != k[:-1])):
+            return None if np.all(order[1:] > order[:-1]) else order
+    return np.lexsort((time_ns, gpu, host_codes))
+
+
+def telemetry_bundle(src: str, host: str, time_ns: np.ndarray, gpu: np.ndarray, values: dict[str, list[float]],
+                     skips, note: str | None = None, synthetic_interval_s: float | None = None):
+    """The Bundle a line-oriented telemetry reader returns. Rows whose time could not be read (INT64_MIN in
+    `time_ns`, already counted in `skips`) are left out; `note` (e.g. the synthetic-times warning) and the skip
+    warning become its warnings. `values`: column → one value per row. `synthetic_interval_s`: as build_telemetry."""
+    bundle = schema.Bundle(inputs=[src])
+    if note:
+        bundle.warnings.append(note)
+    good = time_ns != np.iinfo(np.int64).min
+    gpu, fits = int_array(gpu)
+    if not fits.all():
+        bundle.warnings.append(f"{src}: skipped {int((~fits).sum())} rows whose GPU index does not fit 64 bits")
+    good &= fits
+    warning = skips.warning(rows_read=int(good.sum()))
+    if warning:
+        bundle.warnings.append(warning)
+    if not len(gpu):
+        bundle.telemetry = schema.telemetry_frame()
+        return bundle
+    columns = {"time": time_ns[good], "gpu": gpu[good]}
+    for column, vals in values.items():
+        columns[column] = np.asarray(vals, dtype=np.float64)[good]
+    bundle.telemetry = build_telemetry(columns, host, src, synthetic_interval_s)
+    return bundle
+
+
+def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src: str,
+                    interval_s: float | None = None) -> pd.DataFrame:
+    """A schema telemetry table from int64-ns `time`, `gpu` and metric arrays, built without extra copies.
+
+    Equivalent to `schema.telemetry_frame` (same columns, dtypes, order and attrs) but fast for millions of
+    rows: the arrays are sorted once, absent metrics share one read-only NaN column, host and source are
+    Arrow strings / categoricals. Falls back to schema.telemetry_frame if the schema's dtypes ever differ.
+    `interval_s` (when given) is stored as the sampling interval; otherwise the median gap is measured.
+    `columns` is emptied as its arrays move into the frame, so each array is held only once.
+    """
+    time_ns = np.asarray(columns.pop("time")).astype(np.int64, copy=False)
+    gpu = np.asarray(columns.pop("gpu")).astype(np.int64, copy=False)
+    n = len(time_ns)
+    if isinstance(host, str):
+        host_codes = np.zeros(n, dtype=np.int32)
+        host_names = [host]
+    else:
+        codes, cats = pd.factorize(pd.Series(np.asarray(host, dtype=object)).fillna("").astype(str), sort=True)
+        host_codes, host_names = codes.astype(np.int32), [str(c) for c in cats]
+    regular = _tick_major(time_ns, gpu, host_codes)
+    if regular is not None:
+        # rows written tick by tick, the same GPUs in the same order every tick: sorting is a transpose
+        width, perm = regular
+
+        def reorder(a: np.ndarray) -> np.ndarray:
+            return _transpose(np.asarray(a).reshape(-1, width), perm)
+    else:
+        order = _sort_order(time_ns, gpu, host_codes)
+
+        def reorder(a: np.ndarray) -> np.ndarray:
+            return a if order is None else np.take(np.asarray(a), order)
+    time_ns, gpu, host_codes = reorder(time_ns), reorder(gpu), reorder(host_codes)
+    for k in list(columns):
+        columns[k] = reorder(columns.pop(k))
+    key = host_codes.astype(np.int64) * (1 << 32) + gpu
+    measured = median_interval_sorted(time_ns, key)
+    nan_column = np.full(n, np.nan)
+    nan_column.flags.writeable = False
+    host_arrow = _repeat_string(host_names[0], n) if len(host_names) == 1 else pc_take([*host_names], host_codes)
+    data: dict[str, object] = {
+        "time": pd.DatetimeIndex(time_ns.view("datetime64[ns]")).tz_localize("UTC"),
+        "host": pd.arrays.ArrowStringArray(host_arrow),
+        "gpu": gpu,
+    }
+    for metric in schema.TELEMETRY_METRICS:
+        values = columns.pop(metric, None)
+        data[metric] = nan_column if values is None else np.asarray(values, dtype=np.float64)
+    data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([str(src)]))
+    frame = pd.DataFrame(data, columns=list(schema.TELEMETRY_COLUMNS), copy=False)
+    frame.attrs["interval_s"] = interval_s if interval_s is not None else measured
+    template = _schema_dtypes()
+    same = all(
+        (frame[c].dtype == dtype) if c != "source" else isinstance(frame[c].dtype, pd.CategoricalDtype)
+        for c, dtype in template.items())
+    if not same or list(frame.columns) != list(template):
+        raw = {c: frame[c].to_numpy() for c in frame.columns}
+        frame = schema.telemetry_frame(raw, interval_s=frame.attrs["interval_s"])
+    return frame
+
+
+_TEMPLATE: dict[str, object] = {}
+
+
+def _schema_dtypes() -> dict[str, object]:
+    """Column -> dtype of schema.telemetry_frame() (computed once per process)."""
+    if not _TEMPLATE:
+            _TEMPLATE.update(schema.telemetry_frame().dtypes.to_dict())
+    return _TEMPLATE
+
+
+def _repeat_string(text: str, n: int):
+    """A chunked Arrow string array of `text` repeated n times, built from buffers (no per-row work)."""
+    import pyarrow as pa
+
+    raw = text.encode("utf-8")
+    if len(raw) * n >= 2**31 - 1 or not raw:
+        return pc_take([text], np.zeros(n, dtype=np.int32))
+    offsets = (np.arange(n + 1, dtype=np.int32) * len(raw)).tobytes()
+    return pa.chunked_array([pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))])
+
+
+def pc_take(names: list[str], codes: np.ndarray):
+    """A chunked Arrow string array holding names[codes] (cheap for millions of repeated host names)."""
+    import pyarrow as pa
+
+    return pa.chunked_array([pa.array(names, pa.string()).take(pa.array(codes))])
