@@ -348,7 +348,7 @@ def targets() -> list[str]:
     sys.path.insert(0, str(ROOT))
     from playbook.readers import detect
 
-    return [f"reader:{n}" for n in detect.available()] + ["read_file", "rundir", "compare", "shards"]
+    return [f"reader:{n}" for n in detect.READERS] + ["read_file", "rundir", "compare", "shards"]
 
 
 # relative weight of each target's cases: compare runs a whole analysis (~50x a reader case)

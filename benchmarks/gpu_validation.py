@@ -51,8 +51,8 @@ def check_sampler(work: Path, busy: float, idle: float) -> dict:
     """NVML sampler + host probe around a busy phase then an idle phase; per-phase means per metric."""
     import pandas as pd
 
-    from playbook import rundir
     from playbook.probes import Recorder
+    from playbook.readers import rundir
 
     run = work / "sampler"
     with Recorder(run, sample_hz=10.0):

@@ -1,4 +1,4 @@
-"""The run directory: where probes write a recording and where readers find it.
+"""The run-directory FORMAT: names, layout and meta.json schema that probes write with (readers/rundir.py reads it).
 
     RUN_DIR/
       meta.json                  run-level: {"playbook_run": 1, "schema_version", "created", "command", "env", ...}
@@ -12,7 +12,7 @@
         segments/<table>-N.parquet   periodic flushes, merged into the table files when the writer exits
       <host>-pid<PID>.log        what the command of `playbook record` printed (stdout and stderr), read back
                                  like any loose log (step lines become steps)
-                                 (a killed writer leaves them behind; read_run reads them too)
+                                 (a killed writer leaves them behind; readers/rundir.read_run reads them too)
         traces/                  Kineto traces (*.pt.trace.json[.gz]) written by profiler windows
       *.log, ...                 loose files beside the parts (e.g. NCCL_DEBUG logs) are read by content
 
@@ -25,14 +25,13 @@ import json
 import os
 import socket
 import time
-import warnings as pywarnings
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from playbook import schema
-from playbook.errors import InputError, PlaybookError
+from playbook.errors import InputError
 
 RUN_MARKER = "playbook_run"
 TABLE_FILES = {
@@ -152,23 +151,9 @@ def conform_meta(doc: dict[str, Any], shape: dict[str, Any] = META_SHAPE, where:
     return dropped
 
 
-def _meta(path: Path, warnings: list[str], what: str) -> dict[str, Any]:
-    """read_meta + conform_meta, problems as one warning each; {} when unreadable."""
-    try:
-        doc = read_meta(path)
-    except InputError as exc:
-        warnings.append(f"{exc}; {what} read without it")
-        return {}
-    dropped = conform_meta(doc)
-    if dropped:
-        warnings.append(f"{path}: fields of the wrong type ignored: {', '.join(dropped[:5])}"
-                        + (f" (+{len(dropped) - 5} more)" if len(dropped) > 5 else ""))
-    return doc
-
-
 def is_run_dir(path: str | Path) -> bool:
     """True when `path` is a run directory: its meta.json is an object carrying the run marker, or is damaged
-    (unparseable) but names the marker in its first 4 KiB (then read_run warns and reads the parts)."""
+    (unparseable) but names the marker in its first 4 KiB (then readers.rundir.read_run warns and reads the parts)."""
     meta = Path(path) / "meta.json"
     if not meta.is_file():
         return False
@@ -180,90 +165,3 @@ def is_run_dir(path: str | Path) -> bool:
                 return f'"{RUN_MARKER}"'.encode() in fh.read(4096)
         except OSError:
             return False
-
-
-_BUILDERS = {
-    "telemetry": schema.telemetry_frame,
-    "steps": schema.steps_frame,
-    "events": schema.events_frame,
-    "host": schema.host_frame,
-    "ib": lambda data: pd.DataFrame(data),
-}
-
-
-def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | None:
-    """The table file plus any leftover flush segments (a killed writer) as one tidy table, or None when there is
-    neither (or its columns cannot be read: a warning)."""
-    paths = [part / TABLE_FILES[name]] + sorted((part / SEGMENT_DIR).glob(f"{name}-*.parquet"))
-    frames = []
-    for path in paths:
-        if not path.is_file():
-            continue
-        try:
-            frames.append(pd.read_parquet(path))
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            warnings.append(f"{path}: unreadable Parquet ({type(exc).__name__}), skipped")
-    frames = [f for f in frames if len(f)]
-    if not frames:
-        return None
-    try:
-        raw = pd.concat(frames, ignore_index=True)
-        with pywarnings.catch_warnings():  # pandas' "could not infer format" for a text time column
-            pywarnings.simplefilter("ignore", UserWarning)
-            return _BUILDERS[name]({c: raw[c].to_numpy() for c in raw.columns})
-    except Exception as exc:  # columns of the wrong type (a string or list `time`, ...): pandas raises many
-        warnings.append(f"{part / TABLE_FILES[name]}: the {name} table's columns are not the playbook's "
-                        f"({type(exc).__name__}: {exc})"[:300] + ", skipped")
-        return None
-
-
-def read_run(run_dir: str | Path) -> schema.Bundle:
-    """Every part's tables merged into one Bundle; meta["run"] holds meta.json, meta["parts"] each part's."""
-    run = Path(run_dir)
-    if not is_run_dir(run):
-        raise InputError(f"{run}: not a playbook run directory (no meta.json with '{RUN_MARKER}')")
-    bundle = schema.Bundle(inputs=[str(run)])
-    bundle.meta["run"] = _meta(run / "meta.json", bundle.warnings, "run")
-    parts: dict[str, Any] = {}
-    pieces = []
-    for part in sorted(p for p in run.iterdir() if p.is_dir()):
-        meta_path = part / "meta.json"
-        if not meta_path.is_file():
-            continue
-        if part.is_symlink():  # the same rule as folder walks: a linked folder may be another part again
-            bundle.warnings.append(f"{part}: symlinked part folder not followed")
-            continue
-        parts[part.name] = _meta(meta_path, bundle.warnings, "folder")
-        piece = schema.Bundle()
-        for name in TABLE_FILES:
-            table = _read_table(part, name, bundle.warnings)
-            if table is not None:
-                setattr(piece, name, table)
-        traces = part / "traces"
-        if traces.is_dir() and not traces.is_symlink() and any(traces.glob("*.json*")):
-            from playbook.readers import kineto  # lazy: the readers import this module
-
-            try:
-                piece.extend(kineto.read(traces))
-            except InputError as exc:
-                bundle.warnings.append(f"{traces}: profiler traces skipped ({exc})")
-            except Exception as exc:  # a reader bug must still name the folder, in one line
-                bundle.warnings.append(f"{traces}: profiler traces skipped (the kineto reader failed: "
-                                       f"{type(exc).__name__}: {exc})"[:300])
-        pieces.append(piece)
-    bundle.extend_all(pieces)
-    bundle.meta["parts"] = parts
-    _read_loose_files(run, bundle)
-    return bundle
-
-
-def _read_loose_files(run: Path, bundle: schema.Bundle) -> None:
-    """Logs a workload wrote beside the parts (e.g. NCCL_DEBUG output): read by content; others are warned of."""
-    from playbook.readers import read_file  # lazy: the readers import this module
-
-    for path in sorted(p for p in run.iterdir() if p.is_file() and p.name != "meta.json"
-                       and not p.name.startswith(".")):
-        try:
-            bundle.extend(read_file(path))
-        except PlaybookError as exc:
-            bundle.warnings.append(f"{path}: not read ({exc})")

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from playbook import rundir
 from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
+from playbook.readers import rundir
 from playbook.workloads import comm_overlap, padding_packing, pipeline_imbalance, stragglers
 from playbook.workloads import dist as D
 

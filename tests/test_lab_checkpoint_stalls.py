@@ -6,7 +6,7 @@ import torch
 from labverdicts import assert_fault_then_fix
 from nbrun import run_notebook
 
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 from playbook.workloads import checkpoint_stalls as lab
 
 # ≈ 2.4 MB of state written at 200 MiB/s (12 ms) every 5 steps of ≈ 5 ms: the background write keeps up

@@ -8,7 +8,7 @@ from nbrun import run_notebook
 
 from playbook.analysis.steps import fleet_steps, periodic_slow_steps
 from playbook.errors import WorkloadError
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 from playbook.workloads import data_starvation as lab
 
 SMALL = dict(steps=8, warmup_steps=1, batch_size=8, decode_ms=5.0, hidden=128, workers=16, sample_hz=2.0)

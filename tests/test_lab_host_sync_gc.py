@@ -7,7 +7,7 @@ import gc
 from labverdicts import assert_fault_then_fix
 from nbrun import run_notebook
 
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 from playbook.workloads import host_sync_gc as lab
 
 SMALL = dict(steps=24, warmup_steps=1, batch_size=16, hidden=32, heap_objects=500_000, step_objects=30_000,

@@ -7,7 +7,7 @@ from labverdicts import assert_fault_then_fix
 from nbrun import run_notebook
 
 from playbook.errors import WorkloadError
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 from playbook.workloads import recompilation as lab
 
 SMALL = dict(steps=12, batch_size=4, max_len=32, buckets=2, d_model=16, sample_hz=2.0)

@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import rundir, schema
+from playbook import schema
 from playbook.analysis import links
 from playbook.probes import fake_nvml
 from playbook.probes.recorder import Recorder
+from playbook.readers import rundir
 
 
 def bump(root, dev: str, counter: str, by: int) -> None:

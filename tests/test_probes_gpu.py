@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from playbook import rundir
+from playbook.readers import rundir
 
 pytestmark = pytest.mark.gpu
 

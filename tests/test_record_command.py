@@ -13,6 +13,7 @@ import time
 import pytest
 
 from playbook import rundir
+from playbook.readers.rundir import read_run
 
 CHILD = textwrap.dedent("""
     import sys, time
@@ -40,7 +41,7 @@ def test_record_runs_the_command_keeps_its_status_and_writes_the_run(tmp_path):
     assert proc.returncode == 3, stderr
     assert "trained" in stdout and "-pid" in stdout  # no torch rank: the script's part is <host>-pid<PID>
     assert f"run directory {out}" in stderr and "playbook diagnose" in stderr
-    b = rundir.read_run(out)
+    b = read_run(out)
     assert sorted(m["rank"] for m in b.meta["parts"].values()) == [-1, 0]  # record's sampler + the script
     assert (b.steps["rank"] == 0).all() and (b.steps["phase"] == "step").sum() == 5
     assert len(b.host) >= 1 and (b.host["rss_mib"] > 5).any()  # NaN once the command has exited
@@ -114,7 +115,7 @@ def test_the_commands_output_is_teed_and_read_back(tmp_path):
     assert len(logs) == 1
     text = logs[0].read_text()
     assert "step 0 loss" in text and "warning on stderr" in text
-    b = rundir.read_run(out)
+    b = read_run(out)
     assert len(b.steps) == 40 and b.steps["duration_s"].max() == pytest.approx(0.9)  # read back as steps
 
 

@@ -15,10 +15,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import rundir, schema, simulate
+from playbook import schema, simulate
 from playbook.diagnose.regression import environment as envdiff
 from playbook.diagnose.regression import runs as run_tables
 from playbook.diagnose.regression.verdict import compare_runs, gap_closed, injected_verdict
+from playbook.readers import rundir
 
 FINGERPRINT = {
     "python": "3.11.7", "platform": "Linux-6.1-x86_64", "hostname": "node00", "command": "python train.py --lr 3e-4",

@@ -9,6 +9,7 @@ import pytest
 
 from playbook import rundir, schema
 from playbook.errors import InputError
+from playbook.readers.rundir import read_run
 
 
 def _steps(rank: int, n: int) -> pd.DataFrame:
@@ -28,7 +29,7 @@ def test_parts_merge_and_segments_of_a_killed_writer_are_read(tmp_path):
     seg = run / "h-rank1" / rundir.SEGMENT_DIR
     seg.mkdir()
     _steps(1, 5).iloc[3:].to_parquet(seg / "steps-000001.parquet")
-    bundle = rundir.read_run(run)
+    bundle = read_run(run)
     assert sorted(bundle.meta["parts"]) == ["h-rank0", "h-rank1"]
     assert bundle.meta["run"]["command"] == "train.py"
     assert bundle.steps.groupby("rank")["step"].max().to_dict() == {0: 2, 1: 4}
@@ -40,21 +41,21 @@ def test_profiler_traces_in_a_part_are_read(tmp_path, data_dir):
     part = rundir.init_part(tmp_path / "run", host="h", rank=0)
     (part / "traces").mkdir()
     shutil.copy(trace, part / "traces" / trace.name)
-    bundle = rundir.read_run(tmp_path / "run")
+    bundle = read_run(tmp_path / "run")
     assert len(bundle.trace) > 0
 
 
 def test_a_damaged_table_is_a_warning_not_a_crash(tmp_path):
     part = rundir.init_part(tmp_path / "run", host="h", rank=0)
     (part / "steps.parquet").write_bytes(b"not parquet")
-    bundle = rundir.read_run(tmp_path / "run")
+    bundle = read_run(tmp_path / "run")
     assert len(bundle.steps) == 0
     assert any("steps.parquet" in w and "unreadable" in w for w in bundle.warnings)
 
 
 def test_not_a_run_directory(tmp_path):
     with pytest.raises(InputError, match="not a playbook run directory"):
-        rundir.read_run(tmp_path)
+        read_run(tmp_path)
 
 
 def test_loose_logs_beside_the_parts_are_read_by_content(tmp_path, data_dir):
@@ -63,7 +64,7 @@ def test_loose_logs_beside_the_parts_are_read_by_content(tmp_path, data_dir):
     nccl = sorted((data_dir / "nccl").glob("*.log"))[0]
     shutil.copy(nccl, run / "nccl-rank0.log")
     (run / "notes.bin").write_bytes(b"\x00\x01 not telemetry")
-    bundle = rundir.read_run(run)
+    bundle = read_run(run)
     # the part's 3 steps plus the 2 `step N ... it/s` lines interleaved in that NCCL log (every line scanner reads it)
     assert len(bundle.nccl) > 0 and len(bundle.steps) == 3 + 2
     assert sorted(bundle.steps.loc[bundle.steps["rank"] == -1, "step"]) == [5, 42]

@@ -6,7 +6,7 @@ import pytest
 import torch
 from nbrun import run_notebook
 
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from nbrun import run_notebook
 
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 from playbook.workloads import shard_loader as lab
 
 

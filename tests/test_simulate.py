@@ -11,7 +11,7 @@ import pytest
 
 from playbook import schema
 from playbook.readers import read_paths
-from playbook.rundir import read_run
+from playbook.readers.rundir import read_run
 from playbook.simulate import (
     SCENARIOS,
     main,

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from playbook import rundir
 from playbook.commands import duration_s
 from playbook.commands.watch import Panel
+from playbook.readers import rundir
 
 FAKE_SMI = textwrap.dedent("""\
     #!{python}

@@ -114,7 +114,7 @@ class RunWriter:
                 self.flush()
 
     def flush(self) -> None:
-        from playbook.probes.recorder import SEGMENT_DIR
+        from playbook.rundir import SEGMENT_DIR
         from playbook.sources.live import rows_frame
 
         self.last_flush = time.monotonic()
@@ -135,7 +135,8 @@ class RunWriter:
 
     def close(self, events) -> Path:
         from playbook import rundir
-        from playbook.probes.recorder import SEGMENT_DIR, merge_segments
+        from playbook.probes.recorder import merge_segments
+        from playbook.rundir import SEGMENT_DIR
 
         if self.latest is not None and len(self.latest):
             self.pending = self.latest  # a telemetry table, written as it is

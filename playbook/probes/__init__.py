@@ -11,7 +11,7 @@
             if step % 100 == 0:
                 with rec.event_span("checkpoint", step=step):
                     save(...)
-    bundle = rec.bundle()                                     # = playbook.rundir.read_run("runs/r1")
+    bundle = rec.bundle()                                     # = playbook.readers.rundir.read_run("runs/r1")
 
 Every probe swallows its own errors: a failing probe records NaN or stops with one warning, never raising into
 the training loop. torch and pynvml are imported lazily, only when a probe that needs them starts.

@@ -45,10 +45,10 @@ from playbook.errors import ProbeError
 from playbook.probes.events import EventLog
 from playbook.probes.loader import Timed
 from playbook.probes.steps import StepTimer
+from playbook.rundir import SEGMENT_DIR
 
 log = logging.getLogger("playbook.probes")
 
-SEGMENT_DIR = "segments"
 MAX_UNWRITTEN_ROWS = 2_000_000  # rows per table kept for a retry after a failed write; more are dropped, counted
 # Tables a part folder can hold (rundir.TABLE_FILES, including the InfiniBand counters ib.parquet).
 PART_FILES = rundir.TABLE_FILES
@@ -407,8 +407,12 @@ class Recorder:
         return prof
 
     def bundle(self) -> Any:
-        """The run directory read back (playbook.rundir.read_run); call after the `with` block."""
-        return rundir.read_run(self.run_dir)
+        """The run directory read back (playbook.readers.rundir.read_run); call after the `with` block."""
+        from playbook.readers.rundir import (
+            read_run,  # probes sit above the readers; most recordings never read
+        )
+
+        return read_run(self.run_dir)
 
 
 def merge_segments(part: str | os.PathLike, name: str) -> Path | None:

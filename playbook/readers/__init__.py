@@ -11,7 +11,7 @@ Formats are recognised from content, never from file names (see detect.READERS f
 and the playbook's own recordings (run directories, or a single table's .parquet file).
 
 Inputs may be files or folders, mixed freely. A run directory (meta.json with the run marker) is read with
-playbook.rundir.read_run; a folder holding only Kineto traces is one input for the Kineto reader (per-rank
+playbook.readers.rundir.read_run; a folder holding only Kineto traces is one input for the Kineto reader (per-rank
 traces of one run); any other folder is walked (hidden files and documentation such as README* or *.md are
 passed over). A file no reader recognises is an error when named explicitly and a warning inside a folder.
 
@@ -31,9 +31,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from playbook import rundir, schema
+from playbook import schema
 from playbook.errors import InputError, PlaybookError, UnknownFormatError
 from playbook.readers import detect, textio
+from playbook.readers.rundir import read_run
+from playbook.rundir import is_run_dir
 
 __all__ = ["read_paths", "read_file", "check_input", "detect"]
 
@@ -192,8 +194,8 @@ def _read_folder(root: Path, reading: _Reading) -> None:
     todo = [root]
     while todo:
         folder = todo.pop()
-        if rundir.is_run_dir(folder):
-            reading.pieces.append(rundir.read_run(folder))
+        if is_run_dir(folder):
+            reading.pieces.append(read_run(folder))
             continue
         if _is_trace_folder(folder):
             reading.pieces.append(_call("kineto", folder, {}))
@@ -248,8 +250,6 @@ def _is_documentation(path: Path) -> bool:
 def _is_trace_folder(folder: Path) -> bool:
     """True when every visible file directly in `folder` is a Kineto trace (and there is at least one)."""
     kineto = detect.module("kineto")
-    if kineto is None:
-        return False
     try:
         files = [p for p in folder.iterdir() if not p.name.startswith(".") and not _is_documentation(p)]
     except OSError:

@@ -1,8 +1,8 @@
 """Which reader understands a file: decided from its content (never its name), in a fixed order.
 
 Every reader module in READERS exports `sniff(head) -> bool` (head: the first 64 KiB, decompressed and decoded
-as UTF-8 with errors replaced) and `read(path, **opts) -> Bundle`. Modules not written yet are skipped, so the
-list can name readers that land later. The first module whose `sniff` says yes reads the file.
+as UTF-8 with errors replaced) and `read(path, **opts) -> Bundle`. The first module whose `sniff` says yes reads
+the file.
 """
 
 from __future__ import annotations
@@ -33,30 +33,20 @@ READERS: tuple[str, ...] = (
     "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line
 )
 
-_cache: dict[str, ModuleType | None] = {}
+_cache: dict[str, ModuleType] = {}
 
 
-def module(name: str) -> ModuleType | None:
-    """The reader module `playbook.readers.<name>`, or None when it does not exist (yet)."""
+def module(name: str) -> ModuleType:
+    """The reader module `playbook.readers.<name>` (e.g. one of READERS), imported once."""
     if name not in _cache:
-        try:
-            _cache[name] = importlib.import_module(f"playbook.readers.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"playbook.readers.{name}":
-                raise
-            _cache[name] = None
+        _cache[name] = importlib.import_module(f"playbook.readers.{name}")
     return _cache[name]
 
 
-def available() -> list[str]:
-    """Names of the reader modules that exist, in detection order."""
-    return [name for name in READERS if module(name) is not None]
-
-
 def matches(head: str) -> list[str]:
-    """Every available reader whose sniff accepts `head`, in detection order (a sniff that fails says no)."""
+    """Every reader whose sniff accepts `head`, in detection order (a sniff that fails says no)."""
     out = []
-    for name in available():
+    for name in READERS:
         try:
             if module(name).sniff(head):
                 out.append(name)

@@ -277,8 +277,8 @@ def finish_run(variant: str, run_dir: str | Path, meter: LoopMeter, first_step: 
     table's steps ≥ `first_step`, i.e. without the warm-up; peak RSS from the host probe's samples when it ran,
     else the process's RSS now). `extra` values are carried into RunResult.extra, plus `<kind>_events` and
     `<kind>_max_s` (longest, s) for every event kind recorded in the timed steps."""
-    from playbook import rundir
     from playbook.analysis.steps import phase_breakdown
+    from playbook.readers import rundir
 
     bundle = rundir.read_run(run_dir)
     steps = bundle.steps[bundle.steps["step"] >= first_step]

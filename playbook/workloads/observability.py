@@ -251,8 +251,8 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
     the step), caught (the slow steps inside a window)}."""
     import torch
 
-    from playbook import rundir
     from playbook.probes.recorder import Recorder
+    from playbook.readers import rundir
     from playbook.workloads.data_starvation import KNOBS as DS_KNOBS
     from playbook.workloads.data_starvation import VARIANTS as DS_VARIANTS
     from playbook.workloads.data_starvation import build_loader
@@ -301,9 +301,9 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
 def link_demo(run_dir: str | Path, sysfs_root: str | Path, seconds: float = 1.3, gpus: int = 2) -> Any:
     """A short Recorder run (no training) against a fake NVML whose GPU 0 trained down to PCIe gen3 x8 with rising
     replays ("pcie_degraded") and the InfiniBand counters under `sysfs_root` (1 Hz); returns the run's Bundle."""
-    from playbook import rundir
     from playbook.probes import fake_nvml
     from playbook.probes.recorder import Recorder
+    from playbook.readers import rundir
 
     with Recorder(run_dir, rank=0, host="node1", sample_hz=10, nvml_module=fake_nvml.scenario("pcie_degraded",
                                                                                              gpus=gpus),

@@ -338,8 +338,8 @@ def weighting_demo(n_docs: int = 12, mean_len: float = 48.0, row_len: int = 256,
 def collective_wait_share(res: PackingRun) -> pd.DataFrame:
     """Per variant: the share of the ranks' step time spent waiting in the all-reduce for the last arrival (0-1),
     from the recordings (collective time beyond each step's shortest; playbook.analysis.stragglers)."""
-    from playbook import rundir
     from playbook.analysis.stragglers import steps_per_rank
+    from playbook.readers import rundir
 
     rows = []
     for v in res.segments["variant"].unique():

@@ -304,7 +304,7 @@ def measured_plan(steps: pd.DataFrame, n_producers: int | None = None) -> Pipeli
 def run(cfg: PipelineConfig, progress: bool | None = False) -> PipelineRun:
     """fault → plan from its measured rates → fix (and steal), interleaved over `repeats`. `progress`: see
     workloads.common.Progress."""
-    from playbook import rundir
+    from playbook.readers import rundir
     from playbook.workloads.common import Progress
 
     rows, depth, plan = [], {}, None
@@ -366,8 +366,8 @@ def assess(res: PipelineRun) -> dict[str, Any]:
       mean is ≤ 1): dispatch is not what limits this pipeline.
     inconclusive: otherwise.
     """
-    from playbook import rundir
     from playbook.analysis.lab_verdict import variant_summary
+    from playbook.readers import rundir
 
     summ = variant_summary(res.runs, "throughput", baseline="fault")
     shares = worker_shares(rundir.read_run(res.recording("fault", 0)).steps)
@@ -434,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{cfg.producers} producers → {cfg.consumers} consumers, {cfg.duration_s:g} s per variant, "
           f"{cfg.repeats} repeats", flush=True)
     res = run(cfg, progress=True)
-    from playbook import rundir
+    from playbook.readers import rundir
 
     print("\nitems/s per variant:")
     print(res.runs.groupby("variant", sort=False)["throughput"].agg(["mean", "std"]).round(2).to_string())

@@ -105,7 +105,7 @@ def train_run(url: str, kind: str, run_dir: str | Path, steps: int = 60, batch: 
     steps after `warmup`, computed from the recorded steps table.
     """
     from playbook.probes import Recorder
-    from playbook.rundir import read_run
+    from playbook.readers.rundir import read_run
 
     dev = pick_device(device)
     seed_everything(seed)

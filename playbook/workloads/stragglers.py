@@ -418,8 +418,8 @@ def discrimination(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "
     flagged ranks (score < 0.75), the most frequent slowest rank, its share of steps, the binomial p-value and
     verdict (persistent / rotating / undetermined), and the within-step Spearman correlation of compute with tokens.
     The pooled row also says whether the same rank was slowest in every reshuffle."""
-    from playbook import rundir
     from playbook.analysis.stragglers import persistence, slowest_per_step, steps_per_rank
+    from playbook.readers import rundir
 
     rows = []
     for v in variants:
@@ -450,8 +450,8 @@ def discrimination(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "
 def slowest_table(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "hw_fault")) -> pd.DataFrame:
     """label ("<variant> r<repeat>"), step, rank: the slowest rank of every step (the one that waits least in
     the all-reduce; playbook.analysis.stragglers.slowest_per_step), for plots.ranks.slowest_rank."""
-    from playbook import rundir
     from playbook.analysis.stragglers import slowest_per_step, steps_per_rank
+    from playbook.readers import rundir
 
     out = []
     for v in variants:
@@ -466,8 +466,8 @@ def slowest_table(res: StragglerRun, variants: tuple[str, ...] = ("sw_fault", "h
 def job_step_times(res: Any, variant: str) -> pd.DataFrame:
     """Per (repeat, step): the job's step time (median over its ranks, s) and its global tokens. `res`: any lab
     result with `segments` (variant, repeat columns) and `recording(variant, repeat)`."""
-    from playbook import rundir
     from playbook.analysis.steps import fleet_steps
+    from playbook.readers import rundir
 
     out = []
     for rep in sorted(res.segments.loc[res.segments["variant"] == variant, "repeat"].unique()):
@@ -552,7 +552,7 @@ def main(argv: list[str] | None = None) -> int:
               argv=argv if argv is not None else sys.argv[1:])
     if res is None:
         return 0
-    from playbook import rundir
+    from playbook.readers import rundir
 
     tp = res.throughput()
     print(f"\nbackend {res.backend}, world size {res.world_size}; ranks flagged as stragglers in hw_fault: "
