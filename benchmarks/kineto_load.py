@@ -38,6 +38,7 @@ import json, sys, time, gzip, resource
 import numpy, pandas  # the same imports for every variant: the baseline RSS includes them
 sys.path.insert(0, {root!r})
 import playbook.readers.kineto as kineto
+import playbook.readers.kineto_decode as kineto_decode
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
@@ -53,7 +54,7 @@ if variant == "json.load":
     rows = len(doc.get("traceEvents", doc) if isinstance(doc, dict) else doc)
 else:
     if variant == "playbook (stdlib)":
-        kineto._MSGSPEC = None
+        kineto_decode._MSGSPEC = None
     rows = len(kineto.read(path).trace)
 elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
 print(json.dumps({{"variant": variant, "seconds": elapsed, "cpu_seconds": cpu, "rows": rows, "rss_before_mib": before,

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playbook.errors import InputError
-from playbook.readers import kineto
+from playbook.readers import kineto, kineto_decode
 from playbook.schema import TRACE_COLUMNS
 
 HERE = Path(__file__).resolve().parent
@@ -67,7 +67,7 @@ def test_values_equal_a_plain_json_load():
 
 def test_stdlib_fallback_gives_the_same_table(monkeypatch):
     fast = kineto.read(DATA / "alexnet.json.gz").trace
-    monkeypatch.setattr(kineto, "_MSGSPEC", None)
+    monkeypatch.setattr(kineto_decode, "_MSGSPEC", None)
     slow = kineto.read(DATA / "alexnet.json.gz").trace
     pd.testing.assert_frame_equal(fast, slow)
 

@@ -13,12 +13,15 @@ from playbook.readers import (
     generic_csv,
     headers,
     kineto,
+    kineto_decode,
     nvidia_smi,
+    nvidia_smi_fields,
     nvidia_smi_table,
     textio,
 )
 
-MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_table, kineto, dcgm, dmon, headers, documents)
+MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, dcgm, dmon,
+           headers, documents)
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

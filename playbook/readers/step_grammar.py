@@ -36,236 +36,64 @@ Lines with a counter but no duration field, when the file has none, give window 
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections import Counter
-from functools import lru_cache
-from itertools import pairwise
 
 import numpy as np
 
-NAT = np.iinfo(np.int64).min
-_NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
-_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
-               "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
-               "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
-_STEP_WORDS = ("step", "steps", "it", "iter", "iters", "iteration", "iterations", "batch", "batches", "update",
-               "updates", "epoch_step")
-_SAMPLE_WORDS = ("samples", "sample", "examples", "example", "ex", "img", "imgs", "images", "seq", "seqs",
-                 "sequences", "sentences")
-_TOKEN_WORDS = ("tokens", "token", "tok", "toks", "words", "wds")
-_UNITS = sorted({*_TIME_UNITS, "%",
-                 *(f"{t}/{s}" for t in ("ns", "us", "ms", "s", "sec") for s in _STEP_WORDS),
-                 *(f"{s}/{t}" for s in _STEP_WORDS + _SAMPLE_WORDS + _TOKEN_WORDS for t in ("s", "sec", "second")),
-                 "/s", "/sec"}, key=len, reverse=True)
-_RATE_UNITS = {u for u in _UNITS if "/" in u}
-_UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
-VALUE_RE = re.compile(
-    r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
-    r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
-    r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
-    r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
-_KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
-# the unit stated in the key: `iter time (s)`, `step [ms]`, NeMo's `train_step_timing in s`, open_clip's `Batch (t)`
-# (t: a time, in seconds)
-_KEY_UNIT = re.compile(r"(?:\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
-                       r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
-_MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
-_NORM = re.compile(r"[^0-9a-z]+")
-
-# a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
-# `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
-# and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = _KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
-                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch)\b[\"']?\s*"
-                                r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
-_KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
-                 "steps": 3, "step": 3}
-_EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
-                            r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
-_NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation)\s*:?\s*(?P<e>\d+)\s*\[\s*"
-                          r"(?P<i>\d+)\s*/\s*(?P<n>\d+)")  # timm: "Train: 3 [ 50/1251 ( 4%)]"
-_FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?P<i>\d+)\s*/\s*(?P<n>\d+)\b",
-                      re.IGNORECASE)
-# a progress bar: tqdm's `i/N [elapsed<remaining, rate, postfix]` (the rate may be absent: NeMo's bar shows only its
-# postfix) or rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar)
-_TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
-                   r"\s+(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
-                   r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
-_TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
-_EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
-_KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
-_KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
-_LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
-_BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
-_EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
-                        r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
-_DIGIT = re.compile(r"\d")
-_STEP_NAMES = ("step", "iter", "iteration", "batch")
-_IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
-_RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
-# a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
-_BOX_ROW = re.compile(r"^\s*[│┃║╭╰├┌└╞╘╒╓]")
-_BOX_CHARS = re.compile(r"[│┃║╭╮╰╯├┤┌┐└┘─═╞╡╘╛╒╕╓╖]+")
-# a header stating the unit of the indented timer rows below it, and such a row (Megatron's timers:
-# `(min, max) time across ranks (ms):` then `    forward-compute ......: (1200.12, 1201.50)`; the max is kept)
-_UNIT_HEAD = re.compile(r"\((ns|us|µs|ms|s|sec)\)\s*:\s*$")
-_TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(?P<a>" + _NUM + r")"
-                        r"(?:\s*,\s*(?P<b>" + _NUM + r"))?\s*\)?\s*$")
-_CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
-_HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
-
-# role classes, most specific first (the order of preference when the file's duration field is chosen)
-PER_STEP, GENERIC, CUMULATIVE, WINDOW, AVERAGE, UNNAMED = range(6)
-CLASS_NAMES = ("per-step", "time", "cumulative", "window", "running average", "unnamed")
-_DATA_KEYS = {"data", "data_time", "datatime", "dataloader", "data_wait", "data_load", "data_loading",
-              "dataloader_time", "data_load_time", "data_loading_time", "data_wait_time", "last_data_time",
-              "data_ms", "data_s", "load_time", "wait_data", "input_time", "data_t"}
-_PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd", "optimizer": "optimizer",
-                "optim": "optimizer", "opt": "optimizer", "optimizer_step": "optimizer", "comm": "collective",
-                "communication": "collective", "allreduce": "collective", "all_reduce": "collective",
-                "collective": "collective", "reduce": "collective", "sync": "collective", "gather": "collective",
-                "allgather": "collective", "scatter": "collective", "h2d": "h2d",
-                "to_device": "h2d", "copy": "h2d"}
-_NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
-             "val", "valid", "test", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
-             "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
-_CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "train_time", "training_time", "time_elapsed",
-              "cumulative", "cum")
-_AVG_WORDS = ("avg", "mean", "average", "running", "smoothed", "ema")
-_STEP_RATE_KEYS = {"ups", "it_s", "its", "steps_per_sec", "steps_per_second", "step_per_sec", "global_step_sec",
-                   "global_step_per_sec", "iters_per_sec", "iter_per_sec", "it_per_sec", "train_steps_per_second",
-                   "steps_sec", "steps_s", "iterations_per_second", "batches_per_sec", "updates_per_sec"}
-_TOKEN_KEYS = {"tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", "batch_tokens", "step_tokens",
-               "tokens_in_batch"}
-_TOKEN_RATE_KEYS = {"tps", "tok_s", "tokens_s", "tokens_per_sec", "tokens_per_second", "tokens_sec", "wps",
-                    "tgs", "tokens_per_s", "tok_per_sec", "throughput_tokens"}
-_BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gbs", "global_batch",
-               "total_batch_size", "effective_batch_size"}
-_COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "token", "tokens", "step", "steps", "iter",
-                "iteration", "batch_in_epoch", "sample_in_epoch", "token_in_epoch", "step_in_epoch"}
-# a count's magnitude suffix (nanotron's human_format: `1.23K`, `2.62M`); G and T are left out: `3.72G` is memory
-_MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
-_MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
-_MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
-_MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
-
-
-def _keyword_rank(word: str) -> int:
-    w = word.lower().replace(" ", "_")
-    return _KEYWORD_RANK.get(w) if w in _KEYWORD_RANK else _KEYWORD_RANK.get(w.split("_")[0], 3)
-
-
-def norm_key(key: str) -> str:
-    return _NORM.sub("_", key.lower()).strip("_")
-
-
-def _unit_kind(unit: str | None) -> tuple[str, float] | None:
-    """(kind, factor): ("time", s per unit), ("per_step", s per step per unit), ("step_rate", 1),
-    ("sample_rate", 1), ("token_rate", 1); None for other units."""
-    if not unit:
-        return None
-    u = unit.lower()
-    if u in _TIME_UNITS:
-        return "time", _TIME_UNITS[u]
-    if "/" not in u:
-        return None
-    a, b = u.split("/", 1)
-    if a in _TIME_UNITS and b in _STEP_WORDS:
-        return "per_step", _TIME_UNITS[a]
-    if b in ("s", "sec", "second"):
-        if a in _STEP_WORDS:
-            return "step_rate", 1.0
-        if a in _TOKEN_WORDS:
-            return "token_rate", 1.0
-        return "sample_rate", 1.0
-    return None
-
-
-@lru_cache(maxsize=8192)
-def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
-    """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
-    ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1); None when the
-    field is not about time (loss, lr, ...)."""
-    if unit is None and "/" in key and key.strip().lower() in _RATE_UNITS:
-        key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
-    k = norm_key(key)
-    m = _KEY_UNIT.search(key)
-    if m:
-        stated = m.group(1) or m.group(2)
-        unit = unit or ("s" if stated.lower() == "t" else stated)
-        k = norm_key(key[: m.start()])
-    if "/" in key and unit is None and norm_key(key.rsplit("/", 1)[1]) in _COUNT_NOUNS:
-        return None  # a tag path ending in what it counts (Composer's `time/batch: 12`): a count, not a duration
-    k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
-    kind = _unit_kind(unit)
-    words = k.split("_") if k else []
-    if kind and kind[0] == "per_step":
-        return "dur", PER_STEP, kind[1]
-    per = next((j for j in range(1, len(words) - 1) if words[j] == "per"), None)
-    if per is not None and words[per + 1] in ("s", "sec", "second", "seconds"):
-        # `<what>_per_sec[_per_gpu]`: what comes before `per` is what is counted (batches_per_second is a step
-        # rate, tokens_per_sec_per_gpu a token rate); another thing per second (TFLOPs, bytes) is no time
-        what = words[per - 1]
-        if what in _STEP_WORDS:
-            return "rate", PER_STEP, 1.0
-        if what in _TOKEN_WORDS:
-            return "token_rate", None, 1.0
-        if what in _SAMPLE_WORDS:
-            return "sample_rate", None, 1.0
-        return None
-    if kind and kind[0] == "step_rate" or k in _STEP_RATE_KEYS or (
-            k.endswith(("_per_sec", "_per_second")) and words and words[0] in _STEP_WORDS + (
-                "global", "train", "optimizer")) or (
-            # `global_step_sec`, `steps_s`: steps per second; `train_runtime_s`, `iter_time_s`: seconds
-            k.endswith(("_sec", "_s")) and len(words) >= 2 and words[-2] in _STEP_WORDS and "time" not in words):
-        if "sample" in k or "token" in k or "example" in k:
-            return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
-        return "rate", PER_STEP, 1.0
-    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS:
-        return ("token_rate" if kind is None or kind[0] == "token_rate" else kind[0]), None, 1.0
-    if k in _TOKEN_KEYS and kind is None:
-        return "tokens", None, 1.0
-    if k in _BATCH_KEYS and kind is None:
-        return "batch", None, 1.0
-    if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
-        return "sample_rate", None, 1.0
-    factor = kind[1] if kind and kind[0] == "time" else None
-    if factor is None:
-        for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_s", 1.0), ("_sec", 1.0),
-                          ("_seconds", 1.0), ("ms", 1e-3)):
-            if k.endswith(suffix) and len(k) > len(suffix):
-                factor = f
-                if suffix != "ms":
-                    k = k[: -len(suffix)]
-                break
-    if unit and kind is None:
-        return None  # a value in MiB, % or another unit is not a time
-    if not k:
-        return ("dur", UNNAMED, factor) if factor is not None else None
-    words = k.split("_")
-    if k in _DATA_KEYS or "generator" in words or (words[0] in ("data", "reader", "loader", "dataloader", "input") and (
-            factor is not None or "time" in words or "wait" in words or "cost" in words)):
-        return "phase", "data", factor or 1.0
-    timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
-                                              "took", "seconds", "secs", "sec", "cost", "timing")
-                  for w in words)
-    for w in words:
-        if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
-            return "phase", _PHASE_WORDS[w], factor or 1.0
-    if not timeish or any(w in _NOT_TIME for w in words):
-        return None
-    f = factor or 1.0
-    if any(w in _AVG_WORDS for w in words):
-        return "dur", AVERAGE, f
-    if "per" in words or any(w in ("step", "iter", "iteration", "batch", "it", "steptime", "itertime")
-                             for w in words) or k in ("dt", "sec_batch", "last_time", "time_per_step",
-                                                      "step_time", "iter_time"):
-        if not any(w in ("train", "total", "since") for w in words) or "per" in words:
-            return "dur", PER_STEP, f
-    if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time") or k.startswith("elapsed"):
-        return "dur", CUMULATIVE, f
-    return "dur", GENERIC, f
+from playbook.readers.step_columns import (
+    adopt_untagged,
+    epoch_clock,
+    from_throughput,
+    monotone,
+    per_step_diff,
+    window_means,
+    window_starts,
+)
+from playbook.readers.step_vocab import (
+    BOX_CHARS,
+    BOX_ROW,
+    BRACKET,
+    CLASS_NAMES,
+    CONTINUATION,
+    CUMULATIVE,
+    DIGIT,
+    EPOCH_BRACKET,
+    EPOCH_WORD,
+    EVAL_MODE,
+    FAIRSEQ,
+    GENERIC,
+    HAS_FIELD,
+    IMPLICIT_HINT,
+    KERAS,
+    KERAS_EPOCH,
+    KEY_SPLIT,
+    KEY_UNIT,
+    KEYWORD,
+    LEAD_STEP,
+    MAGNITUDE,
+    MARKER,
+    MAX_BLOCK_LINES,
+    MAX_KEYS,
+    MAX_STEP,
+    NAMED_EPOCH,
+    NAT,
+    PER_STEP,
+    RATE_LINE,
+    STEP_NAMES,
+    TIME_UNITS,
+    TIMER_ROW,
+    TQDM,
+    TQDM_EPOCH,
+    UNIT_HEAD,
+    UNNAMED,
+    VALUE_RE,
+    WINDOW,
+    classify,
+    keyword_rank,
+    norm_key,
+    unit_kind,
+)
 
 
 class StepCounter:
@@ -315,59 +143,59 @@ class StepLines:
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
         best = None
-        for m in _KEYWORD.finditer(body):
-            rank = _keyword_rank(m["k"])
+        for m in KEYWORD.finditer(body):
+            rank = keyword_rank(m["k"])
             if best is None or rank < best[0]:
                 best = (rank, m)
         if best is not None:
             m = best[1]
             head = body[: m.start()]
-            evaluating = bool(_EVAL_MODE.search(head[-40:]))
-            if m["n"] and best[0] >= 2 and (e := _EPOCH_WORD.search(head)) and not evaluating:
+            evaluating = bool(EVAL_MODE.search(head[-40:]))
+            if m["n"] and best[0] >= 2 and (e := EPOCH_WORD.search(head)) and not evaluating:
                 # "Epoch 2/10 | Step 120/500": a step within its epoch, as global steps count
                 c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
                 c.keyword = True
                 return c
             return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
-        if (m := _EPOCH_BRACKET.search(body)):
+        if (m := EPOCH_BRACKET.search(body)):
             mode = (m["m"] or "").lower()
             e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
             return self._within(int(e) if e else None, int(m["i"]), int(m["n"]), m.span(), mode,
-                                bool(_EVAL_MODE.search(mode)) if mode else bool(_EVAL_MODE.search(body[: m.start()])))
-        if (m := _TQDM.search(body)):
+                                bool(EVAL_MODE.search(mode)) if mode else bool(EVAL_MODE.search(body[: m.start()])))
+        if (m := TQDM.search(body)):
             head = body[: m.start()]
-            e = _TQDM_EPOCH.search(head)
+            e = TQDM_EPOCH.search(head)
             epoch = int(e["e"] or e["e2"]) if e else None
             self.tqdm_lines += 1
             return self._progress(epoch, int(m["i"]), int(m["n"]), (m.start(), m.start() + len(m["i"]) + 1 +
-                                                                  len(m["n"])), "tqdm", bool(_EVAL_MODE.search(head)))
-        if (m := _NAMED_EPOCH.search(body)):
+                                                                  len(m["n"])), "tqdm", bool(EVAL_MODE.search(head)))
+        if (m := NAMED_EPOCH.search(body)):
             mode = m["m"].lower()
             return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "timm",
-                                bool(_EVAL_MODE.search(mode)))
-        if (m := _FAIRSEQ.search(body)):
+                                bool(EVAL_MODE.search(mode)))
+        if (m := FAIRSEQ.search(body)):
             return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "fairseq",
-                                bool(_EVAL_MODE.search(body[: m.start()])))
-        if (m := _KERAS.match(body)):
+                                bool(EVAL_MODE.search(body[: m.start()])))
+        if (m := KERAS.match(body)):
             return self._progress(self.keras_epoch, int(m["i"]), int(m["n"]), m.span(), "keras", False)
-        for m in _BRACKET.finditer(body):
+        for m in BRACKET.finditer(body):
             if m["w"] and m["w"].lower().startswith("epoch"):
                 continue  # `[epoch=2/10]`: the epoch, not the step
             head = body[: m.start()]
-            e = _EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
+            e = EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
             return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
-                                bool(_EVAL_MODE.search(head)))
-        if (m := _LEAD_STEP.match(body)):
+                                bool(EVAL_MODE.search(head)))
+        if (m := LEAD_STEP.match(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), False, False)
         return None
 
     def _implicit(self, body: str, ctx) -> StepCounter | None:
         """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
         `step_time=0.5s`): the next step of its rank."""
-        if not _IMPLICIT_HINT.search(body):
+        if not IMPLICIT_HINT.search(body):
             return None
         fields = {k: v for k, v in self._fields(body, None).items()
-                  if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in _STEP_NAMES)}
+                  if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
         if not fields:
             return None
         c = StepCounter(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
@@ -405,7 +233,7 @@ class StepLines:
         for name, (value, role) in fields.items():
             col = self.fields.get(name)
             if col is None:
-                if len(self.fields) >= _MAX_KEYS:
+                if len(self.fields) >= MAX_KEYS:
                     continue
                 col = self.fields[name] = array("d", [np.nan]) * n
                 self.field_role[name] = role
@@ -434,10 +262,10 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = ctx.body
-        boxed = _BOX_ROW.match(body) is not None
+        boxed = BOX_ROW.match(body) is not None
         if self._box is not None:
             if boxed or self._box_bare and _continues(body):
-                self._merge(self._box, self._fields(_BOX_CHARS.sub("  ", body), None))
+                self._merge(self._box, self._fields(BOX_CHARS.sub("  ", body), None))
                 return True
             self._box = None
         if self._orphan is not None:  # a counter line without fields, then a table or indented lines holding them
@@ -445,22 +273,22 @@ class StepLines:
                 self._block = self._orphan
             self._orphan = None
         if self._block is not None:
-            if (boxed or _continues(body)) and len(self._block_text) < _MAX_BLOCK_LINES:
-                self._block_text.append(_BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
+            if (boxed or _continues(body)) and len(self._block_text) < MAX_BLOCK_LINES:
+                self._block_text.append(BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
                 return True
             self._flush()
         if self._timer is not None:
-            if (m := _TIMER_ROW.match(body)):
+            if (m := TIMER_ROW.match(body)):
                 self._timer_row(m)
                 return True
             self._timer = None
-        if len(self.step) and body.rstrip().endswith(":") and (m := _UNIT_HEAD.search(body)) and \
-                not _KEYWORD.search(body):
-            self._timer = (len(self.step) - 1, _TIME_UNITS[m.group(1).lower()])
+        if len(self.step) and body.rstrip().endswith(":") and (m := UNIT_HEAD.search(body)) and \
+                not KEYWORD.search(body):
+            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
             return True
-        if not _DIGIT.search(body):
+        if not DIGIT.search(body):
             return False
-        if (m := _KERAS_EPOCH.match(body)):
+        if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
         c = self._counter(body)
@@ -468,10 +296,10 @@ class StepLines:
             self._store(c, ctx, c.fields)
             return True
         if c is None:
-            if _RATE_LINE.search(body):
+            if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
                 return True
-            if body.lstrip().startswith("{") and _HAS_FIELD.search(body):
+            if body.lstrip().startswith("{") and HAS_FIELD.search(body):
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
                 return True
             return False
@@ -523,7 +351,7 @@ class StepLines:
         return found
 
     def _store(self, c: StepCounter, ctx, fields: dict) -> None:
-        if not -_MAX_STEP < c.step < _MAX_STEP:
+        if not -MAX_STEP < c.step < MAX_STEP:
             return  # a 20-digit "step" is an id or a hash, not a step (and would not fit the int64 column)
         n = len(self.step)
         self.step.append(c.step)
@@ -539,7 +367,7 @@ class StepLines:
         for name, (value, role) in fields.items():
             col = self.fields.get(name)
             if col is None:
-                if len(self.fields) >= _MAX_KEYS:
+                if len(self.fields) >= MAX_KEYS:
                     continue
                 col = self.fields[name] = array("d", [np.nan]) * n if n else array("d")
                 self.field_role[name] = role
@@ -569,16 +397,16 @@ class StepLines:
         out = {"chosen": None, "how": None, "n_records": n}
         if not n:
             return out
-        rank = _adopt_untagged(step, rank)
+        rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, cols, roles)
         windowed = False
         if chosen is None:
-            chosen, duration, how = _from_throughput(cols, roles)
+            chosen, duration, how = from_throughput(cols, roles)
         if chosen is None:
             kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
-            duration, windowed = _window_means(step, rank, time, kw), True
+            duration, windowed = window_means(step, rank, time, kw), True
             how = "window means of timestamped step lines"
         ok = np.isfinite(duration) & (duration >= 0)
         # the same (rank, step) printed again (a progress bar redrawn, a repeated message): the last one counts
@@ -600,7 +428,7 @@ class StepLines:
         elif rate:
             tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
         if windowed:
-            start = _window_starts(step, rank, time, idx)  # a window mean starts where its window does
+            start = window_starts(step, rank, time, idx)  # a window mean starts where its window does
         else:  # a logged time is the end of its step
             start = time[idx].copy()
             stamped = start != NAT
@@ -623,10 +451,10 @@ class StepLines:
         ranked = []
         for k in eligible:
             cls = cands[k][1]
-            if cls == CUMULATIVE and not _monotone(step, rank, cols[k]):
+            if cls == CUMULATIVE and not monotone(step, rank, cols[k]):
                 cls = GENERIC  # named like a total but goes up and down: a per-step time
-            elif cls != CUMULATIVE and cands[k][0] == "dur" and _epoch_clock(cols[k] * cands[k][2]) and \
-                    _monotone(step, rank, cols[k]):
+            elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
+                    monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
             ranked.append((cls, -cover[k], len(k), k))
         cls, _, _, name = min(ranked)
@@ -655,9 +483,9 @@ class StepLines:
                 values = np.where(values > 0, 1.0 / values, np.nan)
             return values, f"{name} (steps per second, inverted)"
         if cls == CUMULATIVE:
-            return _per_step_diff(step, rank, values), f"{name} (cumulative: difference per step)"
+            return per_step_diff(step, rank, values), f"{name} (cumulative: difference per step)"
         if cls == WINDOW:
-            return _per_step_diff(step, rank, values, cumulative=False), \
+            return per_step_diff(step, rank, values, cumulative=False), \
                 "time since the previous log line / steps between"
         return values, f"{name} ({CLASS_NAMES[cls]})"
 
@@ -681,32 +509,12 @@ class StepLines:
 def _continues(body: str) -> bool:
     """An indented line that continues the record above it: a value (or only decoration) and no counter of its own
     (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
-    return body[:1] in " \t" and _CONTINUATION.search(body) is not None and not (
-        _KEYWORD.search(body) or _EPOCH_BRACKET.search(body) or _BRACKET.search(body) or _TQDM.search(body))
-
-
-def _from_throughput(cols, roles):
-    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second, or tokens
-    per step / tokens per second."""
-    for rate_role, size_role in (("sample_rate", "batch"), ("token_rate", "tokens")):
-        best = {}
-        for want in (rate_role, size_role):
-            names = [k for k, r in roles.items() if r[0] == want]
-            if names:
-                best[want] = max(names, key=lambda k: (np.isfinite(cols[k]).sum(), "curr" in k, -len(k)))
-        if len(best) < 2:
-            continue
-        rate, size = cols[best[rate_role]], cols[best[size_role]]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            seconds = np.where(rate > 0, size / rate, np.nan)
-        name = f"{best[size_role]} / {best[rate_role]}"
-        what = "batch size / samples" if rate_role == "sample_rate" else "tokens / tokens"
-        return name, seconds, f"{name} ({what} per second)"
-    return None, None, None
+    return body[:1] in " \t" and CONTINUATION.search(body) is not None and not (
+        KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))
 
 
 def _markers(text: str) -> list[str]:
-    return [m for m in _MARKER.findall(text) if not m[0].isdigit() and m.lower() not in _TIME_UNITS]
+    return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
 
 
 def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float]], list[str]]:
@@ -721,16 +529,16 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
         markers += _markers(raw_key)
         if unit == "\ue001":
             unit = "s"  # H:MM:SS
-        scale = _MAGNITUDE.get(unit, 1.0)
+        scale = MAGNITUDE.get(unit, 1.0)
         if scale != 1.0:
             unit = ""
         seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
         seg = seg.rstrip(":= \t").rstrip()
-        stated = _KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
+        stated = KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
         suffix = stated.group(0) if stated else ""
-        pieces = _KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
+        pieces = KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
         key = (pieces[-1].strip() if pieces else "") + suffix
-        key = _MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
+        key = MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
         window = False
         seen = unit in units_seen
         units_seen.add(unit)
@@ -743,7 +551,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
         if window:
-            kind = _unit_kind(unit)
+            kind = unit_kind(unit)
             if not kind or kind[0] != "time":
                 continue
             role, name = ("dur", WINDOW, kind[1]), "(window)"
@@ -753,99 +561,9 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
                 continue
             name = norm_key(key) or f"({unit})"
             if role[0] == "dur" and role[1] == UNNAMED:
-                kind = _unit_kind(unit)
+                kind = unit_kind(unit)
                 name = f"(unnamed {kind[0] if kind else 'time'})"  # a unit stated by a bare `(s)` key: a time
         if name not in names:
             names.add(name)
             fields.append((i // 2, name, role, scale))
     return fields, markers + _markers(tail)
-
-
-def _adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly repeat: the same
-    process printing through a second logger (DeepSpeed's engine and timer lines next to its `[Rank 0]` line)."""
-    untagged = rank < 0
-    if untagged.any() and not untagged.all():
-        mine = set(step[untagged].tolist())
-        for r in np.unique(rank[~untagged]):
-            if len(mine & set(step[rank == r].tolist())) * 2 >= len(mine):
-                rank = rank.copy()
-                rank[untagged] = r
-                break
-    return rank
-
-
-def _epoch_clock(seconds: np.ndarray) -> bool:
-    """Values that are Unix times, not durations: a median past 1e8 s (1973; no step lasts three years)."""
-    ok = seconds[np.isfinite(seconds)]
-    return len(ok) > 0 and float(np.median(ok)) > 1e8
-
-
-def _monotone(step, rank, values) -> bool:
-    ok = np.isfinite(values)
-    pairs = rising = 0
-    for r in np.unique(rank[ok]):
-        sel = ok & (rank == r)
-        order = np.argsort(step[sel], kind="stable")
-        v = values[sel][order]
-        d = np.diff(v)
-        pairs += len(d)
-        rising += int((d >= 0).sum())
-    # at least 3 rising pairs, and at most one drop in 20 (a restart resets a running total)
-    return pairs >= 3 and rising >= 0.95 * pairs
-
-
-def _per_step_diff(step, rank, values, cumulative: bool = True) -> np.ndarray:
-    """Per-step seconds from a cumulative time (difference / steps between consecutive lines of a rank) or from a
-    window's time (value / steps since the previous line). The first line of a rank has no previous: NaN."""
-    out = np.full(len(step), np.nan)
-    ok = np.isfinite(values)
-    for r in np.unique(rank[ok]):
-        # a cumulative time needs two readings; a window's time only the previous line's step
-        idx = np.flatnonzero((ok if cumulative else np.ones(len(step), bool)) & (rank == r))
-        idx = idx[np.argsort(step[idx], kind="stable")]
-        for a, b in pairwise(idx):
-            ds = step[b] - step[a]
-            if ds <= 0:
-                continue
-            dv = values[b] - values[a] if cumulative else values[b]
-            if dv >= 0:  # NaN (no reading on this line) fails too
-                out[b] = dv / ds
-    return out
-
-
-def _window_means(step, rank, time, keyword) -> np.ndarray:
-    out = np.full(len(step), np.nan)
-    ok = (time != NAT) & keyword
-    for r in np.unique(rank[ok]):
-        idx = np.flatnonzero(ok & (rank == r))
-        first: dict[int, int] = {}
-        for i in idx:
-            first.setdefault(int(step[i]), i)  # the first line naming a step
-        order = sorted(first)
-        for a, b in pairwise(order):
-            seconds = (time[first[b]] - time[first[a]]) / 1e9
-            if seconds > 0:
-                out[first[b]] = seconds / (b - a)
-    return out
-
-
-def _window_starts(step, rank, time, idx) -> np.ndarray:
-    """For window-mean rows: the window's start, the time of the previous logged step's line of the same rank."""
-    starts = np.full(len(idx), NAT, dtype=np.int64)
-    prev: dict[tuple[int, int], int] = {}
-    ok = time != NAT
-    by_rank: dict[int, list[int]] = {}
-    for i in np.flatnonzero(ok):
-        key = (int(rank[i]), int(step[i]))
-        if key not in prev:
-            prev[key] = int(time[i])
-            by_rank.setdefault(int(rank[i]), []).append(int(step[i]))
-    before: dict[tuple[int, int], int] = {}
-    for r, steps in by_rank.items():
-        steps = sorted(set(steps))
-        for a, b in pairwise(steps):
-            before[(r, b)] = prev[(r, a)]
-    for j, i in enumerate(idx):
-        starts[j] = before.get((int(rank[i]), int(step[i])), NAT)
-    return starts
