@@ -73,3 +73,27 @@ def test_dcgm_labels_and_stamps_past_64_bits_are_skipped_and_counted(tmp_path, d
     bundle = _read_or_one_line(path)
     assert bundle is not None and len(bundle.telemetry) > 0
     assert bundle is None or not (bundle.telemetry["gpu"] > 10**9).any()
+
+
+def test_generic_csv_date_beyond_nanoseconds_is_one_bad_row(tmp_path):
+    """Fuzz escape (OutOfBoundsDatetime): an ISO date in year 1 is a counted bad row, not a traceback."""
+    from playbook.readers import generic_csv
+
+    path = tmp_path / "t.csv"
+    path.write_text("time,gpu,util_pct\n0001-01-01T14:00:00,0,50\n2024-01-15T10:00:00,0,60\n2024-01-15T10:00:01,0,70\n")
+    b = generic_csv.read(path)
+    assert list(b.telemetry["util_pct"]) == [60.0, 70.0]
+    assert "line 2: time '0001-01-01T14:00:00' out of range" in b.warnings[0]
+
+
+def test_per_gpu_columns_with_a_metric_only_one_gpu_has(tmp_path):
+    """Fuzz escape (KeyError): W&B-style per-GPU columns where GPU 0 reports a temperature and GPU 1 does not;
+    GPU 1's temperature is NaN."""
+    from playbook.readers import generic_csv
+
+    path = tmp_path / "wandb.csv"
+    path.write_text("_timestamp,system.gpu.0.gpu,system.gpu.0.temp,system.gpu.1.gpu\n"
+                    "1705312800,50,60,40\n1705312801,55,61,45\n")
+    t = generic_csv.read(path).telemetry
+    assert t["util_pct"].tolist() == [50.0, 55.0, 40.0, 45.0]
+    assert t["temp_c"].tolist()[:2] == [60.0, 61.0] and t["temp_c"].iloc[2:].isna().all()

@@ -346,7 +346,8 @@ class TableBuilder:
             parsed = parsed.dt.tz_localize(self.tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
         bad = parsed.isna().to_numpy()
         drop(bad, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
-        ns = pd.DatetimeIndex(parsed).as_unit("ns").asi8.copy()
+        ns = textio.datetime_ns(parsed)  # a date nanoseconds cannot hold (year 1, 9999) becomes NaT
+        drop((ns == _NAT) & ~bad, lambda i: f"time {str(s.iloc[i])[:30]!r} out of range")
         ns[bad] = _NAT
         return ns
 
@@ -363,10 +364,11 @@ class TableBuilder:
         if not self.parts:
             return bundle
         columns: dict[str, np.ndarray] = {}
+        sizes = [len(p["time"]) for p in self.parts]  # a metric some blocks lack is NaN there
         for key in ("time", "gpu", "host", *schema.TELEMETRY_METRICS):
             if any(key in p for p in self.parts):
-                columns[key] = np.concatenate([p.pop(key) if key in p else np.full(len(p["time"]), np.nan)
-                                               for p in self.parts])
+                columns[key] = np.concatenate([p.pop(key) if key in p else np.full(size, np.nan)
+                                               for p, size in zip(self.parts, sizes, strict=True)])
         self.parts = []
         gpu = columns["gpu"]
         if synthetic:
