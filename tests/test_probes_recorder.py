@@ -12,8 +12,9 @@ import pytest
 from playbook.errors import ProbeError
 from playbook.probes import Recorder, fake_nvml
 from playbook.probes.fingerprint import dir_size, fingerprint
-from playbook.probes.recorder import SEGMENT_DIR, merge_run
+from playbook.probes.recorder import merge_run
 from playbook.readers import rundir
+from playbook.rundir import SEGMENT_DIR
 
 
 def train(rec: Recorder, steps: int = 12, wait_s: float = 0.005) -> None:
