@@ -1,4 +1,4 @@
-"""Recorder: writes a run directory that playbook.rundir.read_run reads back; never raises into training."""
+"""Recorder: writes a run directory that playbook.readers.rundir.read_run reads back; never raises into training."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Regression triage: GOOD ran at full speed, BAD does not — what changed, and is the difference even real?
 
-    from playbook.rundir import read_run
+    from playbook.readers.rundir import read_run
     from playbook.diagnose.regression.verdict import compare_runs
     r = compare_runs([read_run("runs/good")], [read_run("runs/bad")])   # one Bundle per run, any number a side
     r.verdict, r.causes[0]["id"], r.to_json()
