@@ -51,11 +51,11 @@ def check_sampler(work: Path, busy: float, idle: float) -> dict:
     """NVML sampler + host probe around a busy phase then an idle phase; per-phase means per metric."""
     import pandas as pd
 
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
     from playbook.readers import rundir
 
     run = work / "sampler"
-    with Recorder(run, sample_hz=10.0):
+    with Recorder(run, rates=Rates(sample_hz=10.0)):
         t0 = pd.Timestamp.now(tz="UTC")
         iters = _matmul_loop(busy)
         t1 = pd.Timestamp.now(tz="UTC")

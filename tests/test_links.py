@@ -15,7 +15,7 @@ import pytest
 from playbook import schema
 from playbook.analysis import links
 from playbook.probes import fake_nvml
-from playbook.probes.recorder import Recorder
+from playbook.probes.recorder import Hooks, Rates, Recorder
 from playbook.readers import rundir
 
 
@@ -28,8 +28,9 @@ def bump(root, dev: str, counter: str, by: int) -> None:
 def degraded_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("links")
     shutil.copytree(Path(__file__).parent / "data" / "sysfs" / "degraded", tmp / "sys")
-    with Recorder(tmp / "run", host="node7", sample_hz=20, nvml_module=fake_nvml.scenario("pcie_degraded", gpus=2),
-                  sysfs_root=tmp / "sys", sample_here=True, host_probe=False, gc=False, compile=False, cuda=False):
+    hooks = Hooks(nvml_module=fake_nvml.scenario("pcie_degraded", gpus=2), sysfs_root=tmp / "sys", sample_here=True)
+    with Recorder(tmp / "run", host="node7", rates=Rates(sample_hz=20), host_probe=False, gc=False, compile=False,
+                  cuda=False, hooks=hooks):
         for _ in range(3):  # three 1 Hz IB samples; symbol errors keep rising on mlx5_2, traffic on mlx5_0
             bump(tmp / "sys", "mlx5_2", "symbol_error", 5)
             bump(tmp / "sys", "mlx5_0", "port_xmit_data", 10**9)

@@ -57,9 +57,9 @@ def test_real_nvml_sampler_reports_every_gpu():
 def test_recorder_on_gpu_round_trip(tmp_path):
     import torch
 
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
 
-    with Recorder(tmp_path / "run", sample_hz=20, flush_s=0.5) as rec:
+    with Recorder(tmp_path / "run", rates=Rates(sample_hz=20, flush_s=0.5)) as rec:
         x = torch.randn(2048, 2048, device="cuda")
         for i in range(20):
             with rec.timer.step(i):

@@ -12,7 +12,7 @@ import pytest
 from playbook.errors import ProbeError
 from playbook.probes import Recorder, fake_nvml
 from playbook.probes.fingerprint import dir_size, fingerprint
-from playbook.probes.recorder import merge_run
+from playbook.probes.recorder import Hooks, Rates, merge_run
 from playbook.readers import rundir
 from playbook.rundir import SEGMENT_DIR
 
@@ -41,8 +41,8 @@ def test_recorder_run_dir_round_trip(tmp_path, data_dir, monkeypatch):
     monkeypatch.setenv("TORCH_SECRET_TOKEN", "hunter2")
     nv = fake_nvml.scenario("gpu_lost_mid_run", gpus=2, lost_gpu=1, lost_after=60)
     run = tmp_path / "run"
-    with Recorder(run, host="node7", sample_hz=50, flush_s=0.1, nvml_module=nv,
-                  sysfs_root=data_dir / "sysfs" / "healthy", meta={"variant": "baseline"}) as rec:
+    with Recorder(run, host="node7", rates=Rates(sample_hz=50, flush_s=0.1), meta={"variant": "baseline"},
+                  hooks=Hooks(nvml_module=nv, sysfs_root=data_dir / "sysfs" / "healthy")) as rec:
         train(rec)
         time.sleep(0.4)  # several flushes: segments are merged at exit
     part = run / f"node7-pid{os.getpid()}"  # no torch rank: the part is named by process
@@ -76,7 +76,7 @@ def test_local_rank_1_times_steps_but_samples_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "1")
     monkeypatch.setenv("WORLD_SIZE", "8")
     nv = fake_nvml.scenario("healthy", gpus=2)
-    with Recorder(tmp_path / "run", host="n", nvml_module=nv) as rec:
+    with Recorder(tmp_path / "run", host="n", hooks=Hooks(nvml_module=nv)) as rec:
         train(rec, steps=3)
     assert rec.sampler is None and rec.host_probe is None and rec.ib is None
     assert nv.inits == 0 and sum(nv.calls.values()) <= 6  # the fingerprint names the GPUs, nothing samples
@@ -88,8 +88,8 @@ def test_local_rank_1_times_steps_but_samples_nothing(tmp_path, monkeypatch):
 def test_no_driver_records_host_only(tmp_path, monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     monkeypatch.delenv("PLAYBOOK_SAMPLER", raising=False)
-    with Recorder(tmp_path / "run", nvml_module=fake_nvml.scenario("no_driver"), host_hz=20,
-                  interconnect=False) as rec:
+    with Recorder(tmp_path / "run", rates=Rates(host_hz=20), interconnect=False,
+                  hooks=Hooks(nvml_module=fake_nvml.scenario("no_driver"))) as rec:
         train(rec, steps=3)
         time.sleep(0.15)
     b = rundir.read_run(tmp_path / "run")
@@ -102,7 +102,7 @@ def test_never_raises_after_start_even_when_its_folder_vanishes(tmp_path, caplog
     import shutil
 
     run = tmp_path / "run"
-    with Recorder(run, nvml=False, flush_s=0.05, interconnect=False) as rec:
+    with Recorder(run, rates=Rates(flush_s=0.05), nvml=False, interconnect=False) as rec:
         train(rec, steps=2)
         shutil.rmtree(run)
         train(rec, steps=2)
@@ -120,7 +120,7 @@ def test_unwritable_run_dir_is_a_probe_error(tmp_path):
 
 
 def test_leftover_segments_are_merged(tmp_path):
-    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, flush_s=3600).start()
+    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, rates=Rates(flush_s=3600)).start()
     train(rec, steps=3)
     rec.flush()
     train(rec, steps=2)
@@ -151,7 +151,7 @@ def test_fingerprint_is_cheap_and_complete(tmp_path, monkeypatch):
 
 
 def test_failed_write_is_retried_not_lost(tmp_path, monkeypatch):
-    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, flush_s=3600).start()
+    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, rates=Rates(flush_s=3600)).start()
     train(rec, steps=3)
     real = __import__("pandas").DataFrame.to_parquet
     monkeypatch.setattr("pandas.DataFrame.to_parquet", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
@@ -168,7 +168,7 @@ def test_failed_write_is_retried_not_lost(tmp_path, monkeypatch):
                                     {"host_hz": math.inf}, {"flush_s": 0}, {"flush_s": math.inf}])
 def test_rates_that_would_burn_a_core_are_refused_in_one_line(tmp_path, kwargs):
     with pytest.raises(ProbeError) as err:
-        Recorder(tmp_path / "run", **kwargs)
+        Recorder(tmp_path / "run", rates=Rates(**kwargs))
     assert "\n" not in str(err.value) and "Recorder" in str(err.value)
 
 

@@ -73,13 +73,14 @@ def run(args: argparse.Namespace) -> int:
     if not cmd:
         raise PlaybookError("no command given: playbook record --out RUN_DIR -- COMMAND ...")
     from playbook import rundir
-    from playbook.probes.recorder import Recorder, check_period, check_rate, merge_run
+    from playbook.probes.recorder import Hooks, Rates, Recorder, check_period, check_rate, merge_run
 
     check_rate("--hz", args.hz)
     if args.host_hz is not None:
         check_rate("--host-hz", args.host_hz)
     check_period("--flush-s", args.flush_s)
     check_period("--grace-s", args.grace_s, 0.0)
+    rates = Rates(sample_hz=args.hz, host_hz=args.host_hz, flush_s=args.flush_s)
     out = Path(args.out).resolve()
     _claim(out, args.force)
     try:
@@ -115,10 +116,10 @@ def run(args: argparse.Namespace) -> int:
         if sig is not None:
             previous[sig] = signal.signal(sig, forward)
     t0 = time.time()
-    rec = Recorder(out, rank=-1, sample_hz=args.hz, host_hz=args.host_hz, flush_s=args.flush_s,
-                   nvml=not args.no_nvml, host_probe=not args.no_host, interconnect=not args.no_ib,
-                   pid=child.pid, gc=False, compile=False, cuda=False, nvtx=False, command=cmd, sample_here=True,
-                   meta={"role": "playbook record", "child_pid": child.pid})
+    rec = Recorder(out, rank=-1, rates=rates, nvml=not args.no_nvml, host_probe=not args.no_host,
+                   interconnect=not args.no_ib, gc=False, compile=False, cuda=False, nvtx=False, command=cmd,
+                   meta={"role": "playbook record", "child_pid": child.pid},
+                   hooks=Hooks(pid=child.pid, sample_here=True))
     try:
         try:
             rec.start()

@@ -1,8 +1,8 @@
 """Live probes: measure a running training job without disturbing it, and write a run directory.
 
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
 
-    with Recorder("runs/r1", sample_hz=10) as rec:          # NVML sampler + host probe in background threads
+    with Recorder("runs/r1", rates=Rates(sample_hz=10)) as rec:  # NVML sampler + host probe in background threads
         for step, batch in enumerate(rec.timed(loader)):     # time blocked in next() -> phase "data"
             with rec.timer.step(step, tokens=n_tokens):      # whole-step row (phase "step")
                 with rec.timer.phase("fwd"):
@@ -17,9 +17,10 @@ Every probe swallows its own errors: a failing probe records NaN or stops with o
 the training loop. torch and pynvml are imported lazily, only when a probe that needs them starts.
 
 More of the API (all stable; see each module):
-    Recorder(run_dir=None, rank=None, host=None, sample_hz=10.0, nvml=True, host_probe=True, flush_s=30.0, *,
-             interconnect=True, host_hz=None, cuda=None, nvtx=True, gc=True, compile=True, pid=None,
-             nvml_module=None, sysfs_root="/sys", gpus=None, command=None, meta=None, sample_here=None)
+    Recorder(run_dir=None, rank=None, host=None, *, rates=Rates(), nvml=True, host_probe=True, interconnect=True,
+             cuda=None, nvtx=True, gc=True, compile=True, command=None, meta=None, hooks=Hooks())
+        Rates(sample_hz=10.0, host_hz=None, flush_s=30.0): sampling (Hz) and flush (s) rates, checked in one line.
+        Hooks(nvml_module=None, sysfs_root="/sys", gpus=None, pid=None, sample_here=None): stand-ins for tests.
         run_dir None -> $PLAYBOOK_RUN_DIR; rank None -> $RANK. GPUs/host/IB are sampled only by LOCAL_RANK 0 and
         not at all under `playbook record` (which sets PLAYBOOK_SAMPLER=external and samples itself).
         rec.step(i, tokens) / rec.phase(name)   same as rec.timer.step / rec.timer.phase
@@ -50,11 +51,13 @@ More of the API (all stable; see each module):
 
 from __future__ import annotations
 
-__all__ = ["Recorder", "StepTimer", "NvmlSampler", "HostProbe", "EventLog", "timed", "IbProbe", "ProfilerWindows",
-           "fingerprint"]
+__all__ = ["Recorder", "Rates", "Hooks", "StepTimer", "NvmlSampler", "HostProbe", "EventLog", "timed", "IbProbe",
+           "ProfilerWindows", "fingerprint"]
 
 _WHERE = {
     "Recorder": "recorder",
+    "Rates": "recorder",
+    "Hooks": "recorder",
     "StepTimer": "steps",
     "NvmlSampler": "nvml",
     "HostProbe": "host",

@@ -35,6 +35,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,34 +99,69 @@ def _env_int(name: str) -> int | None:
         return None
 
 
+@dataclass(frozen=True)
+class Rates:
+    """How often the recorder samples and writes; refused in one line when a rate would burn a core.
+
+    sample_hz: NVML sampling rate (Hz, at most MAX_HZ). host_hz: host-probe rate (Hz; None: min(sample_hz, 2)).
+    flush_s: seconds between background writes (at least MIN_FLUSH_S).
+    """
+
+    sample_hz: float = 10.0
+    host_hz: float | None = None
+    flush_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sample_hz", check_rate("Recorder: sample_hz", self.sample_hz, MAX_HZ))
+        if self.host_hz:
+            object.__setattr__(self, "host_hz", check_rate("Recorder: host_hz", self.host_hz, MAX_HZ))
+        object.__setattr__(self, "flush_s", check_period("Recorder: flush_s", self.flush_s))
+
+    @property
+    def host_rate(self) -> float:
+        """The host-probe rate in Hz (host_hz, or min(sample_hz, 2) when unset)."""
+        return float(self.host_hz) if self.host_hz else min(self.sample_hz, 2.0)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What tests and `playbook record` put in place of this process's own machine and rule.
+
+    nvml_module: a pynvml stand-in (probes.fake_nvml). sysfs_root: where /sys is (InfiniBand counters).
+    gpus: GPU indices to sample (None: all). pid: root of the process tree whose RSS the host probe sums
+    (None: this process, or the torchrun agent above it). sample_here: force the samplers on/off regardless of
+    LOCAL_RANK and PLAYBOOK_SAMPLER (None: that rule).
+    """
+
+    nvml_module: Any = None
+    sysfs_root: str | os.PathLike = "/sys"
+    gpus: list[int] | None = None
+    pid: int | None = None
+    sample_here: bool | None = None
+
+
 class Recorder:
     """Records a training process into RUN_DIR; see the module docstring.
 
     run_dir: the run directory (None: $PLAYBOOK_RUN_DIR). rank: None reads $RANK (-1 when unset; 0 under
-    `playbook record`, whose own sampler part is rank -1). host: the host
-    name (default socket.gethostname()). sample_hz: NVML sampling rate (Hz). nvml / host_probe / interconnect:
-    enable the GPU sampler, the psutil host probe, the InfiniBand sysfs counters. flush_s: seconds between
-    background writes. host_hz: host-probe rate (default min(sample_hz, 2)). cuda / nvtx: passed to StepTimer.
-    gc / compile: record GC pauses / torch.compile (re)compilations. pid: root of the process tree whose RSS the
-    host probe sums (default: this process, or the torchrun agent above it). nvml_module: a fake pynvml for tests.
-    sysfs_root: where /sys is (tests). command: the command line for meta.json (default sys.argv).
-    sample_here: force the samplers on/off regardless of LOCAL_RANK and PLAYBOOK_SAMPLER (None: that rule).
+    `playbook record`, whose own sampler part is rank -1). host: the host name (default socket.gethostname()).
+    rates: sampling and flush rates (Rates; default 10 Hz NVML, 2 Hz host, 30 s flushes).
+    nvml / host_probe / interconnect: enable the GPU sampler, the psutil host probe, the InfiniBand sysfs counters.
+    cuda / nvtx: passed to StepTimer. gc / compile: record GC pauses / torch.compile (re)compilations.
+    command: the command line for meta.json (default sys.argv). meta: extra keys for the part's meta.json.
+    hooks: stand-ins for the machine (Hooks: fake NVML, sysfs root, GPU list, host-probe pid, sampler rule).
     """
 
     def __init__(self, run_dir: str | os.PathLike | None = None, rank: int | None = None, host: str | None = None,
-                 sample_hz: float = 10.0, nvml: bool = True, host_probe: bool = True, flush_s: float = 30.0,
-                 *, interconnect: bool = True, host_hz: float | None = None, cuda: bool | None = None,
-                 nvtx: bool = True, gc: bool = True, compile: bool = True, pid: int | None = None,
-                 nvml_module: Any = None, sysfs_root: str | os.PathLike = "/sys", gpus: list[int] | None = None,
-                 command: list[str] | str | None = None, meta: dict[str, Any] | None = None,
-                 sample_here: bool | None = None):
+                 *, rates: Rates | None = None, nvml: bool = True, host_probe: bool = True,
+                 interconnect: bool = True, cuda: bool | None = None, nvtx: bool = True, gc: bool = True,
+                 compile: bool = True, command: list[str] | str | None = None, meta: dict[str, Any] | None = None,
+                 hooks: Hooks | None = None):
         run_dir = run_dir if run_dir is not None else os.environ.get("PLAYBOOK_RUN_DIR")
         if not run_dir:
             raise ProbeError("Recorder: no run directory (pass run_dir or set PLAYBOOK_RUN_DIR)")
-        check_rate("Recorder: sample_hz", sample_hz, MAX_HZ)
-        if host_hz:
-            check_rate("Recorder: host_hz", host_hz, MAX_HZ)
-        check_period("Recorder: flush_s", flush_s)
+        self.rates = rates if rates is not None else Rates()
+        self.hooks = hooks if hooks is not None else Hooks()
         self.run_dir = Path(run_dir)
         self.rank = rank if rank is not None else _env_int("RANK")
         # a torch rank names the part; without one the process does (two recordings on a host never share one)
@@ -135,17 +171,15 @@ class Recorder:
         self.local_rank = _env_int("LOCAL_RANK")
         self.world_size = _env_int("WORLD_SIZE")
         self.host = host or socket.gethostname()
-        self.sample_hz = float(sample_hz)
-        self.host_hz = float(host_hz) if host_hz else min(self.sample_hz, 2.0)
-        self.flush_s = float(flush_s)
+        self.sample_hz = self.rates.sample_hz
+        self.host_hz = self.rates.host_rate
+        self.flush_s = self.rates.flush_s
         self.command = command
         self.extra_meta = dict(meta or {})
-        samples_here = sample_here if sample_here is not None else (
+        samples_here = self.hooks.sample_here if self.hooks.sample_here is not None else (
             self.local_rank in (None, 0) and os.environ.get("PLAYBOOK_SAMPLER") != "external")
         self._want = {"nvml": nvml and samples_here, "host": host_probe and samples_here,
                       "ib": interconnect and samples_here}
-        self._nvml_module, self._sysfs_root, self._gpus = nvml_module, sysfs_root, gpus
-        self._pid = pid
         self.timer = StepTimer(self.host, self.rank, cuda=cuda, nvtx=nvtx, keep=False)
         self.events = EventLog(self.host, self.rank, step_of=lambda: self.timer.current_step, keep=False)
         self._gc, self._compile = gc, compile
@@ -225,17 +259,17 @@ class Recorder:
         def make_nvml() -> Any:
             from playbook.probes.nvml import NvmlSampler
 
-            return NvmlSampler(self.host, hz=self.sample_hz, nvml=self._nvml_module, gpus=self._gpus)
+            return NvmlSampler(self.host, hz=self.sample_hz, nvml=self.hooks.nvml_module, gpus=self.hooks.gpus)
 
         def make_host() -> Any:
             from playbook.probes.host import HostProbe
 
-            return HostProbe(self.host, hz=self.host_hz, pid=self._pid or _tree_root())
+            return HostProbe(self.host, hz=self.host_hz, pid=self.hooks.pid or _tree_root())
 
         def make_ib() -> Any:
             from playbook.probes.interconnect import IbProbe
 
-            return IbProbe(self.host, hz=min(self.sample_hz, 1.0), root=self._sysfs_root)
+            return IbProbe(self.host, hz=min(self.sample_hz, 1.0), root=self.hooks.sysfs_root)
 
         for key, attr, make in (("nvml", "sampler", make_nvml), ("host", "host_probe", make_host),
                                 ("ib", "ib", make_ib)):
@@ -257,7 +291,7 @@ class Recorder:
         try:
             from playbook.probes.fingerprint import fingerprint
 
-            return fingerprint(command=self.command, nvml=self._nvml_module)
+            return fingerprint(command=self.command, nvml=self.hooks.nvml_module)
         except Exception as exc:
             self._warn(f"Recorder: environment fingerprint incomplete ({type(exc).__name__}: {exc})")
             return {}

@@ -96,7 +96,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         state_bytes,
         throttled_opener,
     )
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         ImageDataset,
@@ -138,7 +138,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     snapshot_bytes = 0
     evals: list[tuple[int, float]] = []
     meta = {"lab": "checkpoint_stalls", "variant": variant, "tokens_unit": "samples", "knobs": k}
-    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
+    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         g = torch.Generator().manual_seed(k["seed"])
         for i in range(total):
             if i == k["warmup_steps"]:

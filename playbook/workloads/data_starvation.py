@@ -131,7 +131,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     Knobs: see KNOBS (defaults) and VARIANTS (presets); explicit keyword arguments override the preset.
     """
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         ImageDataset,
@@ -157,7 +157,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     loader = build_loader(data, k)
     meter = LoopMeter(device)
     meta = {"lab": "data_starvation", "variant": variant, "tokens_unit": "samples", "knobs": k}
-    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
+    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         source = iter(loader)
         batches = iter(rec.timed(source))
         for i in range(total):

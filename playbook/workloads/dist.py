@@ -264,10 +264,10 @@ def rank_recorder(run_dir: str | os.PathLike, rank: int | None = None, sample_hz
     LOCAL_RANK is 0 or unset, the Recorder's own rule). Flushes only at exit (lab runs are short). `meta` goes
     into the part's meta.json (e.g. variant, role).
     """
-    from playbook.probes import Recorder
+    from playbook.probes.recorder import Rates, Recorder
 
     on = {} if samplers is None else {"nvml": samplers, "host_probe": samplers, "interconnect": samplers}
-    return Recorder(run_dir, rank=rank, sample_hz=sample_hz, flush_s=3600.0, meta=meta, **on)
+    return Recorder(run_dir, rank=rank, rates=Rates(sample_hz=sample_hz, flush_s=3600.0), meta=meta, **on)
 
 
 def gather_to_main(obj: Any, ctx: DistContext) -> list[Any] | None:

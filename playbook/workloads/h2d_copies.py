@@ -77,7 +77,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     import torch
 
     from playbook.fixes.pinned import CudaPrefetcher, pin, to_device
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         LoopMeter,
@@ -115,7 +115,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
         source = CudaPrefetcher(source, device, pin=False)
     meter = LoopMeter(device)
     meta = {"lab": "h2d_copies", "variant": variant, "tokens_unit": "samples", "knobs": k, "batch_mib": batch_mib}
-    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
+    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         for i, (x, y) in enumerate(rec.timed(source)):
             if i == k["warmup_steps"]:
                 meter.start()

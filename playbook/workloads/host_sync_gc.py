@@ -120,7 +120,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     import torch
 
     from playbook.fixes.sync import MetricAccumulator
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         ImageDataset,
@@ -149,7 +149,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     meta = {"lab": "host_sync_gc", "variant": variant, "tokens_unit": "samples", "knobs": k}
     gc.collect()  # every variant starts from the same collector state
     rss0 = current_rss_mib()
-    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
+    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         log_file = open(run_dir / "train.log", "w")  # noqa: SIM115 - closed below
         gen = torch.Generator().manual_seed(k["seed"])
         with _gc_policy(k) as policy:

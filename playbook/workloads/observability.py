@@ -105,7 +105,7 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
     import torch
 
     from playbook.probes import fake_nvml
-    from playbook.probes.recorder import Recorder
+    from playbook.probes.recorder import Hooks, Rates, Recorder
     from playbook.probes.steps import StepTimer
     from playbook.workloads.model import cpu_threads, make_optimizer, train_step
     from playbook.workloads.models import MLP
@@ -134,10 +134,11 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
     device = torch.device("cpu")
     with cpu_threads(k["torch_threads"], device):
         if spec.get("recorder_hz"):
-            rec = Recorder(Path(out_dir), rank=0, host="observability", sample_hz=spec["recorder_hz"],
-                           nvml_module=fake_nvml.scenario("healthy", gpus=k["gpus"]), sample_here=True,
-                           interconnect=False, cuda=False, flush_s=3600.0,
-                           meta={"lab": "observability", "variant": variant}).start()
+            rec = Recorder(Path(out_dir), rank=0, host="observability",
+                           rates=Rates(sample_hz=spec["recorder_hz"], flush_s=3600.0), interconnect=False,
+                           cuda=False, meta={"lab": "observability", "variant": variant},
+                           hooks=Hooks(nvml_module=fake_nvml.scenario("healthy", gpus=k["gpus"]),
+                                       sample_here=True)).start()
             timer = rec.timer
         elif spec.get("timer"):
             timer = StepTimer(host="observability", rank=0, cuda=False, keep=False)
@@ -251,7 +252,7 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
     the step), caught (the slow steps inside a window)}."""
     import torch
 
-    from playbook.probes.recorder import Recorder
+    from playbook.probes.recorder import Rates, Recorder
     from playbook.readers import rundir
     from playbook.workloads.data_starvation import KNOBS as DS_KNOBS
     from playbook.workloads.data_starvation import VARIANTS as DS_VARIANTS
@@ -275,7 +276,7 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
     k = resolve_knobs(DS_VARIANTS, "buffer_fault", DS_KNOBS, {"batch_size": batch_size, "decode_ms": decode_ms,
                                                                "shuffle_buffer": shuffle_buffer, "seed": seed})
     loader = build_loader(data, k)
-    with cpu_threads(1, torch.device("cpu")), Recorder(run_dir, rank=0, sample_hz=10, nvml=False,
+    with cpu_threads(1, torch.device("cpu")), Recorder(run_dir, rank=0, rates=Rates(sample_hz=10), nvml=False,
                                                        cuda=False, meta={"lab": "observability",
                                                                          "variant": "busy_drop"}) as rec:
         windows = rec.profiler(trigger_busy=trigger_busy, wait=0, warmup=1, active=active,
@@ -302,13 +303,13 @@ def link_demo(run_dir: str | Path, sysfs_root: str | Path, seconds: float = 1.3,
     """A short Recorder run (no training) against a fake NVML whose GPU 0 trained down to PCIe gen3 x8 with rising
     replays ("pcie_degraded") and the InfiniBand counters under `sysfs_root` (1 Hz); returns the run's Bundle."""
     from playbook.probes import fake_nvml
-    from playbook.probes.recorder import Recorder
+    from playbook.probes.recorder import Hooks, Rates, Recorder
     from playbook.readers import rundir
 
-    with Recorder(run_dir, rank=0, host="node1", sample_hz=10, nvml_module=fake_nvml.scenario("pcie_degraded",
-                                                                                             gpus=gpus),
-                  sysfs_root=sysfs_root, sample_here=True, host_probe=False, gc=False, compile=False, cuda=False,
-                  meta={"lab": "observability", "variant": "links"}):
+    hooks = Hooks(nvml_module=fake_nvml.scenario("pcie_degraded", gpus=gpus), sysfs_root=sysfs_root,
+                  sample_here=True)
+    with Recorder(run_dir, rank=0, host="node1", rates=Rates(sample_hz=10), host_probe=False, gc=False,
+                  compile=False, cuda=False, meta={"lab": "observability", "variant": "links"}, hooks=hooks):
         time.sleep(seconds)
     return rundir.read_run(run_dir)
 

@@ -132,7 +132,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
     from playbook.fixes.compile import mark_dynamic, warmup
     from playbook.fixes.shapes import padding_waste
-    from playbook.probes import Recorder
+    from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.model import (
         LoopMeter,
@@ -161,7 +161,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     warm_s = 0.0
     module, fn = build_model(k, device)  # resets dynamo, which also drops compile callbacks: before the Recorder
     opt = make_optimizer(module)
-    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, sample_hz=k["sample_hz"], meta=meta) as rec:
+    with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         if k["warmup"] and k["compile"]:
             examples = []
             for L in _lengths_for(k):
