@@ -36,6 +36,7 @@ from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series
 from playbook.analysis.stats import sidak, sign_test, wilson_lower
+from playbook.jsonable import json_float
 
 MIN_DELTA_PCT = 10.0
 MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a loss (one or two can be a glitch)
@@ -74,7 +75,7 @@ class GpuReport:
         for r in self.table.itertuples(index=False):
             mean = float(r.mean_util_pct)
             out.append({"id": r.id, "host": r.host, "index": int(r.index),
-                        "mean_util_pct": round(mean, 1) if np.isfinite(mean) else None,
+                        "mean_util_pct": json_float(mean, 1),
                         "status": r.status, "evidence": r.evidence})
         return out
 

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.jsonable import json_float
+
 IB_NAMES = ("IB", "IBEXT", "ROCE")
 
 
@@ -154,7 +156,7 @@ def summarize(bundle: Any) -> dict | None:
     hosts = host_transports(nccl)
     recs = []
     for r in hosts.to_dict("records"):
-        r["gdr_share"] = None if not np.isfinite(r["gdr_share"]) else round(float(r["gdr_share"]), 3)
+        r["gdr_share"] = json_float(r["gdr_share"], 3)
         r.pop("gdr_disabled_lines")
         recs.append(r)
     findings = link_findings(hosts) + (stuck["findings"] if stuck else [])

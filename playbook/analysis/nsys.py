@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.jsonable import json_float
 from playbook.readers import nsys as reader
 
 MODERATE, HIGH = 0.05, 0.20
@@ -51,14 +52,6 @@ def _level(share: float) -> str | None:
     return "high" if share >= HIGH else ("moderate" if share >= MODERATE else None)
 
 
-def _r(x: Any, nd: int = 3) -> float | None:
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    return round(f, nd) if np.isfinite(f) else None
-
-
 def _direction(name: str) -> str:
     for key, labels in DIRECTIONS.items():
         if any(lab in name for lab in labels):
@@ -77,10 +70,10 @@ def _kernels(k: pd.DataFrame | None) -> dict[str, Any] | None:
     total = float(k["total_ns"].sum())
     nccl = float(k.loc[k["name"].astype(str).str.match(NCCL_KERNEL), "total_ns"].sum())
     top = k.sort_values("total_ns", ascending=False).head(5)
-    return {"total_ms": _r(total / 1e6), "instances": int(k["count"].sum()),
-            "nccl_ms": _r(nccl / 1e6), "nccl_share": _r(nccl / total) if total > 0 else None,
-            "top": [{"name": str(r["name"])[:100], "share": _r(r["total_ns"] / total) if total > 0 else None,
-                     "instances": int(r["count"]), "avg_us": _r(r["total_ns"] / max(r["count"], 1) / 1e3)}
+    return {"total_ms": json_float(total / 1e6), "instances": int(k["count"].sum()),
+            "nccl_ms": json_float(nccl / 1e6), "nccl_share": json_float(nccl / total) if total > 0 else None,
+            "top": [{"name": str(r["name"])[:100], "share": json_float(r["total_ns"] / total) if total > 0 else None,
+                     "instances": int(r["count"]), "avg_us": json_float(r["total_ns"] / max(r["count"], 1) / 1e3)}
                     for _, r in top.iterrows()]}
 
 
@@ -92,20 +85,20 @@ def _memops(t: pd.DataFrame | None, s: pd.DataFrame | None, kernel_ns: float,
     if t is not None and len(t):
         by = t.groupby(t["name"].astype(str).map(_direction))["total_ns"].sum()
         for key in ("htod", "dtoh", "dtod", "memset"):
-            out[f"{key}_ms"] = _r(by.get(key, 0.0) / 1e6)
+            out[f"{key}_ms"] = json_float(by.get(key, 0.0) / 1e6)
         copy_ns = float(by.drop("memset", errors="ignore").sum())
         busy = kernel_ns + float(t["total_ns"].sum())
-        out["copy_share_of_gpu_busy"] = _r(copy_ns / busy) if busy > 0 else None
+        out["copy_share_of_gpu_busy"] = json_float(copy_ns / busy) if busy > 0 else None
         out["_htod_ns"] = float(by.get("htod", 0.0))
     if s is not None and len(s):
         by = s.groupby(s["name"].astype(str).map(_direction))["total_bytes"].sum()
         for key in ("htod", "dtoh", "dtod"):
-            out[f"{key}_mb"] = _r(by.get(key, 0.0) / 1e6)
+            out[f"{key}_mb"] = json_float(by.get(key, 0.0) / 1e6)
     if trace is not None and len(trace):
         pg = trace[(trace["cat"] == "gpu_memcpy") & trace["name"].astype(str).str.contains("Pageable")]
         out["pageable_copies"] = int(len(pg))
-        out["pageable_mb"] = _r(pg["bytes"].sum() / 1e6)
-        out["pageable_ms"] = _r(pg["dur_us"].sum() / 1e3)
+        out["pageable_mb"] = json_float(pg["bytes"].sum() / 1e6)
+        out["pageable_ms"] = json_float(pg["dur_us"].sum() / 1e3)
     return out
 
 
@@ -119,16 +112,16 @@ def _nvtx(n: pd.DataFrame | None) -> dict[str, Any] | None:
     per_phase = phases.groupby("phase")["total_ns"].sum()
     out: dict[str, Any] = {"ranges": int(len(n))}
     if steps.empty:
-        out["phase_ms"] = {p: _r(v / 1e6) for p, v in per_phase.items()}
+        out["phase_ms"] = {p: json_float(v / 1e6) for p, v in per_phase.items()}
         return out
     step_ns = float(steps["total_ns"].sum())
     n_steps = int(steps["count"].sum())
     per_step = steps["total_ns"] / steps["count"].clip(lower=1)
     data_ns = float(per_phase.get("data", 0.0))
     iteration_ns = step_ns + data_ns
-    out.update({"steps": n_steps, "step_median_ms": _r(per_step.median() / 1e6),
-                "iteration_ms": _r(iteration_ns / n_steps / 1e6) if n_steps else None,
-                "phase_share": {p: _r(v / iteration_ns) for p, v in per_phase.items() if iteration_ns > 0},
+    out.update({"steps": n_steps, "step_median_ms": json_float(per_step.median() / 1e6),
+                "iteration_ms": json_float(iteration_ns / n_steps / 1e6) if n_steps else None,
+                "phase_share": {p: json_float(v / iteration_ns) for p, v in per_phase.items() if iteration_ns > 0},
                 "_iteration_ns": iteration_ns, "_steps": n_steps})
     return out
 
@@ -138,9 +131,9 @@ def _api(a: pd.DataFrame | None, iteration_ns: float) -> dict[str, Any] | None:
         return None
     sync = a[a["name"].astype(str).str.match(SYNC_CALLS)]
     sync_ns = float(sync["total_ns"].sum())
-    return {"sync_ms": _r(sync_ns / 1e6), "sync_calls": int(sync["count"].sum()),
-            "sync_share": _r(sync_ns / iteration_ns) if iteration_ns > 0 else None,
-            "top": [{"name": str(r["name"]), "ms": _r(r["total_ns"] / 1e6), "calls": int(r["count"])}
+    return {"sync_ms": json_float(sync_ns / 1e6), "sync_calls": int(sync["count"].sum()),
+            "sync_share": json_float(sync_ns / iteration_ns) if iteration_ns > 0 else None,
+            "top": [{"name": str(r["name"]), "ms": json_float(r["total_ns"] / 1e6), "calls": int(r["count"])}
                     for _, r in a.sort_values("total_ns", ascending=False).head(5).iterrows()]}
 
 
@@ -149,10 +142,10 @@ def _osrt(o: pd.DataFrame | None) -> dict[str, Any] | None:
         return None
     total = float(o["total_ns"].sum())
     blocking = o[o["name"].astype(str).isin(BLOCKING_CALLS)]
-    return {"total_ms": _r(total / 1e6), "blocking_ms": _r(blocking["total_ns"].sum() / 1e6),
-            "blocking_share": _r(blocking["total_ns"].sum() / total) if total > 0 else None,
-            "top": [{"name": str(r["name"]), "ms": _r(r["total_ns"] / 1e6), "calls": int(r["count"]),
-                     "share": _r(r["total_ns"] / total) if total > 0 else None,
+    return {"total_ms": json_float(total / 1e6), "blocking_ms": json_float(blocking["total_ns"].sum() / 1e6),
+            "blocking_share": json_float(blocking["total_ns"].sum() / total) if total > 0 else None,
+            "top": [{"name": str(r["name"]), "ms": json_float(r["total_ns"] / 1e6), "calls": int(r["count"]),
+                     "share": json_float(r["total_ns"] / total) if total > 0 else None,
                      "blocking": str(r["name"]) in BLOCKING_CALLS}
                     for _, r in o.sort_values("total_ns", ascending=False).head(5).iterrows()]}
 

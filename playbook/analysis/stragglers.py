@@ -35,6 +35,7 @@ import pandas as pd
 from playbook.analysis.intervals import merge_intervals
 from playbook.analysis.kineto.hta import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, profiler_steps
 from playbook.analysis.stats import binom_sf
+from playbook.jsonable import json_float
 
 COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")
 FLAG_BELOW = 0.75  # straggler score threshold (NVIDIA resiliency extension)
@@ -261,14 +262,10 @@ def slowest_per_step(per_step: pd.DataFrame, wait: str, work: str) -> pd.Series:
 
 # ------------------------------------------------------------------ summary for `diagnose`
 
-def _r(x, nd=3):
-    return None if x is None or not np.isfinite(x) else round(float(x), nd)
-
-
 def _scores_json(scores: pd.DataFrame, scale: float, unit: str) -> list[dict]:
-    return [{"rank": int(r.rank), f"median_compute_{unit}": _r(r.median * scale), "score_vs_fastest":
-             _r(r.score_vs_fastest), "score_vs_median": _r(r.score_vs_median), "score_vs_own_best":
-             _r(r.score_vs_own_best), "flagged": bool(r.flagged)} for r in scores.itertuples()]
+    return [{"rank": int(r.rank), f"median_compute_{unit}": json_float(r.median * scale), "score_vs_fastest":
+             json_float(r.score_vs_fastest), "score_vs_median": json_float(r.score_vs_median), "score_vs_own_best":
+             json_float(r.score_vs_own_best), "flagged": bool(r.flagged)} for r in scores.itertuples()]
 
 
 def _trace_summary(bundle: Any) -> dict | None:
@@ -289,16 +286,16 @@ def _trace_summary(bundle: Any) -> dict | None:
         total = waits["dur_us"].sum()
         res["collectives"] = {
             "instances": int(len(inst)), "types": sorted(waits["type"].unique().tolist()),
-            "median_skew_ms": _r(inst["skew"].median() / 1e3), "max_skew_ms": _r(inst["skew"].max() / 1e3),
-            "wait_share": _r(waits["wait_us"].sum() / total if total > 0 else np.nan),
+            "median_skew_ms": json_float(inst["skew"].median() / 1e3), "max_skew_ms": json_float(inst["skew"].max() / 1e3),
+            "wait_share": json_float(waits["wait_us"].sum() / total if total > 0 else np.nan),
             "straggler_counts": {str(int(k)): int(v) for k, v in strag.items()},
-            "wait_ms_by_rank": {str(int(k)): _r(v / 1e3) for k, v in waits.groupby("rank")["wait_us"].sum().items()},
+            "wait_ms_by_rank": {str(int(k)): json_float(v / 1e3) for k, v in waits.groupby("rank")["wait_us"].sum().items()},
         }
         # waiting inside collectives as a share of each rank's step time
         step_us = comp.groupby("rank")["step_us"].sum() if len(comp) else pd.Series(dtype=float)
         by_rank = waits.groupby("rank")["wait_us"].sum()
         share = (by_rank / step_us.reindex(by_rank.index)).replace([np.inf, -np.inf], np.nan).dropna()
-        res["collectives"]["wait_share_of_step"] = _r(share.median()) if len(share) else None
+        res["collectives"]["wait_share_of_step"] = json_float(share.median()) if len(share) else None
         res["collectives"]["least_waiting_rank"] = int(by_rank.idxmin())
         # slowest rank per step: the one that waits least in that step's collectives
         per_step = waits[waits["step"] >= 0].groupby(["step", "rank"])["wait_us"].sum().reset_index()
@@ -325,10 +322,10 @@ def _steps_summary(bundle: Any) -> dict | None:
         inst = per.groupby("step")["collective_s"].agg(lambda s: s.max() - s.min())
         by_rank = per.groupby("rank")[["collective_wait_s", "step_s"]].sum()
         share = (by_rank["collective_wait_s"] / by_rank["step_s"]).replace([np.inf, -np.inf], np.nan).dropna()
-        res["collectives"] = {"steps": int(len(inst)), "median_skew_ms": _r(inst.median() * 1e3),
-                              "max_skew_ms": _r(inst.max() * 1e3),
-                              "wait_share": _r(per["collective_wait_s"].sum() / per["collective_s"].sum()),
-                              "wait_share_of_step": _r(share.median()) if len(share) else None,
+        res["collectives"] = {"steps": int(len(inst)), "median_skew_ms": json_float(inst.median() * 1e3),
+                              "max_skew_ms": json_float(inst.max() * 1e3),
+                              "wait_share": json_float(per["collective_wait_s"].sum() / per["collective_s"].sum()),
+                              "wait_share_of_step": json_float(share.median()) if len(share) else None,
                               "least_waiting_rank": int(by_rank["collective_wait_s"].idxmin())}
     else:
         res["collectives"] = None
@@ -341,8 +338,8 @@ def _steps_summary(bundle: Any) -> dict | None:
         y = tok[work] - tok.groupby("step")[work].transform("mean")
         rho, p = spearman(x.to_numpy(), y.to_numpy())
         rho_all, p_all = spearman(tok["tokens"].to_numpy(), tok[work].to_numpy())
-        res["tokens"] = {"rho_within_step": _r(rho), "p_within_step": _r(p, 6), "rho_all": _r(rho_all),
-                         "p_all": _r(p_all, 6), "pairs": int(len(tok))}
+        res["tokens"] = {"rho_within_step": json_float(rho), "p_within_step": json_float(p, 6), "rho_all": json_float(rho_all),
+                         "p_all": json_float(p_all, 6), "pairs": int(len(tok))}
     else:
         res["tokens"] = None
     return res

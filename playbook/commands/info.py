@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from playbook.commands import TZ_HELP
+from playbook.jsonable import json_float
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
 EXAMPLES = """  playbook info data/samples                            the embedded sample
@@ -93,20 +93,12 @@ def _ts(t: pd.Timestamp) -> str | None:
     return None if pd.isna(t) else t.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0").rstrip(".") + "Z"
 
 
-def _num(x: Any, digits: int = 4) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(v) else round(v, digits)
-
-
 def _span(times: pd.Series) -> dict[str, Any]:
     t = times.dropna()
     if not len(t):
         return {"start": None, "end": None, "span_s": None}
     start, end = t.min(), t.max()
-    return {"start": _ts(start), "end": _ts(end), "span_s": _num((end - start).total_seconds(), 3)}
+    return {"start": _ts(start), "end": _ts(end), "span_s": json_float((end - start).total_seconds(), 3)}
 
 
 def summarize(bundle) -> dict[str, Any]:
@@ -122,12 +114,12 @@ def summarize(bundle) -> dict[str, Any]:
             "hosts": hosts,
             "gpus": int(len(per_gpu)),
             "gpus_per_host": {h: int((per_gpu.index.get_level_values(0) == h).sum()) for h in hosts},
-            "samples_per_gpu": {"min": int(per_gpu.min()), "median": _num(per_gpu.median(), 1),
+            "samples_per_gpu": {"min": int(per_gpu.min()), "median": json_float(per_gpu.median(), 1),
                                 "max": int(per_gpu.max())},
             **_span(tel["time"]),
-            "median_interval_s": _num(tel.attrs.get("interval_s")),
+            "median_interval_s": json_float(tel.attrs.get("interval_s"), 4),
             "metrics": metrics,
-            "mean": {m: _num(tel[m].mean(), 3) for m in metrics if m in ("util_pct", "sm_active", "power_w")},
+            "mean": {m: json_float(tel[m].mean(), 3) for m in metrics if m in ("util_pct", "sm_active", "power_w")},
             "by_source": _by_source(tel),
         })
     tables["telemetry"] = info
@@ -141,7 +133,7 @@ def summarize(bundle) -> dict[str, Any]:
             "steps": int(steps["step"].nunique()),
             "step_range": [int(steps["step"].min()), int(steps["step"].max())],
             "phases": sorted(steps["phase"].astype(str).unique()),
-            "median_step_s": _num(whole["duration_s"].median()) if len(whole) else None,
+            "median_step_s": json_float(whole["duration_s"].median(), 4) if len(whole) else None,
             **_span(steps["time"]),
         })
     tables["steps"] = info
@@ -208,7 +200,7 @@ def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
         span = _span(part["time"])
         out.append({"source": src, "hosts": sorted(part["host"].astype(str).unique()),
                     "gpus": int(part.groupby(["host", "gpu"], observed=True).ngroups), "samples": len(part),
-                    **span, "median_interval_s": _num(median_interval_s(part)),
+                    **span, "median_interval_s": json_float(median_interval_s(part), 4),
                     "synthetic_clock": bool(part["time"].max() < pd.Timestamp("1971-01-01", tz="UTC"))})
     return out
 

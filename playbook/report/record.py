@@ -10,34 +10,18 @@ depend on the notebook's text output.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
+
+from playbook.jsonable import to_jsonable
 
 MIME = "application/x.playbook.record+json"
 VERDICTS = ("confirmed", "refuted", "inconclusive")
 
 
-def _jsonable(value: Any) -> Any:
-    """Turn numpy/pandas scalars and containers into plain JSON values (NaN -> None)."""
-    if hasattr(value, "to_dict") and not isinstance(value, dict):
-        value = value.to_dict()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
-
-
 def record(name: str, value: Any, show: bool = True) -> Any:
     """Store `value` under `name` in the notebook's outputs (and show it as text); returns `value`."""
-    payload = {"name": name, "value": _jsonable(value)}
+    payload = {"name": name, "value": to_jsonable(value)}
     try:
         from IPython.display import display
     except ImportError:  # outside IPython: nothing to record into
@@ -53,7 +37,7 @@ def verdict(status: str, summary: str, **figures: Any) -> dict:
     """Record the notebook's verdict: status is confirmed / refuted / inconclusive, with its key figures."""
     if status not in VERDICTS:
         raise ValueError(f"verdict status must be one of {VERDICTS}, not {status!r}")
-    value = {"status": status, "summary": summary, "figures": _jsonable(figures)}
+    value = {"status": status, "summary": summary, "figures": to_jsonable(figures)}
     record("verdict", value, show=False)
     try:
         from IPython.display import HTML, display

@@ -23,6 +23,7 @@ from playbook.analysis.kineto.signatures import (
     share_level,
     sync_share,
 )
+from playbook.jsonable import json_float
 
 # a training step needs a handful of host reads (loss, grad norm, lr); ≥ 100 syncs in one step is a per-element loop
 PER_ELEMENT_SYNCS = 100
@@ -33,10 +34,6 @@ LEVEL_ORDER = ("high", "input_bound", "moderate")  # most severe first
 def _median(values) -> float | None:
     v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
     return float(v.median()) if len(v) else None
-
-
-def _r(x: float | None, nd: int = 2) -> float | None:
-    return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
 def _worst_level(levels: pd.Series, order=LEVEL_ORDER) -> str:
@@ -85,20 +82,20 @@ def summarize(bundle: Any) -> dict | None:
     world = {m.get("world_size") for m in meta.values() if isinstance(m, dict)} - {None}
     out: dict[str, Any] = {"ranks": _ranks(trace), "world_size": max(world) if world else None}
     tb = temporal_breakdown(trace)
-    out["temporal"] = [{"rank": int(r.rank), "span_ms": _r(r.span_us / 1e3, 3), "idle_pct": _r(r.idle_pct),
-                        "compute_pct": _r(r.compute_pct), "non_compute_pct": _r(r.non_compute_pct)}
+    out["temporal"] = [{"rank": int(r.rank), "span_ms": json_float(r.span_us / 1e3, 3), "idle_pct": json_float(r.idle_pct, 2),
+                        "compute_pct": json_float(r.compute_pct, 2), "non_compute_pct": json_float(r.non_compute_pct, 2)}
                        for r in tb.itertuples()]
     ib = idle_breakdown(trace)
     idle = []
     for rank, g in ib.groupby("rank"):
         per = g.groupby("category")["idle_us"].sum()
         tot = per.sum()
-        idle.append({"rank": int(rank), **{f"{c}_pct": _r(100 * per.get(c, 0.0) / tot) if tot > 0 else None
+        idle.append({"rank": int(rank), **{f"{c}_pct": json_float(100 * per.get(c, 0.0) / tot, 2) if tot > 0 else None
                                            for c in ("host_wait", "kernel_wait", "other")}})
     out["idle"] = idle
     st = profiler_steps(trace)
-    out["steps"] = [{"rank": int(r), "steps": int(len(g)), "median_ms": _r(g["dur_us"].median() / 1e3, 3),
-                     "max_ms": _r(g["dur_us"].max() / 1e3, 3)} for r, g in st.groupby("rank")]
+    out["steps"] = [{"rank": int(r), "steps": int(len(g)), "median_ms": json_float(g["dur_us"].median() / 1e3, 3),
+                     "max_ms": json_float(g["dur_us"].max() / 1e3, 3)} for r, g in st.groupby("rank")]
     findings: list[dict] = []
     out["dataloader"] = _summ_dataloader(trace, findings)
     syncs = device_syncs(trace)
@@ -131,8 +128,8 @@ def _summ_dataloader(trace, findings) -> dict:
         findings.append({"hypothesis": "data_starvation", "level": "high" if level == "input_bound" else "moderate",
                          "rank": worst, "evidence": f"rank {worst}: waiting on the DataLoader takes a median "
                          f"{100 * med:.1f}% of step time over {len(rows)} profiled steps (≥ 5% moderate, ≥ 20% "
-                         f"input-bound)", "share": _r(med, 4), **_steps_at(rows, level)})
-    return {"median_share": _r(med, 4), "max_share": _r(dl["share"].max(), 4), "worst_rank": worst, "level": level}
+                         f"input-bound)", "share": json_float(med, 4), **_steps_at(rows, level)})
+    return {"median_share": json_float(med, 4), "max_share": json_float(dl["share"].max(), 4), "worst_rank": worst, "level": level}
 
 
 def _summ_syncs(trace, syncs, findings) -> dict:
@@ -155,10 +152,10 @@ def _summ_syncs(trace, syncs, findings) -> dict:
             f"of step time (CPU blocked {100 * blocked:.1f}%)"
             + ("; hundreds of tiny waits per step are .item() / .cpu() called per element in a Python loop: take "
                ".item()/.cpu() out of the loop (copy the whole tensor once, or keep the values on the GPU)"
-               if _median(rows["syncs"]) >= PER_ELEMENT_SYNCS else "")), "share": _r(exposed, 4),
+               if _median(rows["syncs"]) >= PER_ELEMENT_SYNCS else "")), "share": json_float(exposed, 4),
             **_steps_at(rows, level)})
-    return {"per_step": _r(_median(rows["syncs"]), 1), "blocked_share": _r(blocked, 4),
-            "exposed_share": _r(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
+    return {"per_step": json_float(_median(rows["syncs"]), 1), "blocked_share": json_float(blocked, 4),
+            "exposed_share": json_float(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
 
 def _summ_launch(lb, findings) -> dict:
@@ -167,9 +164,9 @@ def _summ_launch(lb, findings) -> dict:
                 "gpu_busy_frac": None, "worst_rank": None, "level": "unknown"}
     worst, level, rows = _by_rank_level(lb, "launch_share")
     med = _median(rows["launch_share"])
-    res = {"median_share": _r(med, 4), "median_kernel_us": _r(_median(rows["median_kernel_us"])),
-           "median_launch_interval_us": _r(_median(rows["median_launch_interval_us"])),
-           "gpu_busy_frac": _r(_median(rows["gpu_busy_frac"]), 3), "worst_rank": worst, "level": level}
+    res = {"median_share": json_float(med, 4), "median_kernel_us": json_float(_median(rows["median_kernel_us"]), 2),
+           "median_launch_interval_us": json_float(_median(rows["median_launch_interval_us"]), 2),
+           "gpu_busy_frac": json_float(_median(rows["gpu_busy_frac"]), 3), "worst_rank": worst, "level": level}
     if level in ("moderate", "high"):
         findings.append({"hypothesis": "launch_bound", "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
@@ -207,8 +204,8 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = Tru
     explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"),
                                               out["syncs"].get("exposed_share"), out["launch"].get("median_share")))
     split = next((r for r in out["idle"] if r["rank"] == rank), {})
-    return {"rank": rank, "share": _r(share, 4), "basis": basis, "steps": int(n_steps.get(rank, 0)),
-            "explained_share": _r(min(explained, share), 4), "unexplained_share": _r(max(share - explained, 0.0), 4),
+    return {"rank": rank, "share": json_float(share, 4), "basis": basis, "steps": int(n_steps.get(rank, 0)),
+            "explained_share": json_float(min(explained, share), 4), "unexplained_share": json_float(max(share - explained, 0.0), 4),
             **{k: split.get(f"{k}_pct") for k in ("host_wait", "kernel_wait", "other")}}
 
 
@@ -226,13 +223,13 @@ def _summ_pageable(trace, steps, findings) -> dict:
     sh = float(share.get(worst, np.nan)) if len(share) else np.nan
     level = share_level(sh, INPUT_MODERATE, INPUT_HIGH, "high") if np.isfinite(sh) else "moderate"
     names = pc[pc["rank"] == worst]
-    res = {"copies": int(pc["count"].sum()), "mbytes": _r(pc["bytes"].sum() / 1e6, 3),
-           "time_ms": _r(pc["time_us"].sum() / 1e3, 3), "share_of_step": _r(sh, 4), "level": level}
+    res = {"copies": int(pc["count"].sum()), "mbytes": json_float(pc["bytes"].sum() / 1e6, 3),
+           "time_ms": json_float(pc["time_us"].sum() / 1e3, 3), "share_of_step": json_float(sh, 4), "level": level}
     if level in ("moderate", "high"):
         findings.append({"hypothesis": "h2d_copy", "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {int(names['count'].sum())} copies to/from pageable host memory "
             f"({', '.join(sorted(set(names['name'])))}) take "
             + (f"{100 * sh:.1f}% of profiled step time" if np.isfinite(sh) else f"{res['time_ms']} ms")
             + "; pinned memory (pin_memory=True, non_blocking=True) makes them asynchronous"),
-            "share": _r(sh, 4) if np.isfinite(sh) else None})
+            "share": json_float(sh, 4)})
     return res
