@@ -1,7 +1,7 @@
 """What the triage notebook concludes from a diagnosis, as plain functions (the notebook stays thin).
 
 The triage notebook tests one hypothesis: "this run has a utilization problem, and the playbook can name its
-cause". Verdict rule (`triage_verdict`) on the diagnosis (issue 3's JSON contract), whose scores are 0-1 with
+cause". Verdict rule (`triage_verdict`) on the diagnosis (the diagnose JSON contract), whose scores are 0-1 with
 `healthy` = 1 - P(something is wrong), so a cause outranks `healthy` roughly when it scores above 0.5:
   refuted       `healthy` ranks first with a score above 0.5: nothing to fix
   confirmed     the top cause scores at least CONFIRM_SCORE (0.5: its evidence outweighs "healthy") and leads the
@@ -28,7 +28,7 @@ AMBIGUITY_MARGIN = 0.1
 
 
 def as_dict(diagnosis: Any) -> dict[str, Any]:
-    """The diagnosis as issue 3's JSON object, from a result with .to_json() (dict or text) or a dict."""
+    """The diagnosis as the diagnose JSON object, from a result with .to_json() (dict or text) or a dict."""
     if hasattr(diagnosis, "to_dict"):
         return diagnosis.to_dict()
     value = diagnosis.to_json() if hasattr(diagnosis, "to_json") else diagnosis
