@@ -50,31 +50,9 @@ def peer_stragglers(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
     odd = low & ((n_high[None, :] - high) >= PEERS_HIGH * peers_valid) & (peers_valid >= 2)
     all_high = (n_high == n_valid) & (n_valid >= max(2, g_count // 2))
     work_col = "sm_active" if has["sm_active"] else ("power_w" if has["power_w"] else None)
-    work = None
-    if work_col is not None:
-        work = series.grid_means(work_col, dt, t0, n_bins)
-        if work_col == "power_w":  # each GPU's power relative to its own busy level
-            ref = np.full(g_count, np.nan, dtype=np.float32)
-            for g in range(g_count):
-                w = work[g][high[g]]
-                w = w[np.isfinite(w)]
-                if len(w):
-                    ref[g] = np.percentile(w, 90)
-            work = work / ref[:, None]
-    starts_all, owner = [], []
-    episodes = {}
-    for g in range(g_count):
-        s, n = true_runs(odd[g])
-        # a straggler's dip: the GPU was high just before and is high again just after, while its peers stayed
-        # high — not the edge of a fleet-wide drop that it merely leads or trails by a poll
-        before, after = s - 1, s + n
-        ok = (before >= 0) & (after < n_bins)
-        ok[ok] &= high[g, before[ok]] & high[g, after[ok]]
-        s, n = s[ok], n[ok]
-        episodes[g] = (s, n)
-        starts_all += list(s)
-        owner += [g] * len(s)
-    total = len(owner)
+    work = _peer_work(series, work_col, high, dt, t0, n_bins) if work_col is not None else None
+    episodes = _straggler_dips(odd, high)
+    total = sum(len(s) for s, _ in episodes.values())
     found = []
     ufin = np.isfinite(util)
     usum, ucnt = np.where(ufin, util, 0.0).sum(0, dtype=np.float64), ufin.sum(0)
@@ -100,24 +78,67 @@ def peer_stragglers(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
             item["peer_util_pct"] = float(sel.mean()) if len(sel) else math.nan
             if work is not None and all_high.any():
                 pw = (wsum - np.where(wfin[g], work[g], 0.0)) / (wcnt - wfin[g])
-                okw = np.isfinite(pw)
-                cs = np.r_[0.0, np.cumsum(np.where(okw, pw, 0.0))]
-                cn = np.r_[0, np.cumsum(okw)]
-                num, den = cs[s + n] - cs[s], cn[s + n] - cn[s]
-                per_ep = (num / np.where(den > 0, den, 1))[den > 0]
-                base = pw[all_high & okw]
-                if len(per_ep) and len(base):
-                    b = float(np.median(base))
-                    o = float(np.median(per_ep))
-                    item["peer_work_odd"], item["peer_work_base"] = o, b
-                    item["peer_work_drop"] = 1 - o / b if b > 0 else math.nan
-                    k_below = int((per_ep < b).sum())
-                    p_wait = binom_sf(k_below, len(per_ep), 0.5) if len(per_ep) >= 5 else None
-                    item["waiting_p"] = p_wait
-                    item["waiting"] = bool(item["peer_work_drop"] >= POWER_DROP_MIN
-                                           and (p_wait is None or p_wait < ALPHA))
+                _peers_waiting(item, pw, s, n, all_high)
         found.append(item)
     found.sort(key=lambda d: (-d["episodes"], d["gpu"]))
+    return _persistent_or_rotating(found, total)
+
+
+def _peer_work(series: GpuSeries, work_col: str, high: np.ndarray, dt: float, t0: float,
+               n_bins: int) -> np.ndarray:
+    """The (G × n_bins) grid of `work_col`; power as a fraction of each GPU's own busy level (its 90th
+    percentile while high), SM activity as it is (already a fraction)."""
+    work = series.grid_means(work_col, dt, t0, n_bins)
+    if work_col == "power_w":  # each GPU's power relative to its own busy level
+        ref = np.full(work.shape[0], np.nan, dtype=np.float32)
+        for g in range(work.shape[0]):
+            w = work[g][high[g]]
+            w = w[np.isfinite(w)]
+            if len(w):
+                ref[g] = np.percentile(w, 90)
+        work = work / ref[:, None]
+    return work
+
+
+def _straggler_dips(odd: np.ndarray, high: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per GPU row, (start bins, lengths) of its dips while its peers are high, kept only when the GPU is high
+    just before and just after."""
+    n_bins = odd.shape[1]
+    episodes = {}
+    for g in range(odd.shape[0]):
+        s, n = true_runs(odd[g])
+        # a straggler's dip: the GPU was high just before and is high again just after, while its peers stayed
+        # high — not the edge of a fleet-wide drop that it merely leads or trails by a poll
+        before, after = s - 1, s + n
+        ok = (before >= 0) & (after < n_bins)
+        ok[ok] &= high[g, before[ok]] & high[g, after[ok]]
+        episodes[g] = (s[ok], n[ok])
+    return episodes
+
+
+def _peers_waiting(item: dict, pw: np.ndarray, s: np.ndarray, n: np.ndarray, all_high: np.ndarray) -> None:
+    """Fill `item`'s peer_work_* and waiting / waiting_p: do the peers' work (`pw`, per bin) drop during the
+    straggler's dips (starts `s`, lengths `n`) against the bins where every GPU is high?"""
+    okw = np.isfinite(pw)
+    cs = np.r_[0.0, np.cumsum(np.where(okw, pw, 0.0))]
+    cn = np.r_[0, np.cumsum(okw)]
+    num, den = cs[s + n] - cs[s], cn[s + n] - cn[s]
+    per_ep = (num / np.where(den > 0, den, 1))[den > 0]
+    base = pw[all_high & okw]
+    if len(per_ep) and len(base):
+        b = float(np.median(base))
+        o = float(np.median(per_ep))
+        item["peer_work_odd"], item["peer_work_base"] = o, b
+        item["peer_work_drop"] = 1 - o / b if b > 0 else math.nan
+        k_below = int((per_ep < b).sum())
+        p_wait = binom_sf(k_below, len(per_ep), 0.5) if len(per_ep) >= 5 else None
+        item["waiting_p"] = p_wait
+        item["waiting"] = bool(item["peer_work_drop"] >= POWER_DROP_MIN and (p_wait is None or p_wait < ALPHA))
+
+
+def _persistent_or_rotating(found: list[dict], total: int) -> tuple[list[dict], dict | None]:
+    """(stragglers: ≥ 3 dips, more than chance 1/G of all dips, ≥ 0.5% of the time; the rotating summary when
+    ≥ 10 dips spread over ≥ 3 GPUs and none persists, else None), from `found` sorted by dips."""
     strag = [d for d in found if d["episodes"] >= 3 and d["persistence_p"] < ALPHA
              and d["time_share"] >= 0.005]
     rotating = None

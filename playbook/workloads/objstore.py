@@ -173,120 +173,135 @@ class _Faults:
         return delay, (bw * 2**20 if bw else None), error
 
 
-def _make_handler(root: Path, faults: _Faults):
-    root = root.resolve()
+def _byte_range(header: str, size: int) -> tuple[int, int]:
+    """(first, last) byte of a single `Range: bytes=a-b` / `bytes=-n` header over a `size`-byte object (last
+    clipped to the object); ValueError when the header is not one byte range."""
+    unit, spec = header.split("=", 1)
+    a, b = spec.split("-", 1)
+    if unit.strip() != "bytes" or "," in spec:
+        raise ValueError
+    if a == "":  # suffix range: the last b bytes
+        return max(0, size - int(b)), size - 1
+    return int(a), min(int(b), size - 1) if b else size - 1
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "playbook-objstore/1"
 
-        def log_message(self, *args: Any) -> None:  # quiet
-            pass
+class _Handler(BaseHTTPRequestHandler):
+    """Serves the files under `root` with `faults` applied; `_make_handler` binds both per server."""
 
-        def _reply(self, code: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
-            self.send_response(code)
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            if self.command != "HEAD" and body:
-                self.wfile.write(body)
+    protocol_version = "HTTP/1.1"
+    server_version = "playbook-objstore/1"
+    root: Path
+    faults: _Faults
 
-        def _bad(self, why: str) -> None:
-            """400, and the connection closed: an unparsed body must not be read as the next request."""
-            self.close_connection = True
-            self._reply(400, why.encode(), {"Connection": "close"})
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
 
-        def _path(self) -> Path | None:
-            key = self.path.split("?", 1)[0].lstrip("/")
+    def _reply(self, code: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD" and body:
+            self.wfile.write(body)
+
+    def _bad(self, why: str) -> None:
+        """400, and the connection closed: an unparsed body must not be read as the next request."""
+        self.close_connection = True
+        self._reply(400, why.encode(), {"Connection": "close"})
+
+    def _path(self) -> Path | None:
+        key = self.path.split("?", 1)[0].lstrip("/")
+        try:
+            path = (self.root / key).resolve()
+            return path if path.is_relative_to(self.root) and path.is_file() else None
+        except (OSError, ValueError):  # a NUL byte, a name too long
+            return None
+
+    def do_PUT(self) -> None:  # noqa: N802 (http.server naming)
+        if self.path != "/_config":
+            return self._reply(405)
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return self._bad("bad Content-Length")
+        if not 0 <= n <= MAX_CONFIG_BYTES:
+            return self._bad(f"Content-Length must be 0..{MAX_CONFIG_BYTES}")
+        try:
+            body = json.loads(self.rfile.read(n) or b"{}")
+            if not isinstance(body, dict):
+                raise TypeError("the body must be a JSON object")
+            current = self.faults.update(**body)
+        except (ValueError, TypeError, InputError, RecursionError) as e:
+            return self._bad(str(e)[:300])
+        self._reply(200, json.dumps(current).encode(), {"Content-Type": "application/json"})
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self.do_GET()
+
+    def do_GET(self) -> None:  # noqa: N802
+        faults = self.faults
+        if self.path == "/_stats":
+            with faults.lock:
+                body = json.dumps({**faults.stats, **faults.values}).encode()
+            return self._reply(200, body, {"Content-Type": "application/json"})
+        delay, bandwidth, error = faults.draw()
+        if delay:
+            time.sleep(delay)
+        if error:
+            return self._reply(503, b"SlowDown", {"Retry-After": "0"})
+        if "\x00" in self.path:
+            return self._bad("NUL in the URL")
+        path = self._path()
+        if path is None:
+            return self._reply(404, b"NoSuchKey")
+        size = path.stat().st_size
+        start, end, code = 0, size - 1, 200
+        rng = self.headers.get("Range")
+        if rng:
             try:
-                path = (root / key).resolve()
-                return path if path.is_relative_to(root) and path.is_file() else None
-            except (OSError, ValueError):  # a NUL byte, a name too long
-                return None
-
-        def do_PUT(self) -> None:  # noqa: N802 (http.server naming)
-            if self.path != "/_config":
-                return self._reply(405)
-            try:
-                n = int(self.headers.get("Content-Length") or 0)
+                start, end = _byte_range(rng, size)
             except ValueError:
-                return self._bad("bad Content-Length")
-            if not 0 <= n <= MAX_CONFIG_BYTES:
-                return self._bad(f"Content-Length must be 0..{MAX_CONFIG_BYTES}")
-            try:
-                body = json.loads(self.rfile.read(n) or b"{}")
-                if not isinstance(body, dict):
-                    raise TypeError("the body must be a JSON object")
-                current = faults.update(**body)
-            except (ValueError, TypeError, InputError, RecursionError) as e:
-                return self._bad(str(e)[:300])
-            self._reply(200, json.dumps(current).encode(), {"Content-Type": "application/json"})
+                return self._bad("bad Range header")
+            if start >= size or start > end:
+                return self._reply(416, b"", {"Content-Range": f"bytes */{size}"})
+            code = 206
+        length = end - start + 1
+        self.send_response(code)
+        self.send_header("Content-Length", str(length))
+        self.send_header("Accept-Ranges", "bytes")
+        if code == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        with faults.lock:
+            faults.stats["range_requests"] += int(code == 206)
+        sent = self._send_body(path, start, length, bandwidth)
+        with faults.lock:
+            faults.stats["bytes_sent"] += sent
 
-        def do_HEAD(self) -> None:  # noqa: N802
-            self.do_GET()
+    def _send_body(self, path: Path, start: int, length: int, bandwidth: float | None) -> int:
+        """Write `length` bytes of `path` from `start`, paced to `bandwidth` (bytes/s, None: unpaced); bytes sent."""
+        t0, sent = time.perf_counter(), 0
+        with open(path, "rb") as f:
+            f.seek(start)
+            while sent < length:
+                chunk = f.read(min(CHUNK_BYTES, length - sent))
+                if not chunk:
+                    break
+                if bandwidth:  # hold each chunk until the cap allows its last byte to have arrived
+                    ahead = (sent + len(chunk)) / bandwidth - (time.perf_counter() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        return sent
 
-        def do_GET(self) -> None:  # noqa: N802
-            if self.path == "/_stats":
-                with faults.lock:
-                    body = json.dumps({**faults.stats, **faults.values}).encode()
-                return self._reply(200, body, {"Content-Type": "application/json"})
-            delay, bandwidth, error = faults.draw()
-            if delay:
-                time.sleep(delay)
-            if error:
-                return self._reply(503, b"SlowDown", {"Retry-After": "0"})
-            if "\x00" in self.path:
-                return self._bad("NUL in the URL")
-            path = self._path()
-            if path is None:
-                return self._reply(404, b"NoSuchKey")
-            size = path.stat().st_size
-            start, end, code = 0, size - 1, 200
-            rng = self.headers.get("Range")
-            if rng:
-                try:
-                    unit, spec = rng.split("=", 1)
-                    a, b = spec.split("-", 1)
-                    if unit.strip() != "bytes" or "," in spec:
-                        raise ValueError
-                    if a == "":  # suffix range: the last b bytes
-                        start, end = max(0, size - int(b)), size - 1
-                    else:
-                        start, end = int(a), min(int(b), size - 1) if b else size - 1
-                except ValueError:
-                    return self._bad("bad Range header")
-                if start >= size or start > end:
-                    return self._reply(416, b"", {"Content-Range": f"bytes */{size}"})
-                code = 206
-            length = end - start + 1
-            self.send_response(code)
-            self.send_header("Content-Length", str(length))
-            self.send_header("Accept-Ranges", "bytes")
-            if code == 206:
-                self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
-            self.end_headers()
-            if self.command == "HEAD":
-                return
-            with faults.lock:
-                faults.stats["range_requests"] += int(code == 206)
-            t0, sent = time.perf_counter(), 0
-            with open(path, "rb") as f:
-                f.seek(start)
-                while sent < length:
-                    chunk = f.read(min(CHUNK_BYTES, length - sent))
-                    if not chunk:
-                        break
-                    if bandwidth:  # hold each chunk until the cap allows its last byte to have arrived
-                        ahead = (sent + len(chunk)) / bandwidth - (time.perf_counter() - t0)
-                        if ahead > 0:
-                            time.sleep(ahead)
-                    self.wfile.write(chunk)
-                    sent += len(chunk)
-            with faults.lock:
-                faults.stats["bytes_sent"] += sent
 
-    return Handler
+def _make_handler(root: Path, faults: _Faults) -> type[_Handler]:
+    """A handler class serving `root` (resolved) with `faults`, one per server."""
+    return type("Handler", (_Handler,), {"root": root.resolve(), "faults": faults})
 
 
 class _Server(ThreadingHTTPServer):

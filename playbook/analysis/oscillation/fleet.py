@@ -15,6 +15,7 @@ from playbook.analysis.oscillation.spectrum import empty_spectrum, spectrum
 from playbook.analysis.oscillation.swing import MIN_MINORITY_SHARE, SeriesOscillation, analyze_series
 from playbook.analysis.oscillation.synchrony import correlation_bins, state_grid, synchrony
 from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series, group_mean
+from playbook.jsonable import json_float
 
 
 @dataclass
@@ -50,16 +51,13 @@ class OscillationResult:
     def contract(self) -> dict:
         """The `oscillation` object of the diagnose JSON contract (NaN → None)."""
 
-        def num(v, nd=3):
-            return None if v is None or not np.isfinite(v) else round(float(v), nd)
-
         return {
             "detected": bool(self.detected),
             "periodic": bool(self.periodic),
-            "period_s": num(self.period_s, 2) if self.periodic else None,
-            "duty_cycle": num(self.duty_cycle, 3) if self.detected else None,
-            "high_pct": num(self.high_pct, 1),
-            "low_pct": num(self.low_pct, 1) if self.detected else None,
+            "period_s": json_float(self.period_s, 2) if self.periodic else None,
+            "duty_cycle": json_float(self.duty_cycle, 3) if self.detected else None,
+            "high_pct": json_float(self.high_pct, 1),
+            "low_pct": json_float(self.low_pct, 1) if self.detected else None,
             "synchrony": self.synchrony,
             "groups": [list(g) for g in self.groups],
         }
@@ -119,6 +117,14 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
     if len(series) == 0:
         res.warnings.append("no telemetry samples: nothing to analyse for oscillation")
         return res
+    table, per, states = _per_gpu(series, column)
+    return _summarise_fleet(res, series, column, table, per, states)
+
+
+def _per_gpu(series: GpuSeries, column: str) -> tuple[pd.DataFrame, dict[int, SeriesOscillation],
+                                                      dict[int, np.ndarray]]:
+    """(one row per GPU of its levels, swings and period; each GPU's SeriesOscillation; the high/low states
+    of the bimodal ones), for `column` of every GPU in `series`."""
     rows, per, states = [], {}, {}
     for g in range(len(series)):
         t, x = series.get(g, column)
@@ -135,7 +141,13 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
             "periodic": so.periodic, "period_s": so.period_s, "p_value": so.p_value, "method": so.method,
             "acf_at_period": so.acf_at_period, "group": -1,
         })
-    table = pd.DataFrame(rows)
+    return pd.DataFrame(rows), per, states
+
+
+def _summarise_fleet(res: OscillationResult, series: GpuSeries, column: str, table: pd.DataFrame,
+                     per: dict[int, SeriesOscillation], states: dict[int, np.ndarray]) -> OscillationResult:
+    """Fill `res` from the per-GPU results: which GPUs swing, the fleet's levels and lost fraction, and (with
+    two or more swinging GPUs and enough samples) their synchrony groups and period."""
     intervals = table["interval_s"].to_numpy(dtype=float)
     res.interval_s = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else math.nan
     swinging = [g for g in range(len(series)) if per[g].swings]
@@ -172,6 +184,15 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
         res.synchrony = None
         _fleet_period(res, [per[g] for g in swinging])
         return res
+    _synchrony_groups(res, series, column, table, per, states, swinging, intervals)
+    return res
+
+
+def _synchrony_groups(res: OscillationResult, series: GpuSeries, column: str, table: pd.DataFrame,
+                      per: dict[int, SeriesOscillation], states: dict[int, np.ndarray], swinging: list[int],
+                      intervals: np.ndarray) -> None:
+    """Group the swinging GPUs by synchrony (sets res.synchrony, groups, antiphase and table["group"]) and take
+    the period, levels and duty cycle from the dominant group's mean signal (else from its members)."""
     lo, hi = series.span
     dt = max(float(np.nanmedian(intervals[swinging])), 1e-6)
     nb = int((hi - lo) / dt) + 1
@@ -205,7 +226,6 @@ def _analyze_one(series: GpuSeries, column: str = "util_pct", signal: str | None
         res.duty_cycle = float(np.nanmedian([m.duty_cycle for m in member]))
     else:
         _fleet_period(res, [per[g] for g in swinging])
-    return res
 
 
 def _fleet_period(res: OscillationResult, members: list[SeriesOscillation]) -> None:

@@ -74,24 +74,43 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     d = d[d > 0]
     dt = float(interval_s) if interval_s and interval_s > 0 else (float(np.median(d)) if len(d) else math.nan)
     span = float(t[-1] - t[0]) if n else 0.0
-    lv = two_levels(x, value_range, min_amplitude, resolution)
-    smoothed = 0
-    # (noise only widens a split: a raw amplitude below the floor cannot pass after smoothing either)
-    if not lv.bimodal and n >= 10 * SMOOTHING[0] and lv.amplitude >= min_amplitude:
-        # very noisy samples can hide two levels that dwell for several samples: a moving median (the denoiser
-        # for piecewise-constant signals) cannot make a unimodal distribution bimodal, so it is safe to retry
-        for w in SMOOTHING:
-            xs = pd.Series(x).rolling(w, center=True, min_periods=1).median().to_numpy()
-            lv_s = two_levels(xs, value_range, min_amplitude, resolution)
-            if lv_s.bimodal:
-                x, lv, smoothed = xs, lv_s, w
-                break
+    x, lv, smoothed = _levels(x, value_range, min_amplitude, resolution)
     res = SeriesOscillation(n=n, interval_s=dt, span_s=span, levels=lv, smoothed=smoothed)
     if n == 0:
         return res
     if not lv.bimodal:
         res.high_share = float(np.mean(x > lv.threshold)) if np.isfinite(lv.threshold) else math.nan
         return res
+    ep, few = _swings(res, t, x, dt)
+    if not (with_period and res.swings) or few:
+        if few and res.swings:
+            res.note = f"{n} samples: too few to estimate a period (needs ≥ {MIN_SAMPLES_PERIOD})"
+        return res
+    _period(res, t, x, ep, with_spectrum)
+    return res
+
+
+def _levels(x: np.ndarray, value_range: tuple[float, float] | None, min_amplitude: float,
+            resolution: float) -> tuple[np.ndarray, Levels, int]:
+    """(series, its two levels, moving-median width or 0): the raw series, or a smoothed one when only smoothing
+    shows two levels."""
+    lv = two_levels(x, value_range, min_amplitude, resolution)
+    # (noise only widens a split: a raw amplitude below the floor cannot pass after smoothing either)
+    if not lv.bimodal and len(x) >= 10 * SMOOTHING[0] and lv.amplitude >= min_amplitude:
+        # very noisy samples can hide two levels that dwell for several samples: a moving median (the denoiser
+        # for piecewise-constant signals) cannot make a unimodal distribution bimodal, so it is safe to retry
+        for w in SMOOTHING:
+            xs = pd.Series(x).rolling(w, center=True, min_periods=1).median().to_numpy()
+            lv_s = two_levels(xs, value_range, min_amplitude, resolution)
+            if lv_s.bimodal:
+                return xs, lv_s, w
+    return x, lv, 0
+
+
+def _swings(res: SeriesOscillation, t: np.ndarray, x: np.ndarray, dt: float):
+    """Fill `res`'s transitions, high share, swings, duty cycle, dips and onsets from the high/low episodes of
+    a bimodal series; returns (episodes, whether there are too few samples for a period)."""
+    n, lv = res.n, res.levels
     state = hysteresis_states(x, lv)
     seg = segments(t, dt if np.isfinite(dt) else 1.0)
     ep = episodes(t, state, seg)
@@ -124,15 +143,20 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
     # when there are only a handful, the busy span otherwise)
     res.duty_cycle = float(cyc_hi.sum() / cyc) if cyc > 0 else res.high_share
     res.dips = int(lo_int.sum())
-    drop = (ep.state == 0) & ~ep.first_in_segment
-    onsets, onset_seg = ep.t_start[drop], ep.segment[drop]
-    res.onsets = onsets
+    res.onsets = ep.t_start[(ep.state == 0) & ~ep.first_in_segment]
     in_dip = inside & (ep.state == 0)
     res.dips_s = np.c_[ep.t_start[in_dip], ep.t_end[in_dip]]
-    if not (with_period and res.swings) or few:
-        if few and res.swings:
-            res.note = f"{n} samples: too few to estimate a period (needs ≥ {MIN_SAMPLES_PERIOD})"
-        return res
+    return ep, few
+
+
+def _period(res: SeriesOscillation, t: np.ndarray, x: np.ndarray, ep, with_spectrum: bool) -> None:
+    """Fill `res`'s period (from regular drop intervals, else a significant spectral peak), its p-value and the
+    aliasing note, for a series that swings."""
+    dt, span, dur = res.interval_s, res.span_s, ep.duration
+    hi_int = ep.interior & (ep.state == 1)
+    lo_int = ep.interior & (ep.state == 0)
+    drop = (ep.state == 0) & ~ep.first_in_segment
+    onsets, onset_seg = ep.t_start[drop], ep.segment[drop]
     same = onset_seg[1:] == onset_seg[:-1]
     intervals = np.diff(onsets)[same]
     mean_hi = float(dur[hi_int].mean()) if hi_int.any() else math.nan
@@ -172,4 +196,3 @@ def analyze_series(t: np.ndarray, x: np.ndarray, interval_s: float | None = None
         if res.period_s < 4 * dt:
             res.note = (f"period {res.period_s:.3g} s is within 4 sampling intervals ({dt:.3g} s): sample faster "
                         "to rule out aliasing")
-    return res
