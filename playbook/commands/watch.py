@@ -21,6 +21,7 @@ import sys
 import time
 from collections import deque
 from pathlib import Path
+from typing import Any
 
 from playbook.commands import duration_s
 from playbook.errors import InputError, PlaybookError
@@ -233,10 +234,9 @@ def summary(d, seconds: float | None = None, source: str = "") -> str:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    from playbook import schema
     from playbook.diagnose import diagnose
     from playbook.sources import is_url
-    from playbook.sources.live import open_source, rows_frame
+    from playbook.sources.live import open_source
 
     logging.getLogger("playbook.probes").addHandler(logging.NullHandler())  # their warnings are printed below
     prom = is_url(args.source)
@@ -247,102 +247,38 @@ def run(args: argparse.Namespace) -> int:
                          match=args.match)
     host = getattr(source, "host", "prometheus")
     writer = RunWriter(args.out, host, source.name) if args.out else None
-    for w in source.warnings:
-        print(f"warning: {w}", file=sys.stderr)
-    shown = len(source.warnings)
-    tty = sys.stdout.isatty() and not args.plain and not args.json
-    panel = Panel()
-    rows: deque = deque()  # incremental sources: recent poll() rows, trimmed to the window at each refresh
-    frames: list = []  # a re-reading source (Prometheus): its latest window
-    diag, diag_at, diag_cost = None, 0.0, 0.0
-    next_diag = time.monotonic() + args.refresh
-    warm = False  # the first diagnosis may still pay one-off costs: it does not stretch the refresh interval
+    session = _Session(args, source, interval, window, writer, diagnose)
     _warm_up(diagnose)
     previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGHUP)}
     t0 = time.monotonic()
     cpu0 = _cpu_s()
-    live = _live() if tty else None
     stopped = None
-
-    def window_frame():
-        if source.replaces:
-            return frames[-1] if frames else schema.telemetry_frame(interval_s=interval)
-        cut = time.time_ns() - int(window * 1e9)
-        while rows and rows[0][0] < cut:
-            rows.popleft()
-        return rows_frame(list(rows))
-
-    def refresh():
-        nonlocal diag, diag_at, diag_cost
-        c0 = time.thread_time()
-        tel = window_frame()
-        if len(tel) < 2:
-            return
-        bundle = schema.Bundle(inputs=[source.name], telemetry=tel, events=source.events_table())
-        diag = diagnose(bundle)
-        diag_at = time.monotonic()
-        diag_cost += time.thread_time() - c0
-        for g in diag.gpus:
-            panel.status[g["id"]] = g["status"]
-
     try:
-        if live is not None:
-            live.start()
-        while True:
-            remaining = None if args.for_s is None else args.for_s - (time.monotonic() - t0)
-            if remaining is not None and remaining <= 0:
-                break
-            time.sleep(min(interval, remaining) if remaining is not None else interval)
-            got = source.poll()
-            if len(got):
-                if source.replaces:
-                    frames[:] = [got]
-                    panel.set_window(got)
-                else:
-                    rows.extend(got)
-                    panel.add_rows(got)
-                if writer is not None:
-                    writer.add(got, source.replaces)
-            for w in source.warnings[shown:]:
-                print(f"warning: {w}", file=sys.stderr)
-            shown = len(source.warnings)
-            now = time.monotonic()
-            if now >= next_diag:
-                c0 = time.thread_time()
-                refresh()
-                spent = time.thread_time() - c0
-                next_diag = now + (max(args.refresh, spent / DIAG_BUDGET) if warm else args.refresh)
-                warm = warm or diag is not None
-                if not tty and diag is not None:  # with --for, stdout is kept for the answer at the end
-                    print(f"[{now - t0:5.0f} s] {summary(diag)}", flush=True,
-                          file=sys.stderr if args.for_s else sys.stdout)
-            if live is not None:
-                live.update(_dashboard(panel, diag, source.name, now - t0, diag_at and now - diag_at,
-                                       _share(cpu0, t0)), refresh=True)
+        session.loop(t0, cpu0)
     except (KeyboardInterrupt, _Stop) as exc:
         stopped = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else str(exc)
     finally:
-        if live is not None:
-            live.stop()
+        if session.live is not None:
+            session.live.stop()
         for s, h in previous.items():
             signal.signal(s, h)
         source.stop()
     elapsed = time.monotonic() - t0
     if not source.replaces:
         last = source.poll()
-        rows.extend(last)
+        session.rows.extend(last)
         if writer is not None:
             writer.add(last, False)
-    cost, loop_diag = _share(cpu0, t0), diag_cost
-    refresh()
+    cost, loop_diag = _share(cpu0, t0), session.diag_cost
+    session.refresh()
     sys.stdout.flush()
     if writer is not None:
         out = writer.close(source.events_table())
         print(f"recording: {out} (read it with `playbook diagnose {out}`)", file=sys.stderr)
-    for w in source.warnings[shown:]:
-        print(f"warning: {w}", file=sys.stderr)
+    session.print_warnings()
     print(f"watch: {elapsed:.0f} s{' (stopped by ' + stopped + ')' if stopped else ''}; cost "
           f"{cost:.2%} of a core, of which diagnosis {loop_diag / max(elapsed, 1e-9):.2%}", file=sys.stderr)
+    diag = session.diag
     if diag is None:
         raise InputError(f"{source.name}: no GPU samples in {elapsed:.0f} s")
     from playbook.commands import emit
@@ -351,6 +287,98 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         print(summary(diag, elapsed, source.name) + "\n", flush=True)
     return emit(diag, args.json, render)
+
+
+class _Session:
+    """One `playbook watch`: the rows in the window, the panel, the latest diagnosis and what it cost."""
+
+    def __init__(self, args: argparse.Namespace, source: Any, interval: float, window: float,
+                 writer: RunWriter | None, diagnose: Any):
+        self.args, self.source, self.interval, self.window = args, source, interval, window
+        self.writer, self.diagnose = writer, diagnose
+        self.shown = 0
+        self.print_warnings()
+        self.tty = sys.stdout.isatty() and not args.plain and not args.json
+        self.panel = Panel()
+        self.rows: deque = deque()  # incremental sources: recent poll() rows, trimmed to the window at each refresh
+        self.frames: list = []  # a re-reading source (Prometheus): its latest window
+        self.diag, self.diag_at, self.diag_cost = None, 0.0, 0.0
+        self.live = _live() if self.tty else None
+
+    def print_warnings(self) -> None:
+        """Print the source's warnings not printed yet (to stderr)."""
+        for w in self.source.warnings[self.shown:]:
+            print(f"warning: {w}", file=sys.stderr)
+        self.shown = len(self.source.warnings)
+
+    def window_frame(self):
+        """The telemetry of the last `window` seconds (a re-reading source's latest window)."""
+        from playbook import schema
+        from playbook.sources.live import rows_frame
+
+        if self.source.replaces:
+            return self.frames[-1] if self.frames else schema.telemetry_frame(interval_s=self.interval)
+        cut = time.time_ns() - int(self.window * 1e9)
+        while self.rows and self.rows[0][0] < cut:
+            self.rows.popleft()
+        return rows_frame(list(self.rows))
+
+    def refresh(self) -> None:
+        """Diagnose the window (when it holds two samples or more); its thread CPU time adds to diag_cost."""
+        from playbook import schema
+
+        c0 = time.thread_time()
+        tel = self.window_frame()
+        if len(tel) < 2:
+            return
+        bundle = schema.Bundle(inputs=[self.source.name], telemetry=tel, events=self.source.events_table())
+        self.diag = self.diagnose(bundle)
+        self.diag_at = time.monotonic()
+        self.diag_cost += time.thread_time() - c0
+        for g in self.diag.gpus:
+            self.panel.status[g["id"]] = g["status"]
+
+    def take(self, got) -> None:
+        """Add one poll's rows to the window, the panel and the recording."""
+        if not len(got):
+            return
+        if self.source.replaces:
+            self.frames[:] = [got]
+            self.panel.set_window(got)
+        else:
+            self.rows.extend(got)
+            self.panel.add_rows(got)
+        if self.writer is not None:
+            self.writer.add(got, self.source.replaces)
+
+    def loop(self, t0: float, cpu0: float) -> None:
+        """Poll every `interval` s and re-diagnose every `refresh` s (stretched to keep the diagnosis under
+        DIAG_BUDGET of a core once warm) until --for runs out; raises KeyboardInterrupt / _Stop to end early."""
+        args = self.args
+        next_diag = time.monotonic() + args.refresh
+        warm = False  # the first diagnosis may still pay one-off costs: it does not stretch the refresh interval
+        if self.live is not None:
+            self.live.start()
+        while True:
+            remaining = None if args.for_s is None else args.for_s - (time.monotonic() - t0)
+            if remaining is not None and remaining <= 0:
+                break
+            time.sleep(min(self.interval, remaining) if remaining is not None else self.interval)
+            self.take(self.source.poll())
+            self.print_warnings()
+            now = time.monotonic()
+            if now >= next_diag:
+                c0 = time.thread_time()
+                self.refresh()
+                spent = time.thread_time() - c0
+                next_diag = now + (max(args.refresh, spent / DIAG_BUDGET) if warm else args.refresh)
+                warm = warm or self.diag is not None
+                if not self.tty and self.diag is not None:  # with --for, stdout is kept for the answer at the end
+                    print(f"[{now - t0:5.0f} s] {summary(self.diag)}", flush=True,
+                          file=sys.stderr if args.for_s else sys.stdout)
+            if self.live is not None:
+                self.live.update(_dashboard(self.panel, self.diag, self.source.name, now - t0,
+                                            self.diag_at and now - self.diag_at, _share(cpu0, t0)), refresh=True)
 
 
 def _warm_up(diagnose) -> None:

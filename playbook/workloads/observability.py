@@ -104,20 +104,10 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
     other variants)."""
     import torch
 
-    from playbook.probes import fake_nvml
-    from playbook.probes.recorder import Hooks, Rates, Recorder
-    from playbook.probes.steps import StepTimer
     from playbook.workloads.model import cpu_threads, make_optimizer, train_step
     from playbook.workloads.models import MLP
 
-    if variant not in VARIANTS:
-        raise WorkloadError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
-    unknown = set(overrides) - set(KNOBS)
-    if unknown:
-        raise WorkloadError(f"unknown knob(s) {', '.join(sorted(unknown))}; knobs: {', '.join(KNOBS)}")
-    k = {**KNOBS, **{key: v for key, v in overrides.items() if v is not None}}
-    if k["steps"] < 2 or k["warmup_steps"] < 0 or k["batch_size"] < 1:
-        raise WorkloadError("steps must be >= 2, warmup_steps >= 0, batch_size >= 1")
+    k = _overhead_knobs(variant, overrides)
     spec = VARIANTS[variant]
     torch.manual_seed(k["seed"])
     x = torch.randn(k["batch_size"], 3 * 32 * 32)
@@ -130,18 +120,10 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
     step_s: list[float] = []
     cpu_s: list[float] = []
     main_s: list[float] = []
-    rec = timer = prof = None
+    prof = None
     device = torch.device("cpu")
     with cpu_threads(k["torch_threads"], device):
-        if spec.get("recorder_hz"):
-            rec = Recorder(Path(out_dir), rank=0, host="observability",
-                           rates=Rates(sample_hz=spec["recorder_hz"], flush_s=3600.0), interconnect=False,
-                           cuda=False, meta={"lab": "observability", "variant": variant},
-                           hooks=Hooks(nvml_module=fake_nvml.scenario("healthy", gpus=k["gpus"]),
-                                       sample_here=True)).start()
-            timer = rec.timer
-        elif spec.get("timer"):
-            timer = StepTimer(host="observability", rank=0, cuda=False, keep=False)
+        rec, timer = _variant_probes(out_dir, variant, k)
         try:
             for i in range(total):
                 if spec.get("profiler") and i == window.start:
@@ -169,7 +151,43 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
                 prof.stop()
             if rec is not None:
                 rec.close()
-    t = pd.DataFrame({"wall": step_s, "cpu": cpu_s, "main": main_s}) * 1e3
+    return _overhead_figures(pd.DataFrame({"wall": step_s, "cpu": cpu_s, "main": main_s}) * 1e3, spec, window, k)
+
+
+def _overhead_knobs(variant: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """KNOBS with `overrides` (None: the default); WorkloadError for an unknown variant or knob or a bad value."""
+    if variant not in VARIANTS:
+        raise WorkloadError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    unknown = set(overrides) - set(KNOBS)
+    if unknown:
+        raise WorkloadError(f"unknown knob(s) {', '.join(sorted(unknown))}; knobs: {', '.join(KNOBS)}")
+    k = {**KNOBS, **{key: v for key, v in overrides.items() if v is not None}}
+    if k["steps"] < 2 or k["warmup_steps"] < 0 or k["batch_size"] < 1:
+        raise WorkloadError("steps must be >= 2, warmup_steps >= 0, batch_size >= 1")
+    return k
+
+
+def _variant_probes(out_dir: str | Path, variant: str, k: dict[str, Any]) -> tuple[Any, Any]:
+    """(started Recorder or None, step timer or None) that `variant` runs the loop under: the full Recorder on a
+    fake NVML at its rate, a bare StepTimer, or neither."""
+    from playbook.probes import fake_nvml
+    from playbook.probes.recorder import Hooks, Rates, Recorder
+    from playbook.probes.steps import StepTimer
+
+    spec = VARIANTS[variant]
+    if spec.get("recorder_hz"):
+        rec = Recorder(Path(out_dir), rank=0, host="observability",
+                       rates=Rates(sample_hz=spec["recorder_hz"], flush_s=3600.0), interconnect=False,
+                       cuda=False, meta={"lab": "observability", "variant": variant},
+                       hooks=Hooks(nvml_module=fake_nvml.scenario("healthy", gpus=k["gpus"]), sample_here=True))
+        return rec.start(), rec.timer
+    if spec.get("timer"):
+        return None, StepTimer(host="observability", rank=0, cuda=False, keep=False)
+    return None, None
+
+
+def _overhead_figures(t: pd.DataFrame, spec: dict[str, Any], window: range, k: dict[str, Any]) -> dict[str, Any]:
+    """overhead_run's figures from the timed steps' wall / process-CPU / loop-thread-CPU ms (`t`)."""
     ratios = {"window_wall_ratio": math.nan, "window_cpu_ratio": math.nan}
     if spec.get("profiler"):
         inside = t.index.isin([i - k["warmup_steps"] for i in window])
