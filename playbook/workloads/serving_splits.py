@@ -102,73 +102,94 @@ def _split_worker(rank: int, world: int, port: int, state_path: str, cfg: dict, 
         model.eval()
         gen = torch.Generator().manual_seed(3)
         tokens = periodic_tokens(batch, seq_len, model.cfg.vocab, gen)
-        act = torch.empty(batch, seq_len, model.cfg.d_model)
-        small = torch.zeros(1)
-        res: dict[str, Any] = {}
         with torch.no_grad():
             # single-device reference, one thread, both ranks run it at once (as they would on their own device)
             dist.barrier()
             ref = model(tokens)
-            res["single_s"] = _timeit(lambda: model(tokens), iters)
-            # collectives: all_reduce small and activation-sized; p2p ping-pong of an activation
-            dist.barrier()
-            res["allreduce_small_s"] = _timeit(lambda: dist.all_reduce(small), iters)
-            res["allreduce_act_s"] = _timeit(lambda: dist.all_reduce(act.zero_()), iters)
-
-            def pingpong():
-                if rank == 0:
-                    dist.send(act, 1)
-                    dist.recv(act, 1)
-                else:
-                    dist.recv(act, 0)
-                    dist.send(act, 0)
-            dist.barrier()
-            res["pingpong_act_s"] = _timeit(pingpong, iters)
-            act_saved = act
-            act = torch.zeros(batch, dtype=torch.long)
-            dist.barrier()
-            res["pingpong_small_s"] = _timeit(pingpong, iters)
-            act = act_saved
-
-            # pipeline: rank r runs its stage; activations flow 0 -> 1 -> ... -> last -> token ids back to 0
-            stage = pp_stages(model, world)[rank]
-            ids = torch.empty(batch, dtype=torch.long)
-
-            def pipeline():
-                if rank == 0:
-                    x = model.embed(tokens)
-                    for blk in stage:
-                        x = blk(x)
-                    dist.send(x.contiguous(), 1)
-                    dist.recv(ids, world - 1)
-                    return ids
-                x = torch.empty(batch, seq_len, model.cfg.d_model)
-                dist.recv(x, rank - 1)
-                for blk in stage:
-                    x = blk(x)
-                if rank < world - 1:
-                    dist.send(x, rank + 1)
-                    return None
-                out = model.head(model.ln_f(x))
-                dist.send(out[:, -1].argmax(-1), 0)
-                return out
-            dist.barrier()
-            res["pipeline_s"] = _timeit(pipeline, iters)
-
-            # tensor parallel: each rank holds 1/world of every block
-            shards = [tp_shard(b, rank, world) for b in model.blocks]
-
-            def allreduce(t):
-                dist.all_reduce(t)
-                return t
-            out_tp = tp_forward(model, shards, tokens, None, allreduce)
-            res["tp_rel_err"] = float((out_tp - ref).norm() / ref.norm())
-            res["tp_compute_s"] = _timeit(lambda: tp_forward(model, shards, tokens, None, lambda t: t), iters)
-            dist.barrier()
-            res["tensor_parallel_s"] = _timeit(lambda: tp_forward(model, shards, tokens, None, allreduce), iters)
+            res: dict[str, Any] = {"single_s": _timeit(lambda: model(tokens), iters)}
+            res.update(_comm_times(rank, batch, seq_len, model.cfg.d_model, iters))
+            res["pipeline_s"] = _pipeline_time(model, rank, world, tokens, iters)
+            res.update(_tensor_parallel_times(model, rank, world, tokens, ref, iters))
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(res))
     finally:
         dist.destroy_process_group()
+
+
+def _comm_times(rank: int, batch: int, seq_len: int, d_model: int, iters: int) -> dict[str, list[float]]:
+    """Per-iteration seconds of all_reduce (one float, one activation) and of a rank 0 <-> 1 ping-pong (one
+    activation, one token id per row)."""
+    import torch.distributed as dist
+
+    act = torch.empty(batch, seq_len, d_model)
+    small = torch.zeros(1)
+    dist.barrier()
+    res = {"allreduce_small_s": _timeit(lambda: dist.all_reduce(small), iters),
+           "allreduce_act_s": _timeit(lambda: dist.all_reduce(act.zero_()), iters)}
+
+    def pingpong(buf: torch.Tensor) -> None:
+        if rank == 0:
+            dist.send(buf, 1)
+            dist.recv(buf, 1)
+        else:
+            dist.recv(buf, 0)
+            dist.send(buf, 0)
+    dist.barrier()
+    res["pingpong_act_s"] = _timeit(lambda: pingpong(act), iters)
+    ids = torch.zeros(batch, dtype=torch.long)
+    dist.barrier()
+    res["pingpong_small_s"] = _timeit(lambda: pingpong(ids), iters)
+    return res
+
+
+def _pipeline_time(model: TinyLM, rank: int, world: int, tokens: torch.Tensor, iters: int) -> list[float]:
+    """Per-iteration seconds of a pipeline-parallel forward: rank r runs stage r; activations flow
+    0 -> 1 -> ... -> last, and the last stage's token ids go back to rank 0."""
+    import torch.distributed as dist
+
+    batch, seq_len = tokens.shape
+    stage = pp_stages(model, world)[rank]
+    ids = torch.empty(batch, dtype=torch.long)
+
+    def pipeline():
+        if rank == 0:
+            x = model.embed(tokens)
+            for blk in stage:
+                x = blk(x)
+            dist.send(x.contiguous(), 1)
+            dist.recv(ids, world - 1)
+            return ids
+        x = torch.empty(batch, seq_len, model.cfg.d_model)
+        dist.recv(x, rank - 1)
+        for blk in stage:
+            x = blk(x)
+        if rank < world - 1:
+            dist.send(x, rank + 1)
+            return None
+        out = model.head(model.ln_f(x))
+        dist.send(out[:, -1].argmax(-1), 0)
+        return out
+    dist.barrier()
+    return _timeit(pipeline, iters)
+
+
+def _tensor_parallel_times(model: TinyLM, rank: int, world: int, tokens: torch.Tensor, ref: torch.Tensor,
+                           iters: int) -> dict[str, Any]:
+    """Tensor parallel (each rank holds 1/world of every block): relative error against the single-device
+    output `ref`, per-iteration seconds of the compute alone and of the whole forward with its all-reduces."""
+    import torch.distributed as dist
+
+    shards = [tp_shard(b, rank, world) for b in model.blocks]
+
+    def allreduce(t):
+        dist.all_reduce(t)
+        return t
+    out_tp = tp_forward(model, shards, tokens, None, allreduce)
+    res: dict[str, Any] = {"tp_rel_err": float((out_tp - ref).norm() / ref.norm()),
+                           "tp_compute_s": _timeit(lambda: tp_forward(model, shards, tokens, None, lambda t: t),
+                                                   iters)}
+    dist.barrier()
+    res["tensor_parallel_s"] = _timeit(lambda: tp_forward(model, shards, tokens, None, allreduce), iters)
+    return res
 
 
 @dataclass
