@@ -172,7 +172,6 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
     """
     import torch
 
-    from playbook.fixes.balance import TokenBalancedSampler
     from playbook.probes.steps import StepTimer
 
     ctx = D.init_from_env(cfg.device)
@@ -183,29 +182,11 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
         raise WorkloadError(f"slow rank {slow_rank} outside world size {world}")
     corpus = D.MarkovCorpus(cfg.vocab, seed=cfg.seed)
     n_docs = max(cfg.steps, cfg.identify_steps + cfg.warmup_steps) * cfg.batch * world
-    mean_len = int(round(_mean_length(cfg)))
     segments: list[dict[str, Any]] = []
     losses: list[dict[str, Any]] = []
 
     def make(name: str, seed: int, active: list[int], record: str | None) -> _Variant:
-        if name == "uniform":
-            lengths = np.full(n_docs, mean_len, dtype=np.int64)
-        else:
-            lengths = D.long_tailed_lengths(n_docs, cfg.mean_len, cfg.sigma, 4, cfg.max_len, seed=seed)
-        docs = corpus.documents(lengths, seed=seed)
-        group = dist.new_group(active) if len(active) < world else None  # every rank calls new_group
-        model = build_model(cfg.vocab, cfg.hidden, cfg.seed, cfg.depth).to(ctx.device)
-        sampler = TokenBalancedSampler(lengths, cfg.batch * len(active), active.index(rank) if rank in active else 0,
-                                       len(active), seed=seed, balanced=name != "sw_fault")
-        rec = None
-        if record and rank in active:
-            # samplers (GPU / host) in one recording per process only: several at once would perturb the timing
-            rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz,
-                                  samplers=None if name == _sampled(cfg.variants, "hw_fault") else False,
-                                  variant=name, slow_rank=slow_rank if name == "hw_fault" else -1,
-                                  active_ranks=active).start()
-        return _Variant(name, model, torch.optim.Adam(model.parameters(), lr=cfg.lr), lengths, docs, sampler,
-                        active, group, rec)
+        return _make_variant(cfg, ctx, corpus, n_docs, slow_rank, name, seed, active, record)
 
     # identification: a short hw_fault run (also the warm-up); its straggler scores decide whom hw_fix excludes
     flagged: list[int] = []
@@ -224,28 +205,7 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
         for name in cfg.variants:
             active = [r for r in range(world) if not (name == "hw_fix" and r in flagged)] or list(range(world))
             states.append(make(name, seed, active, str(Path(cfg.run_dir) / f"{name}-r{rep}")))
-        for i in range(cfg.steps):
-            for st in states[i % len(states):] + states[: i % len(states)]:
-                dist.barrier()
-                if rank not in st.active:
-                    continue
-                gb = st.sampler.global_batches()[i]
-                loss = _train_step(st, i, gb, rank, slow_rank, cfg, ctx, st.rec.timer)
-                if rank == st.active[0]:
-                    losses.append({"variant": st.name, "repeat": rep, "step": i, "loss": loss,
-                                   "tokens_seen": st.tokens})
-        dist.barrier()
-        for st in states:
-            if st.rec is not None:
-                st.rec.close()
-                segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": True,
-                                 "seconds": st.seconds, "steps": cfg.steps, "tokens": st.tokens,
-                                 "throughput": st.tokens / st.seconds, "world": len(st.active),
-                                 "run_dir": str(Path(cfg.run_dir) / f"{st.name}-r{rep}")})
-            else:
-                segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": False})
-            if st.group is not None and rank in st.active:
-                dist.destroy_process_group(st.group)
+        _run_repeat(cfg, ctx, states, rep, slow_rank, losses, segments)
     for row in losses:  # one device read per loss, after training (no host sync inside the loop)
         row["loss"] = float(row["loss"])
     gathered = D.gather_to_main({"segments": segments, "losses": losses}, ctx)
@@ -258,6 +218,68 @@ def rank_main(cfg: StragglerConfig) -> dict[str, Any] | None:
         "flagged": flagged, "slow_rank": slow_rank, "world_size": world, "backend": ctx.backend,
         "config": asdict(cfg),
     }
+
+
+def _make_variant(cfg: StragglerConfig, ctx: Any, corpus: Any, n_docs: int, slow_rank: int, name: str, seed: int,
+                  active: list[int], record: str | None) -> _Variant:
+    """One variant's documents, model, optimizer, sampler over the `active` ranks, process group and (when
+    `record` names a folder and this rank is active) its started recorder."""
+    import torch
+
+    from playbook.fixes.balance import TokenBalancedSampler
+
+    dist = torch.distributed
+    world, rank = ctx.world_size, ctx.rank
+    if name == "uniform":
+        lengths = np.full(n_docs, int(round(_mean_length(cfg))), dtype=np.int64)
+    else:
+        lengths = D.long_tailed_lengths(n_docs, cfg.mean_len, cfg.sigma, 4, cfg.max_len, seed=seed)
+    docs = corpus.documents(lengths, seed=seed)
+    group = dist.new_group(active) if len(active) < world else None  # every rank calls new_group
+    model = build_model(cfg.vocab, cfg.hidden, cfg.seed, cfg.depth).to(ctx.device)
+    sampler = TokenBalancedSampler(lengths, cfg.batch * len(active), active.index(rank) if rank in active else 0,
+                                   len(active), seed=seed, balanced=name != "sw_fault")
+    rec = None
+    if record and rank in active:
+        # samplers (GPU / host) in one recording per process only: several at once would perturb the timing
+        rec = D.rank_recorder(record, rank=rank, sample_hz=cfg.sample_hz,
+                              samplers=None if name == _sampled(cfg.variants, "hw_fault") else False,
+                              variant=name, slow_rank=slow_rank if name == "hw_fault" else -1,
+                              active_ranks=active).start()
+    return _Variant(name, model, torch.optim.Adam(model.parameters(), lr=cfg.lr), lengths, docs, sampler,
+                    active, group, rec)
+
+
+def _run_repeat(cfg: StragglerConfig, ctx: Any, states: list[_Variant], rep: int, slow_rank: int,
+                losses: list[dict[str, Any]], segments: list[dict[str, Any]]) -> None:
+    """Train every variant of repeat `rep` step by step in rotating order (a barrier before each step), then
+    close their recordings and process groups; appends to `losses` (first active rank) and `segments`."""
+    import torch
+
+    dist = torch.distributed
+    rank = ctx.rank
+    for i in range(cfg.steps):
+        for st in states[i % len(states):] + states[: i % len(states)]:
+            dist.barrier()
+            if rank not in st.active:
+                continue
+            gb = st.sampler.global_batches()[i]
+            loss = _train_step(st, i, gb, rank, slow_rank, cfg, ctx, st.rec.timer)
+            if rank == st.active[0]:
+                losses.append({"variant": st.name, "repeat": rep, "step": i, "loss": loss,
+                               "tokens_seen": st.tokens})
+    dist.barrier()
+    for st in states:
+        if st.rec is not None:
+            st.rec.close()
+            segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": True,
+                             "seconds": st.seconds, "steps": cfg.steps, "tokens": st.tokens,
+                             "throughput": st.tokens / st.seconds, "world": len(st.active),
+                             "run_dir": str(Path(cfg.run_dir) / f"{st.name}-r{rep}")})
+        else:
+            segments.append({"variant": st.name, "repeat": rep, "rank": rank, "active": False})
+        if st.group is not None and rank in st.active:
+            dist.destroy_process_group(st.group)
 
 
 def _train_step(st: _Variant, i: int, gb: np.ndarray, rank: int, slow_rank: int, cfg: StragglerConfig,
