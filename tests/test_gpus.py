@@ -135,24 +135,24 @@ def test_late_start_is_not_lost():
 
 
 def test_whole_host_stopping_is_a_host_event():
-    from playbook.diagnose import evidence
+    from playbook.diagnose.evidence import telemetry
 
     report = analyze_gpus(_two_hosts(stop_b_at=900.0))
     lost = report.table.loc[report.table["status"] == "lost", "host"]
     assert set(lost) == {"b"} and len(lost) == 4
-    ev = evidence.from_gpus(report)
+    ev = telemetry.from_gpus(report)
     assert [e.hypothesis for e in ev] == ["hardware_fault"] and ev[0].strength < 0.5
     assert "all GPUs of b stop together" in ev[0].text
 
 
 def test_unused_gpu_is_flagged_but_not_imbalance():
-    from playbook.diagnose import evidence
+    from playbook.diagnose.evidence import telemetry
 
     report = analyze_gpus(_two_hosts(idle_gpu=("a", 3)))
     row = report.table.set_index("id").loc["a:3"]
     assert row["status"] == "underutilized" and "not used by this job" in row["evidence"]
     assert any("probably not used by this job" in w for w in report.warnings)
-    assert not [e for e in evidence.from_gpus(report) if e.hypothesis == "pipeline_imbalance"]
+    assert not [e for e in telemetry.from_gpus(report) if e.hypothesis == "pipeline_imbalance"]
 
 
 def test_imbalance_permutation_test_is_calibrated_and_grows_with_polls():

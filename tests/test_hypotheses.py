@@ -6,6 +6,7 @@ import pytest
 
 from playbook.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose import diagnose, evidence, ranking
+from playbook.diagnose.evidence import traces
 from playbook.schema import Bundle
 from playbook.simulate import SCENARIOS, simulate_steps, simulate_telemetry
 
@@ -54,7 +55,7 @@ def test_impact_scale():
 
 
 def test_findings_levels_and_nature():
-    ev = evidence.from_findings([
+    ev = traces.from_findings([
         {"hypothesis": "data_starvation", "level": "high", "rank": 0, "evidence": "rank 0 waits 31%"},
         {"hypothesis": "collective_straggler", "level": "moderate", "rank": 3, "evidence": "rank 3 late",
          "nature": "hardware-like"},
@@ -269,7 +270,7 @@ def test_a_trace_finding_from_one_step_counts_for_less_than_one_seen_step_after_
     assert ranking.typical_share(1, 1) == 0.75 and ranking.typical_share(2, 2) == 0.875
     assert ranking.typical_share(5, 5) == pytest.approx(0.984, abs=1e-3) and ranking.typical_share(1, 5) < 0.5
     finding = {"hypothesis": "data_starvation", "level": "high", "evidence": "rank 0: waiting on the DataLoader"}
-    one = evidence.from_findings([{**finding, "steps": 1, "steps_at_level": 1}], "trace")[0].strength
-    many = evidence.from_findings([{**finding, "steps": 8, "steps_at_level": 8}], "trace")[0].strength
-    bare = evidence.from_findings([finding], "trace")[0].strength  # analyses that do not count steps keep the level's
+    one = traces.from_findings([{**finding, "steps": 1, "steps_at_level": 1}], "trace")[0].strength
+    many = traces.from_findings([{**finding, "steps": 8, "steps_at_level": 8}], "trace")[0].strength
+    bare = traces.from_findings([finding], "trace")[0].strength  # analyses that do not count steps keep the level's
     assert one == pytest.approx(0.85 * 0.75) and many > 0.84 and bare == 0.85

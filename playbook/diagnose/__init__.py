@@ -57,7 +57,9 @@ from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import GpuReport, analyze_gpus
 from playbook.analysis.oscillation.fleet import OscillationResult, analyze_gpu_series, analyze_oscillation
 from playbook.analysis.series import gpu_series
-from playbook.diagnose import evidence, ranking
+from playbook.diagnose import ranking
+from playbook.diagnose.evidence import coincidence, telemetry, traces
+from playbook.diagnose.evidence import steps as step_evidence
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 
@@ -149,8 +151,8 @@ def _gpu_telemetry(run: _Run) -> None:
         n_units = len(series.time_clusters()[0]) if len(series) else 0
         warnings += [w for w in osc.warnings if w not in warnings]
         warnings += run.gpu_report.warnings
-        run.findings += evidence.from_oscillation(osc, run.gpu_report.table, n_units)
-        run.findings += evidence.from_gpus(run.gpu_report, osc)
+        run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units)
+        run.findings += telemetry.from_gpus(run.gpu_report, osc)
         if not osc.detected and not osc.single_drop:
             span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
             level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""
@@ -164,7 +166,7 @@ def _gpu_telemetry(run: _Run) -> None:
     elif len(tele):  # GPUs seen, but none reported a usable value: list them (lost) all the same
         run.gpu_report = analyze_gpus(tele, interval_s=run.interval_s)
         warnings.append("telemetry holds no utilization values (all missing or errors)")
-        run.findings += evidence.from_gpus(run.gpu_report, None)
+        run.findings += telemetry.from_gpus(run.gpu_report, None)
 
 
 def _derived_busy(run: _Run) -> None:
@@ -182,7 +184,7 @@ def _derived_busy(run: _Run) -> None:
     run.warnings.append(f"no usable GPU utilization: the oscillation is measured on each rank's busy share "
                         f"(time in {work or 'work'} phases) — " + DERIVED_SIGNAL)
     run.warnings += [w for w in osc.warnings if w not in run.warnings]
-    run.findings += evidence.from_oscillation(osc, None, n_units, label="ranks")
+    run.findings += telemetry.from_oscillation(osc, None, n_units, label="ranks")
     if not osc.detected:
         run.healthy.append("no rank's busy share swings between a high and a low level")
 
@@ -195,7 +197,7 @@ def _dip_events(run: _Run) -> None:
     tol = osc.interval_s if np.isfinite(osc.interval_s) else 0.0
     coinc = dips_vs_events(osc.dips_s, osc.t0, run.bundle.events, tolerance_s=tol)
     label = "GPUs" if osc.signal != DERIVED_SIGNAL else "ranks"
-    found, explained = evidence.from_dip_events(coinc, osc.lost_fraction, label)
+    found, explained = coincidence.from_dip_events(coinc, osc.lost_fraction, label)
     run.findings = ranking.discount(run.findings, explained) + found
     run.detail["dip_events"] = coinc
 
@@ -206,7 +208,7 @@ def _host_in_dips(run: _Run) -> None:
     if osc is None or not osc.detected or not len(run.bundle.host):
         return
     metrics = host_during_dips(run.bundle.host, osc.dips_s, osc.t0)
-    run.findings += evidence.from_host(metrics, osc.lost_fraction)
+    run.findings += coincidence.from_host(metrics, osc.lost_fraction)
     run.detail["host_in_dips"] = metrics
 
 
@@ -218,7 +220,7 @@ def _step_patterns(run: _Run) -> None:
     run.steps_summary = summary
     # when the step log explains the slow steps, the dips' generic readings (e.g. "a synchronized drop could be
     # the input pipeline") lose the weight of what is explained
-    run.findings = ranking.discount(run.findings, evidence.explained_by_steps(summary)) + evidence.from_steps(summary)
+    run.findings = ranking.discount(run.findings, step_evidence.explained_by_steps(summary)) + step_evidence.from_steps(summary)
     benign = (summary.get("periodic_slow") or {}).get("benign") if summary else None
     if benign:
         run.healthy.append(benign)
@@ -236,10 +238,10 @@ def _summary_of(name: str, label: str):
             summary = _one_job(_same_roles(summary, run), run)
         run.summaries[name] = summary
         if summary:
-            run.findings += evidence.from_findings(summary.get("findings"), label)
+            run.findings += traces.from_findings(summary.get("findings"), label)
             run.warnings += [w for w in summary.get("warnings") or [] if isinstance(w, str)]
             if name == "kineto":
-                run.findings += evidence.from_trace_idle(summary.get("gpu_idle"))
+                run.findings += traces.from_trace_idle(summary.get("gpu_idle"))
 
     analyzer.__name__ = name
     return analyzer
