@@ -75,6 +75,15 @@ CASES = [
     # l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling#3: one V100 of four capped to 150 W (the
     # others at 300 W), SW Power Cap active under full load
     ("idrac#3 one V100 at 150 W", "throttling", _file("l4rz_idrac_3_v100_power_cap.csv")),
+    # stackhpc/ansible-slurm-appliance#975: an H100 with Current Power Limit 500 W (Default and Max 700 W); logged
+    # by nvidia-smi with utilization.gpu, power.draw, power.limit only — no clocks.sm, no event reasons
+    ("stackhpc#975 H100 at 500 W, no clock", "throttling", _file("stackhpc_975_h100_500w_cap_noclock.csv")),
+    # bradrlaw/ai-server#32: a V100 held at 175 W of its 250 W (1.13x faster at 250 W); dcgm-exporter text
+    # without a clock field — the DVFS estimate (175/250)^(1/3) gives 11% lower clock against the measured 12%
+    ("ai-server#32 V100 at 175 W, DCGM no clock", "throttling", _file("bradrlaw_ai_server_32_v100_175w_dcgm.prom")),
+    # the negative: the same four H100s at their 700 W TDP, draw 672 ± 22 W touching the limit — TDP-bound is
+    # healthy, not a cap
+    ("H100s at TDP, no clock", "healthy", _file("h100_tdp_bound_healthy_noclock.csv")),
     ("open_clip#703 loader every 8 steps", "data_starvation", _open_clip_703),
     # X-LANCE/SLAM-LLM#109 and the checkpoint threads above: a synchronous save on rank 0, 8xA100/H100
     ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(simulate.case_rank0_checkpoint)),

@@ -348,6 +348,7 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     cols.update({k: np.full(g_count, math.nan) for k in ("cap_share", "cap_limit_w", "cap_ref_w", "cap_deficit")})
     cols["cap_lower"] = np.zeros(g_count)
     if not has["sm_clock_mhz"]:
+        _power_only_cap(series, cols, has, busy_thr)
         for k, v in cols.items():
             table[k] = v
         return
@@ -397,6 +398,54 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 cols["cap_deficit"][g] = deficit
     for k, v in cols.items():
         table[k] = v
+
+
+def _sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
+    """Per GPU, the highest enforced power limit among the run's GPUs of the same part — the same memory.total
+    within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across) — or among
+    all GPUs when memory.total is not recorded. NaN without a power limit."""
+    g_count = len(series)
+    refs = np.full(g_count, math.nan)
+    if not has["power_limit_w"]:
+        return refs
+    top = np.array([np.nanmax(v) if np.isfinite(v := series.get(g, "power_limit_w", dropna=False)[1]).any()
+                    else math.nan for g in range(g_count)])
+    mem = np.array([np.nanmedian(v) if has["mem_total_mib"] and np.isfinite(
+        v := series.get(g, "mem_total_mib", dropna=False)[1]).any() else math.nan for g in range(g_count)])
+    for g in range(g_count):
+        same = np.abs(mem - mem[g]) <= 0.02 * mem[g] if np.isfinite(mem[g]) else np.ones(g_count, bool)
+        if np.isfinite(top[same]).any():
+            refs[g] = float(np.nanmax(top[same]))
+    return refs
+
+
+def _power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) -> None:
+    """A lowered power limit without an SM clock in the log (nvidia-smi with power.draw / power.limit only, DCGM
+    without a clock field): busy polls whose draw sits pinned at an enforced limit below the one the same part
+    runs at elsewhere in the run. The clock it costs is estimated by DVFS physics — dynamic power ~ f·V² with the
+    voltage rising with the clock, P ~ f³ — so the clock falls to (limit / reference)^(1/3): 700 → 600 W on an
+    H100 costs ~5%, 300 → 150 W on a V100 ~21%. A GPU at its full limit (TDP-bound, the common healthy case) has
+    no lower reference and is never called capped."""
+    if not (has["power_w"] and has["power_limit_w"]):
+        return
+    refs = _sku_limit_refs(series, has)
+    for g in range(len(series)):
+        u = series.get(g, "util_pct", dropna=False)[1]
+        p = series.get(g, "power_w", dropna=False)[1]
+        lim = series.get(g, "power_limit_w", dropna=False)[1]
+        ok = np.isfinite(u) & (u >= busy_thr) & np.isfinite(p) & np.isfinite(lim) & (lim > 0)
+        if ok.sum() < 3 or not np.isfinite(refs[g]):
+            continue
+        p, lim = p[ok], lim[ok]
+        capped = (lim < POWER_PINNED * refs[g]) & (p >= POWER_PINNED * lim)
+        if not capped.any():
+            continue
+        cap = float(np.median(lim[capped]))
+        cols["cap_share"][g] = float(capped.mean())
+        cols["cap_lower"][g] = wilson_lower(int(capped.sum()), len(capped))
+        cols["cap_limit_w"][g] = cap
+        cols["cap_ref_w"][g] = refs[g]
+        cols["cap_deficit"][g] = float(1 - (cap / refs[g]) ** (1 / 3))
 
 
 def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float) -> None:
@@ -493,9 +542,12 @@ def _status(r, g_count: int) -> tuple[str, str]:
                 parts.append(f"power pinned at its {r.power_limit_at_slow_w:.0f} W limit in "
                              f"{r.power_pinned_share:.0%} of those polls: a power cap")
         if capped and not (self_slow and np.isfinite(r.power_pinned_share) and r.power_pinned_share >= 0.5):
-            parts.append(f"power limit lowered to {r.cap_limit_w:.0f} W (the run's GPUs allow {r.cap_ref_w:.0f} W) "
-                         f"and pinned there in {r.cap_share:.0%} of busy polls, the SM clock {r.cap_deficit:.0%} "
-                         "below what it reaches without the cap: a power cap")
+            clock = (f"the SM clock {r.cap_deficit:.0%} below what it reaches without the cap" if
+                     np.isfinite(r.self_ref_mhz) else f"no SM clock recorded: by DVFS (power ~ clock³) the clock "
+                     f"≈ {r.cap_deficit:.0%} lower; record clocks.sm and clocks_event_reasons to confirm")
+            parts.append(f"power limit lowered to {r.cap_limit_w:.0f} W (the run's GPUs of this part allow "
+                         f"{r.cap_ref_w:.0f} W) and pinned there in {r.cap_share:.0%} of busy polls, {clock}: a "
+                         "power cap")
         return "throttled", "; ".join(parts) + f"; {mean}{tail}"
     if g_count >= 2 and np.isfinite(r.delta_pct) and r.polls_compared:
         testable = r.delta_n_eff >= 5
