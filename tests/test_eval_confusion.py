@@ -84,6 +84,12 @@ CASES = [
     # the negative: the same four H100s at their 700 W TDP, draw 672 ± 22 W touching the limit — TDP-bound is
     # healthy, not a cap
     ("H100s at TDP, no clock", "healthy", _file("h100_tdp_bound_healthy_noclock.csv")),
+    # gnn-tracking/gnn_tracking#95: 8 GPUs steady at 33% utilization (CPU 12%), data loader suspected — telemetry
+    # shows no swing or device fault, so no cause can be named: insufficient data, record step phases / a trace
+    ("gnn_tracking#95 steady 33%", "insufficient_data", _file("gnn_tracking_95_steady_33pct.csv")),
+    # tensorflow/tensorflow#40042: cifar10_train.py at 0.014 sec/batch getting slower as the GPU overheats
+    # (confirmed: a cooling pad fixed it); the log users paste, one line per 10 steps, a checkpoint line at the end
+    ("tf#40042 overheating, step log", "throttling", _file("tf_40042_cifar10_thermal_creep.log")),
     ("open_clip#703 loader every 8 steps", "data_starvation", _open_clip_703),
     # X-LANCE/SLAM-LLM#109 and the checkpoint threads above: a synchronous save on rank 0, 8xA100/H100
     ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(simulate.case_rank0_checkpoint)),

@@ -62,6 +62,9 @@ from playbook.diagnose.evidence import coincidence, telemetry, traces
 from playbook.diagnose.evidence import steps as step_evidence
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
+# utilization.gpu counts any resident kernel, so a loop that keeps its GPUs fed sits at ≥ 90%; steadily below 80%
+# the GPUs idle ≥ 20% of the time without a swing, a drop or a device finding: telemetry alone cannot say why
+STEADY_BUSY_MIN = 80.0
 
 
 @dataclass
@@ -319,6 +322,11 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         have = [n for n, t in (("host metrics", bundle.host), ("events", bundle.events)) if len(t)]
         untestable = (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                       "times, no trace with GPU work")
+    elif osc is not None and not osc.detected and not osc.single_drop and not others and \
+            np.isfinite(osc.high_pct) and osc.high_pct < STEADY_BUSY_MIN:
+        untestable = (f"the GPUs sit steadily at {osc.high_pct:.0f}% utilization, idle {100 - osc.high_pct:.0f}% "
+                      "of the time without a swing or drop: telemetry alone cannot tell an input-bound loop from "
+                      "small kernels, host syncs or a slow interconnect")
     ranked = ranking.rank(run.findings, run.healthy, untestable)
     if ranked and ranked[0]["id"] == "insufficient_data":
         ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
@@ -393,6 +401,9 @@ def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: s
                     "you suspect (e.g. -l 1 for 10 minutes)")
     if not len(bundle.steps):
         asks.append("step times and phases: `playbook record -- python train.py` (or log one line per step)")
+    if reason and "steadily" in reason:
+        asks.append("where the idle time goes: a torch.profiler trace of a few steps (schedule wait=5, warmup=2, "
+                    "active=3) and the time blocked in next(DataLoader) per step")
     if reason and "CPU-only" in reason:
         asks.append("a profiler trace with CUDA activity (torch.profiler activities=[CPU, CUDA])")
     return "; ".join(asks) or causes.cause("insufficient_data").next_step
