@@ -90,6 +90,11 @@ CASES = [
     # tensorflow/tensorflow#40042: cifar10_train.py at 0.014 sec/batch getting slower as the GPU overheats
     # (confirmed: a cooling pad fixed it); the log users paste, one line per 10 steps, a checkpoint line at the end
     ("tf#40042 overheating, step log", "throttling", _file("tf_40042_cifar10_thermal_creep.log")),
+    # intel/thermal_daemon#300, NVIDIA/nvidia-settings#67: an MX330 throttling past its 57 C max operating
+    # temperature (67 C under load), logged without clocks_event_reasons: the clock falls as it heats
+    ("thermald#300 MX330 thermal, no reasons", "throttling", _file("thermald_300_mx330_thermal.csv")),
+    # the negative: GPU Boost's normal ~5% droop as a busy H100 warms 40 -> 80 C
+    ("GPU Boost droop 40-80 C", "healthy", _file("boost_droop_healthy.csv")),
     ("open_clip#703 loader every 8 steps", "data_starvation", _open_clip_703),
     # X-LANCE/SLAM-LLM#109 and the checkpoint threads above: a synchronous save on rank 0, 8xA100/H100
     ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(simulate.case_rank0_checkpoint)),

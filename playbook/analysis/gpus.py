@@ -10,7 +10,9 @@ Statuses (first that applies):
   throttled      harmful clock-event reasons (HW slowdown, SW/HW thermal, power brake — not the SW power cap,
                  which is normal at full load) in ≥ 1% of busy polls (95% Wilson lower bound), or an SM clock
                  while busy that is a low outlier among its peers (modified z ≤ -3.5, Iglewicz-Hoaglin) and ≥ 5%
-                 below their median.
+                 below their median; or a busy clock that falls ≥ 10% as the GPU heats (thermal, bits or not); or
+                 busy polls pinned at a power limit below the one the same part runs at in the run (a cap, with or
+                 without clocks.sm in the log).
   underutilized  utilization below the other GPUs' median at the same moment, by ≥ MIN_DELTA_PCT on average,
   saturated      or above it by as much while itself busy in ≥ 90% of polls — and significantly so: a sign test on the
                  per-poll differences, with the number of polls deflated by their lag-1 autocorrelation
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
+from playbook.analysis.gpu_limits import POWER_PINNED, THERMAL_DEFICIT_MIN, power_only_cap, thermal_droop
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
@@ -46,7 +49,6 @@ CLOCK_DEFICIT_MIN = 0.05
 # self-reference: at full load, power-limited boost (DVFS) alone lowers the SM clock by up to ~25% (an H100 at 700 W
 # runs ~1.5-1.98 GHz); a busy clock more than 30% below what the same GPU or model reaches in the run is a limiter
 SELF_DEFICIT_MIN = 0.30
-POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
 MODIFIED_Z = 3.5
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this utilization
 UNUSED_MIB = 2048.0  # ... and never more memory than this: probably not part of the job
@@ -347,8 +349,10 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     cols["self_slow_lower"] = np.zeros(g_count)
     cols.update({k: np.full(g_count, math.nan) for k in ("cap_share", "cap_limit_w", "cap_ref_w", "cap_deficit")})
     cols["cap_lower"] = np.zeros(g_count)
+    cols.update({k: np.full(g_count, math.nan) for k in ("thermal_deficit", "thermal_cost", "thermal_p",
+                                                         "thermal_cool_c", "thermal_hot_c")})
     if not has["sm_clock_mhz"]:
-        _power_only_cap(series, cols, has, busy_thr)
+        power_only_cap(series, cols, has, busy_thr)
         for k, v in cols.items():
             table[k] = v
         return
@@ -382,6 +386,8 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 if known.any():
                     cols["power_pinned_share"][g] = float(np.mean(p[known] >= POWER_PINNED * lim[known]))
                     cols["power_limit_at_slow_w"][g] = float(np.median(lim[known]))
+        if has["temp_c"]:
+            thermal_droop(c, series.get(g, "temp_c", dropna=False)[1][ok], cols, g)
         if has["power_w"] and np.isfinite(limit_ref):
             # a lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this
             # GPU or its peers run at — a cap someone set (nvidia-smi -pl, a scheduler, a BMC) holding the clock
@@ -398,54 +404,6 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 cols["cap_deficit"][g] = deficit
     for k, v in cols.items():
         table[k] = v
-
-
-def _sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
-    """Per GPU, the highest enforced power limit among the run's GPUs of the same part — the same memory.total
-    within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across) — or among
-    all GPUs when memory.total is not recorded. NaN without a power limit."""
-    g_count = len(series)
-    refs = np.full(g_count, math.nan)
-    if not has["power_limit_w"]:
-        return refs
-    top = np.array([np.nanmax(v) if np.isfinite(v := series.get(g, "power_limit_w", dropna=False)[1]).any()
-                    else math.nan for g in range(g_count)])
-    mem = np.array([np.nanmedian(v) if has["mem_total_mib"] and np.isfinite(
-        v := series.get(g, "mem_total_mib", dropna=False)[1]).any() else math.nan for g in range(g_count)])
-    for g in range(g_count):
-        same = np.abs(mem - mem[g]) <= 0.02 * mem[g] if np.isfinite(mem[g]) else np.ones(g_count, bool)
-        if np.isfinite(top[same]).any():
-            refs[g] = float(np.nanmax(top[same]))
-    return refs
-
-
-def _power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) -> None:
-    """A lowered power limit without an SM clock in the log (nvidia-smi with power.draw / power.limit only, DCGM
-    without a clock field): busy polls whose draw sits pinned at an enforced limit below the one the same part
-    runs at elsewhere in the run. The clock it costs is estimated by DVFS physics — dynamic power ~ f·V² with the
-    voltage rising with the clock, P ~ f³ — so the clock falls to (limit / reference)^(1/3): 700 → 600 W on an
-    H100 costs ~5%, 300 → 150 W on a V100 ~21%. A GPU at its full limit (TDP-bound, the common healthy case) has
-    no lower reference and is never called capped."""
-    if not (has["power_w"] and has["power_limit_w"]):
-        return
-    refs = _sku_limit_refs(series, has)
-    for g in range(len(series)):
-        u = series.get(g, "util_pct", dropna=False)[1]
-        p = series.get(g, "power_w", dropna=False)[1]
-        lim = series.get(g, "power_limit_w", dropna=False)[1]
-        ok = np.isfinite(u) & (u >= busy_thr) & np.isfinite(p) & np.isfinite(lim) & (lim > 0)
-        if ok.sum() < 3 or not np.isfinite(refs[g]):
-            continue
-        p, lim = p[ok], lim[ok]
-        capped = (lim < POWER_PINNED * refs[g]) & (p >= POWER_PINNED * lim)
-        if not capped.any():
-            continue
-        cap = float(np.median(lim[capped]))
-        cols["cap_share"][g] = float(capped.mean())
-        cols["cap_lower"][g] = wilson_lower(int(capped.sum()), len(capped))
-        cols["cap_limit_w"][g] = cap
-        cols["cap_ref_w"][g] = refs[g]
-        cols["cap_deficit"][g] = float(1 - (cap / refs[g]) ** (1 / 3))
 
 
 def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float) -> None:
@@ -526,8 +484,14 @@ def _status(r, g_count: int) -> tuple[str, str]:
     slow_clock = (np.isfinite(r.clock_z) and r.clock_z <= -MODIFIED_Z and r.clock_deficit >= CLOCK_DEFICIT_MIN)
     self_slow = r.self_slow_lower >= THROTTLE_SHARE_MIN
     capped = (r.cap_lower >= THROTTLE_SHARE_MIN and np.isfinite(r.cap_deficit) and r.cap_deficit >= CLOCK_DEFICIT_MIN)
-    if harmful or slow_clock or self_slow or capped:
+    thermal = (np.isfinite(r.thermal_deficit) and r.thermal_deficit >= THERMAL_DEFICIT_MIN
+               and np.isfinite(r.thermal_p) and r.thermal_p < ALPHA)
+    if harmful or slow_clock or self_slow or capped or thermal:
         parts = []
+        if thermal:
+            parts.append(f"SM clock falls {r.thermal_deficit:.0%} as the GPU heats from {r.thermal_cool_c:.0f} to "
+                         f"{r.thermal_hot_c:.0f} °C while busy (one-sided Spearman, p = {r.thermal_p:.1g}): thermal "
+                         "throttling — check cooling, airflow and the GPU's max operating temperature")
         if harmful:
             parts.append(f"{r.harmful_bits} in {r.harmful_share:.0%} of busy polls")
         if slow_clock:

@@ -236,6 +236,9 @@ def _device_status(t) -> list[Evidence]:
             capped = getattr(r, "cap_lower", 0.0) >= 0.01 and np.isfinite(cap_cost) and cap_cost > 0
             if capped:
                 deficit = max(deficit, float(cap_cost))
+            thermal_cost = getattr(r, "thermal_cost", math.nan)
+            if np.isfinite(thermal_cost):
+                deficit = max(deficit, float(thermal_cost))  # the clock given up to heat, over the busy polls
             if r.harmful_lower >= 0.01:
                 w = max(impact(float(r.harmful_share)), impact(deficit))
                 out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}", lost=deficit or None, names=(r.id,), next_step=

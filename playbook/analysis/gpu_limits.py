@@ -1,0 +1,93 @@
+"""Clock limiters read from physics rather than peers, for analysis.gpus: a busy clock that falls as the GPU heats
+(thermal droop) and a power limit lowered below the one the same part runs at (a cap, readable without a clock).
+Each fills per-GPU columns of analysis.gpus' table (`cols`, arrays indexed by GPU)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from playbook.analysis.series import GpuSeries
+from playbook.analysis.stats import effective_n, lag1, t_sf, wilson_lower
+
+# GPU Boost trims one ~15 MHz bin per ~5 °C, ~5% from 40 to 85 °C: a clock falling twice that as the GPU heats is a
+# thermal limiter (cooling, airflow, a low max operating temperature), with or without the event-reason bits
+THERMAL_DEFICIT_MIN = 0.10
+POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
+
+
+def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int) -> None:
+    """The busy SM clock falling as the GPU heats: a one-sided Spearman test of clock against temperature, its
+    polls deflated by their lag-1 autocorrelation (a warming GPU is one slow trend, not n independent polls), and
+    the clock at the hottest quarter of polls against the coolest quarter (thermal_deficit); thermal_cost is the
+    mean shortfall of all busy polls below the cool clock."""
+    from scipy import stats as sps
+
+    known = np.isfinite(temp)
+    c, t = clock[known], temp[known]
+    if len(c) < 8 or np.ptp(t) == 0 or np.ptp(c) == 0:
+        return
+    cool, hot = t <= np.percentile(t, 25), t >= np.percentile(t, 75)
+    if not (cool.any() and hot.any()) or np.median(t[hot]) <= np.median(t[cool]):
+        return
+    cool_mhz = float(np.median(c[cool]))
+    rho = float(sps.spearmanr(t, c)[0])
+    n_eff = effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0)
+    if not np.isfinite(rho) or rho >= 0 or abs(rho) >= 1:
+        p = 0.0 if np.isfinite(rho) and rho <= -1 else 1.0
+    else:
+        p = t_sf(-rho * math.sqrt((n_eff - 2) / (1 - rho * rho)), n_eff - 2)
+    cols["thermal_deficit"][g] = float(1 - np.median(c[hot]) / cool_mhz)
+    cols["thermal_cost"][g] = float(np.mean(np.clip(1 - c / cool_mhz, 0, None)))
+    cols["thermal_p"][g] = p
+    cols["thermal_cool_c"][g] = float(np.median(t[cool]))
+    cols["thermal_hot_c"][g] = float(np.median(t[hot]))
+
+
+def _sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
+    """Per GPU, the highest enforced power limit among the run's GPUs of the same part — the same memory.total
+    within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across) — or among
+    all GPUs when memory.total is not recorded. NaN without a power limit."""
+    g_count = len(series)
+    refs = np.full(g_count, math.nan)
+    if not has["power_limit_w"]:
+        return refs
+    top = np.array([np.nanmax(v) if np.isfinite(v := series.get(g, "power_limit_w", dropna=False)[1]).any()
+                    else math.nan for g in range(g_count)])
+    mem = np.array([np.nanmedian(v) if has["mem_total_mib"] and np.isfinite(
+        v := series.get(g, "mem_total_mib", dropna=False)[1]).any() else math.nan for g in range(g_count)])
+    for g in range(g_count):
+        same = np.abs(mem - mem[g]) <= 0.02 * mem[g] if np.isfinite(mem[g]) else np.ones(g_count, bool)
+        if np.isfinite(top[same]).any():
+            refs[g] = float(np.nanmax(top[same]))
+    return refs
+
+
+def power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) -> None:
+    """A lowered power limit without an SM clock in the log (nvidia-smi with power.draw / power.limit only, DCGM
+    without a clock field): busy polls whose draw sits pinned at an enforced limit below the one the same part
+    runs at elsewhere in the run. The clock it costs is estimated by DVFS physics — dynamic power ~ f·V² with the
+    voltage rising with the clock, P ~ f³ — so the clock falls to (limit / reference)^(1/3): 700 → 600 W on an
+    H100 costs ~5%, 300 → 150 W on a V100 ~21%. A GPU at its full limit (TDP-bound, the common healthy case) has
+    no lower reference and is never called capped."""
+    if not (has["power_w"] and has["power_limit_w"]):
+        return
+    refs = _sku_limit_refs(series, has)
+    for g in range(len(series)):
+        u = series.get(g, "util_pct", dropna=False)[1]
+        p = series.get(g, "power_w", dropna=False)[1]
+        lim = series.get(g, "power_limit_w", dropna=False)[1]
+        ok = np.isfinite(u) & (u >= busy_thr) & np.isfinite(p) & np.isfinite(lim) & (lim > 0)
+        if ok.sum() < 3 or not np.isfinite(refs[g]):
+            continue
+        p, lim = p[ok], lim[ok]
+        capped = (lim < POWER_PINNED * refs[g]) & (p >= POWER_PINNED * lim)
+        if not capped.any():
+            continue
+        cap = float(np.median(lim[capped]))
+        cols["cap_share"][g] = float(capped.mean())
+        cols["cap_lower"][g] = wilson_lower(int(capped.sum()), len(capped))
+        cols["cap_limit_w"][g] = cap
+        cols["cap_ref_w"][g] = refs[g]
+        cols["cap_deficit"][g] = float(1 - (cap / refs[g]) ** (1 / 3))
