@@ -95,6 +95,8 @@ CASES = [
     ("thermald#300 MX330 thermal, no reasons", "throttling", _file("thermald_300_mx330_thermal.csv")),
     # the negative: GPU Boost's normal ~5% droop as a busy H100 warms 40 -> 80 C
     ("GPU Boost droop 40-80 C", "healthy", _file("boost_droop_healthy.csv")),
+    # the negative: an H100 held at its 700 W limit losing 19% clock as leakage grows with temperature
+    ("H100 at 700 W warming, leakage", "healthy", _file("tdp_leakage_healthy.csv")),
     ("open_clip#703 loader every 8 steps", "data_starvation", _open_clip_703),
     # X-LANCE/SLAM-LLM#109 and the checkpoint threads above: a synchronous save on rank 0, 8xA100/H100
     ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(simulate.case_rank0_checkpoint)),

@@ -17,14 +17,16 @@ THERMAL_DEFICIT_MIN = 0.10
 POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
 
 
-def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int) -> None:
+def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinned: np.ndarray | None = None) -> None:
     """The busy SM clock falling as the GPU heats: a one-sided Spearman test of clock against temperature, its
     polls deflated by their lag-1 autocorrelation (a warming GPU is one slow trend, not n independent polls), and
     the clock at the hottest quarter of polls against the coolest quarter (thermal_deficit); thermal_cost is the
-    mean shortfall of all busy polls below the cool clock."""
+    mean shortfall of all busy polls below the cool clock. Polls drawing at the power limit (`pinned`) are left
+    out: leakage grows with temperature, so at a fixed power limit the clock falls as the GPU warms — the power
+    limit's trade (normal at TDP; a lowered one is the cap test's), not a thermal limiter."""
     from scipy import stats as sps
 
-    known = np.isfinite(temp)
+    known = np.isfinite(temp) if pinned is None else np.isfinite(temp) & ~pinned
     c, t = clock[known], temp[known]
     if len(c) < 8 or np.ptp(t) == 0 or np.ptp(c) == 0:
         return

@@ -387,7 +387,11 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                     cols["power_pinned_share"][g] = float(np.mean(p[known] >= POWER_PINNED * lim[known]))
                     cols["power_limit_at_slow_w"][g] = float(np.median(lim[known]))
         if has["temp_c"]:
-            thermal_droop(c, series.get(g, "temp_c", dropna=False)[1][ok], cols, g)
+            pinned = None
+            if has["power_w"] and has["power_limit_w"]:
+                pw, lim = (series.get(g, k, dropna=False)[1][ok] for k in ("power_w", "power_limit_w"))
+                pinned = np.isfinite(pw) & np.isfinite(lim) & (pw >= POWER_PINNED * lim)
+            thermal_droop(c, series.get(g, "temp_c", dropna=False)[1][ok], cols, g, pinned)
         if has["power_w"] and np.isfinite(limit_ref):
             # a lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this
             # GPU or its peers run at — a cap someone set (nvidia-smi -pl, a scheduler, a BMC) holding the clock
