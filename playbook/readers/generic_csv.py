@@ -14,6 +14,7 @@ counted. Without a time column, ticks (the GPU number stops increasing) get synt
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 
@@ -67,8 +68,17 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
         sep = _delimiter(s)
         if sep is None:
             return None
-        return k, sep, [c.strip().strip('"') for c in s.split(sep)]
+        return k, sep, header_names(s, sep)
     return None
+
+
+def header_names(line: str, sep: str) -> list[str]:
+    """The names of a header line, quoted CSV-style where a name holds the delimiter (Grafana's
+    `"DCGM_FI_DEV_GPU_UTIL{gpu=""0"", Hostname=""n1""}"`)."""
+    if '"' not in line:
+        return [c.strip() for c in line.split(sep)]
+    row = next(csv.reader([line], delimiter=sep, skipinitialspace=True), [])
+    return [c.strip().strip('"') for c in row]
 
 
 def sniff(head: str) -> bool:
@@ -112,7 +122,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                 raise InputError(f"{src}: line {skip_lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
-        names = [c.strip().strip('"') for c in textio.decode(data[start:end]).strip().split(sep)]
+        names = header_names(textio.decode(data[start:end]).strip(), sep)
         builder = TableBuilder(src, names, textio.host_from_path(path), skips, tz)
         if not builder.metrics:
             raise InputError(f"{src}: no GPU metric among the columns {', '.join(names[:8])}")
@@ -205,6 +215,8 @@ class TableBuilder:
                 self.ident.setdefault(m.role, (pos, m))
         self.gpus = sorted({m.gpu for m in self.metrics.values() if m.gpu is not None})
         self.plain = any(m.gpu is None for m in self.metrics.values())
+        # a table of a training loop (a step column, no clock): rows without any GPU metric are other metrics' rows
+        self.sparse = "time" not in self.ident and any(headers.tokens(x) == ["step"] for x in names)
         self.factors: dict[int, float] = {}
         self.time_unit: str | None = None
         self.note: str | None = None
@@ -285,11 +297,13 @@ class TableBuilder:
         groups += [(g, [p for p, m in self.metrics.items() if m.gpu == g]) for g in self.gpus]
         for g, positions in groups:
             keep = good.copy()
+            has = np.zeros(n, dtype=bool)
+            for p in positions:
+                has |= np.isfinite(values[p])
             if g is not None:  # a per-GPU column group: rows where this GPU has any value
-                has = np.zeros(n, dtype=bool)
-                for p in positions:
-                    has |= np.isfinite(values[p])
                 self.wide_empty += int((keep & ~has).sum()) if not self.plain and g == self.gpus[0] else 0
+                keep &= has
+            elif self.sparse:  # a training loop's table: rows other loggers wrote (loss only) hold no sample
                 keep &= has
             if not keep.any():
                 continue

@@ -26,23 +26,27 @@ from playbook import schema
 UNIT_WORDS: dict[str, str] = {
     "pct": "%", "percent": "%", "percentage": "%", "%": "%", "ratio": "ratio", "frac": "ratio", "fraction": "ratio",
     "mib": "mib", "mb": "mb", "gib": "gib", "gb": "gb", "kib": "kib", "kb": "kb", "bytes": "b", "byte": "b",
+    "megabytes": "megabytes", "gigabytes": "gigabytes", "kilobytes": "kilobytes", "mebibytes": "mib",
+    "gibibytes": "gib",
     "w": "w", "watts": "w", "watt": "w", "mw": "mw", "milliwatts": "mw", "kw": "kw",
     "mhz": "mhz", "ghz": "ghz", "khz": "khz", "hz": "hz",
     "c": "c", "celsius": "c", "degc": "c",
     "s": "s", "sec": "s", "secs": "s", "seconds": "s", "ms": "ms", "us": "us", "ns": "ns",
 }
-_RATE_UNITS = {"mib": "mib/s", "mb": "mb/s", "kb": "kb/s", "kib": "kib/s", "gb": "gb/s", "gib": "gib/s", "b": "b/s"}
+# spelled-out decimal sizes (MLflow's `gpu_0_memory_usage_megabytes` is bytes / 1e6) -> MiB
+SI_SIZES = {"megabytes": 1e6 / 2**20, "gigabytes": 1e9 / 2**20, "kilobytes": 1e3 / 2**20}
+_RATE_UNITS = {"megabytes": "mb/s", "gigabytes": "gb/s", "kilobytes": "kb/s", "mib": "mib/s", "mb": "mb/s", "kb": "kb/s", "kib": "kib/s", "gb": "gb/s", "gib": "gib/s", "b": "b/s"}
 
 TIME = {"time", "timestamp", "ts", "datetime", "date", "epoch", "walltime", "unix", "unixtime", "runtime", "clock_time"}
 RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
-HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node"}
+HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node", "ip"}
 GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id"}
 NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
              "fan", "state", "mode"}
 
 UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load"}
-MEM = {"mem", "memory", "fb", "vram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
+MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
 POWER = {"power", "pwr", "watts", "draw", "powerdraw", "pmlmt"}
 LIMIT = {"limit", "cap", "enforced", "pmlmt"}
 CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
@@ -151,8 +155,40 @@ def _unit(words: list[str], bracket: str | None, rate: bool) -> str | None:
     return None
 
 
+def split_labels(name: str) -> tuple[str, dict[str, str]]:
+    """A Prometheus series name with its label set, as Grafana and PromQL print it:
+    'DCGM_FI_DEV_GPU_UTIL{gpu="0", Hostname="n1"}' -> ('DCGM_FI_DEV_GPU_UTIL', {'gpu': '0', 'Hostname': 'n1'}).
+    A name without a trailing {...} comes back unchanged with no labels. Linear: one pass over the braces."""
+    text = name.strip()
+    start = text.find("{")
+    if start <= 0 or not text.endswith("}"):
+        return text, {}
+    labels: dict[str, str] = {}
+    for part in text[start + 1:-1].split(","):
+        key, eq, value = part.partition("=")
+        if eq and key.strip():
+            labels[key.strip()] = value.strip().strip('"').strip("'")
+    return text[:start].strip(), labels
+
+
+def label_gpu(labels: dict[str, str]) -> int | None:
+    """The GPU number a label set names: the first label whose key means a GPU index (gpu, GpuIndex, gpu_number,
+    index, minor_number ...) holding a plain number."""
+    for key, value in labels.items():
+        if value.isdigit() and len(value) < 6 and meaning(key).role == "gpu":
+            return int(value)
+    return None
+
+
 def meaning(name: str) -> Meaning:
     """The schema role a column name asks for (see the module docstring)."""
+    base, labels = split_labels(name)
+    if labels:  # a labelled series: the metric from its name, the GPU from its labels
+        m = meaning(base)
+        gpu = label_gpu(labels)
+        if m.role in schema.TELEMETRY_METRICS and gpu is not None and m.gpu is None:
+            return Meaning(m.role, m.unit, gpu, m.bit, m.relative, m.rank)
+        return m
     base, bracket = split_unit(name)
     words = tokens(base)
     gpu = None
@@ -231,7 +267,7 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
     if ws & MEM:
         if ws & TOTAL:
             return "mem_total_mib", 0, 0
-        byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b")
+        byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
         if ws & USED or byte_unit:
             # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
             if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
@@ -276,6 +312,8 @@ def factor(m: Meaning, values) -> float:
         return 1.0
     if unit in ("ratio",) and (role.endswith("_pct")):
         return 100.0
+    if unit in SI_SIZES and role in ("mem_used_mib", "mem_total_mib"):
+        return SI_SIZES[unit]
     if unit and unit in textio.UNIT_FACTORS:
         f = textio.UNIT_FACTORS[unit]
         if role in ("power_w", "power_limit_w") and unit not in ("w", "mw", "kw"):
@@ -304,9 +342,11 @@ def assign(names: list[str]) -> dict[int, Meaning]:
     the best-ranked wins (ties: the first)."""
     best: dict[tuple[str, int | None, int], tuple[int, int]] = {}
     found: dict[int, Meaning] = {}
+    # beside a training step, a bare "epoch" counts training epochs (Lightning's CSVLogger), not epoch seconds
+    training = any(tokens(n) == ["step"] for n in names)
     for pos, name in enumerate(names):
         m = meaning(name)
-        if m.role is None:
+        if m.role is None or (training and m.role == "time" and tokens(split_unit(name)[0]) == ["epoch"]):
             continue
         found[pos] = m
         key = (m.role, m.gpu, m.bit)
@@ -317,7 +357,9 @@ def assign(names: list[str]) -> dict[int, Meaning]:
 
 
 def is_telemetry(names: list[str]) -> bool:
-    """True when the names hold at least one GPU metric and a time, GPU or per-GPU column."""
+    """True when the names hold at least one GPU metric and a time, GPU, per-GPU or training-step column (a
+    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv)."""
     ms = assign(names).values()
     metrics = [m for m in ms if m.role in schema.TELEMETRY_METRICS]
-    return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics))
+    return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics)
+                              or any(tokens(n) == ["step"] for n in names))
