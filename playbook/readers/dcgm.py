@@ -14,7 +14,9 @@ Fields kept (others are ignored): GPU_UTIL (203) util_pct, MEM_COPY_UTIL (204) m
 (150, C), CLOCK_THROTTLE_REASONS / CLOCKS_EVENT_REASONS (112, bitmask), PROF_SM_ACTIVE (1002, 0-1),
 PROF_PCIE_TX/RX_BYTES (1009/1010, bytes/s -> MiB/s), PROF_NVLINK_TX/RX_BYTES (1011/1012), PCIE_REPLAY_COUNTER
 (202), PCIE_LINK_GEN/WIDTH (237/238). A change of DCGM_FI_DEV_XID_ERRORS to a non-zero value becomes an `xid`
-event.
+event. Other Prometheus metric names are read by their words and unit suffix (playbook.readers.headers: Ray's
+`ray_node_gpus_utilization{GpuIndex="0"}`, the OpenTelemetry NVML receiver's `nvml_gpu_utilization_ratio`), from
+series whose labels name a GPU by an index label (any label name meaning a GPU index) or a UUID.
 """
 
 from __future__ import annotations

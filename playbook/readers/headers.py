@@ -12,7 +12,9 @@ clock-event mask (or one reason bit), pcie/nvlink + tx/rx a link rate, a clock a
 power draw or limit, temperature a temperature, utilization a utilization (memory or GPU), memory + used/total
 the frame buffer. Names that qualify a reading as something else (max, default, min, threshold, encoder, bar1,
 process, ...) mean no role. A "gpu N" inside a name (W&B's `system.gpu.N.*`, `GPU 1 Power`) makes the column a
-per-GPU metric of GPU N. Only names that say gpu/index/device/bus/uuid/minor are a GPU index; a process, sweep,
+per-GPU metric of GPU N, and so does a trailing "gpu N" / "_N" (`Utilization GPU 1 (%)`, `util_gpu0`,
+`gpu_util_0`) or a label set (`DCGM_FI_DEV_GPU_UTIL{gpu="0"}`, `nvidia_smi_utilization_gpu index=0`: see
+split_labels). Only names that say gpu/index/device/bus/uuid/minor are a GPU index; a process, sweep,
 rank or job id is not.
 """
 
@@ -162,6 +164,12 @@ def split_labels(name: str) -> tuple[str, dict[str, str]]:
     text = name.strip()
     start = text.find("{")
     if start <= 0 or not text.endswith("}"):
+        if "=" in text and "{" not in text:  # 'nvidia_smi_utilization_gpu index=0' (CloudWatch, Influx style)
+            parts = text.replace(",", " ").split()
+            pairs = [p.partition("=") for p in parts if "=" in p]
+            head = [p for p in parts if "=" not in p]
+            if head and all(k and v for k, _eq, v in pairs):
+                return " ".join(head), {k: v.strip('"') for k, _eq, v in pairs}
         return text, {}
     labels: dict[str, str] = {}
     for part in text[start + 1:-1].split(","):
@@ -202,6 +210,11 @@ def meaning(name: str) -> Meaning:
                 if rest == ["gpu"]:  # W&B `system.gpu.N.gpu`: the utilization
                     words = ["gpu", "util"]
             break
+    # the index last: "Utilization GPU 1 (%)", "util_gpu0", "gpu_util_0" (a GPU word earlier in the name)
+    if gpu is None and len(words) >= 3 and words[-1].isdigit() and len(words[-1]) < 6 \
+            and any(w in ("gpu", "cuda", "device") for w in words[:-1]):
+        gpu = int(words[-1])
+        words = words[:-2] if words[-2] in ("gpu", "cuda", "device") else words[:-1]
     ws = set(words)
     unit = _unit(words, bracket, rate=bool(ws & (PCIE | NVLINK)))
     if bracket in ("ratio", "fraction"):
@@ -216,7 +229,7 @@ def meaning(name: str) -> Meaning:
 def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """(role, reason bit, rank) from a name's words."""
     if ws & THROTTLE and (ws & REASON or ws & {"throttle", "throttling"}) or "clocks_event_reasons" in ws:
-        if ws & {"supported"}:
+        if ws & {"supported", "counters", "counter"}:  # -q's "Clocks Event Reasons Counters": time spent, in us
             return None, 0, 0
         after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
         rest = set(after) - REASON - THROTTLE - CLOCK
@@ -229,6 +242,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
         return "host", 0, 0 if ws & {"host", "hostname"} else 1
     other = ws & OTHER
+    if ws & UTIL and not ws & (POWER | CLOCK | TEMP):
+        other -= {"percent"}  # a utilization's unit ("utilization_percent"); beside power or memory, a share
     if ws & (PCIE | NVLINK):
         link = "nvlink" if ws & NVLINK else "pcie"
         if ws & TX and not other:
