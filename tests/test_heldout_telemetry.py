@@ -41,6 +41,9 @@ def test_heldout_file_reads(name):
         assert seconds.max() - seconds.min() == pytest.approx(want["span_s"], abs=1e-3), name
     else:  # no clock in the file: synthetic, evenly spaced ticks, and a warning that says so
         assert any("synthetic" in w or "placed" in w or "interval" in w for w in bundle.warnings), bundle.warnings
+    # every GPU is sampled at the same ticks (one poll holds them all)
+    ticks = [set(tel.loc[tel["gpu"] == g, "time"]) for g in gpus]
+    assert all(t == ticks[0] for t in ticks), name
 
 
 def test_heldout_units_are_converted():

@@ -136,6 +136,9 @@ def _text(v) -> str:
 def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
     """Flat records from one JSON object: its scalars (nested objects as dotted keys) plus, per item of a list
     of objects, one record with the item's fields (see the module docstring)."""
+    points = _series_points(obj) if depth == 0 else None
+    if points is not None:  # a document that is one named series (Graphite's render answer: a list of them)
+        return [{**inherited, **p} for p in points]
     scalars: dict = {}
     lists: list[list] = []
     _flatten(obj, "", scalars, lists, depth)

@@ -224,6 +224,7 @@ class TableBuilder:
         self.hosts: dict[str, int] = {}
         self.gpu_ids: dict[str, int] = {}
         self.rows = 0
+        self.seen = 0  # data rows offered so far (the tick of a row without a time column)
         self.wide_empty = 0
 
     # ---------------------------------------------------------------------------------------------- per block
@@ -291,7 +292,11 @@ class TableBuilder:
             codes = np.array([self.hosts.setdefault(x, len(self.hosts)) for x in names], dtype=np.int32)[local]
         else:
             codes = np.full(n, self.hosts.setdefault(self.default_host, len(self.hosts)), dtype=np.int32)
-        time_ns = self._times(table.column(self.ident["time"][0]) if "time" in self.ident else None, drop, n)
+        if "time" in self.ident:
+            time_ns = self._times(table.column(self.ident["time"][0]), drop, n)
+        else:  # the row's number: with per-GPU columns each row is one tick (see `bundle`)
+            time_ns = np.arange(self.seen, self.seen + n, dtype=np.int64)
+        self.seen += n
         good = ~bad
         groups = [(None, [p for p, m in self.metrics.items() if m.gpu is None])] if self.plain else []
         groups += [(g, [p for p, m in self.metrics.items() if m.gpu == g]) for g in self.gpus]
@@ -385,7 +390,11 @@ class TableBuilder:
                                                for p, size in zip(self.parts, sizes, strict=True)])
         self.parts = []
         gpu = columns["gpu"]
-        if synthetic:
+        if synthetic and self.gpus and not self.plain:  # per-GPU columns: one row holds every GPU of a tick
+            ticks = np.unique(columns["time"], return_inverse=True)[1]
+            columns["time"] = textio.synthetic_times(ticks, interval_s).astype(np.int64)
+            bundle.warnings.insert(0, textio.synthetic_warning(self.src, "rows (one tick per row)", interval_s))
+        elif synthetic:
             ticks = np.cumsum(np.r_[True, gpu[1:] <= gpu[:-1]]) - 1 if len(gpu) else np.zeros(0, dtype=np.int64)
             columns["time"] = textio.synthetic_times(ticks, interval_s).astype(np.int64)
             bundle.warnings.insert(0, textio.synthetic_warning(
