@@ -124,3 +124,20 @@ def test_smi_q_text_reads_clock_event_reasons():
     path = Path(__file__).parent / "data" / "nvidia_smi_q" / "performance-8gpu-thermal.txt"
     tel = read_paths([path]).telemetry.sort_values("gpu")
     assert tel["throttle_reasons"].tolist() == [4, 0, 0, 4, 0, 72, 0, 0]
+
+
+def test_labelled_columns_of_two_hosts_are_both_kept(tmp_path):
+    """A Grafana panel over a fleet: GPU 0 of node n1 and GPU 0 of node n2 are two series, not one."""
+    cols = [f'"DCGM_FI_DEV_GPU_UTIL{{gpu=""0"", Hostname=""{h}"", instance=""{h}:9400""}}"' for h in ("n1", "n2")]
+    wide = tmp_path / "panel.csv"
+    wide.write_text('"Time",' + ",".join(cols) + "\n" + "".join(f"2025-12-01 19:00:{k:02d},{90 + k},{10 + k}\n"
+                                                              for k in range(5)))
+    long = tmp_path / "rows.csv"
+    long.write_text('"Series";"Time";"Value"\n' + "".join(
+        f'"DCGM_FI_DEV_GPU_UTIL{{gpu=""0"", instance=""{h}:9400""}}";"2025-12-01T19:00:{k:02d}Z";{v + k}\n'
+        for h, v in (("n1", 90), ("n2", 10)) for k in range(5)))
+    for path in (wide, long):
+        tel = read_paths([path]).telemetry
+        means = tel.groupby("host")["util_pct"].mean().to_dict()
+        assert means == {"n1": 92.0, "n2": 12.0}, (path.name, means)
+        assert (tel.groupby("host").size() == 5).all()

@@ -15,6 +15,7 @@ counted. Without a time column, ticks (the GPU number stops increasing) get synt
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from pathlib import Path
 
@@ -213,7 +214,8 @@ class TableBuilder:
         for pos, m in sorted(self.cols.items(), key=lambda kv: kv[1].rank):
             if m.role in ("time", "host", "gpu"):
                 self.ident.setdefault(m.role, (pos, m))
-        self.gpus = sorted({m.gpu for m in self.metrics.values() if m.gpu is not None})
+        # per-GPU column groups: (GPU, host or "" for the file's host) of labelled / numbered columns
+        self.gpus = sorted({(m.gpu, m.host or "") for m in self.metrics.values() if m.gpu is not None})
         self.plain = any(m.gpu is None for m in self.metrics.values())
         # a table of a training loop (a step column, no clock): rows without any GPU metric are other metrics' rows
         self.sparse = "time" not in self.ident and any(headers.tokens(x) == ["step"] for x in names)
@@ -265,7 +267,7 @@ class TableBuilder:
             if pos not in self.factors and np.isfinite(v).any():
                 m = headers.settle(m, v)
                 if m.unit is None and unit:
-                    m = headers.Meaning(m.role, unit, m.gpu, m.bit, m.relative, m.rank)
+                    m = dataclasses.replace(m, unit=unit)
                 self.metrics[pos] = m
                 self.factors[pos] = headers.factor(m, v)
             v = v * self.factors.get(pos, 1.0)
@@ -299,7 +301,7 @@ class TableBuilder:
         self.seen += n
         good = ~bad
         groups = [(None, [p for p, m in self.metrics.items() if m.gpu is None])] if self.plain else []
-        groups += [(g, [p for p, m in self.metrics.items() if m.gpu == g]) for g in self.gpus]
+        groups += [(g, [p for p, m in self.metrics.items() if (m.gpu, m.host or "") == g]) for g in self.gpus]
         for g, positions in groups:
             keep = good.copy()
             has = np.zeros(n, dtype=bool)
@@ -312,8 +314,9 @@ class TableBuilder:
                 keep &= has
             if not keep.any():
                 continue
-            part = {"time": time_ns[keep], "gpu": (gpu if g is None else np.full(n, g, dtype=np.int64))[keep],
-                    "host": codes[keep]}
+            part = {"time": time_ns[keep], "gpu": (gpu if g is None else np.full(n, g[0], dtype=np.int64))[keep],
+                    "host": codes[keep] if g is None or not g[1] else
+                    np.full(int(keep.sum()), self.hosts.setdefault(g[1], len(self.hosts)), dtype=np.int32)}
             for p in positions:
                 m = self.metrics[p]
                 if m.bit:

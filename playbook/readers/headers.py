@@ -20,7 +20,7 @@ rank or job id is not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from playbook import schema
 
@@ -107,6 +107,7 @@ class Meaning:
     bit: int = 0
     relative: bool = False
     rank: int = 0
+    host: str | None = None  # the host a labelled per-GPU series names (`{gpu="0", Hostname="n1"}`)
 
 
 def split_unit(name: str) -> tuple[str, str | None]:
@@ -188,6 +189,17 @@ def label_gpu(labels: dict[str, str]) -> int | None:
     return None
 
 
+def label_host(labels: dict[str, str]) -> str | None:
+    """The host a label set names: a host / hostname label first, else node / instance / ip (a port dropped)."""
+    found = sorted((meaning(k).rank, i, v) for i, (k, v) in enumerate(labels.items())
+                   if v and meaning(k).role == "host")
+    if not found:
+        return None
+    host = found[0][2]
+    head, colon, port = host.rpartition(":")
+    return head if colon and port.isdigit() and head else host
+
+
 def meaning(name: str) -> Meaning:
     """The schema role a column name asks for (see the module docstring)."""
     base, labels = split_labels(name)
@@ -195,7 +207,7 @@ def meaning(name: str) -> Meaning:
         m = meaning(base)
         gpu = label_gpu(labels)
         if m.role in schema.TELEMETRY_METRICS and gpu is not None and m.gpu is None:
-            return Meaning(m.role, m.unit, gpu, m.bit, m.relative, m.rank)
+            return replace(m, gpu=gpu, host=label_host(labels))
         return m
     base, bracket = split_unit(name)
     words = tokens(base)
@@ -310,7 +322,7 @@ def settle(m: Meaning, values) -> Meaning:
         v = np.asarray(values, dtype=np.float64)
         v = v[np.isfinite(v)]
         if len(v) and float(np.max(v)) > 100.5:
-            return Meaning("mem_used_mib", None, m.gpu, 0, False, 2)
+            return replace(m, role="mem_used_mib", unit=None)
     return m
 
 
@@ -364,7 +376,7 @@ def assign(names: list[str]) -> dict[int, Meaning]:
         if m.role is None or (training and m.role == "time" and tokens(split_unit(name)[0]) == ["epoch"]):
             continue
         found[pos] = m
-        key = (m.role, m.gpu, m.bit)
+        key = (m.role, m.gpu, m.bit, m.host)
         if key not in best or m.rank < best[key][0]:
             best[key] = (m.rank, pos)
     keep = {pos for _rank, pos in best.values()}
