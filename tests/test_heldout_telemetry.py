@@ -141,3 +141,41 @@ def test_labelled_columns_of_two_hosts_are_both_kept(tmp_path):
         means = tel.groupby("host")["util_pct"].mean().to_dict()
         assert means == {"n1": 92.0, "n2": 12.0}, (path.name, means)
         assert (tel.groupby("host").size() == 5).all()
+
+
+def test_pmon_processes_sum_per_gpu(tmp_path):
+    """`nvidia-smi pmon`: one row per process; two processes on GPU 0 add up, a GPU with none is idle."""
+    head = ("# gpu         pid   type     sm    mem    enc    dec    command\n"
+            "# Idx           #    C/G      %      %      %      %    name\n")
+    poll = ("    0      12345     C     {a}     20      -      -    python\n"
+            "    0      12399     C     {b}     10      -      -    python\n"
+            "    1          -     -      -      -      -      -    -\n")
+    path = tmp_path / "pmon.log"
+    path.write_text(head + "".join(poll.format(a=40 + k, b=50) for k in range(4)))
+    tel = read_paths([path]).telemetry.sort_values(["gpu", "time"])
+    assert tel.loc[tel["gpu"] == 0, "util_pct"].tolist() == [90, 91, 92, 93]
+    assert tel.loc[tel["gpu"] == 0, "mem_util_pct"].tolist() == [30] * 4
+    assert tel.loc[tel["gpu"] == 1, "util_pct"].tolist() == [0] * 4
+    assert tel["time"].nunique() == 4
+
+
+def test_rocm_smi_csv(tmp_path):
+    """rocm-smi --csv: `card0` devices, "GPU use (%)" is the utilization (a name with a unit is never the GPU id)."""
+    path = tmp_path / "rocm.csv"
+    path.write_text("device,Temperature (Sensor edge) (C),Current Socket Graphic Package Power (W),GPU use (%)\n"
+                    "card0,45.0,300.0,96\ncard1,46.0,120.0,13\n")
+    tel = read_paths([path]).telemetry.sort_values("gpu")
+    assert tel["gpu"].tolist() == [0, 1]
+    assert tel["util_pct"].tolist() == [96, 13]
+    assert tel["power_w"].tolist() == [300, 120]
+
+
+def test_per_gpu_columns_with_different_metrics(tmp_path):
+    """GPU 0 logs utilization and memory, GPU 1 only utilization: both read (this crashed before)."""
+    path = tmp_path / "wide.csv"
+    path.write_text("_timestamp,system.gpu.0.gpu,system.gpu.0.memoryAllocatedBytes,system.gpu.1.gpu\n"
+                    "1764615600,96,1048576,13\n1764615602,12,2097152,97\n")
+    tel = read_paths([path]).telemetry.sort_values(["gpu", "time"])
+    assert tel["util_pct"].tolist() == [96, 12, 13, 97]
+    assert tel.loc[tel["gpu"] == 0, "mem_used_mib"].tolist() == [1, 2]
+    assert tel.loc[tel["gpu"] == 1, "mem_used_mib"].isna().all()

@@ -78,7 +78,10 @@ def header_names(line: str, sep: str) -> list[str]:
     `"DCGM_FI_DEV_GPU_UTIL{gpu=""0"", Hostname=""n1""}"`)."""
     if '"' not in line:
         return [c.strip() for c in line.split(sep)]
-    row = next(csv.reader([line], delimiter=sep, skipinitialspace=True), [])
+    try:
+        row = next(csv.reader([line], delimiter=sep, skipinitialspace=True), [])
+    except csv.Error:  # a stray carriage return or NUL inside the line: split it plainly
+        row = line.split(sep)
     return [c.strip().strip('"') for c in row]
 
 
@@ -470,11 +473,11 @@ def _numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray, str | None]:
     return values, unparsed, unit
 
 
-_GPU_NUMBER = r"^(?:gpu|cuda|nvidia|device)?[\s:#-]*(\d{1,9})$"  # one class, one repeat: linear
+_GPU_NUMBER = r"^(?:gpu|cuda|nvidia|device|card)?[\s:#-]*(\d{1,9})$"  # one class, one repeat: linear
 
 
 def _gpus(s: pd.Series, drop, ids: dict[str, int]) -> np.ndarray:
-    """GPU numbers: "3", "GPU 3", "cuda:3"; identifiers (UUIDs, bus ids) are numbered in order of first
+    """GPU numbers: "3", "GPU 3", "cuda:3", "card3" (rocm-smi); identifiers (UUIDs, bus ids) are numbered in order of first
     appearance across the whole file (`ids` carries the numbering from block to block)."""
     digits = s.str.extract(_GPU_NUMBER, flags=re.IGNORECASE, expand=False)
     gpu = pd.to_numeric(digits, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)

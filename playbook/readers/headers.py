@@ -291,6 +291,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         if ws & MEM:
             return "mem_util_pct", 0, 0
         return "util_pct", 0, 0
+    if ws & {"use", "usage"} and unit in ("%", "ratio") and not ws & MEM:
+        return "util_pct", 0, 1  # rocm-smi's "GPU use (%)": a share of time in use, not a size
     if ws & MEM:
         if ws & TOTAL:
             return "mem_total_mib", 0, 0
@@ -306,7 +308,7 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         return None, 0, 0
     if ws & TIME and not ws & {"step"}:
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
-    if ws & GPU_INDEX and not ws & NOT_INDEX:
+    if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
         return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid"} else 1 if ws & {"device", "dev", "cuda",
                                                                                            "entity"} else 2
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]):

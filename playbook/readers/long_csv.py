@@ -60,7 +60,10 @@ def sniff(head: str) -> bool:
     lines = head.split("\n")[skip + 1: skip + 1 + SNIFF_ROWS]
     if len(head) >= textio.HEAD_BYTES - 4:
         lines = lines[:-1]  # the last line of a cut head may be cut
-    series = {row[key].strip() for row in csv.reader(lines, delimiter=sep) if len(row) > key}
+    try:
+        series = {row[key].strip() for row in csv.reader(lines, delimiter=sep) if len(row) > key}
+    except csv.Error:  # a NUL byte, a field past the csv module's limit: not a table this reader takes
+        return False
     return headers.is_telemetry([names[i] for i in ident] + sorted(series))
 
 
@@ -87,27 +90,29 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     with textio.open_text(path) as raw:
         text = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors="replace", newline="")
         reader = csv.reader(text, delimiter=sep)
-        for no, row in enumerate(reader, start=1):
-            if no <= skip + 1 or not row or not "".join(row).strip():
-                continue
-            if len(row) < width:
-                skips.skip(reader.line_num, f"{len(row)} of {len(names)} fields {sep.join(row)[:50]!r}")
-                continue
-            name = row[key].strip()
-            if name in passed:
-                continue
-            if name not in cells:
-                m = headers.meaning(name)
-                if m.role not in schema.TELEMETRY_METRICS or len(cells) >= MAX_SERIES:
-                    dropped += m.role in schema.TELEMETRY_METRICS
-                    passed.add(name)
+        try:
+            for no, row in enumerate(reader, start=1):
+                if no <= skip + 1 or not row or not "".join(row).strip():
                     continue
-                cells[name] = {}
-            ids = tuple(row[i].strip() for i in ident)
-            r = rows.setdefault(ids, len(rows))
-            if r == len(first_line):
-                first_line.append(reader.line_num)
-            cells[name][r] = row[value]
+                if len(row) < width:
+                    skips.skip(reader.line_num, f"{len(row)} of {len(names)} fields {sep.join(row)[:50]!r}")
+                    continue
+                name = row[key].strip()
+                if name in passed:
+                    continue
+                if name not in cells:
+                    m = headers.meaning(name)
+                    if m.role not in schema.TELEMETRY_METRICS or len(cells) >= MAX_SERIES:
+                        dropped += m.role in schema.TELEMETRY_METRICS
+                        passed.add(name)
+                        continue
+                    cells[name] = {}
+                r = rows.setdefault(tuple(row[i].strip() for i in ident), len(rows))
+                if r == len(first_line):
+                    first_line.append(reader.line_num)
+                cells[name][r] = row[value]
+        except csv.Error as exc:  # a NUL byte, a field past the csv module's limit
+            raise InputError(f"{src}: unreadable CSV at line {reader.line_num} ({exc})") from None
         notes = raw.notes
     if not cells:
         raise InputError(f"{src}: no GPU metric series among the {names[key]} values")
