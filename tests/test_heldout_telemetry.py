@@ -113,6 +113,14 @@ def test_trailing_and_labelled_indices(name, gpu):
     assert (headers.meaning(name).role, headers.meaning(name).gpu) == ("util_pct", gpu)
 
 
+def test_shares_of_a_limit_are_not_readings():
+    """MLflow logs power both in W and as % of the limit, memory in MB and as % of the total."""
+    assert headers.meaning("system/gpu_0_power_usage_percentage").role is None
+    assert headers.meaning("system/gpu_0_memory_usage_percentage").role is None
+    names = ["timestamp", "system/gpu_0_power_usage_percentage", "system/gpu_0_power_usage_watts"]
+    assert [m.role for m in headers.assign(names).values()] == ["time", "power_w"]
+
+
 def test_bare_gpu_names_stay_the_gpu_column():
     for name in ("gpu", "GPU 0", "gpu_id", "gpu0", "index"):
         assert headers.meaning(name).role == "gpu", name

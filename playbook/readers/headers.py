@@ -279,6 +279,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         if ws & MEM:
             return "mem_clock_mhz", 0, 0
         return "sm_clock_mhz", 0, 0 if ws & {"sm", "smclk", "pclk"} else 1
+    if ws & POWER and unit in ("%", "ratio"):
+        return None, 0, 0  # MLflow's gpu_0_power_usage_percentage: a share of the limit, not a draw
     if ws & POWER or unit in ("w", "mw", "kw"):
         if ws & LIMIT:
             return "power_limit_w", 0, 0 if ws & {"enforced", "pmlmt"} else 1
