@@ -6,7 +6,10 @@
 
 Formats are recognised from content, never from file names (see detect.READERS for the order): nvidia-smi
 --query-gpu CSV and polling loops (nvidia_smi), nvidia-smi dmon (dmon), dcgm-exporter / Prometheus / dcgmi dmon
-(dcgm), generic telemetry CSV (generic_csv), step tables (steps), Kineto traces (kineto), any other text log
+(dcgm; other Prometheus names by their words, e.g. Ray, OpenTelemetry NVML), generic telemetry CSV (generic_csv),
+long-layout CSV with a series-name column (long_csv: MLflow history, Grafana rows), InfluxDB line protocol (influx:
+Telegraf), gpustat and `nvidia-smi -q` plain text (gpustat_text, smi_query_text), step tables (steps), Kineto
+traces (kineto), any other text log
 (lines: step lines, NCCL lines, recompiles and events, line by line),
 and the playbook's own recordings (run directories, or a single table's .parquet file).
 

@@ -14,11 +14,14 @@ Fields kept (others are ignored): GPU_UTIL (203) util_pct, MEM_COPY_UTIL (204) m
 (150, C), CLOCK_THROTTLE_REASONS / CLOCKS_EVENT_REASONS (112, bitmask), PROF_SM_ACTIVE (1002, 0-1),
 PROF_PCIE_TX/RX_BYTES (1009/1010, bytes/s -> MiB/s), PROF_NVLINK_TX/RX_BYTES (1011/1012), PCIE_REPLAY_COUNTER
 (202), PCIE_LINK_GEN/WIDTH (237/238). A change of DCGM_FI_DEV_XID_ERRORS to a non-zero value becomes an `xid`
-event.
+event. Other Prometheus metric names are read by their words and unit suffix (playbook.readers.headers: Ray's
+`ray_node_gpus_utilization{GpuIndex="0"}`, the OpenTelemetry NVML receiver's `nvml_gpu_utilization_ratio`), from
+series whose labels name a GPU by an index label (any label name meaning a GPU index) or a UUID.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -28,7 +31,7 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import InputError
-from playbook.readers import frames, textio
+from playbook.readers import frames, headers, textio
 
 FORMAT = "DCGM (dcgm-exporter / Prometheus / dcgmi dmon)"
 
@@ -95,7 +98,7 @@ DMON_TAGS: dict[str, str] = {
     "202": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "237": "DCGM_FI_DEV_PCIE_LINK_GEN", "238": "DCGM_FI_DEV_PCIE_LINK_WIDTH",
     "230": XID,
 }
-HOST_LABELS = ("Hostname", "hostname", "kubernetes_node", "node", "nodename", "node_name", "instance")
+HOST_LABELS = ("Hostname", "hostname", "kubernetes_node", "node", "nodename", "node_name", "instance", "host", "ip")
 GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
 ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 
@@ -105,7 +108,26 @@ _ENTITY = re.compile(r"^#\s*Entity\b", re.IGNORECASE)
 _DMON_ROW = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d+)\s+(.*)$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=4096)
+def metric(name: str) -> tuple[str, float, int] | None:
+    """(schema column, factor, priority) of a Prometheus metric: METRICS' entry, else what the name's words and
+    unit suffix say (playbook.readers.headers: `ray_node_gpus_utilization` -> util_pct; the OpenTelemetry NVML
+    receiver's `nvml_gpu_utilization_ratio` -> util_pct x 100), ranked after every named metric. Such a name is
+    read only from series whose labels name a GPU (see `_Samples.identity`)."""
+    if name in METRICS:
+        return METRICS[name]
+    m = headers.meaning(name)
+    if m.role not in schema.TELEMETRY_METRICS or m.gpu is not None or m.bit:
+        return None
+    return m.role, headers.factor(m, ()) if m.unit else 1.0, 10 + m.rank
+
+
 def _known(name: str) -> bool:
+    return metric(name) is not None or name in (FB_FREE, XID)
+
+
+def _named(name: str) -> bool:
+    """A metric this module knows by name (a DCGM field, its exporters' names), not only from its words."""
     return name in METRICS or name in (FB_FREE, XID)
 
 
@@ -119,9 +141,15 @@ def sniff(head: str) -> bool:
         if _ENTITY.match(line):
             return True
         m = _SAMPLE.match(line)
-        if m and _known(m.group(1)):
+        if m and (_named(m.group(1)) or (_known(m.group(1)) and _gpu_labelled(m.group(2)))):
             return True
     return False
+
+
+def _gpu_labelled(label_text: str | None) -> bool:
+    """True when a sample's labels name a GPU (an index label, or a UUID / device id)."""
+    labels = _labels(label_text) or {}
+    return headers.label_gpu(labels) is not None or any(labels.get(k) for k in ("UUID", "uuid"))
 
 
 def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.Bundle:
@@ -155,7 +183,9 @@ class _Samples:
         self.value: list[float] = []
         self.uuid_order: dict[tuple[str, str], int] = {}
 
-    def identity(self, labels: dict[str, str]) -> tuple[str, int] | None:
+    def identity(self, labels: dict[str, str], strict: bool = False) -> tuple[str, int] | None:
+        """(host, gpu) of a series; `strict` (a metric known only from its words): only an index or UUID label
+        names a GPU, not a `device` label (node_exporter's disks and NICs carry one)."""
         host = next((labels[k] for k in HOST_LABELS if labels.get(k)), self.default_host)
         if "instance" in labels and host == labels["instance"]:
             host = re.sub(r":\d+$", "", host)
@@ -163,7 +193,10 @@ class _Samples:
             v = labels.get(k, "")
             if v.isdigit():
                 return host, int(v)
-        uid = next((labels[k] for k in ID_LABELS if labels.get(k)), None)
+        gpu = headers.label_gpu(labels)  # any label whose name means a GPU index: GpuIndex, gpu_number, ...
+        if gpu is not None:
+            return host, gpu
+        uid = next((labels[k] for k in (("UUID", "uuid") if strict else ID_LABELS) if labels.get(k)), None)
         if uid is None:
             return None
         key = (host, uid)
@@ -209,12 +242,13 @@ def metric_columns(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     lowest priority in METRICS, scaled by its factor; mem_used_mib from FB_TOTAL - FB_FREE when FB_USED is absent.
     Names METRICS does not map (XID, others) are ignored."""
     chosen: dict[str, tuple[int, str]] = {}
-    for metric in values:
-        if metric in METRICS:
-            column, _factor, prio = METRICS[metric]
+    for name in values:
+        found = metric(name)
+        if found is not None:
+            column, _factor, prio = found
             if column not in chosen or prio < chosen[column][0]:
-                chosen[column] = (prio, metric)
-    columns = {column: _scaled(values[metric], METRICS[metric][1]) for column, (_prio, metric) in chosen.items()}
+                chosen[column] = (prio, name)
+    columns = {column: _scaled(values[name], metric(name)[1]) for column, (_prio, name) in chosen.items()}
     if "mem_used_mib" not in columns and FB_FREE in values and "mem_total_mib" in columns:
         columns["mem_used_mib"] = columns["mem_total_mib"] - np.asarray(values[FB_FREE], dtype=np.float64)
     return columns
@@ -276,9 +310,12 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
         if labels is None or number is None:
             skips.skip(no, f"bad sample {line[:60]!r}")
             continue
-        ident = samples.identity(labels)
+        ident = samples.identity(labels, strict=not _named(name))
         if ident is None:
-            skips.skip(no, f"no gpu label {line[:50]!r}")
+            if _named(name):
+                skips.skip(no, f"no gpu label {line[:50]!r}")
+            else:  # a metric known only from its words, on a series that is not a GPU's: not GPU telemetry
+                other.add(name)
             continue
         key = (name, *ident)
         if key in seen:  # a series repeats: the next scrape has begun
@@ -350,9 +387,12 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
             if not _known(name):
                 other.add(name or "(unnamed)")
                 continue
-            ident = samples.identity(labels)
+            ident = samples.identity(labels, strict=not _named(name))
             if ident is None:
-                skips.skip(None, f"{name} series without a gpu label")
+                if _named(name):
+                    skips.skip(None, f"{name} series without a gpu label")
+                else:
+                    other.add(name)
                 continue
             points = res.get("values") if "values" in res else [res.get("value")]
             series += 1

@@ -24,10 +24,14 @@ READERS: tuple[str, ...] = (
     "nsys",             # Nsight Systems exports
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
+    "influx",           # InfluxDB line protocol (Telegraf's nvidia_smi input)
     "dmon",             # nvidia-smi dmon
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
+    "gpustat_text",     # gpustat's plain-text lines ([0] name | 45°C, 96 % | used / total MB)
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
+    "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
     "generic_csv",      # CSV with recognisable telemetry headers
+    "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)
     "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)
     "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
     "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line

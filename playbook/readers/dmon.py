@@ -2,7 +2,8 @@
 
 Handles: with or without `-o D/T/DT` date/time columns (`#Date Time gpu ...`); header blocks repeated every
 page; the column sets of old drivers (`temp`) and new ones (`gtemp mtemp ... jpg ofa`), any `-s` selection;
-`-` for a missing value. Columns read: pwr (W), gtemp/temp (C), sm (% = utilization.gpu), mem (% memory
+`-` for a missing value; `nvidia-smi pmon` (a `pid` column: one row per process) is summed per GPU and poll
+(a GPU with no process is idle). Columns read: pwr (W), gtemp/temp (C), sm (% = utilization.gpu), mem (% memory
 controller), mclk/pclk (MHz), fb (MB, which dmon means as MiB), rxpci/txpci (MB/s). Without a date and time,
 ticks (a new tick whenever the GPU index does not increase) get synthetic times `interval_s` apart. A time of
 day without a date is placed on the synthetic epoch's date, rolling over at midnight. Times are read as `tz`.
@@ -34,6 +35,7 @@ COLUMNS: dict[str, str] = {
     "rxpci": "pcie_rx_mib_s",
     "txpci": "pcie_tx_mib_s",
 }
+PER_PROCESS = {"util_pct", "mem_util_pct"}  # pmon's per-process shares, summed per GPU
 KNOWN = set(COLUMNS) | {"mtemp", "enc", "dec", "jpg", "ofa", "bar1", "ccpm", "pviol", "tviol", "sbecc", "dbecc",
                         "pci", "gi", "ci", "type", "fbres", "mbres"}
 _HEADER = re.compile(r"^#\s*(?:date\s+)?(?:time\s+)?gpu\b", re.IGNORECASE)
@@ -120,6 +122,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         if (date is not None and not _DATE.match(date)) or (tod is not None and not _TIME.match(tod)):
             skips.skip(no, f"bad date/time {date or ''} {tod or ''}".rstrip())
             continue
+        if row.get("pid") == "-":  # pmon: a GPU running no process is idle
+            parsed = {c: (0.0 if c in PER_PROCESS else v) for c, v in parsed.items()}
         rows["date"].append(date)
         rows["time"].append(tod)
         rows["gpu"].append(int(gpu_text))
@@ -129,6 +133,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         n_rows += 1
     if names is None:
         raise InputError(f"{src}: no nvidia-smi dmon header ('# gpu ...') found")
+    if "pid" in names and n_rows:
+        rows, values, n_rows = _per_device(rows, values)
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
     synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
@@ -136,6 +142,24 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                                      interval_s if synthetic else None)
     bundle.warnings[:0] = notes
     return bundle
+
+
+def _per_device(rows: dict[str, list], values: dict[str, list]) -> tuple[dict[str, list], dict[str, list], int]:
+    """`nvidia-smi pmon` rows (one per process) summed into one row per GPU and poll: the processes' SM and
+    memory-controller shares add up to the device's (capped at 100 %). A poll ends where the GPU number
+    decreases (several processes share one GPU number within a poll), or at a new time when pmon prints times."""
+    gpu = np.asarray(rows["gpu"], dtype=np.int64)
+    stamp = [f"{d or ''} {t or ''}" for d, t in zip(rows["date"], rows["time"], strict=True)]
+    if rows["time"][0] is None and rows["date"][0] is None:
+        poll = np.cumsum(np.r_[True, gpu[1:] < gpu[:-1]]) - 1
+    else:
+        poll = pd.Series(stamp).ne(pd.Series(stamp).shift()).cumsum().to_numpy()
+    frame = pd.DataFrame({"poll": poll, "gpu": gpu, **{c: np.asarray(v, dtype=np.float64) for c, v in values.items()}})
+    first = pd.DataFrame({"poll": poll, "gpu": gpu, "i": np.arange(len(gpu))}).groupby(["poll", "gpu"], sort=False)["i"].first()
+    summed = frame.groupby(["poll", "gpu"], sort=False).sum(min_count=1)
+    out_rows = {k: [rows[k][i] for i in first.to_numpy()] for k in rows}
+    out_values = {c: (summed[c].clip(upper=100.0) if c in PER_PROCESS else summed[c]).tolist() for c in values}
+    return out_rows, out_values, len(first)
 
 
 def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz: str,

@@ -5,7 +5,9 @@ and `nvidia-smi -q -x` XML (one `<nvidia_smi_log>` per poll with `-l`; a `<gpu>`
 
 A document is flattened into records: nested objects become dotted keys ("utilization.gpu_util"), a list of
 objects (gpustat's `gpus`, the XML `<gpu>` elements) becomes one record per item carrying the document's own
-fields (its time, its host name), and an item without a GPU-index key gets its position as `index`. Documents
+fields (its time, its host name), and an item without a GPU-index key gets its position as `index`. An item that
+is one named series held as arrays (CloudWatch `get-metric-data`: Label + Timestamps + Values; Graphite's target +
+datapoints; Datadog's metric/scope + pointlist) becomes a record per point keyed by the series' name. Documents
 stream one at a time; one that does not parse, or an item that is not an object, is skipped and counted.
 """
 
@@ -70,6 +72,27 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     return bundle
 
 
+def read_lines(path: str | Path, records, what: str, interval_s: float | None = None,
+               tz: str = "UTC") -> schema.Bundle:
+    """Read a line-oriented text format whose `records(lines, skips)` yields (line number, flat record) (the
+    gpustat and nvidia-smi -q text readers) into a Bundle, records read by their keys' meaning like a document's.
+    `what` names the records for the error when there are none."""
+    import io
+
+    path = Path(path)
+    src = str(path)
+    interval_s = textio.check_interval(interval_s)
+    skips = schema.SkipCounter(src)
+    with textio.open_text(path) as stream:
+        builder = _build(records(io.BufferedReader(stream), skips), src, textio.host_from_path(path), skips, tz)
+        notes = stream.notes
+    if builder is None:
+        raise InputError(f"{src}: no {what}")
+    bundle = builder.bundle(interval_s)
+    bundle.warnings[:0] = notes
+    return bundle
+
+
 def _build(docs, src: str, host: str, skips: schema.SkipCounter, tz: str) -> TableBuilder | None:
     builder: TableBuilder | None = None
     block: list[dict] = []
@@ -113,6 +136,9 @@ def _text(v) -> str:
 def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
     """Flat records from one JSON object: its scalars (nested objects as dotted keys) plus, per item of a list
     of objects, one record with the item's fields (see the module docstring)."""
+    points = _series_points(obj) if depth == 0 else None
+    if points is not None:  # a document that is one named series (Graphite's render answer: a list of them)
+        return [{**inherited, **p} for p in points]
     scalars: dict = {}
     lists: list[list] = []
     _flatten(obj, "", scalars, lists, depth)
@@ -125,6 +151,10 @@ def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
         for pos, item in enumerate(items):
             if not isinstance(item, dict):
                 continue
+            points = _series_points(item)
+            if points is not None:  # one named series: a record per point, the series' name as its key
+                records.extend({**base, **p} for p in points)
+                continue
             flat: dict = {}
             _flatten(item, "", flat, None, depth + 1)
             if not any(headers.meaning(k).role == "gpu" for k in flat):
@@ -133,6 +163,39 @@ def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
         if records and headers.is_telemetry(list(records[0])):
             out.extend(records)
     return out or [base]
+
+
+SERIES_NAMES = ("Label", "label", "metric", "name", "key", "series", "target", "legend")  # what names a series
+SERIES_TIMES = ("Timestamps", "timestamps", "times", "time", "x")
+SERIES_VALUES = ("Values", "values", "data", "y")
+SERIES_PAIRS = ("datapoints", "pointlist", "points", "values")  # Graphite [[v, t]], Datadog [[t, v]], ...
+
+
+def _series_points(item: dict) -> list[dict] | None:
+    """The points of a named time series held as arrays (CloudWatch `get-metric-data`: Label + Timestamps +
+    Values; Graphite render: target + datapoints [[value, time]]; Datadog: metric/scope + pointlist [[time,
+    value]]) as records {"time": t, <series name>: v}; None when `item` is not one. Of a pair, the time is the
+    member that looks like an epoch (> 1e8 s, the other way round when both do) or a date string."""
+    name = next((item[k] for k in SERIES_NAMES if isinstance(item.get(k), str) and item[k]), None)
+    if name is None:
+        return None
+    if isinstance(item.get("scope"), str) and item["scope"] not in ("", "*"):
+        name = f"{name} {item['scope'].replace(':', '=')}"  # Datadog's scope "gpu:0,host:n1" -> labels
+    times = next((item[k] for k in SERIES_TIMES if isinstance(item.get(k), list)), None)
+    values = next((item[k] for k in SERIES_VALUES if isinstance(item.get(k), list) and item[k] is not times), None)
+    if times is not None and values is not None and len(times) == len(values) and times:
+        return [{"time": t, name: v} for t, v in zip(times, values, strict=True)]
+    pairs = next((item[k] for k in SERIES_PAIRS if isinstance(item.get(k), list) and item[k]), None)
+    if pairs is None or not all(isinstance(p, list) and len(p) == 2 for p in pairs[:8]):
+        return None
+
+    def epochish(x) -> bool:
+        return isinstance(x, str) or (isinstance(x, (int, float)) and abs(x) > 1e8)
+
+    first = pairs[0]
+    swap = epochish(first[1]) and not epochish(first[0])  # Graphite: [value, time]
+    return [{"time": p[1] if swap else p[0], name: p[0] if swap else p[1]} for p in pairs
+            if isinstance(p, list) and len(p) == 2]
 
 
 def _flatten(obj: dict, prefix: str, out: dict, lists: list | None, depth: int) -> None:

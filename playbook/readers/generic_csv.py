@@ -14,6 +14,8 @@ counted. Without a time column, ticks (the GPU number stops increasing) get synt
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import re
 from pathlib import Path
 
@@ -67,8 +69,20 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
         sep = _delimiter(s)
         if sep is None:
             return None
-        return k, sep, [c.strip().strip('"') for c in s.split(sep)]
+        return k, sep, header_names(s, sep)
     return None
+
+
+def header_names(line: str, sep: str) -> list[str]:
+    """The names of a header line, quoted CSV-style where a name holds the delimiter (Grafana's
+    `"DCGM_FI_DEV_GPU_UTIL{gpu=""0"", Hostname=""n1""}"`)."""
+    if '"' not in line:
+        return [c.strip() for c in line.split(sep)]
+    try:
+        row = next(csv.reader([line], delimiter=sep, skipinitialspace=True), [])
+    except csv.Error:  # a stray carriage return or NUL inside the line: split it plainly
+        row = line.split(sep)
+    return [c.strip().strip('"') for c in row]
 
 
 def sniff(head: str) -> bool:
@@ -112,7 +126,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                 raise InputError(f"{src}: line {skip_lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
-        names = [c.strip().strip('"') for c in textio.decode(data[start:end]).strip().split(sep)]
+        names = header_names(textio.decode(data[start:end]).strip(), sep)
         builder = TableBuilder(src, names, textio.host_from_path(path), skips, tz)
         if not builder.metrics:
             raise InputError(f"{src}: no GPU metric among the columns {', '.join(names[:8])}")
@@ -203,8 +217,11 @@ class TableBuilder:
         for pos, m in sorted(self.cols.items(), key=lambda kv: kv[1].rank):
             if m.role in ("time", "host", "gpu"):
                 self.ident.setdefault(m.role, (pos, m))
-        self.gpus = sorted({m.gpu for m in self.metrics.values() if m.gpu is not None})
+        # per-GPU column groups: (GPU, host or "" for the file's host) of labelled / numbered columns
+        self.gpus = sorted({(m.gpu, m.host or "") for m in self.metrics.values() if m.gpu is not None})
         self.plain = any(m.gpu is None for m in self.metrics.values())
+        # a table of a training loop (a step column, no clock): rows without any GPU metric are other metrics' rows
+        self.sparse = "time" not in self.ident and any(headers.tokens(x) == ["step"] for x in names)
         self.factors: dict[int, float] = {}
         self.time_unit: str | None = None
         self.note: str | None = None
@@ -212,6 +229,7 @@ class TableBuilder:
         self.hosts: dict[str, int] = {}
         self.gpu_ids: dict[str, int] = {}
         self.rows = 0
+        self.seen = 0  # data rows offered so far (the tick of a row without a time column)
         self.wide_empty = 0
 
     # ---------------------------------------------------------------------------------------------- per block
@@ -252,7 +270,7 @@ class TableBuilder:
             if pos not in self.factors and np.isfinite(v).any():
                 m = headers.settle(m, v)
                 if m.unit is None and unit:
-                    m = headers.Meaning(m.role, unit, m.gpu, m.bit, m.relative, m.rank)
+                    m = dataclasses.replace(m, unit=unit)
                 self.metrics[pos] = m
                 self.factors[pos] = headers.factor(m, v)
             v = v * self.factors.get(pos, 1.0)
@@ -279,22 +297,29 @@ class TableBuilder:
             codes = np.array([self.hosts.setdefault(x, len(self.hosts)) for x in names], dtype=np.int32)[local]
         else:
             codes = np.full(n, self.hosts.setdefault(self.default_host, len(self.hosts)), dtype=np.int32)
-        time_ns = self._times(table.column(self.ident["time"][0]) if "time" in self.ident else None, drop, n)
+        if "time" in self.ident:
+            time_ns = self._times(table.column(self.ident["time"][0]), drop, n)
+        else:  # the row's number: with per-GPU columns each row is one tick (see `bundle`)
+            time_ns = np.arange(self.seen, self.seen + n, dtype=np.int64)
+        self.seen += n
         good = ~bad
         groups = [(None, [p for p, m in self.metrics.items() if m.gpu is None])] if self.plain else []
-        groups += [(g, [p for p, m in self.metrics.items() if m.gpu == g]) for g in self.gpus]
+        groups += [(g, [p for p, m in self.metrics.items() if (m.gpu, m.host or "") == g]) for g in self.gpus]
         for g, positions in groups:
             keep = good.copy()
+            has = np.zeros(n, dtype=bool)
+            for p in positions:
+                has |= np.isfinite(values[p])
             if g is not None:  # a per-GPU column group: rows where this GPU has any value
-                has = np.zeros(n, dtype=bool)
-                for p in positions:
-                    has |= np.isfinite(values[p])
                 self.wide_empty += int((keep & ~has).sum()) if not self.plain and g == self.gpus[0] else 0
+                keep &= has
+            elif self.sparse:  # a training loop's table: rows other loggers wrote (loss only) hold no sample
                 keep &= has
             if not keep.any():
                 continue
-            part = {"time": time_ns[keep], "gpu": (gpu if g is None else np.full(n, g, dtype=np.int64))[keep],
-                    "host": codes[keep]}
+            part = {"time": time_ns[keep], "gpu": (gpu if g is None else np.full(n, g[0], dtype=np.int64))[keep],
+                    "host": codes[keep] if g is None or not g[1] else
+                    np.full(int(keep.sum()), self.hosts.setdefault(g[1], len(self.hosts)), dtype=np.int32)}
             for p in positions:
                 m = self.metrics[p]
                 if m.bit:
@@ -371,7 +396,11 @@ class TableBuilder:
                                                for p, size in zip(self.parts, sizes, strict=True)])
         self.parts = []
         gpu = columns["gpu"]
-        if synthetic:
+        if synthetic and self.gpus and not self.plain:  # per-GPU columns: one row holds every GPU of a tick
+            ticks = np.unique(columns["time"], return_inverse=True)[1]
+            columns["time"] = textio.synthetic_times(ticks, interval_s).astype(np.int64)
+            bundle.warnings.insert(0, textio.synthetic_warning(self.src, "rows (one tick per row)", interval_s))
+        elif synthetic:
             ticks = np.cumsum(np.r_[True, gpu[1:] <= gpu[:-1]]) - 1 if len(gpu) else np.zeros(0, dtype=np.int64)
             columns["time"] = textio.synthetic_times(ticks, interval_s).astype(np.int64)
             bundle.warnings.insert(0, textio.synthetic_warning(
@@ -444,11 +473,11 @@ def _numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray, str | None]:
     return values, unparsed, unit
 
 
-_GPU_NUMBER = r"^(?:gpu|cuda|nvidia|device)?[\s:#-]*(\d{1,9})$"  # one class, one repeat: linear
+_GPU_NUMBER = r"^(?:gpu|cuda|nvidia|device|card)?[\s:#-]*(\d{1,9})$"  # one class, one repeat: linear
 
 
 def _gpus(s: pd.Series, drop, ids: dict[str, int]) -> np.ndarray:
-    """GPU numbers: "3", "GPU 3", "cuda:3"; identifiers (UUIDs, bus ids) are numbered in order of first
+    """GPU numbers: "3", "GPU 3", "cuda:3", "card3" (rocm-smi); identifiers (UUIDs, bus ids) are numbered in order of first
     appearance across the whole file (`ids` carries the numbering from block to block)."""
     digits = s.str.extract(_GPU_NUMBER, flags=re.IGNORECASE, expand=False)
     gpu = pd.to_numeric(digits, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)

@@ -12,13 +12,15 @@ clock-event mask (or one reason bit), pcie/nvlink + tx/rx a link rate, a clock a
 power draw or limit, temperature a temperature, utilization a utilization (memory or GPU), memory + used/total
 the frame buffer. Names that qualify a reading as something else (max, default, min, threshold, encoder, bar1,
 process, ...) mean no role. A "gpu N" inside a name (W&B's `system.gpu.N.*`, `GPU 1 Power`) makes the column a
-per-GPU metric of GPU N. Only names that say gpu/index/device/bus/uuid/minor are a GPU index; a process, sweep,
+per-GPU metric of GPU N, and so does a trailing "gpu N" / "_N" (`Utilization GPU 1 (%)`, `util_gpu0`,
+`gpu_util_0`) or a label set (`DCGM_FI_DEV_GPU_UTIL{gpu="0"}`, `nvidia_smi_utilization_gpu index=0`: see
+split_labels). Only names that say gpu/index/device/bus/uuid/minor are a GPU index; a process, sweep,
 rank or job id is not.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from playbook import schema
 
@@ -26,23 +28,27 @@ from playbook import schema
 UNIT_WORDS: dict[str, str] = {
     "pct": "%", "percent": "%", "percentage": "%", "%": "%", "ratio": "ratio", "frac": "ratio", "fraction": "ratio",
     "mib": "mib", "mb": "mb", "gib": "gib", "gb": "gb", "kib": "kib", "kb": "kb", "bytes": "b", "byte": "b",
+    "megabytes": "megabytes", "gigabytes": "gigabytes", "kilobytes": "kilobytes", "mebibytes": "mib",
+    "gibibytes": "gib",
     "w": "w", "watts": "w", "watt": "w", "mw": "mw", "milliwatts": "mw", "kw": "kw",
     "mhz": "mhz", "ghz": "ghz", "khz": "khz", "hz": "hz",
     "c": "c", "celsius": "c", "degc": "c",
     "s": "s", "sec": "s", "secs": "s", "seconds": "s", "ms": "ms", "us": "us", "ns": "ns",
 }
-_RATE_UNITS = {"mib": "mib/s", "mb": "mb/s", "kb": "kb/s", "kib": "kib/s", "gb": "gb/s", "gib": "gib/s", "b": "b/s"}
+# spelled-out decimal sizes (MLflow's `gpu_0_memory_usage_megabytes` is bytes / 1e6) -> MiB
+SI_SIZES = {"megabytes": 1e6 / 2**20, "gigabytes": 1e9 / 2**20, "kilobytes": 1e3 / 2**20}
+_RATE_UNITS = {"megabytes": "mb/s", "gigabytes": "gb/s", "kilobytes": "kb/s", "mib": "mib/s", "mb": "mb/s", "kb": "kb/s", "kib": "kib/s", "gb": "gb/s", "gib": "gib/s", "b": "b/s"}
 
 TIME = {"time", "timestamp", "ts", "datetime", "date", "epoch", "walltime", "unix", "unixtime", "runtime", "clock_time"}
 RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
-HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node"}
+HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node", "ip"}
 GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id"}
 NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
              "fan", "state", "mode"}
 
 UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load"}
-MEM = {"mem", "memory", "fb", "vram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
+MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
 POWER = {"power", "pwr", "watts", "draw", "powerdraw", "pmlmt"}
 LIMIT = {"limit", "cap", "enforced", "pmlmt"}
 CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
@@ -101,6 +107,7 @@ class Meaning:
     bit: int = 0
     relative: bool = False
     rank: int = 0
+    host: str | None = None  # the host a labelled per-GPU series names (`{gpu="0", Hostname="n1"}`)
 
 
 def split_unit(name: str) -> tuple[str, str | None]:
@@ -151,8 +158,57 @@ def _unit(words: list[str], bracket: str | None, rate: bool) -> str | None:
     return None
 
 
+def split_labels(name: str) -> tuple[str, dict[str, str]]:
+    """A Prometheus series name with its label set, as Grafana and PromQL print it:
+    'DCGM_FI_DEV_GPU_UTIL{gpu="0", Hostname="n1"}' -> ('DCGM_FI_DEV_GPU_UTIL', {'gpu': '0', 'Hostname': 'n1'}).
+    A name without a trailing {...} comes back unchanged with no labels. Linear: one pass over the braces."""
+    text = name.strip()
+    start = text.find("{")
+    if start <= 0 or not text.endswith("}"):
+        if "=" in text and "{" not in text:  # 'nvidia_smi_utilization_gpu index=0' (CloudWatch, Influx style)
+            parts = text.replace(",", " ").split()
+            pairs = [p.partition("=") for p in parts if "=" in p]
+            head = [p for p in parts if "=" not in p]
+            if head and all(k and v for k, _eq, v in pairs):
+                return " ".join(head), {k: v.strip('"') for k, _eq, v in pairs}
+        return text, {}
+    labels: dict[str, str] = {}
+    for part in text[start + 1:-1].split(","):
+        key, eq, value = part.partition("=")
+        if eq and key.strip():
+            labels[key.strip()] = value.strip().strip('"').strip("'")
+    return text[:start].strip(), labels
+
+
+def label_gpu(labels: dict[str, str]) -> int | None:
+    """The GPU number a label set names: the first label whose key means a GPU index (gpu, GpuIndex, gpu_number,
+    index, minor_number ...) holding a plain number."""
+    for key, value in labels.items():
+        if value.isdigit() and len(value) < 6 and meaning(key).role == "gpu":
+            return int(value)
+    return None
+
+
+def label_host(labels: dict[str, str]) -> str | None:
+    """The host a label set names: a host / hostname label first, else node / instance / ip (a port dropped)."""
+    found = sorted((meaning(k).rank, i, v) for i, (k, v) in enumerate(labels.items())
+                   if v and meaning(k).role == "host")
+    if not found:
+        return None
+    host = found[0][2]
+    head, colon, port = host.rpartition(":")
+    return head if colon and port.isdigit() and head else host
+
+
 def meaning(name: str) -> Meaning:
     """The schema role a column name asks for (see the module docstring)."""
+    base, labels = split_labels(name)
+    if labels:  # a labelled series: the metric from its name, the GPU from its labels
+        m = meaning(base)
+        gpu = label_gpu(labels)
+        if m.role in schema.TELEMETRY_METRICS and gpu is not None and m.gpu is None:
+            return replace(m, gpu=gpu, host=label_host(labels))
+        return m
     base, bracket = split_unit(name)
     words = tokens(base)
     gpu = None
@@ -166,6 +222,11 @@ def meaning(name: str) -> Meaning:
                 if rest == ["gpu"]:  # W&B `system.gpu.N.gpu`: the utilization
                     words = ["gpu", "util"]
             break
+    # the index last: "Utilization GPU 1 (%)", "util_gpu0", "gpu_util_0" (a GPU word earlier in the name)
+    if gpu is None and len(words) >= 3 and words[-1].isdigit() and len(words[-1]) < 6 \
+            and any(w in ("gpu", "cuda", "device") for w in words[:-1]):
+        gpu = int(words[-1])
+        words = words[:-2] if words[-2] in ("gpu", "cuda", "device") else words[:-1]
     ws = set(words)
     unit = _unit(words, bracket, rate=bool(ws & (PCIE | NVLINK)))
     if bracket in ("ratio", "fraction"):
@@ -180,7 +241,7 @@ def meaning(name: str) -> Meaning:
 def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """(role, reason bit, rank) from a name's words."""
     if ws & THROTTLE and (ws & REASON or ws & {"throttle", "throttling"}) or "clocks_event_reasons" in ws:
-        if ws & {"supported"}:
+        if ws & {"supported", "counters", "counter"}:  # -q's "Clocks Event Reasons Counters": time spent, in us
             return None, 0, 0
         after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
         rest = set(after) - REASON - THROTTLE - CLOCK
@@ -193,6 +254,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
         return "host", 0, 0 if ws & {"host", "hostname"} else 1
     other = ws & OTHER
+    if ws & UTIL and not ws & (POWER | CLOCK | TEMP):
+        other -= {"percent"}  # a utilization's unit ("utilization_percent"); beside power or memory, a share
     if ws & (PCIE | NVLINK):
         link = "nvlink" if ws & NVLINK else "pcie"
         if ws & TX and not other:
@@ -216,6 +279,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         if ws & MEM:
             return "mem_clock_mhz", 0, 0
         return "sm_clock_mhz", 0, 0 if ws & {"sm", "smclk", "pclk"} else 1
+    if ws & POWER and unit in ("%", "ratio"):
+        return None, 0, 0  # MLflow's gpu_0_power_usage_percentage: a share of the limit, not a draw
     if ws & POWER or unit in ("w", "mw", "kw"):
         if ws & LIMIT:
             return "power_limit_w", 0, 0 if ws & {"enforced", "pmlmt"} else 1
@@ -228,10 +293,12 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         if ws & MEM:
             return "mem_util_pct", 0, 0
         return "util_pct", 0, 0
+    if ws & {"use", "usage"} and unit in ("%", "ratio") and not ws & MEM:
+        return "util_pct", 0, 1  # rocm-smi's "GPU use (%)": a share of time in use, not a size
     if ws & MEM:
         if ws & TOTAL:
             return "mem_total_mib", 0, 0
-        byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b")
+        byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
         if ws & USED or byte_unit:
             # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
             if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
@@ -243,7 +310,7 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         return None, 0, 0
     if ws & TIME and not ws & {"step"}:
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
-    if ws & GPU_INDEX and not ws & NOT_INDEX:
+    if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
         return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid"} else 1 if ws & {"device", "dev", "cuda",
                                                                                            "entity"} else 2
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]):
@@ -259,7 +326,7 @@ def settle(m: Meaning, values) -> Meaning:
         v = np.asarray(values, dtype=np.float64)
         v = v[np.isfinite(v)]
         if len(v) and float(np.max(v)) > 100.5:
-            return Meaning("mem_used_mib", None, m.gpu, 0, False, 2)
+            return replace(m, role="mem_used_mib", unit=None)
     return m
 
 
@@ -276,6 +343,8 @@ def factor(m: Meaning, values) -> float:
         return 1.0
     if unit in ("ratio",) and (role.endswith("_pct")):
         return 100.0
+    if unit in SI_SIZES and role in ("mem_used_mib", "mem_total_mib"):
+        return SI_SIZES[unit]
     if unit and unit in textio.UNIT_FACTORS:
         f = textio.UNIT_FACTORS[unit]
         if role in ("power_w", "power_limit_w") and unit not in ("w", "mw", "kw"):
@@ -304,12 +373,14 @@ def assign(names: list[str]) -> dict[int, Meaning]:
     the best-ranked wins (ties: the first)."""
     best: dict[tuple[str, int | None, int], tuple[int, int]] = {}
     found: dict[int, Meaning] = {}
+    # beside a training step, a bare "epoch" counts training epochs (Lightning's CSVLogger), not epoch seconds
+    training = any(tokens(n) == ["step"] for n in names)
     for pos, name in enumerate(names):
         m = meaning(name)
-        if m.role is None:
+        if m.role is None or (training and m.role == "time" and tokens(split_unit(name)[0]) == ["epoch"]):
             continue
         found[pos] = m
-        key = (m.role, m.gpu, m.bit)
+        key = (m.role, m.gpu, m.bit, m.host)
         if key not in best or m.rank < best[key][0]:
             best[key] = (m.rank, pos)
     keep = {pos for _rank, pos in best.values()}
@@ -317,7 +388,9 @@ def assign(names: list[str]) -> dict[int, Meaning]:
 
 
 def is_telemetry(names: list[str]) -> bool:
-    """True when the names hold at least one GPU metric and a time, GPU or per-GPU column."""
+    """True when the names hold at least one GPU metric and a time, GPU, per-GPU or training-step column (a
+    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv)."""
     ms = assign(names).values()
     metrics = [m for m in ms if m.role in schema.TELEMETRY_METRICS]
-    return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics))
+    return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics)
+                              or any(tokens(n) == ["step"] for n in names))

@@ -1,0 +1,74 @@
+"""gpustat's plain-text output, one query or a watch log (`gpustat -i 1 --no-color > log`):
+
+    node1                     Mon Dec  1 19:00:00 2025  535.104.05
+    [0] NVIDIA A100-SXM4-80GB | 45°C,  96 % | 40000 / 81920 MB | alice(39500M)
+
+A header line (host name, query time, driver version) starts each query; each `[N] name | ... | used / total MB`
+line is GPU N. The middle fields are read by their units: `°C` the temperature, the last `%` the utilization (with
+`--show-fan` the fan speed comes first), `W` the power draw (`draw / limit W` with `--show-power=draw,limit`).
+Colour escapes are stripped. Lines before the first header get synthetic times `interval_s` apart.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playbook import schema
+from playbook.readers import documents
+
+FORMAT = "gpustat (plain text)"
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,16}[A-Za-z]")
+# [N] name | fields | used / total MB [| processes]; bounded pieces, no nested repeats: linear
+_GPU = re.compile(r"^\[(\d{1,4})\]\s+([^|]{1,80}?)\s*\|([^|]{1,120})\|\s*(\d{1,9})\s*/\s*(\d{1,9})\s*MB\s*(?:\|.*)?$")
+_HEADER = re.compile(r"^(\S{1,255})\s{2,}(.{8,60}?)\s{2,}(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)\s*$")
+_TEMP = re.compile(r"^(-?\d{1,4})\s*(?:°|')?\s*C$")
+_PCT = re.compile(r"^(\d{1,4})\s*%$")
+_WATTS = re.compile(r"^(\d{1,5})\s*(?:/\s*(\d{1,5})\s*)?W$")
+
+
+def sniff(head: str) -> bool:
+    """A gpustat GPU line (`[0] name | 45°C, 96 % | 40000 / 81920 MB`) within the first lines."""
+    for line in head.split("\n")[:60]:
+        if _GPU.match(_ANSI.sub("", line).strip()):
+            return True
+    return False
+
+
+def _fields(middle: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in middle.split(","):
+        item = item.strip()
+        if m := _TEMP.match(item):
+            out["temperature.gpu"] = m.group(1)
+        elif m := _PCT.match(item):
+            out["utilization.gpu"] = m.group(1)  # the last percentage: fan speed, when shown, comes first
+        elif m := _WATTS.match(item):
+            out["power.draw"] = m.group(1)
+            if m.group(2):
+                out["enforced.power.limit"] = m.group(2)
+    return out
+
+
+def _records(stream, skips: schema.SkipCounter):
+    header: dict[str, str] = {}
+    for no, raw in enumerate(stream, start=1):
+        line = _ANSI.sub("", raw.decode("utf-8", "replace")).strip()
+        if not line:
+            continue
+        gpu = _GPU.match(line)
+        if gpu:
+            yield no, {**header, "index": gpu.group(1), **_fields(gpu.group(3)), "memory.used": gpu.group(4),
+                       "memory.total": gpu.group(5)}
+            continue
+        head = _HEADER.match(line)
+        if head:
+            header = {"hostname": head.group(1), "query_time": head.group(2)}
+        elif not line.startswith(("├", "└", "│")):  # process trees of --show-full-cmd
+            skips.skip(no, f"not a gpustat line {line[:50]!r}")
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read gpustat text output (one query or a watch log) into a Bundle (telemetry)."""
+    return documents.read_lines(path, _records, "gpustat GPU lines", interval_s, tz)

@@ -1,0 +1,174 @@
+"""InfluxDB line protocol: what Telegraf writes (`[[outputs.file]]`, `influx query --raw`, or an exported bucket).
+
+    nvidia_smi,host=node1,index=0,uuid=GPU-...,name=NVIDIA\\ A100 utilization_gpu=96i,memory_used=40000i 1764615600000000000
+
+One line: `measurement[,tag=value...] field=value[,field=value...] [timestamp]` (backslash escapes spaces, commas
+and equals signs; string fields are double-quoted; integers end in `i`/`u`). Each field's name is read like a
+column name (playbook.readers.headers: `utilization_gpu` -> util_pct, `memory_used` -> MiB used); a field named
+`value` takes its meaning from the measurement (`nv_util,type-id=0 value=87`). The GPU comes from a tag whose name
+means an index (`index`, `gpu`, `gpu_id` ...) or else the UUID tag; the host from `host` / `hostname`. Timestamps are
+epoch numbers whose magnitude gives the precision (s, ms, us or ns); lines without one are placed on ticks
+`interval_s` apart (a tick ends when a series repeats).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import dcgm, headers, textio
+
+FORMAT = "InfluxDB line protocol (Telegraf)"
+
+SNIFF_LINES = 50
+
+
+def _split(text: str, sep: str, quotes: bool = False) -> list[str]:
+    """`text` cut at each `sep` that no backslash escapes (and, with `quotes`, that lies outside "...")."""
+    out, cur, esc, inq = [], [], False, False
+    for ch in text:
+        if esc:
+            cur.append(ch)
+            esc = False
+        elif ch == "\\":
+            cur.append(ch)
+            esc = True
+        elif quotes and ch == '"':
+            cur.append(ch)
+            inq = not inq
+        elif ch == sep and not inq:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
+def _unescape(text: str) -> str:
+    return text.replace("\\ ", " ").replace("\\,", ",").replace("\\=", "=").replace('\\"', '"')
+
+
+def parse(line: str) -> tuple[str, dict[str, str], dict[str, float], int | None] | None:
+    """(measurement, tags, numeric fields, timestamp or None) of one line; None when it is not line protocol."""
+    parts = [p for p in _split(line.strip(), " ", quotes=True) if p]
+    if len(parts) not in (2, 3):
+        return None
+    head = _split(parts[0], ",")
+    measurement = _unescape(head[0])
+    if not measurement or measurement.startswith("#"):
+        return None
+    tags: dict[str, str] = {}
+    for item in head[1:]:
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            return None
+        tags[_unescape(k)] = _unescape(v)
+    fields: dict[str, float] = {}
+    for item in _split(parts[1], ",", quotes=True):
+        k, eq, v = item.partition("=")
+        if not eq or not k or not v:
+            return None
+        if v.startswith('"') or v.lower() in ("t", "f", "true", "false"):
+            continue  # strings and booleans: not readings
+        try:
+            fields[_unescape(k)] = float(v[:-1] if v[-1] in "iu" else v)
+        except ValueError:
+            return None
+    ts = None
+    if len(parts) == 3:
+        if not parts[2].lstrip("-").isdigit():
+            return None
+        ts = int(parts[2])
+    return measurement, tags, fields, ts
+
+
+def _name(measurement: str, field: str) -> str:
+    """The metric name of a field: its own name, or the measurement's when the field is just "value"."""
+    return f"{measurement}_{field}" if headers.tokens(field) in (["value"], ["val"], ["gauge"]) else field
+
+
+def _gpu_tags(tags: dict[str, str]) -> bool:
+    return headers.label_gpu(tags) is not None or any(tags.get(k) for k in ("uuid", "UUID"))
+
+
+def sniff(head: str) -> bool:
+    """Line-protocol lines, one of them a GPU metric field on a series whose tags name a GPU."""
+    seen = 0
+    for line in head.split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        seen += 1
+        if seen > SNIFF_LINES:
+            break
+        found = parse(line)
+        if found is None:
+            return False
+        measurement, tags, fields, _ts = found
+        if _gpu_tags(tags) and any(dcgm.metric(_name(measurement, f)) for f in fields):
+            return True
+    return False
+
+
+# epoch magnitude -> factor to ns (ns > 1e17, us > 1e14, ms > 1e11, else s: dates 1973-2286 in every precision)
+_SCALE_BY_MAGNITUDE = ((1e17, 1), (1e14, 1_000), (1e11, 1_000_000), (0.0, 1_000_000_000))
+
+
+def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.Bundle:
+    """Read line-protocol telemetry into a Bundle (telemetry)."""
+    path = Path(path)
+    src = str(path)
+    interval_s = textio.check_interval(interval_s)
+    samples = dcgm._Samples(src, textio.host_from_path(path))
+    skips = schema.SkipCounter(src)
+    other: set[str] = set()
+    synth: list[int] = []
+    seen: set[tuple] = set()
+    tick = 0
+    with textio.open_text(path) as stream:
+        for no, raw in enumerate(io.BufferedReader(stream), start=1):
+            line = raw.decode("utf-8", "replace").strip()
+            if not line or line.startswith("#"):
+                continue
+            found = parse(line)
+            if found is None:
+                skips.skip(no, f"not line protocol {line[:50]!r}")
+                continue
+            measurement, tags, fields, ts = found
+            names = {f: _name(measurement, f) for f in fields}
+            known = {f: n for f, n in names.items() if dcgm.metric(n)}
+            ident = samples.identity(tags, strict=True) if known else None
+            if ident is None:
+                other.add(measurement)
+                continue
+            if ts is None:
+                key = (measurement, *ident)
+                if key in seen:
+                    tick, seen = tick + 1, set()
+                seen.add(key)
+                t_ns = tick
+                synth.append(len(samples.time))
+            else:
+                t_ns = ts * next(scale for bound, scale in _SCALE_BY_MAGNITUDE if abs(ts) >= bound)
+            for f, n in known.items():
+                samples.add(t_ns, ident[0], ident[1], n, fields[f])
+        notes = stream.notes
+    if not samples.time:
+        what = f" (only other measurements: {', '.join(sorted(other)[:4])})" if other else ""
+        raise InputError(f"{src}: no GPU metric fields on series that name a GPU{what}")
+    warnings = []
+    if synth:
+        times = np.asarray(samples.time, dtype=np.int64)
+        times[synth] = textio.synthetic_times(times[synth], interval_s).astype(np.int64)
+        samples.time = times.tolist()
+        warnings.append(textio.synthetic_warning(src, "lines without timestamps", interval_s))
+    bundle = samples.bundle(interval_s if synth and len(synth) == len(samples.time) else None)
+    bundle.warnings[:0] = notes + warnings
+    warning = skips.warning(rows_read=len(samples.time))
+    if warning:
+        bundle.warnings.append(warning)
+    return bundle

@@ -1,0 +1,189 @@
+"""Held-out GPU telemetry formats (tests/data/heldout_telemetry, sources in its SOURCES.md): every file is read
+with the right GPUs, utilization series and time axis (expected.json), and metric names spelled any of the ways
+tools spell them mean the same column."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from playbook.readers import detect, headers, read_paths
+
+DATA = Path(__file__).parent / "data" / "heldout_telemetry"
+EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
+
+
+def test_every_corpus_file_has_an_expectation():
+    files = {p.name for p in DATA.iterdir() if p.name not in ("expected.json", "SOURCES.md")}
+    assert files == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_heldout_file_reads(name):
+    want = EXPECTED[name]
+    bundle = read_paths([DATA / name])
+    tel = bundle.telemetry
+    gpus = sorted(tel["gpu"].unique())
+    assert len(gpus) == want["gpus"], (name, gpus)
+    for gpu, mean in zip(gpus, want["util_mean"], strict=True):
+        util = tel.loc[tel["gpu"] == gpu, "util_pct"].to_numpy(dtype=float)
+        assert len(util) == want["samples"], (name, gpu, len(util))
+        assert np.isfinite(util).all(), (name, gpu)
+        assert abs(util.mean() - mean) < 1.0, (name, gpu, util.mean())
+    seconds = tel["time"].astype("int64").to_numpy() / 1e9
+    if want["t0"] is not None:
+        assert seconds.min() == pytest.approx(want["t0"], abs=1e-3), name
+        assert seconds.max() - seconds.min() == pytest.approx(want["span_s"], abs=1e-3), name
+    else:  # no clock in the file: synthetic, evenly spaced ticks, and a warning that says so
+        assert any("synthetic" in w or "placed" in w or "interval" in w for w in bundle.warnings), bundle.warnings
+    # every GPU is sampled at the same ticks (one poll holds them all)
+    ticks = [set(tel.loc[tel["gpu"] == g, "time"]) for g in gpus]
+    assert all(t == ticks[0] for t in ticks), name
+
+
+def test_heldout_units_are_converted():
+    mlflow = read_paths([DATA / "mlflow_metric_history.csv"]).telemetry
+    # MLflow's megabytes are bytes / 1e6: 41943.04 MB is 40000 MiB
+    assert mlflow.loc[mlflow["gpu"] == 0, "mem_used_mib"].iloc[0] == pytest.approx(40000, abs=0.1)
+    otel = read_paths([DATA / "otel_nvml.prom"]).telemetry
+    assert otel["util_pct"].max() == pytest.approx(97)  # a ratio (0-1) becomes percent
+    telegraf = read_paths([DATA / "telegraf_nvidia_smi.influx"]).telemetry
+    assert telegraf["power_w"].max() == pytest.approx(100 + 3 * 97 + 0.5)  # GPU 1 at 97 %
+    assert set(telegraf["host"]) == {"node1"}
+
+
+def test_near_misses_stay_unread():
+    """Host metrics that share words with GPU metrics are not GPU telemetry."""
+    assert "dcgm" not in detect.matches('node_memory_used_bytes{instance="n1:9100"} 123\n'
+                                        'node_disk_io_time_seconds_total{device="sda"} 4\n')
+    assert "influx" not in detect.matches("cpu,host=n1,cpu=cpu0 usage_user=12.5 1764615600000000000\n")
+    assert "long_csv" not in detect.matches("key,value,timestamp,step\ntrain_loss,2.5,1764615600000,0\n")
+
+
+# ------------------------------------------------------------------------------------- metric-name spellings
+UTIL_WORDS = ["utilization", "util", "Utilization", "gpu_util", "GPU-Util", "utilization.gpu", "gpus_utilization",
+              "utilization_gpu", "GpuUtil"]
+MEM_WORDS = ["memory_used", "memory.used", "mem_used", "memoryUsed", "fb_used", "memory_usage", "vram_used"]
+UNITS = {"": None, "_percentage": "%", "_percent": "%", "_pct": "%", " (%)": "%", " [%]": "%"}
+MEM_UNITS = {"_megabytes": "megabytes", "_mib": "mib", " [MiB]": "mib", " (MB)": "mb", "_bytes": "b", "_gib": "gib"}
+
+
+def _with_gpu(metric: str, gpu: int, form: int) -> str:
+    """`metric` for GPU `gpu` in one of the index spellings tools use."""
+    return [f"gpu{gpu}_{metric}", f"gpu_{gpu}_{metric}", f"system/gpu_{gpu}_{metric}", f"system.gpu.{gpu}.{metric}",
+            f"GPU {gpu} {metric}", f"gpu[{gpu}].{metric}", f"cuda:{gpu} {metric}"][form]
+
+
+def _labelled(name: str, gpu: int, form: int, unit: str) -> str:
+    """A labelled series name (the unit goes on the metric's own name)."""
+    base = f"{name}{unit}"
+    return [f'{base}{{gpu="{gpu}", Hostname="n1"}}', f'{base}{{GpuIndex="{gpu}",ip="10.0.0.1"}}',
+            f"{base} index={gpu}", f'{base}{{gpu_number="{gpu}"}}'][form]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(word=st.sampled_from(UTIL_WORDS), unit=st.sampled_from(sorted(UNITS)), gpu=st.integers(0, 15),
+       form=st.integers(0, 6), labelled=st.integers(-1, 3))
+def test_utilization_spellings(word, unit, gpu, form, labelled):
+    name = _labelled(word.replace("gpu_", "").replace("GPU-", ""), gpu, labelled, unit) if labelled >= 0 \
+        else _with_gpu(word, gpu, form) + unit
+    m = headers.meaning(name)
+    assert (m.role, m.gpu) == ("util_pct", gpu), name
+    if UNITS[unit]:
+        assert m.unit == UNITS[unit], name
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(word=st.sampled_from(MEM_WORDS), unit=st.sampled_from(sorted(MEM_UNITS)), gpu=st.integers(0, 15),
+       form=st.integers(0, 6))
+def test_memory_spellings(word, unit, gpu, form):
+    name = _with_gpu(word, gpu, form) + unit
+    m = headers.meaning(name)
+    assert (m.role, m.gpu, m.unit) == ("mem_used_mib", gpu, MEM_UNITS[unit]), name
+
+
+@pytest.mark.parametrize("name, gpu", [("Utilization GPU 1 (%)", 1), ("util_gpu0", 0), ("gpu_util_3", 3),
+                                       ('DCGM_FI_DEV_GPU_UTIL{gpu="2", UUID="GPU-x"}', 2)])
+def test_trailing_and_labelled_indices(name, gpu):
+    assert (headers.meaning(name).role, headers.meaning(name).gpu) == ("util_pct", gpu)
+
+
+def test_shares_of_a_limit_are_not_readings():
+    """MLflow logs power both in W and as % of the limit, memory in MB and as % of the total."""
+    assert headers.meaning("system/gpu_0_power_usage_percentage").role is None
+    assert headers.meaning("system/gpu_0_memory_usage_percentage").role is None
+    names = ["timestamp", "system/gpu_0_power_usage_percentage", "system/gpu_0_power_usage_watts"]
+    assert [m.role for m in headers.assign(names).values()] == ["time", "power_w"]
+
+
+def test_bare_gpu_names_stay_the_gpu_column():
+    for name in ("gpu", "GPU 0", "gpu_id", "gpu0", "index"):
+        assert headers.meaning(name).role == "gpu", name
+
+
+def test_smi_q_text_reads_clock_event_reasons():
+    """The project's `nvidia-smi -q -d PERFORMANCE` fixture (tests/data/nvidia_smi_q/README.md): GPUs 0 and 3 at
+    their power cap (0x4), GPU 5 in hardware + thermal slowdown (0x8 | 0x40); the counters block is not a reason."""
+    path = Path(__file__).parent / "data" / "nvidia_smi_q" / "performance-8gpu-thermal.txt"
+    tel = read_paths([path]).telemetry.sort_values("gpu")
+    assert tel["throttle_reasons"].tolist() == [4, 0, 0, 4, 0, 72, 0, 0]
+
+
+def test_labelled_columns_of_two_hosts_are_both_kept(tmp_path):
+    """A Grafana panel over a fleet: GPU 0 of node n1 and GPU 0 of node n2 are two series, not one."""
+    cols = [f'"DCGM_FI_DEV_GPU_UTIL{{gpu=""0"", Hostname=""{h}"", instance=""{h}:9400""}}"' for h in ("n1", "n2")]
+    wide = tmp_path / "panel.csv"
+    wide.write_text('"Time",' + ",".join(cols) + "\n" + "".join(f"2025-12-01 19:00:{k:02d},{90 + k},{10 + k}\n"
+                                                              for k in range(5)))
+    long = tmp_path / "rows.csv"
+    long.write_text('"Series";"Time";"Value"\n' + "".join(
+        f'"DCGM_FI_DEV_GPU_UTIL{{gpu=""0"", instance=""{h}:9400""}}";"2025-12-01T19:00:{k:02d}Z";{v + k}\n'
+        for h, v in (("n1", 90), ("n2", 10)) for k in range(5)))
+    for path in (wide, long):
+        tel = read_paths([path]).telemetry
+        means = tel.groupby("host")["util_pct"].mean().to_dict()
+        assert means == {"n1": 92.0, "n2": 12.0}, (path.name, means)
+        assert (tel.groupby("host").size() == 5).all()
+
+
+def test_pmon_processes_sum_per_gpu(tmp_path):
+    """`nvidia-smi pmon`: one row per process; two processes on GPU 0 add up, a GPU with none is idle."""
+    head = ("# gpu         pid   type     sm    mem    enc    dec    command\n"
+            "# Idx           #    C/G      %      %      %      %    name\n")
+    poll = ("    0      12345     C     {a}     20      -      -    python\n"
+            "    0      12399     C     {b}     10      -      -    python\n"
+            "    1          -     -      -      -      -      -    -\n")
+    path = tmp_path / "pmon.log"
+    path.write_text(head + "".join(poll.format(a=40 + k, b=50) for k in range(4)))
+    tel = read_paths([path]).telemetry.sort_values(["gpu", "time"])
+    assert tel.loc[tel["gpu"] == 0, "util_pct"].tolist() == [90, 91, 92, 93]
+    assert tel.loc[tel["gpu"] == 0, "mem_util_pct"].tolist() == [30] * 4
+    assert tel.loc[tel["gpu"] == 1, "util_pct"].tolist() == [0] * 4
+    assert tel["time"].nunique() == 4
+
+
+def test_rocm_smi_csv(tmp_path):
+    """rocm-smi --csv: `card0` devices, "GPU use (%)" is the utilization (a name with a unit is never the GPU id)."""
+    path = tmp_path / "rocm.csv"
+    path.write_text("device,Temperature (Sensor edge) (C),Current Socket Graphic Package Power (W),GPU use (%)\n"
+                    "card0,45.0,300.0,96\ncard1,46.0,120.0,13\n")
+    tel = read_paths([path]).telemetry.sort_values("gpu")
+    assert tel["gpu"].tolist() == [0, 1]
+    assert tel["util_pct"].tolist() == [96, 13]
+    assert tel["power_w"].tolist() == [300, 120]
+
+
+def test_per_gpu_columns_with_different_metrics(tmp_path):
+    """GPU 0 logs utilization and memory, GPU 1 only utilization: both read (this crashed before)."""
+    path = tmp_path / "wide.csv"
+    path.write_text("_timestamp,system.gpu.0.gpu,system.gpu.0.memoryAllocatedBytes,system.gpu.1.gpu\n"
+                    "1764615600,96,1048576,13\n1764615602,12,2097152,97\n")
+    tel = read_paths([path]).telemetry.sort_values(["gpu", "time"])
+    assert tel["util_pct"].tolist() == [96, 12, 13, 97]
+    assert tel.loc[tel["gpu"] == 0, "mem_used_mib"].tolist() == [1, 2]
+    assert tel.loc[tel["gpu"] == 1, "mem_used_mib"].isna().all()
