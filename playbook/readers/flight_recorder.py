@@ -99,15 +99,8 @@ class SafeUnpickler:
         marks: list[int] = []
         memo: dict[int, Any] = {}
         n_ops = 0
-
-        def pop_mark() -> list[Any]:
-            if not marks:
-                raise pickle.UnpicklingError("MARK missing")
-            at = marks.pop()
-            items = stack[at:]
-            del stack[at:]
-            return items
-
+        # the opcodes plain data is built from stay inline (one dispatch per opcode); the rare ones and the
+        # refusals go to _rare_op
         for op, arg, _pos in pickletools.genops(io.BytesIO(self.data)):
             n_ops += 1
             name = op.name
@@ -122,27 +115,16 @@ class SafeUnpickler:
                 return tree
             elif name == "MARK":
                 marks.append(len(stack))
-            elif name == "POP":
-                if stack and (not marks or marks[-1] < len(stack)):
-                    stack.pop()
-                else:
-                    pop_mark()
-            elif name == "POP_MARK":
-                pop_mark()
-            elif name == "DUP":
-                stack.append(stack[-1])
             elif name == "EMPTY_LIST":
                 stack.append([])
             elif name == "EMPTY_DICT":
                 stack.append({})
             elif name == "EMPTY_TUPLE":
                 stack.append(())
-            elif name == "EMPTY_SET":
-                stack.append(set())
             elif name == "LIST":
-                stack.append(pop_mark())
+                stack.append(_pop_mark(stack, marks))
             elif name == "TUPLE":
-                stack.append(tuple(pop_mark()))
+                stack.append(tuple(_pop_mark(stack, marks)))
             elif name in ("TUPLE1", "TUPLE2", "TUPLE3"):
                 k = int(name[-1])
                 if len(stack) < k:
@@ -150,44 +132,72 @@ class SafeUnpickler:
                 items = tuple(stack[-k:])
                 del stack[-k:]
                 stack.append(items)
-            elif name == "FROZENSET":
-                stack.append(frozenset(_key(x) for x in pop_mark()))
             elif name == "DICT":
-                items = pop_mark()
+                items = _pop_mark(stack, marks)
                 stack.append({_key(k): v for k, v in zip(items[::2], items[1::2], strict=False)})
             elif name == "APPEND":
                 v = stack.pop()
                 _container(stack, list).append(v)
             elif name == "APPENDS":
-                items = pop_mark()
+                items = _pop_mark(stack, marks)
                 _container(stack, list).extend(items)
             elif name == "SETITEM":
                 v, k = stack.pop(), stack.pop()
                 _container(stack, dict)[_key(k)] = v
             elif name == "SETITEMS":
-                items = pop_mark()
+                items = _pop_mark(stack, marks)
                 d = _container(stack, dict)
                 for k, v in zip(items[::2], items[1::2], strict=False):
                     d[_key(k)] = v
-            elif name == "ADDITEMS":
-                items = pop_mark()
-                _container(stack, set).update(_key(x) for x in items)
             elif name in ("PUT", "BINPUT", "LONG_BINPUT"):
                 memo[int(arg)] = stack[-1]
             elif name == "MEMOIZE":
                 memo[len(memo)] = stack[-1]
             elif name in ("GET", "BINGET", "LONG_BINGET"):
                 stack.append(memo[int(arg)])
-            elif name == "GLOBAL":
-                raise RefusedError(f"refused to load global {str(arg).replace(' ', '.')}")
-            elif name == "STACK_GLOBAL":
-                qual, module = (stack.pop(), stack.pop()) if len(stack) > 1 else ("?", "?")
-                raise RefusedError(f"refused to load global {module}.{qual}")
-            elif name in ("PERSID", "BINPERSID"):
-                raise RefusedError("refused a persistent id")
             else:
-                raise RefusedError(f"refused pickle opcode {name}")
+                _rare_op(name, arg, stack, marks)
         raise pickle.UnpicklingError("pickle ended before STOP")
+
+
+def _pop_mark(stack: list[Any], marks: list[int]) -> list[Any]:
+    """The items above the last MARK, taken off `stack`."""
+    if not marks:
+        raise pickle.UnpicklingError("MARK missing")
+    at = marks.pop()
+    items = stack[at:]
+    del stack[at:]
+    return items
+
+
+def _rare_op(name: str, arg: Any, stack: list[Any], marks: list[int]) -> None:
+    """SafeUnpickler's less common opcodes (POP, DUP, sets); RefusedError for globals, persistent ids and the
+    object-building opcodes."""
+    if name == "POP":
+        if stack and (not marks or marks[-1] < len(stack)):
+            stack.pop()
+        else:
+            _pop_mark(stack, marks)
+    elif name == "POP_MARK":
+        _pop_mark(stack, marks)
+    elif name == "DUP":
+        stack.append(stack[-1])
+    elif name == "EMPTY_SET":
+        stack.append(set())
+    elif name == "FROZENSET":
+        stack.append(frozenset(_key(x) for x in _pop_mark(stack, marks)))
+    elif name == "ADDITEMS":
+        items = _pop_mark(stack, marks)
+        _container(stack, set).update(_key(x) for x in items)
+    elif name == "GLOBAL":
+        raise RefusedError(f"refused to load global {str(arg).replace(' ', '.')}")
+    elif name == "STACK_GLOBAL":
+        qual, module = (stack.pop(), stack.pop()) if len(stack) > 1 else ("?", "?")
+        raise RefusedError(f"refused to load global {module}.{qual}")
+    elif name in ("PERSID", "BINPERSID"):
+        raise RefusedError("refused a persistent id")
+    else:
+        raise RefusedError(f"refused pickle opcode {name}")
 
 
 def bounded_tree(root: Any, budget: int) -> tuple[Any, int]:

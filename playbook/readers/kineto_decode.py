@@ -379,20 +379,12 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             continue
         buf += chunk
         if state == "head":
-            stripped = buf.lstrip()
-            if stripped[:1] == b"[":
-                consumed += len(buf) - len(stripped) + 1
-                header, buf, state = b"", bytearray(b" ") + stripped[1:], "events"
-                chunk = bytes(buf)
-            else:
-                m = _TRACE_EVENTS_RE.search(buf)
-                if m is None:
-                    if len(buf) > MAX_HEADER_BYTES or (stripped and stripped[:1] != b"{"):
-                        raise InputError(f"{label}: not a Kineto/Chrome trace (no traceEvents array)")
-                    continue
-                header, buf, state = bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], "events"
-                consumed += m.end()
-                chunk = bytes(buf)
+            opened = _open_events(buf, label)
+            if opened is None:
+                continue  # the traceEvents array has not started yet
+            header, buf, skipped = opened
+            consumed += skipped
+            state, chunk = "events", bytes(buf)
         # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
         # the last search): each byte is searched about once, however long an event or a run of whitespace is.
         if not chunk.translate(None, _GAP_BYTES):
@@ -441,6 +433,26 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
         problems.append(meta_problem)
     if truncated:
         problems.append("JSON ends before the traceEvents array closes")
+    return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
+            "warnings": _part_warnings(label, cols, skips, problems)}
+
+
+def _open_events(buf: bytearray, label: str) -> tuple[bytes, bytearray, int] | None:
+    """Where the events start in the head of a trace: (header before them, buf from a delimiter before the first
+    event, bytes consumed); None while more text is needed. Raises InputError when it is not a trace."""
+    stripped = buf.lstrip()
+    if stripped[:1] == b"[":  # a bare event array
+        return b"", bytearray(b" ") + stripped[1:], len(buf) - len(stripped) + 1
+    m = _TRACE_EVENTS_RE.search(buf)
+    if m is None:
+        if len(buf) > MAX_HEADER_BYTES or (stripped and stripped[:1] != b"{"):
+            raise InputError(f"{label}: not a Kineto/Chrome trace (no traceEvents array)")
+        return None
+    return bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], m.end()
+
+
+def _part_warnings(label: str, cols: Columns, skips: SkipCounter, problems: list[str]) -> list[str]:
+    """The file's warning lines (at most one); InputError when nothing usable was read and something was wrong."""
     if cols.skipped_x:
         skips.skip(None, "complete event without a numeric ts")
         skips.count += cols.skipped_x - 1
@@ -454,8 +466,7 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
         warnings.append(f"{label}: {'; '.join(problems)}; kept {cols.n} events{skipped}")
     elif w:
         warnings.append(w)
-    return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
-            "warnings": warnings}
+    return warnings
 
 
 def _last_boundary(buf: bytes, start: int = 0) -> int | None:

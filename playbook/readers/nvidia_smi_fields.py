@@ -136,39 +136,53 @@ def guess_fields(rows: list[list[str]]) -> tuple[list[str], str] | None:
         return None
     width = max(len(r) for r in rows)
     rows = [r for r in rows if len(r) == width][:200]
-    kinds: list[str] = []
-    for col in range(width):
-        cells = [r[col].strip() for r in rows if not NA.match(r[col])]
-        if not cells:
-            kinds.append("na")
-            continue
-        def all_match(rx: re.Pattern, cells=cells) -> bool:
-            return all(rx.match(c) for c in cells)
-        units = {c.rsplit(" ", 1)[-1] for c in cells if UNITS_IN_VALUES.match(c)}
-        if len(units) == 1 and all(UNITS_IN_VALUES.match(c) for c in cells):
-            kinds.append(units.pop())
-        elif all_match(TIMESTAMP):
-            kinds.append("timestamp")
-        elif all(c.lower().startswith("0x") for c in cells):
-            kinds.append("hex")
-        elif all_match(BUS_ID):
-            kinds.append("bus")
-        elif all_match(UUID):
-            kinds.append("uuid")
-        elif all(re.match(r"^P\d{1,2}$", c) for c in cells):
-            kinds.append("pstate")
-        elif all(re.match(r"^\d+$", c) for c in cells):
-            kinds.append("int")
-        elif all_match(NUMERIC):
-            kinds.append("float")
-        else:
-            kinds.append("text")
+    kinds = [_column_kind([r[col].strip() for r in rows if not NA.match(r[col])]) for col in range(width)]
+    out = _name_columns(kinds, rows)
+    if out is None or any(o is None for o in out):
+        return None
+    if not any(o in METRIC_FIELDS for o in out):
+        return None
+    fields = [o if o != "na" else "unknown" for o in out]
+    return fields, ",".join(fields)
 
+
+def _column_kind(cells: list[str]) -> str:
+    """What one column's non-N/A cells hold: their common unit (`%`, `MiB`, `W`...), "timestamp", "hex", "bus",
+    "uuid", "pstate", "int", "float", "text", or "na" when every cell is N/A."""
+    if not cells:
+        return "na"
+
+    def all_match(rx: re.Pattern) -> bool:
+        return all(rx.match(c) for c in cells)
+
+    units = {c.rsplit(" ", 1)[-1] for c in cells if UNITS_IN_VALUES.match(c)}
+    if len(units) == 1 and all(UNITS_IN_VALUES.match(c) for c in cells):
+        return units.pop()
+    if all_match(TIMESTAMP):
+        return "timestamp"
+    if all(c.lower().startswith("0x") for c in cells):
+        return "hex"
+    if all_match(BUS_ID):
+        return "bus"
+    if all_match(UUID):
+        return "uuid"
+    if all(re.match(r"^P\d{1,2}$", c) for c in cells):
+        return "pstate"
+    if all(re.match(r"^\d+$", c) for c in cells):
+        return "int"
+    if all_match(NUMERIC):
+        return "float"
+    return "text"
+
+
+def _name_columns(kinds: list[str], rows: list[list[str]]) -> list[str | None] | None:
+    """A field name per column from the column kinds (None where none fits); None when the kinds are ambiguous
+    (more columns of a unit than nvidia-smi has fields in it)."""
     def constant(col: int) -> bool:
         vals = {r[col].strip() for r in rows}
         return len(vals) == 1 and len(rows) > 1
 
-    out: list[str | None] = [None] * width
+    out: list[str | None] = [None] * len(kinds)
     simple = {"timestamp": "timestamp", "hex": "clocks_event_reasons.active", "bus": "pci.bus_id", "uuid": "uuid",
               "pstate": "pstate", "text": "name", "na": "na"}
     for col, kind in enumerate(kinds):
@@ -212,9 +226,4 @@ def guess_fields(rows: list[list[str]]) -> tuple[list[str], str] | None:
         values = [int(v) for v in (r[col].strip() for r in rows) if v.isdecimal()]  # isdigit() takes '²'; int() does not
         if values and min(values) == 0 and max(values) < 1024:
             out[col] = "index"
-    if any(o is None for o in out):
-        return None
-    if not any(o in METRIC_FIELDS for o in out):
-        return None
-    fields = [o if o != "na" else "unknown" for o in out]
-    return fields, ",".join(fields)
+    return out

@@ -168,16 +168,7 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         return "dur", PER_STEP, kind[1]
     per = next((j for j in range(1, len(words) - 1) if words[j] == "per"), None)
     if per is not None and words[per + 1] in ("s", "sec", "second", "seconds"):
-        # `<what>_per_sec[_per_gpu]`: what comes before `per` is what is counted (batches_per_second is a step
-        # rate, tokens_per_sec_per_gpu a token rate); another thing per second (TFLOPs, bytes) is no time
-        what = words[per - 1]
-        if what in _STEP_WORDS:
-            return "rate", PER_STEP, 1.0
-        if what in _TOKEN_WORDS:
-            return "token_rate", None, 1.0
-        if what in _SAMPLE_WORDS:
-            return "sample_rate", None, 1.0
-        return None
+        return _per_second_role(words[per - 1])
     if kind and kind[0] == "step_rate" or k in _STEP_RATE_KEYS or (
             k.endswith(("_per_sec", "_per_second")) and words and words[0] in _STEP_WORDS + (
                 "global", "train", "optimizer")) or (
@@ -194,6 +185,24 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         return "batch", None, 1.0
     if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
         return "sample_rate", None, 1.0
+    return _duration_role(k, unit, kind)
+
+
+def _per_second_role(what: str) -> tuple[str, object, float] | None:
+    """The role of `<what>_per_sec[_per_gpu]`: what comes before `per` is what is counted (batches_per_second is
+    a step rate, tokens_per_sec_per_gpu a token rate); another thing per second (TFLOPs, bytes) is no time."""
+    if what in _STEP_WORDS:
+        return "rate", PER_STEP, 1.0
+    if what in _TOKEN_WORDS:
+        return "token_rate", None, 1.0
+    if what in _SAMPLE_WORDS:
+        return "sample_rate", None, 1.0
+    return None
+
+
+def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> tuple[str, object, float] | None:
+    """classify's last step, for a normalised key `k` that is no rate, token or batch count: ("dur", class,
+    factor to seconds) or ("phase", name, factor) when it names a time; None otherwise."""
     factor = kind[1] if kind and kind[0] == "time" else None
     if factor is None:
         for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_s", 1.0), ("_sec", 1.0),
