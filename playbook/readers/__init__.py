@@ -32,11 +32,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-import pandas as pd
-
 from playbook import schema
-from playbook.errors import InputError, PlaybookError, UnknownFormatError
+from playbook.errors import InputError, PlaybookError
 from playbook.readers import detect, textio
+from playbook.readers.files import call_reader, check_input, check_tz, file_kind, read_file, stat_path
 from playbook.readers.rundir import read_run
 from playbook.rundir import is_run_dir
 
@@ -44,104 +43,6 @@ __all__ = ["read_paths", "read_file", "check_input", "detect"]
 
 _DOC_NAMES = ("readme", "license", "licence", "changelog", "notice", "authors", "citation")
 _DOC_SUFFIXES = {".md", ".rst", ".ipynb", ".html", ".htm"}
-_TABLE_BUILDERS = {
-    "telemetry": (schema.TELEMETRY_COLUMNS, schema.telemetry_frame),
-    "steps": (schema.STEP_COLUMNS, schema.steps_frame),
-    "events": (schema.EVENT_COLUMNS, schema.events_frame),
-    "host": (schema.HOST_COLUMNS, schema.host_frame),
-    "trace": (schema.TRACE_COLUMNS, schema.trace_frame),
-}
-
-
-def read_file(path: str | Path, fields: str | list[str] | None = None, interval_s: float | None = None,
-              **opts) -> schema.Bundle:
-    """Read one file with the reader its content calls for.
-
-    `fields`: the --query-gpu list of a headerless nvidia-smi CSV. `interval_s`: the polling interval (s) used
-    to place samples of inputs without timestamps (default 1 s). Raises UnknownFormatError / InputError.
-    """
-    path = Path(path)
-    mode = _stat(path).st_mode
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{path}: is a folder (use read_paths)")
-    if not stat.S_ISREG(mode):
-        raise InputError(f"{path}: is a {_kind(mode)}, not a regular file; not read")
-    raw = _head(path)
-    if raw.startswith(b"PAR1"):
-        return _read_parquet(path)
-    head = textio.decode(raw)
-    name = detect.detect(path, head)
-    opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
-    return _call(name, path, opts)
-
-
-def _head(path: Path) -> bytes:
-    """The first HEAD_BYTES (decompressed); a damaged compressed stream is an InputError naming the file."""
-    import lzma
-    import zlib
-
-    try:
-        return textio.read_bytes(path, limit=textio.HEAD_BYTES)
-    except (EOFError, zlib.error, lzma.LZMAError, ValueError, OSError) as exc:  # OSError: gzip's BadGzipFile
-        raise InputError(f"{path}: damaged compressed file ({type(exc).__name__}: {exc})"[:300]) from None
-
-
-def _call(name: str, path: Path, opts: dict) -> schema.Bundle:
-    reader = detect.module(name)
-    try:
-        bundle = reader.read(path, **opts)
-    except PlaybookError:
-        raise
-    except (MemoryError, KeyboardInterrupt):
-        raise
-    except Exception as exc:  # a reader bug must still name the file, in one line
-        raise InputError(f"{path}: the {name} reader failed ({type(exc).__name__}: {exc})") from exc
-    if str(path) not in bundle.inputs:
-        bundle.inputs.append(str(path))
-    return bundle
-
-
-def check_tz(tz: str | None) -> str:
-    """`tz` if it names a time zone (IANA, e.g. "Europe/Berlin", or "UTC"), else InputError; None → "UTC"."""
-    if not tz or tz.upper() == "UTC":
-        return "UTC"
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise InputError(f"unknown time zone {tz!r}: use an IANA name such as Europe/Berlin or America/Chicago, "
-                         "or UTC") from None
-    return tz
-
-
-def _stat(path: Path) -> os.stat_result:
-    """os.stat (following symlinks), as InputError naming the path."""
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file or directory" + (" (a broken symlink)" if path.is_symlink()
-                                                                 else "")) from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
-        raise InputError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-
-
-def check_input(path: str | Path) -> Path:
-    """`path` if it is a folder or a regular file (symlinks followed), else InputError naming it: what every
-    command checks before it opens an input, so a FIFO, socket or device never blocks it."""
-    path = Path(path)
-    mode = _stat(path).st_mode
-    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-        raise InputError(f"{path}: is a {_kind(mode)}, not a regular file; not read")
-    return path
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
-        if test(mode):
-            return name
-    return "special file"
 
 
 class _Reading:
@@ -178,12 +79,12 @@ def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str]
         raise InputError("no inputs given")
     for p in paths:
         path = Path(p)
-        st = _stat(path)
+        st = stat_path(path)
         if stat.S_ISDIR(st.st_mode):
             if reading.first_time(path, st):
                 _read_folder(path, reading)
         elif not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: is a {_kind(st.st_mode)}, not a regular file; not read")
+            raise InputError(f"{path}: is a {file_kind(st.st_mode)}, not a regular file; not read")
         elif reading.first_time(path, st):
             reading.pieces.append(read_file(path, **reading.opts))
     bundle = schema.Bundle()
@@ -201,7 +102,7 @@ def _read_folder(root: Path, reading: _Reading) -> None:
             reading.pieces.append(read_run(folder))
             continue
         if _is_trace_folder(folder):
-            reading.pieces.append(_call("kineto", folder, {}))
+            reading.pieces.append(call_reader("kineto", folder, {}))
             continue
         try:
             with os.scandir(folder) as it:
@@ -232,7 +133,7 @@ def _read_folder(root: Path, reading: _Reading) -> None:
                 continue
             found = True
             if not stat.S_ISREG(st.st_mode):
-                reading.warnings.append(f"{path}: skipped, a {_kind(st.st_mode)}, not a regular file")
+                reading.warnings.append(f"{path}: skipped, a {file_kind(st.st_mode)}, not a regular file")
                 continue
             if not reading.first_time(path, st):
                 continue
@@ -266,20 +167,3 @@ def _is_trace_folder(folder: Path) -> bool:
         except PlaybookError:
             return False
     return True
-
-
-def _read_parquet(path: Path) -> schema.Bundle:
-    """One of the playbook's own tables written alone (telemetry.parquet, steps.parquet, ...)."""
-    try:
-        raw = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for damaged files
-        raise InputError(f"{path}: unreadable Parquet ({type(exc).__name__})") from None
-    cols = set(raw.columns)
-    for name, (columns, builder) in _TABLE_BUILDERS.items():
-        if {c for c in columns if c != "source"} <= cols:
-            bundle = schema.Bundle(inputs=[str(path)])
-            setattr(bundle, name, builder({c: raw[c].to_numpy() for c in raw.columns if c in columns}))
-            return bundle
-    shown = ", ".join(map(str, list(raw.columns)[:6]))
-    raise UnknownFormatError(f"{path}: not telemetry this playbook can read (looks like a Parquet table with "
-                             f"columns {shown})")

@@ -12,6 +12,7 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import InputError, PlaybookError
 from playbook.readers import kineto
+from playbook.readers.files import read_file
 from playbook.rundir import RUN_MARKER, SEGMENT_DIR, TABLE_FILES, conform_meta, is_run_dir, read_meta
 
 
@@ -104,8 +105,6 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
 
 def _read_loose_files(run: Path, bundle: schema.Bundle) -> None:
     """Logs a workload wrote beside the parts (e.g. NCCL_DEBUG output): read by content; others are warned of."""
-    from playbook.readers import read_file  # the package's entry point, which reads run directories with this
-
     for path in sorted(p for p in run.iterdir() if p.is_file() and p.name != "meta.json"
                        and not p.name.startswith(".")):
         try:
