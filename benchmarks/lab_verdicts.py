@@ -17,7 +17,8 @@ What it checks
     (labs 10-14: benchmarks/labs.py; the probes' cost in detail: benchmarks/probe_overhead.py.)
 
 The exact command
-    python benchmarks/lab_verdicts.py                        # all nine notebooks, defaults: ~15 min on 2 cores
+    python benchmarks/lab_verdicts.py                        # all nine notebooks with their defaults (minutes each)
+    python benchmarks/lab_verdicts.py --labs 22 --param duration_s=1.0   # one notebook, shortened: ~45 s
     python benchmarks/lab_verdicts.py --labs 21,31 --param repeats=3
 
 How to read the result
