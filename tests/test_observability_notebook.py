@@ -15,15 +15,16 @@ from playbook.workloads import observability as obs
 VARIANTS = ["none", "timer", "probes_1hz", "probes_10hz", "probes_100hz", "profiler"]
 
 
-def test_notebook_confirms_the_recorder_is_cheap_and_the_window_catches_the_stall(tmp_path):
+def test_notebook_measures_the_recorder_and_the_window_catches_the_stall(tmp_path):
     rec = run_notebook("02_observability.ipynb", tmp_path, steps=10, repeats=2, demo_steps=16, shuffle_buffer=4,
                        out_dir=str(tmp_path / "runs"))
     v = rec["verdict"]
     assert_verdict_follows_from_figures(v)
     assert set(rec["step_time_ratios"]) == set(VARIANTS) and rec["step_time_ratios"]["none"] == 1.0
     cpu = rec["probe_threads_cpu_pct"]
-    # a difference of two CPU clocks (process - training thread): a few hundredths below zero is clock noise
-    assert -1.0 < cpu["probes_10hz"] < 100 * v["figures"]["tolerance"]
+    # a difference of two CPU clocks (process - training thread): a few hundredths below zero is clock noise.
+    # Whether it stays under the 5% budget is the timing claim benchmarks/probe_overhead.py measures.
+    assert cpu["probes_10hz"] > -1.0 and math.isfinite(cpu["probes_10hz"])
     assert cpu["probes_100hz"] > cpu["probes_1hz"]  # the samplers' cost grows with their rate
     assert rec["profiler_window_ratios"]["window_cpu_ratio"] > 0
     w = rec["window"]

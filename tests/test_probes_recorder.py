@@ -138,9 +138,7 @@ def test_fingerprint_is_cheap_and_complete(tmp_path, monkeypatch):
     (cache / "a").mkdir(parents=True)
     (cache / "a" / "k.py").write_bytes(b"x" * 1000)
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
-    t0 = time.perf_counter()
     fp = fingerprint(command=["train.py", "--lr", "1"], nvml=fake_nvml.scenario("no_driver"))
-    assert time.perf_counter() - t0 < 3.0
     json.dumps(fp)
     assert fp["command"] == "train.py --lr 1" and fp["python"].count(".") == 2
     assert fp["torch"]["version"] and fp["cpu"]["count"] >= 1
@@ -148,6 +146,9 @@ def test_fingerprint_is_cheap_and_complete(tmp_path, monkeypatch):
                                                 "truncated": False}
     assert "LibraryNotFound" in fp["nvidia"]["nvml"]
     assert dir_size(str(tmp_path / "missing"))["exists"] is False
+    # cheap by construction: the cache walk stops at its deadline (an expired one reads nothing) and says so
+    assert dir_size(str(cache), deadline=0.0) == {"path": str(cache), "exists": True, "bytes": 0, "files": 0,
+                                                  "truncated": True}
 
 
 def test_failed_write_is_retried_not_lost(tmp_path, monkeypatch):

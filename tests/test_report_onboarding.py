@@ -1,21 +1,29 @@
-"""The onboarding notebook runs headlessly with small parameters and recovers the known causes."""
+"""The onboarding notebook runs headlessly with small parameters, recovers the known causes, and its verdict follows
+the figures it printed (whether the fix is faster beyond noise is a timing claim: benchmarks/lab_verdicts.py)."""
 
 from __future__ import annotations
 
 import pytest
+from labverdicts import assert_status_follows
 from nbrun import run_notebook
+
+from playbook.report import triage
 
 
 @pytest.mark.slow
 def test_onboarding_recovers_synthetic_and_real_causes(tmp_path):
     rec = run_notebook("00_onboarding.ipynb", tmp_path, hosts=2, gpus_per_host=4, duration_s=480.0,
-                       lab_steps=32, repeats=3, out_dir=str(tmp_path / "runs"))
+                       lab_steps=32, repeats=2, out_dir=str(tmp_path / "runs"))
     v = rec["verdict"]
-    figures = v["figures"]
-    assert figures["synthetic_top"] == figures["synthetic_truth"] == "periodic_stall"
-    assert figures["synthetic_period_s"] == pytest.approx(60.0, rel=0.1)
+    f = v["figures"]
+    # the synthetic run is seeded: its answer is exact
+    assert f["synthetic_top"] == f["synthetic_truth"] == "periodic_stall"
+    assert f["synthetic_period_s"] == pytest.approx(60.0, rel=0.1)
     assert rec["steps_top"] == "periodic_stall"  # the step log confirms the stall every 30 steps
-    assert figures["real_top"] in ("data_starvation", "periodic_stall")
-    assert figures["fix_speedup_lo"] > 1.0  # the streaming buffer is faster beyond run-to-run noise
-    assert v["status"] == "confirmed", v["summary"]
+    # the real lab's data stall is several times its step: the diagnosis names a data-stall cause
+    assert f["real_top"] in triage.DATA_STALL_CAUSES
+    assert f["fix_speedup_lo"] <= f["fix_speedup"] <= f["fix_speedup_hi"]
+    real_ok = f["real_top"] in triage.DATA_STALL_CAUSES and float(f["real_top_score"] or 0) >= triage.CONFIRM_SCORE
+    assert_status_follows(v, refuted=False, checks={"real recording": real_ok, "faster": f["fix_speedup_lo"] > 1.0},
+                          named=False)
     assert list((tmp_path / "runs").iterdir())  # the real recordings went where asked

@@ -10,14 +10,19 @@ from playbook.readers.rundir import read_run
 
 
 @pytest.mark.slow
-def test_notebook_30_confirms_bucketing_and_packing(tmp_path):
+def test_notebook_30_bucketing_bounds_compiles_and_packing_is_exact(tmp_path):
     values = run_notebook("30_serving_parity.ipynb", tmp_path, requests=8, batch=4, min_bucket=64,
                           train_steps=40, measure_split=False, run_dir=str(tmp_path / "runs"))
     v = values["verdict"]
-    assert v["status"] == "confirmed", v["summary"]
     f = v["figures"]
-    assert f["compiles_bucketed"] <= f["n_buckets"] == 2
-    assert f["compiles_exact"] >= 2 and f["p99_exact_ms"] > f["p99_bucketed_ms"] > 0
+    # the lab's rule (serving_verdict) on the figures it printed: bounded compiles, lower p99, equal outputs
+    bounded = f["compiles_bucketed"] <= f["n_buckets"] and "buckets, 0 while serving" in v["summary"]
+    faster, equal = f["p99_bucketed_ms"] < f["p99_exact_ms"], f["packed_max_abs_diff"] < 1e-4
+    assert v["status"] == ("confirmed" if bounded and faster and equal else "refuted"), v
+    # counted, not timed: bucketing bounds the graphs; exact shapes compile one per new length
+    assert f["compiles_bucketed"] <= f["n_buckets"] == 2 and f["compiles_exact"] >= 2
+    # a compile costs tenths of a second against a millisecond forward: exact shapes' p99 is a compile, physically
+    assert f["p99_exact_ms"] > f["p99_bucketed_ms"] > 0
     assert f["recompile_s"] > 0 and f["packed_max_abs_diff"] < 1e-4
     assert 0 < f["bf16_rel_l2"] < 0.1  # bf16 drifts, but not wildly
     assert values["packing"]["packed_waste"] <= values["packing"]["padded_waste"]
