@@ -9,6 +9,9 @@ STAMP := $(VENV)/.installed
 TORCH_CPU := torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
+# Test files run in TEST_JOBS worker processes (pytest-xdist), a file per worker so a module's shared notebook or
+# torchrun run happens once; TEST_JOBS=0 runs them in this process.
+TEST_JOBS ?= 2
 
 .PHONY: help setup demo test lab report bench lint format guide-figures guide-outputs clean
 
@@ -32,7 +35,7 @@ demo: $(STAMP)  ## set up, then triage the embedded samples (64-GPU swing, then 
 	$(PY) -m playbook report
 
 test: $(STAMP)  ## set up, then run the whole test suite
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(if $(filter-out 0,$(TEST_JOBS)),-n $(TEST_JOBS) --dist loadfile) $(PYTEST_ARGS)
 
 lab: $(STAMP)  ## JupyterLab on notebooks/ (token authentication left on)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
