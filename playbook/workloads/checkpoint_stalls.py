@@ -241,7 +241,7 @@ def loop_efficiency(steps: Any, events: Any, first_step: int = 0,
 def add_loop_efficiency(runs: Any, warmup_steps: int = KNOBS["warmup_steps"]) -> Any:
     """`runs` (one row per run with `run_dir`, as from model.run_variants) with a column `loop_efficiency`
     (of each run's recorded steps and events; see loop_efficiency)."""
-    from playbook import rundir
+    from playbook.readers import rundir
 
     out = runs.copy()
     values = []
