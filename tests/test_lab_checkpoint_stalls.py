@@ -33,8 +33,11 @@ def test_blocking_saves_stall_every_interval_and_async_saves_do_not(tmp_path):
     blocking = b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].median()
     assert fb.steps.loc[fb.steps["phase"] == "checkpoint", "duration_s"].median() < blocking / 2  # a snapshot only
     assert torch.load(sorted((tmp_path / "fix" / "ckpt").glob("*.pt"))[-1])["step"] == 19
-    no_fault = lab.run(tmp_path / "nf", "no_fault", **SMALL)
-    assert fault.throughput < 0.8 * no_fault.throughput
+    # the stalls' share of the loop, from the run's own steps (wall-clock throughput against another run is a
+    # timing race on a loaded machine: other jobs change a CPU step's time 2-3x between runs)
+    assert lab.loop_efficiency(b.steps, b.events, first_step=SMALL["warmup_steps"]) < 0.8
+    assert lab.loop_efficiency(fb.steps, fb.events, first_step=SMALL["warmup_steps"]) > \
+        lab.loop_efficiency(b.steps, b.events, first_step=SMALL["warmup_steps"])
 
 
 def test_notebook_confirms_the_stalls_their_period_and_the_fix(tmp_path):
