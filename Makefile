@@ -57,10 +57,10 @@ format: $(STAMP)  ## strip notebook outputs and fix lint where ruff can
 	$(VENV)/bin/ruff check --fix playbook tests benchmarks
 
 guide-figures: $(STAMP)  ## rerun the labs quickly and regenerate the field guide's tables and figures
-	$(PY) -m playbook.guide docs/figures
+	$(PY) -m playbook.report.guide docs/figures
 
 guide-outputs: $(STAMP)  ## regenerate only the command outputs the docs quote (< 1 min, no labs)
-	$(PY) -m playbook.guide --outputs docs/figures
+	$(PY) -m playbook.report.guide --outputs docs/figures
 
 clean:  ## remove caches, lab runs and reports (keeps .venv)
 	rm -rf reports data/runs runs notebooks/runs .pytest_cache .ruff_cache .hypothesis

@@ -69,8 +69,8 @@ def _generator():
 
 
 def _generate_fallback(path: Path, gpus: int, seconds: int) -> int:
-    """LABELED SYNTHETIC CSV from playbook.simulate (slower; used only without benchmarks/ingest.py)."""
-    from playbook.simulate import simulate_telemetry, write_nvidia_smi_csv
+    """LABELED SYNTHETIC CSV from playbook.synthetic (slower; used only without benchmarks/ingest.py)."""
+    from playbook.synthetic import simulate_telemetry, write_nvidia_smi_csv
 
     frame, _ = simulate_telemetry("oscillation", hosts=1, gpus_per_host=gpus, duration_s=seconds,
                                   interval_s=1.0, noise_pct=8.0)

@@ -3,7 +3,7 @@
 What it checks
     `playbook diagnose prometheus://...` on a day of a 512-GPU job (64 hosts × 8, ≈ 2.95 M samples per metric)
     as dcgm-exporter's default counters would hold it: GPU_UTIL, POWER_USAGE, SM_CLOCK, FB_USED, GPU_TEMP and
-    XID_ERRORS, from playbook.simulate's labeled "oscillation" fleet (period 10 min). The TSDB is built once with
+    XID_ERRORS, from playbook.synthetic's labeled "oscillation" fleet (period 10 min). The TSDB is built once with
     `promtool tsdb create-blocks-from openmetrics` and kept in --cache (reruns skip the backfill). The client runs
     in a child process so its peak RSS is its own: query time (HTTP + decode into the telemetry table), analysis
     time (playbook.diagnose.diagnose) and peak RSS (ru_maxrss). Target: ≤ 30 s and ≤ 2 GB on 2 cores.
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, write_openmetrics
 
-    from playbook.simulate import simulate_telemetry
+    from playbook.synthetic import simulate_telemetry
 
     if PROMETHEUS is None or PROMTOOL is None:
         print(f"skipped: {SKIP_REASON}")

@@ -15,7 +15,7 @@ from playbook.cli import main
 from playbook.diagnose import diagnose
 from playbook.readers import read_paths
 from playbook.schema import Bundle
-from playbook.simulate import simulate_steps, simulate_telemetry, write_nvidia_smi_csv, write_run_dir
+from playbook.synthetic import simulate_steps, simulate_telemetry, write_nvidia_smi_csv, write_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUSES = {"ok", "underutilized", "saturated", "throttled", "lost"}

@@ -1,4 +1,4 @@
-"""The cases of issue 14, on real-shaped data (playbook.simulate's cases: LABELED SYNTHETIC, written in the formats
+"""The cases of issue 14, on real-shaped data (playbook.synthetic's cases: LABELED SYNTHETIC, written in the formats
 users paste where the format matters): each names the right cause, for the right reason, impact first."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from playbook import simulate
+from playbook import synthetic, synthetic_cases
 from playbook.cli import main
 from playbook.diagnose import diagnose
 
@@ -17,7 +17,7 @@ def _top(d) -> str:
 
 
 def test_rank0_checkpoint_is_software_straggler_and_a_logger_gap_is_no_loss():
-    bundle, want = simulate.case_rank0_checkpoint()
+    bundle, want = synthetic_cases.case_rank0_checkpoint()
     d = diagnose(bundle)
     ids = [h["id"] for h in d.hypotheses]
     assert _top(d) == want and ids[1] == "periodic_stall"
@@ -34,7 +34,7 @@ def test_rank0_checkpoint_is_software_straggler_and_a_logger_gap_is_no_loss():
 
 
 def test_power_cap_on_one_gpu_is_throttling_by_self_reference():
-    bundle, want = simulate.case_power_cap()
+    bundle, want = synthetic_cases.case_power_cap()
     d = diagnose(bundle)
     assert _top(d) == want and d.hypotheses[0]["score"] >= 0.85
     assert [g["status"] for g in d.gpus] == ["throttled"]
@@ -47,7 +47,7 @@ def test_power_cap_on_one_gpu_is_throttling_by_self_reference():
 
 def test_full_clock_at_full_utilization_stays_healthy():
     # the same GPU uncapped all along: self-reference must not call DVFS variation throttling
-    bundle, _ = simulate.case_power_cap(cap_w=350.0)
+    bundle, _ = synthetic_cases.case_power_cap(cap_w=350.0)
     t = bundle.telemetry
     t.loc[:, "sm_clock_mhz"] = 1980.0 + (t.index % 7) * 30.0  # boost wandering ±5% under load
     t.loc[:, "power_limit_w"] = 350.0
@@ -56,7 +56,7 @@ def test_full_clock_at_full_utilization_stays_healthy():
 
 
 def test_tiny_kernels_trace_is_launch_bound(tmp_path):
-    bundle, want = simulate.case_trace("launch", tmp_path)
+    bundle, want = synthetic_cases.case_trace("launch", tmp_path)
     d = diagnose(bundle)
     assert _top(d) == want
     assert "4097 GPU ops" in d.hypotheses[0]["evidence"][0]
@@ -64,14 +64,14 @@ def test_tiny_kernels_trace_is_launch_bound(tmp_path):
 
 
 def test_per_element_cpu_copies_are_host_sync_not_pinning(tmp_path):
-    bundle, want = simulate.case_trace("item", tmp_path)
+    bundle, want = synthetic_cases.case_trace("item", tmp_path)
     d = diagnose(bundle)
     assert _top(d) == want
     assert "take .item()/.cpu() out of the loop" in d.hypotheses[0]["evidence"][0]
     assert "h2d_copy" not in [h["id"] for h in d.hypotheses]
 
 
-@pytest.mark.parametrize("case", [simulate.case_host_only, simulate.case_three_polls])
+@pytest.mark.parametrize("case", [synthetic_cases.case_host_only, synthetic_cases.case_three_polls])
 def test_inputs_that_cannot_answer_are_insufficient_data(case):
     bundle, want = case()
     d = diagnose(bundle)
@@ -91,8 +91,8 @@ def test_healthy_never_leads_while_something_is_probably_wrong():
 
 
 def test_fail_on_turns_verdicts_into_exit_codes(tmp_path, capsys):
-    bundle, _ = simulate.case_three_polls()
-    simulate.write_nvidia_smi_csv(bundle.telemetry, tmp_path, suffix=".csv")
+    bundle, _ = synthetic_cases.case_three_polls()
+    synthetic.write_nvidia_smi_csv(bundle.telemetry, tmp_path, suffix=".csv")
     args = ["diagnose", str(tmp_path), "--json"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["verdict"]["id"] == "insufficient_data"
@@ -105,7 +105,7 @@ def test_fail_on_turns_verdicts_into_exit_codes(tmp_path, capsys):
 
 
 def test_text_report_opens_with_the_verdict(capsys):
-    bundle, _ = simulate.case_power_cap()
+    bundle, _ = synthetic_cases.case_power_cap()
     from playbook.commands.diagnose import render
 
     first = render(diagnose(bundle)).splitlines()[0]
@@ -113,7 +113,7 @@ def test_text_report_opens_with_the_verdict(capsys):
 
 
 def test_level_shift_is_reported_with_its_step_and_size_not_as_a_periodic_stall():
-    bundle, want = simulate.case_level_shift()
+    bundle, want = synthetic_cases.case_level_shift()
     d = diagnose(bundle)
     assert _top(d) == want and "periodic_stall" not in [h["id"] for h in d.hypotheses]
     ls = d.steps["level_shift"]
@@ -123,14 +123,14 @@ def test_level_shift_is_reported_with_its_step_and_size_not_as_a_periodic_stall(
 
 
 def test_gradient_accumulation_cadence_is_benign():
-    bundle, want = simulate.case_grad_accum()
+    bundle, want = synthetic_cases.case_grad_accum()
     d = diagnose(bundle)
     assert _top(d) == want
     assert any("gradient accumulation over 4" in e for e in d.hypotheses[0]["evidence"])
 
 
 def test_warmup_steps_stay_out_of_the_period_test_and_the_stall_names_period_and_marker():
-    bundle, want = simulate.case_warmup_checkpoint()
+    bundle, want = synthetic_cases.case_warmup_checkpoint()
     d = diagnose(bundle)
     assert _top(d) == want and d.steps["warmup_steps"] == 5
     ps = d.steps["periodic_slow"]

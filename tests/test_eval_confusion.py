@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playbook import schema, simulate
+from playbook import schema, synthetic, synthetic_cases
 from playbook.diagnose import diagnose
 from playbook.readers import read_paths
 
@@ -48,14 +48,14 @@ def _open_clip_703() -> schema.Bundle:
 
 def _tele(scenario: str, **kw):
     def build():
-        frame, truth = simulate.simulate_telemetry(scenario, **kw)
+        frame, truth = synthetic.simulate_telemetry(scenario, **kw)
         return schema.Bundle(inputs=[truth.source], telemetry=frame)
     return build
 
 
 def _steps(**kw):
     def build():
-        steps, events, _ = simulate.simulate_steps(**kw)
+        steps, events, _ = synthetic.simulate_steps(**kw)
         return schema.Bundle(inputs=["synthetic:steps"], steps=steps, events=events)
     return build
 
@@ -99,25 +99,25 @@ CASES = [
     ("H100 at 700 W warming, leakage", "healthy", _file("tdp_leakage_healthy.csv")),
     ("open_clip#703 loader every 8 steps", "data_starvation", _open_clip_703),
     # X-LANCE/SLAM-LLM#109 and the checkpoint threads above: a synchronous save on rank 0, 8xA100/H100
-    ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(simulate.case_rank0_checkpoint)),
-    ("power cap, one GPU", "throttling", _case(simulate.case_power_cap)),
-    ("rank-0 checkpoint, 1 s polls", "collective_straggler", lambda: simulate.case_rank0_checkpoint(interval_s=1.0)[0]),
+    ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(synthetic_cases.case_rank0_checkpoint)),
+    ("power cap, one GPU", "throttling", _case(synthetic_cases.case_power_cap)),
+    ("rank-0 checkpoint, 1 s polls", "collective_straggler", lambda: synthetic_cases.case_rank0_checkpoint(interval_s=1.0)[0]),
     # a 400 W cap on a 700 W H100 (clock 1650 vs 1980 MHz): milder than DVFS variation, caught by the lowered limit
     ("400 W cap on a 700 W part", "throttling",
-     lambda: simulate.case_power_cap(cap_w=400, capped_mhz=1650, full_mhz=1980, full_w=700, draw_w=560)[0]),
+     lambda: synthetic_cases.case_power_cap(cap_w=400, capped_mhz=1650, full_mhz=1980, full_w=700, draw_w=560)[0]),
     # PyTorch CUDA Graphs blog / performance tuning guide: many tiny kernels leave the GPU waiting for launches;
     # per-element .item()/.cpu() syncs the host with the device each time
-    ("4097 tiny kernels", "launch_bound", lambda tmp: simulate.case_trace("launch", tmp)[0]),
-    ("4096 per-element .cpu()", "host_sync", lambda tmp: simulate.case_trace("item", tmp)[0]),
-    ("host metrics only", "insufficient_data", _case(simulate.case_host_only)),
-    ("three polls", "insufficient_data", _case(simulate.case_three_polls)),
-    ("level shift at step 350", "throttling", _case(simulate.case_level_shift)),
-    ("gradient accumulation x4", "healthy", _case(simulate.case_grad_accum)),
-    ("warm-up then checkpoint/50", "periodic_stall", _case(simulate.case_warmup_checkpoint)),
-    *[(f"sim telemetry {s}", None, _tele(s)) for s in simulate.SCENARIOS],
+    ("4097 tiny kernels", "launch_bound", lambda tmp: synthetic_cases.case_trace("launch", tmp)[0]),
+    ("4096 per-element .cpu()", "host_sync", lambda tmp: synthetic_cases.case_trace("item", tmp)[0]),
+    ("host metrics only", "insufficient_data", _case(synthetic_cases.case_host_only)),
+    ("three polls", "insufficient_data", _case(synthetic_cases.case_three_polls)),
+    ("level shift at step 350", "throttling", _case(synthetic_cases.case_level_shift)),
+    ("gradient accumulation x4", "healthy", _case(synthetic_cases.case_grad_accum)),
+    ("warm-up then checkpoint/50", "periodic_stall", _case(synthetic_cases.case_warmup_checkpoint)),
+    *[(f"sim telemetry {s}", None, _tele(s)) for s in synthetic.SCENARIOS],
     # the same scenarios polled badly: jittered times, 5% lost values, two outages, 8-point noise
     *[(f"sim telemetry {s} noisy", None, _tele(s, jitter=0.3, nan_frac=0.05, gaps=2, noise_pct=8.0, seed=7))
-      for s in simulate.SCENARIOS],
+      for s in synthetic.SCENARIOS],
     ("sim telemetry straggler 10 s polls", None, _tele("straggler", interval_s=10.0, duration_s=3600.0, hosts=4)),
     ("sim steps checkpoint/40", "periodic_stall", _steps()),
     ("sim steps gc", "gc_pause", _steps(stall_every=None, gc_count=30)),
@@ -132,7 +132,7 @@ def _expected(name: str, expected: str | None) -> str:
     if expected is not None:
         return expected
     scenario = name.split()[2]
-    return simulate.simulate_telemetry(scenario, duration_s=60.0)[1].hypothesis
+    return synthetic.simulate_telemetry(scenario, duration_s=60.0)[1].hypothesis
 
 
 def confusion(tmp: Path) -> tuple[pd.DataFrame, list[tuple[str, str, str]]]:

@@ -1,6 +1,6 @@
 """The field guide (docs/field-guide.md) and the runbook (docs/runbook.md) name only things that exist, their
 generated regions are filled, every link lands on a heading that exists, every `playbook ...` command they show
-parses, no page mentions a prompt or points outside the repository; and playbook.guide writes its tables, regions
+parses, no page mentions a prompt or points outside the repository; and playbook.report.guide writes its tables, regions
 and fixture excerpts correctly (from a fake summary.json here: no lab runs)."""
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from playbook import guide
 from playbook.cli import COMMANDS, build_parser
 from playbook.errors import InputError
+from playbook.report import guide, guide_figures, guide_quotes
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "field-guide.md"
@@ -39,8 +39,8 @@ PENDING_OPTIONS = {"--since", "--step", "--match", "--for"}  # `diagnose prometh
 
 FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
 INLINE = re.compile(r"`([^`]+)`")
-REQUIRED_REGIONS = ("machine", "lab-results", "signatures", *guide.EXCERPTS,
-                    *(n for n in guide.SAMPLE_COMMANDS if n not in guide.REQUIRES),
+REQUIRED_REGIONS = ("machine", "lab-results", "signatures", *guide_quotes.EXCERPTS,
+                    *(n for n in guide_quotes.SAMPLE_COMMANDS if n not in guide_quotes.REQUIRES),
                     *(f"lab-{nb}" for nb in guide.EXPECTED_NOTEBOOKS))
 
 
@@ -60,7 +60,7 @@ def test_playbook_subcommands_are_registered():
 
 def test_python_modules_exist():
     modules = {m.group(1).rstrip(".") for code in code_texts() for m in re.finditer(r"-m\s+([A-Za-z_][\w.]*)", code)}
-    assert "playbook.guide" in modules and "playbook.simulate" in modules
+    assert "playbook.report.guide" in modules and "playbook.synthetic" in modules
     missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
     assert not missing, f"python -m modules that do not exist: {missing}"
 
@@ -142,7 +142,7 @@ def test_generated_regions_present_and_filled():
     missing = [r for r in REQUIRED_REGIONS if r not in regions]
     assert not missing, f"generated regions missing from the guide: {missing}"
     known = set(REQUIRED_REGIONS)
-    assert set(regions) <= known, f"regions playbook.guide never generates: {set(regions) - known}"
+    assert set(regions) <= known, f"regions playbook.report.guide never generates: {set(regions) - known}"
     for name, body in regions.items():
         assert body.strip(), f"generated region {name} is empty: run `make guide-figures`"
         assert any(s in body for s in STAMPS), f"region {name} has no stamp"
@@ -162,7 +162,7 @@ def test_embedded_figures_exist_and_are_small():
     assert (FIGURES / "lab-results.md").is_file() and (FIGURES / "lab-results.json").is_file()
 
 
-# ---------------------------------------------------------------- playbook.guide on a fake summary
+# ---------------------------------------------------------------- playbook.report.guide on a fake summary
 
 def _fake_report(tmp_path: Path) -> Path:
     report = tmp_path / "reports" / "20260101T000000Z-guide"
@@ -216,7 +216,7 @@ def test_guide_writes_tables_and_regions_from_a_summary(tmp_path):
     assert result["missed_regions"] == ["something-else"]
 
     table = (out / "lab-results.md").read_text(encoding="utf-8")
-    nbs = os.path.relpath(guide.ROOT / "notebooks", out)  # links relative to the page they sit in
+    nbs = os.path.relpath(ROOT / "notebooks", out)  # links relative to the page they sit in
     rows = {ln.split("|")[1].strip(): ln for ln in table.splitlines() if ln.startswith("| [")}
     assert "**confirmed**" in rows[f"[10_data_starvation]({nbs}/10_data_starvation.ipynb)"]
     assert "fault_ratio 0.25 · fix_ratio 0.98" in table
@@ -225,7 +225,7 @@ def test_guide_writes_tables_and_regions_from_a_summary(tmp_path):
     assert "**missing**" in rows[f"[31_sharded_blob_loader]({nbs}/31_sharded_blob_loader.ipynb)"]
     assert "no verdict recorded" in rows[f"[01_triage]({nbs}/01_triage.ipynb)"]
     assert len(rows) == len(guide.EXPECTED_NOTEBOOKS)
-    assert f"]({os.path.relpath(guide.ROOT / 'notebooks', doc.parent)}/10_data_starvation.ipynb)" in \
+    assert f"]({os.path.relpath(ROOT / 'notebooks', doc.parent)}/10_data_starvation.ipynb)" in \
         doc.read_text(encoding="utf-8")
 
     text = doc.read_text(encoding="utf-8")
@@ -270,34 +270,34 @@ def test_load_summary_rejects_bad_input(tmp_path):
 
 
 def test_fmt_and_machine_text():
-    assert guide.fmt_value(0.123456) == "0.123" and guide.fmt_value(None) == "–" and guide.fmt_value(True) == "yes"
-    assert guide.fmt_value(float("nan")) == "–" and guide.fmt_value({"a": 2.0}) == "{a: 2}"
+    assert guide_figures.fmt_value(0.123456) == "0.123" and guide_figures.fmt_value(None) == "–" and guide_figures.fmt_value(True) == "yes"
+    assert guide_figures.fmt_value(float("nan")) == "–" and guide_figures.fmt_value({"a": 2.0}) == "{a: 2}"
     assert guide.machine_text({"cpus": 16, "torch": "2.5", "gpu": "1 x NVIDIA H200", "gpu_checked": True}) == \
         "16 CPUs, torch 2.5, 1 x NVIDIA H200"
     assert guide.machine_text({"cpus": 2, "torch": "2.5"}).endswith("GPU not checked")
 
 
 def test_cli_help_has_an_example():
-    proc = subprocess.run([sys.executable, "-m", "playbook.guide", "--help"], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "playbook.report.guide", "--help"], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert proc.returncode == 0
-    assert "python -m playbook.guide docs/figures" in proc.stdout and "--summary" in proc.stdout
+    assert "python -m playbook.report.guide docs/figures" in proc.stdout and "--summary" in proc.stdout
 
 
 def test_cli_reports_a_missing_summary_as_one_line(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "playbook.guide", str(tmp_path / "f"), "--summary",
+    proc = subprocess.run([sys.executable, "-m", "playbook.report.guide", str(tmp_path / "f"), "--summary",
                            str(tmp_path / "none"), "--guide", str(tmp_path / "g.md"), "--no-signatures"],
                           capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith("playbook.guide: error:")
+    assert proc.stderr.strip().splitlines()[-1].startswith("playbook.report.guide: error:")
     assert "Traceback" not in proc.stderr
 
 
 def test_every_labelled_synthetic_signature_is_named_first():
     """The guide's signature catalog, recomputed: diagnose names each known answer first (no ✗ rows)."""
-    rows = guide.signature_rows()
-    assert len(rows) == len(guide.TELEMETRY_CASES) + 1 + len(guide.STEP_CASES)
-    misses = [line for line in guide.signatures_table(rows).splitlines() if "✗" in line]
+    rows = guide_figures.signature_rows()
+    assert len(rows) == len(guide_figures.TELEMETRY_CASES) + 1 + len(guide_figures.STEP_CASES)
+    misses = [line for line in guide_figures.signatures_table(rows).splitlines() if "✗" in line]
     assert not misses, misses
 
 
@@ -384,10 +384,10 @@ def test_runbook_tree_reaches_a_lab_in_three_clicks():
 def test_runbook_fits_a_front_page():
     lines = without_regions(RUNBOOK_TEXT).splitlines()
     assert len(lines) <= 250, f"the runbook's own text is {len(lines)} lines: keep the front page short"
-    assert {"synthetic-64gpu-diagnosis"} <= set(guide.region_names(RUNBOOK_TEXT)) <= set(guide.QUOTES)
+    assert {"synthetic-64gpu-diagnosis"} <= set(guide.region_names(RUNBOOK_TEXT)) <= set(guide_quotes.QUOTES)
     for m in guide.REGION.finditer(RUNBOOK_TEXT):
-        if not guide.available(m.group("name")):  # a command this build lacks: its block says so until it lands
-            assert f"`playbook {guide.REQUIRES[guide.HEADS.get(m.group('name'), m.group('name'))]}` is not in this " \
+        if not guide_quotes.available(m.group("name")):  # a command this build lacks: its block says so until it lands
+            assert f"`playbook {guide_quotes.REQUIRES[guide_quotes.HEADS.get(m.group('name'), m.group('name'))]}` is not in this " \
                    "build yet" in m.group("body") or any(s in m.group("body") for s in STAMPS)
             continue
         assert m.group("body").strip() and any(s in m.group("body") for s in STAMPS), \
@@ -433,12 +433,12 @@ def test_shown_commands_parse(command):
 # ---------------------------------------------------------------- quoted outputs and excerpts
 
 def test_performance_excerpt_decodes_the_fixture():
-    text = guide.performance_excerpt()
+    text = guide_quotes.performance_excerpt(ROOT)
     assert "GPU 00000000:18:00.0" in text and "GPU 00000000:AB:00.0" in text and "GPU 00000000:2A:00.0" not in text
     assert "[... 4 GPU block(s) left out ...]" in text and "[... 2 GPU block(s) left out ...]" in text
     assert "SW Power Cap 0x4 = 0x4 (normal at full load)" in text
     assert "HW Slowdown 0x8 + HW Thermal Slowdown 0x40 = 0x48 (harmful" in text
-    header, gpus = guide.performance_blocks((ROOT / guide.PERFORMANCE_FIXTURE).read_text(encoding="utf-8"))
+    header, gpus = guide_quotes.performance_blocks((ROOT / guide_quotes.PERFORMANCE_FIXTURE).read_text(encoding="utf-8"))
     assert len(gpus) == 8 and any("Driver Version" in ln for ln in header)
     # the counters block repeats reason names with microseconds: never read as reasons
     assert [g[2] for g in gpus][5] == ["HW Slowdown", "HW Thermal Slowdown"]
@@ -448,22 +448,22 @@ def test_performance_excerpt_decodes_the_fixture():
 def test_performance_blocks_read_old_driver_wording_and_refuse_unknown_labels(tmp_path):
     old = ("GPU 00000000:01:00.0\n    Clocks Throttle Reasons\n        Idle                              : Active\n"
            "        HW Slowdown                       : Not Active\n    FB Memory Usage\n")
-    _, gpus = guide.performance_blocks(old)
-    assert gpus[0][2] == ["Idle"] and guide.reason_bit("Idle") == 0x1
+    _, gpus = guide_quotes.performance_blocks(old)
+    assert gpus[0][2] == ["Idle"] and guide_quotes.reason_bit("Idle") == 0x1
     with pytest.raises(InputError, match="unknown clock-event reason"):
-        guide.reason_bit("Warp Drive Slowdown")
+        guide_quotes.reason_bit("Warp Drive Slowdown")
     bad = tmp_path / "q.txt"
     bad.write_text("not a dump\n", encoding="utf-8")
     with pytest.raises(InputError, match="no 'GPU <bus id>' block"):
-        guide.performance_excerpt(bad)
+        guide_quotes.performance_excerpt(ROOT, bad)
 
 
 def test_quoted_excerpts_are_current():
     """The committed excerpt regions are what their commands print now (rerun `--outputs` when this fails)."""
-    for name in guide.EXCERPTS:
+    for name in guide_quotes.EXCERPTS:
         region = next(m.group("body") for m in guide.REGION.finditer(TEXT) if m.group("name") == name)
-        assert f"```\n$ {guide.shown(name)}\n{guide.run_excerpt(name)}\n```" in region, name
-    socket = guide.run_excerpt("nccl-socket-init")
+        assert f"```\n$ {guide_quotes.shown(name)}\n{guide_quotes.run_excerpt(name, ROOT)}\n```" in region, name
+    socket = guide_quotes.run_excerpt("nccl-socket-init", ROOT)
     assert "Using network Socket" in socket and "NET/IB : No device found." in socket
 
 
@@ -471,17 +471,17 @@ def test_head_of_diagnosis_keeps_the_top_and_the_first_cause():
     full = ("playbook diagnose — 1 input: x\nVerdict: a stall every 60 s\n\nGPUs: 8 on 1 host — 8 ok\n  a:0  ok\n\n"
             "Oscillation (utilization)\n  periodic\n\nHypotheses (highest score first)\n  1. periodic_stall  score 0.6\n"
             "       - evidence\n  2. healthy  score 0.1\n       - more\n")
-    head = guide.head_of_diagnosis(full)
+    head = guide_quotes.head_of_diagnosis(full)
     assert head.splitlines()[:4] == ["playbook diagnose — 1 input: x", "Verdict: a stall every 60 s", "",
                                      "GPUs: 8 on 1 host — 8 ok"]
     assert "a:0" not in head and "periodic_stall" in head and "healthy" not in head and head.endswith("  ...")
 
 
 def test_a_quoted_command_this_build_lacks_is_skipped_not_quoted(monkeypatch):
-    monkeypatch.setitem(guide.REQUIRES, "dflash-diagnosis", "no-such-command")
-    assert not guide.available("dflash-diagnosis") and not guide.available("dflash-diagnosis-head")
+    monkeypatch.setitem(guide_quotes.REQUIRES, "dflash-diagnosis", "no-such-command")
+    assert not guide_quotes.available("dflash-diagnosis") and not guide_quotes.available("dflash-diagnosis-head")
     said = []
-    assert guide.command_outputs(("dflash-diagnosis", "dflash-diagnosis-head"), say=said.append) == {}
+    assert guide_quotes.command_outputs(ROOT, ("dflash-diagnosis", "dflash-diagnosis-head"), say=said.append) == {}
     assert "`playbook no-such-command` is not in this build" in said[0]
 
 

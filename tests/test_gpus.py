@@ -10,7 +10,7 @@ import pytest
 
 from playbook import schema
 from playbook.analysis.gpus import analyze_gpus
-from playbook.simulate import SCENARIOS, simulate_telemetry
+from playbook.synthetic import SCENARIOS, simulate_telemetry
 
 ROOT = Path(__file__).resolve().parents[1]
 NOISY = {"jitter": 0.3, "nan_frac": 0.05, "gaps": 2, "noise_pct": 8.0}

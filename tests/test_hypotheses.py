@@ -8,7 +8,7 @@ from playbook.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose import diagnose, evidence, ranking
 from playbook.diagnose.evidence import traces
 from playbook.schema import Bundle
-from playbook.simulate import SCENARIOS, simulate_steps, simulate_telemetry
+from playbook.synthetic import SCENARIOS, simulate_steps, simulate_telemetry
 
 VOCABULARY = {"healthy", "data_starvation", "h2d_copy", "host_sync", "launch_bound", "collective_straggler",
               "padding_imbalance", "periodic_stall", "pipeline_imbalance", "recompilation", "gc_pause",

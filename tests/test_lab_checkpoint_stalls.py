@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from labverdicts import assert_fault_then_fix
 from nbrun import run_notebook
@@ -32,14 +33,43 @@ def test_blocking_saves_stall_every_interval_and_async_saves_do_not(tmp_path):
     blocking = b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].median()
     assert fb.steps.loc[fb.steps["phase"] == "checkpoint", "duration_s"].median() < blocking / 2  # a snapshot only
     assert torch.load(sorted((tmp_path / "fix" / "ckpt").glob("*.pt"))[-1])["step"] == 19
-    no_fault = lab.run(tmp_path / "nf", "no_fault", **SMALL)
-    assert fault.throughput < 0.8 * no_fault.throughput
+    # the stalls' share of the loop, from the run's own steps (wall-clock throughput against another run is a
+    # timing race on a loaded machine: other jobs change a CPU step's time 2-3x between runs)
+    assert lab.loop_efficiency(b.steps, b.events, first_step=SMALL["warmup_steps"]) < 0.8
+    assert lab.loop_efficiency(fb.steps, fb.events, first_step=SMALL["warmup_steps"]) > \
+        lab.loop_efficiency(b.steps, b.events, first_step=SMALL["warmup_steps"])
 
 
 def test_notebook_confirms_the_stalls_their_period_and_the_fix(tmp_path):
     rec = run_notebook("12_checkpoint_eval_stalls.ipynb", tmp_path, steps=40, repeats=3, ckpt_every=10,
                        eval_every=20, storage_mib_s=20.0, out_dir=str(tmp_path / "runs"))
-    assert_fault_then_fix(rec)
+    # the verdict rests on loop efficiency (steps at their median time per event group ÷ the run's ordinary step):
+    # here 4 saves of 1.2 MB at 20 MiB/s and 2 evals of 200 ms cost about a quarter of the loop (0.76 measured,
+    # CV 0.01), so a fault ratio under 0.9 is the stall seen well beyond that noise
+    assert_fault_then_fix(rec, max_fault_ratio=0.9)
     assert rec["stalls"]["checkpoint"]["interval_steps"] == 10
     assert rec["stall_period_steps"] == 10
     assert rec["diagnosis_top"] == "periodic_stall"
+
+
+def test_loop_efficiency_counts_recurring_stalls_and_ignores_random_load():
+    import pandas as pd
+
+    from playbook.schema import events_frame, steps_frame
+
+    n = 40
+    dur = [0.01] * n
+    for s in (9, 19, 29, 39):  # a checkpoint at every 10th step: +0.02 s each
+        dur[s] = 0.03
+    ev = events_frame({"step": [9, 19, 29, 39], "kind": ["checkpoint"] * 4, "duration_s": [0.02] * 4})
+    base = steps_frame({"step": list(range(n)), "phase": ["step"] * n, "duration_s": dur, "tokens": [8] * n})
+    # ordinary time 40 × 0.01 over 36 × 0.01 + 4 × 0.03
+    assert lab.loop_efficiency(base, ev) == pytest.approx(0.4 / 0.48)
+    loaded = base.copy()
+    loaded.loc[[3, 14, 25], "duration_s"] = 0.05  # another job slowed three ordinary steps at random
+    loaded.loc[[19], "duration_s"] = 0.09  # and one checkpoint step
+    assert lab.loop_efficiency(loaded, ev) == pytest.approx(lab.loop_efficiency(base, ev))
+    twice = base.assign(duration_s=base["duration_s"] * 2)  # the whole run at half speed
+    assert lab.loop_efficiency(twice, ev) == pytest.approx(lab.loop_efficiency(base, ev))
+    assert lab.loop_efficiency(base, events_frame()) == 1.0  # no stall events: every step ordinary
+    assert pd.isna(lab.loop_efficiency(base.iloc[:0], ev))

@@ -12,7 +12,7 @@ import pytest
 
 from playbook.report import catalog
 
-NOTEBOOKS = sorted(catalog.NOTEBOOKS.glob("*.ipynb"))
+NOTEBOOKS = sorted((catalog.repo_root() / "notebooks").glob("*.ipynb"))
 _DEF_OR_CLASS = re.compile(r"^\s*(?:async\s+def|def|class)\s+\w", re.MULTILINE)
 
 

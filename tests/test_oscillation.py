@@ -15,7 +15,7 @@ from playbook.analysis.oscillation.fleet import analyze_oscillation, fold_cycle,
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.oscillation.spectrum import spectral_period, spectrum
 from playbook.analysis.oscillation.swing import analyze_series
-from playbook.simulate import simulate_telemetry
+from playbook.synthetic import simulate_telemetry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -250,7 +250,7 @@ def test_a_noisy_level_pinned_at_100_is_one_level_not_two():
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_noisy_healthy_fleet_pinned_at_100_is_healthy(seed):
     from playbook.diagnose import diagnose
-    from playbook.simulate import simulate_bundle
+    from playbook.synthetic import simulate_bundle
 
     bundle, _ = simulate_bundle("healthy", hosts=2, gpus_per_host=4, duration_s=600, interval_s=2.0,
                                 noise_pct=15, seed=seed)

@@ -13,8 +13,8 @@ from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, 
 
 from playbook import cli
 from playbook.errors import InputError
-from playbook.simulate import simulate_telemetry
 from playbook.sources import prometheus
+from playbook.synthetic import simulate_telemetry
 
 STEP = 15.0
 SPAN = 3 * 3600.0

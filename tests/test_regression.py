@@ -1,6 +1,6 @@
 """Regression triage (playbook.diagnose.regression): compare_runs finds the cause a fixture was built with.
 
-Fixtures: LABELED SYNTHETIC run directories (playbook.simulate steps + a fingerprint written into meta.json)
+Fixtures: LABELED SYNTHETIC run directories (playbook.synthetic steps + a fingerprint written into meta.json)
 whose cause is known by construction, and a recorded pair of real lab runs (tests/data/compare/data_starvation).
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import schema, simulate
+from playbook import schema, synthetic
 from playbook.diagnose.regression import environment as envdiff
 from playbook.diagnose.regression import runs as run_tables
 from playbook.diagnose.regression.verdict import compare_runs, gap_closed, injected_verdict
@@ -41,10 +41,10 @@ def make_run(path: Path, env: dict | None = None, config: dict | None = None, to
              **steps_kwargs) -> schema.Bundle:
     """A synthetic run directory (steps + events) with a fingerprint and configuration in meta.json."""
     kw = {"ranks": 2, "steps": 120, "step_s": 0.5, "stall_every": None, "seed": 0, **steps_kwargs}
-    steps, events, _ = simulate.simulate_steps(**kw)
+    steps, events, _ = synthetic.simulate_steps(**kw)
     if tokens is not None:
         steps.loc[steps["phase"] == "step", "tokens"] = tokens
-    simulate.write_run_dir(path, steps=steps, events=events)
+    synthetic.write_run_dir(path, steps=steps, events=events)
     meta = json.loads((path / "meta.json").read_text())
     meta["env"] = env if env is not None else FINGERPRINT
     meta["command"] = meta["env"]["command"]
@@ -212,8 +212,8 @@ def test_recorded_lab_pair_names_data_starvation_and_the_loader_setting(data_dir
 
 
 def test_telemetry_only_compares_utilization_and_ranks_diagnose_deltas():
-    good, _ = simulate.simulate_bundle("healthy", hosts=1, gpus_per_host=4, duration_s=600, interval_s=2, seed=0)
-    bad, _ = simulate.simulate_bundle("oscillation", hosts=1, gpus_per_host=4, duration_s=600, interval_s=2, seed=1)
+    good, _ = synthetic.simulate_bundle("healthy", hosts=1, gpus_per_host=4, duration_s=600, interval_s=2, seed=0)
+    bad, _ = synthetic.simulate_bundle("oscillation", hosts=1, gpus_per_host=4, duration_s=600, interval_s=2, seed=1)
     r = compare_runs(good, bad, n_boot=300)
     assert r.mode == "utilization"
     assert r.throughput["unit"] == "mean utilization %"

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from playbook import simulate
-from playbook.report import catalog, triage
+from playbook import synthetic
+from playbook.report import catalog, triage, verdict_rule
 from playbook.report.runner import Job, run_batch
 
-TRIAGE = catalog.NOTEBOOKS / f"{catalog.TRIAGE}.ipynb"
+TRIAGE = ROOT / "notebooks" / f"{catalog.TRIAGE}.ipynb"
 
 
 @functools.cache
@@ -38,9 +38,9 @@ def synthetic_batch(tmp_path_factory):
     logs = tmp_path_factory.mktemp("logs")
     truths = {}
     for scenario in ("straggler", "healthy"):
-        tel, truths[scenario] = simulate.simulate_telemetry(scenario, hosts=2, gpus_per_host=4, duration_s=600,
+        tel, truths[scenario] = synthetic.simulate_telemetry(scenario, hosts=2, gpus_per_host=4, duration_s=600,
                                                             interval_s=2.0, seed=3)
-        simulate.write_nvidia_smi_csv(tel, logs / scenario)
+        synthetic.write_nvidia_smi_csv(tel, logs / scenario)
     jobs = [Job(str(TRIAGE), {"inputs": [str(logs / s)]}, f"triage_{s}") for s in truths]
     out = tmp_path_factory.mktemp("report")
     run_batch(jobs, out, progress=False)
@@ -103,7 +103,7 @@ def _diag(*scored, warnings=()):
     ((), "inconclusive"),  # nothing scored
 ])
 def test_verdict_rule(scored, status):
-    got, summary = triage.triage_verdict(_diag(*scored))
+    got, summary = verdict_rule.triage_verdict(_diag(*scored))
     assert got == status
     if status == "confirmed":
         assert summary.startswith("periodic_stall (score 0.80)") and "periodic_stall evidence" in summary
@@ -117,7 +117,7 @@ def test_lab_pointer_links_an_existing_lab_or_says_it_is_missing(tmp_path):
     (tmp_path / "periodic_stall.ipynb").write_text("{}")
     assert "[periodic_stall.ipynb](periodic_stall.ipynb)" in triage.lab_pointer(
         _diag(("periodic_stall", 0.8)), tmp_path)
-    assert "(not written yet)" in triage.lab_pointer(_diag(("gc_pause", 0.8)), tmp_path)
+    assert f"(not in {tmp_path})" in triage.lab_pointer(_diag(("gc_pause", 0.8)), tmp_path)
     assert "healthy" in triage.lab_pointer(_diag(("healthy", 0.9)), tmp_path)
     close = triage.lab_pointer(_diag(("periodic_stall", 0.92), ("data_starvation", 0.85)), tmp_path)
     assert "Close behind: **Next: the lab for `data_starvation`**" in close
@@ -126,7 +126,7 @@ def test_lab_pointer_links_an_existing_lab_or_says_it_is_missing(tmp_path):
 def test_headline_from_a_straggler_diagnosis_names_the_gpu_the_loss_and_the_lab():
     from playbook.report import headline
 
-    tel, truth = simulate.simulate_telemetry("straggler", hosts=2, gpus_per_host=4, duration_s=600,
+    tel, truth = synthetic.simulate_telemetry("straggler", hosts=2, gpus_per_host=4, duration_s=600,
                                              interval_s=2.0, seed=3)
     diag = {"gpus": [{"id": f"{h}:{g}", "host": h, "index": g, "status": "ok"} for h, g in
                      tel.groupby(["host", "gpu"]).size().index],

@@ -12,7 +12,7 @@ import pytest
 from playbook import schema
 from playbook.readers import read_paths
 from playbook.readers.rundir import read_run
-from playbook.simulate import (
+from playbook.synthetic import (
     SCENARIOS,
     main,
     simulate_bundle,
@@ -103,19 +103,27 @@ def test_cli_writes_readme_with_the_exact_command(tmp_path, capsys):
 
 
 def test_cli_help():
-    res = subprocess.run([sys.executable, "-m", "playbook.simulate", "--help"], capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-m", "playbook.synthetic", "--help"], capture_output=True, text=True,
                          cwd=ROOT)
     assert res.returncode == 0 and "example" in res.stdout and "SYNTHETIC" in res.stdout
 
 
 def test_every_truth_and_case_names_a_catalog_cause(tmp_path):
-    from playbook import simulate
+    from playbook import synthetic, synthetic_cases
     from playbook.causes import CAUSES
 
-    for scenario in simulate.SCENARIOS:
-        assert simulate.simulate_telemetry(scenario, duration_s=60.0)[1].cause.id in CAUSES
-    cases = (simulate.case_rank0_checkpoint, simulate.case_power_cap, simulate.case_host_only,
-             simulate.case_three_polls, simulate.case_level_shift, simulate.case_grad_accum,
-             simulate.case_warmup_checkpoint)
+    for scenario in synthetic.SCENARIOS:
+        assert synthetic.simulate_telemetry(scenario, duration_s=60.0)[1].cause.id in CAUSES
+    cases = (synthetic_cases.case_rank0_checkpoint, synthetic_cases.case_power_cap, synthetic_cases.case_host_only,
+             synthetic_cases.case_three_polls, synthetic_cases.case_level_shift, synthetic_cases.case_grad_accum,
+             synthetic_cases.case_warmup_checkpoint)
     assert all(case()[1] in CAUSES for case in cases)
-    assert simulate.case_trace("item", tmp_path)[1] in CAUSES
+    assert synthetic_cases.case_trace("item", tmp_path)[1] in CAUSES
+
+
+def test_synthetic_imports_no_analysis():
+    """The generator is below analysis in the layers: its vocabulary comes from the cause catalog."""
+    code = ("import sys, playbook.synthetic, playbook.synthetic_cases; "
+            "print(sorted(m for m in sys.modules if m.startswith(('playbook.analysis', 'playbook.diagnose'))))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr

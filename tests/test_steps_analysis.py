@@ -8,7 +8,7 @@ import pytest
 
 from playbook import schema
 from playbook.analysis import steps as sa
-from playbook.simulate import simulate_steps
+from playbook.synthetic import simulate_steps
 
 
 @pytest.mark.parametrize("every,noise", [(40, 0.05), (25, 0.15), (7, 0.05), (100, 0.08)])

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from playbook.commands import duration_s
 from playbook.commands.watch import Panel
 from playbook.readers import rundir
+from playbook.units import duration_s
 
 FAKE_SMI = textwrap.dedent("""\
     #!{python}
@@ -174,7 +174,7 @@ def test_dashboard_renders_rows_and_the_rolling_diagnosis():
 
     from playbook.commands.watch import _dashboard
     from playbook.diagnose import diagnose
-    from playbook.simulate import simulate_bundle
+    from playbook.synthetic import simulate_bundle
 
     b, _ = simulate_bundle("oscillation", hosts=1, gpus_per_host=2, duration_s=300, interval_s=1.0, period_s=20)
     d = diagnose(b)

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from playbook.report import catalog
 
     notebooks = []
-    for spec in catalog.discover():
+    for spec in catalog.discover(catalog.repo_root() / "notebooks"):
         notebooks.append({"name": spec.name, "title": spec.title, "summary": spec.summary,
                           "parameters": [p.name for p in spec.parameters],
                           "quick": spec.quick_parameters()})

@@ -52,15 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from playbook.report import runner
+    from playbook.report import catalog, runner
     from playbook.sources import is_url
+
+    root = catalog.repo_root()  # once: where notebooks/ and data/samples/ are, and where kernels start
 
     if any(is_url(p) for p in args.paths):  # fetched once into a run directory the notebook reads
         from playbook.sources import prometheus
 
         args.paths = prometheus.save_inputs(args.paths, args, Path(args.out or "reports") / "inputs")
     jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval, tz=args.tz,
-                       demo=not args.paths and not args.labs)
+                       demo=not args.paths and not args.labs, root=root)
     if args.labs == ["all"]:
         short = "all-quick" if args.quick else "all"
     elif args.paths:
@@ -77,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"playbook report: {len(jobs)} notebook(s) -> {out}/", file=sys.stderr)
     t0 = time.perf_counter()
     summary = runner.run_batch(jobs, out, parameters=parameters, run_name=run_name, workers=args.jobs,
-                               timeout_s=args.timeout, progress=not args.no_progress)
+                               timeout_s=args.timeout, progress=not args.no_progress, cwd=root)
     elapsed = time.perf_counter() - t0
     for nb in summary["notebooks"]:
         verdict = (nb.get("verdict") or {}).get("status", "no verdict")

@@ -23,8 +23,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from playbook.commands import duration_s
 from playbook.errors import InputError, PlaybookError
+from playbook.units import duration_s
 
 HELP = "live dashboard of GPU utilization with a rolling diagnosis (NVML, nvidia-smi or Prometheus)"
 EXAMPLES = """  playbook watch                                   this host's GPUs until Ctrl-C

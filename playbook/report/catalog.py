@@ -23,11 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ROOT / "notebooks"
-SAMPLES = ROOT / "data" / "samples"
 TRIAGE = "01_triage"
 ONBOARDING = "00_onboarding"
+
+
+def repo_root(start: str | Path | None = None) -> Path:
+    """The repository root (the folder holding notebooks/ and data/samples/): the nearest folder at or above
+    `start` (default: the current folder) with notebooks/ and pyproject.toml, else the checkout the imported
+    playbook package sits in (an editable install run from elsewhere). Resolved once: the CLI commands call this
+    and pass the paths down; a notebook's helpers call it from the kernel's folder (papermill starts the kernel at
+    the root, JupyterLab in notebooks/)."""
+    import playbook
+
+    here = Path(start if start is not None else Path.cwd()).resolve()
+    package_checkout = Path(playbook.__file__).resolve().parent.parent
+    for folder in (here, *here.parents, package_checkout):
+        if (folder / "notebooks").is_dir() and (folder / "pyproject.toml").is_file():
+            return folder
+    from playbook.errors import PlaybookError
+
+    raise PlaybookError(f"no playbook checkout (notebooks/ beside pyproject.toml) at or above {here}")
+
 
 # notebook stem -> {parameter: quick value}, for notebooks whose parameter comments carry no [quick: ...] tag.
 QUICK_OVERRIDES: dict[str, dict[str, Any]] = {}
@@ -169,8 +185,8 @@ def load(path: str | Path) -> NotebookSpec:
     return NotebookSpec(path.stem, path, title or path.stem, summary, params)
 
 
-def discover(directory: str | Path = NOTEBOOKS) -> list[NotebookSpec]:
-    """Every notebooks/*.ipynb, sorted by name."""
+def discover(directory: str | Path) -> list[NotebookSpec]:
+    """Every *.ipynb in `directory` (the repository's notebooks/), sorted by name."""
     return [load(p) for p in sorted(Path(directory).glob("*.ipynb"))]
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.report import triage
 from playbook.report.record import format_value
+from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_verdict
 
 MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
 
@@ -57,7 +57,7 @@ def lost_share(frame: pd.DataFrame, metric: str, diagnosis: dict[str, Any]) -> f
     short = 1.0 - values[ok].clip(0, level) / level
     fleet = float(short.mean())
     keys = [c for c in ("host", "gpu") if c in frame]
-    top = triage._top(diagnosis) or {}
+    top = top_hypothesis(diagnosis) or {}
     if "straggler" not in str(top.get("id")):
         return float(np.clip(fleet, 0.0, 1.0))
     worst = float(short.groupby([frame.loc[ok, c] for c in keys]).mean().max()) if keys else fleet
@@ -68,9 +68,9 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
                    metric: str = "util_pct") -> dict[str, Any]:
     """The adapter: a diagnosis dict (`playbook diagnose --json`) -> the headline dict the card renders (status, sentence,
     confidence, lost_share, gpu_hours_per_day, guilty, next_command, next_why)."""
-    status, summary = triage.triage_verdict(diagnosis)
-    causes = triage._causes(diagnosis)
-    top = triage._top(diagnosis) or {}
+    status, summary = triage_verdict(diagnosis)
+    causes = ranked_causes(diagnosis)
+    top = top_hypothesis(diagnosis) or {}
     score = top.get("score")
     margin = (float(causes[0].get("score") or 0) - float(causes[1].get("score") or 0)) if len(causes) > 1 else None
     v = diagnosis.get("verdict")

@@ -63,8 +63,9 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
     """Write `ipynb` as HTML without input cells to `out`, with a bar linking back to the index.
 
     `entry` (the notebook's summary.json entry) adds its status, verdict and error to the bar, and a verdict card
-    on top when the notebook did not draw its own. `source_dir` (default notebooks/) is where the notebook's
-    relative links point from; they are rewritten to work from `out`'s folder.
+    on top when the notebook did not draw its own. `source_dir` (default: the folder of `ipynb`; the runner passes
+    the source notebook's) is where the notebook's relative links point from; they are rewritten to work from
+    `out`'s folder.
     """
     import nbformat
     from nbconvert import HTMLExporter
@@ -81,7 +82,7 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": Path(ipynb).stem}})
     out = Path(out)
     body = secure(body)
-    body = relink(body, Path(source_dir) if source_dir else _notebooks_dir(), out.parent)
+    body = relink(body, Path(source_dir) if source_dir else Path(ipynb).parent, out.parent)
     has_card = 'id="verdict"' in body
     bar = _nav_bar(Path(ipynb).name, index_href, entry, with_verdict=False)
     if entry and not has_card:
@@ -116,12 +117,6 @@ def secure(page: str) -> str:
     page = _SCRIPT.sub("", page)
     m = _HEAD_OPEN.search(page)
     return page[: m.end()] + CSP_META + page[m.end():] if m else CSP_META + page
-
-
-def _notebooks_dir() -> Path:
-    from playbook.report.catalog import NOTEBOOKS
-
-    return NOTEBOOKS
 
 
 def relink(page: str, source_dir: Path, out_dir: Path) -> str:
@@ -255,22 +250,20 @@ def format_figure(value: Any) -> str:
     return str(value)
 
 
-def _inputs_of(nb: dict[str, Any]) -> str:
-    """The inputs a run read, as escaped text (file names relative to the repository where they are in it)."""
-    from playbook.report.catalog import ROOT
-
+def _inputs_of(nb: dict[str, Any], root: Path | None = None) -> str:
+    """The inputs a run read, as escaped text (file names relative to the repository `root` where they are in it)."""
     inputs = (nb.get("parameters") or {}).get("inputs") or []
     names = []
     for p in inputs:
         try:
-            names.append(str(Path(p).resolve().relative_to(ROOT)))
+            names.append(str(Path(p).resolve().relative_to(root.resolve())) if root else str(p))
         except (ValueError, OSError):
             names.append(str(p))
     shown = ", ".join(html.escape(n) for n in names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return f"<br><small>inputs: {shown}</small>" if shown else ""
 
 
-def _lead_card(summary: dict[str, Any], out_dir: Path) -> str:
+def _lead_card(summary: dict[str, Any], out_dir: Path, root: Path | None = None) -> str:
     """The first screen of the index: a verdict card with its key figure when the run saved one — the first lab's
     when labs were asked for without inputs of one's own (`playbook report --labs 12`), else the first triage's."""
     import base64
@@ -283,35 +276,38 @@ def _lead_card(summary: dict[str, Any], out_dir: Path) -> str:
         for nb in notebooks:
             head = headline.lab_headline(nb) if not (nb.get("records") or {}).get("headline") else None
             if head:
-                return headline.card_html(head) + _from_line(nb)
+                return headline.card_html(head) + _from_line(nb, root)
     for nb in notebooks:
         head = (nb.get("records") or {}).get("headline")
         if isinstance(head, dict) and head.get("sentence"):
             png = out_dir / str(head.get("figure") or "")
             b64 = base64.b64encode(png.read_bytes()).decode("ascii") if head.get("figure") and png.is_file() else None
             return (headline.card_html(head, b64, "heatmap of every GPU over time, the ones not ok first")
-                    + _from_line(nb))
+                    + _from_line(nb, root))
     for nb in notebooks:
         head = headline.lab_headline(nb)
         if head:
-            return headline.card_html(head) + _from_line(nb)
+            return headline.card_html(head) + _from_line(nb, root)
     return ""
 
 
-def _from_line(nb: dict[str, Any]) -> str:
+def _from_line(nb: dict[str, Any], root: Path | None = None) -> str:
     return (f'<p class="meta">from <a href="{html.escape(nb.get("html") or "")}">'
-            f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb)}</p>')
+            f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb, root)}</p>')
 
 
-def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
-    """index.html for a report folder: the lead run's verdict card, then one row per notebook with its inputs,
-    badges and links, then the run parameters."""
+def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path | None = None) -> Path:
+    """index.html for a report folder: the lead run's verdict card, then one row per notebook with its inputs
+    (named relative to the repository `root` when they lie in it), badges and links, then the run parameters."""
+    root = Path(root) if root is not None else None
     out_dir = Path(out_dir)
     rows = []
     for i, nb in enumerate(summary.get("notebooks", []), start=1):
         verdict = nb.get("verdict") or {}
         status = nb.get("status", "ok")
         head = (nb.get("records") or {}).get("headline") or {}
+        if not head.get("sentence") or (verdict and head.get("status") != verdict.get("status")):
+            head = {}  # a card that is not the row's verdict (onboarding's card is its sample's) does not speak for it
         text = html.escape(str(head.get("sentence") or verdict.get("summary", "")))
         if head.get("lost_share") is not None:
             from playbook.report.headline import pct
@@ -338,7 +334,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
         name = html.escape(nb.get("title") or nb["notebook"])
         link = f'<a href="{html.escape(nb["html"])}">{name}</a>' if nb.get("html") else name
         rows.append(
-            f"<tr><td>{i}</td><td>{link}{_inputs_of(nb)}</td>"
+            f"<tr><td>{i}</td><td>{link}{_inputs_of(nb, root)}</td>"
             f"<td>{badge(status)}</td>"
             f"<td>{badge(verdict.get('status', 'none'))}</td>"
             f"<td>{text}</td>"
@@ -354,7 +350,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path) -> Path:
 <style>{_CSS}</style></head>
 <body>
 <h1>GPU utilization playbook: report</h1>
-{_lead_card(summary, out_dir)}
+{_lead_card(summary, out_dir, root)}
 <div class="totals">{totals}</div>
 <table>
 <thead><tr><th>#</th><th>Run and its inputs</th><th>Run</th><th>Verdict</th><th>Verdict in one sentence</th>

@@ -60,17 +60,21 @@ DEMO_SAMPLES: tuple[tuple[str, dict[str, Any]], ...] = (
 
 def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: bool = False,
          specs: list[catalog.NotebookSpec] | None = None, fields: str | None = None,
-         interval_s: float | None = None, tz: str | None = None, demo: bool = False) -> list[Job]:
+         interval_s: float | None = None, tz: str | None = None, demo: bool = False,
+         root: str | Path | None = None) -> list[Job]:
     """The jobs of a report: the triage notebook on `paths` (default: its own default input; with `demo`, one
     triage per DEMO_SAMPLES, as `playbook report` without PATHs runs it), plus
     the notebooks named in `labs` ("all" = every notebook), in notebook order; `quick` applies quick parameters.
     `fields` / `interval_s` / `tz` describe headerless, timestamp-less or local-time `paths` (as `playbook
-    diagnose` takes them)."""
-    specs = catalog.discover() if specs is None else specs
+    diagnose` takes them). `root`: the repository root (default catalog.repo_root()), holding notebooks/ and
+    data/samples/."""
+    root = Path(root) if root is not None else catalog.repo_root()
+    samples = root / "data" / "samples"
+    specs = catalog.discover(root / "notebooks") if specs is None else specs
     chosen: dict[str, catalog.NotebookSpec] = {}
     triage = catalog.find(specs, catalog.TRIAGE)
     if triage is None:
-        raise PlaybookError(f"no triage notebook ({catalog.TRIAGE}.ipynb) in {catalog.NOTEBOOKS}")
+        raise PlaybookError(f"no triage notebook ({catalog.TRIAGE}.ipynb) in {root / 'notebooks'}")
     chosen[triage.name] = triage
     for name in labs or []:
         if name == "all":
@@ -90,10 +94,10 @@ def plan(paths: list[str] | None = None, labs: list[str] | None = None, quick: b
 
             params.update({TRIAGE_INPUTS: [str(_existing(p)) for p in paths], "fields": fields or "",
                            "interval_s": float(interval_s or 0.0), "tz": check_tz(tz)})
-        elif spec.name == triage.name and demo and catalog.SAMPLES.is_dir():
+        elif spec.name == triage.name and demo and samples.is_dir():
             for sample, extra in DEMO_SAMPLES:
-                if (catalog.SAMPLES / sample).exists():
-                    inputs = [str((catalog.SAMPLES / sample).relative_to(catalog.ROOT))]
+                if (samples / sample).exists():
+                    inputs = [str((samples / sample).relative_to(root))]
                     jobs.append(Job(str(spec.path), {**params, TRIAGE_INPUTS: inputs, **extra},
                                     f"{spec.name}-{sample}", f"{spec.title} — {sample}"))
             if any(j.notebook == str(spec.path) for j in jobs):
@@ -147,15 +151,17 @@ def _headless_env():
 
 
 def execute(job: Job, out_dir: str | Path, timeout_s: float = DEFAULT_TIMEOUT_S,
-            cwd: str | Path = catalog.ROOT) -> dict[str, Any]:
-    """Execute one job with papermill into out_dir, export its HTML, and return its summary.json entry."""
+            cwd: str | Path | None = None) -> dict[str, Any]:
+    """Execute one job with papermill into out_dir, export its HTML, and return its summary.json entry. The
+    kernel starts in `cwd`, the repository root (default catalog.repo_root()), where inputs are relative to."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
     out_dir = Path(out_dir)
+    cwd = Path(cwd) if cwd is not None else catalog.repo_root()
     out = out_dir / f"{job.name}.ipynb"
     entry: dict[str, Any] = {
-        "notebook": job.name, "title": job.title, "source": _display_path(job.notebook),
+        "notebook": job.name, "title": job.title, "source": _display_path(job.notebook, cwd),
         "parameters": job.parameters, "status": "ok", "error": None, "verdict": None, "records": {},
         "duration_s": 0.0, "cells": [], "ipynb": None, "html": None,
     }
@@ -178,16 +184,16 @@ def execute(job: Job, out_dir: str | Path, timeout_s: float = DEFAULT_TIMEOUT_S,
         from playbook.report.html import export_html
 
         try:
-            export_html(out, out_dir / f"{job.name}.html", entry=entry)
+            export_html(out, out_dir / f"{job.name}.html", entry=entry, source_dir=Path(job.notebook).parent)
             entry["html"] = f"{job.name}.html"
         except Exception as exc:  # an export problem must not lose the executed notebook
             entry["html_error"] = f"{type(exc).__name__}: {exc}"
     return entry
 
 
-def _display_path(path: str) -> str:
+def _display_path(path: str, root: Path) -> str:
     try:
-        return str(Path(path).resolve().relative_to(catalog.ROOT))
+        return str(Path(path).resolve().relative_to(root.resolve()))
     except ValueError:
         return str(path)
 
@@ -227,15 +233,17 @@ def _execute_packed(job: dict, out_dir: str, timeout_s: float, cwd: str) -> dict
 
 def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] | None = None,
               run_name: str | None = None, workers: int = 1, timeout_s: float = DEFAULT_TIMEOUT_S,
-              progress: bool = True, cwd: str | Path = catalog.ROOT) -> dict[str, Any]:
+              progress: bool = True, cwd: str | Path | None = None) -> dict[str, Any]:
     """Execute `jobs` into out_dir (one at a time, or `workers` kernels at once) and write summary.json and
-    index.html there. Returns the summary. Notebook failures are recorded, never raised."""
+    index.html there. Returns the summary. Notebook failures are recorded, never raised. `cwd`: the repository
+    root the kernels start in (default catalog.repo_root())."""
     from tqdm.auto import tqdm
 
     from playbook import __version__
     from playbook.report.html import link_siblings, write_index
 
     out_dir = Path(out_dir)
+    cwd = Path(cwd) if cwd is not None else catalog.repo_root()
     out_dir.mkdir(parents=True, exist_ok=True)
     created = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -280,5 +288,5 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     }
     link_siblings(out_dir, [e["notebook"] for e in notebooks if e.get("html")])
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    write_index(summary, out_dir)
+    write_index(summary, out_dir, root=cwd)
     return summary

@@ -1,16 +1,6 @@
-"""What the triage notebook concludes from a diagnosis, as plain functions (the notebook stays thin).
-
-The triage notebook tests one hypothesis: "this run has a utilization problem, and the playbook can name its
-cause". Verdict rule (`triage_verdict`) on the diagnosis (the diagnose JSON contract), whose scores are 0-1 with
-`healthy` = 1 - P(something is wrong), so a cause outranks `healthy` roughly when it scores above 0.5:
-  refuted       `healthy` ranks first with a score above 0.5: nothing to fix
-  confirmed     the top cause scores at least CONFIRM_SCORE (0.5: its evidence outweighs "healthy") and leads the
-                runner-up cause by at least AMBIGUITY_MARGIN (0.1), so the cause is named, not just the problem
-  inconclusive  otherwise: no hypothesis at all, `healthy` first but at most 0.5 (too little data to rule a problem
-                out: the diagnosis caps it there), or two causes within the margin of each
-                other (e.g. a periodic stall that a data-loader refill and a checkpoint would both explain); the
-                top hypothesis's `next_step` says which measurement tells them apart
-"""
+"""What the triage notebook shows from a diagnosis, as plain functions (the notebook stays thin): the tables, the
+key figures, the period views, the lab pointer and the onboarding verdict. The triage verdict rule itself is in
+playbook.report.verdict_rule (shared with the headline)."""
 
 from __future__ import annotations
 
@@ -21,10 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.report.catalog import NOTEBOOKS
-
-CONFIRM_SCORE = 0.5
-AMBIGUITY_MARGIN = 0.1
+from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
 
 
 def as_dict(diagnosis: Any) -> dict[str, Any]:
@@ -54,17 +41,12 @@ def timeline_frame(bundle: Any) -> tuple[pd.DataFrame, str]:
     return frame, "busy_pct"
 
 
-def _top(diagnosis: dict[str, Any]) -> dict[str, Any] | None:
-    hyps = diagnosis.get("hypotheses") or []
-    return max(hyps, key=lambda h: h.get("score") or 0.0) if hyps else None
-
-
 def key_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:
     """The figures a report shows for a diagnosis: GPUs seen and their statuses, the oscillation's shape, the top
     hypothesis and its score."""
     gpus = diagnosis.get("gpus") or []
     osc = diagnosis.get("oscillation") or {}
-    top = _top(diagnosis) or {}
+    top = top_hypothesis(diagnosis) or {}
     statuses = pd.Series([g.get("status") for g in gpus], dtype="object").value_counts().to_dict()
     utils = [g["mean_util_pct"] for g in gpus if g.get("mean_util_pct") is not None]
     return {
@@ -149,35 +131,6 @@ def left_table(frame: pd.DataFrame, formats: dict[str, str] | None = None):
         [{"selector": "th", "props": [("text-align", "left")]}])
 
 
-def _causes(diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
-    hyps = [h for h in diagnosis.get("hypotheses") or [] if h.get("id") != "healthy"]
-    return sorted(hyps, key=lambda h: h.get("score") or 0.0, reverse=True)
-
-
-def triage_verdict(diagnosis: dict[str, Any]) -> tuple[str, str]:
-    """(status, one-line summary) by the rule in the module docstring."""
-    top = _top(diagnosis)
-    if top is None:
-        return "inconclusive", "no hypothesis could be scored from these inputs (see the warnings)"
-    score = float(top.get("score") or 0.0)
-    if top["id"] == "healthy":
-        if score <= CONFIRM_SCORE:  # healthy is capped at 0.5 where the data cannot show a problem either way
-            return "inconclusive", (f"nothing found, but healthy scores only {score:.2f}: too little data to rule "
-                                    "a problem out (see the warnings)")
-        return "refuted", f"no utilization problem found: healthy ranks first (score {score:.2f})"
-    evidence = (top.get("evidence") or [""])[0]
-    causes = _causes(diagnosis)
-    runner_up = causes[1] if len(causes) > 1 else None
-    second = float(runner_up.get("score") or 0.0) if runner_up else 0.0
-    if score < CONFIRM_SCORE:
-        return "inconclusive", (f"best guess {top['id']} scores {score:.2f} < {CONFIRM_SCORE}; next: "
-                                f"{top.get('next_step') or 'collect more data'}")
-    if runner_up is not None and score - second < AMBIGUITY_MARGIN:
-        return "inconclusive", (f"{top['id']} ({score:.2f}) or {runner_up['id']} ({second:.2f}): a problem, "
-                                f"but the cause is not settled; next: {top.get('next_step') or 'n/a'}")
-    return "confirmed", f"{top['id']} (score {score:.2f}): {evidence}".rstrip(": ")
-
-
 def hypotheses_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
     """Ranked hypotheses, one row each: id, score (0-1), evidence (joined), next_step, fix, notebook."""
     rows = [{"id": h.get("id"), "score": h.get("score"), "evidence": "; ".join(h.get("evidence") or []),
@@ -203,15 +156,20 @@ def md_escape(text: Any) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(str(text), quote=True))
 
 
-def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path = NOTEBOOKS) -> str:
-    """Markdown naming the lab notebook for the top hypothesis (a link relative to notebooks/ when it exists)."""
-    top = _top(diagnosis)
+def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = None) -> str:
+    """Markdown naming the lab notebook for the top hypothesis (a link relative to `notebooks_dir`, default the
+    repository's notebooks/ as catalog.repo_root finds it from the kernel's folder, when the notebook is there)."""
+    if notebooks_dir is None:
+        from playbook.report.catalog import repo_root
+
+        notebooks_dir = repo_root() / "notebooks"
+    top = top_hypothesis(diagnosis)
     if top is None:
         return "No hypothesis to follow up yet: record more of the run (see `playbook record --help`)."
     if top["id"] == "healthy":
         return "The run looks healthy: no lab to follow. `notebooks/00_onboarding.ipynb` shows what to watch."
     text = _lab_line(top, Path(notebooks_dir))
-    causes = _causes(diagnosis)
+    causes = ranked_causes(diagnosis)
     if len(causes) > 1 and (top.get("score") or 0) - (causes[1].get("score") or 0) < AMBIGUITY_MARGIN:
         text += "  \nClose behind: " + _lab_line(causes[1], Path(notebooks_dir))
     return text
@@ -222,7 +180,7 @@ def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
     if not notebook:
         return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
     name = Path(notebook).name
-    link = f"[{name}]({name})" if (notebooks_dir / name).is_file() else f"`{notebook}` (not written yet)"
+    link = f"[{name}]({name})" if (notebooks_dir / name).is_file() else f"`{notebook}` (not in {notebooks_dir})"
     return (f"**Next: the lab for `{hyp['id']}`** — {link}. It reproduces this failure on a small real training "
             f"loop, measures it, and applies the fix. Confirm here first: {md_escape(hyp.get('next_step') or 'n/a')}")
 
@@ -243,7 +201,7 @@ def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, An
     beyond run-to-run noise (ratio_lo > 1); refuted when the synthetic answer is missed; inconclusive otherwise.
     """
     osc = synthetic.get("oscillation") or {}
-    syn_top, real_top = _top(synthetic) or {}, _top(real) or {}
+    syn_top, real_top = top_hypothesis(synthetic) or {}, top_hypothesis(real) or {}
     period = osc.get("period_s")
     period_ok = bool(period and truth.period_s and abs(period - truth.period_s) <= PERIOD_TOLERANCE * truth.period_s)
     synthetic_ok = syn_top.get("id") == truth.hypothesis and period_ok and osc.get("synchrony") == truth.synchrony
@@ -265,17 +223,18 @@ def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, An
     return "inconclusive", "synthetic answer recovered, the real recording less clearly — " + found, figures
 
 
-def resolve_inputs(inputs: list[str]) -> list[str]:
+def resolve_inputs(inputs: list[str], root: str | Path | None = None) -> list[str]:
     """Input paths as the notebook documents them: relative to the repository root, wherever the kernel started
     (JupyterLab starts it in notebooks/, papermill at the root); a relative path that only exists from the
-    current folder is kept as it is."""
-    from playbook.report.catalog import ROOT
+    current folder is kept as it is. `root`: default catalog.repo_root() from the kernel's folder."""
+    from playbook.report.catalog import repo_root
 
+    root = Path(root) if root is not None else repo_root()
     out = []
     for p in inputs:
         path = Path(p).expanduser()
-        if not path.is_absolute() and (ROOT / path).exists():
-            path = ROOT / path
+        if not path.is_absolute() and (root / path).exists():
+            path = root / path
         out.append(str(path))
     return out
 
@@ -305,17 +264,20 @@ def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_
     return {**head, "figure_png": png}
 
 
-def show_inputs(bundle: Any) -> None:
-    """The files read (escaped) and the rows per table, then the reader warnings, summarised."""
+def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
+    """The files read (escaped; named relative to the repository `root`, default catalog.repo_root(), when in it)
+    and the rows per table, then the reader warnings, summarised."""
     import html
 
     from IPython.display import HTML, display
 
-    from playbook.report.catalog import ROOT
+    from playbook.report.catalog import repo_root
+
+    base = (Path(root) if root is not None else repo_root()).resolve()
 
     def short(p: str) -> str:
         try:
-            return str(Path(p).resolve().relative_to(ROOT))
+            return str(Path(p).resolve().relative_to(base))
         except (ValueError, OSError):
             return str(p)
 

@@ -215,6 +215,43 @@ def stalls_by_kind(steps: Any, events: Any, kinds: tuple[str, ...] = ("checkpoin
     return pd.DataFrame(rows)
 
 
+def loop_efficiency(steps: Any, events: Any, first_step: int = 0,
+                    kinds: tuple[str, ...] = ("checkpoint", "eval")) -> float:
+    """The share of one run's loop time that ordinary steps would take (1 = no stalls; 0.7 = 30% lost), from its
+    per-step times, robust to load from other processes by design.
+
+    The timed steps (≥ `first_step`) are grouped by the blocking event kinds they hold (none, checkpoint, eval,
+    both). Each group's time is its size × its median step time (a stratified median: a stall that recurs at every
+    checkpoint counts in full, a step another job slowed at a random moment moves no median), and the result is
+    (all steps × the ordinary median) ÷ Σ group times. Dividing by the run's own ordinary step removes the load
+    the run ran under, which on a shared machine changes a CPU step's time 2-3× from one run to the next while a
+    run lasts seconds. What it leaves out: a fix's cost on the ordinary steps themselves (a background thread
+    taking CPU between events) — the wall-clock throughput shows that. NaN without ordinary steps.
+    """
+    whole = steps[(steps["phase"] == "step") & (steps["step"] >= first_step)].drop_duplicates("step")
+    held = events[events["kind"].isin(kinds) & events["step"].isin(whole["step"])]
+    label = held.groupby("step")["kind"].agg(lambda k: "+".join(sorted(set(k))))
+    group = [label.get(step, "") for step in whole["step"]]  # "" = ordinary (no blocking event)
+    seconds = whole.groupby(group)["duration_s"].agg(["size", "median"])
+    if "" not in seconds.index or not seconds.loc["", "median"] > 0:
+        return math.nan
+    return float(len(whole) * seconds.loc["", "median"] / (seconds["size"] * seconds["median"]).sum())
+
+
+def add_loop_efficiency(runs: Any, warmup_steps: int = KNOBS["warmup_steps"]) -> Any:
+    """`runs` (one row per run with `run_dir`, as from model.run_variants) with a column `loop_efficiency`
+    (of each run's recorded steps and events; see loop_efficiency)."""
+    from playbook.readers import rundir
+
+    out = runs.copy()
+    values = []
+    for path in out["run_dir"]:
+        b = rundir.read_run(path)
+        values.append(loop_efficiency(b.steps, b.events, first_step=warmup_steps))
+    out["loop_efficiency"] = values
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     return variant_cli("checkpoint_stalls", __doc__, run, VARIANTS, CheckpointConfig, argv)
 

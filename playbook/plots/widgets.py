@@ -1,6 +1,6 @@
 """Interactive widgets for JupyterLab: a live monitor and an explorer for recorded runs.
 
-    from playbook import widgets
+    from playbook.plots import widgets
     widgets.live_monitor()                      # GPUs through NVML when present, else host CPU (+ step busy)
     widgets.live_monitor(step_timer=rec.timer)  # add the training loop's busy fraction from a StepTimer
     widgets.explore(bundle)                     # time window, GPU subset, smoothing, metric; plots update

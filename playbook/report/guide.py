@@ -4,7 +4,7 @@ What it does (`--outputs`: step 2's quoted commands and excerpts only, under a m
     1. Runs every notebook with its quick parameters through the batch runner (`playbook report --labs all
        --quick`, playbook.report.runner) into reports/<UTC time>-guide/, and writes machine.json beside its
        summary.json (date, CPU count, torch version, GPU or not).
-    2. Diagnoses labelled SYNTHETIC telemetry and step logs with known answers (playbook.simulate), one per failure
+    2. Diagnoses labelled SYNTHETIC telemetry and step logs with known answers (playbook.synthetic), one per failure
        signature; runs the commands the pages quote (OUTPUT_COMMANDS: `playbook diagnose` on the two embedded
        samples and on the NCCL socket-fallback fixture, `playbook watch --for 30s` on a fake NVML once this build
        has `watch`; BENCH_COMMANDS: `python benchmarks/probe_overhead.py
@@ -16,12 +16,12 @@ What it does (`--outputs`: step 2's quoted commands and excerpts only, under a m
        the last run's, never typed by hand.
 
 The exact command
-    python -m playbook.guide docs/figures                      # what `make guide-figures` runs (15-40 min on 2 cores)
-    python -m playbook.guide --outputs docs/figures            # only the quoted command outputs (< 1 min): rerun
+    python -m playbook.report.guide docs/figures                      # what `make guide-figures` runs (15-40 min on 2 cores)
+    python -m playbook.report.guide --outputs docs/figures            # only the quoted command outputs (< 1 min): rerun
                                                                # after a change to what `playbook diagnose` prints
-    python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide/summary.json
+    python -m playbook.report.guide docs/figures --summary reports/20260101T120000Z-guide/summary.json
                                                                # reuse a finished batch: no lab reruns (seconds)
-    python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md   # two labs only, into a scratch copy
+    python -m playbook.report.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md   # two labs only, into a scratch copy
 
 How to read the result
     OUT_DIR/lab-results.md is the table the guide embeds: one row per notebook with the batch status (ok / failed
@@ -35,11 +35,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import re
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -50,13 +48,24 @@ from typing import Any
 
 from playbook.errors import InputError, PlaybookError
 from playbook.report import catalog
+from playbook.report.guide_figures import (
+    PLOTS,
+    _cell,
+    _num,
+    fmt_value,
+    plot_overheads,
+    plot_serving,
+    save_png,
+    signature_rows,
+    signatures_table,
+)
+from playbook.report.guide_quotes import EXCERPTS, FAST_QUOTES, QUOTES, command_outputs, shown
 
-ROOT = catalog.ROOT
-DEFAULT_GUIDE = ROOT / "docs" / "field-guide.md"
-DEFAULT_PAGES = (ROOT / "docs" / "runbook.md", ROOT / "README.md")  # other pages quoting generated output
+GUIDE_PAGE = "docs/field-guide.md"  # relative to the repository root (catalog.repo_root, resolved once in main)
+OTHER_PAGES = ("docs/runbook.md", "README.md")  # other pages quoting generated output
 MACHINE_FILE = "machine.json"
-COMMAND = "python -m playbook.guide docs/figures"
-OUTPUTS_COMMAND = "python -m playbook.guide --outputs docs/figures"
+COMMAND = "python -m playbook.report.guide docs/figures"
+OUTPUTS_COMMAND = "python -m playbook.report.guide --outputs docs/figures"
 
 REGION = re.compile(r"(<!-- generated:(?P<name>[a-z0-9_.-]+) -->\n)(?P<body>.*?)(<!-- /generated -->)", re.DOTALL)
 
@@ -114,16 +123,6 @@ SPEEDUPS: dict[str, tuple[str, Any]] = {
 }
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
 def _ratio(a: Any, b: Any) -> float | None:
     a, b = _num(a), _num(b)
     return a / b if a is not None and b not in (None, 0.0) else None
@@ -172,17 +171,17 @@ def machine_text(machine: dict[str, Any]) -> str:
     return f"{machine.get('cpus', '?')} CPUs, torch {machine.get('torch') or '?'}, {gpu}"
 
 
-def run_labs(labs: list[str], report_dir: Path, jobs: int = 1, timeout_s: float = 600,
+def run_labs(labs: list[str], report_dir: Path, root: Path, jobs: int = 1, timeout_s: float = 600,
              progress: bool = True) -> dict[str, Any]:
     """Execute the notebooks `labs` ("all" = every one) with quick parameters into report_dir through the batch
     runner; writes machine.json beside summary.json and returns the summary (with "machine" added)."""
     from playbook.report import runner
 
-    jobs_ = runner.plan(labs=labs, quick=True)
+    jobs_ = runner.plan(labs=labs, quick=True, root=root)
     parameters = {"labs": labs, "quick": True, "jobs": jobs, "timeout_s": timeout_s,
                   "notebooks": [j.name for j in jobs_], "by": COMMAND}
     summary = runner.run_batch(jobs_, report_dir, parameters=parameters, run_name=report_dir.name, workers=jobs,
-                               timeout_s=timeout_s, progress=progress)
+                               timeout_s=timeout_s, progress=progress, cwd=root)
     machine = machine_stamp()
     machine["date"] = summary.get("created", machine["date"])
     (report_dir / MACHINE_FILE).write_text(json.dumps(machine, indent=2), encoding="utf-8")
@@ -249,10 +248,11 @@ class LabRow:
 
 
 def lab_rows(summary: dict[str, Any], expected: tuple[str, ...] = EXPECTED_NOTEBOOKS,
-             present: list[str] | None = None) -> list[LabRow]:
+             present: list[str] | None = None, notebooks_dir: Path | None = None) -> list[LabRow]:
     """One LabRow per notebook of the batch, plus every expected notebook it lacks ("not run in this batch" when
     the notebook exists in notebooks/, "missing" when it does not), in notebook order."""
-    present = [s.name for s in catalog.discover()] if present is None else present
+    if present is None:
+        present = [s.name for s in catalog.discover(notebooks_dir or catalog.repo_root() / "notebooks")]
     rows: dict[str, LabRow] = {}
     for nb in summary.get("notebooks") or []:
         verdict = nb.get("verdict") or {}
@@ -274,28 +274,6 @@ def lab_rows(summary: dict[str, Any], expected: tuple[str, ...] = EXPECTED_NOTEB
 def _first_line(text: Any) -> str:
     line = next((ln for ln in str(text or "").splitlines() if ln.strip()), "")
     return line.strip()[:160]
-
-
-def fmt_value(v: Any) -> str:
-    """A figure as table text: 3 significant digits for floats, lists and dicts compact, None as "–"."""
-    if v is None:
-        return "–"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "–"
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {fmt_value(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(fmt_value(x) for x in v) + "]"
-    return str(v)
-
-
-def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\n", " ").strip()
 
 
 def _status_text(row: LabRow) -> str:
@@ -342,297 +320,6 @@ def lab_section(row: LabRow) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- signatures and samples
-
-STEP_CASES: dict[str, dict[str, Any]] = {
-    "checkpoint every 40 steps": {"stall_every": 40, "stall_kind": "checkpoint"},
-    "evaluation every 50 steps": {"stall_every": 50, "stall_kind": "eval"},
-    "GC pauses at random steps": {"stall_every": None, "gc_count": 12},
-    "GC every 13 steps (same allocations each step)": {"stall_every": 13, "stall_kind": "gc", "stall_s": 1.2},
-    "recompilations (4 new shapes)": {"stall_every": None, "recompile_steps": (10, 50, 120, 200)},
-    "one rank 1.3x slower": {"stall_every": None, "slow_rank": 2, "slow_factor": 1.3},
-    "healthy steps": {"stall_every": None},
-}
-TELEMETRY_CASES: dict[str, str] = {
-    "healthy": "every GPU busy, no swings",
-    "oscillation": "all GPUs 90% for 45 s, 20% for 15 s",
-    "irregular": "all GPUs swing together at random times",
-    "antiphase": "half the GPUs high while the other half is low",
-    "straggler": "one GPU drops every period; its peers read ~100% at low power",
-    "throttled": "one GPU busy at a low SM clock, HW-slowdown bits set",
-    "lost": "one GPU stops reporting mid-run",
-}
-
-
-def signature_rows() -> list[dict[str, Any]]:
-    """Diagnose one labelled SYNTHETIC input per signature (playbook.simulate): what `playbook diagnose` finds.
-
-    Telemetry cases: 2 hosts x 4 GPUs, 600 s at 2 s polling; step cases: 4 ranks x 400 steps of 1.5 s."""
-    from playbook import schema
-    from playbook.diagnose import diagnose
-    from playbook.simulate import simulate_bundle, simulate_steps
-
-    rows = []
-    for scenario, what in TELEMETRY_CASES.items():
-        bundle, truth = simulate_bundle(scenario, hosts=2, gpus_per_host=4, duration_s=600, interval_s=2.0)
-        rows.append(_signature(f"telemetry: {scenario}", what, truth.hypothesis, diagnose(bundle).to_dict()))
-    # the same swing recorded for one period only: one drop, too few for a period, still not health
-    bundle, truth = simulate_bundle("oscillation", hosts=2, gpus_per_host=4, duration_s=60, interval_s=2.0)
-    rows.append(_signature("telemetry: oscillation, 60 s recorded", "one 15 s drop to 20% in the recording",
-                           ("periodic_stall", "data_starvation"), diagnose(bundle).to_dict()))
-    for name, kwargs in STEP_CASES.items():
-        steps, events, truth = simulate_steps(**kwargs)
-        bundle = schema.Bundle(inputs=[truth.source], steps=steps, events=events)
-        rows.append(_signature("step log: " + name, "4 ranks x 400 steps", truth.hypothesis,
-                               diagnose(bundle).to_dict()))
-    return rows
-
-
-def _signature(case: str, what: str, truth: str | tuple[str, ...] | None, d: dict[str, Any]) -> dict[str, Any]:
-    osc = d.get("oscillation") or {}
-    gpus = d.get("gpus") or []
-    odd = [f"{g.get('id')} {g.get('status')}" for g in gpus if g.get("status") not in (None, "ok")]
-    top = (d.get("hypotheses") or [{}])[0]
-    evidence = (top.get("evidence") or [""])[0]
-    return {"case": case, "what": what, "truth": truth, "top": top.get("id"), "score": top.get("score"),
-            "detected": osc.get("detected"), "period_s": osc.get("period_s"), "duty_cycle": osc.get("duty_cycle"),
-            "synchrony": osc.get("synchrony"), "gpus_not_ok": odd, "evidence": evidence}
-
-
-def signatures_table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: each synthetic case, the oscillation shape found, the odd GPUs, the top hypothesis (✓ = truth;
-    a case whose evidence cannot separate two causes lists both)."""
-    lines = ["| SYNTHETIC case | Oscillation found (period · duty · synchrony) | GPUs not ok | Top hypothesis "
-             "(score) | Its first evidence |", "| --- | --- | --- | --- | --- |"]
-    for r in rows:
-        if r["detected"]:
-            shape = " · ".join([f"{fmt_value(r['period_s'])} s" if r["period_s"] else "no period",
-                                fmt_value(r["duty_cycle"]), str(r["synchrony"] or "–")])
-        else:
-            shape = "none" if r["detected"] is False else "–"
-        odd = ", ".join(r["gpus_not_ok"][:3]) + (f" +{len(r['gpus_not_ok']) - 3}" if len(r["gpus_not_ok"]) > 3 else "")
-        truths = r["truth"] if isinstance(r["truth"], (list, tuple)) else (r["truth"],)  # a tie may be either
-        mark = " ✓" if r["top"] in truths else f" ✗ (truth: {' or '.join(map(str, truths))})"
-        evidence = r["evidence"] if len(r["evidence"]) <= 220 else r["evidence"][:217] + "..."
-        lines.append(f"| {_cell(r['case'])} — {_cell(r['what'])} | {_cell(shape)} | {_cell(odd or '–')} | "
-                     f"`{r['top']}` ({fmt_value(r['score'])}){mark} | {_cell(evidence)} |")
-    return "\n".join(lines)
-
-
-# Commands whose output the pages quote verbatim (region name -> argv after `python`), run from the repo root.
-# OUTPUT_COMMANDS read committed samples and fixtures (seconds: the `--outputs` path reruns them); BENCH_COMMANDS
-# time things, so they run only with the labs.
-OUTPUT_COMMANDS: dict[str, list[str]] = {
-    "dflash-diagnosis": ["-m", "playbook", "diagnose", "data/samples/dflash-8gpu", "--interval", "2"],
-    "synthetic-64gpu-diagnosis": ["-m", "playbook", "diagnose", "data/samples/synthetic-64gpu"],
-    "nccl-socket-diagnosis": ["-m", "playbook", "diagnose", "tests/data/nccl/socket_fallback.log"],
-    # a live answer without a GPU: fake NVML with an 8 s stall (SYNTHETIC); 30 s of wall time
-    "watch-demo": ["-m", "playbook", "watch", "--fake-nvml", "data_stall:8", "--for", "30s"],
-}
-# Quoted commands that need a subcommand this build may not have yet: skipped (their regions kept) until it has it.
-REQUIRES: dict[str, str] = {"watch-demo": "watch"}
-STDOUT_ONLY = {"watch-demo"}  # its stderr is the live progress lines, not the answer
-BENCH_COMMANDS: dict[str, list[str]] = {"probe-overhead": ["benchmarks/probe_overhead.py", "--repeats", "3"]}
-SAMPLE_COMMANDS: dict[str, list[str]] = {**OUTPUT_COMMANDS, **BENCH_COMMANDS}
-
-# The NCCL_DEBUG=INFO lines that say which transport each rank uses (the grep the guide tells readers to run).
-NCCL_TRANSPORT_RE = r"NET/IB : |NET/Socket : Using|Using network|GPU Direct RDMA"
-PERFORMANCE_FIXTURE = "tests/data/nvidia_smi_q/performance-8gpu-thermal.txt"
-# Fixture excerpts the pages quote (region name -> (command shown, argv run from the repo root or None, note)).
-EXCERPTS: dict[str, tuple[str, list[str] | None, str]] = {
-    "nccl-socket-init": (f"grep -E '{NCCL_TRANSPORT_RE}' tests/data/nccl/socket_fallback.log",
-                         ["grep", "-E", NCCL_TRANSPORT_RE, "tests/data/nccl/socket_fallback.log"],
-                         "On the fixture `tests/data/nccl/socket_fallback.log` (written for this project in NCCL "
-                         "2.18's format, see `tests/data/nccl/README.md`)."),
-    "nccl-healthy-init": (f"grep -m 3 -E '{NCCL_TRANSPORT_RE}' tests/data/nccl/healthy_ib_gdr.log",
-                          ["grep", "-m", "3", "-E", NCCL_TRANSPORT_RE, "tests/data/nccl/healthy_ib_gdr.log"],
-                          "The same grep on the healthy fixture `tests/data/nccl/healthy_ib_gdr.log`."),
-    "nvidia-smi-performance": ("nvidia-smi -q -d PERFORMANCE", None,
-                               f"Excerpt of the fixture `{PERFORMANCE_FIXTURE}` (an 8-GPU node in a recent "
-                               "driver's layout, written for this project: see `tests/data/nvidia_smi_q/README.md`), "
-                               "cut by `playbook.guide.performance_excerpt`; the comment lines at the end are its "
-                               "decoding of the Active lines into `clocks_event_reasons.active` bits."),
-}
-# Shortened copies of a quoted output (region name -> the region it shortens), for pages with little room.
-HEADS: dict[str, str] = {"dflash-diagnosis-head": "dflash-diagnosis", "watch-demo-head": "watch-demo"}
-QUOTES: tuple[str, ...] = (*SAMPLE_COMMANDS, *EXCERPTS, *HEADS)  # every quoted region playbook.guide fills
-FAST_QUOTES: tuple[str, ...] = (*OUTPUT_COMMANDS, *EXCERPTS, *HEADS)  # the ones `--outputs` refills
-
-
-def shown_command(argv: list[str]) -> str:
-    """How the guide shows a SAMPLE_COMMANDS entry: `playbook diagnose ...` or `python benchmarks/...`."""
-    return " ".join(["playbook", *argv[2:]] if argv[:2] == ["-m", "playbook"] else ["python", *argv])
-
-
-def shown(name: str) -> str:
-    """The command line a quoted region shows after `$ `."""
-    if name in HEADS:
-        name = HEADS[name]
-    if name in EXCERPTS:
-        return EXCERPTS[name][0]
-    return shown_command(SAMPLE_COMMANDS[name])
-
-
-def run_sample(argv: list[str], timeout_s: float = 600, stderr: bool = True) -> str:
-    """What `python ARGV` prints (stdout, then stderr: diagnose's warnings), run from the repository root."""
-    return _run([sys.executable, *argv], timeout_s, stderr)
-
-
-def available(name: str) -> bool:
-    """Whether the quoted command `name` can run in this build (its subcommand is registered)."""
-    from playbook.cli import COMMANDS
-
-    need = REQUIRES.get(HEADS.get(name, name))
-    return need is None or need in COMMANDS
-
-
-def _run(argv: list[str], timeout_s: float = 600, stderr: bool = True) -> str:
-    try:
-        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True,
-                              timeout=timeout_s, env={**os.environ, "COLUMNS": "200"})
-    except subprocess.TimeoutExpired:
-        return f"(did not finish within {timeout_s:.0f} s)"
-    except OSError as exc:  # grep missing: say so in the page rather than fail the whole regeneration
-        return f"({argv[0]} could not run: {exc})"
-    text = proc.stdout.rstrip()
-    if proc.stderr.strip() and (stderr or proc.returncode):
-        text += "\n\n" + proc.stderr.rstrip()
-    if proc.returncode:
-        text += f"\n(exit status {proc.returncode})"
-    return text
-
-
-REASONS_HEAD = re.compile(r"^\s{4}Clocks (?:Event|Throttle) Reasons\s*$")
-REASON_LINE = re.compile(r"^\s{8,}(?P<label>[A-Za-z][A-Za-z /-]*?)\s*:\s*(?P<value>Active|Not Active|N/A)\s*$")
-
-
-def reason_bit(label: str) -> int:
-    """The clocks_event_reasons bit of an `nvidia-smi -q` reason label ("HW Thermal Slowdown" -> 0x40)."""
-    from playbook.readers.nvidia_smi_fields import REASON_BITS
-
-    key = re.sub(r"[^a-z]+", "_", label.lower()).strip("_")
-    key = {"idle": "gpu_idle"}.get(key, key)
-    if key not in REASON_BITS:
-        raise InputError(f"unknown clock-event reason label {label!r}")
-    return REASON_BITS[key]
-
-
-def performance_blocks(text: str) -> tuple[list[str], list[tuple[str, list[str], list[str]]]]:
-    """Split `nvidia-smi -q -d PERFORMANCE` output into its header lines and, per GPU, (bus id, block lines,
-    labels of the Active clock-event reasons). The Counters block that follows the reasons is not read as reasons."""
-    header: list[str] = []
-    gpus: list[tuple[str, list[str], list[str]]] = []
-    in_reasons = False
-    for line in text.splitlines():
-        if line.startswith("GPU "):
-            gpus.append((line[4:].strip(), [line], []))
-            in_reasons = False
-            continue
-        if not gpus:
-            header.append(line)
-            continue
-        if line.strip():
-            gpus[-1][1].append(line)
-        if REASONS_HEAD.match(line):
-            in_reasons = True
-        elif in_reasons and (m := REASON_LINE.match(line)):
-            if m.group("value") == "Active":
-                gpus[-1][2].append(m.group("label"))
-        elif line.strip():
-            in_reasons = False
-    return header, gpus
-
-
-def performance_excerpt(path: str | Path = PERFORMANCE_FIXTURE) -> str:
-    """The header, the first GPU's block and every GPU block with a harmful reason active (other GPUs elided), then
-    one comment line per shown GPU: its Active reasons as bits, the mask, and whether the mask is harmful."""
-    from playbook import schema
-
-    path = ROOT / path
-    header, gpus = performance_blocks(path.read_text(encoding="utf-8"))
-    if not gpus:
-        raise InputError(f"{path}: no 'GPU <bus id>' block: not `nvidia-smi -q -d PERFORMANCE` output")
-
-    def mask(labels: list[str]) -> int:
-        return sum(reason_bit(label) for label in labels)
-
-    shown_ix = [0] + [i for i, g in enumerate(gpus) if i and mask(g[2]) & schema.THROTTLE_HARMFUL]
-    lines = "\n".join(header).strip("\n").splitlines()
-    last = -1
-    for i in shown_ix:
-        if i - last > 1:
-            lines.append(f"[... {i - last - 1} GPU block(s) left out ...]")
-        lines += gpus[i][1]
-        last = i
-    if len(gpus) - 1 > last:
-        lines.append(f"[... {len(gpus) - 1 - last} GPU block(s) left out ...]")
-    lines.append("")
-    lines.append("# Active reasons as clocks_event_reasons.active bits (playbook.schema.THROTTLE_BITS):")
-    for i in shown_ix:
-        bus, _, labels = gpus[i]
-        m = mask(labels)
-        parts = " + ".join(f"{label} {reason_bit(label):#x}" for label in labels) or "none"
-        verdict = ("harmful: this GPU is slowed by heat or power delivery" if m & schema.THROTTLE_HARMFUL
-                   else "normal at full load" if m else "no reason active")
-        lines.append(f"#   GPU {bus}: {parts} = {m:#x} ({verdict})")
-    return "\n".join(lines)
-
-
-def run_excerpt(name: str) -> str:
-    """The text of an EXCERPTS region: the command's output, or the fixture excerpt for nvidia-smi."""
-    _, argv, _ = EXCERPTS[name]
-    return performance_excerpt() if argv is None else _run(argv, timeout_s=60)
-
-
-def head_of_diagnosis(text: str) -> str:
-    """A diagnose output cut to what a front page has room for: the lines before the GPU table (the verdict; all of a
-    `watch` answer's one-line summary), the GPU summary line, and the first hypothesis with its evidence; each cut
-    is marked `  ...`."""
-    keep: list[str] = []
-    lines = text.splitlines()
-    section = "top"
-    for line in lines:
-        if line.startswith("GPUs:"):
-            section = "gpus"
-            keep.append(line)
-            continue
-        if line.startswith("Hypotheses"):
-            section = "hyp"
-            keep += ["  ...", "", line]
-            continue
-        if section == "top":
-            keep.append(line)
-        elif section == "hyp":
-            if re.match(r"\s+2\. ", line):
-                keep.append("  ...")
-                break
-            keep.append(line)
-    return "\n".join(keep).rstrip()
-
-
-def command_outputs(names: tuple[str, ...] = FAST_QUOTES, say=None) -> dict[str, str]:
-    """Run the quoted commands and excerpts `names` (HEADS from their full output); region name -> text."""
-    out: dict[str, str] = {}
-    for name in names:
-        if name in HEADS:
-            continue
-        if not available(name):
-            if say:
-                say(f"skipped {shown(name)}: `playbook {REQUIRES[name]}` is not in this build (its regions kept)")
-            continue
-        if say:
-            say(f"excerpt of {PERFORMANCE_FIXTURE}" if name in EXCERPTS and EXCERPTS[name][1] is None
-                else shown(name))
-        out[name] = (run_excerpt(name) if name in EXCERPTS
-                     else run_sample(SAMPLE_COMMANDS[name], stderr=name not in STDOUT_ONLY))
-    for name, full in HEADS.items():
-        if name in names and full in out:
-            out[name] = head_of_diagnosis(out[full])
-    return out
-
-
-# ---------------------------------------------------------------- plots (compute above, drawing here)
-
 def plot_speedups(rows: list[LabRow]):
     """Horizontal bars: fix ÷ fault per lab (SPEEDUPS), a line at 1 (no gain). Figure, or None without data."""
     data = [(f"{r.notebook[:2]} {SPEEDUPS[r.notebook][0]}", r.speedup) for r in rows if r.speedup is not None]
@@ -653,64 +340,6 @@ def plot_speedups(rows: list[LabRow]):
     ax.set_title("What each fix bought in the last lab run", fontsize=10)
     ax.set_xlim(min(0.5, min(values) * 0.8), max(values) * 2.5)
     return fig
-
-
-PLOTS = ("speedups", "overheads", "serving")  # the PNGs write_outputs may draw
-OVERHEAD_ORDER = ("none", "timer", "probes_1hz", "probes_10hz", "probes_100hz", "profiler")  # the ladder's order
-
-
-def plot_overheads(records: dict[str, Any]):
-    """Bars: step time under each observation level ÷ without probes (02_observability's step_time_ratios)."""
-    raw = records.get("step_time_ratios") or {}
-    order = [k for k in OVERHEAD_ORDER if k in raw] + sorted(k for k in raw if k not in OVERHEAD_ORDER)
-    ratios = {k: _num(raw[k]) for k in order if k != "none"}
-    ratios = {k: v for k, v in ratios.items() if v is not None}
-    if not ratios:
-        return None
-    from playbook.plots.style import PALETTE, figure
-
-    fig, ax = figure(figsize=(6.5, 2.6))
-    names, values = list(ratios), list(ratios.values())
-    ax.bar(names, values, color=[PALETTE["fix"] if v <= 1.05 else PALETTE["fault"] for v in values])
-    ax.axhline(1.0, color="#212529", lw=1)
-    ax.axhline(1.05, color="#adb5bd", lw=1, ls="--")
-    for i, v in enumerate(values):
-        ax.text(i, v, f"{v:.3f}", ha="center", va="bottom", fontsize=8)
-    ax.set_ylabel("step time ÷ no probe")
-    ax.set_ylim(min(0.9, min(values) - 0.02), max(values) * 1.06)
-    ax.tick_params(axis="x", labelsize=8, rotation=20)
-    ax.set_title("Observability: what each rung costs a step (dashed: 5% budget)", fontsize=10)
-    return fig
-
-
-def plot_serving(figures: dict[str, Any]):
-    """Bars: serving p99 latency (ms, log scale) eager, compiled exact shapes, compiled buckets."""
-    bars = {"eager": figures.get("p99_eager_ms"), "compiled, exact shapes": figures.get("p99_exact_ms"),
-            "compiled, static buckets": figures.get("p99_bucketed_ms")}
-    bars = {k: _num(v) for k, v in bars.items() if _num(v)}
-    if not bars:
-        return None
-    from playbook.plots.style import PALETTE, figure
-
-    fig, ax = figure(figsize=(6.5, 2.4))
-    colors = [PALETTE["no_fault"], PALETTE["fault"], PALETTE["fix"]][: len(bars)]
-    ax.barh(list(bars), list(bars.values()), color=colors)
-    ax.set_xscale("log")
-    for i, v in enumerate(bars.values()):
-        ax.text(v, i, f" {v:.3g} ms", va="center", fontsize=8)
-    ax.set_xlabel("p99 service latency per batch (ms, log scale)")
-    ax.set_title("Serving: shape-specialised compile vs static buckets", fontsize=10)
-    ax.set_xlim(right=max(bars.values()) * 8)
-    return fig
-
-
-def save_png(fig, path: Path) -> Path:
-    """Write a small PNG (80 dpi) and close the figure."""
-    import matplotlib.pyplot as plt
-
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
-    return path
 
 
 # ---------------------------------------------------------------- regions
@@ -750,8 +379,9 @@ def rewrite_regions(text: str, bodies: dict[str, str], fallback: str | None) -> 
 
 def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, guide_dir: Path,
                   signatures: list[dict[str, Any]] | None, samples: dict[str, str],
-                  images: dict[str, Path]) -> dict[str, str]:
-    """Markdown bodies of every generated region, each starting with the stamp line."""
+                  images: dict[str, Path], notebooks_dir: Path) -> dict[str, str]:
+    """Markdown bodies of every generated region, each starting with the stamp line (notebook links relative to
+    `guide_dir`, pointing into `notebooks_dir`)."""
     stamp = stamp_line(summary)
     rel = os.path.relpath(out_dir, guide_dir)
 
@@ -765,7 +395,7 @@ def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, gu
               f"refuted, {verdicts['inconclusive']} inconclusive.")
     bodies = {
         "machine": stamp,
-        "lab-results": f"{stamp}\n\n{totals}\n\n{results_table(rows, os.path.relpath(ROOT / 'notebooks', guide_dir))}{img('speedups', 'fix vs fault per lab')}",
+        "lab-results": f"{stamp}\n\n{totals}\n\n{results_table(rows, os.path.relpath(notebooks_dir, guide_dir))}{img('speedups', 'fix vs fault per lab')}",
     }
     for r in rows:
         bodies[f"lab-{r.notebook}"] = f"{stamp}\n\n{lab_section(r)}"
@@ -776,7 +406,7 @@ def build_regions(summary: dict[str, Any], rows: list[LabRow], out_dir: Path, gu
     if serving is not None and "serving" in images:
         bodies["lab-30_serving_parity"] += img("serving", "serving p99 latency")
     if signatures is not None:
-        bodies["signatures"] = (f"{stamp}\n\nEvery row is LABELLED SYNTHETIC data from `playbook.simulate` with a "
+        bodies["signatures"] = (f"{stamp}\n\nEvery row is LABELLED SYNTHETIC data from `playbook.synthetic` with a "
                                 f"known answer (✓: diagnose names it first).\n\n{signatures_table(signatures)}")
     ran = summary.get("commands_at")  # the quoted commands run when the guide is regenerated, maybe after the batch
     command_stamp = stamp if not ran else stamp.replace(
@@ -832,17 +462,19 @@ def write_command_outputs(out_dir: str | Path, pages: list[str | Path], outputs:
 
 # ---------------------------------------------------------------- writing
 
-def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Path | None = DEFAULT_GUIDE,
+def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Path | None,
                   signatures: list[dict[str, Any]] | None = None, samples: dict[str, str] | None = None,
                   plots: bool = True, present: list[str] | None = None,
-                  pages: list[str | Path] = ()) -> dict[str, Any]:
+                  pages: list[str | Path] = (), root: str | Path | None = None) -> dict[str, Any]:
     """Write tables, JSON and plots into out_dir and rewrite the guide's generated regions (when `guide` exists),
     and the regions of the other `pages` that have a body here (theirs without one are left as they are).
+    `root`: the repository root whose notebooks/ the tables link to (default catalog.repo_root()).
 
     Returns {"rows": [...], "files": [...], "missed_regions": [...], "failed": [...]}."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows = lab_rows(summary, present=present)
+    notebooks_dir = (Path(root) if root is not None else catalog.repo_root()) / "notebooks"
+    rows = lab_rows(summary, present=present, notebooks_dir=notebooks_dir)
     samples = samples or {}
     files: list[Path] = []
     for stale in [*out_dir.glob("lab-*.md"), *(out_dir / f"{n}.png" for n in PLOTS), out_dir / "signatures.md",
@@ -855,7 +487,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
         files.append(path)
 
     stamp = stamp_line(summary)
-    write("lab-results.md", f"{stamp}\n\n{results_table(rows, os.path.relpath(ROOT / 'notebooks', out_dir))}")
+    write("lab-results.md", f"{stamp}\n\n{results_table(rows, os.path.relpath(notebooks_dir, out_dir))}")
     extract = {"run_id": summary.get("run_id"), "created": summary.get("created"),
                "machine": summary.get("machine"), "duration_s": summary.get("duration_s"),
                "labs": [asdict(r) | {"speedup": r.speedup} for r in rows]}
@@ -883,7 +515,7 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
     missed: list[str] = []
     if guide is not None and Path(guide).is_file():
         guide = Path(guide)
-        bodies = build_regions(summary, rows, out_dir, guide.parent, signatures, samples, images)
+        bodies = build_regions(summary, rows, out_dir, guide.parent, signatures, samples, images, notebooks_dir)
         text, missed = rewrite_regions(guide.read_text(encoding="utf-8"), bodies,
                                        f"{stamp}\n\n*Nothing was generated for this region in this run.*")
         guide.write_text(text, encoding="utf-8")
@@ -897,22 +529,22 @@ def write_outputs(summary: dict[str, Any], out_dir: str | Path, guide: str | Pat
 # ---------------------------------------------------------------- command line
 
 EXAMPLES = """example:
-  python -m playbook.guide docs/figures                  rerun every lab quickly, regenerate the guide (make guide-figures)
-  python -m playbook.guide --outputs docs/figures        only the quoted command outputs and excerpts (< 1 min)
-  python -m playbook.guide docs/figures --summary reports/20260101T120000Z-guide
+  python -m playbook.report.guide docs/figures                  rerun every lab quickly, regenerate the guide (make guide-figures)
+  python -m playbook.report.guide --outputs docs/figures        only the quoted command outputs and excerpts (< 1 min)
+  python -m playbook.report.guide docs/figures --summary reports/20260101T120000Z-guide
                                                          reuse a finished batch report: no lab reruns
-  python -m playbook.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md    two labs, into scratch copies
+  python -m playbook.report.guide /tmp/fig --labs 10 13 --guide /tmp/guide.md    two labs, into scratch copies
 """
 
 
 def build_parser() -> argparse.ArgumentParser:
     doc = (__doc__ or "").split("\n\n")[0]
-    p = argparse.ArgumentParser(prog="python -m playbook.guide", description=doc, epilog=EXAMPLES,
+    p = argparse.ArgumentParser(prog="python -m playbook.report.guide", description=doc, epilog=EXAMPLES,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir", metavar="OUT_DIR", help="where the tables and plots go (the guide embeds docs/figures)")
-    p.add_argument("--guide", default=str(DEFAULT_GUIDE), metavar="MD",
+    p.add_argument("--guide", metavar="MD",
                    help="the guide whose generated regions are rewritten (default docs/field-guide.md)")
-    p.add_argument("--pages", nargs="*", default=[str(x) for x in DEFAULT_PAGES], metavar="MD",
+    p.add_argument("--pages", nargs="*", metavar="MD",
                    help="other pages whose quoted regions are rewritten (default docs/runbook.md README.md)")
     p.add_argument("--outputs", action="store_true",
                    help="only rerun the quoted commands and excerpts and rewrite their regions (< 1 min; the lab "
@@ -931,16 +563,23 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     t0 = time.perf_counter()
+    try:
+        root = catalog.repo_root()  # once: the pages, notebooks and samples are found from here
+    except PlaybookError as exc:
+        print(f"playbook.report.guide: error: {exc}", file=sys.stderr)
+        return 2
+    args.guide = args.guide or str(root / GUIDE_PAGE)
+    args.pages = [str(root / p) for p in OTHER_PAGES] if args.pages is None else args.pages
 
     def say(msg: str) -> None:
         print(f"[guide {time.perf_counter() - t0:6.0f} s] {msg}", file=sys.stderr, flush=True)
 
     if args.outputs:
         try:
-            outputs = command_outputs(FAST_QUOTES, say=lambda c: say(f"running {c}"))
+            outputs = command_outputs(root, FAST_QUOTES, say=lambda c: say(f"running {c}"))
             files = write_command_outputs(args.out_dir, [args.guide, *args.pages], outputs)
         except PlaybookError as exc:
-            print(f"playbook.guide: error: {exc}", file=sys.stderr)
+            print(f"playbook.report.guide: error: {exc}", file=sys.stderr)
             return 2
         failed = [n for n, text in outputs.items() if re.search(r"\(exit status [1-9]|could not run|did not finish", text)]
         say(f"done: {len(files)} files written" + (f"; failed: {', '.join(failed)}" if failed else ""))
@@ -952,19 +591,19 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from playbook.report.runner import run_id
 
-            report_dir = Path(args.report_dir) if args.report_dir else ROOT / "reports" / run_id("guide")
+            report_dir = Path(args.report_dir) if args.report_dir else root / "reports" / run_id("guide")
             say(f"1/4 running notebooks {' '.join(args.labs)} with quick parameters into {report_dir}/")
-            summary = run_labs(args.labs, report_dir, args.jobs, args.timeout, progress=not args.no_progress)
+            summary = run_labs(args.labs, report_dir, root, args.jobs, args.timeout, progress=not args.no_progress)
         signatures = None
         if not args.no_signatures:
-            say("2/4 diagnosing labelled synthetic signatures (playbook.simulate)")
+            say("2/4 diagnosing labelled synthetic signatures (playbook.synthetic)")
             signatures = signature_rows()
         summary["commands_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        samples = command_outputs(QUOTES, say=lambda c: say(f"3/4 {c}"))
+        samples = command_outputs(root, QUOTES, say=lambda c: say(f"3/4 {c}"))
         say(f"4/4 writing tables and plots into {args.out_dir}/, the guide {args.guide} and {' '.join(args.pages)}")
-        result = write_outputs(summary, args.out_dir, args.guide, signatures, samples, pages=args.pages)
+        result = write_outputs(summary, args.out_dir, args.guide, signatures, samples, pages=args.pages, root=root)
     except PlaybookError as exc:
-        print(f"playbook.guide: error: {exc}", file=sys.stderr)
+        print(f"playbook.report.guide: error: {exc}", file=sys.stderr)
         return 2
     for r in result["rows"]:
         print(f"  {r.notebook:<28} {r.status:<8} {r.verdict or '-':<13} "
