@@ -11,6 +11,9 @@ telemetry  one row per (time, host, gpu) sample of a GPU counter source (nvidia-
              mem_total_mib     framebuffer memory total, MiB
              power_w           board power draw, W
              power_limit_w     enforced power limit, W
+             power_default_limit_w  the board's default power limit (the limit it ships with), W: an enforced
+                               limit below it is a cap someone set (nvidia-smi power.default_limit, -q Default
+                               Power Limit, DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF)
              sm_clock_mhz      current SM clock, MHz
              mem_clock_mhz     current memory clock, MHz
              temp_c            GPU temperature, degrees C
@@ -66,6 +69,7 @@ TELEMETRY_METRICS: tuple[str, ...] = (
     "mem_total_mib",
     "power_w",
     "power_limit_w",
+    "power_default_limit_w",
     "sm_clock_mhz",
     "mem_clock_mhz",
     "temp_c",

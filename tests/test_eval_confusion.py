@@ -60,6 +60,30 @@ def _steps(**kw):
     return build
 
 
+def _node_capped_csv(limit_w: float, default_w: float, draw_w: float, spread_w: float, n: int = 300) -> str:
+    """An nvidia-smi --query-gpu CSV (utilization.gpu, power.draw, power.limit, power.default_limit; no clocks) of
+    four busy H100s, every one at `limit_w` of its `default_w` default: a whole node capped leaves no peer to
+    compare with, only the board's default limit. Draw `draw_w` ± `spread_w`, clipped at the limit."""
+    rng = np.random.default_rng(500)
+    t0 = pd.Timestamp("2026-06-26T10:00:00")
+    lines = ["timestamp, index, utilization.gpu [%], power.draw [W], power.limit [W], power.default_limit [W]"]
+    for i in range(n):
+        stamp = (t0 + pd.Timedelta(seconds=i)).strftime("%Y/%m/%d %H:%M:%S.000")
+        for g in range(4):
+            draw = min(draw_w + spread_w * rng.standard_normal(), limit_w)
+            util = int(rng.integers(96, 101))
+            lines.append(f"{stamp}, {g}, {util} %, {draw:.2f} W, {limit_w:.2f} W, {default_w:.2f} W")
+    return "\n".join(lines) + "\n"
+
+
+def _smi_csv(text: str, name: str):
+    def build(tmp):
+        path = tmp / name
+        path.write_text(text)
+        return read_paths([str(path)])
+    return build
+
+
 def _case(fn, *args):
     return lambda: fn(*args)[0]
 
@@ -84,6 +108,13 @@ CASES = [
     # the negative: the same four H100s at their 700 W TDP, draw 672 ± 22 W touching the limit — TDP-bound is
     # healthy, not a cap
     ("H100s at TDP, no clock", "healthy", _file("h100_tdp_bound_healthy_noclock.csv")),
+    # a whole node capped: four H100s all at 500 W of their 700 W default (stackhpc#975's limit on every GPU,
+    # common in power-constrained halls), draw pinned — no peer runs higher, power.default_limit is the reference
+    ("node of H100s all at 500 W, no clock", "throttling",
+     _smi_csv(_node_capped_csv(500.0, 700.0, 492.0, 4.0), "node_500w.csv")),
+    # the negative: the same node at its 700 W default, draw 672 ± 22 W touching the limit now and then
+    ("node of H100s at default 700 W, no clock", "healthy",
+     _smi_csv(_node_capped_csv(700.0, 700.0, 672.0, 22.0), "node_700w.csv")),
     # gnn-tracking/gnn_tracking#95: 8 GPUs steady at 33% utilization (CPU 12%), data loader suspected — telemetry
     # shows no swing or device fault, so no cause can be named: insufficient data, record step phases / a trace
     ("gnn_tracking#95 steady 33%", "insufficient_data", _file("gnn_tracking_95_steady_33pct.csv")),

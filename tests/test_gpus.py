@@ -188,3 +188,51 @@ def test_one_error_reading_is_not_a_lost_gpu_and_one_poll_is_no_imbalance():
     frame = schema.telemetry_frame({"time": [pd.Timestamp("2026-01-01", tz="UTC")] * 2, "host": "h",
                                     "gpu": [0, 1], "util_pct": [96.0, 3.0]})
     assert analyze_gpus(frame).imbalance_p == pytest.approx(1.0)  # one poll: every shuffle is as uneven
+
+
+def _smi_q_text(limit_w: float, default_w: float, polls: int = 60) -> str:
+    """`nvidia-smi -q -d MEMORY,UTILIZATION,POWER -l 1` text (535-series layout) of four busy H100s at `limit_w`
+    of their `default_w` default, draw pinned just under the limit."""
+    rng = np.random.default_rng(975)
+    out = []
+    for i in range(polls):
+        out += ["==============NVSMI LOG==============", "",
+                f"Timestamp                                 : Fri Jun 26 10:{i // 60:02d}:{i % 60:02d} 2026",
+                "Driver Version                            : 535.104.05", "",
+                "Attached GPUs                             : 4"]
+        for g in range(4):
+            draw = limit_w - abs(3.0 * rng.standard_normal())
+            out += [f"GPU 00000000:{0x18 + g:02X}:00.0",
+                    "    Product Name                          : NVIDIA H100 80GB HBM3",
+                    f"    Minor Number                          : {g}",
+                    "    FB Memory Usage",
+                    "        Total                             : 81559 MiB",
+                    "        Used                              : 70321 MiB",
+                    "    Utilization",
+                    f"        Gpu                               : {int(rng.integers(96, 101))} %",
+                    "        Memory                            : 41 %",
+                    "    GPU Power Readings",
+                    f"        Power Draw                        : {draw:.2f} W",
+                    f"        Current Power Limit               : {limit_w:.2f} W",
+                    f"        Requested Power Limit             : {limit_w:.2f} W",
+                    f"        Default Power Limit               : {default_w:.2f} W",
+                    "        Min Power Limit                   : 200.00 W",
+                    f"        Max Power Limit                   : {default_w:.2f} W"]
+        out.append("")
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize(("limit_w", "want"), [(500.0, "throttled"), (700.0, "ok")])
+def test_whole_node_cap_read_against_default_limit(tmp_path, limit_w, want):
+    # every GPU at the same lowered limit: no peer runs higher, the -q "Default Power Limit" is the reference
+    from playbook.readers import read_paths
+
+    path = tmp_path / "smi_q.txt"
+    path.write_text(_smi_q_text(limit_w, 700.0))
+    tele = read_paths([str(path)]).telemetry
+    assert tele["power_default_limit_w"].eq(700.0).all() and tele["power_limit_w"].eq(limit_w).all()
+    table = analyze_gpus(tele).table
+    assert table["status"].tolist() == [want] * 4
+    if want == "throttled":
+        assert np.allclose(table["cap_deficit"], 1 - (500 / 700) ** (1 / 3))  # the DVFS estimate, ~10.6%
+        assert table["cap_ref_w"].eq(700.0).all() and table["cap_limit_w"].eq(500.0).all()

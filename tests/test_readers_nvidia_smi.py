@@ -247,3 +247,17 @@ def test_streaming_memory_is_bounded_by_the_block_not_the_file(tmp_path, monkeyp
     assert len(bundle.telemetry) == 8000 and not bundle.warnings
     assert bundle.telemetry["util_pct"].sum() == sum(k % 101 for k in range(8000))
     assert size > 12e6 and peak < size / 3, (size, peak)  # ~2 MB: blocks of 256 KiB and 8000 rows of numbers
+
+
+def test_default_power_limit_is_read_beside_the_enforced_one(tmp_path):
+    # power.default_limit (and DCGM's power_management_limit_default) is the board's own limit: the reference a
+    # cap is read against; min/max limits stay out of the schema
+    from playbook.readers import headers
+
+    path = tmp_path / "smi.csv"
+    path.write_text("timestamp, index, power.draw [W], power.limit [W], power.default_limit [W], power.max_limit [W]\n"
+                    "2026/06/26 10:00:00.000, 0, 493.10 W, 500.00 W, 700.00 W, 700.00 W\n")
+    t = read_file(path).telemetry
+    assert t["power_limit_w"].tolist() == [500.0] and t["power_default_limit_w"].tolist() == [700.0]
+    assert headers.meaning("power_management_limit_default").role == "power_default_limit_w"
+    assert headers.meaning("power.max_limit").role is None

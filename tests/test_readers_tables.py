@@ -64,6 +64,8 @@ def test_nvidia_smi_xml_reads_clocks_power_reasons_and_links(data_dir):
     assert _gpu(t, 0, "mem_used_mib") == [70210.0] * 2 and _gpu(t, 0, "mem_total_mib") == [81920.0] * 2
     assert _gpu(t, 0, "pcie_tx_mib_s") == [1.0, 1.0] and _gpu(t, 0, "pcie_link_width") == [16.0, 16.0]
     assert _gpu(t, 0, "temp_c") == [64.0, 60.0]  # gpu_temp, not the max threshold or the memory temperature
+    # current_power_limit the enforced limit, default_power_limit the board's (not min/max/requested)
+    assert _gpu(t, 1, "power_limit_w") == [400.0] * 2 and _gpu(t, 1, "power_default_limit_w") == [400.0] * 2
 
 
 @pytest.mark.parametrize("name", ["smi_event_reasons.csv", "throttle_custom.csv"])

@@ -48,9 +48,11 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
 
 
 def _sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
-    """Per GPU, the highest enforced power limit among the run's GPUs of the same part — the same memory.total
-    within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across) — or among
-    all GPUs when memory.total is not recorded. NaN without a power limit."""
+    """Per GPU, the larger of the highest enforced power limit among the run's GPUs of the same part — the same
+    memory.total within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across),
+    or among all GPUs when memory.total is not recorded — and the GPU's own default power limit where logged (a
+    limit below the board's default is a cap by definition, even when every GPU of the run shares it). NaN
+    without a power limit."""
     g_count = len(series)
     refs = np.full(g_count, math.nan)
     if not has["power_limit_w"]:
@@ -63,16 +65,22 @@ def _sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
         same = np.abs(mem - mem[g]) <= 0.02 * mem[g] if np.isfinite(mem[g]) else np.ones(g_count, bool)
         if np.isfinite(top[same]).any():
             refs[g] = float(np.nanmax(top[same]))
+    if has["power_default_limit_w"]:
+        for g in range(g_count):
+            d = series.get(g, "power_default_limit_w", dropna=False)[1]
+            d = d[np.isfinite(d) & (d > 0)]
+            if len(d):
+                refs[g] = float(np.nanmax([refs[g], np.median(d)]))
     return refs
 
 
 def power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) -> None:
     """A lowered power limit without an SM clock in the log (nvidia-smi with power.draw / power.limit only, DCGM
     without a clock field): busy polls whose draw sits pinned at an enforced limit below the one the same part
-    runs at elsewhere in the run. The clock it costs is estimated by DVFS physics — dynamic power ~ f·V² with the
+    runs at elsewhere in the run, or below its own default limit. The clock it costs is estimated by DVFS physics — dynamic power ~ f·V² with the
     voltage rising with the clock, P ~ f³ — so the clock falls to (limit / reference)^(1/3): 700 → 600 W on an
     H100 costs ~5%, 300 → 150 W on a V100 ~21%. A GPU at its full limit (TDP-bound, the common healthy case) has
-    no lower reference and is never called capped."""
+    no higher reference and is never called capped."""
     if not (has["power_w"] and has["power_limit_w"]):
         return
     refs = _sku_limit_refs(series, has)

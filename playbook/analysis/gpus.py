@@ -54,7 +54,7 @@ IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this utilization
 UNUSED_MIB = 2048.0  # ... and never more memory than this: probably not part of the job
 MEM_SWING_FRACTION = 0.10
 MEM_SWING_MIB = 8192.0  # without memory.total: 10% of an 80 GB part
-COLUMNS = ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz", "throttle_reasons", "sm_active",
+COLUMNS = ("util_pct", "power_w", "power_limit_w", "power_default_limit_w", "sm_clock_mhz", "throttle_reasons", "sm_active",
            "mem_used_mib", "mem_total_mib", "temp_c", "pcie_link_gen", "pcie_link_width", "pcie_replay_count")
 
 
@@ -513,9 +513,9 @@ def _status(r, g_count: int) -> tuple[str, str]:
             clock = (f"the SM clock {r.cap_deficit:.0%} below what it reaches without the cap" if
                      np.isfinite(r.self_ref_mhz) else f"no SM clock recorded: by DVFS (power ~ clock³) the clock "
                      f"≈ {r.cap_deficit:.0%} lower; record clocks.sm and clocks_event_reasons to confirm")
-            parts.append(f"power limit lowered to {r.cap_limit_w:.0f} W (the run's GPUs of this part allow "
-                         f"{r.cap_ref_w:.0f} W) and pinned there in {r.cap_share:.0%} of busy polls, {clock}: a "
-                         "power cap")
+            parts.append(f"power limit lowered to {r.cap_limit_w:.0f} W (below the {r.cap_ref_w:.0f} W its default "
+                         f"or the run's GPUs of this part allow) and pinned there in {r.cap_share:.0%} of busy polls, "
+                         f"{clock}: a power cap")
         return "throttled", "; ".join(parts) + f"; {mean}{tail}"
     if g_count >= 2 and np.isfinite(r.delta_pct) and r.polls_compared:
         testable = r.delta_n_eff >= 5

@@ -83,11 +83,13 @@ REASON_WORDS: tuple[tuple[frozenset[str], int], ...] = (
     (frozenset({"display"}), 0x100),
 )
 
+POWER_ROLES = ("power_w", "power_limit_w", "power_default_limit_w")
 # Plausible ranges of each metric in the schema's unit (a value outside is a damaged record, skipped and counted).
 # Generous bounds: the largest GPUs today draw ~1.2 kW and hold ~288 GB; clocks stay below 4 GHz.
 RANGES: dict[str, tuple[float, float]] = {
     "util_pct": (0, 100.5), "mem_util_pct": (0, 100.5), "mem_used_mib": (0, 4e6), "mem_total_mib": (0, 4e6),
-    "power_w": (0, 1e4), "power_limit_w": (0, 1e4), "sm_clock_mhz": (0, 1e5), "mem_clock_mhz": (0, 1e5),
+    "power_w": (0, 1e4), "power_limit_w": (0, 1e4), "power_default_limit_w": (0, 1e4),
+    "sm_clock_mhz": (0, 1e5), "mem_clock_mhz": (0, 1e5),
     "temp_c": (-60, 250), "throttle_reasons": (0, 2.0**53), "sm_active": (0, 1.005), "pcie_tx_mib_s": (0, 1e8),
     "pcie_rx_mib_s": (0, 1e8), "nvlink_tx_mib_s": (0, 1e8), "nvlink_rx_mib_s": (0, 1e8), "pcie_link_gen": (0, 16),
     "pcie_link_width": (0, 64), "pcie_replay_count": (0, 2.0**63),
@@ -273,6 +275,10 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         return None, 0, 0
     if (ws & ACTIVE and ws & SM) or "smact" in ws:
         return ("sm_active", 0, 0) if not other - {"percent"} else (None, 0, 0)
+    if ws & POWER and ws & LIMIT and other - {"management"} == {"default"}:
+        # the board's default limit (-q "Default Power Limit", DCGM power_management_limit_default); a module's
+        # (Grace Hopper "Module Power Readings") is the CPU+GPU module's, the lesser reading
+        return "power_default_limit_w", 0, 1 if "module" in ws else 0
     if other:
         return None, 0, 0
     if ws & CLOCK or unit in ("mhz", "ghz", "khz", "hz"):
@@ -347,7 +353,7 @@ def factor(m: Meaning, values) -> float:
         return SI_SIZES[unit]
     if unit and unit in textio.UNIT_FACTORS:
         f = textio.UNIT_FACTORS[unit]
-        if role in ("power_w", "power_limit_w") and unit not in ("w", "mw", "kw"):
+        if role in POWER_ROLES and unit not in ("w", "mw", "kw"):
             return 1.0
         return f
     v = np.asarray(values, dtype=np.float64)
@@ -355,7 +361,7 @@ def factor(m: Meaning, values) -> float:
     if not len(v):
         return 1.0
     top, med = float(np.max(v)), float(np.median(v))
-    if role in ("power_w", "power_limit_w") and med > 5000:
+    if role in POWER_ROLES and med > 5000:
         return 1e-3
     if role in ("sm_clock_mhz", "mem_clock_mhz") and med > 1e5:
         return 1e-6

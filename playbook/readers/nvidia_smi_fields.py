@@ -19,6 +19,7 @@ METRIC_FIELDS: dict[str, tuple[str, int]] = {
     "power.draw.average": ("power_w", 2),
     "enforced.power.limit": ("power_limit_w", 0),
     "power.limit": ("power_limit_w", 1),
+    "power.default_limit": ("power_default_limit_w", 0),
     "clocks.sm": ("sm_clock_mhz", 0),
     "clocks.current.sm": ("sm_clock_mhz", 0),
     "clocks.gr": ("sm_clock_mhz", 1),
@@ -45,7 +46,7 @@ INDEX_FIELDS = {"index", "minor_number"}
 IDENT_FIELDS = {"pci.bus_id", "gpu_bus_id", "uuid", "gpu_uuid", "serial", "gpu_serial"}
 OTHER_FIELDS = {
     "name", "gpu_name", "driver_version", "count", "pstate", "fan.speed", "memory.free", "memory.reserved",
-    "temperature.memory", "power.default_limit", "power.min_limit", "power.max_limit", "power.management",
+    "temperature.memory", "power.min_limit", "power.max_limit", "power.management",
     "clocks.video", "clocks.max.sm", "clocks.max.gr", "clocks.max.graphics", "clocks.max.memory",
     "clocks.max.mem", "clocks.applications.graphics", "clocks.applications.memory", "compute_mode",
     "persistence_mode", "display_mode", "display_active", "pcie.link.gen.max", "pcie.link.width.max",
