@@ -18,8 +18,6 @@ OUTPUT_COMMANDS: dict[str, list[str]] = {
     # a live answer without a GPU: fake NVML with an 8 s stall (SYNTHETIC); 30 s of wall time
     "watch-demo": ["-m", "playbook", "watch", "--fake-nvml", "data_stall:8", "--for", "30s"],
 }
-# Quoted commands that need a subcommand this build may not have yet: skipped (their regions kept) until it has it.
-REQUIRES: dict[str, str] = {"watch-demo": "watch"}
 STDOUT_ONLY = {"watch-demo"}  # its stderr is the live progress lines, not the answer
 BENCH_COMMANDS: dict[str, list[str]] = {"probe-overhead": ["benchmarks/probe_overhead.py", "--repeats", "3"]}
 SAMPLE_COMMANDS: dict[str, list[str]] = {**OUTPUT_COMMANDS, **BENCH_COMMANDS}
@@ -65,14 +63,6 @@ def shown(name: str) -> str:
 def run_sample(argv: list[str], root: Path, timeout_s: float = 600, stderr: bool = True) -> str:
     """What `python ARGV` prints (stdout, then stderr: diagnose's warnings), run from the repository `root`."""
     return _run([sys.executable, *argv], root, timeout_s, stderr)
-
-
-def available(name: str) -> bool:
-    """Whether the quoted command `name` can run in this build (its subcommand is registered)."""
-    from playbook.cli import COMMANDS
-
-    need = REQUIRES.get(HEADS.get(name, name))
-    return need is None or need in COMMANDS
 
 
 def _run(argv: list[str], root: Path, timeout_s: float = 600, stderr: bool = True) -> str:
@@ -206,10 +196,6 @@ def command_outputs(root: Path, names: tuple[str, ...] = FAST_QUOTES, say=None) 
     out: dict[str, str] = {}
     for name in names:
         if name in HEADS:
-            continue
-        if not available(name):
-            if say:
-                say(f"skipped {shown(name)}: `playbook {REQUIRES[name]}` is not in this build (its regions kept)")
             continue
         if say:
             say(f"excerpt of {PERFORMANCE_FIXTURE}" if name in EXCERPTS and EXCERPTS[name][1] is None
