@@ -34,7 +34,7 @@ LABS = ("data_starvation", "h2d_copies", "checkpoint_stalls", "host_sync_gc", "r
 def bench_lab(name: str, repeats: int, out: Path, device: str) -> dict:
     """Run no_fault / fault / fix `repeats` times each with the lab's defaults; return the paired figures."""
     from playbook.analysis.lab_verdict import lab_verdict, paired, variant_summary
-    from playbook.workloads.model import run_variants
+    from playbook.workloads.loop import run_variants
 
     lab = importlib.import_module(f"playbook.workloads.{name}")
     t0 = time.perf_counter()

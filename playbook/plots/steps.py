@@ -2,7 +2,7 @@
 throughput per variant with its run-to-run spread, loss curves.
 
 Inputs are tidy frames (schema.STEP_COLUMNS / EVENT_COLUMNS, analysis.steps.busy_timeline, the runs frame of
-workloads.common.measure_variants, workloads.model.loss_curves). Each plot takes an optional `ax` and returns the
+workloads.common.measure_variants, workloads.loop.loss_curves). Each plot takes an optional `ax` and returns the
 Figure; the table-shaping helpers (`step_series`, `phase_ms_per_step`) are separate so they can be tested.
 """
 
@@ -135,7 +135,7 @@ def throughput_by_variant(runs: pd.DataFrame, metric: str = "throughput", ax=Non
 
 
 def loss_curves(curves: pd.DataFrame, ax=None, title: str = "Training loss per variant"):
-    """Loss against step, one line per (variant, repeat), coloured by variant (workloads.model.loss_curves)."""
+    """Loss against step, one line per (variant, repeat), coloured by variant (workloads.loop.loss_curves)."""
     fig, ax = figure(ax)
     for i, (variant, g) in enumerate(curves.groupby("variant", sort=False)):
         for j, (_, r) in enumerate(g.groupby("repeat")):

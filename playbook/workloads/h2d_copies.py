@@ -79,7 +79,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     from playbook.fixes.pinned import CudaPrefetcher, pin, to_device
     from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
-    from playbook.workloads.model import (
+    from playbook.workloads.loop import (
         LoopMeter,
         cpu_threads,
         finish_run,

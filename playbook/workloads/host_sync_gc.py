@@ -122,7 +122,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     from playbook.fixes.sync import MetricAccumulator
     from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
-    from playbook.workloads.model import (
+    from playbook.workloads.loop import (
         ImageDataset,
         LoopMeter,
         cpu_threads,

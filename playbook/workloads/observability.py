@@ -104,7 +104,7 @@ def overhead_run(out_dir: str | Path, variant: str = "none", repeat: int = 0, **
     other variants)."""
     import torch
 
-    from playbook.workloads.model import cpu_threads, make_optimizer, train_step
+    from playbook.workloads.loop import cpu_threads, make_optimizer, train_step
     from playbook.workloads.models import MLP
 
     k = _overhead_knobs(variant, overrides)
@@ -275,7 +275,7 @@ def busy_drop_window(run_dir: str | Path, steps: int = 40, shuffle_buffer: int =
     from playbook.workloads.data_starvation import KNOBS as DS_KNOBS
     from playbook.workloads.data_starvation import VARIANTS as DS_VARIANTS
     from playbook.workloads.data_starvation import build_loader
-    from playbook.workloads.model import (
+    from playbook.workloads.loop import (
         ImageDataset,
         cpu_threads,
         make_optimizer,

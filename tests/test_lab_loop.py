@@ -1,4 +1,4 @@
-"""playbook.workloads.model: the labs' shared models, datasets, loop meter and variant bookkeeping."""
+"""playbook.workloads.loop: the labs' shared models, datasets, loop meter and variant bookkeeping."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 
 from playbook.analysis.lab_verdict import paired
 from playbook.fixes.shapes import collate_padded
-from playbook.workloads import model as m
+from playbook.workloads import loop as m
 from playbook.workloads.models import MLP, TinyTransformer
 
 

@@ -1,7 +1,7 @@
-"""Shared pieces of the lab workloads (not a workload itself): synthetic datasets, the
+"""The labs' shared training loop (not a workload itself; the models are in workloads.models): synthetic datasets, the
 training step with its timed phases, and the measurements every lab returns.
 
-    from playbook.workloads.model import ImageDataset, train_step, LoopMeter, finish_run
+    from playbook.workloads.loop import ImageDataset, train_step, LoopMeter, finish_run
     from playbook.workloads.models import MLP
     data = ImageDataset(n=2048, shape=(3, 32, 32), decode_ms=1.0)     # 1 ms simulated read latency per sample
     model, opt = MLP.for_dataset(data).to(device), ...
