@@ -322,7 +322,7 @@ def block_bootstrap_widening(x: np.ndarray, block: int, level: float = 0.95) -> 
     """Total factor by which to widen block-bootstrap deviations of a mean of `x` for a `level` interval:
     block_variance_inflation (the variance's bias) × t(df)/z (the variance estimate's own noise), with
     df = 1.5·n/block − 1 — the chi-square degrees of freedom of an overlapping-block (Bartlett) variance estimate,
-    whose relative variance is (4/3)·block/n. Calibrated on AR(1) series in tests/test_regression_stats.py."""
+    whose relative variance is (4/3)·block/n. Calibrated on AR(1) series in tests/analysis/test_regression_stats.py."""
     x = np.asarray(x, dtype=np.float64)
     n = int(np.isfinite(x).sum())
     if n < 4:

@@ -49,7 +49,7 @@ VERDICTS = ("healthy", "insufficient_data")  # what the ranking says when no cau
 SPECIFICITY: dict[str, dict[str, float]] = {
     # Each row: how strongly one signature points at each cause (0-1), with the reason. The values are ordinal
     # judgements from how often each cause produces the signature in the labs and public reports; the evaluation
-    # (tests/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
+    # (tests/diagnose/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
     # a shared drop on a schedule: checkpoint/eval/log every N steps mostly, a shard/shuffle refill sometimes
     "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
     # a shared drop at random: the input pipeline running dry mostly; syncs and GC pauses also hit all ranks

@@ -1,7 +1,7 @@
 """The notebooks a report can run: discovered from notebooks/*.ipynb, with their parameters read from the cell
 tagged `parameters`.
 
-Parameter cell convention (checked by tests/test_notebooks_hygiene.py): one line per parameter, an annotated
+Parameter cell convention (checked by tests/notebooks/test_notebooks_hygiene.py): one line per parameter, an annotated
 literal with a trailing comment that says what it is and its unit,
 
     steps: int = 60  # training steps per run [quick: 20]

@@ -2,7 +2,7 @@
 
 HTA is deliberately not a dependency of the playbook. This script runs HTA itself, once, in a throwaway virtualenv,
 on the reference traces in ../shared/reference-traces and writes tests/data/kineto/hta_reference.json, which
-tests/test_kineto_analysis.py compares against playbook.analysis.kineto.
+tests/analysis/test_kineto_analysis.py compares against playbook.analysis.kineto.
 
     python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install HolisticTraceAnalysis
     /tmp/hta-venv/bin/python tests/data/kineto/make_hta_reference.py \

@@ -30,7 +30,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
 VIEWPORT = (1400, 900)
 CARD_COLORS = {"confirmed": (0x26, 0x46, 0x53), "inconclusive": (0xE9, 0xA2, 0x3B), "refuted": (0x2A, 0x9D, 0x8F)}
-SHOTS = Path(__file__).resolve().parent.parent / "reports" / "browser-test"  # kept for a person to look at
+SHOTS = Path(__file__).resolve().parents[2] / "reports" / "browser-test"  # kept for a person to look at
 
 
 def _chromium(tmp_path, *args: str) -> subprocess.CompletedProcess:

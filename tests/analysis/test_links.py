@@ -27,7 +27,7 @@ def bump(root, dev: str, counter: str, by: int) -> None:
 @pytest.fixture(scope="module")
 def degraded_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("links")
-    shutil.copytree(Path(__file__).parent / "data" / "sysfs" / "degraded", tmp / "sys")
+    shutil.copytree(Path(__file__).parent.parent / "data" / "sysfs" / "degraded", tmp / "sys")
     hooks = Hooks(nvml_module=fake_nvml.scenario("pcie_degraded", gpus=2), sysfs_root=tmp / "sys", sample_here=True)
     with Recorder(tmp / "run", host="node7", rates=Rates(sample_hz=20), host_probe=False, gc=False, compile=False,
                   cuda=False, hooks=hooks):

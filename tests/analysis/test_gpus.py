@@ -12,7 +12,7 @@ from playbook import schema
 from playbook.analysis.gpus import analyze_gpus
 from playbook.synthetic import SCENARIOS, simulate_telemetry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOISY = {"jitter": 0.3, "nan_frac": 0.05, "gaps": 2, "noise_pct": 8.0}
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from playbook.readers import detect, headers, read_paths
 
-DATA = Path(__file__).parent / "data" / "heldout_telemetry"
+DATA = Path(__file__).parent.parent / "data" / "heldout_telemetry"
 EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
 
 
@@ -129,7 +129,7 @@ def test_bare_gpu_names_stay_the_gpu_column():
 def test_smi_q_text_reads_clock_event_reasons():
     """The project's `nvidia-smi -q -d PERFORMANCE` fixture (tests/data/nvidia_smi_q/README.md): GPUs 0 and 3 at
     their power cap (0x4), GPU 5 in hardware + thermal slowdown (0x8 | 0x40); the counters block is not a reason."""
-    path = Path(__file__).parent / "data" / "nvidia_smi_q" / "performance-8gpu-thermal.txt"
+    path = Path(__file__).parent.parent / "data" / "nvidia_smi_q" / "performance-8gpu-thermal.txt"
     tel = read_paths([path]).telemetry.sort_values("gpu")
     assert tel["throttle_reasons"].tolist() == [4, 0, 0, 4, 0, 72, 0, 0]
 

@@ -14,7 +14,7 @@ from playbook.analysis import nccl as an
 from playbook.errors import InputError
 from playbook.readers import nccl_log as nl
 
-DATA = Path(__file__).resolve().parent / "data" / "nccl"
+DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
 
 
 def test_healthy_log_facts():

@@ -16,8 +16,8 @@ from playbook import schema
 from playbook.errors import PlaybookError
 from playbook.readers import detect, read_file
 
-FIXTURES = sorted((Path(__file__).resolve().parent / "data" / "readers").iterdir()) + sorted(
-    p for p in (Path(__file__).resolve().parent / "data" / "heldout_telemetry").iterdir()
+FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "readers").iterdir()) + sorted(
+    p for p in (Path(__file__).resolve().parents[1] / "data" / "heldout_telemetry").iterdir()
     if p.name not in ("expected.json", "SOURCES.md"))
 FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

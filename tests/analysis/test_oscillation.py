@@ -17,7 +17,7 @@ from playbook.analysis.oscillation.spectrum import spectral_period, spectrum
 from playbook.analysis.oscillation.swing import analyze_series
 from playbook.synthetic import simulate_telemetry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ reports with a confirmed cause (each cites its source), plus the LABELED SYNTHET
 end to end. The confusion matrix is printed (pytest -s) and the test fails when accuracy drops below what the
 engine reaches now. Change a weight (hypotheses.SPECIFICITY) only with this matrix in hand.
 
-    python -m pytest -q -s tests/test_eval_confusion.py -p no:cacheprovider
+    python -m pytest -q -s tests/diagnose/test_eval_confusion.py -p no:cacheprovider
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from playbook import schema, synthetic, synthetic_cases
 from playbook.diagnose import diagnose
 from playbook.readers import read_paths
 
-EVAL = Path(__file__).resolve().parent / "data" / "eval"
+EVAL = Path(__file__).resolve().parents[1] / "data" / "eval"
 MIN_ACCURACY = 1.0  # every case right at the time of writing (see the matrix); lower it only with a reason
 
 

@@ -144,7 +144,7 @@ def test_traces_of_different_jobs_are_not_compared_as_ranks():
 
     from playbook.readers import read_paths
 
-    folder = Path(__file__).resolve().parents[2] / "shared" / "reference-traces" / "hta" / "trace_diff"
+    folder = Path(__file__).resolve().parents[3] / "shared" / "reference-traces" / "hta" / "trace_diff"
     if not folder.is_dir():
         pytest.skip("the shared HTA reference traces are not here")
     d = diagnose(read_paths([str(folder)]))  # control: rank 3 of 8; test: rank 1 of 2 (HTA's trace_diff data)

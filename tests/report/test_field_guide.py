@@ -23,7 +23,7 @@ from playbook.cli import COMMANDS, build_parser
 from playbook.errors import InputError
 from playbook.report import guide, guide_figures, guide_quotes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "field-guide.md"
 RUNBOOK = ROOT / "docs" / "runbook.md"
 README = ROOT / "README.md"

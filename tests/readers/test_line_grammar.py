@@ -13,7 +13,7 @@ import pytest
 
 from playbook.readers import detect, lines, read_file
 
-FORMATS = Path(__file__).resolve().parent / "data" / "formats"
+FORMATS = Path(__file__).resolve().parents[1] / "data" / "formats"
 EXPECTED = json.loads((FORMATS / "expected.json").read_text())
 
 

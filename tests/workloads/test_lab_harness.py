@@ -13,7 +13,7 @@ import pytest
 from playbook.report import catalog
 from playbook.workloads import _harness as H
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAB_NOTEBOOKS = {  # notebook -> the lab module whose CONFIG its parameters cell tunes
     "02_observability": "observability", "10_data_starvation": "data_starvation", "11_h2d_copies": "h2d_copies",
     "12_checkpoint_eval_stalls": "checkpoint_stalls", "13_host_sync_gc": "host_sync_gc",

@@ -13,7 +13,7 @@ from playbook.analysis import stragglers as sg
 from playbook.readers import kineto as rk
 from playbook.schema import Bundle, steps_frame, trace_frame
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "reference-traces"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "reference-traces"
 FAMILIES = {
     "old": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
     "new": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",

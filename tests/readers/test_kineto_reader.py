@@ -17,7 +17,7 @@ from playbook.errors import InputError
 from playbook.readers import kineto, kineto_decode
 from playbook.schema import TRACE_COLUMNS
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 DATA = HERE / "data" / "kineto" / "hta"
 SHARED = HERE.parents[1] / "shared" / "reference-traces"
 needs_shared = pytest.mark.skipif(not SHARED.exists(), reason="../shared/reference-traces is absent")

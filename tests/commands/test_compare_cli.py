@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from test_regression import changed_env, make_run
+from synthetic_runs import changed_env, make_run
 
 from playbook.cli import main
 

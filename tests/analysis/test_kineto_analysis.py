@@ -14,7 +14,7 @@ from playbook.analysis.kineto import hta, signatures
 from playbook.readers import kineto as rk
 from playbook.schema import Bundle, trace_frame
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 DATA = HERE / "data" / "kineto"
 SHARED = HERE.parents[1] / "shared" / "reference-traces"
 REFERENCE = json.loads((DATA / "hta_reference.json").read_text())

@@ -17,7 +17,7 @@ from playbook.readers import read_paths
 from playbook.schema import Bundle
 from playbook.synthetic import simulate_steps, simulate_telemetry, write_nvidia_smi_csv, write_run_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STATUSES = {"ok", "underutilized", "saturated", "throttled", "lost"}
 SYNCHRONY = {"synchronized", "groups", "independent", None}
 
