@@ -160,6 +160,17 @@ def lab_parser(module: str, doc: str, examples: list[str], then: str, config: ty
     return p
 
 
+def run_distributed(parser: argparse.ArgumentParser, config: type, run: Callable[..., Any],
+                    argv: list[str] | None = None) -> tuple[Any, Any]:
+    """A distributed lab's command line: parse `argv`, build its `config`, and `run` it with the launch options
+    (--nproc, --start-method, --nccl-debug). Returns (config, result); the result is None on a torchrun worker."""
+    args = parser.parse_args(argv)
+    cfg = config(**config_kwargs(config, args))
+    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
+              argv=argv if argv is not None else sys.argv[1:])
+    return cfg, res
+
+
 def cli(main: Callable[[], int]) -> None:
     """Exit with main()'s code; a PlaybookError becomes one line on stderr and exit code 2."""
     from playbook.errors import PlaybookError

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ import pandas as pd
 from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
-from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
+from playbook.workloads._harness import cli, knob, lab_parser, run_distributed
 
 VARIANTS = ("compute_only", "post_backward", "ddp_one_bucket", "ddp_buckets")
 MODULE = "playbook.workloads.comm_overlap"
@@ -322,10 +321,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    cfg = OverlapConfig(**config_kwargs(OverlapConfig, args))
-    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
-              argv=argv if argv is not None else sys.argv[1:])
+    cfg, res = run_distributed(_parser(), OverlapConfig, run, argv)
     if res is None:
         return 0
     print(f"\nbackend {res.backend}, world size {res.world_size}; gradient {res.info['grad_mb']:.1f} MB, "

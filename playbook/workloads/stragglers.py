@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -48,7 +47,7 @@ import pandas as pd
 from playbook.analysis.stats import paired_bootstrap
 from playbook.errors import WorkloadError
 from playbook.workloads import dist as D
-from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
+from playbook.workloads._harness import cli, knob, lab_parser, run_distributed
 
 VARIANTS = ("uniform", "sw_fault", "sw_fix", "hw_fault", "hw_fix")
 MODULE = "playbook.workloads.stragglers"
@@ -568,10 +567,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    cfg = StragglerConfig(**config_kwargs(StragglerConfig, args))
-    res = run(cfg, nproc=args.nproc, start_method=args.start_method, nccl_debug=args.nccl_debug,
-              argv=argv if argv is not None else sys.argv[1:])
+    cfg, res = run_distributed(_parser(), StragglerConfig, run, argv)
     if res is None:
         return 0
     from playbook.readers import rundir
