@@ -26,6 +26,23 @@ from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_v
 MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
 
 
+
+# A figure's key names its unit in its last word (the labs' and recorders' convention): fault_samples_s → "fault
+# samples/s", step_s → "step (s)". Counted things before "_s" are rates; any other "_s" is seconds.
+_RATE_WORDS = {"samples", "tokens", "items", "steps", "images", "sequences", "requests", "bytes", "batches"}
+_UNIT_WORDS = {"s": "s", "ms": "ms", "us": "µs", "pct": "%", "w": "W", "mib": "MiB", "gib": "GiB", "mb": "MB",
+               "gb": "GB", "mhz": "MHz", "c": "°C"}
+
+
+def figure_label(key: str) -> str:
+    """A readable label for a recorded figure's key, with its unit: "fault_samples_s" → "fault samples/s"."""
+    words = key.split("_")
+    if len(words) > 1 and words[-1] == "s" and words[-2] in _RATE_WORDS:
+        return " ".join(words[:-2] + [words[-2] + "/s"])
+    if len(words) > 1 and words[-1] in _UNIT_WORDS:
+        return " ".join(words[:-1]) + f" ({_UNIT_WORDS[words[-1]]})"
+    return " ".join(words)
+
 def confidence_words(status: str, score: float | None, margin: float | None) -> str:
     """The verdict's confidence in words. Scores are the diagnosis's 0-1 posterior-like scores; "high" needs the
     top cause to be at least 0.8 and lead the runner-up by 0.3 (it then outweighs every alternative together)."""
@@ -218,7 +235,7 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
         facts.append(("guilty", "no single GPU: every GPU behaves alike (a shared cause)"))
     for k, v in (h.get("figures") or {}).items():
         if not isinstance(v, (dict, list)):
-            facts.append((e(str(k).replace("_", " ")), e(format_value(v))))
+            facts.append((e(figure_label(str(k))), e(format_value(v))))
     row = "".join(f'<div><span class="pb-k">{k}</span>{v}</div>' for k, v in facts)
     parts = [f'<style>{CARD_CSS}</style><section class="pb-card" id="verdict" style="--pb-c:{color}">',
              f'<p class="pb-verdict">{e(str(h.get("status", "")).upper())}: {e(str(h.get("sentence", "")))}</p>',

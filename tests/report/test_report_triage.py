@@ -208,3 +208,11 @@ def test_the_index_leads_with_the_lab_asked_for(tmp_path):
     summary["parameters"] = {"labs": [], "paths": ["logs/"]}
     page = write_index(summary, tmp_path).read_text()
     assert "CONFIRMED: Most likely a periodic stall" in page[page.index('id="verdict"'):]
+
+
+def test_card_labels_name_the_unit_of_each_figure():
+    from playbook.report.headline import figure_label
+
+    assert figure_label("fault_samples_s") == "fault samples/s"
+    assert figure_label("step_s") == "step (s)" and figure_label("power_w") == "power (W)"
+    assert figure_label("stall_period_steps") == "stall period steps" and figure_label("noise_cv") == "noise cv"
