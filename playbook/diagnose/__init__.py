@@ -43,7 +43,6 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +59,7 @@ from playbook.analysis.series import gpu_series
 from playbook.diagnose import ranking
 from playbook.diagnose.evidence import coincidence, telemetry, traces
 from playbook.diagnose.evidence import steps as step_evidence
+from playbook.jsonable import to_jsonable
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 # utilization.gpu counts any resident kernel, so a loop that keeps its GPUs fed sits at ≥ 90%; steadily below 80%
@@ -83,9 +83,9 @@ class Diagnosis:
 
     def to_dict(self) -> dict:
         """The JSON contract as plain Python (NaN and infinities → None, numpy scalars → Python)."""
-        return json_ready({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
+        return to_jsonable({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
                        "oscillation": self.oscillation, "steps": self.steps, "ranks": self.ranks,
-                       "hypotheses": self.hypotheses, "verdict": self.verdict})
+                       "hypotheses": self.hypotheses, "verdict": self.verdict}, digits=6)
 
     def to_json(self, indent: int | None = 2) -> str:
         """One JSON object (strict: no NaN)."""
@@ -95,29 +95,6 @@ class Diagnosis:
     def top(self) -> dict:
         """The highest-ranked hypothesis."""
         return self.hypotheses[0] if self.hypotheses else {}
-
-
-def json_ready(v: Any) -> Any:
-    """`v` as plain JSON values: dict keys as str, numpy scalars as Python, NaN / infinities and NaT as None,
-    floats rounded to 6 digits, timestamps as ISO text, anything else as its str()."""
-    if isinstance(v, dict):
-        return {str(k): json_ready(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [json_ready(x) for x in v]
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        return round(f, 6) if math.isfinite(f) else None
-    if v is None or isinstance(v, str):
-        return v
-    if isinstance(v, (pd.Timestamp,)):
-        return v.isoformat()
-    if v is pd.NaT:
-        return None
-    return str(v)
 
 
 @dataclass

@@ -39,11 +39,12 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
-from playbook.diagnose import diagnose, json_ready
+from playbook.diagnose import diagnose
 from playbook.diagnose.regression.costs import ALPHA, N_BOOT, advice, compare_steps, compare_utilization
 from playbook.diagnose.regression.environment import environment, environment_diff, link_environment
 from playbook.diagnose.regression.runs import RunSteps, run_steps
 from playbook.diagnose.regression.text import num, short
+from playbook.jsonable import to_jsonable
 
 
 @dataclass
@@ -68,9 +69,9 @@ class Regression:
 
     def to_dict(self) -> dict:
         """The JSON contract as plain Python (NaN → None)."""
-        return json_ready({k: getattr(self, k) for k in (
+        return to_jsonable({k: getattr(self, k) for k in (
             "verdict", "summary", "mode", "good", "bad", "throughput", "step_time", "phases", "events", "causes",
-            "pattern", "environment", "unchanged", "warnings")})
+            "pattern", "environment", "unchanged", "warnings")}, digits=6)
 
     def to_json(self, indent: int | None = 2) -> str:
         """One JSON object (strict: no NaN)."""
