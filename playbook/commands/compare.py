@@ -123,16 +123,19 @@ def run(args) -> int:
 # The readable report
 
 
-def _s(x) -> str:
-    from playbook.diagnose.regression.text import fmt_seconds
+def _text():
+    """The regression report's number formats (imported when rendering: `playbook compare --help` stays light)."""
+    from playbook.diagnose.regression import text
 
-    return fmt_seconds(x)
+    return text
+
+
+def _s(x) -> str:
+    return _text().fmt_seconds(x)
 
 
 def _p(p) -> str:
-    from playbook.diagnose.regression.text import fmt_p
-
-    return fmt_p(p)
+    return _text().fmt_p(p)
 
 
 def _signed(x) -> str:
@@ -145,12 +148,6 @@ def _pct(x, signed: bool = False) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "?"
     return f"{x:+.0%}" if signed else f"{x:.0%}"
-
-
-def _num(x) -> str:
-    if x is None or (isinstance(x, float) and not math.isfinite(x)):
-        return "?"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def _side_label(side: dict) -> str:
@@ -182,7 +179,7 @@ def _throughput_section(d: dict) -> list[str]:
         return [""]
     lines = [""]
     head = "Throughput" if d["mode"] == "steps" else "Mean utilization (no step log on both sides)"
-    values = (f"GOOD {_num(tp['good'])}, BAD {_num(tp['bad'])} {tp['unit']}" if d["mode"] == "steps" else
+    values = (f"GOOD {_text().num(tp['good'])}, BAD {_text().num(tp['bad'])} {tp['unit']}" if d["mode"] == "steps" else
               f"GOOD {tp['good']:.1f}%, BAD {tp['bad']:.1f}%")
     lines.append(f"{head}: {values} — ratio {tp['ratio']:.3f} "
                  f"(95% CI {tp['ratio_lo']:.3f}-{tp['ratio_hi']:.3f}, {_p(tp['p_value'])}; "
@@ -301,7 +298,7 @@ def _environment_section(d: dict) -> list[str]:
     for e in env[:16]:
         linked = f"  → {', '.join(e['causes'])}" if e["causes"] and e["score"] >= 0.05 else ""
         varies = " (varies within a side)" if e.get("varies") else ""
-        lines.append(f"  {e['key']:<{width}}  {_short(e['good'])} → {_short(e['bad'])}{varies}{linked}")
+        lines.append(f"  {e['key']:<{width}}  {_text().short(str(e['good']), 60)} → {_text().short(str(e['bad']), 60)}{varies}{linked}")
     if len(env) > 16:
         lines.append(f"  … and {len(env) - 16} more (see --json)")
     if d["unchanged"]:
@@ -312,8 +309,3 @@ def _environment_section(d: dict) -> list[str]:
 
 def _every(n) -> str:
     return "–" if n is None else f"{n:.3g}"
-
-
-def _short(text: str, n: int = 60) -> str:
-    text = str(text)
-    return text if len(text) <= n else text[: n - 1] + "…"
