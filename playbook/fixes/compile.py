@@ -1,7 +1,8 @@
 """torch.compile without recompilation stalls: few shapes, compiled once, up front, from one thread.
 
-    from playbook.fixes.compile import make_buckets, BucketPadder, warmup, CompileGuard
-    buckets = make_buckets(max_len=512, count=4)                 # [128, 256, 384, 512]
+    from playbook.fixes.compile import BucketPadder, warmup, CompileGuard
+    from playbook.fixes.shapes import even_buckets
+    buckets = even_buckets(max_len=512, count=4)                 # [128, 256, 384, 512]
     loader = DataLoader(ds, batch_size=32, collate_fn=BucketPadder(buckets))
     model = torch.compile(model, dynamic=False)
     warmup(model, [example_batch(L) for L in buckets])            # every shape compiled before step 0
@@ -28,14 +29,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from playbook.fixes.shapes import bucket_length, collate_padded
-
-
-def make_buckets(max_len: int, count: int = 4, multiple: int = 8) -> list[int]:
-    """`count` bucket lengths evenly spaced up to `max_len`, each rounded up to a multiple of `multiple`."""
-    if max_len < 1 or count < 1 or multiple < 1:
-        raise ValueError("max_len, count and multiple must be >= 1")
-    out = sorted({-(-round(max_len * (i + 1) / count) // multiple) * multiple for i in range(count)})
-    return out
 
 
 class BucketPadder:

@@ -5,7 +5,7 @@
     report.table()        # train vs serve side by side: latency p50/p99 (ms), throughput (samples/s)
     report.summary()      # one line: errors against the stated tolerance
 
-Also `pow2_buckets`, the bucket lengths of a serving path when training used shape bucketing; padding and masks
+The bucket lengths of a serving path (`shapes.pow2_buckets`) when training used shape bucketing; padding and masks
 come from playbook.fixes.shapes (`bucket_length(..., strict=True)` rejects oversize requests, `pad_batch`,
 `padded_attention_mask`), packing at inference from playbook.fixes.packing (`pack`, `unpack`): the same
 block-diagonal rule as in training.
@@ -244,18 +244,6 @@ def latency_summary(latencies_s: Sequence[float], samples: Sequence[int] | None 
 
 
 # ---------------------------------------------------------------- shape buckets and padding
-
-def pow2_buckets(max_len: int, min_len: int = 16) -> list[int]:
-    """Sequence-length buckets min_len, 2·min_len, ... up to and including max_len (tokens)."""
-    if min_len < 1 or max_len < min_len:
-        raise InputError(f"buckets: need 1 ≤ min_len ≤ max_len, got min_len={min_len}, max_len={max_len}")
-    out, b = [], min_len
-    while b < max_len:
-        out.append(b)
-        b *= 2
-    out.append(max_len)
-    return out
-
 
 def tolerance_table(*tolerances: Tolerance) -> pd.DataFrame:
     """The stated tolerances as a table (for notebooks)."""

@@ -27,6 +27,26 @@ from playbook.errors import InputError
 PAD_DOC = -1  # doc id of padding positions
 
 
+def pow2_buckets(max_len: int, min_len: int = 16) -> list[int]:
+    """Sequence-length buckets min_len, 2·min_len, ... up to and including max_len (tokens)."""
+    if min_len < 1 or max_len < min_len:
+        raise InputError(f"buckets: need 1 ≤ min_len ≤ max_len, got min_len={min_len}, max_len={max_len}")
+    out, b = [], min_len
+    while b < max_len:
+        out.append(b)
+        b *= 2
+    out.append(max_len)
+    return out
+
+
+def even_buckets(max_len: int, count: int = 4, multiple: int = 8) -> list[int]:
+    """`count` bucket lengths evenly spaced up to `max_len`, each rounded up to a multiple of `multiple`."""
+    if max_len < 1 or count < 1 or multiple < 1:
+        raise InputError(f"buckets: max_len, count and multiple must be >= 1, got {max_len}, {count}, {multiple}")
+    out = sorted({-(-round(max_len * (i + 1) / count) // multiple) * multiple for i in range(count)})
+    return out
+
+
 def bucket_length(n: int, buckets: Sequence[int], strict: bool = False) -> int:
     """The smallest bucket ≥ n tokens. Beyond the largest bucket: that bucket when not `strict` (training: the
     caller truncates), an InputError when `strict` (serving rejects a request, it never cuts one)."""

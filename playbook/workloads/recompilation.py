@@ -79,23 +79,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def _lengths_for(k: dict[str, Any]) -> list[int]:
-    from playbook.fixes.compile import make_buckets
+    from playbook.fixes.shapes import even_buckets
 
     if k["shapes"] == "max":
         return [k["max_len"]]
     if k["shapes"] == "bucket":
-        return make_buckets(k["max_len"], k["buckets"])
+        return even_buckets(k["max_len"], k["buckets"])
     return [k["min_len"], k["max_len"]]  # dynamic: the two ends of the range
 
 
 def _collate(k: dict[str, Any]):
-    from playbook.fixes.compile import BucketPadder, make_buckets
-    from playbook.fixes.shapes import collate_padded
+    from playbook.fixes.compile import BucketPadder
+    from playbook.fixes.shapes import collate_padded, even_buckets
 
     if k["shapes"] == "max":
         return lambda samples: collate_padded(samples, k["max_len"])
     if k["shapes"] == "bucket":
-        return BucketPadder(make_buckets(k["max_len"], k["buckets"]))
+        return BucketPadder(even_buckets(k["max_len"], k["buckets"]))
     if k["shapes"] == "batch_max":
         return collate_padded
     raise WorkloadError(f"shapes must be batch_max, bucket or max, not {k['shapes']!r}")
@@ -205,7 +205,8 @@ def thread_demo(threads: int = 4, requests: int = 6, mode: str = "warm", max_len
     """
     import torch
 
-    from playbook.fixes.compile import CompileGuard, make_buckets, warmup
+    from playbook.fixes.compile import CompileGuard, warmup
+    from playbook.fixes.shapes import even_buckets
     from playbook.probes import EventLog
 
     if mode not in ("warm", "guarded"):
@@ -214,7 +215,7 @@ def thread_demo(threads: int = 4, requests: int = 6, mode: str = "warm", max_len
     k = {**KNOBS, "max_len": max_len, "backend": backend, "dynamic": "off"}
     module, fn = build_model(k, torch.device("cpu"))
     module.eval()
-    lengths = make_buckets(max_len, buckets)
+    lengths = even_buckets(max_len, buckets)
     warm_s = 0.0
     if mode == "warm":
         t0 = time.perf_counter()

@@ -39,7 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from playbook.errors import WorkloadError
-from playbook.fixes import packing, serving
+from playbook.fixes import packing, serving, shapes
 from playbook.fixes.shapes import (
     bucket_length,
     packed_attention_mask,
@@ -415,7 +415,7 @@ def run_lab(requests: int = 24, passes: int = 2, batch: int = 8, median_len: flo
         lengths = [request_lengths(requests, median=median_len, max_len=max_len, seed=seed + k)
                    for k in range(passes)]
         streams = [make_requests(n, cfg.vocab, seed=seed + k) for k, n in enumerate(lengths)]
-        buckets = serving.pow2_buckets(max_len, min_bucket)
+        buckets = shapes.pow2_buckets(max_len, min_bucket)
         out: dict[str, Any] = {"device": str(dev), "losses": losses, "lengths": np.concatenate(lengths).tolist(),
                                "buckets": buckets}
         out["shapes"], out["batches"] = compare_stream_variants(model, streams, batch, buckets, variants, backend,

@@ -8,14 +8,16 @@ import time
 import pytest
 import torch
 
+from playbook.errors import InputError
 from playbook.fixes import compile as fc
+from playbook.fixes import shapes
 
 
-def test_make_buckets():
-    assert fc.make_buckets(512, 4) == [128, 256, 384, 512]
-    assert fc.make_buckets(64, 3, multiple=8) == [24, 48, 64]
-    with pytest.raises(ValueError):
-        fc.make_buckets(0)
+def test_even_buckets():
+    assert shapes.even_buckets(512, 4) == [128, 256, 384, 512]
+    assert shapes.even_buckets(64, 3, multiple=8) == [24, 48, 64]
+    with pytest.raises(InputError):
+        shapes.even_buckets(0)
 
 
 def test_bucket_padder_pads_to_the_bucket_of_the_longest():

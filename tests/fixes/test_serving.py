@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from playbook.errors import InputError
-from playbook.fixes import packing, serving
+from playbook.fixes import packing, serving, shapes
 from playbook.workloads import serving as lab
 from playbook.workloads import serving_splits as splits
 from playbook.workloads.models import ModelConfig, TinyLM
@@ -90,10 +90,10 @@ def test_latency_summary_percentiles():
 # ---------------------------------------------------------------- buckets, padding, packing, masks
 
 def test_buckets():
-    assert serving.pow2_buckets(128, 16) == [16, 32, 64, 128]
-    assert serving.pow2_buckets(100, 32) == [32, 64, 100]
+    assert shapes.pow2_buckets(128, 16) == [16, 32, 64, 128]
+    assert shapes.pow2_buckets(100, 32) == [32, 64, 100]
     with pytest.raises(InputError):
-        serving.pow2_buckets(8, 16)
+        shapes.pow2_buckets(8, 16)
 
 
 def test_packed_outputs_equal_padded_outputs(model):
