@@ -37,7 +37,7 @@ def record(tmp_path, *child_args, extra=()):
 
 def test_record_runs_the_command_keeps_its_status_and_writes_the_run(tmp_path):
     out, proc = record(tmp_path, "-c", CHILD)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 3, stderr
     assert "trained" in stdout and "-pid" in stdout  # no torch rank: the script's part is <host>-pid<PID>
     assert f"run directory {out}" in stderr and "playbook diagnose" in stderr
@@ -66,10 +66,9 @@ def test_ctrl_c_is_forwarded_and_reported(tmp_path):
     out, proc = record(tmp_path, "-c", child)
     assert proc.stdout.readline().strip() == "up"
     time.sleep(0.3)
-    t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=30)
-    assert time.monotonic() - t0 < 15
+    stdout, stderr = proc.communicate(timeout=180)  # hang guards: a loaded CI run once took > 30 s
+    # the child's own handler ran (it would otherwise sleep its 60 s out and exit 0): forwarded, not waited out
     assert proc.returncode == 130 and "child interrupted" in stdout
     part = next(p for p in out.iterdir() if p.is_dir())
     meta = json.loads((part / "meta.json").read_text())
@@ -78,7 +77,7 @@ def test_ctrl_c_is_forwarded_and_reported(tmp_path):
 
 def test_killed_child_exits_128_plus_signal(tmp_path):
     out, proc = record(tmp_path, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=180)
     assert proc.returncode == 128 + 9
     assert rundir.is_run_dir(out)
 
@@ -87,13 +86,13 @@ def test_killed_child_exits_128_plus_signal(tmp_path):
                                            (("--", "no-such-command-xyz"), "command not found")])
 def test_user_errors_are_one_line(tmp_path, args, message):
     proc = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(tmp_path / "r"), *args],
-                          capture_output=True, text=True, timeout=30)
+                          capture_output=True, text=True, timeout=180)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_help_has_an_example():
     proc = subprocess.run([sys.executable, "-m", "playbook", "record", "--help"], capture_output=True, text=True,
-                          timeout=30)
+                          timeout=180)
     assert proc.returncode == 0 and "torchrun" in proc.stdout and "--out" in proc.stdout
 
 
@@ -108,7 +107,7 @@ STEP_PRINTER = textwrap.dedent("""
 
 def test_the_commands_output_is_teed_and_read_back(tmp_path):
     out, proc = record(tmp_path, "-c", STEP_PRINTER)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 5
     assert "step 39 loss" in stdout and "warning on stderr" in stderr  # the console still sees both streams
     logs = list(out.glob("*-pid*.log"))
@@ -121,14 +120,14 @@ def test_the_commands_output_is_teed_and_read_back(tmp_path):
 
 def test_an_existing_run_is_kept_unless_forced_and_force_rewrites_the_command(tmp_path):
     out, proc = record(tmp_path, "-c", "print('first')")
-    proc.communicate(timeout=60)
+    proc.communicate(timeout=180)
     assert proc.returncode == 0
     res = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(out), "--", sys.executable,
-                          "-c", "print('second')"], capture_output=True, text=True, timeout=60)
+                          "-c", "print('second')"], capture_output=True, text=True, timeout=180)
     assert res.returncode == 2 and "--force" in res.stderr and "Traceback" not in res.stderr
     assert "first" in json.loads((out / "meta.json").read_text())["command"]
     res = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(out), "--force", "--",
-                          sys.executable, "-c", "print('second')"], capture_output=True, text=True, timeout=60)
+                          sys.executable, "-c", "print('second')"], capture_output=True, text=True, timeout=180)
     assert res.returncode == 0, res.stderr
     assert "second" in json.loads((out / "meta.json").read_text())["command"]
 
@@ -136,7 +135,7 @@ def test_an_existing_run_is_kept_unless_forced_and_force_rewrites_the_command(tm
 @pytest.mark.parametrize("args", [("--flush-s", "0"), ("--host-hz", "inf"), ("--hz", "nan")])
 def test_rates_are_validated_in_one_line(tmp_path, args):
     res = subprocess.run([sys.executable, "-m", "playbook", "record", "--out", str(tmp_path / "r"), *args, "--",
-                          sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=60)
+                          sys.executable, "-c", "pass"], capture_output=True, text=True, timeout=180)
     assert res.returncode == 2 and args[0] in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r").exists()
 
@@ -151,7 +150,7 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path)
     out, proc = record(tmp_path, "-c", child, extra=("--grace-s", "1"))
     assert proc.stdout.readline().strip() == "up"
     proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 128 + 9
     part = next(p for p in out.iterdir() if p.is_dir())
     assert "SIGKILL (grace period over)" in json.loads((part / "meta.json").read_text())["signals_forwarded"]
@@ -166,7 +165,7 @@ def test_the_command_dies_with_record(tmp_path):
     out, proc = record(tmp_path, "-c", child)
     pid = int(proc.stdout.readline())
     proc.kill()  # SIGKILL: record gets no chance to forward anything
-    proc.communicate(timeout=30)
+    proc.communicate(timeout=180)
     for _ in range(100):
         try:
             os.kill(pid, 0)

@@ -63,7 +63,7 @@ def _period(line: str) -> float:
 def test_watch_for_prints_period_and_cause_and_keeps_the_run(tmp_path):
     out = tmp_path / "w1"
     proc = watch("--fake-nvml", "data_stall:2:4", "--for", "20s", "--interval", "0.5s", "--out", str(out))
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 0, stderr
     first = stdout.splitlines()[0]
     assert first.startswith("4 GPUs, 20 s of fake NVML (data_stall)")
@@ -86,7 +86,7 @@ def test_ctrl_c_stops_cleanly_with_the_diagnosis(tmp_path):
     assert line.startswith("[") and "GPUs" in line, proc.stderr.read()
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=180)  # hang guards: a loaded CI run once took > 60 s
     assert proc.returncode == 0, stderr
     assert "Traceback" not in stderr and "stopped by Ctrl-C" in stderr
     assert "of fake NVML (pipeline)" in stdout and "Hypotheses" in stdout
@@ -104,7 +104,7 @@ def _fake_smi(tmp_path, **env_extra):
 
 def test_nvidia_smi_subprocess_when_nvml_cannot_load(tmp_path):
     proc = watch("--fake-nvml", "no_driver", "--for", "14s", "--interval", "0.25s", env=_fake_smi(tmp_path))
-    stdout, stderr = proc.communicate(timeout=120)
+    stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 0, stderr
     assert "sampling with nvidia-smi instead" in stderr and "NVMLError_LibraryNotFound" in stderr
     assert "skipped 1 non-data line" in stderr and "Unable to determine" in stderr
@@ -133,13 +133,13 @@ def test_nvidia_smi_without_a_field_falls_back_to_the_basic_fields(tmp_path, mon
 
 def test_no_source_is_one_line():
     proc = watch("nvml", "--fake-nvml", "no_driver", "--for", "1s")
-    _out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=180)
     assert proc.returncode == 2 and err.count("\n") == 1 and "no GPU telemetry source" in err
 
 
 def test_bad_fake_scenario_is_one_line():
     proc = watch("--fake-nvml", "nonsense", "--for", "1s")
-    _out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=180)
     assert proc.returncode == 2 and "unknown fake NVML scenario" in err and "Traceback" not in err
 
 
