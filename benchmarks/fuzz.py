@@ -20,13 +20,15 @@ Cases
     decode_fields on a damaged shard, ShardIndex.from_dict on a generated index).
 
 Limits
-    Cases run in batches, each batch in a fresh worker subprocess whose address space is capped at its size after
-    imports + --mem-mib (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds (setitimer: a Python-level
-    hang raises in the case). A worker that does not finish its batch in time is killed: the case it was on
+    Cases run in batches, each batch in a worker process forked from the parent once it has imported the
+    playbook and loaded the fixtures; the worker's address space is capped at its size at fork + --mem-mib
+    (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds (setitimer: a Python-level hang raises in the
+    case). A worker that does not finish its batch in time is killed: the case it was on
     counts as a hang (C-level loops that the timer cannot interrupt).
 
 How to read the result
-    One line per target: cases, project errors (PlaybookError: the intended outcome for bad input), escapes
+    One line per target: cases, seconds spent in them and in generating the structure cases (where the run's
+    time goes), project errors (PlaybookError: the intended outcome for bad input), escapes
     (other exception types, by innermost playbook file), hangs, over budget (MemoryError), and the peak RSS of
     the workers; then the first --show escapes with the case to reproduce them (`--replay TARGET:KIND:SEED`).
 """
@@ -41,7 +43,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -141,6 +142,27 @@ def json_strategy():
 
 # ---------------------------------------------------------------- targets (run inside a worker)
 
+_LOADED: tuple | None = None
+
+
+def loaded_fixtures() -> tuple[list[Path], list[bytes], dict[str, list[int]]]:
+    """fixtures(), their bytes and which reader each is detected as: computed once per process (~1 s for ~300
+    files), so batches forked from the parent start with it."""
+    global _LOADED
+    if _LOADED is None:
+        from playbook.readers import detect
+
+        files = fixtures()
+        by_reader: dict[str, list[int]] = collections.defaultdict(list)
+        for i, p in enumerate(files):
+            try:
+                by_reader[detect.detect(p)].append(i)
+            except Exception:
+                pass
+        _LOADED = files, [p.read_bytes() for p in files], dict(by_reader)
+    return _LOADED
+
+
 class Worker:
     """One batch's state: fixtures loaded once, a scratch folder, the readers."""
 
@@ -148,14 +170,7 @@ class Worker:
         from playbook.readers import detect
 
         self.detect = detect
-        self.files = fixtures()
-        self.blobs = [p.read_bytes() for p in self.files]
-        self.by_reader: dict[str, list[int]] = collections.defaultdict(list)
-        for i, p in enumerate(self.files):
-            try:
-                self.by_reader[detect.detect(p)].append(i)
-            except Exception:
-                pass
+        self.files, self.blobs, self.by_reader = loaded_fixtures()
         self.tmp = Path(tempfile.mkdtemp(prefix="fuzz-"))
 
     def scratch(self) -> Path:
@@ -284,10 +299,13 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
     from playbook.errors import PlaybookError
 
     w = Worker()
+    started = time.perf_counter()
     values = _hypothesis_cases(structure_strategy(target), seed, n) if kind == "structure" else [None] * n
+    generate_s = time.perf_counter() - started
     print(json.dumps({"generated": n}), flush=True)  # generation is the harness's time, not a case's
     counts = collections.Counter()
     escapes = []
+    seconds = 0.0  # in the cases (not generation): the per-target "s" column
 
     def alarm(signum, frame):
         raise _CaseTimeout()
@@ -296,6 +314,7 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
     for i in range(n):
         rng = random.Random(f"{target}:{kind}:{seed}:{i}")
         counts["cases"] += 1
+        started = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, case_s)
         try:
             if target.startswith("reader:"):
@@ -321,9 +340,10 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
                                    traceback.format_exc()))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            seconds += time.perf_counter() - started
         print(json.dumps({"progress": i}), flush=True)
     shutil.rmtree(w.tmp, ignore_errors=True)
-    return {"counts": dict(counts), "escapes": escapes[:20],
+    return {"counts": dict(counts), "seconds": seconds, "generate_s": generate_s, "escapes": escapes[:20],
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -375,21 +395,20 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
     """Run the fuzz campaign; returns {"targets": {name: counts}, "escapes": [...], "peak_rss_mib"}."""
     names = names or targets()
     todo = collections.deque(plan(total, names, batch, seed))
-    running: list[tuple[subprocess.Popen, tuple, float, list]] = []
+    running: list[tuple[ForkedWorker, tuple, float, list]] = []
     per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     escapes, peak = [], 0.0
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = shown = time.time()
+    preload(names)
     while todo or running:
         while todo and len(running) < jobs:
             job = todo.popleft()
-            cmd = [sys.executable, __file__, "--worker", *map(str, job), str(case_s), str(mem_mib)]
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-            os.set_blocking(p.stdout.fileno(), False)
+            p = ForkedWorker(job, case_s, mem_mib)
             running.append((p, job, time.time(), ["", None]))
         time.sleep(0.05)
         for entry in list(running):
             p, job, started, buf = entry
+            exited = p.poll() is not None  # before the drain: all it wrote is in the pipe by then
             buf[0] += _drain(p.stdout.fileno())
             lines = buf[0].splitlines()
             done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
@@ -399,12 +418,15 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
             # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
             # cases done and the one running, with slack
             late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
-            if last is None and p.poll() is None and not late:
+            if last is None and not exited and not late:
                 continue
             running.remove(entry)
             target = job[0]
             if last is not None:
+                p.wait()
                 per[target].update(last["counts"])
+                per[target]["seconds"] += last["seconds"]
+                per[target]["generate_s"] += last["generate_s"]
                 escapes += last["escapes"]
                 peak = max(peak, last["peak_rss_mib"])
                 continue
@@ -438,28 +460,90 @@ def _drain(fd: int) -> str:
     return out.decode("utf-8", "replace")
 
 
-def worker_main(argv: list[str]) -> None:
-    import resource
-
-    target, kind, seed, n, case_s, mem_mib = argv
-    import pandas  # noqa: F401 - imported before the cap, so the cap is what the cases add
+def preload(names: list[str]) -> None:
+    """What every batch needs, imported and loaded once in the parent before it forks them (a fresh interpreter
+    per batch spent ~2-4 s on imports and fixture detection: most of a small run's time)."""
+    sys.path.insert(0, str(ROOT))
+    import hypothesis.strategies  # noqa: F401
+    import pandas  # noqa: F401
 
     import playbook.readers  # noqa: F401
+    from playbook.readers import detect
 
-    if target in ("shards",):
+    for name in detect.READERS:  # and what the targets import lazily (a cold import costs each batch ~1 s)
+        detect.module(name)
+    import pyarrow.csv  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+    if "compare" in names:
+        import playbook.cli
+        import playbook.commands.compare  # noqa: F401
+        import playbook.diagnose.regression.verdict  # noqa: F401
+
+        playbook.cli.build_parser()
+    if "shards" in names:
         import torch  # noqa: F401
-    with open("/proc/self/status") as fh:
-        vm = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmSize")) * 1024
-    cap = vm + int(mem_mib) * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    print(json.dumps(run_batch(target, kind, int(seed), int(n), float(case_s))), flush=True)
+        import zstandard  # noqa: F401
+
+        import playbook.fixes.shards  # noqa: F401
+        import playbook.workloads.objstore  # noqa: F401
+    loaded_fixtures()
+
+
+class ForkedWorker:
+    """One batch in a child forked from the preloaded parent (Popen's poll/kill/wait/returncode and a stdout
+    pipe): its own address space, capped at its size at fork + mem_mib (RLIMIT_AS), so the cap is what the cases
+    add; a hang is killed by the parent."""
+
+    def __init__(self, job: tuple, case_s: float, mem_mib: int):
+        import resource
+
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the parent's loop
+            code = 1
+            try:
+                os.close(r)
+                os.dup2(w, 1)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
+                with open("/proc/self/status") as fh:
+                    vm = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmSize")) * 1024
+                cap = vm + int(mem_mib) * 2**20
+                resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+                target, kind, seed, n = job
+                print(json.dumps(run_batch(target, kind, int(seed), int(n), float(case_s))), flush=True)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        os.set_blocking(r, False)
+        self.pid, self.returncode = pid, None
+        self.stdout = os.fdopen(r, "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        self.stdout.close()
+        return self.returncode
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "--worker":
-        worker_main(argv[1:])
-        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example:\n  python benchmarks/fuzz.py --cases 2000 --jobs 1")
@@ -492,13 +576,14 @@ def main(argv: list[str] | None = None) -> int:
     total = collections.Counter()
     print(f"\nfuzz: {sum(c.get('cases', 0) for c in res['targets'].values())} cases in {res['wall_s']:.0f} s, "
           f"peak worker RSS {res['peak_rss_mib']:.0f} MiB")
-    print(f"  {'target':<26} {'cases':>7} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} {'crash':>6}")
-    for t, c in res["targets"].items():
-        total.update(c)
-        print(f"  {t:<26} {c.get('cases', 0):>7} {c.get('project_errors', 0):>8} {c.get('escapes', 0):>8} "
-              f"{c.get('hangs', 0):>6} {c.get('over_budget', 0):>5} {c.get('crashes', 0):>6}")
-    print(f"  {'all':<26} {total['cases']:>7} {total['project_errors']:>8} {total['escapes']:>8} "
-          f"{total['hangs']:>6} {total['over_budget']:>5} {total['crashes']:>6}")
+    cols = ("cases", "seconds", "generate_s", "project_errors", "escapes", "hangs", "over_budget", "crashes")
+    print(f"  {'target':<26} {'cases':>7} {'s':>6} {'gen s':>6} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} "
+          f"{'crash':>6}")
+    for t, c in [*res["targets"].items(), ("all", total)]:
+        if t != "all":
+            total.update(c)
+        cases, secs, gen, proj, esc, hangs, over, crash = (c.get(k, 0) for k in cols)
+        print(f"  {t:<26} {cases:>7} {secs:>6.0f} {gen:>6.0f} {proj:>8} {esc:>8} {hangs:>6} {over:>5} {crash:>6}")
     where = collections.Counter((e["where"] or "?", e["what"].split(":")[0]) for e in res["escapes"])
     for (w, what), k in where.most_common(args.show):
         ex = next(e["case"] for e in res["escapes"] if (e["where"] or "?") == w and e["what"].startswith(what))
