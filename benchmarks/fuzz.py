@@ -488,6 +488,8 @@ def preload(names: list[str]) -> None:
         import playbook.fixes.shards  # noqa: F401
         import playbook.workloads.objstore  # noqa: F401
     loaded_fixtures()
+    for name in names:
+        _hypothesis_cases(structure_strategy(name), 0, 1)  # hypothesis's first draw in a process costs ~0.8 s: once, here
 
 
 class ForkedWorker:
