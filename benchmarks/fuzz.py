@@ -400,51 +400,62 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
     escapes, peak = [], 0.0
     t0 = shown = time.time()
     preload(names)
-    while todo or running:
-        while todo and len(running) < jobs:
-            job = todo.popleft()
-            p = ForkedWorker(job, case_s, mem_mib)
-            running.append((p, job, time.time(), ["", None]))
-        time.sleep(0.05)
-        for entry in list(running):
-            p, job, started, buf = entry
-            exited = p.poll() is not None  # before the drain: all it wrote is in the pipe by then
-            buf[0] += _drain(p.stdout.fileno())
-            lines = buf[0].splitlines()
-            done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
-            last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
-            if buf[1] is None and '{"generated"' in buf[0]:
-                buf[1] = time.time()
-            # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
-            # cases done and the one running, with slack
-            late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
-            if last is None and not exited and not late:
-                continue
-            running.remove(entry)
-            target = job[0]
-            if last is not None:
+    stopped = False
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                job = todo.popleft()
+                p = ForkedWorker(job, case_s, mem_mib)
+                running.append((p, job, time.time(), ["", None]))
+            time.sleep(0.05)
+            for entry in list(running):
+                p, job, started, buf = entry
+                exited = p.poll() is not None  # before the drain: all it wrote is in the pipe by then
+                buf[0] += _drain(p.stdout.fileno())
+                lines = buf[0].splitlines()
+                done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
+                last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
+                if buf[1] is None and '{"generated"' in buf[0]:
+                    buf[1] = time.time()
+                # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
+                # cases done and the one running, with slack
+                late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
+                if last is None and not exited and not late:
+                    continue
+                running.remove(entry)
+                target = job[0]
+                if last is not None:
+                    p.wait()
+                    per[target].update(last["counts"])
+                    per[target]["seconds"] += last["seconds"]
+                    per[target]["generate_s"] += last["generate_s"]
+                    escapes += last["escapes"]
+                    peak = max(peak, last["peak_rss_mib"])
+                    continue
+                p.kill()
                 p.wait()
-                per[target].update(last["counts"])
-                per[target]["seconds"] += last["seconds"]
-                per[target]["generate_s"] += last["generate_s"]
-                escapes += last["escapes"]
-                peak = max(peak, last["peak_rss_mib"])
-                continue
+                per[target]["cases"] += done_cases + 1  # the case it was on hung (or killed the worker)
+                per[target]["hangs" if p.returncode in (-9, None) else "crashes"] += 1
+                escapes.append({"case": f"{job[0]}:{job[1]}:{job[2]}:{done_cases}", "what": "hang or crash",
+                                "where": ""})
+                rest = job[3] - done_cases - 1
+                if rest > 0:  # the rest of that batch, in a fresh worker
+                    todo.appendleft((job[0], job[1], job[2] + 50_000_000 + done_cases, rest))
+            if not quiet and time.time() - shown > 30:
+                shown = time.time()
+                n = sum(c["cases"] for c in per.values())
+                print(f"  ... {n} cases, {shown - t0:.0f} s", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the counts of the batches that finished, marked partial
+        stopped = True
+        for p, *_ in running:
             p.kill()
             p.wait()
-            per[target]["cases"] += done_cases + 1  # the case it was on hung (or killed the worker)
-            per[target]["hangs" if p.returncode in (-9, None) else "crashes"] += 1
-            escapes.append({"case": f"{job[0]}:{job[1]}:{job[2]}:{done_cases}", "what": "hang or crash",
-                            "where": ""})
-            rest = job[3] - done_cases - 1
-            if rest > 0:  # the rest of that batch, in a fresh worker
-                todo.appendleft((job[0], job[1], job[2] + 50_000_000 + done_cases, rest))
-        if not quiet and time.time() - shown > 30:
-            shown = time.time()
-            n = sum(c["cases"] for c in per.values())
-            print(f"  ... {n} cases, {shown - t0:.0f} s", file=sys.stderr, flush=True)
     return {"targets": {t: dict(c) for t, c in sorted(per.items())}, "escapes": escapes, "peak_rss_mib": peak,
-            "wall_s": time.time() - t0}
+            "wall_s": time.time() - t0, "partial": stopped}
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _drain(fd: int) -> str:
@@ -574,10 +585,13 @@ def main(argv: list[str] | None = None) -> int:
         print("no exception")
         return 0
     names = args.targets.split(",") if args.targets else None
+    signal.signal(signal.SIGTERM, _stop)
     res = run(args.cases, args.jobs, names, args.batch, args.seed, args.case_s, args.mem_mib)
     total = collections.Counter()
     print(f"\nfuzz: {sum(c.get('cases', 0) for c in res['targets'].values())} cases in {res['wall_s']:.0f} s, "
-          f"peak worker RSS {res['peak_rss_mib']:.0f} MiB")
+          f"peak worker RSS {res['peak_rss_mib']:.0f} MiB"
+          + (f" (PARTIAL: stopped before the {args.cases} asked; batches not finished are not counted)"
+             if res["partial"] else ""))
     cols = ("cases", "seconds", "generate_s", "project_errors", "escapes", "hangs", "over_budget", "crashes")
     print(f"  {'target':<26} {'cases':>7} {'s':>6} {'gen s':>6} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} "
           f"{'crash':>6}")
