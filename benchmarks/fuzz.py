@@ -29,8 +29,10 @@ Limits
 How to read the result
     One line per target: cases, seconds spent in them and in generating the structure cases (where the run's
     time goes), project errors (PlaybookError: the intended outcome for bad input), escapes
-    (other exception types, by innermost playbook file), hangs, over budget (MemoryError), and the peak RSS of
-    the workers; then the first --show escapes with the case to reproduce them (`--replay TARGET:KIND:SEED`).
+    (other exception types, by innermost playbook file), hangs, over budget (MemoryError), crashes, stderr
+    (tracebacks printed as "Exception ignored in ...", e.g. from a library callback: not escapes, but a user sees
+    them), and the peak RSS of the workers; then the first --show escapes with the case to reproduce them
+    (`--replay TARGET:KIND:SEED:I`).
 """
 
 from __future__ import annotations
@@ -310,7 +312,13 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
     def alarm(signum, frame):
         raise _CaseTimeout()
 
+    def unraisable(u):  # "Exception ignored in ...": a traceback on the user's stderr; counted apart from escapes
+        counts["stderr_tracebacks"] += 1
+        escapes.append(_escape(target, kind, seed, i, f"stderr traceback {type(u.exc_value).__name__}",
+                               "".join(traceback.format_exception(u.exc_type, u.exc_value, u.exc_traceback))))
+
     signal.signal(signal.SIGALRM, alarm)
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
     for i in range(n):
         rng = random.Random(f"{target}:{kind}:{seed}:{i}")
         counts["cases"] += 1
@@ -342,6 +350,7 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
             signal.setitimer(signal.ITIMER_REAL, 0)
             seconds += time.perf_counter() - started
         print(json.dumps({"progress": i}), flush=True)
+    sys.unraisablehook = hook
     shutil.rmtree(w.tmp, ignore_errors=True)
     return {"counts": dict(counts), "seconds": seconds, "generate_s": generate_s, "escapes": escapes[:20],
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -592,14 +601,16 @@ def main(argv: list[str] | None = None) -> int:
           f"peak worker RSS {res['peak_rss_mib']:.0f} MiB"
           + (f" (PARTIAL: stopped before the {args.cases} asked; batches not finished are not counted)"
              if res["partial"] else ""))
-    cols = ("cases", "seconds", "generate_s", "project_errors", "escapes", "hangs", "over_budget", "crashes")
+    cols = ("cases", "seconds", "generate_s", "project_errors", "escapes", "hangs", "over_budget", "crashes",
+            "stderr_tracebacks")
     print(f"  {'target':<26} {'cases':>7} {'s':>6} {'gen s':>6} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} "
-          f"{'crash':>6}")
+          f"{'crash':>6} {'stderr':>6}")
     for t, c in [*res["targets"].items(), ("all", total)]:
         if t != "all":
             total.update(c)
-        cases, secs, gen, proj, esc, hangs, over, crash = (c.get(k, 0) for k in cols)
-        print(f"  {t:<26} {cases:>7} {secs:>6.0f} {gen:>6.0f} {proj:>8} {esc:>8} {hangs:>6} {over:>5} {crash:>6}")
+        cases, secs, gen, proj, esc, hangs, over, crash, tbs = (c.get(k, 0) for k in cols)
+        print(f"  {t:<26} {cases:>7} {secs:>6.0f} {gen:>6.0f} {proj:>8} {esc:>8} {hangs:>6} {over:>5} {crash:>6} "
+              f"{tbs:>6}")
     where = collections.Counter((e["where"] or "?", e["what"].split(":")[0]) for e in res["escapes"])
     for (w, what), k in where.most_common(args.show):
         ex = next(e["case"] for e in res["escapes"] if (e["where"] or "?") == w and e["what"].startswith(what))
