@@ -20,15 +20,19 @@ Cases
     decode_fields on a damaged shard, ShardIndex.from_dict on a generated index).
 
 Limits
-    Cases run in batches, each batch in a fresh worker subprocess whose address space is capped at its size after
-    imports + --mem-mib (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds (setitimer: a Python-level
-    hang raises in the case). A worker that does not finish its batch in time is killed: the case it was on
+    Cases run in batches, each batch in a worker process forked from the parent once it has imported the
+    playbook and loaded the fixtures; the worker's address space is capped at its size at fork + --mem-mib
+    (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds (setitimer: a Python-level hang raises in the
+    case). A worker that does not finish its batch in time is killed: the case it was on
     counts as a hang (C-level loops that the timer cannot interrupt).
 
 How to read the result
-    One line per target: cases, project errors (PlaybookError: the intended outcome for bad input), escapes
-    (other exception types, by innermost playbook file), hangs, over budget (MemoryError), and the peak RSS of
-    the workers; then the first --show escapes with the case to reproduce them (`--replay TARGET:KIND:SEED`).
+    One line per target: cases, seconds spent in them and in generating the structure cases (where the run's
+    time goes), project errors (PlaybookError: the intended outcome for bad input), escapes
+    (other exception types, by innermost playbook file), hangs, over budget (MemoryError), crashes, stderr
+    (tracebacks printed as "Exception ignored in ...", e.g. from a library callback: not escapes, but a user sees
+    them), and the peak RSS of the workers; then the first --show escapes with the case to reproduce them
+    (`--replay TARGET:KIND:SEED:I`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,6 @@ import os
 import random
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -141,6 +144,27 @@ def json_strategy():
 
 # ---------------------------------------------------------------- targets (run inside a worker)
 
+_LOADED: tuple | None = None
+
+
+def loaded_fixtures() -> tuple[list[Path], list[bytes], dict[str, list[int]]]:
+    """fixtures(), their bytes and which reader each is detected as: computed once per process (~1 s for ~300
+    files), so batches forked from the parent start with it."""
+    global _LOADED
+    if _LOADED is None:
+        from playbook.readers import detect
+
+        files = fixtures()
+        by_reader: dict[str, list[int]] = collections.defaultdict(list)
+        for i, p in enumerate(files):
+            try:
+                by_reader[detect.detect(p)].append(i)
+            except Exception:
+                pass
+        _LOADED = files, [p.read_bytes() for p in files], dict(by_reader)
+    return _LOADED
+
+
 class Worker:
     """One batch's state: fixtures loaded once, a scratch folder, the readers."""
 
@@ -148,14 +172,7 @@ class Worker:
         from playbook.readers import detect
 
         self.detect = detect
-        self.files = fixtures()
-        self.blobs = [p.read_bytes() for p in self.files]
-        self.by_reader: dict[str, list[int]] = collections.defaultdict(list)
-        for i, p in enumerate(self.files):
-            try:
-                self.by_reader[detect.detect(p)].append(i)
-            except Exception:
-                pass
+        self.files, self.blobs, self.by_reader = loaded_fixtures()
         self.tmp = Path(tempfile.mkdtemp(prefix="fuzz-"))
 
     def scratch(self) -> Path:
@@ -284,18 +301,28 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
     from playbook.errors import PlaybookError
 
     w = Worker()
+    started = time.perf_counter()
     values = _hypothesis_cases(structure_strategy(target), seed, n) if kind == "structure" else [None] * n
+    generate_s = time.perf_counter() - started
     print(json.dumps({"generated": n}), flush=True)  # generation is the harness's time, not a case's
     counts = collections.Counter()
     escapes = []
+    seconds = 0.0  # in the cases (not generation): the per-target "s" column
 
     def alarm(signum, frame):
         raise _CaseTimeout()
 
+    def unraisable(u):  # "Exception ignored in ...": a traceback on the user's stderr; counted apart from escapes
+        counts["stderr_tracebacks"] += 1
+        escapes.append(_escape(target, kind, seed, i, f"stderr traceback {type(u.exc_value).__name__}",
+                               "".join(traceback.format_exception(u.exc_type, u.exc_value, u.exc_traceback))))
+
     signal.signal(signal.SIGALRM, alarm)
+    hook, sys.unraisablehook = sys.unraisablehook, unraisable
     for i in range(n):
         rng = random.Random(f"{target}:{kind}:{seed}:{i}")
         counts["cases"] += 1
+        started = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, case_s)
         try:
             if target.startswith("reader:"):
@@ -321,9 +348,11 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
                                    traceback.format_exc()))
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            seconds += time.perf_counter() - started
         print(json.dumps({"progress": i}), flush=True)
+    sys.unraisablehook = hook
     shutil.rmtree(w.tmp, ignore_errors=True)
-    return {"counts": dict(counts), "escapes": escapes[:20],
+    return {"counts": dict(counts), "seconds": seconds, "generate_s": generate_s, "escapes": escapes[:20],
             "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -375,54 +404,67 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
     """Run the fuzz campaign; returns {"targets": {name: counts}, "escapes": [...], "peak_rss_mib"}."""
     names = names or targets()
     todo = collections.deque(plan(total, names, batch, seed))
-    running: list[tuple[subprocess.Popen, tuple, float, list]] = []
+    running: list[tuple[ForkedWorker, tuple, float, list]] = []
     per: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     escapes, peak = [], 0.0
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = shown = time.time()
-    while todo or running:
-        while todo and len(running) < jobs:
-            job = todo.popleft()
-            cmd = [sys.executable, __file__, "--worker", *map(str, job), str(case_s), str(mem_mib)]
-            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-            os.set_blocking(p.stdout.fileno(), False)
-            running.append((p, job, time.time(), ["", None]))
-        time.sleep(0.05)
-        for entry in list(running):
-            p, job, started, buf = entry
-            buf[0] += _drain(p.stdout.fileno())
-            lines = buf[0].splitlines()
-            done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
-            last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
-            if buf[1] is None and '{"generated"' in buf[0]:
-                buf[1] = time.time()
-            # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
-            # cases done and the one running, with slack
-            late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
-            if last is None and p.poll() is None and not late:
-                continue
-            running.remove(entry)
-            target = job[0]
-            if last is not None:
-                per[target].update(last["counts"])
-                escapes += last["escapes"]
-                peak = max(peak, last["peak_rss_mib"])
-                continue
+    preload(names)
+    stopped = False
+    try:
+        while todo or running:
+            while todo and len(running) < jobs:
+                job = todo.popleft()
+                p = ForkedWorker(job, case_s, mem_mib)
+                running.append((p, job, time.time(), ["", None]))
+            time.sleep(0.05)
+            for entry in list(running):
+                p, job, started, buf = entry
+                exited = p.poll() is not None  # before the drain: all it wrote is in the pipe by then
+                buf[0] += _drain(p.stdout.fileno())
+                lines = buf[0].splitlines()
+                done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
+                last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
+                if buf[1] is None and '{"generated"' in buf[0]:
+                    buf[1] = time.time()
+                # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
+                # cases done and the one running, with slack
+                late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
+                if last is None and not exited and not late:
+                    continue
+                running.remove(entry)
+                target = job[0]
+                if last is not None:
+                    p.wait()
+                    per[target].update(last["counts"])
+                    per[target]["seconds"] += last["seconds"]
+                    per[target]["generate_s"] += last["generate_s"]
+                    escapes += last["escapes"]
+                    peak = max(peak, last["peak_rss_mib"])
+                    continue
+                p.kill()
+                p.wait()
+                per[target]["cases"] += done_cases + 1  # the case it was on hung (or killed the worker)
+                per[target]["hangs" if p.returncode in (-9, None) else "crashes"] += 1
+                escapes.append({"case": f"{job[0]}:{job[1]}:{job[2]}:{done_cases}", "what": "hang or crash",
+                                "where": ""})
+                rest = job[3] - done_cases - 1
+                if rest > 0:  # the rest of that batch, in a fresh worker
+                    todo.appendleft((job[0], job[1], job[2] + 50_000_000 + done_cases, rest))
+            if not quiet and time.time() - shown > 30:
+                shown = time.time()
+                n = sum(c["cases"] for c in per.values())
+                print(f"  ... {n} cases, {shown - t0:.0f} s", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the counts of the batches that finished, marked partial
+        stopped = True
+        for p, *_ in running:
             p.kill()
             p.wait()
-            per[target]["cases"] += done_cases + 1  # the case it was on hung (or killed the worker)
-            per[target]["hangs" if p.returncode in (-9, None) else "crashes"] += 1
-            escapes.append({"case": f"{job[0]}:{job[1]}:{job[2]}:{done_cases}", "what": "hang or crash",
-                            "where": ""})
-            rest = job[3] - done_cases - 1
-            if rest > 0:  # the rest of that batch, in a fresh worker
-                todo.appendleft((job[0], job[1], job[2] + 50_000_000 + done_cases, rest))
-        if not quiet and time.time() - shown > 30:
-            shown = time.time()
-            n = sum(c["cases"] for c in per.values())
-            print(f"  ... {n} cases, {shown - t0:.0f} s", file=sys.stderr, flush=True)
     return {"targets": {t: dict(c) for t, c in sorted(per.items())}, "escapes": escapes, "peak_rss_mib": peak,
-            "wall_s": time.time() - t0}
+            "wall_s": time.time() - t0, "partial": stopped}
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _drain(fd: int) -> str:
@@ -438,28 +480,92 @@ def _drain(fd: int) -> str:
     return out.decode("utf-8", "replace")
 
 
-def worker_main(argv: list[str]) -> None:
-    import resource
-
-    target, kind, seed, n, case_s, mem_mib = argv
-    import pandas  # noqa: F401 - imported before the cap, so the cap is what the cases add
+def preload(names: list[str]) -> None:
+    """What every batch needs, imported and loaded once in the parent before it forks them (a fresh interpreter
+    per batch spent ~2-4 s on imports and fixture detection: most of a small run's time)."""
+    sys.path.insert(0, str(ROOT))
+    import hypothesis.strategies  # noqa: F401
+    import pandas  # noqa: F401
 
     import playbook.readers  # noqa: F401
+    from playbook.readers import detect
 
-    if target in ("shards",):
+    for name in detect.READERS:  # and what the targets import lazily (a cold import costs each batch ~1 s)
+        detect.module(name)
+    import pyarrow.csv  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+    if "compare" in names:
+        import playbook.cli
+        import playbook.commands.compare  # noqa: F401
+        import playbook.diagnose.regression.verdict  # noqa: F401
+
+        playbook.cli.build_parser()
+    if "shards" in names:
         import torch  # noqa: F401
-    with open("/proc/self/status") as fh:
-        vm = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmSize")) * 1024
-    cap = vm + int(mem_mib) * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-    print(json.dumps(run_batch(target, kind, int(seed), int(n), float(case_s))), flush=True)
+        import zstandard  # noqa: F401
+
+        import playbook.fixes.shards  # noqa: F401
+        import playbook.workloads.objstore  # noqa: F401
+    loaded_fixtures()
+    for name in names:
+        _hypothesis_cases(structure_strategy(name), 0, 1)  # hypothesis's first draw in a process costs ~0.8 s: once, here
+
+
+class ForkedWorker:
+    """One batch in a child forked from the preloaded parent (Popen's poll/kill/wait/returncode and a stdout
+    pipe): its own address space, capped at its size at fork + mem_mib (RLIMIT_AS), so the cap is what the cases
+    add; a hang is killed by the parent."""
+
+    def __init__(self, job: tuple, case_s: float, mem_mib: int):
+        import resource
+
+        r, w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns into the parent's loop
+            code = 1
+            try:
+                os.close(r)
+                os.dup2(w, 1)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
+                with open("/proc/self/status") as fh:
+                    vm = next(int(ln.split()[1]) for ln in fh if ln.startswith("VmSize")) * 1024
+                cap = vm + int(mem_mib) * 2**20
+                resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+                target, kind, seed, n = job
+                print(json.dumps(run_batch(target, kind, int(seed), int(n), float(case_s))), flush=True)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        os.set_blocking(r, False)
+        self.pid, self.returncode = pid, None
+        self.stdout = os.fdopen(r, "rb", buffering=0)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        self.stdout.close()
+        return self.returncode
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "--worker":
-        worker_main(argv[1:])
-        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="example:\n  python benchmarks/fuzz.py --cases 2000 --jobs 1")
@@ -488,17 +594,23 @@ def main(argv: list[str] | None = None) -> int:
         print("no exception")
         return 0
     names = args.targets.split(",") if args.targets else None
+    signal.signal(signal.SIGTERM, _stop)
     res = run(args.cases, args.jobs, names, args.batch, args.seed, args.case_s, args.mem_mib)
     total = collections.Counter()
     print(f"\nfuzz: {sum(c.get('cases', 0) for c in res['targets'].values())} cases in {res['wall_s']:.0f} s, "
-          f"peak worker RSS {res['peak_rss_mib']:.0f} MiB")
-    print(f"  {'target':<26} {'cases':>7} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} {'crash':>6}")
-    for t, c in res["targets"].items():
-        total.update(c)
-        print(f"  {t:<26} {c.get('cases', 0):>7} {c.get('project_errors', 0):>8} {c.get('escapes', 0):>8} "
-              f"{c.get('hangs', 0):>6} {c.get('over_budget', 0):>5} {c.get('crashes', 0):>6}")
-    print(f"  {'all':<26} {total['cases']:>7} {total['project_errors']:>8} {total['escapes']:>8} "
-          f"{total['hangs']:>6} {total['over_budget']:>5} {total['crashes']:>6}")
+          f"peak worker RSS {res['peak_rss_mib']:.0f} MiB"
+          + (f" (PARTIAL: stopped before the {args.cases} asked; batches not finished are not counted)"
+             if res["partial"] else ""))
+    cols = ("cases", "seconds", "generate_s", "project_errors", "escapes", "hangs", "over_budget", "crashes",
+            "stderr_tracebacks")
+    print(f"  {'target':<26} {'cases':>7} {'s':>6} {'gen s':>6} {'project':>8} {'escapes':>8} {'hangs':>6} {'over':>5} "
+          f"{'crash':>6} {'stderr':>6}")
+    for t, c in [*res["targets"].items(), ("all", total)]:
+        if t != "all":
+            total.update(c)
+        cases, secs, gen, proj, esc, hangs, over, crash, tbs = (c.get(k, 0) for k in cols)
+        print(f"  {t:<26} {cases:>7} {secs:>6.0f} {gen:>6.0f} {proj:>8} {esc:>8} {hangs:>6} {over:>5} {crash:>6} "
+              f"{tbs:>6}")
     where = collections.Counter((e["where"] or "?", e["what"].split(":")[0]) for e in res["escapes"])
     for (w, what), k in where.most_common(args.show):
         ex = next(e["case"] for e in res["escapes"] if (e["where"] or "?") == w and e["what"].startswith(what))

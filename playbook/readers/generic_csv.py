@@ -158,6 +158,12 @@ def _parse_block(body: bytes, sep: str, width: int, first_line: int, skips: sche
     starts at `first_line`); rows with the wrong number of fields are skipped and counted."""
     cols = [f"c{i}" for i in range(width)]
     bad_rows: list[tuple[int | None, str]] = []
+    if not textio.is_utf8(body):  # binary data (text was transcoded by the stream): name the line
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{src}: line {first_line + body.count(NL, 0, exc.start)}: bytes that are not text") \
+                from None
 
     def on_invalid(row) -> str:
         bad_rows.append((row.number, row.text))
@@ -194,6 +200,7 @@ def _parse_block(body: bytes, sep: str, width: int, first_line: int, skips: sche
     return table, lines
 
 
+NL = b"\n"
 _FLAGS = {"active": 1.0, "not active": 0.0, "enabled": 1.0, "disabled": 0.0, "true": 1.0, "false": 0.0,
           "yes": 1.0, "no": 0.0, "on": 1.0, "off": 0.0}
 _NAT = np.iinfo(np.int64).min

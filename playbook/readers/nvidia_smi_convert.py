@@ -391,7 +391,10 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
     conv = _Converter(seg.fields, lines, attempt, tz)
     pieces = _clean_pieces(data, seg)
     if pieces:
-        buf = pa.py_buffer(pieces[0] if len(pieces) == 1 else b"".join(pieces))
+        blob = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        if not textio.is_utf8(blob):
+            return None  # pyarrow's invalid-row callback would print a traceback on such a row
+        buf = pa.py_buffer(blob)
         names = [f"c{i}" for i in range(len(seg.fields))]
         invalid: list[str] = []
 

@@ -313,6 +313,20 @@ def read_bytes(path: str | Path, limit: int | None = None, warnings: list[str] |
     return data
 
 
+def is_utf8(data: bytes | memoryview) -> bool:
+    """True when all of `data` is UTF-8, checked in place (no copy): binary data passed through untransformed must
+    be refused before pyarrow's CSV reader, whose invalid-row callback prints a traceback on a row that is not."""
+    import pyarrow as pa
+
+    buf = pa.py_buffer(data)
+    offsets = pa.py_buffer(np.array([0, buf.size], dtype=np.int64))
+    try:
+        pa.LargeStringArray.from_buffers(1, offsets, buf).validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
 def read_head(path: str | Path, size: int = HEAD_BYTES) -> str:
     """The first `size` bytes (decompressed) decoded as text: what `sniff` sees."""
     return decode(read_bytes(path, limit=size))

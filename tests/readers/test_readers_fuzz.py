@@ -102,3 +102,38 @@ def test_damaged_fixtures_keep_what_parses(index, cuts, keep):
             _check(reader.read(path, fields=fields, interval_s=None))
         except PlaybookError as exc:
             assert "\n" not in str(exc)
+
+
+@pytest.mark.parametrize("row_fields", [3, 4])  # a row of the header's width, and one pyarrow calls invalid
+def test_bytes_that_are_not_text_in_a_csv_are_one_line_naming_the_line(tmp_path, monkeypatch, row_fields):
+    """Binary data passes through untranscoded: a non-UTF-8 byte in a row used to make pyarrow's invalid-row
+    callback print a traceback on stderr (found by benchmarks/fuzz.py, reader:generic_csv:mutation:1:6)."""
+    import sys
+
+    from playbook.errors import InputError
+    from playbook.readers import generic_csv
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    path = tmp_path / "gpu.csv"
+    bad = b"2024-01-15 10:00:01,0,6\x97" + b",9" * (row_fields - 3)
+    path.write_bytes(b"timestamp,gpu,utilization.gpu [%]\n2024-01-15 10:00:00,0,50\x01\n" + bad + b"\n")
+    with pytest.raises(InputError, match=r"gpu\.csv: line 3: bytes that are not text"):
+        generic_csv.read(path)
+    assert unraisable == []
+
+
+def test_bytes_that_are_not_text_in_an_nvidia_smi_csv_are_a_counted_skip(tmp_path, monkeypatch):
+    """The nvidia-smi fast path hands such a segment to the line-by-line parser without pyarrow's traceback."""
+    import sys
+
+    from playbook.readers import nvidia_smi
+
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    lines = (Path(__file__).resolve().parents[1] / "data" / "readers" / "smi_units.csv").read_bytes().splitlines(True)
+    path = tmp_path / "smi.csv"
+    path.write_bytes(lines[0] + lines[1].rstrip() + b"\x01\n" + lines[2].rstrip() + b",\x97\n" + b"".join(lines[3:]))
+    bundle = nvidia_smi.read(path)
+    assert len(bundle.telemetry) == len(lines) - 2 and unraisable == []
+    assert any("skipped 1 of" in w and "line 3" in w for w in bundle.warnings)
