@@ -194,7 +194,7 @@ class _Samples:
             host = re.sub(r":\d+$", "", host)
         for k in GPU_LABELS:
             v = labels.get(k, "")
-            if v.isdigit():
+            if v.isdecimal() and len(v) < 6:
                 return host, int(v)
         gpu = headers.label_gpu(labels)  # any label whose name means a GPU index: GpuIndex, gpu_number, ...
         if gpu is not None:

@@ -97,7 +97,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             continue
         row = dict(zip(names, cells, strict=True))
         gpu_text = row["gpu"]
-        if not gpu_text.isdigit():
+        if not (gpu_text.isdecimal() and len(gpu_text) < 6):  # an index, not a 20-digit number
             skips.skip(no, f"bad gpu index {gpu_text!r}")
             continue
         parsed: dict[str, float] = {}

@@ -186,7 +186,7 @@ def label_gpu(labels: dict[str, str]) -> int | None:
     """The GPU number a label set names: the first label whose key means a GPU index (gpu, GpuIndex, gpu_number,
     index, minor_number ...) holding a plain number."""
     for key, value in labels.items():
-        if value.isdigit() and len(value) < 6 and meaning(key).role == "gpu":
+        if value.isdecimal() and len(value) < 6 and meaning(key).role == "gpu":
             return int(value)
     return None
 
@@ -199,7 +199,7 @@ def label_host(labels: dict[str, str]) -> str | None:
         return None
     host = found[0][2]
     head, colon, port = host.rpartition(":")
-    return head if colon and port.isdigit() and head else host
+    return head if colon and port.isdecimal() and head else host
 
 
 def meaning(name: str) -> Meaning:
@@ -214,9 +214,10 @@ def meaning(name: str) -> Meaning:
     base, bracket = split_unit(name)
     words = tokens(base)
     gpu = None
+    # (isdecimal, not isdigit: int() refuses the superscript digits isdigit accepts)
     # "gpu 3 ..." / "gpu.3.x" / "gpu3_util": a per-GPU metric column, unless the name is just "gpu 3"
     for i in range(len(words) - 1):
-        if words[i] in ("gpu", "cuda", "device") and words[i + 1].isdigit() and i + 2 < len(words):
+        if words[i] in ("gpu", "cuda", "device") and words[i + 1].isdecimal() and i + 2 < len(words):
             gpu = int(words[i + 1]) if len(words[i + 1]) < 6 else None
             rest = words[i + 2:]
             if gpu is not None:
@@ -225,7 +226,7 @@ def meaning(name: str) -> Meaning:
                     words = ["gpu", "util"]
             break
     # the index last: "Utilization GPU 1 (%)", "util_gpu0", "gpu_util_0" (a GPU word earlier in the name)
-    if gpu is None and len(words) >= 3 and words[-1].isdigit() and len(words[-1]) < 6 \
+    if gpu is None and len(words) >= 3 and words[-1].isdecimal() and len(words[-1]) < 6 \
             and any(w in ("gpu", "cuda", "device") for w in words[:-1]):
         gpu = int(words[-1])
         words = words[:-2] if words[-2] in ("gpu", "cuda", "device") else words[:-1]

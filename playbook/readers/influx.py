@@ -81,7 +81,7 @@ def parse(line: str) -> tuple[str, dict[str, str], dict[str, float], int | None]
             return None
     ts = None
     if len(parts) == 3:
-        if not parts[2].lstrip("-").isdigit():
+        if not parts[2].lstrip("-").isdecimal() or len(parts[2]) > 20:
             return None
         ts = int(parts[2])
     return measurement, tags, fields, ts
@@ -154,6 +154,9 @@ def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.B
                 synth.append(len(samples.time))
             else:
                 t_ns = ts * next(scale for bound, scale in _SCALE_BY_MAGNITUDE if abs(ts) >= bound)
+                if not -2**63 < t_ns < 2**63:  # beyond year 2262: not a time
+                    skips.skip(no, f"timestamp out of range {line[:50]!r}")
+                    continue
             for f, n in known.items():
                 samples.add(t_ns, ident[0], ident[1], n, fields[f])
         notes = stream.notes

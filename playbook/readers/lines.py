@@ -42,6 +42,14 @@ EXAMPLES_KEPT = 5
 _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*(\d+)\]\s*:?|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,5}):(?= ))"
                           r"\s*", re.IGNORECASE)
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
+
+
+def _rank(digits: str) -> int:
+    """A rank prefix's number; -1 (unknown) beyond int32, where torch.distributed's ranks live (a 20-digit number
+    in brackets is an id, and would not fit the int64 rank column)."""
+    return int(digits) if len(digits) < 10 else -1
+
+
 _ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
                   r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
 _TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T,]\d)")
@@ -133,7 +141,7 @@ class Prefix:
         body = _ANSI.sub("", line) if "\x1b" in line else line
         for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
             if rank < 0 and (m := _RANK_PREFIX.match(body)):
-                rank, body = int(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
+                rank, body = _rank(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
             if t == NAT and body[:1] in " [0123456789IWEFVD":
                 if (m := _TAGGED.match(body)):
                     body = body[m.end():]
@@ -156,7 +164,7 @@ class Prefix:
                                    int(m.group(5)), m.group(6), self.tz)
                     body = body[m.end():]
         if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
-            rank = int(m.group(1))
+            rank = _rank(m.group(1))
         return rank, t, body
 
 

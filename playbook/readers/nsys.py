@@ -305,7 +305,7 @@ def _trace_rows(records: list[dict[str, Any]], src: str, rank: int | None) -> pd
         m = _DEVICE_INDEX.search(r.get("device", ""))
         if m:
             dev[i] = int(m.group(1))
-        elif r.get("device", "").strip().isdigit():
+        elif r.get("device", "").strip().isdecimal():
             dev[i] = int(r["device"])
 
     def col(key: str) -> np.ndarray:

@@ -157,7 +157,8 @@ def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
         parsed = pd.to_datetime(s, format="%Y/%m/%d %H:%M:%S.%f", errors="coerce")
         retry = parsed.isna() & s.notna()
         if retry.any():
-            parsed[retry] = pd.to_datetime(s[retry], format="mixed", errors="coerce")
+            # utc=True: a value with its own offset (any of them) is that instant, read as UTC wall time
+            parsed[retry] = pd.to_datetime(s[retry], format="mixed", errors="coerce", utc=True).dt.tz_localize(None)
         ns = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64)
     rows.drop(ns == _NAT, lambda i: f"bad timestamp {str(x[i].as_py())[:40]!r}")
     return _localize(ns, rows, tz, x)
