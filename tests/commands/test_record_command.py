@@ -28,11 +28,18 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _ctrl_c_reaches_it() -> None:
+    """Runs in the child before exec: Ctrl-C back to its default. A suite started in the background of a
+    non-interactive shell (nohup, `&`) inherits SIGINT ignored, and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def record(tmp_path, *child_args, extra=()):
     out = tmp_path / "run"
     cmd = [sys.executable, "-m", "playbook", "record", "--out", str(out), "--hz", "20", "--host-hz", "20",
            *extra, "--", sys.executable, *child_args]
-    return out, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return out, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=_ctrl_c_reaches_it)
 
 
 def test_record_runs_the_command_keeps_its_status_and_writes_the_run(tmp_path):

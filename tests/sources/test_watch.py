@@ -49,9 +49,15 @@ FAKE_SMI = textwrap.dedent("""\
 """)
 
 
+def _ctrl_c_reaches_it() -> None:
+    """Runs in the child before exec: Ctrl-C back to its default. A suite started in the background of a
+    non-interactive shell (nohup, `&`) inherits SIGINT ignored, and an ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def watch(*args, env=None, **kw):
     return subprocess.Popen([sys.executable, "-m", "playbook", "watch", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, **kw)
+                            stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_ctrl_c_reaches_it, **kw)
 
 
 def _period(line: str) -> float:
