@@ -147,6 +147,18 @@ def _iso_times(x: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
+def _datetime_ns(parsed: pd.Series) -> np.ndarray:
+    """Naive datetimes of any resolution (pandas picks s/ms/us/ns per parse) as int64 ns; NaT and times beyond
+    int64 ns (after 2262) are _NAT."""
+    v = parsed.to_numpy()
+    per = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}[np.datetime_data(v.dtype)[0]]
+    raw = v.view(np.int64)
+    ok = ~np.isnat(v) & (np.abs(raw) < np.iinfo(np.int64).max // per)
+    out = np.full(len(v), _NAT, dtype=np.int64)
+    out[ok] = raw[ok] * per
+    return out
+
+
 def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
     """nvidia-smi timestamps ("2024/01/15 10:23:45.123", local time read as `tz`) to int64 ns UTC."""
     x = pc.ascii_trim_whitespace(col)
@@ -154,12 +166,12 @@ def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
         ns = _iso_times(x)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         s = pd.Series(x.to_numpy(zero_copy_only=False), dtype=object)
-        parsed = pd.to_datetime(s, format="%Y/%m/%d %H:%M:%S.%f", errors="coerce")
-        retry = parsed.isna() & s.notna()
+        ns = _datetime_ns(pd.to_datetime(s, format="%Y/%m/%d %H:%M:%S.%f", errors="coerce"))
+        retry = (ns == _NAT) & s.notna().to_numpy()
         if retry.any():
             # utc=True: a value with its own offset (any of them) is that instant, read as UTC wall time
-            parsed[retry] = pd.to_datetime(s[retry], format="mixed", errors="coerce", utc=True).dt.tz_localize(None)
-        ns = parsed.to_numpy(dtype="datetime64[ns]").astype(np.int64)
+            again = pd.to_datetime(s[retry], format="mixed", errors="coerce", utc=True).dt.tz_localize(None)
+            ns[retry] = _datetime_ns(again)
     rows.drop(ns == _NAT, lambda i: f"bad timestamp {str(x[i].as_py())[:40]!r}")
     return _localize(ns, rows, tz, x)
 

@@ -31,10 +31,10 @@ def test_seeded_fuzz_sample_has_no_escapes(target, kind):
 
 # the escapes of the 100,000-case run (seed 0): superscript digits that isdigit() takes and int() refuses (headers),
 # 20-digit GPU indexes, ranks and line-protocol times (int64 overflow), a timestamp with its own offset among
-# nvidia-smi's local times (tz-aware into a naive column)
+# nvidia-smi's local times (tz-aware into a naive column); then (seed 1) pandas' per-parse resolution (us into s)
 ESCAPED = ["reader:smi_query_text:mutation:1:27", "reader:long_csv:mutation:2:84", "reader:nvidia_smi:mutation:1:337",
            "reader:nvidia_smi:mutation:2:336", "reader:influx:mutation:4:263", "reader:dmon:mutation:5:66",
-           "reader:steps:mutation:6:311"]
+           "reader:steps:mutation:6:311", "reader:nvidia_smi:mutation:100005:46"]
 
 
 @pytest.mark.parametrize("case", ESCAPED)
