@@ -48,7 +48,7 @@ def repo_root(start: str | Path | None = None) -> Path:
 # notebook stem -> {parameter: quick value}, for notebooks whose parameter comments carry no [quick: ...] tag.
 QUICK_OVERRIDES: dict[str, dict[str, Any]] = {}
 
-_QUICK_TAG = re.compile(r"\[quick:\s*(?P<value>.+?)\]\s*$")
+QUICK_TAG = re.compile(r"\[quick:\s*(?P<value>.+?)\]\s*$")
 _SUMMARY = re.compile(r"\*\*Summary[:.]?\*\*[:.]?\s*(?P<text>.+)")
 
 
@@ -62,6 +62,8 @@ class Parameter:
     comment: str
     quick: Any = None
     has_quick: bool = False
+    line: int = 0  # 1-based line in the cell
+    code: str = ""  # the assignment's source text, without the comment
 
 
 @dataclass
@@ -125,14 +127,15 @@ def parse_parameters(source: str) -> list[Parameter]:
         if not comment:
             raise ParameterCellError(f"line {line}: {node.target.id} has no trailing comment saying what it is")
         quick, has_quick = None, False
-        m = _QUICK_TAG.search(comment)
+        m = QUICK_TAG.search(comment)
         if m:
             try:
                 quick, has_quick = ast.literal_eval(m.group("value")), True
             except (ValueError, SyntaxError):
                 raise ParameterCellError(f"line {line}: [quick: ...] value is not a literal") from None
             comment = comment[: m.start()].rstrip()
-        params.append(Parameter(node.target.id, ast.unparse(node.annotation), default, comment, quick, has_quick))
+        params.append(Parameter(node.target.id, ast.unparse(node.annotation), default, comment, quick, has_quick,
+                                line, ast.get_source_segment(source, node) or ""))
     return params
 
 

@@ -46,17 +46,17 @@ from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs
 class CheckpointConfig(LoopKnobs):
     """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
 
-    steps: int = knob(80, "timed training steps")
+    steps: int = knob(80, "timed training steps per run")
     warmup_steps: int = knob(3, "untimed steps first")
-    batch_size: int = knob(1024, "samples per step")
-    hidden: int = knob(32, "MLP width (sets the checkpoint size: ≈ 1.2 MB with Adam at 32)")
+    batch_size: int = knob(1024, "samples per step (sets the compute between checkpoints)")
+    hidden: int = knob(32, "MLP width: sets the checkpoint size (weights + 2 Adam moments, ≈ 1.2 MB at 32)")
     ckpt_every: int = knob(20, "steps between checkpoints")
     ckpt_mode: str = knob("sync", "sync | async | off")
-    storage_mib_s: float = knob(10.0, "checkpoint storage speed, MiB/s (0: unthrottled)")
+    storage_mib_s: float = knob(10.0, "checkpoint storage write speed (MiB/s; 0: unthrottled local disk)")
     eval_every: int = knob(40, "steps between evaluations")
     eval_mode: str = knob("inline", "inline | background | off")
     eval_batches: int = knob(1, "validation batches per evaluation (of ≤ 256 samples)")
-    eval_read_ms: float = knob(200.0, "read latency per validation batch (ms)")
+    eval_read_ms: float = knob(200.0, "read latency of the validation batch (ms)")
     ckpt_dir: str = knob("", "where checkpoints go (default RUN_DIR/ckpt)")
 
 

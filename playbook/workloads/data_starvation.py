@@ -43,16 +43,16 @@ from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs
 class DataStarvationConfig(LoopKnobs):
     """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
 
-    steps: int = knob(40, "timed training steps")
+    steps: int = knob(40, "timed training steps per run")
     warmup_steps: int = knob(3, "untimed steps first (loader start-up, allocations)")
     batch_size: int = knob(32, "samples per step")
-    decode_ms: float = knob(1.0, "simulated read/decode latency per sample (ms)")
+    decode_ms: float = knob(1.0, "simulated read/decode latency per sample (ms; a sleep: I/O-like, releases the GIL)")
     augment_passes: int = knob(0, "CPU-bound augmentation rounds per sample")
     loader: str = knob("serial", "serial | workers | threads")
     workers: int = knob(16, "loader processes (workers) or threads (threads)")
     prefetch: int = knob(4, "batches ready ahead")
     pipeline: str = knob("map", "map: random access by index; stream: sequential reads through a shuffle buffer")
-    shuffle_buffer: int = knob(8, "batches held by the stream's shuffle buffer")
+    shuffle_buffer: int = knob(8, "batches per bulk refill of the shuffle buffer (periodic-stall demo)")
     refill: str = knob("bulk", "shuffle buffer refill: bulk | streaming")
     hidden: int = knob(512, "MLP width (compute per step)")
     threads: int = knob(16, "reader threads of the fix (the notebook sets workers of the fix variants)", cli=False)

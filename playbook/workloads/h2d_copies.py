@@ -37,15 +37,15 @@ from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs
 class H2DConfig(LoopKnobs):
     """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
 
-    steps: int = knob(40, "timed training steps")
+    steps: int = knob(40, "timed training steps per run")
     warmup_steps: int = knob(3, "untimed steps first")
     batch_size: int = knob(0, "samples per step (0: 32 on CPU, 256 on CUDA)")
-    image_size: int = knob(0, "samples are 3 × size × size floats (0: 32 on CPU, 64 on CUDA)")
+    image_size: int = knob(0, "samples are 3 × image_size × image_size float32 (0: 32 on CPU, 64 on CUDA)")
     bank_batches: int = knob(4, "distinct host batches cycled through")
     memory: str = knob("pageable", "pageable | pinned | device")
     non_blocking: bool = knob(False, "copy with non_blocking=True")
     prefetcher: bool = knob(False, "copy one batch ahead on a side CUDA stream")
-    hidden: int = knob(0, "MLP width (0: 256 on CPU, 4096 on CUDA)")
+    hidden: int = knob(0, "MLP width (0: 256 on CPU, 4096 on CUDA, so compute can cover the copy)")
     depth: int = knob(2, "hidden layers")
     bandwidth_mib: float = knob(64.0, "notebook: buffer size of the copy-bandwidth measurements (MiB)", cli=False)
 

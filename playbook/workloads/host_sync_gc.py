@@ -43,17 +43,17 @@ from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs
 class HostSyncGCConfig(LoopKnobs):
     """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
 
-    steps: int = knob(60, "timed training steps")
+    steps: int = knob(60, "timed training steps per run")
     warmup_steps: int = knob(3, "untimed steps first")
     batch_size: int = knob(32, "samples per step")
     hidden: int = knob(512, "MLP width")
-    heap_objects: int = knob(500_000, "long-lived Python objects allocated at setup")
-    step_objects: int = knob(30_000, "Python objects kept alive during each step")
+    heap_objects: int = knob(500_000, "long-lived Python objects allocated at setup (a dataset index, metadata)")
+    step_objects: int = knob(30_000, "Python objects each step keeps alive while it runs (batch bookkeeping)")
     cycles: bool = knob(False, "make the step's objects cyclic")
     gc_mode: str = knob("default", "default | freeze | scheduled | off")
     gc_threshold0: int = knob(200_000, "generation-0 threshold for gc_mode=freeze")
     collect_every: int = knob(20, "steps between collections for gc_mode=scheduled")
-    log_every: int = knob(20, "read and log metrics every N steps (1: every step, a sync each)")
+    log_every: int = knob(20, "the fix reads and logs metrics every N steps (the fault: every step)")
     check_cycles: bool = knob(
         True, "notebook appendix: memory growth of each GC policy when the step's objects are cyclic", cli=False)
 

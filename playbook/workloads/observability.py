@@ -74,14 +74,14 @@ MODULE = "playbook.workloads.observability"
 class ObservabilityConfig:
     """The knobs of one overhead run, and the notebook's demo knobs (no flag)."""
 
-    steps: int = knob(40, "timed steps per run")
+    steps: int = knob(40, "timed training steps per overhead run")
     warmup_steps: int = knob(5, "untimed steps first")
     batch_size: int = knob(32, "samples per step")
     hidden: int = knob(128, "MLP width")
     gpus: int = knob(8, "GPUs of the fake NVML the samplers poll")
     seed: int = knob(0, "random seed")
     torch_threads: int = knob(1, "torch intra-op threads (one: the loop the probes share a core with)")
-    tolerance: float = knob(TOLERANCE, "overhead budget: an always-on probe may cost at most this share of a step",
+    tolerance: float = knob(TOLERANCE, "overhead budget: an always-on probe may cost at most this share of step time",
                             cli=False)
     demo_steps: int = knob(40, "steps of the busy-drop profiler-window demo", cli=False)
     shuffle_buffer: int = knob(8, "demo: batches per bulk shuffle-buffer refill (one long data wait every N steps)",

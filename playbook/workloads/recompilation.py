@@ -48,10 +48,10 @@ from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs
 class RecompilationConfig(LoopKnobs):
     """The knobs of one run (defaults; a variant's preset in VARIANTS overrides them)."""
 
-    steps: int = knob(48, "timed training steps")
+    steps: int = knob(48, "timed training steps per run")
     batch_size: int = knob(8, "sequences per step")
     min_len: int = knob(8, "shortest sequence")
-    max_len: int = knob(64, "longest sequence")
+    max_len: int = knob(64, "longest sequence (lengths are skewed short, from 8 to max_len)")
     shapes: str = knob("batch_max", "padding: batch_max | bucket | max")
     buckets: int = knob(4, "bucket count")
     dynamic: str = knob("off", "off (dynamic=False) | auto (torch default) | mark (mark_dynamic on the length dim)")
@@ -63,7 +63,7 @@ class RecompilationConfig(LoopKnobs):
     threads_demo: bool = knob(
         True, "notebook appendix: serve the compiled model from 4 threads (warm-up first vs compile under a lock)",
         cli=False)
-    race_demo: bool = knob(False, "notebook appendix: the unsafe concurrent compile, in a child process", cli=False)
+    race_demo: bool = knob(False, "also run the unsafe concurrent compile, in a child process (it may crash there)", cli=False)
 
 
 KNOBS: dict[str, Any] = defaults(RecompilationConfig)

@@ -440,7 +440,7 @@ class ServingConfig:
     """The knobs of the serving lab (run_lab's arguments). Lengths in tokens."""
 
     requests: int = knob(24, "requests per pass of the stream")
-    passes: int = knob(2, "passes over fresh request streams (new lengths each)")
+    passes: int = knob(2, "passes over fresh request streams (new lengths each; repeats for run-to-run variance)")
     batch: int = knob(8, "requests per served batch (arrival order)")
     median_len: float = knob(32.0, "median request length, tokens (log-normal, long tail)")
     max_len: int = knob(128, "longest request and largest bucket, tokens")

@@ -296,7 +296,7 @@ class ShardLoaderConfig:
     samples: int = knob(2048, "samples in the bucket")
     samples_per_shard: int = knob(16, "samples per shard")
     repeats: int = knob(3, "runs per variant, interleaved")
-    accel_ms: float = knob(40.0, "emulated accelerator time per step, ms (0 on a GPU runs the model alone)")
+    accel_ms: float = knob(40.0, "emulated accelerator time per step, ms (on a GPU: 0, the real model alone)")
     range_parallel: int = knob(1, "parallel range requests per shard")
     hidden: int = knob(128, "model width")
     device: str = knob("auto", "auto | cpu | cuda")

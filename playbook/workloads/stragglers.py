@@ -67,7 +67,7 @@ class StragglerConfig:
     steps: int = knob(30, "training steps per variant and repeat")
     repeats: int = knob(2, "repeats per variant, each with reshuffled data")
     batch: int = knob(8, "sequences per rank per step")
-    mean_len: float = knob(64.0, "mean sequence length, tokens")
+    mean_len: float = knob(64.0, "mean sequence length (tokens); lengths are log-normal")
     sigma: float = knob(1.0, "log-normal sigma of the lengths (tail weight; 0 = all equal)")
     max_len: int = knob(512, "longest sequence (tokens)")
     vocab: int = knob(64, "vocabulary size (tokens)")
@@ -78,7 +78,7 @@ class StragglerConfig:
         None, "emulated accelerator time per token, µs (None: 100 on CPU, 0 on CUDA)")
     lr: float = knob(3e-3, "learning rate")
     slow_rank: int = knob(-1, "rank slowed in hw_fault (-1: the last)")
-    slow_factor: float = knob(3.0, "how many times slower the slow rank computes")
+    slow_factor: float = knob(3.0, "how many times slower the hardware straggler computes")
     slow_mode: str = knob(
         "sleep", "sleep: slow device/host without using a core; compute: extra forward passes",
         choices=("sleep", "compute"))

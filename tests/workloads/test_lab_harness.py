@@ -10,17 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from playbook.report import catalog
+from playbook.report import catalog, lab_parameters
 from playbook.workloads import _harness as H
 
 ROOT = Path(__file__).resolve().parents[2]
-LAB_NOTEBOOKS = {  # notebook -> the lab module whose CONFIG its parameters cell tunes
-    "02_observability": "observability", "10_data_starvation": "data_starvation", "11_h2d_copies": "h2d_copies",
-    "12_checkpoint_eval_stalls": "checkpoint_stalls", "13_host_sync_gc": "host_sync_gc",
-    "14_recompilation": "recompilation", "20_collective_stragglers": "stragglers",
-    "21_padding_vs_packing": "padding_packing", "22_pipeline_imbalance": "pipeline_imbalance",
-    "23_comm_overlap": "comm_overlap", "30_serving_parity": "serving", "31_sharded_blob_loader": "shard_loader",
-}
+LAB_NOTEBOOKS = lab_parameters.LAB_NOTEBOOKS  # notebook -> the lab module whose CONFIG it tunes
 
 
 @pytest.mark.parametrize("stem", sorted(LAB_NOTEBOOKS))
@@ -34,6 +28,20 @@ def test_notebook_parameters_are_fields_of_the_labs_config(stem):
     config = importlib.import_module(f"playbook.workloads.{LAB_NOTEBOOKS[stem]}").CONFIG
     known = {f.name for f in H.fields(config)} | {f.name for f in H.fields(H.RunOptions)}
     assert not set(params) - known, f"{stem}: parameters not in {config.__name__}: {sorted(set(params) - known)}"
+
+
+def test_every_lab_notebook_documents_its_knobs_with_the_configs_help_text(capsys):
+    """The parameter comments are generated from the config fields (the knob's meaning is written once)."""
+    assert lab_parameters.main(["--check", "--notebooks", str(ROOT / "notebooks")]) == 0, capsys.readouterr().out
+
+
+def test_generated_cell_keeps_values_and_quick_tags_and_refuses_unknown_knobs():
+    knobs = {f.name: f for f in H.fields(_Config)}
+    source = 'steps: int = 5  # old words [quick: 2]\n# a note\nmode: str = "y#z"  # old\n'
+    assert lab_parameters.generated_cell(source, knobs) == (
+        'steps: int = 5  # timed steps [quick: 2]\n# a note\nmode: str = "y#z"  # x or y\n')
+    with pytest.raises(catalog.ParameterCellError, match="line 1: other is not a knob"):
+        lab_parameters.generated_cell("other: int = 1  # what\n", knobs)
 
 
 @pytest.mark.parametrize("module", sorted(set(LAB_NOTEBOOKS.values())))
