@@ -21,7 +21,7 @@ import pytest
 
 from playbook.cli import COMMANDS, build_parser
 from playbook.errors import InputError
-from playbook.report import guide, guide_figures, guide_quotes
+from playbook.report import guide, guide_figures, guide_labs, guide_quotes
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "field-guide.md"
@@ -40,7 +40,7 @@ FENCED = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
 INLINE = re.compile(r"`([^`]+)`")
 REQUIRED_REGIONS = ("machine", "lab-results", "signatures", *guide_quotes.EXCERPTS,
                     *(n for n in guide_quotes.SAMPLE_COMMANDS if n not in RUNBOOK_ONLY),
-                    *(f"lab-{nb}" for nb in guide.EXPECTED_NOTEBOOKS))
+                    *(f"lab-{nb}" for nb in guide_labs.EXPECTED_NOTEBOOKS))
 
 
 def code_texts(text: str = TEXT) -> list[str]:
@@ -223,7 +223,7 @@ def test_guide_writes_tables_and_regions_from_a_summary(tmp_path):
     assert "not run in this batch" in rows[f"[13_host_sync_gc]({nbs}/13_host_sync_gc.ipynb)"]
     assert "**missing**" in rows[f"[31_sharded_blob_loader]({nbs}/31_sharded_blob_loader.ipynb)"]
     assert "no verdict recorded" in rows[f"[01_triage]({nbs}/01_triage.ipynb)"]
-    assert len(rows) == len(guide.EXPECTED_NOTEBOOKS)
+    assert len(rows) == len(guide_labs.EXPECTED_NOTEBOOKS)
     assert f"]({os.path.relpath(ROOT / 'notebooks', doc.parent)}/10_data_starvation.ipynb)" in \
         doc.read_text(encoding="utf-8")
 
