@@ -356,6 +356,15 @@ def run_lab(rank_main: Callable[[Any], Any], cfg: Any, nproc: int, start_method:
     return launch(rank_main, cfg, nproc, start_method=start_method, env=env)
 
 
-def failed_checks(checks: dict[str, bool]) -> str:
-    """"failed checks: a, b" for a verdict summary."""
-    return "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+def checked_verdict(checks: dict[str, bool], figures: dict[str, Any], refuted: str | None,
+                    confirmed: Callable[[], str]) -> dict[str, Any]:
+    """The distributed labs' verdict rule: "refuted" with that sentence when `refuted` is given (the lab found the
+    fault costs nothing beyond the noise), else "confirmed" when every check holds (the summary from `confirmed`,
+    called only then: its figures exist), else "inconclusive" naming the failed checks."""
+    if refuted is not None:
+        status, summary = "refuted", refuted
+    elif all(checks.values()):
+        status, summary = "confirmed", confirmed()
+    else:
+        status, summary = "inconclusive", "failed checks: " + ", ".join(k for k, ok in checks.items() if not ok)
+    return {"status": status, "summary": summary, "checks": checks, "figures": figures}

@@ -386,17 +386,11 @@ def assess(res: PackingRun) -> dict[str, Any]:
               "packing removes padding": bool(figures["waste_packed"] < figures["waste_padded"]),
               "packing cuts the collective wait": bool(figures["wait_share_packed"] < figures["wait_share_padded"]),
               "loss curve unchanged": bool(loss_gap < 1e-3)}
-    if speed["hi"] <= 1.0:
-        status, summary = "refuted", f"packing does not speed up the step here ({speed['median']:.2f}×)"
-    elif all(checks.values()):
-        status = "confirmed"
-        summary = (f"dynamic padding wastes {figures['waste_padded']:.0%} of computed slots; packing cuts that to "
-                   f"{figures['waste_packed']:.0%}, the step runs {speed['median']:.2f}× faster on the same documents "
-                   f"and the loss curve is unchanged")
-    else:
-        status = "inconclusive"
-        summary = D.failed_checks(checks)
-    return {"status": status, "summary": summary, "checks": checks, "figures": figures}
+    refuted = f"packing does not speed up the step here ({speed['median']:.2f}×)" if speed["hi"] <= 1.0 else None
+    return D.checked_verdict(checks, figures, refuted, lambda: (
+        f"dynamic padding wastes {figures['waste_padded']:.0%} of computed slots; packing cuts that to "
+        f"{figures['waste_packed']:.0%}, the step runs {speed['median']:.2f}× faster on the same documents "
+        f"and the loss curve is unchanged"))
 
 
 # ----------------------------------------------------------------------------------------------------- CLI

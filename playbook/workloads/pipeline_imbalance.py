@@ -393,20 +393,15 @@ def assess(res: PipelineRun) -> dict[str, Any]:
     checks = {"fault signature (saturated slow consumer, idle others, blocked producers)": signature,
               "fix faster than fault beyond noise": bool(summ.loc["fix", "ratio_lo"] > 1.0),
               "fix reaches >= 85% of the predicted capacity": bool(figures["fix_vs_capacity"] >= 0.85)}
-    if summ.loc["fix", "ratio"] <= 1.0:
-        status, summary = "refuted", "balanced dispatch is not faster: dispatch does not limit this pipeline"
-    elif all(checks.values()):
-        status = "confirmed"
-        summary = (f"round-robin through a shared queue runs at {figures['throughput_fault']:.1f} items/s "
-                   f"(limit {plan.static_capacity:.1f}); least-loaded dispatch with {plan.producers_needed} producers "
-                   f"and depth {plan.depth} reaches {fix_tp:.1f} items/s ({figures['fix_vs_fault']:.1f}×, "
-                   f"{figures['fix_vs_capacity']:.0%} of the predicted {plan.capacity:.1f})")
-    else:
-        status = "inconclusive"
-        from playbook.workloads.dist import failed_checks
+    from playbook.workloads.dist import checked_verdict
 
-        summary = failed_checks(checks)
-    return {"status": status, "summary": summary, "checks": checks, "figures": figures}
+    refuted = ("balanced dispatch is not faster: dispatch does not limit this pipeline"
+               if summ.loc["fix", "ratio"] <= 1.0 else None)
+    return checked_verdict(checks, figures, refuted, lambda: (
+        f"round-robin through a shared queue runs at {figures['throughput_fault']:.1f} items/s "
+        f"(limit {plan.static_capacity:.1f}); least-loaded dispatch with {plan.producers_needed} producers "
+        f"and depth {plan.depth} reaches {fix_tp:.1f} items/s ({figures['fix_vs_fault']:.1f}×, "
+        f"{figures['fix_vs_capacity']:.0%} of the predicted {plan.capacity:.1f})"))
 
 
 def queue_depth_total(res: PipelineRun, variant: str, repeat: int = 0) -> pd.DataFrame:

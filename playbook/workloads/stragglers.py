@@ -543,18 +543,13 @@ def assess(res: StragglerRun) -> dict[str, Any]:
         "balancing cuts step time": bool(sw_cost["lo"] > 1.0),
         "excluding the rank raises throughput": bool(hw_gain > 1.0),
     }
-    if sw_cost["hi"] <= 1.0 and hw_cost["lo"] <= 1.0:
-        status, summary = "refuted", "neither straggler slows the step beyond run-to-run variation"
-    elif all(checks.values()):
-        status = "confirmed"
-        summary = (f"hardware straggler (rank {res.slow_rank}) flagged and persistent (p = {hw['p_value']:.2g}); "
-                   f"software straggler rotates and follows tokens (ρ = {sw['rho_tokens']:.2f}); token balancing "
-                   f"cuts the step time by {1 - 1 / sw_cost['median']:.0%}, excluding the slow rank raises "
-                   f"throughput {hw_gain:.2f}×")
-    else:
-        status = "inconclusive"
-        summary = D.failed_checks(checks)
-    return {"status": status, "summary": summary, "checks": checks, "figures": figures}
+    refuted = ("neither straggler slows the step beyond run-to-run variation"
+               if sw_cost["hi"] <= 1.0 and hw_cost["lo"] <= 1.0 else None)
+    return D.checked_verdict(checks, figures, refuted, lambda: (
+        f"hardware straggler (rank {res.slow_rank}) flagged and persistent (p = {hw['p_value']:.2g}); "
+        f"software straggler rotates and follows tokens (ρ = {sw['rho_tokens']:.2f}); token balancing "
+        f"cuts the step time by {1 - 1 / sw_cost['median']:.0%}, excluding the slow rank raises "
+        f"throughput {hw_gain:.2f}×"))
 
 
 # ----------------------------------------------------------------------------------------------------- CLI

@@ -117,3 +117,18 @@ def test_paired_bootstrap():
     with pytest.raises(ValueError):
         paired_bootstrap(a, b, "mean")
     assert Path(D.nccl_debug_env("/x")["NCCL_DEBUG_FILE"]).parent == Path("/x")
+
+
+def test_checked_verdict_refutes_first_confirms_on_every_check_and_names_the_failed_ones():
+    from playbook.workloads.dist import checked_verdict
+
+    def never() -> str:
+        raise AssertionError("the confirmed summary is built only when every check holds")
+
+    checks = {"a holds": True, "b holds": False, "c holds": False}
+    out = checked_verdict(checks, {"x": 1}, None, never)
+    assert (out["status"], out["summary"]) == ("inconclusive", "failed checks: b holds, c holds")
+    assert out["checks"] is checks and out["figures"] == {"x": 1}
+    assert checked_verdict(checks, {}, "no cost here", never)["summary"] == "no cost here"
+    assert checked_verdict({"a": True}, {}, None, lambda: "all good")["status"] == "confirmed"
+    assert checked_verdict({"a": True}, {}, "refuted wins", lambda: "x")["status"] == "refuted"
