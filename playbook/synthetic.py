@@ -134,6 +134,163 @@ def _telegraph_state(t: np.ndarray, mean_high_s: float, mean_low_s: float, rng: 
     return (k % 2 == 0).astype(float)
 
 
+@dataclass
+class _Profile:
+    """What each GPU does in a scenario before noise: arrays over (gpu,) or (gpu, sample)."""
+
+    state: np.ndarray  # (gpu, sample): 1 = doing work
+    util_hi: np.ndarray  # (gpu,): utilization (%) while working
+    util_lo: np.ndarray  # (gpu,): utilization (%) while not
+    spinning: np.ndarray  # (gpu, sample): utilization high but waiting (low power)
+    clock_busy: np.ndarray  # (gpu,): SM clock (MHz) while busy
+    harmful: np.ndarray  # (gpu,): throttle-reason bits set while busy
+    lost_at: np.ndarray  # (gpu,): seconds after which the GPU stops reporting
+
+    @classmethod
+    def busy(cls, n_gpu: int, n_t: int, high_pct: float, low_pct: float) -> _Profile:
+        """Every GPU working all the time at `high_pct`, at the full clock, never lost."""
+        return cls(state=np.ones((n_gpu, n_t)), util_hi=np.full(n_gpu, high_pct), util_lo=np.full(n_gpu, low_pct),
+                   spinning=np.zeros((n_gpu, n_t), dtype=bool), clock_busy=np.full(n_gpu, SM_CLOCK_BUSY_MHZ),
+                   harmful=np.zeros(n_gpu, dtype=np.int64), lost_at=np.full(n_gpu, np.inf))
+
+
+def _sample_times(n_gpu: int, n_t: int, interval_s: float, jitter: float,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The nominal polling grid (s) and each GPU's jittered, sorted sample times (gpu, sample)."""
+    base = np.arange(n_t) * interval_s
+    t = base[None, :] + (rng.uniform(-jitter / 2, jitter / 2, (n_gpu, n_t)) * interval_s if jitter > 0 else 0.0)
+    t = t + np.zeros((n_gpu, 1))
+    return base, np.sort(t, axis=1)  # jitter may not reorder a GPU's own samples
+
+
+def _fleet_swings(scenario: str, p: _Profile, truth: Truth, ids: list[str], t: np.ndarray, base: np.ndarray,
+                  phase0: float, rng: np.random.Generator, *, duration_s: float, period_s: float,
+                  duty_cycle: float, high_pct: float, low_pct: float, period_jitter: float, skew_s: float) -> None:
+    """Set `p` and `truth` for the scenarios where the whole fleet swings: oscillation, irregular, antiphase."""
+    n_gpu = len(ids)
+    truth.duty_cycle, truth.high_pct, truth.low_pct = duty_cycle, high_pct, low_pct
+    truth.statuses = dict.fromkeys(ids, "ok")
+    if scenario == "oscillation":
+        cycles = _cycles(duration_s, period_s, phase0, period_jitter, rng)  # one fleet-wide cycle sequence
+        shift = skew_s * rng.standard_normal(n_gpu)
+        p.state = np.stack([_square_state(t[i], cycles, duty_cycle, shift[i]) for i in range(n_gpu)])
+        truth.period_s = period_s
+        truth.synchrony, truth.groups = "synchronized", [ids]
+        truth.hypothesis = "periodic_stall"
+    elif scenario == "irregular":
+        shared = _telegraph_state(base, duty_cycle * period_s, (1 - duty_cycle) * period_s, rng)
+        p.state = np.stack([np.interp(t[i], base, shared) >= 0.5 for i in range(n_gpu)]).astype(float)
+        truth.synchrony, truth.groups = "synchronized", [ids]
+        truth.hypothesis = "data_starvation"
+    elif scenario == "antiphase":
+        half = n_gpu // 2
+        cycles = _cycles(duration_s, period_s, phase0, period_jitter, rng)
+        shift = skew_s * rng.standard_normal(n_gpu)
+        for i in range(n_gpu):
+            s = _square_state(t[i], cycles, duty_cycle, shift[i])
+            p.state[i] = s if i < half else 1.0 - s
+        truth.period_s = period_s
+        truth.synchrony, truth.groups = "groups", [ids[:half], ids[half:]]
+        truth.hypothesis = "pipeline_imbalance"
+        # the consumers are busy (1 - duty) of the time: clearly less than their producers when duty > 0.6
+        truth.statuses = {i: ("underutilized" if k >= half and duty_cycle >= 0.6 else "ok")
+                          for k, i in enumerate(ids)}
+
+
+def _one_gpu_at_fault(scenario: str, p: _Profile, truth: Truth, ids: list[str], t: np.ndarray, phase0: float,
+                      rng: np.random.Generator, *, g: int, duration_s: float, period_s: float,
+                      duty_cycle: float, low_pct: float, period_jitter: float) -> None:
+    """Set `p` and `truth` for healthy and where GPU `g` alone is at fault: straggler, throttled, lost."""
+    p.util_hi[:] = 97.0
+    truth.statuses = dict.fromkeys(ids, "ok")
+    if scenario == "healthy":
+        truth.hypothesis = "healthy"
+        return
+    truth.guilty = [ids[g]]
+    if scenario == "straggler":
+        s = _square_state(t[g], _cycles(duration_s, period_s, phase0, period_jitter, rng), duty_cycle)
+        p.state[g] = s
+        for i in range(len(ids)):
+            if i != g:  # peers wait in a collective whenever the guilty GPU is off doing something else
+                p.spinning[i] = np.interp(t[i], t[g], s) < 0.5
+        p.util_hi[:] = 98.0
+        truth.period_s, truth.duty_cycle = period_s, duty_cycle
+        truth.high_pct, truth.low_pct = 98.0, low_pct
+        truth.groups = [[ids[g]]]
+        truth.hypothesis = "collective_straggler"
+        truth.statuses[ids[g]] = "underutilized"
+    elif scenario == "throttled":
+        p.clock_busy[g] = SM_CLOCK_THROTTLED_MHZ
+        p.harmful[g] = schema.THROTTLE_BITS["hw_thermal"] | schema.THROTTLE_BITS["hw_slowdown"]
+        truth.hypothesis = "throttling"
+        truth.statuses[ids[g]] = "throttled"
+    elif scenario == "lost":
+        p.lost_at[g] = 0.6 * duration_s
+        truth.hypothesis = "hardware_fault"
+        truth.statuses[ids[g]] = "lost"
+
+
+def _readings(p: _Profile, noise_pct: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Noisy nvidia-smi readings (gpu, sample) from a profile, keyed by telemetry column."""
+    shape = p.state.shape
+    work = p.state * (~p.spinning)
+    level = np.where(p.state > 0.5, p.util_hi[:, None], p.util_lo[:, None])
+    level = np.where(p.spinning, 100.0, level)
+    util = np.clip(np.round(level + noise_pct * rng.standard_normal(shape)), 0, 100)
+    power = POWER_IDLE_W + (POWER_BUSY_W - POWER_IDLE_W) * work * (util / 100.0)
+    power = np.where(p.spinning, POWER_SPIN_W, power) + 8.0 * rng.standard_normal(shape)
+    busy = util >= 50
+    sm_clock = np.where(busy, p.clock_busy[:, None], SM_CLOCK_IDLE_MHZ) + 5.0 * rng.standard_normal(shape)
+    throttle = np.where(busy, 0, schema.THROTTLE_BITS["gpu_idle"]).astype(np.int64)
+    throttle = np.where(busy & (power > 0.9 * POWER_BUSY_W), throttle | schema.THROTTLE_BITS["sw_power_cap"],
+                        throttle)
+    throttle = np.where(busy, throttle | p.harmful[:, None], throttle)
+    mem_used = 61000.0 + 40.0 * rng.standard_normal(shape)
+    mem_util = np.clip(np.round(0.55 * util * work + 2 * rng.standard_normal(shape)), 0, 100)
+    temp = np.round(38 + 30 * np.clip(power / POWER_BUSY_W, 0, 1) + 0.5 * rng.standard_normal(shape))
+    return {"util_pct": util.astype(float), "mem_util_pct": mem_util, "mem_used_mib": mem_used, "power_w": power,
+            "sm_clock_mhz": sm_clock, "temp_c": temp, "throttle_reasons": throttle}
+
+
+def _lose_samples(r: dict[str, np.ndarray], t: np.ndarray, lost_at: np.ndarray, rng: np.random.Generator, *,
+                  interval_s: float, nan_frac: float, gaps: int, gap_s: float | None, period_s: float,
+                  duration_s: float) -> np.ndarray:
+    """Blank lost GPUs' readings and `nan_frac` of utilization in `r` (in place); the mask of the rows that remain
+    once lost GPUs fall silent and the polling outages (`gaps`) are cut."""
+    keep = np.ones(t.shape, dtype=bool)
+    for i in np.flatnonzero(np.isfinite(lost_at)):
+        dead = t[i] >= lost_at[i]
+        err = dead & (t[i] < lost_at[i] + 3 * interval_s)  # a few error rows, then nothing
+        for col in ("util_pct", "power_w", "sm_clock_mhz", "mem_used_mib", "mem_util_pct", "temp_c"):
+            r[col][i, err] = np.nan
+        keep[i] = ~dead | err
+    if nan_frac > 0:
+        r["util_pct"][rng.random(t.shape) < nan_frac] = np.nan
+    if gaps > 0:
+        length = gap_s if gap_s is not None else min(3 * period_s, duration_s / (4 * gaps))
+        for a in rng.uniform(0.1 * duration_s, 0.9 * duration_s - length, gaps):
+            keep &= ~((t >= a) & (t < a + length))
+    return keep
+
+
+def _telemetry_table(r: dict[str, np.ndarray], t: np.ndarray, keep: np.ndarray, host_of: np.ndarray,
+                     gpu_of: np.ndarray, start: str, source: str, interval_s: float) -> pd.DataFrame:
+    """The kept samples as a schema.telemetry_frame (times to the millisecond after `start`)."""
+    n_t, n = t.shape[1], int(keep.sum())
+    times = pd.Timestamp(start) + pd.to_timedelta(np.round(t[keep] * 1e3).astype(np.int64), unit="ms")
+    return schema.telemetry_frame({
+        "time": times,
+        "host": np.repeat(host_of[:, None], n_t, axis=1)[keep],
+        "gpu": np.repeat(gpu_of[:, None], n_t, axis=1)[keep],
+        "util_pct": r["util_pct"][keep], "mem_util_pct": r["mem_util_pct"][keep],
+        "mem_used_mib": np.round(r["mem_used_mib"][keep]), "mem_total_mib": np.full(n, MEM_TOTAL_MIB),
+        "power_w": np.round(r["power_w"][keep], 2), "power_limit_w": np.full(n, POWER_LIMIT_W),
+        "sm_clock_mhz": np.round(r["sm_clock_mhz"][keep]), "temp_c": r["temp_c"][keep],
+        "throttle_reasons": r["throttle_reasons"][keep].astype(float),
+        "source": np.full(n, source, dtype=object),
+    }, interval_s=interval_s)
+
+
 def simulate_telemetry(scenario: str = "oscillation", *, hosts: int = 2, gpus_per_host: int = 4,
                        duration_s: float = 900.0, interval_s: float = 1.0, period_s: float = 60.0,
                        duty_cycle: float = 0.75, high_pct: float = 90.0, low_pct: float = 20.0,
@@ -151,138 +308,144 @@ def simulate_telemetry(scenario: str = "oscillation", *, hosts: int = 2, gpus_pe
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; choose from {', '.join(SCENARIOS)}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed)  # draw order: jitter, phase, scenario, readings, NaNs, gaps
     ids, host_of, gpu_of = _ids(hosts, gpus_per_host)
-    n_gpu = len(ids)
     n_t = max(int(round(duration_s / interval_s)), 1)
-    base = np.arange(n_t) * interval_s
-    t = base[None, :] + (rng.uniform(-jitter / 2, jitter / 2, (n_gpu, n_t)) * interval_s if jitter > 0 else 0.0)
-    t = t + np.zeros((n_gpu, 1))
-    t = np.sort(t, axis=1)  # jitter may not reorder a GPU's own samples
+    base, t = _sample_times(len(ids), n_t, interval_s, jitter, rng)
     source = f"synthetic:{scenario}"
     truth = Truth(scenario=scenario, source=source, interval_s=interval_s)
-
-    state = np.ones((n_gpu, n_t))  # 1 = doing work
-    util_hi = np.full(n_gpu, high_pct)
-    util_lo = np.full(n_gpu, low_pct)
-    spinning = np.zeros((n_gpu, n_t), dtype=bool)  # utilization high but waiting (low power)
-    clock_busy = np.full(n_gpu, SM_CLOCK_BUSY_MHZ)
-    harmful = np.zeros(n_gpu, dtype=np.int64)
-    lost_at = np.full(n_gpu, np.inf)
+    profile = _Profile.busy(len(ids), n_t, high_pct, low_pct)
     phase0 = rng.uniform(0, period_s)
+    cycle = {"duration_s": duration_s, "period_s": period_s, "duty_cycle": duty_cycle, "low_pct": low_pct,
+             "period_jitter": period_jitter}
+    if scenario in ("oscillation", "irregular", "antiphase"):
+        _fleet_swings(scenario, profile, truth, ids, t, base, phase0, rng, high_pct=high_pct, skew_s=skew_s,
+                      **cycle)
+    else:
+        _one_gpu_at_fault(scenario, profile, truth, ids, t, phase0, rng, g=guilty_gpu, **cycle)
+    readings = _readings(profile, noise_pct, rng)
+    keep = _lose_samples(readings, t, profile.lost_at, rng, interval_s=interval_s, nan_frac=nan_frac, gaps=gaps,
+                         gap_s=gap_s, period_s=period_s, duration_s=duration_s)
+    return _telemetry_table(readings, t, keep, host_of, gpu_of, start, source, interval_s), truth
 
-    if scenario == "healthy":
-        util_hi[:] = 97.0
-        truth.hypothesis = "healthy"
-        truth.statuses = dict.fromkeys(ids, "ok")
-    elif scenario == "oscillation":
-        cycles = _cycles(duration_s, period_s, phase0, period_jitter, rng)  # one fleet-wide cycle sequence
-        shift = skew_s * rng.standard_normal(n_gpu)
-        state = np.stack([_square_state(t[i], cycles, duty_cycle, shift[i]) for i in range(n_gpu)])
-        truth.period_s, truth.duty_cycle = period_s, duty_cycle
-        truth.high_pct, truth.low_pct = high_pct, low_pct
-        truth.synchrony, truth.groups = "synchronized", [ids]
-        truth.hypothesis = "periodic_stall"
-        truth.statuses = dict.fromkeys(ids, "ok")
-    elif scenario == "irregular":
-        shared = _telegraph_state(base, duty_cycle * period_s, (1 - duty_cycle) * period_s, rng)
-        state = np.stack([np.interp(t[i], base, shared) >= 0.5 for i in range(n_gpu)]).astype(float)
-        truth.duty_cycle, truth.high_pct, truth.low_pct = duty_cycle, high_pct, low_pct
-        truth.synchrony, truth.groups = "synchronized", [ids]
-        truth.hypothesis = "data_starvation"
-        truth.statuses = dict.fromkeys(ids, "ok")
-    elif scenario == "antiphase":
-        half = n_gpu // 2
-        cycles = _cycles(duration_s, period_s, phase0, period_jitter, rng)
-        shift = skew_s * rng.standard_normal(n_gpu)
-        for i in range(n_gpu):
-            s = _square_state(t[i], cycles, duty_cycle, shift[i])
-            state[i] = s if i < half else 1.0 - s
-        truth.period_s, truth.duty_cycle = period_s, duty_cycle
-        truth.high_pct, truth.low_pct = high_pct, low_pct
-        truth.synchrony, truth.groups = "groups", [ids[:half], ids[half:]]
-        truth.hypothesis = "pipeline_imbalance"
-        # the consumers are busy (1 - duty) of the time: clearly less than their producers when duty > 0.6
-        truth.statuses = {i: ("underutilized" if k >= half and duty_cycle >= 0.6 else "ok")
-                          for k, i in enumerate(ids)}
-    elif scenario == "straggler":
-        g = guilty_gpu
-        s = _square_state(t[g], _cycles(duration_s, period_s, phase0, period_jitter, rng), duty_cycle)
-        state[g] = s
-        for i in range(n_gpu):
-            if i != g:  # peers wait in a collective whenever the guilty GPU is off doing something else
-                spinning[i] = np.interp(t[i], t[g], s) < 0.5
-        util_hi[:] = 98.0
-        truth.period_s, truth.duty_cycle = period_s, duty_cycle
-        truth.high_pct, truth.low_pct = 98.0, low_pct
-        truth.groups = [[ids[g]]]
-        truth.guilty = [ids[g]]
-        truth.hypothesis = "collective_straggler"
-        truth.statuses = {i: "ok" for i in ids} | {ids[g]: "underutilized"}
-    elif scenario == "throttled":
-        g = guilty_gpu
-        util_hi[:] = 97.0
-        clock_busy[g] = SM_CLOCK_THROTTLED_MHZ
-        harmful[g] = schema.THROTTLE_BITS["hw_thermal"] | schema.THROTTLE_BITS["hw_slowdown"]
-        truth.guilty = [ids[g]]
+
+_PHASE_SHARES = {"data": 0.01, "h2d": 0.01, "fwd": 0.32, "bwd": 0.50, "collective": 0.10, "optimizer": 0.06}
+
+
+@dataclass
+class _StepPlan:
+    """When every step runs (s) and what it pays beyond compute."""
+
+    compute: np.ndarray  # (rank, step): compute seconds
+    stall: np.ndarray  # (step,): rank 0 stalls at the end of this step
+    gc_steps: np.ndarray  # steps with a GC pause, sorted
+    rec: np.ndarray  # steps that recompile
+    step_time: np.ndarray  # (step,): wall seconds (the slowest rank's compute plus the extras)
+    starts: np.ndarray  # (step,): start seconds
+
+
+def _plan_steps(rng: np.random.Generator, *, ranks: int, steps: int, step_s: float, noise: float,
+                stall_every: int | None, stall_s: float, gc_count: int, gc_pause_s: float, creep: float,
+                recompile_steps: tuple[int, ...], recompile_s: float, slow_rank: int | None,
+                slow_factor: float) -> _StepPlan:
+    """Draw compute times and GC steps and lay out the steps (see simulate_steps)."""
+    base = step_s * (1 + creep * np.arange(steps) / max(steps - 1, 1))
+    compute = base[None, :] * np.exp(noise * rng.standard_normal((ranks, steps)))
+    if slow_rank is not None:
+        compute[slow_rank] *= slow_factor
+    extra = np.zeros(steps)
+    stall = np.zeros(steps, dtype=bool)
+    if stall_every:
+        stall[stall_every - 1::stall_every] = True
+        extra[stall] += stall_s
+    gc_steps = np.sort(rng.choice(np.flatnonzero(~stall), size=min(gc_count, int((~stall).sum())), replace=False))
+    extra[gc_steps] += gc_pause_s
+    rec = np.array([s for s in recompile_steps if 0 <= s < steps], dtype=int)
+    extra[rec] += recompile_s
+    step_time = compute.max(axis=0) + extra  # the collective makes every rank as slow as the slowest
+    starts = np.concatenate([[0.0], np.cumsum(step_time)[:-1]])
+    return _StepPlan(compute, stall, gc_steps, rec, step_time, starts)
+
+
+def _phase_rows(plan: _StepPlan, *, ranks_per_host: int, stall_s: float, stall_kind: str, gc_pause_s: float,
+                recompile_s: float) -> dict[str, list]:
+    """The steps table's columns (times in seconds from the start): a "step" row and its phases per rank and step."""
+    rows: dict[str, list] = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s")}
+
+    def add(r, s, phase, at, dur):
+        for k, v in zip(rows, (at, f"node{r // ranks_per_host:02d}", r, s, phase, dur), strict=True):
+            rows[k].append(v)
+
+    ranks, steps = plan.compute.shape
+    starts, step_time = plan.starts, plan.step_time
+    for r in range(ranks):
+        for s in range(steps):
+            at = starts[s]
+            add(r, s, "step", at, step_time[s])
+            c = plan.compute[r, s]
+            for phase in ("data", "h2d", "fwd", "bwd"):
+                add(r, s, phase, at, c * _PHASE_SHARES[phase])
+                at += c * _PHASE_SHARES[phase]
+            if plan.stall[s] and r == 0:
+                add(r, s, stall_kind, at, stall_s)
+                at += stall_s
+            if s in plan.gc_steps:
+                at += gc_pause_s
+            if s in plan.rec:
+                at += recompile_s
+            wait = step_time[s] - (at - starts[s]) - c * _PHASE_SHARES["optimizer"]
+            add(r, s, "collective", at, max(wait, c * _PHASE_SHARES["collective"]))
+            at = starts[s] + step_time[s] - c * _PHASE_SHARES["optimizer"]
+            add(r, s, "optimizer", at, c * _PHASE_SHARES["optimizer"])
+    return rows
+
+
+def _step_events(plan: _StepPlan, *, ranks: int, ranks_per_host: int, stall_s: float, stall_kind: str,
+                 gc_pause_s: float, recompile_s: float) -> dict[str, list]:
+    """The events table's columns (times in s): rank 0's stalls, then every rank's GC pauses and recompiles."""
+    events: dict[str, list] = {k: [] for k in ("time", "host", "rank", "step", "kind", "duration_s", "detail")}
+
+    def add(*values):
+        for k, v in zip(events, values, strict=True):
+            events[k].append(v)
+
+    for s in np.flatnonzero(plan.stall):
+        add(plan.starts[s] + plan.step_time[s] - stall_s, "node00", 0, int(s), stall_kind, stall_s, "synthetic")
+    for kind, where, dur in (("gc", plan.gc_steps, gc_pause_s), ("recompile", plan.rec, recompile_s)):
+        for s in where:
+            for r in range(ranks):
+                add(plan.starts[s] + 0.2 * plan.step_time[s], f"node{r // ranks_per_host:02d}", r, int(s), kind, dur,
+                    "synthetic gen2" if kind == "gc" else "synthetic guard failure")
+    return events
+
+
+def _steps_truth(plan: _StepPlan, source: str, *, steps: int, stall_every: int | None, stall_kind: str,
+                 gc_count: int, creep: float, slow_rank: int | None) -> Truth:
+    """The cause a correct diagnosis of simulate_steps' tables names (the first that applies, in this order)."""
+    truth = Truth(scenario="steps", source=source, interval_s=float(np.median(plan.step_time)))
+    if stall_every:
+        truth.every_n_steps = stall_every
+        truth.period_s = float(plan.step_time.sum() / steps * stall_every)
+        truth.hypothesis = "gc_pause" if stall_kind in GC_KINDS else "periodic_stall"
+    elif gc_count:
+        truth.hypothesis = "gc_pause"
+    elif creep:
         truth.hypothesis = "throttling"
-        truth.statuses = {i: "ok" for i in ids} | {ids[g]: "throttled"}
-    elif scenario == "lost":
-        g = guilty_gpu
-        util_hi[:] = 97.0
-        lost_at[g] = 0.6 * duration_s
-        truth.guilty = [ids[g]]
-        truth.hypothesis = "hardware_fault"
-        truth.statuses = {i: "ok" for i in ids} | {ids[g]: "lost"}
+    elif len(plan.rec):
+        truth.hypothesis = "recompilation"
+    elif slow_rank is not None:
+        truth.hypothesis = "collective_straggler"
+        truth.guilty = [f"rank{slow_rank}"]
+    else:
+        truth.hypothesis = "healthy"
+    return truth
 
-    work = state * (~spinning)
-    level = np.where(state > 0.5, util_hi[:, None], util_lo[:, None])
-    level = np.where(spinning, 100.0, level)
-    util = np.clip(np.round(level + noise_pct * rng.standard_normal((n_gpu, n_t))), 0, 100)
-    power = POWER_IDLE_W + (POWER_BUSY_W - POWER_IDLE_W) * work * (util / 100.0)
-    power = np.where(spinning, POWER_SPIN_W, power) + 8.0 * rng.standard_normal((n_gpu, n_t))
-    busy = util >= 50
-    sm_clock = np.where(busy, clock_busy[:, None], SM_CLOCK_IDLE_MHZ) + 5.0 * rng.standard_normal((n_gpu, n_t))
-    throttle = np.where(busy, 0, schema.THROTTLE_BITS["gpu_idle"]).astype(np.int64)
-    throttle = np.where(busy & (power > 0.9 * POWER_BUSY_W), throttle | schema.THROTTLE_BITS["sw_power_cap"],
-                        throttle)
-    throttle = np.where(busy, throttle | harmful[:, None], throttle)
-    mem_used = 61000.0 + 40.0 * rng.standard_normal((n_gpu, n_t))
-    mem_util = np.clip(np.round(0.55 * util * work + 2 * rng.standard_normal((n_gpu, n_t))), 0, 100)
-    temp = np.round(38 + 30 * np.clip(power / POWER_BUSY_W, 0, 1) + 0.5 * rng.standard_normal((n_gpu, n_t)))
 
-    keep = np.ones((n_gpu, n_t), dtype=bool)
-    util = util.astype(float)
-    for i in np.flatnonzero(np.isfinite(lost_at)):
-        dead = t[i] >= lost_at[i]
-        err = dead & (t[i] < lost_at[i] + 3 * interval_s)  # a few error rows, then nothing
-        for arr in (util, power, sm_clock, mem_used, mem_util, temp):
-            arr[i, err] = np.nan
-        keep[i] = ~dead | err
-    if nan_frac > 0:
-        util[rng.random((n_gpu, n_t)) < nan_frac] = np.nan
-    if gaps > 0:
-        length = gap_s if gap_s is not None else min(3 * period_s, duration_s / (4 * gaps))
-        for a in rng.uniform(0.1 * duration_s, 0.9 * duration_s - length, gaps):
-            keep &= ~((t >= a) & (t < a + length))
-    t0 = pd.Timestamp(start)
-    times = t0 + pd.to_timedelta(np.round(t[keep] * 1e3).astype(np.int64), unit="ms")
-    frame = schema.telemetry_frame({
-        "time": times,
-        "host": np.repeat(host_of[:, None], n_t, axis=1)[keep],
-        "gpu": np.repeat(gpu_of[:, None], n_t, axis=1)[keep],
-        "util_pct": util[keep],
-        "mem_util_pct": mem_util[keep],
-        "mem_used_mib": np.round(mem_used[keep]),
-        "mem_total_mib": np.full(int(keep.sum()), MEM_TOTAL_MIB),
-        "power_w": np.round(power[keep], 2),
-        "power_limit_w": np.full(int(keep.sum()), POWER_LIMIT_W),
-        "sm_clock_mhz": np.round(sm_clock[keep]),
-        "temp_c": temp[keep],
-        "throttle_reasons": throttle[keep].astype(float),
-        "source": np.full(int(keep.sum()), source, dtype=object),
-    }, interval_s=interval_s)
-    return frame, truth
+def _with_time(columns: dict[str, list], start: str, source: str) -> dict[str, list]:
+    """`columns` with "time" (seconds) turned into timestamps to the microsecond after `start`, and a source."""
+    secs = np.asarray(columns["time"], dtype=float)
+    time = pd.Timestamp(start) + pd.to_timedelta(np.round(secs * 1e6).astype(np.int64), unit="us")
+    return {**columns, "time": time, "source": [source] * len(columns["step"])}
 
 
 def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400, step_s: float = 1.5,
@@ -301,96 +464,17 @@ def simulate_steps(*, ranks: int = 4, ranks_per_host: int = 8, steps: int = 400,
     `slow_factor` times slower (the others wait for it in the collective).
     """
     rng = np.random.default_rng(seed)
-    scenario = "steps"
-    source = f"synthetic:{scenario}"
-    base = step_s * (1 + creep * np.arange(steps) / max(steps - 1, 1))
-    shares = {"data": 0.01, "h2d": 0.01, "fwd": 0.32, "bwd": 0.50, "collective": 0.10, "optimizer": 0.06}
-    compute = base[None, :] * np.exp(noise * rng.standard_normal((ranks, steps)))
-    if slow_rank is not None:
-        compute[slow_rank] *= slow_factor
-    extra = np.zeros(steps)
-    stall = np.zeros(steps, dtype=bool)
-    if stall_every:
-        stall[stall_every - 1::stall_every] = True
-        extra[stall] += stall_s
-    gc_steps = np.sort(rng.choice(np.flatnonzero(~stall), size=min(gc_count, int((~stall).sum())), replace=False))
-    extra[gc_steps] += gc_pause_s
-    rec = np.array([s for s in recompile_steps if 0 <= s < steps], dtype=int)
-    extra[rec] += recompile_s
-    step_time = compute.max(axis=0) + extra  # the collective makes every rank as slow as the slowest
-    t0 = pd.Timestamp(start)
-    starts = np.concatenate([[0.0], np.cumsum(step_time)[:-1]])
-    rows: dict[str, list] = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s")}
-    events: dict[str, list] = {k: [] for k in ("time", "host", "rank", "step", "kind", "duration_s", "detail")}
-
-    def add(r, s, phase, at, dur):
-        rows["time"].append(at)
-        rows["host"].append(f"node{r // ranks_per_host:02d}")
-        rows["rank"].append(r)
-        rows["step"].append(s)
-        rows["phase"].append(phase)
-        rows["duration_s"].append(dur)
-
-    for r in range(ranks):
-        for s in range(steps):
-            at = starts[s]
-            add(r, s, "step", at, step_time[s])
-            c = compute[r, s]
-            for phase in ("data", "h2d", "fwd", "bwd"):
-                add(r, s, phase, at, c * shares[phase])
-                at += c * shares[phase]
-            if stall[s] and r == 0:
-                add(r, s, stall_kind, at, stall_s)
-                at += stall_s
-            if s in gc_steps:
-                at += gc_pause_s
-            if s in rec:
-                at += recompile_s
-            wait = step_time[s] - (at - starts[s]) - c * shares["optimizer"]
-            add(r, s, "collective", at, max(wait, c * shares["collective"]))
-            at = starts[s] + step_time[s] - c * shares["optimizer"]
-            add(r, s, "optimizer", at, c * shares["optimizer"])
-    for s in np.flatnonzero(stall):
-        events["time"].append(starts[s] + step_time[s] - stall_s)
-        events["host"].append("node00")
-        events["rank"].append(0)
-        events["step"].append(int(s))
-        events["kind"].append(stall_kind)
-        events["duration_s"].append(stall_s)
-        events["detail"].append("synthetic")
-    for kind, where, dur in (("gc", gc_steps, gc_pause_s), ("recompile", rec, recompile_s)):
-        for s in where:
-            for r in range(ranks):
-                events["time"].append(starts[s] + 0.2 * step_time[s])
-                events["host"].append(f"node{r // ranks_per_host:02d}")
-                events["rank"].append(r)
-                events["step"].append(int(s))
-                events["kind"].append(kind)
-                events["duration_s"].append(dur)
-                events["detail"].append("synthetic gen2" if kind == "gc" else "synthetic guard failure")
-    def to_time(secs):
-        return t0 + pd.to_timedelta(np.round(np.asarray(secs, dtype=float) * 1e6).astype(np.int64), unit="us")
-
-    steps_df = schema.steps_frame({**rows, "time": to_time(rows["time"]),
-                                   "source": [source] * len(rows["step"])})
-    events_df = schema.events_frame({**events, "time": to_time(events["time"]),
-                                     "source": [source] * len(events["step"])})
-    truth = Truth(scenario=scenario, source=source, interval_s=float(np.median(step_time)))
-    if stall_every:
-        truth.every_n_steps = stall_every
-        truth.period_s = float(step_time.sum() / steps * stall_every)
-        truth.hypothesis = "gc_pause" if stall_kind in GC_KINDS else "periodic_stall"
-    elif gc_count:
-        truth.hypothesis = "gc_pause"
-    elif creep:
-        truth.hypothesis = "throttling"
-    elif len(rec):
-        truth.hypothesis = "recompilation"
-    elif slow_rank is not None:
-        truth.hypothesis = "collective_straggler"
-        truth.guilty = [f"rank{slow_rank}"]
-    else:
-        truth.hypothesis = "healthy"
+    source = "synthetic:steps"
+    plan = _plan_steps(rng, ranks=ranks, steps=steps, step_s=step_s, noise=noise, stall_every=stall_every,
+                       stall_s=stall_s, gc_count=gc_count, gc_pause_s=gc_pause_s, creep=creep,
+                       recompile_steps=recompile_steps, recompile_s=recompile_s, slow_rank=slow_rank,
+                       slow_factor=slow_factor)
+    extras = {"ranks_per_host": ranks_per_host, "stall_s": stall_s, "stall_kind": stall_kind,
+            "gc_pause_s": gc_pause_s, "recompile_s": recompile_s}
+    steps_df = schema.steps_frame(_with_time(_phase_rows(plan, **extras), start, source))
+    events_df = schema.events_frame(_with_time(_step_events(plan, ranks=ranks, **extras), start, source))
+    truth = _steps_truth(plan, source, steps=steps, stall_every=stall_every, stall_kind=stall_kind,
+                         gc_count=gc_count, creep=creep, slow_rank=slow_rank)
     return steps_df, events_df, truth
 
 
