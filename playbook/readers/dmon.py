@@ -69,6 +69,24 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     notes: list[str] = []  # lossy decoding, a truncated stream
     text = textio.read_text(path, warnings=notes)
     skips = schema.SkipCounter(src)
+    names, rows, values, n_rows = _parse_lines(text, skips)
+    if names is None:
+        raise InputError(f"{src}: no nvidia-smi dmon header ('# gpu ...') found")
+    if "pid" in names and n_rows:
+        rows, values, n_rows = _per_device(rows, values)
+    gpu = np.asarray(rows["gpu"], dtype=np.int64)
+    time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
+    synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
+    bundle = frames.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
+                                     interval_s if synthetic else None)
+    bundle.warnings[:0] = notes
+    return bundle
+
+
+def _parse_lines(text: str, skips: schema.SkipCounter
+                 ) -> tuple[list[str] | None, dict[str, list], dict[str, list[float]], int]:
+    """The header block's column names (None without a header), the rows' date/time/gpu/line, the columns'
+    values (schema units; NaN where a row lacks one) and the row count. Unreadable rows are counted in `skips`."""
     names: list[str] | None = None
     units: list[str] = []
     expect_units = False
@@ -91,57 +109,62 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         if names is None:
             skips.skip(no, f"data before any header {line[:50]!r}")
             continue
-        cells = line.split()
-        if len(cells) != len(names):
-            skips.skip(no, f"{len(cells)} of {len(names)} columns {line[:50]!r}")
+        sample = _sample(line, no, names, units, skips)
+        if sample is None:
             continue
-        row = dict(zip(names, cells, strict=True))
-        gpu_text = row["gpu"]
-        if not (gpu_text.isdecimal() and len(gpu_text) < 6):  # an index, not a 20-digit number
-            skips.skip(no, f"bad gpu index {gpu_text!r}")
-            continue
-        parsed: dict[str, float] = {}
-        bad = None
-        for name, cell, unit in zip(names, cells, units, strict=True):
-            column = COLUMNS.get(name)
-            if column is None:
-                continue
-            if cell in ("-", "N/A", "n/a"):
-                parsed[column] = np.nan
-                continue
-            number = textio.parse_number(cell)
-            if number is None:
-                bad = f"bad {name} value {cell!r}"
-                break
-            parsed[column] = number[0] * textio.UNIT_FACTORS.get(unit, 1.0)
-        if bad:
-            skips.skip(no, bad)
-            continue
-        date = row.get("date")
-        tod = row.get("time")
-        if (date is not None and not _DATE.match(date)) or (tod is not None and not _TIME.match(tod)):
-            skips.skip(no, f"bad date/time {date or ''} {tod or ''}".rstrip())
-            continue
-        if row.get("pid") == "-":  # pmon: a GPU running no process is idle
-            parsed = {c: (0.0 if c in PER_PROCESS else v) for c, v in parsed.items()}
+        date, tod, gpu, parsed = sample
         rows["date"].append(date)
         rows["time"].append(tod)
-        rows["gpu"].append(int(gpu_text))
+        rows["gpu"].append(gpu)
         rows["line"].append(no)
         for column in set(values) | set(parsed):
             values.setdefault(column, [np.nan] * n_rows).append(parsed.get(column, np.nan))
         n_rows += 1
-    if names is None:
-        raise InputError(f"{src}: no nvidia-smi dmon header ('# gpu ...') found")
-    if "pid" in names and n_rows:
-        rows, values, n_rows = _per_device(rows, values)
-    gpu = np.asarray(rows["gpu"], dtype=np.int64)
-    time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
-    synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
-    bundle = frames.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
-                                     interval_s if synthetic else None)
-    bundle.warnings[:0] = notes
-    return bundle
+    return names, rows, values, n_rows
+
+
+def _sample(line: str, no: int, names: list[str], units: list[str], skips: schema.SkipCounter
+            ) -> tuple[str | None, str | None, int, dict[str, float]] | None:
+    """One data line as (date, time of day, GPU index, {column: value in schema units}); None (counted in
+    `skips`) when its column count, GPU index, a value or its date/time cannot be read."""
+    cells = line.split()
+    if len(cells) != len(names):
+        skips.skip(no, f"{len(cells)} of {len(names)} columns {line[:50]!r}")
+        return None
+    row = dict(zip(names, cells, strict=True))
+    gpu_text = row["gpu"]
+    if not (gpu_text.isdecimal() and len(gpu_text) < 6):  # an index, not a 20-digit number
+        skips.skip(no, f"bad gpu index {gpu_text!r}")
+        return None
+    parsed, bad = _values(names, cells, units)
+    if bad:
+        skips.skip(no, bad)
+        return None
+    date = row.get("date")
+    tod = row.get("time")
+    if (date is not None and not _DATE.match(date)) or (tod is not None and not _TIME.match(tod)):
+        skips.skip(no, f"bad date/time {date or ''} {tod or ''}".rstrip())
+        return None
+    if row.get("pid") == "-":  # pmon: a GPU running no process is idle
+        parsed = {c: (0.0 if c in PER_PROCESS else v) for c, v in parsed.items()}
+    return date, tod, int(gpu_text), parsed
+
+
+def _values(names: list[str], cells: list[str], units: list[str]) -> tuple[dict[str, float], str | None]:
+    """The read columns' values in schema units (NaN for `-`), and why not when a cell is no number."""
+    parsed: dict[str, float] = {}
+    for name, cell, unit in zip(names, cells, units, strict=True):
+        column = COLUMNS.get(name)
+        if column is None:
+            continue
+        if cell in ("-", "N/A", "n/a"):
+            parsed[column] = np.nan
+            continue
+        number = textio.parse_number(cell)
+        if number is None:
+            return parsed, f"bad {name} value {cell!r}"
+        parsed[column] = number[0] * textio.UNIT_FACTORS.get(unit, 1.0)
+    return parsed, None
 
 
 def _per_device(rows: dict[str, list], values: dict[str, list]) -> tuple[dict[str, list], dict[str, list], int]:

@@ -246,7 +246,20 @@ class TableBuilder:
         if not n:
             return
         bad = np.zeros(n, dtype=bool)
+        drop = self._dropper(lines, bad)
+        values = self._metric_values(table, drop)
+        gpu = self._gpu_numbers(table, drop, n)
+        codes = self._host_codes(table, n)
+        if "time" in self.ident:
+            time_ns = self._times(table.column(self.ident["time"][0]), drop, n)
+        else:  # the row's number: with per-GPU columns each row is one tick (see `bundle`)
+            time_ns = np.arange(self.seen, self.seen + n, dtype=np.int64)
+        self.seen += n
+        self._add_parts(values, gpu, codes, time_ns, ~bad)
 
+    def _dropper(self, lines: np.ndarray, bad: np.ndarray):
+        """drop(mask, why): count the rows of `mask` not dropped yet as skips (the first ones with their line and
+        `why(row)`) and mark them in `bad`."""
         def drop(mask: np.ndarray, why) -> None:
             new = mask & ~bad
             for i in np.flatnonzero(new)[: max(0, self.skips.keep - len(self.skips.reasons))]:
@@ -254,21 +267,14 @@ class TableBuilder:
             self.skips.count += int(new.sum())
             bad[:] |= new
 
-        def strings(pos: int) -> pd.Series:
-            return pd.Series(table.column(pos).to_pandas(), dtype=object).str.strip()
+        return drop
 
-        class _Lazy:  # the pandas strings of a column, made only when the fast Arrow path cannot read it
-            def __init__(self, pos: int) -> None:
-                self.pos, self.series = pos, None
-
-            def get(self) -> pd.Series:
-                if self.series is None:
-                    self.series = strings(self.pos)
-                return self.series
-
+    def _metric_values(self, table: pa.Table, drop) -> dict[int, np.ndarray]:
+        """Each metric column's values in the schema's unit (NaN where empty); unreadable or out-of-range values
+        drop their row. The first block with values settles each column's meaning and unit factor."""
         values: dict[int, np.ndarray] = {}
         for pos, m in self.metrics.items():
-            lazy = _Lazy(pos)
+            lazy = _LazyStrings(table, pos)
             v = _fast_floats(table.column(pos))
             unit = None
             if v is None:
@@ -286,30 +292,32 @@ class TableBuilder:
                 out = np.isfinite(v) & ((v < lo) | (v > hi))
                 drop(out, lambda i, s=lazy, k=self.names[pos]: f"{k} value {str(s.get().iloc[i])[:30]!r} out of range")
             values[pos] = v
+        return values
+
+    def _gpu_numbers(self, table: pa.Table, drop, n: int) -> np.ndarray:
+        """The GPU number per row (0 without a GPU column); unreadable ones drop their row."""
         gpu_col = self.ident.get("gpu")
-        gpu = None
-        if gpu_col:
-            fast = _fast_floats(table.column(gpu_col[0]))
-            if fast is not None and np.isfinite(fast).all() and (fast >= 0).all() and (fast == np.round(fast)).all():
-                gpu = fast.astype(np.int64)
-            else:
-                gpu = _gpus(strings(gpu_col[0]), drop, self.gpu_ids)
-        else:
-            gpu = np.zeros(n, dtype=np.int64)
+        if not gpu_col:
+            return np.zeros(n, dtype=np.int64)
+        fast = _fast_floats(table.column(gpu_col[0]))
+        if fast is not None and np.isfinite(fast).all() and (fast >= 0).all() and (fast == np.round(fast)).all():
+            return fast.astype(np.int64)
+        return _gpus(_strings(table, gpu_col[0]), drop, self.gpu_ids)
+
+    def _host_codes(self, table: pa.Table, n: int) -> np.ndarray:
+        """The host code per row (into self.hosts): the host column's name, or the file's host where blank."""
         host_col = self.ident.get("host")
-        if host_col:
-            enc = pc.utf8_trim_whitespace(table.column(host_col[0])).combine_chunks().dictionary_encode()
-            local = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-            names = [x or self.default_host for x in enc.dictionary.to_pylist()]
-            codes = np.array([self.hosts.setdefault(x, len(self.hosts)) for x in names], dtype=np.int32)[local]
-        else:
-            codes = np.full(n, self.hosts.setdefault(self.default_host, len(self.hosts)), dtype=np.int32)
-        if "time" in self.ident:
-            time_ns = self._times(table.column(self.ident["time"][0]), drop, n)
-        else:  # the row's number: with per-GPU columns each row is one tick (see `bundle`)
-            time_ns = np.arange(self.seen, self.seen + n, dtype=np.int64)
-        self.seen += n
-        good = ~bad
+        if not host_col:
+            return np.full(n, self.hosts.setdefault(self.default_host, len(self.hosts)), dtype=np.int32)
+        enc = pc.utf8_trim_whitespace(table.column(host_col[0])).combine_chunks().dictionary_encode()
+        local = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        names = [x or self.default_host for x in enc.dictionary.to_pylist()]
+        return np.array([self.hosts.setdefault(x, len(self.hosts)) for x in names], dtype=np.int32)[local]
+
+    def _add_parts(self, values: dict[int, np.ndarray], gpu: np.ndarray, codes: np.ndarray, time_ns: np.ndarray,
+                   good: np.ndarray) -> None:
+        """One part per column group (the plain columns, each per-GPU group) of the `good` rows holding a sample."""
+        n = len(good)
         groups = [(None, [p for p, m in self.metrics.items() if m.gpu is None])] if self.plain else []
         groups += [(g, [p for p, m in self.metrics.items() if (m.gpu, m.host or "") == g]) for g in self.gpus]
         for g, positions in groups:
@@ -327,20 +335,28 @@ class TableBuilder:
             part = {"time": time_ns[keep], "gpu": (gpu if g is None else np.full(n, g[0], dtype=np.int64))[keep],
                     "host": codes[keep] if g is None or not g[1] else
                     np.full(int(keep.sum()), self.hosts.setdefault(g[1], len(self.hosts)), dtype=np.int32)}
-            for p in positions:
-                m = self.metrics[p]
-                if m.bit:
-                    bits = np.where(np.nan_to_num(values[p][keep]) > 0, float(m.bit), 0.0)
-                    prev = part.get("_bits")
-                    part["_bits"] = bits if prev is None else prev + bits
-                elif m.role not in part:
-                    part[m.role] = values[p][keep]
-            if "_bits" in part:
-                bits = part.pop("_bits")
-                if "throttle_reasons" not in part:
-                    part["throttle_reasons"] = bits
+            part.update(self._group_metrics(positions, values, keep))
             self.parts.append(part)
             self.rows += int(keep.sum())
+
+    def _group_metrics(self, positions: list[int], values: dict[int, np.ndarray], keep: np.ndarray
+                       ) -> dict[str, np.ndarray]:
+        """The group's metric columns on the kept rows: the first column of each role; one-reason columns
+        (clock-event bits) summed into throttle_reasons unless a mask column gives it."""
+        part: dict[str, np.ndarray] = {}
+        for p in positions:
+            m = self.metrics[p]
+            if m.bit:
+                bits = np.where(np.nan_to_num(values[p][keep]) > 0, float(m.bit), 0.0)
+                prev = part.get("_bits")
+                part["_bits"] = bits if prev is None else prev + bits
+            elif m.role not in part:
+                part[m.role] = values[p][keep]
+        if "_bits" in part:
+            bits = part.pop("_bits")
+            if "throttle_reasons" not in part:
+                part["throttle_reasons"] = bits
+        return part
 
     def _times(self, col, drop, n: int) -> np.ndarray:
         """int64 ns per row from the time column (Arrow strings); _NAT where unreadable (counted)."""
@@ -417,6 +433,23 @@ class TableBuilder:
         host: object = names[0] if len(names) == 1 else names[codes]
         bundle.telemetry = frames.build_telemetry(columns, host, self.src, interval_s if synthetic else None)
         return bundle
+
+
+def _strings(table: pa.Table, pos: int) -> pd.Series:
+    """Column `pos` of a block as stripped pandas strings."""
+    return pd.Series(table.column(pos).to_pandas(), dtype=object).str.strip()
+
+
+class _LazyStrings:
+    """The pandas strings of a column, made only when the fast Arrow path cannot read it."""
+
+    def __init__(self, table: pa.Table, pos: int) -> None:
+        self.table, self.pos, self.series = table, pos, None
+
+    def get(self) -> pd.Series:
+        if self.series is None:
+            self.series = _strings(self.table, self.pos)
+        return self.series
 
 
 def _fast_floats(col) -> np.ndarray | None:

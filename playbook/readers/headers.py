@@ -244,36 +244,14 @@ def meaning(name: str) -> Meaning:
 def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """(role, reason bit, rank) from a name's words."""
     if ws & THROTTLE and (ws & REASON or ws & {"throttle", "throttling"}) or "clocks_event_reasons" in ws:
-        if ws & {"supported", "counters", "counter"}:  # -q's "Clocks Event Reasons Counters": time spent, in us
-            return None, 0, 0
-        after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
-        rest = set(after) - REASON - THROTTLE - CLOCK
-        if rest and rest != {"active"} and rest != {"mask"}:
-            for keys, bit in REASON_WORDS:
-                if keys <= rest:
-                    return "throttle_reasons", bit, 0
-            return None, 0, 0
-        return "throttle_reasons", 0, 0
+        return _throttle_role(words, ws)
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
         return "host", 0, 0 if ws & {"host", "hostname"} else 1
     other = ws & OTHER
     if ws & UTIL and not ws & (POWER | CLOCK | TEMP):
         other -= {"percent"}  # a utilization's unit ("utilization_percent"); beside power or memory, a share
     if ws & (PCIE | NVLINK):
-        link = "nvlink" if ws & NVLINK else "pcie"
-        if ws & TX and not other:
-            return f"{link}_tx_mib_s", 0, 0
-        if ws & RX and not other:
-            return f"{link}_rx_mib_s", 0, 0
-        if link == "pcie" and "replay" in ws:
-            return "pcie_replay_count", 0, 0
-        if link == "pcie" and "gen" in ws and not ws & {"max", "hostmax", "gpumax"}:
-            return "pcie_link_gen", 0, 1 if "gpucurrent" in ws else 0
-        if link == "pcie" and "width" in ws and not ws & {"max"}:
-            return "pcie_link_width", 0, 0
-        if ws & {"bus", "id"} and not ws & UTIL:
-            return "gpu", 0, 3
-        return None, 0, 0
+        return _link_role(ws, other)
     if (ws & ACTIVE and ws & SM) or "smact" in ws:
         return ("sm_active", 0, 0) if not other - {"percent"} else (None, 0, 0)
     if ws & POWER and ws & LIMIT and other - {"management"} == {"default"}:
@@ -282,6 +260,43 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
         return "power_default_limit_w", 0, 1 if "module" in ws else 0
     if other:
         return None, 0, 0
+    return _reading_role(words, ws, unit)
+
+
+def _throttle_role(words: list[str], ws: set[str]) -> tuple[str | None, int, int]:
+    """A throttle / clocks-event name: the whole mask, one reason's bit, or nothing (counters, other words)."""
+    if ws & {"supported", "counters", "counter"}:  # -q's "Clocks Event Reasons Counters": time spent, in us
+        return None, 0, 0
+    after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
+    rest = set(after) - REASON - THROTTLE - CLOCK
+    if rest and rest != {"active"} and rest != {"mask"}:
+        for keys, bit in REASON_WORDS:
+            if keys <= rest:
+                return "throttle_reasons", bit, 0
+        return None, 0, 0
+    return "throttle_reasons", 0, 0
+
+
+def _link_role(ws: set[str], other: set[str]) -> tuple[str | None, int, int]:
+    """A PCIe / NVLink name: a tx/rx rate, PCIe replays, link generation or width, or the bus id (a GPU id)."""
+    link = "nvlink" if ws & NVLINK else "pcie"
+    if ws & TX and not other:
+        return f"{link}_tx_mib_s", 0, 0
+    if ws & RX and not other:
+        return f"{link}_rx_mib_s", 0, 0
+    if link == "pcie" and "replay" in ws:
+        return "pcie_replay_count", 0, 0
+    if link == "pcie" and "gen" in ws and not ws & {"max", "hostmax", "gpumax"}:
+        return "pcie_link_gen", 0, 1 if "gpucurrent" in ws else 0
+    if link == "pcie" and "width" in ws and not ws & {"max"}:
+        return "pcie_link_width", 0, 0
+    if ws & {"bus", "id"} and not ws & UTIL:
+        return "gpu", 0, 3
+    return None, 0, 0
+
+
+def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
+    """A name without qualifiers: a clock, power, temperature, utilization, memory, time or GPU index."""
     if ws & CLOCK or unit in ("mhz", "ghz", "khz", "hz"):
         if ws & MEM:
             return "mem_clock_mhz", 0, 0
@@ -303,18 +318,7 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
     if ws & {"use", "usage"} and unit in ("%", "ratio") and not ws & MEM:
         return "util_pct", 0, 1  # rocm-smi's "GPU use (%)": a share of time in use, not a size
     if ws & MEM:
-        if ws & TOTAL:
-            return "mem_total_mib", 0, 0
-        byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
-        if ws & USED or byte_unit:
-            # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
-            if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
-                return None, 0, 0
-            return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} else 1
-        if len(ws - MEM - {"gpu"}) == 0:
-            # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
-            return "mem_util_pct", 0, 2
-        return None, 0, 0
+        return _memory_role(ws, unit)
     if ws & TIME and not ws & {"step"}:
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
@@ -322,6 +326,23 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
                                                                                            "entity"} else 2
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]):
         return "util_pct", 0, 1
+    return None, 0, 0
+
+
+def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
+    """A memory name: the total, the used size (bytes; a percentage of the total is no size), or a bare
+    "memory" (a utilization until its values say otherwise)."""
+    if ws & TOTAL:
+        return "mem_total_mib", 0, 0
+    byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
+    if ws & USED or byte_unit:
+        # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
+        if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
+            return None, 0, 0
+        return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} else 1
+    if len(ws - MEM - {"gpu"}) == 0:
+        # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
+        return "mem_util_pct", 0, 2
     return None, 0, 0
 
 

@@ -85,24 +85,14 @@ def _check(k: dict[str, Any]) -> None:
 def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     """Train with the variant's checkpoint and eval strategy; record into `run_dir`; return a RunResult
     (extra: snapshot_mib, ckpt_saves, ckpt_wait_s, ckpt_write_s, evals, last_val_loss)."""
-    import copy
-
     import torch
 
-    from playbook.fixes.checkpoint import (
-        AsyncCheckpointer,
-        BackgroundEvaluator,
-        atomic_save,
-        state_bytes,
-        throttled_opener,
-    )
     from playbook.probes import Rates, Recorder
     from playbook.workloads.common import pick_device, seed_everything
     from playbook.workloads.loop import (
         ImageDataset,
         LoopMeter,
         cpu_threads,
-        evaluate,
         finish_run,
         make_optimizer,
         train_step,
@@ -115,28 +105,11 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     device = pick_device(k["device"])
     total = k["steps"] + k["warmup_steps"]
     data = ImageDataset(n=512, seed=k["seed"])
-    vb = min(k["batch_size"], EVAL_BATCH)
-    val = ImageDataset(n=k["eval_batches"] * vb, seed=k["seed"] + 1)
-    val_batches = [(val.bank[i:i + vb], val.labels[i:i + vb]) for i in range(0, k["eval_batches"] * vb, vb)]
+    eval_fn = _eval_fn(k, device)
     model = MLP.for_dataset(data, hidden=k["hidden"]).to(device)
     opt = make_optimizer(model)
-    ckpt_dir = Path(k["ckpt_dir"] or Path(run_dir) / "ckpt")
-    opener = throttled_opener(k["storage_mib_s"]) if k["storage_mib_s"] > 0 else None
-
-    def read_val():  # validation data behind read latency
-        for x, y in val_batches:
-            time.sleep(k["eval_read_ms"] / 1e3)
-            yield x, y
-
-    def eval_fn(m: Any) -> float:
-        return evaluate(m, read_val(), device)
-
-    saver = AsyncCheckpointer(max_pending=1, opener=opener) if k["ckpt_mode"] == "async" else None
-    evaluator = BackgroundEvaluator(lambda: copy.deepcopy(model), eval_fn) if k["eval_mode"] == "background" \
-        else None
+    stalls = _Stalls(k, model, opt, Path(k["ckpt_dir"] or Path(run_dir) / "ckpt"), eval_fn)
     meter = LoopMeter(device)
-    snapshot_bytes = 0
-    evals: list[tuple[int, float]] = []
     meta = {"lab": "checkpoint_stalls", "variant": variant, "tokens_unit": "samples", "knobs": k}
     with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         g = torch.Generator().manual_seed(k["seed"])
@@ -149,46 +122,101 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
                 with rec.timer.phase("h2d"):
                     x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
                 loss = train_step(model, opt, x, y, rec.timer)
-                if k["ckpt_mode"] != "off" and (i + 1) % k["ckpt_every"] == 0:
-                    state = {"model": model.state_dict(), "optim": opt.state_dict(), "step": i}
-                    snapshot_bytes = state_bytes(state)
-                    path = ckpt_dir / f"step{i + 1:06d}.pt"
-                    with rec.timer.phase("checkpoint"), rec.event_span("checkpoint", step=i,
-                                                                       detail=f"{k['ckpt_mode']} {path.name}"):
-                        if saver is not None:
-                            saver.save(state, path).add_done_callback(
-                                lambda f, step=i: rec.event("checkpoint_write", step=step,
-                                                            duration_s=f.result()[1] if not f.exception() else None,
-                                                            detail="background write"))
-                        else:
-                            atomic_save(state, path, opener=opener)
-                if k["eval_mode"] != "off" and (i + 1) % k["eval_every"] == 0:
-                    with rec.timer.phase("eval"), rec.event_span("eval", step=i, detail=k["eval_mode"]):
-                        if evaluator is not None:
-                            evaluator.submit(i, model)
-                        else:
-                            evals.append((i, eval_fn(model)))
+                stalls.after_step(rec, i)
             if i >= k["warmup_steps"]:
                 meter.add(loss, len(x))
         meter.stop()
-        if saver is not None:
+        stalls.close(rec)
+    return finish_run(variant, run_dir, meter, first_step=k["warmup_steps"], **stalls.extra())
+
+
+def _eval_fn(k: dict[str, Any], device: Any):
+    """evaluate(model) -> validation loss over `eval_batches` batches, each read with `eval_read_ms` latency."""
+    from playbook.workloads.loop import ImageDataset, evaluate
+
+    vb = min(k["batch_size"], EVAL_BATCH)
+    val = ImageDataset(n=k["eval_batches"] * vb, seed=k["seed"] + 1)
+    val_batches = [(val.bank[i:i + vb], val.labels[i:i + vb]) for i in range(0, k["eval_batches"] * vb, vb)]
+
+    def read_val():  # validation data behind read latency
+        for x, y in val_batches:
+            time.sleep(k["eval_read_ms"] / 1e3)
+            yield x, y
+
+    def eval_fn(m: Any) -> float:
+        return evaluate(m, read_val(), device)
+
+    return eval_fn
+
+
+class _Stalls:
+    """The run's checkpoints and evaluations between steps: sync or async saves (to storage throttled to
+    `storage_mib_s`), inline or background evals, and what they cost (`extra`)."""
+
+    def __init__(self, k: dict[str, Any], model: Any, opt: Any, ckpt_dir: Path, eval_fn: Any) -> None:
+        import copy
+
+        from playbook.fixes.checkpoint import AsyncCheckpointer, BackgroundEvaluator, throttled_opener
+
+        self.k, self.model, self.opt, self.ckpt_dir, self.eval_fn = k, model, opt, ckpt_dir, eval_fn
+        self.opener = throttled_opener(k["storage_mib_s"]) if k["storage_mib_s"] > 0 else None
+        self.saver = AsyncCheckpointer(max_pending=1, opener=self.opener) if k["ckpt_mode"] == "async" else None
+        self.evaluator = BackgroundEvaluator(lambda: copy.deepcopy(model), eval_fn) \
+            if k["eval_mode"] == "background" else None
+        self.snapshot_bytes = 0
+        self.evals: list[tuple[int, float]] = []
+
+    def after_step(self, rec: Any, i: int) -> None:
+        """Inside step `i`: checkpoint and evaluate when their intervals say so (phases and events in `rec`)."""
+        k = self.k
+        if k["ckpt_mode"] != "off" and (i + 1) % k["ckpt_every"] == 0:
+            self._checkpoint(rec, i)
+        if k["eval_mode"] != "off" and (i + 1) % k["eval_every"] == 0:
+            with rec.timer.phase("eval"), rec.event_span("eval", step=i, detail=k["eval_mode"]):
+                if self.evaluator is not None:
+                    self.evaluator.submit(i, self.model)
+                else:
+                    self.evals.append((i, self.eval_fn(self.model)))
+
+    def _checkpoint(self, rec: Any, i: int) -> None:
+        from playbook.fixes.checkpoint import atomic_save, state_bytes
+
+        state = {"model": self.model.state_dict(), "optim": self.opt.state_dict(), "step": i}
+        self.snapshot_bytes = state_bytes(state)
+        path = self.ckpt_dir / f"step{i + 1:06d}.pt"
+        with rec.timer.phase("checkpoint"), rec.event_span("checkpoint", step=i,
+                                                           detail=f"{self.k['ckpt_mode']} {path.name}"):
+            if self.saver is not None:
+                self.saver.save(state, path).add_done_callback(
+                    lambda f, step=i: rec.event("checkpoint_write", step=step,
+                                                duration_s=f.result()[1] if not f.exception() else None,
+                                                detail="background write"))
+            else:
+                atomic_save(state, path, opener=self.opener)
+
+    def close(self, rec: Any) -> None:
+        """After the loop: wait for background writes, collect background evals (as events)."""
+        if self.saver is not None:
             with rec.event_span("checkpoint_write", detail="final wait for background writes"):
-                saver.close()
-        if evaluator is not None:
-            evaluator.close()
-            evals = list(evaluator.results)
-            for step, value in evals:
+                self.saver.close()
+        if self.evaluator is not None:
+            self.evaluator.close()
+            self.evals = list(self.evaluator.results)
+            for step, value in self.evals:
                 rec.event("eval_background", step=step, detail=f"val loss {value:.4f}")
-    extra = {
-        "snapshot_mib": snapshot_bytes / 2**20,
-        "ckpt_saves": saver.stats["saves"] if saver else sum(1 for _ in ckpt_dir.glob("*.pt")),
-        "ckpt_wait_s": saver.stats["wait_s"] if saver else math.nan,
-        "ckpt_snapshot_s": saver.stats["snapshot_s"] if saver else math.nan,
-        "ckpt_write_s": saver.stats["write_s"] if saver else math.nan,
-        "evals": len(evals), "last_val_loss": evals[-1][1] if evals else math.nan,
-        "ckpt_every": k["ckpt_every"], "eval_every": k["eval_every"],
-    }
-    return finish_run(variant, run_dir, meter, first_step=k["warmup_steps"], **extra)
+
+    def extra(self) -> dict[str, Any]:
+        """The RunResult's extra columns (see `run`)."""
+        saver, evals = self.saver, self.evals
+        return {
+            "snapshot_mib": self.snapshot_bytes / 2**20,
+            "ckpt_saves": saver.stats["saves"] if saver else sum(1 for _ in self.ckpt_dir.glob("*.pt")),
+            "ckpt_wait_s": saver.stats["wait_s"] if saver else math.nan,
+            "ckpt_snapshot_s": saver.stats["snapshot_s"] if saver else math.nan,
+            "ckpt_write_s": saver.stats["write_s"] if saver else math.nan,
+            "evals": len(evals), "last_val_loss": evals[-1][1] if evals else math.nan,
+            "ckpt_every": self.k["ckpt_every"], "eval_every": self.k["eval_every"],
+        }
 
 
 def stalls_by_kind(steps: Any, events: Any, kinds: tuple[str, ...] = ("checkpoint", "eval")) -> Any:
