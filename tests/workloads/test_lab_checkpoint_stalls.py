@@ -46,7 +46,7 @@ def test_notebook_confirms_the_stalls_their_period_and_the_fix(tmp_path):
     # the verdict rests on loop efficiency (steps at their median time per event group ÷ the run's ordinary step):
     # here 4 saves of 1.2 MB at 20 MiB/s and 2 evals of 200 ms cost about a quarter of the loop (0.76 measured,
     # CV 0.01), so a fault ratio under 0.9 is the stall seen well beyond that noise
-    assert_fault_then_fix(rec, max_fault_ratio=0.9)
+    assert_fault_then_fix(rec)
     assert rec["stalls"]["checkpoint"]["interval_steps"] == 10
     # the slow steps' lattice: the checkpoint interval, or (40 steps on a loaded machine) not significant
     assert rec["stall_period_steps"] in (10, None), rec["stall_period_steps"]

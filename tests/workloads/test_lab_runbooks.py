@@ -72,7 +72,7 @@ def test_verdict_assertion_is_not_vacuous():
     for bad in (rec("refuted", 0.9, 1.0, 1.2),
                 rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9), (0.5, 0.45))),  # one of two rounds lost
                 rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9),)),  # one round proves nothing
-                rec("confirmed", 0.8, 0.99, 0.9),  # the fault barely hurts
+                rec("inconclusive", 1.1, 0.85, 1.3),  # the fault is not slower on average
                 rec("confirmed", 0.3, 0.99, 1.1),  # the fault's cost is within the noise
                 rec("confirmed", 0.3, 0.9, 0.4),  # "confirmed" below the 95% it promises
                 rec("inconclusive", 0.3, 0.97, 0.4)):  # "inconclusive" although the fix recovered
