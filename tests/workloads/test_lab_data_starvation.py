@@ -6,7 +6,7 @@ import pytest
 from labverdicts import assert_fault_then_fix
 from nbrun import run_notebook
 
-from playbook.analysis.steps import fleet_steps, periodic_slow_steps
+from playbook.analysis.steps import periodic_slow_steps
 from playbook.errors import WorkloadError
 from playbook.readers.rundir import read_run
 from playbook.workloads import data_starvation as lab
@@ -27,8 +27,6 @@ def test_loading_in_the_loop_starves_and_read_ahead_recovers(tmp_path):
 
 
 def test_bulk_refilled_shuffle_buffer_stalls_every_n_steps(tmp_path):
-    # 32 steps hold 8 refills: with 16 (4 refills) a quiet fresh-clone CI run found no period, as the detector
-    # leaves warm-up steps out (up to a quarter of the run) and needs 3 slow steps on the lattice
     small = {**SMALL, "steps": 32, "warmup_steps": 0, "batch_size": 16}
     r = lab.run(tmp_path / "b", "buffer_fault", **small, shuffle_buffer=4)
     steps = read_run(r.run_dir).steps
@@ -36,8 +34,12 @@ def test_bulk_refilled_shuffle_buffer_stalls_every_n_steps(tmp_path):
     refills = data[data.index % 4 == 0]  # one 4 × 16 × 5 ms refill, then three free batches
     others = data[data.index % 4 != 0]
     assert refills.min() > 10 * others.max()
-    periodic = periodic_slow_steps(fleet_steps(steps))
-    assert periodic and periodic["every_n_steps"] == 4
+    # The detector finds the lattice in the data waits. Whole steps add the CPU compute, whose time on a shared
+    # 2-core machine swings with whatever else runs: two fresh-clone CI runs found no period in the step series
+    # (16 and 32 steps) while the data waits above were as exact as ever.
+    waits = steps[steps["phase"] == "data"][["step", "time", "duration_s"]].reset_index(drop=True)
+    periodic = periodic_slow_steps(waits)
+    assert periodic and periodic["every_n_steps"] == 4 and periodic["periodic"], periodic
     fixed = lab.run(tmp_path / "f", "buffer_fix", **small, shuffle_buffer=4)
     assert fixed.throughput > 1.5 * r.throughput
 
