@@ -29,7 +29,7 @@ def test_own_length_padding_recompiles_in_the_loop_and_buckets_do_not(tmp_path):
     assert fix.extra["distinct_shapes"] <= 2
     no_fault = lab.run(tmp_path / "nf", "no_fault", **SMALL)
     assert fix.extra["padding_waste"] < no_fault.extra["padding_waste"]
-    assert fault.throughput < 0.5 * fix.throughput
+    assert fault.throughput < fix.throughput  # direction; how much is benchmarks/labs.py's figure
     with pytest.raises(WorkloadError):
         lab.run(tmp_path / "x", "eager", **SMALL, dynamic="sometimes")
 
