@@ -55,6 +55,14 @@ CATALOG: tuple[Cause, ...] = (
         kind="verdict",
     ),
     Cause(
+        "unexplained_slowdown",
+        "GPU time lost to something no input explains",
+        fix="record what the verdict names next, at the windows it names, and diagnose again",
+        next_step="record step phases (`playbook record -- python train.py`) and GPU power and clocks over the windows named, or a torch.profiler trace of a slow and a normal step",
+        notebook="notebooks/01_triage.ipynb",
+        kind="verdict",
+    ),
+    Cause(
         "data_starvation",
         "input pipeline starvation (DataLoader, storage)",
         fix="more DataLoader workers with persistent_workers and prefetch_factor, pin_memory; move decoding / augmentation off the training process or pre-shard the data",
@@ -175,7 +183,6 @@ CATALOG: tuple[Cause, ...] = (
         next_step="wrap the code between steps in Recorder phases (rec.phase('log'), ...) and compare again",
         notebook="notebooks/40_regression_compare.ipynb",
         phases=("gap",),
-        kind="regression",
     ),
     Cause(
         "workload_change",
@@ -203,3 +210,41 @@ def cause(cause_id: str) -> Cause:
 def cause_of_event(kind: str) -> str | None:
     """The cause an event kind measures directly (case-insensitive), None when it measures none."""
     return EVENT_KIND_CAUSE.get(str(kind).strip().lower())
+
+
+# What-if accounting (playbook.analysis.accounting): the causes that can explain each kind of lost time, in the
+# order a diagnosis prefers them when the evidence is equal. A bucket goes to the best-ranked of its candidates
+# that the findings support (diagnose.attribution), to the cause of an event or phase measured at its own steps and
+# windows first, and stays "unexplained" otherwise.
+BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
+    # a slow step every N steps: a checkpoint/eval/log on a schedule, a loader refill, GC on a fixed allocation
+    # cycle; or the optimizer step of gradient accumulation (benign, with the optimizer phase as evidence)
+    "recurring_slow": ("periodic_stall", "data_starvation", "gc_pause", "recompilation", "collective_straggler"),
+    # one-off stalls: a recompile, a GC, a checkpoint, a slow read, a peer that was late
+    "stalls": ("recompilation", "gc_pause", "periodic_stall", "data_starvation", "collective_straggler",
+               "hardware_fault"),
+    # steps slower from one point on: a throttled or failing device, a new straggler, changed work
+    "level_shift": ("throttling", "hardware_fault", "collective_straggler", "memory_pressure"),
+    # time between the timed steps: logging, evaluation, data hand-off the timer does not cover
+    "outside_timer": ("between_steps", "periodic_stall", "data_starvation"),
+    # pipelined stages at different paces: the faster ones wait
+    "stage_imbalance": ("pipeline_imbalance",),
+    # all GPUs below their busy level together: something every rank waits on
+    "fleet_drops": ("periodic_stall", "data_starvation", "host_sync", "gc_pause", "collective_straggler",
+                    "recompilation", "link_degradation", "throttling"),
+    # one GPU idle or below its peers at the same moments: a starved stage, a straggler's peers, a dead worker
+    "idle_gpu": ("pipeline_imbalance", "collective_straggler", "data_starvation", "hardware_fault"),
+    "underused_gpu": ("pipeline_imbalance", "collective_straggler", "padding_imbalance", "data_starvation",
+                      "throttling"),
+    "lost_gpu": ("hardware_fault",),
+    # a steady low level: input, syncs, launches, communication — telemetry alone cannot tell
+    "steady_idle": ("data_starvation", "host_sync", "launch_bound", "collective_straggler", "h2d_copy"),
+    # utilization without power: kernels spinning in a collective while a peer is late
+    "busy_wait": ("collective_straggler", "link_degradation", "pipeline_imbalance"),
+    "slow_clock": ("throttling", "hardware_fault"),
+}
+# Waiting phases that no cause lists in its `phases`: a queue wait is a stage waiting on another
+PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",
+                                  "waiting": "pipeline_imbalance", "idle": "pipeline_imbalance",
+                                  "queue": "pipeline_imbalance", "queue_wait": "pipeline_imbalance",
+                                  "sync": "host_sync", "barrier": "collective_straggler", "d2h": "host_sync"}

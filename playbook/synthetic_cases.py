@@ -139,11 +139,15 @@ def case_level_shift(seed: int = 0) -> tuple[schema.Bundle, str]:
 
 def case_grad_accum(seed: int = 0, every: int = 4) -> tuple[schema.Bundle, str]:
     """Gradient accumulation over `every` micro-batches: every `every`-th step runs the all-reduce and the
-    optimizer and takes 2.1× the others, without exception — a cadence, not a stall (healthy)."""
+    optimizer and takes 2.1× the others, without exception — a cadence, not a stall (healthy). The phase timer logs
+    the optimizer phase on those steps only: the positive evidence that the cadence is the optimizer's (a constant
+    cadence alone could as well be a stall every N steps)."""
     rng = np.random.default_rng(seed)
     d = 0.5 * np.exp(0.02 * rng.standard_normal(400))
     d[every - 1::every] *= 2.1
-    return schema.Bundle(inputs=["synthetic:grad_accum"], steps=_step_log(d)), "healthy"
+    on = np.zeros(len(d), dtype=bool)
+    on[every - 1::every] = True
+    return schema.Bundle(inputs=["synthetic:grad_accum"], steps=_step_log(d, optimizer_on=on)), "healthy"
 
 
 def case_warmup_checkpoint(seed: int = 0) -> tuple[schema.Bundle, str]:

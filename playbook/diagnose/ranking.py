@@ -44,7 +44,7 @@ import numpy as np
 from playbook.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose.findings import Finding
 
-VERDICTS = ("healthy", "insufficient_data")  # what the ranking says when no cause wins, not causes
+VERDICTS = ("healthy", "insufficient_data", "unexplained_slowdown")  # what the ranking says when no cause wins, not causes
 # How strongly a signature points at each cause (see the module docstring).
 SPECIFICITY: dict[str, dict[str, float]] = {
     # Each row: how strongly one signature points at each cause (0-1), with the reason. The values are ordinal
@@ -234,7 +234,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
         nxt = next((e.next_step for e in items if e.next_step), None)
         losts = [e.lost for e in items if e.lost is not None and np.isfinite(e.lost)]
         names = list(dict.fromkeys(n for e in items if e.finding is not None for n in e.finding.names))
-        out.append(_hypothesis(hyp, score, texts, nxt, round(min(max(losts), 1.0), 4) if losts else None, names))
+        out.append(hypothesis(hyp, score, texts, nxt, round(min(max(losts), 1.0), 4) if losts else None, names))
     # healthy: 1 - P(something is wrong), the noisy-OR of each distinct signature's anomaly (which is at least
     # as large as any single cause's score, since a signature's support is split between its causes)
     anomalies: dict[str, float] = {}
@@ -249,7 +249,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
     healthy_score = 1.0 - wrong
     if untestable:
         # the inputs cannot show the signatures at all: what is not "wrong" is unknown, not healthy
-        out.append(_hypothesis("insufficient_data", 1.0 - wrong,
+        out.append(hypothesis("insufficient_data", 1.0 - wrong,
                                [f"{untestable}: finding nothing is no evidence of health"]))
         healthy_score = min(healthy_score, 0.5)  # untested: no more than the confidence of an untested p-value
         healthy_texts.append(f"{untestable}: finding nothing is no evidence of health (score at most 0.5)")
@@ -257,7 +257,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
         top = max(out, key=lambda h: h["score"])
         healthy_texts.append(f"something is wrong with probability {wrong:.2f}; strongest cause: {top['id']} "
                              f"at {top['score']:.2f}")
-    out.append(_hypothesis("healthy", healthy_score, healthy_texts or ["no finding points at a cause"]))
+    out.append(hypothesis("healthy", healthy_score, healthy_texts or ["no finding points at a cause"]))
     out.sort(key=lambda h: (-h["score"], h["id"] not in VERDICTS, h["id"] != "healthy", h["id"]))
     causes = [h for h in out if h["id"] not in VERDICTS]
     if wrong >= 0.5 and causes and out[0] is not causes[0]:
@@ -269,7 +269,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
 
 
 
-def _hypothesis(cause_id: str, score: float, evidence: list[str], next_step: str | None = None,
+def hypothesis(cause_id: str, score: float, evidence: list[str], next_step: str | None = None,
                 lost_share: float | None = None, names: list[str] | tuple[str, ...] = ()) -> dict:
     """One ranked hypothesis: the score and evidence found, the catalog's fix, lab and command (its next step
     unless the evidence names a more specific one); `names` keeps the first 16, `named` counts them all."""

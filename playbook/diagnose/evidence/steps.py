@@ -49,6 +49,11 @@ def _periodic_slow(ps: dict) -> list[Evidence]:
                        nxt, lost=ps["lost_fraction"], p_value=ps["p_value"])
     nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps: log checkpoint and "
            "eval step numbers" if period and np.isfinite(period) else None)
+    if ps.get("cadence"):
+        text += f"; {ps['cadence']}"
+        nxt = (f"log the optimizer step and checkpoint/eval step numbers: an optimizer phase on every "
+               f"{ps['every_n_steps']}th step only is gradient accumulation (benign), a checkpoint or eval there is a "
+               "stall to move off the loop")
     return support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt,
                    lost=ps["lost_fraction"], p_value=ps["p_value"])
 
