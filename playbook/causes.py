@@ -223,8 +223,9 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     # one-off stalls: a recompile, a GC, a checkpoint, a slow read, a peer that was late
     "stalls": ("recompilation", "gc_pause", "periodic_stall", "data_starvation", "collective_straggler",
                "hardware_fault"),
-    # steps slower from one point on: a throttled or failing device, a new straggler, changed work
-    "level_shift": ("throttling", "hardware_fault", "collective_straggler", "memory_pressure"),
+    # steps slower than the run's best pace for a stretch (a level shift, a creep as a device heats, a slow phase
+    # of the run): a throttled or failing device, a new straggler, allocator pressure
+    "slow_stretches": ("throttling", "hardware_fault", "collective_straggler", "memory_pressure"),
     # time between the timed steps: logging, evaluation, data hand-off the timer does not cover
     "outside_timer": ("between_steps", "periodic_stall", "data_starvation"),
     # pipelined stages at different paces: the faster ones wait
@@ -248,3 +249,7 @@ PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipe
                                   "waiting": "pipeline_imbalance", "idle": "pipeline_imbalance",
                                   "queue": "pipeline_imbalance", "queue_wait": "pipeline_imbalance",
                                   "sync": "host_sync", "barrier": "collective_straggler", "d2h": "host_sync"}
+# Causes utilization cannot see: a throttled, failing or memory-starved GPU still runs a kernel all the time (100%
+# utilization at a fraction of its clock), and a slow link stretches kernels that read busy. On the GPU-time basis a
+# finding for one of these outranks "healthy" even when the utilization accounting shows no loss.
+UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degradation", "memory_pressure")

@@ -321,6 +321,7 @@ def step_accounting(steps: pd.DataFrame) -> Accounting | None:
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
+    steps = _collective_waits(steps)
     per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0)
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
@@ -362,36 +363,41 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     if len(body) == 0:
         return None
     slow = sa.slow_steps(body) if len(body) >= 5 else np.zeros(len(body), dtype=bool)
-    shift = sa.level_shift(pd.DataFrame({"step": stepno, "duration_s": d, "time": t.to_numpy()})) \
-        if len(d) >= 20 else None
-    shifted = np.zeros(len(body), dtype=bool)
-    if shift and shift["shifted"] and shift["relative_change"] > 0:
-        shifted = bstep >= shift["step"]
-    base_pool = body[~slow & ~shifted] if (~slow & ~shifted).any() else body
-    base = float(np.median(base_pool))
+    # the local pace (rolling median, as the slow-step test uses) and the run's best sustained pace (its 10th
+    # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
+    # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
+    roll = sa._rolling_baseline(body) if len(body) >= 5 else np.full(len(body), float(np.median(body)))
+    best = float(np.percentile(roll, 10))
+    drift = np.clip(roll - best, 0.0, None)
+    stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & ~slow
     start = (lambda i: float(times[warm + i])) if times is not None else \
         (lambda i: float(d[:warm + i].sum()))
     buckets: list[Bucket] = []
-    excess = np.clip(body - base, 0.0, None)
+    excess = np.clip(body - roll, 0.0, None)
     lattice = _lattice(body, bstep, slow)
     on = slow & lattice
-    for kind, mask, detail in (("recurring_slow", on, _every_phrase(body, bstep, on, base)),
-                               ("stalls", slow & ~lattice, _stall_phrase(body, slow & ~lattice, base)),
-                               ("level_shift", shifted & ~slow, _shift_phrase(shift))):
+    for kind, mask, detail in (("recurring_slow", on, _every_phrase(body, bstep, on, best)),
+                               ("stalls", slow & ~lattice, _stall_phrase(body, slow & ~lattice, best))):
         if mask.any():
             idx = np.flatnonzero(mask)
-            buckets.append(Bucket(kind, float(excess[mask].sum()), names=[name] if name else [],
-                                  windows=[(start(i), start(i) + float(body[i])) for i in idx]
-                                  if kind != "level_shift" else [(start(int(idx[0])), start(int(idx[-1])) +
-                                                                  float(body[idx[-1]]))],
+            buckets.append(Bucket(kind, float((excess[mask] + drift[mask]).sum()), names=[name] if name else [],
+                                  windows=[(start(i), start(i) + float(body[i])) for i in idx],
                                   steps=[int(bstep[i]) for i in idx], detail=detail))
+    if stretch.any():
+        lo, n = true_runs(stretch)
+        buckets.append(Bucket("slow_stretches", float(drift[stretch].sum()), names=[name] if name else [],
+                              windows=[(start(int(a)), start(int(a + k - 1)) + float(body[a + k - 1]))
+                                       for a, k in zip(lo, n, strict=True)],
+                              steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
+                              detail=_stretch_phrase(body, bstep, stretch, best, lo, n)))
     wall = float(d.sum())
-    ordinary = ~slow & ~shifted
+    ordinary = ~slow & ~stretch
     if times is not None:
         buckets += _outside_timer(times, d, stepno, warm, name)
         wall = max(float(times[-1] - times[0] + d[-1]), wall)
     buckets += _phase_buckets(steps, rank, set(bstep[ordinary].tolist()), name)
-    jitter = float(excess[ordinary].sum())
+    jitter = float(excess[ordinary].sum() + drift[~stretch & ~slow].sum())
+    base = best
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float(d[:warm].sum()),
             "step_s": base}
 
@@ -421,11 +427,11 @@ def _stall_phrase(d, mask, base) -> str:
     return f"{k} one-off stall{'s' if k > 1 else ''}, up to {worst:.1f}× the steady step"
 
 
-def _shift_phrase(shift: dict | None) -> str:
-    if not shift:
-        return ""
-    return (f"steps {shift['relative_change']:+.0%} slower from step {shift['step']} on "
-            f"({shift['before_s']:.3g} s → {shift['after_s']:.3g} s)")
+def _stretch_phrase(d, step, mask, best, lo, n) -> str:
+    k = len(lo)
+    where = f"from step {int(step[lo[0]])} on" if k == 1 and lo[0] + n[0] == len(d) else \
+        f"{k} stretch{'es' if k > 1 else ''} of {int(mask.sum())} steps"
+    return f"steps slower than the run's best pace ({best:.3g} s) {where}, up to {d[mask].max() / best:.2f}×"
 
 
 def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int, name: str) -> list[Bucket]:
@@ -461,6 +467,24 @@ def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int
                           "the step timer measured (time spent outside the timed step)")]
 
 
+COLLECTIVE_PHASES = ("collective", "barrier")
+
+
+def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` with each collective phase cut to its wait: for each step, the shortest duration across ranks is the
+    transfer (work every rank does), the rest is waiting for the last rank. One rank: no peers, no wait known."""
+    coll = steps["phase"].astype(str).isin(COLLECTIVE_PHASES)
+    if not coll.any() or steps.loc[coll, "rank"].nunique() < 2:
+        return steps[~coll] if coll.any() else steps
+    part = steps[coll]
+    wait = part["duration_s"] - part.groupby(["phase", "step"])["duration_s"].transform("min")
+    # who waits changes from step to step with the ranks' jitter: only a rank's typical wait beyond the least-waiting
+    # rank's is a persistent loss (a straggler the others wait for); the step-to-step rest is noise
+    typical = wait.groupby(part["rank"]).transform("median")
+    persistent = (typical - typical.groupby(part["rank"]).first().min()).clip(lower=0.0)
+    return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
+
+
 def _resolution(times: np.ndarray) -> float:
     """The timestamps' resolution in seconds: the coarsest of 1 s, 0.1 s, 0.01 s, 1 ms that every time is a
     multiple of (relative to the first), else 1 µs."""
@@ -480,8 +504,10 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: set[int], name: str) -> 
     out = []
     for phase, s in secs.items():
         if phase in sa.WAIT_PHASES and s > 0:
+            what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
+                    if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
-                              detail=f"time in the {phase} phase of ordinary steps (waiting, not work)"))
+                              detail=what))
     stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES
                    and p != "other"]]
     stages = stages[stages > 0]

@@ -318,7 +318,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
             run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
     run.detail.pop("series", None)
     if acc is not None:
-        attribution.attribute(acc, bundle.events, ranked, run.steps_summary)
+        attribution.attribute(acc, bundle.events, ranked, run.steps_summary, bundle.steps)
         ranked = _lead(ranked, acc)
         detail["accounting"] = acc
     warnings = run.warnings
@@ -365,6 +365,9 @@ def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
         h["lost_share"] = round(by.get(lead, 0.0) / acc.wall_s, 4) if acc.wall_s > 0 else None
         h["names"] = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names]
                                         + list(h.get("names") or [])))[:16]
+    if lead == "healthy":  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
+        best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
+        h["score"] = round(max(h["score"], 1.0 - best), 3)
     rest = [x if x["id"] != "healthy" or lead == "healthy" else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
             for x in ranked if x["id"] != lead]
     return [h, *rest]

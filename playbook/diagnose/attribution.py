@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting import Accounting, Bucket
-from playbook.causes import BUCKET_CAUSES, PHASE_CAUSE, PHASE_FALLBACK, cause, cause_of_event
+from playbook.causes import BUCKET_CAUSES, PHASE_CAUSE, PHASE_FALLBACK, UTILIZATION_BLIND, cause, cause_of_event
 
 # a finding-based attribution needs the cause's own score to reach this: below it the cause is not supported by
 # itself (a score is calibrated as the chance of being right: tests/diagnose/test_calibration.py)
@@ -31,21 +31,23 @@ STRONG = 0.5  # a cause ranked above healthy on its own evidence
 UNEXPLAINED = "unexplained"
 
 
-def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_summary: dict) -> None:
+def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_summary: dict,
+              steps: pd.DataFrame | None = None) -> None:
     """Set `cause` and `evidence` on every bucket of `acc` (in place)."""
     scores = {h["id"]: h for h in ranked}
     benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
     for b in acc.buckets:
-        b.cause, b.evidence = _attribution(b, acc, events, scores, benign)
+        b.cause, b.evidence = _attribution(b, acc, events, scores, benign, steps)
 
 
-def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None):
+def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None,
+                 steps: pd.DataFrame | None):
     if b.kind.startswith("phase:"):
         phase = b.kind.split(":", 1)[1]
-        cid = PHASE_CAUSE.get(phase) or PHASE_FALLBACK.get(phase)
+        cid = _phase_cause(phase)
         if cid:
             return cid, f"the step timer's own {phase} phase"
-    hit = _events_on(b, acc, events)
+    hit = _grown_phase(b, steps) or _events_on(b, acc, events)
     if hit:
         return hit
     if b.kind == "recurring_slow" and benign:
@@ -60,6 +62,42 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     if best is not None:
         return best["id"], (best.get("evidence") or [""])[0]
     return UNEXPLAINED, ""
+
+
+def _phase_cause(phase: str) -> str | None:
+    return PHASE_CAUSE.get(phase) or PHASE_FALLBACK.get(phase)
+
+
+def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str] | None:
+    """(cause, evidence) of the phase that grows most on the bucket's steps against the other steps, when it
+    carries at least half of the growth of all phases and a cause measures it; else None."""
+    if steps is None or steps.empty or not b.steps or b.kind.startswith("phase:"):
+        return None
+    part = steps[steps["phase"] != "step"]
+    if part.empty:
+        return None
+    on = part["step"].isin(b.steps)
+    if not on.any() or on.all():
+        return None
+    ph = part["phase"].astype(str)
+    mean_on = part[on].groupby(ph[on])["duration_s"].mean()
+    # a phase logged only on these steps (a checkpoint) takes no time on the others
+    usual = part[~on].groupby(ph[~on])["duration_s"].median().reindex(mean_on.index).fillna(0.0)
+    grow = (mean_on - usual).dropna().clip(lower=0.0)
+    if grow.empty or grow.sum() <= 0:
+        return None
+    top = str(grow.idxmax())
+    cid = _phase_cause(top)
+    whole = steps[steps["phase"] == "step"]
+    w_on = whole["step"].isin(b.steps)
+    extra = float(whole.loc[w_on, "duration_s"].mean() - whole.loc[~w_on, "duration_s"].median()) \
+        if w_on.any() and (~w_on).any() else float(grow.sum())
+    # the phase must carry most of the growth of the phases and at least half of the steps' own excess (time in
+    # no phase — a GC pause, a sync — is not the phase's)
+    if cid is None or grow[top] < 0.5 * grow.sum() or grow[top] < 0.5 * extra:
+        return None
+    return cid, f"the {top} phase is {grow[top]:.3g} s longer on these steps ({grow[top] / grow.sum():.0%} of " \
+                "the phases' growth)"
 
 
 def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, str] | None:
@@ -116,9 +154,14 @@ def decide(acc: Accounting, ranked: list[dict]) -> str | None:
         return None
     by = harmful(acc)
     loss = sum(by.values()) / acc.wall_s if acc.wall_s > 0 else 0.0
+    largest = max(by.values(), default=0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
     strong = top not in (None, "healthy", "insufficient_data") and ranked[0]["score"] >= STRONG
-    if loss <= acc.noise_floor_share:
-        return None if strong or top == "insufficient_data" else "healthy"
+    if loss <= acc.noise_floor_share or largest <= acc.noise_floor_share:
+        # no time lost beyond the noise (in all, or by any one cause): only a cause measured directly (a fault)
+        # or one the basis cannot see (a throttled GPU reads 100%) outranks healthy
+        blind = strong and acc.basis == "gpu" and top in UTILIZATION_BLIND
+        direct = strong and ranked[0]["score"] >= CONFIRM
+        return None if direct or blind or top == "insufficient_data" else "healthy"
     lead = next(iter(by))
     if lead == UNEXPLAINED:
         return top if strong else "unexplained_slowdown"
