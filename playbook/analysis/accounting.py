@@ -276,7 +276,8 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                     n_bins: int) -> list[Bucket]:
     """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work."""
     out = []
-    for col, kind in (("power_w", "busy_wait"), ("sm_clock_mhz", "slow_clock")):
+    taken = np.zeros_like(valid)  # polls already counted as a slow clock: a capped GPU draws little power too
+    for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
         if col not in series.values or not np.isfinite(series.values[col]).any():
             continue
         x = series.grid_means(col, dt, lo, n_bins).astype(np.float64)
@@ -292,7 +293,8 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                 continue
             ref = float(np.nanmax([own[g], peers]))
             ratio = x[g] / ref if ref > 0 else np.ones(n_bins)
-            low = busy[g] & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK))
+            low = busy[g] & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken[g]
+            taken[g] |= low
             if low.sum() >= 3:
                 # what the GPU did not do: the share of work missing from its busy polls
                 s = float(((1.0 - ratio[low]) * util[g][low] / 100.0).sum() * dt)

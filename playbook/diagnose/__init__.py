@@ -363,8 +363,9 @@ def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
         h = ranking.hypothesis(lead, 0.9 * ranking.impact(share), evidence or ["measured by the accounting"])
     if lead != "healthy":
         h["lost_share"] = round(by.get(lead, 0.0) / acc.wall_s, 4) if acc.wall_s > 0 else None
-        h["names"] = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names]
-                                        + list(h.get("names") or [])))[:16]
+        names = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names if n != "all GPUs"]
+                                   + list(h.get("names") or [])))
+        h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))
     if lead == "healthy":  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
         best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
         h["score"] = round(max(h["score"], 1.0 - best), 3)

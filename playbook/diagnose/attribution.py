@@ -182,7 +182,7 @@ def unexplained_hypothesis(acc: Accounting, score: float) -> dict:
     rest.sort(key=lambda b: -b.seconds)
     evidence = [f"{b.detail} — {_fmt(b.seconds)} {'GPU-' if acc.basis == 'gpu' else ''}s "
                 f"({b.share:.0%}){_where(b)}: no event, phase or finding at them names a cause" for b in rest[:4]]
-    names = list(dict.fromkeys(n for b in rest for n in b.names))
+    names = list(dict.fromkeys(n for b in rest for n in b.names if n != "all GPUs"))
     return {"id": c.id, "score": round(float(np.clip(score, 0.0, 1.0)), 3), "evidence": evidence,
             "next_step": c.next_step, "fix": c.fix, "notebook": c.notebook, "command": c.command,
             "lost_share": round(sum(b.share for b in rest), 4), "names": names[:16], "named": len(names)}

@@ -116,8 +116,9 @@ CASES = [
     ("node of H100s at default 700 W, no clock", "healthy",
      _smi_csv(_node_capped_csv(700.0, 700.0, 672.0, 22.0), "node_700w.csv")),
     # gnn-tracking/gnn_tracking#95: 8 GPUs steady at 33% utilization (CPU 12%), data loader suspected — telemetry
-    # shows no swing or device fault, so no cause can be named: insufficient data, record step phases / a trace
-    ("gnn_tracking#95 steady 33%", "insufficient_data", _file("gnn_tracking_95_steady_33pct.csv")),
+    # shows no swing or device fault, so no cause can be named — but 67% of the GPU time is measurably lost: an
+    # unexplained slowdown (the what-if accounting), whose next step is to record step phases / a trace
+    ("gnn_tracking#95 steady 33%", "unexplained_slowdown", _file("gnn_tracking_95_steady_33pct.csv")),
     # tensorflow/tensorflow#40042: cifar10_train.py at 0.014 sec/batch getting slower as the GPU overheats
     # (confirmed: a cooling pad fixed it); the log users paste, one line per 10 steps, a checkpoint line at the end
     ("tf#40042 overheating, step log", "throttling", _file("tf_40042_cifar10_thermal_creep.log")),
