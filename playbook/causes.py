@@ -235,6 +235,8 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
                     "recompilation", "link_degradation", "throttling"),
     # one GPU idle or below its peers at the same moments: a starved stage, a straggler's peers, a dead worker
     "idle_gpu": ("pipeline_imbalance", "collective_straggler", "data_starvation", "hardware_fault"),
+    # GPUs dropping each on its own schedule: per-rank input pipelines, uneven work, stages waiting on each other
+    "gpu_drops": ("data_starvation", "padding_imbalance", "pipeline_imbalance", "collective_straggler"),
     "underused_gpu": ("pipeline_imbalance", "collective_straggler", "padding_imbalance", "data_starvation",
                       "throttling"),
     "lost_gpu": ("hardware_fault",),

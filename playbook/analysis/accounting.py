@@ -31,6 +31,7 @@ carry names, windows and the evidence a diagnosis attributes them with (playbook
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -174,7 +175,8 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     total = float(active.sum() * dt)
     if total <= 0:
         return None
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():  # bins where no GPU reported: NaN, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
         med = np.nanmedian(np.where(valid, util, np.nan), axis=0) if g_count > 1 else util[0]
     med = np.where(np.isfinite(med), med, np.nan)
     busy = float(np.nanpercentile(med, BUSY_Q)) if np.isfinite(med).any() else 100.0
@@ -210,6 +212,8 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     ref = np.minimum(np.where(np.isfinite(med), med, busy), busy)[None, :]
     deficit = np.where(valid, np.clip(ref - util, 0.0, None), 0.0) / 100.0 * dt
     jitter = jitter_fleet
+    deep = np.zeros(n_bins, dtype=bool)
+    drops_s, drop_names = 0.0, []
     idle, under = [], []
     for g in range(g_count):
         if g_count < 2 or g in gone or not valid[g].any():
@@ -222,7 +226,21 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
         elif _significantly_below(util[g], med, valid[g]):
             under.append((g, float(d.sum())))
         else:
-            jitter += float(d.sum())
+            # a drop of its own (as deep as a fleet drop) is lost time; the shallow rest is the GPU's jitter
+            own = d * 100.0 / dt >= max(10.0, 0.25 * busy)
+            jitter += float(d[~own].sum())
+            if own.sum() >= 2:
+                drops_s += float(d[own].sum())
+                drop_names.append(ids[g])
+                deep |= own
+            else:
+                jitter += float(d[own].sum())
+    if drops_s > 0:
+        start, length = true_runs(deep)
+        buckets.append(Bucket("gpu_drops", drops_s, names=drop_names,
+                              windows=[(float(a * dt), float((a + n) * dt)) for a, n in zip(start, length, strict=True)],
+                              detail=f"{len(drop_names)} GPU{'s' if len(drop_names) > 1 else ''} dropping below "
+                                     "their peers on their own schedules"))
     for kind, rows, what in (("idle_gpu", idle, "idle throughout while peers worked"),
                              ("underused_gpu", under, "below their peers at the same moments")):
         if rows:

@@ -429,6 +429,10 @@ def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cyc
         sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
                     f"{word}, score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures "
                     "the fix)")
+        second = next((h for h in ranked[1:] if h["id"] not in ranking.VERDICTS), None)
+        if second is not None and word != "confirmed" and second["score"] >= 0.5 * top["score"]:
+            sentence += (f"; or {second['id']} (score {second['score']:.2f}) — to tell them apart: "
+                         f"{top.get('next_step') or c.next_step}")
     return {"id": top["id"], "score": top["score"], "confidence": word, "title": c.title,
             "names": top.get("names") or [], "lost_share": lost, "gpus": gpus, "gpu_hours_per_day": per_day,
             "sentence": sentence}

@@ -22,7 +22,14 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting import Accounting, Bucket
-from playbook.causes import BUCKET_CAUSES, PHASE_CAUSE, PHASE_FALLBACK, UTILIZATION_BLIND, cause, cause_of_event
+from playbook.causes import (
+    BUCKET_CAUSES,
+    PHASE_CAUSE,
+    PHASE_FALLBACK,
+    UTILIZATION_BLIND,
+    cause,
+    cause_of_event,
+)
 
 # a finding-based attribution needs the cause's own score to reach this: below it the cause is not supported by
 # itself (a score is calibrated as the chance of being right: tests/diagnose/test_calibration.py)
@@ -189,15 +196,16 @@ def unexplained_hypothesis(acc: Accounting, score: float) -> dict:
 
 
 def _where(b: Bucket) -> str:
+    """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short."""
     parts = []
     if b.names and b.names != ["all GPUs"]:
-        parts.append(", ".join(b.names[:3]) + (f" and {len(b.names) - 3} more" if len(b.names) > 3 else ""))
+        parts.append("on " + ", ".join(b.names[:3]) + (f" and {len(b.names) - 3} more" if len(b.names) > 3 else ""))
     if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
-        parts.append("steps " + ", ".join(map(str, b.steps[:5])) + (" …" if len(b.steps) > 5 else ""))
+        parts.append("at steps " + ", ".join(map(str, b.steps[:5])) + (" …" if len(b.steps) > 5 else ""))
     elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind.endswith("_gpu")):
         parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
                      + (" …" if len(b.windows) > 3 else ""))
-    return (" on " + "; ".join(parts)) if parts else ""
+    return (" " + "; ".join(parts)) if parts else ""
 
 
 def _fmt(seconds: float) -> str:
