@@ -1,10 +1,9 @@
 """Text logs, line by line: every line scanner sees every line of the file, streamed, and the bundle keeps what
 each understood.
 
-A line's prefix is read once: torchrun's `[rank3]:` / `[default3]:`, DeepSpeed's `[Rank 3]`, a timestamp (ISO
-`2024-01-15 10:00:01,123` with or without brackets, after a short logger tag such as `[titan]`, `01/15/2024
-10:00:01` of logging's `%m/%d/%Y` format (or rich's `%m/%d/%y`), glog's `I0115 10:00:30.123456 1234 file.py:12]`);
-terminal colour escapes are dropped first. JSON Lines of flat records are scanned too. Then the scanners:
+A line's prefixes (rank, time, level, logger head: line_prefix.py) are read once, and the message goes on; a line
+without a rank takes the one the file's path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat
+records are scanned too. Then the scanners:
 
   steps      step records from the grammar in step_grammar.py (step counter + typed fields)
   nccl       NCCL INFO/WARN lines with or without the `host:pid:tid [dev]` prefix, PyTorch watchdog timeouts
@@ -22,9 +21,7 @@ only when no line is understood. Memory: one line at a time plus the rows kept.
 
 from __future__ import annotations
 
-import calendar
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -33,30 +30,11 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import UnknownFormatError
 from playbook.readers import nccl_log, step_grammar, textio
+from playbook.readers.line_prefix import Prefix, rank_from_path
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
 NAT = step_grammar.NAT
 EXAMPLES_KEPT = 5
-
-# torchrun's [rank3]: / [default3]:, mpirun --tag-output's [1,3]<stdout>:, srun --label's "3: "
-_RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*(\d+)\]\s*:?|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,5}):(?= ))"
-                          r"\s*", re.IGNORECASE)
-_RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-
-
-def _rank(digits: str) -> int:
-    """A rank prefix's number; -1 (unknown) beyond int32, where torch.distributed's ranks live (a 20-digit number
-    in brackets is an id, and would not fit the int64 rank column)."""
-    return int(digits) if len(digits) < 10 else -1
-
-
-_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
-                  r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
-_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T,]\d)")
-# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
-_GLOG = re.compile(r"^\s*[IWEFVD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s+\d+\s+[^\]\s]*\]\s*")
 
 _TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\):|^\s*During handling of the above exception|"
                           r"^\s*The above exception was the direct cause")
@@ -95,77 +73,6 @@ class Line:
     def __init__(self, lineno: int, raw: str, body: str, rank: int, time: int):
         self.lineno, self.raw, self.body, self.rank, self.time = lineno, raw, body, rank, time
         self.evaluating = False
-
-
-@lru_cache(maxsize=4096)
-def _offset_ns(tz: str, y: int, mo: int, d: int, h: int) -> int:
-    """UTC offset (ns) of local time in `tz` at that hour (cached: one zoneinfo lookup per hour of log)."""
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
-
-    off = datetime(y, mo, d, h, tzinfo=ZoneInfo(tz)).utcoffset()
-    return int(off.total_seconds() * 1e9) if off is not None else 0
-
-
-def _to_ns(y, mo, d, h, mi, s, frac, tz, zone=None) -> int:
-    try:
-        secs = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
-    except (ValueError, OverflowError):
-        return NAT
-    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
-        return NAT
-    ns = secs * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0)
-    if zone:
-        if zone == "Z":
-            return ns
-        sign = -1 if zone[0] == "-" else 1
-        z = zone[1:].replace(":", "")
-        return ns - sign * (int(z[:2]) * 3600 + int(z[2:4] or 0) * 60) * 1_000_000_000
-    if tz and tz != "UTC":
-        try:
-            return ns - _offset_ns(tz, y, mo, d, h)
-        except Exception:  # an unknown zone was rejected earlier; a non-existent local time keeps UTC
-            return ns
-    return ns
-
-
-class Prefix:
-    """Reads a line's rank and time prefixes; remembers the last full date for glog's year-less stamps."""
-
-    def __init__(self, tz: str = "UTC"):
-        self.tz = tz or "UTC"
-        self.year: int | None = None
-
-    def split(self, line: str) -> tuple[int, int, str]:
-        rank, t = -1, NAT
-        body = _ANSI.sub("", line) if "\x1b" in line else line
-        for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
-            if rank < 0 and (m := _RANK_PREFIX.match(body)):
-                rank, body = _rank(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
-            if t == NAT and body[:1] in " [0123456789IWEFVD":
-                if (m := _TAGGED.match(body)):
-                    body = body[m.end():]
-                if (m := _ISO.match(body)):
-                    y = int(m.group(1))
-                    t = _to_ns(y, int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
-                               int(m.group(6)), m.group(7), self.tz, m.group(8))
-                    self.year = y
-                    body = body[m.end():]
-                elif (m := _US_DATE.match(body)):
-                    y = int(m.group(3))
-                    y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)
-                    t = _to_ns(y, int(m.group(1)), int(m.group(2)), int(m.group(4)), int(m.group(5)),
-                               int(m.group(6)), m.group(7), self.tz)
-                    self.year = y
-                    body = body[m.end():]
-                elif (m := _GLOG.match(body)):
-                    if self.year is not None:
-                        t = _to_ns(self.year, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
-                                   int(m.group(5)), m.group(6), self.tz)
-                    body = body[m.end():]
-        if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
-            rank = _rank(m.group(1))
-        return rank, t, body
 
 
 class _EventLines:
@@ -289,7 +196,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     """Run every line scanner over the lines of `path` (or the given iterable of lines, named `path`)."""
     src = str(path)
     host = textio.host_from_path(path)
-    prefix = Prefix(tz)
+    prefix = Prefix(tz, default_rank=rank_from_path(src))
     steps = step_grammar.StepLines()
     nccl = nccl_log.NcclLines(src)
     events = _EventLines(steps)
