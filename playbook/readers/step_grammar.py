@@ -47,6 +47,7 @@ from playbook.readers.step_columns import (
     from_throughput,
     monotone,
     per_step_diff,
+    stage_sum,
     window_means,
     window_starts,
 )
@@ -402,6 +403,8 @@ class StepLines:
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, cols, roles)
         windowed = False
+        if chosen is None:
+            chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
             chosen, duration, how = from_throughput(cols, roles)
         if chosen is None:
