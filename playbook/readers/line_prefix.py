@@ -125,6 +125,7 @@ class Prefix:
         self.year: int | None = None
         self.ray: dict[tuple[str, str], int] = {}
         self.kinds: dict[str, int] = {}
+        self.level, self.tagged = "", False  # of the last line split
 
     def _seen(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -165,6 +166,7 @@ class Prefix:
         if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
             rank = _rank(m.group(1))
         self.level = level.upper()
+        self.tagged = rank >= 0  # the line itself named its rank (not the file's path)
         return (rank if rank >= 0 else self.default_rank), t, body
 
     def _ray(self, m: re.Match, rest: str) -> int:

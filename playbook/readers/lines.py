@@ -29,8 +29,8 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import UnknownFormatError
-from playbook.readers import nccl_log, step_grammar, textio
-from playbook.readers.line_prefix import Prefix, rank_from_path
+from playbook.readers import event_lexicon, nccl_log, step_grammar, textio
+from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
 NAT = step_grammar.NAT
@@ -46,17 +46,6 @@ _CODE = re.compile(r"^\s*(?:import \w|from [\w.]+ import |def \w+\s*\(|class \w+
                    r"[\w.]+\(.*\)\s*(?:#.*)?$|[)\]}]+[,:]?\s*$|\"\"\"|''')")
 _BANNER = re.compile(r"^\s*[=\-*#~_+<>|.:]{3,}.*$|^[^\w]*$")
 
-_CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
-                         r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
-_EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
-                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
-                   r"\beval_(?:start|stop|accuracy|loss)\b|"
-                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
-                   re.IGNORECASE)
-_GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"
-                 r"\b(pause|took|collected|gen)", re.IGNORECASE)
-_EVENT_DURATION = re.compile(r"\b(?:in|took|time:?|took:)\s*(\d+(?:\.\d*)?)\s*(ms|s|sec|secs|seconds)\b",
-                             re.IGNORECASE)
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in (\S+)")
 _GUARD = re.compile(r"^\s*-\s*(?:\d+/\d+:\s*)?(.+?)\s*$")
 _LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|accumulated_recompile_limit)|"
@@ -122,28 +111,44 @@ class _EventLines:
             return True
         return False
 
-    def feed_marker(self, ln: Line) -> bool:
-        body = ln.body
-        low = body.lower()
-        kind = None
-        if "checkpoint" in low or "sav" in low:
-            if _CHECKPOINT.search(body):
-                kind = "checkpoint"
-        if kind is None and (ln.evaluating or (("eval" in low or "val" in low or "sanity" in low)
-                                               and _EVAL.search(body))):
-            kind = "eval"
-        if kind is None and "gc" in low and _GC.search(body):
-            kind = "gc"
+    def feed_lexicon(self, ln: Line) -> bool:
+        """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind."""
+        kind = event_lexicon.match(ln.body)
         if kind is None:
             return False
-        dm = _EVENT_DURATION.search(body)
-        duration = float(dm.group(1)) * (1e-3 if dm.group(2).lower() == "ms" else 1.0) if dm else np.nan
-        if kind in ("eval", "checkpoint"):
-            # "Saving checkpoint ..." then "... saved in 3.2 s", or a run of evaluation lines, with no training
-            # step between them: one event
-            seen = self.steps.timed
-            open_ = self.open_eval.get((kind, ln.rank))
-            if open_ is not None and open_[1] == seen:  # no training step since: the same evaluation goes on
+        self._add(ln, kind, f"line {ln.lineno}: {ln.body.strip()}")
+        self.counts["events"] += 1
+        return True
+
+    def _kind(self, ln: Line) -> str | None:
+        body, low = ln.body, ln.body.lower()
+        if ("checkpoint" in low or "sav" in low) and event_lexicon.CHECKPOINT.search(body):
+            return "checkpoint"
+        if ln.evaluating or (("eval" in low or "val" in low or "sanity" in low or "test" in low)
+                             and event_lexicon.EVAL.search(body)):
+            return "eval"
+        if "gc" in low and event_lexicon.GC.search(body):
+            return "gc"
+        return None
+
+    def feed_marker(self, ln: Line) -> bool:
+        """Checkpoint / evaluation / GC marker lines → events; the lines of one evaluation or checkpoint section
+        (no training step between them) are one event whose duration runs from its first to its last time stamp.
+        An evaluation's start line opens a section on its rank (steps.sections), whose progress bars are then the
+        evaluation's; inside it any time-stamped line extends the event, and an end line closes it."""
+        body = ln.body
+        kind = self._kind(ln)
+        in_section = ln.rank in self.steps.sections
+        if kind is None and not (in_section and ln.time != NAT):
+            return False
+        if kind == "eval" and not ln.evaluating and not in_section and event_lexicon.EVAL_START.search(body):
+            self.steps.sections[ln.rank] = None
+        if in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body):
+            self.steps.sections.pop(ln.rank, None)
+        duration = _stated_duration(body) if kind else np.nan
+        if kind in ("eval", "checkpoint", None):
+            open_ = self.open_eval.get((kind or "eval", ln.rank))
+            if open_ is not None and open_[1] == self.steps.timed:  # no training step since: the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
                     row["duration_s"] = duration
@@ -152,12 +157,24 @@ class _EventLines:
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
                 return True
+            if kind is None:
+                return False
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
-                                               seen)
+                                               self.steps.timed)
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
         return True
+
+
+def _stated_duration(body: str) -> float:
+    """The seconds a marker line states (`saved in 3.2 s`, `Save duration: 13.567s`); a Unix clock reading
+    (NeMo's `Start time: 1755612135.735s` before it) is no duration. NaN when none."""
+    for m in event_lexicon.EVENT_DURATION.finditer(body):
+        value = float(m.group(1)) * (1e-3 if m.group(2).lower() == "ms" else 1.0)
+        if value < 1e6:
+            return value
+    return np.nan
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
@@ -203,6 +220,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0}
     noise = {"blank": 0, "traceback": 0, "code": 0, "banner": 0, "unread": 0}
     examples: list[str] = []
+    loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
     in_trace = False
     total = 0
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
@@ -214,7 +232,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         rank, t, body = prefix.split(raw)
         ln = Line(lineno, raw, body, rank, t)
         understood = False
-        if nccl.feed(lineno, body if rank >= 0 else raw):
+        if nccl.feed(lineno, body if prefix.tagged else raw):
             counts["nccl"] += 1
             understood = True
         if events.feed_recompile(ln):
@@ -222,6 +240,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             understood = True
         if not understood and steps.feed(ln):
             counts["steps"] += 1
+            understood = True
+        if events.feed_lexicon(ln) and not understood:
+            counts["events"] += 1
             understood = True
         if events.feed_marker(ln) and not understood:  # a marker on a step line is counted as a step line
             counts["events"] += 1
@@ -233,9 +254,37 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         noise[kind] += 1
         if kind == "unread" and len(examples) < EXAMPLES_KEPT:
             examples.append(f"line {lineno}: {body.strip()[:100]}")
+        if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
+            loud[0] += 1
+            loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
     bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples)
+    if loud[0]:
+        bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
+                               f"(first: {loud[1]})")
+    bundle.meta["lines"][src].update(structure(bundle, prefix, loud[0]))
     bundle.warnings.extend(notes)
     return bundle
+
+
+def structure(bundle: schema.Bundle, prefix: Prefix, loud: int) -> dict:
+    """What `playbook info` shows of a text log's structure: ranks (and where they came from), phases, the
+    evaluation / checkpoint sections (count, seconds), event kinds, and the ERROR/WARNING lines left unexplained."""
+    steps, ev = bundle.steps, bundle.events
+    ranks = sorted({int(r) for r in steps["rank"]} | {int(r) for r in ev["rank"]})
+    sections = {}
+    for kind in ("eval", "checkpoint"):
+        part = ev[ev["kind"] == kind]
+        if len(part):
+            known = part["duration_s"].dropna()
+            sections[kind] = {"count": int(len(part)), "seconds": round(float(known.sum()), 3) if len(known) else None}
+    return {"ranks": ranks,
+            "rank_from": ("path" if prefix.default_rank >= 0 and not prefix.kinds.get("rank prefix")
+                          else "line prefixes" if ranks and ranks != [-1] else None),
+            "prefixes": dict(sorted(prefix.kinds.items())),
+            "phases": sorted(set(steps["phase"].astype(str)) - {"step"}),
+            "sections": sections,
+            "events": {str(k): int(v) for k, v in ev["kind"].astype(str).value_counts().items()},
+            "loud_unread": loud}
 
 
 def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> schema.Bundle:
