@@ -171,11 +171,12 @@ class Prefix:
 
     def _ray(self, m: re.Match, rest: str) -> int:
         """A Ray worker's process id → its rank (named by its first line's `[rank=N, world_size=`) or the order
-        in which the processes first printed."""
+        in which the processes first printed (the lowest id not yet taken)."""
         key = (m.group(1), m.group(2) or "")
         if key not in self.ray:
             named = _RAY_RANK.search(rest)
-            self.ray[key] = int(named.group(1)) if named else len(self.ray)
+            used = set(self.ray.values())
+            self.ray[key] = int(named.group(1)) if named else next(i for i in range(len(used) + 1) if i not in used)
         self._seen("Ray process")
         return self.ray[key]
 
