@@ -185,9 +185,33 @@ def render_text_lines(per_file: dict[str, Any]) -> list[str]:
         out.append(line)
         if info.get("step_field"):
             out.append(f"    step time from {info['step_field']}")
+        out += _structure_lines(info)
         if info.get("unread"):
             examples = "; ".join(info.get("unread_examples", [])[:3])
             out.append(f"    left unread: {info['unread']:,} line{'s' * (info['unread'] != 1)} (e.g. {examples})")
+    return out
+
+
+def _structure_lines(info: dict[str, Any]) -> list[str]:
+    """A text log's structure as read (readers/lines.structure): ranks and where they came from, phases, sections,
+    events, the prefixes read, the ERROR/WARNING lines left unexplained."""
+    out = []
+    if "ranks" in info:
+        ranks = _ranks(info["ranks"])
+        source = f" (from {info['rank_from']})" if info.get("rank_from") else ""
+        phases = ", ".join(info.get("phases") or []) or "none"
+        out.append(f"    ranks {ranks}{source}; phases {phases}")
+    sections = info.get("sections") or {}
+    if sections:
+        out.append("    sections: " + ", ".join(
+            f"{k} {v['count']}" + (f" ({_seconds(v['seconds'])} in all)" if v.get("seconds") is not None else "")
+            for k, v in sections.items()))
+    if info.get("events"):
+        out.append("    events: " + ", ".join(f"{k} {v}" for k, v in info["events"].items()))
+    if info.get("prefixes"):
+        out.append("    prefixes read: " + ", ".join(f"{k} {v:,}" for k, v in info["prefixes"].items()))
+    if info.get("loud_unread"):
+        out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out
 
 
