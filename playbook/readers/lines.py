@@ -12,7 +12,9 @@ records are scanned too. Then the scanners:
              the following guard failure(s):` + `- 0/0: <guard>`), `hit config.recompile_limit`, graph breaks
              → `recompile` events with the failing guard and time
   events     checkpoint save / evaluation / validation / garbage-collection markers → events tied to the last
-             step seen on that rank (a run of evaluation lines is one event)
+             step seen on that rank (a run of evaluation lines is one event); lines that name a cause
+             (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
+  profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
 
 Lines no scanner understood are classified and counted: blank, traceback, source code, banner, or unread (the first
 few kept as examples); `bundle.meta["lines"][file]` holds the counts (shown by `playbook info`). A file is refused
@@ -29,7 +31,7 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import UnknownFormatError
-from playbook.readers import event_lexicon, nccl_log, step_grammar, textio
+from playbook.readers import event_lexicon, nccl_log, profiler_table, step_grammar, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
@@ -217,7 +219,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     steps = step_grammar.StepLines()
     nccl = nccl_log.NcclLines(src)
     events = _EventLines(steps)
-    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0}
+    tables = profiler_table.ProfilerTables()
+    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0}
     noise = {"blank": 0, "traceback": 0, "code": 0, "banner": 0, "unread": 0}
     examples: list[str] = []
     loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
@@ -231,6 +234,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             continue
         rank, t, body = prefix.split(raw)
         ln = Line(lineno, raw, body, rank, t)
+        if tables.feed(body):
+            counts["profiler"] += 1
+            continue
         understood = False
         if nccl.feed(lineno, body if prefix.tagged else raw):
             counts["nccl"] += 1
@@ -257,7 +263,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
             loud[0] += 1
             loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
-    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples)
+    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary())
     if loud[0]:
         bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
                                f"(first: {loud[1]})")
@@ -287,7 +293,7 @@ def structure(bundle: schema.Bundle, prefix: Prefix, loud: int) -> dict:
             "loud_unread": loud}
 
 
-def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> schema.Bundle:
+def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, profiler=None) -> schema.Bundle:
     bundle = schema.Bundle(inputs=[src])
     res = steps.result()
     if res.get("step") is not None and len(res["step"]):
@@ -341,13 +347,13 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> s
         "step_field": res.get("how"), "markers": dict(steps.markers.most_common(5)),
         "metric_lines": steps.metric_lines, "eval_lines": steps.eval_lines,
         "skipped": {k: v for k, v in noise.items() if v and k != "unread"}, "unread": noise["unread"],
-        "unread_examples": examples}}
+        "unread_examples": examples, **({"profiler": profiler} if profiler else {})}}
     if not understood and not steps.metric_lines and not steps.eval_lines:
         from playbook.readers import detect
 
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like "
                                  f"{detect.describe(src)}; no line of its {total} understood)")
-    if bundle.is_empty():
+    if bundle.is_empty() and not profiler:
         from playbook.readers import detect
 
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like {detect.describe(src)}; "
