@@ -85,13 +85,23 @@ def header_names(line: str, sep: str) -> list[str]:
     return [c.strip().strip('"') for c in row]
 
 
+_KEY_VALUE = re.compile(r"^[A-Za-z_][\w ./-]{0,40}[:=]\s*-?\d")
+
+
+def _values_not_names(names: list[str]) -> bool:
+    """True when most cells of the "header" are `key: value` pairs: a log line with commas (loguru's
+    `... - epoch: 1/300, iter: 10/1849, mem: 5123Mb, iter_time: 0.312s`), not a header."""
+    pairs = sum(1 for n in names if _KEY_VALUE.match(n))
+    return pairs * 2 > len(names)
+
+
 def sniff(head: str) -> bool:
     """A delimited header whose names (see playbook.readers.headers) hold a GPU metric and a time, GPU or per-GPU
     column."""
     if textio.looks_like_json(head) or head.lstrip().startswith("<"):
         return False  # JSON / XML documents: the documents reader's
     found = _header(head)
-    if found is None:
+    if found is None or _values_not_names(found[2]):
         return False
     if headers.is_telemetry(found[2]):
         return True

@@ -47,6 +47,7 @@ from playbook.readers.step_columns import (
     from_throughput,
     monotone,
     per_step_diff,
+    stage_sum,
     window_means,
     window_starts,
 )
@@ -131,6 +132,9 @@ class StepLines:
         self.tqdm_lines = 0
         self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
+        # rank -> the total of the progress bars of its open evaluation section (None before the first bar): opened
+        # by an evaluation's start line (lines.py), closed by a training record, a bar of another total or its end
+        self.sections: dict[int, int | None] = {}
         # a counter line ending in ':' whose fields follow on indented `key: value` lines (Composer's console
         # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
         self._block: tuple | None = None
@@ -303,6 +307,8 @@ class StepLines:
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
                 return True
             return False
+        if not c.evaluating and ctx.rank in self.sections:
+            c.evaluating = self._in_section(c, ctx.rank)
         if c.evaluating:
             self.eval_lines += 1
             ctx.evaluating = True
@@ -350,6 +356,19 @@ class StepLines:
             found[name] = (value, role)
         return found
 
+    def _in_section(self, c: StepCounter, rank: int) -> bool:
+        """Whether a counter inside an open evaluation section is the evaluation's: a progress bar without a
+        keyword, and with the total of the section's first bar (a bar of another total is training again, and
+        closes the section)."""
+        if c.keyword or not c.progress:
+            return False
+        total = self.sections[rank]
+        if total is None or total == c.n:
+            self.sections[rank] = c.n
+            return True
+        del self.sections[rank]
+        return False
+
     def _store(self, c: StepCounter, ctx, fields: dict) -> None:
         if not -MAX_STEP < c.step < MAX_STEP:
             return  # a 20-digit "step" is an id or a hash, not a step (and would not fit the int64 column)
@@ -362,6 +381,8 @@ class StepLines:
         self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
         self.last_step[ctx.rank] = c.step
         self.timed += bool(fields)
+        if fields:
+            self.sections.pop(ctx.rank, None)  # a training record ends the rank's evaluation section
         self._box = n
         self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
         for name, (value, role) in fields.items():
@@ -402,6 +423,8 @@ class StepLines:
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, cols, roles)
         windowed = False
+        if chosen is None:
+            chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
             chosen, duration, how = from_throughput(cols, roles)
         if chosen is None:
