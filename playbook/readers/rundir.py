@@ -12,7 +12,7 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import InputError, PlaybookError
 from playbook.readers import kineto
-from playbook.readers.files import read_file
+from playbook.readers.files import check_values, read_file
 from playbook.rundir import RUN_MARKER, SEGMENT_DIR, TABLE_FILES, conform_meta, is_run_dir, read_meta
 
 
@@ -98,7 +98,7 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
             except Exception as exc:  # a reader bug must still name the folder, in one line
                 bundle.warnings.append(f"{traces}: profiler traces skipped (the kineto reader failed: "
                                        f"{type(exc).__name__}: {exc})"[:300])
-        pieces.append(piece)
+        pieces.append(check_values(piece, str(part)))
     bundle.extend_all(pieces)
     bundle.meta["parts"] = parts
     _read_loose_files(run, bundle)

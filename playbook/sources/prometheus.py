@@ -510,7 +510,9 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
         grids.clear()
         columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values)}
         del values
-        bundle.telemetry = frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step)
+        bundle.telemetry, warnings = schema.check_physics(
+            frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step), src)
+        bundle.warnings += warnings
     return bundle
 
 
