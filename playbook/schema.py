@@ -353,7 +353,10 @@ def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, li
         warnings.append(f"{where}: {total} values outside what a GPU can report were read as missing, the rest of "
                         f"their rows kept ({', '.join(bad)})")
     keys = ["host", "gpu", "time"]
-    repeated = telemetry.duplicated(keys, keep=False).to_numpy() if len(telemetry) > 1 else np.zeros(0, bool)
+    if _may_repeat(telemetry):
+        repeated = telemetry.duplicated(keys, keep=False).to_numpy()
+    else:
+        repeated = np.zeros(0, bool)
     if repeated.any():
         groups = telemetry[repeated].groupby(keys, sort=False, observed=True)
         merged = groups.first().reset_index()
@@ -364,6 +367,16 @@ def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, li
         warnings.append(f"{where}: {extra} rows repeat the timestamp of an earlier row of the same GPU; merged into "
                         "it (the first value of each field kept)")
     return telemetry, warnings
+
+
+def _may_repeat(telemetry: pd.DataFrame) -> bool:
+    """Whether two neighbouring rows share GPU and time (tables are sorted by host, gpu, time, so repeats are
+    neighbours): a cheap test before the full duplicate search."""
+    if len(telemetry) < 2:
+        return False
+    t = pd.DatetimeIndex(telemetry["time"]).asi8
+    g = telemetry["gpu"].to_numpy()
+    return bool(np.any((t[1:] == t[:-1]) & (g[1:] == g[:-1])))
 
 
 def check_step_times(steps: pd.DataFrame, where: str) -> tuple[pd.DataFrame, list[str]]:
