@@ -107,6 +107,12 @@ def stat_path(path: Path) -> os.stat_result:
         raise InputError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
 
 
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path`, its symlinks resolved, lies within the folder `root` (resolved too)."""
+    target, top = os.path.realpath(path), os.path.realpath(root)
+    return target == top or target.startswith(top.rstrip(os.sep) + os.sep)
+
+
 def check_input(path: str | Path) -> Path:
     """`path` if it is a folder or a regular file (symlinks followed), else InputError naming it: what every
     command checks before it opens an input, so a FIFO, socket or device never blocks it."""

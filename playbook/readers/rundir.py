@@ -12,7 +12,7 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import InputError, PlaybookError
 from playbook.readers import kineto
-from playbook.readers.files import check_values, read_file
+from playbook.readers.files import check_values, inside, read_file
 from playbook.rundir import RUN_MARKER, SEGMENT_DIR, TABLE_FILES, conform_meta, is_run_dir, read_meta
 
 
@@ -46,6 +46,9 @@ def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | No
     frames = []
     for path in paths:
         if not path.is_file():
+            continue
+        if path.is_symlink() and not inside(path, part.parent):
+            warnings.append(f"{path}: symlink pointing outside the run directory not followed")
             continue
         try:
             frames.append(pd.read_parquet(path))
@@ -120,6 +123,9 @@ def _read_loose_files(run: Path, bundle: schema.Bundle) -> None:
     """Logs a workload wrote beside the parts (e.g. NCCL_DEBUG output): read by content; others are warned of."""
     for path in sorted(p for p in run.iterdir() if p.is_file() and p.name != "meta.json"
                        and not p.name.startswith(".")):
+        if path.is_symlink() and not inside(path, run):
+            bundle.warnings.append(f"{path}: symlink pointing outside the run directory not followed")
+            continue
         try:
             bundle.extend(read_file(path))
         except PlaybookError as exc:
