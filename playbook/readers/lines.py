@@ -199,6 +199,27 @@ def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
     return "unread", False
 
 
+def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str) -> bool:
+    """Offer one line to every scanner; whether one understood it (counted in `counts`)."""
+    understood = False
+    if nccl.feed(ln.lineno, nccl_text):
+        counts["nccl"] += 1
+        understood = True
+    if events.feed_recompile(ln):
+        counts["recompile"] += 1
+        understood = True
+    if not understood and steps.feed(ln):
+        counts["steps"] += 1
+        understood = True
+    if events.feed_lexicon(ln) and not understood:
+        counts["events"] += 1
+        understood = True
+    if events.feed_marker(ln) and not understood:  # a marker on a step line is counted as a step line
+        counts["events"] += 1
+        understood = True
+    return understood
+
+
 def scan_steps(lines, tz: str = "UTC") -> dict:
     """The step scanner alone over an iterable of lines: step_grammar.StepLines.result() (numpy arrays, no
     tables); for tests and tools that need the grammar's reading quickly."""
@@ -207,7 +228,10 @@ def scan_steps(lines, tz: str = "UTC") -> dict:
     for lineno, raw in enumerate(lines, start=1):
         if raw.strip():
             rank, t, body = prefix.split(raw)
-            steps.feed(Line(lineno, raw, body, rank, t))
+            try:
+                steps.feed(Line(lineno, raw, body, rank, t))
+            except (ValueError, OverflowError):  # a number past int()'s 4300 digits: not a step line
+                continue
     return steps.result()
 
 
@@ -237,22 +261,13 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if tables.feed(body):
             counts["profiler"] += 1
             continue
-        understood = False
-        if nccl.feed(lineno, body if prefix.tagged else raw):
-            counts["nccl"] += 1
-            understood = True
-        if events.feed_recompile(ln):
-            counts["recompile"] += 1
-            understood = True
-        if not understood and steps.feed(ln):
-            counts["steps"] += 1
-            understood = True
-        if events.feed_lexicon(ln) and not understood:
-            counts["events"] += 1
-            understood = True
-        if events.feed_marker(ln) and not understood:  # a marker on a step line is counted as a step line
-            counts["events"] += 1
-            understood = True
+        try:
+            understood = _feed(ln, nccl, events, steps, counts, body if prefix.tagged else raw)
+        except (ValueError, OverflowError):  # a number past int()'s 4300 digits: damage, not a record
+            noise["unread"] += 1
+            if len(examples) < EXAMPLES_KEPT:
+                examples.append(f"line {lineno}: a number too long to read")
+            continue
         if understood:
             in_trace = False
             continue
@@ -378,11 +393,10 @@ def sniff(head: str) -> bool:
 def _json_lines(head: str) -> bool:
     """True when the text is JSON Lines of flat records (LLaMA-Factory's trainer_log.jsonl, a metrics dump):
     its first line is a whole JSON object by itself, which a pretty-printed document's `{` is not."""
-    import json
 
     line = head.lstrip().split("\n", 1)[0].strip()
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(textio.json_loads(line), dict)
     except ValueError:
         return False
 
