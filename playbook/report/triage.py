@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.report.catalog import TRIAGE
+from playbook.report.record import md_escape
 from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
 
 
@@ -125,10 +127,11 @@ def inputs_table(bundle: Any) -> pd.DataFrame:
 
 
 def left_table(frame: pd.DataFrame, formats: dict[str, str] | None = None):
-    """A Styler with text left-aligned, no index, and `formats` (column -> format) applied; values escaped."""
-    styler = frame.style.hide(axis="index").format(formats or {}, na_rep="n/a", escape="html")
-    return styler.set_properties(**{"text-align": "left"}).set_table_styles(
-        [{"selector": "th", "props": [("text-align", "left")]}])
+    """A Styler with text left-aligned and wrapping, no index, and `formats` (column -> format) applied; values
+    escaped, lists and dicts as text, `code` spans rendered (tables.readable)."""
+    from playbook.report.tables import readable
+
+    return readable(frame, formats, index=False)
 
 
 def hypotheses_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
@@ -146,14 +149,6 @@ def gpu_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
                          columns=["id", "host", "index", "mean_util_pct", "status", "evidence"])
     frame["_ok"] = frame["status"].eq("ok")
     return frame.sort_values(["_ok", "id"], kind="stable").drop(columns="_ok").reset_index(drop=True)
-
-
-def md_escape(text: Any) -> str:
-    """Text from inputs made safe inside Markdown: HTML escaped and Markdown's own markup neutralised."""
-    import html
-    import re
-
-    return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(str(text), quote=True))
 
 
 def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = None) -> str:
@@ -177,6 +172,8 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = No
 
 def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
     notebook = hyp.get("notebook")
+    if notebook and Path(notebook).stem == TRIAGE:  # a verdict cause (healthy, insufficient data): this page
+        return f"`{hyp['id']}` has no lab; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
     if not notebook:
         return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
     name = Path(notebook).name
@@ -223,13 +220,16 @@ def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, An
     return "inconclusive", "synthetic answer recovered, the real recording less clearly — " + found, figures
 
 
-def resolve_inputs(inputs: list[str], root: str | Path | None = None) -> list[str]:
-    """Input paths as the notebook documents them: relative to the repository root, wherever the kernel started
+def resolve_inputs(inputs: list[str] | str, root: str | Path | None = None) -> list[str]:
+    """Input paths (a list, or one path as papermill's `-p inputs PATH` gives it) as the notebook documents them:
+    relative to the repository root, wherever the kernel started
     (JupyterLab starts it in notebooks/, papermill at the root); a relative path that only exists from the
     current folder is kept as it is. `root`: default catalog.repo_root() from the kernel's folder."""
     from playbook.report.catalog import repo_root
 
     root = Path(root) if root is not None else repo_root()
+    if isinstance(inputs, (str, Path)):  # papermill -p inputs PATH passes one string: one input, not its letters
+        inputs = [inputs]
     out = []
     for p in inputs:
         path = Path(p).expanduser()
@@ -327,8 +327,11 @@ def gpu_status_view(report: dict[str, Any], rows: int = 16):
     return left_table(frame, {"mean utilization (%)": "{:.0f}"})
 
 
-def hypotheses_view(report: dict[str, Any]):
-    """The ranked hypotheses for the page (score 0-1, two decimals)."""
-    frame = hypotheses_table(report).rename(columns={"id": "cause", "score": "score (0-1)",
-                                                      "next_step": "next step"})
-    return left_table(frame, {"score (0-1)": "{:.2f}"})
+def hypotheses_view(report: Any, rows: int | None = None, brief: bool = False):
+    """The ranked hypotheses for the page (score 0-1, two decimals, evidence as sentences), from a diagnosis or
+    its dict: the first `rows` (default all), and with `brief` only cause, score and evidence (the labs' view)."""
+    frame = hypotheses_table(as_dict(report)).rename(columns={"id": "cause", "score": "score (0-1)",
+                                                               "next_step": "next step"})
+    if brief:
+        frame = frame[["cause", "score (0-1)", "evidence"]]
+    return left_table(frame.head(rows) if rows else frame, {"score (0-1)": "{:.2f}"})

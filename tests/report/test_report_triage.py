@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from nbrun import assert_readable
 
 from playbook import synthetic
 from playbook.report import catalog, triage, verdict_rule
@@ -67,6 +68,8 @@ def test_triage_names_the_straggler_and_clears_the_healthy_run(synthetic_batch):
     page = (out / "triage_straggler.html").read_text()
     assert page.count("<img") >= 5 and "collective_straggler" in page
     assert "20_collective_stragglers.ipynb" in page  # points to the lab for the top hypothesis
+    for name in ("triage_straggler", "triage_healthy"):
+        assert_readable(out / f"{name}.ipynb")
 
 
 def test_report_command_on_the_embedded_sample():
@@ -87,6 +90,8 @@ def test_report_command_on_the_embedded_sample():
     assert dflash["parameters"]["interval_s"] == 2.0
     assert summary["parameters"]["notebooks"] == names and summary["parameters"]["paths"] == []
     assert (out / "index.html").is_file() and all((out / f"{n}.html").is_file() for n in names)
+    for name in names:
+        assert_readable(out / f"{name}.ipynb")  # text and tables, never a raw dict or list
 
 
 def _diag(*scored, warnings=()):
