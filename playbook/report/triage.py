@@ -239,29 +239,77 @@ def resolve_inputs(inputs: list[str] | str, root: str | Path | None = None) -> l
     return out
 
 
-def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_bins: int = 400) -> dict:
-    """Display the verdict card (verdict, confidence, GPU time lost, guilty units, next command) with the
-    heatmap (not-ok GPUs first) inside it; returns the headline dict, with the figure as base64 PNG under
+def has_samples(frame: pd.DataFrame, metric: str) -> bool:
+    """True when `frame` holds at least one value of `metric` (GPU telemetry or a busy timeline)."""
+    return bool(len(frame)) and metric in frame and bool(frame[metric].notna().any())
+
+
+def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_bins: int = 400,
+                  bundle: Any = None) -> dict:
+    """Display the verdict card (verdict, confidence, GPU time lost, guilty units, next command) with the figure
+    of what was measured inside it: the heatmap (not-ok GPUs first) for utilization samples, else the step times
+    and their stalls of `bundle` (a step-only run); returns the headline dict, with the figure as base64 PNG under
     `figure_png` (the batch runner moves it into a file for the index)."""
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
+    from playbook.plots import steps as steps_plots
     from playbook.plots import timeline
     from playbook.report import headline
 
     head = headline.from_diagnosis(report, frame, metric)
-    png, note = None, None
-    if len(frame) and frame[metric].notna().any():
+    steps = getattr(bundle, "steps", None)
+    png, note, alt = None, None, "heatmap of every GPU over time, the ones not ok first"
+    if has_samples(frame, metric):
         period = (report.get("oscillation") or {}).get("period_s")
         fig = timeline.heatmap(frame, metric, max_bins=max_bins, status=status_map(report), period_s=period,
                                figsize=(11, 4.6))
+    elif steps is not None and len(steps):
+        fig, alt = steps_plots.step_stalls(steps, bundle.events), "step time per step, the stalls in red"
+    else:
+        fig, note = None, "No figure: the inputs hold no utilization samples or step times (see the reader warnings)."
+    if fig is not None:
         png = headline.figure_png(fig)
         plt.close(fig)
-    else:
-        note = "No heatmap: the inputs hold no utilization samples (see the reader warnings below)."
-    display(HTML(headline.card_html(head, png, "heatmap of every GPU over time, the ones not ok first",
-                                    figure_note=note)))
+    display(HTML(headline.card_html(head, png, alt, figure_note=note)))
     return {**head, "figure_png": png}
+
+
+def show_timelines(bundle: Any, frame: pd.DataFrame, metric: str) -> None:
+    """Per-host utilization lines when the inputs hold samples; else each step's time with its stalls (a
+    step-only run); else one line saying there is nothing over time to draw."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    from playbook.plots import steps as steps_plots
+    from playbook.plots import timeline
+
+    if has_samples(frame, metric):
+        fig = timeline.host_lines(frame, metric)
+    elif len(bundle.steps):
+        fig = steps_plots.step_stalls(bundle.steps, bundle.events)
+    else:
+        display(HTML("<p><em>Nothing over time to draw: the inputs hold no samples and no step times.</em></p>"))
+        return
+    plt.show()
+    plt.close(fig)
+
+
+def show_gpu_status(report: dict[str, Any], rows: int = 16) -> None:
+    """The GPU status grid and table (not-ok first, `rows` rows), or one line when the inputs hold no GPU."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    from playbook.plots import timeline
+
+    gpus = report.get("gpus") or []
+    if not gpus:
+        display(HTML("<p><em>No GPU status: the inputs hold no GPU telemetry (only what is drawn above).</em></p>"))
+        return
+    fig = timeline.status_table(gpus)
+    plt.show()
+    plt.close(fig)
+    display(gpu_status_view(report, rows))
 
 
 def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
