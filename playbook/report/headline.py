@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.report.catalog import TRIAGE
-from playbook.report.record import format_value
+from playbook.report.record import count, format_value, html_inline
 from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_verdict
 
 MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
@@ -115,7 +115,8 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     return {"status": status, "sentence": sentence, "detail": summary,
             "confidence": confidence_words(status, score, margin), "lost_share": share,
             "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": guilty(diagnosis),
-            "next_command": command, "next_why": why, "cause": top.get("id")}
+            "next_command": command, "next_why": why, "cause": top.get("id"),
+            "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
 
 
 def _sentence(status: str, top: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
@@ -180,6 +181,25 @@ def next_command(status: str, top: dict[str, Any], recorded: str | None = None) 
         return "playbook record --out runs/next -- <your launch command>", "keep a record to compare the next run with"
     return ("playbook record --out runs/next -- <your launch command>",
             "records step phases and host counters, which name the cause")
+
+
+SYNTHETIC_MARK = "# SYNTHETIC"  # how playbook.synthetic's README.md beside generated logs begins
+
+
+def synthetic_inputs(inputs: list[str]) -> bool:
+    """True when every input lies beside a README.md that playbook.synthetic wrote ("# SYNTHETIC ..."): the
+    card then says the input is generated, not measured."""
+    folders = {Path(name).parent for name in inputs or []}
+    if not folders:
+        return False
+    for folder in folders:
+        try:
+            with open(folder / "README.md", encoding="utf-8", errors="replace") as fh:
+                if not fh.readline().startswith(SYNTHETIC_MARK):
+                    return False
+        except OSError:
+            return False
+    return True
 
 
 def recorded_run(inputs: list[str]) -> str | None:
@@ -268,9 +288,11 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     """The headline as a self-contained, escaped HTML block (its own <style>, no script)."""
     e = html.escape
     color = STATUS_COLORS.get(h.get("status", ""), "#adb5bd")
-    facts = [("confidence", e(str(h.get("confidence", ""))))]
+    facts = [("input", "<b>SYNTHETIC</b> — generated, not a measurement")] if h.get("synthetic") else []
+    facts.append(("confidence", e(str(h.get("confidence", "")))))
     if h.get("lost_share") is not None:
-        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {h.get('gpus') or '?'} GPUs"))
+        gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
+        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
     if h.get("gpu_hours_per_day") is not None:
         facts.append(("GPU-hours lost per day", f"{h['gpu_hours_per_day']:.1f}"))
     g = h.get("guilty") or {}
@@ -284,11 +306,11 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
             facts.append((e(figure_label(str(k))), e(format_value(v))))
     row = "".join(f'<div><span class="pb-k">{k}</span>{v}</div>' for k, v in facts)
     parts = [f'<style>{CARD_CSS}</style><section class="pb-card" id="verdict" style="--pb-c:{color}">',
-             f'<p class="pb-verdict">{e(str(h.get("status", "")).upper())}: {e(str(h.get("sentence", "")))}</p>',
+             f'<p class="pb-verdict">{e(str(h.get("status", "")).upper())}: {html_inline(h.get("sentence", ""))}</p>',
              f'<div class="pb-row">{row}</div>']
     if h.get("next_command"):
         parts.append(f'<div class="pb-row"><div><span class="pb-k">next</span><code>{e(h["next_command"])}</code> '
-                     f'— {e(str(h.get("next_why", "")))}</div></div>')
+                     f'— {html_inline(h.get("next_why", ""))}</div></div>')
     if figure_b64:
         parts.append(f'<img alt="{e(figure_alt)}" src="data:image/png;base64,{figure_b64}">')
     elif figure_note:

@@ -9,6 +9,7 @@ depend on the notebook's text output.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -50,7 +51,7 @@ class Verdict(dict):
         rows = "".join(f"\n| {md_escape(str(k).replace('_', ' '))} | {md_escape(as_text(v))} |"
                        for k, v in self["figures"].items())
         table = f"\n\n| figure | value |\n|---|---|{rows}" if rows else ""
-        return f"**Verdict: {self['status'].upper()}** — {md_escape(self['summary'])}{table}"
+        return f"**Verdict: {self['status'].upper()}** — {md_inline(self['summary'])}{table}"
 
     def __repr__(self) -> str:
         figures = "".join(f"\n  {str(k).replace('_', ' ')}: {as_text(v)}" for k, v in self["figures"].items())
@@ -92,14 +93,12 @@ def verdict(status: str, summary: str, **figures: Any) -> Verdict:
 
 def verdict_html(status: str, summary: str, figures: dict[str, Any]) -> str:
     """The verdict line and its key figures as escaped HTML (summaries quote input: host names, file names)."""
-    import html
-
     td = '<td style="text-align:left">'
     rows = "".join(f"<tr>{td}{html.escape(str(k).replace('_', ' '))}</td>{td}{html.escape(as_text(v))}</td></tr>"
                    for k, v in figures.items())
     table = f'<table style="width:auto;text-align:left">{rows}</table>' if rows else ""
     return (f'<div style="text-align:left"><p><b>Verdict: {html.escape(status.upper())}</b> — '
-            f"{html.escape(str(summary))}</p>{table}</div>")
+            f"{html_inline(summary)}</p>{table}</div>")
 
 
 def format_value(v: Any) -> str:
@@ -132,15 +131,32 @@ def as_text(v: Any, limit: int = 12) -> str:
     return sep.join(k + t for k, t in zip(keys, texts, strict=False)) + more if texts else "none"
 
 
+def count(n: int, noun: str) -> str:
+    """"1 host", "8 hosts": a number and its noun, plural when n is not 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _nested(v: Any, limit: int) -> str:
     return f"({as_text(v, limit)})" if isinstance(v, (dict, list, tuple, set)) and v else as_text(v, limit)
 
 
 def md_escape(text: Any) -> str:
     """Text from inputs made safe inside Markdown: HTML escaped and Markdown's own markup neutralised."""
-    import html
-
     return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(str(text), quote=True))
+
+
+def html_inline(text: Any) -> str:
+    """Text as escaped HTML whose `code` spans are <code> elements (the only Markdown the playbook's own
+    sentences use), so a command reads as a command and not as backticks."""
+    return re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(str(text), quote=True))
+
+
+def md_inline(text: Any) -> str:
+    """Text from inputs made safe inside Markdown (md_escape) while its own `code` spans stay code (as escaped
+    HTML <code>, which Markdown passes through): commands in a next step read as commands, not as backticks."""
+    parts = re.split(r"`([^`\n]+)`", str(text))
+    return "".join(md_escape(part) if i % 2 == 0 else f"<code>{html.escape(part)}</code>"
+                   for i, part in enumerate(parts))
 
 
 def collect(notebook: str | Path | dict) -> dict[str, Any]:

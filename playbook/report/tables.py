@@ -9,19 +9,16 @@ repr), left-aligned, escaped, with `code` spans of the text rendered as code rat
 from __future__ import annotations
 
 import html
-import re
 from typing import Any
 
 import pandas as pd
 
-from playbook.report.record import as_text
-
-_CODE = re.compile(r"`([^`\n]+)`")
+from playbook.report.record import as_text, html_inline
 
 
-def inline_markdown(text: Any) -> str:
-    """`text` as escaped HTML whose `code` spans are <code> elements (the only Markdown the tables' text uses)."""
-    return _CODE.sub(r"<code>\1</code>", html.escape(as_text(text), quote=True))
+def inline_markdown(value: Any) -> str:
+    """A cell as escaped HTML text (as_text: lists and dicts as their items) with `code` spans as <code>."""
+    return html_inline(as_text(value))
 
 
 def as_frame(value: Any) -> pd.DataFrame:
@@ -55,5 +52,5 @@ def readable(value: Any, formats: dict[str, str] | None = None, index: bool | No
         else:
             styler = styler.format(inline_markdown, subset=[column])
     styler = styler.format_index(lambda c: html.escape(str(c)), axis=1)
-    return styler.set_properties(**{"text-align": "left", "white-space": "normal", "overflow-wrap": "anywhere"}) \
+    return styler.set_properties(**{"text-align": "left", "white-space": "normal", "overflow-wrap": "break-word"}) \
         .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}])

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.report.catalog import TRIAGE
-from playbook.report.record import md_escape
+from playbook.report.record import count, md_inline
 from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
 
 
@@ -121,7 +121,7 @@ def inputs_table(bundle: Any) -> pd.DataFrame:
     if len(tel):
         span = (tel["time"].max() - tel["time"].min()).total_seconds() if tel["time"].notna().any() else None
         frame.loc[frame["table"] == "telemetry", "covers"] = (
-            f"{tel.groupby(['host', 'gpu']).ngroups} GPUs on {tel['host'].nunique()} hosts"
+            f"{count(tel.groupby(['host', 'gpu']).ngroups, 'GPU')} on {count(tel['host'].nunique(), 'host')}"
             + (f", {span / 60:.1f} min" if span else ""))
     return frame.fillna("")
 
@@ -173,13 +173,13 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = No
 def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
     notebook = hyp.get("notebook")
     if notebook and Path(notebook).stem == TRIAGE:  # a verdict cause (healthy, insufficient data): this page
-        return f"`{hyp['id']}` has no lab; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
+        return f"`{hyp['id']}` has no lab; next step: {md_inline(hyp.get('next_step') or 'n/a')}."
     if not notebook:
-        return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
+        return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_inline(hyp.get('next_step') or 'n/a')}."
     name = Path(notebook).name
     link = f"[{name}]({name})" if (notebooks_dir / name).is_file() else f"`{notebook}` (not in {notebooks_dir})"
     return (f"**Next: the lab for `{hyp['id']}`** — {link}. It reproduces this failure on a small real training "
-            f"loop, measures it, and applies the fix. Confirm here first: {md_escape(hyp.get('next_step') or 'n/a')}")
+            f"loop, measures it, and applies the fix. Confirm here first: {md_inline(hyp.get('next_step') or 'n/a')}")
 
 
 DATA_STALL_CAUSES = ("data_starvation", "periodic_stall")
