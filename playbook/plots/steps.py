@@ -1,4 +1,4 @@
-"""Step-level figures for the labs: step times with events, phase breakdown per variant, busy fraction over time,
+"""Step-level figures for the labs and step-only runs: step times with events, a run's stalls, phase breakdown per variant, busy fraction over time,
 throughput per variant with its run-to-run spread, loss curves.
 
 Inputs are tidy frames (schema.STEP_COLUMNS / EVENT_COLUMNS, analysis.steps.busy_timeline, the runs frame of
@@ -58,6 +58,41 @@ def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataF
     ax.set_ylabel("step time (ms)")
     ax.set_title(title)
     ax.set_ylim(bottom=0)
+    outside_legend(ax, fontsize="small")
+    return fig
+
+
+def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None,
+                title: str = "Step time per step (red: stalls)"):
+    """What a step-only run measured: each step's time (median over ranks) against its index, the slow steps
+    (analysis.steps.slow_steps: the stalls) as red dots, the median as a dashed line and logged events as
+    vertical lines; "no step times" when `steps` holds none."""
+    from playbook.analysis.steps import fleet_steps, slow_steps
+
+    fig, ax = figure(ax, figsize=(10, 3.6))
+    fleet = fleet_steps(steps) if len(steps) else pd.DataFrame(columns=["step", "duration_s"])
+    fleet = fleet[np.isfinite(fleet["duration_s"].to_numpy(dtype="float64"))]
+    if fleet.empty:
+        ax.text(0.5, 0.5, "no step times", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    ms = fleet["duration_s"].to_numpy(dtype="float64") * 1e3
+    slow = slow_steps(ms)
+    ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time")
+    ax.axhline(float(np.median(ms)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(ms):.3g} ms")
+    if slow.any():
+        ax.scatter(fleet["step"][slow], ms[slow], color="#d62828", s=18, zorder=3,
+                   label=f"stall ({int(slow.sum())} slow steps)")
+    if events is not None and len(events):
+        shown: set[str] = set()
+        ev = events[events["step"].notna() & (events["step"] >= 0)]
+        for kind, step in zip(ev["kind"].astype(str), ev["step"], strict=True):
+            ax.axvline(step, color=EVENT_COLORS.get(kind, "#adb5bd"), lw=1, ls=":", alpha=0.8,
+                       label=f"{kind} event" if kind not in shown else None)
+            shown.add(kind)
+    ax.set_xlabel("step")
+    ax.set_ylabel("step time (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
     outside_legend(ax, fontsize="small")
     return fig
 

@@ -57,7 +57,10 @@ def unit_ids(frame: pd.DataFrame, unit: str = "gpu") -> pd.Series:
 def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu",
                   max_bins: int = 400) -> pd.DataFrame:
     """Mean of `metric` per (unit, time bin): rows "host:unit" ordered by host then index, columns the bin start
-    in seconds since the first sample. Bins are the sampling interval, widened so there are at most `max_bins`."""
+    in seconds since the first sample; NaN where a bin holds no sample. Bins are a whole number of sampling
+    intervals (as few as keep at most `max_bins`), starting half an interval early so a sample falls in the bin
+    of its nominal time; bins one interval wide fill a lone empty bin from its neighbours (_fill_jitter_holes).
+    So the jitter of an ordinary 1 s poll leaves no empty bin; only a real gap in the log does."""
     data, assumed = with_times(frame, unit)
     if data.empty:
         return pd.DataFrame(dtype="float64")
@@ -71,9 +74,11 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     pairs, row = np.unique(host_codes.astype("int64") * u_span + (units - u_min), return_inverse=True)
     interval = data.attrs.get("interval_s") or frame.attrs.get("interval_s") or np.nan
     if not np.isfinite(interval) or interval <= 0:
-        interval = span / max(len(data) / len(pairs), 1)
-    bin_s = max(float(interval), (span + interval) / max_bins, 1e-9)  # a sample covers one interval
-    bins = np.floor(secs / bin_s).astype("int64")
+        interval = sampling_interval(secs, row)
+    if not np.isfinite(interval) or interval <= 0:
+        interval = span / max(len(data) / len(pairs), 1) or 1.0
+    bin_s = float(interval) * max(1, int(np.ceil((span + interval) / max_bins / interval - 1e-9)))
+    bins = np.floor((secs + interval / 2) / bin_s).astype("int64")
     n_bins = int(bins.max()) + 1
     values = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype="float64")
     ok = np.isfinite(values)
@@ -82,6 +87,8 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     counts = np.bincount(cell, minlength=len(pairs) * n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).reshape(len(pairs), n_bins)
+    if bin_s < 2 * interval:
+        mean = _fill_jitter_holes(mean)
     ids = [f"{host_names[p // u_span]}:{p % u_span + u_min}" for p in pairs]
     matrix = pd.DataFrame(mean, index=pd.Index(ids), columns=np.arange(n_bins) * bin_s)
     t0 = pd.Timestamp(t0_ns, unit="ns", tz="UTC")
@@ -89,6 +96,26 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     matrix.attrs["t0"] = t0
     matrix.attrs["assumed_interval_s"] = assumed
     return matrix
+
+
+def _fill_jitter_holes(mean: np.ndarray) -> np.ndarray:
+    """Bins one sampling interval wide: a lone empty bin between two sampled ones is timestamp jitter (two
+    consecutive samples less than two intervals apart), not a gap; it gets the mean of its neighbours."""
+    hole = np.isnan(mean)
+    prev, nxt = np.full_like(mean, np.nan), np.full_like(mean, np.nan)
+    prev[:, 1:], nxt[:, :-1] = mean[:, :-1], mean[:, 1:]
+    lone = hole & np.isfinite(prev) & np.isfinite(nxt)
+    out = mean.copy()
+    out[lone] = (prev[lone] + nxt[lone]) / 2
+    return out
+
+
+def sampling_interval(secs: np.ndarray, unit_row: np.ndarray) -> float:
+    """The median time (s) between consecutive samples of one unit; NaN with fewer than two per unit."""
+    order = np.lexsort((secs, unit_row))
+    gaps = np.diff(secs[order])[np.diff(unit_row[order]) == 0]
+    gaps = gaps[gaps > 0]
+    return float(np.median(gaps)) if len(gaps) else float("nan")
 
 
 def with_times(frame: pd.DataFrame, unit: str) -> tuple[pd.DataFrame, float | None]:
@@ -144,7 +171,7 @@ def heatmap_rows(ids: list[str], status: dict[str, str] | None = None) -> tuple[
 def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax=None,
             max_bins: int = 400, title: str | None = None, status: dict[str, str] | None = None,
             period_s: float | None = None, figsize: tuple[float, float] | None = None):
-    """Heatmap of `metric` for every GPU (rows) over time (columns); white = no sample.
+    """Heatmap of `metric` for every GPU (rows) over time (columns); hatched grey = no sample (never 0%).
 
     Rows: GPUs that are not ok first (`status`: "host:index" -> status, e.g. from the diagnosis's `gpus`), each
     marked by a status-coloured strip and a bold red label, then the rest by host. Every row is labelled
@@ -165,9 +192,14 @@ def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax
     vmax = 100.0 if metric.endswith("_pct") else (1.0 if metric in ("sm_active", "busy_frac") else None)
     bad = [k for k, st in enumerate(statuses) if st != "ok"]
     y = np.concatenate([[0.0], np.cumsum(row_heights(statuses))])
-    mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(matrix.to_numpy()), cmap="viridis",
-                         vmin=0.0, vmax=vmax, shading="flat")
+    values = matrix.to_numpy()
+    mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(values), cmap="viridis",
+                         vmin=0.0, vmax=vmax, shading="flat", zorder=1)
     fig.colorbar(mesh, ax=ax, label=metric_label(metric), pad=0.01)
+    if np.isnan(values).any():  # "no sample" must not read as 0% (dark) nor as a stall: hatched grey
+        ax.add_patch(_no_sample_band(x[0], 0.0, x[-1] - x[0], y[-1]))
+        ax.legend(handles=[_no_sample_band(0, 0, 1, 1)], labels=["no sample"], loc="lower left",
+                  bbox_to_anchor=(1.0, -0.16), frameon=False, fontsize="small", handlelength=1.4)
     hosts = [i.rsplit(":", 1)[0] for i in matrix.index]
     edges = [k for k in range(len(bad) + 1, n) if hosts[k] != hosts[k - 1]]
     for k in edges:
@@ -207,6 +239,13 @@ def row_heights(statuses: list[str], share: float = 1 / 3, most: float = 8.0) ->
     if bad.any() and (~bad).any():
         h[bad] = float(np.clip(share / (1 - share) * (~bad).sum() / bad.sum(), 1.0, most))
     return h
+
+
+def _no_sample_band(x: float, y: float, width: float, height: float):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), width, height, facecolor="#e9ecef", edgecolor="#adb5bd", hatch="////", lw=0,
+                     zorder=0)
 
 
 def _band(x: float, y: float, width: float, height: float, color: str):

@@ -126,6 +126,9 @@ def parse_parameters(source: str) -> list[Parameter]:
         comment = comments.get(node.end_lineno or line, "")
         if not comment:
             raise ParameterCellError(f"line {line}: {node.target.id} has no trailing comment saying what it is")
+        if "=" in comment:  # papermill's parser skips a line holding a second "=" (--help-notebook loses it)
+            raise ParameterCellError(f"line {line}: {node.target.id}'s comment holds '=' (papermill would not list "
+                                     "it; write 'means' or ':')")
         quick, has_quick = None, False
         m = QUICK_TAG.search(comment)
         if m:

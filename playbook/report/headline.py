@@ -14,13 +14,16 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from playbook.report.record import format_value
+from playbook.report.catalog import TRIAGE
+from playbook.report.record import count, format_value, html_inline
 from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_verdict
 
 MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
@@ -108,11 +111,12 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) else None
     if hours is None and share is not None:
         hours = share * n_gpus * 24.0
-    command, why = next_command(status, top)
+    command, why = next_command(status, top, recorded_run(diagnosis.get("inputs") or []))
     return {"status": status, "sentence": sentence, "detail": summary,
             "confidence": confidence_words(status, score, margin), "lost_share": share,
             "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": guilty(diagnosis),
-            "next_command": command, "next_why": why, "cause": top.get("id")}
+            "next_command": command, "next_why": why, "cause": top.get("id"),
+            "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
 
 
 def _sentence(status: str, top: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
@@ -160,16 +164,57 @@ def guilty(diagnosis: dict[str, Any]) -> dict[str, list[str]]:
 _LAB = re.compile(r"(\d\d)_[A-Za-z0-9_]+\.ipynb$")
 
 
-def next_command(status: str, top: dict[str, Any]) -> tuple[str, str]:
-    """(command, why): the lab of the top cause as `playbook report --labs NN`, else what to record next."""
+def next_command(status: str, top: dict[str, Any], recorded: str | None = None) -> tuple[str, str]:
+    """(command, why): the lab of the top cause as `playbook report --labs NN` (never the triage page itself),
+    else the next measurement: for `recorded`, a run directory `playbook record` already wrote, a comparison
+    (healthy) or lab 02's measurement ladder; for loose logs, a recording of the run."""
     m = _LAB.search(str(top.get("notebook") or ""))
-    if m and status in ("confirmed", "inconclusive"):
+    if m and not str(top.get("notebook")).endswith(f"{TRIAGE}.ipynb") and status in ("confirmed", "inconclusive"):
         return (f"playbook report --labs {m.group(1)}",
                 f"reproduces {str(top.get('id')).replace('_', ' ')} on a small real training loop and measures its fix")
+    if recorded and status == "refuted":
+        return f"playbook compare RUN_BEFORE {recorded}", "is this run slower than an earlier one beyond the noise"
+    if recorded:
+        return ("playbook report --labs 02", "the measurement ladder: which probe (step phases, traces, NCCL logs) "
+                "records what this run lacks, and what it costs")
     if status == "refuted":
         return "playbook record --out runs/next -- <your launch command>", "keep a record to compare the next run with"
     return ("playbook record --out runs/next -- <your launch command>",
             "records step phases and host counters, which name the cause")
+
+
+SYNTHETIC_MARK = "# SYNTHETIC"  # how playbook.synthetic's README.md beside generated logs begins
+
+
+def synthetic_inputs(inputs: list[str]) -> bool:
+    """True when every input lies beside a README.md that playbook.synthetic wrote ("# SYNTHETIC ..."): the
+    card then says the input is generated, not measured."""
+    folders = {Path(name).parent for name in inputs or []}
+    if not folders:
+        return False
+    for folder in folders:
+        try:
+            with open(folder / "README.md", encoding="utf-8", errors="replace") as fh:
+                if not fh.readline().startswith(SYNTHETIC_MARK):
+                    return False
+        except OSError:
+            return False
+    return True
+
+
+def recorded_run(inputs: list[str]) -> str | None:
+    """The run directory (written by `playbook record`) that the diagnosed inputs lie in, if any."""
+    from playbook.rundir import is_run_dir
+
+    for name in inputs or []:
+        path = Path(name)
+        for candidate in (path, *list(path.parents)[:2]):
+            try:
+                if candidate.is_dir() and is_run_dir(candidate):
+                    return str(candidate)
+            except OSError:
+                continue
+    return None
 
 
 def lab_headline(entry: dict[str, Any]) -> dict[str, Any] | None:
@@ -179,13 +224,34 @@ def lab_headline(entry: dict[str, Any]) -> dict[str, Any] | None:
         return None
     words = {"confirmed": "the fix beats run-to-run noise", "refuted": "the fix did not help beyond noise",
              "inconclusive": "low: the runs cannot separate the fix from noise"}
-    number = str(entry.get("notebook", "")).split("_", 1)[0]
+    command, why = lab_next(entry)
     return {"status": v["status"], "sentence": str(v.get("summary", "")), "detail": "",
             "confidence": words.get(v["status"], v["status"]), "lost_share": None, "gpu_hours_per_day": None,
-            "figures": v.get("figures") or {}, "guilty": {},
-            "next_command": f"playbook report --labs {number}" if number.isdigit() else "playbook report",
-            "next_why": "the full run (drop --quick) for a tighter interval" if entry.get("quick")
-            else "rerun to reproduce; then compare your own runs with: playbook compare BEFORE AFTER"}
+            "figures": v.get("figures") or {}, "guilty": {}, "next_command": command, "next_why": why}
+
+
+def lab_next(entry: dict[str, Any]) -> tuple[str, str]:
+    """(command, why) after a lab, never the page itself: an inconclusive lab reruns with twice the repeats
+    (papermill, when the notebook has a `repeats` parameter); otherwise the fix is tried on one's own run."""
+    status = (entry.get("verdict") or {}).get("status")
+    source = str(entry.get("source") or "")
+    if status == "inconclusive" and source.endswith(".ipynb"):
+        from playbook.report import catalog
+
+        try:
+            path = Path(source) if Path(source).is_absolute() else catalog.repo_root() / source
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            params = {p.name: p.default for p in catalog.parse_parameters(
+                catalog.cell_source(catalog.parameters_cells(nb)[0]))}
+        except (OSError, ValueError, IndexError, catalog.ParameterCellError):
+            params = {}
+        if isinstance(params.get("repeats"), int):
+            ran = (entry.get("parameters") or {}).get("repeats", params["repeats"])
+            more = max(2 * int(ran), 3)
+            return (f"papermill {source} {Path(source).stem}-more.ipynb -p repeats {more}",
+                    f"{more} repeats a variant narrow the interval until it separates fix, fault and noise")
+    return ("playbook compare runs/before runs/after",
+            "record your own run before and after the fix (playbook record --out runs/after -- CMD) and compare")
 
 
 def figure_png(fig, dpi: int = 90) -> str:
@@ -222,9 +288,11 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     """The headline as a self-contained, escaped HTML block (its own <style>, no script)."""
     e = html.escape
     color = STATUS_COLORS.get(h.get("status", ""), "#adb5bd")
-    facts = [("confidence", e(str(h.get("confidence", ""))))]
+    facts = [("input", "<b>SYNTHETIC</b> — generated, not a measurement")] if h.get("synthetic") else []
+    facts.append(("confidence", e(str(h.get("confidence", "")))))
     if h.get("lost_share") is not None:
-        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {h.get('gpus') or '?'} GPUs"))
+        gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
+        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
     if h.get("gpu_hours_per_day") is not None:
         facts.append(("GPU-hours lost per day", f"{h['gpu_hours_per_day']:.1f}"))
     g = h.get("guilty") or {}
@@ -238,11 +306,11 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
             facts.append((e(figure_label(str(k))), e(format_value(v))))
     row = "".join(f'<div><span class="pb-k">{k}</span>{v}</div>' for k, v in facts)
     parts = [f'<style>{CARD_CSS}</style><section class="pb-card" id="verdict" style="--pb-c:{color}">',
-             f'<p class="pb-verdict">{e(str(h.get("status", "")).upper())}: {e(str(h.get("sentence", "")))}</p>',
+             f'<p class="pb-verdict">{e(str(h.get("status", "")).upper())}: {html_inline(h.get("sentence", ""))}</p>',
              f'<div class="pb-row">{row}</div>']
     if h.get("next_command"):
         parts.append(f'<div class="pb-row"><div><span class="pb-k">next</span><code>{e(h["next_command"])}</code> '
-                     f'— {e(str(h.get("next_why", "")))}</div></div>')
+                     f'— {html_inline(h.get("next_why", ""))}</div></div>')
     if figure_b64:
         parts.append(f'<img alt="{e(figure_alt)}" src="data:image/png;base64,{figure_b64}">')
     elif figure_note:

@@ -9,7 +9,10 @@ depend on the notebook's text output.
 
 from __future__ import annotations
 
+import html
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,7 @@ VERDICTS = ("confirmed", "refuted", "inconclusive")
 
 
 def record(name: str, value: Any, show: bool = True) -> Any:
-    """Store `value` under `name` in the notebook's outputs (and show it as text); returns `value`."""
+    """Store `value` under `name` in the notebook's outputs (and show it as a line of text); returns `value`."""
     payload = {"name": name, "value": to_jsonable(value)}
     try:
         from IPython.display import display
@@ -28,21 +31,61 @@ def record(name: str, value: Any, show: bool = True) -> Any:
         return value
     data = {MIME: payload}
     if show:
-        data["text/plain"] = f"{name} = {json.dumps(payload['value'])}"
+        data["text/plain"] = f"{name.replace('_', ' ')}: {as_text(payload['value'])}"
     display(data, raw=True)
     return value
 
 
-def verdict(status: str, summary: str, **figures: Any) -> dict:
-    """Record the notebook's verdict: status is confirmed / refuted / inconclusive, with its key figures."""
+class Verdict(dict):
+    """A recorded verdict ({"status", "summary", "figures"}) that shows itself as the verdict line and a table of
+    its figures (HTML, Markdown or plain text; input text escaped), never as a raw dict."""
+
+    def __init__(self, status: str, summary: str, figures: dict[str, Any]):
+        super().__init__(status=status, summary=summary, figures=figures)
+        self._shown_in = _execution_count()  # verdict() shows it once; ending a cell with it adds no second copy
+
+    def _repr_html_(self) -> str:
+        return verdict_html(self["status"], self["summary"], self["figures"])
+
+    def _repr_markdown_(self) -> str:
+        rows = "".join(f"\n| {md_escape(str(k).replace('_', ' '))} | {md_escape(as_text(v))} |"
+                       for k, v in self["figures"].items())
+        table = f"\n\n| figure | value |\n|---|---|{rows}" if rows else ""
+        return f"**Verdict: {self['status'].upper()}** — {md_inline(self['summary'])}{table}"
+
+    def __repr__(self) -> str:
+        figures = "".join(f"\n  {str(k).replace('_', ' ')}: {as_text(v)}" for k, v in self["figures"].items())
+        return f"Verdict: {self['status'].upper()} — {self['summary']}{figures}"
+
+    def _ipython_display_(self) -> None:
+        if self._shown_in is not None and self._shown_in == _execution_count():
+            return  # the cell that called verdict() already shows it
+        from IPython.display import display
+
+        display({"text/html": self._repr_html_(), "text/markdown": self._repr_markdown_(),
+                 "text/plain": repr(self)}, raw=True)
+
+
+def _execution_count() -> int | None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    return getattr(shell, "execution_count", None) if shell is not None else None
+
+
+def verdict(status: str, summary: str, **figures: Any) -> Verdict:
+    """Record the notebook's verdict (status is confirmed / refuted / inconclusive, with its key figures) and show
+    it; the returned Verdict is a dict that displays as the verdict, so a cell may end with the call."""
     if status not in VERDICTS:
         raise ValueError(f"verdict status must be one of {VERDICTS}, not {status!r}")
-    value = {"status": status, "summary": summary, "figures": to_jsonable(figures)}
-    record("verdict", value, show=False)
+    value = Verdict(status, str(summary), to_jsonable(figures))
+    record("verdict", dict(value), show=False)
     try:
-        from IPython.display import HTML, display
+        from IPython.display import display
 
-        display(HTML(verdict_html(status, summary, figures)))
+        display({"text/html": value._repr_html_(), "text/plain": repr(value)}, raw=True)
     except ImportError:
         pass
     return value
@@ -50,25 +93,70 @@ def verdict(status: str, summary: str, **figures: Any) -> dict:
 
 def verdict_html(status: str, summary: str, figures: dict[str, Any]) -> str:
     """The verdict line and its key figures as escaped HTML (summaries quote input: host names, file names)."""
-    import html
-
     td = '<td style="text-align:left">'
-    rows = "".join(f"<tr>{td}{html.escape(str(k).replace('_', ' '))}</td>{td}{html.escape(format_value(v))}</td></tr>"
-                   for k, v in figures.items() if not isinstance(v, (dict, list)))
+    rows = "".join(f"<tr>{td}{html.escape(str(k).replace('_', ' '))}</td>{td}{html.escape(as_text(v))}</td></tr>"
+                   for k, v in figures.items())
     table = f'<table style="width:auto;text-align:left">{rows}</table>' if rows else ""
     return (f'<div style="text-align:left"><p><b>Verdict: {html.escape(status.upper())}</b> — '
-            f"{html.escape(str(summary))}</p>{table}</div>")
+            f"{html_inline(summary)}</p>{table}</div>")
 
 
 def format_value(v: Any) -> str:
     """A key figure as short text: 3 significant digits for floats, thousands separated, booleans as yes/no."""
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "n/a" if math.isnan(v) else str(v)
     if isinstance(v, float) and abs(v) >= 1000:
         return f"{v:,.0f}"
     if isinstance(v, float):
         return f"{v:.3g}"
     return "n/a" if v is None else str(v)
+
+
+def as_text(v: Any, limit: int = 12) -> str:
+    """Any recorded value as readable text, never a Python repr: scalars by format_value, a list as its items
+    joined by commas, a dict as "key value" pairs (a nested one in parentheses); at most `limit` items each. Items
+    that are phrases (evidence sentences) are joined by semicolons."""
+    if isinstance(v, dict):
+        keys, values = [str(k).replace("_", " ") + " " for k in v], list(v.values())
+    elif isinstance(v, (list, tuple, set)):
+        values = list(v)
+        keys = [""] * len(values)
+    else:
+        return format_value(v)
+    texts = [_nested(x, limit) for x in values[:limit]]
+    sep = "; " if any(" " in t for t in texts) else ", "
+    more = f" and {len(values) - limit} more" if len(values) > limit else ""
+    return sep.join(k + t for k, t in zip(keys, texts, strict=False)) + more if texts else "none"
+
+
+def count(n: int, noun: str) -> str:
+    """"1 host", "8 hosts": a number and its noun, plural when n is not 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _nested(v: Any, limit: int) -> str:
+    return f"({as_text(v, limit)})" if isinstance(v, (dict, list, tuple, set)) and v else as_text(v, limit)
+
+
+def md_escape(text: Any) -> str:
+    """Text from inputs made safe inside Markdown: HTML escaped and Markdown's own markup neutralised."""
+    return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(str(text), quote=True))
+
+
+def html_inline(text: Any) -> str:
+    """Text as escaped HTML whose `code` spans are <code> elements (the only Markdown the playbook's own
+    sentences use), so a command reads as a command and not as backticks."""
+    return re.sub(r"`([^`\n]+)`", r"<code>\1</code>", html.escape(str(text), quote=True))
+
+
+def md_inline(text: Any) -> str:
+    """Text from inputs made safe inside Markdown (md_escape) while its own `code` spans stay code (as escaped
+    HTML <code>, which Markdown passes through): commands in a next step read as commands, not as backticks."""
+    parts = re.split(r"`([^`\n]+)`", str(text))
+    return "".join(md_escape(part) if i % 2 == 0 else f"<code>{html.escape(part)}</code>"
+                   for i, part in enumerate(parts))
 
 
 def collect(notebook: str | Path | dict) -> dict[str, Any]:

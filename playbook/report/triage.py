@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.report.catalog import TRIAGE
+from playbook.report.record import count, md_inline
 from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
 
 
@@ -119,16 +121,17 @@ def inputs_table(bundle: Any) -> pd.DataFrame:
     if len(tel):
         span = (tel["time"].max() - tel["time"].min()).total_seconds() if tel["time"].notna().any() else None
         frame.loc[frame["table"] == "telemetry", "covers"] = (
-            f"{tel.groupby(['host', 'gpu']).ngroups} GPUs on {tel['host'].nunique()} hosts"
+            f"{count(tel.groupby(['host', 'gpu']).ngroups, 'GPU')} on {count(tel['host'].nunique(), 'host')}"
             + (f", {span / 60:.1f} min" if span else ""))
     return frame.fillna("")
 
 
 def left_table(frame: pd.DataFrame, formats: dict[str, str] | None = None):
-    """A Styler with text left-aligned, no index, and `formats` (column -> format) applied; values escaped."""
-    styler = frame.style.hide(axis="index").format(formats or {}, na_rep="n/a", escape="html")
-    return styler.set_properties(**{"text-align": "left"}).set_table_styles(
-        [{"selector": "th", "props": [("text-align", "left")]}])
+    """A Styler with text left-aligned and wrapping, no index, and `formats` (column -> format) applied; values
+    escaped, lists and dicts as text, `code` spans rendered (tables.readable)."""
+    from playbook.report.tables import readable
+
+    return readable(frame, formats, index=False)
 
 
 def hypotheses_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
@@ -146,14 +149,6 @@ def gpu_table(diagnosis: dict[str, Any]) -> pd.DataFrame:
                          columns=["id", "host", "index", "mean_util_pct", "status", "evidence"])
     frame["_ok"] = frame["status"].eq("ok")
     return frame.sort_values(["_ok", "id"], kind="stable").drop(columns="_ok").reset_index(drop=True)
-
-
-def md_escape(text: Any) -> str:
-    """Text from inputs made safe inside Markdown: HTML escaped and Markdown's own markup neutralised."""
-    import html
-    import re
-
-    return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(str(text), quote=True))
 
 
 def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = None) -> str:
@@ -177,12 +172,14 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = No
 
 def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
     notebook = hyp.get("notebook")
+    if notebook and Path(notebook).stem == TRIAGE:  # a verdict cause (healthy, insufficient data): this page
+        return f"`{hyp['id']}` has no lab; next step: {md_inline(hyp.get('next_step') or 'n/a')}."
     if not notebook:
-        return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_escape(hyp.get('next_step') or 'n/a')}."
+        return f"No lab notebook covers `{hyp['id']}` yet; next step: {md_inline(hyp.get('next_step') or 'n/a')}."
     name = Path(notebook).name
     link = f"[{name}]({name})" if (notebooks_dir / name).is_file() else f"`{notebook}` (not in {notebooks_dir})"
     return (f"**Next: the lab for `{hyp['id']}`** — {link}. It reproduces this failure on a small real training "
-            f"loop, measures it, and applies the fix. Confirm here first: {md_escape(hyp.get('next_step') or 'n/a')}")
+            f"loop, measures it, and applies the fix. Confirm here first: {md_inline(hyp.get('next_step') or 'n/a')}")
 
 
 DATA_STALL_CAUSES = ("data_starvation", "periodic_stall")
@@ -223,13 +220,16 @@ def onboarding_verdict(synthetic: dict[str, Any], truth: Any, real: dict[str, An
     return "inconclusive", "synthetic answer recovered, the real recording less clearly — " + found, figures
 
 
-def resolve_inputs(inputs: list[str], root: str | Path | None = None) -> list[str]:
-    """Input paths as the notebook documents them: relative to the repository root, wherever the kernel started
+def resolve_inputs(inputs: list[str] | str, root: str | Path | None = None) -> list[str]:
+    """Input paths (a list, or one path as papermill's `-p inputs PATH` gives it) as the notebook documents them:
+    relative to the repository root, wherever the kernel started
     (JupyterLab starts it in notebooks/, papermill at the root); a relative path that only exists from the
     current folder is kept as it is. `root`: default catalog.repo_root() from the kernel's folder."""
     from playbook.report.catalog import repo_root
 
     root = Path(root) if root is not None else repo_root()
+    if isinstance(inputs, (str, Path)):  # papermill -p inputs PATH passes one string: one input, not its letters
+        inputs = [inputs]
     out = []
     for p in inputs:
         path = Path(p).expanduser()
@@ -239,29 +239,77 @@ def resolve_inputs(inputs: list[str], root: str | Path | None = None) -> list[st
     return out
 
 
-def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_bins: int = 400) -> dict:
-    """Display the verdict card (verdict, confidence, GPU time lost, guilty units, next command) with the
-    heatmap (not-ok GPUs first) inside it; returns the headline dict, with the figure as base64 PNG under
+def has_samples(frame: pd.DataFrame, metric: str) -> bool:
+    """True when `frame` holds at least one value of `metric` (GPU telemetry or a busy timeline)."""
+    return bool(len(frame)) and metric in frame and bool(frame[metric].notna().any())
+
+
+def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_bins: int = 400,
+                  bundle: Any = None) -> dict:
+    """Display the verdict card (verdict, confidence, GPU time lost, guilty units, next command) with the figure
+    of what was measured inside it: the heatmap (not-ok GPUs first) for utilization samples, else the step times
+    and their stalls of `bundle` (a step-only run); returns the headline dict, with the figure as base64 PNG under
     `figure_png` (the batch runner moves it into a file for the index)."""
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
+    from playbook.plots import steps as steps_plots
     from playbook.plots import timeline
     from playbook.report import headline
 
     head = headline.from_diagnosis(report, frame, metric)
-    png, note = None, None
-    if len(frame) and frame[metric].notna().any():
+    steps = getattr(bundle, "steps", None)
+    png, note, alt = None, None, "heatmap of every GPU over time, the ones not ok first"
+    if has_samples(frame, metric):
         period = (report.get("oscillation") or {}).get("period_s")
         fig = timeline.heatmap(frame, metric, max_bins=max_bins, status=status_map(report), period_s=period,
                                figsize=(11, 4.6))
+    elif steps is not None and len(steps):
+        fig, alt = steps_plots.step_stalls(steps, bundle.events), "step time per step, the stalls in red"
+    else:
+        fig, note = None, "No figure: the inputs hold no utilization samples or step times (see the reader warnings)."
+    if fig is not None:
         png = headline.figure_png(fig)
         plt.close(fig)
-    else:
-        note = "No heatmap: the inputs hold no utilization samples (see the reader warnings below)."
-    display(HTML(headline.card_html(head, png, "heatmap of every GPU over time, the ones not ok first",
-                                    figure_note=note)))
+    display(HTML(headline.card_html(head, png, alt, figure_note=note)))
     return {**head, "figure_png": png}
+
+
+def show_timelines(bundle: Any, frame: pd.DataFrame, metric: str) -> None:
+    """Per-host utilization lines when the inputs hold samples; else each step's time with its stalls (a
+    step-only run); else one line saying there is nothing over time to draw."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    from playbook.plots import steps as steps_plots
+    from playbook.plots import timeline
+
+    if has_samples(frame, metric):
+        fig = timeline.host_lines(frame, metric)
+    elif len(bundle.steps):
+        fig = steps_plots.step_stalls(bundle.steps, bundle.events)
+    else:
+        display(HTML("<p><em>Nothing over time to draw: the inputs hold no samples and no step times.</em></p>"))
+        return
+    plt.show()
+    plt.close(fig)
+
+
+def show_gpu_status(report: dict[str, Any], rows: int = 16) -> None:
+    """The GPU status grid and table (not-ok first, `rows` rows), or one line when the inputs hold no GPU."""
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML, display
+
+    from playbook.plots import timeline
+
+    gpus = report.get("gpus") or []
+    if not gpus:
+        display(HTML("<p><em>No GPU status: the inputs hold no GPU telemetry (only what is drawn above).</em></p>"))
+        return
+    fig = timeline.status_table(gpus)
+    plt.show()
+    plt.close(fig)
+    display(gpu_status_view(report, rows))
 
 
 def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
@@ -327,8 +375,11 @@ def gpu_status_view(report: dict[str, Any], rows: int = 16):
     return left_table(frame, {"mean utilization (%)": "{:.0f}"})
 
 
-def hypotheses_view(report: dict[str, Any]):
-    """The ranked hypotheses for the page (score 0-1, two decimals)."""
-    frame = hypotheses_table(report).rename(columns={"id": "cause", "score": "score (0-1)",
-                                                      "next_step": "next step"})
-    return left_table(frame, {"score (0-1)": "{:.2f}"})
+def hypotheses_view(report: Any, rows: int | None = None, brief: bool = False):
+    """The ranked hypotheses for the page (score 0-1, two decimals, evidence as sentences), from a diagnosis or
+    its dict: the first `rows` (default all), and with `brief` only cause, score and evidence (the labs' view)."""
+    frame = hypotheses_table(as_dict(report)).rename(columns={"id": "cause", "score": "score (0-1)",
+                                                               "next_step": "next step"})
+    if brief:
+        frame = frame[["cause", "score (0-1)", "evidence"]]
+    return left_table(frame.head(rows) if rows else frame, {"score (0-1)": "{:.2f}"})

@@ -54,7 +54,7 @@ class OverlapConfig:
     variants: tuple[str, ...] = knob(VARIANTS, "comma-separated subset of the variants")
     steps: int = knob(20, "steps per variant (the variants take turns step by step)")
     width: int = knob(512, "MLP width")
-    layers: int = knob(8, "MLP depth (gradient = layers × width² × 4 bytes)")
+    layers: int = knob(8, "MLP depth (gradient: layers × width² × 4 bytes)")
     batch: int = knob(32, "samples per rank per step")
     bucket_mb: float = knob(1.0, "DDP bucket_cap_mb of the overlapped variant")
     lr: float = knob(1e-3, "learning rate")

@@ -68,7 +68,7 @@ class StragglerConfig:
     repeats: int = knob(2, "repeats per variant, each with reshuffled data")
     batch: int = knob(8, "sequences per rank per step")
     mean_len: float = knob(64.0, "mean sequence length (tokens); lengths are log-normal")
-    sigma: float = knob(1.0, "log-normal sigma of the lengths (tail weight; 0 = all equal)")
+    sigma: float = knob(1.0, "log-normal sigma of the lengths (tail weight; 0 means all equal)")
     max_len: int = knob(512, "longest sequence (tokens)")
     vocab: int = knob(64, "vocabulary size (tokens)")
     hidden: int = knob(256, "model width")

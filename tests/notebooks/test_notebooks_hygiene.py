@@ -4,6 +4,7 @@ exactly one `parameters` cell of commented, annotated literals, and no `def` or 
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -44,6 +45,22 @@ def test_one_parameters_cell_of_commented_annotated_literals(path):
     assert params, f"{path.name}: the parameters cell declares nothing"
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert first_code is cells[0], f"{path.name}: code runs before the parameters cell"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_lists_every_parameter_with_its_type_default_and_help(path):
+    """`papermill --help-notebook` (papermill.inspect_notebook) shows each parameter the cell declares, with the
+    declared type, the default and the comment as help: what `-p NAME VALUE` can set."""
+    import papermill
+
+    declared = catalog.parse_parameters(catalog.cell_source(catalog.parameters_cells(_read(path))[0]))
+    listed = papermill.inspect_notebook(str(path))
+    assert [p.name for p in declared] == list(listed), f"{path.name}: papermill lists {list(listed)}"
+    for p in declared:
+        shown = listed[p.name]
+        assert shown["inferred_type_name"] == p.annotation, (path.name, p.name, shown)
+        assert ast.literal_eval(shown["default"]) == p.default, (path.name, p.name, shown)
+        assert shown["help"].startswith(p.comment), (path.name, p.name, shown)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -65,3 +65,17 @@ def test_throughput_and_loss_figures():
                            "step": [0, 1, 0, 1, 0, 1], "loss": np.linspace(2, 1, 6)})
     fig = sp.loss_curves(curves)
     assert len(fig.axes[0].lines) == 3 and fig.axes[0].get_legend() is not None
+
+
+def test_step_stalls_marks_the_slow_steps_and_the_events():
+    steps = _steps(n=48, slow_every=12)
+    events = schema.events_frame({"time": [pd.Timestamp("2026-01-01", tz="UTC")], "host": ["h"], "rank": [0],
+                                  "step": [12], "kind": ["checkpoint"], "duration_s": [0.04], "detail": [""]})
+    ax = sp.step_stalls(steps, events).axes[0]
+    stalls = ax.collections[0].get_offsets()
+    assert sorted(int(x) for x in stalls[:, 0]) == [0, 12, 24, 36]  # the 62 ms steps among 13 ms ones
+    assert ax.get_ylabel() == "step time (ms)" and ax.get_xlabel() == "step"
+    labels = ax.get_legend_handles_labels()[1]
+    assert "stall (4 slow steps)" in labels and "checkpoint event" in labels
+    empty = sp.step_stalls(steps.iloc[:0]).axes[0]
+    assert [t.get_text() for t in empty.texts] == ["no step times"]

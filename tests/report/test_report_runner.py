@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from nbrun import assert_readable
 
 from playbook.errors import InputError, PlaybookError
 from playbook.report import catalog
@@ -81,6 +82,7 @@ def test_every_notebook_is_kept_executed_and_exported_without_inputs(batch):
         assert not re.search(r"<script[^>]*src=\"https?://", page)  # opens offline
     bad = (out / "bad.html").read_text()
     assert "failed on purpose with n=50" in bad and "ValueError" in bad
+    assert_readable(out / "good.ipynb")  # the verdict shows as text, not as the recorded dict
 
 
 def test_kernel_stderr_goes_to_the_report_log_not_the_terminal(batch):
@@ -114,6 +116,7 @@ def test_catalog_reads_parameters_comments_and_quick_tags(tmp_path):
     ("n: int = len('ab')  # a call", "not a literal"),
     ("import os  # nope", "only `name: type = literal"),
     ("n: int = 5  # x [quick: oops]", "[quick: ...] value is not a literal"),
+    ('s: str = ""  # headerless ("" = read the header)', "comment holds '='"),
 ])
 def test_parameter_cell_rejects_anything_but_commented_literals(source, problem):
     with pytest.raises(catalog.ParameterCellError, match=re.escape(problem)):

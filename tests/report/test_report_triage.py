@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from nbrun import assert_readable
 
 from playbook import synthetic
+from playbook.readers import read_paths
 from playbook.report import catalog, triage, verdict_rule
 from playbook.report.runner import Job, run_batch
 
@@ -67,6 +69,8 @@ def test_triage_names_the_straggler_and_clears_the_healthy_run(synthetic_batch):
     page = (out / "triage_straggler.html").read_text()
     assert page.count("<img") >= 5 and "collective_straggler" in page
     assert "20_collective_stragglers.ipynb" in page  # points to the lab for the top hypothesis
+    for name in ("triage_straggler", "triage_healthy"):
+        assert_readable(out / f"{name}.ipynb")
 
 
 def test_report_command_on_the_embedded_sample():
@@ -87,6 +91,8 @@ def test_report_command_on_the_embedded_sample():
     assert dflash["parameters"]["interval_s"] == 2.0
     assert summary["parameters"]["notebooks"] == names and summary["parameters"]["paths"] == []
     assert (out / "index.html").is_file() and all((out / f"{n}.html").is_file() for n in names)
+    for name in names:
+        assert_readable(out / f"{name}.ipynb")  # text and tables, never a raw dict or list
 
 
 def _diag(*scored, warnings=()):
@@ -153,7 +159,12 @@ def test_the_card_and_the_warnings_escape_what_comes_from_inputs():
     assert "<img src=x" not in card and "<svg onload" not in card and "&lt;img src=x" in card
     listed = triage.warnings_html([f"{evil}: skipped"] * 3)
     assert "<img src=x" not in listed and "(×3)" in listed
-    assert "<img" not in triage.md_escape(evil) and "\\>" not in triage.md_escape("a>b")
+    from playbook.report.record import md_escape, md_inline
+
+    assert "<img" not in md_escape(evil) and "\\>" not in md_escape("a>b")
+    assert "<img" not in md_inline(f"run `{evil}`") and "<code>&quot;&gt;&lt;img" in md_inline(f"run `{evil}`")
+    coded = headline.card_html({"status": "refuted", "sentence": f"keep it for `playbook compare` {evil}"})
+    assert "<code>playbook compare</code>" in coded and "`" not in coded and "<img src=x" not in coded
 
 
 def test_info_reports_unrelated_samples_per_input():
@@ -216,3 +227,43 @@ def test_card_labels_name_the_unit_of_each_figure():
     assert figure_label("fault_samples_s") == "fault samples/s"
     assert figure_label("step_s") == "step (s)" and figure_label("power_w") == "power (W)"
     assert figure_label("stall_period_steps") == "stall period steps" and figure_label("noise_cv") == "noise cv"
+
+
+def test_next_never_points_at_the_page_you_are_on(tmp_path):
+    from playbook.report import headline
+    from playbook.rundir import init_run
+
+    own = {"id": "insufficient_data", "score": 0.6, "notebook": "notebooks/01_triage.ipynb", "next_step": "record"}
+    command, _ = headline.next_command("inconclusive", own)
+    assert "--labs 01" not in command and command.startswith("playbook record")
+    run = init_run(tmp_path / "run", command=["python", "train.py"])
+    (run / "h-rank0").mkdir()
+    inputs = [str(run / "h-rank0" / "steps.parquet")]
+    assert headline.recorded_run(inputs) == str(run)
+    assert headline.next_command("inconclusive", own, str(run))[0] == "playbook report --labs 02"
+    assert headline.next_command("refuted", {"id": "healthy"}, str(run))[0] == f"playbook compare RUN_BEFORE {run}"
+    diag = _diag(("periodic_stall", 0.45))
+    diag["hypotheses"].append(own | {"score": 0.44})
+    pointer = triage.lab_pointer(diag, tmp_path)
+    assert "01_triage" not in pointer and "`insufficient_data` has no lab" in pointer
+    # a lab page points forward: more repeats when inconclusive, one's own run when settled
+    entry = {"notebook": "12_checkpoint_eval_stalls", "source": "notebooks/12_checkpoint_eval_stalls.ipynb",
+             "parameters": {"repeats": 2}, "verdict": {"status": "inconclusive", "summary": "s"}}
+    assert headline.lab_next(entry)[0] == ("papermill notebooks/12_checkpoint_eval_stalls.ipynb "
+                                           "12_checkpoint_eval_stalls-more.ipynb -p repeats 4")
+    settled = headline.lab_headline({**entry, "verdict": {"status": "confirmed", "summary": "s"}})
+    assert settled["next_command"] == "playbook compare runs/before runs/after"
+
+
+def test_the_card_labels_synthetic_inputs_and_counts_in_words(tmp_path):
+    from playbook.report import headline
+
+    sample = ROOT / "data" / "samples"
+    assert headline.synthetic_inputs([str(sample / "synthetic-64gpu" / "node00.csv")])
+    assert not headline.synthetic_inputs([str(sample / "dflash-8gpu" / "nvidia-smi-poll.txt")])
+    assert not headline.synthetic_inputs([])
+    card = headline.card_html({"status": "confirmed", "sentence": "s", "synthetic": True, "lost_share": 0.2,
+                               "gpus": 1})
+    assert "<b>SYNTHETIC</b> — generated, not a measurement" in card and "20% of 1 GPU<" in card
+    bundle = read_paths([str(sample / "dflash-8gpu")], fields="index,utilization.gpu,memory.used")
+    assert triage.inputs_table(bundle).loc[0, "covers"].startswith("8 GPUs on 1 host")
