@@ -401,7 +401,7 @@ def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cyc
     c = causes.cause(top["id"])
     runner = next((h["score"] for h in ranked[1:] if h["id"] not in ranking.VERDICTS), 0.0)
     word = attribution.confidence_word(top["score"], runner)
-    lost = acc.lost_share if acc is not None else top.get("lost_share")
+    lost = round(acc.lost_share, 4) if acc is not None else top.get("lost_share")
     lead_share = top.get("lost_share")
     long_enough = acc is not None and (acc.span_s >= PER_DAY_MIN_S or cycles >= PER_DAY_MIN_CYCLES)
     per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \

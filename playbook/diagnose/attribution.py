@@ -61,6 +61,8 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         return "healthy", benign
     if b.kind == "outside_timer":  # the bucket is the measurement: time the step timer does not see
         return "between_steps", "line timestamps advance faster than the step timer counts"
+    if b.kind == "stage_imbalance":  # the stages' own timers measure it
+        return "pipeline_imbalance", "the stages' own timers"
     best = None
     for cid in BUCKET_CAUSES.get(b.kind, ()):
         h = scores.get(cid)
