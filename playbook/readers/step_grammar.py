@@ -83,6 +83,8 @@ from playbook.readers.step_vocab import (
     RATE_LINE,
     STEP_NAMES,
     TIME_UNITS,
+    TIMER_LINE,
+    TIMER_PAIR,
     TIMER_ROW,
     TQDM,
     TQDM_EPOCH,
@@ -286,6 +288,12 @@ class StepLines:
                 self._timer_row(m)
                 return True
             self._timer = None
+        if len(self.step) and (m := TIMER_LINE.match(body)):
+            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
+            for pair in TIMER_PAIR.finditer(body, m.end()):
+                self._timer_row(pair)
+            self._timer = None
+            return True
         if len(self.step) and body.rstrip().endswith(":") and (m := UNIT_HEAD.search(body)) and \
                 not KEYWORD.search(body):
             self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])

@@ -180,3 +180,17 @@ def test_rates_never_become_durations():
                               "step 2 | avg. samples / sec: 4410.0 | TFLOP/s/device: 108 | mfu: 41.0 | tgs: 1781"])
     dur = steps.get("duration")
     assert dur is None or not np.isfinite(dur).any()  # no batch size in the log: the rate stays a rate
+
+
+def test_megatrons_one_line_timers_are_the_records_stages(tmp_path):
+    # Megatron-LM's `time (ms) | name: value | ...` after its iteration line (code index id 20429562672)
+    p = tmp_path / "megatron.log"
+    it = (" iteration {i:8d}/ 1000 | consumed samples: {s} | elapsed time per iteration (ms): 2300.0 | "
+          "learning rate: 5.670E-05 | global batch size:  2048 | lm loss: 9.48E+00 |\n")
+    timers = ("time (ms) | forward-compute: 879.94 | backward-compute: 1373.40 | backward-params-all-reduce: 1.04 | "
+              "optimizer-copy-to-main-grad: 2.80 | optimizer: 19.12 | batch-generator: {b}\n")
+    p.write_text(it.format(i=100, s=204800) + timers.format(b="1.50") + it.format(i=200, s=409600)
+                 + timers.format(b="250.00"))
+    s = read_file(p).steps.set_index(["phase", "step"])["duration_s"]
+    assert s[("step", 100)] == pytest.approx(2.3) and s[("fwd", 100)] == pytest.approx(0.87994)
+    assert s[("optimizer", 200)] == pytest.approx(0.01912) and s[("data", 200)] == pytest.approx(0.25)
