@@ -52,6 +52,7 @@ _LOGGER_HEAD = re.compile(
     r"^\s*(?:\|\s*(?P<l1>" + _LEVEL_WORDS + r")\s*\|\s*[^\s|]{1,200}\s+-\s+"  # loguru
     r"|-\s+(?:[\w.<>-]{1,80}\s+-\s+)?(?P<l2>" + _LEVEL_WORDS + r")\s+-\s+(?:[\w.<>-]{1,80}\s+-\s+)?"  # logging dashes
     r"|[\w.<>-]{1,80}\s+(?P<l3>" + _LEVEL_WORDS + r"):\s+"  # "maskrcnn_benchmark.trainer INFO: "
+    r"|[\w.<>-]{1,80}:\s+\[(?P<l5>" + _LEVEL_WORDS + r")\]\s+"  # torch elastic's "name: [ERROR] "
     r"|(?P<l4>" + _LEVEL_WORDS + r")(?::[\w.<>-]{1,80}:|\s+(?=\S))"  # basicConfig's "INFO:root:", "INFO step ..."
     r"|>>\s+)")  # Hugging Face's "[INFO|trainer.py:2134] 2024-... >> "
 _STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*['\"]?(\d{4})-(\d{2})-(\d{2})[ T]"

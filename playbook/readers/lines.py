@@ -115,10 +115,12 @@ class _EventLines:
 
     def feed_lexicon(self, ln: Line) -> bool:
         """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind."""
-        kind = event_lexicon.match(ln.body)
-        if kind is None:
+        hit = event_lexicon.match(ln.body)
+        if hit is None:
             return False
-        self._add(ln, kind, f"line {ln.lineno}: {ln.body.strip()}")
+        if ln.rank < 0 and hit[1] >= 0:
+            ln.rank = hit[1]  # torch elastic's "failed ... local_rank: 3": the rank the line is about
+        self._add(ln, hit[0], f"line {ln.lineno}: {ln.body.strip()}")
         self.counts["events"] += 1
         return True
 
