@@ -4,7 +4,7 @@ event (time, rank and latest step of the line) and counts the ERROR/WARNING line
 
 Event kinds follow playbook/causes.py where a cause lists them (xid → hardware_fault, recompile → recompilation,
 checkpoint / eval → periodic_stall, gc → gc_pause); the others are the schema's (gpu_error, gpu_lost) or new here
-(oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, throttle, worker_failed) and measure no cause yet.
+(ecc, oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, throttle, worker_failed) and measure no cause yet.
 
 The checkpoint / evaluation / GC markers, whose lines lines.py merges into one event per section, live here too.
 Every pattern is linear (no nested quantifiers); a row is tried only when one of its lower-case needles is in the
@@ -34,8 +34,9 @@ LEXICON: tuple[Entry, ...] = (
     # cudaErrorMemoryAllocation prints "CUDA error: out of memory"
     _row(("out of memory", "outofmemoryerror"),
          r"\b(?:CUDA|HIP) out of memory|CUDA error: out of memory|OutOfMemoryError", "oom"),
-    # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ...")
-    _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "gpu_error"),
+    # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ..."): a kind
+    # of its own, as it names failing memory where another CUDA error may be the program's own bug
+    _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "ecc"),
     # NVIDIA driver kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus."
     _row(("xid",), r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*\d+", "xid"),
     # NVIDIA driver: "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus." (without an Xid on the line)

@@ -121,7 +121,7 @@ def test_mlperf_eval_start_and_stop_give_the_evaluation_time(tmp_path):
 
 @pytest.mark.parametrize(("line", "kind"), [
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.", "oom"),
-    ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu_error"),
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "ecc"),
     ("kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus.", "xid"),
     ("NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.", "gpu_lost"),
     ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600081 milliseconds", "nccl_timeout"),
@@ -145,7 +145,7 @@ def test_lexicon_events_carry_time_rank_and_the_latest_step(tmp_path):
     p.write_text("[rank1]:[2024-01-01 12:00:00] step 7 step_time 0.5s\n"
                  "[rank1]:[2024-01-01 12:00:01] RuntimeError: CUDA error: uncorrectable ECC error encountered\n")
     ev = read_file(p).events
-    assert ev[["kind", "rank", "step"]].values.tolist() == [["gpu_error", 1, 7]]
+    assert ev[["kind", "rank", "step"]].values.tolist() == [["ecc", 1, 7]]
     assert str(ev["time"].iloc[0]) == "2024-01-01 12:00:01+00:00"
 
 
