@@ -71,6 +71,9 @@ def test_ray_workers_take_the_rank_their_first_line_names():
     ("[batch=12/100]: loss 2.1", -1, "[batch=12/100]", ""),   # a counter in brackets stays the message's
     ("[eval] step 3 loss 2.1", -1, "[eval]", ""),              # so does a mode word
     ("[100] loss=2.3", -1, "[100]", ""),
+    ("[Rank 3/8] step 3", 3, "step 3", ""),
+    ("10.0.0.2: [2024-01-01 12:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 3] step=3", 3, "step=3", "INFO"),
+    ("loss: [0.1, 0.2]", -1, "loss: [0.1", ""),                 # a key before a bracket is no host label
 ])
 def test_prefixes_leave_the_message(line, rank, body, level):
     p = Prefix()
