@@ -63,6 +63,7 @@ _STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*
                           r"(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?")
 _STRUCT_LEVEL = re.compile(r"\blevel\s*[=:]\s*['\"]?(\w+)")
 _MLLOG_TIME = re.compile(r"\"time_ms\"\s*:\s*(\d{10,16})")
+# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _PATH_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|worker|proc|process)[_\-.]?(\d{1,6})(?=$|[^a-z0-9])", re.IGNORECASE)
 _ELASTIC = re.compile(r"attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.\w+$")

@@ -336,6 +336,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "host": [host] * len(ev), "rank": [r["rank"] for r in ev], "step": [r["step"] for r in ev],
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
+        _sections_until_training(bundle)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame
@@ -362,6 +363,26 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
                                  f"of its {total} lines, {understood} understood without a step time, NCCL line "
                                  "or training event)")
     return bundle
+
+
+def _sections_until_training(bundle: schema.Bundle) -> None:
+    """An evaluation or checkpoint event without a duration of its own lasts until the next training step of its
+    rank starts (`Saving checkpoint ...`, then the next step 40 s later: a 40 s checkpoint stall)."""
+    ev, steps = bundle.events, bundle.steps
+    todo = ev["kind"].isin(["eval", "checkpoint"]) & ev["duration_s"].isna() & ev["time"].notna()
+    whole = steps[(steps["phase"] == "step") & steps["time"].notna()]
+    if not todo.any() or not len(whole):
+        return
+    starts = {r: np.sort(g["time"].to_numpy(dtype="datetime64[ns]").view(np.int64))
+              for r, g in whole.groupby("rank", sort=False)}
+    for i in np.flatnonzero(todo.to_numpy()):
+        t = ev["time"].iloc[i].value
+        nxt = starts.get(int(ev["rank"].iloc[i]))
+        if nxt is None:
+            continue
+        k = np.searchsorted(nxt, t, side="right")
+        if k < len(nxt):
+            ev.iloc[i, ev.columns.get_loc("duration_s")] = (nxt[k] - t) / 1e9
 
 
 def sniff(head: str) -> bool:

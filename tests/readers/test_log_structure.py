@@ -215,3 +215,13 @@ def test_an_epoch_fraction_is_the_epoch_and_the_step_fraction_after_it_the_posit
 def test_an_eta_in_days_is_no_step_time():
     got = lines.scan_steps(["step 1 | loss 2.3 | eta: 2 days, 3:47:48", "step 2 | loss 2.2 | eta: 2 days, 3:47:40"])
     assert got.get("chosen") is None
+
+
+def test_a_checkpoint_without_an_end_line_lasts_until_the_next_step_starts(tmp_path):
+    p = tmp_path / "ckpt.log"
+    p.write_text("[2024-01-01 12:00:00] step 10 step_time 0.5s\n"
+                 "[2024-01-01 12:00:01] Saving checkpoint to /ckpt/step10\n"
+                 "[2024-01-01 12:00:41.5] step 11 step_time 0.5s\n")
+    ev = read_file(p).events
+    assert ev[["kind", "step"]].values.tolist() == [["checkpoint", 10]]
+    assert ev["duration_s"].iloc[0] == pytest.approx(40.0)  # 12:00:01 to step 11's start (12:00:41)
