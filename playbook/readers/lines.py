@@ -59,11 +59,12 @@ _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
 class Line:
     """One line as the scanners see it: number, text after the prefix, rank (-1 unknown), time (ns UTC or NAT)."""
 
-    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating")
+    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating", "progress")
 
     def __init__(self, lineno: int, raw: str, body: str, rank: int, time: int):
         self.lineno, self.raw, self.body, self.rank, self.time = lineno, raw, body, rank, time
         self.evaluating = False
+        self.progress = False  # a training bar before its end (set by the step scanner): its val_loss is stale
 
 
 class _EventLines:
@@ -128,7 +129,7 @@ class _EventLines:
         body, low = ln.body, ln.body.lower()
         if ("checkpoint" in low or "sav" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
-        if ln.evaluating or (("eval" in low or "val" in low or "sanity" in low or "test" in low)
+        if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
                              and event_lexicon.EVAL.search(body)):
             return "eval"
         if "gc" in low and event_lexicon.GC.search(body):

@@ -341,6 +341,9 @@ class StepLines:
             return False
         if not c.evaluating and ctx.rank in self.sections:
             c.evaluating = self._in_section(c, ctx.rank)
+        # a progress bar's postfix repeats the last val_loss on every update; only at the bar's end (Keras' last
+        # update, Lightning's 100% line) does it mark a validation that just ran
+        ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
         if c.evaluating:
             self.eval_lines += 1
             ctx.evaluating = True
