@@ -4,7 +4,7 @@ event (time, rank and latest step of the line) and counts the ERROR/WARNING line
 
 Event kinds follow playbook/causes.py where a cause lists them (xid → hardware_fault, recompile → recompilation,
 checkpoint / eval → periodic_stall, gc → gc_pause); the others are the schema's (gpu_error, gpu_lost) or new here
-(oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, throttle) and measure no cause yet.
+(ecc, oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, throttle, worker_failed) and measure no cause yet.
 
 The checkpoint / evaluation / GC markers, whose lines lines.py merges into one event per section, live here too.
 Every pattern is linear (no nested quantifiers); a row is tried only when one of its lower-case needles is in the
@@ -34,8 +34,9 @@ LEXICON: tuple[Entry, ...] = (
     # cudaErrorMemoryAllocation prints "CUDA error: out of memory"
     _row(("out of memory", "outofmemoryerror"),
          r"\b(?:CUDA|HIP) out of memory|CUDA error: out of memory|OutOfMemoryError", "oom"),
-    # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ...")
-    _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "gpu_error"),
+    # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ..."): a kind
+    # of its own, as it names failing memory where another CUDA error may be the program's own bug
+    _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "ecc"),
     # NVIDIA driver kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus."
     _row(("xid",), r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*\d+", "xid"),
     # NVIDIA driver: "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus." (without an Xid on the line)
@@ -62,6 +63,9 @@ LEXICON: tuple[Entry, ...] = (
     # DeepSpeed deepspeed/runtime/zero/stage3.py (also torch.sagemaker's FSDP): "%d pytorch allocator cache flushes
     # since last step. this happens when there is high memory pressure and is detrimental to performance."
     _row(("allocator cache flush",), r"pytorch allocator cache flushes since last step", "memory_pressure"),
+    # PyTorch torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: -9) local_rank: 0 (pid: 11127) of
+    # binary: ..." (a worker died: -9 is SIGKILL, often the host's OOM killer); the rank is the line's
+    _row(("local_rank",), r"failed \(exitcode: -?\d+\) local_rank: (?P<rank>\d+)", "worker_failed"),
     # nvidia-smi -q "Clocks Event Reasons" (formerly "Clocks Throttle Reasons") rows when active:
     # "HW Slowdown : Active", "SW Thermal Slowdown : Active", "HW Power Brake Slowdown : Active", "SW Power Cap : Active"
     _row(("slowdown", "power cap"), r"\b(?:HW|SW)(?: Thermal| Power Brake)? Slowdown\s*:\s*Active\b|"
@@ -73,14 +77,15 @@ LEXICON: tuple[Entry, ...] = (
 _ANY_NEEDLE = re.compile("|".join(re.escape(n) for e in LEXICON for n in e.needles))
 
 
-def match(body: str) -> str | None:
-    """The event kind the lexicon gives a line, None when no row matches."""
+def match(body: str) -> tuple[str, int] | None:
+    """(event kind, the rank the line names or -1) the lexicon gives a line; None when no row matches."""
     low = body.lower()
     if not _ANY_NEEDLE.search(low):
         return None
     for entry in LEXICON:
-        if any(n in low for n in entry.needles) and entry.pattern.search(body):
-            return entry.kind
+        if any(n in low for n in entry.needles) and (m := entry.pattern.search(body)):
+            rank = m.groupdict().get("rank")
+            return entry.kind, int(rank) if rank and len(rank) < 10 else -1
     return None
 
 
@@ -90,7 +95,8 @@ CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(s
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
                   r"\beval_(?:start|stop|accuracy|loss)\b|"
-                  r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
+                  r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b|"
+                  r"^\W{0,3}(?:test|eval|val|valid|validation|evaluation)\b(?:\s+\d+)?\s*[,:|]",  # "Test 0, accuracy: ..."
                   re.IGNORECASE)
 # the start of an evaluation section, whose progress bars are the evaluation's (not training steps)
 EVAL_START = re.compile(r"\b(?:start(?:s|ing)?|running|begin(?:s|ning)?)\b.{0,30}?\b(?:evaluat|validat|eval\b|test(?:ing)?\b|"

@@ -11,10 +11,12 @@ Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
   a date inside a logger's bracket (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W
   f.py:38]`), MLPerf's `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
-Logger heads after the time: loguru `| INFO     | module:function:line - `, logging's `- name - LEVEL - ` and
-  `name LEVEL: `, Hugging Face's `>> `, and bracketed tags (`[XTuner]`, `[INFO]`, `[logging.py:96:log_dist]`,
-  `[INFO|trainer.py:2463]`) — a bracket holding a counter (`[12/100]`, `[batch=3/9]`, `[100] k=v`) or a mode word
-  (`[eval]`) is the message's, not a tag. Every pattern is anchored and linear (no nested quantifiers).
+Logger heads after the time: loguru `| INFO     | module:function:line - `, logging's `- name - LEVEL - `, `name
+  LEVEL: ` and `LEVEL:name:`, torch elastic's `name: [LEVEL] `, Hugging Face's `>> `, and bracketed tags (`[XTuner]`,
+  `[INFO]`, `[logging.py:96:log_dist]`, `[INFO|trainer.py:2463]`) — a bracket holding a counter (`[12/100]`,
+  `[batch=3/9]`, `[100] k=v`) or a mode word (`[eval]`) is the message's, not a tag. pdsh's `host: ` label before a
+  time stamp or tag is dropped (the host is the file's). Every pattern is anchored and bounded (no nested
+  quantifiers).
 """
 
 from __future__ import annotations
@@ -44,7 +46,9 @@ _BRACKET = re.compile(r"^\s*\[([^\[\]\n]{1,160})\]\s*:?\s*")
 _TAG_LEVEL = re.compile(r"(?:^|[\s|])(" + _LEVEL_WORDS + r")(?=$|[\s|\]:])|(?:^|\s)([IWEF])\s", re.IGNORECASE)
 _TAG_WHERE = re.compile(r"[\w.-]\.(?:py|cc|cpp|c|h|rs|go|java|scala|jl):\d+|^[\w.-]+:\d+(?::\w+)?$")
 _TAG_NAME = re.compile(r"^[A-Za-z][\w.-]{0,23}$")
-_TAG_RANK = re.compile(r"^(?:rank|default)\s*[:=]?\s*(\d+)$", re.IGNORECASE)
+_TAG_RANK = re.compile(r"^(?:rank|default)\s*[:=]?\s*(\d+)(?:\s*/\s*\d+)?$", re.IGNORECASE)
+# pdsh's "host: " label (DeepSpeed's multi-node launcher) before a time stamp or a bracketed tag: a name with a digit
+_HOST_LABEL = re.compile(r"^\s*(?=[\w.-]{0,63}\d)[A-Za-z0-9][\w.-]{0,63}:\s+(?=\[|\d{4}[-/])")
 _MODE_WORDS = {"train", "training", "eval", "evaluation", "val", "valid", "validation", "test", "testing", "predict",
                "sanity"}
 _DATE_IN = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})[ T,_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?")
@@ -52,12 +56,14 @@ _LOGGER_HEAD = re.compile(
     r"^\s*(?:\|\s*(?P<l1>" + _LEVEL_WORDS + r")\s*\|\s*[^\s|]{1,200}\s+-\s+"  # loguru
     r"|-\s+(?:[\w.<>-]{1,80}\s+-\s+)?(?P<l2>" + _LEVEL_WORDS + r")\s+-\s+(?:[\w.<>-]{1,80}\s+-\s+)?"  # logging dashes
     r"|[\w.<>-]{1,80}\s+(?P<l3>" + _LEVEL_WORDS + r"):\s+"  # "maskrcnn_benchmark.trainer INFO: "
+    r"|[\w.<>-]{1,80}:\s+\[(?P<l5>" + _LEVEL_WORDS + r")\]\s+"  # torch elastic's "name: [ERROR] "
     r"|(?P<l4>" + _LEVEL_WORDS + r")(?::[\w.<>-]{1,80}:|\s+(?=\S))"  # basicConfig's "INFO:root:", "INFO step ..."
     r"|>>\s+)")  # Hugging Face's "[INFO|trainer.py:2134] 2024-... >> "
 _STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*['\"]?(\d{4})-(\d{2})-(\d{2})[ T]"
                           r"(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?")
 _STRUCT_LEVEL = re.compile(r"\blevel\s*[=:]\s*['\"]?(\w+)")
 _MLLOG_TIME = re.compile(r"\"time_ms\"\s*:\s*(\d{10,16})")
+# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _PATH_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|worker|proc|process)[_\-.]?(\d{1,6})(?=$|[^a-z0-9])", re.IGNORECASE)
 _ELASTIC = re.compile(r"attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.\w+$")
@@ -141,6 +147,9 @@ class Prefix:
                 self._seen("rank prefix")
             if rank < 0 and body[:1] in " (" and (m := _RAY.match(body)):
                 rank, body = self._ray(m, body[m.end():]), body[m.end():]
+            if t == NAT and (m := _HOST_LABEL.match(body)):
+                body = body[m.end():]
+                self._seen("host label")
             if t == NAT and (got := self._time(body)) is not None:
                 t, body, glevel = got
                 level = level or glevel

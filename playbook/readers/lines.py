@@ -59,11 +59,12 @@ _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
 class Line:
     """One line as the scanners see it: number, text after the prefix, rank (-1 unknown), time (ns UTC or NAT)."""
 
-    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating")
+    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating", "progress")
 
     def __init__(self, lineno: int, raw: str, body: str, rank: int, time: int):
         self.lineno, self.raw, self.body, self.rank, self.time = lineno, raw, body, rank, time
         self.evaluating = False
+        self.progress = False  # a training bar before its end (set by the step scanner): its val_loss is stale
 
 
 class _EventLines:
@@ -115,10 +116,12 @@ class _EventLines:
 
     def feed_lexicon(self, ln: Line) -> bool:
         """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind."""
-        kind = event_lexicon.match(ln.body)
-        if kind is None:
+        hit = event_lexicon.match(ln.body)
+        if hit is None:
             return False
-        self._add(ln, kind, f"line {ln.lineno}: {ln.body.strip()}")
+        if ln.rank < 0 and hit[1] >= 0:
+            ln.rank = hit[1]  # torch elastic's "failed ... local_rank: 3": the rank the line is about
+        self._add(ln, hit[0], f"line {ln.lineno}: {ln.body.strip()}")
         self.counts["events"] += 1
         return True
 
@@ -126,7 +129,7 @@ class _EventLines:
         body, low = ln.body, ln.body.lower()
         if ("checkpoint" in low or "sav" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
-        if ln.evaluating or (("eval" in low or "val" in low or "sanity" in low or "test" in low)
+        if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
                              and event_lexicon.EVAL.search(body)):
             return "eval"
         if "gc" in low and event_lexicon.GC.search(body):
@@ -349,6 +352,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "host": [host] * len(ev), "rank": [r["rank"] for r in ev], "step": [r["step"] for r in ev],
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
+        _sections_until_training(bundle)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame
@@ -375,6 +379,26 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
                                  f"of its {total} lines, {understood} understood without a step time, NCCL line "
                                  "or training event)")
     return bundle
+
+
+def _sections_until_training(bundle: schema.Bundle) -> None:
+    """An evaluation or checkpoint event without a duration of its own lasts until the next training step of its
+    rank starts (`Saving checkpoint ...`, then the next step 40 s later: a 40 s checkpoint stall)."""
+    ev, steps = bundle.events, bundle.steps
+    todo = ev["kind"].isin(["eval", "checkpoint"]) & ev["duration_s"].isna() & ev["time"].notna()
+    whole = steps[(steps["phase"] == "step") & steps["time"].notna()]
+    if not todo.any() or not len(whole):
+        return
+    starts = {r: np.sort(g["time"].to_numpy(dtype="datetime64[ns]").view(np.int64))
+              for r, g in whole.groupby("rank", sort=False)}
+    for i in np.flatnonzero(todo.to_numpy()):
+        t = ev["time"].iloc[i].value
+        nxt = starts.get(int(ev["rank"].iloc[i]))
+        if nxt is None:
+            continue
+        k = np.searchsorted(nxt, t, side="right")
+        if k < len(nxt):
+            ev.iloc[i, ev.columns.get_loc("duration_s")] = (nxt[k] - t) / 1e9
 
 
 def sniff(head: str) -> bool:

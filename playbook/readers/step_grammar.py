@@ -36,6 +36,7 @@ Lines with a counter but no duration field, when the file has none, give window 
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections import Counter
 
@@ -66,6 +67,7 @@ from playbook.readers.step_vocab import (
     GENERIC,
     HAS_FIELD,
     IMPLICIT_HINT,
+    INNER_FRACTION,
     KERAS,
     KERAS_EPOCH,
     KEY_SPLIT,
@@ -83,6 +85,8 @@ from playbook.readers.step_vocab import (
     RATE_LINE,
     STEP_NAMES,
     TIME_UNITS,
+    TIMER_LINE,
+    TIMER_PAIR,
     TIMER_ROW,
     TQDM,
     TQDM_EPOCH,
@@ -161,11 +165,13 @@ class StepLines:
                 c.keyword = True
                 return c
             return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
-        if (m := EPOCH_BRACKET.search(body)):
+        if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
             mode = (m["m"] or "").lower()
             e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
             return self._within(int(e) if e else None, int(m["i"]), int(m["n"]), m.span(), mode,
                                 bool(EVAL_MODE.search(mode)) if mode else bool(EVAL_MODE.search(body[: m.start()])))
+        if m and c:
+            return c
         if (m := TQDM.search(body)):
             head = body[: m.start()]
             e = TQDM_EPOCH.search(head)
@@ -191,6 +197,26 @@ class StepLines:
                                 bool(EVAL_MODE.search(head)))
         if (m := LEAD_STEP.match(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), False, False)
+        return None
+
+    def _epoch_fraction(self, m, body: str) -> StepCounter | None:
+        """`Epoch [1/30], batch: [100/8290]` (the PyTorch tutorials' `Epoch [1/5], Step [100/600]`) or `Train Epoch
+        [1/20]: 50%|##| 35/70 [00:19<...]`: the bracket after `Epoch` is the epoch of E, and the position within it
+        is the step or batch fraction, or the progress bar, that follows."""
+        if m["e"] or m["e2"] or m["w"].lower() != "epoch":
+            return None
+        rest = body[m.end():]
+        head = body[: m.start()]
+        evaluating = bool(EVAL_MODE.search(head[-40:]))
+        if (f := INNER_FRACTION.search(rest)):
+            c = self._within(int(m["i"]), int(f["i"]), int(f["n"]), (m.end() + f.start(), m.end() + f.end()),
+                             "epoch fraction", evaluating)
+            c.keyword = not evaluating  # a counter of its own line: timestamps between such lines time the steps
+            return c
+        if (t := TQDM.search(rest)):
+            self.tqdm_lines += 1
+            return self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
+                                  + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
         return None
 
     def _implicit(self, body: str, ctx) -> StepCounter | None:
@@ -286,6 +312,12 @@ class StepLines:
                 self._timer_row(m)
                 return True
             self._timer = None
+        if len(self.step) and (m := TIMER_LINE.match(body)):
+            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
+            for pair in TIMER_PAIR.finditer(body, m.end()):
+                self._timer_row(pair)
+            self._timer = None
+            return True
         if len(self.step) and body.rstrip().endswith(":") and (m := UNIT_HEAD.search(body)) and \
                 not KEYWORD.search(body):
             self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
@@ -309,6 +341,9 @@ class StepLines:
             return False
         if not c.evaluating and ctx.rank in self.sections:
             c.evaluating = self._in_section(c, ctx.rank)
+        # a progress bar's postfix repeats the last val_loss on every update; only at the bar's end (Keras' last
+        # update, Lightning's 100% line) does it mark a validation that just ran
+        ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
         if c.evaluating:
             self.eval_lines += 1
             ctx.evaluating = True
@@ -536,6 +571,9 @@ def _continues(body: str) -> bool:
         KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))
 
 
+_DAYS = re.compile(r"\bdays?,\s*$")
+
+
 def _markers(text: str) -> list[str]:
     return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
 
@@ -551,6 +589,8 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
         raw_key, unit = segs[i], segs[i + 1]
         markers += _markers(raw_key)
         if unit == "\ue001":
+            if _DAYS.search(raw_key):
+                continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
             unit = "s"  # H:MM:SS
         scale = MAGNITUDE.get(unit, 1.0)
         if scale != 1.0:

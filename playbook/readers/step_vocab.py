@@ -60,6 +60,9 @@ TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s
 EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
+# the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
+INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]?",
+                            re.IGNORECASE)
 LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
@@ -76,6 +79,11 @@ BOX_CHARS = re.compile(r"[│┃║╭╮╰╯├┤┌┐└┘─═╞╡╘
 UNIT_HEAD = re.compile(r"\((ns|us|µs|ms|s|sec)\)\s*:\s*$")
 TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(?P<a>" + _NUM + r")"
                         r"(?:\s*,\s*(?P<b>" + _NUM + r"))?\s*\)?\s*$")
+# the one-line form of the same timers (Megatron-LM before its table, DeepSpeed's wall-clock breakdown): `time (ms) |
+# forward-compute: 53.79 | backward-compute: 138.84 | ... | optimizer: 19.12 | batch-generator: 1.2` after a record
+TIMER_LINE = re.compile(r"^\s*time \((ns|us|µs|ms|s|sec)\)\s*\|")
+TIMER_PAIR = re.compile(r"(?P<name>[A-Za-z][\w/\-]{0,80})\s*:\s*\(?\s*(?P<a>" + _NUM + r")(?:\s*,\s*(?P<b>" + _NUM +
+                        r"))?\s*\)?\s*(?=\||$)")
 CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
 HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 

@@ -67,5 +67,5 @@ def test_info_shows_a_text_logs_ranks_phases_sections_and_events(tmp_path):
     text = info.render(info.summarize(read_paths(tmp_path)))
     assert "ranks 0 (from path); phases gen, update" in text and "ranks 1 (from path)" in text
     assert "sections: eval 1 (30 s in all)" in text
-    assert "events: eval 1, gpu_error 1" in text
+    assert "events: eval 1, ecc 1" in text
     assert "ERROR/WARNING lines not understood: 1" in text
