@@ -116,6 +116,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="make the slow rank as fast as the others: move rank-specific work (checkpointing, logging, evaluation) off the training loop, balance its data, fix its host",
         next_step="record per-rank step phases (playbook record) or Kineto traces on all ranks: the rank that waits least in the collective is the straggler",
         notebook="notebooks/20_collective_stragglers.ipynb",
+        event_kinds=("nccl_timeout",),
         phases=("collective",),
     ),
     Cause(
@@ -124,7 +125,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
         next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("restart", "xid"),
+        event_kinds=("restart", "xid", "ecc", "gpu_lost"),
     ),
     Cause(
         "throttling",
@@ -132,6 +133,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="restore cooling / power delivery on the named GPU's host (airflow, fans, power capping); drain it if hardware slowdown persists",
         next_step="on the named host under load: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` (clock event reasons, temperatures, power limit)",
         notebook="notebooks/20_collective_stragglers.ipynb",
+        event_kinds=("throttle",),
     ),
     Cause(
         "link_degradation",
@@ -167,6 +169,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations",
         next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
         notebook="notebooks/01_triage.ipynb",
+        event_kinds=("oom", "memory_pressure"),
     ),
     Cause(
         "slower_compute",
@@ -255,3 +258,13 @@ PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipe
 # utilization at a fraction of its clock), and a slow link stretches kernels that read busy. On the GPU-time basis a
 # finding for one of these outranks "healthy" even when the utilization accounting shows no loss.
 UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degradation", "memory_pressure")
+# Events that are findings by themselves, whatever time they cost: the log states the fault (the readers' event
+# lexicon, readers/event_lexicon.py, names the kind). Confidence that the event means its cause: the driver's own
+# fault report (Xid, ECC, a GPU lost) 0.9; a watchdog timeout names a collective some rank never reached (a
+# straggler or a hang) 0.7; an out-of-memory error is memory pressure 0.8; a clock slowdown report 0.8.
+FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "nccl_timeout": 0.7, "oom": 0.8,
+                                  "throttle": 0.8}
+# Xid codes that report the application's own error (a bad memory access, a killed context), not the hardware
+# (NVIDIA's Xid catalog: 13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45
+# preemptive cleanup, 68 video processor exception)
+APPLICATION_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68})

@@ -69,6 +69,7 @@ class Bucket:
     detail: str = ""
     cause: str = "unexplained"
     evidence: str = ""
+    direct: bool = False  # the cause is measured on the bucket itself (its phase, events at it), not inferred
 
     def to_dict(self) -> dict:
         """The bucket as the JSON contract's object."""
@@ -349,16 +350,22 @@ def step_accounting(steps: pd.DataFrame) -> Accounting | None:
         return None
     total = sum(r["wall_s"] for r in per_rank)
     merged: dict[str, Bucket] = {}
+    by_name: dict[str, dict[str, float]] = {}
     for r in per_rank:
         for b in r["buckets"]:
             m = merged.setdefault(b.kind, Bucket(b.kind, 0.0, detail=b.detail))
             m.seconds += b.seconds
-            m.names += [n for n in b.names if n not in m.names]
+            for n in b.names:
+                by_name.setdefault(b.kind, {})[n] = by_name.get(b.kind, {}).get(n, 0.0) + b.seconds
             m.windows += b.windows
             m.steps = sorted(set(m.steps) | set(b.steps))
     buckets = [b for b in merged.values() if b.seconds > 0]
     for b in buckets:
         b.share = b.seconds / total if total > 0 else 0.0
+        # the ranks that carry the bucket: each at least a tenth of it, largest first (a rank whose loader waits
+        # 0.17 s is named, its peers at 2 ms are not)
+        parts = sorted(by_name.get(b.kind, {}).items(), key=lambda kv: -kv[1])
+        b.names = [n for n, sec in parts if sec >= 0.1 * b.seconds]
     jitter = sum(r["jitter_s"] for r in per_rank)
     floor = max(jitter / total if total > 0 else 0.0, MIN_FLOOR)
     many = len(per_rank) > 1
@@ -378,8 +385,12 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     name = f"rank {rank}" if int(rank) >= 0 else ""  # a log without ranks is one process: nothing to name
     t = g["time"]
     times = (t - t0).dt.total_seconds().to_numpy() if t0 is not None and len(t) > 1 else None
+    # a line logged every k steps stands for k steps (its time is their mean or the last one's)
+    gaps = np.diff(stepno)
+    k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
+    per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
     warm = sa.warmup_steps(d)
-    body, bstep = d[warm:], stepno[warm:]
+    body, bstep, w = d[warm:], stepno[warm:], per_row[warm:]
     if len(body) == 0:
         return None
     slow = sa.slow_steps(body) if len(body) >= 5 else np.zeros(len(body), dtype=bool)
@@ -400,25 +411,27 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
                                ("stalls", slow & ~lattice, _stall_phrase(body, slow & ~lattice, best))):
         if mask.any():
             idx = np.flatnonzero(mask)
-            buckets.append(Bucket(kind, float((excess[mask] + drift[mask]).sum()), names=[name] if name else [],
+            buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
+                                  names=[name] if name else [],
                                   windows=[(start(i), start(i) + float(body[i])) for i in idx],
                                   steps=[int(bstep[i]) for i in idx], detail=detail))
     if stretch.any():
         lo, n = true_runs(stretch)
-        buckets.append(Bucket("slow_stretches", float(drift[stretch].sum()), names=[name] if name else [],
+        buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
                               windows=[(start(int(a)), start(int(a + k - 1)) + float(body[a + k - 1]))
                                        for a, k in zip(lo, n, strict=True)],
                               steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
                               detail=_stretch_phrase(body, bstep, stretch, best, lo, n)))
-    wall = float(d.sum())
+    wall = float((d * per_row).sum())
     ordinary = ~slow & ~stretch
     if times is not None:
         buckets += _outside_timer(times, d, stepno, warm, name)
         wall = max(float(times[-1] - times[0] + d[-1]), wall)
-    buckets += _phase_buckets(steps, rank, set(bstep[ordinary].tolist()), name)
-    jitter = float(excess[ordinary].sum() + drift[~stretch & ~slow].sum())
+    buckets += _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(), strict=True)),
+                              name)
+    jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     base = best
-    return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float(d[:warm].sum()),
+    return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
             "step_s": base}
 
 
@@ -471,10 +484,12 @@ def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int
     # 10th percentile, so that stretches covering half the run still stand out
     typical = float(np.percentile(outside, 10))
     extra = np.clip(outside - typical, 0.0, None)
-    scale = float(np.median(d[1:][body])) if len(d) > 1 else 0.0
-    # timestamps coarser than 5% of a step (whole seconds on sub-second steps) cannot show time outside it
-    tick = _resolution(times)
-    if not np.isfinite(scale) or scale <= 0 or tick > 0.05 * scale:
+    scale = float(np.median((d[1:] * k)[body])) if len(d) > 1 else 0.0  # the typical gap the timer explains
+    # a line's time is its step's start or, when the reader took it back from the printed end, end − duration:
+    # the coarser of the two resolutions is the clock's; a clock coarser than a quarter of the typical gap (whole
+    # seconds on sub-second steps logged every step) cannot show time outside the timer
+    tick = max(_resolution(times), _resolution(times + d))
+    if not np.isfinite(scale) or scale <= 0 or tick > 0.25 * scale:
         return []
     flagged = extra > max(0.05 * scale, 2 * tick)
     if flagged.sum() < 1 or extra[flagged].sum() <= 0:
@@ -515,12 +530,14 @@ def _resolution(times: np.ndarray) -> float:
     return 1e-6
 
 
-def _phase_buckets(steps: pd.DataFrame, rank, ordinary: set[int], name: str) -> list[Bucket]:
-    """Waiting phases of the ordinary steps, and the imbalance between named work stages."""
+def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str) -> list[Bucket]:
+    """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
+    between named work stages."""
     part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
     if part.empty:
         return []
-    secs = part.groupby(part["phase"].astype(str))["duration_s"].sum()
+    weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
+    secs = weighted.groupby(part["phase"].astype(str)).sum()
     out = []
     for phase, s in secs.items():
         if phase in sa.WAIT_PHASES and s > 0:

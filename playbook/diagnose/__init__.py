@@ -59,6 +59,7 @@ from playbook.analysis.oscillation.fleet import OscillationResult, analyze_gpu_s
 from playbook.analysis.series import gpu_series
 from playbook.diagnose import attribution, ranking
 from playbook.diagnose.evidence import coincidence, telemetry, traces
+from playbook.diagnose.evidence import events as event_evidence
 from playbook.diagnose.evidence import steps as step_evidence
 from playbook.jsonable import to_jsonable
 
@@ -185,6 +186,13 @@ def _dip_events(run: _Run) -> None:
     run.detail["dip_events"] = coinc
 
 
+def _fault_events(run: _Run) -> None:
+    """Fault events the logs state (an Xid, an ECC error, a lost GPU, a watchdog timeout, OOM): a finding each
+    kind, whatever time it cost (diagnose.evidence.events)."""
+    if len(run.bundle.events):
+        run.findings += event_evidence.from_fault_events(run.bundle.events)
+
+
 def _host_in_dips(run: _Run) -> None:
     """Host-probe activity (disk, CPU, network) during the utilization drops."""
     osc = run.osc
@@ -265,6 +273,7 @@ ANALYZERS = (
     ("telemetry", _gpu_telemetry),
     ("derived busy share", _derived_busy),
     ("event coincidence", _dip_events),
+    ("fault events", _fault_events),
     ("host-probe comparison", _host_in_dips),
     ("steps", _step_patterns),
     ("kineto", _summary_of("kineto", "trace")),
@@ -362,7 +371,10 @@ def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
         evidence = [b.evidence for b in acc.buckets if b.cause == lead and b.evidence]
         h = ranking.hypothesis(lead, 0.9 * ranking.impact(share), evidence or ["measured by the accounting"])
     if lead != "healthy":
-        h["lost_share"] = round(by.get(lead, 0.0) / acc.wall_s, 4) if acc.wall_s > 0 else None
+        share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
+        if any(b.direct for b in acc.buckets if b.cause == lead):  # measured on the lost time itself
+            h["score"] = round(max(h["score"], 0.9 * ranking.impact(share)), 3)
+        h["lost_share"] = round(share, 4) if acc.wall_s > 0 else None
         names = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names if n != "all GPUs"]
                                    + list(h.get("names") or [])))
         h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))

@@ -44,33 +44,34 @@ def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_s
     scores = {h["id"]: h for h in ranked}
     benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
     for b in acc.buckets:
-        b.cause, b.evidence = _attribution(b, acc, events, scores, benign, steps)
+        b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps)
 
 
 def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None,
-                 steps: pd.DataFrame | None):
+                 steps: pd.DataFrame | None) -> tuple[str, str, bool]:
+    """(cause, evidence, measured directly) for one bucket, by the order of the module docstring."""
     if b.kind.startswith("phase:"):
         phase = b.kind.split(":", 1)[1]
         cid = _phase_cause(phase)
         if cid:
-            return cid, f"the step timer's own {phase} phase"
+            return cid, f"the step timer's own {phase} phase", True
     hit = _grown_phase(b, steps) or _events_on(b, acc, events)
     if hit:
-        return hit
+        return (*hit, True)
     if b.kind == "recurring_slow" and benign:
-        return "healthy", benign
+        return "healthy", benign, True
     if b.kind == "outside_timer":  # the bucket is the measurement: time the step timer does not see
-        return "between_steps", "line timestamps advance faster than the step timer counts"
+        return "between_steps", "line timestamps advance faster than the step timer counts", True
     if b.kind == "stage_imbalance":  # the stages' own timers measure it
-        return "pipeline_imbalance", "the stages' own timers"
+        return "pipeline_imbalance", "the stages' own timers", True
     best = None
     for cid in BUCKET_CAUSES.get(b.kind, ()):
         h = scores.get(cid)
         if h and h["score"] >= SUPPORT_MIN and (best is None or h["score"] > best["score"]):
             best = h
     if best is not None:
-        return best["id"], (best.get("evidence") or [""])[0]
-    return UNEXPLAINED, ""
+        return best["id"], (best.get("evidence") or [""])[0], False
+    return UNEXPLAINED, "", False
 
 
 def _phase_cause(phase: str) -> str | None:
@@ -239,7 +240,10 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
         return f"{head}, within the run's noise floor of {acc.noise_floor_share:.0%} ({acc.noise_floor})" \
             if not acc.significant else f"{head}, of it {_benign(acc)}"
     want = UNEXPLAINED if lead == "unexplained_slowdown" else lead
-    mine = sorted([b for b in acc.buckets if b.cause == want] or acc.buckets, key=lambda b: -b.seconds)
+    mine = [b for b in acc.buckets if b.cause == want]
+    if not mine and not acc.significant:
+        return ""  # the leading cause is stated in the inputs, not measured as lost time: no loss to lead with
+    mine = sorted(mine or acc.buckets, key=lambda b: -b.seconds)
     where = "; ".join(f"{b.detail}{_where(b)}" for b in mine[:2])
     return f"{head} in {where}" if where else head
 

@@ -109,8 +109,8 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     if share is None and frame is not None:
         share = lost_share(frame, metric, diagnosis)
     hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) else None
-    if hours is None and share is not None:
-        hours = share * n_gpus * 24.0
+    if hours is None and share is not None and not isinstance(v, dict):
+        hours = share * n_gpus * 24.0  # the diagnosis' own verdict says when its span is too short for a per-day cost
     command, why = next_command(status, top, recorded_run(diagnosis.get("inputs") or []))
     return {"status": status, "sentence": sentence, "detail": summary,
             "confidence": confidence_words(status, score, margin), "lost_share": share,

@@ -157,6 +157,13 @@ CASES = [
     ("sim steps recompiles", "recompilation", _steps(stall_every=None, recompile_steps=(5, 47, 130, 171, 260, 333))),
     ("sim steps slow rank", "collective_straggler", _steps(stall_every=None, slow_rank=1, slow_factor=1.4)),
     ("sim steps healthy", "healthy", _steps(stall_every=None)),
+    # issue 27's held-out cases (tests/data/eval/heldout27/make_heldout27.py cites the reports): written before
+    # the engine saw them and scored once as written — 4 of 6 right (the steady MMEngine log read as time outside
+    # the step timer, the Xid 79 line as healthy); kept here as regression cases after the fixes
+    *[(f"heldout27 {name}", want, _file(f"heldout27/{name}.log")) for name, want in (
+        ("mmengine_data_time", "data_starvation"), ("mmengine_checkpoint", "periodic_stall"),
+        ("dynamo_recompiles", "recompilation"), ("torchrun_slow_loader_rank", "data_starvation"),
+        ("mmengine_steady", "healthy"), ("xid_fallen_off", "hardware_fault"))],
 ]
 
 
