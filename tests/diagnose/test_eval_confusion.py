@@ -174,15 +174,27 @@ def _expected(name: str, expected: str | None) -> str:
     return synthetic.simulate_telemetry(scenario, duration_s=60.0)[1].hypothesis
 
 
+def diagnosed(tmp: Path) -> list[tuple[str, str, object]]:
+    """(case, labelled cause, Diagnosis) for every case, diagnosed once per session (the calibration test reads the
+    same diagnoses)."""
+    if "rows" not in _CACHE:
+        out = []
+        for name, expected, build in CASES:
+            bundle = build(tmp) if build.__code__.co_argcount else build()
+            out.append((name, _expected(name, expected), diagnose(bundle)))
+        _CACHE["rows"] = out
+    return _CACHE["rows"]
+
+
+_CACHE: dict[str, list] = {}
+
+
 def confusion(tmp: Path) -> tuple[pd.DataFrame, list[tuple[str, str, str]]]:
     """The confusion matrix (rows: labelled cause, columns: top hypothesis) and the (case, want, got) rows; `tmp`
     is a folder for the cases that write their files first."""
     rows = []
-    for name, expected, build in CASES:
-        want = _expected(name, expected)
-        bundle = build(tmp) if build.__code__.co_argcount else build()
-        got = diagnose(bundle).hypotheses[0]["id"]
-        rows.append((name, want, got))
+    for name, expected, build in diagnosed(tmp):
+        rows.append((name, expected, build.hypotheses[0]["id"]))
     counts = Counter((w, g) for _, w, g in rows)
     labels = sorted({w for _, w, _ in rows} | {g for _, _, g in rows})
     matrix = pd.DataFrame([[counts.get((w, g), 0) for g in labels] for w in labels], index=labels, columns=labels)
