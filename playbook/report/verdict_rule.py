@@ -17,7 +17,10 @@ from __future__ import annotations
 from typing import Any
 
 from playbook.diagnose.attribution import CONFIRM as CONFIRM_SCORE
+from playbook.diagnose.attribution import MARGIN as AMBIGUITY_MARGIN
 from playbook.diagnose.attribution import confidence_word
+
+__all__ = ["AMBIGUITY_MARGIN", "CONFIRM_SCORE", "HEALTHY_MIN", "ranked_causes", "top_hypothesis", "triage_verdict"]
 
 HEALTHY_MIN = 0.5  # healthy is capped at 0.5 where the data cannot show a problem either way
 
