@@ -116,6 +116,7 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
             "confidence": confidence_words(status, score, margin), "lost_share": share,
             "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": guilty(diagnosis),
             "next_command": command, "next_why": why, "cause": top.get("id"),
+            "basis": (diagnosis.get("accounting") or {}).get("basis"),
             "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
 
 
@@ -290,7 +291,9 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     color = STATUS_COLORS.get(h.get("status", ""), "#adb5bd")
     facts = [("input", "<b>SYNTHETIC</b> — generated, not a measurement")] if h.get("synthetic") else []
     facts.append(("confidence", e(str(h.get("confidence", "")))))
-    if h.get("lost_share") is not None:
+    if h.get("lost_share") is not None and h.get("basis") == "wall":  # a step log: the loss is of wall time
+        facts.append(("time lost", f"{pct(h['lost_share'])} of wall time"))
+    elif h.get("lost_share") is not None:
         gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
         facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
     if h.get("gpu_hours_per_day") is not None:
