@@ -62,6 +62,8 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "host_groups": {"data_starvation": 0.45, "link_degradation": 0.3, "throttling": 0.2},
     # busy while the other group idles and back: producer/consumer stages, little else does this
     "antiphase": {"pipeline_imbalance": 0.85},
+    # one period, each GPU's dip a fixed step after the previous GPU's: the bubbles of a pipeline schedule
+    "staggered_swings": {"pipeline_imbalance": 0.85},
     "idle_and_saturated": {"pipeline_imbalance": 0.7},  # one side saturated, the other starved: a bottleneck stage
     "idle_only": {"pipeline_imbalance": 0.45, "data_starvation": 0.25},  # some GPUs low, none saturated: weaker
     # peers busy at low power while one GPU idles: they wait for it in a collective — a direct measurement

@@ -20,6 +20,17 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
     n_total = n_gpus or len(swinging)
     levels = f"{osc.high_pct:.0f}% → {osc.low_pct:.0f}%"
     derived = "" if osc.signal == "util_pct" else f" ({osc.signal})"
+    if osc.synchrony in ("independent", "groups") and osc.staggered:
+        st = osc.staggered
+        text = (f"{len(st['gpus'])} {label} swing {levels} with one period ({st['period_s']:.3g} s), each dipping "
+                f"{abs(st['step']):.0%} of a period after the previous one in {label[:-1] if label.endswith('s') else label} "
+                f"order (p = {st['p_value']:.2g}){derived}: pipeline bubbles — each stage idles while it waits for "
+                "the one before it")
+        nxt = ("log each stage's busy and waiting time per micro-batch (or a profiler trace on two adjacent "
+               "stages): the bubble is the wait at each stage's start; more micro-batches or an interleaved "
+               "schedule shrink it")
+        return support("staggered_swings", confidence(st["p_value"]), w, text, nxt, lost=osc.lost_fraction,
+                       p_value=st["p_value"])
     if osc.synchrony == "synchronized" or (osc.synchrony is None and len(swinging) == 1 and n_total == 1):
         return _synchronized(osc, w, n_total, levels, derived, label)
     if osc.synchrony == "groups":
