@@ -46,6 +46,11 @@ th { background: #f8f9fa; }
 .totals { margin: 1rem 0; }
 """
 
+# exported notebook pages: tables fit the page (text wraps, a wide table scrolls inside its own box)
+_PAGE_CSS = (".jp-OutputArea-output{overflow-x:auto;max-width:100%}"
+             ".jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{white-space:normal;overflow-wrap:break-word;"
+             "max-width:40em}")
+
 _NAV_CSS = ("position:sticky;top:0;z-index:10;background:#f8f9fa;border-bottom:1px solid #dee2e6;"
             "padding:.5rem 1rem;font-family:system-ui,sans-serif;font-size:.9rem")
 
@@ -81,7 +86,7 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
                             exclude_output_prompt=True, embed_images=True)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": Path(ipynb).stem}})
     out = Path(out)
-    body = secure(body)
+    body = secure(body).replace("</head>", f"<style>{_PAGE_CSS}</style></head>", 1)
     body = relink(body, Path(source_dir) if source_dir else Path(ipynb).parent, out.parent)
     has_card = 'id="verdict"' in body
     bar = _nav_bar(Path(ipynb).name, index_href, entry, with_verdict=False)
@@ -120,8 +125,9 @@ def secure(page: str) -> str:
 
 
 def relink(page: str, source_dir: Path, out_dir: Path) -> str:
-    """Relative links written from `source_dir` (e.g. ../docs/field-guide.md) rewritten relative to `out_dir`;
-    links to notebooks are left to link_siblings; a target that does not exist becomes plain text."""
+    """Relative links written from `source_dir` (notebooks/, e.g. ../docs/field-guide.md) rewritten for a page
+    in `out_dir`: to the report's own copy of a doc (guide/field-guide.html) when it holds one, else relative to
+    `out_dir`; links to notebooks are left to link_siblings; a target that does not exist becomes plain text."""
     def repl(m: re.Match) -> str:
         href = html.unescape(m.group("href"))
         if href.endswith((".ipynb", ".html", ".json", ".log")) and "/" not in href.lstrip("./"):
@@ -129,6 +135,9 @@ def relink(page: str, source_dir: Path, out_dir: Path) -> str:
         target = (source_dir / href).resolve()
         if _NOTEBOOK_FILE.fullmatch(target.name):
             return m.group(0)
+        bundled = guide_href(target, source_dir.parent, out_dir)
+        if bundled:  # the docs travel with the report (guide_pages.bundle_docs)
+            return f'href="{html.escape(bundled)}{m.group("frag") or ""}"'
         if not target.exists():
             return 'href="#" title="not available from this report"'
         rel = os.path.relpath(target, out_dir.resolve())
@@ -138,6 +147,17 @@ def relink(page: str, source_dir: Path, out_dir: Path) -> str:
 
 
 _NOTEBOOK_FILE = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
+GUIDE_DIR = "guide"  # the report sub-folder holding the docs as HTML (guide_pages.bundle_docs)
+
+
+def guide_href(target: Path, root: Path, out_dir: Path) -> str | None:
+    """The report-relative page of a link to docs/<x>.md of `root`, when the report holds it; else None."""
+    try:
+        rel = target.resolve().relative_to((root / "docs").resolve())
+    except ValueError:
+        return None
+    page = out_dir / GUIDE_DIR / f"{rel.stem}.html"
+    return f"{GUIDE_DIR}/{rel.stem}.html" if rel.suffix == ".md" and len(rel.parts) == 1 and page.is_file() else None
 
 
 STREAM_LINES = 8  # a printed stream longer than this (or than STREAM_CHARS) is folded into a <details> block
@@ -296,6 +316,13 @@ def _from_line(nb: dict[str, Any], root: Path | None = None) -> str:
             f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb, root)}</p>')
 
 
+def _guide_line(out_dir: Path) -> str:
+    pages = [(name, title) for name, title in (("runbook", "runbook"), ("field-guide", "field guide"))
+             if (out_dir / GUIDE_DIR / f"{name}.html").is_file()]
+    links = " and the ".join(f'<a href="{GUIDE_DIR}/{name}.html">{title}</a>' for name, title in pages)
+    return f'<p class="meta">How to read this report: the {links} (copies in this folder).</p>' if pages else ""
+
+
 def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path | None = None) -> Path:
     """index.html for a report folder: the lead run's verdict card, then one row per notebook with its inputs
     (named relative to the repository `root` when they lie in it), badges and links, then the run parameters."""
@@ -361,6 +388,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
 <p class="meta">run <code>{html.escape(summary.get('run_id', ''))}</code> ·
 created {html.escape(summary.get('created', ''))} · {summary.get('duration_s', 0):.1f} s ·
 playbook {html.escape(str(summary.get('playbook_version', '')))}<br>{param_text}</p>
+{_guide_line(out_dir)}
 <p class="meta"><a href="summary.json">summary.json</a> holds every recorded value and per-cell durations;
 <a href="kernels.log">kernels.log</a> what the kernels wrote outside their notebooks.
 Badges: run <b>ok</b>/<b>error</b>; verdict <b>confirmed</b> / <b>refuted</b> / <b>inconclusive</b>

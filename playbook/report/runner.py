@@ -4,8 +4,8 @@
     jobs = plan(paths=["logs/"], labs=["all"], quick=True)
     summary = run_batch(jobs, "reports/my-run")        # -> summary.json, index.html, <nb>.ipynb, <nb>.html
 
-A report folder holds each executed notebook, its HTML export without input cells, `summary.json` and
-`index.html`. A notebook that fails does not stop the others: papermill keeps the partial notebook, which is
+A report folder holds each executed notebook, its HTML export without input cells, `summary.json`,
+`index.html` and the docs (field guide, runbook) as HTML under `guide/`, which the pages link to. A notebook that fails does not stop the others: papermill keeps the partial notebook, which is
 exported like the rest, and the error's name and message go into summary.json and the index.
 """
 
@@ -245,6 +245,9 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     out_dir = Path(out_dir)
     cwd = Path(cwd) if cwd is not None else catalog.repo_root()
     out_dir.mkdir(parents=True, exist_ok=True)
+    from playbook.report.guide_pages import bundle_docs
+
+    bundle_docs(out_dir, cwd, [j.name for j in jobs])  # first: the pages link to these copies, not the checkout
     created = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     entries: dict[str, dict[str, Any]] = {}

@@ -43,7 +43,9 @@ def synthetic_batch(tmp_path_factory):
         tel, truths[scenario] = synthetic.simulate_telemetry(scenario, hosts=2, gpus_per_host=4, duration_s=600,
                                                             interval_s=2.0, seed=3)
         synthetic.write_nvidia_smi_csv(tel, logs / scenario)
-    jobs = [Job(str(TRIAGE), {"inputs": [str(logs / s)]}, f"triage_{s}") for s in truths]
+    # the straggler's input as one string, as `papermill -p inputs PATH` passes it: one path, not its letters
+    jobs = [Job(str(TRIAGE), {"inputs": str(logs / s) if s == "straggler" else [str(logs / s)]}, f"triage_{s}")
+            for s in truths]
     out = tmp_path_factory.mktemp("report")
     run_batch(jobs, out, progress=False)
     return json.loads((out / "summary.json").read_text()), truths, out
