@@ -227,6 +227,34 @@ def _fill_from_notebook(entry: dict[str, Any], ipynb: Path) -> None:
     entry["cells"] = cells
 
 
+class _PlainProgress:
+    """Progress off a terminal (a log file, CI): one plain line per finished notebook on stderr, where a
+    progress bar's redraws would pile up as one long line; nothing when `quiet`."""
+
+    def __init__(self, total: int, quiet: bool = False):
+        self.total, self.done, self.name, self.quiet = total, 0, "", quiet
+
+    def set_postfix_str(self, name: str) -> None:
+        self.name = name
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if not self.quiet:
+            print(f"notebooks: {self.done}/{self.total} done ({self.name})", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, enabled: bool):
+    """A tqdm bar on a terminal, plain lines elsewhere, nothing when not `enabled`."""
+    if enabled and sys.stderr.isatty():
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="notebooks", unit="nb", dynamic_ncols=True)
+    return _PlainProgress(total, quiet=not enabled)
+
+
 def _execute_packed(job: dict, out_dir: str, timeout_s: float, cwd: str) -> dict[str, Any]:
     return execute(Job(**job), out_dir, timeout_s, cwd)
 
@@ -237,8 +265,6 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     """Execute `jobs` into out_dir (one at a time, or `workers` kernels at once) and write summary.json and
     index.html there. Returns the summary. Notebook failures are recorded, never raised. `cwd`: the repository
     root the kernels start in (default catalog.repo_root())."""
-    from tqdm.auto import tqdm
-
     from playbook import __version__
     from playbook.report.html import link_siblings, write_index
 
@@ -251,7 +277,7 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     created = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     entries: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(jobs), desc="notebooks", unit="nb", disable=not progress, dynamic_ncols=True)
+    bar = _progress(len(jobs), progress)
     try:
         if workers <= 1 or len(jobs) <= 1:
             for job in jobs:
