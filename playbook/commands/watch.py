@@ -315,9 +315,11 @@ def run(args: argparse.Namespace) -> int:
     from playbook.commands.diagnose import render
 
     if not args.json:
-        print(summary(diag, elapsed, source.name), flush=True)
-        print(process_lines(session.procs) + "\n", flush=True)
-    return emit(diag, args.json, render)
+        print(summary(diag, elapsed, source.name) + "\n", flush=True)
+    code = emit(diag, args.json, render)
+    if not args.json:  # after the answer: who holds each GPU
+        print("\n" + process_lines(session.procs), flush=True)
+    return code
 
 
 class _Session:

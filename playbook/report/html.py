@@ -7,7 +7,6 @@ copied off the cluster and opened anywhere, offline.
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from pathlib import Path
@@ -261,13 +260,12 @@ def link_siblings(out_dir: str | Path, names: list[str]) -> None:
 
 
 def format_figure(value: Any) -> str:
-    """A key figure as short text: 3 significant digits for floats, JSON for containers."""
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value)
-        return text if len(text) <= 80 else text[:79] + "…"
-    return str(value)
+    """A key figure as short text (record.as_text: 3 significant digits, lists and dicts as their items, never a
+    Python or JSON repr), cut to 80 characters."""
+    from playbook.report.record import as_text
+
+    text = as_text(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _inputs_of(nb: dict[str, Any], root: Path | None = None) -> str:

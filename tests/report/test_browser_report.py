@@ -131,6 +131,7 @@ def test_demo_index_leads_with_the_64_gpu_verdict_and_names_each_runs_inputs(dem
     text = _text(dom)
     assert "64 GPUs" in text and "periodic stall" in text.lower() and "playbook report --labs 12" in text
     assert text.index("data/samples/synthetic-64gpu") < text.index("data/samples/dflash-8gpu")
+    assert not re.search(r"""[\[{]["']""", text)  # the run's parameters as text, not a JSON or Python list
     assert 'href="01_triage-synthetic-64gpu.html"' in dom and 'href="01_triage-dflash-8gpu.html"' in dom
     card = _text(re.search(r'<section class="pb-card" id="verdict".*?</section>', dom, re.DOTALL).group(0))
     assert "SYNTHETIC — generated, not a measurement" in card  # the 64-GPU sample is not a measurement
