@@ -102,7 +102,7 @@ def lab_verdict(summary: pd.DataFrame, fault: str = "fault", fix: str = "fix", b
     fault_txt = f"the fault's {quantity} is {fr:.0%} of no-fault's ({_interval(f_lo, f_hi)})"
     fix_txt = f"the fix's {xr:.0%} ({_interval(x_lo, x_hi)})"
     if n < MIN_REPEATS:
-        return LabVerdict("inconclusive", f"{fault_txt}; {fix_txt}: too few repeats ({n} run(s) a variant; "
+        return LabVerdict("inconclusive", f"{fault_txt}; {fix_txt}: too few repeats ({n} run{'s' * (n != 1)} a variant; "
                           f"{MIN_REPEATS} or more tell fix, fault and noise apart)", fr, xr, cv)
     if not (math.isfinite(f_lo) and math.isfinite(f_hi)):
         return LabVerdict("inconclusive", f"{fault_txt}: {n} runs per variant give no interval; repeat more",
