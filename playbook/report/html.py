@@ -12,6 +12,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from playbook.report.record import html_inline
+
 # Pages need no script at all (widgets are dropped, figures are PNGs), so every <script> block is removed (no
 # mermaid or MathJax from a CDN) and the policy forbids scripts, inline event handlers and any network fetch.
 _SCRIPT = re.compile(r"<script\b[^>]*>.*?</script\s*>\s*", re.IGNORECASE | re.DOTALL)
@@ -221,7 +223,7 @@ def _nav_bar(ipynb_name: str, index_href: str, entry: dict[str, Any] | None, wit
         parts.append(badge(entry.get("status", "ok")))
         v = entry.get("verdict") or {}
         if v.get("status") and with_verdict:
-            parts.append(badge(v["status"]) + " " + html.escape(str(v.get("summary", ""))))
+            parts.append(badge(v["status"]) + " " + html_inline(v.get("summary", "")))
         err = entry.get("error")
         if err:
             parts.append(f'<span class="error" style="color:#d62828">{html.escape(err["name"])}: '
@@ -333,7 +335,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
         head = (nb.get("records") or {}).get("headline") or {}
         if not head.get("sentence") or (verdict and head.get("status") != verdict.get("status")):
             head = {}  # a card that is not the row's verdict (onboarding's card is its sample's) does not speak for it
-        text = html.escape(str(head.get("sentence") or verdict.get("summary", "")))
+        text = html_inline(head.get("sentence") or verdict.get("summary", ""))  # escaped, `code` as code
         if head.get("lost_share") is not None:
             from playbook.report.headline import pct
 
