@@ -384,4 +384,8 @@ def hypotheses_view(report: Any, rows: int | None = None, brief: bool = False):
     if brief:
         frame = frame[["cause", "score (0-1)", "evidence"]]
     styler = left_table(frame.head(rows) if rows else frame, {"score (0-1)": "{:.2f}"})
-    return styler.set_properties(subset=["evidence"], **{"min-width": "24em"})  # the reason comes first
+    styler = styler.set_properties(subset=["cause"], **{"white-space": "nowrap"})
+    styler = styler.set_properties(subset=["evidence"], **{"min-width": "24em"})  # the reason comes first
+    wordy = [c for c in ("next step", "fix") if c in frame.columns]  # commands with long options break anywhere
+    return styler.set_properties(subset=wordy, **{"min-width": "12em", "overflow-wrap": "anywhere"}) if wordy \
+        else styler

@@ -164,7 +164,10 @@ def test_the_card_and_the_warnings_escape_what_comes_from_inputs():
     from playbook.report.record import md_escape, md_inline
 
     assert "<img" not in md_escape(evil) and "\\>" not in md_escape("a>b")
-    assert "<img" not in md_inline(f"run `{evil}`") and "<code>&quot;&gt;&lt;img" in md_inline(f"run `{evil}`")
+    import mistune
+
+    shown = mistune.html(md_inline(f"run `{evil}` and {evil}"))  # as a Markdown renderer shows it
+    assert "<img" not in shown and "<code>&quot;&gt;&lt;img src=x onerror=alert(9)&gt;</code>" in shown, shown
     coded = headline.card_html({"status": "refuted", "sentence": f"keep it for `playbook compare` {evil}"})
     assert "<code>playbook compare</code>" in coded and "`" not in coded and "<img src=x" not in coded
 
