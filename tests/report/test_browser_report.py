@@ -154,6 +154,33 @@ def test_each_triage_page_opens_with_its_verdict_card(demo, tmp_path, name, stat
     assert not re.search(r"\d+ of 1 GPUs|\b1 hosts\b", text) and "`" not in text  # Markdown rendered
 
 
+_MEASURE = """<script>
+const w = document.documentElement.clientWidth;
+const wide = [...document.querySelectorAll('table')].filter(t => t.getBoundingClientRect().right > w + 1
+  || (t.parentElement && t.parentElement.scrollWidth > t.parentElement.clientWidth + 1));
+document.body.setAttribute('data-wide-tables', wide.map(t => (t.innerText || '').slice(0, 60)).join(' | '));
+document.body.setAttribute('data-measured', String(w));
+</script>"""
+
+
+@pytest.mark.parametrize("name", ["01_triage-synthetic-64gpu", "01_triage-dflash-8gpu", "guide/runbook"])
+def test_every_table_fits_a_1400_px_window(demo, tmp_path, name):
+    """Measured in the browser: no table runs past the window or scrolls inside its box at 1,400 px. The page
+    forbids scripts, so a copy without its policy, with one measuring script, is what is opened."""
+    page = (demo / f"{name}.html").read_text(encoding="utf-8")
+    probe = demo / f"{name}.measure.html"
+    probe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+                     .replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    try:
+        res = _chromium(tmp_path, f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "--dump-dom", probe.as_uri())
+    finally:
+        probe.unlink()
+    assert res.returncode == 0, res.stderr[-1000:]
+    measured = re.search(r'data-wide-tables="([^"]*)" data-measured="(\d+)"', res.stdout)
+    assert measured and int(measured.group(2)) > 1300, res.stdout[-500:]
+    assert measured.group(1) == "", f"{name}: tables wider than the window: {measured.group(1)}"
+
+
 @pytest.fixture(scope="module")
 def lab_report(tmp_path_factory):
     """A prepared lab notebook (records a verdict and draws a figure) through the batch runner."""
