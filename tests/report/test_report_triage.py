@@ -272,3 +272,11 @@ def test_the_card_labels_synthetic_inputs_and_counts_in_words(tmp_path):
     assert "<b>SYNTHETIC</b> — generated, not a measurement" in card and "20% of 1 GPU<" in card
     bundle = read_paths([str(sample / "dflash-8gpu")], fields="index,utilization.gpu,memory.used")
     assert triage.inputs_table(bundle).loc[0, "covers"].startswith("8 GPUs on 1 host")
+
+
+def test_a_lab_card_leads_with_the_ratios_its_sentence_states():
+    from playbook.report import headline
+
+    entry = {"notebook": "12_x", "verdict": {"status": "confirmed", "summary": "the fault's throughput is 40%",
+                                             "figures": {"ckpt_every": 20, "fault_ratio": 0.4, "fix_ratio": 0.97}}}
+    assert list(headline.lab_headline(entry)["figures"]) == ["fault_ratio", "fix_ratio", "ckpt_every"]
