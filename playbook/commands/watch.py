@@ -1,7 +1,8 @@
 """`playbook watch [SOURCE]`: a live dashboard of this host's GPUs (or a Prometheus endpoint) that says why
 utilization swings while the job runs.
 
-One row per GPU: a utilization sparkline, power, SM clock and the status the diagnosis gives it; below, the
+One row per GPU: a utilization sparkline, power, SM clock and the status the diagnosis gives it; then the
+processes on the GPUs (PID, user, GPU memory, command: NVML and psutil, refreshed with the diagnosis); below, the
 rolling diagnosis of the last --window (period, duty cycle, synchrony, the top cause and its evidence), re-run
 every --refresh seconds — less often when one run costs more than DIAG_BUDGET of a core allows. `--for 60s`
 samples for a fixed time, prints the diagnosis and exits (one command instead of polling nvidia-smi by hand);
@@ -239,6 +240,28 @@ def summary(d, seconds: float | None = None, source: str = "") -> str:
     return f"{head}: {loss}{osc}; {cause}"
 
 
+def processes(source: Any) -> list[dict]:
+    """The compute processes on the source's GPUs (NVML only: nvidia-smi's loop and Prometheus do not say)."""
+    get = getattr(source, "processes", None)
+    return get() if get is not None else []
+
+
+def process_lines(procs: list[dict], limit: int = 16) -> str:
+    """The processes as plain lines, one per (GPU, PID): "GPU 0  PID 4242  alice  61,000 MiB  python train.py"."""
+    if not procs:
+        return "processes: none seen on the GPUs (or not reported by this source)"
+    lines = [f"processes on the GPUs ({len(procs)}):"]
+    for p in sorted(procs, key=lambda p: (str(p.get("host")), p["gpu"], p["pid"]))[:limit]:
+        lines.append(f"  GPU {p['gpu']}  PID {p['pid']}  {p['user']}  {_mib(p['gpu_mem_mib'])}  {p['command']}")
+    if len(procs) > limit:
+        lines.append(f"  … and {len(procs) - limit} more")
+    return "\n".join(lines)
+
+
+def _mib(v: float) -> str:
+    return "? MiB" if v is None or not math.isfinite(v) else f"{v:,.0f} MiB"
+
+
 def run(args: argparse.Namespace) -> int:
     import logging
 
@@ -251,8 +274,15 @@ def run(args: argparse.Namespace) -> int:
     interval = args.interval or (args.refresh if prom else 1.0)  # a server is re-read once per refresh
     window = max(args.window, args.for_s or 0.0)
     nvml = _fake(args.fake_nvml) if args.fake_nvml else None
-    source = open_source(args.source, interval_s=interval, nvml=nvml, window_s=window, step_s=args.step,
-                         match=args.match)
+    try:
+        source = open_source(args.source, interval_s=interval, nvml=nvml, window_s=window, step_s=args.step,
+                             match=args.match)
+    except InputError as exc:
+        if prom or nvml is not None:
+            raise
+        raise InputError(f"{exc}. Without a GPU here: `playbook watch --fake-nvml data_stall:8` shows the "
+                         "dashboard on a fake NVML; `playbook watch prometheus://HOST:9090` watches GPUs elsewhere "
+                         "through dcgm-exporter and Prometheus") from None
     host = getattr(source, "host", "prometheus")
     writer = RunWriter(args.out, host, source.name) if args.out else None
     session = _Session(args, source, interval, window, writer, diagnose)
@@ -278,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
         if writer is not None:
             writer.add(last, False)
     cost, loop_diag = _share(cpu0, t0), session.diag_cost
-    session.refresh()
+    session.refresh(procs=False)  # the source has stopped: the processes are those of the last refresh
     sys.stdout.flush()
     if writer is not None:
         out = writer.close(source.events_table())
@@ -294,7 +324,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.json:
         print(summary(diag, elapsed, source.name) + "\n", flush=True)
-    return emit(diag, args.json, render)
+    code = emit(diag, args.json, render)
+    if not args.json:  # after the answer: who holds each GPU
+        print("\n" + process_lines(session.procs), flush=True)
+    return code
 
 
 class _Session:
@@ -311,6 +344,7 @@ class _Session:
         self.rows: deque = deque()  # incremental sources: recent poll() rows, trimmed to the window at each refresh
         self.frames: list = []  # a re-reading source (Prometheus): its latest window
         self.diag, self.diag_at, self.diag_cost = None, 0.0, 0.0
+        self.procs: list[dict] = []  # the compute processes on the GPUs, as of the last refresh
         self.live = _live() if self.tty else None
 
     def print_warnings(self) -> None:
@@ -331,11 +365,14 @@ class _Session:
             self.rows.popleft()
         return rows_frame(list(self.rows))
 
-    def refresh(self) -> None:
-        """Diagnose the window (when it holds two samples or more); its thread CPU time adds to diag_cost."""
+    def refresh(self, procs: bool = True) -> None:
+        """Diagnose the window (when it holds two samples or more) and, with `procs` (the source still runs),
+        list the GPUs' processes again; its thread CPU time adds to diag_cost."""
         from playbook import schema
 
         c0 = time.thread_time()
+        if procs:
+            self.procs = processes(self.source)
         tel = self.window_frame()
         if len(tel) < 2:
             return
@@ -365,6 +402,7 @@ class _Session:
         args = self.args
         next_diag = time.monotonic() + args.refresh
         warm = False  # the first diagnosis may still pay one-off costs: it does not stretch the refresh interval
+        shown_procs: set = set()
         if self.live is not None:
             self.live.start()
         while True:
@@ -382,11 +420,16 @@ class _Session:
                 next_diag = now + (max(args.refresh, spent / DIAG_BUDGET) if warm else args.refresh)
                 warm = warm or self.diag is not None
                 if not self.tty and self.diag is not None:  # with --for, stdout is kept for the answer at the end
-                    print(f"[{now - t0:5.0f} s] {summary(self.diag)}", flush=True,
-                          file=sys.stderr if args.for_s else sys.stdout)
+                    out = sys.stderr if args.for_s else sys.stdout
+                    print(f"[{now - t0:5.0f} s] {summary(self.diag)}", flush=True, file=out)
+                    held = {(p.get("host"), p["gpu"], p["pid"]) for p in self.procs}
+                    if held != shown_procs:  # the processes, when they change
+                        print(process_lines(self.procs), flush=True, file=out)
+                        shown_procs = held
             if self.live is not None:
                 self.live.update(_dashboard(self.panel, self.diag, self.source.name, now - t0,
-                                            self.diag_at and now - self.diag_at, _share(cpu0, t0)), refresh=True)
+                                            self.diag_at and now - self.diag_at, _share(cpu0, t0), self.procs),
+                                 refresh=True)
 
 
 def _warm_up(diagnose) -> None:
@@ -422,7 +465,7 @@ def _live():
     return Live(console=Console(), auto_refresh=False, transient=False, redirect_stderr=False)
 
 
-def _dashboard(panel: Panel, d, source: str, elapsed: float, age: float, cost: float):
+def _dashboard(panel: Panel, d, source: str, elapsed: float, age: float, cost: float, procs: list[dict] = ()):
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -443,6 +486,18 @@ def _dashboard(panel: Panel, d, source: str, elapsed: float, age: float, cost: f
     parts = [head, table]
     if len(ids) > 64:
         parts.append(Text(f"… and {len(ids) - 64} more GPUs"))
+    if procs:
+        ptable = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
+        for col, just in (("GPU", "left"), ("PID", "right"), ("user", "left"), ("GPU memory", "right"),
+                          ("command", "left")):
+            ptable.add_column(col, justify=just, overflow="ellipsis", no_wrap=True)
+        shown = sorted(procs, key=lambda p: (str(p.get("host")), p["gpu"], p["pid"]))
+        for p in shown[:16]:
+            ptable.add_row(f"{p.get('host')}:{p['gpu']}", str(p["pid"]), p["user"], _mib(p["gpu_mem_mib"]),
+                           p["command"])
+        parts += [Text("processes", style="bold"), ptable]
+        if len(procs) > 16:
+            parts.append(Text(f"… and {len(procs) - 16} more processes"))
     if d is None:
         parts.append(Text("diagnosis: gathering samples…", style="dim"))
     else:

@@ -12,12 +12,14 @@ functions of the time since nvmlInit (so rates and sample timestamps behave like
 Scenarios (SCENARIOS): healthy, gpu_lost_mid_run, unsupported_fields, no_driver, driver_not_loaded, throttled,
 old_bindings, oscillating, pcie_degraded, nvlink_saturated, flaky, data_stall (every GPU idle together 40% of each
 `period_s`, power following the work), pipeline (each GPU idle 25% of the period, stage k's idle time lagging k/gpus of
-a period: pipeline bubbles). `nv.calls[gpu]` counts the calls per GPU.
+a period: pipeline bubbles). In every scenario each GPU runs one compute process, the one that made the fake
+(nvmlDeviceGetComputeRunningProcesses; GpuSpec.processes). `nv.calls[gpu]` counts the calls per GPU.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 import types
 from collections.abc import Callable
@@ -39,6 +41,7 @@ FIELDS = "nvmlDeviceGetFieldValues"
 POWER_LIMIT = "nvmlDeviceGetEnforcedPowerLimit"
 TEMP = "nvmlDeviceGetTemperature"
 REPLAY = "nvmlDeviceGetPcieReplayCounter"
+PROCESSES = "nvmlDeviceGetComputeRunningProcesses"
 
 
 @dataclass
@@ -69,6 +72,7 @@ class GpuSpec:
     flaky: dict[str, int] = field(default_factory=dict)  # function name -> fail every k-th call (NVMLError_Unknown)
     power_follows_util: bool = False  # power = idle + (power_w - idle) * util / 100, as a real board draws
     idle_power_w: float = 90.0
+    processes: list[tuple[int, float | None]] = field(default_factory=list)  # (pid, GPU MiB or None: hidden)
 
 
 class _Handle:
@@ -219,6 +223,14 @@ class FakeNvml(types.ModuleType):
         g = self._gpu(h, REPLAY)
         return int(g.replay_per_s * self._t())
 
+    def nvmlDeviceGetComputeRunningProcesses(self, h: _Handle) -> list[Any]:
+        """The compute processes on the GPU, as pynvml returns them: objects with .pid and .usedGpuMemory
+        (bytes; None where the driver cannot tell, e.g. WDDM or a MIG instance seen from outside)."""
+        g = self._gpu(h, PROCESSES)
+        return [types.SimpleNamespace(pid=pid, usedGpuMemory=None if mib is None else int(mib * MIB),
+                                      gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+                for pid, mib in g.processes]
+
     def nvmlDeviceGetSamples(self, h: _Handle, kind: int, last_ts: int) -> tuple[int, list[Any]]:
         g = self._gpu(h, SAMPLES)
         now = time.time()
@@ -278,7 +290,8 @@ def scenario(name: str, gpus: int = 4, lost_gpu: int = 1, lost_after: int = 20, 
     gpus: how many GPUs; lost_gpu/lost_after: which GPU raises GpuIsLost after how many calls on it;
     period_s: the square-wave period of "oscillating", "data_stall" and "pipeline"; bad_gpu: the GPU that is throttled / degraded / flaky.
     """
-    specs = [GpuSpec() for _ in range(gpus)]
+    # each fake GPU is held by the process that made the fake (so a process view can name its user and command)
+    specs = [GpuSpec(processes=[(os.getpid(), GpuSpec.mem_used_mib)]) for _ in range(gpus)]
     if name == "healthy":
         return FakeNvml(specs, name=name)
     if name == "gpu_lost_mid_run":
@@ -286,7 +299,8 @@ def scenario(name: str, gpus: int = 4, lost_gpu: int = 1, lost_after: int = 20, 
         return FakeNvml(specs, name=name)
     if name == "unsupported_fields":  # e.g. a consumer or virtual GPU: utilization and memory only
         for s in specs:
-            s.unsupported = {POWER, POWER_LIMIT, CLOCKS, SAMPLES, THROTTLE, THROTTLE_OLD, PCIE_TP, FIELDS, REPLAY}
+            s.unsupported = {POWER, POWER_LIMIT, CLOCKS, SAMPLES, THROTTLE, THROTTLE_OLD, PCIE_TP, FIELDS, REPLAY,
+                             PROCESSES}
         return FakeNvml(specs, name=name)
     if name == "no_driver":
         return FakeNvml(specs, init_error=_real.NVMLError_LibraryNotFound, name=name)

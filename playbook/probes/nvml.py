@@ -23,6 +23,7 @@ and disable it after 10 in a row; NVMLError_GpuIsLost on one GPU marks that GPU 
 "gpu_lost" entry in `gpu_events`, NaN rows from then on) while the other GPUs keep reporting; no NVML at all
 (pynvml missing, NVMLError_LibraryNotFound, driver not loaded) logs one line and `start()` returns False, so the
 Recorder records host metrics only. Memory is bounded by the row buffer (`max_rows`), drained by the Recorder.
+`processes()` lists the compute processes on each GPU with their user and command (for `playbook watch`).
 Pass `nvml=` a fake module (playbook.probes.fake_nvml) in tests.
 """
 
@@ -385,6 +386,26 @@ class NvmlSampler(Poller):
         out, self.gpu_events = self.gpu_events, []
         return out
 
+    def processes(self) -> list[dict[str, Any]]:
+        """The compute processes on the sampled GPUs (nvmlDeviceGetComputeRunningProcesses), one dict each: gpu,
+        pid, gpu_mem_mib (NaN where the driver hides it), user and command (psutil; "?" for a process this
+        host's view cannot see, e.g. in another container). Never raises: a GPU that does not support the call,
+        or is lost, lists none."""
+        rows = []
+        for g in self._gpus:
+            if g.lost or g.handle is None:
+                continue
+            try:
+                got = self._q(g, "processes", "nvmlDeviceGetComputeRunningProcesses") or []
+            except _GpuLost:
+                continue
+            for proc in got:
+                mem = getattr(proc, "usedGpuMemory", None)
+                pid = int(getattr(proc, "pid", -1))
+                rows.append({"gpu": g.index, "pid": pid, "gpu_mem_mib": mem / MIB if mem is not None else math.nan,
+                             **process_owner(pid)})
+        return rows
+
     def mean_util(self) -> float:
         """Mean of the latest utilization.gpu over GPUs that report it (NaN when none): the live trigger signal."""
         vals = [g.latest_util for g in self._gpus if not math.isnan(g.latest_util)]
@@ -412,6 +433,21 @@ class NvmlSampler(Poller):
             "slow_mean_cost_us": round(1e6 * self.slow_cost_s / self.slow_samples, 1) if self.slow_samples else None,
         })
         return out
+
+
+def process_owner(pid: int, width: int = 120) -> dict[str, str]:
+    """{"user", "command"} of a process (psutil; the command line cut to `width` characters), "?" each where the
+    process is gone or not visible from here."""
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            user = proc.username()
+            command = " ".join(" ".join(proc.cmdline()).split()) or proc.name()  # one line
+    except Exception:  # psutil missing, NoSuchProcess, AccessDenied, ZombieProcess
+        return {"user": "?", "command": "?"}
+    return {"user": user, "command": command if len(command) <= width else command[: width - 1] + "…"}
 
 
 def _field(fv: Any) -> float | None:

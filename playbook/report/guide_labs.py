@@ -49,7 +49,7 @@ SPEEDUPS: dict[str, tuple[str, Any]] = {
     "10_data_starvation": ("threaded loader ÷ serial decode, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
     "11_h2d_copies": ("prefetcher ÷ pageable sync copy, throughput",  # without CUDA there is no copy to overlap
                       lambda f: _div(f, "fix_ratio", "fault_ratio") if f.get("cuda") else None),
-    "12_checkpoint_eval_stalls": ("async ckpt + background eval ÷ inline, throughput",
+    "12_checkpoint_eval_stalls": ("async ckpt + background eval ÷ inline, loop efficiency",
                                   lambda f: _div(f, "fix_ratio", "fault_ratio")),
     "13_host_sync_gc": ("gc.freeze + batched logging ÷ default, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),
     "14_recompilation": ("buckets warmed up ÷ exact shapes, throughput", lambda f: _div(f, "fix_ratio", "fault_ratio")),

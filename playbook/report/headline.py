@@ -226,9 +226,11 @@ def lab_headline(entry: dict[str, Any]) -> dict[str, Any] | None:
     words = {"confirmed": "the fix beats run-to-run noise", "refuted": "the fix did not help beyond noise",
              "inconclusive": "low: the runs cannot separate the fix from noise"}
     command, why = lab_next(entry)
+    figures = v.get("figures") or {}  # stored with sorted keys (nbformat): the sentence's ratios first again
+    figures = dict(sorted(figures.items(), key=lambda kv: not str(kv[0]).endswith("ratio")))
     return {"status": v["status"], "sentence": str(v.get("summary", "")), "detail": "",
             "confidence": words.get(v["status"], v["status"]), "lost_share": None, "gpu_hours_per_day": None,
-            "figures": v.get("figures") or {}, "guilty": {}, "next_command": command, "next_why": why}
+            "figures": figures, "guilty": {}, "next_command": command, "next_why": why}
 
 
 def lab_next(entry: dict[str, Any]) -> tuple[str, str]:

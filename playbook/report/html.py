@@ -7,11 +7,12 @@ copied off the cluster and opened anywhere, offline.
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
+
+from playbook.report.record import html_inline
 
 # Pages need no script at all (widgets are dropped, figures are PNGs), so every <script> block is removed (no
 # mermaid or MathJax from a CDN) and the policy forbids scripts, inline event handlers and any network fetch.
@@ -45,6 +46,11 @@ th { background: #f8f9fa; }
 .error { color: #d62828; font-family: ui-monospace, monospace; font-size: .85rem; white-space: pre-wrap; }
 .totals { margin: 1rem 0; }
 """
+
+# exported notebook pages: tables fit the page (text wraps, a wide table scrolls inside its own box)
+_PAGE_CSS = (".jp-OutputArea-output{overflow-x:auto;max-width:100%}"
+             ".jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{white-space:normal;overflow-wrap:break-word;"
+             "max-width:40em}")
 
 _NAV_CSS = ("position:sticky;top:0;z-index:10;background:#f8f9fa;border-bottom:1px solid #dee2e6;"
             "padding:.5rem 1rem;font-family:system-ui,sans-serif;font-size:.9rem")
@@ -81,7 +87,7 @@ def export_html(ipynb: str | Path, out: str | Path, index_href: str = "index.htm
                             exclude_output_prompt=True, embed_images=True)
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": Path(ipynb).stem}})
     out = Path(out)
-    body = secure(body)
+    body = secure(body).replace("</head>", f"<style>{_PAGE_CSS}</style></head>", 1)
     body = relink(body, Path(source_dir) if source_dir else Path(ipynb).parent, out.parent)
     has_card = 'id="verdict"' in body
     bar = _nav_bar(Path(ipynb).name, index_href, entry, with_verdict=False)
@@ -120,8 +126,9 @@ def secure(page: str) -> str:
 
 
 def relink(page: str, source_dir: Path, out_dir: Path) -> str:
-    """Relative links written from `source_dir` (e.g. ../docs/field-guide.md) rewritten relative to `out_dir`;
-    links to notebooks are left to link_siblings; a target that does not exist becomes plain text."""
+    """Relative links written from `source_dir` (notebooks/, e.g. ../docs/field-guide.md) rewritten for a page
+    in `out_dir`: to the report's own copy of a doc (guide/field-guide.html) when it holds one, else relative to
+    `out_dir`; links to notebooks are left to link_siblings; a target that does not exist becomes plain text."""
     def repl(m: re.Match) -> str:
         href = html.unescape(m.group("href"))
         if href.endswith((".ipynb", ".html", ".json", ".log")) and "/" not in href.lstrip("./"):
@@ -129,6 +136,9 @@ def relink(page: str, source_dir: Path, out_dir: Path) -> str:
         target = (source_dir / href).resolve()
         if _NOTEBOOK_FILE.fullmatch(target.name):
             return m.group(0)
+        bundled = guide_href(target, source_dir.parent, out_dir)
+        if bundled:  # the docs travel with the report (guide_pages.bundle_docs)
+            return f'href="{html.escape(bundled)}{m.group("frag") or ""}"'
         if not target.exists():
             return 'href="#" title="not available from this report"'
         rel = os.path.relpath(target, out_dir.resolve())
@@ -138,6 +148,17 @@ def relink(page: str, source_dir: Path, out_dir: Path) -> str:
 
 
 _NOTEBOOK_FILE = re.compile(r"\d\d_[A-Za-z0-9_]+\.ipynb")
+GUIDE_DIR = "guide"  # the report sub-folder holding the docs as HTML (guide_pages.bundle_docs)
+
+
+def guide_href(target: Path, root: Path, out_dir: Path) -> str | None:
+    """The report-relative page of a link to docs/<x>.md of `root`, when the report holds it; else None."""
+    try:
+        rel = target.resolve().relative_to((root / "docs").resolve())
+    except ValueError:
+        return None
+    page = out_dir / GUIDE_DIR / f"{rel.stem}.html"
+    return f"{GUIDE_DIR}/{rel.stem}.html" if rel.suffix == ".md" and len(rel.parts) == 1 and page.is_file() else None
 
 
 STREAM_LINES = 8  # a printed stream longer than this (or than STREAM_CHARS) is folded into a <details> block
@@ -202,7 +223,7 @@ def _nav_bar(ipynb_name: str, index_href: str, entry: dict[str, Any] | None, wit
         parts.append(badge(entry.get("status", "ok")))
         v = entry.get("verdict") or {}
         if v.get("status") and with_verdict:
-            parts.append(badge(v["status"]) + " " + html.escape(str(v.get("summary", ""))))
+            parts.append(badge(v["status"]) + " " + html_inline(v.get("summary", "")))
         err = entry.get("error")
         if err:
             parts.append(f'<span class="error" style="color:#d62828">{html.escape(err["name"])}: '
@@ -241,13 +262,12 @@ def link_siblings(out_dir: str | Path, names: list[str]) -> None:
 
 
 def format_figure(value: Any) -> str:
-    """A key figure as short text: 3 significant digits for floats, JSON for containers."""
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    if isinstance(value, (dict, list)):
-        text = json.dumps(value)
-        return text if len(text) <= 80 else text[:79] + "…"
-    return str(value)
+    """A key figure as short text (record.as_text: 3 significant digits, lists and dicts as their items, never a
+    Python or JSON repr), cut to 80 characters."""
+    from playbook.report.record import as_text
+
+    text = as_text(value)
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def _inputs_of(nb: dict[str, Any], root: Path | None = None) -> str:
@@ -296,6 +316,13 @@ def _from_line(nb: dict[str, Any], root: Path | None = None) -> str:
             f'{html.escape(nb.get("title") or nb["notebook"])}</a>{_inputs_of(nb, root)}</p>')
 
 
+def _guide_line(out_dir: Path) -> str:
+    pages = [(name, title) for name, title in (("runbook", "runbook"), ("field-guide", "field guide"))
+             if (out_dir / GUIDE_DIR / f"{name}.html").is_file()]
+    links = " and the ".join(f'<a href="{GUIDE_DIR}/{name}.html">{title}</a>' for name, title in pages)
+    return f'<p class="meta">How to read this report: the {links} (copies in this folder).</p>' if pages else ""
+
+
 def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path | None = None) -> Path:
     """index.html for a report folder: the lead run's verdict card, then one row per notebook with its inputs
     (named relative to the repository `root` when they lie in it), badges and links, then the run parameters."""
@@ -308,7 +335,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
         head = (nb.get("records") or {}).get("headline") or {}
         if not head.get("sentence") or (verdict and head.get("status") != verdict.get("status")):
             head = {}  # a card that is not the row's verdict (onboarding's card is its sample's) does not speak for it
-        text = html.escape(str(head.get("sentence") or verdict.get("summary", "")))
+        text = html_inline(head.get("sentence") or verdict.get("summary", ""))  # escaped, `code` as code
         if head.get("lost_share") is not None:
             from playbook.report.headline import pct
 
@@ -362,6 +389,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
 <p class="meta">run <code>{html.escape(summary.get('run_id', ''))}</code> ·
 created {html.escape(summary.get('created', ''))} · {summary.get('duration_s', 0):.1f} s ·
 playbook {html.escape(str(summary.get('playbook_version', '')))}<br>{param_text}</p>
+{_guide_line(out_dir)}
 <p class="meta"><a href="summary.json">summary.json</a> holds every recorded value and per-cell durations;
 <a href="kernels.log">kernels.log</a> what the kernels wrote outside their notebooks.
 Badges: run <b>ok</b>/<b>error</b>; verdict <b>confirmed</b> / <b>refuted</b> / <b>inconclusive</b>

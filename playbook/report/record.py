@@ -152,11 +152,10 @@ def html_inline(text: Any) -> str:
 
 
 def md_inline(text: Any) -> str:
-    """Text from inputs made safe inside Markdown (md_escape) while its own `code` spans stay code (as escaped
-    HTML <code>, which Markdown passes through): commands in a next step read as commands, not as backticks."""
+    """Text from inputs made safe inside Markdown (md_escape) while its own `code` spans stay Markdown code spans
+    (whose content every renderer shows literally, escaped): commands read as commands, not as backticks."""
     parts = re.split(r"`([^`\n]+)`", str(text))
-    return "".join(md_escape(part) if i % 2 == 0 else f"<code>{html.escape(part)}</code>"
-                   for i, part in enumerate(parts))
+    return "".join(md_escape(part) if i % 2 == 0 else f"`{part}`" for i, part in enumerate(parts))
 
 
 def collect(notebook: str | Path | dict) -> dict[str, Any]:

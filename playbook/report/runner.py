@@ -4,8 +4,8 @@
     jobs = plan(paths=["logs/"], labs=["all"], quick=True)
     summary = run_batch(jobs, "reports/my-run")        # -> summary.json, index.html, <nb>.ipynb, <nb>.html
 
-A report folder holds each executed notebook, its HTML export without input cells, `summary.json` and
-`index.html`. A notebook that fails does not stop the others: papermill keeps the partial notebook, which is
+A report folder holds each executed notebook, its HTML export without input cells, `summary.json`,
+`index.html` and the docs (field guide, runbook) as HTML under `guide/`, which the pages link to. A notebook that fails does not stop the others: papermill keeps the partial notebook, which is
 exported like the rest, and the error's name and message go into summary.json and the index.
 """
 
@@ -227,6 +227,34 @@ def _fill_from_notebook(entry: dict[str, Any], ipynb: Path) -> None:
     entry["cells"] = cells
 
 
+class _PlainProgress:
+    """Progress off a terminal (a log file, CI): one plain line per finished notebook on stderr, where a
+    progress bar's redraws would pile up as one long line; nothing when `quiet`."""
+
+    def __init__(self, total: int, quiet: bool = False):
+        self.total, self.done, self.name, self.quiet = total, 0, "", quiet
+
+    def set_postfix_str(self, name: str) -> None:
+        self.name = name
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if not self.quiet:
+            print(f"notebooks: {self.done}/{self.total} done ({self.name})", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(total: int, enabled: bool):
+    """A tqdm bar on a terminal, plain lines elsewhere, nothing when not `enabled`."""
+    if enabled and sys.stderr.isatty():
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc="notebooks", unit="nb", dynamic_ncols=True)
+    return _PlainProgress(total, quiet=not enabled)
+
+
 def _execute_packed(job: dict, out_dir: str, timeout_s: float, cwd: str) -> dict[str, Any]:
     return execute(Job(**job), out_dir, timeout_s, cwd)
 
@@ -237,18 +265,19 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     """Execute `jobs` into out_dir (one at a time, or `workers` kernels at once) and write summary.json and
     index.html there. Returns the summary. Notebook failures are recorded, never raised. `cwd`: the repository
     root the kernels start in (default catalog.repo_root())."""
-    from tqdm.auto import tqdm
-
     from playbook import __version__
     from playbook.report.html import link_siblings, write_index
 
     out_dir = Path(out_dir)
     cwd = Path(cwd) if cwd is not None else catalog.repo_root()
     out_dir.mkdir(parents=True, exist_ok=True)
+    from playbook.report.guide_pages import bundle_docs
+
+    bundle_docs(out_dir, cwd, [j.name for j in jobs])  # first: the pages link to these copies, not the checkout
     created = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     entries: dict[str, dict[str, Any]] = {}
-    bar = tqdm(total=len(jobs), desc="notebooks", unit="nb", disable=not progress, dynamic_ncols=True)
+    bar = _progress(len(jobs), progress)
     try:
         if workers <= 1 or len(jobs) <= 1:
             for job in jobs:

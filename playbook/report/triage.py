@@ -380,6 +380,12 @@ def hypotheses_view(report: Any, rows: int | None = None, brief: bool = False):
     its dict: the first `rows` (default all), and with `brief` only cause, score and evidence (the labs' view)."""
     frame = hypotheses_table(as_dict(report)).rename(columns={"id": "cause", "score": "score (0-1)",
                                                                "next_step": "next step"})
+    frame["notebook"] = frame["notebook"].map(lambda nb: Path(nb).name if isinstance(nb, str) else nb)
     if brief:
         frame = frame[["cause", "score (0-1)", "evidence"]]
-    return left_table(frame.head(rows) if rows else frame, {"score (0-1)": "{:.2f}"})
+    styler = left_table(frame.head(rows) if rows else frame, {"score (0-1)": "{:.2f}"})
+    styler = styler.set_properties(subset=["cause"], **{"white-space": "nowrap"})
+    styler = styler.set_properties(subset=["evidence"], **{"min-width": "24em"})  # the reason comes first
+    wordy = [c for c in ("next step", "fix") if c in frame.columns]  # commands with long options break anywhere
+    return styler.set_properties(subset=wordy, **{"min-width": "12em", "overflow-wrap": "anywhere"}) if wordy \
+        else styler

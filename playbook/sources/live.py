@@ -87,6 +87,10 @@ class NvmlSource:
         self.sampler.stop()
         self.warnings += [w for w in self.sampler.warnings if w not in self.warnings]
 
+    def processes(self) -> list[dict]:
+        """The compute processes on each GPU (NvmlSampler.processes), with this host's name."""
+        return [{"host": self.host, **p} for p in self.sampler.processes()]
+
     def events_table(self) -> pd.DataFrame:
         return events_frame(self.events, self.name)
 

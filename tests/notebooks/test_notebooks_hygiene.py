@@ -63,6 +63,20 @@ def test_papermill_lists_every_parameter_with_its_type_default_and_help(path):
         assert shown["help"].startswith(p.comment), (path.name, p.name, shown)
 
 
+def test_the_readmes_papermill_examples_set_real_parameters():
+    """Each `papermill NOTEBOOK OUT -p NAME VALUE` line of the README names a notebook and its parameters."""
+    readme = (catalog.repo_root() / "README.md").read_text(encoding="utf-8")
+    lines = [ln.strip() for ln in readme.splitlines() if ln.strip().startswith("papermill ")]
+    assert any(" -p " in ln for ln in lines), "the README shows no papermill -p example"
+    for line in lines:
+        words = line.split()
+        notebook = next(w for w in words if w.endswith(".ipynb"))
+        declared = {p.name for p in catalog.parse_parameters(catalog.cell_source(
+            catalog.parameters_cells(_read(catalog.repo_root() / notebook))[0]))}
+        named = [words[i + 1] for i, w in enumerate(words) if w == "-p"]
+        assert set(named) <= declared, f"{line}: {sorted(set(named) - declared)} are not parameters of {notebook}"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_no_def_or_class_in_code_cells(path):
     nb = _read(path)

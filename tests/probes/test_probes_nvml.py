@@ -200,3 +200,42 @@ def test_mean_util_is_the_live_signal():
     s.sample_once()
     s.stop()
     assert 90 <= s.mean_util() <= 100
+
+
+def test_processes_on_each_gpu_with_user_command_and_memory():
+    import getpass
+    import os
+    import subprocess
+    import sys
+
+    nv = fake_nvml.scenario("healthy", gpus=2)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        nv.gpus[1].processes = [(child.pid, 512.0), (2 ** 22 + 7, None)]  # a second process, gone or not visible
+        s = NvmlSampler("node1", hz=100.0, nvml=nv)
+        assert s.open()
+        procs = {(p["gpu"], p["pid"]): p for p in s.processes()}
+    finally:
+        child.kill()
+        child.wait()
+    s.stop()
+    mine = procs[(0, os.getpid())]
+    assert mine["user"] == getpass.getuser() and mine["gpu_mem_mib"] == pytest.approx(61000.0)
+    assert "python" in mine["command"] or "pytest" in mine["command"]
+    other = procs[(1, child.pid)]
+    assert other["gpu_mem_mib"] == pytest.approx(512.0) and "time.sleep(30)" in other["command"]
+    hidden = procs[(1, 2 ** 22 + 7)]
+    assert math.isnan(hidden["gpu_mem_mib"]) and hidden["user"] == hidden["command"] == "?"
+    assert len(procs) == 3
+
+
+def test_processes_where_nvml_cannot_list_them_is_an_empty_list():
+    s = NvmlSampler("node1", hz=100.0, nvml=fake_nvml.scenario("unsupported_fields", gpus=2))
+    assert s.open()
+    assert s.processes() == [] and s.processes() == []  # asked once, then never again
+    assert nv_calls(s) == 2
+    s.stop()
+
+
+def nv_calls(s: NvmlSampler) -> int:
+    return s._nvml.fn_calls.get(fake_nvml.PROCESSES, 0)

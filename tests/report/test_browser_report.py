@@ -131,7 +131,12 @@ def test_demo_index_leads_with_the_64_gpu_verdict_and_names_each_runs_inputs(dem
     text = _text(dom)
     assert "64 GPUs" in text and "periodic stall" in text.lower() and "playbook report --labs 12" in text
     assert text.index("data/samples/synthetic-64gpu") < text.index("data/samples/dflash-8gpu")
+    assert not re.search(r"""[\[{]["']""", text)  # the run's parameters as text, not a JSON or Python list
     assert 'href="01_triage-synthetic-64gpu.html"' in dom and 'href="01_triage-dflash-8gpu.html"' in dom
+    card = _text(re.search(r'<section class="pb-card" id="verdict".*?</section>', dom, re.DOTALL).group(0))
+    assert "SYNTHETIC — generated, not a measurement" in card  # the 64-GPU sample is not a measurement
+    # the docs travel with the report: linked inside the folder (_check_assets resolved every link)
+    assert 'href="guide/runbook.html"' in dom and (demo / "guide" / "field-guide.html").is_file()
 
 
 @pytest.mark.parametrize("name, status", [("01_triage-synthetic-64gpu", "confirmed"),
@@ -145,6 +150,35 @@ def test_each_triage_page_opens_with_its_verdict_card(demo, tmp_path, name, stat
     assert "read_paths(" not in text and "import " not in text  # input cells are left out
     assert "{'" not in text and "period_s = None" not in text  # no dict reprs
     assert dom.count('id="verdict"') == 1  # the verdict is not repeated in the bar
+    assert 'href="guide/field-guide.html"' in dom  # the report's own copy, not a path into the checkout
+    assert not re.search(r"\d+ of 1 GPUs|\b1 hosts\b", text) and "`" not in text  # Markdown rendered
+
+
+_MEASURE = """<script>
+const w = document.documentElement.clientWidth;
+const wide = [...document.querySelectorAll('table')].filter(t => t.getBoundingClientRect().right > w + 1
+  || (t.parentElement && t.parentElement.scrollWidth > t.parentElement.clientWidth + 1));
+document.body.setAttribute('data-wide-tables', wide.map(t => (t.innerText || '').slice(0, 60)).join(' | '));
+document.body.setAttribute('data-measured', String(w));
+</script>"""
+
+
+@pytest.mark.parametrize("name", ["01_triage-synthetic-64gpu", "01_triage-dflash-8gpu", "guide/runbook"])
+def test_every_table_fits_a_1400_px_window(demo, tmp_path, name):
+    """Measured in the browser: no table runs past the window or scrolls inside its box at 1,400 px. The page
+    forbids scripts, so a copy without its policy, with one measuring script, is what is opened."""
+    page = (demo / f"{name}.html").read_text(encoding="utf-8")
+    probe = demo / f"{name}.measure.html"
+    probe.write_text(re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+                     .replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    try:
+        res = _chromium(tmp_path, f"--window-size={VIEWPORT[0]},{VIEWPORT[1]}", "--dump-dom", probe.as_uri())
+    finally:
+        probe.unlink()
+    assert res.returncode == 0, res.stderr[-1000:]
+    measured = re.search(r'data-wide-tables="([^"]*)" data-measured="(\d+)"', res.stdout)
+    assert measured and int(measured.group(2)) > 1300, res.stdout[-500:]
+    assert measured.group(1) == "", f"{name}: tables wider than the window: {measured.group(1)}"
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +208,8 @@ def test_a_lab_page_opens_with_its_verdict(lab_report, tmp_path):
     dom = _check_first_screen(tmp_path, lab_report / "12_prepared_lab.html", "lab-page", "inconclusive",
                               figure=False)
     text = _text(dom)
-    assert "playbook report --labs 12" in text and "fault ratio" in text
+    assert "fault ratio" in text
+    assert "-p repeats 4" in text and "playbook report --labs 12" not in text  # next: more repeats, not this page
     card = re.search(r'<section class="pb-card" id="verdict".*?</section>', dom, re.DOTALL).group(0)
     assert re.search(r'<img alt="the lab\'s key figure[^"]*" src="data:image/png', card)  # its tagged figure
     _check_first_screen(tmp_path, lab_report / "index.html", "lab-index", "inconclusive", figure=False)

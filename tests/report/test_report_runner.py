@@ -175,3 +175,19 @@ def test_links_between_notebooks_point_at_pages_in_the_report(tmp_path):
     assert '<a href="10_data_starvation.html">the lab</a>' in triage_page
     assert "stalls <small>(not in this report)</small>" in triage_page
     assert (tmp_path / "10_data_starvation.html").read_text() == '<a href="01_triage.html">triage</a>'
+
+
+def test_progress_off_a_terminal_is_one_plain_line_per_notebook(capsys):
+    from playbook.report.runner import _progress
+
+    bar = _progress(2, enabled=True)  # pytest's captured stderr is not a terminal
+    for name in ("01_triage", "12_lab"):
+        bar.set_postfix_str(name)
+        bar.update(1)
+    bar.close()
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["notebooks: 1/2 done (01_triage)", "notebooks: 2/2 done (12_lab)"]
+    assert "\r" not in err and "|" not in err  # no progress-bar frames
+    quiet = _progress(2, enabled=False)
+    quiet.update(1)
+    assert capsys.readouterr().err == ""

@@ -43,7 +43,9 @@ def synthetic_batch(tmp_path_factory):
         tel, truths[scenario] = synthetic.simulate_telemetry(scenario, hosts=2, gpus_per_host=4, duration_s=600,
                                                             interval_s=2.0, seed=3)
         synthetic.write_nvidia_smi_csv(tel, logs / scenario)
-    jobs = [Job(str(TRIAGE), {"inputs": [str(logs / s)]}, f"triage_{s}") for s in truths]
+    # the straggler's input as one string, as `papermill -p inputs PATH` passes it: one path, not its letters
+    jobs = [Job(str(TRIAGE), {"inputs": str(logs / s) if s == "straggler" else [str(logs / s)]}, f"triage_{s}")
+            for s in truths]
     out = tmp_path_factory.mktemp("report")
     run_batch(jobs, out, progress=False)
     return json.loads((out / "summary.json").read_text()), truths, out
@@ -162,7 +164,10 @@ def test_the_card_and_the_warnings_escape_what_comes_from_inputs():
     from playbook.report.record import md_escape, md_inline
 
     assert "<img" not in md_escape(evil) and "\\>" not in md_escape("a>b")
-    assert "<img" not in md_inline(f"run `{evil}`") and "<code>&quot;&gt;&lt;img" in md_inline(f"run `{evil}`")
+    import mistune
+
+    shown = mistune.html(md_inline(f"run `{evil}` and {evil}"))  # as a Markdown renderer shows it
+    assert "<img" not in shown and "<code>&quot;&gt;&lt;img src=x onerror=alert(9)&gt;</code>" in shown, shown
     coded = headline.card_html({"status": "refuted", "sentence": f"keep it for `playbook compare` {evil}"})
     assert "<code>playbook compare</code>" in coded and "`" not in coded and "<img src=x" not in coded
 
@@ -267,3 +272,11 @@ def test_the_card_labels_synthetic_inputs_and_counts_in_words(tmp_path):
     assert "<b>SYNTHETIC</b> — generated, not a measurement" in card and "20% of 1 GPU<" in card
     bundle = read_paths([str(sample / "dflash-8gpu")], fields="index,utilization.gpu,memory.used")
     assert triage.inputs_table(bundle).loc[0, "covers"].startswith("8 GPUs on 1 host")
+
+
+def test_a_lab_card_leads_with_the_ratios_its_sentence_states():
+    from playbook.report import headline
+
+    entry = {"notebook": "12_x", "verdict": {"status": "confirmed", "summary": "the fault's throughput is 40%",
+                                             "figures": {"ckpt_every": 20, "fault_ratio": 0.4, "fix_ratio": 0.97}}}
+    assert list(headline.lab_headline(entry)["figures"]) == ["fault_ratio", "fix_ratio", "ckpt_every"]

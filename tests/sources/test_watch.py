@@ -80,6 +80,9 @@ def test_watch_for_prints_period_and_cause_and_keeps_the_run(tmp_path):
     cause = re.search(r"top cause (\w+)", first).group(1)
     assert cause != "healthy"
     assert "Hypotheses" in stdout and f"1. {cause}" in stdout
+    # which process holds each GPU: the fake's GPUs are held by the watch itself (NVML + psutil)
+    assert "processes on the GPUs (4):" in stdout and f"GPU 3  PID {proc.pid}  " in stdout, stdout[:1500]
+    assert "61,000 MiB" in stdout and "--fake-nvml data_stall:2:4" in stdout
     assert re.search(r"cost [\d.]+% of a core", stderr)
     b = rundir.read_run(out)
     assert sorted(b.telemetry["gpu"].unique()) == [0, 1, 2, 3]
@@ -197,3 +200,39 @@ def test_dashboard_renders_rows_and_the_rolling_diagnosis():
     assert "cost 0.40% of a core" in text and "node00:0" in text and "▁█▁█▁█▁█▁█" in text
     assert "650 W" in text and "1410 MHz" in text and "period 20 s" in text
     assert f"top cause {d.hypotheses[0]['id']}" in text
+
+
+def test_without_a_gpu_the_error_suggests_the_fake_nvml_and_prometheus(monkeypatch):
+    from playbook.commands import watch as w
+    from playbook.errors import InputError
+    from playbook.sources import live
+
+    def no_gpu(*_args, **_kwargs):
+        raise InputError("no GPU telemetry source: NVML not available | nvidia-smi: not found on PATH")
+
+    monkeypatch.setattr(live, "open_source", no_gpu)
+    parser = argparse.ArgumentParser()
+    w.add_arguments(parser)
+    with pytest.raises(InputError) as err:
+        w.run(parser.parse_args(["--for", "1s"]))
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("no GPU telemetry source")
+    assert "playbook watch --fake-nvml data_stall:8" in line and "playbook watch prometheus://HOST:9090" in line
+
+
+def test_the_dashboard_and_plain_lines_name_the_process_on_each_gpu():
+    from rich.console import Console
+
+    from playbook.commands.watch import _dashboard, process_lines
+
+    procs = [{"host": "node00", "gpu": 1, "pid": 4242, "user": "alice", "gpu_mem_mib": 61000.0,
+              "command": "torchrun --nproc-per-node 8 train.py"},
+             {"host": "node00", "gpu": 0, "pid": 4241, "user": "bob", "gpu_mem_mib": float("nan"), "command": "?"}]
+    console = Console(record=True, width=160, force_terminal=False)
+    console.print(_dashboard(Panel(width=4), None, "NVML", 3.0, 0.0, 0.001, procs))
+    text = console.export_text()
+    assert "PID" in text and "4242" in text and "alice" in text and "61,000 MiB" in text and "train.py" in text
+    lines = process_lines(procs).splitlines()
+    assert lines == ["processes on the GPUs (2):", "  GPU 0  PID 4241  bob  ? MiB  ?",
+                     "  GPU 1  PID 4242  alice  61,000 MiB  torchrun --nproc-per-node 8 train.py"]
+    assert process_lines([]).startswith("processes: none seen")

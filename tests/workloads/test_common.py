@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from playbook.analysis.lab_verdict import lab_verdict, variant_summary
 from playbook.workloads.common import measure_variants
 
@@ -40,6 +42,8 @@ def test_two_runs_that_cannot_separate_fix_from_fault_are_inconclusive():
     v = lab_verdict(summary)
     assert v.status == "inconclusive" and "interval" in v.summary
     assert summary.loc["fix", "ratio_hi"] - summary.loc["fix", "ratio_lo"] > 0.5  # t with ~1 df, not ±1.96 se
+    assert "too few repeats" in v.summary and (summary["note"].drop("no_fault") != "").all()
+    assert (summary["ratio_lo"] > 0).all()  # a t-interval on the ratio itself reached -0.47 here; the log one cannot
     one = variant_summary(pd.DataFrame([{"variant": k, "repeat": 0, "throughput": t[0]} for k, t in tp.items()]))
     assert lab_verdict(one).status == "inconclusive"
 
@@ -51,3 +55,17 @@ def test_a_period_is_named_only_when_significant():
                                                                       "steps, p = 1)")
     assert period_text({"every_n_steps": 20, "p_value": 1e-4})[0] == 20
     assert period_text(None) == (None, "no period found")
+
+
+def test_ratio_intervals_are_symmetric_factors_on_the_log_scale():
+    import numpy as np
+    import pandas as pd
+
+    rows = [{"variant": v, "repeat": r, "throughput": t * (1 + 0.05 * (-1) ** r)}
+            for r in range(4) for v, t in [("no_fault", 100.0), ("fault", 40.0)]]
+    s = variant_summary(pd.DataFrame(rows))
+    r, lo, hi = s.loc["fault", ["ratio", "ratio_lo", "ratio_hi"]]
+    assert r == pytest.approx(0.4) and lo > 0 and hi / r == pytest.approx(r / lo)  # the same factor each way
+    assert np.log(hi / lo) > 0 and s.loc["fault", "note"] == ""
+    assert "throughput is 40% of no-fault's" in lab_verdict(s, fix="fault").summary
+    assert "loop efficiency is 40%" in lab_verdict(s, fix="fault", quantity="loop efficiency").summary

@@ -29,8 +29,8 @@ def test_every_variant_trains_and_records_its_copy_phase(tmp_path):
 
 
 def test_verdict_on_cpu_is_inconclusive_by_construction():
-    runs = pd.DataFrame({"variant": ["no_fault", "fault", "fix"] * 2, "repeat": [0, 0, 0, 1, 1, 1],
-                         "throughput": [100.0, 60.0, 99.0, 101.0, 61.0, 100.0]})
+    runs = pd.DataFrame({"variant": ["no_fault", "fault", "fix"] * 3, "repeat": [0, 0, 0, 1, 1, 1, 2, 2, 2],
+                         "throughput": [100.0, 60.0, 99.0, 101.0, 61.0, 100.0, 100.5, 60.5, 99.5]})
     summary = variant_summary(runs)
     cpu = lab.verdict(summary, cuda=False)
     assert cpu.status == "inconclusive" and "no CUDA device" in cpu.summary
