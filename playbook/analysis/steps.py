@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.stats import binom_sf, effective_n, hypergeom_sf, kolmogorov_sf, lag1
-from playbook.causes import cause
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import cause
 
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
 # Phases that wait on something else (input, transfers, peers, storage, a queue); every other named phase is work.
@@ -108,8 +109,8 @@ ALPHA = 0.01
 SLOW_Z = 3.5
 SLOW_FACTOR = 1.2
 CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to matter
-GC_KINDS = cause("gc_pause").event_kinds  # event kinds of a garbage-collection pause
-STALL_EVENT_KINDS = cause("periodic_stall").event_kinds  # scheduled loop stalls
+GC_KINDS = cause(cause_ids.GC_PAUSE).event_kinds  # event kinds of a garbage-collection pause
+STALL_EVENT_KINDS = cause(cause_ids.PERIODIC_STALL).event_kinds  # scheduled loop stalls
 
 
 def step_times(steps: pd.DataFrame) -> pd.DataFrame:
@@ -404,7 +405,7 @@ def recompiles(fleet: pd.DataFrame, events: pd.DataFrame | None) -> dict | None:
     """Recompilation events: count, total time, and how many coincide with slow steps. None without any."""
     if events is None or events.empty:
         return None
-    rc = events[events["kind"].astype(str).str.lower().isin(["recompile", "recompilation", "compile"])]
+    rc = events[events["kind"].astype(str).str.lower().isin(["recompile", cause_ids.RECOMPILATION, "compile"])]
     if rc.empty:
         return None
     step = fleet["step"].to_numpy(dtype=np.int64) if len(fleet) else np.zeros(0, dtype=np.int64)

@@ -33,7 +33,7 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                kernel_wait_pct} — keys without data are left out
   hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook, command (runs the lab),
                  lost_share (share of GPU time the evidence costs, 0-1, or null), names (GPUs / ranks /
-                 hosts)}], causes highest score first; ids are playbook.causes ids, including the verdicts
+                 hosts)}], causes highest score first; ids are playbook.knowledge.causes ids, including the verdicts
                  healthy and insufficient_data (the inputs cannot answer: next_step names what to record), which
                  never lead while P(something is wrong) ≥ 0.5
   verdict      {id, score, title, names, lost_share, gpus (the observed scale), gpu_hours_per_day, sentence}:
@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import causes, schema
+from playbook import schema
 from playbook.analysis import steps as steps_analysis
 from playbook.analysis.accounting import Accounting, account
 from playbook.analysis.coincidence import dips_vs_events, host_during_dips
@@ -62,6 +62,7 @@ from playbook.diagnose.evidence import coincidence, telemetry, traces
 from playbook.diagnose.evidence import events as event_evidence
 from playbook.diagnose.evidence import steps as step_evidence
 from playbook.jsonable import to_jsonable
+from playbook.knowledge import causes, ids
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 # utilization.gpu counts any resident kernel, so a loop that keeps its GPUs fed sits at ≥ 90%; steadily below 80%
@@ -245,7 +246,7 @@ def _same_roles(stragglers: dict, run: _Run) -> dict:
     if len(roles) <= 1:
         return stragglers
     found = stragglers.get("findings") or []
-    kept = [f for f in found if not (f.get("hypothesis") == "collective_straggler"
+    kept = [f for f in found if not (f.get("hypothesis") == ids.COLLECTIVE_STRAGGLER
                                      and str(f.get("evidence", "")).startswith("steps"))]
     if len(kept) < len(found):
         run.warnings.append("ranks play different roles (work phases " + "; ".join(
@@ -317,7 +318,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
                       "of the time without a swing or drop: telemetry alone cannot tell an input-bound loop from "
                       "small kernels, host syncs or a slow interconnect")
     ranked = ranking.rank(run.findings, run.healthy, untestable)
-    if ranked and ranked[0]["id"] == "insufficient_data":
+    if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
     acc = None
     if not (osc is not None and osc.few_samples):
@@ -357,11 +358,11 @@ def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
     if lead is None:
         return ranked
     by = attribution.harmful(acc)
-    if lead == "unexplained_slowdown":
+    if lead == ids.UNEXPLAINED_SLOWDOWN:
         loss = sum(by.values()) / acc.wall_s
         h = attribution.unexplained_hypothesis(acc, 1.0 - acc.noise_floor_share / loss if loss > 0 else 0.0)
-        rest = [x for x in ranked if x["id"] != "healthy"]
-        healthy = [dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3)) for x in ranked if x["id"] == "healthy"]
+        rest = [x for x in ranked if x["id"] != ids.HEALTHY]
+        healthy = [dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3)) for x in ranked if x["id"] == ids.HEALTHY]
         return [h, *rest, *healthy]
     found = [x for x in ranked if x["id"] == lead]
     if found:
@@ -370,7 +371,7 @@ def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
         share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
         evidence = [b.evidence for b in acc.buckets if b.cause == lead and b.evidence]
         h = ranking.hypothesis(lead, 0.9 * ranking.impact(share), evidence or ["measured by the accounting"])
-    if lead != "healthy":
+    if lead != ids.HEALTHY:
         share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
         if any(b.direct for b in acc.buckets if b.cause == lead):  # measured on the lost time itself
             h["score"] = round(max(h["score"], 0.9 * ranking.impact(share)), 3)
@@ -378,10 +379,10 @@ def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
         names = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names if n != "all GPUs"]
                                    + list(h.get("names") or [])))
         h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))
-    if lead == "healthy":  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
+    if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
         best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
         h["score"] = round(max(h["score"], 1.0 - best), 3)
-    rest = [x if x["id"] != "healthy" or lead == "healthy" else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
+    rest = [x if x["id"] != ids.HEALTHY or lead == ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
             for x in ranked if x["id"] != lead]
     return [h, *rest]
 
@@ -419,15 +420,15 @@ def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cyc
     per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \
         ranking.VERDICTS[:2] else None
     loss = attribution.loss_phrase(acc, top["id"]) if acc is not None else ""
-    if top["id"] == "insufficient_data":
+    if top["id"] == ids.INSUFFICIENT_DATA:
         sentence = f"Not enough data to name a cause: {top['evidence'][0]}; record next: {top['next_step']}"
         if loss and acc is not None and acc.significant:
             sentence = f"{loss[0].upper()}{loss[1:]}, but not enough data to name a cause: {top['evidence'][0]}; " \
                        f"record next: {top['next_step']}"
-    elif top["id"] == "healthy":
+    elif top["id"] == ids.HEALTHY:
         sentence = (f"Healthy ({word}, score {top['score']:.2f}): " + (f"{loss}; " if loss else
                     "no finding points at a cause; ") + "keep this run as the baseline for `playbook compare`")
-    elif top["id"] == "unexplained_slowdown":
+    elif top["id"] == ids.UNEXPLAINED_SLOWDOWN:
         sentence = (f"{loss[0].upper()}{loss[1:]}, and no event, phase or finding in the inputs says why "
                     f"(unexplained_slowdown); record next: {top['next_step']}")
     else:
@@ -478,7 +479,7 @@ def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: s
                     "active=3) and the time blocked in next(DataLoader) per step")
     if reason and "CPU-only" in reason:
         asks.append("a profiler trace with CUDA activity (torch.profiler activities=[CPU, CUDA])")
-    return "; ".join(asks) or causes.cause("insufficient_data").next_step
+    return "; ".join(asks) or causes.cause(ids.INSUFFICIENT_DATA).next_step
 
 
 def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None, int]:

@@ -3,7 +3,7 @@ sits on its own steps, windows and names, and what no evidence explains stays "u
 follows from the accounting.
 
 Evidence, strongest first (the candidates of a bucket kind and the phase → cause map are the catalog's,
-playbook.causes.BUCKET_CAUSES / PHASE_CAUSE):
+playbook.knowledge.causes.BUCKET_CAUSES / PHASE_CAUSE):
 1. a phase timer: a `phase:<name>` bucket is the time the step's own timer measured in that phase;
 2. events at the bucket's steps (±1 step) or inside its windows: the cause of the kind logged at most of them
    (checkpoint → periodic_stall, gc → gc_pause, recompile → recompilation, xid → hardware_fault, ...);
@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting import Accounting, Bucket
-from playbook.causes import (
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import (
     BUCKET_CAUSES,
     PHASE_CAUSE,
     PHASE_FALLBACK,
@@ -59,11 +60,11 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     if hit:
         return (*hit, True)
     if b.kind == "recurring_slow" and benign:
-        return "healthy", benign, True
+        return cause_ids.HEALTHY, benign, True
     if b.kind == "outside_timer":  # the bucket is the measurement: time the step timer does not see
-        return "between_steps", "line timestamps advance faster than the step timer counts", True
+        return cause_ids.BETWEEN_STEPS, "line timestamps advance faster than the step timer counts", True
     if b.kind == "stage_imbalance":  # the stages' own timers measure it
-        return "pipeline_imbalance", "the stages' own timers", True
+        return cause_ids.PIPELINE_IMBALANCE, "the stages' own timers", True
     best = None
     for cid in BUCKET_CAUSES.get(b.kind, ()):
         h = scores.get(cid)
@@ -152,7 +153,7 @@ def harmful(acc: Accounting) -> dict[str, float]:
     largest first."""
     out: dict[str, float] = {}
     for b in acc.buckets:
-        if b.cause != "healthy":
+        if b.cause != cause_ids.HEALTHY:
             out[b.cause] = out.get(b.cause, 0.0) + b.seconds
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
@@ -160,21 +161,21 @@ def harmful(acc: Accounting) -> dict[str, float]:
 def decide(acc: Accounting, ranked: list[dict]) -> str | None:
     """The verdict's id from the accounting (see the module docstring), or None to keep the ranking's order."""
     top = ranked[0]["id"] if ranked else None
-    if top == "insufficient_data" and not _steady(acc):
+    if top == cause_ids.INSUFFICIENT_DATA and not _steady(acc):
         return None
     by = harmful(acc)
     loss = sum(by.values()) / acc.wall_s if acc.wall_s > 0 else 0.0
     largest = max(by.values(), default=0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
-    strong = top not in (None, "healthy", "insufficient_data") and ranked[0]["score"] >= STRONG
+    strong = top not in (None, cause_ids.HEALTHY, cause_ids.INSUFFICIENT_DATA) and ranked[0]["score"] >= STRONG
     if loss <= acc.noise_floor_share or largest <= acc.noise_floor_share:
         # no time lost beyond the noise (in all, or by any one cause): only a cause measured directly (a fault)
         # or one the basis cannot see (a throttled GPU reads 100%) outranks healthy
         blind = strong and acc.basis == "gpu" and top in UTILIZATION_BLIND
         direct = strong and ranked[0]["score"] >= CONFIRM
-        return None if direct or blind or top == "insufficient_data" else "healthy"
+        return None if direct or blind or top == cause_ids.INSUFFICIENT_DATA else cause_ids.HEALTHY
     lead = next(iter(by))
     if lead == UNEXPLAINED:
-        return top if strong else "unexplained_slowdown"
+        return top if strong else cause_ids.UNEXPLAINED_SLOWDOWN
     return lead
 
 
@@ -187,7 +188,7 @@ def _steady(acc: Accounting) -> bool:
 def unexplained_hypothesis(acc: Accounting, score: float) -> dict:
     """The `unexplained_slowdown` hypothesis: the loss no evidence explains, its windows and names, and what to
     record next."""
-    c = cause("unexplained_slowdown")
+    c = cause(cause_ids.UNEXPLAINED_SLOWDOWN)
     rest = [b for b in acc.buckets if b.cause == UNEXPLAINED]
     rest.sort(key=lambda b: -b.seconds)
     evidence = [f"{b.detail} — {_fmt(b.seconds)} {'GPU-' if acc.basis == 'gpu' else ''}s "
@@ -233,13 +234,13 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
     unit = "GPU time" if acc.basis == "gpu" else "wall time"
     su = " GPU-s" if acc.basis == "gpu" else " s"
     head = f"loses {acc.lost_share:.0%} of {unit} ({_fmt(acc.lost_s)}{su} of {_fmt(acc.wall_s)}{su})"
-    if lead == "healthy":
+    if lead == cause_ids.HEALTHY:
         if not acc.buckets:
             return f"loses nothing measurable against its steady pace, within the noise floor of " \
                    f"{acc.noise_floor_share:.0%} ({acc.noise_floor})"
         return f"{head}, within the run's noise floor of {acc.noise_floor_share:.0%} ({acc.noise_floor})" \
             if not acc.significant else f"{head}, of it {_benign(acc)}"
-    want = UNEXPLAINED if lead == "unexplained_slowdown" else lead
+    want = UNEXPLAINED if lead == cause_ids.UNEXPLAINED_SLOWDOWN else lead
     mine = [b for b in acc.buckets if b.cause == want]
     if not mine and not acc.significant:
         return ""  # the leading cause is stated in the inputs, not measured as lost time: no loss to lead with
@@ -249,5 +250,5 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
 
 
 def _benign(acc: Accounting) -> str:
-    kept = [b for b in acc.buckets if b.cause == "healthy"]
+    kept = [b for b in acc.buckets if b.cause == cause_ids.HEALTHY]
     return "; ".join(f"{b.share:.0%} in {b.detail} ({b.evidence})" for b in kept) or "nothing harmful"

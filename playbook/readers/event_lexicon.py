@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from playbook.knowledge import ids as cause_ids
+
 
 class Entry(NamedTuple):
     needles: tuple[str, ...]  # lower-case substrings, one of which the line must hold before the pattern is tried
@@ -62,7 +64,7 @@ LEXICON: tuple[Entry, ...] = (
                          r"re-record(?:ing)? (?:the )?CUDA ?Graph", "recompile"),
     # DeepSpeed deepspeed/runtime/zero/stage3.py (also torch.sagemaker's FSDP): "%d pytorch allocator cache flushes
     # since last step. this happens when there is high memory pressure and is detrimental to performance."
-    _row(("allocator cache flush",), r"pytorch allocator cache flushes since last step", "memory_pressure"),
+    _row(("allocator cache flush",), r"pytorch allocator cache flushes since last step", cause_ids.MEMORY_PRESSURE),
     # PyTorch torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: -9) local_rank: 0 (pid: 11127) of
     # binary: ..." (a worker died: -9 is SIGKILL, often the host's OOM killer); the rank is the line's
     _row(("local_rank",), r"failed \(exitcode: -?\d+\) local_rank: (?P<rank>\d+)", "worker_failed"),

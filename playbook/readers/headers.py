@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from playbook import schema
+from playbook.knowledge import ids as cause_ids
 
 # unit token -> canonical unit (a key of textio.UNIT_FACTORS, or a time unit)
 UNIT_WORDS: dict[str, str] = {
@@ -54,7 +55,7 @@ LIMIT = {"limit", "cap", "enforced", "pmlmt"}
 CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
 SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk"}
 TEMP = {"temp", "temperature", "tmptr", "gtemp"}
-THROTTLE = {"throttle", "throttling", "event", "events"}
+THROTTLE = {"throttle", cause_ids.THROTTLING, "event", "events"}
 REASON = {"reason", "reasons"}
 PCIE = {"pcie", "pci", "pcitx", "pcirx", "txpci", "rxpci"}
 NVLINK = {"nvlink", "nvl", "nvltx", "nvlrx"}
@@ -231,7 +232,7 @@ def meaning(name: str) -> Meaning:
 
 def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """(role, reason bit, rank) from a name's words."""
-    if ws & THROTTLE and (ws & REASON or ws & {"throttle", "throttling"}) or "clocks_event_reasons" in ws:
+    if ws & THROTTLE and (ws & REASON or ws & {"throttle", cause_ids.THROTTLING}) or "clocks_event_reasons" in ws:
         return _throttle_role(words, ws)
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
         return "host", 0, 0 if ws & {"host", "hostname"} else 1

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
 from playbook.report.record import count, format_value, html_inline
 from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_verdict
@@ -125,7 +126,7 @@ def _sentence(status: str, top: dict[str, Any], diagnosis: dict[str, Any]) -> st
     cause = str(top.get("id") or "").replace("_", " ")
     if status == "refuted":
         return "No utilization problem found: the GPUs stay busy."
-    if not cause or top.get("id") == "healthy":
+    if not cause or top.get("id") == cause_ids.HEALTHY:
         return None
     where = _where(diagnosis)
     shape = ""

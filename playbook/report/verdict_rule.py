@@ -19,6 +19,7 @@ from typing import Any
 from playbook.diagnose.attribution import CONFIRM as CONFIRM_SCORE
 from playbook.diagnose.attribution import MARGIN as AMBIGUITY_MARGIN
 from playbook.diagnose.attribution import confidence_word
+from playbook.knowledge import ids as cause_ids
 
 __all__ = ["AMBIGUITY_MARGIN", "CONFIRM_SCORE", "HEALTHY_MIN", "ranked_causes", "top_hypothesis", "triage_verdict"]
 
@@ -33,7 +34,7 @@ def top_hypothesis(diagnosis: dict[str, Any]) -> dict[str, Any] | None:
 
 def ranked_causes(diagnosis: dict[str, Any]) -> list[dict[str, Any]]:
     """The hypotheses other than healthy, highest score first."""
-    hyps = [h for h in diagnosis.get("hypotheses") or [] if h.get("id") != "healthy"]
+    hyps = [h for h in diagnosis.get("hypotheses") or [] if h.get("id") != cause_ids.HEALTHY]
     return sorted(hyps, key=lambda h: h.get("score") or 0.0, reverse=True)
 
 
@@ -43,17 +44,17 @@ def triage_verdict(diagnosis: dict[str, Any]) -> tuple[str, str]:
     if top is None:
         return "inconclusive", "no hypothesis could be scored from these inputs (see the warnings)"
     score = float(top.get("score") or 0.0)
-    if top["id"] == "healthy":
+    if top["id"] == cause_ids.HEALTHY:
         if score <= HEALTHY_MIN:
             return "inconclusive", (f"nothing found, but healthy scores only {score:.2f}: too little data to rule "
                                     "a problem out (see the warnings)")
         return "refuted", f"no utilization problem found: healthy leads (score {score:.2f})"
-    if top["id"] in ("unexplained_slowdown", "insufficient_data"):
+    if top["id"] in (cause_ids.UNEXPLAINED_SLOWDOWN, cause_ids.INSUFFICIENT_DATA):
         return "inconclusive", (f"{top['id']}: {(top.get('evidence') or [''])[0]}; next: "
                                 f"{top.get('next_step') or 'collect more data'}").rstrip(": ")
     evidence = (top.get("evidence") or [""])[0]
     causes = [h for h in ranked_causes(diagnosis) if h is not top and h.get("id") not in
-              ("unexplained_slowdown", "insufficient_data")]
+              (cause_ids.UNEXPLAINED_SLOWDOWN, cause_ids.INSUFFICIENT_DATA)]
     runner_up = causes[0] if causes else None
     second = float(runner_up.get("score") or 0.0) if runner_up else 0.0
     if confidence_word(score, second) == "confirmed":

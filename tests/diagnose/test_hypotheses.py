@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from playbook.causes import CAUSES, DIAGNOSIS_IDS
+from playbook.knowledge.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose import diagnose, evidence, ranking
 from playbook.diagnose.evidence import traces
 from playbook.schema import Bundle

@@ -1,9 +1,9 @@
 """Fault events as Findings: what the logs state outright (the readers' event lexicon) is evidence by itself.
 
-One Finding per event kind of playbook.causes.FAULT_EVENTS: the cause the catalog gives the kind, its confidence,
+One Finding per event kind of playbook.knowledge.causes.FAULT_EVENTS: the cause the catalog gives the kind, its confidence,
 a weight that does not depend on time lost (a failing GPU is a finding even when the run died before losing any),
 the ranks and hosts it names and the first line as evidence. Xid codes that report the application's own error
-(playbook.causes.APPLICATION_XIDS) are left out.
+(playbook.knowledge.causes.APPLICATION_XIDS) are left out.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import re
 
 import pandas as pd
 
-from playbook.causes import APPLICATION_XIDS, FAULT_EVENTS, cause_of_event
 from playbook.diagnose.findings import Finding
+from playbook.knowledge.causes import APPLICATION_XIDS, FAULT_EVENTS, cause_of_event
 
 XID_CODE = re.compile(r"\bXid\b[^:]*(?:\([^)]*\))?\s*:\s*(\d{1,4})\b", re.IGNORECASE)
 FAULT_WEIGHT = 0.9  # a stated fault counts nearly fully, whatever it cost

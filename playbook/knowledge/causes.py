@@ -1,6 +1,6 @@
 """The cause catalog: one record per cause the playbook can name — the only place a cause is defined.
 
-    from playbook.causes import CAUSES, cause
+    from playbook.knowledge.causes import CAUSES, cause
     cause("periodic_stall").fix, cause("periodic_stall").command   # "playbook report --labs 12"
 
 Each `Cause` has an id (the hypothesis id in `playbook diagnose` JSON and the cause id in `playbook compare`), a
