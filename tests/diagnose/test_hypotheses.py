@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from playbook.knowledge.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose import diagnose, evidence, ranking
 from playbook.diagnose.evidence import traces
+from playbook.knowledge.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.schema import Bundle
 from playbook.synthetic import SCENARIOS, simulate_steps, simulate_telemetry
 
