@@ -98,11 +98,12 @@ def render(d) -> str:
     if d.warnings:
         lines.append(f"({len(d.warnings)} warning{'s' if len(d.warnings) != 1 else ''} on stderr)")
     lines.append("")
+    lines += _accounting_section(d.accounting)
     lines += _gpu_section(d)
     lines += _oscillation_section(d, osc_obj)
     lines += _steps_section(d.steps)
     lines += _ranks_section(d.ranks)
-    lines.append("Hypotheses (highest score first)")
+    lines.append("Hypotheses (the verdict first, then by score)")
     for i, h in enumerate(d.hypotheses[:6], 1):
         lines.append(f"  {i}. {h['id']:<22} score {h['score']:.2f}")
         for e in h["evidence"][:4]:
@@ -111,6 +112,26 @@ def render(d) -> str:
         lines.append(f"       fix:  {h['fix']}")
         lines.append(f"       lab:  {h['notebook']}" + (f"  ({h['command']})" if h.get("command") else ""))
     return "\n".join(lines)
+
+
+def _accounting_section(acc: dict) -> list[str]:
+    """Where the time went: the what-if accounting's total, the noise floor and one row per bucket."""
+    if not acc:
+        return []
+    gpu = acc["basis"] == "gpu"
+    unit = "GPU-s" if gpu else "s"
+    out = [f"Where the time went ({'GPU' if gpu else 'wall'} time against the same work at the run's own healthy "
+           "pace)",
+           f"  {acc['wall_s']:.6g} {unit} = ideal {acc['ideal_s']:.6g} + lost {acc['lost_s']:.4g} "
+           f"({acc['lost_share']:.1%}) + warm-up {acc['warmup_s']:.4g}; noise floor {acc['noise_floor_share']:.1%}: "
+           f"{acc['noise_floor']}"]
+    if acc["buckets"]:
+        out.append(f"  {'bucket':<20} {unit:>9} {'share':>6}  {'cause':<22} what")
+    for b in acc["buckets"][:8]:
+        where = ", ".join(b["names"][:3]) + (" …" if len(b["names"]) > 3 else "")
+        out.append(f"  {b['kind']:<20} {b['seconds']:>9.4g} {b['share']:>6.1%}  {b['cause']:<22} {b['detail']}"
+                   + (f" [{where}]" if where else ""))
+    return out + [""]
 
 
 def _gpu_section(d) -> list[str]:

@@ -19,6 +19,11 @@ exist).
 The JSON contract (`Diagnosis.to_dict()`; NaN → null):
   inputs       [str]
   warnings     [str]
+  accounting   {} or the what-if accounting (analysis.accounting, attributed by diagnose.attribution): basis
+               gpu|wall, wall_s (GPU-seconds or rank wall-seconds), ideal_s, lost_s, lost_share (lost ÷ all of the
+               basis, 0-1), noise_floor_share and noise_floor (how it was measured), warmup_s, span_s, units,
+               buckets [{kind, seconds, share, cause (a cause id, "healthy" for a benign cadence, or
+               "unexplained"), names, windows [[start_s, end_s]] since the run's start, steps, detail, evidence}]
   gpus         [{id "host:index", host, index, mean_util_pct, status ok|underutilized|saturated|throttled|lost,
                  evidence}]
   oscillation  {detected, periodic, period_s, duty_cycle, high_pct, low_pct,
@@ -33,11 +38,13 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                kernel_wait_pct} — keys without data are left out
   hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook, command (runs the lab),
                  lost_share (share of GPU time the evidence costs, 0-1, or null), names (GPUs / ranks /
-                 hosts)}], causes highest score first; ids are playbook.knowledge.causes ids, including the verdicts
-                 healthy and insufficient_data (the inputs cannot answer: next_step names what to record), which
-                 never lead while P(something is wrong) ≥ 0.5
-  verdict      {id, score, title, names, lost_share, gpus (the observed scale), gpu_hours_per_day, sentence}:
-                 the top hypothesis in one sentence, impact first
+                 hosts)}]: the verdict first (the accounting decides it: healthy only within the noise floor, else
+                 the cause with the largest attributed loss, or unexplained_slowdown), then by score; ids are
+                 playbook.knowledge ids, including the verdicts healthy, insufficient_data (the inputs cannot
+                 answer: next_step names what to record) and unexplained_slowdown (time is lost, no input says why)
+  verdict      {id, score, confidence confirmed|likely|possible, title, names, lost_share (= accounting.lost_share
+                 when there is an accounting), gpus (the observed scale), gpu_hours_per_day (only from an input of
+                 ≥ 10 min or ≥ 3 cycles), sentence}: the verdict in one sentence, the loss first
 """
 
 from __future__ import annotations
@@ -321,15 +328,16 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
     if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
     acc = None
-    if not (osc is not None and osc.few_samples):
-        try:
-            acc = account(bundle, run.interval_s, series=run.detail.pop("series", None))
-        except Exception as exc:  # the accounting must not stop the diagnosis either
-            run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
+    try:
+        acc = account(bundle, run.interval_s, series=run.detail.pop("series", None))
+    except Exception as exc:  # the accounting must not stop the diagnosis either
+        run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
     run.detail.pop("series", None)
     if acc is not None:
         attribution.attribute(acc, bundle.events, ranked, run.steps_summary, bundle.steps)
-        ranked = _lead(ranked, acc)
+        # a handful of polls shows what it saw, too few to let the accounting overrule the findings
+        if not (osc is not None and osc.few_samples):
+            ranked = _lead(ranked, acc)
         detail["accounting"] = acc
     warnings = run.warnings
     if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
