@@ -1,9 +1,13 @@
 """The run-directory FORMAT: names, layout and meta.json schema that probes write with (readers/rundir.py reads it).
 
     RUN_DIR/
-      meta.json                  run-level: {"playbook_run": 1, "schema_version", "created", "command", "env", ...}
+      meta.json                  run-level: {"playbook_run": 1, "schema_version", "created", "command", "env", ...;
+                                 from `playbook record`: "recording": "in progress" | "complete" | "incomplete",
+                                 "incomplete": [what was lost]}
+      .playbook-record.lock      the pid of the `playbook record` writing the run (create-exclusive; removed at the end)
       <host>-rank<R>/            one folder per writer (a torch rank; "<host>-pid<PID>" for a process without one,
-        meta.json                e.g. the sampler of `playbook record`): {"host", "rank", "world_size", "pid", ...}
+        meta.json                e.g. the sampler of `playbook record`): {"host", "rank", "world_size", "pid", ...,
+                                 "incomplete": [rows a failed write lost]}
         telemetry.parquet        schema.TELEMETRY_COLUMNS
         steps.parquet            schema.STEP_COLUMNS
         events.parquet           schema.EVENT_COLUMNS
@@ -69,6 +73,23 @@ def init_run(run_dir: str | Path, **meta: Any) -> Path:
     tmp.write_text(json.dumps(current, indent=2, default=str))
     tmp.replace(path)
     return run
+
+
+def update_run(run_dir: str | Path, **fields: Any) -> None:
+    """Set `fields` in RUN_DIR/meta.json (replacing their values), atomically; OSError when it cannot be written."""
+    path = Path(run_dir) / "meta.json"
+    try:
+        current = read_meta(path)
+    except InputError:
+        current = {RUN_MARKER: 1}
+    current.update(fields)
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(current, indent=2, default=str))
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def init_part(run_dir: str | Path, host: str | None = None, rank: int | None = None, name: str | None = None,

@@ -317,3 +317,77 @@ class SkipCounter:
         more = f"; +{self.count - len(self.reasons)} more" if self.count > len(self.reasons) else ""
         return (f"{self.path}: skipped {self.count} of {rows_read + self.count} rows "
                 f"({'; '.join(self.reasons)}{more})")
+
+
+# What a GPU can report, in each telemetry column's unit; a value outside (or ±inf) is a damaged record.
+# Generous: the largest GPUs today draw ~1.2 kW, hold ~288 GB and clock below 4 GHz.
+TELEMETRY_RANGES: dict[str, tuple[float, float]] = {
+    "util_pct": (0, 100), "mem_util_pct": (0, 100), "mem_used_mib": (0, 4e6), "mem_total_mib": (0, 4e6),
+    "power_w": (0, 5000), "power_limit_w": (0, 5000), "power_default_limit_w": (0, 5000),
+    "sm_clock_mhz": (0, 10_000), "mem_clock_mhz": (0, 10_000), "temp_c": (-40, 150),
+    "throttle_reasons": (0, 2.0**53), "sm_active": (0, 1), "pcie_tx_mib_s": (0, 1e8), "pcie_rx_mib_s": (0, 1e8),
+    "nvlink_tx_mib_s": (0, 1e8), "nvlink_rx_mib_s": (0, 1e8), "pcie_link_gen": (0, 16), "pcie_link_width": (0, 64),
+    "pcie_replay_count": (0, 2.0**63),
+}
+MAX_STEP_S = 86_400.0  # a step (or phase) longer than a day is a damaged record
+
+
+def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, list[str]]:
+    """The telemetry table with values a GPU cannot report (outside TELEMETRY_RANGES, ±inf) set to NaN (the row's
+    other fields kept) and rows repeating a GPU's timestamp merged into the first (its missing fields filled
+    from the repeats), with one counted warning each naming `where`."""
+    warnings: list[str] = []
+    bad: list[str] = []
+    total = 0
+    for column, (lo, hi) in TELEMETRY_RANGES.items():
+        if column not in telemetry:
+            continue
+        v = telemetry[column].to_numpy(dtype=np.float64)
+        out = ~np.isnan(v) & ~((v >= lo - 1e-9 * abs(lo)) & (v <= hi + 1e-9 * hi))
+        n = int(np.count_nonzero(out))
+        if n:
+            total += n
+            bad.append(f"{column} {n} (e.g. {v[np.flatnonzero(out)[0]]:.4g})")
+            telemetry[column] = np.where(out, np.nan, v)
+    if total:
+        warnings.append(f"{where}: {total} values outside what a GPU can report were read as missing, the rest of "
+                        f"their rows kept ({', '.join(bad)})")
+    keys = ["host", "gpu", "time"]
+    if _may_repeat(telemetry):
+        repeated = telemetry.duplicated(keys, keep=False).to_numpy()
+    else:
+        repeated = np.zeros(0, bool)
+    if repeated.any():
+        groups = telemetry[repeated].groupby(keys, sort=False, observed=True)
+        merged = groups.first().reset_index()
+        extra = int(repeated.sum()) - len(merged)
+        interval = telemetry.attrs.get("interval_s")
+        telemetry = pd.concat([telemetry[~repeated], merged[list(telemetry.columns)]], ignore_index=True)
+        telemetry = telemetry_frame({c: telemetry[c].to_numpy() for c in telemetry.columns}, interval_s=interval)
+        warnings.append(f"{where}: {extra} rows repeat the timestamp of an earlier row of the same GPU; merged into "
+                        "it (the first value of each field kept)")
+    return telemetry, warnings
+
+
+def _may_repeat(telemetry: pd.DataFrame) -> bool:
+    """Whether two neighbouring rows share GPU and time (tables are sorted by host, gpu, time, so repeats are
+    neighbours): a cheap test before the full duplicate search."""
+    if len(telemetry) < 2:
+        return False
+    t = pd.DatetimeIndex(telemetry["time"]).asi8
+    g = telemetry["gpu"].to_numpy()
+    return bool(np.any((t[1:] == t[:-1]) & (g[1:] == g[:-1])))
+
+
+def check_step_times(steps: pd.DataFrame, where: str) -> tuple[pd.DataFrame, list[str]]:
+    """The steps table with durations outside [0, MAX_STEP_S] (or ±inf) set to NaN, with a counted warning."""
+    if "duration_s" not in steps or not len(steps):
+        return steps, []
+    d = steps["duration_s"].to_numpy(dtype=np.float64)
+    out = ~np.isnan(d) & ~((d >= 0) & (d <= MAX_STEP_S))
+    n = int(np.count_nonzero(out))
+    if not n:
+        return steps, []
+    steps["duration_s"] = np.where(out, np.nan, d)
+    return steps, [f"{where}: {n} step durations below 0 s or beyond a day (e.g. {d[np.flatnonzero(out)[0]]:.4g} s) "
+                   "were read as missing"]

@@ -35,9 +35,10 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
-from playbook.causes import cause
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import cause
 
-GC_KINDS = cause("gc_pause").event_kinds  # event kinds of a garbage-collection pause (the cause catalog's)
+GC_KINDS = cause(cause_ids.GC_PAUSE).event_kinds  # event kinds of a garbage-collection pause (the cause catalog's)
 SCENARIOS: tuple[str, ...] = ("healthy", "oscillation", "irregular", "antiphase", "straggler", "throttled", "lost")
 
 # Board characteristics of the simulated GPU (an H100-SXM-like part).
@@ -86,8 +87,8 @@ class Truth:
 
     @property
     def cause(self):
-        """The catalog record (playbook.causes) of the cause a correct diagnosis names."""
-        from playbook.causes import cause
+        """The catalog record (playbook.knowledge.causes) of the cause a correct diagnosis names."""
+        from playbook.knowledge.causes import cause
 
         return cause(self.hypothesis)
 
@@ -176,12 +177,12 @@ def _fleet_swings(scenario: str, p: _Profile, truth: Truth, ids: list[str], t: n
         p.state = np.stack([_square_state(t[i], cycles, duty_cycle, shift[i]) for i in range(n_gpu)])
         truth.period_s = period_s
         truth.synchrony, truth.groups = "synchronized", [ids]
-        truth.hypothesis = "periodic_stall"
+        truth.hypothesis = cause_ids.PERIODIC_STALL
     elif scenario == "irregular":
         shared = _telegraph_state(base, duty_cycle * period_s, (1 - duty_cycle) * period_s, rng)
         p.state = np.stack([np.interp(t[i], base, shared) >= 0.5 for i in range(n_gpu)]).astype(float)
         truth.synchrony, truth.groups = "synchronized", [ids]
-        truth.hypothesis = "data_starvation"
+        truth.hypothesis = cause_ids.DATA_STARVATION
     elif scenario == "antiphase":
         half = n_gpu // 2
         cycles = _cycles(duration_s, period_s, phase0, period_jitter, rng)
@@ -191,7 +192,7 @@ def _fleet_swings(scenario: str, p: _Profile, truth: Truth, ids: list[str], t: n
             p.state[i] = s if i < half else 1.0 - s
         truth.period_s = period_s
         truth.synchrony, truth.groups = "groups", [ids[:half], ids[half:]]
-        truth.hypothesis = "pipeline_imbalance"
+        truth.hypothesis = cause_ids.PIPELINE_IMBALANCE
         # the consumers are busy (1 - duty) of the time: clearly less than their producers when duty > 0.6
         truth.statuses = {i: ("underutilized" if k >= half and duty_cycle >= 0.6 else "ok")
                           for k, i in enumerate(ids)}
@@ -217,16 +218,16 @@ def _one_gpu_at_fault(scenario: str, p: _Profile, truth: Truth, ids: list[str], 
         truth.period_s, truth.duty_cycle = period_s, duty_cycle
         truth.high_pct, truth.low_pct = 98.0, low_pct
         truth.groups = [[ids[g]]]
-        truth.hypothesis = "collective_straggler"
+        truth.hypothesis = cause_ids.COLLECTIVE_STRAGGLER
         truth.statuses[ids[g]] = "underutilized"
     elif scenario == "throttled":
         p.clock_busy[g] = SM_CLOCK_THROTTLED_MHZ
         p.harmful[g] = schema.THROTTLE_BITS["hw_thermal"] | schema.THROTTLE_BITS["hw_slowdown"]
-        truth.hypothesis = "throttling"
+        truth.hypothesis = cause_ids.THROTTLING
         truth.statuses[ids[g]] = "throttled"
     elif scenario == "lost":
         p.lost_at[g] = 0.6 * duration_s
-        truth.hypothesis = "hardware_fault"
+        truth.hypothesis = cause_ids.HARDWARE_FAULT
         truth.statuses[ids[g]] = "lost"
 
 
@@ -426,15 +427,15 @@ def _steps_truth(plan: _StepPlan, source: str, *, steps: int, stall_every: int |
     if stall_every:
         truth.every_n_steps = stall_every
         truth.period_s = float(plan.step_time.sum() / steps * stall_every)
-        truth.hypothesis = "gc_pause" if stall_kind in GC_KINDS else "periodic_stall"
+        truth.hypothesis = cause_ids.GC_PAUSE if stall_kind in GC_KINDS else cause_ids.PERIODIC_STALL
     elif gc_count:
-        truth.hypothesis = "gc_pause"
+        truth.hypothesis = cause_ids.GC_PAUSE
     elif creep:
-        truth.hypothesis = "throttling"
+        truth.hypothesis = cause_ids.THROTTLING
     elif len(plan.rec):
-        truth.hypothesis = "recompilation"
+        truth.hypothesis = cause_ids.RECOMPILATION
     elif slow_rank is not None:
-        truth.hypothesis = "collective_straggler"
+        truth.hypothesis = cause_ids.COLLECTIVE_STRAGGLER
         truth.guilty = [f"rank{slow_rank}"]
     else:
         truth.hypothesis = "healthy"

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from playbook import schema
+from playbook.knowledge import ids as cause_ids
 from playbook.synthetic import simulate_telemetry
 
 
@@ -21,7 +22,7 @@ def case_rank0_checkpoint(seed: int = 1, interval_s: float = 0.1) -> tuple[schem
                                  period_s=10.0, duty_cycle=0.25, low_pct=0.0, seed=seed)
     t = (tele["time"] - tele["time"].min()).dt.total_seconds()
     tele = tele[~((tele["gpu"] == 5) & (t >= 100) & (t < 102))].reset_index(drop=True)
-    return schema.Bundle(inputs=["synthetic:rank0_checkpoint"], telemetry=tele), "collective_straggler"
+    return schema.Bundle(inputs=["synthetic:rank0_checkpoint"], telemetry=tele), cause_ids.COLLECTIVE_STRAGGLER
 
 
 def case_power_cap(seed: int = 0, cap_w: float = 30.0, capped_mhz: float = 210.0, full_mhz: float = 2205.0,
@@ -40,7 +41,7 @@ def case_power_cap(seed: int = 0, cap_w: float = 30.0, capped_mhz: float = 210.0
         "power_limit_w": np.where(capped, cap_w, full_w),
         "sm_clock_mhz": np.where(capped, capped_mhz, full_mhz) + np.round(rng.normal(0, 3, n)),
         "source": "synthetic:power_cap"}, interval_s=1.0)
-    return schema.Bundle(inputs=["synthetic:power_cap"], telemetry=frame), "throttling"
+    return schema.Bundle(inputs=["synthetic:power_cap"], telemetry=frame), cause_ids.THROTTLING
 
 
 def kineto_trace(kind: str, n: int = 4096) -> dict:
@@ -91,7 +92,7 @@ def case_trace(kind: str, out_dir: str | Path) -> tuple[schema.Bundle, str]:
     path = Path(out_dir) / f"{kind}.pt.trace.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(kineto_trace(kind)))
-    return read_paths([str(path)]), {"launch": "launch_bound", "item": "host_sync"}[kind]
+    return read_paths([str(path)]), {"launch": cause_ids.LAUNCH_BOUND, "item": cause_ids.HOST_SYNC}[kind]
 
 
 def case_host_only(seed: int = 0, polls: int = 300) -> tuple[schema.Bundle, str]:
@@ -100,13 +101,13 @@ def case_host_only(seed: int = 0, polls: int = 300) -> tuple[schema.Bundle, str]
     t = pd.Timestamp("2026-01-15T10:00:00Z") + pd.to_timedelta(np.arange(polls), unit="s")
     host = schema.host_frame({"time": t, "host": "node00", "cpu_pct": np.clip(rng.normal(40, 5, polls), 0, 100),
                               "read_mib_s": np.abs(rng.normal(50, 10, polls)), "source": "synthetic:host_only"})
-    return schema.Bundle(inputs=["synthetic:host_only"], host=host), "insufficient_data"
+    return schema.Bundle(inputs=["synthetic:host_only"], host=host), cause_ids.INSUFFICIENT_DATA
 
 
 def case_three_polls() -> tuple[schema.Bundle, str]:
     """Three nvidia-smi polls of 4 busy GPUs: too few to look for a swing or a laggard."""
-    tele, _ = simulate_telemetry("healthy", hosts=1, gpus_per_host=4, duration_s=3.0, interval_s=1.0)
-    return schema.Bundle(inputs=["synthetic:three_polls"], telemetry=tele), "insufficient_data"
+    tele, _ = simulate_telemetry(cause_ids.HEALTHY, hosts=1, gpus_per_host=4, duration_s=3.0, interval_s=1.0)
+    return schema.Bundle(inputs=["synthetic:three_polls"], telemetry=tele), cause_ids.INSUFFICIENT_DATA
 
 
 def _step_log(durations: np.ndarray, ranks: int = 8, source: str = "synthetic:steps",
@@ -134,16 +135,20 @@ def case_level_shift(seed: int = 0) -> tuple[schema.Bundle, str]:
     a level shift, not a periodic stall. The expected cause is the shift's first reading (throttling)."""
     rng = np.random.default_rng(seed)
     d = np.where(np.arange(600) < 350, 1.0, 1.3) * np.exp(0.03 * rng.standard_normal(600))
-    return schema.Bundle(inputs=["synthetic:level_shift"], steps=_step_log(d)), "throttling"
+    return schema.Bundle(inputs=["synthetic:level_shift"], steps=_step_log(d)), cause_ids.THROTTLING
 
 
 def case_grad_accum(seed: int = 0, every: int = 4) -> tuple[schema.Bundle, str]:
     """Gradient accumulation over `every` micro-batches: every `every`-th step runs the all-reduce and the
-    optimizer and takes 2.1× the others, without exception — a cadence, not a stall (healthy)."""
+    optimizer and takes 2.1× the others, without exception — a cadence, not a stall (healthy). The phase timer logs
+    the optimizer phase on those steps only: the positive evidence that the cadence is the optimizer's (a constant
+    cadence alone could as well be a stall every N steps)."""
     rng = np.random.default_rng(seed)
     d = 0.5 * np.exp(0.02 * rng.standard_normal(400))
     d[every - 1::every] *= 2.1
-    return schema.Bundle(inputs=["synthetic:grad_accum"], steps=_step_log(d)), "healthy"
+    on = np.zeros(len(d), dtype=bool)
+    on[every - 1::every] = True
+    return schema.Bundle(inputs=["synthetic:grad_accum"], steps=_step_log(d, optimizer_on=on)), cause_ids.HEALTHY
 
 
 def case_warmup_checkpoint(seed: int = 0) -> tuple[schema.Bundle, str]:
@@ -159,6 +164,6 @@ def case_warmup_checkpoint(seed: int = 0) -> tuple[schema.Bundle, str]:
     ends = t0 + pd.to_timedelta(np.cumsum(d), unit="s")
     events = schema.events_frame({"time": ends[at], "host": "node00", "rank": 0, "step": at, "kind": "checkpoint",
                                   "duration_s": 6.0, "detail": "torch.save", "source": "synthetic:steps"})
-    return schema.Bundle(inputs=["synthetic:warmup_checkpoint"], steps=steps, events=events), "periodic_stall"
+    return schema.Bundle(inputs=["synthetic:warmup_checkpoint"], steps=steps, events=events), cause_ids.PERIODIC_STALL
 
 

@@ -110,7 +110,7 @@ def test_cli_help():
 
 def test_every_truth_and_case_names_a_catalog_cause(tmp_path):
     from playbook import synthetic, synthetic_cases
-    from playbook.causes import CAUSES
+    from playbook.knowledge.causes import CAUSES
 
     for scenario in synthetic.SCENARIOS:
         assert synthetic.simulate_telemetry(scenario, duration_s=60.0)[1].cause.id in CAUSES

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from playbook.knowledge import ids as cause_ids
 from playbook.readers import flight_recorder as reader
 
 
@@ -169,7 +170,7 @@ def summarize(bundle: Any) -> dict | None:
             text = (f"rank {b['rank']} started but did not finish collective #{b['peers_at']} ({what}) of {pg} "
                     f"that {peers} finished (last completed #{b['at_seq']}): its GPU or link is slow")
             level = "moderate"
-        findings.append({"hypothesis": "collective_straggler", "level": level, "rank": b["rank"],
+        findings.append({"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": level, "rank": b["rank"],
                          "evidence": "flight recorder: " + text})
     warnings = []
     if mism:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.knowledge import ids as cause_ids
 from playbook.schema import IB_ERROR_COLUMNS
 
 # raw PCIe bandwidth per lane and direction, GB/s (after line encoding), by generation
@@ -228,12 +229,12 @@ def summarize(bundle: Any, nvlink_capacity_mib_s: float | None = None) -> dict |
     findings = []
     for _, r in table[table["status"] == "degraded"].iterrows():
         level, note = _degraded_level(r, busy, getattr(bundle, "ib", None))
-        findings.append({"hypothesis": "link_degradation", "level": level, "hosts": [str(r["host"])],
+        findings.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": level, "hosts": [str(r["host"])],
                          "link": str(r["link"]), "evidence": f"{r['host']} {r['link']} ({r['kind']}): "
                                                              f"{r['evidence']}{note}"})
     load = pcie_load(getattr(bundle, "telemetry", None))
     for r in load[load["saturated"] & (load["direction"] == "rx")].itertuples():
-        findings.append({"hypothesis": "h2d_copy", "level": "moderate", "hosts": [r.host],
+        findings.append({"hypothesis": cause_ids.H2D_COPY, "level": "moderate", "hosts": [r.host],
                          "link": f"gpu{r.gpu}/pcie", "evidence": (
                              f"{r.host} gpu{r.gpu}: PCIe host→GPU at {r.busy_p90_pct:.0f}% of its gen{r.gen:g} "
                              f"x{r.width:g} capacity (p90): copies run at the bus limit")})

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.jsonable import json_float
+from playbook.knowledge import ids as cause_ids
 
 IB_NAMES = ("IB", "IBEXT", "ROCE")
 
@@ -98,7 +99,7 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
         asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
         notes = "".join(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
                         for h in sock["host"])
-        out.append({"hypothesis": "link_degradation", "level": "high" if asym else "moderate",
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
                     "hosts": sorted(sock["host"]), "kind": "socket_fallback", "evidence": (
                         f"NCCL on {_names(sock['host'])} sends inter-node traffic over TCP sockets (NET/Socket)"
                         + (f" while InfiniBand is used on {_names(sorted(set(ib['host']) - set(sock['host'])))}: the "
@@ -113,7 +114,7 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
             asym = len(with_gdr) > 0
             notes = "".join(_env_note(env_of[h], ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ")) for h in no_gdr["host"])
             share = ", ".join(f"{h} {100 * s:.0f}%" for h, s in zip(no_gdr["host"], no_gdr["gdr_share"], strict=True))
-            out.append({"hypothesis": "link_degradation", "level": "high" if asym else "moderate",
+            out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
                         "hosts": sorted(no_gdr["host"]), "kind": "gdr_missing", "evidence": (
                             f"GPUDirect RDMA is not used by the IB channels on {_names(no_gdr['host'])} (channels "
                             f"with GDRDMA: {share})" + (f" but is on {_names(with_gdr['host'])}: asymmetric "
@@ -128,7 +129,7 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
         asym = len(shm) < len(local)
         notes = "".join(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
                         for h in shm["host"])
-        out.append({"hypothesis": "link_degradation", "level": "high" if asym else "moderate",
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
                     "hosts": sorted(shm["host"]), "kind": "no_p2p", "evidence": (
                         f"GPUs inside {_names(shm['host'])} connect through shared host memory (SHM) instead of "
                         f"P2P (NVLink/PCIe peer-to-peer)"
@@ -193,7 +194,7 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     tip = ("dump the stacks of the named ranks (py-spy dump --pid), or set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and read "
            "the flight-recorder dumps with playbook diagnose")
     if missing:
-        finding = {"hypothesis": "collective_straggler", "level": "high", "evidence": (
+        finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
             f"watchdog: {len(known)} of {world} ranks timed out waiting in {op} #{seq} {waited}; rank"
             f"{'s' if len(missing) > 1 else ''} {_ranks(missing)} never reported: {'they' if len(missing) > 1 else 'it'} "
             f"did not reach that collective (hung or far behind)"
@@ -202,12 +203,12 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     elif len(set(seqs.values())) > 1:
         lo = min(seqs.values())
         behind = [r for r, s in seqs.items() if s == lo]
-        finding = {"hypothesis": "collective_straggler", "level": "high", "evidence": (
+        finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
             f"watchdog: rank{'s' if len(behind) > 1 else ''} {_ranks(behind)} timed out in collective #{lo} while "
             f"others reached #{max(seqs.values())}: the ranks disagree on the collective sequence (a rank skipped or "
             f"added a collective, e.g. a data-dependent branch) or the ones behind are stuck; {tip}")}
     else:
-        finding = {"hypothesis": "hardware_fault", "level": "high", "evidence": (
+        finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high", "evidence": (
             f"watchdog: every reporting rank ({len(last)}) timed out inside the same {op} #{seq} {waited}: the "
             "collective itself never finished — check NCCL WARN lines, Xid errors in dmesg, and the network ports"
             + ("" if stated else f" (the log states no world size: if the job has more than {world} ranks, the "

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.jsonable import json_float
+from playbook.knowledge import ids as cause_ids
 from playbook.readers import nsys as reader
 
 MODERATE, HIGH = 0.05, 0.20
@@ -186,7 +187,7 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
         share = (nvtx.get("phase_share") or {}).get("data") or 0.0
         lvl = _level(share)
         if lvl:
-            findings.append({"hypothesis": "data_starvation", "level": lvl, "profile": profile, "evidence": (
+            findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "profile": profile, "evidence": (
                 f"{where}: NVTX 'data' ranges (waiting for the batch) take {share:.0%} of the iteration "
                 f"({share * iteration_ns / n_steps / 1e6:.1f} of {iteration_ns / n_steps / 1e6:.1f} ms per step, "
                 f"{n_steps} steps)")})
@@ -195,17 +196,17 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
         lvl = _level(h2d)
         if lvl:
             pg = (mem or {}).get("pageable_copies")
-            findings.append({"hypothesis": "h2d_copy", "level": lvl, "profile": profile, "evidence": (
+            findings.append({"hypothesis": cause_ids.H2D_COPY, "level": lvl, "profile": profile, "evidence": (
                 f"{where}: host-to-device copies take {h2d:.0%} of the iteration"
                 + (f"; {pg} copies from pageable memory ({mem.get('pageable_mb'):.0f} MB)" if pg else ""))})
         if api and api.get("sync_share"):
             lvl = _level(api["sync_share"])
             if lvl:
-                findings.append({"hypothesis": "host_sync", "level": lvl, "profile": profile, "evidence": (
+                findings.append({"hypothesis": cause_ids.HOST_SYNC, "level": lvl, "profile": profile, "evidence": (
                     f"{where}: the CPU blocks in cuda*Synchronize for {api['sync_share']:.0%} of the iteration "
                     f"({api['sync_calls']} calls)")})
     elif mem and mem.get("copy_share_of_gpu_busy") is not None and mem["copy_share_of_gpu_busy"] >= GPU_COPY_SHARE:
-        findings.append({"hypothesis": "h2d_copy", "level": "moderate", "profile": profile, "evidence": (
+        findings.append({"hypothesis": cause_ids.H2D_COPY, "level": "moderate", "profile": profile, "evidence": (
             f"{where}: memory copies take {mem['copy_share_of_gpu_busy']:.0%} of the GPU's busy time (no NVTX "
             f"step ranges to relate them to the step)")})
     return out

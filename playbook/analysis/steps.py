@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.stats import binom_sf, effective_n, hypergeom_sf, kolmogorov_sf, lag1
-from playbook.causes import cause
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import cause
 
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
 # Phases that wait on something else (input, transfers, peers, storage, a queue); every other named phase is work.
@@ -108,8 +109,8 @@ ALPHA = 0.01
 SLOW_Z = 3.5
 SLOW_FACTOR = 1.2
 CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to matter
-GC_KINDS = cause("gc_pause").event_kinds  # event kinds of a garbage-collection pause
-STALL_EVENT_KINDS = cause("periodic_stall").event_kinds  # scheduled loop stalls
+GC_KINDS = cause(cause_ids.GC_PAUSE).event_kinds  # event kinds of a garbage-collection pause
+STALL_EVENT_KINDS = cause(cause_ids.PERIODIC_STALL).event_kinds  # scheduled loop stalls
 
 
 def step_times(steps: pd.DataFrame) -> pd.DataFrame:
@@ -245,9 +246,11 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
             best["benign"] = ("an optimizer phase is logged on the slow steps only: the optimizer step of gradient "
                               f"accumulation over {n_every} micro-batches, not a stall")
         elif n_every <= ACCUM_MAX_N and best["hit_rate"] >= 0.95 and cv <= ACCUM_CV:
-            best["benign"] = (f"every {n_every}th step, without exception, is {np.mean(ratio):.2f}× the others "
-                              f"(ratio varies {cv:.1%}): the cadence of gradient accumulation over {n_every} "
-                              "micro-batches (the optimizer step and its all-reduce), not a stall")
+            # a constant cadence fits gradient accumulation, but a checkpoint or eval every N steps is as regular:
+            # without an optimizer phase (or another marker) in the inputs it is a possibility, not a verdict
+            best["cadence"] = (f"every {n_every}th step, without exception, is {np.mean(ratio):.2f}× the others "
+                               f"(ratio varies {cv:.1%}): gradient accumulation over {n_every} micro-batches "
+                               "would look like this — log the optimizer step to tell it from a stall")
     return best
 
 
@@ -402,7 +405,7 @@ def recompiles(fleet: pd.DataFrame, events: pd.DataFrame | None) -> dict | None:
     """Recompilation events: count, total time, and how many coincide with slow steps. None without any."""
     if events is None or events.empty:
         return None
-    rc = events[events["kind"].astype(str).str.lower().isin(["recompile", "recompilation", "compile"])]
+    rc = events[events["kind"].astype(str).str.lower().isin(["recompile", cause_ids.RECOMPILATION, "compile"])]
     if rc.empty:
         return None
     step = fleet["step"].to_numpy(dtype=np.int64) if len(fleet) else np.zeros(0, dtype=np.int64)

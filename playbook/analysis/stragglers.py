@@ -36,6 +36,7 @@ from playbook.analysis.intervals import merge_intervals
 from playbook.analysis.kineto.hta import COMM_KERNEL_RE, GPU_WORK_CATS, kernel_kind, profiler_steps
 from playbook.analysis.stats import binom_sf
 from playbook.jsonable import json_float
+from playbook.knowledge import ids as cause_ids
 
 COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")
 FLAG_BELOW = 0.75  # straggler score threshold (NVIDIA resiliency extension)
@@ -416,13 +417,13 @@ def _findings(label: str, part: dict) -> list[dict]:
             bits.append(f"rank {rank}'s kernels are not slower than its peers'" if not worst else
                         "it is rank 0: rank-0-only work (checkpoint saving, logging, evaluation) comes first")
         level = "high" if (worst and worst["score_vs_median"] < 0.5) or wait_level == "high" else "moderate"
-        out.append({"hypothesis": "collective_straggler", "level": level, "rank": rank, "nature": nature,
+        out.append({"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": level, "rank": rank, "nature": nature,
                     "share": waiting,
                     "evidence": f"{label}: " + "; ".join(bits)})
     tokens = part.get("tokens")
     if tokens and tokens.get("rho_within_step") is not None and tokens["rho_within_step"] >= 0.5 \
             and tokens.get("p_within_step") is not None and tokens["p_within_step"] < 0.01:
-        out.append({"hypothesis": "padding_imbalance", "level": "high" if tokens["rho_within_step"] >= 0.8
+        out.append({"hypothesis": cause_ids.PADDING_IMBALANCE, "level": "high" if tokens["rho_within_step"] >= 0.8
                     else "moderate", "rank": None, "nature": "software-like", "evidence": (
                         f"{label}: a rank's step work follows its token count (Spearman ρ = "
                         f"{tokens['rho_within_step']:.2f} within steps over {tokens['pairs']} rank-steps, "

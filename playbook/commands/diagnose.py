@@ -8,6 +8,7 @@ from collections import Counter
 
 from playbook.commands import TZ_HELP, emit
 from playbook.errors import InputError, PlaybookError
+from playbook.knowledge import ids as cause_ids
 
 HELP = "name the cause of spotty or oscillating GPU utilization, with evidence, from logs, traces or a run"
 EXAMPLES = """\
@@ -32,7 +33,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--tz", default="UTC", metavar="ZONE", help=TZ_HELP)
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object on stdout")
     parser.add_argument("--fail-on", default=None, metavar="IDS",
-                        help="comma-separated verdict ids (see playbook.causes, e.g. insufficient_data,"
+                        help="comma-separated verdict ids (see playbook.knowledge.causes, e.g. insufficient_data,"
                              "hardware_fault; 'any' = any verdict but healthy): exit with status 3 when the top "
                              "hypothesis is one of them")
     from playbook import sources
@@ -60,7 +61,7 @@ def run(args) -> int:
     result = diagnose(bundle, interval_s=args.interval)
     status = emit(result, args.json, render)
     top = result.verdict.get("id")
-    if fail_on and top and (top in fail_on or ("any" in fail_on and top != "healthy")):
+    if fail_on and top and (top in fail_on or ("any" in fail_on and top != cause_ids.HEALTHY)):
         return FAIL_STATUS
     return status
 
@@ -72,7 +73,7 @@ def _fail_on(text: str | None) -> set[str]:
     """The --fail-on ids, checked against the cause catalog (an unknown id is an input error)."""
     if not text:
         return set()
-    from playbook.causes import CAUSES
+    from playbook.knowledge.causes import CAUSES
 
     ids = {t.strip() for t in text.split(",") if t.strip()}
     unknown = sorted(ids - set(CAUSES) - {"any"})

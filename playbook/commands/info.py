@@ -51,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
         for (name, _), s in zip(groups, summaries, strict=True):
             print(f"\n== {name}")
             print(render(s))
-    return 0 if any(t["rows"] for s in summaries for t in s["tables"].values()) else 1
+    read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
+        f.get("profiler") for s in summaries for f in s["text_lines"].values())
+    return 0 if read else 1
 
 
 def unrelated_inputs(paths: list[str], **read_kw: Any) -> list[tuple[str, Any]]:
@@ -185,9 +187,41 @@ def render_text_lines(per_file: dict[str, Any]) -> list[str]:
         out.append(line)
         if info.get("step_field"):
             out.append(f"    step time from {info['step_field']}")
+        out += _structure_lines(info)
         if info.get("unread"):
             examples = "; ".join(info.get("unread_examples", [])[:3])
             out.append(f"    left unread: {info['unread']:,} line{'s' * (info['unread'] != 1)} (e.g. {examples})")
+    return out
+
+
+def _structure_lines(info: dict[str, Any]) -> list[str]:
+    """A text log's structure as read (readers/lines.structure): ranks and where they came from, phases, sections,
+    events, the prefixes read, the ERROR/WARNING lines left unexplained."""
+    out = []
+    if info.get("ranks"):
+        ranks = _ranks(info["ranks"])
+        source = f" (from {info['rank_from']})" if info.get("rank_from") else ""
+        phases = ", ".join(info.get("phases") or []) or "none"
+        out.append(f"    ranks {ranks}{source}; phases {phases}")
+    sections = info.get("sections") or {}
+    if sections:
+        out.append("    sections: " + ", ".join(
+            f"{k} {v['count']}" + (f" ({_seconds(v['seconds'])} in all)" if v.get("seconds") is not None else "")
+            for k, v in sections.items()))
+    if info.get("events"):
+        out.append("    events: " + ", ".join(f"{k} {v}" for k, v in info["events"].items()))
+    if info.get("prefixes"):
+        out.append("    prefixes read: " + ", ".join(f"{k} {v:,}" for k, v in info["prefixes"].items()))
+    if info.get("profiler"):
+        p = info["profiler"]
+        top = ", ".join(f"{name} {_seconds(sec)}" for name, sec in p["top"][:3])
+        device = f", self device {_seconds(p['self_device_total_s'])}" if p.get("self_device_total_s") else ""
+        loader = f"; data loader {p['loader_share']:.0%} of self CPU" if p.get("loader_share") else ""
+        out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
+                   f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
+                   f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")
+    if info.get("loud_unread"):
+        out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out
 
 
@@ -290,7 +324,7 @@ def render(summary: dict[str, Any]) -> str:
             elif name == "nccl" and tb.get("hosts"):
                 extra = f"; hosts {_names(tb['hosts'])}"
             out.append(f"{name:<10s} {tb['rows']:,} rows{extra}")
-    if not any(tb["rows"] for tb in t.values()):
+    if not any(tb["rows"] for tb in t.values()) and not any(f.get("profiler") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):
         out.append("text logs, line by line:")

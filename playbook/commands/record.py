@@ -6,7 +6,13 @@ InfiniBand ports until the command exits, then writes RUN_DIR (meta.json with th
 RUN_DIR/<host>-pid<PID>/ with telemetry / host / events / ib .parquet) and exits with the command's status.
 The command's stdout and stderr go to the console as usual and, line by line, into RUN_DIR/<host>-pid<PID>.log,
 which `playbook diagnose RUN_DIR` reads back (step lines a script prints are step timings).
-An existing run directory is not replaced unless --force is given (then it is recorded afresh).
+An existing run directory is not replaced unless --force is given (then it is recorded afresh). RUN_DIR is claimed
+with a create-exclusive lock file (RUN_DIR/.playbook-record.lock, holding the pid, removed at the end), so two
+`record`s started together never share it: the second stops with a one-line error.
+Nothing is lost silently: meta.json says "recording": "in progress" until the end, then "complete", or
+"incomplete" with the reasons when a write failed (a full disk: the log tee stops, the console copy goes on, rows
+that could not be written are counted); `record` then says so on stderr and exits non-zero (the command's status,
+or 2 when the command succeeded), and `diagnose` / `info` / `report` warn "incomplete recording".
 Ctrl-C, SIGTERM, SIGHUP and SIGUSR1/2 are forwarded to the command's process group (a second Ctrl-C is forwarded
 too); a command still running --grace-s seconds after a forwarded SIGINT/SIGTERM/SIGHUP is killed (SIGKILL to
 its group); on Linux the command also gets SIGKILL when `record` itself dies (PR_SET_PDEATHSIG). A command
@@ -23,6 +29,7 @@ Read the result with `playbook info RUN_DIR` or `playbook diagnose RUN_DIR`.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import shutil
@@ -45,6 +52,8 @@ EXAMPLES = """  playbook record --out runs/r1 -- torchrun --standalone --nproc-p
 """
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2")
+LOCK = ".playbook-record.lock"  # in RUN_DIR: the pid of the `record` writing it (hidden: the readers skip it)
+INCOMPLETE_STATUS = 2  # exit status when the command succeeded but the recording is incomplete
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
         cmd = cmd[1:]
     if not cmd:
         raise PlaybookError("no command given: playbook record --out RUN_DIR -- COMMAND ...")
-    from playbook import rundir
-    from playbook.probes.recorder import Hooks, Rates, Recorder, check_period, check_rate, merge_run
+    from playbook.probes.recorder import Rates, check_period, check_rate
 
     check_rate("--hz", args.hz)
     if args.host_hz is not None:
@@ -84,7 +92,18 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     _claim(out, args.force)
     try:
-        rundir.init_run(out, command=shlex.join(cmd))
+        return _record(args, cmd, out, rates)
+    finally:
+        (out / LOCK).unlink(missing_ok=True)
+
+
+def _record(args: argparse.Namespace, cmd: list[str], out: Path, rates: object) -> int:
+    """Run and record `cmd` into the claimed `out`; the exit status (see the module docstring)."""
+    from playbook import rundir
+    from playbook.probes.recorder import Hooks, Recorder, merge_run
+
+    try:
+        rundir.init_run(out, command=shlex.join(cmd), recording="in progress")
     except OSError as exc:
         raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
     env = dict(os.environ, PLAYBOOK_RUN_DIR=str(out), PLAYBOOK_SAMPLER="external")
@@ -97,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise PlaybookError(f"cannot start {cmd[0]}: {exc}") from exc
 
     log = out / f"{socket.gethostname()}-pid{os.getpid()}.log"
-    tees = _tee(child, log)
+    tee = _Tee(child, log)
     forwarded: list[str] = []
     stop_asked: list[float] = []
     previous = {}
@@ -129,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
         if rec is not None:
             rec.event("start", detail=f"command: {shlex.join(cmd)[:400]}")
         rc = _wait(child, stop_asked, args.grace_s, forwarded)
-        for t in tees:
-            t.join(5)
+        tee.join(5)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -142,22 +160,74 @@ def run(args: argparse.Namespace) -> int:
                                "duration_s": round(time.time() - t0, 3)})
         rec.close()
     merged = merge_run(out)  # segments left by in-process Recorders of ranks that were killed
+    problems = ([tee.problem] if tee.problem else []) + (list(rec.incomplete) if rec is not None else [])
+    _finish(out, problems)
     if not args.quiet:
         print(_summary(out, rec, status, merged), file=sys.stderr)
+    if problems:
+        return status or INCOMPLETE_STATUS
     return status
 
 
-def _claim(out: Path, force: bool) -> None:
-    """Refuse to record over an existing run unless `force`; with it, the old run directory is removed so that
-    meta.json (command, environment) and the parts are the new run's."""
+def _finish(out: Path, problems: list[str]) -> None:
+    """Mark the run complete or incomplete in meta.json; say on stderr what was lost. When even that cannot be
+    written (a full disk), meta.json keeps "in progress", which the readers also warn of."""
     from playbook import rundir
+
+    for problem in problems:
+        print(f"playbook record: incomplete recording: {problem}", file=sys.stderr)
+    try:
+        if problems:
+            rundir.update_run(out, recording="incomplete", incomplete=problems)
+        else:
+            rundir.update_run(out, recording="complete")
+    except OSError as exc:
+        print(f"playbook record: cannot mark {out / 'meta.json'} ({exc.strerror or exc}); it says the recording "
+              "is still in progress", file=sys.stderr)
+
+
+def _claim(out: Path, force: bool) -> None:
+    """Take RUN_DIR for this `record`: refuse an existing run unless `force` (then it is removed, so meta.json and
+    the parts are the new run's), and create the lock file exclusively, so that of two `record`s started together
+    exactly one goes on; the other gets a one-line error."""
+    from playbook import rundir
+    from playbook.probes.recorder import _alive
 
     if out.exists() and not out.is_dir():
         raise PlaybookError(f"{out} exists and is not a folder")
+    holder = _lock_holder(out)
+    if holder is not None and _alive(holder):
+        raise PlaybookError(f"{out} is being recorded by another `playbook record` (process {holder}); "
+                            "choose another --out")
     if out.is_dir() and rundir.is_run_dir(out):
         if not force:
             raise PlaybookError(f"{out} already holds a recorded run: pass --force to replace it, or another --out")
         shutil.rmtree(out)
+    elif holder is not None and force:
+        (out / LOCK).unlink(missing_ok=True)  # left by a `record` that was killed
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd = os.open(out / LOCK, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        holder = _lock_holder(out)
+        raise PlaybookError(f"{out} is being recorded by another `playbook record` (process {holder}); choose "
+                            "another --out" if holder is None or _alive(holder) else
+                            f"{out} has a lock left by `playbook record` process {holder}, which has exited: pass "
+                            "--force to record afresh") from None
+    except OSError as exc:
+        raise PlaybookError(f"cannot create run directory {out}: {exc.strerror or exc}") from None
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+
+
+def _lock_holder(out: Path) -> int | None:
+    """The pid in RUN_DIR's lock file (None when there is none or it cannot be read)."""
+    try:
+        return int((out / LOCK).read_text().strip() or "0") or None
+    except (OSError, ValueError):
+        return None
 
 
 def _child_setup() -> None:  # runs in the child between fork and exec (single-threaded: nothing started yet)
@@ -178,44 +248,79 @@ def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
                             preexec_fn=_child_setup)  # noqa: PLW1509 - spawned before any thread starts
 
 
-def _tee(child: subprocess.Popen, log: Path) -> list[threading.Thread]:
-    """Copy the child's stdout and stderr, line by line, to ours and into `log` (whole lines, never interleaved
-    mid-line); a log that cannot be written leaves the console copy running."""
-    lock = threading.Lock()
-    try:
-        sink: IO[bytes] | None = open(log, "ab")  # noqa: SIM115 - closed by the last tee thread
-    except OSError as exc:
-        print(f"playbook record: not keeping the command's output ({exc})", file=sys.stderr)
-        sink = None
-    left = [2]
+def _open_log(path: Path) -> IO[bytes]:
+    return open(path, "ab")  # noqa: SIM115 - closed by the last pump thread
 
-    def pump(src: IO[bytes], dst: IO[bytes]) -> None:
+
+class _Tee:
+    """Copy the child's stdout and stderr, line by line, to ours and into `log` (whole lines, never interleaved
+    mid-line). A write to the log that fails (a full disk) stops the log copy for good, counted in `problem`; the
+    console copy goes on."""
+
+    def __init__(self, child: subprocess.Popen, log: Path):
+        self.log = log
+        self.kept = self.lost = 0  # lines written to the log / not
+        self.error: OSError | None = None
+        self._lock = threading.Lock()
+        try:
+            self.sink: IO[bytes] | None = _open_log(log)
+        except OSError as exc:
+            self.error, self.sink = exc, None
+        self._left = 2
+        self.threads = [threading.Thread(target=self._pump, args=(src, dst), daemon=True, name=f"playbook-record-{n}")
+                        for src, dst, n in ((child.stdout, sys.stdout.buffer, "stdout"),
+                                            (child.stderr, sys.stderr.buffer, "stderr"))]
+        for t in self.threads:
+            t.start()
+
+    @property
+    def problem(self) -> str | None:
+        """What the log lost, in one line (None when nothing)."""
+        if self.error is None:
+            return None
+        reason = self.error.strerror or str(self.error)
+        return (f"the command's output log {self.log.name} stopped after {self.kept} lines ({reason}); "
+                f"{self.lost} later lines reached the console only")
+
+    def join(self, timeout_s: float) -> None:
+        for t in self.threads:
+            t.join(timeout_s)
+
+    def _pump(self, src: IO[bytes], dst: IO[bytes]) -> None:
         for line in iter(src.readline, b""):
             try:
                 dst.write(line)
                 dst.flush()
             except (OSError, ValueError):
                 pass
-            if sink is not None:
-                with lock:
-                    try:
-                        sink.write(line)
-                        sink.flush()
-                    except (OSError, ValueError):
-                        pass
+            with self._lock:
+                self._keep(line)
         src.close()
-        with lock:
-            left[0] -= 1
-            if left[0] == 0 and sink is not None:
-                sink.close()
+        with self._lock:
+            self._left -= 1
+            if self._left == 0:
+                self._close_sink()
 
-    threads = [threading.Thread(target=pump, args=(child.stdout, sys.stdout.buffer), daemon=True,
-                                name="playbook-record-stdout"),
-               threading.Thread(target=pump, args=(child.stderr, sys.stderr.buffer), daemon=True,
-                                name="playbook-record-stderr")]
-    for t in threads:
-        t.start()
-    return threads
+    def _keep(self, line: bytes) -> None:
+        if self.sink is None:
+            self.lost += 1
+            return
+        try:
+            self.sink.write(line)
+            self.sink.flush()
+            self.kept += 1
+        except OSError as exc:
+            self.error = exc if exc.errno is not None else OSError(errno.EIO, str(exc))
+            self.lost += 1
+            self._close_sink()
+
+    def _close_sink(self) -> None:
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            try:
+                sink.close()
+            except OSError as exc:  # the last buffered bytes could not be written
+                self.error = self.error or exc
 
 
 def _wait(child: subprocess.Popen, stop_asked: list[float], grace_s: float, forwarded: list[str]) -> int:

@@ -213,7 +213,7 @@ class Panel:
 
 
 def summary(d, seconds: float | None = None, source: str = "") -> str:
-    """One line: what the diagnosis found (period, duty, synchrony, top cause)."""
+    """One line, the loss first: the share of GPU time lost, the oscillation (period, duty, synchrony), the top cause."""
     o = d.oscillation or {}
     n = len(d.gpus)
     head = f"{n} GPU{'s' if n != 1 else ''}" + (f", {seconds:.0f} s" if seconds is not None else "") + \
@@ -228,8 +228,16 @@ def summary(d, seconds: float | None = None, source: str = "") -> str:
     if o.get("synchrony"):
         osc += f", {o['synchrony']}"
     top = d.hypotheses[0] if d.hypotheses else None
-    cause = f"top cause {top['id']} (score {top['score']:.2f})" if top else "no cause ranked"
-    return f"{head}: {osc}; {cause}"
+    word = (d.verdict or {}).get("confidence")
+    cause = f"top cause {top['id']} ({word + ', ' if word else ''}score {top['score']:.2f})" if top else \
+        "no cause ranked"
+    acc = getattr(d, "accounting", None) or {}
+    loss = ""
+    if acc.get("wall_s"):
+        unit = "GPU time" if acc.get("basis") == "gpu" else "wall time"
+        loss = f"loses {acc['lost_share']:.0%} of {unit}" + (" (within noise)" if acc["lost_share"] <=
+                                                            acc.get("noise_floor_share", 0) else "") + "; "
+    return f"{head}: {loss}{osc}; {cause}"
 
 
 def processes(source: Any) -> list[dict]:

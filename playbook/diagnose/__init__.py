@@ -33,7 +33,7 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                kernel_wait_pct} — keys without data are left out
   hypotheses   [{id, score 0-1, evidence [str], next_step, fix, notebook, command (runs the lab),
                  lost_share (share of GPU time the evidence costs, 0-1, or null), names (GPUs / ranks /
-                 hosts)}], causes highest score first; ids are playbook.causes ids, including the verdicts
+                 hosts)}], causes highest score first; ids are playbook.knowledge.causes ids, including the verdicts
                  healthy and insufficient_data (the inputs cannot answer: next_step names what to record), which
                  never lead while P(something is wrong) ≥ 0.5
   verdict      {id, score, title, names, lost_share, gpus (the observed scale), gpu_hours_per_day, sentence}:
@@ -49,17 +49,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import causes, schema
+from playbook import schema
 from playbook.analysis import steps as steps_analysis
+from playbook.analysis.accounting import Accounting, account
 from playbook.analysis.coincidence import dips_vs_events, host_during_dips
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import GpuReport, analyze_gpus
 from playbook.analysis.oscillation.fleet import OscillationResult, analyze_gpu_series, analyze_oscillation
 from playbook.analysis.series import gpu_series
-from playbook.diagnose import ranking
+from playbook.diagnose import attribution, ranking
 from playbook.diagnose.evidence import coincidence, telemetry, traces
+from playbook.diagnose.evidence import events as event_evidence
 from playbook.diagnose.evidence import steps as step_evidence
 from playbook.jsonable import to_jsonable
+from playbook.knowledge import causes, ids
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 # utilization.gpu counts any resident kernel, so a loop that keeps its GPUs fed sits at ≥ 90%; steadily below 80%
@@ -80,12 +83,13 @@ class Diagnosis:
     hypotheses: list[dict] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict, repr=False)
     verdict: dict = field(default_factory=dict)
+    accounting: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The JSON contract as plain Python (NaN and infinities → None, numpy scalars → Python)."""
-        return to_jsonable({"inputs": self.inputs, "warnings": self.warnings, "gpus": self.gpus,
-                       "oscillation": self.oscillation, "steps": self.steps, "ranks": self.ranks,
-                       "hypotheses": self.hypotheses, "verdict": self.verdict}, digits=6)
+        return to_jsonable({"inputs": self.inputs, "warnings": self.warnings, "accounting": self.accounting,
+                            "gpus": self.gpus, "oscillation": self.oscillation, "steps": self.steps,
+                            "ranks": self.ranks, "hypotheses": self.hypotheses, "verdict": self.verdict}, digits=6)
 
     def to_json(self, indent: int | None = 2) -> str:
         """One JSON object (strict: no NaN)."""
@@ -126,6 +130,7 @@ def _gpu_telemetry(run: _Run) -> None:
             warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
     if signal is not None:
         series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
+        run.detail["series"] = series
         osc = analyze_gpu_series(series, "util_pct", signal=signal)
         run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series)
         n_units = len(series.time_clusters()[0]) if len(series) else 0
@@ -182,6 +187,13 @@ def _dip_events(run: _Run) -> None:
     run.detail["dip_events"] = coinc
 
 
+def _fault_events(run: _Run) -> None:
+    """Fault events the logs state (an Xid, an ECC error, a lost GPU, a watchdog timeout, OOM): a finding each
+    kind, whatever time it cost (diagnose.evidence.events)."""
+    if len(run.bundle.events):
+        run.findings += event_evidence.from_fault_events(run.bundle.events)
+
+
 def _host_in_dips(run: _Run) -> None:
     """Host-probe activity (disk, CPU, network) during the utilization drops."""
     osc = run.osc
@@ -234,7 +246,7 @@ def _same_roles(stragglers: dict, run: _Run) -> dict:
     if len(roles) <= 1:
         return stragglers
     found = stragglers.get("findings") or []
-    kept = [f for f in found if not (f.get("hypothesis") == "collective_straggler"
+    kept = [f for f in found if not (f.get("hypothesis") == ids.COLLECTIVE_STRAGGLER
                                      and str(f.get("evidence", "")).startswith("steps"))]
     if len(kept) < len(found):
         run.warnings.append("ranks play different roles (work phases " + "; ".join(
@@ -262,6 +274,7 @@ ANALYZERS = (
     ("telemetry", _gpu_telemetry),
     ("derived busy share", _derived_busy),
     ("event coincidence", _dip_events),
+    ("fault events", _fault_events),
     ("host-probe comparison", _host_in_dips),
     ("steps", _step_patterns),
     ("kineto", _summary_of("kineto", "trace")),
@@ -305,8 +318,19 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
                       "of the time without a swing or drop: telemetry alone cannot tell an input-bound loop from "
                       "small kernels, host syncs or a slow interconnect")
     ranked = ranking.rank(run.findings, run.healthy, untestable)
-    if ranked and ranked[0]["id"] == "insufficient_data":
+    if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(bundle, osc, untestable)
+    acc = None
+    if not (osc is not None and osc.few_samples):
+        try:
+            acc = account(bundle, run.interval_s, series=run.detail.pop("series", None))
+        except Exception as exc:  # the accounting must not stop the diagnosis either
+            run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
+    run.detail.pop("series", None)
+    if acc is not None:
+        attribution.attribute(acc, bundle.events, ranked, run.steps_summary, bundle.steps)
+        ranked = _lead(ranked, acc)
+        detail["accounting"] = acc
     warnings = run.warnings
     if osc is None and gpu_report is None and not len(bundle.steps) and not kineto and not nccl and \
             not any(extra.values()):
@@ -316,7 +340,51 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
     return Diagnosis(inputs=list(bundle.inputs), warnings=list(dict.fromkeys(warnings)), gpus=gpus_json,
                      oscillation=(osc.contract() if osc is not None else OscillationResult().contract()),
                      steps=run.steps_summary, ranks=_ranks(stragglers, kineto), hypotheses=ranked, detail=detail,
-                     verdict=verdict_of(ranked, scale))
+                     verdict=verdict_of(ranked, scale, acc, _cycles(osc, acc)),
+                     accounting=acc.to_dict() if acc is not None else {})
+
+
+def _cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
+    """How many cycles of the oscillation the accounted span covers (0 without a periodic one)."""
+    if osc is None or acc is None or not osc.periodic or not np.isfinite(osc.period_s) or osc.period_s <= 0:
+        return 0.0
+    return float(acc.span_s / osc.period_s)
+
+
+def _lead(ranked: list[dict], acc: Accounting) -> list[dict]:
+    """The hypotheses reordered so that the verdict the accounting decides (attribution.decide) leads, its
+    lost_share the accounting's figure for it."""
+    lead = attribution.decide(acc, ranked)
+    if lead is None:
+        return ranked
+    by = attribution.harmful(acc)
+    if lead == ids.UNEXPLAINED_SLOWDOWN:
+        loss = sum(by.values()) / acc.wall_s
+        h = attribution.unexplained_hypothesis(acc, 1.0 - acc.noise_floor_share / loss if loss > 0 else 0.0)
+        rest = [x for x in ranked if x["id"] != ids.HEALTHY]
+        healthy = [dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3)) for x in ranked if x["id"] == ids.HEALTHY]
+        return [h, *rest, *healthy]
+    found = [x for x in ranked if x["id"] == lead]
+    if found:
+        h = dict(found[0])
+    else:  # measured directly (a phase timer, events at the bucket's steps) but not among the findings
+        share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
+        evidence = [b.evidence for b in acc.buckets if b.cause == lead and b.evidence]
+        h = ranking.hypothesis(lead, 0.9 * ranking.impact(share), evidence or ["measured by the accounting"])
+    if lead != ids.HEALTHY:
+        share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
+        if any(b.direct for b in acc.buckets if b.cause == lead):  # measured on the lost time itself
+            h["score"] = round(max(h["score"], 0.9 * ranking.impact(share)), 3)
+        h["lost_share"] = round(share, 4) if acc.wall_s > 0 else None
+        names = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names if n != "all GPUs"]
+                                   + list(h.get("names") or [])))
+        h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))
+    if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
+        best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
+        h["score"] = round(max(h["score"], 1.0 - best), 3)
+    rest = [x if x["id"] != ids.HEALTHY or lead == ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
+            for x in ranked if x["id"] != lead]
+    return [h, *rest]
 
 
 def _scale(gpu_report: GpuReport | None, bundle: schema.Bundle, kineto: dict | None) -> int:
@@ -330,29 +398,57 @@ def _scale(gpu_report: GpuReport | None, bundle: schema.Bundle, kineto: dict | N
     return 0
 
 
-def verdict_of(ranked: list[dict], gpus: int) -> dict:
-    """The verdict in one sentence: the top hypothesis, what it costs (share of GPU time, GPU-hours per day at
-    the observed scale) and what to do or record next."""
+# A per-day cost is extrapolated only from an input that spans several cycles of its swing or many minutes of run:
+# a few seconds of polls say what they saw, not what a day costs
+PER_DAY_MIN_S = 600.0
+PER_DAY_MIN_CYCLES = 3.0
+
+
+def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0) -> dict:
+    """The verdict in one sentence, the loss first: the share of GPU (or wall) time lost and where, the leading
+    cause (its confidence word from its score, diagnose.attribution.confidence_word), what it costs per day when the
+    input spans enough to say, and what to do or record next."""
     if not ranked:
         return {}
     top = ranked[0]
     c = causes.cause(top["id"])
-    lost = top.get("lost_share")
-    cost = ""
-    if lost is not None and lost > 0:
-        per_day = f", ≈ {lost * gpus * 24:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}" if gpus else ""
-        cost = f" — it costs ~{lost:.0%} of GPU time{per_day}"
-    if top["id"] == "insufficient_data":
+    runner = next((h["score"] for h in ranked[1:] if h["id"] not in ranking.VERDICTS), 0.0)
+    word = attribution.confidence_word(top["score"], runner)
+    lost = round(acc.lost_share, 4) if acc is not None else top.get("lost_share")
+    lead_share = top.get("lost_share")
+    long_enough = acc is not None and (acc.span_s >= PER_DAY_MIN_S or cycles >= PER_DAY_MIN_CYCLES)
+    per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \
+        ranking.VERDICTS[:2] else None
+    loss = attribution.loss_phrase(acc, top["id"]) if acc is not None else ""
+    if top["id"] == ids.INSUFFICIENT_DATA:
         sentence = f"Not enough data to name a cause: {top['evidence'][0]}; record next: {top['next_step']}"
-    elif top["id"] == "healthy":
-        sentence = (f"Healthy (score {top['score']:.2f}): no finding points at a cause; keep this run as the "
-                    "baseline for `playbook compare`")
+        if loss and acc is not None and acc.significant:
+            sentence = f"{loss[0].upper()}{loss[1:]}, but not enough data to name a cause: {top['evidence'][0]}; " \
+                       f"record next: {top['next_step']}"
+    elif top["id"] == ids.HEALTHY:
+        sentence = (f"Healthy ({word}, score {top['score']:.2f}): " + (f"{loss}; " if loss else
+                    "no finding points at a cause; ") + "keep this run as the baseline for `playbook compare`")
+    elif top["id"] == ids.UNEXPLAINED_SLOWDOWN:
+        sentence = (f"{loss[0].upper()}{loss[1:]}, and no event, phase or finding in the inputs says why "
+                    f"(unexplained_slowdown); record next: {top['next_step']}")
     else:
-        sentence = (f"{c.title[0].upper() + c.title[1:]}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
-                    f"score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures the fix)")
-    return {"id": top["id"], "score": top["score"], "title": c.title, "names": top.get("names") or [],
-            "lost_share": lost, "gpus": gpus,
-            "gpu_hours_per_day": round(lost * gpus * 24, 1) if lost and gpus else None, "sentence": sentence}
+        cost = ""
+        if per_day is not None:
+            cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
+        elif lead_share and not loss:
+            cost = f" — it costs ~{lead_share:.0%} of GPU time over the span observed"
+        head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
+        title = c.title if head else c.title[0].upper() + c.title[1:]
+        sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
+                    f"{word}, score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures "
+                    "the fix)")
+        second = next((h for h in ranked[1:] if h["id"] not in ranking.VERDICTS), None)
+        if second is not None and word != "confirmed" and second["score"] >= 0.5 * top["score"]:
+            sentence += (f"; or {second['id']} (score {second['score']:.2f}) — to tell them apart: "
+                         f"{top.get('next_step') or c.next_step}")
+    return {"id": top["id"], "score": top["score"], "confidence": word, "title": c.title,
+            "names": top.get("names") or [], "lost_share": lost, "gpus": gpus, "gpu_hours_per_day": per_day,
+            "sentence": sentence}
 
 
 def _where(names: list[str], named: int, gpus: int) -> str:
@@ -383,7 +479,7 @@ def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: s
                     "active=3) and the time blocked in next(DataLoader) per step")
     if reason and "CPU-only" in reason:
         asks.append("a profiler trace with CUDA activity (torch.profiler activities=[CPU, CUDA])")
-    return "; ".join(asks) or causes.cause("insufficient_data").next_step
+    return "; ".join(asks) or causes.cause(ids.INSUFFICIENT_DATA).next_step
 
 
 def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None, int]:

@@ -1,5 +1,5 @@
 """Ranking: turn the analyzers' Findings (diagnose.findings) into scored hypotheses with evidence, a next
-measurement and a fix. Causes, their fixes, next measurements and labs come from the catalog (playbook.causes);
+measurement and a fix. Causes, their fixes, next measurements and labs come from the catalog (playbook.knowledge.causes);
 the from_* functions of diagnose.evidence state each analyzer's observations as Findings, and `rank` reads
 nothing but those Findings' fields.
 
@@ -41,74 +41,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from playbook.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose.findings import Finding
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import CAUSES, DIAGNOSIS_IDS
+from playbook.knowledge.signatures import SPECIFICITY
 
-VERDICTS = ("healthy", "insufficient_data")  # what the ranking says when no cause wins, not causes
-# How strongly a signature points at each cause (see the module docstring).
-SPECIFICITY: dict[str, dict[str, float]] = {
-    # Each row: how strongly one signature points at each cause (0-1), with the reason. The values are ordinal
-    # judgements from how often each cause produces the signature in the labs and public reports; the evaluation
-    # (tests/diagnose/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
-    # a shared drop on a schedule: checkpoint/eval/log every N steps mostly, a shard/shuffle refill sometimes
-    "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
-    # a shared drop at random: the input pipeline running dry mostly; syncs and GC pauses also hit all ranks
-    "synchronized_irregular": {"data_starvation": 0.55, "host_sync": 0.2, "gc_pause": 0.2},
-    # fewer than 3 drops: neither a period nor irregularity can be tested — the two readings share the support
-    "synchronized_untimed": {"periodic_stall": 0.4, "data_starvation": 0.4},
-    # each GPU on its own schedule: per-rank input pipelines, or uneven work per rank
-    "independent_swings": {"data_starvation": 0.45, "padding_imbalance": 0.35},
-    # per-node drops: node-local input/storage first, then the node's link or cooling
-    "host_groups": {"data_starvation": 0.45, "link_degradation": 0.3, "throttling": 0.2},
-    # busy while the other group idles and back: producer/consumer stages, little else does this
-    "antiphase": {"pipeline_imbalance": 0.85},
-    "idle_and_saturated": {"pipeline_imbalance": 0.7},  # one side saturated, the other starved: a bottleneck stage
-    "idle_only": {"pipeline_imbalance": 0.45, "data_starvation": 0.25},  # some GPUs low, none saturated: weaker
-    # peers busy at low power while one GPU idles: they wait for it in a collective — a direct measurement
-    "waiting_straggler": {"collective_straggler": 0.9},
-    "straggler_no_power": {"collective_straggler": 0.6},  # the same, without power to show the peers wait
-    "straggler_periodic": {"periodic_stall": 0.75},  # one rank's own periodic work (rank-0 checkpoint, eval)
-    # an idle laggard: its host is late (rank-specific work, data skew); hardware needs device evidence
-    "straggler_persistent": {"collective_straggler": 0.6, "padding_imbalance": 0.2},
-    "rotating": {"padding_imbalance": 0.5, "data_starvation": 0.3},  # the data decides who is slow
-    "throttle_bits": {"throttling": 0.9},  # the driver says why the clock is held down: a direct measurement
-    # a low busy clock without reason bits: throttling mostly, a degraded board sometimes
-    "slow_clock": {"throttling": 0.75, "hardware_fault": 0.3},
-    # busy at a low clock with power at the enforced limit: the limit holds the clock down
-    "power_cap": {"throttling": 0.9},
-    "lost": {"hardware_fault": 0.9},  # errors then silence while peers report: Xid-like loss of the device
-    "host_lost": {"hardware_fault": 0.4},  # a whole node silent: the node died, or only its logging did
-    "memory_full": {"memory_pressure": 0.55},  # near-full memory makes the allocator retry, not always
-    "memory_swings": {"memory_pressure": 0.35, "recompilation": 0.15},  # churn; new shapes allocate new buffers
-    "periodic_slow_events": {"periodic_stall": 0.95},  # slow steps on a lattice with a stall event at them
-    "dips_checkpoint_eval": {"periodic_stall": 0.9},  # checkpoint/eval events overlap the drops
-    "dips_logging": {"periodic_stall": 0.6, "host_sync": 0.2},  # logging stalls, or the .item() it does
-    "dips_gc": {"gc_pause": 0.9},
-    "dips_recompile": {"recompilation": 0.9},
-    "dips_restart": {"hardware_fault": 0.3},  # restarts follow faults, but also preemption and code errors
-    "host_writes_in_dips": {"periodic_stall": 0.6},  # disk writes during the drops: checkpoint or log writing
-    "host_reads_in_dips": {"data_starvation": 0.55},  # disk reads during the drops: input being read
-    "host_cpu_in_dips": {"data_starvation": 0.45, "gc_pause": 0.15},  # CPU-bound loader, or Python work
-    "host_net_in_dips": {"periodic_stall": 0.3, "data_starvation": 0.3},  # checkpoints or data on the network
-    "periodic_slow": {"periodic_stall": 0.8},  # slow every N steps without a logged marker
-    "gc": {"gc_pause": 0.9},  # GC events cover the slow steps' extra time: a direct measurement
-    "creep": {"throttling": 0.55, "memory_pressure": 0.25},  # slowing over minutes: heat, or fragmentation
-    # a jump that stays: a device slowing (throttle), a straggler appearing, or a changed workload or code path
-    "level_shift": {"throttling": 0.4, "collective_straggler": 0.35, "hardware_fault": 0.15},
-    "recompile": {"recompilation": 0.9},  # recompilation events logged at the slow steps
-    "phase_data": {"data_starvation": 1.0},  # time blocked on the loader, measured: the cause itself
-    "phase_h2d": {"h2d_copy": 0.8},  # copy time measured; part of it may be a sync hiding in the copy
-    "phase_stall": {"periodic_stall": 0.7},  # checkpoint/eval/log phases measured, without a lattice
-    "trace_finding": {},  # the finding's own hypothesis, at 1.0
-    "straggler_hardware": {"hardware_fault": 0.45, "throttling": 0.3},  # same rank, slower compute: the device
-    "straggler_software": {"padding_imbalance": 0.35, "data_starvation": 0.25},  # rotates or late host-side
-    # GPU idle inside profiled steps that no specific trace analysis accounts for, by HTA's idle category:
-    # waiting for the host to issue work (the host is busy elsewhere: input, Python, a GC), short gaps between
-    # back-to-back kernels (launch overhead), or waits on work already issued (syncs, copies, other streams)
-    "trace_idle_host": {"data_starvation": 0.4, "launch_bound": 0.25, "host_sync": 0.15, "gc_pause": 0.1},
-    "trace_idle_kernel": {"launch_bound": 0.8},
-    "trace_idle_other": {"host_sync": 0.35, "h2d_copy": 0.25, "collective_straggler": 0.2},
-}
+VERDICTS = (cause_ids.HEALTHY, cause_ids.INSUFFICIENT_DATA, cause_ids.UNEXPLAINED_SLOWDOWN)  # what the ranking says when no cause wins, not causes
 IMPACT_SCALE = 0.05
 
 
@@ -234,7 +172,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
         nxt = next((e.next_step for e in items if e.next_step), None)
         losts = [e.lost for e in items if e.lost is not None and np.isfinite(e.lost)]
         names = list(dict.fromkeys(n for e in items if e.finding is not None for n in e.finding.names))
-        out.append(_hypothesis(hyp, score, texts, nxt, round(min(max(losts), 1.0), 4) if losts else None, names))
+        out.append(hypothesis(hyp, score, texts, nxt, round(min(max(losts), 1.0), 4) if losts else None, names))
     # healthy: 1 - P(something is wrong), the noisy-OR of each distinct signature's anomaly (which is at least
     # as large as any single cause's score, since a signature's support is split between its causes)
     anomalies: dict[str, float] = {}
@@ -249,7 +187,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
     healthy_score = 1.0 - wrong
     if untestable:
         # the inputs cannot show the signatures at all: what is not "wrong" is unknown, not healthy
-        out.append(_hypothesis("insufficient_data", 1.0 - wrong,
+        out.append(hypothesis(cause_ids.INSUFFICIENT_DATA, 1.0 - wrong,
                                [f"{untestable}: finding nothing is no evidence of health"]))
         healthy_score = min(healthy_score, 0.5)  # untested: no more than the confidence of an untested p-value
         healthy_texts.append(f"{untestable}: finding nothing is no evidence of health (score at most 0.5)")
@@ -257,8 +195,8 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
         top = max(out, key=lambda h: h["score"])
         healthy_texts.append(f"something is wrong with probability {wrong:.2f}; strongest cause: {top['id']} "
                              f"at {top['score']:.2f}")
-    out.append(_hypothesis("healthy", healthy_score, healthy_texts or ["no finding points at a cause"]))
-    out.sort(key=lambda h: (-h["score"], h["id"] not in VERDICTS, h["id"] != "healthy", h["id"]))
+    out.append(hypothesis(cause_ids.HEALTHY, healthy_score, healthy_texts or ["no finding points at a cause"]))
+    out.sort(key=lambda h: (-h["score"], h["id"] not in VERDICTS, h["id"] != cause_ids.HEALTHY, h["id"]))
     causes = [h for h in out if h["id"] not in VERDICTS]
     if wrong >= 0.5 and causes and out[0] is not causes[0]:
         # more likely wrong than right: the best-supported cause leads even when the support is split between
@@ -269,7 +207,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
 
 
 
-def _hypothesis(cause_id: str, score: float, evidence: list[str], next_step: str | None = None,
+def hypothesis(cause_id: str, score: float, evidence: list[str], next_step: str | None = None,
                 lost_share: float | None = None, names: list[str] | tuple[str, ...] = ()) -> dict:
     """One ranked hypothesis: the score and evidence found, the catalog's fix, lab and command (its next step
     unless the evidence names a more specific one); `names` keeps the first 16, `named` counts them all."""

@@ -188,6 +188,7 @@ class Recorder:
         self.ib: Any = None
         self.part: Path | None = None
         self.warnings: list[str] = []
+        self.incomplete: list[str] = []  # what a failed write lost, one line each (set by close)
         self._seq = 0
         self._rows = {name: 0 for name in PART_FILES}
         self._unwritten: dict[str, list[pd.DataFrame]] = {}
@@ -312,7 +313,12 @@ class Recorder:
                     probe.stop()
             self.timer.close()
             self.events.close()
-            self.flush()
+            try:
+                self.flush()
+            except Exception as exc:
+                self._lost(exc)
+            else:
+                self._lost(None)
             for name in PART_FILES:
                 merge_segments(self.part, name)
             seg = self.part / SEGMENT_DIR
@@ -321,6 +327,19 @@ class Recorder:
             self._write_part_meta()
         except Exception as exc:  # never raise into the training script
             self._warn(f"Recorder: closing {self.run_dir} failed ({type(exc).__name__}: {exc})")
+
+    def _lost(self, exc: Exception | None) -> None:
+        """Count into `incomplete` the rows the last write left unwritten (`exc`) and those dropped before."""
+        lost = dict(self._dropped)
+        for name, frames in self._unwritten.items():
+            lost[name] = lost.get(name, 0) + sum(len(f) for f in frames)
+        self._unwritten = {}
+        if any(lost.values()):
+            why = f" ({exc.strerror or exc})" if isinstance(exc, OSError) else f" ({type(exc).__name__}: {exc})" \
+                if exc is not None else ""
+            self.incomplete.append(f"{self.part}: rows not written{why}: "
+                                   + ", ".join(f"{n} {name}" for name, n in lost.items() if n))
+            self._warn(f"Recorder: incomplete recording: {self.incomplete[-1]}")
 
     def _write_part_meta(self) -> None:
         path = self.part / "meta.json"
@@ -341,9 +360,15 @@ class Recorder:
             "steps_timed": self.timer.steps_done, "step_timer": "cuda" if self.timer.cuda else "cpu",
             "warnings": self.warnings, "env": self._fingerprint, **self.extra_meta,
         })
+        if self.incomplete:
+            info["incomplete"] = list(self.incomplete)
         tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(info, indent=2, default=str))
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(info, indent=2, default=str))
+            tmp.replace(path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
     # ------------------------------------------------------------------ writing
     def _flush_loop(self) -> None:
@@ -383,16 +408,15 @@ class Recorder:
             self._seq += 1
             failed = None
             for name, frame in out.items():
+                tmp = self.part / SEGMENT_DIR / f"{name}-{self._seq:06d}.tmp"
                 try:
-                    seg = self.part / SEGMENT_DIR
-                    seg.mkdir(exist_ok=True)
-                    path = seg / f"{name}-{self._seq:06d}.parquet"
-                    tmp = path.with_suffix(".tmp")
+                    tmp.parent.mkdir(exist_ok=True)
                     frame.to_parquet(tmp, index=False)
-                    tmp.replace(path)
+                    tmp.replace(tmp.with_suffix(".parquet"))
                     self._rows[name] += len(frame)
                 except Exception as exc:
                     failed = exc
+                    tmp.unlink(missing_ok=True)  # no 0-byte .tmp left behind (a full disk)
                     if len(frame) <= MAX_UNWRITTEN_ROWS:
                         self._unwritten[name] = [frame]
                     else:

@@ -20,8 +20,9 @@ passed over). A file no reader recognises is an error when named explicitly and 
 
 Each file and folder is read once, by its identity (device, inode): a file named twice, or reached again through
 a symlink, is skipped with a warning naming both paths. Inside a folder, symlinked folders are not followed (so
-`latest -> r1` or `self -> ..` neither doubles samples nor loops; named on the command line, a symlink is
-followed). Only regular files are opened: a FIFO, socket or device named explicitly is an error, inside a folder
+`latest -> r1` or `self -> ..` neither doubles samples nor loops), nor are symlinked files whose target lies
+outside the folder given (one counted warning names them; a link within the folder is read; named on the command
+line, a symlink is followed). Only regular files are opened: a FIFO, socket or device named explicitly is an error, inside a folder
 a warning — never a blocked read.
 """
 
@@ -35,7 +36,7 @@ from pathlib import Path
 from playbook import schema
 from playbook.errors import InputError, PlaybookError
 from playbook.readers import detect, textio
-from playbook.readers.files import call_reader, check_input, check_tz, file_kind, read_file, stat_path
+from playbook.readers.files import call_reader, check_input, check_tz, file_kind, inside, read_file, stat_path
 from playbook.readers.rundir import read_run
 from playbook.rundir import is_run_dir
 
@@ -53,6 +54,16 @@ class _Reading:
         self.seen: dict[tuple[int, int], Path] = {}
         self.pieces: list[schema.Bundle] = []
         self.warnings: list[str] = []
+        self.outside: list[Path] = []  # symlinked files pointing out of the folder given: not read
+
+    def warn_outside(self, root: Path) -> None:
+        """One counted warning for the symlinked files under `root` that point outside it."""
+        if self.outside:
+            names = ", ".join(str(p) for p in self.outside[:3])
+            more = f" (+{len(self.outside) - 3} more)" if len(self.outside) > 3 else ""
+            self.warnings.append(f"{root}: {len(self.outside)} symlinked files point outside the folder and were not "
+                                 f"followed: {names}{more}; name them to read them")
+            self.outside = []
 
     def first_time(self, path: Path, st: os.stat_result) -> bool:
         """True the first time this file or folder is met; later meetings are warned of and skipped."""
@@ -83,6 +94,7 @@ def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str]
         if stat.S_ISDIR(st.st_mode):
             if reading.first_time(path, st):
                 _read_folder(path, reading)
+                reading.warn_outside(path)
         elif not stat.S_ISREG(st.st_mode):
             raise InputError(f"{path}: is a {file_kind(st.st_mode)}, not a regular file; not read")
         elif reading.first_time(path, st):
@@ -132,6 +144,9 @@ def _read_folder(root: Path, reading: _Reading) -> None:
                     subfolders.append(path)
                 continue
             found = True
+            if entry.is_symlink() and not inside(path, root):
+                reading.outside.append(path)
+                continue
             if not stat.S_ISREG(st.st_mode):
                 reading.warnings.append(f"{path}: skipped, a {file_kind(st.st_mode)}, not a regular file")
                 continue

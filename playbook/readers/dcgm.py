@@ -22,7 +22,6 @@ series whose labels name a GPU by an index label (any label name meaning a GPU i
 from __future__ import annotations
 
 import functools
-import json
 import re
 from pathlib import Path
 
@@ -326,7 +325,10 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
             seen = set()
         seen.add(key)
         if ts is not None:
-            t_ns = int(ts) * 1_000_000
+            t_ns = textio.ms_to_ns(ts)
+            if t_ns is None:
+                skips.skip(no, "timestamp out of range")
+                continue
             stamped += 1
         else:
             t_ns = scrape
@@ -368,9 +370,9 @@ def _prom_float(text: str) -> float | None:
 def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle:
     src = str(path)
     try:
-        doc = json.loads(text)
+        doc = textio.json_loads(text)
     except ValueError as exc:
-        raise InputError(f"{src}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise InputError(f"{src}: not valid JSON ({textio.json_error(exc)})") from None
     docs = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) and "data" not in doc \
         and "status" not in doc else [doc]
     samples = _Samples(src, textio.host_from_path(path))
@@ -402,10 +404,10 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
             for point in points or []:
                 try:
                     ts, value = float(point[0]), _prom_float(str(point[1]))
-                except (TypeError, ValueError, IndexError):
+                except (TypeError, ValueError, IndexError, OverflowError):
                     value, ts = None, 0.0
-                if value is None or not np.isfinite(ts):
-                    skips.skip(None, f"bad point {str(point)[:40]} in {name}")
+                if value is None or not abs(ts) < textio.MAX_EPOCH_S:
+                    skips.skip(None, f"bad point in {name}")
                     continue
                 samples.add(int(round(ts * 1e9)), ident[0], ident[1], name, value)
     if not samples.time:
@@ -459,6 +461,9 @@ def _read_dcgmi(path: Path, text: str, interval_s: float | None) -> schema.Bundl
                 break
         if bad:
             skips.skip(no, bad)
+            continue
+        if len(m.group(2)) > 9:
+            skips.skip(no, "GPU number too long")
             continue
         rows.append((no, int(m.group(2)), values))
     if tags is None:

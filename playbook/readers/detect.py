@@ -77,8 +77,13 @@ _MAGIC_NAMES = (
 )
 
 
+_HEADER_NAME = re.compile(r"^[A-Za-z_][\w .%/()\[\]-]{0,40}$")
+
+
 def describe(path: str | Path) -> str:
-    """A short guess at what a file is, for error messages: "empty file", "a PNG image", "JSON with keys ..."."""
+    """A short guess at what a file is, for error messages: "empty file", "a PNG image", "JSON with keys ...",
+    "a table with columns ..." (names only when they look like a header). Never a line of the file's text: it
+    may not be telemetry at all (a symlink to a system file, a secret)."""
     try:
         raw = textio.read_bytes(path, limit=4096, convert=False)
     except Exception:  # unreadable or undecompressable: say so rather than fail while describing
@@ -111,8 +116,11 @@ def describe(path: str | Path) -> str:
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     for sep in (",", "\t", ";"):
         if first.count(sep) >= 2:
-            return f"a table with columns {_short(', '.join(c.strip() for c in first.split(sep)[:6]))}"
-    return f"text starting {_short(first, 50)!r}"
+            names = [c.strip() for c in first.split(sep)]
+            if all(_HEADER_NAME.match(c) for c in names[:6]):
+                return f"a table with columns {_short(', '.join(names[:6]))}"
+            return f"a table of {len(names)} columns"
+    return "plain text"
 
 
 def _short(text: str, limit: int = 80) -> str:

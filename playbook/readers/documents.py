@@ -13,7 +13,6 @@ stream one at a time; one that does not parse, or an item that is not an object,
 
 from __future__ import annotations
 
-import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -44,7 +43,7 @@ def sniff(head: str) -> bool:
     if not keys or '"traceEvents"' in head[:4096]:
         return False
     try:
-        first, _end = json.JSONDecoder().raw_decode(head.lstrip())
+        first, _end = textio.JSON_DECODER.raw_decode(head.lstrip())
     except (ValueError, RecursionError):
         first = None
     if isinstance(first, (dict, list)):
@@ -216,7 +215,7 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
     """(record number, flat record) for every record of a stream of JSON documents (concatenated, one per line,
     or one array of them). The read size doubles while a document is incomplete, so a big document is scanned
     O(log n) times, not once per chunk."""
-    decoder = json.JSONDecoder()
+    decoder = textio.JSON_DECODER
     buf, pos, want, eof, number, in_array = "", 0, 1 << 20, False, 0, False
     pending = b""
     while True:
@@ -252,7 +251,7 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
             if len(buf) - pos >= MAX_DOCUMENT_BYTES:
                 raise InputError(f"{stream.path}: a JSON document larger than {MAX_DOCUMENT_BYTES >> 20} MiB") from None
             number += 1
-            skips.skip(number, f"not JSON ({type(exc).__name__}: {str(exc)[:60]})")
+            skips.skip(number, f"not JSON ({textio.json_error(exc)})")
             nxt = buf.find("\n", pos + 1)
             pos = len(buf) if nxt < 0 else nxt + 1
             continue

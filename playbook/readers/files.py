@@ -68,6 +68,17 @@ def call_reader(name: str, path: Path, opts: dict) -> schema.Bundle:
         raise InputError(f"{path}: the {name} reader failed ({type(exc).__name__}: {exc})") from exc
     if str(path) not in bundle.inputs:
         bundle.inputs.append(str(path))
+    return check_values(bundle, str(path))
+
+
+def check_values(bundle: schema.Bundle, where: str) -> schema.Bundle:
+    """The bundle with values no GPU or step can have read as missing, counted in its warnings (schema.check_*)."""
+    if len(bundle.telemetry):
+        bundle.telemetry, warnings = schema.check_physics(bundle.telemetry, where)
+        bundle.warnings += warnings
+    if len(bundle.steps):
+        bundle.steps, warnings = schema.check_step_times(bundle.steps, where)
+        bundle.warnings += warnings
     return bundle
 
 
@@ -94,6 +105,12 @@ def stat_path(path: Path) -> os.stat_result:
                                                                  else "")) from None
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise InputError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path`, its symlinks resolved, lies within the folder `root` (resolved too)."""
+    target, top = os.path.realpath(path), os.path.realpath(root)
+    return target == top or target.startswith(top.rstrip(os.sep) + os.sep)
 
 
 def check_input(path: str | Path) -> Path:
@@ -125,7 +142,7 @@ def _read_parquet(path: Path) -> schema.Bundle:
         if {c for c in columns if c != "source"} <= cols:
             bundle = schema.Bundle(inputs=[str(path)])
             setattr(bundle, name, builder({c: raw[c].to_numpy() for c in raw.columns if c in columns}))
-            return bundle
+            return check_values(bundle, str(path))
     shown = ", ".join(map(str, list(raw.columns)[:6]))
     raise UnknownFormatError(f"{path}: not telemetry this playbook can read (looks like a Parquet table with "
                              f"columns {shown})")

@@ -85,13 +85,23 @@ def header_names(line: str, sep: str) -> list[str]:
     return [c.strip().strip('"') for c in row]
 
 
+_KEY_VALUE = re.compile(r"^[A-Za-z_][\w ./-]{0,40}[:=]\s*-?\d")
+
+
+def _values_not_names(names: list[str]) -> bool:
+    """True when most cells of the "header" are `key: value` pairs: a log line with commas (loguru's
+    `... - epoch: 1/300, iter: 10/1849, mem: 5123Mb, iter_time: 0.312s`), not a header."""
+    pairs = sum(1 for n in names if _KEY_VALUE.match(n))
+    return pairs * 2 > len(names)
+
+
 def sniff(head: str) -> bool:
     """A delimited header whose names (see playbook.readers.headers) hold a GPU metric and a time, GPU or per-GPU
     column."""
     if textio.looks_like_json(head) or head.lstrip().startswith("<"):
         return False  # JSON / XML documents: the documents reader's
     found = _header(head)
-    if found is None:
+    if found is None or _values_not_names(found[2]):
         return False
     if headers.is_telemetry(found[2]):
         return True
@@ -210,8 +220,8 @@ class TableBuilder:
     """Turns blocks of string columns named `names` into one telemetry table, by the names' meaning
     (playbook.readers.headers). Used for CSV blocks and for records flattened from JSON / XML documents.
 
-    Rows whose time, GPU or a metric cannot be read, or whose metric lies outside its plausible range
-    (headers.RANGES), are skipped and counted in `skips` with their line. Per-GPU columns (W&B's
+    Rows whose time, GPU or a metric cannot be read are skipped and counted in `skips` with their line (a value
+    outside what a GPU can report is read as missing by schema.check_physics, the row kept). Per-GPU columns (W&B's
     `system.gpu.N.*`) give one row per (time, GPU N); rows where GPU N has no value are left out.
     """
 
@@ -270,8 +280,7 @@ class TableBuilder:
         return drop
 
     def _metric_values(self, table: pa.Table, drop) -> dict[int, np.ndarray]:
-        """Each metric column's values in the schema's unit (NaN where empty); unreadable or out-of-range values
-        drop their row. The first block with values settles each column's meaning and unit factor."""
+        """Each metric column's values in the schema's unit (NaN where empty); unreadable values drop their row. The first block with values settles each column's meaning and unit factor."""
         values: dict[int, np.ndarray] = {}
         for pos, m in self.metrics.items():
             lazy = _LazyStrings(table, pos)
@@ -286,12 +295,7 @@ class TableBuilder:
                     m = dataclasses.replace(m, unit=unit)
                 self.metrics[pos] = m
                 self.factors[pos] = headers.factor(m, v)
-            v = v * self.factors.get(pos, 1.0)
-            if not self.metrics[pos].bit:
-                lo, hi = headers.RANGES.get(self.metrics[pos].role, (-np.inf, np.inf))
-                out = np.isfinite(v) & ((v < lo) | (v > hi))
-                drop(out, lambda i, s=lazy, k=self.names[pos]: f"{k} value {str(s.get().iloc[i])[:30]!r} out of range")
-            values[pos] = v
+            values[pos] = v * self.factors.get(pos, 1.0)  # implausible values: schema.check_physics
         return values
 
     def _gpu_numbers(self, table: pa.Table, drop, n: int) -> np.ndarray:

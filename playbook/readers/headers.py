@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from playbook import schema
+from playbook.knowledge import ids as cause_ids
 
 # unit token -> canonical unit (a key of textio.UNIT_FACTORS, or a time unit)
 UNIT_WORDS: dict[str, str] = {
@@ -54,7 +55,7 @@ LIMIT = {"limit", "cap", "enforced", "pmlmt"}
 CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
 SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk"}
 TEMP = {"temp", "temperature", "tmptr", "gtemp"}
-THROTTLE = {"throttle", "throttling", "event", "events"}
+THROTTLE = {"throttle", cause_ids.THROTTLING, "event", "events"}
 REASON = {"reason", "reasons"}
 PCIE = {"pcie", "pci", "pcitx", "pcirx", "txpci", "rxpci"}
 NVLINK = {"nvlink", "nvl", "nvltx", "nvlrx"}
@@ -84,18 +85,6 @@ REASON_WORDS: tuple[tuple[frozenset[str], int], ...] = (
 )
 
 POWER_ROLES = ("power_w", "power_limit_w", "power_default_limit_w")
-# Plausible ranges of each metric in the schema's unit (a value outside is a damaged record, skipped and counted).
-# Generous bounds: the largest GPUs today draw ~1.2 kW and hold ~288 GB; clocks stay below 4 GHz.
-RANGES: dict[str, tuple[float, float]] = {
-    "util_pct": (0, 100.5), "mem_util_pct": (0, 100.5), "mem_used_mib": (0, 4e6), "mem_total_mib": (0, 4e6),
-    "power_w": (0, 1e4), "power_limit_w": (0, 1e4), "power_default_limit_w": (0, 1e4),
-    "sm_clock_mhz": (0, 1e5), "mem_clock_mhz": (0, 1e5),
-    "temp_c": (-60, 250), "throttle_reasons": (0, 2.0**53), "sm_active": (0, 1.005), "pcie_tx_mib_s": (0, 1e8),
-    "pcie_rx_mib_s": (0, 1e8), "nvlink_tx_mib_s": (0, 1e8), "nvlink_rx_mib_s": (0, 1e8), "pcie_link_gen": (0, 16),
-    "pcie_link_width": (0, 64), "pcie_replay_count": (0, 2.0**63),
-}
-
-
 @dataclass(frozen=True)
 class Meaning:
     """What one column name says. role: a schema column ("time", "host", "gpu", or a TELEMETRY_METRICS name) or
@@ -243,7 +232,7 @@ def meaning(name: str) -> Meaning:
 
 def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """(role, reason bit, rank) from a name's words."""
-    if ws & THROTTLE and (ws & REASON or ws & {"throttle", "throttling"}) or "clocks_event_reasons" in ws:
+    if ws & THROTTLE and (ws & REASON or ws & {"throttle", cause_ids.THROTTLING}) or "clocks_event_reasons" in ws:
         return _throttle_role(words, ws)
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
         return "host", 0, 0 if ws & {"host", "hostname"} else 1

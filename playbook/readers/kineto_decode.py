@@ -334,7 +334,7 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
 
     Returns (unconsumed rest, array_closed). Without `final`, an incomplete last event is left in the rest.
     """
-    decoder = json.JSONDecoder()
+    decoder = textio.JSON_DECODER
     pos, n, good = 0, len(text), []
     while True:
         pos = _GAP_RE.match(text, pos).end()
@@ -345,11 +345,12 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
             return text[pos + 1:], True
         try:
             obj, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            nxt = _BOUNDARY_STR_RE.search(text, exc.pos if exc.pos > pos else pos + 1)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or an event nested too deep
+            at = getattr(exc, "pos", pos)
+            nxt = _BOUNDARY_STR_RE.search(text, at if at > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
-            skips.skip(None, f"near byte ~{byte_offset + pos}: {exc.msg}")  # chars = bytes for ASCII
+            skips.skip(None, f"near byte ~{byte_offset + pos}: {textio.json_error(exc)}")  # chars = bytes for ASCII
             if nxt is None:
                 pos = n
                 break

@@ -1,10 +1,9 @@
 """Text logs, line by line: every line scanner sees every line of the file, streamed, and the bundle keeps what
 each understood.
 
-A line's prefix is read once: torchrun's `[rank3]:` / `[default3]:`, DeepSpeed's `[Rank 3]`, a timestamp (ISO
-`2024-01-15 10:00:01,123` with or without brackets, after a short logger tag such as `[titan]`, `01/15/2024
-10:00:01` of logging's `%m/%d/%Y` format (or rich's `%m/%d/%y`), glog's `I0115 10:00:30.123456 1234 file.py:12]`);
-terminal colour escapes are dropped first. JSON Lines of flat records are scanned too. Then the scanners:
+A line's prefixes (rank, time, level, logger head: line_prefix.py) are read once, and the message goes on; a line
+without a rank takes the one the file's path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat
+records are scanned too. Then the scanners:
 
   steps      step records from the grammar in step_grammar.py (step counter + typed fields)
   nccl       NCCL INFO/WARN lines with or without the `host:pid:tid [dev]` prefix, PyTorch watchdog timeouts
@@ -13,7 +12,9 @@ terminal colour escapes are dropped first. JSON Lines of flat records are scanne
              the following guard failure(s):` + `- 0/0: <guard>`), `hit config.recompile_limit`, graph breaks
              → `recompile` events with the failing guard and time
   events     checkpoint save / evaluation / validation / garbage-collection markers → events tied to the last
-             step seen on that rank (a run of evaluation lines is one event)
+             step seen on that rank (a run of evaluation lines is one event); lines that name a cause
+             (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
+  profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
 
 Lines no scanner understood are classified and counted: blank, traceback, source code, banner, or unread (the first
 few kept as examples); `bundle.meta["lines"][file]` holds the counts (shown by `playbook info`). A file is refused
@@ -22,9 +23,7 @@ only when no line is understood. Memory: one line at a time plus the rows kept.
 
 from __future__ import annotations
 
-import calendar
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -32,31 +31,12 @@ import pandas as pd
 
 from playbook import schema
 from playbook.errors import UnknownFormatError
-from playbook.readers import nccl_log, step_grammar, textio
+from playbook.readers import event_lexicon, nccl_log, profiler_table, step_grammar, textio
+from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
 NAT = step_grammar.NAT
 EXAMPLES_KEPT = 5
-
-# torchrun's [rank3]: / [default3]:, mpirun --tag-output's [1,3]<stdout>:, srun --label's "3: "
-_RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*(\d+)\]\s*:?|\[\d+,(\d+)\]<std(?:out|err)>:|(\d{1,5}):(?= ))"
-                          r"\s*", re.IGNORECASE)
-_RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-
-
-def _rank(digits: str) -> int:
-    """A rank prefix's number; -1 (unknown) beyond int32, where torch.distributed's ranks live (a 20-digit number
-    in brackets is an id, and would not fit the int64 rank column)."""
-    return int(digits) if len(digits) < 10 else -1
-
-
-_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
-                  r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
-_TAGGED = re.compile(r"^\s*\[[\w.-]{1,20}\]\s*(?=\d{4}[-/]\d{2}[-/]\d{2}[ T,]\d)")
-# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
-_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
-_GLOG = re.compile(r"^\s*[IWEFVD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?\s+\d+\s+[^\]\s]*\]\s*")
 
 _TRACE_START = re.compile(r"^\s*Traceback \(most recent call last\):|^\s*During handling of the above exception|"
                           r"^\s*The above exception was the direct cause")
@@ -68,17 +48,6 @@ _CODE = re.compile(r"^\s*(?:import \w|from [\w.]+ import |def \w+\s*\(|class \w+
                    r"[\w.]+\(.*\)\s*(?:#.*)?$|[)\]}]+[,:]?\s*$|\"\"\"|''')")
 _BANNER = re.compile(r"^\s*[=\-*#~_+<>|.:]{3,}.*$|^[^\w]*$")
 
-_CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
-                         r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
-_EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
-                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
-                   r"\beval_(?:start|stop|accuracy|loss)\b|"
-                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b",
-                   re.IGNORECASE)
-_GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"
-                 r"\b(pause|took|collected|gen)", re.IGNORECASE)
-_EVENT_DURATION = re.compile(r"\b(?:in|took|time:?|took:)\s*(\d+(?:\.\d*)?)\s*(ms|s|sec|secs|seconds)\b",
-                             re.IGNORECASE)
 _RECOMPILING = re.compile(r"Recompiling function (\S+) in (\S+)")
 _GUARD = re.compile(r"^\s*-\s*(?:\d+/\d+:\s*)?(.+?)\s*$")
 _LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|accumulated_recompile_limit)|"
@@ -90,82 +59,12 @@ _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
 class Line:
     """One line as the scanners see it: number, text after the prefix, rank (-1 unknown), time (ns UTC or NAT)."""
 
-    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating")
+    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating", "progress")
 
     def __init__(self, lineno: int, raw: str, body: str, rank: int, time: int):
         self.lineno, self.raw, self.body, self.rank, self.time = lineno, raw, body, rank, time
         self.evaluating = False
-
-
-@lru_cache(maxsize=4096)
-def _offset_ns(tz: str, y: int, mo: int, d: int, h: int) -> int:
-    """UTC offset (ns) of local time in `tz` at that hour (cached: one zoneinfo lookup per hour of log)."""
-    from datetime import datetime
-    from zoneinfo import ZoneInfo
-
-    off = datetime(y, mo, d, h, tzinfo=ZoneInfo(tz)).utcoffset()
-    return int(off.total_seconds() * 1e9) if off is not None else 0
-
-
-def _to_ns(y, mo, d, h, mi, s, frac, tz, zone=None) -> int:
-    try:
-        secs = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
-    except (ValueError, OverflowError):
-        return NAT
-    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
-        return NAT
-    ns = secs * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0)
-    if zone:
-        if zone == "Z":
-            return ns
-        sign = -1 if zone[0] == "-" else 1
-        z = zone[1:].replace(":", "")
-        return ns - sign * (int(z[:2]) * 3600 + int(z[2:4] or 0) * 60) * 1_000_000_000
-    if tz and tz != "UTC":
-        try:
-            return ns - _offset_ns(tz, y, mo, d, h)
-        except Exception:  # an unknown zone was rejected earlier; a non-existent local time keeps UTC
-            return ns
-    return ns
-
-
-class Prefix:
-    """Reads a line's rank and time prefixes; remembers the last full date for glog's year-less stamps."""
-
-    def __init__(self, tz: str = "UTC"):
-        self.tz = tz or "UTC"
-        self.year: int | None = None
-
-    def split(self, line: str) -> tuple[int, int, str]:
-        rank, t = -1, NAT
-        body = _ANSI.sub("", line) if "\x1b" in line else line
-        for _ in range(2):  # "[rank3]: [2024-...] ..." or "[2024-...] [rank3]: ..."
-            if rank < 0 and (m := _RANK_PREFIX.match(body)):
-                rank, body = _rank(m.group(1) or m.group(2) or m.group(3)), body[m.end():]
-            if t == NAT and body[:1] in " [0123456789IWEFVD":
-                if (m := _TAGGED.match(body)):
-                    body = body[m.end():]
-                if (m := _ISO.match(body)):
-                    y = int(m.group(1))
-                    t = _to_ns(y, int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
-                               int(m.group(6)), m.group(7), self.tz, m.group(8))
-                    self.year = y
-                    body = body[m.end():]
-                elif (m := _US_DATE.match(body)):
-                    y = int(m.group(3))
-                    y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)
-                    t = _to_ns(y, int(m.group(1)), int(m.group(2)), int(m.group(4)), int(m.group(5)),
-                               int(m.group(6)), m.group(7), self.tz)
-                    self.year = y
-                    body = body[m.end():]
-                elif (m := _GLOG.match(body)):
-                    if self.year is not None:
-                        t = _to_ns(self.year, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
-                                   int(m.group(5)), m.group(6), self.tz)
-                    body = body[m.end():]
-        if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
-            rank = _rank(m.group(1))
-        return rank, t, body
+        self.progress = False  # a training bar before its end (set by the step scanner): its val_loss is stale
 
 
 class _EventLines:
@@ -215,28 +114,46 @@ class _EventLines:
             return True
         return False
 
-    def feed_marker(self, ln: Line) -> bool:
-        body = ln.body
-        low = body.lower()
-        kind = None
-        if "checkpoint" in low or "sav" in low:
-            if _CHECKPOINT.search(body):
-                kind = "checkpoint"
-        if kind is None and (ln.evaluating or (("eval" in low or "val" in low or "sanity" in low)
-                                               and _EVAL.search(body))):
-            kind = "eval"
-        if kind is None and "gc" in low and _GC.search(body):
-            kind = "gc"
-        if kind is None:
+    def feed_lexicon(self, ln: Line) -> bool:
+        """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind."""
+        hit = event_lexicon.match(ln.body)
+        if hit is None:
             return False
-        dm = _EVENT_DURATION.search(body)
-        duration = float(dm.group(1)) * (1e-3 if dm.group(2).lower() == "ms" else 1.0) if dm else np.nan
-        if kind in ("eval", "checkpoint"):
-            # "Saving checkpoint ..." then "... saved in 3.2 s", or a run of evaluation lines, with no training
-            # step between them: one event
-            seen = self.steps.timed
-            open_ = self.open_eval.get((kind, ln.rank))
-            if open_ is not None and open_[1] == seen:  # no training step since: the same evaluation goes on
+        if ln.rank < 0 and hit[1] >= 0:
+            ln.rank = hit[1]  # torch elastic's "failed ... local_rank: 3": the rank the line is about
+        self._add(ln, hit[0], f"line {ln.lineno}: {ln.body.strip()}")
+        self.counts["events"] += 1
+        return True
+
+    def _kind(self, ln: Line) -> str | None:
+        body, low = ln.body, ln.body.lower()
+        if ("checkpoint" in low or "sav" in low) and event_lexicon.CHECKPOINT.search(body):
+            return "checkpoint"
+        if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
+                             and event_lexicon.EVAL.search(body)):
+            return "eval"
+        if "gc" in low and event_lexicon.GC.search(body):
+            return "gc"
+        return None
+
+    def feed_marker(self, ln: Line) -> bool:
+        """Checkpoint / evaluation / GC marker lines → events; the lines of one evaluation or checkpoint section
+        (no training step between them) are one event whose duration runs from its first to its last time stamp.
+        An evaluation's start line opens a section on its rank (steps.sections), whose progress bars are then the
+        evaluation's; inside it any time-stamped line extends the event, and an end line closes it."""
+        body = ln.body
+        kind = self._kind(ln)
+        in_section = ln.rank in self.steps.sections
+        if kind is None and not (in_section and ln.time != NAT):
+            return False
+        if kind == "eval" and not ln.evaluating and not in_section and event_lexicon.EVAL_START.search(body):
+            self.steps.sections[ln.rank] = None
+        if in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body):
+            self.steps.sections.pop(ln.rank, None)
+        duration = _stated_duration(body) if kind else np.nan
+        if kind in ("eval", "checkpoint", None):
+            open_ = self.open_eval.get((kind or "eval", ln.rank))
+            if open_ is not None and open_[1] == self.steps.timed:  # no training step since: the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
                     row["duration_s"] = duration
@@ -245,12 +162,24 @@ class _EventLines:
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
                 return True
+            if kind is None:
+                return False
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
-                                               seen)
+                                               self.steps.timed)
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
         return True
+
+
+def _stated_duration(body: str) -> float:
+    """The seconds a marker line states (`saved in 3.2 s`, `Save duration: 13.567s`); a Unix clock reading
+    (NeMo's `Start time: 1755612135.735s` before it) is no duration. NaN when none."""
+    for m in event_lexicon.EVENT_DURATION.finditer(body):
+        value = float(m.group(1)) * (1e-3 if m.group(2).lower() == "ms" else 1.0)
+        if value < 1e6:
+            return value
+    return np.nan
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
@@ -273,6 +202,27 @@ def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
     return "unread", False
 
 
+def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str) -> bool:
+    """Offer one line to every scanner; whether one understood it (counted in `counts`)."""
+    understood = False
+    if nccl.feed(ln.lineno, nccl_text):
+        counts["nccl"] += 1
+        understood = True
+    if events.feed_recompile(ln):
+        counts["recompile"] += 1
+        understood = True
+    if not understood and steps.feed(ln):
+        counts["steps"] += 1
+        understood = True
+    if events.feed_lexicon(ln) and not understood:
+        counts["events"] += 1
+        understood = True
+    if events.feed_marker(ln) and not understood:  # a marker on a step line is counted as a step line
+        counts["events"] += 1
+        understood = True
+    return understood
+
+
 def scan_steps(lines, tz: str = "UTC") -> dict:
     """The step scanner alone over an iterable of lines: step_grammar.StepLines.result() (numpy arrays, no
     tables); for tests and tools that need the grammar's reading quickly."""
@@ -281,7 +231,10 @@ def scan_steps(lines, tz: str = "UTC") -> dict:
     for lineno, raw in enumerate(lines, start=1):
         if raw.strip():
             rank, t, body = prefix.split(raw)
-            steps.feed(Line(lineno, raw, body, rank, t))
+            try:
+                steps.feed(Line(lineno, raw, body, rank, t))
+            except (ValueError, OverflowError):  # a number past int()'s 4300 digits: not a step line
+                continue
     return steps.result()
 
 
@@ -289,13 +242,15 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     """Run every line scanner over the lines of `path` (or the given iterable of lines, named `path`)."""
     src = str(path)
     host = textio.host_from_path(path)
-    prefix = Prefix(tz)
+    prefix = Prefix(tz, default_rank=rank_from_path(src))
     steps = step_grammar.StepLines()
     nccl = nccl_log.NcclLines(src)
     events = _EventLines(steps)
-    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0}
+    tables = profiler_table.ProfilerTables()
+    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0}
     noise = {"blank": 0, "traceback": 0, "code": 0, "banner": 0, "unread": 0}
     examples: list[str] = []
+    loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
     in_trace = False
     total = 0
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
@@ -306,19 +261,16 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             continue
         rank, t, body = prefix.split(raw)
         ln = Line(lineno, raw, body, rank, t)
-        understood = False
-        if nccl.feed(lineno, body if rank >= 0 else raw):
-            counts["nccl"] += 1
-            understood = True
-        if events.feed_recompile(ln):
-            counts["recompile"] += 1
-            understood = True
-        if not understood and steps.feed(ln):
-            counts["steps"] += 1
-            understood = True
-        if events.feed_marker(ln) and not understood:  # a marker on a step line is counted as a step line
-            counts["events"] += 1
-            understood = True
+        if tables.feed(body):
+            counts["profiler"] += 1
+            continue
+        try:
+            understood = _feed(ln, nccl, events, steps, counts, body if prefix.tagged else raw)
+        except (ValueError, OverflowError):  # a number past int()'s 4300 digits: damage, not a record
+            noise["unread"] += 1
+            if len(examples) < EXAMPLES_KEPT:
+                examples.append(f"line {lineno}: a number too long to read")
+            continue
         if understood:
             in_trace = False
             continue
@@ -326,12 +278,40 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         noise[kind] += 1
         if kind == "unread" and len(examples) < EXAMPLES_KEPT:
             examples.append(f"line {lineno}: {body.strip()[:100]}")
-    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples)
+        if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
+            loud[0] += 1
+            loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
+    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary())
+    if loud[0]:
+        bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
+                               f"(first: {loud[1]})")
+    bundle.meta["lines"][src].update(structure(bundle, prefix, loud[0]))
     bundle.warnings.extend(notes)
     return bundle
 
 
-def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> schema.Bundle:
+def structure(bundle: schema.Bundle, prefix: Prefix, loud: int) -> dict:
+    """What `playbook info` shows of a text log's structure: ranks (and where they came from), phases, the
+    evaluation / checkpoint sections (count, seconds), event kinds, and the ERROR/WARNING lines left unexplained."""
+    steps, ev = bundle.steps, bundle.events
+    ranks = sorted({int(r) for r in steps["rank"]} | {int(r) for r in ev["rank"]})
+    sections = {}
+    for kind in ("eval", "checkpoint"):
+        part = ev[ev["kind"] == kind]
+        if len(part):
+            known = part["duration_s"].dropna()
+            sections[kind] = {"count": int(len(part)), "seconds": round(float(known.sum()), 3) if len(known) else None}
+    return {"ranks": ranks,
+            "rank_from": ("path" if prefix.default_rank >= 0 and not prefix.kinds.get("rank prefix")
+                          else "line prefixes" if ranks and ranks != [-1] else None),
+            "prefixes": dict(sorted(prefix.kinds.items())),
+            "phases": sorted(set(steps["phase"].astype(str)) - {"step"}),
+            "sections": sections,
+            "events": {str(k): int(v) for k, v in ev["kind"].astype(str).value_counts().items()},
+            "loud_unread": loud}
+
+
+def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, profiler=None) -> schema.Bundle:
     bundle = schema.Bundle(inputs=[src])
     res = steps.result()
     if res.get("step") is not None and len(res["step"]):
@@ -372,6 +352,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> s
             "host": [host] * len(ev), "rank": [r["rank"] for r in ev], "step": [r["step"] for r in ev],
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
+        _sections_until_training(bundle)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame
@@ -385,19 +366,39 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples) -> s
         "step_field": res.get("how"), "markers": dict(steps.markers.most_common(5)),
         "metric_lines": steps.metric_lines, "eval_lines": steps.eval_lines,
         "skipped": {k: v for k, v in noise.items() if v and k != "unread"}, "unread": noise["unread"],
-        "unread_examples": examples}}
+        "unread_examples": examples, **({"profiler": profiler} if profiler else {})}}
     if not understood and not steps.metric_lines and not steps.eval_lines:
         from playbook.readers import detect
 
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like "
                                  f"{detect.describe(src)}; no line of its {total} understood)")
-    if bundle.is_empty():
+    if bundle.is_empty() and not profiler:
         from playbook.readers import detect
 
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like {detect.describe(src)}; "
                                  f"of its {total} lines, {understood} understood without a step time, NCCL line "
                                  "or training event)")
     return bundle
+
+
+def _sections_until_training(bundle: schema.Bundle) -> None:
+    """An evaluation or checkpoint event without a duration of its own lasts until the next training step of its
+    rank starts (`Saving checkpoint ...`, then the next step 40 s later: a 40 s checkpoint stall)."""
+    ev, steps = bundle.events, bundle.steps
+    todo = ev["kind"].isin(["eval", "checkpoint"]) & ev["duration_s"].isna() & ev["time"].notna()
+    whole = steps[(steps["phase"] == "step") & steps["time"].notna()]
+    if not todo.any() or not len(whole):
+        return
+    starts = {r: np.sort(g["time"].to_numpy(dtype="datetime64[ns]").view(np.int64))
+              for r, g in whole.groupby("rank", sort=False)}
+    for i in np.flatnonzero(todo.to_numpy()):
+        t = ev["time"].iloc[i].value
+        nxt = starts.get(int(ev["rank"].iloc[i]))
+        if nxt is None:
+            continue
+        k = np.searchsorted(nxt, t, side="right")
+        if k < len(nxt):
+            ev.iloc[i, ev.columns.get_loc("duration_s")] = (nxt[k] - t) / 1e9
 
 
 def sniff(head: str) -> bool:
@@ -416,11 +417,10 @@ def sniff(head: str) -> bool:
 def _json_lines(head: str) -> bool:
     """True when the text is JSON Lines of flat records (LLaMA-Factory's trainer_log.jsonl, a metrics dump):
     its first line is a whole JSON object by itself, which a pretty-printed document's `{` is not."""
-    import json
 
     line = head.lstrip().split("\n", 1)[0].strip()
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(textio.json_loads(line), dict)
     except ValueError:
         return False
 

@@ -82,8 +82,9 @@ class _Rows:
 
 
 def _strip(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Values without padding and unit suffixes ("70959 MiB" -> "70959"); digits are never stripped."""
-    return pc.ascii_trim(col, characters=" \t%MiBKGWHzC")
+    """Values without padding and unit suffixes ("70959 MiB" -> "70959"); digits, and the letters of a leading
+    word ("inf W" -> "inf"), are never stripped."""
+    return pc.ascii_ltrim_whitespace(pc.ascii_rtrim(col, characters=" \t%MiBKGWHzC"))
 
 
 def _to_float(col: pa.ChunkedArray, rows: _Rows, name: str) -> np.ndarray:

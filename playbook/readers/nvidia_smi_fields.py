@@ -224,7 +224,8 @@ def _name_columns(kinds: list[str], rows: list[list[str]]) -> list[str | None] |
     # An index: the first bare-integer column, when it counts 0, 1, 2... within blocks.
     if ints and (ints[0] == 0 or (ints[0] == 1 and kinds[0] == "timestamp")):
         col = ints[0]
-        values = [int(v) for v in (r[col].strip() for r in rows) if v.isdecimal()]  # isdigit() takes '²'; int() does not
+        values = [int(v) for v in (r[col].strip() for r in rows)
+                  if v.isdecimal() and len(v) < 19]  # isdigit() takes '²'; int() does not
         if values and min(values) == 0 and max(values) < 1024:
             out[col] = "index"
     return out

@@ -163,7 +163,7 @@ def _times(snapshots: list[str | None], snap: np.ndarray, lines: list[int], inte
     text = pd.Series([" ".join(s.split()) for s in snapshots])
     stamps = pd.to_datetime(text, format="%a %b %d %H:%M:%S %Y", errors="coerce")
     stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
-    per_snapshot = pd.DatetimeIndex(stamps).as_unit("ns").asi8.copy()
+    per_snapshot = textio.datetime_ns(stamps)  # a year past 2262: NaT, counted below
     per_snapshot[stamps.isna().to_numpy()] = nat
     ns = per_snapshot[snap]
     for i in np.flatnonzero(ns == nat)[: skips.keep]:

@@ -12,7 +12,7 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import InputError, PlaybookError
 from playbook.readers import kineto
-from playbook.readers.files import read_file
+from playbook.readers.files import check_values, inside, read_file
 from playbook.rundir import RUN_MARKER, SEGMENT_DIR, TABLE_FILES, conform_meta, is_run_dir, read_meta
 
 
@@ -47,6 +47,9 @@ def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | No
     for path in paths:
         if not path.is_file():
             continue
+        if path.is_symlink() and not inside(path, part.parent):
+            warnings.append(f"{path}: symlink pointing outside the run directory not followed")
+            continue
         try:
             frames.append(pd.read_parquet(path))
         except Exception as exc:  # pyarrow raises several types for damaged files
@@ -72,6 +75,7 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
         raise InputError(f"{run}: not a playbook run directory (no meta.json with '{RUN_MARKER}')")
     bundle = schema.Bundle(inputs=[str(run)])
     bundle.meta["run"] = _meta(run / "meta.json", bundle.warnings, "run")
+    _warn_incomplete(run, bundle.meta["run"], bundle.warnings)
     parts: dict[str, Any] = {}
     pieces = []
     for part in sorted(p for p in run.iterdir() if p.is_dir()):
@@ -82,6 +86,7 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
             bundle.warnings.append(f"{part}: symlinked part folder not followed")
             continue
         parts[part.name] = _meta(meta_path, bundle.warnings, "folder")
+        _warn_incomplete(part, parts[part.name], bundle.warnings)
         piece = schema.Bundle()
         for name in TABLE_FILES:
             table = _read_table(part, name, bundle.warnings)
@@ -96,17 +101,31 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
             except Exception as exc:  # a reader bug must still name the folder, in one line
                 bundle.warnings.append(f"{traces}: profiler traces skipped (the kineto reader failed: "
                                        f"{type(exc).__name__}: {exc})"[:300])
-        pieces.append(piece)
+        pieces.append(check_values(piece, str(part)))
     bundle.extend_all(pieces)
     bundle.meta["parts"] = parts
     _read_loose_files(run, bundle)
     return bundle
 
 
+def _warn_incomplete(where: Path, meta: dict[str, Any], warnings: list[str]) -> None:
+    """An "incomplete recording" warning when a meta.json says a write failed, or that `playbook record` never
+    finished (killed, still running, or a disk too full to mark the end)."""
+    lost = meta.get("incomplete")
+    if isinstance(lost, list) and lost:
+        warnings.append(f"{where}: incomplete recording: " + "; ".join(str(x)[:200] for x in lost[:5]))
+    elif meta.get("recording") == "in progress":
+        warnings.append(f"{where}: incomplete recording: `playbook record` did not finish it (still running, "
+                        "killed, or its disk was full)")
+
+
 def _read_loose_files(run: Path, bundle: schema.Bundle) -> None:
     """Logs a workload wrote beside the parts (e.g. NCCL_DEBUG output): read by content; others are warned of."""
     for path in sorted(p for p in run.iterdir() if p.is_file() and p.name != "meta.json"
                        and not p.name.startswith(".")):
+        if path.is_symlink() and not inside(path, run):
+            bundle.warnings.append(f"{path}: symlink pointing outside the run directory not followed")
+            continue
         try:
             bundle.extend(read_file(path))
         except PlaybookError as exc:

@@ -32,6 +32,16 @@ def from_throughput(cols, roles):
     return None, None, None
 
 
+def stage_sum(cols, roles):
+    """Without a whole-step field: the step as the sum of its stage timers (a family such as `time/forward`,
+    `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present."""
+    stages = [k for k, r in roles.items() if r[0] == "phase" and len(r) > 3]
+    if len(stages) < 2:
+        return None, None, None
+    values = np.sum([cols[k] * roles[k][2] for k in stages], axis=0)  # NaN where a stage is missing
+    return "+".join(stages), values, f"sum of {len(stages)} stage timers ({', '.join(stages)})"
+
+
 def adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly repeat: the same
     process printing through a second logger (DeepSpeed's engine and timer lines next to its `[Rank 0]` line)."""

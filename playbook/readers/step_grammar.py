@@ -36,6 +36,7 @@ Lines with a counter but no duration field, when the file has none, give window 
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections import Counter
 
@@ -47,6 +48,7 @@ from playbook.readers.step_columns import (
     from_throughput,
     monotone,
     per_step_diff,
+    stage_sum,
     window_means,
     window_starts,
 )
@@ -65,6 +67,7 @@ from playbook.readers.step_vocab import (
     GENERIC,
     HAS_FIELD,
     IMPLICIT_HINT,
+    INNER_FRACTION,
     KERAS,
     KERAS_EPOCH,
     KEY_SPLIT,
@@ -82,6 +85,8 @@ from playbook.readers.step_vocab import (
     RATE_LINE,
     STEP_NAMES,
     TIME_UNITS,
+    TIMER_LINE,
+    TIMER_PAIR,
     TIMER_ROW,
     TQDM,
     TQDM_EPOCH,
@@ -131,6 +136,9 @@ class StepLines:
         self.tqdm_lines = 0
         self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
+        # rank -> the total of the progress bars of its open evaluation section (None before the first bar): opened
+        # by an evaluation's start line (lines.py), closed by a training record, a bar of another total or its end
+        self.sections: dict[int, int | None] = {}
         # a counter line ending in ':' whose fields follow on indented `key: value` lines (Composer's console
         # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
         self._block: tuple | None = None
@@ -157,11 +165,13 @@ class StepLines:
                 c.keyword = True
                 return c
             return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
-        if (m := EPOCH_BRACKET.search(body)):
+        if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
             mode = (m["m"] or "").lower()
             e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
             return self._within(int(e) if e else None, int(m["i"]), int(m["n"]), m.span(), mode,
                                 bool(EVAL_MODE.search(mode)) if mode else bool(EVAL_MODE.search(body[: m.start()])))
+        if m and c:
+            return c
         if (m := TQDM.search(body)):
             head = body[: m.start()]
             e = TQDM_EPOCH.search(head)
@@ -187,6 +197,26 @@ class StepLines:
                                 bool(EVAL_MODE.search(head)))
         if (m := LEAD_STEP.match(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), False, False)
+        return None
+
+    def _epoch_fraction(self, m, body: str) -> StepCounter | None:
+        """`Epoch [1/30], batch: [100/8290]` (the PyTorch tutorials' `Epoch [1/5], Step [100/600]`) or `Train Epoch
+        [1/20]: 50%|##| 35/70 [00:19<...]`: the bracket after `Epoch` is the epoch of E, and the position within it
+        is the step or batch fraction, or the progress bar, that follows."""
+        if m["e"] or m["e2"] or m["w"].lower() != "epoch":
+            return None
+        rest = body[m.end():]
+        head = body[: m.start()]
+        evaluating = bool(EVAL_MODE.search(head[-40:]))
+        if (f := INNER_FRACTION.search(rest)):
+            c = self._within(int(m["i"]), int(f["i"]), int(f["n"]), (m.end() + f.start(), m.end() + f.end()),
+                             "epoch fraction", evaluating)
+            c.keyword = not evaluating  # a counter of its own line: timestamps between such lines time the steps
+            return c
+        if (t := TQDM.search(rest)):
+            self.tqdm_lines += 1
+            return self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
+                                  + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
         return None
 
     def _implicit(self, body: str, ctx) -> StepCounter | None:
@@ -282,6 +312,12 @@ class StepLines:
                 self._timer_row(m)
                 return True
             self._timer = None
+        if len(self.step) and (m := TIMER_LINE.match(body)):
+            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
+            for pair in TIMER_PAIR.finditer(body, m.end()):
+                self._timer_row(pair)
+            self._timer = None
+            return True
         if len(self.step) and body.rstrip().endswith(":") and (m := UNIT_HEAD.search(body)) and \
                 not KEYWORD.search(body):
             self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
@@ -303,6 +339,11 @@ class StepLines:
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
                 return True
             return False
+        if not c.evaluating and ctx.rank in self.sections:
+            c.evaluating = self._in_section(c, ctx.rank)
+        # a progress bar's postfix repeats the last val_loss on every update; only at the bar's end (Keras' last
+        # update, Lightning's 100% line) does it mark a validation that just ran
+        ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
         if c.evaluating:
             self.eval_lines += 1
             ctx.evaluating = True
@@ -350,6 +391,19 @@ class StepLines:
             found[name] = (value, role)
         return found
 
+    def _in_section(self, c: StepCounter, rank: int) -> bool:
+        """Whether a counter inside an open evaluation section is the evaluation's: a progress bar without a
+        keyword, and with the total of the section's first bar (a bar of another total is training again, and
+        closes the section)."""
+        if c.keyword or not c.progress:
+            return False
+        total = self.sections[rank]
+        if total is None or total == c.n:
+            self.sections[rank] = c.n
+            return True
+        del self.sections[rank]
+        return False
+
     def _store(self, c: StepCounter, ctx, fields: dict) -> None:
         if not -MAX_STEP < c.step < MAX_STEP:
             return  # a 20-digit "step" is an id or a hash, not a step (and would not fit the int64 column)
@@ -362,6 +416,8 @@ class StepLines:
         self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
         self.last_step[ctx.rank] = c.step
         self.timed += bool(fields)
+        if fields:
+            self.sections.pop(ctx.rank, None)  # a training record ends the rank's evaluation section
         self._box = n
         self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
         for name, (value, role) in fields.items():
@@ -402,6 +458,8 @@ class StepLines:
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, cols, roles)
         windowed = False
+        if chosen is None:
+            chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
             chosen, duration, how = from_throughput(cols, roles)
         if chosen is None:
@@ -513,6 +571,9 @@ def _continues(body: str) -> bool:
         KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))
 
 
+_DAYS = re.compile(r"\bdays?,\s*$")
+
+
 def _markers(text: str) -> list[str]:
     return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
 
@@ -528,6 +589,8 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
         raw_key, unit = segs[i], segs[i + 1]
         markers += _markers(raw_key)
         if unit == "\ue001":
+            if _DAYS.search(raw_key):
+                continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
             unit = "s"  # H:MM:SS
         scale = MAGNITUDE.get(unit, 1.0)
         if scale != 1.0:

@@ -60,6 +60,9 @@ TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s
 EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
 KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
+# the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
+INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]?",
+                            re.IGNORECASE)
 LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
@@ -76,6 +79,11 @@ BOX_CHARS = re.compile(r"[│┃║╭╮╰╯├┤┌┐└┘─═╞╡╘
 UNIT_HEAD = re.compile(r"\((ns|us|µs|ms|s|sec)\)\s*:\s*$")
 TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(?P<a>" + _NUM + r")"
                         r"(?:\s*,\s*(?P<b>" + _NUM + r"))?\s*\)?\s*$")
+# the one-line form of the same timers (Megatron-LM before its table, DeepSpeed's wall-clock breakdown): `time (ms) |
+# forward-compute: 53.79 | backward-compute: 138.84 | ... | optimizer: 19.12 | batch-generator: 1.2` after a record
+TIMER_LINE = re.compile(r"^\s*time \((ns|us|µs|ms|s|sec)\)\s*\|")
+TIMER_PAIR = re.compile(r"(?P<name>[A-Za-z][\w/\-]{0,80})\s*:\s*\(?\s*(?P<a>" + _NUM + r")(?:\s*,\s*(?P<b>" + _NUM +
+                        r"))?\s*\)?\s*(?=\||$)")
 CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
 HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 
@@ -109,6 +117,11 @@ _BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gb
 _COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "token", "tokens", "step", "steps", "iter",
                 "iteration", "batch_in_epoch", "sample_in_epoch", "token_in_epoch", "step_in_epoch"}
 # a count's magnitude suffix (nanotron's human_format: `1.23K`, `2.62M`); G and T are left out: `3.72G` is memory
+_FAMILY_HEADS = {"timing", "timings", "time", "times", "timer", "timers", "perf", "durations"}
+_WHOLE_STEP = {"step", "steps", "iter", "iteration", "total", "train_step", "step_time", "iter_time", "iteration_time",
+               "batch_time", "step_total", "total_step", "whole_step"}
+FAMILY = "family"  # the 4th item of a stage timer's role: a stage of a family whose sum may be the step
+_SLASH_RATE = re.compile(r"([A-Za-z]\w*)\.?\s*/\s*(?:s|sec|secs|second|seconds)\b", re.IGNORECASE)
 MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
 MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
 MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
@@ -153,6 +166,11 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     field is not about time (loss, lr, ...)."""
     if unit is None and "/" in key and key.strip().lower() in _RATE_UNITS:
         key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
+    if "/" in key and (m := _SLASH_RATE.search(key)):
+        # `avg. samples / sec`, `TFLOP/s/device`, `Tokens/s/device`: a rate of what precedes the slash, never a time
+        return _per_second_role(norm_key(m.group(1)).rsplit("_", 1)[-1])
+    if "/" in key and (family := _family(key, unit)) is not False:
+        return family
     k = norm_key(key)
     m = KEY_UNIT.search(key)
     if m:
@@ -186,6 +204,49 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
         return "sample_rate", None, 1.0
     return _duration_role(k, unit, kind)
+
+
+def _family(key: str, unit: str | None):
+    """The role of a key in a family of timers (`timing_s/gen`, `time/forward`, `timers/data`, `perf/...`):
+    ("dur", PER_STEP, factor) for the whole step (`timing_s/step`, `time/iter`, `timers/total`), ("phase", stage,
+    factor, FAMILY) for a stage, None for a count or an estimate (Composer's `time/batch`, `time/remaining`),
+    False when `key` names no timer family. `perf/<leaf>` is read by its leaf alone (MaxText's
+    `perf/step_time_seconds`, `perf/per_device_tflops_per_sec`)."""
+    head, leaf = key.rsplit("/", 1)
+    words = norm_key(head).split("_")
+    factor = None
+    if words and words[-1] in TIME_UNITS and len(words) > 1:
+        factor = TIME_UNITS[words.pop()]
+    if not set(words) & _FAMILY_HEADS:
+        return False
+    if "per" in words:
+        return None  # verl's `timing_per_token_ms/gen`: a time per token, not a stage of the step
+    if words[-1] == "perf":
+        return classify(leaf, unit)
+    lk = norm_key(leaf)
+    kind = unit_kind(unit)
+    if kind and kind[0] == "time":
+        factor = kind[1]
+    for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_sec", 1.0), ("_seconds", 1.0), ("_s", 1.0)):
+        if lk.endswith(suffix) and len(lk) > len(suffix):
+            lk, factor = lk[: -len(suffix)], factor or f
+            break
+    f = factor or 1.0
+    lw = set(lk.split("_"))
+    if factor is None and lk in _COUNT_NOUNS - {"step", "steps", "iter", "iteration"} or lw & {
+            "remaining", "estimate", "eta", "left"}:
+        return None
+    if lk in _WHOLE_STEP or (lw & {"step", "iter", "iteration"} and lw & {"time", "total", "duration"}):
+        return "dur", PER_STEP, f
+    stage = lk.removesuffix("_time").removesuffix("_timing")
+    if stage in _DATA_KEYS or stage.split("_")[0] in ("data", "dataloader", "loader", "batch"):
+        stage = "data"
+    elif lw & {"eval", "evaluation", "val", "validation", "test", "testing"}:
+        stage = "eval"
+    elif lw & {"checkpoint", "ckpt", "save", "saving"}:
+        stage = "checkpoint"
+    stage = _PHASE_WORDS.get(stage, stage)
+    return ("phase", stage, f, FAMILY) if stage else None
 
 
 def _per_second_role(what: str) -> tuple[str, object, float] | None:

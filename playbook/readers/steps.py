@@ -15,7 +15,6 @@ is known, else NaT) and the events table. Unreadable records are skipped and cou
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,7 @@ def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
     when the header does; None otherwise (text)."""
     if first.startswith("{"):
         try:
-            obj = json.loads(first)
+            obj = textio.json_loads(first)
         except ValueError:
             obj = None
         if isinstance(obj, dict) and _is_table(list(obj)):
@@ -137,9 +136,9 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
         return pd.to_numeric(records[key], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
     step = numeric(step_key)
-    drop(~np.isfinite(step), lambda i: f"bad {step_key} {str(records[step_key].iloc[i])[:30]!r}")
+    drop(~(np.abs(step) < 2.0**62), lambda i: f"bad {step_key} {str(records[step_key].iloc[i])[:30]!r}")
     rank = numeric(rank_key) if rank_key else np.full(n, -1.0)
-    rank = np.where(np.isfinite(rank), rank, -1)
+    rank = np.where(np.abs(rank) < 2.0**31, rank, -1)  # NaN, inf and damage: unknown
     tokens = numeric(tok_key) if tok_key else np.full(n, np.nan)
     host = (records[host_key].astype(str).to_numpy() if host_key
             else np.full(n, textio.host_from_path(path), dtype=object))
@@ -227,7 +226,7 @@ def _read_jsonl(path: Path, text: str, tz: str) -> schema.Bundle:
         if not s:
             continue
         try:
-            obj = json.loads(s)
+            obj = textio.json_loads(s)
         except ValueError:
             skips.skip(no, f"not JSON {s[:50]!r}")
             continue

@@ -9,6 +9,7 @@ import bz2
 import codecs
 import gzip
 import io
+import json
 import lzma
 import os
 import re
@@ -417,6 +418,48 @@ def int_array(values) -> tuple[np.ndarray, np.ndarray]:
         lim = np.iinfo(np.int64)
         ok = np.array([lim.min <= v <= lim.max for v in values], dtype=bool)
         return np.asarray([v if k else 0 for v, k in zip(values, ok, strict=True)], dtype=np.int64), ok
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer; one longer than int() reads (4300 digits) becomes a float (±inf), for the range checks."""
+    return int(text) if len(text) < 4000 else float(text)
+
+
+JSON_DECODER = json.JSONDecoder(parse_int=_json_int)  # raw_decode for streams of documents
+
+
+def json_loads(text: str):
+    """json.loads for input text: a number of any length reads (a huge one as ±inf), and a document nested too
+    deep is a ValueError like any other invalid JSON (never a RecursionError)."""
+    try:
+        return JSON_DECODER.decode(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deep to read") from None
+
+
+def json_error(exc: Exception) -> str:
+    """What is wrong with a JSON text, for a user message (no exception class names)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "nested too deep to read"
+    return str(exc)[:80]
+
+
+MAX_EPOCH_S = 9.2e9  # int64 nanoseconds reach the year 2262: a later (or far earlier) epoch second is damage
+
+
+def ms_to_ns(text: str) -> int | None:
+    """Epoch milliseconds written as an integer (Prometheus exposition) as int64 ns; None when it is not one or
+    int64 nanoseconds cannot hold it (checked on the text's length first: a 5,000-digit number is never parsed)."""
+    digits = text.strip()
+    if len(digits.lstrip("+-")) > 16:
+        return None
+    try:
+        ns = int(digits) * 1_000_000
+    except ValueError:
+        return None
+    return ns if abs(ns) < MAX_EPOCH_S * 1e9 else None
 
 
 def epoch_to_ns(values: np.ndarray, unit: str | None = None) -> tuple[np.ndarray, np.ndarray]:

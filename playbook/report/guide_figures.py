@@ -7,6 +7,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from playbook.knowledge import ids as cause_ids
+
 
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or v is None:
@@ -52,7 +54,7 @@ STEP_CASES: dict[str, dict[str, Any]] = {
     "healthy steps": {"stall_every": None},
 }
 TELEMETRY_CASES: dict[str, str] = {
-    "healthy": "every GPU busy, no swings",
+    cause_ids.HEALTHY: "every GPU busy, no swings",
     "oscillation": "all GPUs 90% for 45 s, 20% for 15 s",
     "irregular": "all GPUs swing together at random times",
     "antiphase": "half the GPUs high while the other half is low",
@@ -77,7 +79,7 @@ def signature_rows() -> list[dict[str, Any]]:
     # the same swing recorded for one period only: one drop, too few for a period, still not health
     bundle, truth = simulate_bundle("oscillation", hosts=2, gpus_per_host=4, duration_s=60, interval_s=2.0)
     rows.append(_signature("telemetry: oscillation, 60 s recorded", "one 15 s drop to 20% in the recording",
-                           ("periodic_stall", "data_starvation"), diagnose(bundle).to_dict()))
+                           (cause_ids.PERIODIC_STALL, cause_ids.DATA_STARVATION), diagnose(bundle).to_dict()))
     for name, kwargs in STEP_CASES.items():
         steps, events, truth = simulate_steps(**kwargs)
         bundle = schema.Bundle(inputs=[truth.source], steps=steps, events=events)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
 from playbook.report.record import count, format_value, html_inline
 from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_verdict
@@ -109,13 +110,14 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     if share is None and frame is not None:
         share = lost_share(frame, metric, diagnosis)
     hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) else None
-    if hours is None and share is not None:
-        hours = share * n_gpus * 24.0
+    if hours is None and share is not None and not isinstance(v, dict):
+        hours = share * n_gpus * 24.0  # the diagnosis' own verdict says when its span is too short for a per-day cost
     command, why = next_command(status, top, recorded_run(diagnosis.get("inputs") or []))
     return {"status": status, "sentence": sentence, "detail": summary,
             "confidence": confidence_words(status, score, margin), "lost_share": share,
             "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": guilty(diagnosis),
             "next_command": command, "next_why": why, "cause": top.get("id"),
+            "basis": (diagnosis.get("accounting") or {}).get("basis"),
             "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
 
 
@@ -124,7 +126,7 @@ def _sentence(status: str, top: dict[str, Any], diagnosis: dict[str, Any]) -> st
     cause = str(top.get("id") or "").replace("_", " ")
     if status == "refuted":
         return "No utilization problem found: the GPUs stay busy."
-    if not cause or top.get("id") == "healthy":
+    if not cause or top.get("id") == cause_ids.HEALTHY:
         return None
     where = _where(diagnosis)
     shape = ""
@@ -292,7 +294,9 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     color = STATUS_COLORS.get(h.get("status", ""), "#adb5bd")
     facts = [("input", "<b>SYNTHETIC</b> — generated, not a measurement")] if h.get("synthetic") else []
     facts.append(("confidence", e(str(h.get("confidence", "")))))
-    if h.get("lost_share") is not None:
+    if h.get("lost_share") is not None and h.get("basis") == "wall":  # a step log: the loss is of wall time
+        facts.append(("time lost", f"{pct(h['lost_share'])} of wall time"))
+    elif h.get("lost_share") is not None:
         gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
         facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
     if h.get("gpu_hours_per_day") is not None:

@@ -340,7 +340,8 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
         if head.get("lost_share") is not None:
             from playbook.report.headline import pct
 
-            text += (f"<div class=figures>GPU time lost {pct(head['lost_share'])}"
+            what = "Wall time lost" if head.get("basis") == "wall" else "GPU time lost"
+            text += (f"<div class=figures>{what} {pct(head['lost_share'])}"
                      + (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day")
                         is not None else "") + f" · next: <code>{html.escape(str(head.get('next_command')))}"
                      "</code></div>")

@@ -14,14 +14,15 @@ import json
 import sys
 from pathlib import Path
 
+from playbook.knowledge import ids as cause_ids
 from playbook.report import catalog
 
 # notebook stem -> the lab module (playbook.workloads.<module>) whose CONFIG its parameters cell tunes
 LAB_NOTEBOOKS = {
-    "02_observability": "observability", "10_data_starvation": "data_starvation", "11_h2d_copies": "h2d_copies",
+    "02_observability": "observability", "10_data_starvation": cause_ids.DATA_STARVATION, "11_h2d_copies": "h2d_copies",
     "12_checkpoint_eval_stalls": "checkpoint_stalls", "13_host_sync_gc": "host_sync_gc",
-    "14_recompilation": "recompilation", "20_collective_stragglers": "stragglers",
-    "21_padding_vs_packing": "padding_packing", "22_pipeline_imbalance": "pipeline_imbalance",
+    "14_recompilation": cause_ids.RECOMPILATION, "20_collective_stragglers": "stragglers",
+    "21_padding_vs_packing": "padding_packing", "22_pipeline_imbalance": cause_ids.PIPELINE_IMBALANCE,
     "23_comm_overlap": "comm_overlap", "30_serving_parity": "serving", "31_sharded_blob_loader": "shard_loader",
 }
 

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
 from playbook.report.record import count, md_inline
 from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
@@ -161,7 +162,7 @@ def lab_pointer(diagnosis: dict[str, Any], notebooks_dir: str | Path | None = No
     top = top_hypothesis(diagnosis)
     if top is None:
         return "No hypothesis to follow up yet: record more of the run (see `playbook record --help`)."
-    if top["id"] == "healthy":
+    if top["id"] == cause_ids.HEALTHY:
         return "The run looks healthy: no lab to follow. `notebooks/00_onboarding.ipynb` shows what to watch."
     text = _lab_line(top, Path(notebooks_dir))
     causes = ranked_causes(diagnosis)
@@ -182,7 +183,7 @@ def _lab_line(hyp: dict[str, Any], notebooks_dir: Path) -> str:
             f"loop, measures it, and applies the fix. Confirm here first: {md_inline(hyp.get('next_step') or 'n/a')}")
 
 
-DATA_STALL_CAUSES = ("data_starvation", "periodic_stall")
+DATA_STALL_CAUSES = (cause_ids.DATA_STARVATION, cause_ids.PERIODIC_STALL)
 PERIOD_TOLERANCE = 0.10
 
 

@@ -28,3 +28,20 @@ def add_arguments(parser) -> None:
                             "interval), 1m for multi-day ranges")
     group.add_argument("--match", default=None, metavar="LABELS",
                        help="extra label matchers, e.g. 'Hostname=~\"node0[0-7]\",job=\"dcgm\"'")
+    group.add_argument("--deadline", type=duration_s, default=None, metavar="DURATION",
+                       help="give up on a server after this long, all queries and retries together (default 15m)")
+    group.add_argument("--max-response", type=_mebibytes, default=None, metavar="MIB",
+                       help="largest answer read, in MiB after decompression (default 256)")
+
+
+def _mebibytes(text: str) -> int:
+    """--max-response: a positive number of MiB, as bytes."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 2**40:
+        raise argparse.ArgumentTypeError(f"not a positive number of MiB: {text!r}")
+    return int(value * 2**20)

@@ -19,21 +19,27 @@ DCGM_FI_DEV_XID_ERRORS (the last XID, 0 on a healthy GPU) is asked as `NAME{MATC
 without errors sends back nothing, and becomes `xid` events. Several series of one GPU and metric (e.g. differing `pod` or
 `instance` labels) are merged, the first value kept, with a counted warning when they disagree.
 
-Values are parsed without a Python object per point: each answer is decoded with msgspec, keeping every series'
-`values` as raw JSON, and the raw points go through pyarrow's CSV parser into a (GPU × step) grid per metric.
+Each answer is parsed as JSON (msgspec, any whitespace), value strings converted by numpy ("NaN", "+Inf" included;
+a value that is not a number is a counted bad point), into a (GPU × step) grid per metric.
+Bounds, checked before or while reading, each a one-line InputError: at most MAX_STEPS steps per series (asked
+before any request), at most `max_bytes` (MAX_RESPONSE_BYTES) per answer counted on the decompressed bytes (a
+gzip body is inflated in pieces), every request done within `timeout_s` and the whole command within `deadline_s`
+(a watchdog closes a socket that drips past its deadline).
 Errors are one line (playbook.errors.InputError): server unreachable, a query refused, no exporter series.
 """
 
 from __future__ import annotations
 
-import gzip
+import http.client
 import json
 import math
+import socket
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -48,7 +54,12 @@ from playbook.sources import SCHEMES, is_url
 
 MAX_POINTS = 11_000  # Prometheus' hard limit on points per series in one range query (web/api/v1 maxPoints)
 RETRIES = 3  # attempts after the first; back-off 1, 2, 4 s (a restarting server or a busy frontend recovers)
-TIMEOUT_S = 120.0  # per request: a 512-GPU, 24 h answer takes a few seconds on an idle server
+TIMEOUT_S = 120.0  # per request, all of it: a 512-GPU, 24 h answer takes a few seconds on an idle server
+DEADLINE_S = 900.0  # per command (every request and retry of one read): then a one-line error
+MAX_RESPONSE_BYTES = 256 << 20  # per answer, after decompression: ~8 M points (a 512-GPU chunk of 11k steps ~170 MB)
+MAX_STEPS = 2_000_000  # evaluation steps per series in one read (23 days at 1 s); the grids are GPUs × steps
+MAX_CELLS = 200_000_000  # GPUs × steps of one metric's grid (1.6 GB of float64)
+READ_CHUNK = 1 << 16  # bytes per socket read
 WORKERS = 3  # requests in flight: the server evaluates one while the client parses another
 METRIC_NAMES: tuple[str, ...] = (*dcgm.METRICS, dcgm.FB_FREE, dcgm.XID)
 
@@ -111,6 +122,14 @@ class Window:
     def steps(self) -> int:
         return int(math.floor((self.end - self.start) / self.step + 1e-9)) + 1
 
+    def check(self) -> None:
+        """InputError when the window holds more than MAX_STEPS steps (asked before any request)."""
+        span = self.end - self.start
+        if span / self.step + 1 > MAX_STEPS:
+            raise InputError(f"--since {_span(span)} at --step {_span(self.step)} is {span / self.step:,.0f} points "
+                             f"per series, more than {MAX_STEPS:,}: use --step {math.ceil(span / MAX_STEPS)}s or more, "
+                             "or a shorter --since")
+
     def chunks(self, max_points: int | None = None) -> list[tuple[float, float]]:
         """(start, end) pieces of at most `max_points` (default MAX_POINTS) evaluation steps each, back to back
         on one step grid."""
@@ -135,6 +154,8 @@ class _Fetch:
     warnings: list[str] = field(default_factory=list)
     unlabeled: int = 0
     series: int = 0
+    bad: int = 0  # value strings that are not numbers
+    outside: int = 0  # points with a time off the window asked for
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def row(self, labels: dict[str, str]) -> int | None:
@@ -145,13 +166,73 @@ class _Fetch:
             return self.rows.setdefault(ident, len(self.rows))
 
 
-class _Client:
-    """urllib against one server: POST form queries, retries, one-line errors naming the server."""
+class _Guard:
+    """One request's socket, closed by a watchdog timer at the request's deadline."""
 
-    def __init__(self, url: str, timeout_s: float = TIMEOUT_S, retries: int = RETRIES):
+    def __init__(self):
+        self.sock: socket.socket | None = None
+        self.expired = False
+
+    def attach(self, sock: socket.socket) -> None:
+        self.sock = sock
+        if self.expired:
+            self.abort()
+
+    def abort(self) -> None:
+        self.expired = True
+        if self.sock is not None:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)  # a blocked recv returns at once
+            except OSError:
+                pass
+
+
+_CURRENT = threading.local()  # .guard: the _Guard of this thread's request in flight
+
+
+class _Tracked:
+    """An http.client connection that hands its socket to this thread's _Guard once connected."""
+
+    def connect(self):
+        super().connect()  # type: ignore[misc]
+        guard = getattr(_CURRENT, "guard", None)
+        if guard is not None:
+            guard.attach(self.sock)  # type: ignore[attr-defined]
+
+
+class _HTTPConnection(_Tracked, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Tracked, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_HTTPConnection, req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_HTTPSConnection, req)
+
+
+class _TooBig(Exception):
+    pass
+
+
+class _Client:
+    """urllib against one server: POST form queries, retries, one-line errors naming the server; every request
+    done within `timeout_s` and all of them within `deadline_s`, each answer at most `max_bytes` decompressed."""
+
+    def __init__(self, url: str, timeout_s: float = TIMEOUT_S, retries: int = RETRIES,
+                 deadline_s: float = DEADLINE_S, max_bytes: int = MAX_RESPONSE_BYTES):
         self.display = url
         self.base = base_url(url)
-        self.timeout_s, self.retries = timeout_s, retries
+        self.timeout_s, self.retries, self.max_bytes = timeout_s, retries, int(max_bytes)
+        self.deadline_s, self.deadline = deadline_s, time.monotonic() + deadline_s
+        self.opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
 
     def get(self, path: str, params: dict[str, str] | list[tuple[str, str]], post: bool = True) -> bytes:
         """The answer's body; POST (form-encoded) where the endpoint takes it, else GET."""
@@ -159,9 +240,9 @@ class _Client:
         last: str = ""
         for attempt in range(self.retries + 1):
             if attempt:
-                time.sleep(min(2.0 ** (attempt - 1), 8.0))
-            # no gzip: compressing 50 MB of JSON costs the server more than sending it over a LAN (measured
-            # 0.06 s plain vs 0.25-0.5 s gzip for 92k points on localhost)
+                time.sleep(min(2.0 ** (attempt - 1), 8.0, max(0.0, self.deadline - time.monotonic())))
+            # gzip accepted but not asked for: compressing 50 MB of JSON costs the server more than sending it over
+            # a LAN (measured 0.06 s plain vs 0.25-0.5 s gzip for 92k points on localhost)
             headers = {"User-Agent": "playbook"}
             if post:
                 headers["Content-Type"] = "application/x-www-form-urlencoded"
@@ -169,11 +250,7 @@ class _Client:
                                          data=query.encode() if post else None, method="POST" if post else "GET",
                                          headers=headers)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    raw = resp.read()
-                    if resp.headers.get("Content-Encoding") == "gzip":
-                        raw = gzip.decompress(raw)
-                    return raw
+                return self._fetch(req)
             except urllib.error.HTTPError as exc:
                 detail = _error_text(exc)
                 if exc.code == 429 or exc.code >= 500:
@@ -181,19 +258,78 @@ class _Client:
                     continue
                 raise InputError(f"{self.display}: {path} refused (HTTP {exc.code}"
                                  f"{': ' + detail if detail else ''})") from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+            except _TooBig:
+                raise InputError(f"{self.display}: {path} answer larger than {self.max_bytes / 2**20:,.0f} MiB "
+                                 "(decompressed); ask less (a larger --step, a shorter --since, a narrower --match) "
+                                 "or raise --max-response") from None
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError, http.client.HTTPException,
+                    zlib.error) as exc:
+                if time.monotonic() >= self.deadline:
+                    raise InputError(f"{self.display}: no complete answer from {path} within the "
+                                     f"{_span(self.deadline_s)} deadline (--deadline)") from None
                 reason = getattr(exc, "reason", exc)
                 last = f"{type(reason).__name__}: {reason}" if not isinstance(reason, str) else reason
                 continue
         raise InputError(f"{self.display}: cannot reach the Prometheus API at {self.base} after "
                          f"{self.retries + 1} tries ({last})")
 
+    def _fetch(self, req: urllib.request.Request) -> bytes:
+        """One request, read in pieces under the size budget, closed by a watchdog at its deadline."""
+        left = min(self.timeout_s, self.deadline - time.monotonic())
+        if left <= 0:
+            raise TimeoutError("deadline passed")
+        guard = _CURRENT.guard = _Guard()
+        dog = threading.Timer(left, guard.abort)
+        dog.daemon = True
+        dog.start()
+        try:
+            with self.opener.open(req, timeout=left) as resp:
+                body = _read_body(resp, self.max_bytes, resp.headers.get("Content-Encoding", ""))
+            if guard.expired:
+                raise TimeoutError(f"no complete answer within {_span(left)}")
+            return body
+        finally:
+            dog.cancel()
+            _CURRENT.guard = None
+
+
+def _read_body(resp, max_bytes: int, encoding: str) -> bytes:
+    """The body, inflated when gzip/deflate, read in READ_CHUNK pieces; _TooBig past `max_bytes` (either count)."""
+    inflate = None
+    if encoding.strip().lower() in ("gzip", "x-gzip", "deflate"):
+        inflate = zlib.decompressobj(wbits=47)  # 32 + 15: gzip or zlib header, detected
+    parts: list[bytes] = []
+    size = raw = 0
+    while True:
+        piece = resp.read1(READ_CHUNK) if hasattr(resp, "read1") else resp.read(READ_CHUNK)
+        if not piece:
+            break
+        raw += len(piece)
+        if raw > max_bytes:
+            raise _TooBig
+        if inflate is None:
+            parts.append(piece)
+            size += len(piece)
+            continue
+        data = piece
+        while data:
+            out = inflate.decompress(data, max_bytes + 1 - size)
+            size += len(out)
+            parts.append(out)
+            if size > max_bytes:
+                raise _TooBig
+            data = inflate.unconsumed_tail
+    if inflate is not None:
+        parts.append(inflate.flush())
+        size += len(parts[-1])
+    if size > max_bytes:
+        raise _TooBig
+    return b"".join(parts)
+
 
 def _error_text(exc: urllib.error.HTTPError) -> str:
     try:
-        raw = exc.read()
-        if exc.headers.get("Content-Encoding") == "gzip":
-            raw = gzip.decompress(raw)
+        raw = _read_body(exc, 1 << 20, exc.headers.get("Content-Encoding", ""))
         doc = json.loads(raw)
         return str(doc.get("error", ""))[:200]
     except Exception:
@@ -222,7 +358,7 @@ def _present_names(client: _Client, window: Window, match: str | None) -> list[s
 
 class _Series(msgspec.Struct):
     metric: dict[str, str]
-    values: msgspec.Raw = msgspec.Raw(b"[]")  # kept as JSON text: parsed in bulk by _points
+    values: list[tuple[float, str]] = []  # [[epoch s, "value"], ...] as the API writes them
 
 
 class _Data(msgspec.Struct):
@@ -244,31 +380,19 @@ def _decode(raw: bytes, where: str) -> _Answer:
         raise InputError(f"{where}: not a Prometheus API answer ({str(exc)[:120]})") from None
 
 
-def _points(raws: list) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(times s, values) per series from the raw JSON `values` arrays, through one Arrow CSV parse.
-
-    [[t,"v"],[t,"v"]] per series becomes the lines `t,v`: one join, one replace and one translate over the whole
-    answer (no per-point Python objects); the points per series are counted on the raw text."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    counts = [0 if len(bytes(r).strip()) <= 2 else bytes(r).count(b"],[") + 1 for r in raws]
-    if not sum(counts):
-        return [(np.zeros(0), np.zeros(0)) for _ in raws]
-    text = b"\n".join(r for r, n in zip(raws, counts, strict=True) if n).replace(b"],[", b"\n")
-    text = text.translate(None, b'[]" ')
-    table = pacsv.read_csv(pa.py_buffer(text), read_options=pacsv.ReadOptions(column_names=["t", "v"], block_size=1 << 24,
-                                                                              use_threads=False),  # requests
-                           # run in parallel already: one thread each leaves the cores to them and the server
-                           convert_options=pacsv.ConvertOptions(column_types={"t": pa.float64(), "v": pa.float64()},
-                                                                null_values=["NaN", "nan"]))
-    t = table.column("t").to_numpy()
-    v = table.column("v").fill_null(np.nan).to_numpy()
-    out, at = [], 0
-    for n in counts:
-        out.append((t[at:at + n], v[at:at + n]))
-        at += n
-    return out
+def _points(values: list[tuple[float, str]]) -> tuple[np.ndarray, np.ndarray, int]:
+    """(times s, values, bad) of one series' points: value strings as Prometheus writes them ("NaN", "+Inf",
+    "-1e+03"); `bad` counts strings that are not numbers (NaN in `values`)."""
+    if not values:
+        return np.zeros(0), np.zeros(0), 0
+    t = np.fromiter((p[0] for p in values), dtype=np.float64, count=len(values))
+    text = [p[1] for p in values]
+    try:
+        return t, np.array(text, dtype=np.float64), 0
+    except (ValueError, OverflowError):
+        v = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+        bad = int(np.count_nonzero(np.isnan(v) & ~pd.Series(text).str.strip().str.lower().eq("nan").to_numpy()))
+        return t, v, bad
 
 
 def _query(client: _Client, fetch: _Fetch, name: str, match: str | None, chunk: tuple[float, float]) -> None:
@@ -281,33 +405,34 @@ def _query(client: _Client, fetch: _Fetch, name: str, match: str | None, chunk: 
         raise InputError(f"{where}: query failed ({answer.error or answer.status})")
     for w in answer.warnings:
         fetch.warnings.append(f"{client.display}: server warning: {w}")
-    result = answer.data.result
-    parsed = _points([s.values for s in result])
-    for series, (t, v) in zip(result, parsed, strict=True):
-        labels = dict(series.metric)
-        row = fetch.row(labels)
+    for series in answer.data.result:
+        t, v, bad = _points(series.values)
+        row = fetch.row(dict(series.metric))
         if row is None:
             fetch.unlabeled += 1
             continue
-        k = np.rint((t - fetch.window.start) / fetch.window.step).astype(np.int32)
-        ok = (k >= 0) & (k < fetch.window.steps)
-        fetch.points.setdefault(name, []).append((row, k[ok], v[ok]))  # 12 bytes a point until assembly
-        fetch.series += 1
+        k = np.rint((t - fetch.window.start) / fetch.window.step)
+        ok = np.isfinite(k) & (k >= 0) & (k < fetch.window.steps)
+        with fetch.lock:
+            fetch.bad += bad
+            fetch.outside += int(np.count_nonzero(~ok))
+            fetch.points.setdefault(name, []).append((row, k[ok].astype(np.int32), v[ok]))  # 12 bytes a point
+            fetch.series += 1
 
 
 def read(url: str, since_s: float = 6 * 3600.0, step_s: float = 15.0, match: str | None = None,
-         until: float | None = None, workers: int = WORKERS, timeout_s: float = TIMEOUT_S,
-         retries: int = RETRIES) -> schema.Bundle:
+         until: float | None = None, workers: int = WORKERS, **limits) -> schema.Bundle:
     """The last `since_s` seconds (ending `until`, epoch s; default now) of exporter telemetry at `step_s`
-    resolution from the server at `url`, as a Bundle (telemetry; xid events). See the module docstring."""
+    resolution from the server at `url`, as a Bundle (telemetry; xid events). `limits`: timeout_s, retries,
+    deadline_s, max_bytes of _Client. See the module docstring."""
     window = Window.last(since_s, step_s, until)
-    return fetch(url, window, match=match, workers=workers, timeout_s=timeout_s, retries=retries)
+    return fetch(url, window, match=match, workers=workers, **limits)
 
 
-def fetch(url: str, window: Window, match: str | None = None, workers: int = WORKERS,
-          timeout_s: float = TIMEOUT_S, retries: int = RETRIES) -> schema.Bundle:
+def fetch(url: str, window: Window, match: str | None = None, workers: int = WORKERS, **limits) -> schema.Bundle:
     """Exporter telemetry in `window` from the server at `url` (see `read`)."""
-    client = _Client(url, timeout_s=timeout_s, retries=retries)
+    window.check()
+    client = _Client(url, **limits)
     src = url if not matchers(match) else f"{url} {{{matchers(match)}}}"
     names = _present_names(client, window, match)
     asked = list(METRIC_NAMES) if names is None else names
@@ -337,6 +462,10 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
     bundle = schema.Bundle(inputs=[src], warnings=list(dict.fromkeys(f.warnings)))
     if f.unlabeled:
         bundle.warnings.append(f"{src}: {f.unlabeled} series without a gpu or UUID label were left out")
+    if f.bad:
+        bundle.warnings.append(f"{src}: {f.bad} values that are not numbers were read as missing")
+    if f.outside:
+        bundle.warnings.append(f"{src}: {f.outside} points with a time outside the window asked for were left out")
     if not f.rows:
         return bundle
     keys = sorted(f.rows, key=lambda hg: (hg[0], hg[1]))
@@ -344,6 +473,9 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
     for new, key in enumerate(keys):
         order[f.rows[key]] = new
     n_rows, n_steps = len(keys), f.window.steps
+    if n_rows * n_steps > MAX_CELLS:
+        raise InputError(f"{src}: {n_rows:,} GPUs × {n_steps:,} steps is too large a grid (at most {MAX_CELLS:,} "
+                         "cells a metric); use a larger --step, a shorter --since or a narrower --match")
     grids: dict[str, np.ndarray] = {}
     conflicts = 0
     for name in list(f.points):
@@ -378,7 +510,9 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
         grids.clear()
         columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values)}
         del values
-        bundle.telemetry = frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step)
+        bundle.telemetry, warnings = schema.check_physics(
+            frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step), src)
+        bundle.warnings += warnings
     return bundle
 
 
@@ -401,6 +535,14 @@ def _utc(t: float) -> str:
     return pd.Timestamp(t, unit="s", tz="UTC").strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+def _span(seconds: float) -> str:
+    """A duration as --since/--step take it: 1ms, 15s, 6h, 3650d."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if seconds >= size:
+            return f"{seconds / size:.4g}{unit}"
+    return f"{seconds * 1000:.4g}ms"
+
+
 def read_inputs(paths: list[str], args) -> tuple[schema.Bundle | None, list[str]]:
     """Split command-line inputs: the prometheus:// ones fetched into one Bundle (None when there are none), and
     the other paths for the readers."""
@@ -409,8 +551,10 @@ def read_inputs(paths: list[str], args) -> tuple[schema.Bundle | None, list[str]
         return None, list(paths)
     until = _until(getattr(args, "until", None))
     bundle = schema.Bundle()
+    limits = {key: getattr(args, arg) for key, arg in (("deadline_s", "deadline"), ("max_bytes", "max_response"))
+              if getattr(args, arg, None) is not None}
     for url in urls:
-        bundle.extend(read(url, since_s=args.since, step_s=args.step, match=args.match, until=until))
+        bundle.extend(read(url, since_s=args.since, step_s=args.step, match=args.match, until=until, **limits))
     return bundle, [p for p in paths if not is_url(p)]
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.knowledge import ids as cause_ids
 from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
 
@@ -156,7 +157,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     opt = make_optimizer(model)
     loader = build_loader(data, k)
     meter = LoopMeter(device)
-    meta = {"lab": "data_starvation", "variant": variant, "tokens_unit": "samples", "knobs": k}
+    meta = {"lab": cause_ids.DATA_STARVATION, "variant": variant, "tokens_unit": "samples", "knobs": k}
     with cpu_threads(k["torch_threads"], device), Recorder(run_dir, rates=Rates(sample_hz=k["sample_hz"]), meta=meta) as rec:
         source = iter(loader)
         batches = iter(rec.timed(source))
@@ -180,7 +181,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return variant_cli("data_starvation", __doc__, run, VARIANTS, DataStarvationConfig, argv)
+    return variant_cli(cause_ids.DATA_STARVATION, __doc__, run, VARIANTS, DataStarvationConfig, argv)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ import pandas as pd
 
 from playbook.errors import WorkloadError
 from playbook.fixes.dispatch import PipelinePlan, QueueSet, plan_pipeline
+from playbook.knowledge import ids as cause_ids
 from playbook.workloads._harness import cli, config_kwargs, knob, lab_parser
 
 VARIANTS = ("fault", "fix", "steal")
@@ -201,7 +202,7 @@ def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: i
     else:  # static routing into per-consumer queues; idle consumers steal
         qs = QueueSet(cfg.consumers, depth=per_consumer_depth, routing="round_robin", ctx=ctx)
     run_dir = str(Path(cfg.run_dir) / f"{variant}-r{repeat}")
-    rundir.init_run(run_dir, lab="pipeline_imbalance", variant=variant, producers=n_prod,
+    rundir.init_run(run_dir, lab=cause_ids.PIPELINE_IMBALANCE, variant=variant, producers=n_prod,
                     consumers=cfg.consumers, queues=qs.describe())
     go, stop, ready, results = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
     seed = cfg.seed * 1000 + repeat  # new work-time jitter per repeat

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from playbook.errors import WorkloadError
+from playbook.knowledge import ids as cause_ids
 from playbook.workloads._harness import LoopKnobs, defaults, knob, resolve_knobs, variant_cli
 
 
@@ -157,7 +158,7 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     real = [int(len(data[j][0])) for j in order[: len(batches) * k["batch_size"]]]
     padded = [int(b[0].shape[1]) for b in batches for _ in range(k["batch_size"])]
     meter = LoopMeter(device)
-    meta = {"lab": "recompilation", "variant": variant, "tokens_unit": "sequences", "knobs": k}
+    meta = {"lab": cause_ids.RECOMPILATION, "variant": variant, "tokens_unit": "sequences", "knobs": k}
     warm_s = 0.0
     module, fn = build_model(k, device)  # resets dynamo, which also drops compile callbacks: before the Recorder
     opt = make_optimizer(module)
@@ -291,7 +292,7 @@ def race_check(threads: int = 4, backend: str = "eager", timeout_s: float = 180.
 
 
 def main(argv: list[str] | None = None) -> int:
-    return variant_cli("recompilation", __doc__, run, VARIANTS, RecompilationConfig, argv)
+    return variant_cli(cause_ids.RECOMPILATION, __doc__, run, VARIANTS, RecompilationConfig, argv)
 
 
 if __name__ == "__main__":

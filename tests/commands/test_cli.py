@@ -50,3 +50,22 @@ def test_tz_reads_local_timestamps_and_names_a_bad_zone(tmp_path):
     assert utc["start"] == "2024-07-15T10:00:00Z" and chicago["start"] == "2024-07-15T15:00:00Z"  # CDT = UTC-5
     bad = _run("diagnose", str(poll), "--tz", "Mars/Base")
     assert bad.returncode != 0 and "unknown time zone 'Mars/Base'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_info_shows_a_text_logs_ranks_phases_sections_and_events(tmp_path):
+    from playbook.commands import info
+    from playbook.readers import read_paths
+
+    for r in (0, 1):
+        (tmp_path / f"train_rank{r}.log").write_text(
+            "[2024-03-01 10:00:00] step 1 | timing_s/gen: 3.0 | timing_s/update: 1.0 | timing_s/step: 4.5\n"
+            "[2024-03-01 10:00:05] Running evaluation\n"
+            "[2024-03-01 10:00:35] evaluation done\n"
+            "[2024-03-01 10:00:40] step 2 | timing_s/gen: 3.0 | timing_s/update: 1.0 | timing_s/step: 4.5\n"
+            "[2024-03-01 10:00:41] RuntimeError: CUDA error: uncorrectable ECC error encountered\n"
+            "[2024-03-01 10:00:42] [WARNING] something unexplained\n")
+    text = info.render(info.summarize(read_paths(tmp_path)))
+    assert "ranks 0 (from path); phases gen, update" in text and "ranks 1 (from path)" in text
+    assert "sections: eval 1 (30 s in all)" in text
+    assert "events: eval 1, ecc 1" in text
+    assert "ERROR/WARNING lines not understood: 1" in text

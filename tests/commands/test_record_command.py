@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -182,3 +185,77 @@ def test_the_command_dies_with_record(tmp_path):
     else:
         os.kill(pid, signal.SIGKILL)
         pytest.fail("the command outlived a SIGKILLed record")
+
+
+class _FullDisk(io.RawIOBase):
+    """A log file on a disk that fills after `room` bytes: writes past it raise ENOSPC."""
+
+    def __init__(self, room: int):
+        self.room, self.data = room, bytearray()
+
+    def writable(self):
+        return True
+
+    def write(self, b):
+        if len(self.data) + len(b) > self.room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.data += b
+        return len(b)
+
+
+def test_a_full_disk_stops_the_log_marks_the_run_incomplete_and_exits_non_zero(tmp_path, monkeypatch, capfd):
+    from playbook import cli
+    from playbook.commands import record as record_command
+
+    disk = _FullDisk(room=2000)
+    monkeypatch.setattr(record_command, "_open_log", lambda path: disk)
+    out = tmp_path / "run"
+    rc = cli.main(["record", "--out", str(out), "--no-nvml", "--no-host", "--no-ib", "--", sys.executable, "-c",
+                   "for i in range(500): print(f'line {i:04d} of the command', flush=True)"])
+    stdout, stderr = capfd.readouterr()
+    assert rc == 2  # the command succeeded; the recording did not
+    assert "line 0499" in stdout  # the console copy went on
+    kept = disk.data.decode().splitlines()
+    assert 0 < len(kept) < 500 and kept[-1] == f"line {len(kept) - 1:04d} of the command"  # whole lines, in order
+    log = f"{socket.gethostname()}-pid{os.getpid()}.log"
+    assert (f"playbook record: incomplete recording: the command's output log {log} stopped after {len(kept)}"
+            f" lines (No space left on device); {500 - len(kept)} later lines reached the console only"
+            in stderr)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["recording"] == "incomplete" and "No space left on device" in meta["incomplete"][0]
+    assert not (out / record_command.LOCK).exists()
+    assert any("incomplete recording" in w for w in read_run(out).warnings)
+    for command in ("info", "diagnose"):
+        rc = cli.main([command, str(out)])
+        assert rc == 0 and "incomplete recording" in "".join(capfd.readouterr()), command
+
+
+def test_a_run_record_never_finished_is_read_with_a_warning(tmp_path):
+    rundir.init_run(tmp_path / "run", command="x", recording="in progress")
+    assert any("incomplete recording" in w and "did not finish" in w for w in read_run(tmp_path / "run").warnings)
+    rundir.update_run(tmp_path / "run", recording="complete")
+    assert not any("incomplete" in w for w in read_run(tmp_path / "run").warnings)
+
+
+def test_out_is_claimed_exclusively(tmp_path):
+    from playbook.commands.record import LOCK, _claim
+    from playbook.errors import PlaybookError
+
+    out = tmp_path / "run"
+    _claim(out, force=False)
+    assert (out / LOCK).read_text() == str(os.getpid())
+    with pytest.raises(PlaybookError, match=f"being recorded by another `playbook record` .process {os.getpid()}"):
+        _claim(out, force=True)  # a live holder: not even --force takes it over
+
+
+def test_two_records_started_together_never_share_the_run_dir(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "playbook", "record", "--out", str(out), "--no-nvml", "--no-ib", "--", sys.executable,
+           "-c", "import time; print('working', flush=True); time.sleep(3)"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=180), *p.communicate(timeout=180)) for p in procs]
+    assert sorted(rc for rc, _o, _e in results) == [0, 2], results
+    _rc, out_text, err = next(r for r in results if r[0] == 2)
+    assert err.count("\n") == 1 and ("being recorded by another" in err or "already holds a recorded run" in err)
+    assert out_text == ""  # the loser never started the command
+    assert len(list(out.glob("*.log"))) == 1

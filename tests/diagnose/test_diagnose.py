@@ -25,7 +25,8 @@ SYNCHRONY = {"synchronized", "groups", "independent", None}
 def check_contract(obj: dict) -> None:
     """The exact key set and types of issue 3's contract."""
     # issue 14 extended the contract: a verdict section, and each hypothesis's lab command and lost share
-    assert list(obj) == ["inputs", "warnings", "gpus", "oscillation", "steps", "ranks", "hypotheses", "verdict"]
+    assert list(obj) == ["inputs", "warnings", "accounting", "gpus", "oscillation", "steps", "ranks", "hypotheses",
+                         "verdict"]
     assert obj["verdict"]["id"] == obj["hypotheses"][0]["id"] and isinstance(obj["verdict"]["sentence"], str)
     assert all(isinstance(x, str) for x in obj["inputs"]) and all(isinstance(x, str) for x in obj["warnings"])
     for g in obj["gpus"]:

@@ -116,8 +116,9 @@ CASES = [
     ("node of H100s at default 700 W, no clock", "healthy",
      _smi_csv(_node_capped_csv(700.0, 700.0, 672.0, 22.0), "node_700w.csv")),
     # gnn-tracking/gnn_tracking#95: 8 GPUs steady at 33% utilization (CPU 12%), data loader suspected — telemetry
-    # shows no swing or device fault, so no cause can be named: insufficient data, record step phases / a trace
-    ("gnn_tracking#95 steady 33%", "insufficient_data", _file("gnn_tracking_95_steady_33pct.csv")),
+    # shows no swing or device fault, so no cause can be named — but 67% of the GPU time is measurably lost: an
+    # unexplained slowdown (the what-if accounting), whose next step is to record step phases / a trace
+    ("gnn_tracking#95 steady 33%", "unexplained_slowdown", _file("gnn_tracking_95_steady_33pct.csv")),
     # tensorflow/tensorflow#40042: cifar10_train.py at 0.014 sec/batch getting slower as the GPU overheats
     # (confirmed: a cooling pad fixed it); the log users paste, one line per 10 steps, a checkpoint line at the end
     ("tf#40042 overheating, step log", "throttling", _file("tf_40042_cifar10_thermal_creep.log")),
@@ -156,6 +157,13 @@ CASES = [
     ("sim steps recompiles", "recompilation", _steps(stall_every=None, recompile_steps=(5, 47, 130, 171, 260, 333))),
     ("sim steps slow rank", "collective_straggler", _steps(stall_every=None, slow_rank=1, slow_factor=1.4)),
     ("sim steps healthy", "healthy", _steps(stall_every=None)),
+    # issue 27's held-out cases (tests/data/eval/heldout27/make_heldout27.py cites the reports): written before
+    # the engine saw them and scored once as written — 4 of 6 right (the steady MMEngine log read as time outside
+    # the step timer, the Xid 79 line as healthy); kept here as regression cases after the fixes
+    *[(f"heldout27 {name}", want, _file(f"heldout27/{name}.log")) for name, want in (
+        ("mmengine_data_time", "data_starvation"), ("mmengine_checkpoint", "periodic_stall"),
+        ("dynamo_recompiles", "recompilation"), ("torchrun_slow_loader_rank", "data_starvation"),
+        ("mmengine_steady", "healthy"), ("xid_fallen_off", "hardware_fault"))],
 ]
 
 
@@ -166,15 +174,27 @@ def _expected(name: str, expected: str | None) -> str:
     return synthetic.simulate_telemetry(scenario, duration_s=60.0)[1].hypothesis
 
 
+def diagnosed(tmp: Path) -> list[tuple[str, str, object]]:
+    """(case, labelled cause, Diagnosis) for every case, diagnosed once per session (the calibration test reads the
+    same diagnoses)."""
+    if "rows" not in _CACHE:
+        out = []
+        for name, expected, build in CASES:
+            bundle = build(tmp) if build.__code__.co_argcount else build()
+            out.append((name, _expected(name, expected), diagnose(bundle)))
+        _CACHE["rows"] = out
+    return _CACHE["rows"]
+
+
+_CACHE: dict[str, list] = {}
+
+
 def confusion(tmp: Path) -> tuple[pd.DataFrame, list[tuple[str, str, str]]]:
     """The confusion matrix (rows: labelled cause, columns: top hypothesis) and the (case, want, got) rows; `tmp`
     is a folder for the cases that write their files first."""
     rows = []
-    for name, expected, build in CASES:
-        want = _expected(name, expected)
-        bundle = build(tmp) if build.__code__.co_argcount else build()
-        got = diagnose(bundle).hypotheses[0]["id"]
-        rows.append((name, want, got))
+    for name, expected, build in diagnosed(tmp):
+        rows.append((name, expected, build.hypotheses[0]["id"]))
     counts = Counter((w, g) for _, w, g in rows)
     labels = sorted({w for _, w, _ in rows} | {g for _, _, g in rows})
     matrix = pd.DataFrame([[counts.get((w, g), 0) for g in labels] for w in labels], index=labels, columns=labels)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from playbook.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose import diagnose, evidence, ranking
 from playbook.diagnose.evidence import traces
+from playbook.knowledge.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.schema import Bundle
 from playbook.synthetic import SCENARIOS, simulate_steps, simulate_telemetry
 
 VOCABULARY = {"healthy", "data_starvation", "h2d_copy", "host_sync", "launch_bound", "collective_straggler",
               "padding_imbalance", "periodic_stall", "pipeline_imbalance", "recompilation", "gc_pause",
-              "throttling", "link_degradation", "memory_pressure", "hardware_fault", "insufficient_data"}
+              "throttling", "link_degradation", "memory_pressure", "hardware_fault", "insufficient_data",
+              "unexplained_slowdown", "between_steps"}
 
 
 def test_vocabulary_and_notebooks():

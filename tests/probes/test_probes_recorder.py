@@ -205,3 +205,21 @@ def test_a_rerun_replaces_its_finished_rankless_part_but_never_a_live_one(tmp_pa
     with Recorder(run, host="h", nvml=False, host_probe=False, interconnect=False):
         pass
     assert live.is_dir()
+
+
+def test_a_write_that_keeps_failing_marks_the_part_incomplete(tmp_path, monkeypatch):
+    import errno
+
+    def full(self, path, **kwargs):
+        open(path, "wb").close()  # as a full disk leaves it: a 0-byte file, then ENOSPC
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    rec = Recorder(tmp_path / "run", nvml=False, host_probe=False, interconnect=False, rates=Rates(flush_s=3600)).start()
+    train(rec, steps=3)
+    monkeypatch.setattr("pandas.DataFrame.to_parquet", full)
+    rec.close()
+    assert rec.incomplete and "No space left on device" in rec.incomplete[0] and "steps" in rec.incomplete[0]
+    assert not list(rec.part.rglob("*.tmp"))  # no 0-byte segments left behind
+    bundle = rundir.read_run(tmp_path / "run")
+    assert bundle.meta["parts"][rec.part.name]["incomplete"] == rec.incomplete
+    assert any("incomplete recording" in w and "steps" in w for w in bundle.warnings)

@@ -50,9 +50,9 @@ def test_cases_that_escaped_in_the_full_run_now_end_in_a_result_or_a_project_err
 
 
 def test_superscript_digits_and_huge_numbers_in_names_and_prefixes():
-    from playbook.readers import headers, lines
+    from playbook.readers import headers, line_prefix
 
     for name in ("Utilization GPU ³ [%]", "gpu ¹ util", "gpu.²", "DCGM_FI_DEV_GPU_UTIL{gpu=\"³\"}"):
         headers.meaning(name)
     assert headers.meaning("Utilization GPU 1 [%]").gpu == 1
-    assert lines._rank("3") == 3 and lines._rank("99999999999999999999") == -1
+    assert line_prefix._rank("3") == 3 and line_prefix._rank("99999999999999999999") == -1

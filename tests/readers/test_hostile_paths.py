@@ -33,9 +33,38 @@ def test_same_file_named_twice_or_linked_is_read_once(tmp_path, smi):
     assert n == once and any("the same file as" in w and SMI in w for w in warnings)
     os.symlink(smi, tmp_path / "alias.csv")
     os.link(shutil.copy(smi, tmp_path / "copy.csv"), tmp_path / "hard.csv")
-    n, warnings = _rows([smi, tmp_path])  # alias.csv is smi again; hard.csv is copy.csv again
+    n, warnings = _rows([smi, tmp_path])  # alias.csv points out of tmp_path; hard.csv is copy.csv again
     assert n == 2 * once
-    assert sum("the same file as" in w for w in warnings) == 2
+    assert sum("the same file as" in w for w in warnings) == 1
+    assert any("1 symlinked files point outside the folder" in w and "alias.csv" in w for w in warnings)
+    os.symlink(tmp_path / "copy.csv", tmp_path / "inner.csv")  # within the folder: followed, and read once
+    n, warnings = _rows([tmp_path])
+    assert n == once and sum("the same file as" in w for w in warnings) == 2
+
+
+def test_a_symlinked_file_out_of_the_folder_is_not_followed_nor_echoed(tmp_path, smi):
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\nhunter2 step 1 loss 0.5\n")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(smi, folder)
+    for k in range(5):
+        os.symlink(secret, folder / f"link{k}.log")
+    b = read_paths([folder])
+    assert len(b.telemetry) > 0
+    [w] = [w for w in b.warnings if "symlinked" in w]
+    assert w.startswith(f"{folder}: 5 symlinked files point outside the folder and were not followed: ")
+    assert "link0.log" in w and "(+2 more)" in w
+    assert not any("root:" in w or "hunter2" in w for w in b.warnings)
+
+
+def test_an_unknown_file_is_described_without_its_text(tmp_path):
+    p = tmp_path / "passwd"
+    p.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n")
+    with pytest.raises(InputError) as err:
+        read_paths([p])
+    assert str(p) in str(err.value) and "root" not in str(err.value).replace(str(p), "")
 
 
 def test_symlinked_folders_are_not_followed(tmp_path, smi):

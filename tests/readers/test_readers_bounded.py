@@ -68,7 +68,9 @@ def test_size_budget_is_configurable_and_refuses_in_one_line(tmp_path, monkeypat
 
 
 def test_corrupt_and_truncated_gzip(tmp_path):
-    good = gzip.compress((CSV * 2000).encode())
+    ticks = "".join(f"2024/01/15 10:{k // 60:02d}:{k % 60:02d}.000, {g}, 50 %, 300.00 W\r\n"
+                    for k in range(2000) for g in (0, 1))  # one sample per GPU and second
+    good = gzip.compress((CSV + ticks).encode())
     p = tmp_path / "corrupt.csv.gz"
     p.write_bytes(good[:10] + bytes(b ^ 0x5A for b in good[10:200]) + good[200:])
     with pytest.raises(InputError) as info:

@@ -13,13 +13,14 @@ def _gpu(t, gpu, col, host=None):
     return rows.sort_values("time")[col].tolist()
 
 
-def test_custom_poller_keeps_clock_and_power_and_skips_an_out_of_range_value(data_dir):
+def test_custom_poller_keeps_clock_and_power_and_an_out_of_range_value_is_missing(data_dir):
     b = read_file(data_dir / T / "table_nvml_poller.csv")
     t = b.telemetry
-    assert _gpu(t, 0, "sm_clock_mhz") == [1980.0, 1410.0] and _gpu(t, 0, "power_w") == [612.4, 190.2]
+    assert _gpu(t, 0, "sm_clock_mhz") == [1980.0, 1410.0, 1980.0]  # the row of the impossible power is kept
+    assert _gpu(t, 0, "power_w")[:2] == [612.4, 190.2] and np.isnan(_gpu(t, 0, "power_w")[2])
     assert _gpu(t, 1, "power_w") == [605.1, 618.0, 611.7] and _gpu(t, 1, "temp_c") == [64.0, 65.0, 65.0]
     [w] = b.warnings
-    assert "skipped 1 of 6 rows" in w and "line 6" in w and "out of range" in w
+    assert "1 values outside what a GPU can report" in w and "power_w 1 (e.g. 1.4e+05)" in w
 
 
 def test_time_host_gpu_header_keeps_every_host_and_gpu(data_dir):

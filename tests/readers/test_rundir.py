@@ -67,5 +67,6 @@ def test_loose_logs_beside_the_parts_are_read_by_content(tmp_path, data_dir):
     bundle = read_run(run)
     # the part's 3 steps plus the 2 `step N ... it/s` lines interleaved in that NCCL log (every line scanner reads it)
     assert len(bundle.nccl) > 0 and len(bundle.steps) == 3 + 2
-    assert sorted(bundle.steps.loc[bundle.steps["rank"] == -1, "step"]) == [5, 42]
+    loose = bundle.steps[bundle.steps["source"].astype(str).str.endswith("nccl-rank0.log")]
+    assert sorted(loose["step"]) == [5, 42] and set(loose["rank"]) == {0}  # the rank its name gives
     assert any("notes.bin" in w for w in bundle.warnings)

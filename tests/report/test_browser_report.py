@@ -127,7 +127,9 @@ def demo():
 
 
 def test_demo_index_leads_with_the_64_gpu_verdict_and_names_each_runs_inputs(demo, tmp_path):
-    dom = _check_first_screen(tmp_path, demo / "index.html", "demo-index", "confirmed")
+    # telemetry alone cannot tell a checkpoint every 60 s from a loader refill: the card says "likely", the status
+    # inconclusive (the verdict words follow the scores: confirmed needs 0.8 and the next cause 0.2 behind)
+    dom = _check_first_screen(tmp_path, demo / "index.html", "demo-index", "inconclusive")
     text = _text(dom)
     assert "64 GPUs" in text and "periodic stall" in text.lower() and "playbook report --labs 12" in text
     assert text.index("data/samples/synthetic-64gpu") < text.index("data/samples/dflash-8gpu")
@@ -139,7 +141,7 @@ def test_demo_index_leads_with_the_64_gpu_verdict_and_names_each_runs_inputs(dem
     assert 'href="guide/runbook.html"' in dom and (demo / "guide" / "field-guide.html").is_file()
 
 
-@pytest.mark.parametrize("name, status", [("01_triage-synthetic-64gpu", "confirmed"),
+@pytest.mark.parametrize("name, status", [("01_triage-synthetic-64gpu", "inconclusive"),
                                           ("01_triage-dflash-8gpu", "inconclusive")])
 def test_each_triage_page_opens_with_its_verdict_card(demo, tmp_path, name, status):
     dom = _check_first_screen(tmp_path, demo / f"{name}.html", name, status)

@@ -15,7 +15,7 @@ def test_onboarding_recovers_synthetic_and_real_causes(tmp_path):
     rec = run_notebook("00_onboarding.ipynb", tmp_path, hosts=2, gpus_per_host=4, duration_s=480.0,
                        lab_steps=32, repeats=2, out_dir=str(tmp_path / "runs"))
     head = rec["headline"]  # the answer first: the embedded 64-GPU sample's verdict card
-    assert head["cause"] == "periodic_stall" and head["gpus"] == 64 and head["status"] == "confirmed", head
+    assert head["cause"] == "periodic_stall" and head["gpus"] == 64 and head["status"] == "inconclusive", head  # "likely": see the 64-GPU card test
     assert 0 < head["lost_share"] < 1 and head["gpu_hours_per_day"] > 0 and head["next_command"].startswith("playbook")
     v = rec["verdict"]
     f = v["figures"]

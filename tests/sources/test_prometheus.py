@@ -135,14 +135,6 @@ def test_addresses_and_windows():
     assert all(b2 - a1 == 15.0 for (_, a1), (b2, _) in zip(chunks, chunks[1:], strict=False))
 
 
-def test_raw_points_parse_special_values():
-    (t, v), (t2, v2) = prometheus._points([b'[[1700000000,"97"],[1700000015.5,"NaN"],[1700000030,"+Inf"],'
-                                           b'[1700000045,"-1e+03"]]', b"[]"])
-    assert list(t) == [1700000000, 1700000015.5, 1700000030, 1700000045]
-    assert v[0] == 97 and np.isnan(v[1]) and v[2] == np.inf and v[3] == -1000
-    assert len(t2) == 0 and len(v2) == 0
-
-
 @needs_server
 def test_watch_reads_the_fleet_over_its_window(server):
     import subprocess

@@ -24,6 +24,7 @@ from playbook.analysis.kineto.signatures import (
     sync_share,
 )
 from playbook.jsonable import json_float
+from playbook.knowledge import ids as cause_ids
 
 # a training step needs a handful of host reads (loss, grad norm, lr); ≥ 100 syncs in one step is a per-element loop
 PER_ELEMENT_SYNCS = 100
@@ -125,7 +126,7 @@ def _summ_dataloader(trace, findings) -> dict:
     worst, level, rows = _by_rank_level(dl, "share")
     med = _median(rows["share"])
     if level in ("moderate", "input_bound"):
-        findings.append({"hypothesis": "data_starvation", "level": "high" if level == "input_bound" else "moderate",
+        findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": "high" if level == "input_bound" else "moderate",
                          "rank": worst, "evidence": f"rank {worst}: waiting on the DataLoader takes a median "
                          f"{100 * med:.1f}% of step time over {len(rows)} profiled steps (≥ 5% moderate, ≥ 20% "
                          f"input-bound)", "share": json_float(med, 4), **_steps_at(rows, level)})
@@ -146,7 +147,7 @@ def _summ_syncs(trace, syncs, findings) -> dict:
     blocked = _median(rows["blocked_us"] / rows["dur_us"])
     exposed = _median(rows["share"])
     if level in ("moderate", "high"):
-        findings.append({"hypothesis": "host_sync", "level": level, "rank": worst, "evidence": (
+        findings.append({"hypothesis": cause_ids.HOST_SYNC, "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['syncs']):.0f} device-to-host syncs per step "
             f"({', '.join(top_ops) or 'no enclosing op'}); the GPU then sits idle for a median {100 * exposed:.1f}% "
             f"of step time (CPU blocked {100 * blocked:.1f}%)"
@@ -168,7 +169,7 @@ def _summ_launch(lb, findings) -> dict:
            "median_launch_interval_us": json_float(_median(rows["median_launch_interval_us"]), 2),
            "gpu_busy_frac": json_float(_median(rows["gpu_busy_frac"]), 3), "worst_rank": worst, "level": level}
     if level in ("moderate", "high"):
-        findings.append({"hypothesis": "launch_bound", "level": level, "rank": worst, "evidence": (
+        findings.append({"hypothesis": cause_ids.LAUNCH_BOUND, "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
             f"shorter than the {res['median_launch_interval_us']} µs between launches; the GPU waits for launches "
             f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
@@ -226,7 +227,7 @@ def _summ_pageable(trace, steps, findings) -> dict:
     res = {"copies": int(pc["count"].sum()), "mbytes": json_float(pc["bytes"].sum() / 1e6, 3),
            "time_ms": json_float(pc["time_us"].sum() / 1e3, 3), "share_of_step": json_float(sh, 4), "level": level}
     if level in ("moderate", "high"):
-        findings.append({"hypothesis": "h2d_copy", "level": level, "rank": worst, "evidence": (
+        findings.append({"hypothesis": cause_ids.H2D_COPY, "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {int(names['count'].sum())} copies to/from pageable host memory "
             f"({', '.join(sorted(set(names['name'])))}) take "
             + (f"{100 * sh:.1f}% of profiled step time" if np.isfinite(sh) else f"{res['time_ms']} ms")

@@ -13,7 +13,7 @@ from playbook.analysis.oscillation import MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import MIN_AMPLITUDE_PCT, hysteresis_states
 from playbook.analysis.oscillation.spectrum import empty_spectrum, spectrum
 from playbook.analysis.oscillation.swing import MIN_MINORITY_SHARE, SeriesOscillation, analyze_series
-from playbook.analysis.oscillation.synchrony import correlation_bins, state_grid, synchrony
+from playbook.analysis.oscillation.synchrony import correlation_bins, staggered, state_grid, synchrony
 from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series, group_mean
 from playbook.jsonable import json_float
 
@@ -47,6 +47,8 @@ class OscillationResult:
     # when nothing swings: one drop shared by the GPUs (a stall, or one cycle of a swing slower than the recording)
     # {gpus, of, start_s, end_s (s since t0), high_pct, low_pct, lost_fraction}; None otherwise
     single_drop: dict | None = None
+    # GPUs swinging with one period at phases stepping in GPU order (pipeline bubbles): synchrony.staggered's dict
+    staggered: dict | None = None
 
     def contract(self) -> dict:
         """The `oscillation` object of the diagnose JSON contract (NaN → None)."""
@@ -185,6 +187,10 @@ def _summarise_fleet(res: OscillationResult, series: GpuSeries, column: str, tab
         _fleet_period(res, [per[g] for g in swinging])
         return res
     _synchrony_groups(res, series, column, table, per, states, swinging, intervals)
+    if res.synchrony in ("independent", "groups"):  # neighbours in a pipeline overlap: they can pair up
+        found = staggered([per[g].dips_s for g in swinging], [per[g].period_s for g in swinging])
+        if found:
+            res.staggered = {**found, "gpus": [series.ids[swinging[i]] for i in found["gpus"]]}
     return res
 
 

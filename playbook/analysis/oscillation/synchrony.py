@@ -143,3 +143,33 @@ def correlation_bins(row: np.ndarray) -> float:
     d_high = p_high * len(r) / (changes / 2 + 0.5)
     d_low = (1 - p_high) * len(r) / (changes / 2 + 0.5)
     return d_high * d_low / (d_high + d_low)
+
+
+STAGGER_PERIOD_TOL = 0.1  # the GPUs share one period within 10%
+
+
+def staggered(dips: list[np.ndarray], periods: list[float], alpha: float = ALPHA) -> dict | None:
+    """Pipeline bubbles: GPUs that swing with one period but each dips at its own phase, the phases stepping in
+    order of the GPUs (stage k lags stage k-1 by a fixed share of the period). Each GPU's phase is the circular
+    mean of its dip starts modulo the period; the residual phase_k − k·step, for the best of the steps ±1/G, is
+    tested for concentration with the Rayleigh test (P(R ≥ r) ≈ exp(−G r²) for G independent uniform phases),
+    Bonferroni over the two directions. Returns {period_s, step (share of a period), p_value, gpus} or None."""
+    g = len(dips)
+    ok = [i for i in range(g) if len(dips[i]) >= 2 and np.isfinite(periods[i])]
+    if len(ok) < 3:
+        return None
+    period = float(np.median([periods[i] for i in ok]))
+    if period <= 0 or any(abs(periods[i] - period) > STAGGER_PERIOD_TOL * period for i in ok):
+        return None
+    phase = np.array([np.angle(np.exp(2j * np.pi * (dips[i][:, 0] % period) / period).mean()) for i in ok])
+    spread = np.abs(np.exp(1j * phase).mean())  # phases bunched together: synchronized, not staggered
+    best = None
+    for sign in (1.0, -1.0):
+        step = sign * 2 * np.pi / len(ok)
+        r = float(np.abs(np.exp(1j * (phase - step * np.arange(len(ok)))).mean()))
+        p = min(1.0, 2 * float(np.exp(-len(ok) * r * r)))
+        if best is None or p < best["p_value"]:
+            best = {"period_s": period, "step": sign / len(ok), "p_value": p, "gpus": ok, "spread": float(spread)}
+    if best["p_value"] >= alpha or best["spread"] > 0.5:
+        return None
+    return best

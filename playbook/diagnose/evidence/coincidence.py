@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.causes import cause_of_event
 from playbook.diagnose.evidence import ALPHA, _p
 from playbook.diagnose.ranking import Evidence, confidence, impact, support
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import cause_of_event
 
-CAUSE_DIP_SIGNATURE = {"periodic_stall": "dips_checkpoint_eval", "gc_pause": "dips_gc",
-                       "recompilation": "dips_recompile", "hardware_fault": "dips_restart"}
+CAUSE_DIP_SIGNATURE = {cause_ids.PERIODIC_STALL: "dips_checkpoint_eval", cause_ids.GC_PAUSE: "dips_gc",
+                       cause_ids.RECOMPILATION: "dips_recompile", cause_ids.HARDWARE_FAULT: "dips_restart"}
 
 
 def event_signature(kind: str) -> str | None:

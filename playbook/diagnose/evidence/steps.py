@@ -10,6 +10,7 @@ import numpy as np
 from playbook.analysis.steps import STALL_EVENT_KINDS
 from playbook.diagnose.evidence import _p
 from playbook.diagnose.ranking import Evidence, confidence, impact, support
+from playbook.knowledge import ids as cause_ids
 
 THERMAL_TIME_S = 300.0  # GPUs heat up over minutes: creep evidence is weighted by 1 - exp(-run span / this)
 
@@ -49,6 +50,11 @@ def _periodic_slow(ps: dict) -> list[Evidence]:
                        nxt, lost=ps["lost_fraction"], p_value=ps["p_value"])
     nxt = (f"the stall period is {period:.3g} s ≈ every {ps['every_n_steps']} steps: log checkpoint and "
            "eval step numbers" if period and np.isfinite(period) else None)
+    if ps.get("cadence"):
+        text += f"; {ps['cadence']}"
+        nxt = (f"log the optimizer step and checkpoint/eval step numbers: an optimizer phase on every "
+               f"{ps['every_n_steps']}th step only is gradient accumulation (benign), a checkpoint or eval there is a "
+               "stall to move off the loop")
     return support("periodic_slow", confidence(ps["p_value"]), impact(ps["lost_fraction"]), text, nxt,
                    lost=ps["lost_fraction"], p_value=ps["p_value"])
 
@@ -156,11 +162,11 @@ def explained_by_steps(summary: dict) -> dict[str, float]:
     out = {}
     ps = summary.get("periodic_slow")
     if ps and ps.get("periodic") and not ps.get("gc_lattice") and not ps.get("benign"):
-        out["periodic_stall"] = ps["hits"] / n
+        out[cause_ids.PERIODIC_STALL] = ps["hits"] / n
     gc = summary.get("gc")
     if gc and gc.get("coincide"):
-        out["gc_pause"] = gc["slow_with_gc"] / n
+        out[cause_ids.GC_PAUSE] = gc["slow_with_gc"] / n
     rc = summary.get("recompiles")
     if rc and rc.get("slow_steps_with_recompile"):
-        out["recompilation"] = rc["slow_steps_with_recompile"] / n
+        out[cause_ids.RECOMPILATION] = rc["slow_steps_with_recompile"] / n
     return out

@@ -9,6 +9,7 @@ import numpy as np
 
 from playbook.diagnose.evidence import _hosts_of, _ids, _p
 from playbook.diagnose.ranking import Evidence, confidence, impact, support
+from playbook.knowledge import ids as cause_ids
 
 
 def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str = "GPUs") -> list[Evidence]:
@@ -20,6 +21,17 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
     n_total = n_gpus or len(swinging)
     levels = f"{osc.high_pct:.0f}% → {osc.low_pct:.0f}%"
     derived = "" if osc.signal == "util_pct" else f" ({osc.signal})"
+    if osc.synchrony in ("independent", "groups") and osc.staggered:
+        st = osc.staggered
+        text = (f"{len(st['gpus'])} {label} swing {levels} with one period ({st['period_s']:.3g} s), each dipping "
+                f"{abs(st['step']):.0%} of a period after the previous one in {label[:-1] if label.endswith('s') else label} "
+                f"order (p = {st['p_value']:.2g}){derived}: pipeline bubbles — each stage idles while it waits for "
+                "the one before it")
+        nxt = ("log each stage's busy and waiting time per micro-batch (or a profiler trace on two adjacent "
+               "stages): the bubble is the wait at each stage's start; more micro-batches or an interleaved "
+               "schedule shrink it")
+        return support("staggered_swings", confidence(st["p_value"]), w, text, nxt, lost=osc.lost_fraction,
+                       p_value=st["p_value"])
     if osc.synchrony == "synchronized" or (osc.synchrony is None and len(swinging) == 1 and n_total == 1):
         return _synchronized(osc, w, n_total, levels, derived, label)
     if osc.synchrony == "groups":
@@ -43,7 +55,7 @@ def _single_drop(one: dict, label: str) -> list[Evidence]:
     return support("synchronized_untimed", 1.0, impact(one["lost_fraction"]),
                    f"{seen}; if scheduled, a checkpoint, evaluation or logging stall",
                    "record at least three times longer (three drops) and log checkpoint, eval and logging "
-                   "step numbers", readings={"data_starvation": (f"{seen}; if unscheduled, the input "
+                   "step numbers", readings={cause_ids.DATA_STARVATION: (f"{seen}; if unscheduled, the input "
                                                                 "pipeline running dry",
                                                                 _loader_check("at the drop"))})
 
@@ -68,7 +80,7 @@ def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label:
         text = f"{seen}: a stall shared by every rank at a fixed period"
         nxt = (f"the stall period is {per:.3g} s: log checkpoint, eval and logging step numbers (or record "
                f"step phases) and check which recur every {per:.3g} s")
-        readings = {"data_starvation": (
+        readings = {cause_ids.DATA_STARVATION: (
             f"{seen}: an input pipeline that runs dry on a schedule — a shuffle buffer refilled or a new shard "
             f"opened every {per:.3g} s", _loader_check(f"every {per:.3g} s", periodic=True))}
         out += support("synchronized_periodic", conf, w, text, nxt, readings=readings, lost=osc.lost_fraction,
@@ -78,7 +90,7 @@ def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label:
         k = len(osc.dips_s)
         seen = (f"{who} drop{together} from {levels} {k} time{'s' if k != 1 else ''}{derived}: too few drops "
                 "to tell a schedule from chance")
-        readings = {"data_starvation": (f"{seen}; if unscheduled, the input pipeline running dry",
+        readings = {cause_ids.DATA_STARVATION: (f"{seen}; if unscheduled, the input pipeline running dry",
                                         _loader_check("at the drops"))}
         out += support("synchronized_untimed", 1.0, w, f"{seen}; if scheduled, a checkpoint, evaluation or "
                        "logging stall", "record longer (at least three drops) and log checkpoint, eval and "
@@ -89,11 +101,11 @@ def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label:
                f"{_p(osc.p_value)}){derived}"
         text = f"{seen}: whatever stalls them is shared but not scheduled"
         readings = {
-            "data_starvation": (f"{seen}: the input pipeline running dry at random (slow reads, uneven "
+            cause_ids.DATA_STARVATION: (f"{seen}: the input pipeline running dry at random (slow reads, uneven "
                                 "decoding) stalls every rank", _loader_check("at the drops")),
-            "host_sync": (f"{seen}: host-side syncs (.item(), .cpu(), printing tensors) make every rank wait on "
+            cause_ids.HOST_SYNC: (f"{seen}: host-side syncs (.item(), .cpu(), printing tensors) make every rank wait on "
                           "the GPU at unscheduled moments", None),
-            "gc_pause": (f"{seen}: Python garbage-collection pauses hit the training loop at unscheduled "
+            cause_ids.GC_PAUSE: (f"{seen}: Python garbage-collection pauses hit the training loop at unscheduled "
                          "times", None)}
         out += support("synchronized_irregular", 1.0, w, text, readings=readings, lost=osc.lost_fraction)
     return out
@@ -116,10 +128,10 @@ def _groups(osc, w: float, derived: str, label: str) -> list[Evidence]:
             seen = f"{label} drop together per host ({hosts}) but the hosts drop at different times{derived}"
             text = f"{seen}: a per-node cause (input pipeline, storage, network, cooling)"
             readings = {
-                "data_starvation": (f"{seen}: each node's input pipeline or local storage runs dry on its own",
+                cause_ids.DATA_STARVATION: (f"{seen}: each node's input pipeline or local storage runs dry on its own",
                                     _loader_check("at each host's drops")),
-                "link_degradation": (f"{seen}: a node's network link slows its collectives or data reads", None),
-                "throttling": (f"{seen}: a node's cooling or power delivery slows all its GPUs together", None)}
+                cause_ids.LINK_DEGRADATION: (f"{seen}: a node's network link slows its collectives or data reads", None),
+                cause_ids.THROTTLING: (f"{seen}: a node's cooling or power delivery slows all its GPUs together", None)}
             out += support("host_groups", 1.0, w, text, readings=readings, lost=osc.lost_fraction)
         else:
             seen = (f"{len(groups)} groups of {label} drop together, each on its own schedule "
@@ -140,9 +152,9 @@ def _loader_check(when: str, periodic: bool = False) -> str:
 
 
 def _independent_readings(seen: str) -> dict[str, tuple[str, str | None]]:
-    return {"data_starvation": (f"{seen}: each rank's own input pipeline running dry", _loader_check("at each "
+    return {cause_ids.DATA_STARVATION: (f"{seen}: each rank's own input pipeline running dry", _loader_check("at each "
                                 "GPU's drops")),
-            "padding_imbalance": (f"{seen}: uneven work per rank (sequence lengths, padding) makes the fastest "
+            cause_ids.PADDING_IMBALANCE: (f"{seen}: uneven work per rank (sequence lengths, padding) makes the fastest "
                                   "ranks wait", None)}
 
 
@@ -269,7 +281,7 @@ def _memory_swings(t) -> list[Evidence]:
     worst = swings.sort_values("mem_swing_mib", ascending=False)
     seen = (f"memory used swings by up to {worst['mem_swing_mib'].iloc[0] / 1024:.1f} GiB on "
             f"{_ids(list(worst['id']), 4)}")
-    readings = {"recompilation": (f"{seen}: new input shapes (dynamic shapes recompiling) each allocating "
+    readings = {cause_ids.RECOMPILATION: (f"{seen}: new input shapes (dynamic shapes recompiling) each allocating "
                                   "their own buffers", None)}
     # memory moving costs no throughput by itself: it supports these causes, it is no sign of a problem
     return support("memory_swings", 1.0, min(len(swings) / len(t) + 0.3, 1.0),

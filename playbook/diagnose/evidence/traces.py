@@ -3,10 +3,11 @@ straggler and NCCL analyses."""
 
 from __future__ import annotations
 
-from playbook.causes import CAUSES, DIAGNOSIS_IDS
 from playbook.diagnose.evidence import LEVEL_CONFIDENCE
 from playbook.diagnose.findings import Finding
 from playbook.diagnose.ranking import Evidence, expand, impact, support, typical_share
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import CAUSES, DIAGNOSIS_IDS
 
 
 def from_trace_idle(idle: dict | None) -> list[Evidence]:
@@ -52,7 +53,7 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         out += expand(Finding(hyp, text, conf, 1.0, level=share, lost_share=share, names=names, next_step=nxt,
                               anomaly=conf, source=source or "findings"))
         nature = f.get("nature")
-        if hyp == "collective_straggler" and nature in ("hardware-like", "software-like"):
+        if hyp == cause_ids.COLLECTIVE_STRAGGLER and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"
             why = ("the same rank every time, its compute slower" if nature == "hardware-like" else
                    "it rotates, or it is late for host-side reasons (rank-specific work, data)")

@@ -11,12 +11,13 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from playbook import causes as catalog
 from playbook import schema
 from playbook.analysis import stats
 from playbook.diagnose import ranking
 from playbook.diagnose.regression.runs import COST_PREFIXES, DEFAULT_CAUSE, PHASE_CAUSE, RunSteps
 from playbook.diagnose.regression.text import fmt_p, fmt_seconds
+from playbook.knowledge import causes as catalog
+from playbook.knowledge import ids as cause_ids
 
 ALPHA = 0.05  # the intervals are 95%
 N_BOOT = 2000
@@ -211,7 +212,7 @@ def _cause_rows(g_runs: list[RunSteps], b_runs: list[RunSteps], columns: list[st
         if not col.startswith("cause:"):
             continue
         cid = col.split(":", 1)[1]
-        if not both_phased and cid not in ("recompilation", "gc_pause", "periodic_stall", "between_steps",
+        if not both_phased and cid not in (cause_ids.RECOMPILATION, cause_ids.GC_PAUSE, cause_ids.PERIODIC_STALL, cause_ids.BETWEEN_STEPS,
                                            DEFAULT_CAUSE):
             continue
         row = delta_row(col)
@@ -229,7 +230,7 @@ def _cause_rows(g_runs: list[RunSteps], b_runs: list[RunSteps], columns: list[st
         if score < MIN_SCORE or (not significant and not p < ALPHA):
             continue
         evidence = _cause_evidence(cid, row, events, d_wall, significant, columns)
-        if cid == "collective_straggler" and "skew:straggler" in columns:
+        if cid == cause_ids.COLLECTIVE_STRAGGLER and "skew:straggler" in columns:
             evidence.append(_straggler_text(delta_row("skew:straggler"), g_runs, b_runs))
         causes.append({"id": cid, "score": round(float(score), 3), "impact": impact, **row,
                        "evidence": evidence, "changes": [], **advice(cid)})
@@ -329,7 +330,7 @@ def _cause_evidence(cid: str, row: dict, events: list[dict], d_wall: float, sign
                    f"({e['good_per_100_steps']:.3g} → {e['bad_per_100_steps']:.3g} steps per 100 hold one, rate "
                    f"test {fmt_p(e['rate_p_value'])}){secs}{cadence}{outside}")
     phases = [p for p, c in PHASE_CAUSE.items() if c == cid and f"phase:{p}" in columns]
-    if phases and cid not in ("between_steps",):
+    if phases and cid not in (cause_ids.BETWEEN_STEPS,):
         out.append("measured in phase" + ("s " if len(phases) > 1 else " ") + ", ".join(phases))
     return out
 
@@ -368,12 +369,12 @@ def _workload_change(g_runs: list[RunSteps], b_runs: list[RunSteps]) -> dict | N
     score = ranking.confidence(p) * ranking.impact(abs(change)) * 0.5  # explains step time, not throughput
     if score < MIN_SCORE or not p < ALPHA:
         return None
-    return {"id": "workload_change", "score": round(score, 3), "impact": abs(change), "share_of_change": math.nan,
+    return {"id": cause_ids.WORKLOAD_CHANGE, "score": round(score, 3), "impact": abs(change), "share_of_change": math.nan,
             "good_s": math.nan, "bad_s": math.nan, "delta_s": math.nan, "delta_lo": math.nan, "delta_hi": math.nan,
             "p_value": p, "significant": p < ALPHA,
             "evidence": [f"tokens per step {mg:.4g} → {mb:.4g} ({change:+.0%}, {fmt_p(p)}): step times are "
                          "compared per token at GOOD's tokens per step"],
-            "changes": [], **advice("workload_change")}
+            "changes": [], **advice(cause_ids.WORKLOAD_CHANGE)}
 
 
 def compare_utilization(good_b: list[schema.Bundle], bad_b: list[schema.Bundle], n_boot: int,

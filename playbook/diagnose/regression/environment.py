@@ -12,47 +12,9 @@ from typing import Any
 
 from playbook import schema
 from playbook.diagnose.regression.text import short
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.environment import FIXED_LINKS, KEYWORD_LINKS
 
-# Which causes a changed item can produce, by the item's name (config keys, command options, env variables).
-KEYWORD_LINKS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"compil|dynamo|inductor|triton|dynamic|shape|bucket|pad|warm|backend|graph|cache",
-     ("recompilation",)),
-    (r"worker|loader|prefetch|decode|shuffle|buffer|dataset|data(?!_?parallel)|augment|num_proc|read|storage",
-     ("data_starvation",)),
-    (r"pin|non_blocking|h2d|copy", ("h2d_copy",)),
-    (r"checkpoint|ckpt|save|eval|log_(every|interval|steps)|logging", ("periodic_stall",)),
-    (r"(^|[^a-z])gc|garbage", ("gc_pause",)),
-    (r"nccl|gloo|world|nodes|ranks|ddp|fsdp|allreduce|all_reduce|bucket_cap|overlap|comm|master_|ucx|^fi_|socket|"
-     r"ib_|hca", ("collective_straggler",)),
-    (r"sync|\bitem|print", ("host_sync",)),
-    (r"alloc|memory|expandable", ("memory_pressure", "slower_compute")),
-    (r"thread|omp_|mkl_|kmp_|batch|hidden|d_model|layers|seq|len|precision|dtype|amp|bf16|fp16|tf32|model|"
-     r"device|cuda_|cublas|cudnn", ("slower_compute",)),
-)
-# Items whose meaning is known: (causes, link weight). Versions can change anything, so they link weakly.
-FIXED_LINKS: dict[str, tuple[tuple[str, ...], float]] = {
-    "python": (("gc_pause", "slower_compute", "data_starvation"), 0.5),
-    "torch": (("slower_compute", "recompilation", "collective_straggler", "memory_pressure"), 0.6),
-    "torch CUDA": (("slower_compute",), 0.6),
-    "cuDNN": (("slower_compute",), 0.6),
-    "NCCL": (("collective_straggler", "link_degradation"), 0.8),
-    "driver": (("slower_compute", "throttling"), 0.5),
-    "CUDA driver": (("slower_compute",), 0.5),
-    "GPUs": (("slower_compute", "throttling", "h2d_copy"), 0.8),
-    "CPU count": (("data_starvation", "slower_compute"), 0.8),
-    "CPU affinity": (("data_starvation", "slower_compute"), 0.8),
-    "compile cache (inductor)": (("recompilation",), 1.0),
-    "compile cache (triton)": (("recompilation",), 1.0),
-    "compile cache (inductor) location": (("recompilation",), 0.5),
-    "compile cache (triton) location": (("recompilation",), 0.5),
-    "git commit": (("slower_compute", "data_starvation", "recompilation", "periodic_stall", "host_sync"), 0.4),
-    "ranks": (("collective_straggler", "slower_compute"), 0.8),
-    "hosts": (("collective_straggler", "link_degradation"), 0.8),
-    "power limit (measured)": (("throttling", "slower_compute"), 1.0),
-    "PCIe link (measured)": (("h2d_copy", "link_degradation"), 1.0),
-    "GPU memory (measured)": (("memory_pressure", "slower_compute"), 0.6),
-    "package triton": (("recompilation", "slower_compute"), 0.6),
-}
 GROUP_PRIOR = {"versions": 0.3, "hardware": 0.3, "code": 0.2, "env": 0.2, "cache": 0.15, "config": 0.15,
                "command": 0.1, "host": 0.05}
 # Recorder / rundir bookkeeping in meta.json: not configuration.
@@ -220,9 +182,9 @@ def links(key: str, group: str) -> tuple[tuple[str, ...], float]:
         if re.search(pattern, name):
             found += [c for c in causes if c not in found]
     if group == "versions" and not found:
-        return ("slower_compute",), 0.3
+        return (cause_ids.SLOWER_COMPUTE,), 0.3
     if group == "env" and not found:
-        return ("slower_compute",), 0.3
+        return (cause_ids.SLOWER_COMPUTE,), 0.3
     return tuple(found), (1.0 if found else 0.0)
 
 

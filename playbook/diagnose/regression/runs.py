@@ -9,14 +9,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from playbook import causes as catalog
 from playbook import schema
 from playbook.analysis import stats
 from playbook.analysis import steps as steps_analysis
+from playbook.knowledge import causes as catalog
+from playbook.knowledge import ids as cause_ids
 
 SEGMENT_BREAK = 100.0  # a gap between steps longer than this many median steps, with no event in it, is a break
 PHASE_CAUSE: dict[str, str] = catalog.PHASE_CAUSE
-DEFAULT_CAUSE = "slower_compute"
+DEFAULT_CAUSE = cause_ids.SLOWER_COMPUTE
 COMPUTE_PHASES = steps_analysis.COMPUTE_PHASES
 COST_PREFIXES = ("phase:", "event:", "cause:", "net:", "skew:")  # per-step seconds columns of RunSteps.table
 
@@ -357,7 +358,7 @@ def _move_event_seconds(st: pd.DataFrame, counted: pd.DataFrame, ph_iv: dict, ro
         if remaining > 1e-12:
             inside = not np.isfinite(start_) or not np.isfinite(step_start[row]) or \
                 start_ < step_start[row] + step_dur[row]
-            target = DEFAULT_CAUSE if inside or "cause:between_steps" not in arrays else "between_steps"
+            target = DEFAULT_CAUSE if inside or "cause:between_steps" not in arrays else cause_ids.BETWEEN_STEPS
             arrays[f"cause:{target}"][row] -= remaining
         arrays.setdefault(f"cause:{cause}", np.zeros(len(st)))[row] += x
     for c, v in arrays.items():

@@ -45,6 +45,7 @@ from playbook.diagnose.regression.environment import environment, environment_di
 from playbook.diagnose.regression.runs import RunSteps, run_steps
 from playbook.diagnose.regression.text import num, short
 from playbook.jsonable import to_jsonable
+from playbook.knowledge import ids as cause_ids
 
 
 @dataclass
@@ -190,7 +191,7 @@ def _causes_from_diagnoses(diag_g: list, diag_b: list) -> list[dict]:
     sg, sb = _hyp_scores(diag_g), _hyp_scores(diag_b)
     out = []
     for hid, s in sb.items():
-        if hid == "healthy":
+        if hid == cause_ids.HEALTHY:
             continue
         rise = s - sg.get(hid, 0.0)
         if rise < 0.05:
@@ -308,7 +309,7 @@ def _verdict(mode: str, tp: dict, causes: list[dict], env: list[dict] | None = N
         f"{tp['bad']:.0f}% vs {tp['good']:.0f}%"
     ci = f"95% CI {tp['ratio_lo']:.0%}-{tp['ratio_hi']:.0%}"
     sign = 1.0 if tp["ratio"] < 1 else -1.0  # slower: a cause's time grew; faster: it shrank
-    found = [c for c in causes if c["id"] != "workload_change" and np.isfinite(c.get("p_value", math.nan))
+    found = [c for c in causes if c["id"] != cause_ids.WORKLOAD_CHANGE and np.isfinite(c.get("p_value", math.nan))
              and c["p_value"] < ALPHA and sign * float(c.get("delta_s", math.nan)) > 0]
     if not tp["significant"] and not found:
         knobs = [e for e in env or [] if e.get("causes") and e.get("score", 0) > 0.01]

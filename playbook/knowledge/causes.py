@@ -1,6 +1,6 @@
 """The cause catalog: one record per cause the playbook can name — the only place a cause is defined.
 
-    from playbook.causes import CAUSES, cause
+    from playbook.knowledge.causes import CAUSES, cause
     cause("periodic_stall").fix, cause("periodic_stall").command   # "playbook report --labs 12"
 
 Each `Cause` has an id (the hypothesis id in `playbook diagnose` JSON and the cause id in `playbook compare`), a
@@ -51,6 +51,14 @@ CATALOG: tuple[Cause, ...] = (
         "not enough data to name a cause",
         fix="record what the verdict names next (GPU utilization with clocks and power, step times, or a profiler trace) and diagnose again",
         next_step="record GPU telemetry for ≥ 10 minutes (nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw,power.limit,clocks.sm,clocks_event_reasons.active --format=csv -lms 1000) or the run's step phases (`playbook record -- python train.py`)",
+        notebook="notebooks/01_triage.ipynb",
+        kind="verdict",
+    ),
+    Cause(
+        "unexplained_slowdown",
+        "GPU time lost to something no input explains",
+        fix="record what the verdict names next, at the windows it names, and diagnose again",
+        next_step="record step phases (`playbook record -- python train.py`) and GPU power and clocks over the windows named, or a torch.profiler trace of a slow and a normal step",
         notebook="notebooks/01_triage.ipynb",
         kind="verdict",
     ),
@@ -108,6 +116,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="make the slow rank as fast as the others: move rank-specific work (checkpointing, logging, evaluation) off the training loop, balance its data, fix its host",
         next_step="record per-rank step phases (playbook record) or Kineto traces on all ranks: the rank that waits least in the collective is the straggler",
         notebook="notebooks/20_collective_stragglers.ipynb",
+        event_kinds=("nccl_timeout",),
         phases=("collective",),
     ),
     Cause(
@@ -116,7 +125,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
         next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("restart", "xid"),
+        event_kinds=("restart", "xid", "ecc", "gpu_lost"),
     ),
     Cause(
         "throttling",
@@ -124,6 +133,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="restore cooling / power delivery on the named GPU's host (airflow, fans, power capping); drain it if hardware slowdown persists",
         next_step="on the named host under load: `nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER` (clock event reasons, temperatures, power limit)",
         notebook="notebooks/20_collective_stragglers.ipynb",
+        event_kinds=("throttle",),
     ),
     Cause(
         "link_degradation",
@@ -159,6 +169,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations",
         next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
         notebook="notebooks/01_triage.ipynb",
+        event_kinds=("oom", "memory_pressure"),
     ),
     Cause(
         "slower_compute",
@@ -175,7 +186,6 @@ CATALOG: tuple[Cause, ...] = (
         next_step="wrap the code between steps in Recorder phases (rec.phase('log'), ...) and compare again",
         notebook="notebooks/40_regression_compare.ipynb",
         phases=("gap",),
-        kind="regression",
     ),
     Cause(
         "workload_change",
@@ -203,3 +213,58 @@ def cause(cause_id: str) -> Cause:
 def cause_of_event(kind: str) -> str | None:
     """The cause an event kind measures directly (case-insensitive), None when it measures none."""
     return EVENT_KIND_CAUSE.get(str(kind).strip().lower())
+
+
+# What-if accounting (playbook.analysis.accounting): the causes that can explain each kind of lost time, in the
+# order a diagnosis prefers them when the evidence is equal. A bucket goes to the best-ranked of its candidates
+# that the findings support (diagnose.attribution), to the cause of an event or phase measured at its own steps and
+# windows first, and stays "unexplained" otherwise.
+BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
+    # a slow step every N steps: a checkpoint/eval/log on a schedule, a loader refill, GC on a fixed allocation
+    # cycle; or the optimizer step of gradient accumulation (benign, with the optimizer phase as evidence)
+    "recurring_slow": ("periodic_stall", "data_starvation", "gc_pause", "recompilation", "collective_straggler"),
+    # one-off stalls: a recompile, a GC, a checkpoint, a slow read, a peer that was late
+    "stalls": ("recompilation", "gc_pause", "periodic_stall", "data_starvation", "collective_straggler",
+               "hardware_fault"),
+    # steps slower than the run's best pace for a stretch (a level shift, a creep as a device heats, a slow phase
+    # of the run): a throttled or failing device, a new straggler, allocator pressure
+    "slow_stretches": ("throttling", "hardware_fault", "collective_straggler", "memory_pressure"),
+    # time between the timed steps: logging, evaluation, data hand-off the timer does not cover
+    "outside_timer": ("between_steps", "periodic_stall", "data_starvation"),
+    # pipelined stages at different paces: the faster ones wait
+    "stage_imbalance": ("pipeline_imbalance",),
+    # all GPUs below their busy level together: something every rank waits on
+    "fleet_drops": ("periodic_stall", "data_starvation", "host_sync", "gc_pause", "collective_straggler",
+                    "recompilation", "link_degradation", "throttling"),
+    # one GPU idle or below its peers at the same moments: a starved stage, a straggler's peers, a dead worker
+    "idle_gpu": ("pipeline_imbalance", "collective_straggler", "data_starvation", "hardware_fault"),
+    # GPUs dropping each on its own schedule: per-rank input pipelines, uneven work, stages waiting on each other
+    "gpu_drops": ("data_starvation", "padding_imbalance", "pipeline_imbalance", "collective_straggler"),
+    "underused_gpu": ("pipeline_imbalance", "collective_straggler", "padding_imbalance", "data_starvation",
+                      "throttling"),
+    "lost_gpu": ("hardware_fault",),
+    # a steady low level: input, syncs, launches, communication — telemetry alone cannot tell
+    "steady_idle": ("data_starvation", "host_sync", "launch_bound", "collective_straggler", "h2d_copy"),
+    # utilization without power: kernels spinning in a collective while a peer is late
+    "busy_wait": ("collective_straggler", "link_degradation", "pipeline_imbalance"),
+    "slow_clock": ("throttling", "hardware_fault"),
+}
+# Waiting phases that no cause lists in its `phases`: a queue wait is a stage waiting on another
+PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",
+                                  "waiting": "pipeline_imbalance", "idle": "pipeline_imbalance",
+                                  "queue": "pipeline_imbalance", "queue_wait": "pipeline_imbalance",
+                                  "sync": "host_sync", "barrier": "collective_straggler", "d2h": "host_sync"}
+# Causes utilization cannot see: a throttled, failing or memory-starved GPU still runs a kernel all the time (100%
+# utilization at a fraction of its clock), and a slow link stretches kernels that read busy. On the GPU-time basis a
+# finding for one of these outranks "healthy" even when the utilization accounting shows no loss.
+UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degradation", "memory_pressure")
+# Events that are findings by themselves, whatever time they cost: the log states the fault (the readers' event
+# lexicon, readers/event_lexicon.py, names the kind). Confidence that the event means its cause: the driver's own
+# fault report (Xid, ECC, a GPU lost) 0.9; a watchdog timeout names a collective some rank never reached (a
+# straggler or a hang) 0.7; an out-of-memory error is memory pressure 0.8; a clock slowdown report 0.8.
+FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "nccl_timeout": 0.7, "oom": 0.8,
+                                  "throttle": 0.8}
+# Xid codes that report the application's own error (a bad memory access, a killed context), not the hardware
+# (NVIDIA's Xid catalog: 13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45
+# preemptive cleanup, 68 video processor exception)
+APPLICATION_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68})

@@ -1,0 +1,559 @@
+"""What-if accounting: every second of a run set against the same work at the run's own healthy pace.
+
+    from playbook.analysis.accounting import account
+    acc = account(bundle)          # Accounting | None
+    acc.lost_share, [(b.kind, b.seconds) for b in acc.buckets]
+
+Lost time = actual − what-if, split into buckets that add up to `lost_s`. The basis is the input's own time axis:
+- **GPU time** (telemetry with utilization, or SM activity): G GPUs × the recorded span. The what-if GPU is busy at
+  the level the same GPUs reach at work (the 90th percentile over time of the peers' median, the run's "busy
+  level"); a GPU's shortfall is cut into buckets by where it sits: all GPUs below the busy level at the same
+  moments (`fleet_drops`), one GPU below its peers at the same moments (`idle_gpu` when it idles throughout,
+  `underused_gpu` when its deficit is significant, else jitter), a GPU that stops reporting while its peers report
+  (`lost_gpu`), a steady level far below what a fed GPU reads (`steady_idle`: the busy level itself under
+  STEADY_FED_PCT), polls at ≥ 90% utilization at under half the power the same GPU draws at work (`busy_wait`: a
+  kernel spinning in a collective, not work) and busy polls at a clock well below the clock the same GPU reaches
+  (`slow_clock`).
+- **Wall time** (step logs without GPU telemetry), per rank: the what-if step is the rank's robust steady step
+  time (the median of its steps after warm-up, the faster side of a level shift). Excess over it is cut into
+  slow steps on a lattice (`recurring_slow`), other slow steps (`stalls`), the steps after a level shift
+  (`level_shift`), time between steps the step timer does not see (`outside_timer`: start-to-start gaps against
+  the durations), time in waiting phases of ordinary steps (`phase:data`, `phase:collective`, ...; waits are not
+  work) and, for a loop of several named work stages, the idle time a pipeline of those stages would have
+  (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Warm-up/compile is shown apart (`warmup_s`), not lost.
+
+The noise floor is the run's own jitter: the share of the basis that ordinary polls/steps spend below the busy
+level / above the steady step while nothing is flagged (GPU time: OK GPUs' deficit against their peers; wall time:
+unflagged steps' excess over the steady step), with a minimum of MIN_FLOOR. Nothing here names a cause: buckets
+carry names, windows and the evidence a diagnosis attributes them with (playbook.diagnose.attribution).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from playbook import schema
+from playbook.analysis import steps as sa
+from playbook.analysis.intervals import true_runs
+from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series
+
+# A loss under 1% of the basis is within the run-to-run repeatability of a training job's throughput (repeated
+# runs of the same job on the same nodes vary by 1-2%): below it no loss is called, whatever the jitter says.
+MIN_FLOOR = 0.01
+BUSY_Q = 90  # the busy level: the 90th percentile over time of the peers' median utilization
+STEADY_FED_PCT = 80.0  # a GPU kept fed reads >= 90% utilization; a busy level under 80% leaves >= 20% idle
+SPIN_UTIL = 90.0  # busy-waiting: >= 90% utilization ...
+SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
+SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
+IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
+MAX_WINDOWS = 8
+
+
+@dataclass
+class Bucket:
+    """One slice of the lost time: `kind`, seconds (GPU-seconds on the GPU basis, wall-seconds on the wall
+    basis), share of the basis (0-1), the GPUs/ranks involved, time windows (seconds since the run's start),
+    the steps involved (step-based buckets) and a short phrase saying what it is."""
+
+    kind: str
+    seconds: float
+    share: float = 0.0
+    names: list[str] = field(default_factory=list)
+    windows: list[tuple[float, float]] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    detail: str = ""
+    cause: str = "unexplained"
+    evidence: str = ""
+    direct: bool = False  # the cause is measured on the bucket itself (its phase, events at it), not inferred
+
+    def to_dict(self) -> dict:
+        """The bucket as the JSON contract's object."""
+        return {"kind": self.kind, "seconds": round(self.seconds, 3), "share": round(self.share, 4),
+                "cause": self.cause, "names": list(self.names[:16]),
+                "windows": [[round(a, 1), round(b, 1)] for a, b in self.windows[:MAX_WINDOWS]],
+                "steps": list(self.steps[:16]), "detail": self.detail, "evidence": self.evidence}
+
+
+@dataclass
+class Accounting:
+    """The run's time: `basis` "gpu" (GPU-seconds) or "wall" (rank wall-seconds), the total, the what-if
+    (`ideal_s` = wall − lost − warm-up), the buckets, the noise floor (share, 0-1) and how it was measured."""
+
+    basis: str
+    wall_s: float
+    buckets: list[Bucket]
+    noise_floor_share: float
+    noise_floor: str
+    warmup_s: float = 0.0
+    span_s: float = 0.0
+    units: int = 1
+    t0: pd.Timestamp | None = None  # the time windows count from (UTC), None without timestamps
+    interval_s: float = 0.0  # the grid's or the steps' resolution: how near an event must be to a window
+
+    @property
+    def lost_s(self) -> float:
+        return float(sum(b.seconds for b in self.buckets))
+
+    @property
+    def lost_share(self) -> float:
+        return float(self.lost_s / self.wall_s) if self.wall_s > 0 else 0.0
+
+    @property
+    def ideal_s(self) -> float:
+        return max(self.wall_s - self.lost_s - self.warmup_s, 0.0)
+
+    @property
+    def significant(self) -> bool:
+        """True when the loss is above the noise floor."""
+        return self.lost_share > self.noise_floor_share
+
+    def to_dict(self) -> dict:
+        """The `accounting` object of the JSON contract."""
+        return {"basis": self.basis, "wall_s": round(self.wall_s, 3), "ideal_s": round(self.ideal_s, 3),
+                "lost_s": round(self.lost_s, 3), "lost_share": round(self.lost_share, 4),
+                "noise_floor_share": round(self.noise_floor_share, 4), "noise_floor": self.noise_floor,
+                "warmup_s": round(self.warmup_s, 3), "span_s": round(self.span_s, 3), "units": self.units,
+                "buckets": [b.to_dict() for b in sorted(self.buckets, key=lambda b: -b.seconds)]}
+
+
+def account(bundle: schema.Bundle, interval_s: float | None = None,
+            series: GpuSeries | None = None) -> Accounting | None:
+    """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either."""
+    tele = bundle.telemetry
+    if len(tele):
+        col = "util_pct" if tele["util_pct"].notna().any() else None
+        if col is None and "sm_active" in tele and tele["sm_active"].notna().any():
+            tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
+            series = None
+            col = "util_pct"
+        if col is not None:
+            if series is None:
+                cols = tuple(c for c in ("util_pct", "power_w", "sm_clock_mhz") if c in tele)
+                series = gpu_series(tele, cols, interval_s=interval_s)
+            acc = gpu_accounting(series)
+            if acc is not None:
+                return acc
+    if len(bundle.steps):
+        return step_accounting(bundle.steps)
+    return None
+
+
+# ---------------------------------------------------------------- GPU time
+
+
+def _grid(series: GpuSeries) -> tuple[float, float, int]:
+    """(dt, t_start, n_bins) of the common time grid: the median sampling interval over the recorded span."""
+    intervals = np.array([series.interval(g) for g in range(len(series))])
+    dt = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else 1.0
+    lo, hi = series.span
+    n_bins = max(int((hi - lo) / dt) + 1, 1)
+    if n_bins > MAX_GRID:
+        dt *= math.ceil(n_bins / MAX_GRID)
+        n_bins = int((hi - lo) / dt) + 1
+    return dt, lo, n_bins
+
+
+def gpu_accounting(series: GpuSeries) -> Accounting | None:
+    """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls."""
+    if not len(series) or len(series.t) < 2:
+        return None
+    dt, lo, n_bins = _grid(series)
+    if n_bins < 2:
+        return None
+    util = np.clip(series.grid_means("util_pct", dt, lo, n_bins).astype(np.float64), 0.0, 100.0)
+    valid = np.isfinite(util)
+    g_count = len(series)
+    seen = valid.any(axis=1)
+    first = np.where(seen, valid.argmax(axis=1), n_bins)
+    active = np.arange(n_bins)[None, :] >= first[:, None]  # a GPU counts from its first reading on
+    peers_any = valid.sum(axis=0) > 0
+    active &= peers_any[None, :]
+    total = float(active.sum() * dt)
+    if total <= 0:
+        return None
+    with warnings.catch_warnings():  # bins where no GPU reported: NaN, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(np.where(valid, util, np.nan), axis=0) if g_count > 1 else util[0]
+    med = np.where(np.isfinite(med), med, np.nan)
+    busy = float(np.nanpercentile(med, BUSY_Q)) if np.isfinite(med).any() else 100.0
+    busy = max(busy, 1.0)
+    ids = series.ids
+    buckets: list[Bucket] = []
+    # lost GPUs: no reading from some point on while peers report
+    last = np.where(seen, n_bins - 1 - valid[:, ::-1].argmax(axis=1), -1)
+    peers_last = int(np.flatnonzero(peers_any).max()) if peers_any.any() else -1
+    gone = [g for g in range(g_count) if g_count > 1 and seen[g] and peers_last - last[g] >= max(3, n_bins // 20)]
+    gone_mask = np.zeros_like(valid)
+    for g in gone:
+        gone_mask[g, last[g] + 1:peers_last + 1] = True
+    if gone:
+        secs = float(gone_mask.sum() * dt * busy / 100.0)
+        buckets.append(Bucket("lost_gpu", secs, names=[ids[g] for g in gone],
+                              windows=[(float((last[g] + 1) * dt), float((peers_last + 1) * dt)) for g in gone],
+                              detail=f"{len(gone)} GPU{'s' if len(gone) > 1 else ''} stopped reporting while "
+                                     "peers worked"))
+    # fleet-wide drops: the peers' median below the busy level at the same moments
+    drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
+    per_bin_units = (active & ~gone_mask).sum(axis=0)
+    dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
+    fleet_secs = float((drop * per_bin_units * dt)[dipping].sum())
+    jitter_fleet = float((drop * per_bin_units * dt)[~dipping].sum())
+    if fleet_secs > 0:
+        start, length = true_runs(dipping)
+        windows = [(float(s * dt), float((s + n) * dt)) for s, n in zip(start, length, strict=True)]
+        buckets.append(Bucket("fleet_drops", fleet_secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
+                              windows=windows, detail=f"{len(windows)} drop{'s' if len(windows) != 1 else ''} of "
+                              f"the GPUs' median below their busy level {busy:.0f}%"))
+    # below peers: each GPU against the peers' median (capped at the busy level) at the same moments
+    ref = np.minimum(np.where(np.isfinite(med), med, busy), busy)[None, :]
+    deficit = np.where(valid, np.clip(ref - util, 0.0, None), 0.0) / 100.0 * dt
+    jitter = jitter_fleet
+    deep = np.zeros(n_bins, dtype=bool)
+    drops_s, drop_names = 0.0, []
+    idle, under = [], []
+    for g in range(g_count):
+        if g_count < 2 or g in gone or not valid[g].any():
+            continue
+        x = util[g][valid[g]]
+        d = deficit[g]
+        idle_g = np.percentile(x, 95) <= IDLE_PCT and busy > 2 * IDLE_PCT
+        if idle_g:
+            idle.append((g, float(d.sum())))
+        elif _significantly_below(util[g], med, valid[g]):
+            under.append((g, float(d.sum())))
+        else:
+            # a drop of its own (as deep as a fleet drop) is lost time; the shallow rest is the GPU's jitter
+            own = d * 100.0 / dt >= max(10.0, 0.25 * busy)
+            jitter += float(d[~own].sum())
+            if own.sum() >= 2:
+                drops_s += float(d[own].sum())
+                drop_names.append(ids[g])
+                deep |= own
+            else:
+                jitter += float(d[own].sum())
+    if drops_s > 0:
+        start, length = true_runs(deep)
+        buckets.append(Bucket("gpu_drops", drops_s, names=drop_names,
+                              windows=[(float(a * dt), float((a + n) * dt)) for a, n in zip(start, length, strict=True)],
+                              detail=f"{len(drop_names)} GPU{'s' if len(drop_names) > 1 else ''} dropping below "
+                                     "their peers on their own schedules"))
+    for kind, rows, what in (("idle_gpu", idle, "idle throughout while peers worked"),
+                             ("underused_gpu", under, "below their peers at the same moments")):
+        if rows:
+            secs = sum(s for _, s in rows)
+            buckets.append(Bucket(kind, secs, names=[ids[g] for g, _ in sorted(rows, key=lambda r: -r[1])],
+                                  windows=[(0.0, float(n_bins * dt))],
+                                  detail=f"{len(rows)} GPU{'s' if len(rows) > 1 else ''} {what}"))
+    # a steady level far below what a fed GPU reads
+    if busy < STEADY_FED_PCT:
+        secs = float((100.0 - busy) / 100.0 * ((active & ~gone_mask).sum()) * dt)
+        buckets.append(Bucket("steady_idle", secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
+                              windows=[(0.0, float(n_bins * dt))],
+                              detail=f"the GPUs' busy level is {busy:.0f}%: idle {100 - busy:.0f}% of the time "
+                                     "even at work"))
+    buckets += _device_buckets(series, util, valid, dt, lo, n_bins)
+    for b in buckets:
+        b.share = b.seconds / total
+    floor = max(jitter / total, MIN_FLOOR)
+    t0 = series.t0 + pd.Timedelta(seconds=lo) if series.t0 is not None else None
+    return Accounting("gpu", total, _merged([b for b in buckets if b.seconds > 0], dt), floor,
+                      f"the jitter of GPUs that no bucket flags, below the busy level {busy:.0f}% or their peers "
+                      f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
+                      span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
+
+
+def _merged(buckets: list[Bucket], tol: float) -> list[Bucket]:
+    """The buckets with touching windows (within `tol` s) merged into stretches, at most MAX_WINDOWS kept (the
+    longest)."""
+    for b in buckets:
+        out: list[list[float]] = []
+        for a, z in sorted(b.windows):
+            if out and a <= out[-1][1] + tol:
+                out[-1][1] = max(out[-1][1], z)
+            else:
+                out.append([a, z])
+        out.sort(key=lambda w: w[0] - w[1])
+        b.windows = sorted((float(a), float(z)) for a, z in out[:MAX_WINDOWS])
+    return buckets
+
+
+def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> bool:
+    """A GPU below its peers' median by >= 10 points on average, in >= 2/3 of the polls where it reports."""
+    m = ok & np.isfinite(med)
+    if m.sum() < 3:
+        return False
+    diff = med[m] - u[m]
+    return bool(diff.mean() >= 10.0 and np.mean(diff > 0) >= 2 / 3)
+
+
+def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float, lo: float,
+                    n_bins: int) -> list[Bucket]:
+    """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work."""
+    out = []
+    taken = np.zeros_like(valid)  # polls already counted as a slow clock: a capped GPU draws little power too
+    for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
+        if col not in series.values or not np.isfinite(series.values[col]).any():
+            continue
+        x = series.grid_means(col, dt, lo, n_bins).astype(np.float64)
+        busy = valid & (util >= SPIN_UTIL) & np.isfinite(x) & (x > 0)
+        secs, names, steps_on = 0.0, [], np.zeros(n_bins, dtype=bool)
+        # what a GPU draws / clocks at work: its own 90th percentile while busy, or its peers' median of theirs
+        # when that is higher (a GPU capped or spinning all along never shows its own working level)
+        own = np.array([np.percentile(x[g][busy[g]], 90) if busy[g].sum() >= 5 else np.nan
+                        for g in range(len(series))])
+        peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
+        for g in range(len(series)):
+            if busy[g].sum() < 5:
+                continue
+            ref = float(np.nanmax([own[g], peers]))
+            ratio = x[g] / ref if ref > 0 else np.ones(n_bins)
+            low = busy[g] & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken[g]
+            taken[g] |= low
+            if low.sum() >= 3:
+                # what the GPU did not do: the share of work missing from its busy polls
+                s = float(((1.0 - ratio[low]) * util[g][low] / 100.0).sum() * dt)
+                secs += s
+                names.append(series.ids[g])
+                steps_on |= low
+        if secs > 0:
+            start, length = true_runs(steps_on)
+            order = np.argsort(-length)[:MAX_WINDOWS]
+            what = ("at >= 90% utilization but under half the power the same GPU draws at work (a kernel spinning "
+                    "while it waits, not work)" if kind == "busy_wait" else
+                    f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
+            out.append(Bucket(kind, secs, names=names,
+                              windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],
+                              detail=f"{len(names)} GPU{'s' if len(names) > 1 else ''} {what}"))
+    return out
+
+
+# ---------------------------------------------------------------- wall time (steps)
+
+
+def step_accounting(steps: pd.DataFrame) -> Accounting | None:
+    """Wall-time accounting of a step table, per rank (see the module docstring); None without step times."""
+    st = sa.step_times(steps)
+    st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
+    if st.empty:
+        return None
+    t0 = st["time"].min() if st["time"].notna().all() else None
+    steps = _collective_waits(steps)
+    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0)
+                for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
+    per_rank = [r for r in per_rank if r is not None]
+    if not per_rank:
+        return None
+    total = sum(r["wall_s"] for r in per_rank)
+    merged: dict[str, Bucket] = {}
+    by_name: dict[str, dict[str, float]] = {}
+    for r in per_rank:
+        for b in r["buckets"]:
+            m = merged.setdefault(b.kind, Bucket(b.kind, 0.0, detail=b.detail))
+            m.seconds += b.seconds
+            for n in b.names:
+                by_name.setdefault(b.kind, {})[n] = by_name.get(b.kind, {}).get(n, 0.0) + b.seconds
+            m.windows += b.windows
+            m.steps = sorted(set(m.steps) | set(b.steps))
+    buckets = [b for b in merged.values() if b.seconds > 0]
+    for b in buckets:
+        b.share = b.seconds / total if total > 0 else 0.0
+        # the ranks that carry the bucket: each at least a tenth of it, largest first (a rank whose loader waits
+        # 0.17 s is named, its peers at 2 ms are not)
+        parts = sorted(by_name.get(b.kind, {}).items(), key=lambda kv: -kv[1])
+        b.names = [n for n, sec in parts if sec >= 0.1 * b.seconds]
+    jitter = sum(r["jitter_s"] for r in per_rank)
+    floor = max(jitter / total if total > 0 else 0.0, MIN_FLOOR)
+    many = len(per_rank) > 1
+    tick = float(np.median([r["step_s"] for r in per_rank]))
+    return Accounting("wall", float(total), _merged(buckets, 0.5 * tick), floor,
+                      f"the jitter of unflagged steps above the steady step time ({jitter / total:.1%} of wall "
+                      f"time; at least {MIN_FLOOR:.0%})" if total > 0 else "no time",
+                      warmup_s=float(sum(r["warmup_s"] for r in per_rank)),
+                      span_s=float(max(r["wall_s"] for r in per_rank)), units=len(per_rank) if many else 1,
+                      t0=t0, interval_s=tick)
+
+
+def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None) -> dict | None:
+    """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
+    d = g["duration_s"].to_numpy(dtype=np.float64)
+    stepno = g["step"].to_numpy(dtype=np.int64)
+    name = f"rank {rank}" if int(rank) >= 0 else ""  # a log without ranks is one process: nothing to name
+    t = g["time"]
+    times = (t - t0).dt.total_seconds().to_numpy() if t0 is not None and len(t) > 1 else None
+    # a line logged every k steps stands for k steps (its time is their mean or the last one's)
+    gaps = np.diff(stepno)
+    k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
+    per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
+    warm = sa.warmup_steps(d)
+    body, bstep, w = d[warm:], stepno[warm:], per_row[warm:]
+    if len(body) == 0:
+        return None
+    slow = sa.slow_steps(body) if len(body) >= 5 else np.zeros(len(body), dtype=bool)
+    # the local pace (rolling median, as the slow-step test uses) and the run's best sustained pace (its 10th
+    # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
+    # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
+    roll = sa._rolling_baseline(body) if len(body) >= 5 else np.full(len(body), float(np.median(body)))
+    best = float(np.percentile(roll, 10))
+    drift = np.clip(roll - best, 0.0, None)
+    stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & ~slow
+    start = (lambda i: float(times[warm + i])) if times is not None else \
+        (lambda i: float(d[:warm + i].sum()))
+    buckets: list[Bucket] = []
+    excess = np.clip(body - roll, 0.0, None)
+    lattice = _lattice(body, bstep, slow)
+    on = slow & lattice
+    for kind, mask, detail in (("recurring_slow", on, _every_phrase(body, bstep, on, best)),
+                               ("stalls", slow & ~lattice, _stall_phrase(body, slow & ~lattice, best))):
+        if mask.any():
+            idx = np.flatnonzero(mask)
+            buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
+                                  names=[name] if name else [],
+                                  windows=[(start(i), start(i) + float(body[i])) for i in idx],
+                                  steps=[int(bstep[i]) for i in idx], detail=detail))
+    if stretch.any():
+        lo, n = true_runs(stretch)
+        buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
+                              windows=[(start(int(a)), start(int(a + k - 1)) + float(body[a + k - 1]))
+                                       for a, k in zip(lo, n, strict=True)],
+                              steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
+                              detail=_stretch_phrase(body, bstep, stretch, best, lo, n)))
+    wall = float((d * per_row).sum())
+    ordinary = ~slow & ~stretch
+    if times is not None:
+        buckets += _outside_timer(times, d, stepno, warm, name)
+        wall = max(float(times[-1] - times[0] + d[-1]), wall)
+    buckets += _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(), strict=True)),
+                              name)
+    jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
+    base = best
+    return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
+            "step_s": base}
+
+
+def _lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:
+    """Steps on the lattice of the slow steps' period (analysis.steps.periodic_slow_steps), if one is found."""
+    fleet = pd.DataFrame({"step": step, "duration_s": d, "time": pd.NaT})
+    per = sa.periodic_slow_steps(fleet) if slow.sum() >= 3 else None
+    if not per or not per["periodic"]:
+        return np.zeros(len(d), dtype=bool)
+    return (step % per["every_n_steps"]) == per["residue"]
+
+
+def _every_phrase(d, step, on, base) -> str:
+    if not on.any():
+        return ""
+    n = int(np.median(np.diff(step[on]))) if on.sum() > 1 else 0
+    return (f"slow steps every {n} steps, {np.median(d[on]) / base:.1f}× the steady step" if n else
+            "slow steps on a lattice")
+
+
+def _stall_phrase(d, mask, base) -> str:
+    if not mask.any():
+        return ""
+    k = int(mask.sum())
+    worst = float(d[mask].max() / base) if base > 0 else math.inf
+    return f"{k} one-off stall{'s' if k > 1 else ''}, up to {worst:.1f}× the steady step"
+
+
+def _stretch_phrase(d, step, mask, best, lo, n) -> str:
+    k = len(lo)
+    where = f"from step {int(step[lo[0]])} on" if k == 1 and lo[0] + n[0] == len(d) else \
+        f"{k} stretch{'es' if k > 1 else ''} of {int(mask.sum())} steps"
+    return f"steps slower than the run's best pace ({best:.3g} s) {where}, up to {d[mask].max() / best:.2f}×"
+
+
+def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int, name: str) -> list[Bucket]:
+    """Start-to-start gaps longer than the step they start (time the step timer does not see), beyond the run's
+    own typical gap excess; when lines are logged every k steps, a gap covers k steps."""
+    if len(times) < 4:
+        return []
+    gap = np.diff(times)
+    k = np.clip(np.diff(step), 1, None).astype(np.float64)
+    body = slice(warm, None)
+    # a line's time may be its step's start or its end: the longer of the two neighbours keeps a slow step's own
+    # excess out of this bucket
+    outside = np.clip(gap - np.maximum(d[:-1], d[1:]) * k, 0.0, None)[body]
+    if not len(outside) or not np.isfinite(outside).all():
+        return []
+    # what the timer misses routinely (a logging line, the loop's own overhead) is part of the healthy pace: the
+    # 10th percentile, so that stretches covering half the run still stand out
+    typical = float(np.percentile(outside, 10))
+    extra = np.clip(outside - typical, 0.0, None)
+    scale = float(np.median((d[1:] * k)[body])) if len(d) > 1 else 0.0  # the typical gap the timer explains
+    # a line's time is its step's start or, when the reader took it back from the printed end, end − duration:
+    # the coarser of the two resolutions is the clock's; a clock coarser than a quarter of the typical gap (whole
+    # seconds on sub-second steps logged every step) cannot show time outside the timer
+    tick = max(_resolution(times), _resolution(times + d))
+    if not np.isfinite(scale) or scale <= 0 or tick > 0.25 * scale:
+        return []
+    flagged = extra > max(0.05 * scale, 2 * tick)
+    if flagged.sum() < 1 or extra[flagged].sum() <= 0:
+        return []
+    idx = np.flatnonzero(flagged) + warm
+    return [Bucket("outside_timer", float(extra[flagged].sum()), names=[name] if name else [],
+                   windows=[(float(times[i]), float(times[i + 1])) for i in idx],
+                   steps=[int(step[i]) for i in idx],
+                   detail=f"{int(flagged.sum())} gap{'s' if flagged.sum() > 1 else ''} between steps longer than "
+                          "the step timer measured (time spent outside the timed step)")]
+
+
+COLLECTIVE_PHASES = ("collective", "barrier")
+
+
+def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` with each collective phase cut to its wait: for each step, the shortest duration across ranks is the
+    transfer (work every rank does), the rest is waiting for the last rank. One rank: no peers, no wait known."""
+    coll = steps["phase"].astype(str).isin(COLLECTIVE_PHASES)
+    if not coll.any() or steps.loc[coll, "rank"].nunique() < 2:
+        return steps[~coll] if coll.any() else steps
+    part = steps[coll]
+    wait = part["duration_s"] - part.groupby(["phase", "step"])["duration_s"].transform("min")
+    # who waits changes from step to step with the ranks' jitter: only a rank's typical wait beyond the least-waiting
+    # rank's is a persistent loss (a straggler the others wait for); the step-to-step rest is noise
+    typical = wait.groupby(part["rank"]).transform("median")
+    persistent = (typical - typical.groupby(part["rank"]).first().min()).clip(lower=0.0)
+    return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
+
+
+def _resolution(times: np.ndarray) -> float:
+    """The timestamps' resolution in seconds: the coarsest of 1 s, 0.1 s, 0.01 s, 1 ms that every time is a
+    multiple of (relative to the first), else 1 µs."""
+    rel = times - times[0]
+    for tick in (1.0, 0.1, 0.01, 0.001):
+        if np.all(np.abs(rel / tick - np.round(rel / tick)) < 1e-3):
+            return tick
+    return 1e-6
+
+
+def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str) -> list[Bucket]:
+    """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
+    between named work stages."""
+    part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
+    if part.empty:
+        return []
+    weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
+    secs = weighted.groupby(part["phase"].astype(str)).sum()
+    out = []
+    for phase, s in secs.items():
+        if phase in sa.WAIT_PHASES and s > 0:
+            what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
+                    if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
+            out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
+                              detail=what))
+    stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES
+                   and p != "other"]]
+    stages = stages[stages > 0]
+    if len(stages) >= 2:
+        top = str(stages.idxmax())
+        # a pipeline of k stages runs at the slowest one's pace: the others idle 1 - mean/max of the time
+        lost = float(stages.sum() * (1.0 - stages.mean() / stages.max()))
+        share = float(stages.max() / secs.sum()) if secs.sum() > 0 else 0.0
+        out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
+                          detail=f"the {top} stage takes {share:.0%} of every step by its own timers: in a "
+                                 f"pipeline of the {len(stages)} stages the others idle while it runs"))
+    return out

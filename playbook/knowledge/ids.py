@@ -1,0 +1,25 @@
+"""The cause ids as names: `ids.PERIODIC_STALL` rather than the literal, so that every id is spelled once, in
+playbook.knowledge.causes (tests/test_knowledge.py checks that the two agree)."""
+
+from __future__ import annotations
+
+HEALTHY = "healthy"
+INSUFFICIENT_DATA = "insufficient_data"
+UNEXPLAINED_SLOWDOWN = "unexplained_slowdown"
+DATA_STARVATION = "data_starvation"
+H2D_COPY = "h2d_copy"
+PERIODIC_STALL = "periodic_stall"
+HOST_SYNC = "host_sync"
+GC_PAUSE = "gc_pause"
+RECOMPILATION = "recompilation"
+COLLECTIVE_STRAGGLER = "collective_straggler"
+HARDWARE_FAULT = "hardware_fault"
+THROTTLING = "throttling"
+LINK_DEGRADATION = "link_degradation"
+PADDING_IMBALANCE = "padding_imbalance"
+PIPELINE_IMBALANCE = "pipeline_imbalance"
+LAUNCH_BOUND = "launch_bound"
+MEMORY_PRESSURE = "memory_pressure"
+SLOWER_COMPUTE = "slower_compute"
+BETWEEN_STEPS = "between_steps"
+WORKLOAD_CHANGE = "workload_change"

@@ -1,0 +1,72 @@
+"""Signatures → causes: how strongly each signature an analyzer reports (diagnose.findings.Finding.signature) points
+at each cause, 0-1, with the reason for each row. The ranker (diagnose.ranking) multiplies a finding's confidence
+and weight by these; the evaluation (tests/diagnose/test_eval_confusion.py) is the check — change a value only with
+its confusion matrix in hand."""
+
+from __future__ import annotations
+
+SPECIFICITY: dict[str, dict[str, float]] = {
+    # Each row: how strongly one signature points at each cause (0-1), with the reason. The values are ordinal
+    # judgements from how often each cause produces the signature in the labs and public reports; the evaluation
+    # (tests/diagnose/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
+    # a shared drop on a schedule: checkpoint/eval/log every N steps mostly, a shard/shuffle refill sometimes
+    "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
+    # a shared drop at random: the input pipeline running dry mostly; syncs and GC pauses also hit all ranks
+    "synchronized_irregular": {"data_starvation": 0.55, "host_sync": 0.2, "gc_pause": 0.2},
+    # fewer than 3 drops: neither a period nor irregularity can be tested — the two readings share the support
+    "synchronized_untimed": {"periodic_stall": 0.4, "data_starvation": 0.4},
+    # each GPU on its own schedule: per-rank input pipelines, or uneven work per rank
+    "independent_swings": {"data_starvation": 0.45, "padding_imbalance": 0.35},
+    # per-node drops: node-local input/storage first, then the node's link or cooling
+    "host_groups": {"data_starvation": 0.45, "link_degradation": 0.3, "throttling": 0.2},
+    # busy while the other group idles and back: producer/consumer stages, little else does this
+    "antiphase": {"pipeline_imbalance": 0.85},
+    # one period, each GPU's dip a fixed step after the previous GPU's: the bubbles of a pipeline schedule
+    "staggered_swings": {"pipeline_imbalance": 0.85},
+    "idle_and_saturated": {"pipeline_imbalance": 0.7},  # one side saturated, the other starved: a bottleneck stage
+    "idle_only": {"pipeline_imbalance": 0.45, "data_starvation": 0.25},  # some GPUs low, none saturated: weaker
+    # peers busy at low power while one GPU idles: they wait for it in a collective — a direct measurement
+    "waiting_straggler": {"collective_straggler": 0.9},
+    "straggler_no_power": {"collective_straggler": 0.6},  # the same, without power to show the peers wait
+    "straggler_periodic": {"periodic_stall": 0.75},  # one rank's own periodic work (rank-0 checkpoint, eval)
+    # an idle laggard: its host is late (rank-specific work, data skew); hardware needs device evidence
+    "straggler_persistent": {"collective_straggler": 0.6, "padding_imbalance": 0.2},
+    "rotating": {"padding_imbalance": 0.5, "data_starvation": 0.3},  # the data decides who is slow
+    "throttle_bits": {"throttling": 0.9},  # the driver says why the clock is held down: a direct measurement
+    # a low busy clock without reason bits: throttling mostly, a degraded board sometimes
+    "slow_clock": {"throttling": 0.75, "hardware_fault": 0.3},
+    # busy at a low clock with power at the enforced limit: the limit holds the clock down
+    "power_cap": {"throttling": 0.9},
+    "lost": {"hardware_fault": 0.9},  # errors then silence while peers report: Xid-like loss of the device
+    "host_lost": {"hardware_fault": 0.4},  # a whole node silent: the node died, or only its logging did
+    "memory_full": {"memory_pressure": 0.55},  # near-full memory makes the allocator retry, not always
+    "memory_swings": {"memory_pressure": 0.35, "recompilation": 0.15},  # churn; new shapes allocate new buffers
+    "periodic_slow_events": {"periodic_stall": 0.95},  # slow steps on a lattice with a stall event at them
+    "dips_checkpoint_eval": {"periodic_stall": 0.9},  # checkpoint/eval events overlap the drops
+    "dips_logging": {"periodic_stall": 0.6, "host_sync": 0.2},  # logging stalls, or the .item() it does
+    "dips_gc": {"gc_pause": 0.9},
+    "dips_recompile": {"recompilation": 0.9},
+    "dips_restart": {"hardware_fault": 0.3},  # restarts follow faults, but also preemption and code errors
+    "host_writes_in_dips": {"periodic_stall": 0.6},  # disk writes during the drops: checkpoint or log writing
+    "host_reads_in_dips": {"data_starvation": 0.55},  # disk reads during the drops: input being read
+    "host_cpu_in_dips": {"data_starvation": 0.45, "gc_pause": 0.15},  # CPU-bound loader, or Python work
+    "host_net_in_dips": {"periodic_stall": 0.3, "data_starvation": 0.3},  # checkpoints or data on the network
+    "periodic_slow": {"periodic_stall": 0.8},  # slow every N steps without a logged marker
+    "gc": {"gc_pause": 0.9},  # GC events cover the slow steps' extra time: a direct measurement
+    "creep": {"throttling": 0.55, "memory_pressure": 0.25},  # slowing over minutes: heat, or fragmentation
+    # a jump that stays: a device slowing (throttle), a straggler appearing, or a changed workload or code path
+    "level_shift": {"throttling": 0.4, "collective_straggler": 0.35, "hardware_fault": 0.15},
+    "recompile": {"recompilation": 0.9},  # recompilation events logged at the slow steps
+    "phase_data": {"data_starvation": 1.0},  # time blocked on the loader, measured: the cause itself
+    "phase_h2d": {"h2d_copy": 0.8},  # copy time measured; part of it may be a sync hiding in the copy
+    "phase_stall": {"periodic_stall": 0.7},  # checkpoint/eval/log phases measured, without a lattice
+    "trace_finding": {},  # the finding's own hypothesis, at 1.0
+    "straggler_hardware": {"hardware_fault": 0.45, "throttling": 0.3},  # same rank, slower compute: the device
+    "straggler_software": {"padding_imbalance": 0.35, "data_starvation": 0.25},  # rotates or late host-side
+    # GPU idle inside profiled steps that no specific trace analysis accounts for, by HTA's idle category:
+    # waiting for the host to issue work (the host is busy elsewhere: input, Python, a GC), short gaps between
+    # back-to-back kernels (launch overhead), or waits on work already issued (syncs, copies, other streams)
+    "trace_idle_host": {"data_starvation": 0.4, "launch_bound": 0.25, "host_sync": 0.15, "gc_pause": 0.1},
+    "trace_idle_kernel": {"launch_bound": 0.8},
+    "trace_idle_other": {"host_sync": 0.35, "h2d_copy": 0.25, "collective_straggler": 0.2},
+}

@@ -1,0 +1,234 @@
+"""A log line's prefixes, read once before any scanner sees the line: who printed it (the rank), when, at what
+level, and through which logger — so the step grammar sees only the message.
+
+Ranks, from the launcher or logger that tags each line:
+  torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
+  `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
+  `3: `, Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a per-process id: the rank a worker's first line names,
+  `[rank=N, world_size=...]`, else the order the processes first print); else the rank in the file's path
+  (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
+Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `%m/%d/%Y`, glog / absl
+  `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
+  a date inside a logger's bracket (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W
+  f.py:38]`), MLPerf's `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
+Logger heads after the time: loguru `| INFO     | module:function:line - `, logging's `- name - LEVEL - `, `name
+  LEVEL: ` and `LEVEL:name:`, torch elastic's `name: [LEVEL] `, Hugging Face's `>> `, and bracketed tags (`[XTuner]`,
+  `[INFO]`, `[logging.py:96:log_dist]`, `[INFO|trainer.py:2463]`) — a bracket holding a counter (`[12/100]`,
+  `[batch=3/9]`, `[100] k=v`) or a mode word (`[eval]`) is the message's, not a tag. pdsh's `host: ` label before a
+  time stamp or tag is dropped (the host is the file's). Every pattern is anchored and bounded (no nested
+  quantifiers).
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from functools import lru_cache
+from pathlib import PurePath
+
+from playbook.readers.step_vocab import NAT
+
+_LEVEL_WORDS = r"TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARN|WARNING|ERROR|CRITICAL|FATAL|EXCEPTION"
+LOUD = ("WARN", "WARNING", "ERROR", "CRITICAL", "FATAL", "EXCEPTION", "W", "E", "F")  # levels worth counting
+
+_RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*[:=]?\s*(\d+)\]\s*:?|\[(?:\d+,)?(\d+)\]<std(?:out|err)>:|"
+                          r"(\d{1,5}):(?= )|rank\s?(\d{1,6})\s*:(?=\s))\s*", re.IGNORECASE)
+_RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60} )?pid=(\d+)(?:, ip=([\w.:-]{1,60}))?\)\s*")
+_RAY_RANK = re.compile(r"\[rank=(\d+), world_size=")
+_RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
+_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
+                  r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
+_US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
+_GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")
+# a leading bracket of at most 160 characters without a nested bracket: a tag when it holds a level, a source
+# location, a date or a single short name — not a counter, a `key=value` or a mode word
+_BRACKET = re.compile(r"^\s*\[([^\[\]\n]{1,160})\]\s*:?\s*")
+_TAG_LEVEL = re.compile(r"(?:^|[\s|])(" + _LEVEL_WORDS + r")(?=$|[\s|\]:])|(?:^|\s)([IWEF])\s", re.IGNORECASE)
+_TAG_WHERE = re.compile(r"[\w.-]\.(?:py|cc|cpp|c|h|rs|go|java|scala|jl):\d+|^[\w.-]+:\d+(?::\w+)?$")
+_TAG_NAME = re.compile(r"^[A-Za-z][\w.-]{0,23}$")
+_TAG_RANK = re.compile(r"^(?:rank|default)\s*[:=]?\s*(\d+)(?:\s*/\s*\d+)?$", re.IGNORECASE)
+# pdsh's "host: " label (DeepSpeed's multi-node launcher) before a time stamp or a bracketed tag: a name with a digit
+_HOST_LABEL = re.compile(r"^\s*(?=[\w.-]{0,63}\d)[A-Za-z0-9][\w.-]{0,63}:\s+(?=\[|\d{4}[-/])")
+_MODE_WORDS = {"train", "training", "eval", "evaluation", "val", "valid", "validation", "test", "testing", "predict",
+               "sanity"}
+_DATE_IN = re.compile(r"(\d{4})[-/](\d{2})[-/](\d{2})[ T,_](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?")
+_LOGGER_HEAD = re.compile(
+    r"^\s*(?:\|\s*(?P<l1>" + _LEVEL_WORDS + r")\s*\|\s*[^\s|]{1,200}\s+-\s+"  # loguru
+    r"|-\s+(?:[\w.<>-]{1,80}\s+-\s+)?(?P<l2>" + _LEVEL_WORDS + r")\s+-\s+(?:[\w.<>-]{1,80}\s+-\s+)?"  # logging dashes
+    r"|[\w.<>-]{1,80}\s+(?P<l3>" + _LEVEL_WORDS + r"):\s+"  # "maskrcnn_benchmark.trainer INFO: "
+    r"|[\w.<>-]{1,80}:\s+\[(?P<l5>" + _LEVEL_WORDS + r")\]\s+"  # torch elastic's "name: [ERROR] "
+    r"|(?P<l4>" + _LEVEL_WORDS + r")(?::[\w.<>-]{1,80}:|\s+(?=\S))"  # basicConfig's "INFO:root:", "INFO step ..."
+    r"|>>\s+)")  # Hugging Face's "[INFO|trainer.py:2134] 2024-... >> "
+_STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*['\"]?(\d{4})-(\d{2})-(\d{2})[ T]"
+                          r"(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?")
+_STRUCT_LEVEL = re.compile(r"\blevel\s*[=:]\s*['\"]?(\w+)")
+_MLLOG_TIME = re.compile(r"\"time_ms\"\s*:\s*(\d{10,16})")
+# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_PATH_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|worker|proc|process)[_\-.]?(\d{1,6})(?=$|[^a-z0-9])", re.IGNORECASE)
+_ELASTIC = re.compile(r"attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.\w+$")
+MAX_STEPS = 8  # prefixes read per line: `[rank3]: [2024-...] [INFO] [file.py:9] [Rank 3] ...` has five
+
+
+def rank_from_path(path: str | PurePath) -> int:
+    """The rank a file's path names (-1 when none): its name or one of its two parent folders as `rank3`,
+    `rank_03`, `worker-3`, `proc3` (the innermost wins), or torch elastic's `attempt_N/<rank>/stdout.log`."""
+    p = PurePath(path)
+    if (m := _ELASTIC.search(p.as_posix())):
+        return int(m.group(1))
+    for part in (p.name, *[q.name for q in list(p.parents)[:2]]):
+        if (m := _PATH_RANK.search(part)):
+            return int(m.group(1))
+    return -1
+
+
+def _rank(digits: str) -> int:
+    """A rank's number; -1 (unknown) beyond int32, where torch.distributed's ranks live (a 20-digit number in
+    brackets is an id, and would not fit the int64 rank column)."""
+    return int(digits) if len(digits) < 10 else -1
+
+
+@lru_cache(maxsize=4096)
+def _offset_ns(tz: str, y: int, mo: int, d: int, h: int) -> int:
+    """UTC offset (ns) of local time in `tz` at that hour (cached: one zoneinfo lookup per hour of log)."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    off = datetime(y, mo, d, h, tzinfo=ZoneInfo(tz)).utcoffset()
+    return int(off.total_seconds() * 1e9) if off is not None else 0
+
+
+def to_ns(y, mo, d, h, mi, s, frac, tz, zone=None) -> int:
+    """int64 ns UTC of a wall-clock reading in zone `zone` (`Z`, `+02:00`) or else time zone `tz`; NAT if invalid."""
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
+        return NAT
+    try:
+        secs = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return NAT
+    ns = secs * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0)
+    if zone:
+        if zone == "Z":
+            return ns
+        sign = -1 if zone[0] == "-" else 1
+        z = zone[1:].replace(":", "")
+        return ns - sign * (int(z[:2]) * 3600 + int(z[2:4] or 0) * 60) * 1_000_000_000
+    if tz and tz != "UTC":
+        try:
+            return ns - _offset_ns(tz, y, mo, d, h)
+        except Exception:  # an unknown zone was rejected earlier; a non-existent local time keeps UTC
+            return ns
+    return ns
+
+
+class Prefix:
+    """Reads a line's rank, time, level and logger prefixes (see the module docstring). Remembers the last full
+    date for glog's year-less stamps and Ray's process ids; `kinds` counts which prefixes were read."""
+
+    def __init__(self, tz: str = "UTC", default_rank: int = -1):
+        self.tz = tz or "UTC"
+        self.default_rank = default_rank
+        self.year: int | None = None
+        self.ray: dict[tuple[str, str], int] = {}
+        self.kinds: dict[str, int] = {}
+        self.level, self.tagged = "", False  # of the last line split
+
+    def _seen(self, kind: str) -> None:
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
+
+    def split(self, line: str) -> tuple[int, int, str]:
+        """(rank, time ns or NAT, message) of a line; the level is left in `self.level` ("" when none)."""
+        rank, t, level = -1, NAT, ""
+        body = _ANSI.sub("", line) if "\x1b" in line else line
+        for _ in range(MAX_STEPS):
+            start = body
+            if rank < 0 and (m := _RANK_PREFIX.match(body)):
+                rank, body = _rank(next(g for g in m.groups() if g is not None)), body[m.end():]
+                self._seen("rank prefix")
+            if rank < 0 and body[:1] in " (" and (m := _RAY.match(body)):
+                rank, body = self._ray(m, body[m.end():]), body[m.end():]
+            if t == NAT and (m := _HOST_LABEL.match(body)):
+                body = body[m.end():]
+                self._seen("host label")
+            if t == NAT and (got := self._time(body)) is not None:
+                t, body, glevel = got
+                level = level or glevel
+            if body[:1] in " [" and (m := _BRACKET.match(body)):
+                tag = self._tag(m.group(1), t, rank)
+                if tag is not None:
+                    t, rank, tlevel = tag
+                    level = level or tlevel
+                    body = body[m.end():]
+            if (m := _LOGGER_HEAD.match(body)) and m.end() < len(body):
+                level = level or next((g for g in m.groups() if g), "")
+                body = body[m.end():]
+                self._seen("logger head")
+            if body is start:
+                break
+        if t == NAT and ("time" in body or "ts" in body) and (m := _STRUCT_TIME.search(body)):
+            t = to_ns(*(int(g) for g in m.groups()[:6]), m.group(7), self.tz, m.group(8))
+            if (lv := _STRUCT_LEVEL.search(body)):
+                level = lv.group(1)
+            self._seen("key=value time")
+        if t == NAT and body.startswith(":::MLL") and (m := _MLLOG_TIME.search(body)):
+            t = int(m.group(1)) * 1_000_000
+        if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
+            rank = _rank(m.group(1))
+        self.level = level.upper()
+        self.tagged = rank >= 0  # the line itself named its rank (not the file's path)
+        return (rank if rank >= 0 else self.default_rank), t, body
+
+    def _ray(self, m: re.Match, rest: str) -> int:
+        """A Ray worker's process id → its rank (named by its first line's `[rank=N, world_size=`) or the order
+        in which the processes first printed (the lowest id not yet taken)."""
+        key = (m.group(1), m.group(2) or "")
+        if key not in self.ray:
+            named = _RAY_RANK.search(rest)
+            used = set(self.ray.values())
+            self.ray[key] = int(named.group(1)) if named else next(i for i in range(len(used) + 1) if i not in used)
+        self._seen("Ray process")
+        return self.ray[key]
+
+    def _time(self, body: str) -> tuple[int, str, str] | None:
+        """(time, rest, glog level) when the body starts with a time stamp; None otherwise."""
+        if body[:1] not in " [0123456789IWEFVD":
+            return None
+        if (m := _ISO.match(body)) and (body.lstrip()[:1] != "[" or "]" in m.group(0)):
+            y = int(m.group(1))
+            self.year = y
+            self._seen("time")
+            return to_ns(y, *(int(g) for g in m.groups()[1:6]), m.group(7), self.tz, m.group(8)), body[m.end():], ""
+        if (m := _US_DATE.match(body)):
+            y = int(m.group(3))
+            y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)
+            self.year = y
+            self._seen("time")
+            return (to_ns(y, int(m.group(1)), int(m.group(2)), *(int(g) for g in m.groups()[3:6]), m.group(7),
+                          self.tz), body[m.end():], "")
+        if (m := _GLOG.match(body)):
+            t = NAT
+            if self.year is not None:
+                t = to_ns(self.year, *(int(g) for g in m.groups()[1:6]), m.group(7), self.tz)
+            self._seen("glog")
+            return t, body[m.end():], m.group(1)
+        return None
+
+    def _tag(self, inner: str, t: int, rank: int) -> tuple[int, int, str] | None:
+        """(time, rank, level) a leading bracket's content gives, or None when the bracket is the message's."""
+        s = inner.strip()
+        low = s.lower()
+        if rank < 0 and (m := _TAG_RANK.match(s)):
+            self._seen("rank prefix")
+            return t, _rank(m.group(1)), ""
+        if "=" in s or re.fullmatch(r"[\d\s/,.:%]*", s) or low in _MODE_WORDS:
+            return None  # `[batch=3/9]`, `[12/100]`, `[100]`, `[eval]`: a counter or a mode, not a tag
+        level = m.group(1) or m.group(2) if (m := _TAG_LEVEL.search(s)) else ""
+        date = _DATE_IN.search(s)
+        if not (level or date or _TAG_WHERE.search(s) or _TAG_NAME.match(s)):
+            return None
+        if date and t == NAT:
+            y = int(date.group(1))
+            self.year = y
+            t = to_ns(y, *(int(g) for g in date.groups()[1:6]), date.group(7), self.tz)
+        self._seen("logger tag")
+        return t, rank, level or ""

@@ -1,0 +1,135 @@
+"""The text table torch.profiler prints (`prof.key_averages().table(...)`, also `print(prof)` and Lightning's
+PyTorchProfiler report), read into op-level rows wherever it appears in a text log (a line scanner of lines.py).
+
+The table (torch/autograd/profiler_util.py `_build_table`): a rule of dashes whose runs give the columns, a header
+row (`Name  Self CPU %  Self CPU  CPU total %  CPU total  CPU time avg  [Self CUDA  Self CUDA %  CUDA total  CUDA
+time avg]  [CPU Mem ...]  # of Calls  [Input Shapes ...]`; the device may be CUDA, XPU, MTIA, PrivateUse1 or
+"Device"), a rule, one row per op (times with their units, `12.979us`, `1.665ms`), a rule, then `Self CPU time
+total: 9.039ms` and `Self CUDA time total: 9.370ms`. Any sort column and any subset of optional columns: columns are
+found by their header words, not their position.
+
+Rows: name, self_cpu_s, cpu_total_s, self_device_s, device_total_s, calls (NaN where the table has no such column).
+Summary (`summary()`): ops, the totals, the top ops by self device (else self CPU) time, kernel launches (calls of
+cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), and the data loader's share of self CPU time (ops named
+`enumerate(DataLoader)...`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
+_GAP = re.compile(r"\s{2,}")
+_TIME = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)$")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+_TOTAL = re.compile(r"^\s*Self (\w+) time total:\s*(\S+)\s*$")
+_LAUNCH = re.compile(r"^(?:cuda|cu|hip)LaunchKernel", re.IGNORECASE)
+MAX_OPS = 20_000  # rows kept per file: a log of endless tables cannot grow memory
+
+
+def _seconds(text: str) -> float:
+    m = _TIME.match(text.strip())
+    return float(m.group(1)) * _UNITS[m.group(2)] if m else math.nan
+
+
+def _column_roles(header: list[str]) -> dict[str, int]:
+    """role -> column index, from the header cells."""
+    roles: dict[str, int] = {}
+    for i, cell in enumerate(header):
+        c = " ".join(cell.split())
+        low = c.lower()
+        if i == 0 and low == "name":
+            roles["name"] = i
+        elif c == "Self CPU":
+            roles["self_cpu_s"] = i
+        elif c == "CPU total":
+            roles["cpu_total_s"] = i
+        elif low.startswith("self ") and not low.endswith(("%", "mem")) and "cpu" not in low:
+            roles["self_device_s"] = i  # Self CUDA / Self XPU / Self Device
+        elif low.endswith(" total") and "cpu" not in low and not low.endswith("%"):
+            roles["device_total_s"] = i
+        elif low == "# of calls":
+            roles["calls"] = i
+    return roles
+
+
+class ProfilerTables:
+    """The line scanner: feed(body) for every line; True when the line belongs to a profiler table."""
+
+    def __init__(self):
+        self.rows: list[dict] = []
+        self.tables = 0
+        self.totals: dict[str, float] = {}
+        self._spans: list[tuple[int, int]] | None = None  # the columns of the table being read
+        self._roles: dict[str, int] | None = None
+        self._state = ""  # "" outside, "header" after the first rule, "rows" after the second
+
+    def feed(self, body: str) -> bool:
+        if _RULE.match(body):
+            if self._state == "":
+                self._spans = [m.span() for m in re.finditer(r"-+", body)]
+                self._state = "header"
+            elif self._state == "header" and self._roles is not None:
+                self._state = "rows"
+            else:  # the closing rule
+                self._state, self._roles = "", None
+            return True
+        if self._state == "header":
+            cells = self._cells(body)
+            roles = _column_roles(cells)
+            if "name" not in roles or not ({"self_cpu_s", "self_device_s"} & roles.keys()):
+                self._state, self._spans = "", None  # another dashed table
+                return False
+            self._roles = roles
+            self.tables += 1
+            return True
+        if self._state == "rows":
+            self._row(self._cells(body))
+            return True
+        if (m := _TOTAL.match(body)) and self.tables:
+            self.totals[m.group(1)] = self.totals.get(m.group(1), 0.0) + _seconds(m.group(2))
+            return True
+        return False
+
+    def _cells(self, body: str) -> list[str]:
+        """A row's cells: split at runs of two or more spaces (cells are right-aligned, two spaces apart, and
+        hold single spaces only: a pasted table whose padding moved still reads), else at the rule's columns."""
+        spans = self._spans or []
+        cells = _GAP.split(body.strip())
+        if len(cells) == len(spans):
+            return cells
+        out = [body[a:b] for a, b in spans[:-1]]
+        if spans:
+            out.append(body[spans[-1][0]:])  # the last column may run past its rule (input shapes)
+        return [c.strip() for c in out]
+
+    def _row(self, cells: list[str]) -> None:
+        if len(self.rows) >= MAX_OPS or not cells or not cells[0]:
+            return
+        roles = self._roles or {}
+        row = {"name": cells[roles["name"]]}
+        for key in ("self_cpu_s", "cpu_total_s", "self_device_s", "device_total_s"):
+            row[key] = _seconds(cells[roles[key]]) if key in roles and roles[key] < len(cells) else math.nan
+        calls = cells[roles["calls"]] if "calls" in roles and roles["calls"] < len(cells) else ""
+        row["calls"] = float(calls) if calls.isdigit() else math.nan
+        self.rows.append(row)
+
+    def summary(self) -> dict | None:
+        """What the tables hold (see the module docstring); None when the file printed none."""
+        if not self.rows:
+            return None
+        rows = self.rows
+        device = any(math.isfinite(r["self_device_s"]) for r in rows)
+        key = "self_device_s" if device else "self_cpu_s"
+        top = sorted((r for r in rows if math.isfinite(r[key]) and r[key] > 0), key=lambda r: -r[key])[:5]
+        self_cpu = self.totals.get("CPU") or sum(r["self_cpu_s"] for r in rows if math.isfinite(r["self_cpu_s"]))
+        loader = sum(r["cpu_total_s"] for r in rows if r["name"].startswith("enumerate(DataLoader)")
+                     and math.isfinite(r["cpu_total_s"]))
+        return {"tables": self.tables, "ops": len(rows),
+                "self_cpu_total_s": self_cpu,
+                "self_device_total_s": next((v for k, v in self.totals.items() if k != "CPU"), None),
+                "top_by": key, "top": [(r["name"], r[key]) for r in top],
+                "kernel_launches": int(sum(r["calls"] for r in rows if _LAUNCH.match(r["name"])
+                                           and math.isfinite(r["calls"]))),
+                "loader_share": (loader / self_cpu) if loader and self_cpu else None}

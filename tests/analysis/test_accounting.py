@@ -1,0 +1,119 @@
+"""What-if accounting: the examples of issue 27 ("healthy" on runs that lose GPU time), written as the logs users
+paste (nanoGPT's `iter N: loss L, time T ms` lines, a logging-timestamped step log, an nvidia-smi --query-gpu CSV),
+diagnosed end to end through the readers. LABELED SYNTHETIC: the numbers are generated here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+
+from playbook.analysis.accounting import MIN_FLOOR, account
+from playbook.diagnose import diagnose
+from playbook.readers import read_paths
+
+
+def _nanogpt(path, ms):
+    path.write_text("".join(f"iter {i}: loss {3 - i * 0.001:.4f}, time {m:.2f}ms, mfu 30.00%\n"
+                            for i, m in enumerate(ms, start=1)))
+    return read_paths([str(path)])
+
+
+def _jitter(n, seed=1, cv=0.01):
+    return np.exp(cv * np.random.default_rng(seed).standard_normal(n))
+
+
+def test_every_tenth_step_at_4_5x_loses_a_quarter_and_is_never_healthy(tmp_path):
+    ms = 800 * _jitter(100)
+    ms[9::10] *= 4.5
+    d = diagnose(_nanogpt(tmp_path / "train.log", ms))
+    acc = d.accounting
+    assert 0.2 < acc["lost_share"] < 0.3 and acc["buckets"][0]["kind"] == "recurring_slow"
+    assert acc["buckets"][0]["steps"][:3] == [10, 20, 30]
+    assert d.verdict["id"] != "healthy" and d.verdict["lost_share"] == acc["lost_share"]
+    s = d.verdict["sentence"]
+    assert s.startswith(f"Loses {acc['lost_share']:.0%} of wall time") and "every 10 steps" in s
+    # nothing in the log says gradient accumulation: the cadence is not called benign
+    assert not any(b["cause"] == "healthy" for b in acc["buckets"])
+
+
+def test_two_isolated_stalls_are_a_bucket_with_their_steps(tmp_path):
+    ms = 500 * _jitter(200, seed=2)
+    ms[56] *= 7
+    ms[142] *= 20
+    d = diagnose(_nanogpt(tmp_path / "train.log", ms))
+    b = d.accounting["buckets"][0]
+    assert b["kind"] == "stalls" and b["steps"] == [57, 143]
+    want = (500 * 6 + 500 * 19) / (ms.sum() / 1000 * 1000)
+    assert b["seconds"] == pytest.approx(0.5 * 6 + 0.5 * 19, rel=0.05) and b["share"] == pytest.approx(want, rel=0.05)
+    assert d.verdict["id"] == "unexplained_slowdown" and "steps 57, 143" in d.verdict["sentence"]
+
+
+def test_time_outside_the_step_timer_is_found_from_the_timestamps(tmp_path):
+    rng = np.random.default_rng(3)
+    t = dt.datetime(2024, 5, 1, 12, 0, 0)
+    lines = []
+    for i in range(1, 301):
+        d_s = float(rng.uniform(0.98, 1.02))
+        t += dt.timedelta(seconds=d_s + (0.1 if (i // 30) % 2 else 0.0))  # every other 30-step stretch: +10%
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S,%f}"[:-3] + f" INFO step {i} loss 2.0 step_time {d_s:.4f}s\n")
+    (tmp_path / "train.log").write_text("".join(lines))
+    d = diagnose(read_paths([str(tmp_path / "train.log")]))
+    b = {x["kind"]: x for x in d.accounting["buckets"]}["outside_timer"]
+    assert b["seconds"] == pytest.approx(15.0, rel=0.15) and len(b["windows"]) == 5
+    assert b["cause"] == "between_steps" and d.verdict["id"] == "between_steps"
+
+
+def test_one_idle_gpu_of_four_is_a_quarter_of_the_gpu_time_and_named(tmp_path):
+    t0 = dt.datetime(2024, 5, 1, 12, 0, 0)
+    rows = ["timestamp, index, utilization.gpu [%], power.draw [W]"]
+    for k in range(198):
+        ts = (t0 + dt.timedelta(seconds=k)).strftime("%Y/%m/%d %H:%M:%S.000")
+        rows += [f"{ts}, {g}, {0 if g == 2 else 100} %, {60 if g == 2 else 400}.00 W" for g in range(4)]
+    (tmp_path / "gpu.csv").write_text("\n".join(rows) + "\n")
+    d = diagnose(read_paths([str(tmp_path / "gpu.csv")]))
+    acc = d.accounting
+    assert acc["basis"] == "gpu" and acc["lost_share"] == pytest.approx(0.25, abs=0.01)
+    assert acc["buckets"][0]["kind"] == "idle_gpu" and acc["buckets"][0]["names"] == ["gpu:2"]
+    assert d.verdict["id"] != "healthy" and "gpu:2" in d.verdict["sentence"]
+    assert d.verdict["sentence"].startswith("Loses 25% of GPU time")
+
+
+def test_a_dominant_stage_is_a_bucket_with_seconds(tmp_path):
+    lines = [f"step:{i} - timing_s/gen:{31.3 + 0.1 * (i % 3):.1f} - timing_s/update_actor:12.2 - "
+             f"timing_s/step:{43.6 + 0.1 * (i % 3):.1f}\n" for i in range(1, 41)]
+    (tmp_path / "verl.log").write_text("".join(lines))
+    d = diagnose(read_paths([str(tmp_path / "verl.log")]))
+    b = {x["kind"]: x for x in d.accounting["buckets"]}.get("stage_imbalance")
+    assert b is not None and b["seconds"] > 0 and "gen" in b["detail"] and "72%" in b["detail"]
+    assert b["cause"] == "pipeline_imbalance"
+
+
+def test_a_steady_run_is_healthy_within_its_noise_floor(tmp_path):
+    d = diagnose(_nanogpt(tmp_path / "train.log", 800 * _jitter(200, seed=4, cv=0.03)))
+    acc = d.accounting
+    assert d.verdict["id"] == "healthy" and acc["lost_share"] <= acc["noise_floor_share"]
+    assert acc["noise_floor_share"] >= MIN_FLOOR and "jitter" in acc["noise_floor"]
+    assert "noise floor" in d.verdict["sentence"]
+
+
+def test_buckets_add_up_and_the_json_contract_holds(tmp_path):
+    ms = 800 * _jitter(100)
+    ms[9::10] *= 3
+    ms[40] *= 9
+    d = diagnose(_nanogpt(tmp_path / "train.log", ms))
+    obj = json.loads(d.to_json())["accounting"]
+    for key in ("wall_s", "ideal_s", "lost_s", "lost_share", "noise_floor_share", "buckets"):
+        assert key in obj
+    assert sum(b["seconds"] for b in obj["buckets"]) == pytest.approx(obj["lost_s"], abs=0.01)
+    assert obj["ideal_s"] + obj["lost_s"] + obj["warmup_s"] == pytest.approx(obj["wall_s"], abs=0.01)
+    assert all(set(b) >= {"kind", "seconds", "share", "cause", "names", "windows"} for b in obj["buckets"])
+    assert json.loads(d.to_json())["verdict"]["lost_share"] == obj["lost_share"]
+
+
+def test_no_time_axis_no_accounting():
+    from playbook import schema
+
+    assert account(schema.Bundle(inputs=["x"])) is None
