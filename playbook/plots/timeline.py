@@ -58,9 +58,9 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
                   max_bins: int = 400) -> pd.DataFrame:
     """Mean of `metric` per (unit, time bin): rows "host:unit" ordered by host then index, columns the bin start
     in seconds since the first sample; NaN where a bin holds no sample. Bins are a whole number of sampling
-    intervals (as few as keep at most `max_bins`), starting half an interval early so a sample falls in the bin
-    of its nominal time; bins one interval wide fill a lone empty bin from its neighbours (_fill_jitter_holes).
-    So the jitter of an ordinary 1 s poll leaves no empty bin; only a real gap in the log does."""
+    intervals (as few as keep at most `max_bins`, and at least as long as the longest regular poll: see
+    sampling_interval), starting half an interval early so a sample falls in the bin of its nominal time. So the
+    jitter of an ordinary 1 s poll leaves no empty bin; a gap in the log longer than a bin does."""
     data, assumed = with_times(frame, unit)
     if data.empty:
         return pd.DataFrame(dtype="float64")
@@ -72,12 +72,16 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     units = data[unit].to_numpy(dtype="int64")
     u_min, u_span = int(units.min()), int(units.max() - units.min()) + 1
     pairs, row = np.unique(host_codes.astype("int64") * u_span + (units - u_min), return_inverse=True)
-    interval = data.attrs.get("interval_s") or frame.attrs.get("interval_s") or np.nan
+    interval, longest = sampling_interval(secs, row)  # measured: a nominal one drifts off the samples
     if not np.isfinite(interval) or interval <= 0:
-        interval = sampling_interval(secs, row)
+        interval = data.attrs.get("interval_s") or frame.attrs.get("interval_s") or np.nan
+        longest = interval
     if not np.isfinite(interval) or interval <= 0:
-        interval = span / max(len(data) / len(pairs), 1) or 1.0
-    bin_s = float(interval) * max(1, int(np.ceil((span + interval) / max_bins / interval - 1e-9)))
+        interval = longest = span / max(len(data) / len(pairs), 1) or 1.0
+    # whole intervals, at least as long as the longest regular poll (so none falls between two bins), and few
+    # enough for max_bins
+    k = max(int(np.ceil(longest / interval - 1e-6)), int(np.ceil((span + interval) / max_bins / interval - 1e-9)), 1)
+    bin_s = float(interval) * k
     bins = np.floor((secs + interval / 2) / bin_s).astype("int64")
     n_bins = int(bins.max()) + 1
     values = pd.to_numeric(data[metric], errors="coerce").to_numpy(dtype="float64")
@@ -87,8 +91,6 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     counts = np.bincount(cell, minlength=len(pairs) * n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan).reshape(len(pairs), n_bins)
-    if bin_s < 2 * interval:
-        mean = _fill_jitter_holes(mean)
     ids = [f"{host_names[p // u_span]}:{p % u_span + u_min}" for p in pairs]
     matrix = pd.DataFrame(mean, index=pd.Index(ids), columns=np.arange(n_bins) * bin_s)
     t0 = pd.Timestamp(t0_ns, unit="ns", tz="UTC")
@@ -98,24 +100,16 @@ def binned_matrix(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gp
     return matrix
 
 
-def _fill_jitter_holes(mean: np.ndarray) -> np.ndarray:
-    """Bins one sampling interval wide: a lone empty bin between two sampled ones is timestamp jitter (two
-    consecutive samples less than two intervals apart), not a gap; it gets the mean of its neighbours."""
-    hole = np.isnan(mean)
-    prev, nxt = np.full_like(mean, np.nan), np.full_like(mean, np.nan)
-    prev[:, 1:], nxt[:, :-1] = mean[:, :-1], mean[:, 1:]
-    lone = hole & np.isfinite(prev) & np.isfinite(nxt)
-    out = mean.copy()
-    out[lone] = (prev[lone] + nxt[lone]) / 2
-    return out
-
-
-def sampling_interval(secs: np.ndarray, unit_row: np.ndarray) -> float:
-    """The median time (s) between consecutive samples of one unit; NaN with fewer than two per unit."""
+def sampling_interval(secs: np.ndarray, unit_row: np.ndarray) -> tuple[float, float]:
+    """(mean, longest): the mean time (s) between consecutive samples of one unit, and the 99th percentile of
+    those times (the longest a regular poll takes: jitter, or whole-second timestamps of a 1.03 s loop);
+    (NaN, NaN) with fewer than two samples per unit."""
     order = np.lexsort((secs, unit_row))
     gaps = np.diff(secs[order])[np.diff(unit_row[order]) == 0]
     gaps = gaps[gaps > 0]
-    return float(np.median(gaps)) if len(gaps) else float("nan")
+    if not len(gaps):
+        return float("nan"), float("nan")
+    return float(gaps.mean()), float(np.quantile(gaps, 0.99))
 
 
 def with_times(frame: pd.DataFrame, unit: str) -> tuple[pd.DataFrame, float | None]:

@@ -302,7 +302,8 @@ def _lead_card(summary: dict[str, Any], out_dir: Path, root: Path | None = None)
         if isinstance(head, dict) and head.get("sentence"):
             png = out_dir / str(head.get("figure") or "")
             b64 = base64.b64encode(png.read_bytes()).decode("ascii") if head.get("figure") and png.is_file() else None
-            return (headline.card_html(head, b64, "heatmap of every GPU over time, the ones not ok first")
+            alt = str(head.get("figure_alt") or "heatmap of every GPU over time, the ones not ok first")
+            return (headline.card_html(head, b64, alt)
                     + _from_line(nb, root))
     for nb in notebooks:
         head = headline.lab_headline(nb)

@@ -273,7 +273,7 @@ def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_
         png = headline.figure_png(fig)
         plt.close(fig)
     display(HTML(headline.card_html(head, png, alt, figure_note=note)))
-    return {**head, "figure_png": png}
+    return {**head, "figure_png": png, "figure_alt": alt}
 
 
 def show_timelines(bundle: Any, frame: pd.DataFrame, metric: str) -> None:

@@ -282,3 +282,33 @@ def test_a_lab_card_leads_with_the_ratios_its_sentence_states():
     entry = {"notebook": "12_x", "verdict": {"status": "confirmed", "summary": "the fault's throughput is 40%",
                                              "figures": {"ckpt_every": 20, "fault_ratio": 0.4, "fix_ratio": 0.97}}}
     assert list(headline.lab_headline(entry)["figures"]) == ["fault_ratio", "fix_ratio", "ckpt_every"]
+
+
+@pytest.fixture(scope="module")
+def step_only(tmp_path_factory):
+    """Triage of a step log alone (nanoGPT's `iter N: loss X, time Yms` lines, a stall every 25 steps)."""
+    logs = tmp_path_factory.mktemp("steps")
+    times = [120.0 + (900.0 if i % 25 == 24 else 0.0) + (i % 7) for i in range(200)]
+    (logs / "train.log").write_text("".join(f"iter {i}: loss {3 - i / 200:.4f}, time {t:.2f}ms, mfu 38.12%\n"
+                                            for i, t in enumerate(times)))
+    out = tmp_path_factory.mktemp("step-report")
+    run_batch([Job(str(TRIAGE), {"inputs": [str(logs / "train.log")]}, "triage_steps")], out, progress=False)
+    return out
+
+
+def test_a_step_only_run_shows_its_step_times_and_stalls_not_empty_gpu_views(step_only):
+    import re
+
+    entry = json.loads((step_only / "summary.json").read_text())["notebooks"][0]
+    assert entry["status"] == "ok", entry["error"]
+    head = entry["records"]["headline"]
+    assert head["figure_alt"] == "step time per step, the stalls in red" and (step_only / head["figure"]).is_file()
+    page = (step_only / "triage_steps.html").read_text()
+    card = re.search(r'<section class="pb-card" id="verdict".*?</section>', page, re.DOTALL).group(0)
+    assert '<img alt="step time per step, the stalls in red" src="data:image/png' in card
+    assert "No GPU status: the inputs hold no GPU telemetry" in page
+    assert "GPU (host:index)" not in page  # no empty GPU table header
+    assert page.count("<img") >= 2  # the card's figure and the timeline section's (no empty utilization axis)
+    assert_readable(step_only / "triage_steps.ipynb")
+    index = (step_only / "index.html").read_text()
+    assert 'alt="step time per step, the stalls in red"' in index

@@ -58,14 +58,18 @@ def test_verdict_assertion_is_not_vacuous():
     from labverdicts import assert_fault_then_fix
 
     def rec(status, fault, fix, fault_hi, rounds=((0.3, 0.9), (0.35, 0.8)),
-            summary="fault runs at 30%, but the fix recovers only 85%"):
+            summary="fault runs at 30%, but the fix recovers only 85%", n=3, fault_lo=None):
         return {"verdict": {"status": status, "figures": {"fault_ratio": fault, "fix_ratio": fix}, "summary": summary},
-                "summary": {"ratio_hi": {"fault": fault_hi}, "ratio_lo": {"fix": fix - 0.05}},
+                "summary": {"n": {"no_fault": n, "fault": n, "fix": n}, "ratio": {"fault": fault, "fix": fix},
+                            "ratio_hi": {"fault": fault_hi, "fix": fix + 0.05},
+                            "ratio_lo": {"fault": fault - 0.05 if fault_lo is None else fault_lo, "fix": fix - 0.05}},
                 "rounds": {"fault": {str(i): a for i, (a, _) in enumerate(rounds)},
                            "fix": {str(i): b for i, (_, b) in enumerate(rounds)}}}
 
     assert_fault_then_fix(rec("confirmed", 0.3, 0.99, 0.4))
     assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, summary="the fix recovers only 85% (interval 80-90%)"))
+    assert_fault_then_fix(rec("inconclusive", 0.3, 0.99, 0.4, n=2,  # separated, but from two runs a variant
+                              summary="fault at 30% (95% interval 20%-45%): too few repeats (2 runs a variant)"))
     # one noisy round of three where the fix loses is noise, the other two and the median still say which way
     assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9), (0.35, 0.8), (0.5, 0.45)),
                               summary="the fix recovers only 85% (interval 80-90%)"))
@@ -75,6 +79,10 @@ def test_verdict_assertion_is_not_vacuous():
                 rec("inconclusive", 1.1, 0.85, 1.3),  # the fault is not slower on average
                 rec("confirmed", 0.3, 0.99, 1.1),  # the fault's cost is within the noise
                 rec("confirmed", 0.3, 0.9, 0.4),  # "confirmed" below the 95% it promises
-                rec("inconclusive", 0.3, 0.97, 0.4)):  # "inconclusive" although the fix recovered
+                rec("inconclusive", 0.3, 0.97, 0.4),  # "inconclusive" although the fix recovered
+                rec("inconclusive", 0.3, 0.85, 0.4, n=2,  # two runs a variant, not said
+                    summary="the fix recovers only 85% (interval 80-90%)"),
+                rec("inconclusive", 0.3, 0.85, 0.4, fault_lo=-0.47,  # a negative throughput ratio
+                    summary="the fix recovers only 85% (interval 80-90%)")):
         with pytest.raises(AssertionError):
             assert_fault_then_fix(bad)
