@@ -69,11 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((g, res))
         print(f"  {g:6d} GPUs: {res['total_s']:7.2f} s wall, {res['total_cpu_s']:7.2f} s CPU, "
               f"{res['rss_mib']:6.0f} MiB", flush=True)
-    print(f"\n{'GPUs':>6s} {'rows':>12s} {'wall s':>8s} {'CPU s':>8s} {'analyse s':>10s} {'read s':>8s} "
-          f"{'peak RSS':>10s}  {'top hypothesis':22s} synchrony")
+    print(f"\n{'GPUs':>6s} {'rows':>12s} {'wall s':>8s} {'CPU s':>8s} {'read wall/CPU s':>16s} "
+          f"{'analyse wall/CPU s':>19s} {'peak RSS':>10s}  {'top hypothesis':22s} synchrony")
     for g, r in rows:
-        print(f"{g:6d} {r['rows']:12,d} {r['total_s']:8.2f} {r['total_cpu_s']:8.2f} {r['analyse_s']:10.2f} "
-              f"{r['read_s']:8.2f} {r['rss_mib']:6.0f} MiB  {r['top']:22s} {r['synchrony']}")
+        print(f"{g:6d} {r['rows']:12,d} {r['total_s']:8.2f} {r['total_cpu_s']:8.2f} "
+              f"{r['read_s']:8.2f}/{r['read_cpu_s']:<7.2f} {r['analyse_s']:10.2f}/{r['analyse_cpu_s']:<8.2f} "
+              f"{r['rss_mib']:6.0f} MiB  {r['top']:22s} {r['synchrony']}")
     sizes = [g for g, _ in rows]
     wall = fit_exponent(sizes, [r["total_s"] for _, r in rows])
     cpu = fit_exponent(sizes, [r["total_cpu_s"] for _, r in rows])

@@ -150,3 +150,22 @@ def test_a_small_out_of_phase_host_is_found_in_a_sampled_fleet():
     assert exact.groups == [list(range(64)), list(range(64, 72))] == sampled.groups
     assert exact.label == sampled.label == "groups"
     assert sampled.antiphase == exact.antiphase
+
+
+@pytest.mark.parametrize("scenario", ["oscillation", "antiphase", "irregular"])
+def test_diagnosis_is_the_same_when_synchrony_is_sampled(monkeypatch, scenario):
+    """The whole diagnosis (top cause, synchrony groups, GPU statuses) of a 48-GPU fleet, pairwise against a
+    sample of 8 GPUs per round: what a fleet above EXACT_MAX gets."""
+    from playbook.diagnose import diagnose
+    from playbook.synthetic import simulate_bundle
+
+    def answer():
+        bundle, _ = simulate_bundle(scenario, hosts=6, gpus_per_host=8, duration_s=900.0, seed=4)
+        d = diagnose(bundle)
+        return d.hypotheses[0]["id"], d.oscillation["synchrony"], d.oscillation["groups"], \
+            [(g["id"], g["status"]) for g in d.gpus]
+
+    pairwise = answer()
+    monkeypatch.setattr(S, "EXACT_MAX", 8)
+    assert answer() == pairwise
+    assert pairwise[1] == ("groups" if scenario == "antiphase" else "synchronized")
