@@ -343,7 +343,7 @@ def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, li
         if column not in telemetry:
             continue
         v = telemetry[column].to_numpy(dtype=np.float64)
-        out = ~np.isnan(v) & ~((v >= lo - 1e-9 * abs(lo)) & (v <= hi + 1e-9 * hi))
+        out = (v < lo - 1e-9 * abs(lo)) | (v > hi + 1e-9 * hi)  # NaN compares False: missing stays missing
         n = int(np.count_nonzero(out))
         if n:
             total += n

@@ -24,7 +24,7 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     mean shortfall of all busy polls below the cool clock. Polls drawing at the power limit (`pinned`) are left
     out: leakage grows with temperature, so at a fixed power limit the clock falls as the GPU warms — the power
     limit's trade (normal at TDP; a lowered one is the cap test's), not a thermal limiter."""
-    from scipy import stats as sps
+    from scipy.stats import rankdata
 
     known = np.isfinite(temp) if pinned is None else np.isfinite(temp) & ~pinned
     c, t = clock[known], temp[known]
@@ -34,7 +34,8 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     if not (cool.any() and hot.any()) or np.median(t[hot]) <= np.median(t[cool]):
         return
     cool_mhz = float(np.median(c[cool]))
-    rho = float(sps.spearmanr(t, c)[0])
+    # Spearman's rho as scipy.stats.spearmanr computes it (Pearson on average ranks), without its per-call checks
+    rho = float(np.corrcoef(np.column_stack([rankdata(t), rankdata(c)]), rowvar=False)[1, 0])
     n_eff = effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0)
     if not np.isfinite(rho) or rho >= 0 or abs(rho) >= 1:
         p = 0.0 if np.isfinite(rho) and rho <= -1 else 1.0

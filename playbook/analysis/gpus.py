@@ -242,49 +242,57 @@ def imbalance_p(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, seed: 
 
 def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float,
           t0: float, warnings: list[str] | None = None) -> tuple[list[bool], list[str]]:
+    """(lost?, note) per GPU: a long run of polls without a valid reading while most peers reported (from the
+    GPU's first reading on), or no valid reading at all. Vectorised over GPUs; only the GPUs with a missed poll
+    that peers answered are looked at one by one."""
     g_count, n_bins = util.shape
-    lost, notes = [], []
-    comparable = g_count >= 2 and n_bins >= 4
-    peers_valid = (valid.sum(0)[None, :] - valid) / max(g_count - 1, 1)
-    for g in range(g_count):
-        # bins where most peers reported: evidence either way (none without peers)
-        watched = np.flatnonzero(peers_valid[g] >= 0.5) if comparable else np.zeros(0, dtype=np.int64)
-        note = ""
-        first = np.flatnonzero(valid[g])
-        watched = watched[watched >= first[0]] if len(first) else watched[:0]  # a late start is not a loss
-        if len(watched) >= 4:
-            missing = ~valid[g, watched]
-            q = float(np.clip(missing.mean(), 1e-6, 0.5))
-            need = max(MIN_LOST_POLLS, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
-            start, length = true_runs(missing)
-            long = length >= need
-            if long.any():
-                i = int(np.flatnonzero(long)[-1])
-                a, b = int(watched[start[i]]), int(watched[start[i] + length[i] - 1])
-                tail = not valid[g, a:].any()
-                when = _clock(series, t0 + a * dt)
-                if tail:
-                    errors = int(table.loc[g, "errors"])
-                    note = (f"stopped reporting at {when}, {_fmt_s((int(watched[-1]) - a + 1) * dt)} before its "
-                            "peers' last sample" + (f" ({errors} missing or error readings)" if errors else ""))
-                else:
-                    ts, x = series.get(g, "util_pct", dropna=False)
-                    inside = (ts >= t0 + (a - 0.5) * dt) & (ts < t0 + (b + 1.5) * dt)
-                    errors_in = int((inside & ~np.isfinite(x)).sum())
-                    gap = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
-                    if errors_in >= MIN_LOST_POLLS:
-                        note = f"{gap} ({errors_in} error readings)"
-                    elif warnings is not None:
-                        warnings.append(f"{series.ids[g]}: {gap}, then reported normally again — a gap in the "
-                                        "logging, not a lost GPU (a lost GPU reports errors or stops for good)")
-        others_valid = bool(valid.sum() - valid[g].sum())  # the field exists: other GPUs report it
-        errors = int(table.loc[g, "errors"])
-        never = bool(not note and others_valid and table.loc[g, "samples"] and errors == table.loc[g, "samples"])
-        if never and errors >= MIN_LOST_POLLS:
-            note = f"no valid utilization reading at all ({errors} missing or error readings)"
-        lost.append(bool(note))
-        notes.append(note)
-    return lost, notes
+    notes = [""] * g_count
+    errors = table["errors"].to_numpy(dtype=np.int64)
+    samples = table["samples"].to_numpy(dtype=np.int64)
+    if g_count >= 2 and n_bins >= 4:
+        # bins where most peers reported: evidence either way (none without peers); a late start is not a loss
+        peers = valid.sum(0, dtype=np.int64)[None, :] - valid
+        watched = (2 * peers >= g_count - 1) & (np.arange(n_bins)[None, :] >= np.argmax(valid, axis=1)[:, None])
+        watched &= valid.any(1)[:, None]
+        candidates = np.flatnonzero((watched.sum(1) >= 4) & (watched & ~valid).any(1))
+        for g in candidates:
+            notes[g] = _gap_note(series, valid[g], np.flatnonzero(watched[g]), int(errors[g]), g, dt, t0,
+                                 warnings)
+    others_valid = valid.sum() - valid.sum(1) > 0  # the field exists: other GPUs report it
+    never = others_valid & (samples > 0) & (errors == samples) & (errors >= MIN_LOST_POLLS)
+    for g in np.flatnonzero(never):
+        if not notes[g]:
+            notes[g] = f"no valid utilization reading at all ({errors[g]} missing or error readings)"
+    return [bool(n) for n in notes], notes
+
+
+def _gap_note(series: GpuSeries, valid: np.ndarray, watched: np.ndarray, errors: int, g: int, dt: float,
+              t0: float, warnings: list[str] | None) -> str:
+    """The note for GPU g's longest-lasting significant run of missed polls among `watched` bins ("" if none):
+    it stopped for good, or a gap with error readings; a gap without errors is a logging gap (a warning)."""
+    missing = ~valid[watched]
+    q = float(np.clip(missing.mean(), 1e-6, 0.5))
+    need = max(MIN_LOST_POLLS, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
+    start, length = true_runs(missing)
+    long = length >= need
+    if not long.any():
+        return ""
+    i = int(np.flatnonzero(long)[-1])
+    a, b = int(watched[start[i]]), int(watched[start[i] + length[i] - 1])
+    when = _clock(series, t0 + a * dt)
+    if not valid[a:].any():
+        return (f"stopped reporting at {when}, {_fmt_s((int(watched[-1]) - a + 1) * dt)} before its "
+                "peers' last sample" + (f" ({errors} missing or error readings)" if errors else ""))
+    ts, x = series.get(g, "util_pct", dropna=False)
+    inside = (ts >= t0 + (a - 0.5) * dt) & (ts < t0 + (b + 1.5) * dt)
+    errors_in = int((inside & ~np.isfinite(x)).sum())
+    gap = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
+    if errors_in >= MIN_LOST_POLLS:
+        return f"{gap} ({errors_in} error readings)"
+    if warnings is not None:
+        warnings.append(f"{series.ids[g]}: {gap}, then reported normally again — a gap in the "
+                        "logging, not a lost GPU (a lost GPU reports errors or stops for good)")
+    return ""
 
 
 def _clock(series: GpuSeries, seconds: float) -> str:

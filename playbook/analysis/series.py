@@ -71,11 +71,19 @@ class GpuSeries:
             g_of = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
             k = np.clip(((self.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
             cache.clear()
-            cache[ck] = g_of * n_bins + k
-        key = cache[ck]
+            key = g_of * n_bins + k
+            cache[ck] = key, bool(np.all(key[1:] > key[:-1]))  # (bin of each sample, one sample per bin at most)
+        key, distinct = cache[ck]
         x = self.values[column]
         ok = np.isfinite(x)
         size = len(self) * n_bins
+        if distinct:  # the usual case (polls no closer than the grid): a bin's mean is its sample
+            out = np.full(size, np.nan, dtype=np.float32)
+            if ok.all():
+                out[key] = x
+            else:
+                out[key[ok]] = x[ok]
+            return out.reshape(len(self), n_bins)
         if ok.all():
             s = np.bincount(key, weights=x, minlength=size)
             c = np.bincount(key, minlength=size)

@@ -47,13 +47,15 @@ def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int =
     return float(np.median(dt) / 1e9) if len(dt) else float("nan")
 
 
-def _transpose(block: np.ndarray, perm: np.ndarray | None, rows: int = 4096) -> np.ndarray:
-    """block[:, perm].T flattened, copied a band of rows at a time (cache-friendly: ~2x a plain transpose)."""
+def _transpose(block: np.ndarray, perm: np.ndarray | None, tile: int = 128) -> np.ndarray:
+    """block[:, perm].T flattened, copied a tile × tile square at a time (both sides stay in cache: 2-4x a
+    plain transpose of a wide block)."""
     ticks, width = block.shape
     out = np.empty((width, ticks), dtype=block.dtype)
-    for start in range(0, ticks, rows):
-        band = block[start:start + rows]
-        out[:, start:start + rows] = (band if perm is None else band[:, perm]).T
+    for c in range(0, width, tile):
+        cols = slice(c, c + tile) if perm is None else perm[c:c + tile]
+        for start in range(0, ticks, tile):
+            out[c:c + tile, start:start + tile] = block[start:start + tile, cols].T
     return out.ravel()
 
 

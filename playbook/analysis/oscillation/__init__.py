@@ -36,7 +36,8 @@ Pure functions on the tidy telemetry table (schema.TELEMETRY_COLUMNS); no thresh
    the telegraph autocorrelation of both series, Bartlett; Bonferroni over pairs). Average-linkage clustering on that overlap gives the groups;
    a pair of groups whose lows avoid each other significantly (phi < 0) is anti-phase (producer/consumer).
 
-Scales to millions of rows: one vectorised pass per GPU and a G×G matrix product for synchrony.
+Scales to millions of rows: one vectorised pass per GPU; synchrony compares all pairs up to 512 swinging GPUs
+and a sample of 512 with the rest joining its groups above (linear in GPUs).
 
 Modules, in the order of the method: levels (1-2), spectrum (4a), swing (one series: 3-5), synchrony (6), fleet
 (the verdict for a set of GPUs, and the frames for plots). The per-GPU series come from playbook.analysis.series.

@@ -206,7 +206,7 @@ def _synchrony_groups(res: OscillationResult, series: GpuSeries, column: str, ta
         dt *= math.ceil(nb / MAX_GRID)
         nb = int((hi - lo) / dt) + 1
     grid = state_grid(series, swinging, states, dt, lo, nb)
-    corr = np.array([correlation_bins(grid[r]) for r in range(len(swinging))])
+    corr = correlation_bins(grid)
     sync = synchrony(grid, corr)
     res.synchrony = sync.label
     res.groups = [[series.ids[swinging[r]] for r in c] for c in sync.groups]
