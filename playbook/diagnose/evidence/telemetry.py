@@ -308,14 +308,19 @@ def _imbalance(report, t, straggler_ids: set[str]) -> list[Evidence]:
     note = (f" ({polls} polls: permutation test across GPUs {_p(p_fleet)})" if untested and np.isfinite(p_fleet)
             else " (too few polls for a significance test)" if untested else f" ({_p(p_fleet)} across GPUs)")
     if len(sat):
-        text = (f"{_ids(list(under['id']))} sit at {under['mean_util_pct'].min():.0f}-"
-                f"{under['mean_util_pct'].max():.0f}% while {_ids(list(sat['id']))} are saturated "
-                f"({sat['mean_util_pct'].min():.0f}-{sat['mean_util_pct'].max():.0f}%){note}: work is not "
+        text = (f"{_ids(list(under['id']))} sit at {_range(under['mean_util_pct'])} while "
+                f"{_ids(list(sat['id']))} are saturated ({_range(sat['mean_util_pct'])}){note}: work is not "
                 "spread evenly — a pipeline stage or role that starves while another is the bottleneck")
         return support("idle_and_saturated", conf, max(impact(lost), 0.5), text,
                        f"log queue depth and busy time per stage: {_ids(list(sat['id']), 3)} should be the "
                        f"bottleneck that {_ids(list(under['id']), 3)} wait on")
     text = (f"{_ids(list(under['id']))} run well below their peers "
-            f"({under['mean_util_pct'].min():.0f}-{under['mean_util_pct'].max():.0f}% vs "
+            f"({_range(under['mean_util_pct'])} vs "
             f"{under['peer_median_pct'].median():.0f}%){note}")
     return support("idle_only", conf, impact(lost), text)
+
+
+def _range(pct) -> str:
+    """"7-38%", or "30%" when the lowest and the highest round to the same figure."""
+    lo, hi = f"{pct.min():.0f}", f"{pct.max():.0f}"
+    return f"{lo}%" if lo == hi else f"{lo}-{hi}%"

@@ -21,7 +21,7 @@ GROUP_PRIOR = {"versions": 0.3, "hardware": 0.3, "code": 0.2, "env": 0.2, "cache
 _META_SKIP = {"playbook_run", "schema_version", "created", "command", "env", "host", "rank", "pid", "world_size",
               "started", "local_rank", "ended", "sample_hz", "probes", "rows", "rows_dropped", "gc", "compile",
               "steps_timed", "step_timer", "warnings", "synthetic", "segments", "flushes", "nvml", "sampler",
-              "exit_status", "returncode"}
+              "exit_status", "returncode", "child_pid", "duration_s", "recording"}
 _CONFIG_UNLINKED = {"variant", "lab", "seed", "sample_hz"}
 
 
