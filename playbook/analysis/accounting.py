@@ -40,7 +40,7 @@ import pandas as pd
 from playbook import schema
 from playbook.analysis import steps as sa
 from playbook.analysis.intervals import true_runs
-from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series
+from playbook.analysis.series import GpuSeries, gpu_series
 
 # A loss under 1% of the basis is within the run-to-run repeatability of a training job's throughput (repeated
 # runs of the same job on the same nodes vary by 1-2%): below it no loss is called, whatever the jitter says.
@@ -146,23 +146,11 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
 # ---------------------------------------------------------------- GPU time
 
 
-def _grid(series: GpuSeries) -> tuple[float, float, int]:
-    """(dt, t_start, n_bins) of the common time grid: the median sampling interval over the recorded span."""
-    intervals = np.array([series.interval(g) for g in range(len(series))])
-    dt = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else 1.0
-    lo, hi = series.span
-    n_bins = max(int((hi - lo) / dt) + 1, 1)
-    if n_bins > MAX_GRID:
-        dt *= math.ceil(n_bins / MAX_GRID)
-        n_bins = int((hi - lo) / dt) + 1
-    return dt, lo, n_bins
-
-
 def gpu_accounting(series: GpuSeries) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls."""
     if not len(series) or len(series.t) < 2:
         return None
-    dt, lo, n_bins = _grid(series)
+    dt, lo, n_bins = series.common_grid()
     if n_bins < 2:
         return None
     util = np.clip(series.grid_means("util_pct", dt, lo, n_bins).astype(np.float64), 0.0, 100.0)

@@ -37,7 +37,7 @@ from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
-from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series
+from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.analysis.stats import sidak, sign_test, wilson_lower
 from playbook.jsonable import json_float
 
@@ -137,13 +137,7 @@ def _analyze(series: GpuSeries) -> GpuReport:
     if g_count == 0:
         return GpuReport(pd.DataFrame(columns=["id", "host", "index", "mean_util_pct", "status", "evidence"]),
                          warnings=warnings)
-    intervals = np.array([series.interval(g) for g in range(g_count)])
-    dt = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else 1.0
-    lo, hi = series.span
-    n_bins = max(int((hi - lo) / dt) + 1, 1)
-    if n_bins > MAX_GRID:
-        dt *= math.ceil(n_bins / MAX_GRID)
-        n_bins = int((hi - lo) / dt) + 1
+    dt, lo, n_bins = series.common_grid()
     has = {c: c in series.values and np.isfinite(series.values[c]).any() for c in COLUMNS}
     util = series.grid_means("util_pct", dt, lo, n_bins)
     valid = np.isfinite(util)

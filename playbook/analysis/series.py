@@ -51,6 +51,18 @@ class GpuSeries:
             cache[g] = float(np.median(dt)) if len(dt) else float("nan")
         return cache[g]
 
+    def common_grid(self) -> tuple[float, float, int]:
+        """(dt, t_start, n_bins) of the grid every GPU is compared on: the median sampling interval over the
+        recorded span, coarsened to at most MAX_GRID bins."""
+        intervals = np.array([self.interval(g) for g in range(len(self))])
+        dt = float(np.nanmedian(intervals)) if np.isfinite(intervals).any() else 1.0
+        lo, hi = self.span
+        n_bins = max(int((hi - lo) / dt) + 1, 1)
+        if n_bins > MAX_GRID:
+            dt *= math.ceil(n_bins / MAX_GRID)
+            n_bins = int((hi - lo) / dt) + 1
+        return dt, lo, n_bins
+
     @property
     def span(self) -> tuple[float, float]:
         return (float(self.t.min()), float(self.t.max())) if len(self.t) else (0.0, 0.0)
