@@ -59,6 +59,11 @@ from playbook.errors import InputError, WorkloadError
 META_KEYS = ("__key__", "__shard__", "__offset__", "__worker__", "__index__", "__epoch__")
 
 
+MAX_SHARD_RAW_BYTES = 4 << 30  # decompressed size refused beyond this: shards are MBs to a few hundred MB
+MAX_SHARD_SAMPLES = MAX_SHARD_RAW_BYTES // 1024  # a sample is at least a 512-byte tar header and one data block
+MAX_INDEX_SAMPLES = 50_000_000  # an epoch's (shard, offset) plan is a list: ~100 bytes a sample
+
+
 # ---------------------------------------------------------------- index and planning
 
 @dataclass(frozen=True)
@@ -98,9 +103,17 @@ class ShardIndex:
                                  f"({type(e).__name__}: {e})"[:300]) from None
             if info.bytes < 0 or info.samples < 0 or not info.name:
                 raise InputError(f"{source}: shard {i} ({info.name!r}): needs a name, and bytes and samples ≥ 0")
+            if info.samples > MAX_SHARD_SAMPLES:
+                raise InputError(f"{source}: shard {i} ({info.name!r}) claims {info.samples:,} samples; a shard of at "
+                                 f"most {MAX_SHARD_RAW_BYTES >> 30} GiB holds at most {MAX_SHARD_SAMPLES:,} (a sample "
+                                 "is at least one 1 KiB tar member)")
             shards.append(info)
         if not shards:
             raise InputError(f"{source}: the index lists no shards")
+        total = sum(s.samples for s in shards)
+        if total > MAX_INDEX_SAMPLES:
+            raise InputError(f"{source}: the index claims {total:,} samples; an epoch's plan is built in memory "
+                             f"from it, so at most {MAX_INDEX_SAMPLES:,} are read")
         unsummed = sum(not s.sha256 for s in shards)
         if unsummed:
             import warnings
@@ -309,7 +322,6 @@ class ShardFetcher:
         self._inflight.clear()
 
 
-MAX_SHARD_RAW_BYTES = 4 << 30  # decompressed size refused beyond this: shards are MBs to a few hundred MB
 
 
 def decode_shard(data: bytes, source: str = "shard", max_raw_bytes: int = MAX_SHARD_RAW_BYTES

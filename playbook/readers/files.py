@@ -131,12 +131,29 @@ def file_kind(mode: int) -> str:
     return "special file"
 
 
-def _read_parquet(path: Path) -> schema.Bundle:
-    """One of the playbook's own tables written alone (telemetry.parquet, steps.parquet, ...)."""
+def read_parquet(path: Path) -> pd.DataFrame:
+    """A Parquet table, its size checked from the footer before any row is read: rows × columns × 8 bytes within
+    textio.max_bytes() (PLAYBOOK_MAX_BYTES). InputError naming the file when it is too big or unreadable."""
+    import pyarrow.parquet as pq
+
     try:
-        raw = pd.read_parquet(path)
+        meta = pq.ParquetFile(path).metadata
+        rows, columns = meta.num_rows, meta.num_columns
     except Exception as exc:  # pyarrow raises several types for damaged files
         raise InputError(f"{path}: unreadable Parquet ({type(exc).__name__})") from None
+    budget = textio.max_bytes()
+    if rows * max(columns, 1) * 8 > budget:
+        raise InputError(f"{path}: a Parquet table of {rows:,} rows × {columns} columns, more than the "
+                         f"{budget >> 20} MiB budget (raise PLAYBOOK_MAX_BYTES to read it)")
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for damaged files (MemoryError is one)
+        raise InputError(f"{path}: unreadable Parquet ({type(exc).__name__})") from None
+
+
+def _read_parquet(path: Path) -> schema.Bundle:
+    """One of the playbook's own tables written alone (telemetry.parquet, steps.parquet, ...)."""
+    raw = read_parquet(path)
     cols = set(raw.columns)
     for name, (columns, builder) in _TABLE_BUILDERS.items():
         if {c for c in columns if c != "source"} <= cols:

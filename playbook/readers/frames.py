@@ -180,8 +180,9 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
     frame = pd.DataFrame(data, columns=list(schema.TELEMETRY_COLUMNS), copy=False)
     frame.attrs["interval_s"] = interval_s if interval_s is not None else measured
     template = _schema_dtypes()
+    dtypes = frame.dtypes  # one Series: per-column frame[c] would copy attrs for each of 23 columns
     same = all(
-        (frame[c].dtype == dtype) if c != "source" else isinstance(frame[c].dtype, pd.CategoricalDtype)
+        (dtypes[c] == dtype) if c != "source" else isinstance(dtypes[c], pd.CategoricalDtype)
         for c, dtype in template.items())
     if not same or list(frame.columns) != list(template):
         raw = {c: frame[c].to_numpy() for c in frame.columns}

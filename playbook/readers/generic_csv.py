@@ -33,6 +33,7 @@ FORMAT = "telemetry CSV with named columns"
 
 BLOCK_BYTES = 8 << 20  # text parsed per block: bounds the transient memory of one pyarrow parse (~10x the block)
 MAX_LINE_BYTES = 64 << 20  # a header or row longer than this is not a table
+MAX_COLUMNS = 4096  # a wider header is not telemetry (W&B's per-GPU system columns: ~20 a GPU)
 
 
 def normalize(name: str) -> tuple[str, str | None]:
@@ -71,6 +72,13 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
             return None
         return k, sep, header_names(s, sep)
     return None
+
+
+def check_width(src: str, columns: int, line: int) -> None:
+    """InputError when a header holds more than MAX_COLUMNS columns (before any row is parsed)."""
+    if columns > MAX_COLUMNS:
+        raise InputError(f"{src}: line {line} is a header of {columns:,} columns; a telemetry table has at most "
+                         f"{MAX_COLUMNS:,}")
 
 
 def header_names(line: str, sep: str) -> list[str]:
@@ -136,6 +144,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                 raise InputError(f"{src}: line {skip_lines + 1} is longer than {MAX_LINE_BYTES >> 20} MiB")
         end = data.find(b"\n", start)
         end = len(data) if end < 0 else end
+        check_width(src, data.count(sep.encode(), start, end) + 1, skip_lines + 1)  # before splitting it
         names = header_names(textio.decode(data[start:end]).strip(), sep)
         builder = TableBuilder(src, names, textio.host_from_path(path), skips, tz)
         if not builder.metrics:

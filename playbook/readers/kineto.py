@@ -38,6 +38,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..schema import Bundle, trace_frame
+from . import textio
 from .kineto_decode import Columns, byte_chunks, parse
 
 SUFFIXES = (".json", ".json.gz", ".json.zst", ".tar", ".tar.gz", ".tgz")
@@ -102,11 +103,32 @@ def _head_text(path: Path, size: int = 65536) -> str:
     return head[:size].decode("utf-8", errors="replace")
 
 
+def _members(tar: tarfile.TarFile, path: Path) -> list[tarfile.TarInfo]:
+    """The archive's files by name, walked header by header under the budgets single files get: their sizes
+    together at most textio.max_bytes() and, past textio.RATIO_FLOOR_BYTES, MAX_RATIO times the archive's size
+    (refused at the header that crosses either, before its data is read)."""
+    budget = textio.max_bytes()
+    packed = max(path.stat().st_size, 1)
+    total, files = 0, []
+    for member in tar:
+        if not member.isfile():
+            continue
+        total += member.size
+        if total > budget:
+            raise InputError(f"{path}: archive members hold more than {budget >> 20} MiB: refusing (raise "
+                             "PLAYBOOK_MAX_BYTES to read it)")
+        if total > textio.RATIO_FLOOR_BYTES and total > textio.MAX_RATIO * packed:
+            raise InputError(f"{path}: archive members expand more than {textio.MAX_RATIO}x the archive: refusing "
+                             "a decompression bomb")
+        files.append(member)
+    return sorted(files, key=lambda m: m.name)
+
+
 def _read_archive(path: Path) -> list[dict]:
     parts = []
     try:
         with tarfile.open(path) as tar:
-            for member in sorted((m for m in tar.getmembers() if m.isfile()), key=lambda m: m.name):
+            for member in _members(tar, path):
                 if not member.name.endswith(SUFFIXES) or Path(member.name).name.startswith("."):
                     continue
                 label = f"{path}:{member.name}"

@@ -77,6 +77,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if found is None:
         raise InputError(f"{src}: no delimited header line")
     skip, sep, names = found
+    generic_csv.check_width(src, len(names), skip + 1)
     layout = _layout(names)
     if layout is None:
         raise InputError(f"{src}: no name and value columns among {', '.join(names[:8])}")

@@ -39,7 +39,7 @@ from . import textio
 COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "transport", "direction", "gdr",
            "detail", "line", "source")
 
-PREFIX_RE = re.compile(r"(?P<host>[A-Za-z0-9_.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL "
+PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]++):(?P<pid>\d++):(?P<tid>\d++) \[(?P<dev>\d++)\] NCCL "
                        r"(?P<level>INFO|WARN|TRACE|ABORT)\s?")
 # optionally behind torchrun's "[default3]:" / "[rank3]:" prefix (--tee, --log-dir)
 _SNIFF_RE = re.compile(r"^(?:\[\w+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] NCCL (INFO|WARN) ", re.MULTILINE)
@@ -49,7 +49,7 @@ _VERSION_RE = re.compile(r"^NCCL version (\S+)")
 _CHANNEL_RE = re.compile(r"^Channel (\d+)(?:/(\d+))? : (\d+)\[([0-9a-fA-Fx]+)\] -> (\d+)\[([0-9a-fA-Fx]+)\]"
                          r"(?: \[(send|receive)\])? via (\S+(?: \S+)?)")
 _CHANNEL_START_RE = re.compile(r"^Channel \d+(?:/\d+)? : \d+\[")
-_INIT_RE = re.compile(r"(?:ncclCommInitRank(?:Config)?|ncclCommSplit|ncclCommInitAll)?\s*comm (0x[0-9a-f]+) "
+_INIT_RE = re.compile(r"(?:ncclCommInitRank(?:Config)?|ncclCommSplit|ncclCommInitAll|(?<!\s))\s*+comm (0x[0-9a-f]+) "
                       r"rank (\d+) n[Rr]anks (\d+)(?: cudaDev (\d+))?(?: nvmlDev \d+)?(?: busId ([0-9a-fA-F]+))?")
 _NETWORK_RE = re.compile(r"^Using network (.+?)\s*$")
 _NET_DEVICE_RE = re.compile(r"^NET/(IB|Socket|IBext\S*|[A-Za-z ]+?) : Using (\[\d+\].*?)(?: ; OOB .*)?$")

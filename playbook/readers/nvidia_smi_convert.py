@@ -421,7 +421,8 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
         try:
             reader = pacsv.open_csv(
                 buf,
-                read_options=pacsv.ReadOptions(column_names=names, block_size=4 << 20),
+                read_options=pacsv.ReadOptions(column_names=names, block_size=4 << 20,
+                                               use_threads=len(blob) > 1 << 20),  # a small file: no thread hand-offs
                 parse_options=pacsv.ParseOptions(delimiter=",", quote_char=False, invalid_row_handler=on_invalid),
                 convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
                                                      strings_can_be_null=False, quoted_strings_can_be_null=False))

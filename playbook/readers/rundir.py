@@ -12,7 +12,7 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import InputError, PlaybookError
 from playbook.readers import kineto
-from playbook.readers.files import check_values, inside, read_file
+from playbook.readers.files import check_values, inside, read_file, read_parquet
 from playbook.rundir import RUN_MARKER, SEGMENT_DIR, TABLE_FILES, conform_meta, is_run_dir, read_meta
 
 
@@ -51,9 +51,9 @@ def _read_table(part: Path, name: str, warnings: list[str]) -> pd.DataFrame | No
             warnings.append(f"{path}: symlink pointing outside the run directory not followed")
             continue
         try:
-            frames.append(pd.read_parquet(path))
-        except Exception as exc:  # pyarrow raises several types for damaged files
-            warnings.append(f"{path}: unreadable Parquet ({type(exc).__name__}), skipped")
+            frames.append(read_parquet(path))
+        except InputError as exc:
+            warnings.append(f"{exc}, skipped")
     frames = [f for f in frames if len(f)]
     if not frames:
         return None

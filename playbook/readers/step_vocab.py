@@ -32,7 +32,7 @@ VALUE_RE = re.compile(
 KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
 # the unit stated in the key: `iter time (s)`, `step [ms]`, NeMo's `train_step_timing in s`, open_clip's `Batch (t)`
 # (t: a time, in seconds)
-KEY_UNIT = re.compile(r"(?:\s*[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
+KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
                        r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
 MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
 _NORM = re.compile(r"[^0-9a-z]+")
@@ -53,7 +53,7 @@ FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?
                       re.IGNORECASE)
 # a progress bar: tqdm's `i/N [elapsed<remaining, rate, postfix]` (the rate may be absent: NeMo's bar shows only its
 # postfix) or rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar)
-TQDM = re.compile(r"(?P<i>\d+)/(?P<n>\d+)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
+TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
                    r"\s+(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
                    r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)

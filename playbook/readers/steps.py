@@ -211,6 +211,7 @@ def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
 
 def _read_csv(path: Path, text: str, found: tuple[int, str, list[str]], tz: str) -> schema.Bundle:
     skip_lines, sep, names = found
+    generic_csv.check_width(str(path), len(names), skip_lines + 1)
     skips = schema.SkipCounter(str(path))
     table, line_of = generic_csv._parse(text.encode("utf-8"), sep, names, skip_lines, skips, str(path))
     records = pd.DataFrame({name: table.column(i).to_pandas() for i, name in enumerate(names)})

@@ -42,13 +42,21 @@ def _default_max_bytes() -> int:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
         ram = 16 << 30
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]  # `ulimit -v`: address space, not RAM, is the bound
+        if limit != resource.RLIM_INFINITY:
+            ram = min(ram, limit)
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not POSIX
+        pass
     return max(1 << 30, ram // 3)
 
 
 def max_bytes() -> int:
     """The most (decompressed) bytes one input may hold: env PLAYBOOK_MAX_BYTES (bytes, or with a K/M/G suffix),
-    default a third of physical memory (at least 1 GiB): a reader holds the text once plus its parsed columns, so a
-    third of RAM leaves room for both and for the analysis after it."""
+    default a third of physical memory or of the address-space limit (`ulimit -v`), at least 1 GiB: a reader holds
+    the text once plus its parsed columns, so a third leaves room for both and for the analysis after it."""
     text = os.environ.get("PLAYBOOK_MAX_BYTES", "").strip().upper()
     if text:
         scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)

@@ -13,6 +13,9 @@ keep-alive. Injected, per request: time to first byte `latency_s` (+ uniform `ji
 bandwidth cap `bandwidth_mib_s` (MiB/s; connections do not share it, as with S3's per-connection throughput), and
 `error_rate` (share of requests answered 503 SlowDown). It runs in its own process by default (mode="process"),
 so serving bytes never competes with the measured training loop for the GIL; mode="thread" is for tests.
+The faults are set on the command line, or changed by PUT /_config only with the store's token
+(`Authorization: Bearer TOKEN`; ObjectStore makes a random one and hands it to its server through the
+environment, TOKEN_ENV): any other local process gets 403.
 
 Shards follow the WebDataset convention: a tar whose members are `<key>.<ext>`, consecutive members with the same
 key forming one sample, here compressed as one zstd frame per shard (`.tar.zst`). `index.json` lists every shard
@@ -23,11 +26,13 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import hmac
 import io
 import json
 import math
 import os
 import random
+import secrets
 import select
 import subprocess
 import sys
@@ -131,6 +136,7 @@ def write_shards(samples: Iterable[dict[str, Any]], out_dir: str | os.PathLike, 
 # bandwidth beyond 1 TiB/s is no cap
 MAX_SETTING = {"latency_s": 3600.0, "jitter_s": 3600.0, "bandwidth_mib_s": float(1 << 20), "error_rate": 1.0}
 MAX_CONFIG_BYTES = 64 << 10  # a PUT /_config body: four numbers
+TOKEN_ENV = "PLAYBOOK_OBJSTORE_TOKEN"  # the token PUT /_config needs (unset: configuration from the command line only)
 
 
 class _Faults:
@@ -139,7 +145,8 @@ class _Faults:
     KEYS = ("latency_s", "jitter_s", "bandwidth_mib_s", "error_rate")
 
     def __init__(self, latency_s: float = 0.0, jitter_s: float = 0.0, bandwidth_mib_s: float | None = None,
-                 error_rate: float = 0.0, seed: int = 0):
+                 error_rate: float = 0.0, seed: int = 0, token: str | None = None):
+        self.token = token  # PUT /_config needs it; None: refused
         self.lock = threading.Lock()
         self.rng = random.Random(seed)
         self.values: dict[str, Any] = {}
@@ -218,9 +225,18 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, ValueError):  # a NUL byte, a name too long
             return None
 
+    def _authorized(self) -> bool:
+        token = self.faults.token
+        given = self.headers.get("Authorization") or ""
+        return token is not None and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
     def do_PUT(self) -> None:  # noqa: N802 (http.server naming)
         if self.path != "/_config":
             return self._reply(405)
+        if not self._authorized():
+            self.close_connection = True
+            return self._reply(403, b"PUT /_config needs the store's token (Authorization: Bearer TOKEN); "
+                                    b"set faults on the command line otherwise", {"Connection": "close"})
         try:
             n = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -329,6 +345,7 @@ class ObjectStore:
         self.settings = {"latency_s": latency_s, "jitter_s": jitter_s, "bandwidth_mib_s": bandwidth_mib_s,
                          "error_rate": error_rate, "seed": seed}
         _Faults(**self.settings)  # validate now, in the caller
+        self.token = secrets.token_urlsafe(24)  # for PUT /_config: known to this object and its server only
         self.port: int | None = None
         self._proc = None
         self._server: _Server | None = None
@@ -344,7 +361,8 @@ class ObjectStore:
         if self.port is not None:
             return self
         if self.mode == "thread":
-            self._server = _Server(("127.0.0.1", 0), _make_handler(self.root, _Faults(**self.settings)))
+            self._server = _Server(("127.0.0.1", 0), _make_handler(self.root, _Faults(**self.settings,
+                                                                                      token=self.token)))
             self.port = self._server.server_address[1]
             self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2},
                                             name="objstore", daemon=True)
@@ -359,6 +377,7 @@ class ObjectStore:
         if self.settings["bandwidth_mib_s"]:
             cmd += ["--bandwidth-mib-s", str(self.settings["bandwidth_mib_s"])]
         env = dict(os.environ)
+        env[TOKEN_ENV] = self.token  # not on the command line, which every local user can read
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, text=True)
         ready, _, _ = select.select([self._proc.stdout], [], [], 30)
@@ -398,7 +417,10 @@ class ObjectStore:
 
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         try:
-            conn.request(method, path, body=body, headers={"Content-Type": "application/json"} if body else {})
+            headers = {"Authorization": f"Bearer {self.token}"}
+            if body:
+                headers["Content-Type"] = "application/json"
+            conn.request(method, path, body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
             if resp.status != 200:
@@ -436,7 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m playbook.workloads.objstore",
         description="Serve DIR over HTTP on 127.0.0.1 like an object store, with injected latency, bandwidth "
-                    "cap and errors. Prints 'listening http://127.0.0.1:PORT' once ready; Ctrl-C stops it.",
+                    "cap and errors. Prints 'listening http://127.0.0.1:PORT' once ready; Ctrl-C stops it. "
+                    f"PUT /_config changes the faults only with the token in ${TOKEN_ENV} (Authorization: "
+                    "Bearer TOKEN); without it the faults are the command line's.",
         epilog="example:\n  python -m playbook.workloads.objstore data/shards --latency-s 0.08 --bandwidth-mib-s 32\n"
                "  curl -r 0-99 http://127.0.0.1:PORT/shard-000000.tar.zst | wc -c",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -454,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {root}: not a directory", file=sys.stderr)
         return 2
     try:
-        faults = _Faults(args.latency_s, args.jitter_s, args.bandwidth_mib_s, args.error_rate, args.seed)
+        faults = _Faults(args.latency_s, args.jitter_s, args.bandwidth_mib_s, args.error_rate, args.seed,
+                         token=os.environ.pop(TOKEN_ENV, None) or None)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -233,3 +233,13 @@ def test_index_and_field_errors_name_the_shard_and_record():
         shards.ShardIndex.from_dict("http://x", {"shards": [{"name": "a", "bytes": 1, "samples": 1}]})
     with pytest.raises(InputError, match=r"s3 \(sample 7\): sample 'k7' field 'cls' does not decode \(ValueError"):
         shards.decode_fields({"__key__": "k7", "cls": b"seven"}, "s3 (sample 7)")
+
+
+def test_index_sample_counts_are_checked_before_any_plan_is_built():
+    with pytest.raises(InputError, match=r"shard 0 \('a'\) claims 1,000,000,000 samples; a shard of at most 4 GiB "
+                                         r"holds at most 4,194,304"):
+        shards.ShardIndex.from_dict("http://x", {"shards": [{"name": "a", "bytes": 1, "samples": 10**9,
+                                                             "sha256": "0"}]})
+    many = [{"name": f"s{k}", "bytes": 1, "samples": 4_000_000, "sha256": "0"} for k in range(13)]
+    with pytest.raises(InputError, match=r"the index claims 52,000,000 samples; .* at most 50,000,000"):
+        shards.ShardIndex.from_dict("http://x", {"shards": many})

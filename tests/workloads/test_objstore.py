@@ -6,6 +6,7 @@ import hashlib
 import http.client
 import io
 import json
+import os
 import tarfile
 import time
 
@@ -162,13 +163,49 @@ def test_hostile_requests_get_400_and_never_stall_a_handler(bucket):
     with ObjectStore(root, mode="thread") as store:
         assert _raw(store.port, f"GET /{name}\x00x HTTP/1.1\r\nHost: x\r\n\r\n".encode()).startswith(
             b"HTTP/1.1 400")
+        auth = f"Authorization: Bearer {store.token}\r\n".encode()
         for length in ("-5", "abc", str(1 << 30)):  # rfile.read(-5) used to block until the client hung up
-            reply = _raw(store.port, f"PUT /_config HTTP/1.1\r\nContent-Length: {length}\r\n\r\n{{}}".encode())
+            reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\n" + auth
+                         + f"Content-Length: {length}\r\n\r\n{{}}".encode())
             assert reply.startswith(b"HTTP/1.1 400") and b"Content-Length" in reply
-        reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]")
+        reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\n" + auth + b"Content-Length: 2\r\n\r\n[]")
         assert reply.startswith(b"HTTP/1.1 400")
         body = b'{"latency_s": 1e999}'
-        reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\n" + auth
+                     + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         assert reply.startswith(b"HTTP/1.1 400")
         assert _get(store.port, f"/{name}")[0] == 200  # and the store still serves
         assert store.stats()["latency_s"] == 0
+
+
+@pytest.mark.parametrize("mode", ["thread", "process"])
+def test_configuration_needs_the_token(bucket, mode):
+    root, index = bucket
+    body = b'{"error_rate": 1}'
+    with ObjectStore(root, mode=mode) as store:
+        for auth in (b"", b"Authorization: Bearer guess\r\n", b"Authorization: " + store.token.encode() + b"\r\n"):
+            reply = _raw(store.port, b"PUT /_config HTTP/1.1\r\n" + auth
+                         + b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+            assert reply.startswith(b"HTTP/1.1 403") and b"token" in reply
+        assert store.stats()["error_rate"] == 0  # unchanged: any local process could have asked
+        assert _get(store.port, f"/{index['shards'][0]['name']}")[0] == 200
+        assert store.configure(latency_s=0.01)["latency_s"] == 0.01  # the owner still can
+
+
+def test_the_cli_store_takes_its_faults_from_the_command_line_only(bucket):
+    import subprocess
+    import sys
+
+    root, _ = bucket
+    env = {k: v for k, v in os.environ.items() if k != "PLAYBOOK_OBJSTORE_TOKEN"}
+    proc = subprocess.Popen([sys.executable, "-m", "playbook.workloads.objstore", str(root), "--latency-s", "0"],
+                            stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        port = int(proc.stdout.readline().rsplit(":", 1)[1])
+        body = b'{"error_rate": 1}'
+        reply = _raw(port, b"PUT /_config HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert reply.startswith(b"HTTP/1.1 403")
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        proc.stdout.close()

@@ -1,0 +1,123 @@
+"""Bounded work for every shape (issue 30): a header of a million columns, a tar member that inflates past the
+budget, a Parquet footer claiming more rows than memory holds, 1 MB lines of digits, brackets and separators, and
+a folder of 10k small files: each a one-line error or read in bounded work (the timing guards are generous)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playbook import schema
+from playbook.errors import InputError
+from playbook.readers import generic_csv, lines, read_file, read_paths
+
+
+def test_a_header_of_a_million_columns_is_one_line(tmp_path):
+    p = tmp_path / "wide.csv"
+    names = ",".join(f"util{i}" for i in range(1_000_000))
+    p.write_text(f"timestamp,gpu,{names}\n2024-01-01T00:00:00Z,0,{','.join('1' * 1_000_000)}\n")
+    with pytest.raises(InputError, match=r"line 1 is a header of 1,000,002 columns; a telemetry table has at most "
+                                         r"4,096") as err:
+        read_file(p)
+    assert "\n" not in str(err.value)
+
+
+def test_a_header_at_the_width_cap_is_still_read(tmp_path):
+    p = tmp_path / "wide_ok.csv"
+    extra = generic_csv.MAX_COLUMNS - 3
+    p.write_text("timestamp,gpu,utilization.gpu [%]," + ",".join(f"x{i}" for i in range(extra)) + "\n"
+                 + "2024-01-01T00:00:00Z,0,50," + ",".join("1" * extra) + "\n")
+    assert list(read_file(p).telemetry["util_pct"]) == [50.0]
+
+
+class _Spaces(io.RawIOBase):
+    """A trace member: its JSON opening, then spaces (compresses ~1000x)."""
+
+    def __init__(self, size: int):
+        self.left, self.head = size, b'{"traceEvents": ['
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        n = min(len(buf), self.left)
+        if self.head:
+            n = min(n, len(self.head))
+            buf[:n], self.head = self.head[:n], self.head[n:]
+        else:
+            buf[:n] = b" " * n
+        self.left -= n
+        return n
+
+
+def test_a_tar_member_is_held_to_the_decompression_budget(tmp_path):
+    p = tmp_path / "traces.tar.gz"
+    with tarfile.open(p, "w:gz") as tar:
+        info = tarfile.TarInfo("rank0.pt.trace.json")
+        info.size = 300 << 20  # 300 MiB of spaces: ~300 KB compressed
+        tar.addfile(info, io.BufferedReader(_Spaces(info.size)))
+    assert p.stat().st_size < 2 << 20
+    with pytest.raises(InputError, match="archive members expand more than 250x the archive: refusing a "
+                                         "decompression bomb") as err:
+        read_file(p)
+    assert str(p) in str(err.value)
+
+
+def test_tar_members_together_are_held_to_the_size_budget(tmp_path, monkeypatch):
+    p = tmp_path / "traces.tar"
+    with tarfile.open(p, "w") as tar:
+        for k in range(3):
+            info = tarfile.TarInfo(f"rank{k}.pt.trace.json")
+            info.size = 64 << 10
+            tar.addfile(info, io.BufferedReader(_Spaces(info.size)))
+    monkeypatch.setenv("PLAYBOOK_MAX_BYTES", "100K")
+    with pytest.raises(InputError, match=r"archive members hold more than 0 MiB"):
+        read_file(p)
+
+
+def test_a_parquet_table_is_sized_from_its_footer_before_reading(tmp_path, monkeypatch):
+    p = tmp_path / "telemetry.parquet"
+    n = 200_000
+    schema.telemetry_frame({"time": pd.to_datetime(np.arange(n), unit="s", utc=True), "host": ["h"] * n,
+                            "gpu": np.zeros(n, dtype=np.int64), "util_pct": np.full(n, 50.0)}).to_parquet(p)
+    monkeypatch.setenv("PLAYBOOK_MAX_BYTES", "1M")
+    with pytest.raises(InputError, match=r"a Parquet table of 200,000 rows × 23 columns, more than the 1 MiB budget"):
+        read_file(p)
+    monkeypatch.delenv("PLAYBOOK_MAX_BYTES")
+    assert len(read_file(p).telemetry) == n
+
+
+LINES = {"digits": "1" * (1 << 20), "digits and spaces": "1 " * (1 << 19), "brackets": "[" * (1 << 20),
+         "bracketed counters": "[1/" * (1 << 20 // 3), "bracket pairs": "[1][2]" * (1 << 20 // 6),
+         "colons": "1:" * (1 << 19), "spaces then digits": " " * (1 << 19) + "1" * (1 << 19),
+         "step words": "step 1 " * (1 << 20 // 7), "separators": "| 1 , a=1 ; " * (1 << 20 // 12),
+         "nccl prefix": "h:1:1 [0] NCCL INFO " + "1" * (1 << 20)}
+
+
+@pytest.mark.parametrize("kind", list(LINES))
+def test_the_line_grammar_is_linear_on_1_mb_lines(tmp_path, kind):
+    line = LINES[kind]
+    began = time.monotonic()
+    result = lines.scan_steps(["step 1 loss 2.0 step_time: 0.5", line, "step 2 loss 2.0 step_time: 0.5"])
+    assert time.monotonic() - began < 10  # bounded-work guard: a quadratic pattern takes hours on 1 MB
+    assert result["n_records"] >= 2
+    p = tmp_path / "train.log"
+    p.write_text(f"step 1 loss 2.0 step_time: 0.5\n{line}\nstep 2 loss 2.0 step_time: 0.5\n")
+    began = time.monotonic()
+    assert len(read_file(p).steps) == 2
+    assert time.monotonic() - began < 10
+
+
+def test_a_folder_of_many_small_files_is_read_in_linear_time(tmp_path):
+    for k in range(3000):  # 10k files: ~40 s on a busy 2-core machine; 3k keep the suite quick
+        (tmp_path / f"gpu{k:05d}.csv").write_text("timestamp, index, utilization.gpu [%]\n"
+                                                  f"2024/01/15 10:00:{k % 60:02d}.000, 0, {k % 100} %\n")
+    began = time.monotonic()
+    b = read_paths([tmp_path])
+    assert len(b.telemetry) == 3000
+    assert time.monotonic() - began < 120  # bounded-work guard: a per-file cost that grew with the folder would not
