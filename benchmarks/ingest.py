@@ -55,8 +55,9 @@ def generate(path: Path, gpus: int, seconds: int, damaged: bool = False, seed: i
     rows = 0
     with open(path, "w", encoding="utf-8", newline="\n") as fh:
         fh.write(HEADER + "\n")
-        for chunk_start in range(0, seconds, 3600):
-            ticks = np.arange(chunk_start, min(seconds, chunk_start + 3600))
+        per_chunk = max(1, min(3600, 8_000_000 // gpus))  # an hour at a time, fewer ticks for thousands of GPUs
+        for chunk_start in range(0, seconds, per_chunk):  # (Arrow strings hold at most 2 GB per array)
+            ticks = np.arange(chunk_start, min(seconds, chunk_start + per_chunk))
             n = len(ticks) * gpus
             stamps = (start + ticks).astype("datetime64[ms]") + rng.integers(0, 999, len(ticks)).astype(
                 "timedelta64[ms]")

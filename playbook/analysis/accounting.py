@@ -40,7 +40,7 @@ import pandas as pd
 from playbook import schema
 from playbook.analysis import steps as sa
 from playbook.analysis.intervals import true_runs
-from playbook.analysis.series import GpuSeries, gpu_series
+from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
 
 # A loss under 1% of the basis is within the run-to-run repeatability of a training job's throughput (repeated
 # runs of the same job on the same nodes vary by 1-2%): below it no loss is called, whatever the jitter says.
@@ -204,12 +204,13 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     deep = np.zeros(n_bins, dtype=bool)
     drops_s, drop_names = 0.0, []
     idle, under = [], []
+    p95 = row_percentile(util, valid, 95)
+    gone_set = set(gone)
     for g in range(g_count):
-        if g_count < 2 or g in gone or not valid[g].any():
+        if g_count < 2 or g in gone_set or not valid[g].any():
             continue
-        x = util[g][valid[g]]
         d = deficit[g]
-        idle_g = np.percentile(x, 95) <= IDLE_PCT and busy > 2 * IDLE_PCT
+        idle_g = p95[g] <= IDLE_PCT and busy > 2 * IDLE_PCT
         if idle_g:
             idle.append((g, float(d.sum())))
         elif _significantly_below(util[g], med, valid[g]):
@@ -292,8 +293,7 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         secs, names, steps_on = 0.0, [], np.zeros(n_bins, dtype=bool)
         # what a GPU draws / clocks at work: its own 90th percentile while busy, or its peers' median of theirs
         # when that is higher (a GPU capped or spinning all along never shows its own working level)
-        own = np.array([np.percentile(x[g][busy[g]], 90) if busy[g].sum() >= 5 else np.nan
-                        for g in range(len(series))])
+        own = np.where(busy.sum(1) >= 5, row_percentile(x, busy, 90), np.nan)
         peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
         for g in range(len(series)):
             if busy[g].sum() < 5:

@@ -17,7 +17,7 @@ import numpy as np
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA
 from playbook.analysis.oscillation.levels import two_levels
-from playbook.analysis.series import GAP_FACTOR, GpuSeries, hold_last
+from playbook.analysis.series import GAP_FACTOR, GpuSeries, hold_last, row_percentile
 from playbook.analysis.stats import binom_sf
 
 POWER_DROP_MIN = 0.15  # peers' power (or SM activity) ≥ 15% below their all-busy level: they are waiting
@@ -90,12 +90,7 @@ def _peer_work(series: GpuSeries, work_col: str, high: np.ndarray, dt: float, t0
     percentile while high), SM activity as it is (already a fraction)."""
     work = series.grid_means(work_col, dt, t0, n_bins)
     if work_col == "power_w":  # each GPU's power relative to its own busy level
-        ref = np.full(work.shape[0], np.nan, dtype=np.float32)
-        for g in range(work.shape[0]):
-            w = work[g][high[g]]
-            w = w[np.isfinite(w)]
-            if len(w):
-                ref[g] = np.percentile(w, 90)
+        ref = row_percentile(work, high & np.isfinite(work), 90).astype(np.float32)
         work = work / ref[:, None]
     return work
 

@@ -223,3 +223,21 @@ def hold_last(u: np.ndarray, valid: np.ndarray, limit: int) -> tuple[np.ndarray,
     rows = np.arange(g_count)[:, None]
     out = np.where(ok, u[rows, np.maximum(idx, 0)], np.nan)
     return out, ok
+
+
+def row_percentile(x: np.ndarray, keep: np.ndarray, q: float) -> np.ndarray:
+    """np.percentile(x[g][keep[g]], q) of every row g at once: numpy's default (linear) method with its own
+    arithmetic, so the very same floats; NaN for a row that keeps nothing. x: (G × n) floats, keep: bool."""
+    a = np.sort(np.where(keep, x, np.nan), axis=1)  # each row's kept values first, in order (NaN sorts last)
+    n = keep.sum(1)
+    virtual = (n - 1) * np.true_divide(q, 100)  # numpy's virtual index for "linear"
+    last = np.maximum(n - 1, 0)
+    prev = np.where(virtual >= last, last, np.floor(virtual)).astype(np.int64)
+    nxt = np.where(virtual >= last, last, prev + 1)
+    gamma = virtual - np.floor(virtual)  # (numpy's weight; at the top bound both ends are the same value)
+    lo = np.take_along_axis(a, prev[:, None], axis=1)[:, 0]
+    hi = np.take_along_axis(a, nxt[:, None], axis=1)[:, 0]
+    diff = hi - lo
+    out = lo + diff * gamma.astype(a.dtype)  # a Python float weight takes the array's dtype in numpy
+    out = np.where(gamma >= 0.5, hi - diff * (1 - gamma).astype(a.dtype), out)
+    return np.where(n > 0, out, np.nan)

@@ -4,7 +4,8 @@ utilization swings while the job runs.
 One row per GPU: a utilization sparkline, power, SM clock and the status the diagnosis gives it; then the
 processes on the GPUs (PID, user, GPU memory, command: NVML and psutil, refreshed with the diagnosis); below, the
 rolling diagnosis of the last --window (period, duty cycle, synchrony, the top cause and its evidence), re-run
-every --refresh seconds — less often when one run costs more than DIAG_BUDGET of a core allows. `--for 60s`
+every --refresh seconds — skipped while the window's per-GPU utilization has not moved (WindowStats), and less
+often when one run costs more than DIAG_BUDGET of a core allows. `--for 60s`
 samples for a fixed time, prints the diagnosis and exits (one command instead of polling nvidia-smi by hand);
 Ctrl-C (or SIGTERM / SIGHUP) stops the same way. `--out DIR` keeps the recording as a run directory (read it
 back with `playbook diagnose DIR`). When stdout is not a terminal, one plain line per refresh replaces the
@@ -39,6 +40,12 @@ DIAG_BUDGET = 0.005  # share of a core the rolling diagnosis may use on average:
 SPARK = "▁▂▃▄▅▆▇█"
 SPARK_WIDTH = 40
 FLUSH_S = 30.0  # seconds between writes of the recording (bounded memory, little lost on a kill -9)
+# a refresh re-diagnoses only when some GPU's window moved this much since the last diagnosis (utilization mean in
+# points, share of polls below LOW_PCT), a GPU came or went, or an event arrived; and at least every MAX_SKIPS refreshes
+CHANGE_PCT = 2.0
+CHANGE_LOW_SHARE = 0.02
+LOW_PCT = 50.0
+MAX_SKIPS = 11
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -150,6 +157,38 @@ class RunWriter:
         if len(events):
             rundir.write_table(self.part, "events", events)
         return self.run
+
+
+class WindowStats:
+    """Per GPU, running sums of the window's utilization (sum, valid polls, polls below LOW_PCT), kept up to date by
+    the rows entering and leaving the window: deciding whether a refresh needs a new diagnosis costs O(new rows)."""
+
+    def __init__(self):
+        from playbook import schema
+
+        self.util = schema.TELEMETRY_METRICS.index("util_pct")
+        self.sums: dict[tuple, list] = {}
+
+    def add(self, rows, sign: int = 1) -> None:
+        """Count `rows` (poll() tuples) into the window (sign 1) or out of it (sign -1)."""
+        for _t, host, gpu, _src, v in rows:
+            u = v[self.util]
+            if u == u:  # not NaN
+                a = self.sums.setdefault((host, gpu), [0.0, 0, 0])
+                a[0] += sign * u
+                a[1] += sign
+                a[2] += sign * (u < LOW_PCT)
+
+    def snapshot(self) -> dict[tuple, tuple[float, float]]:
+        """GPU → (mean utilization %, share of polls below LOW_PCT) over the window."""
+        return {k: (s / n, low / n) for k, (s, n, low) in self.sums.items() if n > 0}
+
+    @staticmethod
+    def moved(a: dict, b: dict) -> bool:
+        """Whether two snapshots differ enough for the diagnosis to change (see CHANGE_PCT)."""
+        if a.keys() != b.keys():
+            return True
+        return any(abs(a[k][0] - b[k][0]) >= CHANGE_PCT or abs(a[k][1] - b[k][1]) >= CHANGE_LOW_SHARE for k in a)
 
 
 class Panel:
@@ -305,6 +344,7 @@ def run(args: argparse.Namespace) -> int:
     if not source.replaces:
         last = source.poll()
         session.rows.extend(last)
+        session.stats.add(last)
         if writer is not None:
             writer.add(last, False)
     cost, loop_diag = _share(cpu0, t0), session.diag_cost
@@ -345,6 +385,7 @@ class _Session:
         self.frames: list = []  # a re-reading source (Prometheus): its latest window
         self.diag, self.diag_at, self.diag_cost = None, 0.0, 0.0
         self.procs: list[dict] = []  # the compute processes on the GPUs, as of the last refresh
+        self.stats, self.diag_inputs, self.skips = WindowStats(), None, 0  # the window when last diagnosed
         self.live = _live() if self.tty else None
 
     def print_warnings(self) -> None:
@@ -360,22 +401,42 @@ class _Session:
 
         if self.source.replaces:
             return self.frames[-1] if self.frames else schema.telemetry_frame(interval_s=self.interval)
-        cut = time.time_ns() - int(self.window * 1e9)
-        while self.rows and self.rows[0][0] < cut:
-            self.rows.popleft()
+        self.trim()
         return rows_frame(list(self.rows))
 
-    def refresh(self, procs: bool = True) -> None:
-        """Diagnose the window (when it holds two samples or more) and, with `procs` (the source still runs),
-        list the GPUs' processes again; its thread CPU time adds to diag_cost."""
+    def trim(self) -> None:
+        """Drop the rows older than the window (and their counts in the window's statistics)."""
+        cut = time.time_ns() - int(self.window * 1e9)
+        while self.rows and self.rows[0][0] < cut:
+            self.stats.add([self.rows.popleft()], -1)
+
+    def unchanged(self) -> bool:
+        """Whether the window is, for the diagnosis, the one last diagnosed (see CHANGE_PCT); counts the skip."""
+        if self.source.replaces or self.diag is None or self.skips >= MAX_SKIPS:
+            return False
+        self.trim()
+        inputs = (self.stats.snapshot(), len(getattr(self.source, "events", ())))
+        if inputs[1] != self.diag_inputs[1] or WindowStats.moved(inputs[0], self.diag_inputs[0]):
+            return False
+        self.skips += 1
+        return True
+
+    def refresh(self, force: bool = True, procs: bool = True) -> None:
+        """Diagnose the window (when it holds two samples or more; unless `force`, only when it changed since the
+        last diagnosis) and, with `procs` (the source still runs), list the GPUs' processes again; its thread CPU
+        time adds to diag_cost."""
         from playbook import schema
 
         c0 = time.thread_time()
         if procs:
             self.procs = processes(self.source)
+        if not force and self.unchanged():
+            self.diag_cost += time.thread_time() - c0
+            return
         tel = self.window_frame()
         if len(tel) < 2:
             return
+        self.diag_inputs, self.skips = (self.stats.snapshot(), len(getattr(self.source, "events", ()))), 0
         bundle = schema.Bundle(inputs=[self.source.name], telemetry=tel, events=self.source.events_table())
         self.diag = self.diagnose(bundle)
         self.diag_at = time.monotonic()
@@ -392,6 +453,7 @@ class _Session:
             self.panel.set_window(got)
         else:
             self.rows.extend(got)
+            self.stats.add(got)
             self.panel.add_rows(got)
         if self.writer is not None:
             self.writer.add(got, self.source.replaces)
@@ -415,7 +477,7 @@ class _Session:
             now = time.monotonic()
             if now >= next_diag:
                 c0 = time.thread_time()
-                self.refresh()
+                self.refresh(force=False)
                 spent = time.thread_time() - c0
                 next_diag = now + (max(args.refresh, spent / DIAG_BUDGET) if warm else args.refresh)
                 warm = warm or self.diag is not None
@@ -433,17 +495,13 @@ class _Session:
 
 
 def _warm_up(diagnose) -> None:
-    """One diagnosis of a tiny synthetic table at start-up, so that the analyses' one-off imports and caches
-    are not charged to the first refresh (nor stretch the refresh interval)."""
-    import numpy as np
+    """One diagnosis of a small LABELED SYNTHETIC swing (4 GPUs, 2 min, every metric) at start-up, so that the
+    analyses' one-off imports (scipy.stats, scipy.cluster) and caches are not charged to the first refresh (nor
+    stretch the refresh interval)."""
+    from playbook.synthetic import simulate_bundle
 
-    from playbook import schema
-
-    t = np.arange(60)
-    data = {"time": np.tile(t * 1_000_000_000, 2), "host": "warm-up", "gpu": np.repeat([0, 1], 60),
-            "util_pct": np.tile(np.where(t % 10 < 6, 98.0, 0.0), 2), "power_w": 300.0}
     try:
-        diagnose(schema.Bundle(telemetry=schema.telemetry_frame(data, interval_s=1.0)))
+        diagnose(simulate_bundle("oscillation", hosts=1, gpus_per_host=4, duration_s=120.0, period_s=20.0)[0])
     except Exception:  # a failed warm-up only costs the first refresh its imports
         pass
 

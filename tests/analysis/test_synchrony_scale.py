@@ -169,3 +169,20 @@ def test_diagnosis_is_the_same_when_synchrony_is_sampled(monkeypatch, scenario):
     monkeypatch.setattr(S, "EXACT_MAX", 8)
     assert answer() == pairwise
     assert pairwise[1] == ("groups" if scenario == "antiphase" else "synchronized")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_percentile_is_numpys_percentile_row_by_row(dtype):
+    from playbook.analysis.series import row_percentile
+
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        x = (rng.random((rng.integers(1, 12), rng.integers(1, 200))) * 100).astype(dtype)
+        if trial % 2:
+            x = np.round(x)  # ties
+        keep = rng.random(x.shape) < rng.random()
+        keep[0] = False  # a row that keeps nothing
+        for q in (0, 5, 25, 50, 90, 95, 100):
+            got = row_percentile(x, keep, q)
+            ref = [np.percentile(x[r][keep[r]], q) if keep[r].any() else np.nan for r in range(len(x))]
+            np.testing.assert_array_equal(got, np.array(ref, dtype=got.dtype))  # the same floats, NaN for NaN

@@ -236,3 +236,69 @@ def test_the_dashboard_and_plain_lines_name_the_process_on_each_gpu():
     assert lines == ["processes on the GPUs (2):", "  GPU 0  PID 4241  bob  ? MiB  ?",
                      "  GPU 1  PID 4242  alice  61,000 MiB  torchrun --nproc-per-node 8 train.py"]
     assert process_lines([]).startswith("processes: none seen")
+
+
+def _rows(t_ns: int, utils: list[float]) -> list[tuple]:
+    from playbook import schema
+
+    at = schema.TELEMETRY_METRICS.index("util_pct")
+    out = []
+    for gpu, u in enumerate(utils):
+        v = [float("nan")] * len(schema.TELEMETRY_METRICS)
+        v[at] = u
+        out.append((t_ns, "h", gpu, "fake", tuple(v)))
+    return out
+
+
+def test_window_statistics_follow_rows_in_and_out():
+    from playbook.commands.watch import WindowStats
+
+    w = WindowStats()
+    a, b = _rows(1, [90.0, 20.0]), _rows(2, [10.0, 20.0])
+    w.add(a)
+    w.add(b)
+    assert w.snapshot() == {("h", 0): (50.0, 0.5), ("h", 1): (20.0, 1.0)}
+    w.add(a, -1)
+    assert w.snapshot() == {("h", 0): (10.0, 1.0), ("h", 1): (20.0, 1.0)}
+    assert not WindowStats.moved(w.snapshot(), {("h", 0): (11.9, 1.0), ("h", 1): (20.0, 1.0)})
+    assert WindowStats.moved(w.snapshot(), {("h", 0): (12.0, 1.0), ("h", 1): (20.0, 1.0)})
+    assert WindowStats.moved(w.snapshot(), {("h", 0): (10.0, 1.0)})  # a GPU came or went
+
+
+def test_a_refresh_rediagnoses_only_when_the_window_moved():
+    """Issue 31: the rolling diagnosis is re-run when some GPU's window mean or low share moved (or at least every
+    MAX_SKIPS + 1 refreshes), not on every refresh of an unchanged job."""
+    from playbook.commands import watch as W
+
+    class Source:
+        replaces, name, warnings, events = False, "stub", [], []
+
+        def events_table(self):
+            from playbook import schema
+            return schema.events_frame()
+
+    calls = []
+
+    def diagnose(bundle):
+        calls.append(len(bundle.telemetry))
+        return argparse.Namespace(gpus=[])
+
+    args = argparse.Namespace(plain=True, json=False)
+    s = W._Session(args, Source(), 1.0, 3600.0, None, diagnose)
+    now = time.time_ns()
+    for k in range(60):  # a steady swing: 90 / 20 on both GPUs
+        s.take(_rows(now - (120 - k) * 10**9, [90.0 if k % 4 else 20.0] * 2))
+    s.refresh(force=False)
+    assert len(calls) == 1
+    s.take(_rows(now - 59 * 10**9, [90.0, 90.0]))
+    s.refresh(force=False)
+    assert len(calls) == 1  # one more poll of the same job: the answer's inputs did not move
+    for k in range(10):  # GPU 1 goes idle: its mean falls by more than CHANGE_PCT
+        s.take(_rows(now - (50 - k) * 10**9, [90.0, 0.0]))
+    s.refresh(force=False)
+    assert len(calls) == 2
+    for _ in range(W.MAX_SKIPS):
+        s.refresh(force=False)
+    assert len(calls) == 2
+    s.refresh(force=False)  # stale for MAX_SKIPS refreshes: diagnosed again
+    assert len(calls) == 3
