@@ -36,7 +36,7 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*[:=]?\s*(\d+)\]\s*:?|\
 _RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60} )?pid=(\d+)(?:, ip=([\w.:-]{1,60}))?\)\s*")
 _RAY_RANK = re.compile(r"\[rank=(\d+), world_size=")
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-_ISO = re.compile(r"^\s*\[?\s*(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
+_ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
                   r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")
