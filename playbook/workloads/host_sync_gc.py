@@ -116,7 +116,8 @@ def _gc_policy(k: dict[str, Any]):
 
 def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
     """Train with the variant's GC policy and logging cadence; record into `run_dir`; return a RunResult
-    (extra: gc_events / gc_max_s (pauses ≥ 2 ms), gc_collections, gc_total_s, metric_reads, rss_growth_mib)."""
+    (extra: gc_events / gc_max_s (pauses ≥ 2 ms), gc_collections, gc_total_s, metric_reads, rss_growth_mib,
+    cyclic_garbage: unreachable objects left for a collection after the steps)."""
     import torch
 
     from playbook.fixes.sync import MetricAccumulator
@@ -177,12 +178,16 @@ def run(run_dir: str | Path, variant: str = "fault", **overrides: Any):
             meter.stop()
             gc1 = rec.events.gc_stats()
             rss1 = current_rss_mib()
+            # what no collector freed during the steps: unreachable objects a collection finds now (counted, not
+            # sampled like RSS, which an allocator reusing freed pages can leave flat)
+            garbage = gc.collect()
         log_file.close()
     del heap
     return finish_run(variant, run_dir, meter, first_step=k["warmup_steps"], metric_reads=metrics.reads,
                       gc_collections=gc1["collections"] - gc0["collections"],
                       gc_total_s=gc1["total_s"] - gc0["total_s"],
-                      rss_growth_mib=rss1 - rss0, gc_mode=k["gc_mode"], log_every=k["log_every"],
+                      rss_growth_mib=rss1 - rss0, cyclic_garbage=garbage, gc_mode=k["gc_mode"],
+                      log_every=k["log_every"],
                       cycles=k["cycles"])
 
 

@@ -37,7 +37,10 @@ def test_cyclic_step_objects_need_a_collector(tmp_path):
     off = lab.run(tmp_path / "off", "no_fault", **{**SMALL, "steps": 10}, cycles=True)
     sched = lab.run(tmp_path / "sched", "scheduled", **{**SMALL, "steps": 10}, cycles=True, collect_every=2)
     assert off.extra["gc_collections"] == 0 and sched.extra["gc_collections"] >= 5
-    assert off.extra["rss_growth_mib"] > sched.extra["rss_growth_mib"] + 10  # cycles pile up with GC off
+    # cycles pile up with GC off: counted as the unreachable objects left after the steps (RSS growth is the
+    # allocator's to show or not: a fresh-clone run saw 0.008 MiB on both sides). Off keeps all 10 steps' cycles,
+    # a collection every 2nd step leaves at most the last 2 steps'
+    assert off.extra["cyclic_garbage"] > 4 * sched.extra["cyclic_garbage"] > 0
     gc.collect()
 
 
