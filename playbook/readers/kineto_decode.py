@@ -519,11 +519,11 @@ def _header_meta(header: bytes, trailer: bytes, truncated: bool) -> tuple[dict, 
     if not body:
         return {}, None
     try:
-        doc = json.loads(b"{" + body + b"}")
+        doc = textio.json_loads((b"{" + body + b"}").decode("utf-8", "replace"))
         return (doc if isinstance(doc, dict) else {}), None
     except ValueError:
         try:  # the keys before the events are the ones that matter most (distributedInfo, deviceProperties)
-            doc = json.loads(b"{" + head + b"}") if head else {}
+            doc = textio.json_loads((b"{" + head + b"}").decode("utf-8", "replace")) if head else {}
             return doc, "unreadable keys after traceEvents"
         except ValueError:
             return {}, "unreadable trace header (rank and world size unknown)"
