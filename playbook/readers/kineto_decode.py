@@ -350,11 +350,15 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
             nxt = _BOUNDARY_STR_RE.search(text, at if at > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
-            skips.skip(None, f"near byte ~{byte_offset + pos}: {textio.json_error(exc)}")  # chars = bytes for ASCII
+            skips.skip(None, f"near byte ~{byte_offset + pos}: "  # chars = bytes for ASCII
+                             f"{getattr(exc, 'msg', None) or textio.json_error(exc)}")
             if nxt is None:
                 pos = n
                 break
             pos = nxt.end() - 1
+            if pos > 1 << 16:  # a decode error counts the lines before it: keep what is before it short
+                text, byte_offset, pos = text[pos:], byte_offset + pos, 0
+                n = len(text)
             continue
         good.append(obj)
         pos = end
