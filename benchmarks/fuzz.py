@@ -13,6 +13,10 @@ Cases
     mutation   a file of tests/data (or a run directory / shard built from them) with 1-8 byte-level mutations:
                bit flips, byte inserts/deletes, a chunk duplicated or dropped, a cut, a splice of another
                fixture, a token of the formats (a number, a date, "[N/A]", a header) dropped in.
+    growth     (readers and read_file) a mutation case with one shape grown (`grow`): a header thousands of
+               columns wide, a line of up to 2 MB of digits, brackets or separators, a data line repeated
+               10k-100k times, nesting 100k deep, or a tar of hundreds of members: the size attacks that byte
+               mutations of ≤ 64 KB fixtures cannot reach. GROW_SHARE of those targets' cases.
     structure  hypothesis-generated inputs (seeded, derandomised): text built from format tokens per reader,
                JSON documents for meta.json and shard indexes, plain-data pickles for the flight recorder.
     Targets: reader:<name> (each reader's read(), past read_file's safety net), read_file, rundir (read_paths on a
@@ -104,6 +108,41 @@ def mutate(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
     return bytes(b)
 
 
+GROW_SHARE = 0.2  # of a reader's cases: growth cases (the rest half mutation, half structure)
+LONG_BODIES = (b"1", b"9.", b"[", b"[1/", b"[1][2]", b"1:", b"| 1 ", b"a=1 ", b" ", b"step 1 ", b"{", b'"', b",")
+
+
+def grow(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """`data` with one shape grown past what a real file has (see Cases), and a file-name suffix the grown shape
+    needs ("" or ".tar")."""
+    lines = data.split(b"\n")
+    op = rng.randrange(5)
+    if op == 0:  # a wide header: the first line's last field repeated thousands of times
+        head = lines[0]
+        sep = next((s for s in (b",", b"\t", b";", b" ") if s in head), b",")
+        lines[0] = head + (sep + head.split(sep)[-1]) * rng.choice((5_000, 50_000, 200_000))
+    elif op == 1:  # one long line
+        body = rng.choice(LONG_BODIES)
+        lines.insert(rng.randrange(len(lines) + 1), body * (rng.choice((64 << 10, 1 << 20, 2 << 20)) // len(body)))
+    elif op == 2:  # many rows: one line repeated
+        k = rng.randrange(len(lines))
+        lines[k + 1:k + 1] = [lines[k]] * rng.choice((10_000, 100_000))
+    elif op == 3:  # deep nesting
+        depth = rng.choice((1_000, 100_000))
+        return rng.choice((b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth)), ""
+    else:  # a tar of many members, each the data (the trace reader opens archives)
+        import tarfile
+
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for m in range(rng.choice((100, 1000))):
+                info = tarfile.TarInfo(f"rank{m}.pt.trace.json")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        return buf.getvalue(), ".tar"
+    return b"\n".join(lines), ""
+
+
 def _hypothesis_cases(strategy, seed: int, n: int) -> list:
     """n values drawn by hypothesis from `strategy`, reproducibly for `seed` (no database, generation only)."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -182,17 +221,23 @@ class Worker:
         d.mkdir()
         return d
 
-    def mutated_fixture(self, rng: random.Random, pool: list[int] | None = None) -> tuple[Path, bytes]:
+    def mutated_fixture(self, rng: random.Random, pool: list[int] | None = None,
+                        grown: bool = False) -> tuple[Path, bytes]:
+        """A fixture (its path, for the name) mutated byte-wise and, when `grown`, with a shape grown (`grow`)."""
         i = rng.choice(pool or range(len(self.files)))
-        return self.files[i], mutate(self.blobs[i], rng, self.blobs)
+        data = mutate(self.blobs[i], rng, self.blobs)
+        if grown:
+            data, suffix = grow(data, rng)
+            return self.files[i].with_name(self.files[i].name + suffix), data
+        return self.files[i], data
 
     def reader(self, name: str, kind: str, rng: random.Random, value) -> None:
         from playbook import schema
 
         module = self.detect.module(name)
         d = self.scratch()
-        if kind == "mutation":
-            src, data = self.mutated_fixture(rng, self.by_reader.get(name))
+        if kind in ("mutation", "growth"):
+            src, data = self.mutated_fixture(rng, self.by_reader.get(name), grown=kind == "growth")
             path = d / src.name
         else:
             data, path = value, d / ("nccl_trace_rank_0" if name == "flight_recorder" else "input.txt")
@@ -205,8 +250,8 @@ class Worker:
         from playbook.readers import read_file
 
         d = self.scratch()
-        if kind == "mutation":
-            src, data = self.mutated_fixture(rng)
+        if kind in ("mutation", "growth"):
+            src, data = self.mutated_fixture(rng, grown=kind == "growth")
             path = d / src.name
         else:
             data, path = value, d / "input.txt"
@@ -385,12 +430,15 @@ WEIGHT = {"compare": 0.1, "rundir": 0.5}
 
 
 def plan(total: int, names: list[str], batch: int, seed: int) -> list[tuple[str, str, int, int]]:
-    """(target, kind, seed, n) batches: total cases split over targets by WEIGHT, half mutation half structure."""
+    """(target, kind, seed, n) batches: total cases split over targets by WEIGHT; for readers and read_file
+    GROW_SHARE growth cases, the rest (all of the other targets') half mutation, half structure."""
     w = {t: WEIGHT.get(t, 1.0) for t in names}
     per = {t: max(2, round(total * w[t] / sum(w.values()))) for t in names}
     out = []
     for t in names:
-        for kind, n in (("mutation", per[t] - per[t] // 2), ("structure", per[t] // 2)):
+        grown = round(per[t] * GROW_SHARE) if t.startswith("reader:") or t == "read_file" else 0
+        rest = per[t] - grown
+        for kind, n in (("mutation", rest - rest // 2), ("structure", rest // 2), ("growth", grown)):
             k = 0
             while n > 0:
                 out.append((t, kind, seed * 100_003 + k, min(batch, n)))

@@ -209,8 +209,9 @@ def _claim(out: Path, force: bool) -> None:
         out.mkdir(parents=True, exist_ok=True)
         fd = os.open(out / LOCK, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
-        holder = _lock_holder(out)
-        raise PlaybookError(f"{out} is being recorded by another `playbook record` (process {holder}); choose "
+        holder = _lock_holder(out)  # None while the winner has not yet written its pid
+        who = f" (process {holder})" if holder is not None else ""
+        raise PlaybookError(f"{out} is being recorded by another `playbook record`{who}; choose "
                             "another --out" if holder is None or _alive(holder) else
                             f"{out} has a lock left by `playbook record` process {holder}, which has exited: pass "
                             "--force to record afresh") from None

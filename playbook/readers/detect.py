@@ -8,7 +8,6 @@ the file.
 from __future__ import annotations
 
 import importlib
-import json
 import re
 from pathlib import Path
 from types import ModuleType
@@ -103,7 +102,7 @@ def describe(path: str | Path) -> str:
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         try:
-            doc = json.loads(textio.read_text(path)) if len(raw) < 4096 else None
+            doc = textio.json_loads(textio.read_text(path)) if len(raw) < 4096 else None
         except ValueError:
             doc = None
         if isinstance(doc, dict):

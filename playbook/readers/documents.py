@@ -251,9 +251,11 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
             if len(buf) - pos >= MAX_DOCUMENT_BYTES:
                 raise InputError(f"{stream.path}: a JSON document larger than {MAX_DOCUMENT_BYTES >> 20} MiB") from None
             number += 1
-            skips.skip(number, f"not JSON ({textio.json_error(exc)})")
+            skips.skip(number, f"not JSON ({getattr(exc, 'msg', None) or textio.json_error(exc)})")
             nxt = buf.find("\n", pos + 1)
             pos = len(buf) if nxt < 0 else nxt + 1
+            if pos > 1 << 16:  # a decode error counts the lines before it: keep what is before it short
+                buf, pos = buf[pos:], 0
             continue
         pos = end
         want = 1 << 20

@@ -27,7 +27,8 @@ the plain-data opcodes itself and refuses every global, persistent id and object
 lists, tuples, strings, numbers, bools, None (and, in protocol 4+ pickles, bytes and sets) can be built; anything
 else raises InputError naming the file, before any object is created. Bounded: dict keys are scalars or small
 tuples (no hash bombs), shared references may not expand past one value per opcode (no `a = [a, a]` bombs), and
-values nested deeper than MAX_DEPTH are dropped with a warning. Files over MAX_BYTES are refused.
+values nested deeper than MAX_DEPTH are dropped with a warning. Files over MAX_BYTES, or over an eighth of the
+byte budget (textio.max_bytes(): the parsed objects take ~OBJECT_EXPANSION times the file), are refused.
 
 The rank is the file name's trailing number (`nccl_trace_rank_3` → 3, as fr_trace infers it), or read(rank=R).
 Output: no table rows; bundle.meta["flight_recorder:<file>"] = {"rank", "version", "comm_lib_version",
@@ -59,6 +60,7 @@ from playbook.readers import textio
 FORMAT = "PyTorch NCCL flight recorder dump (pickle or JSON)"
 META_PREFIX = "flight_recorder:"
 MAX_BYTES = 1 << 30
+OBJECT_EXPANSION = 8  # a parsed dump (dicts, lists, str) takes about this many times its file's bytes
 STATES = ("scheduled", "started", "completed")
 _TRAILING_RANK = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle|bin))?$", re.IGNORECASE)
 # bytes per element of the dtype names c10::toString prints
@@ -297,9 +299,11 @@ def _load(path: Path) -> tuple[dict[str, Any], int]:
         size = path.stat().st_size
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if size > MAX_BYTES:
+    limit = min(MAX_BYTES, textio.max_bytes() // OBJECT_EXPANSION)
+    if size > limit:
         raise InputError(f"{path}: {size / 2**20:.0f} MiB is more than a flight-recorder dump holds "
-                         f"(limit {MAX_BYTES / 2**20:.0f} MiB); not read")
+                         f"(limit {limit / 2**20:.0f} MiB: its objects take ~{OBJECT_EXPANSION}x the file; "
+                         "PLAYBOOK_MAX_BYTES raises it); not read")
     raw = textio.read_bytes(path)
     if raw[:1] == b"\x80":
         unpickler = SafeUnpickler(raw)

@@ -22,8 +22,8 @@ FORMAT = "gpustat (plain text)"
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,16}[A-Za-z]")
 # [N] name | fields | used / total MB [| processes]; bounded pieces, no nested repeats: linear
 _GPU = re.compile(r"^\[(\d{1,4})\]\s+([^|]{1,80}?)\s*\|([^|]{1,120})\|\s*(\d{1,9})\s*/\s*(\d{1,9})\s*MB\s*(?:\|.*)?$")
-_HEADER = re.compile(r"^(\S{1,255})\s{2,}(.{8,60}?)\s{2,}(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)\s*$")
-_TEMP = re.compile(r"^(-?\d{1,4})\s*(?:°|')?\s*C$")
+_HEADER = re.compile(r"^(\S{1,255})\s{2,}+(.{8,60}?)\s{2,}+(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)\s*$")
+_TEMP = re.compile(r"^(-?\d{1,4})\s*+(?:°|')?\s*+C$")
 _PCT = re.compile(r"^(\d{1,4})\s*%$")
 _WATTS = re.compile(r"^(\d{1,5})\s*(?:/\s*(\d{1,5})\s*)?W$")
 

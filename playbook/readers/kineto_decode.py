@@ -350,11 +350,15 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
             nxt = _BOUNDARY_STR_RE.search(text, at if at > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
-            skips.skip(None, f"near byte ~{byte_offset + pos}: {textio.json_error(exc)}")  # chars = bytes for ASCII
+            skips.skip(None, f"near byte ~{byte_offset + pos}: "  # chars = bytes for ASCII
+                             f"{getattr(exc, 'msg', None) or textio.json_error(exc)}")
             if nxt is None:
                 pos = n
                 break
             pos = nxt.end() - 1
+            if pos > 1 << 16:  # a decode error counts the lines before it: keep what is before it short
+                text, byte_offset, pos = text[pos:], byte_offset + pos, 0
+                n = len(text)
             continue
         good.append(obj)
         pos = end
@@ -519,11 +523,11 @@ def _header_meta(header: bytes, trailer: bytes, truncated: bool) -> tuple[dict, 
     if not body:
         return {}, None
     try:
-        doc = json.loads(b"{" + body + b"}")
+        doc = textio.json_loads((b"{" + body + b"}").decode("utf-8", "replace"))
         return (doc if isinstance(doc, dict) else {}), None
     except ValueError:
         try:  # the keys before the events are the ones that matter most (distributedInfo, deviceProperties)
-            doc = json.loads(b"{" + head + b"}") if head else {}
+            doc = textio.json_loads((b"{" + head + b"}").decode("utf-8", "replace")) if head else {}
             return doc, "unreadable keys after traceEvents"
         except ValueError:
             return {}, "unreadable trace header (rank and world size unknown)"

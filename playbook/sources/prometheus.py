@@ -19,8 +19,9 @@ DCGM_FI_DEV_XID_ERRORS (the last XID, 0 on a healthy GPU) is asked as `NAME{MATC
 without errors sends back nothing, and becomes `xid` events. Several series of one GPU and metric (e.g. differing `pod` or
 `instance` labels) are merged, the first value kept, with a counted warning when they disagree.
 
-Each answer is parsed as JSON (msgspec, any whitespace), value strings converted by numpy ("NaN", "+Inf" included;
-a value that is not a number is a counted bad point), into a (GPU × step) grid per metric.
+Each answer is parsed as JSON (msgspec, any whitespace; each series' `values` kept as its JSON text and decoded one
+series at a time, so the points never all exist as Python objects), value strings converted by numpy ("NaN", "+Inf"
+included; a value that is not a number is a counted bad point), into a (GPU × step) grid per metric.
 Bounds, checked before or while reading, each a one-line InputError: at most MAX_STEPS steps per series (asked
 before any request), at most `max_bytes` (MAX_RESPONSE_BYTES) per answer counted on the decompressed bytes (a
 gzip body is inflated in pieces), every request done within `timeout_s` and the whole command within `deadline_s`
@@ -358,7 +359,7 @@ def _present_names(client: _Client, window: Window, match: str | None) -> list[s
 
 class _Series(msgspec.Struct):
     metric: dict[str, str]
-    values: list[tuple[float, str]] = []  # [[epoch s, "value"], ...] as the API writes them
+    values: msgspec.Raw = msgspec.Raw(b"[]")  # the JSON text of [[epoch s, "value"], ...]: decoded series by series
 
 
 class _Data(msgspec.Struct):
@@ -378,6 +379,9 @@ def _decode(raw: bytes, where: str) -> _Answer:
         return msgspec.json.decode(raw, type=_Answer)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InputError(f"{where}: not a Prometheus API answer ({str(exc)[:120]})") from None
+
+
+_VALUES = msgspec.json.Decoder(list[tuple[float, str]])
 
 
 def _points(values: list[tuple[float, str]]) -> tuple[np.ndarray, np.ndarray, int]:
@@ -406,7 +410,11 @@ def _query(client: _Client, fetch: _Fetch, name: str, match: str | None, chunk: 
     for w in answer.warnings:
         fetch.warnings.append(f"{client.display}: server warning: {w}")
     for series in answer.data.result:
-        t, v, bad = _points(series.values)
+        try:  # one series' points as Python objects at a time: the answer's memory stays its JSON text
+            values = _VALUES.decode(series.values)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise InputError(f"{where}: not a Prometheus API answer ({str(exc)[:120]})") from None
+        t, v, bad = _points(values)
         row = fetch.row(dict(series.metric))
         if row is None:
             fetch.unlabeled += 1

@@ -29,6 +29,30 @@ def test_seeded_fuzz_sample_has_no_escapes(target, kind):
     assert c.get("multi_line", 0) == 0
 
 
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer for the per-case limit")
+@pytest.mark.parametrize("target", ["reader:generic_csv", "reader:lines", "reader:documents", "reader:kineto"])
+def test_seeded_growth_sample_has_no_escapes(target):
+    """Shapes grown past real files (wide headers, 2 MB lines, 100k repeated rows, deep nesting, many tar
+    members): a result or a project error, never an escape or a hang."""
+    res = fuzz.run_batch(target, "growth", seed=31, n=12, case_s=30.0)
+    c = res["counts"]
+    assert c["cases"] == 12
+    assert c.get("escapes", 0) == 0 and c.get("hangs", 0) == 0 and c.get("over_budget", 0) == 0, res["escapes"]
+
+
+def test_growth_reaches_every_shape():
+    rng = fuzz.random.Random(0)
+    data = b"timestamp, index, utilization.gpu [%]\n2024/01/15 10:00:00.000, 0, 5 %\n"
+    shapes = set()
+    for _ in range(60):
+        grown, suffix = fuzz.grow(data, rng)
+        first = grown.split(b"\n", 1)[0]
+        shapes.add("tar" if suffix == ".tar" else "nested" if grown[:1] in b"[{" else
+                   "wide" if first.count(b",") > 1000 else "long" if max(map(len, grown.split(b"\n"))) > 60_000
+                   else "rows" if grown.count(b"\n") > 5000 else "other")
+    assert shapes == {"tar", "nested", "wide", "long", "rows"}
+
+
 # the escapes of the 100,000-case run (seed 0): superscript digits that isdigit() takes and int() refuses (headers),
 # 20-digit GPU indexes, ranks and line-protocol times (int64 overflow), a timestamp with its own offset among
 # nvidia-smi's local times (tz-aware into a naive column); then (seed 1) pandas' per-parse resolution (us into s)

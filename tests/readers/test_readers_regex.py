@@ -8,25 +8,38 @@ import pytest
 
 from playbook.readers import (
     dcgm,
+    detect,
     dmon,
     documents,
     generic_csv,
+    gpustat_text,
     headers,
+    influx,
     kineto,
     kineto_decode,
+    lines,
+    long_csv,
+    nccl_log,
     nvidia_smi,
     nvidia_smi_fields,
     nvidia_smi_table,
+    smi_query_text,
+    step_columns,
+    step_grammar,
+    step_vocab,
+    steps,
     textio,
 )
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, dcgm, dmon,
-           headers, documents)
+           headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
+           step_grammar, step_vocab, steps)
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
 PREFIXES = ("", "|", "| 0 ", "| 0  A | 0000:00:00.0", "GPU 0 ", "DCGM_FI_DEV_GPU_UTIL{", "# gpu ", "Every 1.0s: x ",
-            "iteration 1/ 2 |", "0", '"traceEvents": [', "<?xml", "Mon Jan  1 ", "2024/01/01 00:00:00", "step 1 ")
+            "iteration 1/ 2 |", "0", '"traceEvents": [', "<?xml", "Mon Jan  1 ", "2024/01/01 00:00:00", "step 1 ",
+            "Epoch: [1]", "h:1:1 [0] NCCL INFO ", "[rank0]: ", "loss = ", "12/100 [")
 
 
 def _patterns():
