@@ -121,7 +121,7 @@ _FAMILY_HEADS = {"timing", "timings", "time", "times", "timer", "timers", "perf"
 _WHOLE_STEP = {"step", "steps", "iter", "iteration", "total", "train_step", "step_time", "iter_time", "iteration_time",
                "batch_time", "step_total", "total_step", "whole_step"}
 FAMILY = "family"  # the 4th item of a stage timer's role: a stage of a family whose sum may be the step
-_SLASH_RATE = re.compile(r"([A-Za-z]\w*)\.?\s*/\s*(?:s|sec|secs|second|seconds)\b", re.IGNORECASE)
+_SLASH_RATE = re.compile(r"(?<!\w)([A-Za-z]\w*+)\.?\s*+/\s*+(?:s|sec|secs|second|seconds)\b", re.IGNORECASE)
 MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
 MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
 MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
