@@ -56,7 +56,12 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         cid = _phase_cause(phase)
         if cid:
             return cid, f"the step timer's own {phase} phase", True
-    hit = _grown_phase(b, steps) or _events_on(b, acc, events)
+    grown = _grown_phase(b, steps)
+    if grown:
+        if grown[2]:
+            b.names = grown[2]  # the late ranks carry the bucket; the others only waited for them
+        return grown[0], grown[1], True
+    hit = _events_on(b, acc, events)
     if hit:
         return (*hit, True)
     if b.kind == "recurring_slow" and benign:
@@ -79,36 +84,42 @@ def _phase_cause(phase: str) -> str | None:
     return PHASE_CAUSE.get(phase) or PHASE_FALLBACK.get(phase)
 
 
-def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str] | None:
-    """(cause, evidence) of the phase that grows most on the bucket's steps against the other steps, when it
-    carries at least half of the growth of all phases and a cause measures it; else None."""
+def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str, list[str]] | None:
+    """(cause, evidence, late ranks) of the phase that grows most on the bucket's steps against the other steps,
+    when it carries at least half of the phases' growth and of the steps' own excess and a cause measures it; else
+    None. With several ranks the growth is each rank's own: the ranks whose phase grows (at least a tenth of the most any
+    rank's does) are the late ones, and the others' steps stretch because they wait for them in the collective."""
     if steps is None or steps.empty or not b.steps or b.kind.startswith("phase:"):
         return None
     part = steps[steps["phase"] != "step"]
-    if part.empty:
-        return None
     on = part["step"].isin(b.steps)
-    if not on.any() or on.all():
+    if part.empty or not on.any() or on.all():
         return None
-    ph = part["phase"].astype(str)
-    mean_on = part[on].groupby(ph[on])["duration_s"].mean()
+    keys = [part["rank"], part["phase"].astype(str)]
+    mean_on = part[on].groupby([k[on] for k in keys])["duration_s"].mean()
     # a phase logged only on these steps (a checkpoint) takes no time on the others
-    usual = part[~on].groupby(ph[~on])["duration_s"].median().reindex(mean_on.index).fillna(0.0)
-    grow = (mean_on - usual).dropna().clip(lower=0.0)
+    usual = part[~on].groupby([k[~on] for k in keys])["duration_s"].median().reindex(mean_on.index).fillna(0.0)
+    grow = (mean_on - usual).dropna().clip(lower=0.0)  # (rank, phase) → seconds
     if grow.empty or grow.sum() <= 0:
         return None
-    top = str(grow.idxmax())
+    by_phase = grow.groupby(level=1).max()  # the most any rank's phase grows
+    top = str(by_phase.idxmax())
     cid = _phase_cause(top)
     whole = steps[steps["phase"] == "step"]
     w_on = whole["step"].isin(b.steps)
     extra = float(whole.loc[w_on, "duration_s"].mean() - whole.loc[~w_on, "duration_s"].median()) \
-        if w_on.any() and (~w_on).any() else float(grow.sum())
+        if w_on.any() and (~w_on).any() else float(by_phase.sum())
     # the phase must carry most of the growth of the phases and at least half of the steps' own excess (time in
     # no phase — a GC pause, a sync — is not the phase's)
-    if cid is None or grow[top] < 0.5 * grow.sum() or grow[top] < 0.5 * extra:
+    if cid is None or by_phase[top] < 0.5 * by_phase.sum() or by_phase[top] < 0.5 * extra:
         return None
-    return cid, f"the {top} phase is {grow[top]:.3g} s longer on these steps ({grow[top] / grow.sum():.0%} of " \
-                "the phases' growth)"
+    ranks = grow.xs(top, level=1)
+    late = sorted(int(r) for r in ranks.index[ranks >= 0.1 * ranks.max()])  # waiting ranks grow ~0
+    names = [f"rank {r}" for r in late if r >= 0]
+    text = f"the {top} phase is {by_phase[top]:.3g} s longer on these steps"
+    if names and len(names) < part["rank"].nunique():
+        text += f" on {', '.join(names[:6])}{' …' if len(names) > 6 else ''} — the late ranks; the others wait for them"
+    return cid, text + f" ({by_phase[top] / by_phase.sum():.0%} of the phases' growth)", names
 
 
 def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, str] | None:

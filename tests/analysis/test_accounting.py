@@ -117,3 +117,25 @@ def test_no_time_axis_no_accounting():
     from playbook import schema
 
     assert account(schema.Bundle(inputs=["x"])) is None
+
+
+def test_the_late_ranks_of_a_stalled_step_are_named_and_the_waiting_ones_are_not(tmp_path):
+    """One file per rank in XTuner's format (issue 28's example): on two steps four ranks' loaders stall 200-1,100 s
+    and every rank's step lasts as long, the other four waiting for them in the collective."""
+    rng = np.random.default_rng(6)
+    for r in range(8):
+        t, lines = dt.datetime(2024, 3, 1, 10, 0, 0), []
+        for s in range(1, 61):
+            data, step = 0.01, 2.3 * float(rng.uniform(0.98, 1.02))
+            if s in (20, 41):
+                data = 200.0 + 300.0 * (r % 4) if r in (1, 3, 5, 6) else 0.01
+                step += 1_100.0
+            t += dt.timedelta(seconds=step)
+            lines.append(f"[XTuner][RANK {r}][{t:%Y-%m-%d %H:%M:%S}][INFO] Epoch 1 Step {s}/2000 data_time: "
+                         f"{data:.4f} lr: 0.000020 time: {step:.4f} text_tokens: 4096.0 tgs: 1780.0 loss: 1.234")
+        (tmp_path / f"rank{r}.log").write_text("\n".join(lines) + "\n")
+    d = diagnose(read_paths([str(tmp_path)]))
+    stalls = {b["kind"]: b for b in d.accounting["buckets"]}["stalls"]
+    assert stalls["steps"] == [20, 41] and stalls["cause"] == "data_starvation"
+    assert stalls["names"] == ["rank 1", "rank 3", "rank 5", "rank 6"]
+    assert "late ranks" in stalls["evidence"]
