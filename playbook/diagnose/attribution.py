@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.accounting import Accounting, Bucket
+from playbook.analysis.accounting import COLLECTIVE_PHASES, Accounting, Bucket
 from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import (
     BUCKET_CAUSES,
@@ -103,7 +103,10 @@ def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str, list[
     if grow.empty or grow.sum() <= 0:
         return None
     by_phase = grow.groupby(level=1).max()  # the most any rank's phase grows
-    top = str(by_phase.idxmax())
+    # ranks that wait for a late one show it as a longer collective: the late rank's own phase is the cause, the
+    # collective only when no other phase grows as much
+    own = by_phase[~by_phase.index.isin(COLLECTIVE_PHASES)]
+    top = str(own.idxmax() if len(own) and own.max() >= 0.5 * by_phase.max() else by_phase.idxmax())
     cid = _phase_cause(top)
     whole = steps[steps["phase"] == "step"]
     w_on = whole["step"].isin(b.steps)
@@ -111,7 +114,8 @@ def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str, list[
         if w_on.any() and (~w_on).any() else float(by_phase.sum())
     # the phase must carry most of the growth of the phases and at least half of the steps' own excess (time in
     # no phase — a GC pause, a sync — is not the phase's)
-    if cid is None or by_phase[top] < 0.5 * by_phase.sum() or by_phase[top] < 0.5 * extra:
+    if cid is None or by_phase[top] < 0.5 * by_phase.drop(list(COLLECTIVE_PHASES), errors="ignore").sum() \
+            or by_phase[top] < 0.5 * extra:
         return None
     ranks = grow.xs(top, level=1)
     late = sorted(int(r) for r in ranks.index[ranks >= 0.1 * ranks.max()])  # waiting ranks grow ~0
