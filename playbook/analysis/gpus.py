@@ -148,14 +148,15 @@ def _analyze(series: GpuSeries) -> GpuReport:
     util = series.grid_means("util_pct", dt, lo, n_bins)
     valid = np.isfinite(util)
     rows = []
+    median, p95 = series.quantiles("util_pct", ("median", 95))  # one sort for all GPUs
     for g in range(g_count):
         t, x = series.get(g, "util_pct", dropna=False)
         ok = np.isfinite(x)
         rows.append({
             "id": series.ids[g], "host": series.hosts[g], "index": series.index[g], "samples": int(len(x)),
             "errors": int((~ok).sum()), "mean_util_pct": float(x[ok].mean()) if ok.any() else math.nan,
-            "median_util_pct": float(np.median(x[ok])) if ok.any() else math.nan,
-            "idle_throughout": bool(ok.sum() >= 3 and np.percentile(x[ok], 95) <= IDLE_PCT),
+            "median_util_pct": float(median[g]),
+            "idle_throughout": bool(ok.sum() >= 3 and p95[g] <= IDLE_PCT),
             "first_s": float(t[0]) if len(t) else math.nan, "last_s": float(t[ok][-1]) if ok.any() else math.nan,
         })
     table = pd.DataFrame(rows)
