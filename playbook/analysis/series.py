@@ -94,23 +94,30 @@ class GpuSeries:
             out = (s / c).astype(np.float32)
         return out.reshape(len(self), n_bins)
 
-    def quantiles(self, column: str, qs: tuple) -> list[np.ndarray]:
-        """Per GPU, row_quantiles of its finite values of `column` (NaN without any): one sort of a NaN-padded
-        (G × longest series) grid, or a loop over GPUs when the lengths differ so much that padding would more
-        than double the column."""
+    def quantiles(self, column: str, qs: tuple, keep: np.ndarray | None = None) -> list[np.ndarray]:
+        """Per GPU, row_quantiles of its finite values of `column` (only the samples where `keep`, a bool per
+        sample, when given; NaN without any): one sort of a NaN-padded (G × longest series) grid, or a loop over
+        GPUs when the lengths differ so much that padding would more than double the column."""
+        x = self.values[column] if keep is None else np.where(keep, self.values[column], np.nan)
         lengths = np.diff(self.offsets)
         width = int(lengths.max()) if len(lengths) else 0
         if len(self) * width <= 2 * len(self.t) + 4096:
             cols = np.arange(width)[None, :]
             idx = np.minimum(self.offsets[:-1, None] + cols, max(len(self.t) - 1, 0))
-            x = np.where(cols < lengths[:, None], self.values[column][idx] if len(self.t) else np.nan, np.nan)
-            return row_quantiles(x, np.isfinite(x), qs)
+            grid = np.where(cols < lengths[:, None], x[idx] if len(self.t) else np.nan, np.nan)
+            return row_quantiles(grid, np.isfinite(grid), qs)
         out = [np.full(len(self), np.nan) for _ in qs]
         for g in range(len(self)):
-            _, x = self.get(g, column)
+            v = x[self.offsets[g]:self.offsets[g + 1]]
+            v = v[np.isfinite(v)]
             for o, q in zip(out, qs, strict=True):
-                o[g] = row_quantiles(x[None, :], np.ones((1, len(x)), bool), (q,))[0][0] if len(x) else np.nan
+                o[g] = row_quantiles(v[None, :], np.ones((1, len(v)), bool), (q,))[0][0] if len(v) else np.nan
         return out
+
+    def counts(self, keep: np.ndarray) -> np.ndarray:
+        """Per GPU, how many of its samples `keep` (a bool per sample) marks."""
+        total = np.r_[0, np.cumsum(keep, dtype=np.int64)]
+        return total[self.offsets[1:]] - total[self.offsets[:-1]]
 
     def time_clusters(self) -> list[list[int]]:
         """GPUs grouped by overlapping time spans (separate recordings), largest group first."""
