@@ -142,14 +142,15 @@ def _analyze(series: GpuSeries) -> GpuReport:
     util = series.grid_means("util_pct", dt, lo, n_bins)
     valid = np.isfinite(util)
     rows = []
+    median, p95 = series.quantiles("util_pct", ("median", 95))  # one sort for all GPUs
     for g in range(g_count):
         t, x = series.get(g, "util_pct", dropna=False)
         ok = np.isfinite(x)
         rows.append({
             "id": series.ids[g], "host": series.hosts[g], "index": series.index[g], "samples": int(len(x)),
             "errors": int((~ok).sum()), "mean_util_pct": float(x[ok].mean()) if ok.any() else math.nan,
-            "median_util_pct": float(np.median(x[ok])) if ok.any() else math.nan,
-            "idle_throughout": bool(ok.sum() >= 3 and np.percentile(x[ok], 95) <= IDLE_PCT),
+            "median_util_pct": float(median[g]),
+            "idle_throughout": bool(ok.sum() >= 3 and p95[g] <= IDLE_PCT),
             "first_s": float(t[0]) if len(t) else math.nan, "last_s": float(t[ok][-1]) if ok.any() else math.nan,
         })
     table = pd.DataFrame(rows)
@@ -301,26 +302,25 @@ def _throttle(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr: float
     low_bound = np.zeros(g_count)
     bits = [""] * g_count
     clock = np.full(g_count, math.nan)
-    for g in range(g_count):
+    if has["sm_clock_mhz"]:  # the median SM clock of each GPU's busy polls (with 3 or more)
+        u_all = series.values["util_pct"]
+        busy_clock = np.isfinite(u_all) & (u_all >= busy_thr) & np.isfinite(series.values["sm_clock_mhz"])
+        clock = np.where(series.counts(busy_clock) >= 3,
+                         series.quantiles("sm_clock_mhz", ("median",), keep=busy_clock)[0], math.nan)
+    for g in range(g_count) if has["throttle_reasons"] else ():  # the harmful clock-event reasons while busy
         _, u = series.get(g, "util_pct", dropna=False)
         busy = np.isfinite(u) & (u >= busy_thr)
-        if has["throttle_reasons"]:
-            _, tr = series.get(g, "throttle_reasons", dropna=False)
-            known = busy & np.isfinite(tr)
-            n = int(known.sum())
-            if n:
-                masks = tr[known].astype(np.int64)
-                bad = (masks & schema.THROTTLE_HARMFUL) != 0
-                share[g] = float(bad.mean())
-                low_bound[g] = wilson_lower(int(bad.sum()), n)
-                if bad.any():
-                    names = schema.throttle_names(float(np.bitwise_or.reduce(masks[bad] & schema.THROTTLE_HARMFUL)))
-                    bits[g] = ", ".join(names)
-        if has["sm_clock_mhz"]:
-            _, c = series.get(g, "sm_clock_mhz", dropna=False)
-            ok = busy & np.isfinite(c)
-            if ok.sum() >= 3:
-                clock[g] = float(np.median(c[ok]))
+        _, tr = series.get(g, "throttle_reasons", dropna=False)
+        known = busy & np.isfinite(tr)
+        n = int(known.sum())
+        if n:
+            masks = tr[known].astype(np.int64)
+            bad = (masks & schema.THROTTLE_HARMFUL) != 0
+            share[g] = float(bad.mean())
+            low_bound[g] = wilson_lower(int(bad.sum()), n)
+            if bad.any():
+                names = schema.throttle_names(float(np.bitwise_or.reduce(masks[bad] & schema.THROTTLE_HARMFUL)))
+                bits[g] = ", ".join(names)
     table["harmful_share"] = share
     table["harmful_lower"] = low_bound
     table["harmful_bits"] = bits
@@ -369,12 +369,14 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
         else []
     limit_ref = float(np.nanmax(np.concatenate(limits))) if len(limits) and np.isfinite(np.concatenate(limits)).any() \
         else math.nan
+    u_all = series.values["util_pct"]
+    p95 = series.quantiles("sm_clock_mhz", (95,), keep=np.isfinite(u_all) & (u_all >= busy_thr))[0]
     for g in range(g_count):
         ok = busy_clocks[g]
         if ok.sum() < 3:
             continue
         c = series.get(g, "sm_clock_mhz", dropna=False)[1][ok]
-        ref = float(np.nanmax([np.percentile(c, 95), fleet_ref]))
+        ref = float(np.nanmax([p95[g], fleet_ref]))
         slow = c < (1 - SELF_DEFICIT_MIN) * ref
         cols["self_ref_mhz"][g] = ref
         cols["self_slow_share"][g] = float(slow.mean())

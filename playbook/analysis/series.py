@@ -106,6 +106,31 @@ class GpuSeries:
             out = (s / c).astype(np.float32)
         return out.reshape(len(self), n_bins)
 
+    def quantiles(self, column: str, qs: tuple, keep: np.ndarray | None = None) -> list[np.ndarray]:
+        """Per GPU, row_quantiles of its finite values of `column` (only the samples where `keep`, a bool per
+        sample, when given; NaN without any): one sort of a NaN-padded (G × longest series) grid, or a loop over
+        GPUs when the lengths differ so much that padding would more than double the column."""
+        x = self.values[column] if keep is None else np.where(keep, self.values[column], np.nan)
+        lengths = np.diff(self.offsets)
+        width = int(lengths.max()) if len(lengths) else 0
+        if len(self) * width <= 2 * len(self.t) + 4096:
+            cols = np.arange(width)[None, :]
+            idx = np.minimum(self.offsets[:-1, None] + cols, max(len(self.t) - 1, 0))
+            grid = np.where(cols < lengths[:, None], x[idx] if len(self.t) else np.nan, np.nan)
+            return row_quantiles(grid, np.isfinite(grid), qs)
+        out = [np.full(len(self), np.nan) for _ in qs]
+        for g in range(len(self)):
+            v = x[self.offsets[g]:self.offsets[g + 1]]
+            v = v[np.isfinite(v)]
+            for o, q in zip(out, qs, strict=True):
+                o[g] = row_quantiles(v[None, :], np.ones((1, len(v)), bool), (q,))[0][0] if len(v) else np.nan
+        return out
+
+    def counts(self, keep: np.ndarray) -> np.ndarray:
+        """Per GPU, how many of its samples `keep` (a bool per sample) marks."""
+        total = np.r_[0, np.cumsum(keep, dtype=np.int64)]
+        return total[self.offsets[1:]] - total[self.offsets[:-1]]
+
     def time_clusters(self) -> list[list[int]]:
         """GPUs grouped by overlapping time spans (separate recordings), largest group first."""
         spans = []
@@ -228,16 +253,31 @@ def hold_last(u: np.ndarray, valid: np.ndarray, limit: int) -> tuple[np.ndarray,
 def row_percentile(x: np.ndarray, keep: np.ndarray, q: float) -> np.ndarray:
     """np.percentile(x[g][keep[g]], q) of every row g at once: numpy's default (linear) method with its own
     arithmetic, so the very same floats; NaN for a row that keeps nothing. x: (G × n) floats, keep: bool."""
+    return row_quantiles(x, keep, (q,))[0]
+
+
+def row_quantiles(x: np.ndarray, keep: np.ndarray, qs: tuple) -> list[np.ndarray]:
+    """row_percentile for each q of `qs` ("median": np.median's value, the mean of the middle two), sorting once."""
     a = np.sort(np.where(keep, x, np.nan), axis=1)  # each row's kept values first, in order (NaN sorts last)
     n = keep.sum(1)
-    virtual = (n - 1) * np.true_divide(q, 100)  # numpy's virtual index for "linear"
     last = np.maximum(n - 1, 0)
-    prev = np.where(virtual >= last, last, np.floor(virtual)).astype(np.int64)
-    nxt = np.where(virtual >= last, last, prev + 1)
-    gamma = virtual - np.floor(virtual)  # (numpy's weight; at the top bound both ends are the same value)
-    lo = np.take_along_axis(a, prev[:, None], axis=1)[:, 0]
-    hi = np.take_along_axis(a, nxt[:, None], axis=1)[:, 0]
-    diff = hi - lo
-    out = lo + diff * gamma.astype(a.dtype)  # a Python float weight takes the array's dtype in numpy
-    out = np.where(gamma >= 0.5, hi - diff * (1 - gamma).astype(a.dtype), out)
-    return np.where(n > 0, out, np.nan)
+
+    def at(k: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(a, k[:, None].astype(np.int64), axis=1)[:, 0]
+
+    out = []
+    for q in qs:
+        if q == "median":
+            lo, hi = at(last // 2), at(np.minimum(last // 2 + 1, last))
+            val = np.where(n % 2 == 0, (lo + hi) / 2, lo)
+        else:
+            virtual = (n - 1) * np.true_divide(q, 100)  # numpy's virtual index for "linear"
+            top = virtual >= last
+            lo = at(np.where(top, last, np.floor(virtual)))
+            hi = at(np.where(top, last, np.floor(virtual) + 1))
+            gamma = virtual - np.floor(virtual)  # (at the top bound both ends are the same value)
+            diff = hi - lo
+            val = lo + diff * gamma.astype(a.dtype)  # a Python float weight takes the array's dtype in numpy
+            val = np.where(gamma >= 0.5, hi - diff * (1 - gamma).astype(a.dtype), val)
+        out.append(np.where(n > 0, val, np.nan))
+    return out

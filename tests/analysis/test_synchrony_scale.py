@@ -173,7 +173,7 @@ def test_diagnosis_is_the_same_when_synchrony_is_sampled(monkeypatch, scenario):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_row_percentile_is_numpys_percentile_row_by_row(dtype):
-    from playbook.analysis.series import row_percentile
+    from playbook.analysis.series import row_percentile, row_quantiles
 
     rng = np.random.default_rng(7)
     for trial in range(40):
@@ -186,3 +186,21 @@ def test_row_percentile_is_numpys_percentile_row_by_row(dtype):
             got = row_percentile(x, keep, q)
             ref = [np.percentile(x[r][keep[r]], q) if keep[r].any() else np.nan for r in range(len(x))]
             np.testing.assert_array_equal(got, np.array(ref, dtype=got.dtype))  # the same floats, NaN for NaN
+        got = row_quantiles(x, keep, ("median",))[0]
+        ref = [np.median(x[r][keep[r]]) if keep[r].any() else np.nan for r in range(len(x))]
+        np.testing.assert_array_equal(got, np.array(ref, dtype=got.dtype))
+
+
+def test_series_quantiles_of_ragged_gpus_match_numpy():
+    from playbook.analysis.series import GpuSeries
+
+    rng = np.random.default_rng(2)
+    offsets = np.array([0, 5, 5, 12, 40, 41])  # 5, 0, 7, 28 and 1 samples
+    v = rng.random(41) * 100
+    v[rng.random(41) < 0.2] = np.nan
+    s = GpuSeries(list("abcde"), ["h"] * 5, list(range(5)), None, offsets, np.arange(41.0), {"u": v})
+    median, p95 = s.quantiles("u", ("median", 95))
+    for g in range(5):
+        x = s.get(g, "u")[1]
+        np.testing.assert_array_equal([median[g], p95[g]],
+                                      [np.median(x), np.percentile(x, 95)] if len(x) else [np.nan, np.nan])
