@@ -118,7 +118,10 @@ def _parse_lines(text: str, skips: schema.SkipCounter
         rows["gpu"].append(gpu)
         rows["line"].append(no)
         for column in set(values) | set(parsed):
-            values.setdefault(column, [np.nan] * n_rows).append(parsed.get(column, np.nan))
+            col = values.get(column)
+            if col is None:  # a column first seen now: NaN for the rows before (built once, not on every row)
+                col = values[column] = [np.nan] * n_rows
+            col.append(parsed.get(column, np.nan))
         n_rows += 1
     return names, rows, values, n_rows
 

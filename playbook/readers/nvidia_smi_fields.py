@@ -84,8 +84,14 @@ NUMERIC = re.compile(r"^\s*[-+]?(\d+(?:\.\d*)?|\.\d+)\s*$")
 NA = re.compile(r"^\s*(\[[^\]]*\]|N/A)\s*$")
 
 
+MAX_FIELDS = 1024  # `nvidia-smi --help-query-gpu` lists ~250 fields; a wider line is not its header
+
+
 def parse_header(line: str) -> tuple[list[str], list[str | None]] | None:
-    """'timestamp, utilization.gpu [%]' -> (['timestamp', 'utilization.gpu'], [None, '%']); None if not a header."""
+    """'timestamp, utilization.gpu [%]' -> (['timestamp', 'utilization.gpu'], [None, '%']); None if not a header
+    (nor one wider than MAX_FIELDS: --query-gpu knows a few hundred fields)."""
+    if line.count(",") >= MAX_FIELDS:
+        return None
     tokens = [t.strip() for t in line.split(",")]
     names: list[str] = []
     units: list[str | None] = []

@@ -121,3 +121,17 @@ def test_a_folder_of_many_small_files_is_read_in_linear_time(tmp_path):
     b = read_paths([tmp_path])
     assert len(b.telemetry) == 3000
     assert time.monotonic() - began < 120  # bounded-work guard: a per-file cost that grew with the folder would not
+
+
+def test_a_wide_nvidia_smi_header_is_one_line_not_an_abort(tmp_path):
+    """The fuzz's growth case that aborted a worker in pyarrow (std::bad_alloc): a --query-gpu header repeated to
+    200k columns."""
+    from playbook.readers import detect
+
+    p = tmp_path / "smi.csv"
+    p.write_text("timestamp, index, utilization.gpu [%]" + ", power.draw [W]" * 200_000 + "\n"
+                 "2024/01/15 10:00:00.000, 0, 5 %" + ", 100 W" * 200_000 + "\n")
+    for read in (read_file, detect.module("nvidia_smi").read):
+        with pytest.raises(InputError) as err:
+            read(p)
+        assert "\n" not in str(err.value) and str(p) in str(err.value)
