@@ -203,10 +203,13 @@ def ranks(stragglers: dict | None, kineto: dict | None) -> list[dict]:
 
 
 def untestable(run: Run) -> str | None:
-    """Why the inputs cannot show the signatures at all (then "nothing found" is not "healthy"), or None:
-    telemetry too short to look for a swing, a trace without GPU work, nothing that measures the GPUs or the loop,
+    """Why the inputs cannot show the signatures at all (then "nothing found" is not "healthy"), or None: a
+    recording that says it is incomplete, telemetry too short to look for a swing, a trace without GPU work, nothing that measures the GPUs or the loop,
     or GPUs steadily under STEADY_BUSY_MIN without a swing."""
     osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
+    lost = next((w for w in run.bundle.warnings if "incomplete recording" in w), None)
+    if lost:  # what was never written cannot vouch for health
+        return f"the recording is incomplete ({lost[:160]})"
     kineto = sm.get("kineto")
     gpu_trace = bool(kineto and kineto.get("gpu_idle"))
     others = bool(run.steps_summary or gpu_trace or any(sm.get(n) for n in ("nccl", "stragglers", "nsys",

@@ -227,7 +227,9 @@ def test_a_full_disk_stops_the_log_marks_the_run_incomplete_and_exits_non_zero(t
     assert any("incomplete recording" in w for w in read_run(out).warnings)
     for command in ("info", "diagnose"):
         rc = cli.main([command, str(out)])
-        assert rc == 0 and "incomplete recording" in "".join(capfd.readouterr()), command
+        said = "".join(capfd.readouterr())
+        assert rc == 0 and "incomplete recording" in said, command
+    assert "Verdict: Healthy" not in said and "the recording is incomplete" in said  # never vouched for as healthy
 
 
 def test_a_run_record_never_finished_is_read_with_a_warning(tmp_path):
