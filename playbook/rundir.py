@@ -69,10 +69,20 @@ def init_run(run_dir: str | Path, **meta: Any) -> Path:
     current.setdefault("created", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     for k, v in meta.items():
         current.setdefault(k, v)
-    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(current, indent=2, default=str))
-    tmp.replace(path)
+    write_json(path, current)
     return run
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write `obj` as JSON to `path` atomically (a temporary file, then a rename); OSError when it cannot be
+    written, with no temporary file left behind."""
+    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(obj, indent=2, default=str))
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def update_run(run_dir: str | Path, **fields: Any) -> None:
@@ -83,13 +93,7 @@ def update_run(run_dir: str | Path, **fields: Any) -> None:
     except InputError:
         current = {RUN_MARKER: 1}
     current.update(fields)
-    tmp = path.with_suffix(f".json.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(current, indent=2, default=str))
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_json(path, current)
 
 
 def init_part(run_dir: str | Path, host: str | None = None, rank: int | None = None, name: str | None = None,

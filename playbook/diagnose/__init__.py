@@ -107,7 +107,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
 def _accounting(run: Run, ranked: list[dict]):
     """The what-if accounting of the inputs, its buckets attributed (None without a time axis)."""
     try:
-        acc = account(run.bundle, run.interval_s, series=run.detail.pop("series", None))
+        acc = account(run.bundle, run.interval_s, series=run.series)
     except Exception as exc:  # the accounting must not stop the diagnosis either
         run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
         return None

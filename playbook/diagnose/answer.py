@@ -207,9 +207,10 @@ def untestable(run: Run) -> str | None:
     recording that says it is incomplete, telemetry too short to look for a swing, a trace without GPU work, nothing that measures the GPUs or the loop,
     or GPUs steadily under STEADY_BUSY_MIN without a swing."""
     osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
-    lost = next((w for w in run.bundle.warnings if "incomplete recording" in w), None)
+    lost = run.bundle.meta.get("incomplete") or {}
     if lost:  # what was never written cannot vouch for health
-        return f"the recording is incomplete ({lost[:160]})"
+        where, reason = next(iter(lost.items()))
+        return f"the recording is incomplete ({where}: {reason[:160]})"
     kineto = sm.get("kineto")
     gpu_trace = bool(kineto and kineto.get("gpu_idle"))
     others = bool(run.steps_summary or gpu_trace or any(sm.get(n) for n in ("nccl", "stragglers", "nsys",

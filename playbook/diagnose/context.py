@@ -8,6 +8,7 @@ from typing import Any
 from playbook import schema
 from playbook.analysis.gpus import GpuReport
 from playbook.analysis.oscillation.fleet import OscillationResult
+from playbook.analysis.series import GpuSeries
 
 DERIVED_SIGNAL = "busy fraction derived from step phases"
 
@@ -30,6 +31,7 @@ class Run:
     detail: dict[str, Any] = field(default_factory=dict)
     osc: OscillationResult | None = None
     gpu_report: GpuReport | None = None
+    series: GpuSeries | None = None  # the telemetry split per GPU, built once and shared with the accounting
     steps_summary: dict = field(default_factory=dict)
     summaries: dict[str, dict | None] = field(default_factory=dict)
 

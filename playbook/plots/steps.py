@@ -47,13 +47,8 @@ def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataF
         s = step_series(steps)
         ax.plot(s["step"], s["duration_ms"], marker=".", lw=1, color=_color(label, i), label=label)
     if events is not None and len(events):
-        shown: set[str] = set()
         ev = events[events["kind"].isin(event_kinds) & (events["step"] >= 0)]
-        ev = ev[~(ev["duration_s"] < min_event_s)]
-        for kind, step in zip(ev["kind"].astype(str), ev["step"], strict=True):
-            ax.axvline(step, color=EVENT_COLORS.get(kind, "#adb5bd"), lw=1, ls="--", alpha=0.7,
-                       label=f"{kind} event" if kind not in shown else None)
-            shown.add(kind)
+        _event_lines(ax, ev[~(ev["duration_s"] < min_event_s)], ls="--", alpha=0.7)
     ax.set_xlabel("step")
     ax.set_ylabel("step time (ms)")
     ax.set_title(title)
@@ -83,18 +78,22 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
         ax.scatter(fleet["step"][slow], ms[slow], color="#d62828", s=18, zorder=3,
                    label=f"stall ({int(slow.sum())} slow steps)")
     if events is not None and len(events):
-        shown: set[str] = set()
-        ev = events[events["step"].notna() & (events["step"] >= 0)]
-        for kind, step in zip(ev["kind"].astype(str), ev["step"], strict=True):
-            ax.axvline(step, color=EVENT_COLORS.get(kind, "#adb5bd"), lw=1, ls=":", alpha=0.8,
-                       label=f"{kind} event" if kind not in shown else None)
-            shown.add(kind)
+        _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
     ax.set_xlabel("step")
     ax.set_ylabel("step time (ms)")
     ax.set_ylim(bottom=0)
     ax.set_title(title)
     outside_legend(ax, fontsize="small")
     return fig
+
+
+def _event_lines(ax, events: pd.DataFrame, ls: str, alpha: float) -> None:
+    """A vertical line at each event's step, coloured by kind, each kind labelled once in the legend."""
+    shown: set[str] = set()
+    for kind, step in zip(events["kind"].astype(str), events["step"], strict=True):
+        ax.axvline(step, color=EVENT_COLORS.get(kind, "#adb5bd"), lw=1, ls=ls, alpha=alpha,
+                   label=f"{kind} event" if kind not in shown else None)
+        shown.add(kind)
 
 
 def phase_ms_per_step(runs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

@@ -362,13 +362,7 @@ class Recorder:
         })
         if self.incomplete:
             info["incomplete"] = list(self.incomplete)
-        tmp = path.with_suffix(".json.tmp")
-        try:
-            tmp.write_text(json.dumps(info, indent=2, default=str))
-            tmp.replace(path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
+        rundir.write_json(path, info)
 
     # ------------------------------------------------------------------ writing
     def _flush_loop(self) -> None:

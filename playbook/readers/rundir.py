@@ -75,7 +75,7 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
         raise InputError(f"{run}: not a playbook run directory (no meta.json with '{RUN_MARKER}')")
     bundle = schema.Bundle(inputs=[str(run)])
     bundle.meta["run"] = _meta(run / "meta.json", bundle.warnings, "run")
-    _warn_incomplete(run, bundle.meta["run"], bundle.warnings)
+    _warn_incomplete(run, bundle.meta["run"], bundle)
     parts: dict[str, Any] = {}
     pieces = []
     for part in sorted(p for p in run.iterdir() if p.is_dir()):
@@ -86,7 +86,7 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
             bundle.warnings.append(f"{part}: symlinked part folder not followed")
             continue
         parts[part.name] = _meta(meta_path, bundle.warnings, "folder")
-        _warn_incomplete(part, parts[part.name], bundle.warnings)
+        _warn_incomplete(part, parts[part.name], bundle)
         piece = schema.Bundle()
         for name in TABLE_FILES:
             table = _read_table(part, name, bundle.warnings)
@@ -108,15 +108,19 @@ def read_run(run_dir: str | Path) -> schema.Bundle:
     return bundle
 
 
-def _warn_incomplete(where: Path, meta: dict[str, Any], warnings: list[str]) -> None:
+def _warn_incomplete(where: Path, meta: dict[str, Any], bundle: schema.Bundle) -> None:
     """An "incomplete recording" warning when a meta.json says a write failed, or that `playbook record` never
-    finished (killed, still running, or a disk too full to mark the end)."""
+    finished (killed, still running, or a disk too full to mark the end); the reason is kept in
+    bundle.meta["incomplete"][where] too, for the diagnosis (an incomplete recording is never vouched healthy)."""
     lost = meta.get("incomplete")
     if isinstance(lost, list) and lost:
-        warnings.append(f"{where}: incomplete recording: " + "; ".join(str(x)[:200] for x in lost[:5]))
+        reason = "; ".join(str(x)[:200] for x in lost[:5])
     elif meta.get("recording") == "in progress":
-        warnings.append(f"{where}: incomplete recording: `playbook record` did not finish it (still running, "
-                        "killed, or its disk was full)")
+        reason = "`playbook record` did not finish it (still running, killed, or its disk was full)"
+    else:
+        return
+    bundle.warnings.append(f"{where}: incomplete recording: {reason}")
+    bundle.meta.setdefault("incomplete", {})[str(where)] = reason
 
 
 def _read_loose_files(run: Path, bundle: schema.Bundle) -> None:

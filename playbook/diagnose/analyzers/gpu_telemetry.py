@@ -30,7 +30,7 @@ class GpuTelemetry(Analyzer):
                 warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
         if signal is not None:
             series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
-            run.detail["series"] = series
+            run.series = series
             osc = analyze_gpu_series(series, "util_pct", signal=signal)
             run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series)
             n_units = len(series.time_clusters()[0]) if len(series) else 0
