@@ -43,13 +43,15 @@ def stage_sum(cols, roles):
 
 
 def adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly repeat: the same
-    process printing through a second logger (DeepSpeed's engine and timer lines next to its `[Rank 0]` line)."""
+    """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly share (most of the
+    smaller set, either way round): the same process printing through a second logger (DeepSpeed's timer lines on
+    every step next to its `[Rank 0]` line every few steps, or the other way round)."""
     untagged = rank < 0
     if untagged.any() and not untagged.all():
         mine = set(step[untagged].tolist())
         for r in np.unique(rank[~untagged]):
-            if len(mine & set(step[rank == r].tolist())) * 2 >= len(mine):
+            theirs = set(step[rank == r].tolist())
+            if len(mine & theirs) * 2 >= min(len(mine), len(theirs)):
                 rank = rank.copy()
                 rank[untagged] = r
                 break

@@ -139,3 +139,24 @@ def test_the_late_ranks_of_a_stalled_step_are_named_and_the_waiting_ones_are_not
     assert stalls["steps"] == [20, 41] and stalls["cause"] == "data_starvation"
     assert stalls["names"] == ["rank 1", "rank 3", "rank 5", "rank 6"]
     assert "late ranks" in stalls["evidence"]
+
+
+def test_a_second_logger_of_the_same_process_is_not_a_second_rank(tmp_path):
+    """DeepSpeed prints its timer line every step and a `[Rank 0]` line every 5th: one process, so one rank, and
+    the wall time and the loss counted once (a stall of 1.6 s every 25 steps over 400 steps: 25.6 s)."""
+    rng = np.random.default_rng(9)
+    t, lines = dt.datetime(2025, 2, 3, 4, 5, 6), []
+    for i in range(1, 401):
+        s = 0.42 * float(rng.uniform(0.97, 1.03)) + (1.6 if i % 25 == 0 else 0.0)
+        t += dt.timedelta(seconds=s)
+        stamp = f"[{t:%Y-%m-%d %H:%M:%S,%f}"[:-3] + "]"
+        if i % 5 == 0:
+            lines.append(f"{stamp} [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, lr=[0.0001]")
+        lines.append(f"{stamp} [INFO] [timer.py:260:stop] epoch=0/micro_step={i}/global_step={i}, "
+                     f"RunningAvgSamplesPerSec={64 / s:.3f}, CurrSamplesPerSec={64 / s:.3f}, MemAllocated=3.2GB")
+    (tmp_path / "ds.log").write_text("\n".join(lines) + "\n")
+    d = diagnose(read_paths([str(tmp_path / "ds.log")]))
+    acc = d.accounting
+    assert acc["units"] == 1 and acc["wall_s"] == pytest.approx(193, rel=0.05)
+    assert acc["buckets"][0]["kind"] == "recurring_slow" and acc["buckets"][0]["seconds"] == pytest.approx(25.6, rel=0.1)
+    assert d.verdict["id"] != "healthy"
