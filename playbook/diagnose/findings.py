@@ -1,6 +1,6 @@
 """The one finding contract: what every analyzer hands the ranker (diagnose.ranking.rank).
 
-A `Finding` is one observation: the signature seen (a key of ranking.SPECIFICITY, which says how strongly it
+A `Finding` is one observation: the signature seen (a key of knowledge.signatures.SPECIFICITY, which says how strongly it
 points at each cause, or a cause id of playbook.knowledge.causes when the analyzer measured the cause directly), the
 statistic behind it (a p-value, or a measured level when no test applies) turned into a confidence, the share of
 GPU time or throughput it costs, the GPUs / ranks / hosts it names and the evidence text. The ranker reads these

@@ -13,8 +13,8 @@ Scoring (documented, deterministic):
     level of a thresholded measurement (moderate 0.4, high 0.85 — the TF-profiler thresholds the Kineto and
     straggler analyses use: 5% / 20% of step time for input wait, 3% / 15% for launch and exposed collectives),
     times how sure the profiled steps make us that the level is typical of the run (`typical_share`).
-  - specificity: how strongly that signature points at this cause rather than another (a fixed table in
-    SPECIFICITY below, e.g. a synchronized *periodic* drop → periodic_stall 0.6, data_starvation 0.35; a
+  - specificity: how strongly that signature points at this cause rather than another (the table
+    knowledge.signatures.SPECIFICITY, e.g. a synchronized *periodic* drop → periodic_stall 0.6, data_starvation 0.35; a
     synchronized *irregular* drop → data_starvation 0.55). A direct measurement of the cause (checkpoint events
     logged at the slow steps, GC events in the spikes, Xid-like loss of a GPU) has specificity ≈ 0.9.
   - impact: 1 - exp(-lost / 5%), where `lost` is the share of throughput the signature costs (time spent in the

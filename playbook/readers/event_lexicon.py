@@ -2,7 +2,7 @@
 pattern, event kind), each row citing where its text comes from. readers/lines.py turns a matching line into an
 event (time, rank and latest step of the line) and counts the ERROR/WARNING lines no row explains.
 
-Event kinds follow playbook/causes.py where a cause lists them (xid → hardware_fault, recompile → recompilation,
+Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid → hardware_fault, recompile → recompilation,
 checkpoint / eval → periodic_stall, gc → gc_pause); the others are the schema's (gpu_error, gpu_lost) or new here
 (ecc, oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, throttle, worker_failed) and measure no cause yet.
 

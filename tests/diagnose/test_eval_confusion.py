@@ -1,7 +1,7 @@
 """Evaluation: a labelled set of cases — logs written in the formats users paste, carrying the figures of public
 reports with a confirmed cause (each cites its source), plus the LABELED SYNTHETIC simulate scenarios — diagnosed
 end to end. The confusion matrix is printed (pytest -s) and the test fails when accuracy drops below what the
-engine reaches now. Change a weight (hypotheses.SPECIFICITY) only with this matrix in hand.
+engine reaches now. Change a weight (knowledge.signatures.SPECIFICITY) only with this matrix in hand.
 
     python -m pytest -q -s tests/diagnose/test_eval_confusion.py -p no:cacheprovider
 """

@@ -1,5 +1,5 @@
 """The analyzers' adapters: each from_* function states one analyzer's result as Evidence for the ranker
-(diagnose.ranking): the signature seen (a key of ranking.SPECIFICITY), its confidence (ranking.confidence of the
+(diagnose.ranking): the signature seen (a key of knowledge.signatures.SPECIFICITY), its confidence (ranking.confidence of the
 analysis's p-value, or the level of a thresholded measurement), its cost (ranking.impact of the share of GPU time
 lost), the evidence text and the measurement that would confirm it. One module per kind of input:
 
