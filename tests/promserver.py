@@ -78,6 +78,43 @@ def write_openmetrics(path: Path, fleets: list[tuple[pd.DataFrame, dict[str, str
     return path
 
 
+# a fleet with known culprits for the fleet screen: flat GPU index -> what is wrong with it
+STRAGGLERS = (11, 24)  # utilization 25 points below the fleet's all the time
+SLOW_CLOCK = (22,)  # SM clock 20% below the fleet's while busy (a clock limiter)
+SWINGING = (40, 41, 42, 43)  # utilization swinging 97% <-> 20% with a 5-minute period, 75% of the time high
+XID_GPU = 50  # an XID 31 half-way, otherwise healthy
+SWING_PERIOD_S = 300.0
+
+
+def culprit_fleet(hosts: int, span_s: float, step_s: float, end: float, seed: int = 0):
+    """A healthy fleet of `hosts` × 8 GPUs (utilization ~97%) ending at `end` (epoch s) with the culprits above,
+    as (telemetry frame, {"straggler"|"clock"|"swing"|"xid": [gpu id]}, xids for write_openmetrics)."""
+    from playbook import schema
+    from playbook.synthetic import simulate_telemetry
+
+    start = pd.Timestamp(end - span_s, unit="s", tz="UTC").isoformat()
+    frame, _ = simulate_telemetry("healthy", hosts=hosts, gpus_per_host=8, duration_s=span_s, interval_s=step_s,
+                                  start=start, seed=seed)
+    flat = frame["host"].astype(str).str[4:].astype(int).to_numpy() * 8 + frame["gpu"].to_numpy()
+    t = (frame["time"].astype("int64").to_numpy() / 1e9)
+    util = frame["util_pct"].to_numpy(np.float64).copy()
+    clock = frame["sm_clock_mhz"].to_numpy(np.float64).copy()
+    power = frame["power_w"].to_numpy(np.float64).copy()
+    slow = np.isin(flat, STRAGGLERS)
+    util[slow] -= 25.0
+    power[slow] -= 150.0
+    clock[np.isin(flat, SLOW_CLOCK)] *= 0.8
+    swing = np.isin(flat, SWINGING) & (((t - t.min()) % SWING_PERIOD_S) >= 0.75 * SWING_PERIOD_S)
+    util[swing] = 20.0 + (util[swing] - 97.0)
+    power[swing] = 150.0
+    clock[swing] = 345.0
+    frame["util_pct"], frame["sm_clock_mhz"], frame["power_w"] = np.clip(util, 0, 100), clock, power
+    ids = lambda idx: [schema.gpu_id(f"node{i // 8:02d}", i % 8) for i in idx if i < hosts * 8]  # noqa: E731
+    truth = {"straggler": ids(STRAGGLERS), "clock": ids(SLOW_CLOCK), "swing": ids(SWINGING), "xid": ids([XID_GPU])}
+    xids = {(f"node{XID_GPU // 8:02d}", XID_GPU % 8): [(end - span_s / 2, 31)]} if XID_GPU < hosts * 8 else {}
+    return frame, truth, xids
+
+
 def _labels(host: str, gpu: int, extra: dict[str, str]) -> str:
     labels = {"gpu": str(int(gpu)), "UUID": f"GPU-{zlib.crc32(f'{host}:{gpu}'.encode()):08x}-fake",
               "device": f"nvidia{int(gpu)}", "modelName": "NVIDIA H100 80GB HBM3", "Hostname": str(host), **extra}

@@ -59,6 +59,8 @@ def run(args) -> int:
     if bundle.is_empty():
         raise InputError(f"{', '.join(args.paths)}: nothing readable to diagnose")
     result = diagnose(bundle, interval_s=args.interval)
+    if bundle.meta.get("screen"):  # a prometheus:// input read through the fleet screen: said in one line
+        result.detail["screen"] = bundle.meta["screen"]
     status = emit(result, args.json, render)
     top = result.verdict.get("id")
     if fail_on and top and (top in fail_on or ("any" in fail_on and top != cause_ids.HEALTHY)):
@@ -95,6 +97,8 @@ def render(d) -> str:
         lines += [f"Verdict: {d.verdict['sentence']}", ""]
     lines.append(f"playbook diagnose — {n_in} input{'s' if n_in != 1 else ''}: "
                  + ", ".join(d.inputs[:4]) + (f" and {n_in - 4} more" if n_in > 4 else ""))
+    if d.detail.get("screen"):
+        lines.append(d.detail["screen"]["line"])
     if d.warnings:
         lines.append(f"({len(d.warnings)} warning{'s' if len(d.warnings) != 1 else ''} on stderr)")
     lines.append("")

@@ -80,7 +80,8 @@ class Diagnosis:
         """The JSON contract as plain Python (NaN and infinities → None, numpy scalars → Python)."""
         return to_jsonable({"inputs": self.inputs, "warnings": self.warnings, "accounting": self.accounting,
                             "gpus": self.gpus, "oscillation": self.oscillation, "steps": self.steps,
-                            "ranks": self.ranks, "hypotheses": self.hypotheses, "verdict": self.verdict}, digits=6)
+                            "ranks": self.ranks, "hypotheses": self.hypotheses, "verdict": self.verdict,
+                            **({"screen": self.detail["screen"]} if self.detail.get("screen") else {})}, digits=6)
 
     def to_json(self, indent: int | None = 2) -> str:
         """One JSON object (strict: no NaN)."""

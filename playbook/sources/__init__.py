@@ -2,6 +2,8 @@
 
     prometheus.py   dcgm-exporter series from a Prometheus-compatible HTTP API (Prometheus, Thanos, Mimir) into
                     the telemetry table, for `playbook diagnose prometheus://HOST:PORT` and `playbook watch`
+    fleet_screen.py per-GPU summaries computed by the server (avg/quantile/stddev_over_time, drops, XID, clocks),
+                    ranked by suspected loss, then raw series only for the flagged GPUs and a sample
     live.py         incremental samplers for `playbook watch`: NVML (probes/nvml.py), `nvidia-smi -lms` in a
                     subprocess when NVML cannot be loaded, and Prometheus polled over a rolling window
 """
@@ -28,6 +30,10 @@ def add_arguments(parser) -> None:
                             "interval), 1m for multi-day ranges")
     group.add_argument("--match", default=None, metavar="LABELS",
                        help="extra label matchers, e.g. 'Hostname=~\"node0[0-7]\",job=\"dcgm\"'")
+    group.add_argument("--screen", choices=("auto", "on", "off"), default="auto",
+                       help="fleet screen: ask the server for per-GPU summaries and pull raw series only for the "
+                            "GPUs they flag plus a sample (see playbook.sources.fleet_screen); auto (default) "
+                            "screens above 4 M utilization samples (GPU series × samples)")
     group.add_argument("--deadline", type=duration_s, default=None, metavar="DURATION",
                        help="give up on a server after this long, all queries and retries together (default 15m)")
     group.add_argument("--max-response", type=_mebibytes, default=None, metavar="MIB",

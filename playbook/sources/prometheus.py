@@ -157,6 +157,7 @@ class _Fetch:
     series: int = 0
     bad: int = 0  # value strings that are not numbers
     outside: int = 0  # points with a time off the window asked for
+    received: int = 0  # points in the answers (one per series and step)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def row(self, labels: dict[str, str]) -> int | None:
@@ -234,6 +235,9 @@ class _Client:
         self.timeout_s, self.retries, self.max_bytes = timeout_s, retries, int(max_bytes)
         self.deadline_s, self.deadline = deadline_s, time.monotonic() + deadline_s
         self.opener = urllib.request.build_opener(_HTTPHandler, _HTTPSHandler)
+        self.requests = 0  # answers received (what a screen and a raw pull are compared by)
+        self.bytes_in = 0  # their bodies' bytes, decompressed
+        self.lock = threading.Lock()
 
     def get(self, path: str, params: dict[str, str] | list[tuple[str, str]], post: bool = True) -> bytes:
         """The answer's body; POST (form-encoded) where the endpoint takes it, else GET."""
@@ -251,7 +255,11 @@ class _Client:
                                          data=query.encode() if post else None, method="POST" if post else "GET",
                                          headers=headers)
             try:
-                return self._fetch(req)
+                body = self._fetch(req)
+                with self.lock:
+                    self.requests += 1
+                    self.bytes_in += len(body)
+                return body
             except urllib.error.HTTPError as exc:
                 detail = _error_text(exc)
                 if exc.code == 429 or exc.code >= 500:
@@ -424,6 +432,7 @@ def _query(client: _Client, fetch: _Fetch, name: str, match: str | None, chunk: 
         with fetch.lock:
             fetch.bad += bad
             fetch.outside += int(np.count_nonzero(~ok))
+            fetch.received += len(t)
             fetch.points.setdefault(name, []).append((row, k[ok].astype(np.int32), v[ok]))  # 12 bytes a point
             fetch.series += 1
 
@@ -441,13 +450,31 @@ def fetch(url: str, window: Window, match: str | None = None, workers: int = WOR
     """Exporter telemetry in `window` from the server at `url` (see `read`)."""
     window.check()
     client = _Client(url, **limits)
-    src = url if not matchers(match) else f"{url} {{{matchers(match)}}}"
+    return pull(client, window, match, metric_names(client, window, match), workers)[0]
+
+
+def metric_names(client: _Client, window: Window, match: str | None) -> list[str]:
+    """The exporter metrics to ask for (every known name when the server cannot say); InputError when none."""
     names = _present_names(client, window, match)
     asked = list(METRIC_NAMES) if names is None else names
-    span = f"{_utc(window.start)} to {_utc(window.end)}" + (f" matching {{{matchers(match)}}}" if matchers(match)
-                                                              else "")
     if not asked:
-        raise InputError(f"{url}: no dcgm-exporter series (DCGM_FI_*, dcgm_*, nvidia_smi_*) from {span}")
+        raise InputError(f"{client.display}: no dcgm-exporter series (DCGM_FI_*, dcgm_*, nvidia_smi_*) from "
+                         f"{describe(window, match)}")
+    return asked
+
+
+def describe(window: Window, match: str | None) -> str:
+    """The window and matchers in words, for messages."""
+    return f"{_utc(window.start)} to {_utc(window.end)}" + (f" matching {{{matchers(match)}}}" if matchers(match)
+                                                            else "")
+
+
+def pull(client: _Client, window: Window, match: str | None, asked: list[str], workers: int = WORKERS,
+         src: str | None = None) -> tuple[schema.Bundle, int]:
+    """Every raw point of the metrics `asked` in `window` (query_range at the step) as a Bundle named `src`
+    (default: the URL and matchers), and the number of points the answers held."""
+    url = client.display
+    src = src or (url if not matchers(match) else f"{url} {{{matchers(match)}}}")
     fetched = _Fetch(window, dcgm._Samples(src, client.base.split("//", 1)[1].split(":")[0]))
     tasks = [(name, chunk) for name in asked for chunk in window.chunks()]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(tasks)))) as pool:
@@ -461,8 +488,8 @@ def fetch(url: str, window: Window, match: str | None = None, workers: int = WOR
             raise
     bundle = _assemble(fetched, src)
     if not len(bundle.telemetry) and not len(bundle.events):
-        raise InputError(f"{url}: no dcgm-exporter series with a gpu label from {span}")
-    return bundle
+        raise InputError(f"{url}: no dcgm-exporter series with a gpu label from {describe(window, match)}")
+    return bundle, fetched.received
 
 
 def _assemble(f: _Fetch, src: str) -> schema.Bundle:
@@ -561,8 +588,12 @@ def read_inputs(paths: list[str], args) -> tuple[schema.Bundle | None, list[str]
     bundle = schema.Bundle()
     limits = {key: getattr(args, arg) for key, arg in (("deadline_s", "deadline"), ("max_bytes", "max_response"))
               if getattr(args, arg, None) is not None}
+    from playbook.sources import fleet_screen
+
     for url in urls:
-        bundle.extend(read(url, since_s=args.since, step_s=args.step, match=args.match, until=until, **limits))
+        window = Window.last(args.since, args.step, until)
+        bundle.extend(fleet_screen.read(url, window, match=args.match, mode=getattr(args, "screen", "off"),
+                                        **limits))
     return bundle, [p for p in paths if not is_url(p)]
 
 
