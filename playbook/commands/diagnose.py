@@ -49,10 +49,10 @@ def run(args) -> int:
     except ImportError as exc:  # pragma: no cover - the readers ship with the package
         raise PlaybookError(f"the readers are not available: {exc}") from exc
     from playbook.diagnose import diagnose
-    from playbook.sources import prometheus
+    from playbook.sources import fleet_screen
 
     fail_on = _fail_on(args.fail_on)
-    fetched, paths = prometheus.read_inputs(args.paths, args)  # prometheus:// inputs, fetched into a Bundle
+    fetched, paths = fleet_screen.read_inputs(args.paths, args)  # prometheus:// inputs, fetched into a Bundle
     bundle = read_paths(paths, fields=args.fields, interval_s=args.interval, tz=args.tz) if paths else fetched
     if fetched is not None and paths:
         bundle = fetched.extend(bundle)

@@ -58,9 +58,9 @@ def run(args: argparse.Namespace) -> int:
     root = catalog.repo_root()  # once: where notebooks/ and data/samples/ are, and where kernels start
 
     if any(is_url(p) for p in args.paths):  # fetched once into a run directory the notebook reads
-        from playbook.sources import prometheus
+        from playbook.sources import fleet_screen
 
-        args.paths = prometheus.save_inputs(args.paths, args, Path(args.out or "reports") / "inputs")
+        args.paths = fleet_screen.save_inputs(args.paths, args, Path(args.out or "reports") / "inputs")
     jobs = runner.plan(args.paths, args.labs, args.quick, fields=args.fields, interval_s=args.interval, tz=args.tz,
                        demo=not args.paths and not args.labs, root=root)
     if args.labs == ["all"]:

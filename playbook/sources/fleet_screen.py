@@ -62,7 +62,7 @@ from playbook import schema
 from playbook.analysis.gpus import CLOCK_DEFICIT_MIN, MIN_DELTA_PCT, MODIFIED_Z
 from playbook.errors import InputError
 from playbook.readers import dcgm
-from playbook.sources import prometheus
+from playbook.sources import is_url, prometheus
 from playbook.sources.prometheus import Window, matchers
 
 SCREEN_ABOVE = 4_000_000  # utilization samples (GPU series × samples) above which `auto` screens
@@ -178,23 +178,23 @@ def _rng(window: Window) -> str:
     return f"[{ms}ms]"
 
 
-def _summary_queries(names: list[str], match: str | None) -> dict[str, tuple[str, float]]:
-    """Summary name -> (PromQL, factor to the column's units) for the metrics present."""
+def _summary_queries(names: list[str], match: str | None, rng: str) -> dict[str, tuple[str, float]]:
+    """Summary name -> (PromQL over the range selector `rng`, factor to the column's units) for the metrics
+    present."""
     util = _column_metric(names, "util_pct")
     if util is None:
         raise InputError("no utilization metric (DCGM_FI_DEV_GPU_UTIL or another the readers map) to screen by")
-    u, f = prometheus.selector(util[0], match), util[1]
-    r = "{r}"
-    out = {"samples": (f"count_over_time({u}{r})", 1.0), "mean": (f"avg_over_time({u}{r})", f),
-           "low": (f"quantile_over_time({LOW_Q}, {u}{r})", f), "std": (f"stddev_over_time({u}{r})", f)}
+    u, f = prometheus.selector(util[0], match) + rng, util[1]
+    out = {"samples": (f"count_over_time({u})", 1.0), "mean": (f"avg_over_time({u})", f),
+           "low": (f"quantile_over_time({LOW_Q}, {u})", f), "std": (f"stddev_over_time({u})", f)}
     clock = _column_metric(names, "sm_clock_mhz")
     if clock:
-        out["clock"] = (f"quantile_over_time({BUSY_Q}, {prometheus.selector(clock[0], match)}{r})", clock[1])
+        out["clock"] = (f"quantile_over_time({BUSY_Q}, {prometheus.selector(clock[0], match)}{rng})", clock[1])
     power = _column_metric(names, "power_w")
     if power:
-        out["power"] = (f"avg_over_time({prometheus.selector(power[0], match)}{r})", power[1])
+        out["power"] = (f"avg_over_time({prometheus.selector(power[0], match)}{rng})", power[1])
     if dcgm.XID in names:
-        out["xid"] = (f"max_over_time({prometheus.selector(dcgm.XID, match)}{r}) > 0", 1.0)
+        out["xid"] = (f"max_over_time({prometheus.selector(dcgm.XID, match)}{rng}) > 0", 1.0)
     return out
 
 
@@ -206,8 +206,8 @@ def last_step(window: Window) -> float:
 def count_samples(client: prometheus._Client, window: Window, match: str | None,
                   names: list[str]) -> dict[Key, float]:
     """Utilization samples per series in the window (the screen's first query)."""
-    query, _f = _summary_queries(names, match)["samples"]
-    return _instant(client, query.format(r=_rng(window)), last_step(window))[0]
+    query, _f = _summary_queries(names, match, _rng(window))["samples"]
+    return _instant(client, query, last_step(window))[0]
 
 
 def summarise(client: prometheus._Client, window: Window, match: str | None, names: list[str],
@@ -215,10 +215,10 @@ def summarise(client: prometheus._Client, window: Window, match: str | None, nam
               known: dict[str, dict[Key, float]] | None = None) -> tuple[dict[str, dict[Key, float]], list[str], int]:
     """Every summary's value per series, the server's warnings, and the rows received (`known`: summaries
     already asked, not asked again)."""
-    queries = _summary_queries(names, match)
+    queries = _summary_queries(names, match, _rng(window))
     known = dict(known or {})
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        jobs = {k: pool.submit(_instant, client, q.format(r=_rng(window)), last_step(window))
+        jobs = {k: pool.submit(_instant, client, q, last_step(window))
                 for k, (q, _f) in queries.items() if k not in known}
         answers = {k: j.result() for k, j in jobs.items()}
     values = {**known, **{k: {s: v * queries[k][1] for s, v in a[0].items()} for k, a in answers.items()}}
@@ -459,3 +459,56 @@ def measure(url: str, window: Window, match: str | None = None, sample: int = SA
     s, keys_of = screen(client, window, match, names, sample=sample)
     bundle = pull_screened(client, window, match, names, s, keys_of)
     return bundle, s, time.perf_counter() - t
+
+
+def read_inputs(paths: list[str], args) -> tuple[schema.Bundle | None, list[str]]:
+    """Split command-line inputs: the prometheus:// ones fetched into one Bundle (None when there are none), and
+    the other paths for the readers."""
+    urls = [p for p in paths if is_url(p)]
+    if not urls:
+        return None, list(paths)
+    until = _until(getattr(args, "until", None))
+    bundle = schema.Bundle()
+    limits = {key: getattr(args, arg) for key, arg in (("deadline_s", "deadline"), ("max_bytes", "max_response"))
+              if getattr(args, arg, None) is not None}
+    for url in urls:
+        window = Window.last(args.since, args.step, until)
+        bundle.extend(read(url, window, match=args.match, mode=getattr(args, "screen", "auto"), **limits))
+    return bundle, [p for p in paths if not is_url(p)]
+
+
+def _until(text: str | None) -> float | None:
+    if not text or text == "now":
+        return None
+    try:
+        ts = pd.Timestamp(text)
+    except (ValueError, TypeError):
+        raise InputError(f"--until: not a time: {text!r} (e.g. 2026-01-15T10:00:00Z)") from None
+    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts
+    return ts.value / 1e9
+
+
+def save_inputs(paths: list[str], args, dest) -> list[str]:
+    """`paths` with each prometheus:// input fetched (as read_inputs) and saved as a run directory under `dest`
+    (for commands that hand paths on, e.g. `playbook report` to the triage notebook)."""
+    from pathlib import Path
+
+    from playbook import rundir
+
+    out = []
+    for p in paths:
+        if not is_url(p):
+            out.append(p)
+            continue
+        bundle, _ = read_inputs([p], args)
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        name = prometheus.base_url(p).split("//", 1)[1].replace(":", "-").replace("/", "_")
+        run = rundir.init_run(Path(dest) / f"prometheus-{name}-{stamp}", command=f"prometheus query {p}",
+                              source=bundle.inputs[0], window={"since_s": args.since, "step_s": args.step,
+                                                               "until": args.until, "match": args.match})
+        part = rundir.init_part(run, "prometheus", None, source=bundle.inputs[0])
+        rundir.write_table(part, "telemetry", bundle.telemetry)
+        if len(bundle.events):
+            rundir.write_table(part, "events", bundle.events)
+        out.append(str(run))
+    return out

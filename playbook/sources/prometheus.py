@@ -51,7 +51,7 @@ import pandas as pd
 from playbook import schema
 from playbook.errors import InputError
 from playbook.readers import dcgm, frames
-from playbook.sources import SCHEMES, is_url
+from playbook.sources import SCHEMES
 
 MAX_POINTS = 11_000  # Prometheus' hard limit on points per series in one range query (web/api/v1 maxPoints)
 RETRIES = 3  # attempts after the first; back-off 1, 2, 4 s (a restarting server or a busy frontend recovers)
@@ -576,59 +576,3 @@ def _span(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds / size:.4g}{unit}"
     return f"{seconds * 1000:.4g}ms"
-
-
-def read_inputs(paths: list[str], args) -> tuple[schema.Bundle | None, list[str]]:
-    """Split command-line inputs: the prometheus:// ones fetched into one Bundle (None when there are none), and
-    the other paths for the readers."""
-    urls = [p for p in paths if is_url(p)]
-    if not urls:
-        return None, list(paths)
-    until = _until(getattr(args, "until", None))
-    bundle = schema.Bundle()
-    limits = {key: getattr(args, arg) for key, arg in (("deadline_s", "deadline"), ("max_bytes", "max_response"))
-              if getattr(args, arg, None) is not None}
-    from playbook.sources import fleet_screen
-
-    for url in urls:
-        window = Window.last(args.since, args.step, until)
-        bundle.extend(fleet_screen.read(url, window, match=args.match, mode=getattr(args, "screen", "off"),
-                                        **limits))
-    return bundle, [p for p in paths if not is_url(p)]
-
-
-def _until(text: str | None) -> float | None:
-    if not text or text == "now":
-        return None
-    try:
-        ts = pd.Timestamp(text)
-    except (ValueError, TypeError):
-        raise InputError(f"--until: not a time: {text!r} (e.g. 2026-01-15T10:00:00Z)") from None
-    ts = ts.tz_localize("UTC") if ts.tzinfo is None else ts
-    return ts.value / 1e9
-
-
-def save_inputs(paths: list[str], args, dest) -> list[str]:
-    """`paths` with each prometheus:// input fetched (as read_inputs) and saved as a run directory under `dest`
-    (for commands that hand paths on, e.g. `playbook report` to the triage notebook)."""
-    from pathlib import Path
-
-    from playbook import rundir
-
-    out = []
-    for p in paths:
-        if not is_url(p):
-            out.append(p)
-            continue
-        bundle, _ = read_inputs([p], args)
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        name = base_url(p).split("//", 1)[1].replace(":", "-").replace("/", "_")
-        run = rundir.init_run(Path(dest) / f"prometheus-{name}-{stamp}", command=f"prometheus query {p}",
-                              source=bundle.inputs[0], window={"since_s": args.since, "step_s": args.step,
-                                                               "until": args.until, "match": args.match})
-        part = rundir.init_part(run, "prometheus", None, source=bundle.inputs[0])
-        rundir.write_table(part, "telemetry", bundle.telemetry)
-        if len(bundle.events):
-            rundir.write_table(part, "events", bundle.events)
-        out.append(str(run))
-    return out

@@ -11,7 +11,15 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, culprit_fleet, write_openmetrics
+from promserver import (
+    PROMETHEUS,
+    PROMTOOL,
+    SKIP_REASON,
+    PromServer,
+    backfill,
+    culprit_fleet,
+    write_openmetrics,
+)
 
 from playbook import cli
 from playbook.diagnose import diagnose

@@ -13,7 +13,7 @@ from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, 
 
 from playbook import cli
 from playbook.errors import InputError
-from playbook.sources import prometheus
+from playbook.sources import fleet_screen, prometheus
 from playbook.synthetic import simulate_telemetry
 
 STEP = 15.0
@@ -154,7 +154,7 @@ def test_report_inputs_are_saved_as_a_run_directory(server, tmp_path):
     from playbook.readers import read_paths
 
     args = argparse.Namespace(since=SPAN, step=STEP, until=UNTIL, match='job="strag"')
-    paths = prometheus.save_inputs(["local.csv", server.url], args, tmp_path)
+    paths = fleet_screen.save_inputs(["local.csv", server.url], args, tmp_path)
     assert paths[0] == "local.csv" and paths[1].startswith(str(tmp_path / "prometheus-127.0.0.1-"))
     saved = read_paths([paths[1]])
     direct = prometheus.read(server.url, since_s=SPAN, step_s=STEP, match='job="strag"', until=END)
