@@ -34,7 +34,7 @@ points; the analysis' 5% clock deficit) since the screen is a sieve and the raw 
 decides. Also flagged: any XID, and coverage below COVERAGE_MIN of the fleet's median count (a lost or gapped
 GPU). Flagged GPUs are ranked by suspected loss in GPU-hours: span × the largest of the utilization deficit
 against the fleet median, the clock deficit × the GPU's mean utilization, and the missing share; hosts and jobs
-(a `hpc_job`, `job_id`, `namespace` label where the exporter attaches one) by the sum over their GPUs.
+(dcgm-exporter's `hpc_job` label with --hpc-job-mapping-dir, else a Kubernetes `namespace`) by the sum over their GPUs.
 
 Then raw series (prometheus.pull) for the flagged GPUs (at most MAX_PULL, by loss) and a seeded sample of
 SAMPLE_GPUS others (the peers the raw analysis compares against, and a check on what the screen passed), selected
@@ -74,7 +74,7 @@ MIN_EFFECT_PCT = MIN_DELTA_PCT / 2  # utilization points: half the raw analysis'
 MIN_DROP_SHARE = 0.02  # drop share above the fleet's median share
 COVERAGE_MIN = 0.9  # share of the fleet's median sample count below which a GPU is flagged as gapped
 LOW_Q, BUSY_Q = 0.1, 0.9
-JOB_LABELS = ("hpc_job", "job_id", "slurm_job_id", "namespace")
+JOB_LABELS = ("hpc_job", "namespace")  # dcgm-exporter's Slurm job mapping, and Kubernetes' pod namespace
 SEED = 0
 
 
@@ -415,14 +415,24 @@ def read(url: str, window: Window, match: str | None = None, mode: str = "auto",
     window.check()
     client = prometheus._Client(url, **limits)
     names = prometheus.metric_names(client, window, match)
-    if mode == "off" or (_column_metric(names, "util_pct") is None and mode == "auto"):
+    if _column_metric(names, "util_pct") is None and mode == "on":
+        raise InputError(f"{url}: --screen on needs a utilization metric (DCGM_FI_DEV_GPU_UTIL or another the "
+                         f"readers map) from {prometheus.describe(window, match)}")
+    if mode == "off" or _column_metric(names, "util_pct") is None:
         return prometheus.pull(client, window, match, names, workers)[0]
     known = None
-    if mode == "auto":
-        known = {"samples": count_samples(client, window, match, names)}
-        if sum(known["samples"].values()) <= SCREEN_ABOVE:
-            return prometheus.pull(client, window, match, names, workers)[0]
-    s, keys_of = screen(client, window, match, names, workers, SAMPLE_GPUS if sample is None else sample, known)
+    try:
+        if mode == "auto":
+            known = {"samples": count_samples(client, window, match, names)}
+            if sum(known["samples"].values()) <= SCREEN_ABOVE:
+                return prometheus.pull(client, window, match, names, workers)[0]
+        s, keys_of = screen(client, window, match, names, workers, SAMPLE_GPUS if sample is None else sample, known)
+    except InputError as exc:  # a frontend that refuses an instant query or a subquery: auto reads everything
+        if mode == "on" or not any(w in str(exc) for w in ("refused", "query failed")):
+            raise
+        bundle = prometheus.pull(client, window, match, names, workers)[0]
+        bundle.warnings.append(f"{url}: the fleet screen was refused ({str(exc)[:160]}); everything was pulled")
+        return bundle
     return pull_screened(client, window, match, names, s, keys_of, workers)
 
 

@@ -23,13 +23,17 @@ from promserver import (
 
 from playbook import cli
 from playbook.diagnose import diagnose
+from playbook.errors import InputError
 from playbook.sources import fleet_screen, prometheus
+from playbook.synthetic import simulate_telemetry
 
 STEP = 15.0
 SPAN = 3 * 3600.0
 END = math.floor(pd.Timestamp.now(tz="UTC").timestamp() / STEP) * STEP - 3600.0  # an hour ago, on the grid
 UNTIL = pd.Timestamp(END, unit="s", tz="UTC").isoformat()
 SAMPLE = 16
+PERIOD = 300.0
+DCGM = 'job="dcgm"'
 
 needs_server = pytest.mark.skipif(PROMETHEUS is None or PROMTOOL is None, reason=SKIP_REASON)
 
@@ -39,8 +43,13 @@ def fleet(tmp_path_factory):
     if PROMETHEUS is None or PROMTOOL is None:
         pytest.skip(SKIP_REASON)
     frame, truth, xids = culprit_fleet(8, SPAN, STEP, END)
+    start = pd.Timestamp(END - SPAN, unit="s", tz="UTC").isoformat()
+    osc, _ = simulate_telemetry("oscillation", hosts=2, gpus_per_host=8, duration_s=SPAN, interval_s=STEP,
+                                period_s=PERIOD, start=start)  # the whole fleet swings together
+    osc["host"] = osc["host"].astype(str).str.replace("node", "osc")
     tmp = tmp_path_factory.mktemp("fleet")
-    text = write_openmetrics(tmp / "fleet.om", [(frame, {"job": "dcgm", "namespace": "team-a"})], xids=xids,
+    text = write_openmetrics(tmp / "fleet.om", [(frame, {"job": "dcgm", "namespace": "team-a"}),
+                                                (osc, {"job": "osc"})], xids=xids,
                              columns=("util_pct", "power_w", "sm_clock_mhz"))
     backfill(text, tmp / "tsdb")
     prom = PromServer(tmp / "tsdb", tmp).start()
@@ -63,12 +72,12 @@ def _raw_culprits(bundle) -> set[str]:
 @needs_server
 def test_screen_flags_the_culprits_the_raw_analysis_names_with_a_fraction_of_the_rows(fleet):
     prom, truth = fleet
-    raw, raw_points = prometheus.pull(prometheus._Client(prom.url), _window(), None,
-                                      prometheus.metric_names(prometheus._Client(prom.url), _window(), None))
+    client = prometheus._Client(prom.url)
+    raw, raw_points = prometheus.pull(client, _window(), DCGM, prometheus.metric_names(client, _window(), DCGM))
     everyone = {i for ids in truth.values() for i in ids}
     assert _raw_culprits(raw) == everyone  # the raw analysis names the culprits the fleet was built with
 
-    bundle, s, _wall = fleet_screen.measure(prom.url, _window(), sample=SAMPLE)
+    bundle, s, _wall = fleet_screen.measure(prom.url, _window(), DCGM, sample=SAMPLE)
     assert set(s.flagged) == everyone
     why = dict(zip(s.table["id"], s.table["why"], strict=True))
     assert all("mean utilization" in why[i] for i in truth["straggler"])
@@ -102,10 +111,10 @@ def test_screen_flags_the_culprits_the_raw_analysis_names_with_a_fraction_of_the
 def test_drop_subquery_split_in_time_counts_the_same(fleet, monkeypatch):
     prom, _truth = fleet
     client = prometheus._Client(prom.url)
-    names = prometheus.metric_names(client, _window(), None)
-    whole, _w, rows1 = fleet_screen.summarise(client, _window(), None, names)
+    names = prometheus.metric_names(client, _window(), DCGM)
+    whole, _w, rows1 = fleet_screen.summarise(client, _window(), DCGM, names)
     monkeypatch.setattr(fleet_screen, "SUBQUERY_POINTS", 64 * 100)  # 100 steps a piece: 8 pieces
-    split, _w, rows8 = fleet_screen.summarise(client, _window(), None, names)
+    split, _w, rows8 = fleet_screen.summarise(client, _window(), DCGM, names)
     assert split["drops"] == whole["drops"] and rows8 == rows1 + 7 * 64
     assert sorted(v for v in whole["drops"].values() if v) and max(whole["drops"].values()) > 100
 
@@ -113,7 +122,7 @@ def test_drop_subquery_split_in_time_counts_the_same(fleet, monkeypatch):
 @needs_server
 def test_diagnose_screens_above_the_size_and_says_so(fleet, capsys, monkeypatch):
     prom, truth = fleet
-    args = ["diagnose", prom.url, "--since", "3h", "--until", UNTIL, "--step", "15s"]
+    args = ["diagnose", prom.url, "--since", "3h", "--until", UNTIL, "--step", "15s", "--match", DCGM]
     assert cli.main([*args, "--json"]) == 0  # 64 × 721 samples: below SCREEN_ABOVE, read raw
     d = json.loads(capsys.readouterr().out)
     assert "screen" not in d and len(d["gpus"]) == 64
@@ -129,6 +138,34 @@ def test_diagnose_screens_above_the_size_and_says_so(fleet, capsys, monkeypatch)
     d = json.loads(capsys.readouterr().out)
     assert sorted(d["screen"]["flagged"]) == sorted(i for ids in truth.values() for i in ids)
     assert len(d["gpus"]) == 8 + SAMPLE
+
+
+@needs_server
+def test_a_fleet_that_swings_together_flags_no_one_and_the_sample_shows_the_swing(fleet):
+    prom, _truth = fleet
+    bundle, s, _wall = fleet_screen.measure(prom.url, _window(), 'job="osc"', sample=6)
+    assert s.flagged == [] and len(s.picked) == 6
+    assert s.table["stddev_pct"].min() > 20  # every GPU swings: none stands out against the others
+    screened = diagnose(bundle).oscillation
+    full = diagnose(prometheus.read(prom.url, since_s=SPAN, step_s=STEP, match='job="osc"', until=END)).oscillation
+    for d in (screened, full):
+        assert d["periodic"] and d["synchrony"] == "synchronized" and abs(d["period_s"] - PERIOD) / PERIOD < 0.05
+
+
+@needs_server
+def test_auto_reads_everything_when_the_server_refuses_the_screen(fleet, monkeypatch):
+    prom, _truth = fleet
+
+    def refused(client, query, at):
+        raise InputError(f"{client.display}: /api/v1/query refused (HTTP 422: subqueries disabled)")
+
+    monkeypatch.setattr(fleet_screen, "_instant", refused)
+    monkeypatch.setattr(fleet_screen, "SCREEN_ABOVE", 0)
+    bundle = fleet_screen.read(prom.url, _window(), DCGM, mode="auto")
+    assert bundle.telemetry.groupby(["host", "gpu"]).ngroups == 64 and "screen" not in bundle.meta
+    assert any("fleet screen was refused" in w for w in bundle.warnings)
+    with pytest.raises(InputError, match="refused"):
+        fleet_screen.read(prom.url, _window(), DCGM, mode="on")
 
 
 def test_flags_need_both_the_outlier_and_the_effect():
