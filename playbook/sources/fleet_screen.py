@@ -125,10 +125,12 @@ class Screen:
 
     def line(self) -> str:
         total = self.rows + self.pull_rows
+        loss = float(self.table.loc[self.table["flagged"], "loss_gpu_h"].sum())
         return (f"fleet screen: {len(self.table):,} GPUs summarised by the server in {self.queries} queries "
-                f"({self.rows:,} rows), {len(self.flagged)} flagged, raw series pulled for {len(self.picked)} "
-                f"(flagged + a seeded sample): {total:,} rows against {self.raw_rows:,} for a raw pull "
-                f"({total / max(self.raw_rows, 1):.1%}); --screen off reads everything")
+                f"({self.rows:,} rows); {len(self.flagged)} flagged (suspected loss {loss:.3g} GPU-h); raw series "
+                f"for {len(self.picked)} (flagged + a seeded sample), which the diagnosis covers: {total:,} rows "
+                f"against {self.raw_rows:,} for a raw pull ({total / max(self.raw_rows, 1):.1%}); --screen off "
+                "reads everything")
 
     def summary(self) -> dict:
         cols = ["id", "mean_util_pct", "low_decile_pct", "stddev_pct", "drop_share", "busy_clock_mhz", "power_w",
@@ -382,9 +384,11 @@ def selectors(ids: list[str], keys_of: dict[str, list[Key]]) -> list[str] | None
 
 def screen(client: prometheus._Client, window: Window, match: str | None, names: list[str],
            workers: int = prometheus.WORKERS, sample: int = SAMPLE_GPUS,
-           known: dict[str, dict[Key, float]] | None = None) -> tuple[Screen, dict[str, list[Key]]]:
-    """The summaries, the flagged GPUs ranked and the GPUs to pull raw (no raw pull yet)."""
-    q0, b0 = client.requests, client.bytes_in
+           known: dict[str, dict[Key, float]] | None = None,
+           since: tuple[int, int] | None = None) -> tuple[Screen, dict[str, list[Key]]]:
+    """The summaries, the flagged GPUs ranked and the GPUs to pull raw (no raw pull yet). `known`: summaries
+    already asked, and `since` the client's (requests, bytes_in) before they were."""
+    q0, b0 = since or (client.requests, client.bytes_in)
     values, warnings, rows = summarise(client, window, match, names, workers, known)
     rows += sum(len(v) for v in (known or {}).values())
     host = client.base.split("//", 1)[1].split(":")[0]
@@ -420,13 +424,14 @@ def read(url: str, window: Window, match: str | None = None, mode: str = "auto",
                          f"readers map) from {prometheus.describe(window, match)}")
     if mode == "off" or _column_metric(names, "util_pct") is None:
         return prometheus.pull(client, window, match, names, workers)[0]
-    known = None
+    known, since = None, (client.requests, client.bytes_in)
     try:
         if mode == "auto":
             known = {"samples": count_samples(client, window, match, names)}
             if sum(known["samples"].values()) <= SCREEN_ABOVE:
                 return prometheus.pull(client, window, match, names, workers)[0]
-        s, keys_of = screen(client, window, match, names, workers, SAMPLE_GPUS if sample is None else sample, known)
+        s, keys_of = screen(client, window, match, names, workers, SAMPLE_GPUS if sample is None else sample, known,
+                            since)
     except InputError as exc:  # a frontend that refuses an instant query or a subquery: auto reads everything
         if mode == "on" or not any(w in str(exc) for w in ("refused", "query failed")):
             raise

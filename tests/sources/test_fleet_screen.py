@@ -138,6 +138,7 @@ def test_diagnose_screens_above_the_size_and_says_so(fleet, capsys, monkeypatch)
     d = json.loads(capsys.readouterr().out)
     assert sorted(d["screen"]["flagged"]) == sorted(i for ids in truth.values() for i in ids)
     assert len(d["gpus"]) == 8 + SAMPLE
+    assert d["screen"]["queries"] == 8 and d["screen"]["rows"] == 7 * 64 + 1  # the count query asked first
 
 
 @needs_server
