@@ -367,6 +367,9 @@ def pick(table: pd.DataFrame, sample: int = SAMPLE_GPUS, max_pull: int = MAX_PUL
     return flagged, sorted(rest[i] for i in chosen)
 
 
+_RE2_SPECIAL = re.compile(r"[\\.+*?()|\[\]{}^$]")
+
+
 def selectors(ids: list[str], keys_of: dict[str, list[Key]]) -> list[str] | None:
     """Label matchers that select these GPUs' series, BATCH GPUs each: by UUID, else their whole hosts (by the
     host label the readers use); None when neither labels all of them."""
@@ -377,8 +380,8 @@ def selectors(ids: list[str], keys_of: dict[str, list[Key]]) -> list[str] | None
             continue
         values = sorted({lab[name] for lab in labels})
         step = max(1, BATCH // per)
-        return [f"{name}=~{json.dumps('|'.join(re.escape(v) for v in values[i:i + step]))}"
-                for i in range(0, len(values), step)]
+        quoted = [_RE2_SPECIAL.sub(lambda m: "\\" + m.group(0), v) for v in values]
+        return [f"{name}=~{json.dumps('|'.join(quoted[i:i + step]))}" for i in range(0, len(values), step)]
     return None
 
 

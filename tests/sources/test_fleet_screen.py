@@ -182,3 +182,14 @@ def test_flags_need_both_the_outlier_and_the_effect():
     t = fleet_screen.flag(table, span_h=3.0)
     assert t.loc[t["flagged"], "id"].tolist() == ["h:9", "h:5"]  # by suspected loss: 58% missing, then 17 points
     assert t.loc[0, "loss_gpu_h"] == pytest.approx(3.0 * (1 - 300 / 720))
+
+
+def test_selectors_by_uuid_else_whole_hosts_in_batches(monkeypatch):
+    keys = {f"h.{i // 8}:{i % 8}": [(("Hostname", f"h.{i // 8}"), ("UUID", f"GPU-{i}"), ("gpu", str(i % 8)))]
+            for i in range(20)}
+    assert fleet_screen.selectors(["h.0:1", "h.1:0"], keys) == ['UUID=~"GPU-1|GPU-8"']
+    no_uuid = {i: [tuple(kv for kv in k[0] if kv[0] != "UUID")] for i, k in keys.items()}
+    monkeypatch.setattr(fleet_screen, "BATCH", 16)  # two hosts a batch
+    got = fleet_screen.selectors(sorted(no_uuid), no_uuid)
+    assert got == ['Hostname=~"h\\\\.0|h\\\\.1"', 'Hostname=~"h\\\\.2"']  # the dot escaped for RE2, then for PromQL
+    assert fleet_screen.selectors(["h.0:1"], {"h.0:1": [(("gpu", "1"),)]}) is None
