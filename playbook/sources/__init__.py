@@ -33,7 +33,7 @@ def add_arguments(parser) -> None:
     group.add_argument("--screen", choices=("auto", "on", "off"), default="auto",
                        help="fleet screen: ask the server for per-GPU summaries and pull raw series only for the "
                             "GPUs they flag plus a sample (see playbook.sources.fleet_screen); auto (default) "
-                            "screens above 4 M utilization samples (GPU series × samples)")
+                            "screens when a raw pull would read more than 20 M points (GPU series × samples × metrics)")
     group.add_argument("--deadline", type=duration_s, default=None, metavar="DURATION",
                        help="give up on a server after this long, all queries and retries together (default 15m)")
     group.add_argument("--max-response", type=_mebibytes, default=None, metavar="MIB",

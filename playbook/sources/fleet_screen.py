@@ -40,10 +40,13 @@ Then raw series (prometheus.pull) for the flagged GPUs (at most MAX_PULL, by los
 SAMPLE_GPUS others (the peers the raw analysis compares against, and a check on what the screen passed), selected
 by their UUID label (batches of BATCH), else their whole hosts, and fed to the normal diagnosis.
 
-When: `read(mode="auto")` screens when the utilization metric holds more than SCREEN_ABOVE samples (GPU series ×
-samples, from the count query, which is the screen's first query anyway). Below that a raw pull is quick (the
-512-GPU × 24 h benchmark, 2.95 M samples a metric, pulls in ~10 s on 2 cores, and the full analysis of
-that size runs in seconds) and gives every GPU's full diagnosis, so the screen would save little and lose detail.
+When: `read(mode="auto")` screens when a raw pull would read more than SCREEN_ABOVE points: utilization samples
+(GPU series × samples, from the count query, which is the screen's first query anyway) × the gauges present.
+20 M is what benchmarks/prometheus.py pulls and diagnoses within its 30 s target on 2 cores (512 GPUs × 24 h at
+15 s × 6 metrics = 17.7 M: query 9 s, analysis 4 s; ~700 GPUs × 24 h at 15 s with 5 gauges). Below that the raw
+pull is quick and gives every GPU its full diagnosis, so a screen would save little and lose detail; above it a
+raw pull grows with the fleet (2 G points for 10,000 GPUs × 7 days, see benchmarks/fleet_screen.py) while the
+screen's summaries grow with the GPU count only.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ from playbook.readers import dcgm
 from playbook.sources import is_url, prometheus
 from playbook.sources.prometheus import Window, matchers
 
-SCREEN_ABOVE = 4_000_000  # utilization samples (GPU series × samples) above which `auto` screens
+SCREEN_ABOVE = 20_000_000  # points a raw pull would read (GPU series × samples × gauges) above which auto screens
 SAMPLE_GPUS = 64  # unflagged GPUs pulled raw beside the flagged ones (seeded)
 MAX_PULL = 512  # flagged GPUs pulled raw at most, by suspected loss (the rest stay in the screen's table)
 BATCH = 256  # GPUs per raw-pull selector (a UUID regex of ~11 kB)
@@ -402,10 +405,9 @@ def screen(client: prometheus._Client, window: Window, match: str | None, names:
     span_h = window.steps * window.step / 3600
     table = flag(table, span_h)
     flagged, sampled = pick(table, sample)
-    n_metrics = sum(1 for n in names if n != dcgm.XID)  # XID is pulled as `!= 0`: ~nothing from a healthy fleet
     s = Screen(table, table.loc[table["flagged"], "id"].tolist(), flagged + sampled, span_h, groups(table),
                queries=client.requests - q0, rows=rows, bytes=client.bytes_in - b0,
-               raw_rows=int(table["samples"].sum()) * n_metrics, raw_queries=1 + len(names) * len(window.chunks()),
+               raw_rows=int(table["samples"].sum()) * _gauges(names), raw_queries=1 + len(names) * len(window.chunks()),
                warnings=warnings)
     if len(s.flagged) > len(flagged):
         s.warnings.append(f"{client.display}: {len(s.flagged) - len(flagged)} more GPUs flagged than the "
@@ -413,10 +415,15 @@ def screen(client: prometheus._Client, window: Window, match: str | None, names:
     return s, keys_of
 
 
+def _gauges(names: list[str]) -> int:
+    """Metrics a raw pull reads in full (XID is asked as `!= 0`: next to nothing from a healthy fleet)."""
+    return sum(1 for n in names if n != dcgm.XID)
+
+
 def read(url: str, window: Window, match: str | None = None, mode: str = "auto",
          workers: int = prometheus.WORKERS, sample: int | None = None, **limits) -> schema.Bundle:
     """Exporter telemetry in `window` from the server at `url`: everything (`mode` "off", or "auto" at or below
-    SCREEN_ABOVE samples), else screened (see the module docstring) with bundle.meta["screen"] saying how."""
+    SCREEN_ABOVE points), else screened (see the module docstring) with bundle.meta["screen"] saying how."""
     if mode not in ("auto", "on", "off"):
         raise InputError(f"--screen: auto, on or off, not {mode!r}")
     window.check()
@@ -431,7 +438,7 @@ def read(url: str, window: Window, match: str | None = None, mode: str = "auto",
     try:
         if mode == "auto":
             known = {"samples": count_samples(client, window, match, names)}
-            if sum(known["samples"].values()) <= SCREEN_ABOVE:
+            if sum(known["samples"].values()) * _gauges(names) <= SCREEN_ABOVE:
                 return prometheus.pull(client, window, match, names, workers)[0]
         s, keys_of = screen(client, window, match, names, workers, SAMPLE_GPUS if sample is None else sample, known,
                             since)

@@ -123,10 +123,10 @@ def test_drop_subquery_split_in_time_counts_the_same(fleet, monkeypatch):
 def test_diagnose_screens_above_the_size_and_says_so(fleet, capsys, monkeypatch):
     prom, truth = fleet
     args = ["diagnose", prom.url, "--since", "3h", "--until", UNTIL, "--step", "15s", "--match", DCGM]
-    assert cli.main([*args, "--json"]) == 0  # 64 × 721 samples: below SCREEN_ABOVE, read raw
+    assert cli.main([*args, "--json"]) == 0  # 64 × 720 samples × 3 gauges: below SCREEN_ABOVE, read raw
     d = json.loads(capsys.readouterr().out)
     assert "screen" not in d and len(d["gpus"]) == 64
-    monkeypatch.setattr(fleet_screen, "SCREEN_ABOVE", 64 * 700)  # now the fleet is "large"
+    monkeypatch.setattr(fleet_screen, "SCREEN_ABOVE", 64 * 720 * 3 - 1)  # now the fleet is "large"
     monkeypatch.setattr(fleet_screen, "SAMPLE_GPUS", SAMPLE)
     assert cli.main(args) == 0
     out = capsys.readouterr().out
