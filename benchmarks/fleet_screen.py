@@ -143,11 +143,15 @@ def compare(tsdb: Path, args) -> int:
         part = named(bundle)
         print(f"raw analysis of everything names the flagged: {full == set(s.flagged)} ({t_full:.1f} s); of the "
               f"screened pull: {part == set(s.flagged)} ({time.perf_counter() - t:.1f} s)")
-    model(screen_bytes_per_row=s.bytes / max(s.rows, 1), raw_bytes_per_point=client.bytes_in / max(raw_points, 1))
+    samples = float(s.table["samples"].sum())  # utilization samples the summaries scanned
+    model(screen_bytes_per_row=s.bytes / max(s.rows, 1), raw_bytes_per_point=client.bytes_in / max(raw_points, 1),
+          server_s_per_sample=(srv1 - srv0) / samples, raw_server_s_per_point=(srv2 - srv1) / raw_points,
+          raw_client_s_per_point=(cpu2 - cpu1) / raw_points)
     return 0
 
 
-def model(screen_bytes_per_row: float, raw_bytes_per_point: float, gpus: int = 10_000, days: float = 7.0,
+def model(screen_bytes_per_row: float, raw_bytes_per_point: float, server_s_per_sample: float,
+          raw_server_s_per_point: float, raw_client_s_per_point: float, gpus: int = 10_000, days: float = 7.0,
           step: float = 15.0, gauges: int = 5, flagged_share: float = 0.01) -> None:
     """The 10,000 GPUs × 7 days model of the docstring, with this run's bytes per row and per point."""
     from playbook.sources import fleet_screen, prometheus
@@ -169,6 +173,13 @@ def model(screen_bytes_per_row: float, raw_bytes_per_point: float, gpus: int = 1
     print(f"  screen:   {q_screen} queries, {(summary_rows + pull_points) / 1e6:.1f} M rows "
           f"({summary_rows / 1e6:.2f} M summaries + {pull_points / 1e6:.1f} M raw), {b_screen / 1e9:.2f} GB "
           f"({(summary_rows + pull_points) / raw_points:.1%} of the rows, {b_screen / b_raw:.1%} of the bytes)")
+    samples = gpus * (window.steps - 1)
+    print(f"  CPU at this run's rates: screen server {samples * server_s_per_sample / 60:.0f} min (summaries; "
+          f"they scan every utilization sample) + {pull_points * raw_server_s_per_point / 60:.1f} min (targeted "
+          f"pull); raw pull server {raw_points * raw_server_s_per_point / 60:.0f} min and client "
+          f"{raw_points * raw_client_s_per_point / 60:.0f} min decoding; the raw grid, {gpus:,} × {window.steps:,} "
+          f"= {gpus * window.steps / 1e6:.0f} M cells a metric, is past the client's MAX_CELLS "
+          f"({prometheus.MAX_CELLS / 1e6:.0f} M): a raw pull of that fleet is refused, the screen is the way")
 
 
 if __name__ == "__main__":
