@@ -18,9 +18,12 @@ GPU series. U is the utilization metric, SM and P the SM clock and power (NAME{M
   avg_over_time(P[R])                    mean power (reported)
   max_over_time(XID[R]) > 0              the GPUs that reported an XID (only those come back)
 and, once the fleet's median mean utilization M is known,
-  sum_over_time((U < bool L)[R':step])   drops: samples below L = M / 2. A subquery materialises series × steps
-                                         on the server (Prometheus counts them against --query.max-samples, 50 M
-                                         by default), so it is split in time into pieces of ≤ SUBQUERY_POINTS.
+  count_over_time((U < L)[R':step])      drops: samples below L = M / 2. A filter, not `< bool`: the points keep
+                                         their series' labels (no label set built per point: 0.6 s against 7 s
+                                         for 2,048 GPUs × 2,881 steps here) and only GPUs that drop answer. A
+                                         subquery materialises series × steps on the server (Prometheus counts
+                                         them against --query.max-samples, 50 M by default), so it is split in
+                                         time into pieces of ≤ SUBQUERY_POINTS.
 Several series of one GPU (a `pod` label that changed) are pooled: counts and drops summed, means weighted by
 count, variances pooled, the worst decile and clock kept.
 
@@ -243,7 +246,7 @@ def _drops(client, window: Window, selector: str, level: float, series: int,
     piece materialises ≤ SUBQUERY_POINTS on the server."""
     per = max(1, SUBQUERY_POINTS // series)
     pieces = window.chunks(per)
-    query = "sum_over_time(({sel} < bool {level!r})[{ms}ms:{step}ms])"
+    query = "count_over_time(({sel} < {level!r})[{ms}ms:{step}ms])"  # a filter: only GPUs that drop answer
     step_ms = int(round(window.step * 1000))
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         jobs = [pool.submit(_instant, client, query.format(sel=selector, level=level, step=step_ms,
