@@ -1,9 +1,9 @@
 """Fleet screen vs raw pull, side by side, against a real Prometheus holding a backfilled fleet.
 
 What it checks
-    promserver.culprit_fleet at GPUS × HOURS at the scrape interval STEP (default 1,024 GPUs × 24 h at 30 s,
-    dcgm-exporter's default collect interval: 2.95 M samples a metric; utilization, power, SM clock and the XID
-    gauge), backfilled once with promtool into --cache. In one process, one after the other against the same
+    promserver.culprit_fleet at GPUS × HOURS at the scrape interval STEP (default 2,048 GPUs × 24 h at 30 s,
+    dcgm-exporter's default collect interval: 5.9 M samples a metric; utilization, power, SM clock and the XID
+    gauge; 8 culprits), backfilled once with promtool into --cache. In one process, one after the other against the same
     server: the fleet screen (playbook.sources.fleet_screen.measure: the summaries, then raw series for the flagged
     GPUs and a seeded sample of 64) and the raw pull of everything (prometheus.pull). Printed side by side: HTTP
     queries, rows (points or summary values received), bytes (response bodies), wall and client CPU time, the
@@ -11,18 +11,20 @@ What it checks
     full raw analysis names.
 
 The model for 10,000 GPUs × 7 days at 15 s (40,321 steps a series; 5 gauges and the XID gauge, as dcgm-exporter's
-defaults are usually kept), from the bytes per row this run measures:
+defaults are usually kept), from the bytes per row and CPU per point this run measures (printed at the end):
     raw pull: 10,000 × 40,320 × 5 = 2.02 G points, 1 + 6 × 4 (chunks of 11,000 steps) = 25 queries (each answer
     ~10,000 series × 11,000 points, several GB, so in practice split by series as well), ~20 B a point as JSON:
-    ~40 GB. The screen: 1 + 7 summary queries (count, mean, low decile, stddev, busy clock, power, XID) + 21 drop
-    pieces (10,000 series × 40,321 steps / 20 M points a subquery) = 29 queries of ≤ 10,000 rows: ~0.27 M rows,
-    ~190 B a row: ~50 MB; then the raw series of the flagged GPUs (1% flagged: 100) and the sample (64): 164 × 40,320
-    × 5 = 33 M points, 1 + 6 × 4 queries, ~0.66 GB. Screen total ≈ 1.6% of the raw rows and bytes. The server still
-    scans every sample (8 passes over utilization, one each over clock and power), but where the compressed data
-    lives (~1.3 B a sample) and without encoding 2 G points as JSON or the client decoding them.
+    ~40 GB; and this client refuses it (10,000 × 40,321 cells a metric is past prometheus.MAX_CELLS). The screen:
+    1 + 7 summary queries (count, mean, low decile, stddev, busy clock, power, XID) + 21 drop pieces (10,000 series
+    × 40,321 steps / 20 M points a subquery) = 29 queries of ≤ 10,000 rows: ≤ 0.27 M rows (the XID and drop
+    queries answer only for GPUs that have them), ~170 B a row: ≤ 50 MB; then the raw series of the flagged GPUs
+    (1% flagged: 100) and the sample (64): 164 × 40,320 × 5 = 33 M points, 1 + 6 × 4 queries, ~0.66 GB. Screen
+    total ≈ 1.7% of the raw rows and bytes. The server still scans every sample (seven passes over utilization,
+    one each over clock and power), but where the compressed data lives and without encoding 2 G points as JSON
+    or the client decoding them.
 
 The exact command
-    nice -n 10 python benchmarks/fleet_screen.py            # first run builds the TSDB (~3 min), then ~1 min
+    nice -n 10 python benchmarks/fleet_screen.py --diagnose  # first run builds the TSDB (~8 min here), then ~1 min
     nice -n 10 python benchmarks/fleet_screen.py --gpus 64 --hours 3 --step 15 --diagnose   # a quick look
 
 How to read the result
@@ -70,7 +72,7 @@ def build(cache: Path, gpus: int, hours: float, step: float) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gpus", type=int, default=1024)
+    ap.add_argument("--gpus", type=int, default=2048)
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--step", type=float, default=30.0)
     ap.add_argument("--cache", default="/tmp/playbook-bench-fleet-screen")
@@ -160,7 +162,7 @@ def model(screen_bytes_per_row: float, raw_bytes_per_point: float, server_s_per_
     chunks = len(window.chunks())
     raw_points = gpus * (window.steps - 1) * gauges
     pieces = len(window.chunks(max(1, fleet_screen.SUBQUERY_POINTS // gpus)))
-    summary_rows = 6 * gpus + pieces * gpus
+    summary_rows = 6 * gpus + pieces * gpus  # at most: XID and drops answer only for the GPUs that have them
     pulled = int(gpus * flagged_share) + fleet_screen.SAMPLE_GPUS
     pull_points = pulled * (window.steps - 1) * gauges
     q_raw, q_screen = 1 + (gauges + 1) * chunks, 1 + 7 + pieces + 1 + (gauges + 1) * chunks
@@ -170,7 +172,7 @@ def model(screen_bytes_per_row: float, raw_bytes_per_point: float, server_s_per_
           f"{fleet_screen.SAMPLE_GPUS} sampled ({raw_bytes_per_point:.1f} B a raw point, {screen_bytes_per_row:.0f} B "
           "a summary row, as measured above):")
     print(f"  raw pull: {q_raw} queries, {raw_points / 1e9:.2f} G rows, {b_raw / 1e9:.1f} GB")
-    print(f"  screen:   {q_screen} queries, {(summary_rows + pull_points) / 1e6:.1f} M rows "
+    print(f"  screen:   {q_screen} queries, ≤ {(summary_rows + pull_points) / 1e6:.1f} M rows "
           f"({summary_rows / 1e6:.2f} M summaries + {pull_points / 1e6:.1f} M raw), {b_screen / 1e9:.2f} GB "
           f"({(summary_rows + pull_points) / raw_points:.1%} of the rows, {b_screen / b_raw:.1%} of the bytes)")
     samples = gpus * (window.steps - 1)
