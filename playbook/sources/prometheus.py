@@ -27,6 +27,8 @@ before any request), at most `max_bytes` (MAX_RESPONSE_BYTES) per answer counted
 gzip body is inflated in pieces), every request done within `timeout_s` and the whole command within `deadline_s`
 (a watchdog closes a socket that drips past its deadline).
 Errors are one line (playbook.errors.InputError): server unreachable, a query refused, no exporter series.
+A large fleet is screened first (playbook.sources.fleet_screen: per-GPU summaries computed by the server, then
+`pull` of the flagged GPUs and a sample only); `playbook diagnose` reads prometheus:// inputs through it.
 """
 
 from __future__ import annotations
