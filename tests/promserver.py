@@ -96,7 +96,7 @@ def culprit_fleet(hosts: int, span_s: float, step_s: float, end: float, seed: in
     frame, _ = simulate_telemetry("healthy", hosts=hosts, gpus_per_host=8, duration_s=span_s, interval_s=step_s,
                                   start=start, seed=seed)
     flat = frame["host"].astype(str).str[4:].astype(int).to_numpy() * 8 + frame["gpu"].to_numpy()
-    t = (frame["time"].astype("int64").to_numpy() / 1e9)
+    t = frame["time"].astype("int64").to_numpy() / 1e9
     util = frame["util_pct"].to_numpy(np.float64).copy()
     clock = frame["sm_clock_mhz"].to_numpy(np.float64).copy()
     power = frame["power_w"].to_numpy(np.float64).copy()
@@ -109,7 +109,9 @@ def culprit_fleet(hosts: int, span_s: float, step_s: float, end: float, seed: in
     power[swing] = 150.0
     clock[swing] = 345.0
     frame["util_pct"], frame["sm_clock_mhz"], frame["power_w"] = np.clip(util, 0, 100), clock, power
-    ids = lambda idx: [schema.gpu_id(f"node{i // 8:02d}", i % 8) for i in idx if i < hosts * 8]  # noqa: E731
+    def ids(flat_indices) -> list[str]:
+        return [schema.gpu_id(f"node{i // 8:02d}", i % 8) for i in flat_indices if i < hosts * 8]
+
     truth = {"straggler": ids(STRAGGLERS), "clock": ids(SLOW_CLOCK), "swing": ids(SWINGING), "xid": ids([XID_GPU])}
     xids = {(f"node{XID_GPU // 8:02d}", XID_GPU % 8): [(end - span_s / 2, 31)]} if XID_GPU < hosts * 8 else {}
     return frame, truth, xids
