@@ -40,7 +40,7 @@ import json, resource, sys, time
 path = sys.argv[1]
 t0, c0 = time.perf_counter(), time.process_time()
 from playbook.readers import read_paths
-from playbook.diagnose import diagnose
+from playbook.diagnosis import diagnose
 t1, c1 = time.perf_counter(), time.process_time()
 bundle = read_paths([path])
 t2, c2 = time.perf_counter(), time.process_time()
@@ -69,8 +69,8 @@ def _generator():
 
 
 def _generate_fallback(path: Path, gpus: int, seconds: int) -> int:
-    """LABELED SYNTHETIC CSV from playbook.synthetic (slower; used only without benchmarks/ingest.py)."""
-    from playbook.synthetic import simulate_telemetry, write_nvidia_smi_csv
+    """LABELED SYNTHETIC CSV from playbook.labs.synthetic (slower; used only without benchmarks/ingest.py)."""
+    from playbook.labs.synthetic import simulate_telemetry, write_nvidia_smi_csv
 
     frame, _ = simulate_telemetry("oscillation", hosts=1, gpus_per_host=gpus, duration_s=seconds,
                                   interval_s=1.0, noise_pct=8.0)

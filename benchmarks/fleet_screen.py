@@ -130,7 +130,7 @@ def compare(tsdb: Path, args) -> int:
           f"{s.raw_rows:,} rows, {s.raw_bytes:,} B")
     print(f"flagged = the fleet's culprits: {set(s.flagged) == culprits} ({sorted(s.flagged)})")
     if args.diagnose:
-        from playbook.diagnose import diagnose
+        from playbook.diagnosis import diagnose
 
         def named(b) -> set[str]:
             d = diagnose(b)

@@ -32,7 +32,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--files", type=int, nargs="+", default=[500, 2000])
     args = ap.parse_args()
-    from playbook import schema
+    from playbook.model import schema
     from playbook.readers import read_file, read_paths
 
     base = None

@@ -232,7 +232,7 @@ class Worker:
         return self.files[i], data
 
     def reader(self, name: str, kind: str, rng: random.Random, value) -> None:
-        from playbook import schema
+        from playbook.model import schema
 
         module = self.detect.module(name)
         d = self.scratch()
@@ -290,7 +290,7 @@ class Worker:
     def shards(self, kind: str, rng: random.Random, value) -> None:
         import warnings
 
-        from playbook.fixes import shards as sh
+        from playbook.labs.fixes import shards as sh
 
         warnings.simplefilter("ignore", RuntimeWarning)
         if kind == "structure":
@@ -312,7 +312,7 @@ class Worker:
         if not hasattr(self, "_shard"):
             import numpy as np
 
-            from playbook.workloads.objstore import write_shards
+            from playbook.labs.workloads.objstore import write_shards
 
             d = self.tmp / "shard"
             index = write_shards(({"__key__": f"k{i}", "npy": np.arange(6) * i, "cls": i, "txt": f"t{i}",
@@ -343,7 +343,7 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
     """Run n cases of (target, kind) from `seed` in this process; counts and the first escapes."""
     import resource
 
-    from playbook.errors import PlaybookError
+    from playbook.core.errors import PlaybookError
 
     w = Worker()
     started = time.perf_counter()
@@ -546,15 +546,15 @@ def preload(names: list[str]) -> None:
     if "compare" in names:
         import playbook.cli
         import playbook.commands.compare  # noqa: F401
-        import playbook.diagnose.regression.verdict  # noqa: F401
+        import playbook.diagnosis.regression.verdict  # noqa: F401
 
         playbook.cli.build_parser()
     if "shards" in names:
         import torch  # noqa: F401
         import zstandard  # noqa: F401
 
-        import playbook.fixes.shards  # noqa: F401
-        import playbook.workloads.objstore  # noqa: F401
+        import playbook.labs.fixes.shards  # noqa: F401
+        import playbook.labs.workloads.objstore  # noqa: F401
     loaded_fixtures()
     for name in names:
         _hypothesis_cases(structure_strategy(name), 0, 1)  # hypothesis's first draw in a process costs ~0.8 s: once, here

@@ -111,7 +111,7 @@ def check_step_timer(steps: int = 30) -> dict:
 def check_lab(name: str, variants: str, work: Path, steps: int) -> dict:
     """Run a lab CLI with short parameters; return its stdout tail and the per-variant throughput table."""
     out = work / name
-    cmd = [sys.executable, "-m", f"playbook.workloads.{name}", "--variants", variants, "--repeats", "2",
+    cmd = [sys.executable, "-m", f"playbook.labs.workloads.{name}", "--variants", variants, "--repeats", "2",
            "--steps", str(steps), "--out", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600)
     return {"command": " ".join(cmd[1:]), "rc": res.returncode, "stdout_tail": res.stdout[-3000:],

@@ -38,7 +38,7 @@ import json, sys, time, gzip, resource
 import numpy, pandas  # the same imports for every variant: the baseline RSS includes them
 sys.path.insert(0, {root!r})
 import playbook.readers.kineto as kineto
-import playbook.readers.kineto_decode as kineto_decode
+import playbook.readers.kineto.decode as kineto_decode
 def hwm():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):

@@ -78,7 +78,7 @@ def run_one(name: str, out: Path, parameters: dict) -> tuple[dict, float]:
     """Execute notebooks/<name> with `parameters` over its defaults; return (recorded verdict, wall seconds)."""
     import papermill as pm
 
-    from playbook.report.record import collect
+    from playbook.report.scrapbook import collect
 
     nb_out = out / name
     params = {"out_dir": str(out / "runs" / name), **parameters}

@@ -34,9 +34,9 @@ LABS = ("data_starvation", "h2d_copies", "checkpoint_stalls", "host_sync_gc", "r
 def bench_lab(name: str, repeats: int, out: Path, device: str) -> dict:
     """Run no_fault / fault / fix `repeats` times each with the lab's defaults; return the paired figures."""
     from playbook.analysis.lab_verdict import lab_verdict, paired, variant_summary
-    from playbook.workloads.loop import run_variants
+    from playbook.labs.workloads.loop import run_variants
 
-    lab = importlib.import_module(f"playbook.workloads.{name}")
+    lab = importlib.import_module(f"playbook.labs.workloads.{name}")
     t0 = time.perf_counter()
     runs, _ = run_variants(lab.run, ["no_fault", "fault", "fix"], repeats, out / name, progress=False, device=device)
     summary = variant_summary(paired(runs, "throughput", baseline="no_fault"), "throughput_paired",

@@ -9,7 +9,7 @@ What it checks
        sampler (a fake 8-GPU NVML unless --real-nvml) at 1, 10 and 100 Hz plus the host probe at min(rate, 2 Hz)
        (the Recorder's defaults). The fake NVML is pure Python and holds the GIL through every call, where
        pynvml's ctypes calls release it: an upper bound for the Python side. Variants are
-       interleaved and rotated (playbook.workloads.common.measure_variants) so drift hits all alike.
+       interleaved and rotated (playbook.labs.workloads.common.measure_variants) so drift hits all alike.
 
 The exact command
     python benchmarks/probe_overhead.py                  # ~1 minute on 2 busy cores
@@ -36,7 +36,7 @@ import numpy as np
 def timer_costs(n: int = 20000) -> dict[str, float]:
     """µs per phase, per step (with no phases) and per timed next(), CPU path, and the bare loop's µs."""
     from playbook.probes.loader import timed
-    from playbook.probes.steps import StepTimer
+    from playbook.probes.step_timer import StepTimer
 
     out: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -81,10 +81,10 @@ def work(units: int) -> float:
 
 
 def sampler_overhead(rates: list[float], repeats: int, units: int, real_nvml: bool) -> None:
+    from playbook.labs.workloads.common import measure_variants
     from playbook.probes import fake_nvml
     from playbook.probes.host import HostProbe
     from playbook.probes.nvml import NvmlSampler
-    from playbook.workloads.common import measure_variants
 
     costs: dict[str, list[float]] = {}
 

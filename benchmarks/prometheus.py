@@ -3,10 +3,10 @@
 What it checks
     `playbook diagnose prometheus://...` on a day of a 512-GPU job (64 hosts × 8, ≈ 2.95 M samples per metric)
     as dcgm-exporter's default counters would hold it: GPU_UTIL, POWER_USAGE, SM_CLOCK, FB_USED, GPU_TEMP and
-    XID_ERRORS, from playbook.synthetic's labeled "oscillation" fleet (period 10 min). The TSDB is built once with
+    XID_ERRORS, from playbook.labs.synthetic's labeled "oscillation" fleet (period 10 min). The TSDB is built once with
     `promtool tsdb create-blocks-from openmetrics` and kept in --cache (reruns skip the backfill). The client runs
     in a child process so its peak RSS is its own: query time (HTTP + decode into the telemetry table), analysis
-    time (playbook.diagnose.diagnose) and peak RSS (ru_maxrss). Target: ≤ 30 s and ≤ 2 GB on 2 cores.
+    time (playbook.diagnosis.diagnose) and peak RSS (ru_maxrss). Target: ≤ 30 s and ≤ 2 GB on 2 cores.
 
 The exact command
     python benchmarks/prometheus.py                    # first run ~10 min (backfill), then ~1 min
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 CHILD = r"""
 import json, resource, sys, time
 from playbook.sources import prometheus
-from playbook.diagnose import diagnose
+from playbook.diagnosis import diagnose
 url, since, step, until = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 t0, c0 = time.perf_counter(), time.process_time()
 bundle = prometheus.read(url, since_s=since, step_s=step, until=until)
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, write_openmetrics
 
-    from playbook.synthetic import simulate_telemetry
+    from playbook.labs.synthetic import simulate_telemetry
 
     if PROMETHEUS is None or PROMTOOL is None:
         print(f"skipped: {SKIP_REASON}")

@@ -9,6 +9,6 @@ Submodules are imported on first use:
 
 __version__ = "0.1.0"
 
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
 
 __all__ = ["PlaybookError", "__version__"]

@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
 
 # name -> module; the order is the order shown in --help.
 COMMANDS: dict[str, str] = {

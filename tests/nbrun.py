@@ -8,7 +8,7 @@ import os
 import re
 from pathlib import Path
 
-from playbook.report.record import collect
+from playbook.report.scrapbook import collect
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -89,8 +89,8 @@ SWING_PERIOD_S = 300.0
 def culprit_fleet(hosts: int, span_s: float, step_s: float, end: float, seed: int = 0):
     """A healthy fleet of `hosts` × 8 GPUs (utilization ~97%) ending at `end` (epoch s) with the culprits above,
     as (telemetry frame, {"straggler"|"clock"|"swing"|"xid": [gpu id]}, xids for write_openmetrics)."""
-    from playbook import schema
-    from playbook.synthetic import simulate_telemetry
+    from playbook.labs.synthetic import simulate_telemetry
+    from playbook.model import schema
 
     start = pd.Timestamp(end - span_s, unit="s", tz="UTC").isoformat()
     frame, _ = simulate_telemetry("healthy", hosts=hosts, gpus_per_host=8, duration_s=span_s, interval_s=step_s,

@@ -1,5 +1,5 @@
 """LABELED SYNTHETIC run directories for the regression tests (compare_runs and `playbook compare`): steps and
-events from playbook.synthetic with a fingerprint and configuration written into meta.json."""
+events from playbook.labs.synthetic with a fingerprint and configuration written into meta.json."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import copy
 import json
 from pathlib import Path
 
-from playbook import schema, synthetic
+from playbook.labs import synthetic
+from playbook.model import schema
 from playbook.readers import rundir
 
 FINGERPRINT = {

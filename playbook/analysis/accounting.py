@@ -25,7 +25,7 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
 The noise floor is the run's own jitter: the share of the basis that ordinary polls/steps spend below the busy
 level / above the steady step while nothing is flagged (GPU time: OK GPUs' deficit against their peers; wall time:
 unflagged steps' excess over the steady step), with a minimum of MIN_FLOOR. Nothing here names a cause: buckets
-carry names, windows and the evidence a diagnosis attributes them with (playbook.diagnose.attribution).
+carry names, windows and the evidence a diagnosis attributes them with (playbook.diagnosis.attribution).
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from playbook import schema
-from playbook.analysis import steps as sa
+from playbook.analysis import step_times as sa
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
+from playbook.model import schema
 
 # A loss under 1% of the basis is within the run-to-run repeatability of a training job's throughput (repeated
 # runs of the same job on the same nodes vary by 1-2%): below it no loss is called, whatever the jitter says.
@@ -424,7 +424,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
 
 
 def _lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:
-    """Steps on the lattice of the slow steps' period (analysis.steps.periodic_slow_steps), if one is found."""
+    """Steps on the lattice of the slow steps' period (analysis.step_times.periodic_slow_steps), if one is found."""
     fleet = pd.DataFrame({"step": step, "duration_s": d, "time": pd.NaT})
     per = sa.periodic_slow_steps(fleet) if slow.sum() >= 3 else None
     if not per or not per["periodic"]:

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from playbook import schema
 from playbook.analysis.gpu_limits import POWER_PINNED, THERMAL_DEFICIT_MIN, power_only_cap, thermal_droop
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
@@ -39,7 +38,8 @@ from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.analysis.stats import sidak, sign_test, wilson_lower
-from playbook.jsonable import json_float
+from playbook.core.jsonable import json_float
+from playbook.model import schema
 
 MIN_DELTA_PCT = 10.0
 MIN_LOST_POLLS = 3  # the shortest stretch of missing polls that can count as a loss (one or two can be a glitch)

@@ -20,7 +20,7 @@ def variant_summary(runs: pd.DataFrame, metric: str = "throughput", baseline: st
     """Per variant: n, mean, std, cv, the mean ratio to `baseline` with a Student-t interval at `level`, and a
     `note` ("too few repeats" below MIN_REPEATS runs on either side).
 
-    `runs` has one row per (variant, repeat) with a column `metric` (as from workloads.common.measure_variants).
+    `runs` has one row per (variant, repeat) with a column `metric` (as from labs.workloads.common.measure_variants).
     The interval is taken on log(ratio), whose standard error is the root sum of both means' squared relative
     standard errors (delta method), and mapped back: ratio × exp(±t·se), so it stays positive and is as wide
     below the ratio as a factor as it is above. Its degrees of freedom are Welch-Satterthwaite's, so two repeats

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.knowledge import ids as cause_ids
-from playbook.schema import IB_ERROR_COLUMNS
+from playbook.model.schema import IB_ERROR_COLUMNS
 
 # raw PCIe bandwidth per lane and direction, GB/s (after line encoding), by generation
 PCIE_LANE_GB_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.jsonable import json_float
+from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
 
 IB_NAMES = ("IB", "IBEXT", "ROCE")

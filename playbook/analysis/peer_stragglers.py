@@ -5,7 +5,7 @@ utilization.gpu counts any kernel, so an NCCL kernel spinning while it waits rea
 activity) during those moments is clearly below their power when everyone is busy. Whether the same GPU is the
 odd one out every time (binomial test against 1/G) separates a persistent (hardware-like or rank-specific)
 straggler from a rotating (data-dependent, software) one. (Stragglers in profiler traces and step tables:
-playbook.analysis.stragglers.)
+playbook.analysis.rank_stragglers.)
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from playbook import schema
+from playbook.model import schema
 
 GAP_FACTOR = 3.0  # a sampling gap longer than this many intervals splits a series (a lost poll or two does not)
 MAX_GRID = 1 << 18  # bins per series for the FFT path (coarser bins beyond)

@@ -9,7 +9,7 @@ What it checks
   cadence; the utilization pattern of each side (playbook diagnose); and the environment / configuration diff
   (versions, GPUs, NCCL_* / CUDA_* / OMP_* / TORCH_* variables, CPU count, compile cache state, command line,
   recorded settings), each changed item linked to the causes it can produce. Analysis:
-  playbook.diagnose.regression.
+  playbook.diagnosis.regression.
 
 The exact command
   playbook compare runs/good runs/bad
@@ -34,7 +34,7 @@ import math
 from pathlib import Path
 
 from playbook.commands import TZ_HELP, emit
-from playbook.errors import InputError, PlaybookError
+from playbook.core.errors import InputError, PlaybookError
 
 HELP = "why BAD is slower than GOOD: throughput vs noise, phases, events, utilization pattern, environment diff"
 EXAMPLES = """\
@@ -64,7 +64,7 @@ def add_arguments(parser) -> None:
 
 def expand_side(path: str) -> list[list[str]]:
     """The runs one positional GOOD/BAD path holds: a folder of run directories is one run per directory."""
-    from playbook import rundir
+    from playbook.model import run_layout as rundir
 
     p = Path(path)
     if not p.exists():
@@ -105,7 +105,7 @@ def run(args) -> int:
         if not args.good or not args.bad:
             raise InputError("name a good and a bad run: playbook compare GOOD BAD (or --good PATH --bad PATH)")
         good_runs, bad_runs = [list(g) for g in args.good], [list(b) for b in args.bad]
-    from playbook.diagnose.regression.verdict import compare_runs
+    from playbook.diagnosis.regression.verdict import compare_runs
 
     good = read_side(good_runs, args.fields, args.interval, "GOOD", args.tz)
     bad = read_side(bad_runs, args.fields, args.interval, "BAD", args.tz)
@@ -125,7 +125,7 @@ def run(args) -> int:
 
 def _text():
     """The regression report's number formats (imported when rendering: `playbook compare --help` stays light)."""
-    from playbook.diagnose.regression import text
+    from playbook.diagnosis.regression import text
 
     return text
 
@@ -158,7 +158,7 @@ def _side_label(side: dict) -> str:
 
 
 def render(r) -> str:
-    """The readable report of a diagnose.regression.verdict.Regression."""
+    """The readable report of a diagnosis.regression.verdict.Regression."""
     d = r.to_dict()
     lines = ["playbook compare", f"  GOOD: {_side_label(d['good'])}", f"  BAD:  {_side_label(d['bad'])}"]
     if d["warnings"]:

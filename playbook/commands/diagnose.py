@@ -7,7 +7,7 @@ import math
 from collections import Counter
 
 from playbook.commands import TZ_HELP, emit
-from playbook.errors import InputError, PlaybookError
+from playbook.core.errors import InputError, PlaybookError
 from playbook.knowledge import ids as cause_ids
 
 HELP = "name the cause of spotty or oscillating GPU utilization, with evidence, from logs, traces or a run"
@@ -48,7 +48,7 @@ def run(args) -> int:
         from playbook.readers import read_paths
     except ImportError as exc:  # pragma: no cover - the readers ship with the package
         raise PlaybookError(f"the readers are not available: {exc}") from exc
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
     from playbook.sources import fleet_screen
 
     fail_on = _fail_on(args.fail_on)

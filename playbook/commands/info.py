@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.commands import TZ_HELP
-from playbook.jsonable import json_float
+from playbook.core.jsonable import json_float
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
 EXAMPLES = """  playbook info data/samples                            the embedded sample
@@ -63,7 +63,7 @@ def unrelated_inputs(paths: list[str], **read_kw: Any) -> list[tuple[str, Any]]:
     stay one input. Anything else is read as one Bundle, as before."""
     from pathlib import Path
 
-    from playbook import rundir
+    from playbook.model import run_layout as rundir
     from playbook.readers import read_paths
 
     folder = Path(paths[0]) if len(paths) == 1 else None
@@ -227,7 +227,7 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
 
 def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
     """Per input file: hosts, GPUs, samples, span and interval (inputs from different runs differ a lot)."""
-    from playbook.schema import median_interval_s
+    from playbook.model.schema import median_interval_s
 
     out = []
     for src, part in tel.groupby(tel["source"].astype(str), sort=True):
@@ -240,7 +240,7 @@ def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _metric_names(tel: pd.DataFrame) -> list[str]:
-    from playbook.schema import TELEMETRY_METRICS
+    from playbook.model.schema import TELEMETRY_METRICS
 
     return [m for m in TELEMETRY_METRICS if m in tel]
 

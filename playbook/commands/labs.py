@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def workloads(directory: Path = WORKLOADS) -> list[dict[str, str]]:
-    """Workload modules in playbook/workloads/ (those runnable with `python -m`): name, first docstring line and
+    """Workload modules in playbook/labs/workloads/ (those runnable with `python -m`): name, first docstring line and
     the command that runs it. Read as text: no workload (nor torch) is imported."""
     out = []
     for path in sorted(directory.glob("*.py")):
@@ -38,7 +38,7 @@ def workloads(directory: Path = WORKLOADS) -> list[dict[str, str]]:
             doc = ""
         first = next((ln.strip() for ln in doc.splitlines() if ln.strip()), "(no description)")
         out.append({"name": path.stem, "description": first,
-                    "command": f"python -m playbook.workloads.{path.stem} --help"})
+                    "command": f"python -m playbook.labs.workloads.{path.stem} --help"})
     return out
 
 
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {nb['name']:<28} {_short(title)}")
     if not notebooks:
         print("  (none yet)")
-    print("\nWorkloads (playbook/workloads/; each has --help):")
+    print("\nWorkloads (playbook/labs/workloads/; each has --help):")
     for w in found:
         print(f"  {w['name']:<28} {_short(w['description'])}")
     if not found:

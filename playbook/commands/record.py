@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
 
 HELP = "run a training command and record GPU / host telemetry beside it into a run directory"
 EXAMPLES = """  playbook record --out runs/r1 -- torchrun --standalone --nproc-per-node 8 train.py --config big.yaml
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace, cmd: list[str], out: Path, rates: object) -> int:
     """Run and record `cmd` into the claimed `out`; the exit status (see the module docstring)."""
-    from playbook import rundir
+    from playbook.model import run_layout as rundir
     from playbook.probes.recorder import Hooks, Recorder, merge_run
 
     try:
@@ -172,7 +172,7 @@ def _record(args: argparse.Namespace, cmd: list[str], out: Path, rates: object) 
 def _finish(out: Path, problems: list[str]) -> None:
     """Mark the run complete or incomplete in meta.json; say on stderr what was lost. When even that cannot be
     written (a full disk), meta.json keeps "in progress", which the readers also warn of."""
-    from playbook import rundir
+    from playbook.model import run_layout as rundir
 
     for problem in problems:
         print(f"playbook record: incomplete recording: {problem}", file=sys.stderr)
@@ -190,7 +190,7 @@ def _claim(out: Path, force: bool) -> None:
     """Take RUN_DIR for this `record`: refuse an existing run unless `force` (then it is removed, so meta.json and
     the parts are the new run's), and create the lock file exclusively, so that of two `record`s started together
     exactly one goes on; the other gets a one-line error."""
-    from playbook import rundir
+    from playbook.model import run_layout as rundir
     from playbook.probes.recorder import _alive
 
     if out.exists() and not out.is_dir():

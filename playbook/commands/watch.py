@@ -25,8 +25,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from playbook.errors import InputError, PlaybookError
-from playbook.units import duration_s
+from playbook.core.errors import InputError, PlaybookError
+from playbook.core.units import duration_s
 
 HELP = "live dashboard of GPU utilization with a rolling diagnosis (NVML, nvidia-smi or Prometheus)"
 EXAMPLES = """  playbook watch                                   this host's GPUs until Ctrl-C
@@ -99,7 +99,7 @@ class RunWriter:
     """The recording as a run directory (rundir.py layout; segments merged by probes/recorder.merge_segments)."""
 
     def __init__(self, out: str, host: str, source: str):
-        from playbook import rundir
+        from playbook.model import run_layout as rundir
 
         self.run = Path(out)
         try:
@@ -123,7 +123,7 @@ class RunWriter:
                 self.flush()
 
     def flush(self) -> None:
-        from playbook.rundir import SEGMENT_DIR
+        from playbook.model.run_layout import SEGMENT_DIR
         from playbook.sources.live import rows_frame
 
         self.last_flush = time.monotonic()
@@ -143,9 +143,9 @@ class RunWriter:
         self.rows += len(frame)
 
     def close(self, events) -> Path:
-        from playbook import rundir
+        from playbook.model import run_layout as rundir
+        from playbook.model.run_layout import SEGMENT_DIR
         from playbook.probes.recorder import merge_segments
-        from playbook.rundir import SEGMENT_DIR
 
         if self.latest is not None and len(self.latest):
             self.pending = self.latest  # a telemetry table, written as it is
@@ -164,7 +164,7 @@ class WindowStats:
     the rows entering and leaving the window: deciding whether a refresh needs a new diagnosis costs O(new rows)."""
 
     def __init__(self):
-        from playbook import schema
+        from playbook.model import schema
 
         self.util = schema.TELEMETRY_METRICS.index("util_pct")
         self.sums: dict[tuple, list] = {}
@@ -202,7 +202,7 @@ class Panel:
 
     def add_rows(self, rows: list[tuple]) -> None:
         """One bar per poll per GPU (the mean utilization of its new rows); plain Python, no pandas per sample."""
-        from playbook import schema
+        from playbook.model import schema
 
         at = {name: i for i, name in enumerate(schema.TELEMETRY_METRICS)}
         util, shown = at["util_pct"], [(c, at[c]) for c in ("util_pct", "power_w", "sm_clock_mhz")]
@@ -304,7 +304,7 @@ def _mib(v: float) -> str:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
     from playbook.sources import is_url
     from playbook.sources.live import open_source
 
@@ -396,7 +396,7 @@ class _Session:
 
     def window_frame(self):
         """The telemetry of the last `window` seconds (a re-reading source's latest window)."""
-        from playbook import schema
+        from playbook.model import schema
         from playbook.sources.live import rows_frame
 
         if self.source.replaces:
@@ -425,7 +425,7 @@ class _Session:
         """Diagnose the window (when it holds two samples or more; unless `force`, only when it changed since the
         last diagnosis) and, with `procs` (the source still runs), list the GPUs' processes again; its thread CPU
         time adds to diag_cost."""
-        from playbook import schema
+        from playbook.model import schema
 
         c0 = time.thread_time()
         if procs:
@@ -498,7 +498,7 @@ def _warm_up(diagnose) -> None:
     """One diagnosis of a small LABELED SYNTHETIC swing (4 GPUs, 2 min, every metric) at start-up, so that the
     analyses' one-off imports (scipy.stats, scipy.cluster) and caches are not charged to the first refresh (nor
     stretch the refresh interval)."""
-    from playbook.synthetic import simulate_bundle
+    from playbook.labs.synthetic import simulate_bundle
 
     try:
         diagnose(simulate_bundle("oscillation", hosts=1, gpus_per_host=4, duration_s=120.0, period_s=20.0)[0])

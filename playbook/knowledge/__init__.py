@@ -6,5 +6,5 @@
     signatures.py   how strongly each signature an analyzer reports points at each cause, with the reasons
     environment.py  which causes a changed setting, version or piece of hardware can produce (regression triage)
 
-A test (tests/test_knowledge.py) fails when a cause id is written as a literal outside this folder and the tests.
+A test (tests/knowledge/test_knowledge.py) fails when a cause id is written as a literal outside this folder and the tests.
 """

@@ -8,7 +8,7 @@ title, the fix, the next measurement that confirms or refutes it, the lab notebo
 the command that runs that lab into a report, the event kinds (`events.kind`, lower case) and step phases that
 are direct measurements of it, and its kind: "cause" (diagnosis and comparison), "verdict" (healthy,
 insufficient_data: what the diagnosis says when no cause wins) or "regression" (causes only a comparison of two
-runs can name). Diagnosis (diagnose.ranking), comparison (diagnose.regression), simulate, the reports and the
+runs can name). Diagnosis (diagnosis.ranking), comparison (diagnosis.regression), simulate, the reports and the
 field guide read it.
 """
 
@@ -217,7 +217,7 @@ def cause_of_event(kind: str) -> str | None:
 
 # What-if accounting (playbook.analysis.accounting): the causes that can explain each kind of lost time, in the
 # order a diagnosis prefers them when the evidence is equal. A bucket goes to the best-ranked of its candidates
-# that the findings support (diagnose.attribution), to the cause of an event or phase measured at its own steps and
+# that the findings support (diagnosis.attribution), to the cause of an event or phase measured at its own steps and
 # windows first, and stays "unexplained" otherwise.
 BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     # a slow step every N steps: a checkpoint/eval/log on a schedule, a loader refill, GC on a fixed allocation

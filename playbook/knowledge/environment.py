@@ -1,5 +1,5 @@
 """Environment → causes: which causes a changed setting, version or piece of hardware can produce, for regression
-triage (diagnose.regression.environment): by the item's name (config keys, command options, environment variables)
+triage (diagnosis.regression.environment_diff): by the item's name (config keys, command options, environment variables)
 and for the items whose meaning is known, with a link weight."""
 
 from __future__ import annotations

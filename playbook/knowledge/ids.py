@@ -1,5 +1,5 @@
 """The cause ids as names: `ids.PERIODIC_STALL` rather than the literal, so that every id is spelled once, in
-playbook.knowledge.causes (tests/test_knowledge.py checks that the two agree)."""
+playbook.knowledge.causes (tests/knowledge/test_knowledge.py checks that the two agree)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Signatures → causes: how strongly each signature an analyzer reports (diagnose.findings.Finding.signature) points
-at each cause, 0-1, with the reason for each row. The ranker (diagnose.ranking) multiplies a finding's confidence
-and weight by these; the evaluation (tests/diagnose/test_eval_confusion.py) is the check — change a value only with
+"""Signatures → causes: how strongly each signature an analyzer reports (diagnosis.findings.Finding.signature) points
+at each cause, 0-1, with the reason for each row. The ranker (diagnosis.ranking) multiplies a finding's confidence
+and weight by these; the evaluation (tests/diagnosis/test_eval_confusion.py) is the check — change a value only with
 its confusion matrix in hand."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 SPECIFICITY: dict[str, dict[str, float]] = {
     # Each row: how strongly one signature points at each cause (0-1), with the reason. The values are ordinal
     # judgements from how often each cause produces the signature in the labs and public reports; the evaluation
-    # (tests/diagnose/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
+    # (tests/diagnosis/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
     # a shared drop on a schedule: checkpoint/eval/log every N steps mostly, a shard/shuffle refill sometimes
     "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
     # a shared drop at random: the input pipeline running dry mostly; syncs and GC pauses also hit all ranks

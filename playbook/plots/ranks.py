@@ -2,8 +2,8 @@
 straggler scores, who is slowest step by step, queue depth and busy/blocked timelines of pipeline workers, exposed
 communication, and the side effects of bucketing and packing.
 
-Inputs are tidy frames from playbook.analysis.stragglers (steps_per_rank, straggler_scores) or the lab modules
-(workloads.stragglers.utilization_view, workloads.pipeline_imbalance queue depths, workloads.comm_overlap
+Inputs are tidy frames from playbook.analysis.rank_stragglers (steps_per_rank, straggler_scores) or the lab modules
+(labs.workloads.collective_stragglers.utilization_view, labs.workloads.pipeline_imbalance queue depths, labs.workloads.comm_overlap
 exposed_table, ...). Each plot takes an optional `ax` and returns the Figure.
 """
 
@@ -23,7 +23,7 @@ WAIT_COLOR = "#e76f51"
 def compute_vs_wait(per_rank: pd.DataFrame, ax=None, title: str = "Per rank: computing vs waiting in the all-reduce"):
     """Stacked bars per rank of median ms per step: compute, waiting inside the collective (for the last rank to
     arrive), the transfer itself, and the rest of the step. `per_rank`: rank, compute_s, collective_s,
-    collective_wait_s, step_s (e.g. workloads.stragglers.rank_phase_table)."""
+    collective_wait_s, step_s (e.g. labs.workloads.collective_stragglers.rank_phase_table)."""
     fig, ax = figure(ax, figsize=(8, 0.5 * len(per_rank) + 1.8))
     ranks = per_rank["rank"].astype(int).astype(str).radd("rank ")
     compute = per_rank["compute_s"].to_numpy() * 1e3
@@ -62,7 +62,7 @@ def utilization_vs_work(util: pd.DataFrame, ax=None,
 def straggler_scores(scores: pd.DataFrame, column: str = "score_vs_median", threshold: float = 0.75, ax=None,
                      title: str = "Straggler score per rank"):
     """Bars of the straggler score (reference median ÷ the rank's median compute time) with the flag threshold.
-    `scores`: rank, `column`, optionally flagged (analysis.stragglers.straggler_scores)."""
+    `scores`: rank, `column`, optionally flagged (analysis.rank_stragglers.straggler_scores)."""
     fig, ax = figure(ax, figsize=(7, 3))
     flagged = scores["flagged"] if "flagged" in scores else scores[column] < threshold
     colors = [PALETTE["fault"] if f else PALETTE["busy"] for f in flagged]
@@ -143,7 +143,7 @@ def worker_gantt(steps: pd.DataFrame, labels: dict[int, str] | None = None, busy
 
 def exposed_comm(table: pd.DataFrame, ax=None, title: str = "Step time: compute vs exposed communication"):
     """Per variant: the compute-only step time and the exposed communication on top, with its 95% interval.
-    `table`: variant, step_ms, exposed_ms, exposed_lo_ms, exposed_hi_ms (workloads.comm_overlap.exposed_table)."""
+    `table`: variant, step_ms, exposed_ms, exposed_lo_ms, exposed_hi_ms (labs.workloads.comm_overlap.exposed_table)."""
     fig, ax = figure(ax, figsize=(8, 0.6 * len(table) + 1.6))
     base = table["step_ms"] - table["exposed_ms"]
     ax.barh(table["variant"], base, color=PHASE_COLORS["bwd"], label="compute (reference step)")
@@ -175,7 +175,7 @@ def measured_vs_model(table: pd.DataFrame, ax=None, title: str = "Tensor-paralle
 
 def weight_shares(demo: pd.DataFrame, ax=None, title: str = "Loss weight per document vs its length"):
     """Each document's share of the batch loss against its length, per weighting (columns other than doc and
-    length; workloads.padding_packing.weighting_demo)."""
+    length; labs.workloads.padding_packing.weighting_demo)."""
     fig, ax = figure(ax, figsize=(7, 3.2))
     d = demo.sort_values("length")
     cols = [c for c in d.columns if c not in ("doc", "length")]

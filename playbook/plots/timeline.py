@@ -1,7 +1,7 @@
 """GPU utilization over time: heatmap of GPUs × time, per-host lines, period spectrum, folded cycle, status table.
 
 Inputs are tidy frames (schema.TELEMETRY_COLUMNS, or any frame with `time`, `host`, a unit column such as `gpu`
-or `rank`, and a metric column, e.g. analysis.steps.busy_timeline's `busy_frac`). Each plot takes an optional
+or `rank`, and a metric column, e.g. analysis.step_times.busy_timeline's `busy_frac`). Each plot takes an optional
 `ax` and returns the Figure; the binning helpers are separate so they can be tested and reused.
 """
 

@@ -149,7 +149,7 @@ def explore(data: Any, metric: str | None = None, force: bool = False):
         if len(data.telemetry):
             frame = data.telemetry
         else:
-            from playbook.analysis.steps import busy_timeline
+            from playbook.analysis.step_times import busy_timeline
 
             frame, unit = busy_timeline(data.steps), "rank"
     return Explorer(frame, metric, unit)

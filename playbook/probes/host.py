@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any
 
-from playbook import schema
+from playbook.model import schema
 from playbook.probes._poll import Poller
 
 MIB = 1024.0 * 1024.0

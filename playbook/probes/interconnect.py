@@ -33,8 +33,8 @@ from typing import Any
 
 import pandas as pd
 
+from playbook.model.schema import IB_COLUMNS, IB_ERROR_COLUMNS
 from playbook.probes._poll import Poller
-from playbook.schema import IB_COLUMNS, IB_ERROR_COLUMNS
 
 MIB = 1024.0 * 1024.0
 ERROR_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors", "port_xmit_discards",

@@ -34,7 +34,7 @@ import threading
 import time
 from typing import Any
 
-from playbook import schema
+from playbook.model import schema
 from playbook.probes._poll import Poller
 
 MIB = 1024.0 * 1024.0

@@ -41,12 +41,12 @@ from typing import Any
 
 import pandas as pd
 
-from playbook import rundir
-from playbook.errors import ProbeError
-from playbook.probes.events import EventLog
+from playbook.core.errors import ProbeError
+from playbook.model import run_layout as rundir
+from playbook.model.run_layout import SEGMENT_DIR
+from playbook.probes.event_log import EventLog
 from playbook.probes.loader import Timed
-from playbook.probes.steps import StepTimer
-from playbook.rundir import SEGMENT_DIR
+from playbook.probes.step_timer import StepTimer
 
 log = logging.getLogger("playbook.probes")
 

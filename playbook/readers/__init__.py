@@ -1,4 +1,4 @@
-"""Readers: the telemetry clusters already write, turned into the playbook's tidy tables (playbook.schema).
+"""Readers: the telemetry clusters already write, turned into the playbook's tidy tables (playbook.model.schema).
 
     from playbook.readers import read_paths, read_file
     bundle = read_paths(["logs/node1.csv", "logs/node2.csv", "runs/r1", "traces/"])
@@ -33,12 +33,12 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from playbook import schema
-from playbook.errors import InputError, PlaybookError
+from playbook.core.errors import InputError, PlaybookError
+from playbook.model import schema
+from playbook.model.run_layout import is_run_dir
 from playbook.readers import detect, textio
 from playbook.readers.files import call_reader, check_input, check_tz, file_kind, inside, read_file, stat_path
 from playbook.readers.rundir import read_run
-from playbook.rundir import is_run_dir
 
 __all__ = ["read_paths", "read_file", "check_input", "detect"]
 

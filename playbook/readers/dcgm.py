@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import frames, headers, textio
 
 FORMAT = "DCGM (dcgm-exporter / Prometheus / dcgmi dmon)"

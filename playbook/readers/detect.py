@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from playbook.errors import UnknownFormatError
+from playbook.core.errors import UnknownFormatError
 from playbook.readers import textio
 
 # Most specific formats first: structured documents, then line formats with distinctive markers, then the

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import headers, textio
 from playbook.readers.generic_csv import TableBuilder
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError, PlaybookError, UnknownFormatError
+from playbook.core.errors import InputError, PlaybookError, UnknownFormatError
+from playbook.model import schema
 from playbook.readers import detect, textio
 
 _TABLE_BUILDERS = {

@@ -38,7 +38,7 @@ Output: no table rows; bundle.meta["flight_recorder:<file>"] = {"rank", "version
 p2p_seq_id, op_id, is_p2p, name (profiling_name), state, created_ns, started_ns, completed_ns (NaN when unseen),
 duration_ms, timeout_ms, input_sizes, output_sizes (text), input_dtypes, output_dtypes, nbytes (input bytes),
 frame ("file:line function" of the innermost frame outside torch, "" without stacks).
-Analysis: playbook.analysis.flight_recorder.summarize.
+Analysis: playbook.analysis.collective_hangs.summarize.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from typing import Any
 
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import textio
 
 FORMAT = "PyTorch NCCL flight recorder dump (pickle or JSON)"

@@ -8,7 +8,7 @@ import ctypes
 import numpy as np
 import pandas as pd
 
-from playbook import schema
+from playbook.model import schema
 from playbook.readers.textio import int_array
 
 

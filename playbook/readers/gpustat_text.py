@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from playbook import schema
+from playbook.model import schema
 from playbook.readers import documents
 
 FORMAT = "gpustat (plain text)"

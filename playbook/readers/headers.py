@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from playbook import schema
 from playbook.knowledge import ids as cause_ids
+from playbook.model import schema
 
 # unit token -> canonical unit (a key of textio.UNIT_FACTORS, or a time unit)
 UNIT_WORDS: dict[str, str] = {

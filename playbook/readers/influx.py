@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import dcgm, headers, textio
 
 FORMAT = "InfluxDB line protocol (Telegraf)"

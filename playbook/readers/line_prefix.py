@@ -26,7 +26,7 @@ import re
 from functools import lru_cache
 from pathlib import PurePath
 
-from playbook.readers.step_vocab import NAT
+from playbook.readers.step_log.vocab import NAT
 
 _LEVEL_WORDS = r"TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARN|WARNING|ERROR|CRITICAL|FATAL|EXCEPTION"
 LOUD = ("WARN", "WARNING", "ERROR", "CRITICAL", "FATAL", "EXCEPTION", "W", "E", "F")  # levels worth counting

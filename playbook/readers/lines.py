@@ -29,10 +29,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import UnknownFormatError
-from playbook.readers import event_lexicon, nccl_log, profiler_table, step_grammar, textio
+from playbook.core.errors import UnknownFormatError
+from playbook.model import schema
+from playbook.readers import event_lexicon, nccl_log, profiler_table, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path
+from playbook.readers.step_log import grammar as step_grammar
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
 NAT = step_grammar.NAT

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import generic_csv, headers, textio
 
 FORMAT = "telemetry CSV in the long layout (one row per series and time)"

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
-from ..schema import Bundle, SkipCounter
-from . import textio
+from playbook.core.errors import InputError
+from playbook.model.schema import Bundle, SkipCounter
+from playbook.readers import textio
 
 COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "transport", "direction", "gdr",
            "detail", "line", "source")

@@ -38,7 +38,7 @@ What comes out
                  with keys time_pct, total_ns, count, avg_ns, med_ns, min_ns, max_ns, stddev_ns, name (Name /
                  Operation / Range / Kernel Name), style, range, pid, tid, nvtx_inst, and for sizes total_bytes,
                  avg_bytes, ... (one key per file so that several files merge without overwriting each other;
-                 `reports(bundle)` gathers them, grouped by profile: the PREFIX of `--output PREFIX`). playbook.analysis.nsys.summarize reads them for `diagnose`.
+                 `reports(bundle)` gathers them, grouped by profile: the PREFIX of `--output PREFIX`). playbook.analysis.nsys_profiles.summarize reads them for `diagnose`.
 A row whose field count does not match its header is skipped and counted (one warning per file).
 """
 
@@ -53,8 +53,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import textio
 
 FORMAT = "Nsight Systems stats (nsys stats --format csv)"

@@ -1,4 +1,4 @@
-"""Reading a run directory (the format of playbook/rundir.py) into one Bundle: each part's tables and leftover
+"""Reading a run directory (the format of playbook/model/run_layout.py) into one Bundle: each part's tables and leftover
 flush segments, its profiler traces, and the loose logs beside the parts."""
 
 from __future__ import annotations
@@ -9,11 +9,18 @@ from typing import Any
 
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError, PlaybookError
+from playbook.core.errors import InputError, PlaybookError
+from playbook.model import schema
+from playbook.model.run_layout import (
+    RUN_MARKER,
+    SEGMENT_DIR,
+    TABLE_FILES,
+    conform_meta,
+    is_run_dir,
+    read_meta,
+)
 from playbook.readers import kineto
 from playbook.readers.files import check_values, inside, read_file, read_parquet
-from playbook.rundir import RUN_MARKER, SEGMENT_DIR, TABLE_FILES, conform_meta, is_run_dir, read_meta
 
 
 def _meta(path: Path, warnings: list[str], what: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playbook.errors import InputError
+from playbook.core.errors import InputError
 
 HEAD_BYTES = 64 * 1024
 

@@ -1,5 +1,5 @@
 """Notebook outputs and batch reports: `record` values inside notebooks, `collect` them back out."""
 
-from playbook.report.record import MIME, collect, record, verdict
+from playbook.report.scrapbook import MIME, collect, record, verdict
 
 __all__ = ["MIME", "collect", "record", "verdict"]

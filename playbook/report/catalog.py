@@ -40,7 +40,7 @@ def repo_root(start: str | Path | None = None) -> Path:
     for folder in (here, *here.parents, package_checkout):
         if (folder / "notebooks").is_dir() and (folder / "pyproject.toml").is_file():
             return folder
-    from playbook.errors import PlaybookError
+    from playbook.core.errors import PlaybookError
 
     raise PlaybookError(f"no playbook checkout (notebooks/ beside pyproject.toml) at or above {here}")
 

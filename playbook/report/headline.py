@@ -24,7 +24,7 @@ import pandas as pd
 
 from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
-from playbook.report.record import count, format_value, html_inline
+from playbook.report.scrapbook import count, format_value, html_inline
 from playbook.report.verdict_rule import ranked_causes, top_hypothesis, triage_verdict
 
 MAX_NAMED = 8  # guilty units named on the card before "and N more" (one line at 1400 px)
@@ -185,11 +185,11 @@ def next_command(status: str, top: dict[str, Any], recorded: str | None = None) 
             "records step phases and host counters, which name the cause")
 
 
-SYNTHETIC_MARK = "# SYNTHETIC"  # how playbook.synthetic's README.md beside generated logs begins
+SYNTHETIC_MARK = "# SYNTHETIC"  # how playbook.labs.synthetic's README.md beside generated logs begins
 
 
 def synthetic_inputs(inputs: list[str]) -> bool:
-    """True when every input lies beside a README.md that playbook.synthetic wrote ("# SYNTHETIC ..."): the
+    """True when every input lies beside a README.md that playbook.labs.synthetic wrote ("# SYNTHETIC ..."): the
     card then says the input is generated, not measured."""
     folders = {Path(name).parent for name in inputs or []}
     if not folders:
@@ -206,7 +206,7 @@ def synthetic_inputs(inputs: list[str]) -> bool:
 
 def recorded_run(inputs: list[str]) -> str | None:
     """The run directory (written by `playbook record`) that the diagnosed inputs lie in, if any."""
-    from playbook.rundir import is_run_dir
+    from playbook.model.run_layout import is_run_dir
 
     for name in inputs or []:
         path = Path(name)

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from playbook.report.record import html_inline
+from playbook.report.scrapbook import html_inline
 
 # Pages need no script at all (widgets are dropped, figures are PNGs), so every <script> block is removed (no
 # mermaid or MathJax from a CDN) and the policy forbids scripts, inline event handlers and any network fetch.
@@ -203,7 +203,7 @@ def _fold_streams(nb) -> None:
 def _drop_record_payloads(nb) -> None:
     """Remove record() outputs: their payload is a MIME type no browser renders and their text/plain is a raw
     `name = {json}` line (the values are in summary.json and in the page's own tables)."""
-    from playbook.report.record import MIME
+    from playbook.report.scrapbook import MIME
 
     for cell in nb.cells:
         kept = []
@@ -264,7 +264,7 @@ def link_siblings(out_dir: str | Path, names: list[str]) -> None:
 def format_figure(value: Any) -> str:
     """A key figure as short text (record.as_text: 3 significant digits, lists and dicts as their items, never a
     Python or JSON repr), cut to 80 characters."""
-    from playbook.report.record import as_text
+    from playbook.report.scrapbook import as_text
 
     text = as_text(value)
     return text if len(text) <= 80 else text[:79] + "…"

@@ -17,7 +17,7 @@ from pathlib import Path
 from playbook.knowledge import ids as cause_ids
 from playbook.report import catalog
 
-# notebook stem -> the lab module (playbook.workloads.<module>) whose CONFIG its parameters cell tunes
+# notebook stem -> the lab module (playbook.labs.workloads.<module>) whose CONFIG its parameters cell tunes
 LAB_NOTEBOOKS = {
     "02_observability": "observability", "10_data_starvation": cause_ids.DATA_STARVATION, "11_h2d_copies": "h2d_copies",
     "12_checkpoint_eval_stalls": "checkpoint_stalls", "13_host_sync_gc": "host_sync_gc",
@@ -29,16 +29,16 @@ LAB_NOTEBOOKS = {
 
 def lab_fields(stem: str) -> dict[str, dataclasses.Field]:
     """{knob: field} a lab notebook may set: its lab's config fields and the harness's run options."""
-    from playbook.workloads import _harness as H
+    from playbook.labs.workloads import _harness as H
 
-    config = importlib.import_module(f"playbook.workloads.{LAB_NOTEBOOKS[stem]}").CONFIG
+    config = importlib.import_module(f"playbook.labs.workloads.{LAB_NOTEBOOKS[stem]}").CONFIG
     return {f.name: f for f in (*H.fields(H.RunOptions), *H.fields(config))}
 
 
 def generated_cell(source: str, knobs: dict[str, dataclasses.Field]) -> str:
     """`source` with every parameter's comment replaced by its field's help text (values, `[quick: ...]` tags and
     the lines that are not parameters kept). Raises catalog.ParameterCellError naming a knob the config lacks."""
-    from playbook.workloads import _harness as H
+    from playbook.labs.workloads import _harness as H
 
     lines = source.splitlines()
     for p in catalog.parse_parameters(source):

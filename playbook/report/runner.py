@@ -24,9 +24,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
 from playbook.report import catalog
-from playbook.report.record import collect
+from playbook.report.scrapbook import collect
 
 SUMMARY_SCHEMA_VERSION = 1
 HEADLESS_ENV = "PLAYBOOK_HEADLESS"  # set for the kernels of a batch run: widgets render nothing there
@@ -271,7 +271,7 @@ def run_batch(jobs: list[Job], out_dir: str | Path, parameters: dict[str, Any] |
     out_dir = Path(out_dir)
     cwd = Path(cwd) if cwd is not None else catalog.repo_root()
     out_dir.mkdir(parents=True, exist_ok=True)
-    from playbook.report.guide_pages import bundle_docs
+    from playbook.report.guide.pages import bundle_docs
 
     bundle_docs(out_dir, cwd, [j.name for j in jobs])  # first: the pages link to these copies, not the checkout
     created = datetime.now(timezone.utc)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from playbook.report.record import as_text, html_inline
+from playbook.report.scrapbook import as_text, html_inline
 
 
 def inline_markdown(value: Any) -> str:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
-from playbook.report.record import count, md_inline
+from playbook.report.scrapbook import count, md_inline
 from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
 
 
@@ -27,12 +27,12 @@ def as_dict(diagnosis: Any) -> dict[str, Any]:
 
 def timeline_frame(bundle: Any) -> tuple[pd.DataFrame, str]:
     """(frame, metric) to draw per-GPU timelines from: the telemetry's utilization.gpu when the inputs have GPU
-    counters, else each rank's busy share from its step phases (analysis.steps.busy_timeline, in %, one row per
+    counters, else each rank's busy share from its step phases (analysis.step_times.busy_timeline, in %, one row per
     time bin, rank in the `gpu` column) — the utilization-like signal of a CPU run or of step logs alone."""
     tel = bundle.telemetry
     if len(tel) and tel["util_pct"].notna().any():
         return tel, "util_pct"
-    from playbook.analysis.steps import busy_timeline
+    from playbook.analysis.step_times import busy_timeline
 
     busy = busy_timeline(bundle.steps) if len(bundle.steps) else pd.DataFrame()
     if busy.empty:
@@ -254,7 +254,7 @@ def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
-    from playbook.plots import steps as steps_plots
+    from playbook.plots import step_charts as steps_plots
     from playbook.plots import timeline
     from playbook.report import headline
 
@@ -282,7 +282,7 @@ def show_timelines(bundle: Any, frame: pd.DataFrame, metric: str) -> None:
     import matplotlib.pyplot as plt
     from IPython.display import HTML, display
 
-    from playbook.plots import steps as steps_plots
+    from playbook.plots import step_charts as steps_plots
     from playbook.plots import timeline
 
     if has_samples(frame, metric):

@@ -1,8 +1,8 @@
 """The triage verdict: what a diagnosis concludes, by one rule (used by the triage notebook and the headline).
 
 The triage notebook tests one hypothesis: "this run has a utilization problem, and the playbook can name its
-cause". The diagnosis puts its verdict first (the what-if accounting decides it: playbook.diagnose.attribution);
-the words follow the scores, with the thresholds of diagnose.attribution.confidence_word (one place):
+cause". The diagnosis puts its verdict first (the what-if accounting decides it: playbook.diagnosis.attribution);
+the words follow the scores, with the thresholds of diagnosis.attribution.confidence_word (one place):
   refuted       `healthy` leads with a score above 0.5: nothing to fix
   confirmed     the leading cause scores at least CONFIRM_SCORE (0.8) and leads the runner-up cause by at least
                 AMBIGUITY_MARGIN (0.2), so the cause is named, not just the problem
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from playbook.diagnose.attribution import CONFIRM as CONFIRM_SCORE
-from playbook.diagnose.attribution import MARGIN as AMBIGUITY_MARGIN
-from playbook.diagnose.attribution import confidence_word
+from playbook.diagnosis.attribution import CONFIRM as CONFIRM_SCORE
+from playbook.diagnosis.attribution import MARGIN as AMBIGUITY_MARGIN
+from playbook.diagnosis.attribution import confidence_word
 from playbook.knowledge import ids as cause_ids
 
 __all__ = ["AMBIGUITY_MARGIN", "CONFIRM_SCORE", "HEALTHY_MIN", "ranked_causes", "top_hypothesis", "triage_verdict"]

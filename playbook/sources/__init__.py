@@ -18,7 +18,7 @@ def is_url(text: str) -> bool:
 
 def add_arguments(parser) -> None:
     """--since / --until / --step / --match, for commands that take prometheus:// inputs."""
-    from playbook.units import duration_s
+    from playbook.core.units import duration_s
 
     group = parser.add_argument_group("prometheus:// inputs (dcgm-exporter series from a Prometheus API)")
     group.add_argument("--since", type=duration_s, default=6 * 3600.0, metavar="DURATION",

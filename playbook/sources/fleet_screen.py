@@ -64,9 +64,9 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from playbook import schema
 from playbook.analysis.gpus import CLOCK_DEFICIT_MIN, MIN_DELTA_PCT, MODIFIED_Z
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import dcgm
 from playbook.sources import is_url, prometheus
 from playbook.sources.prometheus import Window, matchers
@@ -521,7 +521,7 @@ def save_inputs(paths: list[str], args, dest) -> list[str]:
     (for commands that hand paths on, e.g. `playbook report` to the triage notebook)."""
     from pathlib import Path
 
-    from playbook import rundir
+    from playbook.model import run_layout as rundir
 
     out = []
     for p in paths:

@@ -8,7 +8,7 @@ NvmlSource     probes/nvml.py's NvmlSampler at 1/interval Hz (plus the driver's 
 SmiSource      `nvidia-smi --query-gpu=... --format=csv,noheader,nounits -lms N` in a subprocess, for hosts where
                the NVML library cannot be loaded by Python (a container with the binary but not libnvidia-ml
                bindings, say). Rows are stamped on arrival (nvidia-smi prints local time without a zone).
-               Columns come from readers/nvidia_smi_fields.py's METRIC_FIELDS. Lines that are not data (nvidia-smi's
+               Columns come from readers/nvidia_smi/fields.py's METRIC_FIELDS. Lines that are not data (nvidia-smi's
                own error lines) are counted and reported once.
 PromSource     a Prometheus API (sources/prometheus.py) re-read over the last `window_s` on every poll: the whole
                window replaces what was there (`replaces = True`).
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 
 # nvidia-smi --query-gpu fields asked for; the first four are enough when a driver refuses the others
 SMI_FIELDS = ("index", "utilization.gpu", "power.draw", "clocks.sm", "memory.used", "memory.total",
@@ -167,7 +167,7 @@ class SmiSource:
         return self._rows(rows)
 
     def _rows(self, lines: list[tuple[int, str]]) -> list[tuple]:
-        from playbook.readers.nvidia_smi_fields import METRIC_FIELDS
+        from playbook.readers.nvidia_smi.fields import METRIC_FIELDS
         from playbook.readers.textio import parse_number
 
         where = [_IDX[METRIC_FIELDS[f][0]] for f in self.fields[1:]]

@@ -26,7 +26,7 @@ Bounds, checked before or while reading, each a one-line InputError: at most MAX
 before any request), at most `max_bytes` (MAX_RESPONSE_BYTES) per answer counted on the decompressed bytes (a
 gzip body is inflated in pieces), every request done within `timeout_s` and the whole command within `deadline_s`
 (a watchdog closes a socket that drips past its deadline).
-Errors are one line (playbook.errors.InputError): server unreachable, a query refused, no exporter series.
+Errors are one line (playbook.core.errors.InputError): server unreachable, a query refused, no exporter series.
 A large fleet is screened first (playbook.sources.fleet_screen: per-GPU summaries computed by the server, then
 `pull` of the flagged GPUs and a sample only); `playbook diagnose` reads prometheus:// inputs through it.
 """
@@ -50,8 +50,8 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import dcgm, frames
 from playbook.sources import SCHEMES
 

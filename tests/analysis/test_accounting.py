@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from playbook.analysis.accounting import MIN_FLOOR, account
-from playbook.diagnose import diagnose
+from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 
 
@@ -114,7 +114,7 @@ def test_buckets_add_up_and_the_json_contract_holds(tmp_path):
 
 
 def test_no_time_axis_no_accounting():
-    from playbook import schema
+    from playbook.model import schema
 
     assert account(schema.Bundle(inputs=["x"])) is None
 

@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from playbook.labs.workloads import collective_stragglers as stragglers
+from playbook.labs.workloads import comm_overlap, padding_packing, pipeline_imbalance
+from playbook.model.schema import steps_frame
 from playbook.plots import ranks as R
-from playbook.schema import steps_frame
-from playbook.workloads import comm_overlap, padding_packing, pipeline_imbalance, stragglers
 
 matplotlib.use("Agg")
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import schema
 from playbook.analysis.gpus import analyze_gpus
-from playbook.synthetic import SCENARIOS, simulate_telemetry
+from playbook.labs.synthetic import SCENARIOS, simulate_telemetry
+from playbook.model import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 NOISY = {"jitter": 0.3, "nan_frac": 0.05, "gaps": 2, "noise_pct": 8.0}
@@ -135,7 +135,7 @@ def test_late_start_is_not_lost():
 
 
 def test_whole_host_stopping_is_a_host_event():
-    from playbook.diagnose.evidence import telemetry
+    from playbook.diagnosis.evidence import from_telemetry as telemetry
 
     report = analyze_gpus(_two_hosts(stop_b_at=900.0))
     lost = report.table.loc[report.table["status"] == "lost", "host"]
@@ -146,7 +146,7 @@ def test_whole_host_stopping_is_a_host_event():
 
 
 def test_unused_gpu_is_flagged_but_not_imbalance():
-    from playbook.diagnose.evidence import telemetry
+    from playbook.diagnosis.evidence import from_telemetry as telemetry
 
     report = analyze_gpus(_two_hosts(idle_gpu=("a", 3)))
     row = report.table.set_index("id").loc["a:3"]
@@ -156,8 +156,8 @@ def test_unused_gpu_is_flagged_but_not_imbalance():
 
 
 def test_imbalance_permutation_test_is_calibrated_and_grows_with_polls():
-    from playbook import schema
     from playbook.analysis.gpus import analyze_gpus
+    from playbook.model import schema
 
     def fleet(polls, idle, seed):
         rng = np.random.default_rng(seed)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from playbook.analysis import kineto
-from playbook.analysis.kineto import hta, signatures
+from playbook.analysis.kineto import hta
+from playbook.analysis.kineto import step_signatures as signatures
+from playbook.model.schema import Bundle, trace_frame
 from playbook.readers import kineto as rk
-from playbook.schema import Bundle, trace_frame
 
 HERE = Path(__file__).resolve().parents[1]
 DATA = HERE / "data" / "kineto"
@@ -250,7 +251,7 @@ def test_gpu_idle_inside_steps_known_answer():
 
 
 def test_unexplained_gpu_idle_is_not_healthy_and_a_busy_gpu_is():
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
 
     starved = diagnose(Bundle(trace=_idle_steps(400.0))).hypotheses
     assert starved[0]["id"] == "data_starvation" and "idle 60% of 3 profiled steps" in starved[0]["evidence"][0]
@@ -261,7 +262,7 @@ def test_unexplained_gpu_idle_is_not_healthy_and_a_busy_gpu_is():
 
 
 def test_a_cpu_only_trace_is_no_evidence_of_health():
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
 
     ranked = diagnose(rk.read(DATA / "hta" / "cpu_only_rank-34.pt.trace.json.gz")).hypotheses
     # issue 14: the verdict is insufficient_data (it was healthy at 0.5), healthy stays at most 0.5

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import schema
 from playbook.analysis import links
+from playbook.model import schema
 from playbook.probes import fake_nvml
 from playbook.probes.recorder import Hooks, Rates, Recorder
 from playbook.readers import rundir
@@ -120,7 +120,7 @@ def test_no_link_data_no_summary():
 
 
 def test_diagnose_names_the_degraded_links_host(degraded_run):
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
 
     d = diagnose(degraded_run)
     link = next(h for h in d.hypotheses if h["id"] == "link_degradation")

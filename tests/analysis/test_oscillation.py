@@ -10,12 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playbook import schema
 from playbook.analysis.oscillation.fleet import analyze_oscillation, fold_cycle, period_spectrum
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.oscillation.spectrum import spectral_period, spectrum
 from playbook.analysis.oscillation.swing import analyze_series
-from playbook.synthetic import simulate_telemetry
+from playbook.labs.synthetic import simulate_telemetry
+from playbook.model import schema
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -249,8 +249,8 @@ def test_a_noisy_level_pinned_at_100_is_one_level_not_two():
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_noisy_healthy_fleet_pinned_at_100_is_healthy(seed):
-    from playbook.diagnose import diagnose
-    from playbook.synthetic import simulate_bundle
+    from playbook.diagnosis import diagnose
+    from playbook.labs.synthetic import simulate_bundle
 
     bundle, _ = simulate_bundle("healthy", hosts=2, gpus_per_host=4, duration_s=600, interval_s=2.0,
                                 noise_pct=15, seed=seed)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playbook import schema
 from playbook.analysis.oscillation.synchrony import staggered
-from playbook.diagnose import diagnose
+from playbook.diagnosis import diagnose
+from playbook.model import schema
 
 
 def _telemetry(kind: str, gpus: int = 8, period: float = 6.0, seconds: float = 120.0, dt: float = 0.25,

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import schema
-from playbook.analysis import steps as sa
-from playbook.synthetic import simulate_steps
+from playbook.analysis import step_times as sa
+from playbook.labs.synthetic import simulate_steps
+from playbook.model import schema
 
 
 @pytest.mark.parametrize("every,noise", [(40, 0.05), (25, 0.15), (7, 0.05), (100, 0.08)])

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook.analysis import stragglers as sg
+from playbook.analysis import rank_stragglers as sg
+from playbook.model.schema import Bundle, steps_frame, trace_frame
 from playbook.readers import kineto as rk
-from playbook.schema import Bundle, steps_frame, trace_frame
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "reference-traces"
 FAMILIES = {

@@ -12,7 +12,7 @@ import pytest
 from playbook.analysis.oscillation import fleet
 from playbook.analysis.oscillation import synchrony as S
 from playbook.analysis.oscillation.fleet import analyze_oscillation
-from playbook.synthetic import simulate_telemetry
+from playbook.labs.synthetic import simulate_telemetry
 
 
 def _greedy_average_linkage(sim: np.ndarray, stop: float) -> list[list[int]]:
@@ -156,8 +156,8 @@ def test_a_small_out_of_phase_host_is_found_in_a_sampled_fleet():
 def test_diagnosis_is_the_same_when_synchrony_is_sampled(monkeypatch, scenario):
     """The whole diagnosis (top cause, synchrony groups, GPU statuses) of a 48-GPU fleet, pairwise against a
     sample of 8 GPUs per round: what a fleet above EXACT_MAX gets."""
-    from playbook.diagnose import diagnose
-    from playbook.synthetic import simulate_bundle
+    from playbook.diagnosis import diagnose
+    from playbook.labs.synthetic import simulate_bundle
 
     def answer():
         bundle, _ = simulate_bundle(scenario, hosts=6, gpus_per_host=8, duration_s=900.0, seed=4)

@@ -38,6 +38,6 @@ def test_required_dependencies_are_declared():
 
 
 def test_import_has_no_side_effects():
-    code = ("import sys, playbook, playbook.cli, playbook.probes, playbook.schema; "
+    code = ("import sys, playbook, playbook.cli, playbook.probes, playbook.model.schema; "
             "assert 'torch' not in sys.modules, 'torch imported'; assert 'pynvml' not in sys.modules, 'pynvml imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from playbook import rundir
+from playbook.model import run_layout as rundir
 from playbook.readers.rundir import read_run
 
 CHILD = textwrap.dedent("""
@@ -241,7 +241,7 @@ def test_a_run_record_never_finished_is_read_with_a_warning(tmp_path):
 
 def test_out_is_claimed_exclusively(tmp_path):
     from playbook.commands.record import LOCK, _claim
-    from playbook.errors import PlaybookError
+    from playbook.core.errors import PlaybookError
 
     out = tmp_path / "run"
     _claim(out, force=False)

@@ -1,5 +1,5 @@
 """notebooks/02_observability.ipynb end to end with small parameters, and the observability lab's verdict rule,
-runs and command line (playbook.workloads.observability)."""
+runs and command line (playbook.labs.workloads.observability)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from nbrun import run_notebook
 
-from playbook.errors import WorkloadError
-from playbook.workloads import observability as obs
+from playbook.core.errors import WorkloadError
+from playbook.labs.workloads import observability as obs
 
 VARIANTS = ["none", "timer", "probes_1hz", "probes_10hz", "probes_100hz", "profiler"]
 
@@ -87,5 +87,5 @@ def test_cli_help_has_an_example(capsys):
         obs.main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    assert "example" in out and "python -m playbook.workloads.observability --repeats" in out
+    assert "example" in out and "python -m playbook.labs.workloads.observability --repeats" in out
     assert obs.main(["--variants", "nope", "--repeats", "2"]) == 2

@@ -1,4 +1,4 @@
-"""playbook.plots.steps: figures from tidy frames, and the table-shaping helpers behind them."""
+"""playbook.plots.step_charts: figures from tidy frames, and the table-shaping helpers behind them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from playbook import schema
-from playbook.analysis.steps import busy_timeline
-from playbook.plots import steps as sp
+from playbook.analysis.step_times import busy_timeline
+from playbook.model import schema
+from playbook.plots import step_charts as sp
 
 
 def _steps(n=12, slow_every=4, t0="2026-01-01T00:00:00Z"):

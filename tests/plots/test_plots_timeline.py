@@ -11,8 +11,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
+from playbook.model.schema import telemetry_frame  # noqa: E402
 from playbook.plots import timeline as tl  # noqa: E402
-from playbook.schema import telemetry_frame  # noqa: E402
 
 
 def _telemetry(hosts=2, gpus=4, seconds=120, period=60, high_s=45, quiet=("h1", 2), step_s=1):

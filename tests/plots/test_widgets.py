@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from playbook import schema
+from playbook.model import schema
 from playbook.plots import widgets  # noqa: E402
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
 
 
 def test_nvidia_smi_loop_with_a_group_separator_after_a_number(tmp_path):
@@ -27,7 +27,7 @@ def test_generic_csv_sniff_on_a_deep_bracket_line_finishes(tmp_path):
     path.write_text('{"playbook_run": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code = textwrap.dedent(f"""
         from playbook.readers import read_file
-        from playbook.errors import PlaybookError
+        from playbook.core.errors import PlaybookError
         try:
             read_file({str(path)!r})
         except PlaybookError:

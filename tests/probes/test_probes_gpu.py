@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 def test_cuda_step_timer_measures_device_time_without_sync():
     import torch
 
-    from playbook.probes.steps import StepTimer
+    from playbook.probes.step_timer import StepTimer
 
     timer = StepTimer()
     assert timer.cuda and timer._nvtx_push is not None

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from playbook.analysis.links import link_status
+from playbook.model.schema import IB_COLUMNS
 from playbook.probes import fake_nvml
 from playbook.probes.interconnect import IbProbe, find_ports, parse_rate
 from playbook.probes.nvml import NvmlSampler
-from playbook.schema import IB_COLUMNS
 
 
 @pytest.fixture

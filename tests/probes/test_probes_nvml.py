@@ -9,7 +9,7 @@ import numpy as np
 import pynvml
 import pytest
 
-from playbook import schema
+from playbook.model import schema
 from playbook.probes import fake_nvml
 from playbook.probes.nvml import SAMPLES_SOURCE, SOURCE, NvmlSampler
 

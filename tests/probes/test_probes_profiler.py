@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from playbook.probes.events import EventLog
+from playbook.probes.event_log import EventLog
 from playbook.probes.profiler import ProfilerWindows
-from playbook.probes.steps import StepTimer
+from playbook.probes.step_timer import StepTimer
 
 torch = pytest.importorskip("torch")
 

@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from playbook.errors import ProbeError
+from playbook.core.errors import ProbeError
+from playbook.model.run_layout import SEGMENT_DIR
 from playbook.probes import Recorder, fake_nvml
 from playbook.probes.fingerprint import dir_size, fingerprint
 from playbook.probes.recorder import Hooks, Rates, merge_run
 from playbook.readers import rundir
-from playbook.rundir import SEGMENT_DIR
 
 
 def train(rec: Recorder, steps: int = 12, wait_s: float = 0.005) -> None:

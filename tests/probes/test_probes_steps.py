@@ -8,11 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from playbook import schema
-from playbook.analysis.steps import phase_breakdown
-from playbook.probes.events import EventLog, _is_recompile
+from playbook.analysis.step_times import phase_breakdown
+from playbook.model import schema
+from playbook.probes.event_log import EventLog, _is_recompile
 from playbook.probes.loader import timed
-from playbook.probes.steps import StepTimer
+from playbook.probes.step_timer import StepTimer
 
 
 def slow_iter(n: int, wait_s: float):

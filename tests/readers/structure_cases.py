@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
 from playbook.readers import read_file
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "structure"

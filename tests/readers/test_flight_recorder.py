@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from playbook.analysis import flight_recorder as an
-from playbook.errors import InputError
+from playbook.analysis import collective_hangs as an
+from playbook.core.errors import InputError
 from playbook.readers import detect, read_file, read_paths, textio
 from playbook.readers import flight_recorder as fr
 
@@ -176,7 +176,7 @@ def test_the_generator_is_deterministic(fr_dir, tmp_path):
 
 def test_diagnose_names_the_rank_behind(fr_dir, capsys):
     from playbook.cli import main
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
 
     d = diagnose(read_paths([fr_dir / "hang"]))
     assert d.top["id"] == "collective_straggler"

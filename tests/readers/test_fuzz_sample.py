@@ -63,7 +63,7 @@ ESCAPED = ["reader:smi_query_text:mutation:1:27", "reader:long_csv:mutation:2:84
 
 @pytest.mark.parametrize("case", ESCAPED)
 def test_cases_that_escaped_in_the_full_run_now_end_in_a_result_or_a_project_error(case):
-    from playbook.errors import PlaybookError
+    from playbook.core.errors import PlaybookError
 
     target, kind, seed, i = case.rsplit(":", 3)
     rng = fuzz.random.Random(f"{target}:{kind}:{seed}:{i}")

@@ -8,9 +8,10 @@ import json
 import pandas as pd
 import pytest
 
-from playbook import cli, rundir
-from playbook.diagnose.regression.environment import environment
-from playbook.errors import InputError
+from playbook import cli
+from playbook.core.errors import InputError
+from playbook.diagnosis.regression.environment_diff import environment
+from playbook.model import run_layout as rundir
 from playbook.readers import read_file, read_paths
 
 DEEP = "[" * 100_000 + "]" * 100_000

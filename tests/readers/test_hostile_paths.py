@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from playbook.errors import InputError
+from playbook.core.errors import InputError
 from playbook.readers import read_paths
 
 SMI = "smi_units.csv"
@@ -139,7 +139,7 @@ def test_a_folder_of_many_files_is_concatenated_once(tmp_path, smi, monkeypatch)
     appended to the growing bundle: 1k files took 7 s, 10k over 120 s). Measured in rows, not seconds."""
     import pandas as pd
 
-    from playbook import schema
+    from playbook.model import schema
 
     seen = []
     real = pd.concat

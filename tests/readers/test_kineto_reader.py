@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playbook.errors import InputError
-from playbook.readers import kineto, kineto_decode
-from playbook.schema import TRACE_COLUMNS
+from playbook.core.errors import InputError
+from playbook.model.schema import TRACE_COLUMNS
+from playbook.readers import kineto
+from playbook.readers.kineto import decode as kineto_decode
 
 HERE = Path(__file__).resolve().parents[1]
 DATA = HERE / "data" / "kineto" / "hta"

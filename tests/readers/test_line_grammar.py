@@ -229,7 +229,7 @@ def test_per_phase_fields_become_phase_rows_and_graph_breaks_become_recompile_ev
 def test_token_soup_never_raises_only_refuses():
     """Lines of random grammar tokens (huge numbers, box characters, stray units, colour escapes): every file is
     read or refused with a clear error, never a traceback."""
-    from playbook.errors import InputError
+    from playbook.core.errors import InputError
 
     toks = ["step", "iter", "batch", "[", "]", "/", ":", "=", "(", ")", "│", "╭", "  ", "\t", "1", "12", "1.5", "1e9",
             "K", "M", "ms", "s", "it/s", "s/it", "time", "elapsed", "%", "|", ",", "━", "█", "•", "0:00:12", "{", "}",

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from playbook.analysis import nccl as an
-from playbook.errors import InputError
+from playbook.core.errors import InputError
 from playbook.readers import nccl_log as nl
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl"
@@ -141,7 +141,7 @@ def _watchdog(rank: int, seq: int, ms: int = 600050) -> str:
     ({r: 4821 for r in range(4)}, "hardware_fault", "timed out inside the same ALLREDUCE #4821"),
 ])
 def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypothesis, says):
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
     from playbook.readers import detect, read_file
 
     log = tmp_path / "torchrun.log"

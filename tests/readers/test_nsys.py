@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playbook.analysis import nsys as an
-from playbook.errors import InputError
+from playbook.analysis import nsys_profiles as an
+from playbook.core.errors import InputError
 from playbook.readers import detect, nsys, read_paths, textio
 
 BATCH_BYTES = 64 * 3 * 224 * 224 * 4
@@ -236,7 +236,7 @@ def test_step_timer_emits_nvtx_ranges_for_steps_phases_and_data_waits():
     from types import SimpleNamespace
 
     from playbook.probes.loader import timed
-    from playbook.probes.steps import StepTimer
+    from playbook.probes.step_timer import StepTimer
 
     stack, ranges = [], []
     timer = StepTimer(cuda=False, nvtx=False)
@@ -255,7 +255,7 @@ def test_step_timer_emits_nvtx_ranges_for_steps_phases_and_data_waits():
 
 
 def test_diagnose_uses_the_nsys_findings(nsys_dir):
-    from playbook.diagnose import diagnose
+    from playbook.diagnosis import diagnose
 
     d = diagnose(read_paths([nsys_dir / "rank0_nvtx_sum.csv", nsys_dir / "rank0_osrt_sum.csv"]))
     assert d.top["id"] == "data_starvation"

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import rundir, schema
+from playbook.model import run_layout as rundir
+from playbook.model import schema
 from playbook.readers import read_file, read_paths
 
 BIG = "1" * 5000

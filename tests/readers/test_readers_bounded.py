@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from playbook.errors import InputError
+from playbook.core.errors import InputError
 from playbook.readers import kineto, read_file, textio
 
 CSV = ("timestamp, index, utilization.gpu [%], power.draw [W]\r\n"

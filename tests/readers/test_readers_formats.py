@@ -7,9 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from playbook import schema
-from playbook.errors import InputError
-from playbook.readers import dcgm, detect, dmon, generic_csv, read_file, steps, textio
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import dcgm, detect, generic_csv, read_file, textio
+from playbook.readers import step_log as steps
+from playbook.readers.nvidia_smi import dmon
 
 R = "readers"
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from playbook import schema
-from playbook.errors import PlaybookError
+from playbook.core.errors import PlaybookError
+from playbook.model import schema
 from playbook.readers import detect, read_file
 
 FIXTURES = sorted((Path(__file__).resolve().parents[1] / "data" / "readers").iterdir()) + sorted(
@@ -110,7 +110,7 @@ def test_bytes_that_are_not_text_in_a_csv_are_one_line_naming_the_line(tmp_path,
     callback print a traceback on stderr (found by benchmarks/fuzz.py, reader:generic_csv:mutation:1:6)."""
     import sys
 
-    from playbook.errors import InputError
+    from playbook.core.errors import InputError
     from playbook.readers import generic_csv
 
     unraisable = []

@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import schema
-from playbook.errors import InputError
-from playbook.readers import nvidia_smi, nvidia_smi_convert, nvidia_smi_fields, read_file, textio
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import nvidia_smi, read_file, textio
+from playbook.readers.nvidia_smi import convert as nvidia_smi_convert
+from playbook.readers.nvidia_smi import fields as nvidia_smi_fields
 
 R = "readers"
 

@@ -10,8 +10,9 @@ import sys
 import pandas as pd
 import pytest
 
-from playbook import rundir, schema
-from playbook.errors import InputError, UnknownFormatError
+from playbook.core.errors import InputError, UnknownFormatError
+from playbook.model import run_layout as rundir
+from playbook.model import schema
 from playbook.readers import detect, read_file, read_paths
 
 R = "readers"

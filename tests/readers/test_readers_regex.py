@@ -9,27 +9,37 @@ import pytest
 from playbook.readers import (
     dcgm,
     detect,
-    dmon,
     documents,
     generic_csv,
     gpustat_text,
     headers,
     influx,
     kineto,
-    kineto_decode,
     lines,
     long_csv,
     nccl_log,
     nvidia_smi,
-    nvidia_smi_fields,
-    nvidia_smi_table,
-    smi_query_text,
-    step_columns,
-    step_grammar,
-    step_vocab,
-    steps,
     textio,
 )
+from playbook.readers import (
+    step_log as steps,
+)
+from playbook.readers.kineto import decode as kineto_decode
+from playbook.readers.nvidia_smi import (
+    dmon,
+)
+from playbook.readers.nvidia_smi import (
+    fields as nvidia_smi_fields,
+)
+from playbook.readers.nvidia_smi import (
+    query_text as smi_query_text,
+)
+from playbook.readers.nvidia_smi import (
+    table as nvidia_smi_table,
+)
+from playbook.readers.step_log import columns as step_columns
+from playbook.readers.step_log import grammar as step_grammar
+from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,

@@ -8,8 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from playbook.errors import InputError
-from playbook.readers import detect, nvidia_smi, nvidia_smi_table, read_file, read_paths, textio
+from playbook.core.errors import InputError
+from playbook.readers import detect, nvidia_smi, read_file, read_paths, textio
+from playbook.readers.nvidia_smi import table as nvidia_smi_table
 
 R = "readers"
 

@@ -7,8 +7,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from playbook import rundir, schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import run_layout as rundir
+from playbook.model import schema
 from playbook.readers.rundir import read_run
 
 

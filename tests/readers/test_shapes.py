@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook import schema
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.model import schema
 from playbook.readers import generic_csv, lines, read_file, read_paths
 
 

@@ -190,7 +190,7 @@ def lab_report(tmp_path_factory):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("repeats: int = 2  # runs per variant")
     params.metadata["tags"] = ["parameters"]
-    key = nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.record import "
+    key = nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.scrapbook import "
                                     "verdict\nfig, ax = plt.subplots(); ax.bar(['fault', 'fix'], [50, 98]);")
     key.metadata["tags"] = ["key-figure"]  # as the labs tag their throughput-by-variant cell
     nb.cells = [nbformat.v4.new_markdown_cell("# 12 · A prepared lab\n\n**Summary:** a verdict and a figure."),

@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 
 from playbook.cli import COMMANDS, build_parser
-from playbook.errors import InputError
-from playbook.report import guide, guide_figures, guide_labs, guide_quotes
+from playbook.core.errors import InputError
+from playbook.report import guide
+from playbook.report.guide import figures as guide_figures
+from playbook.report.guide import lab_results as guide_labs
+from playbook.report.guide import quotes as guide_quotes
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "field-guide.md"
@@ -59,7 +62,7 @@ def test_playbook_subcommands_are_registered():
 
 def test_python_modules_exist():
     modules = {m.group(1).rstrip(".") for code in code_texts() for m in re.finditer(r"-m\s+([A-Za-z_][\w.]*)", code)}
-    assert "playbook.report.guide" in modules and "playbook.synthetic" in modules
+    assert "playbook.report.guide" in modules and "playbook.labs.synthetic" in modules
     missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
     assert not missing, f"python -m modules that do not exist: {missing}"
 
@@ -99,7 +102,7 @@ def test_import_paths_exist():
     named = set(re.findall(r"\bplaybook(?:\.[A-Za-z_]\w*)+", TEXT))
     for m in re.finditer(r"from (playbook[\w.]*) import ([\w, ]+)", TEXT):
         named |= {f"{m.group(1)}.{n.strip()}" for n in m.group(2).split(",") if n.strip()}
-    assert any(n.startswith("playbook.fixes.") for n in named)
+    assert any(n.startswith("playbook.labs.fixes.") for n in named)
     missing = sorted(n for n in named if not _resolve(n))
     assert not missing, f"import paths named in the guide that do not resolve: {missing}"
 

@@ -6,7 +6,7 @@ import re
 
 from conftest import ROOT
 
-from playbook.report.guide_pages import bundle_docs, render
+from playbook.report.guide.pages import bundle_docs, render
 
 
 def test_the_repositorys_docs_become_pages_whose_links_stay_in_the_report(tmp_path):

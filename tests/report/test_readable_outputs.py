@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from nbrun import raw_reprs
 
-from playbook.report.record import as_text, verdict
+from playbook.report.scrapbook import as_text, verdict
 from playbook.report.tables import readable
 
 
@@ -28,7 +28,7 @@ def shell():
 
 
 def test_a_cell_ending_with_verdict_shows_it_once_as_escaped_html_and_text(shell):
-    outs = _shell_outputs(shell, "from playbook.report.record import verdict\n"
+    outs = _shell_outputs(shell, "from playbook.report.scrapbook import verdict\n"
                                  "v = verdict('confirmed', 'host <b>n1</b> wins', events={'checkpoint': 4},"
                                  " ranks=[1, 2], ratio=0.8312)\nv")
     shown = [o for o in outs if "text/html" in o]
@@ -51,7 +51,7 @@ def test_verdict_is_still_the_recorded_dict_and_refuses_an_unknown_status():
 
 
 def test_record_shows_containers_as_text(shell):
-    outs = _shell_outputs(shell, "from playbook.report.record import record\n"
+    outs = _shell_outputs(shell, "from playbook.report.scrapbook import record\n"
                                  "record('events_at_stalls', {'checkpoint': 4, 'eval': 2});")
     assert outs[-1]["text/plain"] == "events at stalls: checkpoint 4, eval 2"
 
@@ -104,7 +104,7 @@ def test_an_executed_notebook_with_a_bare_dict_fails_the_check(tmp_path):
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("{'status': 'confirmed', 'n': 3}"),
-                nbformat.v4.new_code_cell("from playbook.report.record import verdict\n"
+                nbformat.v4.new_code_cell("from playbook.report.scrapbook import verdict\n"
                                           "verdict('confirmed', 'fine', n=3)")]
     NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     found = raw_reprs(nb)

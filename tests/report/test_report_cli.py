@@ -32,7 +32,7 @@ def test_workload_discovery_needs_a_main_guard(tmp_path):
     (tmp_path / "helper.py").write_text('"""Shared bits."""\n')
     (tmp_path / "lab_x.py").write_text('"""Lab X: a fault.\n\nMore."""\nif __name__ == "__main__":\n    pass\n')
     assert workloads(tmp_path) == [{"name": "lab_x", "description": "Lab X: a fault.",
-                                    "command": "python -m playbook.workloads.lab_x --help"}]
+                                    "command": "python -m playbook.labs.workloads.lab_x --help"}]
 
 
 def test_report_on_a_missing_path_is_a_one_line_error(tmp_path):

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbrun import assert_readable
 
-from playbook.errors import InputError, PlaybookError
+from playbook.core.errors import InputError, PlaybookError
 from playbook.report import catalog
 from playbook.report.runner import SUMMARY_SCHEMA_VERSION, Job, plan, run_batch, run_id
 
@@ -26,7 +26,7 @@ def _notebook(path: Path, title: str, params: str = PARAMS) -> Path:
         nbformat.v4.new_markdown_cell(f"# {title}\n\n**Summary**: a ramp of n points.\n"),
         cell,
         nbformat.v4.new_markdown_cell("## 1 Measurement"),
-        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.record import record, "
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nfrom playbook.report.scrapbook import record, "
                                   "verdict\nrecord('n_points', n);"),
         nbformat.v4.new_code_cell("fig, ax = plt.subplots(); ax.plot(range(n)); ax.set_title('ramp');"),
         nbformat.v4.new_code_cell("import os\nos.write(2, b'C-level noise from the kernel\\n');"),

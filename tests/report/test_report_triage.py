@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from nbrun import assert_readable
 
-from playbook import synthetic
+from playbook.labs import synthetic
 from playbook.readers import read_paths
 from playbook.report import catalog, triage, verdict_rule
 from playbook.report.runner import Job, run_batch
@@ -163,7 +163,7 @@ def test_the_card_and_the_warnings_escape_what_comes_from_inputs():
     assert "<img src=x" not in card and "<svg onload" not in card and "&lt;img src=x" in card
     listed = triage.warnings_html([f"{evil}: skipped"] * 3)
     assert "<img src=x" not in listed and "(×3)" in listed
-    from playbook.report.record import md_escape, md_inline
+    from playbook.report.scrapbook import md_escape, md_inline
 
     assert "<img" not in md_escape(evil) and "\\>" not in md_escape("a>b")
     import mistune
@@ -237,8 +237,8 @@ def test_card_labels_name_the_unit_of_each_figure():
 
 
 def test_next_never_points_at_the_page_you_are_on(tmp_path):
+    from playbook.model.run_layout import init_run
     from playbook.report import headline
-    from playbook.rundir import init_run
 
     own = {"id": "insufficient_data", "score": 0.6, "notebook": "notebooks/01_triage.ipynb", "next_step": "record"}
     command, _ = headline.next_command("inconclusive", own)

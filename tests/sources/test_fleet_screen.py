@@ -22,10 +22,10 @@ from promserver import (
 )
 
 from playbook import cli
-from playbook.diagnose import diagnose
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.diagnosis import diagnose
+from playbook.labs.synthetic import simulate_telemetry
 from playbook.sources import fleet_screen, prometheus
-from playbook.synthetic import simulate_telemetry
 
 STEP = 15.0
 SPAN = 3 * 3600.0

@@ -12,9 +12,9 @@ import pytest
 from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, free_port, write_openmetrics
 
 from playbook import cli
-from playbook.errors import InputError
+from playbook.core.errors import InputError
+from playbook.labs.synthetic import simulate_telemetry
 from playbook.sources import fleet_screen, prometheus
-from playbook.synthetic import simulate_telemetry
 
 STEP = 15.0
 SPAN = 3 * 3600.0

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from playbook import cli
-from playbook.errors import InputError
+from playbook.core.errors import InputError
 from playbook.sources import prometheus
 
 END = 1_700_000_000.0

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from playbook.commands.watch import Panel
+from playbook.core.units import duration_s
 from playbook.readers import rundir
-from playbook.units import duration_s
 
 FAKE_SMI = textwrap.dedent("""\
     #!{python}
@@ -166,7 +166,7 @@ def test_durations():
 def _row(t, gpu, util, power=300.0, clock=1980.0):
     import math
 
-    from playbook import schema
+    from playbook.model import schema
 
     v = [math.nan] * len(schema.TELEMETRY_METRICS)
     at = {name: i for i, name in enumerate(schema.TELEMETRY_METRICS)}
@@ -185,8 +185,8 @@ def test_dashboard_renders_rows_and_the_rolling_diagnosis():
     from rich.console import Console
 
     from playbook.commands.watch import _dashboard
-    from playbook.diagnose import diagnose
-    from playbook.synthetic import simulate_bundle
+    from playbook.diagnosis import diagnose
+    from playbook.labs.synthetic import simulate_bundle
 
     b, _ = simulate_bundle("oscillation", hosts=1, gpus_per_host=2, duration_s=300, interval_s=1.0, period_s=20)
     d = diagnose(b)
@@ -204,7 +204,7 @@ def test_dashboard_renders_rows_and_the_rolling_diagnosis():
 
 def test_without_a_gpu_the_error_suggests_the_fake_nvml_and_prometheus(monkeypatch):
     from playbook.commands import watch as w
-    from playbook.errors import InputError
+    from playbook.core.errors import InputError
     from playbook.sources import live
 
     def no_gpu(*_args, **_kwargs):
@@ -239,7 +239,7 @@ def test_the_dashboard_and_plain_lines_name_the_process_on_each_gpu():
 
 
 def _rows(t_ns: int, utils: list[float]) -> list[tuple]:
-    from playbook import schema
+    from playbook.model import schema
 
     at = schema.TELEMETRY_METRICS.index("util_pct")
     out = []
@@ -274,7 +274,7 @@ def test_a_refresh_rediagnoses_only_when_the_window_moved():
         replaces, name, warnings, events = False, "stub", [], []
 
         def events_table(self):
-            from playbook import schema
+            from playbook.model import schema
             return schema.events_frame()
 
     calls = []

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.kineto.hta import _ranks, idle_breakdown, profiler_steps, temporal_breakdown
-from playbook.analysis.kineto.signatures import (
+from playbook.analysis.kineto.step_signatures import (
     INPUT_HIGH,
     INPUT_MODERATE,
     LAUNCH_HIGH,
@@ -23,7 +23,7 @@ from playbook.analysis.kineto.signatures import (
     share_level,
     sync_share,
 )
-from playbook.jsonable import json_float
+from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
 
 # a training step needs a handful of host reads (loss, grad norm, lr); ≥ 100 syncs in one step is a per-element loop

@@ -15,7 +15,7 @@ from playbook.analysis.oscillation.spectrum import empty_spectrum, spectrum
 from playbook.analysis.oscillation.swing import MIN_MINORITY_SHARE, SeriesOscillation, analyze_series
 from playbook.analysis.oscillation.synchrony import correlation_bins, staggered, state_grid, synchrony
 from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series, group_mean
-from playbook.jsonable import json_float
+from playbook.core.jsonable import json_float
 
 
 @dataclass

@@ -1,0 +1,234 @@
+"""Nsight Systems summaries (playbook.readers.nsys) → per-profile figures and findings for `playbook diagnose`.
+
+One profile = the reports one `nsys stats --output PREFIX` wrote (usually one rank). Per profile:
+  kernels   GPU kernel time (cuda_gpu_kern_sum): total, NCCL share (ncclKernel_* / ncclDevKernel_*), top kernels
+  memops    memcpy time and bytes by direction (cuda_gpu_mem_time_sum / _size_sum), their share of GPU busy time,
+            and the pageable copies seen in cuda_gpu_trace ("Pageable" memory kind: staged, CPU-blocking)
+  nvtx      the step timer's NVTX ranges (nvtx_sum): "step N" ranges and phase ranges (data, h2d, fwd, bwd, ...).
+            The iteration time is the step ranges plus the "data" ranges, because playbook.probes.timed() waits for
+            the batch before the step range opens; a "data" range you nest inside your own step ranges makes the
+            shares below conservative (understated), never inflated.
+  api       CPU time blocked in CUDA synchronisation calls (cuda_api_sum: cuda*Synchronize) per iteration
+  osrt      OS runtime calls (osrt_sum): blocking calls (pthread_cond_wait, poll, sem_wait, epoll_wait, ...) and
+            their share of all traced OS-runtime time. They sum every thread, idle helpers included (a DataLoader's
+            pin-memory thread waits all run long), so they describe, never decide: no finding comes from them.
+
+Findings (the TensorFlow profiler's thresholds the other analyses use, shares of the iteration time):
+  data_starvation   NVTX "data" ≥ 5% moderate, ≥ 20% high
+  h2d_copy          max(NVTX "h2d", host-to-device copy time) ≥ 5% / 20%; without NVTX step ranges: copies
+                    taking ≥ 20% of the GPU's busy time (moderate)
+  host_sync         cuda*Synchronize calls ≥ 5% / 20%
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.core.jsonable import json_float
+from playbook.knowledge import ids as cause_ids
+from playbook.readers import nsys as reader
+
+MODERATE, HIGH = 0.05, 0.20
+GPU_COPY_SHARE = 0.20
+STEP_RANGE = re.compile(r"^(?:.*:)?step[ _#]?(\d+)$", re.IGNORECASE)
+NCCL_KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel", re.IGNORECASE)
+SYNC_CALLS = re.compile(r"^cu(?:da)?(?:Stream|Device|Event|Ctx)Synchronize", re.IGNORECASE)
+BLOCKING_CALLS = frozenset({
+    "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "poll", "ppoll", "epoll_wait",
+    "epoll_pwait", "select", "pselect6", "sem_wait", "sem_timedwait", "sem_clockwait", "pthread_join",
+    "pthread_mutex_lock", "pthread_rwlock_rdlock", "pthread_rwlock_wrlock", "nanosleep", "clock_nanosleep",
+    "usleep", "sleep", "futex", "waitpid", "wait4", "accept", "accept4", "recv", "recvmsg", "recvfrom",
+})
+DIRECTIONS = {"htod": ("Host-to-Device", "HtoD"), "dtoh": ("Device-to-Host", "DtoH"),
+              "dtod": ("Device-to-Device", "DtoD"), "ptop": ("Peer-to-Peer", "PtoP")}
+
+
+def _level(share: float) -> str | None:
+    if not np.isfinite(share):
+        return None
+    return "high" if share >= HIGH else ("moderate" if share >= MODERATE else None)
+
+
+def _direction(name: str) -> str:
+    for key, labels in DIRECTIONS.items():
+        if any(lab in name for lab in labels):
+            return key
+    return "memset" if "memset" in name.lower() else "other"
+
+
+def _strip_domain(name: str) -> str:
+    """'cuBLAS:cublasCreate_v2' -> 'cublasCreate_v2'; ':fwd' -> 'fwd'; 'fwd' -> 'fwd'."""
+    return name.rsplit(":", 1)[-1].strip() if ":" in name else name.strip()
+
+
+def _kernels(k: pd.DataFrame | None) -> dict[str, Any] | None:
+    if k is None or k.empty:
+        return None
+    total = float(k["total_ns"].sum())
+    nccl = float(k.loc[k["name"].astype(str).str.match(NCCL_KERNEL), "total_ns"].sum())
+    top = k.sort_values("total_ns", ascending=False).head(5)
+    return {"total_ms": json_float(total / 1e6), "instances": int(k["count"].sum()),
+            "nccl_ms": json_float(nccl / 1e6), "nccl_share": json_float(nccl / total) if total > 0 else None,
+            "top": [{"name": str(r["name"])[:100], "share": json_float(r["total_ns"] / total) if total > 0 else None,
+                     "instances": int(r["count"]), "avg_us": json_float(r["total_ns"] / max(r["count"], 1) / 1e3)}
+                    for _, r in top.iterrows()]}
+
+
+def _memops(t: pd.DataFrame | None, s: pd.DataFrame | None, kernel_ns: float,
+            trace: pd.DataFrame | None) -> dict[str, Any] | None:
+    if (t is None or t.empty) and (s is None or s.empty) and (trace is None or trace.empty):
+        return None
+    out: dict[str, Any] = {}
+    if t is not None and len(t):
+        by = t.groupby(t["name"].astype(str).map(_direction))["total_ns"].sum()
+        for key in ("htod", "dtoh", "dtod", "memset"):
+            out[f"{key}_ms"] = json_float(by.get(key, 0.0) / 1e6)
+        copy_ns = float(by.drop("memset", errors="ignore").sum())
+        busy = kernel_ns + float(t["total_ns"].sum())
+        out["copy_share_of_gpu_busy"] = json_float(copy_ns / busy) if busy > 0 else None
+        out["_htod_ns"] = float(by.get("htod", 0.0))
+    if s is not None and len(s):
+        by = s.groupby(s["name"].astype(str).map(_direction))["total_bytes"].sum()
+        for key in ("htod", "dtoh", "dtod"):
+            out[f"{key}_mb"] = json_float(by.get(key, 0.0) / 1e6)
+    if trace is not None and len(trace):
+        pg = trace[(trace["cat"] == "gpu_memcpy") & trace["name"].astype(str).str.contains("Pageable")]
+        out["pageable_copies"] = int(len(pg))
+        out["pageable_mb"] = json_float(pg["bytes"].sum() / 1e6)
+        out["pageable_ms"] = json_float(pg["dur_us"].sum() / 1e3)
+    return out
+
+
+def _nvtx(n: pd.DataFrame | None) -> dict[str, Any] | None:
+    if n is None or n.empty:
+        return None
+    names = n["name"].astype(str).map(_strip_domain)
+    is_step = names.str.match(STEP_RANGE)
+    steps = n[is_step.to_numpy()]
+    phases = n[~is_step.to_numpy()].assign(phase=names[~is_step].to_numpy())
+    per_phase = phases.groupby("phase")["total_ns"].sum()
+    out: dict[str, Any] = {"ranges": int(len(n))}
+    if steps.empty:
+        out["phase_ms"] = {p: json_float(v / 1e6) for p, v in per_phase.items()}
+        return out
+    step_ns = float(steps["total_ns"].sum())
+    n_steps = int(steps["count"].sum())
+    per_step = steps["total_ns"] / steps["count"].clip(lower=1)
+    data_ns = float(per_phase.get("data", 0.0))
+    iteration_ns = step_ns + data_ns
+    out.update({"steps": n_steps, "step_median_ms": json_float(per_step.median() / 1e6),
+                "iteration_ms": json_float(iteration_ns / n_steps / 1e6) if n_steps else None,
+                "phase_share": {p: json_float(v / iteration_ns) for p, v in per_phase.items() if iteration_ns > 0},
+                "_iteration_ns": iteration_ns, "_steps": n_steps})
+    return out
+
+
+def _api(a: pd.DataFrame | None, iteration_ns: float) -> dict[str, Any] | None:
+    if a is None or a.empty:
+        return None
+    sync = a[a["name"].astype(str).str.match(SYNC_CALLS)]
+    sync_ns = float(sync["total_ns"].sum())
+    return {"sync_ms": json_float(sync_ns / 1e6), "sync_calls": int(sync["count"].sum()),
+            "sync_share": json_float(sync_ns / iteration_ns) if iteration_ns > 0 else None,
+            "top": [{"name": str(r["name"]), "ms": json_float(r["total_ns"] / 1e6), "calls": int(r["count"])}
+                    for _, r in a.sort_values("total_ns", ascending=False).head(5).iterrows()]}
+
+
+def _osrt(o: pd.DataFrame | None) -> dict[str, Any] | None:
+    if o is None or o.empty:
+        return None
+    total = float(o["total_ns"].sum())
+    blocking = o[o["name"].astype(str).isin(BLOCKING_CALLS)]
+    return {"total_ms": json_float(total / 1e6), "blocking_ms": json_float(blocking["total_ns"].sum() / 1e6),
+            "blocking_share": json_float(blocking["total_ns"].sum() / total) if total > 0 else None,
+            "top": [{"name": str(r["name"]), "ms": json_float(r["total_ns"] / 1e6), "calls": int(r["count"]),
+                     "share": json_float(r["total_ns"] / total) if total > 0 else None,
+                     "blocking": str(r["name"]) in BLOCKING_CALLS}
+                    for _, r in o.sort_values("total_ns", ascending=False).head(5).iterrows()]}
+
+
+def _profile_trace(trace: pd.DataFrame | None, profile: str) -> pd.DataFrame | None:
+    """The trace rows read from this profile's cuda_gpu_trace export."""
+    if trace is None or trace.empty or "source" not in trace:
+        return None
+    src = trace["source"].astype(str)
+    mine = {s for s in src.unique() if reader.profile_name(s) == profile}
+    t = trace[src.isin(mine)]
+    return t if len(t) else None
+
+
+def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataFrame | None,
+                    findings: list[dict]) -> dict[str, Any]:
+    """Figures of one profile (see the module docstring); appends its findings to `findings`."""
+    def get(name: str) -> pd.DataFrame | None:
+        f = reps.get(name)
+        if f is None:
+            return None
+        f = f[f["profile"] == profile]
+        return f if len(f) else None
+
+    kern = _kernels(get("cuda_gpu_kern_sum"))
+    nvtx = _nvtx(get("nvtx_sum") if get("nvtx_sum") is not None else get("nvtx_pushpop_sum"))
+    iteration_ns = float(nvtx.pop("_iteration_ns", 0.0)) if nvtx else 0.0
+    n_steps = int(nvtx.pop("_steps", 0)) if nvtx else 0
+    kernel_ns = (kern["total_ms"] or 0.0) * 1e6 if kern else 0.0
+    mem = _memops(get("cuda_gpu_mem_time_sum"), get("cuda_gpu_mem_size_sum"), kernel_ns,
+                  _profile_trace(trace, profile))
+    htod_ns = mem.pop("_htod_ns", 0.0) if mem else 0.0
+    api = _api(get("cuda_api_sum"), iteration_ns)
+    out = {"profile": profile, "kernels": kern, "memops": mem, "nvtx": nvtx, "api": api,
+           "osrt": _osrt(get("osrt_sum"))}
+    where = f"nsys profile {profile}"
+    if nvtx and iteration_ns > 0:
+        share = (nvtx.get("phase_share") or {}).get("data") or 0.0
+        lvl = _level(share)
+        if lvl:
+            findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "profile": profile, "evidence": (
+                f"{where}: NVTX 'data' ranges (waiting for the batch) take {share:.0%} of the iteration "
+                f"({share * iteration_ns / n_steps / 1e6:.1f} of {iteration_ns / n_steps / 1e6:.1f} ms per step, "
+                f"{n_steps} steps)")})
+        h2d_phase = (nvtx.get("phase_share") or {}).get("h2d") or 0.0
+        h2d = max(h2d_phase, htod_ns / iteration_ns)
+        lvl = _level(h2d)
+        if lvl:
+            pg = (mem or {}).get("pageable_copies")
+            findings.append({"hypothesis": cause_ids.H2D_COPY, "level": lvl, "profile": profile, "evidence": (
+                f"{where}: host-to-device copies take {h2d:.0%} of the iteration"
+                + (f"; {pg} copies from pageable memory ({mem.get('pageable_mb'):.0f} MB)" if pg else ""))})
+        if api and api.get("sync_share"):
+            lvl = _level(api["sync_share"])
+            if lvl:
+                findings.append({"hypothesis": cause_ids.HOST_SYNC, "level": lvl, "profile": profile, "evidence": (
+                    f"{where}: the CPU blocks in cuda*Synchronize for {api['sync_share']:.0%} of the iteration "
+                    f"({api['sync_calls']} calls)")})
+    elif mem and mem.get("copy_share_of_gpu_busy") is not None and mem["copy_share_of_gpu_busy"] >= GPU_COPY_SHARE:
+        findings.append({"hypothesis": cause_ids.H2D_COPY, "level": "moderate", "profile": profile, "evidence": (
+            f"{where}: memory copies take {mem['copy_share_of_gpu_busy']:.0%} of the GPU's busy time (no NVTX "
+            f"step ranges to relate them to the step)")})
+    return out
+
+
+def summarize(bundle: Any) -> dict | None:
+    """JSON-ready nsys summary for `playbook diagnose` (None when the bundle holds no nsys export).
+
+    Keys: profiles [{profile, kernels, memops, nvtx, api, osrt}] (see the module docstring; None where the
+    report is absent), findings [{hypothesis, level, profile, evidence}], warnings [str].
+    """
+    if not reader.has_nsys(bundle):
+        return None
+    reps = reader.reports(bundle)
+    trace = getattr(bundle, "trace", None)
+    profiles = sorted({str(v.get("profile") or reader.profile_name(k[len(reader.META_PREFIX):]))
+                       for k, v in bundle.meta.items() if isinstance(k, str) and k.startswith(reader.META_PREFIX)
+                       and isinstance(v, dict)})
+    findings: list[dict] = []
+    out = [profile_summary(p, reps, trace, findings) for p in profiles]
+    warnings = []
+    if profiles and not any(o["nvtx"] and o["nvtx"].get("steps") for o in out):
+        warnings.append("nsys: no NVTX step ranges ('step N'), so shares of the step cannot be computed; record "
+                        "with playbook.probes (StepTimer emits them) or nvtx.range_push('step N') per step")
+    return {"profiles": out, "findings": findings, "warnings": warnings}

@@ -1,0 +1,18 @@
+"""Analyzer: fault events the logs state (Xid, ECC, a lost GPU, timeouts, OOM)."""
+
+from __future__ import annotations
+
+from playbook.diagnosis.analyzers.base import Analyzer
+from playbook.diagnosis.context import Run
+from playbook.diagnosis.evidence import from_events as event_evidence
+
+
+class FaultEvents(Analyzer):
+    """Fault events the logs state (an Xid, an ECC error, a lost GPU, a watchdog timeout, OOM): a finding each
+    kind, whatever time it cost (diagnosis.evidence.from_events)."""
+
+    name = "fault events"
+
+    def analyze(self, run: Run) -> None:
+        if len(run.bundle.events):
+            run.findings += event_evidence.from_fault_events(run.bundle.events)

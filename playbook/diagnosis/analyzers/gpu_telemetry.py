@@ -1,0 +1,54 @@
+"""Analyzer: oscillation and per-GPU status on the GPU telemetry."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
+from playbook.analysis.gpus import analyze_gpus
+from playbook.analysis.oscillation.fleet import analyze_gpu_series
+from playbook.analysis.series import gpu_series
+from playbook.diagnosis.analyzers.base import Analyzer
+from playbook.diagnosis.context import Run
+from playbook.diagnosis.evidence import from_telemetry as telemetry
+
+
+class GpuTelemetry(Analyzer):
+    """Oscillation and per-GPU status on the telemetry (utilization, else DCGM SM activity)."""
+
+    name = "telemetry"
+
+    def analyze(self, run: Run) -> None:
+        warnings, tele = run.warnings, run.bundle.telemetry
+        signal = None
+        if len(tele):
+            if tele["util_pct"].notna().any():
+                signal = "util_pct"
+            elif "sm_active" in tele and tele["sm_active"].notna().any():
+                tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
+                signal = "SM activity (DCGM)"
+                warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
+        if signal is not None:
+            series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
+            run.series = series
+            osc = analyze_gpu_series(series, "util_pct", signal=signal)
+            run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series)
+            n_units = len(series.time_clusters()[0]) if len(series) else 0
+            warnings += [w for w in osc.warnings if w not in warnings]
+            warnings += run.gpu_report.warnings
+            run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units)
+            run.findings += telemetry.from_gpus(run.gpu_report, osc)
+            if not osc.detected and not osc.single_drop:
+                span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
+                level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""
+                run.healthy.append(f"no GPU swings between a high and a low level over the {span_s:.0f} s recorded"
+                                   f"{level} (a swing would need two drops inside it: one slower than every "
+                                   f"{span_s / 2:.0f} s needs a longer recording)")
+            table = run.gpu_report.table
+            ok = int((table["status"] == "ok").sum())
+            if ok == len(table) and ok >= 2:  # one GPU has no peers: "ok relative to each other" says nothing
+                run.healthy.append(f"all {ok} GPUs ok relative to each other")
+        elif len(tele):  # GPUs seen, but none reported a usable value: list them (lost) all the same
+            run.gpu_report = analyze_gpus(tele, interval_s=run.interval_s)
+            warnings.append("telemetry holds no utilization values (all missing or errors)")
+            run.findings += telemetry.from_gpus(run.gpu_report, None)

@@ -1,0 +1,80 @@
+"""Analyzers that run an analysis module's `summarize(bundle)` (Kineto traces, cross-rank stragglers, NCCL logs,
+nsys exports, flight-recorder dumps, links) and read its `findings`: one class, registered once per module."""
+
+from __future__ import annotations
+
+import importlib
+
+import pandas as pd
+
+from playbook.analysis import step_times as steps_analysis
+from playbook.diagnosis.analyzers.base import Analyzer
+from playbook.diagnosis.context import Run
+from playbook.diagnosis.evidence import from_traces as traces
+from playbook.knowledge import ids
+
+
+class Summary(Analyzer):
+    """playbook.analysis.<module>.summarize(bundle), its findings read as evidence labelled `label`."""
+
+    def __init__(self, module: str, label: str):
+        self.name, self.label = module, label
+
+    def analyze(self, run: Run) -> None:
+        summary = importlib.import_module(f"playbook.analysis.{self.name}").summarize(run.bundle)
+        if self.name == "stragglers" and summary:
+            summary = _one_job(_same_roles(summary, run), run)
+        run.summaries[self.name] = summary
+        if summary:
+            run.findings += traces.from_findings(summary.get("findings"), self.label)
+            run.warnings += [w for w in summary.get("warnings") or [] if isinstance(w, str)]
+            if self.name == "kineto":
+                run.findings += traces.from_trace_idle(summary.get("gpu_idle"))
+
+
+SUMMARIES = tuple(Summary(m, label) for m, label in (("kineto", "trace"), ("stragglers", ""), ("nccl", "NCCL"),
+                                                    ("nsys", ""), ("flight_recorder", ""), ("links", "links")))
+
+
+def _same_roles(stragglers: dict, run: Run) -> dict:
+    """Straggler scores compare ranks doing the same work; ranks with different work phases are different roles
+    (a producer and a consumer), so their step-based comparison says nothing about stragglers."""
+    roles = _roles(run.bundle.steps)
+    if len(roles) <= 1:
+        return stragglers
+    found = stragglers.get("findings") or []
+    kept = [f for f in found if not (f.get("hypothesis") == ids.COLLECTIVE_STRAGGLER
+                                     and str(f.get("evidence", "")).startswith("steps"))]
+    if len(kept) < len(found):
+        run.warnings.append("ranks play different roles (work phases " + "; ".join(
+            f"{'/'.join(r)}: ranks {', '.join(map(str, ks[:6]))}" for r, ks in roles.items())
+            + "): step-based straggler scores across roles are left out")
+    return {**stragglers, "findings": kept}
+
+
+def _one_job(stragglers: dict, run: Run) -> dict:
+    """Traces whose ranks state different world sizes come from different jobs (a folder holding a control and a
+    test run, say): comparing them as ranks of one job would name a straggler that is only another run."""
+    meta = (run.bundle.meta or {}).get("kineto", {})
+    worlds = {r: m.get("world_size") for r, m in meta.items() if isinstance(m, dict) and m.get("world_size")}
+    if len(set(worlds.values())) <= 1:
+        return stragglers
+    found = stragglers.get("findings") or []
+    kept = [f for f in found if not str(f.get("evidence", "")).startswith("trace")]
+    run.warnings.append("the traces come from different jobs (world size " + ", ".join(
+        f"{w} for rank {r}" for r, w in sorted(worlds.items())) + "): they are not compared as ranks of one job")
+    return {**stragglers, "findings": kept}
+
+
+def _roles(steps: pd.DataFrame) -> dict[tuple[str, ...], list[int]]:
+    """Ranks grouped by the set of work phases they log (one group = one role)."""
+    if steps is None or steps.empty:
+        return {}
+    work = set(steps_analysis.busy_phases_of(steps))
+    roles: dict[tuple[str, ...], list[int]] = {}
+    part = steps[steps["phase"].isin(work)]
+    for rank, idx in part.groupby("rank", sort=True).indices.items():
+        phases = tuple(sorted(set(part["phase"].iloc[idx].astype(str))))
+        roles.setdefault(phases, []).append(int(rank))
+    return roles
+

@@ -1,0 +1,242 @@
+"""The answer of a diagnosis: whether the inputs can answer at all (`untestable`), which hypothesis leads once the
+what-if accounting has spoken (`lead`), and the verdict in one sentence, the loss first (`verdict_of`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.analysis.accounting import Accounting
+from playbook.analysis.gpus import GpuReport
+from playbook.analysis.oscillation.fleet import OscillationResult
+from playbook.diagnosis import attribution, ranking
+from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
+from playbook.knowledge import causes, ids
+from playbook.model import schema
+
+
+def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
+    """How many cycles of the oscillation the accounted span covers (0 without a periodic one)."""
+    if osc is None or acc is None or not osc.periodic or not np.isfinite(osc.period_s) or osc.period_s <= 0:
+        return 0.0
+    return float(acc.span_s / osc.period_s)
+
+
+def _accounted_lead(ranked: list[dict], acc: Accounting) -> list[dict]:
+    """The hypotheses reordered so that the verdict the accounting decides (attribution.decide) leads, its
+    lost_share the accounting's figure for it."""
+    lead = attribution.decide(acc, ranked)
+    if lead is None:
+        return ranked
+    by = attribution.harmful(acc)
+    if lead == ids.UNEXPLAINED_SLOWDOWN:
+        loss = sum(by.values()) / acc.wall_s
+        h = attribution.unexplained_hypothesis(acc, 1.0 - acc.noise_floor_share / loss if loss > 0 else 0.0)
+        rest = [x for x in ranked if x["id"] != ids.HEALTHY]
+        healthy = [dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3)) for x in ranked if x["id"] == ids.HEALTHY]
+        return [h, *rest, *healthy]
+    found = [x for x in ranked if x["id"] == lead]
+    if found:
+        h = dict(found[0])
+    else:  # measured directly (a phase timer, events at the bucket's steps) but not among the findings
+        share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
+        evidence = [b.evidence for b in acc.buckets if b.cause == lead and b.evidence]
+        h = ranking.hypothesis(lead, 0.9 * ranking.impact(share), evidence or ["measured by the accounting"])
+    if lead != ids.HEALTHY:
+        share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
+        if any(b.direct for b in acc.buckets if b.cause == lead):  # measured on the lost time itself
+            h["score"] = round(max(h["score"], 0.9 * ranking.impact(share)), 3)
+        h["lost_share"] = round(share, 4) if acc.wall_s > 0 else None
+        names = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names if n != "all GPUs"]
+                                   + list(h.get("names") or [])))
+        h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))
+    if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
+        best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
+        h["score"] = round(max(h["score"], 1.0 - best), 3)
+    rest = [x if x["id"] != ids.HEALTHY or lead == ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
+            for x in ranked if x["id"] != lead]
+    return [h, *rest]
+
+
+def scale(gpu_report: GpuReport | None, bundle: schema.Bundle, kineto: dict | None) -> int:
+    """The number of GPUs the run was observed on: telemetry GPUs, else step-log ranks, else trace ranks."""
+    if gpu_report is not None and len(gpu_report.table):
+        return int(len(gpu_report.table))
+    if len(bundle.steps):
+        return int(bundle.steps.groupby(["host", "rank"]).ngroups)
+    if kineto:
+        return int(kineto.get("world_size") or len(kineto.get("ranks") or []))
+    return 0
+
+
+# A per-day cost is extrapolated only from an input that spans several cycles of its swing or many minutes of run:
+# a few seconds of polls say what they saw, not what a day costs
+PER_DAY_MIN_S = 600.0
+
+
+PER_DAY_MIN_CYCLES = 3.0
+
+
+def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0) -> dict:
+    """The verdict in one sentence, the loss first: the share of GPU (or wall) time lost and where, the leading
+    cause (its confidence word from its score, diagnosis.attribution.confidence_word), what it costs per day when the
+    input spans enough to say, and what to do or record next."""
+    if not ranked:
+        return {}
+    top = ranked[0]
+    c = causes.cause(top["id"])
+    runner = next((h["score"] for h in ranked[1:] if h["id"] not in ranking.VERDICTS), 0.0)
+    word = attribution.confidence_word(top["score"], runner)
+    lost = round(acc.lost_share, 4) if acc is not None else top.get("lost_share")
+    lead_share = top.get("lost_share")
+    long_enough = acc is not None and (acc.span_s >= PER_DAY_MIN_S or cycles >= PER_DAY_MIN_CYCLES)
+    per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \
+        ranking.VERDICTS[:2] else None
+    loss = attribution.loss_phrase(acc, top["id"]) if acc is not None else ""
+    if top["id"] == ids.INSUFFICIENT_DATA:
+        sentence = f"Not enough data to name a cause: {top['evidence'][0]}; record next: {top['next_step']}"
+        if loss and acc is not None and acc.significant:
+            sentence = f"{loss[0].upper()}{loss[1:]}, but not enough data to name a cause: {top['evidence'][0]}; " \
+                       f"record next: {top['next_step']}"
+    elif top["id"] == ids.HEALTHY:
+        sentence = (f"Healthy ({word}, score {top['score']:.2f}): " + (f"{loss}; " if loss else
+                    "no finding points at a cause; ") + "keep this run as the baseline for `playbook compare`")
+    elif top["id"] == ids.UNEXPLAINED_SLOWDOWN:
+        sentence = (f"{loss[0].upper()}{loss[1:]}, and no event, phase or finding in the inputs says why "
+                    f"(unexplained_slowdown); record next: {top['next_step']}")
+    else:
+        cost = ""
+        if per_day is not None:
+            cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
+        elif lead_share and not loss:
+            cost = f" — it costs ~{lead_share:.0%} of GPU time over the span observed"
+        head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
+        title = c.title if head else c.title[0].upper() + c.title[1:]
+        sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
+                    f"{word}, score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures "
+                    "the fix)")
+        second = next((h for h in ranked[1:] if h["id"] not in ranking.VERDICTS), None)
+        if second is not None and word != "confirmed" and second["score"] >= 0.5 * top["score"]:
+            sentence += (f"; or {second['id']} (score {second['score']:.2f}) — to tell them apart: "
+                         f"{top.get('next_step') or c.next_step}")
+    return {"id": top["id"], "score": top["score"], "confidence": word, "title": c.title,
+            "names": top.get("names") or [], "lost_share": lost, "gpus": gpus, "gpu_hours_per_day": per_day,
+            "sentence": sentence}
+
+
+def _where(names: list[str], named: int, gpus: int) -> str:
+    """" on node00:0", " on node00:0, node00:1 and 5 more", " on all 64 GPUs": who the verdict names, short.
+    `named`: how many units the findings named in all (`names` holds the first few)."""
+    named = max(named, len(names))
+    if not names:
+        return ""
+    if gpus > 1 and named >= gpus:
+        return f" on all {gpus} GPUs"
+    shown = ", ".join(names[:3])
+    return f" on {shown} and {named - 3} more" if named > 3 else f" on {shown}"
+
+
+def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: str | None) -> str:
+    """What to record so the next diagnosis can answer, given what the inputs lack."""
+    asks = []
+    if not len(bundle.telemetry) or osc is None:
+        asks.append("GPU telemetry: nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw,power.limit,"
+                    "clocks.sm,clocks_event_reasons.active --format=csv -lms 1000 > gpu.csv, for ≥ 10 minutes")
+    elif osc.few_samples:
+        asks.append("a longer GPU recording: at least 20 polls per GPU and three cycles of the slowest swing "
+                    "you suspect (e.g. -l 1 for 10 minutes)")
+    if not len(bundle.steps):
+        asks.append("step times and phases: `playbook record -- python train.py` (or log one line per step)")
+    if reason and "steadily" in reason:
+        asks.append("where the idle time goes: a torch.profiler trace of a few steps (schedule wait=5, warmup=2, "
+                    "active=3) and the time blocked in next(DataLoader) per step")
+    if reason and "CPU-only" in reason:
+        asks.append("a profiler trace with CUDA activity (torch.profiler activities=[CPU, CUDA])")
+    return "; ".join(asks) or causes.cause(ids.INSUFFICIENT_DATA).next_step
+
+
+def ranks(stragglers: dict | None, kineto: dict | None) -> list[dict]:
+    """Per-rank entries merged from the straggler (trace, else steps) and Kineto summaries."""
+    rows: dict[int, dict] = {}
+
+    def entry(r) -> dict:
+        return rows.setdefault(int(r), {"rank": int(r)})
+
+    if stragglers:
+        part, source = (stragglers.get("trace"), "trace") if stragglers.get("trace") else \
+            (stragglers.get("steps"), "steps")
+        if part:
+            for s in part.get("scores") or []:
+                e = entry(s["rank"])
+                e["source"] = source
+                e["straggler_score"] = s.get("score_vs_median")
+                e["flagged"] = s.get("flagged")
+                med = s.get("median_compute_ms")
+                if med is not None:
+                    e["median_compute_ms"] = med
+            coll = part.get("collectives") or {}
+            for r, ms in (coll.get("wait_ms_by_rank") or {}).items():
+                entry(r)["collective_wait_ms"] = ms
+            for r, k in (coll.get("straggler_counts") or {}).items():
+                entry(r)["last_arrivals"] = k
+            pers = part.get("persistence") or {}
+            modal = pers.get("modal_rank")
+            for e in rows.values():
+                if coll.get("median_skew_ms") is not None:
+                    e["collective_skew_ms"] = coll.get("median_skew_ms")
+                e["slowest"] = modal is not None and e["rank"] == int(modal)
+                if e["slowest"]:
+                    e["persistence"] = pers.get("verdict")
+                    e["persistence_p"] = pers.get("p_value")
+    if kineto:
+        for t in kineto.get("temporal") or []:
+            e = entry(t["rank"])
+            for k in ("idle_pct", "compute_pct", "non_compute_pct"):
+                if t.get(k) is not None:
+                    e[k] = t[k]
+        for t in kineto.get("idle") or []:
+            e = entry(t["rank"])
+            for k in ("host_wait_pct", "kernel_wait_pct"):
+                if t.get(k) is not None:
+                    e[k] = t[k]
+    return [rows[r] for r in sorted(rows)]
+
+
+
+def untestable(run: Run) -> str | None:
+    """Why the inputs cannot show the signatures at all (then "nothing found" is not "healthy"), or None: a
+    recording that says it is incomplete, telemetry too short to look for a swing, a trace without GPU work, nothing that measures the GPUs or the loop,
+    or GPUs steadily under STEADY_BUSY_MIN without a swing."""
+    osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
+    lost = run.bundle.meta.get("incomplete") or {}
+    if lost:  # what was never written cannot vouch for health
+        where, reason = next(iter(lost.items()))
+        return f"the recording is incomplete ({where}: {reason[:160]})"
+    kineto = sm.get("kineto")
+    gpu_trace = bool(kineto and kineto.get("gpu_idle"))
+    others = bool(run.steps_summary or gpu_trace or any(sm.get(n) for n in ("nccl", "stragglers", "nsys",
+                                                                           "flight_recorder", "links")))
+    if osc is not None and osc.few_samples and not others:
+        return "too few samples per GPU to look for an oscillation"
+    if kineto and not gpu_trace and osc is None and gpu_report is None and not others:
+        return "the trace holds no GPU kernels or copies (a CPU-only profile)"
+    if osc is None and gpu_report is None and not others:
+        have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events)) if len(t)]
+        return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
+                "times, no trace with GPU work")
+    if osc is not None and not osc.detected and not osc.single_drop and not others and \
+            np.isfinite(osc.high_pct) and osc.high_pct < STEADY_BUSY_MIN:
+        return (f"the GPUs sit steadily at {osc.high_pct:.0f}% utilization, idle {100 - osc.high_pct:.0f}% "
+                "of the time without a swing or drop: telemetry alone cannot tell an input-bound loop from "
+                "small kernels, host syncs or a slow interconnect")
+    return None
+
+
+def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: str | None) -> list[dict]:
+    """The hypotheses in the order the answer gives them: what to record next for insufficient data, and the
+    verdict the accounting decides first (a handful of polls shows what it saw, too few to let the accounting
+    overrule the findings)."""
+    if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
+        ranked[0]["next_step"] = _record_next(run.bundle, run.osc, why_untestable)
+    if acc is None or (run.osc is not None and run.osc.few_samples):
+        return ranked
+    return _accounted_lead(ranked, acc)

@@ -1,0 +1,269 @@
+"""Attribution: each bucket of the what-if accounting (playbook.analysis.accounting) goes to the cause whose evidence
+sits on its own steps, windows and names, and what no evidence explains stays "unexplained"; then the verdict
+follows from the accounting.
+
+Evidence, strongest first (the candidates of a bucket kind and the phase → cause map are the catalog's,
+playbook.knowledge.causes.BUCKET_CAUSES / PHASE_CAUSE):
+1. a phase timer: a `phase:<name>` bucket is the time the step's own timer measured in that phase;
+2. events at the bucket's steps (±1 step) or inside its windows: the cause of the kind logged at most of them
+   (checkpoint → periodic_stall, gc → gc_pause, recompile → recompilation, xid → hardware_fault, ...);
+3. a benign cadence with positive evidence (an optimizer phase logged on the slow steps only): "healthy", its cost
+   still stated;
+4. the findings: the best-ranked candidate cause of the bucket's kind whose score is at least SUPPORT_MIN.
+
+The verdict (`decide`): healthy only while the harmful loss (buckets not attributed to "healthy") is within the
+noise floor and no cause outranks healthy; otherwise the cause with the largest attributed share of the loss — or
+`unexplained_slowdown` when the unexplained share is the largest and no cause is supported on its own.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from playbook.analysis.accounting import COLLECTIVE_PHASES, Accounting, Bucket
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import (
+    BUCKET_CAUSES,
+    PHASE_CAUSE,
+    PHASE_FALLBACK,
+    UTILIZATION_BLIND,
+    cause,
+    cause_of_event,
+)
+
+# a finding-based attribution needs the cause's own score to reach this: below it the cause is not supported by
+# itself (a score is calibrated as the chance of being right: tests/diagnosis/test_calibration.py)
+SUPPORT_MIN = 0.25
+STRONG = 0.5  # a cause ranked above healthy on its own evidence
+UNEXPLAINED = "unexplained"
+
+
+def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_summary: dict,
+              steps: pd.DataFrame | None = None) -> None:
+    """Set `cause` and `evidence` on every bucket of `acc` (in place)."""
+    scores = {h["id"]: h for h in ranked}
+    benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
+    for b in acc.buckets:
+        b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps)
+
+
+def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None,
+                 steps: pd.DataFrame | None) -> tuple[str, str, bool]:
+    """(cause, evidence, measured directly) for one bucket, by the order of the module docstring."""
+    if b.kind.startswith("phase:"):
+        phase = b.kind.split(":", 1)[1]
+        cid = _phase_cause(phase)
+        if cid:
+            return cid, f"the step timer's own {phase} phase", True
+    grown = _grown_phase(b, steps)
+    if grown:
+        if grown[2]:
+            b.names = grown[2]  # the late ranks carry the bucket; the others only waited for them
+        return grown[0], grown[1], True
+    hit = _events_on(b, acc, events)
+    if hit:
+        return (*hit, True)
+    if b.kind == "recurring_slow" and benign:
+        return cause_ids.HEALTHY, benign, True
+    if b.kind == "outside_timer":  # the bucket is the measurement: time the step timer does not see
+        return cause_ids.BETWEEN_STEPS, "line timestamps advance faster than the step timer counts", True
+    if b.kind == "stage_imbalance":  # the stages' own timers measure it
+        return cause_ids.PIPELINE_IMBALANCE, "the stages' own timers", True
+    best = None
+    for cid in BUCKET_CAUSES.get(b.kind, ()):
+        h = scores.get(cid)
+        if h and h["score"] >= SUPPORT_MIN and (best is None or h["score"] > best["score"]):
+            best = h
+    if best is not None:
+        return best["id"], (best.get("evidence") or [""])[0], False
+    return UNEXPLAINED, "", False
+
+
+def _phase_cause(phase: str) -> str | None:
+    return PHASE_CAUSE.get(phase) or PHASE_FALLBACK.get(phase)
+
+
+def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str, list[str]] | None:
+    """(cause, evidence, late ranks) of the phase that grows most on the bucket's steps against the other steps,
+    when it carries at least half of the phases' growth and of the steps' own excess and a cause measures it; else
+    None. With several ranks the growth is each rank's own: the ranks whose phase grows (at least a tenth of the most any
+    rank's does) are the late ones, and the others' steps stretch because they wait for them in the collective."""
+    if steps is None or steps.empty or not b.steps or b.kind.startswith("phase:"):
+        return None
+    part = steps[steps["phase"] != "step"]
+    on = part["step"].isin(b.steps)
+    if part.empty or not on.any() or on.all():
+        return None
+    keys = [part["rank"], part["phase"].astype(str)]
+    mean_on = part[on].groupby([k[on] for k in keys])["duration_s"].mean()
+    # a phase logged only on these steps (a checkpoint) takes no time on the others
+    usual = part[~on].groupby([k[~on] for k in keys])["duration_s"].median().reindex(mean_on.index).fillna(0.0)
+    grow = (mean_on - usual).dropna().clip(lower=0.0)  # (rank, phase) → seconds
+    if grow.empty or grow.sum() <= 0:
+        return None
+    by_phase = grow.groupby(level=1).max()  # the most any rank's phase grows
+    # ranks that wait for a late one show it as a longer collective: the late rank's own phase is the cause, the
+    # collective only when no other phase grows as much
+    own = by_phase[~by_phase.index.isin(COLLECTIVE_PHASES)]
+    top = str(own.idxmax() if len(own) and own.max() >= 0.5 * by_phase.max() else by_phase.idxmax())
+    cid = _phase_cause(top)
+    whole = steps[steps["phase"] == "step"]
+    w_on = whole["step"].isin(b.steps)
+    extra = float(whole.loc[w_on, "duration_s"].mean() - whole.loc[~w_on, "duration_s"].median()) \
+        if w_on.any() and (~w_on).any() else float(by_phase.sum())
+    # the phase must carry most of the growth of the phases and at least half of the steps' own excess (time in
+    # no phase — a GC pause, a sync — is not the phase's)
+    if cid is None or by_phase[top] < 0.5 * by_phase.drop(list(COLLECTIVE_PHASES), errors="ignore").sum() \
+            or by_phase[top] < 0.5 * extra:
+        return None
+    ranks = grow.xs(top, level=1)
+    late = sorted(int(r) for r in ranks.index[ranks >= 0.1 * ranks.max()])  # waiting ranks grow ~0
+    names = [f"rank {r}" for r in late if r >= 0]
+    text = f"the {top} phase is {by_phase[top]:.3g} s longer on these steps"
+    if names and len(names) < part["rank"].nunique():
+        text += f" on {', '.join(names[:6])}{' …' if len(names) > 6 else ''} — the late ranks; the others wait for them"
+    return cid, text + f" ({by_phase[top] / by_phase.sum():.0%} of the phases' growth)", names
+
+
+def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, str] | None:
+    """(cause, evidence) of the event kind logged at most of the bucket's steps or windows (at least half), or
+    None."""
+    if events is None or events.empty:
+        return None
+    ev = events.assign(cause=events["kind"].map(cause_of_event)).dropna(subset=["cause"])
+    if ev.empty:
+        return None
+    counts: dict[str, set] = {}
+    if b.steps:
+        st = ev[ev["step"] >= 0]
+        for s in b.steps:
+            near = st[(st["step"] - s).abs() <= 1]
+            for cid in set(near["cause"]):
+                counts.setdefault(cid, set()).add(s)
+        n = len(b.steps)
+        unit = "slow steps" if b.kind in ("recurring_slow", "stalls") else "steps"
+    elif b.windows and acc.t0 is not None and ev["time"].notna().any():
+        t = (ev["time"] - acc.t0).dt.total_seconds().to_numpy()
+        tol = acc.interval_s
+        for i, (lo, hi) in enumerate(b.windows):
+            inside = (t >= lo - tol) & (t <= hi + tol)
+            for cid in set(ev.loc[inside, "cause"]):
+                counts.setdefault(cid, set()).add(i)
+        n = len(b.windows)
+        unit = "windows"
+    else:
+        return None
+    if not counts:
+        return None
+    cid, hits = max(counts.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    if 2 * len(hits) < n and len(hits) < 3:
+        return None
+    kinds = sorted(set(ev.loc[ev["cause"] == cid, "kind"].astype(str)))
+    return cid, f"{'/'.join(kinds[:3])} events at {len(hits)} of {n} {unit}"
+
+
+def harmful(acc: Accounting) -> dict[str, float]:
+    """Seconds lost per attributed cause ("unexplained" included, "healthy" — a benign cadence — left out),
+    largest first."""
+    out: dict[str, float] = {}
+    for b in acc.buckets:
+        if b.cause != cause_ids.HEALTHY:
+            out[b.cause] = out.get(b.cause, 0.0) + b.seconds
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def decide(acc: Accounting, ranked: list[dict]) -> str | None:
+    """The verdict's id from the accounting (see the module docstring), or None to keep the ranking's order."""
+    top = ranked[0]["id"] if ranked else None
+    if top == cause_ids.INSUFFICIENT_DATA and not _steady(acc):
+        return None
+    by = harmful(acc)
+    loss = sum(by.values()) / acc.wall_s if acc.wall_s > 0 else 0.0
+    largest = max(by.values(), default=0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
+    strong = top not in (None, cause_ids.HEALTHY, cause_ids.INSUFFICIENT_DATA) and ranked[0]["score"] >= STRONG
+    if loss <= acc.noise_floor_share or largest <= acc.noise_floor_share:
+        # no time lost beyond the noise (in all, or by any one cause): only a cause measured directly (a fault)
+        # or one the basis cannot see (a throttled GPU reads 100%) outranks healthy
+        blind = strong and acc.basis == "gpu" and top in UTILIZATION_BLIND
+        direct = strong and ranked[0]["score"] >= CONFIRM
+        return None if direct or blind or top == cause_ids.INSUFFICIENT_DATA else cause_ids.HEALTHY
+    lead = next(iter(by))
+    if lead == UNEXPLAINED:
+        return top if strong else cause_ids.UNEXPLAINED_SLOWDOWN
+    return lead
+
+
+def _steady(acc: Accounting) -> bool:
+    """True when the accounting itself shows a steady idle level: the time is lost even if the inputs cannot say
+    why."""
+    return any(b.kind == "steady_idle" for b in acc.buckets)
+
+
+def unexplained_hypothesis(acc: Accounting, score: float) -> dict:
+    """The `unexplained_slowdown` hypothesis: the loss no evidence explains, its windows and names, and what to
+    record next."""
+    c = cause(cause_ids.UNEXPLAINED_SLOWDOWN)
+    rest = [b for b in acc.buckets if b.cause == UNEXPLAINED]
+    rest.sort(key=lambda b: -b.seconds)
+    evidence = [f"{b.detail} — {_fmt(b.seconds)} {'GPU-' if acc.basis == 'gpu' else ''}s "
+                f"({b.share:.0%}){_where(b)}: no event, phase or finding at them names a cause" for b in rest[:4]]
+    names = list(dict.fromkeys(n for b in rest for n in b.names if n != "all GPUs"))
+    return {"id": c.id, "score": round(float(np.clip(score, 0.0, 1.0)), 3), "evidence": evidence,
+            "next_step": c.next_step, "fix": c.fix, "notebook": c.notebook, "command": c.command,
+            "lost_share": round(sum(b.share for b in rest), 4), "names": names[:16], "named": len(names)}
+
+
+def _where(b: Bucket) -> str:
+    """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short."""
+    parts = []
+    if b.names and b.names != ["all GPUs"]:
+        parts.append("on " + ", ".join(b.names[:3]) + (f" and {len(b.names) - 3} more" if len(b.names) > 3 else ""))
+    if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
+        parts.append("at steps " + ", ".join(map(str, b.steps[:5])) + (" …" if len(b.steps) > 5 else ""))
+    elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind.endswith("_gpu")):
+        parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
+                     + (" …" if len(b.windows) > 3 else ""))
+    return (" " + "; ".join(parts)) if parts else ""
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:.0f}" if seconds >= 10 else f"{seconds:.2g}"
+
+
+# Words for a score, so that the sentence never says more than the number: "confirmed" only when the score is at
+# least CONFIRM and the next cause is at least MARGIN behind; "likely" from LIKELY; "possible" below.
+CONFIRM, LIKELY, MARGIN = 0.8, 0.5, 0.2
+
+
+def confidence_word(score: float, runner_up: float = 0.0) -> str:
+    """"confirmed", "likely" or "possible" for a top score and the next cause's score (see above)."""
+    if score >= CONFIRM and score - runner_up >= MARGIN:
+        return "confirmed"
+    return "likely" if score >= LIKELY else "possible"
+
+
+def loss_phrase(acc: Accounting, lead: str) -> str:
+    """"loses 26% of wall time (28 s of 108 s) in slow steps every 10 steps, …": the loss and where the lead
+    cause's share of it sits (all of it for healthy / unexplained)."""
+    unit = "GPU time" if acc.basis == "gpu" else "wall time"
+    su = " GPU-s" if acc.basis == "gpu" else " s"
+    head = f"loses {acc.lost_share:.0%} of {unit} ({_fmt(acc.lost_s)}{su} of {_fmt(acc.wall_s)}{su})"
+    if lead == cause_ids.HEALTHY:
+        if not acc.buckets:
+            return f"loses nothing measurable against its steady pace, within the noise floor of " \
+                   f"{acc.noise_floor_share:.0%} ({acc.noise_floor})"
+        return f"{head}, within the run's noise floor of {acc.noise_floor_share:.0%} ({acc.noise_floor})" \
+            if not acc.significant else f"{head}, of it {_benign(acc)}"
+    want = UNEXPLAINED if lead == cause_ids.UNEXPLAINED_SLOWDOWN else lead
+    mine = [b for b in acc.buckets if b.cause == want]
+    if not mine and not acc.significant:
+        return ""  # the leading cause is stated in the inputs, not measured as lost time: no loss to lead with
+    mine = sorted(mine or acc.buckets, key=lambda b: -b.seconds)
+    where = "; ".join(f"{b.detail}{_where(b)}" for b in mine[:2])
+    return f"{head} in {where}" if where else head
+
+
+def _benign(acc: Accounting) -> str:
+    kept = [b for b in acc.buckets if b.cause == cause_ids.HEALTHY]
+    return "; ".join(f"{b.share:.0%} in {b.detail} ({b.evidence})" for b in kept) or "nothing harmful"

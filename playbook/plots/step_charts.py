@@ -1,0 +1,182 @@
+"""Step-level figures for the labs and step-only runs: step times with events, a run's stalls, phase breakdown per variant, busy fraction over time,
+throughput per variant with its run-to-run spread, loss curves.
+
+Inputs are tidy frames (schema.STEP_COLUMNS / EVENT_COLUMNS, analysis.step_times.busy_timeline, the runs frame of
+labs.workloads.common.measure_variants, labs.workloads.loop.loss_curves). Each plot takes an optional `ax` and returns the
+Figure; the table-shaping helpers (`step_series`, `phase_ms_per_step`) are separate so they can be tested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from playbook.plots.style import PALETTE, PHASE_COLORS, figure, outside_legend
+
+EVENT_COLORS = {"checkpoint": "#9b5de5", "eval": "#f15bb5", "recompile": "#e63946", "compile": "#e9c46a",
+                "gc": "#6c757d"}
+_CYCLE = ["#e76f51", "#2a9d8f", "#264653", "#e9c46a", "#9b5de5", "#f4a261", "#8ab17d"]
+
+
+def _color(label: str, i: int) -> str:
+    return PALETTE.get(label, _CYCLE[i % len(_CYCLE)])
+
+
+def step_series(steps: pd.DataFrame) -> pd.DataFrame:
+    """One row per step (of the first rank present): step, duration_ms, and time_s since the first step start."""
+    whole = steps[steps["phase"] == "step"]
+    if whole.empty:
+        return pd.DataFrame(columns=["step", "duration_ms", "time_s"])
+    whole = whole[whole["rank"] == whole["rank"].iloc[0]].sort_values("step")
+    t = whole["time"]
+    time_s = (t - t.min()).dt.total_seconds() if t.notna().any() else pd.Series(np.nan, index=whole.index)
+    return pd.DataFrame({"step": whole["step"].to_numpy(), "duration_ms": whole["duration_s"].to_numpy() * 1e3,
+                         "time_s": time_s.to_numpy()})
+
+
+def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataFrame | None = None, ax=None,
+               title: str = "Step time", event_kinds: tuple[str, ...] = ("checkpoint", "eval", "recompile", "gc"),
+               min_event_s: float = 0.0):
+    """Step duration (ms) against step index for one steps table or {label: steps table}; `events` (of the first
+    run) drawn as vertical lines at their step, one colour per kind (events shorter than `min_event_s` left out)."""
+    fig, ax = figure(ax)
+    runs = {"run": runs} if isinstance(runs, pd.DataFrame) else dict(runs)
+    for i, (label, steps) in enumerate(runs.items()):
+        s = step_series(steps)
+        ax.plot(s["step"], s["duration_ms"], marker=".", lw=1, color=_color(label, i), label=label)
+    if events is not None and len(events):
+        ev = events[events["kind"].isin(event_kinds) & (events["step"] >= 0)]
+        _event_lines(ax, ev[~(ev["duration_s"] < min_event_s)], ls="--", alpha=0.7)
+    ax.set_xlabel("step")
+    ax.set_ylabel("step time (ms)")
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    outside_legend(ax, fontsize="small")
+    return fig
+
+
+def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None,
+                title: str = "Step time per step (red: stalls)"):
+    """What a step-only run measured: each step's time (median over ranks) against its index, the slow steps
+    (analysis.step_times.slow_steps: the stalls) as red dots, the median as a dashed line and logged events as
+    vertical lines; "no step times" when `steps` holds none."""
+    from playbook.analysis.step_times import fleet_steps, slow_steps
+
+    fig, ax = figure(ax, figsize=(10, 3.6))
+    fleet = fleet_steps(steps) if len(steps) else pd.DataFrame(columns=["step", "duration_s"])
+    fleet = fleet[np.isfinite(fleet["duration_s"].to_numpy(dtype="float64"))]
+    if fleet.empty:
+        ax.text(0.5, 0.5, "no step times", ha="center", va="center", transform=ax.transAxes)
+        return fig
+    ms = fleet["duration_s"].to_numpy(dtype="float64") * 1e3
+    slow = slow_steps(ms)
+    ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time")
+    ax.axhline(float(np.median(ms)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(ms):.3g} ms")
+    if slow.any():
+        ax.scatter(fleet["step"][slow], ms[slow], color="#d62828", s=18, zorder=3,
+                   label=f"stall ({int(slow.sum())} slow steps)")
+    if events is not None and len(events):
+        _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("step time (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title)
+    outside_legend(ax, fontsize="small")
+    return fig
+
+
+def _event_lines(ax, events: pd.DataFrame, ls: str, alpha: float) -> None:
+    """A vertical line at each event's step, coloured by kind, each kind labelled once in the legend."""
+    shown: set[str] = set()
+    for kind, step in zip(events["kind"].astype(str), events["step"], strict=True):
+        ax.axvline(step, color=EVENT_COLORS.get(kind, "#adb5bd"), lw=1, ls=ls, alpha=alpha,
+                   label=f"{kind} event" if kind not in shown else None)
+        shown.add(kind)
+
+
+def phase_ms_per_step(runs: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Mean milliseconds per step spent in each phase, per label: rows label, columns phases (PHASE_COLORS order,
+    then others), "other" = step time not covered by a phase."""
+    rows = {}
+    for label, steps in runs.items():
+        whole = steps[steps["phase"] == "step"]
+        n = max(len(whole), 1)
+        parts = steps[steps["phase"] != "step"].groupby("phase")["duration_s"].sum()
+        row = (parts / n * 1e3).to_dict()
+        row["other"] = max(0.0, (whole["duration_s"].sum() - parts.sum()) / n * 1e3)
+        rows[label] = row
+    table = pd.DataFrame.from_dict(rows, orient="index").fillna(0.0)
+    order = [p for p in PHASE_COLORS if p in table.columns and p != "other"]
+    order += sorted(c for c in table.columns if c not in order and c != "other") + ["other"]
+    return table[[c for c in order if c in table.columns]]
+
+
+def phase_bars(runs: Mapping[str, pd.DataFrame], ax=None, title: str = "Where a step's time goes"):
+    """Stacked horizontal bars: mean ms per step in each phase, one bar per label."""
+    table = phase_ms_per_step(runs)
+    fig, ax = figure(ax, figsize=(9, 0.6 * len(table) + 1.6))
+    left = np.zeros(len(table))
+    for phase in table.columns:
+        vals = table[phase].to_numpy()
+        if not np.any(vals > 0):
+            continue
+        ax.barh(table.index.astype(str), vals, left=left, color=PHASE_COLORS.get(phase, "#adb5bd"), label=phase)
+        left += vals
+    ax.invert_yaxis()
+    ax.set_xlabel("mean time per step (ms)")
+    ax.set_title(title)
+    outside_legend(ax, fontsize="small", ncols=min(len(table.columns), 5))
+    return fig
+
+
+def busy_over_time(timelines: Mapping[str, pd.DataFrame], ax=None,
+                   title: str = "Busy fraction over time (from step phases)"):
+    """busy_frac (0-1) against seconds since each run's start, one line per label (analysis.step_times.busy_timeline
+    frames) — the utilization-like signal: its dips are the idle gaps."""
+    fig, ax = figure(ax)
+    for i, (label, tl) in enumerate(timelines.items()):
+        if tl.empty:
+            continue
+        t = (tl["time"] - tl["time"].min()).dt.total_seconds().to_numpy()
+        ax.step(t, tl["busy_frac"].to_numpy(), where="post", color=_color(label, i), label=label, lw=1.5)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlabel("time since start (s)")
+    ax.set_ylabel("busy fraction (0-1)")
+    ax.set_title(title)
+    outside_legend(ax, fontsize="small")
+    return fig
+
+
+def throughput_by_variant(runs: pd.DataFrame, metric: str = "throughput", ax=None,
+                          unit: str = "samples/s", title: str = "Throughput per run"):
+    """Each repeat as a dot and the mean ± std as a bar, per variant (the runs frame of measure_variants)."""
+    fig, ax = figure(ax, figsize=(7, 3.2))
+    variants = list(dict.fromkeys(runs["variant"]))
+    for i, v in enumerate(variants):
+        vals = runs.loc[runs["variant"] == v, metric].to_numpy(dtype=float)
+        color = _color(v, i)
+        ax.errorbar(np.mean(vals), i, xerr=np.std(vals, ddof=1) if len(vals) > 1 else 0, fmt="|", ms=18,
+                    color=color, capsize=4)
+        ax.scatter(vals, np.full(len(vals), i), color=color, alpha=0.7, zorder=3)
+    ax.set_yticks(range(len(variants)), variants)
+    ax.invert_yaxis()
+    ax.set_xlim(left=0)
+    ax.set_xlabel(f"{metric} ({unit})")
+    ax.set_title(title)
+    return fig
+
+
+def loss_curves(curves: pd.DataFrame, ax=None, title: str = "Training loss per variant"):
+    """Loss against step, one line per (variant, repeat), coloured by variant (labs.workloads.loop.loss_curves)."""
+    fig, ax = figure(ax)
+    for i, (variant, g) in enumerate(curves.groupby("variant", sort=False)):
+        for j, (_, r) in enumerate(g.groupby("repeat")):
+            ax.plot(r["step"], r["loss"], color=_color(str(variant), i), alpha=0.8, lw=1,
+                    label=str(variant) if j == 0 else None)
+    ax.set_xlabel("step (timed)")
+    ax.set_ylabel("training loss")
+    ax.set_title(title)
+    outside_legend(ax, fontsize="small")
+    return fig

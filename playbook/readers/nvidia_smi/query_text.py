@@ -1,0 +1,91 @@
+"""`nvidia-smi -q` as plain text (`nvidia-smi -q -d UTILIZATION,POWER -l 1 > log`): an indented document of
+`Key : Value` lines, read by the meaning of each key's path the way the XML form (`-q -x`) is read.
+
+    ==============NVSMI LOG==============
+    Timestamp                                 : Mon Dec  1 19:00:00 2025
+    Driver Version                            : 535.104.05
+    GPU 00000000:07:00.0
+        Utilization
+            Gpu                               : 96 %
+        GPU Power Readings
+            Power Draw                        : 388.00 W
+
+Indentation (4 spaces a level) nests sections; a key's path is its sections and itself ("Utilization.Gpu" ->
+util_pct, "GPU Power Readings.Power Draw" -> power_w, "FB Memory Usage.Used" -> MiB used; see
+playbook.readers.headers). Each `GPU <bus id>` section is one record carrying its log's top-level fields (the
+Timestamp); each NVSMI LOG banner (one per `-l` poll) starts a new log. Values keep their units ("96 %", "70959
+MiB"). The GPU is the section's Minor Number when printed, else the bus ids numbered in order of appearance.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playbook.model import schema
+from playbook.readers import documents
+
+FORMAT = "nvidia-smi -q (plain text)"
+
+_BANNER = re.compile(r"^=+\s*NVSMI LOG\s*=+\s*$")
+_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_KV = re.compile(r"^( *)(\S[^:]{0,80}?)\s+:\s?(.*)$")  # bounded key, one separator: linear
+INDENT = 4
+
+
+def sniff(head: str) -> bool:
+    """The NVSMI LOG banner, or a `GPU <bus id>` section followed by indented `Key : Value` lines."""
+    lines = head.split("\n")[:400]
+    if any(_BANNER.match(ln.strip()) for ln in lines[:50]):
+        return True
+    for i, ln in enumerate(lines[:-1]):
+        if _GPU.match(ln.rstrip()):
+            following = [x for x in lines[i + 1:i + 8] if x.strip()]
+            return bool(following) and all(x.startswith(" ") for x in following)
+    return False
+
+
+def _records(stream, skips: schema.SkipCounter):
+    """(line number, record) per GPU section: its key paths -> value texts, plus its log's top-level fields."""
+    top: dict[str, str] = {}
+    record: dict[str, str] | None = None
+    start = 0
+    stack: list[tuple[int, str]] = []  # (indent, section name) above the current line
+    for no, raw in enumerate(stream, start=1):
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line.strip():
+            continue
+        if _BANNER.match(line.strip()):
+            if record is not None:
+                yield start, record
+            top, record, stack = {}, None, []
+            continue
+        gpu = _GPU.match(line.rstrip())
+        if gpu:
+            if record is not None:
+                yield start, record
+            record, start, stack = {**top, "bus_id": gpu.group(1)}, no, []
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        kv = _KV.match(line)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if kv is None:  # a section heading
+            stack.append((indent, line.strip()))
+            continue
+        key = ".".join([s for _, s in stack] + [kv.group(2).strip()])
+        value = kv.group(3).strip()
+        if record is None:
+            if indent == 0:
+                top[key] = value
+        elif indent > 0:
+            record[key] = value
+        else:
+            skips.skip(no, f"top-level line inside a GPU section {line[:50]!r}")
+    if record is not None:
+        yield start, record
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read `nvidia-smi -q` text (one or many polls) into a Bundle (telemetry)."""
+    return documents.read_lines(path, _records, "GPU sections in this nvidia-smi -q text", interval_s, tz)

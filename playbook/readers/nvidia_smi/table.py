@@ -1,0 +1,172 @@
+"""The human-readable `nvidia-smi` table, captured in a loop: `nvidia-smi -l 2 > gpu.log`, `watch nvidia-smi`.
+
+Handles: the layouts of old drivers (470: `Persistence-M|` columns) and new ones (535, 550+: wider Bus-Id and
+power columns); a date line (`Mon Jan 15 10:23:45 2024`) above each snapshot, or a `watch` header (`Every 2.0s:
+nvidia-smi   node7: Mon Jan 15 10:23:45 2024`, which also names the host); `N/A`, `ERR!` and `[N/A]` values; the
+Processes and MIG sections (skipped); a truncated last snapshot. Columns read per GPU: GPU-Util (util_pct),
+Memory-Usage (mem_used_mib, mem_total_mib), Pwr:Usage/Cap (power_w, power_limit_w), Temp (temp_c). Snapshots
+without a date line get synthetic times `interval_s` apart (all of them, with a warning, when any lacks one). Dates
+are the host's local time, read as `tz`.
+
+The table is made for eyes, not for logs: prefer `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,...
+--format=csv -l 1`, which is smaller, timestamped to the millisecond and carries more fields.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import frames, textio
+
+FORMAT = "nvidia-smi table (nvidia-smi -l / watch nvidia-smi)"
+
+_BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+\d")
+_DATE = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s+(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\s+"
+                   r"\d{1,2}\s+\d{1,2}:\d{2}:\d{2}\s+\d{4}")
+_WATCH_HOST = re.compile(r"^Every\s+[\d.]+s:.*?\s(\S+):\s+(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)\s")
+# Linear patterns: no two adjacent repeats can trade characters ([^|]* is the only repeat before its "|"), and
+# numbers start where a digit run starts (the lookbehind), so a long line costs one pass.
+_GPU_ROW = re.compile(r"^\|\s*(\d+)\s[^|]*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_MEMORY = re.compile(r"(?<!\d)(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_SECTION_END = ("Processes:", "MIG devices:")
+
+
+def sniff(head: str) -> bool:
+    """True when the text holds an `| NVIDIA-SMI 550.54 ...` banner and the GPU-Util column header."""
+    return bool(_BANNER.search(head)) and "GPU-Util" in head
+
+
+def _number(text: str, unit: str | None = None) -> float:
+    """`121W` → 121.0 (textio.parse_number); N/A, ERR!, a different `unit` or no number at all → NaN."""
+    parsed = textio.parse_number(text)
+    return parsed[0] if parsed is not None and (unit is None or parsed[1] in (unit, "")) else np.nan
+
+
+def _power(cell: str) -> tuple[str, str] | None:
+    """('69W', '700W') from the fan/temp/perf/power cell "30%  33C  P0  69W / 700W" (either side may be N/A)."""
+    words = cell.split()
+    if "/" in words:  # "69W / 700W": the spaced slash
+        k = len(words) - 1 - words[::-1].index("/")
+        left, right = words[:k], words[k + 1:]
+    else:  # "69W/700W"
+        joined = next((w for w in reversed(words) if "/" in w and w.upper() != "N/A"), None)
+        if joined is None:
+            return None
+        a, _, b = joined.rpartition("/")
+        left, right = words[:words.index(joined)] + [a], [b]
+    if right[-1:] == ["W"]:
+        right = right[:-1]
+    if left[-1:] == ["W"]:
+        left = left[:-1]
+    if len(right) != 1 or not left:
+        return None
+    return left[-1], right[0]
+
+
+def _metrics(line: str) -> dict[str, float] | None:
+    """The second line of a GPU's block: fan, temperature, perf state, power | memory | utilization."""
+    parts = line.split("|")
+    if len(parts) < 5:
+        return None
+    memory = _MEMORY.search(parts[2])
+    if memory is None:
+        return None
+    temp = next((v for tok in parts[1].split() if tok.endswith("C") and np.isfinite(v := _number(tok, "c"))),
+                np.nan)
+    power = _power(parts[1])
+    util = parts[3].split()
+    return {"util_pct": _number(util[0], "%") if util else np.nan,
+            "mem_used_mib": float(memory.group(1)), "mem_total_mib": float(memory.group(2)),
+            "power_w": _number(power[0], "w") if power else np.nan,
+            "power_limit_w": _number(power[1], "w") if power else np.nan,
+            "temp_c": temp}
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read a log of `nvidia-smi` tables into a Bundle (telemetry)."""
+    path = Path(path)
+    src = str(path)
+    interval_s = textio.check_interval(interval_s)
+    notes: list[str] = []  # lossy decoding, a truncated stream
+    lines = textio.read_text(path, warnings=notes).split("\n")
+    skips = schema.SkipCounter(src)
+    host = None
+    date: str | None = None  # the last date line seen, for the next banner
+    snapshots: list[str | None] = []  # each snapshot's date text (None: none above it)
+    rows: dict[str, list] = {"snapshot": [], "gpu": [], "line": []}
+    values: dict[str, list[float]] = {}
+    in_gpus = False
+    for no, raw in enumerate(lines, start=1):
+        line = raw.rstrip()
+        if host is None and (w := _WATCH_HOST.match(line.strip())):
+            host = w.group(1)
+        if (d := _DATE.search(line)) and "|" not in line:
+            date = d.group(0)
+            continue
+        if _BANNER.search(line):
+            snapshots.append(date)
+            date, in_gpus = None, False
+            continue
+        if not snapshots:
+            continue
+        if line.startswith("|=") and "+" in line:  # the rule under the column headers: GPU rows follow
+            in_gpus = True
+            continue
+        if any(s in line for s in _SECTION_END):
+            in_gpus = False
+            continue
+        if not in_gpus:
+            continue
+        first = _GPU_ROW.match(line)
+        if first is None:
+            continue
+        nxt = lines[no] if no < len(lines) else ""
+        metrics = _metrics(nxt)
+        if metrics is None:
+            skips.skip(no + 1, f"GPU {first.group(1)}: unreadable values line {nxt.strip()[:60]!r}")
+            continue
+        rows["snapshot"].append(len(snapshots) - 1)
+        rows["gpu"].append(int(first.group(1)))
+        rows["line"].append(no)
+        for column, value in metrics.items():
+            values.setdefault(column, []).append(value)
+    if not snapshots:
+        raise InputError(f"{src}: no '| NVIDIA-SMI ...' banner found: not an nvidia-smi table log")
+    snap = np.asarray(rows["snapshot"], dtype=np.int64)
+    time_ns, note = _times(snapshots, snap, rows["line"], interval_s, tz, skips, src)
+    synthetic = any(s is None for s in snapshots)
+    bundle = frames.telemetry_bundle(src, host or textio.host_from_path(path), time_ns, rows["gpu"], values, skips,
+                                     note, interval_s if synthetic else None)
+    if not len(snap):
+        bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
+    bundle.warnings[:0] = notes
+    return bundle
+
+
+def _times(snapshots: list[str | None], snap: np.ndarray, lines: list[int], interval_s: float | None, tz: str,
+           skips: schema.SkipCounter, src: str) -> tuple[np.ndarray, str | None]:
+    """int64 ns UTC per GPU row (INT64_MIN where the date cannot be read) and a warning when synthetic."""
+    nat = np.iinfo(np.int64).min
+    if not len(snap):
+        return np.zeros(0, dtype=np.int64), None
+    if any(s is None for s in snapshots):
+        dated = sum(s is not None for s in snapshots)
+        what = "snapshots" + (f" ({dated} of {len(snapshots)} had a date line)" if dated else "")
+        return (textio.synthetic_times(snap, interval_s).astype(np.int64),
+                textio.synthetic_warning(src, what, interval_s))
+    text = pd.Series([" ".join(s.split()) for s in snapshots])
+    stamps = pd.to_datetime(text, format="%a %b %d %H:%M:%S %Y", errors="coerce")
+    stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    per_snapshot = textio.datetime_ns(stamps)  # a year past 2262: NaT, counted below
+    per_snapshot[stamps.isna().to_numpy()] = nat
+    ns = per_snapshot[snap]
+    for i in np.flatnonzero(ns == nat)[: skips.keep]:
+        skips.skip(lines[i], f"date {snapshots[snap[i]]!r} does not read as a time in {tz}")
+    skips.count += max(0, int((ns == nat).sum()) - skips.keep)
+    return ns, None

@@ -1,0 +1,252 @@
+"""Step logs: how long each training step took, per rank, from what training scripts already print or write.
+
+Three shapes:
+- CSV with a header: a step column (step, iteration, iter, global_step, ...) and a duration column (duration_s,
+  step_time, iter_time, time_per_step, elapsed_ms, ..., unit from the suffix, default seconds) or a time column
+  (time, timestamp, wall_time, end_time, ...; durations are the gaps between consecutive steps of a rank).
+  Optional rank, tokens, host and phase columns.
+- JSON Lines with the same keys.
+- Text logs are read line by line by readers/lines.py (the step grammar of readers/step_log/grammar.py, with NCCL,
+  recompile and event lines in the same pass); `read` hands them there.
+
+Output: the steps table (phase "step" unless a phase column says otherwise; time = step start when a timestamp
+is known, else NaT) and the events table. Unreadable records are skipped and counted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import generic_csv, textio
+
+FORMAT = "step log (CSV / JSONL / text)"
+
+STEP_KEYS = ("step", "iteration", "iter", "global_step", "it", "step_idx", "step_id", "train_step", "batch_idx",
+             "iteration_idx", "steps")
+DURATION_KEYS = ("duration_s", "step_time_s", "step_time", "iter_time", "iter_time_s", "iteration_time",
+                 "time_per_step", "time_per_iteration", "elapsed_s", "elapsed", "dt", "duration", "step_duration",
+                 "batch_time", "sec_per_step", "seconds_per_step", "step_seconds", "step_time_ms", "iter_time_ms",
+                 "duration_ms", "elapsed_ms", "dt_ms", "elapsed_time_per_iteration_ms", "step_ms", "latency_ms",
+                 "time_ms", "step_duration_ms", "iteration_time_ms", "batch_time_ms", "duration_us", "step_time_us")
+TIME_KEYS = ("time", "timestamp", "ts", "wall_time", "walltime", "end_time", "datetime", "date_time", "epoch",
+             "unix_time", "time_s", "timestamp_ms", "time_ms_epoch", "start_time", "logged_at")
+RANK_KEYS = ("rank", "global_rank", "process_rank", "worker", "rank_id")
+TOKEN_KEYS = ("tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", "batch_tokens", "step_tokens",
+              "tokens_in_batch")
+HOST_KEYS = ("host", "hostname", "node", "node_name")
+PHASE_KEYS = ("phase",)
+
+def _norm(name: str) -> str:
+    return generic_csv.normalize(str(name))[0]
+
+
+def _find(keys: list[str], wanted: tuple[str, ...]) -> str | None:
+    norm = {_norm(k): k for k in keys}
+    return next((norm[w] for w in wanted if w in norm), None)
+
+
+def _is_table(keys: list[str]) -> bool:
+    return _find(keys, STEP_KEYS) is not None and (
+        _find(keys, DURATION_KEYS) is not None or _find(keys, TIME_KEYS) is not None)
+
+
+def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
+    """("jsonl", None) when the first line is a JSON object naming a step and a duration or time; ("csv", header)
+    when the header does; None otherwise (text)."""
+    if first.startswith("{"):
+        try:
+            obj = textio.json_loads(first)
+        except ValueError:
+            obj = None
+        if isinstance(obj, dict) and _is_table(list(obj)):
+            return "jsonl", None
+    found = generic_csv._header(head)
+    if found is not None and _is_table(found[2]):
+        return "csv", found
+    return None
+
+
+def sniff(head: str) -> bool:
+    """A CSV/JSONL whose fields name a step and a duration or time (text logs go to readers/lines.py)."""
+    first = next((ln.strip() for ln in head.split("\n") if ln.strip()), None)
+    return first is not None and _table_shape(first, head) is not None
+
+
+def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read a step log (CSV, JSON Lines; text through readers/lines.py) into a Bundle (steps, events)."""
+    path = Path(path)
+    head = textio.read_head(path)
+    first = next((ln.strip() for ln in head.split("\n") if ln.strip()), None)
+    if first is None:
+        raise InputError(f"{path}: empty step log")
+    shape = _table_shape(first, head)
+    if shape is None:
+        from playbook.readers import lines
+
+        try:
+            return lines.scan(path, tz=tz)
+        except InputError as exc:
+            raise InputError(f"{path}: no step timings or training events found in this text ({exc})") from None
+    text = textio.read_text(path)
+    return _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Tables (CSV, JSONL)
+
+def _seconds_factor(key: str) -> float:
+    k = _norm(key)
+    if k.endswith("_ms") or k.startswith("ms_") or "_ms_" in k:
+        return 1e-3
+    if k.endswith("_us"):
+        return 1e-6
+    if k.endswith("_ns"):
+        return 1e-9
+    return 1.0
+
+
+def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips: schema.SkipCounter,
+                  tz: str) -> schema.Bundle:
+    """Steps from a frame of raw records (strings or numbers) whose columns are the log's own keys."""
+    src = str(path)
+    keys = list(records.columns)
+    step_key = _find(keys, STEP_KEYS)
+    dur_key = _find(keys, DURATION_KEYS)
+    time_key = _find(keys, TIME_KEYS)
+    rank_key, tok_key = _find(keys, RANK_KEYS), _find(keys, TOKEN_KEYS)
+    host_key, phase_key = _find(keys, HOST_KEYS), _find(keys, PHASE_KEYS)
+    n = len(records)
+    bad = np.zeros(n, dtype=bool)
+
+    def drop(mask: np.ndarray, why) -> None:
+        new = mask & ~bad
+        idx = np.flatnonzero(new)
+        for i in idx[: skips.keep]:
+            skips.skip(int(line_of[i]), why(int(i)))
+        skips.count += max(0, len(idx) - skips.keep)
+        bad[:] |= new
+
+    def numeric(key: str) -> np.ndarray:
+        return pd.to_numeric(records[key], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+    step = numeric(step_key)
+    drop(~(np.abs(step) < 2.0**62), lambda i: f"bad {step_key} {str(records[step_key].iloc[i])[:30]!r}")
+    rank = numeric(rank_key) if rank_key else np.full(n, -1.0)
+    rank = np.where(np.abs(rank) < 2.0**31, rank, -1)  # NaN, inf and damage: unknown
+    tokens = numeric(tok_key) if tok_key else np.full(n, np.nan)
+    host = (records[host_key].astype(str).to_numpy() if host_key
+            else np.full(n, textio.host_from_path(path), dtype=object))
+    phase = records[phase_key].astype(str).to_numpy() if phase_key else np.full(n, "step", dtype=object)
+    start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    bundle = schema.Bundle(inputs=[src])
+    if time_key:
+        t_ns = _to_ns(records[time_key], _norm(time_key), tz)
+        missing = t_ns == np.iinfo(np.int64).min
+        if dur_key is None:
+            drop(missing, lambda i: f"bad {time_key} {str(records[time_key].iloc[i])[:30]!r}")
+    if dur_key:
+        duration = numeric(dur_key) * _seconds_factor(dur_key)
+        drop(~np.isfinite(duration) | (duration < 0),
+             lambda i: f"bad {dur_key} {str(records[dur_key].iloc[i])[:30]!r}")
+        if time_key:
+            # a logged time is taken as the end of the step
+            ok = ~missing
+            start[ok] = t_ns[ok] - np.round(np.nan_to_num(duration[ok]) * 1e9).astype(np.int64)
+    else:
+        duration = np.full(n, np.nan)
+        order = np.lexsort((t_ns, step, rank))
+        idx = order[~bad[order]]
+        same = rank[idx[1:]] == rank[idx[:-1]]
+        cur, prev = idx[1:][same], idx[:-1][same]
+        duration[cur] = (t_ns[cur] - t_ns[prev]) / 1e9
+        start[cur] = t_ns[prev]
+        drop(duration < 0, lambda i: f"{time_key} goes backwards at step {int(step[i])}")
+        firsts = ~bad & np.isnan(duration)
+        bad[:] |= firsts  # the first step of each rank has no previous timestamp to measure from
+        bundle.warnings.append(f"{src}: step durations are the gaps between consecutive {time_key} values; "
+                               f"the first step of each rank ({int(firsts.sum())}) has none and is left out")
+    good = ~bad
+    warning = skips.warning(rows_read=int(good.sum()))
+    if warning:
+        bundle.warnings.append(warning)
+    times = pd.to_datetime(np.where(start[good] == np.iinfo(np.int64).min, np.datetime64("NaT"),
+                                    start[good].view("datetime64[ns]")), utc=True)
+    bundle.steps = schema.steps_frame({
+        "time": times, "host": host[good], "rank": rank[good].astype(np.int64), "step": step[good].astype(np.int64),
+        "phase": phase[good], "duration_s": duration[good], "tokens": tokens[good], "source": src,
+    })
+    return bundle
+
+
+def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
+    """Times (epoch numbers, date strings, or a mix) to int64 ns UTC; INT64_MIN where unreadable."""
+    nat = np.iinfo(np.int64).min
+    out = np.full(len(values), nat, dtype=np.int64)
+    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    is_num = np.isfinite(numbers)
+    if is_num.any():
+        unit = next((u for u in ("ns", "us", "ms", "s") if key.endswith("_" + u)), None)
+        ns, ok = textio.epoch_to_ns(numbers[is_num], unit)
+        out[is_num] = np.where(ok, ns, nat)
+    rest = ~is_num & values.notna().to_numpy()
+    if rest.any():
+        texts = values[rest].astype(str)
+        try:
+            parsed = pd.to_datetime(texts, errors="coerce", format="mixed")
+        except (ValueError, TypeError):
+            parsed = pd.to_datetime(texts, errors="coerce", format="mixed", utc=True)
+        if isinstance(parsed.dtype, pd.DatetimeTZDtype):
+            parsed = parsed.dt.tz_convert("UTC")
+        else:
+            parsed = parsed.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+        out[rest] = textio.datetime_ns(parsed)
+    return out
+
+
+def _read_csv(path: Path, text: str, found: tuple[int, str, list[str]], tz: str) -> schema.Bundle:
+    skip_lines, sep, names = found
+    generic_csv.check_width(str(path), len(names), skip_lines + 1)
+    skips = schema.SkipCounter(str(path))
+    table, line_of = generic_csv._parse(text.encode("utf-8"), sep, names, skip_lines, skips, str(path))
+    records = pd.DataFrame({name: table.column(i).to_pandas() for i, name in enumerate(names)})
+    return _table_bundle(path, records, line_of, skips, tz)
+
+
+def _read_jsonl(path: Path, text: str, tz: str) -> schema.Bundle:
+    skips = schema.SkipCounter(str(path))
+    rows: list[dict] = []
+    line_of: list[int] = []
+    for no, line in enumerate(text.split("\n"), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        try:
+            obj = textio.json_loads(s)
+        except ValueError:
+            skips.skip(no, f"not JSON {s[:50]!r}")
+            continue
+        if not isinstance(obj, dict):
+            skips.skip(no, f"not a JSON object {s[:50]!r}")
+            continue
+        rows.append({k: v for k, v in obj.items() if not isinstance(v, (dict, list))})
+        line_of.append(no)
+    if not rows:
+        raise InputError(f"{path}: no JSON records with a step")
+    records = pd.DataFrame(rows)
+    keep = [c for c in records.columns]
+    if _find(keep, STEP_KEYS) is None:
+        raise InputError(f"{path}: JSON records without a step key")
+    return _table_bundle(path, records, np.asarray(line_of), skips, tz)
+
+
+def table_keys() -> dict[str, tuple[str, ...]]:
+    """The column names recognised in step tables, by role (for documentation and `playbook info`)."""
+    return {"step": STEP_KEYS, "duration": DURATION_KEYS, "time": TIME_KEYS, "rank": RANK_KEYS,
+            "tokens": TOKEN_KEYS, "host": HOST_KEYS, "phase": PHASE_KEYS}
+

@@ -1,0 +1,132 @@
+"""Step columns once a log is scanned (readers/step_log/grammar.py): per-step seconds from cumulative clocks,
+windows and throughput, ranks adopted for untagged rows, and the checks that choose between readings."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import numpy as np
+
+from playbook.readers.step_log.vocab import NAT
+
+
+def from_throughput(cols, roles):
+    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second, or tokens
+    per step / tokens per second."""
+    for rate_role, size_role in (("sample_rate", "batch"), ("token_rate", "tokens")):
+        best = {}
+        for want in (rate_role, size_role):
+            names = [k for k, r in roles.items() if r[0] == want]
+            if names:
+                best[want] = max(names, key=lambda k: (np.isfinite(cols[k]).sum(), "curr" in k, -len(k)))
+        if len(best) < 2:
+            continue
+        rate, size = cols[best[rate_role]], cols[best[size_role]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            seconds = np.where(rate > 0, size / rate, np.nan)
+        name = f"{best[size_role]} / {best[rate_role]}"
+        what = "batch size / samples" if rate_role == "sample_rate" else "tokens / tokens"
+        return name, seconds, f"{name} ({what} per second)"
+    return None, None, None
+
+
+def stage_sum(cols, roles):
+    """Without a whole-step field: the step as the sum of its stage timers (a family such as `time/forward`,
+    `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present."""
+    stages = [k for k, r in roles.items() if r[0] == "phase" and len(r) > 3]
+    if len(stages) < 2:
+        return None, None, None
+    values = np.sum([cols[k] * roles[k][2] for k in stages], axis=0)  # NaN where a stage is missing
+    return "+".join(stages), values, f"sum of {len(stages)} stage timers ({', '.join(stages)})"
+
+
+def adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly share (most of the
+    smaller set, either way round): the same process printing through a second logger (DeepSpeed's timer lines on
+    every step next to its `[Rank 0]` line every few steps, or the other way round)."""
+    untagged = rank < 0
+    if untagged.any() and not untagged.all():
+        mine = set(step[untagged].tolist())
+        for r in np.unique(rank[~untagged]):
+            theirs = set(step[rank == r].tolist())
+            if len(mine & theirs) * 2 >= min(len(mine), len(theirs)):
+                rank = rank.copy()
+                rank[untagged] = r
+                break
+    return rank
+
+
+def epoch_clock(seconds: np.ndarray) -> bool:
+    """Values that are Unix times, not durations: a median past 1e8 s (1973; no step lasts three years)."""
+    ok = seconds[np.isfinite(seconds)]
+    return len(ok) > 0 and float(np.median(ok)) > 1e8
+
+
+def monotone(step, rank, values) -> bool:
+    ok = np.isfinite(values)
+    pairs = rising = 0
+    for r in np.unique(rank[ok]):
+        sel = ok & (rank == r)
+        order = np.argsort(step[sel], kind="stable")
+        v = values[sel][order]
+        d = np.diff(v)
+        pairs += len(d)
+        rising += int((d >= 0).sum())
+    # at least 3 rising pairs, and at most one drop in 20 (a restart resets a running total)
+    return pairs >= 3 and rising >= 0.95 * pairs
+
+
+def per_step_diff(step, rank, values, cumulative: bool = True) -> np.ndarray:
+    """Per-step seconds from a cumulative time (difference / steps between consecutive lines of a rank) or from a
+    window's time (value / steps since the previous line). The first line of a rank has no previous: NaN."""
+    out = np.full(len(step), np.nan)
+    ok = np.isfinite(values)
+    for r in np.unique(rank[ok]):
+        # a cumulative time needs two readings; a window's time only the previous line's step
+        idx = np.flatnonzero((ok if cumulative else np.ones(len(step), bool)) & (rank == r))
+        idx = idx[np.argsort(step[idx], kind="stable")]
+        for a, b in pairwise(idx):
+            ds = step[b] - step[a]
+            if ds <= 0:
+                continue
+            dv = values[b] - values[a] if cumulative else values[b]
+            if dv >= 0:  # NaN (no reading on this line) fails too
+                out[b] = dv / ds
+    return out
+
+
+def window_means(step, rank, time, keyword) -> np.ndarray:
+    out = np.full(len(step), np.nan)
+    ok = (time != NAT) & keyword
+    for r in np.unique(rank[ok]):
+        idx = np.flatnonzero(ok & (rank == r))
+        first: dict[int, int] = {}
+        for i in idx:
+            first.setdefault(int(step[i]), i)  # the first line naming a step
+        order = sorted(first)
+        for a, b in pairwise(order):
+            seconds = (time[first[b]] - time[first[a]]) / 1e9
+            if seconds > 0:
+                out[first[b]] = seconds / (b - a)
+    return out
+
+
+def window_starts(step, rank, time, idx) -> np.ndarray:
+    """For window-mean rows: the window's start, the time of the previous logged step's line of the same rank."""
+    starts = np.full(len(idx), NAT, dtype=np.int64)
+    prev: dict[tuple[int, int], int] = {}
+    ok = time != NAT
+    by_rank: dict[int, list[int]] = {}
+    for i in np.flatnonzero(ok):
+        key = (int(rank[i]), int(step[i]))
+        if key not in prev:
+            prev[key] = int(time[i])
+            by_rank.setdefault(int(rank[i]), []).append(int(step[i]))
+    before: dict[tuple[int, int], int] = {}
+    for r, steps in by_rank.items():
+        steps = sorted(set(steps))
+        for a, b in pairwise(steps):
+            before[(r, b)] = prev[(r, a)]
+    for j, i in enumerate(idx):
+        starts[j] = before.get((int(rank[i]), int(step[i])), NAT)
+    return starts

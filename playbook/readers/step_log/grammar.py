@@ -1,0 +1,632 @@
+"""Step records from one grammar, not one pattern per framework.
+
+A step line is a STEP COUNTER plus TYPED FIELDS `key <sep> value <unit>` in any order:
+
+counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`, `steps: N`, `step:N/M`
+           (keywords; with several on a line the most global wins: global_step > num_updates > iter(ation) > step),
+           `Epoch: [e][i/N]` / `Epoch(train) [e][i/N]` / `Iter(train) [i/N]` (PyTorch examples, MMEngine),
+           `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
+           tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
+           rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`;
+           `current_steps` / `completed_steps`, integer-valued floats (`global_step=99.00`), `batch N` (last).
+           Inside an epoch the step is (e - first epoch) * N + i.
+fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` space, fields split by `|` `,`
+           `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
+           s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
+           examples/sec, tokens/s, tok/s, tps, wps). `3.140 (3.393)`: the current value and its average (kept: the
+           current). Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) and JSON Lines are fields too. A unit may sit
+           in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
+           (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
+           `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
+           (Composer, OLMo, Ray Train); a box table under a record line adds to that record.
+roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
+           cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
+           running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
+           data_time, dataloader, data_wait, reader_cost → data; forward/backward/optimizer/comm → fwd/bwd/optimizer/
+           collective), tokens (count, or rate x step time), markers in parentheses (litgpt `(optimizer.step)`).
+
+The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
+lines as the best-covered one, the most specific role wins (per-step > generic time > verified-monotone
+cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step,
+a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative. Only records whose counter is of a kind
+(keyword / progress bar / position) that carries the chosen field count: a worker's tqdm batches next to Ray's
+iterations are another step space.
+Lines with a counter but no duration field, when the file has none, give window means from their timestamps.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import Counter
+
+import numpy as np
+
+from playbook.readers.step_log.columns import (
+    adopt_untagged,
+    epoch_clock,
+    from_throughput,
+    monotone,
+    per_step_diff,
+    stage_sum,
+    window_means,
+    window_starts,
+)
+from playbook.readers.step_log.vocab import (
+    BOX_CHARS,
+    BOX_ROW,
+    BRACKET,
+    CLASS_NAMES,
+    CONTINUATION,
+    CUMULATIVE,
+    DIGIT,
+    EPOCH_BRACKET,
+    EPOCH_WORD,
+    EVAL_MODE,
+    FAIRSEQ,
+    GENERIC,
+    HAS_FIELD,
+    IMPLICIT_HINT,
+    INNER_FRACTION,
+    KERAS,
+    KERAS_EPOCH,
+    KEY_SPLIT,
+    KEY_UNIT,
+    KEYWORD,
+    LEAD_STEP,
+    MAGNITUDE,
+    MARKER,
+    MAX_BLOCK_LINES,
+    MAX_KEYS,
+    MAX_STEP,
+    NAMED_EPOCH,
+    NAT,
+    PER_STEP,
+    RATE_LINE,
+    STEP_NAMES,
+    TIME_UNITS,
+    TIMER_LINE,
+    TIMER_PAIR,
+    TIMER_ROW,
+    TQDM,
+    TQDM_EPOCH,
+    UNIT_HEAD,
+    UNNAMED,
+    VALUE_RE,
+    WINDOW,
+    classify,
+    keyword_rank,
+    norm_key,
+    unit_kind,
+)
+
+
+class StepCounter:
+    """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
+
+    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind")
+
+    def __init__(self, step, epoch, n, span, keyword, evaluating=False):
+        self.step, self.epoch, self.n, self.span = step, epoch, n, span
+        self.keyword, self.evaluating = keyword, evaluating
+        self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
+        self.kind: int | None = None  # the counter's kind when not its keyword / progress flags (see StepLines.kind)
+
+
+class StepLines:
+    """The step scanner: feed(line context) for every line; result() builds the step rows of the file."""
+
+    name = "steps"
+
+    def __init__(self):
+        self.step = array("q")
+        self.rank = array("q")
+        self.time = array("q")
+        self.line = array("q")
+        self.keyword = array("b")
+        self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
+        self.fields: dict[str, array] = {}
+        self.field_role: dict[str, tuple] = {}
+        self.markers: Counter = Counter()
+        self.epoch0: dict[str, int] = {}
+        self.keras_epoch: int | None = None
+        self.last_step: dict[int, int] = {}
+        self.metric_lines = 0
+        self.eval_lines = 0
+        self.tqdm_lines = 0
+        self._plans: dict[str, tuple] = {}
+        self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
+        # rank -> the total of the progress bars of its open evaluation section (None before the first bar): opened
+        # by an evaluation's start line (lines.py), closed by a training record, a bar of another total or its end
+        self.sections: dict[int, int | None] = {}
+        # a counter line ending in ':' whose fields follow on indented `key: value` lines (Composer's console
+        # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
+        self._block: tuple | None = None
+        self._block_text: list[str] = []
+        self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
+        self._box: int | None = None
+        self._box_bare = False
+        self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table  # the record a box table drawn under its line belongs to (Ray Train's result)
+
+    # -- per line ------------------------------------------------------------------------------------------
+    def _counter(self, body: str) -> StepCounter | None:
+        best = None
+        for m in KEYWORD.finditer(body):
+            rank = keyword_rank(m["k"])
+            if best is None or rank < best[0]:
+                best = (rank, m)
+        if best is not None:
+            m = best[1]
+            head = body[: m.start()]
+            evaluating = bool(EVAL_MODE.search(head[-40:]))
+            if m["n"] and best[0] >= 2 and (e := EPOCH_WORD.search(head)) and not evaluating:
+                # "Epoch 2/10 | Step 120/500": a step within its epoch, as global steps count
+                c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
+                c.keyword = True
+                return c
+            return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
+        if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
+            mode = (m["m"] or "").lower()
+            e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
+            return self._within(int(e) if e else None, int(m["i"]), int(m["n"]), m.span(), mode,
+                                bool(EVAL_MODE.search(mode)) if mode else bool(EVAL_MODE.search(body[: m.start()])))
+        if m and c:
+            return c
+        if (m := TQDM.search(body)):
+            head = body[: m.start()]
+            e = TQDM_EPOCH.search(head)
+            epoch = int(e["e"] or e["e2"]) if e else None
+            self.tqdm_lines += 1
+            return self._progress(epoch, int(m["i"]), int(m["n"]), (m.start(), m.start() + len(m["i"]) + 1 +
+                                                                  len(m["n"])), "tqdm", bool(EVAL_MODE.search(head)))
+        if (m := NAMED_EPOCH.search(body)):
+            mode = m["m"].lower()
+            return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "timm",
+                                bool(EVAL_MODE.search(mode)))
+        if (m := FAIRSEQ.search(body)):
+            return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "fairseq",
+                                bool(EVAL_MODE.search(body[: m.start()])))
+        if (m := KERAS.match(body)):
+            return self._progress(self.keras_epoch, int(m["i"]), int(m["n"]), m.span(), "keras", False)
+        for m in BRACKET.finditer(body):
+            if m["w"] and m["w"].lower().startswith("epoch"):
+                continue  # `[epoch=2/10]`: the epoch, not the step
+            head = body[: m.start()]
+            e = EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
+            return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
+                                bool(EVAL_MODE.search(head)))
+        if (m := LEAD_STEP.match(body)):
+            return StepCounter(int(m["i"]), None, None, m.span(), False, False)
+        return None
+
+    def _epoch_fraction(self, m, body: str) -> StepCounter | None:
+        """`Epoch [1/30], batch: [100/8290]` (the PyTorch tutorials' `Epoch [1/5], Step [100/600]`) or `Train Epoch
+        [1/20]: 50%|##| 35/70 [00:19<...]`: the bracket after `Epoch` is the epoch of E, and the position within it
+        is the step or batch fraction, or the progress bar, that follows."""
+        if m["e"] or m["e2"] or m["w"].lower() != "epoch":
+            return None
+        rest = body[m.end():]
+        head = body[: m.start()]
+        evaluating = bool(EVAL_MODE.search(head[-40:]))
+        if (f := INNER_FRACTION.search(rest)):
+            c = self._within(int(m["i"]), int(f["i"]), int(f["n"]), (m.end() + f.start(), m.end() + f.end()),
+                             "epoch fraction", evaluating)
+            c.keyword = not evaluating  # a counter of its own line: timestamps between such lines time the steps
+            return c
+        if (t := TQDM.search(rest)):
+            self.tqdm_lines += 1
+            return self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
+                                  + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
+        return None
+
+    def _implicit(self, body: str, ctx) -> StepCounter | None:
+        """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
+        `step_time=0.5s`): the next step of its rank."""
+        if not IMPLICIT_HINT.search(body):
+            return None
+        fields = {k: v for k, v in self._fields(body, None).items()
+                  if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
+        if not fields:
+            return None
+        c = StepCounter(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
+        c.fields = fields
+        c.kind = 1  # the step after the last one named: of the keyword lines' kind
+        return c
+
+    def _progress(self, *args) -> StepCounter:
+        c = self._within(*args)
+        c.progress = True
+        return c
+
+    def _within(self, epoch, i, n, span, mode, evaluating) -> StepCounter:
+        if epoch is None or evaluating:
+            return StepCounter(i, epoch, n, span, False, evaluating)
+        first = self.epoch0.setdefault(mode, epoch)
+        return StepCounter((epoch - first) * n + i, epoch, n, span, False, evaluating)
+
+    def _flush(self) -> None:
+        """Store the open block record (a counter line and its indented field lines), if any."""
+        if self._block is None:
+            return
+        c, ctx, rest = self._block
+        self._block = None
+        text = rest + "\t" + "\t".join(self._block_text)
+        self._block_text = []
+        fields = self._fields(text, c)
+        if fields or (c.keyword and ctx.time != NAT):
+            self._store(c, ctx, fields)
+            self._box = None  # its table, if any, was read with it
+
+    def _merge(self, row: int, fields: dict) -> None:
+        """Fields read after a record was stored (a box table under its line) added to that record."""
+        n = len(self.step)
+        for name, (value, role) in fields.items():
+            col = self.fields.get(name)
+            if col is None:
+                if len(self.fields) >= MAX_KEYS:
+                    continue
+                col = self.fields[name] = array("d", [np.nan]) * n
+                self.field_role[name] = role
+            if len(col) < n:
+                col.extend([np.nan] * (n - len(col)))
+            if np.isnan(col[row]):
+                col[row] = value
+
+    def _timer_row(self, m) -> None:
+        """One timer row: its phase (by name) gets the row's max, in seconds, on the record above; a timer that
+        spans several phases (`forward-backward`) or none is left out."""
+        row, factor = self._timer
+        words = set(norm_key(m["name"]).split("_"))
+        if {"forward", "backward"} <= words or {"fwd", "bwd"} <= words:
+            return
+        role = classify(m["name"] + " time", None)
+        if role is None or role[0] != "phase":
+            return
+        value = float(m["b"] or m["a"]) * factor
+        name = f"timer {role[1]}"
+        col = self.fields.get(name)
+        if col is not None and len(col) > row and np.isfinite(col[row]):
+            value = max(value, col[row])  # nested timers of one phase (optimizer, optimizer-inner-step): the outer
+            col[row] = np.nan
+        self._merge(row, {name: (value, ("phase", role[1], 1.0))})
+
+    def feed(self, ctx) -> bool:
+        body = ctx.body
+        boxed = BOX_ROW.match(body) is not None
+        if self._box is not None:
+            if boxed or self._box_bare and _continues(body):
+                self._merge(self._box, self._fields(BOX_CHARS.sub("  ", body), None))
+                return True
+            self._box = None
+        if self._orphan is not None:  # a counter line without fields, then a table or indented lines holding them
+            if boxed or _continues(body):
+                self._block = self._orphan
+            self._orphan = None
+        if self._block is not None:
+            if (boxed or _continues(body)) and len(self._block_text) < MAX_BLOCK_LINES:
+                self._block_text.append(BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
+                return True
+            self._flush()
+        if self._timer is not None:
+            if (m := TIMER_ROW.match(body)):
+                self._timer_row(m)
+                return True
+            self._timer = None
+        if len(self.step) and (m := TIMER_LINE.match(body)):
+            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
+            for pair in TIMER_PAIR.finditer(body, m.end()):
+                self._timer_row(pair)
+            self._timer = None
+            return True
+        if len(self.step) and body.rstrip().endswith(":") and (m := UNIT_HEAD.search(body)) and \
+                not KEYWORD.search(body):
+            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
+            return True
+        if not DIGIT.search(body):
+            return False
+        if (m := KERAS_EPOCH.match(body)):
+            self.keras_epoch = int(m.group(1))
+            return True
+        c = self._counter(body)
+        if c is None and (c := self._implicit(body, ctx)) is not None:
+            self._store(c, ctx, c.fields)
+            return True
+        if c is None:
+            if RATE_LINE.search(body):
+                self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
+                return True
+            if body.lstrip().startswith("{") and HAS_FIELD.search(body):
+                self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
+                return True
+            return False
+        if not c.evaluating and ctx.rank in self.sections:
+            c.evaluating = self._in_section(c, ctx.rank)
+        # a progress bar's postfix repeats the last val_loss on every update; only at the bar's end (Keras' last
+        # update, Lightning's 100% line) does it mark a validation that just ran
+        ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
+        if c.evaluating:
+            self.eval_lines += 1
+            ctx.evaluating = True
+            return True
+        rest = body[: c.span[0]] + " \ue000 " + body[c.span[1]:]
+        fields = self._fields(rest, c)
+        if not fields and rest.rstrip().endswith(":"):
+            self._block = (c, ctx, rest.rstrip()[:-1])  # its fields follow on the next, indented lines
+            return True
+        if not fields and not (c.keyword and ctx.time != NAT):
+            if c.keyword and VALUE_RE.search(rest):  # a step line of metrics only (`step = 0, loss ...`)
+                self._store(c, ctx, {})
+                return True
+            self._orphan = (c, ctx, rest)
+            return c.progress
+        self._store(c, ctx, fields)
+        return True
+
+    def _fields(self, rest: str, c: StepCounter) -> dict[str, tuple[float, tuple]]:
+        """name -> (value, role) for the typed fields of `rest` (the line with its counter replaced)."""
+        matches = list(VALUE_RE.finditer(rest))
+        segs, prev_end = [], 0
+        for m in matches:
+            segs.append(rest[prev_end:m.start()])
+            segs.append(m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else ""))
+            prev_end = m.end()
+        tail = rest[prev_end:]
+        shape = "\ue002".join(segs) + "\ue002" + tail  # the line without its numbers: lines of a log repeat it
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = _plan(segs, tail)
+            if len(self._plans) < 4096:  # bounded: a log of ever-new line shapes is parsed afresh each time
+                self._plans[shape] = plan
+        fields, markers = plan
+        for marker in markers:
+            self.markers[marker] += 1
+        found: dict[str, tuple[float, tuple]] = {}
+        for i, name, role, scale in fields:
+            m = matches[i]
+            if m["clock"]:
+                parts = [float(p) for p in m["clock"].split(":")]
+                value = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
+            else:
+                value = float(m["num"].replace(",", "")) * scale
+            found[name] = (value, role)
+        return found
+
+    def _in_section(self, c: StepCounter, rank: int) -> bool:
+        """Whether a counter inside an open evaluation section is the evaluation's: a progress bar without a
+        keyword, and with the total of the section's first bar (a bar of another total is training again, and
+        closes the section)."""
+        if c.keyword or not c.progress:
+            return False
+        total = self.sections[rank]
+        if total is None or total == c.n:
+            self.sections[rank] = c.n
+            return True
+        del self.sections[rank]
+        return False
+
+    def _store(self, c: StepCounter, ctx, fields: dict) -> None:
+        if not -MAX_STEP < c.step < MAX_STEP:
+            return  # a 20-digit "step" is an id or a hash, not a step (and would not fit the int64 column)
+        n = len(self.step)
+        self.step.append(c.step)
+        self.rank.append(ctx.rank)
+        self.time.append(ctx.time)
+        self.line.append(ctx.lineno)
+        self.keyword.append(1 if c.keyword else 0)
+        self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
+        self.last_step[ctx.rank] = c.step
+        self.timed += bool(fields)
+        if fields:
+            self.sections.pop(ctx.rank, None)  # a training record ends the rank's evaluation section
+        self._box = n
+        self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
+        for name, (value, role) in fields.items():
+            col = self.fields.get(name)
+            if col is None:
+                if len(self.fields) >= MAX_KEYS:
+                    continue
+                col = self.fields[name] = array("d", [np.nan]) * n if n else array("d")
+                self.field_role[name] = role
+            if len(col) < n:
+                col.extend([np.nan] * (n - len(col)))
+            if len(col) == n:
+                col.append(value)
+
+    # -- per file ------------------------------------------------------------------------------------------
+    def _column(self, name: str) -> np.ndarray:
+        col = np.frombuffer(self.fields[name], dtype=np.float64) if len(self.fields[name]) else np.empty(0)
+        n = len(self.step)
+        if len(col) < n:
+            col = np.concatenate([col, np.full(n - len(col), np.nan)])
+        return col
+
+    def result(self) -> dict:
+        """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
+        "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "phases" {phase: seconds}; "chosen" (the
+        duration field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
+        self._flush()
+        n = len(self.step)
+        step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
+        rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
+        time = np.frombuffer(self.time, dtype=np.int64) if n else np.empty(0, np.int64)
+        line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
+        out = {"chosen": None, "how": None, "n_records": n}
+        if not n:
+            return out
+        rank = adopt_untagged(step, rank)
+        cols = {name: self._column(name) for name in self.fields}
+        roles = self.field_role
+        chosen, duration, how = self._choose(step, rank, cols, roles)
+        windowed = False
+        if chosen is None:
+            chosen, duration, how = stage_sum(cols, roles)
+        if chosen is None:
+            chosen, duration, how = from_throughput(cols, roles)
+        if chosen is None:
+            kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
+            duration, windowed = window_means(step, rank, time, kw), True
+            how = "window means of timestamped step lines"
+        ok = np.isfinite(duration) & (duration >= 0)
+        # the same (rank, step) printed again (a progress bar redrawn, a repeated message): the last one counts
+        idx = np.flatnonzero(ok)
+        if len(idx):
+            order = np.lexsort((idx, step[idx], rank[idx]))
+            idx = idx[order]
+            last = np.ones(len(idx), dtype=bool)
+            last[:-1] = (step[idx[1:]] != step[idx[:-1]]) | (rank[idx[1:]] != rank[idx[:-1]])
+            idx = np.sort(idx[last])
+        phases = {}
+        for phase, name in self._phase_fields(cols, roles, chosen).items():
+            phases[phase] = cols[name][idx] * roles[name][2]
+        tokens = np.full(len(idx), np.nan)
+        tok = [k for k, r in roles.items() if r[0] == "tokens"]
+        rate = [k for k, r in roles.items() if r[0] == "token_rate"]
+        if tok:
+            tokens = cols[max(tok, key=lambda k: np.isfinite(cols[k]).sum())][idx]
+        elif rate:
+            tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
+        if windowed:
+            start = window_starts(step, rank, time, idx)  # a window mean starts where its window does
+        else:  # a logged time is the end of its step
+            start = time[idx].copy()
+            stamped = start != NAT
+            start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
+        out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
+                   phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
+        return out
+
+    def _choose(self, step, rank, cols, roles):
+        cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
+        if not cands:
+            return None, None, None
+        cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
+        best = max(cover.values())
+        # a field on fewer than half the lines the best-covered one is on is an occasional message (a summary,
+        # an eval line), not the file's step time
+        eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
+        if not eligible:
+            return None, None, None
+        ranked = []
+        for k in eligible:
+            cls = cands[k][1]
+            if cls == CUMULATIVE and not monotone(step, rank, cols[k]):
+                cls = GENERIC  # named like a total but goes up and down: a per-step time
+            elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
+                    monotone(step, rank, cols[k]):
+                cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
+            ranked.append((cls, -cover[k], len(k), k))
+        cls, _, _, name = min(ranked)
+        values, how = self._seconds(name, cls, cands[name], step, rank, cols)
+        # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
+        # per batch): the file's step records are those of the kinds that carry its duration field
+        kind = np.frombuffer(self.kind, dtype=np.int8)
+        mine = np.isin(kind, np.unique(kind[np.isfinite(cols[name])]))
+        # a line without the file's field keeps its own explicit per-step time, if it states one
+        for other in sorted(cands, key=lambda k: -int(np.isfinite(cols[k]).sum())):
+            if other == name or cands[other][1] != PER_STEP:
+                continue
+            gap = ~np.isfinite(values)
+            if not gap.any():
+                break
+            theirs, _ = self._seconds(other, PER_STEP, cands[other], step, rank, cols)
+            values = np.where(gap & mine, theirs, values)
+        return name, values, how
+
+    @staticmethod
+    def _seconds(name, cls, role, step, rank, cols):
+        kind, _, factor = role
+        values = cols[name] * factor
+        if kind == "rate":
+            with np.errstate(divide="ignore"):
+                values = np.where(values > 0, 1.0 / values, np.nan)
+            return values, f"{name} (steps per second, inverted)"
+        if cls == CUMULATIVE:
+            return per_step_diff(step, rank, values), f"{name} (cumulative: difference per step)"
+        if cls == WINDOW:
+            return per_step_diff(step, rank, values, cumulative=False), \
+                "time since the previous log line / steps between"
+        return values, f"{name} ({CLASS_NAMES[cls]})"
+
+    def _phase_fields(self, cols, roles, chosen) -> dict[str, str]:
+        """Per phase, its best-covered field; with a `last_` step time (detectron2), the `last_` phase times."""
+        out: dict[str, str] = {}
+        last = str(chosen).startswith("last_")
+
+        def score(k):
+            return (np.isfinite(cols[k]).sum(), k.startswith("last_") == last, -len(k))
+
+        for k, r in roles.items():
+            if r[0] != "phase":
+                continue
+            have = out.get(r[1])
+            if have is None or score(k) > score(have):
+                out[r[1]] = k
+        return out
+
+
+def _continues(body: str) -> bool:
+    """An indented line that continues the record above it: a value (or only decoration) and no counter of its own
+    (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
+    return body[:1] in " \t" and CONTINUATION.search(body) is not None and not (
+        KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))
+
+
+_DAYS = re.compile(r"\bdays?,\s*$")
+
+
+def _markers(text: str) -> list[str]:
+    return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
+
+
+def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float]], list[str]]:
+    """How to read a line shape: [(value index, field name, role)], markers. `segs` alternates the text before
+    each value and that value's unit."""
+    fields: list[tuple[int, str, tuple, float]] = []
+    names: set[str] = set()
+    units_seen: set[str] = set()
+    markers: list[str] = []
+    for i in range(0, len(segs), 2):
+        raw_key, unit = segs[i], segs[i + 1]
+        markers += _markers(raw_key)
+        if unit == "\ue001":
+            if _DAYS.search(raw_key):
+                continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
+            unit = "s"  # H:MM:SS
+        scale = MAGNITUDE.get(unit, 1.0)
+        if scale != 1.0:
+            unit = ""
+        seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
+        seg = seg.rstrip(":= \t").rstrip()
+        stated = KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
+        suffix = stated.group(0) if stated else ""
+        pieces = KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
+        key = (pieces[-1].strip() if pieces else "") + suffix
+        key = MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
+        window = False
+        seen = unit in units_seen
+        units_seen.add(unit)
+        if key == "(":
+            if "\ue000" in raw_key:
+                window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
+            elif seen:
+                continue  # averages in parentheses of the fields before, in their units: `(0.320s, 400.0/s)`
+            else:
+                key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
+        key = key.lstrip("(").strip().rstrip(":=").strip()
+        if window:
+            kind = unit_kind(unit)
+            if not kind or kind[0] != "time":
+                continue
+            role, name = ("dur", WINDOW, kind[1]), "(window)"
+        else:
+            role = classify(key, unit or None)
+            if role is None:
+                continue
+            name = norm_key(key) or f"({unit})"
+            if role[0] == "dur" and role[1] == UNNAMED:
+                kind = unit_kind(unit)
+                name = f"(unnamed {kind[0] if kind else 'time'})"  # a unit stated by a bare `(s)` key: a time
+        if name not in names:
+            names.add(name)
+            fields.append((i // 2, name, role, scale))
+    return fields, markers + _markers(tail)

@@ -1,0 +1,302 @@
+"""The step grammar's vocabulary (readers/step_log/grammar.py): counter and field patterns, unit words, and
+`classify`, which gives a field key and unit its role (per-step, cumulative, window, phase, tokens, rates)."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import numpy as np
+
+NAT = np.iinfo(np.int64).min
+_NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
+               "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+               "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
+_STEP_WORDS = ("step", "steps", "it", "iter", "iters", "iteration", "iterations", "batch", "batches", "update",
+               "updates", "epoch_step")
+_SAMPLE_WORDS = ("samples", "sample", "examples", "example", "ex", "img", "imgs", "images", "seq", "seqs",
+                 "sequences", "sentences")
+_TOKEN_WORDS = ("tokens", "token", "tok", "toks", "words", "wds")
+_UNITS = sorted({*TIME_UNITS, "%",
+                 *(f"{t}/{s}" for t in ("ns", "us", "ms", "s", "sec") for s in _STEP_WORDS),
+                 *(f"{s}/{t}" for s in _STEP_WORDS + _SAMPLE_WORDS + _TOKEN_WORDS for t in ("s", "sec", "second")),
+                 "/s", "/sec"}, key=len, reverse=True)
+_RATE_UNITS = {u for u in _UNITS if "/" in u}
+_UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
+VALUE_RE = re.compile(
+    r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
+    r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
+    r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
+    r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
+KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
+# the unit stated in the key: `iter time (s)`, `step [ms]`, NeMo's `train_step_timing in s`, open_clip's `Batch (t)`
+# (t: a time, in seconds)
+KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
+                       r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
+MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
+_NORM = re.compile(r"[^0-9a-z]+")
+
+# a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
+# `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
+# and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
+KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
+                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch)\b[\"']?\s*"
+                                r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
+                 "steps": 3, "step": 3}
+EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
+                            r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
+NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation)\s*:?\s*(?P<e>\d+)\s*\[\s*"
+                          r"(?P<i>\d+)\s*/\s*(?P<n>\d+)")  # timm: "Train: 3 [ 50/1251 ( 4%)]"
+FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?P<i>\d+)\s*/\s*(?P<n>\d+)\b",
+                      re.IGNORECASE)
+# a progress bar: tqdm's `i/N [elapsed<remaining, rate, postfix]` (the rate may be absent: NeMo's bar shows only its
+# postfix) or rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar)
+TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
+                   r"\s+(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
+                   r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
+TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
+EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
+KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
+# the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
+INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]?",
+                            re.IGNORECASE)
+LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
+BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
+EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
+                        r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
+DIGIT = re.compile(r"\d")
+STEP_NAMES = ("step", "iter", "iteration", "batch")
+IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
+RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
+# a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
+BOX_ROW = re.compile(r"^\s*[│┃║╭╰├┌└╞╘╒╓]")
+BOX_CHARS = re.compile(r"[│┃║╭╮╰╯├┤┌┐└┘─═╞╡╘╛╒╕╓╖]+")
+# a header stating the unit of the indented timer rows below it, and such a row (Megatron's timers:
+# `(min, max) time across ranks (ms):` then `    forward-compute ......: (1200.12, 1201.50)`; the max is kept)
+UNIT_HEAD = re.compile(r"\((ns|us|µs|ms|s|sec)\)\s*:\s*$")
+TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(?P<a>" + _NUM + r")"
+                        r"(?:\s*,\s*(?P<b>" + _NUM + r"))?\s*\)?\s*$")
+# the one-line form of the same timers (Megatron-LM before its table, DeepSpeed's wall-clock breakdown): `time (ms) |
+# forward-compute: 53.79 | backward-compute: 138.84 | ... | optimizer: 19.12 | batch-generator: 1.2` after a record
+TIMER_LINE = re.compile(r"^\s*time \((ns|us|µs|ms|s|sec)\)\s*\|")
+TIMER_PAIR = re.compile(r"(?P<name>[A-Za-z][\w/\-]{0,80})\s*:\s*\(?\s*(?P<a>" + _NUM + r")(?:\s*,\s*(?P<b>" + _NUM +
+                        r"))?\s*\)?\s*(?=\||$)")
+CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
+HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
+
+# role classes, most specific first (the order of preference when the file's duration field is chosen)
+PER_STEP, GENERIC, CUMULATIVE, WINDOW, AVERAGE, UNNAMED = range(6)
+CLASS_NAMES = ("per-step", "time", "cumulative", "window", "running average", "unnamed")
+_DATA_KEYS = {"data", "data_time", "datatime", "dataloader", "data_wait", "data_load", "data_loading",
+              "dataloader_time", "data_load_time", "data_loading_time", "data_wait_time", "last_data_time",
+              "data_ms", "data_s", "load_time", "wait_data", "input_time", "data_t"}
+_PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd", "optimizer": "optimizer",
+                "optim": "optimizer", "opt": "optimizer", "optimizer_step": "optimizer", "comm": "collective",
+                "communication": "collective", "allreduce": "collective", "all_reduce": "collective",
+                "collective": "collective", "reduce": "collective", "sync": "collective", "gather": "collective",
+                "allgather": "collective", "scatter": "collective", "h2d": "h2d",
+                "to_device": "h2d", "copy": "h2d"}
+_NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
+             "val", "valid", "test", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
+             "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
+_CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "train_time", "training_time", "time_elapsed",
+              "cumulative", "cum")
+_AVG_WORDS = ("avg", "mean", "average", "running", "smoothed", "ema")
+_STEP_RATE_KEYS = {"ups", "it_s", "its", "steps_per_sec", "steps_per_second", "step_per_sec", "global_step_sec",
+                   "global_step_per_sec", "iters_per_sec", "iter_per_sec", "it_per_sec", "train_steps_per_second",
+                   "steps_sec", "steps_s", "iterations_per_second", "batches_per_sec", "updates_per_sec"}
+_TOKEN_KEYS = {"tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", "batch_tokens", "step_tokens",
+               "tokens_in_batch"}
+_TOKEN_RATE_KEYS = {"tps", "tok_s", "tokens_s", "tokens_per_sec", "tokens_per_second", "tokens_sec", "wps",
+                    "tgs", "tokens_per_s", "tok_per_sec", "throughput_tokens"}
+_BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gbs", "global_batch",
+               "total_batch_size", "effective_batch_size"}
+_COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "token", "tokens", "step", "steps", "iter",
+                "iteration", "batch_in_epoch", "sample_in_epoch", "token_in_epoch", "step_in_epoch"}
+# a count's magnitude suffix (nanotron's human_format: `1.23K`, `2.62M`); G and T are left out: `3.72G` is memory
+_FAMILY_HEADS = {"timing", "timings", "time", "times", "timer", "timers", "perf", "durations"}
+_WHOLE_STEP = {"step", "steps", "iter", "iteration", "total", "train_step", "step_time", "iter_time", "iteration_time",
+               "batch_time", "step_total", "total_step", "whole_step"}
+FAMILY = "family"  # the 4th item of a stage timer's role: a stage of a family whose sum may be the step
+_SLASH_RATE = re.compile(r"(?<!\w)([A-Za-z]\w*+)\.?\s*+/\s*+(?:s|sec|secs|second|seconds)\b", re.IGNORECASE)
+MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
+MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
+MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
+MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
+
+
+def keyword_rank(word: str) -> int:
+    w = word.lower().replace(" ", "_")
+    return _KEYWORD_RANK.get(w) if w in _KEYWORD_RANK else _KEYWORD_RANK.get(w.split("_")[0], 3)
+
+
+def norm_key(key: str) -> str:
+    return _NORM.sub("_", key.lower()).strip("_")
+
+
+def unit_kind(unit: str | None) -> tuple[str, float] | None:
+    """(kind, factor): ("time", s per unit), ("per_step", s per step per unit), ("step_rate", 1),
+    ("sample_rate", 1), ("token_rate", 1); None for other units."""
+    if not unit:
+        return None
+    u = unit.lower()
+    if u in TIME_UNITS:
+        return "time", TIME_UNITS[u]
+    if "/" not in u:
+        return None
+    a, b = u.split("/", 1)
+    if a in TIME_UNITS and b in _STEP_WORDS:
+        return "per_step", TIME_UNITS[a]
+    if b in ("s", "sec", "second"):
+        if a in _STEP_WORDS:
+            return "step_rate", 1.0
+        if a in _TOKEN_WORDS:
+            return "token_rate", 1.0
+        return "sample_rate", 1.0
+    return None
+
+
+@lru_cache(maxsize=8192)
+def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
+    """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
+    ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1); None when the
+    field is not about time (loss, lr, ...)."""
+    if unit is None and "/" in key and key.strip().lower() in _RATE_UNITS:
+        key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
+    if "/" in key and (m := _SLASH_RATE.search(key)):
+        # `avg. samples / sec`, `TFLOP/s/device`, `Tokens/s/device`: a rate of what precedes the slash, never a time
+        return _per_second_role(norm_key(m.group(1)).rsplit("_", 1)[-1])
+    if "/" in key and (family := _family(key, unit)) is not False:
+        return family
+    k = norm_key(key)
+    m = KEY_UNIT.search(key)
+    if m:
+        stated = m.group(1) or m.group(2)
+        unit = unit or ("s" if stated.lower() == "t" else stated)
+        k = norm_key(key[: m.start()])
+    if "/" in key and unit is None and norm_key(key.rsplit("/", 1)[1]) in _COUNT_NOUNS:
+        return None  # a tag path ending in what it counts (Composer's `time/batch: 12`): a count, not a duration
+    k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
+    kind = unit_kind(unit)
+    words = k.split("_") if k else []
+    if kind and kind[0] == "per_step":
+        return "dur", PER_STEP, kind[1]
+    per = next((j for j in range(1, len(words) - 1) if words[j] == "per"), None)
+    if per is not None and words[per + 1] in ("s", "sec", "second", "seconds"):
+        return _per_second_role(words[per - 1])
+    if kind and kind[0] == "step_rate" or k in _STEP_RATE_KEYS or (
+            k.endswith(("_per_sec", "_per_second")) and words and words[0] in _STEP_WORDS + (
+                "global", "train", "optimizer")) or (
+            # `global_step_sec`, `steps_s`: steps per second; `train_runtime_s`, `iter_time_s`: seconds
+            k.endswith(("_sec", "_s")) and len(words) >= 2 and words[-2] in _STEP_WORDS and "time" not in words):
+        if "sample" in k or "token" in k or "example" in k:
+            return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
+        return "rate", PER_STEP, 1.0
+    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS:
+        return ("token_rate" if kind is None or kind[0] == "token_rate" else kind[0]), None, 1.0
+    if k in _TOKEN_KEYS and kind is None:
+        return "tokens", None, 1.0
+    if k in _BATCH_KEYS and kind is None:
+        return "batch", None, 1.0
+    if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
+        return "sample_rate", None, 1.0
+    return _duration_role(k, unit, kind)
+
+
+def _family(key: str, unit: str | None):
+    """The role of a key in a family of timers (`timing_s/gen`, `time/forward`, `timers/data`, `perf/...`):
+    ("dur", PER_STEP, factor) for the whole step (`timing_s/step`, `time/iter`, `timers/total`), ("phase", stage,
+    factor, FAMILY) for a stage, None for a count or an estimate (Composer's `time/batch`, `time/remaining`),
+    False when `key` names no timer family. `perf/<leaf>` is read by its leaf alone (MaxText's
+    `perf/step_time_seconds`, `perf/per_device_tflops_per_sec`)."""
+    head, leaf = key.rsplit("/", 1)
+    words = norm_key(head).split("_")
+    factor = None
+    if words and words[-1] in TIME_UNITS and len(words) > 1:
+        factor = TIME_UNITS[words.pop()]
+    if not set(words) & _FAMILY_HEADS:
+        return False
+    if "per" in words:
+        return None  # verl's `timing_per_token_ms/gen`: a time per token, not a stage of the step
+    if words[-1] == "perf":
+        return classify(leaf, unit)
+    lk = norm_key(leaf)
+    kind = unit_kind(unit)
+    if kind and kind[0] == "time":
+        factor = kind[1]
+    for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_sec", 1.0), ("_seconds", 1.0), ("_s", 1.0)):
+        if lk.endswith(suffix) and len(lk) > len(suffix):
+            lk, factor = lk[: -len(suffix)], factor or f
+            break
+    f = factor or 1.0
+    lw = set(lk.split("_"))
+    if factor is None and lk in _COUNT_NOUNS - {"step", "steps", "iter", "iteration"} or lw & {
+            "remaining", "estimate", "eta", "left"}:
+        return None
+    if lk in _WHOLE_STEP or (lw & {"step", "iter", "iteration"} and lw & {"time", "total", "duration"}):
+        return "dur", PER_STEP, f
+    stage = lk.removesuffix("_time").removesuffix("_timing")
+    if stage in _DATA_KEYS or stage.split("_")[0] in ("data", "dataloader", "loader", "batch"):
+        stage = "data"
+    elif lw & {"eval", "evaluation", "val", "validation", "test", "testing"}:
+        stage = "eval"
+    elif lw & {"checkpoint", "ckpt", "save", "saving"}:
+        stage = "checkpoint"
+    stage = _PHASE_WORDS.get(stage, stage)
+    return ("phase", stage, f, FAMILY) if stage else None
+
+
+def _per_second_role(what: str) -> tuple[str, object, float] | None:
+    """The role of `<what>_per_sec[_per_gpu]`: what comes before `per` is what is counted (batches_per_second is
+    a step rate, tokens_per_sec_per_gpu a token rate); another thing per second (TFLOPs, bytes) is no time."""
+    if what in _STEP_WORDS:
+        return "rate", PER_STEP, 1.0
+    if what in _TOKEN_WORDS:
+        return "token_rate", None, 1.0
+    if what in _SAMPLE_WORDS:
+        return "sample_rate", None, 1.0
+    return None
+
+
+def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> tuple[str, object, float] | None:
+    """classify's last step, for a normalised key `k` that is no rate, token or batch count: ("dur", class,
+    factor to seconds) or ("phase", name, factor) when it names a time; None otherwise."""
+    factor = kind[1] if kind and kind[0] == "time" else None
+    if factor is None:
+        for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_s", 1.0), ("_sec", 1.0),
+                          ("_seconds", 1.0), ("ms", 1e-3)):
+            if k.endswith(suffix) and len(k) > len(suffix):
+                factor = f
+                if suffix != "ms":
+                    k = k[: -len(suffix)]
+                break
+    if unit and kind is None:
+        return None  # a value in MiB, % or another unit is not a time
+    if not k:
+        return ("dur", UNNAMED, factor) if factor is not None else None
+    words = k.split("_")
+    if k in _DATA_KEYS or "generator" in words or (words[0] in ("data", "reader", "loader", "dataloader", "input") and (
+            factor is not None or "time" in words or "wait" in words or "cost" in words)):
+        return "phase", "data", factor or 1.0
+    timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
+                                              "took", "seconds", "secs", "sec", "cost", "timing")
+                  for w in words)
+    for w in words:
+        if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
+            return "phase", _PHASE_WORDS[w], factor or 1.0
+    if not timeish or any(w in _NOT_TIME for w in words):
+        return None
+    f = factor or 1.0
+    if any(w in _AVG_WORDS for w in words):
+        return "dur", AVERAGE, f
+    if "per" in words or any(w in ("step", "iter", "iteration", "batch", "it", "steptime", "itertime")
+                             for w in words) or k in ("dt", "sec_batch", "last_time", "time_per_step",
+                                                      "step_time", "iter_time"):
+        if not any(w in ("train", "total", "since") for w in words) or "per" in words:
+            return "dur", PER_STEP, f
+    if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time") or k.startswith("elapsed"):
+        return "dur", CUMULATIVE, f
+    return "dur", GENERIC, f

@@ -1,0 +1,216 @@
+"""Evaluation: a labelled set of cases — logs written in the formats users paste, carrying the figures of public
+reports with a confirmed cause (each cites its source), plus the LABELED SYNTHETIC simulate scenarios — diagnosed
+end to end. The confusion matrix is printed (pytest -s) and the test fails when accuracy drops below what the
+engine reaches now. Change a weight (knowledge.signatures.SPECIFICITY) only with this matrix in hand.
+
+    python -m pytest -q -s tests/diagnosis/test_eval_confusion.py -p no:cacheprovider
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import synthetic_cases
+
+from playbook.diagnosis import diagnose
+from playbook.labs import synthetic
+from playbook.model import schema
+from playbook.readers import read_paths
+
+EVAL = Path(__file__).resolve().parents[1] / "data" / "eval"
+MIN_ACCURACY = 1.0  # every case right at the time of writing (see the matrix); lower it only with a reason
+
+
+def _file(name: str):
+    return lambda: read_paths([str(EVAL / name)])
+
+
+def _open_clip_703() -> schema.Bundle:
+    # mlfoundations/open_clip#703 "Training freezes every num_worker iterations": with slow per-worker loading,
+    # every num_workers-th batch waits for the loader (open_clip logs "Data (t)" and "Batch (t)" per step);
+    # 8 workers, data wait ~4.8 s on those steps against ~0.01 s, batch compute ~0.45 s
+    rng = np.random.default_rng(703)
+    n, ranks = 240, 4
+    data = np.where(np.arange(n) % 8 == 7, 4.8, 0.01) * np.exp(0.05 * rng.standard_normal(n))
+    comp = 0.45 * np.exp(0.02 * rng.standard_normal(n))
+    t0 = pd.Timestamp("2023-10-24T11:00:00Z")
+    starts = t0 + pd.to_timedelta(np.concatenate([[0.0], np.cumsum(data + comp)[:-1]]), unit="s")
+    rows = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s")}
+    for r in range(ranks):
+        for s in range(n):
+            for phase, dur, at in (("data", data[s], starts[s]),
+                                   ("compute", comp[s], starts[s] + pd.Timedelta(seconds=float(data[s])))):
+                for k, v in zip(rows, (at, "node00", r, s, phase, dur), strict=True):
+                    rows[k].append(v)
+    return schema.Bundle(inputs=["open_clip#703"], steps=schema.steps_frame({**rows, "source": "eval"}))
+
+
+def _tele(scenario: str, **kw):
+    def build():
+        frame, truth = synthetic.simulate_telemetry(scenario, **kw)
+        return schema.Bundle(inputs=[truth.source], telemetry=frame)
+    return build
+
+
+def _steps(**kw):
+    def build():
+        steps, events, _ = synthetic.simulate_steps(**kw)
+        return schema.Bundle(inputs=["synthetic:steps"], steps=steps, events=events)
+    return build
+
+
+def _node_capped_csv(limit_w: float, default_w: float, draw_w: float, spread_w: float, n: int = 300) -> str:
+    """An nvidia-smi --query-gpu CSV (utilization.gpu, power.draw, power.limit, power.default_limit; no clocks) of
+    four busy H100s, every one at `limit_w` of its `default_w` default: a whole node capped leaves no peer to
+    compare with, only the board's default limit. Draw `draw_w` ± `spread_w`, clipped at the limit."""
+    rng = np.random.default_rng(500)
+    t0 = pd.Timestamp("2026-06-26T10:00:00")
+    lines = ["timestamp, index, utilization.gpu [%], power.draw [W], power.limit [W], power.default_limit [W]"]
+    for i in range(n):
+        stamp = (t0 + pd.Timedelta(seconds=i)).strftime("%Y/%m/%d %H:%M:%S.000")
+        for g in range(4):
+            draw = min(draw_w + spread_w * rng.standard_normal(), limit_w)
+            util = int(rng.integers(96, 101))
+            lines.append(f"{stamp}, {g}, {util} %, {draw:.2f} W, {limit_w:.2f} W, {default_w:.2f} W")
+    return "\n".join(lines) + "\n"
+
+
+def _smi_csv(text: str, name: str):
+    def build(tmp):
+        path = tmp / name
+        path.write_text(text)
+        return read_paths([str(path)])
+    return build
+
+
+def _case(fn, *args):
+    return lambda: fn(*args)[0]
+
+
+# (name, expected cause, builder); sources cited for the cases built from public reports
+CASES = [
+    # huggingface/transformers#28119: 16 ranks, checkpoint save on rank 0; ranks 1-15 time out in ALLREDUCE
+    # SeqNum=21668 after 1800522 ms (the 30 min default) — the rank the others wait for never reported
+    ("transformers#28119 watchdog", "collective_straggler", _file("hf_transformers_28119_save_timeout.log")),
+    # huggingface/accelerate#2912: DeepSpeed ZeRO-3 save; rank 1 times out at NCCL work 6075 (_ALLGATHER_BASE,
+    # NumelIn=1366, NumelOut=4098: 3 ranks) after 2954391 ms
+    ("accelerate#2912 watchdog", "collective_straggler", _file("hf_accelerate_2912_zero3_save_timeout.log")),
+    # l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling#3: one V100 of four capped to 150 W (the
+    # others at 300 W), SW Power Cap active under full load
+    ("idrac#3 one V100 at 150 W", "throttling", _file("l4rz_idrac_3_v100_power_cap.csv")),
+    # stackhpc/ansible-slurm-appliance#975: an H100 with Current Power Limit 500 W (Default and Max 700 W); logged
+    # by nvidia-smi with utilization.gpu, power.draw, power.limit only — no clocks.sm, no event reasons
+    ("stackhpc#975 H100 at 500 W, no clock", "throttling", _file("stackhpc_975_h100_500w_cap_noclock.csv")),
+    # bradrlaw/ai-server#32: a V100 held at 175 W of its 250 W (1.13x faster at 250 W); dcgm-exporter text
+    # without a clock field — the DVFS estimate (175/250)^(1/3) gives 11% lower clock against the measured 12%
+    ("ai-server#32 V100 at 175 W, DCGM no clock", "throttling", _file("bradrlaw_ai_server_32_v100_175w_dcgm.prom")),
+    # the negative: the same four H100s at their 700 W TDP, draw 672 ± 22 W touching the limit — TDP-bound is
+    # healthy, not a cap
+    ("H100s at TDP, no clock", "healthy", _file("h100_tdp_bound_healthy_noclock.csv")),
+    # a whole node capped: four H100s all at 500 W of their 700 W default (stackhpc#975's limit on every GPU,
+    # common in power-constrained halls), draw pinned — no peer runs higher, power.default_limit is the reference
+    ("node of H100s all at 500 W, no clock", "throttling",
+     _smi_csv(_node_capped_csv(500.0, 700.0, 492.0, 4.0), "node_500w.csv")),
+    # the negative: the same node at its 700 W default, draw 672 ± 22 W touching the limit now and then
+    ("node of H100s at default 700 W, no clock", "healthy",
+     _smi_csv(_node_capped_csv(700.0, 700.0, 672.0, 22.0), "node_700w.csv")),
+    # gnn-tracking/gnn_tracking#95: 8 GPUs steady at 33% utilization (CPU 12%), data loader suspected — telemetry
+    # shows no swing or device fault, so no cause can be named — but 67% of the GPU time is measurably lost: an
+    # unexplained slowdown (the what-if accounting), whose next step is to record step phases / a trace
+    ("gnn_tracking#95 steady 33%", "unexplained_slowdown", _file("gnn_tracking_95_steady_33pct.csv")),
+    # tensorflow/tensorflow#40042: cifar10_train.py at 0.014 sec/batch getting slower as the GPU overheats
+    # (confirmed: a cooling pad fixed it); the log users paste, one line per 10 steps, a checkpoint line at the end
+    ("tf#40042 overheating, step log", "throttling", _file("tf_40042_cifar10_thermal_creep.log")),
+    # intel/thermal_daemon#300, NVIDIA/nvidia-settings#67: an MX330 throttling past its 57 C max operating
+    # temperature (67 C under load), logged without clocks_event_reasons: the clock falls as it heats
+    ("thermald#300 MX330 thermal, no reasons", "throttling", _file("thermald_300_mx330_thermal.csv")),
+    # the negative: GPU Boost's normal ~5% droop as a busy H100 warms 40 -> 80 C
+    ("GPU Boost droop 40-80 C", "healthy", _file("boost_droop_healthy.csv")),
+    # the negative: an H100 held at its 700 W limit losing 19% clock as leakage grows with temperature
+    ("H100 at 700 W warming, leakage", "healthy", _file("tdp_leakage_healthy.csv")),
+    ("open_clip#703 loader every 8 steps", "data_starvation", _open_clip_703),
+    # X-LANCE/SLAM-LLM#109 and the checkpoint threads above: a synchronous save on rank 0, 8xA100/H100
+    ("rank-0 checkpoint, 8 GPUs", "collective_straggler", _case(synthetic_cases.case_rank0_checkpoint)),
+    ("power cap, one GPU", "throttling", _case(synthetic_cases.case_power_cap)),
+    ("rank-0 checkpoint, 1 s polls", "collective_straggler", lambda: synthetic_cases.case_rank0_checkpoint(interval_s=1.0)[0]),
+    # a 400 W cap on a 700 W H100 (clock 1650 vs 1980 MHz): milder than DVFS variation, caught by the lowered limit
+    ("400 W cap on a 700 W part", "throttling",
+     lambda: synthetic_cases.case_power_cap(cap_w=400, capped_mhz=1650, full_mhz=1980, full_w=700, draw_w=560)[0]),
+    # PyTorch CUDA Graphs blog / performance tuning guide: many tiny kernels leave the GPU waiting for launches;
+    # per-element .item()/.cpu() syncs the host with the device each time
+    ("4097 tiny kernels", "launch_bound", lambda tmp: synthetic_cases.case_trace("launch", tmp)[0]),
+    ("4096 per-element .cpu()", "host_sync", lambda tmp: synthetic_cases.case_trace("item", tmp)[0]),
+    ("host metrics only", "insufficient_data", _case(synthetic_cases.case_host_only)),
+    ("three polls", "insufficient_data", _case(synthetic_cases.case_three_polls)),
+    ("level shift at step 350", "throttling", _case(synthetic_cases.case_level_shift)),
+    ("gradient accumulation x4", "healthy", _case(synthetic_cases.case_grad_accum)),
+    ("warm-up then checkpoint/50", "periodic_stall", _case(synthetic_cases.case_warmup_checkpoint)),
+    *[(f"sim telemetry {s}", None, _tele(s)) for s in synthetic.SCENARIOS],
+    # the same scenarios polled badly: jittered times, 5% lost values, two outages, 8-point noise
+    *[(f"sim telemetry {s} noisy", None, _tele(s, jitter=0.3, nan_frac=0.05, gaps=2, noise_pct=8.0, seed=7))
+      for s in synthetic.SCENARIOS],
+    ("sim telemetry straggler 10 s polls", None, _tele("straggler", interval_s=10.0, duration_s=3600.0, hosts=4)),
+    ("sim steps checkpoint/40", "periodic_stall", _steps()),
+    ("sim steps gc", "gc_pause", _steps(stall_every=None, gc_count=30)),
+    ("sim steps creep", "throttling", _steps(stall_every=None, creep=0.4)),
+    ("sim steps recompiles", "recompilation", _steps(stall_every=None, recompile_steps=(5, 47, 130, 171, 260, 333))),
+    ("sim steps slow rank", "collective_straggler", _steps(stall_every=None, slow_rank=1, slow_factor=1.4)),
+    ("sim steps healthy", "healthy", _steps(stall_every=None)),
+    # issue 27's held-out cases (tests/data/eval/heldout27/make_heldout27.py cites the reports): written before
+    # the engine saw them and scored once as written — 4 of 6 right (the steady MMEngine log read as time outside
+    # the step timer, the Xid 79 line as healthy); kept here as regression cases after the fixes
+    *[(f"heldout27 {name}", want, _file(f"heldout27/{name}.log")) for name, want in (
+        ("mmengine_data_time", "data_starvation"), ("mmengine_checkpoint", "periodic_stall"),
+        ("dynamo_recompiles", "recompilation"), ("torchrun_slow_loader_rank", "data_starvation"),
+        ("mmengine_steady", "healthy"), ("xid_fallen_off", "hardware_fault"))],
+]
+
+
+def _expected(name: str, expected: str | None) -> str:
+    if expected is not None:
+        return expected
+    scenario = name.split()[2]
+    return synthetic.simulate_telemetry(scenario, duration_s=60.0)[1].hypothesis
+
+
+def diagnosed(tmp: Path) -> list[tuple[str, str, object]]:
+    """(case, labelled cause, Diagnosis) for every case, diagnosed once per session (the calibration test reads the
+    same diagnoses)."""
+    if "rows" not in _CACHE:
+        out = []
+        for name, expected, build in CASES:
+            bundle = build(tmp) if build.__code__.co_argcount else build()
+            out.append((name, _expected(name, expected), diagnose(bundle)))
+        _CACHE["rows"] = out
+    return _CACHE["rows"]
+
+
+_CACHE: dict[str, list] = {}
+
+
+def confusion(tmp: Path) -> tuple[pd.DataFrame, list[tuple[str, str, str]]]:
+    """The confusion matrix (rows: labelled cause, columns: top hypothesis) and the (case, want, got) rows; `tmp`
+    is a folder for the cases that write their files first."""
+    rows = []
+    for name, expected, build in diagnosed(tmp):
+        rows.append((name, expected, build.hypotheses[0]["id"]))
+    counts = Counter((w, g) for _, w, g in rows)
+    labels = sorted({w for _, w, _ in rows} | {g for _, _, g in rows})
+    matrix = pd.DataFrame([[counts.get((w, g), 0) for g in labels] for w in labels], index=labels, columns=labels)
+    return matrix, rows
+
+
+def test_confusion_matrix_accuracy(tmp_path):
+    matrix, rows = confusion(tmp_path)
+    right = sum(w == g for _, w, g in rows)
+    accuracy = right / len(rows)
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
+        print(f"\nconfusion matrix (rows: label, columns: top hypothesis), accuracy {right}/{len(rows)} = "
+              f"{accuracy:.0%}\n{matrix}")
+    misses = [r for r in rows if r[1] != r[2]]
+    for name, want, got in misses:
+        print(f"  miss: {name}: want {want}, got {got}")
+    assert accuracy >= MIN_ACCURACY, misses

@@ -1,0 +1,24 @@
+"""The data model's Bundle: merging and emptiness."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from playbook.model import schema
+
+
+def test_a_bundle_with_only_a_reader_summary_is_not_empty():
+    assert schema.Bundle().is_empty()
+    assert not schema.Bundle(meta={"nsys:profile.csv": {"reports": {}}}).is_empty()
+    assert schema.Bundle(meta={"run": {"playbook_run": 1}}).is_empty()  # run metadata alone is nothing to analyse
+
+
+def test_extend_merges_rows_and_per_input_meta():
+    t0 = pd.Timestamp("2026-01-01", tz="UTC")
+    a = schema.Bundle(inputs=["a"], meta={"kineto": {0: {"rank": 0}}},
+                      telemetry=schema.telemetry_frame({"time": [t0], "host": ["h"], "gpu": [0], "util_pct": [50]}))
+    b = schema.Bundle(inputs=["b"], meta={"kineto": {1: {"rank": 1}}}, warnings=["b: skipped 1 of 2 rows"],
+                      telemetry=schema.telemetry_frame({"time": [t0], "host": ["h"], "gpu": [1], "util_pct": [70]}))
+    a.extend(b)
+    assert a.inputs == ["a", "b"] and a.warnings == ["b: skipped 1 of 2 rows"]
+    assert sorted(a.meta["kineto"]) == [0, 1] and a.telemetry["util_pct"].tolist() == [50.0, 70.0]
