@@ -47,21 +47,6 @@ def phase_breakdown(steps: pd.DataFrame) -> pd.DataFrame:
     return by.sort_values(["rank", "seconds"], ascending=[True, False]).reset_index(drop=True)
 
 
-def step_stats(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per rank: n steps, median / p90 / max step time (s), and steps per second over the median."""
-    whole = steps[steps["phase"] == "step"]
-    g = whole.groupby("rank")["duration_s"]
-    out = pd.DataFrame({
-        "steps": g.count(),
-        "median_s": g.median(),
-        "p90_s": g.quantile(0.9),
-        "max_s": g.max(),
-        "total_s": g.sum(),
-    })
-    out["steps_per_s"] = 1.0 / out["median_s"]
-    return out.reset_index()
-
-
 def busy_timeline(steps: pd.DataFrame, bin_s: float | None = None,
                   busy_phases: tuple[str, ...] = COMPUTE_PHASES) -> pd.DataFrame:
     """Fraction of each time bin that a rank spent in `busy_phases` (0-1), from phases with start times.

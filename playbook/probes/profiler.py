@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import socket
 import statistics
@@ -203,12 +202,3 @@ class ProfilerWindows:
                 prof.stop()
             except Exception as exc:
                 log.debug("profiler stop failed: %s", exc)
-
-
-def window_overhead(step_s: list[float], window_steps: set[int]) -> float:
-    """Median step time inside windows ÷ outside them (NaN when either is empty): the profiler's cost."""
-    inside = [s for i, s in enumerate(step_s) if i in window_steps]
-    outside = [s for i, s in enumerate(step_s) if i not in window_steps]
-    if not inside or not outside:
-        return math.nan
-    return statistics.median(inside) / statistics.median(outside)

@@ -97,14 +97,6 @@ def read(path: str | Path, **opts: Any) -> Bundle:
     return Bundle(inputs=[str(path)], nccl=frame, warnings=warnings, meta={"nccl_log": {str(path): stats}})
 
 
-def parse_text(text: str, source: str = "") -> tuple[pd.DataFrame, SkipCounter, dict]:
-    """Parse NCCL log text. Returns (nccl frame, skip counter for garbled NCCL messages, line statistics)."""
-    scanner = NcclLines(source)
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        scanner.feed(lineno, line)
-    return scanner.result()
-
-
 # NCCL lines without the host:pid:tid [dev] prefix (a launcher that strips it, a pasted excerpt)
 _BARE_RE = re.compile(r"(?:^|[\s\]:|])NCCL (INFO|WARN) ?(.*)$")
 

@@ -486,15 +486,6 @@ def epoch_to_ns(values: np.ndarray, unit: str | None = None) -> tuple[np.ndarray
     return ns, ok
 
 
-def to_utc_ns(times: pd.Series | np.ndarray, tz: str | None = "UTC") -> pd.Series:
-    """Naive or aware datetimes as datetime64[ns, UTC]; naive ones are taken to be in `tz`."""
-    s = pd.Series(times)
-    if not isinstance(s.dtype, pd.DatetimeTZDtype):
-        s = pd.to_datetime(s, errors="coerce")
-        s = s.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT")
-    return s.dt.tz_convert("UTC").dt.as_unit("ns")
-
-
 # Unit suffixes as they appear in headers ("memory.used [MiB]") and values ("70959 MiB"), and the factor that
 # turns a value in that unit into the schema's unit for the same quantity.
 UNIT_FACTORS: dict[str, float] = {

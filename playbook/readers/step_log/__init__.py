@@ -243,10 +243,3 @@ def _read_jsonl(path: Path, text: str, tz: str) -> schema.Bundle:
     if _find(keep, STEP_KEYS) is None:
         raise InputError(f"{path}: JSON records without a step key")
     return _table_bundle(path, records, np.asarray(line_of), skips, tz)
-
-
-def table_keys() -> dict[str, tuple[str, ...]]:
-    """The column names recognised in step tables, by role (for documentation and `playbook info`)."""
-    return {"step": STEP_KEYS, "duration": DURATION_KEYS, "time": TIME_KEYS, "rank": RANK_KEYS,
-            "tokens": TOKEN_KEYS, "host": HOST_KEYS, "phase": PHASE_KEYS}
-
