@@ -14,10 +14,13 @@ What it checks
       30 serving            bucketed p99 below exact-shape p99
       31 sharded loader     prefetch recovers ≥ 90% of no-fault throughput beyond the noise
       40 regression compare BAD ÷ GOOD throughput interval below 1; reverting the shapes closes ≥ 50% of the gap
-    (labs 10-14: benchmarks/labs.py; the probes' cost in detail: benchmarks/probe_overhead.py.)
+      10, 12, 14            (their throughput: benchmarks/labs.py) the diagnosis of the fault recording
+    Each line also gives the cause the diagnosis ranks first on the notebook's own fault recording beside the
+    cause(s) the catalog links to that lab: which cause ranks first on a timed run is a timing-based verdict, so it
+    is measured here, not asserted by the tests. (The probes' cost in detail: benchmarks/probe_overhead.py.)
 
 The exact command
-    python benchmarks/lab_verdicts.py                        # all nine notebooks with their defaults (minutes each)
+    python benchmarks/lab_verdicts.py                        # all twelve notebooks with their defaults (minutes each)
     python benchmarks/lab_verdicts.py --labs 22 --param duration_s=1.0   # one notebook, shortened: ~45 s
     python benchmarks/lab_verdicts.py --labs 21,31 --param repeats=3
 
@@ -67,6 +70,13 @@ CLAIMS = {
     "31_sharded_blob_loader.ipynb": ("fault, fix ÷ no-fault (fix ≥ 0.90)",
                                      lambda f: f"{f.get('fault_ratio', float('nan')):.2f}, "
                                                f"{f.get('fix_ratio', float('nan')):.2f}"),
+    "10_data_starvation.ipynb": ("fix, fault ÷ no-fault", lambda f: f"{f.get('fix_ratio', float('nan')):.2f}, "
+                                                                   f"{f.get('fault_ratio', float('nan')):.2f}"),
+    "12_checkpoint_eval_stalls.ipynb": ("fix, fault loop efficiency ÷ no-fault",
+                                        lambda f: f"{f.get('fix_ratio', float('nan')):.2f}, "
+                                                  f"{f.get('fault_ratio', float('nan')):.2f}"),
+    "14_recompilation.ipynb": ("fix, fault ÷ no-fault", lambda f: f"{f.get('fix_ratio', float('nan')):.2f}, "
+                                                                 f"{f.get('fault_ratio', float('nan')):.2f}"),
     "40_regression_compare.ipynb": ("BAD ÷ GOOD (interval < 1), gap closed shapes vs cache (≥ 0.5, more)",
                                     lambda f: _iv(f, "throughput_ratio", "ratio_lo", "ratio_hi")
                                     + f", {f.get('shapes_gap_closed', float('nan')):.2f} vs "
@@ -75,7 +85,7 @@ CLAIMS = {
 
 
 def run_one(name: str, out: Path, parameters: dict) -> tuple[dict, float]:
-    """Execute notebooks/<name> with `parameters` over its defaults; return (recorded verdict, wall seconds)."""
+    """Execute notebooks/<name> with `parameters` over its defaults; return (everything it recorded, wall s)."""
     import papermill as pm
 
     from playbook.report.scrapbook import collect
@@ -87,7 +97,20 @@ def run_one(name: str, out: Path, parameters: dict) -> tuple[dict, float]:
     t0 = time.perf_counter()
     pm.execute_notebook(str(ROOT / "notebooks" / name), str(nb_out), parameters=params, cwd=str(ROOT),
                         kernel_name="python3", progress_bar=False)
-    return collect(nb_out)["verdict"], time.perf_counter() - t0
+    return collect(nb_out), time.perf_counter() - t0
+
+
+def diagnosis_line(name: str, recorded: dict) -> str:
+    """The cause the diagnosis ranked first on the notebook's fault recording, beside the lab's own cause(s)."""
+    from playbook.knowledge.causes import CATALOG
+
+    top = recorded.get("diagnosis_top") or recorded["verdict"]["figures"].get("real_top")
+    if not top:
+        return ""
+    own = [c.id for c in CATALOG if c.notebook == f"notebooks/{name}"]
+    if not own and name.startswith("00_"):
+        own = [c.id for c in CATALOG if c.notebook == "notebooks/10_data_starvation.ipynb"]  # its lab is lab 10's
+    return f"; diagnosis ranks first: {top} ({'as' if top in own else 'NOT'} the lab's {'/'.join(own)})"
 
 
 def _parse_param(text: str) -> tuple[str, object]:
@@ -103,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n\n")[0],
         epilog="example: python benchmarks/lab_verdicts.py --labs 20,21 --param repeats=3",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--labs", default="", help="comma-separated notebook numbers (default: all nine)")
+    parser.add_argument("--labs", default="", help="comma-separated notebook numbers (default: all twelve)")
     parser.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a notebook parameter (applied to every selected notebook that has it)")
     args = parser.parse_args(argv)
@@ -118,10 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         for i, name in enumerate(names, 1):
             print(f"[{i}/{len(names)}] {name} ...", file=sys.stderr, flush=True)
             known = {p.name for p in load(ROOT / "notebooks" / name).parameters}
-            verdict, wall = run_one(name, Path(tmp), {k: v for k, v in overrides.items() if k in known})
+            recorded, wall = run_one(name, Path(tmp), {k: v for k, v in overrides.items() if k in known})
+            verdict = recorded["verdict"]
             what, show = CLAIMS[name]
-            print(f"{name[:2]} {verdict['status']:<13} {what}: {show(verdict['figures'])}  ({wall:.0f} s)",
-                  flush=True)
+            print(f"{name[:2]} {verdict['status']:<13} {what}: {show(verdict['figures'])}"
+                  f"{diagnosis_line(name, recorded)}  ({wall:.0f} s)", flush=True)
     return 0
 
 

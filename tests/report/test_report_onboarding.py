@@ -4,7 +4,7 @@ the figures it printed (whether the fix is faster beyond noise is a timing claim
 from __future__ import annotations
 
 import pytest
-from labverdicts import assert_status_follows
+from labverdicts import assert_diagnosed, assert_status_follows
 from nbrun import run_notebook
 
 from playbook.report import triage
@@ -22,9 +22,8 @@ def test_onboarding_recovers_synthetic_and_real_causes(tmp_path):
     # the synthetic run is seeded: its answer is exact
     assert f["synthetic_top"] == f["synthetic_truth"] == "periodic_stall"
     assert f["synthetic_period_s"] == pytest.approx(60.0, rel=0.1)
-    assert rec["steps_top"] == "periodic_stall"  # the step log confirms the stall every 30 steps
-    # the real lab's data stall is several times its step: the diagnosis names a data-stall cause
-    assert f["real_top"] in triage.DATA_STALL_CAUSES
+    assert rec["steps_top"] == "periodic_stall"  # the seeded synthetic step log: the stall every 30 steps
+    assert_diagnosed(f["real_top"])  # the real lab's recording: which cause ranks first is timed
     assert f["fix_speedup_lo"] <= f["fix_speedup"] <= f["fix_speedup_hi"]
     real_ok = f["real_top"] in triage.DATA_STALL_CAUSES and float(f["real_top_score"] or 0) >= triage.CONFIRM_SCORE
     assert_status_follows(v, refuted=False, checks={"real recording": real_ok, "faster": f["fix_speedup_lo"] > 1.0},
