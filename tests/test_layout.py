@@ -4,15 +4,19 @@ tests/ mirrors playbook/. Read from the source with `ast` (nothing is imported).
 from __future__ import annotations
 
 import ast
+import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT
 
 PACKAGE = ROOT / "playbook"
 # Low to high: a module may import its own layer and the ones before it, never one after it.
-LAYERS = ("errors", "units", "jsonable", "schema", "knowledge", "rundir", "readers", "probes", "analysis", "diagnose",
-          "synthetic", "synthetic_cases", "fixes", "workloads", "plots", "report", "sources", "commands", "cli",
-          "__main__")
+LAYERS = ("core", "knowledge", "model", "readers", "probes", "analysis", "diagnosis", "labs", "plots", "report", "sources",
+          "commands", "cli", "__main__")
+MAX_LOOSE_MODULES = 4  # the facade (__init__), __main__, cli: every other module lives in the folder of its layer
 MAX_LINES = 650  # "no module over ~600 lines": room for a docstring's growth, not for a second concern
 TEST_ONLY_FOLDERS = {"data", "notebooks"}  # fixtures; the notebooks' executions (notebooks/ is not in playbook/)
 
@@ -120,3 +124,50 @@ def test_readme_layout_names_every_module_and_only_those():
     listed = {p for p in _readme_tree() if not p.endswith("__init__.py")}
     assert not actual - listed, f"add to the README's Layout tree: {sorted(actual - listed)}"
     assert not listed - actual, f"the README's Layout tree names what is not there: {sorted(listed - actual)}"
+
+
+def test_few_loose_modules_at_the_top():
+    loose = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(loose) <= MAX_LOOSE_MODULES, f"move these into the folder of their layer: {loose}"
+
+
+def test_one_name_per_module():
+    """No two modules share a file name: `steps.py` in five folders made every traceback and import ambiguous."""
+    seen: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if not path.name.startswith("__"):  # __init__ and __main__ are the package protocol's names
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert not {n: ps for n, ps in seen.items() if len(ps) > 1}
+
+
+FACADES = ("playbook", "playbook.labs", "playbook.plots")
+
+
+def _notebook_imports() -> dict[str, set[str]]:
+    """{notebook: the playbook modules its code cells import from}."""
+    found = {}
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        found[nb.name] = set(re.findall(r"^\s*from\s+(playbook[\w.]*)\s+import\b", code, re.M))
+        found[nb.name] |= set(re.findall(r"^\s*import\s+(playbook[\w.]*)", code, re.M))
+    return found
+
+
+def test_notebooks_import_from_the_facades_only():
+    stray = {nb: sorted(mods - set(FACADES)) for nb, mods in _notebook_imports().items() if mods - set(FACADES)}
+    assert not stray, f"import these from {FACADES} instead (add a lazy export where missing): {stray}"
+
+
+def test_every_facade_export_resolves_and_importing_the_package_stays_light():
+    code = ("import sys, importlib\n"
+            "import playbook\n"
+            "heavy = sorted(m for m in ('pandas', 'torch', 'pynvml', 'matplotlib') if m in sys.modules)\n"
+            "missing = []\n"
+            "for name in " + repr(FACADES) + ":\n"
+            "    pkg = importlib.import_module(name)\n"
+            "    missing += [f'{name}.{e}' for e in getattr(pkg, 'EXPORTS', {}) if getattr(pkg, e, None) is None]\n"
+            "print(heavy, missing)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[] []", res.stdout

@@ -1,8 +1,8 @@
 """Interactive widgets for JupyterLab: a live monitor and an explorer for recorded runs.
 
     from playbook.plots import widgets
-    widgets.live_monitor()                      # GPUs through NVML when present, else host CPU (+ step busy)
-    widgets.live_monitor(step_timer=rec.timer)  # add the training loop's busy fraction from a StepTimer
+    widgets.watch()                      # GPUs through NVML when present, else host CPU (+ step busy)
+    widgets.watch(step_timer=rec.timer)  # add the training loop's busy fraction from a StepTimer
     widgets.explore(bundle)                     # time window, GPU subset, smoothing, metric; plots update
 
 Headless runs (`playbook report`, papermill under pytest) save no widget state, so a widget there would render
@@ -315,7 +315,7 @@ class LiveMonitor:
                 pass
 
 
-def live_monitor(step_timer: Any = None, window_s: float = 120.0, refresh_s: float = 1.0, force: bool = False):
+def watch(step_timer: Any = None, window_s: float = 120.0, refresh_s: float = 1.0, force: bool = False):
     """A LiveMonitor that displays as its widget (press Start; `.close()` stops its probes); a one-line note in
     headless runs unless `force`."""
     if headless() and not force:

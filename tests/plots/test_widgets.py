@@ -78,7 +78,7 @@ class _Timer:
         return 0.25
 
 
-def test_live_monitor_collects_gpu_series_and_keeps_a_window():
+def test_watch_collects_gpu_series_and_keeps_a_window():
     probe = _FakeGpuProbe()
     mon = widgets.LiveMonitor(probes=[probe], window_s=2.0)
     assert mon.source == "custom"
@@ -93,13 +93,13 @@ def test_live_monitor_collects_gpu_series_and_keeps_a_window():
     assert probe.stopped
 
 
-def test_live_monitor_shows_the_step_timers_busy_fraction():
+def test_watch_shows_the_step_timers_busy_fraction():
     mon = widgets.LiveMonitor(probes=[], step_timer=_Timer())
     samples = mon.poll()
     assert samples["series"].tolist() == ["training busy (step phases)"] and samples["value"].tolist() == [25.0]
 
 
-def test_live_monitor_falls_back_to_host_probe_without_nvml():
+def test_watch_falls_back_to_host_probe_without_nvml():
     mon = widgets.LiveMonitor(hz=20.0, refresh_s=0.05)
     try:
         if mon.source == "nvml":
@@ -122,11 +122,11 @@ def test_headless_runs_skip_widgets(monkeypatch):
     assert widgets.headless()
     note = widgets.explore(_telemetry())
     assert "skipped in a headless run" in note.data
-    assert "skipped" in widgets.live_monitor().data
+    assert "skipped" in widgets.watch().data
     assert isinstance(widgets.explore(_telemetry(), force=True), widgets.Explorer)
 
 
-def test_live_monitor_reads_gpus_through_the_nvml_sampler():
+def test_watch_reads_gpus_through_the_nvml_sampler():
     from playbook.probes import NvmlSampler, fake_nvml
 
     sampler = NvmlSampler(host="n0", hz=50.0, nvml=fake_nvml.scenario("oscillating", gpus=2),
