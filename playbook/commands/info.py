@@ -63,12 +63,12 @@ def unrelated_inputs(paths: list[str], **read_kw: Any) -> list[tuple[str, Any]]:
     stay one input. Anything else is read as one Bundle, as before."""
     from pathlib import Path
 
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
     from playbook.readers import read_paths
 
     folder = Path(paths[0]) if len(paths) == 1 else None
     subdirs = []
-    if folder is not None and folder.is_dir() and not rundir.is_run_dir(folder):
+    if folder is not None and folder.is_dir() and not run_layout.is_run_dir(folder):
         subdirs = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
     if len(subdirs) < 2 or any(p.is_file() and not p.name.lower().startswith("readme") for p in folder.iterdir()):
         return [(", ".join(map(str, paths)), read_paths(paths, **read_kw))]

@@ -14,7 +14,7 @@ EXAMPLES = """  playbook labs                 notebooks (with their parameters' 
   playbook report --labs data_starvation     then run one of them into a report
 """
 
-WORKLOADS = Path(__file__).resolve().parents[1] / "workloads"
+WORKLOADS = Path(__file__).resolve().parents[1] / "labs" / "workloads"
 _NOT_WORKLOADS = {"__init__", "__main__", "common"}
 
 

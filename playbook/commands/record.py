@@ -99,11 +99,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _record(args: argparse.Namespace, cmd: list[str], out: Path, rates: object) -> int:
     """Run and record `cmd` into the claimed `out`; the exit status (see the module docstring)."""
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
     from playbook.probes.recorder import Hooks, Recorder, merge_run
 
     try:
-        rundir.init_run(out, command=shlex.join(cmd), recording="in progress")
+        run_layout.init_run(out, command=shlex.join(cmd), recording="in progress")
     except OSError as exc:
         raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
     env = dict(os.environ, PLAYBOOK_RUN_DIR=str(out), PLAYBOOK_SAMPLER="external")
@@ -172,15 +172,15 @@ def _record(args: argparse.Namespace, cmd: list[str], out: Path, rates: object) 
 def _finish(out: Path, problems: list[str]) -> None:
     """Mark the run complete or incomplete in meta.json; say on stderr what was lost. When even that cannot be
     written (a full disk), meta.json keeps "in progress", which the readers also warn of."""
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
 
     for problem in problems:
         print(f"playbook record: incomplete recording: {problem}", file=sys.stderr)
     try:
         if problems:
-            rundir.update_run(out, recording="incomplete", incomplete=problems)
+            run_layout.update_run(out, recording="incomplete", incomplete=problems)
         else:
-            rundir.update_run(out, recording="complete")
+            run_layout.update_run(out, recording="complete")
     except OSError as exc:
         print(f"playbook record: cannot mark {out / 'meta.json'} ({exc.strerror or exc}); it says the recording "
               "is still in progress", file=sys.stderr)
@@ -190,7 +190,7 @@ def _claim(out: Path, force: bool) -> None:
     """Take RUN_DIR for this `record`: refuse an existing run unless `force` (then it is removed, so meta.json and
     the parts are the new run's), and create the lock file exclusively, so that of two `record`s started together
     exactly one goes on; the other gets a one-line error."""
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
     from playbook.probes.recorder import _alive
 
     if out.exists() and not out.is_dir():
@@ -199,7 +199,7 @@ def _claim(out: Path, force: bool) -> None:
     if holder is not None and _alive(holder):
         raise PlaybookError(f"{out} is being recorded by another `playbook record` (process {holder}); "
                             "choose another --out")
-    if out.is_dir() and rundir.is_run_dir(out):
+    if out.is_dir() and run_layout.is_run_dir(out):
         if not force:
             raise PlaybookError(f"{out} already holds a recorded run: pass --force to replace it, or another --out")
         shutil.rmtree(out)

@@ -96,15 +96,15 @@ def _raise_stop(signum, _frame):
 
 
 class RunWriter:
-    """The recording as a run directory (rundir.py layout; segments merged by probes/recorder.merge_segments)."""
+    """The recording as a run directory (run_layout.py layout; segments merged by probes/recorder.merge_segments)."""
 
     def __init__(self, out: str, host: str, source: str):
-        from playbook.model import run_layout as rundir
+        from playbook.model import run_layout
 
         self.run = Path(out)
         try:
-            rundir.init_run(self.run, command=" ".join(sys.argv), role="playbook watch")
-            self.part = rundir.init_part(self.run, host, None, role="playbook watch", source=source)
+            run_layout.init_run(self.run, command=" ".join(sys.argv), role="playbook watch")
+            self.part = run_layout.init_part(self.run, host, None, role="playbook watch", source=source)
         except OSError as exc:
             raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
         self.pending: list = []
@@ -143,7 +143,7 @@ class RunWriter:
         self.rows += len(frame)
 
     def close(self, events) -> Path:
-        from playbook.model import run_layout as rundir
+        from playbook.model import run_layout
         from playbook.model.run_layout import SEGMENT_DIR
         from playbook.probes.recorder import merge_segments
 
@@ -155,7 +155,7 @@ class RunWriter:
         if seg.is_dir() and not any(seg.iterdir()):
             seg.rmdir()
         if len(events):
-            rundir.write_table(self.part, "events", events)
+            run_layout.write_table(self.part, "events", events)
         return self.run
 
 

@@ -536,21 +536,21 @@ def write_nvidia_smi_csv(telemetry: pd.DataFrame, out_dir: str | Path,
 def write_run_dir(run_dir: str | Path, telemetry: pd.DataFrame | None = None, steps: pd.DataFrame | None = None,
                   events: pd.DataFrame | None = None) -> Path:
     """Write synthetic tables as a playbook run directory (one part per (host, rank) of the steps table)."""
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
 
-    run = rundir.init_run(run_dir, command="playbook.labs.synthetic (SYNTHETIC)", synthetic=True)
+    run = run_layout.init_run(run_dir, command="playbook.labs.synthetic (SYNTHETIC)", synthetic=True)
     if telemetry is not None and len(telemetry):
         for host, part in telemetry.groupby("host", sort=True):
-            p = rundir.init_part(run, host=str(host), rank=None, synthetic=True)
-            rundir.write_table(p, "telemetry", part.reset_index(drop=True))
+            p = run_layout.init_part(run, host=str(host), rank=None, synthetic=True)
+            run_layout.write_table(p, "telemetry", part.reset_index(drop=True))
     if steps is not None and len(steps):
         for (host, rank), part in steps.groupby(["host", "rank"], sort=True):
-            p = rundir.init_part(run, host=str(host), rank=int(rank), synthetic=True)
-            rundir.write_table(p, "steps", part.reset_index(drop=True))
+            p = run_layout.init_part(run, host=str(host), rank=int(rank), synthetic=True)
+            run_layout.write_table(p, "steps", part.reset_index(drop=True))
             if events is not None and len(events):
                 ev = events[(events["host"] == host) & (events["rank"] == rank)]
                 if len(ev):
-                    rundir.write_table(p, "events", ev.reset_index(drop=True))
+                    run_layout.write_table(p, "events", ev.reset_index(drop=True))
     return run
 
 

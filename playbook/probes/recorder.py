@@ -42,7 +42,7 @@ from typing import Any
 import pandas as pd
 
 from playbook.core.errors import ProbeError
-from playbook.model import run_layout as rundir
+from playbook.model import run_layout
 from playbook.model.run_layout import SEGMENT_DIR
 from playbook.probes.event_log import EventLog
 from playbook.probes.loader import Timed
@@ -51,8 +51,8 @@ from playbook.probes.step_timer import StepTimer
 log = logging.getLogger("playbook.probes")
 
 MAX_UNWRITTEN_ROWS = 2_000_000  # rows per table kept for a retry after a failed write; more are dropped, counted
-# Tables a part folder can hold (rundir.TABLE_FILES, including the InfiniBand counters ib.parquet).
-PART_FILES = rundir.TABLE_FILES
+# Tables a part folder can hold (run_layout.TABLE_FILES, including the InfiniBand counters ib.parquet).
+PART_FILES = run_layout.TABLE_FILES
 
 
 MAX_HZ = 100.0  # NVML refreshes its counters at most every few ms-tens of ms; faster sampling repeats values
@@ -218,7 +218,7 @@ class Recorder:
 
     def part_name(self) -> str:
         """This writer's folder: "<host>-rank<R>" with a torch rank, else "<host>-pid<PID>" (unique per process)."""
-        return f"{self.host}-pid{os.getpid()}" if self._by_pid else rundir.part_name(self.host, self.rank)
+        return f"{self.host}-pid{os.getpid()}" if self._by_pid else run_layout.part_name(self.host, self.rank)
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> Recorder:
@@ -233,8 +233,8 @@ class Recorder:
             return self
         try:
             self._fingerprint = self._take_fingerprint()
-            rundir.init_run(self.run_dir, command=self._fingerprint.get("command"), env=self._fingerprint)
-            self.part = rundir.init_part(self.run_dir, self.host, self.rank, world_size=self.world_size,
+            run_layout.init_run(self.run_dir, command=self._fingerprint.get("command"), env=self._fingerprint)
+            self.part = run_layout.init_part(self.run_dir, self.host, self.rank, world_size=self.world_size,
                                          started=_utc(self._t0), name=self.part_name())
         except OSError as exc:
             raise ProbeError(f"Recorder: cannot write run directory {self.run_dir}: {exc}") from exc
@@ -362,7 +362,7 @@ class Recorder:
         })
         if self.incomplete:
             info["incomplete"] = list(self.incomplete)
-        rundir.write_json(path, info)
+        run_layout.write_json(path, info)
 
     # ------------------------------------------------------------------ writing
     def _flush_loop(self) -> None:

@@ -35,14 +35,18 @@ READERS: tuple[str, ...] = (
     "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
     "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line
 )
+# A reader's name (what users and --help see) → its module under playbook.readers, where the two differ
+MODULES = {"dmon": "nvidia_smi.dmon", "nvidia_smi_table": "nvidia_smi.table", "smi_query_text": "nvidia_smi.query_text",
+           "steps": "step_log"}
 
 _cache: dict[str, ModuleType] = {}
 
 
 def module(name: str) -> ModuleType:
-    """The reader module `playbook.readers.<name>` (e.g. one of READERS), imported once."""
+    """The module of the reader named `name` (one of READERS: playbook.readers.<name> unless MODULES says), imported
+    once."""
     if name not in _cache:
-        _cache[name] = importlib.import_module(f"playbook.readers.{name}")
+        _cache[name] = importlib.import_module(f"playbook.readers.{MODULES.get(name, name)}")
     return _cache[name]
 
 

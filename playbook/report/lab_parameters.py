@@ -21,7 +21,7 @@ from playbook.report import catalog
 LAB_NOTEBOOKS = {
     "02_observability": "observability", "10_data_starvation": cause_ids.DATA_STARVATION, "11_h2d_copies": "h2d_copies",
     "12_checkpoint_eval_stalls": "checkpoint_stalls", "13_host_sync_gc": "host_sync_gc",
-    "14_recompilation": cause_ids.RECOMPILATION, "20_collective_stragglers": "stragglers",
+    "14_recompilation": cause_ids.RECOMPILATION, "20_collective_stragglers": "collective_stragglers",
     "21_padding_vs_packing": "padding_packing", "22_pipeline_imbalance": cause_ids.PIPELINE_IMBALANCE,
     "23_comm_overlap": "comm_overlap", "30_serving_parity": "serving", "31_sharded_blob_loader": "shard_loader",
 }

@@ -521,7 +521,7 @@ def save_inputs(paths: list[str], args, dest) -> list[str]:
     (for commands that hand paths on, e.g. `playbook report` to the triage notebook)."""
     from pathlib import Path
 
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
 
     out = []
     for p in paths:
@@ -531,12 +531,12 @@ def save_inputs(paths: list[str], args, dest) -> list[str]:
         bundle, _ = read_inputs([p], args)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         name = prometheus.base_url(p).split("//", 1)[1].replace(":", "-").replace("/", "_")
-        run = rundir.init_run(Path(dest) / f"prometheus-{name}-{stamp}", command=f"prometheus query {p}",
+        run = run_layout.init_run(Path(dest) / f"prometheus-{name}-{stamp}", command=f"prometheus query {p}",
                               source=bundle.inputs[0], window={"since_s": args.since, "step_s": args.step,
                                                                "until": args.until, "match": args.match})
-        part = rundir.init_part(run, "prometheus", None, source=bundle.inputs[0])
-        rundir.write_table(part, "telemetry", bundle.telemetry)
+        part = run_layout.init_part(run, "prometheus", None, source=bundle.inputs[0])
+        run_layout.write_table(part, "telemetry", bundle.telemetry)
         if len(bundle.events):
-            rundir.write_table(part, "events", bundle.events)
+            run_layout.write_table(part, "events", bundle.events)
         out.append(str(run))
     return out

@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from playbook.model import run_layout as rundir
+from playbook.model import run_layout
 from playbook.readers.rundir import read_run
 
 CHILD = textwrap.dedent("""
@@ -89,7 +89,7 @@ def test_killed_child_exits_128_plus_signal(tmp_path):
     out, proc = record(tmp_path, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
     proc.communicate(timeout=180)
     assert proc.returncode == 128 + 9
-    assert rundir.is_run_dir(out)
+    assert run_layout.is_run_dir(out)
 
 
 @pytest.mark.parametrize("args, message", [((), "no command given"),
@@ -233,9 +233,9 @@ def test_a_full_disk_stops_the_log_marks_the_run_incomplete_and_exits_non_zero(t
 
 
 def test_a_run_record_never_finished_is_read_with_a_warning(tmp_path):
-    rundir.init_run(tmp_path / "run", command="x", recording="in progress")
+    run_layout.init_run(tmp_path / "run", command="x", recording="in progress")
     assert any("incomplete recording" in w and "did not finish" in w for w in read_run(tmp_path / "run").warnings)
-    rundir.update_run(tmp_path / "run", recording="complete")
+    run_layout.update_run(tmp_path / "run", recording="complete")
     assert not any("incomplete" in w for w in read_run(tmp_path / "run").warnings)
 
 

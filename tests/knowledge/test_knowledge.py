@@ -11,9 +11,9 @@ from playbook.knowledge.causes import BUCKET_CAUSES, CAUSES, EVENT_KIND_CAUSE, P
 from playbook.knowledge.environment import FIXED_LINKS, KEYWORD_LINKS
 from playbook.knowledge.signatures import SPECIFICITY
 
-PACKAGE = Path(__file__).resolve().parents[1] / "playbook"
+PACKAGE = Path(__file__).resolve().parents[2] / "playbook"
 # Scenario names that happen to equal a cause id: the name of a simulated or faked scenario, not a cause
-NOT_CAUSES = {("probes/fake_nvml.py", "healthy"), ("synthetic.py", "healthy"),
+NOT_CAUSES = {("probes/fake_nvml.py", "healthy"), ("labs/synthetic.py", "healthy"),
               ("labs/workloads/observability.py", "healthy")}
 
 

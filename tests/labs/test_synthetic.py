@@ -22,7 +22,7 @@ from playbook.model import schema
 from playbook.readers import read_paths
 from playbook.readers.rundir import read_run
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -125,7 +125,7 @@ def test_every_truth_and_case_names_a_catalog_cause(tmp_path):
 
 def test_synthetic_imports_no_analysis():
     """The generator is below analysis in the layers: its vocabulary comes from the cause catalog."""
-    code = ("import sys, playbook.labs.synthetic, synthetic_cases; "
+    code = ("import sys; sys.path.insert(0, 'tests'); import playbook.labs.synthetic, synthetic_cases; "
             "print(sorted(m for m in sys.modules if m.startswith(('playbook.analysis', 'playbook.diagnosis'))))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr

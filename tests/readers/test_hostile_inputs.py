@@ -11,14 +11,14 @@ import pytest
 from playbook import cli
 from playbook.core.errors import InputError
 from playbook.diagnosis.regression.environment_diff import environment
-from playbook.model import run_layout as rundir
+from playbook.model import run_layout
 from playbook.readers import read_file, read_paths
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
 def _run(path, frame=None):
-    part = rundir.init_part(path, host="h", rank=0)
+    part = run_layout.init_part(path, host="h", rank=0)
     if frame is not None:
         frame.to_parquet(part / "telemetry.parquet")
     return part
@@ -42,18 +42,18 @@ def test_run_table_with_a_bad_time_column_is_a_warning(tmp_path, time):
 def test_deep_or_non_object_meta_json(tmp_path):
     part = _run(tmp_path / "r", _telemetry())
     (tmp_path / "r" / "meta.json").write_text('{"playbook_run": 1, "x": ' + DEEP + "}")
-    assert rundir.is_run_dir(tmp_path / "r")  # damaged, but it names the marker: still a run
+    assert run_layout.is_run_dir(tmp_path / "r")  # damaged, but it names the marker: still a run
     with pytest.raises(InputError, match="meta.json: JSON nested too deep"):
-        rundir.read_meta(tmp_path / "r" / "meta.json")
+        run_layout.read_meta(tmp_path / "r" / "meta.json")
     (part / "meta.json").write_text("[1, 2]")
     b = read_paths([tmp_path / "r"])
     assert len(b.telemetry) == 5
     assert any("r/meta.json: JSON nested too deep to read; run read without it" in w for w in b.warnings)
     assert any("h-rank0/meta.json: a JSON list, not an object; folder read without it" in w for w in b.warnings)
     (tmp_path / "r" / "meta.json").write_text("[1, 2]")
-    assert not rundir.is_run_dir(tmp_path / "r")
-    rundir.init_run(tmp_path / "r")  # a recording into it starts a fresh meta.json
-    assert rundir.is_run_dir(tmp_path / "r")
+    assert not run_layout.is_run_dir(tmp_path / "r")
+    run_layout.init_run(tmp_path / "r")  # a recording into it starts a fresh meta.json
+    assert run_layout.is_run_dir(tmp_path / "r")
 
 
 def test_meta_fields_of_the_wrong_type_are_dropped_for_compare(tmp_path):

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook.model import run_layout as rundir
-from playbook.model import schema
+from playbook.model import run_layout, schema
 from playbook.readers import read_file, read_paths
 
 BIG = "1" * 5000
@@ -94,7 +93,7 @@ def test_a_step_longer_than_a_day_is_missing_and_counted(tmp_path):
 
 
 def test_run_directory_tables_are_checked_too(tmp_path):
-    part = rundir.init_part(tmp_path / "run", host="h", rank=0)
+    part = run_layout.init_part(tmp_path / "run", host="h", rank=0)
     pd.DataFrame({"time": pd.to_datetime([0, 1, 1], unit="s", utc=True), "host": "h", "gpu": 0,
                   "util_pct": [50.0, -5.0, 60.0], "power_w": [100.0, 1e308, 90.0]}).to_parquet(part / "telemetry.parquet")
     b = read_paths([tmp_path / "run"])

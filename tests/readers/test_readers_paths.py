@@ -11,8 +11,7 @@ import pandas as pd
 import pytest
 
 from playbook.core.errors import InputError, UnknownFormatError
-from playbook.model import run_layout as rundir
-from playbook.model import schema
+from playbook.model import run_layout, schema
 from playbook.readers import detect, read_file, read_paths
 
 R = "readers"
@@ -72,10 +71,10 @@ def test_folder_walk_mixes_formats_and_warns_about_unknown_files(tmp_path, data_
 
 def test_run_directories_and_kineto_folders_inside_a_walk(tmp_path, data_dir):
     run = tmp_path / "runs" / "r1"
-    part = rundir.init_part(run, host="nodeA", rank=0)
+    part = run_layout.init_part(run, host="nodeA", rank=0)
     tel = read_file(data_dir / R / "smi_units.csv").telemetry
-    rundir.write_table(part, "telemetry", tel)
-    rundir.write_table(part, "steps", read_file(data_dir / R / "steps.csv").steps)
+    run_layout.write_table(part, "telemetry", tel)
+    run_layout.write_table(part, "steps", read_file(data_dir / R / "steps.csv").steps)
     b = read_paths([tmp_path / "runs"])
     assert len(b.telemetry) == 6 and len(b.steps) == 3 and "run" in b.meta
     traces = tmp_path / "traces"

@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from playbook.core.errors import InputError
-from playbook.model import run_layout as rundir
-from playbook.model import schema
+from playbook.model import run_layout, schema
 from playbook.readers.rundir import read_run
 
 
@@ -22,12 +21,12 @@ def _steps(rank: int, n: int) -> pd.DataFrame:
 
 
 def test_parts_merge_and_segments_of_a_killed_writer_are_read(tmp_path):
-    run = rundir.init_run(tmp_path / "run", command="train.py")
+    run = run_layout.init_run(tmp_path / "run", command="train.py")
     for rank in (0, 1):
-        part = rundir.init_part(run, host="h", rank=rank)
-        rundir.write_table(part, "steps", _steps(rank, 3))
+        part = run_layout.init_part(run, host="h", rank=rank)
+        run_layout.write_table(part, "steps", _steps(rank, 3))
     # rank 1 was killed: two more flush segments never merged into steps.parquet
-    seg = run / "h-rank1" / rundir.SEGMENT_DIR
+    seg = run / "h-rank1" / run_layout.SEGMENT_DIR
     seg.mkdir()
     _steps(1, 5).iloc[3:].to_parquet(seg / "steps-000001.parquet")
     bundle = read_run(run)
@@ -39,7 +38,7 @@ def test_parts_merge_and_segments_of_a_killed_writer_are_read(tmp_path):
 
 def test_profiler_traces_in_a_part_are_read(tmp_path, data_dir):
     trace = data_dir / "kineto" / "hta" / "alexnet.json.gz"
-    part = rundir.init_part(tmp_path / "run", host="h", rank=0)
+    part = run_layout.init_part(tmp_path / "run", host="h", rank=0)
     (part / "traces").mkdir()
     shutil.copy(trace, part / "traces" / trace.name)
     bundle = read_run(tmp_path / "run")
@@ -47,7 +46,7 @@ def test_profiler_traces_in_a_part_are_read(tmp_path, data_dir):
 
 
 def test_a_damaged_table_is_a_warning_not_a_crash(tmp_path):
-    part = rundir.init_part(tmp_path / "run", host="h", rank=0)
+    part = run_layout.init_part(tmp_path / "run", host="h", rank=0)
     (part / "steps.parquet").write_bytes(b"not parquet")
     bundle = read_run(tmp_path / "run")
     assert len(bundle.steps) == 0
@@ -60,8 +59,8 @@ def test_not_a_run_directory(tmp_path):
 
 
 def test_loose_logs_beside_the_parts_are_read_by_content(tmp_path, data_dir):
-    run = rundir.init_run(tmp_path / "run")
-    rundir.write_table(rundir.init_part(run, host="h", rank=0), "steps", _steps(0, 3))
+    run = run_layout.init_run(tmp_path / "run")
+    run_layout.write_table(run_layout.init_part(run, host="h", rank=0), "steps", _steps(0, 3))
     nccl = sorted((data_dir / "nccl").glob("*.log"))[0]
     shutil.copy(nccl, run / "nccl-rank0.log")
     (run / "notes.bin").write_bytes(b"\x00\x01 not telemetry")

@@ -15,13 +15,14 @@ from playbook.knowledge import ids
 
 
 class Summary(Analyzer):
-    """playbook.analysis.<module>.summarize(bundle), its findings read as evidence labelled `label`."""
+    """playbook.analysis.<module>.summarize(bundle), its findings read as evidence labelled `label`; `name` keys
+    the summary in Run.summaries and the JSON."""
 
-    def __init__(self, module: str, label: str):
-        self.name, self.label = module, label
+    def __init__(self, name: str, module: str, label: str):
+        self.name, self.module, self.label = name, module, label
 
     def analyze(self, run: Run) -> None:
-        summary = importlib.import_module(f"playbook.analysis.{self.name}").summarize(run.bundle)
+        summary = importlib.import_module(f"playbook.analysis.{self.module}").summarize(run.bundle)
         if self.name == "stragglers" and summary:
             summary = _one_job(_same_roles(summary, run), run)
         run.summaries[self.name] = summary
@@ -32,8 +33,9 @@ class Summary(Analyzer):
                 run.findings += traces.from_trace_idle(summary.get("gpu_idle"))
 
 
-SUMMARIES = tuple(Summary(m, label) for m, label in (("kineto", "trace"), ("stragglers", ""), ("nccl", "NCCL"),
-                                                    ("nsys", ""), ("flight_recorder", ""), ("links", "links")))
+SUMMARIES = tuple(Summary(*args) for args in (
+    ("kineto", "kineto", "trace"), ("stragglers", "rank_stragglers", ""), ("nccl", "nccl", "NCCL"),
+    ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links")))
 
 
 def _same_roles(stragglers: dict, run: Run) -> dict:

@@ -378,7 +378,8 @@ class ObjectStore:
             cmd += ["--bandwidth-mib-s", str(self.settings["bandwidth_mib_s"])]
         env = dict(os.environ)
         env[TOKEN_ENV] = self.token  # not on the command line, which every local user can read
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+        package_parent = Path(__file__).resolve().parents[3]  # the folder holding playbook/, for `-m` below
+        env["PYTHONPATH"] = os.pathsep.join([str(package_parent), env.get("PYTHONPATH", "")])
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, text=True)
         ready, _, _ = select.select([self._proc.stdout], [], [], 30)
         line = self._proc.stdout.readline() if ready else ""

@@ -183,7 +183,7 @@ def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: i
 
     producers / depth: override cfg.producers / the per-consumer queue depth (fix and steal).
     """
-    from playbook.model import run_layout as rundir
+    from playbook.model import run_layout
 
     ctx = mp.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     if ctx.get_start_method() == "fork":  # import once here, shared by every forked worker
@@ -202,7 +202,7 @@ def run_variant(cfg: PipelineConfig, variant: str, repeat: int = 0, producers: i
     else:  # static routing into per-consumer queues; idle consumers steal
         qs = QueueSet(cfg.consumers, depth=per_consumer_depth, routing="round_robin", ctx=ctx)
     run_dir = str(Path(cfg.run_dir) / f"{variant}-r{repeat}")
-    rundir.init_run(run_dir, lab=cause_ids.PIPELINE_IMBALANCE, variant=variant, producers=n_prod,
+    run_layout.init_run(run_dir, lab=cause_ids.PIPELINE_IMBALANCE, variant=variant, producers=n_prod,
                     consumers=cfg.consumers, queues=qs.describe())
     go, stop, ready, results = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
     seed = cfg.seed * 1000 + repeat  # new work-time jitter per repeat

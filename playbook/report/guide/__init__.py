@@ -415,7 +415,3 @@ def main(argv: list[str] | None = None) -> int:
     say(f"done: {len(result['files'])} files written; {len(result['failed'])} notebook(s) failed"
         + (f": {', '.join(result['failed'])}" if result["failed"] else ""))
     return 1 if result["failed"] else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
