@@ -31,6 +31,7 @@ EXPORTS = {
     "comparison_text": "playbook.diagnosis.regression.text",
     # measure
     "Recorder": "playbook.probes",
+    "Rates": "playbook.probes",
     "inductor_cache_dir": "playbook.probes.fingerprint",
     "watch": "playbook.plots.widgets",
     "explore": "playbook.plots.widgets",
