@@ -340,10 +340,8 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         if len(arrays) == 1:
             return arrays[0]
         out = np.concatenate(arrays)
-        arrays.clear()
-        if big:  # the pieces were heap-sized: hand their pages back before the next column (~ms each)
-            frames.release_memory()
-        return out
+        arrays.clear()  # the pieces' heap pages are reused by the next column's join (a trim per column would
+        return out      # hand them back only to fault fresh ones in: ~1 s per 5 M rows on this machine)
 
     def take(attr: str) -> np.ndarray | None:
         arrays = [getattr(c, attr) for c in chunks]
@@ -370,6 +368,8 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         empty = np.array([not v for v in ids] + [True])[codes]
         _Rows(out.lines, out.bad, skips).drop((out.gpu < 0) | empty, lambda i: f"missing {out.gpu_from}")
     chunks.clear()
+    if big:  # the pieces were heap-sized: hand their pages back once all columns are joined
+        frames.release_memory()
     return out
 
 
