@@ -38,7 +38,7 @@ from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import GpuSeries, gpu_series
-from playbook.analysis.stats import sidak, sign_test, wilson_lower
+from playbook.analysis.stats import sidak, sign_tests, wilson_lower
 from playbook.jsonable import json_float
 
 MIN_DELTA_PCT = 10.0
@@ -415,39 +415,22 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
 
 
 def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float) -> None:
+    """Each GPU against the median of its peers at the same polls: mean difference, sign test, poll counts."""
     peer = _peer_median(util)
-    delta, p, n_eff, below, above, polls = [], [], [], [], [], []
-    for g in range(util.shape[0]):
-        ok = valid[g] & np.isfinite(peer[g])
-        d = (util[g, ok] - peer[g, ok]).astype(np.float64)
-        if len(d) == 0:
-            delta.append(math.nan)
-            p.append(None)
-            n_eff.append(0.0)
-            below.append(0)
-            above.append(0)
-            polls.append(0)
-            continue
-        pv, ne = sign_test(d)
-        delta.append(float(d.mean()))
-        p.append(pv)
-        n_eff.append(ne)
-        below.append(int((d < 0).sum()))
-        above.append(int((d > 0).sum()))
-        polls.append(len(d))
-    table["delta_pct"] = delta
-    table["delta_p"] = p
-    table["delta_n_eff"] = n_eff
-    table["polls_below"] = below
-    table["polls_above"] = above
-    table["polls_compared"] = polls
+    ok = valid & np.isfinite(peer)
+    res = sign_tests((util - peer).astype(np.float64), ok)
+    table["delta_pct"] = res["mean"]
+    table["delta_p"] = list(res["p"])  # None where untested, as a float column (NaN) when any p exists
+    table["delta_n_eff"] = res["n_eff"]
+    table["polls_below"] = res["below"]
+    table["polls_above"] = res["above"]
+    table["polls_compared"] = res["kept"]
     with np.errstate(all="ignore"):
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            table["peer_median_pct"] = [float(np.nanmean(peer[g][valid[g]])) if valid[g].any() else math.nan
-                                        for g in range(util.shape[0])]
+            table["peer_median_pct"] = np.nanmean(np.where(valid, peer, np.nan), axis=1).astype(np.float64)
 
 
 def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:

@@ -98,6 +98,43 @@ def sign_test(d: np.ndarray) -> tuple[float | None, float]:
     return float(1 - NormalDist().cdf(z)), n_eff
 
 
+def sign_tests(d: np.ndarray, keep: np.ndarray) -> dict[str, np.ndarray]:
+    """sign_test of every row of `d` (G × n differences) over its `keep` entries at once: p (object, None where
+    a row has no non-zero difference), n_eff, and per row the mean, the counts below / above zero and kept.
+
+    The lag-1 autocorrelation of each row's signs pairs each non-zero difference with the row's next one
+    (sums of ±1, exact); rows with n_eff < 5 take the exact binomial tail one by one, as sign_test does."""
+    g_count, width = d.shape
+    kept = keep.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(kept > 0, np.where(keep, d, 0.0).sum(1) / np.maximum(kept, 1), np.nan)
+    nz = keep & (d != 0)
+    below, above = (nz & (d < 0)).sum(1), (nz & (d > 0)).sum(1)
+    n = below + above
+    flat = np.flatnonzero(nz)
+    row, sign = flat // max(width, 1), np.sign(d.ravel()[flat])
+    pair = row[1:] == row[:-1]  # each non-zero difference and the next one of the same row
+    a, b, r = sign[:-1][pair], sign[1:][pair], row[:-1][pair]
+    m = np.bincount(r, minlength=g_count).astype(np.float64)
+    sa, sb = np.bincount(r, a, g_count), np.bincount(r, b, g_count)
+    sab = np.bincount(r, a * b, g_count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (sab - sa * sb / m) / np.sqrt((m - sa * sa / m) * (m - sb * sb / m))  # Pearson on ±1 values
+    constant = (n < 3) | (np.abs(sa) == m) | (np.abs(sb) == m)
+    rho = np.maximum(np.where(constant | ~np.isfinite(rho), 0.0, rho), 0.0)
+    n_eff = n * (1 - rho) / (1 + rho)
+    k = np.where(mean < 0, below, above)
+    p = np.full(g_count, None, dtype=object)
+    for g in np.flatnonzero(n > 0):
+        if n_eff[g] < 5:
+            p[g] = binom_sf(int(k[g]), int(n[g]), 0.5)
+        else:
+            z = (k[g] - n[g] / 2) / math.sqrt(n[g] / 4) * math.sqrt(n_eff[g] / n[g])
+            p[g] = float(1 - NormalDist().cdf(z))
+    return {"p": p, "n_eff": np.where(n > 0, n_eff, 0.0), "mean": mean, "below": below, "above": above,
+            "kept": kept}
+
+
 def wilson_lower(k: int, n: int, z: float = 1.96) -> float:
     """Lower end of the Wilson score interval of a proportion k/n (z = 1.96: the 95% two-sided bound); 0 for n = 0."""
     if n == 0:
