@@ -83,32 +83,34 @@ class GpuSeries:
             g_of = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
             k = np.clip(((self.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
             cache.clear()
-            key = g_of * n_bins + k
-            cache[ck] = key, bool(np.all(key[1:] > key[:-1]))  # (bin of each sample, one sample per bin at most)
-        key, distinct = cache[ck]
+            key = g_of * n_bins + k  # sorted when samples are in (GPU, time) order, as gpu_series makes them
+            runs = bool(np.all(key[1:] >= key[:-1]))
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) and runs else None
+            cache[ck] = key, starts, None if starts is None else np.diff(np.r_[starts, len(key)])
+        key, starts, counts = cache[ck]  # (bin of each sample, where each bin's run of samples starts, its length)
         x = self.values[column]
         ok = np.isfinite(x)
         size = len(self) * n_bins
-        if distinct and len(key) == size:  # every bin of every GPU holds exactly one sample: the grid is x
+        distinct = starts is not None and len(starts) == len(key)
+        if distinct and len(key) == size:  # one sample in every bin of every GPU: the grid is x
             out = x.astype(np.float32)
             if not ok.all():
                 out[~ok] = np.nan
             return out.reshape(len(self), n_bins)
+        out = np.full(size, np.nan, dtype=np.float32)
         if distinct:  # the usual case (polls no closer than the grid): a bin's mean is its sample
-            out = np.full(size, np.nan, dtype=np.float32)
             if ok.all():
                 out[key] = x
             else:
                 out[key[ok]] = x[ok]
-            return out.reshape(len(self), n_bins)
-        if ok.all():
-            s = np.bincount(key, weights=x, minlength=size)
-            c = np.bincount(key, minlength=size)
+        elif ok.all() and starts is not None:  # a bin's samples are one run of the sorted keys: sum each run
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[key[starts]] = np.add.reduceat(x, starts) / counts if len(x) else x
         else:
             s = np.bincount(key[ok], weights=x[ok], minlength=size)
             c = np.bincount(key[ok], minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = (s / c).astype(np.float32)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = (s / c).astype(np.float32)
         return out.reshape(len(self), n_bins)
 
     def quantiles(self, column: str, qs: tuple, keep: np.ndarray | None = None) -> list[np.ndarray]:
