@@ -209,8 +209,8 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     below = _significantly_below(util, med, valid)
     deep_bin = deficit * 100.0 / dt >= max(10.0, 0.25 * busy)  # a drop of its own, as deep as a fleet drop
     d_sum = deficit.sum(axis=1)
-    d_own = np.where(deep_bin, deficit, 0.0).sum(axis=1)
-    d_rest = np.where(deep_bin, 0.0, deficit).sum(axis=1)
+    d_own = np.add.reduce(deficit, axis=1, where=deep_bin, initial=0.0)
+    d_rest = np.add.reduce(deficit, axis=1, where=~deep_bin, initial=0.0)
     n_own = deep_bin.sum(axis=1)
     any_valid = valid.any(axis=1)
     for g in range(g_count):  # scalar bookkeeping only: the row sums above hold the work
@@ -230,6 +230,7 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
                 deep |= deep_bin[g]
             else:
                 jitter += float(d_own[g])
+    del deficit, deep_bin  # (G × bins each: not held through the device buckets)
     if drops_s > 0:
         start, length = true_runs(deep)
         buckets.append(Bucket("gpu_drops", drops_s, names=drop_names,
@@ -307,12 +308,16 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
             ref = np.fmax(own, peers)  # NaN only when both are
         counted = busy.sum(1) >= 5
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratio = np.where((ref > 0)[:, None], x / ref[:, None], 1.0)
+            ratio = x / ref[:, None]
+        ratio[~(ref > 0)] = 1.0
         low = busy & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken & counted[:, None]
         taken |= low
         named = low.sum(1) >= 3
-        # what the GPU did not do: the share of work missing from its busy polls
-        missing = np.where(low, (1.0 - ratio) * util / 100.0, 0.0).sum(1) * dt
+        # what the GPU did not do: the share of work missing from its busy polls (in place: one G × bins array)
+        np.subtract(1.0, ratio, out=ratio)
+        ratio *= util
+        ratio /= 100.0
+        missing = np.add.reduce(ratio, axis=1, where=low, initial=0.0) * dt
         secs = float(sum(missing[named].tolist(), 0.0))
         names = [series.ids[g] for g in np.flatnonzero(named)]
         steps_on = low[named].any(0)

@@ -102,22 +102,30 @@ def sign_tests(d: np.ndarray, keep: np.ndarray) -> dict[str, np.ndarray]:
     """sign_test of every row of `d` (G × n differences) over its `keep` entries at once: p (object, None where
     a row has no non-zero difference), n_eff, and per row the mean, the counts below / above zero and kept.
 
-    The lag-1 autocorrelation of each row's signs pairs each non-zero difference with the row's next one
-    (sums of ±1, exact); rows with n_eff < 5 take the exact binomial tail one by one, as sign_test does."""
-    g_count, width = d.shape
+    Each row's non-zero signs, in order, form one run of a flat int8 array; the lag-1 autocorrelation of a row
+    pairs each sign with the next one of its run (sums of ±1 per run: exact, a few bytes per poll). Rows with
+    n_eff < 5 take the exact binomial tail, as sign_test does."""
+    g_count = d.shape[0]
     kept = keep.sum(1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(kept > 0, np.where(keep, d, 0.0).sum(1) / np.maximum(kept, 1), np.nan)
+        mean = np.where(kept > 0, np.add.reduce(d, axis=1, where=keep, initial=0.0) / np.maximum(kept, 1), np.nan)
     nz = keep & (d != 0)
-    below, above = (nz & (d < 0)).sum(1), (nz & (d > 0)).sum(1)
-    n = below + above
-    flat = np.flatnonzero(nz)
-    row, sign = flat // max(width, 1), np.sign(d.ravel()[flat])
-    pair = row[1:] == row[:-1]  # each non-zero difference and the next one of the same row
-    a, b, r = sign[:-1][pair], sign[1:][pair], row[:-1][pair]
-    m = np.bincount(r, minlength=g_count).astype(np.float64)
-    sa, sb = np.bincount(r, a, g_count), np.bincount(r, b, g_count)
-    sab = np.bincount(r, a * b, g_count)
+    above = (nz & (d > 0)).sum(1)
+    n = nz.sum(1)
+    below = n - above
+    sign = (d > 0)[nz].view(np.int8) * np.int8(2) - np.int8(1)  # ±1, row after row
+    rows = np.flatnonzero(n > 0)
+    starts = (np.cumsum(n) - n)[rows]
+    m = np.zeros(g_count)
+    sa, sb, sab = np.zeros(g_count), np.zeros(g_count), np.zeros(g_count)
+    if len(rows):
+        total = np.add.reduceat(sign, starts, dtype=np.int64)
+        first, last = sign[starts], sign[starts + n[rows] - 1]
+        pairs = np.r_[sign[1:] * sign[:-1], np.int8(0)]  # pair j: sign j and sign j + 1 (across rows at run ends)
+        across = np.r_[pairs[starts[1:] - 1], 0]  # the pair joining a run's last sign to the next run's first
+        m[rows] = n[rows] - 1
+        sa[rows], sb[rows] = total - last, total - first
+        sab[rows] = np.add.reduceat(pairs, starts, dtype=np.int64) - across
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = (sab - sa * sb / m) / np.sqrt((m - sa * sa / m) * (m - sb * sb / m))  # Pearson on ±1 values
     constant = (n < 3) | (np.abs(sa) == m) | (np.abs(sb) == m)
@@ -125,7 +133,7 @@ def sign_tests(d: np.ndarray, keep: np.ndarray) -> dict[str, np.ndarray]:
     n_eff = n * (1 - rho) / (1 + rho)
     k = np.where(mean < 0, below, above)
     p = np.full(g_count, None, dtype=object)
-    for g in np.flatnonzero(n > 0):
+    for g in rows:  # scalar tails only
         if n_eff[g] < 5:
             p[g] = binom_sf(int(k[g]), int(n[g]), 0.5)
         else:
