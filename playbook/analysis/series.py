@@ -104,8 +104,7 @@ class GpuSeries:
             else:
                 out[key[ok]] = x[ok]
         elif ok.all() and starts is not None:  # a bin's samples are one run of the sorted keys: sum each run
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[key[starts]] = np.add.reduceat(x, starts) / counts if len(x) else x
+            out[key[starts]] = _run_sums(x, starts, counts) / counts
         else:
             s = np.bincount(key[ok], weights=x[ok], minlength=size)
             c = np.bincount(key[ok], minlength=size)
@@ -160,6 +159,20 @@ class GpuSeries:
         if empty:
             (clusters[0] if clusters else clusters.append([]) or clusters[0]).extend(empty)
         return sorted((sorted(c) for c in clusters), key=lambda c: (-len(c), c[0]))
+
+
+def _run_sums(x: np.ndarray, starts: np.ndarray, counts: np.ndarray, max_passes: int = 8) -> np.ndarray:
+    """Sums of the runs x[starts[i]:starts[i] + counts[i]], added in order as np.bincount adds them (the same
+    floats); one vector pass per sample of the longest run (polls land one or two to a bin), np.add.reduceat
+    beyond `max_passes`."""
+    longest = int(counts.max()) if len(counts) else 0
+    if longest > max_passes:
+        return np.add.reduceat(x, starts)
+    sums = x[starts].astype(np.float64)
+    for j in range(1, longest):
+        more = np.flatnonzero(counts > j)
+        sums[more] += x[starts[more] + j]
+    return sums
 
 
 def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",),
