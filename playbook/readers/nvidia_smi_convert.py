@@ -58,6 +58,7 @@ _NA_LIST = pa.array(sorted(set(textio.NA_TOKENS) | {"N/A", "[N/A]", "[Not Suppor
                                                      "Not Supported", "[GPU is lost]", "-"}))
 _NAT = np.iinfo(np.int64).min
 _LOCK = threading.Lock()
+POOL_ROWS = 200_000  # a piece with more rows converts its columns on a thread pool while the next batch parses
 
 
 class _Rows:
@@ -417,7 +418,7 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
             return "error"  # positions of damaged lines are needed: the caller re-reads line by line
 
         workers = min(4, os.cpu_count() or 1)
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and len(lines) > 200_000 else None
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and len(lines) > POOL_ROWS else None
         try:
             reader = pacsv.open_csv(
                 buf,
