@@ -438,16 +438,14 @@ def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:
     swing = np.full(g_count, math.nan)
     peak = np.full(g_count, math.nan)
     total = np.full(g_count, math.nan)
-    for g in range(g_count):
-        if has["mem_used_mib"]:
-            _, m = series.get(g, "mem_used_mib")
-            if len(m) >= 2:
-                q = np.percentile(m, [5, 95, 100]) if len(m) >= 20 else (m.min(), m.max(), m.max())
-                swing[g], peak[g] = float(q[1] - q[0]), float(q[2])
-        if has["mem_total_mib"]:
-            _, tot = series.get(g, "mem_total_mib")
-            if len(tot):
-                total[g] = float(np.median(tot))
+    if has["mem_used_mib"]:  # the 5th-95th percentile swing and the peak (min-max below 20 readings)
+        n = series.counts(np.isfinite(series.values["mem_used_mib"]))
+        p5, p95, top, low = series.quantiles("mem_used_mib", (5, 95, 100, 0))
+        many = n >= 20
+        swing = np.where(n >= 2, np.where(many, p95 - p5, top - low), math.nan)
+        peak = np.where(n >= 2, top, math.nan)
+    if has["mem_total_mib"]:
+        total = series.quantiles("mem_total_mib", ("median",))[0]
     table["mem_swing_mib"] = swing
     table["mem_peak_mib"] = peak
     table["mem_total_mib"] = total
