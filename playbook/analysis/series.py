@@ -86,8 +86,10 @@ class GpuSeries:
             key = g_of * n_bins + k  # sorted when samples are in (GPU, time) order, as gpu_series makes them
             runs = bool(np.all(key[1:] >= key[:-1]))
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) and runs else None
-            cache[ck] = key, starts, None if starts is None else np.diff(np.r_[starts, len(key)])
-        key, starts, counts = cache[ck]  # (bin of each sample, where each bin's run of samples starts, its length)
+            counts = None if starts is None else np.diff(np.r_[starts, len(key)])
+            cache[ck] = key, starts, counts, _run_plan(starts, counts)
+        key, starts, counts, plan = cache[ck]  # (bin of each sample, where each bin's run starts, its length,
+        # the passes that add a run's later samples)
         x = self.values[column]
         ok = np.isfinite(x)
         size = len(self) * n_bins
@@ -104,7 +106,7 @@ class GpuSeries:
             else:
                 out[key[ok]] = x[ok]
         elif ok.all() and starts is not None:  # a bin's samples are one run of the sorted keys: sum each run
-            out[key[starts]] = _run_sums(x, starts, counts) / counts
+            out[key[starts]] = _run_sums(x, starts, plan) / counts
         else:
             s = np.bincount(key[ok], weights=x[ok], minlength=size)
             c = np.bincount(key[ok], minlength=size)
@@ -161,18 +163,46 @@ class GpuSeries:
         return sorted((sorted(c) for c in clusters), key=lambda c: (-len(c), c[0]))
 
 
-def _run_sums(x: np.ndarray, starts: np.ndarray, counts: np.ndarray, max_passes: int = 8) -> np.ndarray:
-    """Sums of the runs x[starts[i]:starts[i] + counts[i]], added in order as np.bincount adds them (the same
-    floats); one vector pass per sample of the longest run (polls land one or two to a bin), np.add.reduceat
-    beyond `max_passes`."""
+def _run_plan(starts: np.ndarray | None, counts: np.ndarray | None, max_passes: int = 8):
+    """[(the runs with a j-th sample, where that sample is) for j = 1, 2, ...], or None beyond `max_passes`
+    samples in a run: what _run_sums needs, computed once per grid (small: most bins hold one poll)."""
+    if starts is None:
+        return None
     longest = int(counts.max()) if len(counts) else 0
-    if longest > max_passes:
+    steps = None
+    if longest <= max_passes:
+        steps = []
+        for j in range(1, longest):
+            more = np.flatnonzero(counts > j)
+            steps.append((more, starts[more] + j))
+    return steps
+
+
+def _run_sums(x: np.ndarray, starts: np.ndarray, steps: list | None) -> np.ndarray:
+    """Sums of the runs of x that start at `starts`, added in order as np.bincount adds them (the same floats):
+    one vector pass per sample of the longest run (polls land one or two to a bin), np.add.reduceat when runs
+    are long."""
+    if steps is None:
         return np.add.reduceat(x, starts)
     sums = x[starts].astype(np.float64)
-    for j in range(1, longest):
-        more = np.flatnonzero(counts > j)
-        sums[more] += x[starts[more] + j]
+    for more, at in steps:
+        sums[more] += x[at]
     return sums
+
+
+def _host_codes(host: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """pd.factorize(host.astype(str), sort=True): a code per row and the sorted host names; one min/max pass over
+    an Arrow string column when every row names the same host (a single log: no hashing of millions of rows)."""
+    if isinstance(host.array, pd.arrays.ArrowStringArray) and len(host):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(host.array)
+        if arr.null_count == 0:
+            lo_hi = pc.min_max(arr)
+            if lo_hi["min"] == lo_hi["max"]:
+                return np.zeros(len(host), dtype=np.intp), pd.Index([lo_hi["min"].as_py()])
+    return pd.factorize(host.astype(str), sort=True)
 
 
 def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",),
@@ -187,7 +217,7 @@ def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",)
     if n == 0:
         return GpuSeries([], [], [], None, np.zeros(1, dtype=np.int64), np.zeros(0),
                          {c: np.zeros(0) for c in columns}, warnings)
-    host_codes, host_names = pd.factorize(telemetry["host"].astype(str), sort=True)
+    host_codes, host_names = _host_codes(telemetry["host"])
     gpu = telemetry["gpu"].to_numpy(dtype=np.int64)
     key = host_codes.astype(np.int64) * (int(gpu.max()) + 2) + (gpu + 1)
     times = telemetry["time"]
