@@ -7,8 +7,8 @@ What it checks
     exponent b of wall ≈ a * G^b fitted by least squares on log-log over the sizes measured.
 
 The exact command
-    python benchmarks/diagnose_scale.py                          # 64, 512, 2048, 4096 GPUs
-    python benchmarks/diagnose_scale.py --gpus 64 512 2048 4096 8192
+    python benchmarks/diagnose_scale.py                          # 64, 512, 2048, 4096, 8192 GPUs
+    python benchmarks/diagnose_scale.py --gpus 64 512 2048 4096
     python benchmarks/diagnose_scale.py --gpus 8 64              # a quick run
 
 How to read the result
@@ -48,24 +48,45 @@ def fit_exponent(gpus: list[int], seconds: list[float]) -> float:
     return float(np.polyfit(np.log(gpus), np.log(seconds), 1)[0])
 
 
+def _predicted_rss(measured: list[tuple[int, float]], gpus: int) -> float:
+    """Peak RSS (MiB) at `gpus`, on the line through the two largest sizes measured (through 0 with one)."""
+    (g2, r2), (g1, r1) = measured[-1], (measured[-2] if len(measured) > 1 else (0, 0.0))
+    return r2 + (r2 - r1) * (gpus - g2) / (g2 - g1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Wall time and peak RSS of `playbook diagnose` by number of GPUs.")
-    parser.add_argument("--gpus", type=int, nargs="+", default=[64, 512, 2048, 4096], help="sizes, in GPUs")
+    parser.add_argument("--gpus", type=int, nargs="+", default=[64, 512, 2048, 4096, 8192], help="sizes, in GPUs")
+    parser.add_argument("--max-rss-mib", type=float, default=8192.0,
+                        help="skip a size whose extrapolated peak RSS exceeds this (default 8192 MiB)")
     parser.add_argument("--hours", type=float, default=1.0, help="hours of 1 Hz polling (default 1)")
     args = parser.parse_args(argv)
     if min(args.gpus) < 1 or args.hours <= 0:
         parser.error("--gpus and --hours must be positive")
     seconds = int(round(args.hours * 3600))
     ingest, diagnose = _bench("ingest"), _bench("diagnose")
-    rows = []
+    rows, skipped = [], []
     for g in sorted(set(args.gpus)):
+        if rows:
+            last_g, last = rows[-1]
+            predicted = _predicted_rss([(n, r["rss_mib"]) for n, r in rows], g)
+            if predicted > args.max_rss_mib:
+                skipped.append((g, f"not run: peak RSS extrapolated from {last_g} GPUs is {predicted:.0f} MiB, over "
+                                   f"the {args.max_rss_mib:.0f} MiB this machine allows one process"))
+                print(f"  {g:6d} GPUs: {skipped[-1][1]}", flush=True)
+                continue
         path = Path(f"/tmp/playbook-ingest-{g}x{seconds / 3600:g}h.csv")
         if not path.exists():
             t0 = time.perf_counter()
             ingest.generate(path, g, seconds)
             print(f"generated {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.0f} s",
                   flush=True)
-        res = diagnose.measure(path)  # a fresh interpreter, one size at a time
+        try:
+            res = diagnose.measure(path)  # a fresh interpreter, one size at a time
+        except SystemExit as exc:
+            skipped.append((g, f"failed: {str(exc).strip().splitlines()[-1][:120]}"))
+            print(f"  {g:6d} GPUs: {skipped[-1][1]}", flush=True)
+            continue
         rows.append((g, res))
         print(f"  {g:6d} GPUs: {res['total_s']:7.2f} s wall, {res['total_cpu_s']:7.2f} s CPU, "
               f"{res['rss_mib']:6.0f} MiB", flush=True)
@@ -75,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{g:6d} {r['rows']:12,d} {r['total_s']:8.2f} {r['total_cpu_s']:8.2f} "
               f"{r['read_s']:8.2f}/{r['read_cpu_s']:<7.2f} {r['analyse_s']:10.2f}/{r['analyse_cpu_s']:<8.2f} "
               f"{r['rss_mib']:6.0f} MiB  {r['top']:22s} {r['synchrony']}")
+    for g, why in skipped:
+        print(f"{g:6d} {'':12s} {why}")
     sizes = [g for g, _ in rows]
     wall = fit_exponent(sizes, [r["total_s"] for _, r in rows])
     cpu = fit_exponent(sizes, [r["total_cpu_s"] for _, r in rows])

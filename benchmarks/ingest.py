@@ -1,9 +1,9 @@
 """Ingest benchmark: how fast the nvidia-smi reader turns a day of 64-GPU telemetry into the tidy table.
 
 What it checks
-    Issue 2's target for the readers: reading a 64-GPU x 24 h x 1 Hz `nvidia-smi --query-gpu ... --format=csv`
-    log (5.5 M rows) takes at most 3x the time of a bare `pyarrow.csv.read_csv` of the same file, and stays
-    under 2 GB peak RSS.
+    Issue 31's target for the readers: reading a 64-GPU x 24 h x 1 Hz `nvidia-smi --query-gpu ... --format=csv`
+    log (5.5 M rows) takes at most 1.5x the time of a bare `pyarrow.csv.read_csv` of the same file, measured side
+    by side in one run, with a peak RSS no larger than the bare parse's (issue 2 asked for 3x and 2 GB).
 
 The exact command
     python benchmarks/ingest.py                       # generate /tmp/playbook-ingest-64x24h.csv once, then measure
@@ -14,8 +14,8 @@ How to read the result
     One line per contender (median of --repeats runs, each in a fresh subprocess, bare and reader interleaved):
     read time (median and best wall clock), CPU seconds (all threads), rows/s and peak RSS (ru_maxrss of that
     subprocess, interpreter and libraries included), then the ratios reader / bare measured in this run and
-    PASS/MISS of the median-wall ratio against the targets (3x, 2 GB). On a machine shared with other jobs the
-    best-wall and CPU ratios are the steadier figures. The bare parse
+    PASS/MISS of the median-wall ratio against the targets (1.5x; RSS <= the bare parse's). On a machine shared
+    with other jobs the best-wall and CPU ratios are the steadier figures. The bare parse
     keeps units as strings ("97 %"); the reader also strips units, parses timestamps, maps N/A to NaN, checks
     every line and sorts into (host, gpu, time) order. Timings on a shared machine are noisy: rerun before
     believing a MISS.
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -36,8 +37,7 @@ import numpy as np
 DEFAULT_OUT = "/tmp/playbook-ingest-{gpus}x{hours:g}h{damaged}.csv"
 HEADER = ("timestamp, index, utilization.gpu [%], utilization.memory [%], memory.used [MiB], power.draw [W], "
           "clocks.sm [MHz], temperature.gpu")
-TARGET_RATIO = 3.0
-TARGET_RSS_MIB = 2048
+TARGET_RATIO = 1.5
 
 
 def generate(path: Path, gpus: int, seconds: int, damaged: bool = False, seed: int = 0) -> int:
@@ -189,11 +189,14 @@ def main(argv: list[str] | None = None) -> int:
         s = summary[mode]
         print(f"{label:28s} {s['seconds']:8.2f} {s['best_s']:8.2f} {s['cpu_s']:8.2f} {s['rows_per_s']:12,.0f} "
               f"{s['rss_mib']:7.0f} MiB {s['rows']:11,}")
-    rss = summary["reader"]["rss_mib"]
+    rss, bare_rss = summary["reader"]["rss_mib"], summary["bare"]["rss_mib"]
     print(f"\nratio reader/bare: median wall {ratio:.2f}x, best wall {best_ratio:.2f}x, CPU {cpu_ratio:.2f}x")
     print(f"ratio reader/bare = {ratio:.2f}x (target <= {TARGET_RATIO:g}x: {'PASS' if ratio <= TARGET_RATIO else 'MISS'})"
-          f"; reader peak RSS {rss:.0f} MiB (target < {TARGET_RSS_MIB} MiB: "
-          f"{'PASS' if rss < TARGET_RSS_MIB else 'MISS'})")
+          f"; reader peak RSS {rss:.0f} MiB vs bare {bare_rss:.0f} MiB (target <= the bare parse's: "
+          f"{'PASS' if rss <= bare_rss else 'MISS'})")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"(load average {load:.1f} on {os.cpu_count()} CPUs: above the CPU count, wall times are inflated by "
+          "other work and the CPU ratio is the steadier figure)")
     return 0
 
 

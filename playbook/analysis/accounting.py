@@ -206,25 +206,31 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     idle, under = [], []
     p95 = row_percentile(util, valid, 95)
     gone_set = set(gone)
-    for g in range(g_count):
-        if g_count < 2 or g in gone_set or not valid[g].any():
+    below = _significantly_below(util, med, valid)
+    deep_bin = deficit * 100.0 / dt >= max(10.0, 0.25 * busy)  # a drop of its own, as deep as a fleet drop
+    d_sum = deficit.sum(axis=1)
+    d_own = np.add.reduce(deficit, axis=1, where=deep_bin, initial=0.0)
+    d_rest = np.add.reduce(deficit, axis=1, where=~deep_bin, initial=0.0)
+    n_own = deep_bin.sum(axis=1)
+    any_valid = valid.any(axis=1)
+    for g in range(g_count):  # scalar bookkeeping only: the row sums above hold the work
+        if g_count < 2 or g in gone_set or not any_valid[g]:
             continue
-        d = deficit[g]
         idle_g = p95[g] <= IDLE_PCT and busy > 2 * IDLE_PCT
         if idle_g:
-            idle.append((g, float(d.sum())))
-        elif _significantly_below(util[g], med, valid[g]):
-            under.append((g, float(d.sum())))
+            idle.append((g, float(d_sum[g])))
+        elif below[g]:
+            under.append((g, float(d_sum[g])))
         else:
-            # a drop of its own (as deep as a fleet drop) is lost time; the shallow rest is the GPU's jitter
-            own = d * 100.0 / dt >= max(10.0, 0.25 * busy)
-            jitter += float(d[~own].sum())
-            if own.sum() >= 2:
-                drops_s += float(d[own].sum())
+            # a drop of its own is lost time; the shallow rest is the GPU's jitter
+            jitter += float(d_rest[g])
+            if n_own[g] >= 2:
+                drops_s += float(d_own[g])
                 drop_names.append(ids[g])
-                deep |= own
+                deep |= deep_bin[g]
             else:
-                jitter += float(d[own].sum())
+                jitter += float(d_own[g])
+    del deficit, deep_bin  # (G × bins each: not held through the device buckets)
     if drops_s > 0:
         start, length = true_runs(deep)
         buckets.append(Bucket("gpu_drops", drops_s, names=drop_names,
@@ -271,13 +277,16 @@ def _merged(buckets: list[Bucket], tol: float) -> list[Bucket]:
     return buckets
 
 
-def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> bool:
-    """A GPU below its peers' median by >= 10 points on average, in >= 2/3 of the polls where it reports."""
-    m = ok & np.isfinite(med)
-    if m.sum() < 3:
-        return False
-    diff = med[m] - u[m]
-    return bool(diff.mean() >= 10.0 and np.mean(diff > 0) >= 2 / 3)
+def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per GPU (rows of `u`, G × bins): below its peers' median by >= 10 points on average, in >= 2/3 of the polls
+    where it reports (and at least 3 of them)."""
+    m = ok & np.isfinite(med)[None, :]
+    n = m.sum(axis=1)
+    diff = np.where(m, med[None, :] - u, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = diff.sum(axis=1) / n
+        share = (m & (diff > 0)).sum(axis=1) / n
+    return (n >= 3) & (mean >= 10.0) & (share >= 2 / 3)
 
 
 def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float, lo: float,
@@ -290,24 +299,28 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
             continue
         x = series.grid_means(col, dt, lo, n_bins).astype(np.float64)
         busy = valid & (util >= SPIN_UTIL) & np.isfinite(x) & (x > 0)
-        secs, names, steps_on = 0.0, [], np.zeros(n_bins, dtype=bool)
         # what a GPU draws / clocks at work: its own 90th percentile while busy, or its peers' median of theirs
         # when that is higher (a GPU capped or spinning all along never shows its own working level)
         own = np.where(busy.sum(1) >= 5, row_percentile(x, busy, 90), np.nan)
         peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
-        for g in range(len(series)):
-            if busy[g].sum() < 5:
-                continue
-            ref = float(np.nanmax([own[g], peers]))
-            ratio = x[g] / ref if ref > 0 else np.ones(n_bins)
-            low = busy[g] & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken[g]
-            taken[g] |= low
-            if low.sum() >= 3:
-                # what the GPU did not do: the share of work missing from its busy polls
-                s = float(((1.0 - ratio[low]) * util[g][low] / 100.0).sum() * dt)
-                secs += s
-                names.append(series.ids[g])
-                steps_on |= low
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = np.fmax(own, peers)  # NaN only when both are
+        counted = busy.sum(1) >= 5
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = x / ref[:, None]
+        ratio[~(ref > 0)] = 1.0
+        low = busy & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken & counted[:, None]
+        taken |= low
+        named = low.sum(1) >= 3
+        # what the GPU did not do: the share of work missing from its busy polls (in place: one G × bins array)
+        np.subtract(1.0, ratio, out=ratio)
+        ratio *= util
+        ratio /= 100.0
+        missing = np.add.reduce(ratio, axis=1, where=low, initial=0.0) * dt
+        secs = float(sum(missing[named].tolist(), 0.0))
+        names = [series.ids[g] for g in np.flatnonzero(named)]
+        steps_on = low[named].any(0)
         if secs > 0:
             start, length = true_runs(steps_on)
             order = np.argsort(-length)[:MAX_WINDOWS]

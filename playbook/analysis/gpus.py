@@ -37,7 +37,7 @@ from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import GpuSeries, gpu_series
-from playbook.analysis.stats import sidak, sign_test, wilson_lower
+from playbook.analysis.stats import sidak, sign_tests, wilson_lower
 from playbook.core.jsonable import json_float
 from playbook.model import schema
 
@@ -358,96 +358,101 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
         for k, v in cols.items():
             table[k] = v
         return
-    busy_clocks = []
-    for g in range(g_count):
-        _, u = series.get(g, "util_pct", dropna=False)
-        _, c = series.get(g, "sm_clock_mhz", dropna=False)
-        busy_clocks.append(np.isfinite(u) & (u >= busy_thr) & np.isfinite(c))
-    pooled = np.concatenate([series.get(g, "sm_clock_mhz", dropna=False)[1][busy_clocks[g]] for g in range(g_count)])
+    v, offsets = series.values, series.offsets
+    u_all, c_all = v["util_pct"], v["sm_clock_mhz"]
+    busy_any = np.isfinite(u_all) & (u_all >= busy_thr)
+    busy = busy_any & np.isfinite(c_all)  # per poll: busy with a clock reading
+    pooled = c_all[busy]
     fleet_ref = float(np.percentile(pooled, 95)) if len(pooled) >= 3 else math.nan
-    limits = [series.get(g, "power_limit_w", dropna=False)[1] for g in range(g_count)] if has["power_limit_w"] \
-        else []
-    limit_ref = float(np.nanmax(np.concatenate(limits))) if len(limits) and np.isfinite(np.concatenate(limits)).any() \
-        else math.nan
-    u_all = series.values["util_pct"]
-    p95 = series.quantiles("sm_clock_mhz", (95,), keep=np.isfinite(u_all) & (u_all >= busy_thr))[0]
-    for g in range(g_count):
-        ok = busy_clocks[g]
-        if ok.sum() < 3:
-            continue
-        c = series.get(g, "sm_clock_mhz", dropna=False)[1][ok]
-        ref = float(np.nanmax([p95[g], fleet_ref]))
-        slow = c < (1 - SELF_DEFICIT_MIN) * ref
-        cols["self_ref_mhz"][g] = ref
-        cols["self_slow_share"][g] = float(slow.mean())
-        cols["self_slow_lower"][g] = wilson_lower(int(slow.sum()), len(slow))
-        if slow.any():
-            cols["self_deficit"][g] = float(1 - np.median(c[slow]) / ref)
-            if has["power_w"] and has["power_limit_w"]:
-                p = series.get(g, "power_w", dropna=False)[1][ok][slow]
-                lim = series.get(g, "power_limit_w", dropna=False)[1][ok][slow]
-                known = np.isfinite(p) & np.isfinite(lim) & (lim > 0)
-                if known.any():
-                    cols["power_pinned_share"][g] = float(np.mean(p[known] >= POWER_PINNED * lim[known]))
-                    cols["power_limit_at_slow_w"][g] = float(np.median(lim[known]))
-        if has["temp_c"]:
-            pinned = None
-            if has["power_w"] and has["power_limit_w"]:
-                pw, lim = (series.get(g, k, dropna=False)[1][ok] for k in ("power_w", "power_limit_w"))
-                pinned = np.isfinite(pw) & np.isfinite(lim) & (pw >= POWER_PINNED * lim)
-            thermal_droop(c, series.get(g, "temp_c", dropna=False)[1][ok], cols, g, pinned)
-        if has["power_w"] and np.isfinite(limit_ref):
-            # a lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this
-            # GPU or its peers run at — a cap someone set (nvidia-smi -pl, a scheduler, a BMC) holding the clock
-            p = series.get(g, "power_w", dropna=False)[1][ok]
-            lim = series.get(g, "power_limit_w", dropna=False)[1][ok]
-            capped = np.isfinite(p) & np.isfinite(lim) & (lim < POWER_PINNED * limit_ref) & (p >= POWER_PINNED * lim)
-            if capped.any():
-                free_ref = float(np.percentile(c[~capped], 95)) if (~capped).sum() >= 3 else fleet_ref
-                deficit = float(1 - np.median(c[capped]) / free_ref) if np.isfinite(free_ref) else math.nan
-                cols["cap_share"][g] = float(capped.mean())
-                cols["cap_lower"][g] = wilson_lower(int(capped.sum()), len(capped))
-                cols["cap_limit_w"][g] = float(np.median(lim[capped]))
-                cols["cap_ref_w"][g] = limit_ref
-                cols["cap_deficit"][g] = deficit
-    for k, v in cols.items():
-        table[k] = v
+    lim_all = v["power_limit_w"] if has["power_limit_w"] else None
+    limit_ref = float(np.nanmax(lim_all)) if lim_all is not None and np.isfinite(lim_all).any() else math.nan
+    p95 = series.quantiles("sm_clock_mhz", (95,), keep=busy_any)[0]
+    with np.errstate(invalid="ignore"):
+        ref = np.fmax(p95, fleet_ref)  # the clock this GPU, or the run's GPUs, reach while busy
+    n_busy = series.counts(busy)
+    eligible = n_busy >= 3
+    lengths = np.diff(offsets)
+    with np.errstate(invalid="ignore"):
+        slow = busy & (c_all < np.repeat((1 - SELF_DEFICIT_MIN) * ref, lengths))
+    n_slow = series.counts(slow)
+    cols["self_ref_mhz"][eligible] = ref[eligible]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cols["self_slow_share"][eligible] = (n_slow / n_busy)[eligible]
+    for g in np.flatnonzero(eligible):
+        cols["self_slow_lower"][g] = wilson_lower(int(n_slow[g]), int(n_busy[g]))
+    has_slow = eligible & (n_slow > 0)
+    powered = has["power_w"] and has["power_limit_w"]
+    if has_slow.any():
+        med = series.quantiles("sm_clock_mhz", ("median",), keep=slow)[0]
+        cols["self_deficit"][has_slow] = 1 - med[has_slow] / ref[has_slow]
+        if powered:
+            pw, lim = v["power_w"], v["power_limit_w"]
+            with np.errstate(invalid="ignore"):
+                known = slow & np.isfinite(pw) & np.isfinite(lim) & (lim > 0)
+                n_known, n_pinned = series.counts(known), series.counts(known & (pw >= POWER_PINNED * lim))
+            sel = has_slow & (n_known > 0)
+            if sel.any():
+                cols["power_pinned_share"][sel] = (n_pinned / np.maximum(n_known, 1))[sel]
+                cols["power_limit_at_slow_w"][sel] = series.quantiles("power_limit_w", ("median",), keep=known)[0][sel]
+    if has["temp_c"]:
+        pinned_all = None
+        if powered:
+            with np.errstate(invalid="ignore"):
+                pinned_all = np.isfinite(v["power_w"]) & np.isfinite(v["power_limit_w"]) & (
+                    v["power_w"] >= POWER_PINNED * v["power_limit_w"])
+        for g in np.flatnonzero(eligible):  # a rank test per GPU (see gpu_limits.thermal_droop)
+            a, b = offsets[g], offsets[g + 1]
+            ok = busy[a:b]
+            thermal_droop(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
+                          None if pinned_all is None else pinned_all[a:b][ok])
+    if has["power_w"] and np.isfinite(limit_ref):
+        _power_cap(series, cols, busy, eligible, n_busy, fleet_ref, limit_ref)
+    for k, val in cols.items():
+        table[k] = val
+
+
+def _power_cap(series: GpuSeries, cols: dict, busy: np.ndarray, eligible: np.ndarray, n_busy: np.ndarray,
+               fleet_ref: float, limit_ref: float) -> None:
+    """A lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this GPU or
+    its peers run at — a cap someone set (nvidia-smi -pl, a scheduler, a BMC) holding the clock."""
+    pw, lim = series.values["power_w"], series.values["power_limit_w"]
+    with np.errstate(invalid="ignore"):
+        capped = busy & np.isfinite(pw) & np.isfinite(lim) & (lim < POWER_PINNED * limit_ref) & (
+            pw >= POWER_PINNED * lim)
+    n_cap = series.counts(capped)
+    sel = eligible & (n_cap > 0)
+    if not sel.any():
+        return
+    free = busy & ~capped
+    free_ref = np.where(series.counts(free) >= 3, series.quantiles("sm_clock_mhz", (95,), keep=free)[0], fleet_ref)
+    med = series.quantiles("sm_clock_mhz", ("median",), keep=capped)[0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        deficit = np.where(np.isfinite(free_ref), 1 - med / free_ref, math.nan)
+        cols["cap_share"][sel] = (n_cap / n_busy)[sel]
+    for g in np.flatnonzero(sel):
+        cols["cap_lower"][g] = wilson_lower(int(n_cap[g]), int(n_busy[g]))
+    cols["cap_limit_w"][sel] = series.quantiles("power_limit_w", ("median",), keep=capped)[0][sel]
+    cols["cap_ref_w"][sel] = limit_ref
+    cols["cap_deficit"][sel] = deficit[sel]
 
 
 def _relative(table: pd.DataFrame, util: np.ndarray, valid: np.ndarray, dt: float) -> None:
+    """Each GPU against the median of its peers at the same polls: mean difference, sign test, poll counts."""
     peer = _peer_median(util)
-    delta, p, n_eff, below, above, polls = [], [], [], [], [], []
-    for g in range(util.shape[0]):
-        ok = valid[g] & np.isfinite(peer[g])
-        d = (util[g, ok] - peer[g, ok]).astype(np.float64)
-        if len(d) == 0:
-            delta.append(math.nan)
-            p.append(None)
-            n_eff.append(0.0)
-            below.append(0)
-            above.append(0)
-            polls.append(0)
-            continue
-        pv, ne = sign_test(d)
-        delta.append(float(d.mean()))
-        p.append(pv)
-        n_eff.append(ne)
-        below.append(int((d < 0).sum()))
-        above.append(int((d > 0).sum()))
-        polls.append(len(d))
-    table["delta_pct"] = delta
-    table["delta_p"] = p
-    table["delta_n_eff"] = n_eff
-    table["polls_below"] = below
-    table["polls_above"] = above
-    table["polls_compared"] = polls
+    ok = valid & np.isfinite(peer)
+    res = sign_tests((util - peer).astype(np.float64), ok)
+    table["delta_pct"] = res["mean"]
+    table["delta_p"] = list(res["p"])  # None where untested, as a float column (NaN) when any p exists
+    table["delta_n_eff"] = res["n_eff"]
+    table["polls_below"] = res["below"]
+    table["polls_above"] = res["above"]
+    table["polls_compared"] = res["kept"]
     with np.errstate(all="ignore"):
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            table["peer_median_pct"] = [float(np.nanmean(peer[g][valid[g]])) if valid[g].any() else math.nan
-                                        for g in range(util.shape[0])]
+            table["peer_median_pct"] = np.nanmean(np.where(valid, peer, np.nan), axis=1).astype(np.float64)
 
 
 def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:
@@ -455,16 +460,14 @@ def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:
     swing = np.full(g_count, math.nan)
     peak = np.full(g_count, math.nan)
     total = np.full(g_count, math.nan)
-    for g in range(g_count):
-        if has["mem_used_mib"]:
-            _, m = series.get(g, "mem_used_mib")
-            if len(m) >= 2:
-                q = np.percentile(m, [5, 95, 100]) if len(m) >= 20 else (m.min(), m.max(), m.max())
-                swing[g], peak[g] = float(q[1] - q[0]), float(q[2])
-        if has["mem_total_mib"]:
-            _, tot = series.get(g, "mem_total_mib")
-            if len(tot):
-                total[g] = float(np.median(tot))
+    if has["mem_used_mib"]:  # the 5th-95th percentile swing and the peak (min-max below 20 readings)
+        n = series.counts(np.isfinite(series.values["mem_used_mib"]))
+        p5, p95, top, low = series.quantiles("mem_used_mib", (5, 95, 100, 0))
+        many = n >= 20
+        swing = np.where(n >= 2, np.where(many, p95 - p5, top - low), math.nan)
+        peak = np.where(n >= 2, top, math.nan)
+    if has["mem_total_mib"]:
+        total = series.quantiles("mem_total_mib", ("median",))[0]
     table["mem_swing_mib"] = swing
     table["mem_peak_mib"] = peak
     table["mem_total_mib"] = total

@@ -83,27 +83,35 @@ class GpuSeries:
             g_of = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
             k = np.clip(((self.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
             cache.clear()
-            key = g_of * n_bins + k
-            cache[ck] = key, bool(np.all(key[1:] > key[:-1]))  # (bin of each sample, one sample per bin at most)
-        key, distinct = cache[ck]
+            key = g_of * n_bins + k  # sorted when samples are in (GPU, time) order, as gpu_series makes them
+            runs = bool(np.all(key[1:] >= key[:-1]))
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) and runs else None
+            counts = None if starts is None else np.diff(np.r_[starts, len(key)])
+            cache[ck] = key, starts, counts, _run_plan(starts, counts)
+        key, starts, counts, plan = cache[ck]  # (bin of each sample, where each bin's run starts, its length,
+        # the passes that add a run's later samples)
         x = self.values[column]
         ok = np.isfinite(x)
         size = len(self) * n_bins
+        distinct = starts is not None and len(starts) == len(key)
+        if distinct and len(key) == size:  # one sample in every bin of every GPU: the grid is x
+            out = x.astype(np.float32)
+            if not ok.all():
+                out[~ok] = np.nan
+            return out.reshape(len(self), n_bins)
+        out = np.full(size, np.nan, dtype=np.float32)
         if distinct:  # the usual case (polls no closer than the grid): a bin's mean is its sample
-            out = np.full(size, np.nan, dtype=np.float32)
             if ok.all():
                 out[key] = x
             else:
                 out[key[ok]] = x[ok]
-            return out.reshape(len(self), n_bins)
-        if ok.all():
-            s = np.bincount(key, weights=x, minlength=size)
-            c = np.bincount(key, minlength=size)
+        elif ok.all() and starts is not None:  # a bin's samples are one run of the sorted keys: sum each run
+            out[key[starts]] = _run_sums(x, starts, plan) / counts
         else:
             s = np.bincount(key[ok], weights=x[ok], minlength=size)
             c = np.bincount(key[ok], minlength=size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = (s / c).astype(np.float32)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out = (s / c).astype(np.float32)
         return out.reshape(len(self), n_bins)
 
     def quantiles(self, column: str, qs: tuple, keep: np.ndarray | None = None) -> list[np.ndarray]:
@@ -155,6 +163,48 @@ class GpuSeries:
         return sorted((sorted(c) for c in clusters), key=lambda c: (-len(c), c[0]))
 
 
+def _run_plan(starts: np.ndarray | None, counts: np.ndarray | None, max_passes: int = 8):
+    """[(the runs with a j-th sample, where that sample is) for j = 1, 2, ...], or None beyond `max_passes`
+    samples in a run: what _run_sums needs, computed once per grid (small: most bins hold one poll)."""
+    if starts is None:
+        return None
+    longest = int(counts.max()) if len(counts) else 0
+    steps = None
+    if longest <= max_passes:
+        steps = []
+        for j in range(1, longest):
+            more = np.flatnonzero(counts > j)
+            steps.append((more, starts[more] + j))
+    return steps
+
+
+def _run_sums(x: np.ndarray, starts: np.ndarray, steps: list | None) -> np.ndarray:
+    """Sums of the runs of x that start at `starts`, added in order as np.bincount adds them (the same floats):
+    one vector pass per sample of the longest run (polls land one or two to a bin), np.add.reduceat when runs
+    are long."""
+    if steps is None:
+        return np.add.reduceat(x, starts)
+    sums = x[starts].astype(np.float64)
+    for more, at in steps:
+        sums[more] += x[at]
+    return sums
+
+
+def _host_codes(host: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """pd.factorize(host.astype(str), sort=True): a code per row and the sorted host names; one min/max pass over
+    an Arrow string column when every row names the same host (a single log: no hashing of millions of rows)."""
+    if isinstance(host.array, pd.arrays.ArrowStringArray) and len(host):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(host.array)
+        if arr.null_count == 0:
+            lo_hi = pc.min_max(arr)
+            if lo_hi["min"] == lo_hi["max"]:
+                return np.zeros(len(host), dtype=np.intp), pd.Index([lo_hi["min"].as_py()])
+    return pd.factorize(host.astype(str), sort=True)
+
+
 def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",),
                interval_s: float | None = None) -> GpuSeries:
     """Split `telemetry` per GPU (id "host:index"), times as float seconds since the first sample.
@@ -167,7 +217,7 @@ def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",)
     if n == 0:
         return GpuSeries([], [], [], None, np.zeros(1, dtype=np.int64), np.zeros(0),
                          {c: np.zeros(0) for c in columns}, warnings)
-    host_codes, host_names = pd.factorize(telemetry["host"].astype(str), sort=True)
+    host_codes, host_names = _host_codes(telemetry["host"])
     gpu = telemetry["gpu"].to_numpy(dtype=np.int64)
     key = host_codes.astype(np.int64) * (int(gpu.max()) + 2) + (gpu + 1)
     times = telemetry["time"]
@@ -258,7 +308,8 @@ def row_percentile(x: np.ndarray, keep: np.ndarray, q: float) -> np.ndarray:
 
 def row_quantiles(x: np.ndarray, keep: np.ndarray, qs: tuple) -> list[np.ndarray]:
     """row_percentile for each q of `qs` ("median": np.median's value, the mean of the middle two), sorting once."""
-    a = np.sort(np.where(keep, x, np.nan), axis=1)  # each row's kept values first, in order (NaN sorts last)
+    a = np.where(keep, x, np.nan)
+    a.sort(axis=1)  # each row's kept values first, in order (NaN sorts last); in place: one G × n copy, not two
     n = keep.sum(1)
     last = np.maximum(n - 1, 0)
 

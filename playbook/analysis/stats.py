@@ -98,6 +98,51 @@ def sign_test(d: np.ndarray) -> tuple[float | None, float]:
     return float(1 - NormalDist().cdf(z)), n_eff
 
 
+def sign_tests(d: np.ndarray, keep: np.ndarray) -> dict[str, np.ndarray]:
+    """sign_test of every row of `d` (G × n differences) over its `keep` entries at once: p (object, None where
+    a row has no non-zero difference), n_eff, and per row the mean, the counts below / above zero and kept.
+
+    Each row's non-zero signs, in order, form one run of a flat int8 array; the lag-1 autocorrelation of a row
+    pairs each sign with the next one of its run (sums of ±1 per run: exact, a few bytes per poll). Rows with
+    n_eff < 5 take the exact binomial tail, as sign_test does."""
+    g_count = d.shape[0]
+    kept = keep.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(kept > 0, np.add.reduce(d, axis=1, where=keep, initial=0.0) / np.maximum(kept, 1), np.nan)
+    nz = keep & (d != 0)
+    above = (nz & (d > 0)).sum(1)
+    n = nz.sum(1)
+    below = n - above
+    sign = (d > 0)[nz].view(np.int8) * np.int8(2) - np.int8(1)  # ±1, row after row
+    rows = np.flatnonzero(n > 0)
+    starts = (np.cumsum(n) - n)[rows]
+    m = np.zeros(g_count)
+    sa, sb, sab = np.zeros(g_count), np.zeros(g_count), np.zeros(g_count)
+    if len(rows):
+        total = np.add.reduceat(sign, starts, dtype=np.int64)
+        first, last = sign[starts], sign[starts + n[rows] - 1]
+        pairs = np.r_[sign[1:] * sign[:-1], np.int8(0)]  # pair j: sign j and sign j + 1 (across rows at run ends)
+        across = np.r_[pairs[starts[1:] - 1], 0]  # the pair joining a run's last sign to the next run's first
+        m[rows] = n[rows] - 1
+        sa[rows], sb[rows] = total - last, total - first
+        sab[rows] = np.add.reduceat(pairs, starts, dtype=np.int64) - across
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (sab - sa * sb / m) / np.sqrt((m - sa * sa / m) * (m - sb * sb / m))  # Pearson on ±1 values
+    constant = (n < 3) | (np.abs(sa) == m) | (np.abs(sb) == m)
+    rho = np.maximum(np.where(constant | ~np.isfinite(rho), 0.0, rho), 0.0)
+    n_eff = n * (1 - rho) / (1 + rho)
+    k = np.where(mean < 0, below, above)
+    p = np.full(g_count, None, dtype=object)
+    for g in rows:  # scalar tails only
+        if n_eff[g] < 5:
+            p[g] = binom_sf(int(k[g]), int(n[g]), 0.5)
+        else:
+            z = (k[g] - n[g] / 2) / math.sqrt(n[g] / 4) * math.sqrt(n_eff[g] / n[g])
+            p[g] = float(1 - NormalDist().cdf(z))
+    return {"p": p, "n_eff": np.where(n > 0, n_eff, 0.0), "mean": mean, "below": below, "above": above,
+            "kept": kept}
+
+
 def wilson_lower(k: int, n: int, z: float = 1.96) -> float:
     """Lower end of the Wilson score interval of a proportion k/n (z = 1.96: the 95% two-sided bound); 0 for n = 0."""
     if n == 0:

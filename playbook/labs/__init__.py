@@ -1,5 +1,5 @@
-"""The labs: real PyTorch workloads with fault and fix knobs (workloads/), the fixes users import into their own
-training code (fixes/), and LABELLED SYNTHETIC data with known answers (synthetic).
+"""The labs: real PyTorch workloads with fault and fix knobs (labs/workloads/), the fixes users import into their own
+training code (labs/fixes/), and LABELLED SYNTHETIC data with known answers (synthetic).
 
 A notebook imports them from here, lazily (torch is imported only when a lab runs):
 

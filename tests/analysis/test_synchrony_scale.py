@@ -204,3 +204,53 @@ def test_series_quantiles_of_ragged_gpus_match_numpy():
         x = s.get(g, "u")[1]
         np.testing.assert_array_equal([median[g], p95[g]],
                                       [np.median(x), np.percentile(x, 95)] if len(x) else [np.nan, np.nan])
+
+
+def test_row_sign_tests_match_the_one_row_sign_test():
+    from playbook.analysis.stats import sign_test, sign_tests
+
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        g, n = int(rng.integers(1, 9)), int(rng.integers(1, 300))
+        d = np.round(rng.normal(rng.normal(0, 2), 5, (g, n)))  # ties with zero, runs of one sign
+        d[:, : int(rng.integers(0, n))] = np.sign(rng.normal(size=1))  # a long constant stretch in some trials
+        keep = rng.random((g, n)) < rng.uniform(0.05, 1.0)
+        keep[0, :] = trial % 3 != 0  # a row that keeps nothing now and then
+        got = sign_tests(d, keep)
+        for r in range(g):
+            row = d[r, keep[r]]
+            p, n_eff = sign_test(row) if len(row) else (None, 0.0)
+            assert (got["p"][r] is None) == (p is None)
+            if p is not None:
+                assert got["p"][r] == pytest.approx(p, rel=1e-9, abs=1e-12)
+            assert got["n_eff"][r] == pytest.approx(n_eff, rel=1e-9, abs=1e-12)
+            assert (got["below"][r], got["above"][r], got["kept"][r]) == ((row < 0).sum(), (row > 0).sum(), len(row))
+            if len(row):
+                assert got["mean"][r] == pytest.approx(row.mean(), rel=1e-12)
+            else:
+                assert np.isnan(got["mean"][r])
+
+
+def test_grid_means_are_the_bincount_means():
+    """Every path of GpuSeries.grid_means (a full grid, one sample per bin, runs of samples per bin, NaN values)
+    gives the bin means np.bincount gives."""
+    from playbook.analysis.series import GpuSeries
+
+    rng = np.random.default_rng(3)
+    cases = ((0.0, 0.0, 1, 50), (0.0, 0.1, 1, 50), (0.0, 0.0, 1, 0), (0.4, 0.0, 1, 0), (0.4, 0.05, 1, 0),
+             (0.0, 0.0, 12, 0))  # (time jitter, NaN share, samples per bin, equal lengths or 0 for ragged)
+    for jitter, nan_share, per_bin, equal in cases:
+        lengths = np.full(5, equal) if equal else rng.integers(40, 60, 5)
+        t = np.concatenate([np.sort(np.arange(n) / per_bin + rng.uniform(0, jitter, n)) for n in lengths])
+        offsets = np.r_[0, np.cumsum(lengths)]
+        x = rng.random(len(t)) * 100
+        x[rng.random(len(t)) < nan_share] = np.nan
+        s = GpuSeries(list("abcde"), ["h"] * 5, list(range(5)), None, offsets, t, {"u": x})
+        n_bins = int(t.max()) + 1
+        got = s.grid_means("u", 1.0, 0.0, n_bins)
+        g_of = np.repeat(np.arange(5), lengths)
+        key = g_of * n_bins + np.clip(t.astype(np.int64), 0, n_bins - 1)
+        ok = np.isfinite(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = (np.bincount(key[ok], x[ok], 5 * n_bins) / np.bincount(key[ok], minlength=5 * n_bins))
+        np.testing.assert_array_equal(got, want.astype(np.float32).reshape(5, n_bins))

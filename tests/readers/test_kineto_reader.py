@@ -256,3 +256,24 @@ def test_playbook_profiler_window_keys(tmp_path):
     m = kineto.read(p).meta["kineto"][3]
     assert (m["rank_from"], m["host_name"], m["first_step"], m["trigger"]) == ("playbook_rank", "gpu-x", 40,
                                                                               "slow_step")
+
+
+def test_last_boundary_is_the_regexs_last_match():
+    """The backward search for the last `}, {` finds what the regex's last match finds, hostile runs included."""
+    import random
+
+    from playbook.readers.kineto_decode import _BOUNDARY_RE, _last_boundary
+
+    def by_regex(buf: bytes, start: int) -> int | None:
+        found = None
+        for found in _BOUNDARY_RE.finditer(buf, start):  # noqa: B007
+            pass
+        return None if found is None else found.start() + 1
+
+    rng = random.Random(1)
+    for _ in range(20000):
+        buf = bytes(rng.choice(b'{{{{{},, \t\n\rab:"') for _ in range(rng.randint(0, 300)))
+        start = rng.randint(0, len(buf))
+        assert _last_boundary(buf, start) == by_regex(buf, start)
+    hostile = b"{" * (1 << 20) + b"}, {" + b"{" * 100  # a megabyte of braces: the regex takes over
+    assert _last_boundary(hostile) == by_regex(hostile, 0) == (1 << 20) + 1

@@ -71,7 +71,7 @@ def _side_label(side: dict) -> str:
 
 
 def comparison_text(r) -> str:
-    """The readable report of a diagnose.regression.verdict.Regression (what `playbook compare` prints)."""
+    """The readable report of a diagnosis.regression.verdict.Regression (what `playbook compare` prints)."""
     d = r.to_dict()
     lines = ["playbook compare", f"  GOOD: {_side_label(d['good'])}", f"  BAD:  {_side_label(d['bad'])}"]
     if d["warnings"]:

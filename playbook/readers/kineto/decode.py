@@ -33,6 +33,7 @@ MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_RE = re.compile(rb"\}\s*,\s*\{")
+_SPACE = frozenset(b" \t\n\r\f\v")  # what \s matches in a bytes pattern
 _ARRAY_END_RE = re.compile(rb"\}\s*\]")
 _BOUNDARY_STR_RE = re.compile(r"\}\s*,\s*\{")
 _GAP_RE = re.compile(r"[ \t\r\n,]*")
@@ -176,11 +177,13 @@ class Columns:
 
     def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
-        if not all(type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT for e in events):
+        phs = [e.ph for e in events]
+        seen = set(map(type, phs)) | set(map(type, [e.name for e in events])) | set(map(type, [e.cat for e in events]))
+        if not seen.issubset(_TEXT):
             good = [e for e in events if type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT]
             _skip_typed(skips, len(events) - len(good))
             events = good
-        phs = [e.ph for e in events]
+            phs = [e.ph for e in events]
         self._count(phs)
         if "M" in phs:
             self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
@@ -392,7 +395,7 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             state, chunk = "events", bytes(buf)
         # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
         # the last search): each byte is searched about once, however long an event or a run of whitespace is.
-        if not chunk.translate(None, _GAP_BYTES):
+        if _GAP_B_RE.fullmatch(chunk):
             continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
         cut = _last_boundary(buf, scanned)
         if cut is None:
@@ -475,9 +478,26 @@ def _part_warnings(label: str, cols: Columns, skips: SkipCounter, problems: list
 
 
 def _last_boundary(buf: bytes, start: int = 0) -> int | None:
-    """Index just past the `}` of the last `}, {` event boundary in buf[start:] (None when there is none)."""
+    """Index just past the `}` of the last `}, {` event boundary in buf[start:] (None when there is none): the
+    last match of _BOUNDARY_RE, found searching back from the end (a few steps, not every boundary of the chunk;
+    the regex takes over after 64 braces that open no event, so hostile input stays at C speed)."""
+    end = len(buf)
+    for _ in range(64):
+        brace = buf.rfind(b"{", start, end)
+        if brace <= start:
+            return None
+        j = brace - 1
+        while j > start and buf[j] in _SPACE:
+            j -= 1
+        if buf[j] == 0x2C:  # ","
+            j -= 1
+            while j >= start and buf[j] in _SPACE:
+                j -= 1
+            if j >= start and buf[j] == 0x7D:  # "}"
+                return j + 1
+        end = brace
     found = None
-    for found in _BOUNDARY_RE.finditer(buf, start):  # noqa: B007 - keep the last match
+    for found in _BOUNDARY_RE.finditer(buf, start, end + 1):  # noqa: B007 - keep the last match
         pass
     return None if found is None else found.start() + 1
 

@@ -140,41 +140,59 @@ def _scan(data: bytes, digit_mode: bool, first_line: int = 1) -> list[Special]:
     return specials
 
 
+def _last_line_start(buf: bytes) -> int:
+    """Where the last non-empty complete line of `buf` starts, when a newline before it lies within `buf`
+    (else -1: the answer depends on what precedes `buf`). Blank lines after it stay with it."""
+    end = buf.rfind(b"\n") + 1
+    while end and buf[end - 1] == 10:
+        end -= 1
+    return buf.rfind(b"\n", 0, end) + 1 if end else -1
+
+
 def _blocks(stream, src: str, block_bytes: int | None = None):
-    """Yield (block, number of its first line, final, next_is_header): the text in blocks of whole lines with CRLF
-    and lone CR turned into LF. A block stops before its last non-empty line, which is carried into the next one,
-    so a segment's last line (the one a cut can damage) is judged knowing what follows: `next_is_header` tells
-    whether the line after the block starts a new segment."""
+    """Yield (block, number of its first line, its newline count, final, next_is_header): the text in blocks of
+    whole lines with CRLF and lone CR turned into LF. A block stops before its last non-empty line, which is carried
+    into the next one, so a segment's last line (the one a cut can damage) is judged knowing what follows:
+    `next_is_header` tells whether the line after the block starts a new segment. A block is copied once: the
+    carried line joined to the new read up to its cut."""
     size = block_bytes or BLOCK_BYTES
     rest, line = b"", 1
     more = stream.read(max(size, SAMPLE_BYTES))
     if more.startswith(codecs.BOM_UTF8):
         more = more[len(codecs.BOM_UTF8):]
     while True:
-        data = rest + more
         ahead = stream.read(size) if more else b""  # read one block ahead: the last block is parsed whole
         hold = b""
-        if ahead and data.endswith(b"\r"):
-            data, hold = data[:-1], b"\r"  # a CRLF may straddle the read
-        if b"\r" in data:
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if ahead and more.endswith(b"\r"):
+            more, hold = more[:-1], b"\r"  # a CRLF may straddle the read
+        if b"\r" in more or b"\r" in rest:
+            rest, more = b"", (rest + more).replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         if not ahead:
+            data = rest + more
             if data:
-                yield data, line, True, False
+                yield data, line, data.count(b"\n"), True, False
             return
-        whole = data.rfind(b"\n") + 1
-        body = data[:whole].rstrip(b"\n")
-        cut = body.rfind(b"\n") + 1 if body else whole
-        if cut == 0:  # one line so far: read on
-            if len(data) > MAX_LINE_BYTES:
-                raise InputError(f"{src}: line {line} is longer than {MAX_LINE_BYTES >> 20} MiB: not nvidia-smi output")
-            rest, more = data + hold, ahead
-            continue
-        nxt = data.find(b"\n", cut)
-        follows = _classify(data[cut:nxt if nxt >= 0 else len(data)].decode("utf-8", "replace")) == "header"
-        yield data[:cut], line, False, follows
-        line += data.count(b"\n", 0, cut)
-        rest, more = data[cut:] + hold, ahead
+        cut = _last_line_start(more)
+        if cut > 0:  # the usual case: the cut lies in the new read
+            block, src_buf = b"".join((rest, memoryview(more)[:cut])), more
+        else:
+            src_buf = rest + more
+            whole = src_buf.rfind(b"\n") + 1
+            body = src_buf[:whole].rstrip(b"\n")
+            cut = body.rfind(b"\n") + 1 if body else whole
+            if cut == 0:  # one line so far: read on
+                if len(src_buf) > MAX_LINE_BYTES:
+                    raise InputError(f"{src}: line {line} is longer than {MAX_LINE_BYTES >> 20} MiB: "
+                                     "not nvidia-smi output")
+                rest, more = src_buf + hold, ahead
+                continue
+            block = src_buf[:cut]
+        nxt = src_buf.find(b"\n", cut)
+        follows = _classify(src_buf[cut:nxt if nxt >= 0 else len(src_buf)].decode("utf-8", "replace")) == "header"
+        count = block.count(b"\n")
+        yield block, line, count, False, follows
+        line += count
+        rest, more = src_buf[cut:] + hold, ahead
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -301,13 +319,14 @@ class _Reader:
         self.clock = {"tick_base": 0, "synthetic": False}
         self.shifted_warning = False
 
-    def block(self, data: bytes, first_line: int, ends_segment: bool) -> None:
-        """One block of whole lines; `ends_segment`: the open segment ends with it (a header or the end follows)."""
+    def block(self, data: bytes, first_line: int, newlines: int, ends_segment: bool) -> None:
+        """One block of whole lines holding `newlines` newline bytes; `ends_segment`: the open segment ends with it
+        (a header or the end follows)."""
         if self.digit_mode is None:
             self.digit_mode = _digit_mode(data)
         specials = _scan(data, self.digit_mode, first_line)
         heads = [sp for sp in specials if sp.kind == "header"]
-        n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+        n_lines = newlines + (0 if data.endswith(b"\n") or not data else 1)
         group: list[Special] = []
         start, start_line = 0, first_line
         for sp in specials:
@@ -436,8 +455,8 @@ def read(path: str | Path, fields: str | list[str] | None = None, interval_s: fl
     path = Path(path)
     reader = _Reader(path, parse_fields(fields), textio.check_interval(interval_s), tz)
     with textio.open_text(path) as stream:
-        for data, first_line, final, next_header in _blocks(stream, str(path), block_bytes):
-            reader.block(data, first_line, final or next_header)
+        for data, first_line, newlines, final, next_header in _blocks(stream, str(path), block_bytes):
+            reader.block(data, first_line, newlines, final or next_header)
     return reader.finish(stream.notes)
 
 

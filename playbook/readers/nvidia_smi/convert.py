@@ -58,6 +58,7 @@ _NA_LIST = pa.array(sorted(set(textio.NA_TOKENS) | {"N/A", "[N/A]", "[Not Suppor
                                                      "Not Supported", "[GPU is lost]", "-"}))
 _NAT = np.iinfo(np.int64).min
 _LOCK = threading.Lock()
+POOL_ROWS = 200_000  # a piece with more rows converts its columns on a thread pool while the next batch parses
 
 
 class _Rows:
@@ -340,10 +341,8 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         if len(arrays) == 1:
             return arrays[0]
         out = np.concatenate(arrays)
-        arrays.clear()
-        if big:  # the pieces were heap-sized: hand their pages back before the next column (~ms each)
-            frames.release_memory()
-        return out
+        arrays.clear()  # the pieces' heap pages are reused by the next column's join (a trim per column would
+        return out      # hand them back only to fault fresh ones in: ~1 s per 5 M rows on this machine)
 
     def take(attr: str) -> np.ndarray | None:
         arrays = [getattr(c, attr) for c in chunks]
@@ -370,6 +369,8 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         empty = np.array([not v for v in ids] + [True])[codes]
         _Rows(out.lines, out.bad, skips).drop((out.gpu < 0) | empty, lambda i: f"missing {out.gpu_from}")
     chunks.clear()
+    if big:  # the pieces were heap-sized: hand their pages back once all columns are joined
+        frames.release_memory()
     return out
 
 
@@ -417,7 +418,7 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
             return "error"  # positions of damaged lines are needed: the caller re-reads line by line
 
         workers = min(4, os.cpu_count() or 1)
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and len(lines) > 200_000 else None
+        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and len(lines) > POOL_ROWS else None
         try:
             reader = pacsv.open_csv(
                 buf,
