@@ -262,7 +262,7 @@ def test_last_boundary_is_the_regexs_last_match():
     """The backward search for the last `}, {` finds what the regex's last match finds, hostile runs included."""
     import random
 
-    from playbook.readers.kineto_decode import _BOUNDARY_RE, _last_boundary
+    from playbook.readers.kineto.decode import _BOUNDARY_RE, _last_boundary
 
     def by_regex(buf: bytes, start: int) -> int | None:
         found = None
