@@ -144,7 +144,8 @@ def throttle_names(mask: float) -> list[str]:
 
 def _frame(columns: tuple[str, ...], data: dict[str, Any] | None, strings: tuple[str, ...],
            ints: tuple[str, ...], times: tuple[str, ...]) -> pd.DataFrame:
-    """Build a frame with exactly `columns`, coercing dtypes; missing columns are filled with NaN/NaT/""."""
+    """Build a frame with exactly `columns`, coercing dtypes; missing columns are filled with NaN/NaT/"".
+    Columns that already have their dtype (int64/float64 arrays, string Series without NA) are taken as they are."""
     data = data or {}
     n = len(next(iter(data.values()))) if data else 0
     out: dict[str, Any] = {}
@@ -159,20 +160,32 @@ def _frame(columns: tuple[str, ...], data: dict[str, Any] | None, strings: tuple
             values = -1
         else:
             values = np.nan
-        if col in times:
-            s = pd.Series(values, index=range(n)) if np.isscalar(values) or values is pd.NaT else pd.Series(values)
-            s = pd.to_datetime(s, utc=True).dt.as_unit("ns")
-        elif col in strings:
-            s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
-            s = s.astype("string").fillna("") if col != "source" else s.astype("category")
-        elif col in ints:
-            s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
-            s = pd.to_numeric(s, errors="coerce").fillna(-1).astype("int64")
-        else:
-            s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
-            s = pd.to_numeric(s, errors="coerce").astype("float64")
-        out[col] = s.reset_index(drop=True)
+        out[col] = _typed(col, values, n, strings, ints, times)
     return pd.DataFrame(out, columns=list(columns))
+
+
+def _typed(col: str, values: Any, n: int, strings: tuple[str, ...], ints: tuple[str, ...],
+           times: tuple[str, ...]) -> pd.Series:
+    """One column of `_frame` in its schema dtype."""
+    if isinstance(values, np.ndarray) and col not in times and col not in strings and values.ndim == 1:
+        if values.dtype == (np.int64 if col in ints else np.float64):
+            return pd.Series(values)
+    if (isinstance(values, pd.Series) and col in strings and col != "source"
+            and isinstance(values.dtype, pd.StringDtype) and not values.hasnans):
+        return values.reset_index(drop=True)
+    if col in times:
+        s = pd.Series(values, index=range(n)) if np.isscalar(values) or values is pd.NaT else pd.Series(values)
+        s = pd.to_datetime(s, utc=True).dt.as_unit("ns")
+    elif col in strings:
+        s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
+        s = s.astype("string").fillna("") if col != "source" else s.astype("category")
+    elif col in ints:
+        s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
+        s = pd.to_numeric(s, errors="coerce").fillna(-1).astype("int64")
+    else:
+        s = pd.Series(values, index=range(n)) if np.isscalar(values) else pd.Series(values)
+        s = pd.to_numeric(s, errors="coerce").astype("float64")
+    return s.reset_index(drop=True)
 
 
 def telemetry_frame(data: dict[str, Any] | None = None, interval_s: float | None = None) -> pd.DataFrame:
