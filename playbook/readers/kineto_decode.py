@@ -29,7 +29,8 @@ GPU_CATEGORIES = frozenset({
     "mtia_ccp_events",
 })
 CHUNK_BYTES = 1 << 20  # decoded text per chunk (1 MiB): bounds the transient memory of one decode
-MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB
+MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB, and reading keys after the events
+MAX_EVENT_BYTES = 1 << 26  # no event boundary in 64 MiB is damage, not one event: skipped (memory stays bounded)
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_RE = re.compile(rb"\}\s*,\s*\{")
@@ -373,13 +374,16 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
     cols = Columns()
     chunks = byte_chunks(fh, label, CHUNK_BYTES, problems)
     buf = bytearray()  # in the events state buf[0] is always a delimiter (space or comma) before an event
-    header = b""
-    trailer = b""
+    header = trailer = b""
     state = "head"
     consumed = 0  # bytes of decoded text already consumed before buf
     scanned = 0  # buf[:scanned] holds no event boundary (see below)
+    dropping = False  # inside a stretch without event boundaries longer than MAX_EVENT_BYTES
     for chunk in chunks:
         if state == "tail":
+            if len(trailer) > MAX_HEADER_BYTES:
+                problems.append(f"more than {MAX_HEADER_BYTES >> 20} MiB after the traceEvents array (not read)")
+                break
             trailer += chunk
             continue
         buf += chunk
@@ -399,19 +403,22 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             body = len(chunk.rstrip(b" \t\r\n,"))
             run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
             scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
+            if len(buf) > MAX_EVENT_BYTES:  # damage, not an event: dropped unless the array closes in it
+                closed_at = _try_close(bytes(buf), cols, skips)
+                if closed_at is not None:
+                    state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
+                    continue
+                consumed, buf, scanned = _skip_unbounded(buf, scanned, consumed, None if dropping else skips)
+                dropping = True  # counted once per damaged stretch (until the next boundary)
             continue
         scanned = 0
-        # frame buf[0:cut+1] as a JSON array in place: buf[0] and buf[cut] are delimiters (space/comma)
-        saved = buf[cut]
-        buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
-        try:
-            with memoryview(buf) as view:
-                _decode_list(view[:cut + 1], cols, skips)
-            ok = True
-        except _DECODE_ERRORS:
-            ok = False
-        buf[0], buf[cut] = 0x20, saved
-        if ok:
+        if dropping:  # the damaged stretch ends at its first boundary: drop the rest of it (counted already)
+            first = _BOUNDARY_RE.search(buf).start() + 1
+            consumed, cut, dropping = consumed + first, cut - first, False
+            del buf[:first]
+            if cut == 0:
+                continue
+        if _decode_in_place(buf, cut, cols, skips):
             consumed += cut
             del buf[:cut]
             continue
@@ -440,6 +447,33 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
         problems.append("JSON ends before the traceEvents array closes")
     return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
             "warnings": _part_warnings(label, cols, skips, problems)}
+
+
+def _decode_in_place(buf: bytearray, cut: int, cols: Columns, skips: SkipCounter) -> bool:
+    """Decode buf[0:cut+1] framed as a JSON array in place (buf[0] and buf[cut] are delimiters: space/comma, put
+    back after); False when it is not valid JSON."""
+    saved = buf[cut]
+    buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
+    try:
+        with memoryview(buf) as view:
+            _decode_list(view[:cut + 1], cols, skips)
+        return True
+    except _DECODE_ERRORS:
+        return False
+    finally:
+        buf[0], buf[cut] = 0x20, saved
+
+
+def _skip_unbounded(buf: bytearray, scanned: int, consumed: int,
+                    skips: SkipCounter | None) -> tuple[int, bytearray, int]:
+    """buf holds more than MAX_EVENT_BYTES without an event boundary: count it as one skipped (damaged) event
+    (unless `skips` is None: the same stretch) and keep only its end that may begin a boundary (`}` and the
+    whitespace/comma run after it, when short). Returns (consumed, buf, scanned) for parse."""
+    if skips is not None:
+        skips.skip(None, f"near byte ~{consumed}: no event boundary in {MAX_EVENT_BYTES >> 20} MiB (skipped)")
+    tail = buf[scanned:] if len(buf) - scanned <= 4096 else b""
+    consumed += len(buf) - len(tail)
+    return consumed, bytearray(b" ") + tail, 1
 
 
 def _open_events(buf: bytearray, label: str) -> tuple[bytes, bytearray, int] | None:

@@ -255,3 +255,30 @@ def test_playbook_profiler_window_keys(tmp_path):
     m = kineto.read(p).meta["kineto"][3]
     assert (m["rank_from"], m["host_name"], m["first_step"], m["trigger"]) == ("playbook_rank", "gpu-x", 40,
                                                                               "slow_step")
+
+
+def test_no_event_boundary_for_megabytes_is_skipped_with_memory_bounded(tmp_path, monkeypatch):
+    """Damage without an event boundary (`}, {`) for longer than MAX_EVENT_BYTES is counted as one skipped event
+    and dropped as it streams (memory stays near that limit, not the file's size), with the event it follows (no
+    boundary between them); the events after it are kept, and bytes after the array beyond MAX_HEADER_BYTES are not
+    read."""
+    import tracemalloc
+
+    monkeypatch.setattr(kineto_decode, "MAX_EVENT_BYTES", 1 << 20)
+    monkeypatch.setattr(kineto_decode, "MAX_HEADER_BYTES", 1 << 20)
+    ev = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}
+    events = ", ".join(json.dumps({**ev, "ts": float(i)}) for i in range(50))
+    garbage = b"7705 80718874054782705b98718s0568" * (24 << 20 >> 5)  # 24 MiB, no "}, {" in it
+    p = tmp_path / "damaged.json"
+    p.write_bytes(b'{"traceEvents": [' + events.encode() + b", " + garbage + b"}, " + events.encode()
+                  + b"]" + garbage + b"}")
+    tracemalloc.start()
+    try:
+        b = kineto.read(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(b.trace) == 99
+    assert peak < 16 << 20  # the file is 48 MiB: it was never held whole
+    w = " ".join(b.warnings)
+    assert "skipped 1 of 100" in w and "no event boundary in 1 MiB" in w and "after the traceEvents array (not read)" in w
