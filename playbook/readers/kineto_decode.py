@@ -388,7 +388,7 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             continue
         buf += chunk
         if state == "head":
-            opened = _open_events(buf, label)
+            opened = _open_events(buf, label, len(buf) - len(chunk))
             if opened is None:
                 continue  # the traceEvents array has not started yet
             header, buf, skipped = opened
@@ -476,15 +476,17 @@ def _skip_unbounded(buf: bytearray, scanned: int, consumed: int,
     return consumed, bytearray(b" ") + tail, 1
 
 
-def _open_events(buf: bytearray, label: str) -> tuple[bytes, bytearray, int] | None:
+def _open_events(buf: bytearray, label: str, old: int) -> tuple[bytes, bytearray, int] | None:
     """Where the events start in the head of a trace: (header before them, buf from a delimiter before the first
-    event, bytes consumed); None while more text is needed. Raises InputError when it is not a trace."""
-    stripped = buf.lstrip()
-    if stripped[:1] == b"[":  # a bare event array
-        return b"", bytearray(b" ") + stripped[1:], len(buf) - len(stripped) + 1
-    m = _TRACE_EVENTS_RE.search(buf)
+    event, bytes consumed); None while more text is needed. Raises InputError when it is not a trace. buf[:old]
+    was searched before: only its last 64 bytes are searched again, for a key cut by the chunk's edge (each byte
+    about once: a 64 MiB head without the key is not rescanned per chunk)."""
+    first = _GAP_B_RE.match(buf).end()  # leading whitespace (and commas: then not a trace either)
+    if buf[first:first + 1] == b"[":  # a bare event array
+        return b"", bytearray(b" ") + buf[first + 1:], first + 1
+    m = _TRACE_EVENTS_RE.search(buf, max(0, old - 64))
     if m is None:
-        if len(buf) > MAX_HEADER_BYTES or (stripped and stripped[:1] != b"{"):
+        if len(buf) > MAX_HEADER_BYTES or (first < len(buf) and buf[first:first + 1] != b"{"):
             raise InputError(f"{label}: not a Kineto/Chrome trace (no traceEvents array)")
         return None
     return bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], m.end()
