@@ -26,8 +26,9 @@ Cases
 Limits
     Cases run in batches, each batch in a worker process forked from the parent once it has imported the
     playbook and loaded the fixtures; the worker's address space is capped at its size at fork + --mem-mib
-    (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds (setitimer: a Python-level hang raises in the
-    case). A worker that does not finish its batch in time is killed: the case it was on
+    (resource.setrlimit(RLIMIT_AS)); each case has --case-s seconds plus HANG_S_PER_MB seconds per MB of the
+    input it writes (setitimer: a Python-level hang raises in the case): a grown 70 MB input read linearly at
+    1-2 MB/s is large, not hung, while superlinear work (55 s for a 64k-character line) still runs past it. A worker that does not finish its batch in time is killed: the case it was on
     counts as a hang (C-level loops that the timer cannot interrupt).
 
 How to read the result
@@ -108,6 +109,7 @@ def mutate(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
     return bytes(b)
 
 
+HANG_S_PER_MB = 1.0  # a case's time limit grows by this per MB of its input: 1 MB/s is the slowest read allowed
 GROW_SHARE = 0.2  # of a reader's cases: growth cases (the rest half mutation, half structure)
 LONG_BODIES = (b"1", b"9.", b"[", b"[1/", b"[1][2]", b"1:", b"| 1 ", b"a=1 ", b" ", b"step 1 ", b"{", b'"', b",")
 
@@ -207,12 +209,22 @@ def loaded_fixtures() -> tuple[list[Path], list[bytes], dict[str, list[int]]]:
 class Worker:
     """One batch's state: fixtures loaded once, a scratch folder, the readers."""
 
-    def __init__(self):
+    def __init__(self, case_s: float | None = None):
         from playbook.readers import detect
 
         self.detect = detect
+        self.case_s = case_s  # None: no time limit (a replay)
         self.files, self.blobs, self.by_reader = loaded_fixtures()
         self.tmp = Path(tempfile.mkdtemp(prefix="fuzz-"))
+
+    def write(self, path: Path, data: bytes) -> None:
+        """The case's input, and its time limit from here: case_s + HANG_S_PER_MB per MB (the extra is printed
+        for the parent, which kills a worker only past the limits of its cases)."""
+        path.write_bytes(data)
+        if self.case_s is not None:
+            extra = HANG_S_PER_MB * len(data) / 1e6
+            signal.setitimer(signal.ITIMER_REAL, self.case_s + extra)
+            print(json.dumps({"extra_s": extra}), flush=True)
 
     def scratch(self) -> Path:
         d = self.tmp / "case"
@@ -241,7 +253,7 @@ class Worker:
             path = d / src.name
         else:
             data, path = value, d / ("nccl_trace_rank_0" if name == "flight_recorder" else "input.txt")
-        path.write_bytes(data)
+        self.write(path, data)
         module.sniff(data[:65536].decode("utf-8", "replace"))
         b = module.read(path)
         assert isinstance(b, schema.Bundle)
@@ -255,7 +267,7 @@ class Worker:
             path = d / src.name
         else:
             data, path = value, d / "input.txt"
-        path.write_bytes(data)
+        self.write(path, data)
         read_file(path)
 
     def _damaged_run(self, kind: str, rng: random.Random, value, side: str = "bad") -> Path:
@@ -345,7 +357,7 @@ def run_batch(target: str, kind: str, seed: int, n: int, case_s: float) -> dict:
 
     from playbook.core.errors import PlaybookError
 
-    w = Worker()
+    w = Worker(case_s)
     started = time.perf_counter()
     values = _hypothesis_cases(structure_strategy(target), seed, n) if kind == "structure" else [None] * n
     generate_s = time.perf_counter() - started
@@ -471,12 +483,14 @@ def run(total: int = 100_000, jobs: int = 2, names: list[str] | None = None, bat
                 buf[0] += _drain(p.stdout.fileno())
                 lines = buf[0].splitlines()
                 done_cases = sum(1 for ln in lines if ln.startswith('{"progress"'))
+                extra = sum(json.loads(ln)["extra_s"] for ln in lines if ln.startswith('{"extra_s"'))
                 last = json.loads(lines[-1]) if lines and lines[-1].startswith('{"counts"') else None
                 if buf[1] is None and '{"generated"' in buf[0]:
                     buf[1] = time.time()
                 # startup and generation (hypothesis may take minutes on a loaded machine): 900 s; from then on the
                 # cases done and the one running, with slack
-                late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) if buf[1] else time.time() - started > 900
+                late = time.time() - buf[1] > 30 + case_s * (done_cases + 2) + extra if buf[1] else \
+                    time.time() - started > 900
                 if last is None and not exited and not late:
                     continue
                 running.remove(entry)
@@ -622,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--targets", help="comma-separated targets (default: all; see the docstring)")
     ap.add_argument("--batch", type=int, default=400, help="cases per worker subprocess")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--case-s", type=float, default=10.0, help="time limit per case (s)")
+    ap.add_argument("--case-s", type=float, default=10.0, help="time limit per case (s), plus HANG_S_PER_MB per MB of its input")
     ap.add_argument("--mem-mib", type=int, default=1024, help="address space a case may add (MiB)")
     ap.add_argument("--show", type=int, default=10, help="escapes listed")
     ap.add_argument("--json", help="write the result here")

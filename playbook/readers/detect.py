@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -52,24 +53,27 @@ def module(name: str) -> ModuleType:
 
 def matches(head: str) -> list[str]:
     """Every reader whose sniff accepts `head`, in detection order (a sniff that fails says no)."""
-    out = []
+    return list(_accepting(head))
+
+
+def _accepting(head: str) -> Iterator[str]:
+    """The readers whose sniff accepts `head`, lazily in detection order (detect stops at the first)."""
     for name in READERS:
         try:
             if module(name).sniff(head):
-                out.append(name)
+                yield name
         except Exception:  # a sniffer must never take detection down; treat a crash as "not mine"
             continue
-    return out
 
 
 def detect(path: str | Path, head: str | None = None) -> str:
     """The name of the reader for `path`; UnknownFormatError (one line, naming the file) when none fits."""
     if head is None:
         head = textio.read_head(path)
-    found = matches(head)
-    if not found:
+    found = next(_accepting(head), None)
+    if found is None:
         raise UnknownFormatError(f"{path}: not telemetry this playbook can read (looks like {describe(path)})")
-    return found[0]
+    return found
 
 
 _MAGIC_NAMES = (

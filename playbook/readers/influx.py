@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -32,24 +33,23 @@ def _split(text: str, sep: str, quotes: bool = False) -> list[str]:
     """`text` cut at each `sep` that no backslash escapes (and, with `quotes`, that lies outside "...")."""
     if "\\" not in text:  # nothing escaped (Telegraf's usual line): the same cut by str.split, quotes and all
         return text.split(sep) if not (quotes and '"' in text) else _split_quoted(text, sep)
-    out, cur, esc, inq = [], [], False, False
-    for ch in text:
-        if esc:
-            cur.append(ch)
-            esc = False
-        elif ch == "\\":
-            cur.append(ch)
-            esc = True
-        elif quotes and ch == '"':
-            cur.append(ch)
-            inq = not inq
-        elif ch == sep and not inq:
-            out.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur))
-    return out
+    piece = _piece_re(sep, quotes)
+    out, pos, n = [], 0, len(text)
+    while True:  # one regex match per piece: linear in the line, at C speed
+        end = piece.match(text, pos).end()
+        out.append(text[pos:end])
+        if end >= n:
+            return out
+        pos = end + 1  # past the separator
+
+
+@functools.lru_cache(maxsize=8)
+def _piece_re(sep: str, quotes: bool) -> re.Pattern:
+    """One piece up to an unescaped `sep`: runs of other characters, a backslash and the character it escapes
+    (or a lone one at the end), and with `quotes` a "..." string (to the end of the text when unclosed)."""
+    stop = "\\\\" + re.escape(sep) + ('"' if quotes else "")  # the characters a plain run stops at
+    quoted = r'|"(?:[^"\\]++|\\.?)*+"?' if quotes else ""
+    return re.compile(rf"(?:[^{stop}]++|\\.?{quoted})*+", re.DOTALL)
 
 
 def _split_quoted(text: str, sep: str) -> list[str]:
@@ -72,6 +72,8 @@ def _split_quoted(text: str, sep: str) -> list[str]:
 
 
 def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
     return text.replace("\\ ", " ").replace("\\,", ",").replace("\\=", "=").replace('\\"', '"')
 
 
@@ -80,16 +82,10 @@ def parse(line: str) -> tuple[str, dict[str, str], dict[str, float], int | None]
     parts = [p for p in _split(line.strip(), " ", quotes=True) if p]
     if len(parts) not in (2, 3):
         return None
-    head = _split(parts[0], ",")
-    measurement = _unescape(head[0])
-    if not measurement or measurement.startswith("#"):
+    series = _series(parts[0])
+    if series is None:
         return None
-    tags: dict[str, str] = {}
-    for item in head[1:]:
-        k, eq, v = item.partition("=")
-        if not eq or not k:
-            return None
-        tags[_unescape(k)] = _unescape(v)
+    measurement, tags = series[0], dict(series[1])
     fields: dict[str, float] = {}
     for item in _split(parts[1], ",", quotes=True):
         k, eq, v = item.partition("=")
@@ -107,6 +103,22 @@ def parse(line: str) -> tuple[str, dict[str, str], dict[str, float], int | None]
             return None
         ts = int(parts[2])
     return measurement, tags, fields, ts
+
+
+@functools.lru_cache(maxsize=4096)
+def _series(head: str) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """(measurement, tag items) of a line's first part, None when it is not one; cached: a file repeats few."""
+    measurement, *items = _split(head, ",")
+    measurement = _unescape(measurement)
+    if not measurement or measurement.startswith("#"):
+        return None
+    tags = []
+    for item in items:
+        k, eq, v = item.partition("=")
+        if not eq or not k:
+            return None
+        tags.append((_unescape(k), _unescape(v)))
+    return measurement, tuple(tags)
 
 
 @functools.lru_cache(maxsize=4096)

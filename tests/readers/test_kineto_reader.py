@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import tarfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -277,3 +278,47 @@ def test_last_boundary_is_the_regexs_last_match():
         assert _last_boundary(buf, start) == by_regex(buf, start)
     hostile = b"{" * (1 << 20) + b"}, {" + b"{" * 100  # a megabyte of braces: the regex takes over
     assert _last_boundary(hostile) == by_regex(hostile, 0) == (1 << 20) + 1
+
+
+def test_no_event_boundary_for_megabytes_is_skipped_with_memory_bounded(tmp_path, monkeypatch):
+    """Damage without an event boundary (`}, {`) for longer than MAX_EVENT_BYTES is counted as one skipped event
+    and dropped as it streams (memory stays near that limit, not the file's size), with the event it follows (no
+    boundary between them); the events after it are kept, and bytes after the array beyond MAX_HEADER_BYTES are not
+    read."""
+    import tracemalloc
+
+    monkeypatch.setattr(kineto_decode, "MAX_EVENT_BYTES", 1 << 20)
+    monkeypatch.setattr(kineto_decode, "MAX_HEADER_BYTES", 1 << 20)
+    ev = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}
+    events = ", ".join(json.dumps({**ev, "ts": float(i)}) for i in range(50))
+    garbage = b"7705 80718874054782705b98718s0568" * (24 << 20 >> 5)  # 24 MiB, no "}, {" in it
+    p = tmp_path / "damaged.json"
+    p.write_bytes(b'{"traceEvents": [' + events.encode() + b", " + garbage + b"}, " + events.encode()
+                  + b"]" + garbage + b"}")
+    tracemalloc.start()
+    try:
+        b = kineto.read(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(b.trace) == 99
+    assert peak < 16 << 20  # the file is 48 MiB: it was never held whole
+    w = " ".join(b.warnings)
+    assert "skipped 1 of 100" in w and "no event boundary in 1 MiB" in w and "after the traceEvents array (not read)" in w
+
+
+def test_head_without_trace_events_is_searched_once(tmp_path, monkeypatch):
+    """A JSON head with no traceEvents key is refused after MAX_HEADER_BYTES, each byte searched about once (it was
+    searched again per 1 MiB chunk: quadratic), and a key cut by a chunk's edge is still found."""
+    monkeypatch.setattr(kineto_decode, "CHUNK_BYTES", 1 << 16)
+    p = tmp_path / "head.json"
+    p.write_bytes(b'{"x": "' + b"a" * (80 << 20) + b'"}')
+    started = time.perf_counter()
+    with pytest.raises(InputError, match="no traceEvents array"):
+        kineto.read(p)
+    assert time.perf_counter() - started < 30  # 64 MiB searched 1,024 times over took minutes
+    ev = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}'
+    for pad in ((1 << 16) - 12, (1 << 16) - 7, (1 << 16) - 3):  # the key or its `[` across the chunk edge
+        q = tmp_path / f"edge{pad}.json"
+        q.write_text('{"x": "' + "a" * pad + '", "traceEvents": [' + ev + "]}")
+        assert len(kineto.read(q).trace) == 1

@@ -29,7 +29,8 @@ GPU_CATEGORIES = frozenset({
     "mtia_ccp_events",
 })
 CHUNK_BYTES = 1 << 20  # decoded text per chunk (1 MiB): bounds the transient memory of one decode
-MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB
+MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB, and reading keys after the events
+MAX_EVENT_BYTES = 1 << 26  # no event boundary in 64 MiB is damage, not one event: skipped (memory stays bounded)
 
 _TRACE_EVENTS_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY_RE = re.compile(rb"\}\s*,\s*\{")
@@ -376,18 +377,21 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
     cols = Columns()
     chunks = byte_chunks(fh, label, CHUNK_BYTES, problems)
     buf = bytearray()  # in the events state buf[0] is always a delimiter (space or comma) before an event
-    header = b""
-    trailer = b""
+    header = trailer = b""
     state = "head"
     consumed = 0  # bytes of decoded text already consumed before buf
     scanned = 0  # buf[:scanned] holds no event boundary (see below)
+    dropping = False  # inside a stretch without event boundaries longer than MAX_EVENT_BYTES
     for chunk in chunks:
         if state == "tail":
+            if len(trailer) > MAX_HEADER_BYTES:
+                problems.append(f"more than {MAX_HEADER_BYTES >> 20} MiB after the traceEvents array (not read)")
+                break
             trailer += chunk
             continue
         buf += chunk
         if state == "head":
-            opened = _open_events(buf, label)
+            opened = _open_events(buf, label, len(buf) - len(chunk))
             if opened is None:
                 continue  # the traceEvents array has not started yet
             header, buf, skipped = opened
@@ -402,19 +406,22 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             body = len(chunk.rstrip(b" \t\r\n,"))
             run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
             scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
+            if len(buf) > MAX_EVENT_BYTES:  # damage, not an event: dropped unless the array closes in it
+                closed_at = _try_close(bytes(buf), cols, skips)
+                if closed_at is not None:
+                    state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
+                    continue
+                consumed, buf, scanned = _skip_unbounded(buf, scanned, consumed, None if dropping else skips)
+                dropping = True  # counted once per damaged stretch (until the next boundary)
             continue
         scanned = 0
-        # frame buf[0:cut+1] as a JSON array in place: buf[0] and buf[cut] are delimiters (space/comma)
-        saved = buf[cut]
-        buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
-        try:
-            with memoryview(buf) as view:
-                _decode_list(view[:cut + 1], cols, skips)
-            ok = True
-        except _DECODE_ERRORS:
-            ok = False
-        buf[0], buf[cut] = 0x20, saved
-        if ok:
+        if dropping:  # the damaged stretch ends at its first boundary: drop the rest of it (counted already)
+            first = _BOUNDARY_RE.search(buf).start() + 1
+            consumed, cut, dropping = consumed + first, cut - first, False
+            del buf[:first]
+            if cut == 0:
+                continue
+        if _decode_in_place(buf, cut, cols, skips):
             consumed += cut
             del buf[:cut]
             continue
@@ -445,15 +452,44 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
             "warnings": _part_warnings(label, cols, skips, problems)}
 
 
-def _open_events(buf: bytearray, label: str) -> tuple[bytes, bytearray, int] | None:
+def _decode_in_place(buf: bytearray, cut: int, cols: Columns, skips: SkipCounter) -> bool:
+    """Decode buf[0:cut+1] framed as a JSON array in place (buf[0] and buf[cut] are delimiters: space/comma, put
+    back after); False when it is not valid JSON."""
+    saved = buf[cut]
+    buf[0], buf[cut] = 0x5B, 0x5D  # "[" and "]"
+    try:
+        with memoryview(buf) as view:
+            _decode_list(view[:cut + 1], cols, skips)
+        return True
+    except _DECODE_ERRORS:
+        return False
+    finally:
+        buf[0], buf[cut] = 0x20, saved
+
+
+def _skip_unbounded(buf: bytearray, scanned: int, consumed: int,
+                    skips: SkipCounter | None) -> tuple[int, bytearray, int]:
+    """buf holds more than MAX_EVENT_BYTES without an event boundary: count it as one skipped (damaged) event
+    (unless `skips` is None: the same stretch) and keep only its end that may begin a boundary (`}` and the
+    whitespace/comma run after it, when short). Returns (consumed, buf, scanned) for parse."""
+    if skips is not None:
+        skips.skip(None, f"near byte ~{consumed}: no event boundary in {MAX_EVENT_BYTES >> 20} MiB (skipped)")
+    tail = buf[scanned:] if len(buf) - scanned <= 4096 else b""
+    consumed += len(buf) - len(tail)
+    return consumed, bytearray(b" ") + tail, 1
+
+
+def _open_events(buf: bytearray, label: str, old: int) -> tuple[bytes, bytearray, int] | None:
     """Where the events start in the head of a trace: (header before them, buf from a delimiter before the first
-    event, bytes consumed); None while more text is needed. Raises InputError when it is not a trace."""
-    stripped = buf.lstrip()
-    if stripped[:1] == b"[":  # a bare event array
-        return b"", bytearray(b" ") + stripped[1:], len(buf) - len(stripped) + 1
-    m = _TRACE_EVENTS_RE.search(buf)
+    event, bytes consumed); None while more text is needed. Raises InputError when it is not a trace. buf[:old]
+    was searched before: only its last 64 bytes are searched again, for a key cut by the chunk's edge (each byte
+    about once: a 64 MiB head without the key is not rescanned per chunk)."""
+    first = _GAP_B_RE.match(buf).end()  # leading whitespace (and commas: then not a trace either)
+    if buf[first:first + 1] == b"[":  # a bare event array
+        return b"", bytearray(b" ") + buf[first + 1:], first + 1
+    m = _TRACE_EVENTS_RE.search(buf, max(0, old - 64))
     if m is None:
-        if len(buf) > MAX_HEADER_BYTES or (stripped and stripped[:1] != b"{"):
+        if len(buf) > MAX_HEADER_BYTES or (first < len(buf) and buf[first:first + 1] != b"{"):
             raise InputError(f"{label}: not a Kineto/Chrome trace (no traceEvents array)")
         return None
     return bytes(buf[:m.start()]), bytearray(b" ") + buf[m.end():], m.end()

@@ -50,6 +50,7 @@ FORMAT = "nvidia-smi --query-gpu CSV"
 BLOCK_BYTES = 8 << 20  # text scanned and parsed per block: bounds the transient memory (~10x a block, not the file)
 MAX_LINE_BYTES = 64 << 20  # a longer line is not nvidia-smi output
 SAMPLE_BYTES = 1 << 20  # the first block holds at least this much: the lines before a header are judged on it
+FAST_MIN_BYTES = 16 << 10  # a smaller piece is split in Python (parse_lines): pyarrow's reader costs ~1 ms to set up
 
 
 def sniff(head: str) -> bool:
@@ -365,7 +366,7 @@ class _Reader:
                 seg.separators.append(sp.line)
         if seg.fields is None or seg.junk:
             return
-        cols = parse_fast(data, piece, self.skips, self.tz)
+        cols = parse_fast(data, piece, self.skips, self.tz) if piece.end - piece.start > FAST_MIN_BYTES else None
         seg.chunks.append(cols if cols is not None else parse_lines(data, piece, self.skips, self.tz))
 
     def _lead(self, data: bytes, piece: Piece, heads: list[Special]) -> _Segment:
