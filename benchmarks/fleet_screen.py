@@ -51,23 +51,12 @@ COLUMNS = ("util_pct", "power_w", "sm_clock_mhz")
 
 def build(cache: Path, gpus: int, hours: float, step: float) -> Path:
     """The backfilled TSDB of promserver.culprit_fleet (kept in `cache`; rebuilt only when absent)."""
-    from promserver import backfill, culprit_fleet, write_openmetrics
+    from promserver import cached_tsdb, culprit_fleet
 
-    tsdb = cache / "tsdb"
-    if (tsdb / "done").exists():
-        return tsdb
-    cache.mkdir(parents=True, exist_ok=True)
-    t = time.perf_counter()
+    if (cache / "tsdb" / "done").exists():
+        return cache / "tsdb"
     frame, _truth, xids = culprit_fleet(max(1, gpus // 8), hours * 3600.0, step, END)
-    text = write_openmetrics(cache / "fleet.om", [(frame, {"job": "dcgm"})], xids=xids, columns=COLUMNS)
-    del frame
-    t_write = time.perf_counter() - t
-    t = time.perf_counter()
-    backfill(text, tsdb, timeout_s=7200)
-    text.unlink()
-    (tsdb / "done").write_text("ok")
-    print(f"backfill: OpenMetrics written in {t_write:.0f} s, promtool {time.perf_counter() - t:.0f} s", flush=True)
-    return tsdb
+    return cached_tsdb(cache, frame, COLUMNS, xids=xids)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--step", type=float, default=15.0, help="scrape interval and query step, s (default 15)")
     ap.add_argument("--cache", default="/tmp/playbook-bench-prometheus", help="where the TSDB is kept")
     args = ap.parse_args(argv)
-    from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, backfill, write_openmetrics
+    from promserver import PROMETHEUS, PROMTOOL, SKIP_REASON, PromServer, cached_tsdb
 
     from playbook.labs.synthetic import simulate_telemetry
 
@@ -79,20 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     cache = Path(args.cache) / tag
     tsdb = cache / "tsdb"
     if not (tsdb / "done").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        t = time.perf_counter()
         start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end - span))
         frame, _ = simulate_telemetry("oscillation", hosts=hosts, gpus_per_host=8, duration_s=span,
                                       interval_s=args.step, period_s=600.0, start=start)
-        text = write_openmetrics(cache / "fleet.om", [(frame, {"job": "dcgm"})],
-                                 columns=("util_pct", "power_w", "sm_clock_mhz", "mem_used_mib", "temp_c"))
-        del frame
-        t_write = time.perf_counter() - t
-        t = time.perf_counter()
-        backfill(text, tsdb, timeout_s=7200)
-        text.unlink()
-        (tsdb / "done").write_text("ok")
-        print(f"backfill: OpenMetrics written in {t_write:.0f} s, promtool {time.perf_counter() - t:.0f} s")
+        cached_tsdb(cache, frame, ("util_pct", "power_w", "sm_clock_mhz", "mem_used_mib", "temp_c"))
     with PromServer(tsdb, cache, ready_timeout_s=600) as prom:
         server0 = _cpu_s(prom.proc.pid)
         proc = subprocess.run([sys.executable, "-c", CHILD, prom.url, str(span), str(args.step), str(end)],
