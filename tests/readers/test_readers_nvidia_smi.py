@@ -263,3 +263,30 @@ def test_default_power_limit_is_read_beside_the_enforced_one(tmp_path):
     assert t["power_limit_w"].tolist() == [500.0] and t["power_default_limit_w"].tolist() == [700.0]
     assert headers.meaning("power_management_limit_default").role == "power_default_limit_w"
     assert headers.meaning("power.max_limit").role is None
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_a_header_every_poll_reads_as_one_header(tmp_path, monkeypatch, stamped):
+    """`while true; do nvidia-smi --query-gpu=... --format=csv; sleep 1; done >> log` repeats the header every poll:
+    the same rows as one header (each repeat marks the next poll, like `---`), in one segment rather than one per
+    poll (10k polls took 15x the time of the same rows under one header). A header with other fields still starts
+    a new segment."""
+    head = ("timestamp, " if stamped else "") + "index, utilization.gpu [%], power.draw [W]\n"
+    polls = [[(f"2024/03/02 14:00:{p:02d}.000, " if stamped else "") + f"{g}, {10 * p + g} %, {100 + g}.00 W\n"
+              for g in range(2)] for p in range(5)]
+    once, every = tmp_path / "once.csv", tmp_path / "every.csv"
+    once.write_text(head + "".join(line for poll in polls for line in poll))
+    every.write_text("".join(head + "".join(poll) for poll in polls))
+    a = nvidia_smi.read(once).telemetry
+    placed, place = [], nvidia_smi._place
+    monkeypatch.setattr(nvidia_smi, "_place", lambda *args: placed.append(1) or place(*args))
+    b = nvidia_smi.read(every).telemetry
+    assert len(placed) == 1  # one segment, not one per poll
+    cols = ["gpu", "time", "util_pct", "power_w"]
+    pd.testing.assert_frame_equal(a[cols], b[cols])
+    assert len(b) == 10 and b.groupby("gpu")["time"].nunique().tolist() == [5, 5]
+    other = tmp_path / "other.csv"  # a restart with other fields: its own header, its own columns
+    other.write_text(every.read_text() + head.replace("power.draw [W]", "temperature.gpu")
+                     + ("2024/03/02 14:00:09.000, " if stamped else "") + "0, 50 %, 40\n")
+    c = nvidia_smi.read(other).telemetry
+    assert len(c) == 11 and c["temp_c"].notna().sum() == 1 and len(placed) == 3

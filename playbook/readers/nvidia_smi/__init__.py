@@ -325,7 +325,7 @@ class _Reader:
         (a header or the end follows)."""
         if self.digit_mode is None:
             self.digit_mode = _digit_mode(data)
-        specials = _scan(data, self.digit_mode, first_line)
+        specials = self._repeats_as_separators(_scan(data, self.digit_mode, first_line))
         heads = [sp for sp in specials if sp.kind == "header"]
         n_lines = newlines + (0 if data.endswith(b"\n") or not data else 1)
         group: list[Special] = []
@@ -341,6 +341,21 @@ class _Reader:
                     ends_segment, heads)
         self.blocks += 1
         self.prev_line = data[data.rfind(b"\n", 0, max(len(data) - 1, 0)) + 1:].rstrip(b"\n")
+
+    def _repeats_as_separators(self, specials: list[Special]) -> list[Special]:
+        """A header that repeats the open segment's (a loop that runs `nvidia-smi --format=csv` once a poll) marks
+        the next poll, like a `---` line: the segment goes on instead of a new one per poll (one segment per poll
+        cost ~0.3 ms each: 10k polls took 15x the time of the same rows under one header)."""
+        current = self.seg.header.text.strip() if self.seg is not None and self.seg.header is not None else None
+        out = []
+        for sp in specials:
+            if sp.kind == "header":
+                if sp.text.strip() == current:
+                    sp = Special(sp.line, sp.start, sp.end, "separator", sp.text)
+                else:
+                    current = sp.text.strip()
+            out.append(sp)
+        return out
 
     def _piece(self, data: bytes, piece: Piece, ends: bool, heads: list[Special]) -> None:
         if piece.start >= piece.end:
