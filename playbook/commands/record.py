@@ -108,32 +108,37 @@ def _record(args: argparse.Namespace, cmd: list[str], out: Path, rates: object) 
         raise PlaybookError(f"cannot create run directory {out}: {exc}") from exc
     env = dict(os.environ, PLAYBOOK_RUN_DIR=str(out), PLAYBOOK_SAMPLER="external")
     env.setdefault("PYTHONUNBUFFERED", "1")  # a Python command's prints reach the console and the log as they happen
-    try:
-        child = _spawn(cmd, env)
-    except FileNotFoundError as exc:
-        raise PlaybookError(f"command not found: {cmd[0]}") from exc
-    except OSError as exc:
-        raise PlaybookError(f"cannot start {cmd[0]}: {exc}") from exc
-
-    log = out / f"{socket.gethostname()}-pid{os.getpid()}.log"
-    tee = _Tee(child, log)
     forwarded: list[str] = []
     stop_asked: list[float] = []
+    started: list[subprocess.Popen] = []  # the child, once spawned
     previous = {}
 
     def forward(signum: int, _frame: object) -> None:
         forwarded.append(signal.Signals(signum).name)
         if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP) and not stop_asked:
             stop_asked.append(time.monotonic())
-        try:
-            os.killpg(child.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _signal_group(started, signum)
 
+    # handlers before the spawn: a signal that arrives while the command starts is forwarded, never lost with
+    # `record` killed by its default action (a test's SIGTERM right after the child's first line once was)
     for name in FORWARDED:
         sig = getattr(signal, name, None)
         if sig is not None:
             previous[sig] = signal.signal(sig, forward)
+    try:
+        child = _spawn(cmd, env)
+    except (FileNotFoundError, OSError) as exc:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if isinstance(exc, FileNotFoundError):
+            raise PlaybookError(f"command not found: {cmd[0]}") from exc
+        raise PlaybookError(f"cannot start {cmd[0]}: {exc}") from exc
+    started.append(child)
+    if forwarded:  # asked to stop while the command was starting
+        _signal_group(started, getattr(signal, forwarded[-1]))
+
+    log = out / f"{socket.gethostname()}-pid{os.getpid()}.log"
+    tee = _Tee(child, log)
     t0 = time.time()
     rec = Recorder(out, rank=-1, rates=rates, nvml=not args.no_nvml, host_probe=not args.no_host,
                    interconnect=not args.no_ib, gc=False, compile=False, cuda=False, nvtx=False, command=cmd,
@@ -240,6 +245,15 @@ def _child_setup() -> None:  # runs in the child between fork and exec (single-t
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
         except (OSError, AttributeError):
             pass  # no prctl: the forwarded signals and the grace kill still stop the command
+
+
+def _signal_group(started: list[subprocess.Popen], signum: int) -> None:
+    """Send `signum` to the command's process group, if the command has started and is still there."""
+    if started:
+        try:
+            os.killpg(started[0].pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _spawn(cmd: list[str], env: dict[str, str]) -> subprocess.Popen:
