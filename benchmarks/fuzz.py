@@ -16,7 +16,9 @@ Cases
     growth     (readers and read_file) a mutation case with one shape grown (`grow`): a header thousands of
                columns wide, a line of up to 2 MB of digits, brackets or separators, a data line repeated
                10k-100k times, nesting 100k deep, or a tar of hundreds of members: the size attacks that byte
-               mutations of ≤ 64 KB fixtures cannot reach. GROW_SHARE of those targets' cases.
+               mutations of ≤ 64 KB fixtures cannot reach. GROW_SHARE of those targets' cases; a grown input
+               stops at GROW_MAX_BYTES (a 1 GB input fills the worker's memory cap in the harness itself; the
+               readers' refusal of files past their byte budget has its own tests).
     structure  hypothesis-generated inputs (seeded, derandomised): text built from format tokens per reader,
                JSON documents for meta.json and shard indexes, plain-data pickles for the flight recorder.
     Targets: reader:<name> (each reader's read(), past read_file's safety net), read_file, rundir (read_paths on a
@@ -114,21 +116,28 @@ GROW_SHARE = 0.2  # of a reader's cases: growth cases (the rest half mutation, h
 LONG_BODIES = (b"1", b"9.", b"[", b"[1/", b"[1][2]", b"1:", b"| 1 ", b"a=1 ", b" ", b"step 1 ", b"{", b'"', b",")
 
 
+GROW_MAX_BYTES = 64 << 20
+
+
 def grow(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     """`data` with one shape grown past what a real file has (see Cases), and a file-name suffix the grown shape
-    needs ("" or ".tar")."""
+    needs ("" or ".tar"); at most about GROW_MAX_BYTES."""
+    def times(unit: bytes, n: int) -> int:  # n copies of `unit`, fewer past GROW_MAX_BYTES
+        return max(1, min(n, GROW_MAX_BYTES // max(1, len(unit))))
+
     lines = data.split(b"\n")
     op = rng.randrange(5)
     if op == 0:  # a wide header: the first line's last field repeated thousands of times
         head = lines[0]
         sep = next((s for s in (b",", b"\t", b";", b" ") if s in head), b",")
-        lines[0] = head + (sep + head.split(sep)[-1]) * rng.choice((5_000, 50_000, 200_000))
+        field = sep + head.split(sep)[-1]
+        lines[0] = head + field * times(field, rng.choice((5_000, 50_000, 200_000)))
     elif op == 1:  # one long line
         body = rng.choice(LONG_BODIES)
         lines.insert(rng.randrange(len(lines) + 1), body * (rng.choice((64 << 10, 1 << 20, 2 << 20)) // len(body)))
     elif op == 2:  # many rows: one line repeated
         k = rng.randrange(len(lines))
-        lines[k + 1:k + 1] = [lines[k]] * rng.choice((10_000, 100_000))
+        lines[k + 1:k + 1] = [lines[k]] * times(lines[k] + b"\n", rng.choice((10_000, 100_000)))
     elif op == 3:  # deep nesting
         depth = rng.choice((1_000, 100_000))
         return rng.choice((b"[" * depth + b"]" * depth, b'{"a":' * depth + b"1" + b"}" * depth)), ""
@@ -137,7 +146,7 @@ def grow(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            for m in range(rng.choice((100, 1000))):
+            for m in range(times(data + bytes(1024), rng.choice((100, 1000)))):
                 info = tarfile.TarInfo(f"rank{m}.pt.trace.json")
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
@@ -221,6 +230,7 @@ class Worker:
         """The case's input, and its time limit from here: case_s + HANG_S_PER_MB per MB (the extra is printed
         for the parent, which kills a worker only past the limits of its cases)."""
         path.write_bytes(data)
+        self.started = (len(data), time.perf_counter())
         if self.case_s is not None:
             extra = HANG_S_PER_MB * len(data) / 1e6
             signal.setitimer(signal.ITIMER_REAL, self.case_s + extra)
@@ -649,10 +659,15 @@ def main(argv: list[str] | None = None) -> int:
         values = _hypothesis_cases(structure_strategy(target), int(seed), int(i) + 1) if kind == "structure" \
             else [None] * (int(i) + 1)
         rng = random.Random(f"{target}:{kind}:{seed}:{i}")
-        if target.startswith("reader:"):
-            w.reader(target.split(":", 1)[1], kind, rng, values[int(i)])
-        else:
-            getattr(w, target)(kind, rng, values[int(i)])
+        try:
+            if target.startswith("reader:"):
+                w.reader(target.split(":", 1)[1], kind, rng, values[int(i)])
+            else:
+                getattr(w, target)(kind, rng, values[int(i)])
+        finally:
+            size, t0 = getattr(w, "started", (0, time.perf_counter()))
+            print(f"input {size / 1e6:.2f} MB, {time.perf_counter() - t0:.2f} s from its write "
+                  f"(limit {args.case_s + HANG_S_PER_MB * size / 1e6:.1f} s)")
         print("no exception")
         return 0
     names = args.targets.split(",") if args.targets else None

@@ -21,6 +21,7 @@ rank or job id is not.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from playbook.knowledge import ids as cause_ids
 from playbook.model import schema
@@ -113,8 +114,17 @@ def split_unit(name: str) -> tuple[str, str | None]:
     return text, None
 
 
+# A column name longer than this means nothing: the longest real ones are labelled Prometheus series in a Grafana
+# export (~450 characters with a dozen Kubernetes labels); a "name" of a megabyte is a damaged line, and reading
+# its words once per table the reader tries cost seconds (fuzz: a 2 MB header-like line, 48 s).
+MAX_NAME_CHARS = 4096
+
+
 def tokens(name: str) -> list[str]:
-    """Lower-case words of a name, split at punctuation, camelCase and letter/digit boundaries."""
+    """Lower-case words of a name, split at punctuation, camelCase and letter/digit boundaries (none for a name
+    longer than MAX_NAME_CHARS)."""
+    if len(name) > MAX_NAME_CHARS:
+        return []
     out: list[str] = []
     word: list[str] = []
     prev = ""
@@ -191,8 +201,12 @@ def label_host(labels: dict[str, str]) -> str | None:
     return head if colon and port.isdecimal() and head else host
 
 
+@lru_cache(maxsize=4096)  # a reader asks for the same names once per block or candidate table
 def meaning(name: str) -> Meaning:
-    """The schema role a column name asks for (see the module docstring)."""
+    """The schema role a column name asks for (see the module docstring); none for a name longer than
+    MAX_NAME_CHARS."""
+    if len(name) > MAX_NAME_CHARS:
+        return Meaning(None)
     base, labels = split_labels(name)
     if labels:  # a labelled series: the metric from its name, the GPU from its labels
         m = meaning(base)

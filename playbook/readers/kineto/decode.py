@@ -38,6 +38,7 @@ _SPACE = frozenset(b" \t\n\r\f\v")  # what \s matches in a bytes pattern
 _ARRAY_END_RE = re.compile(rb"\}\s*\]")
 _BOUNDARY_STR_RE = re.compile(r"\}\s*,\s*\{")
 _GAP_RE = re.compile(r"[ \t\r\n,]*")
+SALVAGE_WINDOW = 4096  # chars: a trace event is ~150-1,000 characters; a longer one widens its window
 _GAP_B_RE = re.compile(rb"[ \t\r\n,]*")
 _GAP_BYTES = b" \t\r\n,"
 
@@ -337,6 +338,8 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
     """Decode events one at a time from `text`, skipping garbled ones up to the next event boundary.
 
     Returns (unconsumed rest, array_closed). Without `final`, an incomplete last event is left in the rest.
+    Each event is decoded from a window of the text (SALVAGE_WINDOW chars, widened for a longer event): a decode
+    error counts the lines before it, which over the whole text made a run of garbled events quadratic.
     """
     decoder = textio.JSON_DECODER
     pos, n, good = 0, len(text), []
@@ -347,10 +350,22 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
         if text[pos] == "]":
             cols.add_dicts(good, skips)
             return text[pos + 1:], True
-        try:
-            obj, end = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or an event nested too deep
-            at = getattr(exc, "pos", pos)
+        width = SALVAGE_WINDOW
+        while True:
+            window = text[pos:pos + width]
+            try:
+                obj, used = decoder.raw_decode(window)
+                exc = None
+                break
+            except (ValueError, RecursionError) as e:  # JSONDecodeError, or an event nested too deep
+                exc = e
+                cut = pos + width < n and (getattr(e, "pos", 0) >= len(window) - 1
+                                           or str(e).startswith("Unterminated string"))
+                if not cut:
+                    break
+                width *= 4  # the window cut the event: widen it
+        if exc is not None:
+            at = pos + getattr(exc, "pos", 0)
             nxt = _BOUNDARY_STR_RE.search(text, at if at > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
@@ -360,12 +375,9 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
                 pos = n
                 break
             pos = nxt.end() - 1
-            if pos > 1 << 16:  # a decode error counts the lines before it: keep what is before it short
-                text, byte_offset, pos = text[pos:], byte_offset + pos, 0
-                n = len(text)
             continue
         good.append(obj)
-        pos = end
+        pos += used
     cols.add_dicts(good, skips)
     return text[pos:], False
 

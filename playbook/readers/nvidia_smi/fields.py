@@ -142,6 +142,8 @@ def guess_fields(rows: list[list[str]]) -> tuple[list[str], str] | None:
     if not rows:
         return None
     width = max(len(r) for r in rows)
+    if width > MAX_FIELDS:  # no nvidia-smi query is this wide: not its rows
+        return None
     rows = [r for r in rows if len(r) == width][:200]
     kinds = [_column_kind([r[col].strip() for r in rows if not NA.match(r[col])]) for col in range(width)]
     out = _name_columns(kinds, rows)
