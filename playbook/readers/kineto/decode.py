@@ -339,7 +339,7 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
 
     Returns (unconsumed rest, array_closed). Without `final`, an incomplete last event is left in the rest.
     Each event is decoded from a window of the text (SALVAGE_WINDOW chars, widened for a longer event): a decode
-    error counts the lines before it, which over the whole text made a run of garbled events quadratic.
+    error counts the lines before it, up to 64 KiB of text per garbled event when it decoded from the chunk.
     """
     decoder = textio.JSON_DECODER
     pos, n, good = 0, len(text), []
