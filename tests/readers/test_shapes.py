@@ -5,9 +5,9 @@ a folder of 10k small files: each a one-line error or read in bounded work (the 
 from __future__ import annotations
 
 import io
-from pathlib import Path
 import tarfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
