@@ -52,9 +52,23 @@ class _Reading:
     def __init__(self, fields, interval_s, tz):
         self.opts = {"fields": fields, "interval_s": interval_s, "tz": tz}
         self.seen: dict[tuple[int, int], Path] = {}
-        self.pieces: list[schema.Bundle] = []
+        self.pieces: list[schema.Bundle | None] = []  # None: a file read with others into an earlier slot
         self.warnings: list[str] = []
         self.outside: list[Path] = []  # symlinked files pointing out of the folder given: not read
+        self.pending: list[tuple[int, Path]] = []  # files of a folder to read: (their slot in pieces, path)
+
+    def later(self, path: Path) -> None:
+        """Keep a slot in `pieces` for a folder's file, read with the others by `read_pending`."""
+        self.pending.append((len(self.pieces), path))
+        self.pieces.append(None)
+
+    def read_pending(self) -> None:
+        """Read the folder's files into their slots: in one process, or in a pool of forked processes when there
+        are many (see PARALLEL_FILES); a file no reader takes becomes a warning."""
+        jobs, self.pending = self.pending, []
+        for (slot, _path), (piece, skipped) in zip(jobs, _read_files([p for _s, p in jobs], self.opts), strict=True):
+            self.pieces[slot] = piece
+            self.warnings += skipped
 
     def warn_outside(self, root: Path) -> None:
         """One counted warning for the symlinked files under `root` that point outside it."""
@@ -100,7 +114,7 @@ def read_paths(paths: str | Path | Iterable[str | Path], fields: str | list[str]
         elif reading.first_time(path, st):
             reading.pieces.append(read_file(path, **reading.opts))
     bundle = schema.Bundle()
-    bundle.extend_all(reading.pieces)
+    bundle.extend_all([p for p in reading.pieces if p is not None])
     bundle.warnings += reading.warnings
     return bundle
 
@@ -150,15 +164,61 @@ def _read_folder(root: Path, reading: _Reading) -> None:
             if not stat.S_ISREG(st.st_mode):
                 reading.warnings.append(f"{path}: skipped, a {file_kind(st.st_mode)}, not a regular file")
                 continue
-            if not reading.first_time(path, st):
-                continue
-            try:
-                reading.pieces.append(read_file(path, **reading.opts))
-            except InputError as exc:
-                reading.warnings.append(f"skipped {exc}")
+            if reading.first_time(path, st):
+                reading.later(path)
         todo.extend(reversed(subfolders))
         if not found:
             reading.warnings.append(f"{folder}: empty folder")
+    reading.read_pending()
+
+
+# A folder of more files than this is read by a pool of forked processes, one per core (at most MAX_WORKERS): a
+# small file costs ~3-4 ms of Python and pandas to read (benchmarks/folders.py), so 256 of them take ~1 s, well
+# past the ~0.1 s a fork costs; the workers' tables come back merged, one per worker chunk.
+PARALLEL_FILES = 256
+MAX_WORKERS = 16
+
+
+def _read_files(paths: list[Path], opts: dict) -> list[tuple[schema.Bundle | None, list[str]]]:
+    """(bundle, skip warnings) per file of `paths`, in order; files read together by a worker come back as one
+    merged bundle in the first file's slot (and None after it)."""
+    workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
+    if len(paths) <= PARALLEL_FILES or workers < 2 or not _can_fork():
+        return [_read_chunk([p], opts) for p in paths]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    size = -(-len(paths) // (workers * 4))  # 4 chunks a worker: an uneven chunk does not leave a core idle
+    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            merged = list(pool.map(_read_chunk, chunks, [opts] * len(chunks)))
+    except BrokenProcessPool:  # a worker was killed (out of memory?): read in this process instead
+        return [_read_chunk([p], opts) for p in paths]
+    out: list[tuple[schema.Bundle | None, list[str]]] = []
+    for chunk, result in zip(chunks, merged, strict=True):
+        out += [result] + [(None, [])] * (len(chunk) - 1)
+    return out
+
+
+def _can_fork() -> bool:
+    """Whether a pool may fork here: on Linux, outside a pool's own worker (a daemon may not have children)."""
+    import multiprocessing
+
+    return (os.name == "posix" and "fork" in multiprocessing.get_all_start_methods()
+            and not multiprocessing.current_process().daemon)
+
+
+def _read_chunk(paths: list[Path], opts: dict) -> tuple[schema.Bundle, list[str]]:
+    """The files of `paths` read and merged into one bundle, and a warning per file no reader takes."""
+    pieces, skipped = [], []
+    for path in paths:
+        try:
+            pieces.append(read_file(path, **opts))
+        except InputError as exc:
+            skipped.append(f"skipped {exc}")
+    return (pieces[0] if len(pieces) == 1 else schema.Bundle().extend_all(pieces)), skipped
 
 
 def _is_documentation(path: Path) -> bool:

@@ -115,13 +115,38 @@ def test_the_line_grammar_is_linear_on_1_mb_lines(tmp_path, kind):
 
 
 def test_a_folder_of_many_small_files_is_read_in_linear_time(tmp_path):
-    for k in range(3000):  # 10k files: ~40 s on a busy 2-core machine; 3k keep the suite quick
+    for k in range(3000):  # 10k files: ~20 s on a busy 2-core machine; 3k keep the suite quick
         (tmp_path / f"gpu{k:05d}.csv").write_text("timestamp, index, utilization.gpu [%]\n"
                                                   f"2024/01/15 10:00:{k % 60:02d}.000, 0, {k % 100} %\n")
     began = time.monotonic()
     b = read_paths([tmp_path])
     assert len(b.telemetry) == 3000
     assert time.monotonic() - began < 120  # bounded-work guard: a per-file cost that grew with the folder would not
+
+
+def test_a_folder_read_by_a_pool_of_processes_is_the_folder_read_in_one(tmp_path, monkeypatch):
+    """Past PARALLEL_FILES a folder's files are read by forked workers: the same rows, inputs and warnings, in
+    the same order, as one process reads them, including files no reader takes and values no GPU reports."""
+    import playbook.readers as readers
+
+    for k in range(120):
+        sub = tmp_path / f"node{k % 3}"
+        sub.mkdir(exist_ok=True)
+        util = "150 %" if k % 17 == 0 else f"{k % 100} %"  # a value outside [0, 100]: a counted warning
+        (sub / f"gpu{k:03d}.csv").write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n"
+                                             f"2024/01/15 10:{k // 60:02d}:{k % 60:02d}.000, {k % 8}, {util}, 300 W\n")
+        if k % 40 == 0:
+            (sub / f"junk{k:03d}.bin").write_bytes(bytes(range(256)))  # no reader takes it: a warning
+    monkeypatch.setattr(readers, "PARALLEL_FILES", 10_000)
+    one = read_paths([tmp_path])
+    monkeypatch.setattr(readers, "PARALLEL_FILES", 4)
+    monkeypatch.setattr(readers, "_can_fork", lambda: True)
+    monkeypatch.setattr(readers.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
+    pooled = read_paths([tmp_path])
+    pd.testing.assert_frame_equal(pooled.telemetry, one.telemetry)
+    assert pooled.inputs == one.inputs and len(one.inputs) == 120
+    assert pooled.warnings == one.warnings
+    assert sum("skipped" in w for w in one.warnings) == 3 and sum("outside what a GPU" in w for w in one.warnings) == 8
 
 
 def test_a_wide_nvidia_smi_header_is_one_line_not_an_abort(tmp_path):
