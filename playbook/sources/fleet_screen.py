@@ -94,13 +94,6 @@ class _Vector(msgspec.Struct):
     resultType: str = "vector"  # noqa: N815 - the API's name
 
 
-class _Answer(msgspec.Struct):
-    status: str
-    data: _Vector | None = None
-    error: str | None = None
-    warnings: list[str] = []
-
-
 Key = tuple  # a series' labels without __name__, sorted
 
 
@@ -166,7 +159,7 @@ def _instant(client: prometheus._Client, query: str, at: float) -> tuple[dict[Ke
     """One instant query: value per series (by its labels) and the server's warnings."""
     raw = client.get("/api/v1/query", {"query": query, "time": repr(at)})
     try:
-        answer = msgspec.json.decode(raw, type=_Answer)
+        answer = msgspec.json.decode(raw, type=prometheus.Answer[_Vector])
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InputError(f"{client.display}: not a Prometheus API answer to {query[:80]} ({str(exc)[:120]})") from None
     if answer.status != "success" or answer.data is None:

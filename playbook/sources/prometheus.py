@@ -45,6 +45,7 @@ import urllib.request
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import msgspec
 import numpy as np
@@ -377,16 +378,20 @@ class _Data(msgspec.Struct):
     resultType: str = "matrix"  # noqa: N815 - the API's name
 
 
-class _Answer(msgspec.Struct):
+T = TypeVar("T")
+
+
+class Answer(msgspec.Struct, Generic[T]):
+    """The HTTP API's envelope: `data` a matrix (query_range, _Data) or a vector (instant query, fleet_screen)."""
     status: str
-    data: _Data | None = None
+    data: T | None = None
     error: str | None = None
     warnings: list[str] = []
 
 
-def _decode(raw: bytes, where: str) -> _Answer:
+def _decode(raw: bytes, where: str) -> Answer[_Data]:
     try:
-        return msgspec.json.decode(raw, type=_Answer)
+        return msgspec.json.decode(raw, type=Answer[_Data])
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InputError(f"{where}: not a Prometheus API answer ({str(exc)[:120]})") from None
 
