@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -172,9 +173,10 @@ def _read_folder(root: Path, reading: _Reading) -> None:
     reading.read_pending()
 
 
-# A folder of more files than this is read by a pool of forked processes, one per core (at most MAX_WORKERS): a
-# small file costs ~3-4 ms of Python and pandas to read (benchmarks/folders.py), so 256 of them take ~1 s, well
-# past the ~0.1 s a fork costs; the workers' tables come back merged, one per worker chunk.
+# A folder of more files than this is read by a pool of forked processes, one per core (at most MAX_WORKERS; on
+# Linux, from a single-threaded process: see _can_fork): a small file costs ~3-4 ms of Python and pandas to read
+# (benchmarks/folders.py), so 256 of them take ~1 s, well past the ~0.1 s a fork costs; the workers' tables come
+# back merged, one per worker chunk.
 PARALLEL_FILES = 256
 MAX_WORKERS = 16
 
@@ -203,10 +205,13 @@ def _read_files(paths: list[Path], opts: dict) -> list[tuple[schema.Bundle | Non
 
 
 def _can_fork() -> bool:
-    """Whether a pool may fork here: on Linux, outside a pool's own worker (a daemon may not have children)."""
+    """Whether a pool may fork here: on Linux, from a process with no other Python thread (a lock another thread
+    holds at the fork stays held in the child: a hang; Jupyter's kernel threads make it read in one process) and
+    outside a pool's own worker (a daemon may not have children)."""
     import multiprocessing
+    import threading
 
-    return (os.name == "posix" and "fork" in multiprocessing.get_all_start_methods()
+    return (sys.platform.startswith("linux") and threading.active_count() == 1
             and not multiprocessing.current_process().daemon)
 
 
