@@ -3,7 +3,9 @@ sort, shared NaN columns, Arrow strings for host names, and handing freed heap m
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import threading
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,43 @@ def _malloc_trim():
         except OSError:  # pragma: no cover - no C library to load
             _TRIM.append(None)
     return _TRIM[0]
+
+
+_HELD = {"users": 0, "huge": True}
+_HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def small_pages():
+    """Within the block numpy asks for no transparent huge pages (it does for arrays of 4 MiB and more).
+
+    Where the kernel's THP defrag setting is `madvise` (a common default, and this VM's), the first touch of such
+    an array compacts and zeroes 2 MiB at once: joining the columns of a 5.5 M-row nvidia-smi log took 1.4 s
+    instead of 0.1 s. Nesting and threads are counted: the setting comes back when the last block ends."""
+    setter = _madvise_setter()
+    if setter is None:  # pragma: no cover - a numpy without the switch
+        yield
+        return
+    with _HELD_LOCK:
+        if not _HELD["users"]:
+            _HELD["huge"] = setter(False)
+        _HELD["users"] += 1
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            _HELD["users"] -= 1
+            if not _HELD["users"]:
+                setter(_HELD["huge"])
+
+
+def _madvise_setter():
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        with contextlib.suppress(ImportError):
+            setter = getattr(__import__(module, fromlist=["_"]), "_set_madvise_hugepage", None)
+            if setter is not None:
+                return setter
+    return None  # pragma: no cover
 
 
 def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int = 1_000_000) -> float:

@@ -22,7 +22,9 @@ with the fields given, guessed or taken from a header in that block.
 from __future__ import annotations
 
 import codecs
+import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +53,7 @@ BLOCK_BYTES = 8 << 20  # text scanned and parsed per block: bounds the transient
 MAX_LINE_BYTES = 64 << 20  # a longer line is not nvidia-smi output
 SAMPLE_BYTES = 1 << 20  # the first block holds at least this much: the lines before a header are judged on it
 FAST_MIN_BYTES = 16 << 10  # a smaller piece is split in Python (parse_lines): pyarrow's reader costs ~1 ms to set up
+WORKERS = min(2, os.cpu_count() or 1)  # threads parsing pieces while the main thread reads and scans the next block
 
 
 def sniff(head: str) -> bool:
@@ -304,9 +307,14 @@ class _Segment:
 
 class _Reader:
     """Reads one log block by block: pieces are parsed as they come, a segment is placed when the next header
-    (or the end) closes it."""
+    (or the end) closes it.
 
-    def __init__(self, path: Path, user_fields: list[str] | None, interval_s: float | None, tz: str) -> None:
+    Pieces are parsed on `pool` (pyarrow and Arrow kernels release the GIL) while the main thread reads and scans
+    the next block. Each piece counts its skips apart; they join the file's count in file order as its result is
+    taken, so the warnings are the same as a serial read's."""
+
+    def __init__(self, path: Path, user_fields: list[str] | None, interval_s: float | None, tz: str,
+                 pool: ThreadPoolExecutor) -> None:
         self.path, self.src, self.user_fields, self.interval_s, self.tz = path, str(path), user_fields, interval_s, tz
         self.host = textio.host_from_path(path)
         self.bundle = schema.Bundle(inputs=[self.src])
@@ -319,6 +327,8 @@ class _Reader:
         self.events: list[dict] = []
         self.clock = {"tick_base": 0, "synthetic": False}
         self.shifted_warning = False
+        self.pool = pool
+        self.pending: list[tuple[Future | None, schema.SkipCounter, _Segment]] = []  # pieces in file order
 
     def block(self, data: bytes, first_line: int, newlines: int, ends_segment: bool) -> None:
         """One block of whole lines holding `newlines` newline bytes; `ends_segment`: the open segment ends with it
@@ -366,6 +376,7 @@ class _Reader:
         if seg.refusal is not None and self.blocks:
             raise InputError(seg.refusal)  # a whole block of headerless lines that cannot be read
         piece.fields, piece.units = seg.fields, seg.units
+        skips = schema.SkipCounter(self.src, keep=self.skips.keep)  # this piece's, joined in file order by _take
         if seg.junk:
             _lines_to_junk(data, piece)
         elif ends:
@@ -373,16 +384,24 @@ class _Reader:
         for sp in piece.specials:
             if sp.kind in ("error", "junk", "truncated"):
                 what = {"error": "nvidia-smi error", "junk": "not a data line", "truncated": "truncated line"}[sp.kind]
-                self.skips.skip(sp.line, f"{what} {sp.text.strip()[:60]!r}")
+                skips.skip(sp.line, f"{what} {sp.text.strip()[:60]!r}")
                 seg.damaged += 1
             if sp.kind == "error":
                 seg.errors.append(Special(sp.line, 0, 0, "error", sp.text.strip()[:200]))
             elif sp.kind == "separator":
                 seg.separators.append(sp.line)
-        if seg.fields is None or seg.junk:
-            return
-        cols = parse_fast(data, piece, self.skips, self.tz) if piece.end - piece.start > FAST_MIN_BYTES else None
-        seg.chunks.append(cols if cols is not None else parse_lines(data, piece, self.skips, self.tz))
+        job = None if seg.fields is None or seg.junk else self.pool.submit(_parse_piece, data, piece, skips, self.tz)
+        self.pending.append((job, skips, seg))
+        self._take(WORKERS)
+
+    def _take(self, keep: int) -> None:
+        """Collect parsed pieces in file order until at most `keep` are in flight (bounding the blocks held)."""
+        while len(self.pending) > keep:
+            job, skips, seg = self.pending.pop(0)
+            if job is not None:
+                seg.chunks.append(job.result())  # a worker's error is raised here, as it was raised there
+            self.skips.count += skips.count
+            self.skips.reasons += skips.reasons[: max(0, self.skips.keep - len(self.skips.reasons))]
 
     def _lead(self, data: bytes, piece: Piece, heads: list[Special]) -> _Segment:
         """The lines before the first header: read with --fields, a later header's fields or guessed ones; a few
@@ -427,6 +446,7 @@ class _Reader:
         self.seg = _Segment(fields, units, head)
 
     def _close(self) -> None:
+        self._take(0)
         seg, self.seg = self.seg, None
         if seg is None:
             return
@@ -469,11 +489,21 @@ def read(path: str | Path, fields: str | list[str] | None = None, interval_s: fl
     """Read an nvidia-smi --query-gpu CSV log into a Bundle (telemetry; gpu_error/restart events), streaming it
     in blocks of `block_bytes` (default BLOCK_BYTES)."""
     path = Path(path)
-    reader = _Reader(path, parse_fields(fields), textio.check_interval(interval_s), tz)
-    with textio.open_text(path) as stream:
-        for data, first_line, newlines, final, next_header in _blocks(stream, str(path), block_bytes):
-            reader.block(data, first_line, newlines, final or next_header)
-    return reader.finish(stream.notes)
+    with frames.small_pages(), ThreadPoolExecutor(WORKERS, thread_name_prefix="nvidia-smi") as pool:
+        reader = _Reader(path, parse_fields(fields), textio.check_interval(interval_s), tz, pool)
+        try:
+            with textio.open_text(path) as stream:
+                for data, first_line, newlines, final, next_header in _blocks(stream, str(path), block_bytes):
+                    reader.block(data, first_line, newlines, final or next_header)
+            return reader.finish(stream.notes)
+        finally:
+            pool.shutdown(cancel_futures=True)  # after an error: the queued pieces are not parsed
+
+
+def _parse_piece(data: bytes, piece: Piece, skips: schema.SkipCounter, tz: str) -> Columns:
+    """A piece's columns: pyarrow over its clean lines, or line by line when it is small or damaged."""
+    cols = parse_fast(data, piece, skips, tz) if piece.end - piece.start > FAST_MIN_BYTES else None
+    return cols if cols is not None else parse_lines(data, piece, skips, tz)
 
 
 def _lines_to_junk(data: bytes, piece: Piece) -> None:

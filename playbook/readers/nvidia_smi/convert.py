@@ -3,9 +3,6 @@ numeric columns: pyarrow over the clean bytes, or line by line when a line is da
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,8 +54,6 @@ class Piece:
 _NA_LIST = pa.array(sorted(set(textio.NA_TOKENS) | {"N/A", "[N/A]", "[Not Supported]", "[Unknown Error]",
                                                      "Not Supported", "[GPU is lost]", "-"}))
 _NAT = np.iinfo(np.int64).min
-_LOCK = threading.Lock()
-POOL_ROWS = 200_000  # a piece with more rows converts its columns on a thread pool while the next batch parses
 
 
 class _Rows:
@@ -68,10 +63,6 @@ class _Rows:
         self.lines, self.bad, self.skips = lines, bad, skips
 
     def drop(self, mask: np.ndarray, reason_of) -> None:
-        with _LOCK:
-            self._drop(mask, reason_of)
-
-    def _drop(self, mask: np.ndarray, reason_of) -> None:
         new = mask & ~self.bad
         idx = np.flatnonzero(new)
         if not len(idx):
@@ -236,11 +227,9 @@ class _Converter:
                 self.plan[pos] = kind
         self.chunks: dict[int, list] = {pos: [] for pos in self.plan}   # ident strings, per batch
         self.arrays: dict[int, np.ndarray] = {}                             # numeric kinds, preallocated
-        self.pending: list = []
 
-    def add(self, table: pa.Table | pa.RecordBatch, pool: ThreadPoolExecutor | None = None) -> None:
-        """Convert one batch (columns in parallel on `pool`; Arrow kernels release the GIL)."""
-        self.wait()
+    def add(self, table: pa.Table | pa.RecordBatch) -> None:
+        """Convert one batch."""
         n = table.num_rows
         lo = self.rows_done
         rows = _Rows(self.lines[lo:lo + n], self.bad[lo:lo + n], self.skips)
@@ -251,10 +240,7 @@ class _Converter:
             if pos not in self.arrays:
                 self.arrays[pos] = np.empty(len(self.lines), dtype=np.float64 if kind in ("float", "hex", "flag")
                                             else np.int64)
-            if pool is None:
-                self._convert(table, pos, kind, rows, lo)
-            else:
-                self.pending.append(pool.submit(self._convert, table, pos, kind, rows, lo))
+            self._convert(table, pos, kind, rows, lo)
         self.rows_done += n
 
     def _convert(self, table, pos: int, kind: str, rows: _Rows, lo: int) -> None:
@@ -272,12 +258,6 @@ class _Converter:
             out = _to_index(col, rows, name)
         self.arrays[pos][lo:lo + len(out)] = out
 
-    def wait(self) -> None:
-        """Wait for the conversions in flight (re-raising their errors)."""
-        pending, self.pending = self.pending, []
-        for future in pending:
-            future.result()
-
     def _take(self, pos: int):
         if self.plan[pos] == "ident":
             return pa.chunked_array(self.chunks.pop(pos), type=pa.string())
@@ -286,7 +266,6 @@ class _Converter:
         return np.zeros(0, dtype=np.int64 if self.plan[pos] in ("time", "index") else np.float64)
 
     def finish(self) -> Columns:
-        self.wait()
         out = Columns()
         fields = self.fields
         flags: dict[int, np.ndarray] = {}
@@ -417,8 +396,6 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
             invalid.append(row.text)
             return "error"  # positions of damaged lines are needed: the caller re-reads line by line
 
-        workers = min(4, os.cpu_count() or 1)
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and len(lines) > POOL_ROWS else None
         try:
             reader = pacsv.open_csv(
                 buf,
@@ -426,17 +403,14 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
                                                use_threads=len(blob) > 1 << 20),  # a small file: no thread hand-offs
                 parse_options=pacsv.ParseOptions(delimiter=",", quote_char=False, invalid_row_handler=on_invalid),
                 convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                                     strings_can_be_null=False, quoted_strings_can_be_null=False))
+                                                     strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                                     check_utf8=False))  # is_utf8 checked the whole blob
             for batch in reader:
                 if conv.rows_done + batch.num_rows > len(lines):
                     return None
-                conv.add(batch, pool)
-            conv.wait()
+                conv.add(batch)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
             return None
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
         if invalid:
             return None
     if conv.rows_done != len(lines):
