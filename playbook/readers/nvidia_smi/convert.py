@@ -314,7 +314,7 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         out.bad, out.lines = np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
         return out
 
-    big = sum(len(c.lines) for c in chunks) > 100_000
+    rows = sum(len(c.lines) for c in chunks)
 
     def join(arrays: list[np.ndarray]) -> np.ndarray:
         if len(arrays) == 1:
@@ -323,15 +323,20 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         arrays.clear()  # the pieces' heap pages are reused by the next column's join (a trim per column would
         return out      # hand them back only to fault fresh ones in: ~1 s per 5 M rows on this machine)
 
-    def take(attr: str) -> np.ndarray | None:
-        arrays = [getattr(c, attr) for c in chunks]
-        for c in chunks:
-            setattr(c, attr, None)  # each piece's array is freed once joined
+    attrs = ["lines", "bad", "time_ns", "gpu"]
+
+    def take(key: str) -> np.ndarray | None:
+        if key in attrs:
+            arrays = [getattr(c, key) for c in chunks]
+            for c in chunks:
+                setattr(c, key, None)  # each piece's array is freed once joined
+        else:
+            arrays = [c.metrics.pop(key) for c in chunks]
         return None if arrays[0] is None else join(arrays)
 
-    out.lines, out.bad, out.time_ns, out.gpu = take("lines"), take("bad"), take("time_ns"), take("gpu")
-    for name in list(chunks[0].metrics):
-        out.metrics[name] = join([c.metrics.pop(name) for c in chunks])
+    joined = frames.map_columns(take, attrs + list(chunks[0].metrics), rows)
+    out.lines, out.bad, out.time_ns, out.gpu = (joined.pop(a) for a in attrs)
+    out.metrics.update(joined)
     if out.gpu is None and chunks[0].ident_ids is not None:
         known: dict = {}
         coded = []
@@ -348,7 +353,7 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         empty = np.array([not v for v in ids] + [True])[codes]
         _Rows(out.lines, out.bad, skips).drop((out.gpu < 0) | empty, lambda i: f"missing {out.gpu_from}")
     chunks.clear()
-    if big:  # the pieces were heap-sized: hand their pages back once all columns are joined
+    if rows > 100_000:  # the pieces were heap-sized: hand their pages back once all columns are joined
         frames.release_memory()
     return out
 
