@@ -11,12 +11,13 @@ nvidia-smi writes its timestamps ("2024/01/15 10:23:45.123") in the machine's lo
 as `tz` (default UTC). Without timestamps, ticks get synthetic times `interval_s` apart (default 1 s).
 
 The file is streamed in blocks of whole lines (BLOCK_BYTES), so memory holds a few blocks plus the numeric
-columns, never the text. In each block special lines are found with one regular-expression pass over the bytes,
-the clean remainder is parsed by pyarrow.csv, and columns are converted with Arrow compute kernels. Pieces
-pyarrow cannot parse cleanly are re-read line by line, so the result is the same either way. A segment (the span
-after one header) is assembled from its pieces before its ticks are split, so block edges change nothing. Lines
-before the first header are judged on the first block (its first MiB): stray lines are counted, data is read
-with the fields given, guessed or taken from a header in that block.
+columns, never the text. In each block special lines are found in one pass over the bytes (numpy over the
+newlines; a regular expression when data lines do not start with a digit); the clean remainder is parsed by
+pyarrow.csv and its columns converted with Arrow compute kernels on WORKERS threads, while the main thread reads
+and scans the next block. Pieces pyarrow cannot parse cleanly are re-read line by line, so the result is the same
+either way. A segment (the span after one header) is assembled from its pieces before its ticks are split, so
+block edges change nothing. Lines before the first header are judged on the first block (its first MiB): stray
+lines are counted, data is read with the fields given, guessed or taken from a header in that block.
 """
 
 from __future__ import annotations
