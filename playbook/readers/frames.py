@@ -3,7 +3,11 @@ sort, shared NaN columns, Arrow strings for host names, and handing freed heap m
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -31,6 +35,57 @@ def _malloc_trim():
         except OSError:  # pragma: no cover - no C library to load
             _TRIM.append(None)
     return _TRIM[0]
+
+
+_HELD = {"users": 0, "huge": True}
+_HELD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def small_pages():
+    """Within the block numpy asks for no transparent huge pages (it does for arrays of 4 MiB and more).
+
+    Where the kernel's THP defrag setting is `madvise` (a common default, and this VM's), the first touch of such
+    an array compacts and zeroes 2 MiB at once: joining the columns of a 5.5 M-row nvidia-smi log took 1.4 s
+    instead of 0.1 s. Nesting and threads are counted: the setting comes back when the last block ends."""
+    setter = _madvise_setter()
+    if setter is None:  # pragma: no cover - a numpy without the switch
+        yield
+        return
+    with _HELD_LOCK:
+        if not _HELD["users"]:
+            _HELD["huge"] = setter(False)
+        _HELD["users"] += 1
+    try:
+        yield
+    finally:
+        with _HELD_LOCK:
+            _HELD["users"] -= 1
+            if not _HELD["users"]:
+                setter(_HELD["huge"])
+
+
+def _madvise_setter():
+    for module in ("numpy._core.multiarray", "numpy.core.multiarray"):
+        with contextlib.suppress(ImportError):
+            setter = getattr(__import__(module, fromlist=["_"]), "_set_madvise_hugepage", None)
+            if setter is not None:
+                return setter
+    return None  # pragma: no cover
+
+
+PARALLEL_ROWS = 1_000_000  # columns at least this long are copied on two threads (see map_columns)
+
+
+def map_columns(fn, keys: list, rows: int) -> dict:
+    """{key: fn(key)} for each column key; on two threads when the columns hold `rows` >= PARALLEL_ROWS (numpy
+    releases the GIL while it copies: joining a 5.5 M-row log's 10 columns 0.28 -> 0.14 s, transposing them
+    0.28 -> 0.19 s). `fn` should take its column out of its container, so each input is freed once copied."""
+    workers = min(2, os.cpu_count() or 1)
+    if rows < PARALLEL_ROWS or workers < 2 or len(keys) < 2:
+        return {k: fn(k) for k in keys}
+    with ThreadPoolExecutor(workers, thread_name_prefix="columns") as pool:
+        return dict(zip(keys, pool.map(fn, keys), strict=True))
 
 
 def median_interval_sorted(time_ns: np.ndarray, key: np.ndarray, max_gaps: int = 1_000_000) -> float:
@@ -160,9 +215,10 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
 
         def reorder(a: np.ndarray) -> np.ndarray:
             return a if order is None else np.take(np.asarray(a), order)
-    time_ns, gpu, host_codes = reorder(time_ns), reorder(gpu), reorder(host_codes)
-    for k in list(columns):
-        columns[k] = reorder(columns.pop(k))
+    columns.update({"time": time_ns, "gpu": gpu, "_host": host_codes})
+    del time_ns, gpu, host_codes
+    columns.update(map_columns(lambda k: reorder(columns.pop(k)), list(columns), n))
+    time_ns, gpu, host_codes = columns.pop("time"), columns.pop("gpu"), columns.pop("_host")
     key = host_codes.astype(np.int64) * (1 << 32) + gpu
     measured = median_interval_sorted(time_ns, key)
     nan_column = np.full(n, np.nan)

@@ -11,18 +11,21 @@ nvidia-smi writes its timestamps ("2024/01/15 10:23:45.123") in the machine's lo
 as `tz` (default UTC). Without timestamps, ticks get synthetic times `interval_s` apart (default 1 s).
 
 The file is streamed in blocks of whole lines (BLOCK_BYTES), so memory holds a few blocks plus the numeric
-columns, never the text. In each block special lines are found with one regular-expression pass over the bytes,
-the clean remainder is parsed by pyarrow.csv, and columns are converted with Arrow compute kernels. Pieces
-pyarrow cannot parse cleanly are re-read line by line, so the result is the same either way. A segment (the span
-after one header) is assembled from its pieces before its ticks are split, so block edges change nothing. Lines
-before the first header are judged on the first block (its first MiB): stray lines are counted, data is read
-with the fields given, guessed or taken from a header in that block.
+columns, never the text. In each block special lines are found in one pass over the bytes (numpy over the
+newlines; a regular expression when data lines do not start with a digit); the clean remainder is parsed by
+pyarrow.csv and its columns converted with Arrow compute kernels on WORKERS threads, while the main thread reads
+and scans the next block. Pieces pyarrow cannot parse cleanly are re-read line by line, so the result is the same
+either way. A segment (the span after one header) is assembled from its pieces before its ticks are split, so
+block edges change nothing. Lines before the first header are judged on the first block (its first MiB): stray
+lines are counted, data is read with the fields given, guessed or taken from a header in that block.
 """
 
 from __future__ import annotations
 
 import codecs
+import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +54,7 @@ BLOCK_BYTES = 8 << 20  # text scanned and parsed per block: bounds the transient
 MAX_LINE_BYTES = 64 << 20  # a longer line is not nvidia-smi output
 SAMPLE_BYTES = 1 << 20  # the first block holds at least this much: the lines before a header are judged on it
 FAST_MIN_BYTES = 16 << 10  # a smaller piece is split in Python (parse_lines): pyarrow's reader costs ~1 ms to set up
+WORKERS = min(2, os.cpu_count() or 1)  # threads parsing pieces while the main thread reads and scans the next block
 
 
 def sniff(head: str) -> bool:
@@ -114,23 +118,31 @@ def _digit_mode(data: bytes) -> bool:
     return first_data[:1].isdigit()
 
 
-def _scan(data: bytes, digit_mode: bool, first_line: int = 1) -> list[Special]:
-    """Special lines of `data`, a block of whole lines whose first is line `first_line` of the file.
+def _newlines(data: bytes) -> np.ndarray:
+    """Byte offsets of the newlines in `data`, in one vectorised pass (numpy releases the GIL for it)."""
+    return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+
+
+def _scan(data: bytes, digit_mode: bool, first_line: int = 1, newlines: np.ndarray | None = None) -> list[Special]:
+    """Special lines of `data`, a block of whole lines whose first is line `first_line` of the file; `newlines`:
+    its newline offsets (`_newlines`), when known.
 
     In digit mode any line that does not start with a digit is a candidate; otherwise (name, uuid, pstate first)
     only lowercase starts, dashes, blanks and error phrases are."""
+    newlines = _newlines(data) if newlines is None else newlines
     if digit_mode:
-        pattern = re.compile(rb"\n(?=[^0-9])")
+        starts = newlines + 1
+        starts = starts[starts < len(data)]
+        first = np.frombuffer(data, dtype=np.uint8)[starts]
+        after_newline = starts[(first < 48) | (first > 57)].tolist()  # lines that do not start with a digit
     else:
         pattern = re.compile(rb"\n(?=[a-z\n\-=\s]|Unable|Failed|No devices|Unknown|NVIDIA-SMI|Error|ERROR|GPU is)")
+        after_newline = [m.end() for m in pattern.finditer(data)]
     specials: list[Special] = []
-    line, prev = first_line, 0
-    candidates = [0] if data else []
-    for off in candidates + [m.end() for m in pattern.finditer(data)]:
+    for off in ([0] if data else []) + after_newline:
         if off >= len(data) or (off == 0 and digit_mode and data[:1].isdigit()):
             continue
-        line += data.count(b"\n", prev, off)
-        prev = off
+        line = first_line + int(np.searchsorted(newlines, off))  # the newlines before it
         end = data.find(b"\n", off)
         end = len(data) if end < 0 else end
         text = data[off:end].decode("utf-8", errors="replace")
@@ -151,7 +163,7 @@ def _last_line_start(buf: bytes) -> int:
 
 
 def _blocks(stream, src: str, block_bytes: int | None = None):
-    """Yield (block, number of its first line, its newline count, final, next_is_header): the text in blocks of
+    """Yield (block, number of its first line, its newline offsets, final, next_is_header): the text in blocks of
     whole lines with CRLF and lone CR turned into LF. A block stops before its last non-empty line, which is carried
     into the next one, so a segment's last line (the one a cut can damage) is judged knowing what follows:
     `next_is_header` tells whether the line after the block starts a new segment. A block is copied once: the
@@ -171,7 +183,7 @@ def _blocks(stream, src: str, block_bytes: int | None = None):
         if not ahead:
             data = rest + more
             if data:
-                yield data, line, data.count(b"\n"), True, False
+                yield data, line, _newlines(data), True, False
             return
         cut = _last_line_start(more)
         if cut > 0:  # the usual case: the cut lies in the new read
@@ -190,9 +202,9 @@ def _blocks(stream, src: str, block_bytes: int | None = None):
             block = src_buf[:cut]
         nxt = src_buf.find(b"\n", cut)
         follows = _classify(src_buf[cut:nxt if nxt >= 0 else len(src_buf)].decode("utf-8", "replace")) == "header"
-        count = block.count(b"\n")
-        yield block, line, count, False, follows
-        line += count
+        newlines = _newlines(block)
+        yield block, line, newlines, False, follows
+        line += len(newlines)
         rest, more = src_buf[cut:] + hold, ahead
 
 
@@ -304,9 +316,14 @@ class _Segment:
 
 class _Reader:
     """Reads one log block by block: pieces are parsed as they come, a segment is placed when the next header
-    (or the end) closes it."""
+    (or the end) closes it.
 
-    def __init__(self, path: Path, user_fields: list[str] | None, interval_s: float | None, tz: str) -> None:
+    Pieces are parsed on `pool` (pyarrow and Arrow kernels release the GIL) while the main thread reads and scans
+    the next block. Each piece counts its skips apart; they join the file's count in file order as its result is
+    taken, so the warnings are the same as a serial read's."""
+
+    def __init__(self, path: Path, user_fields: list[str] | None, interval_s: float | None, tz: str,
+                 pool: ThreadPoolExecutor) -> None:
         self.path, self.src, self.user_fields, self.interval_s, self.tz = path, str(path), user_fields, interval_s, tz
         self.host = textio.host_from_path(path)
         self.bundle = schema.Bundle(inputs=[self.src])
@@ -319,15 +336,17 @@ class _Reader:
         self.events: list[dict] = []
         self.clock = {"tick_base": 0, "synthetic": False}
         self.shifted_warning = False
+        self.pool = pool
+        self.pending: list[tuple[Future | None, schema.SkipCounter, _Segment]] = []  # pieces in file order
 
-    def block(self, data: bytes, first_line: int, newlines: int, ends_segment: bool) -> None:
-        """One block of whole lines holding `newlines` newline bytes; `ends_segment`: the open segment ends with it
-        (a header or the end follows)."""
+    def block(self, data: bytes, first_line: int, newlines: np.ndarray, ends_segment: bool) -> None:
+        """One block of whole lines; `newlines`: the offsets of its newline bytes; `ends_segment`: the open segment
+        ends with it (a header or the end follows)."""
         if self.digit_mode is None:
             self.digit_mode = _digit_mode(data)
-        specials = self._repeats_as_separators(_scan(data, self.digit_mode, first_line))
+        specials = self._repeats_as_separators(_scan(data, self.digit_mode, first_line, newlines))
         heads = [sp for sp in specials if sp.kind == "header"]
-        n_lines = newlines + (0 if data.endswith(b"\n") or not data else 1)
+        n_lines = len(newlines) + (0 if data.endswith(b"\n") or not data else 1)
         group: list[Special] = []
         start, start_line = 0, first_line
         for sp in specials:
@@ -366,6 +385,7 @@ class _Reader:
         if seg.refusal is not None and self.blocks:
             raise InputError(seg.refusal)  # a whole block of headerless lines that cannot be read
         piece.fields, piece.units = seg.fields, seg.units
+        skips = schema.SkipCounter(self.src, keep=self.skips.keep)  # this piece's, joined in file order by _take
         if seg.junk:
             _lines_to_junk(data, piece)
         elif ends:
@@ -373,16 +393,24 @@ class _Reader:
         for sp in piece.specials:
             if sp.kind in ("error", "junk", "truncated"):
                 what = {"error": "nvidia-smi error", "junk": "not a data line", "truncated": "truncated line"}[sp.kind]
-                self.skips.skip(sp.line, f"{what} {sp.text.strip()[:60]!r}")
+                skips.skip(sp.line, f"{what} {sp.text.strip()[:60]!r}")
                 seg.damaged += 1
             if sp.kind == "error":
                 seg.errors.append(Special(sp.line, 0, 0, "error", sp.text.strip()[:200]))
             elif sp.kind == "separator":
                 seg.separators.append(sp.line)
-        if seg.fields is None or seg.junk:
-            return
-        cols = parse_fast(data, piece, self.skips, self.tz) if piece.end - piece.start > FAST_MIN_BYTES else None
-        seg.chunks.append(cols if cols is not None else parse_lines(data, piece, self.skips, self.tz))
+        job = None if seg.fields is None or seg.junk else self.pool.submit(_parse_piece, data, piece, skips, self.tz)
+        self.pending.append((job, skips, seg))
+        self._take(WORKERS)
+
+    def _take(self, keep: int) -> None:
+        """Collect parsed pieces in file order until at most `keep` are in flight (bounding the blocks held)."""
+        while len(self.pending) > keep:
+            job, skips, seg = self.pending.pop(0)
+            if job is not None:
+                seg.chunks.append(job.result())  # a worker's error is raised here, as it was raised there
+            self.skips.count += skips.count
+            self.skips.reasons += skips.reasons[: max(0, self.skips.keep - len(self.skips.reasons))]
 
     def _lead(self, data: bytes, piece: Piece, heads: list[Special]) -> _Segment:
         """The lines before the first header: read with --fields, a later header's fields or guessed ones; a few
@@ -427,6 +455,7 @@ class _Reader:
         self.seg = _Segment(fields, units, head)
 
     def _close(self) -> None:
+        self._take(0)
         seg, self.seg = self.seg, None
         if seg is None:
             return
@@ -469,11 +498,21 @@ def read(path: str | Path, fields: str | list[str] | None = None, interval_s: fl
     """Read an nvidia-smi --query-gpu CSV log into a Bundle (telemetry; gpu_error/restart events), streaming it
     in blocks of `block_bytes` (default BLOCK_BYTES)."""
     path = Path(path)
-    reader = _Reader(path, parse_fields(fields), textio.check_interval(interval_s), tz)
-    with textio.open_text(path) as stream:
-        for data, first_line, newlines, final, next_header in _blocks(stream, str(path), block_bytes):
-            reader.block(data, first_line, newlines, final or next_header)
-    return reader.finish(stream.notes)
+    with frames.small_pages(), ThreadPoolExecutor(WORKERS, thread_name_prefix="nvidia-smi") as pool:
+        reader = _Reader(path, parse_fields(fields), textio.check_interval(interval_s), tz, pool)
+        try:
+            with textio.open_text(path) as stream:
+                for data, first_line, newlines, final, next_header in _blocks(stream, str(path), block_bytes):
+                    reader.block(data, first_line, newlines, final or next_header)
+            return reader.finish(stream.notes)
+        finally:
+            pool.shutdown(cancel_futures=True)  # after an error: the queued pieces are not parsed
+
+
+def _parse_piece(data: bytes, piece: Piece, skips: schema.SkipCounter, tz: str) -> Columns:
+    """A piece's columns: pyarrow over its clean lines, or line by line when it is small or damaged."""
+    cols = parse_fast(data, piece, skips, tz) if piece.end - piece.start > FAST_MIN_BYTES else None
+    return cols if cols is not None else parse_lines(data, piece, skips, tz)
 
 
 def _lines_to_junk(data: bytes, piece: Piece) -> None:

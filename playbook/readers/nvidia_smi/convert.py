@@ -3,9 +3,6 @@ numeric columns: pyarrow over the clean bytes, or line by line when a line is da
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,8 +54,6 @@ class Piece:
 _NA_LIST = pa.array(sorted(set(textio.NA_TOKENS) | {"N/A", "[N/A]", "[Not Supported]", "[Unknown Error]",
                                                      "Not Supported", "[GPU is lost]", "-"}))
 _NAT = np.iinfo(np.int64).min
-_LOCK = threading.Lock()
-POOL_ROWS = 200_000  # a piece with more rows converts its columns on a thread pool while the next batch parses
 
 
 class _Rows:
@@ -68,10 +63,6 @@ class _Rows:
         self.lines, self.bad, self.skips = lines, bad, skips
 
     def drop(self, mask: np.ndarray, reason_of) -> None:
-        with _LOCK:
-            self._drop(mask, reason_of)
-
-    def _drop(self, mask: np.ndarray, reason_of) -> None:
         new = mask & ~self.bad
         idx = np.flatnonzero(new)
         if not len(idx):
@@ -236,11 +227,9 @@ class _Converter:
                 self.plan[pos] = kind
         self.chunks: dict[int, list] = {pos: [] for pos in self.plan}   # ident strings, per batch
         self.arrays: dict[int, np.ndarray] = {}                             # numeric kinds, preallocated
-        self.pending: list = []
 
-    def add(self, table: pa.Table | pa.RecordBatch, pool: ThreadPoolExecutor | None = None) -> None:
-        """Convert one batch (columns in parallel on `pool`; Arrow kernels release the GIL)."""
-        self.wait()
+    def add(self, table: pa.Table | pa.RecordBatch) -> None:
+        """Convert one batch."""
         n = table.num_rows
         lo = self.rows_done
         rows = _Rows(self.lines[lo:lo + n], self.bad[lo:lo + n], self.skips)
@@ -251,10 +240,7 @@ class _Converter:
             if pos not in self.arrays:
                 self.arrays[pos] = np.empty(len(self.lines), dtype=np.float64 if kind in ("float", "hex", "flag")
                                             else np.int64)
-            if pool is None:
-                self._convert(table, pos, kind, rows, lo)
-            else:
-                self.pending.append(pool.submit(self._convert, table, pos, kind, rows, lo))
+            self._convert(table, pos, kind, rows, lo)
         self.rows_done += n
 
     def _convert(self, table, pos: int, kind: str, rows: _Rows, lo: int) -> None:
@@ -272,12 +258,6 @@ class _Converter:
             out = _to_index(col, rows, name)
         self.arrays[pos][lo:lo + len(out)] = out
 
-    def wait(self) -> None:
-        """Wait for the conversions in flight (re-raising their errors)."""
-        pending, self.pending = self.pending, []
-        for future in pending:
-            future.result()
-
     def _take(self, pos: int):
         if self.plan[pos] == "ident":
             return pa.chunked_array(self.chunks.pop(pos), type=pa.string())
@@ -286,7 +266,6 @@ class _Converter:
         return np.zeros(0, dtype=np.int64 if self.plan[pos] in ("time", "index") else np.float64)
 
     def finish(self) -> Columns:
-        self.wait()
         out = Columns()
         fields = self.fields
         flags: dict[int, np.ndarray] = {}
@@ -335,7 +314,7 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         out.bad, out.lines = np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
         return out
 
-    big = sum(len(c.lines) for c in chunks) > 100_000
+    rows = sum(len(c.lines) for c in chunks)
 
     def join(arrays: list[np.ndarray]) -> np.ndarray:
         if len(arrays) == 1:
@@ -344,15 +323,20 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         arrays.clear()  # the pieces' heap pages are reused by the next column's join (a trim per column would
         return out      # hand them back only to fault fresh ones in: ~1 s per 5 M rows on this machine)
 
-    def take(attr: str) -> np.ndarray | None:
-        arrays = [getattr(c, attr) for c in chunks]
-        for c in chunks:
-            setattr(c, attr, None)  # each piece's array is freed once joined
+    attrs = ["lines", "bad", "time_ns", "gpu"]
+
+    def take(key: str) -> np.ndarray | None:
+        if key in attrs:
+            arrays = [getattr(c, key) for c in chunks]
+            for c in chunks:
+                setattr(c, key, None)  # each piece's array is freed once joined
+        else:
+            arrays = [c.metrics.pop(key) for c in chunks]
         return None if arrays[0] is None else join(arrays)
 
-    out.lines, out.bad, out.time_ns, out.gpu = take("lines"), take("bad"), take("time_ns"), take("gpu")
-    for name in list(chunks[0].metrics):
-        out.metrics[name] = join([c.metrics.pop(name) for c in chunks])
+    joined = frames.map_columns(take, attrs + list(chunks[0].metrics), rows)
+    out.lines, out.bad, out.time_ns, out.gpu = (joined.pop(a) for a in attrs)
+    out.metrics.update(joined)
     if out.gpu is None and chunks[0].ident_ids is not None:
         known: dict = {}
         coded = []
@@ -369,7 +353,7 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         empty = np.array([not v for v in ids] + [True])[codes]
         _Rows(out.lines, out.bad, skips).drop((out.gpu < 0) | empty, lambda i: f"missing {out.gpu_from}")
     chunks.clear()
-    if big:  # the pieces were heap-sized: hand their pages back once all columns are joined
+    if rows > 100_000:  # the pieces were heap-sized: hand their pages back once all columns are joined
         frames.release_memory()
     return out
 
@@ -417,8 +401,6 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
             invalid.append(row.text)
             return "error"  # positions of damaged lines are needed: the caller re-reads line by line
 
-        workers = min(4, os.cpu_count() or 1)
-        pool = ThreadPoolExecutor(max_workers=workers) if workers > 1 and len(lines) > POOL_ROWS else None
         try:
             reader = pacsv.open_csv(
                 buf,
@@ -426,17 +408,14 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
                                                use_threads=len(blob) > 1 << 20),  # a small file: no thread hand-offs
                 parse_options=pacsv.ParseOptions(delimiter=",", quote_char=False, invalid_row_handler=on_invalid),
                 convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                                     strings_can_be_null=False, quoted_strings_can_be_null=False))
+                                                     strings_can_be_null=False, quoted_strings_can_be_null=False,
+                                                     check_utf8=False))  # is_utf8 checked the whole blob
             for batch in reader:
                 if conv.rows_done + batch.num_rows > len(lines):
                     return None
-                conv.add(batch, pool)
-            conv.wait()
+                conv.add(batch)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
             return None
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
         if invalid:
             return None
     if conv.rows_done != len(lines):
