@@ -13,6 +13,7 @@ stream one at a time; one that does not parse, or an item that is not an object,
 
 from __future__ import annotations
 
+import itertools
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -211,6 +212,26 @@ def _flatten(obj: dict, prefix: str, out: dict, lists: list | None, depth: int) 
             out[key] = v
 
 
+_OPENER = re.compile(r"[\[{]")
+NEST_STEP = 100  # openers passed per retry of a value too deep to decode (the decoder stops near 1,000)
+
+
+def _resync(buf: str, pos: int, exc: Exception) -> tuple[int, int]:
+    """Where to try the next record after a bad value at `pos`, and how many more lines that skips: the line
+    where decoding failed when the value ran over several lines (else the next line), so a value that runs on
+    for many lines is read once, not once per line (100k lines of "[": 15 s before). A value too deep to decode
+    (RecursionError: no position) is passed NEST_STEP openers at a time."""
+    at = getattr(exc, "pos", None)
+    if at is None:
+        passed = list(itertools.islice(_OPENER.finditer(buf, pos), NEST_STEP))
+        at = passed[-1].start() if passed else pos
+    start = buf.rfind("\n", pos, at) + 1  # the failing line's start, when past pos's line
+    if start > 0:
+        return start, buf.count("\n", pos, start) - 1
+    nxt = buf.find("\n", pos + 1)
+    return (len(buf) if nxt < 0 else nxt + 1), 0
+
+
 def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
     """(record number, flat record) for every record of a stream of JSON documents (concatenated, one per line,
     or one array of them). The read size doubles while a document is incomplete, so a big document is scanned
@@ -232,7 +253,7 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
         try:
             if pos >= len(buf):
                 raise ValueError("need more")
-            obj, end = decoder.raw_decode(buf, pos)
+            obj, end = textio.raw_decode_at(buf, pos, decoder)
         except (ValueError, RecursionError) as exc:
             if not eof and len(buf) - pos < MAX_DOCUMENT_BYTES:
                 fresh = stream.read(want)
@@ -252,10 +273,9 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
                 raise InputError(f"{stream.path}: a JSON document larger than {MAX_DOCUMENT_BYTES >> 20} MiB") from None
             number += 1
             skips.skip(number, f"not JSON ({getattr(exc, 'msg', None) or textio.json_error(exc)})")
-            nxt = buf.find("\n", pos + 1)
-            pos = len(buf) if nxt < 0 else nxt + 1
-            if pos > 1 << 16:  # a decode error counts the lines before it: keep what is before it short
-                buf, pos = buf[pos:], 0
+            pos, lines = _resync(buf, pos, exc)
+            number += lines  # lines the bad value ran over: records lost with it, counted
+            skips.count += lines
             continue
         pos = end
         want = 1 << 20

@@ -99,7 +99,8 @@ def _offset_ns(tz: str, y: int, mo: int, d: int, h: int) -> int:
 
 
 def to_ns(y, mo, d, h, mi, s, frac, tz, zone=None) -> int:
-    """int64 ns UTC of a wall-clock reading in zone `zone` (`Z`, `+02:00`) or else time zone `tz`; NAT if invalid."""
+    """int64 ns UTC of a wall-clock reading in zone `zone` (`Z`, `+02:00`) or else time zone `tz`; NAT if invalid
+    or past what int64 ns holds (years 1677-2262: a year 3024 is damage, and would not fit the time column)."""
     if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
         return NAT
     try:
@@ -107,18 +108,16 @@ def to_ns(y, mo, d, h, mi, s, frac, tz, zone=None) -> int:
     except (ValueError, OverflowError):
         return NAT
     ns = secs * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0)
-    if zone:
-        if zone == "Z":
-            return ns
+    if zone and zone != "Z":
         sign = -1 if zone[0] == "-" else 1
         z = zone[1:].replace(":", "")
-        return ns - sign * (int(z[:2]) * 3600 + int(z[2:4] or 0) * 60) * 1_000_000_000
-    if tz and tz != "UTC":
+        ns -= sign * (int(z[:2]) * 3600 + int(z[2:4] or 0) * 60) * 1_000_000_000
+    elif not zone and tz and tz != "UTC":
         try:
-            return ns - _offset_ns(tz, y, mo, d, h)
+            ns -= _offset_ns(tz, y, mo, d, h)
         except Exception:  # an unknown zone was rejected earlier; a non-existent local time keeps UTC
-            return ns
-    return ns
+            pass
+    return ns if NAT < ns < 2**63 else NAT
 
 
 class Prefix:

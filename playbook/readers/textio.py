@@ -445,6 +445,31 @@ def json_loads(text: str):
         raise ValueError("JSON nested too deep to read") from None
 
 
+JSON_WINDOW = 4096  # chars a value is first decoded from (a trace event or a record is ~150-1,000 characters)
+
+
+def raw_decode_at(text: str, pos: int, decoder: json.JSONDecoder = JSON_DECODER) -> tuple[object, int]:
+    """(value, end) of the JSON value at `pos`, as decoder.raw_decode(text, pos), but decoded from a window of the
+    text, widened 4x while the value may run past it: a decode error counts the lines before it, so decoding in
+    place made each garbled value of a stream cost O(pos). A decode error's `pos` is moved to `text`'s."""
+    width, n = JSON_WINDOW, len(text)
+    while True:
+        window = text[pos:pos + width]
+        more = pos + width < n
+        try:
+            obj, used = decoder.raw_decode(window)
+        except json.JSONDecodeError as exc:
+            if more and (exc.pos >= len(window) - 1 or exc.msg.startswith("Unterminated string")):
+                width *= 4  # the window may have cut the value
+                continue
+            exc.pos += pos
+            raise
+        if more and used == len(window):  # a number (or anything) ending at the window's edge may go on
+            width *= 4
+            continue
+        return obj, pos + used
+
+
 def json_error(exc: Exception) -> str:
     """What is wrong with a JSON text, for a user message (no exception class names)."""
     if isinstance(exc, json.JSONDecodeError):

@@ -208,3 +208,56 @@ def test_a_trace_of_many_garbled_events_is_salvaged_in_linear_time(tmp_path):
     b = kineto.read(p)
     assert time.monotonic() - began < 60  # bounded-work guard: ~1.3 s here
     assert len(b.trace) == 100_000 and any("100,000" in w or "100000" in w for w in b.warnings)
+
+
+def test_a_timestamp_past_what_int64_ns_holds_reads_as_unknown_and_keeps_the_record(tmp_path):
+    """The fuzz's escape (IndexError): a log line stamped in year 3024 overflowed the int64 time column after its
+    step was appended, so the step and time columns came out of step. Such a stamp is now an unknown time."""
+    p = tmp_path / "train.log"
+    p.write_text("2024-01-01 00:00:00 step 1 loss 2.0 step_time: 0.5\n"
+                 "3024-01-01 00:00:00 step 2 loss 2.0 step_time: 0.5\n"
+                 "2024-01-01 00:00:02 step 3 loss 2.0 step_time: 0.5\n")
+    steps = read_file(p).steps
+    assert sorted(steps.loc[steps["phase"] == "step", "step"]) == [1, 2, 3]
+    assert list(lines.scan_steps(p.read_text().splitlines())["step"]) == [1, 2, 3]
+
+
+def test_json_values_decode_from_a_window_as_in_place():
+    """textio.raw_decode_at (a window widened while the value may run past it) gives raw_decode's value, end and
+    error position, for values longer than the window and numbers cut by its edge."""
+    import json
+
+    from playbook.readers import textio
+
+    cases = ['{"a": "' + "x" * 10_000 + '"}', " " * 4090 + "1234567890", "[" * 300 + "]" * 300,
+             '{"ts": 12345678901234567890}', '{"a": 1} {"b": 2}', '{"a": [1, 2' + ", 3" * 3000 + "}"]
+    for text in cases:
+        pos = len(text) - len(text.lstrip())
+        try:
+            want = json.JSONDecoder().raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            with pytest.raises(json.JSONDecodeError) as got:
+                textio.raw_decode_at(text, pos, json.JSONDecoder())
+            assert got.value.pos == exc.pos
+            continue
+        assert textio.raw_decode_at(text, pos, json.JSONDecoder()) == want
+
+
+def test_a_json_value_running_over_100k_lines_is_read_once(tmp_path):
+    """The fuzz's slow case (15 s): 100k lines of "[" in a JSON stream; each line was retried as a record and
+    decoded to the nesting limit. A bad value now resumes at the line where it failed, the lines it ran over
+    counted as skipped, so it is read once; a record inside the unclosed nest is counted among them."""
+    from playbook.readers import detect
+
+    good = '{"timestamp": "2024-01-15T10:00:0%d Z", "gpu": 0, "utilization.gpu": 5%d}\n'
+    p = tmp_path / "gpus.jsonl"
+    p.write_text(good % (0, 0) + "[\n" * 100_000 + good % (1, 1))
+    began = time.monotonic()
+    b = detect.module("documents").read(p)
+    assert time.monotonic() - began < 10  # bounded-work guard: 0.3 s here
+    assert list(b.telemetry["util_pct"]) == [50.0]
+    assert any("skipped 100001 of 100002 rows" in w for w in b.warnings), b.warnings
+    # a record broken at its end loses only itself: the next line is where decoding failed, and is read
+    p.write_text(good % (0, 0) + '{"gpu": 0, "utilization.gpu": [1, 2\n' + good % (1, 1))
+    b = detect.module("documents").read(p)
+    assert list(b.telemetry["util_pct"]) == [50.0, 51.0] and "skipped 1 of 3 rows" in b.warnings[0]

@@ -38,7 +38,6 @@ _SPACE = frozenset(b" \t\n\r\f\v")  # what \s matches in a bytes pattern
 _ARRAY_END_RE = re.compile(rb"\}\s*\]")
 _BOUNDARY_STR_RE = re.compile(r"\}\s*,\s*\{")
 _GAP_RE = re.compile(r"[ \t\r\n,]*")
-SALVAGE_WINDOW = 4096  # chars: a trace event is ~150-1,000 characters; a longer one widens its window
 _GAP_B_RE = re.compile(rb"[ \t\r\n,]*")
 _GAP_BYTES = b" \t\r\n,"
 
@@ -342,8 +341,8 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
     """Decode events one at a time from `text`, skipping garbled ones up to the next event boundary.
 
     Returns (unconsumed rest, array_closed). Without `final`, an incomplete last event is left in the rest.
-    Each event is decoded from a window of the text (SALVAGE_WINDOW chars, widened for a longer event): a decode
-    error counts the lines before it, up to 64 KiB of text per garbled event when it decoded from the chunk.
+    Events decode from a window of the text (textio.raw_decode_at): a garbled one costs its own length, not the
+    text's before it.
     """
     decoder = textio.JSON_DECODER
     pos, n, good = 0, len(text), []
@@ -354,22 +353,10 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
         if text[pos] == "]":
             cols.add_dicts(good, skips)
             return text[pos + 1:], True
-        width = SALVAGE_WINDOW
-        while True:
-            window = text[pos:pos + width]
-            try:
-                obj, used = decoder.raw_decode(window)
-                exc = None
-                break
-            except (ValueError, RecursionError) as e:  # JSONDecodeError, or an event nested too deep
-                exc = e
-                cut = pos + width < n and (getattr(e, "pos", 0) >= len(window) - 1
-                                           or str(e).startswith("Unterminated string"))
-                if not cut:
-                    break
-                width *= 4  # the window cut the event: widen it
-        if exc is not None:
-            at = pos + getattr(exc, "pos", 0)
+        try:
+            obj, end = textio.raw_decode_at(text, pos, decoder)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, or an event nested too deep
+            at = getattr(exc, "pos", pos)
             nxt = _BOUNDARY_STR_RE.search(text, at if at > pos else pos + 1)
             if nxt is None and not final:
                 break  # possibly an event cut by the chunk edge: wait for more text
@@ -381,7 +368,7 @@ def _salvage(text: str, cols: Columns, skips: SkipCounter, byte_offset: int, fin
             pos = nxt.end() - 1
             continue
         good.append(obj)
-        pos += used
+        pos = end
     cols.add_dicts(good, skips)
     return text[pos:], False
 

@@ -407,6 +407,8 @@ class StepLines:
     def _store(self, c: StepCounter, ctx, fields: dict) -> None:
         if not -MAX_STEP < c.step < MAX_STEP:
             return  # a 20-digit "step" is an id or a hash, not a step (and would not fit the int64 column)
+        if not (-(2**63) <= ctx.rank < 2**63 and NAT <= ctx.time < 2**63):
+            return  # damage that does not fit the int64 columns: appending part of a record would misalign them
         n = len(self.step)
         self.step.append(c.step)
         self.rank.append(ctx.rank)
