@@ -261,3 +261,21 @@ def test_a_json_value_running_over_100k_lines_is_read_once(tmp_path):
     p.write_text(good % (0, 0) + '{"gpu": 0, "utilization.gpu": [1, 2\n' + good % (1, 1))
     b = detect.module("documents").read(p)
     assert list(b.telemetry["util_pct"]) == [50.0, 51.0] and "skipped 1 of 3 rows" in b.warnings[0]
+
+
+def test_an_nsys_header_of_long_labels_is_read_in_linear_time(tmp_path):
+    """The fuzz's hang (33 s): a 2.8 MB nsys stats header of 50k labels "N<50 tabs>ame", on which the unit regex
+    backtracked (quadratic in a run of spaces); the label's (unit) is now split in one pass, and a header wider
+    than any nsys report is not one."""
+    from playbook.readers import nsys
+
+    p = tmp_path / "report_cuda_gpu_kern_sum.csv"
+    wide = ",".join(["Time (%)", "Total Time (ns)", "Instances", "Name"] + ["N" + "\t" * 50 + "ame"] * 50_000)
+    p.write_text(wide + "\n1.0,100,1,kernel" + ",1" * 50_000 + "\n")
+    began = time.monotonic()
+    try:
+        nsys.read(p)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    assert time.monotonic() - began < 10  # bounded-work guard: quadratic backtracking took 33 s on the fuzz case
+    assert nsys._label_unit(" Total Time (ns) ") == ("Total Time", "ns") and nsys._label_unit("Name") == ("Name", "")
