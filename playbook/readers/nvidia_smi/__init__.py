@@ -399,7 +399,16 @@ class _Reader:
                 seg.errors.append(Special(sp.line, 0, 0, "error", sp.text.strip()[:200]))
             elif sp.kind == "separator":
                 seg.separators.append(sp.line)
-        job = None if seg.fields is None or seg.junk else self.pool.submit(_parse_piece, data, piece, skips, self.tz)
+        if seg.fields is None or seg.junk:
+            job = None
+        elif piece.end - piece.start > FAST_MIN_BYTES:
+            job = self.pool.submit(_parse_piece, data, piece, skips, self.tz)
+        else:  # parsed in Python under the GIL: a thread gains nothing, and starting one cost a small file 0.7 ms
+            job = Future()
+            try:
+                job.set_result(_parse_piece(data, piece, skips, self.tz))
+            except Exception as exc:  # raised in file order by _take, as a worker's is
+                job.set_exception(exc)
         self.pending.append((job, skips, seg))
         self._take(WORKERS)
 
