@@ -5,6 +5,9 @@ a folder of 10k small files: each a one-line error or read in bounded work (the 
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -124,11 +127,25 @@ def test_a_folder_of_many_small_files_is_read_in_linear_time(tmp_path):
     assert time.monotonic() - began < 120  # bounded-work guard: a per-file cost that grew with the folder would not
 
 
-def test_a_folder_read_by_a_pool_of_processes_is_the_folder_read_in_one(tmp_path, monkeypatch):
-    """Past PARALLEL_FILES a folder's files are read by forked workers: the same rows, inputs and warnings, in
-    the same order, as one process reads them, including files no reader takes and values no GPU reports."""
-    import playbook.readers as readers
+_POOLED = """
+import json, sys
+import pandas as pd
+import playbook.readers as readers
+readers.PARALLEL_FILES = 10_000
+one = readers.read_paths([sys.argv[1]])
+readers.PARALLEL_FILES = 4
+assert readers._can_fork(), "a fresh interpreter on Linux forks"
+pooled = readers.read_paths([sys.argv[1]])
+pd.testing.assert_frame_equal(pooled.telemetry, one.telemetry)
+print(json.dumps({"inputs": [pooled.inputs == one.inputs, len(one.inputs)], "warnings": [pooled.warnings, one.warnings]}))
+"""
 
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the pool forks on Linux only")
+def test_a_folder_read_by_a_pool_of_processes_is_the_folder_read_in_one(tmp_path):
+    """Past PARALLEL_FILES a folder's files are read by forked workers: the same rows, inputs and warnings, in
+    the same order, as one process reads them, including files no reader takes and values no GPU reports. Run in
+    a fresh interpreter: a test worker has other threads, and the reader forks only without them."""
     for k in range(120):
         sub = tmp_path / f"node{k % 3}"
         sub.mkdir(exist_ok=True)
@@ -137,16 +154,14 @@ def test_a_folder_read_by_a_pool_of_processes_is_the_folder_read_in_one(tmp_path
                                              f"2024/01/15 10:{k // 60:02d}:{k % 60:02d}.000, {k % 8}, {util}, 300 W\n")
         if k % 40 == 0:
             (sub / f"junk{k:03d}.bin").write_bytes(bytes(range(256)))  # no reader takes it: a warning
-    monkeypatch.setattr(readers, "PARALLEL_FILES", 10_000)
-    one = read_paths([tmp_path])
-    monkeypatch.setattr(readers, "PARALLEL_FILES", 4)
-    monkeypatch.setattr(readers, "_can_fork", lambda: True)
-    monkeypatch.setattr(readers.os, "sched_getaffinity", lambda _pid: {0, 1, 2}, raising=False)
-    pooled = read_paths([tmp_path])
-    pd.testing.assert_frame_equal(pooled.telemetry, one.telemetry)
-    assert pooled.inputs == one.inputs and len(one.inputs) == 120
-    assert pooled.warnings == one.warnings
-    assert sum("skipped" in w for w in one.warnings) == 3 and sum("outside what a GPU" in w for w in one.warnings) == 8
+    run = subprocess.run([sys.executable, "-c", _POOLED, str(tmp_path)], capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout)
+    assert got["inputs"] == [True, 120]
+    pooled, one = got["warnings"]
+    assert pooled == one
+    assert sum("skipped" in w for w in one) == 3 and sum("outside what a GPU" in w for w in one) == 8
 
 
 def test_a_wide_nvidia_smi_header_is_one_line_not_an_abort(tmp_path):
