@@ -293,4 +293,4 @@ def test_an_nsys_header_of_long_labels_is_read_in_linear_time(tmp_path):
     except InputError as exc:
         assert "\n" not in str(exc)
     assert time.monotonic() - began < 10  # bounded-work guard: quadratic backtracking took 33 s on the fuzz case
-    assert nsys._label_unit(" Total Time (ns) ") == ("Total Time", "ns") and nsys._label_unit("Name") == ("Name", "")
+    assert nsys._column(" Total Time (ns) ") == ("total_ns", "time", "ns") and nsys._column("Name")[0] == "name"
