@@ -80,3 +80,26 @@ def test_warmup_compiles_every_shape_up_front():
     assert fc.recompile_limit() >= 1
     x = fc.mark_dynamic(torch.zeros(2, 3), 1)
     assert x.shape == (2, 3)
+
+
+def test_serving_threads_adopt_the_warmup_threads_count():
+    mine = torch.get_num_threads()
+    other = 2 if mine == 1 else 1
+    adopt = fc.same_threads_as_warmup()
+    seen = {}
+
+    def serve():
+        seen["before"] = torch.get_num_threads()
+        adopt()
+        seen["after"] = torch.get_num_threads()
+
+    try:
+        setter = threading.Thread(target=torch.set_num_threads, args=(other,))
+        setter.start()
+        setter.join()
+        t = threading.Thread(target=serve)
+        t.start()
+        t.join()
+    finally:
+        torch.set_num_threads(mine)
+    assert seen == {"before": other, "after": mine}

@@ -76,8 +76,25 @@ def compiles_by_thread(monkeypatch):
                 callback_handler.remove_end_callback(on_end)
 
 
+@contextlib.contextmanager
+def thread_count_set_elsewhere():
+    """A side thread sets another intra-op thread count, as an earlier lab in the same process can: new threads
+    then start with it while this thread keeps its own (dynamo guards on the count: a fresh clone's CI once saw a
+    serving thread recompile a warmed-up graph this way). Restored after."""
+    import torch
+
+    mine = torch.get_num_threads()
+    side = threading.Thread(target=torch.set_num_threads, args=(2 if mine == 1 else 1,))
+    side.start()
+    side.join()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(mine)
+
+
 def test_threads_never_compile_concurrently(monkeypatch):
-    with compiles_by_thread(monkeypatch) as warm_compiles:
+    with compiles_by_thread(monkeypatch) as warm_compiles, thread_count_set_elsewhere():
         warm = lab.thread_demo(threads=3, requests=3, mode="warm", max_len=32, buckets=2)
     with compiles_by_thread(monkeypatch) as guarded_compiles:
         guarded = lab.thread_demo(threads=3, requests=3, mode="guarded", max_len=32, buckets=2)

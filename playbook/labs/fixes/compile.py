@@ -19,6 +19,8 @@ restart's compile into a cache load: keep it on a persistent disk shared by rest
 Threads: torch.compile is not thread-safe (pytorch/pytorch#136833, #105943, #118260): two threads that compile at
 once can fail or crash. Warm up in one thread before starting the others, and route calls that may still compile
 through `CompileGuard` (a lock for unseen input signatures; calls with a known signature run concurrently).
+Each serving thread calls `same_threads_as_warmup()`'s function first: dynamo guards on the intra-op thread count,
+and a new thread takes it from the process's last `torch.set_num_threads` (any thread's), not from its parent.
 """
 
 from __future__ import annotations
@@ -73,6 +75,24 @@ def warmup(fn: Callable[..., Any], examples: Iterable[Any], backward: bool = Fal
                 fn(*args)
         seconds.append(time.perf_counter() - t0)
     return seconds
+
+
+def same_threads_as_warmup() -> Callable[[], None]:
+    """Call in the warm-up thread; returns a function each serving thread calls before its first compiled call.
+
+    dynamo's GLOBAL_STATE guard includes `torch.get_num_threads()`. A new thread starts with the count last set by
+    `torch.set_num_threads` in any thread, which can differ from the warm-up thread's own: every warmed-up graph
+    then fails its guard in the serving thread and recompiles there (measured: 2 compiles in 3 threads after a
+    side thread had set 1 of 2). The returned function gives the calling thread the warm-up thread's count."""
+    import torch
+
+    count = torch.get_num_threads()
+
+    def adopt() -> None:
+        if torch.get_num_threads() != count:
+            torch.set_num_threads(count)
+
+    return adopt
 
 
 class CompileGuard:

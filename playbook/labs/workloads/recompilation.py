@@ -206,7 +206,7 @@ def thread_demo(threads: int = 4, requests: int = 6, mode: str = "warm", max_len
     """
     import torch
 
-    from playbook.labs.fixes.compile import CompileGuard, warmup
+    from playbook.labs.fixes.compile import CompileGuard, same_threads_as_warmup, warmup
     from playbook.labs.fixes.shapes import even_buckets
     from playbook.probes import EventLog
 
@@ -223,12 +223,14 @@ def thread_demo(threads: int = 4, requests: int = 6, mode: str = "warm", max_len
         warmup(fn, [torch.randint(1, 64, (4, L)) for L in lengths])
         warm_s = time.perf_counter() - t0
     guard = CompileGuard(fn)
+    adopt_thread_count = same_threads_as_warmup()
     first: list[float] = [math.nan] * threads
     errors: list[str] = []
     start = threading.Barrier(threads + 1)
 
     def serve(t: int) -> None:
         rng = torch.Generator().manual_seed(seed + t)
+        adopt_thread_count()
         start.wait()
         t0 = time.perf_counter()
         for r in range(requests):
