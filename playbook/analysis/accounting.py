@@ -398,9 +398,13 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # the local pace (rolling median, as the slow-step test uses) and the run's best sustained pace (its 10th
     # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
     # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
-    roll = sa._rolling_baseline(body) if len(body) >= 5 else np.full(len(body), float(np.median(body)))
+    # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
+    # between the two levels, and their fast neighbours would look like a slow stretch
+    roll = _local_pace(body, slow)
     best = float(np.percentile(roll, 10))
-    drift = np.clip(roll - best, 0.0, None)
+    # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
+    # lost (a fast step inside a slow stretch lost nothing)
+    drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
     stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & ~slow
     start = (lambda i: float(times[warm + i])) if times is not None else \
         (lambda i: float(d[:warm + i].sum()))
@@ -434,6 +438,18 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     base = best
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
             "step_s": base}
+
+
+def _local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
+    """The rolling-median step time (as the slow-step test uses) of the steps that are not slow, carried across the
+    slow ones; the plain median when there are too few steps (seconds)."""
+    if len(d) < 5:
+        return np.full(len(d), float(np.median(d)))
+    if not slow.any() or slow.all():
+        return sa._rolling_baseline(d)
+    kept = np.flatnonzero(~slow)
+    pace = sa._rolling_baseline(d[kept])
+    return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
 
 
 def _lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:

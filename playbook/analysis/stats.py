@@ -66,6 +66,22 @@ def kolmogorov_sf(x: float) -> float:
     return float(special.kolmogorov(x))
 
 
+def few_runs_p(marks: np.ndarray) -> float:
+    """One-sided p of as few runs (maximal blocks of equal values) in a boolean sequence as observed, if the True
+    values were placed at random (Wald-Wolfowitz runs test, normal approximation); 1.0 when one kind is absent."""
+    marks = np.asarray(marks, dtype=bool)
+    m, n1 = len(marks), int(marks.sum())
+    n2 = m - n1
+    if n1 == 0 or n2 == 0 or m < 2:
+        return 1.0
+    runs = 1 + int(np.count_nonzero(marks[1:] != marks[:-1]))
+    mean = 1.0 + 2.0 * n1 * n2 / m
+    var = 2.0 * n1 * n2 * (2.0 * n1 * n2 - m) / (m * m * (m - 1))
+    if var <= 0:
+        return 1.0
+    return 0.5 * math.erfc(-((runs - mean) / math.sqrt(var)) / math.sqrt(2.0))
+
+
 def effective_n(n: float, r1: float, floor: float = 1.0) -> float:
     """n·(1 − r1)/(1 + r1): the number of independent values n values with lag-1 autocorrelation r1 are worth
     (r1 read as 0 when NaN, clipped to [0, 0.99]; at least `floor`)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.stats import binom_sf, effective_n, hypergeom_sf, kolmogorov_sf, lag1
+from playbook.analysis.stats import binom_sf, effective_n, few_runs_p, hypergeom_sf, kolmogorov_sf, lag1
 from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import cause
 
@@ -131,7 +131,8 @@ def _rolling_baseline(d: np.ndarray, window: int = 51) -> np.ndarray:
 
 
 def slow_steps(durations: np.ndarray) -> np.ndarray:
-    """Boolean mask of robustly slow steps (see the section comment)."""
+    """Boolean mask of robustly slow steps (see the section comment): outliers against the rolling median, and the
+    slow mode of a step time that alternates between two levels (`interleaved_slow_mode`)."""
     d = np.asarray(durations, dtype=np.float64)
     if len(d) < 5:
         return np.zeros(len(d), dtype=bool)
@@ -139,7 +140,50 @@ def slow_steps(durations: np.ndarray) -> np.ndarray:
     r = np.log(np.clip(d, 1e-9, None)) - np.log(base)
     mad = float(np.median(np.abs(r - np.median(r))))
     scale = max(1.4826 * mad, 1e-3)
-    return ((r - np.median(r)) / scale > SLOW_Z) & (d >= SLOW_FACTOR * base)
+    return (((r - np.median(r)) / scale > SLOW_Z) & (d >= SLOW_FACTOR * base)) | interleaved_slow_mode(d)
+
+
+def interleaved_slow_mode(durations: np.ndarray) -> np.ndarray:
+    """The steps of the slower of two step-time levels that interleave (every other step slow, an eval or an
+    optimizer step every few): a rolling median cannot flag them once they are near half the steps, since it then
+    sits between the levels or on the slow one.
+
+    Log step times are split in two at the cut that minimises the within-group sum of squares (1-D two-means). The
+    split is a slow mode when the groups are cleanly apart (Ashman's D > 2, the separation of two normals beyond
+    which their mixture is bimodal), the slow level is ≥ SLOW_FACTOR × the fast one, the fast level holds ≥ 10% of
+    the steps (the accounting's best pace is the 10th percentile) and the slow steps are not clustered in time (a
+    Wald-Wolfowitz runs test, one-sided at ALPHA: clustered slow steps are a level shift or a slow stretch, which
+    other tests name). All-False otherwise."""
+    d = np.asarray(durations, dtype=np.float64)
+    n = len(d)
+    out = np.zeros(n, dtype=bool)
+    ok = np.isfinite(d) & (d > 0)
+    if ok.sum() < 5:
+        return out
+    x = np.log(d[ok])
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    m = len(xs)
+    c1, c2 = np.cumsum(xs), np.cumsum(xs * xs)
+    k = np.arange(2, m - 1)  # the fast group is xs[:k]: at least 2 in each group
+    if not len(k):
+        return out
+    sse_lo = c2[k - 1] - c1[k - 1] ** 2 / k
+    hi_sum, hi_sq = c1[-1] - c1[k - 1], c2[-1] - c2[k - 1]
+    sse_hi = hi_sq - hi_sum ** 2 / (m - k)
+    cut = int(k[np.argmin(sse_lo + sse_hi)])
+    lo, hi = xs[:cut], xs[cut:]
+    if cut < max(2, 0.1 * m) or hi.mean() - lo.mean() < np.log(SLOW_FACTOR):
+        return out
+    spread = max(np.sqrt(lo.var() + hi.var()), 1e-3)  # a 0.1% floor: identical printed times have no variance
+    if np.sqrt(2.0) * (hi.mean() - lo.mean()) / spread <= 2.0:
+        return out
+    slow = np.zeros(m, dtype=bool)
+    slow[order[cut:]] = True
+    if few_runs_p(slow) < ALPHA:
+        return out  # fewer runs than chance: the slow steps come in blocks
+    out[np.flatnonzero(ok)] = slow
+    return out
 
 
 def warmup_steps(durations: np.ndarray) -> int:

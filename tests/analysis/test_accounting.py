@@ -51,6 +51,20 @@ def test_two_isolated_stalls_are_a_bucket_with_their_steps(tmp_path):
     assert d.verdict["id"] == "unexplained_slowdown" and "steps 57, 143" in d.verdict["sentence"]
 
 
+def test_every_other_step_slow_names_the_slow_steps_and_charges_their_whole_excess(tmp_path):
+    # half the steps 4x slower: the loss is their excess over the fast level, and the fast steps between them lost
+    # nothing (a rolling median over both levels once named the fast steps as a slow stretch and lost 4.1 of 5 s)
+    ms = 412 * _jitter(60, seed=4)
+    ms[1::2] *= 4.0
+    d = diagnose(_nanogpt(tmp_path / "train.log", ms))
+    acc = d.accounting
+    best = np.percentile(ms[::2], 10)
+    assert acc["lost_share"] == pytest.approx(np.clip(ms - best, 0, None).sum() / ms.sum(), rel=0.03)
+    named = sorted({s for b in acc["buckets"] for s in b["steps"]})
+    assert named[:16] == list(range(2, 33, 2)) and acc["buckets"][0]["kind"] == "recurring_slow"
+    assert d.verdict["id"] != "healthy" and "every 2 steps" in d.verdict["sentence"]
+
+
 def test_time_outside_the_step_timer_is_found_from_the_timestamps(tmp_path):
     rng = np.random.default_rng(3)
     t = dt.datetime(2024, 5, 1, 12, 0, 0)

@@ -138,3 +138,34 @@ def test_warm_up_compilation_is_not_recompilation():
     events = schema.events_frame({"step": [-1, -1], "host": ["h", "h"], "rank": [0, 0],
                                   "kind": ["compile", "compile"], "duration_s": [2.4, 2.5]})
     assert sa.recompiles(sa.fleet_steps(steps), events) is None
+
+
+def _levels(n, seed, cv=0.02):
+    return np.exp(cv * np.random.default_rng(seed).standard_normal(n))
+
+
+@pytest.mark.parametrize("every", [2, 3])
+def test_slow_steps_that_are_a_third_to_half_of_the_steps_are_flagged(every):
+    # a rolling median over every-other-step slow steps sits between the levels: the slow mode is found instead
+    d = 0.4 * _levels(60, every)
+    d[1::every] *= 3.0
+    slow = sa.slow_steps(d)
+    assert slow.tolist() == [(i % every) == 1 for i in range(60)]
+
+
+def test_two_levels_in_blocks_are_not_slow_steps_and_noise_is_not_a_mode():
+    shift = 0.5 * _levels(100, 5)
+    shift[50:] *= 1.6  # a level shift: the slow steps come in one block (the runs test), other tests name it
+    assert not sa.interleaved_slow_mode(shift).any()
+    assert not sa.interleaved_slow_mode(0.3 * _levels(200, 6, cv=0.05)).any()
+    close = 0.4 * _levels(60, 7)
+    close[1::2] *= 1.1  # two levels 10% apart: under SLOW_FACTOR, not slow steps
+    assert not sa.interleaved_slow_mode(close).any()
+
+
+def test_few_runs_p():
+    from playbook.analysis.stats import few_runs_p
+
+    assert few_runs_p(np.r_[np.zeros(30, bool), np.ones(30, bool)]) < 1e-6  # one block each
+    assert few_runs_p(np.arange(60) % 2 == 1) > 0.99  # alternating: the most runs possible
+    assert few_runs_p(np.zeros(10, bool)) == 1.0
