@@ -21,8 +21,8 @@ Cases
                readers' refusal of files past their byte budget has its own tests).
     structure  hypothesis-generated inputs (seeded, derandomised): text built from format tokens per reader,
                JSON documents for meta.json and shard indexes, plain-data pickles for the flight recorder.
-    Targets: reader:<name> (each reader's read(), past read_file's safety net), read_file, rundir (read_paths on a
-    damaged run directory), compare (`playbook compare` on a damaged BAD run), shards (decode_shard +
+    Targets: reader:<name> (each reader's read(), past read_file's safety net), read_file, folder (read_paths on a
+    folder of 2-8 fixtures, some damaged), rundir (read_paths on a damaged run directory), compare (`playbook compare` on a damaged BAD run), shards (decode_shard +
     decode_fields on a damaged shard, ShardIndex.from_dict on a generated index).
 
 Limits
@@ -280,6 +280,24 @@ class Worker:
         self.write(path, data)
         read_file(path)
 
+    def folder(self, kind: str, rng: random.Random, value) -> None:
+        """A folder of 2-8 fixtures, some damaged (or one grown, or one generated text), read by read_paths: the
+        folder path, whose small telemetry tables are built together (readers.frames.deferred_tables)."""
+        from playbook.readers import read_paths
+
+        d = self.scratch()
+        picks = [rng.randrange(len(self.files)) for _ in range(rng.randint(2, 8))]
+        for k, i in enumerate(picks[:-1]):
+            data = mutate(self.blobs[i], rng, self.blobs) if rng.random() < 0.5 else self.blobs[i]
+            (d / f"{k}_{self.files[i].name}").write_bytes(data)
+        if kind == "structure":
+            path, data = d / "input.txt", value
+        else:
+            src, data = self.mutated_fixture(rng, [picks[-1]], grown=kind == "growth")
+            path = d / f"last_{src.name}"
+        self.write(path, data)
+        read_paths([d])
+
     def _damaged_run(self, kind: str, rng: random.Random, value, side: str = "bad") -> Path:
         run = self.scratch() / side
         shutil.copytree(DATA / "compare" / "data_starvation" / side, run)
@@ -444,7 +462,7 @@ def targets() -> list[str]:
     sys.path.insert(0, str(ROOT))
     from playbook.readers import detect
 
-    return [f"reader:{n}" for n in detect.READERS] + ["read_file", "rundir", "compare", "shards"]
+    return [f"reader:{n}" for n in detect.READERS] + ["read_file", "folder", "rundir", "compare", "shards"]
 
 
 # relative weight of each target's cases: compare runs a whole analysis (~50x a reader case)
@@ -458,7 +476,7 @@ def plan(total: int, names: list[str], batch: int, seed: int) -> list[tuple[str,
     per = {t: max(2, round(total * w[t] / sum(w.values()))) for t in names}
     out = []
     for t in names:
-        grown = round(per[t] * GROW_SHARE) if t.startswith("reader:") or t == "read_file" else 0
+        grown = round(per[t] * GROW_SHARE) if t.startswith("reader:") or t in ("read_file", "folder") else 0
         rest = per[t] - grown
         for kind, n in (("mutation", rest - rest // 2), ("structure", rest // 2), ("growth", grown)):
             k = 0

@@ -241,6 +241,9 @@ def _empty(builder):
     return lambda: _empty_template(builder).copy(deep=False)
 
 
+empty_telemetry = _empty(telemetry_frame)  # an empty telemetry table, cheaply (a copy of one built once)
+
+
 @dataclass
 class Bundle:
     """Tables read from a set of inputs, plus what went wrong while reading them.
@@ -362,8 +365,7 @@ def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, li
         bad.append(f"{column} {n} (e.g. {v[np.flatnonzero(out)[0]]:.4g})")
         telemetry[column] = np.where(out, np.nan, v)
     if total:
-        warnings.append(f"{where}: {total} values outside what a GPU can report were read as missing, the rest of "
-                        f"their rows kept ({', '.join(bad)})")
+        warnings.append(_outside_warning(where, total, bad))
     keys = ["host", "gpu", "time"]
     if _may_repeat(telemetry):
         repeated = telemetry.duplicated(keys, keep=False).to_numpy()
@@ -378,6 +380,55 @@ def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, li
         telemetry = telemetry_frame({c: telemetry[c].to_numpy() for c in telemetry.columns}, interval_s=interval)
         warnings.append(f"{where}: {extra} rows repeat the timestamp of an earlier row of the same GPU; merged into "
                         "it (the first value of each field kept)")
+    return telemetry, warnings
+
+
+def _outside_warning(where: str, total: int, bad: list[str]) -> str:
+    return (f"{where}: {total} values outside what a GPU can report were read as missing, the rest of their rows "
+            f"kept ({', '.join(bad)})")
+
+
+def check_physics_by_source(telemetry: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """check_physics of a table holding many files' rows, each file's warnings its own: the same values read as
+    missing and the same warnings as check_physics of each file's rows apart (source → warnings). Rows repeating a
+    GPU's timestamp within one file are rare: the files holding them are checked apart."""
+    source = telemetry["source"]
+    codes = source.cat.codes.to_numpy()
+    names = [str(c) for c in source.cat.categories]
+    counts: dict[int, list[str]] = {}
+    totals = np.zeros(len(names), dtype=np.int64)
+    for column in (c for c in TELEMETRY_RANGES if c in telemetry):
+        v = telemetry[column].to_numpy(dtype=np.float64)
+        out = _outside(v, *TELEMETRY_RANGES[column])
+        if not out.any():
+            continue
+        idx = np.flatnonzero(out)
+        per = np.bincount(codes[idx], minlength=len(names))
+        # each source's first bad value in row order (rows sorted by host, gpu, time, as in check_physics)
+        which, at = np.unique(codes[idx], return_index=True)
+        for c, i in zip(which.tolist(), idx[at].tolist(), strict=True):
+            counts.setdefault(c, []).append(f"{column} {int(per[c])} (e.g. {v[i]:.4g})")
+        totals += per
+        telemetry[column] = np.where(out, np.nan, v)
+    warnings = {names[c]: [_outside_warning(names[c], int(totals[c]), bad)] for c, bad in counts.items()}
+    if len(telemetry) > 1:
+        t = pd.DatetimeIndex(telemetry["time"]).asi8
+        g = telemetry["gpu"].to_numpy()
+        same = (t[1:] == t[:-1]) & (g[1:] == g[:-1]) & (codes[1:] == codes[:-1])
+        if same.any():
+            host = telemetry["host"].to_numpy()
+            same &= host[1:] == host[:-1]
+        if same.any():
+            repeating = np.unique(codes[1:][same])
+            mask = np.isin(codes, repeating)
+            kept = [telemetry[~mask]]
+            for c in repeating:
+                part, more = check_physics(telemetry[codes == c].reset_index(drop=True), names[c])
+                kept.append(part)
+                warnings.setdefault(names[c], []).extend(w for w in more if "repeat the timestamp" in w)
+            interval = telemetry.attrs.get("interval_s")
+            merged = pd.concat(kept, ignore_index=True).sort_values(["host", "gpu", "time"], kind="stable")
+            telemetry = telemetry_frame({c: merged[c].to_numpy() for c in merged.columns}, interval_s=interval)
     return telemetry, warnings
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from playbook.core.errors import InputError, PlaybookError
 from playbook.model import schema
 from playbook.model.run_layout import is_run_dir
-from playbook.readers import detect, textio
+from playbook.readers import detect, frames, textio
 from playbook.readers.files import call_reader, check_input, check_tz, file_kind, inside, read_file, stat_path
 from playbook.readers.rundir import read_run
 
@@ -174,11 +174,12 @@ def _read_folder(root: Path, reading: _Reading) -> None:
 
 
 # A folder of more files than this is read by a pool of forked processes, one per core (at most MAX_WORKERS; on
-# Linux, from a single-threaded process: see _can_fork): a small file costs ~3-4 ms of Python and pandas to read
-# (benchmarks/folders.py), so 256 of them take ~1 s, well past the ~0.1 s a fork costs; the workers' tables come
+# Linux, from a single-threaded process: see _can_fork): a small file costs ~1.3 ms of Python to read
+# (benchmarks/folders.py), so 256 of them take ~0.3 s, past the ~0.1 s a fork costs; the workers' tables come
 # back merged, one per worker chunk.
 PARALLEL_FILES = 256
 MAX_WORKERS = 16
+CHUNK_FILES = 1024  # files read together in one process (their small tables built as one: readers.frames)
 
 
 def _read_files(paths: list[Path], opts: dict) -> list[tuple[schema.Bundle | None, list[str]]]:
@@ -186,18 +187,21 @@ def _read_files(paths: list[Path], opts: dict) -> list[tuple[schema.Bundle | Non
     merged bundle in the first file's slot (and None after it)."""
     workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
     if len(paths) <= PARALLEL_FILES or workers < 2 or not _can_fork():
-        return [_read_chunk([p], opts) for p in paths]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
+        chunks = [paths[i:i + CHUNK_FILES] for i in range(0, len(paths), CHUNK_FILES)]
+        merged = [_read_chunk(chunk, opts) for chunk in chunks]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
-    size = -(-len(paths) // (workers * 4))  # 4 chunks a worker: an uneven chunk does not leave a core idle
-    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            merged = list(pool.map(_read_chunk, chunks, [opts] * len(chunks)))
-    except BrokenProcessPool:  # a worker was killed (out of memory?): read in this process instead
-        return [_read_chunk([p], opts) for p in paths]
+        size = -(-len(paths) // (workers * 4))  # 4 chunks a worker: an uneven chunk does not leave a core idle
+        chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                merged = list(pool.map(_read_chunk, chunks, [opts] * len(chunks)))
+        except BrokenProcessPool:  # a worker was killed (out of memory?): read in this process instead
+            chunks = [paths[i:i + CHUNK_FILES] for i in range(0, len(paths), CHUNK_FILES)]
+            merged = [_read_chunk(chunk, opts) for chunk in chunks]
     out: list[tuple[schema.Bundle | None, list[str]]] = []
     for chunk, result in zip(chunks, merged, strict=True):
         out += [result] + [(None, [])] * (len(chunk) - 1)
@@ -216,14 +220,39 @@ def _can_fork() -> bool:
 
 
 def _read_chunk(paths: list[Path], opts: dict) -> tuple[schema.Bundle, list[str]]:
-    """The files of `paths` read and merged into one bundle, and a warning per file no reader takes."""
+    """The files of `paths` read and merged into one bundle, and a warning per file no reader takes. Small
+    telemetry tables are built together (frames.deferred_tables): one table, not one per file."""
     pieces, skipped = [], []
-    for path in paths:
-        try:
-            pieces.append(read_file(path, **opts))
-        except InputError as exc:
-            skipped.append(f"skipped {exc}")
+    pending: list[tuple[schema.Bundle, frames.Pending]] = []
+    rows = 0
+    with frames.deferred_tables():
+        for path in paths:
+            try:
+                piece = read_file(path, **opts)
+            except InputError as exc:
+                skipped.append(f"skipped {exc}")
+                continue
+            pieces.append(piece)
+            part = frames.take_pending(piece.telemetry)
+            if part is not None:
+                pending.append((piece, part))
+                rows += part.rows
+                if rows >= frames.DEFER_FLUSH_ROWS:
+                    pieces.append(_built(pending))
+                    rows = 0
+    if pending:
+        pieces.append(_built(pending))
     return (pieces[0] if len(pieces) == 1 else schema.Bundle().extend_all(pieces)), skipped
+
+
+def _built(pending: list[tuple[schema.Bundle, frames.Pending]]) -> schema.Bundle:
+    """A bundle of the pending files' telemetry, built as one table; each file's physics warnings go to its own
+    bundle (so they keep their place among the files' warnings). `pending` is emptied."""
+    table, warnings = frames.build_pending([part for _piece, part in pending])
+    for piece, part in pending:
+        piece.warnings += warnings.get(str(part.src), [])
+    pending.clear()
+    return schema.Bundle(telemetry=table)
 
 
 def _is_documentation(path: Path) -> bool:

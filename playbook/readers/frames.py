@@ -4,10 +4,12 @@ sort, shared NaN columns, Arrow strings for host names, and handing freed heap m
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import ctypes
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -193,16 +195,109 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
     Arrow strings / categoricals. Falls back to schema.telemetry_frame if the schema's dtypes ever differ.
     `interval_s` (when given) is stored as the sampling interval; otherwise the median gap is measured.
     `columns` is emptied as its arrays move into the frame, so each array is held only once.
+
+    Inside `deferred_tables()`, a small table with measured times is not built: an empty table comes back with
+    the columns in its attrs["pending"] (a Pending), for `build_pending` to build with other files' in one go.
     """
+    if _DEFER.get() and interval_s is None and len(columns["time"]) <= DEFER_MAX_ROWS:
+        frame = schema.empty_telemetry()
+        frame.attrs["pending"] = Pending(columns, host, src)
+        return frame
     time_ns = np.asarray(columns.pop("time")).astype(np.int64, copy=False)
+    host_codes, host_names = _host_codes(host, len(time_ns))
+    return _build(columns, time_ns, host_codes, host_names, np.zeros(len(time_ns), dtype=np.int32), [str(src)],
+                  interval_s)
+
+
+# ------------------------------------------------------------------ many small files: one table built, not N
+# A small file's table costs ~1 ms of pandas to build and ~0.5 ms to check (benchmarks/folders.py): a folder of
+# thousands keeps their columns as arrays (build_telemetry inside deferred_tables) and builds one table per
+# DEFER_FLUSH_ROWS rows of them, checked once, each file's warnings still its own.
+DEFER_MAX_ROWS = 65_536  # a file of more rows is built on its own (its table costs more than the building)
+DEFER_FLUSH_ROWS = 2_000_000  # pending rows held at most before they are built (≤ ~400 MB of columns)
+_DEFER: contextvars.ContextVar[bool] = contextvars.ContextVar("playbook_defer_tables", default=False)
+
+
+@dataclass
+class Pending:
+    """A small file's telemetry columns (as build_telemetry takes them), not yet built into a table."""
+
+    columns: dict[str, np.ndarray]
+    host: str | np.ndarray
+    src: str
+
+    @property
+    def rows(self) -> int:
+        return len(self.columns["time"])
+
+
+@contextlib.contextmanager
+def deferred_tables():
+    """Within: build_telemetry leaves small tables pending (see build_telemetry)."""
+    token = _DEFER.set(True)
+    try:
+        yield
+    finally:
+        _DEFER.reset(token)
+
+
+def take_pending(frame: pd.DataFrame) -> Pending | None:
+    """The Pending a deferred build_telemetry left on `frame`, removed from it; None if there is none."""
+    return frame.attrs.pop("pending", None) if len(frame.attrs) else None
+
+
+def build_pending(parts: list[Pending]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """One telemetry table from many files' pending columns (rows of equal host, GPU and time keep the files'
+    order) and each file's physics warnings (schema.check_physics_by_source), by source. `parts` is emptied."""
+    n = sum(p.rows for p in parts)
+    names = list(dict.fromkeys(k for p in parts for k in p.columns if k != "time"))
+    hosts: dict[str, int] = {}
+    host_codes = np.empty(n, dtype=np.int32)
+    source_codes = np.empty(n, dtype=np.int32)
+    sources: dict[str, int] = {}
+    pos = 0
+    for p in parts:
+        k = p.rows
+        if isinstance(p.host, str):
+            host_codes[pos:pos + k] = hosts.setdefault(p.host, len(hosts))
+        else:
+            codes, cats = pd.factorize(pd.Series(np.asarray(p.host, dtype=object)).fillna("").astype(str))
+            lookup = np.array([hosts.setdefault(str(c), len(hosts)) for c in cats], dtype=np.int32)
+            host_codes[pos:pos + k] = lookup[codes]
+        source_codes[pos:pos + k] = sources.setdefault(str(p.src), len(sources))
+        pos += k
+    columns = {c: np.concatenate([np.asarray(p.columns[c]) if c in p.columns else np.full(p.rows, np.nan)
+                                  for p in parts]) for c in names}
+    time_ns = np.concatenate([np.asarray(p.columns["time"]).astype(np.int64, copy=False) for p in parts])
+    parts.clear()
+    # names sorted, as build_telemetry's factorize sorts hosts (the table's order is host, gpu, time) and as a
+    # merge of many files' tables orders its sources (Bundle.extend_all)
+    host_codes, host_names = _sorted_codes(host_codes, hosts)
+    source_codes, source_names = _sorted_codes(source_codes, sources)
+    frame = _build(columns, time_ns, host_codes, host_names, source_codes, source_names, None)
+    return schema.check_physics_by_source(frame)
+
+
+def _sorted_codes(codes: np.ndarray, names: dict[str, int]) -> tuple[np.ndarray, list[str]]:
+    """`codes` into `names` (name → code) recoded so that the names are in sorted order."""
+    by_name = sorted(names)
+    remap = np.empty(len(names), dtype=np.int32)
+    remap[[names[h] for h in by_name]] = np.arange(len(by_name), dtype=np.int32)
+    return remap[codes], by_name
+
+
+def _host_codes(host: str | np.ndarray, n: int) -> tuple[np.ndarray, list[str]]:
+    if isinstance(host, str):
+        return np.zeros(n, dtype=np.int32), [host]
+    codes, cats = pd.factorize(pd.Series(np.asarray(host, dtype=object)).fillna("").astype(str), sort=True)
+    return codes.astype(np.int32), [str(c) for c in cats]
+
+
+def _build(columns: dict[str, np.ndarray], time_ns: np.ndarray, host_codes: np.ndarray, host_names: list[str],
+           source_codes: np.ndarray, source_names: list[str], interval_s: float | None) -> pd.DataFrame:
+    """build_telemetry's table from its parts: host and source as codes into their names (host names sorted)."""
     gpu = np.asarray(columns.pop("gpu")).astype(np.int64, copy=False)
     n = len(time_ns)
-    if isinstance(host, str):
-        host_codes = np.zeros(n, dtype=np.int32)
-        host_names = [host]
-    else:
-        codes, cats = pd.factorize(pd.Series(np.asarray(host, dtype=object)).fillna("").astype(str), sort=True)
-        host_codes, host_names = codes.astype(np.int32), [str(c) for c in cats]
     regular = _tick_major(time_ns, gpu, host_codes)
     if regular is not None:
         # rows written tick by tick, the same GPUs in the same order every tick: sorting is a transpose
@@ -216,9 +311,12 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
         def reorder(a: np.ndarray) -> np.ndarray:
             return a if order is None else np.take(np.asarray(a), order)
     columns.update({"time": time_ns, "gpu": gpu, "_host": host_codes})
+    if len(source_names) > 1:
+        columns["_source"] = source_codes
     del time_ns, gpu, host_codes
     columns.update(map_columns(lambda k: reorder(columns.pop(k)), list(columns), n))
     time_ns, gpu, host_codes = columns.pop("time"), columns.pop("gpu"), columns.pop("_host")
+    source_codes = columns.pop("_source", source_codes)
     key = host_codes.astype(np.int64) * (1 << 32) + gpu
     measured = median_interval_sorted(time_ns, key)
     nan_column = np.full(n, np.nan)
@@ -232,7 +330,9 @@ def build_telemetry(columns: dict[str, np.ndarray], host: str | np.ndarray, src:
     for metric in schema.TELEMETRY_METRICS:
         values = columns.pop(metric, None)
         data[metric] = nan_column if values is None else np.asarray(values, dtype=np.float64)
-    data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=pd.Index([str(src)]))
+    small = np.int8 if len(source_names) < 128 else np.int32
+    data["source"] = pd.Categorical.from_codes(source_codes.astype(small, copy=False),
+                                               categories=pd.Index([str(s) for s in source_names]))
     frame = pd.DataFrame(data, columns=list(schema.TELEMETRY_COLUMNS), copy=False)
     frame.attrs["interval_s"] = interval_s if interval_s is not None else measured
     template = _schema_dtypes()

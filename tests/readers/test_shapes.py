@@ -118,7 +118,7 @@ def test_the_line_grammar_is_linear_on_1_mb_lines(tmp_path, kind):
 
 
 def test_a_folder_of_many_small_files_is_read_in_linear_time(tmp_path):
-    for k in range(3000):  # 10k files: ~20 s on a busy 2-core machine; 3k keep the suite quick
+    for k in range(3000):  # 10k files: ~7-14 s on a 2-core machine; 3k keep the suite quick
         (tmp_path / f"gpu{k:05d}.csv").write_text("timestamp, index, utilization.gpu [%]\n"
                                                   f"2024/01/15 10:00:{k % 60:02d}.000, 0, {k % 100} %\n")
     began = time.monotonic()
@@ -294,3 +294,56 @@ def test_an_nsys_header_of_long_labels_is_read_in_linear_time(tmp_path):
         assert "\n" not in str(exc)
     assert time.monotonic() - began < 10  # bounded-work guard: quadratic backtracking took 33 s on the fuzz case
     assert nsys._column(" Total Time (ns) ") == ("total_ns", "time", "ns") and nsys._column("Name")[0] == "name"
+
+
+def _mixed_folder(root: Path) -> list[Path]:
+    """Telemetry files of many formats (the held-out fixtures) and small nvidia-smi logs holding values no GPU
+    reports and a GPU's timestamp twice; the files in the order a folder walk reads them."""
+    import shutil
+
+    data = Path(__file__).resolve().parents[1] / "data" / "heldout_telemetry"
+    shutil.copytree(data, root / "heldout", ignore=shutil.ignore_patterns("*.md", "*.json"))
+    smi = root / "smi"
+    smi.mkdir()
+    for k in range(40):
+        util = "150 %" if k % 7 == 0 else f"{k} %"
+        rows = [f"2024/01/15 10:00:{s:02d}.000, {g}, {util if s == 1 else f'{s} %'}, {-5 if k % 9 == 0 else 300} W"
+                for s in range(3) for g in range(2)]
+        if k % 10 == 3:
+            rows.append(rows[0])  # GPU 0's first timestamp again: merged, with a warning
+        (smi / f"n{k:02d}.csv").write_text("timestamp, index, utilization.gpu [%], power.draw [W]\n"
+                                           + "\n".join(rows) + "\n")
+    (smi / "n00.csv").with_name("twin.csv").write_text((smi / "n00.csv").read_text())  # same rows, another file
+    return sorted((p for p in (root / "heldout").iterdir()), key=lambda p: p.name) + \
+        sorted(smi.iterdir(), key=lambda p: p.name)
+
+
+@pytest.mark.parametrize("flush_rows", [None, 7])
+def test_a_folder_builds_its_small_tables_once_with_each_files_warnings(tmp_path, monkeypatch, flush_rows):
+    """A folder's small telemetry tables are built as one (readers.frames.deferred_tables): the same table and the
+    same warnings, file by file, as reading each file on its own and merging."""
+    from playbook.readers import frames
+
+    files = _mixed_folder(tmp_path)
+    if flush_rows:
+        monkeypatch.setattr(frames, "DEFER_FLUSH_ROWS", flush_rows)  # built every few files
+    built = []
+    build = frames.build_pending
+    monkeypatch.setattr(frames, "build_pending", lambda parts: (built.append(len(parts)), build(parts))[1])
+    folder = read_paths([tmp_path])
+    assert sum(built) >= 45 and (len(built) == 1) == (flush_rows is None)  # the small files were built together
+    pieces = []
+    for p in files:
+        try:
+            pieces.append(read_file(p))
+        except InputError:
+            pass
+    alone = schema.Bundle().extend_all(pieces)
+    assert folder.inputs == alone.inputs and len(folder.inputs) >= 50
+    assert len(folder.telemetry) > 200
+    pd.testing.assert_frame_equal(folder.telemetry, alone.telemetry)
+    assert folder.telemetry.attrs["interval_s"] == pytest.approx(alone.telemetry.attrs["interval_s"])
+    by_file = lambda ws: sorted(ws)  # noqa: E731 - a file's physics warnings now follow its other warnings
+    assert by_file(folder.warnings) == by_file(alone.warnings)
+    assert sum("outside what a GPU" in w for w in folder.warnings) == 11  # 10 files and the twin
+    assert sum("repeat the timestamp" in w for w in folder.warnings) == 4
