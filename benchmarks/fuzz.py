@@ -48,6 +48,7 @@ import argparse
 import collections
 import io
 import json
+import math
 import os
 import random
 import shutil
@@ -473,7 +474,7 @@ def plan(total: int, names: list[str], batch: int, seed: int) -> list[tuple[str,
     """(target, kind, seed, n) batches: total cases split over targets by WEIGHT; for readers and read_file
     GROW_SHARE growth cases, the rest (all of the other targets') half mutation, half structure."""
     w = {t: WEIGHT.get(t, 1.0) for t in names}
-    per = {t: max(2, round(total * w[t] / sum(w.values()))) for t in names}
+    per = {t: max(2, math.ceil(total * w[t] / sum(w.values()))) for t in names}  # at least `total` in all
     out = []
     for t in names:
         grown = round(per[t] * GROW_SHARE) if t.startswith("reader:") or t in ("read_file", "folder") else 0

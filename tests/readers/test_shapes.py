@@ -278,6 +278,26 @@ def test_a_json_value_running_over_100k_lines_is_read_once(tmp_path):
     assert list(b.telemetry["util_pct"]) == [50.0, 51.0] and "skipped 1 of 3 rows" in b.warnings[0]
 
 
+def test_lines_that_each_nest_deeper_are_passed_in_linear_time(tmp_path):
+    """Fuzz run 5's slow case (67 MB in 192 s): a pretty-printed Graphite answer's first line repeated 96k times.
+    Each line opens more brackets than it closes, so every record decodes to the nesting limit; a retry passed
+    100 brackets (3 lines) and decoded ~1,000 levels (~400 lines) again. It now passes up to where the text nests
+    NEST_DEPTH deep: the same rows read and skipped, 12 MB in ~1.5 s instead of ~30 s."""
+    from playbook.readers import detect
+
+    text = (Path(__file__).resolve().parents[1] / "data" / "heldout_telemetry" / "graphite_render.json").read_text()
+    first = text[:text.index("], [", 600) + 3]  # `[{"target": ..., "datapoints": [[96.0, 1764615600], ... ],`
+    good = '{"timestamp": "2024-01-15T10:00:0%d Z", "gpu": 0, "utilization.gpu": 5%d}\n'
+    n = (12 << 20) // (len(first) + 1)
+    p = tmp_path / "gpus.json"
+    p.write_text(good % (0, 0) + (first + "\n") * n)
+    began = time.monotonic()
+    b = detect.module("documents").read(p)
+    assert time.monotonic() - began < 15  # bounded-work guard
+    assert list(b.telemetry["util_pct"]) == [50.0]
+    assert any(f"skipped {n} of {n + 1} rows" in w for w in b.warnings), b.warnings
+
+
 def test_an_nsys_header_of_long_labels_is_read_in_linear_time(tmp_path):
     """The fuzz's hang (33 s): a 2.8 MB nsys stats header of 50k labels "N<50 tabs>ame", on which the unit regex
     backtracked (quadratic in a run of spaces); the label's (unit) is now split in one pass, and a header wider
