@@ -262,3 +262,17 @@ def test_a_utf16_step_log_with_latin1_noise_reads_with_the_decoders_note(tmp_pat
     (tmp_path / "l1.log").write_bytes(text.encode() + b"note caf\xe9\n")
     bundle = read_file(tmp_path / "l1.log")
     assert len(bundle.steps) == 5 and any("Latin-1" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_a_plain_time_is_read_against_the_line_time_stamps():
+    """`Time 60s` every 100 steps whose values match the gaps between the stamped lines is the window's time (per
+    step: / 100); one whose differences match them is a running total; without time stamps it stays the step's own."""
+    stamps = ["10:00:00", "10:01:00", "10:02:30", "10:03:30"]
+    window = [f"[2024-01-15 {t}] Up. {100 * (k + 1)} : Time {g}s"
+              for k, (t, g) in enumerate(zip(stamps, (5, 60, 90, 60), strict=True))]
+    assert lines.scan_steps(window)["duration"].tolist() == pytest.approx([0.6, 0.9, 0.6])
+    running = [f"[2024-01-15 {t}] Step {100 * (k + 1)}; {s} sec"
+               for k, (t, s) in enumerate(zip(stamps, (5, 65, 155, 215), strict=True))]
+    assert lines.scan_steps(running)["duration"].tolist() == pytest.approx([0.6, 0.9, 0.6])
+    bare = [x.split("] ", 1)[1] for x in window]
+    assert lines.scan_steps(bare)["duration"].tolist() == pytest.approx([5.0, 60.0, 90.0, 60.0])

@@ -7,7 +7,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from playbook.readers.step_log.vocab import NAT
+from playbook.readers.step_log.vocab import CUMULATIVE, NAT, WINDOW
 
 
 def from_throughput(cols, roles):
@@ -60,6 +60,32 @@ def epoch_clock(seconds: np.ndarray) -> bool:
     """Values that are Unix times, not durations: a median past 1e8 s (1973; no step lasts three years)."""
     ok = seconds[np.isfinite(seconds)]
     return len(ok) > 0 and float(np.median(ok)) > 1e8
+
+
+def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:
+    """What the time stamps of the lines say a plain time field is: WINDOW when its values match the gaps between a
+    rank's consecutive step lines that lie more than one step apart (Marian's `Time 61.00s`: since the previous
+    display, 500 updates ago), CUMULATIVE when its differences match them (OpenNMT's `323 sec`: since the start);
+    None when fewer than two gaps of 2 s or more are stamped, or neither fits `share` of them. A gap may differ
+    from the value by 1 s (time stamps in whole seconds) or 5%."""
+    ok = np.isfinite(seconds) & (time != NAT)
+    pairs = window = running = 0
+    for r in np.unique(rank[ok]):
+        idx = np.flatnonzero(ok & (rank == r))
+        idx = idx[np.argsort(step[idx], kind="stable")]
+        ds, dt, v = np.diff(step[idx]), np.diff(time[idx]) / 1e9, seconds[idx]
+        gap = (ds > 0) & (dt >= 2.0)
+        tol = np.maximum(1.0, 0.05 * dt)
+        pairs += int(gap.sum())
+        window += int((gap & (ds > 1) & (np.abs(v[1:] - dt) <= tol)).sum())
+        running += int((gap & (np.abs(np.diff(v) - dt) <= tol)).sum())
+    if pairs < 2:
+        return None
+    if running >= share * pairs:
+        return CUMULATIVE
+    if window >= share * pairs:
+        return WINDOW
+    return None
 
 
 def monotone(step, rank, values) -> bool:

@@ -44,6 +44,7 @@ import numpy as np
 
 from playbook.readers.step_log.columns import (
     adopt_untagged,
+    clock_reading,
     epoch_clock,
     from_throughput,
     monotone,
@@ -458,7 +459,7 @@ class StepLines:
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
         roles = self.field_role
-        chosen, duration, how = self._choose(step, rank, cols, roles)
+        chosen, duration, how = self._choose(step, rank, time, cols, roles)
         windowed = False
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
@@ -497,7 +498,7 @@ class StepLines:
                    phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
         return out
 
-    def _choose(self, step, rank, cols, roles):
+    def _choose(self, step, rank, time, cols, roles):
         cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
         if not cands:
             return None, None, None
@@ -516,6 +517,10 @@ class StepLines:
             elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
+            elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
+                # a plain `Time 61.00s` / `323 sec`: the time stamps of the lines tell a window's time (Marian) or a
+                # running total (OpenNMT) from a step's own
+                cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
             ranked.append((cls, -cover[k], len(k), k))
         cls, _, _, name = min(ranked)
         values, how = self._seconds(name, cls, cands[name], step, rank, cols)
@@ -608,7 +613,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
         seen = unit in units_seen
         units_seen.add(unit)
         if key == "(":
-            if "\ue000" in raw_key:
+            if "\ue000" in raw_key and (unit_kind(unit) or ("",))[0] == "time":
                 window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
             elif seen:
                 continue  # averages in parentheses of the fields before, in their units: `(0.320s, 400.0/s)`
@@ -616,10 +621,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
         if window:
-            kind = unit_kind(unit)
-            if not kind or kind[0] != "time":
-                continue
-            role, name = ("dur", WINDOW, kind[1]), "(window)"
+            role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
         else:
             role = classify(key, unit or None)
             if role is None:
