@@ -40,6 +40,26 @@ def stage_sum(cols, roles):
     return "+".join(stages), values, f"sum of {len(stages)} stage timers ({', '.join(stages)})"
 
 
+def stage_total(cols, roles) -> np.ndarray | None:
+    """Per line, the sum of its forward, backward and optimizer phase times in seconds (NaN where one is missing);
+    None when the file has fewer than two of these phases."""
+    names = {}
+    for k, r in roles.items():
+        if r[0] == "phase" and r[1] in ("fwd", "bwd", "optimizer"):
+            names.setdefault(r[1], k)
+    if len(names) < 2:
+        return None
+    return np.sum([cols[k] * roles[k][2] for k in names.values()], axis=0)
+
+
+def below(seconds: np.ndarray, stages: np.ndarray | None) -> bool:
+    """Whether a time is mostly under half the sum of the stages on its lines: a part of the step, not the step."""
+    if stages is None:
+        return False
+    both = np.isfinite(seconds) & np.isfinite(stages) & (stages > 0)
+    return bool(both.sum() >= 2 and np.median(seconds[both] / stages[both]) < 0.5)
+
+
 def adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly share (most of the
     smaller set, either way round): the same process printing through a second logger (DeepSpeed's timer lines on

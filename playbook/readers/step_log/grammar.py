@@ -8,7 +8,8 @@ counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`
            `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
            tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
            rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`;
-           `current_steps` / `completed_steps`, integer-valued floats (`global_step=99.00`), `batch N` (last).
+           `current_steps` / `completed_steps`, `Up. N` (Marian), `tick N` (StyleGAN), `Batch [a-b]` (MXNet) and
+           `a-bbatch` (ESPnet): the range's end, integer-valued floats (`global_step=99.00`), `batch N` (last).
            Inside an epoch the step is (e - first epoch) * N + i.
 fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` space, fields split by `|` `,`
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
@@ -28,7 +29,9 @@ roles      by key: per-step durations (iter time, step_time, time per iteration,
 The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
 lines as the best-covered one, the most specific role wins (per-step > generic time > verified-monotone
 cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step,
-a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative. Only records whose counter is of a kind
+a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time stamps
+show it (columns.clock_reading: a window's, Marian; a running total, OpenNMT), and a time under half its line's
+forward + backward + optimizer times is a part of the step, never the step. Only records whose counter is of a kind
 (keyword / progress bar / position) that carries the chosen field count: a worker's tqdm batches next to Ray's
 iterations are another step space.
 Lines with a counter but no duration field, when the file has none, give window means from their timestamps.
@@ -44,12 +47,14 @@ import numpy as np
 
 from playbook.readers.step_log.columns import (
     adopt_untagged,
+    below,
     clock_reading,
     epoch_clock,
     from_throughput,
     monotone,
     per_step_diff,
     stage_sum,
+    stage_total,
     window_means,
     window_starts,
 )
@@ -83,6 +88,7 @@ from playbook.readers.step_log.vocab import (
     NAMED_EPOCH,
     NAT,
     PER_STEP,
+    RANGE_SUFFIX,
     RATE_LINE,
     STEP_NAMES,
     TIME_UNITS,
@@ -196,6 +202,8 @@ class StepLines:
             e = EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
             return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
                                 bool(EVAL_MODE.search(head)))
+        if (m := RANGE_SUFFIX.search(body)):
+            return StepCounter(int(m["i"]), None, None, m.span(), True, bool(EVAL_MODE.search(body[: m.start()])))
         if (m := LEAD_STEP.match(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), False, False)
         return None
@@ -500,6 +508,10 @@ class StepLines:
 
     def _choose(self, step, rank, time, cols, roles):
         cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
+        # a time shorter than the forward + backward + optimizer times on its own lines is a part of the step (ESPnet's
+        # `iter_time`: the wait for the next batch), not the whole
+        stages = stage_total(cols, roles)
+        cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
         if not cands:
             return None, None, None
         cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}

@@ -64,6 +64,8 @@ KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 # the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
 INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]?",
                             re.IGNORECASE)
+# a range of batches or steps with its noun glued on (ESPnet's `1epoch:train:101-200batch:`): the range's end
+RANGE_SUFFIX = re.compile(r"(?<![\w.])(?:\d{1,18}-)?(?P<i>\d{1,18})(?:batch|batches|iter|iters|steps?)\b")
 LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
