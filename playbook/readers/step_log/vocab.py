@@ -42,7 +42,7 @@ _NORM = re.compile(r"[^0-9a-z]+")
 # and `max_steps` do not; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
 # unit; a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
 KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
-                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch|tick|up(?=\.\s))\b\.?[\"']?\s*"
+                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3, "up": 1, "tick": 3}
