@@ -276,3 +276,16 @@ def test_a_plain_time_is_read_against_the_line_time_stamps():
     assert lines.scan_steps(running)["duration"].tolist() == pytest.approx([0.6, 0.9, 0.6])
     bare = [x.split("] ", 1)[1] for x in window]
     assert lines.scan_steps(bare)["duration"].tolist() == pytest.approx([5.0, 60.0, 90.0, 60.0])
+
+
+def test_without_time_stamps_a_files_batch_size_line_and_samples_per_second_give_the_step_time():
+    """MXNet's Speedometer under basicConfig's `INFO:root:` (no time stamp) logs samples/sec only; the batch size is in
+    the `Namespace(batch_size=...)` line the script logs first. With time stamps, their window means win."""
+    text = ["INFO:root:start with arguments Namespace(batch_size=100, gpus=None, num_epochs=5)",
+            "INFO:root:Epoch[0] Batch [100]\tSpeed: 40000.00 samples/sec\taccuracy=0.837921",
+            "INFO:root:Epoch[0] Batch [200]\tSpeed: 25000.00 samples/sec\taccuracy=0.919700",
+            "INFO:root:Epoch[0] Time cost=1.494"]
+    res = lines.scan_steps(text)
+    assert res["step"].tolist() == [100, 200] and res["duration"].tolist() == pytest.approx([0.0025, 0.004])
+    stamped = [f"2024-01-15 10:00:0{k} {t}" for k, t in enumerate(text)]
+    assert lines.scan_steps(stamped)["duration"].tolist() == pytest.approx([0.01])  # 1 s over 100 batches

@@ -10,9 +10,12 @@ import numpy as np
 from playbook.readers.step_log.vocab import CUMULATIVE, NAT, WINDOW
 
 
-def from_throughput(cols, roles):
-    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second, or tokens
-    per step / tokens per second."""
+def from_throughput(cols, roles, batch: int | None = None):
+    """Without a time field: step seconds = samples per step (a batch-size field, else the file's `batch`) / samples
+    per second, or tokens per step / tokens per second."""
+    if batch and cols and not any(r[0] == "batch" for r in roles.values()):
+        n = len(next(iter(cols.values())))
+        cols, roles = {**cols, "batch_size": np.full(n, float(batch))}, {**roles, "batch_size": ("batch", None, 1.0)}
     for rate_role, size_role in (("sample_rate", "batch"), ("token_rate", "tokens")):
         best = {}
         for want in (rate_role, size_role):

@@ -32,9 +32,9 @@ cumulative > window > running average > unnamed); a cumulative field that is not
 a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time stamps
 show it (columns.clock_reading: a window's, Marian; a running total, OpenNMT), and a time under half its line's
 forward + backward + optimizer times is a part of the step, never the step. Only records whose counter is of a kind
-(keyword / progress bar / position) that carries the chosen field count: a worker's tqdm batches next to Ray's
-iterations are another step space.
-Lines with a counter but no duration field, when the file has none, give window means from their timestamps.
+(keyword / progress bar / position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
+Lines with a counter but no duration field, when the file has none, give window means from their timestamps
+(without time stamps: samples per second and the file's `Batch size: N` line).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from playbook.readers.step_log.columns import (
     window_starts,
 )
 from playbook.readers.step_log.vocab import (
+    BATCH_SIZE_LINE,
     BOX_CHARS,
     BOX_ROW,
     BRACKET,
@@ -153,7 +154,8 @@ class StepLines:
         self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
         self._box: int | None = None
         self._box_bare = False
-        self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table  # the record a box table drawn under its line belongs to (Ray Train's result)
+        self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table
+        self.batch_size: int | None = None  # a file's `Batch size: 32` / `Namespace(batch_size=128, ...)` line
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
@@ -347,6 +349,8 @@ class StepLines:
             if body.lstrip().startswith("{") and HAS_FIELD.search(body):
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
                 return True
+            if self.batch_size is None and (m := BATCH_SIZE_LINE.search(body)):
+                self.batch_size = int(m[1])  # without time stamps, samples per second / it give the step time
             return False
         if not c.evaluating and ctx.rank in self.sections:
             c.evaluating = self._in_section(c, ctx.rank)
@@ -472,7 +476,7 @@ class StepLines:
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
-            chosen, duration, how = from_throughput(cols, roles)
+            chosen, duration, how = from_throughput(cols, roles, None if (time != NAT).any() else self.batch_size)
         if chosen is None:
             kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
             duration, windowed = window_means(step, rank, time, kw), True
@@ -508,8 +512,7 @@ class StepLines:
 
     def _choose(self, step, rank, time, cols, roles):
         cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
-        # a time shorter than the forward + backward + optimizer times on its own lines is a part of the step (ESPnet's
-        # `iter_time`: the wait for the next batch), not the whole
+        # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
         stages = stage_total(cols, roles)
         cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
         if not cands:
@@ -530,8 +533,7 @@ class StepLines:
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
             elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
-                # a plain `Time 61.00s` / `323 sec`: the time stamps of the lines tell a window's time (Marian) or a
-                # running total (OpenNMT) from a step's own
+                # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
                 cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
             ranked.append((cls, -cover[k], len(k), k))
         cls, _, _, name = min(ranked)
