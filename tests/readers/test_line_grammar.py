@@ -289,3 +289,15 @@ def test_without_time_stamps_a_files_batch_size_line_and_samples_per_second_give
     assert res["step"].tolist() == [100, 200] and res["duration"].tolist() == pytest.approx([0.0025, 0.004])
     stamped = [f"2024-01-15 10:00:0{k} {t}" for k, t in enumerate(text)]
     assert lines.scan_steps(stamped)["duration"].tolist() == pytest.approx([0.01])  # 1 s over 100 batches
+
+
+def test_a_batch_count_restarting_each_epoch_counts_on_and_loses_no_line():
+    """icefall's `Epoch 2, batch 0` after `Epoch 1, batch 100` (no total printed): epoch 2 counts on from epoch 1's
+    last batch plus the logging interval, so no line of epoch 1 is overwritten; a count that keeps rising across epochs
+    (`epoch 2 | step 1300`) is global and keeps its value."""
+    stamp = "2024-03-11 13:00:{:02d},000 INFO [train.py:1085] (0/4) Epoch {}, batch {}, loss[loss=0.5], lr: 2.25e-02"
+    text = [stamp.format(2 * k, e, b) for k, (e, b) in enumerate([(1, 0), (1, 50), (1, 100), (2, 0), (2, 50)])]
+    res = lines.scan_steps(text)
+    assert res["step"].tolist() == [50, 100, 150, 200] and res["duration"].tolist() == pytest.approx([0.04] * 4)
+    rising = [f"epoch {e} | step {s} | step_time 0.5s" for e, s in [(1, 100), (1, 200), (2, 300), (2, 400)]]
+    assert lines.scan_steps(rising)["step"].tolist() == [100, 200, 300, 400]

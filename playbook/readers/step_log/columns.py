@@ -10,6 +10,30 @@ import numpy as np
 from playbook.readers.step_log.vocab import CUMULATIVE, NAT, WINDOW
 
 
+class EpochRestarts:
+    """A batch count that starts again each epoch, its total not printed (icefall's `Epoch 2, batch 0` after `Epoch
+    1, batch 250`): an epoch whose first count is below the previous epoch's last counts on from that epoch's last
+    count plus the logging interval (the batches per epoch, to within one interval); a count that keeps rising across
+    epochs is a global one and keeps its value. Epochs are shared by all ranks."""
+
+    def __init__(self):
+        self.offset: dict[int, int] = {}  # epoch -> steps before its batch 0
+        self.last: dict[int, int] = {}  # epoch -> its largest count seen
+        self.interval = 0  # the smallest rise seen between consecutive counts of one epoch
+
+    def step(self, epoch: int, i: int) -> int:
+        if epoch not in self.offset:
+            before = [e for e in self.last if e < epoch]
+            prev = max(before) if before else None
+            restart = prev is not None and i < self.last[prev]
+            self.offset[epoch] = self.offset[prev] + self.last[prev] + max(self.interval, 1) if restart else 0
+        if epoch in self.last and i > self.last[epoch]:
+            rise = i - self.last[epoch]
+            self.interval = min(self.interval, rise) if self.interval else rise
+        self.last[epoch] = max(i, self.last.get(epoch, i))
+        return self.offset[epoch] + i
+
+
 def from_throughput(cols, roles, batch: int | None = None):
     """Without a time field: step seconds = samples per step (a batch-size field, else the file's `batch`) / samples
     per second, or tokens per step / tokens per second."""

@@ -46,6 +46,7 @@ from collections import Counter
 import numpy as np
 
 from playbook.readers.step_log.columns import (
+    EpochRestarts,
     adopt_untagged,
     below,
     clock_reading,
@@ -144,11 +145,10 @@ class StepLines:
         self.tqdm_lines = 0
         self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
-        # rank -> the total of the progress bars of its open evaluation section (None before the first bar): opened
-        # by an evaluation's start line (lines.py), closed by a training record, a bar of another total or its end
+        self.restarts = EpochRestarts()
+        # rank -> total of its open eval section's bars (None before the first), closed by training or another bar
         self.sections: dict[int, int | None] = {}
-        # a counter line ending in ':' whose fields follow on indented `key: value` lines (Composer's console
-        # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
+        # a counter line ending in ':' whose `key: value` fields follow indented (Composer's `[batch=12/100]:`)
         self._block: tuple | None = None
         self._block_text: list[str] = []
         self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
@@ -173,7 +173,9 @@ class StepLines:
                 c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
                 c.keyword = True
                 return c
-            return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
+            e = None if m["n"] or evaluating or best[0] < 2 else EPOCH_WORD.search(head)  # icefall `Epoch 2, batch 0`
+            i = self.restarts.step(int(e.group(1)), int(m["i"])) if e else int(m["i"])
+            return StepCounter(i, None, None, m.span(), True, evaluating)
         if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
             mode = (m["m"] or "").lower()
             e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
@@ -354,8 +356,7 @@ class StepLines:
             return False
         if not c.evaluating and ctx.rank in self.sections:
             c.evaluating = self._in_section(c, ctx.rank)
-        # a progress bar's postfix repeats the last val_loss on every update; only at the bar's end (Keras' last
-        # update, Lightning's 100% line) does it mark a validation that just ran
+        # a bar's postfix repeats the last val_loss; only its end (Keras' last update, Lightning's 100%) is a validation
         ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
         if c.evaluating:
             self.eval_lines += 1
@@ -519,8 +520,7 @@ class StepLines:
             return None, None, None
         cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
         best = max(cover.values())
-        # a field on fewer than half the lines the best-covered one is on is an occasional message (a summary,
-        # an eval line), not the file's step time
+        # a field on under half the lines of the best-covered one is an occasional message, not the step time
         eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
         if not eligible:
             return None, None, None
