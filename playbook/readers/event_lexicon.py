@@ -93,10 +93,11 @@ def match(body: str) -> tuple[str, int] | None:
 
 # Section markers (lines.py merges a run of them with no training step between into one event with a duration)
 CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
-                        r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b", re.IGNORECASE)
+                        r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b|"
+                        r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
-                  r"\beval_(?:start|stop|accuracy|loss)\b|"
+                  r"\beval_(?:start|stop|accuracy|loss)\b|\btest(?:ing)? net\b|"  # Caffe: "Testing net (#0)"
                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b|"
                   r"^\W{0,3}(?:test|eval|val|valid|validation|evaluation)\b(?:\s+\d+)?\s*[,:|]",  # "Test 0, accuracy: ..."
                   re.IGNORECASE)

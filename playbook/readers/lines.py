@@ -128,7 +128,7 @@ class _EventLines:
 
     def _kind(self, ln: Line) -> str | None:
         body, low = ln.body, ln.body.lower()
-        if ("checkpoint" in low or "sav" in low) and event_lexicon.CHECKPOINT.search(body):
+        if ("checkpoint" in low or "sav" in low or "snapshot" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
         if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
                              and event_lexicon.EVAL.search(body)):

@@ -262,3 +262,42 @@ def test_a_utf16_step_log_with_latin1_noise_reads_with_the_decoders_note(tmp_pat
     (tmp_path / "l1.log").write_bytes(text.encode() + b"note caf\xe9\n")
     bundle = read_file(tmp_path / "l1.log")
     assert len(bundle.steps) == 5 and any("Latin-1" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_a_plain_time_is_read_against_the_line_time_stamps():
+    """`Time 60s` every 100 steps whose values match the gaps between the stamped lines is the window's time (per
+    step: / 100); one whose differences match them is a running total; without time stamps it stays the step's own."""
+    stamps = ["10:00:00", "10:01:00", "10:02:30", "10:03:30"]
+    window = [f"[2024-01-15 {t}] Up. {100 * (k + 1)} : Time {g}s"
+              for k, (t, g) in enumerate(zip(stamps, (5, 60, 90, 60), strict=True))]
+    assert lines.scan_steps(window)["duration"].tolist() == pytest.approx([0.6, 0.9, 0.6])
+    running = [f"[2024-01-15 {t}] Step {100 * (k + 1)}; {s} sec"
+               for k, (t, s) in enumerate(zip(stamps, (5, 65, 155, 215), strict=True))]
+    assert lines.scan_steps(running)["duration"].tolist() == pytest.approx([0.6, 0.9, 0.6])
+    bare = [x.split("] ", 1)[1] for x in window]
+    assert lines.scan_steps(bare)["duration"].tolist() == pytest.approx([5.0, 60.0, 90.0, 60.0])
+
+
+def test_without_time_stamps_a_files_batch_size_line_and_samples_per_second_give_the_step_time():
+    """MXNet's Speedometer under basicConfig's `INFO:root:` (no time stamp) logs samples/sec only; the batch size is in
+    the `Namespace(batch_size=...)` line the script logs first. With time stamps, their window means win."""
+    text = ["INFO:root:start with arguments Namespace(batch_size=100, gpus=None, num_epochs=5)",
+            "INFO:root:Epoch[0] Batch [100]\tSpeed: 40000.00 samples/sec\taccuracy=0.837921",
+            "INFO:root:Epoch[0] Batch [200]\tSpeed: 25000.00 samples/sec\taccuracy=0.919700",
+            "INFO:root:Epoch[0] Time cost=1.494"]
+    res = lines.scan_steps(text)
+    assert res["step"].tolist() == [100, 200] and res["duration"].tolist() == pytest.approx([0.0025, 0.004])
+    stamped = [f"2024-01-15 10:00:0{k} {t}" for k, t in enumerate(text)]
+    assert lines.scan_steps(stamped)["duration"].tolist() == pytest.approx([0.01])  # 1 s over 100 batches
+
+
+def test_a_batch_count_restarting_each_epoch_counts_on_and_loses_no_line():
+    """icefall's `Epoch 2, batch 0` after `Epoch 1, batch 100` (no total printed): epoch 2 counts on from epoch 1's
+    last batch plus the logging interval, so no line of epoch 1 is overwritten; a count that keeps rising across epochs
+    (`epoch 2 | step 1300`) is global and keeps its value."""
+    stamp = "2024-03-11 13:00:{:02d},000 INFO [train.py:1085] (0/4) Epoch {}, batch {}, loss[loss=0.5], lr: 2.25e-02"
+    text = [stamp.format(2 * k, e, b) for k, (e, b) in enumerate([(1, 0), (1, 50), (1, 100), (2, 0), (2, 50)])]
+    res = lines.scan_steps(text)
+    assert res["step"].tolist() == [50, 100, 150, 200] and res["duration"].tolist() == pytest.approx([0.04] * 4)
+    rising = [f"epoch {e} | step {s} | step_time 0.5s" for e, s in [(1, 100), (1, 200), (2, 300), (2, 400)]]
+    assert lines.scan_steps(rising)["step"].tolist() == [100, 200, 300, 400]

@@ -100,7 +100,10 @@ LINES = {"digits": "1" * (1 << 20), "digits and spaces": "1 " * (1 << 19), "brac
          "bracketed counters": "[1/" * (1 << 20 // 3), "bracket pairs": "[1][2]" * (1 << 20 // 6),
          "colons": "1:" * (1 << 19), "spaces then digits": " " * (1 << 19) + "1" * (1 << 19),
          "step words": "step 1 " * (1 << 20 // 7), "separators": "| 1 , a=1 ; " * (1 << 20 // 12),
-         "nccl prefix": "h:1:1 [0] NCCL INFO " + "1" * (1 << 20)}
+         "nccl prefix": "h:1:1 [0] NCCL INFO " + "1" * (1 << 20),
+         "bracketed ranges": "Batch [1 - " * (1 << 20 // 11), "update counters": "Up. 1 : Time 2s : " * (1 << 20 // 18),
+         "ticks": "tick 1 sec/tick 2.0 " * (1 << 20 // 20), "glued ranges": "1-2batch: " * (1 << 20 // 10),
+         "digits then a noun": "1" * (1 << 20) + "batch", "batch sizes": "batch_size 1 batch size  " * (1 << 20 // 25)}
 
 
 @pytest.mark.parametrize("kind", list(LINES))

@@ -7,12 +7,39 @@ from itertools import pairwise
 
 import numpy as np
 
-from playbook.readers.step_log.vocab import NAT
+from playbook.readers.step_log.vocab import CUMULATIVE, NAT, WINDOW
 
 
-def from_throughput(cols, roles):
-    """Without a time field: step seconds = samples per step (a batch-size field) / samples per second, or tokens
-    per step / tokens per second."""
+class EpochRestarts:
+    """A batch count that starts again each epoch, its total not printed (icefall's `Epoch 2, batch 0` after `Epoch
+    1, batch 250`): an epoch whose first count is below the previous epoch's last counts on from that epoch's last
+    count plus the logging interval (the batches per epoch, to within one interval); a count that keeps rising across
+    epochs is a global one and keeps its value. Epochs are shared by all ranks."""
+
+    def __init__(self):
+        self.offset: dict[int, int] = {}  # epoch -> steps before its batch 0
+        self.last: dict[int, int] = {}  # epoch -> its largest count seen
+        self.interval = 0  # the smallest rise seen between consecutive counts of one epoch
+
+    def step(self, epoch: int, i: int) -> int:
+        if epoch not in self.offset:
+            before = [e for e in self.last if e < epoch]
+            prev = max(before) if before else None
+            restart = prev is not None and i < self.last[prev]
+            self.offset[epoch] = self.offset[prev] + self.last[prev] + max(self.interval, 1) if restart else 0
+        if epoch in self.last and i > self.last[epoch]:
+            rise = i - self.last[epoch]
+            self.interval = min(self.interval, rise) if self.interval else rise
+        self.last[epoch] = max(i, self.last.get(epoch, i))
+        return self.offset[epoch] + i
+
+
+def from_throughput(cols, roles, batch: int | None = None):
+    """Without a time field: step seconds = samples per step (a batch-size field, else the file's `batch`) / samples
+    per second, or tokens per step / tokens per second."""
+    if batch and cols and not any(r[0] == "batch" for r in roles.values()):
+        n = len(next(iter(cols.values())))
+        cols, roles = {**cols, "batch_size": np.full(n, float(batch))}, {**roles, "batch_size": ("batch", None, 1.0)}
     for rate_role, size_role in (("sample_rate", "batch"), ("token_rate", "tokens")):
         best = {}
         for want in (rate_role, size_role):
@@ -40,6 +67,26 @@ def stage_sum(cols, roles):
     return "+".join(stages), values, f"sum of {len(stages)} stage timers ({', '.join(stages)})"
 
 
+def stage_total(cols, roles) -> np.ndarray | None:
+    """Per line, the sum of its forward, backward and optimizer phase times in seconds (NaN where one is missing);
+    None when the file has fewer than two of these phases."""
+    names = {}
+    for k, r in roles.items():
+        if r[0] == "phase" and r[1] in ("fwd", "bwd", "optimizer"):
+            names.setdefault(r[1], k)
+    if len(names) < 2:
+        return None
+    return np.sum([cols[k] * roles[k][2] for k in names.values()], axis=0)
+
+
+def below(seconds: np.ndarray, stages: np.ndarray | None) -> bool:
+    """Whether a time is mostly under half the sum of the stages on its lines: a part of the step, not the step."""
+    if stages is None:
+        return False
+    both = np.isfinite(seconds) & np.isfinite(stages) & (stages > 0)
+    return bool(both.sum() >= 2 and np.median(seconds[both] / stages[both]) < 0.5)
+
+
 def adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
     """Ranks with untagged rows (rank -1) given to the one tagged rank whose steps they mostly share (most of the
     smaller set, either way round): the same process printing through a second logger (DeepSpeed's timer lines on
@@ -60,6 +107,32 @@ def epoch_clock(seconds: np.ndarray) -> bool:
     """Values that are Unix times, not durations: a median past 1e8 s (1973; no step lasts three years)."""
     ok = seconds[np.isfinite(seconds)]
     return len(ok) > 0 and float(np.median(ok)) > 1e8
+
+
+def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:
+    """What the time stamps of the lines say a plain time field is: WINDOW when its values match the gaps between a
+    rank's consecutive step lines that lie more than one step apart (Marian's `Time 61.00s`: since the previous
+    display, 500 updates ago), CUMULATIVE when its differences match them (OpenNMT's `323 sec`: since the start);
+    None when fewer than two gaps of 2 s or more are stamped, or neither fits `share` of them. A gap may differ
+    from the value by 1 s (time stamps in whole seconds) or 5%."""
+    ok = np.isfinite(seconds) & (time != NAT)
+    pairs = window = running = 0
+    for r in np.unique(rank[ok]):
+        idx = np.flatnonzero(ok & (rank == r))
+        idx = idx[np.argsort(step[idx], kind="stable")]
+        ds, dt, v = np.diff(step[idx]), np.diff(time[idx]) / 1e9, seconds[idx]
+        gap = (ds > 0) & (dt >= 2.0)
+        tol = np.maximum(1.0, 0.05 * dt)
+        pairs += int(gap.sum())
+        window += int((gap & (ds > 1) & (np.abs(v[1:] - dt) <= tol)).sum())
+        running += int((gap & (np.abs(np.diff(v) - dt) <= tol)).sum())
+    if pairs < 2:
+        return None
+    if running >= share * pairs:
+        return CUMULATIVE
+    if window >= share * pairs:
+        return WINDOW
+    return None
 
 
 def monotone(step, rank, values) -> bool:

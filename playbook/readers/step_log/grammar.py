@@ -8,7 +8,8 @@ counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`
            `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
            tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
            rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`;
-           `current_steps` / `completed_steps`, integer-valued floats (`global_step=99.00`), `batch N` (last).
+           `current_steps` / `completed_steps`, `Up. N` (Marian), `tick N` (StyleGAN), `Batch [a-b]` (MXNet) and
+           `a-bbatch` (ESPnet): the range's end, integer-valued floats (`global_step=99.00`), `batch N` (last).
            Inside an epoch the step is (e - first epoch) * N + i.
 fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` space, fields split by `|` `,`
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
@@ -28,10 +29,12 @@ roles      by key: per-step durations (iter time, step_time, time per iteration,
 The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
 lines as the best-covered one, the most specific role wins (per-step > generic time > verified-monotone
 cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step,
-a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative. Only records whose counter is of a kind
-(keyword / progress bar / position) that carries the chosen field count: a worker's tqdm batches next to Ray's
-iterations are another step space.
-Lines with a counter but no duration field, when the file has none, give window means from their timestamps.
+a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time stamps
+show it (columns.clock_reading: a window's, Marian; a running total, OpenNMT), and a time under half its line's
+forward + backward + optimizer times is a part of the step, never the step. Only records whose counter is of a kind
+(keyword / progress bar / position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
+Lines with a counter but no duration field, when the file has none, give window means from their timestamps
+(without time stamps: samples per second and the file's `Batch size: N` line).
 """
 
 from __future__ import annotations
@@ -43,16 +46,21 @@ from collections import Counter
 import numpy as np
 
 from playbook.readers.step_log.columns import (
+    EpochRestarts,
     adopt_untagged,
+    below,
+    clock_reading,
     epoch_clock,
     from_throughput,
     monotone,
     per_step_diff,
     stage_sum,
+    stage_total,
     window_means,
     window_starts,
 )
 from playbook.readers.step_log.vocab import (
+    BATCH_SIZE_LINE,
     BOX_CHARS,
     BOX_ROW,
     BRACKET,
@@ -82,6 +90,7 @@ from playbook.readers.step_log.vocab import (
     NAMED_EPOCH,
     NAT,
     PER_STEP,
+    RANGE_SUFFIX,
     RATE_LINE,
     STEP_NAMES,
     TIME_UNITS,
@@ -136,17 +145,17 @@ class StepLines:
         self.tqdm_lines = 0
         self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
-        # rank -> the total of the progress bars of its open evaluation section (None before the first bar): opened
-        # by an evaluation's start line (lines.py), closed by a training record, a bar of another total or its end
+        self.restarts = EpochRestarts()
+        # rank -> total of its open eval section's bars (None before the first), closed by training or another bar
         self.sections: dict[int, int | None] = {}
-        # a counter line ending in ':' whose fields follow on indented `key: value` lines (Composer's console
-        # logger: `[batch=12/100]:` then `\t Train time/batch: 11` ...): the counter and its continuation lines
+        # a counter line ending in ':' whose `key: value` fields follow indented (Composer's `[batch=12/100]:`)
         self._block: tuple | None = None
         self._block_text: list[str] = []
         self._orphan: tuple | None = None  # a counter line without fields, not stored: a box table may follow
         self._box: int | None = None
         self._box_bare = False
-        self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table  # the record a box table drawn under its line belongs to (Ray Train's result)
+        self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table
+        self.batch_size: int | None = None  # a file's `Batch size: 32` / `Namespace(batch_size=128, ...)` line
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
@@ -164,7 +173,9 @@ class StepLines:
                 c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
                 c.keyword = True
                 return c
-            return StepCounter(int(m["i"]), None, None, m.span(), True, evaluating)
+            e = None if m["n"] or evaluating or best[0] < 2 else EPOCH_WORD.search(head)  # icefall `Epoch 2, batch 0`
+            i = self.restarts.step(int(e.group(1)), int(m["i"])) if e else int(m["i"])
+            return StepCounter(i, None, None, m.span(), True, evaluating)
         if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
             mode = (m["m"] or "").lower()
             e = m["e"] or m["e2"]  # `Epoch: [1][50/196]`, open_clip's `Train Epoch: 0 [4096/1000000 (0%)]`
@@ -195,6 +206,8 @@ class StepLines:
             e = EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
             return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
                                 bool(EVAL_MODE.search(head)))
+        if (m := RANGE_SUFFIX.search(body)):
+            return StepCounter(int(m["i"]), None, None, m.span(), True, bool(EVAL_MODE.search(body[: m.start()])))
         if (m := LEAD_STEP.match(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), False, False)
         return None
@@ -338,11 +351,12 @@ class StepLines:
             if body.lstrip().startswith("{") and HAS_FIELD.search(body):
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
                 return True
+            if self.batch_size is None and (m := BATCH_SIZE_LINE.search(body)):
+                self.batch_size = int(m[1])  # without time stamps, samples per second / it give the step time
             return False
         if not c.evaluating and ctx.rank in self.sections:
             c.evaluating = self._in_section(c, ctx.rank)
-        # a progress bar's postfix repeats the last val_loss on every update; only at the bar's end (Keras' last
-        # update, Lightning's 100% line) does it mark a validation that just ran
+        # a bar's postfix repeats the last val_loss; only its end (Keras' last update, Lightning's 100%) is a validation
         ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
         if c.evaluating:
             self.eval_lines += 1
@@ -458,12 +472,12 @@ class StepLines:
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
         roles = self.field_role
-        chosen, duration, how = self._choose(step, rank, cols, roles)
+        chosen, duration, how = self._choose(step, rank, time, cols, roles)
         windowed = False
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
-            chosen, duration, how = from_throughput(cols, roles)
+            chosen, duration, how = from_throughput(cols, roles, None if (time != NAT).any() else self.batch_size)
         if chosen is None:
             kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
             duration, windowed = window_means(step, rank, time, kw), True
@@ -497,14 +511,16 @@ class StepLines:
                    phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
         return out
 
-    def _choose(self, step, rank, cols, roles):
+    def _choose(self, step, rank, time, cols, roles):
         cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
+        # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
+        stages = stage_total(cols, roles)
+        cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
         if not cands:
             return None, None, None
         cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
         best = max(cover.values())
-        # a field on fewer than half the lines the best-covered one is on is an occasional message (a summary,
-        # an eval line), not the file's step time
+        # a field on under half the lines of the best-covered one is an occasional message, not the step time
         eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
         if not eligible:
             return None, None, None
@@ -516,6 +532,9 @@ class StepLines:
             elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
+            elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
+                # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
+                cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
             ranked.append((cls, -cover[k], len(k), k))
         cls, _, _, name = min(ranked)
         values, how = self._seconds(name, cls, cands[name], step, rank, cols)
@@ -608,7 +627,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
         seen = unit in units_seen
         units_seen.add(unit)
         if key == "(":
-            if "\ue000" in raw_key:
+            if "\ue000" in raw_key and (unit_kind(unit) or ("",))[0] == "time":
                 window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
             elif seen:
                 continue  # averages in parentheses of the fields before, in their units: `(0.320s, 400.0/s)`
@@ -616,10 +635,7 @@ def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
         if window:
-            kind = unit_kind(unit)
-            if not kind or kind[0] != "time":
-                continue
-            role, name = ("dur", WINDOW, kind[1]), "(window)"
+            role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
         else:
             role = classify(key, unit or None)
             if role is None:

@@ -14,7 +14,7 @@ TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s":
                "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
                "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
 _STEP_WORDS = ("step", "steps", "it", "iter", "iters", "iteration", "iterations", "batch", "batches", "update",
-               "updates", "epoch_step")
+               "updates", "epoch_step", "tick", "ticks")
 _SAMPLE_WORDS = ("samples", "sample", "examples", "example", "ex", "img", "imgs", "images", "seq", "seqs",
                  "sequences", "sentences")
 _TOKEN_WORDS = ("tokens", "token", "tok", "toks", "words", "wds")
@@ -39,12 +39,13 @@ _NORM = re.compile(r"[^0-9a-z]+")
 
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
-# and `max_steps` do not; `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
+# and `max_steps` do not; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
+# unit; a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
 KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
-                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch)\b[\"']?\s*"
-                                r"[:=#]?\s*(?P<i>\d+)(?:\.0+)?(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
+                                r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
-                 "steps": 3, "step": 3}
+                 "steps": 3, "step": 3, "up": 1, "tick": 3}
 EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
                             r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
 NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation)\s*:?\s*(?P<e>\d+)\s*\[\s*"
@@ -63,6 +64,10 @@ KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 # the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
 INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]?",
                             re.IGNORECASE)
+# a file-level batch size (Horovod's `Batch size: 32`, MXNet's `start with arguments Namespace(batch_size=128, ...)`)
+BATCH_SIZE_LINE = re.compile(r"\bbatch[ _]size\b['\"]?\s*[:=]\s*(\d{1,9})\b", re.IGNORECASE)
+# a range of batches or steps with its noun glued on (ESPnet's `1epoch:train:101-200batch:`): the range's end
+RANGE_SUFFIX = re.compile(r"(?<![\w.])(?:\d{1,18}-)?(?P<i>\d{1,18})(?:batch|batches|iter|iters|steps?)\b")
 LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
@@ -287,8 +292,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     for w in words:
         if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
             return "phase", _PHASE_WORDS[w], factor or 1.0
-    if not timeish or any(w in _NOT_TIME for w in words):
-        return None
+    if not timeish or any(w in _NOT_TIME for w in words) or (k == "cost" and factor is None):
+        return None  # a bare `Cost 9.12` is a loss (Marian); `batch_cost`, `reader_cost` are times (PaddlePaddle)
     f = factor or 1.0
     if any(w in _AVG_WORDS for w in words):
         return "dur", AVERAGE, f
