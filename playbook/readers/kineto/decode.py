@@ -114,9 +114,11 @@ if msgspec is not None:
         labels: Any = None
 
     class _Event(msgspec.Struct, gc=False):
-        ph: Any = None
-        cat: Any = None
-        name: Any = None
+        # text (or a number, or absent): an object or a list here fails the chunk's decode, which then takes the
+        # lenient path (add_dicts) that skips and counts such events
+        ph: str | int | float | None = None
+        cat: str | int | float | None = None
+        name: str | int | float | None = None
         ts: float | None = None
         dur: float | None = None
         pid: Any = None
@@ -146,12 +148,11 @@ class Columns:
         self.skipped_x = 0  # complete events without a numeric timestamp
 
     def _code_list(self, values: list) -> np.ndarray:
-        """Integer codes of `values` in the interned string table (non-strings become "")."""
-        local, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=True)
+        """Integer codes of `values` in the interned string table: a number as its text, None (or NaN) as ""."""
         codes = self.codes
-        table = np.array([codes.setdefault(u if type(u) is str else str(u), len(codes)) for u in uniques]
-                         + [codes.setdefault("", len(codes))], dtype=np.int32)
-        return table[local]  # the NA sentinel -1 picks the last entry, ""
+        local = {u: codes.setdefault(u if type(u) is str else "" if u is None or u != u else str(u), len(codes))
+                 for u in dict.fromkeys(values)}  # first-seen order: the table's codes do not depend on hashing
+        return np.fromiter(map(local.__getitem__, values), dtype=np.int32, count=len(values))
 
     def _push(self, cat, name, ts, dur, pid, tid, stream, corr, nbytes) -> None:
         """Append one chunk's columns. `stream` None: take args.stream for GPU rows from `tid` where missing."""
@@ -178,13 +179,7 @@ class Columns:
 
     def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
-        phs = [e.ph for e in events]
-        seen = set(map(type, phs)) | set(map(type, [e.name for e in events])) | set(map(type, [e.cat for e in events]))
-        if not seen.issubset(_TEXT):
-            good = [e for e in events if type(e.ph) in _TEXT and type(e.name) in _TEXT and type(e.cat) in _TEXT]
-            _skip_typed(skips, len(events) - len(good))
-            events = good
-            phs = [e.ph for e in events]
+        phs = [e.ph for e in events]  # text or numbers: the struct's types (see _Event)
         self._count(phs)
         if "M" in phs:
             self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
