@@ -94,6 +94,7 @@ class Accounting:
     units: int = 1
     t0: pd.Timestamp | None = None  # the time windows count from (UTC), None without timestamps
     interval_s: float = 0.0  # the grid's or the steps' resolution: how near an event must be to a window
+    step_gap: int = 1  # steps a logged step line stands for (the median gap between logged step numbers)
 
     @property
     def lost_s(self) -> float:
@@ -376,7 +377,7 @@ def step_accounting(steps: pd.DataFrame) -> Accounting | None:
                       f"time; at least {MIN_FLOOR:.0%})" if total > 0 else "no time",
                       warmup_s=float(sum(r["warmup_s"] for r in per_rank)),
                       span_s=float(max(r["wall_s"] for r in per_rank)), units=len(per_rank) if many else 1,
-                      t0=t0, interval_s=tick)
+                      t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
 
 
 def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None) -> dict | None:
@@ -437,7 +438,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     base = best
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
-            "step_s": base}
+            "step_s": base, "gap": k_typ}
 
 
 def _local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:

@@ -137,8 +137,12 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, s
     counts: dict[str, set] = {}
     if b.steps:
         st = ev[ev["step"] >= 0]
+        # a step line logged every k steps stands for the k steps since the previous one: an event logged in that
+        # window (numbered by the line before it or after it) is at the step (Marian's checkpoint after `Up. 1500`
+        # slows the line `Up. 2000`); every-step logs keep ±1 step
+        back = max(acc.step_gap, 1)
         for s in b.steps:
-            near = st[(st["step"] - s).abs() <= 1]
+            near = st[(st["step"] >= s - back) & (st["step"] <= s + 1)]
             for cid in set(near["cause"]):
                 counts.setdefault(cid, set()).add(s)
         n = len(b.steps)

@@ -174,3 +174,25 @@ def test_a_second_logger_of_the_same_process_is_not_a_second_rank(tmp_path):
     assert acc["units"] == 1 and acc["wall_s"] == pytest.approx(193, rel=0.05)
     assert acc["buckets"][0]["kind"] == "recurring_slow" and acc["buckets"][0]["seconds"] == pytest.approx(25.6, rel=0.1)
     assert d.verdict["id"] != "healthy"
+
+
+def test_an_event_inside_a_logging_window_explains_the_slow_line_after_it(tmp_path):
+    # Megatron logs every 10 iterations; the checkpoint saved after iteration 100 (its line numbered 100) slows the
+    # window the line at 110 averages: the event lies in that window, 10 steps before the line (±1 step missed it)
+    start = dt.datetime(2024, 5, 1, 10, 0, tzinfo=dt.timezone.utc)
+    lines, t = [], start
+    for it in range(10, 310, 10):
+        ms = 1200.0 * (1.02 if it % 20 else 0.98)
+        if it in (110, 210):
+            ms = 4000.0
+        t += dt.timedelta(seconds=ms * 10 / 1000)
+        lines.append(f"[{t:%Y-%m-%d %H:%M:%S}]  iteration {it:8d}/    1000 | consumed samples: {it * 64:12d} | "
+                     f"elapsed time per iteration (ms): {ms:.1f} | lm loss: 9.0 |")
+        if it in (100, 200):
+            lines.append(f"[{t:%Y-%m-%d %H:%M:%S}] saving checkpoint at iteration {it:8d} to /ckpt in torch_dist format")
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    d = diagnose(read_paths([str(p)]))
+    slow = [b for b in d.accounting["buckets"] if 110 in b["steps"]]
+    assert slow and slow[0]["steps"] == [110, 210], d.accounting["buckets"]
+    assert "checkpoint" in slow[0]["evidence"] and "2 of 2" in slow[0]["evidence"], slow[0]
