@@ -253,7 +253,7 @@ class Bundle:
     """
 
     inputs: list[str] = field(default_factory=list)
-    telemetry: pd.DataFrame = field(default_factory=_empty(telemetry_frame))
+    telemetry: pd.DataFrame = field(default_factory=empty_telemetry)
     steps: pd.DataFrame = field(default_factory=_empty(steps_frame))
     events: pd.DataFrame = field(default_factory=_empty(events_frame))
     host: pd.DataFrame = field(default_factory=_empty(host_frame))
@@ -352,83 +352,53 @@ def check_physics(telemetry: pd.DataFrame, where: str) -> tuple[pd.DataFrame, li
     """The telemetry table with values a GPU cannot report (outside TELEMETRY_RANGES, ±inf) set to NaN (the row's
     other fields kept) and rows repeating a GPU's timestamp merged into the first (its missing fields filled
     from the repeats), with one counted warning each naming `where`."""
-    warnings: list[str] = []
-    bad: list[str] = []
-    total = 0
-    for column in (c for c in TELEMETRY_RANGES if c in telemetry):  # column by column: no copy of the table
-        v = telemetry[column].to_numpy(dtype=np.float64)
-        out = _outside(v, *TELEMETRY_RANGES[column])
-        n = int(np.count_nonzero(out))
-        if not n:
-            continue
-        total += n
-        bad.append(f"{column} {n} (e.g. {v[np.flatnonzero(out)[0]]:.4g})")
-        telemetry[column] = np.where(out, np.nan, v)
-    if total:
-        warnings.append(_outside_warning(where, total, bad))
-    keys = ["host", "gpu", "time"]
-    if _may_repeat(telemetry):
-        repeated = telemetry.duplicated(keys, keep=False).to_numpy()
-    else:
-        repeated = np.zeros(0, bool)
-    if repeated.any():
-        groups = telemetry[repeated].groupby(keys, sort=False, observed=True)
-        merged = groups.first().reset_index()
-        extra = int(repeated.sum()) - len(merged)
-        interval = telemetry.attrs.get("interval_s")
-        telemetry = pd.concat([telemetry[~repeated], merged[list(telemetry.columns)]], ignore_index=True)
-        telemetry = telemetry_frame({c: telemetry[c].to_numpy() for c in telemetry.columns}, interval_s=interval)
-        warnings.append(f"{where}: {extra} rows repeat the timestamp of an earlier row of the same GPU; merged into "
-                        "it (the first value of each field kept)")
-    return telemetry, warnings
-
-
-def _outside_warning(where: str, total: int, bad: list[str]) -> str:
-    return (f"{where}: {total} values outside what a GPU can report were read as missing, the rest of their rows "
-            f"kept ({', '.join(bad)})")
+    telemetry, warnings = _checked(telemetry, np.zeros(len(telemetry), dtype=np.int64), [where])
+    return telemetry, warnings.get(where, [])
 
 
 def check_physics_by_source(telemetry: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, list[str]]]:
-    """check_physics of a table holding many files' rows, each file's warnings its own: the same values read as
-    missing and the same warnings as check_physics of each file's rows apart (source → warnings). Rows repeating a
-    GPU's timestamp within one file are rare: the files holding them are checked apart."""
+    """check_physics of a table holding many files' rows, each file's warnings its own (source → warnings): the
+    same values read as missing, repeats merged only within a file, and the same warnings as check_physics of each
+    file's rows apart."""
     source = telemetry["source"]
-    codes = source.cat.codes.to_numpy()
-    names = [str(c) for c in source.cat.categories]
-    counts: dict[int, list[str]] = {}
+    return _checked(telemetry, source.cat.codes.to_numpy(), [str(c) for c in source.cat.categories])
+
+
+def _checked(telemetry: pd.DataFrame, codes: np.ndarray, names: list[str]) -> tuple[pd.DataFrame, dict]:
+    """check_physics per group of rows (`codes` into `names`): name → its warnings."""
+    bad: dict[int, list[str]] = {}
     totals = np.zeros(len(names), dtype=np.int64)
-    for column in (c for c in TELEMETRY_RANGES if c in telemetry):
+    for column in (c for c in TELEMETRY_RANGES if c in telemetry):  # column by column: no copy of the table
         v = telemetry[column].to_numpy(dtype=np.float64)
         out = _outside(v, *TELEMETRY_RANGES[column])
         if not out.any():
             continue
         idx = np.flatnonzero(out)
         per = np.bincount(codes[idx], minlength=len(names))
-        # each source's first bad value in row order (rows sorted by host, gpu, time, as in check_physics)
-        which, at = np.unique(codes[idx], return_index=True)
+        which, at = np.unique(codes[idx], return_index=True)  # each group's first bad value, in row order
         for c, i in zip(which.tolist(), idx[at].tolist(), strict=True):
-            counts.setdefault(c, []).append(f"{column} {int(per[c])} (e.g. {v[i]:.4g})")
+            bad.setdefault(c, []).append(f"{column} {int(per[c])} (e.g. {v[i]:.4g})")
         totals += per
         telemetry[column] = np.where(out, np.nan, v)
-    warnings = {names[c]: [_outside_warning(names[c], int(totals[c]), bad)] for c, bad in counts.items()}
-    if len(telemetry) > 1:
-        t = pd.DatetimeIndex(telemetry["time"]).asi8
-        g = telemetry["gpu"].to_numpy()
-        same = (t[1:] == t[:-1]) & (g[1:] == g[:-1]) & (codes[1:] == codes[:-1])
-        if same.any():
-            host = telemetry["host"].to_numpy()
-            same &= host[1:] == host[:-1]
-        if same.any():
-            repeating = np.unique(codes[1:][same])
-            mask = np.isin(codes, repeating)
-            kept = [telemetry[~mask]]
-            for c in repeating:
-                part, more = check_physics(telemetry[codes == c].reset_index(drop=True), names[c])
-                kept.append(part)
-                warnings.setdefault(names[c], []).extend(w for w in more if "repeat the timestamp" in w)
-            interval = telemetry.attrs.get("interval_s")
-            merged = pd.concat(kept, ignore_index=True).sort_values(["host", "gpu", "time"], kind="stable")
-            telemetry = telemetry_frame({c: merged[c].to_numpy() for c in merged.columns}, interval_s=interval)
+    warnings = {names[c]: [f"{names[c]}: {int(totals[c])} values outside what a GPU can report were read as "
+                           f"missing, the rest of their rows kept ({', '.join(b)})"] for c, b in bad.items()}
+    keys = ["host", "gpu", "time"]
+    if not _may_repeat(telemetry):
+        return telemetry, warnings
+    keyed = telemetry[keys].assign(_group=codes)
+    repeated = keyed.duplicated(keep=False).to_numpy()
+    if not repeated.any():
+        return telemetry, warnings
+    groups = telemetry[repeated].assign(_group=codes[repeated]).groupby(["_group", *keys], sort=False, observed=True)
+    merged = groups.first().reset_index()
+    extra = np.bincount(codes[repeated], minlength=len(names)) - np.bincount(merged["_group"], minlength=len(names))
+    interval = telemetry.attrs.get("interval_s")
+    telemetry = pd.concat([telemetry[~repeated], merged[list(telemetry.columns)]], ignore_index=True)
+    telemetry = telemetry_frame({c: telemetry[c].to_numpy() for c in telemetry.columns}, interval_s=interval)
+    for c in np.flatnonzero(extra):
+        warnings.setdefault(names[c], []).append(
+            f"{names[c]}: {int(extra[c])} rows repeat the timestamp of an earlier row of the same GPU; merged into "
+            "it (the first value of each field kept)")
     return telemetry, warnings
 
 

@@ -186,26 +186,29 @@ def _read_files(paths: list[Path], opts: dict) -> list[tuple[schema.Bundle | Non
     """(bundle, skip warnings) per file of `paths`, in order; files read together by a worker come back as one
     merged bundle in the first file's slot (and None after it)."""
     workers = min(MAX_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1)
-    if len(paths) <= PARALLEL_FILES or workers < 2 or not _can_fork():
-        chunks = [paths[i:i + CHUNK_FILES] for i in range(0, len(paths), CHUNK_FILES)]
-        merged = [_read_chunk(chunk, opts) for chunk in chunks]
-    else:
+    merged = None
+    if len(paths) > PARALLEL_FILES and workers >= 2 and _can_fork():
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
 
-        size = -(-len(paths) // (workers * 4))  # 4 chunks a worker: an uneven chunk does not leave a core idle
-        chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
+        chunks = _chunks(paths, -(-len(paths) // (workers * 4)))  # 4 a worker: an uneven one leaves no core idle
         try:
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
                 merged = list(pool.map(_read_chunk, chunks, [opts] * len(chunks)))
         except BrokenProcessPool:  # a worker was killed (out of memory?): read in this process instead
-            chunks = [paths[i:i + CHUNK_FILES] for i in range(0, len(paths), CHUNK_FILES)]
-            merged = [_read_chunk(chunk, opts) for chunk in chunks]
+            merged = None
+    if merged is None:
+        chunks = _chunks(paths, CHUNK_FILES)
+        merged = [_read_chunk(chunk, opts) for chunk in chunks]
     out: list[tuple[schema.Bundle | None, list[str]]] = []
     for chunk, result in zip(chunks, merged, strict=True):
         out += [result] + [(None, [])] * (len(chunk) - 1)
     return out
+
+
+def _chunks(paths: list[Path], size: int) -> list[list[Path]]:
+    return [paths[i:i + size] for i in range(0, len(paths), size)]
 
 
 def _can_fork() -> bool:

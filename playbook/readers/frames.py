@@ -258,12 +258,8 @@ def build_pending(parts: list[Pending]) -> tuple[pd.DataFrame, dict[str, list[st
     pos = 0
     for p in parts:
         k = p.rows
-        if isinstance(p.host, str):
-            host_codes[pos:pos + k] = hosts.setdefault(p.host, len(hosts))
-        else:
-            codes, cats = pd.factorize(pd.Series(np.asarray(p.host, dtype=object)).fillna("").astype(str))
-            lookup = np.array([hosts.setdefault(str(c), len(hosts)) for c in cats], dtype=np.int32)
-            host_codes[pos:pos + k] = lookup[codes]
+        local, local_names = _host_codes(p.host, k)
+        host_codes[pos:pos + k] = np.array([hosts.setdefault(h, len(hosts)) for h in local_names], np.int32)[local]
         source_codes[pos:pos + k] = sources.setdefault(str(p.src), len(sources))
         pos += k
     columns = {c: np.concatenate([np.asarray(p.columns[c]) if c in p.columns else np.full(p.rows, np.nan)
