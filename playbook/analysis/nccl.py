@@ -169,31 +169,44 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     """Which ranks PyTorch's NCCL watchdog gave up on, in which collective, and who is missing.
 
     A rank stuck outside the collectives (a hang, a slow step) never enters collective N, so every other rank
-    times out waiting in N and it reports nothing; ranks timing out in different collectives disagree on the
-    sequence (one side skipped or added a collective, or is stuck in an earlier one); every rank timing out in
-    the same collective means the collective itself never finished (network, NCCL, a lost GPU).
-    Returns {ranks: [{rank, op, seq, ran_s}], findings: [...]}; None without timeout lines."""
+    times out waiting in N and it reports nothing; ranks timing out in different collectives of one process group
+    disagree on the sequence (one side skipped or added a collective, or is stuck in an earlier one); every rank
+    timing out in the same collective means the collective itself never finished (network, NCCL, a lost GPU).
+    Sequence numbers count per process group: ranks timing out in different groups are each waiting for a member
+    stuck elsewhere (in the other group's collective: groups used in a different order on different ranks).
+    Returns {ranks: [{rank, op, seq, ran_s, pg}], findings: [...]}; None without timeout lines."""
     from playbook.readers.nccl_log import timeout_fields
 
     rows = nccl[nccl["kind"] == "timeout"].sort_values("line")
-    last: dict[int, tuple[str, int, int]] = {}
+    last: dict[int, tuple[str, int, int, str]] = {}
     for rank, detail in zip(rows["rank"], rows["detail"], strict=True):
         fields = timeout_fields(detail)
         if fields is not None:
             last[int(rank)] = fields  # the last report of each rank
     if not last:
         return None
-    ranks = [{"rank": r, "op": op, "seq": seq, "ran_s": round(ms / 1e3, 1)} for r, (op, seq, ms) in sorted(last.items())]
+    ranks = [{"rank": r, "op": op, "seq": seq, "ran_s": round(ms / 1e3, 1) if ms >= 0 else None, "pg": pg}
+             for r, (op, seq, ms, pg) in sorted(last.items())]
     known = [r for r in last if r >= 0]
     stated = int(nccl["nranks"].max()) if (nccl["nranks"] > 0).any() else 0  # from NCCL init lines
     world = max(stated, max(known) + 1) if known else stated  # at least every rank that reported
     missing = sorted(set(range(world)) - set(known)) if known else []
-    seqs = {r: seq for r, (_, seq, _) in last.items() if r >= 0}
-    op, seq, ms = max(last.values(), key=lambda f: f[1])
-    waited = f"after {ms / 1e3:.0f} s"
+    groups = {pg for _, _, _, pg in last.values() if pg}
+    seqs = {r: seq for r, (_, seq, _, _) in last.items() if r >= 0}
+    op, seq, ms, _pg = max(last.values(), key=lambda f: (f[1], f[2]))  # a watchdog line before an exception line
+    waited = f"after {ms / 1e3:.0f} s" if ms >= 0 else "at its timeout"
+    op = op if op != "?" else "collective"
     tip = ("dump the stacks of the named ranks (py-spy dump --pid), or set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and read "
            "the flight-recorder dumps with playbook diagnose")
-    if missing:
+    if len(groups) > 1:
+        where = "; ".join(f"rank {r} in {o if o != '?' else 'collective'} #{q} of group {g or '?'}"
+                          for r, (o, q, _, g) in sorted(last.items()))
+        finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
+            f"watchdog: ranks timed out in {len(groups)} different process groups ({where}): each group waits for "
+            "a member that is blocked elsewhere, typically in another group's collective — groups whose "
+            "collectives are issued in a different order on different ranks (e.g. from two threads) deadlock; "
+            f"issue every group's collectives in one order; {tip}")}
+    elif missing:
         finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
             f"watchdog: {len(known)} of {world} ranks timed out waiting in {op} #{seq} {waited}; rank"
             f"{'s' if len(missing) > 1 else ''} {_ranks(missing)} never reported: {'they' if len(missing) > 1 else 'it'} "
@@ -207,8 +220,8 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
             f"watchdog: rank{'s' if len(behind) > 1 else ''} {_ranks(behind)} timed out in collective #{lo} while "
             f"others reached #{max(seqs.values())}: the ranks disagree on the collective sequence (a rank skipped or "
             f"added a collective, e.g. a data-dependent branch) or the ones behind are stuck; {tip}")}
-    else:
-        finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high", "evidence": (
+    else:  # without a stated world size, ranks missing from the log (an excerpt) cannot be ruled out: moderate
+        finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high" if stated else "moderate", "evidence": (
             f"watchdog: every reporting rank ({len(last)}) timed out inside the same {op} #{seq} {waited}: the "
             "collective itself never finished — check NCCL WARN lines, Xid errors in dmesg, and the network ports"
             + ("" if stated else f" (the log states no world size: if the job has more than {world} ranks, the "

@@ -36,8 +36,9 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*[:=]?\s*(\d+)\]\s*:?|\
 _RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60} )?pid=(\d+)(?:, ip=([\w.:-]{1,60}))?\)\s*")
 _RAY_RANK = re.compile(r"\[rank=(\d+), world_size=")
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
-_ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*"
-                  r"(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
+# seconds are optional: a log shipper's "2025-02-18 12:54 " minute stamp before the line it carries
+_ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
+                  r"\s*(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")
 # a leading bracket of at most 160 characters without a nested bracket: a tag when it holds a level, a source
@@ -196,7 +197,8 @@ class Prefix:
             y = int(m.group(1))
             self.year = y
             self._seen("time")
-            return to_ns(y, *(int(g) for g in m.groups()[1:6]), m.group(7), self.tz, m.group(8)), body[m.end():], ""
+            return to_ns(y, *(int(g or 0) for g in m.groups()[1:6]), m.group(7), self.tz, m.group(8)), \
+                body[m.end():], ""
         if (m := _US_DATE.match(body)):
             y = int(m.group(3))
             y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)

@@ -206,7 +206,7 @@ def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
 def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str) -> bool:
     """Offer one line to every scanner; whether one understood it (counted in `counts`)."""
     understood = False
-    if nccl.feed(ln.lineno, nccl_text):
+    if nccl.feed(ln.lineno, nccl_text, ln.rank):
         counts["nccl"] += 1
         understood = True
     if events.feed_recompile(ln):

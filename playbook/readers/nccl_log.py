@@ -17,7 +17,12 @@ Facts (column `kind`):
   warn       NCCL WARN lines (detail the message)
   timeout    PyTorch's watchdog giving up on a collective ("[Rank 3] Watchdog caught collective operation timeout:
              WorkNCCL(SeqNum=4821, OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600050 milliseconds ..."):
-             rank, detail "ALLREDUCE seq=4821 ran_ms=600050" (read back with `timeout_fields`)
+             rank, detail "ALLREDUCE seq=4821 ran_ms=600050" (read back with `timeout_fields`). The rank is the
+             line's own (torchrun's `[rank13]:` prefix: the global rank) when it has one, else the `[Rank N]` of
+             the message (the rank within the collective's process group). The process group comes from the
+             watchdog's next line, "[PG ID 11 PG GUID 119 Rank 1] Exception (either an error or timeout)
+             detected by watchdog at work: 216, ..." (older: "[PG 1 Rank 0]"): detail "... pg=119"; sequence
+             numbers count per group, so only a group's own can be compared
 
 Columns: host, pid, tid, device, rank, nranks, peer, kind, transport, direction, gdr (float 1/0/NaN), detail,
 line (1-based), source. `rank` is filled from the process's own init line when a line does not state it.
@@ -61,13 +66,16 @@ _ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (\S*?)\.?\s*$")
 
 _WATCHDOG_RE = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
                           r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+).{0,300}?\) ran for (?P<ran>\d+) milli")
-_TIMEOUT_DETAIL_RE = re.compile(r"^(\w+) seq=(\d+) ran_ms=(\d+)$")
+_WATCHDOG_PG_RE = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]{1,80}))? Rank (?P<rank>\d+)\] "
+                             r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>\d+)")
+_TIMEOUT_DETAIL_RE = re.compile(r"^(\w+|\?) seq=(\d+) ran_ms=(-?\d+)(?: pg=(\S+))?$")
 
 
-def timeout_fields(detail: str) -> tuple[str, int, int] | None:
-    """(op, sequence number, milliseconds it ran) from a `timeout` row's detail; None when it is not one."""
+def timeout_fields(detail: str) -> tuple[str, int, int, str] | None:
+    """(op, sequence number, milliseconds it ran, process group or "") from a `timeout` row's detail (op "?" and
+    -1 ms when only the watchdog's exception line was logged); None when it is not one."""
     m = _TIMEOUT_DETAIL_RE.match(str(detail))
-    return (m.group(1), int(m.group(2)), int(m.group(3))) if m else None
+    return (m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or "") if m else None
 
 
 def sniff(head: str) -> bool:
@@ -114,10 +122,13 @@ class NcclLines:
         self.rows: list[dict] = []
         self.clean_hosts: set[str] = set()
         self.n_lines = self.n_nccl = 0
+        self.timed_out: dict[int, dict] = {}  # each rank's last timeout row, for its process group (next line)
 
-    def feed(self, lineno: int, line: str) -> bool:
+    def feed(self, lineno: int, line: str, rank: int = -1) -> bool:
+        """One line; `rank`: the rank the line's prefix names (-1: none), which a watchdog line's `[Rank N]` (the
+        rank within its process group) does not override."""
         self.n_lines += 1
-        if "NCCL" not in line and "Watchdog" not in line:
+        if "NCCL" not in line and "Watchdog" not in line and "watchdog" not in line:
             return False
         rows = self.rows
         matches = list(PREFIX_RE.finditer(line))
@@ -127,8 +138,24 @@ class NcclLines:
                 rows.append(_row("", -1, -1, -1, "version", detail=m.group(1), line=lineno))
                 return True
             if (w := _WATCHDOG_RE.search(line)):
-                rows.append(_row(self.host, -1, -1, -1, "timeout", rank=int(w["rank"]) if w["rank"] else -1,
-                                 line=lineno, detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}"))
+                who = rank if rank >= 0 else int(w["rank"]) if w["rank"] else -1
+                row = _row(self.host, -1, -1, -1, "timeout", rank=who, line=lineno,
+                           detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}")
+                rows.append(row)
+                self.timed_out[who] = row
+                return True
+            if (p := _WATCHDOG_PG_RE.search(line)):
+                who = rank if rank >= 0 else int(p["rank"])
+                pg = p["guid"] or p["pg"]
+                row = self.timed_out.get(who)
+                if row is not None and f" seq={p['seq']} " in row["detail"]:
+                    if " pg=" not in row["detail"]:
+                        row["detail"] += f" pg={pg}"
+                else:  # the rank's own watchdog line is not in the log (an excerpt): it timed out all the same
+                    row = _row(self.host, -1, -1, -1, "timeout", rank=who, line=lineno,
+                               detail=f"? seq={p['seq']} ran_ms=-1 pg={pg}")
+                    rows.append(row)
+                    self.timed_out[who] = row
                 return True
             b = _BARE_RE.search(line)
             if not b:

@@ -532,12 +532,14 @@ NA_TOKENS = frozenset({"", "-", "n/a", "na", "nan", "none", "null", "[n/a]", "[n
 _NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([A-Za-z%/]+)\s*)?$")
 
 
-_JSON_START = re.compile(r"^\s*(\{|\[\s*([\[{\"\]]|-?\d[\d.eE+-]*\s*[,\]])|\[\s*$)")
+# an array of numbers goes on (a comma) or closes at the end of its line: "[80746] [rank0]:..." (a counter or a
+# process id before a log line) is a log line, "[1, 2]" and "[3]" are JSON
+_JSON_START = re.compile(r"^\s*(\{|\[\s*([\[{\"\]]|-?\d[\d.eE+-]*\s*(,|\][ \t\r]*(\n|$|[,\]])))|\[\s*$)")
 
 
 def looks_like_json(text: str) -> bool:
     """True when `text` starts like a JSON document: an object, or an array of values. Log lines that open with a
-    bracket ("[rank0]: ...", "[2024-01-15 10:00:00] ...", "[titan] ...") do not."""
+    bracket ("[rank0]: ...", "[2024-01-15 10:00:00] ...", "[titan] ...", "[80746] [rank0]: ...") do not."""
     return bool(_JSON_START.match(text))
 
 

@@ -75,6 +75,7 @@ def test_ray_workers_take_the_rank_their_first_line_names():
     ("[Rank 3/8] step 3", 3, "step 3", ""),
     ("10.0.0.2: [2024-01-01 12:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 3] step=3", 3, "step=3", "INFO"),
     ("loss: [0.1, 0.2]", -1, "loss: [0.1", ""),                 # a key before a bracket is no host label
+    (" 2025-02-18 12:54 [rank13]:[E218 04:54:22.864 f.cpp:616] [Rank 1] Watchdog", 13, "[Rank 1] Watchdog", ""),
 ])
 def test_prefixes_leave_the_message(line, rank, body, level):
     p = Prefix()

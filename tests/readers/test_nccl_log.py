@@ -135,6 +135,11 @@ def _watchdog(rank: int, seq: int, ms: int = 600050) -> str:
             f"NumelOut=262144, Timeout(ms)=600000) ran for {ms} milliseconds before timing out.")
 
 
+# every rank of the 4 the NCCL init lines state timed out in the one collective: the collective failed
+_WORLD_4 = "".join(f"gpu-a01:41{r}:42{r} [{r}] NCCL INFO comm 0x55d4c8a0000{r} rank {r} nRanks 4 nNodes 1 localRanks 4 "
+                   f"localRank {r} MNNVL 0\n" for r in range(4))
+
+
 @pytest.mark.parametrize(("seqs", "hypothesis", "says"), [
     ({r: 4821 for r in range(8) if r != 5}, "collective_straggler", "rank 5 never reported"),
     ({0: 4821, 1: 4821, 2: 4820, 3: 4821}, "collective_straggler", "rank 2 timed out in collective #4820"),
@@ -145,7 +150,7 @@ def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypo
     from playbook.readers import detect, read_file
 
     log = tmp_path / "torchrun.log"
-    log.write_text("\n".join(_watchdog(r, s) for r, s in seqs.items()) + "\n[rank1]:some other line\n")
+    log.write_text(_WORLD_4 + "\n".join(_watchdog(r, s) for r, s in seqs.items()) + "\n[rank1]:some other line\n")
     assert detect.detect(log) == "lines"  # text: every line scanner, NCCL among them
     bundle = read_file(log)
     stuck = an.timeouts(bundle.nccl)
@@ -157,8 +162,68 @@ def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypo
 
 
 def test_timeout_detail_round_trips():
-    assert nl.timeout_fields("ALLGATHER seq=12 ran_ms=1800000") == ("ALLGATHER", 12, 1800000)
+    assert nl.timeout_fields("ALLGATHER seq=12 ran_ms=1800000") == ("ALLGATHER", 12, 1800000, "")
+    assert nl.timeout_fields("? seq=12 ran_ms=-1 pg=119") == ("?", 12, -1, "119")
     assert nl.timeout_fields("NET/IB/0") is None
+
+
+def test_same_collective_without_a_world_size_is_not_confirmed_hardware(tmp_path):
+    # an excerpt: the ranks that are not in it may be the ones that never arrived
+    from playbook.readers import read_file
+
+    log = tmp_path / "excerpt.log"
+    log.write_text("\n".join(_watchdog(r, 808) for r in range(3)) + "\n")
+    finding = an.timeouts(read_file(log).nccl)["findings"][0]
+    assert finding["hypothesis"] == "hardware_fault" and finding["level"] == "moderate"
+    assert "states no world size" in finding["evidence"]
+
+
+# real layouts (pasted in public issue threads; figures from them): pytorch/pytorch#118369 (a tqdm bar before the
+# first watchdog line, glog brackets before the others), hiyouga/LlamaFactory#7396 (a process-id counter before
+# each line; one rank logged only the watchdog's exception line), NVIDIA/nccl#1610 (a minute time stamp before
+# torchrun's global rank; two process groups, one per thread)
+_TQDM_THEN_GLOG = (
+    "Epoch 0:   6%|██   | 32040/500150 [6:28:43<94:39:17,  1.37it/s, loss=2.6][E ProcessGroupNCCL.cpp:458] [Rank 0] "
+    "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, Timeout(ms)=1800000) "
+    "ran for 25624887 milliseconds before timing out.\n"
+    "[E ProcessGroupNCCL.cpp:458] [Rank 7] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=64088, "
+    "OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 25625251 milliseconds before timing out.\n")
+_COUNTER_PREFIX = (
+    "[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
+    "operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, "
+    "Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n"
+    "[80749] [rank3]:[E321 02:07:08.465224069 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 3] Exception (either an error or "
+    "timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.\n")
+_TWO_GROUPS = (
+    " 2025-02-18 12:54 [rank13]:[E218 04:54:22.864467604 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=216, OpType=ALLTOALL_BASE, NumelIn=1379328, NumelOut=1572864, "
+    "Timeout(ms)=600000) ran for 600045 milliseconds before timing out.\n"
+    " 2025-02-18 12:54 [rank13]:[E218 04:54:22.864535778 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 119 Rank 1] "
+    "Exception (either an error or timeout) detected by watchdog at work: 216, last enqueued NCCL work: 220, last "
+    "completed NCCL work: 215.\n"
+    " 2025-02-18 12:54 [rank15]:[E218 04:54:22.883327702 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+    "collective operation timeout: WorkNCCL(SeqNum=57, OpType=ALLREDUCE, NumelIn=32, NumelOut=32, "
+    "Timeout(ms)=600000) ran for 600045 milliseconds before timing out.\n"
+    " 2025-02-18 12:54 [rank15]:[E218 04:54:22.883358915 ProcessGroupNCCL.cpp:1795] [PG ID 11 PG GUID 112 Rank 0] "
+    "Exception (either an error or timeout) detected by watchdog at work: 57, last enqueued NCCL work: 57, last "
+    "completed NCCL work: 56.\n")
+
+
+@pytest.mark.parametrize(("text", "ranks", "says"), [
+    (_TQDM_THEN_GLOG, [(0, 96120, ""), (7, 64088, "")], "ranks 1, 2, 3, 4, 5, 6 never reported"),
+    (_COUNTER_PREFIX, [(0, 1580, ""), (3, 1580, "1")], "2 of 4 ranks timed out waiting in ALLREDUCE #1580"),
+    (_TWO_GROUPS, [(13, 216, "119"), (15, 57, "112")], "2 different process groups (rank 13 in ALLTOALL_BASE #216 "
+                                                        "of group 119; rank 15 in ALLREDUCE #57 of group 112)"),
+])
+def test_watchdog_lines_keep_their_rank_and_process_group(tmp_path, text, ranks, says):
+    from playbook.readers import detect, read_file
+
+    log = tmp_path / "pasted.log"
+    log.write_text(text)
+    assert detect.detect(log) == "lines"
+    stuck = an.timeouts(read_file(log).nccl)
+    assert [(r["rank"], r["seq"], r["pg"]) for r in stuck["ranks"]] == ranks
+    assert says in stuck["findings"][0]["evidence"]
 
 
 def test_torchrun_prefixed_nccl_lines_are_read_and_a_json_array_is_not(tmp_path):

@@ -247,7 +247,8 @@ def test_deepspeed_rank_tag_and_its_untagged_timer_line_count_once(data_dir):
 @pytest.mark.parametrize(("text", "json_like"), [
     ('{"traceEvents": []}', True), ("[\n  {\"a\": 1}\n]", True), ("[1, 2]", True), ("[]", True), ("[\n", True),
     ("[rank0]: step 3", False), ("[2024-01-15 10:00:00] step 3", False), ("[titan] 2025-01-15 ...", False),
-    ("step 3", False),
+    ("step 3", False), ("[3]\n", True), ("[3]\n[4]\n", True), ("[1.5e3,\n", True),
+    ("[80746] [rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] ...", False),  # a process-id counter
 ])
 def test_a_json_document_is_told_from_a_bracketed_log_line(text, json_like):
     assert textio.looks_like_json(text) is json_like
