@@ -212,14 +212,15 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
             f"{'s' if len(missing) > 1 else ''} {_ranks(missing)} never reported: {'they' if len(missing) > 1 else 'it'} "
             f"did not reach that collective (hung or far behind)"
             + ("; rank 0 first suspects rank-0-only work that outlasts the timeout (a synchronous checkpoint "
-               "save, evaluation or logging on rank 0)" if 0 in missing else "") + f"; {tip}"), "rank": missing[0]}
+               "save, evaluation or logging on rank 0)" if 0 in missing else "") + f"; {tip}"), "rank": missing[0],
+            "ranks": missing}
     elif len(set(seqs.values())) > 1:
         lo = min(seqs.values())
         behind = [r for r, s in seqs.items() if s == lo]
         finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
             f"watchdog: rank{'s' if len(behind) > 1 else ''} {_ranks(behind)} timed out in collective #{lo} while "
             f"others reached #{max(seqs.values())}: the ranks disagree on the collective sequence (a rank skipped or "
-            f"added a collective, e.g. a data-dependent branch) or the ones behind are stuck; {tip}")}
+            f"added a collective, e.g. a data-dependent branch) or the ones behind are stuck; {tip}"), "ranks": behind}
     else:  # without a stated world size, ranks missing from the log (an excerpt) cannot be ruled out: moderate
         finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high" if stated else "moderate", "evidence": (
             f"watchdog: every reporting rank ({len(last)}) timed out inside the same {op} #{seq} {waited}: the "

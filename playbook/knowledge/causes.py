@@ -264,6 +264,9 @@ UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degr
 # straggler or a hang) 0.7; an out-of-memory error is memory pressure 0.8; a clock slowdown report 0.8.
 FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "nccl_timeout": 0.7, "oom": 0.8,
                                   "throttle": 0.8}
+# Fault events logged by the ranks that waited, not by the one they waited for (PyTorch's NCCL watchdog reports the
+# collective it gave up on from every rank that reached it): their ranks are not named as the culprits
+WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})
 # Xid codes that report the application's own error (a bad memory access, a killed context), not the hardware
 # (NVIDIA's Xid catalog: 13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45
 # preemptive cleanup, 68 video processor exception)

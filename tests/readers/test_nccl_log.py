@@ -159,6 +159,9 @@ def test_watchdog_timeouts_name_the_rank_that_never_arrived(tmp_path, seqs, hypo
     assert finding["hypothesis"] == hypothesis and says in finding["evidence"]
     top = diagnose(bundle).hypotheses[0]
     assert top["id"] == hypothesis and says in top["evidence"][0]
+    # the ranks named are the ones the others waited for, never the ones that logged the timeout while waiting
+    assert top["names"] == {"rank 5 never reported": ["rank 5"],
+                            "rank 2 timed out in collective #4820": ["rank 2"]}.get(says, [])
 
 
 def test_timeout_detail_round_trips():

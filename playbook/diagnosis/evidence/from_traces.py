@@ -49,7 +49,8 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
             nxt = CAUSES[hyp].next_step.replace("the named host", ", ".join(map(str, f["hosts"])))
         share = f.get("share")
         share = float(share) if isinstance(share, (int, float)) else None
-        names = tuple(f"rank {f['rank']}" for _ in [0] if f.get("rank") is not None) + tuple(f.get("hosts") or ())
+        ranks = f.get("ranks") or ([f["rank"]] if f.get("rank") is not None else [])
+        names = tuple(f"rank {r}" for r in ranks) + tuple(f.get("hosts") or ())
         out += expand(Finding(hyp, text, conf, 1.0, level=share, lost_share=share, names=names, next_step=nxt,
                               anomaly=conf, source=source or "findings"))
         nature = f.get("nature")
