@@ -141,6 +141,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="repair the named host's fabric (IB/RoCE link, GPUDirect RDMA via nvidia-peermem, NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets",
         next_step="NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for missing GDRDMA; nccl-tests all_reduce_perf across the named host",
         notebook="notebooks/20_collective_stragglers.ipynb",
+        event_kinds=("network_error",),
     ),
     Cause(
         "padding_imbalance",
@@ -263,7 +264,10 @@ UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degr
 # fault report (Xid, ECC, a GPU lost) 0.9; a watchdog timeout names a collective some rank never reached (a
 # straggler or a hang) 0.7; an out-of-memory error is memory pressure 0.8; a clock slowdown report 0.8.
 FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "nccl_timeout": 0.7, "oom": 0.8,
-                                  "throttle": 0.8}
+                                  "throttle": 0.8,
+                                  # an IB transport error is the link's, or a peer that died (its QP stops
+                                  # answering alike): not higher than a watchdog timeout
+                                  "network_error": 0.7}
 # Fault events logged by the ranks that waited, not by the one they waited for (PyTorch's NCCL watchdog reports the
 # collective it gave up on from every rank that reached it): their ranks are not named as the culprits
 WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})

@@ -4,7 +4,7 @@ event (time, rank and latest step of the line) and counts the ERROR/WARNING line
 
 Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid → hardware_fault, recompile → recompilation,
 checkpoint / eval → periodic_stall, gc → gc_pause); the others are the schema's (gpu_error, gpu_lost) or new here
-(ecc, oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, throttle, worker_failed) and measure no cause yet.
+(ecc, oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, network_error, throttle, worker_failed) and measure no cause yet.
 
 The checkpoint / evaluation / GC markers, whose lines lines.py merges into one event per section, live here too.
 Every pattern is linear (no nested quantifiers); a row is tried only when one of its lower-case needles is in the
@@ -51,6 +51,13 @@ LEXICON: tuple[Entry, ...] = (
     _row(("nccl error", "nccl communicator", "ncclunhandled", "ncclsystem", "ncclinternal", "ncclremote",
           "ncclinvalid"), r"NCCL error\b|\bnccl(?:Unhandled\w*|System|Internal|Remote|InvalidUsage)Error\b|"
                     r"NCCL communicator was aborted", "nccl_error"),
+    # NCCL src/transport/net_ib.cc: a work request that failed on the wire, "NET/IB : Got completion from peer
+    # 10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) ..." (status 12: transport retries
+    # exceeded — the link or the peer stopped answering), and the HCA's own "NET/IB : mlx5_0:1 Got async error
+    # event: port error" (older: "Got async event : ..."); NCCL's IB plugins (NET/IBext, NET/IB/GIN) print the same
+    _row(("got completion from peer", "got async"),
+         r"\bNET/IB\w*(?:/\w+)?\s*:.{0,120}?\b(?:Got completion from peer\b.{0,200}?\bstatus=[1-9]|Got async(?: error)? "
+         r"event\b)", "network_error"),
     # NCCL src/debug.cc WARN(): "host:pid:tid [dev] NCCL WARN <message>"
     _row(("nccl warn",), r"\bNCCL WARN\b", "nccl_warn"),
     # c10/cuda/CUDAException: "CUDA error: an illegal memory access was encountered"; driver API names

@@ -132,6 +132,11 @@ def test_mlperf_eval_start_and_stop_give_the_evaluation_time(tmp_path):
     ("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1) ran for 600081 milliseconds", "nccl_timeout"),
     ("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled cuda error, ncclUnhandledCudaError: x", "nccl_error"),
     ("gpu-a01:1234:1300 [0] NCCL WARN Call to ibv_open_device failed", "nccl_warn"),
+    # NVIDIA/nccl#1405 (real paste) and the HCA's async event (net_ib.cc's WARN)
+    ("kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+     "10.216.210.236<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid fd00:1148::ff22", "network_error"),
+    ("node3:77:90 [1] NCCL WARN NET/IB : mlx5_1:1 Got async error event: port error", "network_error"),
+    ("node3:77:90 [1] NCCL WARN NET/IB/GIN: Got completion from peer 10.0.0.2<1> with status=0 opcode=0", "nccl_warn"),
     ("RuntimeError: CUDA error: an illegal memory access was encountered", "gpu_error"),
     ("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many "
      "CUDAGraphs may lead to extra overhead. We have observed 51 distinct sizes.", "recompile"),

@@ -241,3 +241,21 @@ def test_torchrun_prefixed_nccl_lines_are_read_and_a_json_array_is_not(tmp_path)
     assert ch.groupby("transport").size().to_dict() == {"NET": 8, "P2P": 4}
     assert set(b.nccl["host"]) >= {"gpu-a01", "gpu-a02"}
     assert not nl.sniff('[\n  "gpu-a01:123:456 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"\n]')
+
+
+def test_ib_transport_errors_name_the_fabric_and_connection_facts_alone_vouch_for_nothing(tmp_path):
+    # NVIDIA/nccl#1814's paste (the job died on IB completion errors): it was "healthy, confirmed"
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_file
+
+    log = tmp_path / "ib.log"
+    log.write_text(
+        "hostname-test:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+        "172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv) localGid ::ffff:29.87.88.182\n"
+        "hostname-test:984:1357 [4] NCCL INFO transport/net.cc:1298 -> 6\n"
+        "hostname-test:984:1357 [4] NCCL INFO proxy.cc:694 -> 6\n")
+    top = diagnose(read_file(log)).hypotheses[0]
+    assert top["id"] == "link_degradation" and "network_error" in top["evidence"][0]
+    # a clean NCCL log says how ranks connect, not whether the loop is fast: not enough to call the run healthy
+    top = diagnose(nl.read(DATA / "healthy_ib_gdr.log")).hypotheses[0]
+    assert top["id"] == "insufficient_data" and "NCCL connection facts only" in top["evidence"][0]
