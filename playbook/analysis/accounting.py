@@ -123,8 +123,9 @@ class Accounting:
 
 
 def account(bundle: schema.Bundle, interval_s: float | None = None,
-            series: GpuSeries | None = None) -> Accounting | None:
-    """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either."""
+            series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
+    """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
+    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps)."""
     tele = bundle.telemetry
     if len(tele):
         col = "util_pct" if tele["util_pct"].notna().any() else None
@@ -140,7 +141,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if acc is not None:
                 return acc
     if len(bundle.steps):
-        return step_accounting(bundle.steps)
+        return step_accounting(bundle.steps, marked_steps)
     return None
 
 
@@ -337,15 +338,16 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
 # ---------------------------------------------------------------- wall time (steps)
 
 
-def step_accounting(steps: pd.DataFrame) -> Accounting | None:
-    """Wall-time accounting of a step table, per rank (see the module docstring); None without step times."""
+def step_accounting(steps: pd.DataFrame, marked_steps=()) -> Accounting | None:
+    """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
+    `marked_steps` as in `account`."""
     st = sa.step_times(steps)
     st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
     steps = _collective_waits(steps)
-    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0)
+    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps)
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
     if not per_rank:
@@ -380,7 +382,7 @@ def step_accounting(steps: pd.DataFrame) -> Accounting | None:
                       t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
 
 
-def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None) -> dict | None:
+def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=()) -> dict | None:
     """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
     d = g["duration_s"].to_numpy(dtype=np.float64)
     stepno = g["step"].to_numpy(dtype=np.int64)
@@ -391,7 +393,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     gaps = np.diff(stepno)
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
     per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
-    warm = sa.warmup_steps(d)
+    warm = sa.warmup_steps(d, stepno, marked)
     body, bstep, w = d[warm:], stepno[warm:], per_row[warm:]
     if len(body) == 0:
         return None

@@ -53,6 +53,7 @@ _RECOMPILING = re.compile(r"Recompiling function (\S+) in (\S+)")
 _GUARD = re.compile(r"^\s*-\s*(?:\d+/\d+:\s*)?(.+?)\s*$")
 _LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|accumulated_recompile_limit)|"
                     r"recompile_limit|cache_size_limit reached", re.IGNORECASE)
+_LIMIT_TAIL = ("To log all recompilation reasons", "To diagnose recompilation issues")
 _GRAPH_BREAK = re.compile(r"Graph break(?: in user code)?(?: at| from| \(|:)\s*(.*)$")
 _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
 
@@ -99,13 +100,25 @@ class _EventLines:
                 if "guard:" not in row["detail"]:
                     row["detail"] = (row["detail"] + f"; guard: {g.group(1)}")[:300]
                 return True
+            # the rest of the limit warning (torch/_dynamo/convert_frame.py: "torch._dynamo hit config.%s (%s)\n
+            #    function: %s\n   last reason: %s\nTo log all recompilation reasons, use TORCH_LOGS=...\nTo
+            # diagnose recompilation issues, see %s."), each line behind the logger's prefix: one record
+            if body.startswith(("function:", "last reason:")):
+                row["detail"] = (row["detail"] + "; " + body)[:300]
+                return True
+            if body.startswith(_LIMIT_TAIL):
+                return True
             self.recompile = None
         if "Recompiling function" in body and (m := _RECOMPILING.search(body)):
             self.recompile = self._add(ln, "recompile", f"line {ln.lineno}: recompiling {m.group(1)} in "
                                                         f"{m.group(2)}")
             self.counts["recompile"] += 1
             return True
-        if ("limit" in body and _LIMIT.search(body)) or ("recompil" in body.lower() and "torch" in body):
+        if "limit" in body and _LIMIT.search(body):
+            self.recompile = self._add(ln, "recompile", f"line {ln.lineno}: {body}")
+            self.counts["recompile"] += 1
+            return True
+        if "recompil" in body.lower() and "torch" in body:
             self._add(ln, "recompile", f"line {ln.lineno}: {body}")
             self.counts["recompile"] += 1
             return True

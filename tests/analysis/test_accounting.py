@@ -196,3 +196,44 @@ def test_an_event_inside_a_logging_window_explains_the_slow_line_after_it(tmp_pa
     slow = [b for b in d.accounting["buckets"] if 110 in b["steps"]]
     assert slow and slow[0]["steps"] == [110, 210], d.accounting["buckets"]
     assert "checkpoint" in slow[0]["evidence"] and "2 of 2" in slow[0]["evidence"], slow[0]
+
+
+def _recompiling_start(path, limit_line: bool):
+    """nanoGPT lines: a 30 s first compile, then 7 steps of 6 s (a compiled optimizer step recompiled on every new
+    lr, pytorch/pytorch#120934), then 300 steps of 0.1 s; with `limit_line` torch 2.2's cache-limit warning (one
+    record over five prefixed lines) is logged before step 8."""
+    w = "[2024-02-29 10:31:44,123] torch._dynamo.convert_frame: [WARNING]"
+    limit = [f"{w} torch._dynamo hit config.cache_size_limit (8)\n",
+             f"{w}    function: 'step' (/venv/lib/python3.10/site-packages/torch/optim/adamw.py:151)\n",
+             f"{w}    last reason: L['self'].param_groups[0]['lr'] == 4.8e-05\n",
+             f'{w} To log all recompilation reasons, use TORCH_LOGS="recompiles".\n',
+             f"{w} To diagnose recompilation issues, see https://pytorch.org/docs/main/torch.compiler_troubleshooting.html.\n"]
+    ms = np.r_[30000.0, 6000.0 * _jitter(7, seed=3), 100.0 * _jitter(300, seed=4)]
+    out = []
+    for i, m in enumerate(ms, start=1):
+        if limit_line and i == 8:
+            out += limit
+        out.append(f"iter {i}: loss {3 - i * 0.001:.4f}, time {m:.2f}ms, mfu 30.00%\n")
+    path.write_text("".join(out))
+    return read_paths([str(path)]), ms
+
+
+def test_a_leading_slow_stretch_closed_by_a_recompile_limit_is_lost_time_not_warm_up(tmp_path):
+    bundle, ms = _recompiling_start(tmp_path / "train.log", limit_line=True)
+    # the five lines are one event, and none is left "not understood"
+    assert list(bundle.events["kind"]) == ["recompile"]
+    assert "function: 'step'" in bundle.events["detail"].iloc[0] and not any("not understood" in w
+                                                                              for w in bundle.warnings)
+    d = diagnose(bundle)
+    acc = d.accounting
+    assert acc["warmup_s"] == pytest.approx(30.0, rel=0.01)  # the first compile stays warm-up
+    stalls = next(b for b in acc["buckets"] if b["kind"] == "stalls")
+    assert stalls["steps"] == list(range(2, 9)) and stalls["cause"] == "recompilation"
+    assert stalls["seconds"] == pytest.approx((ms[1:8] - 100).sum() / 1000, rel=0.05)
+    assert d.verdict["id"] == "recompilation"
+
+
+def test_the_same_slow_start_without_an_event_is_warm_up(tmp_path):
+    bundle, ms = _recompiling_start(tmp_path / "train.log", limit_line=False)
+    acc = diagnose(bundle).accounting
+    assert acc["warmup_s"] == pytest.approx(ms[:8].sum() / 1000, rel=0.01) and acc["lost_share"] < 0.02
