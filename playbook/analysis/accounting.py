@@ -41,6 +41,7 @@ from playbook.analysis import step_times as sa
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
 from playbook.model import schema
+from playbook.readers.profiler_table import META_PREFIX as PROFILER_META
 
 # A loss under 1% of the basis is within the run-to-run repeatability of a training job's throughput (repeated
 # runs of the same job on the same nodes vary by 1-2%): below it no loss is called, whatever the jitter says.
@@ -142,7 +143,38 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
                 return acc
     if len(bundle.steps):
         return step_accounting(bundle.steps, marked_steps)
-    return None
+    return profile_accounting(bundle)
+
+
+# ---------------------------------------------------------------- profiled steps (torch.profiler tables)
+
+# A fed training loop still leaves its GPU idle a few percent of a step (launch gaps, the optimizer's small kernels,
+# the step boundary): the TensorFlow profiler calls host-side waits "moderate" from 5% of the step, the threshold
+# the trace and table findings use. Below it a table's idle time is not called a loss.
+PROFILE_FLOOR = 0.05
+
+
+def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
+    """GPU-time accounting of torch.profiler tables (no time axis, only totals): the profiled steps' wall time on the
+    host (ProfilerStep* CPU total) against the GPU's kernel time (Self CUDA time total), one GPU per table; the
+    idle rest is one `profile_idle` bucket. None without a table that has both."""
+    wall = busy = 0.0
+    names = []
+    for key, t in (bundle.meta or {}).items():
+        if isinstance(key, str) and key.startswith(PROFILER_META) and isinstance(t, dict):
+            steps_s, device_s = float(t.get("steps_s") or 0.0), float(t.get("self_device_total_s") or 0.0)
+            if steps_s > 0 and device_s > 0:
+                wall, busy = wall + steps_s, busy + min(device_s, steps_s)
+                names.append(key[len(PROFILER_META):].rsplit("/", 1)[-1])
+    if wall <= 0:
+        return None
+    idle = wall - busy
+    bucket = Bucket("profile_idle", idle, share=idle / wall, names=names,
+                    detail=f"the GPU idle {idle / wall:.0%} of the profiled steps (kernel time {busy:.3f} s of "
+                           f"{wall:.3f} s)")
+    return Accounting("gpu", wall, [bucket] if idle > 0 else [], PROFILE_FLOOR,
+                      f"a fed loop's idle time between kernels (under {PROFILE_FLOOR:.0%} of a step, the "
+                      "TensorFlow profiler's 'moderate' threshold)", span_s=wall)
 
 
 # ---------------------------------------------------------------- GPU time

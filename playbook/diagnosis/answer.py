@@ -214,7 +214,7 @@ def untestable(run: Run) -> str | None:
     kineto = sm.get("kineto")
     gpu_trace = bool(kineto and kineto.get("gpu_idle"))
     others = bool(run.steps_summary or gpu_trace or any(sm.get(n) for n in ("nccl", "stragglers", "nsys",
-                                                                           "flight_recorder", "links")))
+                                                                           "flight_recorder", "links", "profiler")))
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
     if kineto and not gpu_trace and osc is None and gpu_report is None and not others:

@@ -300,7 +300,7 @@ class Bundle:
         return self
 
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py)
-    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:")
+    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:")
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

@@ -381,6 +381,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         "metric_lines": steps.metric_lines, "eval_lines": steps.eval_lines,
         "skipped": {k: v for k, v in noise.items() if v and k != "unread"}, "unread": noise["unread"],
         "unread_examples": examples, **({"profiler": profiler} if profiler else {})}}
+    if profiler:  # the same summary where the analyses look for reader summaries (schema.SUMMARY_META_PREFIXES)
+        bundle.meta[f"{profiler_table.META_PREFIX}{src}"] = profiler
     if not understood and not steps.metric_lines and not steps.eval_lines:
         from playbook.readers import detect
 
