@@ -426,9 +426,14 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
     per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
     warm = sa.warmup_steps(d, stepno, marked)
-    body, bstep, w = d[warm:], stepno[warm:], per_row[warm:]
-    if len(body) == 0:
+    real, bstep = d[warm:], stepno[warm:]
+    if len(real) == 0:
         return None
+    # a step's what-if is the steady pace times its own work's factor (1 unless the step time follows the stated
+    # work): the analysis below runs on work-normalised times, and `w` turns them back into seconds
+    work = g["work"].to_numpy(dtype=np.float64) if "work" in g else np.full(len(d), np.nan)
+    scale, _ = sa.work_scale(real, work[warm:])
+    body, w = real / scale, per_row[warm:] * scale
     slow = sa.slow_steps(body) if len(body) >= 5 else np.zeros(len(body), dtype=bool)
     # the local pace (rolling median, as the slow-step test uses) and the run's best sustained pace (its 10th
     # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
@@ -453,12 +458,12 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
             idx = np.flatnonzero(mask)
             buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
                                   names=[name] if name else [],
-                                  windows=[(start(i), start(i) + float(body[i])) for i in idx],
+                                  windows=[(start(i), start(i) + float(real[i])) for i in idx],
                                   steps=[int(bstep[i]) for i in idx], detail=detail))
     if stretch.any():
         lo, n = true_runs(stretch)
         buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
-                              windows=[(start(int(a)), start(int(a + k - 1)) + float(body[a + k - 1]))
+                              windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1]))
                                        for a, k in zip(lo, n, strict=True)],
                               steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
                               detail=_stretch_phrase(body, bstep, stretch, best, lo, n)))

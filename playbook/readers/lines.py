@@ -332,7 +332,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         n = len(res["step"])
         parts = {"start": [res["start"]], "rank": [res["rank"]], "step": [res["step"]],
                  "phase": [np.full(n, "step", dtype=object)], "duration_s": [res["duration"]],
-                 "tokens": [res["tokens"]]}
+                 "tokens": [res["tokens"]], "work": [res["work"]]}
         for phase, values in res["phases"].items():
             ok = np.isfinite(values)
             parts["start"].append(res["start"][ok])
@@ -341,6 +341,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             parts["phase"].append(np.full(int(ok.sum()), phase, dtype=object))
             parts["duration_s"].append(values[ok])
             parts["tokens"].append(np.full(int(ok.sum()), np.nan))
+            parts["work"].append(np.full(int(ok.sum()), np.nan))
         data = {k: np.concatenate(v) for k, v in parts.items()}
         start = data.pop("start")
         data["time"] = pd.to_datetime(np.where(start == NAT, np.datetime64("NaT"), start.view("datetime64[ns]")),

@@ -237,3 +237,41 @@ def test_the_same_slow_start_without_an_event_is_warm_up(tmp_path):
     bundle, ms = _recompiling_start(tmp_path / "train.log", limit_line=False)
     acc = diagnose(bundle).accounting
     assert acc["warmup_s"] == pytest.approx(ms[:8].sum() / 1000, rel=0.01) and acc["lost_share"] < 0.02
+
+
+def _multiscale(path, follows: bool, stalls=()):
+    """YOLOX's after_iter line (meters over 10 iterations) with a multi-scale `size` drawn from 608-800 every 10
+    iterations; the iteration time grows with the pixels (size²) when `follows`, else stays 0.3 s; `stalls`: line
+    indices whose window holds a 3 s wait."""
+    rng = np.random.default_rng(11)
+    t, lines = dt.datetime(2021, 8, 31, 7, 0, 0), []
+    for k in range(200):
+        size = int(rng.choice(np.arange(608, 801, 32)))
+        it = 0.30 * ((size / 704) ** 2 if follows else 1.0) * float(np.exp(0.02 * rng.standard_normal()))
+        if k in stalls:
+            it += 0.3  # 3 s over the 10 iterations of the window
+        t += dt.timedelta(seconds=10 * it)
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S.%f}"[:-3] + f" | INFO     | yolox.core.trainer:after_iter:246 - epoch: 1/300, "
+                     f"iter: {10 * (k + 1)}/1849, mem: 7420Mb, iter_time: {it:.3f}s, data_time: 0.002s, "
+                     f"total_loss: 11.7, lr: 1.713e-04, size: {size}, ETA: 2 days, 2:33:10")
+    path.write_text("\n".join(lines) + "\n")
+    return read_paths([str(path)])
+
+
+def test_step_time_that_follows_the_stated_input_size_is_work_not_loss(tmp_path):
+    bundle = _multiscale(tmp_path / "train.log", follows=True)
+    assert set(bundle.steps["work"].dropna()) <= set(range(608, 801, 32))  # `size: 640` is the step's work
+    d = diagnose(bundle)
+    assert d.verdict["id"] == "healthy" and d.accounting["lost_share"] < d.accounting["noise_floor_share"]
+
+
+def test_stalls_on_top_of_the_size_are_still_lost(tmp_path):
+    d = diagnose(_multiscale(tmp_path / "train.log", follows=True, stalls=(40, 90, 150)))
+    stalls = {b["kind"]: b for b in d.accounting["buckets"]}["stalls"]
+    assert stalls["steps"] == [410, 910, 1510]
+    assert stalls["seconds"] == pytest.approx(9.0, rel=0.25)
+
+
+def test_a_size_the_step_time_does_not_follow_changes_nothing(tmp_path):
+    flat = diagnose(_multiscale(tmp_path / "train.log", follows=False, stalls=(40, 90, 150))).accounting
+    assert {b["kind"]: b for b in flat["buckets"]}["stalls"]["steps"] == [410, 910, 1510]

@@ -458,8 +458,9 @@ class StepLines:
 
     def result(self) -> dict:
         """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
-        "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "phases" {phase: seconds}; "chosen" (the
-        duration field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
+        "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "work" (the step's stated token count, else
+        its input size or sequence length, else its batch size; NaN unknown), "phases" {phase: seconds}; "chosen" (the duration
+        field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
         self._flush()
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
@@ -501,6 +502,12 @@ class StepLines:
             tokens = cols[max(tok, key=lambda k: np.isfinite(cols[k]).sum())][idx]
         elif rate:
             tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
+        work = np.full(len(idx), np.nan)
+        for kind in ("tokens", "work", "batch"):  # stated, never a rate times the duration
+            named = [k for k, r in roles.items() if r[0] == kind]
+            if named:
+                work = cols[max(named, key=lambda k: np.isfinite(cols[k]).sum())][idx]
+                break
         if windowed:
             start = window_starts(step, rank, time, idx)  # a window mean starts where its window does
         else:  # a logged time is the end of its step
@@ -508,7 +515,7 @@ class StepLines:
             stamped = start != NAT
             start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
-                   phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
+                   phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed)
         return out
 
     def _choose(self, step, rank, time, cols, roles):
