@@ -49,6 +49,7 @@ from playbook.readers.step_log.columns import (
     EpochRestarts,
     adopt_untagged,
     below,
+    best_column,
     clock_reading,
     epoch_clock,
     from_throughput,
@@ -495,19 +496,10 @@ class StepLines:
         phases = {}
         for phase, name in self._phase_fields(cols, roles, chosen).items():
             phases[phase] = cols[name][idx] * roles[name][2]
-        tokens = np.full(len(idx), np.nan)
-        tok = [k for k, r in roles.items() if r[0] == "tokens"]
-        rate = [k for k, r in roles.items() if r[0] == "token_rate"]
-        if tok:
-            tokens = cols[max(tok, key=lambda k: np.isfinite(cols[k]).sum())][idx]
-        elif rate:
-            tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
-        work = np.full(len(idx), np.nan)
-        for kind in ("tokens", "work", "batch"):  # stated, never a rate times the duration
-            named = [k for k, r in roles.items() if r[0] == kind]
-            if named:
-                work = cols[max(named, key=lambda k: np.isfinite(cols[k]).sum())][idx]
-                break
+        tokens = best_column(cols, roles, ("tokens",), idx)
+        if not np.isfinite(tokens).any():
+            tokens = best_column(cols, roles, ("token_rate",), idx) * duration[idx]
+        work = best_column(cols, roles, ("tokens", "work", "batch"), idx)  # stated, never a rate times the duration
         if windowed:
             start = window_starts(step, rank, time, idx)  # a window mean starts where its window does
         else:  # a logged time is the end of its step
