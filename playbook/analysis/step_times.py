@@ -223,9 +223,10 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
     step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps. Warm-up is a one-time, silent
     cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
-    logged inside that prefix after its first step (or right after it), the slow steps after the first are that
-    event's cost (a compile cache churning: torch's "hit config.cache_size_limit (8)" closes 8 compiles), not warm-up:
-    only the first step stays warm-up."""
+    numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
+    own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
+    config.cache_size_limit (8)" closes 8 compiles), not warm-up: only the first step stays warm-up. An event at the
+    first step itself (nanoGPT's evaluation at step 0) leaves the warm-up alone."""
     d = np.asarray(durations, dtype=np.float64)
     if len(d) < 8:
         return 0
@@ -237,7 +238,7 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     if k > 1 and steps is not None and len(marked):
         st = np.asarray(steps, dtype=np.int64)
         m = np.asarray(sorted(marked), dtype=np.int64)
-        if ((m > st[0]) & (m <= st[min(k, len(st) - 1)])).any():
+        if ((m > st[0]) & (m <= st[k - 1])).any():
             return 1
     return k
 

@@ -275,3 +275,15 @@ def test_stalls_on_top_of_the_size_are_still_lost(tmp_path):
 def test_a_size_the_step_time_does_not_follow_changes_nothing(tmp_path):
     flat = diagnose(_multiscale(tmp_path / "train.log", follows=False, stalls=(40, 90, 150))).accounting
     assert {b["kind"]: b for b in flat["buckets"]}["stalls"]["steps"] == [410, 910, 1510]
+
+
+def test_an_evaluation_at_the_first_step_leaves_the_warm_up_alone(tmp_path):
+    """nanoGPT evaluates at iter 0 (`step 0: train loss ..., val loss ...`) before its first, compiling, steps."""
+    ms = np.r_[30000.0, 5000.0, 100.0 * _jitter(300, seed=5)]
+    lines = ["step 0: train loss 4.2000, val loss 4.3000\n"]
+    lines += [f"iter {i}: loss {3 - i * 0.001:.4f}, time {m:.2f}ms, mfu 30.00%\n" for i, m in enumerate(ms)]
+    (tmp_path / "train.log").write_text("".join(lines))
+    bundle = read_paths([str(tmp_path / "train.log")])
+    assert (bundle.events["step"] == 0).any()  # the evaluation is an event at the first step
+    acc = diagnose(bundle).accounting
+    assert acc["warmup_s"] == pytest.approx(35.0, rel=0.01) and acc["lost_share"] < 0.02
