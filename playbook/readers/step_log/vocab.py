@@ -211,7 +211,7 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         return "tokens", None, 1.0
     if k in _BATCH_KEYS and kind is None:
         return "batch", None, 1.0
-    if k in _WORK_KEYS and kind is None:
+    if k in _WORK_KEYS and not unit:  # a count without a unit: `size: 1024MB` is memory, not the step's work
         return "work", None, 1.0
     if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
         return "sample_rate", None, 1.0
