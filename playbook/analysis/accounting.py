@@ -41,6 +41,7 @@ from playbook.analysis import step_times as sa
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
 from playbook.model import schema
+from playbook.readers.profiler_table import META_PREFIX as PROFILER_META
 
 # A loss under 1% of the basis is within the run-to-run repeatability of a training job's throughput (repeated
 # runs of the same job on the same nodes vary by 1-2%): below it no loss is called, whatever the jitter says.
@@ -123,8 +124,9 @@ class Accounting:
 
 
 def account(bundle: schema.Bundle, interval_s: float | None = None,
-            series: GpuSeries | None = None) -> Accounting | None:
-    """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either."""
+            series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
+    """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
+    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps)."""
     tele = bundle.telemetry
     if len(tele):
         col = "util_pct" if tele["util_pct"].notna().any() else None
@@ -140,8 +142,39 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if acc is not None:
                 return acc
     if len(bundle.steps):
-        return step_accounting(bundle.steps)
-    return None
+        return step_accounting(bundle.steps, marked_steps)
+    return profile_accounting(bundle)
+
+
+# ---------------------------------------------------------------- profiled steps (torch.profiler tables)
+
+# A fed training loop still leaves its GPU idle a few percent of a step (launch gaps, the optimizer's small kernels,
+# the step boundary): the TensorFlow profiler calls host-side waits "moderate" from 5% of the step, the threshold
+# the trace and table findings use. Below it a table's idle time is not called a loss.
+PROFILE_FLOOR = 0.05
+
+
+def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
+    """GPU-time accounting of torch.profiler tables (no time axis, only totals): the profiled steps' wall time on the
+    host (ProfilerStep* CPU total) against the GPU's kernel time (Self CUDA time total), one GPU per table; the
+    idle rest is one `profile_idle` bucket. None without a table that has both."""
+    wall = busy = 0.0
+    names = []
+    for key, t in (bundle.meta or {}).items():
+        if isinstance(key, str) and key.startswith(PROFILER_META) and isinstance(t, dict):
+            steps_s, device_s = float(t.get("steps_s") or 0.0), float(t.get("self_device_total_s") or 0.0)
+            if steps_s > 0 and device_s > 0:
+                wall, busy = wall + steps_s, busy + min(device_s, steps_s)
+                names.append(key[len(PROFILER_META):].rsplit("/", 1)[-1])
+    if wall <= 0:
+        return None
+    idle = wall - busy
+    bucket = Bucket("profile_idle", idle, share=idle / wall, names=names,
+                    detail=f"the GPU idle {idle / wall:.0%} of the profiled steps (kernel time {busy:.3f} s of "
+                           f"{wall:.3f} s)")
+    return Accounting("gpu", wall, [bucket] if idle > 0 else [], PROFILE_FLOOR,
+                      f"a fed loop's idle time between kernels (under {PROFILE_FLOOR:.0%} of a step, the "
+                      "TensorFlow profiler's 'moderate' threshold)", span_s=wall)
 
 
 # ---------------------------------------------------------------- GPU time
@@ -337,15 +370,16 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
 # ---------------------------------------------------------------- wall time (steps)
 
 
-def step_accounting(steps: pd.DataFrame) -> Accounting | None:
-    """Wall-time accounting of a step table, per rank (see the module docstring); None without step times."""
+def step_accounting(steps: pd.DataFrame, marked_steps=()) -> Accounting | None:
+    """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
+    `marked_steps` as in `account`."""
     st = sa.step_times(steps)
     st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
     steps = _collective_waits(steps)
-    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0)
+    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps)
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
     if not per_rank:
@@ -380,7 +414,7 @@ def step_accounting(steps: pd.DataFrame) -> Accounting | None:
                       t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
 
 
-def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None) -> dict | None:
+def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=()) -> dict | None:
     """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
     d = g["duration_s"].to_numpy(dtype=np.float64)
     stepno = g["step"].to_numpy(dtype=np.int64)
@@ -391,10 +425,15 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     gaps = np.diff(stepno)
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
     per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
-    warm = sa.warmup_steps(d)
-    body, bstep, w = d[warm:], stepno[warm:], per_row[warm:]
-    if len(body) == 0:
+    warm = sa.warmup_steps(d, stepno, marked)
+    real, bstep = d[warm:], stepno[warm:]
+    if len(real) == 0:
         return None
+    # a step's what-if is the steady pace times its own work's factor (1 unless the step time follows the stated
+    # work): the analysis below runs on work-normalised times, and `w` turns them back into seconds
+    work = g["work"].to_numpy(dtype=np.float64) if "work" in g else np.full(len(d), np.nan)
+    scale, _ = sa.work_scale(real, work[warm:])
+    body, w = real / scale, per_row[warm:] * scale
     slow = sa.slow_steps(body) if len(body) >= 5 else np.zeros(len(body), dtype=bool)
     # the local pace (rolling median, as the slow-step test uses) and the run's best sustained pace (its 10th
     # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
@@ -419,12 +458,12 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
             idx = np.flatnonzero(mask)
             buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
                                   names=[name] if name else [],
-                                  windows=[(start(i), start(i) + float(body[i])) for i in idx],
+                                  windows=[(start(i), start(i) + float(real[i])) for i in idx],
                                   steps=[int(bstep[i]) for i in idx], detail=detail))
     if stretch.any():
         lo, n = true_runs(stretch)
         buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
-                              windows=[(start(int(a)), start(int(a + k - 1)) + float(body[a + k - 1]))
+                              windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1]))
                                        for a, k in zip(lo, n, strict=True)],
                               steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
                               detail=_stretch_phrase(body, bstep, stretch, best, lo, n)))

@@ -31,12 +31,12 @@ import pandas as pd
 from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
 from playbook.readers import nsys as reader
+from playbook.readers.profiler_table import SYNC_CALLS
 
 MODERATE, HIGH = 0.05, 0.20
 GPU_COPY_SHARE = 0.20
 STEP_RANGE = re.compile(r"^(?:.*:)?step[ _#]?(\d+)$", re.IGNORECASE)
 NCCL_KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel", re.IGNORECASE)
-SYNC_CALLS = re.compile(r"^cu(?:da)?(?:Stream|Device|Event|Ctx)Synchronize", re.IGNORECASE)
 BLOCKING_CALLS = frozenset({
     "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "poll", "ppoll", "epoll_wait",
     "epoll_pwait", "select", "pselect6", "sem_wait", "sem_timedwait", "sem_clockwait", "pthread_join",

@@ -99,20 +99,53 @@ STALL_EVENT_KINDS = cause(cause_ids.PERIODIC_STALL).event_kinds  # scheduled loo
 
 
 def step_times(steps: pd.DataFrame) -> pd.DataFrame:
-    """One row per (rank, step): host, time (start, NaT if unknown), duration_s; whole-step rows (phase "step")
-    when present, else the sum of the phases."""
+    """One row per (rank, step): host, time (start, NaT if unknown), duration_s, work (the step's stated tokens,
+    input size, sequence length or batch size: schema's `work`; NaN unknown); whole-step rows (phase "step") when
+    present, else the sum of the phases."""
     if steps.empty:
-        return pd.DataFrame(columns=["rank", "step", "host", "time", "duration_s"])
+        return pd.DataFrame(columns=["rank", "step", "host", "time", "duration_s", "work"])
     # a restarted run logs some step numbers twice: the later record supersedes the earlier one
     steps = steps.drop_duplicates(["rank", "step", "phase"], keep="last")
+    if "work" not in steps:
+        steps = steps.assign(work=np.nan)
     whole = steps[steps["phase"] == "step"]
     if whole.empty:
         g = steps.groupby(["rank", "step"], sort=True)
-        out = pd.DataFrame({"host": g["host"].first(), "time": g["time"].min(), "duration_s": g["duration_s"].sum()})
+        out = pd.DataFrame({"host": g["host"].first(), "time": g["time"].min(), "duration_s": g["duration_s"].sum(),
+                            "work": g["work"].max()})
         return out.reset_index()
     out = whole.groupby(["rank", "step"], sort=True).agg(host=("host", "first"), time=("time", "min"),
-                                                          duration_s=("duration_s", "sum"))
+                                                          duration_s=("duration_s", "sum"), work=("work", "max"))
     return out.reset_index()
+
+
+WORK_RHO, WORK_P, WORK_MIN_STEPS = 0.5, 1e-3, 20
+
+
+def work_scale(durations: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, float | None]:
+    """How much longer each step is because of its own stated work (multi-scale input sizes, variable-length
+    batches): per step the factor (work / median work) ** b, and b; ones and None when the step time does not
+    follow the work. Time that follows the step's work is work, not loss: the what-if of a step is the steady pace
+    scaled by this factor. The test: at least WORK_MIN_STEPS steps with the work varying by ≥ 10%, Spearman's rho
+    of step time against work ≥ WORK_RHO (the work orders the step times, rather than a few of them) at p <
+    WORK_P; b is the Theil-Sen slope of log time on log work (robust to the stalls the accounting looks for: a
+    stall is an outlier of the fit, not its slope), clipped to [0, 3] (more work never makes a step faster; no
+    step's cost grows faster than cubically in its size)."""
+    d, w = np.asarray(durations, dtype=np.float64), np.asarray(work, dtype=np.float64)
+    ones = np.ones(len(d))
+    ok = np.isfinite(d) & np.isfinite(w) & (d > 0) & (w > 0)
+    if ok.sum() < WORK_MIN_STEPS or w[ok].max() < 1.1 * w[ok].min():
+        return ones, None
+    from scipy.stats import spearmanr, theilslopes
+
+    x, y = np.log(w[ok]), np.log(d[ok])
+    rho, p = spearmanr(x, y)
+    if not (np.isfinite(rho) and rho >= WORK_RHO and p < WORK_P):
+        return ones, None
+    b = float(np.clip(theilslopes(y, x).slope, 0.0, 3.0))
+    scale = ones.copy()
+    scale[ok] = np.exp(b * (x - np.median(x)))
+    return scale, b
 
 
 def fleet_steps(steps: pd.DataFrame) -> pd.DataFrame:
@@ -186,9 +219,14 @@ def interleaved_slow_mode(durations: np.ndarray) -> np.ndarray:
     return out
 
 
-def warmup_steps(durations: np.ndarray) -> int:
+def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=()) -> int:
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
-    step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps."""
+    step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps. Warm-up is a one-time, silent
+    cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
+    numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
+    own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
+    config.cache_size_limit (8)" closes 8 compiles), not warm-up: only the first step stays warm-up. An event at the
+    first step itself (nanoGPT's evaluation at step 0) leaves the warm-up alone."""
     d = np.asarray(durations, dtype=np.float64)
     if len(d) < 8:
         return 0
@@ -197,6 +235,11 @@ def warmup_steps(durations: np.ndarray) -> int:
     k = 0
     while k < limit and d[k] >= SLOW_FACTOR * ref:
         k += 1
+    if k > 1 and steps is not None and len(marked):
+        st = np.asarray(steps, dtype=np.int64)
+        m = np.asarray(sorted(marked), dtype=np.int64)
+        if ((m > st[0]) & (m <= st[k - 1])).any():
+            return 1
     return k
 
 

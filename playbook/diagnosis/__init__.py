@@ -58,6 +58,7 @@ from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.core.jsonable import to_jsonable
 from playbook.diagnosis import analyzers, answer, attribution, ranking
 from playbook.diagnosis.context import Run
+from playbook.knowledge.causes import cause_of_event
 from playbook.model import schema
 
 
@@ -108,7 +109,8 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
 def _accounting(run: Run, ranked: list[dict]):
     """The what-if accounting of the inputs, its buckets attributed (None without a time axis)."""
     try:
-        acc = account(run.bundle, run.interval_s, series=run.series)
+        acc = account(run.bundle, run.interval_s, series=run.series,
+                      marked_steps=_cause_event_steps(run.bundle.events))
     except Exception as exc:  # the accounting must not stop the diagnosis either
         run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
         return None
@@ -116,6 +118,15 @@ def _accounting(run: Run, ranked: list[dict]):
         attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps)
         run.detail["accounting"] = acc
     return acc
+
+
+def _cause_event_steps(events) -> set[int]:
+    """The step numbers where an event that measures a cause was logged (a recompile, a checkpoint, ...)."""
+    if events is None or events.empty or "step" not in events:
+        return set()
+    ev = events[events["step"] >= 0]
+    known = ev["kind"].map(cause_of_event).notna()
+    return set(ev.loc[known, "step"].astype(int).tolist())
 
 
 def _assemble(run: Run, ranked: list[dict], acc) -> Diagnosis:

@@ -216,7 +216,7 @@ def untestable(run: Run) -> str | None:
     gpu_trace = bool(kineto and kineto.get("gpu_idle"))
     # NCCL connection facts and link tables can name a fabric cause, never vouch for the loop's health
     others = bool(run.steps_summary or gpu_trace or any(sm.get(n) for n in ("stragglers", "nsys",
-                                                                           "flight_recorder")))
+                                                                           "flight_recorder", "profiler")))
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
     if kineto and not gpu_trace and osc is None and gpu_report is None and not others:

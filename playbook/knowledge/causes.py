@@ -249,6 +249,9 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     # utilization without power: kernels spinning in a collective while a peer is late
     "busy_wait": ("collective_straggler", "link_degradation", "pipeline_imbalance"),
     "slow_clock": ("throttling", "hardware_fault"),
+    # the GPU idle inside profiled steps (a torch.profiler table's kernel time against the steps' wall time): the
+    # host did not keep it fed — syncs, the loader, launches, copies
+    "profile_idle": ("host_sync", "data_starvation", "launch_bound", "h2d_copy", "collective_straggler"),
 }
 # Waiting phases that no cause lists in its `phases`: a queue wait is a stage waiting on another
 PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",

@@ -33,7 +33,9 @@ telemetry  one row per (time, host, gpu) sample of a GPU counter source (nvidia-
 
 steps      one row per (rank, step, phase): time (UTC start, NaT when only durations are known), host, rank, step,
            phase ("step" is the whole step; others: data, h2d, fwd, bwd, collective, optimizer, checkpoint, eval,
-           log, ...), duration_s, tokens (per step, NaN when unknown), source.
+           log, ...), duration_s, tokens (per step, NaN when unknown), work (the step's stated token count, input
+           size, sequence length or batch size — never a rate times the duration; NaN when unknown: step time may
+           follow it), source.
 
 events     one row per event: time (UTC), host, rank, step (-1 when unknown), kind (checkpoint, eval, recompile,
            gc, log, restart, gpu_error, xid, gpu_lost, profiler, ...), duration_s (NaN when instantaneous), detail (free text), source.
@@ -85,7 +87,7 @@ TELEMETRY_METRICS: tuple[str, ...] = (
 )
 TELEMETRY_COLUMNS: tuple[str, ...] = ("time", "host", "gpu", *TELEMETRY_METRICS, "source")
 
-STEP_COLUMNS: tuple[str, ...] = ("time", "host", "rank", "step", "phase", "duration_s", "tokens", "source")
+STEP_COLUMNS: tuple[str, ...] = ("time", "host", "rank", "step", "phase", "duration_s", "tokens", "work", "source")
 EVENT_COLUMNS: tuple[str, ...] = ("time", "host", "rank", "step", "kind", "duration_s", "detail", "source")
 HOST_METRICS: tuple[str, ...] = (
     "cpu_pct",
@@ -300,7 +302,7 @@ class Bundle:
         return self
 
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py)
-    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:")
+    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:")
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

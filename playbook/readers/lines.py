@@ -53,6 +53,7 @@ _RECOMPILING = re.compile(r"Recompiling function (\S+) in (\S+)")
 _GUARD = re.compile(r"^\s*-\s*(?:\d+/\d+:\s*)?(.+?)\s*$")
 _LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|accumulated_recompile_limit)|"
                     r"recompile_limit|cache_size_limit reached", re.IGNORECASE)
+_LIMIT_TAIL = ("To log all recompilation reasons", "To diagnose recompilation issues")
 _GRAPH_BREAK = re.compile(r"Graph break(?: in user code)?(?: at| from| \(|:)\s*(.*)$")
 _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
 
@@ -99,13 +100,25 @@ class _EventLines:
                 if "guard:" not in row["detail"]:
                     row["detail"] = (row["detail"] + f"; guard: {g.group(1)}")[:300]
                 return True
+            # the rest of the limit warning (torch/_dynamo/convert_frame.py: "torch._dynamo hit config.%s (%s)\n
+            #    function: %s\n   last reason: %s\nTo log all recompilation reasons, use TORCH_LOGS=...\nTo
+            # diagnose recompilation issues, see %s."), each line behind the logger's prefix: one record
+            if body.startswith(("function:", "last reason:")):
+                row["detail"] = (row["detail"] + "; " + body)[:300]
+                return True
+            if body.startswith(_LIMIT_TAIL):
+                return True
             self.recompile = None
         if "Recompiling function" in body and (m := _RECOMPILING.search(body)):
             self.recompile = self._add(ln, "recompile", f"line {ln.lineno}: recompiling {m.group(1)} in "
                                                         f"{m.group(2)}")
             self.counts["recompile"] += 1
             return True
-        if ("limit" in body and _LIMIT.search(body)) or ("recompil" in body.lower() and "torch" in body):
+        if "limit" in body and _LIMIT.search(body):
+            self.recompile = self._add(ln, "recompile", f"line {ln.lineno}: {body}")
+            self.counts["recompile"] += 1
+            return True
+        if "recompil" in body.lower() and "torch" in body:
             self._add(ln, "recompile", f"line {ln.lineno}: {body}")
             self.counts["recompile"] += 1
             return True
@@ -319,7 +332,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         n = len(res["step"])
         parts = {"start": [res["start"]], "rank": [res["rank"]], "step": [res["step"]],
                  "phase": [np.full(n, "step", dtype=object)], "duration_s": [res["duration"]],
-                 "tokens": [res["tokens"]]}
+                 "tokens": [res["tokens"]], "work": [res["work"]]}
         for phase, values in res["phases"].items():
             ok = np.isfinite(values)
             parts["start"].append(res["start"][ok])
@@ -328,6 +341,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             parts["phase"].append(np.full(int(ok.sum()), phase, dtype=object))
             parts["duration_s"].append(values[ok])
             parts["tokens"].append(np.full(int(ok.sum()), np.nan))
+            parts["work"].append(np.full(int(ok.sum()), np.nan))
         data = {k: np.concatenate(v) for k, v in parts.items()}
         start = data.pop("start")
         data["time"] = pd.to_datetime(np.where(start == NAT, np.datetime64("NaT"), start.view("datetime64[ns]")),
@@ -368,6 +382,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         "metric_lines": steps.metric_lines, "eval_lines": steps.eval_lines,
         "skipped": {k: v for k, v in noise.items() if v and k != "unread"}, "unread": noise["unread"],
         "unread_examples": examples, **({"profiler": profiler} if profiler else {})}}
+    if profiler:  # the same summary where the analyses look for reader summaries (schema.SUMMARY_META_PREFIXES)
+        bundle.meta[f"{profiler_table.META_PREFIX}{src}"] = profiler
     if not understood and not steps.metric_lines and not steps.eval_lines:
         from playbook.readers import detect
 

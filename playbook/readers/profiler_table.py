@@ -10,8 +10,10 @@ found by their header words, not their position.
 
 Rows: name, self_cpu_s, cpu_total_s, self_device_s, device_total_s, calls (NaN where the table has no such column).
 Summary (`summary()`): ops, the totals, the top ops by self device (else self CPU) time, kernel launches (calls of
-cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), and the data loader's share of self CPU time (ops named
-`enumerate(DataLoader)...`).
+cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), the data loader's share of self CPU time (ops named
+`enumerate(DataLoader)...`), the CPU time blocked in CUDA synchronisation calls (cuda*Synchronize, cuStreamSynchronize,
+hipDeviceSynchronize ...: `sync_s`, `sync_calls`) and the profiled steps (`ProfilerStep*` / `ProfilerStep#N` rows
+of a `schedule`: `steps`, and `steps_s`, their CPU total: the steps' wall time on the host).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ _TIME = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)$")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _TOTAL = re.compile(r"^\s*Self (\w+) time total:\s*(\S+)\s*$")
 _LAUNCH = re.compile(r"^(?:cuda|cu|hip)LaunchKernel", re.IGNORECASE)
+SYNC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Stream|Device|Event|Ctx)Synchronize", re.IGNORECASE)
+_STEP = re.compile(r"^ProfilerStep(?:\*|#\d+)$")
+META_PREFIX = "profiler_table:"  # bundle.meta[META_PREFIX + path]: a file's summary()
 MAX_OPS = 20_000  # rows kept per file: a log of endless tables cannot grow memory
 
 
@@ -124,12 +129,20 @@ class ProfilerTables:
         key = "self_device_s" if device else "self_cpu_s"
         top = sorted((r for r in rows if math.isfinite(r[key]) and r[key] > 0), key=lambda r: -r[key])[:5]
         self_cpu = self.totals.get("CPU") or sum(r["self_cpu_s"] for r in rows if math.isfinite(r["self_cpu_s"]))
-        loader = sum(r["cpu_total_s"] for r in rows if r["name"].startswith("enumerate(DataLoader)")
-                     and math.isfinite(r["cpu_total_s"]))
+        loader = _sum(rows, "cpu_total_s", lambda n: n.startswith("enumerate(DataLoader)"))
+        sync = [r for r in rows if SYNC_CALLS.match(r["name"])]
+        steps = [r for r in rows if _STEP.match(r["name"])]
         return {"tables": self.tables, "ops": len(rows),
                 "self_cpu_total_s": self_cpu,
                 "self_device_total_s": next((v for k, v in self.totals.items() if k != "CPU"), None),
                 "top_by": key, "top": [(r["name"], r[key]) for r in top],
                 "kernel_launches": int(sum(r["calls"] for r in rows if _LAUNCH.match(r["name"])
                                            and math.isfinite(r["calls"]))),
-                "loader_share": (loader / self_cpu) if loader and self_cpu else None}
+                "loader_share": (loader / self_cpu) if loader and self_cpu else None,
+                "sync_s": _sum(sync, "self_cpu_s"), "sync_calls": int(_sum(sync, "calls")),
+                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s")}
+
+
+def _sum(rows: list[dict], key: str, keep=lambda name: True) -> float:
+    """The sum of `key` over the rows whose name `keep` accepts (NaN cells left out)."""
+    return float(sum(r[key] for r in rows if keep(r["name"]) and math.isfinite(r[key])))

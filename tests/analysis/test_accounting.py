@@ -196,3 +196,94 @@ def test_an_event_inside_a_logging_window_explains_the_slow_line_after_it(tmp_pa
     slow = [b for b in d.accounting["buckets"] if 110 in b["steps"]]
     assert slow and slow[0]["steps"] == [110, 210], d.accounting["buckets"]
     assert "checkpoint" in slow[0]["evidence"] and "2 of 2" in slow[0]["evidence"], slow[0]
+
+
+def _recompiling_start(path, limit_line: bool):
+    """nanoGPT lines: a 30 s first compile, then 7 steps of 6 s (a compiled optimizer step recompiled on every new
+    lr, pytorch/pytorch#120934), then 300 steps of 0.1 s; with `limit_line` torch 2.2's cache-limit warning (one
+    record over five prefixed lines) is logged before step 8."""
+    w = "[2024-02-29 10:31:44,123] torch._dynamo.convert_frame: [WARNING]"
+    limit = [f"{w} torch._dynamo hit config.cache_size_limit (8)\n",
+             f"{w}    function: 'step' (/venv/lib/python3.10/site-packages/torch/optim/adamw.py:151)\n",
+             f"{w}    last reason: L['self'].param_groups[0]['lr'] == 4.8e-05\n",
+             f'{w} To log all recompilation reasons, use TORCH_LOGS="recompiles".\n',
+             f"{w} To diagnose recompilation issues, see https://pytorch.org/docs/main/torch.compiler_troubleshooting.html.\n"]
+    ms = np.r_[30000.0, 6000.0 * _jitter(7, seed=3), 100.0 * _jitter(300, seed=4)]
+    out = []
+    for i, m in enumerate(ms, start=1):
+        if limit_line and i == 8:
+            out += limit
+        out.append(f"iter {i}: loss {3 - i * 0.001:.4f}, time {m:.2f}ms, mfu 30.00%\n")
+    path.write_text("".join(out))
+    return read_paths([str(path)]), ms
+
+
+def test_a_leading_slow_stretch_closed_by_a_recompile_limit_is_lost_time_not_warm_up(tmp_path):
+    bundle, ms = _recompiling_start(tmp_path / "train.log", limit_line=True)
+    # the five lines are one event, and none is left "not understood"
+    assert list(bundle.events["kind"]) == ["recompile"]
+    assert "function: 'step'" in bundle.events["detail"].iloc[0] and not any("not understood" in w
+                                                                              for w in bundle.warnings)
+    d = diagnose(bundle)
+    acc = d.accounting
+    assert acc["warmup_s"] == pytest.approx(30.0, rel=0.01)  # the first compile stays warm-up
+    stalls = next(b for b in acc["buckets"] if b["kind"] == "stalls")
+    assert stalls["steps"] == list(range(2, 9)) and stalls["cause"] == "recompilation"
+    assert stalls["seconds"] == pytest.approx((ms[1:8] - 100).sum() / 1000, rel=0.05)
+    assert d.verdict["id"] == "recompilation"
+
+
+def test_the_same_slow_start_without_an_event_is_warm_up(tmp_path):
+    bundle, ms = _recompiling_start(tmp_path / "train.log", limit_line=False)
+    acc = diagnose(bundle).accounting
+    assert acc["warmup_s"] == pytest.approx(ms[:8].sum() / 1000, rel=0.01) and acc["lost_share"] < 0.02
+
+
+def _multiscale(path, follows: bool, stalls=()):
+    """YOLOX's after_iter line (meters over 10 iterations) with a multi-scale `size` drawn from 608-800 every 10
+    iterations; the iteration time grows with the pixels (size²) when `follows`, else stays 0.3 s; `stalls`: line
+    indices whose window holds a 3 s wait."""
+    rng = np.random.default_rng(11)
+    t, lines = dt.datetime(2021, 8, 31, 7, 0, 0), []
+    for k in range(200):
+        size = int(rng.choice(np.arange(608, 801, 32)))
+        it = 0.30 * ((size / 704) ** 2 if follows else 1.0) * float(np.exp(0.02 * rng.standard_normal()))
+        if k in stalls:
+            it += 0.3  # 3 s over the 10 iterations of the window
+        t += dt.timedelta(seconds=10 * it)
+        lines.append(f"{t:%Y-%m-%d %H:%M:%S.%f}"[:-3] + f" | INFO     | yolox.core.trainer:after_iter:246 - epoch: 1/300, "
+                     f"iter: {10 * (k + 1)}/1849, mem: 7420Mb, iter_time: {it:.3f}s, data_time: 0.002s, "
+                     f"total_loss: 11.7, lr: 1.713e-04, size: {size}, ETA: 2 days, 2:33:10")
+    path.write_text("\n".join(lines) + "\n")
+    return read_paths([str(path)])
+
+
+def test_step_time_that_follows_the_stated_input_size_is_work_not_loss(tmp_path):
+    bundle = _multiscale(tmp_path / "train.log", follows=True)
+    assert set(bundle.steps["work"].dropna()) <= set(range(608, 801, 32))  # `size: 640` is the step's work
+    d = diagnose(bundle)
+    assert d.verdict["id"] == "healthy" and d.accounting["lost_share"] < d.accounting["noise_floor_share"]
+
+
+def test_stalls_on_top_of_the_size_are_still_lost(tmp_path):
+    d = diagnose(_multiscale(tmp_path / "train.log", follows=True, stalls=(40, 90, 150)))
+    stalls = {b["kind"]: b for b in d.accounting["buckets"]}["stalls"]
+    assert stalls["steps"] == [410, 910, 1510]
+    assert stalls["seconds"] == pytest.approx(9.0, rel=0.25)
+
+
+def test_a_size_the_step_time_does_not_follow_changes_nothing(tmp_path):
+    flat = diagnose(_multiscale(tmp_path / "train.log", follows=False, stalls=(40, 90, 150))).accounting
+    assert {b["kind"]: b for b in flat["buckets"]}["stalls"]["steps"] == [410, 910, 1510]
+
+
+def test_an_evaluation_at_the_first_step_leaves_the_warm_up_alone(tmp_path):
+    """nanoGPT evaluates at iter 0 (`step 0: train loss ..., val loss ...`) before its first, compiling, steps."""
+    ms = np.r_[30000.0, 5000.0, 100.0 * _jitter(300, seed=5)]
+    lines = ["step 0: train loss 4.2000, val loss 4.3000\n"]
+    lines += [f"iter {i}: loss {3 - i * 0.001:.4f}, time {m:.2f}ms, mfu 30.00%\n" for i, m in enumerate(ms)]
+    (tmp_path / "train.log").write_text("".join(lines))
+    bundle = read_paths([str(tmp_path / "train.log")])
+    assert (bundle.events["step"] == 0).any()  # the evaluation is an event at the first step
+    acc = diagnose(bundle).accounting
+    assert acc["warmup_s"] == pytest.approx(35.0, rel=0.01) and acc["lost_share"] < 0.02

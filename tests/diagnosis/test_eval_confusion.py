@@ -166,6 +166,16 @@ CASES = [
         ("mmengine_data_time", "data_starvation"), ("mmengine_checkpoint", "periodic_stall"),
         ("dynamo_recompiles", "recompilation"), ("torchrun_slow_loader_rank", "data_starvation"),
         ("mmengine_steady", "healthy"), ("xid_fallen_off", "hardware_fault"))],
+    # the third held-out round (tests/data/eval/heldout3/SOURCES.md cites each thread; make_heldout3.py each print
+    # statement): written before the engine saw them and scored once as written — 6 of 9 right (the YOLOX
+    # multi-scale steady run read as an unexplained slowdown, the torch.profiler table unreadable, the compiled
+    # optimizer's recompiles on every new lr taken for warm-up); kept here as regression cases after the fixes
+    *[(f"heldout3 {name}", want, _file(f"heldout3/{name}")) for name, want in (
+        ("paddleocr_2083_reader_bound.log", "data_starvation"), ("yolox_6026_data_time.log", "data_starvation"),
+        ("yolox_5993_steady.log", "healthy"), ("aster_3_steady.log", "healthy"),
+        ("maxtext_3840_eval_every_n.log", "periodic_stall"), ("megatron_llm_69_checkpoint.log", "periodic_stall"),
+        ("torchtune_522_item_sync_profile.txt", "host_sync"), ("pytorch_120934_lr_recompiles.log", "recompilation"),
+        ("megatron_straggler_steady.log", "healthy"))],
 ]
 
 

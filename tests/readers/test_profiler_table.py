@@ -74,3 +74,18 @@ def test_another_dashed_table_is_not_a_profiler_table(tmp_path):
     p.write_text("-----  -----\n name   size\n-----  -----\n  a      3\n-----  -----\nstep 1 step_time 0.5s\n")
     b = read_file(p)
     assert "profiler" not in b.meta["lines"][str(p)] and b.steps["step"].tolist() == [1]
+
+
+def test_sync_calls_and_profiled_steps_are_summed(tmp_path):
+    rows = CUDA_ROWS + [("cudaStreamSynchronize", "9.96%", "900.000us", "9.96%", "900.000us", "450.000us", "0.000us",
+                         "0.00%", "0.000us", "0.000us", "2"),
+                        ("cudaDeviceSynchronize", "1.11%", "100.000us", "1.11%", "100.000us", "100.000us", "0.000us",
+                         "0.00%", "0.000us", "0.000us", "1")]
+    p = tmp_path / "prof.txt"
+    p.write_text(_table(CUDA_HEADER, rows, footer=("Self CPU time total: 9.039ms", "Self CUDA time total: 9.370ms")))
+    b = read_file(p)
+    prof = b.meta["lines"][str(p)]["profiler"]
+    assert prof["sync_s"] == pytest.approx(1e-3) and prof["sync_calls"] == 3
+    assert prof["steps"] == 2 and prof["steps_s"] == pytest.approx(9.039e-3)
+    # the summary is where the analyses look for reader summaries: a file of tables alone is something to analyse
+    assert b.meta[f"profiler_table:{p}"] is prof and not b.is_empty()

@@ -1,5 +1,5 @@
 """Analyzers that run an analysis module's `summarize(bundle)` (Kineto traces, cross-rank stragglers, NCCL logs,
-nsys exports, flight-recorder dumps, links) and read its `findings`: one class, registered once per module."""
+nsys exports, flight-recorder dumps, links, torch.profiler tables) and read its `findings`: one class, registered once per module."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ class Summary(Analyzer):
 
 SUMMARIES = tuple(Summary(*args) for args in (
     ("kineto", "kineto", "trace"), ("stragglers", "rank_stragglers", ""), ("nccl", "nccl", "NCCL"),
-    ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links")))
+    ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links"),
+    ("profiler", "profiler_ops", "")))
 
 
 def _same_roles(stragglers: dict, run: Run) -> dict:

@@ -179,7 +179,8 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
                                     start[good].view("datetime64[ns]")), utc=True)
     bundle.steps = schema.steps_frame({
         "time": times, "host": host[good], "rank": rank[good].astype(np.int64), "step": step[good].astype(np.int64),
-        "phase": phase[good], "duration_s": duration[good], "tokens": tokens[good], "source": src,
+        "phase": phase[good], "duration_s": duration[good], "tokens": tokens[good],
+        "work": tokens[good], "source": src,
     })
     return bundle
 

@@ -57,6 +57,16 @@ def from_throughput(cols, roles, batch: int | None = None):
     return None, None, None
 
 
+def best_column(cols, roles, kinds, idx) -> np.ndarray:
+    """The values at `idx` of the field of the first role in `kinds` the file has (the best-covered field of that
+    role); NaN when it has none."""
+    for kind in kinds:
+        named = [k for k, r in roles.items() if r[0] == kind]
+        if named:
+            return cols[max(named, key=lambda k: np.isfinite(cols[k]).sum())][idx]
+    return np.full(len(idx), np.nan)
+
+
 def stage_sum(cols, roles):
     """Without a whole-step field: the step as the sum of its stage timers (a family such as `time/forward`,
     `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present."""

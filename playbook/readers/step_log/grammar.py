@@ -49,6 +49,7 @@ from playbook.readers.step_log.columns import (
     EpochRestarts,
     adopt_untagged,
     below,
+    best_column,
     clock_reading,
     epoch_clock,
     from_throughput,
@@ -458,8 +459,9 @@ class StepLines:
 
     def result(self) -> dict:
         """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
-        "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "phases" {phase: seconds}; "chosen" (the
-        duration field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
+        "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "work" (the step's stated token count, else
+        its input size or sequence length, else its batch size; NaN unknown), "phases" {phase: seconds}; "chosen" (the duration
+        field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
         self._flush()
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
@@ -494,13 +496,10 @@ class StepLines:
         phases = {}
         for phase, name in self._phase_fields(cols, roles, chosen).items():
             phases[phase] = cols[name][idx] * roles[name][2]
-        tokens = np.full(len(idx), np.nan)
-        tok = [k for k, r in roles.items() if r[0] == "tokens"]
-        rate = [k for k, r in roles.items() if r[0] == "token_rate"]
-        if tok:
-            tokens = cols[max(tok, key=lambda k: np.isfinite(cols[k]).sum())][idx]
-        elif rate:
-            tokens = cols[max(rate, key=lambda k: np.isfinite(cols[k]).sum())][idx] * duration[idx]
+        tokens = best_column(cols, roles, ("tokens",), idx)
+        if not np.isfinite(tokens).any():
+            tokens = best_column(cols, roles, ("token_rate",), idx) * duration[idx]
+        work = best_column(cols, roles, ("tokens", "work", "batch"), idx)  # stated, never a rate times the duration
         if windowed:
             start = window_starts(step, rank, time, idx)  # a window mean starts where its window does
         else:  # a logged time is the end of its step
@@ -508,7 +507,7 @@ class StepLines:
             stamped = start != NAT
             start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
-                   phases=phases, tokens=tokens, chosen=chosen, how=how, windowed=windowed)
+                   phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed)
         return out
 
     def _choose(self, step, rank, time, cols, roles):

@@ -117,6 +117,10 @@ _TOKEN_KEYS = {"tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step",
                "tokens_in_batch"}
 _TOKEN_RATE_KEYS = {"tps", "tok_s", "tokens_s", "tokens_per_sec", "tokens_per_second", "tokens_sec", "wps",
                     "tgs", "tokens_per_s", "tok_per_sec", "throughput_tokens"}
+# the size of a step's work when it is not a token count: an input resolution (YOLOX's multi-scale `size: 640`,
+# `img_size`), a sequence length; whether the step time follows it is the accounting's question (a fit), not the key's
+_WORK_KEYS = {"size", "input_size", "img_size", "imgsz", "image_size", "resolution", "seq_len", "seqlen",
+              "seq_length", "sequence_length", "max_seqlen", "max_seq_len"}
 _BATCH_KEYS = {"bsz", "batch_size", "global_batch_size", "train_batch_size", "gbs", "global_batch",
                "total_batch_size", "effective_batch_size"}
 _COUNT_NOUNS = {"epoch", "epochs", "batch", "batches", "sample", "samples", "token", "tokens", "step", "steps", "iter",
@@ -167,8 +171,9 @@ def unit_kind(unit: str | None) -> tuple[str, float] | None:
 @lru_cache(maxsize=8192)
 def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
-    ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1); None when the
-    field is not about time (loss, lr, ...)."""
+    ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1), ("batch", None,
+    1), ("work", None, 1) for a step's input size or sequence length; None when the field is not about time (loss,
+    lr, ...)."""
     if unit is None and "/" in key and key.strip().lower() in _RATE_UNITS:
         key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
     if "/" in key and (m := _SLASH_RATE.search(key)):
@@ -206,6 +211,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         return "tokens", None, 1.0
     if k in _BATCH_KEYS and kind is None:
         return "batch", None, 1.0
+    if k in _WORK_KEYS and not unit:  # a count without a unit: `size: 1024MB` is memory, not the step's work
+        return "work", None, 1.0
     if "samples_per" in k or "samplespersec" in k or k.startswith(("examples_per", "examples_sec")):
         return "sample_rate", None, 1.0
     return _duration_role(k, unit, kind)

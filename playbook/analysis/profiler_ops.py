@@ -1,0 +1,60 @@
+"""torch.profiler op tables (playbook.readers.profiler_table: `prof.key_averages().table()` text in a log) → shares
+of the profiled time and findings for `playbook diagnose`.
+
+A table has no time axis, only totals over the profiled window. The base is the profiled steps' wall time on the
+host (the CPU total of the `ProfilerStep*` rows a `schedule` records), else the table's "Self CPU time total" (the
+CPU time inside ops: the window less what the host spent outside any op, so shares are overstated by that much).
+
+Findings, at the thresholds the Kineto and nsys analyses use (shares of the base; TensorFlow profiler's 5% / 20%):
+  host_sync         CPU time blocked in cuda*Synchronize (`.item()`, `.cpu()`, `print(tensor)` wait there)
+  data_starvation   CPU time in `enumerate(DataLoader)` ops (waiting for the next batch)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playbook.knowledge import ids as cause_ids
+from playbook.readers.profiler_table import META_PREFIX
+
+MODERATE, HIGH = 0.05, 0.20
+
+
+def _level(share: float) -> str | None:
+    return "high" if share >= HIGH else ("moderate" if share >= MODERATE else None)
+
+
+def table_summary(source: str, table: dict, findings: list[dict]) -> dict:
+    """One file's tables: the base, the sync and loader shares; its findings appended to `findings`."""
+    steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
+    base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
+    out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None}
+    if base <= 0:
+        return out
+    where = f"torch.profiler table in {source}"
+    sync = float(table.get("sync_s") or 0.0) / base
+    out["sync_share"] = sync
+    if lvl := _level(sync):
+        findings.append({"hypothesis": cause_ids.HOST_SYNC, "level": lvl, "share": sync, "evidence": (
+            f"{where}: the CPU blocks in cuda*Synchronize for {sync:.0%} of the {what} "
+            f"({table.get('sync_s', 0.0) * 1e3:.0f} ms in {table.get('sync_calls', 0)} calls: .item(), .cpu() or "
+            "a printed tensor waits for the GPU, which then idles until the host launches again)")})
+    loader_s = float(table.get("loader_share") or 0.0) * self_cpu
+    loader = loader_s / base
+    out["loader_share"] = loader if loader_s else None
+    if lvl := _level(loader):
+        findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": loader, "evidence": (
+            f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (waiting for the next batch)")})
+    return out
+
+
+def summarize(bundle: Any) -> dict | None:
+    """JSON-ready summary of the profiler tables in `bundle` (None when it holds none): tables [{source, base_s,
+    base, sync_share, loader_share}], findings [{hypothesis, level, share, evidence}]."""
+    tables = {k[len(META_PREFIX):]: v for k, v in (bundle.meta or {}).items()
+              if isinstance(k, str) and k.startswith(META_PREFIX) and isinstance(v, dict)}
+    if not tables:
+        return None
+    findings: list[dict] = []
+    return {"tables": [table_summary(src, t, findings) for src, t in sorted(tables.items())], "findings": findings,
+            "warnings": []}
