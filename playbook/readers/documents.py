@@ -244,6 +244,8 @@ def _array_records(items: list, skips: schema.SkipCounter | None = None, number:
     if len(objects) < len(items) and skips is not None:
         skips.skip(number, "a JSON list, not an object" if not objects
                    else f"{len(items) - len(objects)} of {len(items)} array items not an object")
+        if objects:  # each item that is not an object counts, as it would streamed
+            skips.count += len(items) - len(objects) - 1
     keys = {k for x in objects[:8] for k in x}
     roles = {headers.meaning(str(k)).role for k in keys}
     if objects and not roles & {"time", "gpu"} and not any(_series_points(x) is not None for x in objects[:8]):

@@ -236,6 +236,11 @@ def test_nvtop_snapshot_is_one_poll_and_rows_stay_rows(tmp_path):
     rows.write_text('[{"time": 1764615600, "gpu": 0, "util": 5}, {"time": 1764615601, "gpu": 0, "util": 6}]')
     tel = read_paths([rows]).telemetry
     assert tel["gpu"].tolist() == [0, 0] and tel["util_pct"].tolist() == [5, 6]
+    mixed = tmp_path / "mixed.json"  # a poll with two items that are not objects: both counted
+    mixed.write_text('[{"gpu_util": "50%"}, 3, "x", {"gpu_util": "60%"}]')
+    bundle = read_paths([mixed])
+    assert bundle.telemetry["util_pct"].tolist() == [50, 60]
+    assert any("skipped 2" in w for w in bundle.warnings), bundle.warnings
 
 
 def test_promtool_dump_names_come_from_the_name_label(tmp_path):
