@@ -2,7 +2,9 @@
 
 Prometheus text exposition (`curl host:9400/metrics`, one or many scrapes appended): lines
 `DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",Hostname="node1",...} 97 [timestamp_ms]`; the name may also be a
-`__name__` label (`promtool tsdb dump`: `{__name__="DCGM_FI_DEV_GPU_UTIL", gpu="0", ...} 97 1764615600000`). The host comes from the
+`__name__` label (`promtool tsdb dump`: `{__name__="DCGM_FI_DEV_GPU_UTIL", gpu="0", ...} 97 1764615600000`).
+Timestamps are integer milliseconds, or seconds in OpenMetrics (a text ending in `# EOF`, `promtool tsdb
+dump-openmetrics`: `... 97 1764615600.000`) and wherever a timestamp has a fraction. The host comes from the
 `Hostname` / `hostname` / `kubernetes_node` / `node` / `instance` label, else the file name; the GPU from the
 `gpu` label (else the UUID's order of appearance). Without sample timestamps, a scrape ends when a series
 repeats, and scrapes get synthetic times `interval_s` apart. Prometheus `query_range` exports (`resultType`
@@ -110,7 +112,8 @@ HOST_LABELS = ("Hostname", "hostname", "kubernetes_node", "node", "nodename", "n
 GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
 ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+(?:\.\d*)?))?\s*$")
+_EOF = re.compile(r"^# EOF[ \t]*\r?$", re.MULTILINE)  # the last line of an OpenMetrics exposition
 _NAME_LABEL = re.compile(r'(?<![A-Za-z0-9_])__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
 _JSON_START = re.compile(r'^\s*(?:\[|\{\s*(?:"|\}))')  # a JSON array or object, not a `{label="v"} 1` sample
 _LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')  # names start once
@@ -312,6 +315,7 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
     samples = _Samples(src, textio.host_from_path(path))
     skips = schema.SkipCounter(src)
     scrape = 0
+    seconds = _EOF.search(text) is not None  # OpenMetrics: timestamps in seconds
     seen: set[tuple] = set()
     stamped = unstamped = 0
     synth: list[int] = []  # positions of samples without a timestamp (their time is the scrape number)
@@ -346,7 +350,7 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
             seen = set()
         seen.add(key)
         if ts is not None:
-            t_ns = textio.ms_to_ns(ts)
+            t_ns = _stamp_ns(ts, seconds)
             if t_ns is None:
                 skips.skip(no, "timestamp out of range")
                 continue
@@ -375,6 +379,15 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
     if warning:
         bundle.warnings.append(warning.replace(" rows ", " samples "))
     return bundle
+
+
+def _stamp_ns(ts: str, seconds: bool) -> int | None:
+    """A sample's timestamp in ns: integer milliseconds (Prometheus text), seconds when `seconds` (OpenMetrics) or
+    when it has a fraction; None out of range."""
+    if not seconds and "." not in ts:
+        return textio.ms_to_ns(ts)
+    value = float(ts)  # the sample pattern admits digits with one point only
+    return int(round(value * 1e9)) if abs(value) < textio.MAX_EPOCH_S else None
 
 
 def _prom_float(text: str) -> float | None:

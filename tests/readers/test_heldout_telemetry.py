@@ -261,3 +261,15 @@ def test_series_export_of_other_metrics_is_a_one_line_error(tmp_path):
     with pytest.raises(Exception) as info:
         read_paths([path])
     assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_openmetrics_timestamps_are_seconds(tmp_path):
+    """OpenMetrics (a text ending in `# EOF`) writes seconds, integer or not; Prometheus text integer ms."""
+    line = 'DCGM_FI_DEV_GPU_UTIL{{gpu="0"}} {v} {t}\n'
+    om = tmp_path / "om.txt"
+    om.write_text(line.format(v=96, t=1764615600) + line.format(v=12, t=1764615610) + "# EOF\n")
+    prom = tmp_path / "prom.txt"
+    prom.write_text(line.format(v=96, t=1764615600000) + line.format(v=12, t=1764615610000))
+    for path in (om, prom):
+        seconds = read_paths([path]).telemetry["time"].astype("int64").to_numpy() / 1e9
+        assert seconds.tolist() == [1764615600, 1764615610], path.name
