@@ -254,6 +254,15 @@ def test_promtool_dump_names_come_from_the_name_label(tmp_path):
     assert any("skipped 1" in w for w in bundle.warnings), bundle.warnings
 
 
+def test_series_label_values_with_delimiters(tmp_path):
+    """A label value holding a comma or quotes does not break the series' GPU or host."""
+    path = tmp_path / "vm.jsonl"
+    path.write_text('{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","modelName":"H100, \\"SXM\\"","gpu":"3",'
+                    '"Hostname":"n7"},"values":[50,60],"timestamps":[1764615600000,1764615610000]}\n')
+    tel = read_paths([path]).telemetry
+    assert tel["gpu"].tolist() == [3, 3] and set(tel["host"]) == {"n7"} and tel["util_pct"].tolist() == [50, 60]
+
+
 def test_series_export_of_other_metrics_is_a_one_line_error(tmp_path):
     path = tmp_path / "cpu.jsonl"
     path.write_text('{"metric":{"__name__":"node_cpu_seconds_total","cpu":"0","mode":"idle"},'
