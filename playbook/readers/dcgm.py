@@ -1,7 +1,10 @@
 """DCGM telemetry: dcgm-exporter's Prometheus text, Prometheus `query_range` JSON exports, and `dcgmi dmon`.
 
 Prometheus text exposition (`curl host:9400/metrics`, one or many scrapes appended): lines
-`DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",Hostname="node1",...} 97 [timestamp_ms]`. The host comes from the
+`DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",Hostname="node1",...} 97 [timestamp_ms]`; the name may also be a
+`__name__` label (`promtool tsdb dump`: `{__name__="DCGM_FI_DEV_GPU_UTIL", gpu="0", ...} 97 1764615600000`).
+Timestamps are integer milliseconds, or seconds in OpenMetrics (a text ending in `# EOF`, `promtool tsdb
+dump-openmetrics`: `... 97 1764615600.000`) and wherever a timestamp has a fraction. The host comes from the
 `Hostname` / `hostname` / `kubernetes_node` / `node` / `instance` label, else the file name; the GPU from the
 `gpu` label (else the UUID's order of appearance). Without sample timestamps, a scrape ends when a series
 repeats, and scrapes get synthetic times `interval_s` apart. Prometheus `query_range` exports (`resultType`
@@ -12,6 +15,8 @@ number does not increase) get synthetic times.
 Fields kept (others are ignored): GPU_UTIL (203) util_pct, MEM_COPY_UTIL (204) mem_util_pct, FB_USED/FREE/TOTAL
 (252/251/250, MiB), POWER_USAGE (155, W), ENFORCED_POWER_LIMIT, SM_CLOCK (100) / MEM_CLOCK (101) MHz, GPU_TEMP
 (150, C), CLOCK_THROTTLE_REASONS / CLOCKS_EVENT_REASONS (112, bitmask), PROF_SM_ACTIVE (1002, 0-1),
+PROF_GR_ENGINE_ACTIVE (1001, 0-1: the profiling counterpart of GPU_UTIL, read as util_pct x 100 when GPU_UTIL
+is absent, as in exporters configured with profiling counters only),
 PROF_PCIE_TX/RX_BYTES (1009/1010, bytes/s -> MiB/s), PROF_NVLINK_TX/RX_BYTES (1011/1012), PCIE_REPLAY_COUNTER
 (202), PCIE_LINK_GEN/WIDTH (237/238). A change of DCGM_FI_DEV_XID_ERRORS to a non-zero value becomes an `xid`
 event. Other Prometheus metric names are read by their words and unit suffix (playbook.readers.headers: Ray's
@@ -52,6 +57,7 @@ METRICS: dict[str, tuple[str, float, int]] = {
     "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": ("throttle_reasons", 1.0, 0),
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("throttle_reasons", 1.0, 0),
     "DCGM_FI_PROF_SM_ACTIVE": ("sm_active", 1.0, 0),
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": ("util_pct", 100.0, 1),  # time a graphics / compute context was active
     "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_mib_s", MIB, 0),
     "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_mib_s", MIB, 0),
     "DCGM_FI_DEV_PCIE_TX_THROUGHPUT": ("pcie_tx_mib_s", 1 / 1024, 1),  # KB/s
@@ -87,7 +93,8 @@ DMON_TAGS: dict[str, str] = {
     "FBTTL": "DCGM_FI_DEV_FB_TOTAL", "FBFRE": FB_FREE, "POWER": "DCGM_FI_DEV_POWER_USAGE",
     "PMLMT": "DCGM_FI_DEV_POWER_MGMT_LIMIT", "PMDEF": "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF",
     "SMCLK": "DCGM_FI_DEV_SM_CLOCK", "MMCLK": "DCGM_FI_DEV_MEM_CLOCK",
-    "TMPTR": "DCGM_FI_DEV_GPU_TEMP", "SMACT": "DCGM_FI_PROF_SM_ACTIVE", "PCITX": "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "TMPTR": "DCGM_FI_DEV_GPU_TEMP", "SMACT": "DCGM_FI_PROF_SM_ACTIVE",
+    "GRACT": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "PCITX": "DCGM_FI_PROF_PCIE_TX_BYTES",
     "PCIRX": "DCGM_FI_PROF_PCIE_RX_BYTES", "NVLTX": "DCGM_FI_PROF_NVLINK_TX_BYTES",
     "NVLRX": "DCGM_FI_PROF_NVLINK_RX_BYTES",
     "203": "DCGM_FI_DEV_GPU_UTIL", "204": "DCGM_FI_DEV_MEM_COPY_UTIL", "252": "DCGM_FI_DEV_FB_USED",
@@ -95,6 +102,7 @@ DMON_TAGS: dict[str, str] = {
     "164": "DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "163": "DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF",
     "100": "DCGM_FI_DEV_SM_CLOCK", "101": "DCGM_FI_DEV_MEM_CLOCK",
     "150": "DCGM_FI_DEV_GPU_TEMP", "112": "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "1002": "DCGM_FI_PROF_SM_ACTIVE",
+    "1001": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
     "1009": "DCGM_FI_PROF_PCIE_TX_BYTES", "1010": "DCGM_FI_PROF_PCIE_RX_BYTES",
     "1011": "DCGM_FI_PROF_NVLINK_TX_BYTES", "1012": "DCGM_FI_PROF_NVLINK_RX_BYTES",
     "202": "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "237": "DCGM_FI_DEV_PCIE_LINK_GEN", "238": "DCGM_FI_DEV_PCIE_LINK_WIDTH",
@@ -104,7 +112,10 @@ HOST_LABELS = ("Hostname", "hostname", "kubernetes_node", "node", "nodename", "n
 GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
 ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+))?\s*$")
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+(?:\.\d*)?))?\s*$")
+_EOF = re.compile(r"^# EOF[ \t]*\r?$", re.MULTILINE)  # the last line of an OpenMetrics exposition
+_NAME_LABEL = re.compile(r'(?<![A-Za-z0-9_])__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
+_JSON_START = re.compile(r'^\s*(?:\[|\{\s*(?:"|\}))')  # a JSON array or object, not a `{label="v"} 1` sample
 _LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')  # names start once
 _ENTITY = re.compile(r"^#\s*Entity\b", re.IGNORECASE)
 _DMON_ROW = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d+)\s+(.*)$", re.IGNORECASE)
@@ -135,17 +146,31 @@ def _named(name: str) -> bool:
 
 def sniff(head: str) -> bool:
     """dcgm-exporter text (DCGM_FI_* samples), a Prometheus API JSON answer, or dcgmi dmon output."""
-    stripped = head.lstrip()
-    if stripped.startswith(("{", "[")) and '"resultType"' in head and '"result"' in head:
+    if _JSON_START.match(head) and '"resultType"' in head and '"result"' in head:
         return True
     for line in head.split("\n")[:400]:
         line = line.strip()
         if _ENTITY.match(line):
             return True
-        m = _SAMPLE.match(line)
-        if m and (_named(m.group(1)) or (_known(m.group(1)) and _gpu_labelled(m.group(2)))):
+        sample = _sample(line)
+        if sample and (_named(sample[0]) or (_known(sample[0]) and _gpu_labelled(sample[1]))):
             return True
     return False
+
+
+def _sample(line: str) -> tuple[str, str | None, str, str | None] | None:
+    """(metric name, label text, value, timestamp ms or None) of one exposition line; the name is the
+    `__name__` label when it is not written before the braces (`promtool tsdb dump`); None for other lines."""
+    m = _SAMPLE.match(line)
+    if not m:
+        return None
+    name, label_text, value, ts = m.groups()
+    if name is None:
+        found = _NAME_LABEL.search(label_text or "")
+        if found is None:
+            return None
+        name = found.group(1)
+    return name, label_text, value, ts
 
 
 def _gpu_labelled(label_text: str | None) -> bool:
@@ -160,8 +185,7 @@ def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.B
     interval_s = textio.check_interval(interval_s)
     notes: list[str] = []  # lossy decoding, a truncated stream
     text = textio.read_text(path, warnings=notes)
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
+    if _JSON_START.match(text[:4096]):
         bundle = _read_json(path, text, interval_s)
     elif any(_ENTITY.match(ln.strip()) for ln in text.split("\n", 400)[:400]):
         bundle = _read_dcgmi(path, text, interval_s)
@@ -291,6 +315,7 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
     samples = _Samples(src, textio.host_from_path(path))
     skips = schema.SkipCounter(src)
     scrape = 0
+    seconds = _EOF.search(text) is not None  # OpenMetrics: timestamps in seconds
     seen: set[tuple] = set()
     stamped = unstamped = 0
     synth: list[int] = []  # positions of samples without a timestamp (their time is the scrape number)
@@ -299,11 +324,11 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        m = _SAMPLE.match(line)
-        if not m:
+        sample = _sample(line)
+        if sample is None:
             skips.skip(no, f"not a Prometheus sample {line[:50]!r}")
             continue
-        name, label_text, value_text, ts = m.groups()
+        name, label_text, value_text, ts = sample
         if not _known(name):
             other.add(name)
             continue
@@ -325,7 +350,7 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
             seen = set()
         seen.add(key)
         if ts is not None:
-            t_ns = textio.ms_to_ns(ts)
+            t_ns = _stamp_ns(ts, seconds)
             if t_ns is None:
                 skips.skip(no, "timestamp out of range")
                 continue
@@ -354,6 +379,15 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
     if warning:
         bundle.warnings.append(warning.replace(" rows ", " samples "))
     return bundle
+
+
+def _stamp_ns(ts: str, seconds: bool) -> int | None:
+    """A sample's timestamp in ns: integer milliseconds (Prometheus text), seconds when `seconds` (OpenMetrics) or
+    when it has a fraction; None out of range."""
+    if not seconds and "." not in ts:
+        return textio.ms_to_ns(ts)
+    value = float(ts)  # the sample pattern admits digits with one point only
+    return int(round(value * 1e9)) if abs(value) < textio.MAX_EPOCH_S else None
 
 
 def _prom_float(text: str) -> float | None:

@@ -1,14 +1,18 @@
 """Telemetry held in JSON or XML documents, read by the meaning of their keys (playbook.readers.headers), the
 same way as a CSV header: `gpustat --json` (one document per poll, GPUs in a `gpus` list), W&B system-metric
 events (JSON lines with `system.gpu.N.*` keys, one key per GPU), JSON arrays / JSON lines of flat records,
+`nvtop --snapshot` / `--loop` (one array per poll, an object per GPU, readings as "96%", "388W", memory in bytes),
 and `nvidia-smi -q -x` XML (one `<nvidia_smi_log>` per poll with `-l`; a `<gpu>` element per GPU).
 
 A document is flattened into records: nested objects become dotted keys ("utilization.gpu_util"), a list of
 objects (gpustat's `gpus`, the XML `<gpu>` elements) becomes one record per item carrying the document's own
 fields (its time, its host name), and an item without a GPU-index key gets its position as `index`. An item that
 is one named series held as arrays (CloudWatch `get-metric-data`: Label + Timestamps + Values; Graphite's target +
-datapoints; Datadog's metric/scope + pointlist) becomes a record per point keyed by the series' name. Documents
-stream one at a time; one that does not parse, or an item that is not an object, is skipped and counted.
+datapoints; Datadog's metric/scope + pointlist; VictoriaMetrics' `/api/v1/export` lines: a Prometheus label set
+`metric` + values + timestamps) becomes a record per point keyed by the series' name. A top-level array is either
+records (rows, series) or, when its objects carry neither a time nor a GPU key, one poll of GPUs in order.
+Documents stream one at a time; one that does not parse, or an item that is not an object, is skipped and
+counted.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ def sniff(head: str) -> bool:
     except (ValueError, RecursionError):
         first = None
     if isinstance(first, (dict, list)):
-        recs = _records(first if isinstance(first, dict) else (first[0] if first else {}), {}, 0)
+        recs = _records(first, {}, 0) if isinstance(first, dict) else _array_records(first[:8])
         keys = list(dict.fromkeys(k for r in recs[:50] for k in r))
     return headers.is_telemetry(keys)
 
@@ -101,6 +105,7 @@ def _build(docs, src: str, host: str, skips: schema.SkipCounter, tz: str) -> Tab
         nonlocal builder
         if not block:
             return
+        _coalesce_points(block, numbers)
         if builder is None:
             names = list(dict.fromkeys(k for r in block for k in r))
             builder = TableBuilder(src, names, host, skips, tz)
@@ -122,6 +127,29 @@ def _build(docs, src: str, host: str, skips: schema.SkipCounter, tz: str) -> Tab
             flush()
     flush()
     return builder
+
+
+def _coalesce_points(block: list[dict], numbers: list[int]) -> None:
+    """Points of several series at one time (records {"time": t, <series>: v}: VictoriaMetrics' or CloudWatch's
+    series of several metrics) become one record in place, as the row of a wide table, so the GPU's metrics at
+    that time are one sample, not rows repeating its timestamp. Within the block (bounded memory); points with
+    the same series name at one time stay apart (a repeat, merged later with a warning)."""
+    at: dict = {}
+    keep = []
+    for i, r in enumerate(block):
+        t = r.get("time")
+        if len(r) != 2 or t is None or isinstance(t, (dict, list)):
+            keep.append(i)
+            continue
+        first = at.get(t)
+        if first is None or not block[first].keys().isdisjoint(r.keys() - {"time"}):
+            at[t] = i
+            keep.append(i)
+            continue
+        block[first].update(r)
+    if len(keep) < len(block):
+        block[:] = [block[i] for i in keep]
+        numbers[:] = [numbers[i] for i in keep]
 
 
 def _text(v) -> str:
@@ -173,9 +201,12 @@ SERIES_PAIRS = ("datapoints", "pointlist", "points", "values")  # Graphite [[v, 
 def _series_points(item: dict) -> list[dict] | None:
     """The points of a named time series held as arrays (CloudWatch `get-metric-data`: Label + Timestamps +
     Values; Graphite render: target + datapoints [[value, time]]; Datadog: metric/scope + pointlist [[time,
-    value]]) as records {"time": t, <series name>: v}; None when `item` is not one. Of a pair, the time is the
-    member that looks like an epoch (> 1e8 s, the other way round when both do) or a date string."""
+    value]]; VictoriaMetrics export: metric {__name__, labels} + values + timestamps) as records {"time": t,
+    <series name>: v}; None when `item` is not one. Of a pair, the time is the member that looks like an epoch
+    (> 1e8 s, the other way round when both do) or a date string."""
     name = next((item[k] for k in SERIES_NAMES if isinstance(item.get(k), str) and item[k]), None)
+    if name is None:
+        name = _label_set_name(item.get("metric"))
     if name is None:
         return None
     if isinstance(item.get("scope"), str) and item["scope"] not in ("", "*"):
@@ -195,6 +226,31 @@ def _series_points(item: dict) -> list[dict] | None:
     swap = epochish(first[1]) and not epochish(first[0])  # Graphite: [value, time]
     return [{"time": p[1] if swap else p[0], name: p[0] if swap else p[1]} for p in pairs
             if isinstance(p, list) and len(p) == 2]
+
+
+def _label_set_name(labels) -> str | None:
+    """A Prometheus label set with its `__name__` as the series' name text, `name{label="value", ...}` (the form
+    headers.meaning reads a labelled series in); None when `labels` is not one."""
+    if not isinstance(labels, dict) or not isinstance(labels.get("__name__"), str) or not labels["__name__"]:
+        return None
+    rest = ", ".join(f'{k}="{v}"' for k, v in labels.items() if k != "__name__" and isinstance(v, (str, int, float)))
+    return f"{labels['__name__']}{{{rest}}}" if rest else labels["__name__"]
+
+
+def _array_records(items: list, skips: schema.SkipCounter | None = None, number: int = 0) -> list[dict]:
+    """Records of a top-level JSON array: one poll of GPUs in order when its objects name neither a time nor a
+    GPU and none is a series (nvtop --snapshot); else each object read as a document of its own (rows, series)."""
+    objects = [x for x in items if isinstance(x, dict)]
+    if len(objects) < len(items) and skips is not None:
+        skips.skip(number, "a JSON list, not an object" if not objects
+                   else f"{len(items) - len(objects)} of {len(items)} array items not an object")
+        if objects:  # each item that is not an object counts, as it would streamed
+            skips.count += len(items) - len(objects) - 1
+    keys = {k for x in objects[:8] for k in x}
+    roles = {headers.meaning(str(k)).role for k in keys}
+    if objects and not roles & {"time", "gpu"} and not any(_series_points(x) is not None for x in objects[:8]):
+        return _records({"": objects}, {}, 0)
+    return [r for x in objects for r in _records(x, {}, 0)]
 
 
 def _flatten(obj: dict, prefix: str, out: dict, lists: list | None, depth: int) -> None:
@@ -261,8 +317,11 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
             in_array, pos = False, pos + 1
             continue
         if pos < len(buf) and buf[pos] == "[" and not in_array and number == 0:
-            in_array, pos = True, pos + 1  # one array of records (a list on a later line is one bad record)
-            continue
+            try:  # an array the first read holds whole is one document (a poll of GPUs, or records)
+                textio.raw_decode_at(buf, pos, decoder)
+            except (ValueError, RecursionError):
+                in_array, pos = True, pos + 1  # a longer one: its records streamed one by one
+                continue
         if pos >= len(buf) and eof:
             return
         try:
@@ -295,11 +354,11 @@ def _json_records(stream: textio.TextStream, skips: schema.SkipCounter):
         pos = end
         want = 1 << 20
         number += 1
-        if not isinstance(obj, dict):
+        if not isinstance(obj, (dict, list)):
             skips.skip(number, f"a JSON {type(obj).__name__}, not an object")
             continue
         try:
-            recs = _records(obj, {}, 0)
+            recs = _records(obj, {}, 0) if isinstance(obj, dict) else _array_records(obj, skips, number)
         except RecursionError:
             skips.skip(number, "nested too deeply")
             continue

@@ -309,8 +309,8 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
     if ws & POWER or unit in ("w", "mw", "kw"):
         if ws & LIMIT:
             return "power_limit_w", 0, 0 if ws & {"enforced", "pmlmt"} else 1
-        if ws & {"avg", "average", "mean", "instant"}:
-            return "power_w", 0, 2 if ws & {"instant"} else 3
+        if ws & {"avg", "average", "mean", "instant"}:  # the draw nvidia-smi reports is the 1 s average
+            return "power_w", 0, 3 if ws & {"instant"} else 2
         return "power_w", 0, 0 if ws & {"draw", "usage"} or words[-1:] in (["power"], ["pwr"]) else 1
     if ws & TEMP or unit == "c":
         return ("temp_c", 0, 0) if not ws & MEM else (None, 0, 0)

@@ -187,3 +187,98 @@ def test_per_gpu_columns_with_different_metrics(tmp_path):
     assert tel["util_pct"].tolist() == [96, 12, 13, 97]
     assert tel.loc[tel["gpu"] == 0, "mem_used_mib"].tolist() == [1, 2]
     assert tel.loc[tel["gpu"] == 1, "mem_used_mib"].isna().all()
+
+
+# ------------------------------------------------------------------- third batch: mechanisms behind its reads
+def test_third_batch_units_and_choices():
+    """nvtop's memory is bytes; GR_ENGINE_ACTIVE / GRACT (a ratio) is the utilization when GPU_UTIL is absent;
+    of power.draw.average and .instant, the average (what power.draw reports on Ampere and newer) is power_w."""
+    nvtop = read_paths([DATA / "nvtop_loop.json"]).telemetry
+    assert nvtop.loc[nvtop["gpu"] == 0, "mem_used_mib"].iloc[0] == pytest.approx(40000)
+    assert nvtop.loc[nvtop["gpu"] == 1, "power_w"].iloc[0] == pytest.approx(100 + 3 * 13)
+    for name in ("dcgm_exporter_k8s_prof.prom", "dcgmi_dmon_prof.txt"):
+        tel = read_paths([DATA / name]).telemetry
+        assert tel.loc[tel["gpu"] == 0, "util_pct"].iloc[:2].tolist() == pytest.approx([96, 12]), name
+        assert tel.loc[tel["gpu"] == 0, "sm_active"].iloc[0] == pytest.approx(0.864), name
+    smi = read_paths([DATA / "smi_query_lms_new_fields.csv"]).telemetry
+    assert smi.loc[smi["gpu"] == 0, "power_w"].iloc[0] == pytest.approx(388.12)
+    names = ["timestamp", "power.draw.instant [W]", "power.draw.average [W]"]
+    assert [headers.meaning(n).rank for n in names[1:]] == [3, 2]
+    assert [m.role for m in headers.assign(names).values()] == ["time", "power_w"]
+    assert list(headers.assign(names)) == [0, 2]
+
+
+def test_gpu_util_wins_over_graphics_engine_activity(tmp_path):
+    path = tmp_path / "both.prom"
+    path.write_text('DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",UUID="GPU-a"} 0.5\n'
+                    'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a"} 70\n')
+    assert read_paths([path]).telemetry["util_pct"].tolist() == [70]
+
+
+def test_series_of_several_metrics_are_one_sample_per_time():
+    """VictoriaMetrics export: GPU 0's utilization and memory series at one time are one row, no repeat warning."""
+    bundle = read_paths([DATA / "victoriametrics_export.jsonl"])
+    tel = bundle.telemetry
+    assert len(tel) == 24 and tel[["util_pct", "mem_used_mib"]].notna().all().all()
+    assert set(tel["host"]) == {"node1"}
+    assert not any("repeat" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_nvtop_snapshot_is_one_poll_and_rows_stay_rows(tmp_path):
+    """`nvtop -s`: one array, an object per GPU in order; an array of records with a time key stays rows."""
+    snap = tmp_path / "snap.json"
+    snap.write_text('[\n  {\n   "device_name": "A",\n   "gpu_util": "50%",\n   "mem_used": "524288000"\n  },\n'
+                    '  {\n   "device_name": "A",\n   "gpu_util": null,\n   "mem_used": "1048576000"\n  }\n]\n')
+    tel = read_paths([snap]).telemetry.sort_values("gpu")
+    assert tel["gpu"].tolist() == [0, 1] and tel["time"].nunique() == 1
+    assert tel["mem_used_mib"].tolist() == [500, 1000]  # bytes (no GPU holds 500 TiB)
+    rows = tmp_path / "rows.json"
+    rows.write_text('[{"time": 1764615600, "gpu": 0, "util": 5}, {"time": 1764615601, "gpu": 0, "util": 6}]')
+    tel = read_paths([rows]).telemetry
+    assert tel["gpu"].tolist() == [0, 0] and tel["util_pct"].tolist() == [5, 6]
+    mixed = tmp_path / "mixed.json"  # a poll with two items that are not objects: both counted
+    mixed.write_text('[{"gpu_util": "50%"}, 3, "x", {"gpu_util": "60%"}]')
+    bundle = read_paths([mixed])
+    assert bundle.telemetry["util_pct"].tolist() == [50, 60]
+    assert any("skipped 2" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_promtool_dump_names_come_from_the_name_label(tmp_path):
+    """`promtool tsdb dump`: `{labels} value ms`, the metric in `__name__`; a label set without one is no sample."""
+    path = tmp_path / "dump.txt"
+    path.write_text('{UUID="GPU-a", __name__="DCGM_FI_DEV_GPU_UTIL", gpu="0"} 96 1764615600000\n'
+                    '{UUID="GPU-a", gpu="0"} 7 1764615600000\n'
+                    '{UUID="GPU-a", __name__="DCGM_FI_DEV_GPU_UTIL", gpu="0"} 12 1764615610000\n')
+    bundle = read_paths([path])
+    assert bundle.telemetry["util_pct"].tolist() == [96, 12]
+    assert any("skipped 1" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_series_label_values_with_delimiters(tmp_path):
+    """A label value holding a comma or quotes does not break the series' GPU or host."""
+    path = tmp_path / "vm.jsonl"
+    path.write_text('{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","modelName":"H100, \\"SXM\\"","gpu":"3",'
+                    '"Hostname":"n7"},"values":[50,60],"timestamps":[1764615600000,1764615610000]}\n')
+    tel = read_paths([path]).telemetry
+    assert tel["gpu"].tolist() == [3, 3] and set(tel["host"]) == {"n7"} and tel["util_pct"].tolist() == [50, 60]
+
+
+def test_series_export_of_other_metrics_is_a_one_line_error(tmp_path):
+    path = tmp_path / "cpu.jsonl"
+    path.write_text('{"metric":{"__name__":"node_cpu_seconds_total","cpu":"0","mode":"idle"},'
+                    '"values":[1,2],"timestamps":[1764615600000,1764615610000]}\n')
+    with pytest.raises(Exception) as info:
+        read_paths([path])
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_openmetrics_timestamps_are_seconds(tmp_path):
+    """OpenMetrics (a text ending in `# EOF`) writes seconds, integer or not; Prometheus text integer ms."""
+    line = 'DCGM_FI_DEV_GPU_UTIL{{gpu="0"}} {v} {t}\n'
+    om = tmp_path / "om.txt"
+    om.write_text(line.format(v=96, t=1764615600) + line.format(v=12, t=1764615610) + "# EOF\n")
+    prom = tmp_path / "prom.txt"
+    prom.write_text(line.format(v=96, t=1764615600000) + line.format(v=12, t=1764615610000))
+    for path in (om, prom):
+        seconds = read_paths([path]).telemetry["time"].astype("int64").to_numpy() / 1e9
+        assert seconds.tolist() == [1764615600, 1764615610], path.name

@@ -15,8 +15,9 @@ METRIC_FIELDS: dict[str, tuple[str, int]] = {
     "memory.used": ("mem_used_mib", 0),
     "memory.total": ("mem_total_mib", 0),
     "power.draw": ("power_w", 0),
-    "power.draw.instant": ("power_w", 1),
-    "power.draw.average": ("power_w", 2),
+    # power.draw is the 1 s average on Ampere and newer (nvidia-smi --help-query-gpu): the average comes next
+    "power.draw.average": ("power_w", 1),
+    "power.draw.instant": ("power_w", 2),
     "enforced.power.limit": ("power_limit_w", 0),
     "power.limit": ("power_limit_w", 1),
     "power.default_limit": ("power_default_limit_w", 0),
