@@ -79,9 +79,10 @@ class _EventLines:
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
         self.counts = {"events": 0, "recompile": 0}
 
-    def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan) -> int:
+    def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
+        """An event row; `host` "" for the file's host."""
         own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" else None  # "step 10: val loss ..."
-        self.rows.append({"time": ln.time, "host": "", "rank": ln.rank,
+        self.rows.append({"time": ln.time, "host": host, "rank": ln.rank,
                           "step": int(own["i"]) if own and len(own["i"]) < 18 else self.steps.last_step.get(ln.rank, -1),
                           "kind": kind,
                           "duration_s": duration,
@@ -135,7 +136,9 @@ class _EventLines:
             return False
         if ln.rank < 0 and hit[1] >= 0:
             ln.rank = hit[1]  # torch elastic's "failed ... local_rank: 3": the rank the line is about
-        self._add(ln, hit[0], f"line {ln.lineno}: {ln.body.strip()}")
+        # an NCCL line names the host that printed it ("node3:77:90 [1] NCCL WARN ..."): a file may gather many
+        nccl = nccl_log.PREFIX_RE.search(ln.body) if "NCCL" in ln.body else None
+        self._add(ln, hit[0], f"line {ln.lineno}: {ln.body.strip()}", host=nccl["host"] if nccl else "")
         self.counts["events"] += 1
         return True
 
@@ -364,7 +367,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         bundle.events = schema.events_frame({
             "time": pd.to_datetime(np.where(times == NAT, np.datetime64("NaT"), times.view("datetime64[ns]")),
                                    utc=True),
-            "host": [host] * len(ev), "rank": [r["rank"] for r in ev], "step": [r["step"] for r in ev],
+            "host": [r["host"] or host for r in ev], "rank": [r["rank"] for r in ev], "step": [r["step"] for r in ev],
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
         _sections_until_training(bundle)

@@ -44,10 +44,13 @@ from playbook.readers import textio
 COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "transport", "direction", "gdr",
            "detail", "line", "source")
 
-PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]++):(?P<pid>\d++):(?P<tid>\d++) \[(?P<dev>\d++)\] NCCL "
-                       r"(?P<level>INFO|WARN|TRACE|ABORT)\s?")
+# a WARN names the source line that raised it (src/debug.cc: "%s:%d:%d [%d] %s:%d NCCL WARN ", newer "... %s:%d (%s)
+# NCCL WARN "): "node1:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer ..."
+PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]++):(?P<pid>\d++):(?P<tid>\d++) \[(?P<dev>\d++)\] "
+                       r"(?:[\w./\-]{1,200}:\d{1,6} (?:\([^()\n]{0,100}\) )?)?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\s?")
 # optionally behind torchrun's "[default3]:" / "[rank3]:" prefix (--tee, --log-dir)
-_SNIFF_RE = re.compile(r"^(?:\[\w+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] NCCL (INFO|WARN) ", re.MULTILINE)
+_SNIFF_RE = re.compile(r"^(?:\[\w+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] (?:[\w./\-]{1,200}:\d{1,6} (?:\([^()\n]{0,100}\) )?)?"
+                       r"NCCL (INFO|WARN) ", re.MULTILINE)
 _BARE_VERSION_RE = re.compile(r"^\s*NCCL version (\S+)")
 _VERSION_RE = re.compile(r"^NCCL version (\S+)")
 # "Channel 02/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA"; NCCL 2.7 printed busIds: "Channel 00 : 0[1c000] -> ..."

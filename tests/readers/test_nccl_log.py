@@ -254,8 +254,13 @@ def test_ib_transport_errors_name_the_fabric_and_connection_facts_alone_vouch_fo
         "172.36.143.59<44206> with status=12 opcode=129 len=65536 vendor err 129 (Recv) localGid ::ffff:29.87.88.182\n"
         "hostname-test:984:1357 [4] NCCL INFO transport/net.cc:1298 -> 6\n"
         "hostname-test:984:1357 [4] NCCL INFO proxy.cc:694 -> 6\n")
-    top = diagnose(read_file(log)).hypotheses[0]
+    bundle = read_file(log)
+    top = diagnose(bundle).hypotheses[0]
     assert top["id"] == "link_degradation" and "network_error" in top["evidence"][0]
+    # a WARN line names its source line before "NCCL WARN" (src/debug.cc): still the host's own NCCL line
+    warn = bundle.nccl[bundle.nccl["kind"] == "warn"]
+    assert warn[["host", "device"]].values.tolist() == [["hostname-test", 4]]
+    assert top["names"] == ["hostname-test"]
     # a clean NCCL log says how ranks connect, not whether the loop is fast: not enough to call the run healthy
     top = diagnose(nl.read(DATA / "healthy_ib_gdr.log")).hypotheses[0]
     assert top["id"] == "insufficient_data" and "NCCL connection facts only" in top["evidence"][0]
