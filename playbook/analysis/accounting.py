@@ -169,7 +169,7 @@ def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
     if wall <= 0:
         return None
     idle = wall - busy
-    bucket = Bucket("profile_idle", idle, share=idle / wall, names=names,
+    bucket = Bucket("profile_idle", idle, share=idle / wall, names=names if len(names) > 1 else [],  # one: the input
                     detail=f"the GPU idle {idle / wall:.0%} of the profiled steps (kernel time {busy:.3f} s of "
                            f"{wall:.3f} s)")
     return Accounting("gpu", wall, [bucket] if idle > 0 else [], PROFILE_FLOOR,
