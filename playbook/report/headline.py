@@ -47,12 +47,15 @@ def figure_label(key: str) -> str:
         return " ".join(words[:-1]) + f" ({_UNIT_WORDS[words[-1]]})"
     return " ".join(words)
 
-def confidence_words(status: str, score: float | None, margin: float | None) -> str:
+def confidence_words(status: str, score: float | None, margin: float | None, word: str | None = None) -> str:
     """The verdict's confidence in words. Scores are the diagnosis's 0-1 posterior-like scores; "high" needs the
-    top cause to be at least 0.8 and lead the runner-up by 0.3 (it then outweighs every alternative together)."""
+    top cause to be at least 0.8 and lead the runner-up by 0.3 (it then outweighs every alternative together).
+    `word`: the diagnosis's own confidence word for its verdict, which an unsettled card does not contradict."""
     if status == "refuted":
         return "high: no utilization problem found" if (score or 0) > 0.8 else "moderate: looks healthy"
     if status != "confirmed":
+        if word == "likely":
+            return "moderate: likely, an alternative is not ruled out"
         return "low: the evidence does not settle the cause"
     if (score or 0) >= 0.8 and (margin is None or margin >= 0.3):
         return "high"
@@ -109,13 +112,18 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     share = lost.get("share") if isinstance(lost, dict) else None
     if share is None and frame is not None:
         share = lost_share(frame, metric, diagnosis)
-    hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) else None
+    measured = bool(diagnosis.get("accounting")) or n_gpus > 0 or (frame is not None and len(frame) > 0)
+    if not measured:
+        share = hours = None  # a fault event's own share (0) is no measurement of time lost
+    hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) and measured else None
     if hours is None and share is not None and not isinstance(v, dict):
         hours = share * n_gpus * 24.0  # the diagnosis' own verdict says when its span is too short for a per-day cost
     command, why = next_command(status, top, recorded_run(diagnosis.get("inputs") or []))
+    named = [str(n) for n in (v.get("names") or [])] if isinstance(v, dict) else []
     return {"status": status, "sentence": sentence, "detail": summary,
-            "confidence": confidence_words(status, score, margin), "lost_share": share,
-            "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": guilty(diagnosis),
+            "confidence": confidence_words(status, score, margin, v.get("confidence") if isinstance(v, dict)
+                                           else None), "lost_share": share, "measured": measured,
+            "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": {**guilty(diagnosis), "named": named},
             "next_command": command, "next_why": why, "cause": top.get("id"),
             "basis": (diagnosis.get("accounting") or {}).get("basis"),
             "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
@@ -299,13 +307,17 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     elif h.get("lost_share") is not None:
         gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
         facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
+    elif h.get("measured") is False:
+        facts.append(("GPU time lost", "not measured: no GPU utilization or step times in the inputs"))
     if h.get("gpu_hours_per_day") is not None:
         facts.append(("GPU-hours lost per day", f"{h['gpu_hours_per_day']:.1f}"))
     g = h.get("guilty") or {}
     where = [(k, v) for k, v in (("hosts", g.get("hosts")), ("GPUs", g.get("gpus")), ("ranks", g.get("ranks"))) if v]
     if where:
         facts.extend((f"guilty {k}", _names(v)) for k, v in where)
-    elif h.get("lost_share") is not None:
+    elif g.get("named"):  # the units the verdict names (a host from its log lines, a rank that never arrived)
+        facts.append(("guilty", _names(g["named"])))
+    elif h.get("lost_share") is not None and h.get("gpus"):
         facts.append(("guilty", "no single GPU: every GPU behaves alike (a shared cause)"))
     for k, v in (h.get("figures") or {}).items():
         if not isinstance(v, (dict, list)):

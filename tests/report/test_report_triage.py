@@ -312,3 +312,20 @@ def test_a_step_only_run_shows_its_step_times_and_stalls_not_empty_gpu_views(ste
     assert_readable(step_only / "triage_steps.ipynb")
     index = (step_only / "index.html").read_text()
     assert 'alt="step time per step, the stalls in red"' in index
+
+
+def test_a_card_from_log_facts_alone_does_not_claim_a_measured_loss():
+    # NVIDIA/nccl#1814's paste: IB transport errors on one host, no utilization or step times. The card said "0% of
+    # ? GPUs" lost, "no single GPU: every GPU behaves alike" and "low" confidence beside a "likely" verdict
+    from playbook.report import headline
+
+    diag = {"verdict": {"id": "link_degradation", "confidence": "likely", "names": ["hostname-test"],
+                        "lost_share": 0.0, "sentence": "Degraded interconnect on hostname-test"},
+            "hypotheses": [{"id": "link_degradation", "score": 0.63, "evidence": ["2 network_error events"],
+                            "notebook": "notebooks/20_collective_stragglers.ipynb"}]}
+    h = headline.from_diagnosis(diag, None)
+    assert h["lost_share"] is None and h["measured"] is False and h["gpu_hours_per_day"] is None
+    assert h["confidence"].startswith("moderate: likely")
+    card = headline.card_html(h)
+    assert "not measured: no GPU utilization or step times" in card and "hostname-test" in card
+    assert "every GPU behaves alike" not in card and "? GPUs" not in card
