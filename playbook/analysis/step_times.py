@@ -149,13 +149,13 @@ def work_scale(durations: np.ndarray, work: np.ndarray) -> tuple[np.ndarray, flo
 
 
 def fleet_steps(steps: pd.DataFrame) -> pd.DataFrame:
-    """Per step across ranks: time (earliest start), duration_s (median over ranks), ranks."""
+    """Per step across ranks: time (earliest start), duration_s and work (medians over ranks), ranks."""
     st = step_times(steps)
     if st.empty:
-        return pd.DataFrame(columns=["step", "time", "duration_s", "ranks"])
+        return pd.DataFrame(columns=["step", "time", "duration_s", "work", "ranks"])
     g = st.groupby("step", sort=True)
     return pd.DataFrame({"time": g["time"].min(), "duration_s": g["duration_s"].median(),
-                         "ranks": g["rank"].nunique()}).reset_index()
+                         "work": g["work"].median(), "ranks": g["rank"].nunique()}).reset_index()
 
 
 def _rolling_baseline(d: np.ndarray, window: int = 51) -> np.ndarray:

@@ -60,9 +60,10 @@ def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataF
 def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None,
                 title: str = "Step time per step (red: stalls)"):
     """What a step-only run measured: each step's time (median over ranks) against its index, the slow steps
-    (analysis.step_times.slow_steps: the stalls) as red dots, the median as a dashed line and logged events as
-    vertical lines; "no step times" when `steps` holds none."""
-    from playbook.analysis.step_times import fleet_steps, slow_steps
+    (analysis.step_times.slow_steps: the stalls; judged on the time for each step's own work when the step time
+    follows its stated work, as the accounting does: work_scale) as red dots, the median as a dashed line and
+    logged events as vertical lines; "no step times" when `steps` holds none."""
+    from playbook.analysis.step_times import fleet_steps, slow_steps, work_scale
 
     fig, ax = figure(ax, figsize=(10, 3.6))
     fleet = fleet_steps(steps) if len(steps) else pd.DataFrame(columns=["step", "duration_s"])
@@ -71,12 +72,17 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
         ax.text(0.5, 0.5, "no step times", ha="center", va="center", transform=ax.transAxes)
         return fig
     ms = fleet["duration_s"].to_numpy(dtype="float64") * 1e3
-    slow = slow_steps(ms)
+    scale, by_work = work_scale(ms, fleet["work"].to_numpy(dtype="float64")) if "work" in fleet else (1.0, None)
+    slow = slow_steps(ms / scale)
     ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time")
     ax.axhline(float(np.median(ms)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(ms):.3g} ms")
+    if by_work is not None:  # the time each step's own work takes at the run's median pace
+        ax.plot(fleet["step"], float(np.median(ms / scale)) * scale, lw=0.8, color="#2a9d8f", alpha=0.8,
+                label="expected for its work")
     if slow.any():
         ax.scatter(fleet["step"][slow], ms[slow], color="#d62828", s=18, zorder=3,
-                   label=f"stall ({int(slow.sum())} slow steps)")
+                   label=f"stall ({int(slow.sum())} slow step{'s' if slow.sum() != 1 else ''}"
+                         f"{(' for its work' if slow.sum() == 1 else ' for their work') if by_work is not None else ''})")
     if events is not None and len(events):
         _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
     ax.set_xlabel("step")

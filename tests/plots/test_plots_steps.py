@@ -79,3 +79,16 @@ def test_step_stalls_marks_the_slow_steps_and_the_events():
     assert "stall (4 slow steps)" in labels and "checkpoint event" in labels
     empty = sp.step_stalls(steps.iloc[:0]).axes[0]
     assert [t.get_text() for t in empty.texts] == ["no step times"]
+
+
+def test_step_stalls_judges_a_step_by_the_time_its_own_work_takes():
+    # multi-scale inputs (mmdetection#5993's YOLOX): a step on a large image is longer, not a stall; one real stall
+    rng = np.random.default_rng(5)
+    size = rng.choice([480, 544, 608, 672, 736, 800], 120).astype(float)
+    dur = 0.3 * (size / 640) ** 2 * np.exp(0.02 * rng.standard_normal(120))
+    dur[70] *= 3.0
+    steps = schema.steps_frame({"step": np.arange(120), "phase": "step", "duration_s": dur, "work": size})
+    ax = sp.step_stalls(steps).axes[0]
+    assert [int(x) for x in ax.collections[0].get_offsets()[:, 0]] == [70]
+    labels = ax.get_legend_handles_labels()[1]
+    assert "stall (1 slow step for its work)" in labels and "expected for its work" in labels
