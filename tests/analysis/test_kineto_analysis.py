@@ -174,8 +174,9 @@ def test_device_syncs_inside_steps():
     assert set(sy["kind"]) == {"d2h_copy", "synchronize"} and set(sy["op"]) == {"aten::item"}
     assert sy["step"].tolist() == [0, 0, 1, 1, 2, 2]
     share = signatures.sync_share(t, sy)
-    # GPU idle from the first blocking call's return (the copy at 3992) to the next op (6000)
-    assert share["exposed_us"].tolist() == [2008.0] * 3
+    # GPU idle from the copy's end (3904), while the CPU still waits in the blocking call until 3992, to the next
+    # op (6000)
+    assert share["exposed_us"].tolist() == [2096.0] * 3
     s = kineto.summarize(Bundle(trace=t))
     assert s["syncs"]["level"] == "high" and s["syncs"]["top_ops"] == ["aten::item ×6"]
     assert "host_sync" in [f["hypothesis"] for f in s["findings"]]
