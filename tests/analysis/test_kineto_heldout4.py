@@ -4,6 +4,7 @@ ran). Each is read (no damage warning, GPU rows on their streams) and diagnosed 
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,13 @@ def test_heldout4_gpu_only_trace_asks_for_the_host_side():
     assert "data_starvation" not in ids and "gc_pause" not in ids
     idle = next(h for h in d.hypotheses if any("GPU activity only" in e for e in h["evidence"]))
     assert "activities=[CPU, CUDA]" in idle["next_step"]
+
+
+def test_heldout4_trace_cut_short_keeps_its_verdict(tmp_path):
+    # a profiler killed mid-write: the first half of the num_workers=0 trace, unterminated
+    raw = gzip.decompress((HELDOUT / "kineto_resnet50_nw0.pt.trace.json.gz").read_bytes())
+    cut = tmp_path / "worker0.pt.trace.json"
+    cut.write_bytes(raw[: len(raw) // 2])
+    bundle = kineto.read(cut)
+    assert len(bundle.warnings) == 1 and "ends before the traceEvents array closes" in bundle.warnings[0]
+    assert diagnose(bundle).hypotheses[0]["id"] == "data_starvation"
