@@ -76,8 +76,8 @@ def summarize(bundle: Any) -> dict | None:
       launch            {median_share, median_kernel_us, median_launch_interval_us, gpu_busy_frac, worst_rank,
                         level: ok|moderate|high|unknown}
       pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
-      gpu_idle          {rank, share, basis, steps, host_ops, explained_share, unexplained_share, host_wait, kernel_wait,
-                        other} on the idlest rank (see _summ_idle); None without GPU ops
+      gpu_idle          {rank, share, basis, steps, host_ops, explained_share, unexplained_share, host_wait,
+                        kernel_wait, other} on the idlest rank (see _summ_idle); None without GPU ops
       findings          [{hypothesis, level: moderate|high, rank, evidence[, steps, steps_at_level]}] with
                         hypothesis ids data_starvation, host_sync, memory_pressure, launch_bound, h2d_copy
     """
@@ -181,9 +181,9 @@ def _summ_allocator(trace, findings, marked: bool = True) -> dict:
             f"rank {worst}: the GPU sits idle "
             + (f"a median {100 * med:.1f}% of step time" if marked else f"{100 * med:.1f}% of the traced span")
             + f" while the host is in allocator calls ({top}"
-            + (f"; {_median(rows['calls']):.0f} a step" if marked else "") + "); a free waits for the device, and PyTorch's caching "
-            "allocator avoids these calls unless it is turned off (PYTORCH_NO_CUDA_MEMORY_CACHING / "
-            "PYTORCH_NO_HIP_MEMORY_CACHING) or keeps missing near full memory (≥ 3% moderate, ≥ 15% high)"),
+            + (f"; {_median(rows['calls']):.0f} a step" if marked else "")
+            + "); a free waits for the device, and PyTorch's caching allocator avoids these calls unless it is "
+            "turned off (PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING) or keeps missing near full memory (≥ 3% moderate, ≥ 15% high)"),
             "share": json_float(med, 4), **_steps_at(rows, level, ("high", "moderate"))})
     return {"median_share": json_float(med, 4), "calls_per_step": json_float(_median(rows["calls"]), 1),
             "top_calls": top, "worst_rank": worst, "level": level}
@@ -213,8 +213,8 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = Tru
 
     share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
     span from the first to the last GPU op when the trace marks no steps (basis "span"). explained_share: the
-    parts the dataloader, sync, allocator and launch analyses attribute (their median shares of step time); unexplained_share:
-    the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle categories). host_ops:
+    parts the dataloader, sync, allocator and launch analyses attribute (their median shares of step time);
+    unexplained_share: the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle categories). host_ops:
     whether the trace records that rank's CPU side (ops, annotations, Python frames — not only runtime calls); a
     trace of GPU activity alone cannot show what the host did while the GPU waited. None when the trace holds no
     GPU ops.

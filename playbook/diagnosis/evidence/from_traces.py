@@ -34,7 +34,8 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
     if signature == "trace_idle_host" and not idle.get("host_ops", True):
         signature = "trace_idle_unobserved"
         text += " (the trace records GPU activity only: what the host did meanwhile is not in it)"
-        nxt = "profile again with the CPU side recorded (torch.profiler activities=[CPU, CUDA]) to see what the host does"
+        nxt = ("profile again with the CPU side recorded (torch.profiler activities=[CPU, CUDA]) to see what the "
+               "host does")
     return support(signature, conf, impact(idle["unexplained_share"]), text, nxt, lost=idle["unexplained_share"])
 
 
