@@ -183,7 +183,8 @@ def _summ_allocator(trace, findings, marked: bool = True) -> dict:
             + f" while the host is in allocator calls ({top}"
             + (f"; {_median(rows['calls']):.0f} a step" if marked else "")
             + "); a free waits for the device, and PyTorch's caching allocator avoids these calls unless it is "
-            "turned off (PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING) or keeps missing near full memory (≥ 3% moderate, ≥ 15% high)"),
+            "turned off (PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING) or keeps missing near "
+            "full memory (≥ 3% moderate, ≥ 15% high)"),
             "share": json_float(med, 4), **_steps_at(rows, level, ("high", "moderate"))})
     return {"median_share": json_float(med, 4), "calls_per_step": json_float(_median(rows["calls"]), 1),
             "top_calls": top, "worst_rank": worst, "level": level}
@@ -214,10 +215,10 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = Tru
     share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
     span from the first to the last GPU op when the trace marks no steps (basis "span"). explained_share: the
     parts the dataloader, sync, allocator and launch analyses attribute (their median shares of step time);
-    unexplained_share: the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle categories). host_ops:
-    whether the trace records that rank's CPU side (ops, annotations, Python frames — not only runtime calls); a
-    trace of GPU activity alone cannot show what the host did while the GPU waited. None when the trace holds no
-    GPU ops.
+    unexplained_share: the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle
+    categories). host_ops: whether the trace records that rank's CPU side (ops, annotations, Python frames — not
+    only runtime calls); a trace of GPU activity alone cannot show what the host did while the GPU waited. None
+    when the trace holds no GPU ops.
     """
     if tb.empty:
         return None
