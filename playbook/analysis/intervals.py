@@ -26,6 +26,18 @@ def union_length(a: np.ndarray, b: np.ndarray) -> float:
     return float((ends - starts).sum())
 
 
+def covered_before(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Length of the merged intervals (`merge_intervals` output) that lies before each time in `t`; so the part of
+    [a, b) they cover is covered_before(..., b) - covered_before(..., a)."""
+    t = np.asarray(t, dtype=np.float64)
+    if not len(starts):
+        return np.zeros(len(t))
+    cum = np.r_[0.0, np.cumsum(ends - starts)]
+    k = np.searchsorted(starts, t, side="right")  # intervals starting at or before t
+    excess = np.where(k > 0, np.maximum(ends[np.clip(k - 1, 0, None)] - t, 0.0), 0.0)
+    return cum[k] - excess
+
+
 def true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(start, length) of runs of True."""
     if not mask.any():

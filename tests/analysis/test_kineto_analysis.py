@@ -174,8 +174,9 @@ def test_device_syncs_inside_steps():
     assert set(sy["kind"]) == {"d2h_copy", "synchronize"} and set(sy["op"]) == {"aten::item"}
     assert sy["step"].tolist() == [0, 0, 1, 1, 2, 2]
     share = signatures.sync_share(t, sy)
-    # GPU idle from the first blocking call's return (the copy at 3992) to the next op (6000)
-    assert share["exposed_us"].tolist() == [2008.0] * 3
+    # GPU idle from the copy's end (3904), while the CPU still waits in the blocking call until 3992, to the next
+    # op (6000)
+    assert share["exposed_us"].tolist() == [2096.0] * 3
     s = kineto.summarize(Bundle(trace=t))
     assert s["syncs"]["level"] == "high" and s["syncs"]["top_ops"] == ["aten::item ×6"]
     assert "host_sync" in [f["hypothesis"] for f in s["findings"]]
@@ -269,3 +270,66 @@ def test_a_cpu_only_trace_is_no_evidence_of_health():
     assert ranked[0]["id"] == "insufficient_data" and "CPU-only profile" in ranked[0]["evidence"][0]
     assert next(h for h in ranked if h["id"] == "healthy")["score"] == 0.5
     assert "CUDA" in ranked[0]["next_step"]
+
+
+def test_blocking_hip_copy_counts_the_gpu_idle_while_it_waits():
+    # hipMemcpyWithStream is a blocking copy: the GPU sits idle 0-1000 of the 1000 µs call (the work it waits for
+    # is not in the trace), then the D→H copy runs and the next op starts 50 µs after the call returns
+    rows = [_kernel(0, 100, corr=1), _launch(-5, 1),
+            {"cat": "cpu_op", "name": "aten::copy_", "ts_us": 99, "dur_us": 1003, "tid": 1},
+            _launch(100, 2, dur=1000, name="hipMemcpyWithStream"),
+            _kernel(1095, 4, name="Memcpy DtoH (Device -> Host)", cat="gpu_memcpy", corr=2),
+            _launch(1110, 3), _kernel(1150, 10, corr=3)]
+    sy = signatures.device_syncs(_trace(rows))
+    assert sy["call"].tolist() == ["hipMemcpyWithStream"] and sy["kind"].tolist() == ["d2h_copy"]
+    assert sy["gpu_idle_during_us"].tolist() == [996.0]  # 100-1095 and 1099-1100
+    assert signatures.sync_share(_trace(rows), sy)["exposed_us"].tolist() == [1046.0]  # + 1100-1150
+
+
+def test_allocator_stalls_by_the_call_verb():
+    rows = _steps(2, 10_000)
+    for i in range(2):
+        s0 = i * 10_000
+        rows += [_kernel(s0, 1000, corr=10 + i), _launch(s0 - 5, 10 + i),
+                 _launch(s0 + 1000, -1, dur=4000, name="hipFree"),  # the GPU idle through it: 4000 µs
+                 _launch(s0 + 5000, -1, dur=2000, name="cudaMallocAsync"),  # stream-ordered: no stall
+                 _launch(s0 + 7000, 20 + i), _kernel(s0 + 7010, 2000, corr=20 + i)]
+    al = signatures.allocator_stalls(_trace(rows))
+    assert al["calls"].tolist() == [1, 1] and al["top"].tolist() == ["hipFree ×1"] * 2
+    assert al["idle_us"].tolist() == [4000.0, 4000.0] and al["level"].tolist() == ["high", "high"]
+    s = kineto.summarize(Bundle(trace=_trace(rows)))
+    assert s["allocator"]["level"] == "high" and s["allocator"]["median_share"] == pytest.approx(0.4)
+    assert "memory_pressure" in [f["hypothesis"] for f in s["findings"]]
+
+
+def test_iterations_between_dataloader_calls_when_no_step_marks():
+    # the legacy autograd profiler marks no ProfilerStep: each next() on the loader opens an iteration
+    rows = []
+    for i, (start, wait) in enumerate([(0, 50_000), (400_000, 40_000), (550_000, 45_000), (700_000, 42_000)]):
+        rows += [{"cat": "Operator", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                  "ts_us": start, "dur_us": wait, "tid": 1},
+                 {"cat": "Operator", "name": "torch/utils/data/dataloader.py(521): __next__", "ts_us": start + 1,
+                  "dur_us": wait - 2, "tid": 1},  # nested: the same call
+                 _launch(start + wait + 10, 100 + i), _kernel(start + wait + 20, 80_000, corr=100 + i)]
+    t = _trace(rows)
+    win = hta.windows(t)
+    assert win["ts_us"].tolist() == [0, 400_000, 550_000, 700_000]
+    assert win["dur_us"].tolist() == [400_000, 150_000, 150_000, 122_020]  # the last ends with the trace
+    dl = signatures.dataloader_share(t)
+    assert dl["level"].tolist() == ["moderate", "input_bound", "input_bound", "input_bound"]  # 12.5 %, then ≥ 27 %
+    assert [f["hypothesis"] for f in kineto.summarize(Bundle(trace=t))["findings"]] == ["data_starvation"]
+
+
+def test_a_gpu_only_trace_reads_its_host_wait_as_unobserved():
+    from playbook.diagnosis.evidence.from_traces import from_trace_idle
+
+    rows = []
+    for i in range(20):  # the GPU waits ~30% for launches; no CPU op, annotation or Python frame is recorded
+        rows += [_launch(i * 100.0 + 60, i), _kernel(i * 100.0 + 62, 70, corr=i)]
+    s = kineto.summarize(Bundle(trace=_trace(rows)))
+    assert s["gpu_idle"]["host_ops"] is False
+    evidence = from_trace_idle(s["gpu_idle"])
+    assert {e.hypothesis for e in evidence} == {"launch_bound", "host_sync"}  # no input wait, no GC guessed
+    assert "GPU activity only" in evidence[0].text
+    rows.append({"cat": "cpu_op", "name": "aten::mm", "ts_us": 0.0, "dur_us": 5.0, "tid": 1})
+    assert kineto.summarize(Bundle(trace=_trace(rows)))["gpu_idle"]["host_ops"] is True

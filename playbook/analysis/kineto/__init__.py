@@ -1,6 +1,7 @@
 """Kineto trace analyses for `playbook diagnose`: `summarize(bundle)` turns the `trace` table into where each
 rank's GPU time goes, and why — HTA's temporal and idle breakdowns (hta.py) and the per-step signatures
-(signatures.py: DataLoader share, device syncs, launch-bound steps, pageable copies) — with findings.
+(step_signatures.py: DataLoader share, device syncs, allocator stalls, launch-bound steps, pageable copies) — with
+findings.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.kineto.hta import _ranks, idle_breakdown, profiler_steps, temporal_breakdown
+from playbook.analysis.kineto.hta import _ranks, idle_breakdown, profiler_steps, temporal_breakdown, windows
 from playbook.analysis.kineto.step_signatures import (
     INPUT_HIGH,
     INPUT_MODERATE,
     LAUNCH_HIGH,
     LAUNCH_MODERATE,
+    RUNTIME_CATS,
+    allocator_stalls,
     dataloader_share,
     device_syncs,
     launch_bound,
@@ -68,13 +71,15 @@ def summarize(bundle: Any) -> dict | None:
       dataloader        {median_share, max_share, worst_rank, level: ok|moderate|input_bound|unknown}
       syncs             {per_step, blocked_share, exposed_share, top_ops: ["aten::item ×12", ...], worst_rank,
                         level}: D2H syncs inside steps; exposed = GPU idle right after them
+      allocator         {median_share, calls_per_step, top_calls, worst_rank, level}: GPU idle while the host sits in
+                        allocator calls (cudaFree, hipMalloc, ...)
       launch            {median_share, median_kernel_us, median_launch_interval_us, gpu_busy_frac, worst_rank,
                         level: ok|moderate|high|unknown}
       pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
-      gpu_idle          {rank, share, basis, steps, explained_share, unexplained_share, host_wait, kernel_wait,
-                        other} on the idlest rank (see _summ_idle); None without GPU ops
+      gpu_idle          {rank, share, basis, steps, host_ops, explained_share, unexplained_share, host_wait,
+                        kernel_wait, other} on the idlest rank (see _summ_idle); None without GPU ops
       findings          [{hypothesis, level: moderate|high, rank, evidence[, steps, steps_at_level]}] with
-                        hypothesis ids data_starvation, host_sync, launch_bound, h2d_copy
+                        hypothesis ids data_starvation, host_sync, memory_pressure, launch_bound, h2d_copy
     """
     trace = getattr(bundle, "trace", None)
     if trace is None or len(trace) == 0:
@@ -101,10 +106,15 @@ def summarize(bundle: Any) -> dict | None:
     out["dataloader"] = _summ_dataloader(trace, findings)
     syncs = device_syncs(trace)
     out["syncs"] = _summ_syncs(trace, syncs, findings)
+    win = windows(trace)
+    # step marks, or iterations read from DataLoader next() calls (several windows a rank); else one span a rank
+    marked = not st.empty or len(win) > win["rank"].nunique()
+    out["allocator"] = _summ_allocator(trace, findings, marked)
     lb = launch_bound(trace, syncs=syncs)
     out["launch"] = _summ_launch(lb, findings)
-    out["pageable"] = _summ_pageable(trace, st, findings)
-    out["gpu_idle"] = _summ_idle(tb, out, lb, marked=not st.empty)
+    out["pageable"] = _summ_pageable(trace, win, findings)
+    host = trace[(trace["stream"] == -1) & ~trace["cat"].astype(str).isin(RUNTIME_CATS)]
+    out["gpu_idle"] = _summ_idle(tb, out, lb, marked=marked, host_ranks=set(host["rank"].unique().tolist()))
     out["findings"] = findings
     return out
 
@@ -159,6 +169,27 @@ def _summ_syncs(trace, syncs, findings) -> dict:
             "exposed_share": json_float(exposed, 4), "top_ops": top_ops, "worst_rank": worst, "level": level}
 
 
+def _summ_allocator(trace, findings, marked: bool = True) -> dict:
+    al = allocator_stalls(trace)
+    if al.empty:
+        return {"median_share": None, "calls_per_step": 0, "top_calls": "", "worst_rank": None, "level": "unknown"}
+    worst, level, rows = _by_rank_level(al, "share")
+    med = _median(rows["share"])
+    top = rows.loc[rows["calls"].idxmax(), "top"] if len(rows) else ""
+    if level in ("moderate", "high"):
+        findings.append({"hypothesis": cause_ids.MEMORY_PRESSURE, "level": level, "rank": worst, "evidence": (
+            f"rank {worst}: the GPU sits idle "
+            + (f"a median {100 * med:.1f}% of step time" if marked else f"{100 * med:.1f}% of the traced span")
+            + f" while the host is in allocator calls ({top}"
+            + (f"; {_median(rows['calls']):.0f} a step" if marked else "")
+            + "); a free waits for the device, and PyTorch's caching allocator avoids these calls unless it is "
+            "turned off (PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING) or keeps missing near "
+            "full memory (≥ 3% moderate, ≥ 15% high)"),
+            "share": json_float(med, 4), **_steps_at(rows, level, ("high", "moderate"))})
+    return {"median_share": json_float(med, 4), "calls_per_step": json_float(_median(rows["calls"]), 1),
+            "top_calls": top, "worst_rank": worst, "level": level}
+
+
 def _summ_launch(lb, findings) -> dict:
     if lb.empty:
         return {"median_share": None, "median_kernel_us": None, "median_launch_interval_us": None,
@@ -177,14 +208,17 @@ def _summ_launch(lb, findings) -> dict:
     return res
 
 
-def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = True) -> dict | None:
+def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = True,
+               host_ranks: set | None = None) -> dict | None:
     """The GPU's idle share on the idlest rank and how much of it the specific analyses account for.
 
     share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
     span from the first to the last GPU op when the trace marks no steps (basis "span"). explained_share: the
-    parts the dataloader, sync and launch analyses attribute (their median shares of step time); unexplained_share:
-    the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle categories). None when
-    the trace holds no GPU ops.
+    parts the dataloader, sync, allocator and launch analyses attribute (their median shares of step time);
+    unexplained_share: the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle
+    categories). host_ops: whether the trace records that rank's CPU side (ops, annotations, Python frames — not
+    only runtime calls); a trace of GPU activity alone cannot show what the host did while the GPU waited. None
+    when the trace holds no GPU ops.
     """
     if tb.empty:
         return None
@@ -202,10 +236,11 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = Tru
         return None
     rank = int(share_by_rank.idxmax())
     share = float(share_by_rank.loc[rank])
-    explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"),
-                                              out["syncs"].get("exposed_share"), out["launch"].get("median_share")))
+    explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"), out["syncs"].get("exposed_share"),
+                                              out["allocator"].get("median_share"), out["launch"].get("median_share")))
     split = next((r for r in out["idle"] if r["rank"] == rank), {})
     return {"rank": rank, "share": json_float(share, 4), "basis": basis, "steps": int(n_steps.get(rank, 0)),
+            "host_ops": host_ranks is None or rank in host_ranks,
             "explained_share": json_float(min(explained, share), 4), "unexplained_share": json_float(max(share - explained, 0.0), 4),
             **{k: split.get(f"{k}_pct") for k in ("host_wait", "kernel_wait", "other")}}
 

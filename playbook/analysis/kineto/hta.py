@@ -8,7 +8,8 @@ two breakdowns that reproduce HTA's figures (the `trace` table: schema.TRACE_COL
   after the stream went idle: the host did not enqueue work in time), kernel wait (a gap < 30 µs between back-to-back
   ops: launch latency) or other (e.g. waiting on an event from another stream). Reproduces HTA's
   `get_idle_time_breakdown`.
-- `profiler_steps` / `windows`: the ProfilerStep#N steps (or each rank's whole span) the per-step analyses assess.
+- `profiler_steps` / `windows`: the ProfilerStep#N steps (else the iterations between DataLoader next() calls, else
+  each rank's whole span) the per-step analyses assess.
 
 Conventions shared with HTA so the figures agree with it: timestamps are first rounded inward to whole µs (start up,
 end down; PyTorch's ns→µs export can otherwise make neighbours overlap), and when the traces hold two or more
@@ -39,6 +40,8 @@ COMM_KERNEL_RE = re.compile(r"^nccl.*Kernel")  # ncclKernel_* (NCCL < 2.19) and 
 MEMORY_KERNEL_RE = re.compile(r"^(Memcpy|Memset|dma)")
 NOT_COMPUTE_RE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
 PROFILER_STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+DATALOADER_RE = re.compile(r"DataLoader|dataloader|_DataLoaderIter|enumerate\(DataLoader\)")
+MIN_LOADER_CALLS = 3  # next() calls that make a loop of iterations (two or more whole ones)
 
 
 def kernel_kind(name: str) -> str:
@@ -197,12 +200,38 @@ def profiler_steps(trace: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def loader_iterations(trace: pd.DataFrame) -> pd.DataFrame:
+    """Training-loop iterations read from DataLoader next() calls when the trace marks no ProfilerStep (a profiler
+    used without a schedule, or the legacy autograd profiler): `for batch in loader` calls next() once per
+    iteration, so each call opens one, ending where the next opens (the last where the rank's trace ends). Per rank,
+    the thread with the most DataLoader rows; nested rows (annotation, Python frames) merge into one call. Only
+    ranks with ≥ MIN_LOADER_CALLS calls; same columns as profiler_steps, steps numbered from 0."""
+    cols = ["rank", "step", "ts_us", "dur_us"]
+    names = trace["name"].astype(str)
+    dl = trace[names.str.contains(DATALOADER_RE) & (trace["stream"] == -1)]
+    parts = []
+    for rank, d in dl.groupby("rank", sort=True):
+        d = d[d["tid"] == d["tid"].value_counts().idxmax()]
+        ts, _ = merge_intervals(d["ts_us"].to_numpy(np.float64), (d["ts_us"] + d["dur_us"]).to_numpy(np.float64))
+        if len(ts) < MIN_LOADER_CALLS:
+            continue
+        t = trace[trace["rank"] == rank]
+        last = float((t["ts_us"] + t["dur_us"].fillna(0.0)).max())
+        stop = np.r_[ts[1:], max(last, ts[-1])]
+        parts.append(pd.DataFrame({"rank": rank, "step": np.arange(len(ts)), "ts_us": ts, "dur_us": stop - ts}))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+
+
 def windows(trace: pd.DataFrame) -> pd.DataFrame:
-    """The windows the per-step analyses assess: ProfilerStep#N steps, or — when the trace marks none (a profiler
-    used without a schedule) — each rank's whole traced span as one window, step 0. Same columns as profiler_steps."""
+    """The windows the per-step analyses assess: ProfilerStep#N steps; when the trace marks none, the iterations
+    between DataLoader next() calls (loader_iterations); failing both, each rank's whole traced span as one window,
+    step 0. Same columns as profiler_steps."""
     steps = profiler_steps(trace)
     if len(steps) or trace.empty:
         return steps
+    iterations = loader_iterations(trace)
+    if len(iterations):
+        return iterations
     end = trace["ts_us"] + trace["dur_us"].fillna(0.0)
     g = pd.DataFrame({"rank": trace["rank"], "ts": trace["ts_us"], "end": end}).groupby("rank")
     span = g.agg(ts_us=("ts", "min"), end=("end", "max")).reset_index()

@@ -1,7 +1,8 @@
 """Per-step signatures in Kineto traces (the `trace` table; times in µs): the share of each ProfilerStep spent in
 the DataLoader (≥ 5 % moderate, ≥ 20 % input-bound), CPU calls that wait for the GPU (device syncs and the GPU idle
-they expose), kernel-launch-bound steps (many tiny kernels, the GPU idle while the CPU issues launches as fast as
-it can) and copies to/from pageable host memory (synchronous and slower than pinned ones)."""
+they expose), allocator calls the GPU sits idle through, kernel-launch-bound steps (many tiny kernels, the GPU idle
+while the CPU issues launches as fast as it can) and copies to/from pageable host memory (synchronous and slower
+than pinned ones)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ import re
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.intervals import merge_intervals
-from playbook.analysis.kineto.hta import IDLE_OP_CATS, profiler_steps, windows
-
-DATALOADER_RE = re.compile(r"DataLoader|dataloader|_DataLoaderIter|enumerate\(DataLoader\)")
+from playbook.analysis.intervals import covered_before, merge_intervals
+from playbook.analysis.kineto.hta import (
+    DATALOADER_RE,
+    IDLE_OP_CATS,
+    loader_iterations,
+    profiler_steps,
+    windows,
+)
 
 INPUT_MODERATE, INPUT_HIGH = 0.05, 0.20  # TF profiler: input share of step time
 LAUNCH_MODERATE, LAUNCH_HIGH = 0.03, 0.15  # TF profiler: kernel-launch share of step time
@@ -23,8 +28,16 @@ LAUNCH_CALL_RE = re.compile(r"^(cuda|hip|cu)(LaunchKernel|LaunchKernelExC|ExtMod
 SYNC_CALLS = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
                         "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize",
                         "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"})
-BLOCKING_COPY_CALLS = frozenset({"cudaMemcpy", "hipMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyDtoH"})
-ASYNC_COPY_CALLS = frozenset({"cudaMemcpyAsync", "hipMemcpyAsync", "hipMemcpyWithStream"})
+# hipMemcpyWithStream is "akin to hipMemcpyAsync + hipStreamSynchronize" (HIP API reference): PyTorch's blocking
+# copies on ROCm (tensor.cpu(), .item()) use it
+BLOCKING_COPY_CALLS = frozenset({"cudaMemcpy", "hipMemcpy", "cuMemcpyDtoH_v2", "cuMemcpyDtoH", "hipMemcpyWithStream"})
+ASYNC_COPY_CALLS = frozenset({"cudaMemcpyAsync", "hipMemcpyAsync"})
+# Allocator calls that can stall the GPU, read by the API's verb: (de)allocation of device, host-pinned and managed
+# memory and the virtual-memory calls behind expandable segments. A free "may perform implicit synchronization" unless
+# the memory came from the stream-ordered allocator (CUDA driver API, cuMemFree); the *Async variants are left out.
+ALLOC_CALL_RE = re.compile(r"^(?:cuda|hip|cu)(?:Ext)?(?:Malloc|Free|HostAlloc|HostMalloc|HostFree|HostRegister|"
+                           r"HostUnregister)(?!\w*Async)\w*$|^(?:cu|hip)Mem(?:Alloc|Free|HostAlloc|Create|Release|Map|"
+                           r"Unmap)(?!\w*Async)\w*$")
 RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "hip_runtime"})
 
 
@@ -38,12 +51,36 @@ def _union_within(ts: np.ndarray, end: np.ndarray, lo: float, hi: float) -> floa
     return float(np.sum(e - s))
 
 
+def _busy(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The union of GPU ops' [ts, end) (all streams): merged starts and ends."""
+    ts = ops["ts_us"].to_numpy(np.float64)
+    return merge_intervals(ts, ts + ops["dur_us"].to_numpy(np.float64))
+
+
+def _idle_within(busy: tuple[np.ndarray, np.ndarray], ts: np.ndarray, end: np.ndarray, lo: float, hi: float) -> float:
+    """GPU idle time (µs) inside the union of [ts, end) clipped to [lo, hi) and to the GPU's span (first op start to
+    last op end): the part of those stretches no GPU op covers."""
+    bs, be = busy
+    if not len(bs):
+        return 0.0
+    lo, hi = max(lo, float(bs[0])), min(hi, float(be.max()))
+    a, b = np.clip(ts, lo, hi), np.clip(end, lo, hi)
+    keep = b > a
+    if not keep.any():
+        return 0.0
+    s, e = merge_intervals(a[keep], b[keep])
+    return float(np.sum(e - s) - np.sum(covered_before(bs, be, e) - covered_before(bs, be, s)))
+
+
 def dataloader_share(trace: pd.DataFrame) -> pd.DataFrame:
     """Per (rank, step): dataloader_us (union of DataLoader annotations inside the step), share (0-1), level.
+    Steps are the ProfilerStep#N marks, else the iterations between DataLoader next() calls (hta.loader_iterations).
 
     level: "input_bound" when share ≥ 20 %, "moderate" when ≥ 5 %, else "ok" (TensorFlow profiler's thresholds).
     """
     steps = profiler_steps(trace)
+    if steps.empty:  # no step marks: the iterations between next() calls, when the loader is annotated at all
+        steps = loader_iterations(trace)
     cols = ["rank", "step", "dur_us", "dataloader_us", "share", "level"]
     if steps.empty:
         return pd.DataFrame(columns=cols)
@@ -102,14 +139,16 @@ def _step_of(steps: pd.DataFrame, rank: int, at: np.ndarray) -> np.ndarray:
 
 def device_syncs(trace: pd.DataFrame) -> pd.DataFrame:
     """CPU calls that wait for the GPU: one row per call with rank, step (-1 outside steps), call, kind, op,
-    ts_us, blocked_us (the call's duration) and gpu_idle_after_us (GPU idle from the call's end to the next GPU op).
+    ts_us, blocked_us (the call's duration), gpu_idle_during_us (GPU idle while the call waits: the queue had
+    drained, or the awaited work runs where the trace cannot see it) and gpu_idle_after_us (GPU idle from the call's
+    end to the next GPU op).
 
     kind: "synchronize" (stream/device/event synchronize), "d2h_copy" (a device→host copy the CPU waits for: a
     blocking memcpy, or an async one into pageable memory). `op` is the outermost CPU op around the call (e.g.
     aten::item, aten::to): the line of user code to look at. The harm is gpu_idle_after_us: the GPU queue drained
     while the CPU waited, and stays empty until the CPU launches again.
     """
-    cols = ["rank", "step", "call", "kind", "op", "ts_us", "blocked_us", "gpu_idle_after_us"]
+    cols = ["rank", "step", "call", "kind", "op", "ts_us", "blocked_us", "gpu_idle_during_us", "gpu_idle_after_us"]
     parts = []
     steps = windows(trace)
     for rank, t in trace.groupby("rank", sort=True):
@@ -137,30 +176,65 @@ def device_syncs(trace: pd.DataFrame) -> pd.DataFrame:
         k = np.searchsorted(op_start, end)
         idle_after = np.where(k < len(op_start), op_start[np.clip(k, 0, max(len(op_start) - 1, 0))] - end
                               if len(op_start) else np.nan, np.nan)
+        bs, be = _busy(ops)
+        if len(bs):  # per call (one thread's calls never overlap): its length inside the GPU's span, less busy time
+            a, b = np.clip(ts, bs[0], be.max()), np.clip(end, bs[0], be.max())
+            during = (b - a) - (covered_before(bs, be, b) - covered_before(bs, be, a))
+        else:
+            during = np.zeros(len(ts))
         parts.append(pd.DataFrame({
             "rank": rank, "step": _step_of(steps, rank, ts), "call": calls["name"].astype(str).to_numpy(),
             "kind": np.where(is_sync[blocking].to_numpy(), "synchronize", "d2h_copy"),
             "op": _outermost(t[cat == "cpu_op"], calls["tid"].to_numpy(), ts),
-            "ts_us": ts, "blocked_us": dur, "gpu_idle_after_us": idle_after}))
+            "ts_us": ts, "blocked_us": dur, "gpu_idle_during_us": during, "gpu_idle_after_us": idle_after}))
     if not parts:
         return pd.DataFrame(columns=cols)
     return pd.concat(parts, ignore_index=True)[cols]
 
 
 def sync_share(trace: pd.DataFrame, syncs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per (rank, step): syncs (count), blocked_us (CPU time in them), exposed_us (GPU idle right after them,
-    overlapping stretches counted once) and share (exposed_us / step time, 0-1)."""
+    """Per (rank, step): syncs (count), blocked_us (CPU time in them), exposed_us (GPU idle while they wait and
+    right after them until the next GPU op, overlapping stretches counted once) and share (exposed_us / step time,
+    0-1)."""
     cols = ["rank", "step", "dur_us", "syncs", "blocked_us", "exposed_us", "share"]
     steps = windows(trace)
     syncs = device_syncs(trace) if syncs is None else syncs
+    busy = {rank: _busy(_gpu_ops(t)) for rank, t in trace.groupby("rank", sort=True)} if len(syncs) else {}
     rows = []
     for (rank, step, s0, dur) in steps.itertuples(index=False):
         sy = syncs[(syncs["rank"] == rank) & (syncs["step"] == step)]
-        start = (sy["ts_us"] + sy["blocked_us"]).to_numpy()
-        stop = start + np.nan_to_num(sy["gpu_idle_after_us"].to_numpy(), nan=0.0)
-        exposed = _union_within(start, stop, s0, s0 + dur)
+        start = sy["ts_us"].to_numpy(np.float64)
+        stop = start + sy["blocked_us"].to_numpy() + np.nan_to_num(sy["gpu_idle_after_us"].to_numpy(), nan=0.0)
+        exposed = _idle_within(busy[rank], start, stop, s0, s0 + dur) if len(sy) else 0.0
         rows.append((rank, step, dur, len(sy), float(sy["blocked_us"].sum()), exposed,
                      exposed / dur if dur > 0 else np.nan))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def allocator_stalls(trace: pd.DataFrame) -> pd.DataFrame:
+    """Per (rank, step): allocator calls (ALLOC_CALL_RE) on the CPU, blocked_us (CPU time in them), idle_us (GPU
+    idle while the host sits in them, overlapping calls counted once), share (idle_us / step time, 0-1), level
+    ("high" ≥ 15 %, "moderate" ≥ 3 %: the thresholds of device syncs, the same kind of host-side wait) and top
+    (the most frequent calls, "hipFree ×120"). With PyTorch's caching allocator these calls are rare after the
+    first steps; many of them mean the cache is off or keeps missing (fragmentation, memory near full)."""
+    cols = ["rank", "step", "dur_us", "calls", "blocked_us", "idle_us", "share", "level", "top"]
+    rt = trace[trace["cat"].astype(str).isin(RUNTIME_CATS)]
+    rt = rt[rt["name"].astype(str).str.match(ALLOC_CALL_RE)]
+    if rt.empty:
+        return pd.DataFrame(columns=cols)
+    busy = {rank: _busy(_gpu_ops(t)) for rank, t in trace[trace["rank"].isin(rt["rank"].unique())].groupby("rank")}
+    rows = []
+    for (rank, step, s0, dur) in windows(trace).itertuples(index=False):
+        calls = rt[(rt["rank"] == rank) & (rt["ts_us"] >= s0) & (rt["ts_us"] < s0 + dur)]
+        if calls.empty:
+            rows.append((rank, step, dur, 0, 0.0, 0.0, 0.0, "ok", ""))
+            continue
+        ts = calls["ts_us"].to_numpy(np.float64)
+        idle = _idle_within(busy[rank], ts, ts + calls["dur_us"].to_numpy(np.float64), s0, s0 + dur)
+        share = idle / dur if dur > 0 else np.nan
+        top = ", ".join(f"{n} ×{c}" for n, c in calls["name"].astype(str).value_counts().head(3).items())
+        rows.append((rank, step, dur, len(calls), float(calls["dur_us"].sum()), idle, share,
+                     share_level(share, LAUNCH_MODERATE, LAUNCH_HIGH, "high"), top))
     return pd.DataFrame(rows, columns=cols)
 
 

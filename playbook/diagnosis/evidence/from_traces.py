@@ -14,7 +14,8 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
     """Evidence from the Kineto summary's `gpu_idle`: the GPU's idle share of the profiled steps that the
     dataloader, sync and launch analyses leave unexplained, read by where the idle time goes. A measured share,
     so the confidence is the window's: 0.85 over ≥ 3 profiled steps, 0.6 for fewer (or a trace without step
-    marks), where one odd step can dominate."""
+    marks), where one odd step can dominate. A host wait in a trace without the CPU side (`host_ops` false) is read
+    as trace_idle_unobserved: only the causes its runtime calls can show."""
     if not idle or not idle.get("unexplained_share"):
         return []
     cats = {k: float(idle.get(k) or 0.0) for k in ("host_wait", "kernel_wait", "other")}
@@ -29,8 +30,13 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
             f"{cats[where]:.0f}% of the idle time is {reading}")
     nxt = ("profile the CPU side of a step (torch.profiler with_stack=True, or py-spy dump --pid) to see what the "
            "training process does while the GPU waits; time next(loader) with playbook.probes `timed`")
-    return support(f"trace_idle_{where.split('_')[0]}", conf, impact(idle["unexplained_share"]), text, nxt,
-                   lost=idle["unexplained_share"])
+    signature = f"trace_idle_{where.split('_')[0]}"
+    if signature == "trace_idle_host" and not idle.get("host_ops", True):
+        signature = "trace_idle_unobserved"
+        text += " (the trace records GPU activity only: what the host did meanwhile is not in it)"
+        nxt = ("profile again with the CPU side recorded (torch.profiler activities=[CPU, CUDA]) to see what the "
+               "host does")
+    return support(signature, conf, impact(idle["unexplained_share"]), text, nxt, lost=idle["unexplained_share"])
 
 
 def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
