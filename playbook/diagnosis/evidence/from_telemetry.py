@@ -211,6 +211,8 @@ def _stragglers(report, t, per: dict) -> list[Evidence]:
                            "last lines, `py-spy dump`)? a watchdog timeout or a dead rank's traceback names it",
                            lost=s["time_share"], names=(gid,))
             continue
+        if s.get("waiting") is False:  # the peers' power measured steady through its dips: nobody waited for it
+            continue
         if s.get("waiting"):
             sig = "sm_active" if s["signal"] == "sm_active" else "power"
             text = (base + f"; meanwhile the peers draw {s['peer_work_odd']:.0%} of their busy {sig} — they "
