@@ -226,8 +226,13 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
     per_bin_units = (active & ~gone_mask).sum(axis=0)
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
+    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
+    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
+    lead = lead.argmin() if not lead.all() else 0
+    warmup = float((drop * per_bin_units * dt)[:lead].sum())
+    dipping[:lead] = False
     fleet_secs = float((drop * per_bin_units * dt)[dipping].sum())
-    jitter_fleet = float((drop * per_bin_units * dt)[~dipping].sum())
+    jitter_fleet = float((drop * per_bin_units * dt)[lead:][~dipping[lead:]].sum())
     if fleet_secs > 0:
         start, length = true_runs(dipping)
         windows = [(float(s * dt), float((s + n) * dt)) for s, n in zip(start, length, strict=True)]
@@ -296,7 +301,7 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     return Accounting("gpu", total, _merged([b for b in buckets if b.seconds > 0], dt), floor,
                       f"the jitter of GPUs that no bucket flags, below the busy level {busy:.0f}% or their peers "
                       f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
-                      span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
+                      warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
 
 
 def _merged(buckets: list[Bucket], tol: float) -> list[Bucket]:
