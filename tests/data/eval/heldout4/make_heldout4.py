@@ -43,6 +43,14 @@ as "%Y/%m/%d %H:%M:%S.%f"[:-3], values with their units); `nvidia-smi -q -d UTIL
   Throughput may be a better way to judge performance." A dashboard screenshot in the thread; written as the query
   CSV of 8 H100s: utilization dipping to 70-90% on single polls at random, independently per GPU, power and SM
   clock steady.
+
+Written after the first eight were scored and fixed, as a second batch (scored once as written, too):
+- rtx6kpro_88_pcie_gen2.csv: local-inference-lab/rtx6kpro#88 — a udev rule meant to stop PCIe link-speed flapping
+  left GPU e3:00.0 "at Gen2 x16 for three and a half hours of production training — roughly 8 GB/s instead of
+  64 GB/s — with nothing logging an error and the card reporting 100 % utilisation throughout" (RTX PRO 6000
+  Blackwell, Gen5 slots, behind PCIe switches). The query CSV of 8 of the host's GPUs (the reference system had
+  17) polled every 5 s: every GPU at 100%, e3:00.0's pcie.link.gen.current 2 against the others' 5 (max 5); power
+  drawn alike (the thread gives none).
 """
 
 from datetime import datetime, timedelta
@@ -257,6 +265,22 @@ def megatron_spiky():
                "power.limit [W]", "temperature.gpu"], rows)
 
 
+def rtx6kpro_pcie():
+    t0, rows = datetime(2026, 8, 28, 9, 0, 0), []
+    buses = ("21", "41", "61", "81", "A1", "C1", "E3", "F1")
+    for k in range(120):
+        t = t0 + timedelta(seconds=5 * k)
+        for g, bus in enumerate(buses):
+            gen = 2 if bus == "E3" else 5
+            rows.append([stamp(t + timedelta(milliseconds=4 * g)), str(g), f"00000000:{bus}:00.0",
+                         f"{int(rng.integers(99, 101))} %", f"{520 + rng.normal(0, 25):.2f} W", "600.00 W",
+                         str(gen), "5", "16", "16"])
+    query_csv("rtx6kpro_88_pcie_gen2.csv",
+              ["timestamp", "index", "pci.bus_id", "utilization.gpu [%]", "power.draw [W]", "power.limit [W]",
+               "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max"],
+              rows)
+
+
 if __name__ == "__main__":
     megengine()
     pytorch_36285()
@@ -266,3 +290,4 @@ if __name__ == "__main__":
     k8s_ecc()
     deepspeech_dmon()
     megatron_spiky()
+    rtx6kpro_pcie()
