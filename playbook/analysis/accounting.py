@@ -38,6 +38,8 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis import step_times as sa
+from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
+from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
 from playbook.model import schema
@@ -136,7 +138,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             col = "util_pct"
         if col is not None:
             if series is None:
-                cols = tuple(c for c in ("util_pct", "power_w", "sm_clock_mhz") if c in tele)
+                cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
             acc = gpu_accounting(series)
             if acc is not None:
@@ -184,6 +186,7 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls."""
     if not len(series) or len(series.t) < 2:
         return None
+    series = job_gpus(series)[0]
     dt, lo, n_bins = series.common_grid()
     if n_bins < 2:
         return None
@@ -223,8 +226,13 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
     per_bin_units = (active & ~gone_mask).sum(axis=0)
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
+    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
+    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
+    lead = lead.argmin() if not lead.all() else 0
+    warmup = float((drop * per_bin_units * dt)[:lead].sum())
+    dipping[:lead] = False
     fleet_secs = float((drop * per_bin_units * dt)[dipping].sum())
-    jitter_fleet = float((drop * per_bin_units * dt)[~dipping].sum())
+    jitter_fleet = float((drop * per_bin_units * dt)[lead:][~dipping[lead:]].sum())
     if fleet_secs > 0:
         start, length = true_runs(dipping)
         windows = [(float(s * dt), float((s + n) * dt)) for s, n in zip(start, length, strict=True)]
@@ -293,7 +301,7 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     return Accounting("gpu", total, _merged([b for b in buckets if b.seconds > 0], dt), floor,
                       f"the jitter of GPUs that no bucket flags, below the busy level {busy:.0f}% or their peers "
                       f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
-                      span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
+                      warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
 
 
 def _merged(buckets: list[Bucket], tol: float) -> list[Bucket]:
@@ -343,6 +351,9 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         counted = busy.sum(1) >= 5
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = x / ref[:, None]
+            if kind == "slow_clock":  # or the clock it held at work for a few polls (gpu_limits.sustained_peak)
+                held = x / sustained_peak(x, busy)[:, None]
+                ratio = np.where(busy & ~_at_power_limit(series, dt, lo, n_bins) & (held < ratio), held, ratio)
         ratio[~(ref > 0)] = 1.0
         low = busy & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken & counted[:, None]
         taken |= low
@@ -365,6 +376,15 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                               windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],
                               detail=f"{len(names)} GPU{'s' if len(names) > 1 else ''} {what}"))
     return out
+
+
+def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.ndarray:
+    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade)."""
+    if not {"power_w", "power_limit_w"} <= set(series.values):
+        return np.zeros((len(series), n_bins), dtype=bool)
+    p, lim = (series.grid_means(c, dt, lo, n_bins).astype(np.float64) for c in ("power_w", "power_limit_w"))
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)
 
 
 # ---------------------------------------------------------------- wall time (steps)

@@ -15,6 +15,24 @@ from playbook.analysis.stats import effective_n, lag1, t_sf, wilson_lower
 # thermal limiter (cooling, airflow, a low max operating temperature), with or without the event-reason bits
 THERMAL_DEFICIT_MIN = 0.10
 POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
+# one poll can catch a boost spike or a mis-sampled value; three in a row at work is a clock the part held at this load
+SUSTAINED_POLLS = 3
+
+
+def sustained_peak(x: np.ndarray, ok: np.ndarray, run: int = SUSTAINED_POLLS) -> np.ndarray:
+    """Per row (the last axis is time): the highest value `x` holds for `run` consecutive `ok` samples — the lowest
+    of each window of `run`, the highest such window — NaN without one. A GPU that clocked high at work for a few
+    polls and was then held down for the rest of the run (throttled seconds after a clean start) shows its working
+    clock here, where a percentile of its busy polls sees only the held-down clock."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    x, ok = np.asarray(x, dtype=np.float64), np.asarray(ok, dtype=bool)
+    if x.shape[-1] < run:
+        return np.full(x.shape[:-1], math.nan)
+    win_ok = sliding_window_view(ok, run, axis=-1).all(axis=-1)
+    win_min = sliding_window_view(np.where(ok, x, np.inf), run, axis=-1).min(axis=-1)
+    peak = np.where(win_ok, win_min, -np.inf).max(axis=-1)
+    return np.where(np.isfinite(peak), peak, math.nan)
 
 
 def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinned: np.ndarray | None = None) -> None:

@@ -31,7 +31,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.gpu_limits import POWER_PINNED, THERMAL_DEFICIT_MIN, power_only_cap, thermal_droop
+from playbook.analysis.gpu_limits import (
+    POWER_PINNED,
+    THERMAL_DEFICIT_MIN,
+    power_only_cap,
+    sustained_peak,
+    thermal_droop,
+)
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
@@ -80,6 +86,20 @@ class GpuReport:
                         "mean_util_pct": json_float(mean, 1),
                         "status": r.status, "evidence": r.evidence})
         return out
+
+
+def job_gpus(series: GpuSeries) -> tuple[GpuSeries, list[str]]:
+    """The series without the GPUs idle throughout (95% of polls at or below IDLE_PCT) that never held UNUSED_MIB
+    of memory — no process of this job on them: a shared host's other GPUs are neither its peers nor its time —
+    unless all are; and the ids left out."""
+    if len(series) < 2 or "mem_used_mib" not in series.values:
+        return series, []
+    u95 = series.quantiles("util_pct", (95,), keep=np.isfinite(series.values["util_pct"]))[0]
+    mem = series.quantiles("mem_used_mib", (100,), keep=np.isfinite(series.values["mem_used_mib"]))[0]
+    unused = (u95 <= IDLE_PCT) & (mem < UNUSED_MIB)
+    if not unused.any() or unused.all():
+        return series, []
+    return series.subset(list(np.flatnonzero(~unused))), [series.ids[g] for g in np.flatnonzero(unused)]
 
 
 def _peer_median(u: np.ndarray) -> np.ndarray:
@@ -367,13 +387,25 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     lim_all = v["power_limit_w"] if has["power_limit_w"] else None
     limit_ref = float(np.nanmax(lim_all)) if lim_all is not None and np.isfinite(lim_all).any() else math.nan
     p95 = series.quantiles("sm_clock_mhz", (95,), keep=busy_any)[0]
+    pinned_all = None
+    powered = has["power_w"] and has["power_limit_w"]
+    if powered:
+        with np.errstate(invalid="ignore"):
+            pinned_all = np.isfinite(v["power_w"]) & np.isfinite(v["power_limit_w"]) & (
+                v["power_w"] >= POWER_PINNED * v["power_limit_w"])
+    # the clock it held at work for a few polls in a row; a poll drawing at its power limit is judged against it
+    # only below the clock the run reaches anyway (a lower clock at the limit is the limit's trade: the cap test's)
+    peak = np.array([sustained_peak(c_all[a:b], busy[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)])
+    held = busy if pinned_all is None else busy & ~pinned_all
     with np.errstate(invalid="ignore"):
-        ref = np.fmax(p95, fleet_ref)  # the clock this GPU, or the run's GPUs, reach while busy
+        reached = np.fmax(p95, fleet_ref)  # the clock this GPU, or the run's GPUs, reach while busy
+        ref = np.fmax(reached, peak)
     n_busy = series.counts(busy)
     eligible = n_busy >= 3
     lengths = np.diff(offsets)
     with np.errstate(invalid="ignore"):
-        slow = busy & (c_all < np.repeat((1 - SELF_DEFICIT_MIN) * ref, lengths))
+        slow = busy & (c_all < np.repeat((1 - SELF_DEFICIT_MIN) * reached, lengths)) | held & (
+            c_all < np.repeat((1 - SELF_DEFICIT_MIN) * ref, lengths))
     n_slow = series.counts(slow)
     cols["self_ref_mhz"][eligible] = ref[eligible]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -381,7 +413,6 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     for g in np.flatnonzero(eligible):
         cols["self_slow_lower"][g] = wilson_lower(int(n_slow[g]), int(n_busy[g]))
     has_slow = eligible & (n_slow > 0)
-    powered = has["power_w"] and has["power_limit_w"]
     if has_slow.any():
         med = series.quantiles("sm_clock_mhz", ("median",), keep=slow)[0]
         cols["self_deficit"][has_slow] = 1 - med[has_slow] / ref[has_slow]
@@ -395,11 +426,6 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 cols["power_pinned_share"][sel] = (n_pinned / np.maximum(n_known, 1))[sel]
                 cols["power_limit_at_slow_w"][sel] = series.quantiles("power_limit_w", ("median",), keep=known)[0][sel]
     if has["temp_c"]:
-        pinned_all = None
-        if powered:
-            with np.errstate(invalid="ignore"):
-                pinned_all = np.isfinite(v["power_w"]) & np.isfinite(v["power_limit_w"]) & (
-                    v["power_w"] >= POWER_PINNED * v["power_limit_w"])
         for g in np.flatnonzero(eligible):  # a rank test per GPU (see gpu_limits.thermal_droop)
             a, b = offsets[g], offsets[g + 1]
             ok = busy[a:b]

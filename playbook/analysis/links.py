@@ -232,6 +232,11 @@ def summarize(bundle: Any, nvlink_capacity_mib_s: float | None = None) -> dict |
         findings.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": level, "hosts": [str(r["host"])],
                          "link": str(r["link"]), "evidence": f"{r['host']} {r['link']} ({r['kind']}): "
                                                              f"{r['evidence']}{note}"})
+        if r["kind"] == "pcie":  # a slot, not the fabric: what to read and reseat
+            findings[-1]["next"] = (
+                f"on {r['host']}, under load: `nvidia-smi -q -d PCI` for {r['link'].split('/')[0]} (Link Info: "
+                "current vs max generation and width) and `lspci -vv` LnkSta; reseat the card or riser, check the "
+                "slot's BIOS link speed and any setpci / udev rule that pins it")
     load = pcie_load(getattr(bundle, "telemetry", None))
     for r in load[load["saturated"] & (load["direction"] == "rx")].itertuples():
         findings.append({"hypothesis": cause_ids.H2D_COPY, "level": "moderate", "hosts": [r.host],

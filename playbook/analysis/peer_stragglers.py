@@ -81,7 +81,34 @@ def peer_stragglers(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                 _peers_waiting(item, pw, s, n, all_high)
         found.append(item)
     found.sort(key=lambda d: (-d["episodes"], d["gpu"]))
-    return _persistent_or_rotating(found, total)
+    strag, rotating = _persistent_or_rotating(found, total)
+    if work is not None and all_high.any():
+        strag += _dropped_out(series, odd, high, work, all_high, dt)
+    return strag, rotating
+
+
+def _dropped_out(series: GpuSeries, odd: np.ndarray, high: np.ndarray, work: np.ndarray, all_high: np.ndarray,
+                 dt: float) -> list[dict]:
+    """GPUs that go low for good — to the end of the recording, at least 3 bins and 5% of it, busy just before —
+    while their peers stay high at clearly less than their working power: the peers wait in a collective for a
+    rank that stopped (its process died or hangs), the job stuck. One episode, so no persistence test: the
+    peers' power is the measurement (`hung` straggler items, `waiting` set by _peers_waiting)."""
+    n_bins = odd.shape[1]
+    out = []
+    for g in np.flatnonzero(odd[:, -1]):
+        start = n_bins - int(np.argmin(odd[g, ::-1])) if not odd[g].all() else 0
+        length = n_bins - start
+        if start == 0 or not high[g, start - 1] or length < max(3, 0.05 * n_bins):
+            continue
+        others = np.delete(np.arange(odd.shape[0]), g)
+        pw = np.nanmean(work[others], axis=0)
+        item = {"gpu": series.ids[g], "episodes": 1, "time_share": length / n_bins, "share_of_all": 1.0,
+                "persistence_p": math.nan, "waiting": None, "signal": "power_w", "first_s": float(start * dt),
+                "peer_util_pct": math.nan, "hung": True}
+        _peers_waiting(item, pw, np.array([start]), np.array([length]), all_high)
+        if item["waiting"]:
+            out.append(item)
+    return out
 
 
 def _peer_work(series: GpuSeries, work_col: str, high: np.ndarray, dt: float, t0: float,

@@ -11,6 +11,9 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     # (tests/diagnosis/test_eval_confusion.py) is the check — change one only with its confusion matrix in hand.
     # a shared drop on a schedule: checkpoint/eval/log every N steps mostly, a shard/shuffle refill sometimes
     "synchronized_periodic": {"periodic_stall": 0.6, "data_starvation": 0.35},
+    # the same every few seconds (under from_telemetry.LOADER_CADENCE_S): too often for checkpoint or eval every N
+    # steps; a loader queue running dry every num_workers batches, or a refill; a log line's sync sometimes
+    "synchronized_periodic_fast": {"data_starvation": 0.6, "periodic_stall": 0.3},
     # a shared drop at random: the input pipeline running dry mostly; syncs and GC pauses also hit all ranks
     "synchronized_irregular": {"data_starvation": 0.55, "host_sync": 0.2, "gc_pause": 0.2},
     # fewer than 3 drops: neither a period nor irregularity can be tested — the two readings share the support

@@ -95,6 +95,19 @@ def test_one_idle_gpu_of_four_is_a_quarter_of_the_gpu_time_and_named(tmp_path):
     assert d.verdict["sentence"].startswith("Loses 25% of GPU time")
 
 
+def test_gpus_idle_until_the_job_first_works_are_warm_up_not_a_loss(tmp_path):
+    # 30 s of loading (every GPU at 0%) before four GPUs work at 99-100%; a mid-run idle minute stays a loss
+    t0 = dt.datetime(2024, 5, 1, 12, 0, 0)
+    rows = ["timestamp, index, utilization.gpu [%]"]
+    for k in range(300):
+        ts = (t0 + dt.timedelta(seconds=k)).strftime("%Y/%m/%d %H:%M:%S.000")
+        rows += [f"{ts}, {g}, {0 if k < 30 or 150 <= k < 210 else 99 + (k + g) % 2} %" for g in range(4)]
+    (tmp_path / "gpu.csv").write_text("\n".join(rows) + "\n")
+    acc = diagnose(read_paths([str(tmp_path / "gpu.csv")])).accounting
+    assert acc["warmup_s"] == pytest.approx(4 * 30 * 0.995, rel=0.05)
+    assert acc["lost_s"] == pytest.approx(4 * 60 * 0.995, rel=0.05) and acc["buckets"][0]["kind"] == "fleet_drops"
+
+
 def test_a_dominant_stage_is_a_bucket_with_seconds(tmp_path):
     lines = [f"step:{i} - timing_s/gen:{31.3 + 0.1 * (i % 3):.1f} - timing_s/update_actor:12.2 - "
              f"timing_s/step:{43.6 + 0.1 * (i % 3):.1f}\n" for i in range(1, 41)]

@@ -236,3 +236,41 @@ def test_whole_node_cap_read_against_default_limit(tmp_path, limit_w, want):
     if want == "throttled":
         assert np.allclose(table["cap_deficit"], 1 - (500 / 700) ** (1 / 3))  # the DVFS estimate, ~10.6%
         assert table["cap_ref_w"].eq(700.0).all() and table["cap_limit_w"].eq(500.0).all()
+
+
+def test_sustained_peak_is_the_highest_clock_held_three_polls_not_a_one_poll_spike():
+    from playbook.analysis.gpu_limits import sustained_peak
+
+    clock = np.array([[210, 1980, 500, 500, 1755, 1755, 1755, 520, 510, 530],  # a spike, then 3 polls at 1755
+                      [1755, 1755, 500, 500, 500, 500, 500, 500, 500, 500]], dtype=float)  # only 2 polls high
+    busy = np.ones_like(clock, dtype=bool)
+    busy[0, 0] = False  # idle: not a working clock
+    assert sustained_peak(clock, busy).tolist() == [1755.0, 500.0]
+    assert np.isnan(sustained_peak(clock[:, :2], busy[:, :2])).all()  # fewer polls than the run
+
+
+def _clock_csv(tmp_path, mhz_after: int, watts_after: float) -> Path:
+    """One busy GPU (300 W limit) at 1755 MHz for 6 s, then at `mhz_after` for 120 s drawing `watts_after`."""
+    lines = ["timestamp, index, utilization.gpu [%], clocks.sm [MHz], power.draw [W], power.limit [W]"]
+    t0 = pd.Timestamp("2024-03-02 14:00:00")
+    for k in range(126):
+        clock, watts = (1755, 292.0) if k < 6 else (mhz_after, watts_after)
+        lines.append(f"{t0 + pd.Timedelta(seconds=k):%Y/%m/%d %H:%M:%S}.000, 0, 100 %, {clock} MHz, {watts:.2f} W, "
+                     "300.00 W")
+    path = tmp_path / "clock.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_clock_held_down_seconds_after_a_clean_start_is_throttling_off_the_power_limit(tmp_path):
+    # matt.sh/cloud-gpu-thermal-throttling: 1755 MHz for seconds, then 450-550 MHz at half power for the rest
+    from playbook.diagnosis import diagnose
+    from playbook.knowledge import ids
+    from playbook.readers import read_paths
+
+    d = diagnose(read_paths([str(_clock_csv(tmp_path, 500, 150.0))]))
+    assert d.hypotheses[0]["id"] == ids.THROTTLING
+    # 37% lower drawing at its (default) power limit: a heavier kernel mix at TDP (an H100 PCIe at 350 W runs
+    # 1.1-1.75 GHz by load) is the limit's trade, not a clock held down by heat
+    d = diagnose(read_paths([str(_clock_csv(tmp_path, 1100, 296.0))]))
+    assert d.hypotheses[0]["id"] != ids.THROTTLING

@@ -72,3 +72,31 @@ def test_a_banner_without_gpu_rows_warns_and_garbage_is_not_sniffed(tmp_path):
     assert not nvidia_smi_table.sniff(q.read_text())
     with pytest.raises(InputError, match="no '\\| NVIDIA-SMI ...' banner"):
         nvidia_smi_table.read(q)
+
+
+def _ecc_table(date: str, counts: tuple[str, str]) -> str:
+    rows = "".join(f"|   {g}  Tesla V100-PCIE...  On   | 00000000:{3 + g:02X}:00.0 Off | {c:>20} |\n"
+                   f"| N/A   50C    P0   219W / 250W |   4617MiB / 32510MiB |    100%      Default |\n"
+                   "+-------------------------------+----------------------+----------------------+\n"
+                   for g, c in enumerate(counts))
+    return (f"{date}\n+-----------------------------------------------------------------------------+\n"
+            "| NVIDIA-SMI 450.51.05    Driver Version: 450.51.05    CUDA Version: 11.0     |\n"
+            "|-------------------------------+----------------------+----------------------+\n"
+            "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |\n"
+            "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |\n"
+            "|===============================+======================+======================|\n" + rows + "\n")
+
+
+def test_volatile_uncorrectable_ecc_count_becomes_an_event_each_time_it_rises(tmp_path):
+    # NVIDIA/k8s-device-plugin#267: "GPU 1 has 1 Volatile Uncorr. ECC"; N/A (GeForce) and 0 are no event
+    path = tmp_path / "ecc.log"
+    path.write_text(_ecc_table("Wed Apr 28 08:39:21 2021", ("0", "N/A")) +
+                    _ecc_table("Wed Apr 28 08:39:23 2021", ("0", "1")) +
+                    _ecc_table("Wed Apr 28 08:39:25 2021", ("0", "1")) +
+                    _ecc_table("Wed Apr 28 08:39:27 2021", ("0", "3")))
+    ev = read_file(path).events
+    assert ev["kind"].tolist() == ["ecc", "ecc"]
+    assert ev["time"].tolist() == [pd.Timestamp("2021-04-28 08:39:23", tz="UTC"),
+                                   pd.Timestamp("2021-04-28 08:39:27", tz="UTC")]
+    assert ev["detail"].str.startswith("gpu 1: ").all() and "3 volatile uncorrectable" in ev["detail"].iloc[1]
+    assert ev["host"].tolist() == ["ecc", "ecc"]

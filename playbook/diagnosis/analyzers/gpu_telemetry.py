@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
-from playbook.analysis.gpus import analyze_gpus
+from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, job_gpus
 from playbook.analysis.oscillation.fleet import analyze_gpu_series
 from playbook.analysis.series import gpu_series
 from playbook.diagnosis.analyzers.base import Analyzer
@@ -29,7 +29,13 @@ class GpuTelemetry(Analyzer):
                 signal = "SM activity (DCGM)"
                 warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
         if signal is not None:
-            series = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
+            series, unused = job_gpus(gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele),
+                                                 interval_s=run.interval_s))
+            if unused:
+                kept = set(zip(series.hosts, series.index, strict=True))
+                tele = tele[[k in kept for k in zip(tele["host"].astype(str), tele["gpu"], strict=True)]]
+                warnings.append(f"{', '.join(unused[:8])}{' …' if len(unused) > 8 else ''}: idle throughout with "
+                                f"under {UNUSED_MIB / 1024:.0f} GiB of memory — not used by this job (left out)")
             run.series = series
             osc = analyze_gpu_series(series, "util_pct", signal=signal)
             run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series)

@@ -60,6 +60,12 @@ def _single_drop(one: dict, label: str) -> list[Evidence]:
                                                                 _loader_check("at the drop"))})
 
 
+# A checkpoint or evaluation every N steps recurs every N >= ~100 steps (minutes at typical step times); a drop that
+# every GPU shares every few seconds is the cadence of an input pipeline running dry every num_workers batches
+# (mlfoundations/open_clip#703: "freezes every num_worker iterations") or a shard / shuffle buffer refilling
+LOADER_CADENCE_S = 15.0
+
+
 def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label: str) -> list[Evidence]:
     """Units dropping together: on a schedule, too few times to tell, or at irregular times."""
     out: list[Evidence] = []
@@ -81,10 +87,12 @@ def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label:
         nxt = (f"the stall period is {per:.3g} s: log checkpoint, eval and logging step numbers (or record "
                f"step phases) and check which recur every {per:.3g} s")
         readings = {cause_ids.DATA_STARVATION: (
-            f"{seen}: an input pipeline that runs dry on a schedule — a shuffle buffer refilled or a new shard "
-            f"opened every {per:.3g} s", _loader_check(f"every {per:.3g} s", periodic=True))}
-        out += support("synchronized_periodic", conf, w, text, nxt, readings=readings, lost=osc.lost_fraction,
-                       p_value=osc.p_value, names=tuple(main))
+            f"{seen}: an input pipeline that runs dry on a schedule — "
+            + ("the loader's queue emptied every num_workers batches, or " if per < LOADER_CADENCE_S else "")
+            + f"a shuffle buffer refilled or a new shard opened every {per:.3g} s",
+            _loader_check(f"every {per:.3g} s", periodic=True))}
+        out += support("synchronized_periodic" if per >= LOADER_CADENCE_S else "synchronized_periodic_fast", conf,
+                       w, text, nxt, readings=readings, lost=osc.lost_fraction, p_value=osc.p_value, names=tuple(main))
     elif len(osc.dips_s) < 3:
         together = " together" if len(main) > 1 else ""
         k = len(osc.dips_s)
@@ -195,6 +203,16 @@ def _stragglers(report, t, per: dict) -> list[Evidence]:
                 "rank-specific host work (checkpoint saving, logging, evaluation) or more data on that rank"
                 + ("; it is probably rank 0 (first GPU of the first host): look first at rank-0-only work "
                    "(synchronous torch.save, metric logging, evaluation on rank 0)" if rank0 else ""))
+        if s.get("hung"):
+            text = (f"{gid} goes idle for good {s['first_s']:.0f} s in ({s['time_share']:.0%} of the recording, to "
+                    f"its end) while its peers stay busy drawing {s['peer_work_odd']:.0%} of their working power: "
+                    "they wait in a collective for a rank that stopped — its process died or hangs, the job is stuck")
+            out += support("waiting_straggler", 1.0, w, text, f"on {host}: is the process on {gid} alive (its log's "
+                           "last lines, `py-spy dump`)? a watchdog timeout or a dead rank's traceback names it",
+                           lost=s["time_share"], names=(gid,))
+            continue
+        if s.get("waiting") is False:  # the peers' power measured steady through its dips: nobody waited for it
+            continue
         if s.get("waiting"):
             sig = "sm_active" if s["signal"] == "sm_active" else "power"
             text = (base + f"; meanwhile the peers draw {s['peer_work_odd']:.0%} of their busy {sig} — they "

@@ -50,8 +50,8 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         if f.get("steps"):
             conf *= typical_share(int(f.get("steps_at_level", f["steps"])), int(f["steps"]))
         text = f"{source}: {f.get('evidence', '')}".strip() if source else str(f.get("evidence", ""))
-        nxt = None
-        if f.get("hosts"):
+        nxt = f.get("next") if isinstance(f.get("next"), str) else None
+        if nxt is None and f.get("hosts"):
             nxt = CAUSES[hyp].next_step.replace("the named host", ", ".join(map(str, f["hosts"])))
         share = f.get("share")
         share = float(share) if isinstance(share, (int, float)) else None

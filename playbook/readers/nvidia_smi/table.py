@@ -99,7 +99,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     host = None
     date: str | None = None  # the last date line seen, for the next banner
     snapshots: list[str | None] = []  # each snapshot's date text (None: none above it)
-    rows: dict[str, list] = {"snapshot": [], "gpu": [], "line": []}
+    rows: dict[str, list] = {"snapshot": [], "gpu": [], "line": [], "ecc": []}
     values: dict[str, list[float]] = {}
     in_gpus = False
     for no, raw in enumerate(lines, start=1):
@@ -134,6 +134,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         rows["snapshot"].append(len(snapshots) - 1)
         rows["gpu"].append(int(first.group(1)))
         rows["line"].append(no)
+        cells = line.split("|")
+        rows["ecc"].append(_number(cells[3].strip()) if len(cells) > 4 and cells[3].strip().isdigit() else np.nan)
         for column, value in metrics.items():
             values.setdefault(column, []).append(value)
     if not snapshots:
@@ -145,8 +147,31 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                                      note, interval_s if synthetic else None)
     if not len(snap):
         bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
+    bundle.events = _ecc_events(time_ns, rows["gpu"], rows["ecc"], bundle_host(bundle, host, path), src)
     bundle.warnings[:0] = notes
     return bundle
+
+
+def bundle_host(bundle: schema.Bundle, host: str | None, path: Path) -> str:
+    """The host the telemetry rows carry (the watch header's, else the file's name)."""
+    tele = bundle.telemetry
+    return str(tele["host"].iloc[0]) if len(tele) else (host or textio.host_from_path(path))
+
+
+def _ecc_events(time_ns: np.ndarray, gpus: list[int], counts: list[float], host: str, src: str):
+    """`ecc` events from the Volatile Uncorr. ECC column: the count of uncorrectable ECC errors since the driver
+    loaded, per GPU — one event where it is first read above zero and each time it rises."""
+    rows = []
+    last: dict[int, float] = {}
+    for t, g, n in zip(time_ns, gpus, counts, strict=True):
+        if not np.isfinite(n) or t == np.iinfo(np.int64).min:
+            continue
+        if n > last.get(g, 0.0):
+            rows.append({"time": pd.Timestamp(int(t), tz="UTC"), "host": host, "kind": "ecc",
+                         "detail": f"gpu {g}: {n:.0f} volatile uncorrectable ECC error{'s' if n != 1 else ''} "
+                                   "(nvidia-smi's Volatile Uncorr. ECC)", "source": src})
+        last[g] = max(n, last.get(g, 0.0))
+    return schema.events_frame({k: [r[k] for r in rows] for k in rows[0]} if rows else None)
 
 
 def _times(snapshots: list[str | None], snap: np.ndarray, lines: list[int], interval_s: float | None, tz: str,
