@@ -35,6 +35,27 @@ def sustained_peak(x: np.ndarray, ok: np.ndarray, run: int = SUSTAINED_POLLS) ->
     return np.where(np.isfinite(peak), peak, math.nan)
 
 
+def sustained_peak_segments(x: np.ndarray, ok: np.ndarray, offsets: np.ndarray,
+                            run: int = SUSTAINED_POLLS) -> np.ndarray:
+    """`sustained_peak` of each segment x[offsets[k]:offsets[k+1]] of a flat array (one GPU's samples each), in one
+    vectorised pass: a window counts for the segment it starts in when it ends there too."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    x, ok, offsets = np.asarray(x, dtype=np.float64), np.asarray(ok, dtype=bool), np.asarray(offsets)
+    lengths = np.diff(offsets)
+    out = np.full(len(lengths), math.nan)
+    if len(x) < run or not len(lengths):
+        return out
+    win = sliding_window_view(np.where(ok, x, -np.inf), run).min(axis=-1)  # from each sample; -inf: not all ok
+    starts = np.arange(len(win))
+    seg = np.searchsorted(offsets, starts, side="right") - 1
+    vals = np.where((starts + run <= offsets[seg + 1]) & np.isfinite(win), win, -np.inf)
+    has = lengths >= run
+    peak = np.maximum.reduceat(vals, np.minimum(offsets[:-1][has], len(vals) - 1))
+    out[has] = np.where(np.isfinite(peak), peak, math.nan)
+    return out
+
+
 def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinned: np.ndarray | None = None) -> None:
     """The busy SM clock falling as the GPU heats: a one-sided Spearman test of clock against temperature, its
     polls deflated by their lag-1 autocorrelation (a warming GPU is one slow trend, not n independent polls), and

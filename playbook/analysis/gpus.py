@@ -35,7 +35,7 @@ from playbook.analysis.gpu_limits import (
     POWER_PINNED,
     THERMAL_DEFICIT_MIN,
     power_only_cap,
-    sustained_peak,
+    sustained_peak_segments,
     thermal_droop,
 )
 from playbook.analysis.intervals import true_runs
@@ -395,7 +395,7 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
                 v["power_w"] >= POWER_PINNED * v["power_limit_w"])
     # the clock it held at work for a few polls in a row; a poll drawing at its power limit is judged against it
     # only below the clock the run reaches anyway (a lower clock at the limit is the limit's trade: the cap test's)
-    peak = np.array([sustained_peak(c_all[a:b], busy[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)])
+    peak = sustained_peak_segments(c_all, busy, offsets)
     held = busy if pinned_all is None else busy & ~pinned_all
     with np.errstate(invalid="ignore"):
         reached = np.fmax(p95, fleet_ref)  # the clock this GPU, or the run's GPUs, reach while busy

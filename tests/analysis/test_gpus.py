@@ -249,6 +249,19 @@ def test_sustained_peak_is_the_highest_clock_held_three_polls_not_a_one_poll_spi
     assert np.isnan(sustained_peak(clock[:, :2], busy[:, :2])).all()  # fewer polls than the run
 
 
+def test_sustained_peak_of_ragged_gpus_equals_one_gpu_at_a_time():
+    from playbook.analysis.gpu_limits import sustained_peak, sustained_peak_segments
+
+    rng = np.random.default_rng(7)
+    lengths = [0, 2, 3, 10, 1, 57, 3, 40]  # GPUs with fewer polls than the run among them
+    x = rng.uniform(200, 2000, sum(lengths))
+    ok = rng.random(len(x)) > 0.2
+    offsets = np.r_[0, np.cumsum(lengths)]
+    one = [sustained_peak(x[a:b], ok[a:b]) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+    np.testing.assert_array_equal(sustained_peak_segments(x, ok, offsets), np.array(one, dtype=float))
+    np.testing.assert_array_equal(sustained_peak_segments(x[:2], ok[:2], np.array([0, 2])), [np.nan])
+
+
 def _clock_csv(tmp_path, mhz_after: int, watts_after: float) -> Path:
     """One busy GPU (300 W limit) at 1755 MHz for 6 s, then at `mhz_after` for 120 s drawing `watts_after`."""
     lines = ["timestamp, index, utilization.gpu [%], clocks.sm [MHz], power.draw [W], power.limit [W]"]
