@@ -39,7 +39,6 @@ Lines with a counter but no duration field, when the file has none, give window 
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections import Counter
 
@@ -79,12 +78,8 @@ from playbook.readers.step_log.vocab import (
     INNER_FRACTION,
     KERAS,
     KERAS_EPOCH,
-    KEY_SPLIT,
-    KEY_UNIT,
     KEYWORD,
     LEAD_STEP,
-    MAGNITUDE,
-    MARKER,
     MAX_BLOCK_LINES,
     MAX_KEYS,
     MAX_STEP,
@@ -107,7 +102,8 @@ from playbook.readers.step_log.vocab import (
     classify,
     keyword_rank,
     norm_key,
-    unit_kind,
+    plan_line,
+    step_total,
 )
 
 
@@ -156,12 +152,15 @@ class StepLines:
         self._box: int | None = None
         self._box_bare = False
         self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table
+        self._trail: int | None = None  # the rank of the last record when it had no fields (see _follows)
         self.batch_size: int | None = None  # a file's `Batch size: 32` / `Namespace(batch_size=128, ...)` line
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
         best = None
         for m in KEYWORD.finditer(body):
+            if step_total(body, m.start()):
+                continue  # `Total optimization steps = 60`, `max_steps=100`: a count of steps, not a counter
             rank = keyword_rank(m["k"])
             if best is None or rank < best[0]:
                 best = (rank, m)
@@ -346,6 +345,8 @@ class StepLines:
             self._store(c, ctx, c.fields)
             return True
         if c is None:
+            if self._trail == ctx.rank and self._follows(body):
+                return True
             if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
                 return True
@@ -377,6 +378,15 @@ class StepLines:
         self._store(c, ctx, fields)
         return True
 
+    def _follows(self, body: str) -> bool:
+        """A line without a counter after a step line without fields (DeepSpeed-Chat's `Epoch: 0 | Step: 3 | ...`
+        then `End-to-End => Latency: 21.34s, ...`): when it holds a time of the step, its fields are that step's."""
+        fields = self._fields(body, None)
+        if not any(role[0] == "dur" and role[1] in (PER_STEP, GENERIC) for _, role in fields.values()):
+            return False
+        self._merge(len(self.step) - 1, fields)
+        return True
+
     def _fields(self, rest: str, c: StepCounter) -> dict[str, tuple[float, tuple]]:
         """name -> (value, role) for the typed fields of `rest` (the line with its counter replaced)."""
         matches = list(VALUE_RE.finditer(rest))
@@ -389,7 +399,7 @@ class StepLines:
         shape = "\ue002".join(segs) + "\ue002" + tail  # the line without its numbers: lines of a log repeat it
         plan = self._plans.get(shape)
         if plan is None:
-            plan = _plan(segs, tail)
+            plan = plan_line(segs, tail)
             if len(self._plans) < 4096:  # bounded: a log of ever-new line shapes is parsed afresh each time
                 self._plans[shape] = plan
         fields, markers = plan
@@ -436,6 +446,7 @@ class StepLines:
         if fields:
             self.sections.pop(ctx.rank, None)  # a training record ends the rank's evaluation section
         self._box = n
+        self._trail = ctx.rank if not fields else None
         self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
         for name, (value, role) in fields.items():
             col = self.fields.get(name)
@@ -589,61 +600,3 @@ def _continues(body: str) -> bool:
     (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
     return body[:1] in " \t" and CONTINUATION.search(body) is not None and not (
         KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))
-
-
-_DAYS = re.compile(r"\bdays?,\s*$")
-
-
-def _markers(text: str) -> list[str]:
-    return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
-
-
-def _plan(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float]], list[str]]:
-    """How to read a line shape: [(value index, field name, role)], markers. `segs` alternates the text before
-    each value and that value's unit."""
-    fields: list[tuple[int, str, tuple, float]] = []
-    names: set[str] = set()
-    units_seen: set[str] = set()
-    markers: list[str] = []
-    for i in range(0, len(segs), 2):
-        raw_key, unit = segs[i], segs[i + 1]
-        markers += _markers(raw_key)
-        if unit == "\ue001":
-            if _DAYS.search(raw_key):
-                continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
-            unit = "s"  # H:MM:SS
-        scale = MAGNITUDE.get(unit, 1.0)
-        if scale != 1.0:
-            unit = ""
-        seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
-        seg = seg.rstrip(":= \t").rstrip()
-        stated = KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
-        suffix = stated.group(0) if stated else ""
-        pieces = KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
-        key = (pieces[-1].strip() if pieces else "") + suffix
-        key = MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
-        window = False
-        seen = unit in units_seen
-        units_seen.add(unit)
-        if key == "(":
-            if "\ue000" in raw_key and (unit_kind(unit) or ("",))[0] == "time":
-                window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
-            elif seen:
-                continue  # averages in parentheses of the fields before, in their units: `(0.320s, 400.0/s)`
-            else:
-                key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
-        key = key.lstrip("(").strip().rstrip(":=").strip()
-        if window:
-            role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
-        else:
-            role = classify(key, unit or None)
-            if role is None:
-                continue
-            name = norm_key(key) or f"({unit})"
-            if role[0] == "dur" and role[1] == UNNAMED:
-                kind = unit_kind(unit)
-                name = f"(unnamed {kind[0] if kind else 'time'})"  # a unit stated by a bare `(s)` key: a time
-        if name not in names:
-            names.add(name)
-            fields.append((i // 2, name, role, scale))
-    return fields, markers + _markers(tail)

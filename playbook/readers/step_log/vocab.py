@@ -233,8 +233,8 @@ def _family(key: str, unit: str | None):
         return False
     if "per" in words:
         return None  # verl's `timing_per_token_ms/gen`: a time per token, not a stage of the step
-    if words[-1] == "perf":
-        return classify(leaf, unit)
+    if words[0] == "perf":  # `perf/<leaf>` by its leaf; verl's `perf/mfu/actor` by `mfu_actor` (no time)
+        return classify("_".join([*words[1:], leaf]), unit)
     lk = norm_key(leaf)
     kind = unit_kind(unit)
     if kind and kind[0] == "time":
@@ -246,7 +246,8 @@ def _family(key: str, unit: str | None):
     f = factor or 1.0
     lw = set(lk.split("_"))
     if factor is None and lk in _COUNT_NOUNS - {"step", "steps", "iter", "iteration"} or lw & {
-            "remaining", "estimate", "eta", "left"}:
+            "remaining", "estimate", "eta", "left"} or lk in _SAMPLE_WORDS + _TOKEN_WORDS:
+        # a count or an estimate; DeepSpeed-Chat's `Time/seq 0.33s` is a time per sequence, not a stage
         return None
     if lk in _WHOLE_STEP or (lw & {"step", "iter", "iteration"} and lw & {"time", "total", "duration"}):
         return "dur", PER_STEP, f
@@ -290,7 +291,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     if not k:
         return ("dur", UNNAMED, factor) if factor is not None else None
     words = k.split("_")
-    if k in _DATA_KEYS or "generator" in words or (words[0] in ("data", "reader", "loader", "dataloader", "input") and (
+    lead = words[1:] if len(words) > 1 and words[0] in _AVG_WORDS else words  # `avg_reader_cost`: still the data
+    if k in _DATA_KEYS or "generator" in words or (lead[0] in ("data", "reader", "loader", "dataloader", "input") and (
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
@@ -299,11 +301,15 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     for w in words:
         if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
             return "phase", _PHASE_WORDS[w], factor or 1.0
+    if "per" in words[:-1] and words[words.index("per") + 1] not in _STEP_WORDS:
+        return None  # `per_token_latency`, `time_per_sample`: a time per token or sample, not per step
     if not timeish or any(w in _NOT_TIME for w in words) or (k == "cost" and factor is None):
         return None  # a bare `Cost 9.12` is a loss (Marian); `batch_cost`, `reader_cost` are times (PaddlePaddle)
     f = factor or 1.0
     if any(w in _AVG_WORDS for w in words):
         return "dur", AVERAGE, f
+    if k.startswith(("end_to_end", "e2e")):
+        return "dur", PER_STEP, f  # DeepSpeed-Chat's `End-to-End => Latency`: the whole step, its stages beside it
     if "per" in words or any(w in ("step", "iter", "iteration", "batch", "it", "steptime", "itertime")
                              for w in words) or k in ("dt", "sec_batch", "last_time", "time_per_step",
                                                       "step_time", "iter_time"):
@@ -312,3 +318,70 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time") or k.startswith("elapsed"):
         return "dur", CUMULATIVE, f
     return "dur", GENERIC, f
+
+
+_DAYS = re.compile(r"\bdays?,\s*$")
+
+
+def line_markers(text: str) -> list[str]:
+    return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
+
+
+def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float]], list[str]]:
+    """How to read a line shape: [(value index, field name, role)], markers. `segs` alternates the text before
+    each value and that value's unit."""
+    fields: list[tuple[int, str, tuple, float]] = []
+    names: set[str] = set()
+    units_seen: set[str] = set()
+    markers: list[str] = []
+    for i in range(0, len(segs), 2):
+        raw_key, unit = segs[i], segs[i + 1]
+        markers += line_markers(raw_key)
+        if unit == "\ue001":
+            if _DAYS.search(raw_key):
+                continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
+            unit = "s"  # H:MM:SS
+        scale = MAGNITUDE.get(unit, 1.0)
+        if scale != 1.0:
+            unit = ""
+        seg = raw_key.replace("'", " ").replace('"', " ").rstrip()
+        seg = seg.rstrip(":= \t").rstrip()
+        stated = KEY_UNIT.search(seg)  # `step [ms]`: the bracket is the key's unit, not a field boundary
+        suffix = stated.group(0) if stated else ""
+        pieces = KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
+        key = (pieces[-1].strip() if pieces else "") + suffix
+        key = MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
+        window = False
+        seen = unit in units_seen
+        units_seen.add(unit)
+        if key == "(":
+            if "\ue000" in raw_key and (unit_kind(unit) or ("",))[0] == "time":
+                window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
+            elif seen:
+                continue  # averages in parentheses of the fields before, in their units: `(0.320s, 400.0/s)`
+            else:
+                key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
+        key = key.lstrip("(").strip().rstrip(":=").strip()
+        if window:
+            role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
+        else:
+            role = classify(key, unit or None)
+            if role is None:
+                continue
+            name = norm_key(key) or f"({unit})"
+            if role[0] == "dur" and role[1] == UNNAMED:
+                kind = unit_kind(unit)
+                name = f"(unnamed {kind[0] if kind else 'time'})"  # a unit stated by a bare `(s)` key: a time
+        if name not in names:
+            names.add(name)
+            fields.append((i // 2, name, role, scale))
+    return fields, markers + line_markers(tail)
+
+
+_STEP_TOTAL = re.compile(r"\b(?:total|max|num|number\s+of)\b[\w ]{0,24}$", re.IGNORECASE)
+
+
+def step_total(body: str, at: int) -> bool:
+    """Whether the step keyword at `at` counts the steps of a run (`Total optimization steps = 60`, `max_steps=100`,
+    `Total prediction steps = 13`) rather than naming the current one: a total/max/num word just before it."""
+    return _STEP_TOTAL.search(body[max(0, at - 40):at]) is not None
