@@ -361,6 +361,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         elif steps.tqdm_lines and res["chosen"] in ("(it/s)", "(s/it)"):
             bundle.warnings.append(f"{src}: {n} step times come from progress-bar rates (tqdm's smoothed "
                                    "average per update), not from exact per-step timings")
+    _stage_events(res, events.rows)
     if events.rows:
         ev = events.rows
         times = np.array([r["time"] for r in ev], dtype=np.int64)
@@ -399,6 +400,22 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
                                  f"of its {total} lines, {understood} understood without a step time, NCCL line "
                                  "or training event)")
     return bundle
+
+
+def _stage_events(res: dict, rows: list[dict]) -> None:
+    """An evaluation or checkpoint timed as a stage of a step (verl's `timing_s/testing`, `timing_s/save_checkpoint`)
+    is also an event at that step, with that time (s), unless a marker line already gave one there."""
+    for kind in ("eval", "checkpoint"):
+        values = res.get("phases", {}).get(kind)
+        if values is None:
+            continue
+        seen = {(r["rank"], r["step"]) for r in rows if r["kind"] == kind}
+        for i in np.flatnonzero(np.isfinite(values) & (values > 0)):
+            step, rank = int(res["step"][i]), int(res["rank"][i])
+            if (rank, step) not in seen:
+                rows.append({"time": int(res["start"][i]), "host": "", "rank": rank, "step": step, "kind": kind,
+                             "duration_s": float(values[i]), "detail": f"{kind} timed inside step {step}: "
+                                                                       f"{values[i]:.3f} s"})
 
 
 def _sections_until_training(bundle: schema.Bundle) -> None:

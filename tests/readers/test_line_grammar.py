@@ -301,3 +301,28 @@ def test_a_batch_count_restarting_each_epoch_counts_on_and_loses_no_line():
     assert res["step"].tolist() == [50, 100, 150, 200] and res["duration"].tolist() == pytest.approx([0.04] * 4)
     rising = [f"epoch {e} | step {s} | step_time 0.5s" for e, s in [(1, 100), (1, 200), (2, 300), (2, 400)]]
     assert lines.scan_steps(rising)["step"].tolist() == [100, 200, 300, 400]
+
+
+def test_a_step_line_without_a_time_takes_it_from_the_counterless_lines_below(tmp_path):
+    """DeepSpeed-Chat's shape in other words: a bare step line, then lines of times without a counter; the line
+    naming the whole step (end-to-end) gives its time, a time per token or per sequence never does, and a count
+    of steps (`Total optimization steps = 60`) is no counter."""
+    p = tmp_path / "rlhf.log"
+    p.write_text("Total optimization steps = 60\n" + "".join(
+        f"Round: 1 | Step: {i} | Policy Loss: 0.1\n"
+        f"Rollout => Latency: {t - 2:.2f}s, Per-token Latency 40.00 ms, Time/seq 0.10s\n"
+        f"E2E => Latency: {t:.2f}s, Samples/sec: 3.0\n" for i, t in ((1, 9.0), (2, 30.0), (3, 9.5))))
+    s = read_file(p).steps
+    whole = s[s["phase"] == "step"]
+    assert whole["step"].tolist() == [1, 2, 3]
+    assert whole["duration_s"].tolist() == pytest.approx([9.0, 30.0, 9.5])
+
+
+def test_an_evaluation_or_checkpoint_timed_inside_a_step_is_also_an_event(tmp_path):
+    p = tmp_path / "rl.log"
+    p.write_text("".join(f"step:{i} - timing_s/gen:5.0 - timing_s/testing:{3.0 if i == 2 else 0} - "
+                         f"timing_s/save_checkpoint:{4.0 if i == 3 else 0} - timing_s/step:{8 + i}.0\n"
+                         for i in (1, 2, 3)))
+    ev = read_file(p).events
+    assert [[k, int(st), d] for k, st, d in zip(ev["kind"], ev["step"], ev["duration_s"], strict=True)] == [
+        ["eval", 2, 3.0], ["checkpoint", 3, 4.0]]

@@ -103,7 +103,10 @@ LINES = {"digits": "1" * (1 << 20), "digits and spaces": "1 " * (1 << 19), "brac
          "nccl prefix": "h:1:1 [0] NCCL INFO " + "1" * (1 << 20),
          "bracketed ranges": "Batch [1 - " * (1 << 20 // 11), "update counters": "Up. 1 : Time 2s : " * (1 << 20 // 18),
          "ticks": "tick 1 sec/tick 2.0 " * (1 << 20 // 20), "glued ranges": "1-2batch: " * (1 << 20 // 10),
-         "digits then a noun": "1" * (1 << 20) + "batch", "batch sizes": "batch_size 1 batch size  " * (1 << 20 // 25)}
+         "digits then a noun": "1" * (1 << 20) + "batch", "batch sizes": "batch_size 1 batch size  " * (1 << 20 // 25),
+         "step totals": "Total optimization steps = 1 " * (1 << 20 // 29),
+         "totals then a step": "total max num " * (1 << 20 // 14) + "steps = 1",
+         "stage latencies": "End-to-End => Latency: 1s, Per-token Latency 2 ms, Time/seq 1s, " * (1 << 20 // 66)}
 
 
 @pytest.mark.parametrize("kind", list(LINES))
