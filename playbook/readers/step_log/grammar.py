@@ -83,6 +83,7 @@ from playbook.readers.step_log.vocab import (
     MAX_BLOCK_LINES,
     MAX_KEYS,
     MAX_STEP,
+    MAX_TRAIL_LINES,
     NAMED_EPOCH,
     NAT,
     PER_STEP,
@@ -152,7 +153,7 @@ class StepLines:
         self._box: int | None = None
         self._box_bare = False
         self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table
-        self._trail: int | None = None  # the rank of the last record when it had no fields (see _follows)
+        self._trail: tuple[int, int] | None = None  # (rank, line) of the last record when it had no fields
         self.batch_size: int | None = None  # a file's `Batch size: 32` / `Namespace(batch_size=128, ...)` line
 
     # -- per line ------------------------------------------------------------------------------------------
@@ -345,7 +346,8 @@ class StepLines:
             self._store(c, ctx, c.fields)
             return True
         if c is None:
-            if self._trail == ctx.rank and self._follows(body):
+            if self._trail and self._trail[0] == ctx.rank and ctx.lineno - self._trail[1] <= MAX_TRAIL_LINES \
+                    and self._follows(body):
                 return True
             if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
@@ -446,7 +448,7 @@ class StepLines:
         if fields:
             self.sections.pop(ctx.rank, None)  # a training record ends the rank's evaluation section
         self._box = n
-        self._trail = ctx.rank if not fields else None
+        self._trail = (ctx.rank, ctx.lineno) if not fields else None
         self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
         for name, (value, role) in fields.items():
             col = self.fields.get(name)

@@ -134,6 +134,7 @@ _SLASH_RATE = re.compile(r"(?<!\w)([A-Za-z]\w*+)\.?\s*+/\s*+(?:s|sec|secs|second
 MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
 MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
 MAX_BLOCK_LINES = 256  # continuation lines kept per block record: an endless indented run cannot grow memory
+MAX_TRAIL_LINES = 8  # lines after a bare step line that may still hold its time (DeepSpeed-Chat's latencies)
 MAX_KEYS = 64  # distinct candidate fields kept per file: a file printing ever-new keys cannot grow memory
 
 
