@@ -147,7 +147,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
-            acc = gpu_accounting(series)
+            acc = gpu_accounting(series, bundle.events)
             if acc is not None:
                 return acc
     if len(bundle.steps):
@@ -189,11 +189,12 @@ def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
 # ---------------------------------------------------------------- GPU time
 
 
-def gpu_accounting(series: GpuSeries) -> Accounting | None:
-    """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls."""
+def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
+    """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
+    run's events, whose fault events keep an idle failing GPU in (analysis.gpus.job_gpus)."""
     if not len(series) or len(series.t) < 2:
         return None
-    series = job_gpus(series)[0]
+    series = job_gpus(series, events)[0]
     dt, lo, n_bins = series.common_grid()
     if n_bins < 2:
         return None
