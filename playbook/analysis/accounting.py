@@ -28,6 +28,10 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   the durations), time in waiting phases of ordinary steps (`phase:data`, `phase:collective`, ...; waits are not
   work) and, for a loop of several named work stages, the idle time a pipeline of those stages would have
   (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Warm-up/compile is shown apart (`warmup_s`), not lost.
+  These partition the basis too: a slow step's or a stretch's excess is at most the step's own time, an ordinary
+  step's waits are charged at most its own time (in the order logged) and the stage imbalance at most what they
+  left, and `outside_timer` per gap at most what the timed steps leave of it (a rank's wall time is its timed steps
+  plus those untimed rests, at least its span).
 
 The noise floor is the run's own jitter: the share of the basis that ordinary polls/steps spend below the busy
 level / above the steady step while nothing is flagged (GPU time: OK GPUs' deficit against their peers; wall time:
@@ -517,10 +521,15 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     wall = float((d * per_row).sum())
     ordinary = ~slow & ~stretch
     if times is not None:
+        # the timed steps plus, per gap between lines, what the steps at either end leave of it (a line's time is
+        # its step's start or end; the most the outside-timer bucket claims there): the span, or more where the
+        # lines' steps overrun their gaps
+        untimed = float(np.clip(np.diff(times) - np.maximum(d[:-1], d[1:]) * per_row[1:], 0.0, None).sum())
+        wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
         buckets += _outside_timer(times, d, stepno, warm, name)
-        wall = max(float(times[-1] - times[0] + d[-1]), wall)
     buckets += _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(), strict=True)),
-                              name)
+                              name, dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
+                                             strict=True)))
     jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     base = best
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
@@ -529,7 +538,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
 
 def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int, name: str) -> list[Bucket]:
     """Start-to-start gaps longer than the step they start (time the step timer does not see), beyond the run's
-    own typical gap excess; when lines are logged every k steps, a gap covers k steps."""
+    own typical gap excess; when lines are logged every k steps, a gap covers k steps. Per gap at most what the
+    steps at either end leave of it (the rank's untimed wall time, _rank_account)."""
     if len(times) < 4:
         return []
     gap = np.diff(times)
@@ -580,17 +590,27 @@ def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
 
 
-def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str) -> list[Bucket]:
+def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str,
+                   room: dict[int, float]) -> list[Bucket]:
     """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
-    between named work stages."""
+    between named work stages. Each step's waits are charged at most its own time (`room`, wall-seconds per step),
+    in the order the phases were logged, and the imbalance at most what the waits left: a phase timed outside the
+    step is the outside-timer bucket's time, not charged twice."""
     part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
     if part.empty:
         return []
     weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
-    secs = weighted.groupby(part["phase"].astype(str)).sum()
+    phase_of = part["phase"].astype(str)
+    secs = weighted.groupby(phase_of).sum()
+    wait = phase_of.isin(sa.WAIT_PHASES) & (weighted > 0)
+    cum = weighted[wait].groupby(part.loc[wait, "step"]).cumsum()
+    cap = part.loc[wait, "step"].map(room).astype(np.float64)
+    got = np.minimum(cum, cap) - np.minimum(cum - weighted[wait], cap)  # the part of each wait under its step's time
+    charged = got.groupby(phase_of[wait]).sum()
+    left = max(sum(room.values()) - float(got.sum()), 0.0)
     out = []
-    for phase, s in secs.items():
-        if phase in sa.WAIT_PHASES and s > 0:
+    for phase, s in charged.items():
+        if s > 0:
             what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
                     if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
@@ -601,7 +621,7 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     if len(stages) >= 2:
         top = str(stages.idxmax())
         # a pipeline of k stages runs at the slowest one's pace: the others idle 1 - mean/max of the time
-        lost = float(stages.sum() * (1.0 - stages.mean() / stages.max()))
+        lost = min(float(stages.sum() * (1.0 - stages.mean() / stages.max())), left)
         share = float(stages.max() / secs.sum()) if secs.sum() > 0 else 0.0
         out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
                           detail=f"the {top} stage takes {share:.0%} of every step by its own timers: in a "

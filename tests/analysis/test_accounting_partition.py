@@ -104,3 +104,29 @@ def _adversarial() -> dict[str, pd.DataFrame]:
 @pytest.mark.parametrize("name", sorted(_adversarial()))
 def test_adversarial_tables_are_partitioned(name):
     _check(account(schema.Bundle(telemetry=_adversarial()[name])), name)
+
+
+def _step_table(d: np.ndarray, phases: dict[str, np.ndarray], gaps: np.ndarray | None = None) -> pd.DataFrame:
+    """One rank's step rows (durations `d`, s) and a row per phase and step; steps start `d + gaps` apart."""
+    t = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.cumsum(np.r_[0.0, (d + gaps)[:-1]]), unit="s") \
+        if gaps is not None else pd.Series(pd.NaT, index=range(len(d)))
+    rows = [(t[i], i, "step", d[i]) for i in range(len(d))] + \
+        [(t[i], i, p, v[i]) for p, v in phases.items() for i in range(len(d))]
+    return schema.steps_frame({"time": [r[0] for r in rows], "rank": [0] * len(rows), "step": [r[1] for r in rows],
+                               "phase": [r[2] for r in rows], "duration_s": [r[3] for r in rows]})
+
+
+def _adversarial_steps() -> dict[str, pd.DataFrame]:
+    n = 210
+    d = 1.0 + 0.02 * np.random.default_rng(3).standard_normal(n)
+    loader = np.where(np.arange(n) % 7 != 0, 1.5, 0.0)  # a loader wait timed apart from the step, in the gap
+    slow_half = np.where(np.arange(n) < n // 2, d, 2 * d)
+    return {"loader_outside_the_step_timer": _step_table(np.ones(n), {"data": loader}, gaps=loader),
+            "wait_longer_than_its_step": _step_table(d, {"data": np.full(n, 1.5)}, gaps=np.full(n, 1.5)),
+            "slow_half_full_of_waits": _step_table(slow_half, {"data": 0.9 * slow_half}),
+            "stages_beyond_the_step": _step_table(d, {"read": 0.8 * d, "decode": 1.5 * d, "data": 0.5 * d})}
+
+
+@pytest.mark.parametrize("name", sorted(_adversarial_steps()))
+def test_adversarial_step_tables_are_partitioned(name):
+    _check(step_accounting(_adversarial_steps()[name]), name)
