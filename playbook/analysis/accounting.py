@@ -14,6 +14,13 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   STEADY_FED_PCT), polls at ≥ 90% utilization at under half the power the same GPU draws at work (`busy_wait`: a
   kernel spinning in a collective, not work) and busy polls at a clock well below the clock the same GPU reaches
   (`slow_clock`).
+  The buckets partition the basis: a GPU-second (one GPU, one grid bin) is its busy part (its utilization) and its
+  idle part (the rest; all of it without a reading). `busy_wait` and `slow_clock` charge only work missing from the
+  busy part (and never the same poll); every other bucket claims the idle part, and each cell's idle part is charged
+  once, to the first claim in this order, later claims getting what is left: `lost_gpu` (nothing else is measured on
+  a GPU that stopped), warm-up, `fleet_drops`, the GPU's own shortfall against its peers (`gpu_drops`, `idle_gpu`,
+  `underused_gpu`), `steady_idle` last, as the run-wide level is what remains once the moments are explained. So
+  ideal + warm-up + buckets == the basis, and the lost share is at most 1.
 - **Wall time** (step logs without GPU telemetry), per rank: the what-if step is the rank's robust steady step
   time (the median of its steps after warm-up, the faster side of a level shift). Excess over it is cut into
   slow steps on a lattice (`recurring_slow`), other slow steps (`stalls`), the steps after a level shift
@@ -21,6 +28,10 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   the durations), time in waiting phases of ordinary steps (`phase:data`, `phase:collective`, ...; waits are not
   work) and, for a loop of several named work stages, the idle time a pipeline of those stages would have
   (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Warm-up/compile is shown apart (`warmup_s`), not lost.
+  These partition the basis too: a slow step's or a stretch's excess is at most the step's own time, an ordinary
+  step's waits are charged at most its own time (in the order logged) and the stage imbalance at most what they
+  left, and `outside_timer` per gap at most what the timed steps leave of it (a rank's wall time is its timed steps
+  plus those untimed rests, at least its span).
 
 The noise floor is the run's own jitter: the share of the basis that ordinary polls/steps spend below the busy
 level / above the steady step while nothing is flagged (GPU time: OK GPUs' deficit against their peers; wall time:
@@ -30,13 +41,13 @@ carry names, windows and the evidence a diagnosis attributes them with (playbook
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
 from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
 from playbook.analysis.gpus import job_gpus
@@ -140,7 +151,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
-            acc = gpu_accounting(series)
+            acc = gpu_accounting(series, bundle.events)
             if acc is not None:
                 return acc
     if len(bundle.steps):
@@ -182,11 +193,12 @@ def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
 # ---------------------------------------------------------------- GPU time
 
 
-def gpu_accounting(series: GpuSeries) -> Accounting | None:
-    """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls."""
+def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
+    """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
+    run's events, whose fault events keep an idle failing GPU in (analysis.gpus.job_gpus)."""
     if not len(series) or len(series.t) < 2:
         return None
-    series = job_gpus(series)[0]
+    series = job_gpus(series, events)[0]
     dt, lo, n_bins = series.common_grid()
     if n_bins < 2:
         return None
@@ -216,23 +228,27 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     gone_mask = np.zeros_like(valid)
     for g in gone:
         gone_mask[g, last[g] + 1:peers_last + 1] = True
+    gone_mask &= active
+    working = active & ~gone_mask
+    # each cell's idle part (GPU-seconds), charged below once, in the docstring's precedence order
+    room = np.where(valid, (100.0 - util) / 100.0, 1.0) * dt * active
     if gone:
-        secs = float(gone_mask.sum() * dt * busy / 100.0)
+        secs = float(_charge(room, busy / 100.0 * dt, gone_mask).sum())
         buckets.append(Bucket("lost_gpu", secs, names=[ids[g] for g in gone],
                               windows=[(float((last[g] + 1) * dt), float((peers_last + 1) * dt)) for g in gone],
                               detail=f"{len(gone)} GPU{'s' if len(gone) > 1 else ''} stopped reporting while "
                                      "peers worked"))
     # fleet-wide drops: the peers' median below the busy level at the same moments
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
-    per_bin_units = (active & ~gone_mask).sum(axis=0)
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
     # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
     lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
     lead = lead.argmin() if not lead.all() else 0
-    warmup = float((drop * per_bin_units * dt)[:lead].sum())
+    in_lead = np.arange(n_bins) < lead
+    warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
-    fleet_secs = float((drop * per_bin_units * dt)[dipping].sum())
-    jitter_fleet = float((drop * per_bin_units * dt)[lead:][~dipping[lead:]].sum())
+    fleet_secs = float(_charge(room, drop * dt, working & dipping[None, :]).sum())
+    jitter_fleet = float((drop * working.sum(axis=0) * dt)[lead:][~dipping[lead:]].sum())
     if fleet_secs > 0:
         start, length = true_runs(dipping)
         windows = [(float(s * dt), float((s + n) * dt)) for s, n in zip(start, length, strict=True)]
@@ -242,57 +258,34 @@ def gpu_accounting(series: GpuSeries) -> Accounting | None:
     # below peers: each GPU against the peers' median (capped at the busy level) at the same moments
     ref = np.minimum(np.where(np.isfinite(med), med, busy), busy)[None, :]
     deficit = np.where(valid, np.clip(ref - util, 0.0, None), 0.0) / 100.0 * dt
-    jitter = jitter_fleet
-    deep = np.zeros(n_bins, dtype=bool)
-    drops_s, drop_names = 0.0, []
-    idle, under = [], []
-    p95 = row_percentile(util, valid, 95)
-    gone_set = set(gone)
-    below = _significantly_below(util, med, valid)
     deep_bin = deficit * 100.0 / dt >= max(10.0, 0.25 * busy)  # a drop of its own, as deep as a fleet drop
-    d_sum = deficit.sum(axis=1)
-    d_own = np.add.reduce(deficit, axis=1, where=deep_bin, initial=0.0)
-    d_rest = np.add.reduce(deficit, axis=1, where=~deep_bin, initial=0.0)
-    n_own = deep_bin.sum(axis=1)
-    any_valid = valid.any(axis=1)
-    for g in range(g_count):  # scalar bookkeeping only: the row sums above hold the work
-        if g_count < 2 or g in gone_set or not any_valid[g]:
-            continue
-        idle_g = p95[g] <= IDLE_PCT and busy > 2 * IDLE_PCT
-        if idle_g:
-            idle.append((g, float(d_sum[g])))
-        elif below[g]:
-            under.append((g, float(d_sum[g])))
-        else:
-            # a drop of its own is lost time; the shallow rest is the GPU's jitter
-            jitter += float(d_rest[g])
-            if n_own[g] >= 2:
-                drops_s += float(d_own[g])
-                drop_names.append(ids[g])
-                deep |= deep_bin[g]
-            else:
-                jitter += float(d_own[g])
-    del deficit, deep_bin  # (G × bins each: not held through the device buckets)
-    if drops_s > 0:
-        start, length = true_runs(deep)
-        buckets.append(Bucket("gpu_drops", drops_s, names=drop_names,
-                              windows=[(float(a * dt), float((a + n) * dt)) for a, n in zip(start, length, strict=True)],
-                              detail=f"{len(drop_names)} GPU{'s' if len(drop_names) > 1 else ''} dropping below "
-                                     "their peers on their own schedules"))
-    for kind, rows, what in (("idle_gpu", idle, "idle throughout while peers worked"),
-                             ("underused_gpu", under, "below their peers at the same moments")):
-        if rows:
-            secs = sum(s for _, s in rows)
-            buckets.append(Bucket(kind, secs, names=[ids[g] for g, _ in sorted(rows, key=lambda r: -r[1])],
-                                  windows=[(0.0, float(n_bins * dt))],
+    kind_of, jitter = _below_peers(util, med, valid, deficit, deep_bin, busy, set(gone))
+    jitter += jitter_fleet
+    own_drops = np.array([k == "gpu_drops" for k in kind_of])
+    charged = np.where(own_drops[:, None], deep_bin, np.array([k is not None for k in kind_of])[:, None])
+    per_gpu = _charge(room, deficit, charged).sum(axis=1)
+    deep = deep_bin[own_drops].any(axis=0)
+    del deficit, deep_bin, charged  # (G × bins each: not held through the device buckets)
+    for kind, what in (("gpu_drops", "dropping below their peers on their own schedules"),
+                       ("idle_gpu", "idle throughout while peers worked"),
+                       ("underused_gpu", "below their peers at the same moments")):
+        rows = [g for g in range(g_count) if kind_of[g] == kind]
+        rows = rows if kind == "gpu_drops" else sorted(rows, key=lambda g: -per_gpu[g])
+        secs = float(sum(per_gpu[g] for g in rows))
+        if secs > 0:
+            start, length = true_runs(deep) if kind == "gpu_drops" else ([0], [n_bins])
+            buckets.append(Bucket(kind, secs, names=[ids[g] for g in rows],
+                                  windows=[(float(a * dt), float((a + n) * dt)) for a, n in zip(start, length,
+                                                                                               strict=True)],
                                   detail=f"{len(rows)} GPU{'s' if len(rows) > 1 else ''} {what}"))
     # a steady level far below what a fed GPU reads
     if busy < STEADY_FED_PCT:
-        secs = float((100.0 - busy) / 100.0 * ((active & ~gone_mask).sum()) * dt)
+        secs = float(_charge(room, (100.0 - busy) / 100.0 * dt, working).sum())
         buckets.append(Bucket("steady_idle", secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
                               windows=[(0.0, float(n_bins * dt))],
                               detail=f"the GPUs' busy level is {busy:.0f}%: idle {100 - busy:.0f}% of the time "
                                      "even at work"))
+    del room
     buckets += _device_buckets(series, util, valid, dt, lo, n_bins)
     for b in buckets:
         b.share = b.seconds / total
@@ -317,6 +310,44 @@ def _merged(buckets: list[Bucket], tol: float) -> list[Bucket]:
         out.sort(key=lambda w: w[0] - w[1])
         b.windows = sorted((float(a), float(z)) for a, z in out[:MAX_WINDOWS])
     return buckets
+
+
+def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:
+    """Charge `claim` (GPU-seconds per cell, broadcast to `room`'s G × bins) on the cells `where`, each at most what
+    the cell has left in `room`, which is reduced in place: no cell is charged twice. The charge per cell."""
+    got = np.where(where, np.minimum(claim, room), 0.0)
+    room -= got
+    return got
+
+
+def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set) -> tuple[list, float]:
+    """Per GPU, the bucket its deficit against its peers goes to (`idle_gpu`, `underused_gpu`, `gpu_drops` for its
+    deep drops only, None: jitter), and the jitter (GPU-seconds) of the GPUs no bucket flags."""
+    g_count = len(util)
+    p95 = row_percentile(util, valid, 95)
+    below = _significantly_below(util, med, valid)
+    d_own = np.add.reduce(deficit, axis=1, where=deep_bin, initial=0.0)
+    d_rest = np.add.reduce(deficit, axis=1, where=~deep_bin, initial=0.0)
+    n_own = deep_bin.sum(axis=1)
+    any_valid = valid.any(axis=1)
+    kinds: list[str | None] = []
+    jitter = 0.0
+    for g in range(g_count):  # scalar bookkeeping only: the row sums above hold the work
+        kind = None
+        if g_count < 2 or g in gone or not any_valid[g]:
+            pass
+        elif p95[g] <= IDLE_PCT and busy > 2 * IDLE_PCT:
+            kind = "idle_gpu"
+        elif below[g]:
+            kind = "underused_gpu"
+        else:  # a drop of its own is lost time; the shallow rest is the GPU's jitter
+            jitter += float(d_rest[g])
+            if n_own[g] >= 2:
+                kind = "gpu_drops"
+            else:
+                jitter += float(d_own[g])
+        kinds.append(kind)
+    return kinds, jitter
 
 
 def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -460,7 +491,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
     # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
     # between the two levels, and their fast neighbours would look like a slow stretch
-    roll = _local_pace(body, slow)
+    roll = sp.local_pace(body, slow)
     best = float(np.percentile(roll, 10))
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
@@ -470,10 +501,10 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         (lambda i: float(d[:warm + i].sum()))
     buckets: list[Bucket] = []
     excess = np.clip(body - roll, 0.0, None)
-    lattice = _lattice(body, bstep, slow)
+    lattice = sp.slow_lattice(body, bstep, slow)
     on = slow & lattice
-    for kind, mask, detail in (("recurring_slow", on, _every_phrase(body, bstep, on, best)),
-                               ("stalls", slow & ~lattice, _stall_phrase(body, slow & ~lattice, best))):
+    for kind, mask, detail in (("recurring_slow", on, sp.every_phrase(body, bstep, on, best)),
+                               ("stalls", slow & ~lattice, sp.stall_phrase(body, slow & ~lattice, best))):
         if mask.any():
             idx = np.flatnonzero(mask)
             buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
@@ -486,67 +517,29 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
                               windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1]))
                                        for a, k in zip(lo, n, strict=True)],
                               steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
-                              detail=_stretch_phrase(body, bstep, stretch, best, lo, n)))
+                              detail=sp.stretch_phrase(body, bstep, stretch, best, lo, n)))
     wall = float((d * per_row).sum())
     ordinary = ~slow & ~stretch
     if times is not None:
+        # the timed steps plus, per gap between lines, what the steps at either end leave of it (a line's time is
+        # its step's start or end; the most the outside-timer bucket claims there): the span, or more where the
+        # lines' steps overrun their gaps
+        untimed = float(np.clip(np.diff(times) - np.maximum(d[:-1], d[1:]) * per_row[1:], 0.0, None).sum())
+        wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
         buckets += _outside_timer(times, d, stepno, warm, name)
-        wall = max(float(times[-1] - times[0] + d[-1]), wall)
     buckets += _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(), strict=True)),
-                              name)
+                              name, dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
+                                             strict=True)))
     jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     base = best
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
             "step_s": base, "gap": k_typ}
 
 
-def _local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
-    """The rolling-median step time (as the slow-step test uses) of the steps that are not slow, carried across the
-    slow ones; the plain median when there are too few steps (seconds)."""
-    if len(d) < 5:
-        return np.full(len(d), float(np.median(d)))
-    if not slow.any() or slow.all():
-        return sa._rolling_baseline(d)
-    kept = np.flatnonzero(~slow)
-    pace = sa._rolling_baseline(d[kept])
-    return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
-
-
-def _lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:
-    """Steps on the lattice of the slow steps' period (analysis.step_times.periodic_slow_steps), if one is found."""
-    fleet = pd.DataFrame({"step": step, "duration_s": d, "time": pd.NaT})
-    per = sa.periodic_slow_steps(fleet) if slow.sum() >= 3 else None
-    if not per or not per["periodic"]:
-        return np.zeros(len(d), dtype=bool)
-    return (step % per["every_n_steps"]) == per["residue"]
-
-
-def _every_phrase(d, step, on, base) -> str:
-    if not on.any():
-        return ""
-    n = int(np.median(np.diff(step[on]))) if on.sum() > 1 else 0
-    return (f"slow steps every {n} steps, {np.median(d[on]) / base:.1f}× the steady step" if n else
-            "slow steps on a lattice")
-
-
-def _stall_phrase(d, mask, base) -> str:
-    if not mask.any():
-        return ""
-    k = int(mask.sum())
-    worst = float(d[mask].max() / base) if base > 0 else math.inf
-    return f"{k} one-off stall{'s' if k > 1 else ''}, up to {worst:.1f}× the steady step"
-
-
-def _stretch_phrase(d, step, mask, best, lo, n) -> str:
-    k = len(lo)
-    where = f"from step {int(step[lo[0]])} on" if k == 1 and lo[0] + n[0] == len(d) else \
-        f"{k} stretch{'es' if k > 1 else ''} of {int(mask.sum())} steps"
-    return f"steps slower than the run's best pace ({best:.3g} s) {where}, up to {d[mask].max() / best:.2f}×"
-
-
 def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int, name: str) -> list[Bucket]:
     """Start-to-start gaps longer than the step they start (time the step timer does not see), beyond the run's
-    own typical gap excess; when lines are logged every k steps, a gap covers k steps."""
+    own typical gap excess; when lines are logged every k steps, a gap covers k steps. Per gap at most what the
+    steps at either end leave of it (the rank's untimed wall time, _rank_account)."""
     if len(times) < 4:
         return []
     gap = np.diff(times)
@@ -565,7 +558,7 @@ def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int
     # a line's time is its step's start or, when the reader took it back from the printed end, end − duration:
     # the coarser of the two resolutions is the clock's; a clock coarser than a quarter of the typical gap (whole
     # seconds on sub-second steps logged every step) cannot show time outside the timer
-    tick = max(_resolution(times), _resolution(times + d))
+    tick = max(sp.time_resolution(times), sp.time_resolution(times + d))
     if not np.isfinite(scale) or scale <= 0 or tick > 0.25 * scale:
         return []
     flagged = extra > max(0.05 * scale, 2 * tick)
@@ -597,27 +590,27 @@ def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
 
 
-def _resolution(times: np.ndarray) -> float:
-    """The timestamps' resolution in seconds: the coarsest of 1 s, 0.1 s, 0.01 s, 1 ms that every time is a
-    multiple of (relative to the first), else 1 µs."""
-    rel = times - times[0]
-    for tick in (1.0, 0.1, 0.01, 0.001):
-        if np.all(np.abs(rel / tick - np.round(rel / tick)) < 1e-3):
-            return tick
-    return 1e-6
-
-
-def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str) -> list[Bucket]:
+def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str,
+                   room: dict[int, float]) -> list[Bucket]:
     """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
-    between named work stages."""
+    between named work stages. Each step's waits are charged at most its own time (`room`, wall-seconds per step),
+    in the order the phases were logged, and the imbalance at most what the waits left: a phase timed outside the
+    step is the outside-timer bucket's time, not charged twice."""
     part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
     if part.empty:
         return []
     weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
-    secs = weighted.groupby(part["phase"].astype(str)).sum()
+    phase_of = part["phase"].astype(str)
+    secs = weighted.groupby(phase_of).sum()
+    wait = phase_of.isin(sa.WAIT_PHASES) & (weighted > 0)
+    cum = weighted[wait].groupby(part.loc[wait, "step"]).cumsum()
+    cap = part.loc[wait, "step"].map(room).astype(np.float64)
+    got = np.minimum(cum, cap) - np.minimum(cum - weighted[wait], cap)  # the part of each wait under its step's time
+    charged = got.groupby(phase_of[wait]).sum()
+    left = max(sum(room.values()) - float(got.sum()), 0.0)
     out = []
-    for phase, s in secs.items():
-        if phase in sa.WAIT_PHASES and s > 0:
+    for phase, s in charged.items():
+        if s > 0:
             what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
                     if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
@@ -628,7 +621,7 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     if len(stages) >= 2:
         top = str(stages.idxmax())
         # a pipeline of k stages runs at the slowest one's pace: the others idle 1 - mean/max of the time
-        lost = float(stages.sum() * (1.0 - stages.mean() / stages.max()))
+        lost = min(float(stages.sum() * (1.0 - stages.mean() / stages.max())), left)
         share = float(stages.max() / secs.sum()) if secs.sum() > 0 else 0.0
         out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
                           detail=f"the {top} stage takes {share:.0%} of every step by its own timers: in a "

@@ -45,6 +45,8 @@ from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.analysis.stats import sidak, sign_tests, wilson_lower
 from playbook.core.jsonable import json_float
+from playbook.knowledge import ids as cause_ids
+from playbook.knowledge.causes import cause
 from playbook.model import schema
 
 MIN_DELTA_PCT = 10.0
@@ -88,18 +90,41 @@ class GpuReport:
         return out
 
 
-def job_gpus(series: GpuSeries) -> tuple[GpuSeries, list[str]]:
+def job_gpus(series: GpuSeries, events: pd.DataFrame | None = None) -> tuple[GpuSeries, list[str]]:
     """The series without the GPUs idle throughout (95% of polls at or below IDLE_PCT) that never held UNUSED_MIB
     of memory — no process of this job on them: a shared host's other GPUs are neither its peers nor its time —
-    unless all are; and the ids left out."""
+    unless all are, or a fault event in `events` names them (a failing GPU idles because it fails: see
+    faulted_gpus); and the ids left out."""
     if len(series) < 2 or "mem_used_mib" not in series.values:
         return series, []
     u95 = series.quantiles("util_pct", (95,), keep=np.isfinite(series.values["util_pct"]))[0]
     mem = series.quantiles("mem_used_mib", (100,), keep=np.isfinite(series.values["mem_used_mib"]))[0]
     unused = (u95 <= IDLE_PCT) & (mem < UNUSED_MIB)
+    if unused.any() and events is not None:
+        faulted = faulted_gpus(events)
+        unused &= np.array([gid not in faulted and h not in faulted for gid, h in zip(series.ids, series.hosts,
+                                                                                       strict=True)])
     if not unused.any() or unused.all():
         return series, []
     return series.subset(list(np.flatnonzero(~unused))), [series.ids[g] for g in np.flatnonzero(unused)]
+
+
+# the events of a failing GPU (the hardware-fault cause's kinds; a job restart names no device)
+FAULT_KINDS = tuple(k for k in cause(cause_ids.HARDWARE_FAULT).event_kinds if k != "restart")
+_EVENT_GPU = r"(?i)\bgpu\s*#?(\d+)\b"  # the readers write a device's events as `gpu N: ...`
+
+
+def faulted_gpus(events: pd.DataFrame) -> set[str]:
+    """The GPU ids ("host:index") that an Xid, ECC or lost-GPU event names, and the hosts of such events that name
+    no GPU (a kernel Xid names a PCI address: any GPU of that host may be the one)."""
+    rows = events[events["kind"].astype(str).isin(FAULT_KINDS)] if len(events) else events
+    if rows.empty:
+        return set()
+    index = rows["detail"].astype(str).str.extract(_EVENT_GPU)[0]
+    hosts = rows["host"].astype(str)
+    named = index.notna()
+    return ({schema.gpu_id(h, int(i)) for h, i in zip(hosts[named], index[named], strict=True)}
+            | set(hosts[~named]))
 
 
 def _peer_median(u: np.ndarray) -> np.ndarray:
@@ -136,22 +161,24 @@ def _fmt_s(seconds: float) -> str:
 
 
 def analyze_gpus(telemetry: pd.DataFrame, interval_s: float | None = None,
-                 series: GpuSeries | None = None) -> GpuReport:
-    """Status and evidence for every GPU in `telemetry`, plus straggler findings (see module docstring)."""
+                 series: GpuSeries | None = None, events: pd.DataFrame | None = None) -> GpuReport:
+    """Status and evidence for every GPU in `telemetry`, plus straggler findings (see module docstring). `events`:
+    the run's events; a GPU a fault event names is never called unused (faulted_gpus)."""
     if series is None:
         series = gpu_series(telemetry, tuple(c for c in COLUMNS if c in telemetry), interval_s=interval_s)
+    faulted = faulted_gpus(events) if events is not None else set()
     clusters = series.time_clusters()
     if len(clusters) > 1:  # separate recordings: compare GPUs only within their own time range
-        parts = [_analyze(series.subset(c)) for c in clusters]
+        parts = [_analyze(series.subset(c), faulted) for c in clusters]
         table = pd.concat([p.table for p in parts], ignore_index=True)
         order = {gid: i for i, gid in enumerate(series.ids)}
         table = table.sort_values("id", key=lambda s: s.map(order)).reset_index(drop=True)
         return GpuReport(table, [x for p in parts for x in p.stragglers], parts[0].rotating, parts[0].interval_s,
                          list(dict.fromkeys(w for p in parts for w in p.warnings)), parts[0].imbalance_p)
-    return _analyze(series)
+    return _analyze(series, faulted)
 
 
-def _analyze(series: GpuSeries) -> GpuReport:
+def _analyze(series: GpuSeries, faulted: set[str]) -> GpuReport:
     warnings: list[str] = []
     g_count = len(series)
     if g_count == 0:
@@ -184,7 +211,8 @@ def _analyze(series: GpuSeries) -> GpuReport:
     _relative(table, util, valid, dt)
     _memory(series, table, has)
     stragglers, rotating = peer_stragglers(series, util, valid, dt, lo, n_bins, has)
-    table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB)
+    table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB) & \
+        ~(table["id"].isin(faulted) | table["host"].astype(str).isin(faulted))
     if table["unused"].any() and not table["unused"].all():
         ids = list(table.loc[table["unused"], "id"])
         warnings.append(f"{', '.join(ids[:8])}{' …' if len(ids) > 8 else ''}: idle throughout with under "

@@ -138,7 +138,7 @@ CATALOG: tuple[Cause, ...] = (
     Cause(
         "link_degradation",
         "degraded interconnect (IB/RoCE, NVLink, PCIe)",
-        fix="repair the named host's fabric (IB/RoCE link, GPUDirect RDMA via nvidia-peermem, NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets",
+        fix="repair the named link: a fabric link (IB/RoCE, GPUDirect RDMA via nvidia-peermem, NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets, or a PCIe link trained below its slot (reseat the card, move it to a full-width slot, check the BIOS link speed)",
         next_step="NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for missing GDRDMA; nccl-tests all_reduce_perf across the named host",
         notebook="notebooks/20_collective_stragglers.ipynb",
         event_kinds=("network_error",),

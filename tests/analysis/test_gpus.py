@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from playbook.analysis.gpus import analyze_gpus
+from playbook.analysis.gpus import analyze_gpus, job_gpus
+from playbook.analysis.series import gpu_series
 from playbook.labs.synthetic import SCENARIOS, simulate_telemetry
 from playbook.model import schema
 
@@ -287,3 +288,30 @@ def test_a_clock_held_down_seconds_after_a_clean_start_is_throttling_off_the_pow
     # 1.1-1.75 GHz by load) is the limit's trade, not a clock held down by heat
     d = diagnose(read_paths([str(_clock_csv(tmp_path, 1100, 296.0))]))
     assert d.hypotheses[0]["id"] != ids.THROTTLING
+
+
+def _one_idle_gpu(kind: str, detail: str):
+    """Two GPUs on host "n0" (LABELED SYNTHETIC): GPU 0 busy with 27 GiB, GPU 1 idle with 300 MiB; one event."""
+    n = 60
+    t = pd.Timestamp("2026-01-01", tz="UTC") + pd.to_timedelta(np.tile(np.arange(n), 2), unit="s")
+    frame = schema.telemetry_frame({"time": t, "host": ["n0"] * 2 * n, "gpu": np.repeat([0, 1], n),
+                                    "util_pct": np.repeat([99.0, 0.0], n),
+                                    "mem_used_mib": np.repeat([27315.0, 309.0], n)})
+    events = schema.events_frame({"time": [t[0]], "host": ["n0"], "kind": [kind], "detail": [detail]})
+    return frame, events
+
+
+@pytest.mark.parametrize("kind, detail, unused", [
+    ("ecc", "gpu 1: 1 volatile uncorrectable ECC error", False),
+    ("xid", "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.", False),  # no index: any GPU of the host
+    ("ecc", "gpu 0: 1 volatile uncorrectable ECC error", True),  # another GPU's fault
+    ("restart", "gpu 1: torchrun restarting workers", True),  # not a device fault
+])
+def test_a_gpu_with_a_fault_event_is_never_called_unused(kind, detail, unused):
+    frame, events = _one_idle_gpu(kind, detail)
+    series = gpu_series(frame, ("util_pct", "mem_used_mib"))
+    assert job_gpus(series)[1] == ["n0:1"]  # without events: idle, little memory, left out
+    assert job_gpus(series, events)[1] == (["n0:1"] if unused else [])
+    report = analyze_gpus(frame, events=events)
+    assert bool(report.table.set_index("id").loc["n0:1", "unused"]) is unused
+    assert any("not used by this job" in w for w in report.warnings) is unused

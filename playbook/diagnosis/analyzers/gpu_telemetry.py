@@ -30,7 +30,7 @@ class GpuTelemetry(Analyzer):
                 warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
         if signal is not None:
             series, unused = job_gpus(gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele),
-                                                 interval_s=run.interval_s))
+                                                 interval_s=run.interval_s), run.bundle.events)
             if unused:
                 kept = set(zip(series.hosts, series.index, strict=True))
                 tele = tele[[k in kept for k in zip(tele["host"].astype(str), tele["gpu"], strict=True)]]
@@ -38,7 +38,7 @@ class GpuTelemetry(Analyzer):
                                 f"under {UNUSED_MIB / 1024:.0f} GiB of memory — not used by this job (left out)")
             run.series = series
             osc = analyze_gpu_series(series, "util_pct", signal=signal)
-            run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series)
+            run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series, events=run.bundle.events)
             n_units = len(series.time_clusters()[0]) if len(series) else 0
             warnings += [w for w in osc.warnings if w not in warnings]
             warnings += run.gpu_report.warnings
