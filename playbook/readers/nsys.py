@@ -1,4 +1,5 @@
-"""Nsight Systems `nsys stats --format csv` exports → GPU trace rows and per-report summary records.
+"""Nsight Systems `nsys stats` output (`--format csv` exports, or the default column tables users paste) → GPU trace
+rows and per-report summary records.
 
 The exact commands (one .nsys-rep per rank: `%q{RANK}` expands an environment variable in the output name)
 
@@ -9,8 +10,12 @@ The exact commands (one .nsys-rep per rank: `%q{RANK}` expands an environment va
     playbook diagnose prof/                                                   # reads every rank0_<report>.csv
 
 `--output PREFIX` writes one `PREFIX_<report>.csv` per report; `--output -` (or no --output) prints them all to
-stdout, each after a banner (`** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):` or `Processing [...] with
-[.../cuda_gpu_kern_sum.py]...`): both forms are read, several reports per file included. Older nsys (2021.x)
+stdout, each after a banner (`** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):`, `Processing [...] with
+[.../cuda_gpu_kern_sum.py]...`, `Running [.../osrtsum.py x.sqlite]...` or `[3/8] Executing 'cuda_gpu_kern_sum'
+stats report`): all are read, several reports per file included. Without --format csv each report is a column
+table: a header over a rule line (` --------  ---------------  ----`) whose dash runs give the column starts; each
+cell runs to the next column's start, the last (Name, names with spaces) to the end of the line; figures carry
+thousands separators (1,234,567.5). The cells then go through the same header meaning and units as CSV. Older nsys (2021.x)
 names are accepted too: gpukernsum, gpumemtimesum, gpumemsizesum, gputrace, nvtxsum, osrtsum, cudaapisum.
 
 What each report is recognised by (its header; a banner, when present, names it outright):
@@ -39,7 +44,8 @@ What comes out
                  Operation / Range / Kernel Name), style, range, pid, tid, nvtx_inst, and for sizes total_bytes,
                  avg_bytes, ... (one key per file so that several files merge without overwriting each other;
                  `reports(bundle)` gathers them, grouped by profile: the PREFIX of `--output PREFIX`). playbook.analysis.nsys_profiles.summarize reads them for `diagnose`.
-A row whose field count does not match its header is skipped and counted (one warning per file).
+A row whose field count does not match its header is skipped and counted (one warning per file); so is a column
+row cut before its last column or with text in a numeric column (a name wrapped onto the next line).
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import headers, textio
 
-FORMAT = "Nsight Systems stats (nsys stats --format csv)"
+FORMAT = "Nsight Systems stats (nsys stats, CSV or column tables)"
 META_PREFIX = "nsys:"
 
 KNOWN_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_trace",
@@ -85,11 +91,14 @@ _OTHER = {"style": "style", "nvtx range": "range", "pid": "pid", "tid": "tid", "
 _TEXT_KEYS = frozenset({"name", "style", "range", "category", "src_kind", "dst_kind", "device"})
 
 _BANNER = re.compile(r"\(\s*(?P<name>[a-z_]+)(?::[^)]*)?\s*\)\s*:?\s*$")
-_PROCESSING = re.compile(r"^\s*Processing \[.*?\] with \[(?:.*[/\\])?(?P<name>[A-Za-z_]+)\.py\]")
-_NOISE = re.compile(r"^\s*(Generating|Processing|NOTICE|SKIPPED|WARNING|ERROR|It is assumed|Consider using|"
-                    r"Exporting|\*\*|\[\d+/\d+\])")
+# the line before each report: "Processing [x.sqlite] with [.../cuda_gpu_kern_sum.py]..." (2022-2023),
+# "Running [.../osrtsum.py x.sqlite]..." (2022.1) or "[3/8] Executing 'cuda_gpu_kern_sum' stats report" (2023.2+)
+_PROCESSING = re.compile(r"^\s*(?:Processing \[.*?\] with \[|Running \[|\[\d+/\d+\] Executing ')"
+                         r"(?:[^\]']*[/\\])?(?P<name>[A-Za-z_]+)(?:\.py\b|')")
+_NOISE = re.compile(r"^\s*(Generating|Processing|Running|Using|NOTICE|SKIPPED|WARNING|ERROR|It is assumed|"
+                    r"Consider using|Exporting|\*\*|\[\d+/\d+\])")
 _DEVICE_INDEX = re.compile(r"\((\d+)\)\s*$")
-_COLUMN_TABLE = re.compile(r"^\s*Time\s*\(%\)\s{2,}Total Time")
+_RULE_RUN = re.compile(r"-+")
 # a header is an nsys one when it names one of these (after unit stripping, lower case)
 _MARKERS = ({"time", "total time"}, {"start", "duration", "corrid"}, {"nvtx range", "kern inst"},
             {"total", "operation"}, {"time", "total time", "operation"})
@@ -155,8 +164,13 @@ def _is_header(fields: list[str]) -> bool:
 
 
 def sniff(head: str) -> bool:
-    """An nsys stats CSV header (or banner), or an nsys stats column-format table (read() then says how to fix)."""
+    """An nsys stats CSV header (or banner), or an nsys stats table in the default column format."""
+    prev = ""
     for line in head.split("\n")[:200]:
+        starts = _rule_starts(line)
+        if starts and _is_header(_cut(prev, starts)):
+            return True
+        prev = line
         if _PROCESSING.match(line) or (line.lstrip().startswith("**") and _BANNER.search(line)
                                        and canonical_report(_BANNER.search(line).group("name"))):
             return True
@@ -164,40 +178,80 @@ def sniff(head: str) -> bool:
             fields = _split(line)
             if fields and len(fields) >= 3 and _is_header(fields):
                 return True
-        elif _COLUMN_TABLE.match(line):
-            return True
     return False
 
 
 # ------------------------------------------------------------------------------------------------ parsing
 class _Table:
-    """One CSV table of an export: the report its banner named (or None), header fields, data rows."""
+    """One table of an export: the report its banner named (or None), header fields, data rows; `starts` holds
+    the column start offsets of a column-format table (None for CSV)."""
 
-    def __init__(self, report: str | None, header: list[str], line: int):
-        self.report, self.header, self.line = report, header, line
+    def __init__(self, report: str | None, header: list[str], line: int, starts: list[int] | None = None):
+        self.report, self.header, self.line, self.starts = report, header, line, starts
         self.rows: list[list[str]] = []
+        self.numeric = [_column(h)[1] != "text" for h in header]
+
+
+def _rule_starts(line: str) -> list[int] | None:
+    """The column start offsets of a column-format rule line (` --------  ---------------  ----`), else None."""
+    if "-" not in line or line.strip(" -\r") or len(line) > 64 * MAX_COLUMNS:
+        return None
+    starts = [m.start() for m in _RULE_RUN.finditer(line)]
+    return starts if 2 <= len(starts) <= MAX_COLUMNS else None
+
+
+def _cut(line: str, starts: list[int]) -> list[str]:
+    """A column-format line cut at the rule's column starts; the last column runs to the end (names)."""
+    return [line[a:b].strip() for a, b in zip(starts, starts[1:] + [None], strict=True)]
+
+
+def _column_row(line: str, table: _Table) -> tuple[list[str] | None, str]:
+    """The cells of one column-format data row, or (None, why it is not one: a cut or wrapped row)."""
+    if len(line.rstrip()) <= table.starts[-1]:
+        return None, f"row ends before the {table.header[-1]!r} column (cut or wrapped)"
+    cells = _cut(line, table.starts)
+    numbers = [c for c, num in zip(cells, table.numeric, strict=True) if num and c]
+    if not numbers:
+        return None, "no figures in the numeric columns (a wrapped name?)"
+    bad = next((c for c in numbers if _number(c) != _number(c) and c.lower() not in _NA), None)
+    if bad is not None:
+        return None, f"{bad[:40]!r} in a numeric column (misaligned or wrapped row)"
+    return cells, ""
 
 
 def _tables(text: str, skips: schema.SkipCounter) -> list[_Table]:
-    """Every CSV table in the text, each with the report its banner named (None when no banner)."""
+    """Every table in the text (CSV, or column format: a header over a `----  ----` rule line), each with the
+    report its banner named (None when no banner)."""
     tables: list[_Table] = []
     pending: str | None = None
     current: _Table | None = None
+    prev = ""  # the line before, a column-format header when this one is its rule
     for i, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line:
-            current = None
+            current, prev = None, ""
             continue
         m = _PROCESSING.match(raw)
         b = _BANNER.search(line) if line.startswith("**") else None
         if m or b:
             pending, current = canonical_report((m or b).group("name")), None
             continue
-        if _COLUMN_TABLE.match(raw):
-            raise InputError("{path}: an nsys stats table in column format, not CSV; rerun `nsys stats ... "
-                             "--format csv --output PREFIX`")
         if _NOISE.match(raw):
             current = None
+            continue
+        starts = _rule_starts(raw)
+        header = _cut(prev, starts) if starts else []
+        prev = raw
+        if starts and _is_header(header):
+            current, pending = _Table(pending, header, i - 1, starts), None
+            tables.append(current)
+            continue
+        if current is not None and current.starts is not None:
+            cells, why = _column_row(raw, current)
+            if cells is None:
+                skips.skip(i, why)
+            else:
+                current.rows.append(cells)
             continue
         fields = _split(raw)
         if fields is None:
@@ -221,9 +275,13 @@ def _looks_numeric(fields: list[str]) -> bool:
     return _number(fields[0]) == _number(fields[0])  # not NaN
 
 
+_NA = ("nan", "-nan", "n/a", "-", "none", "null")
+
+
 def _number(text: str) -> float:
+    """A figure as nsys prints it (thousands separators in column format: 1,234,567.5); NaN when absent."""
     t = (text or "").strip().replace(",", "")
-    if not t or t.lower() in ("nan", "n/a", "-", "none", "null"):
+    if not t or t.lower() in _NA:
         return math.nan
     try:
         return float(t)

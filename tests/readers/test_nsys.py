@@ -120,9 +120,64 @@ def test_damaged_row_is_counted(nsys_dir):
     assert w.endswith("damaged_kern_sum.csv: skipped 1 of 4 rows (line 3: 5 fields where the header has 9)")
 
 
-def test_console_table_format_says_how_to_export(nsys_dir):
-    with pytest.raises(InputError, match=r"column_format.txt: .*--format csv"):
-        nsys.read(nsys_dir / "column_format.txt")
+def test_console_table_format_is_read(nsys_dir):
+    """`nsys stats` without --format csv: columns cut at the `----` rule, names with spaces, 1,234 separators."""
+    b, reps = reports_of(nsys_dir / "column_format.txt")
+    rows = reps["cuda_gpu_kern_sum"]
+    assert [r["count"] for r in rows] == [54, 12, 6, 24] and not b.warnings
+    assert rows[0]["total_ns"] == 292_823_072 and rows[0]["avg_ns"] == 5_422_649.5
+    assert rows[1]["name"] == "void at::native::(anonymous namespace)::"
+
+
+# (file, report, rows, (name prefix, key, value) of one row) as written in tests/data/nsys/pasted/SOURCES.md
+PASTED = [
+    ("vecmem_gpumemsizesum.txt", "cuda_gpu_mem_size_sum", 3, ("[CUDA memcpy HtoD]", "total_bytes", 1_853_491_000)),
+    ("vecmem_gpumemsizesum.txt", "cuda_gpu_mem_size_sum", 3, ("[CUDA memset]", "count", 8_800)),
+    ("vllm_offload_memops.txt", "cuda_gpu_mem_time_sum", 4, ("[CUDA memcpy Host-to-Device]", "total_ns",
+                                                             1_065_985_331_278)),
+    ("vllm_offload_memops.txt", "cuda_gpu_mem_size_sum", 4, ("[CUDA memcpy Host-to-Device]", "total_bytes",
+                                                             294_088_757_097_000)),
+    ("pytorch_osrtsum.txt", "osrt_sum", 3, ("sem_wait", "total_ns", 10_786_646_470)),
+    ("pytorch_osrtsum.txt", "osrt_sum", 3, ("poll", "count", 88)),
+    ("timemachine_cudaapisum.txt", "cuda_api_sum", 7, ("cudaLaunchKernel", "count", 411_939)),
+    ("timemachine_cudaapisum.txt", "cuda_api_sum", 7, ("cudaEventSynchronize", "time_pct", 25.4)),
+    ("timemachine_kernsum.txt", "cuda_gpu_kern_sum", 7,
+     ("void timemachine::k_compute_nonbonded_target_atom_energies<float, (int)64>(int, int, const int *, c…",
+      "total_ns", 4_362_860)),
+    ("timemachine_kernsum.txt", "cuda_gpu_kern_sum", 7, ("void timemachine::k_decide_move<float>", "count", 200)),
+]
+
+
+@pytest.mark.parametrize("name, report, n_rows, probe", PASTED)
+def test_pasted_console_output_reads_to_the_expected_rows(nsys_dir, name, report, n_rows, probe):
+    path = nsys_dir / "pasted" / name
+    assert detect.detect(path) == "nsys"
+    b, reps = reports_of(path)
+    assert len(reps[report]) == n_rows and not b.warnings
+    prefix, key, value = probe
+    (row,) = [r for r in reps[report] if r["name"].startswith(prefix)]
+    assert row[key] == pytest.approx(value)
+
+
+def test_pasted_reports_are_named_by_their_banner_forms(nsys_dir):
+    """`[6/7] Executing '<report>' stats report` (2023.2+) names each of two tables in one paste."""
+    _, reps = reports_of(nsys_dir / "pasted" / "vllm_offload_memops.txt")
+    assert sorted(reps) == ["cuda_gpu_mem_size_sum", "cuda_gpu_mem_time_sum"]
+
+
+def test_damaged_console_table_is_counted(nsys_dir, tmp_path):
+    """A row cut short and a name wrapped onto the next line: each skipped and counted, the rest read."""
+    lines = (nsys_dir / "pasted" / "timemachine_cudaapisum.txt").read_text().split("\n")
+    lines[5] = lines[5][:40]                        # line 6, cudaEventSynchronize: cut before its name
+    row = lines[6].rstrip()
+    lines[6:7] = [row[:-5], row[-5:]]               # line 7, cudaMemcpyAsync: "Async" wrapped onto line 8
+    p = tmp_path / "api.txt"
+    p.write_text("\n".join(lines))
+    b, reps = reports_of(p)
+    names = [r["name"] for r in reps["cuda_api_sum"]]
+    assert len(names) == 6 and "cudaEventSynchronize" not in names and "cudaMemcpy" in names
+    (w,) = b.warnings
+    assert "skipped 2 of 8 rows" in w and "line 6: row ends before the 'Name' column" in w, w
 
 
 def test_not_nsys(tmp_path, data_dir):
@@ -131,6 +186,14 @@ def test_not_nsys(tmp_path, data_dir):
     p = tmp_path / "x.csv"
     p.write_text("a,b,c\n1,2,3\n")
     assert not nsys.sniff(p.read_text())
+    # other tools' column tables under a `----  ----` rule (torch.profiler, nvprof-style) are not nsys stats
+    profiler = ("-------------  ------------  ------------  ------------\n"
+                "         Name    Self CPU %      Self CPU   CPU total %\n"
+                "-------------  ------------  ------------  ------------\n"
+                "  aten::addmm        40.00%      10.000ms        50.00%\n")
+    smi = "# gpu   pwr  gtemp\n# Idx     W      C\n-----  ----  -----\n    0    61     34\n"
+    for text in (profiler, smi):
+        assert not nsys.sniff(text), text
     with pytest.raises(InputError, match="x.csv: no nsys stats CSV table"):
         nsys.read(p)
 

@@ -322,6 +322,32 @@ def test_an_nsys_header_of_long_labels_is_read_in_linear_time(tmp_path):
     assert nsys._column(" Total Time (ns) ") == ("total_ns", "time", "ns") and nsys._column("Name")[0] == "name"
 
 
+def test_nsys_column_format_lines_of_1_mb_are_read_in_linear_time(tmp_path):
+    """The column-format reader's rule-line, banner and row scans on 1 MB lines: a rule of 300k dash runs (wider
+    than any report), a banner path of 500k slashes, and a 1 MB row under a real header: bounded work, no
+    traceback."""
+    from playbook.readers import nsys
+
+    header = " Time (%)  Total Time (ns)  Num Calls  Name\n --------  ---------------  ---------  ----\n"
+    cases = {
+        "rule.txt": header.split("\n")[0] + "\n" + " -- " * 300_000 + "\n",
+        "banner.txt": "Running [" + "a/" * 500_000 + "\n" + header + "     1.0  1  1  x\n",
+        "row.txt": header + "     1.0" + " 9," * 350_000 + "  name\n" + "     2.0  100  1  k\n",
+    }
+    began = time.monotonic()
+    for name, text in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        nsys.sniff(text[:65536])
+        try:
+            b = nsys.read(p)
+        except InputError as exc:
+            assert "\n" not in str(exc)
+        else:
+            assert all("\n" not in w for w in b.warnings)
+    assert time.monotonic() - began < 10  # bounded-work guard: three 1 MB lines
+
+
 def _mixed_folder(root: Path) -> list[Path]:
     """Telemetry files of many formats (the held-out fixtures) and small nvidia-smi logs holding values no GPU
     reports and a GPU's timestamp twice; the files in the order a folder walk reads them."""

@@ -12,7 +12,7 @@ h2d (a 38.5 MB copy from pageable memory, 3.2 ms), fwd (17 ms), bwd (40 ms), opt
 of 4 ms per step; 6 pageable host-to-device copies of 38,535,168 B.
 rank 1 (`rank1_stdout.txt`, the console form with banners): 2 steps of a healthy loop (0.5 ms data wait).
 Older layouts: `old_gpukernsum.csv` and `old_gpumemsizesum.csv` (nsys 2021.x column names, sizes in KiB);
-`column_format.txt` is `nsys stats` without --format csv (not readable: the reader says how to re-export);
+`column_format.txt` is `nsys stats` without --format csv (the default column table, read like the CSV);
 `damaged_kern_sum.csv` has a row cut short.
 """
 
