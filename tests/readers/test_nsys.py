@@ -159,6 +159,21 @@ def test_pasted_console_output_reads_to_the_expected_rows(nsys_dir, name, report
     assert row[key] == pytest.approx(value)
 
 
+def test_old_column_layout_is_read(tmp_path):
+    """nsys 2021.x column layout (Time(%), Average, ..., no units: ns), report named by its old banner name."""
+    p = tmp_path / "paste.txt"
+    p.write_text(
+        " ** CUDA API Statistics (cudaapisum):\n\n"
+        " Time(%)  Total Time (ns)  Num Calls    Average     Minimum    Maximum     StdDev           Name\n"
+        " -------  ---------------  ---------  -----------  -------  ----------  ----------  ---------------------\n"
+        "    71.3    2,505,346,012     12,000    208,778.8    3,112  10,473,112    31,417.1  cudaStreamSynchronize\n"
+        "    20.1      706,213,550     24,000     29,425.6    2,090     812,507     9,876.0  cudaMemcpyAsync\n")
+    _, reps = reports_of(p)
+    sync, copy = reps["cuda_api_sum"]
+    assert sync["name"] == "cudaStreamSynchronize" and sync["avg_ns"] == 208_778.8 and sync["count"] == 12_000
+    assert copy["total_ns"] == 706_213_550 and copy["time_pct"] == 20.1
+
+
 def test_pasted_reports_are_named_by_their_banner_forms(nsys_dir):
     """`[6/7] Executing '<report>' stats report` (2023.2+) names each of two tables in one paste."""
     _, reps = reports_of(nsys_dir / "pasted" / "vllm_offload_memops.txt")
