@@ -205,7 +205,7 @@ def ranks(stragglers: dict | None, kineto: dict | None) -> list[dict]:
 def untestable(run: Run) -> str | None:
     """Why the inputs cannot show the signatures at all (then "nothing found" is not "healthy"), or None: a
     recording that says it is incomplete, telemetry too short to look for a swing, a trace without GPU work, nothing that measures the GPUs or the loop
-    (NCCL facts and link tables describe the fabric only),
+    (NCCL facts and link tables describe the fabric only; nsys totals without a trace or step ranges have no time axis),
     or GPUs steadily under STEADY_BUSY_MIN without a swing."""
     osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
     lost = run.bundle.meta.get("incomplete") or {}
@@ -214,16 +214,21 @@ def untestable(run: Run) -> str | None:
         return f"the recording is incomplete ({where}: {reason[:160]})"
     kineto = sm.get("kineto")
     gpu_trace = bool(kineto and kineto.get("gpu_idle"))
-    # NCCL connection facts and link tables can name a fabric cause, never vouch for the loop's health
-    others = bool(run.steps_summary or gpu_trace or any(sm.get(n) for n in ("stragglers", "nsys",
-                                                                           "flight_recorder", "profiler")))
+    # NCCL connection facts and link tables can name a fabric cause, never vouch for the loop's health; nor can nsys
+    # summary tables without a GPU trace or NVTX step ranges (totals per kernel or call, no time axis to be idle on)
+    nsys = sm.get("nsys") or {}
+    nsys_timed = bool(nsys) and (len(run.bundle.trace) > 0 or any(
+        isinstance(p, dict) and p.get("nvtx") for p in nsys.get("profiles") or []))
+    others = bool(run.steps_summary or gpu_trace or nsys_timed or any(sm.get(n) for n in (
+        "stragglers", "flight_recorder", "profiler")))
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
     if kineto and not gpu_trace and osc is None and gpu_report is None and not others:
         return "the trace holds no GPU kernels or copies (a CPU-only profile)"
     if osc is None and gpu_report is None and not others:
         have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events),
-                               ("NCCL connection facts", run.bundle.nccl)) if len(t)]
+                               ("NCCL connection facts", run.bundle.nccl)) if len(t)] + \
+            (["nsys summary tables (totals, no time axis)"] if nsys else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
     if osc is not None and not osc.detected and not osc.single_drop and not others and \

@@ -338,3 +338,18 @@ def test_diagnose_uses_the_nsys_findings(nsys_dir):
     d = diagnose(read_paths([nsys_dir / "rank0_nvtx_sum.csv", nsys_dir / "rank0_osrt_sum.csv"]))
     assert d.top["id"] == "data_starvation"
     assert any(e.startswith("nsys profile") and "NVTX 'data'" in e for e in d.top["evidence"])
+
+
+def test_summary_tables_alone_do_not_vouch_for_health():
+    # vllm PR #6317's pasted memop summaries (H2D copies 99.9% of GPU copy time) read "Healthy (0.60)": totals per
+    # kernel or call have no time axis for a GPU to be idle on, so nothing found in them is no evidence of health
+    from pathlib import Path
+
+    from playbook.diagnosis import diagnose
+
+    pasted = Path(__file__).resolve().parents[1] / "data" / "nsys" / "pasted" / "vllm_offload_memops.txt"
+    ranked = diagnose(read_paths([str(pasted)])).hypotheses
+    assert ranked[0]["id"] == "insufficient_data" and "nsys summary tables" in ranked[0]["evidence"][0]
+    assert "h2d_copy" in [h["id"] for h in ranked[:3]]
+    healthy = next(h for h in ranked if h["id"] == "healthy")
+    assert healthy["score"] <= 0.5
