@@ -151,6 +151,10 @@ def _record_next(bundle: schema.Bundle, osc: OscillationResult | None, reason: s
                     "active=3) and the time blocked in next(DataLoader) per step")
     if reason and "CPU-only" in reason:
         asks.append("a profiler trace with CUDA activity (torch.profiler activities=[CPU, CUDA])")
+    if reason and "nsys summary" in reason:  # the profile is there: export what has a time axis
+        asks.insert(0, "from the same .nsys-rep, the GPU timeline and the steps: `nsys stats --report "
+                       "cuda_gpu_trace,nvtx_sum --format csv --output prof/rank0 prof/rank0.nsys-rep` (NVTX "
+                       "'step N' ranges: playbook.probes' StepTimer or nvtx.range_push per step)")
     return "; ".join(asks) or causes.cause(ids.INSUFFICIENT_DATA).next_step
 
 

@@ -350,6 +350,7 @@ def test_summary_tables_alone_do_not_vouch_for_health():
     pasted = Path(__file__).resolve().parents[1] / "data" / "nsys" / "pasted" / "vllm_offload_memops.txt"
     ranked = diagnose(read_paths([str(pasted)])).hypotheses
     assert ranked[0]["id"] == "insufficient_data" and "nsys summary tables" in ranked[0]["evidence"][0]
+    assert ranked[0]["next_step"].startswith("from the same .nsys-rep") and "cuda_gpu_trace" in ranked[0]["next_step"]
     assert "h2d_copy" in [h["id"] for h in ranked[:3]]
     healthy = next(h for h in ranked if h["id"] == "healthy")
     assert healthy["score"] <= 0.5
