@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"\n== {name}")
             print(render(s))
     read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
-        f.get("profiler") for s in summaries for f in s["text_lines"].values())
+        f.get("profiler") for s in summaries for f in s["text_lines"].values()) or any(
+        s.get("nsys_reports") for s in summaries)
     return 0 if read else 1
 
 
@@ -163,8 +164,12 @@ def summarize(bundle) -> dict[str, Any]:
             if col in nccl:
                 info[col + "s"] = sorted(map(str, nccl[col].dropna().astype(str).unique()))[:32]
     tables["nccl"] = info
+    from playbook.readers import nsys
+
+    # nsys stats summary reports (totals per kernel, call, copy) live in the bundle's meta, one per file
+    summaries = {name: len(frame) for name, frame in nsys.reports(bundle).items()}
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
-            "text_lines": text_lines(bundle)}
+            "text_lines": text_lines(bundle), "nsys_reports": summaries}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -324,7 +329,12 @@ def render(summary: dict[str, Any]) -> str:
             elif name == "nccl" and tb.get("hosts"):
                 extra = f"; hosts {_names(tb['hosts'])}"
             out.append(f"{name:<10s} {tb['rows']:,} rows{extra}")
-    if not any(tb["rows"] for tb in t.values()) and not any(f.get("profiler") for f in summary["text_lines"].values()):
+    reports = summary.get("nsys_reports") or {}
+    if reports:
+        out.append(f"nsys       {len(reports)} summary report{'s' if len(reports) != 1 else ''}: "
+                   + ", ".join(f"{k} {v} rows" for k, v in reports.items()))
+    if not any(tb["rows"] for tb in t.values()) and not reports and \
+            not any(f.get("profiler") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):
         out.append("text logs, line by line:")

@@ -52,6 +52,15 @@ def test_tz_reads_local_timestamps_and_names_a_bad_zone(tmp_path):
     assert bad.returncode != 0 and "unknown time zone 'Mars/Base'" in bad.stderr and "Traceback" not in bad.stderr
 
 
+def test_info_counts_nsys_summary_reports_as_read():
+    # a pasted `nsys stats` output holds summary reports only (no table rows): it was "no rows read", exit 1
+    pasted = "tests/data/nsys/pasted/vllm_offload_memops.txt"
+    done = _run("info", pasted)
+    assert done.returncode == 0, done.stderr
+    assert "nsys       2 summary reports: cuda_gpu_mem_time_sum 4 rows, cuda_gpu_mem_size_sum 4 rows" in done.stdout
+    assert "no rows read" not in done.stdout
+
+
 def test_info_shows_a_text_logs_ranks_phases_sections_and_events(tmp_path):
     from playbook.commands import info
     from playbook.readers import read_paths
