@@ -215,7 +215,11 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
         return None
     with warnings.catch_warnings():  # bins where no GPU reported: NaN, by design
         warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(np.where(valid, util, np.nan), axis=0) if g_count > 1 else util[0]
+        # a GPU idle throughout while peers work is its own bucket (idle_gpu), not part of the fleet's level: in a
+        # small fleet it would drag the median (2 GPUs at 97% and 0%: a "busy level" of 48%)
+        idle_all = np.nanpercentile(np.where(valid, util, np.nan), 95, axis=1) <= IDLE_PCT
+        level_of = valid & ~idle_all[:, None] if (~idle_all).any() else valid
+        med = np.nanmedian(np.where(level_of, util, np.nan), axis=0) if g_count > 1 else util[0]
     med = np.where(np.isfinite(med), med, np.nan)
     busy = float(np.nanpercentile(med, BUSY_Q)) if np.isfinite(med).any() else 100.0
     busy = max(busy, 1.0)

@@ -48,6 +48,8 @@ def _accounted_lead(ranked: list[dict], acc: Accounting) -> list[dict]:
         h["lost_share"] = round(share, 4) if acc.wall_s > 0 else None
         names = list(dict.fromkeys([n for b in acc.buckets if b.cause == lead for n in b.names if n != "all GPUs"]
                                    + list(h.get("names") or [])))
+        # a host whose GPU is named already adds nothing (an event naming only its host, beside that GPU's bucket)
+        names = [n for n in names if not any(m.startswith(f"{n}:") for m in names)]
         h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))
     if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
         best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)

@@ -300,3 +300,19 @@ def test_an_evaluation_at_the_first_step_leaves_the_warm_up_alone(tmp_path):
     assert (bundle.events["step"] == 0).any()  # the evaluation is an event at the first step
     acc = diagnose(bundle).accounting
     assert acc["warmup_s"] == pytest.approx(35.0, rel=0.01) and acc["lost_share"] < 0.02
+
+
+def test_a_gpu_idle_throughout_does_not_set_the_fleets_busy_level():
+    # k8s-device-plugin#267's shape: 2 GPUs, one at ~97% and one idle (failing) throughout. The peers' median of the
+    # two made a "busy level" of 48% and charged half the time to steady_idle on "all 2 GPUs"
+    from playbook.model import schema
+
+    n = 300
+    t = np.datetime64("2026-01-01T00:00:00", "ns") + np.arange(n) * np.timedelta64(1, "s")
+    util = np.r_[np.full(n, 97.0), np.zeros(n)]
+    tele = schema.telemetry_frame({"time": np.r_[t, t], "host": "h", "gpu": np.repeat([0, 1], n), "util_pct": util,
+                                   "mem_used_mib": np.r_[np.full(n, 60000.0), np.full(n, 40000.0)]})
+    acc = account(schema.Bundle(inputs=["x"], telemetry=tele))
+    kinds = {b.kind: b for b in acc.buckets}
+    assert "steady_idle" not in kinds and kinds["idle_gpu"].names == ["h:1"]
+    assert kinds["idle_gpu"].seconds == pytest.approx(0.97 * n, rel=0.02)
