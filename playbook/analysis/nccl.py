@@ -181,8 +181,9 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     last: dict[int, tuple[str, int, int, str]] = {}
     for rank, detail in zip(rows["rank"], rows["detail"], strict=True):
         fields = timeout_fields(detail)
-        if fields is not None:
-            last[int(rank)] = fields  # the last report of each rank
+        if fields is not None:  # the last report of each rank; "?": only the exception line named the collective
+            op, seq, ms, pg = fields
+            last[int(rank)] = (op if op != "?" else "collective", seq, ms, pg)
     if not last:
         return None
     ranks = [{"rank": r, "op": op, "seq": seq, "ran_s": round(ms / 1e3, 1) if ms >= 0 else None, "pg": pg}
@@ -195,12 +196,10 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     seqs = {r: seq for r, (_, seq, _, _) in last.items() if r >= 0}
     op, seq, ms, _pg = max(last.values(), key=lambda f: (f[1], f[2]))  # a watchdog line before an exception line
     waited = f"after {ms / 1e3:.0f} s" if ms >= 0 else "at its timeout"
-    op = op if op != "?" else "collective"
     tip = ("dump the stacks of the named ranks (py-spy dump --pid), or set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and read "
            "the flight-recorder dumps with playbook diagnose")
     if len(groups) > 1:
-        where = "; ".join(f"rank {r} in {o if o != '?' else 'collective'} #{q} of group {g or '?'}"
-                          for r, (o, q, _, g) in sorted(last.items()))
+        where = "; ".join(f"rank {r} in {o} #{q} of group {g or '?'}" for r, (o, q, _, g) in sorted(last.items()))
         finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
             f"watchdog: ranks timed out in {len(groups)} different process groups ({where}): each group waits for "
             "a member that is blocked elsewhere, typically in another group's collective — groups whose "

@@ -72,7 +72,7 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
         ax.text(0.5, 0.5, "no step times", ha="center", va="center", transform=ax.transAxes)
         return fig
     ms = fleet["duration_s"].to_numpy(dtype="float64") * 1e3
-    scale, by_work = work_scale(ms, fleet["work"].to_numpy(dtype="float64")) if "work" in fleet else (1.0, None)
+    scale, by_work = work_scale(ms, fleet["work"].to_numpy(dtype="float64"))
     slow = slow_steps(ms / scale)
     ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time")
     ax.axhline(float(np.median(ms)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(ms):.3g} ms")

@@ -80,14 +80,21 @@ def test_time_outside_the_step_timer_is_found_from_the_timestamps(tmp_path):
     assert b["cause"] == "between_steps" and d.verdict["id"] == "between_steps"
 
 
-def test_one_idle_gpu_of_four_is_a_quarter_of_the_gpu_time_and_named(tmp_path):
+def _smi_log(path, header: str, ticks: int, cells) -> str:
+    """An nvidia-smi --query-gpu CSV at `path`: 1 s ticks of 4 GPUs, `cells(tick, gpu)` the text after the index."""
     t0 = dt.datetime(2024, 5, 1, 12, 0, 0)
-    rows = ["timestamp, index, utilization.gpu [%], power.draw [W]"]
-    for k in range(198):
+    rows = [f"timestamp, index, {header}"]
+    for k in range(ticks):
         ts = (t0 + dt.timedelta(seconds=k)).strftime("%Y/%m/%d %H:%M:%S.000")
-        rows += [f"{ts}, {g}, {0 if g == 2 else 100} %, {60 if g == 2 else 400}.00 W" for g in range(4)]
-    (tmp_path / "gpu.csv").write_text("\n".join(rows) + "\n")
-    d = diagnose(read_paths([str(tmp_path / "gpu.csv")]))
+        rows += [f"{ts}, {g}, {cells(k, g)}" for g in range(4)]
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_one_idle_gpu_of_four_is_a_quarter_of_the_gpu_time_and_named(tmp_path):
+    log = _smi_log(tmp_path / "gpu.csv", "utilization.gpu [%], power.draw [W]", 198,
+                   lambda k, g: f"{0 if g == 2 else 100} %, {60 if g == 2 else 400}.00 W")
+    d = diagnose(read_paths([log]))
     acc = d.accounting
     assert acc["basis"] == "gpu" and acc["lost_share"] == pytest.approx(0.25, abs=0.01)
     assert acc["buckets"][0]["kind"] == "idle_gpu" and acc["buckets"][0]["names"] == ["gpu:2"]
@@ -97,13 +104,9 @@ def test_one_idle_gpu_of_four_is_a_quarter_of_the_gpu_time_and_named(tmp_path):
 
 def test_gpus_idle_until_the_job_first_works_are_warm_up_not_a_loss(tmp_path):
     # 30 s of loading (every GPU at 0%) before four GPUs work at 99-100%; a mid-run idle minute stays a loss
-    t0 = dt.datetime(2024, 5, 1, 12, 0, 0)
-    rows = ["timestamp, index, utilization.gpu [%]"]
-    for k in range(300):
-        ts = (t0 + dt.timedelta(seconds=k)).strftime("%Y/%m/%d %H:%M:%S.000")
-        rows += [f"{ts}, {g}, {0 if k < 30 or 150 <= k < 210 else 99 + (k + g) % 2} %" for g in range(4)]
-    (tmp_path / "gpu.csv").write_text("\n".join(rows) + "\n")
-    acc = diagnose(read_paths([str(tmp_path / "gpu.csv")])).accounting
+    log = _smi_log(tmp_path / "gpu.csv", "utilization.gpu [%]", 300,
+                   lambda k, g: f"{0 if k < 30 or 150 <= k < 210 else 99 + (k + g) % 2} %")
+    acc = diagnose(read_paths([log])).accounting
     assert acc["warmup_s"] == pytest.approx(4 * 30 * 0.995, rel=0.05)
     assert acc["lost_s"] == pytest.approx(4 * 60 * 0.995, rel=0.05) and acc["buckets"][0]["kind"] == "fleet_drops"
 
