@@ -224,7 +224,8 @@ def _where(b: Bucket) -> str:
     if b.names and b.names != ["all GPUs"]:
         parts.append("on " + ", ".join(b.names[:3]) + (f" and {len(b.names) - 3} more" if len(b.names) > 3 else ""))
     if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
-        parts.append("at steps " + ", ".join(map(str, b.steps[:5])) + (" …" if len(b.steps) > 5 else ""))
+        parts.append(("at step " if len(b.steps) == 1 else "at steps ") + ", ".join(map(str, b.steps[:5]))
+                     + (" …" if len(b.steps) > 5 else ""))
     elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind.endswith("_gpu")):
         parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
                      + (" …" if len(b.windows) > 3 else ""))
