@@ -31,7 +31,9 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   These partition the basis too: a slow step's or a stretch's excess is at most the step's own time, an ordinary
   step's waits are charged at most its own time (in the order logged) and the stage imbalance at most what they
   left, and `outside_timer` per gap at most what the timed steps leave of it (a rank's wall time is its timed steps
-  plus those untimed rests, at least its span).
+  plus those untimed rests, at least its span). Waits a log timed outside the step (a loader timed before the step
+  timer starts: the gaps' untimed rest tracks them) are charged to their phase from that rest, not to the step's
+  time nor again to `outside_timer`.
 
 The noise floor is the run's own jitter: the share of the basis that ordinary polls/steps spend below the busy
 level / above the steady step while nothing is flagged (GPU time: OK GPUs' deficit against their peers; wall time:
@@ -530,49 +532,30 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         # lines' steps overrun their gaps
         untimed = float(np.clip(np.diff(times) - np.maximum(d[:-1], d[1:]) * per_row[1:], 0.0, None).sum())
         wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
-        buckets += _outside_timer(times, d, stepno, warm, name)
-    buckets += _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(), strict=True)),
-                              name, dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
-                                             strict=True)))
+    rest, gaps_out = sp.untimed_gaps(times, d, stepno, warm) if times is not None else \
+        (np.zeros(max(len(d) - 1, 0)),) * 2
+    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(),
+                                                            strict=True)), name,
+                                      dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
+                                               strict=True)), stepno, rest, gaps_out)
+    buckets += _outside_timer(times, stepno, gaps_out, name) + phases
     jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     base = best
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
             "step_s": base, "gap": k_typ}
 
 
-def _outside_timer(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int, name: str) -> list[Bucket]:
-    """Start-to-start gaps longer than the step they start (time the step timer does not see), beyond the run's
-    own typical gap excess; when lines are logged every k steps, a gap covers k steps. Per gap at most what the
-    steps at either end leave of it (the rank's untimed wall time, _rank_account)."""
-    if len(times) < 4:
+def _outside_timer(times, step: np.ndarray, gaps_out: np.ndarray, name: str) -> list[Bucket]:
+    """The gaps between lines longer than the steps they hold (sp.untimed_gaps), less the waits the log timed there
+    (which _phase_buckets charges to their phase)."""
+    flagged = gaps_out > 1e-9
+    if times is None or not flagged.any():
         return []
-    gap = np.diff(times)
-    k = np.clip(np.diff(step), 1, None).astype(np.float64)
-    body = slice(warm, None)
-    # a line's time may be its step's start or its end: the longer of the two neighbours keeps a slow step's own
-    # excess out of this bucket
-    outside = np.clip(gap - np.maximum(d[:-1], d[1:]) * k, 0.0, None)[body]
-    if not len(outside) or not np.isfinite(outside).all():
-        return []
-    # what the timer misses routinely (a logging line, the loop's own overhead) is part of the healthy pace: the
-    # 10th percentile, so that stretches covering half the run still stand out
-    typical = float(np.percentile(outside, 10))
-    extra = np.clip(outside - typical, 0.0, None)
-    scale = float(np.median((d[1:] * k)[body])) if len(d) > 1 else 0.0  # the typical gap the timer explains
-    # a line's time is its step's start or, when the reader took it back from the printed end, end − duration:
-    # the coarser of the two resolutions is the clock's; a clock coarser than a quarter of the typical gap (whole
-    # seconds on sub-second steps logged every step) cannot show time outside the timer
-    tick = max(sp.time_resolution(times), sp.time_resolution(times + d))
-    if not np.isfinite(scale) or scale <= 0 or tick > 0.25 * scale:
-        return []
-    flagged = extra > max(0.05 * scale, 2 * tick)
-    if flagged.sum() < 1 or extra[flagged].sum() <= 0:
-        return []
-    idx = np.flatnonzero(flagged) + warm
-    return [Bucket("outside_timer", float(extra[flagged].sum()), names=[name] if name else [],
+    idx = np.flatnonzero(flagged)
+    return [Bucket("outside_timer", float(gaps_out[flagged].sum()), names=[name] if name else [],
                    windows=[(float(times[i]), float(times[i + 1])) for i in idx],
                    steps=[int(step[i]) for i in idx],
-                   detail=f"{int(flagged.sum())} gap{'s' if flagged.sum() > 1 else ''} between steps longer than "
+                   detail=f"{len(idx)} gap{'s' if len(idx) > 1 else ''} between steps longer than "
                           "the step timer measured (time spent outside the timed step)")]
 
 
@@ -594,24 +577,39 @@ def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
 
 
-def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str,
-                   room: dict[int, float]) -> list[Bucket]:
+def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str, room: dict[int, float],
+                   stepno: np.ndarray, rest: np.ndarray, gaps_out: np.ndarray) -> tuple[list[Bucket], np.ndarray]:
     """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
-    between named work stages. Each step's waits are charged at most its own time (`room`, wall-seconds per step),
-    in the order the phases were logged, and the imbalance at most what the waits left: a phase timed outside the
-    step is the outside-timer bucket's time, not charged twice."""
+    between named work stages; returns them and the outside-timer gaps (`gaps_out`) less the waits charged there.
+    A step's waits are drawn, in the order the phases were logged, first from the untimed rest of the gap beside its
+    line (`rest`, per gap between lines: a wait timed outside the step, sp.untimed_beside), then from the step's own
+    time (`room`, wall-seconds per step); the imbalance gets at most what the waits left of the steps' time. No
+    second is charged twice, to a phase and to the outside-timer bucket."""
     part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
     if part.empty:
-        return []
+        return [], gaps_out
     weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
     phase_of = part["phase"].astype(str)
     secs = weighted.groupby(phase_of).sum()
     wait = phase_of.isin(sa.WAIT_PHASES) & (weighted > 0)
-    cum = weighted[wait].groupby(part.loc[wait, "step"]).cumsum()
-    cap = part.loc[wait, "step"].map(room).astype(np.float64)
-    got = np.minimum(cum, cap) - np.minimum(cum - weighted[wait], cap)  # the part of each wait under its step's time
-    charged = got.groupby(phase_of[wait]).sum()
+    wt, at = weighted[wait], part.loc[wait, "step"]
+    per_line = wt.groupby(at).sum().reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+    beside, shift = sp.untimed_beside(rest, per_line)
+    room_out = at.map(dict(zip(stepno.tolist(), beside.tolist(), strict=True))).astype(np.float64)
+    cum = wt.groupby(at).cumsum()
+    outside = np.minimum(cum, room_out) - np.minimum(cum - wt, room_out)  # the part of each wait in the gap
+    inside = wt - outside
+    cum = inside.groupby(at).cumsum()
+    cap = at.map(room).astype(np.float64)
+    got = np.minimum(cum, cap) - np.minimum(cum - inside, cap)  # the part of each wait under its step's time
+    charged = (got + outside).groupby(phase_of[wait]).sum()
     left = max(sum(room.values()) - float(got.sum()), 0.0)
+    used = outside.groupby(at).sum()
+    used = used[used > 0]
+    if len(used):
+        gaps_out = gaps_out.copy()
+        np.subtract.at(gaps_out, np.searchsorted(stepno, used.index.to_numpy()) + shift, used.to_numpy())
+        gaps_out = np.clip(gaps_out, 0.0, None)
     out = []
     for phase, s in charged.items():
         if s > 0:
@@ -630,4 +628,4 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
         out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
                           detail=f"the {top} stage takes {share:.0%} of every step by its own timers: in a "
                                  f"pipeline of the {len(stages)} stages the others idle while it runs"))
-    return out
+    return out, gaps_out

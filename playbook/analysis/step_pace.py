@@ -65,3 +65,49 @@ def time_resolution(times: np.ndarray) -> float:
         if np.all(np.abs(rel / tick - np.round(rel / tick)) < 1e-3):
             return tick
     return 1e-6
+
+
+def untimed_gaps(times: np.ndarray, d: np.ndarray, step: np.ndarray, warm: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap between consecutive lines, the seconds its start-to-start time exceeds the steps that explain it
+    (time the step timer does not see: `rest`), and the part of it beyond the run's own typical rest where that
+    stands out (`unusual`, 0 elsewhere). Both 0 in the warm-up and where the clock is too coarse to show them. A gap
+    between lines logged every k steps covers k steps (seconds; len(times) − 1 values each)."""
+    rest, unusual = np.zeros(max(len(times) - 1, 0)), np.zeros(max(len(times) - 1, 0))
+    if len(times) < 4:
+        return rest, unusual
+    k = np.clip(np.diff(step), 1, None).astype(np.float64)
+    # a line's time may be its step's start or its end: the longer of the two neighbours keeps a slow step's own
+    # excess out of this bucket
+    outside = np.clip(np.diff(times) - np.maximum(d[:-1], d[1:]) * k, 0.0, None)[warm:]
+    if not len(outside) or not np.isfinite(outside).all():
+        return rest, unusual
+    # what the timer misses routinely (a logging line, the loop's own overhead) is part of the healthy pace: the
+    # 10th percentile, so that stretches covering half the run still stand out
+    extra = np.clip(outside - float(np.percentile(outside, 10)), 0.0, None)
+    scale = float(np.median((d[1:] * k)[warm:]))  # the typical gap the timer explains
+    # a line's time is its step's start or, when the reader took it back from the printed end, end − duration:
+    # the coarser of the two resolutions is the clock's; a clock coarser than a quarter of the typical gap (whole
+    # seconds on sub-second steps logged every step) cannot show time outside the timer
+    tick = max(time_resolution(times), time_resolution(times + d))
+    if not np.isfinite(scale) or scale <= 0 or tick > 0.25 * scale:
+        return rest, unusual
+    rest[warm:] = outside
+    unusual[warm:] = np.where(extra > max(0.05 * scale, 2 * tick), extra, 0.0)
+    return rest, unusual
+
+
+def untimed_beside(untimed: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, int]:
+    """Where a log timed its lines' wait phases outside the step (a loader timed before the step timer starts), the
+    untimed rest of the gap that holds each line's waits: the gap after the line (its time is the step's start) or
+    the one before it (the step's end), whichever shares more with the waits. The waits count as outside only when
+    that gap's rest tracks them: the seconds the two have in common (per line the lesser) are most of the larger
+    total (over half), else the rest is other untimed time (logging, evaluation) and the waits lie inside their
+    steps. Returns per line the rest it may draw on (len(waits) values, all 0 for waits inside) and the gap's offset
+    from the line (0 after, -1 before); `waits` in seconds per line, `untimed` per gap (untimed_gaps' rest)."""
+    none = np.zeros(len(waits)), 0
+    if not len(untimed) or not untimed.any() or not waits.any():
+        return none
+    best = max(((np.r_[untimed, 0.0], 0), (np.r_[0.0, untimed], -1)),
+               key=lambda c: float(np.minimum(waits, c[0]).sum()))
+    common = float(np.minimum(waits, best[0]).sum())
+    return best if common > 0.5 * max(float(waits.sum()), float(best[0].sum())) else none

@@ -130,3 +130,16 @@ def _adversarial_steps() -> dict[str, pd.DataFrame]:
 @pytest.mark.parametrize("name", sorted(_adversarial_steps()))
 def test_adversarial_step_tables_are_partitioned(name):
     _check(step_accounting(_adversarial_steps()[name]), name)
+
+
+def test_a_wait_timed_outside_the_step_is_charged_once_to_its_phase():
+    """A loader timed apart from the step (its wait lies in the gap after the step's line) is the phase's time, not
+    also the outside-timer bucket's: 6 of every 7 steps wait 1.5 s beside 1 s of work, so 9 of every 16 s are lost to
+    the loader; a 1.5 s wait beside every 1 s step is 60% of the wall time (before: 94% and 40%)."""
+    cases = _adversarial_steps()
+    outside = step_accounting(cases["loader_outside_the_step_timer"])
+    assert [b.kind for b in outside.buckets] == ["phase:data"]
+    assert outside.buckets[0].share == pytest.approx(9 / 16, abs=0.01)
+    every = step_accounting(cases["wait_longer_than_its_step"])
+    assert [b.kind for b in every.buckets] == ["phase:data"]
+    assert every.buckets[0].share == pytest.approx(1.5 / 2.5, abs=0.01)
