@@ -8,7 +8,8 @@ One profile = the reports one `nsys stats --output PREFIX` wrote (usually one ra
             The iteration time is the step ranges plus the "data" ranges, because playbook.probes.timed() waits for
             the batch before the step range opens; a "data" range you nest inside your own step ranges makes the
             shares below conservative (understated), never inflated.
-  api       CPU time blocked in CUDA synchronisation calls (cuda_api_sum: cuda*Synchronize) per iteration
+  api       CPU time blocked in CUDA synchronisation calls (cuda_api_sum: cuda*Synchronize) per iteration, and the
+            CPU time spent in kernel launch calls (cudaLaunchKernel*, cuLaunchKernel*, hipLaunchKernel, graph launches)
   osrt      OS runtime calls (osrt_sum): blocking calls (pthread_cond_wait, poll, sem_wait, epoll_wait, ...) and
             their share of all traced OS-runtime time. They sum every thread, idle helpers included (a DataLoader's
             pin-memory thread waits all run long), so they describe, never decide: no finding comes from them.
@@ -18,6 +19,12 @@ Findings (the TensorFlow profiler's thresholds the other analyses use, shares of
   h2d_copy          max(NVTX "h2d", host-to-device copy time) ≥ 5% / 20%; without NVTX step ranges: copies
                     taking ≥ 20% of the GPU's busy time (moderate)
   host_sync         cuda*Synchronize calls ≥ 5% / 20%
+  launch_bound      launch calls costing more CPU time than the kernels they launch run on the GPU (with a complete
+                    kernel table): a thread that spends n·L seconds launching cannot keep a GPU busier than K / (n·L)
+                    of the time, so at least 1 − K / (n·L) is idle, ≥ 5% / 20%. A lower bound: the framework's own
+                    time between launches (Python dispatch) adds more; launches blocked by a full queue only make
+                    n·L ≈ K. Holds for a profile of several processes too (both sides sum over them), not for one
+                    process launching from several threads at once.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ from playbook.readers.profiler_table import SYNC_CALLS
 MODERATE, HIGH = 0.05, 0.20
 GPU_COPY_SHARE = 0.20
 STEP_RANGE = re.compile(r"^(?:.*:)?step[ _#]?(\d+)$", re.IGNORECASE)
+LAUNCH_CALLS = re.compile(r"^(?:cuda|cu|hip)(?:Ext)?(?:Module)?(?:Launch(?:Cooperative)?Kernel(?:ExC|Ex)?|GraphLaunch)"
+                          r"(?:_v\d+|_ptsz|_spt)*$", re.IGNORECASE)
+COMPLETE_PCT = 99.0  # a kernel table whose Time (%) column sums to less is cut (a pasted top): K unknown
 NCCL_KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel", re.IGNORECASE)
 BLOCKING_CALLS = frozenset({
     "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "poll", "ppoll", "epoll_wait",
@@ -71,7 +81,9 @@ def _kernels(k: pd.DataFrame | None) -> dict[str, Any] | None:
     total = float(k["total_ns"].sum())
     nccl = float(k.loc[k["name"].astype(str).str.match(NCCL_KERNEL), "total_ns"].sum())
     top = k.sort_values("total_ns", ascending=False).head(5)
+    pct = k["time_pct"].sum() if "time_pct" in k and k["time_pct"].notna().all() else None
     return {"total_ms": json_float(total / 1e6), "instances": int(k["count"].sum()),
+            "complete": bool(pct is None or pct >= COMPLETE_PCT),
             "nccl_ms": json_float(nccl / 1e6), "nccl_share": json_float(nccl / total) if total > 0 else None,
             "top": [{"name": str(r["name"])[:100], "share": json_float(r["total_ns"] / total) if total > 0 else None,
                      "instances": int(r["count"]), "avg_us": json_float(r["total_ns"] / max(r["count"], 1) / 1e3)}
@@ -132,7 +144,9 @@ def _api(a: pd.DataFrame | None, iteration_ns: float) -> dict[str, Any] | None:
         return None
     sync = a[a["name"].astype(str).str.match(SYNC_CALLS)]
     sync_ns = float(sync["total_ns"].sum())
+    launch = a[a["name"].astype(str).map(_strip_domain).str.match(LAUNCH_CALLS)]
     return {"sync_ms": json_float(sync_ns / 1e6), "sync_calls": int(sync["count"].sum()),
+            "launch_ms": json_float(float(launch["total_ns"].sum()) / 1e6), "launches": int(launch["count"].sum()),
             "sync_share": json_float(sync_ns / iteration_ns) if iteration_ns > 0 else None,
             "top": [{"name": str(r["name"]), "ms": json_float(r["total_ns"] / 1e6), "calls": int(r["count"])}
                     for _, r in a.sort_values("total_ns", ascending=False).head(5).iterrows()]}
@@ -205,11 +219,31 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
                 findings.append({"hypothesis": cause_ids.HOST_SYNC, "level": lvl, "profile": profile, "evidence": (
                     f"{where}: the CPU blocks in cuda*Synchronize for {api['sync_share']:.0%} of the iteration "
                     f"({api['sync_calls']} calls)")})
-    elif mem and mem.get("copy_share_of_gpu_busy") is not None and mem["copy_share_of_gpu_busy"] >= GPU_COPY_SHARE:
+    elif mem and (mem.get("copy_share_of_gpu_busy") or 0.0) >= GPU_COPY_SHARE:
         findings.append({"hypothesis": cause_ids.H2D_COPY, "level": "moderate", "profile": profile, "evidence": (
             f"{where}: memory copies take {mem['copy_share_of_gpu_busy']:.0%} of the GPU's busy time (no NVTX "
             f"step ranges to relate them to the step)")})
+    _launch_finding(kern, api, where, profile, findings)
     return out
+
+
+def _launch_finding(kern: dict | None, api: dict | None, where: str, profile: str, findings: list[dict]) -> None:
+    """launch_bound when the launch calls cost more CPU time than the kernels run (module docstring)."""
+    if not kern or not api or not kern.get("complete") or not api.get("launches"):
+        return
+    launch_ns, kernel_ns = (api["launch_ms"] or 0.0) * 1e6, (kern["total_ms"] or 0.0) * 1e6
+    if launch_ns <= 0 or kernel_ns <= 0:
+        return
+    idle = 1.0 - kernel_ns / launch_ns
+    lvl = _level(idle)
+    if lvl:
+        n, m = api["launches"], max(kern["instances"], 1)
+        findings.append({"hypothesis": cause_ids.LAUNCH_BOUND, "level": lvl, "profile": profile, "share": float(idle),
+                         "evidence": (
+            f"{where}: {n:,} kernel launches cost {launch_ns / n / 1e3:,.1f} µs of CPU time each "
+            f"({launch_ns / 1e6:,.0f} ms) for {kernel_ns / 1e6:,.0f} ms of GPU kernel time ({m:,} kernels, "
+            f"{kernel_ns / m / 1e3:,.1f} µs each): a thread launching them keeps the GPU at most "
+            f"{1 - idle:.0%} busy")})
 
 
 def summarize(bundle: Any) -> dict | None:

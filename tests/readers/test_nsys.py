@@ -354,3 +354,30 @@ def test_summary_tables_alone_do_not_vouch_for_health():
     assert "h2d_copy" in [h["id"] for h in ranked[:3]]
     healthy = next(h for h in ranked if h["id"] == "healthy")
     assert healthy["score"] <= 0.5
+
+
+def test_launch_calls_costlier_than_the_kernels_bound_the_gpu_busy_share(nsys_dir, tmp_path):
+    """rank0's 96 launches cost 0.5 ms for 367 ms of kernels: no bound. Made 1,000x costlier (503 ms of launch
+    calls, a labelled edit of the real export), one launching thread keeps the GPU at most 367/503 = 73% busy."""
+    for name in ("rank0_cuda_api_sum.csv", "rank0_cuda_gpu_kern_sum.csv"):
+        shutil.copy(nsys_dir / name, tmp_path / name)
+    s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
+    assert s["profiles"][0]["api"]["launches"] == 96 and s["profiles"][0]["kernels"]["complete"]
+    assert "launch_bound" not in {f["hypothesis"] for f in s["findings"]}
+    scale_total(tmp_path / "rank0_cuda_api_sum.csv", "cudaLaunchKernel", 1000)
+    s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
+    found = {f["hypothesis"]: f for f in s["findings"]}
+    kernel_ms = s["profiles"][0]["kernels"]["total_ms"]
+    assert found["launch_bound"]["share"] == pytest.approx(1 - kernel_ms / 503.39, abs=0.001)
+    assert found["launch_bound"]["level"] == "high" and "96 kernel launches" in found["launch_bound"]["evidence"]
+
+
+def test_a_cut_kernel_table_bounds_nothing(nsys_dir, tmp_path):
+    """A pasted top of the kernel table (its Time (%) summing under 99) understates the kernels' total: no bound."""
+    shutil.copy(nsys_dir / "rank0_cuda_api_sum.csv", tmp_path / "rank0_cuda_api_sum.csv")
+    scale_total(tmp_path / "rank0_cuda_api_sum.csv", "cudaLaunchKernel", 1000)
+    rows = (nsys_dir / "rank0_cuda_gpu_kern_sum.csv").read_text().splitlines()
+    (tmp_path / "rank0_cuda_gpu_kern_sum.csv").write_text("\n".join(rows[:3]) + "\n")  # header + the top 2 kernels
+    s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
+    assert s["profiles"][0]["kernels"]["complete"] is False
+    assert "launch_bound" not in {f["hypothesis"] for f in s["findings"]}
