@@ -113,8 +113,11 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     if share is None and frame is not None:
         share = lost_share(frame, metric, diagnosis)
     measured = bool(diagnosis.get("accounting")) or n_gpus > 0 or (frame is not None and len(frame) > 0)
+    # without a time axis a finding may still state its cause's share (a trace's unexplained idle, a launch bound
+    # from profile totals): shown as the finding's; a fault event's own share (0) is no measurement of time lost
+    estimated = share if not measured and share and isinstance(v, dict) and v.get("lost_share") else None
     if not measured:
-        share = hours = None  # a fault event's own share (0) is no measurement of time lost
+        share = hours = None
     hours = lost.get("gpu_hours_per_day") if isinstance(lost, dict) and measured else None
     if hours is None and share is not None and not isinstance(v, dict):
         hours = share * n_gpus * 24.0  # the diagnosis' own verdict says when its span is too short for a per-day cost
@@ -122,7 +125,7 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     named = [str(n) for n in (v.get("names") or [])] if isinstance(v, dict) else []
     return {"status": status, "sentence": sentence, "detail": summary,
             "confidence": confidence_words(status, score, margin, v.get("confidence") if isinstance(v, dict)
-                                           else None), "lost_share": share, "measured": measured,
+                                           else None), "lost_share": share, "measured": measured, "estimated_share": estimated,
             "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": {**guilty(diagnosis), "named": named},
             "next_command": command, "next_why": why, "cause": top.get("id"),
             "basis": (diagnosis.get("accounting") or {}).get("basis"),
@@ -307,6 +310,9 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     elif h.get("lost_share") is not None:
         gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
         facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
+    elif h.get("estimated_share"):
+        facts.append(("GPU time lost", f"~{pct(h['estimated_share'])} by the leading finding (no GPU utilization "
+                                       "or step times to count every second)"))
     elif h.get("measured") is False:
         facts.append(("GPU time lost", "not measured: no GPU utilization or step times in the inputs"))
     if h.get("gpu_hours_per_day") is not None:

@@ -345,6 +345,12 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
                      + (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day")
                         is not None else "") + f" · next: <code>{html.escape(str(head.get('next_command')))}"
                      "</code></div>")
+        elif head.get("estimated_share"):  # a finding's own share, no time axis to count every second on
+            from playbook.report.headline import pct
+
+            text += (f"<div class=figures>GPU time lost ~{pct(head['estimated_share'])} by the leading finding (no "
+                     f"utilization or step times) · next: <code>{html.escape(str(head.get('next_command')))}"
+                     "</code></div>")
         elif head.get("measured") is False:  # a verdict from stated faults or log facts: no time axis to count
             text += ("<div class=figures>GPU time not measured (no utilization or step times) · next: <code>"
                      f"{html.escape(str(head.get('next_command')))}</code></div>")

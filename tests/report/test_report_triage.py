@@ -329,3 +329,18 @@ def test_a_card_from_log_facts_alone_does_not_claim_a_measured_loss():
     card = headline.card_html(h)
     assert "not measured: no GPU utilization or step times" in card and "hostname-test" in card
     assert "every GPU behaves alike" not in card and "? GPUs" not in card
+
+
+def test_a_card_shows_a_finding_share_as_the_finding_s_not_as_not_measured():
+    # nsys totals bounding the GPU's busy share (launch calls costlier than their kernels): the verdict said "it
+    # costs ~27% of GPU time" above a card reading "GPU time lost: not measured"
+    from playbook.report import headline
+
+    diag = {"verdict": {"id": "launch_bound", "confidence": "confirmed", "names": [], "lost_share": 0.27,
+                        "sentence": "Kernel-launch bound (many tiny kernels) — it costs ~27% of GPU time"},
+            "hypotheses": [{"id": "launch_bound", "score": 0.85, "evidence": ["nsys profile rank0: 96 launches"],
+                            "notebook": "notebooks/02_observability.ipynb"}]}
+    h = headline.from_diagnosis(diag, None)
+    assert h["lost_share"] is None and h["measured"] is False and h["estimated_share"] == 0.27
+    card = headline.card_html(h)
+    assert "~27% by the leading finding" in card and "not measured" not in card
