@@ -58,7 +58,7 @@ _GRAPH_BREAK = re.compile(r"Graph break(?: in user code)?(?: at| from| \(|:)\s*(
 _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
 # torch elastic's ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors/__init__.py): the
 # failure's "time : 2025-05-21_15:43:03", "host : node7", "rank : 0 (local_rank: 0)" before its "exitcode : -9"
-_FAILURE_FIELD = re.compile(r"^\s{0,8}(time|host|rank)\s{0,12}: (\S{1,200})")
+_FAILURE_FIELD = re.compile(r"^\s{1,8}(time|host|rank)\s{1,12}: (\S{1,200})")
 
 
 class Line:
@@ -139,9 +139,9 @@ class _EventLines:
         """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind, on the host, rank
         and time the line names (a system log's host, srun's "node7: task 3", Slurm's "CANCELLED AT ...", a
         ChildFailedError summary's fields), else the line's own."""
-        if (f := _FAILURE_FIELD.match(ln.body)) and not self.failure.keys() >= {f.group(1)}:
-            self.failure[f.group(1)] = f.group(2)
-            return True
+        if (f := _FAILURE_FIELD.match(ln.body)) and f.group(1) not in self.failure:
+            self.failure[f.group(1)] = f.group(2)  # kept for the summary's exitcode line; not an event itself
+            return False
         hit = event_lexicon.match(ln.body)
         if hit is None:
             self.failure.clear()

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from playbook.diagnosis import diagnose
-from playbook.readers import read_paths
+from playbook.readers import event_lexicon, read_paths
 from playbook.readers.line_prefix import Prefix
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "events"
@@ -94,3 +95,37 @@ def test_an_application_xid_the_driver_blames_on_a_hardware_xid_is_a_fault_and_a
     blamed.write_text("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by "
                       "previous Xid 149\n")
     assert diagnose(read_paths([str(blamed)])).verdict["id"] == "hardware_fault"
+
+
+@pytest.mark.parametrize(("line", "kind", "rank", "host"), [
+    # the emitting programs' formats (event_lexicon.py cites each); the pastes above hold the others
+    ("srun: error: node7: task 3: Exited with exit code 1", "worker_failed", 3, "node7"),
+    ("srun: error: gpu001: task 0: Out Of Memory", "host_oom", 0, "gpu001"),
+    ("slurmstepd: error: *** STEP 494583.0 ON gpu-12 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
+     "job_cancelled", -1, "gpu-12"),
+    ("    Reason:       OOMKilled", "host_oom", -1, ""),
+    ("Memory cgroup out of memory: Killed process 4242 (python) total-vm:1000kB", "host_oom", -1, ""),
+    ("INFO: task python3:1234 blocked for more than 120 seconds.", "hung_task", -1, ""),
+    ("nfs: server fileserver not responding, still trying", "io_stall", -1, ""),
+    ("Unable to determine the device handle for GPU 0000:BA:00.0: GPU is lost.  Reboot the system", "gpu_lost", -1, ""),
+    ("snd_hda_intel 0000:63:00.1: PCIe Bus Error: Uncorrectable (Non-Fatal), type=Transaction Layer", "pcie_error",
+     -1, ""),
+    ("Killed", "worker_failed", -1, ""),
+    # the DataLoader's own source line, quoted in a traceback, is no death
+    ("    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'.format(pids_str))", None, -1, ""),
+    ("2024-01-01 step 5: 3 samples killed by the filter", None, -1, ""),
+])
+def test_lexicon_rows_for_system_lines(line, kind, rank, host):
+    hit = event_lexicon.match(line)
+    assert (hit.kind, hit.rank, hit.host) == (kind, rank, host) if kind else hit is None
+
+
+def test_the_new_rows_and_stamps_stay_linear_on_a_huge_line():
+    needles = ("srun: error: " + "a" * 70 + " *** JOB CANCELLED AT " + "PCIe Bus Error: " + "out of memory: kill "
+               + "task " + "x" * 90 + " blocked for more than " + "DataLoader worker (pid " + "1, " * 50)
+    line = needles * 2_000 + "[ " * 100_000
+    start = time.monotonic()
+    event_lexicon.match(line)
+    Prefix().split("Mar  3 12:00:01 " + "h" * 500_000)
+    Prefix().split("[" + " " * 100_000 + "1.5")
+    assert time.monotonic() - start < 10  # bounded work: a 1 MB line read in well under 10 s
