@@ -44,7 +44,9 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                  answer: next_step names what to record) and unexplained_slowdown (time is lost, no input says why)
   verdict      {id, score, confidence confirmed|likely|possible, title, names, lost_share (= accounting.lost_share
                  when there is an accounting), gpus (the observed scale), gpu_hours_per_day (only from an input of
-                 ≥ 10 min or ≥ 3 cycles), sentence}: the verdict in one sentence, the loss first
+                 ≥ 10 min or ≥ 3 cycles), sentence, ended (only when the run ended on a kill, a crash or the
+                 scheduler: {kind, words, host, rank, step, time, detail}, and the sentence says so first)}: the
+                 verdict in one sentence, the loss first
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.core.jsonable import to_jsonable
 from playbook.diagnosis import analyzers, answer, attribution, ranking
 from playbook.diagnosis.context import Run
+from playbook.diagnosis.evidence.from_events import run_end
 from playbook.knowledge.causes import cause_of_event
 from playbook.model import schema
 
@@ -141,5 +144,8 @@ def _assemble(run: Run, ranked: list[dict], acc) -> Diagnosis:
                      gpus=gpu_report.contract() if gpu_report is not None else [],
                      oscillation=(osc.contract() if osc is not None else OscillationResult().contract()),
                      steps=run.steps_summary, ranks=answer.ranks(sm.get("stragglers"), sm.get("kineto")),
-                     hypotheses=ranked, detail=detail, verdict=answer.verdict_of(ranked, scale, acc, answer.cycles(osc, acc)),
+                     hypotheses=ranked, detail=detail,
+                     verdict=answer.verdict_of(ranked, scale, acc, answer.cycles(osc, acc),
+                                               run_end(run.bundle.events, run.bundle.steps,
+                                                       run.bundle.meta.get("lines"))),
                      accounting=acc.to_dict() if acc is not None else {})

@@ -78,12 +78,32 @@ PER_DAY_MIN_S = 600.0
 PER_DAY_MIN_CYCLES = 3.0
 
 
-def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0) -> dict:
+def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0,
+               ended: dict | None = None) -> dict:
     """The verdict in one sentence, the loss first: the share of GPU (or wall) time lost and where, the leading
     cause (its confidence word from its score, diagnosis.attribution.confidence_word), what it costs per day when the
-    input spans enough to say, and what to do or record next."""
+    input spans enough to say, and what to do or record next. A run that ended on a kill, a crash or the scheduler
+    (`ended`: evidence.from_events.run_end) says so first: a run that died is not healthy, only its steps were."""
     if not ranked:
         return {}
+    out = _verdict(ranked, gpus, acc, cycles)
+    if ended:
+        where = f" on rank {ended['rank']}" if ended["rank"] >= 0 else f" on {ended['host']}" if ended["host"] else ""
+        at = f" after step {ended['step']}" if ended["step"] >= 0 else ""
+        head = f"The run ended on {ended['words']}{where}{at} ({ended['detail'][:160]}); "
+        rest = out["sentence"]
+        first = rest.split(" ", 1)[0]
+        rest = rest[0].lower() + rest[1:] if first[1:].islower() or len(first) == 1 else rest  # not "GPU ..."
+        if out["id"] == ids.HEALTHY:  # its steps were healthy; a run cut short is no baseline yet
+            rest = "until then " + rest.replace("keep this run as the baseline for `playbook compare`",
+                                                "rerun it past that point before keeping it as a baseline")
+        out["sentence"] = head + rest
+        out["ended"] = ended
+    return out
+
+
+def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: float) -> dict:
+    """verdict_of without the run's end."""
     top = ranked[0]
     c = causes.cause(top["id"])
     runner = next((h["score"] for h in ranked[1:] if h["id"] not in ranking.VERDICTS), 0.0)

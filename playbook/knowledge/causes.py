@@ -68,6 +68,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="more DataLoader workers with persistent_workers and prefetch_factor, pin_memory; move decoding / augmentation off the training process or pre-shard the data",
         next_step="measure time blocked in next(DataLoader) per step (playbook.probes `timed(loader)`): ≥ 5% of step time is loader-bound, ≥ 20% input-bound",
         notebook="notebooks/10_data_starvation.ipynb",
+        event_kinds=("io_stall",),
         phases=("data",),
     ),
     Cause(
@@ -125,7 +126,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
         next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("restart", "xid", "ecc", "gpu_lost"),
+        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal"),
     ),
     Cause(
         "throttling",
@@ -141,7 +142,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="repair the named link: a fabric link (IB/RoCE, GPUDirect RDMA via nvidia-peermem, NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets, or a PCIe link trained below its slot (reseat the card, move it to a full-width slot, check the BIOS link speed)",
         next_step="NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for missing GDRDMA; nccl-tests all_reduce_perf across the named host",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("network_error",),
+        event_kinds=("network_error", "pcie_error"),
     ),
     Cause(
         "padding_imbalance",
@@ -170,7 +171,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations",
         next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
         notebook="notebooks/01_triage.ipynb",
-        event_kinds=("oom", "memory_pressure"),
+        event_kinds=("oom", "memory_pressure", "host_oom"),
     ),
     Cause(
         "slower_compute",
@@ -270,7 +271,12 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   "throttle": 0.8,
                                   # an IB transport error is the link's, or a peer that died (its QP stops
                                   # answering alike): not higher than a watchdog timeout
-                                  "network_error": 0.7}
+                                  "network_error": 0.7,
+                                  # the host's OOM killer, a pod evicted for memory, shared memory exhausted: the
+                                  # kernel or the scheduler states it; a fatal PCIe error takes the device off the
+                                  # bus; a corrected one is a link retrying (harmless when rare); an NFS server not
+                                  # answering stalls every read of the input pipeline
+                                  "host_oom": 0.8, "pcie_fatal": 0.9, "pcie_error": 0.6, "io_stall": 0.7}
 # Fault events logged by the ranks that waited, not by the one they waited for (PyTorch's NCCL watchdog reports the
 # collective it gave up on from every rank that reached it): their ranks are not named as the culprits
 WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})
@@ -278,3 +284,14 @@ WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})
 # (NVIDIA's Xid catalog: 13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45
 # preemptive cleanup, 68 video processor exception)
 APPLICATION_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68})
+# Events that end a run when nothing follows them (the last thing its logs say), each with the words the verdict
+# uses: "The run ended on <words> (<the line>)". A kind that names a cause is preferred to a bare death
+# (worker_failed) among those after the last step: the OOM kill, not the worker it killed.
+ENDING_EVENTS: dict[str, str] = {
+    "host_oom": "the host running out of memory (fewer DataLoader workers or a smaller prefetch_factor, or more "
+                "memory or /dev/shm for the job)",
+    "gpu_lost": "a GPU lost from the bus", "pcie_fatal": "a fatal PCIe error",
+    "oom": "a CUDA out-of-memory error", "gpu_error": "a CUDA error", "nccl_timeout": "a collective timeout",
+    "nccl_error": "an NCCL error", "job_cancelled": "the scheduler cancelling the job",
+    "worker_failed": "a process that died (a signal or an exit code, see the line)",
+}

@@ -2,9 +2,12 @@
 pattern, event kind), each row citing where its text comes from. readers/lines.py turns a matching line into an
 event (time, rank and latest step of the line) and counts the ERROR/WARNING lines no row explains.
 
-Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid → hardware_fault, recompile → recompilation,
-checkpoint / eval → periodic_stall, gc → gc_pause); the others are the schema's (gpu_error, gpu_lost) or new here
-(ecc, oom, memory_pressure, nccl_timeout, nccl_error, nccl_warn, network_error, throttle, worker_failed) and measure no cause yet.
+Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid, gpu_lost, pcie_fatal → hardware_fault,
+oom, host_oom → memory_pressure, pcie_error → link_degradation, io_stall → data_starvation, recompile →
+recompilation, checkpoint / eval → periodic_stall, gc → gc_pause); the others measure no cause (gpu_error,
+nccl_error, nccl_warn, worker_failed: a process that died; job_cancelled: the scheduler ended the job; hung_task: a
+task the kernel saw blocked). A row may name the host, the rank and the time the line is about (`host`, `rank`,
+`at` groups: srun's "node7: task 3", Slurm's "CANCELLED AT 2018-08-19T16:30:21").
 
 The checkpoint / evaluation / GC markers, whose lines lines.py merges into one event per section, live here too.
 Every pattern is linear (no nested quantifiers); a row is tried only when one of its lower-case needles is in the
@@ -25,6 +28,15 @@ class Entry(NamedTuple):
     kind: str
 
 
+class Hit(NamedTuple):
+    """What a row reads from a line: its event kind, and the rank (-1), host ("") and time text ("") it names."""
+
+    kind: str
+    rank: int = -1
+    host: str = ""
+    at: str = ""
+
+
 def _row(needles: tuple[str, ...], pattern: str, kind: str) -> Entry:
     return Entry(needles, re.compile(pattern, re.IGNORECASE), kind)
 
@@ -41,8 +53,45 @@ LEXICON: tuple[Entry, ...] = (
     _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "ecc"),
     # NVIDIA driver kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus."
     _row(("xid",), r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*\d+", "xid"),
-    # NVIDIA driver: "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus." (without an Xid on the line)
+    # NVIDIA driver: "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus." (without an Xid on the line), and newer
+    # drivers' three-line "NVRM: The NVIDIA GPU 0000:b3:00.0 / NVRM: (PCI ID: ...) installed in this system has /
+    # NVRM: fallen off the bus and is not responding to commands." (NVIDIA/NVSentinel#155)
     _row(("fallen off the bus",), r"fallen off the bus", "gpu_lost"),
+    # nvidia-smi (NVML) when the GPU no longer answers: "Unable to determine the device handle for GPU0000:03:00.0:
+    # Unknown Error" (rwth-i6/returnn#1486), "...: GPU is lost.  Reboot the system to recover this GPU"
+    _row(("device handle for gpu",), r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]{4,20}: "
+                                     r"(?:Unknown Error|GPU is lost)", "gpu_lost"),
+    # Linux drivers/pci/pcie/aer.c: "PCIe Bus Error: severity=%s, type=%s, (%s)", severity "Corrected" /
+    # "Uncorrected (Non-Fatal)" / "Uncorrected (Fatal)" (newer kernels: "Correctable", "Uncorrectable (...)"):
+    # a fatal one takes the device off the bus (rwth-i6/returnn#1500), the others are a link retrying (pop-os#3363)
+    _row(("pcie bus error",), r"PCIe Bus Error: (?:severity=)?Uncorrect\w{0,4} \(Fatal\)", "pcie_fatal"),
+    _row(("pcie bus error",), r"PCIe Bus Error: (?:severity=)?(?:Correct|Uncorrect)", "pcie_error"),
+    # The host's memory ran out. Linux mm/oom_kill.c: "Out of memory: Killed process 25315 (python3) total-vm:..."
+    # (cgroup: "Memory cgroup out of memory: Killed process ..."; before 5.x "Out of memory: Kill process 25635
+    # (python) score 974 or sacrifice child"); Slurm's task/cgroup plugin: "slurmstepd: error: Detected 1 oom_kill
+    # event in StepId=11300781.0" (older "Detected 1 oom-kill event(s) in step 997857.batch cgroup"), srun's "srun:
+    # error: sdumont6156: task 0: Out Of Memory"; Kubernetes' kubelet eviction ("The node was low on resource:
+    # memory.", "The node had condition: [MemoryPressure].") and container status "OOMKilled"; PyTorch's DataLoader
+    # out of shared memory (torch/csrc/DataLoader.cpp: "ERROR: Unexpected bus error encountered in worker. This might
+    # be caused by insufficient shared memory (shm)", torch/utils/data/dataloader.py: "... killed by signal: Bus
+    # error. It is possible that dataloader's workers are out of shared memory.")
+    _row(("out of memory: kill", "oom_kill event", "oom-kill event", "out of memory", "low on resource: memory",
+          "memorypressure", "oomkilled", "shared memory"),
+         r"\bout of memory: Kill(?:ed)? process \d|\bDetected \d{1,9} oom[-_]kill event|"
+         r"\bsrun: error: (?P<host>[\w.-]{1,63}): tasks? (?P<rank>\d{1,7})[\d,-]{0,40}: Out Of Memory|"
+         r"\bThe node was low on resource: memory\b|\bThe node had condition: \[MemoryPressure\]|\bOOMKilled\b|"
+         r"insufficient shared memory \(shm\)|out of shared memory", "host_oom"),
+    # Slurm's slurmstepd when the scheduler ends the job: "*** JOB 3884617 ON node023 CANCELLED AT
+    # 2018-08-19T16:30:21 DUE TO TIME LIMIT ***" (before Slurm 17: "*** JOB 830329 CANCELLED AT 2018-08-06T17:21:44
+    # DUE TO TIME LIMIT on n447 ***"); also DUE TO PREEMPTION / NODE FAILURE, or none (scancel)
+    _row(("cancelled at",), r"\*\*\* (?:JOB|STEP) [\w.]{1,40} (?:ON (?P<host>[\w.-]{1,63}) )?CANCELLED AT "
+                            r"(?P<at>[\dT:-]{10,19})(?: DUE TO [A-Z ]{1,40}?)?(?: on (?P<host_old>[\w.-]{1,63}))? "
+                            r"\*\*\*", "job_cancelled"),
+    # Linux kernel/hung_task.c: "INFO: task nvc:[driver]:5403 blocked for more than 120 seconds."
+    _row(("blocked for more than",), r"\btask .{1,80}? blocked for more than \d{1,9} seconds", "hung_task"),
+    # Linux net/sunrpc/clnt.c: "nfs: server fileserver not responding, still trying" (an NFS read stalls until
+    # the server answers: the input pipeline waits)
+    _row(("not responding",), r"\bserver \S{1,100} not responding, (?:still trying|timed out)", "io_stall"),
     # PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: "[Rank 0] Watchdog caught collective operation
     # timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, ...) ran for 600081 milliseconds before timing out."
     _row(("watchdog caught",), r"Watchdog caught collective operation timeout", "nccl_timeout"),
@@ -72,13 +121,25 @@ LEXICON: tuple[Entry, ...] = (
     # DeepSpeed deepspeed/runtime/zero/stage3.py (also torch.sagemaker's FSDP): "%d pytorch allocator cache flushes
     # since last step. this happens when there is high memory pressure and is detrimental to performance."
     _row(("allocator cache flush",), r"pytorch allocator cache flushes since last step", cause_ids.MEMORY_PRESSURE),
-    # PyTorch torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: -9) local_rank: 0 (pid: 11127) of
-    # binary: ..." (a worker died: -9 is SIGKILL, often the host's OOM killer); the rank is the line's
-    _row(("local_rank",), r"failed \(exitcode: -?\d+\) local_rank: (?P<rank>\d+)", "worker_failed"),
+    # A process that died. PyTorch torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: -9)
+    # local_rank: 0 (pid: 11127) of binary: ..." (-9 is SIGKILL, often the host's OOM killer; the rank is the
+    # line's), and its ChildFailedError summary's "exitcode  : -9 (pid: 14750)" (time, host and rank on the lines
+    # before: lines.py); torch/utils/data/dataloader.py: "DataLoader worker (pid 19597) is killed by signal:
+    # Killed.", "DataLoader worker (pid(s) 3216) exited unexpectedly"; srun: "srun: error: node7: task 3: Exited
+    # with exit code 1"; bash's report of a killed job: "/bin/bash: line 27: 318 Killed sh start.sh", "Killed"
+    _row(("local_rank", "exitcode", "dataloader worker", "srun: error", "killed"),
+         r"failed \(exitcode: -?\d+\) local_rank: (?P<rank>\d+)|^\s*exitcode\s*: -?\d{1,4} \(pid: \d{1,10}\)|"
+         r"\bDataLoader worker \(pid(?:\(s\))? \d{1,10}(?:, \d{1,10}){0,40}\) (?:is killed by signal|exited unexpectedly)|"
+         r"\bsrun: error: (?P<host>[\w.-]{1,63}): tasks? (?P<rank2>\d{1,7})[\d,-]{0,40}: (?:Exited with exit code|Killed|"
+         r"Terminated|Segmentation fault|Aborted|Bus error)|\bline \d{1,7}: {1,12}\d{1,10} Killed\b|^\s*Killed\s*$",
+         "worker_failed"),
     # nvidia-smi -q "Clocks Event Reasons" (formerly "Clocks Throttle Reasons") rows when active:
-    # "HW Slowdown : Active", "SW Thermal Slowdown : Active", "HW Power Brake Slowdown : Active", "SW Power Cap : Active"
-    _row(("slowdown", "power cap"), r"\b(?:HW|SW)(?: Thermal| Power Brake)? Slowdown\s*:\s*Active\b|"
-                                    r"\bSW Power Cap\s*:\s*Active\b", "throttle"),
+    # "HW Slowdown : Active", "SW Thermal Slowdown : Active", "HW Power Brake Slowdown : Active", "SW Power Cap : Active";
+    # the host's CPUs (Linux arch/x86/kernel/cpu/mce/therm_throt.c): "CPU5: Core temperature above threshold, cpu
+    # clock throttled (total events = 2081)"
+    _row(("slowdown", "power cap", "clock throttled"), r"\b(?:HW|SW)(?: Thermal| Power Brake)? Slowdown\s*:\s*Active\b|"
+                                    r"\bSW Power Cap\s*:\s*Active\b|temperature above threshold, cpu clock throttled",
+         "throttle"),
 )
 
 
@@ -86,15 +147,18 @@ LEXICON: tuple[Entry, ...] = (
 _ANY_NEEDLE = re.compile("|".join(re.escape(n) for e in LEXICON for n in e.needles))
 
 
-def match(body: str) -> tuple[str, int] | None:
-    """(event kind, the rank the line names or -1) the lexicon gives a line; None when no row matches."""
+def match(body: str) -> Hit | None:
+    """The event the lexicon reads from a line (kind, and the rank, host and time text the line names); None when
+    no row matches."""
     low = body.lower()
     if not _ANY_NEEDLE.search(low):
         return None
     for entry in LEXICON:
         if any(n in low for n in entry.needles) and (m := entry.pattern.search(body)):
-            rank = m.groupdict().get("rank")
-            return entry.kind, int(rank) if rank and len(rank) < 10 else -1
+            g = {k: v for k, v in m.groupdict().items() if v}
+            rank = g.get("rank") or g.get("rank2")
+            return Hit(entry.kind, int(rank) if rank and len(rank) < 10 else -1,
+                       g.get("host") or g.get("host_old") or "", g.get("at", ""))
     return None
 
 

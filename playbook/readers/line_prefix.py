@@ -11,6 +11,12 @@ Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
   a date inside a logger's bracket (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W
   f.py:38]`), MLPerf's `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
+Kernel and system logs: dmesg's seconds since boot `[ 1843.308145]` (kept as `uptime`; a wall time only once a
+  line of the file states both, e.g. syslog's `... kernel: [68183.6] ...`, which fixes the boot time; a dmesg
+  continuation line, indented under the stamp, keeps its line's uptime), `dmesg -T`'s `[Sun Feb 20 06:16:58 2022]`,
+  `dmesg -H`'s `[Feb22 04:01]` / `[  +0.000001]` (no year, or a delta: no time), syslog / `journalctl`'s
+  `Mar  3 12:00:01 host kernel: ` (the year of an earlier full date, else no time) and `journalctl -o short-iso`'s
+  `2024-03-03T12:00:01+0000 host kernel: `: the host such a line names is kept in `host`.
 Logger heads after the time: loguru `| INFO     | module:function:line - `, logging's `- name - LEVEL - `, `name
   LEVEL: ` and `LEVEL:name:`, torch elastic's `name: [LEVEL] `, Hugging Face's `>> `, and bracketed tags (`[XTuner]`,
   `[INFO]`, `[logging.py:96:log_dist]`, `[INFO|trainer.py:2463]`) — a bracket holding a counter (`[12/100]`,
@@ -60,6 +66,19 @@ _LOGGER_HEAD = re.compile(
     r"|[\w.<>-]{1,80}:\s+\[(?P<l5>" + _LEVEL_WORDS + r")\]\s+"  # torch elastic's "name: [ERROR] "
     r"|(?P<l4>" + _LEVEL_WORDS + r")(?::[\w.<>-]{1,80}:|\s+(?=\S))"  # basicConfig's "INFO:root:", "INFO step ..."
     r"|>>\s+)")  # Hugging Face's "[INFO|trainer.py:2134] 2024-... >> "
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MON = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# dmesg: seconds since boot (printk's "[%5lu.%06lu]": six decimals, so a message's own "[0.5]" is no stamp);
+# `dmesg -T`'s full date; `dmesg -H`'s minute without a year, and its deltas
+_UPTIME = re.compile(r"^\s*\[\s{0,12}(\d{1,10}\.\d{6})\]\s?")
+_DMESG_T = re.compile(r"^\s*\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MON +
+                      r" {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s*")
+_DMESG_H = re.compile(r"^\s*\[(?:" + _MON + r"\d{1,2} \d{2}:\d{2}|\s{0,12}\+\d{1,10}\.\d{6})\]\s*")
+# syslog / journalctl's default: "Mar  3 12:00:01 host tag[pid]: " (no year); after an ISO time (journalctl -o
+# short-iso) only "host kernel: " or "host tag[pid]: ", so that an application's "12:00:01 train step: 5" is no host
+_SYSLOG = re.compile(r"^\s*" + _MON + r" {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? "
+                     r"([\w.-]{1,63}) [^\s:\[]{1,60}(?:\[\d{1,10}\])?:\s?")
+_SYSLOG_HOST = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}) (?:kernel|[^\s:\[]{1,60}\[\d{1,10}\]):\s?")
 _STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*['\"]?(\d{4})-(\d{2})-(\d{2})[ T]"
                           r"(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?")
 _STRUCT_LEVEL = re.compile(r"\blevel\s*[=:]\s*['\"]?(\w+)")
@@ -121,27 +140,43 @@ def to_ns(y, mo, d, h, mi, s, frac, tz, zone=None) -> int:
     return ns if NAT < ns < 2**63 else NAT
 
 
+def stamp_ns(text: str, tz: str = "UTC") -> int:
+    """int64 ns UTC of the first date and time in `text` (`2018-08-19T16:30:21`, torch elastic's
+    `2025-05-21_15:43:03`), NAT when it holds none."""
+    m = _DATE_IN.search(text)
+    return to_ns(*(int(g) for g in m.groups()[:6]), m.group(7), tz) if m else NAT
+
+
 class Prefix:
     """Reads a line's rank, time, level and logger prefixes (see the module docstring). Remembers the last full
-    date for glog's year-less stamps and Ray's process ids; `kinds` counts which prefixes were read."""
+    date for glog's and syslog's year-less stamps, the boot time a kernel line fixes and Ray's process ids;
+    `kinds` counts which prefixes were read."""
 
     def __init__(self, tz: str = "UTC", default_rank: int = -1):
         self.tz = tz or "UTC"
         self.default_rank = default_rank
         self.year: int | None = None
+        self.boot_ns: int | None = None  # wall time (ns UTC) at boot, once a line states both clocks
         self.ray: dict[tuple[str, str], int] = {}
         self.kinds: dict[str, int] = {}
         self.level, self.tagged = "", False  # of the last line split
+        self.host = ""  # the host the last line split names (syslog / journalctl), "" when none
+        self.uptime: float | None = None  # the last line's seconds since boot (dmesg), None when none
 
     def _seen(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
     def split(self, line: str) -> tuple[int, int, str]:
         """(rank, time ns or NAT, message) of a line; the level is left in `self.level` ("" when none)."""
-        rank, t, level = -1, NAT, ""
+        rank, t, level, host, uptime = -1, NAT, "", "", None
         body = _ANSI.sub("", line) if "\x1b" in line else line
         for _ in range(MAX_STEPS):
             start = body
+            if uptime is None and body[:1] in " [" and (m := _UPTIME.match(body)):
+                uptime, body = float(m.group(1)), body[m.end():]
+                self._seen("uptime")
+            if t == NAT and not host and body[:1] in " [JFMASOND" and (got := self._system(body)) is not None:
+                t, host, body = got
             if rank < 0 and (m := _RANK_PREFIX.match(body)):
                 rank, body = _rank(next(g for g in m.groups() if g is not None)), body[m.end():]
                 self._seen("rank prefix")
@@ -153,6 +188,8 @@ class Prefix:
             if t == NAT and (got := self._time(body)) is not None:
                 t, body, glevel = got
                 level = level or glevel
+                if not host and (m := _SYSLOG_HOST.match(body)):  # journalctl -o short-iso
+                    host, body = m.group(1), body[m.end():]
             if body[:1] in " [" and (m := _BRACKET.match(body)):
                 tag = self._tag(m.group(1), t, rank)
                 if tag is not None:
@@ -174,9 +211,41 @@ class Prefix:
             t = int(m.group(1)) * 1_000_000
         if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
             rank = _rank(m.group(1))
+        if uptime is None and self.uptime is not None and line.startswith("        ") and body is line:
+            uptime = self.uptime  # a dmesg continuation line, indented under its line's stamp
+        t = self._boot(t, uptime)
         self.level = level.upper()
         self.tagged = rank >= 0  # the line itself named its rank (not the file's path)
+        self.host, self.uptime = host, uptime
         return (rank if rank >= 0 else self.default_rank), t, body
+
+    def _boot(self, t: int, uptime: float | None) -> int:
+        """The wall time of a line: its own, which with its uptime fixes the boot time; else the boot time plus
+        its uptime, once known; else NAT."""
+        if uptime is None:
+            return t
+        if t != NAT:
+            self.boot_ns = t - int(uptime * 1e9)
+            return t
+        return self.boot_ns + int(uptime * 1e9) if self.boot_ns is not None else NAT
+
+    def _system(self, body: str) -> tuple[int, str, str] | None:
+        """(time, host, rest) of a kernel or system log's head (`dmesg -T`, `dmesg -H`, syslog); None otherwise."""
+        if (m := _DMESG_T.match(body)):
+            self._seen("time")
+            y = int(m.group(6))
+            self.year = y
+            return to_ns(y, _MONTHS.index(m.group(1).lower()) + 1, *(int(g) for g in m.groups()[1:5]), None,
+                         self.tz), "", body[m.end():]
+        if (m := _DMESG_H.match(body)):
+            self._seen("time")
+            return NAT, "", body[m.end():]  # a minute without its year, or a delta since the previous line
+        if (m := _SYSLOG.match(body)):
+            self._seen("syslog")
+            t = NAT if self.year is None else to_ns(self.year, _MONTHS.index(m.group(1).lower()) + 1,
+                                                    *(int(g) for g in m.groups()[1:5]), m.group(6), self.tz)
+            return t, m.group(7), body[m.end():]
+        return None
 
     def _ray(self, m: re.Match, rest: str) -> int:
         """A Ray worker's process id → its rank (named by its first line's `[rank=N, world_size=`) or the order

@@ -32,7 +32,7 @@ import pandas as pd
 from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
 from playbook.readers import event_lexicon, nccl_log, profiler_table, textio
-from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path
+from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.step_log import grammar as step_grammar
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
@@ -56,15 +56,20 @@ _LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|accumulated_
 _LIMIT_TAIL = ("To log all recompilation reasons", "To diagnose recompilation issues")
 _GRAPH_BREAK = re.compile(r"Graph break(?: in user code)?(?: at| from| \(|:)\s*(.*)$")
 _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
+# torch elastic's ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors/__init__.py): the
+# failure's "time : 2025-05-21_15:43:03", "host : node7", "rank : 0 (local_rank: 0)" before its "exitcode : -9"
+_FAILURE_FIELD = re.compile(r"^\s{1,8}(time|host|rank)\s{1,12}: (\S{1,200})")
 
 
 class Line:
     """One line as the scanners see it: number, text after the prefix, rank (-1 unknown), time (ns UTC or NAT)."""
 
-    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating", "progress")
+    __slots__ = ("lineno", "raw", "body", "rank", "time", "evaluating", "progress", "host", "uptime")
 
-    def __init__(self, lineno: int, raw: str, body: str, rank: int, time: int):
+    def __init__(self, lineno: int, raw: str, body: str, rank: int, time: int, host: str = "",
+                 uptime: float | None = None):
         self.lineno, self.raw, self.body, self.rank, self.time = lineno, raw, body, rank, time
+        self.host, self.uptime = host, uptime  # a system log's host ("" for the file's), seconds since boot
         self.evaluating = False
         self.progress = False  # a training bar before its end (set by the step scanner): its val_loss is stale
 
@@ -78,6 +83,7 @@ class _EventLines:
         self.open_eval: dict[tuple, tuple[int, int]] = {}  # (kind, rank) -> (row, step records when it opened)
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
         self.counts = {"events": 0, "recompile": 0}
+        self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -130,15 +136,30 @@ class _EventLines:
         return False
 
     def feed_lexicon(self, ln: Line) -> bool:
-        """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind."""
+        """A line the lexicon names a cause for (event_lexicon.LEXICON) → an event of its kind, on the host, rank
+        and time the line names (a system log's host, srun's "node7: task 3", Slurm's "CANCELLED AT ...", a
+        ChildFailedError summary's fields), else the line's own."""
+        if (f := _FAILURE_FIELD.match(ln.body)) and f.group(1) not in self.failure:
+            self.failure[f.group(1)] = f.group(2)  # kept for the summary's exitcode line; not an event itself
+            return False
         hit = event_lexicon.match(ln.body)
         if hit is None:
+            self.failure.clear()
             return False
-        if ln.rank < 0 and hit[1] >= 0:
-            ln.rank = hit[1]  # torch elastic's "failed ... local_rank: 3": the rank the line is about
+        rank, host, at = hit.rank, hit.host, hit.at
+        if self.failure and ln.body.lstrip().startswith("exitcode"):
+            rank = int(r) if (r := self.failure.get("rank", "")).isdigit() and len(r) < 10 else rank
+            host, at = self.failure.get("host", host), self.failure.get("time", at)
+        self.failure.clear()
+        if ln.rank < 0 and rank >= 0:
+            ln.rank = rank  # torch elastic's "failed ... local_rank: 3": the rank the line is about
+        if at and (t := stamp_ns(at)) != NAT:
+            ln.time = t
         # an NCCL line names the host that printed it ("node3:77:90 [1] NCCL WARN ..."): a file may gather many
         nccl = nccl_log.PREFIX_RE.search(ln.body) if "NCCL" in ln.body else None
-        self._add(ln, hit[0], f"line {ln.lineno}: {ln.body.strip()}", host=nccl["host"] if nccl else "")
+        boot = f" [{ln.uptime:.6f} s after boot]" if ln.uptime is not None else ""
+        self._add(ln, hit.kind, f"line {ln.lineno}: {ln.body.strip()}"[:280] + boot,
+                  host=host or (nccl["host"] if nccl else "") or ln.host)
         self.counts["events"] += 1
         return True
 
@@ -270,6 +291,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
     in_trace = False
     total = 0
+    last_step_line = 0  # the line of the last step record: what a run-ending event must come after
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
     for lineno, raw in enumerate(lines if lines is not None else textio.iter_lines(path, notes=notes), start=1):
         total += 1
@@ -277,12 +299,14 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             noise["blank"] += 1
             continue
         rank, t, body = prefix.split(raw)
-        ln = Line(lineno, raw, body, rank, t)
+        ln = Line(lineno, raw, body, rank, t, prefix.host, prefix.uptime)
         if tables.feed(body):
             counts["profiler"] += 1
             continue
         try:
+            before = counts["steps"]
             understood = _feed(ln, nccl, events, steps, counts, body if prefix.tagged else raw)
+            last_step_line = lineno if counts["steps"] > before else last_step_line
         except (ValueError, OverflowError):  # a number past int()'s 4300 digits: damage, not a record
             noise["unread"] += 1
             if len(examples) < EXAMPLES_KEPT:
@@ -302,7 +326,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     if loud[0]:
         bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
                                f"(first: {loud[1]})")
-    bundle.meta["lines"][src].update(structure(bundle, prefix, loud[0]))
+    bundle.meta["lines"][src].update(structure(bundle, prefix, loud[0]), last_step_line=last_step_line)
     bundle.warnings.extend(notes)
     return bundle
 

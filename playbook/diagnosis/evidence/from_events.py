@@ -4,7 +4,10 @@ One Finding per event kind of playbook.knowledge.causes.FAULT_EVENTS: the cause 
 a weight that does not depend on time lost (a failing GPU is a finding even when the run died before losing any),
 the ranks and hosts it names (not for an event the waiting ranks log, causes.WAITERS_EVENTS) and the first line as
 evidence. Xid codes that report the application's own error
-(playbook.knowledge.causes.APPLICATION_XIDS) are left out.
+(playbook.knowledge.causes.APPLICATION_XIDS) are left out, unless the driver says a hardware Xid caused them
+("Xid (PCI:0000:dc:00): 45, ... caused by previous Xid 149": an NVLink fault).
+
+`run_end` names the event a run ended on (causes.ENDING_EVENTS), for the verdict to say so.
 """
 
 from __future__ import annotations
@@ -14,9 +17,17 @@ import re
 import pandas as pd
 
 from playbook.diagnosis.findings import Finding
-from playbook.knowledge.causes import APPLICATION_XIDS, FAULT_EVENTS, WAITERS_EVENTS, cause_of_event
+from playbook.knowledge.causes import (
+    APPLICATION_XIDS,
+    ENDING_EVENTS,
+    FAULT_EVENTS,
+    WAITERS_EVENTS,
+    cause_of_event,
+)
 
-XID_CODE = re.compile(r"\bXid\b[^:]*(?:\([^)]*\))?\s*:\s*(\d{1,4})\b", re.IGNORECASE)
+# "NVRM: Xid (PCI:0000:3b:00): 79, pid=..." (the code after the bus id, not the bus id's own digits), "Xid 79"
+XID_CODE = re.compile(r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*(\d{1,4})\b", re.IGNORECASE)
+XID_CAUSE = re.compile(r"caused by previous Xid (\d{1,4})\b", re.IGNORECASE)
 FAULT_WEIGHT = 0.9  # a stated fault counts nearly fully, whatever it cost
 
 
@@ -27,7 +38,8 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
     for kind, conf in FAULT_EVENTS.items():
         rows = events[kinds == kind]
         if kind == "xid" and len(rows):
-            codes = rows["detail"].astype(str).str.extract(XID_CODE)[0]
+            text = rows["detail"].astype(str)
+            codes = text.str.extract(XID_CAUSE)[0].fillna(text.str.extract(XID_CODE)[0])
             rows = rows[~codes.astype(float).isin(APPLICATION_XIDS)]
         cid = cause_of_event(kind)
         if rows.empty or cid is None:
@@ -40,3 +52,35 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
                            source="events",
                            anomaly=conf * FAULT_WEIGHT))
     return out
+
+
+LINE_NO = re.compile(r"^line (\d{1,12}):")
+
+
+def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None = None) -> dict | None:
+    """The event the run ended on, or None: an event of causes.ENDING_EVENTS after the last training step (past
+    the last step record's line of its own file, `lines_meta[source]["last_step_line"]` from readers.lines; or at
+    or past the last step's number or time; any, when there are no steps); of those, the first whose kind
+    measures a cause, else the first. {kind, words, host, rank, step, time (ISO or None), detail}."""
+    if events is None or events.empty:
+        return None
+    ending = events[events["kind"].astype(str).str.lower().isin(ENDING_EVENTS)]
+    whole = steps[steps["phase"] == "step"] if len(steps) else steps
+    if len(ending) and len(whole):
+        after = (ending["step"] >= 0) & (ending["step"] >= int(whole["step"].max()))
+        last = whole["time"].max()
+        if pd.notna(last):
+            after |= ending["time"].notna() & (ending["time"] >= last)
+        lineno = ending["detail"].astype(str).str.extract(LINE_NO)[0].astype(float)
+        last_line = ending["source"].astype(str).map(
+            lambda s: ((lines_meta or {}).get(s) or {}).get("last_step_line") or 0).astype(float)
+        after |= (last_line > 0) & (lineno > last_line)
+        ending = ending[after]
+    if ending.empty:
+        return None
+    named = ending["kind"].astype(str).map(cause_of_event).notna()
+    row = ending[named].iloc[0] if named.any() else ending.iloc[0]
+    kind = str(row["kind"]).lower()
+    return {"kind": kind, "words": ENDING_EVENTS[kind], "host": str(row["host"] or ""), "rank": int(row["rank"]),
+            "step": int(row["step"]), "time": None if pd.isna(row["time"]) else row["time"].isoformat(),
+            "detail": str(row["detail"])[:200]}
