@@ -52,7 +52,7 @@ def test_a_run_whose_steps_were_healthy_but_that_died_is_not_called_healthy_plai
                     "local_rank: 0 (pid: 1622990) of binary: /usr/bin/python3\n")
     v = diagnose(read_paths([str(died)])).verdict
     assert v["ended"]["kind"] == "worker_failed" and v["ended"]["rank"] == 0
-    assert v["sentence"].startswith("The run ended on a process that died") and "until then healthy" in v["sentence"]
+    assert v["sentence"].startswith("The run ended on a process killed by SIGKILL") and "until then healthy" in v["sentence"]
     assert "keep this run as the baseline" not in v["sentence"]
     # the same death mid-run, the steps going on after it: the run did not end there
     mid = tmp_path / "mid.log"
@@ -129,3 +129,26 @@ def test_the_new_rows_and_stamps_stay_linear_on_a_huge_line():
     Prefix().split("Mar  3 12:00:01 " + "h" * 500_000)
     Prefix().split("[" + " " * 100_000 + "1.5")
     assert time.monotonic() - start < 10  # bounded work: a 1 MB line read in well under 10 s
+
+
+@pytest.mark.parametrize("line,signal", [
+    ("failed (exitcode: -9) local_rank: 3 (pid: 812917) of binary: /usr/bin/python", "SIGKILL"),  # torchelastic
+    ("  exitcode  : -9 (pid: 14750)", "SIGKILL"),  # torchelastic's ChildFailedError summary
+    ("RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.", "SIGKILL"),
+    ("/bin/bash: line 27:   318 Killed                  sh start.sh", "SIGKILL"),  # bash's job report
+    ("srun: error: node1: task 0: Exited with exit code 137", "SIGKILL"),  # 128 + 9
+    ("died with <Signals.SIGTERM: 15>", "SIGTERM"),
+    ("RuntimeError: DataLoader worker (pid 77) is killed by signal: Segmentation fault.", "SIGSEGV"),
+    ("exitcode  : -6 (pid: 1)", "SIGABRT"),
+])
+def test_a_death_by_signal_is_named_with_what_it_usually_means(line, signal):
+    from playbook.diagnosis.evidence.from_events import death_words
+
+    assert signal in death_words(line)
+
+
+def test_an_exit_code_without_a_signal_names_none():
+    from playbook.diagnosis.evidence.from_events import death_words
+
+    assert death_words("srun: error: node1: task 3: Exited with exit code 1") is None
+    assert death_words("exitcode  : 1 (pid: 14750)") is None

@@ -81,6 +81,40 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
     named = ending["kind"].astype(str).map(cause_of_event).notna()
     row = ending[named].iloc[0] if named.any() else ending.iloc[0]
     kind = str(row["kind"]).lower()
-    return {"kind": kind, "words": ENDING_EVENTS[kind], "host": str(row["host"] or ""), "rank": int(row["rank"]),
+    words = (death_words(str(row["detail"])) if kind == "worker_failed" else None) or ENDING_EVENTS[kind]
+    return {"kind": kind, "words": words, "host": str(row["host"] or ""), "rank": int(row["rank"]),
             "step": int(row["step"]), "time": None if pd.isna(row["time"]) else row["time"].isoformat(),
             "detail": str(row["detail"])[:200]}
+
+
+# the signal a process died of, as its launcher prints it: torchelastic "exitcode: -9" (its summary: "exitcode  :
+# -9"), a shell's "exit code 137" (128 + the signal), Python's "Signals.SIGKILL", the DataLoader's "killed by signal:
+# Killed", bash's job report "line 27:   318 Killed   sh start.sh" (strsignal's words)
+_SIGNAL = re.compile(r"exit ?code\s{0,4}:?\s{0,4}-(\d{1,2})\b|exit (?:code|status):? ?(1[3-5]\d)\b|"
+                     r"Signals\.SIG([A-Z]{3,4})\b|(?:by signal:?|\b\d+)\s{1,8}"
+                     r"(Killed|Terminated|Segmentation fault|Aborted|Bus error)\b", re.IGNORECASE)
+_SIGNAL_NAMES = {"KILL": 9, "KILLED": 9, "TERM": 15, "TERMINATED": 15, "SEGV": 11, "SEGMENTATION FAULT": 11,
+                 "ABRT": 6, "ABORTED": 6, "BUS": 7, "BUS ERROR": 7}
+# what each signal usually means for a training process (signal(7); the OOM killer sends SIGKILL)
+_SIGNAL_WORDS = {
+    9: "a process killed by SIGKILL (most often the host's OOM killer, else the scheduler or a person: "
+       "`dmesg -T | grep -i -e oom -e killed` on its host tells)",
+    15: "a process terminated by SIGTERM (the scheduler or a person stopping it: preemption, a time limit, a "
+        "cancel)",
+    11: "a process that crashed with SIGSEGV (a segmentation fault in native code: an extension, a driver, a "
+        "DataLoader worker)",
+    6: "a process that aborted (SIGABRT: a failed check in native code, e.g. a CUDA or NCCL abort)",
+    7: "a process that died of SIGBUS (a bus error: most often /dev/shm too small for DataLoader workers)",
+}
+
+
+def death_words(detail: str) -> str | None:
+    """The verdict's words for a process that died of a signal its launcher names (see _SIGNAL), else None."""
+    m = _SIGNAL.search(detail)
+    if not m:
+        return None
+    if m.group(1) or m.group(2):
+        sig = int(m.group(1)) if m.group(1) else int(m.group(2)) - 128
+    else:
+        sig = _SIGNAL_NAMES.get((m.group(3) or m.group(4) or "").upper(), 0)
+    return _SIGNAL_WORDS.get(sig)
