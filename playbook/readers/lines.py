@@ -76,6 +76,7 @@ class _EventLines:
         self.steps = steps
         self.rows: list[dict] = []
         self.open_eval: dict[tuple, tuple[int, int]] = {}  # (kind, rank) -> (row, step records when it opened)
+        self.ended_eval: set[tuple] = set()  # (kind, rank) of sections an end line closed (MLPerf eval_stop)
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
         self.counts = {"events": 0, "recompile": 0}
 
@@ -165,12 +166,16 @@ class _EventLines:
             return False
         if kind == "eval" and not ln.evaluating and not in_section and event_lexicon.EVAL_START.search(body):
             self.steps.sections[ln.rank] = None
-        if in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body):
+        ends = in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body)
+        if ends:
             self.steps.sections.pop(ln.rank, None)
         duration = _stated_duration(body) if kind else np.nan
         if kind in ("eval", "checkpoint", None):
-            open_ = self.open_eval.get((kind or "eval", ln.rank))
-            if open_ is not None and open_[1] == self.steps.timed:  # no training step since: the section goes on
+            key = (kind or "eval", ln.rank)
+            open_ = self.open_eval.get(key)
+            # an evaluation's end (MLPerf's eval_stop) lets the next start line open another, steps between or not
+            again = key in self.ended_eval and event_lexicon.EVAL_START.search(body)
+            if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
                     row["duration_s"] = duration
@@ -178,9 +183,12 @@ class _EventLines:
                     row["duration_s"] = max(0.0, (ln.time - row["time"]) / 1e9)
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
+                if ends:
+                    self.ended_eval.add(key)
                 return True
             if kind is None:
                 return False
+            self.ended_eval.discard(key)
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
                                                self.steps.timed)
         else:

@@ -28,17 +28,29 @@ def test_refused_with_one_line_naming_the_file(name):
     assert name in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if not v.get("error")))
-def test_read_and_verdict(name):
+def _read(name: str):
+    mark = pytest.mark.xfail(strict=True, reason=EXPECTED[name]["open"]) if EXPECTED[name].get("open") else ()
+    return pytest.param(name, marks=mark)
+
+
+@pytest.mark.parametrize("name", [_read(k) for k, v in sorted(EXPECTED.items()) if not v.get("error")])
+def test_read_as_expected(name):
     want = EXPECTED[name]
     bundle = read_paths([str(ZOO / name)])
-    steps = bundle.steps[bundle.steps["phase"] == "step"]
+    steps = bundle.steps[bundle.steps["phase"] == "step"] if len(bundle.steps) else bundle.steps
     assert len(steps) == want["steps"]
-    assert (int(steps["step"].min()), int(steps["step"].max())) == (want["first"], want["last"])
-    assert float(np.median(steps["duration_s"])) == pytest.approx(want["median_step_s"], rel=0.05)
-    assert set(bundle.steps["phase"]) - {"step"} >= set(want["phases"])
+    if want["steps"]:
+        assert (int(steps["step"].min()), int(steps["step"].max())) == (want["first"], want["last"])
+        assert float(np.median(steps["duration_s"])) == pytest.approx(want["median_step_s"], rel=0.05)
+        assert set(bundle.steps["phase"]) - {"step"} >= set(want["phases"])
     read = {(str(k), int(s)) for k, s in bundle.events[["kind", "step"]].itertuples(index=False)}
     wanted = {tuple(e) for e in want["events"]}
     assert wanted <= read
     assert {k for k, _ in read} <= {k for k, _ in wanted}  # no checkpoint or eval the log does not show
-    assert diagnose(bundle).verdict["id"] == want["verdict"]
+    if "eval_events" in want:  # one event per evaluation, however many lines each prints
+        assert int((bundle.events["kind"] == "eval").sum()) == want["eval_events"]
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if not v.get("error")))
+def test_verdict(name):
+    assert diagnose(read_paths([str(ZOO / name)])).verdict["id"] == EXPECTED[name]["verdict"]

@@ -105,7 +105,7 @@ _PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd",
                 "allgather": "collective", "scatter": "collective", "h2d": "h2d",
                 "to_device": "h2d", "copy": "h2d"}
 _NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
-             "val", "valid", "test", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
+             "val", "valid", "test", "validation", "evaluation", "testing", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
              "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
 _CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "train_time", "training_time", "time_elapsed",
               "cumulative", "cum")
