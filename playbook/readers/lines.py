@@ -144,7 +144,9 @@ class _EventLines:
         return True
 
     def _kind(self, ln: Line) -> str | None:
-        body, low = ln.body, ln.body.lower()
+        # a command line's options configure evaluation and saving (`--eval-interval 100`, `--save ckpt/`): no event
+        body = _OPTION.sub(" ", ln.body) if "--" in ln.body else ln.body
+        low = body.lower()
         if ("checkpoint" in low or "sav" in low or "snapshot" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
         if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
@@ -195,6 +197,9 @@ class _EventLines:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
         return True
+
+
+_OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")
 
 
 def _stated_duration(body: str) -> float:
