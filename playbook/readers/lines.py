@@ -81,6 +81,7 @@ class _EventLines:
         self.steps = steps
         self.rows: list[dict] = []
         self.open_eval: dict[tuple, tuple[int, int]] = {}  # (kind, rank) -> (row, step records when it opened)
+        self.ended_eval: set[tuple] = set()  # (kind, rank) of sections an end line closed (MLPerf eval_stop)
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
         self.counts = {"events": 0, "recompile": 0}
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
@@ -164,7 +165,9 @@ class _EventLines:
         return True
 
     def _kind(self, ln: Line) -> str | None:
-        body, low = ln.body, ln.body.lower()
+        # a command line's options configure evaluation and saving (`--eval-interval 100`, `--save ckpt/`): no event
+        body = _OPTION.sub(" ", ln.body) if "--" in ln.body else ln.body
+        low = body.lower()
         if ("checkpoint" in low or "sav" in low or "snapshot" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
         if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
@@ -186,12 +189,16 @@ class _EventLines:
             return False
         if kind == "eval" and not ln.evaluating and not in_section and event_lexicon.EVAL_START.search(body):
             self.steps.sections[ln.rank] = None
-        if in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body):
+        ends = in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body)
+        if ends:
             self.steps.sections.pop(ln.rank, None)
         duration = _stated_duration(body) if kind else np.nan
         if kind in ("eval", "checkpoint", None):
-            open_ = self.open_eval.get((kind or "eval", ln.rank))
-            if open_ is not None and open_[1] == self.steps.timed:  # no training step since: the section goes on
+            key = (kind or "eval", ln.rank)
+            open_ = self.open_eval.get(key)
+            # an evaluation's end (MLPerf's eval_stop) lets the next start line open another, steps between or not
+            again = key in self.ended_eval and event_lexicon.EVAL_START.search(body)
+            if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
                     row["duration_s"] = duration
@@ -199,15 +206,21 @@ class _EventLines:
                     row["duration_s"] = max(0.0, (ln.time - row["time"]) / 1e9)
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
+                if ends:
+                    self.ended_eval.add(key)
                 return True
             if kind is None:
                 return False
+            self.ended_eval.discard(key)
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
                                                self.steps.timed)
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
         return True
+
+
+_OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")
 
 
 def _stated_duration(body: str) -> float:

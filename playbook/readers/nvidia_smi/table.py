@@ -149,7 +149,22 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
     bundle.events = _ecc_events(time_ns, rows["gpu"], rows["ecc"], bundle_host(bundle, host, path), src)
     bundle.warnings[:0] = notes
-    return bundle
+    return _with_log_lines(path, lines, bundle, tz)
+
+
+def _with_log_lines(path: Path, lines: list[str], bundle: schema.Bundle, tz: str) -> schema.Bundle:
+    """A training log that printed `nvidia-smi` once or twice (modded-nanogpt's records: the script, a table, then
+    its step lines) holds more text than tables: its lines are read too (steps, events), beside the tables."""
+    table = sum(1 for ln in lines if ln.lstrip().startswith(("|", "+")))
+    other = sum(1 for ln in lines if ln.strip()) - table
+    if other <= table:
+        return bundle
+    from playbook.readers import lines as line_scan
+
+    try:
+        return bundle.extend(line_scan.scan(path, tz=tz))
+    except InputError:  # nothing but the tables to read
+        return bundle
 
 
 def bundle_host(bundle: schema.Bundle, host: str | None, path: Path) -> str:

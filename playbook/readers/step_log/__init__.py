@@ -5,7 +5,8 @@ Three shapes:
   step_time, iter_time, time_per_step, elapsed_ms, ..., unit from the suffix, default seconds) or a time column
   (time, timestamp, wall_time, end_time, ...; durations are the gaps between consecutive steps of a rank).
   Optional rank, tokens, host and phase columns.
-- JSON Lines with the same keys.
+- JSON Lines with the same keys (a record whose `time` is a number too small for a clock, detectron2's metrics.json
+  and MMCV's log.json, goes to the line grammar: there `time` is the iteration's seconds).
 - Text logs are read line by line by readers/lines.py (the step grammar of readers/step_log/grammar.py, with NCCL,
   recompile and event lines in the same pass); `read` hands them there.
 
@@ -56,6 +57,17 @@ def _is_table(keys: list[str]) -> bool:
         _find(keys, DURATION_KEYS) is not None or _find(keys, TIME_KEYS) is not None)
 
 
+def _time_is_no_clock(obj: dict) -> bool:
+    """A record whose only time is a number too small for a Unix clock (detectron2's metrics.json and MMCV's
+    log.json write `"time": 0.35`, the iteration's seconds): the line grammar reads such fields by their meaning."""
+    keys = list(obj)
+    time_key = _find(keys, TIME_KEYS)
+    if _find(keys, DURATION_KEYS) is not None or time_key is None:
+        return False
+    value = obj[time_key]
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e8
+
+
 def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
     """("jsonl", None) when the first line is a JSON object naming a step and a duration or time; ("csv", header)
     when the header does; None otherwise (text)."""
@@ -64,7 +76,7 @@ def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
             obj = textio.json_loads(first)
         except ValueError:
             obj = None
-        if isinstance(obj, dict) and _is_table(list(obj)):
+        if isinstance(obj, dict) and _is_table(list(obj)) and not _time_is_no_clock(obj):
             return "jsonl", None
     found = generic_csv._header(head)
     if found is not None and _is_table(found[2]):

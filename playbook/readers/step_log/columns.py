@@ -113,10 +113,13 @@ def adopt_untagged(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
     return rank
 
 
+CLOCK_FLOOR_S = 1e8  # seconds: a time past this is a Unix time (1973 on), never a duration (no step lasts 3 years)
+
+
 def epoch_clock(seconds: np.ndarray) -> bool:
-    """Values that are Unix times, not durations: a median past 1e8 s (1973; no step lasts three years)."""
+    """Values that are Unix times, not durations: a median past CLOCK_FLOOR_S."""
     ok = seconds[np.isfinite(seconds)]
-    return len(ok) > 0 and float(np.median(ok)) > 1e8
+    return len(ok) > 0 and float(np.median(ok)) > CLOCK_FLOOR_S
 
 
 def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:

@@ -45,6 +45,7 @@ from collections import Counter
 import numpy as np
 
 from playbook.readers.step_log.columns import (
+    CLOCK_FLOOR_S,
     EpochRestarts,
     adopt_untagged,
     below,
@@ -444,8 +445,10 @@ class StepLines:
         self.keyword.append(1 if c.keyword else 0)
         self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
         self.last_step[ctx.rank] = c.step
-        self.timed += bool(fields)
-        if fields:
+        # a record with more than a clock reading (MLPerf's `time_ms` on every line) is a training step gone by
+        trains = any(not (role[0] == "dur" and value * role[2] > CLOCK_FLOOR_S) for value, role in fields.values())
+        self.timed += trains
+        if trains:
             self.sections.pop(ctx.rank, None)  # a training record ends the rank's evaluation section
         self._box = n
         self._trail = (ctx.rank, ctx.lineno) if not fields else None

@@ -105,7 +105,7 @@ _PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd",
                 "allgather": "collective", "scatter": "collective", "h2d": "h2d",
                 "to_device": "h2d", "copy": "h2d"}
 _NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
-             "val", "valid", "test", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
+             "val", "valid", "test", "validation", "evaluation", "testing", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
              "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
 _CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "train_time", "training_time", "time_elapsed",
               "cumulative", "cum")
@@ -314,7 +314,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     if "per" in words or any(w in ("step", "iter", "iteration", "batch", "it", "steptime", "itertime")
                              for w in words) or k in ("dt", "sec_batch", "last_time", "time_per_step",
                                                       "step_time", "iter_time"):
-        if not any(w in ("train", "total", "since") for w in words) or "per" in words:
+        # `total_step_time`, `time_since_step`: a running total; `train_step_timing` (NeMo): the training step
+        if not any(w in ("total", "since") for w in words) or "per" in words:
             return "dur", PER_STEP, f
     if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time") or k.startswith("elapsed"):
         return "dur", CUMULATIVE, f
