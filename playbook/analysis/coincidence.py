@@ -43,8 +43,8 @@ def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataF
 
 
 def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | None,
-                     columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "cpu_pct", "cpu_max_core_pct",
-                                                 "net_rx_mib_s", "net_tx_mib_s")) -> list[dict]:
+                     columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "iowait_pct", "cpu_pct",
+                                                 "cpu_max_core_pct", "net_rx_mib_s", "net_tx_mib_s")) -> list[dict]:
     """Host-probe metrics during the utilization drops against the busy stretches between them.
 
     Per metric: the mean during each drop and during each gap between drops; `ratio` = median over drops ÷

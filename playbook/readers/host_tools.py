@@ -1,0 +1,544 @@
+"""Host telemetry as Linux tools print it → the host table: `vmstat [-t] N`, `iostat [-x] [-t] N` (every sysstat
+layout: `rkB/s wkB/s ... %util`, `r/s rkB/s rrqm/s ...`, `-m` MB/s, `kB_read/s`, `Blk_read/s`), `mpstat -P ALL`,
+`sar -u [-P ALL]`, `sar -d`, `sar -n DEV`, `sadf -d` (semicolon CSV), `top -b` and `dstat` / `dool --output` CSV.
+
+Meaning comes from the column names and their units, not from which tool printed them (column_meaning): an idle
+share (`%idle`, vmstat `id`, dstat `idl`) gives busy = 100 - idle, `%iowait` / `wa` / `wai` the iowait share, disk
+and network rates their unit from the name (`rkB/s` KiB/s, `rMB/s` MiB/s, `rsec/s` and `Blk_read/s` 512-byte
+sectors, vmstat `bi` / `bo` KiB/s, dstat's `read` / `writ` / `recv` / `send` bytes/s). Rows per device are summed
+per host (loopback and devices stacked on listed disks — partitions, dm-*, md* — left out so no byte counts
+twice); rows per CPU give the busiest core (cpu_max_core_pct) and, without an `all` row, the mean (cpu_pct).
+Times: a leading time of day (sysstat; `AM`/`PM` read) on the banner's date (`Linux ... (host) 04/18/19 ...`,
+rolling over at midnight), vmstat -t's trailing `YYYY-MM-DD HH:MM:SS`, iostat -t's time-stamp line, sadf's and
+dstat's own columns; a tool that prints no time gets one sample per report `interval_s` apart (a counted warning
+says the times are synthetic). `Average:` summary rows and tables with no column read here (interrupts, NUMA
+nodes, errors) are passed over; a row of a table read here that does not fit its header is a counted warning.
+rss_mib stays NaN: these tools report the host's memory, not a process tree's resident set.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import textio
+
+FORMAT = "host tools (vmstat, iostat, mpstat, sar, sadf, top, dstat)"
+
+MIB = 2.0**20
+_UNIT = {"kb": 1024 / MIB, "mb": 1.0, "gb": 1024.0, "sec": 512 / MIB, "blk": 512 / MIB, "b": 1 / MIB}
+_DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
+_NET = re.compile(r"^(?P<d>rx|tx)(?P<u>kb|mb|gb)/s$")
+_PLAIN = {"%idle": ("idle", 1.0), "id": ("idle", 1.0), "idl": ("idle", 1.0),
+          "%iowait": ("iowait", 1.0), "wa": ("iowait", 1.0), "wai": ("iowait", 1.0),
+          "bi": ("read_mib_s", 1024 / MIB), "bo": ("write_mib_s", 1024 / MIB)}  # vmstat: KiB/s
+_DSTAT = {"read": ("read_mib_s", 1 / MIB), "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB),
+          "send": ("net_tx_mib_s", 1 / MIB)}  # dstat CSV: bytes/s
+ENTITY = {"cpu": "cpu", "device": "disk", "device:": "disk", "dev": "disk", "iface": "net", "node": "node"}
+
+
+def column_meaning(name: str, dstat: bool = False) -> tuple[str, float] | None:
+    """(quantity, factor to the schema unit) of a tool's column name: idle / iowait shares in %, disk and network
+    rates in MiB/s; None for columns this reader does not use."""
+    n = name.strip().lower()
+    if n in _PLAIN:
+        return _PLAIN[n]
+    if dstat and n in _DSTAT:
+        return _DSTAT[n]
+    if m := _DISK.match(n):
+        direction, unit = (m["d1"], m["u1"]) if m["d1"] else (m["d2"][0], m["u2"])
+        return ("read_mib_s" if direction == "r" else "write_mib_s"), _UNIT[unit]
+    if m := _NET.match(n):
+        return ("net_rx_mib_s" if m["d"] == "rx" else "net_tx_mib_s"), _UNIT[m["u"]]
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Detection
+
+_BANNER = re.compile(r"^Linux\s+\S+\s+\(([^)\s]{1,255})\)\s+(\d{2,4}[/.-]\d{2}[/.-]\d{2,4})\s")
+_VMSTAT = re.compile(r"^\s*r\s+b\s+swpd\s+free\s")
+_TOP = re.compile(r"^top - (\d{1,2}:\d{2}:\d{2})\b")
+_TOP_CPU = re.compile(r"^%?Cpu(\d+|\(s\))\s*:")
+_DSTAT_TITLE = re.compile(r'^"(?:Dstat|Dool) [\d.]+ CSV output"')
+_SADF = re.compile(r"^#\s*hostname;interval;timestamp;")
+
+
+def sniff(head: str) -> bool:
+    """A host tool's output: dstat / dool CSV, sadf -d, top -b, or text tables whose headers this reader reads
+    making up most of the first lines (so a training log with one pasted vmstat line stays a training log)."""
+    lines = [ln for ln in head.split("\n")[:400] if ln.strip()]
+    if not lines:
+        return False
+    first = lines[0].strip()
+    if _DSTAT_TITLE.match(first) or _SADF.match(first):
+        return True
+    if any(_TOP.match(ln) for ln in lines[:5]) and any(_TOP_CPU.match(ln.strip()) for ln in lines[:12]):
+        return True
+    parser = _TextTables("<head>", "", "UTC")
+    for no, line in enumerate(lines, start=1):
+        parser.line(no, line)
+    return parser.header_lines > 0 and len(parser.rows) > 0 and parser.understood >= 0.6 * len(lines)
+
+
+def read(path: str | Path, interval_s: float | None = None, tz: str | None = None, **_opts) -> schema.Bundle:
+    """Read one host tool's output into a Bundle whose host table holds the samples."""
+    path, src = Path(path), str(path)
+    notes: list[str] = []
+    text = textio.read_text(path, warnings=notes)
+    first = next((ln.strip() for ln in text.split("\n", 50) if ln.strip()), "")
+    host = textio.host_from_path(path)
+    if _DSTAT_TITLE.match(first):
+        samples = _dstat(src, text, host, tz or "UTC")
+    elif _SADF.match(first):
+        samples = _sadf(src, text, tz or "UTC")
+    elif _TOP.match(first):
+        samples = _top(src, text, host)
+    else:
+        parser = _TextTables(src, host, tz or "UTC")
+        for no, line in enumerate(text.split("\n"), start=1):
+            parser.line(no, line)
+        samples = parser
+    bundle = schema.Bundle(inputs=[src])
+    bundle.host, warnings = samples.table(interval_s)
+    bundle.warnings += notes + warnings
+    if not len(bundle.host):
+        raise InputError(f"{src}: no host samples found (a {FORMAT} header without rows under it)")
+    return bundle
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Samples → the host table
+
+class _Samples:
+    """Rows read so far: (time ns or None, sample tick, host, kind, entity, {quantity: value}); built into the host
+    table by `table`. `kind`: "host" (one row per sample), "cpu", "disk" or "net" (one row per CPU / device)."""
+
+    def __init__(self, src: str, host: str):
+        self.src, self.host = src, host
+        self.rows: list[tuple[int | None, int, str, str, str, dict[str, float]]] = []
+        self.skips = schema.SkipCounter(src)
+        self.notes: list[str] = []
+        self.tick = 0
+        self._seen: set[tuple[str, str]] = set()
+
+    def add(self, t_ns: int | None, host: str, kind: str, entity: str, values: dict[str, float]) -> None:
+        """One row; without a time, a row whose kind and entity the current sample already holds starts the next
+        sample (a new iostat report, the next vmstat line)."""
+        key = (kind, entity)
+        if key in self._seen:
+            self.tick += 1
+            self._seen = set()
+        self._seen.add(key)
+        self.rows.append((t_ns, self.tick, host or self.host, kind, entity, values))
+
+    def table(self, interval_s: float | None) -> tuple[pd.DataFrame, list[str]]:
+        """The host table (one row per host and sample) and the warnings."""
+        warnings = list(self.notes)
+        if not self.rows:
+            return schema.host_frame(), warnings
+        stamped = [r[0] is not None for r in self.rows]
+        if all(stamped):
+            times = np.array([r[0] for r in self.rows], dtype=np.int64)
+        else:
+            times = textio.synthetic_times(np.array([r[1] for r in self.rows]), interval_s).astype(np.int64)
+            if any(stamped):
+                warnings.append(f"{self.src}: {stamped.count(False)} rows without a time among "
+                                f"{stamped.count(True)} with; all placed on the synthetic clock")
+            warnings.append(textio.synthetic_warning(self.src, "reports", interval_s))
+        frame = pd.DataFrame({"time": times, "host": [r[2] for r in self.rows], "kind": [r[3] for r in self.rows],
+                              "entity": [r[4] for r in self.rows]})
+        values = pd.DataFrame([r[5] for r in self.rows])
+        frame = pd.concat([frame, values.reindex(columns=["idle", "iowait", *_RATES])], axis=1)
+        warning = self.skips.warning(rows_read=len(self.rows))
+        if warning:
+            warnings.append(warning)
+        return _aggregate(frame, self.src), warnings
+
+
+_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")
+_AGGREGATE_CPU = {"all", "-1", "total"}
+
+
+def _aggregate(frame: pd.DataFrame, src: str) -> pd.DataFrame:
+    """Rows per (time, host, kind, entity) → one host row per (time, host): CPU busy from idle (the `all` row,
+    else the mean over CPUs), the busiest core, iowait, disk and network rates summed over devices."""
+    frame["busy"] = (100.0 - frame["idle"]).clip(0, 100)
+    keys = ["time", "host"]
+    out = frame[keys].drop_duplicates().set_index(keys)
+    host_rows = frame[frame["kind"] == "host"].groupby(keys)
+    cpu = frame[frame["kind"] == "cpu"]
+    whole = cpu[cpu["entity"].str.lower().isin(_AGGREGATE_CPU)].groupby(keys)
+    cores = cpu[~cpu["entity"].str.lower().isin(_AGGREGATE_CPU)].groupby(keys)
+    out["cpu_pct"] = _first(whole["busy"].mean(), cores["busy"].mean(), host_rows["busy"].mean(), index=out.index)
+    out["cpu_max_core_pct"] = cores["busy"].max().reindex(out.index)
+    out["iowait_pct"] = _first(whole["iowait"].mean(), cores["iowait"].mean(), host_rows["iowait"].mean(),
+                               index=out.index)
+    devices = frame[frame["kind"].isin(("disk", "net"))]
+    devices = devices[counted_devices(devices["entity"], devices["kind"] == "net")]
+    disks = devices[devices["kind"] == "disk"].groupby(keys)
+    nets = devices[devices["kind"] == "net"].groupby(keys)
+    for col in _RATES:
+        per_device = (disks if col in ("read_mib_s", "write_mib_s") else nets)[col].sum(min_count=1)
+        out[col] = _first(per_device, host_rows[col].mean(), index=out.index)
+    out = out.reset_index()
+    data = {c: out[c].to_numpy() for c in out.columns if c in schema.HOST_COLUMNS}
+    data["time"] = pd.to_datetime(out["time"].to_numpy(), utc=True)
+    data["source"] = src
+    return schema.host_frame(data).sort_values(["host", "time"], kind="stable").reset_index(drop=True)
+
+
+def _first(*series: pd.Series, index: pd.Index) -> np.ndarray:
+    """Per index entry the first of `series` that has a value there (NaN when none does)."""
+    out = pd.Series(np.nan, index=index)
+    for s in series:
+        out = out.fillna(s.reindex(index))
+    return out.to_numpy(dtype=np.float64)
+
+
+_PARTITION = re.compile(r"^(?P<disk>(?:nvme\d+n\d+|mmcblk\d+))p\d+$|^(?P<sd>[shv]d[a-z]+|xvd[a-z]+)\d+$")
+
+
+def counted_devices(names: pd.Series, network: pd.Series) -> pd.Series:
+    """The device rows whose bytes count towards the host's: not the loopback interface, not a partition of a
+    listed disk, not a device-mapper / md device stacked on listed disks (their I/O is the disks' I/O)."""
+    listed = set(names[~network])
+    physical = {n for n in listed if n and not n.startswith(("dm-", "md"))}
+
+    def counted(name: str, net: bool) -> bool:
+        if net:
+            return name != "lo"
+        m = _PARTITION.match(name)
+        if m and (m["disk"] or m["sd"]) in listed:
+            return False
+        return not (name.startswith(("dm-", "md")) and physical)
+
+    return pd.Series([counted(n, bool(k)) for n, k in zip(names, network, strict=True)], index=names.index,
+                     dtype=bool)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Text tables: sysstat (iostat, mpstat, sar), vmstat
+
+_TOD = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})$")
+_AMPM = {"am", "pm"}
+_DATETIME_TAIL = re.compile(r"(\d{4}-\d{2}-\d{2})\s+(\d{2}:\d{2}:\d{2})\s*$")
+_STAMP_LINE = re.compile(r"^(\d{2,4}[/.-]\d{2}[/.-]\d{2,4})[ T](\d{1,2}:\d{2}:\d{2})(?:\s*([AaPp][Mm]))?"
+                         r"(?:\s*([+-]\d{4}|Z|UTC))?\s*$")
+_NUMBER = re.compile(r"^[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?$")
+
+
+class _TextTables(_Samples):
+    """Whitespace-aligned tables under header lines, read line by line (`line`)."""
+
+    def __init__(self, src: str, host: str, tz: str):
+        super().__init__(src, host)
+        self.tz = tz
+        self.columns: list[str] | None = None  # the current header's column names (time tokens removed)
+        self.useful = False  # whether the current header holds a column this reader reads
+        self.date: str | None = None  # the banner's date
+        self.stamp: int | None = None  # iostat -t: the last time-stamp line
+        self.zone: str | None = None  # vmstat -t: the zone its header names
+        self.last_tod: tuple[int, int] | None = None  # (day offset, seconds) of the last time of day
+        self.header_lines = 0
+        self.understood = 0
+        self.undated = False  # the note on times without a date given
+        self.zone_said = False  # the note on vmstat -t's zone given
+
+    def line(self, no: int, raw: str) -> None:
+        text = raw.strip()
+        if not text:
+            return
+        if m := _BANNER.match(text):
+            self.host, self.date = m.group(1), m.group(2)
+            self.understood += 1
+            return
+        if m := _STAMP_LINE.match(text):
+            self.stamp = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
+            self.understood += 1
+            return
+        if text.startswith("#") or set(text) <= set("-=# ") or text.startswith("procs ") or "--" in text[:12]:
+            self.understood += 1  # comments, rules and the group lines above a vmstat header
+            return
+        tokens = text.split()
+        lead, body = self._leading_time(tokens)
+        if body and body[0].rstrip(":").lower() == "average":
+            self.understood += 1
+            return
+        tail = _DATETIME_TAIL.search(text) if body and _NUMBER.match(body[0]) else None
+        if tail:
+            body = body[:-2]
+        if not any(_NUMBER.match(t) for t in body):
+            self._header(body)
+            return
+        self._row(no, lead, body, tail)
+
+    def _header(self, tokens: list[str]) -> None:
+        if tokens and tokens[0].endswith(":") and tokens[0].lower() not in ENTITY:  # avg-cpu:
+            tokens = tokens[1:]
+        self.columns = tokens
+        self.useful = any(column_meaning(t) for t in tokens)
+        if self.useful:
+            self.header_lines += 1
+            self.understood += 1
+            last = tokens[-1] if tokens else ""
+            if _VMSTAT.match(" ".join(tokens)) and last.isalpha() and len(last) <= 5 and last not in ("st", "gu"):
+                self.zone, self.columns = last, tokens[:-1]
+
+    def _row(self, no: int, lead: list[str], body: list[str], tail: re.Match | None) -> None:
+        if self.columns is None or not self.useful:
+            return  # a table this reader does not use (interrupts, errors, paging, ...)
+        cols = self.columns
+        if len(body) != len(cols):
+            self.skips.skip(no, f"{len(body)} values under {len(cols)} columns")
+            return
+        kind, entity, values = "host", "", {}
+        for name, cell in zip(cols, body, strict=True):
+            low = name.lower()
+            if low in ENTITY:
+                kind, entity = ENTITY[low], cell
+                continue
+            meaning = column_meaning(name)
+            if meaning is None:
+                continue
+            number = _number(cell)
+            if number is None:
+                self.skips.skip(no, f"bad {name} value {cell!r}")
+                return
+            quantity, factor = meaning
+            values[quantity] = number * factor
+        if kind == "node":
+            return
+        t_ns = self._row_time(lead, tail)
+        self.understood += 1
+        self.add(t_ns, self.host, kind, entity, values)
+
+    def _leading_time(self, tokens: list[str]) -> tuple[list[str], list[str]]:
+        """(the leading time-of-day tokens, the rest): `13:20:19`, `12:44:56 PM`."""
+        if tokens and _TOD.match(tokens[0]):
+            n = 2 if len(tokens) > 1 and tokens[1].lower() in _AMPM else 1
+            return tokens[:n], tokens[n:]
+        return [], tokens
+
+    def _row_time(self, lead: list[str], tail: re.Match | None) -> int | None:
+        if tail:
+            utc = self.zone in (None, "UTC", "GMT")
+            if not utc and not self.zone_said:
+                self.zone_said = True
+                self.notes.append(f"{self.src}: vmstat -t times are in {self.zone}; read as {self.tz} (pass --tz "
+                                  "with the zone's IANA name to place them)")
+            return self._stamp(tail.group(1), tail.group(2), None, "UTC" if utc else None)
+        if lead:
+            h, m, s = (int(x) for x in _TOD.match(lead[0]).groups())
+            if len(lead) == 2:
+                h = h % 12 + (12 if lead[1].lower() == "pm" else 0)
+            secs = h * 3600 + m * 60 + s
+            day = self.last_tod[0] if self.last_tod else 0
+            if self.last_tod and secs < self.last_tod[1] - 43200:
+                day += 1  # past midnight
+            self.last_tod = (day, secs)
+            base = self._day_start()
+            return base + (day * 86400 + secs) * 1_000_000_000
+        return self.stamp
+
+    def _day_start(self) -> int:
+        """ns of the banner date's midnight in `tz` (the synthetic epoch, said once, without a banner)."""
+        if self.date:
+            t = _parse_date(self.date)
+            if t is not None:
+                return pd.Timestamp(t).tz_localize(self.tz).tz_convert("UTC").value
+        if not self.undated:
+            self.undated = True
+            self.notes.append(f"{self.src}: times of day without a date: placed on "
+                              f"{textio.SYNTHETIC_EPOCH:%Y-%m-%d} and the days after")
+        return textio.SYNTHETIC_EPOCH.value
+
+    def _stamp(self, date: str, tod: str, ampm: str | None, zone: str | None) -> int | None:
+        day = _parse_date(date)
+        if day is None:
+            return None
+        h, m, s = (int(x) for x in tod.split(":"))
+        if ampm:
+            h = h % 12 + (12 if ampm.lower() == "pm" else 0)
+        t = pd.Timestamp(day) + pd.Timedelta(seconds=h * 3600 + m * 60 + s)
+        if zone and zone not in ("UTC", "Z"):
+            return (t - pd.Timedelta(minutes=_offset_minutes(zone))).tz_localize("UTC").value
+        return t.tz_localize("UTC" if zone else self.tz).tz_convert("UTC").value
+
+
+def _offset_minutes(zone: str) -> int:
+    sign = -1 if zone[0] == "-" else 1
+    return sign * (int(zone[1:3]) * 60 + int(zone[3:5]))
+
+
+def _parse_date(text: str) -> pd.Timestamp | None:
+    """sysstat's dates: ISO `2019-04-18`, or the C locale's `%x` (`04/18/19`, `04/18/2019`); dd.mm.yyyy too."""
+    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y", "%d.%m.%Y", "%d.%m.%y", "%Y/%m/%d"):
+        try:
+            return pd.Timestamp(pd.to_datetime(text, format=fmt))
+        except (ValueError, OverflowError):
+            continue
+    return None
+
+
+def _number(cell: str) -> float | None:
+    """A tool's number; a decimal comma (locales that print `50,6`) is read as a point."""
+    if not _NUMBER.match(cell):
+        return None
+    return float(cell.replace(",", "."))
+
+
+# ------------------------------------------------------------------------------------------------------------
+# top -b, sadf -d, dstat / dool CSV
+
+_TOP_FIELD = re.compile(r"(\d+(?:[.,]\d+)?)\s*%?\s*(us|sy|ni|id|wa|hi|si|st)\b")
+
+
+def _top(src: str, text: str, host: str) -> _Samples:
+    """`top -b`: one block per refresh, its time of day on the `top - HH:MM:SS up ...` line; `%Cpu(s):` (or
+    `Cpu(s):`) the whole host, `%Cpu0 :` ... each CPU when per-CPU display is on."""
+    samples = _TextTables(src, host, "UTC")
+    t_ns: int | None = None
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if m := _TOP.match(line):
+            t_ns = samples._row_time([m.group(1)], None)
+            continue
+        if not (m := _TOP_CPU.match(line)):
+            continue
+        fields = {name: float(v.replace(",", ".")) for v, name in _TOP_FIELD.findall(line[m.end():])}
+        if "id" not in fields:
+            samples.skips.skip(no, f"no idle share in {line[:50]!r}")
+            continue
+        values = {"idle": fields["id"], "iowait": fields.get("wa", np.nan)}
+        cpu = m.group(1)
+        samples.add(t_ns, host, "host" if cpu == "(s)" else "cpu", "" if cpu == "(s)" else cpu, values)
+    return samples
+
+
+def _sadf(src: str, text: str, tz: str) -> _Samples:
+    """`sadf -d` (database-friendly CSV): `# hostname;interval;timestamp;<entity>;<columns>` headers, rows of
+    `host;interval;timestamp;...` with the timestamp in UTC (`... UTC`), local time (-T) or epoch seconds (-U)."""
+    samples = _Samples(src, "")
+    columns: list[str] | None = None
+    for no, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            columns = line.lstrip("# ").split(";")[3:]
+            continue
+        cells = line.split(";")
+        if columns is None or len(cells) != len(columns) + 3:
+            samples.skips.skip(no, f"{len(cells)} fields under a {0 if columns is None else len(columns) + 3}-field "
+                                   "header")
+            continue
+        t_ns = _sadf_time(cells[2], tz)
+        if t_ns is None:
+            samples.skips.skip(no, f"bad timestamp {cells[2][:40]!r}")
+            continue
+        kind, entity, values = "host", "", {}
+        for name, cell in zip(columns, cells[3:], strict=True):
+            if name.lower() in ENTITY:
+                kind, entity = ENTITY[name.lower()], ("all" if cell == "-1" else cell)
+            elif (meaning := column_meaning(name)) and (number := _number(cell)) is not None:
+                values[meaning[0]] = number * meaning[1]
+        if kind != "node":
+            samples.add(t_ns, cells[0], kind, entity, values)
+    return samples
+
+
+def _sadf_time(text: str, tz: str) -> int | None:
+    text = text.strip()
+    if text.isdigit():
+        return int(text) * 1_000_000_000 if int(text) < textio.MAX_EPOCH_S else None
+    utc = text.endswith(" UTC")
+    try:
+        t = pd.Timestamp(text[:-4] if utc else text)
+    except (ValueError, OverflowError):
+        return None
+    if t.tzinfo is None:
+        t = t.tz_localize("UTC" if utc else tz)
+    return t.tz_convert("UTC").value
+
+
+_CMD_INTERVAL = re.compile(r"(?:^|\s)(\d+(?:\.\d+)?)(?:\s|$)")
+
+
+def _dstat(src: str, text: str, host: str, tz: str) -> _Samples:
+    """`dstat` / `dool --output FILE`: four lines of metadata (Host:, Cmdline:, Date:), a row of group titles
+    (`total cpu usage`, `dsk/total`, `net/total`, `epoch`, `system`, `cpuN usage`, `dsk/sda`, ...) and a row of
+    column names above the samples. Times: an `epoch` column, a `time` column (`dd-mm HH:MM:SS`, year from Date:),
+    else Date: plus the row number times the interval on the command line (1 s by default)."""
+    rows = list(csv.reader(io.StringIO(text)))
+    meta = {r[0].rstrip(":").lower(): r[1] for r in rows[:4] if len(r) > 1}
+    meta.update({r[5].rstrip(":").lower(): r[6] for r in rows[:4] if len(r) > 6})
+    host = meta.get("host") or host
+    start = _sadf_time(meta.get("date", ""), tz)
+    step_m = _CMD_INTERVAL.search(meta.get("cmdline", ""))
+    step_s = float(step_m.group(1)) if step_m else 1.0
+    samples = _Samples(src, host)
+    body = [(i + 1, r) for i, r in enumerate(rows) if i >= 4 and any(c.strip() for c in r)]
+    if len(body) < 2:
+        return samples
+    groups, names = _ffill(body[0][1]), [n.strip().lower() for n in body[1][1]]
+    roles = _dstat_roles(groups, names)
+    year = pd.Timestamp(start, tz="UTC").year if start is not None else textio.SYNTHETIC_EPOCH.year
+    for n, (no, cells) in enumerate(body[2:]):
+        if len(cells) != len(names):
+            samples.skips.skip(no, f"{len(cells)} values under {len(names)} columns")
+            continue
+        per: dict[tuple[str, str], dict[str, float]] = {}
+        t_ns = None if start is None else start + int(round(n * step_s * 1e9))
+        for (kind, entity, quantity, factor), cell in zip(roles, cells, strict=True):
+            if kind == "epoch":
+                t_ns = int(round(float(cell) * 1e9)) if _number(cell) is not None else t_ns
+            elif kind == "time":
+                stamp = pd.to_datetime(f"{year}-{cell}", format="%Y-%d-%m %H:%M:%S", errors="coerce")
+                t_ns = stamp.tz_localize(tz).tz_convert("UTC").value if not pd.isna(stamp) else t_ns
+            elif kind and (number := _number(cell)) is not None:
+                per.setdefault((kind, entity), {})[quantity] = number * factor
+        for (kind, entity), values in per.items():
+            samples.add(t_ns, host, kind, entity, values)
+    return samples
+
+
+def _ffill(cells: list[str]) -> list[str]:
+    out, last = [], ""
+    for c in cells:
+        last = c.strip().lower() or last
+        out.append(last)
+    return out
+
+
+def _dstat_roles(groups: list[str], names: list[str]) -> list[tuple[str, str, str, float]]:
+    """Per column (kind, entity, quantity, factor): kind "" for a column not read; per-device groups only when
+    the file has no total for them."""
+    totals = {g.split("/")[0] for g in groups if g.endswith("/total") or g == "total cpu usage"}
+    out = []
+    for group, name in zip(groups, names, strict=False):
+        meaning = column_meaning(name, dstat=True)
+        if group == "epoch" or name == "epoch":
+            out.append(("epoch", "", "", 1.0))
+        elif name == "time":
+            out.append(("time", "", "", 1.0))
+        elif meaning is None:
+            out.append(("", "", "", 1.0))
+        elif group == "total cpu usage" or group.endswith("/total"):
+            out.append(("host", "", *meaning))
+        elif m := re.match(r"^cpu(\d+) usage$", group):
+            out.append(("cpu", m.group(1), *meaning))
+        elif "/" in group and group.split("/")[0] not in totals:
+            kind = {"dsk": "disk", "net": "net"}.get(group.split("/")[0], "")
+            out.append((kind, group.split("/", 1)[1], *meaning))
+        else:
+            out.append(("", "", "", 1.0))
+    out += [("", "", "", 1.0)] * (len(names) - len(out))
+    return out

@@ -1,0 +1,163 @@
+"""Host telemetry as clusters already produce it (readers/host_tools.py, readers/node_exporter.py): real outputs of
+vmstat, iostat, mpstat, sar, sadf, top and dstat (tests/data/host_telemetry, SOURCES.md) read into the host table
+with the values expected.json works out by hand; node_exporter series (labelled synthetic, real series names)
+as rates; and a host file beside a GPU log naming the host side of the GPU's drops."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from playbook.core.errors import InputError
+from playbook.readers import detect, read_file, read_paths
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "host_telemetry"
+EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if "error" not in v))
+def test_real_case_values(name):
+    want = EXPECTED[name]
+    assert detect.detect(DATA / name) == "host_tools"
+    b = read_file(DATA / name)
+    host = b.host
+    assert len(host) == want["rows"]
+    assert set(host["host"]) == {want["host"]}
+    assert host["time"].iloc[0] == pd.Timestamp(want["first_time"])
+    assert host["time"].is_monotonic_increasing
+    for row, column, value in want["checks"]:
+        assert host[column].iloc[row] == pytest.approx(value, rel=1e-5, abs=1e-9), (row, column)  # hand figures to 8 digits
+    for text in want["warns"]:
+        assert any(text in w for w in b.warnings), (text, b.warnings)
+    assert len(b.telemetry) == 0 and host["rss_mib"].isna().all()
+
+
+def test_single_scrape_is_a_one_line_error():
+    with pytest.raises(InputError, match="without two samples of a counter"):
+        read_file(DATA / "node_exporter_scrape.prom")
+
+
+def test_rows_that_do_not_fit_their_header_are_counted(tmp_path):
+    lines = (DATA / "sar_d.txt").read_text().split("\n")
+    lines.insert(4, "13:20:25         0.00      0.00      sda")  # a row cut short
+    path = tmp_path / "sar_d.txt"
+    path.write_text("\n".join(lines))
+    b = read_file(path)
+    assert len(b.host) == 5
+    assert any("skipped 1 of" in w and "line 5" in w for w in b.warnings), b.warnings
+
+
+def test_partitions_and_stacked_devices_count_once(tmp_path):
+    text = ("Device            r/s     rkB/s   wkB/s\n"
+            "sda              1.00   1024.00    0.00\n"
+            "sda1             1.00   1024.00    0.00\n"
+            "dm-0             1.00   1024.00    0.00\n"
+            "nvme0n1          1.00   2048.00    0.00\n"
+            "nvme0n1p2        1.00   2048.00    0.00\n")
+    path = tmp_path / "iostat.txt"
+    path.write_text(text)
+    assert read_file(path).host["read_mib_s"].iloc[0] == pytest.approx(3.0)  # sda 1 MiB/s + nvme0n1 2 MiB/s
+
+
+def test_a_training_log_with_one_pasted_vmstat_stays_a_training_log():
+    head = "\n".join([f"step {i} | loss 2.{i:02d} | 310 ms" for i in range(40)]
+                     + [" r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st",
+                        " 2  0      0 812345 1234 567890    0    0    10    40 5000 9000 30 3 65  2  0"])
+    assert "host_tools" not in detect.matches(head)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# node_exporter (LABELLED SYNTHETIC values on node_exporter's real series names and label sets)
+
+def _scrape(t_ms: int, idle: float, iowait: float, user: float, read: float, rx: float) -> list[str]:
+    return [f'node_cpu_seconds_total{{cpu="0",mode="idle"}} {idle} {t_ms}',
+            f'node_cpu_seconds_total{{cpu="0",mode="iowait"}} {iowait} {t_ms}',
+            f'node_cpu_seconds_total{{cpu="0",mode="user"}} {user} {t_ms}',
+            f'node_cpu_seconds_total{{cpu="1",mode="idle"}} {idle + 5} {t_ms}',
+            f'node_cpu_seconds_total{{cpu="1",mode="iowait"}} 0 {t_ms}',
+            f'node_cpu_seconds_total{{cpu="1",mode="user"}} {user} {t_ms}',
+            f'node_disk_read_bytes_total{{device="nvme0n1"}} {read} {t_ms}',
+            f'node_disk_read_bytes_total{{device="nvme0n1p1"}} {read} {t_ms}',
+            f'node_network_receive_bytes_total{{device="eth0"}} {rx} {t_ms}',
+            f'node_network_receive_bytes_total{{device="lo"}} {rx * 7} {t_ms}',
+            f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",Hostname="node1"}} 97 {t_ms}']
+
+
+def test_node_exporter_counters_become_rates_beside_dcgm(tmp_path):
+    t0 = 1_764_615_600_000
+    # 10 s apart: cpu0 idle +4 s, iowait +5 s, user +1 s of 10 → busy 60%, iowait 50%; cpu1 idle +4 s, user +1 s
+    # of 5 → busy 20%, iowait 0
+    lines = _scrape(t0, 100, 10, 50, 0, 0) + _scrape(t0 + 10_000, 104, 15, 51, 10 * 2**20 * 10, 2**20 * 10)
+    path = tmp_path / "node1.prom"
+    path.write_text("\n".join(lines) + "\n")
+    assert detect.detect(path) == "dcgm"
+    b = read_file(path)
+    assert len(b.telemetry) == 2
+    assert len(b.host) == 1
+    row = b.host.iloc[0]
+    assert row["time"] == pd.Timestamp(t0 + 10_000, unit="ms", tz="UTC")
+    assert row["cpu_pct"] == pytest.approx((60 + 20) / 2)
+    assert row["cpu_max_core_pct"] == pytest.approx(60)
+    assert row["iowait_pct"] == pytest.approx(25)  # 50% on cpu0, none on cpu1
+    assert row["read_mib_s"] == pytest.approx(10)  # the partition is not counted twice
+    assert row["net_rx_mib_s"] == pytest.approx(1)  # loopback left out
+
+
+def test_node_exporter_query_range_json_alone(tmp_path):
+    t0 = 1_764_615_600.0
+    result = [{"metric": {"__name__": "node_cpu_seconds_total", "instance": "node7:9100", "cpu": "0", "mode": m},
+               "values": [[t0 + 15 * i, str(v0 + dv * i)] for i in range(3)]}
+              for m, v0, dv in (("idle", 1000, 3.0), ("system", 10, 12.0))]
+    result.append({"metric": {"__name__": "node_disk_written_bytes_total", "instance": "node7:9100", "device": "sda"},
+                   "values": [[t0 + 15 * i, str(15 * 2**20 * 4 * i)] for i in range(3)]})
+    path = tmp_path / "range.json"
+    path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}))
+    b = read_file(path)
+    assert len(b.telemetry) == 0
+    assert list(b.host["host"]) == ["node7", "node7"]
+    assert b.host["cpu_pct"].to_list() == pytest.approx([80.0, 80.0])  # 12 s of 15 busy
+    assert b.host["write_mib_s"].to_list() == pytest.approx([4.0, 4.0])
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A host file beside a GPU log (LABELLED SYNTHETIC: the GPU drops from 96% to 12% for 15 s of every 60 s)
+
+def _paired(folder: Path, reads_in_dips: bool) -> Path:
+    folder.mkdir()
+    t0 = dt.datetime(2026, 12, 3, 10, 0, 0)
+    smi = ["timestamp, index, utilization.gpu [%], power.draw [W]"]
+    vm = ["procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu----- -----timestamp-----",
+          " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st                 UTC"]
+    for s in range(600):
+        t = t0 + dt.timedelta(seconds=s)
+        dip = s % 60 >= 45
+        smi.append(f"{t:%Y/%m/%d %H:%M:%S}.000, 0, {12 if dip else 96} %, {90 if dip else 280}.00 W")
+        bi = 412000 if dip and reads_in_dips else 52000  # KiB/s; a network filesystem's reads do not show here
+        us, idle, wa = (9, 50, 38) if dip else (30, 65, 2)
+        vm.append(f" 2  0  0 812345 1234 567890  0  0 {bi} 40 5000 9000 {us} 3 {idle} {wa} 0 {t:%Y-%m-%d %H:%M:%S}")
+    (folder / "node1-gpu.csv").write_text("\n".join(smi) + "\n")
+    (folder / "node1-vmstat.txt").write_text("\n".join(vm) + "\n")
+    return folder
+
+
+@pytest.mark.parametrize("reads_in_dips", [True, False])
+def test_host_file_beside_gpu_log_names_the_host_side(tmp_path, reads_in_dips):
+    from playbook import diagnose
+    from playbook.knowledge import ids
+
+    bundle = read_paths([_paired(tmp_path / "run", reads_in_dips)])
+    assert len(bundle.telemetry) == 600 and len(bundle.host) == 600
+    d = diagnose(bundle)
+    lead = d.hypotheses[0]
+    assert lead["id"] == ids.DATA_STARVATION
+    metrics = {m["metric"]: m for m in d.detail["host_in_dips"]}
+    assert metrics["iowait_pct"]["during"] == pytest.approx(38) and metrics["iowait_pct"]["between"] == 2
+    assert any(e.startswith("CPU iowait rise 19.0× during the drops") for e in lead["evidence"]), lead["evidence"]
+    reads = [e for e in lead["evidence"] if e.startswith("disk reads rise")]
+    assert bool(reads) == reads_in_dips
+    assert np.isfinite(bundle.host["read_mib_s"]).all()
