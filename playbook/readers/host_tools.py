@@ -85,7 +85,9 @@ def sniff(head: str) -> bool:
     parser = _TextTables("<head>", "", "UTC")
     for no, line in enumerate(lines, start=1):
         parser.line(no, line)
-    return parser.header_lines > 0 and len(parser.rows) > 0 and parser.understood >= 0.6 * len(lines)
+    if not (parser.header_lines and parser.rows):
+        return False
+    return bool(_BANNER.match(first)) or parser.understood >= 0.6 * len(lines)  # sysstat's banner says it all
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str | None = None, **_opts) -> schema.Bundle:
@@ -127,16 +129,20 @@ class _Samples:
         self.skips = schema.SkipCounter(src)
         self.notes: list[str] = []
         self.tick = 0
-        self._seen: set[tuple[str, str]] = set()
+        self._seen: dict[tuple[str, str], set[str]] = {}  # the current sample's quantities per kind and entity
 
     def add(self, t_ns: int | None, host: str, kind: str, entity: str, values: dict[str, float]) -> None:
-        """One row; without a time, a row whose kind and entity the current sample already holds starts the next
-        sample (a new iostat report, the next vmstat line)."""
-        key = (kind, entity)
-        if key in self._seen:
+        """One row (none without values); without a time, a row giving a quantity the current sample already
+        holds for its kind and entity starts the next sample (a new iostat report, the next vmstat line), while
+        one adding new quantities joins it (iostat --pretty prints a report's reads and writes in two blocks)."""
+        if not values:
+            return
+        held = self._seen.setdefault((kind, entity), set())
+        if held & values.keys():
             self.tick += 1
-            self._seen = set()
-        self._seen.add(key)
+            self._seen = {(kind, entity): set()}
+            held = self._seen[(kind, entity)]
+        held.update(values)
         self.rows.append((t_ns, self.tick, host or self.host, kind, entity, values))
 
     def table(self, interval_s: float | None) -> tuple[pd.DataFrame, list[str]]:
@@ -275,7 +281,7 @@ class _TextTables(_Samples):
         tail = _DATETIME_TAIL.search(text) if body and _NUMBER.match(body[0]) else None
         if tail:
             body = body[:-2]
-        if not any(_NUMBER.match(t) for t in body):
+        if not any(_NUMBER.match(t) or _HUMAN.match(t) for t in body):
             self._header(body)
             return
         self._row(no, lead, body, tail)
@@ -308,12 +314,12 @@ class _TextTables(_Samples):
             meaning = column_meaning(name)
             if meaning is None:
                 continue
-            number = _number(cell)
+            quantity, factor = meaning
+            number = _value(cell, factor)
             if number is None:
                 self.skips.skip(no, f"bad {name} value {cell!r}")
                 return
-            quantity, factor = meaning
-            values[quantity] = number * factor
+            values[quantity] = number
         if kind == "node":
             return
         t_ns = self._row_time(lead, tail)
@@ -388,6 +394,20 @@ def _parse_date(text: str) -> pd.Timestamp | None:
     return None
 
 
+_HUMAN = re.compile(r"^([-+]?\d+(?:[.,]\d+)?)([BkMGTP%])$")
+_HUMAN_MIB = {"B": 1 / MIB, "k": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
+
+
+def _value(cell: str, factor: float) -> float | None:
+    """A cell in the schema's unit: the number times the column's `factor`; a sysstat --human cell carries its
+    own unit (`222.1k` KiB, `1.5G` GiB: read as MiB whatever the column's name says; `56.0%` a share)."""
+    if m := _HUMAN.match(cell):
+        number = float(m.group(1).replace(",", "."))
+        return number if m.group(2) == "%" else number * _HUMAN_MIB[m.group(2)]
+    number = _number(cell)
+    return None if number is None else number * factor
+
+
 def _number(cell: str) -> float | None:
     """A tool's number; a decimal comma (locales that print `50,6`) is read as a point."""
     if not _NUMBER.match(cell):
@@ -440,10 +460,13 @@ def _sadf(src: str, text: str, tz: str) -> _Samples:
             samples.skips.skip(no, f"{len(cells)} fields under a {0 if columns is None else len(columns) + 3}-field "
                                    "header")
             continue
-        t_ns = _sadf_time(cells[2], tz)
+        t_ns, zone = _sadf_time(cells[2], tz)
         if t_ns is None:
             samples.skips.skip(no, f"bad timestamp {cells[2][:40]!r}")
             continue
+        if zone and not samples.notes:
+            samples.notes.append(f"{src}: sadf times are in {zone}; read as {tz} (pass --tz with the zone's IANA "
+                                 "name to place them)")
         kind, entity, values = "host", "", {}
         for name, cell in zip(columns, cells[3:], strict=True):
             if name.lower() in ENTITY:
@@ -455,18 +478,23 @@ def _sadf(src: str, text: str, tz: str) -> _Samples:
     return samples
 
 
-def _sadf_time(text: str, tz: str) -> int | None:
+def _sadf_time(text: str, tz: str) -> tuple[int | None, str | None]:
+    """(ns UTC, the zone abbreviation when it is not UTC) of `2019-04-18 13:20:19 UTC`, `... EST` (-T: local
+    time, read as `tz`), epoch seconds (-U) or a date and time without a zone (read as `tz`)."""
     text = text.strip()
     if text.isdigit():
-        return int(text) * 1_000_000_000 if int(text) < textio.MAX_EPOCH_S else None
-    utc = text.endswith(" UTC")
+        return (int(text) * 1_000_000_000 if int(text) < textio.MAX_EPOCH_S else None), None
+    stamp, _, zone = text.rpartition(" ")
+    if not (zone.isalpha() and stamp):
+        stamp, zone = text, ""
     try:
-        t = pd.Timestamp(text[:-4] if utc else text)
+        t = pd.Timestamp(stamp)
     except (ValueError, OverflowError):
-        return None
+        return None, None
+    utc = zone.upper() in ("UTC", "GMT")
     if t.tzinfo is None:
         t = t.tz_localize("UTC" if utc else tz)
-    return t.tz_convert("UTC").value
+    return t.tz_convert("UTC").value, (zone if zone and not utc else None)
 
 
 _CMD_INTERVAL = re.compile(r"(?:^|\s)(\d+(?:\.\d+)?)(?:\s|$)")
@@ -481,7 +509,7 @@ def _dstat(src: str, text: str, host: str, tz: str) -> _Samples:
     meta = {r[0].rstrip(":").lower(): r[1] for r in rows[:4] if len(r) > 1}
     meta.update({r[5].rstrip(":").lower(): r[6] for r in rows[:4] if len(r) > 6})
     host = meta.get("host") or host
-    start = _sadf_time(meta.get("date", ""), tz)
+    start = _sadf_time(meta.get("date", ""), tz)[0]
     step_m = _CMD_INTERVAL.search(meta.get("cmdline", ""))
     step_s = float(step_m.group(1)) if step_m else 1.0
     samples = _Samples(src, host)
