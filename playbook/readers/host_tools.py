@@ -2,8 +2,9 @@
 layout: `rkB/s wkB/s ... %util`, `r/s rkB/s rrqm/s ...`, `-m` MB/s, `kB_read/s`, `Blk_read/s`), `mpstat -P ALL`,
 `sar -u [-P ALL]`, `sar -d`, `sar -n DEV`, `sadf -d` (semicolon CSV), `top -b` and `dstat` / `dool --output` CSV.
 
-Meaning comes from the column names and their units, not from which tool printed them (column_meaning): an idle
-share (`%idle`, vmstat `id`, dstat `idl`) gives busy = 100 - idle, `%iowait` / `wa` / `wai` the iowait share, disk
+Meaning comes from the column names and their units, not from which tool printed them (column_meaning): busy =
+100 - idle (`%idle`, vmstat `id`, dstat `idl`) - iowait (`%iowait` / `wa` / `wai`: CPUs idle with I/O outstanding,
+kept in iowait_pct), the probe's (psutil's) definition, so an input blocked on storage is not read as CPU work; disk
 and network rates their unit from the name (`rkB/s` KiB/s, `rMB/s` MiB/s, `rsec/s` and `Blk_read/s` 512-byte
 sectors, vmstat `bi` / `bo` KiB/s, dstat's `read` / `writ` / `recv` / `send` bytes/s). Rows per device are summed
 per host (loopback and devices stacked on listed disks — partitions, dm-*, md* — left out so no byte counts
@@ -112,7 +113,9 @@ def read(path: str | Path, interval_s: float | None = None, tz: str | None = Non
     bundle.host, warnings = samples.table(interval_s)
     bundle.warnings += notes + warnings
     if not len(bundle.host):
-        raise InputError(f"{src}: no host samples found (a {FORMAT} header without rows under it)")
+        skipped = samples.skips.warning(rows_read=0)
+        raise InputError(f"{src}: no host samples found" + (f"; {skipped.split(': ', 1)[1]}" if skipped else
+                                                            f" (a {FORMAT} header without rows under it)"))
     return bundle
 
 
@@ -174,9 +177,9 @@ _AGGREGATE_CPU = {"all", "-1", "total"}
 
 
 def _aggregate(frame: pd.DataFrame, src: str) -> pd.DataFrame:
-    """Rows per (time, host, kind, entity) → one host row per (time, host): CPU busy from idle (the `all` row,
+    """Rows per (time, host, kind, entity) → one host row per (time, host): CPU busy (the `all` row,
     else the mean over CPUs), the busiest core, iowait, disk and network rates summed over devices."""
-    frame["busy"] = (100.0 - frame["idle"]).clip(0, 100)
+    frame["busy"] = (100.0 - frame["idle"] - frame["iowait"].fillna(0.0)).clip(0, 100)
     keys = ["time", "host"]
     out = frame[keys].drop_duplicates().set_index(keys)
     host_rows = frame[frame["kind"] == "host"].groupby(keys)
@@ -412,13 +415,15 @@ def _number(cell: str) -> float | None:
     """A tool's number; a decimal comma (locales that print `50,6`) is read as a point."""
     if not _NUMBER.match(cell):
         return None
-    return float(cell.replace(",", "."))
+    value = float(cell.replace(",", "."))
+    return value if np.isfinite(value) else None
 
 
 # ------------------------------------------------------------------------------------------------------------
 # top -b, sadf -d, dstat / dool CSV
 
-_TOP_FIELD = re.compile(r"(\d+(?:[.,]\d+)?)\s*%?\s*(us|sy|ni|id|wa|hi|si|st)\b")
+# bounded pieces and no match inside a longer number: linear on any line
+_TOP_FIELD = re.compile(r"(?<![\d.,])(\d{1,3}(?:[.,]\d{1,3})?)\s{0,4}%?\s{0,4}(us|sy|ni|id|wa|hi|si|st)\b")
 
 
 def _top(src: str, text: str, host: str) -> _Samples:

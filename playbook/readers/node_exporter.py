@@ -2,8 +2,8 @@
 exposition, `promtool tsdb dump`, `query_range` JSON) set aside, so one scrape or dump may hold GPU and host series.
 
 Counters become rates over each series' own sample interval: `node_cpu_seconds_total{cpu, mode}` (before
-node_exporter 0.16: `node_cpu`) gives per CPU busy = 100 × (1 - Δidle / Δall modes) and iowait = 100 × Δiowait /
-Δall, then cpu_pct (mean over CPUs) and cpu_max_core_pct (the busiest); `node_disk_read_bytes_total` /
+node_exporter 0.16: `node_cpu`) gives per CPU busy = 100 × (1 - (Δidle + Δiowait) / Δall modes: psutil's
+definition, as the probe's) and iowait = 100 × Δiowait / Δall, then cpu_pct (mean over CPUs) and cpu_max_core_pct (the busiest); `node_disk_read_bytes_total` /
 `node_disk_written_bytes_total` (`node_disk_bytes_read` / `_written`) and `node_network_receive_bytes_total` /
 `node_network_transmit_bytes_total` (`..._bytes`) are summed over devices (loopback, partitions and devices
 stacked on listed disks left out, as in readers/host_tools.py), in MiB/s. A counter that falls (a restart) gives
@@ -110,8 +110,9 @@ def _cpu(cpu: pd.DataFrame) -> pd.DataFrame:
     d = _deltas(cpu, ["host", "entity", "mode"])
     per = d.pivot_table(index=["host", "time", "entity"], columns="mode", values="rise", aggfunc="sum")
     total = per.sum(axis=1, min_count=1)
-    busy = 100.0 * (1.0 - per.get("idle", np.nan) / total)
-    iowait = 100.0 * per.get("iowait", np.nan) / total
+    waiting = per["iowait"] if "iowait" in per else pd.Series(np.nan, index=per.index)
+    busy = 100.0 * (1.0 - (per.get("idle", np.nan) + waiting.fillna(0.0)) / total)
+    iowait = 100.0 * waiting / total
     rows = pd.DataFrame({"busy": busy.clip(0, 100), "iowait": iowait.clip(0, 100)}).groupby(["host", "time"])
     return pd.DataFrame({"cpu_pct": rows["busy"].mean(), "cpu_max_core_pct": rows["busy"].max(),
                          "iowait_pct": rows["iowait"].mean()})

@@ -90,8 +90,8 @@ def _scrape(t_ms: int, idle: float, iowait: float, user: float, read: float, rx:
 
 def test_node_exporter_counters_become_rates_beside_dcgm(tmp_path):
     t0 = 1_764_615_600_000
-    # 10 s apart: cpu0 idle +4 s, iowait +5 s, user +1 s of 10 → busy 60%, iowait 50%; cpu1 idle +4 s, user +1 s
-    # of 5 → busy 20%, iowait 0
+    # 10 s apart: cpu0 idle +4 s, iowait +5 s, user +1 s of 10 → busy 10% (iowait is not work), iowait 50%; cpu1
+    # idle +4 s, user +1 s of 5 → busy 20%, iowait 0
     lines = _scrape(t0, 100, 10, 50, 0, 0) + _scrape(t0 + 10_000, 104, 15, 51, 10 * 2**20 * 10, 2**20 * 10)
     path = tmp_path / "node1.prom"
     path.write_text("\n".join(lines) + "\n")
@@ -101,8 +101,8 @@ def test_node_exporter_counters_become_rates_beside_dcgm(tmp_path):
     assert len(b.host) == 1
     row = b.host.iloc[0]
     assert row["time"] == pd.Timestamp(t0 + 10_000, unit="ms", tz="UTC")
-    assert row["cpu_pct"] == pytest.approx((60 + 20) / 2)
-    assert row["cpu_max_core_pct"] == pytest.approx(60)
+    assert row["cpu_pct"] == pytest.approx((10 + 20) / 2)
+    assert row["cpu_max_core_pct"] == pytest.approx(20)
     assert row["iowait_pct"] == pytest.approx(25)  # 50% on cpu0, none on cpu1
     assert row["read_mib_s"] == pytest.approx(10)  # the partition is not counted twice
     assert row["net_rx_mib_s"] == pytest.approx(1)  # loopback left out
@@ -160,4 +160,24 @@ def test_host_file_beside_gpu_log_names_the_host_side(tmp_path, reads_in_dips):
     assert any(e.startswith("CPU iowait rise 19.0× during the drops") for e in lead["evidence"]), lead["evidence"]
     reads = [e for e in lead["evidence"] if e.startswith("disk reads rise")]
     assert bool(reads) == reads_in_dips
+    # CPUs waiting on I/O are not busy: no "CPU-bound" reading of an input blocked on storage
+    assert metrics["cpu_pct"]["during"] == pytest.approx(12) and metrics["cpu_pct"]["between"] == pytest.approx(33)
+    assert not any("CPU rise" in e or "host CPU rise" in e for h in d.hypotheses for e in h["evidence"])
     assert np.isfinite(bundle.host["read_mib_s"]).all()
+
+
+def test_damaged_lines_are_bounded_work_and_one_line_errors(tmp_path):
+    import time
+
+    top = tmp_path / "top.txt"
+    top.write_text("top - 10:00:00 up 1 day\n%Cpu(s): " + "1" * 1_000_000 + " us\n")
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=r"top\.txt: no host samples found; skipped 1 of 1 rows \(line 2: no idle"):
+        read_file(top)
+    assert time.perf_counter() - start < 10  # bounded work: the field pattern is linear (was quadratic)
+    sar = tmp_path / "sar.txt"
+    sar.write_text("Linux 5.4 (h) \t01/02/20 \t_x86_64_\t(2 CPU)\n\n10:00:00 CPU %user %idle\n"
+                   "10:00:01 all 1.0 9" + "9" * 400 + "\n10:00:02 all 1.0 90.0\n")
+    b = read_file(sar)  # an idle share that overflows a float is a counted bad value, not an infinite one
+    assert b.host["cpu_pct"].to_list() == [10.0]
+    assert any("skipped 1 of 2 rows (line 4: bad %idle value" in w for w in b.warnings), b.warnings
