@@ -1,6 +1,7 @@
 """Host telemetry as Linux tools print it → the host table: `vmstat [-t] N`, `iostat [-x] [-t] N` (every sysstat
 layout: `rkB/s wkB/s ... %util`, `r/s rkB/s rrqm/s ...`, `-m` MB/s, `kB_read/s`, `Blk_read/s`), `mpstat -P ALL`,
-`sar -u [-P ALL]`, `sar -d`, `sar -n DEV`, `sadf -d` (semicolon CSV), `top -b` and `dstat` / `dool --output` CSV.
+`sar -u [-P ALL]`, `sar -d`, `sar -n DEV`, `sadf -d` (semicolon CSV), `top -b`, `dstat` / `dool --output` CSV, and
+sysstat's JSON (`-o JSON`, `sadf -j`: readers/sysstat_json.py).
 
 Meaning comes from the column names and their units, not from which tool printed them (column_meaning): busy =
 100 - idle (`%idle`, vmstat `id`, dstat `idl`) - iowait (`%iowait` / `wa` / `wai`: CPUs idle with I/O outstanding,
@@ -29,37 +30,10 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import textio
+from playbook.readers import sysstat_json, textio
+from playbook.readers.host_columns import ENTITY, MIB, column_meaning, counted_devices, parse_date
 
 FORMAT = "host tools (vmstat, iostat, mpstat, sar, sadf, top, dstat)"
-
-MIB = 2.0**20
-_UNIT = {"kb": 1024 / MIB, "mb": 1.0, "gb": 1024.0, "sec": 512 / MIB, "blk": 512 / MIB, "b": 1 / MIB}
-_DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
-_NET = re.compile(r"^(?P<d>rx|tx)(?P<u>kb|mb|gb)/s$")
-_PLAIN = {"%idle": ("idle", 1.0), "id": ("idle", 1.0), "idl": ("idle", 1.0),
-          "%iowait": ("iowait", 1.0), "wa": ("iowait", 1.0), "wai": ("iowait", 1.0),
-          "bi": ("read_mib_s", 1024 / MIB), "bo": ("write_mib_s", 1024 / MIB)}  # vmstat: KiB/s
-_DSTAT = {"read": ("read_mib_s", 1 / MIB), "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB),
-          "send": ("net_tx_mib_s", 1 / MIB)}  # dstat CSV: bytes/s
-ENTITY = {"cpu": "cpu", "device": "disk", "device:": "disk", "dev": "disk", "iface": "net", "node": "node"}
-
-
-def column_meaning(name: str, dstat: bool = False) -> tuple[str, float] | None:
-    """(quantity, factor to the schema unit) of a tool's column name: idle / iowait shares in %, disk and network
-    rates in MiB/s; None for columns this reader does not use."""
-    n = name.strip().lower()
-    if n in _PLAIN:
-        return _PLAIN[n]
-    if dstat and n in _DSTAT:
-        return _DSTAT[n]
-    if m := _DISK.match(n):
-        direction, unit = (m["d1"], m["u1"]) if m["d1"] else (m["d2"][0], m["u2"])
-        return ("read_mib_s" if direction == "r" else "write_mib_s"), _UNIT[unit]
-    if m := _NET.match(n):
-        return ("net_rx_mib_s" if m["d"] == "rx" else "net_tx_mib_s"), _UNIT[m["u"]]
-    return None
-
 
 # ------------------------------------------------------------------------------------------------------------
 # Detection
@@ -75,6 +49,8 @@ _SADF = re.compile(r"^#\s*hostname;interval;timestamp;")
 def sniff(head: str) -> bool:
     """A host tool's output: dstat / dool CSV, sadf -d, top -b, or text tables whose headers this reader reads
     making up most of the first lines (so a training log with one pasted vmstat line stays a training log)."""
+    if sysstat_json.looks_like(head):
+        return True
     lines = [ln for ln in head.split("\n")[:400] if ln.strip()]
     if not lines:
         return False
@@ -98,7 +74,14 @@ def read(path: str | Path, interval_s: float | None = None, tz: str | None = Non
     text = textio.read_text(path, warnings=notes)
     first = next((ln.strip() for ln in text.split("\n", 50) if ln.strip()), "")
     host = textio.host_from_path(path)
-    if _DSTAT_TITLE.match(first):
+    if sysstat_json.looks_like(text[:4096]):
+        samples = Samples(src, host)
+        records, skipped = sysstat_json.records(src, text, host, tz or "UTC")
+        for record in records:
+            samples.add(*record)
+        for reason in skipped:
+            samples.skips.skip(None, reason)
+    elif _DSTAT_TITLE.match(first):
         samples = _dstat(src, text, host, tz or "UTC")
     elif _SADF.match(first):
         samples = _sadf(src, text, tz or "UTC")
@@ -122,7 +105,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str | None = Non
 # ------------------------------------------------------------------------------------------------------------
 # Samples → the host table
 
-class _Samples:
+class Samples:
     """Rows read so far: (time ns or None, sample tick, host, kind, entity, {quantity: value}); built into the host
     table by `table`. `kind`: "host" (one row per sample), "cpu", "disk" or "net" (one row per CPU / device)."""
 
@@ -212,27 +195,6 @@ def _first(*series: pd.Series, index: pd.Index) -> np.ndarray:
     return out.to_numpy(dtype=np.float64)
 
 
-_PARTITION = re.compile(r"^(?P<disk>(?:nvme\d+n\d+|mmcblk\d+))p\d+$|^(?P<sd>[shv]d[a-z]+|xvd[a-z]+)\d+$")
-
-
-def counted_devices(names: pd.Series, network: pd.Series) -> pd.Series:
-    """The device rows whose bytes count towards the host's: not the loopback interface, not a partition of a
-    listed disk, not a device-mapper / md device stacked on listed disks (their I/O is the disks' I/O)."""
-    listed = set(names[~network])
-    physical = {n for n in listed if n and not n.startswith(("dm-", "md"))}
-
-    def counted(name: str, net: bool) -> bool:
-        if net:
-            return name != "lo"
-        m = _PARTITION.match(name)
-        if m and (m["disk"] or m["sd"]) in listed:
-            return False
-        return not (name.startswith(("dm-", "md")) and physical)
-
-    return pd.Series([counted(n, bool(k)) for n, k in zip(names, network, strict=True)], index=names.index,
-                     dtype=bool)
-
-
 # ------------------------------------------------------------------------------------------------------------
 # Text tables: sysstat (iostat, mpstat, sar), vmstat
 
@@ -244,7 +206,7 @@ _STAMP_LINE = re.compile(r"^(\d{2,4}[/.-]\d{2}[/.-]\d{2,4})[ T](\d{1,2}:\d{2}:\d
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?$")
 
 
-class _TextTables(_Samples):
+class _TextTables(Samples):
     """Whitespace-aligned tables under header lines, read line by line (`line`)."""
 
     def __init__(self, src: str, host: str, tz: str):
@@ -287,7 +249,7 @@ class _TextTables(_Samples):
         if not any(_NUMBER.match(t) or _HUMAN.match(t) for t in body):
             self._header(body)
             return
-        self._row(no, lead, body, tail)
+        self._row(no, lead, body, tail, group=raw[:1] == " " and not lead)
 
     def _header(self, tokens: list[str]) -> None:
         if tokens and tokens[0].endswith(":") and tokens[0].lower() not in ENTITY:  # avg-cpu:
@@ -301,10 +263,15 @@ class _TextTables(_Samples):
             if _VMSTAT.match(" ".join(tokens)) and last.isalpha() and len(last) <= 5 and last not in ("st", "gu"):
                 self.zone, self.columns = last, tokens[:-1]
 
-    def _row(self, no: int, lead: list[str], body: list[str], tail: re.Match | None) -> None:
+    def _row(self, no: int, lead: list[str], body: list[str], tail: re.Match | None, group: bool) -> None:
+        """One data row under the current header; `group`: the line is indented, which under a header that
+        starts with the device column marks an `iostat -g` group's total (left out: its devices are listed)."""
         if self.columns is None or not self.useful:
             return  # a table this reader does not use (interrupts, errors, paging, ...)
         cols = self.columns
+        if group and ENTITY.get(cols[0].lower()) == "disk":
+            self.understood += 1
+            return
         if len(body) != len(cols):
             self.skips.skip(no, f"{len(body)} values under {len(cols)} columns")
             return
@@ -360,7 +327,7 @@ class _TextTables(_Samples):
     def _day_start(self) -> int:
         """ns of the banner date's midnight in `tz` (the synthetic epoch, said once, without a banner)."""
         if self.date:
-            t = _parse_date(self.date)
+            t = parse_date(self.date)
             if t is not None:
                 return pd.Timestamp(t).tz_localize(self.tz).tz_convert("UTC").value
         if not self.undated:
@@ -370,7 +337,7 @@ class _TextTables(_Samples):
         return textio.SYNTHETIC_EPOCH.value
 
     def _stamp(self, date: str, tod: str, ampm: str | None, zone: str | None) -> int | None:
-        day = _parse_date(date)
+        day = parse_date(date)
         if day is None:
             return None
         h, m, s = (int(x) for x in tod.split(":"))
@@ -385,16 +352,6 @@ class _TextTables(_Samples):
 def _offset_minutes(zone: str) -> int:
     sign = -1 if zone[0] == "-" else 1
     return sign * (int(zone[1:3]) * 60 + int(zone[3:5]))
-
-
-def _parse_date(text: str) -> pd.Timestamp | None:
-    """sysstat's dates: ISO `2019-04-18`, or the C locale's `%x` (`04/18/19`, `04/18/2019`); dd.mm.yyyy too."""
-    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y", "%d.%m.%Y", "%d.%m.%y", "%Y/%m/%d"):
-        try:
-            return pd.Timestamp(pd.to_datetime(text, format=fmt))
-        except (ValueError, OverflowError):
-            continue
-    return None
 
 
 _HUMAN = re.compile(r"^([-+]?\d+(?:[.,]\d+)?)([BkMGTP%])$")
@@ -426,7 +383,7 @@ def _number(cell: str) -> float | None:
 _TOP_FIELD = re.compile(r"(?<![\d.,])(\d{1,3}(?:[.,]\d{1,3})?)\s{0,4}%?\s{0,4}(us|sy|ni|id|wa|hi|si|st)\b")
 
 
-def _top(src: str, text: str, host: str) -> _Samples:
+def _top(src: str, text: str, host: str) -> Samples:
     """`top -b`: one block per refresh, its time of day on the `top - HH:MM:SS up ...` line; `%Cpu(s):` (or
     `Cpu(s):`) the whole host, `%Cpu0 :` ... each CPU when per-CPU display is on."""
     samples = _TextTables(src, host, "UTC")
@@ -448,10 +405,10 @@ def _top(src: str, text: str, host: str) -> _Samples:
     return samples
 
 
-def _sadf(src: str, text: str, tz: str) -> _Samples:
+def _sadf(src: str, text: str, tz: str) -> Samples:
     """`sadf -d` (database-friendly CSV): `# hostname;interval;timestamp;<entity>;<columns>` headers, rows of
     `host;interval;timestamp;...` with the timestamp in UTC (`... UTC`), local time (-T) or epoch seconds (-U)."""
-    samples = _Samples(src, "")
+    samples = Samples(src, "")
     columns: list[str] | None = None
     for no, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
@@ -505,7 +462,7 @@ def _sadf_time(text: str, tz: str) -> tuple[int | None, str | None]:
 _CMD_INTERVAL = re.compile(r"(?:^|\s)(\d+(?:\.\d+)?)(?:\s|$)")
 
 
-def _dstat(src: str, text: str, host: str, tz: str) -> _Samples:
+def _dstat(src: str, text: str, host: str, tz: str) -> Samples:
     """`dstat` / `dool --output FILE`: four lines of metadata (Host:, Cmdline:, Date:), a row of group titles
     (`total cpu usage`, `dsk/total`, `net/total`, `epoch`, `system`, `cpuN usage`, `dsk/sda`, ...) and a row of
     column names above the samples. Times: an `epoch` column, a `time` column (`dd-mm HH:MM:SS`, year from Date:),
@@ -517,7 +474,7 @@ def _dstat(src: str, text: str, host: str, tz: str) -> _Samples:
     start = _sadf_time(meta.get("date", ""), tz)[0]
     step_m = _CMD_INTERVAL.search(meta.get("cmdline", ""))
     step_s = float(step_m.group(1)) if step_m else 1.0
-    samples = _Samples(src, host)
+    samples = Samples(src, host)
     body = [(i + 1, r) for i, r in enumerate(rows) if i >= 4 and any(c.strip() for c in r)]
     if len(body) < 2:
         return samples

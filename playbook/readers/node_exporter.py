@@ -6,7 +6,7 @@ node_exporter 0.16: `node_cpu`) gives per CPU busy = 100 × (1 - (Δidle + Δiow
 definition, as the probe's) and iowait = 100 × Δiowait / Δall, then cpu_pct (mean over CPUs) and cpu_max_core_pct (the busiest); `node_disk_read_bytes_total` /
 `node_disk_written_bytes_total` (`node_disk_bytes_read` / `_written`) and `node_network_receive_bytes_total` /
 `node_network_transmit_bytes_total` (`..._bytes`) are summed over devices (loopback, partitions and devices
-stacked on listed disks left out, as in readers/host_tools.py), in MiB/s. A counter that falls (a restart) gives
+stacked on listed disks left out: host_columns.counted_devices), in MiB/s. A counter that falls (a restart) gives
 no rate for that interval. A single scrape has no interval: its counters give no rate (said in a warning).
 `node_memory_*` is the host's memory, not a process tree's resident set: rss_mib stays NaN.
 """
@@ -18,6 +18,7 @@ import pandas as pd
 
 from playbook.model import schema
 from playbook.readers import textio
+from playbook.readers.host_columns import counted_devices
 
 MIB = 2.0**20
 CPU = {"node_cpu_seconds_total", "node_cpu"}
@@ -120,8 +121,6 @@ def _cpu(cpu: pd.DataFrame) -> pd.DataFrame:
 
 def _rates(series: pd.DataFrame) -> pd.DataFrame:
     """read/write/net MiB/s per (host, time): each device's rise over its interval, summed over devices."""
-    from playbook.readers.host_tools import counted_devices
-
     if series.empty:
         return pd.DataFrame()
     d = _deltas(series, ["host", "metric", "entity"])
