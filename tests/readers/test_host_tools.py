@@ -181,3 +181,22 @@ def test_damaged_lines_are_bounded_work_and_one_line_errors(tmp_path):
     b = read_file(sar)  # an idle share that overflows a float is a counted bad value, not an infinite one
     assert b.host["cpu_pct"].to_list() == [10.0]
     assert any("skipped 1 of 2 rows (line 4: bad %idle value" in w for w in b.warnings), b.warnings
+
+
+def test_playbook_info_shows_what_the_host_file_held(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    run = _paired(tmp_path / "run", reads_in_dips=True)
+    done = subprocess.run([sys.executable, "-m", "playbook", "info", "--json", str(run)], capture_output=True,
+                          text=True, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr
+    host = json.loads(done.stdout)["tables"]["host"]
+    assert host["rows"] == 600 and host["hosts"] == ["node1-vmstat"]
+    # 15 s of every 60 at 38% iowait, 45 s at 2%; reads 412,000 KiB/s in the drops, 52,000 between
+    assert host["means"]["iowait_pct"] == pytest.approx(11.0, abs=1e-3)
+    assert host["means"]["read_mib_s"] == pytest.approx((15 * 412000 + 45 * 52000) / 60 / 1024, abs=1e-3)
+    text = subprocess.run([sys.executable, "-m", "playbook", "info", str(run)], capture_output=True, text=True,
+                          cwd=root, timeout=300).stdout
+    assert "means: cpu_pct" in text and "iowait_pct 11" in text
