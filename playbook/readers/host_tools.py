@@ -42,7 +42,7 @@ _BANNER = re.compile(r"^Linux\s+\S+\s+\(([^)\s]{1,255})\)\s+(\d{2,4}[/.-]\d{2}[/
 _VMSTAT = re.compile(r"^\s*r\s+b\s+swpd\s+free\s")
 _TOP = re.compile(r"^top - (\d{1,2}:\d{2}:\d{2})\b")
 _TOP_CPU = re.compile(r"^%?Cpu(\d+|\(s\))\s*:")
-_DSTAT_TITLE = re.compile(r'^"(?:Dstat|Dool) [\d.]+ CSV output"')
+_DSTAT_TITLE = re.compile(r'^"(?:pcp-)?(?:dstat|dool) [\w.+-]+ CSV output"', re.IGNORECASE)
 _SADF = re.compile(r"^#\s*hostname;interval;timestamp;")
 
 
@@ -463,41 +463,67 @@ _CMD_INTERVAL = re.compile(r"(?:^|\s)(\d+(?:\.\d+)?)(?:\s|$)")
 
 
 def _dstat(src: str, text: str, host: str, tz: str) -> Samples:
-    """`dstat` / `dool --output FILE`: four lines of metadata (Host:, Cmdline:, Date:), a row of group titles
-    (`total cpu usage`, `dsk/total`, `net/total`, `epoch`, `system`, `cpuN usage`, `dsk/sda`, ...) and a row of
-    column names above the samples. Times: an `epoch` column, a `time` column (`dd-mm HH:MM:SS`, year from Date:),
-    else Date: plus the row number times the interval on the command line (1 s by default)."""
-    rows = list(csv.reader(io.StringIO(text)))
-    meta = {r[0].rstrip(":").lower(): r[1] for r in rows[:4] if len(r) > 1}
-    meta.update({r[5].rstrip(":").lower(): r[6] for r in rows[:4] if len(r) > 6})
-    host = meta.get("host") or host
-    start = _sadf_time(meta.get("date", ""), tz)[0]
-    step_m = _CMD_INTERVAL.search(meta.get("cmdline", ""))
-    step_s = float(step_m.group(1)) if step_m else 1.0
+    """`dstat` / `dool` / `pcp-dstat --output FILE`: per run (a file written again gets another run appended)
+    lines of metadata (Host:, Cmdline:, Date:), a row of group titles (`total cpu usage`, `dsk/total`,
+    `net/total`, `epoch`, `system`, `cpuN usage`, `dsk/sda`, ...) and a row of column names above the samples.
+    Times: an `epoch` column, a `time` column (`dd-mm HH:MM:SS`, the year from Date:), else Date: plus the row
+    number times the interval on the command line (1 s by default)."""
     samples = Samples(src, host)
-    body = [(i + 1, r) for i, r in enumerate(rows) if i >= 4 and any(c.strip() for c in r)]
-    if len(body) < 2:
-        return samples
-    groups, names = _ffill(body[0][1]), [n.strip().lower() for n in body[1][1]]
-    roles = _dstat_roles(groups, names)
-    year = pd.Timestamp(start, tz="UTC").year if start is not None else textio.SYNTHETIC_EPOCH.year
-    for n, (no, cells) in enumerate(body[2:]):
-        if len(cells) != len(names):
-            samples.skips.skip(no, f"{len(cells)} values under {len(names)} columns")
+    meta: dict[str, str] = {}
+    header: list[list[str]] = []  # the group row, then the name row, of the current run
+    roles: list[tuple[str, str, str, float]] = []
+    n = 0
+    for no, cells in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not any(c.strip() for c in cells) or _DSTAT_TITLE.match(f'"{cells[0]}"'):
             continue
+        if cells[0].rstrip(":").lower() in ("author", "host", "cmdline"):
+            meta.update({cells[0].rstrip(":").lower(): cells[1]} if len(cells) > 1 else {})
+            meta.update({cells[5].rstrip(":").lower(): cells[6]} if len(cells) > 6 else {})
+            header, roles = [], []
+            continue
+        if len(header) < 2:
+            header.append(cells)
+            if len(header) == 2:
+                roles, n = _dstat_roles(_ffill(header[0]), [c.strip().lower() for c in header[1]]), 0
+                run = _DstatRun(meta, host, tz, samples)
+            continue
+        if len(cells) != len(roles):
+            samples.skips.skip(no, f"{len(cells)} values under {len(roles)} columns")
+            continue
+        run.row(n, roles, cells)
+        n += 1
+    return samples
+
+
+class _DstatRun:
+    """One dstat run's clock and host, from its metadata."""
+
+    def __init__(self, meta: dict[str, str], host: str, tz: str, samples: Samples):
+        self.samples, self.tz = samples, tz
+        self.host = meta.get("host") or host
+        self.start, zone = _sadf_time(meta.get("date", ""), tz)
+        if zone and not samples.notes:
+            samples.notes.append(f"{samples.src}: dstat times are in {zone}; read as {tz} (pass --tz with the "
+                                 "zone's IANA name to place them)")
+        step = _CMD_INTERVAL.search(meta.get("cmdline", ""))
+        self.step_s = float(step.group(1)) if step else 1.0
+        self.year = pd.Timestamp(self.start, tz="UTC").year if self.start is not None else \
+            textio.SYNTHETIC_EPOCH.year
+
+    def row(self, n: int, roles: list[tuple[str, str, str, float]], cells: list[str]) -> None:
+        """The n-th sample of the run: its time and one row per kind and entity."""
         per: dict[tuple[str, str], dict[str, float]] = {}
-        t_ns = None if start is None else start + int(round(n * step_s * 1e9))
+        t_ns = None if self.start is None else self.start + int(round(n * self.step_s * 1e9))
         for (kind, entity, quantity, factor), cell in zip(roles, cells, strict=True):
             if kind == "epoch":
                 t_ns = int(round(float(cell) * 1e9)) if _number(cell) is not None else t_ns
             elif kind == "time":
-                stamp = pd.to_datetime(f"{year}-{cell}", format="%Y-%d-%m %H:%M:%S", errors="coerce")
-                t_ns = stamp.tz_localize(tz).tz_convert("UTC").value if not pd.isna(stamp) else t_ns
+                stamp = pd.to_datetime(f"{self.year}-{cell}", format="%Y-%d-%m %H:%M:%S", errors="coerce")
+                t_ns = stamp.tz_localize(self.tz).tz_convert("UTC").value if not pd.isna(stamp) else t_ns
             elif kind and (number := _number(cell)) is not None:
                 per.setdefault((kind, entity), {})[quantity] = number * factor
         for (kind, entity), values in per.items():
-            samples.add(t_ns, host, kind, entity, values)
-    return samples
+            self.samples.add(t_ns, self.host, kind, entity, values)
 
 
 def _ffill(cells: list[str]) -> list[str]:

@@ -200,3 +200,34 @@ def test_playbook_info_shows_what_the_host_file_held(tmp_path):
     text = subprocess.run([sys.executable, "-m", "playbook", "info", str(run)], capture_output=True, text=True,
                           cwd=root, timeout=300).stdout
     assert "means: cpu_pct" in text and "iowait_pct 11" in text
+
+
+def test_dool_csv_with_per_cpu_groups_and_an_appended_run(tmp_path):
+    # LABELLED SYNTHETIC values in dool's CSV layout (its source: '"dool %s CSV output"', Host:/Cmdline:/Date: rows
+    # without the blank line dstat writes, then the group and name rows); appending to an existing file writes
+    # two blank lines and a new Host/Cmdline/header block (dstat and dool alike)
+    text = ('"dool 1.3.2 CSV output"\n"Author:","Scott Baker",,,,"URL:","https://github.com/scottchiefbaker/dool/"\n'
+            '"Host:","gpu-node-3",,,,"User:","alice"\n'
+            '"Cmdline:","/usr/bin/dool -T -c -C 0,1 -D sda --output h.csv",,,,"Date:","03 Dec 2026 10:00:00 UTC"\n'
+            '"epoch","cpu0 usage",,,,"cpu1 usage",,,,"dsk/sda",\n'
+            '"epoch","usr","sys","idl","wai","usr","sys","idl","wai","read","writ"\n'
+            '1796292000.0,90.0,5.0,5.0,0.0,10.0,5.0,60.0,25.0,104857600.0,0.0\n'
+            '1796292001.0,50.0,5.0,45.0,0.0,10.0,5.0,85.0,0.0,0.0,2097152.0\n'
+            '\n\n"Host:","gpu-node-3",,,,"User:","alice"\n'
+            '"Cmdline:","/usr/bin/dool --output h.csv 5",,,,"Date:","03 Dec 2026 11:00:00 UTC"\n'
+            '"total cpu usage",,,,"net/total",\n"usr","sys","idl","wai","recv","send"\n'
+            '20.0,10.0,60.0,10.0,1048576.0,524288.0\n20.0,10.0,70.0,0.0,0.0,0.0\n')
+    path = tmp_path / "h.csv"
+    path.write_text(text)
+    assert detect.detect(path) == "host_tools"
+    h = read_file(path).host
+    assert list(h["host"].unique()) == ["gpu-node-3"]
+    assert list(h["time"]) == [pd.Timestamp("2026-12-03T10:00:00Z"), pd.Timestamp("2026-12-03T10:00:01Z"),
+                               pd.Timestamp("2026-12-03T11:00:00Z"), pd.Timestamp("2026-12-03T11:00:05Z")]
+    # run 1: per CPU only: busy = 100 - idle - iowait → cpu0 95, cpu1 15 → mean 55, busiest 95; sda 100 MiB/s
+    assert h["cpu_pct"].iloc[0] == pytest.approx(55) and h["cpu_max_core_pct"].iloc[0] == pytest.approx(95)
+    assert h["iowait_pct"].iloc[0] == pytest.approx(12.5) and h["read_mib_s"].iloc[0] == pytest.approx(100)
+    assert h["write_mib_s"].iloc[1] == pytest.approx(2)
+    # run 2 (5 s interval from its command line): the total row; 1 MiB/s received
+    assert h["cpu_pct"].iloc[2] == pytest.approx(30) and np.isnan(h["cpu_max_core_pct"].iloc[2])
+    assert h["net_rx_mib_s"].iloc[2] == pytest.approx(1) and h["net_tx_mib_s"].iloc[2] == pytest.approx(0.5)
