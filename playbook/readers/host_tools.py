@@ -15,7 +15,8 @@ rolling over at midnight), vmstat -t's trailing `YYYY-MM-DD HH:MM:SS`, iostat -t
 dstat's own columns; a tool that prints no time gets one sample per report `interval_s` apart (a counted warning
 says the times are synthetic). `Average:` summary rows and tables with no column read here (interrupts, NUMA
 nodes, errors) are passed over; a row of a table read here that does not fit its header is a counted warning.
-rss_mib stays NaN: these tools report the host's memory, not a process tree's resident set.
+rss_mib stays NaN: these tools report the host's memory, not a process tree's resident set. The first report of
+vmstat, iostat (without -y) and dstat covers the time since boot; it is kept as printed.
 """
 
 from __future__ import annotations

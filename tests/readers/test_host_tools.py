@@ -231,3 +231,23 @@ def test_dool_csv_with_per_cpu_groups_and_an_appended_run(tmp_path):
     # run 2 (5 s interval from its command line): the total row; 1 MiB/s received
     assert h["cpu_pct"].iloc[2] == pytest.approx(30) and np.isnan(h["cpu_max_core_pct"].iloc[2])
     assert h["net_rx_mib_s"].iloc[2] == pytest.approx(1) and h["net_tx_mib_s"].iloc[2] == pytest.approx(0.5)
+
+
+def test_query_range_json_with_dcgm_and_pre_0_16_node_exporter_names(tmp_path):
+    t0 = 1_764_615_600.0
+    gpu = {"metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "node2"},
+           "values": [[t0 + 15 * i, "97"] for i in range(3)]}
+    cpu = [{"metric": {"__name__": "node_cpu", "instance": "node2:9100", "cpu": "cpu0", "mode": m},
+            "values": [[t0 + 15 * i, str(v0 + dv * i)] for i in range(3)]}
+           for m, v0, dv in (("idle", 500, 6.0), ("iowait", 20, 6.0), ("user", 100, 3.0))]
+    net = {"metric": {"__name__": "node_network_transmit_bytes", "instance": "node2:9100", "device": "ib0"},
+           "values": [[t0 + 15 * i, str(i * 15 * 3 * 2**20)] for i in range(3)]}
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps({"status": "success", "data": {"resultType": "matrix",
+                                                              "result": [gpu, *cpu, net]}}))
+    b = read_file(path)
+    assert len(b.telemetry) == 3 and set(b.telemetry["host"]) == {"node2"}
+    assert list(b.host["host"]) == ["node2", "node2"]  # the port is not part of the host
+    assert b.host["cpu_pct"].to_list() == pytest.approx([20.0, 20.0])  # 3 s of 15 working; 6 s waiting, 6 idle
+    assert b.host["iowait_pct"].to_list() == pytest.approx([40.0, 40.0])
+    assert b.host["net_tx_mib_s"].to_list() == pytest.approx([3.0, 3.0])
