@@ -251,3 +251,29 @@ def test_query_range_json_with_dcgm_and_pre_0_16_node_exporter_names(tmp_path):
     assert b.host["cpu_pct"].to_list() == pytest.approx([20.0, 20.0])  # 3 s of 15 working; 6 s waiting, 6 idle
     assert b.host["iowait_pct"].to_list() == pytest.approx([40.0, 40.0])
     assert b.host["net_tx_mib_s"].to_list() == pytest.approx([3.0, 3.0])
+
+
+def test_mpstat_beside_gpu_log_names_the_busiest_core(tmp_path):
+    # LABELLED SYNTHETIC: the same GPU drops; mpstat -P ALL 1 shows CPU 0 (a single-threaded loader) at 99% in the
+    # drops and 40% between, the other three cores near idle, so the host mean rises far less than the one core
+    from playbook import diagnose
+
+    run = _paired(tmp_path / "run", reads_in_dips=False)
+    (run / "node1-vmstat.txt").unlink()
+    t0 = dt.datetime(2026, 12, 3, 10, 0, 0)
+    lines = ["Linux 6.8.0 (node1) \t12/03/2026 \t_x86_64_\t(4 CPU)"]
+    head = "CPU    %usr   %nice    %sys %iowait    %irq   %soft  %steal  %guest  %gnice   %idle"
+    for s in range(600):
+        t = t0 + dt.timedelta(seconds=s)
+        lines += ["", f"{t:%H:%M:%S}     {head}"] if s % 20 == 0 else []
+        cores = [99.0 if s % 60 >= 45 else 40.0, 8.0, 7.0, 9.0]
+        for name, busy in [("all", sum(cores) / 4), *((str(i), c) for i, c in enumerate(cores))]:
+            lines.append(f"{t:%H:%M:%S}     {name:>3}  {busy - 2:6.2f}    0.00    2.00    0.00    0.00    0.00"
+                         f"    0.00    0.00    0.00  {100 - busy:6.2f}")
+    (run / "node1-mpstat.txt").write_text("\n".join(lines) + "\n")
+    bundle = read_paths([run])
+    assert list(bundle.host["host"].unique()) == ["node1"]  # from mpstat's banner
+    assert bundle.host["cpu_max_core_pct"].max() == pytest.approx(99)
+    d = diagnose(bundle)
+    evidence = [e for h in d.hypotheses for e in h["evidence"]]
+    assert any(e.startswith("the busiest CPU core rise 2.5× during the drops (99 vs 40") for e in evidence), evidence
