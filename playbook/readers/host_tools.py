@@ -58,7 +58,7 @@ def sniff(head: str) -> bool:
     first = lines[0].strip()
     if _DSTAT_TITLE.match(first) or _SADF.match(first):
         return True
-    if any(_TOP.match(ln) for ln in lines[:5]) and any(_TOP_CPU.match(ln.strip()) for ln in lines[:12]):
+    if _is_top(lines):
         return True
     parser = _TextTables("<head>", "", "UTC")
     for no, line in enumerate(lines, start=1):
@@ -66,6 +66,11 @@ def sniff(head: str) -> bool:
     if not (parser.header_lines and parser.rows):
         return False
     return bool(_BANNER.match(first)) or parser.understood >= 0.6 * len(lines)  # sysstat's banner says it all
+
+
+def _is_top(lines: list[str]) -> bool:
+    """`top -b`: its `top - HH:MM:SS up ...` line within the first 5 lines, a CPU summary within the first 12."""
+    return any(_TOP.match(ln.strip()) for ln in lines[:5]) and any(_TOP_CPU.match(ln.strip()) for ln in lines[:12])
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str | None = None, **_opts) -> schema.Bundle:
@@ -86,7 +91,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str | None = Non
         samples = _dstat(src, text, host, tz or "UTC")
     elif _SADF.match(first):
         samples = _sadf(src, text, tz or "UTC")
-    elif _TOP.match(first):
+    elif _is_top([ln for ln in text.split("\n", 50)[:50] if ln.strip()]):
         samples = _top(src, text, host)
     else:
         parser = _TextTables(src, host, tz or "UTC")

@@ -277,3 +277,21 @@ def test_mpstat_beside_gpu_log_names_the_busiest_core(tmp_path):
     d = diagnose(bundle)
     evidence = [e for h in d.hypotheses for e in h["evidence"]]
     assert any(e.startswith("the busiest CPU core rise 2.5× during the drops (99 vs 40") for e in evidence), evidence
+
+
+def test_top_batch_refreshes_past_midnight_with_per_cpu_lines(tmp_path):
+    # LABELLED SYNTHETIC values in procps top's layout (`top - HH:MM:SS up ...`, `%Cpu(s):`, `%Cpu0  :` with 1)
+    cpu = "{:5.1f} us,  0.0 sy,  0.0 ni, {:5.1f} id, {:5.1f} wa,  0.0 hi,  0.0 si,  0.0 st"
+    text = "\n".join(["top output captured at the start of the job", "",
+                      "top - 23:59:58 up 2 days,  1:00,  1 user,  load average: 1.00, 1.00, 1.00",
+                      "%Cpu(s): " + cpu.format(10, 80, 10), "",
+                      "top - 00:00:03 up 2 days,  1:00,  1 user,  load average: 1.00, 1.00, 1.00",
+                      "%Cpu(s): " + cpu.format(50, 50, 0), "%Cpu0  : " + cpu.format(90, 10, 0),
+                      "%Cpu1  : " + cpu.format(10, 90, 0)]) + "\n"
+    path = tmp_path / "top.txt"
+    path.write_text(text)
+    h = read_file(path).host
+    assert list(h["time"]) == [pd.Timestamp("1970-01-01T23:59:58Z"), pd.Timestamp("1970-01-02T00:00:03Z")]
+    assert h["cpu_pct"].to_list() == pytest.approx([10.0, 50.0])
+    assert h["iowait_pct"].to_list() == pytest.approx([10.0, 0.0])
+    assert np.isnan(h["cpu_max_core_pct"].iloc[0]) and h["cpu_max_core_pct"].iloc[1] == pytest.approx(90)
