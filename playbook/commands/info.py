@@ -149,7 +149,9 @@ def summarize(bundle) -> dict[str, Any]:
     host = bundle.host
     info = {"rows": len(host)}
     if len(host):
-        info.update({"hosts": sorted(host["host"].astype(str).unique()), **_span(host["time"])})
+        means = {c: json_float(host[c].mean(), 3) for c in host.columns
+                 if c not in ("time", "host", "source") and host[c].notna().any()}
+        info.update({"hosts": sorted(host["host"].astype(str).unique()), "means": means, **_span(host["time"])})
     tables["host"] = info
     trace = bundle.trace
     info = {"rows": len(trace)}
@@ -329,6 +331,8 @@ def render(summary: dict[str, Any]) -> str:
             elif name == "nccl" and tb.get("hosts"):
                 extra = f"; hosts {_names(tb['hosts'])}"
             out.append(f"{name:<10s} {tb['rows']:,} rows{extra}")
+            if name == "host" and tb.get("means"):  # what the host files held: a misread unit shows here
+                out.append("           means: " + ", ".join(f"{k} {v:g}" for k, v in tb["means"].items()))
     reports = summary.get("nsys_reports") or {}
     if reports:
         out.append(f"nsys       {len(reports)} summary report{'s' if len(reports) != 1 else ''}: "

@@ -53,6 +53,9 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "host_writes_in_dips": {"periodic_stall": 0.6},  # disk writes during the drops: checkpoint or log writing
     "host_reads_in_dips": {"data_starvation": 0.55},  # disk reads during the drops: input being read
     "host_cpu_in_dips": {"data_starvation": 0.45, "gc_pause": 0.15},  # CPU-bound loader, or Python work
+    # CPUs idle waiting on I/O during the drops: input blocked on storage, network filesystems included (their
+    # reads show in iowait, not in the block-device counters)
+    "host_iowait_in_dips": {"data_starvation": 0.55},
     "host_net_in_dips": {"periodic_stall": 0.3, "data_starvation": 0.3},  # checkpoints or data on the network
     "periodic_slow": {"periodic_stall": 0.8},  # slow every N steps without a logged marker
     "gc": {"gc_pause": 0.9},  # GC events cover the slow steps' extra time: a direct measurement

@@ -35,7 +35,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, headers, textio
+from playbook.readers import frames, headers, node_exporter, textio
 
 FORMAT = "DCGM (dcgm-exporter / Prometheus / dcgmi dmon)"
 
@@ -153,7 +153,8 @@ def sniff(head: str) -> bool:
         if _ENTITY.match(line):
             return True
         sample = _sample(line)
-        if sample and (_named(sample[0]) or (_known(sample[0]) and _gpu_labelled(sample[1]))):
+        if sample and (_named(sample[0]) or node_exporter.wanted(sample[0])
+                       or (_known(sample[0]) and _gpu_labelled(sample[1]))):
             return True
     return False
 
@@ -197,6 +198,12 @@ def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.B
 
 # --------------------------------------------------------------------------------------------------------------
 
+def host_of(labels: dict[str, str], default: str) -> str:
+    """A series' host: the first host label (HOST_LABELS), an `instance` without its port; else `default`."""
+    host = next((labels[k] for k in HOST_LABELS if labels.get(k)), default)
+    return re.sub(r":\d+$", "", host) if "instance" in labels and host == labels["instance"] else host
+
+
 class _Samples:
     """Long-form samples (time, host, gpu, metric, value) pivoted into a telemetry table at the end."""
 
@@ -212,9 +219,7 @@ class _Samples:
     def identity(self, labels: dict[str, str], strict: bool = False) -> tuple[str, int] | None:
         """(host, gpu) of a series; `strict` (a metric known only from its words): only an index or UUID label
         names a GPU, not a `device` label (node_exporter's disks and NICs carry one)."""
-        host = next((labels[k] for k in HOST_LABELS if labels.get(k)), self.default_host)
-        if "instance" in labels and host == labels["instance"]:
-            host = re.sub(r":\d+$", "", host)
+        host = host_of(labels, self.default_host)
         for k in GPU_LABELS:
             v = labels.get(k, "")
             if v.isdecimal() and len(v) < 6:
@@ -320,6 +325,7 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
     stamped = unstamped = 0
     synth: list[int] = []  # positions of samples without a timestamp (their time is the scrape number)
     other: set[str] = set()
+    hosts = node_exporter.HostSeries(src)
     for no, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -329,6 +335,9 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
             skips.skip(no, f"not a Prometheus sample {line[:50]!r}")
             continue
         name, label_text, value_text, ts = sample
+        if node_exporter.wanted(name):
+            _host_sample(hosts, samples.default_host, no, sample, seconds, skips)
+            continue
         if not _known(name):
             other.add(name)
             continue
@@ -361,6 +370,8 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
             synth.append(len(samples.time))
         samples.add(t_ns, ident[0], ident[1], name, number)
     if not samples.time:
+        if len(hosts):
+            return _host_only(hosts, interval_s, skips)
         what = f" (only other metrics: {', '.join(sorted(other)[:4])})" if other else ""
         raise InputError(f"{src}: no DCGM GPU samples found{what}")
     bundle_warnings = []
@@ -375,7 +386,35 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
         bundle_warnings.append(textio.synthetic_warning(src, "scrapes", interval_s))
     bundle = samples.bundle(interval_s if synthetic and not stamped else None)
     bundle.warnings += bundle_warnings
-    warning = skips.warning(rows_read=len(samples.time))
+    bundle.host, host_warnings = hosts.table(interval_s)
+    bundle.warnings += host_warnings
+    warning = skips.warning(rows_read=len(samples.time) + len(hosts))
+    if warning:
+        bundle.warnings.append(warning.replace(" rows ", " samples "))
+    return bundle
+
+
+def _host_sample(hosts: node_exporter.HostSeries, default_host: str, no: int, sample: tuple, seconds: bool,
+                 skips: schema.SkipCounter) -> None:
+    """A node_exporter sample of a text exposition, set aside for the host table."""
+    name, label_text, value_text, ts = sample
+    labels, number = _labels(label_text), _prom_float(value_text)
+    t_ns = _stamp_ns(ts, seconds) if ts is not None else None
+    if labels is None or number is None or (ts is not None and t_ns is None):
+        skips.skip(no, f"bad sample {name}")
+        return
+    hosts.add(t_ns, host_of(labels, default_host), name, labels, number)
+
+
+def _host_only(hosts: node_exporter.HostSeries, interval_s: float | None, skips: schema.SkipCounter
+               ) -> schema.Bundle:
+    """A Prometheus file holding node_exporter series and no GPU's: its host table alone."""
+    bundle = schema.Bundle(inputs=[hosts.src])
+    bundle.host, bundle.warnings = hosts.table(interval_s)
+    if not len(bundle.host):
+        raise InputError(f"{hosts.src}: node_exporter series without two samples of a counter: no host rates "
+                         "(and no DCGM GPU series)")
+    warning = skips.warning(rows_read=len(hosts))
     if warning:
         bundle.warnings.append(warning.replace(" rows ", " samples "))
     return bundle
@@ -410,6 +449,7 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
     docs = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) and "data" not in doc \
         and "status" not in doc else [doc]
     samples = _Samples(src, textio.host_from_path(path))
+    hosts = node_exporter.HostSeries(src)
     skips = schema.SkipCounter(src)
     series = 0
     other: set[str] = set()
@@ -423,6 +463,9 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
                 continue
             labels = {str(k): str(v) for k, v in res["metric"].items()}
             name = labels.get("__name__", "")
+            if node_exporter.wanted(name):
+                _host_points(hosts, samples.default_host, name, labels, res, skips)
+                continue
             if not _known(name):
                 other.add(name or "(unnamed)")
                 continue
@@ -445,13 +488,32 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
                     continue
                 samples.add(int(round(ts * 1e9)), ident[0], ident[1], name, value)
     if not samples.time:
+        if len(hosts):
+            return _host_only(hosts, None, skips)
         what = f" (only other metrics: {', '.join(sorted(other)[:4])})" if other else ""
         raise InputError(f"{src}: no DCGM GPU series in this Prometheus JSON{what}")
     bundle = samples.bundle(None)
+    bundle.host, host_warnings = hosts.table()
+    bundle.warnings += host_warnings
     warning = skips.warning(rows_read=len(samples.time))
     if warning:
         bundle.warnings.append(warning.replace(" rows ", " points "))
     return bundle
+
+
+def _host_points(hosts: node_exporter.HostSeries, default_host: str, name: str, labels: dict[str, str], res: dict,
+                 skips: schema.SkipCounter) -> None:
+    """A node_exporter series of a query_range (or instant) answer, set aside for the host table."""
+    host = host_of(labels, default_host)
+    for point in (res.get("values") if "values" in res else [res.get("value")]) or []:
+        try:
+            ts, value = float(point[0]), _prom_float(str(point[1]))
+        except (TypeError, ValueError, IndexError, OverflowError):
+            value, ts = None, 0.0
+        if value is None or not abs(ts) < textio.MAX_EPOCH_S:
+            skips.skip(None, f"bad point in {name}")
+            continue
+        hosts.add(int(round(ts * 1e9)), host, name, labels, value)
 
 
 def _read_dcgmi(path: Path, text: str, interval_s: float | None) -> schema.Bundle:

@@ -30,6 +30,7 @@ READERS: tuple[str, ...] = (
     "gpustat_text",     # gpustat's plain-text lines ([0] name | 45°C, 96 % | used / total MB)
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
+    "host_tools",       # vmstat, iostat, mpstat, sar, sadf -d, top -b, dstat / dool CSV → the host table
     "generic_csv",      # CSV with recognisable telemetry headers
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)
     "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)

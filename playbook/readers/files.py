@@ -156,7 +156,7 @@ def _read_parquet(path: Path) -> schema.Bundle:
     raw = read_parquet(path)
     cols = set(raw.columns)
     for name, (columns, builder) in _TABLE_BUILDERS.items():
-        if {c for c in columns if c != "source"} <= cols:
+        if {c for c in columns if c != "source" and c not in schema.LATER_COLUMNS} <= cols:
             bundle = schema.Bundle(inputs=[str(path)])
             setattr(bundle, name, builder({c: raw[c].to_numpy() for c in raw.columns if c in columns}))
             return check_values(bundle, str(path))

@@ -46,6 +46,8 @@ def from_dip_events(coincidences: list[dict], lost_fraction: float, label: str =
 
 HOST_SIGNATURES = {"write_mib_s": ("host_writes_in_dips", "disk writes", "checkpoint or log writing"),
                    "read_mib_s": ("host_reads_in_dips", "disk reads", "input data being read"),
+                   "iowait_pct": ("host_iowait_in_dips", "CPU iowait", "the input blocked on storage (a local disk "
+                                  "or a network filesystem)"),
                    "cpu_max_core_pct": ("host_cpu_in_dips", "the busiest CPU core", "a CPU-bound input pipeline "
                                         "or Python work"),
                    "cpu_pct": ("host_cpu_in_dips", "host CPU", "a CPU-bound input pipeline"),

@@ -1,0 +1,67 @@
+"""What a host tool's column holds, from its name and unit (vmstat, iostat, mpstat, sar, sadf, dstat, sysstat's
+JSON), which devices count towards the host's bytes, and the dates sysstat prints: shared by readers/host_tools.py,
+readers/sysstat_json.py and readers/node_exporter.py."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+MIB = 2.0**20
+_UNIT = {"kb": 1024 / MIB, "mb": 1.0, "gb": 1024.0, "sec": 512 / MIB, "blk": 512 / MIB, "b": 1 / MIB}
+_DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
+_NET = re.compile(r"^(?P<d>rx|tx)(?P<u>kb|mb|gb)/s$")
+_PLAIN = {"%idle": ("idle", 1.0), "id": ("idle", 1.0), "idl": ("idle", 1.0),
+          "%iowait": ("iowait", 1.0), "wa": ("iowait", 1.0), "wai": ("iowait", 1.0),
+          "bi": ("read_mib_s", 1024 / MIB), "bo": ("write_mib_s", 1024 / MIB)}  # vmstat: KiB/s
+_DSTAT = {"read": ("read_mib_s", 1 / MIB), "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB),
+          "send": ("net_tx_mib_s", 1 / MIB)}  # dstat CSV: bytes/s
+ENTITY = {"cpu": "cpu", "device": "disk", "device:": "disk", "dev": "disk", "iface": "net", "node": "node"}
+
+
+def column_meaning(name: str, dstat: bool = False) -> tuple[str, float] | None:
+    """(quantity, factor to the schema unit) of a tool's column name: idle / iowait shares in %, disk and network
+    rates in MiB/s; None for columns this reader does not use."""
+    n = name.strip().lower()
+    if n in _PLAIN:
+        return _PLAIN[n]
+    if dstat and n in _DSTAT:
+        return _DSTAT[n]
+    if m := _DISK.match(n):
+        direction, unit = (m["d1"], m["u1"]) if m["d1"] else (m["d2"][0], m["u2"])
+        return ("read_mib_s" if direction == "r" else "write_mib_s"), _UNIT[unit]
+    if m := _NET.match(n):
+        return ("net_rx_mib_s" if m["d"] == "rx" else "net_tx_mib_s"), _UNIT[m["u"]]
+    return None
+
+
+def parse_date(text: str) -> pd.Timestamp | None:
+    """sysstat's dates: ISO `2019-04-18`, or the C locale's `%x` (`04/18/19`, `04/18/2019`); dd.mm.yyyy too."""
+    for fmt in ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y", "%d.%m.%Y", "%d.%m.%y", "%Y/%m/%d"):
+        try:
+            return pd.Timestamp(pd.to_datetime(text, format=fmt))
+        except (ValueError, OverflowError):
+            continue
+    return None
+
+
+_PARTITION = re.compile(r"^(?P<disk>(?:nvme\d+n\d+|mmcblk\d+))p\d+$|^(?P<sd>[shv]d[a-z]+|xvd[a-z]+)\d+$")
+
+
+def counted_devices(names: pd.Series, network: pd.Series) -> pd.Series:
+    """The device rows whose bytes count towards the host's: not the loopback interface, not a partition of a
+    listed disk, not a device-mapper / md device stacked on listed disks (their I/O is the disks' I/O)."""
+    listed = set(names[~network])
+    physical = {n for n in listed if n and not n.startswith(("dm-", "md"))}
+
+    def counted(name: str, net: bool) -> bool:
+        if net:
+            return name != "lo"
+        m = _PARTITION.match(name)
+        if m and (m["disk"] or m["sd"]) in listed:
+            return False
+        return not (name.startswith(("dm-", "md")) and physical)
+
+    return pd.Series([counted(n, bool(k)) for n, k in zip(names, network, strict=True)], index=names.index,
+                     dtype=bool)
