@@ -45,17 +45,35 @@ def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataF
 def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | None,
                      columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "iowait_pct", "cpu_pct",
                                                  "cpu_max_core_pct", "net_rx_mib_s", "net_tx_mib_s")) -> list[dict]:
-    """Host-probe metrics during the utilization drops against the busy stretches between them.
+    """Host-probe metrics during the utilization drops against the busy stretches between them, each host on its
+    own (several nodes' logs are not averaged into one).
 
-    Per metric: the mean during each drop and during each gap between drops; `ratio` = median over drops ÷
-    median over gaps, and a sign test (binomial) that drops exceed the median gap more often than half the time.
-    One dict per metric with data: metric, during, between, ratio, higher, drops, p_value; sorted by p, then by
-    the larger ratio."""
+    Per host and metric: the mean during each drop and during each gap between drops; `ratio` = median over drops ÷
+    median over gaps, and a sign test (binomial) that drops exceed the median gap more often than half the time,
+    its p-value multiplied by the number of hosts tested (Bonferroni: one host among many rising by chance is no
+    finding). One dict per metric with data: metric, during, between, ratio, higher, drops, p_value, and host when
+    there are several; sorted by p, then by the larger ratio."""
     if host is None or host.empty or t0 is None or len(dips_s) < 3:
         return []
     h = host[host["time"].notna()]
     if h.empty:
         return []
+    names = h["host"].astype(str) if "host" in h else pd.Series("", index=h.index)
+    hosts = sorted(set(names))
+    out = []
+    for name in hosts:
+        rows = _one_host(h[(names == name).to_numpy()], dips_s, t0, columns)
+        for r in rows:
+            r["p_value"] = min(1.0, r["p_value"] * len(hosts))
+            if len(hosts) > 1:
+                r["host"] = name
+        out += rows
+    # equal p: the larger rise first (the busiest core's 2.5× says more than the host mean's 1.9×)
+    return sorted(out, key=lambda r: (r["p_value"], -r["ratio"]))
+
+
+def _one_host(h: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp, columns: tuple[str, ...]) -> list[dict]:
+    """host_during_dips for one host's rows."""
     t = (h["time"] - t0).dt.total_seconds().to_numpy()
     order = np.argsort(t)
     t = t[order]
@@ -80,8 +98,7 @@ def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | 
         out.append({"metric": col, "during": float(np.median(during)), "between": base,
                     "ratio": float(np.median(during) / base) if base > 0 else math.inf,
                     "higher": k, "drops": len(during), "p_value": binom_sf(k, len(during), 0.5)})
-    # equal p: the larger rise first (the busiest core's 2.5× says more than the host mean's 1.9×)
-    return sorted(out, key=lambda r: (r["p_value"], -r["ratio"]))
+    return out
 
 
 def _interval_means(t: np.ndarray, x: np.ndarray, intervals: np.ndarray) -> np.ndarray:

@@ -187,6 +187,33 @@ def test_host_writes_during_the_drops_point_at_checkpoints():
     assert not any("disk reads" in e for h in ranked for e in h["evidence"])
 
 
+def test_host_logs_of_several_nodes_are_compared_each_on_its_own():
+    """Three nodes' host logs: node01 writes 900 MiB/s during the drops, the other two write 5 MiB/s throughout.
+    Averaged together the rise read 1/3 of node01's; each on its own, node01 is named with its full rise."""
+    import numpy as np
+    import pandas as pd
+
+    from playbook.analysis.coincidence import host_during_dips
+    from playbook.analysis.oscillation.fleet import analyze_oscillation
+    from playbook.model import schema
+
+    frame, _ = simulate_telemetry("oscillation", duration_s=1800.0, hosts=1)
+    res = analyze_oscillation(frame)
+    t = np.arange(0, 1800.0, 1.0)
+    inside = np.zeros(len(t), dtype=bool)
+    for a, b in res.dips_s:
+        inside |= (t >= a) & (t <= b)
+    rng = np.random.default_rng(0)
+    parts = [schema.host_frame({"time": res.t0 + pd.to_timedelta(t, unit="s"), "host": [name] * len(t),
+                                "write_mib_s": (np.where(inside, 900.0, 5.0) if name == "node01" else 5.0)
+                                + rng.normal(0, 2, len(t))}) for name in ("node00", "node01", "node02")]
+    metrics = host_during_dips(pd.concat(parts, ignore_index=True), res.dips_s, res.t0)
+    top = metrics[0]
+    assert (top["host"], top["metric"]) == ("node01", "write_mib_s") and top["ratio"] > 50
+    assert top["p_value"] < 1e-6  # after the 3-host Bonferroni factor
+    assert all(m["ratio"] < 1.5 for m in metrics if m["host"] != "node01")
+
+
 def test_confidence_is_a_calibrated_posterior_not_one_minus_p():
     # Sellke-Bayarri-Berger: P(signature | p) ≤ 1 / (1 - e p ln p) at even prior odds
     assert ranking.confidence(0.125) == pytest.approx(1 / (1 + 0.7066), abs=2e-3)  # 3 of 3 polls: modest
