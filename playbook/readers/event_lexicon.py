@@ -107,7 +107,8 @@ EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\
                   r"\beval_(?:start|stop|accuracy|loss)\b|\btest(?:ing)? net\b|"  # Caffe: "Testing net (#0)"
                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b|"
                   r"^\W{0,3}(?:test|eval|val|valid|validation|evaluation)\b(?:\s+\d+)?\s*[,:|]|"  # "Test 0, accuracy: ..."
-                  r"^\W{0,3}testing\b",  # a line opening with "Testing": DLRM's "Testing at - 2048/4096 of epoch 0,"
+                  r"^\W{0,3}testing\b|"  # a line opening with "Testing": DLRM's "Testing at - 2048/4096 of epoch 0,"
+                  r"^\W{0,3}(?:eval|val|valid|validation|test)\s+(?:acc|accuracy|loss|auc|f1|map|ppl)\b",  # DGL's "Eval Acc 0.93"
                   re.IGNORECASE)
 # the start of an evaluation section, whose progress bars are the evaluation's (not training steps)
 EVAL_START = re.compile(r"\b(?:start(?:s|ing)?|running|begin(?:s|ning)?)\b.{0,30}?\b(?:evaluat|validat|eval\b|test(?:ing)?\b|"

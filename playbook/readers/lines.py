@@ -33,6 +33,7 @@ from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
 from playbook.readers import event_lexicon, nccl_log, profiler_table, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path
+from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
@@ -87,7 +88,8 @@ class _EventLines:
                           "step": int(own["i"]) if own and len(own["i"]) < 18 else self.steps.last_step.get(ln.rank, -1),
                           "kind": kind,
                           "duration_s": duration,
-                          "detail": detail[:300]})
+                          "detail": detail[:300],
+                          "epoch": self.steps.epochs.current.get(ln.rank, -1)})  # the step when epochs are the rows
         return len(self.rows) - 1
 
     def feed_recompile(self, ln: Line) -> bool:
@@ -365,6 +367,9 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
     _stage_events(res, events.rows)
     if events.rows:
         ev = events.rows
+        if res.get("chosen") == step_epochs.ROWS:  # the records are epochs: so are the events' steps
+            for r in ev:
+                r["step"] = r.get("epoch", r["step"])
         times = np.array([r["time"] for r in ev], dtype=np.int64)
         bundle.events = schema.events_frame({
             "time": pd.to_datetime(np.where(times == NAT, np.datetime64("NaT"), times.view("datetime64[ns]")),

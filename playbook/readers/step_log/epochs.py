@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.readers.step_log.vocab import EPOCH_WORD, NAT
+from playbook.readers.step_log.vocab import AVERAGE, EPOCH_WORD, NAT
 
+ROWS = "(epoch time)"  # the result's "chosen" field when the epochs are the file's records
 MAX_EPOCHS = 1_000_000  # epoch rows kept per file: a file of ever-new epoch numbers cannot grow memory
 
 
@@ -30,7 +31,7 @@ class EpochTimes:
         if epoch is None:
             return False
         for name, (value, role) in fields.items():
-            if role[0] == "dur" and (named or "epoch" in name.split("_")) and value >= 0:
+            if role[0] == "dur" and role[1] != AVERAGE and (named or "epoch" in name.split("_")) and value >= 0:
                 if len(self.rows) < MAX_EPOCHS:
                     self.rows[(ctx.rank, epoch)] = (value * role[2], ctx.time, ctx.lineno)
                 return True
@@ -50,6 +51,6 @@ class EpochTimes:
         out.update(step=np.array([k[1] for k in keys], dtype=np.int64),
                    rank=np.array([k[0] for k in keys], dtype=np.int64),
                    line=np.array([self.rows[k][2] for k in keys], dtype=np.int64), duration=seconds, start=start,
-                   phases={}, tokens=np.full(n, np.nan), work=np.full(n, np.nan), chosen="(epoch time)",
+                   phases={}, tokens=np.full(n, np.nan), work=np.full(n, np.nan), chosen=ROWS,
                    how="epoch times (no step time in the file: one row per epoch)", windowed=False)
         return out
