@@ -41,7 +41,7 @@ _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
 _ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
                   r"\s*(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
 # a program's tag word before its time stamp and a dash (DLLogger's `DLL 2021-03-12 10:00:00.100123 - `)
-_TIME_TAG = re.compile(r"^\s*[A-Z]{2,8}\s+(?=\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:)")
+_TIME_TAG = re.compile(r"^\s*(?!(?:" + _LEVEL_WORDS + r")\s)[A-Z]{2,8}\s+(?=\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:)")
 _TAG_DASH = re.compile(r"^-\s+")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")

@@ -357,3 +357,13 @@ def test_a_key_ending_in_the_letters_ms_is_milliseconds_only_after_a_time_word()
 
     assert classify("l2_params", None) is None and classify("items", None) is None
     assert classify("steptimems", None)[2] == pytest.approx(1e-3) and classify("iter_time_ms", None)[2] == 1e-3
+
+
+def test_the_data_wait_plus_the_compute_is_the_step_and_the_compute_alone_when_nothing_else_is_timed():
+    both = [f'DLLL {{"type": "LOG", "step": [0, {i}], "data": {{"train.data_time": {d}, "train.compute_time": 0.2}}}}'
+            for i, d in ((10, 0.05), (20, 0.3))]
+    res = lines.scan_steps(both)
+    assert res["step"].tolist() == [10, 20] and res["duration"].tolist() == pytest.approx([0.25, 0.5])
+    assert res["phases"]["data"].tolist() == pytest.approx([0.05, 0.3])
+    alone = lines.scan_steps(["step 1 | compute_time 0.5s", "step 2 | compute_time 0.6s"])
+    assert alone["duration"].tolist() == pytest.approx([0.5, 0.6])

@@ -74,10 +74,14 @@ def best_column(cols, roles, kinds, idx) -> np.ndarray:
 def stage_sum(cols, roles):
     """Without a whole-step field: the step as the sum of its stage timers (a family such as `time/forward`,
     `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present; else the data wait
-    plus the compute after it (DLLogger's `train.data_time` + `train.compute_time`)."""
+    plus the compute after it (DLLogger's `train.data_time` + `train.compute_time`), or the compute time alone when
+    the file times nothing else."""
     stages = [k for k, r in roles.items() if r[0] == "phase" and len(r) > 3]
     if len(stages) < 2:
         halves = {r[1]: k for k, r in roles.items() if r[0] == "phase" and r[1] in ("data", "compute")}
+        if set(halves) == {"compute"}:  # the compute time alone, the only time the file gives: the step's
+            k = halves["compute"]
+            return k, cols[k] * roles[k][2], f"{k} (the compute time, no other)"
         stages = list(halves.values()) if len(halves) == 2 else []
     if len(stages) < 2:
         return None, None, None
