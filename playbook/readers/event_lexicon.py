@@ -100,7 +100,7 @@ def match(body: str) -> tuple[str, int] | None:
 
 # Section markers (lines.py merges a run of them with no training step between into one event with a duration)
 CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
-                        r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\bto\b|"
+                        r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\b(?:to|in)\b|"  # PaddleClas' "Already save model in ..."
                         r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"

@@ -35,7 +35,7 @@ KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
 # (t: a time, in seconds)
 KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
                        r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
-MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
+MARKER = re.compile(r"(?<!\w)\(([A-Za-z_][\w.\-]*)\)")  # not glued to a key: PaddleClas' `lr(PiecewiseDecay)`
 _NORM = re.compile(r"[^0-9a-z]+")
 
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
