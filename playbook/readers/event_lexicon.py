@@ -100,7 +100,8 @@ def match(body: str) -> tuple[str, int] | None:
 
 # Section markers (lines.py merges a run of them with no training step between into one event with a duration)
 CHECKPOINT = re.compile(r"sav(e|ing|ed)\b.{0,40}checkpoint|checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
-                        r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\b(?:to|in)\b|"  # PaddleClas' "Already save model in ..."
+                        # PaddleClas' "Already save model in ./output/latest"
+                        r"\bsaving model\b|\bsaved? (model|weights|state)\b.{0,40}\b(?:to|in)\b|"
                         r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
@@ -108,7 +109,8 @@ EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\
                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b|"
                   r"^\W{0,3}(?:test|eval|val|valid|validation|evaluation)\b(?:\s+\d+)?\s*[,:|]|"  # "Test 0, accuracy: ..."
                   r"^\W{0,3}testing\b|"  # a line opening with "Testing": DLRM's "Testing at - 2048/4096 of epoch 0,"
-                  r"^\W{0,3}(?:eval|val|valid|validation|test)\s+(?:acc|accuracy|loss|auc|f1|map|ppl)\b",  # DGL's "Eval Acc 0.93"
+                  # a line opening with a mode and a metric: DGL's "Eval Acc 0.9312"
+                  r"^\W{0,3}(?:eval|val|valid|validation|test)\s+(?:acc|accuracy|loss|auc|f1|map|ppl)\b",
                   re.IGNORECASE)
 # the start of an evaluation section, whose progress bars are the evaluation's (not training steps)
 EVAL_START = re.compile(r"\b(?:start(?:s|ing)?|running|begin(?:s|ning)?)\b.{0,30}?\b(?:evaluat|validat|eval\b|test(?:ing)?\b|"

@@ -82,7 +82,8 @@ class _EventLines:
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
-        # "step 10: val loss ...": the line's own step; an evaluation's counter (`| Test ... Step=20`) counts its batches
+        # "step 10: val loss ...": the line's own step; an evaluation's own counter (`| Test ... Step=20`) counts
+        # its batches, not the training step
         own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" and not ln.evaluating else None
         self.rows.append({"time": ln.time, "host": host, "rank": ln.rank,
                           "step": int(own["i"]) if own and len(own["i"]) < 18 else self.steps.last_step.get(ln.rank, -1),

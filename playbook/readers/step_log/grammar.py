@@ -32,11 +32,11 @@ roles      by key: per-step durations (iter time, step_time, time per iteration,
 
 The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
 lines as the best-covered one, the most specific role wins (vocab.PREFERENCE: per-step > generic time > window >
-verified-monotone cumulative > running average > unnamed); a cumulative field that is not monotone is read as per-step,
-a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time stamps
-show it (columns.clock_reading: a window's, Marian, fairseq2's `Lapse Time`, its stage times per step too; a
-running total, OpenNMT), and a time under half its line's
-forward + backward + optimizer times is a part of the step, never the step. Only records whose counter is of a kind
+verified-monotone cumulative > running average > unnamed); a cumulative field that is not monotone is read as
+per-step, a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time
+stamps show it (columns.clock_reading: a window's, Marian, fairseq2's `Lapse Time`, its stage times per step too; a
+running total, OpenNMT), and a time under half its line's forward + backward + optimizer times is a part of the
+step, never the step. Only records whose counter is of a kind
 (keyword / progress bar / position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
 A file without a duration field sums its stages (a timer family, or the data wait plus the compute: DLLogger's
 `data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
@@ -517,6 +517,7 @@ class StepLines:
         its input size or sequence length, else its batch size; NaN unknown), "phases" {phase: seconds}; "chosen" (the duration
         field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
         self._flush()
+        self._window = False
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
