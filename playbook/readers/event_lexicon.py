@@ -165,13 +165,17 @@ def match(body: str) -> Hit | None:
 # Section markers (lines.py merges a run of them with no training step between into one event with a duration)
 CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"  # llm.c: "Writing checkpoint at step"
                         r"checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
-                        r"\b(saving|writing) model\b|\b(saved?|writ(e|ing)|wrote) (model|weights|state)\b.{0,40}\bto\b|"
+                        # PaddleClas' "Already save model in ./output/latest"
+                        r"\b(saving|writing) model\b|\b(saved?|writ(e|ing)|wrote) (model|weights|state)\b.{0,40}\b(?:to|in)\b|"
                         r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
                   r"\beval_(?:start|stop|accuracy|loss)\b|\btest(?:ing)? net\b|"  # Caffe: "Testing net (#0)"
                   r"\bval(?:id)?[ _](?:loss|acc|accuracy|ppl|bpb)\b|"
-                  r"^\W{0,3}(?:test|eval|val|valid|validation|evaluation)\b(?:\s+\d+)?\s*[,:|]",  # "Test 0, accuracy: ..."
+                  r"^\W{0,3}(?:test|eval|val|valid|validation|evaluation)\b(?:\s+\d+)?\s*[,:|]|"  # "Test 0, accuracy: ..."
+                  r"^\W{0,3}testing\b|"  # a line opening with "Testing": DLRM's "Testing at - 2048/4096 of epoch 0,"
+                  # a line opening with a mode and a metric: DGL's "Eval Acc 0.9312"
+                  r"^\W{0,3}(?:eval|val|valid|validation|test)\s+(?:acc|accuracy|loss|auc|f1|map|ppl)\b",
                   re.IGNORECASE)
 # the start of an evaluation section, whose progress bars are the evaluation's (not training steps)
 EVAL_START = re.compile(r"\b(?:start(?:s|ing)?|running|begin(?:s|ning)?)\b.{0,30}?\b(?:evaluat|validat|eval\b|test(?:ing)?\b|"

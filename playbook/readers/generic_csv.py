@@ -96,11 +96,15 @@ def header_names(line: str, sep: str) -> list[str]:
 _KEY_VALUE = re.compile(r"^[A-Za-z_][\w ./-]{0,40}[:=]\s*-?\d")
 
 
+_JSON_OBJECT = re.compile(r"\{\s*\"[^\"]{1,80}\"\s*:")
+
+
 def _values_not_names(names: list[str]) -> bool:
     """True when most cells of the "header" are `key: value` pairs: a log line with commas (loguru's
-    `... - epoch: 1/300, iter: 10/1849, mem: 5123Mb, iter_time: 0.312s`), not a header."""
+    `... - epoch: 1/300, iter: 10/1849, mem: 5123Mb, iter_time: 0.312s`), not a header; or when it holds a JSON
+    object (DLLogger's `DLLL {"timestamp": "1615543222.1", ...}`)."""
     pairs = sum(1 for n in names if _KEY_VALUE.match(n))
-    return pairs * 2 > len(names)
+    return pairs * 2 > len(names) or any(_JSON_OBJECT.search(n) for n in names[:8])
 
 
 def sniff(head: str) -> bool:

@@ -9,8 +9,9 @@ Ranks, from the launcher or logger that tags each line:
   (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
 Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `%m/%d/%Y`, glog / absl
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
-  a date inside a logger's bracket (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W
-  f.py:38]`), MLPerf's `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
+  a tag word before the date (DLLogger's `DLL 2021-03-12 10:00:00.1 - `), a date inside a logger's bracket
+  (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W f.py:38]`), MLPerf's
+  `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
 Kernel and system logs: dmesg's seconds since boot `[ 1843.308145]` (kept as `uptime`; a wall time only once a
   line of the file states both, e.g. syslog's `... kernel: [68183.6] ...`, which fixes the boot time; a dmesg
   continuation line, indented under the stamp, keeps its line's uptime), `dmesg -T`'s `[Sun Feb 20 06:16:58 2022]`,
@@ -45,6 +46,9 @@ _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
 # seconds are optional: a log shipper's "2025-02-18 12:54 " minute stamp before the line it carries
 _ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
                   r"\s*(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
+# a program's tag word before its time stamp and a dash (DLLogger's `DLL 2021-03-12 10:00:00.100123 - `)
+_TIME_TAG = re.compile(r"^\s*(?!(?:" + _LEVEL_WORDS + r")\s)[A-Z]{2,8}\s+(?=\d{4}[-/]\d{2}[-/]\d{2}[ T]\d{2}:)")
+_TAG_DASH = re.compile(r"^-\s+")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")
 # a leading bracket of at most 160 characters without a nested bracket: a tag when it holds a level, a source
@@ -260,6 +264,8 @@ class Prefix:
 
     def _time(self, body: str) -> tuple[int, str, str] | None:
         """(time, rest, glog level) when the body starts with a time stamp; None otherwise."""
+        if (m := _TIME_TAG.match(body)) and (got := self._time(body[m.end():])) is not None:
+            return got[0], _TAG_DASH.sub("", got[1], count=1), got[2]
         if body[:1] not in " [0123456789IWEFVD":
             return None
         if (m := _ISO.match(body)) and (body.lstrip()[:1] != "[" or "]" in m.group(0)):

@@ -33,6 +33,7 @@ from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
 from playbook.readers import event_lexicon, nccl_log, profiler_table, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
+from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
@@ -88,12 +89,15 @@ class _EventLines:
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
-        own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" else None  # "step 10: val loss ..."
+        # "step 10: val loss ...": the line's own step; an evaluation's own counter (`| Test ... Step=20`) counts
+        # its batches, not the training step
+        own = step_grammar.KEYWORD.search(ln.body) if kind != "recompile" and not ln.evaluating else None
         self.rows.append({"time": ln.time, "host": host, "rank": ln.rank,
                           "step": int(own["i"]) if own and len(own["i"]) < 18 else self.steps.last_step.get(ln.rank, -1),
                           "kind": kind,
                           "duration_s": duration,
-                          "detail": detail[:300]})
+                          "detail": detail[:300],
+                          "epoch": self.steps.epochs.current.get(ln.rank, -1)})  # the step when epochs are the rows
         return len(self.rows) - 1
 
     def feed_recompile(self, ln: Line) -> bool:
@@ -401,6 +405,9 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
     _stage_events(res, events.rows)
     if events.rows:
         ev = events.rows
+        if res.get("chosen") == step_epochs.ROWS:  # the records are epochs: so are the events' steps
+            for r in ev:
+                r["step"] = r.get("epoch", r["step"])
         times = np.array([r["time"] for r in ev], dtype=np.int64)
         bundle.events = schema.events_frame({
             "time": pd.to_datetime(np.where(times == NAT, np.datetime64("NaT"), times.view("datetime64[ns]")),

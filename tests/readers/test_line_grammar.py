@@ -327,3 +327,43 @@ def test_an_evaluation_or_checkpoint_timed_inside_a_step_is_also_an_event(tmp_pa
     ev = read_file(p).events
     assert [[k, int(st), d] for k, st, d in zip(ev["kind"], ev["step"], ev["duration_s"], strict=True)] == [
         ["eval", 2, 3.0], ["checkpoint", 3, 4.0]]
+
+
+def test_a_time_written_as_a_rising_clock_is_the_wall_clock_and_a_steady_one_the_steps():
+    """torch_xla's `Time=10:00:52` is when the line was printed: its differences over the steps between lines are
+    the step times; a clock-form time that does not keep rising (`time 0:00:02`) is each step's own."""
+    clock = [f"| Training Epoch=1 Step={s} Loss=6.9 Time=10:0{m}:{sec:02d}"
+             for s, m, sec in ((0, 0, 40), (20, 0, 52), (40, 1, 0), (60, 1, 8), (80, 1, 38))]
+    assert lines.scan_steps(clock)["duration"].tolist() == pytest.approx([0.6, 0.4, 0.4, 1.5])
+    steady = [f"step {s} | loss 2.0 | time 0:00:0{t}" for s, t in ((1, 2), (2, 3), (3, 2), (4, 2), (5, 3))]
+    assert lines.scan_steps(steady)["duration"].tolist() == pytest.approx([2, 3, 2, 2, 3])
+
+
+def test_epoch_times_are_the_records_only_of_a_log_that_times_no_step():
+    """An epoch's stated time is kept aside: a log whose steps carry a time keeps its steps (MXNet's `Epoch[0] Time
+    cost=...` beside its batches); one whose step lines have none, or that has none, gets one row per epoch; an
+    average over epochs is no epoch's time."""
+    timed = ["Epoch[0] Batch [100]\tSpeed: 400.00 samples/sec\ttime=0.25", "Epoch[0] Batch [200]\ttime=0.25",
+             "Epoch[0] Time cost=50.000"]
+    assert lines.scan_steps(timed)["step"].tolist() == [100, 200]
+    untimed = ["Epoch 00000 | Step 00020 | Loss 1.9", "Epoch Time(s): 14.2", "Epoch 00001 | Step 00020 | Loss 1.1",
+               "Epoch Time(s): 12.9", "Avg epoch time: 13.5"]
+    res = lines.scan_steps(untimed)
+    assert res["step"].tolist() == [0, 1] and res["duration"].tolist() == pytest.approx([14.2, 12.9])
+
+
+def test_a_key_ending_in_the_letters_ms_is_milliseconds_only_after_a_time_word():
+    from playbook.readers.step_log.vocab import classify
+
+    assert classify("l2_params", None) is None and classify("items", None) is None
+    assert classify("steptimems", None)[2] == pytest.approx(1e-3) and classify("iter_time_ms", None)[2] == 1e-3
+
+
+def test_the_data_wait_plus_the_compute_is_the_step_and_the_compute_alone_when_nothing_else_is_timed():
+    both = [f'DLLL {{"type": "LOG", "step": [0, {i}], "data": {{"train.data_time": {d}, "train.compute_time": 0.2}}}}'
+            for i, d in ((10, 0.05), (20, 0.3))]
+    res = lines.scan_steps(both)
+    assert res["step"].tolist() == [10, 20] and res["duration"].tolist() == pytest.approx([0.25, 0.5])
+    assert res["phases"]["data"].tolist() == pytest.approx([0.05, 0.3])
+    alone = lines.scan_steps(["step 1 | compute_time 0.5s", "step 2 | compute_time 0.6s"])
+    assert alone["duration"].tolist() == pytest.approx([0.5, 0.6])

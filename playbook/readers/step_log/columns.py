@@ -7,26 +7,30 @@ from itertools import pairwise
 
 import numpy as np
 
-from playbook.readers.step_log.vocab import CUMULATIVE, NAT, WINDOW
+from playbook.readers.step_log.vocab import CLASS_NAMES, CUMULATIVE, NAT, WINDOW
 
 
 class EpochRestarts:
     """A batch count that starts again each epoch, its total not printed (icefall's `Epoch 2, batch 0` after `Epoch
     1, batch 250`): an epoch whose first count is below the previous epoch's last counts on from that epoch's last
-    count plus the logging interval (the batches per epoch, to within one interval); a count that keeps rising across
-    epochs is a global one and keeps its value. Epochs are shared by all ranks."""
+    count plus the logging interval (the batches per epoch, to within one interval) when the counts start at 0, or
+    from that last count when they start at 1 (DLLogger's `Epoch: 1 Iteration: 10`, the 10th iteration done); a
+    count that keeps rising across epochs is a global one and keeps its value. Epochs are shared by all ranks."""
 
     def __init__(self):
         self.offset: dict[int, int] = {}  # epoch -> steps before its batch 0
         self.last: dict[int, int] = {}  # epoch -> its largest count seen
         self.interval = 0  # the smallest rise seen between consecutive counts of one epoch
+        self.from_zero = False  # a count of 0 seen: counts are positions (0-based), not iterations done
 
     def step(self, epoch: int, i: int) -> int:
+        self.from_zero = self.from_zero or i == 0
         if epoch not in self.offset:
             before = [e for e in self.last if e < epoch]
             prev = max(before) if before else None
             restart = prev is not None and i < self.last[prev]
-            self.offset[epoch] = self.offset[prev] + self.last[prev] + max(self.interval, 1) if restart else 0
+            gap = max(self.interval, 1) if self.from_zero else 0
+            self.offset[epoch] = self.offset[prev] + self.last[prev] + gap if restart else 0
         if epoch in self.last and i > self.last[epoch]:
             rise = i - self.last[epoch]
             self.interval = min(self.interval, rise) if self.interval else rise
@@ -69,8 +73,16 @@ def best_column(cols, roles, kinds, idx) -> np.ndarray:
 
 def stage_sum(cols, roles):
     """Without a whole-step field: the step as the sum of its stage timers (a family such as `time/forward`,
-    `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present."""
+    `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present; else the data wait
+    plus the compute after it (DLLogger's `train.data_time` + `train.compute_time`), or the compute time alone when
+    the file times nothing else."""
     stages = [k for k, r in roles.items() if r[0] == "phase" and len(r) > 3]
+    if len(stages) < 2:
+        halves = {r[1]: k for k, r in roles.items() if r[0] == "phase" and r[1] in ("data", "compute")}
+        if set(halves) == {"compute"}:  # the compute time alone, the only time the file gives: the step's
+            k = halves["compute"]
+            return k, cols[k] * roles[k][2], f"{k} (the compute time, no other)"
+        stages = list(halves.values()) if len(halves) == 2 else []
     if len(stages) < 2:
         return None, None, None
     values = np.sum([cols[k] * roles[k][2] for k in stages], axis=0)  # NaN where a stage is missing
@@ -124,8 +136,9 @@ def epoch_clock(seconds: np.ndarray) -> bool:
 
 def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:
     """What the time stamps of the lines say a plain time field is: WINDOW when its values match the gaps between a
-    rank's consecutive step lines that lie more than one step apart (Marian's `Time 61.00s`: since the previous
-    display, 500 updates ago), CUMULATIVE when its differences match them (OpenNMT's `323 sec`: since the start);
+    rank's consecutive step lines that lie more than one step apart, or fall short of them by less than half
+    (Marian's `Time 61.00s`: since the previous display, 500 updates ago; fairseq2's `Lapse Time`, which pauses for
+    validation), CUMULATIVE when its differences match them (OpenNMT's `323 sec`: since the start);
     None when fewer than two gaps of 2 s or more are stamped, or neither fits `share` of them. A gap may differ
     from the value by 1 s (time stamps in whole seconds) or 5%."""
     ok = np.isfinite(seconds) & (time != NAT)
@@ -137,7 +150,9 @@ def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:
         gap = (ds > 0) & (dt >= 2.0)
         tol = np.maximum(1.0, 0.05 * dt)
         pairs += int(gap.sum())
-        window += int((gap & (ds > 1) & (np.abs(v[1:] - dt) <= tol)).sum())
+        # nearer the gap than the gap per step, never past it: a window's time, less any pause it leaves out
+        # (fairseq2's `Lapse Time` stops while it validates)
+        window += int((gap & (ds > 1) & (v[1:] <= dt + tol) & (2 * v[1:] > dt * (1 + 1 / np.maximum(ds, 1)))).sum())
         running += int((gap & (np.abs(np.diff(v) - dt) <= tol)).sum())
     if pairs < 2:
         return None
@@ -146,6 +161,20 @@ def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:
     if window >= share * pairs:
         return WINDOW
     return None
+
+
+def time_of_day(step, rank, seconds) -> bool:
+    """Whether a field written as a clock is the wall clock when its line was printed (torch_xla's `Time=10:01:38`),
+    not a duration: it rises line after line (a midnight may wrap it once) by far less than its value."""
+    if not monotone(step, rank, seconds):
+        return False
+    ok = np.isfinite(seconds)
+    rises = []
+    for r in np.unique(rank[ok]):
+        sel = ok & (rank == r)
+        d = np.diff(seconds[sel][np.argsort(step[sel], kind="stable")])
+        rises.extend(d[d > 0].tolist())
+    return bool(rises) and float(np.median(seconds[ok])) > 10 * float(np.median(rises))
 
 
 def monotone(step, rank, values) -> bool:
@@ -216,3 +245,36 @@ def window_starts(step, rank, time, idx) -> np.ndarray:
     for j, i in enumerate(idx):
         starts[j] = before.get((int(rank[i]), int(step[i])), NAT)
     return starts
+
+
+def field_seconds(name, cls, role, step, rank, cols) -> tuple[np.ndarray, str]:
+    """Per-step seconds of the field `name` read as class `cls` (a rate inverted, a cumulative clock or a window's
+    time per step between lines, else as stated), and the reading in words."""
+    kind, _, factor = role[:3]
+    values = cols[name] * factor
+    if kind == "rate":
+        with np.errstate(divide="ignore"):
+            values = np.where(values > 0, 1.0 / values, np.nan)
+        return values, f"{name} (steps per second, inverted)"
+    if cls == CUMULATIVE:
+        return per_step_diff(step, rank, values), f"{name} (cumulative: difference per step)"
+    if cls == WINDOW:
+        return per_step_diff(step, rank, values, cumulative=False), "time since the previous log line / steps between"
+    return values, f"{name} ({CLASS_NAMES[cls]})"
+
+
+def phase_fields(cols, roles, chosen) -> dict[str, str]:
+    """Per phase, its best-covered field; with a `last_` step time (detectron2), the `last_` phase times."""
+    out: dict[str, str] = {}
+    last = str(chosen).startswith("last_")
+
+    def score(k):
+        return (np.isfinite(cols[k]).sum(), k.startswith("last_") == last, -len(k))
+
+    for k, r in roles.items():
+        if r[0] != "phase":
+            continue
+        have = out.get(r[1])
+        if have is None or score(k) > score(have):
+            out[r[1]] = k
+    return out

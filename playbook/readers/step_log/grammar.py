@@ -7,10 +7,12 @@ counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`
            `Epoch: [e][i/N]` / `Epoch(train) [e][i/N]` / `Iter(train) [i/N]` (PyTorch examples, MMEngine),
            `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
            tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
-           rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`;
+           rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`
+           and big_vision's `[N] name = value`, DLLogger's JSON `"step": [e, i]`;
            `current_steps` / `completed_steps`, `Up. N` (Marian), `tick N` (StyleGAN), `Batch [a-b]` (MXNet) and
            `a-bbatch` (ESPnet): the range's end, integer-valued floats (`global_step=99.00`), `batch N` (last).
-           Inside an epoch the step is (e - first epoch) * N + i.
+           Inside an epoch (named before the counter, or after it: DLRM's `it i/N of epoch e`) the step is
+           (e - first epoch) * N + i; without N, a count restarting each epoch counts on (columns.EpochRestarts).
 fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` space, fields split by `|` `,`
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
            s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
@@ -23,18 +25,24 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
 roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
            cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
            running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
-           data_time, dataloader, data_wait, reader_cost → data; forward/backward/optimizer/comm → fwd/bwd/optimizer/
-           collective), tokens (count, or rate x step time), markers in parentheses (litgpt `(optimizer.step)`).
+           data_time, dataloader, data_wait, reader_cost → data; forward/backward/optimizer/comm/compute → fwd/bwd/
+           optimizer/collective/compute), tokens (count, or rate x step time), markers in parentheses (litgpt
+           `(optimizer.step)`). A time written as a clock that rises line by line is the wall clock (torch_xla's
+           `Time=10:01:38`): cumulative.
 
 The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
-lines as the best-covered one, the most specific role wins (per-step > generic time > verified-monotone
-cumulative > window > running average > unnamed); a cumulative field that is not monotone is read as per-step,
-a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time stamps
-show it (columns.clock_reading: a window's, Marian; a running total, OpenNMT), and a time under half its line's
-forward + backward + optimizer times is a part of the step, never the step. Only records whose counter is of a kind
+lines as the best-covered one, the most specific role wins (vocab.PREFERENCE: per-step > generic time > window >
+verified-monotone cumulative > running average > unnamed); a cumulative field that is not monotone is read as
+per-step, a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time
+stamps show it (columns.clock_reading: a window's, Marian, fairseq2's `Lapse Time`, its stage times per step too; a
+running total, OpenNMT), and a time under half its line's forward + backward + optimizer times is a part of the
+step, never the step. Only records whose counter is of a kind
 (keyword / progress bar / position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
-Lines with a counter but no duration field, when the file has none, give window means from their timestamps
-(without time stamps: samples per second and the file's `Batch size: N` line).
+A file without a duration field sums its stages (a timer family, or the data wait plus the compute: DLLogger's
+`data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
+a field or the file's `Batch size: N` line), else gives window means from the time stamps of its step lines; a file
+that times no step at all gives one record per epoch from its epoch times (epochs.EpochTimes: nnU-Net's `Epoch
+time: 120.38 s`).
 """
 
 from __future__ import annotations
@@ -52,23 +60,28 @@ from playbook.readers.step_log.columns import (
     best_column,
     clock_reading,
     epoch_clock,
+    field_seconds,
     from_throughput,
     monotone,
     per_step_diff,
+    phase_fields,
     stage_sum,
     stage_total,
+    time_of_day,
     window_means,
     window_starts,
 )
+from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
     BOX_ROW,
     BRACKET,
-    CLASS_NAMES,
+    CLOCK,
     CONTINUATION,
     CUMULATIVE,
     DIGIT,
+    EPOCH_AFTER,
     EPOCH_BRACKET,
     EPOCH_WORD,
     EVAL_MODE,
@@ -88,8 +101,10 @@ from playbook.readers.step_log.vocab import (
     NAMED_EPOCH,
     NAT,
     PER_STEP,
+    PREFERENCE,
     RANGE_SUFFIX,
     RATE_LINE,
+    STEP_LIST,
     STEP_NAMES,
     TIME_UNITS,
     TIMER_LINE,
@@ -156,9 +171,17 @@ class StepLines:
         self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table
         self._trail: tuple[int, int] | None = None  # (rank, line) of the last record when it had no fields
         self.batch_size: int | None = None  # a file's `Batch size: 32` / `Namespace(batch_size=128, ...)` line
+        self.epochs = EpochTimes()  # epoch times, the records of a file that times no step
+        self._window = False  # the chosen duration field is a window's time (result divides its phases too)
 
     # -- per line ------------------------------------------------------------------------------------------
     def _counter(self, body: str) -> StepCounter | None:
+        if "[" in body and (m := STEP_LIST.search(body)):  # `"step": [0, 10]`: iteration 10 of epoch 0
+            if m["i"] is None:
+                return None  # `"step": [0]`: epoch 0's summary
+            evaluating = m["v"] is not None  # `[0, 40, 10]`: the 10th validation iteration after iteration 40
+            i = int(m["i"]) if evaluating else self.restarts.step(int(m["e"]), int(m["i"]))
+            return StepCounter(i, None, None, m.span(), True, evaluating)
         best = None
         for m in KEYWORD.finditer(body):
             if step_total(body, m.start()):
@@ -170,8 +193,10 @@ class StepLines:
             m = best[1]
             head = body[: m.start()]
             evaluating = bool(EVAL_MODE.search(head[-40:]))
-            if m["n"] and best[0] >= 2 and (e := EPOCH_WORD.search(head)) and not evaluating:
-                # "Epoch 2/10 | Step 120/500": a step within its epoch, as global steps count
+            after = body[m.end(): m.end() + 40].lstrip(" \t,")
+            e = EPOCH_WORD.search(head) or EPOCH_AFTER.match(after) if m["n"] else None
+            if e and best[0] >= 2 and not evaluating:
+                # "Epoch 2/10 | Step 120/500", "it 1024/4096 of epoch 1": a step within its epoch, as global steps count
                 c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
                 c.keyword = True
                 return c
@@ -346,6 +371,8 @@ class StepLines:
         if c is None and (c := self._implicit(body, ctx)) is not None:
             self._store(c, ctx, c.fields)
             return True
+        if "poch" in body and self._epoch_line(body, ctx, c):
+            return True
         if c is None:
             if self._trail and self._trail[0] == ctx.rank and ctx.lineno - self._trail[1] <= MAX_TRAIL_LINES \
                     and self._follows(body):
@@ -381,6 +408,19 @@ class StepLines:
         self._store(c, ctx, fields)
         return True
 
+    def _epoch_line(self, body: str, ctx, c: StepCounter | None) -> bool:
+        """A line naming an epoch: remembered (before any step record, events are tied to it); without a step
+        counter, the epoch's time it states (`Epoch time: 120.38 s`) is kept aside (epochs.EpochTimes)."""
+        if c is not None:
+            if (m := EPOCH_WORD.search(body)):
+                self.epochs.current[ctx.rank] = int(m[1])
+            return False
+        timed = self.epochs.feed(body, ctx, self._fields(body, None, count=False))
+        if not len(self.step) and ctx.rank in self.epochs.current:
+            self.last_step[ctx.rank] = self.epochs.current[ctx.rank]
+        self.timed += timed  # an epoch of training went by: an evaluation after it is a new one
+        return timed
+
     def _follows(self, body: str) -> bool:
         """A line without a counter after a step line without fields (DeepSpeed-Chat's `Epoch: 0 | Step: 3 | ...`
         then `End-to-End => Latency: 21.34s, ...`): when it holds a time of the step, its fields are that step's."""
@@ -390,8 +430,9 @@ class StepLines:
         self._merge(len(self.step) - 1, fields)
         return True
 
-    def _fields(self, rest: str, c: StepCounter) -> dict[str, tuple[float, tuple]]:
-        """name -> (value, role) for the typed fields of `rest` (the line with its counter replaced)."""
+    def _fields(self, rest: str, c: StepCounter, count: bool = True) -> dict[str, tuple[float, tuple]]:
+        """name -> (value, role) for the typed fields of `rest` (the line with its counter replaced); `count`: count
+        its markers (`(optimizer.step)`) as a step line's."""
         matches = list(VALUE_RE.finditer(rest))
         segs, prev_end = [], 0
         for m in matches:
@@ -406,7 +447,7 @@ class StepLines:
             if len(self._plans) < 4096:  # bounded: a log of ever-new line shapes is parsed afresh each time
                 self._plans[shape] = plan
         fields, markers = plan
-        for marker in markers:
+        for marker in markers if count else ():
             self.markers[marker] += 1
         found: dict[str, tuple[float, tuple]] = {}
         for i, name, role, scale in fields:
@@ -479,6 +520,7 @@ class StepLines:
         its input size or sequence length, else its batch size; NaN unknown), "phases" {phase: seconds}; "chosen" (the duration
         field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
         self._flush()
+        self._window = False
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
@@ -486,7 +528,7 @@ class StepLines:
         line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
         out = {"chosen": None, "how": None, "n_records": n}
         if not n:
-            return out
+            return self.epochs.result(out)
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
         roles = self.field_role
@@ -501,6 +543,8 @@ class StepLines:
             duration, windowed = window_means(step, rank, time, kw), True
             how = "window means of timestamped step lines"
         ok = np.isfinite(duration) & (duration >= 0)
+        if not ok.any() and self.epochs.rows:
+            return self.epochs.result(out)  # no step time: the epochs' times are the file's records
         # the same (rank, step) printed again (a progress bar redrawn, a repeated message): the last one counts
         idx = np.flatnonzero(ok)
         if len(idx):
@@ -510,8 +554,11 @@ class StepLines:
             last[:-1] = (step[idx[1:]] != step[idx[:-1]]) | (rank[idx[1:]] != rank[idx[:-1]])
             idx = np.sort(idx[last])
         phases = {}
-        for phase, name in self._phase_fields(cols, roles, chosen).items():
-            phases[phase] = cols[name][idx] * roles[name][2]
+        for phase, name in phase_fields(cols, roles, chosen).items():
+            seconds = cols[name] * roles[name][2]
+            if self._window:  # a window's time beside the window's stage times (fairseq2's Data Time): per step too
+                seconds = per_step_diff(step, rank, seconds, cumulative=False)
+            phases[phase] = seconds[idx]
         tokens = best_column(cols, roles, ("tokens",), idx)
         if not np.isfinite(tokens).any():
             tokens = best_column(cols, roles, ("token_rate",), idx) * duration[idx]
@@ -547,12 +594,15 @@ class StepLines:
             elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
+            elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
+                cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
             elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
                 # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
                 cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
-            ranked.append((cls, -cover[k], len(k), k))
-        cls, _, _, name = min(ranked)
-        values, how = self._seconds(name, cls, cands[name], step, rank, cols)
+            ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
+        _, _, _, name, cls = min(ranked)
+        self._window = cls == WINDOW
+        values, how = field_seconds(name, cls, cands[name], step, rank, cols)
         # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
         # per batch): the file's step records are those of the kinds that carry its duration field
         kind = np.frombuffer(self.kind, dtype=np.int8)
@@ -564,40 +614,9 @@ class StepLines:
             gap = ~np.isfinite(values)
             if not gap.any():
                 break
-            theirs, _ = self._seconds(other, PER_STEP, cands[other], step, rank, cols)
+            theirs, _ = field_seconds(other, PER_STEP, cands[other], step, rank, cols)
             values = np.where(gap & mine, theirs, values)
         return name, values, how
-
-    @staticmethod
-    def _seconds(name, cls, role, step, rank, cols):
-        kind, _, factor = role
-        values = cols[name] * factor
-        if kind == "rate":
-            with np.errstate(divide="ignore"):
-                values = np.where(values > 0, 1.0 / values, np.nan)
-            return values, f"{name} (steps per second, inverted)"
-        if cls == CUMULATIVE:
-            return per_step_diff(step, rank, values), f"{name} (cumulative: difference per step)"
-        if cls == WINDOW:
-            return per_step_diff(step, rank, values, cumulative=False), \
-                "time since the previous log line / steps between"
-        return values, f"{name} ({CLASS_NAMES[cls]})"
-
-    def _phase_fields(self, cols, roles, chosen) -> dict[str, str]:
-        """Per phase, its best-covered field; with a `last_` step time (detectron2), the `last_` phase times."""
-        out: dict[str, str] = {}
-        last = str(chosen).startswith("last_")
-
-        def score(k):
-            return (np.isfinite(cols[k]).sum(), k.startswith("last_") == last, -len(k))
-
-        for k, r in roles.items():
-            if r[0] != "phase":
-                continue
-            have = out.get(r[1])
-            if have is None or score(k) > score(have):
-                out[r[1]] = k
-        return out
 
 
 def _continues(body: str) -> bool:

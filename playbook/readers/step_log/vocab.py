@@ -24,8 +24,9 @@ _UNITS = sorted({*TIME_UNITS, "%",
                  "/s", "/sec"}, key=len, reverse=True)
 _RATE_UNITS = {u for u in _UNITS if "/" in u}
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
+# (a clock after a date, `2021-03-12 10:00:22.1+00:00`, is the date's time of day, not a field; nor is its zone)
 VALUE_RE = re.compile(
-    r"(?<![\w.@/\-])(?:(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
+    r"(?<![\w.@/\-])(?:(?<!\d-\d\d[ T])(?<!\d:)(?<!\+)(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
     r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
@@ -34,7 +35,7 @@ KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
 # (t: a time, in seconds)
 KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
                        r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
-MARKER = re.compile(r"\(([A-Za-z_][\w.\-]*)\)")
+MARKER = re.compile(r"(?<!\w)\(([A-Za-z_][\w.\-]*)\)")  # not glued to a key: PaddleClas' `lr(PiecewiseDecay)`
 _NORM = re.compile(r"[^0-9a-z]+")
 
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
@@ -59,6 +60,12 @@ TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*
                    r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
 EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+# a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
+# (`[epoch]` alone: the epoch's summary, no step)
+STEP_LIST = re.compile(r"[\"']step[\"']\s*:\s*\[\s*(?P<e>\d{1,9})\s*(?:,\s*(?P<i>\d{1,18})\s*)?"
+                       r"(?:,\s*(?P<v>\d{1,18})\s*)?\]")
+# the epoch named after a step counter: DLRM's `Finished training it 1024/306969 of epoch 1`
+EPOCH_AFTER = re.compile(r"(?:of|in)\s++epoch\s*+[:=]?\s*+(\d+)\b", re.IGNORECASE)
 KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 # the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
@@ -68,7 +75,8 @@ INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s
 BATCH_SIZE_LINE = re.compile(r"\bbatch[ _]size\b['\"]?\s*[:=]\s*(\d{1,9})\b", re.IGNORECASE)
 # a range of batches or steps with its noun glued on (ESPnet's `1epoch:train:101-200batch:`): the range's end
 RANGE_SUFFIX = re.compile(r"(?<![\w.])(?:\d{1,18}-)?(?P<i>\d{1,18})(?:batch|batches|iter|iters|steps?)\b")
-LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=)")  # CLU's LoggingWriter: `[100] loss=2.3, ...`
+# CLU's LoggingWriter `[100] loss=2.3, ...`; big_vision's metric writer, one metric a line: `[100] training_loss = 6.9`
+LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=|\s+[^\s=\[][^=\n]{0,80}?\s=\s)")
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
@@ -95,6 +103,9 @@ HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 # role classes, most specific first (the order of preference when the file's duration field is chosen)
 PER_STEP, GENERIC, CUMULATIVE, WINDOW, AVERAGE, UNNAMED = range(6)
 CLASS_NAMES = ("per-step", "time", "cumulative", "window", "running average", "unnamed")
+# the order in which a file's duration field is chosen: a window's own time before a running total's differences
+# (fairseq2's `Lapse Time`, which pauses for validation, before its `Wall Time`)
+PREFERENCE = (PER_STEP, GENERIC, WINDOW, CUMULATIVE, AVERAGE, UNNAMED)
 _DATA_KEYS = {"data", "data_time", "datatime", "dataloader", "data_wait", "data_load", "data_loading",
               "dataloader_time", "data_load_time", "data_loading_time", "data_wait_time", "last_data_time",
               "data_ms", "data_s", "load_time", "wait_data", "input_time", "data_t"}
@@ -102,12 +113,12 @@ _PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd",
                 "optim": "optimizer", "opt": "optimizer", "optimizer_step": "optimizer", "comm": "collective",
                 "communication": "collective", "allreduce": "collective", "all_reduce": "collective",
                 "collective": "collective", "reduce": "collective", "sync": "collective", "gather": "collective",
-                "allgather": "collective", "scatter": "collective", "h2d": "h2d",
+                "allgather": "collective", "scatter": "collective", "h2d": "h2d", "compute": "compute",
                 "to_device": "h2d", "copy": "h2d"}
 _NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
              "val", "valid", "test", "validation", "evaluation", "testing", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
              "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
-_CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "train_time", "training_time", "time_elapsed",
+_CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "uptime", "train_time", "training_time", "time_elapsed",
               "cumulative", "cum")
 _AVG_WORDS = ("avg", "mean", "average", "running", "smoothed", "ema")
 _STEP_RATE_KEYS = {"ups", "it_s", "its", "steps_per_sec", "steps_per_second", "step_per_sec", "global_step_sec",
@@ -130,6 +141,7 @@ _FAMILY_HEADS = {"timing", "timings", "time", "times", "timer", "timers", "perf"
 _WHOLE_STEP = {"step", "steps", "iter", "iteration", "total", "train_step", "step_time", "iter_time", "iteration_time",
                "batch_time", "step_total", "total_step", "whole_step"}
 FAMILY = "family"  # the 4th item of a stage timer's role: a stage of a family whose sum may be the step
+CLOCK = "clock"  # the 4th item of a time's role when written as a clock (`Time=10:01:38`): maybe a time of day
 _SLASH_RATE = re.compile(r"(?<!\w)([A-Za-z]\w*+)\.?\s*+/\s*+(?:s|sec|secs|second|seconds)\b", re.IGNORECASE)
 MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
 MAX_STEP = 2 ** 62  # step numbers beyond int64's reach are not steps
@@ -282,6 +294,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     if factor is None:
         for suffix, f in (("_ms", 1e-3), ("_us", 1e-6), ("_ns", 1e-9), ("_s", 1.0), ("_sec", 1.0),
                           ("_seconds", 1.0), ("ms", 1e-3)):
+            if suffix == "ms" and not k[:-2].endswith(_GLUED_MS):
+                continue  # `steptimems` is milliseconds; `l2_params`, `items` only end in the letters
             if k.endswith(suffix) and len(k) > len(suffix):
                 factor = f
                 if suffix != "ms":
@@ -292,12 +306,13 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     if not k:
         return ("dur", UNNAMED, factor) if factor is not None else None
     words = k.split("_")
-    lead = words[1:] if len(words) > 1 and words[0] in _AVG_WORDS else words  # `avg_reader_cost`: still the data
+    # `avg_reader_cost`, DLLogger's `train.data_time`: still the data wait
+    lead = words[1:] if len(words) > 1 and words[0] in (*_AVG_WORDS, "train", "training") else words
     if k in _DATA_KEYS or "generator" in words or (lead[0] in ("data", "reader", "loader", "dataloader", "input") and (
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
-                                              "took", "seconds", "secs", "sec", "cost", "timing")
+                                              "uptime", "took", "seconds", "secs", "sec", "cost", "timing")
                   for w in words)
     for w in words:
         if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
@@ -322,6 +337,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     return "dur", GENERIC, f
 
 
+# the stems a bare `ms` may be glued to as a unit (`steptimems`, `dtms`, `latencyms`)
+_GLUED_MS = ("time", "dt", "duration", "latency", "step", "iter", "elapsed")
 _DAYS = re.compile(r"\bdays?,\s*$")
 
 
@@ -339,7 +356,8 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     for i in range(0, len(segs), 2):
         raw_key, unit = segs[i], segs[i + 1]
         markers += line_markers(raw_key)
-        if unit == "\ue001":
+        clock = unit == "\ue001"
+        if clock:
             if _DAYS.search(raw_key):
                 continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
             unit = "s"  # H:MM:SS
@@ -370,6 +388,8 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
             role = classify(key, unit or None)
             if role is None:
                 continue
+            if clock and role[0] == "dur":
+                role = (*role[:3], CLOCK)
             name = norm_key(key) or f"({unit})"
             if role[0] == "dur" and role[1] == UNNAMED:
                 kind = unit_kind(unit)

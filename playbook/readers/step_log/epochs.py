@@ -1,0 +1,56 @@
+"""Epoch times for a log that times no step (readers/step_log/grammar.py): nnU-Net's `Epoch 3` line, then `Epoch
+time: 120.38 s` five lines below; DGL's `Epoch Time(s): 12.3`; MXNet's `Epoch[0] Time cost=1.494`; GluonTS's
+`Epoch[0] Elapsed time 2.344 seconds`. When the file's step lines give no step time (or there are none), its epochs
+are its records: one row per epoch, the epoch's number as the step."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.readers.step_log.vocab import AVERAGE, EPOCH_WORD, NAT
+
+ROWS = "(epoch time)"  # the result's "chosen" field when the epochs are the file's records
+MAX_EPOCHS = 1_000_000  # epoch rows kept per file: a file of ever-new epoch numbers cannot grow memory
+
+
+class EpochTimes:
+    """Feed lines that mention an epoch; `result` gives the epoch rows (the grammar's result keys)."""
+
+    def __init__(self):
+        self.current: dict[int, int] = {}  # rank -> the epoch its last line named
+        self.rows: dict[tuple[int, int], tuple[float, int, int]] = {}  # (rank, epoch) -> (seconds, time, line)
+
+    def feed(self, body: str, ctx, fields: dict) -> bool:
+        """Read one line holding "poch": the epoch it names (remembered for the lines below it) and the epoch's
+        time, when it states one (a time field named for the epoch, or any time on a line naming the epoch).
+        Whether the line gave an epoch time. `fields` is the grammar's name -> (value, role) of the line."""
+        named = EPOCH_WORD.search(body)
+        if named:
+            self.current[ctx.rank] = int(named[1])
+        epoch = self.current.get(ctx.rank)
+        if epoch is None:
+            return False
+        for name, (value, role) in fields.items():
+            if role[0] == "dur" and role[1] != AVERAGE and (named or "epoch" in name.split("_")) and value >= 0:
+                if len(self.rows) < MAX_EPOCHS:
+                    self.rows[(ctx.rank, epoch)] = (value * role[2], ctx.time, ctx.lineno)
+                return True
+        return False
+
+    def result(self, out: dict) -> dict:
+        """`out` updated with the epoch rows (step = the epoch), or unchanged when no epoch time was read."""
+        if not self.rows:
+            return out
+        keys = sorted(self.rows, key=lambda k: self.rows[k][2])
+        seconds = np.array([self.rows[k][0] for k in keys])
+        time = np.array([self.rows[k][1] for k in keys], dtype=np.int64)
+        start = time.copy()
+        stamped = time != NAT
+        start[stamped] = time[stamped] - np.round(seconds[stamped] * 1e9).astype(np.int64)
+        n = len(keys)
+        out.update(step=np.array([k[1] for k in keys], dtype=np.int64),
+                   rank=np.array([k[0] for k in keys], dtype=np.int64),
+                   line=np.array([self.rows[k][2] for k in keys], dtype=np.int64), duration=seconds, start=start,
+                   phases={}, tokens=np.full(n, np.nan), work=np.full(n, np.nan), chosen=ROWS,
+                   how="epoch times (no step time in the file: one row per epoch)", windowed=False)
+        return out
