@@ -352,6 +352,16 @@ def test_epoch_times_are_the_records_only_of_a_log_that_times_no_step():
     assert res["step"].tolist() == [0, 1] and res["duration"].tolist() == pytest.approx([14.2, 12.9])
 
 
+def test_a_clock_reading_is_neither_an_epoch_s_time_nor_a_step_s():
+    """A Unix clock in a time field (MLPerf's `time_ms`, 1.68e9 s) is no epoch's time (it read as two 53-year
+    epochs), and MLPerf BERT's log — `{'global_steps': N, ...}` lines between clock-stamped MLLOG lines — has no step
+    time at all (its last record took the clock as a 53-year step)."""
+    epochs = lines.scan_steps(["Epoch 1 done time_ms: 1684246072651", "Epoch 2 done time_ms: 1684246226535"])
+    assert epochs.get("chosen") is None and not len(epochs.get("step", []))
+    bert = (Path(__file__).resolve().parents[1] / "data" / "zoo" / "mlperf_bert_evals.txt").read_text()
+    assert not len(lines.scan_steps(bert.splitlines()[17:]).get("step", []))
+
+
 def test_a_key_ending_in_the_letters_ms_is_milliseconds_only_after_a_time_word():
     from playbook.readers.step_log.vocab import classify
 

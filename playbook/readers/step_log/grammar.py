@@ -416,8 +416,6 @@ class StepLines:
                 self.epochs.current[ctx.rank] = int(m[1])
             return False
         timed = self.epochs.feed(body, ctx, self._fields(body, None, count=False))
-        if not len(self.step) and ctx.rank in self.epochs.current:
-            self.last_step[ctx.rank] = self.epochs.current[ctx.rank]
         self.timed += timed  # an epoch of training went by: an evaluation after it is a new one
         return timed
 
@@ -594,12 +592,16 @@ class StepLines:
             elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
+            elif cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]):
+                continue  # a clock reading that cannot be differenced (one value, or not rising): no step's time
             elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
                 cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
             elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
                 # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
                 cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
             ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
+        if not ranked:
+            return None, None, None
         _, _, _, name, cls = min(ranked)
         self._window = cls == WINDOW
         values, how = field_seconds(name, cls, cands[name], step, rank, cols)
