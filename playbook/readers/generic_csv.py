@@ -291,7 +291,7 @@ class TableBuilder:
     def _metric_values(self, table: pa.Table, drop) -> dict[int, np.ndarray]:
         """Each metric column's values in the schema's unit (NaN where empty); unreadable values drop their row. The first block with values settles each column's meaning and unit factor."""
         values: dict[int, np.ndarray] = {}
-        for pos, m in self.metrics.items():
+        for pos, m in list(self.metrics.items()):
             lazy = _LazyStrings(table, pos)
             v = _fast_floats(table.column(pos))
             unit = None
@@ -300,6 +300,9 @@ class TableBuilder:
                 drop(unparsed, lambda i, s=lazy, k=self.names[pos]: f"bad {k} value {str(s.get().iloc[i])[:30]!r}")
             if pos not in self.factors and np.isfinite(v).any():
                 m = headers.settle(m, v)
+                if m.role is None:  # its values say it is no reading (a counter named like one)
+                    del self.metrics[pos]
+                    continue
                 if m.unit is None and unit:
                     m = dataclasses.replace(m, unit=unit)
                 self.metrics[pos] = m
@@ -496,7 +499,9 @@ def _parse(raw: bytes, sep: str, names: list[str], skip_lines: int, skips: schem
 
 
 # linear: no two adjacent repeats can trade characters (a unit must start with a letter, digits are taken once)
-_NUM_WITH_UNIT = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([A-Za-z%/]+)\s*)?$"
+# a number and its unit, also after a degree sign ("60.0°C"); parentheses ("(1700Mhz)": rocm-smi's clocks) are
+# stripped before (see _numbers)
+_NUM_WITH_UNIT = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*°?(?:([A-Za-z%/]+)\s*)?$"
 _HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
 
 
@@ -510,7 +515,7 @@ def _numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray, str | None]:
     unit = None
     if retry.any():
         sub = s[retry]
-        parts = sub.str.extract(_NUM_WITH_UNIT, expand=True)
+        parts = sub.str.strip().str.removeprefix("(").str.removesuffix(")").str.extract(_NUM_WITH_UNIT, expand=True)
         parsed = pd.to_numeric(parts[0], errors="coerce")
         units = parts[1].dropna().str.lower()
         units = units[units != ""]

@@ -34,7 +34,7 @@ UNIT_WORDS: dict[str, str] = {
     "gibibytes": "gib",
     "w": "w", "watts": "w", "watt": "w", "mw": "mw", "milliwatts": "mw", "kw": "kw",
     "mhz": "mhz", "ghz": "ghz", "khz": "khz", "hz": "hz",
-    "c": "c", "celsius": "c", "degc": "c",
+    "c": "c", "celsius": "c", "degc": "c", "celsiusdegree": "c", "°c": "c",
     "s": "s", "sec": "s", "secs": "s", "seconds": "s", "ms": "ms", "us": "us", "ns": "ns",
 }
 # spelled-out decimal sizes (MLflow's `gpu_0_memory_usage_megabytes` is bytes / 1e6) -> MiB
@@ -49,12 +49,16 @@ NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "t
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
              "fan", "state", "mode"}
 
-UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load"}
-MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
+UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "aicore"}
+# AMD's "GFX_ACTIVITY" / "UMC_ACTIVITY" (amd-smi, device-metrics-exporter, rocm-smi's "Memory Read/Write Activity
+# (%)"): the share of time the graphics engine / memory controller was busy. A bare "GFX Activity" in rocm-smi --json is
+# an accumulated counter: its values (past 100) undo the role (see `settle`).
+ACTIVITY = {"activity"}
+MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk", "hbm", "umc"}
 POWER = {"power", "pwr", "watts", "draw", "powerdraw", "pmlmt"}
 LIMIT = {"limit", "cap", "enforced", "pmlmt"}
-CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
-SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk"}
+CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk", "sclk"}
+SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk", "sclk", "gfx"}
 TEMP = {"temp", "temperature", "tmptr", "gtemp"}
 THROTTLE = {"throttle", cause_ids.THROTTLING, "event", "events"}
 REASON = {"reason", "reasons"}
@@ -72,7 +76,10 @@ OTHER = {"max", "min", "default", "threshold", "slowdown_temp", "shutdown", "tar
          "retired", "errors", "error", "corrected", "uncorrected", "count", "name", "version", "hostmax",
          "gpumax", "requested", "slowdown", "management", "violation", "pviol", "tviol", "tensor", "dram", "fp16",
          "fp32", "fp64", "occupancy", "cpu", "disk", "bar", "network", "net", "proc", "system_memory", "swap",
-         "p50", "p90", "p99", "std", "delta"}
+         "p50", "p90", "p99", "std", "delta",
+         # AMD clock domains other than the shader (sclk/gfx) and memory (mclk) clocks; multimedia engines
+         "fclk", "socclk", "dcefclk", "vclk", "dclk", "lclk", "mm", "vcn", "jpeg", "sdma", "voltage",
+         "level", "od"}  # rocm-smi's "sclk clock level" (a DPM state number), "SCLK OD" (overdrive %)
 # per-reason clock-event bits (nvml.h nvmlClocksEventReason*), keyed by the words of the reason's name
 REASON_WORDS: tuple[tuple[frozenset[str], int], ...] = (
     (frozenset({"idle"}), 0x1),
@@ -220,7 +227,8 @@ def meaning(name: str) -> Meaning:
     # (isdecimal, not isdigit: int() refuses the superscript digits isdigit accepts)
     # "gpu 3 ..." / "gpu.3.x" / "gpu3_util": a per-GPU metric column, unless the name is just "gpu 3"
     for i in range(len(words) - 1):
-        if words[i] in ("gpu", "cuda", "device") and words[i + 1].isdecimal() and i + 2 < len(words):
+        # (rocm-smi --json keys its devices "card0", "card1": `card0.GPU use (%)`)
+        if words[i] in ("gpu", "cuda", "device", "card") and words[i + 1].isdecimal() and i + 2 < len(words):
             gpu = int(words[i + 1]) if len(words[i + 1]) < 6 else None
             rest = words[i + 2:]
             if gpu is not None:
@@ -249,6 +257,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
     if ws & THROTTLE and (ws & REASON or ws & {"throttle", cause_ids.THROTTLING}) or "clocks_event_reasons" in ws:
         return _throttle_role(words, ws)
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
+        if ws & HOST == {"node"} and ws & {"id", "number", "num"}:
+            return None, 0, 0  # rocm-smi's "Node ID": the device's KFD / NUMA node number, not a machine
         return "host", 0, 0 if ws & {"host", "hostname"} else 1
     other = ws & OTHER
     if ws & UTIL and not ws & (POWER | CLOCK | TEMP):
@@ -268,8 +278,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
 
 def _throttle_role(words: list[str], ws: set[str]) -> tuple[str | None, int, int]:
     """A throttle / clocks-event name: the whole mask, one reason's bit, or nothing (counters, other words)."""
-    if ws & {"supported", "counters", "counter"}:  # -q's "Clocks Event Reasons Counters": time spent, in us
-        return None, 0, 0
+    if ws & {"supported", "counters", "counter", "status"}:  # -q's "Clocks Event Reasons Counters": time spent, in
+        return None, 0, 0  # us; amd-smi's THROTTLE_STATUS: THROTTLED / UNTHROTTLED, no reason bits
     after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
     rest = set(after) - REASON - THROTTLE - CLOCK
     if rest and rest != {"active"} and rest != {"mask"}:
@@ -320,6 +330,14 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         return "util_pct", 0, 0
     if ws & {"use", "usage"} and unit in ("%", "ratio") and not ws & MEM:
         return "util_pct", 0, 1  # rocm-smi's "GPU use (%)": a share of time in use, not a size
+    if ws & MEM and "use" in ws and not ws & (USED | TOTAL) - {"use"} and unit == "%":
+        # rocm-smi's "GPU memory use (%)" (--showmemuse) is the memory controller's busy share (sysfs
+        # mem_busy_percent, ROCm/rocm_smi_lib#120), the NVIDIA utilization.memory reading, not a size
+        return "mem_util_pct", 0, 1
+    if ws & ACTIVITY and unit in ("%", None) and not ws & (POWER | TEMP):
+        # a vendor's "activity" percentage: GFX (graphics / compute engine) or UMC / memory (memory controller);
+        # ranked after an explicit utilization of the same file
+        return ("mem_util_pct" if ws & MEM else "util_pct"), 0, 2
     if ws & MEM:
         return _memory_role(ws, unit)
     if ws & TIME and not ws & {"step"}:
@@ -327,7 +345,7 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
         return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid"} else 1 if ws & {"device", "dev", "cuda",
                                                                                            "entity"} else 2
-    if ws & {"util"} or words in (["sm"], ["gpu", "util"]):
+    if ws & {"util"} or words in (["sm"], ["gpu", "util"]) or (words[:1] == ["gpu"] and unit == "%" and len(ws) == 2):
         return "util_pct", 0, 1
     return None, 0, 0
 
@@ -335,7 +353,7 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
 def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """A memory name: the total, the used size (bytes; a percentage of the total is no size), or a bare
     "memory" (a utilization until its values say otherwise)."""
-    if ws & TOTAL:
+    if ws & TOTAL and not ws & {"used", "usd"}:  # rocm-smi's "VRAM Total Used Memory (B)" is the used size
         return "mem_total_mib", 0, 0
     byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
     if ws & USED or byte_unit:
@@ -350,9 +368,15 @@ def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
 
 
 def settle(m: Meaning, values) -> Meaning:
-    """Refine a meaning with the column's values: a bare "memory" holding more than 100 is MiB used, not %."""
+    """Refine a meaning with the column's values: a bare "memory" holding more than 100 is MiB used, not %; an
+    "activity" without a % unit holding more than 100 is a counter (rocm-smi --json "GFX Activity"), no reading."""
     import numpy as np
 
+    if m.role in ("util_pct", "mem_util_pct") and m.rank == 2 and m.unit is None:
+        v = np.asarray(values, dtype=np.float64)
+        v = v[np.isfinite(v)]
+        if len(v) and float(np.max(v)) > 100.5:
+            return Meaning(None)
     if m.role == "mem_util_pct" and m.rank == 2 and m.unit is None:
         v = np.asarray(values, dtype=np.float64)
         v = v[np.isfinite(v)]
