@@ -1,0 +1,144 @@
+"""Held-out telemetry from accelerator tools other than NVIDIA's (tests/data/heldout_vendors, sources in its
+SOURCES.md): rocm-smi (CSV, JSON, the concise and legacy tables, `GPU[N] : key: value` lines), amd-smi metric,
+AMD's device-metrics-exporter, Intel xpu-smi dump, Huawei npu-smi. Every file is read with the devices, values and
+clock that expected.json gives; a memory-controller activity is never read as the GPU's utilization."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from playbook import diagnose
+from playbook.core.errors import PlaybookError
+from playbook.knowledge import ids
+from playbook.readers import headers, read_paths
+
+DATA = Path(__file__).parent.parent / "data" / "heldout_vendors"
+EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
+
+
+def problems(name: str) -> list[str]:
+    """What a read of `name` gets wrong against expected.json (empty: read right); a refused file is one problem."""
+    want = EXPECTED[name]
+    try:
+        tel = read_paths([DATA / name]).telemetry
+    except PlaybookError as exc:
+        return [f"refused: {str(exc)[:120]}"]
+    if want.get("refused"):
+        return ["read, though expected.json says it is not yet"]
+    if tel.empty:
+        return ["no rows read"]
+    out = []
+    hosts = set(tel["host"])
+    got = sorted((h, int(g)) for h, g in {(h, g) for h, g in zip(tel["host"], tel["gpu"], strict=True)})
+    if any(h is None for h, _g in want["gpus"]):  # devices on the file's one host
+        if len(hosts) != 1 or sorted(g for _h, g in got) != [g for _h, g in want["gpus"]]:
+            out.append(f"devices {got} != {want['gpus']}")
+    elif got != sorted((h, g) for h, g in want["gpus"]):
+        out.append(f"devices {got} != {want['gpus']}")
+    if "samples" in want and (tel.groupby(["host", "gpu"]).size() != want["samples"]).any():
+        out.append(f"samples per device {tel.groupby(['host', 'gpu']).size().tolist()}")
+    if "span_s" in want:
+        span = (tel["time"].max() - tel["time"].min()).total_seconds()
+        if abs(span - want["span_s"]) > 1e-3:
+            out.append(f"span {span} s != {want['span_s']}")
+    first = tel.sort_values("time").groupby(["host", "gpu"], sort=False).head(1)
+    for metric, per in want.get("values", {}).items():
+        for key, value in per.items():
+            host, _sep, gpu = key.rpartition(":")
+            rows = first[(first["gpu"] == int(gpu)) & ((first["host"] == host) if host else True)]
+            if rows.empty:
+                out.append(f"{metric} {key}: no device")
+                continue
+            v = float(rows[metric].iloc[0])
+            if value is None and not math.isnan(v):
+                out.append(f"{metric} {key}: {v} where the file says N/A")
+            elif value is not None and not (abs(v - value) <= 1e-3 * max(1.0, abs(value))):
+                out.append(f"{metric} {key}: {v} != {value}")
+    for metric in want.get("absent", []):
+        if tel[metric].notna().any():
+            out.append(f"{metric} read from a column that is no such reading: {tel[metric].dropna().tolist()[:4]}")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if not v.get("refused")))
+def test_vendor_file_reads(name):
+    assert problems(name) == []
+
+
+@pytest.mark.parametrize("name", sorted(k for k, v in EXPECTED.items() if v.get("refused")))
+def test_unread_layout_is_a_one_line_error(name):
+    """A layout no reader knows yet (npu-smi's box table) is refused with one line naming the file, never misread."""
+    with pytest.raises(PlaybookError) as err:
+        read_paths([DATA / name])
+    assert name in str(err.value) and "\n" not in str(err.value)
+
+
+def test_activity_counters_and_memory_activity_are_not_utilization():
+    """rocm-smi --json's "GFX Activity" / "Memory Activity" are accumulated counters (values past 100): no reading;
+    "GPU memory use (%)" and "GPU Memory Read/Write Activity (%)" are the memory controller's busy share
+    (mem_util_pct), never util_pct; a node number is not a host; "VRAM Total Used Memory" is the used size."""
+    assert headers.meaning("GPU memory use (%)").role == "mem_util_pct"
+    assert headers.meaning("GPU Memory Read/Write Activity (%)").role == "mem_util_pct"
+    assert headers.meaning("USAGE.UMC_ACTIVITY").role == "mem_util_pct"
+    assert headers.meaning("USAGE.GFX_ACTIVITY").role == "util_pct"
+    assert headers.meaning("GPU Memory Allocated (VRAM%)").role is None
+    assert headers.meaning("Node ID").role is None
+    assert headers.meaning("VRAM Total Used Memory (B)").role == "mem_used_mib"
+    assert headers.meaning("POWER.THROTTLE_STATUS").role is None
+    assert headers.meaning("GPU Memory Temperature (Celsius Degree)").role is None
+    counter = headers.meaning("GFX Activity")
+    assert counter.role == "util_pct" and headers.settle(counter, [324450778.0]).role is None
+    assert headers.settle(counter, [42.0]).role == "util_pct"
+
+
+def test_counter_only_activity_column_is_dropped(tmp_path):
+    """A document whose only "activity" is a counter reads no utilization from it (the power still read)."""
+    path = tmp_path / "rocm.json"
+    path.write_text('{"card0": {"Average Graphics Package Power (W)": "144.0", "GFX Activity": "324450778"}}')
+    tel = read_paths([path]).telemetry
+    assert tel["power_w"].tolist() == [144.0]
+    assert tel["util_pct"].isna().all()
+
+
+def test_rocm_smi_loop_gives_one_tick_per_banner(tmp_path):
+    """`watch rocm-smi --showuse` logged twice: two polls of two GPUs, a counted warning for a line without a
+    reading."""
+    poll = ("======================= ROCm System Management Interface =======================\n"
+            "GPU[0]\t\t: GPU use (%): {a}\nGPU[1]\t\t: GPU use (%): {b}\nGPU[1]\t\t: Unable to get GPU use.\n")
+    path = tmp_path / "loop.txt"
+    path.write_text(poll.format(a=96, b=13) + poll.format(a=12, b=97))
+    bundle = read_paths([path])
+    tel = bundle.telemetry.sort_values(["gpu", "time"])
+    assert tel["util_pct"].tolist() == [96, 12, 13, 97]
+    assert tel["time"].nunique() == 2
+    assert any("skipped 2" in w and "Unable to get GPU use" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_diagnose_multi_device_names_the_idle_ones():
+    """AMD device-metrics-exporter on two hosts: the busy MI300X is saturated, the idle ones are not called ok."""
+    d = diagnose(read_paths([DATA / "amd_device_metrics_exporter.prom"]))
+    status = {g["id"]: g["status"] for g in d.gpus}
+    assert status == {"tw038:0": "saturated", "tw038:2": "underutilized", "tw009:47": "underutilized"}
+
+
+def test_no_utilization_is_no_evidence_of_health():
+    """xpu-smi printing N/A utilization (intel/xpumanager#98): power and clocks alone never make a Healthy verdict."""
+    d = diagnose(read_paths([DATA / "xpu_smi_dump_max1550.csv"]))
+    assert d.verdict["id"] != ids.HEALTHY
+    assert "no utilization values" in d.verdict["sentence"]
+
+
+def test_every_corpus_file_has_an_expectation():
+    assert {p.name for p in DATA.iterdir() if p.name not in ("expected.json", "SOURCES.md")} == set(EXPECTED)
+
+
+if __name__ == "__main__":  # score the corpus: read right / misread / refused
+    for name in sorted(EXPECTED):
+        found = problems(name)
+        verdict = ("read right" if not found else "refused" if found[0].startswith(("refused", "no rows"))
+                   else "misread")
+        print(f"{name:36s} {verdict:10s} {'; '.join(found)[:300]}")
