@@ -33,7 +33,7 @@ _BANNER = re.compile(r"ROCm System Management Interface")
 _KV_GPU = re.compile(r"^(?:ERROR:\s*)?GPU\[(\d{1,4})\]\s*:\s*(.{0,300})$")  # rocm-smi: GPU[0]   : key: value
 _SECTION_GPU = re.compile(r"^GPU:\s*(\d{1,4})\s*$")  # amd-smi metric / static: `GPU: 0`
 _INDENTED_KV = re.compile(r"^( +)([A-Za-z][\w ./()%-]{0,60}?):(?:\s+(.*))?$")
-_ROW = re.compile(r"^\d{1,4}\s")
+_ROW = re.compile(r"^ {0,4}\d{1,4}\s")
 _DEVICE_HEADINGS = ("gpu", "device")
 _CELL = re.compile(r"\S+(?: \S+)*")  # a heading: words apart by single spaces
 
@@ -52,19 +52,34 @@ def sniff(head: str) -> bool:
 
 
 def _header(line: str) -> list[tuple[int, str]] | None:
-    """(start column, heading) of a device table's header: a device heading first and two readings among the rest."""
+    """(start column, heading) of a device table's header: a device heading first and two readings among the rest;
+    none for a process table (a PID column: `amd-smi monitor -q`'s PROCESS INFO)."""
     cells = [(m.start(), m.group()) for m in _CELL.finditer(line.rstrip())]
     cells = [(c, h) for c, h in cells if not h.startswith("=")]
     if len(cells) < 3 or cells[0][1].lower() not in _DEVICE_HEADINGS or cells[0][0] > 2:
+        return None
+    if any(set(headers.tokens(h)) & {"pid", "process"} for _c, h in cells):
         return None
     metrics = sum(headers.meaning(h).role in schema.TELEMETRY_METRICS for _c, h in cells[1:])
     return cells if metrics >= 2 else None
 
 
-def _split(line: str, starts: list[int]) -> list[str]:
-    """The cells of a table row: the text from each column's start to the next one's."""
-    ends = starts[1:] + [max(len(line), starts[-1] + 1)]
-    return [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
+def _cuts(table: list[tuple[int, str]], row: str) -> list[int]:
+    """Where a row's cells begin: at the headings' starts when the row's values are left-aligned under them
+    (rocm-smi), else just past the previous heading's end (right-aligned values: amd-smi monitor)."""
+    starts = [c for c, _h in table]
+    ends = [c + len(h) for c, h in table]
+    begins = {m.start() for m in _CELL.finditer(row)}
+    finishes = {m.end() for m in _CELL.finditer(row)}
+    if len(begins & set(starts)) >= len(finishes & set(ends)):
+        return starts
+    return [0] + ends[:-1]
+
+
+def _split(line: str, cuts: list[int]) -> list[str]:
+    """The cells of a table row: the text from each cut to the next one."""
+    ends = cuts[1:] + [max(len(line), cuts[-1] + 1)]
+    return [line[a:b].strip() for a, b in zip(cuts, ends, strict=True)]
 
 
 def _na(value: str) -> str:
@@ -81,9 +96,13 @@ class _Polls:
         self.lines: dict[int, int] = {}
 
     def put(self, gpu: int, key: str, value: str, no: int) -> None:
+        """Keep a reading; words without a number (auto, UNTHROTTLED, ENABLED) are states, no reading."""
+        value = _na(value)
+        if value != "N/A" and not any(ch.isdigit() for ch in value):
+            return
         rec = self.poll.setdefault(gpu, {"gpu": str(gpu)})
         self.lines.setdefault(gpu, no)
-        rec[key] = _na(value)
+        rec[key] = value
 
     def end(self):
         out = [(self.lines[g], self.poll[g]) for g in sorted(self.poll)]
@@ -103,7 +122,7 @@ def _records(stream, skips: schema.SkipCounter):
             continue
         if table is not None:
             if _ROW.match(line):
-                cells = _split(line, [c for c, _h in table])
+                cells = _split(line, _cuts(table, line))
                 for (_c, name), value in zip(table[1:], cells[1:], strict=True):
                     if headers.meaning(name).role != "host":  # rocm-smi's Node: a KFD node number
                         polls.put(int(cells[0]), name, value, no)

@@ -44,12 +44,13 @@ _RATE_UNITS = {"megabytes": "mb/s", "gigabytes": "gb/s", "kilobytes": "kb/s", "m
 TIME = {"time", "timestamp", "ts", "datetime", "date", "epoch", "walltime", "unix", "unixtime", "runtime", "clock_time"}
 RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
 HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node", "ip"}
-GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id"}
+GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id",
+             "aip", "npu", "chip", "phy"}  # Gaudi's AIP (hl-smi), Ascend's NPU / Chip / Phy-ID (npu-smi), TPU chips
 NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
              "fan", "state", "mode"}
 
-UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "aicore"}
+UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "aicore", "duty"}  # TPU duty cycle
 # AMD's "GFX_ACTIVITY" / "UMC_ACTIVITY" (amd-smi, device-metrics-exporter, rocm-smi's "Memory Read/Write Activity
 # (%)"): the share of time the graphics engine / memory controller was busy. A bare "GFX Activity" in rocm-smi --json is
 # an accumulated counter: its values (past 100) undo the role (see `settle`).
@@ -343,8 +344,8 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
     if ws & TIME and not ws & {"step"}:
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
-        return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid"} else 1 if ws & {"device", "dev", "cuda",
-                                                                                           "entity"} else 2
+        return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {
+            "device", "dev", "cuda", "entity"} else 2
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]) or (words[:1] == ["gpu"] and unit == "%" and len(ws) == 2):
         return "util_pct", 0, 1
     return None, 0, 0
@@ -353,14 +354,16 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
 def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """A memory name: the total, the used size (bytes; a percentage of the total is no size), or a bare
     "memory" (a utilization until its values say otherwise)."""
+    # an accelerator's HBM before its other memory (npu-smi's DDR "Memory-Usage", 0 / 0 on HBM chips)
+    other = 0 if "hbm" in ws else 1
     if ws & TOTAL and not ws & {"used", "usd"}:  # rocm-smi's "VRAM Total Used Memory (B)" is the used size
-        return "mem_total_mib", 0, 0
+        return "mem_total_mib", 0, other
     byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
     if ws & USED or byte_unit:
         # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
         if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
             return None, 0, 0
-        return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} else 1
+        return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} or not other else 1
     if len(ws - MEM - {"gpu"}) == 0:
         # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
         return "mem_util_pct", 0, 2
@@ -444,7 +447,11 @@ def assign(names: list[str]) -> dict[int, Meaning]:
 
 def is_telemetry(names: list[str]) -> bool:
     """True when the names hold at least one GPU metric and a time, GPU, per-GPU or training-step column (a
-    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv)."""
+    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv). A table
+    with a process-id column is one row per process (`amd-smi process --csv`, `--query-compute-apps`): its memory
+    and engine times are the process's, not the device's telemetry."""
+    if any(tokens(n) in (["pid"], ["process", "id"]) for n in names):
+        return False
     ms = assign(names).values()
     metrics = [m for m in ms if m.role in schema.TELEMETRY_METRICS]
     return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics)
