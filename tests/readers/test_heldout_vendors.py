@@ -125,6 +125,40 @@ def test_diagnose_multi_device_names_the_idle_ones():
     assert status == {"tw038:0": "saturated", "tw038:2": "underutilized", "tw009:47": "underutilized"}
 
 
+def test_diagnose_one_busy_gaudi_among_idle_ones():
+    """hl-smi with one Gaudi2 at 88 % and the rest at 0 %: the busy one stands out, no verdict of health."""
+    d = diagnose(read_paths([DATA / "hl_smi_table_hl225.txt"]))
+    status = {g["id"].rpartition(":")[2]: g["status"] for g in d.gpus}
+    assert status.pop("0") == "saturated"
+    assert status and "saturated" not in status.values()
+    assert d.verdict["id"] != ids.HEALTHY
+
+
+def test_box_tables_read_each_line_under_its_heading():
+    """hl-smi's "Pwr:Usage/Cap" gives the draw and the limit, "used / total" memory both sizes; the process table
+    under the devices and tpu-info's TensorCore table (another device numbering, not time busy) add no device."""
+    hl = read_paths([DATA / "hl_smi_table_hl225.txt"]).telemetry.sort_values("gpu")
+    assert hl["power_limit_w"].tolist() == [600.0] * 8
+    assert hl["mem_total_mib"].tolist() == [98304.0] * 8
+    tpu = read_paths([DATA / "tpu_info_v6e.txt"]).telemetry
+    assert sorted(tpu["gpu"]) == [8, 9, 12, 13]
+    assert tpu["util_pct"].tolist() == [100.0] * 4  # the duty cycle, never the TensorCore utilization (13-15 %)
+
+
+def test_box_table_loop_gives_one_tick_per_table(tmp_path):
+    """`watch hl-smi` logged twice: 8 Gaudis at two ticks; a damaged device row is a counted warning."""
+    table = (DATA / "hl_smi_table_hl225.txt").read_text()
+    damaged = table.replace("|   3  HL-225              N/A  | 0000:9a:00.0     N/A |                   0  |\n",
+                            "|   3  HL-225 0000:9a:00.0 |\n")
+    path = tmp_path / "watch.log"
+    path.write_text(table + damaged)
+    bundle = read_paths([path])
+    tel = bundle.telemetry
+    assert tel["time"].nunique() == 2
+    assert (tel.groupby("gpu").size() == [2, 2, 2, 1, 2, 2, 2, 2]).all()
+    assert any("skipped 1" in w for w in bundle.warnings), bundle.warnings
+
+
 def test_no_utilization_is_no_evidence_of_health():
     """xpu-smi printing N/A utilization (intel/xpumanager#98): power and clocks alone never make a Healthy verdict."""
     d = diagnose(read_paths([DATA / "xpu_smi_dump_max1550.csv"]))
