@@ -46,7 +46,7 @@ RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
 HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node", "ip"}
 GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id",
              "aip", "npu", "chip", "phy"}  # Gaudi's AIP (hl-smi), Ascend's NPU / Chip / Phy-ID (npu-smi), TPU chips
-NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
+NOT_INDEX = {"process", "pid", "sweep", "run", "runtime", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
              "fan", "state", "mode"}
 
@@ -339,9 +339,11 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         # a vendor's "activity" percentage: GFX (graphics / compute engine) or UMC / memory (memory controller);
         # ranked after an explicit utilization of the same file
         return ("mem_util_pct" if ws & MEM else "util_pct"), 0, 2
+    if ws & MEM and not ws & {"host", "ram", "dram", "swap"} and not (ws & {"system"} and not ws & GPU_INDEX):
+        return _memory_role(ws, unit)  # (neuron-monitor's system_data.memory_info.memory_used_bytes: the host's)
     if ws & MEM:
-        return _memory_role(ws, unit)
-    if ws & TIME and not ws & {"step"}:
+        return None, 0, 0
+    if ws & TIME and not ws & {"step", "index", "idx"}:  # neuron-monitor's neuron_runtime_index: no clock
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
         return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {

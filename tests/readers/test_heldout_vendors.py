@@ -95,6 +95,17 @@ def test_activity_counters_and_memory_activity_are_not_utilization():
     assert headers.settle(counter, [42.0]).role == "util_pct"
 
 
+def test_host_memory_and_runtime_index_are_no_device_readings():
+    """neuron-monitor: the host's RAM (system_data.memory_info) is no device memory; a runtime's index is neither
+    a clock nor a device; NeuronCores keyed by number are devices."""
+    assert headers.meaning("system_data.memory_info.memory_used_bytes").role is None
+    assert headers.meaning("memory_info.swap_used_bytes").role is None
+    assert headers.meaning("neuron_runtime_index").role is None
+    tel = read_paths([DATA / "neuron_monitor_report.json"]).telemetry
+    assert tel["util_pct"].tolist() == [42.01, 42.02, 42.03, 42.04]
+    assert set(tel["host"]) == {"My_Instance"}
+
+
 def test_counter_only_activity_column_is_dropped(tmp_path):
     """A document whose only "activity" is a counter reads no utilization from it (the power still read)."""
     path = tmp_path / "rocm.json"
