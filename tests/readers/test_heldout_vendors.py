@@ -142,6 +142,8 @@ def test_diagnose_one_busy_gaudi_among_idle_ones():
     status = {g["id"].rpartition(":")[2]: g["status"] for g in d.gpus}
     assert status.pop("0") == "saturated"
     assert status and "saturated" not in status.values()
+    # ok next to their idle peers, and said to be idle (never left to read as healthy and busy)
+    assert all(g["evidence"].startswith("idle") for g in d.gpus if not g["id"].endswith(":0"))
     assert d.verdict["id"] != ids.HEALTHY
 
 
