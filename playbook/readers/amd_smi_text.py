@@ -39,14 +39,39 @@ _CELL = re.compile(r"\S+(?: \S+)*")  # a heading: words apart by single spaces
 
 
 def sniff(head: str) -> bool:
-    """A rocm-smi `GPU[N] : key: value` line, an amd-smi `GPU: N` section, or a device table's header and row."""
+    """A rocm-smi `GPU[N] : key: value` line or an amd-smi `GPU: N` section holding a reading (a key that means a
+    GPU metric), or a device table's header and row. (A log that merely prints `GPU: 0` is left to the line
+    scanners.)"""
     lines = head.split("\n")[:400]
     for i, line in enumerate(lines):
-        if _KV_GPU.match(line) and ": " in line.split(":", 1)[1]:
+        if (m := _KV_GPU.match(line)) and _reading(m.group(2).rpartition(": ")[0]):
             return True
-        if _SECTION_GPU.match(line) and i + 1 < len(lines) and _INDENTED_KV.match(lines[i + 1]):
+        if _SECTION_GPU.match(line) and _section_reading(lines[i + 1:i + 40]):
             return True
         if _header(line) is not None and any(_ROW.match(x) for x in lines[i + 1:i + 4]):
+            return True
+    return False
+
+
+def _reading(key: str) -> bool:
+    return headers.meaning(key.strip()).role in schema.TELEMETRY_METRICS
+
+
+def _section_reading(lines: list[str]) -> bool:
+    """True when the indented `KEY: value` lines below a `GPU: N` line hold a reading (their section path read)."""
+    path: list[tuple[int, str]] = []
+    for line in lines:
+        m = _INDENTED_KV.match(line)
+        if m is None:
+            if line.strip() and not line.startswith(" "):
+                return False
+            continue
+        indent, key, value = len(m.group(1)), m.group(2).strip(), (m.group(3) or "").strip()
+        while path and path[-1][0] >= indent:
+            path.pop()
+        if not value:
+            path.append((indent, key))
+        elif _reading(".".join([k for _i, k in path] + [key])):
             return True
     return False
 

@@ -1,6 +1,6 @@
 """Box-drawn device tables of accelerator tools, one snapshot or a `watch` loop: Intel Gaudi's `hl-smi`, Huawei
-Ascend's `npu-smi info`, Google's `tpu-info`. A record per device, read by the meaning of its headings
-(playbook.readers.headers) like a document's.
+Ascend's `npu-smi info`, Google's `tpu-info`, Intel's `xpu-smi stats` (a vertical `key | value` box, see
+_Vertical). A record per device, read by the meaning of its headings (playbook.readers.headers) like a document's.
 
     | AIP  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncor-Events|      hl-smi: a header of two
     | Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | AIP-Util  Compute M. |      lines, so two lines per
@@ -28,7 +28,7 @@ from pathlib import Path
 from playbook.model import schema
 from playbook.readers import documents, headers
 
-FORMAT = "hl-smi / npu-smi / tpu-info tables (plain text)"
+FORMAT = "hl-smi / npu-smi / tpu-info / xpu-smi stats tables (plain text)"
 
 _BARS = "|│┃"
 _RULE = re.compile(r"^[\s+|=_\-\u2500-\u257f]+$")  # a line of box drawing (U+2500..U+257F) and + | = - only
@@ -105,6 +105,7 @@ def _records(stream, skips: schema.SkipCounter):
     """(line number, record) per device of every device table, in order."""
     block: list[tuple[int, list[tuple[int, str]]]] = []  # content lines since the last rule
     header: list[list[tuple[int, str]]] | None = None
+    vertical = _Vertical()
     for no, raw in enumerate(stream, start=1):
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         cells = _cells(line)
@@ -114,18 +115,71 @@ def _records(stream, skips: schema.SkipCounter):
         if _RULE.match(line) and line.strip():
             kind = _kind([c for _n, c in block]) if block else None
             if kind == "header":
+                yield from vertical.flush()
                 header = [c for _n, c in block]
             elif kind == "process":
                 header = None  # the process table below the devices: none of theirs
             elif kind == "data" and header is not None:
                 yield from _device_records(header, block, skips)
+            elif kind == "data":
+                yield from vertical.take(block)
             block = []  # (data without a header: a banner, hl-smi's versions, another table)
             continue
         if block and header is not None:  # the table ends without a closing rule
             yield from _device_records(header, block, skips)
+        if line.strip():
+            yield from vertical.flush()
         block, header = [], None if line.strip() else header
     if block and header is not None:
         yield from _device_records(header, block, skips)
+    yield from vertical.flush()
+
+
+_TILE = re.compile(r"Tile (\d{1,3}):\s*([^;]{0,80})")
+
+
+class _Vertical:
+    """xpu-smi stats: a box of `| key | value |` lines per device, opened by `| Device ID | N |` and split by rules
+    into sections. A value "Tile 0: 143; Tile 1: 97" is one reading per tile: each tile is a device of its own,
+    numbered device * tiles + tile (the order Intel's flat device hierarchy lists them in); a value for the whole
+    device goes to each of its tiles; a value over several lines (the engines of an engine group) is none."""
+
+    def __init__(self) -> None:
+        self.device: int | None = None
+        self.no = 0
+        self.values: dict[str, str] = {}
+
+    def take(self, block: list[tuple[int, list[tuple[int, str]]]]):
+        """Read one section; a `Device ID` section starts a new device (and gives out the previous one)."""
+        if any(len(cells) != 2 for _no, cells in block):
+            return
+        key, value = block[0][1][0][1].strip(), block[0][1][1][1].strip()
+        if len(block) == 1 and headers.meaning(key).role == "gpu" and value.isdecimal():
+            yield from self.flush()
+            self.device, self.no = int(value), block[0][0]
+            return
+        if self.device is None:
+            return
+        last = None
+        for _no, ((_o, k), (_p, v)) in block:
+            if k.strip():
+                last = k.strip()
+                self.values[last] = v.strip()
+            elif last is not None and v.strip():
+                self.values[last] = ""  # continued on more lines: no single reading
+
+    def flush(self):
+        if self.device is None:
+            return
+        tiles = {k: dict(_TILE.findall(v)) for k, v in self.values.items() if v.startswith("Tile")}
+        numbers = sorted({int(t) for per in tiles.values() for t in per})
+        whole = {k: v for k, v in self.values.items() if k not in tiles and ":" not in v}
+        if not numbers:
+            yield self.no, {"Device ID": str(self.device), **whole}
+        for t in numbers:
+            per_tile = {k: per.get(str(t), "").strip() for k, per in tiles.items()}
+            yield self.no, {"Device ID": str(self.device * len(numbers) + t), **whole, **per_tile}
+        self.device, self.values = None, {}
 
 
 def _device_records(header, block, skips: schema.SkipCounter):
@@ -144,16 +198,23 @@ def _device_records(header, block, skips: schema.SkipCounter):
 
 
 def sniff(head: str) -> bool:
-    """A box-drawn header block naming a device column and a reading, above a rule and a data line."""
+    """A box-drawn header block naming a device column and a reading, above a rule and a data line; or an
+    xpu-smi stats box: `| Device ID | N |`, a rule, then `| key | value |` lines with a reading among the keys."""
     lines = head.split("\n")[:400]
     block: list[list[tuple[int, str]]] = []
+    device = False  # a `| Device ID | N |` block just ended
     for i, line in enumerate(lines):
         cells = _cells(line)
         if cells is not None:
             block.append(cells)
             continue
-        if _RULE.match(line) and line.strip() and block and _kind(block) == "header":
-            return any(_cells(x) for x in lines[i + 1:i + 3])
+        if _RULE.match(line) and line.strip() and block:
+            if _kind(block) == "header":
+                return any(_cells(x) for x in lines[i + 1:i + 3])
+            if device and all(len(c) == 2 for c in block) and any(
+                    headers.meaning(c[0][1].strip()).role in schema.TELEMETRY_METRICS for c in block):
+                return True
+            device = len(block) == 1 and len(block[0]) == 2 and headers.meaning(block[0][0][1].strip()).role == "gpu"
         block = []
     return False
 

@@ -31,7 +31,7 @@ READERS: tuple[str, ...] = (
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
     "amd_smi_text",     # rocm-smi tables and GPU[N] : key: value lines, amd-smi metric sections
-    "box_table",        # box-drawn device tables: hl-smi, npu-smi info, tpu-info
+    "box_table",        # box-drawn device tables: hl-smi, npu-smi info, tpu-info, xpu-smi stats
     "generic_csv",      # CSV with recognisable telemetry headers
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)
     "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)

@@ -339,6 +339,10 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         # a vendor's "activity" percentage: GFX (graphics / compute engine) or UMC / memory (memory controller);
         # ranked after an explicit utilization of the same file
         return ("mem_util_pct" if ws & MEM else "util_pct"), 0, 2
+    if ws & MEM and "bandwidth" in ws and unit == "%":
+        # xpu-smi's "GPU Memory Bandwidth (%)" is the memory's activity; beside it, its "GPU Memory Util (%)" is the
+        # used share of the size (xpumanager exports them as memory_bandwidth_ratio and memory_ratio): ranked first
+        return "mem_util_pct", 0, -1
     if ws & MEM and not ws & {"host", "ram", "dram", "swap"} and not (ws & {"system"} and not ws & GPU_INDEX):
         return _memory_role(ws, unit)  # (neuron-monitor's system_data.memory_info.memory_used_bytes: the host's)
     if ws & MEM:

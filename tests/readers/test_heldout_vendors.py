@@ -172,6 +172,15 @@ def test_box_table_loop_gives_one_tick_per_table(tmp_path):
     assert any("skipped 1" in w for w in bundle.warnings), bundle.warnings
 
 
+def test_xpu_smi_stats_tiles_are_devices():
+    """xpu-smi stats: each tile's reading from "Tile 0: 143; Tile 1: 97"; the engine lists over several lines are
+    no reading; the memory's used share is not its activity when the bandwidth column is there."""
+    tel = read_paths([DATA / "xpu_smi_stats_aurora.txt"]).telemetry.sort_values("gpu")
+    assert tel["power_w"].tolist() == [143.0, 97.0]
+    assert tel["util_pct"].isna().all() and tel["mem_util_pct"].isna().all()
+    assert headers.meaning("GPU Memory Bandwidth (%)").role == "mem_util_pct"
+
+
 def test_no_utilization_is_no_evidence_of_health():
     """xpu-smi printing N/A utilization (intel/xpumanager#98): power and clocks alone never make a Healthy verdict."""
     d = diagnose(read_paths([DATA / "xpu_smi_dump_max1550.csv"]))
