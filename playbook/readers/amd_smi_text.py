@@ -41,8 +41,11 @@ _CELL = re.compile(r"\S+(?: \S+)*")  # a heading: words apart by single spaces
 def sniff(head: str) -> bool:
     """A rocm-smi `GPU[N] : key: value` line or an amd-smi `GPU: N` section holding a reading (a key that means a
     GPU metric), or a device table's header and row. (A log that merely prints `GPU: 0` is left to the line
-    scanners.)"""
+    scanners, and so is a training log that printed rocm-smi once at its start: these lines must be most of the
+    text.)"""
     lines = head.split("\n")[:400]
+    if not _mostly_ours(lines):
+        return False
     for i, line in enumerate(lines):
         if (m := _KV_GPU.match(line)) and _reading(m.group(2).rpartition(": ")[0]):
             return True
@@ -51,6 +54,15 @@ def sniff(head: str) -> bool:
         if _header(line) is not None and any(_ROW.match(x) for x in lines[i + 1:i + 4]):
             return True
     return False
+
+
+def _mostly_ours(lines: list[str]) -> bool:
+    """True when at least half of the non-blank lines are this tool's: banners and rules, GPU[N] and indented
+    KEY: value lines, table headers and rows."""
+    text = [ln for ln in lines if ln.strip()]
+    ours = sum(1 for ln in text if ln.lstrip().startswith(("=", "(")) or _BANNER.search(ln) or _KV_GPU.match(ln)
+               or _SECTION_GPU.match(ln) or _INDENTED_KV.match(ln) or _ROW.match(ln) or _header(ln) is not None)
+    return 2 * ours >= len(text)
 
 
 def _reading(key: str) -> bool:

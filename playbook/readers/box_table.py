@@ -199,8 +199,12 @@ def _device_records(header, block, skips: schema.SkipCounter):
 
 def sniff(head: str) -> bool:
     """A box-drawn header block naming a device column and a reading, above a rule and a data line; or an
-    xpu-smi stats box: `| Device ID | N |`, a rule, then `| key | value |` lines with a reading among the keys."""
+    xpu-smi stats box: `| Device ID | N |`, a rule, then `| key | value |` lines with a reading among the keys. The
+    box lines must be at least half of the text's non-blank lines."""
     lines = head.split("\n")[:400]
+    text = [ln for ln in lines if ln.strip()]
+    if 2 * sum(1 for ln in text if _cells(ln) is not None or _RULE.match(ln)) < len(text):
+        return False  # mostly something else: a training log that printed hl-smi once is the line scanners'
     block: list[list[tuple[int, str]]] = []
     device = False  # a `| Device ID | N |` block just ended
     for i, line in enumerate(lines):

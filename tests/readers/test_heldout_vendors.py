@@ -14,7 +14,7 @@ import pytest
 from playbook import diagnose
 from playbook.core.errors import PlaybookError
 from playbook.knowledge import ids
-from playbook.readers import headers, read_paths
+from playbook.readers import detect, headers, read_paths
 
 DATA = Path(__file__).parent.parent / "data" / "heldout_vendors"
 EXPECTED = {k: v for k, v in json.loads((DATA / "expected.json").read_text()).items() if not k.startswith("_")}
@@ -179,6 +179,18 @@ def test_xpu_smi_stats_tiles_are_devices():
     assert tel["power_w"].tolist() == [143.0, 97.0]
     assert tel["util_pct"].isna().all() and tel["mem_util_pct"].isna().all()
     assert headers.meaning("GPU Memory Bandwidth (%)").role == "mem_util_pct"
+
+
+@pytest.mark.parametrize("name", ["hl_smi_table_hl225.txt", "rocm_smi_concise_mi300x.txt"])
+def test_training_log_that_printed_a_snapshot_keeps_its_steps(tmp_path, name):
+    """A job log that printed hl-smi / rocm-smi once before training is a training log: its 60 step lines are read
+    (the tool's lines must be most of a file for its table reader to take it)."""
+    steps = "".join(f"2024-05-01 10:00:{i:02d} INFO step {i}/500 | loss {3 - i * 0.01:.3f} | step time 812 ms\n"
+                    for i in range(60))
+    path = tmp_path / "train.log"
+    path.write_text((DATA / name).read_text() + steps)
+    assert detect.detect(path) == "lines"
+    assert len(read_paths([path]).steps) == 60
 
 
 def test_no_utilization_is_no_evidence_of_health():
