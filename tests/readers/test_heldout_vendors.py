@@ -193,6 +193,14 @@ def test_training_log_that_printed_a_snapshot_keeps_its_steps(tmp_path, name):
     assert len(read_paths([path]).steps) == 60
 
 
+def test_message_above_a_csv_header_is_a_counted_skip():
+    """rocm-smi --csv after its "WARNING: Unlocked monitor_devices lock" line: the header below it is read and the
+    warning line counted, never taken for the header."""
+    bundle = read_paths([DATA / "rocm_smi_csv_v2_warning.csv"])
+    assert len(bundle.telemetry) == 2
+    assert any("line 1: a line above the header 'WARNING" in w for w in bundle.warnings), bundle.warnings
+
+
 def test_no_utilization_is_no_evidence_of_health():
     """xpu-smi printing N/A utilization (intel/xpumanager#98): power and clocks alone never make a Healthy verdict."""
     d = diagnose(read_paths([DATA / "xpu_smi_dump_max1550.csv"]))
