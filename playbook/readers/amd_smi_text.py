@@ -124,13 +124,17 @@ def _na(value: str) -> str:
     return "N/A" if value.upper().startswith("N/A") else value
 
 
+MAX_READINGS = 512  # keys one device may have in one poll (rocm-smi -a prints ~150): more is a damaged file
+
+
 class _Polls:
     """Records per (poll, device), given out in device order when a poll ends (a poll's devices in increasing order:
     the table builder starts a tick where the device number stops increasing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, skips: schema.SkipCounter) -> None:
         self.poll: dict[int, dict[str, str]] = {}
         self.lines: dict[int, int] = {}
+        self.skips = skips
 
     def put(self, gpu: int, key: str, value: str, no: int) -> None:
         """Keep a reading; words without a number (auto, UNTHROTTLED, ENABLED) are states, no reading."""
@@ -139,6 +143,9 @@ class _Polls:
             return
         rec = self.poll.setdefault(gpu, {"gpu": str(gpu)})
         self.lines.setdefault(gpu, no)
+        if key not in rec and len(rec) > MAX_READINGS:
+            self.skips.skip(no, f"more than {MAX_READINGS} readings for GPU {gpu} in one poll")
+            return
         rec[key] = value
 
     def end(self):
@@ -149,7 +156,7 @@ class _Polls:
 
 def _records(stream, skips: schema.SkipCounter):
     """(line number, record) per device and poll of any of the three layouts, mixed or repeated."""
-    polls = _Polls()
+    polls = _Polls(skips)
     table: list[tuple[int, str]] | None = None  # the current table's columns
     section: list[tuple[int, str]] = []  # amd-smi: (indent, section) above the current line
     section_gpu: int | None = None

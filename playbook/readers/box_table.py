@@ -111,6 +111,13 @@ def _records(stream, skips: schema.SkipCounter):
         cells = _cells(line)
         if cells is not None:
             block.append((no, cells))
+            if header is not None and len(block) >= FLUSH_LINES:  # a long table: its whole devices so far
+                cut = len(block) - len(block) % len(header)
+                yield from _device_records(header, block[:cut], skips)
+                block = block[cut:]
+            elif header is None and len(block) > MAX_SECTION_LINES:
+                skips.skip(block[0][0], f"{len(block)} box lines without a table header")
+                block = []
             continue
         if _RULE.match(line) and line.strip():
             kind = _kind([c for _n, c in block]) if block else None
@@ -133,6 +140,10 @@ def _records(stream, skips: schema.SkipCounter):
     if block and header is not None:
         yield from _device_records(header, block, skips)
     yield from vertical.flush()
+
+
+MAX_SECTION_LINES = 256  # lines between two rules without a table header: no header block, no xpu-smi section
+FLUSH_LINES = 4096  # a table's rows are given out in pieces of about this many lines (bounded memory)
 
 
 _TILE = re.compile(r"Tile (\d{1,3}):\s*([^;]{0,80})")

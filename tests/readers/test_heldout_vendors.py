@@ -201,6 +201,31 @@ def test_message_above_a_csv_header_is_a_counted_skip():
     assert any("line 1: a line above the header 'WARNING" in w for w in bundle.warnings), bundle.warnings
 
 
+def test_damaged_outputs_are_bounded_and_counted(tmp_path):
+    """A tpu-info table of 20,000 rows is read in pieces (all rows kept); 2,000 distinct rocm-smi keys for one GPU
+    keep the first 512 and count the rest; a box of lines with no header above a rule is counted, not kept."""
+    rows = "".join(f"│ {i % 8}      │ 1.00 GiB / 31.25 GiB     │     {i % 100}.00% │\n" for i in range(20_000))
+    table = ("┏━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━┓\n"
+             "┃ Device ┃ HBM usage                ┃ Duty cycle ┃\n"
+             "┡━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━┩\n" + rows +
+             "└────────┴──────────────────────────┴────────────┘\n")
+    path = tmp_path / "tpu.log"
+    path.write_text(table)
+    assert len(read_paths([path]).telemetry) == 20_000
+    keys = "".join(f"GPU[0]\t\t: Voltage point {i} (mV): {i % 900}\n" for i in range(2_000))
+    kv = tmp_path / "kv.txt"
+    kv.write_text("GPU[0]\t\t: Average Graphics Package Power (W): 237.0\n" + keys)
+    bundle = read_paths([kv])
+    assert bundle.telemetry["power_w"].tolist() == [237.0]
+    assert any("more than 512 readings" in w for w in bundle.warnings), bundle.warnings
+    junk = tmp_path / "junk.txt"
+    small = table.split("│ 3 ")[0].rsplit("\n", 1)[0] + "\n└────────┘\nOther table\n"
+    junk.write_text(small + "".join("| a | b | c |\n" for _ in range(300)) + "+---+\n")
+    bundle = read_paths([junk])
+    assert len(bundle.telemetry) == 3
+    assert any("box lines without a table header" in w for w in bundle.warnings), bundle.warnings
+
+
 def test_no_utilization_is_no_evidence_of_health():
     """xpu-smi printing N/A utilization (intel/xpumanager#98): power and clocks alone never make a Healthy verdict."""
     d = diagnose(read_paths([DATA / "xpu_smi_dump_max1550.csv"]))
