@@ -33,6 +33,9 @@ _BANNER = re.compile(r"ROCm System Management Interface")
 _KV_GPU = re.compile(r"^(?:ERROR:\s*)?GPU\[(\d{1,4})\]\s*:\s*(.{0,300})$")  # rocm-smi: GPU[0]   : key: value
 _SECTION_GPU = re.compile(r"^GPU:\s*(\d{1,4})\s*$")  # amd-smi metric / static: `GPU: 0`
 _INDENTED_KV = re.compile(r"^( +)([A-Za-z][\w ./()%-]{0,60}?):(?:\s+(.*))?$")
+# rocm-smi -a's current clocks: "sclk clock level: 2 (2100Mhz)", the level's frequency in parentheses
+_LEVEL = re.compile(r"^(.{1,40}?)\s+level$")
+_LEVEL_VALUE = re.compile(r"^\d{1,3}\s*\((\d{1,7}(?:\.\d{1,3})?\s*[A-Za-z]{1,4})\)$")
 _ROW = re.compile(r"^ {0,4}\d{1,4}\s")
 _DEVICE_HEADINGS = ("gpu", "device")
 _CELL = re.compile(r"\S+(?: \S+)*")  # a heading: words apart by single spaces
@@ -113,6 +116,13 @@ def _cuts(table: list[tuple[int, str]], row: str) -> list[int]:
     return [0] + ends[:-1]
 
 
+def _current_level(key: str, value: str) -> tuple[str, str]:
+    """rocm-smi -a's "sclk clock level: 2 (2100Mhz)" is the clock now: ("sclk clock", "2100Mhz"); other pairs as
+    they are."""
+    level, reading = _LEVEL.match(key), _LEVEL_VALUE.match(value)
+    return (level.group(1), reading.group(1)) if level and reading else (key, value)
+
+
 def _split(line: str, cuts: list[int]) -> list[str]:
     """The cells of a table row: the text from each cut to the next one."""
     ends = cuts[1:] + [max(len(line), cuts[-1] + 1)]
@@ -191,7 +201,8 @@ def _records(stream, skips: schema.SkipCounter):
         if m := _KV_GPU.match(line):
             key, sep, value = m.group(2).rpartition(": ")
             if sep and key.strip():
-                polls.put(int(m.group(1)), key.strip(), value.strip(), no)
+                key, value = _current_level(key.strip(), value.strip())
+                polls.put(int(m.group(1)), key, value, no)
             else:
                 skips.skip(no, f"no reading in {line.strip()[:50]!r}")
             continue
