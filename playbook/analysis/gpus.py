@@ -591,4 +591,6 @@ def _status(r, g_count: int) -> tuple[str, str]:
                                      f"{how}{note}{tail}")
         if r.delta_pct >= MIN_DELTA_PCT and r.busy_share >= SATURATED_SHARE and sig:
             return "saturated", f"{mean} vs {peers} at the same moments ({r.delta_pct:+.0f} points); {how}{note}{tail}"
-    return "ok", f"{mean}" + (f" ({peers})" if peers and g_count >= 2 else "") + tail
+    # ok next to its peers, yet idle (one busy Gaudi among idle ones, or all idle): said, never left to read as busy
+    idle = "idle: " if np.isfinite(r.mean_util_pct) and r.mean_util_pct <= IDLE_PCT else ""
+    return "ok", f"{idle}{mean}" + (f" ({peers})" if peers and g_count >= 2 else "") + tail

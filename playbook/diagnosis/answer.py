@@ -249,6 +249,10 @@ def untestable(run: Run) -> str | None:
         "stragglers", "flight_recorder", "profiler")))
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
+    tel = run.bundle.telemetry
+    if osc is None and gpu_report is not None and not others and len(tel) and not tel["util_pct"].notna().any():
+        # (xpu-smi prints N/A utilization on some drivers: power and clocks alone cannot tell busy from idle)
+        return "the telemetry holds no utilization values (all N/A or missing): nothing says the GPUs were busy"
     if kineto and not gpu_trace and osc is None and gpu_report is None and not others:
         return "the trace holds no GPU kernels or copies (a CPU-only profile)"
     if osc is None and gpu_report is None and not others:

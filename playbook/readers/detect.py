@@ -30,6 +30,8 @@ READERS: tuple[str, ...] = (
     "gpustat_text",     # gpustat's plain-text lines ([0] name | 45°C, 96 % | used / total MB)
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
+    "amd_smi_text",     # rocm-smi tables and GPU[N] : key: value lines, amd-smi metric sections
+    "box_table",        # box-drawn device tables: hl-smi, npu-smi info, tpu-info, xpu-smi stats
     "host_tools",       # vmstat, iostat, mpstat, sar, sadf -d, top -b, dstat / dool CSV → the host table
     "generic_csv",      # CSV with recognisable telemetry headers
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)

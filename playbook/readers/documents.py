@@ -183,10 +183,16 @@ def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
                 records.extend({**base, **p} for p in points)
                 continue
             flat: dict = {}
-            _flatten(item, "", flat, None, depth + 1)
+            devices: list[list] = []  # the item's objects keyed by device number (neuron-monitor's cores)
+            _flatten(item, "", flat, None, depth + 1, devices)
             if not any(headers.meaning(k).role == "gpu" for k in flat):
                 flat = {"index": pos, **flat}
-            records.append({**base, **flat})
+            for device in (d for group in devices for d in group):
+                inner: dict = {}
+                _flatten(device, "", inner, None, depth + 2)
+                records.append({**base, **flat, **inner})
+            if not devices:
+                records.append({**base, **flat})
         if records and headers.is_telemetry(list(records[0])):
             out.extend(records)
     return out or [base]
@@ -253,18 +259,30 @@ def _array_records(items: list, skips: schema.SkipCounter | None = None, number:
     return [r for x in objects for r in _records(x, {}, 0)]
 
 
-def _flatten(obj: dict, prefix: str, out: dict, lists: list | None, depth: int) -> None:
+def _flatten(obj: dict, prefix: str, out: dict, lists: list | None, depth: int, devices: list | None = None) -> None:
+    """obj's scalars into `out` under dotted keys; its lists of objects into `lists`; an object keyed by numbers
+    whose values are objects ({"0": {...}, "1": {...}}: neuron-monitor's neuroncores_in_use, a per-CPU usage) is a
+    list of items numbered by their keys, into `devices` (default: `lists`)."""
     if depth > MAX_DEPTH:
         return
+    devices = lists if devices is None else devices
     for k, v in obj.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict):
-            _flatten(v, key + ".", out, lists, depth + 1)
+        if isinstance(v, dict) and devices is not None and _numbered(v):
+            devices.append([{"index": int(n), **item} for n, item in v.items()])
+        elif isinstance(v, dict):
+            _flatten(v, key + ".", out, lists, depth + 1, devices)
         elif isinstance(v, list):
             if lists is not None and v and isinstance(v[0], dict):
                 lists.append(v)
         else:
             out[key] = v
+
+
+def _numbered(obj: dict) -> bool:
+    """True for an object keyed by small numbers whose values are all objects."""
+    return bool(obj) and all(isinstance(k, str) and k.isdecimal() and len(k) < 6 and isinstance(v, dict)
+                             for k, v in obj.items())
 
 
 # a JSON string (on one line: a raw newline ends it) or a bracket, for measuring how deep a text nests

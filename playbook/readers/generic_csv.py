@@ -61,17 +61,42 @@ def _delimiter(line: str) -> str | None:
     return sep if counts[sep] >= 1 else None
 
 
+PREAMBLE_LINES = 5  # tool messages a header may follow (rocm-smi's "WARNING: Unlocked monitor_devices lock ...")
+
+
 def _header(head: str) -> tuple[int, str, list[str]] | None:
-    """(line index, delimiter, names) of the header: the first line that is not blank or a '#' comment."""
-    for k, line in enumerate(head.split("\n")[:50]):
+    """(line index, delimiter, names) of the header: the first line that is not blank or a '#' comment, or, when
+    that line names no telemetry, one of the next PREAMBLE_LINES lines that does (the lines above it are counted
+    as skipped by `read`)."""
+    first = None
+    above: list[str] = []  # the lines above the candidate
+    lines = head.split("\n")[:50]
+    for k, line in enumerate(lines):
         s = line.strip()
         if not s or (s.startswith("#") and not s.lower().startswith("#entity")):
             continue
         sep = _delimiter(s)
-        if sep is None:
-            return None
-        return k, sep, header_names(s, sep)
-    return None
+        found = (k, sep, header_names(s, sep)) if sep is not None else None
+        if not above:
+            first = found
+        elif found is not None and _below_messages(found, above, lines[k + 1:k + 3]) \
+                and headers.is_telemetry(found[2]) and not _values_not_names(found[2]):
+            return found
+        if first is not None and not above and headers.is_telemetry(first[2]):
+            return first
+        above.append(s)
+        if len(above) > PREAMBLE_LINES:
+            break
+    return first
+
+
+def _below_messages(found: tuple[int, str, list[str]], above: list[str], below: list[str]) -> bool:
+    """A header under a tool's messages: three or more names, at least twice the fields of each line above, and a
+    row of as many fields under it."""
+    _k, sep, names = found
+    row = next((x.strip() for x in below if x.strip()), "")
+    return (len(names) >= 3 and all(2 * (x.count(sep) + 1) <= len(names) for x in above)
+            and row.count(sep) + 1 == len(names))
 
 
 def check_width(src: str, columns: int, line: int) -> None:
@@ -137,8 +162,12 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             raise InputError(f"{src}: no delimited header line")
         skip_lines, sep, _names = found
         start = 0
-        for _ in range(skip_lines):
-            start = data.index(b"\n", start) + 1 if b"\n" in data[start:] else len(data)
+        for k in range(skip_lines):
+            end = data.index(b"\n", start) if b"\n" in data[start:] else len(data)
+            text = textio.decode(data[start:end]).strip()
+            if text and not text.startswith("#"):  # a tool's message above the header
+                skips.skip(k + 1, f"a line above the header {text[:50]!r}")
+            start = min(end + 1, len(data))
         while b"\n" not in data[start:]:  # a header wider than the head: read on to its end
             more = stream.read(BLOCK_BYTES)
             if not more:
@@ -295,7 +324,7 @@ class TableBuilder:
     def _metric_values(self, table: pa.Table, drop) -> dict[int, np.ndarray]:
         """Each metric column's values in the schema's unit (NaN where empty); unreadable values drop their row. The first block with values settles each column's meaning and unit factor."""
         values: dict[int, np.ndarray] = {}
-        for pos, m in self.metrics.items():
+        for pos, m in list(self.metrics.items()):
             lazy = _LazyStrings(table, pos)
             v = _fast_floats(table.column(pos))
             unit = None
@@ -304,6 +333,9 @@ class TableBuilder:
                 drop(unparsed, lambda i, s=lazy, k=self.names[pos]: f"bad {k} value {str(s.get().iloc[i])[:30]!r}")
             if pos not in self.factors and np.isfinite(v).any():
                 m = headers.settle(m, v)
+                if m.role is None:  # its values say it is no reading (a counter named like one)
+                    del self.metrics[pos]
+                    continue
                 if m.unit is None and unit:
                     m = dataclasses.replace(m, unit=unit)
                 self.metrics[pos] = m
@@ -500,7 +532,9 @@ def _parse(raw: bytes, sep: str, names: list[str], skip_lines: int, skips: schem
 
 
 # linear: no two adjacent repeats can trade characters (a unit must start with a letter, digits are taken once)
-_NUM_WITH_UNIT = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?:([A-Za-z%/]+)\s*)?$"
+# a number and its unit, also after a degree sign ("60.0°C"); parentheses ("(1700Mhz)": rocm-smi's clocks) are
+# stripped before (see _numbers)
+_NUM_WITH_UNIT = r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*°?(?:([A-Za-z%/]+)\s*)?$"
 _HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
 
 
@@ -514,7 +548,7 @@ def _numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray, str | None]:
     unit = None
     if retry.any():
         sub = s[retry]
-        parts = sub.str.extract(_NUM_WITH_UNIT, expand=True)
+        parts = sub.str.strip().str.removeprefix("(").str.removesuffix(")").str.extract(_NUM_WITH_UNIT, expand=True)
         parsed = pd.to_numeric(parts[0], errors="coerce")
         units = parts[1].dropna().str.lower()
         units = units[units != ""]

@@ -34,7 +34,7 @@ UNIT_WORDS: dict[str, str] = {
     "gibibytes": "gib",
     "w": "w", "watts": "w", "watt": "w", "mw": "mw", "milliwatts": "mw", "kw": "kw",
     "mhz": "mhz", "ghz": "ghz", "khz": "khz", "hz": "hz",
-    "c": "c", "celsius": "c", "degc": "c",
+    "c": "c", "celsius": "c", "degc": "c", "celsiusdegree": "c", "°c": "c",
     "s": "s", "sec": "s", "secs": "s", "seconds": "s", "ms": "ms", "us": "us", "ns": "ns",
 }
 # spelled-out decimal sizes (MLflow's `gpu_0_memory_usage_megabytes` is bytes / 1e6) -> MiB
@@ -44,17 +44,22 @@ _RATE_UNITS = {"megabytes": "mb/s", "gigabytes": "gb/s", "kilobytes": "kb/s", "m
 TIME = {"time", "timestamp", "ts", "datetime", "date", "epoch", "walltime", "unix", "unixtime", "runtime", "clock_time"}
 RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
 HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node", "ip"}
-GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id"}
-NOT_INDEX = {"process", "pid", "sweep", "run", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
+GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id",
+             "aip", "npu", "chip", "phy"}  # Gaudi's AIP (hl-smi), Ascend's NPU / Chip / Phy-ID (npu-smi), TPU chips
+NOT_INDEX = {"process", "pid", "sweep", "run", "runtime", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
              "fan", "state", "mode"}
 
-UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load"}
-MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk"}
+UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "aicore", "duty"}  # TPU duty cycle
+# AMD's "GFX_ACTIVITY" / "UMC_ACTIVITY" (amd-smi, device-metrics-exporter, rocm-smi's "Memory Read/Write Activity
+# (%)"): the share of time the graphics engine / memory controller was busy. A bare "GFX Activity" in rocm-smi --json is
+# an accumulated counter: its values (past 100) undo the role (see `settle`).
+ACTIVITY = {"activity"}
+MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk", "hbm", "umc"}
 POWER = {"power", "pwr", "watts", "draw", "powerdraw", "pmlmt"}
 LIMIT = {"limit", "cap", "enforced", "pmlmt"}
-CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk"}
-SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk"}
+CLOCK = {"clock", "clocks", "clk", "freq", "frequency", "smclk", "mclk", "pclk", "mmclk", "sclk"}
+SM = {"sm", "graphics", "gr", "core", "shader", "smclk", "pclk", "sclk", "gfx"}
 TEMP = {"temp", "temperature", "tmptr", "gtemp"}
 THROTTLE = {"throttle", cause_ids.THROTTLING, "event", "events"}
 REASON = {"reason", "reasons"}
@@ -72,7 +77,10 @@ OTHER = {"max", "min", "default", "threshold", "slowdown_temp", "shutdown", "tar
          "retired", "errors", "error", "corrected", "uncorrected", "count", "name", "version", "hostmax",
          "gpumax", "requested", "slowdown", "management", "violation", "pviol", "tviol", "tensor", "dram", "fp16",
          "fp32", "fp64", "occupancy", "cpu", "disk", "bar", "network", "net", "proc", "system_memory", "swap",
-         "p50", "p90", "p99", "std", "delta"}
+         "p50", "p90", "p99", "std", "delta",
+         # AMD clock domains other than the shader (sclk/gfx) and memory (mclk) clocks; multimedia engines
+         "fclk", "socclk", "dcefclk", "vclk", "dclk", "lclk", "mm", "vcn", "jpeg", "sdma", "voltage",
+         "level", "od"}  # rocm-smi's "sclk clock level" (a DPM state number), "SCLK OD" (overdrive %)
 # per-reason clock-event bits (nvml.h nvmlClocksEventReason*), keyed by the words of the reason's name
 REASON_WORDS: tuple[tuple[frozenset[str], int], ...] = (
     (frozenset({"idle"}), 0x1),
@@ -220,7 +228,8 @@ def meaning(name: str) -> Meaning:
     # (isdecimal, not isdigit: int() refuses the superscript digits isdigit accepts)
     # "gpu 3 ..." / "gpu.3.x" / "gpu3_util": a per-GPU metric column, unless the name is just "gpu 3"
     for i in range(len(words) - 1):
-        if words[i] in ("gpu", "cuda", "device") and words[i + 1].isdecimal() and i + 2 < len(words):
+        # (rocm-smi --json keys its devices "card0", "card1": `card0.GPU use (%)`)
+        if words[i] in ("gpu", "cuda", "device", "card") and words[i + 1].isdecimal() and i + 2 < len(words):
             gpu = int(words[i + 1]) if len(words[i + 1]) < 6 else None
             rest = words[i + 2:]
             if gpu is not None:
@@ -249,6 +258,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
     if ws & THROTTLE and (ws & REASON or ws & {"throttle", cause_ids.THROTTLING}) or "clocks_event_reasons" in ws:
         return _throttle_role(words, ws)
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
+        if ws & HOST == {"node"} and ws & {"id", "number", "num"}:
+            return None, 0, 0  # rocm-smi's "Node ID": the device's KFD / NUMA node number, not a machine
         return "host", 0, 0 if ws & {"host", "hostname"} else 1
     other = ws & OTHER
     if ws & UTIL and not ws & (POWER | CLOCK | TEMP):
@@ -268,8 +279,8 @@ def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None,
 
 def _throttle_role(words: list[str], ws: set[str]) -> tuple[str | None, int, int]:
     """A throttle / clocks-event name: the whole mask, one reason's bit, or nothing (counters, other words)."""
-    if ws & {"supported", "counters", "counter"}:  # -q's "Clocks Event Reasons Counters": time spent, in us
-        return None, 0, 0
+    if ws & {"supported", "counters", "counter", "status"}:  # -q's "Clocks Event Reasons Counters": time spent, in
+        return None, 0, 0  # us; amd-smi's THROTTLE_STATUS: THROTTLED / UNTHROTTLED, no reason bits
     after = words[max(i for i, w in enumerate(words) if w in REASON | THROTTLE) + 1:] if ws & REASON else []
     rest = set(after) - REASON - THROTTLE - CLOCK
     if rest and rest != {"active"} and rest != {"mask"}:
@@ -320,14 +331,28 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         return "util_pct", 0, 0
     if ws & {"use", "usage"} and unit in ("%", "ratio") and not ws & MEM:
         return "util_pct", 0, 1  # rocm-smi's "GPU use (%)": a share of time in use, not a size
+    if ws & MEM and "use" in ws and not ws & (USED | TOTAL) - {"use"} and unit == "%":
+        # rocm-smi's "GPU memory use (%)" (--showmemuse) is the memory controller's busy share (sysfs
+        # mem_busy_percent, ROCm/rocm_smi_lib#120), the NVIDIA utilization.memory reading, not a size
+        return "mem_util_pct", 0, 1
+    if ws & ACTIVITY and unit in ("%", None) and not ws & (POWER | TEMP):
+        # a vendor's "activity" percentage: GFX (graphics / compute engine) or UMC / memory (memory controller);
+        # ranked after an explicit utilization of the same file
+        return ("mem_util_pct" if ws & MEM else "util_pct"), 0, 2
+    if ws & MEM and "bandwidth" in ws and unit == "%":
+        # xpu-smi's "GPU Memory Bandwidth (%)" is the memory's activity; beside it, its "GPU Memory Util (%)" is the
+        # used share of the size (xpumanager exports them as memory_bandwidth_ratio and memory_ratio): ranked first
+        return "mem_util_pct", 0, -1
+    if ws & MEM and not ws & {"host", "ram", "dram", "swap"} and not (ws & {"system"} and not ws & GPU_INDEX):
+        return _memory_role(ws, unit)  # (neuron-monitor's system_data.memory_info.memory_used_bytes: the host's)
     if ws & MEM:
-        return _memory_role(ws, unit)
-    if ws & TIME and not ws & {"step"}:
+        return None, 0, 0
+    if ws & TIME and not ws & {"step", "index", "idx"}:  # neuron-monitor's neuron_runtime_index: no clock
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
-        return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid"} else 1 if ws & {"device", "dev", "cuda",
-                                                                                           "entity"} else 2
-    if ws & {"util"} or words in (["sm"], ["gpu", "util"]):
+        return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {
+            "device", "dev", "cuda", "entity"} else 2
+    if ws & {"util"} or words in (["sm"], ["gpu", "util"]) or (words[:1] == ["gpu"] and unit == "%" and len(ws) == 2):
         return "util_pct", 0, 1
     return None, 0, 0
 
@@ -335,14 +360,16 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
 def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """A memory name: the total, the used size (bytes; a percentage of the total is no size), or a bare
     "memory" (a utilization until its values say otherwise)."""
-    if ws & TOTAL:
-        return "mem_total_mib", 0, 0
+    # an accelerator's HBM before its other memory (npu-smi's DDR "Memory-Usage", 0 / 0 on HBM chips)
+    other = 0 if "hbm" in ws else 1
+    if ws & TOTAL and not ws & {"used", "usd"}:  # rocm-smi's "VRAM Total Used Memory (B)" is the used size
+        return "mem_total_mib", 0, other
     byte_unit = unit in ("mib", "mb", "gib", "gb", "kib", "kb", "b", *SI_SIZES)
     if ws & USED or byte_unit:
         # W&B's memoryAllocated is a percentage of the total, its memoryAllocatedBytes the bytes
         if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
             return None, 0, 0
-        return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} else 1
+        return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} or not other else 1
     if len(ws - MEM - {"gpu"}) == 0:
         # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
         return "mem_util_pct", 0, 2
@@ -350,9 +377,15 @@ def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
 
 
 def settle(m: Meaning, values) -> Meaning:
-    """Refine a meaning with the column's values: a bare "memory" holding more than 100 is MiB used, not %."""
+    """Refine a meaning with the column's values: a bare "memory" holding more than 100 is MiB used, not %; an
+    "activity" without a % unit holding more than 100 is a counter (rocm-smi --json "GFX Activity"), no reading."""
     import numpy as np
 
+    if m.role in ("util_pct", "mem_util_pct") and m.rank == 2 and m.unit is None:
+        v = np.asarray(values, dtype=np.float64)
+        v = v[np.isfinite(v)]
+        if len(v) and float(np.max(v)) > 100.5:
+            return Meaning(None)
     if m.role == "mem_util_pct" and m.rank == 2 and m.unit is None:
         v = np.asarray(values, dtype=np.float64)
         v = v[np.isfinite(v)]
@@ -420,7 +453,11 @@ def assign(names: list[str]) -> dict[int, Meaning]:
 
 def is_telemetry(names: list[str]) -> bool:
     """True when the names hold at least one GPU metric and a time, GPU, per-GPU or training-step column (a
-    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv)."""
+    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv). A table
+    with a process-id column is one row per process (`amd-smi process --csv`, `--query-compute-apps`): its memory
+    and engine times are the process's, not the device's telemetry."""
+    if any(tokens(n) in (["pid"], ["process", "id"]) for n in names):
+        return False
     ms = assign(names).values()
     metrics = [m for m in ms if m.role in schema.TELEMETRY_METRICS]
     return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics)

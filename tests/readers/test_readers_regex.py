@@ -7,6 +7,8 @@ import re
 import pytest
 
 from playbook.readers import (
+    amd_smi_text,
+    box_table,
     dcgm,
     detect,
     documents,
@@ -43,7 +45,7 @@ from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
-           step_grammar, step_vocab, steps)
+           step_grammar, step_vocab, steps, amd_smi_text, box_table)
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

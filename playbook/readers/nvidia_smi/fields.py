@@ -34,6 +34,9 @@ METRIC_FIELDS: dict[str, tuple[str, int]] = {
     "pcie.link.gen.current": ("pcie_link_gen", 0),
     "pcie.link.gen.gpucurrent": ("pcie_link_gen", 1),
     "pcie.link.width.current": ("pcie_link_width", 0),
+    # Intel Gaudi's hl-smi -Q / --query-aip speaks the same CSV with its own names (docs.habana.ai, hl-smi options)
+    "utilization.aip": ("util_pct", 0),
+    "temperature.aip": ("temp_c", 0),
 }
 HEX_FIELDS = {"clocks_event_reasons.active", "clocks_throttle_reasons.active", "clock_throttle_reasons.active"}
 # Individual clock-event reasons ("Active" / "Not Active"), combined into the bitmask when `.active` is absent.
@@ -44,7 +47,7 @@ REASON_BITS: dict[str, int] = {
 }
 TIME_FIELDS = {"timestamp"}
 INDEX_FIELDS = {"index", "minor_number"}
-IDENT_FIELDS = {"pci.bus_id", "gpu_bus_id", "uuid", "gpu_uuid", "serial", "gpu_serial"}
+IDENT_FIELDS = {"pci.bus_id", "gpu_bus_id", "uuid", "gpu_uuid", "serial", "gpu_serial", "bus_id"}
 OTHER_FIELDS = {
     "name", "gpu_name", "driver_version", "count", "pstate", "fan.speed", "memory.free", "memory.reserved",
     "temperature.memory", "power.min_limit", "power.max_limit", "power.management",
@@ -56,6 +59,7 @@ OTHER_FIELDS = {
     "clocks_throttle_reasons.supported", "retired_pages.pending", "ecc.errors.corrected.volatile.total",
     "ecc.errors.uncorrected.volatile.total", "pci.domain", "pci.bus", "pci.device", "pci.device_id",
     "pci.sub_device_id", "protected_memory.used",
+    "module_id", "stats.violation.power", "stats.violation.thermal",  # hl-smi's
 }
 
 
