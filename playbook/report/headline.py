@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.diagnosis.attribution import CONFIRM, MARGIN
 from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
 from playbook.report.scrapbook import count, format_value, html_inline
@@ -48,16 +49,17 @@ def figure_label(key: str) -> str:
     return " ".join(words)
 
 def confidence_words(status: str, score: float | None, margin: float | None, word: str | None = None) -> str:
-    """The verdict's confidence in words. Scores are the diagnosis's 0-1 posterior-like scores; "high" needs the
-    top cause to be at least 0.8 and lead the runner-up by 0.3 (it then outweighs every alternative together).
-    `word`: the diagnosis's own confidence word for its verdict, which an unsettled card does not contradict."""
+    """The verdict's confidence in words: the diagnosis's own word for its verdict (`word`: confirmed, likely,
+    possible; diagnosis.attribution.confidence_word) when it gives one, so the card and the verdict sentence never
+    disagree; else from the 0-1 scores by the same rule (the top cause at least CONFIRM and ahead of the runner-up by
+    MARGIN is "high")."""
     if status == "refuted":
         return "high: no utilization problem found" if (score or 0) > 0.8 else "moderate: looks healthy"
     if status != "confirmed":
         if word == "likely":
             return "moderate: likely, an alternative is not ruled out"
         return "low: the evidence does not settle the cause"
-    if (score or 0) >= 0.8 and (margin is None or margin >= 0.3):
+    if word == "confirmed" or (word is None and (score or 0) >= CONFIRM and (margin is None or margin >= MARGIN)):
         return "high"
     return "moderate: the cause is named, an alternative is not ruled out"
 

@@ -331,6 +331,23 @@ def test_a_card_from_log_facts_alone_does_not_claim_a_measured_loss():
     assert "every GPU behaves alike" not in card and "? GPUs" not in card
 
 
+def test_the_card_s_confidence_is_the_verdict_s_own_word():
+    # a paired GPU + vmstat run read "CONFIRMED ... (data_starvation, confirmed, score 0.85)" above a card saying
+    # "moderate: ... an alternative is not ruled out": the card asked a 0.3 lead of the runner-up (0.57), the
+    # diagnosis 0.2 — one rule now, the diagnosis's
+    from playbook.report import headline
+
+    diag = {"verdict": {"id": "data_starvation", "confidence": "confirmed", "names": ["node1-gpu:0"],
+                        "lost_share": 0.21, "sentence": "Loses 21% of GPU time: input pipeline starvation"},
+            "hypotheses": [{"id": "data_starvation", "score": 0.85, "evidence": ["CPU iowait rise 19.0×"],
+                            "notebook": "notebooks/10_dataloader_starvation.ipynb"},
+                           {"id": "periodic_stall", "score": 0.57, "evidence": ["drops every 60 s"],
+                            "notebook": "notebooks/12_checkpoint_eval_stalls.ipynb"}]}
+    assert headline.from_diagnosis(diag, None)["confidence"] == "high"
+    diag["verdict"]["confidence"] = "likely"
+    assert headline.from_diagnosis(diag, None)["confidence"].startswith("moderate")
+
+
 def test_a_card_shows_a_finding_share_as_the_finding_s_not_as_not_measured():
     # nsys totals bounding the GPU's busy share (launch calls costlier than their kernels): the verdict said "it
     # costs ~27% of GPU time" above a card reading "GPU time lost: not measured"
