@@ -115,15 +115,17 @@ def warnings_html(warnings: list[str], limit: int = 12) -> str:
 
 
 def inputs_table(bundle: Any) -> pd.DataFrame:
-    """What was read: rows per non-empty table, with the GPUs/hosts the telemetry covers."""
+    """What was read: rows per non-empty table, with the GPUs and hosts the telemetry and host tables cover."""
     rows = {name: len(getattr(bundle, name)) for name in bundle.TABLES if len(getattr(bundle, name))}
     frame = pd.DataFrame({"table": list(rows), "rows": list(rows.values())})
-    tel = bundle.telemetry
-    if len(tel):
-        span = (tel["time"].max() - tel["time"].min()).total_seconds() if tel["time"].notna().any() else None
-        frame.loc[frame["table"] == "telemetry", "covers"] = (
-            f"{count(tel.groupby(['host', 'gpu']).ngroups, 'GPU')} on {count(tel['host'].nunique(), 'host')}"
-            + (f", {span / 60:.1f} min" if span else ""))
+    for name in ("telemetry", "host"):
+        tab = getattr(bundle, name)
+        if not len(tab):
+            continue
+        span = (tab["time"].max() - tab["time"].min()).total_seconds() if tab["time"].notna().any() else None
+        what = f"{count(tab.groupby(['host', 'gpu']).ngroups, 'GPU')} on " if name == "telemetry" else ""
+        frame.loc[frame["table"] == name, "covers"] = (f"{what}{count(tab['host'].nunique(), 'host')}"
+                                                       + (f", {span / 60:.1f} min" if span else ""))
     return frame.fillna("")
 
 

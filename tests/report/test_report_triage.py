@@ -274,6 +274,14 @@ def test_the_card_labels_synthetic_inputs_and_counts_in_words(tmp_path):
     assert "<b>SYNTHETIC</b> — generated, not a measurement" in card and "20% of 1 GPU<" in card
     bundle = read_paths([str(sample / "dflash-8gpu")], fields="index,utilization.gpu,memory.used")
     assert triage.inputs_table(bundle).loc[0, "covers"].startswith("8 GPUs on 1 host")
+    import pandas as pd
+
+    from playbook.model import schema
+
+    host = schema.host_frame({"time": pd.to_datetime(["2026-01-01 00:00", "2026-01-01 00:05"], utc=True),
+                              "host": ["node1", "node1"], "cpu_pct": [10.0, 20.0]})
+    table = triage.inputs_table(schema.Bundle(host=host)).set_index("table")
+    assert table.loc["host", "covers"] == "1 host, 5.0 min"  # a host log says what it covers too
 
 
 def test_a_lab_card_leads_with_the_ratios_its_sentence_states():
