@@ -4,27 +4,22 @@ from __future__ import annotations
 
 
 def assert_fault_then_fix(rec: dict) -> None:
-    """The fault costs throughput and the fix beats the fault in most paired rounds, and the verdict agrees with
-    its own figures (confirmed only when the intervals separate them; inconclusive says why, with the intervals).
+    """The notebook recorded a verdict that agrees with its own figures: confirmed only when the intervals separate
+    the fix from the fault and the fix recovers ≥ 95%; inconclusive says why, with the intervals; every ratio inside
+    its own positive interval.
 
     `rec` is what the notebook recorded: its "verdict", its paired "summary" per variant and its "rounds" (each
-    run's throughput ÷ the no-fault run of the same round). Whether the fix recovers ≥ 95% of no-fault throughput is
-    a timing target, and so is how much the fault costs (a loaded CI run measured lab 10's fault at 0.65 of
-    no-fault where 0.6 had been asserted): with a few short runs per variant on a shared 2-core machine the
-    intervals are wide, so the verdict may honestly be "inconclusive". Both are measured with the defaults, side by
-    side, by benchmarks/labs.py; here only the direction is asserted, round by round, which holds under heavy load.
+    run's throughput ÷ the no-fault run of the same round). How much the fault costs, whether the fix recovers it,
+    and even their direction in a round are timing results: a fresh-clone CI run beside four other jobs on 2 cores
+    measured lab 13's fault at 1.02× no-fault in one round of three (the direction, round by round, had been asserted
+    here as something that "holds under heavy load"). They are measured with the defaults, side by side, by
+    benchmarks/labs.py; the rounds are only checked for being there.
     """
     verdict, summary, rounds = rec["verdict"], rec["summary"], rec["rounds"]
     figures = verdict["figures"]
     assert verdict["status"] in ("confirmed", "inconclusive"), verdict
-    assert figures["fault_ratio"] < 1.0, (verdict, summary)  # direction; how much is benchmarks/labs.py's figure
-    assert all(v < 1.0 for v in rounds["fault"].values()), ("the fault is not slower in every round", rounds)
-    # Direction, paired: the fix beats the fault in more than half the rounds and on the median round. (Every round
-    # was asked before: one round of three whose fix run shared both cores with another job read 0.47 against the
-    # fault's 0.53 in a full suite.)
-    wins = [rounds["fix"][r] > rounds["fault"][r] for r in rounds["fault"]]
-    assert len(wins) >= 2 and 2 * sum(wins) > len(wins), ("the fix does not beat the fault in most rounds", rounds)
-    assert _median(rounds["fix"].values()) > _median(rounds["fault"].values()), rounds
+    assert set(rounds) >= {"fault", "fix", "no_fault"} and len(rounds["fault"]) >= 2, rounds
+    assert all(v == 1.0 for v in rounds["no_fault"].values()), rounds  # each round's own baseline
     if verdict["status"] == "confirmed":
         assert figures["fix_ratio"] >= 0.95 and summary["ratio_lo"]["fix"] > summary["ratio_hi"]["fault"], verdict
     else:  # too few repeats, short of the bar, or the runs' Student-t intervals (wide with 3 loaded runs) cannot tell
