@@ -73,7 +73,7 @@ def summarize(bundle: Any) -> dict | None:
                         level}: D2H syncs inside steps; exposed = GPU idle right after them
       allocator         {median_share, calls_per_step, top_calls, worst_rank, level}: GPU idle while the host sits in
                         allocator calls (cudaFree, hipMalloc, ...)
-      launch            {median_share, median_kernel_us, median_launch_interval_us, gpu_busy_frac, worst_rank,
+      launch            {median_share, median_kernel_us, launch_interval_us, gpu_busy_frac, worst_rank,
                         level: ok|moderate|high|unknown}
       pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
       gpu_idle          {rank, share, basis, steps, host_ops, launches, explained_share, unexplained_share,
@@ -194,17 +194,17 @@ def _summ_allocator(trace, findings, marked: bool = True) -> dict:
 
 def _summ_launch(lb, findings) -> dict:
     if lb.empty:
-        return {"median_share": None, "median_kernel_us": None, "median_launch_interval_us": None,
+        return {"median_share": None, "median_kernel_us": None, "launch_interval_us": None,
                 "gpu_busy_frac": None, "worst_rank": None, "level": "unknown"}
     worst, level, rows = _by_rank_level(lb, "launch_share")
     med = _median(rows["launch_share"])
     res = {"median_share": json_float(med, 4), "median_kernel_us": json_float(_median(rows["median_kernel_us"]), 2),
-           "median_launch_interval_us": json_float(_median(rows["median_launch_interval_us"]), 2),
+           "launch_interval_us": json_float(_median(rows["launch_interval_us"]), 2),
            "gpu_busy_frac": json_float(_median(rows["gpu_busy_frac"]), 3), "worst_rank": worst, "level": level}
     if level in ("moderate", "high"):
         findings.append({"hypothesis": cause_ids.LAUNCH_BOUND, "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
-            f"shorter than the {res['median_launch_interval_us']} µs between launches; the GPU waits for launches "
+            f"shorter than the {res['launch_interval_us']} µs between launches; the GPU waits for launches "
             f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
             f"(≥ 3% moderate, ≥ 15% high)"), "share": res["median_share"], **_steps_at(rows, level)})
     return res

@@ -290,7 +290,6 @@ def _ints(values: list) -> np.ndarray:
 
 
 _INT64 = (-(2**63), 2**63 - 1)
-_LEADING_INT_RE = re.compile(r"-?\d+(?=\()")
 # ph / name / cat must be text (or a number, or absent): an object or a list there makes the event unreadable
 _TEXT = (str, int, float, type(None))
 
@@ -308,10 +307,10 @@ def _int(v: Any) -> int:
     try:
         i = v if type(v) is int else int(v)
     except (TypeError, ValueError, OverflowError):
-        m = _LEADING_INT_RE.match(v) if isinstance(v, str) else None
-        if m is None:
+        head, paren, _ = v.partition("(") if isinstance(v, str) else ("", "", "")
+        if not (paren and head.removeprefix("-").isdigit() and head.isascii()):
             return -1
-        i = int(m.group(0))
+        i = int(head)
     return i if _INT64[0] <= i <= _INT64[1] else -1
 
 

@@ -11,7 +11,9 @@ categories (`kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation`, `cuda_r
   (`Stream #14(Kernel)`, `stream 7`, `/stream:7`) runs GPU work on that stream (copies when it or the event is a
   `Memcpy`), a `memcpy` lane copies; the device's other lanes (`XLA Ops`, `XLA Modules`, `Steps`, `stream:all`) are
   projections of that work, not work of their own — except on a device without any stream lane (a TPU), whose
-  `XLA Ops` lane is its work. Every lane of any other process is the host's (`user_annotation`).
+  `XLA Ops` lane is its work. A process naming a device whose streams live in other processes is the host's side
+  of that device (TensorFlow 1's `/job:.../device:GPU:0 Compute`: `cpu_op`); every lane of any other process is
+  the host's (`user_annotation`).
 - Names lose a display duration the writer appended (Paddle's `volta_sgemm_128x64_nn[1.000 ms]`).
 
 Times are never rescaled here: the Trace Event Format's `ts` / `dur` are µs whatever `displayTimeUnit` says (that key
@@ -39,7 +41,8 @@ FOREIGN_CATEGORIES = {
     "PythonUserDefined": "user_annotation", "Communication": "user_annotation",
 }
 _DISPLAY_DURATION_RE = re.compile(r"\[\s*\d+(?:\.\d+)?\s*(?:ns|us|µs|ms|s)\s*\]$")
-_DEVICE_RE = re.compile(r"device:(GPU|TPU|XPU|NPU|HPU|MLU):?(\d*)|\b(?:Dev[ie]{2}ce|Device)\s+(\d+)\s*\((GPU|MLU|NPU|XPU)\)",
+# "/device:GPU:0" (XProf, TensorFlow), "/gpu:0/stream:7" (TensorFlow 1), "Device 0 (GPU)" (Paddle writes "Deivce")
+_DEVICE_RE = re.compile(r"(?:device:|/)(GPU|TPU|XPU|NPU|HPU|MLU):(\d+)|\bDev[ie]{2}ce\s+(\d+)\s*\((GPU|MLU|NPU|XPU)\)",
                         re.IGNORECASE)
 _STREAM_RE = re.compile(r"\bstream\s*[#:]?\s*(\d+)", re.IGNORECASE)
 _AGGREGATE_RE = re.compile(r"stream\s*:\s*all", re.IGNORECASE)
@@ -57,14 +60,15 @@ def canonical_category(cat: str) -> str:
 
 
 def _lane(pname: str, tname: str) -> tuple[str | None, str, int]:
-    """(device key or None for the host, kind: "stream" | "copy" | "ops" | "other", stream number or -1)."""
+    """(device key or None for the host, kind: "stream" | "copy" | "ops" | "aggregate" | "other", stream number or
+    -1)."""
     dev = _DEVICE_RE.search(pname)
     if dev is None:
         return None, "other", -1
     key = (dev.group(1) or dev.group(4) or "").upper() + ":" + (dev.group(2) or dev.group(3) or "0")
     text = f"{tname} {pname}"
     if _AGGREGATE_RE.search(text):
-        return key, "other", -1
+        return key, "aggregate", -1
     m = _STREAM_RE.search(tname) or _STREAM_RE.search(pname)
     if m:
         return key, "stream", int(m.group(1))
@@ -83,15 +87,20 @@ def lane_roles(cols: dict, threads: dict[str, str], processes: dict[str, str]) -
     pid, tid = np.asarray(cols["pid"]), np.asarray(cols["tid"])
     pairs, inverse = np.unique(np.stack([pid, tid], axis=1), axis=0, return_inverse=True)
     lanes = [_lane(processes.get(str(p), ""), threads.get(f"{p}:{t}", "")) for p, t in pairs]
-    streamed = {key for key, kind, _ in lanes if key and kind in ("stream", "copy")}
+    streamed = {(key, p) for (key, kind, _), (p, _) in zip(lanes, pairs, strict=True) if kind in ("stream", "copy")}
+    streamed_devices = {key for key, _ in streamed}
     if not {key for key, _, _ in lanes if key}:
         return None  # no device named: nothing to say which rows are GPU work
     role, stream = [], []
-    for (key, kind, number), (_, t) in zip(lanes, pairs, strict=True):
-        if key is None:
-            role.append("user_annotation")
+    for (key, kind, number), (p, t) in zip(lanes, pairs, strict=True):
+        work = kind in ("stream", "copy") or (kind == "ops" and key not in streamed_devices)
+        projection = kind == "aggregate" or (key, p) in streamed or key not in streamed_devices
+        if key is None or not (work or projection):
+            # the host; or a process naming a device whose streams other processes hold: TensorFlow 1's
+            # "/job:.../device:GPU:0 Compute", the executor's side of the GPU ops
+            role.append("user_annotation" if key is None else "cpu_op")
             stream.append(-1)
-        elif kind == "stream" or kind == "copy" or (kind == "ops" and key not in streamed):
+        elif work:
             role.append("gpu_memcpy" if kind == "copy" else "kernel")
             stream.append(number if number >= 0 else int(t))
         else:

@@ -117,6 +117,38 @@ def _paddle(steps: int = 5) -> str:
             '  "traceEvents": [\n' + body + ',\n  {}\n  ],\n  "ExtraInfo": {"4242": "MainThread"}\n}\n')
 
 
+def _tf1_timeline() -> dict:
+    """A TensorFlow 1 `timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format()` document: one
+    process per StepStats device plus its "Tensors" twin, events of category "Op" named by op type, lanes as tids,
+    no thread names; the GPU tracer's devices are "/device:GPU:0/stream:all" (every kernel again),
+    "/device:GPU:0/stream:7" and "/device:GPU:0/memcpy"."""
+    devices = ["/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:GPU:0",
+               "/device:GPU:0/stream:all", "/device:GPU:0/stream:7", "/device:GPU:0/memcpy"]
+    ev = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Allocators"}}]
+    pids = {}
+    for i, dev in enumerate(devices):
+        pids[dev] = 1 + 2 * i
+        ev.append({"name": "process_name", "ph": "M", "pid": 1 + 2 * i, "args": {"name": dev + " Compute"}})
+        ev.append({"name": "process_name", "ph": "M", "pid": 2 + 2 * i, "args": {"name": dev + " Tensors"}})
+
+    def op(dev, ts, dur, op_type, node, tid=0):
+        ev.append({"ph": "X", "cat": "Op", "name": op_type, "pid": pids[dev], "tid": tid, "ts": ts, "dur": dur,
+                   "args": {"name": node, "op": op_type}})
+
+    t = 1_600_000_000_000  # all_start_micros: µs since the epoch
+    op(devices[0], t, 400, "_Recv", "IteratorGetNext/_recv")
+    op(devices[4], t + 450, 1500, "MEMCPYHtoD", "edge_12_IteratorGetNext")
+    at = t + 2000
+    for k in range(20):  # 20 matmuls of 2 ms, 50 µs apart; the executor's side launches each 30 µs ahead
+        node = f"dense_{k}/MatMul"
+        op(devices[1], at - 30, 20, "MatMul", node)
+        op(devices[3], at, 2000, "MatMul", f"{node}:MatMul")
+        op(devices[2], at, 2000, "MatMul", f"{node}:MatMul")
+        at += 2050
+    op(devices[4], at, 300, "MEMCPYDtoH", "loss/_send")
+    return {"traceEvents": ev}
+
+
 def main() -> None:
     cases = {
         # JAX on one GPU, busy: 18 kernels of 500 µs a 10 ms step (+ one 200 µs H2D copy)
@@ -129,6 +161,7 @@ def main() -> None:
     for name, doc in cases.items():
         (HERE / name).write_bytes(gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), mtime=0))
     (HERE / "paddle_dataloader.paddle_trace.json").write_text(_paddle())
+    (HERE / "tf1_timeline.trace.json").write_text(json.dumps(_tf1_timeline(), separators=(",", ":")))
 
 
 if __name__ == "__main__":
