@@ -5,6 +5,7 @@ derived lanes as projections — and diagnosed end to end."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -71,3 +72,15 @@ def test_a_kineto_trace_keeps_its_own_categories():
     # roles from names apply only to a trace that names no GPU work by category
     t = kineto.read(HERE / "tracelens_mi300_bert_small.json.gz").trace
     assert {"python_function", "cpu_op", "cuda_runtime", "kernel"} <= set(t["cat"].astype(str))
+
+
+def test_xprof_trace_cut_short_keeps_its_lanes(tmp_path):
+    # XProf writes every process and thread name before the events: a cut file keeps its roles, with one warning
+    raw = gzip.decompress((HERE / "xprof_jax_gpu_busy.trace.json.gz").read_bytes())
+    cut = tmp_path / "host0.trace.json"
+    cut.write_bytes(raw[: len(raw) * 2 // 3])
+    bundle = kineto.read(cut)
+    assert len(bundle.warnings) == 1 and "ends before the traceEvents array closes" in bundle.warnings[0]
+    t = bundle.trace
+    work = t[t["cat"].astype(str).isin(WORK)]
+    assert 0 < len(work) < 114 and set(work["stream"].tolist()) <= {14, 15}
