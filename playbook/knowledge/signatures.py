@@ -79,4 +79,7 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     # launch rate and syncs still show in the runtime calls, but an input wait or a GC pause cannot be seen, so
     # trace_idle_host's support for them is dropped rather than guessed
     "trace_idle_unobserved": {"launch_bound": 0.25, "host_sync": 0.15},
+    # GPU idle in a trace that records the host's annotations but no launch calls (XProf traces of JAX,
+    # TensorFlow, PyTorch/XLA): which side the gaps wait on is unknown, so the support is spread over both
+    "trace_idle_unsplit": {"data_starvation": 0.25, "launch_bound": 0.2, "host_sync": 0.2, "gc_pause": 0.05},
 }

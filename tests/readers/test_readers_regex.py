@@ -27,6 +27,7 @@ from playbook.readers import (
     step_log as steps,
 )
 from playbook.readers.kineto import decode as kineto_decode
+from playbook.readers.kineto import roles as kineto_roles
 from playbook.readers.nvidia_smi import (
     dmon,
 )
@@ -43,7 +44,7 @@ from playbook.readers.step_log import columns as step_columns
 from playbook.readers.step_log import grammar as step_grammar
 from playbook.readers.step_log import vocab as step_vocab
 
-MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, dcgm, dmon,
+MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table)
 N = 100_000

@@ -73,11 +73,11 @@ def summarize(bundle: Any) -> dict | None:
                         level}: D2H syncs inside steps; exposed = GPU idle right after them
       allocator         {median_share, calls_per_step, top_calls, worst_rank, level}: GPU idle while the host sits in
                         allocator calls (cudaFree, hipMalloc, ...)
-      launch            {median_share, median_kernel_us, median_launch_interval_us, gpu_busy_frac, worst_rank,
+      launch            {median_share, median_kernel_us, launch_interval_us, gpu_busy_frac, worst_rank,
                         level: ok|moderate|high|unknown}
       pageable          {copies, mbytes, time_ms, share_of_step, level} for copies from/to pageable host memory
-      gpu_idle          {rank, share, basis, steps, host_ops, explained_share, unexplained_share, host_wait,
-                        kernel_wait, other} on the idlest rank (see _summ_idle); None without GPU ops
+      gpu_idle          {rank, share, basis, steps, host_ops, launches, explained_share, unexplained_share,
+                        host_wait, kernel_wait, other} on the idlest rank (see _summ_idle); None without GPU ops
       findings          [{hypothesis, level: moderate|high, rank, evidence[, steps, steps_at_level]}] with
                         hypothesis ids data_starvation, host_sync, memory_pressure, launch_bound, h2d_copy
     """
@@ -113,8 +113,10 @@ def summarize(bundle: Any) -> dict | None:
     lb = launch_bound(trace, syncs=syncs)
     out["launch"] = _summ_launch(lb, findings)
     out["pageable"] = _summ_pageable(trace, win, findings)
-    host = trace[(trace["stream"] == -1) & ~trace["cat"].astype(str).isin(RUNTIME_CATS)]
-    out["gpu_idle"] = _summ_idle(tb, out, lb, marked=marked, host_ranks=set(host["rank"].unique().tolist()))
+    cpu = trace["stream"] == -1
+    is_launch = trace["cat"].astype(str).isin(RUNTIME_CATS)
+    out["gpu_idle"] = _summ_idle(tb, out, lb, marked=marked, host_ranks=set(trace.loc[cpu & ~is_launch, "rank"]),
+                                 launch_ranks=set(trace.loc[is_launch, "rank"]))
     out["findings"] = findings
     return out
 
@@ -192,24 +194,24 @@ def _summ_allocator(trace, findings, marked: bool = True) -> dict:
 
 def _summ_launch(lb, findings) -> dict:
     if lb.empty:
-        return {"median_share": None, "median_kernel_us": None, "median_launch_interval_us": None,
+        return {"median_share": None, "median_kernel_us": None, "launch_interval_us": None,
                 "gpu_busy_frac": None, "worst_rank": None, "level": "unknown"}
     worst, level, rows = _by_rank_level(lb, "launch_share")
     med = _median(rows["launch_share"])
     res = {"median_share": json_float(med, 4), "median_kernel_us": json_float(_median(rows["median_kernel_us"]), 2),
-           "median_launch_interval_us": json_float(_median(rows["median_launch_interval_us"]), 2),
+           "launch_interval_us": json_float(_median(rows["launch_interval_us"]), 2),
            "gpu_busy_frac": json_float(_median(rows["gpu_busy_frac"]), 3), "worst_rank": worst, "level": level}
     if level in ("moderate", "high"):
         findings.append({"hypothesis": cause_ids.LAUNCH_BOUND, "level": level, "rank": worst, "evidence": (
             f"rank {worst}: {_median(rows['kernels']):.0f} GPU ops per step with median {res['median_kernel_us']} µs, "
-            f"shorter than the {res['median_launch_interval_us']} µs between launches; the GPU waits for launches "
+            f"shorter than the {res['launch_interval_us']} µs between launches; the GPU waits for launches "
             f"{100 * med:.1f}% of step time and is busy {100 * res['gpu_busy_frac']:.0f}% "
             f"(≥ 3% moderate, ≥ 15% high)"), "share": res["median_share"], **_steps_at(rows, level)})
     return res
 
 
 def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = True,
-               host_ranks: set | None = None) -> dict | None:
+               host_ranks: set | None = None, launch_ranks: set | None = None) -> dict | None:
     """The GPU's idle share on the idlest rank and how much of it the specific analyses account for.
 
     share: 1 - GPU busy time ÷ step time, summed over the profiled steps (basis "steps"), or HTA's idle share of the
@@ -217,8 +219,10 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = Tru
     parts the dataloader, sync, allocator and launch analyses attribute (their median shares of step time);
     unexplained_share: the rest. host_wait / kernel_wait / other: how that rank's idle time splits (HTA's idle
     categories). host_ops: whether the trace records that rank's CPU side (ops, annotations, Python frames — not
-    only runtime calls); a trace of GPU activity alone cannot show what the host did while the GPU waited. None
-    when the trace holds no GPU ops.
+    only runtime calls); a trace of GPU activity alone cannot show what the host did while the GPU waited.
+    launches: whether it records that rank's launch calls (runtime/driver rows); without them (XProf traces of JAX
+    or TensorFlow) a gap cannot be told host wait from a wait on issued work, so host_wait / kernel_wait / other
+    are None. None when the trace holds no GPU ops.
     """
     if tb.empty:
         return None
@@ -238,9 +242,10 @@ def _summ_idle(tb: pd.DataFrame, out: dict, lb: pd.DataFrame, marked: bool = Tru
     share = float(share_by_rank.loc[rank])
     explained = sum(float(v or 0.0) for v in (out["dataloader"].get("median_share"), out["syncs"].get("exposed_share"),
                                               out["allocator"].get("median_share"), out["launch"].get("median_share")))
-    split = next((r for r in out["idle"] if r["rank"] == rank), {})
+    launches = launch_ranks is None or rank in launch_ranks
+    split = next((r for r in out["idle"] if r["rank"] == rank), {}) if launches else {}
     return {"rank": rank, "share": json_float(share, 4), "basis": basis, "steps": int(n_steps.get(rank, 0)),
-            "host_ops": host_ranks is None or rank in host_ranks,
+            "host_ops": host_ranks is None or rank in host_ranks, "launches": launches,
             "explained_share": json_float(min(explained, share), 4), "unexplained_share": json_float(max(share - explained, 0.0), 4),
             **{k: split.get(f"{k}_pct") for k in ("host_wait", "kernel_wait", "other")}}
 

@@ -8,7 +8,7 @@ two breakdowns that reproduce HTA's figures (the `trace` table: schema.TRACE_COL
   after the stream went idle: the host did not enqueue work in time), kernel wait (a gap < 30 µs between back-to-back
   ops: launch latency) or other (e.g. waiting on an event from another stream). Reproduces HTA's
   `get_idle_time_breakdown`.
-- `profiler_steps` / `windows`: the ProfilerStep#N steps (else the iterations between DataLoader next() calls, else
+- `profiler_steps` / `windows`: the ProfilerStep#N steps (Paddle's ProfileStep#N alike) (else the iterations between DataLoader next() calls, else
   each rank's whole span) the per-step analyses assess.
 
 Conventions shared with HTA so the figures agree with it: timestamps are first rounded inward to whole µs (start up,
@@ -39,7 +39,9 @@ KERNEL_WAIT_US = 30.0  # HTA's consecutive_kernel_delay: gaps shorter than this 
 COMM_KERNEL_RE = re.compile(r"^nccl.*Kernel")  # ncclKernel_* (NCCL < 2.19) and ncclDevKernel_* (newer)
 MEMORY_KERNEL_RE = re.compile(r"^(Memcpy|Memset|dma)")
 NOT_COMPUTE_RE = re.compile(r"(^nccl.*Kernel)|(.*(Memcpy)|(Memset))|(.*Sync)")
-PROFILER_STEP_RE = re.compile(r"ProfilerStep\s*#\s*(\d+)")
+# a profiled step's mark: PyTorch's ProfilerStep#N, Paddle's ProfileStep#N
+PROFILER_STEP_RE = re.compile(r"Profiler?Step\s*#\s*(\d+)")
+_STEP_MARK = "ProfilerStep|ProfileStep#"
 DATALOADER_RE = re.compile(r"DataLoader|dataloader|_DataLoaderIter|enumerate\(DataLoader\)")
 MIN_LOADER_CALLS = 3  # next() calls that make a loop of iterations (two or more whole ones)
 
@@ -68,7 +70,7 @@ def _rounded(t: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 def _n_profiler_steps(trace: pd.DataFrame) -> int:
     names = pd.Series(trace["name"].unique()).astype(str)
-    return int(names.str.contains("ProfilerStep", regex=False).sum())
+    return int(names.str.contains(_STEP_MARK).sum())
 
 
 class _RankView:
@@ -86,7 +88,7 @@ class _RankView:
         cpu = ~gpu_linked
         self.filtered = False
         if drop_last_step:
-            steps = cpu & t["name"].astype(str).str.contains("ProfilerStep", regex=False).to_numpy()
+            steps = cpu & t["name"].astype(str).str.contains(_STEP_MARK).to_numpy()
             if steps.any():
                 last_start = ts[steps].max()
                 keep_cpu = cpu & (ts < last_start)
@@ -189,7 +191,7 @@ def idle_breakdown(trace: pd.DataFrame, kernel_wait_us: float = KERNEL_WAIT_US) 
 def profiler_steps(trace: pd.DataFrame) -> pd.DataFrame:
     """ProfilerStep#N annotations: one row per (rank, step) with ts_us, dur_us (CPU wall time of the step)."""
     names = trace["name"].astype(str)
-    steps = trace[names.str.startswith("ProfilerStep") & (trace["stream"] == -1)]
+    steps = trace[names.str.match(_STEP_MARK) & (trace["stream"] == -1)]
     if steps.empty:
         return pd.DataFrame(columns=["rank", "step", "ts_us", "dur_us"])
     num = steps["name"].astype(str).str.extract(PROFILER_STEP_RE, expand=False)

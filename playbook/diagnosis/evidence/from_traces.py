@@ -15,7 +15,8 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
     dataloader, sync and launch analyses leave unexplained, read by where the idle time goes. A measured share,
     so the confidence is the window's: 0.85 over ≥ 3 profiled steps, 0.6 for fewer (or a trace without step
     marks), where one odd step can dominate. A host wait in a trace without the CPU side (`host_ops` false) is read
-    as trace_idle_unobserved: only the causes its runtime calls can show."""
+    as trace_idle_unobserved: only the causes its runtime calls can show; a trace without launch calls (`launches`
+    false: XProf traces) as trace_idle_unsplit."""
     if not idle or not idle.get("unexplained_share"):
         return []
     cats = {k: float(idle.get(k) or 0.0) for k in ("host_wait", "kernel_wait", "other")}
@@ -31,6 +32,12 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
     nxt = ("profile the CPU side of a step (torch.profiler with_stack=True, or py-spy dump --pid) to see what the "
            "training process does while the GPU waits; time next(loader) with playbook.probes `timed`")
     signature = f"trace_idle_{where.split('_')[0]}"
+    if idle.get("launches") is False:  # no launch call recorded: the idle time cannot be split (XProf traces)
+        signature = "trace_idle_unsplit"
+        text = (f"trace: rank {idle['rank']}'s GPU is idle {idle['share']:.0%} of {window}; "
+                f"{idle['unexplained_share']:.0%} is not accounted for by DataLoader waits or syncs, and the trace "
+                "records no kernel launches, so whether the host was late or the GPU waited on issued work cannot "
+                "be told from it")
     if signature == "trace_idle_host" and not idle.get("host_ops", True):
         signature = "trace_idle_unobserved"
         text += " (the trace records GPU activity only: what the host did meanwhile is not in it)"

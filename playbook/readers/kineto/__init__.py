@@ -5,7 +5,10 @@ Reads `.json`, `.json.gz` (or zstd), a `.tar`/`.tar.gz` of per-rank traces, or a
 runtime/driver calls (`cuda_runtime`, `cuda_driver`), user annotations (`user_annotation`: ProfilerStep#N,
 DataLoader, `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, `nccl:all_reduce`, ...; and their GPU
 projections `gpu_user_annotation`), Python frames when recorded. Flow arrows, instant events (memory samples) and the
-profiler's own `Trace` span are counted, not kept.
+profiler's own `Trace` span are counted, not kept. Chrome traces of other profilers are read into the same categories
+(roles.py): Paddle's by its category names, XProf's (JAX, TensorFlow, PyTorch/XLA: no categories) and TensorFlow 1
+timelines' by their process and thread names (`/device:GPU:0`, `Stream #14(Kernel)`, `XLA Ops`); the rank's
+metadata then says "roles_from": "process/thread names" and which devices it found.
 
 Columns: `ts_us` and `dur_us` are µs on the trace's clock (float64: ns-resolution traces keep their fraction);
 `stream` is the CUDA/HIP stream of GPU rows (-1 for CPU rows); `correlation` links a runtime call to the GPU work it
@@ -40,6 +43,7 @@ from playbook.core.errors import InputError
 from playbook.model.schema import Bundle, trace_frame
 from playbook.readers import textio
 from playbook.readers.kineto.decode import Columns, byte_chunks, parse
+from playbook.readers.kineto.roles import lane_roles
 
 SUFFIXES = (".json", ".json.gz", ".json.zst", ".tar", ".tar.gz", ".tgz")
 _RANK_IN_NAME_RE = re.compile(r"(?:rank|worker|trainer)[-_]?(\d+)", re.IGNORECASE)
@@ -224,6 +228,9 @@ def _assemble(inputs: list[str], parts: list[dict]) -> Bundle:
         else:
             meta[rank] = info
         c = part["cols"].frame_columns()
+        roles = lane_roles(c, part["cols"].threads, part["cols"].processes)
+        if roles and rank in meta:
+            meta[rank].update(roles)
         frames.append(trace_frame({
             "rank": np.full(part["cols"].n, rank, dtype=np.int64), "cat": c["cat"], "name": c["name"],
             "ts_us": c["ts"], "dur_us": c["dur"], "pid": c["pid"], "tid": c["tid"], "stream": c["stream"],

@@ -17,17 +17,13 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model.schema import SkipCounter
 from playbook.readers import textio
+from playbook.readers.kineto.roles import GPU_CATEGORIES, canonical_category, display_name
 
 try:  # optional accelerator; the standard-library path below gives identical results
     import msgspec
 except ImportError:  # pragma: no cover - exercised by forcing _MSGSPEC = None in tests
     msgspec = None
 
-# Categories whose rows run on the GPU (their `stream` column is set).
-GPU_CATEGORIES = frozenset({
-    "kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "gpu_user_annotation", "cuda_sync",
-    "mtia_ccp_events",
-})
 CHUNK_BYTES = 1 << 20  # decoded text per chunk (1 MiB): bounds the transient memory of one decode
 MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB, and reading keys after the events
 MAX_EVENT_BYTES = 1 << 26  # no event boundary in 64 MiB is damage, not one event: skipped (memory stays bounded)
@@ -109,6 +105,7 @@ if msgspec is not None:
     class _Args(msgspec.Struct, gc=False):
         stream: int = -1
         correlation: int = -1
+        correlation_id: int = msgspec.field(default=-1, name="correlation id")  # Paddle's key
         bytes: float | None = None
         name: Any = None
         labels: Any = None
@@ -192,7 +189,8 @@ class Columns:
         args = [e.args for e in xs]
         self._push([e.cat for e in xs], [e.name for e in xs], [e.ts for e in xs], [e.dur for e in xs],
                    [e.pid for e in xs], [e.tid for e in xs], [a.stream for a in args],
-                   [a.correlation for a in args], [a.bytes for a in args])
+                   [a.correlation if a.correlation >= 0 else a.correlation_id for a in args],
+                   [a.bytes for a in args])
 
     def add_dicts(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add events decoded as plain dicts (standard-library path), converting leniently."""
@@ -225,7 +223,8 @@ class Columns:
             cat, [e.get("name") for e, _ in xs], [t for _, t in xs], [_num(e.get("dur")) for e, _ in xs],
             [_int(e.get("pid")) for e, _ in xs], [_int(e.get("tid")) for e, _ in xs],
             [_int(_arg(e, "stream")) if _arg(e, "stream") is not None else -1 for e, _ in xs],
-            [_int(_arg(e, "correlation")) for e, _ in xs],
+            [_int(_arg(e, "correlation") if _arg(e, "correlation") is not None else _arg(e, "correlation id"))
+             for e, _ in xs],
             [_num(_arg(e, "bytes")) for e, _ in xs],
         )
 
@@ -239,7 +238,8 @@ class Columns:
                 self.processes.setdefault(str(pid), name)
 
     def frame_columns(self) -> dict[str, Any]:
-        """Columns for trace_frame, sorted by ts (stable); name and cat decoded to strings after the sort."""
+        """Columns for trace_frame, sorted by ts (stable); name and cat decoded to strings after the sort, names
+        without a display duration and categories in Kineto's vocabulary (roles.py)."""
         ts = np.concatenate(self.parts["ts"]) if self.parts["ts"] else np.array([], dtype=np.float64)
         order = np.argsort(ts, kind="stable")
         out: dict[str, Any] = {}
@@ -251,7 +251,11 @@ class Columns:
                 arr = np.concatenate(arrays) if arrays else np.array(
                     [], dtype=np.int32 if key in ("cat", "name") else np.float64)
             arr = arr[order]
-            out[key] = _strings(arr, list(self.codes)) if key in ("cat", "name") else arr
+            if key in ("cat", "name"):
+                table = [(canonical_category if key == "cat" else display_name)(c) for c in self.codes]
+                out[key] = _strings(arr, table)
+            else:
+                out[key] = arr
         return out
 
 
@@ -298,11 +302,15 @@ def _skip_typed(skips: SkipCounter | None, n: int) -> None:
 
 
 def _int(v: Any) -> int:
-    """An int64 from a JSON value; -1 for anything else (None, "Spans", 1.5e20, an id beyond int64)."""
+    """An int64 from a JSON value or the number that opens a text ("4242(C++)": Paddle's thread ids); -1 for anything
+    else (None, "Spans", 1.5e20, an id beyond int64)."""
     try:
         i = v if type(v) is int else int(v)
     except (TypeError, ValueError, OverflowError):
-        return -1
+        head, paren, _ = v.partition("(") if isinstance(v, str) else ("", "", "")
+        if not (paren and head.removeprefix("-").isdigit() and head.isascii()):
+            return -1
+        i = int(head)
     return i if _INT64[0] <= i <= _INT64[1] else -1
 
 
