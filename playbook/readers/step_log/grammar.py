@@ -72,6 +72,8 @@ from playbook.readers.step_log.columns import (
     window_starts,
 )
 from playbook.readers.step_log.epochs import EpochTimes
+from playbook.readers.step_log.reruns import Reruns
+from playbook.readers.step_log.smoothed import MEANS, METRIC_LOGGER, window_mean_steps
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -127,13 +129,14 @@ from playbook.readers.step_log.vocab import (
 class StepCounter:
     """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
 
-    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind")
+    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind", "pos")
 
     def __init__(self, step, epoch, n, span, keyword, evaluating=False):
         self.step, self.epoch, self.n, self.span = step, epoch, n, span
         self.keyword, self.evaluating = keyword, evaluating
         self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
         self.kind: int | None = None  # the counter's kind when not its keyword / progress flags (see StepLines.kind)
+        self.pos = -1  # the position within its epoch (`[i/N]`'s i), -1 unknown
 
 
 class StepLines:
@@ -148,6 +151,9 @@ class StepLines:
         self.line = array("q")
         self.keyword = array("b")
         self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
+        self.pos = array("q")  # the counter's position within its epoch, -1 unknown
+        self.smoothed = False  # time / data are MetricLogger's window means (smoothed.py)
+        self.reruns = Reruns()
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
         self.markers: Counter = Counter()
@@ -279,10 +285,10 @@ class StepLines:
         return c
 
     def _within(self, epoch, i, n, span, mode, evaluating) -> StepCounter:
-        if epoch is None or evaluating:
-            return StepCounter(i, epoch, n, span, False, evaluating)
-        first = self.epoch0.setdefault(mode, epoch)
-        return StepCounter((epoch - first) * n + i, epoch, n, span, False, evaluating)
+        first = self.epoch0.setdefault(mode, epoch) if epoch is not None and not evaluating else None
+        c = StepCounter(i if first is None else (epoch - first) * n + i, epoch, n, span, False, evaluating)
+        c.pos = i
+        return c
 
     def _flush(self) -> None:
         """Store the open block record (a counter line and its indented field lines), if any."""
@@ -405,6 +411,7 @@ class StepLines:
                 return True
             self._orphan = (c, ctx, rest)
             return c.progress
+        self.smoothed = self.smoothed or ("eta: " in body and METRIC_LOGGER.search(body) is not None)
         self._store(c, ctx, fields)
         return True
 
@@ -483,6 +490,9 @@ class StepLines:
         self.line.append(ctx.lineno)
         self.keyword.append(1 if c.keyword else 0)
         self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
+        self.pos.append(c.pos)
+        if c.keyword and c.kind is None:
+            self.reruns.feed(ctx.rank, c.step, self.epochs.current.get(ctx.rank), ctx.lineno, ctx.time, ctx.body)
         self.last_step[ctx.rank] = c.step
         # a record with more than a clock reading (MLPerf's `time_ms` on every line) is a training step gone by
         trains = any(not (role[0] == "dur" and value * role[2] > CLOCK_FLOOR_S) for value, role in fields.values())
@@ -524,11 +534,15 @@ class StepLines:
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
         time = np.frombuffer(self.time, dtype=np.int64) if n else np.empty(0, np.int64)
         line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
-        out = {"chosen": None, "how": None, "n_records": n}
+        out = {"chosen": None, "how": None, "n_records": n, "restarts": self.reruns.found()}
         if not n:
             return self.epochs.result(out)
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
+        for name in MEANS if self.smoothed else ():
+            if name in cols and (steps := window_mean_steps(cols[name], np.frombuffer(self.pos, np.int64), rank)) \
+                    is not None:
+                cols[name] = steps  # the steps' own times from MetricLogger's window means
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, time, cols, roles)
         windowed = False
