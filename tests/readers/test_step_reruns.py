@@ -83,3 +83,31 @@ def test_a_comment_in_printed_source_is_no_evaluation(tmp_path):
             "step:2/10 val_loss:4.1 train_time:120ms step_avg:60ms\n")
     ev = _scan(tmp_path, text).events
     assert [(k, int(s)) for k, s in ev[["kind", "step"]].itertuples(index=False)] == [("eval", 2)]
+
+
+def test_a_bare_step_banner_takes_the_step_time_stated_lines_later(tmp_path):
+    # NeMo-RL: the banner, progress lines, then the timing block; the stage lines after it join the record
+    rows = []
+    for step, total in ((1, 60.0), (2, 90.0)):
+        rows += [f"{'=' * 25} Step {step}/2 {'=' * 25}", "▶ Preparing batch...", "📊 Training Results:",
+                 "  • Loss: 0.0123", "⏱️  Timing:", f"  • Total step time: {total:.2f}s",
+                 f"  • generation: {total / 2:.2f}s (50.0%)", "  • data_processing: 1.50s (2.5%)"]
+    b = _scan(tmp_path, "\n".join(rows) + "\n")
+    steps = _steps(b)
+    assert steps["step"].tolist() == [1, 2] and steps["duration_s"].tolist() == pytest.approx([60.0, 90.0])
+    assert b.steps[b.steps["phase"] == "data"]["duration_s"].tolist() == pytest.approx([1.5, 1.5])
+
+
+def test_a_bare_step_banner_without_a_step_time_stores_nothing(tmp_path):
+    rows = ["===== Step 1/3 =====", "  • generation: 31.20s (50.0%)", "===== Step 2/3 =====",
+            "  • reward: 0.45", "step 3 step_time 0.5s"]
+    steps = _steps(_scan(tmp_path, "\n".join(rows) + "\n"))
+    assert steps["step"].tolist() == [3]  # a stage time is not the step's; the banners wait in vain
+
+
+def test_metric_logger_every_10_iterations_recovers_windows_past_the_20_step_mean(tmp_path):
+    own = [3.0] + [0.5] * 24 + [4.0] + [0.5] * 15  # 41 iterations, printed at 0, 10, 20, 30, 40
+    rows = [f"Epoch: [0]  [{i:2d}/41]  eta: 0:00:05  loss: 2.1 (2.3)  time: {np.mean(own[max(0, i - 19): i + 1]):.4f}"
+            f"  data: 0.0100  max mem: 2547" for i in range(0, 41, 10)]
+    steps = _steps(_scan(tmp_path, "\n".join(rows) + "\n"))
+    assert steps["duration_s"].to_numpy() == pytest.approx([3.0, 0.5, 0.5, 0.85, 0.5], abs=1e-3)
