@@ -265,7 +265,7 @@ class Prefix:
             stated = named.group(1) if named else m.group(1)  # SkyPilot's `rank=1`
             used = set(self.ray.values())
             self.ray[key] = int(stated) if stated else next(i for i in range(len(used) + 1) if i not in used)
-        self._seen("Ray process")
+        self._seen("Ray / SkyPilot process")
         return self.ray[key]
 
     def _time(self, body: str) -> tuple[int, str, str] | None:

@@ -406,7 +406,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         data["source"] = src
         bundle.steps = schema.steps_frame(data)
         if res["windowed"]:
-            widths = np.diff(np.sort(res["step"])) if n > 1 else np.array([1])
+            widths = np.diff(np.unique(res["step"])) if n > 1 else np.array([1])  # ranks share their steps
             every = int(np.median(widths)) if len(widths) else 1
             bundle.warnings.append(f"{src}: {n} step times are means over logging windows (typically {every} "
                                    f"step{'s' if every != 1 else ''}), from the timestamps of consecutive log lines; "
