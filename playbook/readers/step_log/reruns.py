@@ -8,6 +8,12 @@ from __future__ import annotations
 import re
 
 _NUMBERS = re.compile(r"[-+]?[\d.]+(?:[eE][-+]?\d+)?")
+MAX_KEPT = 1000  # restarts kept; more are no restarts anyway
+
+
+def _words(text: str) -> str:
+    """A line without its numbers (its shape), first 400 characters."""
+    return _NUMBERS.sub("", text[:4000])[:400]
 
 
 class Reruns:
@@ -16,22 +22,20 @@ class Reruns:
     same words): a step's evaluation line (modded-nanogpt's `step:250/2315 val_loss:...`) is no restart."""
 
     def __init__(self):
-        self._last: dict[int, tuple] = {}  # rank -> (first step, last step, epoch then, field names)
+        self._last: dict[int, tuple] = {}  # rank -> (first step, last step, epoch then, its line)
         self._hits: list[tuple[int, int, int, int]] = []
         self.records = 0
 
     def feed(self, rank: int, step: int, epoch, line: int, time: int, text: str) -> None:
         self.records += 1
-        names = _NUMBERS.sub("", text[:4000])[:400]
         last = self._last.get(rank)
+        self._last[rank] = (step if last is None else last[0], step, epoch, text)
         if last is None:
-            self._last[rank] = (step, step, epoch, names)
             return
-        first, prev, prev_epoch, prev_names = last
-        back = first <= step < prev or (step == prev and names == prev_names)
-        if back and epoch == prev_epoch and len(self._hits) < 1000:
+        first, prev, prev_epoch, prev_text = last
+        back = first <= step < prev or (step == prev and _words(text) == _words(prev_text))
+        if back and epoch == prev_epoch and len(self._hits) < MAX_KEPT:
             self._hits.append((rank, step, line, time))
-        self._last[rank] = (first, step, epoch, names)
 
     def found(self) -> list[tuple[int, int, int, int]]:
         """The restarts; none when the returns are too many to be restarts (over 1 in 50 records, and over 2)."""
