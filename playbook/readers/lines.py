@@ -12,7 +12,8 @@ records are scanned too. Then the scanners:
              the following guard failure(s):` + `- 0/0: <guard>`), `hit config.recompile_limit`, graph breaks
              → `recompile` events with the failing guard and time
   events     checkpoint save / evaluation / validation / garbage-collection markers → events tied to the last
-             step seen on that rank (a run of evaluation lines is one event); lines that name a cause
+             step seen on that rank (a run of evaluation lines is one event, until its first line comes again);
+             a step logged again on its rank → a `restart` event (step_log/reruns.py); lines that name a cause
              (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
   profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
 

@@ -538,7 +538,7 @@ class StepLines:
         """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
         "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "work" (the step's stated token count, else
         its input size or sequence length, else its batch size; NaN unknown), "phases" {phase: seconds}; "chosen" (the duration
-        field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
+        field, None when none), "how" (in words), "windowed" (window means from timestamps), "restarts" (reruns.py)."""
         self._flush()
         self._window = False
         n = len(self.step)
