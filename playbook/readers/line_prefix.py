@@ -40,7 +40,10 @@ LOUD = ("WARN", "WARNING", "ERROR", "CRITICAL", "FATAL", "EXCEPTION", "W", "E", 
 
 _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*[:=]?\s*(\d+)\]\s*:?|\[(?:\d+,)?(\d+)\]<std(?:out|err)>:|"
                           r"(\d{1,5}):(?= )|rank\s?(\d{1,6})\s*:(?=\s))\s*", re.IGNORECASE)
-_RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60} )?pid=(\d+)(?:, ip=([\w.:-]{1,60}))?\)\s*")
+# Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)`; SkyPilot's `(head, rank=0, pid=23862)`, `(worker1, rank=1,
+# pid=22755, ip=172.31.81.91)`, `(node-2, head, rank=0, pid=...)`, `(setup pid=2173)` (rank: the node's)
+_RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60}(?:, | ))?(?:[\w.:-]{1,60}, )?(?:rank=(\d{1,6}), )?pid=(\d+)"
+                  r"(?:, ip=([\w.:-]{1,60}))?\)\s*")
 _RAY_RANK = re.compile(r"\[rank=(\d+), world_size=")
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
 # seconds are optional: a log shipper's "2025-02-18 12:54 " minute stamp before the line it carries
@@ -173,6 +176,7 @@ class Prefix:
     def split(self, line: str) -> tuple[int, int, str]:
         """(rank, time ns or NAT, message) of a line; the level is left in `self.level` ("" when none)."""
         rank, t, level, host, uptime = -1, NAT, "", "", None
+        by_process = False  # the rank came from a process prefix (Ray, SkyPilot)
         body = _ANSI.sub("", line) if "\x1b" in line else line
         for _ in range(MAX_STEPS):
             start = body
@@ -181,11 +185,12 @@ class Prefix:
                 self._seen("uptime")
             if t == NAT and not host and body[:1] in " [JFMASOND" and (got := self._system(body)) is not None:
                 t, host, body = got
-            if rank < 0 and (m := _RANK_PREFIX.match(body)):
-                rank, body = _rank(next(g for g in m.groups() if g is not None)), body[m.end():]
-                self._seen("rank prefix")
             if rank < 0 and body[:1] in " (" and (m := _RAY.match(body)):
-                rank, body = self._ray(m, body[m.end():]), body[m.end():]
+                rank, body, by_process = self._ray(m, body[m.end():]), body[m.end():], True
+            if (rank < 0 or by_process) and (m := _RANK_PREFIX.match(body)):
+                rank, body = _rank(next(g for g in m.groups() if g is not None)), body[m.end():]
+                by_process = False  # torchrun's `[rank15]:` behind a node's or process's prefix: the finer rank
+                self._seen("rank prefix")
             if t == NAT and (m := _HOST_LABEL.match(body)):
                 body = body[m.end():]
                 self._seen("host label")
@@ -252,14 +257,15 @@ class Prefix:
         return None
 
     def _ray(self, m: re.Match, rest: str) -> int:
-        """A Ray worker's process id → its rank (named by its first line's `[rank=N, world_size=`) or the order
-        in which the processes first printed (the lowest id not yet taken)."""
-        key = (m.group(1), m.group(2) or "")
+        """A Ray worker's process id → its rank (named by its first line's `[rank=N, world_size=`, or SkyPilot's
+        prefix's `rank=N`) or the order in which the processes first printed (the lowest id not yet taken)."""
+        key = (m.group(2), m.group(3) or "")
         if key not in self.ray:
             named = _RAY_RANK.search(rest)
+            stated = named.group(1) if named else m.group(1)  # SkyPilot's `rank=1`
             used = set(self.ray.values())
-            self.ray[key] = int(named.group(1)) if named else next(i for i in range(len(used) + 1) if i not in used)
-        self._seen("Ray process")
+            self.ray[key] = int(stated) if stated else next(i for i in range(len(used) + 1) if i not in used)
+        self._seen("Ray / SkyPilot process")
         return self.ray[key]
 
     def _time(self, body: str) -> tuple[int, str, str] | None:

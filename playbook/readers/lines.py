@@ -12,7 +12,8 @@ records are scanned too. Then the scanners:
              the following guard failure(s):` + `- 0/0: <guard>`), `hit config.recompile_limit`, graph breaks
              → `recompile` events with the failing guard and time
   events     checkpoint save / evaluation / validation / garbage-collection markers → events tied to the last
-             step seen on that rank (a run of evaluation lines is one event); lines that name a cause
+             step seen on that rank (a run of evaluation lines is one event, until its first line comes again);
+             a step logged again on its rank → a `restart` event (step_log/reruns.py); lines that name a cause
              (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
   profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
 
@@ -81,7 +82,9 @@ class _EventLines:
     def __init__(self, steps: step_grammar.StepLines):
         self.steps = steps
         self.rows: list[dict] = []
-        self.open_eval: dict[tuple, tuple[int, int]] = {}  # (kind, rank) -> (row, step records when it opened)
+        # (kind, rank) -> (row, step records when it opened, its first line without numbers)
+        self.open_eval: dict[tuple, tuple[int, int, str]] = {}
+        self.in_code = False  # the line before was source code (a script printing itself): its comments are no markers
         self.ended_eval: set[tuple] = set()  # (kind, rank) of sections an end line closed (MLPerf eval_stop)
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
         self.counts = {"events": 0, "recompile": 0}
@@ -187,6 +190,8 @@ class _EventLines:
         An evaluation's start line opens a section on its rank (steps.sections), whose progress bars are then the
         evaluation's; inside it any time-stamped line extends the event, and an end line closes it."""
         body = ln.body
+        if self.in_code and _CODE.match(body):
+            return False  # modded-nanogpt's printed source: `# ------ VALIDATION SECTION ------` is no evaluation
         kind = self._kind(ln)
         in_section = ln.rank in self.steps.sections
         if kind is None and not (in_section and ln.time != NAT):
@@ -202,6 +207,9 @@ class _EventLines:
             open_ = self.open_eval.get(key)
             # an evaluation's end (MLPerf's eval_stop) lets the next start line open another, steps between or not
             again = key in self.ended_eval and event_lexicon.EVAL_START.search(body)
+            # the section's first line again (MLPerf BERT's eval_accuracy, with no step record between): a new one
+            again = again or (open_ is not None and kind == "eval" and not ln.evaluating and
+                              open_[2] == _NUMBER.sub("#", body))
             if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
@@ -217,13 +225,14 @@ class _EventLines:
                 return False
             self.ended_eval.discard(key)
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
-                                               self.steps.timed)
+                                               self.steps.timed, _NUMBER.sub("#", body))
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
         return True
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")
 
 
@@ -307,6 +316,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     examples: list[str] = []
     loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
     in_trace = False
+    since_code = 3  # non-blank lines since the last source-code line
     total = 0
     last_step_line = 0  # the line of the last step record: what a run-ending event must come after
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
@@ -320,6 +330,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if tables.feed(body):
             counts["profiler"] += 1
             continue
+        events.in_code = since_code <= 2  # a source line at most 2 lines up (one it cannot name may sit between)
         try:
             before = counts["steps"]
             understood = _feed(ln, nccl, events, steps, counts, body if prefix.tagged else raw)
@@ -329,10 +340,12 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             if len(examples) < EXAMPLES_KEPT:
                 examples.append(f"line {lineno}: a number too long to read")
             continue
+        since_code = 3 if understood else since_code + 1
         if understood:
             in_trace = False
             continue
         kind, in_trace = _noise(body, in_trace)
+        since_code = 0 if kind == "code" else since_code
         noise[kind] += 1
         if kind == "unread" and len(examples) < EXAMPLES_KEPT:
             examples.append(f"line {lineno}: {body.strip()[:100]}")
@@ -394,7 +407,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         data["source"] = src
         bundle.steps = schema.steps_frame(data)
         if res["windowed"]:
-            widths = np.diff(np.sort(res["step"])) if n > 1 else np.array([1])
+            widths = np.diff(np.unique(res["step"])) if n > 1 else np.array([1])  # ranks share their steps
             every = int(np.median(widths)) if len(widths) else 1
             bundle.warnings.append(f"{src}: {n} step times are means over logging windows (typically {every} "
                                    f"step{'s' if every != 1 else ''}), from the timestamps of consecutive log lines; "
@@ -403,6 +416,9 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             bundle.warnings.append(f"{src}: {n} step times come from progress-bar rates (tqdm's smoothed "
                                    "average per update), not from exact per-step timings")
     _stage_events(res, events.rows)
+    for rank, step, lineno, t in res.get("restarts", ()):
+        events.rows.append({"time": t, "host": "", "rank": rank, "step": step, "kind": "restart", "duration_s": np.nan,
+                            "detail": f"line {lineno}: step {step} logged again (the run restarted into this log)"})
     if events.rows:
         ev = events.rows
         if res.get("chosen") == step_epochs.ROWS:  # the records are epochs: so are the events' steps

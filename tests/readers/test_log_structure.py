@@ -11,7 +11,7 @@ import pytest
 from structure_cases import DATA, cases, check, read_case, score
 
 from playbook.readers import event_lexicon, lines, read_file, read_paths
-from playbook.readers.line_prefix import Prefix, rank_from_path
+from playbook.readers.line_prefix import NAT, Prefix, rank_from_path
 
 
 @pytest.mark.parametrize("case", cases("issue_examples.txt") + cases("heldout.txt") + cases("heldout_after.txt")
@@ -59,6 +59,16 @@ def test_ray_workers_take_the_rank_their_first_line_names():
     other = p.split("(RayTrainWorker pid=7, ip=10.0.0.1) step 3 step_time 0.5s")
     assert first[0] == 1 and again[0] == 1 and again[2].startswith("step 3")
     assert other[0] == 0  # the next process id in order of appearance
+
+
+def test_skypilot_node_prefixes_give_the_node_rank_unless_a_torchrun_rank_follows():
+    p = Prefix()
+    head = p.split("(head, rank=0, pid=23862) step 3 step_time 0.5s")
+    worker = p.split("(node-0, worker1, rank=1, pid=22755, ip=172.31.81.91) step 3 step_time 0.5s")
+    inner = p.split("(worker1, rank=1, pid=22756, ip=172.31.81.91) [rank15]:[titan] 2025-05-28 21:13:37,816 - root - "
+                    "INFO - step:  1  loss: 12.2510")
+    assert (head[0], head[2]) == (0, "step 3 step_time 0.5s") and worker[0] == 1
+    assert inner[0] == 15 and inner[1] != NAT and inner[2] == "step:  1  loss: 12.2510"
 
 
 @pytest.mark.parametrize(("line", "rank", "body", "level"), [

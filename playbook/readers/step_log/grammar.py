@@ -72,13 +72,15 @@ from playbook.readers.step_log.columns import (
     window_starts,
 )
 from playbook.readers.step_log.epochs import EpochTimes
+from playbook.readers.step_log.pending import PendingStep
+from playbook.readers.step_log.reruns import Reruns
+from playbook.readers.step_log.smoothed import MEANS, METRIC_LOGGER, window_mean_steps
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
     BOX_ROW,
     BRACKET,
     CLOCK,
-    CONTINUATION,
     CUMULATIVE,
     DIGIT,
     EPOCH_AFTER,
@@ -117,6 +119,7 @@ from playbook.readers.step_log.vocab import (
     VALUE_RE,
     WINDOW,
     classify,
+    continues,
     keyword_rank,
     norm_key,
     plan_line,
@@ -127,13 +130,14 @@ from playbook.readers.step_log.vocab import (
 class StepCounter:
     """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
 
-    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind")
+    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind", "pos")
 
     def __init__(self, step, epoch, n, span, keyword, evaluating=False):
         self.step, self.epoch, self.n, self.span = step, epoch, n, span
         self.keyword, self.evaluating = keyword, evaluating
         self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
         self.kind: int | None = None  # the counter's kind when not its keyword / progress flags (see StepLines.kind)
+        self.pos = -1  # the position within its epoch (`[i/N]`'s i), -1 unknown
 
 
 class StepLines:
@@ -148,6 +152,10 @@ class StepLines:
         self.line = array("q")
         self.keyword = array("b")
         self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
+        self.pos = array("q")  # the counter's position within its epoch, -1 unknown
+        self.smoothed = False  # time / data are MetricLogger's window means (smoothed.py)
+        self.reruns = Reruns()
+        self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
         self.markers: Counter = Counter()
@@ -279,10 +287,10 @@ class StepLines:
         return c
 
     def _within(self, epoch, i, n, span, mode, evaluating) -> StepCounter:
-        if epoch is None or evaluating:
-            return StepCounter(i, epoch, n, span, False, evaluating)
-        first = self.epoch0.setdefault(mode, epoch)
-        return StepCounter((epoch - first) * n + i, epoch, n, span, False, evaluating)
+        first = self.epoch0.setdefault(mode, epoch) if epoch is not None and not evaluating else None
+        c = StepCounter(i if first is None else (epoch - first) * n + i, epoch, n, span, False, evaluating)
+        c.pos = i
+        return c
 
     def _flush(self) -> None:
         """Store the open block record (a counter line and its indented field lines), if any."""
@@ -296,6 +304,8 @@ class StepLines:
         if fields or (c.keyword and ctx.time != NAT):
             self._store(c, ctx, fields)
             self._box = None  # its table, if any, was read with it
+        elif c.keyword:  # DeepSpeed's `Profile Summary at step 10:`, its latencies lines below
+            self.pending.hold(c, ctx, len(self.step))
 
     def _merge(self, row: int, fields: dict) -> None:
         """Fields read after a record was stored (a box table under its line) added to that record."""
@@ -334,16 +344,16 @@ class StepLines:
         body = ctx.body
         boxed = BOX_ROW.match(body) is not None
         if self._box is not None:
-            if boxed or self._box_bare and _continues(body):
+            if boxed or self._box_bare and continues(body):
                 self._merge(self._box, self._fields(BOX_CHARS.sub("  ", body), None))
                 return True
             self._box = None
         if self._orphan is not None:  # a counter line without fields, then a table or indented lines holding them
-            if boxed or _continues(body):
+            if boxed or continues(body):
                 self._block = self._orphan
             self._orphan = None
         if self._block is not None:
-            if (boxed or _continues(body)) and len(self._block_text) < MAX_BLOCK_LINES:
+            if (boxed or continues(body)) and len(self._block_text) < MAX_BLOCK_LINES:
                 self._block_text.append(BOX_CHARS.sub("  ", body).strip() if boxed else body.strip())
                 return True
             self._flush()
@@ -375,7 +385,11 @@ class StepLines:
             return True
         if c is None:
             if self._trail and self._trail[0] == ctx.rank and ctx.lineno - self._trail[1] <= MAX_TRAIL_LINES \
-                    and self._follows(body):
+                    and self._follows(body, ctx):
+                return True
+            if self.pending.held and (got := self.pending.take(ctx, len(self.step), self._fields(body, None, False))):
+                self._store(*got)
+                self._trail = (ctx.rank, ctx.lineno)  # the step's other timing lines follow
                 return True
             if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
@@ -404,7 +418,10 @@ class StepLines:
                 self._store(c, ctx, {})
                 return True
             self._orphan = (c, ctx, rest)
+            if c.keyword:
+                self.pending.hold(c, ctx, len(self.step))
             return c.progress
+        self.smoothed = self.smoothed or ("eta: " in body and METRIC_LOGGER.search(body) is not None)
         self._store(c, ctx, fields)
         return True
 
@@ -419,13 +436,15 @@ class StepLines:
         self.timed += timed  # an epoch of training went by: an evaluation after it is a new one
         return timed
 
-    def _follows(self, body: str) -> bool:
+    def _follows(self, body: str, ctx) -> bool:
         """A line without a counter after a step line without fields (DeepSpeed-Chat's `Epoch: 0 | Step: 3 | ...`
         then `End-to-End => Latency: 21.34s, ...`): when it holds a time of the step, its fields are that step's."""
         fields = self._fields(body, None)
-        if not any(role[0] == "dur" and role[1] in (PER_STEP, GENERIC) for _, role in fields.values()):
+        if not any(role[0] == "phase" or role[0] == "dur" and role[1] in (PER_STEP, GENERIC) for _, role in
+                   fields.values()):
             return False
         self._merge(len(self.step) - 1, fields)
+        self._trail = (ctx.rank, ctx.lineno)  # a run of timing lines (NeMo-RL's stage times) goes on
         return True
 
     def _fields(self, rest: str, c: StepCounter, count: bool = True) -> dict[str, tuple[float, tuple]]:
@@ -483,6 +502,9 @@ class StepLines:
         self.line.append(ctx.lineno)
         self.keyword.append(1 if c.keyword else 0)
         self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
+        self.pos.append(c.pos)
+        if c.keyword and c.kind is None:
+            self.reruns.feed(ctx.rank, c.step, self.epochs.current.get(ctx.rank), ctx.lineno, ctx.time, ctx.body)
         self.last_step[ctx.rank] = c.step
         # a record with more than a clock reading (MLPerf's `time_ms` on every line) is a training step gone by
         trains = any(not (role[0] == "dur" and value * role[2] > CLOCK_FLOOR_S) for value, role in fields.values())
@@ -516,7 +538,7 @@ class StepLines:
         """The file's step rows, one per (rank, step) (the last line wins): numpy arrays "step", "rank", "line",
         "duration" (s), "start" (int64 ns UTC, NAT unknown), "tokens", "work" (the step's stated token count, else
         its input size or sequence length, else its batch size; NaN unknown), "phases" {phase: seconds}; "chosen" (the duration
-        field, None when none), "how" (in words), "windowed" (window means from timestamps)."""
+        field, None when none), "how" (in words), "windowed" (window means from timestamps), "restarts" (reruns.py)."""
         self._flush()
         self._window = False
         n = len(self.step)
@@ -524,11 +546,14 @@ class StepLines:
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
         time = np.frombuffer(self.time, dtype=np.int64) if n else np.empty(0, np.int64)
         line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
-        out = {"chosen": None, "how": None, "n_records": n}
+        out = {"chosen": None, "how": None, "n_records": n, "restarts": self.reruns.found()}
         if not n:
             return self.epochs.result(out)
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
+        for name in (n for n in MEANS if self.smoothed and n in cols):  # MetricLogger's window means: the steps'
+            steps = window_mean_steps(cols[name], np.frombuffer(self.pos, np.int64), rank)
+            cols[name] = cols[name] if steps is None else steps
         roles = self.field_role
         chosen, duration, how = self._choose(step, rank, time, cols, roles)
         windowed = False
@@ -587,8 +612,8 @@ class StepLines:
         ranked = []
         for k in eligible:
             cls = cands[k][1]
-            if cls == CUMULATIVE and not monotone(step, rank, cols[k]):
-                cls = GENERIC  # named like a total but goes up and down: a per-step time
+            if cls == CUMULATIVE and not monotone(step, rank, cols[k]):  # named like a total but goes up and down:
+                cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else GENERIC  # a step's (NeMo-RL's) or a time
             elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
@@ -620,9 +645,3 @@ class StepLines:
             values = np.where(gap & mine, theirs, values)
         return name, values, how
 
-
-def _continues(body: str) -> bool:
-    """An indented line that continues the record above it: a value (or only decoration) and no counter of its own
-    (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
-    return body[:1] in " \t" and CONTINUATION.search(body) is not None and not (
-        KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))

@@ -407,3 +407,10 @@ def step_total(body: str, at: int) -> bool:
     """Whether the step keyword at `at` counts the steps of a run (`Total optimization steps = 60`, `max_steps=100`,
     `Total prediction steps = 13`) rather than naming the current one: a total/max/num word just before it."""
     return _STEP_TOTAL.search(body[max(0, at - 40):at]) is not None
+
+
+def continues(body: str) -> bool:
+    """An indented line that continues the record above it: a value (or only decoration) and no counter of its own
+    (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
+    return body[:1] in " \t" and CONTINUATION.search(body) is not None and not (
+        KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))

@@ -1,0 +1,51 @@
+"""Window means back to step times: torchvision's MetricLogger (references/*/utils.py, copied by DETR, DeiT, MAE,
+DINO) prints `time: 1.6292  data: 0.4295` as SmoothedValue(fmt="{avg:.4f}"): the mean of the last 20 iterations,
+a fresh meter each epoch (each log_every call), printed every print_freq iterations and at the epoch's last. Its
+other meters print `{median:.4f} ({global_avg:.4f})`, read as the median (the window's typical step).
+
+At position p of the epoch the printed mean covers min(p + 1, 20) steps, so the steps' total from the epoch's start
+through p is (p + 1) * mean_p below 20, and from 20 on the total through p - 20 plus 20 * mean_p (known when p - 20
+was printed too: print_freq 10 or 20). Between two printed positions with known totals the steps took the totals'
+difference over the steps between; elsewhere the printed mean (of the last 20 steps) is kept."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+WINDOW = 20  # SmoothedValue's window_size default
+# `eta: 0:00:25  ...  time: 4.1973  data: 1.1906`: the two meters MetricLogger.log_every prints as {avg}
+METRIC_LOGGER = re.compile(r"\beta: (?:\d+ days?, )?\d+:\d\d:\d\d\b.*?\btime: \d+\.\d+\s+data: \d+\.\d+(?!\s*\()")
+MEANS = ("time", "data")  # the fields' names as the grammar keys them
+ROUNDING = 5e-5  # half the last of the 4 printed decimals
+
+
+def window_mean_steps(values: np.ndarray, pos: np.ndarray, rank: np.ndarray,
+                      window: int = WINDOW) -> np.ndarray | None:
+    """Per-step seconds (the mean over the steps since the previous printed line) from the printed window means
+    `values` at within-epoch positions `pos` (-1 unknown: kept as printed) of `rank`, in line order. A new epoch
+    starts where the position does not rise. None when the values cannot be such means (a step would take
+    less than nothing beyond the printed rounding): the field is then each step's own time."""
+    out = values.astype(np.float64, copy=True)
+    totals: dict[int, dict[int, float]] = {}  # rank -> {position: the epoch's step seconds through it}
+    last: dict[int, int] = {}  # rank -> its last printed position
+    for i in np.flatnonzero(np.isfinite(values) & (pos >= 0)):
+        r, p, mean = int(rank[i]), int(pos[i]), float(values[i])
+        before = last.get(r)
+        if before is None or p <= before:
+            totals[r], before = {}, None  # a new epoch: a fresh meter
+        last[r] = p
+        known = totals[r]
+        through = known.get(p - window) if p >= window else 0.0
+        if through is None:
+            continue  # the mean of the last 20 steps, kept as printed
+        known[p] = through + min(p + 1, window) * mean
+        if before is None or before not in known:
+            continue
+        terms = min(p + 1, window) + min(before + 1, window) + 2 * window * (p // window)
+        step = (known[p] - known[before]) / (p - before)
+        if step < -ROUNDING * terms / (p - before):
+            return None
+        out[i] = max(step, 0.0)
+    return out
