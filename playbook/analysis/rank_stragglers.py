@@ -42,6 +42,10 @@ COLLECTIVE_RE = re.compile(r"^nccl(?:Dev)?Kernel_([A-Za-z0-9]+)")
 FLAG_BELOW = 0.75  # straggler score threshold (NVIDIA resiliency extension)
 PERSISTENT_P = 0.01
 ROTATING_P = 0.05
+# ranks' token counts must differ by this much within a step (median (max - min) / mean) before work following them
+# names padding: a rank that ran 5% longer (a moderate straggler) with the same batch ± 1% is not padded; tokens
+# read as a rate × the step's own time (torchtitan's tps) vary only by rounding and follow the time by construction
+TOKEN_SPREAD = 0.05
 EXPOSED_MODERATE, EXPOSED_HIGH = 0.03, 0.15  # TF profiler: exposed-collective share of step time
 COMPUTE_PHASES = ("fwd", "bwd", "optimizer", "compute")
 
@@ -339,8 +343,10 @@ def _steps_summary(bundle: Any) -> dict | None:
         y = tok[work] - tok.groupby("step")[work].transform("mean")
         rho, p = spearman(x.to_numpy(), y.to_numpy())
         rho_all, p_all = spearman(tok["tokens"].to_numpy(), tok[work].to_numpy())
+        g = tok.groupby("step")["tokens"]
+        spread = float(((g.transform("max") - g.transform("min")) / g.transform("mean").abs()).median())
         res["tokens"] = {"rho_within_step": json_float(rho), "p_within_step": json_float(p, 6), "rho_all": json_float(rho_all),
-                         "p_all": json_float(p_all, 6), "pairs": int(len(tok))}
+                         "p_all": json_float(p_all, 6), "pairs": int(len(tok)), "spread": json_float(spread, 4)}
     else:
         res["tokens"] = None
     return res
@@ -361,8 +367,9 @@ def summarize(bundle: Any) -> dict | None:
                         least_waiting_rank}; None without collectives
         persistence     {steps, unit (steps|collectives), modal_rank, count, fraction, expected_fraction,
                         distinct, p_value, verdict: persistent|rotating|undetermined}
-        tokens          (steps only) {rho_within_step, p_within_step, rho_all, p_all, pairs}: Spearman
-                        correlation of per-step work with tokens, or None
+        tokens          (steps only) {rho_within_step, p_within_step, rho_all, p_all, pairs, spread}: Spearman
+                        correlation of per-step work with tokens, and the ranks' median relative token spread
+                        within a step (padding is named from TOKEN_SPREAD on), or None
         warnings        (trace only) collective matching notes
       warnings          notes for the user (e.g. collectives matched on fewer instances than some ranks ran)
       findings          [{hypothesis, level: moderate|high, rank, evidence, nature: hardware-like|software-like|
@@ -422,10 +429,12 @@ def _findings(label: str, part: dict) -> list[dict]:
                     "evidence": f"{label}: " + "; ".join(bits)})
     tokens = part.get("tokens")
     if tokens and tokens.get("rho_within_step") is not None and tokens["rho_within_step"] >= 0.5 \
-            and tokens.get("p_within_step") is not None and tokens["p_within_step"] < 0.01:
+            and tokens.get("p_within_step") is not None and tokens["p_within_step"] < 0.01 \
+            and (tokens.get("spread") or 0.0) >= TOKEN_SPREAD:
         out.append({"hypothesis": cause_ids.PADDING_IMBALANCE, "level": "high" if tokens["rho_within_step"] >= 0.8
                     else "moderate", "rank": None, "nature": "software-like", "evidence": (
                         f"{label}: a rank's step work follows its token count (Spearman ρ = "
                         f"{tokens['rho_within_step']:.2f} within steps over {tokens['pairs']} rank-steps, "
-                        f"p = {tokens['p_within_step']:.2g}): uneven batches decide who is slow")})
+                        f"p = {tokens['p_within_step']:.2g}; their token counts differ by a median "
+                        f"{tokens['spread']:.0%} within a step): uneven batches decide who is slow")})
     return out

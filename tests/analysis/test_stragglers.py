@@ -146,6 +146,26 @@ def test_steps_table_token_driven_imbalance():
     assert kinds["collective_straggler"]["nature"] == "software-like"
 
 
+def test_tokens_read_as_a_rate_times_the_step_time_name_no_padding():
+    """torchtitan-style logs state tokens per second; the reader's tokens (rate × the rank's own step time) then
+    follow the time by construction and differ across ranks only by the times' jitter: a perfect correlation, no
+    padding (a SkyPilot-wrapped torchtitan log with 61.22-61.25 s steps read 'padding_imbalance, confirmed')."""
+    rng = np.random.default_rng(7)
+    rows = {"rank": [], "step": [], "phase": [], "duration_s": [], "tokens": []}
+    for step in range(1, 41):
+        for rank in range(8):
+            d = 61.23 * (1 + 3e-4 * rng.standard_normal())
+            for key, value in (("rank", rank), ("step", step), ("phase", "step"), ("duration_s", d),
+                               ("tokens", 8.0 * d)):
+                rows[key].append(value)
+    s = sg.summarize(Bundle(steps=steps_frame(rows)))
+    tokens = s["steps"]["tokens"]
+    assert tokens["rho_within_step"] > 0.99 and tokens["spread"] < 0.01
+    assert not [f for f in s["findings"] if f["hypothesis"] == "padding_imbalance"]
+    driven = sg.summarize(Bundle(steps=_steps_table()))["steps"]["tokens"]
+    assert driven["spread"] > 0.5  # 1000-4000 tokens per rank: padding can be named
+
+
 def test_steps_table_persistent_slow_rank():
     s = sg.summarize(Bundle(steps=_steps_table(tokens_drive=False, slow_rank=5)))
     st = s["steps"]
