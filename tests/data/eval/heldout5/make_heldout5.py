@@ -50,6 +50,17 @@ NCCL INFO lines (host:pid:tid [dev] NCCL INFO ...); `nvidia-smi --query-gpu ... 
 - cjd_flows_52_gpustat.log: USFlows/cjd-flows#52 — 'GPU utilization ... is low (5-15%)'; fixed by PR #58
   (covariance on the device, the dataset loaded on the device, a larger batch: 'Max utilization (70%)'). gpustat
   of one GPU (drawn: A100 40 GB) every second for 5 minutes at 5-15%.
+
+Written after the first ten were scored and fixed, as a second batch (scored once as written, too):
+- darknet_2807_riser_x1.csv: AlexeyAB/darknet#2807 — 4x GTX 1080 Ti on an ASRock H110 Pro BTC+, training stops
+  at random on 3-4 GPUs; "2 of the 4 gpu's were connected to the white pci-express slots via riser cards"; moving
+  them to the x16 slots fixed it. `nvidia-smi --query-gpu` with pcie.link.gen/width current and max, every 5 s:
+  GPUs 2-3 at Gen3 x1 (the board's x1 slots), 0-1 at x16; utilization alike (drawn).
+- torchtitan_1301_sync_checkpoint.log: pytorch/torchtitan#1301 — "Finished saving the checkpoint ... in 393.86
+  seconds" (8B model, synchronous save; the async path avoids it), step lines as pasted ('step:  1  loss:  1.4989
+  memory: 29.16GiB(36.87%)  tps: 2,456  tflops: 142.22  mfu: 14.38%'). Drawn: a save after step 1 and every 100
+  steps, log_freq 10, ~6.7 s a step; tps of the line after a save counts the save (torchtitan divides the window's
+  tokens by its wall time).
 """
 
 from datetime import datetime, timedelta
@@ -274,6 +285,47 @@ def cjd_flows_52():
     write("cjd_flows_52_gpustat.log", lines)
 
 
+def darknet_2807():
+    t0, rows = datetime(2019, 4, 16, 20, 5, 0), []
+    for k in range(240):
+        t = t0 + timedelta(seconds=5 * k)
+        for g in range(4):
+            util = int(np.clip(rng.normal(93, 4), 70, 100))
+            width = 1 if g >= 2 else 16
+            rows.append([stamp(t), str(g), f"00000000:0{g + 1}:00.0", f"{util} %", f"{120 + 1.3 * util + rng.normal(0, 6):.2f} W",
+                         "250.00 W", "3", "3", str(width), "16"])
+    header = ["timestamp", "index", "pci.bus_id", "utilization.gpu [%]", "power.draw [W]", "power.limit [W]",
+              "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max"]
+    write("darknet_2807_riser_x1.csv", [", ".join(header)] + [", ".join(r) for r in rows])
+
+
+def torchtitan_1301():
+    t, lines, window_s = datetime(2025, 6, 16, 23, 40, 36, 0), [], 0.0
+    pre = "[rank0]:[titan]"
+
+    def log(msg):
+        lines.append(f"{pre} {t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d} - root - INFO - {msg}")
+
+    for step in range(1, 401):
+        dur = 6.7 * float(np.exp(rng.normal(0, 0.01)))
+        t += timedelta(seconds=dur)
+        window_s += dur
+        if step == 1 or step % 10 == 0:
+            tokens = 16384 * (1 if step == 1 else 10)
+            tps = tokens / window_s
+            log(f"step: {step:2d}  loss: {max(0.3, 1.5 - step / 400 + rng.normal(0, 0.02)):7.4f}  memory: 29.16GiB(36.87%)  "
+                f"tps: {tps:,.0f}  tflops: {tps * 0.0579:.2f}  mfu: {tps * 0.005855:.2f}%")
+            window_s = 0.0
+        if step == 1 or step % 100 == 0:
+            log("Saving the checkpoint (or staging if async is enabled).")
+            save = float(rng.normal(394, 8))
+            t += timedelta(seconds=save)
+            window_s += save
+            log("[GC] GC collection invoked by checkpointer. 0.01 seconds.")
+            log(f"Finished saving the checkpoint (or staging if async is enabled)in {save:.2f} seconds.")
+    write("torchtitan_1301_sync_checkpoint.log", lines)
+
+
 if __name__ == "__main__":
     pytorch_examples_387()
     dali_1415()
@@ -285,3 +337,5 @@ if __name__ == "__main__":
     kubeflow_68()
     nemo_1204()
     cjd_flows_52()
+    darknet_2807()
+    torchtitan_1301()
