@@ -201,7 +201,9 @@ CASES = [
         ("flagembedding_208_cpu_masking_dmon.txt", "unexplained_slowdown"),
         ("areal_639_nccl_socket.log", "link_degradation"), ("tf_15746_every_100th_step.log", "periodic_stall"),
         ("kubeflow_68_overheated_gpu.log", "throttling"), ("nemo_1204_one_table.txt", "insufficient_data"),
-        ("cjd_flows_52_gpustat.log", "unexplained_slowdown"))],
+        ("cjd_flows_52_gpustat.log", "unexplained_slowdown"),
+        # a second batch, written after the fixes and right first time: risers in x1 slots, a 393 s synchronous save
+        ("darknet_2807_riser_x1.csv", "link_degradation"), ("torchtitan_1301_sync_checkpoint.log", "periodic_stall"))],
 ]
 
 
