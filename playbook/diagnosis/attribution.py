@@ -129,8 +129,10 @@ def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str, list[
 def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
                steps: pd.DataFrame | None = None) -> tuple[str, str] | None:
     """(cause, evidence) of the event kind logged at most of the bucket's steps or windows (at least half), or
-    None. An event kind logged as often at the run's other steps as at the bucket's (a validation line after every
-    epoch, when only the later epochs are slow) marks every step alike: it cannot say why these are slow."""
+    None. An event kind logged beside (nearly) every step line and as often at the run's other steps as at the
+    bucket's (a validation line after every epoch, when only the later epochs are slow) marks every step alike: it
+    cannot say why these are slow. (A sparser one is kept: with lines every k steps an event numbered at one line
+    may have slowed the next, so its window reaches both.)"""
     if events is None or events.empty:
         return None
     ev = events.assign(cause=events["kind"].map(cause_of_event)).dropna(subset=["cause"])
@@ -150,10 +152,13 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
         n = len(b.steps)
         unit = "slow steps" if b.kind in ("recurring_slow", "stalls") else "steps"
         others = _other_steps(b, steps)
+        lines = sorted(set(others) | set(b.steps))
         for cid in list(counts):
-            if others and sum(cid in set(near(s)["cause"]) for s in others) / len(others) \
+            at = st.loc[st["cause"] == cid, "step"].to_numpy(dtype=np.float64)
+            beside = np.mean([bool(len(at)) and np.abs(at - s).min() <= 1 for s in lines])
+            if others and beside >= 0.8 and sum(cid in set(near(s)["cause"]) for s in others) / len(others) \
                     >= 0.5 * len(counts[cid]) / n:
-                del counts[cid]  # as common away from the bucket as on it: no evidence for it
+                del counts[cid]  # beside every line, as common away from the bucket as on it: no evidence
     elif b.windows and acc.t0 is not None and ev["time"].notna().any():
         t = (ev["time"] - acc.t0).dt.total_seconds().to_numpy()
         tol = acc.interval_s

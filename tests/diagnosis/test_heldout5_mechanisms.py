@@ -57,6 +57,17 @@ def test_event_at_every_step_is_no_evidence_for_the_slow_ones():
     assert hit is not None and hit[0] == ids.PERIODIC_STALL
 
 
+def test_sparser_event_reaching_the_next_line_stays_evidence():
+    # lines every 100 steps, a checkpoint numbered at every other line slowing the line after it: the event's window
+    # reaches both lines, yet it sits beside only half of them, so it still says why the slow ones are slow
+    steps = pd.DataFrame({"step": range(100, 2001, 100), "rank": -1, "phase": "step", "duration_s": 60.0})
+    slow = Bucket("recurring_slow", 300.0, steps=list(range(300, 2001, 200)))
+    saves = pd.DataFrame({"kind": "checkpoint", "step": range(200, 2001, 200), "time": pd.NaT})
+    acc = Accounting("wall", 2000.0, [slow], 0.01, "test", interval_s=60.0, step_gap=100)
+    hit = attribution._events_on(slow, acc, saves, steps)
+    assert hit is not None and hit[0] == ids.PERIODIC_STALL
+
+
 def _nccl_log(path, networks: dict[str, str]):
     """NCCL INFO init lines of two ranks per host, each host on the given network ("IB", with GPUDirect RDMA, or
     "Socket")."""
