@@ -61,6 +61,15 @@ Written after the first ten were scored and fixed, as a second batch (scored onc
   memory: 29.16GiB(36.87%)  tps: 2,456  tflops: 142.22  mfu: 14.38%'). Drawn: a save after step 1 and every 100
   steps, log_freq 10, ~6.7 s a step; tps of the line after a save counts the save (torchtitan divides the window's
   tokens by its wall time).
+
+A third batch (written after the second was scored, scored once as written):
+- centernet_604_cpu_contention.log: xingyizhou/CenterNet#604 — "the Data time and Net time goes longer and
+  longer", GPU power jumping 70-240 W, low GPU-Util; the reporter: "it's a matter of CPU when I shut down two
+  pycharm windows. It comes to the original speed." CenterNet's base_trainer.py line with print_iter
+  ('{task}/{exp_id}| train: [{epoch}][{i}/{n}]|Tot: {total} |ETA: {eta} |loss ... |Data {dt.val:.3f}s({dt.avg:.3f}s)
+  |Net {bt.avg:.3f}s', where batch_time is the whole iteration, data included); pasted figures at iteration 4784
+  of 14785: Tot 1:20:53, Data 3.556s(0.517s), Net 1.014s. Drawn: 0.5 s of work an iteration, 0.05 s of data
+  wait until iteration ~4150, then ~3.5 s while the other programs take the CPU; a line every 10 iterations.
 """
 
 from datetime import datetime, timedelta
@@ -326,6 +335,26 @@ def torchtitan_1301():
     write("torchtitan_1301_sync_checkpoint.log", lines)
 
 
+def centernet_604():
+    tm, dm, lm, lines, total = Meter(), Meter(), Meter(), [], 0.0
+    n = 14785
+    for i in range(4791):
+        data = float(rng.normal(0.05, 0.01)) if i < 4150 else float(rng.gamma(9.0, 3.5 / 9.0))
+        comp = float(rng.normal(0.5, 0.02))
+        total += data + comp
+        tm.add(data + comp)
+        dv, da = dm.add(data)
+        loss = lm.add(1.74 + rng.normal(0, 0.05))
+        if i % 10 == 0:
+            avg = tm.sum / tm.n
+            eta = avg * (n - i - 1)
+            fmt = lambda sec: f"{int(sec // 3600)}:{int(sec % 3600 // 60):02d}:{int(sec % 60):02d}"  # noqa: E731
+            lines.append(f"ctdet/coco_dla| train: [54][{i}/{n}]|Tot: {fmt(total)} |ETA: {fmt(eta)} "
+                         f"|loss {loss[1]:.4f} |hm_loss {loss[1] * 0.75:.4f} |wh_loss {loss[1] * 1.27:.4f} "
+                         f"|off_loss {0.2129:.4f} |Data {dv:.3f}s({da:.3f}s) |Net {avg:.3f}s")
+    write("centernet_604_cpu_contention.log", lines)
+
+
 if __name__ == "__main__":
     pytorch_examples_387()
     dali_1415()
@@ -339,3 +368,4 @@ if __name__ == "__main__":
     cjd_flows_52()
     darknet_2807()
     torchtitan_1301()
+    centernet_604()
