@@ -203,7 +203,9 @@ CASES = [
         ("kubeflow_68_overheated_gpu.log", "throttling"), ("nemo_1204_one_table.txt", "insufficient_data"),
         ("cjd_flows_52_gpustat.log", "unexplained_slowdown"),
         # a second batch, written after the fixes and right first time: risers in x1 slots, a 393 s synchronous save
-        ("darknet_2807_riser_x1.csv", "link_degradation"), ("torchtitan_1301_sync_checkpoint.log", "periodic_stall"))],
+        ("darknet_2807_riser_x1.csv", "link_degradation"), ("torchtitan_1301_sync_checkpoint.log", "periodic_stall"),
+        # a third, right first time too: other programs taking the CPU from CenterNet's loader
+        ("centernet_604_cpu_contention.log", "data_starvation"))],
 ]
 
 
