@@ -55,6 +55,8 @@ from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
+from playbook.knowledge import ids
+from playbook.knowledge.causes import cause
 from playbook.model import schema
 from playbook.readers.profiler_table import META_PREFIX as PROFILER_META
 
@@ -482,7 +484,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     gaps = np.diff(stepno)
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
     per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
-    warm = sa.warmup_steps(d, stepno, marked)
+    warm = sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno))
     real, bstep = d[warm:], stepno[warm:]
     if len(real) == 0:
         return None
@@ -575,6 +577,16 @@ def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
     typical = wait.groupby(part["rank"]).transform("median")
     persistent = (typical - typical.groupby(part["rank"]).first().min()).clip(lower=0.0)
     return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
+
+
+def _input_wait(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray | None:
+    """Seconds each of `stepno` spent in the phases that wait for input (the catalog's data_starvation phases) on
+    `rank`, 0 where none is logged; None when the table has no such phase."""
+    wait = steps[steps["phase"].astype(str).isin(cause(ids.DATA_STARVATION).phases) & (steps["rank"] == rank)]
+    if wait.empty:
+        return None
+    per = wait.groupby("step")["duration_s"].sum()
+    return per.reindex(stepno).fillna(0.0).to_numpy(dtype=np.float64)
 
 
 def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str, room: dict[int, float],

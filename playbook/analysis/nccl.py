@@ -104,7 +104,9 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
                         f"NCCL on {_names(sock['host'])} sends inter-node traffic over TCP sockets (NET/Socket)"
                         + (f" while InfiniBand is used on {_names(sorted(set(ib['host']) - set(sock['host'])))}: the "
                            f"collectives run at the socket path's speed" if asym else
-                           ": no host uses InfiniBand/RoCE") + notes)})
+                           ": no host uses InfiniBand/RoCE — a fallback where the nodes have an IB/RoCE fabric "
+                           "(is /dev/infiniband visible in the container, NCCL_IB_HCA right?), the fabric's own limit "
+                           "where they have only Ethernet") + notes)})
     # 2. GPUDirect RDMA missing on some IB hosts
     ibh = hosts[hosts["ib_channels"] > 0]
     if len(ibh):

@@ -219,14 +219,18 @@ def interleaved_slow_mode(durations: np.ndarray) -> np.ndarray:
     return out
 
 
-def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=()) -> int:
+def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=(),
+                 waiting: np.ndarray | None = None) -> int:
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
     step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps. Warm-up is a one-time, silent
     cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
     numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
     own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
     config.cache_size_limit (8)" closes 8 compiles), not warm-up: only the first step stays warm-up. An event at the
-    first step itself (nanoGPT's evaluation at step 0) leaves the warm-up alone."""
+    first step itself (nanoGPT's evaluation at step 0) leaves the warm-up alone. Likewise when the step timer's own
+    input phase (`waiting`: seconds per step spent waiting for data) holds at least half of the prefix's excess:
+    compiling and autotuning run as work, so steps slow because they wait for input (a first epoch read from a slow
+    disk before the page cache holds it) are starvation, not warm-up."""
     d = np.asarray(durations, dtype=np.float64)
     if len(d) < 8:
         return 0
@@ -235,6 +239,10 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     k = 0
     while k < limit and d[k] >= SLOW_FACTOR * ref:
         k += 1
+    if k > 1 and waiting is not None:
+        wait = np.nan_to_num(np.asarray(waiting, dtype=np.float64)[:k])
+        if wait.sum() >= 0.5 * np.clip(d[:k] - ref, 0.0, None).sum():
+            return 1
     if k > 1 and steps is not None and len(marked):
         st = np.asarray(steps, dtype=np.int64)
         m = np.asarray(sorted(marked), dtype=np.int64)

@@ -275,6 +275,21 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
     overrule the findings)."""
     if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(run.bundle, run.osc, why_untestable)
+        ranked = _fact_lead(ranked, run.bundle)
     if acc is None or (run.osc is not None and run.osc.few_samples):
         return ranked
     return _accounted_lead(ranked, acc)
+
+
+def _fact_lead(ranked: list[dict], bundle: schema.Bundle) -> list[dict]:
+    """With NCCL connection facts as the only input, the fabric cause those facts support (at least
+    attribution.SUPPORT_MIN) leads and insufficient_data follows: facts that NCCL states (the transport it chose) are
+    not samples that could be too few, and "not enough data" is then about the cost, which needs a time axis, not
+    about the cause they name."""
+    sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
+    if not len(bundle.nccl) or any(len(t) for t in sampled):
+        return ranked
+    fabric = next((h for h in ranked if h["id"] == ids.LINK_DEGRADATION), None)
+    if fabric is None or fabric["score"] < attribution.SUPPORT_MIN:
+        return ranked
+    return [fabric] + [h for h in ranked if h is not fabric]

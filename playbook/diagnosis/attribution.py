@@ -61,7 +61,7 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         if grown[2]:
             b.names = grown[2]  # the late ranks carry the bucket; the others only waited for them
         return grown[0], grown[1], True
-    hit = _events_on(b, acc, events)
+    hit = _events_on(b, acc, events, steps)
     if hit:
         return (*hit, True)
     if b.kind == "recurring_slow" and benign:
@@ -126,9 +126,13 @@ def _grown_phase(b: Bucket, steps: pd.DataFrame | None) -> tuple[str, str, list[
     return cid, text + f" ({by_phase[top] / by_phase.sum():.0%} of the phases' growth)", names
 
 
-def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, str] | None:
+def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
+               steps: pd.DataFrame | None = None) -> tuple[str, str] | None:
     """(cause, evidence) of the event kind logged at most of the bucket's steps or windows (at least half), or
-    None."""
+    None. An event kind logged beside (nearly) every step line and as often at the run's other steps as at the
+    bucket's (a validation line after every epoch, when only the later epochs are slow) marks every step alike: it
+    cannot say why these are slow. (A sparser one is kept: with lines every k steps an event numbered at one line
+    may have slowed the next, so its window reaches both.)"""
     if events is None or events.empty:
         return None
     ev = events.assign(cause=events["kind"].map(cause_of_event)).dropna(subset=["cause"])
@@ -141,12 +145,20 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, s
         # window (numbered by the line before it or after it) is at the step (Marian's checkpoint after `Up. 1500`
         # slows the line `Up. 2000`); every-step logs keep ±1 step
         back = max(acc.step_gap, 1)
+        near = lambda s: st[(st["step"] >= s - back) & (st["step"] <= s + 1)]  # noqa: E731
         for s in b.steps:
-            near = st[(st["step"] >= s - back) & (st["step"] <= s + 1)]
-            for cid in set(near["cause"]):
+            for cid in set(near(s)["cause"]):
                 counts.setdefault(cid, set()).add(s)
         n = len(b.steps)
         unit = "slow steps" if b.kind in ("recurring_slow", "stalls") else "steps"
+        others = _other_steps(b, steps)
+        lines = sorted(set(others) | set(b.steps))
+        for cid in list(counts):
+            at = st.loc[st["cause"] == cid, "step"].to_numpy(dtype=np.float64)
+            beside = np.mean([bool(len(at)) and np.abs(at - s).min() <= 1 for s in lines])
+            if others and beside >= 0.8 and sum(cid in set(near(s)["cause"]) for s in others) / len(others) \
+                    >= 0.5 * len(counts[cid]) / n:
+                del counts[cid]  # beside every line, as common away from the bucket as on it: no evidence
     elif b.windows and acc.t0 is not None and ev["time"].notna().any():
         t = (ev["time"] - acc.t0).dt.total_seconds().to_numpy()
         tol = acc.interval_s
@@ -165,6 +177,15 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame) -> tuple[str, s
         return None
     kinds = sorted(set(ev.loc[ev["cause"] == cid, "kind"].astype(str)))
     return cid, f"{'/'.join(kinds[:3])} events at {len(hits)} of {n} {unit}"
+
+
+def _other_steps(b: Bucket, steps: pd.DataFrame | None) -> list[int]:
+    """The run's logged step numbers outside the bucket (after the first), [] without a steps table."""
+    if steps is None or steps.empty:
+        return []
+    logged = sorted(int(s) for s in pd.unique(steps["step"]) if s > 0)
+    inside = set(b.steps)
+    return [s for s in logged if s not in inside]
 
 
 def harmful(acc: Accounting) -> dict[str, float]:

@@ -188,6 +188,24 @@ CASES = [
         ("k8s_device_plugin_267_ecc_smi.txt", "hardware_fault"),
         ("deepspeech_178_dmon_one_sample.txt", "insufficient_data"), ("megatron_1415_spiky_util.csv", "healthy"),
         ("rtx6kpro_88_pcie_gen2.csv", "link_degradation"))],
+    # the fifth round: training logs and telemetry from threads that state the cause of the lost GPU time
+    # (tests/data/eval/heldout5/SOURCES.md cites each; make_heldout5.py writes them): scored once as written —
+    # 7 of 10 right (an MXNet log whose per-epoch validation lines were taken for a periodic stall while a GPU
+    # heated and halved its speed; inter-node NCCL over sockets on every host left at insufficient_data; a
+    # CPU-bound loader's dmon, which cannot show the loader, relabelled unexplained_slowdown after the score);
+    # kept here as regression cases
+    *[(f"heldout5 {name}", want, _file(f"heldout5/{name}")) for name, want in (
+        ("pytorch_examples_387_imagenet_data.log", "data_starvation"),
+        ("dali_1415_first_epoch_io.log", "data_starvation"), ("dali_2608_data_time_onset.log", "data_starvation"),
+        ("ultralytics_yolov3_1926_util_swings.csv", "data_starvation"),
+        ("flagembedding_208_cpu_masking_dmon.txt", "unexplained_slowdown"),
+        ("areal_639_nccl_socket.log", "link_degradation"), ("tf_15746_every_100th_step.log", "periodic_stall"),
+        ("kubeflow_68_overheated_gpu.log", "throttling"), ("nemo_1204_one_table.txt", "insufficient_data"),
+        ("cjd_flows_52_gpustat.log", "unexplained_slowdown"),
+        # a second batch, written after the fixes and right first time: risers in x1 slots, a 393 s synchronous save
+        ("darknet_2807_riser_x1.csv", "link_degradation"), ("torchtitan_1301_sync_checkpoint.log", "periodic_stall"),
+        # a third, right first time too: other programs taking the CPU from CenterNet's loader
+        ("centernet_604_cpu_contention.log", "data_starvation"))],
 ]
 
 
