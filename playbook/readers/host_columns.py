@@ -1,6 +1,6 @@
 """What a host tool's column holds, from its name and unit (vmstat, iostat, mpstat, sar, sadf, dstat, sysstat's
-JSON), which devices count towards the host's bytes, and the dates sysstat prints: shared by readers/host_tools.py,
-readers/sysstat_json.py and readers/node_exporter.py."""
+JSON), which devices count towards the host's bytes, the dates sysstat prints and local times placed in UTC: shared
+by readers/host_tools.py, readers/sysstat_json.py and readers/node_exporter.py."""
 
 from __future__ import annotations
 
@@ -44,6 +44,18 @@ def parse_date(text: str) -> pd.Timestamp | None:
         except (ValueError, OverflowError):
             continue
     return None
+
+
+def utc_ns(t: pd.Timestamp, tz: str) -> int | None:
+    """ns UTC of a time read from a tool: as it is when it carries its zone, else as local time in `tz`; None for
+    NaT and for a local time `tz` skips or holds twice (a daylight-saving change), as the table readers do."""
+    if pd.isna(t):
+        return None
+    if t.tzinfo is None:
+        t = t.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+        if pd.isna(t):
+            return None
+    return t.tz_convert("UTC").value
 
 
 _PARTITION = re.compile(r"^(?P<disk>(?:nvme\d+n\d+|mmcblk\d+))p\d+$|^(?P<sd>[shv]d[a-z]+|xvd[a-z]+)\d+$")

@@ -295,3 +295,38 @@ def test_top_batch_refreshes_past_midnight_with_per_cpu_lines(tmp_path):
     assert h["cpu_pct"].to_list() == pytest.approx([10.0, 50.0])
     assert h["iowait_pct"].to_list() == pytest.approx([10.0, 0.0])
     assert np.isnan(h["cpu_max_core_pct"].iloc[0]) and h["cpu_max_core_pct"].iloc[1] == pytest.approx(90)
+
+
+def test_local_times_across_a_daylight_saving_change(tmp_path):
+    # LABELLED SYNTHETIC values in sar -u's layout; Europe/Berlin moved from +01:00 to +02:00 at 02:00 on 2024-03-31
+    text = ("Linux 6.1.0 (h) \t03/31/24 \t_x86_64_\t(2 CPU)\n\n"
+            "01:59:00        CPU     %user     %nice   %system   %iowait    %steal     %idle\n"
+            "01:59:00        all     10.00      0.00      0.00      0.00      0.00     90.00\n"
+            "02:30:00        all     10.00      0.00      0.00      0.00      0.00     90.00\n"
+            "03:01:00        all     10.00      0.00      0.00      0.00      0.00     90.00\n")
+    path = tmp_path / "sar_u.txt"
+    path.write_text(text)
+    b = read_paths([str(path)], tz="Europe/Berlin")
+    # each time in its own offset (the day's midnight offset put 03:01 at 02:01Z); 02:30 that day is no time
+    assert list(b.host["time"]) == [pd.Timestamp("2024-03-31T00:59:00Z"), pd.Timestamp("2024-03-31T01:01:00Z")]
+    assert any("skipped 1 of" in w and "line 5: a time not placed in Europe/Berlin" in w for w in b.warnings), \
+        b.warnings
+
+
+def test_damaged_dstat_csv_and_sysstat_json_are_counted_not_crashes(tmp_path):
+    lines = (DATA / "dstat_072.csv").read_text().split("\n")
+    rows = sum(1 for ln in lines[7:] if ln.strip())
+    lines.insert(8, '"' + "1" * 200_000)  # a field past the csv module's limit
+    dstat = tmp_path / "dstat.csv"
+    dstat.write_text("\n".join(lines))
+    b = read_file(dstat)
+    assert len(b.host) == rows
+    assert any("skipped 1 of" in w and "line 9: unreadable CSV" in w for w in b.warnings), b.warnings
+    doc = json.loads((DATA / "mpstat_T.json").read_text())
+    stats = doc["sysstat"]["hosts"][0]["statistics"]
+    stats[0]["cpu-load"][0]["idle"] = 10**400  # an integer past a float's range: no value
+    stats.append({"timestamp": "10:00:00", "cpu-load": 5})  # not a list: no rows
+    mp = tmp_path / "mpstat.json"
+    mp.write_text(json.dumps(doc))
+    h = read_file(mp).host
+    assert len(h) == len(stats) - 1 and np.isfinite(h["cpu_pct"].dropna()).all()
