@@ -23,6 +23,7 @@ carry no clock).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from playbook.model import schema
@@ -86,9 +87,10 @@ def _read_line(header: list[tuple[int, str]], row: list[tuple[int, str]], rec: d
     for (_ro, rtext), heads in zip(row, _headings(header), strict=False):
         if not heads:
             continue
+        starts, ends = [h[0] for h in heads], [h[1] for h in heads]
         for m in _VALUE.finditer(rtext):
             a, b = m.start(), m.end()
-            name = max(heads, key=lambda h: (min(b, h[1]) - max(a, h[0]), -abs(a - h[0])))[2]
+            name = _overlapping(heads, starts, ends, a, b)[2]
             value = m.group()
             if "/" in value and value.upper() != "N/A":
                 used, _sep, total = value.partition("/")
@@ -99,6 +101,17 @@ def _read_line(header: list[tuple[int, str]], row: list[tuple[int, str]], rec: d
                     rec[name], rec[_total(name)] = used.strip(), total.strip()
             else:
                 rec[name] = value
+
+
+def _overlapping(heads: list[tuple[int, int, str]], starts: list[int], ends: list[int], a: int, b: int
+                 ) -> tuple[int, int, str]:
+    """The heading the text at columns [a, b) overlaps most (ties: the one starting nearest a); with none
+    overlapping, the nearest. Headings are disjoint and in order, so only those overlapping and the one on each
+    side are candidates (bisect: linear in the line, however many headings it has)."""
+    first = bisect_right(ends, a)  # the first heading ending past a
+    stop = bisect_left(starts, b)  # the first heading starting at or past b
+    candidates = heads[max(0, first - 1):stop + 1]
+    return max(candidates, key=lambda h: (min(b, h[1]) - max(a, h[0]), -abs(a - h[0])))
 
 
 def _records(stream, skips: schema.SkipCounter):
