@@ -120,10 +120,11 @@ def _cpu(cpu: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rates(series: pd.DataFrame) -> pd.DataFrame:
-    """read/write/net MiB/s per (host, time): each device's rise over its interval, summed over devices."""
+    """read/write/net MiB/s per (host, time): each device's rise over its interval, summed over devices (NaN
+    where every device's counter fell: a restart is no rate, not 0 MiB/s)."""
     if series.empty:
         return pd.DataFrame()
     d = _deltas(series, ["host", "metric", "entity"])
     d = d[counted_devices(d["entity"], d["metric"].str.startswith("net"))]
     d = d.assign(rate=d["rise"] / d["seconds"] / MIB)
-    return d.pivot_table(index=["host", "time"], columns="metric", values="rate", aggfunc="sum")
+    return d.groupby(["host", "time", "metric"])["rate"].sum(min_count=1).unstack("metric")

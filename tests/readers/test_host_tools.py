@@ -330,3 +330,20 @@ def test_damaged_dstat_csv_and_sysstat_json_are_counted_not_crashes(tmp_path):
     mp.write_text(json.dumps(doc))
     h = read_file(mp).host
     assert len(h) == len(stats) - 1 and np.isfinite(h["cpu_pct"].dropna()).all()
+
+
+def test_node_exporter_counter_reset_is_no_rate(tmp_path):
+    # LABELLED SYNTHETIC series (node_exporter's names): the host restarts between the 2nd and 3rd scrape, so
+    # both counters fall; that interval has no rate (it read 0 MiB/s of disk reads)
+    t0 = 1_700_000_000_000
+    disk = [0, 10 * 2**20, 2**20, 11 * 2**20]
+    idle, user = [100, 105, 1, 6], [100, 105, 1, 8]
+    lines = [f'node_disk_read_bytes_total{{device="sda",instance="n1:9100"}} {v} {t0 + i * 10_000}'
+             for i, v in enumerate(disk)]
+    lines += [f'node_cpu_seconds_total{{cpu="0",mode="{mode}",instance="n1:9100"}} {v} {t0 + i * 10_000}'
+              for mode, values in (("idle", idle), ("user", user)) for i, v in enumerate(values)]
+    path = tmp_path / "scrapes.prom"
+    path.write_text("\n".join(lines) + "\n")
+    h = read_file(path).host
+    assert h["read_mib_s"].iloc[[0, 2]].to_list() == pytest.approx([1.0, 1.0]) and np.isnan(h["read_mib_s"].iloc[1])
+    assert np.isnan(h["cpu_pct"].iloc[1]) and h["cpu_pct"].iloc[2] == pytest.approx(100 * 7 / 12)
