@@ -12,22 +12,27 @@ MIB = 2.0**20
 _UNIT = {"kb": 1024 / MIB, "mb": 1.0, "gb": 1024.0, "sec": 512 / MIB, "blk": 512 / MIB, "b": 1 / MIB}
 _DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
 _NET = re.compile(r"^(?P<d>rx|tx)(?P<u>kb|mb|gb)/s$")
-_PLAIN = {"%idle": ("idle", 1.0), "id": ("idle", 1.0), "idl": ("idle", 1.0),
-          "%iowait": ("iowait", 1.0), "wa": ("iowait", 1.0), "wai": ("iowait", 1.0),
-          "bi": ("read_mib_s", 1024 / MIB), "bo": ("write_mib_s", 1024 / MIB)}  # vmstat: KiB/s
-_DSTAT = {"read": ("read_mib_s", 1 / MIB), "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB),
-          "send": ("net_tx_mib_s", 1 / MIB)}  # dstat CSV: bytes/s
+_SYSSTAT = {"%idle": ("idle", 1.0), "%iowait": ("iowait", 1.0)}
+# Two- to four-letter names mean these only under their tool's own header (an `id` column of a step table is no
+# idle share): vmstat's `id` / `wa` (%) and `bi` / `bo` (KiB/s), dstat's `idl` / `wai` (%) and byte rates
+TOOL_COLUMNS = {
+    "vmstat": {"id": ("idle", 1.0), "wa": ("iowait", 1.0), "bi": ("read_mib_s", 1024 / MIB),
+               "bo": ("write_mib_s", 1024 / MIB)},
+    "dstat": {"idl": ("idle", 1.0), "wai": ("iowait", 1.0), "read": ("read_mib_s", 1 / MIB),
+              "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB), "send": ("net_tx_mib_s", 1 / MIB)},
+}
 ENTITY = {"cpu": "cpu", "device": "disk", "device:": "disk", "dev": "disk", "iface": "net", "node": "node"}
 
 
-def column_meaning(name: str, dstat: bool = False) -> tuple[str, float] | None:
+def column_meaning(name: str, tool: str = "") -> tuple[str, float] | None:
     """(quantity, factor to the schema unit) of a tool's column name: idle / iowait shares in %, disk and network
-    rates in MiB/s; None for columns this reader does not use."""
+    rates in MiB/s; None for columns this reader does not use. `tool` ("vmstat", "dstat": a key of TOOL_COLUMNS)
+    when the header is that tool's, for its short names."""
     n = name.strip().lower()
-    if n in _PLAIN:
-        return _PLAIN[n]
-    if dstat and n in _DSTAT:
-        return _DSTAT[n]
+    if n in _SYSSTAT:
+        return _SYSSTAT[n]
+    if n in TOOL_COLUMNS.get(tool, {}):
+        return TOOL_COLUMNS[tool][n]
     if m := _DISK.match(n):
         direction, unit = (m["d1"], m["u1"]) if m["d1"] else (m["d2"][0], m["u2"])
         return ("read_mib_s" if direction == "r" else "write_mib_s"), _UNIT[unit]

@@ -7,7 +7,8 @@ Meaning comes from the column names and their units, not from which tool printed
 100 - idle (`%idle`, vmstat `id`, dstat `idl`) - iowait (`%iowait` / `wa` / `wai`: CPUs idle with I/O outstanding,
 kept in iowait_pct), the probe's (psutil's) definition, so an input blocked on storage is not read as CPU work; disk
 and network rates their unit from the name (`rkB/s` KiB/s, `rMB/s` MiB/s, `rsec/s` and `Blk_read/s` 512-byte
-sectors, vmstat `bi` / `bo` KiB/s, dstat's `read` / `writ` / `recv` / `send` bytes/s). Rows per device are summed
+sectors, vmstat `bi` / `bo` KiB/s, dstat's `read` / `writ` / `recv` / `send` bytes/s; such short names only under
+their tool's header: vmstat's starts `r b`, so a step table's `id` column is no idle share). Rows per device are summed
 per host (loopback and devices stacked on listed disks — partitions, dm-*, md* — left out so no byte counts
 twice); rows per CPU give the busiest core (cpu_max_core_pct) and, without an `all` row, the mean (cpu_pct).
 Times: a leading time of day (sysstat; `AM`/`PM` read) on the banner's date (`Linux ... (host) 04/18/19 ...`,
@@ -218,6 +219,7 @@ class _TextTables(Samples):
         super().__init__(src, host)
         self.tz = tz
         self.columns: list[str] | None = None  # the current header's column names (time tokens removed)
+        self.tool = ""  # "vmstat" under vmstat's header (its procs columns `r b` first): its short names read
         self.useful = False  # whether the current header holds a column this reader reads
         self.date: str | None = None  # the banner's date
         self.stamp: int | None = None  # iostat -t: the last time-stamp line's time (None: it could not be placed)
@@ -262,7 +264,8 @@ class _TextTables(Samples):
         if tokens and tokens[0].endswith(":") and tokens[0].lower() not in ENTITY:  # avg-cpu:
             tokens = tokens[1:]
         self.columns = tokens
-        self.useful = any(column_meaning(t) for t in tokens)
+        self.tool = "vmstat" if [t.lower() for t in tokens[:2]] == ["r", "b"] else ""
+        self.useful = any(column_meaning(t, self.tool) for t in tokens)
         if self.useful:
             self.header_lines += 1
             self.understood += 1
@@ -288,7 +291,7 @@ class _TextTables(Samples):
             if low in ENTITY:
                 kind, entity = ENTITY[low], cell
                 continue
-            meaning = column_meaning(name)
+            meaning = column_meaning(name, self.tool)
             if meaning is None:
                 continue
             quantity, factor = meaning
@@ -560,7 +563,7 @@ def _dstat_roles(groups: list[str], names: list[str]) -> list[tuple[str, str, st
     totals = {g.split("/")[0] for g in groups if g.endswith("/total") or g == "total cpu usage"}
     out = []
     for group, name in zip(groups, names, strict=False):
-        meaning = column_meaning(name, dstat=True)
+        meaning = column_meaning(name, "dstat")
         if group == "epoch" or name == "epoch":
             out.append(("epoch", "", "", 1.0))
         elif name == "time":

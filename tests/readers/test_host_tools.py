@@ -347,3 +347,20 @@ def test_node_exporter_counter_reset_is_no_rate(tmp_path):
     h = read_file(path).host
     assert h["read_mib_s"].iloc[[0, 2]].to_list() == pytest.approx([1.0, 1.0]) and np.isnan(h["read_mib_s"].iloc[1])
     assert np.isnan(h["cpu_pct"].iloc[1]) and h["cpu_pct"].iloc[2] == pytest.approx(100 * 7 / 12)
+
+
+def test_short_tool_names_mean_nothing_outside_their_tools_header(tmp_path):
+    # a whitespace table with an `id` (or `bi` / `bo`) column is no vmstat: it read as a host 98.5% busy
+    for name, text in (("steps.txt", "id   step   loss    time\n0    1      2.31    0.52\n1    2      2.20    0.50\n"
+                                     "2    3      2.11    0.51\n3    4      2.05    0.49\n"),
+                       ("gpus.txt", "rank  id  util  mem\n0  0  95  1000\n1  1  94  1000\n"),
+                       ("io.txt", "r  w  bi  bo\n1 2 3 4\n5 6 7 8\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        assert detect.matches(path.read_text()).count("host_tools") == 0, name
+    vmstat = tmp_path / "vmstat.txt"  # vmstat's own header still reads them
+    vmstat.write_text("procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----\n"
+                      " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\n"
+                      " 1  0      0 100000   1000  50000    0    0  2048     0  100  200 20  5 70  5  0\n")
+    h = read_file(vmstat).host
+    assert h["cpu_pct"].to_list() == [25.0] and h["read_mib_s"].to_list() == [2.0]
