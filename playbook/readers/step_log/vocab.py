@@ -59,7 +59,7 @@ TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*
                    r"\s+(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
                    r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
-EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b", re.IGNORECASE)  # past 9 digits: damage
 # a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
 # (`[epoch]` alone: the epoch's summary, no step)
 STEP_LIST = re.compile(r"[\"']step[\"']\s*:\s*\[\s*(?P<e>\d{1,9})\s*(?:,\s*(?P<i>\d{1,18})\s*)?"
