@@ -118,7 +118,7 @@ def _records(stream, skips: schema.SkipCounter):
     """(line number, record) per device of every device table, in order."""
     block: list[tuple[int, list[tuple[int, str]]]] = []  # content lines since the last rule
     header: list[list[tuple[int, str]]] | None = None
-    vertical = _Vertical()
+    vertical = _Vertical(skips)
     for no, raw in enumerate(stream, start=1):
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         cells = _cells(line)
@@ -155,6 +155,7 @@ def _records(stream, skips: schema.SkipCounter):
     yield from vertical.flush()
 
 
+MAX_READINGS = 512  # keys one xpu-smi device may hold (it prints ~40): more is a damaged file
 MAX_SECTION_LINES = 256  # lines between two rules without a table header: no header block, no xpu-smi section
 FLUSH_LINES = 4096  # a table's rows are given out in pieces of about this many lines (bounded memory)
 
@@ -166,12 +167,14 @@ class _Vertical:
     """xpu-smi stats: a box of `| key | value |` lines per device, opened by `| Device ID | N |` and split by rules
     into sections. A value "Tile 0: 143; Tile 1: 97" is one reading per tile: each tile is a device of its own,
     numbered device * tiles + tile (the order Intel's flat device hierarchy lists them in); a value for the whole
-    device goes to each of its tiles; a value over several lines (the engines of an engine group) is none."""
+    device goes to each of its tiles; a value over several lines (the engines of an engine group) is none. A device
+    keeps at most MAX_READINGS keys (xpu-smi prints ~40); more are counted, not kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, skips: schema.SkipCounter) -> None:
         self.device: int | None = None
         self.no = 0
         self.values: dict[str, str] = {}
+        self.skips = skips
 
     def take(self, block: list[tuple[int, list[tuple[int, str]]]]):
         """Read one section; a `Device ID` section starts a new device (and gives out the previous one)."""
@@ -185,9 +188,13 @@ class _Vertical:
         if self.device is None:
             return
         last = None
-        for _no, ((_o, k), (_p, v)) in block:
+        for no, ((_o, k), (_p, v)) in block:
             if k.strip():
                 last = k.strip()
+                if last not in self.values and len(self.values) >= MAX_READINGS:
+                    self.skips.skip(no, f"more than {MAX_READINGS} readings for device {self.device}")
+                    last = None
+                    continue
                 self.values[last] = v.strip()
             elif last is not None and v.strip():
                 self.values[last] = ""  # continued on more lines: no single reading

@@ -226,6 +226,21 @@ def test_damaged_outputs_are_bounded_and_counted(tmp_path):
     assert any("box lines without a table header" in w for w in bundle.warnings), bundle.warnings
 
 
+def test_xpu_smi_device_keeps_at_most_512_readings(tmp_path):
+    """xpu-smi stats: sections of ever-new keys under one device (a damaged or endless box) keep the first 512 keys
+    and count the rest, like rocm-smi's GPU[N] lines."""
+    rule = "+" + "-" * 29 + "+" + "-" * 30 + "+\n"
+    sections = "".join("".join(f"| Key {s}.{i:<20d} | {i % 90:<28d} |\n" for i in range(200)) + rule
+                       for s in range(4))
+    path = tmp_path / "xpu.txt"
+    path.write_text(rule + "| Device ID                   | 0                            |\n" + rule +
+                    "| GPU Utilization (%)         | 55                           |\n" + rule + sections)
+    bundle = read_paths([path])
+    assert bundle.telemetry["util_pct"].tolist() == [55.0]
+    assert any("skipped 289 of" in w and "more than 512 readings for device 0" in w for w in bundle.warnings), \
+        bundle.warnings
+
+
 @pytest.mark.timeout(120)
 def test_wide_tables_are_bounded_work_and_misplaced_rows_counted(tmp_path):
     """A header of 20,000 headings (each value used to be matched against every heading, and each word of
