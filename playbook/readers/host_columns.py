@@ -5,6 +5,7 @@ by readers/host_tools.py, readers/sysstat_json.py and readers/node_exporter.py."
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import pandas as pd
 
@@ -41,6 +42,7 @@ def column_meaning(name: str, tool: str = "") -> tuple[str, float] | None:
     return None
 
 
+@lru_cache(maxsize=256)  # asked once per row with the banner's date: pandas' parse costs ~50 µs
 def parse_date(text: str) -> pd.Timestamp | None:
     """sysstat's dates: ISO `2019-04-18`, or the C locale's `%x` (`04/18/19`, `04/18/2019`); dd.mm.yyyy too."""
     for fmt in ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y", "%d.%m.%Y", "%d.%m.%y", "%Y/%m/%d"):
