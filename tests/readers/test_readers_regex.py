@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from playbook.analysis import nsys_profiles
+from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
     box_table,
@@ -52,7 +54,7 @@ from playbook.readers.step_log import vocab as step_vocab
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
-           event_lexicon, line_prefix, step_epochs)
+           event_lexicon, line_prefix, step_epochs, nsys_profiles, from_events)  # the last two read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
