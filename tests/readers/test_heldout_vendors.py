@@ -93,6 +93,9 @@ def test_activity_counters_and_memory_activity_are_not_utilization():
     counter = headers.meaning("GFX Activity")
     assert counter.role == "util_pct" and headers.settle(counter, [324450778.0]).role is None
     assert headers.settle(counter, [42.0]).role == "util_pct"
+    assert headers.settle(headers.meaning("Memory Activity"), [87110708.0]).role is None
+    # a bare "memory" past 100 is still MiB used (W&B), not a counter like an activity's
+    assert headers.settle(headers.meaning("memory"), [5000.0]).role == "mem_used_mib"
 
 
 def test_host_memory_and_runtime_index_are_no_device_readings():
