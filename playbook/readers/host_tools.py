@@ -155,6 +155,10 @@ class Samples:
                               "entity": [r[4] for r in self.rows]})
         values = pd.DataFrame([r[5] for r in self.rows])
         frame = pd.concat([frame, values.reindex(columns=["idle", "iowait", *_RATES])], axis=1)
+        damaged = _drop_out_of_range(frame)
+        if damaged:
+            warnings.append(f"{self.src}: {damaged} values out of range (a share outside 0-100 %, a rate below 0 or "
+                            "past 1 TiB/s per device) read as missing")
         warning = self.skips.warning(rows_read=len(self.rows))
         if warning:
             warnings.append(warning)
@@ -162,7 +166,20 @@ class Samples:
 
 
 _RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")
+_MAX_RATE_MIB_S = 2.0**20  # MiB/s per device (1 TiB/s, past any disk or NIC): a larger cell is damage
 _AGGREGATE_CPU = {"all", "-1", "total"}
+
+
+def _drop_out_of_range(frame: pd.DataFrame) -> int:
+    """Shares outside 0-100 % and rates below 0 or past _MAX_RATE_MIB_S set to NaN in place (a damaged cell: 1e308
+    averaged or summed is infinite); how many there were."""
+    n = 0
+    for cols, hi in ((("idle", "iowait"), 100.0), (_RATES, _MAX_RATE_MIB_S)):
+        for col in cols:
+            bad = frame[col].notna() & ~frame[col].between(0.0, hi)
+            n += int(bad.sum())
+            frame.loc[bad, col] = np.nan
+    return n
 
 
 def _aggregate(frame: pd.DataFrame, src: str) -> pd.DataFrame:

@@ -364,3 +364,17 @@ def test_short_tool_names_mean_nothing_outside_their_tools_header(tmp_path):
                       " 1  0      0 100000   1000  50000    0    0  2048     0  100  200 20  5 70  5  0\n")
     h = read_file(vmstat).host
     assert h["cpu_pct"].to_list() == [25.0] and h["read_mib_s"].to_list() == [2.0]
+
+
+def test_a_share_or_rate_out_of_range_is_counted_and_info_still_prints(tmp_path):
+    # two %iowait cells of 1e308: their mean was infinite and `playbook info` failed formatting its means
+    from playbook.commands import info
+
+    sar = tmp_path / "sar.txt"
+    sar.write_text("Linux 5.4 (h) \t01/02/20 \t_x86_64_\t(2 CPU)\n\n10:00:00 CPU %user %iowait %idle\n"
+                   "10:00:01 all 1.0 1e308 90.0\n10:00:02 all 1.0 1e308 90.0\n10:00:03 all 1.0 5.0 80.0\n")
+    b = read_paths([str(sar)])
+    assert b.host["iowait_pct"].tolist()[2] == 5.0 and b.host["iowait_pct"].isna().sum() == 2
+    assert b.host["cpu_pct"].tolist() == [10.0, 10.0, 15.0]
+    assert any("2 values out of range" in w for w in b.warnings), b.warnings
+    assert "means: cpu_pct 11.667, iowait_pct 5" in info.render(info.summarize(b))
