@@ -32,7 +32,15 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import sysstat_json, textio
-from playbook.readers.host_columns import ENTITY, MIB, column_meaning, counted_devices, parse_date, utc_ns
+from playbook.readers.host_columns import (
+    ENTITY,
+    MAX_RATE_MIB_S,
+    MIB,
+    column_meaning,
+    counted_devices,
+    parse_date,
+    utc_ns,
+)
 
 FORMAT = "host tools (vmstat, iostat, mpstat, sar, sadf, top, dstat)"
 
@@ -166,15 +174,14 @@ class Samples:
 
 
 _RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")
-_MAX_RATE_MIB_S = 2.0**20  # MiB/s per device (1 TiB/s, past any disk or NIC): a larger cell is damage
 _AGGREGATE_CPU = {"all", "-1", "total"}
 
 
 def _drop_out_of_range(frame: pd.DataFrame) -> int:
-    """Shares outside 0-100 % and rates below 0 or past _MAX_RATE_MIB_S set to NaN in place (a damaged cell: 1e308
+    """Shares outside 0-100 % and rates below 0 or past MAX_RATE_MIB_S set to NaN in place (a damaged cell: 1e308
     averaged or summed is infinite); how many there were."""
     n = 0
-    for cols, hi in ((("idle", "iowait"), 100.0), (_RATES, _MAX_RATE_MIB_S)):
+    for cols, hi in ((("idle", "iowait"), 100.0), (_RATES, MAX_RATE_MIB_S)):
         for col in cols:
             bad = frame[col].notna() & ~frame[col].between(0.0, hi)
             n += int(bad.sum())

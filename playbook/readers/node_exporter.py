@@ -19,7 +19,7 @@ import pandas as pd
 
 from playbook.model import schema
 from playbook.readers import textio
-from playbook.readers.host_columns import MIB, counted_devices
+from playbook.readers.host_columns import MAX_RATE_MIB_S, MIB, counted_devices
 
 CPU = {"node_cpu_seconds_total", "node_cpu"}
 RATES = {"node_disk_read_bytes_total": "read_mib_s", "node_disk_bytes_read": "read_mib_s",
@@ -126,5 +126,6 @@ def _rates(series: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     d = _deltas(series, ["host", "metric", "entity"])
     d = d[counted_devices(d["entity"], d["metric"].str.startswith("net"))]
-    d = d.assign(rate=d["rise"] / d["seconds"] / MIB)
+    rate = d["rise"] / d["seconds"] / MIB
+    d = d.assign(rate=rate.where(rate <= MAX_RATE_MIB_S))  # a damaged counter's leap is no rate
     return d.groupby(["host", "time", "metric"])["rate"].sum(min_count=1).unstack("metric")
