@@ -100,3 +100,10 @@ def test_step_table_time_past_a_float_is_no_time(tmp_path):
                  '"time": 1700000000.5}\n' % ("9" * 400))
     s = read_file(p).steps
     assert s["step"].tolist() == [19, 39] and s["time"].isna().tolist() == [True, False]
+
+
+def test_a_hex_cell_past_a_float_is_no_number():
+    from playbook.readers import textio
+
+    assert textio.parse_number("0x" + "f" * 300) is None  # was OverflowError (an nvidia-smi -q CSV's reader failed)
+    assert textio.parse_number("0x10") == (16.0, "")
