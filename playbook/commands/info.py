@@ -149,8 +149,8 @@ def summarize(bundle) -> dict[str, Any]:
     host = bundle.host
     info = {"rows": len(host)}
     if len(host):
-        means = {c: json_float(host[c].mean(), 3) for c in host.columns
-                 if c not in ("time", "host", "source") and host[c].notna().any()}
+        means = {c: m for c in host.columns
+                 if c not in ("time", "host", "source") and (m := json_float(host[c].mean(), 3)) is not None}
         info.update({"hosts": sorted(host["host"].astype(str).unique()), "means": means, **_span(host["time"])})
     tables["host"] = info
     trace = bundle.trace

@@ -6,12 +6,15 @@
 
 Formats are recognised from content, never from file names (see detect.READERS for the order): nvidia-smi
 --query-gpu CSV and polling loops (nvidia_smi), nvidia-smi dmon (dmon), dcgm-exporter / Prometheus / dcgmi dmon
-(dcgm; other Prometheus names by their words, e.g. Ray, OpenTelemetry NVML), generic telemetry CSV (generic_csv),
-long-layout CSV with a series-name column (long_csv: MLflow history, Grafana rows), InfluxDB line protocol (influx:
-Telegraf), gpustat and `nvidia-smi -q` plain text (gpustat_text, smi_query_text), step tables (steps), Kineto
-traces (kineto), any other text log
-(lines: step lines, NCCL lines, recompiles and events, line by line),
-and the playbook's own recordings (run directories, or a single table's .parquet file).
+(dcgm; other Prometheus names by their words, e.g. Ray, OpenTelemetry NVML; node_exporter's counters as host
+rates), generic telemetry CSV (generic_csv), long-layout CSV with a series-name column (long_csv: MLflow history,
+Grafana rows), InfluxDB line protocol (influx: Telegraf), gpustat and `nvidia-smi -q` plain text (gpustat_text,
+smi_query_text), rocm-smi / amd-smi text (amd_smi_text), box-drawn device tables of hl-smi, npu-smi, tpu-info and
+xpu-smi (box_table), Linux host tools into the host table (host_tools: vmstat, iostat, mpstat, sar, sadf, top,
+dstat, sysstat's JSON), JSON / XML documents (documents), step tables (steps), Kineto traces (kineto), nsys stats
+exports (nsys), NCCL flight-recorder dumps (flight_recorder), any other text log (lines: step lines, NCCL lines,
+recompiles and events, line by line), and the playbook's own recordings (run directories, or a single table's
+.parquet file).
 
 Inputs may be files or folders, mixed freely. A run directory (meta.json with the run marker) is read with
 playbook.readers.rundir.read_run; a folder holding only Kineto traces is one input for the Kineto reader (per-rank

@@ -22,6 +22,7 @@ as a host. "N/A (Secondary die)" is N/A.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from pathlib import Path
 
 from playbook.model import schema
@@ -177,6 +178,9 @@ def _records(stream, skips: schema.SkipCounter):
         if table is not None:
             if _ROW.match(line):
                 cells = _split(line, _cuts(table, line))
+                if not cells[0].isdecimal():  # the device cell runs into the next column: cells out of place
+                    skips.skip(no, f"a row not under the table's columns {line.strip()[:50]!r}")
+                    continue
                 for (_c, name), value in zip(table[1:], cells[1:], strict=True):
                     if headers.meaning(name).role != "host":  # rocm-smi's Node: a KFD node number
                         polls.put(int(cells[0]), name, value, no)
@@ -229,7 +233,7 @@ def _subheading(table: list[tuple[int, str]], line: str) -> list[tuple[int, str]
     starts = [c for c, _h in table]
     extra = ["" for _ in table]
     for m in _CELL.finditer(line):
-        col = max(i for i, c in enumerate(starts) if c <= m.start()) if m.start() >= starts[0] else 0
+        col = max(bisect_right(starts, m.start()) - 1, 0)  # the last column starting at or before the word
         extra[col] = f"{extra[col]} {m.group().strip('()')}".strip()
     return [(c, f"{h} {x}".strip() if i else h) for i, ((c, h), x) in enumerate(zip(table, extra, strict=True))]
 

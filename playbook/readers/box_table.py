@@ -23,6 +23,7 @@ carry no clock).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from pathlib import Path
 
 from playbook.model import schema
@@ -86,9 +87,10 @@ def _read_line(header: list[tuple[int, str]], row: list[tuple[int, str]], rec: d
     for (_ro, rtext), heads in zip(row, _headings(header), strict=False):
         if not heads:
             continue
+        starts, ends = [h[0] for h in heads], [h[1] for h in heads]
         for m in _VALUE.finditer(rtext):
             a, b = m.start(), m.end()
-            name = max(heads, key=lambda h: (min(b, h[1]) - max(a, h[0]), -abs(a - h[0])))[2]
+            name = _overlapping(heads, starts, ends, a, b)[2]
             value = m.group()
             if "/" in value and value.upper() != "N/A":
                 used, _sep, total = value.partition("/")
@@ -101,11 +103,22 @@ def _read_line(header: list[tuple[int, str]], row: list[tuple[int, str]], rec: d
                 rec[name] = value
 
 
+def _overlapping(heads: list[tuple[int, int, str]], starts: list[int], ends: list[int], a: int, b: int
+                 ) -> tuple[int, int, str]:
+    """The heading the text at columns [a, b) overlaps most (ties: the one starting nearest a); with none
+    overlapping, the nearest. Headings are disjoint and in order, so only those overlapping and the one on each
+    side are candidates (bisect: linear in the line, however many headings it has)."""
+    first = bisect_right(ends, a)  # the first heading ending past a
+    stop = bisect_left(starts, b)  # the first heading starting at or past b
+    candidates = heads[max(0, first - 1):stop + 1]
+    return max(candidates, key=lambda h: (min(b, h[1]) - max(a, h[0]), -abs(a - h[0])))
+
+
 def _records(stream, skips: schema.SkipCounter):
     """(line number, record) per device of every device table, in order."""
     block: list[tuple[int, list[tuple[int, str]]]] = []  # content lines since the last rule
     header: list[list[tuple[int, str]]] | None = None
-    vertical = _Vertical()
+    vertical = _Vertical(skips)
     for no, raw in enumerate(stream, start=1):
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         cells = _cells(line)
@@ -142,6 +155,7 @@ def _records(stream, skips: schema.SkipCounter):
     yield from vertical.flush()
 
 
+MAX_READINGS = 512  # keys one xpu-smi device may hold (it prints ~40): more is a damaged file
 MAX_SECTION_LINES = 256  # lines between two rules without a table header: no header block, no xpu-smi section
 FLUSH_LINES = 4096  # a table's rows are given out in pieces of about this many lines (bounded memory)
 
@@ -153,12 +167,14 @@ class _Vertical:
     """xpu-smi stats: a box of `| key | value |` lines per device, opened by `| Device ID | N |` and split by rules
     into sections. A value "Tile 0: 143; Tile 1: 97" is one reading per tile: each tile is a device of its own,
     numbered device * tiles + tile (the order Intel's flat device hierarchy lists them in); a value for the whole
-    device goes to each of its tiles; a value over several lines (the engines of an engine group) is none."""
+    device goes to each of its tiles; a value over several lines (the engines of an engine group) is none. A device
+    keeps at most MAX_READINGS keys (xpu-smi prints ~40); more are counted, not kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, skips: schema.SkipCounter) -> None:
         self.device: int | None = None
         self.no = 0
         self.values: dict[str, str] = {}
+        self.skips = skips
 
     def take(self, block: list[tuple[int, list[tuple[int, str]]]]):
         """Read one section; a `Device ID` section starts a new device (and gives out the previous one)."""
@@ -172,9 +188,13 @@ class _Vertical:
         if self.device is None:
             return
         last = None
-        for _no, ((_o, k), (_p, v)) in block:
+        for no, ((_o, k), (_p, v)) in block:
             if k.strip():
                 last = k.strip()
+                if last not in self.values and len(self.values) >= MAX_READINGS:
+                    self.skips.skip(no, f"more than {MAX_READINGS} readings for device {self.device}")
+                    last = None
+                    continue
                 self.values[last] = v.strip()
             elif last is not None and v.strip():
                 self.values[last] = ""  # continued on more lines: no single reading

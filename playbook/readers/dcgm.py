@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -476,17 +477,9 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
                 else:
                     other.add(name)
                 continue
-            points = res.get("values") if "values" in res else [res.get("value")]
             series += 1
-            for point in points or []:
-                try:
-                    ts, value = float(point[0]), _prom_float(str(point[1]))
-                except (TypeError, ValueError, IndexError, OverflowError):
-                    value, ts = None, 0.0
-                if value is None or not abs(ts) < textio.MAX_EPOCH_S:
-                    skips.skip(None, f"bad point in {name}")
-                    continue
-                samples.add(int(round(ts * 1e9)), ident[0], ident[1], name, value)
+            for t_ns, value in _points(res, name, skips):
+                samples.add(t_ns, ident[0], ident[1], name, value)
     if not samples.time:
         if len(hosts):
             return _host_only(hosts, None, skips)
@@ -505,6 +498,13 @@ def _host_points(hosts: node_exporter.HostSeries, default_host: str, name: str, 
                  skips: schema.SkipCounter) -> None:
     """A node_exporter series of a query_range (or instant) answer, set aside for the host table."""
     host = host_of(labels, default_host)
+    for t_ns, value in _points(res, name, skips):
+        hosts.add(t_ns, host, name, labels, value)
+
+
+def _points(res: dict, name: str, skips: schema.SkipCounter) -> Iterator[tuple[int, float]]:
+    """(ns UTC, value) of a query_range result's `values` (an instant query's `value`); a damaged point (no pair,
+    no number, a time past int64 nanoseconds) is a counted skip."""
     for point in (res.get("values") if "values" in res else [res.get("value")]) or []:
         try:
             ts, value = float(point[0]), _prom_float(str(point[1]))
@@ -513,7 +513,7 @@ def _host_points(hosts: node_exporter.HostSeries, default_host: str, name: str, 
         if value is None or not abs(ts) < textio.MAX_EPOCH_S:
             skips.skip(None, f"bad point in {name}")
             continue
-        hosts.add(int(round(ts * 1e9)), host, name, labels, value)
+        yield int(round(ts * 1e9)), value
 
 
 def _read_dcgmi(path: Path, text: str, interval_s: float | None) -> schema.Bundle:

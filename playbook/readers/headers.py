@@ -55,6 +55,7 @@ UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "a
 # (%)"): the share of time the graphics engine / memory controller was busy. A bare "GFX Activity" in rocm-smi --json is
 # an accumulated counter: its values (past 100) undo the role (see `settle`).
 ACTIVITY = {"activity"}
+ACTIVITY_RANK = 3  # an activity's rank: after every utilization, and how `settle` knows an activity from a bare memory
 MEM = {"mem", "memory", "fb", "vram", "gram", "framebuffer", "mcutl", "fbusd", "fbttl", "mclk", "mmclk", "hbm", "umc"}
 POWER = {"power", "pwr", "watts", "draw", "powerdraw", "pmlmt"}
 LIMIT = {"limit", "cap", "enforced", "pmlmt"}
@@ -338,7 +339,7 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
     if ws & ACTIVITY and unit in ("%", None) and not ws & (POWER | TEMP):
         # a vendor's "activity" percentage: GFX (graphics / compute engine) or UMC / memory (memory controller);
         # ranked after an explicit utilization of the same file
-        return ("mem_util_pct" if ws & MEM else "util_pct"), 0, 2
+        return ("mem_util_pct" if ws & MEM else "util_pct"), 0, ACTIVITY_RANK
     if ws & MEM and "bandwidth" in ws and unit == "%":
         # xpu-smi's "GPU Memory Bandwidth (%)" is the memory's activity; beside it, its "GPU Memory Util (%)" is the
         # used share of the size (xpumanager exports them as memory_bandwidth_ratio and memory_ratio): ranked first
@@ -381,7 +382,7 @@ def settle(m: Meaning, values) -> Meaning:
     "activity" without a % unit holding more than 100 is a counter (rocm-smi --json "GFX Activity"), no reading."""
     import numpy as np
 
-    if m.role in ("util_pct", "mem_util_pct") and m.rank == 2 and m.unit is None:
+    if m.role in ("util_pct", "mem_util_pct") and m.rank == ACTIVITY_RANK and m.unit is None:
         v = np.asarray(values, dtype=np.float64)
         v = v[np.isfinite(v)]
         if len(v) and float(np.max(v)) > 100.5:

@@ -1,33 +1,40 @@
 """What a host tool's column holds, from its name and unit (vmstat, iostat, mpstat, sar, sadf, dstat, sysstat's
-JSON), which devices count towards the host's bytes, and the dates sysstat prints: shared by readers/host_tools.py,
-readers/sysstat_json.py and readers/node_exporter.py."""
+JSON), which devices count towards the host's bytes, the dates sysstat prints and local times placed in UTC: shared
+by readers/host_tools.py, readers/sysstat_json.py and readers/node_exporter.py."""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import pandas as pd
 
 MIB = 2.0**20
+MAX_RATE_MIB_S = 2.0**20  # MiB/s per device (1 TiB/s, past any disk or NIC): a larger rate is a damaged value
 _UNIT = {"kb": 1024 / MIB, "mb": 1.0, "gb": 1024.0, "sec": 512 / MIB, "blk": 512 / MIB, "b": 1 / MIB}
 _DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
 _NET = re.compile(r"^(?P<d>rx|tx)(?P<u>kb|mb|gb)/s$")
-_PLAIN = {"%idle": ("idle", 1.0), "id": ("idle", 1.0), "idl": ("idle", 1.0),
-          "%iowait": ("iowait", 1.0), "wa": ("iowait", 1.0), "wai": ("iowait", 1.0),
-          "bi": ("read_mib_s", 1024 / MIB), "bo": ("write_mib_s", 1024 / MIB)}  # vmstat: KiB/s
-_DSTAT = {"read": ("read_mib_s", 1 / MIB), "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB),
-          "send": ("net_tx_mib_s", 1 / MIB)}  # dstat CSV: bytes/s
+_SYSSTAT = {"%idle": ("idle", 1.0), "%iowait": ("iowait", 1.0)}
+# Two- to four-letter names mean these only under their tool's own header (an `id` column of a step table is no
+# idle share): vmstat's `id` / `wa` (%) and `bi` / `bo` (KiB/s), dstat's `idl` / `wai` (%) and byte rates
+TOOL_COLUMNS = {
+    "vmstat": {"id": ("idle", 1.0), "wa": ("iowait", 1.0), "bi": ("read_mib_s", 1024 / MIB),
+               "bo": ("write_mib_s", 1024 / MIB)},
+    "dstat": {"idl": ("idle", 1.0), "wai": ("iowait", 1.0), "read": ("read_mib_s", 1 / MIB),
+              "writ": ("write_mib_s", 1 / MIB), "recv": ("net_rx_mib_s", 1 / MIB), "send": ("net_tx_mib_s", 1 / MIB)},
+}
 ENTITY = {"cpu": "cpu", "device": "disk", "device:": "disk", "dev": "disk", "iface": "net", "node": "node"}
 
 
-def column_meaning(name: str, dstat: bool = False) -> tuple[str, float] | None:
+def column_meaning(name: str, tool: str = "") -> tuple[str, float] | None:
     """(quantity, factor to the schema unit) of a tool's column name: idle / iowait shares in %, disk and network
-    rates in MiB/s; None for columns this reader does not use."""
+    rates in MiB/s; None for columns this reader does not use. `tool` ("vmstat", "dstat": a key of TOOL_COLUMNS)
+    when the header is that tool's, for its short names."""
     n = name.strip().lower()
-    if n in _PLAIN:
-        return _PLAIN[n]
-    if dstat and n in _DSTAT:
-        return _DSTAT[n]
+    if n in _SYSSTAT:
+        return _SYSSTAT[n]
+    if n in TOOL_COLUMNS.get(tool, {}):
+        return TOOL_COLUMNS[tool][n]
     if m := _DISK.match(n):
         direction, unit = (m["d1"], m["u1"]) if m["d1"] else (m["d2"][0], m["u2"])
         return ("read_mib_s" if direction == "r" else "write_mib_s"), _UNIT[unit]
@@ -36,6 +43,7 @@ def column_meaning(name: str, dstat: bool = False) -> tuple[str, float] | None:
     return None
 
 
+@lru_cache(maxsize=256)  # asked once per row with the banner's date: pandas' parse costs ~50 µs
 def parse_date(text: str) -> pd.Timestamp | None:
     """sysstat's dates: ISO `2019-04-18`, or the C locale's `%x` (`04/18/19`, `04/18/2019`); dd.mm.yyyy too."""
     for fmt in ("%Y-%m-%d", "%m/%d/%y", "%m/%d/%Y", "%d.%m.%Y", "%d.%m.%y", "%Y/%m/%d"):
@@ -44,6 +52,18 @@ def parse_date(text: str) -> pd.Timestamp | None:
         except (ValueError, OverflowError):
             continue
     return None
+
+
+def utc_ns(t: pd.Timestamp, tz: str) -> int | None:
+    """ns UTC of a time read from a tool: as it is when it carries its zone, else as local time in `tz`; None for
+    NaT and for a local time `tz` skips or holds twice (a daylight-saving change), as the table readers do."""
+    if pd.isna(t):
+        return None
+    if t.tzinfo is None:
+        t = t.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+        if pd.isna(t):
+            return None
+    return t.tz_convert("UTC").value
 
 
 _PARTITION = re.compile(r"^(?P<disk>(?:nvme\d+n\d+|mmcblk\d+))p\d+$|^(?P<sd>[shv]d[a-z]+|xvd[a-z]+)\d+$")

@@ -7,7 +7,8 @@ Meaning comes from the column names and their units, not from which tool printed
 100 - idle (`%idle`, vmstat `id`, dstat `idl`) - iowait (`%iowait` / `wa` / `wai`: CPUs idle with I/O outstanding,
 kept in iowait_pct), the probe's (psutil's) definition, so an input blocked on storage is not read as CPU work; disk
 and network rates their unit from the name (`rkB/s` KiB/s, `rMB/s` MiB/s, `rsec/s` and `Blk_read/s` 512-byte
-sectors, vmstat `bi` / `bo` KiB/s, dstat's `read` / `writ` / `recv` / `send` bytes/s). Rows per device are summed
+sectors, vmstat `bi` / `bo` KiB/s, dstat's `read` / `writ` / `recv` / `send` bytes/s; such short names only under
+their tool's header: vmstat's starts `r b`, so a step table's `id` column is no idle share). Rows per device are summed
 per host (loopback and devices stacked on listed disks — partitions, dm-*, md* — left out so no byte counts
 twice); rows per CPU give the busiest core (cpu_max_core_pct) and, without an `all` row, the mean (cpu_pct).
 Times: a leading time of day (sysstat; `AM`/`PM` read) on the banner's date (`Linux ... (host) 04/18/19 ...`,
@@ -22,7 +23,6 @@ vmstat, iostat (without -y) and dstat covers the time since boot; it is kept as 
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
@@ -32,7 +32,15 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import sysstat_json, textio
-from playbook.readers.host_columns import ENTITY, MIB, column_meaning, counted_devices, parse_date
+from playbook.readers.host_columns import (
+    ENTITY,
+    MAX_RATE_MIB_S,
+    MIB,
+    column_meaning,
+    counted_devices,
+    parse_date,
+    utc_ns,
+)
 
 FORMAT = "host tools (vmstat, iostat, mpstat, sar, sadf, top, dstat)"
 
@@ -155,6 +163,10 @@ class Samples:
                               "entity": [r[4] for r in self.rows]})
         values = pd.DataFrame([r[5] for r in self.rows])
         frame = pd.concat([frame, values.reindex(columns=["idle", "iowait", *_RATES])], axis=1)
+        damaged = _drop_out_of_range(frame)
+        if damaged:
+            warnings.append(f"{self.src}: {damaged} values out of range (a share outside 0-100 %, a rate below 0 or "
+                            "past 1 TiB/s per device) read as missing")
         warning = self.skips.warning(rows_read=len(self.rows))
         if warning:
             warnings.append(warning)
@@ -163,6 +175,18 @@ class Samples:
 
 _RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")
 _AGGREGATE_CPU = {"all", "-1", "total"}
+
+
+def _drop_out_of_range(frame: pd.DataFrame) -> int:
+    """Shares outside 0-100 % and rates below 0 or past MAX_RATE_MIB_S set to NaN in place (a damaged cell: 1e308
+    averaged or summed is infinite); how many there were."""
+    n = 0
+    for cols, hi in ((("idle", "iowait"), 100.0), (_RATES, MAX_RATE_MIB_S)):
+        for col in cols:
+            bad = frame[col].notna() & ~frame[col].between(0.0, hi)
+            n += int(bad.sum())
+            frame.loc[bad, col] = np.nan
+    return n
 
 
 def _aggregate(frame: pd.DataFrame, src: str) -> pd.DataFrame:
@@ -219,9 +243,11 @@ class _TextTables(Samples):
         super().__init__(src, host)
         self.tz = tz
         self.columns: list[str] | None = None  # the current header's column names (time tokens removed)
+        self.tool = ""  # "vmstat" under vmstat's header (its procs columns `r b` first): its short names read
         self.useful = False  # whether the current header holds a column this reader reads
         self.date: str | None = None  # the banner's date
-        self.stamp: int | None = None  # iostat -t: the last time-stamp line
+        self.stamp: int | None = None  # iostat -t: the last time-stamp line's time (None: it could not be placed)
+        self.stamp_line = 0  # that line's number (0: none yet)
         self.zone: str | None = None  # vmstat -t: the zone its header names
         self.last_tod: tuple[int, int] | None = None  # (day offset, seconds) of the last time of day
         self.header_lines = 0
@@ -239,6 +265,7 @@ class _TextTables(Samples):
             return
         if m := _STAMP_LINE.match(text):
             self.stamp = self._stamp(m.group(1), m.group(2), m.group(3), m.group(4))
+            self.stamp_line = no
             self.understood += 1
             return
         if text.startswith("#") or set(text) <= set("-=# ") or text.startswith("procs ") or "--" in text[:12]:
@@ -261,7 +288,8 @@ class _TextTables(Samples):
         if tokens and tokens[0].endswith(":") and tokens[0].lower() not in ENTITY:  # avg-cpu:
             tokens = tokens[1:]
         self.columns = tokens
-        self.useful = any(column_meaning(t) for t in tokens)
+        self.tool = "vmstat" if [t.lower() for t in tokens[:2]] == ["r", "b"] else ""
+        self.useful = any(column_meaning(t, self.tool) for t in tokens)
         if self.useful:
             self.header_lines += 1
             self.understood += 1
@@ -287,7 +315,7 @@ class _TextTables(Samples):
             if low in ENTITY:
                 kind, entity = ENTITY[low], cell
                 continue
-            meaning = column_meaning(name)
+            meaning = column_meaning(name, self.tool)
             if meaning is None:
                 continue
             quantity, factor = meaning
@@ -299,6 +327,9 @@ class _TextTables(Samples):
         if kind == "node":
             return
         t_ns = self._row_time(lead, tail)
+        if t_ns is None and (lead or tail or self.stamp_line):
+            self.skips.skip(no, f"a time not placed in {self.tz} (no such date, or a daylight-saving change)")
+            return
         self.understood += 1
         self.add(t_ns, self.host, kind, entity, values)
 
@@ -326,21 +357,21 @@ class _TextTables(Samples):
             if self.last_tod and secs < self.last_tod[1] - 43200:
                 day += 1  # past midnight
             self.last_tod = (day, secs)
-            base = self._day_start()
-            return base + (day * 86400 + secs) * 1_000_000_000
+            return self._on_banner_date((day * 86400 + secs) * 1_000_000_000)
         return self.stamp
 
-    def _day_start(self) -> int:
-        """ns of the banner date's midnight in `tz` (the synthetic epoch, said once, without a banner)."""
-        if self.date:
-            t = parse_date(self.date)
-            if t is not None:
-                return pd.Timestamp(t).tz_localize(self.tz).tz_convert("UTC").value
+    def _on_banner_date(self, offset_ns: int) -> int | None:
+        """ns UTC of the local time `offset_ns` after the banner date's midnight, read in `tz` (each time on its
+        own: a log may span a daylight-saving change); without a banner, after the synthetic epoch (said once)."""
+        day = parse_date(self.date) if self.date else None
+        if day is not None:
+            local = day.value + offset_ns
+            return local if self.tz == "UTC" else utc_ns(pd.Timestamp(local), self.tz)
         if not self.undated:
             self.undated = True
             self.notes.append(f"{self.src}: times of day without a date: placed on "
                               f"{textio.SYNTHETIC_EPOCH:%Y-%m-%d} and the days after")
-        return textio.SYNTHETIC_EPOCH.value
+        return textio.SYNTHETIC_EPOCH.value + offset_ns
 
     def _stamp(self, date: str, tod: str, ampm: str | None, zone: str | None) -> int | None:
         day = parse_date(date)
@@ -352,7 +383,7 @@ class _TextTables(Samples):
         t = pd.Timestamp(day) + pd.Timedelta(seconds=h * 3600 + m * 60 + s)
         if zone and zone not in ("UTC", "Z"):
             return (t - pd.Timedelta(minutes=_offset_minutes(zone))).tz_localize("UTC").value
-        return t.tz_localize("UTC" if zone else self.tz).tz_convert("UTC").value
+        return utc_ns(t, "UTC" if zone else self.tz)
 
 
 def _offset_minutes(zone: str) -> int:
@@ -369,6 +400,8 @@ def _value(cell: str, factor: float) -> float | None:
     own unit (`222.1k` KiB, `1.5G` GiB: read as MiB whatever the column's name says; `56.0%` a share)."""
     if m := _HUMAN.match(cell):
         number = float(m.group(1).replace(",", "."))
+        if not np.isfinite(number):
+            return None
         return number if m.group(2) == "%" else number * _HUMAN_MIB[m.group(2)]
     number = _number(cell)
     return None if number is None else number * factor
@@ -452,6 +485,8 @@ def _sadf_time(text: str, tz: str) -> tuple[int | None, str | None]:
     text = text.strip()
     if text.isdigit():
         return (int(text) * 1_000_000_000 if int(text) < textio.MAX_EPOCH_S else None), None
+    if not text[:1].isdigit():  # pandas would read words ("now", "today") as a time
+        return None, None
     stamp, _, zone = text.rpartition(" ")
     if not (zone.isalpha() and stamp):
         stamp, zone = text, ""
@@ -460,9 +495,7 @@ def _sadf_time(text: str, tz: str) -> tuple[int | None, str | None]:
     except (ValueError, OverflowError):
         return None, None
     utc = zone.upper() in ("UTC", "GMT")
-    if t.tzinfo is None:
-        t = t.tz_localize("UTC" if utc else tz)
-    return t.tz_convert("UTC").value, (zone if zone and not utc else None)
+    return utc_ns(t, "UTC" if utc else tz), (zone if zone and not utc else None)
 
 
 _CMD_INTERVAL = re.compile(r"(?:^|\s)(\d+(?:\.\d+)?)(?:\s|$)")
@@ -479,7 +512,12 @@ def _dstat(src: str, text: str, host: str, tz: str) -> Samples:
     header: list[list[str]] = []  # the group row, then the name row, of the current run
     roles: list[tuple[str, str, str, float]] = []
     n = 0
-    for no, cells in enumerate(csv.reader(io.StringIO(text)), start=1):
+    for no, line in enumerate(text.split("\n"), start=1):
+        try:  # a line at a time (dstat quotes no line break): a damaged line is one counted skip
+            cells = next(csv.reader([line]), [])
+        except csv.Error as exc:
+            samples.skips.skip(no, f"unreadable CSV ({exc})")
+            continue
         if not any(c.strip() for c in cells) or _DSTAT_TITLE.match(f'"{cells[0]}"'):
             continue
         if cells[0].rstrip(":").lower() in ("author", "host", "cmdline"):
@@ -522,10 +560,13 @@ class _DstatRun:
         t_ns = None if self.start is None else self.start + int(round(n * self.step_s * 1e9))
         for (kind, entity, quantity, factor), cell in zip(roles, cells, strict=True):
             if kind == "epoch":
-                t_ns = int(round(float(cell) * 1e9)) if _number(cell) is not None else t_ns
+                seconds = _number(cell)
+                if seconds is not None and abs(seconds) < textio.MAX_EPOCH_S:
+                    t_ns = int(round(seconds * 1e9))
             elif kind == "time":
                 stamp = pd.to_datetime(f"{self.year}-{cell}", format="%Y-%d-%m %H:%M:%S", errors="coerce")
-                t_ns = stamp.tz_localize(self.tz).tz_convert("UTC").value if not pd.isna(stamp) else t_ns
+                placed = utc_ns(stamp, self.tz)
+                t_ns = placed if placed is not None else t_ns
             elif kind and (number := _number(cell)) is not None:
                 per.setdefault((kind, entity), {})[quantity] = number * factor
         for (kind, entity), values in per.items():
@@ -546,7 +587,7 @@ def _dstat_roles(groups: list[str], names: list[str]) -> list[tuple[str, str, st
     totals = {g.split("/")[0] for g in groups if g.endswith("/total") or g == "total cpu usage"}
     out = []
     for group, name in zip(groups, names, strict=False):
-        meaning = column_meaning(name, dstat=True)
+        meaning = column_meaning(name, "dstat")
         if group == "epoch" or name == "epoch":
             out.append(("epoch", "", "", 1.0))
         elif name == "time":

@@ -33,6 +33,7 @@ import re
 from functools import lru_cache
 from pathlib import PurePath
 
+from playbook.readers import textio
 from playbook.readers.step_log.vocab import NAT
 
 _LEVEL_WORDS = r"TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARN|WARNING|ERROR|CRITICAL|FATAL|EXCEPTION"
@@ -217,7 +218,8 @@ class Prefix:
                 level = lv.group(1)
             self._seen("key=value time")
         if t == NAT and body.startswith(":::MLL") and (m := _MLLOG_TIME.search(body)):
-            t = int(m.group(1)) * 1_000_000
+            ms = textio.ms_to_ns(m.group(1))  # None past int64 nanoseconds (16 digits of ms reach the year 318857)
+            t = NAT if ms is None else ms
         if rank < 0 and "[Rank" in body and (m := _RANK_INLINE.search(body)):
             rank = _rank(m.group(1))
         if uptime is None and self.uptime is not None and line.startswith("        ") and body is line:
@@ -236,7 +238,10 @@ class Prefix:
         if t != NAT:
             self.boot_ns = t - int(uptime * 1e9)
             return t
-        return self.boot_ns + int(uptime * 1e9) if self.boot_ns is not None else NAT
+        if self.boot_ns is None:
+            return NAT
+        wall = self.boot_ns + int(uptime * 1e9)
+        return wall if abs(wall) < textio.MAX_EPOCH_S * 1e9 else NAT  # a damaged uptime is no time, not an overflow
 
     def _system(self, body: str) -> tuple[int, str, str] | None:
         """(time, host, rest) of a kernel or system log's head (`dmesg -T`, `dmesg -H`, syslog); None otherwise."""

@@ -46,7 +46,9 @@ COLUMNS = ("host", "pid", "tid", "device", "rank", "nranks", "peer", "kind", "tr
 
 # a WARN names the source line that raised it (src/debug.cc: "%s:%d:%d [%d] %s:%d NCCL WARN ", newer "... %s:%d (%s)
 # NCCL WARN "): "node1:984:1357 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer ..."
-PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]++):(?P<pid>\d++):(?P<tid>\d++) \[(?P<dev>\d++)\] "
+# (pid, tid and device at most 10 digits: int64 columns; Linux pids have 7)
+PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_.\-])(?P<host>[A-Za-z0-9_.\-]++):(?P<pid>\d{1,10}+):(?P<tid>\d{1,10}+) "
+                       r"\[(?P<dev>\d{1,10}+)\] "
                        r"(?:[\w./\-]{1,200}:\d{1,6} (?:\([^()\n]{0,100}\) )?)?NCCL (?P<level>INFO|WARN|TRACE|ABORT)\s?")
 # optionally behind torchrun's "[default3]:" / "[rank3]:" prefix (--tee, --log-dir)
 _SNIFF_RE = re.compile(r"^(?:\[\w+\]:)?[A-Za-z0-9_.\-]+:\d+:\d+ \[\d+\] (?:[\w./\-]{1,200}:\d{1,6} (?:\([^()\n]{0,100}\) )?)?"

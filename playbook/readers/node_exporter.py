@@ -3,7 +3,8 @@ exposition, `promtool tsdb dump`, `query_range` JSON) set aside, so one scrape o
 
 Counters become rates over each series' own sample interval: `node_cpu_seconds_total{cpu, mode}` (before
 node_exporter 0.16: `node_cpu`) gives per CPU busy = 100 × (1 - (Δidle + Δiowait) / Δall modes: psutil's
-definition, as the probe's) and iowait = 100 × Δiowait / Δall, then cpu_pct (mean over CPUs) and cpu_max_core_pct (the busiest); `node_disk_read_bytes_total` /
+definition, as the probe's) and iowait = 100 × Δiowait / Δall, then cpu_pct (mean over CPUs) and cpu_max_core_pct
+(the busiest); `node_disk_read_bytes_total` /
 `node_disk_written_bytes_total` (`node_disk_bytes_read` / `_written`) and `node_network_receive_bytes_total` /
 `node_network_transmit_bytes_total` (`..._bytes`) are summed over devices (loopback, partitions and devices
 stacked on listed disks left out: host_columns.counted_devices), in MiB/s. A counter that falls (a restart) gives
@@ -18,9 +19,8 @@ import pandas as pd
 
 from playbook.model import schema
 from playbook.readers import textio
-from playbook.readers.host_columns import counted_devices
+from playbook.readers.host_columns import MAX_RATE_MIB_S, MIB, counted_devices
 
-MIB = 2.0**20
 CPU = {"node_cpu_seconds_total", "node_cpu"}
 RATES = {"node_disk_read_bytes_total": "read_mib_s", "node_disk_bytes_read": "read_mib_s",
          "node_disk_written_bytes_total": "write_mib_s", "node_disk_bytes_written": "write_mib_s",
@@ -120,10 +120,12 @@ def _cpu(cpu: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rates(series: pd.DataFrame) -> pd.DataFrame:
-    """read/write/net MiB/s per (host, time): each device's rise over its interval, summed over devices."""
+    """read/write/net MiB/s per (host, time): each device's rise over its interval, summed over devices (NaN
+    where every device's counter fell: a restart is no rate, not 0 MiB/s)."""
     if series.empty:
         return pd.DataFrame()
     d = _deltas(series, ["host", "metric", "entity"])
     d = d[counted_devices(d["entity"], d["metric"].str.startswith("net"))]
-    d = d.assign(rate=d["rise"] / d["seconds"] / MIB)
-    return d.pivot_table(index=["host", "time"], columns="metric", values="rate", aggfunc="sum")
+    rate = d["rise"] / d["seconds"] / MIB
+    d = d.assign(rate=rate.where(rate <= MAX_RATE_MIB_S))  # a damaged counter's leap is no rate
+    return d.groupby(["host", "time", "metric"])["rate"].sum(min_count=1).unstack("metric")

@@ -3,19 +3,21 @@
 `{"sysstat": {"hosts": [{"nodename", "date", "statistics": [...]}]}}`; each statistics entry is one sample:
 `avg-cpu` (iostat: idle, iowait), `cpu-load` (per CPU, `all` the whole host), `disk` (per device: `rkB/s` /
 `wkB/s` from iostat, `rkB` / `wkB` per second from sadf), `network.net-dev` (per interface: `rxkB` / `txkB` per
-second; a name with a leading space is an `iostat -g` group's total, left out). Its `timestamp` is a time of day on the host's `date` (mpstat, iostat -t), an object {date, time, tz}
-(sadf -j), or absent (iostat without -t: samples `interval_s` apart on the synthetic clock).
+second; a name with a leading space is an `iostat -g` group's total, left out). Its `timestamp` is a time of day on
+the host's `date` (mpstat, iostat -t), an object {date, time, tz} (sadf -j), or absent (iostat without -t: samples
+`interval_s` apart on the synthetic clock).
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.readers import textio
-from playbook.readers.host_columns import column_meaning, parse_date
+from playbook.readers.host_columns import column_meaning, parse_date, utc_ns
 
 Record = tuple[int | None, str, str, str, dict[str, float]]  # (ns UTC or None, host, kind, entity, quantities)
 _OPEN = re.compile(r'^\s*\{\s*"sysstat"\s*:')
@@ -66,11 +68,13 @@ def _time(stamp, day: pd.Timestamp | None, tz: str) -> int | None:
         utc, text = False, f"{day:%Y-%m-%d} {stamp}"
     else:
         return None
+    if not text[:1].isdigit():  # pandas would read words ("now", "today") as a time
+        return None
     try:
         t = pd.Timestamp(text)
     except (ValueError, OverflowError):
         return None
-    return (t.tz_localize("UTC" if utc else tz) if t.tzinfo is None else t).tz_convert("UTC").value
+    return utc_ns(t, "UTC" if utc else tz)
 
 
 def _sample(host: str, t_ns: int | None, stat: dict) -> list[Record]:
@@ -79,27 +83,38 @@ def _sample(host: str, t_ns: int | None, stat: dict) -> list[Record]:
     if isinstance(stat.get("avg-cpu"), dict):
         out.append((t_ns, host, "host", "", _values(stat["avg-cpu"])))
     for key, kind, names in _ENTITY_KEYS:
-        for row in stat.get(key) or []:
+        for row in _list(stat.get(key)):
             if isinstance(row, dict):
                 entity = next((str(row[k]) for k in names if k in row), "")
                 if not entity.startswith(" "):  # " disks": an iostat -g group's total, not one more device
                     out.append((t_ns, host, kind, entity, _values(row)))
     network = stat.get("network")
-    for row in (network.get("net-dev") or []) if isinstance(network, dict) else []:
+    for row in _list(network.get("net-dev")) if isinstance(network, dict) else []:
         if isinstance(row, dict):
             out.append((t_ns, host, "net", str(row.get("iface", "")), _values(row)))
     return out
 
 
+def _list(value) -> list:
+    """A JSON array as a list; anything else (a damaged document's number or string) as no rows."""
+    return value if isinstance(value, list) else []
+
+
 def _values(row: dict) -> dict[str, float]:
     """{quantity: value in schema units} of one JSON row: idle / iowait shares, kB / MB rates (`rkB/s`, and sadf's
-    `rkB` / `rxkB`, which are per second too)."""
+    `rkB` / `rxkB`, which are per second too); a number past a float's range is no value."""
     out: dict[str, float] = {}
     for key, value in row.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
+        try:
+            number = float(value)
+        except OverflowError:  # an integer too large for a float
+            continue
+        if not math.isfinite(number):
+            continue
         if key in _SHARES:
-            out[_SHARES[key]] = float(value)
+            out[_SHARES[key]] = number
         elif meaning := column_meaning(f"{key}/s" if _SADF_RATE.match(key) else key):
-            out[meaning[0]] = float(value) * meaning[1]
+            out[meaning[0]] = number * meaning[1]
     return out

@@ -551,7 +551,7 @@ def parse_number(text: str) -> tuple[float, str] | None:
     if t.lower().startswith("0x"):
         try:
             return float(int(t, 16)), ""
-        except ValueError:
+        except (ValueError, OverflowError):  # not hex, or past a float's range
             return None
     m = _NUM_UNIT.match(t)
     if not m:

@@ -324,6 +324,29 @@ def _guide_line(out_dir: Path) -> str:
     return f'<p class="meta">How to read this report: the {links} (copies in this folder).</p>' if pages else ""
 
 
+def _figures_html(head: dict[str, Any], verdict: dict[str, Any]) -> str:
+    """An index row's figures line (escaped): the time lost and the next command from the row's card (measured, a
+    finding's own estimate, or not measured), else the lab verdict's own figures; "" when there are none."""
+    from playbook.report.headline import format_value, pct
+
+    command = f" · next: <code>{html.escape(str(head.get('next_command')))}</code></div>"
+    if head.get("lost_share") is not None:
+        what = "Wall time lost" if head.get("basis") == "wall" else "GPU time lost"
+        per_day = (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day") is not None
+                   else "")
+        return f"<div class=figures>{what} {pct(head['lost_share'])}{per_day}{command}"
+    if head.get("estimated_share"):  # a finding's own share, no time axis to count every second on
+        return (f"<div class=figures>GPU time lost ~{pct(head['estimated_share'])} by the leading finding (no "
+                f"utilization or step times){command}")
+    if head.get("measured") is False:  # a verdict from stated faults or log facts: no time axis to count
+        return f"<div class=figures>GPU time not measured (no utilization or step times){command}"
+    if verdict.get("figures"):
+        figs = [(k, v) for k, v in verdict["figures"].items() if not isinstance(v, (dict, list))]
+        return "<div class=figures>" + ", ".join(
+            f"{html.escape(str(k))} = {html.escape(format_value(v))}" for k, v in figs[:8]) + "</div>"
+    return ""
+
+
 def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path | None = None) -> Path:
     """index.html for a report folder: the lead run's verdict card, then one row per notebook with its inputs
     (named relative to the repository `root` when they lie in it), badges and links, then the run parameters."""
@@ -337,29 +360,7 @@ def write_index(summary: dict[str, Any], out_dir: str | Path, root: str | Path |
         if not head.get("sentence") or (verdict and head.get("status") != verdict.get("status")):
             head = {}  # a card that is not the row's verdict (onboarding's card is its sample's) does not speak for it
         text = html_inline(head.get("sentence") or verdict.get("summary", ""))  # escaped, `code` as code
-        if head.get("lost_share") is not None:
-            from playbook.report.headline import pct
-
-            what = "Wall time lost" if head.get("basis") == "wall" else "GPU time lost"
-            text += (f"<div class=figures>{what} {pct(head['lost_share'])}"
-                     + (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day")
-                        is not None else "") + f" · next: <code>{html.escape(str(head.get('next_command')))}"
-                     "</code></div>")
-        elif head.get("estimated_share"):  # a finding's own share, no time axis to count every second on
-            from playbook.report.headline import pct
-
-            text += (f"<div class=figures>GPU time lost ~{pct(head['estimated_share'])} by the leading finding (no "
-                     f"utilization or step times) · next: <code>{html.escape(str(head.get('next_command')))}"
-                     "</code></div>")
-        elif head.get("measured") is False:  # a verdict from stated faults or log facts: no time axis to count
-            text += ("<div class=figures>GPU time not measured (no utilization or step times) · next: <code>"
-                     f"{html.escape(str(head.get('next_command')))}</code></div>")
-        elif verdict.get("figures"):
-            from playbook.report.headline import format_value
-
-            figs = [(k, v) for k, v in verdict["figures"].items() if not isinstance(v, (dict, list))]
-            text += "<div class=figures>" + ", ".join(
-                f"{html.escape(str(k))} = {html.escape(format_value(v))}" for k, v in figs[:8]) + "</div>"
+        text += _figures_html(head, verdict)
         if nb.get("error"):
             err = nb["error"]
             text += (f'<div class="error">{html.escape(err["name"])}: {html.escape(_first_line(err["message"]))}'

@@ -160,13 +160,12 @@ def test_events_at_the_drops_name_the_cause():
     assert "gc_pause" not in [h["id"] for h in ranked]
 
 
-def test_host_writes_during_the_drops_point_at_checkpoints():
+def _oscillation_with_dips():
+    """A simulated oscillating GPU log, its analysis, a 1 s host clock over its 30 min, which of those seconds lie in
+    a drop, and a seeded random generator."""
     import numpy as np
-    import pandas as pd
 
-    from playbook.analysis.coincidence import host_during_dips
     from playbook.analysis.oscillation.fleet import analyze_oscillation
-    from playbook.model import schema
 
     frame, _ = simulate_telemetry("oscillation", duration_s=1800.0, hosts=1)
     res = analyze_oscillation(frame)
@@ -174,7 +173,17 @@ def test_host_writes_during_the_drops_point_at_checkpoints():
     inside = np.zeros(len(t), dtype=bool)
     for a, b in res.dips_s:
         inside |= (t >= a) & (t <= b)
-    rng = np.random.default_rng(0)
+    return frame, res, t, inside, np.random.default_rng(0)
+
+
+def test_host_writes_during_the_drops_point_at_checkpoints():
+    import numpy as np
+    import pandas as pd
+
+    from playbook.analysis.coincidence import host_during_dips
+    from playbook.model import schema
+
+    frame, res, t, inside, rng = _oscillation_with_dips()
     host = schema.host_frame({"time": res.t0 + pd.to_timedelta(t, unit="s"), "host": ["node00"] * len(t),
                               "write_mib_s": np.where(inside, 900.0, 5.0) + rng.normal(0, 2, len(t)),
                               "read_mib_s": 50 + rng.normal(0, 5, len(t))})
@@ -194,16 +203,9 @@ def test_host_logs_of_several_nodes_are_compared_each_on_its_own():
     import pandas as pd
 
     from playbook.analysis.coincidence import host_during_dips
-    from playbook.analysis.oscillation.fleet import analyze_oscillation
     from playbook.model import schema
 
-    frame, _ = simulate_telemetry("oscillation", duration_s=1800.0, hosts=1)
-    res = analyze_oscillation(frame)
-    t = np.arange(0, 1800.0, 1.0)
-    inside = np.zeros(len(t), dtype=bool)
-    for a, b in res.dips_s:
-        inside |= (t >= a) & (t <= b)
-    rng = np.random.default_rng(0)
+    _frame, res, t, inside, rng = _oscillation_with_dips()
     parts = [schema.host_frame({"time": res.t0 + pd.to_timedelta(t, unit="s"), "host": [name] * len(t),
                                 "write_mib_s": (np.where(inside, 900.0, 5.0) if name == "node01" else 5.0)
                                 + rng.normal(0, 2, len(t))}) for name in ("node00", "node01", "node02")]

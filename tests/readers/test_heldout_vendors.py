@@ -93,6 +93,9 @@ def test_activity_counters_and_memory_activity_are_not_utilization():
     counter = headers.meaning("GFX Activity")
     assert counter.role == "util_pct" and headers.settle(counter, [324450778.0]).role is None
     assert headers.settle(counter, [42.0]).role == "util_pct"
+    assert headers.settle(headers.meaning("Memory Activity"), [87110708.0]).role is None
+    # a bare "memory" past 100 is still MiB used (W&B), not a counter like an activity's
+    assert headers.settle(headers.meaning("memory"), [5000.0]).role == "mem_used_mib"
 
 
 def test_host_memory_and_runtime_index_are_no_device_readings():
@@ -224,6 +227,52 @@ def test_damaged_outputs_are_bounded_and_counted(tmp_path):
     bundle = read_paths([junk])
     assert len(bundle.telemetry) == 3
     assert any("box lines without a table header" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_xpu_smi_device_keeps_at_most_512_readings(tmp_path):
+    """xpu-smi stats: sections of ever-new keys under one device (a damaged or endless box) keep the first 512 keys
+    and count the rest, like rocm-smi's GPU[N] lines."""
+    rule = "+" + "-" * 29 + "+" + "-" * 30 + "+\n"
+    sections = "".join("".join(f"| Key {s}.{i:<20d} | {i % 90:<28d} |\n" for i in range(200)) + rule
+                       for s in range(4))
+    path = tmp_path / "xpu.txt"
+    path.write_text(rule + "| Device ID                   | 0                            |\n" + rule +
+                    "| GPU Utilization (%)         | 55                           |\n" + rule + sections)
+    bundle = read_paths([path])
+    assert bundle.telemetry["util_pct"].tolist() == [55.0]
+    assert any("skipped 289 of" in w and "more than 512 readings for device 0" in w for w in bundle.warnings), \
+        bundle.warnings
+
+
+@pytest.mark.timeout(120)
+def test_wide_tables_are_bounded_work_and_misplaced_rows_counted(tmp_path):
+    """A header of 20,000 headings (each value used to be matched against every heading, and each word of
+    rocm-smi's second header line against every column: quadratic, minutes) is read in well under 10 s; a rocm-smi
+    row whose device cell runs into the next column is a counted skip, not a traceback."""
+    import time
+
+    n = 20_000
+    box = ("| AIP  Util(%)  Temp(C)  " + "  ".join(f"k{i}" for i in range(n)) + " |\n|" + "=" * 20 + "|\n"
+           "| 0    5        40       " + "  ".join("1".ljust(len(f"k{i}")) for i in range(n)) + " |\n+" + "-" * 20 + "+\n")
+    amd = ("GPU  Temp  Power  " + "  ".join(f"k{i}" for i in range(n)) + "\n     (Junction)    " +
+           "  ".join(f"(j{i})" for i in range(n)) + "\n" + "=" * 40 + "\n0    31c   3.0W   " +
+           "  ".join("1".ljust(len(f"k{i}")) for i in range(n)) + "\n" + "=" * 40 + "\n")
+    real = (DATA / "rocm_smi_concise_mi300x.txt").read_text().split("\n")
+    for name, text, reader in (("box.txt", (DATA / "hl_smi_table_hl225.txt").read_text() + "\n" * 70_000 + box,
+                                "box_table"),
+                               ("amd.txt", "\n".join(real) + "\n" * 70_000 + amd, "amd_smi_text")):
+        path = tmp_path / name  # the wide table past the 64 KiB head, so a real table decides the format
+        path.write_text(text)
+        assert detect.detect(path) == reader
+        start = time.perf_counter()
+        assert len(read_paths([path]).telemetry) > 0
+        assert time.perf_counter() - start < 10  # bounded work, generous (a quadratic read took minutes)
+    real.insert(4, "0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1")
+    shifted = tmp_path / "shifted.txt"
+    shifted.write_text("\n".join(real))
+    bundle = read_paths([shifted])
+    assert len(bundle.telemetry) == 8
+    assert any("line 5: a row not under the table's columns" in w for w in bundle.warnings), bundle.warnings
 
 
 def test_no_utilization_is_no_evidence_of_health():

@@ -295,3 +295,86 @@ def test_top_batch_refreshes_past_midnight_with_per_cpu_lines(tmp_path):
     assert h["cpu_pct"].to_list() == pytest.approx([10.0, 50.0])
     assert h["iowait_pct"].to_list() == pytest.approx([10.0, 0.0])
     assert np.isnan(h["cpu_max_core_pct"].iloc[0]) and h["cpu_max_core_pct"].iloc[1] == pytest.approx(90)
+
+
+def test_local_times_across_a_daylight_saving_change(tmp_path):
+    # LABELLED SYNTHETIC values in sar -u's layout; Europe/Berlin moved from +01:00 to +02:00 at 02:00 on 2024-03-31
+    text = ("Linux 6.1.0 (h) \t03/31/24 \t_x86_64_\t(2 CPU)\n\n"
+            "01:59:00        CPU     %user     %nice   %system   %iowait    %steal     %idle\n"
+            "01:59:00        all     10.00      0.00      0.00      0.00      0.00     90.00\n"
+            "02:30:00        all     10.00      0.00      0.00      0.00      0.00     90.00\n"
+            "03:01:00        all     10.00      0.00      0.00      0.00      0.00     90.00\n")
+    path = tmp_path / "sar_u.txt"
+    path.write_text(text)
+    b = read_paths([str(path)], tz="Europe/Berlin")
+    # each time in its own offset (the day's midnight offset put 03:01 at 02:01Z); 02:30 that day is no time
+    assert list(b.host["time"]) == [pd.Timestamp("2024-03-31T00:59:00Z"), pd.Timestamp("2024-03-31T01:01:00Z")]
+    assert any("skipped 1 of" in w and "line 5: a time not placed in Europe/Berlin" in w for w in b.warnings), \
+        b.warnings
+
+
+def test_damaged_dstat_csv_and_sysstat_json_are_counted_not_crashes(tmp_path):
+    lines = (DATA / "dstat_072.csv").read_text().split("\n")
+    rows = sum(1 for ln in lines[7:] if ln.strip())
+    lines.insert(8, '"' + "1" * 200_000)  # a field past the csv module's limit
+    dstat = tmp_path / "dstat.csv"
+    dstat.write_text("\n".join(lines))
+    b = read_file(dstat)
+    assert len(b.host) == rows
+    assert any("skipped 1 of" in w and "line 9: unreadable CSV" in w for w in b.warnings), b.warnings
+    doc = json.loads((DATA / "mpstat_T.json").read_text())
+    stats = doc["sysstat"]["hosts"][0]["statistics"]
+    stats[0]["cpu-load"][0]["idle"] = 10**400  # an integer past a float's range: no value
+    stats.append({"timestamp": "10:00:00", "cpu-load": 5})  # not a list: no rows
+    mp = tmp_path / "mpstat.json"
+    mp.write_text(json.dumps(doc))
+    h = read_file(mp).host
+    assert len(h) == len(stats) - 1 and np.isfinite(h["cpu_pct"].dropna()).all()
+
+
+def test_node_exporter_counter_reset_is_no_rate(tmp_path):
+    # LABELLED SYNTHETIC series (node_exporter's names): the host restarts between the 2nd and 3rd scrape, so
+    # both counters fall; that interval has no rate (it read 0 MiB/s of disk reads)
+    t0 = 1_700_000_000_000
+    disk = [0, 10 * 2**20, 2**20, 11 * 2**20]
+    idle, user = [100, 105, 1, 6], [100, 105, 1, 8]
+    lines = [f'node_disk_read_bytes_total{{device="sda",instance="n1:9100"}} {v} {t0 + i * 10_000}'
+             for i, v in enumerate(disk)]
+    lines += [f'node_cpu_seconds_total{{cpu="0",mode="{mode}",instance="n1:9100"}} {v} {t0 + i * 10_000}'
+              for mode, values in (("idle", idle), ("user", user)) for i, v in enumerate(values)]
+    path = tmp_path / "scrapes.prom"
+    path.write_text("\n".join(lines) + "\n")
+    h = read_file(path).host
+    assert h["read_mib_s"].iloc[[0, 2]].to_list() == pytest.approx([1.0, 1.0]) and np.isnan(h["read_mib_s"].iloc[1])
+    assert np.isnan(h["cpu_pct"].iloc[1]) and h["cpu_pct"].iloc[2] == pytest.approx(100 * 7 / 12)
+
+
+def test_short_tool_names_mean_nothing_outside_their_tools_header(tmp_path):
+    # a whitespace table with an `id` (or `bi` / `bo`) column is no vmstat: it read as a host 98.5% busy
+    for name, text in (("steps.txt", "id   step   loss    time\n0    1      2.31    0.52\n1    2      2.20    0.50\n"
+                                     "2    3      2.11    0.51\n3    4      2.05    0.49\n"),
+                       ("gpus.txt", "rank  id  util  mem\n0  0  95  1000\n1  1  94  1000\n"),
+                       ("io.txt", "r  w  bi  bo\n1 2 3 4\n5 6 7 8\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        assert detect.matches(path.read_text()).count("host_tools") == 0, name
+    vmstat = tmp_path / "vmstat.txt"  # vmstat's own header still reads them
+    vmstat.write_text("procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu-----\n"
+                      " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\n"
+                      " 1  0      0 100000   1000  50000    0    0  2048     0  100  200 20  5 70  5  0\n")
+    h = read_file(vmstat).host
+    assert h["cpu_pct"].to_list() == [25.0] and h["read_mib_s"].to_list() == [2.0]
+
+
+def test_a_share_or_rate_out_of_range_is_counted_and_info_still_prints(tmp_path):
+    # two %iowait cells of 1e308: their mean was infinite and `playbook info` failed formatting its means
+    from playbook.commands import info
+
+    sar = tmp_path / "sar.txt"
+    sar.write_text("Linux 5.4 (h) \t01/02/20 \t_x86_64_\t(2 CPU)\n\n10:00:00 CPU %user %iowait %idle\n"
+                   "10:00:01 all 1.0 1e308 90.0\n10:00:02 all 1.0 1e308 90.0\n10:00:03 all 1.0 5.0 80.0\n")
+    b = read_paths([str(sar)])
+    assert b.host["iowait_pct"].tolist()[2] == 5.0 and b.host["iowait_pct"].isna().sum() == 2
+    assert b.host["cpu_pct"].tolist() == [10.0, 10.0, 15.0]
+    assert any("2 values out of range" in w for w in b.warnings), b.warnings
+    assert "means: cpu_pct 11.667, iowait_pct 5" in info.render(info.summarize(b))

@@ -91,3 +91,19 @@ def test_cli_guard(tmp_path, capsys, monkeypatch):
     assert cli.main(["info", str(tmp_path / "r")]) == 70
     err = capsys.readouterr().err
     assert "Traceback" in err and "ZeroDivisionError" in err and "a bug in the playbook" in err
+
+
+def test_step_table_time_past_a_float_is_no_time(tmp_path):
+    # a JSON integer of 400 digits in a step table's time column: pandas raised OverflowError (the reader failed)
+    p = tmp_path / "steps.jsonl"
+    p.write_text('{"iteration": 19, "step_time": 0.5, "time": %s}\n{"iteration": 39, "step_time": 0.5, '
+                 '"time": 1700000000.5}\n' % ("9" * 400))
+    s = read_file(p).steps
+    assert s["step"].tolist() == [19, 39] and s["time"].isna().tolist() == [True, False]
+
+
+def test_a_hex_cell_past_a_float_is_no_number():
+    from playbook.readers import textio
+
+    assert textio.parse_number("0x" + "f" * 300) is None  # was OverflowError (an nvidia-smi -q CSV's reader failed)
+    assert textio.parse_number("0x10") == (16.0, "")

@@ -377,3 +377,11 @@ def test_the_data_wait_plus_the_compute_is_the_step_and_the_compute_alone_when_n
     assert res["phases"]["data"].tolist() == pytest.approx([0.05, 0.3])
     alone = lines.scan_steps(["step 1 | compute_time 0.5s", "step 2 | compute_time 0.6s"])
     assert alone["duration"].tolist() == pytest.approx([0.5, 0.6])
+
+
+def test_an_epoch_number_past_nine_digits_is_no_epoch(tmp_path):
+    # a damaged epoch number (20 digits) named the epoch of the time below it and overflowed the step column
+    p = tmp_path / "epochs.log"
+    p.write_text("Epoch 99999999999999999999 done\nEpoch time: 120.5 s\nEpoch 3\nEpoch time: 100 s\n")
+    s = read_file(p).steps
+    assert s["step"].tolist() == [3] and s["duration_s"].tolist() == pytest.approx([100.0])

@@ -242,3 +242,17 @@ def test_a_checkpoint_without_an_end_line_lasts_until_the_next_step_starts(tmp_p
     ev = read_file(p).events
     assert ev[["kind", "step"]].values.tolist() == [["checkpoint", 10]]
     assert ev["duration_s"].iloc[0] == pytest.approx(40.0)  # 12:00:01 to step 11's start (12:00:41)
+
+
+def test_clock_readings_past_int64_nanoseconds_are_no_time(tmp_path):
+    """An MLPerf time_ms of 16 digits and a dmesg uptime of 10 digits (both within their patterns) reach past the
+    year 2262: the event keeps no time instead of overflowing the table's int64 nanoseconds."""
+    p = tmp_path / "damaged.log"
+    rec = ':::MLLOG {{"namespace": "", "time_ms": {t}, "event_type": "{e}", "key": "{k}", "value": null, ' \
+          '"metadata": {{"file": "train.py", "lineno": 1, "epoch_num": 1}}}}\n'
+    p.write_text("step 1 step_time 0.5s\n" + rec.format(t=9999999999999999, e="INTERVAL_START", k="eval_start")
+                 + "2024-03-03T12:00:00 node1 kernel: [  100.000000] usb 1-1: new device\n"
+                 + "[9999999999.999999] Out of memory: Killed process 4242 (python3) total-vm:1kB\n"
+                 + "step 2 step_time 0.5s\n")
+    ev = read_file(p).events
+    assert sorted(ev["kind"]) == ["eval", "host_oom"] and ev["time"].isna().all()

@@ -264,3 +264,14 @@ def test_ib_transport_errors_name_the_fabric_and_connection_facts_alone_vouch_fo
     # a clean NCCL log says how ranks connect, not whether the loop is fast: not enough to call the run healthy
     top = diagnose(nl.read(DATA / "healthy_ib_gdr.log")).hypotheses[0]
     assert top["id"] == "insufficient_data" and "NCCL connection facts only" in top["evidence"][0]
+
+
+def test_a_pid_past_int64_is_no_nccl_prefix(tmp_path):
+    # a 20-digit pid made the lines reader fail with OverflowError building the nccl table's int64 pid column
+    from playbook.readers import read_file
+
+    p = tmp_path / "nccl.log"
+    p.write_text("node1:99999999999999999999:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n"
+                 "node1:123:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n")
+    nccl = read_file(p).nccl
+    assert nccl.loc[nccl["host"] == "node1", "pid"].tolist() == [123]

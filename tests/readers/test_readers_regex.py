@@ -6,21 +6,28 @@ import re
 
 import pytest
 
+from playbook.analysis import nsys_profiles
+from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
     box_table,
     dcgm,
     detect,
     documents,
+    event_lexicon,
     generic_csv,
     gpustat_text,
     headers,
+    host_columns,
+    host_tools,
     influx,
     kineto,
+    line_prefix,
     lines,
     long_csv,
     nccl_log,
     nvidia_smi,
+    sysstat_json,
     textio,
 )
 from playbook.readers import (
@@ -41,18 +48,22 @@ from playbook.readers.nvidia_smi import (
     table as nvidia_smi_table,
 )
 from playbook.readers.step_log import columns as step_columns
+from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
 from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
-           step_grammar, step_vocab, steps, amd_smi_text, box_table)
+           step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
+           event_lexicon, line_prefix, step_epochs, nsys_profiles, from_events)  # the last two read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
 PREFIXES = ("", "|", "| 0 ", "| 0  A | 0000:00:00.0", "GPU 0 ", "DCGM_FI_DEV_GPU_UTIL{", "# gpu ", "Every 1.0s: x ",
             "iteration 1/ 2 |", "0", '"traceEvents": [', "<?xml", "Mon Jan  1 ", "2024/01/01 00:00:00", "step 1 ",
-            "Epoch: [1]", "h:1:1 [0] NCCL INFO ", "[rank0]: ", "loss = ", "12/100 [")
+            "Epoch: [1]", "h:1:1 [0] NCCL INFO ", "[rank0]: ", "loss = ", "12/100 [", "Linux 5.4.0 (h) 04/18/19 ",
+            "top - 10:00:00 ", "%Cpu(s): ", "13:20:19 ", "[  12.345678] ", "Dec  3 10:00:00 h kernel: ", "GPU[0] : ",
+            "Out of memory: Killed process ")
 
 
 def _patterns():
@@ -63,6 +74,10 @@ def _patterns():
                 found.append(pytest.param(value, id=f"{module.__name__.rsplit('.', 1)[1]}.{name}"))
             elif isinstance(value, str) and name.startswith("_") and value.startswith("^"):  # used via pandas .str
                 found.append(pytest.param(re.compile(value), id=f"{module.__name__.rsplit('.', 1)[1]}.{name}"))
+            elif isinstance(value, tuple):  # a table of rows holding patterns (event_lexicon.LEXICON)
+                rows = [row for row in value if isinstance(row, tuple)]
+                found += [pytest.param(p, id=f"{module.__name__.rsplit('.', 1)[1]}.{name}[{i}]")
+                          for i, row in enumerate(rows) for p in row if isinstance(p, re.Pattern)]
     return found
 
 

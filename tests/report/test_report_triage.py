@@ -369,3 +369,22 @@ def test_a_card_shows_a_finding_share_as_the_finding_s_not_as_not_measured():
     assert h["lost_share"] is None and h["measured"] is False and h["estimated_share"] == 0.27
     card = headline.card_html(h)
     assert "~27% by the leading finding" in card and "not measured" not in card
+
+
+def test_index_rows_state_the_loss_as_their_card_does(tmp_path):
+    # one row per way a card states the loss: measured, a finding's own share, not measured; a lab's own figures
+    from playbook.report.html import write_index
+
+    heads = [{"lost_share": 0.4, "gpu_hours_per_day": 9.6, "next_command": "playbook diagnose <a>"},
+             {"lost_share": None, "measured": False, "estimated_share": 0.27, "next_command": "nsys"},
+             {"lost_share": None, "measured": False, "next_command": "dmesg"}]
+    rows = [{"notebook": f"n{i}", "status": "ok", "verdict": {"status": "likely", "summary": "s"},
+             "records": {"headline": {"status": "likely", "sentence": f"row {i}", **h}}} for i, h in enumerate(heads)]
+    rows.append({"notebook": "lab", "status": "ok", "verdict": {"status": "confirmed", "summary": "lab",
+                                                                "figures": {"ratio <x>": 0.75}}, "records": {}})
+    page = write_index({"notebooks": rows, "parameters": {}}, tmp_path).read_text()
+    table = page[page.index("<tbody>"):]
+    assert "GPU time lost 40% (9.6 GPU-hours/day) · next: <code>playbook diagnose &lt;a&gt;</code>" in table
+    assert "GPU time lost ~27% by the leading finding (no utilization or step times) · next: <code>nsys" in table
+    assert "GPU time not measured (no utilization or step times) · next: <code>dmesg</code>" in table
+    assert "ratio &lt;x&gt; = 0.75" in table

@@ -201,7 +201,11 @@ def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
     """Times (epoch numbers, date strings, or a mix) to int64 ns UTC; INT64_MIN where unreadable."""
     nat = np.iinfo(np.int64).min
     out = np.full(len(values), nat, dtype=np.int64)
-    numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        numbers = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    except OverflowError:  # a JSON integer past a float's range (pandas does not coerce it): that value no time
+        numbers = np.array([float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300
+                            else np.nan for v in values], dtype=np.float64)
     is_num = np.isfinite(numbers)
     if is_num.any():
         unit = next((u for u in ("ns", "us", "ms", "s") if key.endswith("_" + u)), None)

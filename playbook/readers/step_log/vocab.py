@@ -55,11 +55,13 @@ FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?
                       re.IGNORECASE)
 # a progress bar: tqdm's `i/N [elapsed<remaining, rate, postfix]` (the rate may be absent: NeMo's bar shows only its
 # postfix) or rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar)
-TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)\s*(?:\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
-                   r"\s+(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
+# (the spaces after `i/N` taken once, by the alternative that needs them: `\s*` then `\s+` was quadratic in a run of
+# spaces after a count)
+TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)(?:\s*+\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
+                   r"\s++(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
                    r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
-EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d+)\b", re.IGNORECASE)
+EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b", re.IGNORECASE)  # past 9 digits: damage
 # a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
 # (`[epoch]` alone: the epoch's summary, no step)
 STEP_LIST = re.compile(r"[\"']step[\"']\s*:\s*\[\s*(?P<e>\d{1,9})\s*(?:,\s*(?P<i>\d{1,18})\s*)?"
@@ -95,8 +97,9 @@ TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(
 # the one-line form of the same timers (Megatron-LM before its table, DeepSpeed's wall-clock breakdown): `time (ms) |
 # forward-compute: 53.79 | backward-compute: 138.84 | ... | optimizer: 19.12 | batch-generator: 1.2` after a record
 TIMER_LINE = re.compile(r"^\s*time \((ns|us|µs|ms|s|sec)\)\s*\|")
-TIMER_PAIR = re.compile(r"(?P<name>[A-Za-z][\w/\-]{0,80})\s*:\s*\(?\s*(?P<a>" + _NUM + r")(?:\s*,\s*(?P<b>" + _NUM +
-                        r"))?\s*\)?\s*(?=\||$)")
+# (possessive spaces around the optional parentheses: two `\s*` beside a `\(?` were quadratic in a run of spaces)
+TIMER_PAIR = re.compile(r"(?P<name>[A-Za-z][\w/\-]{0,80})\s*:\s*+\(?\s*+(?P<a>" + _NUM + r")(?:\s*,\s*(?P<b>" + _NUM +
+                        r"))?\s*+\)?\s*+(?=\||$)")
 CONTINUATION = re.compile(r"\d|^[^\w]+$")  # an indented line of a block: a value, or only decoration
 HAS_FIELD = re.compile(r"[\w'\"]\s*[:=]\s*[-.\d]")
 
