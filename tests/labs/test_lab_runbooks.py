@@ -64,19 +64,19 @@ def test_verdict_assertion_is_not_vacuous():
                             "ratio_hi": {"fault": fault_hi, "fix": fix + 0.05},
                             "ratio_lo": {"fault": fault - 0.05 if fault_lo is None else fault_lo, "fix": fix - 0.05}},
                 "rounds": {"fault": {str(i): a for i, (a, _) in enumerate(rounds)},
-                           "fix": {str(i): b for i, (_, b) in enumerate(rounds)}}}
+                           "fix": {str(i): b for i, (_, b) in enumerate(rounds)},
+                           "no_fault": {str(i): 1.0 for i in range(len(rounds))}}}
 
     assert_fault_then_fix(rec("confirmed", 0.3, 0.99, 0.4))
     assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, summary="the fix recovers only 85% (interval 80-90%)"))
     assert_fault_then_fix(rec("inconclusive", 0.3, 0.99, 0.4, n=2,  # separated, but from two runs a variant
                               summary="fault at 30% (95% interval 20%-45%): too few repeats (2 runs a variant)"))
-    # one noisy round of three where the fix loses is noise, the other two and the median still say which way
-    assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9), (0.35, 0.8), (0.5, 0.45)),
+    # which way a loaded round went is a timing result (benchmarks/labs.py), not the verdict's consistency: a round
+    # where the fix lost, or the fault ran at no-fault speed, is no failure
+    assert_fault_then_fix(rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9), (1.02, 0.8), (0.5, 0.45)),
                               summary="the fix recovers only 85% (interval 80-90%)"))
     for bad in (rec("refuted", 0.9, 1.0, 1.2),
-                rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9), (0.5, 0.45))),  # one of two rounds lost
-                rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9),)),  # one round proves nothing
-                rec("inconclusive", 1.1, 0.85, 1.3),  # the fault is not slower on average
+                rec("inconclusive", 0.3, 0.85, 0.4, rounds=((0.3, 0.9),)),  # one round is no pairing
                 rec("confirmed", 0.3, 0.99, 1.1),  # the fault's cost is within the noise
                 rec("confirmed", 0.3, 0.9, 0.4),  # "confirmed" below the 95% it promises
                 rec("inconclusive", 0.3, 0.97, 0.4),  # "inconclusive" although the fix recovered
