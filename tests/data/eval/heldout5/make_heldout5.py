@@ -72,12 +72,16 @@ A third batch (written after the second was scored, scored once as written):
   wait until iteration ~4150, then ~3.5 s while the other programs take the CPU; a line every 10 iterations.
 """
 
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent / "heldout4"))
+from make_heldout4 import smi_table  # noqa: E402  (the 440-era nvidia-smi table, written once)
+
 rng = np.random.default_rng(5)
 
 
@@ -247,37 +251,6 @@ def kubeflow_68():
         lines.append(f"INFO:root:Epoch[{epoch}] Time cost={50000 / np.mean(speeds) + 0.3:.3f}")
         lines.append(f"INFO:root:Epoch[{epoch}] Validation-accuracy={min(0.9, 0.31 + 0.03 * epoch):.6f}")
     write("kubeflow_68_overheated_gpu.log", lines)
-def smi_table(date, driver, gpus, watch_host=None):
-    """One nvidia-smi snapshot (440-era layout). gpus: dicts name, bus, fan, temp, perf, pwr, cap, used, total,
-    util, ecc."""
-    stamp = f"{date:%a %b} {date.day:2d} {date:%H:%M:%S %Y}"  # nvidia-smi pads the day with a space
-    out = []
-    if watch_host:
-        out += [f"Every 0.1s: nvidia-smi{' ' * 40}{watch_host}: {stamp}", ""]
-    out += [stamp,
-            "+-----------------------------------------------------------------------------+",
-            f"| NVIDIA-SMI {driver:<23}Driver Version: {driver:<26}|" if float(driver.split(".")[0]) < 410 else
-            f"| NVIDIA-SMI {driver:<13}Driver Version: {driver:<13}CUDA Version: 10.2     |",
-            "|-------------------------------+----------------------+----------------------+",
-            "| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |",
-            "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |",
-            "|===============================+======================+======================|"]
-    for i, g in enumerate(gpus):
-        out.append(f"| {i:3d}  {g['name']:<19.19} On   | {g['bus']} Off | {g['ecc']:>20} |")
-        out.append(f"| {g['fan']:>3}   {g['temp']:2d}C    {g['perf']:<2} {g['pwr']:5d}W / {g['cap']:3d}W |"
-                   f" {g['used']:6d}MiB / {g['total']:5d}MiB | {g['util']:6d}%      Default |")
-        out.append("+-------------------------------+----------------------+----------------------+")
-    out += ["", "+-----------------------------------------------------------------------------+",
-            "| Processes:                                                       GPU Memory |",
-            "|  GPU       PID   Type   Process name                             Usage      |",
-            "|=============================================================================|"]
-    for i, g in enumerate(gpus):
-        if g["used"] > 100:
-            out.append(f"|  {i:3d}     {23000 + i:5d}      C   python{' ' * 32}{g['used'] - 11:5d}MiB |")
-    out += ["+-----------------------------------------------------------------------------+", ""]
-    return out
-
-
 def nemo_1204():
     gpu = dict(name="Tesla V100-SXM2...", bus="00000000:00:1E.0", fan="N/A", temp=41, perf="P0", pwr=57, cap=300,
                used=31290, total=32510, util=0, ecc="0")
