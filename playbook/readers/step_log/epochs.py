@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.readers.step_log.columns import CLOCK_FLOOR_S
 from playbook.readers.step_log.vocab import AVERAGE, EPOCH_WORD, NAT
 
 ROWS = "(epoch time)"  # the result's "chosen" field when the epochs are the file's records
-CLOCK_S = 1e8  # a reading this large is a clock (Unix seconds of any date after 1973: MLPerf's `time_ms`), no epoch
 MAX_EPOCHS = 1_000_000  # epoch rows kept per file: a file of ever-new epoch numbers cannot grow memory
 
 
@@ -33,7 +33,7 @@ class EpochTimes:
             return False
         for name, (value, role) in fields.items():
             if role[0] == "dur" and role[1] != AVERAGE and (named or "epoch" in name.split("_")) and \
-                    0 <= value * role[2] < CLOCK_S:
+                    0 <= value * role[2] < CLOCK_FLOOR_S:  # past it a clock (MLPerf's `time_ms`), no epoch
                 if len(self.rows) < MAX_EPOCHS:
                     self.rows[(ctx.rank, epoch)] = (value * role[2], ctx.time, ctx.lineno)
                 return True
