@@ -1,0 +1,152 @@
+"""Profiler outputs beyond nsys stats CSV and Kineto (tests/data/profiler_outputs, see its SOURCES.md): rocprof v1
+and rocprofv3 CSV files (real excerpts), nsys SQLite exports and a cuda_kern_exec_sum report (generated from the
+documented schema by make_fixtures.py). Each case's correct reading is in expected.json; every case is scored the
+same way: detection, the profile summary (playbook.analysis.nsys_profiles) and the trace table."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from playbook.analysis import nsys_profiles
+from playbook.core.errors import InputError
+from playbook.readers import detect, read_paths
+
+RUNTIME = {"cuda_runtime", "cuda_driver", "hip_runtime", "Runtime"}
+SRC = Path(__file__).parents[1] / "data" / "profiler_outputs"
+EXPECTED = json.loads((SRC / "expected.json").read_text())["cases"]
+
+
+@pytest.fixture(scope="module")
+def cases_dir(tmp_path_factory):
+    return build_cases(tmp_path_factory.mktemp("profiler_outputs"))
+
+
+def build_cases(out: Path) -> Path:
+    """The committed cases plus the generated ones (make_fixtures.py) in one folder, `out`."""
+    shutil.copytree(SRC, out, dirs_exist_ok=True)
+    spec = importlib.util.spec_from_file_location("pf_make_fixtures", SRC / "make_fixtures.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    gen = out / "generated"
+    (gen / "nsys_stats").mkdir(parents=True)
+    make.write_sqlite(gen / "train_2024.sqlite", "2024")
+    make.write_sqlite(gen / "train_2021.sqlite", "2021")
+    (gen / "nsys_stats" / "train_cuda_kern_exec_sum.csv").write_text(make.kern_exec_sum_csv())
+    whole = (gen / "train_2024.sqlite").read_bytes()
+    (gen / "damaged.sqlite").write_bytes(whole[:100] + b"\x00garbage" * 64)  # header kept, pages gone
+    db = sqlite3.connect(gen / "other.sqlite")
+    db.execute("CREATE TABLE results (x INTEGER)")
+    db.commit()
+    db.close()
+    return out
+
+
+def _path(root, p):
+    return root / "generated" / p[1:] if p.startswith("@") else root / p
+
+
+def _busy_ms(trace) -> float:
+    """Union of the GPU work intervals (kernels, copies, memsets) per rank, ms."""
+    work = trace[trace["cat"].astype(str).isin({"kernel", "gpu_memcpy", "gpu_memset"})]
+    total = 0.0
+    for _, g in work.groupby("rank"):
+        iv = sorted(zip(g["ts_us"].to_numpy(), (g["ts_us"] + g["dur_us"]).to_numpy(), strict=True))
+        end = -math.inf
+        for a, b in iv:
+            if b <= end:
+                continue
+            total += b - max(a, end)
+            end = b
+    return total / 1e3
+
+
+def measure(root, case: dict) -> dict:
+    """The figures the project reads from a case (the keys of expected.json)."""
+    paths = [_path(root, p) for p in case["paths"]]
+    got: dict = {"reader": {}}
+    for p in paths:
+        for f in ([p] if p.is_file() else sorted(x for x in p.iterdir() if x.is_file())):
+            try:
+                got["reader"][f.name] = detect.detect(f)
+            except Exception as exc:  # noqa: BLE001 - scored, not raised
+                got["reader"][f.name] = type(exc).__name__
+    bundle = read_paths(paths)
+    s = nsys_profiles.summarize(bundle) or {"profiles": [], "findings": []}
+    kern = [p["kernels"] for p in s["profiles"] if p.get("kernels")]
+    if kern:
+        got["kernel_ms"] = sum(k["total_ms"] for k in kern)
+        got["kernel_instances"] = sum(k["instances"] for k in kern)
+        got["top_kernel"] = max(kern, key=lambda k: k["total_ms"])["top"][0]["name"]
+    api = [p["api"] for p in s["profiles"] if p.get("api")]
+    if api:
+        got["launches"] = sum(a["launches"] for a in api)
+        got["launch_ms"] = sum(a["launch_ms"] for a in api)
+        got["api_top"] = api[0]["top"][0]["name"]
+    mem = [p["memops"] for p in s["profiles"] if p.get("memops")]
+    for key in ("htod_ms", "dtoh_ms", "pageable_copies"):
+        vals = [m[key] for m in mem if m.get(key) is not None]
+        if vals:
+            got[key] = sum(vals)
+    steps = [p["nvtx"].get("steps") for p in s["profiles"] if p.get("nvtx")]
+    if any(steps):
+        got["steps"] = sum(x or 0 for x in steps)
+    t = bundle.trace
+    cat = t["cat"].astype(str)
+    got["trace_kernels"] = int((cat == "kernel").sum())
+    got["trace_copies"] = int((cat == "gpu_memcpy").sum())
+    got["trace_api"] = int(cat.isin(RUNTIME).sum())
+    got["gpu_busy_ms"] = _busy_ms(t) if len(t) else 0.0
+    got["findings"] = sorted({f["hypothesis"] for f in s["findings"]})
+    return got
+
+
+def check(root, case: dict) -> list[str]:
+    """What the reading got wrong (empty: the case passes)."""
+    if "error" in case:
+        try:
+            read_paths([_path(root, p) for p in case["paths"]])
+        except InputError as exc:
+            msg = str(exc)
+            return [] if case["error"] in msg and "\n" not in msg and "Traceback" not in msg else [f"error {msg!r}"]
+        except Exception as exc:  # noqa: BLE001 - a traceback is a failure
+            return [f"{type(exc).__name__}: {exc}"]
+        return ["no error raised"]
+    try:
+        got = measure(root, case)
+    except Exception as exc:  # noqa: BLE001
+        return [f"{type(exc).__name__}: {str(exc)[:200]}"]
+    wrong = []
+    for key, want in case.items():
+        if key in ("paths", "generated"):
+            continue
+        if key == "reader":
+            bad = {k: got["reader"].get(k) for k, v in want.items() if got["reader"].get(k) != v}
+            if bad:
+                wrong.append(f"reader {bad}")
+        elif key == "findings":
+            missing = set(want) - set(got["findings"])
+            if missing:
+                wrong.append(f"findings missing {sorted(missing)} (got {got['findings']})")
+        elif key == "no_findings":
+            extra = set(want) & set(got["findings"])
+            if extra:
+                wrong.append(f"unexpected findings {sorted(extra)}")
+        elif isinstance(want, str):
+            if want not in str(got.get(key, "")):
+                wrong.append(f"{key}: {got.get(key)!r}, want {want!r}")
+        elif got.get(key) is None or not np.isclose(got[key], want, rtol=1e-3, atol=1e-6):
+            wrong.append(f"{key}: {got.get(key)!r}, want {want!r}")
+    return wrong
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_case_is_read_as_expected(cases_dir, name):
+    assert check(cases_dir, EXPECTED[name]) == []
