@@ -1,6 +1,11 @@
-"""Nsight Systems summaries (playbook.readers.nsys) → per-profile figures and findings for `playbook diagnose`.
+"""Profiler summaries → per-profile figures and findings for `playbook diagnose`: Nsight Systems `nsys stats`
+exports (playbook.readers.nsys) and SQLite exports (readers.nsys_sqlite), AMD rocprof / rocprofv3 CSV
+(readers.rocprof); all leave their summaries in bundle.meta under the nsys report names.
 
-One profile = the reports one `nsys stats --output PREFIX` wrote (usually one rank). Per profile:
+One profile = the files of one run of the profiler: the reports one `nsys stats --output PREFIX` wrote (usually one
+rank), one database, one rocprofv3 `<pid>_*.csv` set or one rocprof `results*.csv` set. A profile without a kernel,
+API or copy summary gets it from its trace rows (kernel rows, runtime calls, copies) or, for kernels and launch
+calls, from nsys' cuda_kern_exec_sum (Count × KAvg, Count × AAvg). Per profile:
   kernels   GPU kernel time (cuda_gpu_kern_sum): total, NCCL share (ncclKernel_* / ncclDevKernel_*), top kernels
   memops    memcpy time and bytes by direction (cuda_gpu_mem_time_sum / _size_sum), their share of GPU busy time,
             and the pageable copies seen in cuda_gpu_trace ("Pageable" memory kind: staged, CPU-blocking)
@@ -35,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.kineto.step_signatures import RUNTIME_CATS
 from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
 from playbook.readers import nsys as reader
@@ -165,19 +171,49 @@ def _osrt(o: pd.DataFrame | None) -> dict[str, Any] | None:
                     for _, r in o.sort_values("total_ns", ascending=False).head(5).iterrows()]}
 
 
-def _profile_trace(trace: pd.DataFrame | None, profile: str) -> pd.DataFrame | None:
-    """The trace rows read from this profile's cuda_gpu_trace export."""
-    if trace is None or trace.empty or "source" not in trace:
+def _profile_trace(trace: pd.DataFrame | None, sources: set[str] | None) -> pd.DataFrame | None:
+    """The trace rows read from this profile's files (its cuda_gpu_trace export, database, trace CSVs)."""
+    if trace is None or trace.empty or "source" not in trace or not sources:
         return None
-    src = trace["source"].astype(str)
-    mine = {s for s in src.unique() if reader.profile_name(s) == profile}
-    t = trace[src.isin(mine)]
+    t = trace[trace["source"].astype(str).isin(sources)]
     return t if len(t) else None
 
 
+def _sums(rows: pd.DataFrame) -> pd.DataFrame:
+    """Summary records (name, count, total_ns, avg_ns, min_ns, max_ns) of trace rows, by name."""
+    ns = rows["dur_us"].to_numpy(dtype=np.float64) * 1e3
+    g = pd.DataFrame({"name": rows["name"].astype(str).to_numpy(), "ns": ns}).groupby("name")["ns"]
+    return pd.DataFrame({"count": g.size(), "total_ns": g.sum(), "avg_ns": g.mean(), "min_ns": g.min(),
+                         "max_ns": g.max()}).reset_index()
+
+
+def _from_trace(t: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """The kernel, API and copy summaries a profile's trace rows give (used where its exports hold none)."""
+    if t is None or t.empty:
+        return {}
+    cat = t["cat"].astype(str)
+    parts = {"cuda_gpu_kern_sum": t[cat == "kernel"], "cuda_api_sum": t[cat.isin(RUNTIME_CATS)],
+             "cuda_gpu_mem_time_sum": t[cat.isin({"gpu_memcpy", "gpu_memset"})]}
+    return {name: _sums(rows) for name, rows in parts.items() if len(rows)}
+
+
+def _from_exec_sum(e: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
+    """Kernel and launch-call summaries from nsys' cuda_kern_exec_sum (per launch: API time A*, kernel time K*)."""
+    if e is None or e.empty or not {"k_avg_ns", "a_avg_ns", "count"} <= set(e.columns):
+        return {}
+    n = e["count"].astype(float)
+    kern = pd.DataFrame({"name": e["name"].astype(str), "count": n, "total_ns": e["k_avg_ns"] * n})
+    api_name = e["api_name"].astype(str) if "api_name" in e else pd.Series(["cudaLaunchKernel"] * len(e))
+    api = pd.DataFrame({"name": api_name.to_numpy(), "ns": (e["a_avg_ns"] * n).to_numpy(), "count": n.to_numpy()})
+    api = api.groupby("name").agg(total_ns=("ns", "sum"), count=("count", "sum")).reset_index()
+    return {"cuda_gpu_kern_sum": kern.groupby("name", as_index=False)[["count", "total_ns"]].sum(),
+            "cuda_api_sum": api}
+
+
 def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataFrame | None,
-                    findings: list[dict]) -> dict[str, Any]:
-    """Figures of one profile (see the module docstring); appends its findings to `findings`."""
+                    findings: list[dict], sources: set[str] | None = None, tool: str = "nsys") -> dict[str, Any]:
+    """Figures of one profile (see the module docstring); appends its findings to `findings`. `sources`: the files
+    of the profile (its trace rows are theirs); `tool`: the profiler that wrote it, for the evidence."""
     def get(name: str) -> pd.DataFrame | None:
         f = reps.get(name)
         if f is None:
@@ -185,18 +221,28 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
         f = f[f["profile"] == profile]
         return f if len(f) else None
 
-    kern = _kernels(get("cuda_gpu_kern_sum"))
+    ptrace = _profile_trace(trace, sources)
+    derived = _from_trace(ptrace)
+    exec_sum = _from_exec_sum(get("cuda_kern_exec_sum"))
+
+    def summary(name: str) -> pd.DataFrame | None:
+        """The profile's `name` report; else the same summary built from its exec summary or its trace rows."""
+        for f in (get(name), exec_sum.get(name), derived.get(name)):
+            if f is not None and len(f):
+                return f
+        return None
+
+    kern = _kernels(summary("cuda_gpu_kern_sum"))
     nvtx = _nvtx(get("nvtx_sum") if get("nvtx_sum") is not None else get("nvtx_pushpop_sum"))
     iteration_ns = float(nvtx.pop("_iteration_ns", 0.0)) if nvtx else 0.0
     n_steps = int(nvtx.pop("_steps", 0)) if nvtx else 0
     kernel_ns = (kern["total_ms"] or 0.0) * 1e6 if kern else 0.0
-    mem = _memops(get("cuda_gpu_mem_time_sum"), get("cuda_gpu_mem_size_sum"), kernel_ns,
-                  _profile_trace(trace, profile))
+    mem = _memops(summary("cuda_gpu_mem_time_sum"), get("cuda_gpu_mem_size_sum"), kernel_ns, ptrace)
     htod_ns = mem.pop("_htod_ns", 0.0) if mem else 0.0
-    api = _api(get("cuda_api_sum"), iteration_ns)
-    out = {"profile": profile, "kernels": kern, "memops": mem, "nvtx": nvtx, "api": api,
+    api = _api(summary("cuda_api_sum"), iteration_ns)
+    out = {"profile": profile, "tool": tool, "kernels": kern, "memops": mem, "nvtx": nvtx, "api": api,
            "osrt": _osrt(get("osrt_sum"))}
-    where = f"nsys profile {profile}"
+    where = f"{tool} profile {profile}"
     if nvtx and iteration_ns > 0:
         share = (nvtx.get("phase_share") or {}).get("data") or 0.0
         lvl = _level(share)
@@ -256,13 +302,18 @@ def summarize(bundle: Any) -> dict | None:
         return None
     reps = reader.reports(bundle)
     trace = getattr(bundle, "trace", None)
-    profiles = sorted({str(v.get("profile") or reader.profile_name(k[len(reader.META_PREFIX):]))
-                       for k, v in bundle.meta.items() if isinstance(k, str) and k.startswith(reader.META_PREFIX)
-                       and isinstance(v, dict)})
+    sources: dict[str, set[str]] = {}
+    tools: dict[str, str] = {}
+    for k, v in bundle.meta.items():
+        if isinstance(k, str) and k.startswith(reader.META_PREFIX) and isinstance(v, dict):
+            src = k[len(reader.META_PREFIX):]
+            p = str(v.get("profile") or reader.profile_name(src))
+            sources.setdefault(p, set()).add(src)
+            tools[p] = str(v.get("tool") or "nsys")
     findings: list[dict] = []
-    out = [profile_summary(p, reps, trace, findings) for p in profiles]
+    out = [profile_summary(p, reps, trace, findings, sources[p], tools[p]) for p in sorted(sources)]
     warnings = []
-    if profiles and not any(o["nvtx"] and o["nvtx"].get("steps") for o in out):
-        warnings.append("nsys: no NVTX step ranges ('step N'), so shares of the step cannot be computed; record "
-                        "with playbook.probes (StepTimer emits them) or nvtx.range_push('step N') per step")
+    if out and not any(o["nvtx"] and o["nvtx"].get("steps") for o in out):
+        warnings.append(f"{'/'.join(sorted(set(tools.values())))}: no NVTX step ranges ('step N'), so shares of the "
+                        "step cannot be computed; record with playbook.probes (StepTimer emits them) or nvtx.range_push('step N') per step")
     return {"profiles": out, "findings": findings, "warnings": warnings}

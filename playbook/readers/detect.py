@@ -22,6 +22,8 @@ from playbook.readers import textio
 READERS: tuple[str, ...] = (
     "kineto",           # PyTorch profiler Chrome traces (JSON)
     "nsys",             # Nsight Systems exports
+    "nsys_sqlite",      # Nsight Systems `nsys export --type sqlite` databases
+    "rocprof",          # AMD rocprof / rocprofv3 CSV (stats, dispatches, kernel / API / copy traces)
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
     "influx",           # InfluxDB line protocol (Telegraf's nvidia_smi input)

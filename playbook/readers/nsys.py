@@ -30,6 +30,10 @@ What each report is recognised by (its header; a banner, when present, names it 
                          "Kernel Name"
   osrt_sum / cuda_api_sum  ... "Num Calls" ... "Name"  (told apart by the banner, the file name's report suffix,
                          or the names: cuda*/cu* calls are the CUDA API)
+  cuda_kern_exec_sum     "PID","TID","DevId","Count","QCount","TAvg (ns)",...,"AAvg (ns)",...,"QAvg (ns)",...,
+                         "KAvg (ns)",...,"KStdDev (ns)","API Name","Kernel Name": per launching thread, API call and
+                         kernel, the launch call's time (A*), the queue wait (Q*) and the kernel's time (K*); keys
+                         a_avg_ns, k_avg_ns, ..., api_name, name
 Units in headers are honoured (--timeunit: ns, us, ms, s; sizes B, KB/KiB, MB/MiB, GB/GiB; nsys's MB is 10^6 B).
 Headers without a unit are nanoseconds; old gpumemsizesum sizes without a unit are KiB.
 
@@ -68,7 +72,7 @@ META_PREFIX = "nsys:"
 
 KNOWN_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_trace",
                  "nvtx_sum", "nvtx_pushpop_sum", "nvtx_kern_sum", "nvtx_startend_sum", "osrt_sum", "cuda_api_sum",
-                 "cuda_gpu_sum", "cuda_api_gpu_sum")
+                 "cuda_gpu_sum", "cuda_api_gpu_sum", "cuda_kern_exec_sum")
 OLD_NAMES = {"gpukernsum": "cuda_gpu_kern_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
              "gpumemsizesum": "cuda_gpu_mem_size_sum", "gputrace": "cuda_gpu_trace", "nvtxsum": "nvtx_sum",
              "nvtxppsum": "nvtx_pushpop_sum", "nvtxkernsum": "nvtx_kern_sum", "osrtsum": "osrt_sum",
@@ -87,8 +91,11 @@ _OTHER = {"style": "style", "nvtx range": "range", "pid": "pid", "tid": "tid", "
           "kern inst": "kern_inst", "category": "category", "corrid": "correlation", "srcmemkd": "src_kind",
           "dstmemkd": "dst_kind", "device": "device", "ctx": "ctx", "greenctx": "green_ctx", "strm": "stream",
           "grdx": "grid_x", "grdy": "grid_y", "grdz": "grid_z", "blkx": "block_x", "blky": "block_y",
-          "blkz": "block_z", "reg/trd": "regs_per_thread"}
-_TEXT_KEYS = frozenset({"name", "style", "range", "category", "src_kind", "dst_kind", "device"})
+          "blkz": "block_z", "reg/trd": "regs_per_thread", "api name": "api_name", "devid": "device_id",
+          "qcount": "queued_count"}
+_TEXT_KEYS = frozenset({"name", "style", "range", "category", "src_kind", "dst_kind", "device", "api_name"})
+# cuda_kern_exec_sum's per-phase statistics: T(otal), A(PI), Q(ueue), K(ernel) × Avg/Med/Min/Max/StdDev ("KAvg (ns)")
+_PHASE_STAT = re.compile(r"^([taqk])(avg|med|min|max|stddev)$")
 
 _BANNER = re.compile(r"\(\s*(?P<name>[a-z_]+)(?::[^)]*)?\s*\)\s*:?\s*$")
 # the line before each report: "Processing [x.sqlite] with [.../cuda_gpu_kern_sum.py]..." (2022-2023),
@@ -101,7 +108,7 @@ _DEVICE_INDEX = re.compile(r"\((\d+)\)\s*$")
 _RULE_RUN = re.compile(r"-+")
 # a header is an nsys one when it names one of these (after unit stripping, lower case)
 _MARKERS = ({"time", "total time"}, {"start", "duration", "corrid"}, {"nvtx range", "kern inst"},
-            {"total", "operation"}, {"time", "total time", "operation"})
+            {"total", "operation"}, {"time", "total time", "operation"}, {"count", "api name", "kernel name", "kavg"})
 
 
 def canonical_report(name: str) -> str | None:
@@ -143,6 +150,8 @@ def _column(label: str) -> tuple[str, str, str]:
         return ("static_smem_bytes" if base == "stcsmem" else "dynamic_smem_bytes"), "size", unit or "B"
     if base in _STATS:
         return _STATS[base], "stat", unit
+    if m := _PHASE_STAT.match(base):
+        return f"{m.group(1)}_{_STATS[m.group(2)]}_ns", "time", unit or "ns"
     if base in _COUNTS:
         return "count", "count", ""
     if base in _NAMES:
@@ -299,6 +308,8 @@ def _classify(table: _Table, hint: str | None) -> str:
         return "cuda_gpu_trace"
     if "range" in keys and "kern_inst" in keys:
         return "nvtx_kern_sum"
+    if "api_name" in keys and "k_avg_ns" in keys:
+        return "cuda_kern_exec_sum"
     if "total_bytes" in keys and "operation" in lowered:
         return "cuda_gpu_mem_size_sum"
     if "category" in keys:

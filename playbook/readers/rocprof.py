@@ -1,0 +1,273 @@
+"""AMD rocprof (v1/v2, ROCm ≤ 6) and rocprofv3 CSV outputs → GPU trace rows and the per-profile summaries that
+`playbook diagnose` reads from nsys exports (playbook.analysis.nsys_profiles).
+
+Every file is read by its header: column meaning from the words and the unit in each name (headers.tokens:
+"TotalDurationNs" → total, duration, ns; "Start_Timestamp" → start, timestamp), never from the file name.
+
+  stats        Name, Calls, TotalDurationNs, AverageNs, Percentage [, MinNs, MaxNs, StdDev]: v1 results.stats.csv,
+               hip_stats.csv, hsa_stats.csv, copy_stats.csv; v3 *_kernel_stats.csv, *_hip_api_stats.csv,
+               *_memory_copy_stats.csv, *_domain_stats.csv. What a stats file sums is told from its names: HIP /
+               CUDA API calls (hip*, __hip*, cuda*) → "cuda_api_sum", HSA calls (hsa_*) → "hsa_api_sum" (the layer
+               under HIP: kept apart so that calls are not counted twice), copies (async-copy, *_TO_*, memcpy) →
+               "cuda_gpu_mem_time_sum", domains (KERNEL_DISPATCH, HIP_RUNTIME_API, ...) → "domain_sum" (totals of
+               the others, not summed again), anything else kernels → "cuda_gpu_kern_sum".
+  dispatches   v1 results.csv: KernelName, BeginNs, EndNs (+ gpu-id, queue-id, tid, DurationNs), one kernel a row.
+  traces       v3 *_kernel_trace.csv (Kernel_Name, Start_Timestamp, End_Timestamp, Agent_Id, Queue_Id,
+               [Stream_Id,] Correlation_Id), *_hip_api_trace.csv / *_hsa_api_trace.csv (Domain, Function, ...,
+               Thread_Id), *_memory_copy_trace.csv (Kind, Direction, Source_Agent_Id, Destination_Agent_Id, ...),
+               *_marker_api_trace.csv (roctx ranges).
+
+Summary report names are the nsys ones (the project's names for a kernel / API / copy summary), records carry the
+same keys (name, count, total_ns, avg_ns, min_ns, max_ns, stddev_ns, time_pct); all times are ns as written.
+Trace rows (schema.TRACE_COLUMNS): cat "kernel" / "gpu_memcpy" (named "[memcpy Host-to-Device]" from the
+direction) / "hip_runtime" (API calls; HSA calls "hsa_runtime") / "user_annotation" (markers); ts_us on the
+profiler's clock; rank = the `rank` argument, else 0 (one process per file); pid = the GPU agent (Agent_Id,
+"Agent 4" → 4; gpu-id), tid = the queue / stream for GPU rows, the thread for API rows.
+A row whose field count differs from its header, or whose times are missing or end before they start, is skipped
+and counted (one warning per file); so are the rows past MAX_ROWS.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import headers, nsys, textio
+
+FORMAT = "rocprof / rocprofv3 CSV"
+TOOL = "rocprof"
+_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+_STATS = {"total": "total_ns", "average": "avg_ns", "avg": "avg_ns", "min": "min_ns", "max": "max_ns"}
+_API = re.compile(r"^(?:__)?(?:hip|cuda|cu[A-Z]|rocblas|hipblas|miopen|rccl|nccl)", re.IGNORECASE)
+_HSA = re.compile(r"^hsa_", re.IGNORECASE)
+_COPY = re.compile(r"copy|memcpy|_TO_", re.IGNORECASE)
+_DOMAIN = re.compile(r"^(?:KERNEL_DISPATCH|MEMORY_COPY|MEMORY_ALLOCATION|SCRATCH_MEMORY|[A-Z_]+_API(?:_EXT)?)$")
+_AGENT = re.compile(r"(\d+)\s*$")
+MAX_COLUMNS = 256
+MAX_ROWS = 2_000_000  # rows kept per file (a counted warning past it): a runaway trace cannot exhaust memory
+
+
+def _role(label: str) -> tuple[str, float]:
+    """A header label → (role, ns factor): roles name, count, pct, total_ns / avg_ns / min_ns / max_ns /
+    stddev_ns, start, end, duration, kernel, function, domain, direction, kind, agent, src_agent, dst_agent,
+    queue, stream, thread, process, correlation; "" for a column not used."""
+    words = headers.tokens(label)
+    unit = words[-1] if words and words[-1] in _UNIT_NS else None
+    w = [x for x in words if x not in _UNIT_NS]
+    ws = set(w)
+    factor = _UNIT_NS.get(unit or "ns", 1.0)
+    if w == ["name"] or w == ["kernel", "name"] or w == ["kernelname"]:
+        return ("kernel" if "kernel" in ws else "name"), 1.0
+    if w in (["calls"], ["count"]):
+        return "count", 1.0
+    if w in (["percentage"], ["percent"]):
+        return "pct", 1.0
+    if w == ["std", "dev"] or w == ["stddev"]:
+        return "stddev_ns", factor
+    if unit and len(w) <= 2 and w and w[0] in _STATS and (len(w) == 1 or w[1] == "duration"):
+        return _STATS[w[0]], factor
+    if ws & {"start", "begin"} and (unit or "timestamp" in ws):
+        return "start", factor
+    if "end" in ws and (unit or "timestamp" in ws):
+        return "end", factor
+    if w == ["duration"] and unit:
+        return "duration", factor
+    for key in ("function", "domain", "direction", "kind"):
+        if w == [key]:
+            return key, 1.0
+    if "agent" in ws or w[:1] == ["gpu"]:
+        return ("src_agent" if "source" in ws else "dst_agent" if "destination" in ws else "agent"), 1.0
+    for key in ("queue", "stream", "thread", "process", "correlation"):
+        if w and w[0] == key and w[1:] in ([], ["id"]):  # queue-id, not queue-index
+            return key, 1.0
+    if w == ["tid"]:
+        return "thread", 1.0
+    return "", 1.0
+
+
+def _layout(roles: list[str]) -> str | None:
+    """stats, trace (with start and end) or None for a header this reader does not know."""
+    have = set(roles)
+    if {"name", "count", "total_ns"} <= have:
+        return "stats"
+    if {"start", "end"} <= have and have & {"kernel", "function", "direction"}:
+        return "trace"
+    return None
+
+
+def _header(line: str) -> list[str] | None:
+    try:
+        fields = next(csv.reader([line]))
+    except (csv.Error, StopIteration):
+        return None
+    return fields if 2 <= len(fields) <= MAX_COLUMNS else None
+
+
+def sniff(head: str) -> bool:
+    """A rocprof / rocprofv3 CSV: its first line is a header this reader knows."""
+    first = next((ln for ln in head.split("\n") if ln.strip()), "")
+    fields = _header(first)
+    return bool(fields) and _layout([_role(f)[0] for f in fields]) is not None
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text.strip().replace(",", "")) if text.strip() else math.nan
+    except ValueError:
+        return math.nan
+
+
+def _agent(text: str) -> float:
+    """'Agent 4' / '4' / 'GPU 2' → the number; NaN when absent."""
+    m = _AGENT.search(text or "")
+    return float(m.group(1)) if m else math.nan
+
+
+def _stats_report(names: list[str]) -> str:
+    """What a stats file sums, from its names (see the module docstring)."""
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        return "cuda_gpu_kern_sum"
+    for report, test in (("domain_sum", _DOMAIN.match), ("hsa_api_sum", _HSA.match), ("cuda_api_sum", _API.match),
+                         ("cuda_gpu_mem_time_sum", _COPY.search)):
+        if sum(bool(test(n)) for n in names) * 2 > len(names):
+            return report
+    return "cuda_gpu_kern_sum"
+
+
+def _copy_name(direction: str) -> str:
+    """'HOST_TO_DEVICE' / 'MEMORY_COPY_DEVICE_TO_HOST' → '[memcpy Host-to-Device]' (the words nsys uses)."""
+    d = direction.upper().replace("MEMORY_COPY_", "").strip("_ ")
+    parts = [p.capitalize() for p in d.split("_TO_")] if "_TO_" in d else []
+    return f"[memcpy {'-to-'.join(parts)}]" if len(parts) == 2 else f"[memcpy {direction.strip()}]"
+
+
+def _rows(path: Path, text: str, skips: schema.SkipCounter) -> tuple[list[str], list[tuple[str, float]],
+                                                                    list[list[str]], list[int]]:
+    """The header, its column roles, the rows whose field count fits and their 1-based line numbers."""
+    lines = text.split("\n")
+    start = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    fields = _header(lines[start]) if start is not None else None
+    if not fields:
+        raise InputError(f"{path}: no rocprof CSV header")
+    roles = [_role(f) for f in fields]
+    rows, numbers = [], []
+    for i, row in enumerate(csv.reader(lines[start + 1:]), start=start + 2):
+        if not row or not any(c.strip() for c in row):
+            continue
+        if len(row) != len(fields):
+            skips.skip(i, f"{len(row)} fields where the header has {len(fields)}")
+            continue
+        if len(rows) >= MAX_ROWS:
+            skips.skip(i, f"past the first {MAX_ROWS:,} rows")
+            continue
+        rows.append(row)
+        numbers.append(i)
+    return fields, roles, rows, numbers
+
+
+def _stats(roles: list[tuple[str, float]], rows: list[list[str]]) -> tuple[str, list[dict[str, Any]]]:
+    recs = []
+    for row in rows:
+        rec: dict[str, Any] = {}
+        for (role, factor), cell in zip(roles, row, strict=True):
+            if role in ("name", "kernel"):
+                rec["name"] = cell.strip()
+            elif role == "count":
+                rec["count"] = _number(cell)
+            elif role == "pct":
+                rec["time_pct"] = _number(cell)
+            elif role.endswith("_ns"):
+                rec[role] = _number(cell) * factor
+        recs.append(rec)
+    report = _stats_report([r.get("name", "") for r in recs])
+    if report == "cuda_gpu_mem_time_sum":
+        for r in recs:
+            r["name"] = _copy_name(r["name"]) if "_TO_" in r["name"].upper() else r["name"]
+    return report, recs
+
+
+def _trace(roles: list[tuple[str, float]], rows: list[list[str]], numbers: list[int], src: str,
+           rank: int | None, skips: schema.SkipCounter) -> pd.DataFrame:
+    col = {role: i for i, (role, _) in enumerate(roles) if role}
+    f_start, f_end = roles[col["start"]][1], roles[col["end"]][1]
+    out: dict[str, list] = {k: [] for k in ("cat", "name", "ts", "end", "pid", "tid", "corr")}
+    for n, row in enumerate(rows):
+        a, b = _number(row[col["start"]]) * f_start, _number(row[col["end"]]) * f_end
+        if not (math.isfinite(a) and math.isfinite(b)) or b < a:
+            skips.skip(numbers[n], "start/end missing or reversed")
+            continue
+        cell = {k: row[i] for k, i in col.items()}
+        if "kernel" in cell:
+            cat, name = "kernel", cell["kernel"].strip()
+            pid, tid = _agent(cell.get("agent", "")), _number(cell.get("stream", cell.get("queue", "")))
+        elif "direction" in cell:
+            cat, name = "gpu_memcpy", _copy_name(cell["direction"])
+            src_a, dst_a = _agent(cell.get("src_agent", "")), _agent(cell.get("dst_agent", ""))
+            pid, tid = (dst_a if "HOST_TO" in cell["direction"].upper() else src_a), -1.0
+        else:
+            domain = cell.get("domain", "").upper()
+            cat = ("user_annotation" if "MARKER" in domain or "ROCTX" in domain
+                   else "hsa_runtime" if domain.startswith("HSA") else "hip_runtime")
+            name, pid, tid = cell["function"].strip(), _number(cell.get("process", "")), _number(cell.get("thread", ""))
+        out["cat"].append(cat)
+        out["name"].append(name)
+        out["ts"].append(a)
+        out["end"].append(b)
+        out["pid"].append(pid)
+        out["tid"].append(tid)
+        out["corr"].append(_number(cell.get("correlation", "")))
+    n = len(out["cat"])
+    ts, end = np.array(out["ts"], dtype=np.float64), np.array(out["end"], dtype=np.float64)
+    gpu = np.array([c in ("kernel", "gpu_memcpy") for c in out["cat"]], dtype=bool)
+    tid = np.nan_to_num(np.array(out["tid"], dtype=np.float64), nan=-1)
+    return schema.trace_frame({
+        "rank": np.full(n, rank if rank is not None else 0, dtype=np.int64), "cat": out["cat"], "name": out["name"],
+        "ts_us": ts / 1e3, "dur_us": (end - ts) / 1e3,
+        "pid": np.nan_to_num(np.array(out["pid"], dtype=np.float64), nan=-1).astype(np.int64),
+        "tid": tid.astype(np.int64), "stream": np.where(gpu, tid, -1.0),
+        "correlation": np.nan_to_num(np.array(out["corr"], dtype=np.float64), nan=-1),
+        "bytes": np.full(n, np.nan), "source": pd.Categorical([src] * n),
+    })
+
+
+def profile_name(path: str | Path) -> str:
+    """The run a file belongs to: rocprofv3's `<pid>_kernel_trace.csv` → `<dir>/<pid>`; v1's results.csv,
+    results.stats.csv, results.hip_stats.csv → `<dir>/results` (the name before the first dot)."""
+    path = Path(path)
+    stem = textio.host_from_path(path).split(".")[0]
+    m = re.match(r"^(.*?)_(?:kernel|hip_api|hsa_api|memory_copy|memory_allocation|marker_api|scratch_memory|"
+                 r"rccl_api|domain|counter_collection|agent_info)(?:_trace|_stats|_info)?$", stem)
+    return str(path.with_name(m.group(1) if m and m.group(1) else stem))
+
+
+def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
+    """Read one rocprof / rocprofv3 CSV (see the module docstring) into a Bundle (trace; meta)."""
+    path = Path(path)
+    src = str(path)
+    skips = schema.SkipCounter(src)
+    fields, roles, rows, numbers = _rows(path, textio.read_text(path), skips)
+    layout = _layout([r for r, _ in roles])
+    if layout is None:
+        raise InputError(f"{src}: not a rocprof CSV (header {', '.join(fields[:6])[:120]})")
+    bundle = schema.Bundle(inputs=[src])
+    reports: dict[str, list[dict[str, Any]]] = {}
+    if layout == "stats":
+        report, recs = _stats(roles, rows)
+        reports[report] = recs
+    else:
+        bundle.trace = _trace(roles, rows, numbers, src, rank, skips)
+    bundle.meta[nsys.META_PREFIX + src] = {"reports": reports, "trace_rows": int(len(bundle.trace)),
+                                           "profile": profile_name(path), "rank": rank, "tool": TOOL}
+    w = skips.warning(len(bundle.trace) if layout == "trace" else len(rows))
+    if w:
+        bundle.warnings.append(w)
+    return bundle
