@@ -15,13 +15,18 @@ Every file is read by its header: column meaning from the words and the unit in 
   traces       v3 *_kernel_trace.csv (Kernel_Name, Start_Timestamp, End_Timestamp, Agent_Id, Queue_Id,
                [Stream_Id,] Correlation_Id), *_hip_api_trace.csv / *_hsa_api_trace.csv (Domain, Function, ...,
                Thread_Id), *_memory_copy_trace.csv (Kind, Direction, Source_Agent_Id, Destination_Agent_Id, ...),
-               *_marker_api_trace.csv (roctx ranges).
+               *_marker_api_trace.csv (roctx ranges); rocpd's CSV conversion (a leading Guid column) reads alike.
+  summaries    rocprofv3 -S / -D console tables ("ROCPROFV3 KERNEL_DISPATCH SUMMARY:" over | NAME | DOMAIN | CALLS |
+               DURATION (nsec) | AVERAGE (nsec) | ... |), one report per domain (DOMAIN_REPORTS); the closing
+               "ROCPROFV3 SUMMARY:" table repeats every domain and is skipped. Found only within the first 64 KiB
+               of a file (detection reads that much): a summary after a long application log is not seen.
 
 Summary report names are the nsys ones (the project's names for a kernel / API / copy summary), records carry the
 same keys (name, count, total_ns, avg_ns, min_ns, max_ns, stddev_ns, time_pct); all times are ns as written.
 Trace rows (schema.TRACE_COLUMNS): cat "kernel" / "gpu_memcpy" (named "[memcpy Host-to-Device]" from the
 direction) / "hip_runtime" (API calls; HSA calls "hsa_runtime") / "user_annotation" (markers); ts_us on the
-profiler's clock; rank = the `rank` argument, else 0 (one process per file); pid = the GPU agent (Agent_Id,
+profiler's clock; rank = the `rank` argument, else 0 (one process per file; profile_name groups the files of one
+run); pid = the GPU agent (Agent_Id,
 "Agent 4" → 4; gpu-id), tid = the queue / stream for GPU rows, the thread for API rows.
 A row whose field count differs from its header, or whose times are missing or end before they start, is skipped
 and counted (one warning per file); so are the rows past MAX_ROWS.
@@ -44,13 +49,20 @@ from playbook.readers import headers, nsys, textio
 
 FORMAT = "rocprof / rocprofv3 CSV"
 TOOL = "rocprof"
-_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+_UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, "nsec": 1.0, "usec": 1e3, "msec": 1e6, "sec": 1e9}
 _STATS = {"total": "total_ns", "average": "avg_ns", "avg": "avg_ns", "min": "min_ns", "max": "max_ns"}
 _API = re.compile(r"^(?:__)?(?:hip|cuda|cu[A-Z]|rocblas|hipblas|miopen|rccl|nccl)", re.IGNORECASE)
 _HSA = re.compile(r"^hsa_", re.IGNORECASE)
 _COPY = re.compile(r"copy|memcpy|_TO_", re.IGNORECASE)
 _DOMAIN = re.compile(r"^(?:KERNEL_DISPATCH|MEMORY_COPY|MEMORY_ALLOCATION|SCRATCH_MEMORY|[A-Z_]+_API(?:_EXT)?)$")
 _AGENT = re.compile(r"(\d+)\s*$")
+# rocprofv3 --summary (-S / -D) tables: "ROCPROFV3 KERNEL_DISPATCH SUMMARY:" over a pipe table (NAME | DOMAIN | CALLS |
+# DURATION (nsec) | AVERAGE (nsec) | PERCENT (INC) | MIN (nsec) | MAX (nsec) | STDDEV); "ROCPROFV3 SUMMARY:" (no
+# domain) is every domain again in one table: skipped, it would count each call twice
+_SUMMARY_BANNER = re.compile(r"^\s*ROCPROFV3\s+(?:(?P<domain>[A-Z][A-Z_]*)\s+)?SUMMARY:\s*$")
+_PIPE_RULE = re.compile(r"^\s*\|[-|: ]+\|\s*$")
+DOMAIN_REPORTS = {"KERNEL_DISPATCH": "cuda_gpu_kern_sum", "HIP_API": "cuda_api_sum", "HIP_RUNTIME_API": "cuda_api_sum",
+                  "HIP_RUNTIME_API_EXT": "cuda_api_sum", "HSA_API": "hsa_api_sum", "MEMORY_COPY": "cuda_gpu_mem_time_sum"}
 MAX_COLUMNS = 256
 MAX_ROWS = 2_000_000  # rows kept per file (a counted warning past it): a runaway trace cannot exhaust memory
 
@@ -112,10 +124,53 @@ def _header(line: str) -> list[str] | None:
 
 
 def sniff(head: str) -> bool:
-    """A rocprof / rocprofv3 CSV: its first line is a header this reader knows."""
-    first = next((ln for ln in head.split("\n") if ln.strip()), "")
+    """A rocprof / rocprofv3 CSV (its first line is a header this reader knows) or rocprofv3 summary tables."""
+    lines = head.split("\n")
+    first = next((ln for ln in lines if ln.strip()), "")
     fields = _header(first)
-    return bool(fields) and _layout([_role(f)[0] for f in fields]) is not None
+    if fields and _layout([_role(f)[0] for f in fields]) is not None:
+        return True
+    return any(_SUMMARY_BANNER.match(ln) or _summary_header(ln) for ln in lines[:2000])
+
+
+def _summary_header(line: str) -> list[tuple[str, float]] | None:
+    """The column roles of a summary table's header line (NAME | DOMAIN | CALLS | DURATION (nsec) ...), else None."""
+    if not line.lstrip().startswith("|") or len(line) > 64 * MAX_COLUMNS:
+        return None
+    roles = [_role(c) for c in line.strip().strip("|").split("|")]
+    roles = [("total_ns", f) if r == "duration" else (r, f) for r, f in roles]
+    have = {r for r, _ in roles}
+    return roles if {"name", "count", "total_ns", "domain"} <= have else None
+
+
+def _summary_tables(text: str, skips: schema.SkipCounter) -> dict[str, list[dict[str, Any]]]:
+    """The records of every per-domain summary table in the text, by report (see DOMAIN_REPORTS)."""
+    reports: dict[str, list[dict[str, Any]]] = {}
+    banner, skip, roles = None, False, None
+    for i, line in enumerate(text.split("\n"), start=1):
+        if m := _SUMMARY_BANNER.match(line):
+            banner, skip, roles = m.group("domain"), m.group("domain") is None, None
+            continue
+        if not line.lstrip().startswith("|") or _PIPE_RULE.match(line):
+            roles = roles if _PIPE_RULE.match(line) or not line.strip() else None
+            continue
+        if roles is None:
+            roles = _summary_header(line)
+            continue
+        if skip:
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != len(roles):
+            skips.skip(i, f"{len(cells)} cells where the header has {len(roles)} (a '|' in a name?)")
+            continue
+        domain = cells[[r for r, _ in roles].index("domain")] or banner or ""
+        report, recs = _stats(roles, [cells])
+        reports.setdefault(DOMAIN_REPORTS.get(domain.upper(), report), []).extend(recs)
+    for report, recs in reports.items():
+        if report == "cuda_gpu_mem_time_sum":
+            for r in recs:
+                r["name"] = _copy_name(r["name"]) if "_TO_" in r["name"].upper() else r["name"]
+    return reports
 
 
 def _number(text: str) -> float:
@@ -244,9 +299,11 @@ def profile_name(path: str | Path) -> str:
     results.stats.csv, results.hip_stats.csv → `<dir>/results` (the name before the first dot)."""
     path = Path(path)
     stem = textio.host_from_path(path).split(".")[0]
-    m = re.match(r"^(.*?)_(?:kernel|hip_api|hsa_api|memory_copy|memory_allocation|marker_api|scratch_memory|"
-                 r"rccl_api|domain|counter_collection|agent_info)(?:_trace|_stats|_info)?$", stem)
-    return str(path.with_name(m.group(1) if m and m.group(1) else stem))
+    m = re.match(r"^(?:(.*?)_)?(?:kernel|hip_api|hsa_api|memory_copy|memory_allocation|marker_api|"
+                 r"scratch_memory|rccl_api|domain|counter_collection|agent_info)(?:_trace|_stats|_info)$", stem)
+    if m:  # `-o NAME` gives NAME_kernel_trace.csv; without a prefix the folder is the run
+        return str(path.with_name(m.group(1)) if m.group(1) else path.parent)
+    return str(path.with_name(stem))
 
 
 def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
@@ -254,12 +311,22 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
     path = Path(path)
     src = str(path)
     skips = schema.SkipCounter(src)
-    fields, roles, rows, numbers = _rows(path, textio.read_text(path), skips)
-    layout = _layout([r for r, _ in roles])
-    if layout is None:
-        raise InputError(f"{src}: not a rocprof CSV (header {', '.join(fields[:6])[:120]})")
+    text = textio.read_text(path)
     bundle = schema.Bundle(inputs=[src])
-    reports: dict[str, list[dict[str, Any]]] = {}
+    first = next((ln for ln in text.split("\n") if ln.strip()), "")
+    fields = _header(first)
+    if not fields or _layout([_role(f)[0] for f in fields]) is None:
+        reports = _summary_tables(text, skips)
+        if not reports:
+            raise InputError(f"{src}: no rocprof CSV header and no rocprofv3 summary table")
+        bundle.meta[nsys.META_PREFIX + src] = {"reports": reports, "trace_rows": 0, "profile": profile_name(path),
+                                               "rank": rank, "tool": TOOL}
+        w = skips.warning(sum(len(r) for r in reports.values()))
+        bundle.warnings += [w] if w else []
+        return bundle
+    fields, roles, rows, numbers = _rows(path, text, skips)
+    layout = _layout([r for r, _ in roles])
+    reports = {}
     if layout == "stats":
         report, recs = _stats(roles, rows)
         reports[report] = recs

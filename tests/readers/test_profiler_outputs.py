@@ -105,6 +105,7 @@ def measure(root, case: dict) -> dict:
     got["trace_api"] = int(cat.isin(RUNTIME).sum())
     got["gpu_busy_ms"] = _busy_ms(t) if len(t) else 0.0
     got["findings"] = sorted({f["hypothesis"] for f in s["findings"]})
+    got["profiles"] = len(s["profiles"])
     return got
 
 
@@ -135,6 +136,10 @@ def check(root, case: dict) -> list[str]:
             missing = set(want) - set(got["findings"])
             if missing:
                 wrong.append(f"findings missing {sorted(missing)} (got {got['findings']})")
+        elif key == "absent":
+            there = [k for k in want if got.get(k) is not None]
+            if there:
+                wrong.append(f"read what the file does not hold: {there}")
         elif key == "no_findings":
             extra = set(want) & set(got["findings"])
             if extra:
