@@ -215,8 +215,13 @@ def _rows(path: Path, text: str, skips: schema.SkipCounter) -> tuple[list[str], 
         raise InputError(f"{path}: no rocprof CSV header")
     roles = [_role(f) for f in fields]
     rows, numbers = [], []
-    for i, row in enumerate(csv.reader(lines[start + 1:]), start=start + 2):
-        if not row or not any(c.strip() for c in row):
+    for i, line in enumerate(lines[start + 1:], start=start + 2):
+        if not line.strip():
+            continue
+        try:  # line by line: one bad line (an over-long field, a stray quote) is one skipped row
+            row = next(csv.reader([line]))
+        except (csv.Error, StopIteration) as exc:
+            skips.skip(i, f"unparseable CSV ({str(exc)[:60]})")
             continue
         if len(row) != len(fields):
             skips.skip(i, f"{len(row)} fields where the header has {len(fields)}")

@@ -191,3 +191,16 @@ def test_a_plain_table_with_name_count_total_is_not_taken_for_rocprof(tmp_path):
     from playbook.readers import rocprof
     assert not rocprof.sniff("name,count,total\nfoo,3,4\n")
     assert rocprof.sniff('"Name","Calls","TotalDurationNs","AverageNs","Percentage"\n"k",1,2,2,100.0\n')
+
+
+def test_rocprof_hostile_lines_are_skipped_with_a_count(tmp_path):
+    """An over-long field (past csv's field limit) or a stray quote costs one counted row, never a traceback."""
+    head = '"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+    good = '"HIP_RUNTIME_API","hipLaunchKernel",1,1,{c},{a},{b}\n'
+    text = head + good.format(c=1, a=100, b=200) + '"HIP_RUNTIME_API","' + "x" * 300_000 + '",1,1,2,300,400\n' \
+        + '"HIP_RUNTIME_API,"hipFree",1,1,3,500,600\n' + good.format(c=4, a=700, b=800)
+    p = tmp_path / "9_hip_api_trace.csv"
+    p.write_text(text)
+    b = read_paths([p])
+    assert list(b.trace["correlation"]) == [1.0, 4.0]
+    assert any("skipped 2 of 4 rows" in w for w in b.warnings)
