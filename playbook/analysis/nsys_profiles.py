@@ -29,7 +29,7 @@ Findings (the TensorFlow profiler's thresholds the other analyses use, shares of
                     of the time, so at least 1 − K / (n·L) is idle, ≥ 5% / 20%. A lower bound: the framework's own
                     time between launches (Python dispatch) adds more; launches blocked by a full queue only make
                     n·L ≈ K. Holds for a profile of several processes too (both sides sum over them), not for one
-                    process launching from several threads at once.
+                    process launching from several threads at once. Judged from MIN_LAUNCHES launches on.
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ GPU_COPY_SHARE = 0.20
 STEP_RANGE = re.compile(r"^(?:.*:)?step[ _#]?(\d+)$", re.IGNORECASE)
 LAUNCH_CALLS = re.compile(r"^(?:cuda|cu|hip)(?:Ext)?(?:Module)?(?:Launch(?:Cooperative)?Kernel(?:ExC|Ex)?|GraphLaunch)"
                           r"(?:_v\d+|_ptsz|_spt)*$", re.IGNORECASE)
+MIN_LAUNCHES = 20  # as the trace's launch_bound (kineto.step_signatures, min_kernels): a handful of launches is
+# one-off cost (module load, first-call JIT), not the steady state the bound describes
 COMPLETE_PCT = 99.0  # a kernel table whose Time (%) column sums to less is cut (a pasted top): K unknown
 NCCL_KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel", re.IGNORECASE)
 BLOCKING_CALLS = frozenset({
@@ -275,7 +277,7 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
 
 def _launch_finding(kern: dict | None, api: dict | None, where: str, profile: str, findings: list[dict]) -> None:
     """launch_bound when the launch calls cost more CPU time than the kernels run (module docstring)."""
-    if not kern or not api or not kern.get("complete") or not api.get("launches"):
+    if not kern or not api or not kern.get("complete") or (api.get("launches") or 0) < MIN_LAUNCHES:
         return
     launch_ns, kernel_ns = (api["launch_ms"] or 0.0) * 1e6, (kern["total_ms"] or 0.0) * 1e6
     if launch_ns <= 0 or kernel_ns <= 0:

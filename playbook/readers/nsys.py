@@ -108,7 +108,7 @@ _DEVICE_INDEX = re.compile(r"\((\d+)\)\s*$")
 _RULE_RUN = re.compile(r"-+")
 # a header is an nsys one when it names one of these (after unit stripping, lower case)
 _MARKERS = ({"time", "total time"}, {"start", "duration", "corrid"}, {"nvtx range", "kern inst"},
-            {"total", "operation"}, {"time", "total time", "operation"}, {"count", "api name", "kernel name", "kavg"})
+            {"total", "operation"}, {"total", "operations", "name"}, {"time", "total time", "operation"}, {"count", "api name", "kernel name", "kavg"})
 
 
 def canonical_report(name: str) -> str | None:
@@ -310,6 +310,10 @@ def _classify(table: _Table, hint: str | None) -> str:
         return "nvtx_kern_sum"
     if "api_name" in keys and "k_avg_ns" in keys:
         return "cuda_kern_exec_sum"
+    name_at = next((i for i, h in enumerate(table.header) if _column(h)[0] == "name"), None)
+    names = [r[name_at] for r in table.rows] if name_at is not None else []
+    if names and all(n.strip().startswith("[CUDA ") for n in names):  # "[CUDA memcpy HtoD]", "[CUDA memset]"
+        return "cuda_gpu_mem_size_sum" if "total_bytes" in keys else "cuda_gpu_mem_time_sum"
     if "total_bytes" in keys and "operation" in lowered:
         return "cuda_gpu_mem_size_sum"
     if "category" in keys:
@@ -321,9 +325,6 @@ def _classify(table: _Table, hint: str | None) -> str:
     if lowered & {"num calls", "calls"}:
         if hint in ("osrt_sum", "cuda_api_sum"):
             return hint
-        name_at = next(i for i, h in enumerate(table.header) if _column(h)[0] == "name") \
-            if "name" in keys else None
-        names = [r[name_at] for r in table.rows] if name_at is not None else []
         cuda = sum(n.strip().startswith(("cuda", "cu")) for n in names)
         return "cuda_api_sum" if names and cuda * 2 >= len(names) else "osrt_sum"
     if "instances" in lowered and "name" in keys:
