@@ -23,6 +23,7 @@ READERS: tuple[str, ...] = (
     "kineto",           # PyTorch profiler Chrome traces (JSON)
     "nsys",             # Nsight Systems exports
     "nsys_sqlite",      # Nsight Systems `nsys export --type sqlite` databases
+    "nsys_json",        # Nsight Systems `nsys export --type json` (one event message per line)
     "rocprof",          # AMD rocprof / rocprofv3 CSV (stats, dispatches, kernel / API / copy traces)
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon

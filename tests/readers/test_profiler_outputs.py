@@ -39,6 +39,8 @@ def build_cases(out: Path) -> Path:
     (gen / "nsys_stats").mkdir(parents=True)
     make.write_sqlite(gen / "train_2024.sqlite", "2024")
     make.write_sqlite(gen / "train_2021.sqlite", "2021")
+    make.write_json(gen / "train.json")
+    make.write_json(gen / "train_separate_strings.json", separate_strings=True)
     (gen / "nsys_stats" / "train_cuda_kern_exec_sum.csv").write_text(make.kern_exec_sum_csv())
     whole = (gen / "train_2024.sqlite").read_bytes()
     (gen / "damaged.sqlite").write_bytes(whole[:100] + b"\x00garbage" * 64)  # header kept, pages gone
@@ -204,3 +206,21 @@ def test_rocprof_hostile_lines_are_skipped_with_a_count(tmp_path):
     b = read_paths([p])
     assert list(b.trace["correlation"]) == [1.0, 4.0]
     assert any("skipped 2 of 4 rows" in w for w in b.warnings)
+
+
+def test_nsys_json_cut_string_table_and_row_cap_are_said(cases_dir, tmp_path, monkeypatch):
+    """A string table cut short (longer than a line may be) leaves names as string ids, with a warning; past the
+    row cap the trace is cut with a warning while the summaries still count every kernel."""
+    from playbook.readers import nsys_json
+    lines = (cases_dir / "generated" / "train.json").read_text().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith('{"data":['))
+    lines[at] = lines[at][: len(lines[at]) // 2]  # what textio.iter_lines leaves of a table past MAX_LINE_CHARS
+    path = tmp_path / "cut.json"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(nsys_json, "MAX_TRACE_ROWS", 50)
+    b = nsys_json.read(path)
+    kern = b.meta[next(iter(b.meta))]["reports"]["cuda_gpu_kern_sum"]
+    assert sum(r["count"] for r in kern) == 4500 and all(r["name"].startswith("#") for r in kern)
+    assert len(b.trace) == 50
+    assert any("names stay string ids" in w for w in b.warnings)
+    assert any("first 50" in w for w in b.warnings)

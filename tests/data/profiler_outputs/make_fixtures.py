@@ -3,6 +3,10 @@
   * an `nsys export --type sqlite` database in the documented Nsight Systems export schema (StringIds,
     CUPTI_ACTIVITY_KIND_KERNEL / _RUNTIME / _MEMCPY, NVTX_EVENTS, TARGET_INFO_GPU), in two layouts: "2024" (with the
     ENUM_CUDA_MEMCPY_OPER / ENUM_CUDA_MEM_KIND label tables) and "2021" (no enum tables: the CUPTI enum values only);
+  * an `nsys export --type json` file of the same loop: one message per line, events then strings (the layout of
+    the exporter docs' "JSON and Text Format Description"; the event fields as a public nsys JSON walk-through shows
+    them: CudaEvent with kernel / memcpy, TraceProcessEvent, NvtxEvent), with the strings in one {"data": [...]}
+    message or, as --separate-strings writes them, one {"type": "String", ...} message each;
   * the `nsys stats --report cuda_kern_exec_sum --format csv` summary of the same loop (columns from the report's
     documented output: PID, TID, DevId, Count, QCount, T/A/Q/K Avg Med Min Max StdDev, API Name, Kernel Name).
 
@@ -117,6 +121,46 @@ def write_sqlite(path: Path, layout: str = "2024") -> Path:
     return path
 
 
+def write_json(path: Path, separate_strings: bool = False) -> Path:
+    """The lines `nsys export --type json` would write for the loop above."""
+    import json
+    kernels, runtime, copies, nvtx = _events()
+    strings: dict[str, int] = {"[Unknown]": 0}
+
+    def sid(text: str) -> str:
+        return str(strings.setdefault(text, len(strings)))
+
+    lines = []
+    for a, b, name, corr in runtime:
+        lines.append({"Type": 48, "TraceProcessEvent": {"startNs": str(a), "endNs": str(b), "correlationId": corr,
+                                                        "eventClass": 0, "name": sid(name), "returnValue32": 0,
+                                                        "globalTid": str(GLOBAL_TID)}})
+    for a, b, name, corr in kernels:
+        lines.append({"Type": 79, "CudaEvent": {"startNs": str(a), "endNs": str(b), "correlationId": corr,
+                                                "deviceId": 0, "contextId": "1", "streamId": "7", "eventClass": 3,
+                                                "globalPid": str(GLOBAL_PID),
+                                                "kernel": {"demangledName": sid(name), "shortName": sid(name)}}})
+    for a, b, corr in copies:
+        lines.append({"Type": 80, "CudaEvent": {"startNs": str(a), "endNs": str(b), "correlationId": corr,
+                                                "deviceId": 0, "contextId": "1", "streamId": "7", "eventClass": 1,
+                                                "globalPid": str(GLOBAL_PID),
+                                                "memcpy": {"sizebytes": str(COPY_BYTES), "copyKind": "1",
+                                                           "srcKind": 1, "dstKind": 3, "copyCount": "1"}}})
+    for a, b, text in nvtx:
+        lines.append({"Type": 59, "NvtxEvent": {"Type": 59, "Timestamp": str(a), "Text": text,
+                                                "GlobalTid": str(GLOBAL_TID), "EndTimestamp": str(b),
+                                                "DomainId": "0", "NsTime": True}})
+    lines.sort(key=lambda m: int(next(iter(v for k, v in m.items() if k != "Type")).get(
+        "startNs", next(iter(v for k, v in m.items() if k != "Type")).get("Timestamp", 0))))
+    if separate_strings:
+        lines += [{"type": "String", "id": str(i), "value": v} for v, i in strings.items()]
+    else:
+        lines.append({"data": [v for v, _ in sorted(strings.items(), key=lambda kv: kv[1])]})
+    lines.append({"type": "ThreadName", "globalTid": str(GLOBAL_TID), "nameId": "0", "priority": "10"})
+    path.write_text("".join(json.dumps(m, separators=(",", ":")) + "\n" for m in lines))
+    return path
+
+
 def kern_exec_sum_csv() -> str:
     """`nsys stats --report cuda_kern_exec_sum --format csv` of the loop (one row per PID, TID, device, API, kernel)."""
     stats = ("Avg", "Med", "Min", "Max", "StdDev")
@@ -137,4 +181,6 @@ if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     write_sqlite(out / "train_2024.sqlite", "2024")
     write_sqlite(out / "train_2021.sqlite", "2021")
+    write_json(out / "train.json")
+    write_json(out / "train_separate_strings.json", separate_strings=True)
     (out / "nsys_stats" / "train_cuda_kern_exec_sum.csv").write_text(kern_exec_sum_csv())
