@@ -16,6 +16,12 @@ Every file is read by its header: column meaning from the words and the unit in 
                [Stream_Id,] Correlation_Id), *_hip_api_trace.csv / *_hsa_api_trace.csv (Domain, Function, ...,
                Thread_Id), *_memory_copy_trace.csv (Kind, Direction, Source_Agent_Id, Destination_Agent_Id, ...),
                *_marker_api_trace.csv (roctx ranges); rocpd's CSV conversion (a leading Guid column) reads alike.
+  json         rocprofv3 --output-format json: {"rocprofiler-sdk-tool": [{"buffer_records": {"kernel_dispatch",
+               "hip_api", "hsa_api", "memory_copy", "marker_api": [records]}, "strings": {"buffer_records": [{"kind",
+               "operations"}]}, "kernel_symbols", "agents"}]} (fields as rocprofiler-sdk's own tests read them:
+               start/end_timestamp, kind and operation → strings, dispatch_info.kernel_id → kernel_symbols'
+               formatted_kernel_name, src/dst_agent_id → agents' type 1 CPU / 2 GPU); read whole, within textio's
+               size budget. Rows and summaries as from the CSV traces.
   summaries    rocprofv3 -S / -D console tables ("ROCPROFV3 KERNEL_DISPATCH SUMMARY:" over | NAME | DOMAIN | CALLS |
                DURATION (nsec) | AVERAGE (nsec) | ... |), one report per domain (DOMAIN_REPORTS); the closing
                "ROCPROFV3 SUMMARY:" table repeats every domain and is skipped. Found only within the first 64 KiB
@@ -64,6 +70,7 @@ _PIPE_RULE = re.compile(r"^\s*\|[-|: ]+\|\s*$")
 DOMAIN_REPORTS = {"KERNEL_DISPATCH": "cuda_gpu_kern_sum", "HIP_API": "cuda_api_sum", "HIP_RUNTIME_API": "cuda_api_sum",
                   "HIP_RUNTIME_API_EXT": "cuda_api_sum", "HSA_API": "hsa_api_sum", "MEMORY_COPY": "cuda_gpu_mem_time_sum"}
 MAX_COLUMNS = 256
+_JSON_KEY = '"rocprofiler-sdk-tool"'
 MAX_ROWS = 2_000_000  # rows kept per file (a counted warning past it): a runaway trace cannot exhaust memory
 
 
@@ -124,7 +131,10 @@ def _header(line: str) -> list[str] | None:
 
 
 def sniff(head: str) -> bool:
-    """A rocprof / rocprofv3 CSV (its first line is a header this reader knows) or rocprofv3 summary tables."""
+    """A rocprof / rocprofv3 CSV (its first line is a header this reader knows), rocprofv3 summary tables or
+    rocprofv3's JSON document."""
+    if head.lstrip().startswith("{") and _JSON_KEY in head[:4096]:
+        return True
     lines = head.split("\n")
     first = next((ln for ln in lines if ln.strip()), "")
     fields = _header(first)
@@ -299,13 +309,97 @@ def _trace(roles: list[tuple[str, float]], rows: list[list[str]], numbers: list[
     })
 
 
+def _json_tool(doc: Any) -> dict:
+    """The tool entry of a rocprofv3 JSON document (a list of one entry in newer versions, a dict in older)."""
+    tool = doc.get("rocprofiler-sdk-tool") if isinstance(doc, dict) else None
+    tool = tool[0] if isinstance(tool, list) and tool else tool
+    if not isinstance(tool, dict):
+        raise InputError("no rocprofiler-sdk-tool entry")
+    return tool
+
+
+def _json_rows(tool: dict) -> list[tuple[str, str, float, float, float, float, float]]:
+    """(cat, name, start, end, agent or thread, queue, correlation) for every kernel, API call and copy."""
+    kinds = (tool.get("strings") or {}).get("buffer_records") or []
+    symbols = tool.get("kernel_symbols") or {}
+    agents = {str((a.get("id") or {}).get("handle")): a.get("type") for a in tool.get("agents") or []
+              if isinstance(a, dict)}
+
+    def kind_of(rec: dict) -> tuple[str, list]:
+        k = rec.get("kind")
+        entry = kinds[k] if isinstance(k, int) and 0 <= k < len(kinds) and isinstance(kinds[k], dict) else {}
+        return str(entry.get("kind", "")), entry.get("operations") or []
+
+    def symbol(kid: Any) -> str:
+        sym = symbols.get(str(kid), symbols.get(kid)) if isinstance(symbols, dict) else (
+            symbols[kid] if isinstance(kid, int) and 0 <= kid < len(symbols) else None)
+        return str((sym or {}).get("formatted_kernel_name") or (sym or {}).get("kernel_name") or f"kernel {kid}")
+
+    rows = []
+    records = tool.get("buffer_records") or {}
+    for section, recs in records.items():
+        for rec in recs if isinstance(recs, list) else []:
+            if not isinstance(rec, dict):
+                continue
+            kind, ops = kind_of(rec)
+            op = rec.get("operation")
+            op_name = str(ops[op]) if isinstance(op, int) and 0 <= op < len(ops) else ""
+            a, b = _number(str(rec.get("start_timestamp", ""))), _number(str(rec.get("end_timestamp", "")))
+            corr = _number(str((rec.get("correlation_id") or {}).get("internal", "")))
+            if "dispatch_info" in rec:
+                info = rec["dispatch_info"]
+                rows.append(("kernel", symbol(info.get("kernel_id")), a, b,
+                             _number(str((info.get("agent_id") or {}).get("handle", ""))),
+                             _number(str((info.get("queue_id") or {}).get("handle", ""))), corr))
+            elif section.startswith("memory_copy") or kind == "MEMORY_COPY":
+                src_t = agents.get(str((rec.get("src_agent_id") or {}).get("handle")))
+                dst_t = agents.get(str((rec.get("dst_agent_id") or {}).get("handle")))
+                types = {1: "HOST", 2: "DEVICE"}
+                direction = op_name or f"{types.get(src_t, 'UNKNOWN')}_TO_{types.get(dst_t, 'UNKNOWN')}"
+                rows.append(("gpu_memcpy", _copy_name(direction), a, b, -1.0, -1.0, corr))
+            elif kind.endswith(("_API", "_API_EXT")) and op_name:
+                cat = ("user_annotation" if kind.startswith("MARKER") else
+                       "hsa_runtime" if kind.startswith("HSA") else "hip_runtime")
+                rows.append((cat, op_name, a, b, _number(str(rec.get("thread_id", ""))), -1.0, corr))
+    return rows
+
+
+def _read_json(path: Path, text: str, rank: int | None, skips: schema.SkipCounter) -> pd.DataFrame:
+    """The trace of a rocprofv3 JSON document (rows with missing or reversed times skipped and counted)."""
+    try:
+        tool = _json_tool(textio.json_loads(text))
+    except (ValueError, InputError) as exc:
+        raise InputError(f"{path}: not a readable rocprofv3 JSON document ({str(exc)[:80]})") from None
+    rows = _json_rows(tool)
+    keep = [r for r in rows if math.isfinite(r[2]) and math.isfinite(r[3]) and r[3] >= r[2]]
+    for _ in range(len(rows) - len(keep)):
+        skips.skip(None, "start/end missing or reversed")
+    keep = keep[:MAX_ROWS]
+    n = len(keep)
+    cat = [r[0] for r in keep]
+    gpu = np.array([c in ("kernel", "gpu_memcpy") for c in cat], dtype=bool)
+    start = np.array([r[2] for r in keep], dtype=np.float64)
+    end = np.array([r[3] for r in keep], dtype=np.float64)
+    who = np.nan_to_num(np.array([r[4] for r in keep], dtype=np.float64), nan=-1)
+    queue = np.nan_to_num(np.array([r[5] for r in keep], dtype=np.float64), nan=-1)
+    return schema.trace_frame({
+        "rank": np.full(n, rank if rank is not None else 0, dtype=np.int64), "cat": cat,
+        "name": [r[1] for r in keep], "ts_us": start / 1e3, "dur_us": (end - start) / 1e3,
+        "pid": np.where(gpu, who, -1).astype(np.int64), "tid": np.where(gpu, queue, who).astype(np.int64),
+        "stream": np.where(gpu, queue, -1.0),
+        "correlation": np.nan_to_num(np.array([r[6] for r in keep], dtype=np.float64), nan=-1),
+        "bytes": np.full(n, np.nan), "source": pd.Categorical([str(path)] * n)})
+
+
 def profile_name(path: str | Path) -> str:
-    """The run a file belongs to: rocprofv3's `<pid>_kernel_trace.csv` → `<dir>/<pid>`; v1's results.csv,
+    """The run a file belongs to: rocprofv3's `<pid>_kernel_trace.csv`, `<pid>_results.json` → `<dir>/<pid>`;
+    v1's results.csv,
     results.stats.csv, results.hip_stats.csv → `<dir>/results` (the name before the first dot)."""
     path = Path(path)
     stem = textio.host_from_path(path).split(".")[0]
-    m = re.match(r"^(?:(.*?)_)?(?:kernel|hip_api|hsa_api|memory_copy|memory_allocation|marker_api|"
-                 r"scratch_memory|rccl_api|domain|counter_collection|agent_info)(?:_trace|_stats|_info)$", stem)
+    m = re.match(r"^(?:(.*?)_)?(?:(?:kernel|hip_api|hsa_api|memory_copy|memory_allocation|marker_api|"
+                 r"scratch_memory|rccl_api|domain|counter_collection|agent_info)(?:_trace|_stats|_info)|results)$",
+                 stem)
     if m:  # `-o NAME` gives NAME_kernel_trace.csv; without a prefix the folder is the run
         return str(path.with_name(m.group(1)) if m.group(1) else path.parent)
     return str(path.with_name(stem))
@@ -318,6 +412,13 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
     skips = schema.SkipCounter(src)
     text = textio.read_text(path)
     bundle = schema.Bundle(inputs=[src])
+    if text.lstrip().startswith("{") and _JSON_KEY in text[:4096]:
+        bundle.trace = _read_json(path, text, rank, skips)
+        bundle.meta[nsys.META_PREFIX + src] = {"reports": {}, "trace_rows": int(len(bundle.trace)),
+                                               "profile": profile_name(path), "rank": rank, "tool": TOOL}
+        w = skips.warning(len(bundle.trace))
+        bundle.warnings += [w] if w else []
+        return bundle
     first = next((ln for ln in text.split("\n") if ln.strip()), "")
     fields = _header(first)
     if not fields or _layout([_role(f)[0] for f in fields]) is None:

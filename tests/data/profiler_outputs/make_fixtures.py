@@ -7,6 +7,9 @@
     the exporter docs' "JSON and Text Format Description"; the event fields as a public nsys JSON walk-through shows
     them: CudaEvent with kernel / memcpy, TraceProcessEvent, NvtxEvent), with the strings in one {"data": [...]}
     message or, as --separate-strings writes them, one {"type": "String", ...} message each;
+  * a rocprofv3 `--output-format json` document (`<pid>_results.json`) of a smaller launch-bound loop: 40 kernels of
+    5 µs, each launched by a 20 µs hipLaunchKernel, one host-to-device and one device-to-host copy of 0.1 ms (fields
+    as rocprofiler-sdk's tests/rocprofv3/tracing/validate.py reads them);
   * the `nsys stats --report cuda_kern_exec_sum --format csv` summary of the same loop (columns from the report's
     documented output: PID, TID, DevId, Count, QCount, T/A/Q/K Avg Med Min Max StdDev, API Name, Kernel Name).
 
@@ -21,6 +24,7 @@ Run: python make_fixtures.py OUT_DIR  (the tests build the databases in a tempor
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 from pathlib import Path
@@ -123,7 +127,6 @@ def write_sqlite(path: Path, layout: str = "2024") -> Path:
 
 def write_json(path: Path, separate_strings: bool = False) -> Path:
     """The lines `nsys export --type json` would write for the loop above."""
-    import json
     kernels, runtime, copies, nvtx = _events()
     strings: dict[str, int] = {"[Unknown]": 0}
 
@@ -161,6 +164,40 @@ def write_json(path: Path, separate_strings: bool = False) -> Path:
     return path
 
 
+def rocprofv3_json() -> str:
+    """rocprofv3's JSON output for 40 launch-bound kernels (see the module docstring)."""
+    t0, recs_api, recs_k = 5_000_000, [], []
+    for i in range(40):
+        a = t0 + i * 25_000
+        recs_api.append({"size": 64, "kind": 1, "operation": 1, "correlation_id": {"internal": i + 1, "external": 0},
+                         "start_timestamp": a, "end_timestamp": a + 20_000, "thread_id": 4243})
+        recs_k.append({"size": 200, "kind": 3, "correlation_id": {"internal": i + 1, "external": 0},
+                       "start_timestamp": a + 21_000, "end_timestamp": a + 26_000, "thread_id": 4243,
+                       "dispatch_info": {"size": 96, "agent_id": {"handle": 2}, "queue_id": {"handle": 1},
+                                         "kernel_id": 7, "dispatch_id": i + 1,
+                                         "workgroup_size": {"x": 256, "y": 1, "z": 1},
+                                         "grid_size": {"x": 65536, "y": 1, "z": 1}}})
+    copies = [{"size": 80, "kind": 4, "operation": 1, "correlation_id": {"internal": 41, "external": 0},
+               "start_timestamp": t0 - 200_000, "end_timestamp": t0 - 100_000, "thread_id": 4243,
+               "src_agent_id": {"handle": 1}, "dst_agent_id": {"handle": 2}, "bytes": 4_000_000},
+              {"size": 80, "kind": 4, "operation": 2, "correlation_id": {"internal": 42, "external": 0},
+               "start_timestamp": t0 + 1_100_000, "end_timestamp": t0 + 1_200_000, "thread_id": 4243,
+               "src_agent_id": {"handle": 2}, "dst_agent_id": {"handle": 1}, "bytes": 4_000_000}]
+    tool = {"metadata": {"pid": 4242},
+            "agents": [{"id": {"handle": 1}, "type": 1, "name": "CPU"}, {"id": {"handle": 2}, "type": 2,
+                                                                           "name": "gfx942"}],
+            "kernel_symbols": {"7": {"kernel_id": 7, "formatted_kernel_name": "vector_add(float*, float*, int)"}},
+            "strings": {"buffer_records": [
+                {"kind": "NONE", "operations": []},
+                {"kind": "HIP_RUNTIME_API", "operations": ["hipMalloc", "hipLaunchKernel", "hipMemcpy"]},
+                {"kind": "HSA_CORE_API", "operations": []},
+                {"kind": "KERNEL_DISPATCH", "operations": []},
+                {"kind": "MEMORY_COPY", "operations": ["MEMORY_COPY_NONE", "MEMORY_COPY_HOST_TO_DEVICE",
+                                                       "MEMORY_COPY_DEVICE_TO_HOST"]}]},
+            "buffer_records": {"hip_api": recs_api, "kernel_dispatch": recs_k, "memory_copy": copies}}
+    return json.dumps({"rocprofiler-sdk-tool": [tool]})
+
+
 def kern_exec_sum_csv() -> str:
     """`nsys stats --report cuda_kern_exec_sum --format csv` of the loop (one row per PID, TID, device, API, kernel)."""
     stats = ("Avg", "Med", "Min", "Max", "StdDev")
@@ -184,3 +221,4 @@ if __name__ == "__main__":
     write_json(out / "train.json")
     write_json(out / "train_separate_strings.json", separate_strings=True)
     (out / "nsys_stats" / "train_cuda_kern_exec_sum.csv").write_text(kern_exec_sum_csv())
+    (out / "4242_results.json").write_text(rocprofv3_json())
