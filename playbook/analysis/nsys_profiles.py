@@ -190,12 +190,14 @@ def _sums(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _from_trace(t: pd.DataFrame | None) -> dict[str, pd.DataFrame]:
-    """The kernel, API and copy summaries a profile's trace rows give (used where its exports hold none)."""
+    """The kernel, API, copy and range (roctx / NVTX) summaries a profile's trace rows give (used where its
+    exports hold none)."""
     if t is None or t.empty:
         return {}
     cat = t["cat"].astype(str)
     parts = {"cuda_gpu_kern_sum": t[cat == "kernel"], "cuda_api_sum": t[cat.isin(RUNTIME_CATS)],
-             "cuda_gpu_mem_time_sum": t[cat.isin({"gpu_memcpy", "gpu_memset"})]}
+             "cuda_gpu_mem_time_sum": t[cat.isin({"gpu_memcpy", "gpu_memset"})],
+             "nvtx_sum": t[(cat == "user_annotation") & (t["dur_us"] > 0)]}  # roctx ranges; marks have no length
     return {name: _sums(rows) for name, rows in parts.items() if len(rows)}
 
 
@@ -235,7 +237,7 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
         return None
 
     kern = _kernels(summary("cuda_gpu_kern_sum"))
-    nvtx = _nvtx(get("nvtx_sum") if get("nvtx_sum") is not None else get("nvtx_pushpop_sum"))
+    nvtx = _nvtx(summary("nvtx_sum") if summary("nvtx_sum") is not None else get("nvtx_pushpop_sum"))
     iteration_ns = float(nvtx.pop("_iteration_ns", 0.0)) if nvtx else 0.0
     n_steps = int(nvtx.pop("_steps", 0)) if nvtx else 0
     kernel_ns = (kern["total_ms"] or 0.0) * 1e6 if kern else 0.0

@@ -250,6 +250,9 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
     """Read an `nsys export --type sqlite` database (see the module docstring) into a Bundle (trace; meta)."""
     path = Path(path)
     src = str(path)
+    with open(path, "rb") as fh:
+        if not fh.read(len(MAGIC)).startswith(MAGIC.encode()):
+            raise InputError(f"{src}: a compressed SQLite database; decompress it first (SQLite reads plain files)")
     try:
         db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     except (sqlite3.Error, ValueError) as exc:

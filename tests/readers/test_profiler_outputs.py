@@ -17,6 +17,7 @@ import pytest
 
 from playbook.analysis import nsys_profiles
 from playbook.core.errors import InputError
+from playbook.knowledge import ids as cause_ids
 from playbook.readers import detect, read_paths
 
 RUNTIME = {"cuda_runtime", "cuda_driver", "hip_runtime", "Runtime"}
@@ -225,3 +226,31 @@ def test_nsys_json_cut_string_table_and_row_cap_are_said(cases_dir, tmp_path, mo
     assert len(b.trace) == 50
     assert any("names stay string ids" in w for w in b.warnings)
     assert any("first 50" in w for w in b.warnings)
+
+
+def test_roctx_ranges_give_the_step_shares(tmp_path):
+    """rocprofv3 --marker-trace rows (roctxRangePush "step N" / "data", the docs' layout) are the profile's ranges:
+    3 steps of 10 ms, each after a 2 ms "data" wait, make the data phase 1/6 of the iteration."""
+    head = '"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n'
+    rows, t = [], 1_000_000_000
+    for i in range(3):
+        rows.append(f'"MARKER_CORE_API","data",7,7,{2 * i + 1},{t},{t + 2_000_000}')
+        rows.append(f'"MARKER_CORE_API","step {i + 1}",7,7,{2 * i + 2},{t + 2_000_000},{t + 12_000_000}')
+        t += 12_000_000
+    rows.append(f'"MARKER_CORE_API","checkpoint saved",7,7,9,{t},{t}')  # a mark: no length, not a range
+    (tmp_path / "7_marker_api_trace.csv").write_text(head + "\n".join(rows) + "\n")
+    s = nsys_profiles.summarize(read_paths([tmp_path]))
+    (profile,) = s["profiles"]
+    assert profile["tool"] == "rocprof" and profile["nvtx"]["steps"] == 3
+    assert profile["nvtx"]["phase_share"]["data"] == pytest.approx(1 / 6, abs=1e-3)
+    assert [f["hypothesis"] for f in s["findings"]] == [cause_ids.DATA_STARVATION]
+
+
+def test_compressed_sqlite_is_a_one_line_error(cases_dir, tmp_path):
+    """A gzipped database sniffs as SQLite (detection decompresses) but SQLite reads plain files: say so."""
+    import gzip
+    path = tmp_path / "train.sqlite.gz"
+    path.write_bytes(gzip.compress((cases_dir / "generated" / "train_2024.sqlite").read_bytes()))
+    with pytest.raises(InputError, match="compressed SQLite database") as err:
+        read_paths([path])
+    assert "\n" not in str(err.value)
