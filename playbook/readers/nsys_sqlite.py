@@ -1,5 +1,7 @@
-"""Nsight Systems `nsys export --type sqlite` databases → the trace rows and per-report summary records that
-playbook.readers.nsys gives for `nsys stats` exports (so playbook.analysis.nsys_profiles reads both alike).
+"""SQLite profiler databases: Nsight Systems `nsys export --type sqlite` exports (here) and rocpd databases
+(rocprofv3's default output, read by playbook.readers.rocpd) → the trace rows and per-report summary records that
+playbook.readers.nsys gives for `nsys stats` exports (so playbook.analysis.nsys_profiles reads all alike). The two
+are told apart by their tables.
 
 Read with the standard library's sqlite3, read-only, never a whole table at once: the summaries are SQL aggregates
 (GROUP BY), trace rows come CHUNK at a time, at most MAX_TRACE_ROWS per table (past it: a counted warning, the
@@ -22,7 +24,7 @@ suffix dropped, as nsys stats does); nvtx_sum by range text and style (PushPop /
 Trace rows (schema.TRACE_COLUMNS): cat "kernel", "gpu_memcpy" (named with the memory kinds like nsys' GPU trace:
 "[CUDA memcpy Host-to-Device] (Pageable -> Device)"), "gpu_memset", and "cuda_runtime" (the API calls); rank = the
 GPU (deviceId) unless `rank` is given; an API call's rank is its process's GPU (the device it ran most kernels on).
-A damaged file, or a database that is no Nsight Systems export, is a one-line InputError naming the file.
+A damaged or compressed file, or a database that is neither, is a one-line InputError naming the file.
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import nsys
+from playbook.readers import nsys, rocpd, rocprof
 
-FORMAT = "Nsight Systems SQLite export (nsys export --type sqlite)"
+FORMAT = "Nsight Systems SQLite export (nsys export --type sqlite) or rocpd database (rocprofv3)"
 MAGIC = "SQLite format 3"
 CHUNK = 65_536
 MAX_TRACE_ROWS = 2_000_000  # per table: a 20M-kernel profile keeps its summaries, not every row
@@ -194,6 +196,7 @@ def _trace(ex: _Export, src: str, rank: int | None, notes: list[str]) -> pd.Data
 
 
 def _note_cut(db: sqlite3.Connection, table: str, notes: list[str]) -> None:
+    """A note when `table` holds more rows than the trace keeps."""
     n = db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     if n > MAX_TRACE_ROWS:
         notes.append(f"{table}: {n:,} rows; the trace keeps the first {MAX_TRACE_ROWS:,} (summaries cover all)")
@@ -258,14 +261,22 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
     except (sqlite3.Error, ValueError) as exc:
         raise InputError(f"{src}: cannot open as an SQLite database ({exc})") from None
     notes: list[str] = []
+    tool, profile = "nsys", nsys.profile_name(path)
     try:
         ex = _Export(db, path)
-        if not ex.cols:
+        if not ex.cols and rocpd.is_rocpd(ex.tables):
+            tool, profile = rocprof.TOOL, rocprof.profile_name(path)
+            reports = rocpd.reports(db, ex.tables)
+            trace = rocpd.trace(db, ex.tables, lambda v: _columns(db, v),
+                                lambda sql: _chunks(db, sql, MAX_TRACE_ROWS), src, rank,
+                                lambda v: _note_cut(db, f"`{v}`", notes))
+        elif not ex.cols:
             found = ", ".join(sorted(ex.tables)[:5]) or "no tables"
-            raise InputError(f"{src}: an SQLite database but no Nsight Systems export (no CUPTI_ACTIVITY_KIND_* or "
-                             f"NVTX_EVENTS table; found {found})")
-        reports = _reports(ex)
-        trace = _trace(ex, src, rank, notes)
+            raise InputError(f"{src}: an SQLite database but no Nsight Systems export or rocpd database (no "
+                             f"CUPTI_ACTIVITY_KIND_* / NVTX_EVENTS table, no kernels / regions view; found {found})")
+        else:
+            reports = _reports(ex)
+            trace = _trace(ex, src, rank, notes)
     except sqlite3.Error as exc:
         raise InputError(f"{src}: damaged SQLite database ({' '.join(str(exc).split())})") from None
     finally:
@@ -275,8 +286,7 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
         trace["source"] = trace["source"].astype("category")
         bundle.trace = trace.sort_values(["rank", "ts_us"], kind="stable").reset_index(drop=True)
     bundle.meta[nsys.META_PREFIX + src] = {"reports": reports, "trace_rows": int(len(bundle.trace)),
-                                           "profile": nsys.profile_name(path), "rank": rank,
-                                           "rank_from": "argument" if rank is not None else "device",
-                                           "tool": "nsys"}
+                                           "profile": profile, "rank": rank,
+                                           "rank_from": "argument" if rank is not None else "device", "tool": tool}
     bundle.warnings += [f"{src}: {n}" for n in notes]
     return bundle

@@ -44,6 +44,8 @@ def build_cases(out: Path) -> Path:
     make.write_json(gen / "train_separate_strings.json", separate_strings=True)
     (gen / "nsys_stats" / "train_cuda_kern_exec_sum.csv").write_text(make.kern_exec_sum_csv())
     (gen / "4242_results.json").write_text(make.rocprofv3_json())
+    (gen / "rocpd").mkdir()
+    make.write_rocpd(gen / "rocpd" / "4242_results.db")
     whole = (gen / "train_2024.sqlite").read_bytes()
     (gen / "damaged.sqlite").write_bytes(whole[:100] + b"\x00garbage" * 64)  # header kept, pages gone
     db = sqlite3.connect(gen / "other.sqlite")

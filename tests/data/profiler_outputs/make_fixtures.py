@@ -10,6 +10,9 @@
   * a rocprofv3 `--output-format json` document (`<pid>_results.json`) of a smaller launch-bound loop: 40 kernels of
     5 µs, each launched by a 20 µs hipLaunchKernel, one host-to-device and one device-to-host copy of 0.1 ms (fields
     as rocprofiler-sdk's tests/rocprofv3/tracing/validate.py reads them);
+  * the same 40 kernels as a rocpd database (rocprofv3's default `<pid>_results.db`): the `kernels`, `regions` and
+    `memory_copies` relations with the columns of the views rocprofiler-sdk defines for querying
+    (share/rocprofiler-sdk-rocpd/data_views.sql; written here as plain tables, which is how the reader sees them);
   * the `nsys stats --report cuda_kern_exec_sum --format csv` summary of the same loop (columns from the report's
     documented output: PID, TID, DevId, Count, QCount, T/A/Q/K Avg Med Min Max StdDev, API Name, Kernel Name).
 
@@ -198,6 +201,44 @@ def rocprofv3_json() -> str:
     return json.dumps({"rocprofiler-sdk-tool": [tool]})
 
 
+def write_rocpd(path: Path) -> Path:
+    """The rocpd database of the rocprofv3_json() loop (see the module docstring)."""
+    path.unlink(missing_ok=True)
+    doc = json.loads(rocprofv3_json())["rocprofiler-sdk-tool"][0]
+    recs = doc["buffer_records"]
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE kernels (id INTEGER, guid TEXT, nid INTEGER, pid INTEGER, tid INTEGER, category TEXT,
+            region TEXT, name TEXT, agent_id INTEGER, agent_absolute_index INTEGER, agent_logical_index INTEGER,
+            agent_type_index INTEGER, agent_type TEXT, kernel_id INTEGER, dispatch_id INTEGER, queue_id INTEGER,
+            stream_id INTEGER, start INTEGER, "end" INTEGER, duration INTEGER, correlation_id INTEGER);
+        CREATE TABLE regions (id INTEGER, guid TEXT, category TEXT, name TEXT, nid INTEGER, pid INTEGER,
+            tid INTEGER, start INTEGER, "end" INTEGER, duration INTEGER, correlation_id INTEGER);
+        CREATE TABLE memory_copies (id INTEGER, guid TEXT, nid INTEGER, pid INTEGER, tid INTEGER, category TEXT,
+            name TEXT, start INTEGER, "end" INTEGER, duration INTEGER, queue_id INTEGER, stream_id INTEGER,
+            size INTEGER, dst_agent_type TEXT, src_agent_type TEXT, correlation_id INTEGER);
+    """)
+    g = "0000ddb5-8903-7903-b269-cd8d3745bb8a"
+    for i, k in enumerate(recs["kernel_dispatch"]):
+        a, b = k["start_timestamp"], k["end_timestamp"]
+        db.execute("INSERT INTO kernels VALUES (?,?,1,4242,4243,'KERNEL_DISPATCH','',?,2,1,0,0,'GPU',7,?,1,0,?,?,?,?)",
+                   (i, g, "vector_add(float*, float*, int)", i + 1, a, b, b - a, k["correlation_id"]["internal"]))
+    for i, r in enumerate(recs["hip_api"]):
+        a, b = r["start_timestamp"], r["end_timestamp"]
+        db.execute("INSERT INTO regions VALUES (?,?,'HIP_RUNTIME_API_EXT','hipLaunchKernel',1,4242,4243,?,?,?,?)",
+                   (i, g, a, b, b - a, r["correlation_id"]["internal"]))
+    db.execute("INSERT INTO regions VALUES (99,?,'HSA_CORE_API','hsa_signal_wait_scacquire',1,4242,4243,1,2,1,0)",
+               (g,))
+    for i, (m, name) in enumerate(zip(recs["memory_copy"], ("MEMORY_COPY_HOST_TO_DEVICE",
+                                                             "MEMORY_COPY_DEVICE_TO_HOST"), strict=True)):
+        a, b = m["start_timestamp"], m["end_timestamp"]
+        db.execute("INSERT INTO memory_copies VALUES (?,?,1,4242,4243,'MEMORY_COPY',?,?,?,?,1,0,?,'GPU','CPU',?)",
+                   (i, g, name, a, b, b - a, m["bytes"], m["correlation_id"]["internal"]))
+    db.commit()
+    db.close()
+    return path
+
+
 def kern_exec_sum_csv() -> str:
     """`nsys stats --report cuda_kern_exec_sum --format csv` of the loop (one row per PID, TID, device, API, kernel)."""
     stats = ("Avg", "Med", "Min", "Max", "StdDev")
@@ -222,3 +263,4 @@ if __name__ == "__main__":
     write_json(out / "train_separate_strings.json", separate_strings=True)
     (out / "nsys_stats" / "train_cuda_kern_exec_sum.csv").write_text(kern_exec_sum_csv())
     (out / "4242_results.json").write_text(rocprofv3_json())
+    write_rocpd(out / "4242_results.db")
