@@ -18,7 +18,8 @@ cell runs to the next column's start, the last (Name, names with spaces) to the 
 thousands separators (1,234,567.5). The cells then go through the same header meaning and units as CSV. Older nsys (2021.x)
 names are accepted too: gpukernsum, gpumemtimesum, gpumemsizesum, gputrace, nvtxsum, osrtsum, cudaapisum.
 
-What each report is recognised by (its header; a banner, when present, names it outright):
+What each report is recognised by (its header; a banner, when present, names it outright, and a banner naming a
+report not listed here keeps that name: its rows are kept under it and read by no analysis):
   cuda_gpu_kern_sum      "Time (%)","Total Time (ns)","Instances","Avg (ns)","Med (ns)","Min (ns)","Max (ns)",
                          "StdDev (ns)","Name"                        (old: "Time(%)", ..., "Average", ...)
   cuda_gpu_mem_time_sum  ... "Count" ... "Operation"                  (old: "Operations")
@@ -116,6 +117,17 @@ def canonical_report(name: str) -> str | None:
     name = (name or "").strip().lower()
     name = OLD_NAMES.get(name, name)
     return name if name in KNOWN_REPORTS else None
+
+
+def named_report(name: str) -> str | None:
+    """The report a banner names: a known one under its canonical name, any other (openmp_sum, um_sum,
+    cuda_gpu_kern_gb_sum, ...) under its own, so that its table is never taken for a known report by its header
+    (an OpenMP summary's Time (%), Instances, Name read as GPU kernels); None for no report name."""
+    known = canonical_report(name)
+    if known:
+        return known
+    name = (name or "").strip().lower()
+    return name if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:sum|trace|stats?)", name) else None
 
 
 def _split(header_line: str) -> list[str] | None:
@@ -243,7 +255,7 @@ def _tables(text: str, skips: schema.SkipCounter) -> list[_Table]:
         m = _PROCESSING.match(raw)
         b = _BANNER.search(line) if line.startswith("**") else None
         if m or b:
-            pending, current = canonical_report((m or b).group("name")), None
+            pending, current = named_report((m or b).group("name")), None
             continue
         if _NOISE.match(raw):
             current = None
