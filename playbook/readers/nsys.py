@@ -1,5 +1,5 @@
-"""Nsight Systems `nsys stats` output (`--format csv` exports, or the default column tables users paste) → GPU trace
-rows and per-report summary records.
+"""Nsight Systems `nsys stats` output (`--format csv` / `tsv` exports, or the default column tables users paste) → GPU
+trace rows and per-report summary records.
 
 The exact commands (one .nsys-rep per rank: `%q{RANK}` expands an environment variable in the output name)
 
@@ -130,9 +130,9 @@ def named_report(name: str) -> str | None:
     return name if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:sum|trace|stats?)", name) else None
 
 
-def _split(header_line: str) -> list[str] | None:
+def _split(header_line: str, delimiter: str = ",") -> list[str] | None:
     try:
-        return next(csv.reader([header_line]))
+        return next(csv.reader([header_line], delimiter=delimiter))
     except (csv.Error, StopIteration):
         return None
 
@@ -195,8 +195,8 @@ def sniff(head: str) -> bool:
         if _PROCESSING.match(line) or (line.lstrip().startswith("**") and _BANNER.search(line)
                                        and canonical_report(_BANNER.search(line).group("name"))):
             return True
-        if "," in line:
-            fields = _split(line)
+        for delim in (",", "\t"):  # --format csv or tsv
+            fields = _split(line, delim) if delim in line else None
             if fields and len(fields) >= 3 and _is_header(fields):
                 return True
     return False
@@ -207,8 +207,9 @@ class _Table:
     """One table of an export: the report its banner named (or None), header fields, data rows; `starts` holds
     the column start offsets of a column-format table (None for CSV)."""
 
-    def __init__(self, report: str | None, header: list[str], line: int, starts: list[int] | None = None):
-        self.report, self.header, self.line, self.starts = report, header, line, starts
+    def __init__(self, report: str | None, header: list[str], line: int, starts: list[int] | None = None,
+                 delimiter: str = ","):
+        self.report, self.header, self.line, self.starts, self.delimiter = report, header, line, starts, delimiter
         self.rows: list[list[str]] = []
         self.numeric = [_column(h)[1] != "text" for h in header]
 
@@ -274,13 +275,14 @@ def _tables(text: str, skips: schema.SkipCounter) -> list[_Table]:
             else:
                 current.rows.append(cells)
             continue
-        fields = _split(raw)
+        delim = current.delimiter if current is not None else ("\t" if raw.count("\t") >= 2 else ",")
+        fields = _split(raw, delim)
         if fields is None:
             if current is not None:
                 skips.skip(i, "unparseable CSV line")
             continue
         if len(fields) >= 3 and not _looks_numeric(fields) and _is_header(fields):
-            current, pending = _Table(pending, fields, i), None
+            current, pending = _Table(pending, fields, i, delimiter=delim), None
             tables.append(current)
             continue
         if current is None:
