@@ -319,5 +319,6 @@ def summarize(bundle: Any) -> dict | None:
     warnings = []
     if out and not any(o["nvtx"] and o["nvtx"].get("steps") for o in out):
         warnings.append(f"{'/'.join(sorted(set(tools.values())))}: no NVTX step ranges ('step N'), so shares of the "
-                        "step cannot be computed; record with playbook.probes (StepTimer emits them) or nvtx.range_push('step N') per step")
+                        "step cannot be computed; record with playbook.probes (StepTimer emits them) or "
+                        "nvtx.range_push('step N') (roctxRangePush on ROCm) per step")
     return {"profiles": out, "findings": findings, "warnings": warnings}
