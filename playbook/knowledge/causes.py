@@ -168,8 +168,8 @@ CATALOG: tuple[Cause, ...] = (
     Cause(
         "memory_pressure",
         "allocator churn / memory pressure",
-        fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations",
-        next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
+        fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations; a host OOM kill: fewer DataLoader workers or less prefetch and pinned memory, or a larger memory limit for the job",
+        next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time; for a killed process, `dmesg -T | grep -i -e oom -e killed` on its host",
         notebook="notebooks/01_triage.ipynb",
         event_kinds=("oom", "memory_pressure", "host_oom"),
     ),
