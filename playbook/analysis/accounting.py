@@ -500,7 +500,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
     # between the two levels, and their fast neighbours would look like a slow stretch
     roll = sp.local_pace(body, slow)
-    best = float(np.percentile(roll, 10))
+    roll, best = sp.pace_levels(body, bstep, roll)
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))

@@ -23,6 +23,21 @@ def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
 
 
+def pace_levels(body: np.ndarray, step: np.ndarray, roll: np.ndarray) -> tuple[np.ndarray, float]:
+    """The local pace and the run's best sustained pace (s): `roll` (the rolling median) and its 10th percentile; but
+    when the rolling window spans more than half the steps (a log of a few dozen lines: epochs, or windows of many
+    steps) it straddles a level shift and its percentile sits between the levels (kubeflow#68: 37.6 s where the
+    first epochs ran at 25-29 s), so a significant shift (step_times.level_shift) gives the two levels instead."""
+    best = float(np.percentile(roll, 10))
+    if len(body) > 2 * sa.ROLL_WINDOW:
+        return roll, best
+    shift = sa.level_shift(pd.DataFrame({"step": step, "duration_s": body}))
+    if not (shift and shift["shifted"]):
+        return roll, best
+    levels = np.where(step >= shift["step"], shift["after_s"], shift["before_s"])
+    return levels, float(min(shift["before_s"], shift["after_s"]))
+
+
 def slow_lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:
     """Steps on the lattice of the slow steps' period (analysis.step_times.periodic_slow_steps), if one is found."""
     fleet = pd.DataFrame({"step": step, "duration_s": d, "time": pd.NaT})

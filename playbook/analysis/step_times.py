@@ -158,7 +158,10 @@ def fleet_steps(steps: pd.DataFrame) -> pd.DataFrame:
                          "work": g["work"].median(), "ranks": g["rank"].nunique()}).reset_index()
 
 
-def _rolling_baseline(d: np.ndarray, window: int = 51) -> np.ndarray:
+ROLL_WINDOW = 51  # steps in the rolling median of the local pace
+
+
+def _rolling_baseline(d: np.ndarray, window: int = ROLL_WINDOW) -> np.ndarray:
     s = pd.Series(np.log(np.clip(d, 1e-9, None)))
     return np.exp(s.rolling(min(window, max(len(d), 1)), center=True, min_periods=1).median().to_numpy())
 
