@@ -23,6 +23,9 @@ def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
 
 
+SHORT_SHIFT_STEPS = 8  # a shift is tested from 8 steps: 3 on each side (level_shift's edge guard) and some to spare
+
+
 def pace_levels(body: np.ndarray, step: np.ndarray, roll: np.ndarray) -> tuple[np.ndarray, float]:
     """The local pace and the run's best sustained pace (s): `roll` (the rolling median) and its 10th percentile; but
     when the rolling window spans more than half the steps (a log of a few dozen lines: epochs, or windows of many
@@ -31,7 +34,7 @@ def pace_levels(body: np.ndarray, step: np.ndarray, roll: np.ndarray) -> tuple[n
     best = float(np.percentile(roll, 10))
     if len(body) > 2 * sa.ROLL_WINDOW:
         return roll, best
-    shift = sa.level_shift(pd.DataFrame({"step": step, "duration_s": body}))
+    shift = sa.level_shift(pd.DataFrame({"step": step, "duration_s": body}), min_steps=SHORT_SHIFT_STEPS)
     if not (shift and shift["shifted"]):
         return roll, best
     levels = np.where(step >= shift["step"], shift["after_s"], shift["before_s"])

@@ -321,7 +321,7 @@ def test_a_gpu_idle_throughout_does_not_set_the_fleets_busy_level():
     assert kinds["idle_gpu"].seconds == pytest.approx(0.97 * n, rel=0.02)
 
 
-@pytest.mark.parametrize("n_fast, n_slow", [(6, 16), (10, 30)])
+@pytest.mark.parametrize("n_fast, n_slow", [(3, 6), (5, 10), (6, 16), (10, 30)])
 def test_a_level_shift_in_a_short_log_is_lost_against_the_fast_level(tmp_path, n_fast, n_slow):
     """A log of a few dozen lines (epochs, or windows of many steps): the rolling median spans both levels of a
     shift, so the best pace came out between them and most of the loss went unseen (kubeflow#68: 18% where the
