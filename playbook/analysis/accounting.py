@@ -159,7 +159,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if acc is not None:
                 return acc
     if len(bundle.steps):
-        return step_accounting(bundle.steps, marked_steps)
+        return step_accounting(bundle.steps, marked_steps, bundle.events)
     return profile_accounting(bundle)
 
 
@@ -429,16 +429,16 @@ def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.
 # ---------------------------------------------------------------- wall time (steps)
 
 
-def step_accounting(steps: pd.DataFrame, marked_steps=()) -> Accounting | None:
+def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame | None = None) -> Accounting | None:
     """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
-    `marked_steps` as in `account`."""
+    `marked_steps` as in `account`; `events`: the run's, for the durations they state."""
     st = sa.step_times(steps)
     st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
     steps = _collective_waits(steps)
-    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps)
+    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
     if not per_rank:
@@ -473,7 +473,8 @@ def step_accounting(steps: pd.DataFrame, marked_steps=()) -> Accounting | None:
                       t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
 
 
-def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=()) -> dict | None:
+def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=(),
+                  waits: np.ndarray | None = None) -> dict | None:
     """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
     d = g["duration_s"].to_numpy(dtype=np.float64)
     stepno = g["step"].to_numpy(dtype=np.int64)
@@ -484,7 +485,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     gaps = np.diff(stepno)
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
     per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
-    warm = sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno))
+    warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
+                              waits)
     real, bstep = d[warm:], stepno[warm:]
     if len(real) == 0:
         return None

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis import step_times as sa
+from playbook.knowledge.causes import cause_of_event
 
 
 def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
@@ -21,6 +22,32 @@ def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
     kept = np.flatnonzero(~slow)
     pace = sa._rolling_baseline(d[kept])
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
+
+
+def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.ndarray:
+    """(start, seconds) of the events that state their own duration and measure a cause ("Finished saving the
+    checkpoint ... in 391.42 seconds"), seconds since `t0`; empty without times."""
+    if events is None or events.empty or t0 is None or "duration_s" not in events:
+        return np.zeros((0, 2))
+    ev = events[events["time"].notna() & (events["duration_s"] > 0) & events["kind"].map(cause_of_event).notna()]
+    return np.c_[(ev["time"] - t0).dt.total_seconds().to_numpy(), ev["duration_s"].to_numpy(dtype=np.float64)]
+
+
+def measured_warmup(warm: int, times: np.ndarray | None, d: np.ndarray, per_row: np.ndarray,
+                    waits: np.ndarray | None) -> int:
+    """Warm-up is a one-time cost nothing measures: when events inside the slow prefix's span state durations that
+    hold at least half its excess over the steady step, the prefix is their cost (a checkpoint saved right after
+    step 1, inside the first window of a log that prints every 10 steps), and only a first single step stays
+    warm-up. `warm` rows of step times `d` (s) standing for `per_row` steps each, at `times` (s)."""
+    if warm == 0 or times is None or waits is None or not len(waits):
+        return warm
+    span = d[:warm] * per_row[:warm]
+    lo, hi = times[0] - span[0], times[warm - 1] + span[-1]  # a line's time is its window's start or end
+    excess = float(np.clip(d[:warm] - np.median(d[warm:]), 0.0, None) @ per_row[:warm]) if warm < len(d) else 0.0
+    inside = (waits[:, 0] >= lo) & (waits[:, 0] + waits[:, 1] <= hi)
+    if excess <= 0 or waits[inside, 1].sum() < 0.5 * excess:
+        return warm
+    return 1 if warm > 1 and per_row[0] == 1 else 0
 
 
 SHORT_SHIFT_STEPS = 8  # a shift is tested from 8 steps: 3 on each side (level_shift's edge guard) and some to spare

@@ -332,3 +332,40 @@ def test_a_level_shift_in_a_short_log_is_lost_against_the_fast_level(tmp_path, n
     assert abs(acc["lost_share"] - truth) < 0.05, (acc["lost_share"], truth)
     stretch = next(b for b in acc["buckets"] if b["kind"] == "slow_stretches")
     assert min(stretch["steps"]) >= n_fast  # the fast epochs are no part of the slow stretch
+
+
+def _windowed_with_first_save(path, save_s: float | None):
+    """torchtitan's line every 10 steps (2 s steps), with a synchronous save right after step 1 that states its
+    duration ("Finished saving the checkpoint ... in N seconds") when `save_s`, else a silent slow first window."""
+    t = dt.datetime(2025, 6, 16, 23, 0, 0)
+
+    def line(text):
+        return f"[rank0]:[titan] {t:%Y-%m-%d %H:%M:%S},000 - root - INFO - {text}\n"
+
+    out = [line("step:  1  loss:  1.4830  memory: 29.16GiB(36.87%)  tps: 2,445  tflops: 141.58  mfu: 14.32%")]
+    if save_s:
+        out.append(line("Saving the checkpoint (or staging if async is enabled)."))
+        t += dt.timedelta(seconds=save_s)
+        out.append(line(f"Finished saving the checkpoint (or staging if async is enabled)in {save_s:.2f} seconds."))
+    else:
+        t += dt.timedelta(seconds=300)
+    for step in range(10, 410, 10):
+        t += dt.timedelta(seconds=(18 if step == 10 else 20) * float(_jitter(1, seed=step)[0]))
+        out.append(line(f"step: {step}  loss:  1.4000  memory: 29.16GiB(36.87%)  tps: 2,440  tflops: 141.00  "
+                        "mfu: 14.30%"))
+    path.write_text("".join(out))
+    return read_paths([str(path)])
+
+
+def test_a_save_that_states_its_duration_inside_the_first_window_is_lost_not_warm_up(tmp_path):
+    """torchtitan#1301: the first synchronous save follows step 1, so its 300 s sit in the window of the first
+    timed line; warm-up is a cost nothing measures, and this one is measured by the save's own line."""
+    acc = diagnose(_windowed_with_first_save(tmp_path / "train.log", save_s=300.0)).accounting
+    assert acc["warmup_s"] == 0.0
+    # (the first line's window holds 9 steps, counted as the typical 10: ~10% over)
+    assert sum(b["seconds"] for b in acc["buckets"]) == pytest.approx(300.0, rel=0.15)
+
+
+def test_the_same_slow_first_window_without_a_stated_duration_stays_warm_up(tmp_path):
+    acc = diagnose(_windowed_with_first_save(tmp_path / "train.log", save_s=None)).accounting
+    assert acc["warmup_s"] == pytest.approx(317.0, rel=0.15) and acc["lost_share"] < 0.02
