@@ -4,23 +4,43 @@ of its slow steps, the phrases that describe them, and the resolution of its tim
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 from playbook.analysis import step_times as sa
+from playbook.analysis.stats import lag1
 from playbook.knowledge.causes import cause_of_event
+
+PACE_WINDOWS = (sa.ROLL_WINDOW, 25, 11, 5)  # rolling-median widths tried, widest first (steps)
+MATERIAL = 0.01  # a narrower pace is followed when it moves ≥ 1% of the steps' time (accounting.MIN_FLOOR)
 
 
 def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
-    """The rolling-median step time (as the slow-step test uses) of the steps that are not slow, carried across the
-    slow ones; the plain median when there are too few steps (seconds)."""
+    """The rolling-median step time of the steps that are not slow, carried across the slow ones; the plain median
+    when there are too few steps (seconds).
+
+    The window narrows from PACE_WINDOWS[0] while two things hold: the residuals (log step time over the pace) are
+    lag-1 autocorrelated (Bartlett: r1 > z(ALPHA)/√n), and the next narrower pace departs from this one by more
+    than CREEP_MIN on steps holding ≥ MATERIAL of the time. Jitter is independent from step to step, or too small to
+    matter; a pace that moves faster than the window (a swing of about the window's period, a shift in the last
+    steps) leaves runs of same-signed residuals and a narrower pace that differs (a step-time oscillation of period
+    50 had read "healthy", its swing taken for jitter)."""
     if len(d) < 5:
         return np.full(len(d), float(np.median(d)))
-    if not slow.any() or slow.all():
-        return sa._rolling_baseline(d)
-    kept = np.flatnonzero(~slow)
-    pace = sa._rolling_baseline(d[kept])
+    kept = np.flatnonzero(~slow) if slow.any() and not slow.all() else np.arange(len(d))
+    x = d[kept]
+    crit = NormalDist().inv_cdf(1 - sa.ALPHA) / math.sqrt(len(kept))
+    pace = sa._rolling_baseline(x, window=PACE_WINDOWS[0])
+    for w in PACE_WINDOWS[1:]:
+        if lag1(np.log(np.clip(x, 1e-9, None) / pace)) <= crit:
+            break
+        narrow = sa._rolling_baseline(x, window=w)
+        apart = np.abs(np.log(narrow / pace)) > math.log1p(sa.CREEP_MIN)
+        if np.abs(narrow - pace)[apart].sum() < MATERIAL * x.sum():
+            break
+        pace = narrow
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
 
 

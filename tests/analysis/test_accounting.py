@@ -369,3 +369,26 @@ def test_a_save_that_states_its_duration_inside_the_first_window_is_lost_not_war
 def test_the_same_slow_first_window_without_a_stated_duration_stays_warm_up(tmp_path):
     acc = diagnose(_windowed_with_first_save(tmp_path / "train.log", save_s=None)).accounting
     assert acc["warmup_s"] == pytest.approx(317.0, rel=0.15) and acc["lost_share"] < 0.02
+
+
+def test_a_step_time_swing_near_the_window_period_is_lost_not_jitter(tmp_path):
+    """Step time swinging 0.5-1.5x with a period of 50 steps (a neighbour's periodic job, a thermal cycle): a
+    50-step rolling median averages the swing away, and it had read "Healthy (confirmed)" with a 10% noise floor."""
+    t = np.arange(300)
+    ms = 1000 * _jitter(300, seed=7, cv=0.02) * (1 + 0.5 * np.sin(2 * np.pi * t / 50))
+    d = diagnose(_nanogpt(tmp_path / "train.log", ms))
+    assert d.verdict["id"] != "healthy" and d.accounting["lost_share"] > 0.3
+
+
+def test_a_slow_end_is_lost_not_jitter(tmp_path):
+    """The last 20 of 300 steps at 3x (a GPU throttling late, a straggler joining): the rolling median at the edge
+    sat on the fast steps and the slow end became a 7% noise floor over a "healthy" 5%."""
+    ms = np.r_[1000 * _jitter(280, seed=8, cv=0.02), 3000 * _jitter(20, seed=9, cv=0.02)]
+    acc = diagnose(_nanogpt(tmp_path / "train.log", ms)).accounting
+    assert acc["lost_share"] == pytest.approx((ms[280:] - 1000).sum() / ms.sum(), abs=0.03)
+
+
+@pytest.mark.parametrize("cv", [0.02, 0.08])
+def test_independent_jitter_keeps_the_wide_window_and_stays_healthy(tmp_path, cv):
+    d = diagnose(_nanogpt(tmp_path / "train.log", 1000 * _jitter(400, seed=10, cv=cv)))
+    assert d.verdict["id"] == "healthy" and d.accounting["lost_share"] < 0.02
