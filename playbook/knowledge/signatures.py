@@ -56,6 +56,11 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     # CPUs idle waiting on I/O during the drops: input blocked on storage, network filesystems included (their
     # reads show in iowait, not in the block-device counters)
     "host_iowait_in_dips": {"data_starvation": 0.55},
+    # the host swaps while the GPUs wait: its memory is short (too many loader workers or prefetched batches, a
+    # page cache squeezed out) and the work waits on swap I/O (vmstat si/so, sar -W, node_vmstat_pswp*). One
+    # explanation, where iowait or reads have several: weighted above them, and the disk traffic and iowait swap
+    # accounts for are not counted again (evidence/from_coincidence._swap_symptoms)
+    "host_swap_in_dips": {"memory_pressure": 0.7},
     "host_net_in_dips": {"periodic_stall": 0.3, "data_starvation": 0.3},  # checkpoints or data on the network
     "periodic_slow": {"periodic_stall": 0.8},  # slow every N steps without a logged marker
     "gc": {"gc_pause": 0.9},  # GC events cover the slow steps' extra time: a direct measurement

@@ -18,5 +18,7 @@ class HostInDips(Analyzer):
         if osc is None or not osc.detected or not len(run.bundle.host):
             return
         metrics = host_during_dips(run.bundle.host, osc.dips_s, osc.t0)
-        run.findings += coincidence.from_host(metrics, osc.lost_fraction)
+        evidence = coincidence.from_host(metrics, osc.lost_fraction)
+        run.findings += evidence
         run.detail["host_in_dips"] = metrics
+        run.detail["drop_causes"] = sorted({e.hypothesis for e in evidence})  # measured at the drops themselves
