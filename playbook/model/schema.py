@@ -99,8 +99,8 @@ HOST_METRICS: tuple[str, ...] = (
     "net_tx_mib_s",
 )
 # iowait_pct: the share of time the CPUs sat idle with disk I/O outstanding (vmstat wa, %iowait); swap_mib_s: memory
-# swapped in plus out (vmstat si + so, sar -W, node_vmstat_pswpin/out), MiB/s; host tools report them
-# (readers/host_tools.py, node_exporter series), the probe does not
+# swapped in plus out (vmstat si + so, sar -W, node_vmstat_pswpin/out, the probe's psutil.swap_memory), MiB/s;
+# iowait comes from host tools only (readers/host_tools.py, node_exporter series), not the probe
 HOST_COLUMNS: tuple[str, ...] = ("time", "host", *HOST_METRICS, "iowait_pct", "swap_mib_s", "source")
 LATER_COLUMNS = frozenset({"iowait_pct", "swap_mib_s"})  # added after tables were first written: a table without them still reads
 TRACE_COLUMNS: tuple[str, ...] = (
