@@ -51,7 +51,7 @@ import pandas as pd
 
 from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
-from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, sm_fill, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
@@ -143,10 +143,11 @@ class Accounting:
 def account(bundle: schema.Bundle, interval_s: float | None = None,
             series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
     """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
-    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps)."""
+    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps).
+    GPU time is counted on SM activity instead of utilization when kernels fill under half the SMs (sm_fill)."""
     tele = bundle.telemetry
     if len(tele):
-        col = "util_pct" if tele["util_pct"].notna().any() else None
+        col = "util_pct" if tele["util_pct"].notna().any() and not (sm_fill(tele) or {}).get("underfilled") else None
         if col is None and "sm_active" in tele and tele["sm_active"].notna().any():
             tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
             series = None

@@ -141,3 +141,32 @@ def power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) ->
         cols["cap_limit_w"][g] = cap
         cols["cap_ref_w"][g] = refs[g]
         cols["cap_deficit"][g] = float(1 - (cap / refs[g]) ** (1 / 3))
+
+
+# NVIDIA's DCGM guidance on SM activity (DCGM_FI_PROF_SM_ACTIVE, the fraction of time at least one warp is active
+# on an SM, averaged over the SMs): 0.8 or more is necessary but not sufficient for effective use; below 0.5 likely
+# indicates ineffective use. Utilization (a kernel running, any size) can read 100% over SMs mostly idle.
+SM_INEFFECTIVE = 0.5
+BUSY_UTIL_PCT = 50.0  # samples with a kernel running at least half the time: where SM activity measures the kernels
+
+
+def sm_fill(tele) -> dict | None:
+    """How much of the GPU the kernels fill while they run: over samples with utilization ≥ BUSY_UTIL_PCT and an SM
+    activity, the median SM activity (0-1) and utilization (%), the share of those samples below SM_INEFFECTIVE and
+    a sign-test p-value that most are (n deflated by the lag-1 autocorrelation); `underfilled` when the median is
+    below SM_INEFFECTIVE. None without both columns on busy samples (at least 10)."""
+    from playbook.analysis.stats import binom_sf
+
+    if "sm_active" not in tele or not tele["sm_active"].notna().any() or not tele["util_pct"].notna().any():
+        return None
+    busy = tele[(tele["util_pct"] >= BUSY_UTIL_PCT) & tele["sm_active"].between(0.0, 1.0)]
+    if len(busy) < 10:
+        return None
+    sm = busy["sm_active"].to_numpy(dtype=np.float64)
+    below = int((sm < SM_INEFFECTIVE).sum())
+    n_eff = effective_n(len(sm), lag1(sm), floor=1.0)
+    k_eff = int(round(below * n_eff / len(sm)))
+    median = float(np.median(sm))
+    return {"sm_active": median, "util_pct": float(busy["util_pct"].median()), "samples": len(sm),
+            "below_share": below / len(sm),
+            "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": median < SM_INEFFECTIVE}

@@ -56,6 +56,9 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     # CPUs idle waiting on I/O during the drops: input blocked on storage, network filesystems included (their
     # reads show in iowait, not in the block-device counters)
     "host_iowait_in_dips": {"data_starvation": 0.55},
+    # kernels running most of the time over mostly idle SMs (DCGM SM activity < 0.5 while utilization is high):
+    # grids too small for the GPU — small batches, many tiny kernels
+    "sm_underfilled": {"launch_bound": 0.6},
     # the host swaps while the GPUs wait: its memory is short (too many loader workers or prefetched batches, a
     # page cache squeezed out) and the work waits on swap I/O (vmstat si/so, sar -W, node_vmstat_pswp*). One
     # explanation, where iowait or reads have several: weighted above them, and the disk traffic and iowait swap
