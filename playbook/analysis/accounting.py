@@ -536,6 +536,9 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
     rest, gaps_out = sp.untimed_gaps(times, d, stepno, warm) if times is not None else \
         (np.zeros(max(len(d) - 1, 0)),) * 2
+    if not rest.any() and (apart := sp.waits_beside_timer(steps, rank, stepno, d, warm)).any():
+        rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
+        wall = max(wall, float((d * per_row).sum() + apart.sum()))
     phases, gaps_out = _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(),
                                                             strict=True)), name,
                                       dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
