@@ -12,7 +12,10 @@ Rows: name, self_cpu_s, cpu_total_s, self_device_s, device_total_s, calls (NaN w
 Summary (`summary()`): ops, the totals, the top ops by self device (else self CPU) time, kernel launches (calls of
 cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), the data loader's share of self CPU time (ops named
 `enumerate(DataLoader)...`), the CPU time blocked in CUDA synchronisation calls (cuda*Synchronize, cuStreamSynchronize,
-hipDeviceSynchronize ...: `sync_s`, `sync_calls`) and the profiled steps (`ProfilerStep*` / `ProfilerStep#N` rows
+hipDeviceSynchronize ...: `sync_s`, `sync_calls`), the CPU time in copy calls (cudaMemcpy*, cuMemcpy*, hipMemcpy*:
+`copy_s`) with the device's copy time by direction (rows `Memcpy HtoD (Pageable -> Device)` ...: `h2d_device_s`,
+`d2h_device_s`, and the names of those from or to pageable memory: `pageable`), the CPU time in the driver's
+allocator (cudaMalloc / cudaFree ...: `alloc_s`) and the profiled steps (`ProfilerStep*` / `ProfilerStep#N` rows
 of a `schedule`: `steps`, and `steps_s`, their CPU total: the steps' wall time on the host).
 """
 
@@ -28,6 +31,10 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _TOTAL = re.compile(r"^\s*Self (\w+) time total:\s*(\S+)\s*$")
 _LAUNCH = re.compile(r"^(?:cuda|cu|hip)LaunchKernel", re.IGNORECASE)
 SYNC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Stream|Device|Event|Ctx)Synchronize", re.IGNORECASE)
+_COPY_CALLS = re.compile(r"^(?:cu(?:da)?|hip)Memcpy", re.IGNORECASE)  # cudaMemcpyAsync, cuMemcpyHtoDAsync_v2 ...
+_ALLOC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Malloc|Free|MemAlloc|MemFree)", re.IGNORECASE)
+# the device's copy rows: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)" (CUPTI's names)
+_DEVICE_COPY = re.compile(r"^Memcpy ([HD])to([HD])\b", re.IGNORECASE)
 _STEP = re.compile(r"^ProfilerStep(?:\*|#\d+)$")
 META_PREFIX = "profiler_table:"  # bundle.meta[META_PREFIX + path]: a file's summary()
 MAX_OPS = 20_000  # rows kept per file: a log of endless tables cannot grow memory
@@ -132,6 +139,7 @@ class ProfilerTables:
         loader = _sum(rows, "cpu_total_s", lambda n: n.startswith("enumerate(DataLoader)"))
         sync = [r for r in rows if SYNC_CALLS.match(r["name"])]
         steps = [r for r in rows if _STEP.match(r["name"])]
+        copies = [(m.group(1).upper() + m.group(2).upper(), r) for r in rows if (m := _DEVICE_COPY.match(r["name"]))]
         return {"tables": self.tables, "ops": len(rows),
                 "self_cpu_total_s": self_cpu,
                 "self_device_total_s": next((v for k, v in self.totals.items() if k != "CPU"), None),
@@ -140,6 +148,11 @@ class ProfilerTables:
                                            and math.isfinite(r["calls"]))),
                 "loader_share": (loader / self_cpu) if loader and self_cpu else None,
                 "sync_s": _sum(sync, "self_cpu_s"), "sync_calls": int(_sum(sync, "calls")),
+                "copy_s": _sum(rows, "self_cpu_s", _COPY_CALLS.match),
+                "h2d_device_s": _sum([r for d, r in copies if d == "HD"], "self_device_s"),
+                "d2h_device_s": _sum([r for d, r in copies if d == "DH"], "self_device_s"),
+                "pageable": sorted({r["name"] for _, r in copies if "pageable" in r["name"].lower()}),
+                "alloc_s": _sum(rows, "self_cpu_s", _ALLOC_CALLS.match),
                 "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s")}
 
 
