@@ -7,7 +7,8 @@ CPU time inside ops: the window less what the host spent outside any op, so shar
 
 Findings, at the thresholds the Kineto and nsys analyses use (shares of the base; TensorFlow profiler's 5% / 20%):
   host_sync         CPU time blocked in cuda*Synchronize (`.item()`, `.cpu()`, `print(tensor)` wait there)
-  data_starvation   CPU time in `enumerate(DataLoader)` ops (waiting for the next batch)
+  data_starvation   CPU time in `enumerate(DataLoader)` ops (waiting for the next batch); in Lightning's
+                    SimpleProfiler report, `train_dataloader_next` / `get_train_batch` against `run_training_epoch`
   h2d_copy          CPU time in copy calls (cudaMemcpy*) where the device's copies run host to device: a copy from
                     pageable memory is staged by the driver and holds the host (`Memcpy HtoD (Pageable -> Device)`)
   memory_pressure   CPU time in the driver's allocator (cudaMalloc / cudaFree): the caching allocator going back to
@@ -30,6 +31,7 @@ def _level(share: float) -> str | None:
 
 def table_summary(source: str, table: dict, findings: list[dict]) -> dict:
     """One file's tables: the base, the sync and loader shares; its findings appended to `findings`."""
+    _fit_loader(source, table, findings)
     steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
     base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None}
@@ -51,6 +53,15 @@ def table_summary(source: str, table: dict, findings: list[dict]) -> dict:
         findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": loader, "evidence": (
             f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (waiting for the next batch)")})
     return out
+
+
+def _fit_loader(source: str, table: dict, findings: list[dict]) -> None:
+    """Lightning's SimpleProfiler report: the training loop's waits for the next batch against the epochs' time."""
+    epoch, loader = float(table.get("fit_epoch_s") or 0.0), float(table.get("fit_loader_s") or 0.0)
+    if epoch > 0 and (lvl := _level(share := min(loader / epoch, 1.0))):
+        findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": share, "evidence": (
+            f"Lightning profiler report in {source}: the training loop waits {loader:.3f} s for its next batch "
+            f"(train_dataloader_next / get_train_batch), {share:.0%} of the {epoch:.3f} s of training epochs")})
 
 
 def _copy_and_alloc(table: dict, base: float, what: str, where: str, findings: list[dict]) -> None:

@@ -66,10 +66,52 @@ def _column_roles(header: list[str]) -> dict[str, int]:
     return roles
 
 
+# Lightning's SimpleProfiler report (pytorch_lightning/profilers/simple.py summary(): "FIT Profiler Report", then
+# `|  {action}\t|  {mean}\t|  {num_calls}\t|  {total}\t|  {percentage}\t|` under a header of those names, or
+# `{action}\t|  {mean}\t|  {total}` without extended=True): the actions' total seconds. The loop's wait for the next
+# training batch is `[_TrainingEpochLoop].train_dataloader_next` (Lightning 2.x) or `get_train_batch` (1.x).
+_FIT_LOADER = re.compile(r"(?:^|[].])train_dataloader_next$|^get_train_batch$")
+_FIT_EPOCH = re.compile(r"^run_training_epoch$")
+
+
+class FitReport:
+    """Line scanner for Lightning's SimpleProfiler report: feed(body) True when the line belongs to one."""
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}  # action -> total seconds, summed over the reports in the file
+        self._cols: dict[str, int] | None = None
+
+    def feed(self, body: str) -> bool:
+        cells = [c.strip() for c in body.strip().strip("|").split("|")] if "|" in body else []
+        if self._cols is None:
+            if len(cells) >= 3 and cells[0] == "Action" and any(c.startswith("Total time") for c in cells):
+                self._cols = {"total": next(i for i, c in enumerate(cells) if c.startswith("Total time"))}
+                return True
+            return False
+        if re.fullmatch(r"\s*-{3,}\s*", body):
+            return True
+        if len(cells) <= self._cols["total"]:
+            self._cols = None  # the report ended
+            return False
+        total = cells[self._cols["total"]]
+        if re.fullmatch(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", total):
+            self.totals[cells[0]] = self.totals.get(cells[0], 0.0) + float(total)
+        return True
+
+    def summary(self) -> dict:
+        """`fit_epoch_s` (run_training_epoch's total, else the report's Total) and `fit_loader_s` (the waits for
+        the next training batch); {} without a report."""
+        if not self.totals:
+            return {}
+        epoch = sum(v for k, v in self.totals.items() if _FIT_EPOCH.match(k)) or self.totals.get("Total", 0.0)
+        return {"fit_epoch_s": epoch, "fit_loader_s": sum(v for k, v in self.totals.items() if _FIT_LOADER.search(k))}
+
+
 class ProfilerTables:
     """The line scanner: feed(body) for every line; True when the line belongs to a profiler table."""
 
     def __init__(self):
+        self.fit = FitReport()
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -78,6 +120,8 @@ class ProfilerTables:
         self._state = ""  # "" outside, "header" after the first rule, "rows" after the second
 
     def feed(self, body: str) -> bool:
+        if self._state == "" and self.fit.feed(body):
+            return True
         if _RULE.match(body):
             if self._state == "":
                 self._spans = [m.span() for m in re.finditer(r"-+", body)]
@@ -128,9 +172,10 @@ class ProfilerTables:
         self.rows.append(row)
 
     def summary(self) -> dict | None:
-        """What the tables hold (see the module docstring); None when the file printed none."""
+        """What the tables hold (see the module docstring) and the Lightning report's (FitReport.summary); None when
+        the file printed neither."""
         if not self.rows:
-            return None
+            return self.fit.summary() or None
         rows = self.rows
         device = any(math.isfinite(r["self_device_s"]) for r in rows)
         key = "self_device_s" if device else "self_cpu_s"
@@ -153,7 +198,7 @@ class ProfilerTables:
                 "d2h_device_s": _sum([r for d, r in copies if d == "DH"], "self_device_s"),
                 "pageable": sorted({r["name"] for _, r in copies if "pageable" in r["name"].lower()}),
                 "alloc_s": _sum(rows, "self_cpu_s", _ALLOC_CALLS.match),
-                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s")}
+                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s"), **self.fit.summary()}
 
 
 def _sum(rows: list[dict], key: str, keep=lambda name: True) -> float:
