@@ -58,6 +58,13 @@ data_s:13.330'); `nvidia-smi --query-gpu ... --format=csv -l 5` with `vmstat -t 
   2560 of 32x32x3, rotations, shifts, flips; workers=3): 'GPU usage is spiking'; the reporter: 'The issue is that
   I'm training on batches faster than I'm generating them.' Drawn: `nvidia-smi dmon` (driver 381 columns) of one
   GTX 1080 Ti for 5 minutes: ~0.5 s of compute (sm 90-100 %) per batch after ~2 s waiting for it (sm 0-3 %).
+
+Written after the first ten were scored and fixed, as a second batch (scored once as written, too):
+- pytorch_8371_epoch_start_data.log: pytorch/pytorch#8371 — imagenet main.py lines pasted for epochs 1-2 at
+  print-freq 50 over 196 iterations: the first iteration of every epoch 'Time 17.003 (17.003)  Data 12.637'
+  (15.138 / 11.821 in the next), the rest 'Time 3.1 Data 0.01-0.02'; the PR's subject: the workers restarting
+  every epoch (before persistent_workers) make the loop wait for its first batch. Drawn: 12 epochs in that
+  pattern (first iteration 15-17 s of which 11.5-12.7 s Data).
 """
 
 import sys
@@ -67,8 +74,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE.parent / "heldout4"))
+sys.path[:0] = [str(HERE.parent / "heldout4"), str(HERE.parent / "heldout5")]
 from make_heldout4 import smi_table  # noqa: E402  (the nvidia-smi table, pre-410 header included)
+from make_heldout5 import Meter, imagenet_line  # noqa: E402  (imagenet main.py's progress line and its meters)
 
 rng = np.random.default_rng(6)
 
@@ -341,6 +349,18 @@ def keras_7168():
     write("keras_7168_fit_generator_dmon.txt", lines)
 
 
+def pytorch_8371():
+    lines = []
+    for epoch in range(1, 13):
+        tm, dm, lm, p1m, p5m = Meter(), Meter(), Meter(), Meter(), Meter()
+        for i in range(196):
+            data = float(rng.uniform(11.5, 12.7)) if i == 0 else float(rng.uniform(0.001, 0.02))
+            t, d = tm.add(data + float(rng.uniform(3.09, 3.16)) + (2.1 if i == 0 else 0.0)), dm.add(data)
+            if i % 50 == 0 or i == 195:
+                lines.append(imagenet_line(epoch, i, 196, t, d, lm.add(0.0), p1m.add(100.0), p5m.add(100.0)))
+    write("pytorch_8371_epoch_start_data.log", lines)
+
+
 if __name__ == "__main__":
     nanochat_477()
     lag_llama_51()
@@ -352,3 +372,4 @@ if __name__ == "__main__":
     hy2dl_48()
     titanx_71()
     keras_7168()
+    pytorch_8371()
