@@ -218,7 +218,9 @@ CASES = [
         ("lerobot_1623_video_decode.log", "data_starvation"),
         ("hy2dl_48_thread_oversubscription", "data_starvation"),
         ("convnet_benchmarks_71_titanx_smi.txt", "throttling"),
-        ("keras_7168_fit_generator_dmon.txt", "data_starvation"))],
+        ("keras_7168_fit_generator_dmon.txt", "data_starvation"),
+        # a second batch, written after the fixes and right first time: the wait for each epoch's first batch
+        ("pytorch_8371_epoch_start_data.log", "data_starvation"))],
 ]
 
 
