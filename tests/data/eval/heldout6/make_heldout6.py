@@ -65,6 +65,12 @@ Written after the first ten were scored and fixed, as a second batch (scored onc
   (15.138 / 11.821 in the next), the rest 'Time 3.1 Data 0.01-0.02'; the PR's subject: the workers restarting
   every epoch (before persistent_workers) make the loop wait for its first batch. Drawn: 12 epochs in that
   pattern (first iteration 15-17 s of which 11.5-12.7 s Data).
+
+A third batch (written after the second was scored, scored once as written):
+- aidotnet_548_launch_bound_smi.csv: ooples/AiDotNet.Tensors#548 — small-model training on an RTX 3080 'sits at
+  ~8-30% util, memory-controller ~0%', launch-overhead bound (the PR measures 2000 CUDA-graph replays at 5.53x the
+  speed of the same 32000 launches). `nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,
+  power.draw --format=csv,noheader,nounits -l 1` for 5 minutes (drawn: util 8-30 %, memory 0-1 %, 320 W part).
 """
 
 import sys
@@ -361,6 +367,14 @@ def pytorch_8371():
     write("pytorch_8371_epoch_start_data.log", lines)
 
 
+def aidotnet_548():
+    t0 = datetime(2026, 6, 4, 9, 12, 0)
+    rows = [f"{t0 + timedelta(seconds=k):%Y/%m/%d %H:%M:%S}.{int(rng.integers(0, 999)):03d}, "
+            f"{(u := int(rng.integers(8, 31)))}, {int(rng.integers(0, 2))}, {72 + 1.9 * u + rng.normal(0, 4):.2f}"
+            for k in range(300)]
+    write("aidotnet_548_launch_bound_smi.csv", rows)
+
+
 if __name__ == "__main__":
     nanochat_477()
     lag_llama_51()
@@ -373,3 +387,4 @@ if __name__ == "__main__":
     titanx_71()
     keras_7168()
     pytorch_8371()
+    aidotnet_548()
