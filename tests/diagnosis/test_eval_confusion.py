@@ -221,6 +221,11 @@ CASES = [
         ("keras_7168_fit_generator_dmon.txt", "data_starvation"),
         # a second batch, written after the fixes and right first time: the wait for each epoch's first batch
         ("pytorch_8371_epoch_start_data.log", "data_starvation"))],
+    # a third: a launch-bound small model at 8-30% in a headerless, unitless CSV, read with the --fields its error asks
+    # for; utilization alone cannot tell launch-bound steps from a starved loader, the loss it can measure
+    ("heldout6 aidotnet_548_launch_bound_smi.csv", "unexplained_slowdown",
+     lambda: read_paths([str(EVAL / "heldout6/aidotnet_548_launch_bound_smi.csv")],
+                        fields="timestamp,utilization.gpu,utilization.memory,power.draw")),
 ]
 
 
