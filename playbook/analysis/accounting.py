@@ -174,13 +174,15 @@ PROFILE_FLOOR = 0.05
 
 def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
     """GPU-time accounting of torch.profiler tables (no time axis, only totals): the profiled steps' wall time on the
-    host (ProfilerStep* CPU total) against the GPU's kernel time (Self CUDA time total), one GPU per table; the
-    idle rest is one `profile_idle` bucket. None without a table that has both."""
+    host (ProfilerStep* CPU total; without steps, the table's self CPU time, which is at most the window: the idle
+    share a lower bound) against the GPU's kernel time (Self CUDA time total), one GPU per table; the idle rest is
+    one `profile_idle` bucket. None without a table that has both."""
     wall = busy = 0.0
     names = []
     for key, t in (bundle.meta or {}).items():
         if isinstance(key, str) and key.startswith(PROFILER_META) and isinstance(t, dict):
-            steps_s, device_s = float(t.get("steps_s") or 0.0), float(t.get("self_device_total_s") or 0.0)
+            steps_s = float(t.get("steps_s") or 0.0) or float(t.get("self_cpu_total_s") or 0.0)
+            device_s = float(t.get("self_device_total_s") or 0.0)
             if steps_s > 0 and device_s > 0:
                 wall, busy = wall + steps_s, busy + min(device_s, steps_s)
                 names.append(key[len(PROFILER_META):].rsplit("/", 1)[-1])
@@ -539,6 +541,9 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
     rest, gaps_out = sp.untimed_gaps(times, d, stepno, warm) if times is not None else \
         (np.zeros(max(len(d) - 1, 0)),) * 2
+    if not rest.any() and (apart := sp.waits_beside_timer(steps, rank, stepno, d, warm)).any():
+        rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
+        wall = max(wall, float((d * per_row).sum() + apart.sum()))
     phases, gaps_out = _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(),
                                                             strict=True)), name,
                                       dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),

@@ -176,3 +176,29 @@ def untimed_beside(untimed: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, 
                key=lambda c: float(np.minimum(waits, c[0]).sum()))
     common = float(np.minimum(waits, best[0]).sum())
     return best if common > 0.5 * max(float(waits.sum()), float(best[0].sum())) else none
+
+
+# a wait may exceed the step it is nested in only by the log's rounding: beyond 10% (and 10 ms) it was timed apart
+_NESTED_SLACK, _NESTED_TICK_S = 1.10, 0.01
+
+
+def waits_beside_timer(steps: pd.DataFrame, rank, stepno: np.ndarray, d: np.ndarray, warm: int) -> np.ndarray:
+    """Without a clock fine enough to show the gaps between lines: the waits a log timed apart from its step (a
+    loader timed before the step timer starts, as mozilla/TTS's `LoaderTime` beside `StepTime` and lerobot's
+    `data_s` beside `updt_s`), per gap between lines (seconds; the wait of the line after the gap, as a loader
+    feeds the step after it). A wait nested in its step cannot outlast it: the waits count as apart when they do,
+    beyond rounding, on at least 3 lines and 5% of the lines after warm-up, and in total; zeros otherwise (nested
+    waits, as imagenet's `Data` inside `Time`, stay the step's own time)."""
+    none = np.zeros(max(len(d) - 1, 0))
+    part = steps[(steps["rank"] == rank) & steps["phase"].isin(sa.WAIT_PHASES)]
+    if part.empty or len(d) < 4:
+        return none
+    waits = part.groupby("step")["duration_s"].sum().reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+    waits = np.nan_to_num(waits)
+    over = (waits > d * _NESTED_SLACK + _NESTED_TICK_S)[warm:]
+    # a running mean printed as the step time (CenterNet's `Net`) lags its own data waits on a few lines, but over
+    # the run the waits it holds still sum to less than it: waits apart outlast their steps in total too
+    if over.sum() < max(3, 0.05 * len(over)) or waits[warm:].sum() <= d[warm:].sum():
+        return none
+    k = np.clip(np.diff(stepno), 1, None).astype(np.float64)  # a line every k steps stands for k waits
+    return waits[1:] * k

@@ -53,6 +53,9 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "host_writes_in_dips": {"periodic_stall": 0.6},  # disk writes during the drops: checkpoint or log writing
     "host_reads_in_dips": {"data_starvation": 0.55},  # disk reads during the drops: input being read
     "host_cpu_in_dips": {"data_starvation": 0.45, "gc_pause": 0.15},  # CPU-bound loader, or Python work
+    # every core busy while the GPUs idle: the loop waits on host work, which in a training loop is the input
+    # pipeline's (decoding, augmentation, its workers' threads oversubscribing the cores, other programs' load)
+    "host_cpu_saturated": {"data_starvation": 0.6, "gc_pause": 0.1},
     # CPUs idle waiting on I/O during the drops: input blocked on storage, network filesystems included (their
     # reads show in iowait, not in the block-device counters)
     "host_iowait_in_dips": {"data_starvation": 0.55},
