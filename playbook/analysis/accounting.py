@@ -149,9 +149,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
     if len(tele):
         col = "util_pct" if tele["util_pct"].notna().any() and not (sm_fill(tele) or {}).get("underfilled") else None
         if col is None and "sm_active" in tele and tele["sm_active"].notna().any():
-            tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
-            series = None
-            col = "util_pct"
+            tele, series, col = tele.assign(util_pct=tele["sm_active"] * 100.0), None, "util_pct"
         if col is not None:
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)

@@ -197,8 +197,6 @@ def sm_fill(tele) -> dict | None:
     activity, the median SM activity (0-1) and utilization (%), the share of those samples below SM_INEFFECTIVE and
     a sign-test p-value that most are (n deflated by the lag-1 autocorrelation); `underfilled` when the median is
     below SM_INEFFECTIVE. None without both columns on busy samples (at least 10)."""
-    from playbook.analysis.stats import binom_sf
-
     if "sm_active" not in tele or not tele["sm_active"].notna().any() or not tele["util_pct"].notna().any():
         return None
     busy = tele[(tele["util_pct"] >= BUSY_UTIL_PCT) & tele["sm_active"].between(0.0, 1.0)]
