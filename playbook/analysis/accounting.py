@@ -51,7 +51,7 @@ import pandas as pd
 
 from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
-from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, sm_fill, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
@@ -143,14 +143,13 @@ class Accounting:
 def account(bundle: schema.Bundle, interval_s: float | None = None,
             series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
     """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
-    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps)."""
+    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps).
+    GPU time is counted on SM activity instead of utilization when kernels fill under half the SMs (sm_fill)."""
     tele = bundle.telemetry
     if len(tele):
-        col = "util_pct" if tele["util_pct"].notna().any() else None
+        col = "util_pct" if tele["util_pct"].notna().any() and not (sm_fill(tele) or {}).get("underfilled") else None
         if col is None and "sm_active" in tele and tele["sm_active"].notna().any():
-            tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
-            series = None
-            col = "util_pct"
+            tele, series, col = tele.assign(util_pct=tele["sm_active"] * 100.0), None, "util_pct"
         if col is not None:
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
@@ -159,7 +158,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if acc is not None:
                 return acc
     if len(bundle.steps):
-        return step_accounting(bundle.steps, marked_steps)
+        return step_accounting(bundle.steps, marked_steps, bundle.events)
     return profile_accounting(bundle)
 
 
@@ -173,13 +172,15 @@ PROFILE_FLOOR = 0.05
 
 def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
     """GPU-time accounting of torch.profiler tables (no time axis, only totals): the profiled steps' wall time on the
-    host (ProfilerStep* CPU total) against the GPU's kernel time (Self CUDA time total), one GPU per table; the
-    idle rest is one `profile_idle` bucket. None without a table that has both."""
+    host (ProfilerStep* CPU total; without steps, the table's self CPU time, which is at most the window: the idle
+    share a lower bound) against the GPU's kernel time (Self CUDA time total), one GPU per table; the idle rest is
+    one `profile_idle` bucket. None without a table that has both."""
     wall = busy = 0.0
     names = []
     for key, t in (bundle.meta or {}).items():
         if isinstance(key, str) and key.startswith(PROFILER_META) and isinstance(t, dict):
-            steps_s, device_s = float(t.get("steps_s") or 0.0), float(t.get("self_device_total_s") or 0.0)
+            steps_s = float(t.get("steps_s") or 0.0) or float(t.get("self_cpu_total_s") or 0.0)
+            device_s = float(t.get("self_device_total_s") or 0.0)
             if steps_s > 0 and device_s > 0:
                 wall, busy = wall + steps_s, busy + min(device_s, steps_s)
                 names.append(key[len(PROFILER_META):].rsplit("/", 1)[-1])
@@ -429,16 +430,16 @@ def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.
 # ---------------------------------------------------------------- wall time (steps)
 
 
-def step_accounting(steps: pd.DataFrame, marked_steps=()) -> Accounting | None:
+def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame | None = None) -> Accounting | None:
     """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
-    `marked_steps` as in `account`."""
+    `marked_steps` as in `account`; `events`: the run's, for the durations they state."""
     st = sa.step_times(steps)
     st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
     steps = _collective_waits(steps)
-    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps)
+    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
     if not per_rank:
@@ -473,7 +474,8 @@ def step_accounting(steps: pd.DataFrame, marked_steps=()) -> Accounting | None:
                       t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
 
 
-def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=()) -> dict | None:
+def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=(),
+                  waits: np.ndarray | None = None) -> dict | None:
     """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
     d = g["duration_s"].to_numpy(dtype=np.float64)
     stepno = g["step"].to_numpy(dtype=np.int64)
@@ -484,7 +486,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     gaps = np.diff(stepno)
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
     per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
-    warm = sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno))
+    warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
+                              waits)
     real, bstep = d[warm:], stepno[warm:]
     if len(real) == 0:
         return None
@@ -500,7 +503,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
     # between the two levels, and their fast neighbours would look like a slow stretch
     roll = sp.local_pace(body, slow)
-    best = float(np.percentile(roll, 10))
+    roll, best = sp.pace_levels(body, bstep, roll)
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
@@ -536,6 +539,9 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
     rest, gaps_out = sp.untimed_gaps(times, d, stepno, warm) if times is not None else \
         (np.zeros(max(len(d) - 1, 0)),) * 2
+    if not rest.any() and (apart := sp.waits_beside_timer(steps, rank, stepno, d, warm)).any():
+        rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
+        wall = max(wall, float((d * per_row).sum() + apart.sum()))
     phases, gaps_out = _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(),
                                                             strict=True)), name,
                                       dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),

@@ -43,7 +43,7 @@ def dips_vs_events(dips_s: np.ndarray, t0: pd.Timestamp | None, events: pd.DataF
 
 
 def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | None,
-                     columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "iowait_pct", "cpu_pct",
+                     columns: tuple[str, ...] = ("write_mib_s", "read_mib_s", "iowait_pct", "swap_mib_s", "cpu_pct",
                                                  "cpu_max_core_pct", "net_rx_mib_s", "net_tx_mib_s")) -> list[dict]:
     """Host-probe metrics during the utilization drops against the busy stretches between them, each host on its
     own (several nodes' logs are not averaged into one).

@@ -1,6 +1,7 @@
 """Clock limiters read from physics rather than peers, for analysis.gpus: a busy clock that falls as the GPU heats
-(thermal droop) and a power limit lowered below the one the same part runs at (a cap, readable without a clock).
-Each fills per-GPU columns of analysis.gpus' table (`cols`, arrays indexed by GPU)."""
+(thermal droop; without a clock, the busy power falling as the GPU heats and holds its top temperature) and a power
+limit lowered below the one the same part runs at (a cap, readable without a clock). Each fills per-GPU columns of
+analysis.gpus' table (`cols`, arrays indexed by GPU)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import numpy as np
 
 from playbook.analysis.series import GpuSeries
-from playbook.analysis.stats import effective_n, lag1, t_sf, wilson_lower
+from playbook.analysis.stats import binom_sf, effective_n, lag1, t_sf, wilson_lower
 
 # GPU Boost trims one ~15 MHz bin per ~5 °C, ~5% from 40 to 85 °C: a clock falling twice that as the GPU heats is a
 # thermal limiter (cooling, airflow, a low max operating temperature), with or without the event-reason bits
@@ -17,6 +18,9 @@ THERMAL_DEFICIT_MIN = 0.10
 POWER_PINNED = 0.95  # power draw within 5% of the enforced limit: the power limit is what holds the clock down
 # one poll can catch a boost spike or a mis-sampled value; three in a row at work is a clock the part held at this load
 SUSTAINED_POLLS = 3
+# a busy GPU warming at the same load draws as much power or more (leakage grows with temperature): a busy draw 15%
+# below the one it sustained at work, held while the GPU sits at its top temperature, is its clock taken down
+POWER_FALL_MIN = 0.15
 
 
 def sustained_peak(x: np.ndarray, ok: np.ndarray, run: int = SUSTAINED_POLLS) -> np.ndarray:
@@ -141,3 +145,68 @@ def power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) ->
         cols["cap_limit_w"][g] = cap
         cols["cap_ref_w"][g] = refs[g]
         cols["cap_deficit"][g] = float(1 - (cap / refs[g]) ** (1 / 3))
+
+
+def thermal_power_fall(series: GpuSeries, cols: dict, has: dict, busy_thr: float) -> None:
+    """Thermal throttling without an SM clock in the log (nvidia-smi's table, power and temperature only): busy
+    polls, off the power limit, whose draw falls at least POWER_FALL_MIN below what the GPU sustained at work once
+    it reaches its top temperature and holds it (within 1 °C on a quarter of the busy polls: a limiter holding its
+    temperature target, convnet-benchmarks#71's Titan X at 84 °C; a lighter load would cool the GPU instead). The
+    clock is estimated by DVFS physics (power ~ clock³, as power_only_cap); `thermal_power` marks the GPUs so read."""
+    if not (has["power_w"] and has["temp_c"]):
+        return
+    for g in range(len(series)):
+        u, p, t = (series.get(g, c, dropna=False)[1] for c in ("util_pct", "power_w", "temp_c"))
+        ok = np.isfinite(u) & (u >= busy_thr) & np.isfinite(p) & (p > 0) & np.isfinite(t)
+        pinned = np.zeros(len(ok), dtype=bool)
+        if has["power_limit_w"]:
+            lim = series.get(g, "power_limit_w", dropna=False)[1]
+            with np.errstate(invalid="ignore"):
+                pinned = np.isfinite(lim) & (p >= POWER_PINNED * lim)
+        if ok.sum() < 8:
+            continue
+        p, t, pinned = p[ok], t[ok], pinned[ok]
+        # the hot polls off the power limit (at the limit a lower clock is the limit's trade: the cap test's)
+        hot = (t >= t.max() - 1.0) & ~pinned
+        peak = sustained_peak(p, np.ones(len(p), dtype=bool))
+        if hot.sum() < max(5, 0.25 * len(t)) or not np.isfinite(peak) or \
+                np.median(p[hot]) > (1 - POWER_FALL_MIN) * peak:
+            continue
+        # a sign test: the hot polls draw below the 85% line more often than an unthrottled GPU's would (at most
+        # half), their count deflated by the draw's lag-1 autocorrelation (a plateau is one slow state)
+        hot_p = p[hot]
+        n = int(round(effective_n(len(hot_p), lag1(hot_p), floor=3.0)))
+        k = int(round(float(np.mean(hot_p <= (1 - POWER_FALL_MIN) * peak)) * n))
+        cols["thermal_deficit"][g] = float(1 - np.cbrt(np.median(hot_p) / peak))
+        cols["thermal_cost"][g] = float(np.mean(1 - np.cbrt(np.minimum(p / peak, 1.0))))
+        cols["thermal_p"][g] = binom_sf(k, n, 0.5)
+        cols["thermal_cool_c"][g] = float(np.median(t[p >= POWER_PINNED * peak]))
+        cols["thermal_hot_c"][g] = float(t.max())
+        cols["thermal_power"][g] = 1.0
+
+
+# NVIDIA's DCGM guidance on SM activity (DCGM_FI_PROF_SM_ACTIVE, the fraction of time at least one warp is active
+# on an SM, averaged over the SMs): 0.8 or more is necessary but not sufficient for effective use; below 0.5 likely
+# indicates ineffective use. Utilization (a kernel running, any size) can read 100% over SMs mostly idle.
+SM_INEFFECTIVE = 0.5
+BUSY_UTIL_PCT = 50.0  # samples with a kernel running at least half the time: where SM activity measures the kernels
+
+
+def sm_fill(tele) -> dict | None:
+    """How much of the GPU the kernels fill while they run: over samples with utilization ≥ BUSY_UTIL_PCT and an SM
+    activity, the median SM activity (0-1) and utilization (%), the share of those samples below SM_INEFFECTIVE and
+    a sign-test p-value that most are (n deflated by the lag-1 autocorrelation); `underfilled` when the median is
+    below SM_INEFFECTIVE. None without both columns on busy samples (at least 10)."""
+    if "sm_active" not in tele or not tele["sm_active"].notna().any() or not tele["util_pct"].notna().any():
+        return None
+    busy = tele[(tele["util_pct"] >= BUSY_UTIL_PCT) & tele["sm_active"].between(0.0, 1.0)]
+    if len(busy) < 10:
+        return None
+    sm = busy["sm_active"].to_numpy(dtype=np.float64)
+    below = int((sm < SM_INEFFECTIVE).sum())
+    n_eff = effective_n(len(sm), lag1(sm), floor=1.0)
+    k_eff = int(round(below * n_eff / len(sm)))
+    median = float(np.median(sm))
+    return {"sm_active": median, "util_pct": float(busy["util_pct"].median()), "samples": len(sm),
+            "below_share": below / len(sm),
+            "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": median < SM_INEFFECTIVE}

@@ -37,6 +37,7 @@ from playbook.analysis.gpu_limits import (
     power_only_cap,
     sustained_peak_segments,
     thermal_droop,
+    thermal_power_fall,
 )
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
@@ -400,9 +401,10 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     cols.update({k: np.full(g_count, math.nan) for k in ("cap_share", "cap_limit_w", "cap_ref_w", "cap_deficit")})
     cols["cap_lower"] = np.zeros(g_count)
     cols.update({k: np.full(g_count, math.nan) for k in ("thermal_deficit", "thermal_cost", "thermal_p",
-                                                         "thermal_cool_c", "thermal_hot_c")})
+                                                         "thermal_cool_c", "thermal_hot_c", "thermal_power")})
     if not has["sm_clock_mhz"]:
         power_only_cap(series, cols, has, busy_thr)
+        thermal_power_fall(series, cols, has, busy_thr)
         for k, v in cols.items():
             table[k] = v
         return
@@ -549,14 +551,19 @@ def _status(r, g_count: int) -> tuple[str, str]:
     slow_clock = (np.isfinite(r.clock_z) and r.clock_z <= -MODIFIED_Z and r.clock_deficit >= CLOCK_DEFICIT_MIN)
     self_slow = r.self_slow_lower >= THROTTLE_SHARE_MIN
     capped = (r.cap_lower >= THROTTLE_SHARE_MIN and np.isfinite(r.cap_deficit) and r.cap_deficit >= CLOCK_DEFICIT_MIN)
-    thermal = (np.isfinite(r.thermal_deficit) and r.thermal_deficit >= THERMAL_DEFICIT_MIN
-               and np.isfinite(r.thermal_p) and r.thermal_p < ALPHA)
+    by_power = r.thermal_power == 1.0  # no clock: the DVFS estimate of a power fall (gpu_limits)
+    thermal = (np.isfinite(r.thermal_deficit) and r.thermal_p < ALPHA
+               and r.thermal_deficit >= (CLOCK_DEFICIT_MIN if by_power else THERMAL_DEFICIT_MIN))
     if harmful or slow_clock or self_slow or capped or thermal:
         parts = []
         if thermal:
-            parts.append(f"SM clock falls {r.thermal_deficit:.0%} as the GPU heats from {r.thermal_cool_c:.0f} to "
-                         f"{r.thermal_hot_c:.0f} °C while busy (one-sided Spearman, p = {r.thermal_p:.1g}): thermal "
-                         "throttling — check cooling, airflow and the GPU's max operating temperature")
+            clock = (f"no SM clock recorded: the busy power falls as the GPU heats from {r.thermal_cool_c:.0f} to "
+                     f"{r.thermal_hot_c:.0f} °C and holds there, by DVFS (power ~ clock³) the clock ≈ "
+                     f"{r.thermal_deficit:.0%} lower" if by_power else f"SM clock falls {r.thermal_deficit:.0%} as "
+                     f"the GPU heats from {r.thermal_cool_c:.0f} to {r.thermal_hot_c:.0f} °C while busy")
+            test = "sign test of the hot polls' draw" if by_power else "one-sided Spearman"
+            parts.append(f"{clock} ({test}, p = {r.thermal_p:.1g}): thermal throttling — check cooling, airflow and "
+                         "the GPU's max operating temperature")
         if harmful:
             parts.append(f"{r.harmful_bits} in {r.harmful_share:.0%} of busy polls")
         if slow_clock:

@@ -4,23 +4,88 @@ of its slow steps, the phrases that describe them, and the resolution of its tim
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
 
 from playbook.analysis import step_times as sa
+from playbook.analysis.stats import lag1
+from playbook.knowledge.causes import cause_of_event
+
+PACE_WINDOWS = (sa.ROLL_WINDOW, 25, 11, 5)  # rolling-median widths tried, widest first (steps)
+MATERIAL = 0.01  # a narrower pace is followed when it moves ≥ 1% of the steps' time (accounting.MIN_FLOOR)
 
 
 def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
-    """The rolling-median step time (as the slow-step test uses) of the steps that are not slow, carried across the
-    slow ones; the plain median when there are too few steps (seconds)."""
+    """The rolling-median step time of the steps that are not slow, carried across the slow ones; the plain median
+    when there are too few steps (seconds).
+
+    The window narrows from PACE_WINDOWS[0] while two things hold: the residuals (log step time over the pace) are
+    lag-1 autocorrelated (Bartlett: r1 > z(ALPHA)/√n), and the next narrower pace departs from this one by more
+    than CREEP_MIN on steps holding ≥ MATERIAL of the time. Jitter is independent from step to step, or too small to
+    matter; a pace that moves faster than the window (a swing of about the window's period, a shift in the last
+    steps) leaves runs of same-signed residuals and a narrower pace that differs (a step-time oscillation of period
+    50 had read "healthy", its swing taken for jitter)."""
     if len(d) < 5:
         return np.full(len(d), float(np.median(d)))
-    if not slow.any() or slow.all():
-        return sa._rolling_baseline(d)
-    kept = np.flatnonzero(~slow)
-    pace = sa._rolling_baseline(d[kept])
+    kept = np.flatnonzero(~slow) if slow.any() and not slow.all() else np.arange(len(d))
+    x = d[kept]
+    crit = NormalDist().inv_cdf(1 - sa.ALPHA) / math.sqrt(len(kept))
+    pace = sa._rolling_baseline(x, window=PACE_WINDOWS[0])
+    for w in PACE_WINDOWS[1:]:
+        if lag1(np.log(np.clip(x, 1e-9, None) / pace)) <= crit:
+            break
+        narrow = sa._rolling_baseline(x, window=w)
+        apart = np.abs(np.log(narrow / pace)) > math.log1p(sa.CREEP_MIN)
+        if np.abs(narrow - pace)[apart].sum() < MATERIAL * x.sum():
+            break
+        pace = narrow
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
+
+
+def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.ndarray:
+    """(start, seconds) of the events that state their own duration and measure a cause ("Finished saving the
+    checkpoint ... in 391.42 seconds"), seconds since `t0`; empty without times."""
+    if events is None or events.empty or t0 is None or "duration_s" not in events:
+        return np.zeros((0, 2))
+    ev = events[events["time"].notna() & (events["duration_s"] > 0) & events["kind"].map(cause_of_event).notna()]
+    return np.c_[(ev["time"] - t0).dt.total_seconds().to_numpy(), ev["duration_s"].to_numpy(dtype=np.float64)]
+
+
+def measured_warmup(warm: int, times: np.ndarray | None, d: np.ndarray, per_row: np.ndarray,
+                    waits: np.ndarray | None) -> int:
+    """Warm-up is a one-time cost nothing measures: when events inside the slow prefix's span state durations that
+    hold at least half its excess over the steady step, the prefix is their cost (a checkpoint saved right after
+    step 1, inside the first window of a log that prints every 10 steps), and only a first single step stays
+    warm-up. `warm` rows of step times `d` (s) standing for `per_row` steps each, at `times` (s)."""
+    if warm == 0 or times is None or waits is None or not len(waits):
+        return warm
+    span = d[:warm] * per_row[:warm]
+    lo, hi = times[0] - span[0], times[warm - 1] + span[-1]  # a line's time is its window's start or end
+    excess = float(np.clip(d[:warm] - np.median(d[warm:]), 0.0, None) @ per_row[:warm]) if warm < len(d) else 0.0
+    inside = (waits[:, 0] >= lo) & (waits[:, 0] + waits[:, 1] <= hi)
+    if excess <= 0 or waits[inside, 1].sum() < 0.5 * excess:
+        return warm
+    return 1 if warm > 1 and per_row[0] == 1 else 0
+
+
+SHORT_SHIFT_STEPS = 8  # a shift is tested from 8 steps: 3 on each side (level_shift's edge guard) and some to spare
+
+
+def pace_levels(body: np.ndarray, step: np.ndarray, roll: np.ndarray) -> tuple[np.ndarray, float]:
+    """The local pace and the run's best sustained pace (s): `roll` (the rolling median) and its 10th percentile; but
+    when the rolling window spans more than half the steps (a log of a few dozen lines: epochs, or windows of many
+    steps) it straddles a level shift and its percentile sits between the levels (kubeflow#68: 37.6 s where the
+    first epochs ran at 25-29 s), so a significant shift (step_times.level_shift) gives the two levels instead."""
+    best = float(np.percentile(roll, 10))
+    if len(body) > 2 * sa.ROLL_WINDOW:
+        return roll, best
+    shift = sa.level_shift(pd.DataFrame({"step": step, "duration_s": body}), min_steps=SHORT_SHIFT_STEPS)
+    if not (shift and shift["shifted"]):
+        return roll, best
+    levels = np.where(step >= shift["step"], shift["after_s"], shift["before_s"])
+    return levels, float(min(shift["before_s"], shift["after_s"]))
 
 
 def slow_lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:
@@ -111,3 +176,29 @@ def untimed_beside(untimed: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, 
                key=lambda c: float(np.minimum(waits, c[0]).sum()))
     common = float(np.minimum(waits, best[0]).sum())
     return best if common > 0.5 * max(float(waits.sum()), float(best[0].sum())) else none
+
+
+# a wait may exceed the step it is nested in only by the log's rounding: beyond 10% (and 10 ms) it was timed apart
+_NESTED_SLACK, _NESTED_TICK_S = 1.10, 0.01
+
+
+def waits_beside_timer(steps: pd.DataFrame, rank, stepno: np.ndarray, d: np.ndarray, warm: int) -> np.ndarray:
+    """Without a clock fine enough to show the gaps between lines: the waits a log timed apart from its step (a
+    loader timed before the step timer starts, as mozilla/TTS's `LoaderTime` beside `StepTime` and lerobot's
+    `data_s` beside `updt_s`), per gap between lines (seconds; the wait of the line after the gap, as a loader
+    feeds the step after it). A wait nested in its step cannot outlast it: the waits count as apart when they do,
+    beyond rounding, on at least 3 lines and 5% of the lines after warm-up, and in total; zeros otherwise (nested
+    waits, as imagenet's `Data` inside `Time`, stay the step's own time)."""
+    none = np.zeros(max(len(d) - 1, 0))
+    part = steps[(steps["rank"] == rank) & steps["phase"].isin(sa.WAIT_PHASES)]
+    if part.empty or len(d) < 4:
+        return none
+    waits = part.groupby("step")["duration_s"].sum().reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+    waits = np.nan_to_num(waits)
+    over = (waits > d * _NESTED_SLACK + _NESTED_TICK_S)[warm:]
+    # a running mean printed as the step time (CenterNet's `Net`) lags its own data waits on a few lines, but over
+    # the run the waits it holds still sum to less than it: waits apart outlast their steps in total too
+    if over.sum() < max(3, 0.05 * len(over)) or waits[warm:].sum() <= d[warm:].sum():
+        return none
+    k = np.clip(np.diff(stepno), 1, None).astype(np.float64)  # a line every k steps stands for k waits
+    return waits[1:] * k

@@ -158,7 +158,10 @@ def fleet_steps(steps: pd.DataFrame) -> pd.DataFrame:
                          "work": g["work"].median(), "ranks": g["rank"].nunique()}).reset_index()
 
 
-def _rolling_baseline(d: np.ndarray, window: int = 51) -> np.ndarray:
+ROLL_WINDOW = 51  # steps in the rolling median of the local pace
+
+
+def _rolling_baseline(d: np.ndarray, window: int = ROLL_WINDOW) -> np.ndarray:
     s = pd.Series(np.log(np.clip(d, 1e-9, None)))
     return np.exp(s.rolling(min(window, max(len(d), 1)), center=True, min_periods=1).median().to_numpy())
 
@@ -348,18 +351,19 @@ def _optimizer_only_on(steps: pd.DataFrame | None, on: np.ndarray, off: np.ndarr
     return bool(on_share >= 0.9 and off_share <= 0.1)
 
 
-def level_shift(fleet: pd.DataFrame) -> dict | None:
+def level_shift(fleet: pd.DataFrame, min_steps: int = 20) -> dict | None:
     """A step-time level shift (the step time jumps and stays): the single change point in log step time that
     maximises the two-sample statistic (CUSUM), its p-value from the Kolmogorov limit of the Brownian bridge with
     n deflated by the lag-1 autocorrelation of the residuals, the step it happens at and its size. Warm-up and slow
-    steps are left out. `shifted` when p < ALPHA, |size| ≥ CREEP_MIN and a step fits better than a linear trend."""
+    steps are left out. `shifted` when p < ALPHA, |size| ≥ CREEP_MIN and a step fits better than a linear trend.
+    Needs `min_steps` steps; below 20 the asymptotic p is conservative (a discrete bridge's maximum is smaller)."""
     d_all = fleet["duration_s"].to_numpy(dtype=np.float64)
     warm = warmup_steps(d_all)
     d_all, st_all = d_all[warm:], fleet["step"].to_numpy(dtype=np.int64)[warm:]
     keep = ~slow_steps(d_all) & (d_all > 0)
     d, st = d_all[keep], st_all[keep]
     n = len(d)
-    if n < 20:
+    if n < max(min_steps, 8):
         return None
     y = np.log(d)
     c = np.cumsum(y - y.mean())[:-1]

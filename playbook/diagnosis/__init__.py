@@ -118,7 +118,8 @@ def _accounting(run: Run, ranked: list[dict]):
         run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
         return None
     if acc is not None:
-        attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps)
+        attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps,
+                              run.detail.get("drop_causes", ()))
         run.detail["accounting"] = acc
     return acc
 

@@ -6,7 +6,9 @@ Evidence, strongest first (the candidates of a bucket kind and the phase → cau
 playbook.knowledge.causes.BUCKET_CAUSES / PHASE_CAUSE):
 1. a phase timer: a `phase:<name>` bucket is the time the step's own timer measured in that phase;
 2. events at the bucket's steps (±1 step) or inside its windows: the cause of the kind logged at most of them
-   (checkpoint → periodic_stall, gc → gc_pause, recompile → recompilation, xid → hardware_fault, ...);
+   (checkpoint → periodic_stall, gc → gc_pause, recompile → recompilation, xid → hardware_fault, ...); for the
+   fleet's drops, host activity measured during them (swapping → memory_pressure, iowait → data_starvation) likewise:
+   the best-ranked cause it supports, whether or not the drops' usual candidates list it;
 3. a benign cadence with positive evidence (an optimizer phase logged on the slow steps only): "healthy", its cost
    still stated;
 4. the findings: the best-ranked candidate cause of the bucket's kind whose score is at least SUPPORT_MIN.
@@ -40,16 +42,17 @@ UNEXPLAINED = "unexplained"
 
 
 def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_summary: dict,
-              steps: pd.DataFrame | None = None) -> None:
-    """Set `cause` and `evidence` on every bucket of `acc` (in place)."""
+              steps: pd.DataFrame | None = None, drop_causes=()) -> None:
+    """Set `cause` and `evidence` on every bucket of `acc` (in place). `drop_causes`: the causes host activity
+    measured during the fleet's drops supports (analyzers/host_probe.py)."""
     scores = {h["id"]: h for h in ranked}
     benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
     for b in acc.buckets:
-        b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps)
+        b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps, drop_causes)
 
 
 def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None,
-                 steps: pd.DataFrame | None) -> tuple[str, str, bool]:
+                 steps: pd.DataFrame | None, drop_causes=()) -> tuple[str, str, bool]:
     """(cause, evidence, measured directly) for one bucket, by the order of the module docstring."""
     if b.kind.startswith("phase:"):
         phase = b.kind.split(":", 1)[1]
@@ -64,6 +67,10 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     hit = _events_on(b, acc, events, steps)
     if hit:
         return (*hit, True)
+    measured = [scores[c] for c in drop_causes if c in scores and scores[c]["score"] >= SUPPORT_MIN]
+    if b.kind == "fleet_drops" and measured:
+        best = max(measured, key=lambda h: h["score"])
+        return best["id"], (best.get("evidence") or [""])[0], False
     if b.kind == "recurring_slow" and benign:
         return cause_ids.HEALTHY, benign, True
     if b.kind == "outside_timer":  # the bucket is the measurement: time the step timer does not see

@@ -167,9 +167,9 @@ CATALOG: tuple[Cause, ...] = (
     ),
     Cause(
         "memory_pressure",
-        "allocator churn / memory pressure",
-        fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations",
-        next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time",
+        "memory pressure (GPU allocator churn, host swapping)",
+        fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations; a host that swaps or OOM-kills: fewer DataLoader workers or less prefetch and pinned memory, or a larger memory limit for the job",
+        next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time; for a killed process, `dmesg -T | grep -i -e oom -e killed` on its host",
         notebook="notebooks/01_triage.ipynb",
         event_kinds=("oom", "memory_pressure", "host_oom"),
     ),
@@ -235,7 +235,8 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     "outside_timer": ("between_steps", "periodic_stall", "data_starvation"),
     # pipelined stages at different paces: the faster ones wait
     "stage_imbalance": ("pipeline_imbalance",),
-    # all GPUs below their busy level together: something every rank waits on
+    # all GPUs below their busy level together: something every rank waits on (and any cause host activity measured
+    # at the drops supports: diagnosis.attribution)
     "fleet_drops": ("periodic_stall", "data_starvation", "host_sync", "gc_pause", "collective_straggler",
                     "recompilation", "link_degradation", "throttling"),
     # one GPU idle or below its peers at the same moments: a starved stage, a straggler's peers, a dead worker

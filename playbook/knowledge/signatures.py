@@ -53,9 +53,20 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "host_writes_in_dips": {"periodic_stall": 0.6},  # disk writes during the drops: checkpoint or log writing
     "host_reads_in_dips": {"data_starvation": 0.55},  # disk reads during the drops: input being read
     "host_cpu_in_dips": {"data_starvation": 0.45, "gc_pause": 0.15},  # CPU-bound loader, or Python work
+    # every core busy while the GPUs idle: the loop waits on host work, which in a training loop is the input
+    # pipeline's (decoding, augmentation, its workers' threads oversubscribing the cores, other programs' load)
+    "host_cpu_saturated": {"data_starvation": 0.6, "gc_pause": 0.1},
     # CPUs idle waiting on I/O during the drops: input blocked on storage, network filesystems included (their
     # reads show in iowait, not in the block-device counters)
     "host_iowait_in_dips": {"data_starvation": 0.55},
+    # kernels running most of the time over mostly idle SMs (DCGM SM activity < 0.5 while utilization is high):
+    # grids too small for the GPU — small batches, many tiny kernels
+    "sm_underfilled": {"launch_bound": 0.6},
+    # the host swaps while the GPUs wait: its memory is short (too many loader workers or prefetched batches, a
+    # page cache squeezed out) and the work waits on swap I/O (vmstat si/so, sar -W, node_vmstat_pswp*). One
+    # explanation, where iowait or reads have several: weighted above them, and the disk traffic and iowait swap
+    # accounts for are not counted again (evidence/from_coincidence._swap_symptoms)
+    "host_swap_in_dips": {"memory_pressure": 0.7},
     "host_net_in_dips": {"periodic_stall": 0.3, "data_starvation": 0.3},  # checkpoints or data on the network
     "periodic_slow": {"periodic_stall": 0.8},  # slow every N steps without a logged marker
     "gc": {"gc_pause": 0.9},  # GC events cover the slow steps' extra time: a direct measurement

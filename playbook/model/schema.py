@@ -98,10 +98,11 @@ HOST_METRICS: tuple[str, ...] = (
     "net_rx_mib_s",
     "net_tx_mib_s",
 )
-# iowait_pct: the share of time the CPUs sat idle with disk I/O outstanding (vmstat wa, %iowait); host tools
-# report it (readers/host_tools.py, node_exporter series), the probe does not
-HOST_COLUMNS: tuple[str, ...] = ("time", "host", *HOST_METRICS, "iowait_pct", "source")
-LATER_COLUMNS = frozenset({"iowait_pct"})  # added after tables were first written: a table without them still reads
+# iowait_pct: the share of time the CPUs sat idle with disk I/O outstanding (vmstat wa, %iowait); swap_mib_s: memory
+# swapped in plus out (vmstat si + so, sar -W, node_vmstat_pswpin/out, the probe's psutil.swap_memory), MiB/s;
+# iowait comes from host tools only (readers/host_tools.py, node_exporter series), not the probe
+HOST_COLUMNS: tuple[str, ...] = ("time", "host", *HOST_METRICS, "iowait_pct", "swap_mib_s", "source")
+LATER_COLUMNS = frozenset({"iowait_pct", "swap_mib_s"})  # added after tables were first written: a table without them still reads
 TRACE_COLUMNS: tuple[str, ...] = (
     "rank", "cat", "name", "ts_us", "dur_us", "pid", "tid", "stream", "correlation", "bytes", "source",
 )

@@ -4,7 +4,8 @@ Rows are schema.host_frame: cpu_pct (mean over cores since the previous sample, 
 busiest core: a single-threaded loader or a Python GIL-bound main thread pins one core at 100 while the mean
 stays low), rss_mib (resident set of the process tree rooted at `pid`, summed: shared pages are counted once per
 process, so it over-counts forked DataLoader workers), read/write_mib_s (all block devices), net_rx/tx_mib_s
-(all interfaces). Rates are differences between consecutive samples divided by the elapsed time.
+(all interfaces), swap_mib_s (memory swapped in plus out: a host short of memory stalls the loader and the trainer
+alike). Rates are differences between consecutive samples divided by the elapsed time.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class HostProbe(Poller):
         self._root: Any = None
         self._procs: list[Any] = []
         self._procs_t = -math.inf
-        self._last: tuple[float, Any, Any] | None = None
+        self._last: tuple[float, Any, Any, Any] | None = None
 
     def _setup(self) -> bool:
         import psutil
@@ -43,7 +44,8 @@ class HostProbe(Poller):
         self._psutil = psutil
         self._root = psutil.Process(self.pid)
         psutil.cpu_percent(percpu=True)  # prime: the next call returns usage since now
-        self._last = (time.monotonic(), _safe(psutil.disk_io_counters), _safe(psutil.net_io_counters))
+        self._last = (time.monotonic(), _safe(psutil.disk_io_counters), _safe(psutil.net_io_counters),
+                      _safe(psutil.swap_memory))
         return True
 
     def _tree(self) -> list[Any]:
@@ -71,10 +73,10 @@ class HostProbe(Poller):
                 continue
         if len(alive) != len(self._procs):
             self._procs = alive
-        disk, net = _safe(ps.disk_io_counters), _safe(ps.net_io_counters)
-        t_prev, disk_prev, net_prev = self._last
+        disk, net, swap = _safe(ps.disk_io_counters), _safe(ps.net_io_counters), _safe(ps.swap_memory)
+        t_prev, disk_prev, net_prev, swap_prev = self._last
         dt = now - t_prev
-        self._last = (now, disk, net)
+        self._last = (now, disk, net, swap)
         self._emit((
             wall,
             sum(cores) / len(cores) if cores else math.nan,
@@ -84,6 +86,7 @@ class HostProbe(Poller):
             _rate(disk, disk_prev, "write_bytes", dt),
             _rate(net, net_prev, "bytes_recv", dt),
             _rate(net, net_prev, "bytes_sent", dt),
+            _rate(swap, swap_prev, "sin", dt) + _rate(swap, swap_prev, "sout", dt),
         ))
 
     def to_frame(self, rows: list[tuple]) -> Any:
@@ -92,7 +95,7 @@ class HostProbe(Poller):
             return schema.host_frame()
         cols = list(zip(*rows, strict=True))
         data: dict[str, Any] = {"time": list(cols[0]), "host": self.host, "source": self.source}
-        for name, values in zip(schema.HOST_METRICS, cols[1:], strict=True):
+        for name, values in zip((*schema.HOST_METRICS, "swap_mib_s"), cols[1:], strict=True):
             data[name] = list(values)
         return schema.host_frame(data)
 

@@ -190,6 +190,9 @@ GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|c
                 r"\b(pause|took|collected|gen)", re.IGNORECASE)
 EVENT_DURATION = re.compile(r"\b(?:in|took|time:?|took:|duration:?)\s*(\d+(?:\.\d*)?)\s*(ms|s|sec|secs|seconds)\b",
                             re.IGNORECASE)
+# the seconds a Hugging Face Trainer's metrics state for an evaluation (transformers trainer_utils.speed_metrics:
+# `{split}_runtime`, rounded seconds: `'eval_runtime': 4.121`, `test_runtime`, `predict_runtime`)
+SPLIT_RUNTIME = re.compile(r"\b(?:eval|test|predict|val|validation)_runtime['\"]?\s*[:=]\s*(\d+(?:\.\d*)?)\b")
 # a line a logger marked as a warning or an error without a level prefix: "ERROR: ...", python warnings
 # ("file.py:86: UserWarning: ..."), an exception's last line ("RuntimeError: ...")
 LOUD_TEXT = re.compile(r"^\s*(?:ERROR|WARNING|WARN|CRITICAL|FATAL)\b|^\S{1,300}:\d+: \w{0,40}Warning:|"

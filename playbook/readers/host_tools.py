@@ -36,6 +36,7 @@ from playbook.readers.host_columns import (
     ENTITY,
     MAX_RATE_MIB_S,
     MIB,
+    add_value,
     column_meaning,
     counted_devices,
     parse_date,
@@ -173,7 +174,7 @@ class Samples:
         return _aggregate(frame, self.src), warnings
 
 
-_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")
+_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s", "swap_mib_s")
 _AGGREGATE_CPU = {"all", "-1", "total"}
 
 
@@ -207,9 +208,10 @@ def _aggregate(frame: pd.DataFrame, src: str) -> pd.DataFrame:
     devices = devices[counted_devices(devices["entity"], devices["kind"] == "net")]
     disks = devices[devices["kind"] == "disk"].groupby(keys)
     nets = devices[devices["kind"] == "net"].groupby(keys)
-    for col in _RATES:
+    for col in _RATES[:4]:
         per_device = (disks if col in ("read_mib_s", "write_mib_s") else nets)[col].sum(min_count=1)
         out[col] = _first(per_device, host_rows[col].mean(), index=out.index)
+    out["swap_mib_s"] = _first(host_rows["swap_mib_s"].mean(), index=out.index)
     out = out.reset_index()
     data = {c: out[c].to_numpy() for c in out.columns if c in schema.HOST_COLUMNS}
     data["time"] = pd.to_datetime(out["time"].to_numpy(), utc=True)
@@ -323,7 +325,7 @@ class _TextTables(Samples):
             if number is None:
                 self.skips.skip(no, f"bad {name} value {cell!r}")
                 return
-            values[quantity] = number
+            add_value(values, quantity, number)
         if kind == "node":
             return
         t_ns = self._row_time(lead, tail)
@@ -473,7 +475,7 @@ def _sadf(src: str, text: str, tz: str) -> Samples:
             if name.lower() in ENTITY:
                 kind, entity = ENTITY[name.lower()], ("all" if cell == "-1" else cell)
             elif (meaning := column_meaning(name)) and (number := _number(cell)) is not None:
-                values[meaning[0]] = number * meaning[1]
+                add_value(values, meaning[0], number * meaning[1])
         if kind != "node":
             samples.add(t_ns, cells[0], kind, entity, values)
     return samples
@@ -568,7 +570,7 @@ class _DstatRun:
                 placed = utc_ns(stamp, self.tz)
                 t_ns = placed if placed is not None else t_ns
             elif kind and (number := _number(cell)) is not None:
-                per.setdefault((kind, entity), {})[quantity] = number * factor
+                add_value(per.setdefault((kind, entity), {}), quantity, number * factor)
         for (kind, entity), values in per.items():
             self.samples.add(t_ns, self.host, kind, entity, values)
 

@@ -243,7 +243,8 @@ def _stated_duration(body: str) -> float:
         value = float(m.group(1)) * (1e-3 if m.group(2).lower() == "ms" else 1.0)
         if value < 1e6:
             return value
-    return np.nan
+    m = event_lexicon.SPLIT_RUNTIME.search(body)
+    return float(m.group(1)) if m and float(m.group(1)) < 1e6 else np.nan
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
@@ -432,6 +433,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
         _sections_until_training(bundle)
+        if len(bundle.steps) and (res["windowed"] or (steps.tqdm_lines and res["chosen"] in ("(it/s)", "(s/it)"))):
+            _sections_in_windows(bundle)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame
@@ -476,6 +479,28 @@ def _stage_events(res: dict, rows: list[dict]) -> None:
                 rows.append({"time": int(res["start"][i]), "host": "", "rank": rank, "step": step, "kind": kind,
                              "duration_s": float(values[i]), "detail": f"{kind} timed inside step {step}: "
                                                                        f"{values[i]:.3f} s"})
+
+
+def _sections_in_windows(bundle: schema.Bundle) -> None:
+    """Step times that are a window's wall time per step (a progress bar's rate, a logging window's mean from
+    consecutive time stamps) count all that ran between two lines: an evaluation or checkpoint with a duration
+    logged there is inside the next line's window, and becomes a phase of that line's steps (its seconds spread
+    over the steps the line stands for), so the window's time is not all taken for training."""
+    ev, st = bundle.events, bundle.steps
+    sec = ev[ev["kind"].isin(["eval", "checkpoint"]) & (ev["duration_s"] > 0)]
+    rows = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s", "source")}
+    for rank, g in st[st["phase"] == "step"].groupby("rank", sort=False):
+        lines = np.unique(g["step"].to_numpy(dtype=np.int64))
+        for e in sec[sec["rank"] == rank].itertuples(index=False):
+            k = int(np.searchsorted(lines, e.step, side="right"))
+            if 0 < k < len(lines):  # between two lines: inside the later one's window
+                for key, val in (("time", pd.NaT), ("host", g["host"].iloc[0]), ("rank", rank), ("step", lines[k]),
+                                 ("phase", e.kind), ("duration_s", e.duration_s / (lines[k] - lines[k - 1])),
+                                 ("source", g["source"].iloc[0])):
+                    rows[key].append(val)
+    if rows["step"]:
+        both = pd.concat([st, pd.DataFrame(rows)], ignore_index=True)
+        bundle.steps = schema.steps_frame({c: both[c].to_numpy() for c in both.columns})
 
 
 def _sections_until_training(bundle: schema.Bundle) -> None:

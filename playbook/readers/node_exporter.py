@@ -7,7 +7,8 @@ definition, as the probe's) and iowait = 100 × Δiowait / Δall, then cpu_pct (
 (the busiest); `node_disk_read_bytes_total` /
 `node_disk_written_bytes_total` (`node_disk_bytes_read` / `_written`) and `node_network_receive_bytes_total` /
 `node_network_transmit_bytes_total` (`..._bytes`) are summed over devices (loopback, partitions and devices
-stacked on listed disks left out: host_columns.counted_devices), in MiB/s. A counter that falls (a restart) gives
+stacked on listed disks left out: host_columns.counted_devices), in MiB/s; `node_vmstat_pswpin` + `_pswpout`
+(pages) are the host's swap traffic. A counter that falls (a restart) gives
 no rate for that interval. A single scrape has no interval: its counters give no rate (said in a warning).
 `node_memory_*` is the host's memory, not a process tree's resident set: rss_mib stays NaN.
 """
@@ -19,13 +20,15 @@ import pandas as pd
 
 from playbook.model import schema
 from playbook.readers import textio
-from playbook.readers.host_columns import MAX_RATE_MIB_S, MIB, counted_devices
+from playbook.readers.host_columns import MAX_RATE_MIB_S, MIB, PAGE_BYTES, counted_devices
 
 CPU = {"node_cpu_seconds_total", "node_cpu"}
 RATES = {"node_disk_read_bytes_total": "read_mib_s", "node_disk_bytes_read": "read_mib_s",
          "node_disk_written_bytes_total": "write_mib_s", "node_disk_bytes_written": "write_mib_s",
          "node_network_receive_bytes_total": "net_rx_mib_s", "node_network_receive_bytes": "net_rx_mib_s",
-         "node_network_transmit_bytes_total": "net_tx_mib_s", "node_network_transmit_bytes": "net_tx_mib_s"}
+         "node_network_transmit_bytes_total": "net_tx_mib_s", "node_network_transmit_bytes": "net_tx_mib_s",
+         "node_vmstat_pswpin": "swap_mib_s", "node_vmstat_pswpout": "swap_mib_s"}
+PAGES = {"node_vmstat_pswpin", "node_vmstat_pswpout"}  # /proc/vmstat's pages swapped in / out (PAGE_BYTES each)
 
 
 def wanted(name: str) -> bool:
@@ -64,9 +67,9 @@ class HostSeries:
         self.time.append(t_ns)
         self.host.append(host)
         self.metric.append("cpu" if name in CPU else RATES[name])
-        self.entity.append(labels.get("cpu", "") if name in CPU else labels.get("device", ""))
+        self.entity.append(labels.get("cpu", "") if name in CPU else name if name in PAGES else labels.get("device", ""))
         self.mode.append(labels.get("mode", ""))
-        self.value.append(value)
+        self.value.append(value * PAGE_BYTES if name in PAGES else value)
 
     def table(self, interval_s: float | None = None) -> tuple[pd.DataFrame, list[str]]:
         """The host table (one row per host and sample time after the first) and warnings; scrapes without

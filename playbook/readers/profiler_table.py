@@ -12,7 +12,10 @@ Rows: name, self_cpu_s, cpu_total_s, self_device_s, device_total_s, calls (NaN w
 Summary (`summary()`): ops, the totals, the top ops by self device (else self CPU) time, kernel launches (calls of
 cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), the data loader's share of self CPU time (ops named
 `enumerate(DataLoader)...`), the CPU time blocked in CUDA synchronisation calls (cuda*Synchronize, cuStreamSynchronize,
-hipDeviceSynchronize ...: `sync_s`, `sync_calls`) and the profiled steps (`ProfilerStep*` / `ProfilerStep#N` rows
+hipDeviceSynchronize ...: `sync_s`, `sync_calls`), the CPU time in copy calls (cudaMemcpy*, cuMemcpy*, hipMemcpy*:
+`copy_s`) with the device's copy time by direction (rows `Memcpy HtoD (Pageable -> Device)` ...: `h2d_device_s`,
+`d2h_device_s`, and the names of those from or to pageable memory: `pageable`), the CPU time in the driver's
+allocator (cudaMalloc / cudaFree ...: `alloc_s`) and the profiled steps (`ProfilerStep*` / `ProfilerStep#N` rows
 of a `schedule`: `steps`, and `steps_s`, their CPU total: the steps' wall time on the host).
 """
 
@@ -28,6 +31,10 @@ _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _TOTAL = re.compile(r"^\s*Self (\w+) time total:\s*(\S+)\s*$")
 _LAUNCH = re.compile(r"^(?:cuda|cu|hip)LaunchKernel", re.IGNORECASE)
 SYNC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Stream|Device|Event|Ctx)Synchronize", re.IGNORECASE)
+_COPY_CALLS = re.compile(r"^(?:cu(?:da)?|hip)Memcpy", re.IGNORECASE)  # cudaMemcpyAsync, cuMemcpyHtoDAsync_v2 ...
+_ALLOC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Malloc|Free|MemAlloc|MemFree)", re.IGNORECASE)
+# the device's copy rows: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)" (CUPTI's names)
+_DEVICE_COPY = re.compile(r"^Memcpy ([HD])to([HD])\b", re.IGNORECASE)
 _STEP = re.compile(r"^ProfilerStep(?:\*|#\d+)$")
 META_PREFIX = "profiler_table:"  # bundle.meta[META_PREFIX + path]: a file's summary()
 MAX_OPS = 20_000  # rows kept per file: a log of endless tables cannot grow memory
@@ -59,10 +66,52 @@ def _column_roles(header: list[str]) -> dict[str, int]:
     return roles
 
 
+# Lightning's SimpleProfiler report (pytorch_lightning/profilers/simple.py summary(): "FIT Profiler Report", then
+# `|  {action}\t|  {mean}\t|  {num_calls}\t|  {total}\t|  {percentage}\t|` under a header of those names, or
+# `{action}\t|  {mean}\t|  {total}` without extended=True): the actions' total seconds. The loop's wait for the next
+# training batch is `[_TrainingEpochLoop].train_dataloader_next` (Lightning 2.x) or `get_train_batch` (1.x).
+_FIT_LOADER = re.compile(r"(?:^|[].])train_dataloader_next$|^get_train_batch$")
+_FIT_EPOCH = re.compile(r"^run_training_epoch$")
+
+
+class FitReport:
+    """Line scanner for Lightning's SimpleProfiler report: feed(body) True when the line belongs to one."""
+
+    def __init__(self):
+        self.totals: dict[str, float] = {}  # action -> total seconds, summed over the reports in the file
+        self._cols: dict[str, int] | None = None
+
+    def feed(self, body: str) -> bool:
+        cells = [c.strip() for c in body.strip().strip("|").split("|")] if "|" in body else []
+        if self._cols is None:
+            if len(cells) >= 3 and cells[0] == "Action" and any(c.startswith("Total time") for c in cells):
+                self._cols = {"total": next(i for i, c in enumerate(cells) if c.startswith("Total time"))}
+                return True
+            return False
+        if re.fullmatch(r"\s*-{3,}\s*", body):
+            return True
+        if len(cells) <= self._cols["total"]:
+            self._cols = None  # the report ended
+            return False
+        total = cells[self._cols["total"]]
+        if re.fullmatch(r"\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", total):
+            self.totals[cells[0]] = self.totals.get(cells[0], 0.0) + float(total)
+        return True
+
+    def summary(self) -> dict:
+        """`fit_epoch_s` (run_training_epoch's total, else the report's Total) and `fit_loader_s` (the waits for
+        the next training batch); {} without a report."""
+        if not self.totals:
+            return {}
+        epoch = sum(v for k, v in self.totals.items() if _FIT_EPOCH.match(k)) or self.totals.get("Total", 0.0)
+        return {"fit_epoch_s": epoch, "fit_loader_s": sum(v for k, v in self.totals.items() if _FIT_LOADER.search(k))}
+
+
 class ProfilerTables:
     """The line scanner: feed(body) for every line; True when the line belongs to a profiler table."""
 
     def __init__(self):
+        self.fit = FitReport()
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -71,6 +120,8 @@ class ProfilerTables:
         self._state = ""  # "" outside, "header" after the first rule, "rows" after the second
 
     def feed(self, body: str) -> bool:
+        if self._state == "" and self.fit.feed(body):
+            return True
         if _RULE.match(body):
             if self._state == "":
                 self._spans = [m.span() for m in re.finditer(r"-+", body)]
@@ -121,9 +172,10 @@ class ProfilerTables:
         self.rows.append(row)
 
     def summary(self) -> dict | None:
-        """What the tables hold (see the module docstring); None when the file printed none."""
+        """What the tables hold (see the module docstring) and the Lightning report's (FitReport.summary); None when
+        the file printed neither."""
         if not self.rows:
-            return None
+            return self.fit.summary() or None
         rows = self.rows
         device = any(math.isfinite(r["self_device_s"]) for r in rows)
         key = "self_device_s" if device else "self_cpu_s"
@@ -132,6 +184,7 @@ class ProfilerTables:
         loader = _sum(rows, "cpu_total_s", lambda n: n.startswith("enumerate(DataLoader)"))
         sync = [r for r in rows if SYNC_CALLS.match(r["name"])]
         steps = [r for r in rows if _STEP.match(r["name"])]
+        copies = [(m.group(1).upper() + m.group(2).upper(), r) for r in rows if (m := _DEVICE_COPY.match(r["name"]))]
         return {"tables": self.tables, "ops": len(rows),
                 "self_cpu_total_s": self_cpu,
                 "self_device_total_s": next((v for k, v in self.totals.items() if k != "CPU"), None),
@@ -140,7 +193,12 @@ class ProfilerTables:
                                            and math.isfinite(r["calls"]))),
                 "loader_share": (loader / self_cpu) if loader and self_cpu else None,
                 "sync_s": _sum(sync, "self_cpu_s"), "sync_calls": int(_sum(sync, "calls")),
-                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s")}
+                "copy_s": _sum(rows, "self_cpu_s", _COPY_CALLS.match),
+                "h2d_device_s": _sum([r for d, r in copies if d == "HD"], "self_device_s"),
+                "d2h_device_s": _sum([r for d, r in copies if d == "DH"], "self_device_s"),
+                "pageable": sorted({r["name"] for _, r in copies if "pageable" in r["name"].lower()}),
+                "alloc_s": _sum(rows, "self_cpu_s", _ALLOC_CALLS.match),
+                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s"), **self.fit.summary()}
 
 
 def _sum(rows: list[dict], key: str, keep=lambda name: True) -> float:

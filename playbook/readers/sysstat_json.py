@@ -17,7 +17,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.readers import textio
-from playbook.readers.host_columns import column_meaning, parse_date, utc_ns
+from playbook.readers.host_columns import add_value, column_meaning, parse_date, utc_ns
 
 Record = tuple[int | None, str, str, str, dict[str, float]]  # (ns UTC or None, host, kind, entity, quantities)
 _OPEN = re.compile(r'^\s*\{\s*"sysstat"\s*:')
@@ -80,8 +80,9 @@ def _time(stamp, day: pd.Timestamp | None, tz: str) -> int | None:
 def _sample(host: str, t_ns: int | None, stat: dict) -> list[Record]:
     """One statistics entry's rows: the host's CPU shares, per CPU, per disk and per interface."""
     out: list[Record] = []
-    if isinstance(stat.get("avg-cpu"), dict):
-        out.append((t_ns, host, "host", "", _values(stat["avg-cpu"])))
+    for key in ("avg-cpu", "swap-pages"):  # iostat's CPU shares; sar -W's pages swapped in / out per second
+        if isinstance(stat.get(key), dict):
+            out.append((t_ns, host, "host", "", _values(stat[key])))
     for key, kind, names in _ENTITY_KEYS:
         for row in _list(stat.get(key)):
             if isinstance(row, dict):
@@ -116,5 +117,5 @@ def _values(row: dict) -> dict[str, float]:
         if key in _SHARES:
             out[_SHARES[key]] = number
         elif meaning := column_meaning(f"{key}/s" if _SADF_RATE.match(key) else key):
-            out[meaning[0]] = number * meaning[1]
+            add_value(out, meaning[0], number * meaning[1])
     return out

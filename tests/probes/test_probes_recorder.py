@@ -60,6 +60,9 @@ def test_recorder_run_dir_round_trip(tmp_path, data_dir, monkeypatch):
     kinds = list(b.events["kind"])
     assert "checkpoint" in kinds and "gpu_lost" in kinds
     assert len(b.host) >= 1 and b.host["rss_mib"].gt(10).all()
+    import psutil  # swap traffic is a rate of psutil's swapped-in + swapped-out bytes: 0 or more, never missing
+    if _works(psutil.swap_memory):
+        assert b.host["swap_mib_s"].notna().all() and b.host["swap_mib_s"].ge(0).all()
     ib = __import__("pandas").read_parquet(part / "ib.parquet")
     assert set(ib["device"]) == {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4"}
     meta = json.loads((part / "meta.json").read_text())
@@ -223,3 +226,11 @@ def test_a_write_that_keeps_failing_marks_the_part_incomplete(tmp_path, monkeypa
     bundle = rundir.read_run(tmp_path / "run")
     assert bundle.meta["parts"][rec.part.name]["incomplete"] == rec.incomplete
     assert any("incomplete recording" in w and "steps" in w for w in bundle.warnings)
+
+
+def _works(fn) -> bool:
+    try:
+        fn()
+        return True
+    except Exception:
+        return False

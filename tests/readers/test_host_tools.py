@@ -108,6 +108,25 @@ def test_node_exporter_counters_become_rates_beside_dcgm(tmp_path):
     assert row["net_rx_mib_s"] == pytest.approx(1)  # loopback left out
 
 
+def test_swap_counters_become_the_hosts_swap_traffic(tmp_path):
+    """node_vmstat_pswpin / _pswpout count pages (node_exporter's vmstat collector exports them by default); sysstat's
+    JSON (`sadf -j`, sar -W) names them `swap-pages` {pswpin, pswpout} in pages per second."""
+    t0 = 1_764_615_600_000
+    lines = [f"node_vmstat_pswpin {a} {t}" for a, t in ((1000, t0), (3560, t0 + 10_000))]
+    lines += [f"node_vmstat_pswpout {a} {t}" for a, t in ((500, t0), (1780, t0 + 10_000))]
+    path = tmp_path / "node2.prom"
+    path.write_text("\n".join(lines) + "\n")
+    host = read_file(path).host
+    assert len(host) == 1 and host["swap_mib_s"].iloc[0] == pytest.approx((256 + 128) * 4096 / 2**20)  # pages/s
+    doc = {"sysstat": {"hosts": [{"nodename": "n3", "date": "2024-05-01", "statistics": [
+        {"timestamp": {"date": "2024-05-01", "time": "10:00:00", "utc": 1, "interval": 1},
+         "swap-pages": {"pswpin": 100.0, "pswpout": 28.0}}]}]}}
+    path = tmp_path / "n3.json"
+    path.write_text(json.dumps(doc))
+    host = read_file(path).host
+    assert host["swap_mib_s"].tolist() == pytest.approx([128 * 4096 / 2**20])
+
+
 def test_node_exporter_query_range_json_alone(tmp_path):
     t0 = 1_764_615_600.0
     result = [{"metric": {"__name__": "node_cpu_seconds_total", "instance": "node7:9100", "cpu": "0", "mode": m},
@@ -127,7 +146,7 @@ def test_node_exporter_query_range_json_alone(tmp_path):
 # --------------------------------------------------------------------------------------------------------------
 # A host file beside a GPU log (LABELLED SYNTHETIC: the GPU drops from 96% to 12% for 15 s of every 60 s)
 
-def _paired(folder: Path, reads_in_dips: bool) -> Path:
+def _paired(folder: Path, reads_in_dips: bool, swap_in_dips: bool = False) -> Path:
     folder.mkdir()
     t0 = dt.datetime(2026, 12, 3, 10, 0, 0)
     smi = ["timestamp, index, utilization.gpu [%], power.draw [W]"]
@@ -139,7 +158,12 @@ def _paired(folder: Path, reads_in_dips: bool) -> Path:
         smi.append(f"{t:%Y/%m/%d %H:%M:%S}.000, 0, {12 if dip else 96} %, {90 if dip else 280}.00 W")
         bi = 412000 if dip and reads_in_dips else 52000  # KiB/s; a network filesystem's reads do not show here
         us, idle, wa = (9, 50, 38) if dip else (30, 65, 2)
-        vm.append(f" 2  0  0 812345 1234 567890  0  0 {bi} 40 5000 9000 {us} 3 {idle} {wa} 0 {t:%Y-%m-%d %H:%M:%S}")
+        si = so = 0
+        if swap_in_dips and dip:  # swapped pages are disk traffic too: vmstat counts them in bi / bo
+            si, so = 300000, 240000
+            bi += si
+        vm.append(f" 2  0  0 812345 1234 567890 {si} {so} {bi} {40 + so} 5000 9000 {us} 3 {idle} {wa} 0 "
+                  f"{t:%Y-%m-%d %H:%M:%S}")
     (folder / "node1-gpu.csv").write_text("\n".join(smi) + "\n")
     (folder / "node1-vmstat.txt").write_text("\n".join(vm) + "\n")
     return folder
@@ -164,6 +188,21 @@ def test_host_file_beside_gpu_log_names_the_host_side(tmp_path, reads_in_dips):
     assert metrics["cpu_pct"]["during"] == pytest.approx(12) and metrics["cpu_pct"]["between"] == pytest.approx(33)
     assert not any("CPU rise" in e or "host CPU rise" in e for h in d.hypotheses for e in h["evidence"])
     assert np.isfinite(bundle.host["read_mib_s"]).all()
+
+
+def test_swapping_in_the_drops_is_memory_pressure_and_explains_the_disk_traffic_and_iowait(tmp_path):
+    """The host swaps during the drops: its reads, writes and iowait rise with the swap traffic, as swapped pages go
+    to and from a disk. They are swapping's symptoms: memory pressure leads, no input or checkpoint I/O reading."""
+    from playbook import diagnose
+    from playbook.knowledge import ids
+
+    d = diagnose(read_paths([_paired(tmp_path / "run", reads_in_dips=False, swap_in_dips=True)]))
+    assert d.verdict["id"] == ids.MEMORY_PRESSURE
+    metrics = {m["metric"]: m for m in d.detail["host_in_dips"]}
+    assert metrics["swap_mib_s"]["during"] == pytest.approx(540000 / 1024)
+    evidence = [e for h in d.hypotheses for e in h["evidence"]]
+    assert any(e.startswith("swapping rise") for e in evidence)
+    assert not any(e.startswith(("disk reads rise", "disk writes rise", "CPU iowait rise")) for e in evidence)
 
 
 def test_damaged_lines_are_bounded_work_and_one_line_errors(tmp_path):

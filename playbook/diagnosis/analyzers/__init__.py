@@ -10,11 +10,11 @@ from playbook.diagnosis.analyzers.derived_busy import DerivedBusy
 from playbook.diagnosis.analyzers.event_coincidence import DipEvents
 from playbook.diagnosis.analyzers.fault_events import FaultEvents
 from playbook.diagnosis.analyzers.gpu_telemetry import GpuTelemetry
-from playbook.diagnosis.analyzers.host_probe import HostInDips
+from playbook.diagnosis.analyzers.host_probe import HostInDips, HostSaturated
 from playbook.diagnosis.analyzers.step_patterns import StepPatterns
 from playbook.diagnosis.analyzers.summaries import SUMMARIES
 
-for _analyzer in (GpuTelemetry(), DerivedBusy(), DipEvents(), FaultEvents(), HostInDips(), StepPatterns(), *SUMMARIES):
+for _analyzer in (GpuTelemetry(), DerivedBusy(), DipEvents(), FaultEvents(), HostInDips(), HostSaturated(), StepPatterns(), *SUMMARIES):
     register(_analyzer)
 
 __all__ = ["REGISTRY", "Analyzer", "register", "run_all"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.analysis.gpu_limits import sm_fill
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, job_gpus
 from playbook.analysis.oscillation.fleet import analyze_gpu_series
@@ -44,6 +45,8 @@ class GpuTelemetry(Analyzer):
             warnings += run.gpu_report.warnings
             run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units)
             run.findings += telemetry.from_gpus(run.gpu_report, osc)
+            if signal == "util_pct":
+                run.findings += telemetry.from_sm_fill(sm_fill(tele))
             if not osc.detected and not osc.single_drop:
                 span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
                 level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""

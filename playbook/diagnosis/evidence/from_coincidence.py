@@ -53,17 +53,23 @@ HOST_SIGNATURES = {"write_mib_s": ("host_writes_in_dips", "disk writes", "checkp
                    "cpu_pct": ("host_cpu_in_dips", "host CPU", "a CPU-bound input pipeline"),
                    "net_rx_mib_s": ("host_net_in_dips", "network receive", "data or checkpoints moving over the "
                                     "network"),
-                   "net_tx_mib_s": ("host_net_in_dips", "network send", "checkpoints or logs leaving the host")}
+                   "net_tx_mib_s": ("host_net_in_dips", "network send", "checkpoints or logs leaving the host"),
+                   "swap_mib_s": ("host_swap_in_dips", "swapping", "host memory running out: pages of the loader "
+                                  "or the trainer going to and from swap")}
 HOST_RATIO_MIN = 1.5  # a host metric must be ≥ 1.5× its level between drops to count as part of the drop
 
 
 def from_host(metrics: list[dict], lost_fraction: float) -> list[Evidence]:
-    """Evidence from oscillation.host_during_dips: host activity that rises during the utilization drops."""
+    """Evidence from oscillation.host_during_dips: host activity that rises during the utilization drops. Disk
+    traffic and iowait that swap traffic accounts for are swapping's symptoms, not evidence of their own."""
     out: list[Evidence] = []
     seen: set[str] = set()
+    swapped = _swap_symptoms(metrics)
     for m in metrics:
         sig = HOST_SIGNATURES.get(m["metric"])
         if sig is None or m["p_value"] >= ALPHA or not m["ratio"] >= HOST_RATIO_MIN or sig[0] in seen:
+            continue
+        if (m["metric"], m.get("host")) in swapped:
             continue
         seen.add(sig[0])
         ratio = "from ~0" if not np.isfinite(m["ratio"]) else f"{m['ratio']:.1f}×"
@@ -71,4 +77,23 @@ def from_host(metrics: list[dict], lost_fraction: float) -> list[Evidence]:
                 f"higher in {m['higher']} of {m['drops']} drops, {_p(m['p_value'])}): {sig[2]}")
         out += support(sig[0], confidence(m["p_value"]), impact(lost_fraction), text, p_value=m["p_value"],
                        lost=lost_fraction, names=(str(m.get("host", "")),) if m.get("host") else ())
+    return out
+
+
+SWAP_SHARE = 0.5  # swap traffic covering half the disk traffic's rise makes the disk traffic swapping's
+
+
+def _swap_symptoms(metrics: list[dict]) -> set[tuple[str, object]]:
+    """(metric, host) of the disk reads, writes and iowait whose rise during the drops swapping explains: the
+    host's swap traffic rises significantly too and its rise (MiB/s) is at least SWAP_SHARE of the disk traffic's
+    (swapped pages are read from and written to a disk: vmstat counts them in bi/bo, and the CPUs wait on them)."""
+    rise = {(m["metric"], m.get("host")): m["during"] - m["between"] for m in metrics}
+    out: set[tuple[str, object]] = set()
+    for m in metrics:
+        if m["metric"] != "swap_mib_s" or m["p_value"] >= ALPHA or not m["ratio"] >= HOST_RATIO_MIN:
+            continue
+        host = m.get("host")
+        disk = sum(max(rise.get((k, host), 0.0), 0.0) for k in ("read_mib_s", "write_mib_s"))
+        if disk <= 0 or rise[("swap_mib_s", host)] >= SWAP_SHARE * disk:
+            out |= {("read_mib_s", host), ("write_mib_s", host), ("iowait_pct", host)}
     return out

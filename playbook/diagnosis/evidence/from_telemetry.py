@@ -342,3 +342,18 @@ def _range(pct) -> str:
     """"7-38%", or "30%" when the lowest and the highest round to the same figure."""
     lo, hi = f"{pct.min():.0f}", f"{pct.max():.0f}"
     return f"{lo}%" if lo == hi else f"{lo}-{hi}%"
+
+
+def from_sm_fill(fill: dict | None) -> list[Evidence]:
+    """Evidence from analysis.gpu_limits.sm_fill: kernels that run most of the time but fill under half the SMs
+    (utilization counts a running kernel of any size)."""
+    if not fill or not fill["underfilled"]:
+        return []
+    lost = max(0.0, 1.0 - fill["sm_active"] * 100.0 / max(fill["util_pct"], 1e-9))
+    text = (f"kernels run {fill['util_pct']:.0f}% of the time, but the SMs are active {fill['sm_active']:.0%} "
+            f"(median DCGM SM activity over {fill['samples']:,} busy samples; NVIDIA reads below 50% as ineffective "
+            "use): the kernels are too small to fill the GPU — small batches or many tiny kernels — and "
+            "utilization overstates the GPU's use")
+    return support("sm_underfilled", confidence(fill["p_value"]), impact(lost), text,
+                   "profile one step (torch.profiler): kernel grids against the SM count; raise the batch per GPU, "
+                   "fuse small ops (torch.compile) or capture CUDA graphs", lost=lost, p_value=fill["p_value"])

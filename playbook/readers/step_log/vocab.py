@@ -37,6 +37,7 @@ KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|m
                        r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
 MARKER = re.compile(r"(?<!\w)\(([A-Za-z_][\w.\-]*)\)")  # not glued to a key: PaddleClas' `lr(PiecewiseDecay)`
 _NORM = re.compile(r"[^0-9a-z]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, then a capital: a new word
 
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
@@ -159,7 +160,9 @@ def keyword_rank(word: str) -> int:
 
 
 def norm_key(key: str) -> str:
-    return _NORM.sub("_", key.lower()).strip("_")
+    """A key in snake case: `data_time`, `Data Time`, `data-time` and the CamelCase `DataTime` (mozilla/TTS's
+    `LoaderTime`, DeepSpeed's `CurrSamplesPerSec`) read alike; an all-capitals run (`LR`, `ETA`) is one word."""
+    return _NORM.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
 
 
 def unit_kind(unit: str | None) -> tuple[str, float] | None:

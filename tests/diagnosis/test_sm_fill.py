@@ -1,0 +1,50 @@
+"""Kernels that run all the time over mostly idle SMs: utilization (a kernel running, of any size) reads ~97% while
+DCGM's SM activity reads 25%. NVIDIA's DCGM guidance reads SM activity below 0.5 as ineffective use; the run had
+read "Healthy (confirmed)". LABELLED SYNTHETIC dcgm-exporter samples (the field names are dcgm-exporter's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from playbook.analysis.gpu_limits import sm_fill
+from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.readers import read_paths
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _dump(path: Path, sm: float, polls: int = 300) -> Path:
+    rng = np.random.default_rng(1)
+    t0, lines = 1_764_615_600_000, []
+    for i in range(polls):
+        for g in range(4):
+            t = t0 + i * 1000
+            lines += [f'DCGM_FI_DEV_GPU_UTIL{{gpu="{g}",Hostname="n1"}} {int(97 + rng.normal(0, 1))} {t}',
+                      f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{g}",Hostname="n1"}} {sm + rng.normal(0, 0.02):.3f} {t}',
+                      f'DCGM_FI_DEV_POWER_USAGE{{gpu="{g}",Hostname="n1"}} {180 + rng.normal(0, 5):.1f} {t}']
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_busy_kernels_over_idle_sms_lose_gpu_time_to_small_kernels(tmp_path):
+    d = diagnose(read_paths([str(_dump(tmp_path / "n1.prom", sm=0.25))]))
+    assert d.verdict["id"] == ids.LAUNCH_BOUND
+    assert d.accounting["lost_share"] == pytest.approx(0.74, abs=0.04)  # counted on SM activity: 1 - 0.26
+    lead = d.hypotheses[0]
+    assert any(e.startswith("kernels run 97% of the time, but the SMs are active 25%") for e in lead["evidence"])
+
+
+def test_sms_filled_past_half_keep_the_utilization_basis(tmp_path):
+    """SM activity 0.8 (NVIDIA: necessary for effective use) is no finding and no loss: utilization stays the basis."""
+    d = diagnose(read_paths([str(_dump(tmp_path / "n1.prom", sm=0.8))]))
+    assert d.verdict["id"] == ids.HEALTHY and d.accounting["lost_share"] < 0.02
+
+
+def test_real_dcgm_profiling_scrape_is_not_underfilled():
+    b = read_paths([str(DATA / "heldout_telemetry" / "dcgm_exporter_k8s_prof.prom")])
+    fill = sm_fill(b.telemetry)
+    assert fill is not None and fill["sm_active"] == pytest.approx(0.869, abs=0.001) and not fill["underfilled"]
