@@ -36,8 +36,9 @@ verified-monotone cumulative > running average > unnamed); a cumulative field th
 per-step, a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time
 stamps show it (columns.clock_reading: a window's, Marian, fairseq2's `Lapse Time`, its stage times per step too; a
 running total, OpenNMT), and a time under half its line's forward + backward + optimizer times is a part of the
-step, never the step. Only records whose counter is of a kind
-(keyword / progress bar / position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
+step, never the step; a clock on the lines that the chosen field does not account for replaces it (line_clock.py:
+CenterNet's `Tot:` beside its running mean `Net`). Only records whose counter is of a kind (keyword / progress bar /
+position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
 A file without a duration field sums its stages (a timer family, or the data wait plus the compute: DLLogger's
 `data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
 a field or the file's `Batch size: N` line), else gives window means from the time stamps of its step lines; a file
@@ -72,6 +73,7 @@ from playbook.readers.step_log.columns import (
     window_starts,
 )
 from playbook.readers.step_log.epochs import EpochTimes
+from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.smoothed import MEANS, METRIC_LOGGER, window_mean_steps
@@ -628,8 +630,9 @@ class StepLines:
         if not ranked:
             return None, None, None
         _, _, _, name, cls = min(ranked)
+        name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols), step,
+                                          rank, cols, cands)  # a clock on the lines the field does not account for
         self._window = cls == WINDOW
-        values, how = field_seconds(name, cls, cands[name], step, rank, cols)
         # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
         # per batch): the file's step records are those of the kinds that carry its duration field
         kind = np.frombuffer(self.kind, dtype=np.int8)
