@@ -22,9 +22,6 @@ NOT_YET = {  # read wrongly still (the report of this round says why); strict: a
     "darknet_alexeyab.log": "the `Loaded:` data wait is printed on the line before its iteration's",
     "easylm_pprint.log": "a pprint'ed dict spans lines; no time field (tokens / windowed tokens per second)",
     "levanter_tqdm_loggable.log": "tqdm-loggable's `Progress on:train n/total` is no counter the grammar knows",
-    "chainer_printreport.log": "a table: names in a header row, values in the rows below",
-    "fastai_console.log": "a table: names in a header row, values in the rows below",
-    "sb3_ppo.log": "a ruled key | value table per record",
 }
 
 
@@ -43,6 +40,7 @@ def test_each_new_trainer_reads_its_steps_times_phases_and_events(name):
     assert whole["duration_s"].tolist() == pytest.approx(want["durations_s"], rel=0.02, abs=1e-4)
     assert sorted(set(s["phase"]) - {"step"}) == want["phases"]
     found = list(zip(b.events["kind"], b.events["step"], strict=True))
+    assert len(found) == len(want["events"]), found  # a table's `valid_loss` column is no evaluation
     for kind, *span in want["events"]:  # [kind, step] or [kind, first step, last step]: a step line beside it
         assert any(k == kind and span[0] <= st <= span[-1] for k, st in found), (kind, span, found)
 
@@ -108,3 +106,38 @@ def test_clock_checks():
     assert not is_clock(step[:4], rank[:4], clock[:4], 0.5)  # three windows: too few to tell
     assert not is_clock(step, rank, 100 + clock, 0.5)  # spans a third of its value: started long before the log
     assert not is_clock(step, rank, np.r_[clock[:5], clock[5:] - 20], 0.5)  # falls back: no clock
+
+
+# --- tables printed as text on written inputs (LABELED SYNTHETIC) -------------------------------------------------
+
+def test_a_header_row_names_the_columns_and_a_gap_is_an_absent_entry(tmp_path):
+    rows = ["iteration   loss        data_time   iter_time\n",
+            "10          2.5         0.01        0.5\n",
+            "20          2.4                     0.6\n",  # no data_time this row: the value stays in its own column
+            "30          2.3         0.02        0.5\n"]
+    got = _log(tmp_path, rows)
+    whole = got[got["phase"] == "step"]
+    assert whole["step"].tolist() == [10, 20, 30] and whole["duration_s"].tolist() == [0.5, 0.6, 0.5]
+    data = got[got["phase"] == "data"]
+    assert data["step"].tolist() == [10, 30] and data["duration_s"].tolist() == [0.01, 0.02]
+
+
+def test_prose_and_rows_that_do_not_fit_the_header_are_no_table(tmp_path):
+    rows = ["Starting the training epoch step now\n",  # single-spaced words: prose, not a header
+            "iter 5 | time 0.5s\n",
+            "epoch   step    time\n",
+            "1  2  3  4  5  6\n",  # more values than columns, two in one column: not this table's row
+            "iter 6 | time 0.7s\n"]
+    got = _log(tmp_path, rows)
+    assert got["step"].tolist() == [5, 6] and got["duration_s"].tolist() == [0.5, 0.7]
+
+
+def test_a_ruled_block_is_one_record_counted_by_its_updates(tmp_path):
+    blocks = []
+    for n, t in ((100, 30), (200, 61), (300, 90), (400, 150), (500, 181)):
+        blocks += ["-" * 32 + "\n", "| time/            |          |\n", f"|    n_updates     | {n:<8} |\n",
+                   f"|    time_elapsed  | {t:<8} |\n", "| train/           |          |\n",
+                   "|    actor_loss    | -1.2     |\n"]
+    got = _log(tmp_path, blocks + ["-" * 32 + "\n"])
+    assert got["step"].tolist() == [200, 300, 400, 500]
+    assert got["duration_s"].tolist() == pytest.approx([0.31, 0.29, 0.6, 0.31])

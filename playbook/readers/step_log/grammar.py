@@ -22,6 +22,8 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
            `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
            (Composer, OLMo, Ray Train); a box table under a record line adds to that record.
+           A table printed as text (a header row of names over rows of values: Chainer, fastai; ruled `| key |
+           value |` blocks: Stable-Baselines3) is read as one record line per row (column_table.py).
 roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
            cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
            running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
@@ -53,6 +55,7 @@ from collections import Counter
 
 import numpy as np
 
+from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
     EpochRestarts,
@@ -72,6 +75,7 @@ from playbook.readers.step_log.columns import (
     window_means,
     window_starts,
 )
+from playbook.readers.step_log.counter import StepCounter
 from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
@@ -129,19 +133,6 @@ from playbook.readers.step_log.vocab import (
 )
 
 
-class StepCounter:
-    """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
-
-    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind", "pos")
-
-    def __init__(self, step, epoch, n, span, keyword, evaluating=False):
-        self.step, self.epoch, self.n, self.span = step, epoch, n, span
-        self.keyword, self.evaluating = keyword, evaluating
-        self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
-        self.kind: int | None = None  # the counter's kind when not its keyword / progress flags (see StepLines.kind)
-        self.pos = -1  # the position within its epoch (`[i/N]`'s i), -1 unknown
-
-
 class StepLines:
     """The step scanner: feed(line context) for every line; result() builds the step rows of the file."""
 
@@ -157,6 +148,7 @@ class StepLines:
         self.pos = array("q")  # the counter's position within its epoch, -1 unknown
         self.smoothed = False  # time / data are MetricLogger's window means (smoothed.py)
         self.reruns = Reruns()
+        self.tables = ColumnTables()  # tables printed as text (column_table.py)
         self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
@@ -344,6 +336,11 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = ctx.body
+        if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
+            if not row:
+                ctx.progress = True  # its words are column names (`valid_loss`), not an evaluation's message
+                return True
+            body = row
         boxed = BOX_ROW.match(body) is not None
         if self._box is not None:
             if boxed or self._box_bare and continues(body):
