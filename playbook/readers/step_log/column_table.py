@@ -7,6 +7,9 @@ Two shapes:
   entry leaves a gap, not a shift). The header names a counter (epoch, iteration, step, ...) and no value.
 - a ruled block of `| key | value |` rows, one record between two rules: Stable-Baselines3's logger (`| time/ |
   |` then `|    iterations | 1 |`, `|    time_elapsed | 12 |`). A key is read by its last part (`time/fps` → fps).
+- a dict printed over several lines (pprint.pformat's `{'accuracy': 0.1,` then indented ` 'step': 0}`: EasyLM):
+  its lines joined into one, the grammar's dict line; a line that is not indented ends it unread (braces in a
+  string cannot hold the lines after it).
 
 A row becomes `step N | key value | ...`: the counter is the table's step column (iteration, step, global_step,
 iterations, n_updates, ...), else its epoch column (one record per epoch, the epoch as the step, as epochs.py's
@@ -27,6 +30,7 @@ _NAME = re.compile(r"[A-Za-z_][\w/.\-@%]*")
 _VALUE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?|\d+:\d{2}(?::\d{2})?|nan|inf|-inf")
 _RULE = re.compile(r"^\s*-{10,}\s*$")
 _KV_ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]*?)\s*\|\s*(?P<value>[^|]*?)\s*\|\s*$")
+_DICT_OPEN = re.compile(r"^\s*\{\s*['\"][^'\"]{1,80}['\"]\s*:")  # `{'accuracy': 0.1,` / `{"step": 3,`
 MAX_COLUMNS = 64  # columns kept per header: a wide line of names cannot grow memory
 MAX_ROWS = 256  # rows of one ruled block
 
@@ -65,8 +69,12 @@ class ColumnTables:
     def __init__(self):
         self.header: list[tuple[int, str]] | None = None  # (column start, name) of the last header row
         self.block: list[tuple[str, str]] | None = None  # the (key, value) rows of an open ruled block
+        self.dict_lines: list[str] | None = None  # the lines so far of a dict printed over several lines
+        self.depth = 0  # its braces still open
 
     def feed(self, body: str) -> str | None:
+        if self.dict_lines is not None or ("{" in body and _DICT_OPEN.match(body)):
+            return self._dict(body)
         if _RULE.match(body):
             rows, self.block = self.block, []
             return (_record(rows) or "") if rows else ""
@@ -76,6 +84,22 @@ class ColumnTables:
             return ""
         self.block = None
         return self._columns(body)
+
+    def _dict(self, body: str) -> str | None:
+        """A line of a dict printed over several lines: "" until its last, then the whole dict on one line; None
+        for a dict that closes on its first line (an ordinary dict line)."""
+        if self.dict_lines is not None and body[:1] not in " \t}]":
+            self.dict_lines, self.depth = None, 0  # not the dict's: it was left open (a brace in a string)
+            return self.feed(body)
+        depth = self.depth + body.count("{") - body.count("}")
+        if self.dict_lines is None and depth <= 0:
+            return None
+        self.dict_lines = (self.dict_lines or []) + [body.strip()]
+        self.depth = depth
+        if depth > 0 and len(self.dict_lines) < MAX_ROWS:
+            return ""
+        text, self.dict_lines, self.depth = " ".join(self.dict_lines), None, 0
+        return text
 
     def _columns(self, body: str) -> str | None:
         tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", body)]

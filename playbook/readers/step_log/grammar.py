@@ -559,7 +559,8 @@ class StepLines:
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
-            chosen, duration, how = from_throughput(cols, roles, None if (time != NAT).any() else self.batch_size)
+            chosen, duration, how = from_throughput(cols, roles, None if (time != NAT).any() else self.batch_size,
+                                                    step, rank)
         if chosen is None:
             kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
             duration, windowed = window_means(step, rank, time, kw), True

@@ -222,10 +222,12 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         if "sample" in k or "token" in k or "example" in k:
             return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
         return "rate", PER_STEP, 1.0
-    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS:
+    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS or words[-1:] == ["tps"]:
         return ("token_rate" if kind is None or kind[0] == "token_rate" else kind[0]), None, 1.0
     if k in _TOKEN_KEYS and kind is None:
         return "tokens", None, 1.0
+    if words[-1:] == ["tokens"] and set(words) & {"total", "seen", "consumed", "processed"} and kind is None:
+        return "token_count", None, 1.0  # EasyLM's `dataset_total_tokens`: a running count (columns.from_throughput)
     if k in _BATCH_KEYS and kind is None:
         return "batch", None, 1.0
     if k in _WORK_KEYS and not unit:  # a count without a unit: `size: 1024MB` is memory, not the step's work
