@@ -75,7 +75,7 @@ from playbook.readers.step_log.columns import (
     window_means,
     window_starts,
 )
-from playbook.readers.step_log.counter import StepCounter
+from playbook.readers.step_log.counter import StepCounter, label_step
 from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
@@ -376,7 +376,7 @@ class StepLines:
         if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
-        c = self._counter(body)
+        c = self._counter(body) or label_step(ctx)
         if c is None and (c := self._implicit(body, ctx)) is not None:
             self._store(c, ctx, c.fields)
             return True
