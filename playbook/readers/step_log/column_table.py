@@ -30,6 +30,8 @@ _NAME = re.compile(r"[A-Za-z_][\w/.\-@%]*")
 _VALUE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?|\d+:\d{2}(?::\d{2})?|nan|inf|-inf")
 _RULE = re.compile(r"^\s*-{10,}\s*$")
 _KV_ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]*?)\s*\|\s*(?P<value>[^|]*?)\s*\|\s*$")
+_COUNTER_WORD = re.compile(r"(?i)epoch|iter|step|update|episode")
+_NUMBER_TOKEN = re.compile(r"(?:^|\s)-?\.?\d")
 _DICT_OPEN = re.compile(r"^\s*\{\s*['\"][^'\"]{1,80}['\"]\s*:")  # `{'accuracy': 0.1,` / `{"step": 3,`
 MAX_COLUMNS = 64  # columns kept per header: a wide line of names cannot grow memory
 MAX_ROWS = 256  # rows of one ruled block
@@ -102,6 +104,8 @@ class ColumnTables:
         return text
 
     def _columns(self, body: str) -> str | None:
+        if "  " not in body or self.header is None and (_NUMBER_TOKEN.search(body) or not _COUNTER_WORD.search(body)):
+            return None  # no columns (two spaces apart), or no header yet and this no header (a number, no counter)
         tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", body)]
         if not 2 <= len(tokens) <= MAX_COLUMNS or not _spread(tokens):
             return None
