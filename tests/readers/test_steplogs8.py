@@ -187,3 +187,8 @@ def test_a_label_followed_by_values_alone_counts_steps_and_a_rank_label_before_w
     srun = [f"{r}: iter {i} | time 0.5s\n" for i in range(1, 4) for r in (0, 1)]
     got = _log(tmp_path, srun, "srun.log")
     assert sorted(set(got["rank"])) == [0, 1] and got["step"].tolist().count(2) == 2
+
+
+def test_a_megabyte_header_line_is_no_table_and_reads_in_bounded_work(tmp_path):
+    rows = ["epoch  " + "col  " * 200_000 + "\n"] + [f"iter {i} | time 0.5s\n" for i in range(1, 4)]
+    assert _log(tmp_path, rows)["step"].tolist() == [1, 2, 3]

@@ -19,6 +19,7 @@ records); the grammar gives each key its role (elapsed_time cumulative, time per
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from playbook.readers.step_log.vocab import norm_key
 
@@ -30,6 +31,7 @@ _NAME = re.compile(r"[A-Za-z_][\w/.\-@%]*")
 _VALUE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?|\d+:\d{2}(?::\d{2})?|nan|inf|-inf")
 _RULE = re.compile(r"^\s*-{10,}\s*$")
 _KV_ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]*?)\s*\|\s*(?P<value>[^|]*?)\s*\|\s*$")
+_TOKEN = re.compile(r"\S+")
 _COUNTER_WORD = re.compile(r"(?i)epoch|iter|step|update|episode")
 _NUMBER_TOKEN = re.compile(r"(?:^|\s)-?\.?\d")
 _DICT_OPEN = re.compile(r"^\s*\{\s*['\"][^'\"]{1,80}['\"]\s*:")  # `{'accuracy': 0.1,` / `{"step": 3,`
@@ -106,7 +108,7 @@ class ColumnTables:
     def _columns(self, body: str) -> str | None:
         if "  " not in body or self.header is None and (_NUMBER_TOKEN.search(body) or not _COUNTER_WORD.search(body)):
             return None  # no columns (two spaces apart), or no header yet and this no header (a number, no counter)
-        tokens = [(m.start(), m.group()) for m in re.finditer(r"\S+", body)]
+        tokens = [(m.start(), m.group()) for m in islice(_TOKEN.finditer(body), MAX_COLUMNS + 1)]
         if not 2 <= len(tokens) <= MAX_COLUMNS or not _spread(tokens):
             return None
         if len(tokens) >= 3 and all(_NAME.fullmatch(t) for _, t in tokens):
