@@ -166,8 +166,9 @@ def match(body: str) -> Hit | None:
 CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"  # llm.c: "Writing checkpoint at step"
                         r"checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
                         # PaddleClas' "Already save model in ./output/latest"
-                        # MLX-LM: "Iter 50: Saved adapter weights to adapters/adapters.safetensors"
-                        r"\b(saving|writing) model\b|\b(saved?|writ(e|ing)|wrote) (?:[a-z]+ )?(model|weights|state)\b"
+                        # MLX-LM: "Iter 50: Saved adapter weights to adapters/adapters.safetensors"; darknet: "Saving
+                        # weights to backup/yolov4_last.weights"
+                        r"\b(saving|writing) model\b|\b(saved?|saving|writ(e|ing)|wrote) (?:[a-z]+ )?(model|weights|state)\b"
                         r".{0,40}\b(?:to|in)\b|"
                         r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"

@@ -38,12 +38,19 @@ class EpochRestarts:
         return self.offset[epoch] + i
 
 
-def from_throughput(cols, roles, batch: int | None = None):
+def from_throughput(cols, roles, batch: int | None = None, step=None, rank=None):
     """Without a time field: step seconds = samples per step (a batch-size field, else the file's `batch`) / samples
-    per second, or tokens per step / tokens per second."""
+    per second, or tokens per step (a token field, else the rise per step of a running token count such as EasyLM's
+    `dataset_total_tokens`, given `step` and `rank`) / tokens per second."""
     if batch and cols and not any(r[0] == "batch" for r in roles.values()):
         n = len(next(iter(cols.values())))
         cols, roles = {**cols, "batch_size": np.full(n, float(batch))}, {**roles, "batch_size": ("batch", None, 1.0)}
+    counts = [k for k, r in roles.items() if r[0] == "token_count"]
+    if step is not None and counts and not any(r[0] == "tokens" for r in roles.values()):
+        k = max(counts, key=lambda k: np.isfinite(cols[k]).sum())
+        if monotone(step, rank, cols[k]):
+            name = f"{k} (rise per step)"
+            cols, roles = {**cols, name: per_step_diff(step, rank, cols[k])}, {**roles, name: ("tokens", None, 1.0)}
     for rate_role, size_role in (("sample_rate", "batch"), ("token_rate", "tokens")):
         best = {}
         for want in (rate_role, size_role):

@@ -22,6 +22,8 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
            `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
            (Composer, OLMo, Ray Train); a box table under a record line adds to that record.
+           A table printed as text (a header row of names over rows of values: Chainer, fastai; ruled `| key |
+           value |` blocks: Stable-Baselines3) is read as one record line per row (column_table.py).
 roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
            cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
            running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
@@ -36,8 +38,9 @@ verified-monotone cumulative > running average > unnamed); a cumulative field th
 per-step, a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time
 stamps show it (columns.clock_reading: a window's, Marian, fairseq2's `Lapse Time`, its stage times per step too; a
 running total, OpenNMT), and a time under half its line's forward + backward + optimizer times is a part of the
-step, never the step. Only records whose counter is of a kind
-(keyword / progress bar / position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
+step, never the step; a clock on the lines that the chosen field does not account for replaces it (line_clock.py:
+CenterNet's `Tot:` beside its running mean `Net`). Only records whose counter is of a kind (keyword / progress bar /
+position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
 A file without a duration field sums its stages (a timer family, or the data wait plus the compute: DLLogger's
 `data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
 a field or the file's `Batch size: N` line), else gives window means from the time stamps of its step lines; a file
@@ -52,6 +55,7 @@ from collections import Counter
 
 import numpy as np
 
+from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
     EpochRestarts,
@@ -71,7 +75,9 @@ from playbook.readers.step_log.columns import (
     window_means,
     window_starts,
 )
+from playbook.readers.step_log.counter import StepCounter, label_step
 from playbook.readers.step_log.epochs import EpochTimes
+from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.smoothed import MEANS, METRIC_LOGGER, window_mean_steps
@@ -127,19 +133,6 @@ from playbook.readers.step_log.vocab import (
 )
 
 
-class StepCounter:
-    """What a counter match says: the step number, the within-epoch position, a mode (train / eval)."""
-
-    __slots__ = ("step", "epoch", "n", "span", "keyword", "evaluating", "fields", "progress", "kind", "pos")
-
-    def __init__(self, step, epoch, n, span, keyword, evaluating=False):
-        self.step, self.epoch, self.n, self.span = step, epoch, n, span
-        self.keyword, self.evaluating = keyword, evaluating
-        self.progress = False  # a progress bar (tqdm, Keras): a redraw without a rate is still understood
-        self.kind: int | None = None  # the counter's kind when not its keyword / progress flags (see StepLines.kind)
-        self.pos = -1  # the position within its epoch (`[i/N]`'s i), -1 unknown
-
-
 class StepLines:
     """The step scanner: feed(line context) for every line; result() builds the step rows of the file."""
 
@@ -155,6 +148,7 @@ class StepLines:
         self.pos = array("q")  # the counter's position within its epoch, -1 unknown
         self.smoothed = False  # time / data are MetricLogger's window means (smoothed.py)
         self.reruns = Reruns()
+        self.tables = ColumnTables()  # tables printed as text (column_table.py)
         self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
@@ -342,6 +336,11 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = ctx.body
+        if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
+            if not row:
+                ctx.progress = True  # its words are column names (`valid_loss`), not an evaluation's message
+                return True
+            body = row
         boxed = BOX_ROW.match(body) is not None
         if self._box is not None:
             if boxed or self._box_bare and continues(body):
@@ -377,7 +376,7 @@ class StepLines:
         if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
-        c = self._counter(body)
+        c = self._counter(body) or label_step(ctx)
         if c is None and (c := self._implicit(body, ctx)) is not None:
             self._store(c, ctx, c.fields)
             return True
@@ -560,7 +559,8 @@ class StepLines:
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
         if chosen is None:
-            chosen, duration, how = from_throughput(cols, roles, None if (time != NAT).any() else self.batch_size)
+            chosen, duration, how = from_throughput(cols, roles, None if (time != NAT).any() else self.batch_size,
+                                                    step, rank)
         if chosen is None:
             kw = np.frombuffer(self.keyword, dtype=np.int8).astype(bool)
             duration, windowed = window_means(step, rank, time, kw), True
@@ -628,8 +628,9 @@ class StepLines:
         if not ranked:
             return None, None, None
         _, _, _, name, cls = min(ranked)
+        name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols), step,
+                                          rank, cols, cands)  # a clock on the lines the field does not account for
         self._window = cls == WINDOW
-        values, how = field_seconds(name, cls, cands[name], step, rank, cols)
         # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
         # per batch): the file's step records are those of the kinds that carry its duration field
         kind = np.frombuffer(self.kind, dtype=np.int8)

@@ -55,11 +55,12 @@ NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation
 FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?P<i>\d+)\s*/\s*(?P<n>\d+)\b",
                       re.IGNORECASE)
 # a progress bar: tqdm's `i/N [elapsed<remaining, rate, postfix]` (the rate may be absent: NeMo's bar shows only its
-# postfix) or rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar)
+# postfix), rich's `i/N elapsed • remaining rate` (Lightning's RichProgressBar), or tqdm-loggable's message for a
+# bar in a log (Levanter's): `Progress on:train 120/10000 rate:2.0 it/s elapsed:60.0 postfix:loss=5.2`
 # (the spaces after `i/N` taken once, by the alternative that needs them: `\s*` then `\s+` was quadratic in a run of
 # spaces after a count)
 TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)(?:\s*+\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
-                   r"\s++(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$))"
+                   r"\s++(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$)|(?=\s++rate:\s*+(?:None|[\d.]+)\s*it/s))"
                    r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
 EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b", re.IGNORECASE)  # past 9 digits: damage
@@ -224,10 +225,12 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         if "sample" in k or "token" in k or "example" in k:
             return ("token_rate" if "token" in k else "sample_rate"), None, 1.0
         return "rate", PER_STEP, 1.0
-    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS:
+    if kind and kind[0] in ("token_rate", "sample_rate") or k in _TOKEN_RATE_KEYS or words[-1:] == ["tps"]:
         return ("token_rate" if kind is None or kind[0] == "token_rate" else kind[0]), None, 1.0
     if k in _TOKEN_KEYS and kind is None:
         return "tokens", None, 1.0
+    if words[-1:] == ["tokens"] and set(words) & {"total", "seen", "consumed", "processed"} and kind is None:
+        return "token_count", None, 1.0  # EasyLM's `dataset_total_tokens`: a running count (columns.from_throughput)
     if k in _BATCH_KEYS and kind is None:
         return "batch", None, 1.0
     if k in _WORK_KEYS and not unit:  # a count without a unit: `size: 1024MB` is memory, not the step's work

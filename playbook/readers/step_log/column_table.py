@@ -1,0 +1,129 @@
+"""Tables printed as text, turned into the `key value` lines the step grammar reads (readers/step_log/grammar.py).
+
+Two shapes:
+- a header row of names, then rows of numbers under it: Chainer's PrintReport (`epoch  main/loss  ...
+  elapsed_time`, then `1  0.19  ...  9.21784`), fastai's progress table (`epoch  train_loss  valid_loss  accuracy
+  time`, then `0  0.9  0.5  0.8  00:41`). A value belongs to the column of the header name it starts under (an absent
+  entry leaves a gap, not a shift). The header names a counter (epoch, iteration, step, ...) and no value.
+- a ruled block of `| key | value |` rows, one record between two rules: Stable-Baselines3's logger (`| time/ |
+  |` then `|    iterations | 1 |`, `|    time_elapsed | 12 |`). A key is read by its last part (`time/fps` → fps).
+- a dict printed over several lines (pprint.pformat's `{'accuracy': 0.1,` then indented ` 'step': 0}`: EasyLM):
+  its lines joined into one, the grammar's dict line; a line that is not indented ends it unread (braces in a
+  string cannot hold the lines after it).
+
+A row becomes `step N | key value | ...`: the counter is the table's step column (iteration, step, global_step,
+iterations, n_updates, ...), else its epoch column (one record per epoch, the epoch as the step, as epochs.py's
+records); the grammar gives each key its role (elapsed_time cumulative, time per epoch, ...).
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import islice
+
+from playbook.readers.step_log.vocab import norm_key
+
+# counter columns, the step's first (a global count of steps), then the epoch's
+STEP_COLUMNS = ("global_step", "iteration", "iterations", "iter", "step", "steps", "n_updates", "num_updates",
+                "updates", "total_timesteps", "timesteps", "episodes")
+EPOCH_COLUMNS = ("epoch", "epochs")
+_NAME = re.compile(r"[A-Za-z_][\w/.\-@%]*")
+_VALUE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?|\d+:\d{2}(?::\d{2})?|nan|inf|-inf")
+_RULE = re.compile(r"^\s*-{10,}\s*$")
+_KV_ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]*?)\s*\|\s*(?P<value>[^|]*?)\s*\|\s*$")
+_TOKEN = re.compile(r"\S+")
+_COUNTER_WORD = re.compile(r"(?i)epoch|iter|step|update|episode")
+_NUMBER_TOKEN = re.compile(r"(?:^|\s)-?\.?\d")
+_DICT_OPEN = re.compile(r"^\s*\{\s*['\"][^'\"]{1,80}['\"]\s*:")  # `{'accuracy': 0.1,` / `{"step": 3,`
+MAX_COLUMNS = 64  # columns kept per header: a wide line of names cannot grow memory
+MAX_ROWS = 256  # rows of one ruled block
+
+
+def _key(text: str) -> str:
+    """A column's or row's name, normalised part by part (`validation/main/loss`, `train_loss`)."""
+    return "/".join(norm_key(p) for p in text.split("/") if norm_key(p))
+
+
+def _counter(keys: list[str]) -> str | None:
+    """The counter among a table's keys (by their last part): a step column, else an epoch column."""
+    leaves = {k.rsplit("/", 1)[-1]: k for k in keys}
+    return next((leaves[c] for c in STEP_COLUMNS + EPOCH_COLUMNS if c in leaves), None)
+
+
+def _record(pairs: list[tuple[str, str]]) -> str | None:
+    """`step N | key value | ...` for the (key, value) pairs of one row (keys by their last part); None when the
+    row has no whole counter value."""
+    counter = _counter([k for k, _ in pairs])
+    step = dict(pairs).get(counter, "")
+    if not re.fullmatch(r"\d{1,18}(?:\.0+)?", step):
+        return None
+    rest = [f"{k.rsplit('/', 1)[-1]} {v}" for k, v in pairs if k != counter]
+    return " | ".join([f"step {step.split('.')[0]}", *rest])
+
+
+def _spread(tokens: list[tuple[int, str]]) -> bool:
+    """Whether tokens stand apart by two spaces or more, as a table's columns do (prose is single-spaced)."""
+    return all(b[0] - (a[0] + len(a[1])) >= 2 for a, b in zip(tokens, tokens[1:], strict=False))
+
+
+class ColumnTables:
+    """`feed(body)` for every line: None when the line is no part of a table, "" when it is (a header, a rule, a
+    row kept for its record), else the record line that stands for it."""
+
+    def __init__(self):
+        self.header: list[tuple[int, str]] | None = None  # (column start, name) of the last header row
+        self.block: list[tuple[str, str]] | None = None  # the (key, value) rows of an open ruled block
+        self.dict_lines: list[str] | None = None  # the lines so far of a dict printed over several lines
+        self.depth = 0  # its braces still open
+
+    def feed(self, body: str) -> str | None:
+        if self.dict_lines is not None or ("{" in body and _DICT_OPEN.match(body)):
+            return self._dict(body)
+        if _RULE.match(body):
+            rows, self.block = self.block, []
+            return (_record(rows) or "") if rows else ""
+        if self.block is not None and (m := _KV_ROW.match(body)):
+            if m["value"] and _key(m["key"]) and len(self.block) < MAX_ROWS:  # `| time/ |  |` is a tag: skipped
+                self.block.append((_key(m["key"]), m["value"]))
+            return ""
+        self.block = None
+        return self._columns(body)
+
+    def _dict(self, body: str) -> str | None:
+        """A line of a dict printed over several lines: "" until its last, then the whole dict on one line; None
+        for a dict that closes on its first line (an ordinary dict line)."""
+        if self.dict_lines is not None and body[:1] not in " \t}]":
+            self.dict_lines, self.depth = None, 0  # not the dict's: it was left open (a brace in a string)
+            return self.feed(body)
+        depth = self.depth + body.count("{") - body.count("}")
+        if self.dict_lines is None and depth <= 0:
+            return None
+        self.dict_lines = (self.dict_lines or []) + [body.strip()]
+        self.depth = depth
+        if depth > 0 and len(self.dict_lines) < MAX_ROWS:
+            return ""
+        text, self.dict_lines, self.depth = " ".join(self.dict_lines), None, 0
+        return text
+
+    def _columns(self, body: str) -> str | None:
+        if "  " not in body or self.header is None and (_NUMBER_TOKEN.search(body) or not _COUNTER_WORD.search(body)):
+            return None  # no columns (two spaces apart), or no header yet and this no header (a number, no counter)
+        tokens = [(m.start(), m.group()) for m in islice(_TOKEN.finditer(body), MAX_COLUMNS + 1)]
+        if not 2 <= len(tokens) <= MAX_COLUMNS or not _spread(tokens):
+            return None
+        if len(tokens) >= 3 and all(_NAME.fullmatch(t) for _, t in tokens):
+            names = [_key(t) for _, t in tokens]
+            if _counter(names) is None:
+                return None
+            self.header = [(start, name) for (start, _), name in zip(tokens, names, strict=True)]
+            return ""
+        if self.header is None or not all(_VALUE.fullmatch(t) for _, t in tokens):
+            return None
+        starts = [s for s, _ in self.header]
+        pairs: dict[str, str] = {}
+        for start, text in tokens:
+            col = max((i for i, s in enumerate(starts) if s <= start + 1), default=None)
+            if col is None or self.header[col][1] in pairs:
+                return None  # a value left of the first column, or two in one column: not this table's row
+            pairs[self.header[col][1]] = text
+        return _record(list(pairs.items()))
