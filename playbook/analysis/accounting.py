@@ -547,10 +547,11 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
                                       dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
                                                strict=True)), stepno, rest, gaps_out)
     buckets += _outside_timer(times, stepno, gaps_out, name) + phases
-    jitter = float((excess * w)[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
-    base = best
+    # a step's excess that its own waiting phases measure is theirs (charged above), not jitter
+    own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * w, 0.0, None)
+    jitter = float(own[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
-            "step_s": base, "gap": k_typ}
+            "step_s": best, "gap": k_typ}
 
 
 def _outside_timer(times, step: np.ndarray, gaps_out: np.ndarray, name: str) -> list[Bucket]:

@@ -44,6 +44,15 @@ def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
 
 
+def row_waits(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray:
+    """Seconds per step of the waiting phases (step_times.WAIT_PHASES) logged for each of `stepno` on `rank`."""
+    part = steps[(steps["rank"] == rank) & steps["phase"].astype(str).isin(sa.WAIT_PHASES)]
+    if part.empty:
+        return np.zeros(len(stepno))
+    per = part.groupby("step")["duration_s"].sum()
+    return per.reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+
+
 def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.ndarray:
     """(start, seconds) of the events that state their own duration and measure a cause ("Finished saving the
     checkpoint ... in 391.42 seconds"), seconds since `t0`; empty without times."""

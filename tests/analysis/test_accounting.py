@@ -392,3 +392,14 @@ def test_a_slow_end_is_lost_not_jitter(tmp_path):
 def test_independent_jitter_keeps_the_wide_window_and_stays_healthy(tmp_path, cv):
     d = diagnose(_nanogpt(tmp_path / "train.log", 1000 * _jitter(400, seed=10, cv=cv)))
     assert d.verdict["id"] == "healthy" and d.accounting["lost_share"] < 0.02
+
+
+def test_a_wait_phase_inside_a_window_is_not_counted_again_as_jitter():
+    """torchtitan's 3.21 s save sits inside the window of the step-30 line and is charged to phase:checkpoint; the
+    same seconds had also counted as that line's jitter, a 33% noise floor that called the 26% loss "healthy"."""
+    from pathlib import Path
+
+    d = diagnose(read_paths([str(Path(__file__).resolve().parents[1] / "data" / "formats" / "torchtitan.log")]))
+    acc = d.accounting
+    assert acc["lost_share"] == pytest.approx(3.21 / 12.222, abs=0.01)
+    assert acc["noise_floor_share"] < 0.1 and d.verdict["id"] == "periodic_stall"
