@@ -51,7 +51,7 @@ import pandas as pd
 
 from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
-from playbook.analysis.gpu_limits import POWER_PINNED, sm_fill, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, on_sm_activity, sm_wording, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
@@ -143,18 +143,19 @@ class Accounting:
 def account(bundle: schema.Bundle, interval_s: float | None = None,
             series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
     """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
-    `marked_steps`: step numbers where an event that measures a cause was logged (see step_times.warmup_steps).
-    GPU time is counted on SM activity instead of utilization when kernels fill under half the SMs (sm_fill)."""
+    `marked_steps`: steps where an event that measures a cause was logged (step_times.warmup_steps); GPU time is
+    counted on SM activity where gpu_limits.on_sm_activity says so."""
     tele = bundle.telemetry
     if len(tele):
-        col = "util_pct" if tele["util_pct"].notna().any() and not (sm_fill(tele) or {}).get("underfilled") else None
-        if col is None and "sm_active" in tele and tele["sm_active"].notna().any():
-            tele, series, col = tele.assign(util_pct=tele["sm_active"] * 100.0), None, "util_pct"
-        if col is not None:
+        if on_sm := on_sm_activity(tele):
+            tele, series = tele.assign(util_pct=tele["sm_active"] * 100.0), None
+        if tele["util_pct"].notna().any():
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
             acc = gpu_accounting(series, bundle.events)
+            if acc is not None and on_sm:
+                sm_wording(acc.buckets)
             if acc is not None:
                 return acc
     if len(bundle.steps):
@@ -542,10 +543,9 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     if not rest.any() and (apart := sp.waits_beside_timer(steps, rank, stepno, d, warm)).any():
         rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
         wall = max(wall, float((d * per_row).sum() + apart.sum()))
-    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(bstep[ordinary].tolist(), w[ordinary].tolist(),
-                                                            strict=True)), name,
-                                      dict(zip(bstep[ordinary].tolist(), (real * per_row[warm:])[ordinary].tolist(),
-                                               strict=True)), stepno, rest, gaps_out)
+    on = bstep[ordinary].tolist()
+    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, w[ordinary].tolist(), strict=True)), name, dict(
+        zip(on, (real * per_row[warm:])[ordinary].tolist(), strict=True)), stepno, rest, gaps_out)
     buckets += _outside_timer(times, stepno, gaps_out, name) + phases
     # a step's excess that its own waiting phases measure is theirs (charged above), not jitter
     own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * w, 0.0, None)

@@ -210,3 +210,17 @@ def sm_fill(tele) -> dict | None:
     return {"sm_active": median, "util_pct": float(busy["util_pct"].median()), "samples": len(sm),
             "below_share": below / len(sm),
             "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": median < SM_INEFFECTIVE}
+
+
+def on_sm_activity(tele) -> bool:
+    """Whether GPU time is better counted on SM activity than on utilization: without utilization, or where the
+    kernels fill under half the SMs (sm_fill), utilization reading a running kernel of any size as busy."""
+    return "sm_active" in tele and bool(tele["sm_active"].notna().any()) and (
+        not tele["util_pct"].notna().any() or bool((sm_fill(tele) or {}).get("underfilled")))
+
+
+def sm_wording(buckets) -> None:
+    """Bucket details (analysis.accounting) read on the SM-activity basis: the level is the SMs', not the time's."""
+    for b in buckets:
+        b.detail = b.detail.replace("busy level", "SM-activity level").replace("idle", "SMs idle")
+

@@ -36,6 +36,8 @@ def test_busy_kernels_over_idle_sms_lose_gpu_time_to_small_kernels(tmp_path):
     assert d.accounting["lost_share"] == pytest.approx(0.74, abs=0.04)  # counted on SM activity: 1 - 0.26
     lead = d.hypotheses[0]
     assert any(e.startswith("kernels run 97% of the time, but the SMs are active 25%") for e in lead["evidence"])
+    # the page must not say "busy level 26%" over a utilization plot at 97%: the level named is the SMs'
+    assert "SM-activity level is 26%: SMs idle 74%" in d.verdict["sentence"]
 
 
 def test_sms_filled_past_half_keep_the_utilization_basis(tmp_path):
