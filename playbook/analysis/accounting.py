@@ -486,7 +486,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # a line logged every k steps stands for k steps (its time is their mean or the last one's)
     gaps = np.diff(stepno)
     k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
-    per_row = np.clip(np.r_[k_typ, gaps], 1, None).astype(np.float64)
+    per_row = np.clip(np.r_[min(k_typ, stepno[0]), gaps], 1, None).astype(np.float64)  # no window before step 1
     warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
                               waits)
     real, bstep = d[warm:], stepno[warm:]

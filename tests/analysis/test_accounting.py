@@ -403,3 +403,13 @@ def test_a_wait_phase_inside_a_window_is_not_counted_again_as_jitter():
     acc = d.accounting
     assert acc["lost_share"] == pytest.approx(3.21 / 12.222, abs=0.01)
     assert acc["noise_floor_share"] < 0.1 and d.verdict["id"] == "periodic_stall"
+
+
+def test_the_first_line_stands_for_the_steps_before_it_not_a_whole_window(tmp_path):
+    """nanoGPT prints every 10th iteration, starting with iter 0 (its compile, 12 s): that line is one iteration,
+    not ten. Counted as a whole window it had put 120 s of warm-up in a 30 s log (pytorch#8371: 846 s)."""
+    ms = np.r_[12000.0, 500.0 * _jitter(30, seed=12)]
+    lines = [f"iter {10 * i}: loss {3 - i * 0.01:.4f}, time {m:.2f}ms, mfu 30.00%\n" for i, m in enumerate(ms)]
+    (tmp_path / "train.log").write_text("".join(lines))
+    acc = diagnose(read_paths([str(tmp_path / "train.log")])).accounting
+    assert acc["warmup_s"] == pytest.approx(12.0, rel=0.01)
