@@ -80,7 +80,7 @@ from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
-from playbook.readers.step_log.smoothed import MEANS, METRIC_LOGGER, window_mean_steps
+from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -420,7 +420,7 @@ class StepLines:
             if c.keyword:
                 self.pending.hold(c, ctx, len(self.step))
             return c.progress
-        self.smoothed = self.smoothed or ("eta: " in body and METRIC_LOGGER.search(body) is not None)
+        self.smoothed = self.smoothed or ("eta: " in body and metric_logger(body))
         self._store(c, ctx, fields)
         return True
 
