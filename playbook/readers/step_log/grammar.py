@@ -387,8 +387,10 @@ class StepLines:
                     and self._follows(body, ctx):
                 return True
             if self.pending.held and (got := self.pending.take(ctx, len(self.step), self._fields(body, None, False))):
+                stored = len(self.step)
                 self._store(*got)
-                self._trail = (ctx.rank, ctx.lineno)  # the step's other timing lines follow
+                # the step's other timing lines follow; none join a record when _store refused the step (damage)
+                self._trail = (ctx.rank, ctx.lineno) if len(self.step) > stored else None
                 return True
             if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
