@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from playbook.analysis import nsys_profiles
+from playbook.analysis import nsys_profiles, rank_stragglers
+from playbook.analysis.kineto import step_signatures
 from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
@@ -58,7 +59,7 @@ MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns,
-           nsys_profiles, from_events)  # the last two read reader output
+           nsys_profiles, from_events, step_signatures, rank_stragglers)  # the last four read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
