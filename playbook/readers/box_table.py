@@ -1,6 +1,6 @@
 """Box-drawn device tables of accelerator tools, one snapshot or a `watch` loop: Intel Gaudi's `hl-smi`, Huawei
 Ascend's `npu-smi info`, Google's `tpu-info`, Intel's `xpu-smi stats` (a vertical `key | value` box, see
-_Vertical). A record per device, read by the meaning of its headings (playbook.readers.headers) like a document's.
+_Vertical), and `nvitop -1`'s copy of the nvidia-smi table (a bar-graph cell right of each device line: _fits). A record per device, read by the meaning of its headings (playbook.readers.headers) like a document's.
 
     | AIP  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncor-Events|      hl-smi: a header of two
     | Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | AIP-Util  Compute M. |      lines, so two lines per
