@@ -152,19 +152,19 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
         # window (numbered by the line before it or after it) is at the step (Marian's checkpoint after `Up. 1500`
         # slows the line `Up. 2000`); every-step logs keep ±1 step
         back = max(acc.step_gap, 1)
-        near = lambda s: st[(st["step"] >= s - back) & (st["step"] <= s + 1)]  # noqa: E731
-        for s in b.steps:
-            for cid in set(near(s)["cause"]):
-                counts.setdefault(cid, set()).add(s)
+        at_steps = {cid: np.sort(g.to_numpy(dtype=np.float64)) for cid, g in st.groupby("cause")["step"]}
+        for cid, at in at_steps.items():
+            hit = _logged_near(at, b.steps, back, 1)
+            if hit.any():
+                counts[cid] = {s for s, h in zip(b.steps, hit.tolist(), strict=True) if h}
         n = len(b.steps)
         unit = "slow steps" if b.kind in ("recurring_slow", "stalls") else "steps"
         others = _other_steps(b, steps)
         lines = sorted(set(others) | set(b.steps))
         for cid in list(counts):
-            at = st.loc[st["cause"] == cid, "step"].to_numpy(dtype=np.float64)
-            beside = np.mean([bool(len(at)) and np.abs(at - s).min() <= 1 for s in lines])
-            if others and beside >= 0.8 and sum(cid in set(near(s)["cause"]) for s in others) / len(others) \
-                    >= 0.5 * len(counts[cid]) / n:
+            at = at_steps[cid]
+            if others and _logged_near(at, lines, 1, 1).mean() >= 0.8 and \
+                    _logged_near(at, others, back, 1).mean() >= 0.5 * len(counts[cid]) / n:
                 del counts[cid]  # beside every line, as common away from the bucket as on it: no evidence
     elif b.windows and acc.t0 is not None and ev["time"].notna().any():
         t = (ev["time"] - acc.t0).dt.total_seconds().to_numpy()
@@ -184,6 +184,14 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
         return None
     kinds = sorted(set(ev.loc[ev["cause"] == cid, "kind"].astype(str)))
     return cid, f"{'/'.join(kinds[:3])} events at {len(hits)} of {n} {unit}"
+
+
+def _logged_near(at: np.ndarray, steps, below: float, above: float) -> np.ndarray:
+    """Per step s of `steps`, whether an event step of `at` (sorted) lies in [s - below, s + above] (one binary
+    search each: linear in the run's steps, however many events)."""
+    s = np.asarray(steps, dtype=np.float64)
+    i = np.searchsorted(at, s - below, side="left")
+    return (i < len(at)) & (at[np.minimum(i, len(at) - 1)] <= s + above) if len(at) else np.zeros(len(s), bool)
 
 
 def _other_steps(b: Bucket, steps: pd.DataFrame | None) -> list[int]:

@@ -1,6 +1,6 @@
 """Box-drawn device tables of accelerator tools, one snapshot or a `watch` loop: Intel Gaudi's `hl-smi`, Huawei
 Ascend's `npu-smi info`, Google's `tpu-info`, Intel's `xpu-smi stats` (a vertical `key | value` box, see
-_Vertical). A record per device, read by the meaning of its headings (playbook.readers.headers) like a document's.
+_Vertical), and `nvitop -1`'s copy of the nvidia-smi table (a bar-graph cell right of each device line: _fits). A record per device, read by the meaning of its headings (playbook.readers.headers) like a document's.
 
     | AIP  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncor-Events|      hl-smi: a header of two
     | Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | AIP-Util  Compute M. |      lines, so two lines per
@@ -213,13 +213,20 @@ class _Vertical:
         self.device, self.values = None, {}
 
 
+def _fits(cells: list[tuple[int, str]], heading: list[tuple[int, str]]) -> bool:
+    """Whether a data line has its header line's cells: as many, or more whose first ones start where the header's
+    do (nvitop draws a bar-graph cell right of the table: `│ MEM: ▏ 0.0% │`, no heading of its own)."""
+    return len(cells) == len(heading) or (len(cells) > len(heading) and
+                                          [o for o, _t in cells[:len(heading)]] == [o for o, _t in heading])
+
+
 def _device_records(header, block, skips: schema.SkipCounter):
     """The records of the data lines in `block`: every len(header) lines are one device; a block whose lines do
     not have the header's cells is counted as a skip (another table's rows)."""
     n = len(header)
     for i in range(0, len(block), n):
         group = block[i:i + n]
-        if len(group) < n or any(len(cells) != len(h) for (_no, cells), h in zip(group, header, strict=False)):
+        if len(group) < n or not all(_fits(cells, h) for (_no, cells), h in zip(group, header, strict=False)):
             skips.skip(group[0][0], "a line without the table's cells")
             continue
         rec: dict[str, str] = {}

@@ -349,7 +349,8 @@ class TableBuilder:
         if not gpu_col:
             return np.zeros(n, dtype=np.int64)
         fast = _fast_floats(table.column(gpu_col[0]))
-        if fast is not None and np.isfinite(fast).all() and (fast >= 0).all() and (fast == np.round(fast)).all():
+        if fast is not None and np.isfinite(fast).all() and (fast >= 0).all() and (fast < MAX_GPU_NUMBER).all() \
+                and (fast == np.round(fast)).all():
             return fast.astype(np.int64)
         return _gpus(_strings(table, gpu_col[0]), drop, self.gpu_ids)
 
@@ -565,6 +566,7 @@ def _numbers(s: pd.Series) -> tuple[np.ndarray, np.ndarray, str | None]:
 
 
 _GPU_NUMBER = r"^(?:gpu|cuda|nvidia|device|card)?[\s:#-]*(\d{1,9})$"  # one class, one repeat: linear
+MAX_GPU_NUMBER = 1e9  # a GPU number has at most 9 digits (_GPU_NUMBER); past it a column of identifiers
 
 
 def _gpus(s: pd.Series, drop, ids: dict[str, int]) -> np.ndarray:

@@ -74,7 +74,10 @@ def sniff(head: str) -> bool:
         parser.line(no, line)
     if not (parser.header_lines and parser.rows):
         return False
-    return bool(_BANNER.match(first)) or parser.understood >= 0.6 * len(lines)  # sysstat's banner says it all
+    # under sysstat's banner its other tables (interrupts, paging, ...) are its too; lines that fit no table (a
+    # training log that started `iostat 10 &` before its first step) are not
+    tables = parser.understood + (parser.unread if _BANNER.match(first) else 0)
+    return tables >= 0.6 * len(lines)
 
 
 def _is_top(lines: list[str]) -> bool:
@@ -254,6 +257,7 @@ class _TextTables(Samples):
         self.last_tod: tuple[int, int] | None = None  # (day offset, seconds) of the last time of day
         self.header_lines = 0
         self.understood = 0
+        self.unread = 0  # lines of tables this reader does not read (interrupts, paging, ...): their headers and rows
         self.undated = False  # the note on times without a date given
         self.zone_said = False  # the note on vmstat -t's zone given
 
@@ -292,6 +296,7 @@ class _TextTables(Samples):
         self.columns = tokens
         self.tool = "vmstat" if [t.lower() for t in tokens[:2]] == ["r", "b"] else ""
         self.useful = any(column_meaning(t, self.tool) for t in tokens)
+        self.unread += not self.useful
         if self.useful:
             self.header_lines += 1
             self.understood += 1
@@ -303,6 +308,7 @@ class _TextTables(Samples):
         """One data row under the current header; `group`: the line is indented, which under a header that
         starts with the device column marks an `iostat -g` group's total (left out: its devices are listed)."""
         if self.columns is None or not self.useful:
+            self.unread += self.columns is not None and len(body) == len(self.columns)
             return  # a table this reader does not use (interrupts, errors, paging, ...)
         cols = self.columns
         if group and ENTITY.get(cols[0].lower()) == "disk":

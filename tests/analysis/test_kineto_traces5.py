@@ -84,3 +84,16 @@ def test_xprof_trace_cut_short_keeps_its_lanes(tmp_path):
     t = bundle.trace
     work = t[t["cat"].astype(str).isin(WORK)]
     assert 0 < len(work) < 114 and set(work["stream"].tolist()) <= {14, 15}
+
+
+def test_xprof_lane_with_a_stream_number_past_int64_is_no_stream(tmp_path):
+    # a damaged thread name `Stream #99999999999999999999(Kernel)`: the stream column is int64 and the kineto reader
+    # failed with OverflowError (the whole trace lost); now that lane names no stream, and the device, left without a
+    # stream lane, has its XLA Ops lane for its work: the same 18 kernels
+    raw = gzip.decompress((HERE / "xprof_jax_gpu_idle.trace.json.gz").read_bytes())
+    p = tmp_path / "host0.trace.json"
+    p.write_bytes(raw.replace(b"Stream #14(Kernel)", b"Stream #99999999999999999999(Kernel)"))
+    t = kineto.read(p).trace
+    work = t[t["cat"].astype(str).isin(WORK)]
+    assert len(work) == EXPECTED["xprof_jax_gpu_idle.trace.json.gz"]["work_rows"] == 18
+    assert set(work["tid"]) == {0xDEADBEEF + 5}  # XLA Ops

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from playbook.analysis import step_times as sa
 from playbook.analysis.accounting import Accounting, Bucket
@@ -66,6 +67,21 @@ def test_sparser_event_reaching_the_next_line_stays_evidence():
     acc = Accounting("wall", 2000.0, [slow], 0.01, "test", interval_s=60.0, step_gap=100)
     hit = attribution._events_on(slow, acc, saves, steps)
     assert hit is not None and hit[0] == ids.PERIODIC_STALL
+
+
+@pytest.mark.timeout(120)
+def test_the_no_evidence_rule_is_linear_in_the_run_s_steps():
+    # 200,000 logged steps, an evaluation at every other one, every tenth slow: the rule filtered the whole events
+    # table once per step line (a 30,000-step log spent 45 s there, 200,000 would take ~10 min: the timeout is a
+    # runaway guard, nothing is timed); the answers are the rule's, at scale
+    n = 200_000
+    steps = pd.DataFrame({"step": range(1, n + 1), "rank": -1, "phase": "step", "duration_s": 0.5})
+    slow = Bucket("recurring_slow", 1000.0, steps=list(range(10, n + 1, 10)))
+    evals = pd.DataFrame({"kind": "eval", "step": range(2, n + 1, 2), "time": pd.NaT})
+    assert attribution._events_on(slow, _acc([slow]), evals, steps) is None  # beside every line, as common off it
+    saves = pd.DataFrame({"kind": "checkpoint", "step": range(10, n + 1, 10), "time": pd.NaT})
+    hit = attribution._events_on(slow, _acc([slow]), saves, steps)  # at the slow steps only: evidence
+    assert hit == (ids.PERIODIC_STALL, f"checkpoint events at {n // 10} of {n // 10} slow steps")
 
 
 def _nccl_log(path, networks: dict[str, str]):

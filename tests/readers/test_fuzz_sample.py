@@ -80,3 +80,22 @@ def test_superscript_digits_and_huge_numbers_in_names_and_prefixes():
         headers.meaning(name)
     assert headers.meaning("Utilization GPU 1 [%]").gpu == 1
     assert line_prefix._rank("3") == 3 and line_prefix._rank("99999999999999999999") == -1
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="needs setitimer for the per-case limit")
+def test_a_reader_bug_behind_read_file_s_safety_net_is_an_escape(monkeypatch):
+    # read_file turns a reader's own exception into one line ("the X reader failed (...)") for the user; the fuzz
+    # counted that line as a project error, so the read_file and folder targets could not find a reader bug
+    from playbook.readers import files
+
+    def broken(name, path, opts):
+        try:
+            raise IndexError("array index out of range")
+        except IndexError as exc:
+            raise files.InputError(f"{path}: the {name} reader failed (IndexError: {exc})") from exc
+
+    monkeypatch.setattr(files, "call_reader", broken)
+    res = fuzz.run_batch("read_file", "mutation", seed=3, n=4, case_s=20.0)
+    c = res["counts"]
+    assert c["cases"] == 4 and c.get("escapes", 0) + c.get("project_errors", 0) == 4
+    assert c.get("escapes", 0) >= 1 and "IndexError: array index out of range" in res["escapes"][0]["what"]

@@ -167,6 +167,19 @@ def test_pmon_processes_sum_per_gpu(tmp_path):
     assert tel["time"].nunique() == 4
 
 
+def test_pmon_of_one_gpu_has_a_row_per_poll(tmp_path):
+    """`nvidia-smi pmon -i 0` without times: the GPU number never falls, so a poll ends where a process of the GPU is
+    listed again (it was one row for the whole log, the polls' shares summed: 45 + 44 + 46 capped at 100 %)."""
+    head = ("# gpu         pid   type     sm    mem    enc    dec    command\n"
+            "# Idx           #    C/G      %      %      %      %    name\n")
+    rows = "".join(f"    0      14835     C     {sm}     15      -      -    python\n" for sm in (45, 44, 46))
+    idle = "    0          -     -      -      -      -      -    -\n" * 2
+    path = tmp_path / "pmon.log"
+    path.write_text(head + rows + idle)
+    tel = read_paths([path]).telemetry
+    assert tel["util_pct"].tolist() == [45, 44, 46, 0, 0] and tel["time"].nunique() == 5
+
+
 def test_rocm_smi_csv(tmp_path):
     """rocm-smi --csv: `card0` devices, "GPU use (%)" is the utilization (a name with a unit is never the GPU id)."""
     path = tmp_path / "rocm.csv"

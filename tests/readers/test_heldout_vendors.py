@@ -292,3 +292,43 @@ if __name__ == "__main__":  # score the corpus: read right / misread / refused
         verdict = ("read right" if not found else "refused" if found[0].startswith(("refused", "no rows"))
                    else "misread")
         print(f"{name:36s} {verdict:10s} {'; '.join(found)[:300]}")
+
+
+NVITOP = """\
+Wed Feb 19 11:44:37 2025
+╒═════════════════════════════════════════════════════════════════════════════╕
+│ NVITOP 1.4.2       Driver Version: 550.90.12      CUDA Driver Version: 12.4 │
+├───────────────────────────────┬──────────────────────┬──────────────────────┤
+│ GPU  Name        Persistence-M│ Bus-Id        Disp.A │ MIG M.   Uncorr. ECC │
+│ Fan  Temp  Perf  Pwr:Usage/Cap│         Memory-Usage │ GPU-Util  Compute M. │
+╞═══════════════════════════════╪══════════════════════╪══════════════════════╪════════════════════╕
+│   0  H800                Off  │ 00000000:18:00.0 Off │ Disabled           0 │ MEM: ▏ 0.0%        │
+│ N/A   36C    P0    85W / 700W │   3.50MiB / 79.65GiB │      0%      Default │ UTL: ▏ 0%          │
+├───────────────────────────────┼──────────────────────┼──────────────────────┼────────────────────┤
+│   1  H800                Off  │ 00000000:3A:00.0 Off │ Disabled           0 │ MEM: ▏ 0.0%        │
+│ N/A   37C    P0    83W / 700W │   3.50MiB / 79.65GiB │      0%      Default │ UTL: ▏ 0%          │
+╘═══════════════════════════════╧══════════════════════╧══════════════════════╧════════════════════╛
+[ CPU: ▏ 0.3%                                UPTIME: 22:52:42 ]  ( Load Average:  0.15  0.07  0.08 )
+
+╒══════════════════════════════════════════════════════════════════════════════════════════════════╕
+│ Processes:                                                                          root@pm-93f2 │
+│ GPU     PID      USER  GPU-MEM %SM  %CPU  %MEM  TIME  COMMAND                                    │
+╞══════════════════════════════════════════════════════════════════════════════════════════════════╡
+│  No running processes found                                                                      │
+╘══════════════════════════════════════════════════════════════════════════════════════════════════╛
+"""
+
+
+def test_nvitop_one_shot_table_reads_its_devices(tmp_path):
+    """`nvitop -1` (8 H800 in a public deployment note, code search id 39089211520; the layout is nvitop's
+    `header_lines`, code search id 1577286456): the nvidia-smi table drawn with │, and a bar-graph cell right of each
+    device line that no heading names. box_table claimed it and read nothing ("no device rows": every device line
+    has one cell more than its header line); the extra cell is passed over."""
+    path = tmp_path / "nvitop.txt"
+    path.write_text(NVITOP)
+    assert detect.detect(path) == "box_table"
+    tel = read_paths([path]).telemetry
+    assert tel["gpu"].tolist() == [0, 1] and tel["util_pct"].tolist() == [0, 0]
+    assert tel["power_w"].tolist() == [85, 83] and tel["power_limit_w"].tolist() == [700, 700]
+    assert tel["temp_c"].tolist() == [36, 37] and tel["mem_used_mib"].tolist() == [3.5, 3.5]
+    assert tel["mem_total_mib"].tolist() == pytest.approx([79.65 * 1024] * 2)

@@ -71,6 +71,19 @@ def test_a_training_log_with_one_pasted_vmstat_stays_a_training_log():
     assert "host_tools" not in detect.matches(head)
 
 
+def test_a_training_log_that_starts_with_iostat_s_banner_stays_a_training_log(tmp_path):
+    """A job that ran `iostat -x 10 &` before training: sysstat's banner is the log's first line. The banner alone
+    made the file host_tools' (its 40 step lines then skipped as rows that fit no header, the steps lost); now
+    under the banner too most lines must be sysstat tables, read or not (every sysstat output of sysstat's own
+    tests is claimed as before)."""
+    iostat = (DATA / "iostat_x_sysstat.txt").read_text().splitlines()[:8]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(iostat + [f"[2026-12-03 10:00:{i:02d}] step {i}/1000 | loss 2.{i:02d} | step_time 0.5s"
+                                        for i in range(1, 41)]) + "\n")
+    assert detect.detect(path) == "lines"
+    assert len(read_file(path).steps) == 40
+
+
 # --------------------------------------------------------------------------------------------------------------
 # node_exporter (LABELLED SYNTHETIC values on node_exporter's real series names and label sets)
 

@@ -107,3 +107,14 @@ def test_a_hex_cell_past_a_float_is_no_number():
 
     assert textio.parse_number("0x" + "f" * 300) is None  # was OverflowError (an nvidia-smi -q CSV's reader failed)
     assert textio.parse_number("0x10") == (16.0, "")
+
+
+def test_a_gpu_number_past_int64_is_no_gpu_number(tmp_path):
+    # a damaged device column of 20-digit numbers: the fast path cast 1e20 to int64 (INT64_MIN, a RuntimeWarning)
+    # and two such devices, equal as floats, became one GPU -9223372036854775808
+    p = tmp_path / "gpus.csv"
+    p.write_text("time,gpu,util_pct\n1700000000,99999999999999999999,10\n1700000000,99999999999999999998,90\n"
+                 "1700000001,99999999999999999999,10\n1700000001,99999999999999999998,90\n")
+    t = read_file(p).telemetry
+    assert (t["gpu"] >= 0).all() and t["gpu"].nunique() == 2
+    assert sorted(t.groupby("gpu")["util_pct"].mean()) == [10.0, 90.0]

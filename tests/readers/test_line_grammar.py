@@ -385,3 +385,19 @@ def test_an_epoch_number_past_nine_digits_is_no_epoch(tmp_path):
     p.write_text("Epoch 99999999999999999999 done\nEpoch time: 120.5 s\nEpoch 3\nEpoch time: 100 s\n")
     s = read_file(p).steps
     assert s["step"].tolist() == [3] and s["duration_s"].tolist() == pytest.approx([100.0])
+
+
+def test_a_held_step_banner_past_the_step_range_leaves_its_timing_lines_to_no_record():
+    """NeMo-RL's banner held for its `Total step time` (pending.py) with a damaged 20-digit step is no record; its
+    timing lines below must then join no record either: they were merged into the record before it (step 1 took the
+    damaged step's 5 s of data processing), or, with none before it, the lines reader failed with IndexError."""
+    def block(step, total, data=None):
+        return [f"========================= Step {step}/3 =========================", "⏱️  Timing:",
+                f"  • Total step time: {total}s"] + ([f"  • data_processing: {data}s (2.5%)"] if data else [])
+
+    damaged = block("9" * 20, "99.00", "5.00")
+    res = lines.scan_steps(block(1, "62.40") + damaged + block(3, "60.00", "1.50"))
+    assert res["step"].tolist() == [1, 3] and res["duration"].tolist() == pytest.approx([62.40, 60.00])
+    assert np.isnan(res["phases"]["data"][0]) and res["phases"]["data"][1] == pytest.approx(1.50)
+    res = lines.scan_steps(damaged + block(3, "60.00", "1.50"))  # was IndexError
+    assert res["step"].tolist() == [3] and res["duration"].tolist() == pytest.approx([60.00])

@@ -238,6 +238,17 @@ def test_timestamped_step_lines_without_durations_give_window_means(data_dir):
     assert "means over logging windows (typically 10 steps)" in b.warnings[0]
 
 
+def test_window_means_run_on_across_lines_that_share_a_time_stamp(tmp_path):
+    """Whole-second stamps on ~0.5 s steps: two lines share each second. A window is measured between the first
+    lines of two stamps and spans the steps between them (0.5 s a step); it was the one step after the shared stamp
+    (1.0 s a step for rows standing for two: the run read twice its wall time, 298 s for 150 s)."""
+    lines = [f"2026-12-03 10:00:{(i - 1) // 2:02d} step {i} loss 2.0" for i in range(1, 101)]
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(lines) + "\n")
+    s = read_file(p).steps.sort_values("step")
+    assert s["step"].tolist() == list(range(3, 101, 2)) and s["duration_s"].tolist() == [0.5] * 49
+
+
 def test_deepspeed_rank_tag_and_its_untagged_timer_line_count_once(data_dir):
     b = read_file(data_dir / R / "deepspeed.log")
     s = b.steps.sort_values("step")

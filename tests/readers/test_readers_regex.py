@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from playbook.analysis import nsys_profiles
+from playbook.analysis import nsys_profiles, rank_stragglers
+from playbook.analysis.kineto import step_signatures
 from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
@@ -50,12 +51,15 @@ from playbook.readers.nvidia_smi import (
 from playbook.readers.step_log import columns as step_columns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
+from playbook.readers.step_log import reruns as step_reruns
+from playbook.readers.step_log import smoothed as step_smoothed
 from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
-           event_lexicon, line_prefix, step_epochs, nsys_profiles, from_events)  # the last two read reader output
+           event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns,
+           nsys_profiles, from_events, step_signatures, rank_stragglers)  # the last four read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
@@ -102,3 +106,14 @@ def test_header_tokenizer_and_unit_split_are_linear():
         headers.split_unit(name + "]")
         headers.meaning(name)
         generic_csv.normalize(name)
+
+
+@pytest.mark.timeout(120)
+def test_metric_logger_detection_is_linear_in_its_stamps():
+    # a line of many `eta: H:MM:SS` stamps and no window means: the one pattern's lazy `.*?` after each stamp ran
+    # to the line's end (quadratic: 4 lines of 64 KB took 21 s to read, 1 MB would take ~15 min); runaway = timeout
+    line = "eta: 0:00:01 " * 80_000
+    assert not step_smoothed.metric_logger(line)
+    assert step_smoothed.metric_logger(line + "time: 0.5012  data: 0.0101")
+    assert not step_smoothed.metric_logger("time: 0.5012  data: 0.0101  " + line)  # the means come after the eta
+    assert not step_smoothed.metric_logger(line + "time: 0.5012 (0.4) data: 0.0101 (0.01)")  # median (global avg)

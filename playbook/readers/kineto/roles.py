@@ -44,7 +44,8 @@ _DISPLAY_DURATION_RE = re.compile(r"\[\s*\d+(?:\.\d+)?\s*(?:ns|us|µs|ms|s)\s*\]
 # "/device:GPU:0" (XProf, TensorFlow), "/gpu:0/stream:7" (TensorFlow 1), "Device 0 (GPU)" (Paddle writes "Deivce")
 _DEVICE_RE = re.compile(r"(?:device:|/)(GPU|TPU|XPU|NPU|HPU|MLU):(\d+)|\bDev[ie]{2}ce\s+(\d+)\s*\((GPU|MLU|NPU|XPU)\)",
                         re.IGNORECASE)
-_STREAM_RE = re.compile(r"\bstream\s*(?:[#:]\s*)?(\d+)", re.IGNORECASE)
+# a stream number has at most 9 digits (the int64 stream column; CUDA's and XLA's are small): a longer one is damage
+_STREAM_RE = re.compile(r"\bstream\s*(?:[#:]\s*)?(\d{1,9})(?!\d)", re.IGNORECASE)
 _AGGREGATE_RE = re.compile(r"stream\s*:\s*all", re.IGNORECASE)
 _DEVICE_OP_LANES = frozenset({"XLA Ops"})  # a device's own op lane when it has no stream lane (TPU)
 

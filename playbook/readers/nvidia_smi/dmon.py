@@ -90,7 +90,7 @@ def _parse_lines(text: str, skips: schema.SkipCounter
     names: list[str] | None = None
     units: list[str] = []
     expect_units = False
-    rows: dict[str, list] = {"date": [], "time": [], "gpu": [], "line": []}
+    rows: dict[str, list] = {"date": [], "time": [], "gpu": [], "pid": [], "line": []}
     values: dict[str, list[float]] = {}
     n_rows = 0
     for no, raw in enumerate(text.split("\n"), start=1):
@@ -112,10 +112,11 @@ def _parse_lines(text: str, skips: schema.SkipCounter
         sample = _sample(line, no, names, units, skips)
         if sample is None:
             continue
-        date, tod, gpu, parsed = sample
+        date, tod, gpu, pid, parsed = sample
         rows["date"].append(date)
         rows["time"].append(tod)
         rows["gpu"].append(gpu)
+        rows["pid"].append(pid)
         rows["line"].append(no)
         for column in set(values) | set(parsed):
             col = values.get(column)
@@ -127,8 +128,8 @@ def _parse_lines(text: str, skips: schema.SkipCounter
 
 
 def _sample(line: str, no: int, names: list[str], units: list[str], skips: schema.SkipCounter
-            ) -> tuple[str | None, str | None, int, dict[str, float]] | None:
-    """One data line as (date, time of day, GPU index, {column: value in schema units}); None (counted in
+            ) -> tuple[str | None, str | None, int, str | None, dict[str, float]] | None:
+    """One data line as (date, time of day, GPU index, pmon's pid, {column: value in schema units}); None (counted in
     `skips`) when its column count, GPU index, a value or its date/time cannot be read."""
     cells = line.split()
     if len(cells) != len(names):
@@ -150,7 +151,7 @@ def _sample(line: str, no: int, names: list[str], units: list[str], skips: schem
         return None
     if row.get("pid") == "-":  # pmon: a GPU running no process is idle
         parsed = {c: (0.0 if c in PER_PROCESS else v) for c, v in parsed.items()}
-    return date, tod, int(gpu_text), parsed
+    return date, tod, int(gpu_text), row.get("pid"), parsed
 
 
 def _values(names: list[str], cells: list[str], units: list[str]) -> tuple[dict[str, float], str | None]:
@@ -173,11 +174,12 @@ def _values(names: list[str], cells: list[str], units: list[str]) -> tuple[dict[
 def _per_device(rows: dict[str, list], values: dict[str, list]) -> tuple[dict[str, list], dict[str, list], int]:
     """`nvidia-smi pmon` rows (one per process) summed into one row per GPU and poll: the processes' SM and
     memory-controller shares add up to the device's (capped at 100 %). A poll ends where the GPU number
-    decreases (several processes share one GPU number within a poll), or at a new time when pmon prints times."""
+    decreases (several processes share one GPU number within a poll) or a GPU's process (or its idle `-` row) is
+    listed again (one GPU: its number never falls), or at a new time when pmon prints times."""
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     stamp = [f"{d or ''} {t or ''}" for d, t in zip(rows["date"], rows["time"], strict=True)]
     if rows["time"][0] is None and rows["date"][0] is None:
-        poll = np.cumsum(np.r_[True, gpu[1:] < gpu[:-1]]) - 1
+        poll = np.cumsum(_new_polls(gpu, rows["pid"])) - 1
     else:
         poll = pd.Series(stamp).ne(pd.Series(stamp).shift()).cumsum().to_numpy()
     frame = pd.DataFrame({"poll": poll, "gpu": gpu, **{c: np.asarray(v, dtype=np.float64) for c, v in values.items()}})
@@ -186,6 +188,21 @@ def _per_device(rows: dict[str, list], values: dict[str, list]) -> tuple[dict[st
     out_rows = {k: [rows[k][i] for i in first.to_numpy()] for k in rows}
     out_values = {c: (summed[c].clip(upper=100.0) if c in PER_PROCESS else summed[c]).tolist() for c in values}
     return out_rows, out_values, len(first)
+
+
+def _new_polls(gpu: np.ndarray, pid: list) -> np.ndarray:
+    """Per pmon row without a time, whether it opens a poll: the first row, a GPU number below the last one's, a
+    (GPU, pid) pair the current poll already listed, or a GPU listed both idle (pid `-`) and busy (a poll lists a
+    GPU's processes or its one idle row)."""
+    out = np.zeros(len(gpu), dtype=bool)
+    seen: set = set()  # (GPU, pid) pairs of the current poll
+    listed: set = set()  # its GPUs
+    for i, (g, p) in enumerate(zip(gpu.tolist(), pid, strict=True)):
+        if i == 0 or gpu[i] < gpu[i - 1] or (g, p) in seen or (g, "-") in seen or (p == "-" and g in listed):
+            out[i], seen, listed = True, set(), set()
+        seen.add((g, p))
+        listed.add(g)
+    return out
 
 
 def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz: str,

@@ -225,11 +225,15 @@ def window_means(step, rank, time, keyword) -> np.ndarray:
         first: dict[int, int] = {}
         for i in idx:
             first.setdefault(int(step[i]), i)  # the first line naming a step
-        order = sorted(first)
-        for a, b in pairwise(order):
-            seconds = (time[first[b]] - time[first[a]]) / 1e9
-            if seconds > 0:
-                out[first[b]] = seconds / (b - a)
+        a = None  # the window's first step: the first one of the last stamp before
+        for b in sorted(first):
+            if a is not None:
+                seconds = (time[first[b]] - time[first[a]]) / 1e9
+                if seconds == 0:
+                    continue  # the same stamp (a clock coarser than a step): the window runs on to the next one
+                if seconds > 0:
+                    out[first[b]] = seconds / (b - a)
+            a = b
     return out
 
 

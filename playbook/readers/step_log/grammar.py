@@ -80,7 +80,7 @@ from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
-from playbook.readers.step_log.smoothed import MEANS, METRIC_LOGGER, window_mean_steps
+from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -387,8 +387,10 @@ class StepLines:
                     and self._follows(body, ctx):
                 return True
             if self.pending.held and (got := self.pending.take(ctx, len(self.step), self._fields(body, None, False))):
+                stored = len(self.step)
                 self._store(*got)
-                self._trail = (ctx.rank, ctx.lineno)  # the step's other timing lines follow
+                # the step's other timing lines follow; none join a record when _store refused the step (damage)
+                self._trail = (ctx.rank, ctx.lineno) if len(self.step) > stored else None
                 return True
             if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
@@ -420,7 +422,7 @@ class StepLines:
             if c.keyword:
                 self.pending.hold(c, ctx, len(self.step))
             return c.progress
-        self.smoothed = self.smoothed or ("eta: " in body and METRIC_LOGGER.search(body) is not None)
+        self.smoothed = self.smoothed or ("eta: " in body and metric_logger(body))
         self._store(c, ctx, fields)
         return True
 

@@ -15,10 +15,19 @@ import re
 import numpy as np
 
 WINDOW = 20  # SmoothedValue's window_size default
-# `eta: 0:00:25  ...  time: 4.1973  data: 1.1906`: the two meters MetricLogger.log_every prints as {avg}
-METRIC_LOGGER = re.compile(r"\beta: (?:\d+ days?, )?\d+:\d\d:\d\d\b.*?\btime: \d+\.\d+\s+data: \d+\.\d+(?!\s*\()")
+# `eta: 0:00:25  ...  time: 4.1973  data: 1.1906`: the two meters MetricLogger.log_every prints as {avg}, after its eta
+# (two patterns, the second searched from the first's end: one with `.*?` between them ran to the line's end from
+# every stamp, quadratic in a line of many)
+_ETA = re.compile(r"\beta: (?:\d+ days?, )?\d+:\d\d:\d\d\b")
+_WINDOW_MEANS = re.compile(r"\btime: \d+\.\d+\s+data: \d+\.\d+(?!\s*\()")
 MEANS = ("time", "data")  # the fields' names as the grammar keys them
 ROUNDING = 5e-5  # half the last of the 4 printed decimals
+
+
+def metric_logger(line: str) -> bool:
+    """Whether a line is MetricLogger's: an eta, then its time and data meters printed as window means."""
+    eta = _ETA.search(line)
+    return eta is not None and _WINDOW_MEANS.search(line, eta.end()) is not None
 
 
 def window_mean_steps(values: np.ndarray, pos: np.ndarray, rank: np.ndarray,
