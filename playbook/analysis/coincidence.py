@@ -50,8 +50,8 @@ def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | 
 
     Per host and metric: the mean during each drop and during each gap between drops; `ratio` = median over drops ÷
     median over gaps, and a sign test (binomial) that drops exceed the median gap more often than half the time,
-    its p-value multiplied by the number of hosts tested (Bonferroni: one host among many rising by chance is no
-    finding). One dict per metric with data: metric, during, between, ratio, higher, drops, p_value, and host when
+    its p-value multiplied by the number of (host, metric) pairs tested (Bonferroni: one host or metric among many
+    rising by chance is no finding; hosts and metrics without the data to test are not counted). One dict per metric with data: metric, during, between, ratio, higher, drops, p_value, and host when
     there are several; sorted by p, then by the larger ratio."""
     if host is None or host.empty or t0 is None or len(dips_s) < 3:
         return []
@@ -60,11 +60,12 @@ def host_during_dips(host: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp | 
         return []
     names = h["host"].astype(str) if "host" in h else pd.Series("", index=h.index)
     parts = list(h.groupby(names.to_numpy(), sort=True))  # one pass over the rows, however many hosts
+    per_host = [(name, _one_host(part, dips_s, t0, columns)) for name, part in parts]
+    tests = sum(len(rows) for _, rows in per_host)  # every (host, metric) tested: the family Bonferroni covers
     out = []
-    for name, part in parts:
-        rows = _one_host(part, dips_s, t0, columns)
+    for name, rows in per_host:
         for r in rows:
-            r["p_value"] = min(1.0, r["p_value"] * len(parts))
+            r["p_value"] = min(1.0, r["p_value"] * tests)
             if len(parts) > 1:
                 r["host"] = name
         out += rows

@@ -216,6 +216,25 @@ def test_host_logs_of_several_nodes_are_compared_each_on_its_own():
     assert all(m["ratio"] < 1.5 for m in metrics if m["host"] != "node01")
 
 
+def test_the_bonferroni_factor_counts_every_host_metric_pair_tested():
+    """Seven host metrics tested on one host are seven chances to rise by luck: each p-value carries the factor of
+    the (host, metric) pairs with data to test (before, only the hosts counted)."""
+    import numpy as np
+    import pandas as pd
+
+    from playbook.analysis.coincidence import host_during_dips
+    from playbook.model import schema
+
+    _frame, res, t, inside, rng = _oscillation_with_dips()
+    base = {"time": res.t0 + pd.to_timedelta(t, unit="s"), "host": ["node00"] * len(t),
+            "write_mib_s": np.where(inside, 900.0, 5.0) + rng.normal(0, 2, len(t))}
+    alone = {m["metric"]: m for m in host_during_dips(schema.host_frame(base), res.dips_s, res.t0)}
+    more = dict(base, read_mib_s=50 + rng.normal(0, 5, len(t)), cpu_pct=30 + rng.normal(0, 3, len(t)))
+    three = {m["metric"]: m for m in host_during_dips(schema.host_frame(more), res.dips_s, res.t0)}
+    assert set(three) == {"write_mib_s", "read_mib_s", "cpu_pct"}
+    assert three["write_mib_s"]["p_value"] == pytest.approx(min(1.0, 3 * alone["write_mib_s"]["p_value"]))
+
+
 def test_confidence_is_a_calibrated_posterior_not_one_minus_p():
     # Sellke-Bayarri-Berger: P(signature | p) ≤ 1 / (1 - e p ln p) at even prior odds
     assert ranking.confidence(0.125) == pytest.approx(1 / (1 + 0.7066), abs=2e-3)  # 3 of 3 polls: modest
