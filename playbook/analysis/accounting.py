@@ -490,7 +490,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
                               waits)
     real, bstep = d[warm:], stepno[warm:]
-    if len(real) == 0:
+    if len(real) == 0 or sp.below_resolution(real):
         return None
     # a step's what-if is the steady pace times its own work's factor (1 unless the step time follows the stated
     # work): the analysis below runs on work-normalised times, and `w` turns them back into seconds

@@ -44,6 +44,18 @@ def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
     return pace[np.clip(np.searchsorted(kept, np.arange(len(d))), 0, len(kept) - 1)]
 
 
+ZERO_SHARE = 0.25  # a quarter of the steps printed as 0 s: the log's resolution is coarser than its steps
+
+
+def below_resolution(d: np.ndarray) -> bool:
+    """True when at least ZERO_SHARE of the step times (s) read exactly 0: no step takes no time, so the log prints
+    them coarser than they run (0.000 / 0.001 s steps of milliseconds printed in seconds to 3 decimals), and their
+    ratios measure the rounding (a 0.001 s step read "1,000,000x the steady step"), not the run."""
+    x = np.asarray(d, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return bool(len(x) and np.mean(x == 0) >= ZERO_SHARE)
+
+
 def row_waits(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray:
     """Seconds per step of the waiting phases (step_times.WAIT_PHASES) logged for each of `stepno` on `rank`."""
     part = steps[(steps["rank"] == rank) & steps["phase"].astype(str).isin(sa.WAIT_PHASES)]

@@ -8,6 +8,7 @@ import numpy as np
 from playbook.analysis.accounting import Accounting
 from playbook.analysis.gpus import GpuReport
 from playbook.analysis.oscillation.fleet import OscillationResult
+from playbook.analysis.step_pace import below_resolution
 from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
@@ -266,6 +267,11 @@ def untestable(run: Run) -> str | None:
         return (f"the GPUs sit steadily at {osc.high_pct:.0f}% utilization, idle {100 - osc.high_pct:.0f}% "
                 "of the time without a swing or drop: telemetry alone cannot tell an input-bound loop from "
                 "small kernels, host syncs or a slow interconnect")
+    steps = run.bundle.steps
+    timed = steps.loc[steps["phase"] == "step", "duration_s"].to_numpy(dtype=np.float64) if len(steps) else []
+    if osc is None and not gpu_trace and len(timed) and below_resolution(timed):
+        return (f"{np.mean(timed == 0):.0%} of the step times read 0 s: the log prints them coarser than they run, "
+                "so their differences measure the rounding — log them with more digits (or in ms)")
     return None
 
 

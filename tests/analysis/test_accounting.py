@@ -413,3 +413,14 @@ def test_the_first_line_stands_for_the_steps_before_it_not_a_whole_window(tmp_pa
     (tmp_path / "train.log").write_text("".join(lines))
     acc = diagnose(read_paths([str(tmp_path / "train.log")])).accounting
     assert acc["warmup_s"] == pytest.approx(12.0, rel=0.01)
+
+
+def test_step_times_printed_as_zero_are_below_the_logs_resolution_not_a_healthy_run(tmp_path):
+    """A JSONL whose step times alternate 0.000 and 0.001 s (milliseconds printed in seconds to 3 decimals): no step
+    takes no time, so nothing can be compared — not "Healthy (confirmed)" with a 100% noise floor (review3)."""
+    path = tmp_path / "steps.jsonl"
+    path.write_text("".join(json.dumps({"step": i, "step_time": 0.0 if i % 2 else 0.001, "loss": 1.0}) + "\n"
+                            for i in range(1, 200)))
+    d = diagnose(read_paths([str(path)]))
+    assert d.accounting is None or not d.accounting.get("buckets")
+    assert d.verdict["id"] == "insufficient_data" and "read 0 s" in d.verdict["sentence"]
