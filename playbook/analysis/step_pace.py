@@ -136,10 +136,16 @@ def stall_phrase(d, mask, base) -> str:
     return f"{k} stall{'s' if k > 1 else ''}, up to {worst:.1f}× the steady step"
 
 
+RECUR_CV = 0.2  # stretch starts this regular (coefficient of variation of their spacing) recur on a cycle
+
+
 def stretch_phrase(d, step, mask, best, lo, n) -> str:
     k = len(lo)
     where = f"from step {int(step[lo[0]])} on" if k == 1 and lo[0] + n[0] == len(d) else \
         f"{k} stretch{'es' if k > 1 else ''} of {int(mask.sum())} steps"
+    starts = np.diff(step[np.asarray(lo)]) if k >= 3 else np.zeros(0)
+    if len(starts) and starts.mean() > 0 and starts.std() <= RECUR_CV * starts.mean():
+        where += f", one every ~{float(np.median(starts)):.0f} steps"  # a cycle: a periodic job, heat, a schedule
     return f"steps slower than the run's best pace ({best:.3g} s) {where}, up to {d[mask].max() / best:.2f}×"
 
 

@@ -378,6 +378,7 @@ def test_a_step_time_swing_near_the_window_period_is_lost_not_jitter(tmp_path):
     ms = 1000 * _jitter(300, seed=7, cv=0.02) * (1 + 0.5 * np.sin(2 * np.pi * t / 50))
     d = diagnose(_nanogpt(tmp_path / "train.log", ms))
     assert d.verdict["id"] != "healthy" and d.accounting["lost_share"] > 0.3
+    assert "one every ~50 steps" in d.verdict["sentence"]  # the stretches recur: a cycle, said as one
 
 
 def test_a_slow_end_is_lost_not_jitter(tmp_path):
