@@ -63,7 +63,7 @@ def _hms(s: float) -> str:
 def llamafactory_6111() -> None:
     rng = np.random.default_rng(6111)
     nccl = []
-    for node, (host, ip) in enumerate((("node-0", "10.47.14.218"), ("node-1", "10.47.14.219"))):
+    for host, ip in (("node-0", "10.47.14.218"), ("node-1", "10.47.14.219")):
         for local in range(8):
             p = f"{host}:{4100 + local}:{4100 + local} [{local}]"
             nccl += [f"{p} NCCL INFO Bootstrap : Using eth0:{ip}<0>",

@@ -1,0 +1,46 @@
+"""The mechanisms the seventh held-out round (tests/data/eval/heldout7/SOURCES.md) asked for, each on inputs written
+here (LABELED SYNTHETIC), apart from the round's own files."""
+
+from __future__ import annotations
+
+from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.readers import read_paths
+
+
+def _two_nodes(sought: list[str]) -> list[str]:
+    """NCCL INFO lines of 2 hosts x 2 ranks that all end on sockets, with `sought` lines before the choice."""
+    out = []
+    for h in range(2):
+        for d in range(2):
+            p = f"gpu{h:02d}:{700 + d}:{700 + d} [{d}] NCCL INFO"
+            out += [f"{p} Bootstrap : Using ens1:10.0.0.{h + 1}<0>", *(f"{p} {s}" for s in sought),
+                    f"{p} NET/Socket : Using [0]ens1:10.0.0.{h + 1}<0>", f"{p} Using network Socket",
+                    f"{p} ncclCommInitRank comm 0x5{h}{d}0 rank {2 * h + d} nranks 4 cudaDev {d} busId {d}1000 "
+                    "commId 0x1 - Init START"]
+    return out
+
+
+def _steps(n: int = 120) -> list[str]:
+    return [f"[rank0]:[titan] 2026-02-01 10:{s // 60:02d}:{s % 60:02d},000 - root - INFO - step: {s:3d}  loss: 9.0000  "
+            f"memory: 20.00GiB(25.00%)  tps: 900  tflops: 1.10  mfu: 0.40%" for s in range(1, n + 1)]
+
+
+def _diagnose(tmp_path, nccl: list[str]):
+    (tmp_path / "nccl.log").write_text("\n".join(nccl) + "\n")
+    (tmp_path / "train.log").write_text("\n".join(_steps()) + "\n")
+    return diagnose(read_paths([str(tmp_path / "nccl.log"), str(tmp_path / "train.log")]))
+
+
+def test_socket_fallback_after_nccl_looked_for_infiniband_is_the_verdict(tmp_path):
+    for sought in (["Failed to open libibverbs.so[.1]"], ["NET/IB : No device found."],
+                   ["NCCL_IB_HCA set to mlx5_0:1,mlx5_1:1"]):
+        d = _diagnose(tmp_path, _two_nodes(sought))
+        assert d.verdict["id"] == ids.LINK_DEGRADATION, (sought, d.verdict)
+
+
+def test_sockets_alone_stay_a_moderate_finding(tmp_path):
+    # nothing shows an IB fabric was expected: plain Ethernet nodes, where sockets are the fabric's own limit
+    d = _diagnose(tmp_path, _two_nodes([]))
+    link = next(h for h in d.hypotheses if h["id"] == ids.LINK_DEGRADATION)
+    assert d.verdict["id"] != ids.LINK_DEGRADATION and link["score"] < 0.5
