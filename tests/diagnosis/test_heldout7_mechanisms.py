@@ -44,3 +44,36 @@ def test_sockets_alone_stay_a_moderate_finding(tmp_path):
     d = _diagnose(tmp_path, _two_nodes([]))
     link = next(h for h in d.hypotheses if h["id"] == ids.LINK_DEGRADATION)
     assert d.verdict["id"] != ids.LINK_DEGRADATION and link["score"] < 0.5
+
+
+def _compile_log(path, iterations: int, recompile_from: int) -> None:
+    """TORCH_LOGS=dynamic lines of frame 0 under tqdm without a total, one compile id per iteration from
+    `recompile_from` on (before it, the same compiled graph runs again)."""
+    lines = []
+    for it in range(1, iterations + 1):
+        attempt = max(0, it - recompile_from + 1)
+        if it == 1 or it >= recompile_from:
+            lines += [f"I0405 10:00:{it:02d}.000000 140 torch/fx/experimental/symbolic_shapes.py:2750] [0/{attempt}] "
+                      "create_env",
+                      f"[2024-04-05 10:00:{it:02d},100] [0/{attempt}] torch.fx.experimental.symbolic_shapes: [INFO] "
+                      f"create_symbol s0 = {1000 + it} for L['x'].size()[0] [2, 9223372036854775806]"]
+        lines.append(f"Epoch 0: {it}it [00:{2 * it:02d},  2.00s/it]")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_a_new_compile_id_of_a_frame_is_a_recompile_and_tqdm_without_total_times_steps(tmp_path):
+    path = tmp_path / "compile.log"
+    _compile_log(path, 20, 5)
+    b = read_paths([str(path)])
+    assert len(b.steps) == 20 and abs(float(b.steps["duration_s"].median()) - 2.0) < 1e-9
+    rc = b.events[b.events["kind"] == "recompile"]
+    assert len(rc) == 16  # compile ids [0/1] .. [0/16]; [0/0] is the first compile
+
+
+def test_recompiles_at_most_steps_are_a_storm_not_a_healthy_pace(tmp_path):
+    path = tmp_path / "storm.log"
+    _compile_log(path, 20, 2)
+    assert diagnose(read_paths([str(path)])).verdict["id"] == ids.RECOMPILATION
+    _compile_log(path, 20, 19)  # two recompiles late in a steady run: no storm
+    d = diagnose(read_paths([str(path)]))
+    assert "storm" not in " ".join(e for h in d.hypotheses for e in h["evidence"])
