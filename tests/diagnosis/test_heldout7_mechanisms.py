@@ -77,3 +77,42 @@ def test_recompiles_at_most_steps_are_a_storm_not_a_healthy_pace(tmp_path):
     _compile_log(path, 20, 19)  # two recompiles late in a steady run: no storm
     d = diagnose(read_paths([str(path)]))
     assert "storm" not in " ".join(e for h in d.hypotheses for e in h["evidence"])
+
+
+def _rank_logs(tmp_path, data_s: dict[int, float], step_s: float = 0.5, n: int = 200) -> list[str]:
+    """PyTorch imagenet main.py progress lines (print-freq 10) of 4 ranks, one file each; `data_s`: a rank's wait
+    for its batches (0.01 s where not given), every rank's step `step_s`."""
+    paths = []
+    for r in range(4):
+        d = data_s.get(r, 0.01)
+        lines = [f"Epoch: [0][{i:3d}/{n}]\tTime {step_s:6.3f} ({step_s:6.3f})\tData {d:6.3f} ({d:6.3f})\t"
+                 f"Loss 6.9000e+00 (6.9000e+00)" for i in range(0, n, 10)]
+        (tmp_path / f"rank{r}.log").write_text("\n".join(lines) + "\n")
+        paths.append(str(tmp_path / f"rank{r}.log"))
+    return paths
+
+
+def test_one_rank_waiting_for_its_batches_while_the_others_wait_for_it_is_a_straggler(tmp_path):
+    d = diagnose(read_paths(_rank_logs(tmp_path, {1: 0.3})))
+    assert d.verdict["id"] == ids.COLLECTIVE_STRAGGLER
+    straggler = next(h for h in d.hypotheses if h["id"] == ids.COLLECTIVE_STRAGGLER)
+    assert straggler["names"] == ["rank 1"]
+    assert "rank 1 waits for its batches 60% of its step" in " ".join(straggler["evidence"])
+
+
+def test_every_rank_waiting_for_its_batches_stays_data_starvation(tmp_path):
+    d = diagnose(read_paths(_rank_logs(tmp_path, {r: 0.3 for r in range(4)})))
+    assert d.verdict["id"] == ids.DATA_STARVATION
+
+
+def test_a_tab_separated_table_under_mpirun_tags_is_read(tmp_path):
+    # tf_cnn_benchmarks under mpirun --tag-output: the preamble's batch size, a tab-separated header naming the
+    # counter, rows whose rate cell names itself (`images/sec: 250.0 +/- ...`)
+    lines = ["[1,0]<stdout>:Batch size:  32 global", "[1,0]<stdout>:             32 per device",
+             "[1,0]<stdout>:Step\tImg/sec\ttotal_loss"]
+    lines += [f"[1,0]<stdout>:{s}\timages/sec: 250.0 +/- 1.0 (jitter = 2.0)\t7.500" for s in range(10, 210, 10)]
+    path = tmp_path / "tf_cnn.log"
+    path.write_text("\n".join(lines) + "\n")
+    b = read_paths([str(path)])
+    assert len(b.steps) == 20 and set(b.steps["rank"]) == {0}
+    assert abs(float(b.steps["duration_s"].median()) - 32 / 250.0) < 1e-9

@@ -35,7 +35,9 @@ them and scored once as written (the first-try figure, in SOURCES.md).
 - horovod_824_nfs_share.log: horovod/horovod#824 — tf_cnn_benchmarks on V100s across servers 'suddenly slow down';
   the maintainer: 'could it be that your /share is too slow?'; the reporter: NFS between servers was very slow,
   data on local SSD made it fast (200 images/sec a GPU at full speed). Drawn: mpirun output of 2 workers
-  ('[1,R]<stdout>:' prefix), display_every 10, 200 img/s for 300 steps then ~45 img/s for 500.
+  ('[1,R]<stdout>:' prefix), batch 64 a GPU, display_every 10, 200 img/s for 300 steps then ~45 img/s for 500.
+  Corrected after the first score: the first version left out the preamble (`Batch size:  128 global`) and printed
+  each step's own rate, where tf_cnn_benchmarks prints the running mean (batch / mean of the step times so far).
 """
 
 from __future__ import annotations
@@ -209,17 +211,30 @@ def traceml_252() -> None:
 
 
 def horovod_824() -> None:
+    """tf_cnn_benchmarks under mpirun: each worker's preamble (benchmark_cnn.py print_info) and its step lines
+    ('%i\t%s\t%.3f' % (step + 1, get_perf_timing_str(...), loss) at step 1 and every display_every), whose
+    images/sec is batch_size / mean(step times so far): a running mean, not the step's own rate."""
     rng = np.random.default_rng(824)
+    batch, n = 64, 800
+    step_s = np.where(np.arange(n) < 300, batch / 200.0, batch / 45.0) * np.exp(0.02 * rng.standard_normal((2, n)))
     lines = []
     for w in range(2):
-        lines += [f"[1,{w}]<stdout>:Running warm up", f"[1,{w}]<stdout>:Done warm up",
-                  f"[1,{w}]<stdout>:Step\tImg/sec\ttotal_loss"]
-    for step in range(10, 801, 10):
-        rate = 200.0 if step <= 300 else 45.0
-        for w in range(2):
-            r = rate * float(np.exp(0.02 * rng.standard_normal()))
-            lines.append(f"[1,{w}]<stdout>:{step}\timages/sec: {r:.1f} +/- {0.02 * r:.1f} (jitter = "
-                         f"{0.05 * r:.1f})\t{7.9 - 0.001 * step:.3f}")
+        lines += [f"[1,{w}]<stdout>:{text}" for text in (
+            "Model:       resnet50", "Dataset:     imagenet", "Mode:        training", "SingleSess:  False",
+            f"Batch size:  {2 * batch} global", f"             {batch} per device", f"Num batches: {n}",
+            "Num epochs:  0.04", "Devices:     ['horovod/gpu:0']", "Data format: NCHW", "Optimizer:   sgd",
+            "Variables:   horovod", "==========", "Generating training model", "Running warm up", "Done warm up",
+            "Step\tImg/sec\ttotal_loss")]
+    for i in range(n):
+        if i == 0 or (i + 1) % 10 == 0:
+            for w in range(2):
+                times = step_s[w, : i + 1]
+                speeds = batch / times
+                mean = batch / float(np.mean(times))
+                unc = float(np.std(speeds) / np.sqrt(len(speeds)))
+                jit = float(1.4826 * np.median(np.abs(speeds - np.median(speeds))))
+                lines.append(f"[1,{w}]<stdout>:{i + 1}\timages/sec: {mean:.1f} +/- {unc:.1f} (jitter = {jit:.1f})"
+                             f"\t{7.9 - 0.001 * i:.3f}")
     _write("horovod_824_nfs_share.log", lines)
 
 
