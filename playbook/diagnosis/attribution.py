@@ -57,8 +57,6 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     if b.kind.startswith("phase:"):
         phase = b.kind.split(":", 1)[1]
         cid = _phase_cause(phase)
-        if phase == "data" and _input_straggler(b, scores):
-            return cause_ids.COLLECTIVE_STRAGGLER, f"{b.names[0]}'s own data phase, waited for by the other ranks", True
         if cid:
             return cid, f"the step timer's own {phase} phase", True
     grown = _grown_phase(b, steps)
@@ -87,13 +85,6 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     if best is not None:
         return best["id"], (best.get("evidence") or [""])[0], False
     return UNEXPLAINED, "", False
-
-
-def _input_straggler(b: Bucket, scores: dict) -> bool:
-    """Whether a data-phase bucket is one rank's wait for its batches that the other ranks wait for in turn (the
-    straggler finding, supported on its own, names that rank alone: rank_stragglers.input_straggler)."""
-    h = scores.get(cause_ids.COLLECTIVE_STRAGGLER)
-    return bool(h and h["score"] >= STRONG and len(b.names) == 1 and h.get("names") == b.names)
 
 
 def _phase_cause(phase: str) -> str | None:
