@@ -38,6 +38,13 @@ them and scored once as written (the first-try figure, in SOURCES.md).
   ('[1,R]<stdout>:' prefix), batch 64 a GPU, display_every 10, 200 img/s for 300 steps then ~45 img/s for 500.
   Corrected after the first score: the first version left out the preamble (`Batch size:  128 global`) and printed
   each step's own rate, where tf_cnn_benchmarks prints the running mean (batch / mean of the step times so far).
+
+Second batch (written after the fixes, scored once as written on the commit that adds it):
+- nccl_631_p2p_disabled/: NVIDIA/nccl#631 — one node, training froze with 4 or more GPUs, NCCL_P2P_DISABLE=1 made
+  it run; the maintainer: 'There won't be any problem, just reduced performance ... P2P not being functional is
+  usually tied to ACS being enabled' (fix: disable ACS / VT-d, iommu=pt). Drawn: NCCL 2.12 INFO lines of 4 ranks
+  (`NCCL_P2P_DISABLE set by environment to 1.`, ring channels `via SHM/direct/direct`), Lightning's tqdm bar at
+  ~1.6 it/s for 600 steps.
 """
 
 from __future__ import annotations
@@ -238,7 +245,40 @@ def horovod_824() -> None:
     _write("horovod_824_nfs_share.log", lines)
 
 
+def nccl_631() -> None:
+    rng = np.random.default_rng(631)
+    nccl, host = [], "dgx-ws"
+    for d in range(4):
+        p = f"{host}:{5100 + d}:{5100 + d} [{d}]"
+        nccl += [f"{p} NCCL INFO Bootstrap : Using eno1:192.168.1.20<0>",
+                 f"{p} NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+                 f"{p} NCCL INFO cudaDriverVersion 11060"]
+        if d == 0:
+            nccl.append("NCCL version 2.12.10+cuda11.6")
+        q = f"{host}:{5100 + d}:{5200 + d} [{d}]"
+        nccl += [f"{q} NCCL INFO NCCL_P2P_DISABLE set by environment to 1.",
+                 f"{q} NCCL INFO Setting affinity for GPU {d} to ffff,ffffffff",
+                 f"{q} NCCL INFO Channel 00/02 :    0   1   2   3",
+                 f"{q} NCCL INFO Channel 01/02 :    0   1   2   3",
+                 f"{q} NCCL INFO Trees [0] {d + 1 if d < 3 else -1}/-1/-1->{d}->{d - 1} "
+                 f"[1] {d + 1 if d < 3 else -1}/-1/-1->{d}->{d - 1}"]
+        for ch in (0, 1):
+            nccl.append(f"{q} NCCL INFO Channel {ch:02d} : {d}[{d + 1}{'a' if d % 2 else 'b'}000] -> {(d + 1) % 4}"
+                        f"[{(d + 1) % 4 + 1}{'b' if d % 2 else 'a'}000] via SHM/direct/direct")
+        nccl += [f"{q} NCCL INFO Connected all rings", f"{q} NCCL INFO Connected all trees",
+                 f"{q} NCCL INFO comm 0x55a0{d}c0 rank {d} nranks 4 cudaDev {d} busId {d + 1}a000 - Init COMPLETE"]
+    train, t, n = [], 0.0, 600
+    for i in range(1, n + 1):
+        t += (1 / 1.6) * float(np.exp(0.04 * rng.standard_normal()))
+        if i % 5 == 0:
+            pct = 100 * i // n
+            train.append(f"Epoch 0:  {pct:2d}%|{'█' * (pct // 10):<10}| {i}/{n} [{_hms(t)}<{_hms(t / i * (n - i))}, "
+                         f"{i / t:.2f}it/s, loss={2.3 - 0.8 * i / n:.3f}, v_num=0]")
+    _write("nccl_631_p2p_disabled/nccl.log", nccl)
+    _write("nccl_631_p2p_disabled/train.log", train)
+
+
 if __name__ == "__main__":
     for make in (llamafactory_6111, prime_rl_1599, bergson_444, pytorch_114293, pytorch_121080, traceml_252,
-                 horovod_824):
+                 horovod_824, nccl_631):
         make()
