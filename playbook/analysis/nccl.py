@@ -10,8 +10,9 @@ Findings for the `link_degradation` hypothesis, each naming hosts:
   sockets in a multi-node job (high when the log shows NCCL looked for IB/RoCE: 'NET/IB : No device found', no
   libibverbs, NCCL_IB_HCA / NCCL_IB_DISABLE=0 set; else moderate: maybe no IB fabric at all, but the network is slow);
 - GPUDirect RDMA missing on some hosts while others have it (asymmetric: high), or on every IB host (moderate);
-- no P2P inside a node: a host connects its local GPUs through SHM while others use P2P (high), or every host does
-  (moderate), with NCCL_P2P_DISABLE / NCCL_IB_DISABLE / NCCL_NET_GDR_LEVEL settings quoted when present.
+- no P2P inside a node: a host connects its local GPUs through SHM while others use P2P, or because the environment
+  turned P2P off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC: a workaround for P2P that hangs, usually ACS) (high), or
+  every host does (moderate), with NCCL_P2P_DISABLE / NCCL_IB_DISABLE / NCCL_NET_GDR_LEVEL settings quoted when present.
 Pure functions: no printing, no I/O.
 """
 
@@ -26,6 +27,7 @@ from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
 
 IB_NAMES = ("IB", "IBEXT", "ROCE")
+P2P_OFF = ("NCCL_P2P_DISABLE=1", "NCCL_P2P_LEVEL=LOC", "NCCL_P2P_LEVEL=0")  # settings that turn P2P off
 
 
 def _net_kind(detail: str) -> str:
@@ -152,7 +154,9 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
         asym = len(shm) < len(local)
         notes = "".join(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
                         for h in shm["host"])
-        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
+        # P2P switched off by the environment: SHM is a fallback imposed on GPUs NCCL would otherwise connect P2P
+        forced = any(e in P2P_OFF for h in shm["host"] for e in env_of[h])
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym or forced else "moderate",
                     "hosts": sorted(shm["host"]), "kind": "no_p2p", "evidence": (
                         f"GPUs inside {_names(shm['host'])} connect through shared host memory (SHM) instead of "
                         f"P2P (NVLink/PCIe peer-to-peer)"

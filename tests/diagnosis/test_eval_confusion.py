@@ -233,7 +233,10 @@ CASES = [
     *[(f"heldout7 {name}", want, _file(f"heldout7/{name}")) for name, want in (
         ("llamafactory_6111_ib_not_found", "link_degradation"), ("prime_rl_1599_no_libibverbs", "link_degradation"),
         ("bergson_444_rank0_only_work.log", "collective_straggler"),
-        ("pytorch_121080_custom_op_recompiling.log", "recompilation"))],
+        ("pytorch_121080_custom_op_recompiling.log", "recompilation"),
+        # a second batch, scored once as written: P2P switched off on one node (NCCL_P2P_DISABLE=1), called healthy
+        # first; SHM forced by the environment is now a high finding
+        ("nccl_631_p2p_disabled", "link_degradation"))],
 ]
 
 

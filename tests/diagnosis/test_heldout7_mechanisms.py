@@ -118,3 +118,21 @@ def test_a_tab_separated_table_under_mpirun_tags_is_read(tmp_path):
     b = read_paths([str(path)])
     assert len(b.steps) == 20 and set(b.steps["rank"]) == {0}
     assert abs(float(b.steps["duration_s"].median()) - 32 / 250.0) < 1e-9
+
+
+def _one_node(env: list[str]) -> list[str]:
+    """NCCL INFO lines of one host's 2 ranks connected through SHM, with `env` settings printed first."""
+    out = []
+    for d in range(2):
+        p = f"box:{800 + d}:{900 + d} [{d}] NCCL INFO"
+        out += [*(f"{p} {e}" for e in env), f"{p} Channel 00/02 :    0   1",
+                f"{p} Channel 00 : {d}[{d + 1}000] -> {1 - d}[{2 - d}000] via SHM/direct/direct",
+                f"{p} comm 0x5{d}0 rank {d} nranks 2 cudaDev {d} busId {d + 1}000 - Init COMPLETE"]
+    return out
+
+
+def test_shm_because_the_environment_turned_p2p_off_is_the_verdict(tmp_path):
+    d = _diagnose(tmp_path, _one_node(["NCCL_P2P_DISABLE set by environment to 1."]))
+    assert d.verdict["id"] == ids.LINK_DEGRADATION
+    d = _diagnose(tmp_path, _one_node([]))  # SHM that NCCL chose itself (no P2P path): a moderate finding
+    assert d.verdict["id"] != ids.LINK_DEGRADATION
