@@ -118,8 +118,8 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
     if len(sock) and multi_node:
         asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
         sought = sorted({s for h in sock["ib_sought"] for s in h})
-        notes = "".join(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
-                        for h in sock["host"])
+        notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
+                                        for h in sock["host"]))  # one note per distinct setting
         out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym or sought else "moderate",
                     "hosts": sorted(sock["host"]), "kind": "socket_fallback", "evidence": (
                         f"NCCL on {_names(sock['host'])} sends inter-node traffic over TCP sockets (NET/Socket)"
@@ -137,7 +137,7 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
         with_gdr = ibh[~ibh["host"].isin(no_gdr["host"])]
         if len(no_gdr):
             asym = len(with_gdr) > 0
-            notes = "".join(_env_note(env_of[h], ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ")) for h in no_gdr["host"])
+            notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ")) for h in no_gdr["host"]))
             share = ", ".join(f"{h} {100 * s:.0f}%" for h, s in zip(no_gdr["host"], no_gdr["gdr_share"], strict=True))
             out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
                         "hosts": sorted(no_gdr["host"]), "kind": "gdr_missing", "evidence": (
@@ -152,8 +152,8 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
     shm = local[local["shm_channels"] > local["p2p_channels"]]
     if len(shm):
         asym = len(shm) < len(local)
-        notes = "".join(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
-                        for h in shm["host"])
+        notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
+                                        for h in shm["host"]))
         # P2P switched off by the environment: SHM is a fallback imposed on GPUs NCCL would otherwise connect P2P
         forced = any(e in P2P_OFF for h in shm["host"] for e in env_of[h])
         out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym or forced else "moderate",
