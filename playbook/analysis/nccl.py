@@ -7,10 +7,12 @@ Per host, from the connections NCCL reports at init:
 
 Findings for the `link_degradation` hypothesis, each naming hosts:
 - socket fallback: a host's NET traffic goes over sockets while other hosts use IB (high), or every host uses
-  sockets in a multi-node job (moderate: maybe no IB fabric at all, but the network is the slow path);
+  sockets in a multi-node job (high when the log shows NCCL looked for IB/RoCE: 'NET/IB : No device found', no
+  libibverbs, NCCL_IB_HCA / NCCL_IB_DISABLE=0 set; else moderate: maybe no IB fabric at all, but the network is slow);
 - GPUDirect RDMA missing on some hosts while others have it (asymmetric: high), or on every IB host (moderate);
-- no P2P inside a node: a host connects its local GPUs through SHM while others use P2P (high), or every host does
-  (moderate), with NCCL_P2P_DISABLE / NCCL_IB_DISABLE / NCCL_NET_GDR_LEVEL settings quoted when present.
+- no P2P inside a node: a host connects its local GPUs through SHM while others use P2P, or because the environment
+  turned P2P off (NCCL_P2P_DISABLE=1, NCCL_P2P_LEVEL=LOC: a workaround for P2P that hangs, usually ACS) (high), or
+  every host does (moderate), with NCCL_P2P_DISABLE / NCCL_IB_DISABLE / NCCL_NET_GDR_LEVEL settings quoted when present.
 Pure functions: no printing, no I/O.
 """
 
@@ -25,6 +27,7 @@ from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
 
 IB_NAMES = ("IB", "IBEXT", "ROCE")
+P2P_OFF = ("NCCL_P2P_DISABLE=1", "NCCL_P2P_LEVEL=LOC", "NCCL_P2P_LEVEL=0")  # settings that turn P2P off
 
 
 def _net_kind(detail: str) -> str:
@@ -41,9 +44,11 @@ def _net_kind(detail: str) -> str:
 def host_transports(nccl: pd.DataFrame) -> pd.DataFrame:
     """One row per host: ranks (sorted list), nranks, version, network ("IB", "Socket", ... as NCCL chose), net_channels,
     ib_channels, socket_channels, gdr_channels, gdr_share (of NET channels, NaN without any), gdr_disabled_lines,
-    p2p_channels, shm_channels, env (NCCL_* settings), warns (NCCL WARN lines)."""
+    p2p_channels, shm_channels, env (NCCL_* settings), warns (NCCL WARN lines), ib_sought (what shows NCCL looked for an
+    IB/RoCE fabric on the host: see _ib_sought)."""
     cols = ["host", "ranks", "nranks", "version", "network", "net_channels", "ib_channels", "socket_channels",
-            "gdr_channels", "gdr_share", "gdr_disabled_lines", "p2p_channels", "shm_channels", "env", "warns"]
+            "gdr_channels", "gdr_share", "gdr_disabled_lines", "p2p_channels", "shm_channels", "env", "warns",
+            "ib_sought"]
     if nccl is None or nccl.empty:
         return pd.DataFrame(columns=cols)
     df = nccl[nccl["host"].astype(str) != ""]
@@ -70,9 +75,24 @@ def host_transports(nccl: pd.DataFrame) -> pd.DataFrame:
             "gdr_share": float(net["gdr"].mean()) if len(net) else np.nan,
             "gdr_disabled_lines": int((gdr_lines["gdr"] == 0).sum()),
             "p2p_channels": int((ch["transport"] == "P2P").sum()), "shm_channels": int((ch["transport"] == "SHM").sum()),
-            "env": env, "warns": int((kind == "warn").sum()),
+            "env": env, "warns": int((kind == "warn").sum()), "ib_sought": _ib_sought(g, env),
         })
     return pd.DataFrame(rows, columns=cols)
+
+
+def _ib_sought(g: pd.DataFrame, env: list[str]) -> list[str]:
+    """What in one host's lines shows NCCL was meant to use an IB/RoCE fabric there: 'NET/IB : No device found', the
+    verbs library missing ('Failed to open libibverbs'), NCCL_IB_HCA named or NCCL_IB_DISABLE=0 set explicitly."""
+    detail = g["detail"].astype(str)
+    kind = g["kind"].astype(str)
+    out = []
+    if ((kind == "net_device") & detail.str.endswith("no device")).any():
+        out.append("NET/IB found no device")
+    if ((kind == "net_device") & detail.str.endswith("no verbs library")).any() or (
+            (kind == "warn") & detail.str.contains("libibverbs", regex=False)).any():
+        out.append("libibverbs could not be opened")
+    out += [e for e in env if e.startswith("NCCL_IB_HCA=") or e == "NCCL_IB_DISABLE=0"]
+    return out
 
 
 def _names(hosts) -> str:
@@ -97,13 +117,16 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
     ib = hosts[(hosts["ib_channels"] > 0) | (hosts["network"] == "IB")]
     if len(sock) and multi_node:
         asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
-        notes = "".join(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
-                        for h in sock["host"])
-        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
+        sought = sorted({s for h in sock["ib_sought"] for s in h})
+        notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
+                                        for h in sock["host"]))  # one note per distinct setting
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym or sought else "moderate",
                     "hosts": sorted(sock["host"]), "kind": "socket_fallback", "evidence": (
                         f"NCCL on {_names(sock['host'])} sends inter-node traffic over TCP sockets (NET/Socket)"
                         + (f" while InfiniBand is used on {_names(sorted(set(ib['host']) - set(sock['host'])))}: the "
                            f"collectives run at the socket path's speed" if asym else
+                           f": a fallback — NCCL looked for InfiniBand/RoCE ({'; '.join(sought)}) and found none "
+                           "usable, so every collective runs at the socket path's speed" if sought else
                            ": no host uses InfiniBand/RoCE — a fallback where the nodes have an IB/RoCE fabric "
                            "(is /dev/infiniband visible in the container, NCCL_IB_HCA right?), the fabric's own limit "
                            "where they have only Ethernet") + notes)})
@@ -114,7 +137,7 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
         with_gdr = ibh[~ibh["host"].isin(no_gdr["host"])]
         if len(no_gdr):
             asym = len(with_gdr) > 0
-            notes = "".join(_env_note(env_of[h], ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ")) for h in no_gdr["host"])
+            notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_READ")) for h in no_gdr["host"]))
             share = ", ".join(f"{h} {100 * s:.0f}%" for h, s in zip(no_gdr["host"], no_gdr["gdr_share"], strict=True))
             out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
                         "hosts": sorted(no_gdr["host"]), "kind": "gdr_missing", "evidence": (
@@ -129,9 +152,11 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
     shm = local[local["shm_channels"] > local["p2p_channels"]]
     if len(shm):
         asym = len(shm) < len(local)
-        notes = "".join(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
-                        for h in shm["host"])
-        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym else "moderate",
+        notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
+                                        for h in shm["host"]))
+        # P2P switched off by the environment: SHM is a fallback imposed on GPUs NCCL would otherwise connect P2P
+        forced = any(e in P2P_OFF for h in shm["host"] for e in env_of[h])
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym or forced else "moderate",
                     "hosts": sorted(shm["host"]), "kind": "no_p2p", "evidence": (
                         f"GPUs inside {_names(shm['host'])} connect through shared host memory (SHM) instead of "
                         f"P2P (NVLink/PCIe peer-to-peer)"

@@ -48,6 +48,8 @@ ROTATING_P = 0.05
 TOKEN_SPREAD = 0.05
 EXPOSED_MODERATE, EXPOSED_HIGH = 0.03, 0.15  # TF profiler: exposed-collective share of step time
 COMPUTE_PHASES = ("fwd", "bwd", "optimizer", "compute")
+INPUT_RATIO = 5.0  # an input straggler waits for its batches this many times longer (by share of step) than any other
+STEP_MATCH = 0.1  # ... while the others' steps are this close to its own (they wait for it in the collectives)
 
 
 def collective_type(name: str) -> str | None:
@@ -236,8 +238,9 @@ def spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 def steps_per_rank(steps: pd.DataFrame) -> pd.DataFrame:
     """Per (rank, step) from the steps table: step_s, compute_s (fwd+bwd+optimizer+compute), collective_s,
-    collective_wait_s (collective_s − the step's shortest collective_s across ranks), tokens."""
-    cols = ["rank", "step", "step_s", "compute_s", "collective_s", "collective_wait_s", "tokens"]
+    collective_wait_s (collective_s − the step's shortest collective_s across ranks), tokens, data_s (the wait for
+    the batch)."""
+    cols = ["rank", "step", "step_s", "compute_s", "collective_s", "collective_wait_s", "tokens", "data_s"]
     if steps is None or len(steps) == 0:
         return pd.DataFrame(columns=cols)
     piv = steps.pivot_table(index=["rank", "step"], columns="phase", values="duration_s", aggfunc="sum")
@@ -246,10 +249,31 @@ def steps_per_rank(steps: pd.DataFrame) -> pd.DataFrame:
     present = [p for p in COMPUTE_PHASES if p in piv]
     out["compute_s"] = piv[present].sum(axis=1, min_count=1) if present else np.nan
     out["collective_s"] = piv["collective"] if "collective" in piv else np.nan
+    out["data_s"] = piv["data"] if "data" in piv else np.nan
     out["tokens"] = steps.groupby(["rank", "step"])["tokens"].max() if "tokens" in steps else np.nan
     out = out.reset_index()
     out["collective_wait_s"] = out["collective_s"] - out.groupby("step")["collective_s"].transform("min")
     return out[cols]
+
+
+def input_straggler(per_step: pd.DataFrame) -> dict | None:
+    """One rank waiting for its batches while the others, with batches at hand, take as long a step: they wait for
+    it in the collectives. {rank, data_share (its median wait ÷ its step), others_data_share (their largest), step_ratio
+    (the others' median step ÷ its median step)}; None without data waits on ≥ 2 ranks or without such a rank."""
+    d = per_step.dropna(subset=["data_s", "step_s"])
+    d = d[d["step_s"] > 0]
+    if d["rank"].nunique() < 2:
+        return None
+    by = d.groupby("rank").agg(data=("data_s", "median"), step=("step_s", "median"))
+    by["share"] = by["data"] / by["step"]
+    rank = int(by["share"].idxmax())
+    others = by.drop(index=rank)
+    share, rest = float(by.loc[rank, "share"]), float(others["share"].max())
+    ratio = float(others["step"].median() / by.loc[rank, "step"])
+    if share < EXPOSED_MODERATE or share < INPUT_RATIO * max(rest, 0.01) or not 1 - STEP_MATCH <= ratio <= 1 + STEP_MATCH:
+        return None
+    return {"rank": rank, "data_share": json_float(share), "others_data_share": json_float(rest),
+            "step_ratio": json_float(ratio)}
 
 
 def slowest_per_step(per_step: pd.DataFrame, wait: str, work: str) -> pd.Series:
@@ -334,6 +358,7 @@ def _steps_summary(bundle: Any) -> dict | None:
                               "least_waiting_rank": int(by_rank["collective_wait_s"].idxmin())}
     else:
         res["collectives"] = None
+    res["input"] = input_straggler(per)
     slow = slowest_per_step(per, "collective_wait_s" if res["collectives"] else "none", work)
     res["persistence"] = {**persistence(slow, world), "unit": "steps"}
     tok = per.dropna(subset=["tokens"])
@@ -427,6 +452,15 @@ def _findings(label: str, part: dict) -> list[dict]:
         out.append({"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": level, "rank": rank, "nature": nature,
                     "share": waiting,
                     "evidence": f"{label}: " + "; ".join(bits)})
+    inp = part.get("input")
+    if inp and not out:
+        share = inp["data_share"]
+        out.append({"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high" if share >= EXPOSED_HIGH else
+                    "moderate", "rank": inp["rank"], "nature": "software-like", "share": share, "evidence": (
+                        f"{label}: rank {inp['rank']} waits for its batches {share:.0%} of its step while the other ranks "
+                        f"wait at most {inp['others_data_share']:.0%} of theirs, yet their steps take as long "
+                        f"({inp['step_ratio']:.2f}× its own): they wait for rank {inp['rank']} in the collectives, so "
+                        f"its input wait is lost on every rank — an input straggler (its loader, storage or host)")})
     tokens = part.get("tokens")
     if tokens and tokens.get("rho_within_step") is not None and tokens["rho_within_step"] >= 0.5 \
             and tokens.get("p_within_step") is not None and tokens["p_within_step"] < 0.01 \

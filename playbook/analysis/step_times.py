@@ -486,7 +486,8 @@ def step_creep(fleet: pd.DataFrame) -> dict | None:
 
 
 def recompiles(fleet: pd.DataFrame, events: pd.DataFrame | None) -> dict | None:
-    """Recompilation events: count, total time, and how many coincide with slow steps. None without any."""
+    """Recompilation events: count, the steps they fall on (`steps`, of `run_steps`), total time, and how many
+    coincide with slow steps. None without any."""
     if events is None or events.empty:
         return None
     rc = events[events["kind"].astype(str).str.lower().isin(["recompile", cause_ids.RECOMPILATION, "compile"])]
@@ -504,7 +505,8 @@ def recompiles(fleet: pd.DataFrame, events: pd.DataFrame | None) -> dict | None:
     on_slow = int(np.isin(step[slow], rc_steps).sum()) if len(step) else 0
     per_step = rc.groupby("step")["duration_s"].max()
     total = float(per_step.sum()) if per_step.notna().any() else None
-    return {"events": int(len(rc)), "steps": int(len(rc_steps)), "slow_steps_with_recompile": on_slow,
+    return {"events": int(len(rc)), "steps": int(len(rc_steps)), "run_steps": int(len(np.unique(step))),
+            "slow_steps_with_recompile": on_slow,
             "seconds": total, "share": (total / float(d.sum())) if total and len(d) and d.sum() > 0 else None,
             "details": sorted(set(rc["detail"].astype(str)) - {""})[:3]}
 

@@ -58,6 +58,11 @@ _LIMIT = re.compile(r"hit config\.(recompile_limit|cache_size_limit|accumulated_
 _LIMIT_TAIL = ("To log all recompilation reasons", "To diagnose recompilation issues")
 _GRAPH_BREAK = re.compile(r"Graph break(?: in user code)?(?: at| from| \(|:)\s*(.*)$")
 _DYNAMO_TAG = re.compile(r"^(?:\[[\d/]+\]\s*)?(?:\[__\w+\]\s*)?")
+# torch's compile id heading a TORCH_LOGS line (torch/_guards.py CompileId: "[frame/attempt]", a restart
+# "[0/3_1]"), on a compiler's line: attempt 1, 2, ... of a frame is that frame compiled again
+_COMPILE_ID = re.compile(r"^\[(\d{1,6})/(\d{1,6})(?:_\d{1,4})?\]\s+(?=.{0,200}?(?:torch|dynamo|inductor|create_env\b|"
+                         r"create_symbol\b|produce_guards\b|set_replacement\b))")
+MAX_COMPILE_IDS = 100_000  # compile ids remembered per file
 # torch elastic's ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors/__init__.py): the
 # failure's "time : 2025-05-21_15:43:03", "host : node7", "rank : 0 (local_rank: 0)" before its "exitcode : -9"
 _FAILURE_FIELD = re.compile(r"^\s{1,8}(time|host|rank)\s{1,12}: (\S{1,200})")
@@ -87,6 +92,7 @@ class _EventLines:
         self.in_code = False  # the line before was source code (a script printing itself): its comments are no markers
         self.ended_eval: set[tuple] = set()  # (kind, rank) of sections an end line closed (MLPerf eval_stop)
         self.recompile: int | None = None  # row index of a recompile still collecting its guard lines
+        self.compile_ids: set[tuple[str, str]] = set()  # (frame, attempt) of the compile ids seen
         self.counts = {"events": 0, "recompile": 0}
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
 
@@ -104,7 +110,18 @@ class _EventLines:
         return len(self.rows) - 1
 
     def feed_recompile(self, ln: Line) -> bool:
+        cid = _COMPILE_ID.match(ln.body.strip())
         body = _DYNAMO_TAG.sub("", ln.body.strip())
+        if cid and (cid[1], cid[2]) not in self.compile_ids and len(self.compile_ids) < MAX_COMPILE_IDS:
+            self.compile_ids.add((cid[1], cid[2]))
+            if cid[2] != "0" and "Recompiling function" not in body:  # the recompiles log names it below
+                self.recompile = None
+                self._add(ln, "recompile", f"line {ln.lineno}: frame {cid[1]} compiled again (compile id "
+                                           f"[{cid[1]}/{cid[2]}])")
+                self.counts["recompile"] += 1
+                return True
+        if cid and "Recompiling function" not in body and self.recompile is None:
+            return True  # the compiler's own chatter within a compile id seen already: understood, no event
         if self.recompile is not None:
             row = self.rows[self.recompile]
             if body.startswith("triggered by the following guard failure"):

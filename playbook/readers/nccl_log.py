@@ -64,9 +64,11 @@ _INIT_RE = re.compile(r"(?:ncclCommInitRank(?:Config)?|ncclCommSplit|ncclCommIni
 _NETWORK_RE = re.compile(r"^Using network (.+?)\s*$")
 _NET_DEVICE_RE = re.compile(r"^NET/(IB|Socket|IBext\S*|[A-Za-z ]+?) : Using (\[\d+\].*?)(?: ; OOB .*)?$")
 _NET_NODEV_RE = re.compile(r"^NET/(IB|IBext\S*) : No device found")
+# the IB verbs library missing (NCCL then falls back to sockets): "Failed to open libibverbs.so[.1]" (INFO or WARN)
+_NO_VERBS_RE = re.compile(r"Failed to open libibverbs")
 _GDR_RE = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (.*)$")
 _RINGS_RE = re.compile(r"^Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
-_ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]+) set by environment to (\S*?)\.?\s*$")
+_ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (\S*?)\.?\s*$")
 
 
 _WATCHDOG_RE = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
@@ -249,6 +251,8 @@ def _parse_message(msg: str, spliced: bool) -> tuple[dict | None, bool]:
     m = _NETWORK_RE.match(msg)
     if m:
         return _row("", -1, -1, -1, "net", transport="NET", detail=m.group(1)), False
+    if _NO_VERBS_RE.search(msg):
+        return _row("", -1, -1, -1, "net_device", transport="NET", detail="IB: no verbs library"), False
     m = _NET_NODEV_RE.match(msg)
     if m:
         return _row("", -1, -1, -1, "net_device", transport="NET", detail=f"{m.group(1)}: no device"), False

@@ -537,10 +537,14 @@ _NUM_UNIT = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(
 _JSON_START = re.compile(r"^\s*(\{|\[\s*([\[{\"\]]|-?\d[\d.eE+-]*\s*(,|\][ \t\r]*(\n|$|[,\]])))|\[\s*$)")
 
 
+_MPI_TAG = re.compile(r"^\s*\[\d{1,9},\d{1,9}\]<std(?:out|err)>:")  # Open MPI's --tag-output "[1,0]<stdout>:"
+
+
 def looks_like_json(text: str) -> bool:
     """True when `text` starts like a JSON document: an object, or an array of values. Log lines that open with a
-    bracket ("[rank0]: ...", "[2024-01-15 10:00:00] ...", "[titan] ...", "[80746] [rank0]: ...") do not."""
-    return bool(_JSON_START.match(text))
+    bracket ("[rank0]: ...", "[2024-01-15 10:00:00] ...", "[titan] ...", "[80746] [rank0]: ...", mpirun's
+    "[1,0]<stdout>:") do not."""
+    return bool(_JSON_START.match(text)) and not _MPI_TAG.match(text)
 
 
 def parse_number(text: str) -> tuple[float, str] | None:

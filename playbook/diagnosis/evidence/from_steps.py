@@ -103,16 +103,23 @@ def _trends(summary: dict) -> list[Evidence]:
     return out
 
 
+STORM_SHARE = 0.5  # recompiles on at least this share of the steps (and 3 of them): compiled again every step
+
+
 def _recompiles(rc: dict | None) -> list[Evidence]:
-    """Recompilation events at the steps."""
+    """Recompilation events at the steps. Recompiles on most steps are a storm: no step runs a compiled graph again,
+    so the run's steady pace is itself compile time and no slow step stands out against it."""
     if not rc:
         return []
     share = rc.get("share") or 0.0
-    w = max(impact(share), 0.5 if rc["slow_steps_with_recompile"] else 0.25)
+    storm = rc["steps"] >= max(3, STORM_SHARE * rc.get("run_steps", 0))
+    w = max(impact(share), 0.9 if storm else 0.5 if rc["slow_steps_with_recompile"] else 0.25)
     why = f" ({'; '.join(rc['details'])})" if rc.get("details") else ""
     text = (f"{rc['events']} recompilation events at {rc['steps']} steps{why}, "
             f"{rc['slow_steps_with_recompile']} of them on slow steps"
-            + (f", {rc['seconds']:.3g} s in total" if rc.get("seconds") else ""))
+            + (f", {rc['seconds']:.3g} s in total" if rc.get("seconds") else "")
+            + (f": a recompilation storm, {rc['steps']} of the {rc['run_steps']} steps compile again, so the run's "
+               "own pace is compile time and the loss exceeds what its slow steps show" if storm else ""))
     return support("recompile", 1.0, w, text)
 
 

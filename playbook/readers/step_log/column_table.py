@@ -7,6 +7,9 @@ Two shapes:
   entry leaves a gap, not a shift). The header names a counter (epoch, iteration, step, ...) and no value.
 - a ruled block of `| key | value |` rows, one record between two rules: Stable-Baselines3's logger (`| time/ |
   |` then `|    iterations | 1 |`, `|    time_elapsed | 12 |`). A key is read by its last part (`time/fps` → fps).
+- a tab-separated table: a header row of names naming a counter, then rows of as many cells, each a value or a
+  `key: value ...` of its own (tf_cnn_benchmarks' `Step\tImg/sec\ttotal_loss` over `10\timages/sec: 198.3 +/- 0.4
+  (jitter = 1.2)\t7.890`).
 - a dict printed over several lines (pprint.pformat's `{'accuracy': 0.1,` then indented ` 'step': 0}`: EasyLM):
   its lines joined into one, the grammar's dict line; a line that is not indented ends it unread (braces in a
   string cannot hold the lines after it).
@@ -34,6 +37,7 @@ _KV_ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]*?)\s*\|\s*(?P<value>[^|]*?)\s*\|\s*
 _TOKEN = re.compile(r"\S+")
 _COUNTER_WORD = re.compile(r"(?i)epoch|iter|step|update|episode")
 _NUMBER_TOKEN = re.compile(r"(?:^|\s)-?\.?\d")
+_OWN_KEY = re.compile(r"^([A-Za-z_][\w/.\-]{0,40}):\s*(" + _VALUE.pattern + r")\b")
 _DICT_OPEN = re.compile(r"^\s*\{\s*['\"][^'\"]{1,80}['\"]\s*:")  # `{'accuracy': 0.1,` / `{"step": 3,`
 MAX_COLUMNS = 64  # columns kept per header: a wide line of names cannot grow memory
 MAX_ROWS = 256  # rows of one ruled block
@@ -72,6 +76,7 @@ class ColumnTables:
 
     def __init__(self):
         self.header: list[tuple[int, str]] | None = None  # (column start, name) of the last header row
+        self.tab_header: list[str] | None = None  # the names of the last tab-separated header row
         self.block: list[tuple[str, str]] | None = None  # the (key, value) rows of an open ruled block
         self.dict_lines: list[str] | None = None  # the lines so far of a dict printed over several lines
         self.depth = 0  # its braces still open
@@ -87,7 +92,27 @@ class ColumnTables:
                 self.block.append((_key(m["key"]), m["value"]))
             return ""
         self.block = None
-        return self._columns(body)
+        return self._tabs(body) if "\t" in body.strip() else self._columns(body)
+
+    def _tabs(self, body: str) -> str | None:
+        cells = [c.strip() for c in body.strip().split("\t", MAX_COLUMNS)]
+        if len(cells) > MAX_COLUMNS:
+            return None
+        if all(_NAME.fullmatch(c) for c in cells):
+            names = [_key(c) for c in cells]
+            self.tab_header = names if _counter(names) is not None else self.tab_header
+            return "" if _counter(names) is not None else None
+        if self.tab_header is None or len(cells) != len(self.tab_header):
+            return None
+        pairs = []
+        for name, cell in zip(self.tab_header, cells, strict=True):
+            if _VALUE.fullmatch(cell):
+                pairs.append((name, cell))
+            elif (m := _OWN_KEY.match(cell)):  # a cell naming its own value: `images/sec: 198.3 +/- 0.4`
+                pairs.append((norm_key(m[1].replace("/", " per ")), m[2]))
+            else:
+                return None
+        return _record(pairs)
 
     def _dict(self, body: str) -> str | None:
         """A line of a dict printed over several lines: "" until its last, then the whole dict on one line; None

@@ -120,6 +120,7 @@ from playbook.readers.step_log.vocab import (
     TIMER_ROW,
     TQDM,
     TQDM_EPOCH,
+    TQDM_OPEN,
     UNIT_HEAD,
     UNNAMED,
     VALUE_RE,
@@ -139,10 +140,7 @@ class StepLines:
     name = "steps"
 
     def __init__(self):
-        self.step = array("q")
-        self.rank = array("q")
-        self.time = array("q")
-        self.line = array("q")
+        self.step, self.rank, self.time, self.line = (array("q") for _ in range(4))
         self.keyword = array("b")
         self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
         self.pos = array("q")  # the counter's position within its epoch, -1 unknown
@@ -212,13 +210,14 @@ class StepLines:
                                 bool(EVAL_MODE.search(mode)) if mode else bool(EVAL_MODE.search(body[: m.start()])))
         if m and c:
             return c
-        if (m := TQDM.search(body)):
-            head = body[: m.start()]
-            e = TQDM_EPOCH.search(head)
-            epoch = int(e["e"] or e["e2"]) if e else None
+        if (m := TQDM.search(body) or TQDM_OPEN.search(body)):
+            head, n = body[: m.start()], int(m["n"]) if m["n"] else None
+            epoch, i = int(e["e"] or e["e2"]) if (e := TQDM_EPOCH.search(head)) else None, int(m["i"])
             self.tqdm_lines += 1
-            return self._progress(epoch, int(m["i"]), int(m["n"]), (m.start(), m.start() + len(m["i"]) + 1 +
-                                                                  len(m["n"])), "tqdm", bool(EVAL_MODE.search(head)))
+            if n is None and epoch is not None:  # no total (`3it [00:18, 5.86s/it]`): a count restarting each epoch
+                epoch, i = None, self.restarts.step(epoch, i)
+            return self._progress(epoch, i, n, (m.start(), m.start() + len(m["i"]) + (1 + len(m["n"]) if n else 0)),
+                                  "tqdm", bool(EVAL_MODE.search(head)))
         if (m := NAMED_EPOCH.search(body)):
             mode = m["m"].lower()
             return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "timm",

@@ -62,6 +62,10 @@ FAIRSEQ = re.compile(r"\bepoch\s*[:=]?\s*(?P<e>\d+)\s*(?:/\s*\d+\s*)?[:|,]?\s+(?
 TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)(?:\s*+\[\s*(?:\d+:)?\d+:\d+\s*<\s*[\d:?]+\s*(?=[,\]])|"
                    r"\s++(?:\d+:)?\d+:\d+\s*•\s*[-\d:?]+(?=\s|$)|(?=\s++rate:\s*+(?:None|[\d.]+)\s*it/s))"
                    r"(?:,?\s*(?:(?P<rate>" + _NUM + r")\s*(?P<ru>it/s|s/it)|\?it/s))?")
+# tqdm without a total (an iterable of unknown length): `{n}{unit} [{elapsed}, {rate}{postfix}]`, e.g.
+# `Training: 3it [00:18,  5.86s/it]`
+TQDM_OPEN = re.compile(r"(?<![\w/.])(?P<i>\d{1,12})(?P<n>)(?:it|[A-Za-z]{1,12}) \[(?:\d{1,4}:)?\d{1,2}:\d{2},\s{0,4}"
+                       r"(?=(?:" + _NUM + r")\s?(?:it/s|s/it)|\?it/s)")
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
 EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b", re.IGNORECASE)  # past 9 digits: damage
 # a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
