@@ -57,12 +57,16 @@ def below_resolution(d: np.ndarray) -> bool:
 
 
 def row_waits(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray:
-    """Seconds per step of the waiting phases (step_times.WAIT_PHASES) logged for each of `stepno` on `rank`."""
+    """Seconds per step of the waiting phases (step_times.WAIT_PHASES) logged for each of `stepno` on `rank` beyond
+    their own local level (a rolling median as wide as the pace's): the part of a step's excess over the local pace
+    that its waits explain. The wait's usual level is inside the pace already; subtracting it too would erase the
+    step's own jitter (a 0.02 s loader wait on every 1 s step had cut a 2.5% noise floor to 1.9%)."""
     part = steps[(steps["rank"] == rank) & steps["phase"].astype(str).isin(sa.WAIT_PHASES)]
     if part.empty:
         return np.zeros(len(stepno))
-    per = part.groupby("step")["duration_s"].sum()
-    return per.reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+    per = part.groupby("step")["duration_s"].sum().reindex(stepno, fill_value=0.0).fillna(0.0)
+    level = per.rolling(min(PACE_WINDOWS[0], max(len(per), 1)), center=True, min_periods=1).median()
+    return np.clip((per - level).to_numpy(dtype=np.float64), 0.0, None)
 
 
 def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.ndarray:
