@@ -544,11 +544,11 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
         wall = max(wall, float((d * per_row).sum() + apart.sum()))
     on = bstep[ordinary].tolist()
-    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, w[ordinary].tolist(), strict=True)), name, dict(
+    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, per_row[warm:][ordinary].tolist(), strict=True)), name, dict(
         zip(on, (real * per_row[warm:])[ordinary].tolist(), strict=True)), stepno, rest, gaps_out)
     buckets += _outside_timer(times, stepno, gaps_out, name) + phases
     # a step's excess that its own waiting phases measure is theirs (charged above), not jitter
-    own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * w, 0.0, None)
+    own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * per_row[warm:], 0.0, None)  # waits: seconds
     jitter = float(own[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
             "step_s": best, "gap": k_typ}

@@ -43,3 +43,16 @@ def test_a_wait_that_makes_its_step_slow_is_still_not_jitter():
     acc = step_accounting(_table(0.9 + w, {"data": w}))
     assert acc.noise_floor_share == pytest.approx(0.01, abs=0.002)
     assert acc.lost_share == pytest.approx(w.sum() / (0.9 * 600 + w.sum()), abs=0.005)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_wait_is_charged_its_own_seconds_when_step_times_follow_their_work(seed):
+    """Step times follow the stated work (a fifth of the batches 4x the size), and a 0.2 s loader wait sits inside
+    every step: the wait's share is its seconds over the wall time (11%). The phase bucket weighted the wait's
+    seconds by the step's work factor (4 on the big batches), which only work-normalised step times need: 16.7%."""
+    rng = np.random.default_rng(seed)
+    work = np.where(rng.random(600) < 0.2, 4.0, 1.0)
+    d = work * (1 + 0.03 * rng.standard_normal(600)) + 0.2
+    acc = step_accounting(_table(d, {"data": np.full(600, 0.2)}, work=work))
+    assert [b.kind for b in acc.buckets] == ["phase:data"]
+    assert acc.lost_share == pytest.approx(0.2 * 600 / d.sum(), abs=0.003)
