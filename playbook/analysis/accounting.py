@@ -502,13 +502,11 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
     # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
     # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
-    # between the two levels, and their fast neighbours would look like a slow stretch
-    roll = sp.local_pace(body, slow)
-    roll, best = sp.pace_levels(body, bstep, roll)
+    # between the two levels, and their fast neighbours would look like a slow stretch; within a printed tick, rounding
+    slow, roll, best, stretch = sp.resolved_pace(body, bstep, slow, sp.duration_tick(real) / scale)
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
-    stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & ~slow
     start = (lambda i: float(times[warm + i])) if times is not None else \
         (lambda i: float(d[:warm + i].sum()))
     buckets: list[Bucket] = []

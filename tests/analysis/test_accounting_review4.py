@@ -56,3 +56,24 @@ def test_a_wait_is_charged_its_own_seconds_when_step_times_follow_their_work(see
     acc = step_accounting(_table(d, {"data": np.full(600, 0.2)}, work=work))
     assert [b.kind for b in acc.buckets] == ["phase:data"]
     assert acc.lost_share == pytest.approx(0.2 * 600 / d.sum(), abs=0.003)
+
+
+@pytest.mark.parametrize(("step_s", "decimals"), [(0.15, 1), (0.015, 2), (1.4, 0)])
+def test_step_times_printed_coarser_than_their_jitter_are_not_stalls(step_s, decimals):
+    """Steps of 0.15 s ± 13% printed to one decimal read 0.1 or 0.2: two printed values a tick apart may be one time
+    rounded both ways, so neither is a stall nor a slow stretch. Before: a third of the run 'stalls', 2x the
+    steady step (whole seconds on 1.4 s steps: 10-15%)."""
+    for seed in range(2):
+        raw = step_s * (1 + 0.13 * np.random.default_rng(seed).standard_normal(500))
+        acc = step_accounting(_table(np.round(np.clip(raw, 1e-6, None), decimals)))
+        assert not acc.significant and acc.lost_share < 0.01, (seed, [(b.kind, b.share) for b in acc.buckets])
+
+
+def test_a_stall_in_whole_seconds_is_still_a_stall():
+    """Whole seconds on 1.4 s steps (5% jitter) with a 10 s stall every 60 steps: the stalls, many ticks above the
+    pace, stay (10 of 11% of the wall time; before the rounding counted too: 17.5%)."""
+    raw = 1.4 * (1 + 0.05 * np.random.default_rng(0).standard_normal(600))
+    raw[::60] += 10.0
+    acc = step_accounting(_table(np.round(raw)))
+    assert [b.kind for b in acc.buckets] == ["stalls"] and acc.significant
+    assert acc.lost_share == pytest.approx(10 * 9 / raw.sum(), abs=0.03)
