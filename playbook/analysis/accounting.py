@@ -51,7 +51,7 @@ import pandas as pd
 
 from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
-from playbook.analysis.gpu_limits import POWER_PINNED, on_sm_activity, sm_wording, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, sm_basis, sm_wording, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
@@ -144,18 +144,18 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
     """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
     `marked_steps`: steps where an event that measures a cause was logged (step_times.warmup_steps); GPU time is
-    counted on SM activity where gpu_limits.on_sm_activity says so."""
+    counted on SM activity where gpu_limits.sm_basis says so."""
     tele = bundle.telemetry
     if len(tele):
-        if on_sm := on_sm_activity(tele):
-            tele, series = tele.assign(util_pct=tele["sm_active"] * 100.0), None
+        tele, on_sm = sm_basis(tele)
+        series = None if tele is not bundle.telemetry else series  # (re)built on the basis counted
         if tele["util_pct"].notna().any():
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:
-                sm_wording(acc.buckets)
+                sm_wording(acc)
             if acc is not None:
                 return acc
     if len(bundle.steps):
