@@ -77,3 +77,14 @@ def test_a_stall_in_whole_seconds_is_still_a_stall():
     acc = step_accounting(_table(np.round(raw)))
     assert [b.kind for b in acc.buckets] == ["stalls"] and acc.significant
     assert acc.lost_share == pytest.approx(10 * 9 / raw.sum(), abs=0.03)
+
+
+def test_a_creep_over_a_short_log_costs_what_it_costs_over_a_long_one():
+    """Step time creeping 30% over the run (2% jitter): against the best sustained pace a 200-line log loses 9-10%;
+    over 30 lines the rolling window spans the whole log and its percentile sat mid-creep (3.6-4.6%). The creep's
+    line gives a short log the long log's figure."""
+    for seed in range(2):
+        long, short = (step_accounting(_table(np.linspace(1.0, 1.3, n) * (
+            1 + 0.02 * np.random.default_rng(seed).standard_normal(n)))) for n in (200, 30))
+        assert [b.kind for b in short.buckets] == ["slow_stretches"]
+        assert short.lost_share == pytest.approx(long.lost_share, abs=0.015), (short.lost_share, long.lost_share)
