@@ -88,7 +88,7 @@ def _one_host(h: pd.DataFrame, dips_s: np.ndarray, t0: pd.Timestamp, columns: tu
             continue
         x = h[col].to_numpy(dtype=np.float64)[order]
         ok = np.isfinite(x)
-        if ok.sum() < 6:
+        if ok.sum() < 6 or np.ptp(x[ok]) == 0:  # a constant (a swap never used, an idle NIC) can rise in no drop
             continue
         during = _interval_means(t[ok], x[ok], dips_s)
         between = _interval_means(t[ok], x[ok], gaps)
