@@ -155,7 +155,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
                 series = gpu_series(tele, cols, interval_s=interval_s)
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:
-                sm_wording(acc)
+                sm_wording(acc, on_sm)
             if acc is not None:
                 return acc
     if len(bundle.steps):

@@ -240,24 +240,32 @@ def sm_fill(tele) -> dict | None:
 def sm_basis(tele):
     """`tele` with GPU time counted on SM activity (util_pct := 100 × sm_active) where that is the better measure:
     every GPU when the table has no utilization, else the GPUs whose kernels fill under half the SMs (sm_fill),
-    utilization reading a running kernel of any size as busy; and whether every GPU that ran kernels was so
-    counted."""
+    utilization reading a running kernel of any size as busy; and the basis for the page: "all" when every GPU
+    that ran kernels was so counted, "N of M" GPUs when some were, "" when none."""
     if "sm_active" not in tele or not tele["sm_active"].notna().any():
-        return tele, False
+        return tele, ""
     if not tele["util_pct"].notna().any():
-        return tele.assign(util_pct=tele["sm_active"] * 100.0), True
+        return tele.assign(util_pct=tele["sm_active"] * 100.0), "all"
     fill = sm_fill(tele)
     if not fill or not fill["underfilled"]:
-        return tele, False
+        return tele, ""
     rows = _rows_of(tele, fill["keys"])
     busy = (tele["util_pct"] >= BUSY_UTIL_PCT).to_numpy()  # a GPU that never ran a kernel reads idle on either basis
-    return tele.assign(util_pct=np.where(rows, tele["sm_active"] * 100.0, tele["util_pct"])), bool(rows[busy].all())
+    basis = "all" if rows[busy].all() else f"{fill['gpus']} of {fill['of']}"
+    return tele.assign(util_pct=np.where(rows, tele["sm_active"] * 100.0, tele["util_pct"])), basis
 
 
-def sm_wording(acc) -> None:
+def sm_wording(acc, basis: str = "all") -> None:
     """Bucket details and noise floor of an accounting (analysis.accounting) read on the SM-activity basis: the
     level is the SMs', not the time's ("the GPUs' SM-activity level is 26%: SMs idle 74%"; a GPU idle throughout
-    stays "idle": no kernel ran on it)."""
+    stays "idle": no kernel ran on it). `basis` as sm_basis gives it: for "N of M", the level is named as mixed (a
+    utilization plot at 97% on every GPU had sat under 'busy level 60%')."""
+    if basis != "all":
+        level = f"busy level (utilization; SM activity on the {basis} GPUs whose kernels fill under half their SMs)"
+        for b in acc.buckets:
+            b.detail = b.detail.replace("busy level", level, 1)
+        acc.noise_floor = acc.noise_floor.replace("busy level", level, 1)
+        return
     for b in acc.buckets:
         b.detail = re.sub(r"\bidle (?=\d)", "SMs idle ", b.detail.replace("busy level", "SM-activity level"))
     acc.noise_floor = acc.noise_floor.replace("busy level", "SM-activity level")

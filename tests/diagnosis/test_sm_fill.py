@@ -75,6 +75,9 @@ def test_half_the_gpus_underfilled_is_not_healthy(tmp_path):
     assert d.accounting["lost_share"] == pytest.approx((2 * 0.8 + 2 * 0.03) / 4, abs=0.04)
     assert any(e.startswith("on 2 of 4 GPUs kernels run 97% of the time, but the SMs are active 20%")
                for e in d.hypotheses[0]["evidence"])
+    # the level on the page is a mix of the two bases, and says so (every GPU's utilization plot reads 97%)
+    assert "busy level (utilization; SM activity on the 2 of 4 GPUs whose kernels fill under half their SMs) is" \
+        in d.verdict["sentence"]
 
 
 def test_one_underfilled_gpu_does_not_move_its_peers_basis(tmp_path):
