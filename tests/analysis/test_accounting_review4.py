@@ -88,3 +88,16 @@ def test_a_creep_over_a_short_log_costs_what_it_costs_over_a_long_one():
             1 + 0.02 * np.random.default_rng(seed).standard_normal(n)))) for n in (200, 30))
         assert [b.kind for b in short.buckets] == ["slow_stretches"]
         assert short.lost_share == pytest.approx(long.lost_share, abs=0.015), (short.lost_share, long.lost_share)
+
+
+def test_a_wait_on_a_three_line_log_is_measured_against_its_typical_level():
+    """detectron2's three lines (0.49, 0.51, 0.90 s; data 0.010, 0.011, 0.400 s): the slow line's excess is its
+    wait's. The wait's level is taken as the pace is, a plain median under 5 lines; a rolling median sat between
+    0.011 and 0.4 at the last line and read half the wait as jitter (floor 10%)."""
+    from pathlib import Path
+
+    from playbook.readers import read_paths
+
+    b = read_paths([str(Path(__file__).resolve().parents[1] / "data" / "formats" / "detectron2.log")])
+    acc = step_accounting(b.steps, events=b.events)
+    assert acc.noise_floor_share < 0.015 and [k.kind for k in acc.buckets] == ["phase:data"]
