@@ -51,7 +51,7 @@ import pandas as pd
 
 from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
-from playbook.analysis.gpu_limits import POWER_PINNED, on_sm_activity, sm_wording, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, sm_basis, sm_wording, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
@@ -144,18 +144,18 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
     """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
     `marked_steps`: steps where an event that measures a cause was logged (step_times.warmup_steps); GPU time is
-    counted on SM activity where gpu_limits.on_sm_activity says so."""
+    counted on SM activity where gpu_limits.sm_basis says so."""
     tele = bundle.telemetry
     if len(tele):
-        if on_sm := on_sm_activity(tele):
-            tele, series = tele.assign(util_pct=tele["sm_active"] * 100.0), None
+        tele, on_sm = sm_basis(tele)
+        series = None if tele is not bundle.telemetry else series  # (re)built on the basis counted
         if tele["util_pct"].notna().any():
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:
-                sm_wording(acc.buckets)
+                sm_wording(acc, on_sm)
             if acc is not None:
                 return acc
     if len(bundle.steps):
@@ -502,13 +502,11 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
     # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
     # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
-    # between the two levels, and their fast neighbours would look like a slow stretch
-    roll = sp.local_pace(body, slow)
-    roll, best = sp.pace_levels(body, bstep, roll)
+    # between the two levels, and their fast neighbours would look like a slow stretch; within a printed tick, rounding
+    slow, roll, best, stretch = sp.resolved_pace(body, bstep, slow, sp.duration_tick(real) / scale)
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
-    stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & ~slow
     start = (lambda i: float(times[warm + i])) if times is not None else \
         (lambda i: float(d[:warm + i].sum()))
     buckets: list[Bucket] = []
@@ -544,11 +542,11 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
         rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
         wall = max(wall, float((d * per_row).sum() + apart.sum()))
     on = bstep[ordinary].tolist()
-    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, w[ordinary].tolist(), strict=True)), name, dict(
+    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, per_row[warm:][ordinary].tolist(), strict=True)), name, dict(
         zip(on, (real * per_row[warm:])[ordinary].tolist(), strict=True)), stepno, rest, gaps_out)
     buckets += _outside_timer(times, stepno, gaps_out, name) + phases
     # a step's excess that its own waiting phases measure is theirs (charged above), not jitter
-    own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * w, 0.0, None)
+    own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * per_row[warm:], 0.0, None)  # waits: seconds
     jitter = float(own[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
     return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
             "step_s": best, "gap": k_typ}

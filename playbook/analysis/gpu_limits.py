@@ -6,8 +6,10 @@ analysis.gpus' table (`cols`, arrays indexed by GPU)."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
+import pandas as pd
 
 from playbook.analysis.series import GpuSeries
 from playbook.analysis.stats import binom_sf, effective_n, lag1, t_sf, wilson_lower
@@ -192,35 +194,78 @@ SM_INEFFECTIVE = 0.5
 BUSY_UTIL_PCT = 50.0  # samples with a kernel running at least half the time: where SM activity measures the kernels
 
 
+def _underfilled_gpus(busy) -> list:
+    """The (host, gpu) keys whose busy samples' median SM activity is below SM_INEFFECTIVE (at least 10 samples)."""
+    keys = [k for k in ("host", "gpu") if k in busy]
+    if not keys:
+        return [()] if len(busy) >= 10 and busy["sm_active"].median() < SM_INEFFECTIVE else []
+    med = busy.groupby(keys, sort=True)["sm_active"].agg(["median", "size"])
+    return [k if isinstance(k, tuple) else (k,) for k, r in med.iterrows()
+            if r["size"] >= 10 and r["median"] < SM_INEFFECTIVE]
+
+
+def _rows_of(tele, gpus: list):
+    """Mask of `tele`'s rows on the (host, gpu) keys `gpus`."""
+    keys = [k for k in ("host", "gpu") if k in tele]
+    if not keys:
+        return np.full(len(tele), bool(gpus))
+    return pd.MultiIndex.from_frame(tele[keys]).isin(gpus) if len(keys) > 1 else tele[keys[0]].isin(
+        [g[0] for g in gpus]).to_numpy()
+
+
 def sm_fill(tele) -> dict | None:
-    """How much of the GPU the kernels fill while they run: over samples with utilization ≥ BUSY_UTIL_PCT and an SM
-    activity, the median SM activity (0-1) and utilization (%), the share of those samples below SM_INEFFECTIVE and
-    a sign-test p-value that most are (n deflated by the lag-1 autocorrelation); `underfilled` when the median is
-    below SM_INEFFECTIVE. None without both columns on busy samples (at least 10)."""
+    """How much of the GPU the kernels fill while they run, per GPU: over its samples with utilization ≥
+    BUSY_UTIL_PCT and an SM activity, the GPUs whose median SM activity is below SM_INEFFECTIVE (`underfilled`,
+    `gpus` of `of` GPUs); over those GPUs' busy samples (all GPUs' when none), the median SM activity (0-1) and
+    utilization (%), the share of samples below SM_INEFFECTIVE and a sign-test p-value that most are (n deflated
+    by the lag-1 autocorrelation). Per GPU: two GPUs at 0.2 beside two at 0.9 pooled to a median of 0.55 and read
+    'Healthy (confirmed)'. None without both columns on busy samples (at least 10)."""
     if "sm_active" not in tele or not tele["sm_active"].notna().any() or not tele["util_pct"].notna().any():
         return None
     busy = tele[(tele["util_pct"] >= BUSY_UTIL_PCT) & tele["sm_active"].between(0.0, 1.0)]
     if len(busy) < 10:
         return None
-    sm = busy["sm_active"].to_numpy(dtype=np.float64)
+    gpus = _underfilled_gpus(busy)
+    part = busy[_rows_of(busy, gpus)] if gpus else busy
+    sm = part["sm_active"].to_numpy(dtype=np.float64)
     below = int((sm < SM_INEFFECTIVE).sum())
     n_eff = effective_n(len(sm), lag1(sm), floor=1.0)
     k_eff = int(round(below * n_eff / len(sm)))
-    median = float(np.median(sm))
-    return {"sm_active": median, "util_pct": float(busy["util_pct"].median()), "samples": len(sm),
-            "below_share": below / len(sm),
-            "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": median < SM_INEFFECTIVE}
+    n_gpus = len(busy.groupby([k for k in ("host", "gpu") if k in busy]).size()) if "gpu" in busy else 1
+    return {"sm_active": float(np.median(sm)), "util_pct": float(part["util_pct"].median()), "samples": len(sm),
+            "below_share": below / len(sm), "gpus": len(gpus), "of": n_gpus, "keys": gpus,
+            "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": bool(gpus)}
 
 
-def on_sm_activity(tele) -> bool:
-    """Whether GPU time is better counted on SM activity than on utilization: without utilization, or where the
-    kernels fill under half the SMs (sm_fill), utilization reading a running kernel of any size as busy."""
-    return "sm_active" in tele and bool(tele["sm_active"].notna().any()) and (
-        not tele["util_pct"].notna().any() or bool((sm_fill(tele) or {}).get("underfilled")))
+def sm_basis(tele):
+    """`tele` with GPU time counted on SM activity (util_pct := 100 × sm_active) where that is the better measure:
+    every GPU when the table has no utilization, else the GPUs whose kernels fill under half the SMs (sm_fill),
+    utilization reading a running kernel of any size as busy; and the basis for the page: "all" when every GPU
+    that ran kernels was so counted, "N of M" GPUs when some were, "" when none."""
+    if "sm_active" not in tele or not tele["sm_active"].notna().any():
+        return tele, ""
+    if not tele["util_pct"].notna().any():
+        return tele.assign(util_pct=tele["sm_active"] * 100.0), "all"
+    fill = sm_fill(tele)
+    if not fill or not fill["underfilled"]:
+        return tele, ""
+    rows = _rows_of(tele, fill["keys"])
+    busy = (tele["util_pct"] >= BUSY_UTIL_PCT).to_numpy()  # a GPU that never ran a kernel reads idle on either basis
+    basis = "all" if rows[busy].all() else f"{fill['gpus']} of {fill['of']}"
+    return tele.assign(util_pct=np.where(rows, tele["sm_active"] * 100.0, tele["util_pct"])), basis
 
 
-def sm_wording(buckets) -> None:
-    """Bucket details (analysis.accounting) read on the SM-activity basis: the level is the SMs', not the time's."""
-    for b in buckets:
-        b.detail = b.detail.replace("busy level", "SM-activity level").replace("idle", "SMs idle")
-
+def sm_wording(acc, basis: str = "all") -> None:
+    """Bucket details and noise floor of an accounting (analysis.accounting) read on the SM-activity basis: the
+    level is the SMs', not the time's ("the GPUs' SM-activity level is 26%: SMs idle 74%"; a GPU idle throughout
+    stays "idle": no kernel ran on it). `basis` as sm_basis gives it: for "N of M", the level is named as mixed (a
+    utilization plot at 97% on every GPU had sat under 'busy level 60%')."""
+    if basis != "all":
+        level = f"busy level (utilization; SM activity on the {basis} GPUs whose kernels fill under half their SMs)"
+        for b in acc.buckets:
+            b.detail = b.detail.replace("busy level", level, 1)
+        acc.noise_floor = acc.noise_floor.replace("busy level", level, 1)
+        return
+    for b in acc.buckets:
+        b.detail = re.sub(r"\bidle (?=\d)", "SMs idle ", b.detail.replace("busy level", "SM-activity level"))
+    acc.noise_floor = acc.noise_floor.replace("busy level", "SM-activity level")

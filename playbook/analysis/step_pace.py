@@ -57,12 +57,18 @@ def below_resolution(d: np.ndarray) -> bool:
 
 
 def row_waits(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray:
-    """Seconds per step of the waiting phases (step_times.WAIT_PHASES) logged for each of `stepno` on `rank`."""
+    """Seconds per step of the waiting phases (step_times.WAIT_PHASES) logged for each of `stepno` on `rank` beyond
+    their own local level (a rolling median as wide as the pace's): the part of a step's excess over the local pace
+    that its waits explain. The wait's usual level is inside the pace already; subtracting it too would erase the
+    step's own jitter (a 0.02 s loader wait on every 1 s step had cut a 2.5% noise floor to 1.9%)."""
     part = steps[(steps["rank"] == rank) & steps["phase"].astype(str).isin(sa.WAIT_PHASES)]
     if part.empty:
         return np.zeros(len(stepno))
-    per = part.groupby("step")["duration_s"].sum()
-    return per.reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+    per = part.groupby("step")["duration_s"].sum().reindex(stepno, fill_value=0.0).fillna(0.0)
+    # the level as the pace's (local_pace): a plain median under 5 steps (a rolling one at the last of 3 lines sat
+    # between its 0.011 s and 0.4 s waits, and half the 0.4 s wait read as jitter: detectron2's floor 1% -> 10%)
+    level = per.median() if len(per) < 5 else per.rolling(PACE_WINDOWS[0], center=True, min_periods=1).median()
+    return np.clip((per - level).to_numpy(dtype=np.float64), 0.0, None)
 
 
 def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.ndarray:
@@ -98,15 +104,48 @@ def pace_levels(body: np.ndarray, step: np.ndarray, roll: np.ndarray) -> tuple[n
     """The local pace and the run's best sustained pace (s): `roll` (the rolling median) and its 10th percentile; but
     when the rolling window spans more than half the steps (a log of a few dozen lines: epochs, or windows of many
     steps) it straddles a level shift and its percentile sits between the levels (kubeflow#68: 37.6 s where the
-    first epochs ran at 25-29 s), so a significant shift (step_times.level_shift) gives the two levels instead."""
+    first epochs ran at 25-29 s), so a significant shift (step_times.level_shift) gives the two levels instead, and
+    a significant creep (step_times.step_creep) its Theil-Sen line, the best pace its 10th percentile as on long
+    logs (a 30% creep over 30 lines had read 4% lost against 9-10% over 200 lines)."""
     best = float(np.percentile(roll, 10))
     if len(body) > 2 * sa.ROLL_WINDOW:
         return roll, best
-    shift = sa.level_shift(pd.DataFrame({"step": step, "duration_s": body}), min_steps=SHORT_SHIFT_STEPS)
-    if not (shift and shift["shifted"]):
+    frame = pd.DataFrame({"step": step, "duration_s": body, "time": pd.NaT})
+    shift = sa.level_shift(frame, min_steps=SHORT_SHIFT_STEPS)
+    if shift and shift["shifted"]:
+        levels = np.where(step >= shift["step"], shift["after_s"], shift["before_s"])
+        return levels, float(min(shift["before_s"], shift["after_s"]))
+    creep = sa.step_creep(frame)
+    if not (creep and creep["creeping"]):
         return roll, best
-    levels = np.where(step >= shift["step"], shift["after_s"], shift["before_s"])
-    return levels, float(min(shift["before_s"], shift["after_s"]))
+    line = creep["first_s"] + creep["slope_s_per_step"] * (step - step[0])
+    line = np.clip(line + float(np.median(body - line)), 1e-9, None)  # through the steps, as Theil-Sen's intercept
+    return line, float(np.percentile(line, 10))
+
+
+def duration_tick(d: np.ndarray) -> float:
+    """The printed resolution of step times `d` (s): the coarsest of 1 s, 0.1 s, 0.01 s, 1 ms that every value is a
+    multiple of (time_resolution of the values), 1 µs for unrounded ones."""
+    x = np.asarray(d, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return time_resolution(np.r_[0.0, x]) if len(x) else 1e-6
+
+
+def resolved_pace(body: np.ndarray, step: np.ndarray, slow: np.ndarray, tick) -> tuple:
+    """The slow steps, local pace, best pace and slow-stretch mask of step times `body` (s) whose printed resolution
+    is `tick` (s; per step or one value). Two printed values a tick apart may be one time rounded both ways: a step
+    flagged slow (step_times.slow_steps) is slow only beyond one tick over its local pace, and a stretch only beyond
+    one tick over the best pace (0.15 s steps printed as 0.1 / 0.2 had read a third of the run 'stalls', 2x the
+    steady step; whole seconds on 1.4 s steps a 10-15% loss)."""
+    tol = np.asarray(tick, dtype=np.float64) * (1 + 1e-6)
+    roll = local_pace(body, slow)
+    rounding = slow & (body - roll <= tol)
+    if rounding.any():
+        slow = slow & ~rounding
+        roll = local_pace(body, slow)
+    roll, best = pace_levels(body, step, roll)
+    stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & (roll - best > tol) & ~slow
+    return slow, roll, best, stretch
 
 
 def slow_lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:

@@ -235,6 +235,26 @@ def test_the_bonferroni_factor_counts_every_host_metric_pair_tested():
     assert three["write_mib_s"]["p_value"] == pytest.approx(min(1.0, 3 * alone["write_mib_s"]["p_value"]))
 
 
+def test_a_constant_host_metric_is_no_test_in_the_bonferroni_family():
+    """A swap never used and an idle NIC read 0 throughout (sar and vmstat print them anyway): a constant can rise in
+    no drop, so it is no chance to rise by luck and does not multiply the p-values (review4: three constant
+    columns had multiplied the writes' p-value by 4)."""
+    import numpy as np
+    import pandas as pd
+
+    from playbook.analysis.coincidence import host_during_dips
+    from playbook.model import schema
+
+    _frame, res, t, inside, rng = _oscillation_with_dips()
+    base = {"time": res.t0 + pd.to_timedelta(t, unit="s"), "host": ["node00"] * len(t),
+            "write_mib_s": np.where(inside, 900.0, 5.0) + rng.normal(0, 2, len(t))}
+    alone = {m["metric"]: m for m in host_during_dips(schema.host_frame(base), res.dips_s, res.t0)}
+    zeros = dict(base, swap_mib_s=np.zeros(len(t)), net_rx_mib_s=np.zeros(len(t)), net_tx_mib_s=np.zeros(len(t)))
+    metrics = {m["metric"]: m for m in host_during_dips(schema.host_frame(zeros), res.dips_s, res.t0)}
+    assert set(metrics) == {"write_mib_s"}
+    assert metrics["write_mib_s"]["p_value"] == pytest.approx(alone["write_mib_s"]["p_value"])
+
+
 def test_confidence_is_a_calibrated_posterior_not_one_minus_p():
     # Sellke-Bayarri-Berger: P(signature | p) ≤ 1 / (1 - e p ln p) at even prior odds
     assert ranking.confidence(0.125) == pytest.approx(1 / (1 + 0.7066), abs=2e-3)  # 3 of 3 polls: modest

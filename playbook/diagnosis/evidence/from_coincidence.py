@@ -86,14 +86,21 @@ SWAP_SHARE = 0.5  # swap traffic covering half the disk traffic's rise makes the
 def _swap_symptoms(metrics: list[dict]) -> set[tuple[str, object]]:
     """(metric, host) of the disk reads, writes and iowait whose rise during the drops swapping explains: the
     host's swap traffic rises significantly too and its rise (MiB/s) is at least SWAP_SHARE of the disk traffic's
-    (swapped pages are read from and written to a disk: vmstat counts them in bi/bo, and the CPUs wait on them)."""
+    (swapped pages are read from and written to a disk: vmstat counts them in bi/bo, and the CPUs wait on them).
+    Where the host's disk traffic is measured it must rise as a host metric must to count (HOST_RATIO_MIN):
+    swapping that barely moves the disk traffic (a trickle of KiB/s, or swap in RAM: zram) blocks no CPU on I/O (a
+    10 KiB/s trickle had explained away a network filesystem's iowait, 38% against 2%, and read memory_pressure for
+    data_starvation)."""
     rise = {(m["metric"], m.get("host")): m["during"] - m["between"] for m in metrics}
+    level = {(m["metric"], m.get("host")): m["between"] for m in metrics}
     out: set[tuple[str, object]] = set()
     for m in metrics:
         if m["metric"] != "swap_mib_s" or m["p_value"] >= ALPHA or not m["ratio"] >= HOST_RATIO_MIN:
             continue
         host = m.get("host")
-        disk = sum(max(rise.get((k, host), 0.0), 0.0) for k in ("read_mib_s", "write_mib_s"))
-        if disk <= 0 or rise[("swap_mib_s", host)] >= SWAP_SHARE * disk:
+        disk_keys = [(k, host) for k in ("read_mib_s", "write_mib_s") if (k, host) in rise]
+        disk = sum(max(rise[k], 0.0) for k in disk_keys)
+        moved = disk > 0 and disk >= (HOST_RATIO_MIN - 1.0) * sum(max(level[k], 0.0) for k in disk_keys)
+        if not disk_keys or moved and rise[("swap_mib_s", host)] >= SWAP_SHARE * disk:
             out |= {("read_mib_s", host), ("write_mib_s", host), ("iowait_pct", host)}
     return out

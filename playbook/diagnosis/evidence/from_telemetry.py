@@ -349,8 +349,11 @@ def from_sm_fill(fill: dict | None) -> list[Evidence]:
     (utilization counts a running kernel of any size)."""
     if not fill or not fill["underfilled"]:
         return []
-    lost = max(0.0, 1.0 - fill["sm_active"] * 100.0 / max(fill["util_pct"], 1e-9))
-    text = (f"kernels run {fill['util_pct']:.0f}% of the time, but the SMs are active {fill['sm_active']:.0%} "
+    some = fill.get("gpus", 1) < fill.get("of", 1)  # a share of the GPUs: their loss is that share of the fleet's
+    lost = max(0.0, 1.0 - fill["sm_active"] * 100.0 / max(fill["util_pct"], 1e-9)) * (
+        fill["gpus"] / fill["of"] if some else 1.0)
+    where = f"on {fill['gpus']} of {fill['of']} GPUs " if some else ""
+    text = (f"{where}kernels run {fill['util_pct']:.0f}% of the time, but the SMs are active {fill['sm_active']:.0%} "
             f"(median DCGM SM activity over {fill['samples']:,} busy samples; NVIDIA reads below 50% as ineffective "
             "use): the kernels are too small to fill the GPU — small batches or many tiny kernels — and "
             "utilization overstates the GPU's use")
