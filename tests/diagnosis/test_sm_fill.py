@@ -18,16 +18,8 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _dump(path: Path, sm: float, polls: int = 300) -> Path:
-    rng = np.random.default_rng(1)
-    t0, lines = 1_764_615_600_000, []
-    for i in range(polls):
-        for g in range(4):
-            t = t0 + i * 1000
-            lines += [f'DCGM_FI_DEV_GPU_UTIL{{gpu="{g}",Hostname="n1"}} {int(97 + rng.normal(0, 1))} {t}',
-                      f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{g}",Hostname="n1"}} {sm + rng.normal(0, 0.02):.3f} {t}',
-                      f'DCGM_FI_DEV_POWER_USAGE{{gpu="{g}",Hostname="n1"}} {180 + rng.normal(0, 5):.1f} {t}']
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    """Four GPUs at 97% utilization and SM activity `sm` (± 0.02), one poll a second."""
+    return _fleet(path, [sm] * 4, [97] * 4, polls)
 
 
 def test_busy_kernels_over_idle_sms_lose_gpu_time_to_small_kernels(tmp_path):
@@ -53,7 +45,7 @@ def test_real_dcgm_profiling_scrape_is_not_underfilled():
 
 
 def _fleet(path: Path, sms, utils, polls: int = 300) -> Path:
-    """Like _dump, one (SM activity, utilization) per GPU; 0 is a GPU that runs nothing (no noise)."""
+    """One (SM activity, utilization) per GPU, each ± noise; 0 is a GPU that runs nothing (no noise)."""
     rng = np.random.default_rng(1)
     t0, lines = 1_764_615_600_000, []
     for i in range(polls):

@@ -159,12 +159,15 @@ def test_node_exporter_query_range_json_alone(tmp_path):
 # --------------------------------------------------------------------------------------------------------------
 # A host file beside a GPU log (LABELLED SYNTHETIC: the GPU drops from 96% to 12% for 15 s of every 60 s)
 
+_VMSTAT_T_HEADER = ("procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu----- -----timestamp-----",
+                    " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st                 UTC")
+
+
 def _paired(folder: Path, reads_in_dips: bool, swap_in_dips: bool = False, swap_kib_s=(300000, 240000)) -> Path:
     folder.mkdir()
     t0 = dt.datetime(2026, 12, 3, 10, 0, 0)
     smi = ["timestamp, index, utilization.gpu [%], power.draw [W]"]
-    vm = ["procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu----- -----timestamp-----",
-          " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st                 UTC"]
+    vm = list(_VMSTAT_T_HEADER)
     for s in range(600):
         t = t0 + dt.timedelta(seconds=s)
         dip = s % 60 >= 45
@@ -457,8 +460,7 @@ def test_swap_bursts_at_random_seconds_are_not_in_the_drops(tmp_path):
     folder.mkdir()
     t0 = dt.datetime(2026, 12, 3, 10, 0, 0)
     smi = ["timestamp, index, utilization.gpu [%], power.draw [W]"]
-    vm = ["procs -----------memory---------- ---swap-- -----io---- -system-- ------cpu----- -----timestamp-----",
-          " r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st                 UTC"]
+    vm = list(_VMSTAT_T_HEADER)
     for s in range(3600):
         t = t0 + dt.timedelta(seconds=s)
         dip = s % 60 >= 15
