@@ -112,6 +112,10 @@ DMON_TAGS: dict[str, str] = {
 HOST_LABELS = ("Hostname", "hostname", "kubernetes_node", "node", "nodename", "node_name", "instance", "host", "ip")
 GPU_LABELS = ("gpu", "GPU", "index", "minor_number")
 ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
+# dcgm-exporter labels a MIG instance's series with its parent GPU's `gpu` and UUID plus GPU_I_ID (and GPU_I_PROFILE):
+# each instance is a device of its own, numbered MIG_BASE x (GPU + 1) + GPU_I_ID (GPU 0's instance 2 is 102), so
+# plain GPUs (below MIG_BASE) and the instances of one GPU never share a number
+MIG_BASE = 100
 
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+(?:\.\d*)?))?\s*$")
 _EOF = re.compile(r"^# EOF[ \t]*\r?$", re.MULTILINE)  # the last line of an OpenMetrics exposition
@@ -216,10 +220,20 @@ class _Samples:
         self.metric: list[str] = []
         self.value: list[float] = []
         self.uuid_order: dict[tuple[str, str], int] = {}
+        self.mig = False  # a MIG instance was read (said in a warning)
 
     def identity(self, labels: dict[str, str], strict: bool = False) -> tuple[str, int] | None:
         """(host, gpu) of a series; `strict` (a metric known only from its words): only an index or UUID label
-        names a GPU, not a `device` label (node_exporter's disks and NICs carry one)."""
+        names a GPU, not a `device` label (node_exporter's disks and NICs carry one). A MIG instance (GPU_I_ID) is
+        its own device (MIG_BASE)."""
+        found = self._device(labels, strict)
+        instance = labels.get("GPU_I_ID", "")
+        if found is None or not (instance.isdecimal() and len(instance) < 3 and 0 <= found[1] < MIG_BASE):
+            return found
+        self.mig = True
+        return found[0], MIG_BASE * (found[1] + 1) + int(instance)
+
+    def _device(self, labels: dict[str, str], strict: bool) -> tuple[str, int] | None:
         host = host_of(labels, self.default_host)
         for k in GPU_LABELS:
             v = labels.get(k, "")
@@ -260,6 +274,9 @@ class _Samples:
         if not fits.all():
             bundle.warnings.append(f"{self.src}: skipped {int((~fits).sum())} samples whose gpu label or "
                                    "timestamp does not fit 64 bits")
+        if self.mig:
+            bundle.warnings.append(f"{self.src}: MIG instances read as devices of their own, numbered "
+                                   f"{MIG_BASE} x (GPU + 1) + GPU_I_ID (GPU 0's instance 2 is {MIG_BASE + 2})")
             wide, gpu, time_ns = wide[fits], gpu[fits], time_ns[fits]
         columns: dict[str, np.ndarray] = {"time": time_ns, "gpu": gpu}
         columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}))

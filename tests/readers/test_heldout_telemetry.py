@@ -295,3 +295,22 @@ def test_openmetrics_timestamps_are_seconds(tmp_path):
     for path in (om, prom):
         seconds = read_paths([path]).telemetry["time"].astype("int64").to_numpy() / 1e9
         assert seconds.tolist() == [1764615600, 1764615610], path.name
+
+
+def test_mig_instances_of_one_gpu_are_devices_of_their_own(tmp_path):
+    """dcgm-exporter labels a MIG instance with its parent's gpu and UUID plus GPU_I_ID (label set as printed in
+    NVIDIA/dcgm-exporter#713; values written). Keyed by (host, gpu), two instances at 90% and 10% collapsed into
+    one device and half the samples were dropped without a word; a plain GPU beside them keeps its number."""
+    t0, lines = 1_764_615_600_000, []
+    for i in range(60):
+        for gi, act in (("1", 0.9), ("2", 0.1)):
+            labels = (f'gpu="0",UUID="GPU-06357e72-c3ee-614b-775f-a89e18e8cc08",device="nvidia0",'
+                      f'modelName="NVIDIA A100 80GB PCIe",GPU_I_PROFILE="3g.40gb",GPU_I_ID="{gi}",Hostname="metal-gpu-08"')
+            lines.append(f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels}}} {act} {t0 + i * 1000}")
+        lines.append(f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu="1",Hostname="metal-gpu-08"}} 0.5 {t0 + i * 1000}')
+    path = tmp_path / "mig.prom"
+    path.write_text("\n".join(lines) + "\n")
+    b = read_paths([str(path)])
+    means = b.telemetry.groupby("gpu")["util_pct"].mean().round(1).to_dict()
+    assert means == {1: 50.0, 101: 90.0, 102: 10.0} and len(b.telemetry) == 180
+    assert any("MIG instances read as devices" in w for w in b.warnings)
