@@ -170,8 +170,10 @@ def summarize(bundle) -> dict[str, Any]:
 
     # nsys stats summary reports (totals per kernel, call, copy) live in the bundle's meta, one per file
     summaries = {name: len(frame) for name, frame in nsys.reports(bundle).items()}
+    tools = sorted({v.get("tool") or "nsys" for k, v in (bundle.meta or {}).items()
+                    if isinstance(k, str) and k.startswith(nsys.META_PREFIX) and isinstance(v, dict)})
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
-            "text_lines": text_lines(bundle), "nsys_reports": summaries}
+            "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -335,7 +337,8 @@ def render(summary: dict[str, Any]) -> str:
                 out.append("           means: " + ", ".join(f"{k} {v:g}" for k, v in tb["means"].items()))
     reports = summary.get("nsys_reports") or {}
     if reports:
-        out.append(f"nsys       {len(reports)} summary report{'s' if len(reports) != 1 else ''}: "
+        tool = "/".join(summary.get("profile_tools") or ["nsys"])  # rocprof's summaries too: named by their tool
+        out.append(f"{tool:<10s} {len(reports)} summary report{'s' if len(reports) != 1 else ''}: "
                    + ", ".join(f"{k} {v} rows" for k, v in reports.items()))
     if not any(tb["rows"] for tb in t.values()) and not reports and \
             not any(f.get("profiler") for f in summary["text_lines"].values()):

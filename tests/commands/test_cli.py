@@ -59,6 +59,9 @@ def test_info_counts_nsys_summary_reports_as_read():
     assert done.returncode == 0, done.stderr
     assert "nsys       2 summary reports: cuda_gpu_mem_time_sum 4 rows, cuda_gpu_mem_size_sum 4 rows" in done.stdout
     assert "no rows read" not in done.stdout
+    # a ROCm profile's summaries are named by the tool that wrote them, not "nsys"
+    rocm = _run("info", "tests/data/profiler_outputs/rocprofv3_jacobi")
+    assert rocm.returncode == 0 and "rocprof    1 summary report: cuda_gpu_kern_sum 4 rows" in rocm.stdout
 
 
 def test_info_shows_a_text_logs_ranks_phases_sections_and_events(tmp_path):
