@@ -196,21 +196,13 @@ BUSY_UTIL_PCT = 50.0  # samples with a kernel running at least half the time: wh
 
 def _underfilled_gpus(busy) -> list:
     """The (host, gpu) keys whose busy samples' median SM activity is below SM_INEFFECTIVE (at least 10 samples)."""
-    keys = [k for k in ("host", "gpu") if k in busy]
-    if not keys:
-        return [()] if len(busy) >= 10 and busy["sm_active"].median() < SM_INEFFECTIVE else []
-    med = busy.groupby(keys, sort=True)["sm_active"].agg(["median", "size"])
-    return [k if isinstance(k, tuple) else (k,) for k, r in med.iterrows()
-            if r["size"] >= 10 and r["median"] < SM_INEFFECTIVE]
+    med = busy.groupby(["host", "gpu"], sort=True)["sm_active"].agg(["median", "size"])
+    return [k for k, r in med.iterrows() if r["size"] >= 10 and r["median"] < SM_INEFFECTIVE]
 
 
 def _rows_of(tele, gpus: list):
-    """Mask of `tele`'s rows on the (host, gpu) keys `gpus`."""
-    keys = [k for k in ("host", "gpu") if k in tele]
-    if not keys:
-        return np.full(len(tele), bool(gpus))
-    return pd.MultiIndex.from_frame(tele[keys]).isin(gpus) if len(keys) > 1 else tele[keys[0]].isin(
-        [g[0] for g in gpus]).to_numpy()
+    """Mask of `tele`'s rows on the (host, gpu) keys `gpus` (a telemetry table always has both columns)."""
+    return pd.MultiIndex.from_frame(tele[["host", "gpu"]]).isin(gpus)
 
 
 def sm_fill(tele) -> dict | None:
@@ -231,7 +223,7 @@ def sm_fill(tele) -> dict | None:
     below = int((sm < SM_INEFFECTIVE).sum())
     n_eff = effective_n(len(sm), lag1(sm), floor=1.0)
     k_eff = int(round(below * n_eff / len(sm)))
-    n_gpus = len(busy.groupby([k for k in ("host", "gpu") if k in busy]).size()) if "gpu" in busy else 1
+    n_gpus = len(busy.groupby(["host", "gpu"]).size())
     return {"sm_active": float(np.median(sm)), "util_pct": float(part["util_pct"].median()), "samples": len(sm),
             "below_share": below / len(sm), "gpus": len(gpus), "of": n_gpus, "keys": gpus,
             "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": bool(gpus)}

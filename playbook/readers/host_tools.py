@@ -177,7 +177,8 @@ class Samples:
         return _aggregate(frame, self.src), warnings
 
 
-_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s", "swap_mib_s")
+_DEVICE_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")  # summed over disks / interfaces
+_RATES = (*_DEVICE_RATES, "swap_mib_s")  # swap is the host's own
 _AGGREGATE_CPU = {"all", "-1", "total"}
 
 
@@ -211,7 +212,7 @@ def _aggregate(frame: pd.DataFrame, src: str) -> pd.DataFrame:
     devices = devices[counted_devices(devices["entity"], devices["kind"] == "net")]
     disks = devices[devices["kind"] == "disk"].groupby(keys)
     nets = devices[devices["kind"] == "net"].groupby(keys)
-    for col in _RATES[:4]:
+    for col in _DEVICE_RATES:
         per_device = (disks if col in ("read_mib_s", "write_mib_s") else nets)[col].sum(min_count=1)
         out[col] = _first(per_device, host_rows[col].mean(), index=out.index)
     out["swap_mib_s"] = _first(host_rows["swap_mib_s"].mean(), index=out.index)
