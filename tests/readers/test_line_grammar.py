@@ -401,3 +401,14 @@ def test_a_held_step_banner_past_the_step_range_leaves_its_timing_lines_to_no_re
     assert np.isnan(res["phases"]["data"][0]) and res["phases"]["data"][1] == pytest.approx(1.50)
     res = lines.scan_steps(damaged + block(3, "60.00", "1.50"))  # was IndexError
     assert res["step"].tolist() == [3] and res["duration"].tolist() == pytest.approx([60.00])
+
+
+def test_a_glued_data_word_is_the_data_phase(tmp_path):
+    """`dataload_ms` (data + load glued): the loader's wait, as `data_load_ms` is; a stall every 30 steps sat in it
+    and the run read periodic_stall instead of input starvation."""
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"2024-05-01T10:00:{s:02d}.000Z [worker-0] train step={s} dt_ms=512.3 "
+                            f"dataload_ms={2400.0 if s % 30 == 0 else 12.1} loss=2.9\n" for s in range(1, 60)))
+    steps = read_file(path).steps
+    data = steps[steps["phase"] == "data"].set_index("step")["duration_s"]
+    assert len(data) == 59 and data[30] == pytest.approx(2.4) and data[1] == pytest.approx(0.0121)

@@ -321,7 +321,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     words = k.split("_")
     # `avg_reader_cost`, DLLogger's `train.data_time`: still the data wait
     lead = words[1:] if len(words) > 1 and words[0] in (*_AVG_WORDS, "train", "training") else words
-    if k in _DATA_KEYS or "generator" in words or (lead[0] in ("data", "reader", "loader", "dataloader", "input") and (
+    # a lead word that is, or opens with, data / reader / loader / input: glued forms too (`dataload_ms`, `datawait`)
+    if k in _DATA_KEYS or "generator" in words or (lead[0].startswith(("data", "reader", "loader", "input")) and (
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
