@@ -380,7 +380,7 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
     for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
         if col not in series.values or not np.isfinite(series.values[col]).any():
             continue
-        x = series.grid_means(col, dt, lo, n_bins).astype(np.float64)
+        x = series.grid_means(col, dt, lo, n_bins)  # float32: the percentiles below upcast what they compute
         busy = valid & (util >= SPIN_UTIL) & np.isfinite(x) & (x > 0)
         # what a GPU draws / clocks at work: its own 90th percentile while busy, or its peers' median of theirs
         # when that is higher (a GPU capped or spinning all along never shows its own working level)

@@ -80,19 +80,23 @@ class GpuSeries:
         cache = self.__dict__.setdefault("_grid_keys", {})
         ck = (dt, t_start, n_bins)
         if ck not in cache:
-            g_of = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.offsets))
-            k = np.clip(((self.t - t_start) / dt).astype(np.int64), 0, n_bins - 1)
             cache.clear()
-            key = g_of * n_bins + k  # sorted when samples are in (GPU, time) order, as gpu_series makes them
+            # int32 indices where the grid and the samples allow (half the memory of three per-sample arrays)
+            itype = np.int32 if max(len(self) * n_bins, len(self.t)) < 2**31 else np.int64
+            key = np.clip((self.t - t_start) / dt, 0, n_bins - 1).astype(itype)  # (clipped as floats: no wrap)
+            key += np.repeat(np.arange(len(self), dtype=itype) * itype(n_bins), np.diff(self.offsets))
+            # (sorted when samples are in (GPU, time) order, as gpu_series makes them)
             runs = bool(np.all(key[1:] >= key[:-1]))
-            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) and runs else None
-            counts = None if starts is None else np.diff(np.r_[starts, len(key)])
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]).astype(itype) if len(key) and runs else None
+            counts = None if starts is None else np.diff(np.r_[starts, len(key)]).astype(itype)
             cache[ck] = key, starts, counts, _run_plan(starts, counts)
         key, starts, counts, plan = cache[ck]  # (bin of each sample, where each bin's run starts, its length,
         # the passes that add a run's later samples)
         x = self.values[column]
         ok = np.isfinite(x)
         size = len(self) * n_bins
+        if not ok.any():  # a column the source lacks (NaN throughout): no sums to take
+            return np.full((len(self), n_bins), np.nan, dtype=np.float32)
         distinct = starts is not None and len(starts) == len(key)
         if distinct and len(key) == size:  # one sample in every bin of every GPU: the grid is x
             out = x.astype(np.float32)
@@ -106,7 +110,9 @@ class GpuSeries:
             else:
                 out[key[ok]] = x[ok]
         elif ok.all() and starts is not None:  # a bin's samples are one run of the sorted keys: sum each run
-            out[key[starts]] = _run_sums(x, starts, plan) / counts
+            sums = _run_sums(x, starts, plan)
+            sums /= counts
+            out[key[starts]] = sums
         else:
             s = np.bincount(key[ok], weights=x[ok], minlength=size)
             c = np.bincount(key[ok], minlength=size)
@@ -184,7 +190,7 @@ def _run_sums(x: np.ndarray, starts: np.ndarray, steps: list | None) -> np.ndarr
     are long."""
     if steps is None:
         return np.add.reduceat(x, starts)
-    sums = x[starts].astype(np.float64)
+    sums = x[starts].astype(np.float64, copy=False)
     for more, at in steps:
         sums[more] += x[at]
     return sums
