@@ -8,7 +8,8 @@ own pasted lines, copied as pasted. Written before the engine saw them and score
 
 - cbio_342_iteration_took.log: cBio/cbio-cluster#342 'Accidental usage of GPUs?' — a 4-node x 4-GPU job's log lines
   '2015-11-21 05:54:18,834: Iteration took 32.709 s.' ~32 s, then ~102 s from 05:59, then 143 s ... 1153 s two days
-  later; the cluster admins suspect another user's job on the same GPUs. The REAL lines, both pasted blocks.
+  later; the cluster admins suspect another user's job on the same GPUs. The REAL lines of the first pasted block
+  (the second, two days later, follows lines the thread leaves out: joined to the first it read as one 2-day gap).
 - stylegan2_ada_310_second_container.log: NVlabs/stylegan2-ada-pytorch#310 — 'As soon as I start the training in the
   second instance, the training slows down for both ... to half speed ... Upon stopping one of the docker containers,
   the training speed increases back to normal' (--gpus=2). training_loop.py's status line ('tick ... kimg ... time
@@ -70,13 +71,7 @@ def cbio_342() -> None:
         "2015-11-21 06:06:44,061: Iteration took 105.731 s.",
         "2015-11-21 06:08:25,503: Iteration took 101.436 s.",
         "2015-11-21 06:10:07,424: Iteration took 101.914 s.",
-        "2015-11-21 06:11:48,712: Iteration took 101.282 s.",
-        "2015-11-23 13:20:23,487: Iteration took 142.929 s.",
-        "2015-11-23 13:23:39,080: Iteration took 195.587 s.",
-        "2015-11-23 13:36:03,349: Iteration took 744.263 s.",
-        "2015-11-23 13:51:24,746: Iteration took 921.390 s.",
-        "2015-11-23 14:08:36,148: Iteration took 1031.396 s.",
-        "2015-11-23 14:27:49,693: Iteration took 1153.540 s."])
+        "2015-11-21 06:11:48,712: Iteration took 101.282 s."])
 
 
 def _format_time(s: float) -> str:
