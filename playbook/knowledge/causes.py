@@ -94,6 +94,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="take .item() / .cpu() / printing of tensors out of the step loop (one copy of a whole tensor instead of one per element); keep metrics on the device and synchronise every N steps",
         next_step="profile one step and count cudaStreamSynchronize / aten::item / aten::_local_scalar_dense",
         notebook="notebooks/13_host_sync_gc.ipynb",
+        event_kinds=("debug_sync",),
     ),
     Cause(
         "gc_pause",
@@ -277,7 +278,11 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # kernel or the scheduler states it; a fatal PCIe error takes the device off the
                                   # bus; a corrected one is a link retrying (harmless when rare); an NFS server not
                                   # answering stalls every read of the input pipeline
-                                  "host_oom": 0.8, "pcie_fatal": 0.9, "pcie_error": 0.6, "io_stall": 0.7}
+                                  "host_oom": 0.8, "pcie_fatal": 0.9, "pcie_error": 0.6, "io_stall": 0.7,
+                                  # a debugging mode the framework says is on and slows every step (anomaly
+                                  # detection, synchronous launches): every step pays it, so the run's own pace
+                                  # cannot show the loss — the statement is the evidence
+                                  "debug_sync": 0.9}
 # Fault events logged by the ranks that waited, not by the one they waited for (PyTorch's NCCL watchdog reports the
 # collective it gave up on from every rank that reached it): their ranks are not named as the culprits
 WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})

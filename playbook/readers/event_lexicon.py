@@ -121,6 +121,16 @@ LEXICON: tuple[Entry, ...] = (
     # DeepSpeed deepspeed/runtime/zero/stage3.py (also torch.sagemaker's FSDP): "%d pytorch allocator cache flushes
     # since last step. this happens when there is high memory pressure and is detrimental to performance."
     _row(("allocator cache flush",), r"pytorch allocator cache flushes since last step", cause_ids.MEMORY_PRESSURE),
+    # A debugging mode left on that makes the host wait for the device in every step (cause host_sync): PyTorch
+    # torch/autograd/anomaly_mode.py, `detect_anomaly()`: "Anomaly Detection has been enabled. This mode will increase
+    # the runtime and should only be enabled for debugging." (its backward checks each result for NaN on the host);
+    # Lightning (#17380): "You have turned on `Trainer(detect_anomaly=True)`. This will significantly slow down
+    # compute speed ..."; CUDA_LAUNCH_BLOCKING=1 in an echoed environment or command (every kernel launch waits for
+    # the kernel; CUDA's docs) — but not PyTorch's hint "For debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    _row(("anomaly detection has been enabled", "detect_anomaly=true", "cuda_launch_blocking"),
+         r"Anomaly Detection has been enabled|\bdetect_anomaly=True\b.{0,40}\bslow|"
+         r"^(?!.*\b(?:consider|passing|might|may)\b).*\bCUDA_LAUNCH_BLOCKING\b['\"]?\]?\s{0,3}(?:=|:|set to)\s{0,3}['\"]?1\b",
+         "debug_sync"),
     # A process that died. PyTorch torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: -9)
     # local_rank: 0 (pid: 11127) of binary: ..." (-9 is SIGKILL, often the host's OOM killer; the rank is the
     # line's), and its ChildFailedError summary's "exitcode  : -9 (pid: 14750)" (time, host and rank on the lines

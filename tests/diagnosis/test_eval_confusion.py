@@ -237,6 +237,13 @@ CASES = [
         # a second batch, scored once as written: P2P switched off on one node (NCCL_P2P_DISABLE=1), called healthy
         # first; SHM forced by the environment is now a high finding
         ("nccl_631_p2p_disabled", "link_degradation"))],
+    # the eighth round: causes the set did not hold (tests/data/eval/heldout8/SOURCES.md cites each thread;
+    # make_heldout8.py writes them): scored once as written — 0 of 6 right, three losing runs called healthy; the two
+    # right now kept here: a job sharing its GPUs (`Iteration took 32.709 s.`, unread first → unexplained_slowdown,
+    # 52%) and Lightning's detect_anomaly left on (healthy first → host_sync on the framework's own notice)
+    *[(f"heldout8 {name}", want, _file(f"heldout8/{name}")) for name, want in (
+        ("cbio_342_iteration_took.log", "unexplained_slowdown"),
+        ("lightning_12344_detect_anomaly.log", "host_sync"))],
 ]
 
 

@@ -90,7 +90,7 @@ EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|eval
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
 DIGIT = re.compile(r"\d")
 STEP_NAMES = ("step", "iter", "iteration", "batch")
-IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms)", re.IGNORECASE)
+IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took)\b", re.IGNORECASE)
 RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
 # a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
 BOX_ROW = re.compile(r"^\s*[│┃║╭╰├┌└╞╘╒╓]")

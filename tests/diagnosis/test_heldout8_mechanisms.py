@@ -1,0 +1,48 @@
+"""The mechanisms the eighth held-out round (tests/data/eval/heldout8/SOURCES.md) asked for, each on inputs written
+here (LABELED SYNTHETIC), apart from the round's own files."""
+
+from __future__ import annotations
+
+from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.readers import read_paths
+
+
+def test_a_step_that_took_a_duration_is_a_step_time(tmp_path):
+    # `<step word> took <duration>` without a counter (openmmtools' `Iteration took 32.709 s.`): the next step of
+    # its rank; a step time that doubles half-way is a loss, not a healthy run
+    lines = [f"[2024-03-02 10:{i // 60:02d}:{i % 60:02d}] INFO Step took {1.2 if i < 60 else 2.4:.3f} s"
+             for i in range(120)]
+    (tmp_path / "run.log").write_text("\n".join(lines) + "\n")
+    bundle = read_paths([str(tmp_path / "run.log")])
+    assert len(bundle.steps) == 120
+    assert abs(float(bundle.steps["duration_s"].iloc[-1]) - 2.4) < 1e-9
+    d = diagnose(bundle)
+    assert d.verdict["id"] != ids.HEALTHY, d.verdict
+
+
+def _steady_with(tmp_path, line: str | None):
+    """A steady step log (every step alike: its own pace shows no loss), `line` before the first step."""
+    steps = [f"2025-05-01 09:{s // 60:02d}:{s % 60:02d} | step {s:4d} | loss 1.2500 | step_time 0.500 s"
+             for s in range(1, 201)]
+    (tmp_path / "train.log").write_text("\n".join(([line] if line else []) + steps) + "\n")
+    return diagnose(read_paths([str(tmp_path / "train.log")]))
+
+
+def test_a_debug_mode_that_syncs_every_step_outranks_a_steady_pace(tmp_path):
+    # the run's pace cannot show what every step pays; the framework's own statement that the mode is on can
+    for line in ("/opt/train.py:88: UserWarning: Anomaly Detection has been enabled. This mode will increase the "
+                 "runtime and should only be enabled for debugging.",
+                 "INFO: You have turned on `Trainer(detect_anomaly=True)`. This will significantly slow down compute "
+                 "speed and is recommended only for model debugging.",
+                 "+ export CUDA_LAUNCH_BLOCKING=1"):
+        d = _steady_with(tmp_path, line)
+        assert d.verdict["id"] == ids.HOST_SYNC, (line, d.verdict)
+
+
+def test_the_hint_to_set_cuda_launch_blocking_is_not_the_setting(tmp_path):
+    assert _steady_with(tmp_path, None).verdict["id"] == ids.HEALTHY
+    hint = ("RuntimeError: CUDA error: device-side assert triggered. CUDA kernel errors might be asynchronously "
+            "reported at some other API call, so the stacktrace below might be incorrect. For debugging consider "
+            "passing CUDA_LAUNCH_BLOCKING=1")
+    assert _steady_with(tmp_path, hint).verdict["id"] != ids.HOST_SYNC
