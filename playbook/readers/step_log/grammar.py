@@ -197,11 +197,11 @@ class StepLines:
             e = EPOCH_WORD.search(head) or EPOCH_AFTER.match(after) if m["n"] else None
             if e and best[0] >= 2 and not evaluating:
                 # "Epoch 2/10 | Step 120/500", "it 1024/4096 of epoch 1": a step within its epoch, as global steps count
-                c = self._within(int(e.group(1)), int(m["i"]), int(m["n"]), m.span(), "keyword", False)
+                c = self._within(int(e.group(1)), int(m["i"].replace(",", "")), int(m["n"]), m.span(), "keyword", False)
                 c.keyword = True
                 return c
             e = None if m["n"] or evaluating or best[0] < 2 else EPOCH_WORD.search(head)  # icefall `Epoch 2, batch 0`
-            i = self.restarts.step(int(e.group(1)), int(m["i"])) if e else int(m["i"])
+            i = self.restarts.step(int(e.group(1)), int(m["i"].replace(",", ""))) if e else int(m["i"].replace(",", ""))
             return StepCounter(i, None, None, m.span(), True, evaluating)
         if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
             mode = (m["m"] or "").lower()

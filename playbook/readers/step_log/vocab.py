@@ -41,12 +41,12 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
-# and `max_steps` do not; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
-# unit; a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|num_updates|"
+# and `max_steps` do not, OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
+# unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
+KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|acc(?:umulated)?_iter|num_updates|"
                                 r"iteration|iter|it|train_step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
-                                r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
-_KEYWORD_RANK = {"global_step": 0, "global step": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
+                                r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3, "up": 1, "tick": 3}
 EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
                             r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
@@ -124,7 +124,7 @@ _PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd",
                 "collective": "collective", "reduce": "collective", "sync": "collective", "gather": "collective",
                 "allgather": "collective", "scatter": "collective", "h2d": "h2d", "compute": "compute",
                 "to_device": "h2d", "copy": "h2d"}
-_NOT_TIME = ("eta", "remaining", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
+_NOT_TIME = ("eta", "remaining", "remain", "left", "lr", "learning_rate", "loss", "mem", "memory", "acc", "norm", "eval",
              "val", "valid", "test", "validation", "evaluation", "testing", "ckpt", "checkpoint", "save", "compile", "warmup", "start", "stamp", "date",
              "now", "clock", "timestamp", "timer", "timeout", "num", "max", "min", "total_steps")
 _CUM_WORDS = ("elapsed", "runtime", "wall", "total", "since", "uptime", "train_time", "training_time", "time_elapsed",
