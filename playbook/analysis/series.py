@@ -124,9 +124,15 @@ class GpuSeries:
         """Per GPU, row_quantiles of its finite values of `column` (only the samples where `keep`, a bool per
         sample, when given; NaN without any): one sort of a NaN-padded (G × longest series) grid, or a loop over
         GPUs when the lengths differ so much that padding would more than double the column."""
-        x = self.values[column] if keep is None else np.where(keep, self.values[column], np.nan)
         lengths = np.diff(self.offsets)
         width = int(lengths.max()) if len(lengths) else 0
+        if len(self) and len(self) * width == len(self.t):  # every GPU has as many samples: the column is the grid
+            grid = self.values[column].reshape(len(self), width)
+            ok = np.isfinite(grid)
+            if keep is not None:
+                ok &= keep.reshape(len(self), width)
+            return row_quantiles(grid, ok, qs)
+        x = self.values[column] if keep is None else np.where(keep, self.values[column], np.nan)
         if len(self) * width <= 2 * len(self.t) + 4096:
             cols = np.arange(width)[None, :]
             idx = np.minimum(self.offsets[:-1, None] + cols, max(len(self.t) - 1, 0))
@@ -142,8 +148,11 @@ class GpuSeries:
 
     def counts(self, keep: np.ndarray) -> np.ndarray:
         """Per GPU, how many of its samples `keep` (a bool per sample) marks."""
-        total = np.r_[0, np.cumsum(keep, dtype=np.int64)]
-        return total[self.offsets[1:]] - total[self.offsets[:-1]]
+        out = np.zeros(len(self), dtype=np.int64)
+        has = self.offsets[1:] > self.offsets[:-1]  # (reduceat's segments run from one start to the next)
+        if has.any():
+            out[has] = np.add.reduceat(keep, self.offsets[:-1][has], dtype=np.int64)
+        return out
 
     def time_clusters(self) -> list[list[int]]:
         """GPUs grouped by overlapping time spans (separate recordings), largest group first."""

@@ -63,6 +63,7 @@ from playbook.diagnosis.context import Run
 from playbook.diagnosis.evidence.from_events import run_end
 from playbook.knowledge.causes import cause_of_event
 from playbook.model import schema
+from playbook.readers.frames import small_pages
 
 
 @dataclass
@@ -100,13 +101,14 @@ class Diagnosis:
 def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosis:
     """Run every applicable analyzer on `bundle`, rank the hypotheses, account for every second and state the
     verdict (see the module docstring)."""
-    run = Run(bundle, interval_s, list(bundle.warnings))
-    analyzers.run_all(run)
-    untestable = answer.untestable(run)
-    ranked = ranking.rank(run.findings, run.healthy, untestable)
-    acc = _accounting(run, ranked)
-    ranked = answer.lead(ranked, acc, run, untestable)
-    return _assemble(run, ranked, acc)
+    with small_pages():  # G × bins temporaries: no huge-page compaction (4,096 GPUs x 1 h: 21.9 -> 18.8 s)
+        run = Run(bundle, interval_s, list(bundle.warnings))
+        analyzers.run_all(run)
+        untestable = answer.untestable(run)
+        ranked = ranking.rank(run.findings, run.healthy, untestable)
+        acc = _accounting(run, ranked)
+        ranked = answer.lead(ranked, acc, run, untestable)
+        return _assemble(run, ranked, acc)
 
 
 def _accounting(run: Run, ranked: list[dict]):
