@@ -77,14 +77,19 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         return cause_ids.BETWEEN_STEPS, "line timestamps advance faster than the step timer counts", True
     if b.kind == "stage_imbalance":  # the stages' own timers measure it
         return cause_ids.PIPELINE_IMBALANCE, "the stages' own timers", True
-    best = None
-    for cid in BUCKET_CAUSES.get(b.kind, ()):
-        h = scores.get(cid)
-        if h and h["score"] >= SUPPORT_MIN and (best is None or h["score"] > best["score"]):
-            best = h
-    if best is not None:
+    supported = [scores[c] for c in BUCKET_CAUSES.get(b.kind, ()) if c in scores and scores[c]["score"] >= SUPPORT_MIN]
+    best = max(supported, key=lambda h: h["score"], default=None)
+    if best is not None and _own_evidence(best, supported):
         return best["id"], (best.get("evidence") or [""])[0], False
     return UNEXPLAINED, "", False
+
+
+def _own_evidence(best: dict, supported: list[dict]) -> bool:
+    """Whether `best` rests on an observation of its own: at least one evidence line no other supported candidate
+    of the bucket cites. Candidates that cite the very same observations (a level shift that a throttled GPU, a
+    straggler or a failing part would all show) differ only by their priors: the data does not pick one."""
+    others = {line for h in supported if h is not best for line in h.get("evidence") or ()}
+    return not others or any(line not in others for line in best.get("evidence") or ())
 
 
 def _phase_cause(phase: str) -> str | None:

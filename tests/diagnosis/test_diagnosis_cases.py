@@ -10,6 +10,7 @@ import synthetic_cases
 
 from playbook.cli import main
 from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
 from playbook.labs import synthetic
 
 
@@ -124,7 +125,9 @@ def test_level_shift_is_reported_with_its_step_and_size_not_as_a_periodic_stall(
     assert _top(d) == want and "periodic_stall" not in [h["id"] for h in d.hypotheses]
     ls = d.steps["level_shift"]
     assert abs(ls["step"] - 350) <= 2 and 0.25 < ls["relative_change"] < 0.35
-    assert "at step 35" in d.hypotheses[0]["evidence"][0] and "level shift" in d.hypotheses[0]["evidence"][0]
+    shift = [e for h in d.hypotheses for e in h["evidence"] if "level shift" in e]
+    assert shift and all("at step 35" in e for e in shift)
+    assert ids.THROTTLING in [h["id"] for h in d.hypotheses[1:4]]  # named as a candidate, not as the answer
     assert not (d.steps.get("creep") or {}).get("creeping")
 
 

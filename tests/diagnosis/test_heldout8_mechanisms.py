@@ -46,3 +46,21 @@ def test_the_hint_to_set_cuda_launch_blocking_is_not_the_setting(tmp_path):
             "reported at some other API call, so the stacktrace below might be incorrect. For debugging consider "
             "passing CUDA_LAUNCH_BLOCKING=1")
     assert _steady_with(tmp_path, hint).verdict["id"] != ids.HOST_SYNC
+
+
+def test_a_loss_goes_to_a_cause_only_on_evidence_of_its_own():
+    # LABELED SYNTHETIC: two supported candidates citing one observation (a level shift) differ by their priors only:
+    # the loss stays unexplained; a line of its own (clocks measured low) makes the first one the cause
+    from playbook.analysis.accounting import Accounting, Bucket
+    from playbook.diagnosis import attribution
+
+    shift = "step time jumps +105% at step 60 and stays there"
+    def attributed(throttling_lines):
+        acc = Accounting("wall", 100.0, [Bucket("slow_stretches", 30.0, steps=list(range(60, 100)))], 0.01, "")
+        ranked = [{"id": ids.THROTTLING, "score": 0.40, "evidence": throttling_lines},
+                  {"id": ids.COLLECTIVE_STRAGGLER, "score": 0.35, "evidence": [shift]}]
+        attribution.attribute(acc, None, ranked, {})
+        return acc.buckets[0].cause
+
+    assert attributed([shift]) == attribution.UNEXPLAINED
+    assert attributed([shift, "SM clock 1005 MHz at work against 1980 MHz before"]) == ids.THROTTLING
