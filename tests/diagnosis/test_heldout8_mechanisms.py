@@ -64,3 +64,14 @@ def test_a_loss_goes_to_a_cause_only_on_evidence_of_its_own():
 
     assert attributed([shift]) == attribution.UNEXPLAINED
     assert attributed([shift, "SM clock 1005 MHz at work against 1980 MHz before"]) == ids.THROTTLING
+
+
+def test_a_total_that_does_not_accumulate_is_the_time_since_the_previous_line(tmp_path):
+    # LABELED SYNTHETIC, DeePMD-kit's line (`batch %7d training time %.2f s, testing time %.2f s`, the time of the
+    # disp_freq batches since the last line) without time stamps: 1000 batches per line at 30 ms each, not 30 s each
+    lines = [f"DEEPMD INFO    batch {1000 * i:7d} training time {30.0 + 0.1 * (i % 3):.2f} s, testing time 0.02 s"
+             for i in range(1, 31)]
+    (tmp_path / "lcurve.log").write_text("\n".join(lines) + "\n")
+    steps = read_paths([str(tmp_path / "lcurve.log")]).steps
+    per_step = steps.loc[steps["phase"] == "step", "duration_s"]
+    assert len(per_step) >= 29 and abs(float(per_step.median()) - 0.030) < 0.001

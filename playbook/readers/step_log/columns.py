@@ -7,7 +7,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from playbook.readers.step_log.vocab import CLASS_NAMES, CUMULATIVE, NAT, WINDOW
+from playbook.readers.step_log.vocab import CLASS_NAMES, CUMULATIVE, GENERIC, NAT, WINDOW
 
 
 class EpochRestarts:
@@ -168,6 +168,14 @@ def clock_reading(step, rank, time, seconds, share: float = 0.8) -> int | None:
     if window >= share * pairs:
         return WINDOW
     return None
+
+
+def total_reading(step, rank, time, seconds) -> int:
+    """The class of a field named like a total (`train_time`, `training time`) whose values go up and down: what the
+    lines' time stamps say it is (clock_reading; ESPnet's `train_time=0.450` is neither the window's nor a running
+    total: a time per step), else, with no stamps to tell, the total since the previous line, the one total that
+    does not accumulate (DeePMD's `training time 45.67 s` for the 2000 batches since the last line)."""
+    return clock_reading(step, rank, time, seconds) or (GENERIC if int((time != NAT).sum()) >= 2 else WINDOW)
 
 
 def time_of_day(step, rank, seconds) -> bool:

@@ -72,6 +72,7 @@ from playbook.readers.step_log.columns import (
     stage_sum,
     stage_total,
     time_of_day,
+    total_reading,
     window_means,
     window_starts,
 )
@@ -614,7 +615,7 @@ class StepLines:
         for k in eligible:
             cls = cands[k][1]
             if cls == CUMULATIVE and not monotone(step, rank, cols[k]):  # named like a total but goes up and down:
-                cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else GENERIC  # a step's (NeMo-RL's) or a time
+                cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else total_reading(step, rank, time, cols[k])
             elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                     monotone(step, rank, cols[k]):
                 cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
