@@ -115,9 +115,10 @@ class _EventLines:
         if cid and (cid[1], cid[2]) not in self.compile_ids and len(self.compile_ids) < MAX_COMPILE_IDS:
             self.compile_ids.add((cid[1], cid[2]))
             if cid[2] != "0" and "Recompiling function" not in body:  # the recompiles log names it below
-                self.recompile = None
-                self._add(ln, "recompile", f"line {ln.lineno}: frame {cid[1]} compiled again (compile id "
-                                           f"[{cid[1]}/{cid[2]}])")
+                limit = bool(_LIMIT.search(body))  # torch's warning that the frame hit its limit: its lines follow
+                row = self._add(ln, "recompile", f"line {ln.lineno}: " + (body if limit else (
+                    f"frame {cid[1]} compiled again (compile id [{cid[1]}/{cid[2]}])")))
+                self.recompile = row if limit else None
                 self.counts["recompile"] += 1
                 return True
         if cid and "Recompiling function" not in body and self.recompile is None:

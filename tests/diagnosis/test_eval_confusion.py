@@ -239,7 +239,10 @@ CASES = [
         ("pytorch_121080_custom_op_recompiling.log", "recompilation"),
         # a second batch, scored once as written: P2P switched off on one node (NCCL_P2P_DISABLE=1), called healthy
         # first; SHM forced by the environment is now a high finding
-        ("nccl_631_p2p_disabled", "link_degradation"))],
+        ("nccl_631_p2p_disabled", "link_degradation"),
+        # events only (TORCH_LOGS=recompiles, no step times): insufficient_data until session 40; eight recompiles of
+        # one frame are what torch itself calls excessive (evidence/from_events.from_recompile_events)
+        ("pytorch_114293_recompile_each_step.log", "recompilation"))],
     # the eighth round: causes the set did not hold (tests/data/eval/heldout8/SOURCES.md cites each thread;
     # make_heldout8.py writes them): scored once as written — 0 of 6 right, three losing runs called healthy; the two
     # right now kept here: a job sharing its GPUs (`Iteration took 32.709 s.`, unread first → unexplained_slowdown,

@@ -136,3 +136,29 @@ def test_shm_because_the_environment_turned_p2p_off_is_the_verdict(tmp_path):
     assert d.verdict["id"] == ids.LINK_DEGRADATION
     d = _diagnose(tmp_path, _one_node([]))  # SHM that NCCL chose itself (no P2P path): a moderate finding
     assert d.verdict["id"] != ids.LINK_DEGRADATION
+
+
+def _recompiles(n: int, tail: list[str] = ()) -> list[str]:
+    """TORCH_LOGS=recompiles records of one function, a guard on a Python int that changes every call."""
+    out = []
+    for i in range(n):
+        p = f"[2025-06-01 12:00:{2 * i:02d},100] torch._dynamo.guards.__recompiles: [DEBUG]"
+        out += [f"{p} Recompiling function step_fn in /src/train.py:40", f"{p}     triggered by the following guard "
+                "failure(s):", f"{p}     - L['offset'] == {i + 1}"]
+    return out + list(tail)
+
+
+def test_recompiles_of_one_frame_up_to_torch_s_limit_name_the_cause_without_step_times(tmp_path):
+    # LABELED SYNTHETIC: events only; 8 recompiles of one frame (torch's recompile_limit) are recompilation, 5 are
+    # not enough to tell (a few shapes compiled once each are normal)
+    for n, want in ((8, ids.RECOMPILATION), (5, ids.INSUFFICIENT_DATA)):
+        (tmp_path / f"r{n}.log").write_text("\n".join(_recompiles(n)) + "\n")
+        d = diagnose(read_paths([str(tmp_path / f"r{n}.log")]))
+        assert d.verdict["id"] == want, (n, d.verdict)
+    # torch's own warning that a frame hit the limit names it with fewer records in the log
+    limit = ["W0601 12:00:30.100000 158 torch/_dynamo/convert_frame.py:1551] [0/8] torch._dynamo hit "
+             "config.recompile_limit (8)", "W0601 12:00:30.100000 158 torch/_dynamo/convert_frame.py:1551] [0/8]"
+             "    function: 'step_fn' (/src/train.py:40)"]
+    (tmp_path / "hit.log").write_text("\n".join(_recompiles(2, limit)) + "\n")
+    d = diagnose(read_paths([str(tmp_path / "hit.log")]))
+    assert d.verdict["id"] == ids.RECOMPILATION and "limit" in d.hypotheses[0]["evidence"][0]

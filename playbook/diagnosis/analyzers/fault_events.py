@@ -16,3 +16,6 @@ class FaultEvents(Analyzer):
     def analyze(self, run: Run) -> None:
         if len(run.bundle.events):
             run.findings += event_evidence.from_fault_events(run.bundle.events)
+            steps = run.bundle.steps
+            timed = bool(len(steps)) and bool(steps.loc[steps["phase"] == "step", "duration_s"].notna().any())
+            run.findings += event_evidence.from_recompile_events(run.bundle.events, timed)

@@ -54,6 +54,35 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
     return out
 
 
+# torch._dynamo.config.recompile_limit (cache_size_limit before torch 2.6), default 8: how often torch recompiles one
+# frame before it warns ("torch._dynamo hit config.recompile_limit (8)"; "Excessive recompilations can degrade
+# performance due to the compilation overhead of each recompilation") and runs the frame eagerly from then on
+RECOMPILE_LIMIT = 8
+_LIMIT_HIT = re.compile(r"\bhit (?:config\.[a-z_]{0,40}limit\b|recompilation cache limit)|limit reached", re.IGNORECASE)
+_FRAME = re.compile(r"recompiling (\S+) in|frame (\d+) compiled again")
+
+
+def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Finding]:
+    """Recompilation as a finding on its own, where torch says so: a frame hit its recompile limit; or, where no step
+    times can measure the recompiles (evidence/from_steps.py does where they can), as many recompiles of one frame
+    logged as that limit allows (RECOMPILE_LIMIT)."""
+    detail = events.loc[events["kind"].astype(str).str.lower() == "recompile", "detail"].astype(str)
+    hit = detail[detail.str.contains(_LIMIT_HIT)]
+    frames = detail.str.extract(_FRAME)
+    frame = frames[0].fillna("frame " + frames[1].fillna("")).where(frames.notna().any(axis=1))
+    per_frame = frame.dropna().value_counts()
+    if len(hit):
+        text = f"torch says a frame recompiled up to its limit and runs eagerly from then on: {hit.iloc[0][:200]}"
+    elif not timed_steps and len(per_frame) and per_frame.iloc[0] >= RECOMPILE_LIMIT:
+        text = (f"{per_frame.iloc[0]} recompilations of {per_frame.index[0]} logged: as many as torch allows one "
+                f"frame (recompile_limit {RECOMPILE_LIMIT}) before it warns of excessive recompilation; e.g. "
+                f"{' '.join(detail[frame == per_frame.index[0]].iloc[-1].split())[:160]}")
+    else:
+        return []
+    return [Finding(cause_of_event("recompile"), text, confidence=0.8, weight=FAULT_WEIGHT, lost_share=0.0,
+                    source="events", anomaly=0.8 * FAULT_WEIGHT)]
+
+
 LINE_NO = re.compile(r"^line (\d{1,12}):")
 
 
