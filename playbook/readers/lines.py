@@ -375,6 +375,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
                                f"(first: {loud[1]})")
     bundle.meta["lines"][src].update(structure(bundle, prefix, loud[0]), last_step_line=last_step_line)
+    if prefix.undated:
+        bundle.warnings.append(f"{src}: {prefix.undated}")
     bundle.warnings.extend(notes)
     return bundle
 
