@@ -17,6 +17,7 @@ when no smoothing holds (a bar whose refreshes are not all printed: line_clock.p
 from __future__ import annotations
 
 import numpy as np
+from scipy.signal import lfilter
 
 SMOOTHINGS = (0.3, 0.0)  # tqdm's default; Lightning's smoothing=0 (the average since the bar started)
 ROUNDING = 0.005  # tqdm prints `{rate:5.2f}it/s`, or `{1/rate:5.2f}s/it` below 1 it/s
@@ -49,10 +50,8 @@ def _refresh_times(n: np.ndarray, rate: np.ndarray, a: float) -> tuple[np.ndarra
         total = n / rate
         return np.diff(total), (total * rel)[1:] + (total * rel)[:-1]
     dn = np.diff(n).astype(float)
-    edn = np.empty(len(n))
-    edn[0] = dn[0]
-    for k in range(1, len(n)):
-        edn[k] = (1 - a) * edn[k - 1] + a * dn[k - 1]
+    # EDN_k = (1 - a) EDN_k-1 + a dn_k from EDN_0 = dn_1 (a steady state), as a linear filter (no Python loop)
+    edn = np.r_[dn[0], lfilter([a], [1.0, a - 1.0], dn, zi=[(1 - a) * dn[0]])[0]]
     edt = edn / rate
     dt = (edt[1:] - (1 - a) * edt[:-1]) / a
     return dt, ((edt * rel)[1:] + (1 - a) * (edt * rel)[:-1]) / a
