@@ -10,7 +10,8 @@ Ranks, from the launcher or logger that tags each line:
 Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `%m/%d/%Y`, glog / absl
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
   a time of day without a date (logback's `10:41:07.547 [main] INFO`, log4j's `,SSS`, logging's `%H:%M:%S`, rich's
-  `[10:41:07]`, or after a month-day: `09-24 22:50:46`): glog's and these are placed by `Prefix._undated`,
+  `[10:41:07]`, or after a month-day: `09-24 22:50:46`, detectron2's `[03/15 07:48:04 d2.utils.events]:`): glog's and
+  these are placed by `Prefix._undated`,
   a tag word before the date (DLLogger's `DLL 2021-03-12 10:00:00.1 - `), a date inside a logger's bracket
   (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W f.py:38]`), MLPerf's
   `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
@@ -58,8 +59,10 @@ _TAG_DASH = re.compile(r"^-\s+")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")
 # a time of day without a date, before a space: logback's default `%d{HH:mm:ss.SSS}`, log4j's `HH:mm:ss,SSS`,
-# logging's `datefmt="%H:%M:%S"` (rich's `[%X]` in brackets); with a month-day before it, no year: `%m-%d %H:%M:%S`
-_TIME_OF_DAY = re.compile(r"^\s*(\[)?(?:(\d{2})-(\d{2}) )?(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?(1)\])\s+")
+# logging's `datefmt="%H:%M:%S"` (rich's `[%X]` in brackets); with a month-day before it, no year: `%m-%d %H:%M:%S`,
+# `%m/%d %H:%M:%S` (detectron2's, also inside its bracket with the logger's name: `[03/15 07:48:04 d2.utils.events]:`)
+_TIME_OF_DAY = re.compile(r"^\s*(\[)?(?:(\d{2})[-/](\d{2}) )?(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?(1)\])\s+")
+_MONTH_DAY_IN = re.compile(r"^(\d{2})[-/](\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s")
 # a leading bracket of at most 160 characters without a nested bracket: a tag when it holds a level, a source
 # location, a date or a single short name — not a counter, a `key=value` or a mode word
 _BRACKET = re.compile(r"^\s*\[([^\[\]\n]{1,160})\]\s*:?\s*")
@@ -321,7 +324,7 @@ class Prefix:
         if mo is not None:
             if self.year is None:
                 self.year = LEAP_YEAR
-                self.undated = f"month-days without a year (glog's, `%m-%d`): placed in {LEAP_YEAR}, the year unknown"
+                self.undated = f"month-days without a year (glog, `%m-%d`, `%m/%d`): placed in {LEAP_YEAR}, the year unknown"
             t = to_ns(self.year, mo, d, h, mi, s, frac, self.tz)
             if t != NAT and self.last_t != NAT and t < self.last_t - HALF_YEAR_NS:
                 self.year += 1
@@ -348,6 +351,9 @@ class Prefix:
             return None  # `[batch=3/9]`, `[12/100]`, `[100]`, `[eval]`: a counter or a mode, not a tag
         level = m.group(1) or m.group(2) if (m := _TAG_LEVEL.search(s)) else ""
         date = _DATE_IN.search(s)
+        if not date and t == NAT and (md := _MONTH_DAY_IN.match(s)):
+            self._seen("time of day")
+            return self._undated(*(int(g) for g in md.groups()[:5]), md.group(6)), rank, level or ""
         if not (level or date or _TAG_WHERE.search(s) or _TAG_NAME.match(s)):
             return None
         if date and t == NAT:

@@ -127,3 +127,20 @@ def test_heldout8_wandb_bar_reads_its_blocks():
     assert "undone" in how
     assert secs.sum() == pytest.approx(551.0, abs=1.0)
     assert np.percentile(per, 5) == pytest.approx(0.025, rel=0.06) and np.percentile(per, 95) > 0.04
+
+
+def test_detectron2_bracket_month_day_is_the_line_time():
+    """detectron2's `[03/15 07:48:04 d2.utils.events]:` (datefmt `%m/%d %H:%M:%S`): before, the lines had no time."""
+    st = lines.scan(CLOCK2 / "d2go_19_month_day.log").steps
+    st = st[st["phase"] == "step"].sort_values("step")
+    assert st["time"].notna().all()
+    assert st["time"].iloc[0] < pd.Timestamp(f"{LEAP_YEAR}-03-15 07:48:04", tz="UTC")  # the end less the step's time
+    span = (st["time"].iloc[-1] - st["time"].iloc[0]).total_seconds() / (st["step"].iloc[-1] - st["step"].iloc[0])
+    assert span == pytest.approx(EXPECTED["d2go_19_month_day.log"]["per_step_s"], rel=0.05)
+
+
+def test_sparse_refreshes_keep_the_line_clock():
+    """Every 20th refresh of the EMA bar (lines ~5 s apart): no smoothing can be undone, and the elapsed clock rising
+    by seconds a line is the lines' clock (line_clock.py), as before."""
+    _, secs, how = _refresh_seconds(CLOCK2 / "tqdm_ema_stalls.log", 20)
+    assert "the lines' clock" in how and secs.sum() == pytest.approx(112.0, abs=1.0)  # whole seconds, first line on
