@@ -144,3 +144,12 @@ def test_sparse_refreshes_keep_the_line_clock():
     by seconds a line is the lines' clock (line_clock.py), as before."""
     _, secs, how = _refresh_seconds(CLOCK2 / "tqdm_ema_stalls.log", 20)
     assert "the lines' clock" in how and secs.sum() == pytest.approx(112.0, abs=1.0)  # whole seconds, first line on
+
+
+def test_tqdm_first_refresh_in_seconds_per_step():
+    """A bar whose first refresh is a stall prints it as `1.53s/it`: the same rate in the other unit, and the EMA's
+    first call (the bar's count 0 is the line before), so the recursion starts exact."""
+    want = EXPECTED["tqdm_first_refresh_stall.log"]
+    step, secs, how = _refresh_seconds(CLOCK2 / "tqdm_first_refresh_stall.log")
+    assert "undone" in how
+    assert int((secs > 1.0).sum()) == want["stalls"] and secs.sum() == pytest.approx(want["wall_s"], abs=0.05)

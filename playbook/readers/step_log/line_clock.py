@@ -103,8 +103,11 @@ def clock_or(name: str, cls: int, reading: tuple[np.ndarray, str], step, rank, c
     clocks = [k for k, role in cands.items() if role[0] == "dur" and role[3:] == (CLOCK,)]
     if cands[name][0] == "rate" and pos is not None and clocks:
         seconds = cols[clocks[0]] * cands[clocks[0]][2]
-        if (found := unsmoothed(step, rank, pos, values, seconds, resolution(seconds))) is not None:
-            return name, cls, found[0], how + ", " + found[1]
+        bar = values
+        for other in (k for k, role in cands.items() if k != name and role[1] == PER_STEP):
+            bar = np.where(np.isfinite(bar), bar, field_seconds(other, PER_STEP, cands[other], step, rank, cols)[0])
+        if (found := unsmoothed(step, rank, pos, bar, seconds, resolution(seconds))) is not None:
+            return name, cls, found[0], how + ", " + found[1]  # tqdm's `s/it` below 1 it/s: the same rate
     if cls not in (CUMULATIVE, WINDOW) and (clock := line_clock(step, rank, cols, cands, name, values)):
         values, how = field_seconds(clock, CUMULATIVE, cands[clock], step, rank, cols)
         return clock, CUMULATIVE, values, how + ", the lines' clock"

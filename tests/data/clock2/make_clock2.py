@@ -12,6 +12,8 @@ smoothing=0 and the bar format of Lightning's TQDMProgressBar) under a simulated
   0.20 s a step between the lines (an untimed data wait), 300 steps.
 - tqdm_ema_stalls.log: a bare tqdm bar (default smoothing 0.3, mininterval 0.1 s), refreshed every 0.25 s. Drawn:
   40 steps/s, a 1.5 s stall (a blocking logger) every ~10 s, 4000 steps.
+- tqdm_first_refresh_stall.log: a bare tqdm bar whose first refresh is a stall (printed as `1.53s/it`, the rest in
+  it/s): 6000 steps at ~25 ms, a 1.5 s stall every 2000 steps from step 1, a refresh every 0.25 s.
 - lightning_average_rate.log: Lightning's training bar (tqdm smoothing=0: the rate is the average since the epoch's
   start; BAR_FORMAT `{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]`).
   Drawn: 0.10 s a step, 0.20 s from step 1000 on (a slowdown), 2000 steps, a refresh every 5 steps.
@@ -105,6 +107,13 @@ def tqdm_ema() -> None:
     _write("tqdm_ema_stalls.log", _bar_lines(d, 0.25, None))
 
 
+def tqdm_first_stall() -> None:
+    rng = np.random.default_rng(6)
+    d = 0.025 * np.exp(0.05 * rng.standard_normal(6000))
+    d[::2000] += 1.5
+    _write("tqdm_first_refresh_stall.log", _bar_lines(d, 0.25, None))
+
+
 def lightning_average() -> None:
     rng = np.random.default_rng(5)
     d = 0.10 * np.exp(0.05 * rng.standard_normal(2000))
@@ -119,3 +128,4 @@ if __name__ == "__main__":
     python_hms()
     tqdm_ema()
     lightning_average()
+    tqdm_first_stall()
