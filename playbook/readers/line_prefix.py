@@ -9,6 +9,9 @@ Ranks, from the launcher or logger that tags each line:
   (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
 Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `%m/%d/%Y`, glog / absl
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
+  a time of day without a date (logback's `10:41:07.547 [main] INFO`, log4j's `,SSS`, logging's `%H:%M:%S`, rich's
+  `[10:41:07]`, or after a month-day: `09-24 22:50:46`, detectron2's `[03/15 07:48:04 d2.utils.events]:`): glog's and
+  these are placed by `Prefix._undated`,
   a tag word before the date (DLLogger's `DLL 2021-03-12 10:00:00.1 - `), a date inside a logger's bracket
   (`[NeMo I 2025-08-19 14:02:29 nemo_logging:393]`, `[2024-06-28 18:30:50.171: W f.py:38]`), MLPerf's
   `:::MLLOG {"time_ms": ...}`, structlog's `timestamp='...'`.
@@ -55,6 +58,11 @@ _TIME_TAG = re.compile(r"^\s*(?!(?:" + _LEVEL_WORDS + r")\s)[A-Z]{2,8}\s+(?=\d{4
 _TAG_DASH = re.compile(r"^-\s+")
 _US_DATE = re.compile(r"^\s*\[?(\d{2})/(\d{2})/(\d{4}|\d{2}),? (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*\]?\s*")
 _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:\s+\d+)?\s+[^\]\s]*\]\s*")
+# a time of day without a date, before a space: logback's default `%d{HH:mm:ss.SSS}`, log4j's `HH:mm:ss,SSS`,
+# logging's `datefmt="%H:%M:%S"` (rich's `[%X]` in brackets); with a month-day before it, no year: `%m-%d %H:%M:%S`,
+# `%m/%d %H:%M:%S` (detectron2's, also inside its bracket with the logger's name: `[03/15 07:48:04 d2.utils.events]:`)
+_TIME_OF_DAY = re.compile(r"^\s*(\[)?(?:(\d{2})[-/](\d{2}) )?(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?(1)\])\s+")
+_MONTH_DAY_IN = re.compile(r"^(\d{2})[-/](\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s")
 # a leading bracket of at most 160 characters without a nested bracket: a tag when it holds a level, a source
 # location, a date or a single short name — not a counter, a `key=value` or a mode word
 _BRACKET = re.compile(r"^\s*\[([^\[\]\n]{1,160})\]\s*:?\s*")
@@ -96,6 +104,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _PATH_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|worker|proc|process)[_\-.]?(\d{1,6})(?=$|[^a-z0-9])", re.IGNORECASE)
 _ELASTIC = re.compile(r"attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.\w+$")
 MAX_STEPS = 8  # prefixes read per line: `[rank3]: [2024-...] [INFO] [file.py:9] [Rank 3] ...` has five
+LEAP_YEAR = 1972  # where month-days without a year are placed (a leap year: glog's `I0229` exists in it)
+DAY_NS = 86_400 * 1_000_000_000
+HALF_YEAR_NS = 182 * DAY_NS
 
 
 def rank_from_path(path: str | PurePath) -> int:
@@ -170,6 +181,8 @@ class Prefix:
         self.level, self.tagged = "", False  # of the last line split
         self.host = ""  # the host the last line split names (syslog / journalctl), "" when none
         self.uptime: float | None = None  # the last line's seconds since boot (dmesg), None when none
+        self.last_t = NAT  # the time of the last line that had one: where an undated stamp is placed after
+        self.undated = ""  # how stamps without a date were placed ("" when none was)
 
     def _seen(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -225,6 +238,7 @@ class Prefix:
         if uptime is None and self.uptime is not None and line.startswith("        ") and body is line:
             uptime = self.uptime  # a dmesg continuation line, indented under its line's stamp
         t = self._boot(t, uptime)
+        self.last_t = t if t != NAT else self.last_t
         self.level = level.upper()
         self.tagged = rank >= 0  # the line itself named its rank (not the file's path)
         self.host, self.uptime = host, uptime
@@ -293,12 +307,38 @@ class Prefix:
             return (to_ns(y, int(m.group(1)), int(m.group(2)), *(int(g) for g in m.groups()[3:6]), m.group(7),
                           self.tz), body[m.end():], "")
         if (m := _GLOG.match(body)):
-            t = NAT
-            if self.year is not None:
-                t = to_ns(self.year, *(int(g) for g in m.groups()[1:6]), m.group(7), self.tz)
             self._seen("glog")
-            return t, body[m.end():], m.group(1)
+            return self._undated(*(int(g) for g in m.groups()[1:6]), m.group(7)), body[m.end():], m.group(1)
+        if (m := _TIME_OF_DAY.match(body)):
+            self._seen("time of day")
+            mo, d = (int(m.group(2)), int(m.group(3))) if m.group(2) else (None, None)
+            return self._undated(mo, d, *(int(g) for g in m.groups()[3:6]), m.group(7)), body[m.end():], ""
         return None
+
+    def _undated(self, mo: int | None, d: int | None, h: int, mi: int, s: int, frac: str | None) -> int:
+        """ns UTC of a stamp without its year (glog's `I0815 20:41:26`, `%m-%d %H:%M:%S`) or without any date (a
+        time of day). A month-day is in the year of the last full date, the next year once it falls by more than
+        half a year; a time of day is on the day of the line before it, the next day once it falls by more than
+        12 h (midnight). With no date before them the year and day are unknown, not guessed: a time of day is
+        placed on textio.SYNTHETIC_EPOCH's day, a month-day in LEAP_YEAR, and `undated` says so (a file's note)."""
+        if mo is not None:
+            if self.year is None:
+                self.year = LEAP_YEAR
+                self.undated = f"month-days without a year (glog, `%m-%d`, `%m/%d`): placed in {LEAP_YEAR}, the year unknown"
+            t = to_ns(self.year, mo, d, h, mi, s, frac, self.tz)
+            if t != NAT and self.last_t != NAT and t < self.last_t - HALF_YEAR_NS:
+                self.year += 1
+                t = to_ns(self.year, mo, d, h, mi, s, frac, self.tz)
+            return t
+        if not (h < 24 and mi < 60 and s < 62):
+            return NAT
+        of_day = ((h * 60 + mi) * 60 + s) * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0)
+        if self.last_t == NAT:
+            self.undated = self.undated or (f"times of day without a date: placed on "
+                                            f"{textio.SYNTHETIC_EPOCH:%Y-%m-%d} and the days after, the date unknown")
+            return textio.SYNTHETIC_EPOCH.value + of_day
+        t = self.last_t - self.last_t % DAY_NS + of_day  # on the day (UTC) of the line before
+        return t + DAY_NS if t < self.last_t - DAY_NS // 2 else t
 
     def _tag(self, inner: str, t: int, rank: int) -> tuple[int, int, str] | None:
         """(time, rank, level) a leading bracket's content gives, or None when the bracket is the message's."""
@@ -311,6 +351,9 @@ class Prefix:
             return None  # `[batch=3/9]`, `[12/100]`, `[100]`, `[eval]`: a counter or a mode, not a tag
         level = m.group(1) or m.group(2) if (m := _TAG_LEVEL.search(s)) else ""
         date = _DATE_IN.search(s)
+        if not date and t == NAT and (md := _MONTH_DAY_IN.match(s)):
+            self._seen("time of day")
+            return self._undated(*(int(g) for g in md.groups()[:5]), md.group(6)), rank, level or ""
         if not (level or date or _TAG_WHERE.search(s) or _TAG_NAME.match(s)):
             return None
         if date and t == NAT:

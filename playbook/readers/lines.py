@@ -376,6 +376,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
                                f"(first: {loud[1]})")
     bundle.meta["lines"][src].update(structure(bundle, prefix, loud[0]), last_step_line=last_step_line)
+    if prefix.undated:
+        bundle.warnings.append(f"{src}: {prefix.undated}")
     bundle.warnings.extend(notes)
     return bundle
 
@@ -432,8 +434,10 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
                                    f"step{'s' if every != 1 else ''}), from the timestamps of consecutive log lines; "
                                    "a one-step stall is spread over its window")
         elif steps.tqdm_lines and res["chosen"] in ("(it/s)", "(s/it)"):
-            bundle.warnings.append(f"{src}: {n} step times come from progress-bar rates (tqdm's smoothed "
-                                   "average per update), not from exact per-step timings")
+            kept = "elapsed clock" in (res["how"] or "")  # bar_rate.py undid the smoothing: each refresh's own time
+            bundle.warnings.append(f"{src}: {n} step times come from progress-bar rates ("
+                                   + ("each refresh's own, the bar's smoothing undone" if kept else
+                                      "tqdm's smoothed average per update") + "), not from exact per-step timings")
     _stage_events(res, events.rows)
     for rank, step, lineno, t in res.get("restarts", ()):
         events.rows.append({"time": t, "host": "", "rank": rank, "step": step, "kind": "restart", "duration_s": np.nan,

@@ -631,7 +631,7 @@ class StepLines:
             return None, None, None
         _, _, _, name, cls = min(ranked)
         name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols), step,
-                                          rank, cols, cands)  # a clock on the lines the field does not account for
+                                          rank, cols, cands, np.frombuffer(self.pos, np.int64))  # line_clock.py
         self._window = cls == WINDOW
         # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
         # per batch): the file's step records are those of the kinds that carry its duration field

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.readers.step_log.bar_rate import unsmoothed
 from playbook.readers.step_log.columns import epoch_clock, field_seconds
-from playbook.readers.step_log.vocab import CUMULATIVE, PER_STEP, WINDOW
+from playbook.readers.step_log.vocab import CLOCK, CUMULATIVE, PER_STEP, WINDOW
 
 MIN_WINDOWS = 4  # pairs of consecutive lines: fewer cannot tell a clock from a drifting value
 RESOLUTIONS = (1.0, 0.1, 0.01, 0.001)  # seconds: the finest a printed clock is read at
@@ -93,10 +94,20 @@ def line_clock(step, rank, cols, cands, chosen: str, values: np.ndarray) -> str 
     return None
 
 
-def clock_or(name: str, cls: int, reading: tuple[np.ndarray, str], step, rank, cols, cands):
+def clock_or(name: str, cls: int, reading: tuple[np.ndarray, str], step, rank, cols, cands, pos=None):
     """(name, class, per-step seconds, how) of the file's step time: the chosen field `name` of class `cls` read as
-    `reading`, unless a line clock that it does not account for replaces it (read as cumulative)."""
+    `reading`, unless a line clock that it does not account for replaces it (read as cumulative), or, for a progress
+    bar's rate beside its elapsed clock, the rate with its smoothing undone (bar_rate.py; `pos`: each row's count
+    within its bar)."""
     values, how = reading
+    clocks = [k for k, role in cands.items() if role[0] == "dur" and role[3:] == (CLOCK,)]
+    if cands[name][0] == "rate" and pos is not None and clocks:
+        seconds = cols[clocks[0]] * cands[clocks[0]][2]
+        bar = values
+        for other in (k for k, role in cands.items() if k != name and role[1] == PER_STEP):
+            bar = np.where(np.isfinite(bar), bar, field_seconds(other, PER_STEP, cands[other], step, rank, cols)[0])
+        if (found := unsmoothed(step, rank, pos, bar, seconds, resolution(seconds))) is not None:
+            return name, cls, found[0], how + ", " + found[1]  # tqdm's `s/it` below 1 it/s: the same rate
     if cls not in (CUMULATIVE, WINDOW) and (clock := line_clock(step, rank, cols, cands, name, values)):
         values, how = field_seconds(clock, CUMULATIVE, cands[clock], step, rank, cols)
         return clock, CUMULATIVE, values, how + ", the lines' clock"
