@@ -492,3 +492,38 @@ def test_a_swap_trickle_is_no_evidence_of_its_own(tmp_path, swap_kib_s):
     evidence = [e for h in d.hypotheses for e in h["evidence"]]
     assert not any(e.startswith(("swapping rise", "disk writes rise", "disk reads rise")) for e in evidence)
     assert any(e.startswith("CPU iowait rise 19.0×") for e in d.hypotheses[0]["evidence"])
+
+
+def _sysstat_doc(section: str, row: dict, samples: int = 5) -> str:
+    """A sysstat JSON document as cifsiostat / tapestat / pidstat -o JSON print it (print_gal_header, then one
+    statistics entry per interval: a timestamp and the tool's own section)."""
+    stats = [{"timestamp": f"10:00:{i:02d}", section: [row]} for i in range(samples)]
+    return json.dumps({"sysstat": {"hosts": [{"nodename": "gpu-node1", "sysname": "Linux", "release": "5.15.0",
+                                              "machine": "x86_64", "number-of-cpus": 64, "date": "12/03/2026",
+                                              "statistics": stats}]}}, indent="\t")
+
+
+def test_cifsiostat_json_is_the_hosts_network_filesystem_reads(tmp_path):
+    """cifsiostat -o JSON (sysstat cifsiostat.c write_json_cifs_stat): a CIFS mount's reads are the input's reads,
+    which iostat's disks do not see; its default unit is bytes (rB/s). First try (review5): 'no host samples found
+    (a host tools (...) header without rows under it)'; cifsiostat -k (rkB/s) is a case of test_real_case_values."""
+    path = tmp_path / "cifs.json"
+    path.write_text(_sysstat_doc("filesystem", {"fs_name": "\\\\srv\\data", "rB/s": 2 * 2.0**20, "wB/s": 0.0,
+                                                "rops/s": 10.0, "wops/s": 0.0, "fo/s": 1.0, "fc/s": 1.0}))
+    assert read_paths([str(path)]).host["read_mib_s"].to_numpy() == pytest.approx([2.0] * 5)
+
+
+@pytest.mark.parametrize("tool, section, row", [
+    ("tapestat", "tape", {"tape_device": "st0", "r/s": 0, "w/s": 12, "kB_read/s": 0, "kB_wrtn/s": 6000}),
+    ("pidstat", "task-cpu-load", {"uid": 1000, "pid": 4242, "usr": 95.0, "system": 3.0, "cpu": 98.0,
+                                  "cpu_nr": 3, "cmd": "python"})])
+def test_sysstat_json_of_other_tools_names_what_it_held(tmp_path, tool, section, row):
+    """tapestat / pidstat -o JSON hold no host metric read here: the one-line error names the sections the
+    document held. First try (review5): 'no host samples found (a host tools (...) header without rows under it)'
+    — there is no header, and the rows were there."""
+    path = tmp_path / f"{tool}.json"
+    path.write_text(_sysstat_doc(section, row))
+    with pytest.raises(InputError) as err:
+        read_paths([str(path)])
+    msg = str(err.value)
+    assert "\n" not in msg and str(path) in msg and f"'{section}'" in msg and "header without rows" not in msg
