@@ -117,6 +117,12 @@ ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 # plain GPUs (below MIG_BASE) and the instances of one GPU never share a number
 MIG_BASE = 100
 
+
+def mig_warning(src: str) -> str:
+    """The warning a source whose series named MIG instances (GPU_I_ID) gives: how their devices are numbered."""
+    return (f"{src}: MIG instances read as devices of their own, numbered {MIG_BASE} x (GPU + 1) + GPU_I_ID "
+            f"(GPU 0's instance 2 is {MIG_BASE + 2})")
+
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+(?:\.\d*)?))?\s*$")
 _EOF = re.compile(r"^# EOF[ \t]*\r?$", re.MULTILINE)  # the last line of an OpenMetrics exposition
 _NAME_LABEL = re.compile(r'(?<![A-Za-z0-9_])__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
@@ -274,10 +280,9 @@ class _Samples:
         if not fits.all():
             bundle.warnings.append(f"{self.src}: skipped {int((~fits).sum())} samples whose gpu label or "
                                    "timestamp does not fit 64 bits")
-        if self.mig:
-            bundle.warnings.append(f"{self.src}: MIG instances read as devices of their own, numbered "
-                                   f"{MIG_BASE} x (GPU + 1) + GPU_I_ID (GPU 0's instance 2 is {MIG_BASE + 2})")
             wide, gpu, time_ns = wide[fits], gpu[fits], time_ns[fits]
+        if self.mig:
+            bundle.warnings.append(mig_warning(self.src))
         columns: dict[str, np.ndarray] = {"time": time_ns, "gpu": gpu}
         columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}))
         if len(wide):
