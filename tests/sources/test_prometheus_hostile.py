@@ -152,3 +152,19 @@ def test_an_impossible_range_is_refused_before_any_request(hostile, capsys):
     assert rc == 2 and err.count("\n") == 1
     assert "points per series" in err and "--step" in err
     assert hostile.requests == 0
+
+
+def test_mig_instances_from_a_live_server_are_devices_of_their_own_and_said(hostile):
+    """Two MIG instances of GPU 0 (dcgm-exporter's GPU_I_ID, label set from dcgm-exporter#713) at 90% and 10%: two
+    devices (101, 102), as the file reader gives, and the same warning. First try (review5): the devices were
+    separate (the identity is the file reader's) but the page said nothing of the numbering."""
+    def series(instance: int, value: float) -> dict:
+        return {"metric": {"__name__": UTIL, "gpu": "0", "UUID": "GPU-06357e72", "GPU_I_ID": str(instance),
+                           "GPU_I_PROFILE": "3g.40gb", "Hostname": "n0"},
+                "values": [[END - k * STEP, str(value)] for k in range(4)]}
+
+    hostile.body = json.dumps({"status": "success", "data": {"resultType": "matrix",
+                                                             "result": [series(1, 90), series(2, 10)]}}).encode()
+    bundle = _read(hostile)
+    assert bundle.telemetry.groupby("gpu")["util_pct"].mean().to_dict() == {101: 90.0, 102: 10.0}
+    assert any("MIG instances read as devices of their own" in w for w in bundle.warnings)
