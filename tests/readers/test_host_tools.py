@@ -527,3 +527,27 @@ def test_sysstat_json_of_other_tools_names_what_it_held(tmp_path, tool, section,
         read_paths([str(path)])
     msg = str(err.value)
     assert "\n" not in msg and str(path) in msg and f"'{section}'" in msg and "header without rows" not in msg
+
+
+@pytest.mark.parametrize("stray", ["xxxx", "[12345.678] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus",
+                                   "x" * 1_000_000, "Terminated"])
+def test_a_stray_line_inside_a_table_does_not_end_it(tmp_path, stray):
+    """`vmstat -t 1 | tee` with one stray line in the middle (a kernel message, a shell's job notice, junk): a line
+    without numbers read as a new header, so the rows under it fitted no table. First try (review5): 'not telemetry
+    this playbook can read (... no line of its 103 understood)', or for a 1 MB line half the rows dropped without a
+    word. The stray line is counted; the rows after it stay under their header."""
+    rows = [f" 2  0  0 812345 1234 567890 0 0 1024 40 5000 9000 30 3 62 5 0 2026-12-03 10:{s // 60:02d}:{s % 60:02d}"
+            for s in range(100)]
+    path = tmp_path / "node1-vmstat.txt"
+    path.write_text("\n".join([*_VMSTAT_T_HEADER, *rows[:50], stray, *rows[50:]]) + "\n")
+    b = read_paths([str(path)])
+    assert len(b.host) == 100 and b.host["read_mib_s"].to_numpy() == pytest.approx([1.0] * 100)
+    assert any("skipped 1 of 101 rows (line 53: " in w for w in b.warnings), b.warnings  # (a line with numbers
+    # fits no table: 'N values under 17 columns')
+
+
+def test_an_unread_table_after_a_read_one_stays_unread():
+    """sar -A's tables this reader does not use (interrupts, paging) follow the ones it reads: their rows fit their
+    own header and are not taken for the table above."""
+    b = read_paths([str(DATA / "sar_A_head.txt")])
+    assert not any("not a row of the table above" in w for w in b.warnings)
