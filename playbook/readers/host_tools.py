@@ -167,6 +167,10 @@ class Samples:
                               "entity": [r[4] for r in self.rows]})
         values = pd.DataFrame([r[5] for r in self.rows])
         frame = pd.concat([frame, values.reindex(columns=["idle", "iowait", *_RATES])], axis=1)
+        frame, repeated = _first_of_repeats(frame)
+        if repeated:
+            warnings.append(f"{self.src}: {repeated} rows repeat a time and device already read (a report printed "
+                            "twice, files appended, or the clock set back); the first kept")
         damaged = _drop_out_of_range(frame)
         if damaged:
             warnings.append(f"{self.src}: {damaged} values out of range (a share outside 0-100 %, a rate below 0 or "
@@ -180,6 +184,16 @@ class Samples:
 _DEVICE_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")  # summed over disks / interfaces
 _RATES = (*_DEVICE_RATES, "swap_mib_s")  # swap is the host's own
 _AGGREGATE_CPU = {"all", "-1", "total"}
+
+
+def _first_of_repeats(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """One row per (time, host, kind, entity), each quantity its first value (iostat --pretty's two blocks merge),
+    and how many rows repeated one (summed over devices, a sar -d log appended twice read twice its traffic)."""
+    keys = ["time", "host", "kind", "entity"]
+    quantities = [c for c in frame.columns if c not in keys]
+    counts = frame.groupby(keys, sort=False)[quantities].count()
+    extra = int((counts.max(axis=1) - 1).clip(lower=0).sum())
+    return (frame.groupby(keys, sort=False, as_index=False)[quantities].first(), extra) if extra else (frame, 0)
 
 
 def _drop_out_of_range(frame: pd.DataFrame) -> int:
