@@ -39,3 +39,35 @@ def test_stalls_between_whole_second_stamps_are_still_counted(tmp_path):
     d = diagnose(read_paths([_stamped_log(tmp_path / "run.log", step_s)]))
     assert d.verdict["id"] != ids.HEALTHY
     assert d.accounting["lost_share"] == pytest.approx(truth, abs=0.04)
+
+
+def _clock_log(path, fmt: str, elapsed: np.ndarray) -> str:
+    path.write_text("\n".join(fmt.format(i=i, c=c) for i, c in enumerate(elapsed)) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("fmt", ["step {i} loss 2.5 time:{c:.1f}s", "step {i} | loss 2.5 | time {c:.1f}s",
+                                 "step {i}/400 loss 2.5 time {c:.2f}"])
+def test_an_elapsed_clock_printed_on_every_step_is_no_step_time(tmp_path, fmt):
+    """A field named only 'time' that counts the seconds since the start, printed once a step (2.4 s steps, 3%
+    jitter): its values rise by a step's time on every line from near zero. First try (review5): read as each step's
+    own time, a step 'creeping' from 2.4 s to 960 s — 'Loses 80% of wall time ... throttling' on a healthy run."""
+    rng = np.random.default_rng(2)
+    elapsed = np.cumsum(2.4 * (1 + rng.normal(0, 0.03, 400)))
+    b = read_paths([_clock_log(tmp_path / "train.log", fmt, elapsed)])
+    assert float(b.steps["duration_s"].median()) == pytest.approx(2.4, rel=0.05)
+    d = diagnose(b)
+    assert d.verdict["id"] == ids.HEALTHY
+
+
+def test_an_elapsed_clock_keeps_its_stalls_and_its_restart(tmp_path):
+    """The same clock with a 60 s stall every 50 steps and the clock restarting at 0 on a resume at line 200 (a
+    restart: one drop): the stalls are the loss (truth 33%), the restart no step of its own."""
+    rng = np.random.default_rng(4)
+    step_s = 2.4 * (1 + rng.normal(0, 0.03, 400))
+    step_s[25::50] += 60.0
+    elapsed = np.cumsum(step_s)
+    elapsed[200:] -= elapsed[199]
+    truth = 60.0 * len(step_s[25::50]) / step_s.sum()
+    d = diagnose(read_paths([_clock_log(tmp_path / "train.log", "step {i} loss 2.5 time:{c:.1f}s", elapsed)]))
+    assert d.accounting["lost_share"] == pytest.approx(truth, abs=0.03)
