@@ -328,3 +328,26 @@ def test_samples_past_64_bits_are_dropped_as_the_warning_says():
     b = s.bundle(None)
     assert b.telemetry["util_pct"].tolist() == [50.0, 51.0] and set(b.telemetry["gpu"]) == {3}
     assert any("skipped 1 samples" in w for w in b.warnings)
+
+
+def test_a_mig_gpus_own_series_without_utilization_is_no_fault(tmp_path):
+    """dcgm-exporter on MIG GPUs: the device-level fields (power, temperature) on the parent GPU, the activity on
+    each instance (GPU_I_ID); the parent has no utilization by design (labelled synthetic, label set from
+    dcgm-exporter#713). First try (review5): 'hardware_fault, confirmed 0.99: n1:0: no valid utilization reading at
+    all' on two GPUs whose four instances ran at 95%."""
+    from playbook.diagnosis import diagnose
+    from playbook.knowledge import ids
+
+    t0, lines = 1_764_615_600_000, []
+    for i in range(300):
+        for g in range(2):
+            labels = f'gpu="{g}",UUID="GPU-{g}",Hostname="n1"'
+            lines += [f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 300 {t0 + i * 1000}",
+                      f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 60 {t0 + i * 1000}"]
+            lines += [f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels},GPU_I_ID="{gi}",GPU_I_PROFILE="3g.40gb"}} 0.95 '
+                      f"{t0 + i * 1000}" for gi in (1, 2)]
+    path = tmp_path / "mig.prom"
+    path.write_text("\n".join(lines) + "\n")
+    d = diagnose(read_paths([str(path)]))
+    assert d.verdict["id"] == ids.HEALTHY
+    assert not any("no valid utilization reading" in e for h in d.hypotheses for e in h["evidence"])
