@@ -553,7 +553,7 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
         r, k = np.divmod(idx, n_steps)
         values = {name: grid.ravel()[idx] for name, grid in grids.items()}
         grids.clear()
-        columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values)}
+        columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values, gpus[r])}
         del values
         bundle.telemetry, warnings = schema.check_physics(
             frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step), src)

@@ -351,3 +351,26 @@ def test_a_mig_gpus_own_series_without_utilization_is_no_fault(tmp_path):
     d = diagnose(read_paths([str(path)]))
     assert d.verdict["id"] == ids.HEALTHY
     assert not any("no valid utilization reading" in e for h in d.hypotheses for e in h["evidence"])
+
+
+def test_mig_instances_read_their_activity_not_the_zero_utilization_dcgm_reports(tmp_path):
+    """dcgm-exporter#216 (NVIDIA: 'Yes, it is normal'): DCGM_FI_DEV_GPU_UTIL reads 0 on every MIG instance;
+    DCGM_FI_PROF_GR_ENGINE_ACTIVE is their activity. Four instances at 0.95 beside their 0s (labelled synthetic).
+    First try (review5): util 0% on every instance, 'Loses 100% of GPU time ... 4 GPUs idle throughout'."""
+    from playbook.diagnosis import diagnose
+
+    t0, lines = 1_764_615_600_000, []
+    for i in range(300):
+        for g in range(2):
+            lines.append(f'DCGM_FI_DEV_POWER_USAGE{{gpu="{g}",UUID="GPU-{g}",Hostname="n1"}} 300 {t0 + i * 1000}')
+            for gi in (1, 2):
+                labels = f'gpu="{g}",UUID="GPU-{g}",GPU_I_ID="{gi}",GPU_I_PROFILE="3g.40gb",Hostname="n1"'
+                lines += [f"DCGM_FI_DEV_GPU_UTIL{{{labels}}} 0 {t0 + i * 1000}",
+                          f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{labels}}} 0.95 {t0 + i * 1000}"]
+    path = tmp_path / "mig.prom"
+    path.write_text("\n".join(lines) + "\n")
+    b = read_paths([str(path)])
+    util = b.telemetry.groupby("gpu")["util_pct"].mean()
+    assert util[[101, 102, 201, 202]].tolist() == pytest.approx([95.0] * 4)
+    d = diagnose(b)
+    assert d.accounting["lost_share"] < 0.02
