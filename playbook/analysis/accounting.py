@@ -503,7 +503,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
     # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
     # between the two levels, and their fast neighbours would look like a slow stretch; within a printed tick, rounding
-    slow, roll, best, stretch = sp.resolved_pace(body, bstep, slow, sp.duration_tick(real) / scale)
+    tick = np.maximum(sp.duration_tick(real), sp.stamp_tick(d, per_row, times))[warm:] / scale
+    slow, roll, best, stretch = sp.resolved_pace(body, bstep, slow, tick)
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))

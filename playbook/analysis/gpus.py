@@ -303,11 +303,21 @@ def _lost(series: GpuSeries, table: pd.DataFrame, util: np.ndarray, valid: np.nd
             notes[g] = _gap_note(series, valid[g], np.flatnonzero(watched[g]), int(errors[g]), g, dt, t0,
                                  warnings)
     others_valid = valid.sum() - valid.sum(1) > 0  # the field exists: other GPUs report it
-    never = others_valid & (samples > 0) & (errors == samples) & (errors >= MIN_LOST_POLLS)
+    never = others_valid & (samples > 0) & (errors == samples) & (errors >= MIN_LOST_POLLS) & ~_mig_parents(series)
     for g in np.flatnonzero(never):
         if not notes[g]:
             notes[g] = f"no valid utilization reading at all ({errors[g]} missing or error readings)"
     return [bool(n) for n in notes], notes
+
+
+def _mig_parents(series: GpuSeries) -> np.ndarray:
+    """Per GPU, whether its MIG instances are devices of the run (readers.dcgm numbers them MIG_BASE x (GPU + 1) +
+    GPU_I_ID on its host): in MIG mode the GPU's own series (power, temperature) carry no utilization by design."""
+    from playbook.readers.dcgm import MIG_BASE
+
+    parents = {(h, int(i) // MIG_BASE - 1) for h, i in zip(series.hosts, series.index, strict=True)
+               if int(i) >= MIG_BASE}
+    return np.array([(h, int(i)) in parents for h, i in zip(series.hosts, series.index, strict=True)], dtype=bool)
 
 
 def _gap_note(series: GpuSeries, valid: np.ndarray, watched: np.ndarray, errors: int, g: int, dt: float,

@@ -131,6 +131,18 @@ def duration_tick(d: np.ndarray) -> float:
     return time_resolution(np.r_[0.0, x]) if len(x) else 1e-6
 
 
+def stamp_tick(d: np.ndarray, per_row: np.ndarray, times: np.ndarray | None) -> np.ndarray:
+    """Per row, the resolution (s) of a step time read off the lines' timestamps: where a row's `d` × its steps
+    (`per_row`) is the time since the line before, it is the stamps' resolution over those steps (whole-second stamps
+    on 0.3 s steps: windows of 3 or 4 steps read 0.33 or 0.25 s, a 1.3x 'stall' on every third window); 0 for rows
+    timed otherwise, or without times."""
+    if times is None or len(times) < 2:
+        return np.zeros(len(d))
+    gap = np.r_[np.nan, np.diff(times)]
+    from_stamps = np.abs(d * per_row - gap) <= 1e-6 + 1e-9 * np.abs(gap)
+    return np.where(from_stamps, time_resolution(times) / per_row, 0.0)
+
+
 def resolved_pace(body: np.ndarray, step: np.ndarray, slow: np.ndarray, tick) -> tuple:
     """The slow steps, local pace, best pace and slow-stretch mask of step times `body` (s) whose printed resolution
     is `tick` (s; per step or one value). Two printed values a tick apart may be one time rounded both ways: a step

@@ -117,6 +117,18 @@ ID_LABELS = ("UUID", "uuid", "device", "pci_bus_id")
 # plain GPUs (below MIG_BASE) and the instances of one GPU never share a number
 MIG_BASE = 100
 
+
+# ... and their DCGM_FI_DEV_*_UTIL reads 0 by design (dcgm-exporter#216, #430: not supported for MIG; NVIDIA points
+# to DCGM_FI_PROF_GR_ENGINE_ACTIVE): no measurement
+MIG_UNSUPPORTED = frozenset({"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL"})
+
+
+def mig_warning(src: str) -> str:
+    """The warning a source whose series named MIG instances (GPU_I_ID) gives: how their devices are numbered."""
+    return (f"{src}: MIG instances read as devices of their own, numbered {MIG_BASE} x (GPU + 1) + GPU_I_ID "
+            f"(GPU 0's instance 2 is {MIG_BASE + 2}); their DCGM_FI_DEV_GPU_UTIL / MEM_COPY_UTIL (0 on MIG by design) "
+            "are not read, their utilization is DCGM_FI_PROF_GR_ENGINE_ACTIVE's")
+
 _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)?\s*(?:\{(.*)\})?\s+(\S+)(?:\s+(-?\d+(?:\.\d*)?))?\s*$")
 _EOF = re.compile(r"^# EOF[ \t]*\r?$", re.MULTILINE)  # the last line of an OpenMetrics exposition
 _NAME_LABEL = re.compile(r'(?<![A-Za-z0-9_])__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
@@ -274,30 +286,37 @@ class _Samples:
         if not fits.all():
             bundle.warnings.append(f"{self.src}: skipped {int((~fits).sum())} samples whose gpu label or "
                                    "timestamp does not fit 64 bits")
-        if self.mig:
-            bundle.warnings.append(f"{self.src}: MIG instances read as devices of their own, numbered "
-                                   f"{MIG_BASE} x (GPU + 1) + GPU_I_ID (GPU 0's instance 2 is {MIG_BASE + 2})")
             wide, gpu, time_ns = wide[fits], gpu[fits], time_ns[fits]
+        if self.mig:
+            bundle.warnings.append(mig_warning(self.src))
         columns: dict[str, np.ndarray] = {"time": time_ns, "gpu": gpu}
-        columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}))
+        columns.update(metric_columns({m: wide[m].to_numpy(np.float64) for m in wide.columns if _known(m)}, gpu))
         if len(wide):
             bundle.telemetry = frames.build_telemetry(columns, wide["host"].astype(str).to_numpy(), self.src,
                                                       interval_s)
         return bundle
 
 
-def metric_columns(values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Schema columns from DCGM metric arrays (metric name -> values, aligned rows): per column the metric of
-    lowest priority in METRICS, scaled by its factor; mem_used_mib from FB_TOTAL - FB_FREE when FB_USED is absent.
-    Names METRICS does not map (XID, others) are ignored."""
-    chosen: dict[str, tuple[int, str]] = {}
+def metric_columns(values: dict[str, np.ndarray], gpu: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Schema columns from DCGM metric arrays (metric name -> values, aligned rows): per column and row the metric of
+    lowest priority in METRICS that has a value there, scaled by its factor; mem_used_mib from FB_TOTAL - FB_FREE
+    when FB_USED is absent. Names METRICS does not map (XID, others) are ignored. `gpu`: the rows' device numbers,
+    whose MIG instances (MIG_BASE) have no MIG_UNSUPPORTED values."""
+    ranked: dict[str, list[tuple[int, str]]] = {}
     for name in values:
         found = metric(name)
         if found is not None:
-            column, _factor, prio = found
-            if column not in chosen or prio < chosen[column][0]:
-                chosen[column] = (prio, name)
-    columns = {column: _scaled(values[name], metric(name)[1]) for column, (_prio, name) in chosen.items()}
+            ranked.setdefault(found[0], []).append((found[2], name))
+    mig = np.asarray(gpu) >= MIG_BASE if gpu is not None else None
+    columns = {}
+    for column, names in ranked.items():
+        out = None
+        for _prio, name in sorted(names):
+            x = _scaled(values[name], metric(name)[1])
+            if mig is not None and name in MIG_UNSUPPORTED and mig.any():
+                x = np.where(mig, np.nan, x)
+            out = x if out is None else np.where(np.isnan(out), x, out)
+        columns[column] = out
     if "mem_used_mib" not in columns and FB_FREE in values and "mem_total_mib" in columns:
         columns["mem_used_mib"] = columns["mem_total_mib"] - np.asarray(values[FB_FREE], dtype=np.float64)
     return columns

@@ -12,7 +12,7 @@ import pandas as pd
 MIB = 2.0**20
 MAX_RATE_MIB_S = 2.0**20  # MiB/s per device (1 TiB/s, past any disk or NIC): a larger rate is a damaged value
 _UNIT = {"kb": 1024 / MIB, "mb": 1.0, "gb": 1024.0, "sec": 512 / MIB, "blk": 512 / MIB, "b": 1 / MIB}
-_DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
+_DISK = re.compile(r"^(?:(?P<d1>[rw])(?P<u1>kb|mb|gb|sec|b)/s|(?P<u2>kb|mb|gb|blk)_(?P<d2>read|wrtn)/s)$")
 _NET = re.compile(r"^(?P<d>rx|tx)(?P<u>kb|mb|gb)/s$")
 PAGE_BYTES = 4096  # sar -W and /proc/vmstat count swap in pages: 4 KiB on x86-64 (an arm64 64 KiB kernel reads 16x low)
 # sar -W's pages swapped in / out per second (sysstat's JSON names them without the "/s")

@@ -167,6 +167,10 @@ class Samples:
                               "entity": [r[4] for r in self.rows]})
         values = pd.DataFrame([r[5] for r in self.rows])
         frame = pd.concat([frame, values.reindex(columns=["idle", "iowait", *_RATES])], axis=1)
+        frame, repeated = _first_of_repeats(frame)
+        if repeated:
+            warnings.append(f"{self.src}: {repeated} rows repeat a time and device already read (a report printed "
+                            "twice, files appended, or the clock set back); the first kept")
         damaged = _drop_out_of_range(frame)
         if damaged:
             warnings.append(f"{self.src}: {damaged} values out of range (a share outside 0-100 %, a rate below 0 or "
@@ -180,6 +184,16 @@ class Samples:
 _DEVICE_RATES = ("read_mib_s", "write_mib_s", "net_rx_mib_s", "net_tx_mib_s")  # summed over disks / interfaces
 _RATES = (*_DEVICE_RATES, "swap_mib_s")  # swap is the host's own
 _AGGREGATE_CPU = {"all", "-1", "total"}
+
+
+def _first_of_repeats(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """One row per (time, host, kind, entity), each quantity its first value (iostat --pretty's two blocks merge),
+    and how many rows repeated one (summed over devices, a sar -d log appended twice read twice its traffic)."""
+    keys = ["time", "host", "kind", "entity"]
+    quantities = [c for c in frame.columns if c not in keys]
+    counts = frame.groupby(keys, sort=False)[quantities].count()
+    extra = int((counts.max(axis=1) - 1).clip(lower=0).sum())
+    return (frame.groupby(keys, sort=False, as_index=False)[quantities].first(), extra) if extra else (frame, 0)
 
 
 def _drop_out_of_range(frame: pd.DataFrame) -> int:
@@ -261,6 +275,9 @@ class _TextTables(Samples):
         self.unread = 0  # lines of tables this reader does not read (interrupts, paging, ...): their headers and rows
         self.undated = False  # the note on times without a date given
         self.zone_said = False  # the note on vmstat -t's zone given
+        # a read table's header while lines without numbers that followed it wait to be told from a new header
+        self.prior: tuple[list[str], str] | None = None
+        self.strays: list[tuple[int, str]] = []  # (line, text) of those lines
 
     def line(self, no: int, raw: str) -> None:
         text = raw.strip()
@@ -287,18 +304,22 @@ class _TextTables(Samples):
         if tail:
             body = body[:-2]
         if not any(_NUMBER.match(t) or _HUMAN.match(t) for t in body):
-            self._header(body)
+            self._header(body, no, text)
             return
         self._row(no, lead, body, tail, group=raw[:1] == " " and not lead)
 
-    def _header(self, tokens: list[str]) -> None:
+    def _header(self, tokens: list[str], no: int = 0, text: str = "") -> None:
         if tokens and tokens[0].endswith(":") and tokens[0].lower() not in ENTITY:  # avg-cpu:
             tokens = tokens[1:]
+        if self.useful and self.columns is not None:
+            self.prior, self.strays = (self.columns, self.tool), []
+        self.strays.append((no, text))
         self.columns = tokens
         self.tool = "vmstat" if [t.lower() for t in tokens[:2]] == ["r", "b"] else ""
         self.useful = any(column_meaning(t, self.tool) for t in tokens)
         self.unread += not self.useful
         if self.useful:
+            self.prior, self.strays = None, []
             self.header_lines += 1
             self.understood += 1
             last = tokens[-1] if tokens else ""
@@ -308,6 +329,9 @@ class _TextTables(Samples):
     def _row(self, no: int, lead: list[str], body: list[str], tail: re.Match | None, group: bool) -> None:
         """One data row under the current header; `group`: the line is indented, which under a header that
         starts with the device column marks an `iostat -g` group's total (left out: its devices are listed)."""
+        if self.columns is not None and not self.useful and self.prior and len(body) == len(self.prior[0]) != \
+                len(self.columns):
+            self._resume()
         if self.columns is None or not self.useful:
             self.unread += self.columns is not None and len(body) == len(self.columns)
             return  # a table this reader does not use (interrupts, errors, paging, ...)
@@ -341,6 +365,15 @@ class _TextTables(Samples):
             return
         self.understood += 1
         self.add(t_ns, self.host, kind, entity, values)
+
+    def _resume(self) -> None:
+        """A row that fits the last read table and not the line(s) without numbers since (a kernel message, a job
+        notice, junk in `vmstat 1 | tee`): those were no header; they are counted and the table read on."""
+        (self.columns, self.tool), self.useful = self.prior, True
+        for no, text in self.strays:
+            self.unread -= 1
+            self.skips.skip(no, f"not a row of the table above {text[:50]!r}")
+        self.prior, self.strays = None, []
 
     def _leading_time(self, tokens: list[str]) -> tuple[list[str], list[str]]:
         """(the leading time-of-day tokens, the rest): `13:20:19`, `12:44:56 PM`."""

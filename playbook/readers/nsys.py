@@ -131,8 +131,10 @@ def named_report(name: str) -> str | None:
 
 
 def _split(header_line: str, delimiter: str = ",") -> list[str] | None:
+    """One CSV line's fields; None for a damaged one (strict: a quoted field left open — a file cut inside a kernel
+    name — or text after a closing quote)."""
     try:
-        return next(csv.reader([header_line], delimiter=delimiter))
+        return next(csv.reader([header_line], delimiter=delimiter, strict=True))
     except (csv.Error, StopIteration):
         return None
 

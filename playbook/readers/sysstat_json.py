@@ -2,8 +2,10 @@
 
 `{"sysstat": {"hosts": [{"nodename", "date", "statistics": [...]}]}}`; each statistics entry is one sample:
 `avg-cpu` (iostat: idle, iowait), `cpu-load` (per CPU, `all` the whole host), `disk` (per device: `rkB/s` /
-`wkB/s` from iostat, `rkB` / `wkB` per second from sadf), `network.net-dev` (per interface: `rxkB` / `txkB` per
-second; a name with a leading space is an `iostat -g` group's total, left out). Its `timestamp` is a time of day on
+`wkB/s` from iostat, `rkB` / `wkB` per second from sadf), `filesystem` (cifsiostat: a CIFS mount's `rB/s` / `rkB/s`
+..., reads the disks do not see, counted as the host's), `network.net-dev` (per interface: `rxkB` / `txkB` per
+second; a name with a leading space is an `iostat -g` group's total, left out). A document whose sections hold
+none of these (tapestat's `tape`, pidstat's `task-cpu-load`) is an error naming the sections. Its `timestamp` is a time of day on
 the host's `date` (mpstat, iostat -t), an object {date, time, tz} (sadf -j), or absent (iostat without -t: samples
 `interval_s` apart on the synthetic clock).
 """
@@ -22,7 +24,8 @@ from playbook.readers.host_columns import add_value, column_meaning, parse_date,
 Record = tuple[int | None, str, str, str, dict[str, float]]  # (ns UTC or None, host, kind, entity, quantities)
 _OPEN = re.compile(r'^\s*\{\s*"sysstat"\s*:')
 
-_ENTITY_KEYS = (("cpu-load", "cpu", ("cpu",)), ("disk", "disk", ("disk_device", "disk-device")))
+_ENTITY_KEYS = (("cpu-load", "cpu", ("cpu",)), ("disk", "disk", ("disk_device", "disk-device")),
+                ("filesystem", "disk", ("fs_name",)))
 _SHARES = {"idle": "idle", "iowait": "iowait"}
 _SADF_RATE = re.compile(r"^(?:r|w|rx|tx)(?:kB|MB)$")  # sadf -j's per-second rates lack the "/s"
 
@@ -45,6 +48,7 @@ def records(src: str, text: str, host: str, tz: str) -> tuple[list[Record], list
         raise InputError(f"{src}: sysstat JSON without a hosts list")
     out: list[Record] = []
     skipped: list[str] = []
+    sections: set[str] = set()
     for h in hosts:
         if not isinstance(h, dict) or not isinstance(h.get("statistics"), list):
             skipped.append("a host without statistics")
@@ -54,8 +58,14 @@ def records(src: str, text: str, host: str, tz: str) -> tuple[list[Record], list
         for n, stat in enumerate(h["statistics"]):
             if isinstance(stat, dict):
                 out += _sample(name, _time(stat.get("timestamp"), day, tz), stat)
+                sections |= {str(k) for k in stat if k != "timestamp"}
             else:
                 skipped.append(f"statistics entry {n} is not an object")
+    if not any(values for *_, values in out) and sections:
+        held = ", ".join(f"'{k}'" for k in sorted(sections)[:6]) + (", ..." if len(sections) > 6 else "")
+        raise InputError(f"{src}: sysstat JSON whose statistics hold {held}: none of the host metrics read here "
+                         "(mpstat / iostat / cifsiostat -o JSON, sadf -j: avg-cpu, cpu-load, disk, filesystem, "
+                         "network, swap-pages)")
     return out, skipped
 
 

@@ -14,7 +14,8 @@ Thanos Query, Mimir / Cortex query frontends and VictoriaMetrics answer the same
      connection error, timeout, 429 or 5xx. Nothing is exported raw: the server downsamples to `step_s`.
 Metric names and their columns are readers/dcgm.py's METRICS (dcgm-exporter 2.x/3.x `DCGM_FI_*`, 1.x `dcgm_*`,
 nvidia_gpu_exporter's `nvidia_smi_*`), hosts from the `Hostname` label (then hostname, kubernetes_node, node,
-instance), the GPU from `gpu` (else the UUID's order): the same identity rules as the file reader.
+instance), the GPU from `gpu` (else the UUID's order), a MIG instance (GPU_I_ID) a device of its own: the same
+identity rules, and warning, as the file reader.
 DCGM_FI_DEV_XID_ERRORS (the last XID, 0 on a healthy GPU) is asked as `NAME{MATCH} != 0`, so a fleet
 without errors sends back nothing, and becomes `xid` events. Several series of one GPU and metric (e.g. differing `pod` or
 `instance` labels) are merged, the first value kept, with a counted warning when they disagree.
@@ -508,6 +509,8 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
         bundle.warnings.append(f"{src}: {f.bad} values that are not numbers were read as missing")
     if f.outside:
         bundle.warnings.append(f"{src}: {f.outside} points with a time outside the window asked for were left out")
+    if f.samples.mig:
+        bundle.warnings.append(dcgm.mig_warning(src))
     if not f.rows:
         return bundle
     keys = sorted(f.rows, key=lambda hg: (hg[0], hg[1]))
@@ -550,7 +553,7 @@ def _assemble(f: _Fetch, src: str) -> schema.Bundle:
         r, k = np.divmod(idx, n_steps)
         values = {name: grid.ravel()[idx] for name, grid in grids.items()}
         grids.clear()
-        columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values)}
+        columns = {"time": start_ns + k * step_ns, "gpu": gpus[r], **dcgm.metric_columns(values, gpus[r])}
         del values
         bundle.telemetry, warnings = schema.check_physics(
             frames.build_telemetry(columns, hosts[r], src, interval_s=f.window.step), src)

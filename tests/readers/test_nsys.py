@@ -381,3 +381,14 @@ def test_a_cut_kernel_table_bounds_nothing(nsys_dir, tmp_path):
     s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
     assert s["profiles"][0]["kernels"]["complete"] is False
     assert "launch_bound" not in {f["hypothesis"] for f in s["findings"]}
+
+
+def test_a_row_cut_inside_its_quoted_name_is_counted_not_read(nsys_dir, tmp_path):
+    """A CSV export cut off mid-write (the profiler killed, a disk full): the last row ends inside its quoted kernel
+    name. First try (review5): the row was read with its name cut ('...float*, double') and no warning."""
+    text = (nsys_dir / "old_gpukernsum.csv").read_text()
+    cut = text.index("FusedAdamMathFunctor") + 40
+    (tmp_path / "cut_gpukernsum.csv").write_text(text[:cut])
+    b, reps = reports_of(tmp_path / "cut_gpukernsum.csv")
+    assert len(reps["cuda_gpu_kern_sum"]) == 1
+    assert any("skipped 1 of 2 rows (line 3: unparseable CSV line)" in w for w in b.warnings), b.warnings

@@ -32,7 +32,8 @@ class _Hostile(http.server.ThreadingHTTPServer):
 
     def __init__(self):
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.body = b"{}"  # the query_range answer
+        self.body = b"{}"  # the query_range answer (to every metric asked)
+        self.names = [UTIL]  # the metric names the server lists
         self.headers: dict[str, str] = {}
         self.drip = False  # send the answer one byte a second
         self.requests = 0
@@ -67,7 +68,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 - http.server's name
         self.server.requests += 1
-        self._send(json.dumps({"status": "success", "data": [UTIL]}).encode(), {})
+        self._send(json.dumps({"status": "success", "data": self.server.names}).encode(), {})
 
     def do_POST(self):  # noqa: N802
         self.server.requests += 1
@@ -152,3 +153,21 @@ def test_an_impossible_range_is_refused_before_any_request(hostile, capsys):
     assert rc == 2 and err.count("\n") == 1
     assert "points per series" in err and "--step" in err
     assert hostile.requests == 0
+
+
+def test_mig_instances_from_a_live_server_are_devices_of_their_own_and_said(hostile):
+    """Two MIG instances of GPU 0 (dcgm-exporter's GPU_I_ID, label set from dcgm-exporter#713) active 0.9 and 0.1:
+    two devices (101, 102), as the file reader gives, and the same warning; their DCGM_FI_DEV_GPU_UTIL (0 on MIG
+    by design, dcgm-exporter#216; here the server answers every metric alike) is not read. First try (review5): the
+    devices were separate (the identity is the file reader's) but the page said nothing of the numbering."""
+    def series(instance: int, value: float) -> dict:
+        return {"metric": {"gpu": "0", "UUID": "GPU-06357e72", "GPU_I_ID": str(instance),
+                           "GPU_I_PROFILE": "3g.40gb", "Hostname": "n0"},
+                "values": [[END - k * STEP, str(value)] for k in range(4)]}
+
+    hostile.names = [UTIL, "DCGM_FI_PROF_GR_ENGINE_ACTIVE"]
+    hostile.body = json.dumps({"status": "success", "data": {"resultType": "matrix",
+                                                             "result": [series(1, 0.9), series(2, 0.1)]}}).encode()
+    bundle = _read(hostile)
+    assert bundle.telemetry.groupby("gpu")["util_pct"].mean().to_dict() == {101: 90.0, 102: 10.0}
+    assert any("MIG instances read as devices of their own" in w for w in bundle.warnings)

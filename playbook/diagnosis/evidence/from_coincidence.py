@@ -57,6 +57,16 @@ HOST_SIGNATURES = {"write_mib_s": ("host_writes_in_dips", "disk writes", "checkp
                    "swap_mib_s": ("host_swap_in_dips", "swapping", "host memory running out: pages of the loader "
                                   "or the trainer going to and from swap")}
 HOST_RATIO_MIN = 1.5  # a host metric must be ≥ 1.5× its level between drops to count as part of the drop
+# ... and a traffic rate (MiB/s) must rise by 1 MiB/s (256 4-KiB pages a second): the input reads, checkpoint
+# writes and swapping that stall a GPU move tens to thousands; from ~0, a trickle of KiB/s passes any ratio
+HOST_RISE_MIN_MIB_S = 1.0
+
+
+def _material(m: dict) -> bool:
+    """A host metric's rise in the drops is large enough to be a cause: HOST_RATIO_MIN, and HOST_RISE_MIN_MIB_S for
+    traffic rates (a 10 KiB/s swap trickle had read 'swapping rise from ~0' and memory_pressure)."""
+    rise_ok = not m["metric"].endswith("_mib_s") or m["during"] - m["between"] >= HOST_RISE_MIN_MIB_S
+    return m["ratio"] >= HOST_RATIO_MIN and rise_ok
 
 
 def from_host(metrics: list[dict], lost_fraction: float) -> list[Evidence]:
@@ -67,7 +77,7 @@ def from_host(metrics: list[dict], lost_fraction: float) -> list[Evidence]:
     swapped = _swap_symptoms(metrics)
     for m in metrics:
         sig = HOST_SIGNATURES.get(m["metric"])
-        if sig is None or m["p_value"] >= ALPHA or not m["ratio"] >= HOST_RATIO_MIN or sig[0] in seen:
+        if sig is None or m["p_value"] >= ALPHA or not _material(m) or sig[0] in seen:
             continue
         if (m["metric"], m.get("host")) in swapped:
             continue
@@ -95,7 +105,7 @@ def _swap_symptoms(metrics: list[dict]) -> set[tuple[str, object]]:
     level = {(m["metric"], m.get("host")): m["between"] for m in metrics}
     out: set[tuple[str, object]] = set()
     for m in metrics:
-        if m["metric"] != "swap_mib_s" or m["p_value"] >= ALPHA or not m["ratio"] >= HOST_RATIO_MIN:
+        if m["metric"] != "swap_mib_s" or m["p_value"] >= ALPHA or not _material(m):
             continue
         host = m.get("host")
         disk_keys = [(k, host) for k in ("read_mib_s", "write_mib_s") if (k, host) in rise]

@@ -471,8 +471,9 @@ class StepLines:
         for i, name, role, scale in fields:
             m = matches[i]
             if m["clock"]:
-                parts = [float(p) for p in m["clock"].split(":")]
-                value = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
+                days, _, hms = m["clock"].rpartition(" day")  # `1 day, 0:02:55` / `2 days, 3:47:48`
+                parts = [float(p) for p in hms.lstrip("s, ").split(":")]
+                value = sum(p * 60 ** k for k, p in enumerate(reversed(parts))) + 86400.0 * float(days or 0)
             else:
                 value = float(m["num"].replace(",", "")) * scale
             found[name] = (value, role)

@@ -58,7 +58,8 @@ def _cv(x: np.ndarray) -> float:
 
 def is_clock(step, rank, seconds, step_time: float | None) -> bool:
     """Whether `seconds` (a field, per line) is a clock running through the lines: at about `step_time` s a step, or,
-    with no step time to compare (None), one printed every so many seconds (even rises over uneven steps)."""
+    with no step time to compare (None), one printed every so many seconds (even rises over uneven steps) or one
+    counting from the start at an even pace (`from_start`)."""
     rise, ds, _ = _windows(step, rank, seconds)
     v = seconds[np.isfinite(seconds)]
     if len(rise) < MIN_WINDOWS or epoch_clock(v):
@@ -68,8 +69,17 @@ def is_clock(step, rank, seconds, step_time: float | None) -> bool:
             and v.max() - v.min() >= 0.5 * v.max()):
         return False
     if step_time is None:
-        return _cv(ds) > 0.2 and _cv(rise) < 0.5 * _cv(ds)
+        return _cv(ds) > 0.2 and _cv(rise) < 0.5 * _cv(ds) or from_start(rise[rise >= 0] / ds[rise >= 0], v)
     return step_time > 0 and 0.25 <= float(np.median(rise / ds)) / step_time <= 4
+
+
+def from_start(per_step: np.ndarray, v: np.ndarray) -> bool:
+    """Whether a field that rises on almost every line (`per_step`: its rises per step) counts the seconds since
+    the start: its values start under a tenth of their largest and most of its rises are within half of their
+    median (a step's time and its jitter), where a step time that creeps rises with its own value (a field `time`
+    of 2.4, 4.8, ... 960 s had been read as steps slowing 400-fold)."""
+    med = float(np.median(per_step)) if len(per_step) else 0.0
+    return med > 0 and v.min() <= 0.1 * v.max() and float(np.mean(np.abs(per_step / med - 1) < 0.5)) >= 0.75
 
 
 def line_clock(step, rank, cols, cands, chosen: str, values: np.ndarray) -> str | None:

@@ -26,7 +26,7 @@ _RATE_UNITS = {u for u in _UNITS if "/" in u}
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
 # (a clock after a date, `2021-03-12 10:00:22.1+00:00`, is the date's time of day, not a field; nor is its zone)
 VALUE_RE = re.compile(
-    r"(?<![\w.@/\-])(?:(?<!\d-\d\d[ T])(?<!\d:)(?<!\+)(?P<clock>\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
+    r"(?<![\w.@/\-])(?:(?<!\d-\d\d[ T])(?<!\d:)(?<!\+)(?P<clock>(?:\d+ days?, )?\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
     r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
@@ -353,7 +353,6 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
 
 # the stems a bare `ms` may be glued to as a unit (`steptimems`, `dtms`, `latencyms`)
 _GLUED_MS = ("time", "dt", "duration", "latency", "step", "iter", "elapsed")
-_DAYS = re.compile(r"\bdays?,\s*$")
 
 
 def line_markers(text: str) -> list[str]:
@@ -372,9 +371,7 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
         markers += line_markers(raw_key)
         clock = unit == "\ue001"
         if clock:
-            if _DAYS.search(raw_key):
-                continue  # `eta: 2 days, 3:47:48`: the rest of a duration in days (an estimate), not a field
-            unit = "s"  # H:MM:SS
+            unit = "s"  # H:MM:SS, after Python's `N day(s), ` past 24 h (str(timedelta))
         scale = MAGNITUDE.get(unit, 1.0)
         if scale != 1.0:
             unit = ""
