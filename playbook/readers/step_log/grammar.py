@@ -127,6 +127,7 @@ from playbook.readers.step_log.vocab import (
     VALUE_RE,
     WINDOW,
     classify,
+    clock_seconds,
     continues,
     keyword_rank,
     norm_key,
@@ -471,9 +472,7 @@ class StepLines:
         for i, name, role, scale in fields:
             m = matches[i]
             if m["clock"]:
-                days, _, hms = m["clock"].rpartition(" day")  # `1 day, 0:02:55` / `2 days, 3:47:48`
-                parts = [float(p) for p in hms.lstrip("s, ").split(":")]
-                value = sum(p * 60 ** k for k, p in enumerate(reversed(parts))) + 86400.0 * float(days or 0)
+                value = clock_seconds(m["clock"])
             else:
                 value = float(m["num"].replace(",", "")) * scale
             found[name] = (value, role)

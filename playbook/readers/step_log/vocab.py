@@ -170,6 +170,14 @@ def norm_key(key: str) -> str:
     return _NORM.sub("_", _CAMEL.sub("_", key).lower()).strip("_")
 
 
+def clock_seconds(text: str) -> float:
+    """Seconds in a clock-form duration: `1:17:42`, `0:02:55`, or past a day as Python prints a timedelta (`1 day,
+    0:02:55`, `2 days, 3:47:48`)."""
+    days, _, hms = text.rpartition(" day")
+    parts = [float(p) for p in hms.lstrip("s, ").split(":")]
+    return sum(p * 60 ** k for k, p in enumerate(reversed(parts))) + 86400.0 * float(days or 0)
+
+
 def unit_kind(unit: str | None) -> tuple[str, float] | None:
     """(kind, factor): ("time", s per unit), ("per_step", s per step per unit), ("step_rate", 1),
     ("sample_rate", 1), ("token_rate", 1); None for other units."""
