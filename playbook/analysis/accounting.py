@@ -54,6 +54,7 @@ from playbook.analysis import step_times as sa
 from playbook.analysis.gpu_limits import POWER_PINNED, sm_basis, sm_wording, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
+from playbook.analysis.rank_waits import COLLECTIVE_PHASES, collective_waits, straggler_waits
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
 from playbook.knowledge import ids
 from playbook.knowledge.causes import cause
@@ -439,7 +440,8 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
-    steps = _collective_waits(steps)
+    steps = collective_waits(steps)
+    st, steps = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
     per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
@@ -457,15 +459,21 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
             m.windows += b.windows
             m.steps = sorted(set(m.steps) | set(b.steps))
     buckets = [b for b in merged.values() if b.seconds > 0]
+    many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())
     for b in buckets:
         b.share = b.seconds / total if total > 0 else 0.0
         # the ranks that carry the bucket: each at least a tenth of it, largest first (a rank whose loader waits
         # 0.17 s is named, its peers at 2 ms are not)
         parts = sorted(by_name.get(b.kind, {}).items(), key=lambda kv: -kv[1])
         b.names = [n for n, sec in parts if sec >= 0.1 * b.seconds]
+        if b.kind in tuple(f"phase:{p}" for p in COLLECTIVE_PHASES) and many:
+            # who waits is not who is late: the ranks that (nearly) never wait are the ones the others wait for
+            waits = by_name.get(b.kind, {})
+            late = [n for n in (f"rank {r}" for r in ranks if r >= 0) if waits.get(n, 0.0) <= 0.1 * max(waits.values())]
+            if 0 < len(late) < len(ranks):
+                b.names, b.detail = late, "the other ranks waiting in the collective for the late rank"
     jitter = sum(r["jitter_s"] for r in per_rank)
     floor = max(jitter / total if total > 0 else 0.0, MIN_FLOOR)
-    many = len(per_rank) > 1
     tick = float(np.median([r["step_s"] for r in per_rank]))
     return Accounting("wall", float(total), _merged(buckets, 0.5 * tick), floor,
                       f"the jitter of unflagged steps above the steady step time ({jitter / total:.1%} of wall "
@@ -565,24 +573,6 @@ def _outside_timer(times, step: np.ndarray, gaps_out: np.ndarray, name: str) -> 
                    steps=[int(step[i]) for i in idx],
                    detail=f"{len(idx)} gap{'s' if len(idx) > 1 else ''} between steps longer than "
                           "the step timer measured (time spent outside the timed step)")]
-
-
-COLLECTIVE_PHASES = ("collective", "barrier")
-
-
-def _collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
-    """`steps` with each collective phase cut to its wait: for each step, the shortest duration across ranks is the
-    transfer (work every rank does), the rest is waiting for the last rank. One rank: no peers, no wait known."""
-    coll = steps["phase"].astype(str).isin(COLLECTIVE_PHASES)
-    if not coll.any() or steps.loc[coll, "rank"].nunique() < 2:
-        return steps[~coll] if coll.any() else steps
-    part = steps[coll]
-    wait = part["duration_s"] - part.groupby(["phase", "step"])["duration_s"].transform("min")
-    # who waits changes from step to step with the ranks' jitter: only a rank's typical wait beyond the least-waiting
-    # rank's is a persistent loss (a straggler the others wait for); the step-to-step rest is noise
-    typical = wait.groupby(part["rank"]).transform("median")
-    persistent = (typical - typical.groupby(part["rank"]).first().min()).clip(lower=0.0)
-    return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
 
 
 def _input_wait(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray | None:

@@ -1,0 +1,65 @@
+"""The time ranks wait for each other in a step's collectives (wall-seconds), from per-rank step tables.
+
+Data-parallel ranks meet in a collective every step, so a step ends on every rank when the slowest rank's work
+ends. Two shapes of log show the wait:
+- a collective phase each rank times (`collective_waits`): per step, the shortest duration across ranks is the
+  transfer every rank does, the rest waiting for the last rank;
+- step times that differ across ranks, the same rank slowest step after step (`straggler_waits`): a timer that
+  included the wait would read the same on every rank, so these timers cover each rank's own work only, and each
+  faster rank waited the difference to the slowest one at every step (a `collective` phase added to its steps).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from playbook.analysis.stats import binom_sf
+from playbook.analysis.step_times import ALPHA, CREEP_MIN
+
+COLLECTIVE_PHASES = ("collective", "barrier")
+MIN_COMMON_STEPS = 10  # steps every rank logged: fewer cannot tell a persistent straggler from jitter
+
+
+def collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
+    """`steps` with each collective phase cut to its wait: for each step, the shortest duration across ranks is the
+    transfer (work every rank does), the rest is waiting for the last rank. One rank: no peers, no wait known."""
+    coll = steps["phase"].astype(str).isin(COLLECTIVE_PHASES)
+    if not coll.any() or steps.loc[coll, "rank"].nunique() < 2:
+        return steps[~coll] if coll.any() else steps
+    part = steps[coll]
+    wait = part["duration_s"] - part.groupby(["phase", "step"])["duration_s"].transform("min")
+    # who waits changes from step to step with the ranks' jitter: only a rank's typical wait beyond the least-waiting
+    # rank's is a persistent loss (a straggler the others wait for); the step-to-step rest is noise
+    typical = wait.groupby(part["rank"]).transform("median")
+    persistent = (typical - typical.groupby(part["rank"]).first().min()).clip(lower=0.0)
+    return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
+
+
+def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(`st`, `steps`) with the waits of the faster ranks added where the ranks' step times show a persistent
+    straggler (see the module docstring): the same rank slowest on more steps than rotation explains (binomial
+    p < ALPHA, Bonferroni over the ranks) by at least CREEP_MIN of the median rank's time on the median step. Each
+    faster rank's step time grows by its wait, which `steps` holds as its `collective` phase. Unchanged otherwise
+    (one rank, collectives timed already, ranks that disagree within their jitter)."""
+    ranks = st["rank"].nunique()
+    if ranks < 2 or steps["phase"].astype(str).isin(COLLECTIVE_PHASES).any():
+        return st, steps
+    grid = st.pivot_table(index="step", columns="rank", values="duration_s", aggfunc="last").dropna()
+    if len(grid) < MIN_COMMON_STEPS:
+        return st, steps
+    d = grid.to_numpy(dtype=np.float64)
+    top = np.bincount(d.argmax(axis=1), minlength=d.shape[1])
+    slowest = int(top.argmax())
+    p = min(1.0, ranks * binom_sf(int(top[slowest]), len(d), 1.0 / ranks))
+    excess = float(np.median((d.max(axis=1) - np.median(d, axis=1)) / np.median(d, axis=1)))
+    if p >= ALPHA or not excess >= CREEP_MIN:
+        return st, steps
+    wait = pd.DataFrame(d.max(axis=1)[:, None] - d, index=grid.index, columns=grid.columns).stack()
+    wait = wait[wait > 0].rename("wait").reset_index()
+    rows = st.merge(wait, on=["step", "rank"], how="left")["wait"].fillna(0.0).to_numpy()
+    st = st.assign(duration_s=st["duration_s"].to_numpy(dtype=np.float64) + rows)
+    first = steps[steps["phase"] == "step"].drop_duplicates(["rank", "step"], keep="last")
+    added = first.merge(wait, on=["step", "rank"]).assign(phase="collective")
+    added = added.assign(duration_s=added.pop("wait"))[steps.columns]
+    return st, pd.concat([steps, added], ignore_index=True)

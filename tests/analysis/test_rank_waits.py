@@ -1,0 +1,42 @@
+"""Waits for a straggler that the ranks' own step timers leave out (playbook.analysis.rank_waits), LABELED SYNTHETIC
+per-rank logs with a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.readers import read_paths
+
+
+def _ranks(tmp_path, pace, include_wait: bool, steps: int = 300, seed: int = 1):
+    """One log per rank, `pace[r]` s of work per step with 2% jitter; with `include_wait` each rank's timer covers
+    the step up to the collective's end (the slowest rank's time on that step, as a synchronous step reads)."""
+    rng = np.random.default_rng(seed)
+    work = np.array(pace)[None, :] * rng.normal(1.0, 0.02, (steps, len(pace)))
+    shown = np.repeat(work.max(axis=1, keepdims=True), len(pace), axis=1) if include_wait else work
+    for r in range(len(pace)):
+        (tmp_path / f"rank{r}.log").write_text("".join(
+            f"[rank{r}] step {s + 1} loss 2.31 compute_time {shown[s, r]:.3f}s\n" for s in range(steps)))
+    return diagnose(read_paths([str(tmp_path)])), work
+
+
+def test_a_persistent_straggler_the_timers_leave_out_is_the_others_wait(tmp_path):
+    # rank 2 works 1.35 s a step, the others 1.0 s, each timing its own work: the three others wait ~0.35 s a step,
+    # 19% of the ranks' wall time (its first try: "Healthy (likely)", 0% lost)
+    d, work = _ranks(tmp_path, [1.0, 1.0, 1.35, 1.0], include_wait=False)
+    truth = float((work.max(axis=1, keepdims=True) - work).sum() / (work.max(axis=1).sum() * 4))
+    assert d.verdict["id"] == ids.COLLECTIVE_STRAGGLER, d.verdict
+    assert abs(d.accounting["lost_share"] - truth) < 0.02, (d.accounting["lost_share"], truth)
+    assert d.verdict["names"] == ["rank 2"]  # the late rank, not the three that wait for it
+
+
+def test_timers_that_include_the_wait_or_ranks_within_their_jitter_add_nothing(tmp_path):
+    # the same straggler with timers up to the collective's end: every rank reads the same, no wait is inferred
+    d, _ = _ranks(tmp_path, [1.0, 1.0, 1.35, 1.0], include_wait=True)
+    assert not any(b["kind"] == "phase:collective" for b in d.accounting["buckets"])
+    # equal ranks: who is slowest rotates with the jitter, nothing persistent
+    d, _ = _ranks(tmp_path, [1.0, 1.0, 1.0, 1.0], include_wait=False, seed=2)
+    assert d.verdict["id"] == ids.HEALTHY, d.verdict
+    assert not any(b["kind"] == "phase:collective" for b in d.accounting["buckets"])
