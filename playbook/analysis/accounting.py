@@ -441,7 +441,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
     steps = collective_waits(steps)
-    st, steps = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
+    st, steps, lag = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
     per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
@@ -458,6 +458,10 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
                 by_name.setdefault(b.kind, {})[n] = by_name.get(b.kind, {}).get(n, 0.0) + b.seconds
             m.windows += b.windows
             m.steps = sorted(set(m.steps) | set(b.steps))
+    if lag and lag["seconds"] > 0:  # the straggler's own time beyond the median rank's on the same work
+        merged["slow_rank"] = Bucket("slow_rank", lag["seconds"], steps=lag["steps"],
+                                     detail="the late rank's own time beyond the median rank's for the same work")
+        by_name["slow_rank"] = {f"rank {lag['rank']}": lag["seconds"]}
     buckets = [b for b in merged.values() if b.seconds > 0]
     many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())
     for b in buckets:

@@ -36,25 +36,27 @@ def collective_waits(steps: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([steps[~coll], part.assign(duration_s=np.minimum(wait, persistent))], ignore_index=True)
 
 
-def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(`st`, `steps`) with the waits of the faster ranks added where the ranks' step times show a persistent
+def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict | None]:
+    """(`st`, `steps`, lag) with the waits of the faster ranks added where the ranks' step times show a persistent
     straggler (see the module docstring): the same rank slowest on more steps than rotation explains (binomial
     p < ALPHA, Bonferroni over the ranks) by at least CREEP_MIN of the median rank's time on the median step. Each
-    faster rank's step time grows by its wait, which `steps` holds as its `collective` phase. Unchanged otherwise
-    (one rank, collectives timed already, ranks that disagree within their jitter)."""
+    faster rank's step time grows by its wait, which `steps` holds as its `collective` phase; `lag` is the
+    straggler's own steady excess over the median rank on the same work, {rank, seconds, steps} (its median step
+    time less the median rank's, per common step: its stalls stay its own). Unchanged and None otherwise (one rank,
+    collectives timed already, ranks that disagree within their jitter)."""
     ranks = st["rank"].nunique()
     if ranks < 2 or steps["phase"].astype(str).isin(COLLECTIVE_PHASES).any():
-        return st, steps
+        return st, steps, None
     grid = st.pivot_table(index="step", columns="rank", values="duration_s", aggfunc="last").dropna()
     if len(grid) < MIN_COMMON_STEPS:
-        return st, steps
+        return st, steps, None
     d = grid.to_numpy(dtype=np.float64)
     top = np.bincount(d.argmax(axis=1), minlength=d.shape[1])
     slowest = int(top.argmax())
     p = min(1.0, ranks * binom_sf(int(top[slowest]), len(d), 1.0 / ranks))
     excess = float(np.median((d.max(axis=1) - np.median(d, axis=1)) / np.median(d, axis=1)))
     if p >= ALPHA or not excess >= CREEP_MIN:
-        return st, steps
+        return st, steps, None
     wait = pd.DataFrame(d.max(axis=1)[:, None] - d, index=grid.index, columns=grid.columns).stack()
     wait = wait[wait > 0].rename("wait").reset_index()
     rows = st.merge(wait, on=["step", "rank"], how="left")["wait"].fillna(0.0).to_numpy()
@@ -62,4 +64,6 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     first = steps[steps["phase"] == "step"].drop_duplicates(["rank", "step"], keep="last")
     added = first.merge(wait, on=["step", "rank"]).assign(phase="collective")
     added = added.assign(duration_s=added.pop("wait"))[steps.columns]
-    return st, pd.concat([steps, added], ignore_index=True)
+    own = float(np.median(d[:, slowest]) - np.median(np.median(d, axis=1)))
+    lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * len(d), "steps": [int(x) for x in grid.index]}
+    return st, pd.concat([steps, added], ignore_index=True), lag

@@ -236,6 +236,9 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     "outside_timer": ("between_steps", "periodic_stall", "data_starvation"),
     # pipelined stages at different paces: the faster ones wait
     "stage_imbalance": ("pipeline_imbalance",),
+    # one rank slower than its peers on the same work, step after step (analysis/rank_waits.py): the straggler's own
+    # share of the loss, beside its peers' wait for it
+    "slow_rank": ("collective_straggler", "hardware_fault", "throttling"),
     # all GPUs below their busy level together: something every rank waits on (and any cause host activity measured
     # at the drops supports: diagnosis.attribution)
     "fleet_drops": ("periodic_stall", "data_starvation", "host_sync", "gc_pause", "collective_straggler",
