@@ -27,7 +27,9 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   (`level_shift`), time between steps the step timer does not see (`outside_timer`: start-to-start gaps against
   the durations), time in waiting phases of ordinary steps (`phase:data`, `phase:collective`, ...; waits are not
   work) and, for a loop of several named work stages, the idle time a pipeline of those stages would have
-  (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Warm-up/compile is shown apart (`warmup_s`), not lost.
+  (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Ranks whose own timers leave out the wait for a persistent
+  straggler (analysis/rank_waits.py) get that wait as their `phase:collective`, and the straggler's steady excess
+  over the median rank on the same work is `slow_rank`. Warm-up/compile is shown apart (`warmup_s`), not lost.
   These partition the basis too: a slow step's or a stretch's excess is at most the step's own time, an ordinary
   step's waits are charged at most its own time (in the order logged) and the stage imbalance at most what they
   left, and `outside_timer` per gap at most what the timed steps leave of it (a rank's wall time is its timed steps
