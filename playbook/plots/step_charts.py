@@ -74,7 +74,12 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
     ms = fleet["duration_s"].to_numpy(dtype="float64") * 1e3
     scale, by_work = work_scale(ms, fleet["work"].to_numpy(dtype="float64"))
     slow = slow_steps(ms / scale)
-    ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time")
+    ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time" + (" (median over ranks)" if (
+        slowest := _slowest_rank(steps, float(np.median(ms)))) is not None else ""))
+    if slowest is not None:  # a rank persistently slower than the median rank: the one the others wait for
+        rank, series = slowest
+        ax.plot(series.index, series.to_numpy() * 1e3, lw=0.8, color="#f4a261",
+                label=f"rank {rank} (slowest, median {series.median() * 1e3:.3g} ms)")
     ax.axhline(float(np.median(ms)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(ms):.3g} ms")
     if by_work is not None:  # the time each step's own work takes at the run's median pace
         ax.plot(fleet["step"], float(np.median(ms / scale)) * scale, lw=0.8, color="#2a9d8f", alpha=0.8,
@@ -91,6 +96,21 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
     ax.set_title(title)
     outside_legend(ax, fontsize="small")
     return fig
+
+
+def _slowest_rank(steps: pd.DataFrame, median_ms: float) -> tuple[int, pd.Series] | None:
+    """(rank, its step times in s by step) of the slowest of several ranks when its median step is at least
+    CREEP_MIN above the median over ranks (`median_ms`), else None."""
+    from playbook.analysis.step_times import CREEP_MIN
+
+    whole = steps[(steps["phase"] == "step") & np.isfinite(steps["duration_s"].to_numpy(dtype="float64"))]
+    if whole["rank"].nunique() < 2:
+        return None
+    medians = whole.groupby("rank")["duration_s"].median()
+    rank = int(medians.idxmax())
+    if not medians[rank] * 1e3 >= (1 + CREEP_MIN) * median_ms:
+        return None
+    return rank, whole[whole["rank"] == rank].groupby("step")["duration_s"].last()
 
 
 def _event_lines(ax, events: pd.DataFrame, ls: str, alpha: float) -> None:

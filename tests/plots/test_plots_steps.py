@@ -92,3 +92,17 @@ def test_step_stalls_judges_a_step_by_the_time_its_own_work_takes():
     assert [int(x) for x in ax.collections[0].get_offsets()[:, 0]] == [70]
     labels = ax.get_legend_handles_labels()[1]
     assert "stall (1 slow step for its work)" in labels and "expected for its work" in labels
+
+
+def test_the_stall_plot_draws_a_persistently_slower_rank_apart():
+    # LABELED SYNTHETIC: 3 ranks at 1.0 s and rank 1 at 1.3 s a step: the median over ranks hides it, its own line
+    # shows the rank the others wait for; equal ranks draw one line
+    def table(paces):
+        n = 50
+        return schema.steps_frame({"rank": np.repeat(np.arange(len(paces)), n), "step": np.tile(np.arange(n),
+                                   len(paces)), "phase": "step", "duration_s": np.repeat(paces, n), "source": "synthetic"})
+
+    labels = [t.get_text() for t in sp.step_stalls(table([1.0, 1.3, 1.0])).axes[0].get_legend().get_texts()]
+    assert any(x.startswith("rank 1 (slowest") for x in labels), labels
+    labels = [t.get_text() for t in sp.step_stalls(table([1.0, 1.0, 1.0])).axes[0].get_legend().get_texts()]
+    assert not any("slowest" in x for x in labels), labels
