@@ -102,7 +102,13 @@ def test_the_stall_plot_draws_a_persistently_slower_rank_apart():
         return schema.steps_frame({"rank": np.repeat(np.arange(len(paces)), n), "step": np.tile(np.arange(n),
                                    len(paces)), "phase": "step", "duration_s": np.repeat(paces, n), "source": "synthetic"})
 
-    labels = [t.get_text() for t in sp.step_stalls(table([1.0, 1.3, 1.0])).axes[0].get_legend().get_texts()]
-    assert any(x.startswith("rank 1 (slowest") for x in labels), labels
-    labels = [t.get_text() for t in sp.step_stalls(table([1.0, 1.0, 1.0])).axes[0].get_legend().get_texts()]
-    assert not any("slowest" in x for x in labels), labels
+    def legend(paces):
+        import matplotlib.pyplot as plt
+
+        fig = sp.step_stalls(table(paces))
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        plt.close(fig)
+        return labels
+
+    assert any(x.startswith("rank 1 (slowest") for x in legend([1.0, 1.3, 1.0])), legend([1.0, 1.3, 1.0])
+    assert not any("slowest" in x for x in legend([1.0, 1.0, 1.0]))
