@@ -32,7 +32,7 @@ roles      by key: per-step durations (iter time, step_time, time per iteration,
            `(optimizer.step)`). A time written as a clock that rises line by line is the wall clock (torch_xla's
            `Time=10:01:38`): cumulative.
 
-The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
+The duration field is chosen PER FILE (duration_field.py): among fields present on at least half as many step
 lines as the best-covered one, the most specific role wins (vocab.PREFERENCE: per-step > generic time > window >
 verified-monotone cumulative > running average > unnamed); a cumulative field that is not monotone is read as
 per-step, a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time
@@ -60,25 +60,17 @@ from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
     EpochRestarts,
     adopt_untagged,
-    below,
     best_column,
-    clock_reading,
-    epoch_clock,
-    field_seconds,
     from_throughput,
-    monotone,
     per_step_diff,
     phase_fields,
     stage_sum,
-    stage_total,
-    time_of_day,
-    total_reading,
     window_means,
     window_starts,
 )
 from playbook.readers.step_log.counter import StepCounter, label_step
+from playbook.readers.step_log.duration_field import choose_duration
 from playbook.readers.step_log.epochs import EpochTimes
-from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
@@ -87,8 +79,6 @@ from playbook.readers.step_log.vocab import (
     BOX_CHARS,
     BOX_ROW,
     BRACKET,
-    CLOCK,
-    CUMULATIVE,
     DIGIT,
     EPOCH_AFTER,
     EPOCH_BRACKET,
@@ -110,7 +100,6 @@ from playbook.readers.step_log.vocab import (
     NAMED_EPOCH,
     NAT,
     PER_STEP,
-    PREFERENCE,
     RANGE_SUFFIX,
     RATE_LINE,
     STEP_LIST,
@@ -123,9 +112,7 @@ from playbook.readers.step_log.vocab import (
     TQDM_EPOCH,
     TQDM_OPEN,
     UNIT_HEAD,
-    UNNAMED,
     VALUE_RE,
-    WINDOW,
     classify,
     continues,
     keyword_rank,
@@ -556,7 +543,8 @@ class StepLines:
             steps = window_mean_steps(cols[name], np.frombuffer(self.pos, np.int64), rank)
             cols[name] = cols[name] if steps is None else steps
         roles = self.field_role
-        chosen, duration, how = self._choose(step, rank, time, cols, roles)
+        kind = np.frombuffer(self.kind, dtype=np.int8)
+        chosen, duration, how, self._window = choose_duration(step, rank, time, kind, cols, roles)
         windowed = False
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
@@ -597,54 +585,3 @@ class StepLines:
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
                    phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed)
         return out
-
-    def _choose(self, step, rank, time, cols, roles):
-        cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
-        # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
-        stages = stage_total(cols, roles)
-        cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
-        if not cands:
-            return None, None, None
-        cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
-        best = max(cover.values())
-        # a field on under half the lines of the best-covered one is an occasional message, not the step time
-        eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
-        if not eligible:
-            return None, None, None
-        ranked = []
-        for k in eligible:
-            cls = cands[k][1]
-            if cls == CUMULATIVE and not monotone(step, rank, cols[k]):  # named like a total but goes up and down:
-                cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else total_reading(step, rank, time, cols[k])
-            elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
-                    monotone(step, rank, cols[k]):
-                cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
-            elif cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]):
-                continue  # a clock reading that cannot be differenced (one value, or not rising): no step's time
-            elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
-                cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
-            elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
-                # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
-                cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
-            ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
-        if not ranked:
-            return None, None, None
-        _, _, _, name, cls = min(ranked)
-        name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols), step,
-                                          rank, cols, cands)  # a clock on the lines the field does not account for
-        self._window = cls == WINDOW
-        # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
-        # per batch): the file's step records are those of the kinds that carry its duration field
-        kind = np.frombuffer(self.kind, dtype=np.int8)
-        mine = np.isin(kind, np.unique(kind[np.isfinite(cols[name])]))
-        # a line without the file's field keeps its own explicit per-step time, if it states one
-        for other in sorted(cands, key=lambda k: -int(np.isfinite(cols[k]).sum())):
-            if other == name or cands[other][1] != PER_STEP:
-                continue
-            gap = ~np.isfinite(values)
-            if not gap.any():
-                break
-            theirs, _ = field_seconds(other, PER_STEP, cands[other], step, rank, cols)
-            values = np.where(gap & mine, theirs, values)
-        return name, values, how
-
