@@ -34,10 +34,10 @@ from playbook.readers.step_log.vocab import (
 )
 
 
-def choose_duration(step, rank, time, kind, cols, roles) -> tuple:
+def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     """(name, seconds per step, how, window) of the file's duration field, or Nones: `step`/`rank`/`time` (int64 ns)/
-    `kind` (the counter's kind) per record, `cols` name -> values, `roles` name -> role; `window`: the field is a
-    window's time (its phases are divided per step too)."""
+    `kind` (the counter's kind) / `pos` (its position within its epoch, -1 unknown) per record, `cols` name ->
+    values, `roles` name -> role; `window`: the field is a window's time (its phases are divided per step too)."""
     cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
     # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
     stages = stage_total(cols, roles)
@@ -69,7 +69,7 @@ def choose_duration(step, rank, time, kind, cols, roles) -> tuple:
     if not ranked:
         return None, None, None, False
     _, _, _, name, cls = min(ranked)
-    name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols), step,
+    name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols, pos), step,
                                       rank, cols, cands)  # a clock on the lines the field does not account for
     # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
     # per batch): the file's step records are those of the kinds that carry its duration field
