@@ -131,6 +131,8 @@ from playbook.readers.step_log.vocab import (
     step_total,
 )
 
+DATA_SAMPLE = 20_000  # records whose stamps tell whether a file's step time leaves out its data wait (data_apart)
+
 
 class StepLines:
     """The step scanner: feed(line context) for every line; result() builds the step rows of the file."""
@@ -611,7 +613,9 @@ class StepLines:
                 seconds = per_step_diff(step, rank, seconds, cumulative=False)
             phases[phase] = seconds[idx]
         if "data" in phases and not windowed and (time[idx] != NAT).sum() >= 4:
-            stamped = window_means(step, rank, time, np.frombuffer(self.keyword, dtype=np.int8).astype(bool))[idx]
+            m = min(n, DATA_SAMPLE)  # a file-wide question: its first records answer it, in bounded work
+            kw = np.frombuffer(self.keyword, dtype=np.int8)[:m].astype(bool)
+            stamped = np.concatenate([window_means(step[:m], rank[:m], time[:m], kw), np.full(n - m, np.nan)])[idx]
             if data_apart(duration[idx], phases["data"], stamped):  # the step is its compute and its wait
                 duration = duration.copy()
                 duration[idx] += np.nan_to_num(phases["data"])
