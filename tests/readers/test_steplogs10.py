@@ -101,3 +101,13 @@ def test_a_total_since_the_epoch_began_times_each_epochs_first_line_by_its_posit
     steps, _ = _steps(tmp_path, text)
     assert steps["step"].tolist() == [20, 40, 60, 80, 100, 120, 140, 160, 180, 200]
     assert steps["duration_s"].tolist() == pytest.approx([0.1] * 5 + [0.15] * 5)
+
+
+def test_a_date_inside_a_step_line_is_no_value_and_no_part_of_the_next_key(tmp_path):
+    """`TIME: 2024-03-05 10:00:13` mid-line: no time of 2024 s, and `time: 0.5` after it keeps its own key (an
+    impossible date too)."""
+    text = ("step 5 TIME: 2024-02-03 10:00:13 time: 0.50\nstep 6 TIME: 2024-13-45 99:99:99 time: 0.60\n"
+            "step 7 time: 0.70\n")
+    steps, _ = _steps(tmp_path, text)
+    assert steps["step"].tolist() == [5, 6, 7]
+    assert steps["duration_s"].tolist() == pytest.approx([0.5, 0.6, 0.7])

@@ -32,7 +32,9 @@ VALUE_RE = re.compile(
     r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
-KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s--?\s|^-\s")
+# fields split by these, and by a date (with its time of day), which is no value and no part of a key
+KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s--?\s|^-\s|"
+                       r"\d{4}[-/]\d{1,2}[-/]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?")
 # the unit stated in the key: `iter time (s)`, `step [ms]`, NeMo's `train_step_timing in s`, open_clip's `Batch (t)`
 # (t: a time, in seconds)
 KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
