@@ -177,8 +177,9 @@ CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"
                         r"checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
                         # PaddleClas' "Already save model in ./output/latest"
                         # MLX-LM: "Iter 50: Saved adapter weights to adapters/adapters.safetensors"; darknet: "Saving
-                        # weights to backup/yolov4_last.weights"
-                        r"\b(saving|writing) model\b|\b(saved?|saving|writ(e|ing)|wrote) (?:[a-z]+ )?(model|weights|state)\b"
+                        # weights to backup/yolov4_last.weights"; BasicSR: "Saving models and training states."; Sockeye:
+                        # 'Saved params/state_dict to "model/params.00001"'
+                        r"\b(saving|writing) models?\b|\b(saved?|saving|writ(e|ing)|wrote) (?:[a-z]+ )?(model|weights|state|params|parameters)\b"
                         r".{0,40}\b(?:to|in)\b|"
                         r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"

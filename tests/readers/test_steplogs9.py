@@ -14,14 +14,7 @@ from playbook.readers import read_file, read_paths
 CASES = Path(__file__).resolve().parents[1] / "data" / "steplogs9"
 EXPECTED = json.loads((CASES / "expected.json").read_text())
 NOT_YET = {  # read wrongly still (this round's report says why); strict: a fix turns them into passes
-    "sockeye_speedometer.log": "the `[%Y-%m-%d:%H:%M:%S:LEVEL:...]` prefix and the `B=` / `u/sec` fields are not read",
-    "basicsr_message_logger.log": "`time (data): 0.410 (0.012)`: the bracketed second value is the data time; "
-                                  "`Saving models and training states.` is not taken for a checkpoint",
-    "coqui_trainer.log": "the `| > step_time:` rows are taken for steps of their own, not the record's fields",
-    "paxml_train.log": "`steps/sec:` lines without a step number before the `[PAX STATUS] step_i:` line",
     "openpcdet_timm_style.log": "the real lines' Batch time is one iteration's; the line clock's window mean is not taken",
-    "flair_trainer.log": "an epoch's first line: its time since the epoch began over its iter is not taken",
-    "pointcept_ptv2.log": "`Train: [1/100][29/510]` and `Batch 3.505 (3.358)` (a time named by the step noun)",
 }
 
 

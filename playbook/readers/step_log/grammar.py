@@ -7,7 +7,8 @@ counters   `step N`, `iter N`, `iteration N/M`, `global_step=N`, `num_updates=N`
            `Epoch: [e][i/N]` / `Epoch(train) [e][i/N]` / `Iter(train) [i/N]` (PyTorch examples, MMEngine),
            `Train: e [i/N` (timm), `epoch 001:  i / N` (fairseq), `Epoch e/E` header + `i/N [====]` (Keras),
            tqdm bars `i/N [mm:ss<mm:ss, 3.4it/s]` after `Epoch e:` (Lightning) or a leading `e/E` (ultralytics),
-           rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, CLU's leading `[N] k=v`
+           rich bars `i/N 0:00:20 • 0:00:40 5.00it/s`, a bare `[i/N]` or `[batch=i/N]`, `[e/E][i/N]` (Pointcept),
+           `E=e B=i` (Sockeye), `step_i: N` (Pax), CLU's leading `[N] k=v`
            and big_vision's `[N] name = value`, DLLogger's JSON `"step": [e, i]`;
            `current_steps` / `completed_steps`, `Up. N` (Marian), `tick N` (StyleGAN), `Batch [a-b]` (MXNet) and
            `a-bbatch` (ESPnet): the range's end, integer-valued floats (`global_step=99.00`), `batch N` (last).
@@ -17,7 +18,8 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
            s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
            examples/sec, tokens/s, tok/s, tps, wps). `3.140 (3.393)`: the current value and its average (kept: the
-           current). Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) and JSON Lines are fields too. A unit may sit
+           current); `time (data): 0.41 (0.01)`: the bracketed name labels the bracketed value (BasicSR); a step
+           noun with a decimal (`Batch 3.505`) is its time; a date is no value. Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) and JSON Lines are fields too. A unit may sit
            in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
            `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
@@ -32,7 +34,7 @@ roles      by key: per-step durations (iter time, step_time, time per iteration,
            `(optimizer.step)`). A time written as a clock that rises line by line is the wall clock (torch_xla's
            `Time=10:01:38`): cumulative.
 
-The duration field is chosen PER FILE (`StepLines.result`): among fields present on at least half as many step
+The duration field is chosen PER FILE (duration_field.py): among fields present on at least half as many step
 lines as the best-covered one, the most specific role wins (vocab.PREFERENCE: per-step > generic time > window >
 verified-monotone cumulative > running average > unnamed); a cumulative field that is not monotone is read as
 per-step, a rising field of Unix clock readings (MLPerf's `time_ms`) as cumulative, a plain time as the line time
@@ -40,7 +42,10 @@ stamps show it (columns.clock_reading: a window's, Marian, fairseq2's `Lapse Tim
 running total, OpenNMT), and a time under half its line's forward + backward + optimizer times is a part of the
 step, never the step; a clock on the lines that the chosen field does not account for replaces it (line_clock.py:
 CenterNet's `Tot:` beside its running mean `Net`). Only records whose counter is of a kind (keyword / progress bar /
-position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps).
+position) carrying the chosen field count (a worker's tqdm batches are not Ray's steps). A running total since the
+epoch began times each epoch's first line by its position (Flair). A step time to which the data wait must be added
+to match the lines' stamps leaves it out: the step is both (Coqui's step_time + loader_time; columns.data_apart).
+Step rates on lines of their own (Pax's `steps/sec:`) give the next step line that states no time their mean pace.
 A file without a duration field sums its stages (a timer family, or the data wait plus the compute: DLLogger's
 `data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
 a field or the file's `Batch size: N` line), else gives window means from the time stamps of its step lines; a file
@@ -55,30 +60,24 @@ from collections import Counter
 
 import numpy as np
 
+from playbook.readers.line_prefix import stamp_ns
 from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
     EpochRestarts,
     adopt_untagged,
-    below,
     best_column,
-    clock_reading,
-    epoch_clock,
-    field_seconds,
+    data_apart,
     from_throughput,
-    monotone,
     per_step_diff,
     phase_fields,
     stage_sum,
-    stage_total,
-    time_of_day,
-    total_reading,
     window_means,
     window_starts,
 )
 from playbook.readers.step_log.counter import StepCounter, label_step
+from playbook.readers.step_log.duration_field import choose_duration
 from playbook.readers.step_log.epochs import EpochTimes
-from playbook.readers.step_log.line_clock import clock_or
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
@@ -87,11 +86,11 @@ from playbook.readers.step_log.vocab import (
     BOX_CHARS,
     BOX_ROW,
     BRACKET,
-    CLOCK,
-    CUMULATIVE,
+    DECIMAL,
     DIGIT,
     EPOCH_AFTER,
     EPOCH_BRACKET,
+    EPOCH_PAIR,
     EPOCH_WORD,
     EVAL_MODE,
     FAIRSEQ,
@@ -103,6 +102,7 @@ from playbook.readers.step_log.vocab import (
     KERAS_EPOCH,
     KEYWORD,
     LEAD_STEP,
+    LETTER_PAIR,
     MAX_BLOCK_LINES,
     MAX_KEYS,
     MAX_STEP,
@@ -110,7 +110,6 @@ from playbook.readers.step_log.vocab import (
     NAMED_EPOCH,
     NAT,
     PER_STEP,
-    PREFERENCE,
     RANGE_SUFFIX,
     RATE_LINE,
     STEP_LIST,
@@ -123,9 +122,7 @@ from playbook.readers.step_log.vocab import (
     TQDM_EPOCH,
     TQDM_OPEN,
     UNIT_HEAD,
-    UNNAMED,
     VALUE_RE,
-    WINDOW,
     classify,
     clock_seconds,
     continues,
@@ -134,6 +131,8 @@ from playbook.readers.step_log.vocab import (
     plan_line,
     step_total,
 )
+
+DATA_SAMPLE = 20_000  # records whose stamps tell whether a file's step time leaves out its data wait (data_apart)
 
 
 class StepLines:
@@ -156,6 +155,7 @@ class StepLines:
         self.epoch0: dict[str, int] = {}
         self.keras_epoch: int | None = None
         self.last_step: dict[int, int] = {}
+        self.rates: dict[int, tuple[int, float]] = {}  # rank -> step rate lines since its last step line (_hold_rate)
         self.metric_lines = 0
         self.eval_lines = 0
         self.tqdm_lines = 0
@@ -188,6 +188,8 @@ class StepLines:
         for m in KEYWORD.finditer(body):
             if step_total(body, m.start()):
                 continue  # `Total optimization steps = 60`, `max_steps=100`: a count of steps, not a counter
+            if m["k"].lower() == "batch" and body.startswith(".", m.end("i")):
+                continue  # `Batch 3.000 (3.358)`: a batch written with a point is its time (AverageMeter), no count
             rank = keyword_rank(m["k"])
             if best is None or rank < best[0]:
                 best = (rank, m)
@@ -212,6 +214,9 @@ class StepLines:
                                 bool(EVAL_MODE.search(mode)) if mode else bool(EVAL_MODE.search(body[: m.start()])))
         if m and c:
             return c
+        if (m := EPOCH_PAIR.search(body)):  # `Train: [1/100][29/510]`
+            return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "bracket",
+                                bool(EVAL_MODE.search(body[: m.start()])))
         if (m := TQDM.search(body) or TQDM_OPEN.search(body)):
             head, n = body[: m.start()], int(m["n"]) if m["n"] else None
             epoch, i = int(e["e"] or e["e2"]) if (e := TQDM_EPOCH.search(head)) else None, int(m["i"])
@@ -236,6 +241,9 @@ class StepLines:
             e = EPOCH_WORD.search(head)  # Composer's `[epoch=1][batch=12/100]`: a batch within its epoch
             return self._within(int(e.group(1)) if e else None, int(m["i"]), int(m["n"]), m.span(), "bracket",
                                 bool(EVAL_MODE.search(head)))
+        if (m := LETTER_PAIR.search(body)):
+            i = self.restarts.step(int(m["e"]), int(m["i"]))
+            return StepCounter(i, None, None, m.span(), True, bool(EVAL_MODE.search(body[: m.start()])))
         if (m := RANGE_SUFFIX.search(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), True, bool(EVAL_MODE.search(body[: m.start()])))
         if (m := LEAD_STEP.match(body)):
@@ -395,6 +403,7 @@ class StepLines:
                 return True
             if RATE_LINE.search(body):
                 self.metric_lines += 1  # TensorFlow's `global_step/sec: 8.7` on a line of its own
+                self._hold_rate(body, ctx.rank)
                 return True
             if body.lstrip().startswith("{") and HAS_FIELD.search(body):
                 self.metric_lines += 1  # a metrics dict without a step (Hugging Face Trainer); kept as read
@@ -469,14 +478,27 @@ class StepLines:
         for marker in markers if count else ():
             self.markers[marker] += 1
         found: dict[str, tuple[float, tuple]] = {}
-        for i, name, role, scale in fields:
+        for i, name, role, scale, group in fields:
             m = matches[i]
-            if m["clock"]:
+            if role[3:] == (DECIMAL,) and "." not in (m["num"] or ""):
+                continue  # `batch 12` beside another counter: a count, not a time
+            if m[group] is None and group == "avg":
+                continue  # a paired key (`time (data)`) without its bracketed value on this line
+            if m["clock"] and group == "num":
                 value = clock_seconds(m["clock"])
             else:
-                value = float(m["num"].replace(",", "")) * scale
+                value = float(m[group].replace(",", "")) * scale
             found[name] = (value, role)
         return found
+
+    def _hold_rate(self, body: str, rank: int) -> None:
+        """A step rate on a line of its own (Pax's `steps/sec: 2.5` every 10 steps): held, as (lines, their summed
+        seconds per step), for the rank's next step line that states no time of its own (`[PAX STATUS] step_i: 100`)."""
+        for value, role in self._fields(body, None, False).values():
+            if role[:2] == ("rate", PER_STEP) and value > 0:
+                n, total = self.rates.get(rank, (0, 0.0))
+                self.rates[rank] = (n + 1, total + 1.0 / value)
+                return
 
     def _in_section(self, c: StepCounter, rank: int) -> bool:
         """Whether a counter inside an open evaluation section is the evaluation's: a progress bar without a
@@ -499,7 +521,8 @@ class StepLines:
         n = len(self.step)
         self.step.append(c.step)
         self.rank.append(ctx.rank)
-        self.time.append(ctx.time)
+        # a keyword line without a stamped prefix may date itself (Coqui's `--> TIME: 2024-03-05 10:00:13 -- STEP:`)
+        self.time.append(stamp_ns(ctx.body) if ctx.time == NAT and c.keyword else ctx.time)
         self.line.append(ctx.lineno)
         self.keyword.append(1 if c.keyword else 0)
         self.kind.append(c.kind if c.kind is not None else 1 if c.keyword else 2 if c.progress else 0)
@@ -507,6 +530,9 @@ class StepLines:
         if c.keyword and c.kind is None:
             self.reruns.feed(ctx.rank, c.step, self.epochs.current.get(ctx.rank), ctx.lineno, ctx.time, ctx.body)
         self.last_step[ctx.rank] = c.step
+        held = self.rates.pop(ctx.rank, None)
+        if held and c.keyword and not any(role[0] in ("dur", "rate") for _, role in fields.values()):
+            fields = {**fields, "(rate lines)": (held[0] / held[1], ("rate", PER_STEP, 1.0))}  # their mean pace
         # a record with more than a clock reading (MLPerf's `time_ms` on every line) is a training step gone by
         trains = any(not (role[0] == "dur" and value * role[2] > CLOCK_FLOOR_S) for value, role in fields.values())
         self.timed += trains
@@ -556,7 +582,9 @@ class StepLines:
             steps = window_mean_steps(cols[name], np.frombuffer(self.pos, np.int64), rank)
             cols[name] = cols[name] if steps is None else steps
         roles = self.field_role
-        chosen, duration, how = self._choose(step, rank, time, cols, roles)
+        kind = np.frombuffer(self.kind, dtype=np.int8)
+        pos = np.frombuffer(self.pos, np.int64)
+        chosen, duration, how, self._window = choose_duration(step, rank, time, kind, cols, roles, pos)
         windowed = False
         if chosen is None:
             chosen, duration, how = stage_sum(cols, roles)
@@ -584,6 +612,13 @@ class StepLines:
             if self._window:  # a window's time beside the window's stage times (fairseq2's Data Time): per step too
                 seconds = per_step_diff(step, rank, seconds, cumulative=False)
             phases[phase] = seconds[idx]
+        if "data" in phases and not windowed and (time[idx] != NAT).sum() >= 4:
+            m = min(n, DATA_SAMPLE)  # a file-wide question: its first records answer it, in bounded work
+            kw = np.frombuffer(self.keyword, dtype=np.int8)[:m].astype(bool)
+            stamped = np.concatenate([window_means(step[:m], rank[:m], time[:m], kw), np.full(n - m, np.nan)])[idx]
+            if data_apart(duration[idx], phases["data"], stamped):  # the step is its compute and its wait
+                duration = duration.copy()
+                duration[idx] += np.nan_to_num(phases["data"])
         tokens = best_column(cols, roles, ("tokens",), idx)
         if not np.isfinite(tokens).any():
             tokens = best_column(cols, roles, ("token_rate",), idx) * duration[idx]
@@ -597,54 +632,3 @@ class StepLines:
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
                    phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed)
         return out
-
-    def _choose(self, step, rank, time, cols, roles):
-        cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
-        # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
-        stages = stage_total(cols, roles)
-        cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
-        if not cands:
-            return None, None, None
-        cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
-        best = max(cover.values())
-        # a field on under half the lines of the best-covered one is an occasional message, not the step time
-        eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
-        if not eligible:
-            return None, None, None
-        ranked = []
-        for k in eligible:
-            cls = cands[k][1]
-            if cls == CUMULATIVE and not monotone(step, rank, cols[k]):  # named like a total but goes up and down:
-                cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else total_reading(step, rank, time, cols[k])
-            elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
-                    monotone(step, rank, cols[k]):
-                cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
-            elif cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]):
-                continue  # a clock reading that cannot be differenced (one value, or not rising): no step's time
-            elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
-                cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
-            elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
-                # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
-                cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
-            ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
-        if not ranked:
-            return None, None, None
-        _, _, _, name, cls = min(ranked)
-        name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols), step,
-                                          rank, cols, cands, np.frombuffer(self.pos, np.int64))  # line_clock.py
-        self._window = cls == WINDOW
-        # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
-        # per batch): the file's step records are those of the kinds that carry its duration field
-        kind = np.frombuffer(self.kind, dtype=np.int8)
-        mine = np.isin(kind, np.unique(kind[np.isfinite(cols[name])]))
-        # a line without the file's field keeps its own explicit per-step time, if it states one
-        for other in sorted(cands, key=lambda k: -int(np.isfinite(cols[k]).sum())):
-            if other == name or cands[other][1] != PER_STEP:
-                continue
-            gap = ~np.isfinite(values)
-            if not gap.any():
-                break
-            theirs, _ = field_seconds(other, PER_STEP, cands[other], step, rank, cols)
-            values = np.where(gap & mine, theirs, values)
-        return name, values, how
-

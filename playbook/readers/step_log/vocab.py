@@ -24,17 +24,23 @@ _UNITS = sorted({*TIME_UNITS, "%",
                  "/s", "/sec"}, key=len, reverse=True)
 _RATE_UNITS = {u for u in _UNITS if "/" in u}
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
-# (a clock after a date, `2021-03-12 10:00:22.1+00:00`, is the date's time of day, not a field; nor is its zone)
+# (a clock after a date, `2021-03-12 10:00:22.1+00:00`, is the date's time of day, not a field; nor is its zone; nor is
+# the date's year: Coqui's `--> TIME: 2024-03-05 10:00:13 -- STEP: ...` holds no time of 2024 s)
 VALUE_RE = re.compile(
-    r"(?<![\w.@/\-])(?:(?<!\d-\d\d[ T])(?<!\d:)(?<!\+)(?P<clock>(?:\d+ days?, )?\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|(?P<num>-?" + _NUM + r"))"
+    r"(?<![\w.@/\-])(?<!\d-\d\d[ T])(?<!\d:)(?:(?<!\+)(?P<clock>(?:\d+ days?, )?\d+:\d{2}(?::\d{2})?(?:\.\d+)?)|"
+    r"(?P<num>(?!\d+[-/]\d{1,2}[-/]\d)-?" + _NUM + r"))"
     r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
     r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
-KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s-\s|^-\s")
+# fields split by these, and by a date (with its time of day), which is no value and no part of a key
+KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s--?\s|^-\s|"
+                       r"\d{4}[-/]\d{1,2}[-/]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?")
 # the unit stated in the key: `iter time (s)`, `step [ms]`, NeMo's `train_step_timing in s`, open_clip's `Batch (t)`
 # (t: a time, in seconds)
 KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
                        r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
+# `time (data): 0.410 (0.012)` (BasicSR): the bracketed name labels the bracketed value after the first
+PAIRED_KEY = re.compile(r"^(?P<a>[A-Za-z][\w .\-]*?)\s*\(\s*(?P<b>[A-Za-z][\w .\-]*?)\s*\)$")
 MARKER = re.compile(r"(?<!\w)\(([A-Za-z_][\w.\-]*)\)")  # not glued to a key: PaddleClas' `lr(PiecewiseDecay)`
 _NORM = re.compile(r"[^0-9a-z]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, then a capital: a new word
@@ -44,7 +50,7 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 # and `max_steps` do not, OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
 # unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
 KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|acc(?:umulated)?_iter|num_updates|"
-                                r"iteration|iter|it|train_step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
+                                r"iteration|iter|it|train_step|step_i|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3, "up": 1, "tick": 3}
@@ -85,6 +91,10 @@ BATCH_SIZE_LINE = re.compile(r"\bbatch[ _]size\b['\"]?\s*[:=]\s*(\d{1,9})\b", re
 RANGE_SUFFIX = re.compile(r"(?<![\w.])(?:\d{1,18}-)?(?P<i>\d{1,18})(?:batch|batches|iter|iters|steps?)\b")
 # CLU's LoggingWriter `[100] loss=2.3, ...`; big_vision's metric writer, one metric a line: `[100] training_loss = 6.9`
 LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=|\s+[^\s=\[][^=\n]{0,80}?\s=\s)")
+# the one-letter epoch and batch (Sockeye's Speedometer `E=0 B=50`): a batch count that restarts each epoch
+LETTER_PAIR = re.compile(r"(?<![\w=])E\s*=\s*(?P<e>\d+)[\s,;|]+B\s*=\s*(?P<i>\d+)(?![\w.])")
+# `[e/E][i/N]` (Pointcept's `Train: [1/100][29/510]`): the first bracket the epoch of E, the second the position in it
+EPOCH_PAIR = re.compile(r"\[\s*(?P<e>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
@@ -150,6 +160,7 @@ _FAMILY_HEADS = {"timing", "timings", "time", "times", "timer", "timers", "perf"
 _WHOLE_STEP = {"step", "steps", "iter", "iteration", "total", "train_step", "step_time", "iter_time", "iteration_time",
                "batch_time", "step_total", "total_step", "whole_step"}
 FAMILY = "family"  # the 4th item of a stage timer's role: a stage of a family whose sum may be the step
+DECIMAL = "decimal"  # the 4th item of a step noun's time (`Batch 3.505 (3.358)`): a time only when written with a point
 CLOCK = "clock"  # the 4th item of a time's role when written as a clock (`Time=10:01:38`): maybe a time of day
 _SLASH_RATE = re.compile(r"(?<!\w)([A-Za-z]\w*+)\.?\s*+/\s*+(?:s|sec|secs|second|seconds)\b", re.IGNORECASE)
 MAGNITUDE = {"K": 1e3, "k": 1e3, "M": 1e6, "B": 1e9}
@@ -299,7 +310,7 @@ def _family(key: str, unit: str | None):
 def _per_second_role(what: str) -> tuple[str, object, float] | None:
     """The role of `<what>_per_sec[_per_gpu]`: what comes before `per` is what is counted (batches_per_second is
     a step rate, tokens_per_sec_per_gpu a token rate); another thing per second (TFLOPs, bytes) is no time."""
-    if what in _STEP_WORDS:
+    if what in _STEP_WORDS or what == "u":  # Sockeye's `u/sec`: updates per second
         return "rate", PER_STEP, 1.0
     if what in _TOKEN_WORDS:
         return "token_rate", None, 1.0
@@ -367,10 +378,10 @@ def line_markers(text: str) -> list[str]:
     return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
 
 
-def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float]], list[str]]:
-    """How to read a line shape: [(value index, field name, role)], markers. `segs` alternates the text before
-    each value and that value's unit."""
-    fields: list[tuple[int, str, tuple, float]] = []
+def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float, str]], list[str]]:
+    """How to read a line shape: [(value index, field name, role, scale, "num" or "avg": the value or the one in
+    brackets after it)], markers. `segs` alternates the text before each value and that value's unit."""
+    fields: list[tuple[int, str, tuple, float, str]] = []
     names: set[str] = set()
     units_seen: set[str] = set()
     markers: list[str] = []
@@ -393,6 +404,13 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
         window = False
         seen = unit in units_seen
         units_seen.add(unit)
+        pair = PAIRED_KEY.match(key) if not stated else None
+        paired = classify(pair["b"], unit or None) if pair else None
+        if paired is not None:  # `time (data): 0.410 (0.012)`: `time` the value, `data` the bracketed one after it
+            key = pair["a"]  # (a bracketed word of no role, `iter time (avg)`, stays part of its key)
+            if norm_key(pair["b"]) not in names:
+                names.add(norm_key(pair["b"]))
+                fields.append((i // 2, norm_key(pair["b"]), paired, scale, "avg"))
         if key == "(":
             if "\ue000" in raw_key and (unit_kind(unit) or ("",))[0] == "time":
                 window = True  # `step = 200 (11.474 sec)`: the time since the previous log line
@@ -405,6 +423,8 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
             role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
         else:
             role = classify(key, unit or None)
+            if role is None and not unit and norm_key(key) in STEP_NAMES:
+                role = ("dur", PER_STEP, 1.0, DECIMAL)  # AverageMeter's `Batch 3.505`: the step noun's own time
             if role is None:
                 continue
             if clock and role[0] == "dur":
@@ -415,7 +435,7 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
                 name = f"(unnamed {kind[0] if kind else 'time'})"  # a unit stated by a bare `(s)` key: a time
         if name not in names:
             names.add(name)
-            fields.append((i // 2, name, role, scale))
+            fields.append((i // 2, name, role, scale, "num"))
     return fields, markers + line_markers(tail)
 
 

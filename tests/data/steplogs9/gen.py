@@ -47,8 +47,9 @@ def sockeye():
             out.append(pre(t, "_create_checkpoint") + f"Checkpoint [{k}]\tTrain-perplexity={ppl:f}")
             out.append(pre(t + timedelta(seconds=stall), "_evaluate") + f"Checkpoint [{k}]\tValidation-perplexity="
                        f"{ppl * 1.1:f}\tValidation-bleu={0.1 + 0.02 * k:f}")
-            out.append(pre(t + timedelta(seconds=stall), "_save_params") + f"Saved params/optimizer state to "
-                       f'"model/params.{k:05d}"')
+            # sockeye/model.py save_parameters: logging.info('Saved params/state_dict to "%s"', fname) (root logger)
+            out.append(pre(t + timedelta(seconds=stall), "save_parameters").replace("sockeye.training", "root")
+                       + f'Saved params/state_dict to "model/params.{k:05d}"')
     _put("sockeye_speedometer.log", "\n".join(out) + "\n", steps=steps, durations_s=durs, phases=[],
          events=[["eval", 500, 550], ["eval", 1000, 1050], ["eval", 1500, 1550], ["checkpoint", 500, 550],
                  ["checkpoint", 1000, 1050], ["checkpoint", 1500, 1550]],

@@ -1,0 +1,87 @@
+"""Which field of a step log is its step duration, chosen once per file (the grammar's per-file choice).
+
+Among the duration and rate fields present on at least half as many step lines as the best-covered one, the most
+specific role wins (vocab.PREFERENCE: per-step > generic time > window > verified-monotone cumulative > running
+average > unnamed); a field named like a total that goes up and down, a Unix clock reading, a time of day and a plain
+time are re-read by their values first (columns.py); a clock on the lines that the chosen field does not account for
+replaces it (line_clock.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.readers.step_log.columns import (
+    below,
+    clock_reading,
+    epoch_clock,
+    field_seconds,
+    monotone,
+    stage_total,
+    time_of_day,
+    total_reading,
+)
+from playbook.readers.step_log.line_clock import clock_or
+from playbook.readers.step_log.vocab import (
+    CLOCK,
+    CUMULATIVE,
+    GENERIC,
+    PER_STEP,
+    PREFERENCE,
+    STEP_NAMES,
+    UNNAMED,
+    WINDOW,
+)
+
+
+def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
+    """(name, seconds per step, how, window) of the file's duration field, or Nones: `step`/`rank`/`time` (int64 ns)/
+    `kind` (the counter's kind) / `pos` (its position within its epoch, -1 unknown) per record, `cols` name ->
+    values, `roles` name -> role; `window`: the field is a window's time (its phases are divided per step too)."""
+    cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
+    # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
+    stages = stage_total(cols, roles)
+    cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
+    if not cands:
+        return None, None, None, False
+    cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
+    best = max(cover.values())
+    # a field on under half the lines of the best-covered one is an occasional message, not the step time
+    eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
+    if not eligible:
+        return None, None, None, False
+    ranked = []
+    for k in eligible:
+        cls = cands[k][1]
+        if cls == CUMULATIVE and not monotone(step, rank, cols[k]):  # named like a total but goes up and down:
+            cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else total_reading(step, rank, time, cols[k])
+        elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
+                monotone(step, rank, cols[k]):
+            cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps
+        elif cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]):
+            continue  # a clock reading that cannot be differenced (one value, or not rising): no step's time
+        elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
+            cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
+        elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
+            # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
+            cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
+        ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
+    if not ranked:
+        return None, None, None, False
+    _, _, _, name, cls = min(ranked)
+    name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols, pos), step,
+                                      rank, cols, cands, pos)  # a clock on the lines the field does not account for
+    # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
+    # per batch): the file's step records are those of the kinds that carry its duration field
+    mine = np.isin(kind, np.unique(kind[np.isfinite(cols[name])]))
+    # a line without the file's field keeps its own explicit per-step time, if it states one
+    for other in sorted(cands, key=lambda k: -int(np.isfinite(cols[k]).sum())):
+        if other == name or cands[other][1] != PER_STEP:
+            continue
+        gap = ~np.isfinite(values)
+        if not gap.any():
+            break
+        theirs, _ = field_seconds(other, PER_STEP, cands[other], step, rank, cols)
+        values = np.where(gap & mine, theirs, values)
+    return name, values, how, cls == WINDOW
+
