@@ -111,3 +111,10 @@ def test_a_date_inside_a_step_line_is_no_value_and_no_part_of_the_next_key(tmp_p
     steps, _ = _steps(tmp_path, text)
     assert steps["step"].tolist() == [5, 6, 7]
     assert steps["duration_s"].tolist() == pytest.approx([0.5, 0.6, 0.7])
+
+
+def test_a_micro_step_counter_counts_the_steps(tmp_path):
+    # LABELED SYNTHETIC: a loop that counts gradient-accumulation micro-steps (`micro_step N`) was 'not telemetry'
+    steps, _ = _steps(tmp_path, "".join(f"micro_step {s} loss 2.31 time 0.120s\n" for s in range(1, 41)))
+    assert list(steps["step"]) == list(range(1, 41))
+    assert steps["duration_s"].round(3).eq(0.12).all()
