@@ -1,0 +1,61 @@
+"""The mechanisms the ninth held-out round (tests/data/eval/heldout9/SOURCES.md) asked for, each on inputs written
+here (LABELED SYNTHETIC), apart from the round's own files: ranks of a multi-GPU job that spin at full utilization
+from the first poll are measured against the power limit, not their own (spinning) draw; a shared periodic drop
+that holds the GPUs low for most of each cycle reads as input starvation before a save every N steps."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.readers import read_paths
+
+HEADER = "timestamp, index, utilization.gpu [%], power.draw [W], power.limit [W]"
+
+
+def _query_csv(path, n_gpu: int, n_polls: int, sample):
+    """`nvidia-smi --query-gpu=... --format=csv -l 1` rows; sample(k, g) -> (util %, power W)."""
+    t0, rows = datetime(2026, 5, 1, 12, 0, 0), [HEADER]
+    for k in range(n_polls):
+        for g in range(n_gpu):
+            util, watts = sample(k, g)
+            t = t0 + timedelta(seconds=k, milliseconds=3 * g)
+            rows.append(f"{t:%Y/%m/%d %H:%M:%S}.{t.microsecond // 1000:03d}, {g}, {util} %, {watts:.2f} W, 700.00 W")
+    path.write_text("\n".join(rows) + "\n")
+    return diagnose(read_paths([str(path)]))
+
+
+def _buckets(d):
+    return {b["kind"]: b for b in d.accounting["buckets"]}
+
+
+def test_ranks_spinning_from_the_first_poll_are_measured_against_the_power_limit(tmp_path):
+    rng = np.random.default_rng(91)
+    # 4 H100s (700 W) at 100% drawing 120-140 W throughout: never seen at work, so their own draw is no reference
+    spin = _query_csv(tmp_path / "spin.csv", 4, 180, lambda k, g: (100, rng.uniform(120, 140)))
+    assert "busy_wait" in _buckets(spin) and spin.verdict["id"] != ids.HEALTHY
+    # the same GPUs at 100% drawing 520-600 W are at work: nothing to charge
+    work = _query_csv(tmp_path / "work.csv", 4, 180, lambda k, g: (100, rng.uniform(520, 600)))
+    assert "busy_wait" not in _buckets(work) and work.verdict["id"] == ids.HEALTHY
+    # one GPU alone has no collective to spin in: the limit floor is a multi-GPU reading only
+    one = _query_csv(tmp_path / "one.csv", 1, 180, lambda k, g: (100, rng.uniform(120, 140)))
+    assert "busy_wait" not in _buckets(one)
+
+
+def _square(duty: float, period: int = 40):
+    rng = np.random.default_rng(92)
+
+    def sample(k, g):
+        high = (k % period) < duty * period
+        return (int(rng.integers(95, 100)), rng.uniform(560, 620)) if high else (0, rng.uniform(70, 80))
+    return sample
+
+
+def test_gpus_low_for_most_of_each_cycle_read_as_starvation_before_a_periodic_save(tmp_path):
+    mostly_low = _query_csv(tmp_path / "low.csv", 4, 400, _square(duty=0.25))
+    assert mostly_low.verdict["id"] == ids.DATA_STARVATION
+    mostly_high = _query_csv(tmp_path / "high.csv", 4, 400, _square(duty=0.8))
+    assert mostly_high.verdict["id"] == ids.PERIODIC_STALL
