@@ -59,3 +59,16 @@ def test_gpus_low_for_most_of_each_cycle_read_as_starvation_before_a_periodic_sa
     assert mostly_low.verdict["id"] == ids.DATA_STARVATION
     mostly_high = _query_csv(tmp_path / "high.csv", 4, 400, _square(duty=0.8))
     assert mostly_high.verdict["id"] == ids.PERIODIC_STALL
+
+
+def test_every_gpu_spinning_with_none_late_names_the_transport(tmp_path):
+    rng = np.random.default_rng(93)
+    spin = _query_csv(tmp_path / "all.csv", 4, 180, lambda k, g: (100, rng.uniform(120, 140)))
+    assert _buckets(spin)["busy_wait"]["cause"] == ids.LINK_DEGRADATION
+    assert spin.verdict["id"] == ids.LINK_DEGRADATION
+    assert spin.hypotheses[0]["score"] <= 0.5  # read from the bucket's shape, not measured: not "confirmed"
+
+    def one_idle(k, g):  # GPU 3 idles while the others spin: they wait for it, not for the transport
+        return (0, rng.uniform(60, 70)) if g == 3 else (100, rng.uniform(120, 140))
+    late = _query_csv(tmp_path / "late.csv", 4, 180, one_idle)
+    assert _buckets(late)["busy_wait"]["cause"] != ids.LINK_DEGRADATION
