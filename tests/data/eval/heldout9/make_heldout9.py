@@ -39,6 +39,11 @@ Formats: the `nvidia-smi` table of the driver the thread names (the 410-era layo
   telemetry's own semantics (peers spinning at 100% in a collective while a rank does no work). `nvidia-smi dmon
   -s pu`; drawn: V100 300 W; before the drop all at 88-93% / 230-270 W, after it GPUs 0-5 at 100% / 70-85 W, GPUs 6
   and 7 at 0% / 40 W.
+
+Written after the first eight were scored and fixed, as a second batch (scored once as written, too):
+- pixel_link_52_partial_table.txt (REAL): ZJULearning/pixel_link#52 — the table rows as pasted (no header, the last
+  row cut), 3 GTX TITAN X at 9%, 0%, 28% and 82-93 W while training at 4.166 s/step; "all gpu is not busy";
+  unresolved in the thread.
 """
 
 from datetime import datetime, timedelta
@@ -189,7 +194,19 @@ def voxceleb_110():
     write("voxceleb_110_two_idle_dmon.txt", lines)
 
 
+def pixel_link_52():
+    write("pixel_link_52_partial_table.txt", [
+        "|   0  GeForce GTX TIT...  Off  | 00000000:04:00.0 Off |                  N/A |",
+        "| 34%   71C    P2    89W / 250W |  10516MiB / 12212MiB |      9%      Default |",
+        "+-------------------------------+----------------------+----------------------+",
+        "|   1  GeForce GTX TIT...  Off  | 00000000:08:00.0 Off |                  N/A |",
+        "| 29%   68C    P2    82W / 250W |  10516MiB / 12212MiB |      0%      Default |",
+        "+-------------------------------+----------------------+----------------------+",
+        "|   2  GeForce GTX TIT...  Off  | 00000000:84:00.0 Off |                  N/A |",
+        "| 31%   71C    P2    93W / 250W |  10516MiB / 12212MiB |     28%      Default "])
+
+
 if __name__ == "__main__":
     for make in (pytorch_examples_470, rosinality_65, tensorpack_321, tensorpack_409, qwen_970, video_analyst_215,
-                 tdmpc2_43, voxceleb_110):
+                 tdmpc2_43, voxceleb_110, pixel_link_52):
         make()
