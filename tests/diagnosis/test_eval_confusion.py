@@ -271,7 +271,10 @@ CASES = [
         ("tensorpack_409_queue_empty_smi.txt", "data_starvation"),
         # 8 GPUs at 100% and a quarter of their power limit from the first poll, a misconfigured NCCL (healthy,
         # confirmed first → link_degradation, possible: accounting.WORK_POWER_FLOOR, then attribution's LATE_KINDS)
-        ("qwen_970_nccl_env.csv", "link_degradation"))],
+        ("qwen_970_nccl_env.csv", "link_degradation"),
+        # a second batch: pixel_link#52's table rows pasted without banner or headers, the last row cut (unread first
+        # → insufficient_data: readers/nvidia_smi/table._headerless reads the rows by their cells' units)
+        ("pixel_link_52_partial_table.txt", "insufficient_data"))],
 ]
 
 

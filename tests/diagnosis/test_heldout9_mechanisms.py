@@ -72,3 +72,27 @@ def test_every_gpu_spinning_with_none_late_names_the_transport(tmp_path):
         return (0, rng.uniform(60, 70)) if g == 3 else (100, rng.uniform(120, 140))
     late = _query_csv(tmp_path / "late.csv", 4, 180, one_idle)
     assert _buckets(late)["busy_wait"]["cause"] != ids.LINK_DEGRADATION
+
+
+# wilicc/gpu-burn#114's rows (driver 550, with the MIG M. line), pasted twice without banner or column headers
+_ROWS_550 = """\
+|   0  NVIDIA H100 80GB HBM3          On  |   00000000:19:00.0 Off |                    0 |
+| N/A   35C    P0            134W /  700W |   72790MiB /  81559MiB |      2%      Default |
+|                                         |                        |             Disabled |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA H100 80GB HBM3          On  |   00000000:3B:00.0 Off |                    0 |
+| N/A   30C    P0            109W /  700W |   72790MiB /  81559MiB |      0%      Default |
+|                                         |                        |             Disabled |
+"""
+
+
+def test_nvidia_smi_rows_pasted_without_banner_are_read_by_their_units(tmp_path):
+    path = tmp_path / "rows.txt"
+    again = _ROWS_550.replace("      2%", "     97%").split("\n")[:5]  # GPU 0 at 97%, then GPU 1's row ...
+    again.append("| N/A   31C    P0            250W /  700W |   72790MiB /  81559MiB |     98%  ")  # ... cut
+    path.write_text(_ROWS_550 + "\n".join(again) + "\n")
+    t = read_paths([str(path)]).telemetry
+    assert len(t) == 4 and sorted(t["gpu"].astype(int).tolist()) == [0, 0, 1, 1]  # two snapshots of two GPUs
+    first = t.sort_values("time").iloc[0]
+    assert first["util_pct"] == 2 and first["power_w"] == 134 and first["power_limit_w"] == 700
+    assert sorted(t["util_pct"].tolist()) == [0, 2, 97, 98]  # the second paste's last row cut after its util cell
