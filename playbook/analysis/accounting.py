@@ -391,7 +391,7 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            ref = np.fmax(own, peers)  # NaN only when both are
+            ref = seen = np.fmax(own, peers)  # NaN only when both are
             if kind == "busy_wait" and len(series) > 1 and "power_limit_w" in series.values:
                 lim = series.grid_means("power_limit_w", dt, lo, n_bins).astype(np.float64)
                 ref = np.fmax(ref, WORK_POWER_FLOOR * np.nanmedian(np.where(lim > 0, lim, np.nan), axis=1))
@@ -416,8 +416,9 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         if secs > 0:
             start, length = true_runs(steps_on)
             order = np.argsort(-length)[:MAX_WINDOWS]
-            what = ("at >= 90% utilization but under half the power the same GPU draws at work (a kernel spinning "
-                    "while it waits, not work)" if kind == "busy_wait" else
+            floored = " (or a quarter of its power limit)" if (ref[named] > np.nan_to_num(seen[named])).any() else ""
+            what = ("at >= 90% utilization but under half the power the same GPU draws at work" + floored +
+                    " (a kernel spinning while it waits, not work)" if kind == "busy_wait" else
                     f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
             out.append(Bucket(kind, secs, names=names,
                               windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],
