@@ -70,6 +70,8 @@ BUSY_Q = 90  # the busy level: the 90th percentile over time of the peers' media
 STEADY_FED_PCT = 80.0  # a GPU kept fed reads >= 90% utilization; a busy level under 80% leaves >= 20% idle
 SPIN_UTIL = 90.0  # busy-waiting: >= 90% utilization ...
 SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
+# "at work" is at least half the enforced power limit (training draws 60-100% of it) in a multi-GPU job whose ranks
+WORK_POWER_FLOOR = 0.5  # spin from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
 MAX_WINDOWS = 8
@@ -391,7 +393,10 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            ref = np.fmax(own, peers)  # NaN only when both are
+            ref = seen = np.fmax(own, peers)  # NaN only when both are
+            if kind == "busy_wait" and len(series) > 1 and "power_limit_w" in series.values:
+                lim = series.grid_means("power_limit_w", dt, lo, n_bins).astype(np.float64)
+                ref = np.fmax(ref, WORK_POWER_FLOOR * np.nanmedian(np.where(lim > 0, lim, np.nan), axis=1))
         counted = busy.sum(1) >= 5
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = x / ref[:, None]
@@ -413,8 +418,9 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         if secs > 0:
             start, length = true_runs(steps_on)
             order = np.argsort(-length)[:MAX_WINDOWS]
-            what = ("at >= 90% utilization but under half the power the same GPU draws at work (a kernel spinning "
-                    "while it waits, not work)" if kind == "busy_wait" else
+            floored = " (or a quarter of its power limit)" if (ref[named] > np.nan_to_num(seen[named])).any() else ""
+            what = ("at >= 90% utilization but under half the power the same GPU draws at work" + floored +
+                    " (a kernel spinning while it waits, not work)" if kind == "busy_wait" else
                     f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
             out.append(Bucket(kind, secs, names=names,
                               windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],

@@ -11,7 +11,10 @@ playbook.knowledge.causes.BUCKET_CAUSES / PHASE_CAUSE):
    the best-ranked cause it supports, whether or not the drops' usual candidates list it;
 3. a benign cadence with positive evidence (an optimizer phase logged on the slow steps only): "healthy", its cost
    still stated;
-4. the findings: the best-ranked candidate cause of the bucket's kind whose score is at least SUPPORT_MIN.
+4. the bucket's own shape: every GPU recorded busy-waiting (`busy_wait`) and none idle or late (LATE_KINDS) is
+   the ranks waiting on the collectives' transport (link_degradation, not measured: a rank outside the recording
+   would look the same);
+5. the findings: the best-ranked candidate cause of the bucket's kind whose score is at least SUPPORT_MIN.
 
 The verdict (`decide`): healthy only while the harmful loss (buckets not attributed to "healthy") is within the
 noise floor and no cause outranks healthy; otherwise the cause with the largest attributed share of the loss — or
@@ -38,6 +41,8 @@ from playbook.knowledge.causes import (
 # itself (a score is calibrated as the chance of being right: tests/diagnosis/test_calibration.py)
 SUPPORT_MIN = 0.25
 STRONG = 0.5  # a cause ranked above healthy on its own evidence
+# buckets that show a GPU the others could be waiting for: one idle, below its peers, lost or slow beside them
+LATE_KINDS = ("idle_gpu", "underused_gpu", "lost_gpu", "gpu_drops", "slow_rank")
 UNEXPLAINED = "unexplained"
 
 
@@ -77,6 +82,10 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         return cause_ids.BETWEEN_STEPS, "line timestamps advance faster than the step timer counts", True
     if b.kind == "stage_imbalance":  # the stages' own timers measure it
         return cause_ids.PIPELINE_IMBALANCE, "the stages' own timers", True
+    if b.kind == "busy_wait" and 1 < acc.units == len(b.names) and not any(o.kind in LATE_KINDS for o in acc.buckets):
+        return cause_ids.LINK_DEGRADATION, ("every GPU recorded spins at a fraction of its working power and none is "
+                                            "idle or late: the ranks wait on the collectives' transport (or on a rank "
+                                            "outside the recording)"), False
     supported = [scores[c] for c in BUCKET_CAUSES.get(b.kind, ()) if c in scores and scores[c]["score"] >= SUPPORT_MIN]
     best = max(supported, key=lambda h: h["score"], default=None)
     if best is not None and _own_evidence(best, supported):

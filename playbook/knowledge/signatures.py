@@ -14,6 +14,9 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     # the same every few seconds (under from_telemetry.LOADER_CADENCE_S): too often for checkpoint or eval every N
     # steps; a loader queue running dry every num_workers batches, or a refill; a log line's sync sometimes
     "synchronized_periodic_fast": {"data_starvation": 0.6, "periodic_stall": 0.3},
+    # the same at a slower period with the GPUs low for most of each cycle: work is the minority of the cycle, so the
+    # drop is the normal state (input arriving in bursts) more than a save or evaluation every N steps
+    "synchronized_periodic_idle": {"data_starvation": 0.55, "periodic_stall": 0.35},
     # a shared drop at random: the input pipeline running dry mostly; syncs and GC pauses also hit all ranks
     "synchronized_irregular": {"data_starvation": 0.55, "host_sync": 0.2, "gc_pause": 0.2},
     # fewer than 3 drops: neither a period nor irregularity can be tested — the two readings share the support

@@ -64,6 +64,9 @@ def _single_drop(one: dict, label: str) -> list[Evidence]:
 # every GPU shares every few seconds is the cadence of an input pipeline running dry every num_workers batches
 # (mlfoundations/open_clip#703: "freezes every num_worker iterations") or a shard / shuffle buffer refilling
 LOADER_CADENCE_S = 15.0
+# a stall every N steps costs a minority of each cycle (the N steps' work is most of it); GPUs low for most of every
+# cycle (duty cycle under one half) are waiting for input that arrives in bursts, not pausing for a save
+MOSTLY_LOW_DUTY = 0.5
 
 
 def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label: str) -> list[Evidence]:
@@ -91,7 +94,9 @@ def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label:
             + ("the loader's queue emptied every num_workers batches, or " if per < LOADER_CADENCE_S else "")
             + f"a shuffle buffer refilled or a new shard opened every {per:.3g} s",
             _loader_check(f"every {per:.3g} s", periodic=True))}
-        out += support("synchronized_periodic" if per >= LOADER_CADENCE_S else "synchronized_periodic_fast", conf,
+        sig = ("synchronized_periodic_fast" if per < LOADER_CADENCE_S else
+               "synchronized_periodic_idle" if osc.duty_cycle < MOSTLY_LOW_DUTY else "synchronized_periodic")
+        out += support(sig, conf,
                        w, text, nxt, readings=readings, lost=osc.lost_fraction, p_value=osc.p_value, names=tuple(main))
     elif len(osc.dips_s) < 3:
         together = " together" if len(main) > 1 else ""

@@ -3,7 +3,8 @@
 Handles: the layouts of old drivers (470: `Persistence-M|` columns) and new ones (535, 550+: wider Bus-Id and
 power columns); a date line (`Mon Jan 15 10:23:45 2024`) above each snapshot, or a `watch` header (`Every 2.0s:
 nvidia-smi   node7: Mon Jan 15 10:23:45 2024`, which also names the host); `N/A`, `ERR!` and `[N/A]` values; the
-Processes and MIG sections (skipped); a truncated last snapshot. Columns read per GPU: GPU-Util (util_pct),
+Processes and MIG sections (skipped); a truncated last snapshot; the GPU rows pasted alone (no banner, no column
+headers, the last row cut after its utilization cell; a repeated GPU number starts the next snapshot). Columns read per GPU: GPU-Util (util_pct),
 Memory-Usage (mem_used_mib, mem_total_mib), Pwr:Usage/Cap (power_w, power_limit_w), Temp (temp_c). Snapshots
 without a date line get synthetic times `interval_s` apart (all of them, with a warning, when any lacks one). Dates
 are the host's local time, read as `tz`.
@@ -38,8 +39,19 @@ _SECTION_END = ("Processes:", "MIG devices:")
 
 
 def sniff(head: str) -> bool:
-    """True when the text holds an `| NVIDIA-SMI 550.54 ...` banner and the GPU-Util column header."""
-    return bool(_BANNER.search(head)) and "GPU-Util" in head
+    """True when the text holds an `| NVIDIA-SMI 550.54 ...` banner and the GPU-Util column header, or GPU rows pasted
+    without them (`_headerless`)."""
+    return (bool(_BANNER.search(head)) and "GPU-Util" in head) or _headerless(head.split("\n"))
+
+
+def _headerless(lines: list[str]) -> bool:
+    """True when neither a banner nor the rule under column headers (`|====`: hl-smi and other look-alikes have their
+    own) is there, but a GPU row (`|   0  Name ... | 00000000:04:00.0 Off |`) is followed by its values line
+    (`W / W | MiB / MiB | N%`): the table's rows as users paste them, the units naming the cells."""
+    if any(_BANNER.search(line) or line.lstrip().startswith("|=") for line in lines):
+        return False
+    return any(_GPU_ROW.match(line.strip()) and _metrics(nxt.strip()) is not None
+               for line, nxt in zip(lines, lines[1:], strict=False))
 
 
 def _number(text: str, unit: str | None = None) -> float:
@@ -72,7 +84,7 @@ def _power(cell: str) -> tuple[str, str] | None:
 def _metrics(line: str) -> dict[str, float] | None:
     """The second line of a GPU's block: fan, temperature, perf state, power | memory | utilization."""
     parts = line.split("|")
-    if len(parts) < 5:
+    if len(parts) < 4:  # a paste may cut the row after the utilization cell
         return None
     memory = _MEMORY.search(parts[2])
     if memory is None:
@@ -101,7 +113,9 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     snapshots: list[str | None] = []  # each snapshot's date text (None: none above it)
     rows: dict[str, list] = {"snapshot": [], "gpu": [], "line": [], "ecc": []}
     values: dict[str, list[float]] = {}
-    in_gpus = False
+    in_gpus = headerless = _headerless(lines)  # rows only: one snapshot, a new one whenever the GPU number repeats
+    if headerless:
+        snapshots.append(None)
     for no, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if host is None and (w := _WATCH_HOST.match(line.strip())):
@@ -123,9 +137,11 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             continue
         if not in_gpus:
             continue
-        first = _GPU_ROW.match(line)
+        first = _GPU_ROW.match(line.strip() if headerless else line)
         if first is None:
             continue
+        if headerless and rows["gpu"] and int(first.group(1)) <= rows["gpu"][-1]:
+            snapshots.append(None)
         nxt = lines[no] if no < len(lines) else ""
         metrics = _metrics(nxt)
         if metrics is None:
