@@ -56,7 +56,7 @@ from playbook.analysis import step_times as sa
 from playbook.analysis.gpu_limits import POWER_PINNED, sm_basis, sm_wording, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
-from playbook.analysis.rank_waits import COLLECTIVE_PHASES, collective_waits, straggler_waits
+from playbook.analysis.rank_waits import COLLECTIVE_PHASES, collective_waits, late_ranks, straggler_waits
 from playbook.analysis.series import GpuSeries, gpu_series, row_percentile
 from playbook.knowledge import ids
 from playbook.knowledge.causes import cause
@@ -70,8 +70,8 @@ BUSY_Q = 90  # the busy level: the 90th percentile over time of the peers' media
 STEADY_FED_PCT = 80.0  # a GPU kept fed reads >= 90% utilization; a busy level under 80% leaves >= 20% idle
 SPIN_UTIL = 90.0  # busy-waiting: >= 90% utilization ...
 SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
-# "at work" is at least half the enforced power limit (training draws 60-100% of it) in a multi-GPU job whose ranks
-WORK_POWER_FLOOR = 0.5  # spin from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
+WORK_POWER_FLOOR = 0.5  # "at work" is >= half the power limit (training draws 60-100% of it) in a multi-GPU job
+# whose ranks spin from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
 MAX_WINDOWS = 8
@@ -394,9 +394,9 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             ref = seen = np.fmax(own, peers)  # NaN only when both are
-            if kind == "busy_wait" and len(series) > 1 and "power_limit_w" in series.values:
-                lim = series.grid_means("power_limit_w", dt, lo, n_bins).astype(np.float64)
-                ref = np.fmax(ref, WORK_POWER_FLOOR * np.nanmedian(np.where(lim > 0, lim, np.nan), axis=1))
+            lim = series.values.get("power_limit_w") if kind == "busy_wait" and len(series) > 1 else None
+            if lim is not None and np.isfinite(lim).any():  # (per GPU, its samples' median limit: no grid)
+                ref = np.fmax(ref, WORK_POWER_FLOOR * series.quantiles("power_limit_w", ("median",), lim > 0)[0])
         counted = busy.sum(1) >= 5
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = x / ref[:, None]
@@ -478,12 +478,8 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
         # 0.17 s is named, its peers at 2 ms are not)
         parts = sorted(by_name.get(b.kind, {}).items(), key=lambda kv: -kv[1])
         b.names = [n for n, sec in parts if sec >= 0.1 * b.seconds]
-        if b.kind in tuple(f"phase:{p}" for p in COLLECTIVE_PHASES) and many:
-            # who waits is not who is late: the ranks that (nearly) never wait are the ones the others wait for
-            waits = by_name.get(b.kind, {})
-            late = [n for n in (f"rank {r}" for r in ranks if r >= 0) if waits.get(n, 0.0) <= 0.1 * max(waits.values())]
-            if 0 < len(late) < len(ranks):
-                b.names, b.detail = late, "the other ranks waiting in the collective for the late rank"
+        if b.kind in tuple(f"phase:{p}" for p in COLLECTIVE_PHASES) and many and (late := late_ranks(by_name.get(b.kind, {}), ranks)):
+            b.names, b.detail = late, "the other ranks waiting in the collective for the late rank"
     jitter = sum(r["jitter_s"] for r in per_rank)
     floor = max(jitter / total if total > 0 else 0.0, MIN_FLOOR)
     tick = float(np.median([r["step_s"] for r in per_rank]))

@@ -67,3 +67,12 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     own = float(np.median(d[:, slowest]) - np.median(np.median(d, axis=1)))
     lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * len(d), "steps": [int(x) for x in grid.index]}
     return st, pd.concat([steps, added], ignore_index=True), lag
+
+
+def late_ranks(waits: dict[str, float], ranks: list[int]) -> list[str]:
+    """The ranks ("rank N") that wait at most a tenth of the most any rank waits in the collectives (`waits`: name ->
+    seconds): who waits is not who is late, the ranks that (nearly) never wait are the ones the others wait for.
+    [] when that is every rank or none."""
+    most = max(waits.values(), default=0.0)
+    late = [n for n in (f"rank {r}" for r in ranks if r >= 0) if waits.get(n, 0.0) <= 0.1 * most]
+    return late if 0 < len(late) < len(ranks) else []
