@@ -58,7 +58,7 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     # median is jitter: 8 ranks at 4% read ~6% at every step, a rank 1.5% slower than the rest among them is not late)
     peers = np.median(np.delete(d, slowest, axis=1), axis=1)
     excess = float(np.median((d[:, slowest] - peers) / peers))
-    if p >= ALPHA or not excess >= CREEP_MIN:
+    if p >= ALPHA or not excess >= CREEP_MIN or not _kept_pace(st, grid, slowest):
         return st, steps, None
     wait = pd.DataFrame(d.max(axis=1)[:, None] - d, index=grid.index, columns=grid.columns).stack()
     wait = wait[wait > 0].rename("wait").reset_index()
@@ -70,3 +70,22 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     own = float(np.median(d[:, slowest]) - np.median(np.median(d, axis=1)))
     lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * len(d), "steps": [int(x) for x in grid.index]}
     return st, pd.concat([steps, added], ignore_index=True), lag
+
+
+def _kept_pace(st: pd.DataFrame, grid: pd.DataFrame, slowest: int) -> bool:
+    """Whether the faster ranks kept the straggler's pace, as ranks that wait for it in a collective do: unless every
+    rank's lines are stamped, assumed (a timer alone cannot say); with stamps, the faster ranks' lines advance per
+    step (over the common steps: start to end, robust to the stamps' tick) nearer the straggler's than their own
+    timers' pace. Independent processes (no collective between them) each keep their own pace: no one waited."""
+    if st["time"].isna().any():
+        return True
+    secs = (st["time"] - st["time"].min()).dt.total_seconds()
+    at = st.assign(secs=secs).pivot_table(index="step", columns="rank", values="secs", aggfunc="last")
+    at = at.reindex(index=grid.index, columns=grid.columns).to_numpy(dtype=np.float64)
+    span = float(grid.index[-1] - grid.index[0])
+    if not span > 0 or not np.isfinite(at[[0, -1]]).all():
+        return True
+    pace = (at[-1] - at[0]) / span  # seconds per step, each rank's lines
+    own = np.median(grid.to_numpy(dtype=np.float64), axis=0)  # seconds per step, each rank's timer
+    fast = np.arange(len(own)) != slowest
+    return bool(pace[slowest] - np.median(pace[fast]) < 0.5 * (own[slowest] - np.median(own[fast])))
