@@ -68,7 +68,11 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     added = first.merge(wait, on=["step", "rank"]).assign(phase="collective")
     added = added.assign(duration_s=added.pop("wait"))[steps.columns]
     own = float(np.median(d[:, slowest]) - np.median(np.median(d, axis=1)))
-    lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * len(d), "steps": [int(x) for x in grid.index]}
+    at = grid.index.to_numpy(dtype=np.float64)  # a line every k steps stands for k steps (its time their mean)
+    k = float(np.median(np.diff(at))) if len(at) > 1 else 1.0
+    per_row = np.clip(np.r_[min(k, at[0]), np.diff(at)], 1.0, None)
+    lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * float(per_row.sum()),
+           "steps": [int(x) for x in grid.index]}
     return st, pd.concat([steps, added], ignore_index=True), lag
 
 
