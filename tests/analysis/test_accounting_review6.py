@@ -73,3 +73,23 @@ def test_the_straggler_s_own_excess_counts_every_step_a_line_stands_for(tmp_path
     truth = 1.0 - float(np.median(work, axis=1).sum() / work.max(axis=1).sum())
     assert d.verdict["id"] == ids.COLLECTIVE_STRAGGLER, d.verdict
     assert abs(d.accounting["lost_share"] - truth) < 0.02, (d.accounting["lost_share"], truth)
+
+
+def test_one_recompile_each_of_many_frames_of_one_name_is_not_a_storm(tmp_path):
+    # LABELED SYNTHETIC TORCH_LOGS=recompiles (format of pytorch#130043's example): nine modules' `forward` (nine
+    # frames, compile ids [1/1] .. [9/1]) each compiled again once when the sequence length first changed, the
+    # dynamic-shape warm-up of a healthy run; no step times. First try: 'recompilation, likely 0.72' (nine
+    # recompiles of 'forward', counted as one frame); one frame recompiled nine times stays recompilation.
+    def log(frames: list[tuple[int, int, str]]) -> str:
+        p = "V1204 03:10:{:02d}.273000 140345997743104 torch/_dynamo/guards.py:2590] [{}/{}] [__recompiles]"
+        return "".join(
+            f"{p.format(i, fr, att)} Recompiling function {fn} in /opt/conda/lib/python3.11/site-packages/"
+            f"transformers/models/llama/modeling_llama.py:{100 * fr}\n{p.format(i, fr, att)}     triggered by the "
+            f"following guard failure(s):\n{p.format(i, fr, att)}     - {fr}/{att - 1}: tensor 'L['x']' size "
+            f"mismatch at index 1. expected 512, actual 384\n" for i, (fr, att, fn) in enumerate(frames))
+    (tmp_path / "frames.log").write_text(log([(fr, 1, "forward") for fr in range(1, 10)]))
+    d = diagnose(read_paths([str(tmp_path / "frames.log")]))
+    assert d.verdict["id"] != ids.RECOMPILATION, d.verdict
+    (tmp_path / "storm.log").write_text(log([(1, att, "forward") for att in range(1, 10)]))
+    d = diagnose(read_paths([str(tmp_path / "storm.log")]))
+    assert d.verdict["id"] == ids.RECOMPILATION, d.verdict

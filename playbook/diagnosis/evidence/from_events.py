@@ -59,7 +59,8 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
 # performance due to the compilation overhead of each recompilation") and runs the frame eagerly from then on
 RECOMPILE_LIMIT = 8
 _LIMIT_HIT = re.compile(r"\bhit (?:config\.[a-z_]{0,40}limit\b|recompilation cache limit)|limit reached", re.IGNORECASE)
-_FRAME = re.compile(r"recompiling (\S+) in|frame (\d+) compiled again")
+# a frame is its code object: the function with its file and line ("forward" is the name of every module's frame)
+_FRAME = re.compile(r"recompiling (\S+ in [^\s;,'\"]+)|frame (\d+) compiled again")
 
 
 def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Finding]:
