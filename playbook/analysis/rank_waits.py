@@ -41,8 +41,8 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     straggler (see the module docstring): the same rank slowest on more steps than rotation explains (binomial
     p < ALPHA, Bonferroni over the ranks), its own time at least CREEP_MIN over its peers' median on the median
     step. Each faster rank's step time grows by its wait, which `steps` holds as its `collective` phase; `lag` is the
-    straggler's own steady excess over the median rank on the same work, {rank, seconds, steps} (its median step
-    time less the median rank's, per common step: its stalls stay its own). Unchanged and None otherwise (one rank,
+    straggler's own steady excess over its peers on the same work, {rank, seconds, steps} (its median step time
+    less its peers' median, per common step: its stalls stay its own). Unchanged and None otherwise (one rank,
     collectives timed already, ranks that disagree within their jitter)."""
     ranks = st["rank"].nunique()
     if ranks < 2 or steps["phase"].astype(str).isin(COLLECTIVE_PHASES).any():
@@ -67,7 +67,7 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     first = steps[steps["phase"] == "step"].drop_duplicates(["rank", "step"], keep="last")
     added = first.merge(wait, on=["step", "rank"]).assign(phase="collective")
     added = added.assign(duration_s=added.pop("wait"))[steps.columns]
-    own = float(np.median(d[:, slowest]) - np.median(np.median(d, axis=1)))
+    own = float(np.median(d[:, slowest]) - np.median(peers))  # against its peers' pace, as their waits are
     at = grid.index.to_numpy(dtype=np.float64)  # a line every k steps stands for k steps (its time their mean)
     k = float(np.median(np.diff(at))) if len(at) > 1 else 1.0
     per_row = np.clip(np.r_[min(k, at[0]), np.diff(at)], 1.0, None)

@@ -149,3 +149,14 @@ def test_wide_unimodal_jitter_is_not_an_interleaved_slow_mode(tmp_path):
     two = rng.normal(1.0, 0.05, 400) * np.where(np.arange(400) % 2, 1.3, 1.0)
     assert interleaved_slow_mode(two).tolist() == (np.arange(400) % 2 == 1).tolist()
 
+
+def test_two_ranks_straggler_counts_against_its_peer(tmp_path):
+    # two ranks, rank 1 on a GPU 1.2x slower, timers leaving the wait out: rank 0 waits 0.2 s a step and rank 1 takes
+    # 0.2 s more than its peer for the same work: against both at the peer's pace, 1/6 of the wall time. First try:
+    # 12.5% (the straggler's own excess taken over the median of the two ranks, its own time half of it).
+    rng = np.random.default_rng(7)
+    work = np.array([1.0, 1.2])[None] * rng.normal(1.0, 0.02, (300, 2))
+    d = _write(tmp_path, work)
+    truth = 1.0 - float(work[:, 0].sum() / work.max(axis=1).sum())
+    assert d.verdict["id"] == ids.COLLECTIVE_STRAGGLER, d.verdict
+    assert abs(d.accounting["lost_share"] - truth) < 0.02, (d.accounting["lost_share"], truth)
