@@ -160,3 +160,18 @@ def test_two_ranks_straggler_counts_against_its_peer(tmp_path):
     truth = 1.0 - float(work[:, 0].sum() / work.max(axis=1).sum())
     assert d.verdict["id"] == ids.COLLECTIVE_STRAGGLER, d.verdict
     assert abs(d.accounting["lost_share"] - truth) < 0.02, (d.accounting["lost_share"], truth)
+
+
+def test_one_recompile_on_each_of_eight_ranks_is_not_a_storm(tmp_path):
+    # LABELED SYNTHETIC torchrun output (each line behind its '[rankN]:' prefix): eight ranks each compile the same
+    # frame again once, each at its first new sequence length; torch's recompile limit counts per process. First
+    # try: 'recompilation, likely 0.72' (eight recompiles of one frame, counted across the ranks).
+    lines = []
+    for r in range(8):
+        p = f"[rank{r}]:V1204 03:10:{10 + r:02d}.273000 14034599{r} torch/_dynamo/guards.py:2590] [0/1] [__recompiles]"
+        lines += [f"{p} Recompiling function forward in /src/model.py:40",
+                  f"{p}     triggered by the following guard failure(s):",
+                  f"{p}     - 0/0: tensor 'L['x']' size mismatch at index 1. expected 512, actual 384"]
+    (tmp_path / "out.log").write_text("\n".join(lines) + "\n")
+    d = diagnose(read_paths([str(tmp_path / "out.log")]))
+    assert d.verdict["id"] != ids.RECOMPILATION, d.verdict
