@@ -29,7 +29,7 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   work) and, for a loop of several named work stages, the idle time a pipeline of those stages would have
   (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Ranks whose own timers leave out the wait for a persistent
   straggler (analysis/rank_waits.py) get that wait as their `phase:collective`, and the straggler's steady excess
-  over the median rank on the same work is `slow_rank`. Warm-up/compile is shown apart (`warmup_s`), not lost.
+  over its peers on the same work is `slow_rank`. Warm-up/compile is shown apart (`warmup_s`), not lost.
   These partition the basis too: a slow step's or a stretch's excess is at most the step's own time, an ordinary
   step's waits are charged at most its own time (in the order logged) and the stage imbalance at most what they
   left, and `outside_timer` per gap at most what the timed steps leave of it (a rank's wall time is its timed steps
@@ -466,9 +466,9 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
                 by_name.setdefault(b.kind, {})[n] = by_name.get(b.kind, {}).get(n, 0.0) + b.seconds
             m.windows += b.windows
             m.steps = sorted(set(m.steps) | set(b.steps))
-    if lag and lag["seconds"] > 0:  # the straggler's own time beyond the median rank's on the same work
+    if lag and lag["seconds"] > 0:  # the straggler's own time beyond its peers' on the same work
         merged["slow_rank"] = Bucket("slow_rank", lag["seconds"], steps=lag["steps"],
-                                     detail="the late rank's own time beyond the median rank's for the same work")
+                                     detail="the late rank's own time beyond its peers' for the same work")
         by_name["slow_rank"] = {f"rank {lag['rank']}": lag["seconds"]}
     buckets = [b for b in merged.values() if b.seconds > 0]
     many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())

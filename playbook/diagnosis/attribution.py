@@ -43,6 +43,8 @@ SUPPORT_MIN = 0.25
 STRONG = 0.5  # a cause ranked above healthy on its own evidence
 # buckets that show a GPU the others could be waiting for: one idle, below its peers, lost or slow beside them
 LATE_KINDS = ("idle_gpu", "underused_gpu", "lost_gpu", "gpu_drops", "slow_rank")
+# the same observations pick one reading when it scores at least twice any other's (odds of 2:1 between them)
+PICK_RATIO = 2.0
 UNEXPLAINED = "unexplained"
 
 
@@ -95,10 +97,13 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
 
 def _own_evidence(best: dict, supported: list[dict]) -> bool:
     """Whether `best` rests on an observation of its own: at least one evidence line no other supported candidate
-    of the bucket cites. Candidates that cite the very same observations (a level shift that a throttled GPU, a
-    straggler or a failing part would all show) differ only by their priors: the data does not pick one."""
-    others = {line for h in supported if h is not best for line in h.get("evidence") or ()}
-    return not others or any(line not in others for line in best.get("evidence") or ())
+    of the bucket cites, or a score PICK_RATIO times each rival's that cites its every line. Candidates that cite
+    the very same observations at near the same score (a level shift that a throttled GPU, a straggler or a failing
+    part would all show: 0.40, 0.35, 0.15) differ only by their priors: the data does not pick one; an observation
+    far likelier under one reading (a low busy clock: throttling 0.75, a failing board 0.3) does."""
+    mine = set(best.get("evidence") or ())
+    rivals = [h for h in supported if h is not best and mine <= set(h.get("evidence") or ())]
+    return all(best["score"] >= PICK_RATIO * h["score"] for h in rivals)
 
 
 def _phase_cause(phase: str) -> str | None:

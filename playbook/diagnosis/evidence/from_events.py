@@ -59,17 +59,23 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
 # performance due to the compilation overhead of each recompilation") and runs the frame eagerly from then on
 RECOMPILE_LIMIT = 8
 _LIMIT_HIT = re.compile(r"\bhit (?:config\.[a-z_]{0,40}limit\b|recompilation cache limit)|limit reached", re.IGNORECASE)
-_FRAME = re.compile(r"recompiling (\S+) in|frame (\d+) compiled again")
+# a frame is its code object: the function with its file and line ("forward" is the name of every module's frame)
+_FRAME = re.compile(r"recompiling (\S+ in [^\s;,'\"]+)|frame (\d+) compiled again")
 
 
 def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Finding]:
     """Recompilation as a finding on its own, where torch says so: a frame hit its recompile limit; or, where no step
     times can measure the recompiles (evidence/from_steps.py does where they can), as many recompiles of one frame
-    logged as that limit allows (RECOMPILE_LIMIT)."""
-    detail = events.loc[events["kind"].astype(str).str.lower() == "recompile", "detail"].astype(str)
+    logged as that limit allows (RECOMPILE_LIMIT) in one process (the limit is each process's: eight ranks each
+    compiling a frame again once are one recompile each)."""
+    rc = events[events["kind"].astype(str).str.lower() == "recompile"]
+    detail = rc["detail"].astype(str)
     hit = detail[detail.str.contains(_LIMIT_HIT)]
     frames = detail.str.extract(_FRAME)
     frame = frames[0].fillna("frame " + frames[1].fillna("")).where(frames.notna().any(axis=1))
+    who = [rc[c].astype(str) for c in ("host", "rank") if c in rc]
+    if who and pd.concat(who, axis=1).drop_duplicates().shape[0] > 1:  # several processes: name the one
+        frame = frame + " on " + pd.concat(who, axis=1).agg(" rank ".join, axis=1).str.strip()
     per_frame = frame.dropna().value_counts()
     if len(hit):
         text = f"torch says a frame recompiled up to its limit and runs eagerly from then on: {hit.iloc[0][:200]}"

@@ -17,12 +17,14 @@ when no smoothing holds (a bar whose refreshes are not all printed: line_clock.p
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from scipy.signal import lfilter
 
 SMOOTHINGS = (0.3, 0.0)  # tqdm's default; Lightning's smoothing=0 (the average since the bar started)
 ROUNDING = 0.005  # tqdm prints `{rate:5.2f}it/s`, or `{1/rate:5.2f}s/it` below 1 it/s
 DRIFT = 0.01  # of the elapsed span: the printed rate's rounding summed over a run of refreshes
 MIN_LINES = 12
+RESOLVE = 40  # a window of an average-rate bar spans 40x its rounding (its time known to 2.5%, under CREEP_MIN)
 BURN_IN = 8  # refreshes before a steady-state start is trusted (0.7^8: 6% of its error left)
 
 
@@ -70,6 +72,23 @@ def _refresh_times(n: np.ndarray, rate: np.ndarray, a: float, fresh: bool) -> tu
     return dt, ((edt * rel)[1:] + (1 - a) * (edt * rel)[:-1]) / a
 
 
+def _resolved(dt: np.ndarray, slack: np.ndarray, dn: np.ndarray) -> np.ndarray:
+    """Seconds a step of each refresh from the bar's time since it started (`dt`: its rises, each known to its
+    `slack`): the rises of a run of refreshes telescope, so their sum is known to one refresh's slack; each refresh
+    takes the mean of the fewest refreshes in a row whose time is RESOLVE x that slack (late in a long bar, the rate's
+    2 decimals leave ~0.1% of the bar's whole time: more than one refresh of it), except a refresh beyond its
+    window's typical one by more than twice its slack (a stall), which keeps its own time, the rest sharing the
+    remainder."""
+    credit = np.cumsum(np.clip(dt, 0.0, None) / (RESOLVE * np.maximum(slack, 1e-12)))
+    group = np.r_[0, np.floor(credit[:-1] + 1e-9).astype(np.int64)]  # a window closes once its credit reaches 1
+    group = np.unique(group, return_inverse=True)[1]
+    typical = pd.Series(dt).groupby(group).transform("median").to_numpy()
+    alone = dt > typical + 2.0 * slack
+    rest = np.bincount(group, weights=np.where(alone, 0.0, dt)) / np.maximum(
+        np.bincount(group, weights=np.where(alone, 0.0, dn)), 1e-12)
+    return np.where(alone, dt / dn, np.clip(rest, 0.0, None)[group])
+
+
 def _misfit(dt: np.ndarray, slack: np.ndarray, clock: np.ndarray, res: float, start: int) -> float:
     """How far refresh times `dt` (from refresh `start` on) stray from the clock: the largest gap between their
     running total and the clock's printed rise, over what its resolution (and DRIFT of the span) allows (at most 1:
@@ -99,7 +118,8 @@ def unsmoothed(step, rank, pos, per_step: np.ndarray, clock: np.ndarray, res: fl
             n = pos[s].astype(np.float64)
             dt, slack = _refresh_times(n, rate[s], a, k == 0)
             worst = max(worst, _misfit(dt, slack, clock[s], res, k))
-            out[s[1 + k:]] = np.maximum(dt[k:], 0.0) / np.diff(n)[k:]
+            out[s[1 + k:]] = _resolved(dt[k:], slack[k:], np.diff(n)[k:]) if a == 0.0 else \
+                np.maximum(dt[k:], 0.0) / np.diff(n)[k:]
         if worst <= 1.0 and worst < best[0]:
             best = worst, (out, a)
     if best[1] is None:

@@ -187,8 +187,27 @@ def total_reading(step, rank, time, seconds) -> int:
     """The class of a field named like a total (`train_time`, `training time`) whose values go up and down: what the
     lines' time stamps say it is (clock_reading; ESPnet's `train_time=0.450` is neither the window's nor a running
     total: a time per step), else, with no stamps to tell, the total since the previous line, the one total that
-    does not accumulate (DeePMD's `training time 45.67 s` for the 2000 batches since the last line)."""
-    return clock_reading(step, rank, time, seconds) or (GENERIC if int((time != NAT).sum()) >= 2 else WINDOW)
+    does not accumulate (DeePMD's `training time 45.67 s` for the 2000 batches since the last line); but a total
+    that restarts (`elapsed` since the epoch began) is a running total between its restarts."""
+    return clock_reading(step, rank, time, seconds) or (CUMULATIVE if restarts(step, rank, seconds) else
+                                                         GENERIC if int((time != NAT).sum()) >= 2 else WINDOW)
+
+
+def restarts(step, rank, values) -> bool:
+    """Whether a total that goes up and down is a running total that starts again (since each epoch's start, or a
+    restarted run's): per rank in step order it rises at least twice as often as it falls, and every fall lands
+    within twice the median rise of zero (the first window after the restart). A window's own time falls to about
+    its level instead, half the time."""
+    rises, lows = [], []
+    falls = pairs = 0
+    for r in np.unique(rank[np.isfinite(values)]):
+        sel = np.isfinite(values) & (rank == r)
+        v = values[sel][np.argsort(step[sel], kind="stable")]
+        d = np.diff(v)
+        rises.extend(d[d > 0].tolist())
+        lows.extend(v[1:][d < 0].tolist())
+        falls, pairs = falls + int((d < 0).sum()), pairs + len(d)
+    return falls >= 1 and pairs - falls >= 2 * falls and bool(rises) and max(lows) <= 2 * float(np.median(rises))
 
 
 def time_of_day(step, rank, seconds) -> bool:
