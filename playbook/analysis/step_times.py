@@ -162,6 +162,11 @@ ROLL_WINDOW = 51  # steps in the rolling median of the local pace
 
 
 def _rolling_baseline(d: np.ndarray, window: int = ROLL_WINDOW) -> np.ndarray:
+    """The rolling median of `d` (geometric), centred over `window` steps; a log no longer than the window has its own
+    median throughout (pandas would truncate the window at both ends: in a 5-row log the second row's baseline was the
+    mean of a 12 s compile step and a 1.5 s checkpoint step's neighbours)."""
+    if len(d) <= window:
+        return np.full(len(d), float(np.exp(np.median(np.log(np.clip(d, 1e-9, None))))) if len(d) else 1.0)
     s = pd.Series(np.log(np.clip(d, 1e-9, None)))
     return np.exp(s.rolling(min(window, max(len(d), 1)), center=True, min_periods=1).median().to_numpy())
 
