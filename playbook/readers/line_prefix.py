@@ -330,8 +330,9 @@ class Prefix:
                 self.year += 1
                 t = to_ns(self.year, mo, d, h, mi, s, frac, self.tz)
             return t
-        if not (h < 24 and mi < 60 and s < 62):
+        if not (mi < 60 and s < 62):
             return NAT
+        h %= 24  # an hour past 23 is a clock counting from the start (`[24:00:01]` elapsed): it runs on as a day does
         of_day = ((h * 60 + mi) * 60 + s) * 1_000_000_000 + (int((frac + "000000000")[:9]) if frac else 0)
         if self.last_t == NAT:
             self.undated = self.undated or (f"times of day without a date: placed on "

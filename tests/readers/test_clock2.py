@@ -39,6 +39,13 @@ def test_time_of_day_rolls_over_midnight_and_states_its_placement():
     assert back[1] - back[0] == -7 * S
 
 
+def test_an_elapsed_clock_past_24_hours_runs_on():
+    # LABELED SYNTHETIC (review6): `[HH:MM:SS]` counting from the start passes 23:59:59 as `[24:00:04]`: the lines
+    # after it had no time, without a word
+    t = _times(["[23:59:55] step 1 loss 2.3", "[24:00:04] step 2 loss 2.3", "[25:00:04] step 3 loss 2.3"])
+    assert np.diff(t).tolist() == [9 * S, 3600 * S]
+
+
 def test_time_of_day_after_a_dated_line_takes_its_day():
     t = _times(["2024-03-09 23:59:50,000 - INFO - start", "23:59:55 INFO step 1", "00:00:04 INFO step 2"])
     day = pd.Timestamp("2024-03-09", tz="UTC").value
