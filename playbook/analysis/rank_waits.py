@@ -48,6 +48,7 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     if ranks < 2 or steps["phase"].astype(str).isin(COLLECTIVE_PHASES).any():
         return st, steps, None
     grid = st.pivot_table(index="step", columns="rank", values="duration_s", aggfunc="last").dropna()
+    grid = grid[(grid > 0).all(axis=1)]  # (a step printed as 0 s is below the log's resolution: no pace to compare)
     if len(grid) < MIN_COMMON_STEPS:
         return st, steps, None
     d = grid.to_numpy(dtype=np.float64)

@@ -43,3 +43,17 @@ def test_timers_that_include_the_wait_or_ranks_within_their_jitter_add_nothing(t
     d, _ = _ranks(tmp_path, [1.0, 1.0, 1.0, 1.0], include_wait=False, seed=2)
     assert d.verdict["id"] == ids.HEALTHY, d.verdict
     assert not any(b["kind"] == "phase:collective" for b in d.accounting["buckets"])
+
+
+def test_steps_printed_as_zero_seconds_are_no_pace_to_compare(tmp_path):
+    # LABELED SYNTHETIC: one rank's times below the log's resolution (0.000 s): no wait inferred, no division by zero
+    import warnings
+
+    for r, secs in enumerate((0.0, 1.4)):
+        (tmp_path / f"rank{r}.log").write_text("".join(
+            f"[rank{r}] step {s} loss 2.31 compute_time {secs:.3f}s\n" for s in range(1, 101)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        d = diagnose(read_paths([str(tmp_path)]))
+    assert not any("accounting skipped" in w for w in d.warnings), d.warnings
+    assert not any(b["kind"] in ("phase:collective", "slow_rank") for b in d.accounting.get("buckets", []))
