@@ -320,7 +320,11 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
     if not mine and not acc.significant:
         return ""  # the leading cause is stated in the inputs, not measured as lost time: no loss to lead with
     mine = sorted(mine or acc.buckets, key=lambda b: -b.seconds)
-    where = "; ".join(f"{b.detail}{_where(b)}" for b in mine[:2])
+    if len(mine) > 1 and mine[0].names and mine[0].names == mine[1].names and not mine[1].windows:
+        # two parts of one culprit's loss (a straggler's peers' wait and its own extra time): its name once
+        where = f"{mine[0].detail} ({mine[0].share:.0%}) and {mine[1].detail} ({mine[1].share:.0%}){_where(mine[0])}"
+    else:
+        where = "; ".join(f"{b.detail}{_where(b)}" for b in mine[:2])
     return f"{head} in {where}" if where else head
 
 

@@ -57,3 +57,10 @@ def test_steps_printed_as_zero_seconds_are_no_pace_to_compare(tmp_path):
         d = diagnose(read_paths([str(tmp_path)]))
     assert not any("accounting skipped" in w for w in d.warnings), d.warnings
     assert not any(b["kind"] in ("phase:collective", "slow_rank") for b in d.accounting.get("buckets", []))
+
+
+def test_the_verdict_names_the_straggler_once_with_both_parts_of_its_loss(tmp_path):
+    # the peers' wait and the straggler's own extra time are one culprit's loss: "... (19%) and ... (6%) on rank 2"
+    d, _ = _ranks(tmp_path, [1.0, 1.0, 1.35, 1.0], include_wait=False)
+    text = d.verdict["sentence"]
+    assert text.count("on rank 2") == 2 and "%) and " in text, text  # once for the loss, once for the cause
