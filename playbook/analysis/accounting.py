@@ -499,10 +499,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     name = f"rank {rank}" if int(rank) >= 0 else ""  # a log without ranks is one process: nothing to name
     t = g["time"]
     times = (t - t0).dt.total_seconds().to_numpy() if t0 is not None and len(t) > 1 else None
-    # a line logged every k steps stands for k steps (its time is their mean or the last one's)
-    gaps = np.diff(stepno)
-    k_typ = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
-    per_row = np.clip(np.r_[min(k_typ, stepno[0]), gaps], 1, None).astype(np.float64)  # no window before step 1
+    per_row, k_typ = sp.steps_per_line(stepno)
     warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
                               waits)
     real, bstep = d[warm:], stepno[warm:]

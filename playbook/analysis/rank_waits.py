@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.stats import binom_sf
+from playbook.analysis.step_pace import steps_per_line
 from playbook.analysis.step_times import ALPHA, CREEP_MIN
 
 COLLECTIVE_PHASES = ("collective", "barrier")
@@ -69,10 +70,7 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     added = first.merge(wait, on=["step", "rank"]).assign(phase="collective")
     added = added.assign(duration_s=added.pop("wait"))[steps.columns]
     own = float(np.median(d[:, slowest]) - np.median(peers))  # against its peers' pace, as their waits are
-    at = grid.index.to_numpy(dtype=np.float64)  # a line every k steps stands for k steps (its time their mean)
-    k = float(np.median(np.diff(at))) if len(at) > 1 else 1.0
-    per_row = np.clip(np.r_[min(k, at[0]), np.diff(at)], 1.0, None)
-    lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * float(per_row.sum()),
+    lag = {"rank": grid.columns[slowest], "seconds": max(own, 0.0) * float(steps_per_line(grid.index)[0].sum()),
            "steps": [int(x) for x in grid.index]}
     return st, pd.concat([steps, added], ignore_index=True), lag
 

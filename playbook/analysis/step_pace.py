@@ -17,6 +17,16 @@ PACE_WINDOWS = (sa.ROLL_WINDOW, 25, 11, 5)  # rolling-median widths tried, wides
 MATERIAL = 0.01  # a narrower pace is followed when it moves ≥ 1% of the steps' time (accounting.MIN_FLOOR)
 
 
+def steps_per_line(stepno: np.ndarray) -> tuple[np.ndarray, float]:
+    """(steps each logged line stands for, the typical gap k): a line logged every k steps stands for the k steps
+    since the line before (its time is their mean or the last one's); the first line for min(k, its step number),
+    as there is no window before step 1."""
+    stepno = np.asarray(stepno, dtype=np.float64)
+    gaps = np.diff(stepno)
+    k = float(np.median(gaps)) if len(gaps) and np.median(gaps) > 0 else 1.0
+    return np.clip(np.r_[min(k, stepno[0]), gaps], 1, None) if len(stepno) else np.zeros(0), k
+
+
 def local_pace(d: np.ndarray, slow: np.ndarray) -> np.ndarray:
     """The rolling-median step time of the steps that are not slow, carried across the slow ones; the plain median
     when there are too few steps (seconds).
