@@ -1,0 +1,275 @@
+"""GPU-time accounting: per-GPU utilization (or a profiler table's totals) against the busy level the same GPUs
+reach at work (see playbook.analysis.accounting for the buckets and the order they claim the idle time in)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
+from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
+from playbook.analysis.gpus import job_gpus
+from playbook.analysis.intervals import true_runs
+from playbook.analysis.series import GpuSeries, row_percentile
+from playbook.model import schema
+from playbook.readers.profiler_table import META_PREFIX as PROFILER_META
+
+BUSY_Q = 90  # the busy level: the 90th percentile over time of the peers' median utilization
+STEADY_FED_PCT = 80.0  # a GPU kept fed reads >= 90% utilization; a busy level under 80% leaves >= 20% idle
+SPIN_UTIL = 90.0  # busy-waiting: >= 90% utilization ...
+SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
+WORK_POWER_FLOOR = 0.5  # "at work" is >= half the power limit (training draws 60-100% of it) in a multi-GPU job
+# whose ranks spin from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
+SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
+IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
+
+
+# A fed training loop still leaves its GPU idle a few percent of a step (launch gaps, the optimizer's small kernels,
+# the step boundary): the TensorFlow profiler calls host-side waits "moderate" from 5% of the step, the threshold
+# the trace and table findings use. Below it a table's idle time is not called a loss.
+PROFILE_FLOOR = 0.05
+
+
+def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
+    """GPU-time accounting of torch.profiler tables (no time axis, only totals): the profiled steps' wall time on the
+    host (ProfilerStep* CPU total; without steps, the table's self CPU time, which is at most the window: the idle
+    share a lower bound) against the GPU's kernel time (Self CUDA time total), one GPU per table; the idle rest is
+    one `profile_idle` bucket. None without a table that has both."""
+    wall = busy = 0.0
+    names = []
+    for key, t in (bundle.meta or {}).items():
+        if isinstance(key, str) and key.startswith(PROFILER_META) and isinstance(t, dict):
+            steps_s = float(t.get("steps_s") or 0.0) or float(t.get("self_cpu_total_s") or 0.0)
+            device_s = float(t.get("self_device_total_s") or 0.0)
+            if steps_s > 0 and device_s > 0:
+                wall, busy = wall + steps_s, busy + min(device_s, steps_s)
+                names.append(key[len(PROFILER_META):].rsplit("/", 1)[-1])
+    if wall <= 0:
+        return None
+    idle = wall - busy
+    bucket = Bucket("profile_idle", idle, share=idle / wall, names=names if len(names) > 1 else [],  # one: the input
+                    detail=f"the GPU idle {idle / wall:.0%} of the profiled steps (kernel time {busy:.3f} s of "
+                           f"{wall:.3f} s)")
+    return Accounting("gpu", wall, [bucket] if idle > 0 else [], PROFILE_FLOOR,
+                      f"a fed loop's idle time between kernels (under {PROFILE_FLOOR:.0%} of a step, the "
+                      "TensorFlow profiler's 'moderate' threshold)", span_s=wall)
+
+
+def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
+    """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
+    run's events, whose fault events keep an idle failing GPU in (analysis.gpus.job_gpus)."""
+    if not len(series) or len(series.t) < 2:
+        return None
+    series = job_gpus(series, events)[0]
+    dt, lo, n_bins = series.common_grid()
+    if n_bins < 2:
+        return None
+    util = np.clip(series.grid_means("util_pct", dt, lo, n_bins).astype(np.float64), 0.0, 100.0)
+    valid = np.isfinite(util)
+    g_count = len(series)
+    seen = valid.any(axis=1)
+    first = np.where(seen, valid.argmax(axis=1), n_bins)
+    active = np.arange(n_bins)[None, :] >= first[:, None]  # a GPU counts from its first reading on
+    peers_any = valid.sum(axis=0) > 0
+    active &= peers_any[None, :]
+    total = float(active.sum() * dt)
+    if total <= 0:
+        return None
+    with warnings.catch_warnings():  # bins where no GPU reported: NaN, by design
+        warnings.simplefilter("ignore", RuntimeWarning)
+        # a GPU idle throughout while peers work is its own bucket (idle_gpu), not part of the fleet's level: in a
+        # small fleet it would drag the median (2 GPUs at 97% and 0%: a "busy level" of 48%)
+        idle_all = np.nanpercentile(np.where(valid, util, np.nan), 95, axis=1) <= IDLE_PCT
+        level_of = valid & ~idle_all[:, None] if (~idle_all).any() else valid
+        med = np.nanmedian(np.where(level_of, util, np.nan), axis=0) if g_count > 1 else util[0]
+    med = np.where(np.isfinite(med), med, np.nan)
+    busy = float(np.nanpercentile(med, BUSY_Q)) if np.isfinite(med).any() else 100.0
+    busy = max(busy, 1.0)
+    ids = series.ids
+    buckets: list[Bucket] = []
+    # lost GPUs: no reading from some point on while peers report
+    last = np.where(seen, n_bins - 1 - valid[:, ::-1].argmax(axis=1), -1)
+    peers_last = int(np.flatnonzero(peers_any).max()) if peers_any.any() else -1
+    gone = [g for g in range(g_count) if g_count > 1 and seen[g] and peers_last - last[g] >= max(3, n_bins // 20)]
+    gone_mask = np.zeros_like(valid)
+    for g in gone:
+        gone_mask[g, last[g] + 1:peers_last + 1] = True
+    gone_mask &= active
+    working = active & ~gone_mask
+    # each cell's idle part (GPU-seconds), charged below once, in the docstring's precedence order
+    room = np.where(valid, (100.0 - util) / 100.0, 1.0) * dt * active
+    if gone:
+        secs = float(_charge(room, busy / 100.0 * dt, gone_mask).sum())
+        buckets.append(Bucket("lost_gpu", secs, names=[ids[g] for g in gone],
+                              windows=[(float((last[g] + 1) * dt), float((peers_last + 1) * dt)) for g in gone],
+                              detail=f"{len(gone)} GPU{'s' if len(gone) > 1 else ''} stopped reporting while "
+                                     "peers worked"))
+    # fleet-wide drops: the peers' median below the busy level at the same moments
+    drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
+    dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
+    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
+    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
+    lead = lead.argmin() if not lead.all() else 0
+    in_lead = np.arange(n_bins) < lead
+    warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
+    dipping[:lead] = False
+    fleet_secs = float(_charge(room, drop * dt, working & dipping[None, :]).sum())
+    jitter_fleet = float((drop * working.sum(axis=0) * dt)[lead:][~dipping[lead:]].sum())
+    if fleet_secs > 0:
+        start, length = true_runs(dipping)
+        windows = [(float(s * dt), float((s + n) * dt)) for s, n in zip(start, length, strict=True)]
+        buckets.append(Bucket("fleet_drops", fleet_secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
+                              windows=windows, detail=f"{len(windows)} drop{'s' if len(windows) != 1 else ''} of "
+                              f"the GPUs' median below their busy level {busy:.0f}%"))
+    # below peers: each GPU against the peers' median (capped at the busy level) at the same moments
+    ref = np.minimum(np.where(np.isfinite(med), med, busy), busy)[None, :]
+    deficit = np.where(valid, np.clip(ref - util, 0.0, None), 0.0) / 100.0 * dt
+    deep_bin = deficit * 100.0 / dt >= max(10.0, 0.25 * busy)  # a drop of its own, as deep as a fleet drop
+    kind_of, jitter = _below_peers(util, med, valid, deficit, deep_bin, busy, set(gone))
+    jitter += jitter_fleet
+    own_drops = np.array([k == "gpu_drops" for k in kind_of])
+    charged = np.where(own_drops[:, None], deep_bin, np.array([k is not None for k in kind_of])[:, None])
+    per_gpu = _charge(room, deficit, charged).sum(axis=1)
+    deep = deep_bin[own_drops].any(axis=0)
+    del deficit, deep_bin, charged  # (G × bins each: not held through the device buckets)
+    for kind, what in (("gpu_drops", "dropping below their peers on their own schedules"),
+                       ("idle_gpu", "idle throughout while peers worked"),
+                       ("underused_gpu", "below their peers at the same moments")):
+        rows = [g for g in range(g_count) if kind_of[g] == kind]
+        rows = rows if kind == "gpu_drops" else sorted(rows, key=lambda g: -per_gpu[g])
+        secs = float(sum(per_gpu[g] for g in rows))
+        if secs > 0:
+            start, length = true_runs(deep) if kind == "gpu_drops" else ([0], [n_bins])
+            buckets.append(Bucket(kind, secs, names=[ids[g] for g in rows],
+                                  windows=[(float(a * dt), float((a + n) * dt)) for a, n in zip(start, length,
+                                                                                               strict=True)],
+                                  detail=f"{len(rows)} GPU{'s' if len(rows) > 1 else ''} {what}"))
+    # a steady level far below what a fed GPU reads
+    if busy < STEADY_FED_PCT:
+        secs = float(_charge(room, (100.0 - busy) / 100.0 * dt, working).sum())
+        buckets.append(Bucket("steady_idle", secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
+                              windows=[(0.0, float(n_bins * dt))],
+                              detail=f"the GPUs' busy level is {busy:.0f}%: idle {100 - busy:.0f}% of the time "
+                                     "even at work"))
+    del room
+    buckets += _device_buckets(series, util, valid, dt, lo, n_bins)
+    for b in buckets:
+        b.share = b.seconds / total
+    floor = max(jitter / total, MIN_FLOOR)
+    t0 = series.t0 + pd.Timedelta(seconds=lo) if series.t0 is not None else None
+    return Accounting("gpu", total, merged_windows([b for b in buckets if b.seconds > 0], dt), floor,
+                      f"the jitter of GPUs that no bucket flags, below the busy level {busy:.0f}% or their peers "
+                      f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
+                      warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
+
+
+def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:
+    """Charge `claim` (GPU-seconds per cell, broadcast to `room`'s G × bins) on the cells `where`, each at most what
+    the cell has left in `room`, which is reduced in place: no cell is charged twice. The charge per cell."""
+    got = np.where(where, np.minimum(claim, room), 0.0)
+    room -= got
+    return got
+
+
+def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set) -> tuple[list, float]:
+    """Per GPU, the bucket its deficit against its peers goes to (`idle_gpu`, `underused_gpu`, `gpu_drops` for its
+    deep drops only, None: jitter), and the jitter (GPU-seconds) of the GPUs no bucket flags."""
+    g_count = len(util)
+    p95 = row_percentile(util, valid, 95)
+    below = _significantly_below(util, med, valid)
+    d_own = np.add.reduce(deficit, axis=1, where=deep_bin, initial=0.0)
+    d_rest = np.add.reduce(deficit, axis=1, where=~deep_bin, initial=0.0)
+    n_own = deep_bin.sum(axis=1)
+    any_valid = valid.any(axis=1)
+    kinds: list[str | None] = []
+    jitter = 0.0
+    for g in range(g_count):  # scalar bookkeeping only: the row sums above hold the work
+        kind = None
+        if g_count < 2 or g in gone or not any_valid[g]:
+            pass
+        elif p95[g] <= IDLE_PCT and busy > 2 * IDLE_PCT:
+            kind = "idle_gpu"
+        elif below[g]:
+            kind = "underused_gpu"
+        else:  # a drop of its own is lost time; the shallow rest is the GPU's jitter
+            jitter += float(d_rest[g])
+            if n_own[g] >= 2:
+                kind = "gpu_drops"
+            else:
+                jitter += float(d_own[g])
+        kinds.append(kind)
+    return kinds, jitter
+
+
+def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per GPU (rows of `u`, G × bins): below its peers' median by >= 10 points on average, in >= 2/3 of the polls
+    where it reports (and at least 3 of them)."""
+    m = ok & np.isfinite(med)[None, :]
+    n = m.sum(axis=1)
+    diff = np.where(m, med[None, :] - u, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = diff.sum(axis=1) / n
+        share = (m & (diff > 0)).sum(axis=1) / n
+    return (n >= 3) & (mean >= 10.0) & (share >= 2 / 3)
+
+
+def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float, lo: float,
+                    n_bins: int) -> list[Bucket]:
+    """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work."""
+    out = []
+    taken = np.zeros_like(valid)  # polls already counted as a slow clock: a capped GPU draws little power too
+    for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
+        if col not in series.values or not np.isfinite(series.values[col]).any():
+            continue
+        x = series.grid_means(col, dt, lo, n_bins)  # float32: the percentiles below upcast what they compute
+        busy = valid & (util >= SPIN_UTIL) & np.isfinite(x) & (x > 0)
+        # what a GPU draws / clocks at work: its own 90th percentile while busy, or its peers' median of theirs
+        # when that is higher (a GPU capped or spinning all along never shows its own working level)
+        own = np.where(busy.sum(1) >= 5, row_percentile(x, busy, 90), np.nan)
+        peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            ref = seen = np.fmax(own, peers)  # NaN only when both are
+            lim = series.values.get("power_limit_w") if kind == "busy_wait" and len(series) > 1 else None
+            if lim is not None and np.isfinite(lim).any():  # (per GPU, its samples' median limit: no grid)
+                ref = np.fmax(ref, WORK_POWER_FLOOR * series.quantiles("power_limit_w", ("median",), lim > 0)[0])
+        counted = busy.sum(1) >= 5
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = x / ref[:, None]
+            if kind == "slow_clock":  # or the clock it held at work for a few polls (gpu_limits.sustained_peak)
+                held = x / sustained_peak(x, busy)[:, None]
+                ratio = np.where(busy & ~_at_power_limit(series, dt, lo, n_bins) & (held < ratio), held, ratio)
+        ratio[~(ref > 0)] = 1.0
+        low = busy & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken & counted[:, None]
+        taken |= low
+        named = low.sum(1) >= 3
+        # what the GPU did not do: the share of work missing from its busy polls (in place: one G × bins array)
+        np.subtract(1.0, ratio, out=ratio)
+        ratio *= util
+        ratio /= 100.0
+        missing = np.add.reduce(ratio, axis=1, where=low, initial=0.0) * dt
+        secs = float(sum(missing[named].tolist(), 0.0))
+        names = [series.ids[g] for g in np.flatnonzero(named)]
+        steps_on = low[named].any(0)
+        if secs > 0:
+            start, length = true_runs(steps_on)
+            order = np.argsort(-length)[:MAX_WINDOWS]
+            floored = " (or a quarter of its power limit)" if (ref[named] > np.nan_to_num(seen[named])).any() else ""
+            what = ("at >= 90% utilization but under half the power the same GPU draws at work" + floored +
+                    " (a kernel spinning while it waits, not work)" if kind == "busy_wait" else
+                    f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
+            out.append(Bucket(kind, secs, names=names,
+                              windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],
+                              detail=f"{len(names)} GPU{'s' if len(names) > 1 else ''} {what}"))
+    return out
+
+
+def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.ndarray:
+    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade)."""
+    if not {"power_w", "power_limit_w"} <= set(series.values):
+        return np.zeros((len(series), n_bins), dtype=bool)
+    p, lim = (series.grid_means(c, dt, lo, n_bins).astype(np.float64) for c in ("power_w", "power_limit_w"))
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)

@@ -1,0 +1,219 @@
+"""Wall-time accounting of step logs, per rank: each step against the rank's own steady step time (see
+playbook.analysis.accounting for the buckets)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from playbook.analysis import step_pace as sp
+from playbook.analysis import step_times as sa
+from playbook.analysis.accounting.buckets import MIN_FLOOR, Accounting, Bucket, merged_windows
+from playbook.analysis.intervals import true_runs
+from playbook.analysis.rank_waits import COLLECTIVE_PHASES, collective_waits, late_ranks, straggler_waits
+from playbook.knowledge import ids
+from playbook.knowledge.causes import cause
+
+
+def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame | None = None) -> Accounting | None:
+    """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
+    `marked_steps` as in `account`; `events`: the run's, for the durations they state."""
+    st = sa.step_times(steps)
+    st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
+    if st.empty:
+        return None
+    t0 = st["time"].min() if st["time"].notna().all() else None
+    steps = collective_waits(steps)
+    st, steps, lag = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
+    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
+                for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
+    per_rank = [r for r in per_rank if r is not None]
+    if not per_rank:
+        return None
+    total = sum(r["wall_s"] for r in per_rank)
+    merged: dict[str, Bucket] = {}
+    by_name: dict[str, dict[str, float]] = {}
+    for r in per_rank:
+        for b in r["buckets"]:
+            m = merged.setdefault(b.kind, Bucket(b.kind, 0.0, detail=b.detail))
+            m.seconds += b.seconds
+            for n in b.names:
+                by_name.setdefault(b.kind, {})[n] = by_name.get(b.kind, {}).get(n, 0.0) + b.seconds
+            m.windows += b.windows
+            m.steps = sorted(set(m.steps) | set(b.steps))
+    if lag and lag["seconds"] > 0:  # the straggler's own time beyond its peers' on the same work
+        merged["slow_rank"] = Bucket("slow_rank", lag["seconds"], steps=lag["steps"],
+                                     detail="the late rank's own time beyond its peers' for the same work")
+        by_name["slow_rank"] = {f"rank {lag['rank']}": lag["seconds"]}
+    buckets = [b for b in merged.values() if b.seconds > 0]
+    many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())
+    for b in buckets:
+        b.share = b.seconds / total if total > 0 else 0.0
+        # the ranks that carry the bucket: each at least a tenth of it, largest first (a rank whose loader waits
+        # 0.17 s is named, its peers at 2 ms are not)
+        parts = sorted(by_name.get(b.kind, {}).items(), key=lambda kv: -kv[1])
+        b.names = [n for n, sec in parts if sec >= 0.1 * b.seconds]
+        if b.kind in tuple(f"phase:{p}" for p in COLLECTIVE_PHASES) and many and (late := late_ranks(by_name.get(b.kind, {}), ranks)):
+            b.names, b.detail = late, "the other ranks waiting in the collective for the late rank"
+    jitter = sum(r["jitter_s"] for r in per_rank)
+    floor = max(jitter / total if total > 0 else 0.0, MIN_FLOOR)
+    tick = float(np.median([r["step_s"] for r in per_rank]))
+    return Accounting("wall", float(total), merged_windows(buckets, 0.5 * tick), floor,
+                      f"the jitter of unflagged steps above the steady step time ({jitter / total:.1%} of wall "
+                      f"time; at least {MIN_FLOOR:.0%})" if total > 0 else "no time",
+                      warmup_s=float(sum(r["warmup_s"] for r in per_rank)),
+                      span_s=float(max(r["wall_s"] for r in per_rank)), units=len(per_rank) if many else 1,
+                      t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
+
+
+def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=(),
+                  waits: np.ndarray | None = None) -> dict | None:
+    """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
+    d = g["duration_s"].to_numpy(dtype=np.float64)
+    stepno = g["step"].to_numpy(dtype=np.int64)
+    name = f"rank {rank}" if int(rank) >= 0 else ""  # a log without ranks is one process: nothing to name
+    t = g["time"]
+    times = (t - t0).dt.total_seconds().to_numpy() if t0 is not None and len(t) > 1 else None
+    per_row, k_typ = sp.steps_per_line(stepno)
+    warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
+                              waits)
+    real, bstep = d[warm:], stepno[warm:]
+    if len(real) == 0 or sp.below_resolution(real):
+        return None
+    # a step's what-if is the steady pace times its own work's factor (1 unless the step time follows the stated
+    # work): the analysis below runs on work-normalised times, and `w` turns them back into seconds
+    work = g["work"].to_numpy(dtype=np.float64) if "work" in g else np.full(len(d), np.nan)
+    scale, _ = sa.work_scale(real, work[warm:])
+    body, w = real / scale, per_row[warm:] * scale
+    slow = sa.slow_steps(body) if len(body) >= 5 else np.zeros(len(body), dtype=bool)
+    # the local pace (rolling median, as the slow-step test uses) and the run's best sustained pace (its 10th
+    # percentile): a slow step's excess is over the local pace; the local pace's excess over the best one is a slow
+    # stretch (a level shift, a creep, a recurring slow phase) once it exceeds CREEP_MIN, jitter below that
+    # the local pace leaves the slow steps out: where they are near half the steps, a rolling median over them sits
+    # between the two levels, and their fast neighbours would look like a slow stretch; within a printed tick, rounding
+    tick = np.maximum(sp.duration_tick(real), sp.stamp_tick(d, per_row, times))[warm:] / scale
+    slow, roll, best, stretch = sp.resolved_pace(body, bstep, slow, tick)
+    # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
+    # lost (a fast step inside a slow stretch lost nothing)
+    drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
+    start = (lambda i: float(times[warm + i])) if times is not None else \
+        (lambda i: float(d[:warm + i].sum()))
+    buckets: list[Bucket] = []
+    excess = np.clip(body - roll, 0.0, None)
+    lattice = sp.slow_lattice(body, bstep, slow)
+    on = slow & lattice
+    for kind, mask, detail in (("recurring_slow", on, sp.every_phrase(body, bstep, on, best)),
+                               ("stalls", slow & ~lattice, sp.stall_phrase(body, slow & ~lattice, best))):
+        if mask.any():
+            idx = np.flatnonzero(mask)
+            buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
+                                  names=[name] if name else [],
+                                  windows=[(start(i), start(i) + float(real[i])) for i in idx],
+                                  steps=[int(bstep[i]) for i in idx], detail=detail))
+    if stretch.any():
+        lo, n = true_runs(stretch)
+        buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
+                              windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1]))
+                                       for a, k in zip(lo, n, strict=True)],
+                              steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
+                              detail=sp.stretch_phrase(body, bstep, stretch, best, lo, n)))
+    wall = float((d * per_row).sum())
+    ordinary = ~slow & ~stretch
+    if times is not None:
+        # the timed steps plus, per gap between lines, what the steps at either end leave of it (a line's time is
+        # its step's start or end; the most the outside-timer bucket claims there): the span, or more where the
+        # lines' steps overrun their gaps
+        untimed = float(np.clip(np.diff(times) - np.maximum(d[:-1], d[1:]) * per_row[1:], 0.0, None).sum())
+        wall = max(float(times[-1] - times[0] + d[-1]), wall + untimed)
+    rest, gaps_out = sp.untimed_gaps(times, d, stepno, warm) if times is not None else \
+        (np.zeros(max(len(d) - 1, 0)),) * 2
+    if not rest.any() and (apart := sp.waits_beside_timer(steps, rank, stepno, d, warm)).any():
+        rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
+        wall = max(wall, float((d * per_row).sum() + apart.sum()))
+    on = bstep[ordinary].tolist()
+    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, per_row[warm:][ordinary].tolist(), strict=True)), name, dict(
+        zip(on, (real * per_row[warm:])[ordinary].tolist(), strict=True)), stepno, rest, gaps_out)
+    buckets += _outside_timer(times, stepno, gaps_out, name) + phases
+    # a step's excess that its own waiting phases measure is theirs (charged above), not jitter
+    own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * per_row[warm:], 0.0, None)  # waits: seconds
+    jitter = float(own[ordinary].sum() + (drift * w)[~stretch & ~slow].sum())
+    return {"wall_s": wall, "buckets": buckets, "jitter_s": jitter, "warmup_s": float((d * per_row)[:warm].sum()),
+            "step_s": best, "gap": k_typ}
+
+
+def _outside_timer(times, step: np.ndarray, gaps_out: np.ndarray, name: str) -> list[Bucket]:
+    """The gaps between lines longer than the steps they hold (sp.untimed_gaps), less the waits the log timed there
+    (which _phase_buckets charges to their phase)."""
+    flagged = gaps_out > 1e-9
+    if times is None or not flagged.any():
+        return []
+    idx = np.flatnonzero(flagged)
+    return [Bucket("outside_timer", float(gaps_out[flagged].sum()), names=[name] if name else [],
+                   windows=[(float(times[i]), float(times[i + 1])) for i in idx],
+                   steps=[int(step[i]) for i in idx],
+                   detail=f"{len(idx)} gap{'s' if len(idx) > 1 else ''} between steps longer than "
+                          "the step timer measured (time spent outside the timed step)")]
+
+
+def _input_wait(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray | None:
+    """Seconds each of `stepno` spent in the phases that wait for input (the catalog's data_starvation phases) on
+    `rank`, 0 where none is logged; None when the table has no such phase."""
+    wait = steps[steps["phase"].astype(str).isin(cause(ids.DATA_STARVATION).phases) & (steps["rank"] == rank)]
+    if wait.empty:
+        return None
+    per = wait.groupby("step")["duration_s"].sum()
+    return per.reindex(stepno).fillna(0.0).to_numpy(dtype=np.float64)
+
+
+def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str, room: dict[int, float],
+                   stepno: np.ndarray, rest: np.ndarray, gaps_out: np.ndarray) -> tuple[list[Bucket], np.ndarray]:
+    """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
+    between named work stages; returns them and the outside-timer gaps (`gaps_out`) less the waits charged there.
+    A step's waits are drawn, in the order the phases were logged, first from the untimed rest of the gap beside its
+    line (`rest`, per gap between lines: a wait timed outside the step, sp.untimed_beside), then from the step's own
+    time (`room`, wall-seconds per step); the imbalance gets at most what the waits left of the steps' time. No
+    second is charged twice, to a phase and to the outside-timer bucket."""
+    part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
+    if part.empty:
+        return [], gaps_out
+    weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
+    phase_of = part["phase"].astype(str)
+    secs = weighted.groupby(phase_of).sum()
+    wait = phase_of.isin(sa.WAIT_PHASES) & (weighted > 0)
+    wt, at = weighted[wait], part.loc[wait, "step"]
+    per_line = wt.groupby(at).sum().reindex(stepno, fill_value=0.0).to_numpy(dtype=np.float64)
+    beside, shift = sp.untimed_beside(rest, per_line)
+    room_out = at.map(dict(zip(stepno.tolist(), beside.tolist(), strict=True))).astype(np.float64)
+    cum = wt.groupby(at).cumsum()
+    outside = np.minimum(cum, room_out) - np.minimum(cum - wt, room_out)  # the part of each wait in the gap
+    inside = wt - outside
+    cum = inside.groupby(at).cumsum()
+    cap = at.map(room).astype(np.float64)
+    got = np.minimum(cum, cap) - np.minimum(cum - inside, cap)  # the part of each wait under its step's time
+    charged = (got + outside).groupby(phase_of[wait]).sum()
+    left = max(sum(room.values()) - float(got.sum()), 0.0)
+    used = outside.groupby(at).sum()
+    used = used[used > 0]
+    if len(used):
+        gaps_out = gaps_out.copy()
+        np.subtract.at(gaps_out, np.searchsorted(stepno, used.index.to_numpy()) + shift, used.to_numpy())
+        gaps_out = np.clip(gaps_out, 0.0, None)
+    out = []
+    for phase, s in charged.items():
+        if s > 0:
+            what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
+                    if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
+            out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
+                              detail=what))
+    stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES
+                   and p != "other"]]
+    stages = stages[stages > 0]
+    if len(stages) >= 2:
+        top = str(stages.idxmax())
+        # a pipeline of k stages runs at the slowest one's pace: the others idle 1 - mean/max of the time
+        lost = min(float(stages.sum() * (1.0 - stages.mean() / stages.max())), left)
+        share = float(stages.max() / secs.sum()) if secs.sum() > 0 else 0.0
+        out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
+                          detail=f"the {top} stage takes {share:.0%} of every step by its own timers: in a "
+                                 f"pipeline of the {len(stages)} stages the others idle while it runs"))
+    return out, gaps_out
