@@ -305,8 +305,9 @@ class Bundle:
                 self.meta[key] = {**mine, **value} if isinstance(mine, dict) and isinstance(value, dict) else value
         return self
 
-    # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py)
-    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:")
+    # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
+    # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
+    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:")
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

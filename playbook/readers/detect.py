@@ -31,6 +31,8 @@ READERS: tuple[str, ...] = (
     "dmon",             # nvidia-smi dmon
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
     "gpustat_text",     # gpustat's plain-text lines ([0] name | 45°C, 96 % | used / total MB)
+    "topo_matrix",      # nvidia-smi topo -m (GPU / NIC connection matrix, CPU / NUMA affinity): environment facts
+    "lspci",            # lspci -vv LnkCap / LnkSta lines: each device's PCIe link, capable vs trained
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
     "amd_smi_text",     # rocm-smi tables and GPU[N] : key: value lines, amd-smi metric sections

@@ -301,8 +301,9 @@ def _link_role(ws: set[str], other: set[str]) -> tuple[str | None, int, int]:
         return f"{link}_rx_mib_s", 0, 0
     if link == "pcie" and "replay" in ws:
         return "pcie_replay_count", 0, 0
-    if link == "pcie" and "gen" in ws and not ws & {"max", "hostmax", "gpumax"}:
-        return "pcie_link_gen", 0, 1 if "gpucurrent" in ws else 0
+    if link == "pcie" and ws & {"gen", "generation"} and not ws & {"max", "hostmax", "gpumax"}:
+        # nvidia-smi -q's "PCIe Generation.Device Current" is --query-gpu's pcie.link.gen.gpucurrent
+        return "pcie_link_gen", 0, 1 if "gpucurrent" in ws or {"device", "current"} <= ws else 0
     if link == "pcie" and "width" in ws and not ws & {"max"}:
         return "pcie_link_width", 0, 0
     if ws & {"bus", "id"} and not ws & UTIL:

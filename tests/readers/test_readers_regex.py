@@ -26,10 +26,12 @@ from playbook.readers import (
     line_prefix,
     lines,
     long_csv,
+    lspci,
     nccl_log,
     nvidia_smi,
     sysstat_json,
     textio,
+    topo_matrix,
 )
 from playbook.readers import (
     step_log as steps,
@@ -58,7 +60,7 @@ from playbook.readers.step_log import vocab as step_vocab
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
-           event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns,
+           event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, topo_matrix, lspci,
            nsys_profiles, from_events, step_signatures, rank_stragglers)  # the last four read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",

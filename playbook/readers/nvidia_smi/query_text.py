@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from playbook.model import schema
-from playbook.readers import documents
+from playbook.readers import documents, textio
 
 FORMAT = "nvidia-smi -q (plain text)"
 
@@ -86,6 +86,32 @@ def _records(stream, skips: schema.SkipCounter):
         yield start, record
 
 
+_MAX = {"max_gen": "PCI.GPU Link Info.PCIe Generation.Max", "max_width": "PCI.GPU Link Info.Link Width.Max"}
+
+
+def _link_maxima(records, maxima: dict[str, dict]):
+    """The records, passed on, noting each GPU's `GPU Link Info` maxima (what its link can train to; the current
+    generation and width are telemetry columns) by its Minor Number, else its bus id's order of appearance."""
+    order: dict[str, int] = {}
+    for no, record in records:
+        bus = record.get("bus_id", "")
+        order.setdefault(bus, len(order))
+        minor = record.get("Minor Number", "")
+        gpu = str(int(minor)) if minor.isdigit() else str(order[bus])
+        for key, name in _MAX.items():
+            value = re.match(r"\s*(\d{1,2})\s*x?\s*$", record.get(name, ""))
+            if value:
+                maxima.setdefault(gpu, {})[key] = int(value.group(1))
+        yield no, record
+
+
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
-    """Read `nvidia-smi -q` text (one or many polls) into a Bundle (telemetry)."""
-    return documents.read_lines(path, _records, "GPU sections in this nvidia-smi -q text", interval_s, tz)
+    """Read `nvidia-smi -q` text (one or many polls) into a Bundle (telemetry); each GPU's link maxima go to
+    bundle.meta["environment:<file>"] (playbook.analysis.topology.stated_maxima)."""
+    maxima: dict[str, dict] = {}
+    bundle = documents.read_lines(path, lambda stream, skips: _link_maxima(_records(stream, skips), maxima),
+                                  "GPU sections in this nvidia-smi -q text", interval_s, tz)
+    if maxima:
+        bundle.meta["environment:" + str(path)] = {"format": FORMAT, "host": textio.host_from_path(path),
+                                                   "gpus": maxima}
+    return bundle
