@@ -6,6 +6,9 @@ Inputs (whatever the bundle has):
   bundle.telemetry   pcie_tx/rx_mib_s, pcie_link_gen/width (read under load), pcie_replay_count, nvlink_tx/rx_mib_s
                      (NVML sampler, or DCGM fields 1009/1010, 237/238, 202, 1011/1012)
   bundle.meta["parts"][part]["probes"]["nvml"]["pcie_max"]   each GPU's maximum PCIe gen/width (NVML)
+  bundle.meta["environment:<file>"]  links stated by `lspci -vv` (LnkCap / LnkSta) and `nvidia-smi topo -m`'s GPU
+                     pair paths (playbook.analysis.topology): LnkCap is a maximum beside NVML's; a LnkSta that
+                     trained below LnkCap is a degraded link stated at one moment; the topology is context only
 The per-link verdicts come from link_status (IB errors/state/rate vs peers, PCIe gen/width vs maximum and
 replays, NVLink busy vs a capacity you pass). On top of it, links_table adds PCIe saturation: a PCIe link
 whose 90th-percentile throughput (max of tx, rx) reaches `busy_pct` of its raw capacity (per-lane rate of its
@@ -28,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis import topology
 from playbook.knowledge import ids as cause_ids
 from playbook.model.schema import IB_ERROR_COLUMNS
 
@@ -36,6 +40,7 @@ PCIE_LANE_GB_S = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
 MIB = 2.0**20
 BUSY_PCT = 80.0
 GPU_BUSY_PCT = 50.0  # a GPU at or above this utilization at some point was "under load"
+STATED = "trained at"  # the words of a link stated by lspci (topology.link_text), not measured under load
 
 
 def pcie_max(meta: dict[str, Any] | None) -> dict[tuple[str, int], tuple[float, float]]:
@@ -165,9 +170,12 @@ def links_table(bundle: Any, busy_pct: float = BUSY_PCT, nvlink_capacity_mib_s: 
     link_cols = ["pcie_link_gen", "pcie_link_width", "pcie_replay_count", "nvlink_tx_mib_s", "nvlink_rx_mib_s",
                  "pcie_tx_mib_s", "pcie_rx_mib_s"]
     has_links = tele is not None and len(tele) and any(tele[c].notna().any() for c in link_cols if c in tele)
+    stated = topology.stated_links(getattr(bundle, "meta", None), _hosts(bundle))
+    maxima = {**topology.stated_maxima(getattr(bundle, "meta", None), _hosts(bundle)),
+              **pcie_max(getattr(bundle, "meta", None))}  # NVML's own maximum first, then lspci's / -q's
     table = link_status(ib=ib if ib is not None and len(ib) else None, telemetry=tele if has_links else None,
-                        pcie_max=pcie_max(getattr(bundle, "meta", None)), busy_pct=busy_pct,
-                        nvlink_capacity_mib_s=nvlink_capacity_mib_s)
+                        pcie_max=maxima, busy_pct=busy_pct, nvlink_capacity_mib_s=nvlink_capacity_mib_s)
+    _add_stated(table, stated)
     if not has_links:
         return table
     load = pcie_load(tele, busy_pct)
@@ -189,6 +197,32 @@ def links_table(bundle: Any, busy_pct: float = BUSY_PCT, nvlink_capacity_mib_s: 
     return table
 
 
+def _hosts(bundle: Any) -> list[str]:
+    """The hosts the bundle's telemetry and IB tables name (what an environment section may describe)."""
+    found: list[str] = []
+    for name in ("telemetry", "ib"):
+        t = getattr(bundle, name, None)
+        if t is not None and len(t) and "host" in t:
+            found += [str(h) for h in t["host"].unique()]
+    return sorted(set(found))
+
+
+def _add_stated(table: pd.DataFrame, stated: list[dict]) -> None:
+    """Links stated by lspci into the table (in place): a downgraded one degrades its row (added when the
+    telemetry has none), one at its capability is an ok row where the telemetry has none."""
+    for link in stated:
+        mask = (table["host"].astype(str) == link["host"]) & (table["link"] == link["label"])
+        text = topology.link_text(link)
+        if not mask.any():
+            table.loc[len(table)] = {"host": link["host"], "link": link["label"], "kind": "pcie",
+                                     "status": "degraded" if link["downgraded"] else "ok", "evidence": text}
+            continue
+        i = table.index[mask][0]
+        if link["downgraded"]:
+            table.at[i, "status"] = "degraded"
+            table.at[i, "evidence"] = "; ".join(x for x in (table.at[i, "evidence"], text) if x)
+
+
 def _always_down(ib: pd.DataFrame | None, host: str, link: str) -> bool:
     """True when an IB port was not ACTIVE in any sample and carried no traffic (likely unused, not lost)."""
     if ib is None or ib.empty:
@@ -203,6 +237,9 @@ def _degraded_level(row: pd.Series, busy: dict[tuple[str, int], bool], ib: pd.Da
     """(level, note): moderate for a PCIe link read below its maximum on a GPU that was never busy, and for an
     IB port that was down the whole recording with no traffic and nothing else wrong; high otherwise."""
     ev = str(row["evidence"])
+    if row["kind"] == "pcie" and STATED in ev and "under load" not in ev and "replays" not in ev:
+        return "moderate", (" (stated at one moment: a GPU that idles may train its link down to save power, so "
+                            "read LnkSta under load; whether it costs anything needs the GPU's telemetry beside it)")
     if row["kind"] == "pcie" and "under load" in ev and "replays" not in ev:
         gpu = int(str(row["link"]).split("/")[0].removeprefix("gpu"))
         if not busy.get((str(row["host"]), gpu), False):
@@ -219,11 +256,13 @@ def summarize(bundle: Any, nvlink_capacity_mib_s: float | None = None) -> dict |
     """JSON-ready link summary (None when the bundle has no IB table and no PCIe/NVLink telemetry).
 
     Keys: links [{host, link, kind ib|pcie|nvlink, status ok|saturated|degraded, evidence}], degraded [link ids
-    "host:link"], saturated [...], findings [{hypothesis, level, hosts, link, evidence}]. NVLink is judged
+    "host:link"], saturated [...], findings [{hypothesis, level, hosts, link, evidence; gpus and stated for a GPU's
+    PCIe link}], topology [per `nvidia-smi topo -m` matrix: playbook.analysis.topology.topology()]. NVLink is judged
     saturated only against `nvlink_capacity_mib_s` (per direction; NVML does not report a capacity).
     """
     table = links_table(bundle, nvlink_capacity_mib_s=nvlink_capacity_mib_s)
-    if table.empty:
+    topo = topology.topology(getattr(bundle, "meta", None), _hosts(bundle))
+    if table.empty and not topo:
         return None
     busy = _gpu_busy(getattr(bundle, "telemetry", None))
     findings = []
@@ -232,6 +271,10 @@ def summarize(bundle: Any, nvlink_capacity_mib_s: float | None = None) -> dict |
         findings.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": level, "hosts": [str(r["host"])],
                          "link": str(r["link"]), "evidence": f"{r['host']} {r['link']} ({r['kind']}): "
                                                              f"{r['evidence']}{note}"})
+        gpu = str(r["link"]).split("/")[0].removeprefix("gpu")
+        if r["kind"] == "pcie" and gpu.isdigit():
+            findings[-1]["gpus"] = [f"{r['host']}:{gpu}"]
+            findings[-1]["stated"] = STATED in str(r["evidence"])
         if r["kind"] == "pcie":  # a slot, not the fabric: what to read and reseat
             findings[-1]["next"] = (
                 f"on {r['host']}, under load: `nvidia-smi -q -d PCI` for {r['link'].split('/')[0]} (Link Info: "
@@ -245,4 +288,4 @@ def summarize(bundle: Any, nvlink_capacity_mib_s: float | None = None) -> dict |
                              f"x{r.width:g} capacity (p90): copies run at the bus limit")})
     ids = table["host"].astype(str) + ":" + table["link"].astype(str)
     return {"links": table.to_dict("records"), "degraded": list(ids[table["status"] == "degraded"]),
-            "saturated": list(ids[table["status"] == "saturated"]), "findings": findings}
+            "saturated": list(ids[table["status"] == "saturated"]), "findings": findings, "topology": topo}

@@ -107,6 +107,7 @@ def render(d) -> str:
     lines += _oscillation_section(d, osc_obj)
     lines += _steps_section(d.steps)
     lines += _ranks_section(d.ranks)
+    lines += _machine_section(d.detail.get("links"))
     lines.append("Hypotheses (the verdict first, then by score)")
     for i, h in enumerate(d.hypotheses[:6], 1):
         lines.append(f"  {i}. {h['id']:<22} score {h['score']:.2f}")
@@ -228,5 +229,26 @@ def _ranks_section(ranks: list[dict]) -> list[str]:
         lines.append(f"  rank {r['rank']}: straggler score {r.get('straggler_score')} (< 0.75 flags a straggler)")
     for r in slowest[:1]:
         lines.append(f"  slowest most often: rank {r['rank']} ({r.get('persistence')}, p = {r.get('persistence_p')})")
+    lines.append("")
+    return lines
+
+
+def _machine_section(links: dict | None) -> list[str]:
+    """Facts about the machine from lspci -vv and nvidia-smi topo -m: PCIe links as stated (degraded first), and
+    per matrix the GPU-pair paths and each GPU's NUMA node."""
+    from playbook.analysis.links import STATED  # the words of a link lspci states (imported when used)
+
+    stated = [r for r in (links or {}).get("links") or [] if STATED in str(r.get("evidence", ""))]
+    topo = (links or {}).get("topology") or []
+    if not stated and not topo:
+        return []
+    lines = ["Machine (lspci -vv, nvidia-smi topo -m: facts at one moment)"]
+    for r in sorted(stated, key=lambda r: r["status"] != "degraded")[:8]:
+        lines.append(f"  {r['host']} {r['link']}: {r['status']}: {r['evidence'][:200]}")
+    for t in topo:
+        paths = ", ".join(f"{n} {k}" for k, n in sorted(t["pairs"].items(), key=lambda kv: -kv[1]))
+        numa = sorted({str(n) for _, n in t["affinity"].values() if n is not None})
+        lines.append(f"  {t['host']}: {t['gpus']} GPUs, GPU pairs by path: {paths}"
+                     + (f"; NUMA nodes {', '.join(numa)}" if numa else ""))
     lines.append("")
     return lines

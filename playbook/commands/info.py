@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             print(render(s))
     read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
         f.get("profiler") for s in summaries for f in s["text_lines"].values()) or any(
-        s.get("nsys_reports") for s in summaries)
+        s.get("nsys_reports") or s.get("machine") for s in summaries)
     return 0 if read else 1
 
 
@@ -173,7 +173,25 @@ def summarize(bundle) -> dict[str, Any]:
     tools = sorted({v.get("tool") or "nsys" for k, v in (bundle.meta or {}).items()
                     if isinstance(k, str) and k.startswith(nsys.META_PREFIX) and isinstance(v, dict)})
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
-            "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools}
+            "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools,
+            "machine": _machine(bundle)}
+
+
+def _machine(bundle) -> list[dict[str, Any]]:
+    """Per machine-facts file (lspci -vv, nvidia-smi topo -m, -q Link Info): its format, GPUs, GPU pairs by path
+    and the links it states degraded."""
+    from playbook.analysis import topology
+
+    out = []
+    for path, sec in topology.sections(bundle.meta):
+        gpus = sec.get("gpus") or {}
+        links = [*gpus.values(), *(sec.get("devices") or [])]
+        pairs: dict[str, int] = {}
+        for kind in (sec.get("pairs") or {}).values():
+            pairs[kind] = pairs.get(kind, 0) + 1
+        out.append({"file": path, "format": sec.get("format"), "gpus": int(sec.get("gpu_count") or len(gpus)),
+                    "pairs": pairs, "degraded": sum(bool(x.get("downgraded")) for x in links)})
+    return out
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -340,7 +358,12 @@ def render(summary: dict[str, Any]) -> str:
         tool = "/".join(summary.get("profile_tools") or ["nsys"])  # rocprof's summaries too: named by their tool
         out.append(f"{tool:<10s} {len(reports)} summary report{'s' if len(reports) != 1 else ''}: "
                    + ", ".join(f"{k} {v} rows" for k, v in reports.items()))
-    if not any(tb["rows"] for tb in t.values()) and not reports and \
+    for m in summary.get("machine") or []:
+        pairs = ", ".join(f"{n} {k}" for k, n in sorted(m["pairs"].items(), key=lambda kv: -kv[1]))
+        out.append(f"machine    {m['format']} ({m['file']}): {m['gpus']} GPUs"
+                   + (f"; GPU pairs {pairs}" if pairs else "") + (f"; {m['degraded']} link(s) downgraded"
+                                                                   if m["degraded"] else ""))
+    if not any(tb["rows"] for tb in t.values()) and not reports and not summary.get("machine") and \
             not any(f.get("profiler") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):

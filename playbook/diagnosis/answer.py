@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.analysis import topology
 from playbook.analysis.accounting import Accounting
 from playbook.analysis.gpus import GpuReport
 from playbook.analysis.oscillation.fleet import OscillationResult
@@ -261,7 +262,8 @@ def untestable(run: Run) -> str | None:
     if osc is None and gpu_report is None and not others:
         have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events),
                                ("NCCL connection facts", run.bundle.nccl)) if len(t)] + \
-            (["nsys summary tables (totals, no time axis)"] if nsys else [])
+            (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
+            (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
     if osc is not None and not osc.detected and not osc.single_drop and not others and \
@@ -301,3 +303,18 @@ def _fact_lead(ranked: list[dict], bundle: schema.Bundle) -> list[dict]:
     if fabric is None or fabric["score"] < attribution.SUPPORT_MIN:
         return ranked
     return [fabric] + [h for h in ranked if h is not fabric]
+
+
+COLLECTIVE_BOUND = (ids.COLLECTIVE_STRAGGLER, ids.LINK_DEGRADATION)  # verdicts a GPU topology can be context for
+
+
+def topology_context(ranked: list[dict], links: dict | None) -> list[dict]:
+    """A verdict about collectives gets the GPU topology as context (pairs crossing the CPUs without NVLink,
+    from `nvidia-smi topo -m`): one more evidence line, the score unchanged. Never a cause alone: no other verdict
+    gets it, and it adds no hypothesis."""
+    line = topology.crossing_context((links or {}).get("topology") or [])
+    if not ranked or line is None or ranked[0]["id"] not in COLLECTIVE_BOUND:
+        return ranked
+    evidence = list(ranked[0]["evidence"])
+    evidence.insert(min(len(evidence), 3), line)  # among the lines a report shows first
+    return [dict(ranked[0], evidence=evidence), *ranked[1:]]

@@ -25,6 +25,8 @@ class Summary(Analyzer):
         summary = importlib.import_module(f"playbook.analysis.{self.module}").summarize(run.bundle)
         if self.name == "stragglers" and summary:
             summary = _one_job(_same_roles(summary, run), run)
+        if self.name == "links" and summary:
+            summary = _lagging_links(summary, run)
         run.summaries[self.name] = summary
         if summary:
             run.findings += traces.from_findings(summary.get("findings"), self.label)
@@ -37,6 +39,23 @@ SUMMARIES = tuple(Summary(*args) for args in (
     ("kineto", "kineto", "trace"), ("stragglers", "rank_stragglers", ""), ("nccl", "nccl", "NCCL"),
     ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links"),
     ("profiler", "profiler_ops", "")))
+
+
+def _lagging_links(links: dict, run: Run) -> dict:
+    """A link stated degraded (lspci, at one moment) whose GPU the telemetry shows lagging its peers
+    (analysis.gpus: underutilized) is measured to matter: its finding rises to high and says so."""
+    report = run.gpu_report
+    if report is None or report.table is None or report.table.empty:
+        return links
+    lagging = {str(r.id): str(r.evidence) for r in report.table.itertuples() if r.status == "underutilized"}
+    found = []
+    for f in links.get("findings") or []:
+        lag = [g for g in f.get("gpus") or () if g in lagging]
+        if f.get("stated") and lag:
+            f = {**f, "level": "high", "evidence": f"{f['evidence']}; the telemetry shows {lag[0]} lagging its "
+                                                   f"peers ({lagging[lag[0]]})"}
+        found.append(f)
+    return {**links, "findings": found}
 
 
 def _same_roles(stragglers: dict, run: Run) -> dict:

@@ -63,7 +63,7 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         share = f.get("share")
         share = float(share) if isinstance(share, (int, float)) else None
         ranks = f.get("ranks") or ([f["rank"]] if f.get("rank") is not None else [])
-        names = tuple(f"rank {r}" for r in ranks) + tuple(f.get("hosts") or ())
+        names = tuple(f"rank {r}" for r in ranks) + tuple(f.get("gpus") or ()) + tuple(f.get("hosts") or ())
         out += expand(Finding(hyp, text, conf, 1.0, level=share, lost_share=share, names=names, next_step=nxt,
                               anomaly=conf, source=source or "findings"))
         nature = f.get("nature")
