@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-META_PREFIX = "environment:"
+from playbook.readers.machine_facts import META_PREFIX
 CROSSING = {"SYS": "the SMP interconnect between NUMA nodes", "SOC": "the link between CPU sockets",
             "NODE": "the interconnect between PCIe host bridges of a NUMA node"}
 

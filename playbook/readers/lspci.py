@@ -29,10 +29,9 @@ import re
 from pathlib import Path
 
 from playbook.model import schema
-from playbook.readers import textio
+from playbook.readers import machine_facts, textio
 
 FORMAT = "lspci -vv"
-META_PREFIX = "environment:"
 
 GEN_OF_GT_S = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}  # PCIe base spec: transfer rate per generation
 _HEADER = re.compile(r"^((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+([^:]{3,60}?)(?: \[[0-9a-f]{4}\])?:"
@@ -125,8 +124,4 @@ def parse(lines, path: str) -> tuple[dict, list[str]]:
 
 def read(path: str | Path, **_opts) -> schema.Bundle:
     """Read one `lspci -vv` paste into a Bundle whose meta holds its environment section."""
-    text = textio.read_text(path)
-    section, warnings = parse(text.split("\n"), str(path))
-    bundle = schema.Bundle(inputs=[str(path)], warnings=warnings)
-    bundle.meta[META_PREFIX + str(path)] = section
-    return bundle
+    return machine_facts.read(path, parse)

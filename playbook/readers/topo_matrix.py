@@ -30,10 +30,9 @@ import re
 from pathlib import Path
 
 from playbook.model import schema
-from playbook.readers import textio
+from playbook.readers import machine_facts, textio
 
 FORMAT = "nvidia-smi topo -m"
-META_PREFIX = "environment:"
 
 PATH = r"X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d{1,2}"
 _CELL = re.compile(rf"({PATH})(?![a-z0-9])")
@@ -165,8 +164,4 @@ def _split_label(text: str) -> tuple[str, str, str]:
 
 def read(path: str | Path, **_opts) -> schema.Bundle:
     """Read one `nvidia-smi topo -m` paste into a Bundle whose meta holds its environment section."""
-    text = textio.read_text(path)
-    section, warnings = parse(text.split("\n"), str(path))
-    bundle = schema.Bundle(inputs=[str(path)], warnings=warnings)
-    bundle.meta[META_PREFIX + str(path)] = section
-    return bundle
+    return machine_facts.read(path, parse)

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from playbook.model import schema
-from playbook.readers import documents, textio
+from playbook.readers import documents, machine_facts, textio
 
 FORMAT = "nvidia-smi -q (plain text)"
 
@@ -112,6 +112,6 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     bundle = documents.read_lines(path, lambda stream, skips: _link_maxima(_records(stream, skips), maxima),
                                   "GPU sections in this nvidia-smi -q text", interval_s, tz)
     if maxima:
-        bundle.meta["environment:" + str(path)] = {"format": FORMAT, "host": textio.host_from_path(path),
+        bundle.meta[machine_facts.META_PREFIX + str(path)] = {"format": FORMAT, "host": textio.host_from_path(path),
                                                    "gpus": maxima}
     return bundle
