@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from playbook.readers.machine_facts import META_PREFIX
+
 CROSSING = {"SYS": "the SMP interconnect between NUMA nodes", "SOC": "the link between CPU sockets",
             "NODE": "the interconnect between PCIe host bridges of a NUMA node"}
 
