@@ -202,7 +202,7 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     for phase, s in charged.items():
         if s > 0:
             what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
-                    if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
+                    if phase in COLLECTIVE_PHASES else f"the {phase} phase of ordinary steps (waiting, not work)")
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
                               detail=what))
     stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES
