@@ -170,18 +170,23 @@ def resolved_pace(body: np.ndarray, step: np.ndarray, slow: np.ndarray, tick) ->
     return slow, roll, best, stretch
 
 
-def slow_lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> np.ndarray:
-    """Steps on the lattice of the slow steps' period (analysis.step_times.periodic_slow_steps), if one is found."""
+def slow_lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> tuple[np.ndarray, float | None]:
+    """(steps on the lattice of the slow steps' period, None) when analysis.step_times.periodic_slow_steps finds one;
+    (the slow steps, the cycle in seconds) when the stalls keep a cycle of wall time instead; no steps otherwise."""
     fleet = pd.DataFrame({"step": step, "duration_s": d, "time": pd.NaT})
     per = sa.periodic_slow_steps(fleet) if slow.sum() >= 3 else None
     if not per or not per["periodic"]:
-        return np.zeros(len(d), dtype=bool)
-    return (step % per["every_n_steps"]) == per["residue"]
+        return np.zeros(len(d), dtype=bool), None
+    if per.get("clock"):  # a cycle of wall time, not of steps: its episodes hold every slow step
+        return slow.copy(), per["clock_period_s"]
+    return (step % per["every_n_steps"]) == per["residue"], None
 
 
-def every_phrase(d, step, on, base) -> str:
+def every_phrase(d, step, on, base, clock_s: float | None = None) -> str:
     if not on.any():
         return ""
+    if clock_s:
+        return f"slow steps about every {clock_s:.3g} s of wall time, {np.median(d[on]) / base:.1f}× the steady step"
     n = int(np.median(np.diff(step[on]))) if on.sum() > 1 else 0
     return (f"slow steps every {n} steps, {np.median(d[on]) / base:.1f}× the steady step" if n else
             "slow steps on a lattice")

@@ -9,7 +9,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.stats import binom_sf, effective_n, few_runs_p, hypergeom_sf, kolmogorov_sf, lag1
+from playbook.analysis.stats import (
+    binom_sf,
+    effective_n,
+    few_runs_p,
+    hypergeom_sf,
+    kolmogorov_sf,
+    lag1,
+    regularity_p,
+)
 from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import cause
 
@@ -304,10 +312,12 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
             lattice = step[(step % n_every) == r]
             best = {"every_n_steps": int(n_every), "residue": r, "hits": hits, "lattice_steps": int(len(lattice)),
                     "slow_steps": int(len(idx)), "p_value": p}
+    if best is None or best["p_value"] >= ALPHA:  # no step lattice: the stalls may keep a wall-clock cycle
+        best = _clock_cycle(fleet, d, step, slow) or best
     if best is None or best["hits"] < 3:
         return None
     n_every, r = best["every_n_steps"], best["residue"]
-    on = slow & ((step % n_every) == r)
+    on = slow & (np.isin(step, best["on_steps"]) if best.get("clock") else (step % n_every) == r)
     best["first_step"] = int(step[on][0])
     best["hit_rate"] = best["hits"] / max(best["lattice_steps"], 1)
     best["median_step_s"] = float(np.median(d[~slow])) if (~slow).any() else float(np.median(d))
@@ -323,6 +333,7 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
     best["periodic"] = bool(best["p_value"] < ALPHA)
     best["events"] = _events_at(events, step[on])
     best["slow_step_numbers"] = [int(x) for x in step[on][:8]]
+    best.pop("on_steps", None)
     # a collection triggered by the same allocations every step recurs at a fixed step period too: when GC pauses
     # sit on most lattice steps (and outnumber any checkpoint/eval/log event there), the lattice is the GC's
     gc_hits = sum(n for k, n in best["events"].items() if k.lower() in GC_KINDS)
@@ -344,6 +355,31 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
                                f"(ratio varies {cv:.1%}): gradient accumulation over {n_every} micro-batches "
                                "would look like this — log the optimizer step to tell it from a stall")
     return best
+
+
+# A stall interrupts work: on a cycle where the slow steps take most of the time the loop mostly waits (input arriving
+# in bursts), as evidence/from_telemetry.MOSTLY_LOW_DUTY reads a GPU low most of each cycle
+MINORITY_SLOW = 0.5
+
+
+def _clock_cycle(fleet: pd.DataFrame, d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> dict | None:
+    """The slow steps as a cycle of wall time rather than of steps (a logger flushing every few seconds, a host job on
+    a timer: wandb#8666): episodes of consecutive slow lines whose starts are more regular than stalls at random
+    times (stats.regularity_p < ALPHA). The time is the lines' stamps, else the steps' own durations added up. A dict
+    like the step lattice's (`clock`: True, `on_steps`: the slow steps of the episodes, `every_n_steps`: the median
+    steps between their starts), or None."""
+    spent = d * np.r_[1, np.clip(np.diff(step), 1, None)]  # each line's time, the steps it stands for included
+    if spent[slow].sum() > MINORITY_SLOW * spent.sum():
+        return None  # slow most of each cycle: work waiting on bursts of input, not a timer interrupting it
+    times = fleet["time"]
+    t = (times - times.iloc[0]).dt.total_seconds().to_numpy() if times.notna().all() else np.cumsum(spent)
+    starts = np.flatnonzero(slow & ~np.r_[False, slow[:-1]])
+    p = regularity_p(np.diff(t[starts]))
+    if p >= ALPHA:
+        return None
+    return {"every_n_steps": max(1, int(np.median(np.diff(step[starts])))), "residue": -1, "hits": int(len(starts)),
+            "lattice_steps": int(len(starts)), "slow_steps": int(slow.sum()), "p_value": p, "clock": True,
+            "clock_period_s": float(np.median(np.diff(t[starts]))), "on_steps": step[slow]}
 
 
 ACCUM_MAX_N = 32  # gradient accumulation runs over a few to a few dozen micro-batches
@@ -547,7 +583,8 @@ def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
     lattice = None
     if periodic and periodic["periodic"] and not periodic["gc_lattice"]:
         st = fleet["step"].to_numpy(dtype=np.int64)
-        lattice = st[(st % periodic["every_n_steps"]) == periodic["residue"]]
+        lattice = st[slow_steps(d) if periodic.get("clock") else  # a wall-clock cycle holds every slow step
+                     (st % periodic["every_n_steps"]) == periodic["residue"]]
     out["gc"] = gc_spikes(fleet, events, exclude=lattice)
     out["creep"] = step_creep(fleet.iloc[out["warmup_steps"]:])
     shift = level_shift(fleet) if len(fleet) >= 20 else None

@@ -207,8 +207,10 @@ def _steps_section(s: dict) -> list[str]:
     ps = s.get("periodic_slow")
     if ps:
         per = f" (≈ {ps['period_s']:.3g} s)" if ps.get("period_s") is not None else ""
-        lines.append(f"  slow every {ps['every_n_steps']} steps{per}: {ps['hits']} of {ps['lattice_steps']}, "
-                     f"+{ps['extra_s']:.3g} s each; events there: {ps.get('events') or 'none logged'}")
+        every = (f"about every {ps['clock_period_s']:.3g} s of wall time (~{ps['every_n_steps']} steps): "
+                 f"{ps['hits']} episodes" if ps.get("clock") else
+                 f"every {ps['every_n_steps']} steps{per}: {ps['hits']} of {ps['lattice_steps']}")
+        lines.append(f"  slow {every}, +{ps['extra_s']:.3g} s each; events there: {ps.get('events') or 'none logged'}")
     if s.get("gc") and s["gc"].get("coincide"):
         lines.append(f"  GC: {s['gc']['slow_with_gc']} of {s['gc']['slow_steps']} isolated slow steps hold a GC event")
     if s.get("creep") and s["creep"].get("creeping"):

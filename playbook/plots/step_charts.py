@@ -61,8 +61,9 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
                 title: str = "Step time per step (red: stalls)"):
     """What a step-only run measured: each step's time (median over ranks) against its index, the slow steps
     (analysis.step_times.slow_steps: the stalls; judged on the time for each step's own work when the step time
-    follows its stated work, as the accounting does: work_scale) as red dots, the median as a dashed line and
-    logged events as vertical lines; "no step times" when `steps` holds none."""
+    follows its stated work, as the accounting does: work_scale) as red dots, the median as a dashed line, the
+    slowest rank's own line when it lags, the largest waiting phase of one rank as a shaded area and logged events
+    as vertical lines; "no step times" when `steps` holds none."""
     from playbook.analysis.step_times import fleet_steps, slow_steps, work_scale
 
     fig, ax = figure(ax, figsize=(10, 3.6))
@@ -88,6 +89,11 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
         ax.scatter(fleet["step"][slow], ms[slow], color="#d62828", s=18, zorder=3,
                    label=f"stall ({int(slow.sum())} slow step{'s' if slow.sum() != 1 else ''}"
                          f"{(' for its work' if slow.sum() == 1 else ' for their work') if by_work is not None else ''})")
+    if (waits := _largest_wait(steps, float(np.median(ms)))) is not None:  # the time a step spends waiting
+        rank, phase, series = waits
+        who = f"rank {rank} " if rank >= 0 else ""
+        ax.fill_between(series.index, series.to_numpy() * 1e3, color=PHASE_COLORS.get(phase, "#ced4da"), alpha=0.35,
+                        step="mid", label=f"{who}{phase} wait (median {series.median() * 1e3:.3g} ms)")
     if events is not None and len(events):
         _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
     ax.set_xlabel("step")
@@ -111,6 +117,24 @@ def _slowest_rank(steps: pd.DataFrame, median_ms: float) -> tuple[int, pd.Series
     if not medians[rank] * 1e3 >= (1 + CREEP_MIN) * median_ms:
         return None
     return rank, whole[whole["rank"] == rank].groupby("step")["duration_s"].last()
+
+
+def _largest_wait(steps: pd.DataFrame, median_ms: float) -> tuple[int, str, pd.Series] | None:
+    """(rank, phase, its time in s by step) of the waiting phase (step_times.WAIT_PHASES: waits, not work) that
+    takes the most time on one rank, when its median is at least CREEP_MIN of the median step (the share a slow
+    rank must exceed to count: smaller waits are the step's own jitter), else None."""
+    from playbook.analysis.step_times import CREEP_MIN, WAIT_PHASES
+
+    waits = steps[steps["phase"].astype(str).isin(WAIT_PHASES)
+                  & np.isfinite(steps["duration_s"].to_numpy(dtype="float64"))]
+    if waits.empty:
+        return None
+    totals = waits.groupby(["rank", "phase"], observed=True)["duration_s"].sum()
+    rank, phase = totals.idxmax()
+    series = waits[(waits["rank"] == rank) & (waits["phase"] == phase)].groupby("step")["duration_s"].sum()
+    if not series.median() * 1e3 >= CREEP_MIN * median_ms:
+        return None
+    return int(rank), str(phase), series
 
 
 def _event_lines(ax, events: pd.DataFrame, ls: str, alpha: float) -> None:

@@ -256,7 +256,11 @@ CASES = [
         # found a second container on the GPUs): unexplained_slowdown since candidates that cite the same
         # observation no longer take the loss (attribution._own_evidence)
         ("stylegan2_ada_310_second_container.log", "unexplained_slowdown"),
-        ("dl4j_3282_ui_listener.log", "between_steps"))],
+        ("dl4j_3282_ui_listener.log", "between_steps"),
+        # wandb.log blocking the loop every few seconds (healthy first; unexplained_slowdown once clock2 undid tqdm's
+        # smoothing): the blocks recur on wall time, not every N steps — the stalls' starts more regular than
+        # random times (step_times._clock_cycle) → periodic_stall
+        ("wandb_8666_log_blocks.log", "periodic_stall"))],
     # the ninth round: GPU telemetry of poor, oscillating or spotty utilization (tests/data/eval/heldout9/SOURCES.md
     # cites each thread; make_heldout9.py writes them): scored once as written — 4 of 8 right; 6 right now, kept
     # with first try → final: one nvidia-smi table and two gpustat polls (insufficient_data → same), 8 V100s in dmon,

@@ -112,3 +112,26 @@ def test_the_stall_plot_draws_a_persistently_slower_rank_apart():
 
     assert any(x.startswith("rank 1 (slowest") for x in legend([1.0, 1.3, 1.0])), legend([1.0, 1.3, 1.0])
     assert not any("slowest" in x for x in legend([1.0, 1.0, 1.0]))
+
+
+def test_the_stall_plot_shades_the_largest_wait_of_one_rank():
+    # LABELED SYNTHETIC: 4 ranks at 0.36 s a step; rank 2 waits 0.2 s of it for its batches, the others 0.01 s (the
+    # shape of traceml#252's input straggler): the wait is drawn for rank 2; waits of 1% of a step are not drawn
+    def table(data_s):
+        n, ranks = 40, len(data_s)
+        rank, step = np.repeat(np.arange(ranks), n), np.tile(np.arange(n), ranks)
+        whole = {"rank": rank, "step": step, "phase": "step", "duration_s": np.full(ranks * n, 0.36)}
+        data = {"rank": rank, "step": step, "phase": "data", "duration_s": np.repeat(data_s, n)}
+        return schema.steps_frame({k: np.r_[whole[k], data[k]] if k != "phase" else
+                                   ["step"] * (ranks * n) + ["data"] * (ranks * n) for k in whole})
+
+    def legend(data_s):
+        import matplotlib.pyplot as plt
+
+        fig = sp.step_stalls(table(data_s))
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        plt.close(fig)
+        return labels
+
+    assert "rank 2 data wait (median 200 ms)" in legend([0.01, 0.01, 0.2, 0.01]), legend([0.01, 0.01, 0.2, 0.01])
+    assert not any("wait" in x for x in legend([0.004, 0.004, 0.004, 0.004]))

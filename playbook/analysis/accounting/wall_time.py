@@ -96,24 +96,25 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
-    start = (lambda i: float(times[warm + i])) if times is not None else \
-        (lambda i: float(d[:warm + i].sum()))
+    # without stamps a line starts where the steps before it end: each line stands for its per_row steps
+    before = np.r_[0.0, np.cumsum(d * per_row)]
+    start = (lambda i: float(times[warm + i])) if times is not None else (lambda i: float(before[warm + i]))
     buckets: list[Bucket] = []
     excess = np.clip(body - roll, 0.0, None)
-    lattice = sp.slow_lattice(body, bstep, slow)
+    lattice, clock_s = sp.slow_lattice(body, bstep, slow)
     on = slow & lattice
-    for kind, mask, detail in (("recurring_slow", on, sp.every_phrase(body, bstep, on, best)),
+    for kind, mask, detail in (("recurring_slow", on, sp.every_phrase(body, bstep, on, best, clock_s)),
                                ("stalls", slow & ~lattice, sp.stall_phrase(body, slow & ~lattice, best))):
         if mask.any():
             idx = np.flatnonzero(mask)
             buckets.append(Bucket(kind, float(((excess[mask] + drift[mask]) * w[mask]).sum()),
                                   names=[name] if name else [],
-                                  windows=[(start(i), start(i) + float(real[i])) for i in idx],
+                                  windows=[(start(i), start(i) + float(real[i] * per_row[warm + i])) for i in idx],
                                   steps=[int(bstep[i]) for i in idx], detail=detail))
     if stretch.any():
         lo, n = true_runs(stretch)
         buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
-                              windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1]))
+                              windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1] * per_row[warm + a + k - 1]))
                                        for a, k in zip(lo, n, strict=True)],
                               steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
                               detail=sp.stretch_phrase(body, bstep, stretch, best, lo, n)))
@@ -202,7 +203,7 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     for phase, s in charged.items():
         if s > 0:
             what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
-                    if phase in COLLECTIVE_PHASES else f"time in the {phase} phase of ordinary steps (waiting, not work)")
+                    if phase in COLLECTIVE_PHASES else f"the {phase} phase of ordinary steps (waiting, not work)")
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
                               detail=what))
     stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES

@@ -41,6 +41,12 @@ def _periodic_slow(ps: dict) -> list[Evidence]:
     text = (f"every {ps['every_n_steps']} steps{per_txt} a step takes {ps['median_slow_s']:.3g} s instead of "
             f"{ps['median_step_s']:.3g} s ({ps['hits']} of {ps['lattice_steps']} such steps, first at step "
             f"{ps['first_step']}; {_p(ps['p_value'])})")
+    if ps.get("clock"):  # a cycle of wall time: the number of steps between the stalls varies
+        text = (f"stalls recur about every {ps['clock_period_s']:.3g} s of wall time, not every fixed number of "
+                f"steps ({ps['hits']} episodes, ~{ps['every_n_steps']} steps apart, first at step {ps['first_step']};"
+                f" slow steps {ps['median_slow_s']:.3g} s instead of {ps['median_step_s']:.3g} s; their starts more "
+                f"regular than stalls at random times, {_p(ps['p_value'])}): something on a timer (a logger's "
+                "flush, a host job) blocks the loop")
     if matched:
         kind, k = max(matched.items(), key=lambda kv: kv[1])
         text += f"; a {kind} event is logged at {k} of them"

@@ -157,8 +157,8 @@ class Columns:
         cat_codes = self._code_list(cat)
         p["cat"].append(cat_codes)
         p["name"].append(self._code_list(name))
-        p["ts"].append(np.array(ts, dtype=np.float64))
-        p["dur"].append(np.array(dur, dtype=np.float64))
+        p["ts"].append(_floats(ts))
+        p["dur"].append(_floats(dur))
         pid, tid = _ints(pid), _ints(tid)
         p["pid"].append(pid)
         p["tid"].append(tid)
@@ -167,7 +167,7 @@ class Columns:
         is_gpu = np.isin(cat_codes, gpu_codes)
         p["stream"].append(np.where(is_gpu, np.where(stream >= 0, stream, tid), -1))
         p["correlation"].append(_ints(corr))
-        p["bytes"].append(np.array(nbytes, dtype=np.float64))
+        p["bytes"].append(_floats(nbytes))
         self.n += len(cat)
 
     def _count(self, phs: list) -> None:
@@ -176,16 +176,19 @@ class Columns:
 
     def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
-        phs = [e.ph for e in events]  # text or numbers: the struct's types (see _Event)
-        self._count(phs)
-        if "M" in phs:
-            self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
-        xs = [e for e in events if e.ph == "X" and e.cat != "Trace"]
-        timed = [e for e in xs if e.ts is not None]
-        self.skipped_x += len(xs) - len(timed)
-        if not timed:
+        complete = [e for e in events if e.ph == "X"]  # most of a trace: counted without a per-event tally
+        if complete:
+            self.counts["X"] = self.counts.get("X", 0) + len(complete)
+        if len(complete) < len(events):
+            others = [e.ph for e in events if e.ph != "X"]  # text or numbers: the struct's types (see _Event)
+            self._count(others)
+            if "M" in others:
+                self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
+        xs = [e for e in complete if e.ts is not None and e.cat != "Trace"]
+        if len(xs) < len(complete):
+            self.skipped_x += sum(1 for e in complete if e.ts is None and e.cat != "Trace")
+        if not xs:
             return
-        xs = timed
         args = [e.args for e in xs]
         self._push([e.cat for e in xs], [e.name for e in xs], [e.ts for e in xs], [e.dur for e in xs],
                    [e.pid for e in xs], [e.tid for e in xs], [a.stream for a in args],
@@ -277,8 +280,20 @@ def _strings(codes: np.ndarray, categories: list[str]) -> pd.Series:
         return pd.Series(decoded.to_pylist(), dtype="string")
 
 
+def _floats(values: list) -> np.ndarray:
+    """float64 array from a list of numbers (None as NaN); fromiter is ~1.6x np.array on a list of floats."""
+    try:
+        return np.fromiter(values, dtype=np.float64, count=len(values))
+    except (TypeError, ValueError):  # None (an absent dur or bytes): np.array takes it as NaN
+        return np.array(values, dtype=np.float64)
+
+
 def _ints(values: list) -> np.ndarray:
     """int64 array from a list of ints, with anything that is not an integer (None, "Spans", 1.5e20) as -1."""
+    try:  # the common case, all ints within int64: fromiter is ~1.8x np.array's type inference
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        pass
     try:
         arr = np.array(values)
         if arr.ndim == 1 and (arr.dtype.kind == "i" or (arr.dtype.kind == "u" and (
