@@ -175,7 +175,11 @@ def links_table(bundle: Any, busy_pct: float = BUSY_PCT, nvlink_capacity_mib_s: 
               **pcie_max(getattr(bundle, "meta", None))}  # NVML's own maximum first, then lspci's / -q's
     table = link_status(ib=ib if ib is not None and len(ib) else None, telemetry=tele if has_links else None,
                         pcie_max=maxima, busy_pct=busy_pct, nvlink_capacity_mib_s=nvlink_capacity_mib_s)
-    _add_stated(table, stated)
+    measured: set[tuple[str, int]] = set()
+    if has_links and {"pcie_link_gen", "pcie_link_width"} <= set(tele.columns):  # read over the recording
+        m = tele.dropna(subset=["pcie_link_gen", "pcie_link_width"])
+        measured = {(str(h), int(g)) for h, g in m[["host", "gpu"]].drop_duplicates().itertuples(index=False)}
+    _add_stated(table, stated, measured)
     if not has_links:
         return table
     load = pcie_load(tele, busy_pct)
@@ -207,9 +211,11 @@ def _hosts(bundle: Any) -> list[str]:
     return sorted(set(found))
 
 
-def _add_stated(table: pd.DataFrame, stated: list[dict]) -> None:
+def _add_stated(table: pd.DataFrame, stated: list[dict], measured: set[tuple[str, int]] = frozenset()) -> None:
     """Links stated by lspci into the table (in place): a downgraded one degrades its row (added when the
-    telemetry has none), one at its capability is an ok row where the telemetry has none."""
+    telemetry has none), one at its capability is an ok row where the telemetry has none. Where the telemetry read
+    the link's generation and width (`measured`) and found them at its capability, that reading over the recording
+    outweighs lspci's one moment: the row stays as the telemetry left it, the statement added as a note."""
     for link in stated:
         mask = (table["host"].astype(str) == link["host"]) & (table["link"] == link["label"])
         text = topology.link_text(link)
@@ -218,9 +224,14 @@ def _add_stated(table: pd.DataFrame, stated: list[dict]) -> None:
                                      "status": "degraded" if link["downgraded"] else "ok", "evidence": text}
             continue
         i = table.index[mask][0]
-        if link["downgraded"]:
+        if not link["downgraded"]:
+            continue
+        if (link["host"], link["gpu"]) in measured and table.at[i, "status"] != "degraded":
+            text = (f"{text}, but the telemetry reads it at its capability during the recording (an idle GPU "
+                    "trains its link down: lspci read it idle)")
+        else:
             table.at[i, "status"] = "degraded"
-            table.at[i, "evidence"] = "; ".join(x for x in (table.at[i, "evidence"], text) if x)
+        table.at[i, "evidence"] = "; ".join(x for x in (table.at[i, "evidence"], text) if x)
 
 
 def _always_down(ib: pd.DataFrame | None, host: str, link: str) -> bool:

@@ -86,3 +86,16 @@ def test_topology_is_context_for_a_collective_verdict_only(tmp_path):
     assert answer.topology_context([other], links) == [other]
     nvlink = diagnose(read_paths([tmp_path / "nv.txt"])).detail["links"]
     assert answer.topology_context([straggler], nvlink) == [straggler]
+
+
+def test_telemetry_reading_the_link_at_capability_outweighs_lspci(tmp_path):
+    """lspci read GPU 1 idle at gen1 x4; the telemetry reads it at gen3 x16 throughout: not a degraded link."""
+    _telemetry(tmp_path / "node1.csv", lag=False)
+    rows = (tmp_path / "node1.csv").read_text().splitlines()
+    rows = [rows[0] + ", pcie.link.gen.current, pcie.link.width.current"] + [r + ", 3, 16" for r in rows[1:]]
+    (tmp_path / "node1.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "lspci.txt").write_text(LSPCI)
+    d = diagnose(read_paths([tmp_path / "node1.csv", tmp_path / "lspci.txt"]))
+    assert _link_findings(d) == []
+    row = next(r for r in d.detail["links"]["links"] if r["link"] == "gpu1/pcie")
+    assert row["status"] == "ok" and "reads it at its capability" in row["evidence"]
