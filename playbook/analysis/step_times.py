@@ -317,7 +317,7 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
     if best is None or best["hits"] < 3:
         return None
     n_every, r = best["every_n_steps"], best["residue"]
-    on = slow & (np.isin(step, best["on_steps"]) if best.get("clock") else (step % n_every) == r)
+    on = slow.copy() if best.get("clock") else slow & ((step % n_every) == r)  # a clock cycle: every slow step
     best["first_step"] = int(step[on][0])
     best["hit_rate"] = best["hits"] / max(best["lattice_steps"], 1)
     best["median_step_s"] = float(np.median(d[~slow])) if (~slow).any() else float(np.median(d))
@@ -333,7 +333,6 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
     best["periodic"] = bool(best["p_value"] < ALPHA)
     best["events"] = _events_at(events, step[on])
     best["slow_step_numbers"] = [int(x) for x in step[on][:8]]
-    best.pop("on_steps", None)
     # a collection triggered by the same allocations every step recurs at a fixed step period too: when GC pauses
     # sit on most lattice steps (and outnumber any checkpoint/eval/log event there), the lattice is the GC's
     gc_hits = sum(n for k, n in best["events"].items() if k.lower() in GC_KINDS)
@@ -366,8 +365,8 @@ def _clock_cycle(fleet: pd.DataFrame, d: np.ndarray, step: np.ndarray, slow: np.
     """The slow steps as a cycle of wall time rather than of steps (a logger flushing every few seconds, a host job on
     a timer: wandb#8666): episodes of consecutive slow lines whose starts are more regular than stalls at random
     times (stats.regularity_p < ALPHA). The time is the lines' stamps, else the steps' own durations added up. A dict
-    like the step lattice's (`clock`: True, `on_steps`: the slow steps of the episodes, `every_n_steps`: the median
-    steps between their starts), or None."""
+    like the step lattice's (`clock`: True, `clock_period_s`, `every_n_steps`: the median steps between the episodes'
+    starts; every slow step is on it), or None."""
     spent = d * np.r_[1, np.clip(np.diff(step), 1, None)]  # each line's time, the steps it stands for included
     if spent[slow].sum() > MINORITY_SLOW * spent.sum():
         return None  # slow most of each cycle: work waiting on bursts of input, not a timer interrupting it
@@ -379,7 +378,7 @@ def _clock_cycle(fleet: pd.DataFrame, d: np.ndarray, step: np.ndarray, slow: np.
         return None
     return {"every_n_steps": max(1, int(np.median(np.diff(step[starts])))), "residue": -1, "hits": int(len(starts)),
             "lattice_steps": int(len(starts)), "slow_steps": int(slow.sum()), "p_value": p, "clock": True,
-            "clock_period_s": float(np.median(np.diff(t[starts]))), "on_steps": step[slow]}
+            "clock_period_s": float(np.median(np.diff(t[starts])))}
 
 
 ACCUM_MAX_N = 32  # gradient accumulation runs over a few to a few dozen micro-batches

@@ -23,6 +23,13 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
     return float(acc.span_s / osc.period_s)
 
 
+# Step times measure a run against its own pace: a cost every step pays (a logger or a small loader on every step,
+# a GPU shared with another job) leaves them steady. Healthy from step times alone is at most "likely" (below
+# attribution.CONFIRM): of the held-out step logs scored first as written, three losing runs read "healthy
+# (confirmed)" (heldout8: DeePMD#996, Lightning#12344, wandb#8666), each cost spread over every step or smoothed away.
+WALL_HEALTHY_MAX = 0.75
+
+
 def _accounted_lead(ranked: list[dict], acc: Accounting) -> list[dict]:
     """The hypotheses reordered so that the verdict the accounting decides (attribution.decide) leads, its
     lost_share the accounting's figure for it."""
@@ -58,6 +65,8 @@ def _accounted_lead(ranked: list[dict], acc: Accounting) -> list[dict]:
     if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
         best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
         h["score"] = round(max(h["score"], 1.0 - best), 3)
+        if acc.basis == "wall":
+            h["score"] = min(h["score"], WALL_HEALTHY_MAX)
     rest = [x if x["id"] != ids.HEALTHY or lead == ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
             for x in ranked if x["id"] != lead]
     return [h, *rest]
@@ -124,8 +133,10 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
             sentence = f"{loss[0].upper()}{loss[1:]}, but not enough data to name a cause: {top['evidence'][0]}; " \
                        f"record next: {top['next_step']}"
     elif top["id"] == ids.HEALTHY:
+        blind = ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
+                 "(`playbook record`); ") if acc is not None and acc.basis == "wall" else ""
         sentence = (f"Healthy ({word}, score {top['score']:.2f}): " + (f"{loss}; " if loss else
-                    "no finding points at a cause; ") + "keep this run as the baseline for `playbook compare`")
+                    "no finding points at a cause; ") + blind + "keep this run as the baseline for `playbook compare`")
     elif top["id"] == ids.UNEXPLAINED_SLOWDOWN:
         sentence = (f"{loss[0].upper()}{loss[1:]}, and no event, phase or finding in the inputs says why "
                     f"(unexplained_slowdown); record next: {top['next_step']}")

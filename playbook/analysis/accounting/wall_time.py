@@ -114,8 +114,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     if stretch.any():
         lo, n = true_runs(stretch)
         buckets.append(Bucket("slow_stretches", float((drift * w)[stretch].sum()), names=[name] if name else [],
-                              windows=[(start(int(a)), start(int(a + k - 1)) + float(real[a + k - 1] * per_row[warm + a + k - 1]))
-                                       for a, k in zip(lo, n, strict=True)],
+                              windows=[(start(int(a)), start(int(z)) + float(real[z] * per_row[warm + z]))
+                                       for a, z in zip(lo, lo + n - 1, strict=True)],
                               steps=[int(bstep[i]) for i in np.flatnonzero(stretch)],
                               detail=sp.stretch_phrase(body, bstep, stretch, best, lo, n)))
     wall = float((d * per_row).sum())

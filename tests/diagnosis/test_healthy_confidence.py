@@ -1,0 +1,28 @@
+"""How sure "healthy" may be: step times measure a run against its own pace, so a cost every step pays leaves them
+steady (heldout8's DeePMD#996: TensorBoard written every step, three times the time per batch, read "Healthy
+(confirmed)"). From step times alone healthy is at most "likely", and the sentence says what would rule the rest
+out; GPU telemetry that shows the GPUs busy may still confirm it. LABELED SYNTHETIC inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.diagnosis import diagnose
+from playbook.labs.synthetic import simulate_bundle
+from playbook.model import schema
+
+
+def test_a_steady_step_log_is_healthy_but_not_confirmed():
+    rng = np.random.default_rng(0)
+    d = 0.045 * np.exp(0.02 * rng.standard_normal(400))  # every step alike: nothing to set against
+    bundle = schema.Bundle(steps=schema.steps_frame({"step": np.arange(400), "phase": "step", "duration_s": d}))
+    v = diagnose(bundle).verdict
+    assert v["id"] == "healthy" and v["confidence"] == "likely", v
+    assert "cannot show a cost every step pays" in v["sentence"] and "record GPU utilization" in v["sentence"]
+
+
+def test_busy_gpus_can_confirm_healthy():
+    bundle, _ = simulate_bundle("healthy", duration_s=600.0)
+    v = diagnose(bundle).verdict
+    assert v["id"] == "healthy" and v["confidence"] == "confirmed", v
+    assert "cannot show a cost every step pays" not in v["sentence"]
