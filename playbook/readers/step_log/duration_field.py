@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.readers.step_log.bar_end import epoch_end_totals
 from playbook.readers.step_log.columns import (
     below,
     clock_reading,
@@ -62,6 +63,9 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
             continue  # a clock reading that cannot be differenced (one value, or not rising): no step's time
         elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
             cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
+        elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur" and \
+                (per := epoch_end_totals(rank, pos, cols[k])) is not None:
+            cols = {**cols, k: per}  # only on the lines closing a bar's epoch: the epoch's time (bar_end.py)
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
             # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
             cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls

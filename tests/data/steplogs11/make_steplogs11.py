@@ -115,7 +115,7 @@ def mindformers(name, stall_every=100, stall_s=30.0):
                        f"{loss + 0.2:5.3f}], per_step_time: {int(d * 1000)}ms, lr: 0.0001, overflow cond: False, "
                        f"loss_scale: 1.0, global_norm: [1.{g % 7}1]")
             pct = 100 * done / total
-            bar = ("|%%-%ds|" % 50) % (int(50 * pct / 100) * "\u2588")
+            bar = "|" + f"{int(50 * pct / 100) * chr(0x2588):<50}" + "|"  # the source's ('|%%-%ds|' % 50) % ...
             remain = timedelta(seconds=int(per * (total - done)))
             out.append(pre + f"  {pct:4.1f}% {bar} {gbs / d:.5f} samples/s/p  {remain} }}")
     _put(name, "\n".join(out) + "\n", steps_total=total, step_s=per, stall_every=stall_every, stall_s=stall_s,
