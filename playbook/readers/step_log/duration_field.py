@@ -50,7 +50,7 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
     # a field whose lines all name one step times no series (tensorpack's bar printed only at `2000/2000`, once an
     # epoch): another field on lines of two or more steps is the step time
-    spans = {k: len(set(zip(rank[np.isfinite(cols[k])], step[np.isfinite(cols[k])]))) for k in eligible}
+    spans = {k: len(np.unique(np.c_[rank, step][np.isfinite(cols[k])], axis=0)) for k in eligible}
     if max(spans.values(), default=0) >= 2:
         eligible = [k for k in eligible if spans[k] >= 2]
     if not eligible:

@@ -126,10 +126,10 @@ from playbook.readers.step_log.vocab import (
     classify,
     clock_seconds,
     continues,
+    join_spelled,
     keyword_rank,
     norm_key,
     plan_line,
-    join_spelled,
     step_total,
 )
 
