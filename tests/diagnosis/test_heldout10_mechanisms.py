@@ -48,3 +48,19 @@ def test_a_field_on_one_step_only_times_no_series(tmp_path):
                      f"time:{secs} seconds.")
     s = _steps(tmp_path / "bar.log", lines)
     assert len(s) == 6 and s["duration_s"].tolist() == [100.0, 101.0, 240.0, 238.0, 243.0, 239.0]
+
+
+def test_the_shift_edge_guard_counts_steps_not_lines():
+    import pandas as pd
+
+    from playbook.analysis.step_times import level_shift
+
+    rng = np.random.default_rng(1104)
+    d = np.r_[100.0, 240.0 * np.exp(0.01 * rng.standard_normal(7))]  # one fast epoch, then the shift
+    # 8 lines of 500 steps each: the first line is the mean of 500 steps, a level of its own
+    epochs = pd.DataFrame({"step": 500 * np.arange(1, 9), "duration_s": d, "time": pd.NaT})
+    shift = level_shift(epochs, min_steps=8)
+    assert shift is not None and shift["shifted"] and shift["step"] == 1000
+    # the same values one step a line: one step at the edge is no level (the guard holds)
+    single = pd.DataFrame({"step": np.arange(1, 9), "duration_s": d, "time": pd.NaT})
+    assert level_shift(single, min_steps=8) is None
