@@ -49,6 +49,11 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     best = max(cover.values())
     # a field on under half the lines of the best-covered one is an occasional message, not the step time
     eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
+    # a field whose lines all name one step times no series (tensorpack's bar printed only at `2000/2000`, once an
+    # epoch): another field on lines of two or more steps is the step time
+    spans = {k: len(np.unique(np.c_[rank, step][np.isfinite(cols[k])], axis=0)) for k in eligible}
+    if max(spans.values(), default=0) >= 2:
+        eligible = [k for k in eligible if spans[k] >= 2]
     if not eligible:
         return None, None, None, False
     ranked = []

@@ -127,6 +127,7 @@ from playbook.readers.step_log.vocab import (
     classify,
     clock_seconds,
     continues,
+    join_spelled,
     keyword_rank,
     norm_key,
     plan_line,
@@ -351,7 +352,7 @@ class StepLines:
         self._merge(row, {name: (value, ("phase", role[1], 1.0))})
 
     def feed(self, ctx) -> bool:
-        body = ctx.body
+        body = join_spelled(ctx.body)  # `time:7 minutes 50 seconds`: one value
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:
                 ctx.progress = True  # its words are column names (`valid_loss`), not an evaluation's message
