@@ -36,6 +36,7 @@ from playbook.readers import event_lexicon, nccl_log, profiler_table, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
+from playbook.readers.step_log.vocab import blank_options
 
 FORMAT = "text log (every line scanned: steps, NCCL, recompiles, events)"
 NAT = step_grammar.NAT
@@ -191,7 +192,7 @@ class _EventLines:
 
     def _kind(self, ln: Line) -> str | None:
         # a command line's options configure evaluation and saving (`--eval-interval 100`, `--save ckpt/`): no event
-        body = _OPTION.sub(" ", ln.body) if "--" in ln.body else ln.body
+        body = blank_options(ln.body) if "--" in ln.body else ln.body
         low = body.lower()
         if ("checkpoint" in low or "sav" in low or "snapshot" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
@@ -251,7 +252,6 @@ class _EventLines:
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")
 
 
 def _stated_duration(body: str) -> float:

@@ -412,3 +412,17 @@ def test_a_glued_data_word_is_the_data_phase(tmp_path):
     steps = read_file(path).steps
     data = steps[steps["phase"] == "data"].set_index("step")["duration_s"]
     assert len(data) == 59 and data[30] == pytest.approx(2.4) and data[1] == pytest.approx(0.0121)
+
+
+def test_a_command_lines_options_are_no_step_and_no_evaluation(tmp_path):
+    # DeepSpeed's launcher echoes the command (`cmd = ... --eval-iters 10 --train-iters 500 ...`): the options
+    # configure the run; read as a counter, `--eval-iters 10` made an evaluation event at no step (zoo's
+    # megatron_deepspeed_moe.log once `iters` counted steps)
+    p = tmp_path / "train.log"
+    p.write_text("[INFO] [runner.py:504:main] cmd = python pretrain_gpt.py --eval-iters 10 --train-iters 500 "
+                 "--eval-interval 100 --log-validation-ppl-to-tensorboard\n"
+                 + "".join(f" iteration {i:8d}/ 500 | elapsed time per iteration (ms): 250.0 | lm loss: 2.4E+00 |\n"
+                           for i in range(10, 60, 10)))
+    b = read_file(p)
+    assert b.steps["step"].tolist() == [10, 20, 30, 40, 50]
+    assert b.events.empty, b.events

@@ -124,6 +124,7 @@ from playbook.readers.step_log.vocab import (
     TQDM_OPEN,
     UNIT_HEAD,
     VALUE_RE,
+    blank_options,
     classify,
     clock_seconds,
     continues,
@@ -393,7 +394,8 @@ class StepLines:
         if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
-        c = self._counter(body) or label_step(ctx)
+        # a command line's options configure the run (`--eval-iters 10`, `--train-iters 500`): no step counter
+        c = self._counter(blank_options(body) if "--" in body else body) or label_step(ctx)
         if c is None and (c := self._implicit(body, ctx)) is not None:
             self._store(c, ctx, c.fields)
             return True

@@ -99,6 +99,12 @@ BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
                         r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
 DIGIT = re.compile(r"\d")
+CLI_OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")  # `--eval-iters`, `--save=ckpt/`: a command line's option
+
+
+def blank_options(body: str) -> str:
+    """`body` with its command-line options blanked (the same length, so spans still index the line)."""
+    return CLI_OPTION.sub(lambda m: " " * len(m[0]), body)
 STEP_NAMES = ("step", "iter", "iteration", "batch")
 IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took)\b", re.IGNORECASE)
 RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
