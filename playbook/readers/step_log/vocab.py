@@ -40,7 +40,8 @@ KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s--?\s|^-\s|"
 KEY_UNIT = re.compile(r"(?<!\s)(?:\s*+[(\[]\s*(ns|us|µs|ms|s|sec|secs|seconds|min|minutes|t)\s*[)\]]|"
                        r"\s+in\s+(ns|us|µs|ms|s|sec|secs|seconds|min|minutes))\s*$", re.IGNORECASE)
 # `time (data): 0.410 (0.012)` (BasicSR): the bracketed name labels the bracketed value after the first
-PAIRED_KEY = re.compile(r"^(?P<a>[A-Za-z][\w .\-]*?)\s*\(\s*(?P<b>[A-Za-z][\w .\-]*?)\s*\)$")
+# each side of the bracket: words joined by spaces, word and space never overlapping, so a long line fails in linear time
+PAIRED_KEY = re.compile(r"^(?P<a>[A-Za-z][\w.\-]*(?: +[\w.\-]+)*)\s*\(\s*(?P<b>[A-Za-z][\w.\-]*(?: +[\w.\-]+)*)\s*\)$")
 MARKER = re.compile(r"(?<!\w)\(([A-Za-z_][\w.\-]*)\)")  # not glued to a key: PaddleClas' `lr(PiecewiseDecay)`
 _NORM = re.compile(r"[^0-9a-z]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, then a capital: a new word
