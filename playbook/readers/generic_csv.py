@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, headers, textio
+from playbook.readers import frames, headers, local_time, textio
 
 FORMAT = "telemetry CSV with named columns"
 
@@ -441,7 +441,7 @@ class TableBuilder:
         if isinstance(parsed.dtype, pd.DatetimeTZDtype):
             parsed = parsed.dt.tz_convert("UTC")
         else:
-            parsed = parsed.dt.tz_localize(self.tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+            parsed = local_time.localize(parsed, self.tz)
         bad = parsed.isna().to_numpy()
         drop(bad, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
         ns = textio.datetime_ns(parsed)  # a date nanoseconds cannot hold (year 1, 9999) becomes NaT

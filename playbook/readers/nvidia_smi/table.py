@@ -23,7 +23,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, textio
+from playbook.readers import frames, local_time, textio
 
 FORMAT = "nvidia-smi table (nvidia-smi -l / watch nvidia-smi)"
 
@@ -218,7 +218,7 @@ def _times(snapshots: list[str | None], snap: np.ndarray, lines: list[int], inte
                 textio.synthetic_warning(src, what, interval_s))
     text = pd.Series([" ".join(s.split()) for s in snapshots])
     stamps = pd.to_datetime(text, format="%a %b %d %H:%M:%S %Y", errors="coerce")
-    stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    stamps = local_time.localize(stamps, tz)
     per_snapshot = textio.datetime_ns(stamps)  # a year past 2262: NaT, counted below
     per_snapshot[stamps.isna().to_numpy()] = nat
     ns = per_snapshot[snap]

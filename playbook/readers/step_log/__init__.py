@@ -24,7 +24,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import generic_csv, textio
+from playbook.readers import generic_csv, local_time, textio
 
 FORMAT = "step log (CSV / JSONL / text)"
 
@@ -221,7 +221,7 @@ def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
         if isinstance(parsed.dtype, pd.DatetimeTZDtype):
             parsed = parsed.dt.tz_convert("UTC")
         else:
-            parsed = parsed.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+            parsed = local_time.localize(parsed, tz)
         out[rest] = textio.datetime_ns(parsed)
     return out
 
