@@ -1,6 +1,10 @@
 """Local wall-clock times to UTC, with the hour a daylight-saving change repeats resolved by file order."""
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from functools import lru_cache
+from zoneinfo import ZoneInfo
+
 import numpy as np
 import pandas as pd
 
@@ -40,3 +44,39 @@ def _indexed(out: pd.Series, index) -> pd.Series:
     if index is not None:
         out.index = index
     return out
+
+
+class Refold:
+    """The streaming form of `localize`, for times already converted one line at a time with the first reading
+    of a repeated hour (zoneinfo's fold=0): after the clock steps back inside that hour, its later times are moved
+    to the second reading (+ the shift)."""
+
+    def __init__(self, tz: str):
+        self.tz = tz or "UTC"
+        self.peak: int | None = None  # latest local wall time (ns) seen in the current repeated stretch
+        self.after = False  # the clock stepped back in this stretch
+
+    def __call__(self, t: int) -> int:
+        if self.tz == "UTC" or t == np.iinfo(np.int64).min:
+            return t
+        off, first_off, shift = _minute(self.tz, t // 60_000_000_000)
+        if not shift:
+            self.peak, self.after = None, False
+            return t
+        wall = t + off
+        self.after = self.after or (self.peak is not None and wall < self.peak - shift // 2)
+        self.peak = wall if self.peak is None else max(self.peak, wall)
+        return t + shift if self.after and off == first_off else t
+
+
+@lru_cache(maxsize=4096)
+def _minute(tz: str, minute: int) -> tuple[int, int, int]:
+    """(UTC offset ns at that UTC minute, offset ns of the first reading of its wall time, shift ns when that wall
+    time happens twice, else 0); one zoneinfo lookup per minute of log."""
+    zone = ZoneInfo(tz)
+    wall = datetime.fromtimestamp(minute * 60, timezone.utc).astimezone(zone)
+    naive = wall.replace(tzinfo=None)
+    first = naive.replace(tzinfo=zone, fold=0).utcoffset()
+    second = naive.replace(tzinfo=zone, fold=1).utcoffset()
+    off, first_ns, second_ns = (int(d.total_seconds()) * 1_000_000_000 for d in (wall.utcoffset(), first, second))
+    return off, first_ns, max(0, first_ns - second_ns)

@@ -37,3 +37,10 @@ def test_readers_keep_every_row_of_the_repeated_hour(tmp_path):
         assert not [w for w in b.warnings if "does not exist" in w]
     steps = read_paths([log], tz="Europe/Berlin").steps
     assert len(steps) == len(_FALL) and steps["time"].is_monotonic_increasing
+
+
+def test_text_log_lines_across_the_repeated_hour_keep_their_order_and_durations(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"2024-10-27 {t} step {i} step_time: 0.5s\n" for i, t in enumerate(_FALL, 1)))
+    steps = read_paths([log], tz="Europe/Berlin").steps
+    assert [f"{x + pd.Timedelta(seconds=0.5):%H:%M:%S}" for x in steps["time"]] == _UTC
