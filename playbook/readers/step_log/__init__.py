@@ -134,7 +134,12 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     rank_key, tok_key = _find(keys, RANK_KEYS), _find(keys, TOKEN_KEYS)
     host_key, phase_key = _find(keys, HOST_KEYS), _find(keys, PHASE_KEYS)
     n = len(records)
-    bad = np.zeros(n, dtype=bool)
+    bundle = schema.Bundle(inputs=[src])
+    # a record written twice (two log handlers, a file concatenated to itself) is one step, not a 0 s one
+    bad = records.astype(str).duplicated(keep="first").to_numpy().copy()
+    if bad.any():
+        bundle.warnings.append(f"{src}: {int(bad.sum())} rows repeat an earlier row exactly (first at line "
+                               f"{int(line_of[np.argmax(bad)])}); each read once")
 
     def drop(mask: np.ndarray, why) -> None:
         new = mask & ~bad
@@ -156,7 +161,6 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             else np.full(n, textio.host_from_path(path), dtype=object))
     phase = records[phase_key].astype(str).to_numpy() if phase_key else np.full(n, "step", dtype=object)
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    bundle = schema.Bundle(inputs=[src])
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
         missing = t_ns == np.iinfo(np.int64).min
