@@ -249,7 +249,13 @@ def _parse_block(body: bytes, sep: str, width: int, first_line: int, skips: sche
     lines = nonempty[keep]
     if len(lines) != table.num_rows:  # not expected with pyarrow's numbering; stay honest if it happens
         lines = np.arange(table.num_rows, dtype=np.int64) + first_line
+    if sep == ";":  # Excel and LibreOffice separate fields by ';' where ',' is the decimal mark (de, fr, ...)
+        table = pa.table([pc.replace_substring_regex(c, _DECIMAL_COMMA, r"\1.\2") for c in table.columns],
+                         names=table.column_names)
     return table, lines
+
+
+_DECIMAL_COMMA = r"^(\s*-?\d+),(\d+\s*[^\d\s,.:]*\s*)$"  # 97,5 / 250,25 W; not 1,234,5 nor 10:00:00,123
 
 
 NL = b"\n"
