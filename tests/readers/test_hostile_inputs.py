@@ -131,3 +131,13 @@ def test_step_table_rows_written_twice_are_read_once_with_a_warning(tmp_path):
     csv = tmp_path / "steps.csv"
     csv.write_text("step,rank,step_time_ms\n" + "".join(f"{i},0,500\n{i},0,500\n" for i in range(1, 4)))
     assert read_file(csv).steps["step"].tolist() == [1, 2, 3]
+
+
+def test_a_truncated_gzip_step_table_says_so(tmp_path):
+    rows = "".join(f'{{"step": {i}, "time": {1700000000 + i}, "rank": 0, "step_time": 0.5}}\n' for i in range(2000))
+    z = gzip.compress(rows.encode())
+    p = tmp_path / "steps.jsonl.gz"
+    p.write_bytes(z[: len(z) // 2])
+    b = read_file(p)
+    assert 0 < len(b.steps) < 2000
+    assert any("gzip stream is truncated" in w for w in b.warnings)

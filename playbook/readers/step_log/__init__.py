@@ -105,8 +105,11 @@ def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:
             return lines.scan(path, tz=tz)
         except InputError as exc:
             raise InputError(f"{path}: no step timings or training events found in this text ({exc})") from None
-    text = textio.read_text(path)
-    return _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
+    notes: list[str] = []  # a truncated gzip stream, said once
+    text = textio.read_text(path, warnings=notes)
+    bundle = _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
+    bundle.warnings[:0] = notes
+    return bundle
 
 
 # --------------------------------------------------------------------------------------------------------------
