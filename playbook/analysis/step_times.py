@@ -412,7 +412,10 @@ def level_shift(fleet: pd.DataFrame, min_steps: int = 20) -> dict | None:
     y = np.log(d)
     c = np.cumsum(y - y.mean())[:-1]
     k = int(np.argmax(np.abs(c))) + 1
-    if k < 3 or k > n - 3:
+    # the edge guard counts steps, not lines: a side needs 3 steps, and a line that stands for many (tensorpack's
+    # epoch line, 2000 steps) is their mean, no single step's noise
+    per = np.diff(st, append=st[-1] + (int(np.median(np.diff(st))) if n > 1 else 1)).clip(1, None)
+    if k < 1 or k > n - 1 or per[:k].sum() < 3 or per[k:].sum() < 3 or (k < 3 or k > n - 3) and per.min() < 3:
         return None
     a, b = y[:k], y[k:]
     resid = np.r_[a - a.mean(), b - b.mean()]

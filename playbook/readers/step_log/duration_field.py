@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.readers.step_log.bar_end import epoch_end_totals
 from playbook.readers.step_log.columns import (
     below,
     clock_reading,
@@ -48,6 +49,11 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     best = max(cover.values())
     # a field on under half the lines of the best-covered one is an occasional message, not the step time
     eligible = [k for k in cands if cover[k] * 2 >= best and cover[k] > 0]
+    # a field whose lines all name one step times no series (tensorpack's bar printed only at `2000/2000`, once an
+    # epoch): another field on lines of two or more steps is the step time
+    spans = {k: len(np.unique(np.c_[rank, step][np.isfinite(cols[k])], axis=0)) for k in eligible}
+    if max(spans.values(), default=0) >= 2:
+        eligible = [k for k in eligible if spans[k] >= 2]
     if not eligible:
         return None, None, None, False
     ranked = []
@@ -62,6 +68,9 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
             continue  # a clock reading that cannot be differenced (one value, or not rising): no step's time
         elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
             cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
+        elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur" and \
+                (per := epoch_end_totals(rank, pos, cols[k])) is not None:
+            cols = {**cols, k: per}  # only on the lines closing a bar's epoch: the epoch's time (bar_end.py)
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
             # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
             cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls

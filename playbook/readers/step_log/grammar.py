@@ -81,6 +81,7 @@ from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
+from playbook.readers.step_log.span_line import span_end, span_steps
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -126,6 +127,7 @@ from playbook.readers.step_log.vocab import (
     classify,
     clock_seconds,
     continues,
+    join_spelled,
     keyword_rank,
     norm_key,
     plan_line,
@@ -155,6 +157,7 @@ class StepLines:
         self.epoch0: dict[str, int] = {}
         self.keras_epoch: int | None = None
         self.last_step: dict[int, int] = {}
+        self.span_ends: dict[int, int] = {}  # rank -> the step its last span line ended at (span_line.py)
         self.rates: dict[int, tuple[int, float]] = {}  # rank -> step rate lines since its last step line (_hold_rate)
         self.metric_lines = 0
         self.eval_lines = 0
@@ -272,14 +275,19 @@ class StepLines:
 
     def _implicit(self, body: str, ctx) -> StepCounter | None:
         """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
-        `step_time=0.5s`): the next step of its rank."""
+        `step_time=0.5s`): the next step of its rank, or a span's end beside the span's total (span_line.py)."""
         if not IMPLICIT_HINT.search(body):
             return None
-        fields = {k: v for k, v in self._fields(body, None).items()
+        every = self._fields(body, None)
+        fields = {k: v for k, v in every.items()
                   if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
         if not fields:
             return None
-        c = StepCounter(self.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
+        n = span_steps(every)
+        step = span_end(self.last_step.get(ctx.rank, 0), self.span_ends.get(ctx.rank, 0), n)
+        if n is not None:
+            self.span_ends[ctx.rank] = step
+        c = StepCounter(step, None, None, (0, 0), False)
         c.fields = fields
         c.kind = 1  # the step after the last one named: of the keyword lines' kind
         return c
@@ -344,7 +352,7 @@ class StepLines:
         self._merge(row, {name: (value, ("phase", role[1], 1.0))})
 
     def feed(self, ctx) -> bool:
-        body = ctx.body
+        body = join_spelled(ctx.body)  # `time:7 minutes 50 seconds`: one value
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:
                 ctx.progress = True  # its words are column names (`valid_loss`), not an evaluation's message

@@ -50,9 +50,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 # and `max_steps` do not, OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
 # unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
 KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|acc(?:umulated)?_iter|num_updates|"
-                                r"iteration|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
+                                r"iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
-_KEYWORD_RANK = {"global_step": 0, "global step": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iter": 2, "it": 2, "train_step": 3,
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3, "up": 1, "tick": 3, "micro_step": 3, "microstep": 3}
 EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
                             r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
@@ -437,6 +437,31 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
             names.add(name)
             fields.append((i // 2, name, role, scale, "num"))
     return fields, markers + line_markers(tail)
+
+
+_SPELLED_UNIT = {"hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0, "min": 60.0, "mins": 60.0,
+                 "minute": 60.0, "minutes": 60.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
+_PART = r"(\d+(?:\.\d+)?)\s*(hours?|hrs?|minutes?|mins?|min|seconds?|secs?|sec|s)"
+SPELLED = re.compile(r"(?<![\w.])(?<!\d:)" + _PART + r"\s+" + _PART + r"(?:\s+" + _PART + r")?(?![\w/])", re.IGNORECASE)
+
+
+def join_spelled(body: str) -> str:
+    """A duration spelled in parts, largest unit first (tensorpack's `time:1 hour 2 minutes 3 seconds`, `7 min 50
+    s`), rewritten as one value in seconds (`time:3723 s`): read part by part, its first number had no unit (the next
+    number follows the unit word) and stood alone. A part below the first must be under 60 of its unit, and the units
+    must fall (hours, minutes, seconds), else the text is left as it is. Hours and minutes are words (`hr`, `min`
+    at the shortest): StyleGAN's `time 6m 40s`, the run's elapsed clock, stays as that family's reading expects."""
+    if not SPELLED.search(body):
+        return body
+
+    def one(m) -> str:
+        g = [x for x in m.groups() if x is not None]
+        vals, units = [float(v) for v in g[0::2]], [_SPELLED_UNIT[u.lower()] for u in g[1::2]]
+        if any(b >= a for a, b in zip(units, units[1:], strict=False)) or any(v >= 60 for v in vals[1:]):
+            return m.group(0)
+        return f"{sum(v * u for v, u in zip(vals, units, strict=True)):g} s"
+
+    return SPELLED.sub(one, body)
 
 
 _STEP_TOTAL = re.compile(r"\b(?:total|max|num|number\s+of)\b[\w ]{0,24}$", re.IGNORECASE)
