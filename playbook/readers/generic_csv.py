@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, headers, textio
+from playbook.readers import frames, headers, local_time, textio
 
 FORMAT = "telemetry CSV with named columns"
 
@@ -249,7 +249,13 @@ def _parse_block(body: bytes, sep: str, width: int, first_line: int, skips: sche
     lines = nonempty[keep]
     if len(lines) != table.num_rows:  # not expected with pyarrow's numbering; stay honest if it happens
         lines = np.arange(table.num_rows, dtype=np.int64) + first_line
+    if sep == ";":  # Excel and LibreOffice separate fields by ';' where ',' is the decimal mark (de, fr, ...)
+        table = pa.table([pc.replace_substring_regex(c, _DECIMAL_COMMA, r"\1.\2") for c in table.columns],
+                         names=table.column_names)
     return table, lines
+
+
+_DECIMAL_COMMA = r"^(\s*-?\d+),(\d+\s*[^\d\s,.:]*\s*)$"  # 97,5 / 250,25 W; not 1,234,5 nor 10:00:00,123
 
 
 NL = b"\n"
@@ -441,7 +447,7 @@ class TableBuilder:
         if isinstance(parsed.dtype, pd.DatetimeTZDtype):
             parsed = parsed.dt.tz_convert("UTC")
         else:
-            parsed = parsed.dt.tz_localize(self.tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+            parsed = local_time.localize(parsed, self.tz)
         bad = parsed.isna().to_numpy()
         drop(bad, lambda i: f"bad time {str(s.iloc[i])[:30]!r}")
         ns = textio.datetime_ns(parsed)  # a date nanoseconds cannot hold (year 1, 9999) becomes NaT

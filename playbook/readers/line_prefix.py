@@ -36,7 +36,7 @@ import re
 from functools import lru_cache
 from pathlib import PurePath
 
-from playbook.readers import textio
+from playbook.readers import local_time, textio
 from playbook.readers.step_log.vocab import NAT
 
 _LEVEL_WORDS = r"TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARN|WARNING|ERROR|CRITICAL|FATAL|EXCEPTION"
@@ -173,6 +173,7 @@ class Prefix:
 
     def __init__(self, tz: str = "UTC", default_rank: int = -1):
         self.tz = tz or "UTC"
+        self._refold = local_time.Refold(self.tz)  # the hour a daylight-saving change repeats, by line order
         self.default_rank = default_rank
         self.year: int | None = None
         self.boot_ns: int | None = None  # wall time (ns UTC) at boot, once a line states both clocks
@@ -237,7 +238,7 @@ class Prefix:
             rank = _rank(m.group(1))
         if uptime is None and self.uptime is not None and line.startswith("        ") and body is line:
             uptime = self.uptime  # a dmesg continuation line, indented under its line's stamp
-        t = self._boot(t, uptime)
+        t = self._refold(self._boot(t, uptime))
         self.last_t = t if t != NAT else self.last_t
         self.level = level.upper()
         self.tagged = rank >= 0  # the line itself named its rank (not the file's path)

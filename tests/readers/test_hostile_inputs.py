@@ -118,3 +118,26 @@ def test_a_gpu_number_past_int64_is_no_gpu_number(tmp_path):
     t = read_file(p).telemetry
     assert (t["gpu"] >= 0).all() and t["gpu"].nunique() == 2
     assert sorted(t.groupby("gpu")["util_pct"].mean()) == [10.0, 90.0]
+
+
+def test_step_table_rows_written_twice_are_read_once_with_a_warning(tmp_path):
+    # each record twice (two log handlers): the time-gap durations were 0 s for every copy, halving the median step
+    rows = [f'{{"step": {i}, "time": {1700000000 + 2 * i}, "rank": 0}}' for i in range(1, 6)]
+    p = tmp_path / "steps.jsonl"
+    p.write_text("".join(f"{r}\n{r}\n" for r in rows))
+    b = read_file(p)
+    assert b.steps["step"].tolist() == [2, 3, 4, 5] and b.steps["duration_s"].tolist() == [2.0] * 4
+    assert any("5 rows repeat an earlier row exactly (first at line 2)" in w for w in b.warnings)
+    csv = tmp_path / "steps.csv"
+    csv.write_text("step,rank,step_time_ms\n" + "".join(f"{i},0,500\n{i},0,500\n" for i in range(1, 4)))
+    assert read_file(csv).steps["step"].tolist() == [1, 2, 3]
+
+
+def test_a_truncated_gzip_step_table_says_so(tmp_path):
+    rows = "".join(f'{{"step": {i}, "time": {1700000000 + i}, "rank": 0, "step_time": 0.5}}\n' for i in range(2000))
+    z = gzip.compress(rows.encode())
+    p = tmp_path / "steps.jsonl.gz"
+    p.write_bytes(z[: len(z) // 2])
+    b = read_file(p)
+    assert 0 < len(b.steps) < 2000
+    assert any("gzip stream is truncated" in w for w in b.warnings)

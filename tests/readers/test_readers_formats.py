@@ -263,3 +263,13 @@ def test_deepspeed_rank_tag_and_its_untagged_timer_line_count_once(data_dir):
 ])
 def test_a_json_document_is_told_from_a_bracketed_log_line(text, json_like):
     assert textio.looks_like_json(text) is json_like
+
+
+def test_semicolon_csv_reads_decimal_commas(tmp_path):
+    # a ';'-separated export (Excel / LibreOffice in a de/fr locale): every value was 'bad util value 97,5'
+    p = tmp_path / "gpu.csv"
+    p.write_text("time;gpu;util;power\n" + "".join(f"2024-01-15 10:00:0{i},250;0;97,5;250,25 W\n" for i in range(3)))
+    b = read_file(p)
+    t = b.telemetry
+    assert t["util_pct"].tolist() == [97.5] * 3 and t["power_w"].tolist() == [250.25] * 3
+    assert not b.warnings and t["time"].iloc[1] - t["time"].iloc[0] == pd.Timedelta(seconds=1)

@@ -100,3 +100,13 @@ def test_volatile_uncorrectable_ecc_count_becomes_an_event_each_time_it_rises(tm
                                    pd.Timestamp("2021-04-28 08:39:27", tz="UTC")]
     assert ev["detail"].str.startswith("gpu 1: ").all() and "3 volatile uncorrectable" in ev["detail"].iloc[1]
     assert ev["host"].tolist() == ["ecc", "ecc"]
+
+
+def test_a_table_cut_off_inside_its_gpu_rows_counts_the_rows_it_lost(tmp_path, data_dir):
+    # nvidia-smi -l killed while writing GPU 1's row of the second table: that row vanished without a warning
+    lines = (data_dir / "readers" / "smi_table_h100.log").read_text().splitlines(keepends=True)
+    cut = tmp_path / "node1.log"
+    cut.write_text("".join(lines[:36]) + lines[36][:40])
+    b = read_file(cut)
+    assert len(b.telemetry) == 3
+    assert any("line 37: the last table is cut off after 1 of 2 GPU rows" in w for w in b.warnings)

@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from playbook.model import schema
-from playbook.readers import frames, textio
+from playbook.readers import frames, local_time, textio
 from playbook.readers.nvidia_smi.fields import (
     HEX_FIELDS,
     IDENT_FIELDS,
@@ -170,11 +170,10 @@ def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
 
 
 def _localize(ns: np.ndarray, rows: _Rows, tz: str, x: pa.ChunkedArray) -> np.ndarray:
-    """Naive local int64 ns (written in `tz`) to UTC; times that do not exist there are dropped."""
+    """Naive local int64 ns (written in `tz`, in file order) to UTC; times that do not exist there are dropped."""
     if tz and tz.upper() != "UTC":
-        local = pd.DatetimeIndex(ns.view("datetime64[ns]"))
-        ns = local.tz_localize(tz, ambiguous="NaT", nonexistent="NaT").tz_convert("UTC").tz_localize(None) \
-            .to_numpy(dtype="datetime64[ns]").astype(np.int64)
+        local = pd.Series(ns.view("datetime64[ns]"))
+        ns = textio.datetime_ns(local_time.localize(local, tz))
         rows.drop(ns == _NAT, lambda i: f"timestamp {str(x[i].as_py())[:40]!r} does not exist in {tz}")
     return ns
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, textio
+from playbook.readers import frames, local_time, textio
 
 FORMAT = "nvidia-smi dmon"
 
@@ -230,7 +230,7 @@ def _times(rows: dict[str, list], gpu: np.ndarray, interval_s: float | None, tz:
         return base + (days * 86400 + secs) * 1_000_000_000, note
     stamps = pd.to_datetime(pd.Series([f"{d} {t or '00:00:00'}" for d, t in zip(dates, tods, strict=True)]),
                             format="%Y%m%d %H:%M:%S", errors="coerce")
-    stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    stamps = local_time.localize(stamps, tz)
     ns = textio.datetime_ns(stamps)
     bad = ns == np.iinfo(np.int64).min
     for i in np.flatnonzero(bad)[: skips.keep]:

@@ -23,7 +23,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, textio
+from playbook.readers import frames, local_time, textio
 
 FORMAT = "nvidia-smi table (nvidia-smi -l / watch nvidia-smi)"
 
@@ -116,6 +116,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     in_gpus = headerless = _headerless(lines)  # rows only: one snapshot, a new one whenever the GPU number repeats
     if headerless:
         snapshots.append(None)
+    unread: dict[int, int] = {}  # GPU rows skipped, by snapshot
     for no, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if host is None and (w := _WATCH_HOST.match(line.strip())):
@@ -146,6 +147,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         metrics = _metrics(nxt)
         if metrics is None:
             skips.skip(no + 1, f"GPU {first.group(1)}: unreadable values line {nxt.strip()[:60]!r}")
+            unread[len(snapshots) - 1] = unread.get(len(snapshots) - 1, 0) + 1
             continue
         rows["snapshot"].append(len(snapshots) - 1)
         rows["gpu"].append(int(first.group(1)))
@@ -157,6 +159,11 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if not snapshots:
         raise InputError(f"{src}: no '| NVIDIA-SMI ...' banner found: not an nvidia-smi table log")
     snap = np.asarray(rows["snapshot"], dtype=np.int64)
+    if in_gpus and not headerless:  # the file ends inside a table's GPU rows: nvidia-smi -l stopped mid-write
+        per = np.bincount(snap, minlength=len(snapshots)) + np.bincount(
+            list(unread), weights=list(unread.values()), minlength=len(snapshots)).astype(np.int64)
+        for _ in range(int(per.max() - per[-1]) if len(per) else 0):
+            skips.skip(len(lines), f"the last table is cut off after {per[-1]} of {per.max()} GPU rows")
     time_ns, note = _times(snapshots, snap, rows["line"], interval_s, tz, skips, src)
     synthetic = any(s is None for s in snapshots)
     bundle = frames.telemetry_bundle(src, host or textio.host_from_path(path), time_ns, rows["gpu"], values, skips,
@@ -218,7 +225,7 @@ def _times(snapshots: list[str | None], snap: np.ndarray, lines: list[int], inte
                 textio.synthetic_warning(src, what, interval_s))
     text = pd.Series([" ".join(s.split()) for s in snapshots])
     stamps = pd.to_datetime(text, format="%a %b %d %H:%M:%S %Y", errors="coerce")
-    stamps = stamps.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+    stamps = local_time.localize(stamps, tz)
     per_snapshot = textio.datetime_ns(stamps)  # a year past 2262: NaT, counted below
     per_snapshot[stamps.isna().to_numpy()] = nat
     ns = per_snapshot[snap]

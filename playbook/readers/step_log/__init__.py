@@ -24,7 +24,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import generic_csv, textio
+from playbook.readers import generic_csv, local_time, textio
 
 FORMAT = "step log (CSV / JSONL / text)"
 
@@ -105,8 +105,11 @@ def read(path: str | Path, tz: str = "UTC", **_opts) -> schema.Bundle:
             return lines.scan(path, tz=tz)
         except InputError as exc:
             raise InputError(f"{path}: no step timings or training events found in this text ({exc})") from None
-    text = textio.read_text(path)
-    return _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
+    notes: list[str] = []  # a truncated gzip stream, said once
+    text = textio.read_text(path, warnings=notes)
+    bundle = _read_jsonl(path, text, tz) if shape[0] == "jsonl" else _read_csv(path, text, shape[1], tz)
+    bundle.warnings[:0] = notes
+    return bundle
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -134,7 +137,12 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     rank_key, tok_key = _find(keys, RANK_KEYS), _find(keys, TOKEN_KEYS)
     host_key, phase_key = _find(keys, HOST_KEYS), _find(keys, PHASE_KEYS)
     n = len(records)
-    bad = np.zeros(n, dtype=bool)
+    bundle = schema.Bundle(inputs=[src])
+    # a record written twice (two log handlers, a file concatenated to itself) is one step, not a 0 s one
+    bad = records.astype(str).duplicated(keep="first").to_numpy().copy()
+    if bad.any():
+        bundle.warnings.append(f"{src}: {int(bad.sum())} rows repeat an earlier row exactly (first at line "
+                               f"{int(line_of[np.argmax(bad)])}); each read once")
 
     def drop(mask: np.ndarray, why) -> None:
         new = mask & ~bad
@@ -156,7 +164,6 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             else np.full(n, textio.host_from_path(path), dtype=object))
     phase = records[phase_key].astype(str).to_numpy() if phase_key else np.full(n, "step", dtype=object)
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
-    bundle = schema.Bundle(inputs=[src])
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
         missing = t_ns == np.iinfo(np.int64).min
@@ -221,7 +228,7 @@ def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
         if isinstance(parsed.dtype, pd.DatetimeTZDtype):
             parsed = parsed.dt.tz_convert("UTC")
         else:
-            parsed = parsed.dt.tz_localize(tz or "UTC", ambiguous="NaT", nonexistent="NaT").dt.tz_convert("UTC")
+            parsed = local_time.localize(parsed, tz)
         out[rest] = textio.datetime_ns(parsed)
     return out
 
