@@ -230,7 +230,9 @@ def _ranks_section(ranks: list[dict]) -> list[str]:
     for r in flagged[:4]:
         lines.append(f"  rank {r['rank']}: straggler score {r.get('straggler_score')} (< 0.75 flags a straggler)")
     for r in slowest[:1]:
-        lines.append(f"  slowest most often: rank {r['rank']} ({r.get('persistence')}, p = {r.get('persistence_p')})")
+        p = r.get("persistence_p")
+        p_text = f", p = {p:.2g}" if isinstance(p, (int, float)) else ""
+        lines.append(f"  slowest most often: rank {r['rank']} ({r.get('persistence')}{p_text})")
     lines.append("")
     return lines
 
