@@ -72,9 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: parse, run, and turn PlaybookError into a one-line message and exit status 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 0
+    if not getattr(args, "command", None):  # a command is required: usage on stderr, argparse's status for misuse
+        parser.print_help(sys.stderr)
+        return 2
     try:
         return int(args._run(args) or 0)
     except PlaybookError as exc:

@@ -229,6 +229,30 @@ def sm_fill(tele) -> dict | None:
             "p_value": binom_sf(k_eff, max(int(round(n_eff)), 1), 0.5), "underfilled": bool(gpus)}
 
 
+# Training at full load draws 60-100% of the power limit: in the real reports of this project's corpus the busy
+# (>= 90% utilization) GPUs drew 0.68-0.97 of their limit, a thermally throttled one 0.50; the only three below half
+# (0.24-0.26: QwenLM/Qwen#970, maskrcnn-benchmark#659, voxceleb_trainer#110) were ranks spinning in a collective.
+# Below half the limit a kernel runs, but the GPU does little work (the accounting's floor for "at work" too).
+WORK_POWER_FLOOR = 0.5
+BUSY_POWER_UTIL_PCT = 90.0
+
+
+def busy_power(tele) -> dict | None:
+    """What the GPUs draw while utilization says they are busy: per GPU, the median of power / enforced limit over
+    its polls at >= BUSY_POWER_UTIL_PCT (at least 10); `share` the median over the GPUs (0-1), `gpus`, `samples`.
+    Utilization counts a kernel of any size as busy; power says how much of the chip it uses. None without both
+    columns on 10 busy polls."""
+    if not {"power_w", "power_limit_w", "util_pct"} <= set(tele.columns):
+        return None
+    ok = (tele["util_pct"] >= BUSY_POWER_UTIL_PCT) & (tele["power_w"] > 0) & (tele["power_limit_w"] > 0)
+    busy = tele.loc[ok, ["host", "gpu"]].assign(share=(tele["power_w"] / tele["power_limit_w"])[ok])
+    per = busy.groupby(["host", "gpu"], sort=False)["share"].agg(["median", "size"])
+    per = per[per["size"] >= 10]
+    if not len(per):
+        return None
+    return {"share": float(per["median"].median()), "gpus": len(per), "samples": int(per["size"].sum())}
+
+
 def sm_basis(tele):
     """`tele` with GPU time counted on SM activity (util_pct := 100 × sm_active) where that is the better measure:
     every GPU when the table has no utilization, else the GPUs whose kernels fill under half the SMs (sm_fill),

@@ -7,6 +7,7 @@ import numpy as np
 
 from playbook.analysis import topology
 from playbook.analysis.accounting import Accounting
+from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import below_resolution
@@ -27,12 +28,28 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
 # a GPU shared with another job) leaves them steady. Healthy from step times alone is at most "likely" (below
 # attribution.CONFIRM): of the held-out step logs scored first as written, three losing runs read "healthy
 # (confirmed)" (heldout8: DeePMD#996, Lightning#12344, wandb#8666), each cost spread over every step or smoothed away.
+# So is healthy from utilization when the busy GPUs draw under WORK_POWER_FLOOR of their power limit: utilization
+# counts a kernel of any size as busy, and the power says it does little.
 WALL_HEALTHY_MAX = 0.75
 
 
-def _accounted_lead(ranked: list[dict], acc: Accounting) -> list[dict]:
+def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
+    """What the basis of a healthy verdict cannot see, as the clause that says what to record ("" when nothing)."""
+    if acc.basis == "wall":
+        return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
+                "(`playbook record`)")
+    if busy_power and busy_power["share"] < WORK_POWER_FLOOR:
+        who = "the busy GPUs draw" if busy_power["gpus"] > 1 else "the busy GPU draws"
+        return (f"but utilization counts a kernel of any size as busy, and {who} "
+                f"{busy_power['share']:.0%} of the power limit (training at full load draws 60-100%): record SM "
+                "activity (DCGM_FI_PROF_SM_ACTIVE) or profile one step (`playbook record`) to rule out kernels too "
+                "small to fill the GPU")
+    return ""
+
+
+def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> list[dict]:
     """The hypotheses reordered so that the verdict the accounting decides (attribution.decide) leads, its
-    lost_share the accounting's figure for it."""
+    lost_share the accounting's figure for it; healthy with a `blind` spot (blind_spot) at most "likely"."""
     lead = attribution.decide(acc, ranked)
     if lead is None:
         return ranked
@@ -65,8 +82,9 @@ def _accounted_lead(ranked: list[dict], acc: Accounting) -> list[dict]:
     if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
         best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
         h["score"] = round(max(h["score"], 1.0 - best), 3)
-        if acc.basis == "wall":
-            h["score"] = min(h["score"], WALL_HEALTHY_MAX)
+        if blind:
+            h["score"], h["blind"] = min(h["score"], WALL_HEALTHY_MAX), blind
+            h["evidence"] = [*(h.get("evidence") or []), blind.removeprefix("but ")]
     rest = [x if x["id"] != ids.HEALTHY or lead == ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
             for x in ranked if x["id"] != lead]
     return [h, *rest]
@@ -133,8 +151,7 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
             sentence = f"{loss[0].upper()}{loss[1:]}, but not enough data to name a cause: {top['evidence'][0]}; " \
                        f"record next: {top['next_step']}"
     elif top["id"] == ids.HEALTHY:
-        blind = ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
-                 "(`playbook record`); ") if acc is not None and acc.basis == "wall" else ""
+        blind = f"{top['blind']}; " if top.get("blind") else ""
         sentence = (f"Healthy ({word}, score {top['score']:.2f}): " + (f"{loss}; " if loss else
                     "no finding points at a cause; ") + blind + "keep this run as the baseline for `playbook compare`")
     elif top["id"] == ids.UNEXPLAINED_SLOWDOWN:
@@ -299,7 +316,7 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
         ranked = _fact_lead(ranked, run.bundle)
     if acc is None or (run.osc is not None and run.osc.few_samples):
         return ranked
-    return _accounted_lead(ranked, acc)
+    return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power))
 
 
 def _fact_lead(ranked: list[dict], bundle: schema.Bundle) -> list[dict]:

@@ -34,4 +34,5 @@ class Run:
     series: GpuSeries | None = None  # the telemetry split per GPU, built once and shared with the accounting
     steps_summary: dict = field(default_factory=dict)
     summaries: dict[str, dict | None] = field(default_factory=dict)
+    busy_power: dict | None = None  # analysis.gpu_limits.busy_power of the job's GPUs, when no SM activity says more
 

@@ -25,6 +25,11 @@ def test_top_level_help_lists_commands_and_examples():
             assert name in res.stdout
 
 
+def test_no_command_is_misuse_with_the_usage_on_stderr():
+    res = _run()
+    assert res.returncode == 2 and res.stdout == "" and "usage: playbook" in res.stderr
+
+
 @pytest.mark.parametrize("name", list(cli.COMMANDS))
 def test_each_command_has_help_with_an_example(name):
     if cli._load(name) is None:

@@ -26,3 +26,15 @@ def test_busy_gpus_can_confirm_healthy():
     v = diagnose(bundle).verdict
     assert v["id"] == "healthy" and v["confidence"] == "confirmed", v
     assert "cannot show a cost every step pays" not in v["sentence"]
+
+
+def test_busy_gpus_drawing_little_power_are_healthy_only_likely():
+    """Utilization counts a kernel of any size as busy: at 30% of the power limit (training draws 60-100%) the
+    busy GPUs may run kernels too small to fill them, which no swing or peer shows."""
+    bundle, _ = simulate_bundle("healthy", duration_s=600.0)
+    tele = bundle.telemetry
+    busy = tele["util_pct"] >= 90
+    tele.loc[busy, "power_w"] = 0.3 * tele.loc[busy, "power_limit_w"] + tele.loc[busy, "power_w"] % 5
+    v = diagnose(bundle).verdict
+    assert v["id"] == "healthy" and v["confidence"] == "likely", v
+    assert "of the power limit" in v["sentence"] and "DCGM_FI_PROF_SM_ACTIVE" in v["sentence"], v["sentence"]

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
-from playbook.analysis.gpu_limits import POWER_PINNED, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, row_percentile
@@ -20,8 +20,8 @@ BUSY_Q = 90  # the busy level: the 90th percentile over time of the peers' media
 STEADY_FED_PCT = 80.0  # a GPU kept fed reads >= 90% utilization; a busy level under 80% leaves >= 20% idle
 SPIN_UTIL = 90.0  # busy-waiting: >= 90% utilization ...
 SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
-WORK_POWER_FLOOR = 0.5  # "at work" is >= half the power limit (training draws 60-100% of it) in a multi-GPU job
-# whose ranks spin from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
+# "at work" is >= WORK_POWER_FLOOR of the power limit (analysis.gpu_limits) in a multi-GPU job whose ranks spin
+# from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.analysis.gpu_limits import sm_fill
+from playbook.analysis.gpu_limits import busy_power, sm_fill
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, job_gpus
 from playbook.analysis.oscillation.fleet import analyze_gpu_series
@@ -46,7 +46,9 @@ class GpuTelemetry(Analyzer):
             run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units)
             run.findings += telemetry.from_gpus(run.gpu_report, osc)
             if signal == "util_pct":
-                run.findings += telemetry.from_sm_fill(sm_fill(tele))
+                fill = sm_fill(tele)
+                run.findings += telemetry.from_sm_fill(fill)
+                run.busy_power = busy_power(tele) if fill is None else None
             if not osc.detected and not osc.single_drop:
                 span_s = (tele["time"].max() - tele["time"].min()).total_seconds()
                 level = f", typical level {osc.high_pct:.0f}%" if np.isfinite(osc.high_pct) else ""
