@@ -25,6 +25,12 @@ their telemetry as nvidia-smi tables or screenshots, never as a log, so no file 
   next is not ready, the CPU cannot keep up with the preprocessing of batch 48; the user accepts it. Drawn: one
   GeForce RTX 3090 at 1 Hz for 5 minutes, samples 0-5 or 90-97 in roughly equal share with a few in between, power
   110-340 W following them, of 350 W.
+- open_clip_703_every_8.csv: mlfoundations/open_clip#703 'Training freezes every num_worker iterations' — RN50 on
+  CC3M, 16 V100-32GB, `-j 8` (8 loader workers), a freeze every num_workers iterations on two systems and either data
+  format, far slower than a reference run; rwightman: 'there is an incredibly long wait each new pass of the
+  dataloader on your setup ... usually caused by slow disks'. Drawn: the 8 GPUs of one node at 1 Hz for 10 minutes,
+  8 steps of ~0.45 s then a wait of 5-7 s with all eight idle together (the workers' batches arrive together), so
+  ~62% of the time idle; utilization 92-100 busy, 0-2 idle; power 230-290 W busy, 55-70 W idle, of 300 W.
 """
 
 from __future__ import annotations
@@ -108,8 +114,24 @@ def yolov5obb_439() -> None:
     write("yolov5obb_439_one_hz.csv", rows)
 
 
+def open_clip_703() -> None:
+    t0, rows = datetime(2023, 10, 22, 19, 0, 0), []
+    t, spans = 0.0, []
+    while t < 600:
+        spans.append((t, t + 8 * rng.uniform(0.42, 0.48)))
+        t = spans[-1][1] + rng.uniform(5, 7)
+    for s in range(600):
+        busy = sum(max(0.0, min(b, s + 1) - max(a, s)) for a, b in spans)
+        for g in range(8):
+            util = (92 + 8 * rng.random()) * busy + rng.integers(0, 3) * (1 - busy)
+            rows.append(row(t0 + timedelta(seconds=s), g, "Tesla V100-SXM2-32GB", util, rng.integers(1290, 1531),
+                            rng.uniform(55, 70) + busy * rng.uniform(175, 220), 300))
+    write("open_clip_703_every_8.csv", rows)
+
+
 if __name__ == "__main__":
     megengine_2()
     tensorpack_447()
     nnunet_1884()
     yolov5obb_439()
+    open_clip_703()
