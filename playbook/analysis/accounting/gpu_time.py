@@ -4,9 +4,11 @@ reach at work (see playbook.analysis.accounting for the buckets and the order th
 from __future__ import annotations
 
 import warnings
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
+from scipy.stats import rankdata
 
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
 from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, sustained_peak
@@ -24,6 +26,9 @@ SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
 # from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
+# the one-sided level of the test that a GPU's shortfall against its peers comes in stretches (_sustained): the
+# oscillation analysis's ALPHA (playbook.analysis.oscillation), z = 2.33
+SUSTAINED_Z = NormalDist().inv_cdf(1 - 0.01)
 
 
 # A fed training loop still leaves its GPU idle a few percent of a step (launch gaps, the optimizer's small kernels,
@@ -116,7 +121,11 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
     fleet_secs = float(_charge(room, drop * dt, working & dipping[None, :]).sum())
-    jitter_fleet = float((drop * working.sum(axis=0) * dt)[lead:][~dipping[lead:]].sum())
+    # a GPU whose shortfall comes in stretches (_sustained) loses its share of the fleet's shallow dips too: its
+    # peers' median sits below the busy level because the GPUs swing, not because the counter jitters
+    sustained = _sustained(util, med, valid) if g_count > 1 else np.zeros(g_count, dtype=bool)
+    shallow = ~dipping & (np.arange(n_bins) >= lead)
+    jitter_fleet = float((drop * (working & ~sustained[:, None]).sum(axis=0) * dt)[shallow].sum())
     if fleet_secs > 0:
         start, length = true_runs(dipping)
         windows = [(float(s * dt), float((s + n) * dt)) for s, n in zip(start, length, strict=True)]
@@ -127,12 +136,15 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     ref = np.minimum(np.where(np.isfinite(med), med, busy), busy)[None, :]
     deficit = np.where(valid, np.clip(ref - util, 0.0, None), 0.0) / 100.0 * dt
     deep_bin = deficit * 100.0 / dt >= max(10.0, 0.25 * busy)  # a drop of its own, as deep as a fleet drop
-    kind_of, jitter = _below_peers(util, med, valid, deficit, deep_bin, busy, set(gone))
+    kind_of, jitter = _below_peers(util, med, valid, deficit, deep_bin, busy, set(gone), sustained)
+    deficit[sustained] += np.where(shallow, drop * dt, 0.0)[None, :]
     jitter += jitter_fleet
     own_drops = np.array([k == "gpu_drops" for k in kind_of])
-    charged = np.where(own_drops[:, None], deep_bin, np.array([k is not None for k in kind_of])[:, None])
+    charged = np.where((own_drops & ~sustained)[:, None], deep_bin, np.array([k is not None for k in kind_of])[:, None])
     per_gpu = _charge(room, deficit, charged).sum(axis=1)
     deep = deep_bin[own_drops].any(axis=0)
+    if own_drops.any() and not deep.any():  # swings too shallow for a drop of their own: the whole span
+        deep = np.ones(n_bins, dtype=bool)
     del deficit, deep_bin, charged  # (G × bins each: not held through the device buckets)
     for kind, what in (("gpu_drops", "dropping below their peers on their own schedules"),
                        ("idle_gpu", "idle throughout while peers worked"),
@@ -173,9 +185,11 @@ def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:
     return got
 
 
-def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set) -> tuple[list, float]:
+def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set,
+                 sustained: np.ndarray) -> tuple[list, float]:
     """Per GPU, the bucket its deficit against its peers goes to (`idle_gpu`, `underused_gpu`, `gpu_drops` for its
-    deep drops only, None: jitter), and the jitter (GPU-seconds) of the GPUs no bucket flags."""
+    deep drops only — all of it when its shortfall is `sustained` (_sustained) — None: jitter), and the jitter
+    (GPU-seconds) of the GPUs no bucket flags."""
     g_count = len(util)
     p95 = row_percentile(util, valid, 95)
     below = _significantly_below(util, med, valid)
@@ -193,6 +207,8 @@ def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set) ->
             kind = "idle_gpu"
         elif below[g]:
             kind = "underused_gpu"
+        elif sustained[g]:  # idle stretches recurring on its own schedule: lost time, not the counter's jitter
+            kind = "gpu_drops"
         else:  # a drop of its own is lost time; the shallow rest is the GPU's jitter
             jitter += float(d_rest[g])
             if n_own[g] >= 2:
@@ -201,6 +217,32 @@ def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set) ->
                 jitter += float(d_own[g])
         kinds.append(kind)
     return kinds, jitter
+
+
+def _sustained(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Per GPU (rows of `u`, G × bins): its shortfall against its peers' median comes in stretches — the lag-1
+    autocorrelation of the ranks of (median − utilization) over consecutive polls is above what independent polls
+    reach (one-sided, z = r·√n against N(0, 1) at SUSTAINED_Z, n ≥ 12 pairs). The counter's jitter around a
+    shared level is independent from poll to poll (the healthy Megatron-LM#1415 run: |z| < 2 on all 8 H100s); a GPU
+    that swings on its own schedule (MegEngine/Models#2 at 100 ms polls: z 3-16) idles for stretches longer than a
+    poll, which is lost time however shallow. Ranks, so that one long stall (priced as a drop of its own) does not
+    decide it. A GPU short of its peers by under MIN_FLOOR of its time on average is left to the jitter (a loss
+    below run-to-run repeatability: a GPU at 99-100% whose 99s come in runs is not called)."""
+    d = np.where(ok & np.isfinite(med)[None, :], med[None, :] - u, np.nan)
+    r = rankdata(d, axis=1, nan_policy="omit")  # NaN stays NaN
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r -= np.nanmean(r, axis=1, keepdims=True)
+    pair = np.isfinite(r[:, :-1]) & np.isfinite(r[:, 1:])
+    n = pair.sum(axis=1)
+    num = np.where(pair, r[:, :-1] * r[:, 1:], 0.0).sum(axis=1)
+    den = np.nansum(r * r, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(den > 0, num / den, 0.0) * np.sqrt(n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        short = np.nanmean(np.clip(d, 0.0, None), axis=1) / 100.0
+    return (n >= 12) & (z > SUSTAINED_Z) & (short >= MIN_FLOOR)
 
 
 def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
