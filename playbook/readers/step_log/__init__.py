@@ -4,7 +4,8 @@ Three shapes:
 - CSV with a header: a step column (step, iteration, iter, global_step, ...) and a duration column (duration_s,
   step_time, iter_time, time_per_step, elapsed_ms, ..., unit from the suffix, default seconds) or a time column
   (time, timestamp, wall_time, end_time, ...; durations are the gaps between consecutive steps of a rank).
-  Optional rank, tokens, host and phase columns.
+  Optional rank, tokens and host columns; phases from a long table's `phase` column, or from a wide table's
+  per-phase time columns (`data_time`, `fwd_ms`, `allreduce_s`) named in the step grammar's vocabulary.
 - JSON Lines with the same keys (a record whose `time` is a number too small for a clock, detectron2's metrics.json
   and MMCV's log.json, goes to the line grammar: there `time` is the iteration's seconds).
 - Text logs are read line by line by readers/lines.py (the step grammar of readers/step_log/grammar.py, with NCCL,
