@@ -59,7 +59,7 @@ def test_dips_in_stretches_on_each_gpus_own_schedule_are_lost_time_not_jitter(tm
     assert jitter.verdict["id"] == ids.HEALTHY
 
 
-def test_sustained_is_a_rank_test_on_the_shortfall_in_runs():
+def test_sustained_is_a_runs_test_on_the_shortfall():
     ok = np.ones((N_GPU, N_POLLS), dtype=bool)
     util = _stretches(13)
     assert _sustained(util, np.median(util, axis=0), ok).all()

@@ -8,7 +8,6 @@ from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
 from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, sustained_peak
@@ -221,28 +220,30 @@ def _below_peers(util, med, valid, deficit, deep_bin, busy: float, gone: set,
 
 def _sustained(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """Per GPU (rows of `u`, G × bins): its shortfall against its peers' median comes in stretches — the lag-1
-    autocorrelation of the ranks of (median − utilization) over consecutive polls is above what independent polls
-    reach (one-sided, z = r·√n against N(0, 1) at SUSTAINED_Z, n ≥ 12 pairs). The counter's jitter around a
-    shared level is independent from poll to poll (the healthy Megatron-LM#1415 run: |z| < 2 on all 8 H100s); a GPU
-    that swings on its own schedule (MegEngine/Models#2 at 100 ms polls: z 3-16) idles for stretches longer than a
-    poll, which is lost time however shallow. Ranks, so that one long stall (priced as a drop of its own) does not
-    decide it. A GPU short of its peers by under MIN_FLOOR of its time on average is left to the jitter (a loss
-    below run-to-run repeatability: a GPU at 99-100% whose 99s come in runs is not called)."""
+    autocorrelation of the signs of (median − utilization) about their own median, over consecutive polls, is above
+    what independent polls reach (one-sided, z = r·√n against N(0, 1) at SUSTAINED_Z, n ≥ 12 pairs; a runs test).
+    The counter's jitter around a shared level is independent from poll to poll (the healthy Megatron-LM#1415 run:
+    |z| < 2 on all 8 H100s); a GPU that swings on its own schedule (MegEngine/Models#2 at 100 ms polls: z > 3 on all
+    8) idles for stretches longer than a poll, which is lost time however shallow. Signs about the GPU's own median,
+    so neither one long stall (priced as a drop of its own) nor a steady offset from its peers decides it; O(G·bins),
+    tested only on the GPUs at least MIN_FLOOR short. A GPU short of its peers by under MIN_FLOOR of its time on average
+    is left to the jitter (a loss below run-to-run repeatability: a GPU at 99-100% whose 99s come in runs)."""
     d = np.where(ok & np.isfinite(med)[None, :], med[None, :] - u, np.nan)
-    r = rankdata(d, axis=1, nan_policy="omit")  # NaN stays NaN
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r -= np.nanmean(r, axis=1, keepdims=True)
-    pair = np.isfinite(r[:, :-1]) & np.isfinite(r[:, 1:])
-    n = pair.sum(axis=1)
-    num = np.where(pair, r[:, :-1] * r[:, 1:], 0.0).sum(axis=1)
-    den = np.nansum(r * r, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(den > 0, num / den, 0.0) * np.sqrt(n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         short = np.nanmean(np.clip(d, 0.0, None), axis=1) / 100.0
-    return (n >= 12) & (z > SUSTAINED_Z) & (short >= MIN_FLOOR)
+        out = np.zeros(len(u), dtype=bool)
+        rows = np.flatnonzero(short >= MIN_FLOOR)  # the rest is jitter whatever its order: not tested
+        d = d[rows]
+        center = np.nanmedian(d, axis=1, keepdims=True)
+    sign = np.nan_to_num(np.sign(d - center))  # NaN (no reading) -> 0: no pair through a gap counts
+    n = (np.isfinite(d[:, :-1]) & np.isfinite(d[:, 1:])).sum(axis=1)
+    num = np.einsum("ij,ij->i", sign[:, :-1], sign[:, 1:])
+    den = np.einsum("ij,ij->i", sign, sign)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(den > 0, num / den, 0.0) * np.sqrt(n)
+    out[rows] = (n >= 12) & (z > SUSTAINED_Z)
+    return out
 
 
 def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.ndarray:
