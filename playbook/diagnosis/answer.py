@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from playbook.analysis import topology
-from playbook.analysis.accounting import Accounting
+from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport
 from playbook.analysis.oscillation.fleet import OscillationResult
@@ -38,6 +38,10 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     if acc.basis == "wall":
         return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
                 "(`playbook record`)")
+    if acc.basis == "gpu" and acc.busy_pct < FED_PCT:
+        return (f"but the GPUs idle {100 - acc.busy_pct:.0f}% of the time even at work (busy level "
+                f"{acc.busy_pct:.0f}%; a fed GPU reads at least {FED_PCT:.0f}%): profile one step (`playbook record`) "
+                "to see whether launch gaps, host work or input waits fill it")
     if busy_power and busy_power["share"] < WORK_POWER_FLOOR:
         who = "the busy GPUs draw" if busy_power["gpus"] > 1 else "the busy GPU draws"
         return (f"but utilization counts a kernel of any size as busy, and {who} "
