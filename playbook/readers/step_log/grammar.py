@@ -125,6 +125,7 @@ from playbook.readers.step_log.vocab import (
     UNIT_HEAD,
     VALUE_RE,
     blank_options,
+    bracket_unit,
     classify,
     clock_seconds,
     continues,
@@ -475,7 +476,7 @@ class StepLines:
         segs, prev_end = [], 0
         for m in matches:
             segs.append(rest[prev_end:m.start()])
-            segs.append(m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else ""))
+            segs.append((m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else "")) + bracket_unit(m))
             prev_end = m.end()
         tail = rest[prev_end:]
         shape = "\ue002".join(segs) + "\ue002" + tail  # the line without its numbers: lines of a log repeat it
