@@ -151,7 +151,8 @@ def _peer_median(u: np.ndarray) -> np.ndarray:
     return out
 
 
-def _fmt_s(seconds: float) -> str:
+def fmt_span(seconds: float) -> str:
+    """A span of seconds in words a person reads: "6.0 h", "45 min", "90 s"; "?" when not finite."""
     if not np.isfinite(seconds):
         return "?"
     if seconds >= 3600:
@@ -335,12 +336,12 @@ def _gap_note(series: GpuSeries, valid: np.ndarray, watched: np.ndarray, errors:
     a, b = int(watched[start[i]]), int(watched[start[i] + length[i] - 1])
     when = _clock(series, t0 + a * dt)
     if not valid[a:].any():
-        return (f"stopped reporting at {when}, {_fmt_s((int(watched[-1]) - a + 1) * dt)} before its "
+        return (f"stopped reporting at {when}, {fmt_span((int(watched[-1]) - a + 1) * dt)} before its "
                 "peers' last sample" + (f" ({errors} missing or error readings)" if errors else ""))
     ts, x = series.get(g, "util_pct", dropna=False)
     inside = (ts >= t0 + (a - 0.5) * dt) & (ts < t0 + (b + 1.5) * dt)
     errors_in = int((inside & ~np.isfinite(x)).sum())
-    gap = f"no valid reading for {_fmt_s((b - a + 1) * dt)} from {when} while its peers reported"
+    gap = f"no valid reading for {fmt_span((b - a + 1) * dt)} from {when} while its peers reported"
     if errors_in >= MIN_LOST_POLLS:
         return f"{gap} ({errors_in} error readings)"
     if warnings is not None:

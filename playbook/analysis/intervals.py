@@ -47,3 +47,24 @@ def true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     start = np.flatnonzero(d == 1)
     stop = np.flatnonzero(d == -1)
     return start, stop - start
+
+
+def recording_gaps(time_ns: np.ndarray, interval_s: float, alpha: float = 0.01, min_polls: int = 3,
+                   min_share: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
+    """(start_ns, end_ns) of the stretches in which a recording polled every `interval_s` has no sample at all for
+    longer than chance allows: a step between consecutive sample times of more than L intervals, L = max(min_polls,
+    log(alpha / n) / log(q)), n the polls the span holds and q the share of them missed (each step counts its whole
+    intervals beyond the first; GPUs stamped a few ms apart within a poll count none; q at most 0.5) — the rule
+    analysis.gpus applies to one GPU's missed polls, applied to the whole recording (the logger stopped, or the job
+    was down) — and of at least `min_share` of the span (a shorter one moves no share of the accounting beyond its
+    1% noise floor). `time_ns` in ns, any order, duplicates allowed."""
+    t = np.unique(np.asarray(time_ns, dtype=np.int64))
+    if len(t) < 3 or not np.isfinite(interval_s) or interval_s <= 0:
+        return t[:0], t[:0]
+    d, step = np.diff(t), interval_s * 1e9
+    expected = (t[-1] - t[0]) / step + 1
+    missed = float(np.maximum(np.rint(d / step) - 1, 0).sum())
+    q = float(np.clip(missed / expected, 1e-6, 0.5))
+    need = max(min_polls, int(np.ceil(np.log(alpha / expected) / np.log(q))))
+    gap = np.flatnonzero((d > need * step) & (d >= min_share * (t[-1] - t[0])))
+    return t[gap], t[gap + 1]

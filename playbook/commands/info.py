@@ -258,12 +258,33 @@ def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
 
     out = []
     for src, part in tel.groupby(tel["source"].astype(str), sort=True):
-        span = _span(part["time"])
+        span, interval = _span(part["time"]), median_interval_s(part)
         out.append({"source": src, "hosts": sorted(part["host"].astype(str).unique()),
                     "gpus": int(part.groupby(["host", "gpu"], observed=True).ngroups), "samples": len(part),
-                    **span, "median_interval_s": json_float(median_interval_s(part), 4),
-                    "synthetic_clock": bool(part["time"].max() < pd.Timestamp("1971-01-01", tz="UTC"))})
+                    **span, "median_interval_s": json_float(interval, 4),
+                    "synthetic_clock": bool(part["time"].max() < pd.Timestamp("1971-01-01", tz="UTC")),
+                    "gaps": _gaps(part, interval)})
     return out
+
+
+def _gaps(part: pd.DataFrame, interval_s: float, keep: int = 5) -> list[dict[str, Any]]:
+    """The source's stretches with no sample at all (analysis.intervals.recording_gaps), longest first."""
+    from playbook.analysis.intervals import recording_gaps
+
+    t = part["time"].dropna().drop_duplicates()  # hash-based: one pass, not a sort of every row
+    start, end = recording_gaps(t.astype("int64").to_numpy(), interval_s)
+    order = np.argsort(start - end, kind="stable")[:keep]
+    return [{"start": _ts(pd.Timestamp(int(start[i]), tz="UTC")), "end": _ts(pd.Timestamp(int(end[i]), tz="UTC")),
+             "seconds": json_float((end[i] - start[i]) / 1e9, 3)} for i in order]
+
+
+def _gap_words(gaps: list[dict[str, Any]]) -> str:
+    """"; no sample at all for 6.0 h from 2026-11-01T10:09:59Z (1 gap)", or "" without gaps."""
+    if not gaps:
+        return ""
+    g = gaps[0]
+    more = f", longest of {len(gaps)}{'+' if len(gaps) >= 5 else ''} gaps" if len(gaps) > 1 else ""
+    return f"; no sample at all for {_seconds(g['seconds'])} from {g['start']}{more}"
 
 
 def _metric_names(tel: pd.DataFrame) -> list[str]:
@@ -320,13 +341,13 @@ def render(summary: dict[str, Any]) -> str:
         if len(sources) == 1:
             out.append(f"           span {_seconds(tel['span_s'])} ({tel['start']} .. {tel['end']}); "
                        f"median interval {_seconds(tel['median_interval_s'])}"
-                       + (" (synthetic clock)" if sources[0]["synthetic_clock"] else ""))
+                       + (" (synthetic clock)" if sources[0]["synthetic_clock"] else "") + _gap_words(sources[0]["gaps"]))
         else:
             for src in sources[:12]:
                 out.append(f"  {src['source']}: {_names(src['hosts'], 3)}; {src['gpus']} GPUs; {src['samples']:,} "
                            f"samples; span {_seconds(src['span_s'])} from {src['start']}; interval "
                            f"{_seconds(src['median_interval_s'])}" + (" (synthetic clock)" if src["synthetic_clock"]
-                                                                     else ""))
+                                                                     else "") + _gap_words(src["gaps"]))
             if len(sources) > 12:
                 out.append(f"  ... and {len(sources) - 12} more inputs")
     st = t["steps"]

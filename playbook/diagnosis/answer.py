@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from playbook.analysis import topology
-from playbook.analysis.accounting import Accounting
+from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport
 from playbook.analysis.oscillation.fleet import OscillationResult
@@ -28,8 +28,9 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
 # a GPU shared with another job) leaves them steady. Healthy from step times alone is at most "likely" (below
 # attribution.CONFIRM): of the held-out step logs scored first as written, three losing runs read "healthy
 # (confirmed)" (heldout8: DeePMD#996, Lightning#12344, wandb#8666), each cost spread over every step or smoothed away.
-# So is healthy from utilization when the busy GPUs draw under WORK_POWER_FLOOR of their power limit: utilization
-# counts a kernel of any size as busy, and the power says it does little.
+# So is healthy from utilization when the busy level is under FED_PCT (each GPU idle a tenth or more at work, under
+# the steady_idle bucket's 80%) or the busy GPUs draw under WORK_POWER_FLOOR of their power limit (utilization
+# counts a kernel of any size as busy; the power says it does little). blind_spot says which, and what to record.
 WALL_HEALTHY_MAX = 0.75
 
 
@@ -38,6 +39,10 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     if acc.basis == "wall":
         return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
                 "(`playbook record`)")
+    if acc.basis == "gpu" and acc.busy_pct < FED_PCT:
+        return (f"but the GPUs idle {100 - acc.busy_pct:.0f}% of the time even at work (busy level "
+                f"{acc.busy_pct:.0f}%; a fed GPU reads at least {FED_PCT:.0f}%): profile one step (`playbook record`) "
+                "to see whether launch gaps, host work or input waits fill it")
     if busy_power and busy_power["share"] < WORK_POWER_FLOOR:
         who = "the busy GPUs draw" if busy_power["gpus"] > 1 else "the busy GPU draws"
         return (f"but utilization counts a kernel of any size as busy, and {who} "

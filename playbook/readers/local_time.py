@@ -20,6 +20,8 @@ def localize(parsed: pd.Series, tz: str) -> pd.Series:
     index = parsed.index if isinstance(parsed, pd.Series) else None
     parsed = pd.Series(parsed).reset_index(drop=True)
     tz = tz or "UTC"
+    if tz.upper() in ("UTC", "Z", "ETC/UTC", "GMT"):  # no clock change: one localize, no ambiguity to resolve
+        return _indexed(parsed.dt.tz_localize("UTC"), index)
     early = parsed.dt.tz_localize(tz, ambiguous=np.ones(len(parsed), bool), nonexistent="NaT")
     late = parsed.dt.tz_localize(tz, ambiguous=np.zeros(len(parsed), bool), nonexistent="NaT")
     e = early.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy("datetime64[ns]").view(np.int64)

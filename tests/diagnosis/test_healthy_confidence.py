@@ -38,3 +38,14 @@ def test_busy_gpus_drawing_little_power_are_healthy_only_likely():
     v = diagnose(bundle).verdict
     assert v["id"] == "healthy" and v["confidence"] == "likely", v
     assert "of the power limit" in v["sentence"] and "DCGM_FI_PROF_SM_ACTIVE" in v["sentence"], v["sentence"]
+
+
+def test_gpus_idle_a_tenth_of_the_time_at_work_are_healthy_only_likely():
+    """A busy level of ~88% (no swing, no GPU apart) leaves 12% of each GPU idle at work: a fed GPU reads at least
+    90% (accounting.FED_PCT), so healthy is not confirmed and the sentence says what would show the gaps."""
+    bundle, _ = simulate_bundle("healthy", duration_s=600.0)
+    tele = bundle.telemetry
+    tele["util_pct"] = (tele["util_pct"] * 0.86).round()
+    v = diagnose(bundle).verdict
+    assert v["id"] == "healthy" and v["confidence"] == "likely", v
+    assert "idle" in v["sentence"] and "a fed GPU reads at least 90%" in v["sentence"], v["sentence"]

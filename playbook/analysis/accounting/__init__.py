@@ -48,6 +48,7 @@ from __future__ import annotations
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket
 from playbook.analysis.accounting.gpu_time import (
     BUSY_Q,
+    FED_PCT,
     SPIN_POWER,
     SPIN_UTIL,
     STEADY_FED_PCT,
@@ -62,7 +63,7 @@ from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.model import schema
 
 __all__ = ["Accounting", "Bucket", "BUSY_Q", "COLLECTIVE_PHASES", "MAX_WINDOWS", "MIN_FLOOR", "SPIN_POWER",
-           "SPIN_UTIL", "STEADY_FED_PCT", "WORK_POWER_FLOOR", "account", "gpu_accounting", "profile_accounting",
+           "SPIN_UTIL", "FED_PCT", "STEADY_FED_PCT", "WORK_POWER_FLOOR", "account", "gpu_accounting", "profile_accounting",
            "step_accounting"]
 
 

@@ -53,6 +53,7 @@ class Accounting:
     t0: pd.Timestamp | None = None  # the time windows count from (UTC), None without timestamps
     interval_s: float = 0.0  # the grid's or the steps' resolution: how near an event must be to a window
     step_gap: int = 1  # steps a logged step line stands for (the median gap between logged step numbers)
+    busy_pct: float = float("nan")  # GPU basis: the busy level (%), what the what-if GPU reaches at work
 
     @property
     def lost_s(self) -> float:

@@ -17,7 +17,8 @@ from playbook.model import schema
 from playbook.readers.profiler_table import META_PREFIX as PROFILER_META
 
 BUSY_Q = 90  # the busy level: the 90th percentile over time of the peers' median utilization
-STEADY_FED_PCT = 80.0  # a GPU kept fed reads >= 90% utilization; a busy level under 80% leaves >= 20% idle
+FED_PCT = 90.0  # a GPU kept fed reads >= 90% utilization: a healthy verdict under it is no more than likely
+STEADY_FED_PCT = 80.0  # a busy level under 80% leaves >= 20% idle at work: a loss of its own (steady_idle)
 SPIN_UTIL = 90.0  # busy-waiting: >= 90% utilization ...
 SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
 # "at work" is >= WORK_POWER_FLOOR of the power limit (analysis.gpu_limits) in a multi-GPU job whose ranks spin
@@ -162,7 +163,8 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     return Accounting("gpu", total, merged_windows([b for b in buckets if b.seconds > 0], dt), floor,
                       f"the jitter of GPUs that no bucket flags, below the busy level {busy:.0f}% or their peers "
                       f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
-                      warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt)
+                      warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt,
+                      busy_pct=float(busy))
 
 
 def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:

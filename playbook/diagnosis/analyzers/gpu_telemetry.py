@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from playbook.analysis.gpu_limits import busy_power, sm_fill
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
-from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, job_gpus
+from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, fmt_span, job_gpus
+from playbook.analysis.intervals import recording_gaps
 from playbook.analysis.oscillation.fleet import analyze_gpu_series
 from playbook.analysis.series import gpu_series
 from playbook.diagnosis.analyzers.base import Analyzer
 from playbook.diagnosis.context import Run
 from playbook.diagnosis.evidence import from_telemetry as telemetry
+from playbook.model.schema import median_interval_s
 
 
 class GpuTelemetry(Analyzer):
@@ -29,6 +32,8 @@ class GpuTelemetry(Analyzer):
                 tele = tele.assign(util_pct=tele["sm_active"] * 100.0)
                 signal = "SM activity (DCGM)"
                 warnings.append("telemetry has no utilization.gpu: the oscillation is measured on SM activity")
+        if len(tele):
+            warnings += _gap_warnings(tele, run.interval_s)
         if signal is not None:
             series, unused = job_gpus(gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele),
                                                  interval_s=run.interval_s), run.bundle.events)
@@ -63,3 +68,21 @@ class GpuTelemetry(Analyzer):
             run.gpu_report = analyze_gpus(tele, interval_s=run.interval_s)
             warnings.append("telemetry holds no utilization values (all missing or errors)")
             run.findings += telemetry.from_gpus(run.gpu_report, None)
+
+
+def _gap_warnings(tele, interval_s: float | None = None) -> list[str]:
+    """One warning per source with stretches of no sample at all (analysis.intervals.recording_gaps), polled every
+    `interval_s` (the table's median sampling interval when not given)."""
+    out = []
+    if not interval_s:
+        interval_s = tele.attrs.get("interval_s") or median_interval_s(tele)
+    for src, part in tele.groupby("source", sort=True, observed=True):
+        t = part["time"].dropna().drop_duplicates()  # hash-based: one pass, not a sort of every row
+        start, end = recording_gaps(t.astype("int64").to_numpy(), interval_s) if len(t) else ((), ())
+        if len(start):
+            i = int(np.argmax(end - start))
+            when = pd.Timestamp(int(start[i]), tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+            more = f" (the longest of {len(start)} such gaps)" if len(start) > 1 else ""
+            out.append(f"{src}: no sample from any GPU for {fmt_span((end[i] - start[i]) / 1e9)} from {when}{more}: "
+                       "the logger stopped or the job was down; the accounting counts only the time recorded")
+    return out

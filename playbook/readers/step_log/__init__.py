@@ -4,7 +4,8 @@ Three shapes:
 - CSV with a header: a step column (step, iteration, iter, global_step, ...) and a duration column (duration_s,
   step_time, iter_time, time_per_step, elapsed_ms, ..., unit from the suffix, default seconds) or a time column
   (time, timestamp, wall_time, end_time, ...; durations are the gaps between consecutive steps of a rank).
-  Optional rank, tokens, host and phase columns.
+  Optional rank, tokens and host columns; phases from a long table's `phase` column, or from a wide table's
+  per-phase time columns (`data_time`, `fwd_ms`, `allreduce_s`) named in the step grammar's vocabulary.
 - JSON Lines with the same keys (a record whose `time` is a number too small for a clock, detectron2's metrics.json
   and MMCV's log.json, goes to the line grammar: there `time` is the iteration's seconds).
 - Text logs are read line by line by readers/lines.py (the step grammar of readers/step_log/grammar.py, with NCCL,
@@ -196,12 +197,35 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
         bundle.warnings.append(warning)
     times = pd.to_datetime(np.where(start[good] == np.iinfo(np.int64).min, np.datetime64("NaT"),
                                     start[good].view("datetime64[ns]")), utc=True)
-    bundle.steps = schema.steps_frame({
-        "time": times, "host": host[good], "rank": rank[good].astype(np.int64), "step": step[good].astype(np.int64),
-        "phase": phase[good], "duration_s": duration[good], "tokens": tokens[good],
-        "work": tokens[good], "source": src,
-    })
+    parts = {"time": [times], "host": [host[good]], "rank": [rank[good].astype(np.int64)],
+             "step": [step[good].astype(np.int64)], "phase": [phase[good]], "duration_s": [duration[good]],
+             "tokens": [tokens[good]]}
+    taken = {step_key, dur_key, time_key, rank_key, tok_key, host_key, phase_key}
+    for key, (name, factor) in ({} if phase_key else _phase_columns([k for k in keys if k not in taken])).items():
+        seconds = numeric(key)[good] * factor  # a wide table's phase columns: one row per step and phase
+        ok = np.isfinite(seconds) & (seconds >= 0)
+        for col, values in (("time", times[ok]), ("host", host[good][ok]), ("rank", parts["rank"][0][ok]),
+                            ("step", parts["step"][0][ok]), ("phase", np.full(int(ok.sum()), name, dtype=object)),
+                            ("duration_s", seconds[ok]), ("tokens", np.full(int(ok.sum()), np.nan))):
+            parts[col].append(values)
+    data = {k: (v[0].append(v[1:]) if k == "time" else np.concatenate(v)) for k, v in parts.items()}
+    bundle.steps = schema.steps_frame({**data, "work": np.where(data["phase"] == "step", data["tokens"], np.nan),
+                                       "source": src})
     return bundle
+
+
+def _phase_columns(keys: list[str]) -> dict[str, tuple[str, float]]:
+    """The columns of a wide step table that time a phase of the step, by the step grammar's vocabulary
+    (`data_time`, `fwd_ms`, `allreduce_s`, `optimizer_step_time`): key -> (phase, factor to seconds); the
+    best-named column per phase (the first in the header) when two name the same phase."""
+    from playbook.readers.step_log.vocab import classify
+
+    out: dict[str, tuple[str, float]] = {}
+    for key in keys:
+        role = classify(str(key), None)
+        if role and role[0] == "phase" and role[1] not in {p for p, _ in out.values()}:
+            out[key] = (str(role[1]), float(role[2]))
+    return out
 
 
 def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
