@@ -17,11 +17,10 @@ EXPECTED = json.loads((CASES / "expected.json").read_text())
 NOT_YET = {  # read wrongly still (SOURCES.md says why); strict: a fix turns them into passes
     "nerfstudio_in2n_40_slow.log": "rows without their header: which unnamed time is the step's is not known",
     "speechbrain_2216_tqdm.log": "the validation bar is read as a training bar; the second epoch's bar restarts at 1",
-    "wenet_941_multirank.log": "`Batch 4/203700` is (epoch, batch), read as position 4 of 203700",
 }
 
 
-NOT_YET_VERDICT = {n: NOT_YET[n] for n in ("nerfstudio_in2n_40_slow.log", "wenet_941_multirank.log")}  # unread
+NOT_YET_VERDICT = {n: NOT_YET[n] for n in ("nerfstudio_in2n_40_slow.log",)}  # unread
 
 
 def _case(name: str, not_yet: dict = NOT_YET) -> pytest.param:
@@ -115,3 +114,23 @@ def test_a_table_of_many_word_cells_reads_each_row_by_its_columns(tmp_path):
         assert s["step"].tolist() == list(range(10, 90, 10))
         assert s["duration_s"].tolist() == pytest.approx([0.2, 0.2, 0.2, 0.2, 0.5, 0.2, 0.2, 0.2])
     assert np.isfinite(read_file(rich).steps["duration_s"]).all()
+
+
+def test_a_fraction_whose_second_number_moves_while_its_first_stays_is_epoch_and_count(tmp_path):
+    """`TRAIN Batch 2/300` then `Batch 2/400`: a total never changes under a fixed position, so 2 is the epoch and
+    300, 400 the batch; the line read before that was seen is relabelled; `CV Batch 2/0` is the evaluation's."""
+    p = tmp_path / "pairs.log"
+    p.write_text("".join(f"2024-05-06 08:{k:02d}:00,000 DEBUG TRAIN Batch 2/{100 * k} loss {9 - k / 10:.2f} lr 0.001\n"
+                         for k in range(3, 8)) + "2024-05-06 08:07:30,000 DEBUG CV Batch 2/0 loss 8.1\n")
+    s = read_file(p).steps
+    whole = s[s["phase"] == "step"]
+    assert whole["step"].tolist() == [400, 500, 600, 700]
+    assert whole["duration_s"].tolist() == pytest.approx([0.6] * 4)
+
+
+def test_a_fraction_whose_first_number_moves_under_a_fixed_second_is_a_position_of_its_total(tmp_path):
+    """The control: `Batch 30/500`, `Batch 60/500`: positions 30, 60 of 500 (no pair)."""
+    p = tmp_path / "positions.log"
+    p.write_text("".join(f"2024-05-06 08:{k:02d}:00,000 Batch {30 * k}/500 loss 1.0\n" for k in range(1, 6)))
+    s = read_file(p).steps
+    assert s[s["phase"] == "step"]["step"].tolist() == [60, 90, 120, 150]

@@ -109,8 +109,9 @@ LETTER_PAIR = re.compile(r"(?<![\w=])E\s*=\s*(?P<e>\d+)[\s,;|]+B\s*=\s*(?P<i>\d+
 # `[e/E][i/N]` (Pointcept's `Train: [1/100][29/510]`): the first bracket the epoch of E, the second the position in it
 EPOCH_PAIR = re.compile(r"\[\s*(?P<e>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
+# mAP: a detector's validation bar; CV: cross-validation, the speech toolkits' dev set (WeNet's `CV Batch 4/0`)
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
-                        r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
+                        r"|predict|predicting|cv)\b|\bmAP\d*\b", re.IGNORECASE)
 DIGIT = re.compile(r"\d")
 CLI_OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")  # `--eval-iters`, `--save=ckpt/`: a command line's option
 
