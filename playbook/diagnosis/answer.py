@@ -28,8 +28,9 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
 # a GPU shared with another job) leaves them steady. Healthy from step times alone is at most "likely" (below
 # attribution.CONFIRM): of the held-out step logs scored first as written, three losing runs read "healthy
 # (confirmed)" (heldout8: DeePMD#996, Lightning#12344, wandb#8666), each cost spread over every step or smoothed away.
-# So is healthy from utilization when the busy GPUs draw under WORK_POWER_FLOOR of their power limit: utilization
-# counts a kernel of any size as busy, and the power says it does little.
+# So is healthy from utilization when the busy level is under FED_PCT (each GPU idle a tenth or more at work, under
+# the steady_idle bucket's 80%) or the busy GPUs draw under WORK_POWER_FLOOR of their power limit (utilization
+# counts a kernel of any size as busy; the power says it does little). blind_spot says which, and what to record.
 WALL_HEALTHY_MAX = 0.75
 
 

@@ -481,9 +481,13 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
     if bundle.is_empty() and not profiler:
         from playbook.readers import detect
 
+        rates = sorted({k for k, r in steps.field_role.items() if r[0] in ("sample_rate", "token_rate")})
+        why = (f": its step lines state a rate ({', '.join(rates[:3])}) and no step time, and a rate gives seconds "
+               "only with the work per step — log the batch size (`batch_size: 32`) or time-stamp the lines") \
+            if rates else ""
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like {detect.describe(src)}; "
                                  f"of its {total} lines, {understood} understood without a step time, NCCL line "
-                                 "or training event)")
+                                 f"or training event){why}")
     return bundle
 
 

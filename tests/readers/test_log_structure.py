@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from structure_cases import DATA, cases, check, read_case, score
 
+from playbook.core.errors import UnknownFormatError
 from playbook.readers import event_lexicon, lines, read_file, read_paths
 from playbook.readers.line_prefix import NAT, Prefix, rank_from_path
 
@@ -204,6 +205,17 @@ def test_rates_never_become_durations():
                               "step 2 | avg. samples / sec: 4410.0 | TFLOP/s/device: 108 | mfu: 41.0 | tgs: 1781"])
     dur = steps.get("duration")
     assert dur is None or not np.isfinite(dur).any()  # no batch size in the log: the rate stays a rate
+
+
+def test_a_rate_only_log_is_refused_saying_what_would_time_it(tmp_path):
+    p = tmp_path / "train.log"
+    rows = "".join(f"step {i} loss 1.2 samples/s: {100 + i % 3}\n" for i in range(1, 50))
+    p.write_text(rows)
+    with pytest.raises(UnknownFormatError, match=r"state a rate \(samples_s\).*log the batch size"):
+        read_file(p)
+    p.write_text("batch_size: 32\n" + rows)  # what the message asks for: then the rate gives the step time
+    steps = read_file(p).steps
+    assert steps["duration_s"].iloc[0] == pytest.approx(32 / 101)
 
 
 def test_megatrons_one_line_timers_are_the_records_stages(tmp_path):

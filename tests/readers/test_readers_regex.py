@@ -50,6 +50,7 @@ from playbook.readers.nvidia_smi import (
 from playbook.readers.nvidia_smi import (
     table as nvidia_smi_table,
 )
+from playbook.readers.step_log import column_table as step_column_table
 from playbook.readers.step_log import columns as step_columns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
@@ -61,7 +62,7 @@ MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, topo_matrix, lspci,
-           nsys_profiles, from_events, step_signatures, rank_stragglers)  # the last four read reader output
+           step_column_table, nsys_profiles, from_events, step_signatures, rank_stragglers)  # the last four read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

@@ -4,7 +4,9 @@ Two shapes:
 - a header row of names, then rows of numbers under it: Chainer's PrintReport (`epoch  main/loss  ...
   elapsed_time`, then `1  0.19  ...  9.21784`), fastai's progress table (`epoch  train_loss  valid_loss  accuracy
   time`, then `0  0.9  0.5  0.8  00:41`). A value belongs to the column of the header name it starts under (an absent
-  entry leaves a gap, not a shift). The header names a counter (epoch, iteration, step, ...) and no value.
+  entry leaves a gap, not a shift). The header names a counter (epoch, iteration, step, ...) and no value. A cell
+  may hold several words one space apart (nerfstudio's `Step (% Done)` over `10 (0.03%)`, `Train Iter (time)` over
+  `45.857 ms`); rich's `file.py:NNN` at a line's right is left out.
 - a ruled block of `| key | value |` rows, one record between two rules: Stable-Baselines3's logger (`| time/ |
   |` then `|    iterations | 1 |`, `|    time_elapsed | 12 |`). A key is read by its last part (`time/fps` → fps).
 - a tab-separated table: a header row of names naming a counter, then rows of as many cells, each a value or a
@@ -33,11 +35,15 @@ EPOCH_COLUMNS = ("epoch", "epochs")
 _NAME = re.compile(r"[A-Za-z_][\w/.\-@%]*")
 _VALUE = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?|\d+:\d{2}(?::\d{2})?|nan|inf|-inf")
 _RULE = re.compile(r"^\s*-{10,}\s*$")
-_KV_ROW = re.compile(r"^\s*\|\s*(?P<key>[^|]*?)\s*\|\s*(?P<value>[^|]*?)\s*\|\s*$")
-_TOKEN = re.compile(r"\S+")
+# each cell one run of non-bars, stripped by the reader: a lazy cell before an optional space would be quadratic
+_KV_ROW = re.compile(r"^\s*\|(?P<key>[^|]*)\|(?P<value>[^|]*)\|\s*$")
 _COUNTER_WORD = re.compile(r"(?i)epoch|iter|step|update|episode")
 _NUMBER_TOKEN = re.compile(r"(?:^|\s)-?\.?\d")
 _OWN_KEY = re.compile(r"^([A-Za-z_][\w/.\-]{0,40}):\s*(" + _VALUE.pattern + r")\b")
+_CELL = re.compile(r"\S+(?: \S+)*")  # a cell: words one space apart; cells stand two or more apart
+_HEAD_WORD = re.compile(r"[A-Za-z_(%/][\w/.\-@%()]*")  # a word of a many-word column name (`Step (% Done)`)
+_QUALIFIER = re.compile(r"\([^()]*\)")
+_LEAD_INT = re.compile(r"\d{1,18}")
 _DICT_OPEN = re.compile(r"^\s*\{\s*['\"][^'\"]{1,80}['\"]\s*:")  # `{'accuracy': 0.1,` / `{"step": 3,`
 MAX_COLUMNS = 64  # columns kept per header: a wide line of names cannot grow memory
 MAX_ROWS = 256  # rows of one ruled block
@@ -65,9 +71,10 @@ def _record(pairs: list[tuple[str, str]]) -> str | None:
     return " | ".join([f"step {step.split('.')[0]}", *rest])
 
 
-def _spread(tokens: list[tuple[int, str]]) -> bool:
-    """Whether tokens stand apart by two spaces or more, as a table's columns do (prose is single-spaced)."""
-    return all(b[0] - (a[0] + len(a[1])) >= 2 for a, b in zip(tokens, tokens[1:], strict=False))
+def _source(cell: str) -> bool:
+    """Whether a cell is a source location, `file.py:NNN` (rich's log path column at a line's right: where, not what)."""
+    path, _, line = cell.rpartition(":")
+    return path.endswith(".py") and len(path) > 3 and " " not in path and line.isdigit()
 
 
 class ColumnTables:
@@ -88,8 +95,9 @@ class ColumnTables:
             rows, self.block = self.block, []
             return (_record(rows) or "") if rows else ""
         if self.block is not None and (m := _KV_ROW.match(body)):
-            if m["value"] and _key(m["key"]) and len(self.block) < MAX_ROWS:  # `| time/ |  |` is a tag: skipped
-                self.block.append((_key(m["key"]), m["value"]))
+            value = m["value"].strip()
+            if value and _key(m["key"]) and len(self.block) < MAX_ROWS:  # `| time/ |  |` is a tag: skipped
+                self.block.append((_key(m["key"]), value))
             return ""
         self.block = None
         return self._tabs(body) if "\t" in body.strip() else self._columns(body)
@@ -131,24 +139,37 @@ class ColumnTables:
         return text
 
     def _columns(self, body: str) -> str | None:
+        """A header row of names over rows of values, cells two or more spaces apart. A cell may hold several words
+        (nerfstudio's `Step (% Done)   Train Iter (time)   ETA (time)` over `10 (0.03%)   45.857 ms   22 m, 55 s`):
+        a name's bracketed qualifiers are dropped and `/` read as per, a value cell starts with a number, the counter
+        cell's leading integer is the step; rich's `file.py:NNN` at the right of a line and a rule are decoration."""
         if "  " not in body or self.header is None and (_NUMBER_TOKEN.search(body) or not _COUNTER_WORD.search(body)):
             return None  # no columns (two spaces apart), or no header yet and this no header (a number, no counter)
-        tokens = [(m.start(), m.group()) for m in islice(_TOKEN.finditer(body), MAX_COLUMNS + 1)]
-        if not 2 <= len(tokens) <= MAX_COLUMNS or not _spread(tokens):
+        cells = [(m.start(), m.group()) for m in islice(_CELL.finditer(body), MAX_COLUMNS + 2)]
+        if len(cells) >= 2 and _source(cells[-1][1]):
+            cells.pop()  # rich's `file.py:NNN` at the right of every line it logs
+        if len(cells) == 1 and set(cells[0][1]) == {"-"}:
+            return "" if self.header is not None else None  # the header's rule (beside a log path)
+        if not 2 <= len(cells) <= MAX_COLUMNS:
             return None
-        if len(tokens) >= 3 and all(_NAME.fullmatch(t) for _, t in tokens):
-            names = [_key(t) for _, t in tokens]
+        if len(cells) >= 3 and all(_NAME.fullmatch(t) if " " not in t else
+                                   all(_HEAD_WORD.fullmatch(w) for w in t.split(" ")) for _, t in cells):
+            names = [_key(t) if " " not in t else norm_key(_QUALIFIER.sub(" ", t).replace("/", " per "))
+                     for _, t in cells]
             if _counter(names) is None:
                 return None
-            self.header = [(start, name) for (start, _), name in zip(tokens, names, strict=True)]
+            self.header = [(start, name) for (start, _), name in zip(cells, names, strict=True)]
             return ""
-        if self.header is None or not all(_VALUE.fullmatch(t) for _, t in tokens):
+        if self.header is None or not all(_VALUE.fullmatch(t) or " " in t and _NUMBER_TOKEN.match(t) for _, t in cells):
             return None
         starts = [s for s, _ in self.header]
+        counter = _counter([name for _, name in self.header])
         pairs: dict[str, str] = {}
-        for start, text in tokens:
+        for start, text in cells:
             col = max((i for i, s in enumerate(starts) if s <= start + 1), default=None)
             if col is None or self.header[col][1] in pairs:
                 return None  # a value left of the first column, or two in one column: not this table's row
-            pairs[self.header[col][1]] = text
+            name = self.header[col][1]
+            lead = _LEAD_INT.match(text) if name == counter and " " in text else None
+            pairs[name] = lead.group() if lead else text
         return _record(list(pairs.items()))

@@ -4,7 +4,8 @@ Among the duration and rate fields present on at least half as many step lines a
 specific role wins (vocab.PREFERENCE: per-step > generic time > window > verified-monotone cumulative > running
 average > unnamed); a field named like a total that goes up and down, a Unix clock reading, a time of day and a plain
 time are re-read by their values first (columns.py); a clock on the lines that the chosen field does not account for
-replaces it (line_clock.py).
+replaces it (line_clock.py); a field longer than the wall time between the stamped lines around it is no step's
+time (line_clock.outlasts_lines).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from playbook.readers.step_log.columns import (
     time_of_day,
     total_reading,
 )
-from playbook.readers.step_log.line_clock import clock_or
+from playbook.readers.step_log.line_clock import clock_or, outlasts_lines
 from playbook.readers.step_log.vocab import (
     CLOCK,
     CUMULATIVE,
@@ -74,6 +75,8 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
             # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
             cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
+        if cands[k][0] == "dur" and cls != CUMULATIVE and outlasts_lines(step, rank, time, cols[k] * cands[k][2]):
+            continue  # longer than the stamped lines around it (arcface_torch's `Required: 99 hours`): no step's time
         ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
     if not ranked:
         return None, None, None, False

@@ -78,6 +78,7 @@ from playbook.readers.step_log.columns import (
 from playbook.readers.step_log.counter import StepCounter, label_step
 from playbook.readers.step_log.duration_field import choose_duration
 from playbook.readers.step_log.epochs import EpochTimes
+from playbook.readers.step_log.fraction_pair import FractionPairs
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
@@ -125,6 +126,7 @@ from playbook.readers.step_log.vocab import (
     UNIT_HEAD,
     VALUE_RE,
     blank_options,
+    bracket_unit,
     classify,
     clock_seconds,
     continues,
@@ -166,6 +168,7 @@ class StepLines:
         self._plans: dict[str, tuple] = {}
         self.timed = 0  # records with a field: a training step went by (events use it to merge their lines)
         self.restarts = EpochRestarts()
+        self.pairs = FractionPairs()  # a keyword's `a/b` that turns out to be (epoch, count)
         # rank -> total of its open eval section's bars (None before the first), closed by training or another bar
         self.sections: dict[int, int | None] = {}
         # a counter line ending in ':' whose `key: value` fields follow indented (Composer's `[batch=12/100]:`)
@@ -210,6 +213,8 @@ class StepLines:
                 return c
             e = None if m["n"] or evaluating or best[0] < 2 else EPOCH_WORD.search(head)  # icefall `Epoch 2, batch 0`
             i = self.restarts.step(int(e.group(1)), int(m["i"].replace(",", ""))) if e else int(m["i"].replace(",", ""))
+            if m["n"] and not evaluating and (pair := self.pairs.step(m["k"].lower(), i, int(m["n"]), self)) is not None:
+                i = pair  # WeNet's `Batch 4/203700` then `Batch 4/203800`: epoch 4's batch (fraction_pair.py)
             return StepCounter(i, None, None, m.span(), True, evaluating)
         if (m := EPOCH_BRACKET.search(body)) and not (c := self._epoch_fraction(m, body)):
             mode = (m["m"] or "").lower()
@@ -475,7 +480,7 @@ class StepLines:
         segs, prev_end = [], 0
         for m in matches:
             segs.append(rest[prev_end:m.start()])
-            segs.append(m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else ""))
+            segs.append((m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else "")) + bracket_unit(m))
             prev_end = m.end()
         tail = rest[prev_end:]
         shape = "\ue002".join(segs) + "\ue002" + tail  # the line without its numbers: lines of a log repeat it

@@ -20,9 +20,14 @@ import numpy as np
 
 from playbook.readers.step_log.bar_rate import unsmoothed
 from playbook.readers.step_log.columns import epoch_clock, field_seconds
-from playbook.readers.step_log.vocab import CLOCK, CUMULATIVE, PER_STEP, WINDOW
+from playbook.readers.step_log.vocab import CLOCK, CUMULATIVE, NAT, PER_STEP, WINDOW
 
 MIN_WINDOWS = 4  # pairs of consecutive lines: fewer cannot tell a clock from a drifting value
+# a step's time over this many times the whole wall time between the stamped lines that bound it cannot be the step's:
+# a per-step time is at most the window's span (one step of several), a window's time about it; 2x leaves room for
+# stamps at whole seconds and a line printed late (in the corpus the largest ratio of a true step time was 1.2, the
+# arcface_torch `Required: 99 hours` a time left, 500-25000x)
+OUTLAST = 2.0
 RESOLUTIONS = (1.0, 0.1, 0.01, 0.001)  # seconds: the finest a printed clock is read at
 
 
@@ -80,6 +85,22 @@ def from_start(per_step: np.ndarray, v: np.ndarray) -> bool:
     of 2.4, 4.8, ... 960 s had been read as steps slowing 400-fold)."""
     med = float(np.median(per_step)) if len(per_step) else 0.0
     return med > 0 and v.min() <= 0.1 * v.max() and float(np.mean(np.abs(per_step / med - 1) < 0.5)) >= 0.75
+
+
+def outlasts_lines(step, rank, time, seconds) -> bool:
+    """Whether a field read as each step's seconds lasts longer than the lines around it could: on most windows of a
+    rank's consecutive stamped lines (`time` int64 ns), its value at the window's end exceeds OUTLAST x the window's
+    whole wall time (no step outlasts the lines that bound it; a time left or a total is no step's time)."""
+    ratios = []
+    ok = (time != NAT) & np.isfinite(seconds)
+    for r in np.unique(rank[ok]):
+        idx = np.flatnonzero(ok & (rank == r))
+        idx = idx[np.argsort(step[idx], kind="stable")]
+        gap = np.diff(time[idx]) / 1e9
+        rising = (np.diff(step[idx]) > 0) & (gap > 0)
+        ratios.append(seconds[idx[1:]][rising] / gap[rising])
+    ratios = np.concatenate(ratios) if ratios else np.empty(0)
+    return len(ratios) >= MIN_WINDOWS and float(np.median(ratios)) > OUTLAST
 
 
 def line_clock(step, rank, cols, cands, chosen: str, values: np.ndarray) -> str | None:

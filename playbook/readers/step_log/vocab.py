@@ -31,7 +31,19 @@ VALUE_RE = re.compile(
     r"(?P<num>(?!\d+[-/]\d{1,2}[-/]\d)-?" + _NUM + r"))"
     r"(?:(?P<unit>" + _UNIT_ALT + r")(?![\w/])|\s(?P<unit_s>" + _UNIT_ALT + r")(?![\w/])(?!\s*[:=]|\s+-?\.?\d)|"
     r"(?P<unit2>[A-Za-z]+)(?![\w]))?"
-    r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?:" + _UNIT_ALT + r")?\s*\))?")
+    r"(?:\s*\(\s*(?P<avg>-?" + _NUM + r")\s*(?P<avg_unit>" + _UNIT_ALT + r")?\s*\))?")
+OWN_UNIT = "\ue003"  # in a line's shape: the unit of the bracketed value after a value follows (plan_line)
+
+
+def bracket_unit(m) -> str:
+    """OWN_UNIT + the unit of the bracketed value after the value of match `m` (of VALUE_RE) when that unit is a rate
+    or per-step unit the value itself does not have (TF-Slim's `loss = 79.3501 (57.126 sec/step)`: the bracket is
+    the step's time, not the loss's running average), else ""."""
+    own = m["avg_unit"]
+    unit = m["unit"] or m["unit_s"] or m["unit2"]
+    return OWN_UNIT + own if own and "/" in own and own != unit else ""
+
+
 # fields split by these, and by a date (with its time of day), which is no value and no part of a key
 KEY_SPLIT = re.compile(r"[|,;\t{}\[\]\ue000]|\s{2,}|\s--?\s|^-\s|"
                        r"\d{4}[-/]\d{1,2}[-/]\d{1,2}(?:[ T]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?")
@@ -97,8 +109,9 @@ LETTER_PAIR = re.compile(r"(?<![\w=])E\s*=\s*(?P<e>\d+)[\s,;|]+B\s*=\s*(?P<i>\d+
 # `[e/E][i/N]` (Pointcept's `Train: [1/100][29/510]`): the first bracket the epoch of E, the second the position in it
 EPOCH_PAIR = re.compile(r"\[\s*(?P<e>\d+)\s*/\s*\d+\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")
 BRACKET = re.compile(r"\[\s*(?:(?P<w>[A-Za-z_]+)\s*[=:]\s*)?(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]")  # [12/100], [batch=12/100]
+# mAP: a detector's validation bar; CV: cross-validation, the speech toolkits' dev set (WeNet's `CV Batch 4/0`)
 EVAL_MODE = re.compile(r"\b(val|valid|validation|validating|eval|evaluation|evaluating|test|testing|sanity"
-                        r"|predict|predicting)\b|\bmAP\d*\b", re.IGNORECASE)  # mAP: a detector's validation bar
+                        r"|predict|predicting|cv)\b|\bmAP\d*\b", re.IGNORECASE)
 DIGIT = re.compile(r"\d")
 CLI_OPTION = re.compile(r"(?<!\S)--[A-Za-z][\w.-]*(?:=\S*)?")  # `--eval-iters`, `--save=ckpt/`: a command line's option
 
@@ -393,7 +406,10 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     units_seen: set[str] = set()
     markers: list[str] = []
     for i in range(0, len(segs), 2):
-        raw_key, unit = segs[i], segs[i + 1]
+        raw_key, (unit, _, own) = segs[i], segs[i + 1].partition(OWN_UNIT)
+        if own and (role := classify("", own)) is not None:  # `loss = 79.35 (57.126 sec/step)`: a value of its own
+            names.add(f"({own})")
+            fields.append((i // 2, f"({own})", role, 1.0, "avg"))
         markers += line_markers(raw_key)
         clock = unit == "\ue001"
         if clock:
