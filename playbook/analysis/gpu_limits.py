@@ -93,7 +93,7 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     cols["thermal_hot_c"][g] = float(np.median(t[hot]))
 
 
-def _sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
+def sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
     """Per GPU, the larger of the highest enforced power limit among the run's GPUs of the same part — the same
     memory.total within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across),
     or among all GPUs when memory.total is not recorded — and the GPU's own default power limit where logged (a
@@ -129,7 +129,7 @@ def power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) ->
     no higher reference and is never called capped."""
     if not (has["power_w"] and has["power_limit_w"]):
         return
-    refs = _sku_limit_refs(series, has)
+    refs = sku_limit_refs(series, has)
     for g in range(len(series)):
         u = series.get(g, "util_pct", dropna=False)[1]
         p = series.get(g, "power_w", dropna=False)[1]

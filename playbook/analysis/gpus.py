@@ -35,6 +35,7 @@ from playbook.analysis.gpu_limits import (
     POWER_PINNED,
     THERMAL_DEFICIT_MIN,
     power_only_cap,
+    sku_limit_refs,
     sustained_peak_segments,
     thermal_droop,
     thermal_power_fall,
@@ -425,8 +426,7 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     busy = busy_any & np.isfinite(c_all)  # per poll: busy with a clock reading
     pooled = c_all[busy]
     fleet_ref = float(np.percentile(pooled, 95)) if len(pooled) >= 3 else math.nan
-    lim_all = v["power_limit_w"] if has["power_limit_w"] else None
-    limit_ref = float(np.nanmax(lim_all)) if lim_all is not None and np.isfinite(lim_all).any() else math.nan
+    limit_ref = sku_limit_refs(series, has)  # per GPU: the limit its own part runs at in the run (not another model's)
     p95 = series.quantiles("sm_clock_mhz", (95,), keep=busy_any)[0]
     pinned_all = None
     powered = has["power_w"] and has["power_limit_w"]
@@ -472,19 +472,21 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
             ok = busy[a:b]
             thermal_droop(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
                           None if pinned_all is None else pinned_all[a:b][ok])
-    if has["power_w"] and np.isfinite(limit_ref):
+    if has["power_w"] and np.isfinite(limit_ref).any():
         _power_cap(series, cols, busy, eligible, n_busy, fleet_ref, limit_ref)
     for k, val in cols.items():
         table[k] = val
 
 
 def _power_cap(series: GpuSeries, cols: dict, busy: np.ndarray, eligible: np.ndarray, n_busy: np.ndarray,
-               fleet_ref: float, limit_ref: float) -> None:
+               fleet_ref: float, limit_ref: np.ndarray) -> None:
     """A lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this GPU or
-    its peers run at — a cap someone set (nvidia-smi -pl, a scheduler, a BMC) holding the clock."""
+    its peers of the same part run at (`limit_ref`, per GPU: gpu_limits.sku_limit_refs) — a cap someone set
+    (nvidia-smi -pl, a scheduler, a BMC) holding the clock."""
     pw, lim = series.values["power_w"], series.values["power_limit_w"]
+    ref_rows = np.repeat(limit_ref, np.diff(series.offsets))
     with np.errstate(invalid="ignore"):
-        capped = busy & np.isfinite(pw) & np.isfinite(lim) & (lim < POWER_PINNED * limit_ref) & (
+        capped = busy & np.isfinite(pw) & np.isfinite(lim) & (lim < POWER_PINNED * ref_rows) & (
             pw >= POWER_PINNED * lim)
     n_cap = series.counts(capped)
     sel = eligible & (n_cap > 0)
@@ -499,7 +501,7 @@ def _power_cap(series: GpuSeries, cols: dict, busy: np.ndarray, eligible: np.nda
     for g in np.flatnonzero(sel):
         cols["cap_lower"][g] = wilson_lower(int(n_cap[g]), int(n_busy[g]))
     cols["cap_limit_w"][sel] = series.quantiles("power_limit_w", ("median",), keep=capped)[0][sel]
-    cols["cap_ref_w"][sel] = limit_ref
+    cols["cap_ref_w"][sel] = limit_ref[sel]
     cols["cap_deficit"][sel] = deficit[sel]
 
 

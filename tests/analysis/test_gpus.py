@@ -315,3 +315,18 @@ def test_a_gpu_with_a_fault_event_is_never_called_unused(kind, detail, unused):
     report = analyze_gpus(frame, events=events)
     assert bool(report.table.set_index("id").loc["n0:1", "unused"]) is unused
     assert any("not used by this job" in w for w in report.warnings) is unused
+
+
+@pytest.mark.parametrize(("mem_mib", "want"), [((8192.0, 11264.0), "ok"), ((11264.0, 11264.0), "throttled")])
+def test_a_smaller_part_at_its_own_limit_is_no_cap(mem_mib, want):
+    # tensorpack#447's node: a GTX 1080 (8 GB, 180 W) beside a 1080 Ti (11 GB, 250 W), each pinned at its own limit.
+    # The clock path compared every limit with the run's highest; the parts are told apart by memory.total, as the
+    # power-only path (gpu_limits.sku_limit_refs) does. The same 11 GB part held at 180 W, its clock 15% down, is a
+    # cap; the smaller part's lower clock is its own.
+    t = pd.date_range("2026-01-15 10:00", periods=120, freq="1s", tz="UTC")
+    rows = [{"time": ts, "host": "n0", "gpu": g, "util_pct": 100.0, "power_w": lim - 2.0, "power_limit_w": lim,
+             "sm_clock_mhz": 1450.0 if g == 0 else 1700.0, "mem_total_mib": mem_mib[g], "temp_c": 70.0}
+            for ts in t for g, lim in enumerate((180.0, 250.0))]
+    table = analyze_gpus(schema.telemetry_frame({k: [r[k] for r in rows] for k in rows[0]})).table.set_index("id")
+    assert table.loc["n0:0", "status"] == want, table.loc["n0:0", "evidence"]
+    assert table.loc["n0:1", "status"] == "ok"
