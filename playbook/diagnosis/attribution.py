@@ -157,8 +157,10 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
     """(cause, evidence) of the event kind logged at most of the bucket's steps or windows (at least half), or
     None. An event kind logged beside (nearly) every step line and as often at the run's other steps as at the
     bucket's (a validation line after every epoch, when only the later epochs are slow) marks every step alike: it
-    cannot say why these are slow. (A sparser one is kept: with lines every k steps an event numbered at one line
-    may have slowed the next, so its window reaches both.)"""
+    cannot say why these are slow; so does one as common before or after a slow stretch as inside it, however
+    sparse (an evaluation after every epoch, logged once per four step lines). (Against slow lines interleaved with
+    fast ones a sparser one is kept: with lines every k steps an event numbered at one line may have slowed the
+    next, so its window reaches both.)"""
     if events is None or events.empty:
         return None
     ev = events.assign(cause=events["kind"].map(cause_of_event)).dropna(subset=["cause"])
@@ -182,9 +184,11 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
         lines = sorted(set(others) | set(b.steps))
         for cid in list(counts):
             at = at_steps[cid]
-            if others and _logged_near(at, lines, 1, 1).mean() >= 0.8 and \
+            # beside every line, or any density against a stretch (its own steps and the others each one block:
+            # the windows' reach biases neither), and as common away from the bucket as on it: no evidence
+            if others and (b.kind == "slow_stretches" or _logged_near(at, lines, 1, 1).mean() >= 0.8) and \
                     _logged_near(at, others, back, 1).mean() >= 0.5 * len(counts[cid]) / n:
-                del counts[cid]  # beside every line, as common away from the bucket as on it: no evidence
+                del counts[cid]
     elif b.windows and acc.t0 is not None and ev["time"].notna().any():
         t = (ev["time"] - acc.t0).dt.total_seconds().to_numpy()
         tol = acc.interval_s
