@@ -49,3 +49,14 @@ def test_gpus_idle_a_tenth_of_the_time_at_work_are_healthy_only_likely():
     v = diagnose(bundle).verdict
     assert v["id"] == "healthy" and v["confidence"] == "likely", v
     assert "idle" in v["sentence"] and "a fed GPU reads at least 90%" in v["sentence"], v["sentence"]
+
+
+def test_an_sm_activity_level_is_not_held_to_the_utilization_bar():
+    """DCGM SM activity without utilization: 85% of the SMs active is good use (NVIDIA reads >= 80% as effective);
+    the 90% bar is utilization's, so it neither caps healthy nor says "idle 15% of the time"."""
+    bundle, _ = simulate_bundle("healthy", duration_s=600.0)
+    tele = bundle.telemetry
+    tele["sm_active"] = (tele["util_pct"] * 0.0086).clip(0.0, 1.0)
+    tele["util_pct"] = np.nan
+    v = diagnose(bundle).verdict
+    assert v["id"] == "healthy" and "a fed GPU reads at least 90%" not in v["sentence"], v["sentence"]

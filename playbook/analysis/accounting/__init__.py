@@ -83,6 +83,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:
                 sm_wording(acc, on_sm)
+                acc.busy_pct = float("nan")  # an SM-activity level is no utilization: FED_PCT does not apply
             if acc is not None:
                 return acc
     if len(bundle.steps):
