@@ -68,3 +68,15 @@ def recording_gaps(time_ns: np.ndarray, interval_s: float, alpha: float = 0.01, 
     need = max(min_polls, int(np.ceil(np.log(alpha / expected) / np.log(q))))
     gap = np.flatnonzero((d > need * step) & (d >= min_share * (t[-1] - t[0])))
     return t[gap], t[gap + 1]
+
+
+def telemetry_gaps(tele, interval_s: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """recording_gaps per input file of a telemetry table (its `source`): source -> (start_ns, end_ns), only the
+    sources that have a gap. The times are deduplicated by hash first (one pass, not a sort of every row)."""
+    out = {}
+    for src, part in tele.groupby("source", sort=True, observed=True):
+        t = part["time"].dropna().drop_duplicates()
+        start, end = recording_gaps(t.astype("int64").to_numpy(), interval_s)
+        if len(start):
+            out[str(src)] = (start, end)
+    return out

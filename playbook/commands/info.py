@@ -268,12 +268,11 @@ def _by_source(tel: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _gaps(part: pd.DataFrame, interval_s: float, keep: int = 5) -> list[dict[str, Any]]:
-    """The source's stretches with no sample at all (analysis.intervals.recording_gaps), longest first."""
-    from playbook.analysis.intervals import recording_gaps
+    """The source's stretches with no sample at all (analysis.intervals.telemetry_gaps), longest first."""
+    from playbook.analysis.intervals import telemetry_gaps
 
-    t = part["time"].dropna().drop_duplicates()  # hash-based: one pass, not a sort of every row
-    start, end = recording_gaps(t.astype("int64").to_numpy(), interval_s)
-    order = np.argsort(start - end, kind="stable")[:keep]
+    start, end = next(iter(telemetry_gaps(part, interval_s).values()), ((), ()))
+    order = np.argsort(np.subtract(start, end), kind="stable")[:keep]
     return [{"start": _ts(pd.Timestamp(int(start[i]), tz="UTC")), "end": _ts(pd.Timestamp(int(end[i]), tz="UTC")),
              "seconds": json_float((end[i] - start[i]) / 1e9, 3)} for i in order]
 

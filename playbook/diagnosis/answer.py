@@ -31,7 +31,7 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
 # So is healthy from utilization when the busy level is under FED_PCT (each GPU idle a tenth or more at work, under
 # the steady_idle bucket's 80%) or the busy GPUs draw under WORK_POWER_FLOOR of their power limit (utilization
 # counts a kernel of any size as busy; the power says it does little). blind_spot says which, and what to record.
-WALL_HEALTHY_MAX = 0.75
+BLIND_HEALTHY_MAX = 0.75
 
 
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
@@ -40,12 +40,12 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
         return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
                 "(`playbook record`)")
     if acc.basis == "gpu" and acc.busy_pct < FED_PCT:
-        return (f"but the GPUs idle {100 - acc.busy_pct:.0f}% of the time even at work (busy level "
+        return (f"the GPUs idle {100 - acc.busy_pct:.0f}% of the time even at work (busy level "
                 f"{acc.busy_pct:.0f}%; a fed GPU reads at least {FED_PCT:.0f}%): profile one step (`playbook record`) "
                 "to see whether launch gaps, host work or input waits fill it")
     if busy_power and busy_power["share"] < WORK_POWER_FLOOR:
         who = "the busy GPUs draw" if busy_power["gpus"] > 1 else "the busy GPU draws"
-        return (f"but utilization counts a kernel of any size as busy, and {who} "
+        return (f"utilization counts a kernel of any size as busy, and {who} "
                 f"{busy_power['share']:.0%} of the power limit (training at full load draws 60-100%): record SM "
                 "activity (DCGM_FI_PROF_SM_ACTIVE) or profile one step (`playbook record`) to rule out kernels too "
                 "small to fill the GPU")
@@ -88,8 +88,8 @@ def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> lis
         best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
         h["score"] = round(max(h["score"], 1.0 - best), 3)
         if blind:
-            h["score"], h["blind"] = min(h["score"], WALL_HEALTHY_MAX), blind
-            h["evidence"] = [*(h.get("evidence") or []), blind.removeprefix("but ")]
+            h["score"], h["blind"] = min(h["score"], BLIND_HEALTHY_MAX), blind
+            h["evidence"] = [*(h.get("evidence") or []), blind]
     rest = [x if x["id"] != ids.HEALTHY or lead == ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
             for x in ranked if x["id"] != lead]
     return [h, *rest]

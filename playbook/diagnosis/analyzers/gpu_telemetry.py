@@ -8,7 +8,7 @@ import pandas as pd
 from playbook.analysis.gpu_limits import busy_power, sm_fill
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, fmt_span, job_gpus
-from playbook.analysis.intervals import recording_gaps
+from playbook.analysis.intervals import telemetry_gaps
 from playbook.analysis.oscillation.fleet import analyze_gpu_series
 from playbook.analysis.series import gpu_series
 from playbook.diagnosis.analyzers.base import Analyzer
@@ -71,18 +71,14 @@ class GpuTelemetry(Analyzer):
 
 
 def _gap_warnings(tele, interval_s: float | None = None) -> list[str]:
-    """One warning per source with stretches of no sample at all (analysis.intervals.recording_gaps), polled every
+    """One warning per source with stretches of no sample at all (analysis.intervals.telemetry_gaps), polled every
     `interval_s` (the table's median sampling interval when not given)."""
     out = []
-    if not interval_s:
-        interval_s = tele.attrs.get("interval_s") or median_interval_s(tele)
-    for src, part in tele.groupby("source", sort=True, observed=True):
-        t = part["time"].dropna().drop_duplicates()  # hash-based: one pass, not a sort of every row
-        start, end = recording_gaps(t.astype("int64").to_numpy(), interval_s) if len(t) else ((), ())
-        if len(start):
-            i = int(np.argmax(end - start))
-            when = pd.Timestamp(int(start[i]), tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
-            more = f" (the longest of {len(start)} such gaps)" if len(start) > 1 else ""
-            out.append(f"{src}: no sample from any GPU for {fmt_span((end[i] - start[i]) / 1e9)} from {when}{more}: "
-                       "the logger stopped or the job was down; the accounting counts only the time recorded")
+    gaps = telemetry_gaps(tele, interval_s or tele.attrs.get("interval_s") or median_interval_s(tele))
+    for src, (start, end) in gaps.items():
+        i = int(np.argmax(end - start))
+        when = pd.Timestamp(int(start[i]), tz="UTC").strftime("%Y-%m-%d %H:%M:%S UTC")
+        more = f" (the longest of {len(start)} such gaps)" if len(start) > 1 else ""
+        out.append(f"{src}: no sample from any GPU for {fmt_span((end[i] - start[i]) / 1e9)} from {when}{more}: "
+                   "the logger stopped or the job was down; the accounting counts only the time recorded")
     return out

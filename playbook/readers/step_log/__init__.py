@@ -26,6 +26,8 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import generic_csv, local_time, textio
+from playbook.readers.step_log.columns import phase_fields
+from playbook.readers.step_log.vocab import classify
 
 FORMAT = "step log (CSV / JSONL / text)"
 
@@ -195,37 +197,26 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     warning = skips.warning(rows_read=int(good.sum()))
     if warning:
         bundle.warnings.append(warning)
-    times = pd.to_datetime(np.where(start[good] == np.iinfo(np.int64).min, np.datetime64("NaT"),
-                                    start[good].view("datetime64[ns]")), utc=True)
-    parts = {"time": [times], "host": [host[good]], "rank": [rank[good].astype(np.int64)],
-             "step": [step[good].astype(np.int64)], "phase": [phase[good]], "duration_s": [duration[good]],
-             "tokens": [tokens[good]]}
+    rows = {"start": start[good], "host": host[good], "rank": rank[good].astype(np.int64),
+            "step": step[good].astype(np.int64)}
+    blocks = [{**rows, "phase": phase[good], "duration_s": duration[good], "tokens": tokens[good]}]
+    # a wide table's phase columns (`data_time`, `fwd_ms`, `allreduce_s`), by the step grammar's vocabulary and its
+    # rule for two columns of one phase (columns.phase_fields): one more row per step and phase
     taken = {step_key, dur_key, time_key, rank_key, tok_key, host_key, phase_key}
-    for key, (name, factor) in ({} if phase_key else _phase_columns([k for k in keys if k not in taken])).items():
-        seconds = numeric(key)[good] * factor  # a wide table's phase columns: one row per step and phase
-        ok = np.isfinite(seconds) & (seconds >= 0)
-        for col, values in (("time", times[ok]), ("host", host[good][ok]), ("rank", parts["rank"][0][ok]),
-                            ("step", parts["step"][0][ok]), ("phase", np.full(int(ok.sum()), name, dtype=object)),
-                            ("duration_s", seconds[ok]), ("tokens", np.full(int(ok.sum()), np.nan))):
-            parts[col].append(values)
-    data = {k: (v[0].append(v[1:]) if k == "time" else np.concatenate(v)) for k, v in parts.items()}
+    roles = {} if phase_key else {k: r for k in keys if k not in taken
+                                  and (r := classify(str(k), None)) is not None and r[0] == "phase"}
+    seconds = {k: numeric(k)[good] * r[2] for k, r in roles.items()}
+    for name, key in phase_fields(seconds, roles, dur_key).items():
+        ok = np.isfinite(seconds[key]) & (seconds[key] >= 0)
+        blocks.append({**{c: v[ok] for c, v in rows.items()}, "phase": np.full(int(ok.sum()), name, dtype=object),
+                       "duration_s": seconds[key][ok], "tokens": np.full(int(ok.sum()), np.nan)})
+    data = {c: np.concatenate([blk[c] for blk in blocks]) for c in blocks[0]}
+    start_ns = data.pop("start")
+    data["time"] = pd.to_datetime(np.where(start_ns == np.iinfo(np.int64).min, np.datetime64("NaT"),
+                                           start_ns.view("datetime64[ns]")), utc=True)
     bundle.steps = schema.steps_frame({**data, "work": np.where(data["phase"] == "step", data["tokens"], np.nan),
                                        "source": src})
     return bundle
-
-
-def _phase_columns(keys: list[str]) -> dict[str, tuple[str, float]]:
-    """The columns of a wide step table that time a phase of the step, by the step grammar's vocabulary
-    (`data_time`, `fwd_ms`, `allreduce_s`, `optimizer_step_time`): key -> (phase, factor to seconds); the
-    best-named column per phase (the first in the header) when two name the same phase."""
-    from playbook.readers.step_log.vocab import classify
-
-    out: dict[str, tuple[str, float]] = {}
-    for key in keys:
-        role = classify(str(key), None)
-        if role and role[0] == "phase" and role[1] not in {p for p, _ in out.values()}:
-            out[key] = (str(role[1]), float(role[2]))
-    return out
 
 
 def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
