@@ -243,7 +243,8 @@ def per_step_diff(step, rank, values, cumulative: bool = True, pos=None) -> np.n
     window's time (value / steps since the previous line). The first line of a rank has no previous: NaN, unless
     `pos` (each line's position within its epoch, -1 unknown) says where a total since the epoch began starts
     (Flair's `time (sec)`): where the total and the position restart, value / pos, and then on the first epoch's
-    first line too (a total that never restarted may count from before the first step: its first line stays NaN)."""
+    first line too (a total that never restarted may count from before the first step: its first line stays NaN);
+    a total that falls on the line one step after another began again between them: its value is that step's."""
     out = np.full(len(step), np.nan)
     ok = np.isfinite(values)
     for r in np.unique(rank[ok]):
@@ -261,6 +262,8 @@ def per_step_diff(step, rank, values, cumulative: bool = True, pos=None) -> np.n
             elif cumulative and pos is not None and 0 < pos[b] <= min(ds, pos[a]) and values[b] >= 0:
                 out[b] = values[b] / pos[b]  # a new epoch: the total and the position began again
                 epochs = True
+            elif cumulative and ds == 1 and values[b] >= 0:
+                out[b] = values[b]  # the total began again after the line before: all of it is this step's
         if epochs and 0 < pos[idx[0]] == step[idx[0]]:
             out[idx[0]] = values[idx[0]] / pos[idx[0]]  # the first epoch's first line: its total since step 0
     return out

@@ -256,7 +256,7 @@ class StepLines:
         if (m := RANGE_SUFFIX.search(body)):
             return StepCounter(int(m["i"]), None, None, m.span(), True, bool(EVAL_MODE.search(body[: m.start()])))
         if (m := LEAD_STEP.match(body)):
-            return StepCounter(int(m["i"]), None, None, m.span(), False, False)
+            return StepCounter(int(m["i"] or m["f"]), None, None, m.span(), False, False)
         return None
 
     def _epoch_fraction(self, m, body: str) -> StepCounter | None:

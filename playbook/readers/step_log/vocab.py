@@ -62,10 +62,10 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
 # and `max_steps` do not, OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
 # unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|acc(?:umulated)?_iter|num_updates|"
+KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
                                 r"iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
-_KEYWORD_RANK = {"global_step": 0, "global step": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
+_KEYWORD_RANK = {"global_step": 0, "global step": 0, "env_step": 0, "env_steps": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
                  "steps": 3, "step": 3, "up": 1, "tick": 3, "micro_step": 3, "microstep": 3}
 EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
                             r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
@@ -102,8 +102,10 @@ INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s
 BATCH_SIZE_LINE = re.compile(r"\bbatch[ _]size\b['\"]?\s*[:=]\s*(\d{1,9})\b", re.IGNORECASE)
 # a range of batches or steps with its noun glued on (ESPnet's `1epoch:train:101-200batch:`): the range's end
 RANGE_SUFFIX = re.compile(r"(?<![\w.])(?:\d{1,18}-)?(?P<i>\d{1,18})(?:batch|batches|iter|iters|steps?)\b")
-# CLU's LoggingWriter `[100] loss=2.3, ...`; big_vision's metric writer, one metric a line: `[100] training_loss = 6.9`
-LEAD_STEP = re.compile(r"^\s*\[\s*(?P<i>\d+)\s*\](?=\s+\S+=|\s+[^\s=\[][^=\n]{0,80}?\s=\s)")
+# CLU's LoggingWriter `[100] loss=2.3, ...`; big_vision's metric writer, one metric a line: `[100] training_loss = 6.9`;
+# a line opening with its position of the run's N steps, then fields (keras-rl's `  39160/50000: episode: 569, ...`)
+LEAD_STEP = re.compile(r"^\s*(?:\[\s*(?P<i>\d+)\s*\](?=\s+\S+=|\s+[^\s=\[][^=\n]{0,80}?\s=\s)|"
+                       r"(?P<f>\d{1,18})/\d{1,18}:(?=\s+[A-Za-z][\w ]{0,40}:\s))")
 # the one-letter epoch and batch (Sockeye's Speedometer `E=0 B=50`): a batch count that restarts each epoch
 LETTER_PAIR = re.compile(r"(?<![\w=])E\s*=\s*(?P<e>\d+)[\s,;|]+B\s*=\s*(?P<i>\d+)(?![\w.])")
 # `[e/E][i/N]` (Pointcept's `Train: [1/100][29/510]`): the first bracket the epoch of E, the second the position in it
@@ -487,7 +489,8 @@ def join_spelled(body: str) -> str:
     return SPELLED.sub(one, body)
 
 
-_STEP_TOTAL = re.compile(r"\b(?:total|max|num|number\s+of)\b[\w ]{0,24}$", re.IGNORECASE)
+# `episode steps: 393` (keras-rl): an episode's length, a count like a total
+_STEP_TOTAL = re.compile(r"\b(?:total|max|num|number\s+of)\b[\w ]{0,24}$|\bepisode\s+$", re.IGNORECASE)
 
 
 def step_total(body: str, at: int) -> bool:
