@@ -113,3 +113,27 @@ def test_a_running_total_that_restarts_times_the_step_after_the_restart(tmp_path
     whole = s[s["phase"] == "step"]
     assert whole["step"].tolist() == list(range(2, 61))
     assert whole["duration_s"].tolist() == pytest.approx([0.5] * 59)
+
+
+def test_a_bar_after_an_epoch_number_sign_counts_on_across_epochs(tmp_path):
+    """`Epoch #2:  50%|#####     | 50/100 [...]` (Tianshou's desc): the bar's position within epoch 2 of 100 steps."""
+    p = tmp_path / "bars.log"
+    rows = [(1, 50, 10.0), (1, 100, 10.0), (2, 50, 5.0), (2, 100, 5.0)]
+    p.write_text("".join(f"Epoch #{e}: {i:3d}%|#####     | {i}/100 [00:05<00:05, {r:.2f}it/s, rew=1.00]\n"
+                         for e, i, r in rows))
+    s = read_file(p).steps
+    whole = s[s["phase"] == "step"]
+    assert whole["step"].tolist() == [50, 100, 150, 200]
+    assert whole["duration_s"].tolist() == pytest.approx([0.1, 0.1, 0.2, 0.2])
+
+
+def test_bar_ends_without_a_total_that_repeat_each_epoch_count_on(tmp_path):
+    """`Epoch 2: 500it [00:10, 50.00it/s]` after `Epoch 1: 500it [...]`: a count no higher than the last epoch's
+    began again (a run-wide count would have risen), so epoch 2 ends at step 1000."""
+    p = tmp_path / "ends.log"
+    p.write_text("".join(f"Epoch {e}: 500it [00:{5 * e:02d}, {100 / e:.2f}it/s, loss=0.1]\nEpoch {e}: test_reward: 1.0\n"
+                         for e in (1, 2, 3)))
+    s = read_file(p).steps
+    whole = s[s["phase"] == "step"]
+    assert whole["step"].tolist() == [500, 1000, 1500]
+    assert whole["duration_s"].tolist() == pytest.approx([0.01, 0.02, 0.03], rel=1e-3)

@@ -12,7 +12,7 @@ from playbook.readers.step_log.vocab import CLASS_NAMES, CUMULATIVE, GENERIC, NA
 
 class EpochRestarts:
     """A batch count that starts again each epoch, its total not printed (icefall's `Epoch 2, batch 0` after `Epoch
-    1, batch 250`): an epoch whose first count is below the previous epoch's last counts on from that epoch's last
+    1, batch 250`): an epoch whose first count is not above the previous epoch's last counts on from that epoch's last
     count plus the logging interval (the batches per epoch, to within one interval) when the counts start at 0, or
     from that last count when they start at 1 (DLLogger's `Epoch: 1 Iteration: 10`, the 10th iteration done); a
     count that keeps rising across epochs is a global one and keeps its value. Epochs are shared by all ranks."""
@@ -28,7 +28,7 @@ class EpochRestarts:
         if epoch not in self.offset:
             before = [e for e in self.last if e < epoch]
             prev = max(before) if before else None
-            restart = prev is not None and i < self.last[prev]
+            restart = prev is not None and i <= self.last[prev]  # a run-wide count rises from epoch to epoch
             gap = max(self.interval, 1) if self.from_zero else 0
             self.offset[epoch] = self.offset[prev] + self.last[prev] + gap if restart else 0
         if epoch in self.last and i > self.last[epoch]:

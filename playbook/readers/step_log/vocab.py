@@ -85,7 +85,8 @@ TQDM = re.compile(r"(?<!\d)(?P<i>\d++)/(?P<n>\d++)(?:\s*+\[\s*(?:\d+:)?\d+:\d+\s
 # `Training: 3it [00:18,  5.86s/it]`
 TQDM_OPEN = re.compile(r"(?<![\w/.])(?P<i>\d{1,12})(?P<n>)(?:it|[A-Za-z]{1,12}) \[(?:\d{1,4}:)?\d{1,2}:\d{2},\s{0,4}"
                        r"(?=(?:" + _NUM + r")\s?(?:it/s|s/it)|\?it/s)")
-TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
+# `Epoch 3:` (Lightning), `Epoch #3:` (Tianshou), or a leading `3/100 ` (ultralytics): the bar's epoch
+TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*#?\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
 EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b", re.IGNORECASE)  # past 9 digits: damage
 # a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
 # (`[epoch]` alone: the epoch's summary, no step)
