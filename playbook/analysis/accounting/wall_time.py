@@ -29,7 +29,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
-    steps = collective_waits(steps)
+    timed, steps = steps, collective_waits(steps)  # timed: the collective phases as logged (transfer + wait)
     st, steps, lag = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
     per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
@@ -53,7 +53,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
         for kind in (f"phase:{p}" for p in COLLECTIVE_PHASES):
             for n, sec in by_name.get(kind, {}).items():
                 waits[n] = waits.get(n, 0.0) + sec
-        lag = late_rank_lag(st, steps, late_ranks(waits, ranks)) if waits else None
+        lag = late_rank_lag(st, timed, late_ranks(waits, ranks)) if waits else None
     if lag and lag["seconds"] > 0:  # the straggler's own time beyond its peers' on the same work
         merged["slow_rank"] = Bucket("slow_rank", lag["seconds"], steps=lag["steps"],
                                      detail="the late rank's own time beyond its peers' for the same work")
