@@ -110,7 +110,7 @@ def by_next_stamp(name: str, keep=lambda ln: True) -> list[float | None]:
     """Kaldi prints `Iter: N` when iteration N starts: its time is the next such line's stamp minus its own."""
     lines = [ln for ln in (HERE / name).read_text().splitlines() if keep(ln)]
     t = stamps("\n".join(lines))
-    return [round(b - a, 3) for a, b in zip(t, t[1:])] + [None]
+    return [round(b - a, 3) for a, b in zip(t, t[1:], strict=False)] + [None]
 
 
 def real() -> dict:
