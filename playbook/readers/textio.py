@@ -433,7 +433,10 @@ def _json_int(text: str) -> int | float:
     return int(text) if len(text) < 4000 else float(text)
 
 
-JSON_DECODER = json.JSONDecoder(parse_int=_json_int)  # raw_decode for streams of documents
+# raw_decode for streams of documents. strict=False: a control character (a tab, \x01) raw inside a string is kept,
+# as writers that do not escape them emit (Kineto's C++ writer with names from Python source: pytorch/pytorch#130622,
+# where Perfetto's strict parser failed); the strict decoder skipped the whole event or record
+JSON_DECODER = json.JSONDecoder(parse_int=_json_int, strict=False)
 
 
 def json_loads(text: str):

@@ -164,6 +164,19 @@ def test_truncated_json_and_garbled_event(tmp_path):
     assert any("skipped 1 of 867" in w for w in g.warnings)
 
 
+def test_a_raw_control_character_in_a_name_keeps_the_event(tmp_path):
+    """Kineto's C++ writer does not escape control characters in names (pytorch/pytorch#130622: Perfetto failed on
+    "Bad control character in string literal"); every event is kept, the name with its character."""
+    text = gzip.decompress((DATA / "alexnet.json.gz").read_bytes()).decode()
+    i = text.index('"cat": "kernel"', len(text) // 2)
+    j = text.index('"name": "', i) + len('"name": "')
+    raw = tmp_path / "control.json"
+    raw.write_text(text[:j] + "\x01\t" + text[j:])
+    b = kineto.read(raw)
+    assert len(b.trace) == 867 and not b.warnings, b.warnings
+    assert b.trace["name"].str.startswith("\x01\t").sum() == 1
+
+
 @pytest.mark.parametrize("content, message", [
     (b"", "empty file"),
     (b"this is not json at all\n" * 10, "not a Kineto/Chrome trace"),
