@@ -75,6 +75,36 @@ def straggler_waits(st: pd.DataFrame, steps: pd.DataFrame) -> tuple[pd.DataFrame
     return st, pd.concat([steps, added], ignore_index=True), lag
 
 
+def late_rank_lag(st: pd.DataFrame, steps: pd.DataFrame, late: list[str]) -> dict | None:
+    """The late rank's own time beyond its peers' on the same work where the ranks time their collectives, as
+    `straggler_waits`' lag: {rank, seconds, steps}; `steps` with its collective phases as logged (not cut to their
+    waits by `collective_waits`). Its peers' waits for it are the collective bucket; if it kept
+    their pace, its own excess would go too (a step ends when its work does). Per common step, the rank's work (step
+    time less its collective phases) less the median of its peers' work; the median over steps, times the steps.
+    None unless exactly one rank is late (`late_ranks`) with an excess on MIN_COMMON_STEPS common steps that is
+    persistent (sign test)."""
+    if len(late) != 1:
+        return None
+    rank = int(late[0].removeprefix("rank "))
+    coll = steps[steps["phase"].astype(str).isin(COLLECTIVE_PHASES)]
+    waited = coll.groupby(["step", "rank"])["duration_s"].sum()
+    step = st.pivot_table(index="step", columns="rank", values="duration_s", aggfunc="last")
+    work = (step - waited.unstack("rank").reindex_like(step).fillna(0.0)).dropna()
+    if rank not in work.columns or work.shape[1] < 2 or len(work) < MIN_COMMON_STEPS:
+        return None
+    d = work.to_numpy(dtype=np.float64)
+    at = list(work.columns).index(rank)
+    excess = d[:, at] - np.median(np.delete(d, at, axis=1), axis=1)
+    # persistent, not jitter: the rank's work above its peers' median on more steps than a coin gives (sign test at
+    # ALPHA, Bonferroni over the ranks it was picked from: the least-waiting rank of a healthy run is chance)
+    p = min(1.0, d.shape[1] * binom_sf(int((excess > 0).sum()), len(excess), 0.5))
+    own = float(np.median(excess))
+    if p >= ALPHA or not own > 0:
+        return None
+    return {"rank": rank, "seconds": own * float(steps_per_line(work.index)[0].sum()),
+            "steps": [int(x) for x in work.index]}
+
+
 def late_ranks(waits: dict[str, float], ranks: list[int]) -> list[str]:
     """The ranks ("rank N") that wait at most a tenth of the most any rank waits in the collectives (`waits`: name ->
     seconds): who waits is not who is late, the ranks that (nearly) never wait are the ones the others wait for.

@@ -380,7 +380,7 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
             return f"loses nothing measurable against its steady pace, within the noise floor of " \
                    f"{acc.noise_floor_share:.0%} ({acc.noise_floor})"
         return f"{head}, within the run's noise floor of {acc.noise_floor_share:.0%} ({acc.noise_floor})" \
-            if not acc.significant else f"{head}, of it {_benign(acc)}"
+            if not acc.significant else f"{head}, {_benign(acc)}"
     want = UNEXPLAINED if lead == cause_ids.UNEXPLAINED_SLOWDOWN else lead
     mine = [b for b in acc.buckets if b.cause == want]
     if not mine and not acc.significant:
@@ -395,5 +395,12 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
 
 
 def _benign(acc: Accounting) -> str:
+    """What of a loss above the noise floor is not harmful: the benign buckets, or (healthy leading without one) the
+    loss spread over causes each within the floor (decide)."""
     kept = [b for b in acc.buckets if b.cause == cause_ids.HEALTHY]
-    return "; ".join(f"{b.share:.0%} in {b.detail} ({b.evidence})" for b in kept) or "nothing harmful"
+    if kept:
+        return "of it " + "; ".join(f"{b.share:.0%} in {b.detail} ({b.evidence})" for b in kept)
+    by = harmful(acc)
+    cause, sec = next(iter(by.items()))
+    return (f"spread over {len(by)} cause{'s' if len(by) > 1 else ''}, none above the noise floor of "
+            f"{acc.noise_floor_share:.1%} (the largest {sec / acc.wall_s:.1%}, {cause})")

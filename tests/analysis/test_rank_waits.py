@@ -64,3 +64,16 @@ def test_the_verdict_names_the_straggler_once_with_both_parts_of_its_loss(tmp_pa
     d, _ = _ranks(tmp_path, [1.0, 1.0, 1.35, 1.0], include_wait=False)
     text = d.verdict["sentence"]
     assert text.count("on rank 2") == 2 and "%) and " in text, text  # once for the loss, once for the cause
+
+
+def test_timed_collectives_of_equal_ranks_have_no_late_rank_excess():
+    """Ranks drawn alike (LABELED SYNTHETIC, collectives timed): the rank that happens to wait least is chance, not a
+    straggler, so no `slow_rank` time is counted (a sign test on its work against its peers' median)."""
+    from playbook.labs import synthetic
+    from playbook.model.schema import Bundle
+
+    steps, events, _ = synthetic.simulate_steps(stall_every=None)
+    d = diagnose(Bundle(steps=steps, events=events))
+    assert d.verdict["id"] == ids.HEALTHY
+    assert "slow_rank" not in {b["kind"] for b in d.accounting["buckets"]}
+

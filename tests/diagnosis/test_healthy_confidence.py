@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.labs import synthetic
 from playbook.labs.synthetic import simulate_bundle
 from playbook.model import schema
 
@@ -60,3 +62,13 @@ def test_an_sm_activity_level_is_not_held_to_the_utilization_bar():
     tele["util_pct"] = np.nan
     v = diagnose(bundle).verdict
     assert v["id"] == "healthy" and "a fed GPU reads at least 90%" not in v["sentence"], v["sentence"]
+
+
+def test_a_healthy_loss_above_the_floor_says_it_is_spread_over_small_causes():
+    """Healthy with a total above the noise floor (each cause within it) says so, naming the largest, instead of
+    "of it nothing harmful" beside a loss it had just called above the floor."""
+    steps, events, _ = synthetic.simulate_steps(stall_every=None)
+    d = diagnose(schema.Bundle(steps=steps, events=events))
+    acc = d.accounting
+    assert d.verdict["id"] == ids.HEALTHY and acc["lost_share"] > acc["noise_floor_share"]
+    assert "none above the noise floor" in d.verdict["sentence"] and "nothing harmful" not in d.verdict["sentence"]

@@ -53,6 +53,24 @@ def test_the_ranks_waiting_in_the_all_reduce_name_the_straggler(tmp_path):
     assert "rank 2" in d.verdict["sentence"]
 
 
+def test_the_straggler_loss_counts_its_own_excess_too(tmp_path):
+    """What-if: rank 2 at its peers' speed shortens every rank's step by its excess, so the loss is the others'
+    waits plus the late rank's own time beyond its peers' (the waits alone read 22%)."""
+    rng = np.random.default_rng(1)
+    wall = fixed = 0.0
+    for _ in range(200):  # the generator's own figures, as _rows draws them
+        compute = 0.4 * (1 + 0.03 * rng.standard_normal(4))
+        fixed += compute.max() + 0.05
+        compute[2] /= 0.67
+        wall += round(compute.max() + 0.05, 4)
+    truth = 1 - fixed / wall  # 0.284
+    path = tmp_path / "steps.csv"
+    _write(path, "csv")
+    d = diagnose(read_paths([path]))
+    assert d.verdict["id"] == "collective_straggler"
+    assert d.verdict["lost_share"] == pytest.approx(truth, abs=0.02), (d.verdict["lost_share"], truth)
+
+
 def test_a_long_table_keeps_its_own_phase_column(tmp_path):
     path = tmp_path / "long.csv"
     path.write_text("step,rank,phase,duration_s,data_time\n" + "".join(

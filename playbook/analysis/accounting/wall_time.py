@@ -10,7 +10,13 @@ from playbook.analysis import step_pace as sp
 from playbook.analysis import step_times as sa
 from playbook.analysis.accounting.buckets import MIN_FLOOR, Accounting, Bucket, merged_windows
 from playbook.analysis.intervals import true_runs
-from playbook.analysis.rank_waits import COLLECTIVE_PHASES, collective_waits, late_ranks, straggler_waits
+from playbook.analysis.rank_waits import (
+    COLLECTIVE_PHASES,
+    collective_waits,
+    late_rank_lag,
+    late_ranks,
+    straggler_waits,
+)
 from playbook.knowledge import ids
 from playbook.knowledge.causes import cause
 
@@ -23,7 +29,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
     if st.empty:
         return None
     t0 = st["time"].min() if st["time"].notna().all() else None
-    steps = collective_waits(steps)
+    timed, steps = steps, collective_waits(steps)  # timed: the collective phases as logged (transfer + wait)
     st, steps, lag = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
     per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
@@ -41,12 +47,18 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
                 by_name.setdefault(b.kind, {})[n] = by_name.get(b.kind, {}).get(n, 0.0) + b.seconds
             m.windows += b.windows
             m.steps = sorted(set(m.steps) | set(b.steps))
+    many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())
+    if lag is None and many:  # collectives timed: the rank the others wait for, from who waits least
+        waits: dict[str, float] = {}
+        for kind in (f"phase:{p}" for p in COLLECTIVE_PHASES):
+            for n, sec in by_name.get(kind, {}).items():
+                waits[n] = waits.get(n, 0.0) + sec
+        lag = late_rank_lag(st, timed, late_ranks(waits, ranks)) if waits else None
     if lag and lag["seconds"] > 0:  # the straggler's own time beyond its peers' on the same work
         merged["slow_rank"] = Bucket("slow_rank", lag["seconds"], steps=lag["steps"],
                                      detail="the late rank's own time beyond its peers' for the same work")
         by_name["slow_rank"] = {f"rank {lag['rank']}": lag["seconds"]}
     buckets = [b for b in merged.values() if b.seconds > 0]
-    many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())
     for b in buckets:
         b.share = b.seconds / total if total > 0 else 0.0
         # the ranks that carry the bucket: each at least a tenth of it, largest first (a rank whose loader waits
