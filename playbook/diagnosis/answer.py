@@ -71,7 +71,7 @@ def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> lis
         h = dict(found[0])
     else:  # measured directly (a phase timer, events at the bucket's steps), or read from the bucket's own shape
         share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
-        evidence = [b.evidence for b in acc.buckets if b.cause == lead and b.evidence]
+        evidence = list(dict.fromkeys(b.evidence for b in acc.buckets if b.cause == lead and b.evidence))
         direct = any(b.direct for b in acc.buckets if b.cause == lead)
         h = ranking.hypothesis(lead, (0.9 if direct else 0.5) * ranking.impact(share),
                                evidence or ["measured by the accounting"])
