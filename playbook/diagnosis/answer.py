@@ -168,7 +168,7 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
         if per_day is not None:
             cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
         elif lead_share and not loss:
-            cost = f" — it costs ~{lead_share:.0%} of GPU time over the span observed"
+            cost = f" — it costs ~{lead_share:.0%} of the time observed"
         head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
         title = c.title if head else c.title[0].upper() + c.title[1:]
         sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
