@@ -301,6 +301,8 @@ def untestable(run: Run) -> str | None:
                                ("NCCL connection facts", run.bundle.nccl)) if len(t)] + \
             (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
             (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
+            (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
+                str(k).startswith("dcgm_diag:") for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")

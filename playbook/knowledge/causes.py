@@ -127,7 +127,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
         next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal"),
+        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal", "diag_fail"),
     ),
     Cause(
         "throttling",
