@@ -60,3 +60,11 @@ def test_a_box_that_passed_has_no_event(tmp_path):
     p.write_text(_box([("PCIe", "Pass - All"), ("GPU Memory", "Pass - All"), ("EUD Test", "Skip - All")]))
     b = read_file(p)
     assert b.events.empty and b.meta[f"dcgm_diag:{p}"] == {"tests": 3, "failed": 0, "warned": 0}
+
+
+def test_a_failed_hardware_test_without_a_message_is_a_fault_of_its_gpu(tmp_path):
+    p = tmp_path / "diag.txt"
+    p.write_text(_box([("-----  Hardware  ", ""), ("Diagnostic", "Pass - GPUs: 0, 1, 2, 3, 4, 6, 7"),
+                       ("", "Fail - GPU: 5")]))
+    d = diagnose(read_file(p))
+    assert d.verdict["id"] == "hardware_fault" and "GPU 5" in d.verdict["sentence"]
