@@ -317,6 +317,13 @@ CASES = [
         ("nnue_96_allocator_table.txt", "memory_pressure"),
         ("midilm_7_lightning_fit_report.txt", "data_starvation"),
         ("ort_20947_nsys_pageable_memcpy.txt", "h2d_copy"))],
+    # the fifteenth round: dcgmi diag pastes and the kernel's PCIe bandwidth line (tests/data/eval/heldout15/SOURCES.md,
+    # real excerpts): all refused first (→ readers/dcgm_diag.py, event_lexicon's pcie_downgraded row)
+    *[(f"heldout15 {name}", want, _file(f"heldout15/{name}")) for name, want in (
+        ("mlengineering_row_remap_error.txt", "hardware_fault"),
+        ("mlengineering_gpu_memory_thermal.txt", "throttling"),
+        ("a10g_targeted_power_fail.txt", "throttling"),
+        ("mlengineering_pcie_limited_dmesg.log", "link_degradation"))],
 ]
 
 
