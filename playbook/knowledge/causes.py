@@ -127,7 +127,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
         next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal", "diag_fail"),
+        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal", "nvlink_fatal", "diag_fail"),
     ),
     Cause(
         "throttling",
@@ -285,7 +285,7 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # DCGM's own hardware or stress test failed on the GPU (NVIDIA's runbook: rerun,
                                   # then RMA); the kernel states a PCIe link trained below what both ends can do
                                   # (a downtrained link, or a slower switch: either way less bandwidth)
-                                  "diag_fail": 0.85, "pcie_downgraded": 0.6,
+                                  "diag_fail": 0.85, "pcie_downgraded": 0.6, "nvlink_fatal": 0.9,
                                   # a debugging mode the framework says is on and slows every step (anomaly
                                   # detection, synchronous launches): every step pays it, so the run's own pace
                                   # cannot show the loss — the statement is the evidence

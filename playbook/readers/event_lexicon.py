@@ -2,7 +2,7 @@
 pattern, event kind), each row citing where its text comes from. readers/lines.py turns a matching line into an
 event (time, rank and latest step of the line) and counts the ERROR/WARNING lines no row explains.
 
-Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid, gpu_lost, pcie_fatal → hardware_fault,
+Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid, gpu_lost, pcie_fatal, nvlink_fatal → hardware_fault,
 oom, host_oom → memory_pressure, pcie_error, pcie_downgraded → link_degradation, io_stall → data_starvation, recompile →
 recompilation, checkpoint / eval → periodic_stall, gc → gc_pause); the others measure no cause (gpu_error,
 nccl_error, nccl_warn, worker_failed: a process that died; job_cancelled: the scheduler ended the job; hung_task: a
@@ -51,6 +51,10 @@ LEXICON: tuple[Entry, ...] = (
     # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ..."): a kind
     # of its own, as it names failing memory where another CUDA error may be the program's own bug
     _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "ecc"),
+    # CUDA runtime cudaErrorNvlinkUncorrectable: "uncorrectable NVLink error detected during the execution" (the
+    # driver's Xid 74): a GPU's NVLink failed, not the program (MIC-DKFZ/nnUNet#1519, pytorch/pytorch#58155)
+    _row(("nvlink error",), r"uncorrectable NVLink error|CUDA_ERROR_NVLINK_UNCORRECTABLE|cudaErrorNvlinkUncorrectable",
+         "nvlink_fatal"),
     # NVIDIA driver kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus."
     _row(("xid",), r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*\d+", "xid"),
     # NVIDIA driver: "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus." (without an Xid on the line), and newer
