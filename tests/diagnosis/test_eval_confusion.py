@@ -323,7 +323,8 @@ CASES = [
         ("mlengineering_row_remap_error.txt", "hardware_fault"),
         ("mlengineering_gpu_memory_thermal.txt", "throttling"),
         ("a10g_targeted_power_fail.txt", "throttling"),
-        ("mlengineering_pcie_limited_dmesg.log", "link_degradation"))],
+        ("mlengineering_pcie_limited_dmesg.log", "link_degradation"),
+        ("gpud_80_remapped_rows_pending.txt", "hardware_fault"))],
 ]
 
 
