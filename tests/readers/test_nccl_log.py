@@ -275,3 +275,28 @@ def test_a_pid_past_int64_is_no_nccl_prefix(tmp_path):
                  "node1:123:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n")
     nccl = read_file(p).nccl
     assert nccl.loc[nccl["host"] == "node1", "pid"].tolist() == [123]
+
+
+@pytest.mark.parametrize("message", [
+    # NCCL <= 2.8 (src/transport/net_ib.cc): no peer, "with error %d, opcode %d, len %d, vendor err %d"
+    "NET/IB : Got completion with error 5, opcode 0, len 4096, vendor err 249",
+    # NCCL 2.9-2.18: the peer named, the same comma-separated fields
+    "NET/IB : Got completion from peer 10.9.8.7<41000> with error 12, opcode 1, len 0, vendor err 129",
+])
+def test_ib_completion_errors_in_older_nccl_wordings_are_network_errors(tmp_path, message):
+    # NVIDIA/nccl#426 quoted the <= 2.8 wording: it was read as a bare NCCL WARN, and the verdict was
+    # insufficient_data; every wording is printed only for a status other than IBV_WC_SUCCESS (0)
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_file
+
+    log = tmp_path / "ib_old.log"
+    log.write_text(f"nodeB-7:311:402 [2] transport/net_ib.cc:812 NCCL WARN {message}\n"
+                   "nodeB-7:311:402 [2] NCCL INFO transport/net.cc:905 -> 2\n")
+    bundle = read_file(log)
+    assert bundle.events["kind"].tolist() == ["network_error"]
+    top = diagnose(bundle).hypotheses[0]
+    assert top["id"] == "link_degradation" and "network_error" in top["evidence"][0]
+    # a successful completion (status 0) is never printed as an error; a line that says so is not one
+    ok = tmp_path / "ib_ok.log"
+    ok.write_text("nodeB-7:311:402 [2] NCCL WARN NET/IB : Got completion with error 0, opcode 0, len 0, vendor err 0\n")
+    assert read_file(ok).events["kind"].tolist() == ["nccl_warn"]
