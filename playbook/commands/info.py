@@ -247,6 +247,10 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
                    f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
                    f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")
+    if info.get("nccl_tests"):
+        from playbook.readers.nccl_tests import describe
+
+        out.append(f"    {describe(info['nccl_tests'])}")
     if info.get("loud_unread"):
         out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out
