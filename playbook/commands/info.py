@@ -388,7 +388,7 @@ def render(summary: dict[str, Any]) -> str:
                    + (f"; GPU pairs {pairs}" if pairs else "") + (f"; {m['degraded']} link(s) downgraded"
                                                                    if m["degraded"] else ""))
     if not any(tb["rows"] for tb in t.values()) and not reports and not summary.get("machine") and \
-            not any(f.get("profiler") for f in summary["text_lines"].values()):
+            not any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):
         out.append("text logs, line by line:")

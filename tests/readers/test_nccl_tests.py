@@ -85,3 +85,14 @@ def test_a_table_in_a_log_is_read_and_diagnosed_as_stated_not_judged(tmp_path):
     top = diagnose(bundle).hypotheses[0]
     assert top["id"] == "insufficient_data"  # busbw without the links' rate names no cause, and vouches for nothing
     assert "peak busbw 12.05 GB/s at 64 MiB" in top["evidence"][0]
+
+
+def test_info_shows_the_table_and_no_empty_read(tmp_path):
+    from playbook.commands import info
+    from playbook.readers import read_file
+
+    log = tmp_path / "allreduce.log"
+    log.write_text("".join(line + "\n" for line in TABLE.splitlines() if "NCCL INFO" not in line))
+    text = info.render(info.summarize(read_file(log)))
+    assert "nccl-tests table: 4 sizes 1 MiB..64 MiB; peak busbw 12.05 GB/s at 64 MiB" in text
+    assert "no rows read" not in text
