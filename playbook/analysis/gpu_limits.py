@@ -94,9 +94,9 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
 
 
 def sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
-    """Per GPU, the larger of the highest enforced power limit among the run's GPUs of the same part — the same
-    memory.total within 2% (one SKU; a run mixing 40 and 80 GB parts, or A100s and H100s, is not compared across),
-    or among all GPUs when memory.total is not recorded — and the GPU's own default power limit where logged (a
+    """Per GPU, the larger of the highest enforced power limit among the run's GPUs of the same part
+    (GpuSeries.parts: the same product name, else memory.total within 2% — a run mixing 40 and 80 GB parts, or
+    A100s and H100s, is not compared across — else all GPUs) and the GPU's own default power limit where logged (a
     limit below the board's default is a cap by definition, even when every GPU of the run shares it). NaN
     without a power limit."""
     g_count = len(series)
@@ -105,10 +105,9 @@ def sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
         return refs
     top = np.array([np.nanmax(v) if np.isfinite(v := series.get(g, "power_limit_w", dropna=False)[1]).any()
                     else math.nan for g in range(g_count)])
-    mem = np.array([np.nanmedian(v) if has["mem_total_mib"] and np.isfinite(
-        v := series.get(g, "mem_total_mib", dropna=False)[1]).any() else math.nan for g in range(g_count)])
+    parts = series.parts()
     for g in range(g_count):
-        same = np.abs(mem - mem[g]) <= 0.02 * mem[g] if np.isfinite(mem[g]) else np.ones(g_count, bool)
+        same = parts == parts[g]
         if np.isfinite(top[same]).any():
             refs[g] = float(np.nanmax(top[same]))
     if has["power_default_limit_w"]:
@@ -118,6 +117,16 @@ def sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
             if len(d):
                 refs[g] = float(np.nanmax([refs[g], np.median(d)]))
     return refs
+
+
+def part_values(values: np.ndarray, parts: np.ndarray, reduce) -> np.ndarray:
+    """Per GPU, `reduce` of `values` (one per GPU) over the GPUs of its part (NaN where none is finite)."""
+    out = np.full(len(values), math.nan)
+    for p in np.unique(parts):
+        sel = parts == p
+        if np.isfinite(values[sel]).any():
+            out[sel] = float(reduce(values[sel][np.isfinite(values[sel])]))
+    return out
 
 
 def power_only_cap(series: GpuSeries, cols: dict, has: dict, busy_thr: float) -> None:

@@ -34,6 +34,7 @@ import pandas as pd
 from playbook.analysis.gpu_limits import (
     POWER_PINNED,
     THERMAL_DEFICIT_MIN,
+    part_values,
     power_only_cap,
     sku_limit_refs,
     sustained_peak_segments,
@@ -89,6 +90,8 @@ class GpuReport:
             out.append({"id": r.id, "host": r.host, "index": int(r.index),
                         "mean_util_pct": json_float(mean, 1),
                         "status": r.status, "evidence": r.evidence})
+            if getattr(r, "model", ""):  # the part, where the input names it (nvidia-smi `name`)
+                out[-1]["model"] = r.model
         return out
 
 
@@ -204,6 +207,7 @@ def _analyze(series: GpuSeries, faulted: set[str]) -> GpuReport:
             "first_s": float(t[0]) if len(t) else math.nan, "last_s": float(t[ok][-1]) if ok.any() else math.nan,
         })
     table = pd.DataFrame(rows)
+    table["model"] = [series.models.get(i, "") for i in series.ids]
     pooled = series.values["util_pct"]
     fleet_levels = two_levels(pooled)
     busy_thr = fleet_levels.threshold if fleet_levels.bimodal else 50.0
@@ -388,15 +392,17 @@ def _throttle(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr: float
     table["busy_clock_mhz"] = clock
     deficit = np.full(g_count, math.nan)
     mz = np.full(g_count, math.nan)
-    fin = np.isfinite(clock)
-    if fin.sum() >= 3:
-        med = float(np.median(clock[fin]))
-        mad = max(float(np.median(np.abs(clock[fin] - med))), 0.01 * med / 0.6745)
-        mz[fin] = 0.6745 * (clock[fin] - med) / mad
-        deficit[fin] = 1 - clock[fin] / med
+    parts = series.parts()  # a clock is compared with the clocks of the same part only (a box may mix models)
+    for part in np.unique(parts):
+        fin = np.isfinite(clock) & (parts == part)
+        if fin.sum() >= 3:
+            med = float(np.median(clock[fin]))
+            mad = max(float(np.median(np.abs(clock[fin] - med))), 0.01 * med / 0.6745)
+            mz[fin] = 0.6745 * (clock[fin] - med) / mad
+            deficit[fin] = 1 - clock[fin] / med
     table["clock_deficit"] = deficit
     table["clock_z"] = mz
-    table["peer_clock_mhz"] = float(np.median(clock[fin])) if fin.any() else math.nan
+    table["peer_clock_mhz"] = part_values(clock, parts, np.median)
     _self_reference(series, table, has, busy_thr)
 
 
@@ -424,8 +430,13 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     u_all, c_all = v["util_pct"], v["sm_clock_mhz"]
     busy_any = np.isfinite(u_all) & (u_all >= busy_thr)
     busy = busy_any & np.isfinite(c_all)  # per poll: busy with a clock reading
-    pooled = c_all[busy]
-    fleet_ref = float(np.percentile(pooled, 95)) if len(pooled) >= 3 else math.nan
+    # per GPU: the clock its part's GPUs reach while busy (the 95th percentile of their busy polls, 3 or more)
+    parts, lengths = series.parts(), np.diff(offsets)
+    fleet_ref = np.full(g_count, math.nan)
+    for part in np.unique(parts):
+        pooled = c_all[busy & np.repeat(parts == part, lengths)]
+        if len(pooled) >= 3:
+            fleet_ref[parts == part] = float(np.percentile(pooled, 95))
     limit_ref = sku_limit_refs(series, has)  # per GPU: the limit its own part runs at in the run (not another model's)
     p95 = series.quantiles("sm_clock_mhz", (95,), keep=busy_any)[0]
     pinned_all = None
@@ -439,11 +450,10 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
     peak = sustained_peak_segments(c_all, busy, offsets)
     held = busy if pinned_all is None else busy & ~pinned_all
     with np.errstate(invalid="ignore"):
-        reached = np.fmax(p95, fleet_ref)  # the clock this GPU, or the run's GPUs, reach while busy
+        reached = np.fmax(p95, fleet_ref)  # the clock this GPU, or its part's GPUs in the run, reach while busy
         ref = np.fmax(reached, peak)
     n_busy = series.counts(busy)
     eligible = n_busy >= 3
-    lengths = np.diff(offsets)
     with np.errstate(invalid="ignore"):
         slow = busy & (c_all < np.repeat((1 - SELF_DEFICIT_MIN) * reached, lengths)) | held & (
             c_all < np.repeat((1 - SELF_DEFICIT_MIN) * ref, lengths))
@@ -479,7 +489,7 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
 
 
 def _power_cap(series: GpuSeries, cols: dict, busy: np.ndarray, eligible: np.ndarray, n_busy: np.ndarray,
-               fleet_ref: float, limit_ref: np.ndarray) -> None:
+               fleet_ref: np.ndarray, limit_ref: np.ndarray) -> None:
     """A lowered power limit, by self-reference: busy polls pinned at a limit below the highest one this GPU or
     its peers of the same part run at (`limit_ref`, per GPU: gpu_limits.sku_limit_refs) — a cap someone set
     (nvidia-smi -pl, a scheduler, a BMC) holding the clock."""

@@ -296,6 +296,38 @@ def _launch_finding(kern: dict | None, api: dict | None, where: str, profile: st
             f"{1 - idle:.0%} busy")})
 
 
+# `nsys analyze` rules (readers.nsys.KNOWN_RULES) that name their cause: the calls they list hold the host
+_RULE_CAUSES = {"cuda_memcpy_async": "the cudaMemcpyAsync calls from or to pageable memory it lists (the driver stages "
+                                     "each through a pinned buffer and holds the host)",
+                "cuda_memcpy_sync": "the synchronous memcpy calls it lists (the host waits for each copy)",
+                "cuda_memset_sync": "the synchronous memset calls it lists (the host waits for each)",
+                "cuda_api_sync": "the synchronization API calls it lists (the host waits for the GPU)"}
+
+
+def rule_findings(reps: dict[str, pd.DataFrame]) -> list[dict]:
+    """Findings of the `nsys analyze` rule tables that name a cause (_RULE_CAUSES): a copy whose host side is
+    pageable and whose destination is the device is host-to-device staging (h2d_copy); every other flagged call
+    holds the host until the GPU answers (host_sync). "moderate": the rule lists calls, not the profile's span, so
+    their share of the run is unknown. gpu_gaps / gpu_time_util tables are kept and read by no rule here."""
+    out: list[dict] = []
+    for rule, what in _RULE_CAUSES.items():
+        f = reps.get(reader.RULE_PREFIX + rule)
+        if f is None or not len(f):
+            continue
+        dur = f["dur_ns"].astype(float) if "dur_ns" in f else pd.Series(np.nan, index=f.index)
+        to_device = (f.get("src_kind", pd.Series("", index=f.index)).astype(str).str.lower().str.contains("pageable")
+                     & f.get("dst_kind", pd.Series("", index=f.index)).astype(str).str.lower().str.contains("device"))
+        for hyp, rows in ((cause_ids.H2D_COPY, to_device), (cause_ids.HOST_SYNC, ~to_device)):
+            if not rows.any():
+                continue
+            total_ms = float(np.nansum(dur[rows])) / 1e6
+            out.append({"hypothesis": hyp, "level": "moderate", "evidence": (
+                f"nsys analyze rule {rule} in {', '.join(sorted(set(f.loc[rows, 'source'])))}: {int(rows.sum())} of "
+                f"{what}, {total_ms:.3f} ms listed (the rule's own table, limited to its rows=; the profile's span "
+                "is not in it, so their share of the run is unknown)")})
+    return out
+
+
 def summarize(bundle: Any) -> dict | None:
     """JSON-ready nsys summary for `playbook diagnose` (None when the bundle holds no nsys export).
 
@@ -316,6 +348,7 @@ def summarize(bundle: Any) -> dict | None:
             tools[p] = str(v.get("tool") or "nsys")
     findings: list[dict] = []
     out = [profile_summary(p, reps, trace, findings, sources[p], tools[p]) for p in sorted(sources)]
+    findings += rule_findings(reps)
     warnings = []
     if out and not any(o["nvtx"] and o["nvtx"].get("steps") for o in out):
         warnings.append(f"{'/'.join(sorted(set(tools.values())))}: no NVTX step ranges ('step N'), so shares of the "

@@ -8,7 +8,9 @@ CPU time inside ops: the window less what the host spent outside any op, so shar
 Findings, at the thresholds the Kineto and nsys analyses use (shares of the base; TensorFlow profiler's 5% / 20%):
   host_sync         CPU time blocked in cuda*Synchronize (`.item()`, `.cpu()`, `print(tensor)` wait there)
   data_starvation   CPU time in `enumerate(DataLoader)` ops (waiting for the next batch); in Lightning's
-                    SimpleProfiler report, `train_dataloader_next` / `get_train_batch` against `run_training_epoch`
+                    SimpleProfiler report, `train_dataloader_next` / `get_train_batch` against `run_training_epoch`;
+                    (moderate) the profiled steps' own self CPU at HIGH of their time: work inside the step that no
+                    recorded op covers, most often batches built in the main process
   h2d_copy          CPU time in copy calls (cudaMemcpy*) where the device's copies run host to device: a copy from
                     pageable memory is staged by the driver and holds the host (`Memcpy HtoD (Pageable -> Device)`)
   memory_pressure   CPU time in the driver's allocator (cudaMalloc / cudaFree): the caching allocator going back to
@@ -34,10 +36,12 @@ def table_summary(source: str, table: dict, findings: list[dict]) -> dict:
     _fit_loader(source, table, findings)
     steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
     base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
-    out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None}
+    out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
+           "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s}
     if base <= 0:
         return out
     where = f"torch.profiler table in {source}"
+    _outside_ops(table, where, findings)
     sync = float(table.get("sync_s") or 0.0) / base
     out["sync_share"] = sync
     if lvl := _level(sync):
@@ -53,6 +57,23 @@ def table_summary(source: str, table: dict, findings: list[dict]) -> dict:
         findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": loader, "evidence": (
             f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (waiting for the next batch)")})
     return out
+
+
+def _outside_ops(table: dict, where: str, findings: list[dict]) -> None:
+    """The profiled steps' own self CPU time: host time inside a step that no recorded op covers. The profiler
+    records every aten op, CUDA call, `enumerate(DataLoader)` and record_function range, so what is left is Python
+    between them (microseconds per op in eager mode) or work nothing records: batches built in the main process,
+    preprocessing, logging. At HIGH of the steps' time it is that work, and the GPU waits for it."""
+    steps_s, own = float(table.get("steps_s") or 0.0), float(table.get("steps_self_s") or 0.0)
+    share = own / steps_s if steps_s > 0 else 0.0
+    if share >= HIGH:
+        # the loss is measured (the GPU cannot run what the host has not launched), its cause inferred
+        findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": "moderate", "anomaly": "high",
+                         "share": share, "evidence": (
+            f"{where}: {share:.0%} of the {table.get('steps')} profiled steps' time ({own:.3f} s of {steps_s:.3f} s) "
+            "is host time inside the steps that no recorded op covers (ProfilerStep's self CPU): the loop builds "
+            "its batches, preprocesses or logs in Python the profiler does not record, and the GPU waits; wrap "
+            "the suspects in record_function or time the loop's phases (`playbook record`) to name it")})
 
 
 def _fit_loader(source: str, table: dict, findings: list[dict]) -> None:

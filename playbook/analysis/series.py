@@ -13,6 +13,13 @@ from playbook.model import schema
 
 GAP_FACTOR = 3.0  # a sampling gap longer than this many intervals splits a series (a lost poll or two does not)
 MAX_GRID = 1 << 18  # bins per series for the FFT path (coarser bins beyond)
+PART_MEMORY_TOL = 0.02  # one SKU: memory.total within 2% (the rule sku_limit_refs had; 40 vs 80 GB parts differ 2x)
+
+
+def mixed_models(counts: dict[str, int], hosts: int) -> str:
+    """"the box mixes models: 1× A, 1× B" (one host; "the GPUs mix models" over several): the parts, most first."""
+    what = ", ".join(f"{n}× {m}" for m, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return f"{'the box mixes' if hosts == 1 else 'the GPUs mix'} models: {what}"
 
 
 @dataclass
@@ -27,9 +34,39 @@ class GpuSeries:
     t: np.ndarray
     values: dict[str, np.ndarray]
     warnings: list[str] = field(default_factory=list)
+    models: dict[str, str] = field(default_factory=dict)  # GPU id -> product name, where the input names it
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def parts(self) -> np.ndarray:
+        """Per GPU an int label; GPUs with the same label are one part: the same product name where the input names
+        it (nvidia-smi `name`), else the same memory.total within PART_MEMORY_TOL where recorded, else all one part.
+        Clocks and power are a part's physics: they are compared within a part only (a box may mix models)."""
+        mem = self.values.get("mem_total_mib")
+        keys: list[tuple] = []
+        for g, gid in enumerate(self.ids):
+            name = self.models.get(gid, "")
+            m = float(np.nanmedian(v)) if mem is not None and np.isfinite(
+                v := mem[self.offsets[g]:self.offsets[g + 1]]).any() else math.nan
+            keys.append(("name", name) if name else ("mem", m) if math.isfinite(m) else ("",))
+        mems = sorted({k[1] for k in keys if k[0] == "mem"})
+        cluster, start = {}, math.nan
+        for m in mems:  # memory sizes within PART_MEMORY_TOL of a cluster's smallest are one size
+            if not m <= start * (1 + PART_MEMORY_TOL):
+                start = m
+            cluster[m] = start
+        keys = [("mem", cluster[k[1]]) if k[0] == "mem" else k for k in keys]
+        order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
+        return np.array([order[k] for k in keys], dtype=np.int64)
+
+    def model_counts(self) -> dict[str, int]:
+        """Product name -> how many of these GPUs are that part (only GPUs the input names)."""
+        out: dict[str, int] = {}
+        for gid in self.ids:
+            if self.models.get(gid):
+                out[self.models[gid]] = out.get(self.models[gid], 0) + 1
+        return out
 
     def get(self, g: int, column: str = "util_pct", dropna: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(t_s, x) for GPU number g; NaN values dropped unless `dropna` is False."""
@@ -73,7 +110,8 @@ class GpuSeries:
         idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         offsets = np.r_[0, np.cumsum([len(p) for p in parts])].astype(np.int64)
         return GpuSeries([self.ids[g] for g in gpus], [self.hosts[g] for g in gpus], [self.index[g] for g in gpus],
-                         self.t0, offsets, self.t[idx], {c: v[idx] for c, v in self.values.items()}, [])
+                         self.t0, offsets, self.t[idx], {c: v[idx] for c, v in self.values.items()}, [],
+                         self.models)
 
     def grid_means(self, column: str, dt: float, t_start: float, n_bins: int) -> np.ndarray:
         """(G × n_bins) float32 means of `column` per bin (NaN where a GPU has no valid sample)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from playbook.analysis.series import mixed_models
 from playbook.commands import TZ_HELP, emit
 from playbook.core.errors import InputError, PlaybookError
 from playbook.knowledge import ids as cause_ids
@@ -144,12 +145,15 @@ def _gpu_section(d) -> list[str]:
         return ["GPUs: no GPU telemetry in the inputs", ""]
     hosts = sorted({g["host"] for g in d.gpus})
     counts = Counter(g["status"] for g in d.gpus)
-    lines = [f"GPUs: {len(d.gpus)} on {len(hosts)} host{'s' if len(hosts) != 1 else ''} — "
+    models = Counter(g["model"] for g in d.gpus if g.get("model"))
+    mixed = f" ({mixed_models(models, len(hosts))})" if len(models) > 1 else ""
+    lines = [f"GPUs: {len(d.gpus)} on {len(hosts)} host{'s' if len(hosts) != 1 else ''}{mixed} — "
              + ", ".join(f"{n} {s}" for s, n in counts.most_common())]
     shown = d.gpus if len(d.gpus) <= 16 else [g for g in d.gpus if g["status"] != "ok"][:24]
     width = max((len(g["id"]) for g in shown), default=6)
     for g in shown:
-        lines.append(f"  {g['id']:<{width}}  {_pct(g['mean_util_pct']):>5}  {g['status']:<13} {g['evidence']}")
+        model = f"{g.get('model', '')}: " if mixed else ""
+        lines.append(f"  {g['id']:<{width}}  {_pct(g['mean_util_pct']):>5}  {g['status']:<13} {model}{g['evidence']}")
     if len(d.gpus) > 16:
         hidden = len(d.gpus) - len(shown)
         ok = [g["mean_util_pct"] for g in d.gpus if g["status"] == "ok" and g["mean_util_pct"] is not None]

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.series import mixed_models
 from playbook.commands import TZ_HELP
 from playbook.core.jsonable import json_float
+from playbook.model.schema import GPU_MODELS
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
 EXAMPLES = """  playbook info data/samples                            the embedded sample
@@ -124,6 +127,7 @@ def summarize(bundle) -> dict[str, Any]:
             "metrics": metrics,
             "mean": {m: json_float(tel[m].mean(), 3) for m in metrics if m in ("util_pct", "sm_active", "power_w")},
             "by_source": _by_source(tel),
+            "models": dict(Counter((bundle.meta.get(GPU_MODELS) or {}).values())),
         })
     tables["telemetry"] = info
     steps = bundle.steps
@@ -338,6 +342,8 @@ def render(summary: dict[str, Any]) -> str:
         samples = (f"{spg['min']}" if spg["min"] == spg["max"] else f"{spg['min']}-{spg['max']} (median {spg['median']:g})")
         out.append(f"telemetry  {tel['rows']:,} rows; {len(hosts)} host{'s' * (len(hosts) != 1)} ({per_host} GPUs); "
                    f"{tel['gpus']} GPU{'s' * (tel['gpus'] != 1)}; {samples} samples per GPU")
+        if len(tel.get("models") or {}) > 1:  # which parts, where the input names them
+            out.append(f"           {mixed_models(tel['models'], len(hosts))}")
         means = "; ".join(f"mean {k} {v:g}" for k, v in tel["mean"].items() if v is not None)
         out.append(f"           metrics: {', '.join(tel['metrics']) or 'none'}" + (f" ({means})" if means else ""))
         sources = tel["by_source"]

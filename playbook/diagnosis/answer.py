@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.analysis import topology
+from playbook.analysis import nsys_profiles, topology
 from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport
@@ -15,6 +15,7 @@ from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
 from playbook.model import schema
+from playbook.readers import nsys as nsys_reader
 
 
 def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
@@ -70,7 +71,7 @@ def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> lis
         h = dict(found[0])
     else:  # measured directly (a phase timer, events at the bucket's steps), or read from the bucket's own shape
         share = by.get(lead, 0.0) / acc.wall_s if acc.wall_s > 0 else 0.0
-        evidence = [b.evidence for b in acc.buckets if b.cause == lead and b.evidence]
+        evidence = list(dict.fromkeys(b.evidence for b in acc.buckets if b.cause == lead and b.evidence))
         direct = any(b.direct for b in acc.buckets if b.cause == lead)
         h = ranking.hypothesis(lead, (0.9 if direct else 0.5) * ranking.impact(share),
                                evidence or ["measured by the accounting"])
@@ -282,8 +283,11 @@ def untestable(run: Run) -> str | None:
     nsys = sm.get("nsys") or {}
     nsys_timed = bool(nsys) and (len(run.bundle.trace) > 0 or any(
         isinstance(p, dict) and p.get("nvtx") for p in nsys.get("profiles") or []))
-    others = bool(run.steps_summary or gpu_trace or nsys_timed or any(sm.get(n) for n in (
-        "stragglers", "flight_recorder", "profiler")))
+    # a torch.profiler table measures the loop with device (CUDA) times or profiled steps (ProfilerStep rows: the
+    # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window
+    profiled = any(t.get("device_s") or t.get("steps_s") for t in (sm.get("profiler") or {}).get("tables") or [])
+    others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
+        "stragglers", "flight_recorder")))
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
     tel = run.bundle.telemetry
@@ -298,6 +302,7 @@ def untestable(run: Run) -> str | None:
             (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
             [f"an nccl-tests table ({t['line'].removeprefix('nccl-tests ')}; busbw is judged against the links' "
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
+            (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
@@ -339,17 +344,19 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
 
 
 def _fact_lead(ranked: list[dict], bundle: schema.Bundle) -> list[dict]:
-    """With NCCL connection facts as the only input, the fabric cause those facts support (at least
-    attribution.SUPPORT_MIN) leads and insufficient_data follows: facts that NCCL states (the transport it chose) are
-    not samples that could be too few, and "not enough data" is then about the cost, which needs a time axis, not
-    about the cause they name."""
+    """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
+    `nsys analyze` rule flags (pageable copies, synchronous calls) — the cause those facts support (at least
+    attribution.SUPPORT_MIN) leads and insufficient_data follows: stated facts are not samples that could be too
+    few, and "not enough data" is then about the cost, which needs a time axis, not about the cause they name."""
     sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
-    if not len(bundle.nccl) or any(len(t) for t in sampled):
+    if any(len(t) for t in sampled):
         return ranked
-    fabric = next((h for h in ranked if h["id"] == ids.LINK_DEGRADATION), None)
-    if fabric is None or fabric["score"] < attribution.SUPPORT_MIN:
+    stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
+        f["hypothesis"] for f in nsys_profiles.rule_findings(nsys_reader.reports(bundle))}
+    fact = next((h for h in ranked if h["id"] in stated), None)  # ranked: the best supported first
+    if fact is None or fact["score"] < attribution.SUPPORT_MIN:
         return ranked
-    return [fabric] + [h for h in ranked if h is not fabric]
+    return [fact] + [h for h in ranked if h is not fact]
 
 
 COLLECTIVE_BOUND = (ids.COLLECTIVE_STRAGGLER, ids.LINK_DEGRADATION)  # verdicts a GPU topology can be context for

@@ -14,7 +14,11 @@ playbook.knowledge.causes.BUCKET_CAUSES / PHASE_CAUSE):
 4. the bucket's own shape: every GPU recorded busy-waiting (`busy_wait`) and none idle or late (LATE_KINDS) is
    the ranks waiting on the collectives' transport (link_degradation, not measured: a rank outside the recording
    would look the same);
-5. the findings: the best-ranked candidate cause of the bucket's kind whose score is at least SUPPORT_MIN.
+5. the findings: the best-ranked candidate cause of the bucket's kind whose score is at least SUPPORT_MIN — unless
+   rule 6 applies and the finding is one the spin contradicts (SPIN_DENIES);
+6. the buckets' shape again: some GPUs busy-waiting while the others work, or sit idle or late at the same
+   moments, is the spinning ones waiting for the others (collective_straggler, `_waiting_for`), the spin and the
+   others' shortfall alike.
 
 The verdict (`decide`): healthy only while the harmful loss (buckets not attributed to "healthy") is within the
 noise floor and no cause outranks healthy; otherwise the cause with the largest attributed share of the loss — or
@@ -23,10 +27,13 @@ noise floor and no cause outranks healthy; otherwise the cause with the largest 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting import COLLECTIVE_PHASES, Accounting, Bucket
+from playbook.analysis.series import mixed_models
 from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import (
     BUCKET_CAUSES,
@@ -46,6 +53,12 @@ LATE_KINDS = ("idle_gpu", "underused_gpu", "lost_gpu", "gpu_drops", "slow_rank")
 # the same observations pick one reading when it scores at least twice any other's (odds of 2:1 between them)
 PICK_RATIO = 2.0
 UNEXPLAINED = "unexplained"
+WAITING = "waiting on the GPUs that do not spin"  # the opening of _waiting_for's evidence
+# readings of GPUs below their peers that the peers' spin contradicts: in both the busy GPUs do the work (the
+# bottleneck stage; the ranks whose input keeps up), while a spinning GPU draws a fraction of its working power —
+# it does no work, it waits. A finding for any other cause (the late GPU's own: a fault, a throttled clock; or the
+# straggler itself, with its own measurement) still rules (rule 5 before 6).
+SPIN_DENIES = (cause_ids.PIPELINE_IMBALANCE, cause_ids.DATA_STARVATION)
 
 
 def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_summary: dict,
@@ -56,6 +69,11 @@ def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_s
     benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
     for b in acc.buckets:
         b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps, drop_causes)
+    spin = next((b for b in acc.buckets if b.kind == "busy_wait" and b.evidence.startswith(WAITING)), None)
+    if spin is not None:  # the GPUs waited for carry the spin, as late ranks carry a grown phase (_grown_phase)
+        waited = [n for n in acc.unit_names if n not in spin.names]
+        spin.detail += f" on {_few(spin.names)}, waiting for the GPU{'s' if len(waited) > 1 else ''}"
+        spin.names = waited
 
 
 def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None,
@@ -90,9 +108,53 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
                                             "outside the recording)"), False
     supported = [scores[c] for c in BUCKET_CAUSES.get(b.kind, ()) if c in scores and scores[c]["score"] >= SUPPORT_MIN]
     best = max(supported, key=lambda h: h["score"], default=None)
-    if best is not None and _own_evidence(best, supported):
+    waiting = _waiting_for(b, acc)
+    if best is not None and _own_evidence(best, supported) and not (waiting and best["id"] in SPIN_DENIES):
         return best["id"], (best.get("evidence") or [""])[0], False
+    if waiting:
+        return cause_ids.COLLECTIVE_STRAGGLER, waiting, False
     return UNEXPLAINED, "", False
+
+
+def _waiting_for(b: Bucket, acc: Accounting) -> str:
+    """Evidence that `b` is the run's GPUs waiting for some of their own, or "": some GPUs of the recording
+    busy-wait (`busy_wait`: a kernel spinning at a fraction of the power the GPU draws at work, the way a collective
+    or a receive waits) while the others do not. A spinning GPU waits on another device; when some of the recorded
+    GPUs do not spin, those are the ones waited for — the stragglers, working at those moments or idle / late
+    (LATE_KINDS) beside them. So the spin is time lost to them, and so is their own shortfall when it is a late
+    bucket at the same moments. (Every GPU spinning is rule 4: the transport, or a rank outside the recording.)"""
+    spin = next((o for o in acc.buckets if o.kind == "busy_wait" and o.seconds > 0), None)
+    if spin is None or not 0 < len(spin.names) < acc.units or len(acc.unit_names) != acc.units:
+        return ""
+    spinning = set(spin.names)
+    if b is spin:
+        waited = [n for n in acc.unit_names if n not in spinning]
+    elif b.kind in LATE_KINDS and b.names and not spinning & set(b.names) and _overlap(b.windows, spin.windows):
+        waited = list(b.names)
+    else:
+        return ""
+    late = sorted(set(waited) & {n for o in acc.buckets if o.kind in LATE_KINDS for n in o.names}, key=waited.index)
+    text = (f"{WAITING}: {_few(sorted(spinning, key=acc.unit_names.index))} spin{'s' if len(spinning) == 1 else ''} at a "
+            f"fraction of {'its' if len(spinning) == 1 else 'their'} working power while {_few(waited)} "
+            f"{'is' if len(waited) == 1 else 'are'} {'idle or late' if late else 'at work'} at the same moments: "
+            f"the spinning GPUs wait in a collective (or a receive) for {_few(late or waited)}")
+    models = dict(zip(acc.unit_names, acc.unit_models, strict=True)) if len(acc.unit_models) == acc.units else {}
+    mix = Counter(models.get(n, "") for n in acc.unit_names)
+    if len(mix) > 1 and "" not in mix:  # the slower part sets every collective's pace
+        slow = sorted({models[n] for n in waited})
+        hosts = len({n.rsplit(":", 1)[0] for n in acc.unit_names})
+        text += (f"; {mixed_models(mix, hosts)} — each GPU is judged against its own model, and the "
+                 f"{' / '.join(slow)} {'sets' if len(slow) == 1 else 'set'} the pace")
+    return text
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> bool:
+    """Whether two buckets' windows meet (a bucket without windows spans the run)."""
+    return not a or not b or any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
+
+
+def _few(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _own_evidence(best: dict, supported: list[dict]) -> bool:

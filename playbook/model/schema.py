@@ -135,6 +135,9 @@ THROTTLE_HARMFUL = (
 PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer", "checkpoint", "eval", "log")
 
 
+GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
+
+
 def gpu_id(host: str, gpu: int) -> str:
     """The identity of a physical GPU: "host:index"."""
     return f"{host}:{int(gpu)}"
@@ -257,7 +260,8 @@ class Bundle:
     """Tables read from a set of inputs, plus what went wrong while reading them.
 
     Any table may be empty. `warnings` are one-line, human-readable, each naming its file.
-    `meta` holds per-input metadata (e.g. Kineto rank/world size, run-directory meta.json contents).
+    `meta` holds per-input metadata (e.g. Kineto rank/world size, run-directory meta.json contents; GPU_MODELS:
+    each GPU's product name where the input gives it).
     """
 
     inputs: list[str] = field(default_factory=list)

@@ -74,6 +74,12 @@ META_PREFIX = "nsys:"
 KNOWN_REPORTS = ("cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_gpu_trace",
                  "nvtx_sum", "nvtx_pushpop_sum", "nvtx_kern_sum", "nvtx_startend_sum", "osrt_sum", "cuda_api_sum",
                  "cuda_gpu_sum", "cuda_api_gpu_sum", "cuda_kern_exec_sum")
+# `nsys analyze` (expert systems) rules: each prints the events it flags under its banner ("** CUDA Async Memcpy with
+# Pageable Memory (cuda_memcpy_async):", or "Processing [x.sqlite] with [.../rules/cuda_memcpy_async.py]..."), a
+# column table whose rows carry a Duration (ns); kept as report "rule:<name>" (analysis.nsys_profiles reads them)
+KNOWN_RULES = ("cuda_memcpy_async", "cuda_memcpy_sync", "cuda_memset_sync", "cuda_api_sync", "gpu_gaps",
+               "gpu_time_util", "dx12_mem_ops")
+RULE_PREFIX = "rule:"
 OLD_NAMES = {"gpukernsum": "cuda_gpu_kern_sum", "gpumemtimesum": "cuda_gpu_mem_time_sum",
              "gpumemsizesum": "cuda_gpu_mem_size_sum", "gputrace": "cuda_gpu_trace", "nvtxsum": "nvtx_sum",
              "nvtxppsum": "nvtx_pushpop_sum", "nvtxkernsum": "nvtx_kern_sum", "osrtsum": "osrt_sum",
@@ -127,6 +133,8 @@ def named_report(name: str) -> str | None:
     if known:
         return known
     name = (name or "").strip().lower()
+    if name in KNOWN_RULES:
+        return RULE_PREFIX + name
     return name if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_(?:sum|trace|stats?)", name) else None
 
 
@@ -194,8 +202,9 @@ def sniff(head: str) -> bool:
         if starts and _is_header(_cut(prev, starts)):
             return True
         prev = line
-        if _PROCESSING.match(line) or (line.lstrip().startswith("**") and _BANNER.search(line)
-                                       and canonical_report(_BANNER.search(line).group("name"))):
+        banner = _BANNER.search(line) if line.lstrip().startswith("**") else None
+        if _PROCESSING.match(line) or (banner and (canonical_report(banner.group("name"))
+                                                   or banner.group("name").lower() in KNOWN_RULES)):
             return True
         for delim in (",", "\t"):  # --format csv or tsv
             fields = _split(line, delim) if delim in line else None
@@ -266,7 +275,8 @@ def _tables(text: str, skips: schema.SkipCounter) -> list[_Table]:
         starts = _rule_starts(raw)
         header = _cut(prev, starts) if starts else []
         prev = raw
-        if starts and _is_header(header):
+        ruled = bool(pending and pending.startswith(RULE_PREFIX) and "dur_ns" in {_column(h)[0] for h in header})
+        if starts and (_is_header(header) or ruled):
             current, pending = _Table(pending, header, i - 1, starts), None
             tables.append(current)
             continue

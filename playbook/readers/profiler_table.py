@@ -16,13 +16,16 @@ hipDeviceSynchronize ...: `sync_s`, `sync_calls`), the CPU time in copy calls (c
 `copy_s`) with the device's copy time by direction (rows `Memcpy HtoD (Pageable -> Device)` ...: `h2d_device_s`,
 `d2h_device_s`, and the names of those from or to pageable memory: `pageable`), the CPU time in the driver's
 allocator (cudaMalloc / cudaFree ...: `alloc_s`) and the profiled steps (`ProfilerStep*` / `ProfilerStep#N` rows
-of a `schedule`: `steps`, and `steps_s`, their CPU total: the steps' wall time on the host).
+of a `schedule`: `steps`, and `steps_s`, their CPU total: the steps' wall time on the host; `steps_self_s`, their
+self CPU: host time inside the steps outside every recorded op). Without the `Self CPU time total` line (a paste cut
+short) the total is what the `Self CPU %` column implies.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import statistics
 
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
 _GAP = re.compile(r"\s{2,}")
@@ -36,6 +39,7 @@ _ALLOC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Malloc|Free|MemAlloc|MemFree)",
 # the device's copy rows: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)" (CUPTI's names)
 _DEVICE_COPY = re.compile(r"^Memcpy ([HD])to([HD])\b", re.IGNORECASE)
 _STEP = re.compile(r"^ProfilerStep(?:\*|#\d+)$")
+_PCT = re.compile(r"^-?\d+(?:\.\d+)?%$")
 META_PREFIX = "profiler_table:"  # bundle.meta[META_PREFIX + path]: a file's summary()
 MAX_OPS = 20_000  # rows kept per file: a log of endless tables cannot grow memory
 
@@ -55,6 +59,8 @@ def _column_roles(header: list[str]) -> dict[str, int]:
             roles["name"] = i
         elif c == "Self CPU":
             roles["self_cpu_s"] = i
+        elif c == "Self CPU %":
+            roles["self_cpu_pct"] = i
         elif c == "CPU total":
             roles["cpu_total_s"] = i
         elif low.startswith("self ") and not low.endswith(("%", "mem")) and "cpu" not in low:
@@ -169,7 +175,24 @@ class ProfilerTables:
             row[key] = _seconds(cells[roles[key]]) if key in roles and roles[key] < len(cells) else math.nan
         calls = cells[roles["calls"]] if "calls" in roles and roles["calls"] < len(cells) else ""
         row["calls"] = float(calls) if calls.isdigit() else math.nan
+        pct = cells[roles["self_cpu_pct"]] if "self_cpu_pct" in roles and roles["self_cpu_pct"] < len(cells) else ""
+        row["self_cpu_share"] = float(pct[:-1]) / 100 if _PCT.match(pct) else math.nan
+        row["table"] = self.tables
         self.rows.append(row)
+
+    def _self_cpu_total(self) -> float:
+        """Self CPU time of the tables in seconds: their `Self CPU time total` lines, else (a paste cut before them)
+        what each table's own `Self CPU %` column implies (a row's self CPU over its share of the total: the median
+        over rows of at least 1%, whose two printed decimals keep it within 1%), else the sum of the rows read."""
+        if self.totals.get("CPU"):
+            return self.totals["CPU"]
+        total = 0.0
+        for t in sorted({r["table"] for r in self.rows}):
+            rows = [r for r in self.rows if r["table"] == t]
+            implied = [r["self_cpu_s"] / r["self_cpu_share"] for r in rows
+                       if r["self_cpu_share"] >= 0.01 and math.isfinite(r["self_cpu_s"])]
+            total += statistics.median(implied) if implied else _sum(rows, "self_cpu_s")
+        return total
 
     def summary(self) -> dict | None:
         """What the tables hold (see the module docstring) and the Lightning report's (FitReport.summary); None when
@@ -180,7 +203,7 @@ class ProfilerTables:
         device = any(math.isfinite(r["self_device_s"]) for r in rows)
         key = "self_device_s" if device else "self_cpu_s"
         top = sorted((r for r in rows if math.isfinite(r[key]) and r[key] > 0), key=lambda r: -r[key])[:5]
-        self_cpu = self.totals.get("CPU") or sum(r["self_cpu_s"] for r in rows if math.isfinite(r["self_cpu_s"]))
+        self_cpu = self._self_cpu_total()
         loader = _sum(rows, "cpu_total_s", lambda n: n.startswith("enumerate(DataLoader)"))
         sync = [r for r in rows if SYNC_CALLS.match(r["name"])]
         steps = [r for r in rows if _STEP.match(r["name"])]
@@ -198,7 +221,8 @@ class ProfilerTables:
                 "d2h_device_s": _sum([r for d, r in copies if d == "DH"], "self_device_s"),
                 "pageable": sorted({r["name"] for _, r in copies if "pageable" in r["name"].lower()}),
                 "alloc_s": _sum(rows, "self_cpu_s", _ALLOC_CALLS.match),
-                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s"), **self.fit.summary()}
+                "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s"),
+                "steps_self_s": _sum(steps, "self_cpu_s"), **self.fit.summary()}
 
 
 def _sum(rows: list[dict], key: str, keep=lambda name: True) -> float:

@@ -392,3 +392,42 @@ def test_a_row_cut_inside_its_quoted_name_is_counted_not_read(nsys_dir, tmp_path
     b, reps = reports_of(tmp_path / "cut_gpukernsum.csv")
     assert len(reps["cuda_gpu_kern_sum"]) == 1
     assert any("skipped 1 of 2 rows (line 3: unparseable CSV line)" in w for w in b.warnings), b.warnings
+
+
+
+_ANALYZE_COLUMNS = (("Duration (ns)", 13), ("Start (ns)", 12), ("Src Kind", 8), ("Dst Kind", 8), ("Bytes (MB)", 10),
+                    ("PID", 7), ("Device ID", 9), ("Stream ID", 9), ("API Name", 21))
+
+
+def _analyze(tmp_path, rule, title, what, rows):
+    """`nsys analyze` console output of one rule (its banner, its text, its column table; cells right-aligned to
+    the rule line's dash runs, two spaces apart, as nsys prints column tables)."""
+    line = lambda cells: " " + "  ".join(str(c).rjust(w) for c, (_, w) in zip(cells, _ANALYZE_COLUMNS, strict=True))  # noqa: E731
+    text = "\n".join([
+        f"Processing [run.sqlite] with [/opt/nvidia/nsight-systems/2024.5.1/host-linux-x64/rules/{rule}.py]... ", "",
+        f" ** {title} ({rule}):", "", f"The following APIs {what}.", "",
+        line([h for h, _ in _ANALYZE_COLUMNS]), line(["-" * w for _, w in _ANALYZE_COLUMNS]), *map(line, rows), ""])
+    p = tmp_path / f"{rule}.txt"
+    p.write_text(text)
+    return p
+
+
+def test_nsys_analyze_rule_tables_name_their_cause(tmp_path):
+    """`nsys analyze` prints each rule's flagged calls under its banner (a table with Duration (ns)); with nothing
+    else as input the cause the rule names leads (the share stays unknown: the rule lists calls, not the span)."""
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_file
+
+    h2d = _analyze(tmp_path, "cuda_memcpy_async", "CUDA Async Memcpy with Pageable Memory",
+                   "use PAGEABLE memory which causes asynchronous CUDA memcpy operations to block",
+                   [(2_500_000, 10_000_000 + i * 5_000_000, "Pageable", "Device", "8.000", 4242, 0, 13,
+                     "cudaMemcpyAsync_v3020") for i in range(4)])
+    b = read_file(h2d)
+    assert not b.warnings, b.warnings
+    d = diagnose(b)
+    assert d.verdict["id"] == "h2d_copy", d.verdict["sentence"]
+    d2h = _analyze(tmp_path, "cuda_memcpy_sync", "CUDA Synchronous Memcpy", "synchronize the host with the GPU",
+                   [(1_200_000, 20_000_000 + i * 5_000_000, "Device", "Pageable", "0.004", 4242, 0, 7,
+                     "cudaMemcpy_v3020") for i in range(3)])
+    d = diagnose(read_file(d2h))
+    assert d.verdict["id"] == "host_sync", d.verdict["sentence"]

@@ -89,3 +89,61 @@ def test_sync_calls_and_profiled_steps_are_summed(tmp_path):
     assert prof["steps"] == 2 and prof["steps_s"] == pytest.approx(9.039e-3)
     # the summary is where the analyses look for reader summaries: a file of tables alone is something to analyse
     assert b.meta[f"profiler_table:{p}"] is prof and not b.is_empty()
+
+
+def test_a_table_cut_before_its_totals_takes_the_total_from_the_percent_column(tmp_path):
+    """A paste of the first rows only (no closing rule, no `Self CPU time total`): each row's self CPU over its
+    `Self CPU %` gives the table's total (100 s here), not the sum of the rows shown (62.5 s)."""
+    rows = [("enumerate(DataLoader)#_MultiProcessingDataLoaderIter...", "50.00%", "50.000s", "52.00%", "52.000s",
+             "520.000ms", "0.000us", "0.00%", "0.000us", "0.000us", "100"),
+            ("aten::convolution_backward", "12.50%", "12.500s", "20.00%", "20.000s", "200.000ms", "0.000us", "0.00%",
+             "9.000s", "90.000ms", "100")]
+    p = tmp_path / "cut.txt"
+    p.write_text(_table(CUDA_HEADER, rows, footer=())[: -1].rsplit("\n", 1)[0] + "\n")  # the closing rule cut too
+    prof = read_file(p).meta["lines"][str(p)]["profiler"]
+    assert prof["self_cpu_total_s"] == pytest.approx(100.0)
+    assert prof["loader_share"] == pytest.approx(0.52)
+
+
+def _cpu_steps_table(step_self_pct: float) -> str:
+    """A CPU-only table (no device columns) of 10 profiled steps of 1 s whose ProfilerStep* self CPU is
+    `step_self_pct` % of the steps' time, the rest in the model's ops."""
+    own = 10.0 * step_self_pct / 100
+    ops = 10.0 - own
+    header = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls")
+    rows = [("ProfilerStep*", f"{step_self_pct:.2f}%", f"{own:.3f}s", "100.00%", "10.000s", "1.000s", "10"),
+            ("aten::convolution", f"{60 * ops / 10:.2f}%", f"{0.6 * ops:.3f}s", f"{60 * ops / 10:.2f}%",
+             f"{0.6 * ops:.3f}s", "10.000ms", "1000"),
+            ("Optimizer.step#AdamW.step", f"{40 * ops / 10:.2f}%", f"{0.4 * ops:.3f}s", f"{40 * ops / 10:.2f}%",
+             f"{0.4 * ops:.3f}s", "10.000ms", "10")]
+    return _table(header, rows, footer=("Self CPU time total: 10.000s",))
+
+
+def test_steps_whose_host_time_no_op_covers_are_not_healthy(tmp_path):
+    """ProfilerStep*'s own self CPU is host time inside the steps outside every recorded op (batches built in
+    Python the profiler does not record): at 70% of the steps it is the loss, not "healthy (confirmed)"."""
+    from playbook.diagnosis import diagnose
+
+    p = tmp_path / "prof.txt"
+    p.write_text(_cpu_steps_table(70.0))
+    d = diagnose(read_file(p))
+    assert d.verdict["id"] == "data_starvation", d.verdict["sentence"]
+    assert d.verdict["lost_share"] == pytest.approx(0.70, abs=0.01)
+    p.write_text(_cpu_steps_table(3.0))  # Python between the ops: no finding
+    d = diagnose(read_file(p))
+    assert d.verdict["id"] == "healthy" and "no recorded op" not in " ".join(
+        e for h in d.hypotheses for e in h["evidence"])
+
+
+def test_a_cpu_op_table_without_steps_cannot_vouch_for_health(tmp_path):
+    """Ops of an unknown window, no device times, no profiled steps: nothing found is no evidence of health."""
+    from playbook.diagnosis import diagnose
+
+    header = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "# of Calls")
+    rows = [("aten::convolution", "60.00%", "6.000s", "60.00%", "6.000s", "6.000ms", "1000"),
+            ("aten::addmm", "40.00%", "4.000s", "40.00%", "4.000s", "4.000ms", "1000")]
+    p = tmp_path / "ops.txt"
+    p.write_text(_table(header, rows, footer=("Self CPU time total: 10.000s",)))
+    d = diagnose(read_file(p))
+    assert d.verdict["id"] == "insufficient_data", d.verdict["sentence"]
+    assert "torch.profiler op tables without device times" in d.verdict["sentence"]

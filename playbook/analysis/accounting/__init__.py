@@ -80,6 +80,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s)
+                series.models = bundle.meta.get(schema.GPU_MODELS) or {}
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:
                 sm_wording(acc, on_sm)

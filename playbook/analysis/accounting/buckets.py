@@ -54,6 +54,8 @@ class Accounting:
     interval_s: float = 0.0  # the grid's or the steps' resolution: how near an event must be to a window
     step_gap: int = 1  # steps a logged step line stands for (the median gap between logged step numbers)
     busy_pct: float = float("nan")  # GPU basis: the busy level (%), what the what-if GPU reaches at work
+    unit_names: list[str] = field(default_factory=list)  # GPU basis: the GPUs counted (ids), in order
+    unit_models: list[str] = field(default_factory=list)  # their product names ("" where the input names none)
 
     @property
     def lost_s(self) -> float:

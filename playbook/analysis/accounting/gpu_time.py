@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
-from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, sustained_peak
+from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, part_values, sustained_peak
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, row_percentile
@@ -176,7 +176,8 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
                       f"the jitter of GPUs that no bucket flags, below the busy level {busy:.0f}% or their peers "
                       f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
                       warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt,
-                      busy_pct=float(busy))
+                      busy_pct=float(busy), unit_names=list(series.ids),
+                      unit_models=[series.models.get(i, "") for i in series.ids])
 
 
 def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:
@@ -273,10 +274,10 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
             continue
         x = series.grid_means(col, dt, lo, n_bins)  # float32: the percentiles below upcast what they compute
         busy = valid & (util >= SPIN_UTIL) & np.isfinite(x) & (x > 0)
-        # what a GPU draws / clocks at work: its own 90th percentile while busy, or its peers' median of theirs
+        # what a GPU draws / clocks at work: its own 90th percentile while busy, or its part's median of theirs
         # when that is higher (a GPU capped or spinning all along never shows its own working level)
         own = np.where(busy.sum(1) >= 5, row_percentile(x, busy, 90), np.nan)
-        peers = float(np.nanmedian(own)) if np.isfinite(own).any() else np.nan
+        peers = part_values(own, series.parts(), np.median)  # of the same part: clock and power are its physics
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             ref = seen = np.fmax(own, peers)  # NaN only when both are

@@ -14,7 +14,7 @@ from playbook.analysis.series import gpu_series
 from playbook.diagnosis.analyzers.base import Analyzer
 from playbook.diagnosis.context import Run
 from playbook.diagnosis.evidence import from_telemetry as telemetry
-from playbook.model.schema import median_interval_s
+from playbook.model.schema import GPU_MODELS, median_interval_s
 
 
 class GpuTelemetry(Analyzer):
@@ -35,8 +35,9 @@ class GpuTelemetry(Analyzer):
         if len(tele):
             warnings += _gap_warnings(tele, run.interval_s)
         if signal is not None:
-            series, unused = job_gpus(gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele),
-                                                 interval_s=run.interval_s), run.bundle.events)
+            whole = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
+            whole.models = run.bundle.meta.get(GPU_MODELS) or {}  # the part each GPU is, where the input names it
+            series, unused = job_gpus(whole, run.bundle.events)
             if unused:
                 kept = set(zip(series.hosts, series.index, strict=True))
                 tele = tele[[k in kept for k in zip(tele["host"].astype(str), tele["gpu"], strict=True)]]

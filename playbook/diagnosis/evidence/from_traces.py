@@ -47,7 +47,8 @@ def from_trace_idle(idle: dict | None) -> list[Evidence]:
 
 
 def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
-    """Evidence from the Kineto / straggler / NCCL analyses' `findings` lists ({hypothesis, level, evidence})."""
+    """Evidence from the Kineto / straggler / NCCL analyses' `findings` lists ({hypothesis, level, evidence}, an
+    optional `anomaly` level)."""
     out: list[Evidence] = []
     for f in findings or []:
         hyp = f.get("hypothesis")
@@ -64,8 +65,11 @@ def from_findings(findings: list[dict] | None, source: str) -> list[Evidence]:
         share = float(share) if isinstance(share, (int, float)) else None
         ranks = f.get("ranks") or ([f["rank"]] if f.get("rank") is not None else [])
         names = tuple(f"rank {r}" for r in ranks) + tuple(f.get("gpus") or ()) + tuple(f.get("hosts") or ())
+        # `anomaly`: how sure the finding is that something is wrong, where that is surer than its cause (a loss
+        # measured outright, its cause inferred); else the cause's own confidence
+        anomaly = LEVEL_CONFIDENCE.get(str(f.get("anomaly")), conf)
         out += expand(Finding(hyp, text, conf, 1.0, level=share, lost_share=share, names=names, next_step=nxt,
-                              anomaly=conf, source=source or "findings"))
+                              anomaly=max(anomaly, conf), source=source or "findings"))
         nature = f.get("nature")
         if hyp == cause_ids.COLLECTIVE_STRAGGLER and nature in ("hardware-like", "software-like"):
             sig = "straggler_hardware" if nature == "hardware-like" else "straggler_software"

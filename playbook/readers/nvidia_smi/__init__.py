@@ -5,7 +5,7 @@ columns; without it they are guessed from the units, with a warning); an `index`
 numbered by their order within each polling tick; ticks are separated by `---` lines or by gaps between
 timestamps); logs appended across restarts (repeated headers, possibly with other fields); CRLF; `[N/A]`,
 `[Not Supported]`, `[Unknown Error]` (NaN); nvidia-smi's own error lines ("Unable to determine the device handle
-for GPU...") interleaved, which become `gpu_error` events; a truncated last line. Every skipped line is counted.
+for GPU...") interleaved, which become events (`gpu_lost` where the line says the GPU is lost, else `gpu_error`); a truncated last line. Every skipped line is counted.
 
 nvidia-smi writes its timestamps ("2024/01/15 10:23:45.123") in the machine's local time zone; they are read
 as `tz` (default UTC). Without timestamps, ticks get synthetic times `interval_s` apart (default 1 s).
@@ -35,7 +35,16 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import frames, textio
-from playbook.readers.nvidia_smi.convert import Columns, Piece, Special, merge, parse_fast, parse_lines
+from playbook.readers.nvidia_smi.convert import (
+    Columns,
+    Piece,
+    Special,
+    gpu_models,
+    merge,
+    parse_fast,
+    parse_lines,
+)
+from playbook.readers.nvidia_smi.events import segment_events
 from playbook.readers.nvidia_smi.fields import (
     ERROR_LINE,
     NA,
@@ -334,6 +343,7 @@ class _Reader:
         self.prev_line = b""  # the last line of the previous block
         self.parts: list[dict[str, np.ndarray]] = []
         self.events: list[dict] = []
+        self.models: dict[int, str] = {}  # GPU number -> product name (the `name` field)
         self.clock = {"tick_base": 0, "synthetic": False}
         self.shifted_warning = False
         self.pool = pool
@@ -481,7 +491,9 @@ class _Reader:
                                         "failed one may be numbered one too low; add index to --query-gpu")
         part = _place(np.asarray(seg.separators, dtype=np.int64), cols, self.clock, self.interval_s, self.bundle,
                       self.src)
-        self.events += _segment_events(seg, part.pop("_lines"), part["time"], self.host, self.src)
+        self.events += segment_events(seg.errors, seg.header, part.pop("_lines"), part["time"], part["gpu"],
+                                      self.host, self.src)
+        self.models.update(gpu_models(part, cols.model_ids))
         self.parts.append(part)
 
     def finish(self, notes: list[str]) -> schema.Bundle:
@@ -496,6 +508,8 @@ class _Reader:
         if warning:
             bundle.warnings.append(warning)
         bundle.telemetry = _telemetry(self.parts, self.host, self.src, self.interval_s if synthetic else None)
+        if self.models:
+            bundle.meta[schema.GPU_MODELS] = {schema.gpu_id(self.host, g): m for g, m in self.models.items()}
         if self.events:
             events = self.events
             bundle.events = schema.events_frame({k: [e[k] for e in events] for k in events[0]})
@@ -588,28 +602,6 @@ def _mark_truncated(data: bytes, piece: Piece, prev_line: bytes) -> None:
     if cut:
         piece.specials.append(Special(line_no, start, end, "truncated", text))
         piece.specials.sort(key=lambda sp: sp.line)
-
-
-def _segment_events(seg: _Segment, lines: np.ndarray, time_ns: np.ndarray, host: str, src: str) -> list[dict]:
-    """gpu_error events for the segment's nvidia-smi error lines (at the nearest earlier row's time), and a
-    restart event for a repeated header."""
-    out: list[dict] = []
-
-    def time_near(line: int):
-        if not len(lines):
-            return pd.NaT
-        k = int(np.searchsorted(lines, line))
-        k = k - 1 if k > 0 else 0
-        return pd.Timestamp(int(time_ns[k]), tz="UTC")
-
-    for sp in seg.errors:
-        out.append({"time": time_near(sp.line), "host": host, "kind": "gpu_error",
-                    "detail": f"line {sp.line}: {sp.text}", "source": src})
-    if seg.header is not None and seg.header.line > 1 and len(lines):
-        out.append({"time": pd.Timestamp(int(time_ns[0]), tz="UTC"), "host": host, "kind": "restart",
-                    "detail": f"line {seg.header.line}: nvidia-smi logging restarted (repeated header)",
-                    "source": src})
-    return out
 
 
 def _telemetry(parts: list[dict[str, np.ndarray]], host: str, src: str, interval_s: float | None) -> pd.DataFrame:

@@ -18,6 +18,8 @@ from playbook.readers.nvidia_smi.fields import (
     IDENT_FIELDS,
     INDEX_FIELDS,
     METRIC_FIELDS,
+    NA,
+    NAME_FIELDS,
     REASON_BITS,
     TIME_FIELDS,
     reason_field,
@@ -196,6 +198,8 @@ class Columns:
     lines: np.ndarray | None = None        # 1-based line number of each row
     ident_ids: list | None = None          # distinct GPU identities of a piece (numbered by `merge`)
     ident_codes: np.ndarray | None = None  # each row's index into ident_ids (-1: none)
+    model_ids: list | None = None          # distinct product names (the `name` field) of a piece, then a segment
+    model_codes: np.ndarray | None = None  # each row's index into model_ids (-1: none)
 
 
 class _Converter:
@@ -220,7 +224,8 @@ class _Converter:
                     self.plan[pos] = "flag"
         if "mem_used_mib" not in chosen and "mem_total_mib" in chosen and "memory.free" in fields:
             self.plan[fields.index("memory.free")] = "float"
-        for kinds, kind in ((TIME_FIELDS, "time"), (INDEX_FIELDS, "index"), (IDENT_FIELDS, "ident")):
+        for kinds, kind in ((TIME_FIELDS, "time"), (INDEX_FIELDS, "index"), (IDENT_FIELDS, "ident"),
+                            (NAME_FIELDS, "name")):
             pos = next((p for p, n in enumerate(fields) if n in kinds), None)
             if pos is not None and (kind != "ident" or "index" not in self.plan.values()):
                 self.plan[pos] = kind
@@ -233,7 +238,7 @@ class _Converter:
         lo = self.rows_done
         rows = _Rows(self.lines[lo:lo + n], self.bad[lo:lo + n], self.skips)
         for pos, kind in self.plan.items():
-            if kind == "ident":
+            if kind in ("ident", "name"):
                 self.chunks[pos].append(pc.utf8_trim_whitespace(table.column(pos)))
                 continue
             if pos not in self.arrays:
@@ -258,7 +263,7 @@ class _Converter:
         self.arrays[pos][lo:lo + len(out)] = out
 
     def _take(self, pos: int):
-        if self.plan[pos] == "ident":
+        if self.plan[pos] in ("ident", "name"):
             return pa.chunked_array(self.chunks.pop(pos), type=pa.string())
         if pos in self.arrays:
             return self.arrays.pop(pos)
@@ -277,6 +282,8 @@ class _Converter:
             elif kind == "ident":
                 out.ident_ids, out.ident_codes = self._ident_codes(values)
                 out.gpu_from = fields[pos]
+            elif kind == "name":
+                out.model_ids, out.model_codes = self._ident_codes(values)
             elif kind == "flag":
                 flags[pos] = values
             elif pos in self.metric_of:
@@ -333,6 +340,7 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
             arrays = [c.metrics.pop(key) for c in chunks]
         return None if arrays[0] is None else join(arrays)
 
+    models = _merge_codes(chunks) if chunks[0].model_ids is not None else None
     joined = frames.map_columns(take, attrs + list(chunks[0].metrics), rows)
     out.lines, out.bad, out.time_ns, out.gpu = (joined.pop(a) for a in attrs)
     out.metrics.update(joined)
@@ -351,9 +359,37 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
         out.gpu = rank[codes]
         empty = np.array([not v for v in ids] + [True])[codes]
         _Rows(out.lines, out.bad, skips).drop((out.gpu < 0) | empty, lambda i: f"missing {out.gpu_from}")
+    if models is not None:  # each row's product name as a code carried with the metrics (dropped rows and all)
+        out.model_ids, codes = models
+        out.metrics["_model"] = np.where(codes >= 0, codes, np.nan)
     chunks.clear()
     if rows > 100_000:  # the pieces were heap-sized: hand their pages back once all columns are joined
         frames.release_memory()
+    return out
+
+
+def _merge_codes(chunks: list[Columns]) -> tuple[list, np.ndarray]:
+    """The segment's distinct product names (in order of first appearance) and each row's code into them."""
+    known: dict = {}
+    coded = []
+    for c in chunks:
+        remap = np.array([known.setdefault(v, len(known)) for v in c.model_ids] + [-1], dtype=np.int64)
+        coded.append(remap[c.model_codes])  # code -1 picks the trailing -1
+    return list(known), np.concatenate(coded) if len(coded) > 1 else coded[0]
+
+
+def gpu_models(part: dict[str, np.ndarray], ids: list | None) -> dict[int, str]:
+    """GPU number -> its product name (the most frequent of its rows'), popping the part's `_model` codes."""
+    codes = part.pop("_model", None)
+    if codes is None or not ids:
+        return {}
+    out: dict[int, str] = {}
+    ok = np.isfinite(codes)
+    for g in np.unique(part["gpu"][ok]):
+        c = codes[ok & (part["gpu"] == g)].astype(np.int64)
+        name = str(ids[int(np.bincount(c).argmax())])
+        if name and not NA.match(name):
+            out[int(g)] = name
     return out
 
 

@@ -48,8 +48,9 @@ REASON_BITS: dict[str, int] = {
 TIME_FIELDS = {"timestamp"}
 INDEX_FIELDS = {"index", "minor_number"}
 IDENT_FIELDS = {"pci.bus_id", "gpu_bus_id", "uuid", "gpu_uuid", "serial", "gpu_serial", "bus_id"}
+NAME_FIELDS = {"name", "gpu_name"}  # the product name: which part each GPU is (a box may mix models)
 OTHER_FIELDS = {
-    "name", "gpu_name", "driver_version", "count", "pstate", "fan.speed", "memory.free", "memory.reserved",
+    "driver_version", "count", "pstate", "fan.speed", "memory.free", "memory.reserved",
     "temperature.memory", "power.min_limit", "power.max_limit", "power.management",
     "clocks.video", "clocks.max.sm", "clocks.max.gr", "clocks.max.graphics", "clocks.max.memory",
     "clocks.max.mem", "clocks.applications.graphics", "clocks.applications.memory", "compute_mode",
@@ -73,7 +74,7 @@ def reason_field(name: str) -> str | None:
 def is_known_field(name: str) -> bool:
     """True for a --query-gpu field name this module knows (read or deliberately ignored)."""
     return (name in METRIC_FIELDS or name in TIME_FIELDS or name in INDEX_FIELDS or name in IDENT_FIELDS
-            or name in OTHER_FIELDS or reason_field(name) is not None)
+            or name in NAME_FIELDS or name in OTHER_FIELDS or reason_field(name) is not None)
 
 
 FIELD_TOKEN = re.compile(r"^([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)\s*(?:\[([^\]]*)\])?$")
