@@ -19,6 +19,7 @@ import pandas as pd
 from playbook.analysis.series import mixed_models
 from playbook.commands import TZ_HELP
 from playbook.core.jsonable import json_float
+from playbook.core.terminal import visible
 from playbook.model.schema import GPU_MODELS
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
@@ -48,12 +49,12 @@ def run(args: argparse.Namespace) -> int:
                                                                    zip(groups, summaries, strict=True)]}
         print(json.dumps(doc, indent=2, default=str))
     elif len(summaries) == 1:
-        print(render(summaries[0]))
+        print(visible(render(summaries[0])))
     else:
         print(f"{len(groups)} unrelated inputs (no overlap in time), each summarised on its own:")
         for (name, _), s in zip(groups, summaries, strict=True):
-            print(f"\n== {name}")
-            print(render(s))
+            print(visible(f"\n== {name}"))
+            print(visible(render(s)))
     read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
         f.get("profiler") for s in summaries for f in s["text_lines"].values()) or any(
         s.get("nsys_reports") or s.get("machine") for s in summaries)

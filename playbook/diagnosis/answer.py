@@ -168,7 +168,7 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
         if per_day is not None:
             cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
         elif lead_share and not loss:
-            cost = f" — it costs ~{lead_share:.0%} of GPU time over the span observed"
+            cost = f" — it costs ~{lead_share:.0%} of the time observed"
         head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
         title = c.title if head else c.title[0].upper() + c.title[1:]
         sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
@@ -303,6 +303,8 @@ def untestable(run: Run) -> str | None:
             [f"an nccl-tests table ({t['line'].removeprefix('nccl-tests ')}; busbw is judged against the links' "
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
             (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
+            (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
+                str(k).startswith("dcgm_diag:") for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
