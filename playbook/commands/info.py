@@ -252,6 +252,10 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
                    f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
                    f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")
+    if info.get("nccl_tests"):
+        from playbook.readers.nccl_tests import describe
+
+        out.append(f"    {describe(info['nccl_tests'])}")
     if info.get("loud_unread"):
         out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out
@@ -391,7 +395,7 @@ def render(summary: dict[str, Any]) -> str:
                    + (f"; GPU pairs {pairs}" if pairs else "") + (f"; {m['degraded']} link(s) downgraded"
                                                                    if m["degraded"] else ""))
     if not any(tb["rows"] for tb in t.values()) and not reports and not summary.get("machine") and \
-            not any(f.get("profiler") for f in summary["text_lines"].values()):
+            not any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):
         out.append("text logs, line by line:")

@@ -112,10 +112,13 @@ LEXICON: tuple[Entry, ...] = (
     # NCCL src/transport/net_ib.cc: a work request that failed on the wire, "NET/IB : Got completion from peer
     # 10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) ..." (status 12: transport retries
     # exceeded — the link or the peer stopped answering), and the HCA's own "NET/IB : mlx5_0:1 Got async error
-    # event: port error" (older: "Got async event : ..."); NCCL's IB plugins (NET/IBext, NET/IB/GIN) print the same
-    _row(("got completion from peer", "got async"),
-         r"\bNET/IB\w*(?:/\w+)?\s*:.{0,120}?\b(?:Got completion from peer\b.{0,200}?\bstatus=[1-9]|Got async(?: error)? "
-         r"event\b)", "network_error"),
+    # event: port error" (older: "Got async event : ..."); NCCL's IB plugins (NET/IBext, NET/IB/GIN) print the same.
+    # Older NCCL worded the completion error "Got completion from peer %s with error %d, opcode ..." (2.9-2.18) and
+    # "Got completion with error %d, opcode %d, len %d, vendor err %d" (<= 2.8); each is printed only when the status
+    # is not IBV_WC_SUCCESS (0)
+    _row(("got completion", "got async"),
+         r"\bNET/IB\w*(?:/\w+)?\s*:.{0,120}?\b(?:Got completion (?:from peer \S{1,120} )?with (?:status=|error )[1-9]|"
+         r"Got async(?: error)? event\b)", "network_error"),
     # NCCL src/debug.cc WARN(): "host:pid:tid [dev] NCCL WARN <message>"
     _row(("nccl warn",), r"\bNCCL WARN\b", "nccl_warn"),
     # c10/cuda/CUDAException: "CUDA error: an illegal memory access was encountered"; driver API names
