@@ -136,6 +136,7 @@ PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer
 
 
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
+GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
 
 
 def gpu_id(host: str, gpu: int) -> str:
