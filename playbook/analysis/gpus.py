@@ -38,6 +38,7 @@ from playbook.analysis.gpu_limits import (
     power_only_cap,
     sku_limit_refs,
     sustained_peak_segments,
+    thermal_clock_plateau,
     thermal_droop,
     thermal_power_fall,
 )
@@ -499,6 +500,8 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
             ok = busy[a:b]
             thermal_droop(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
                           None if pinned_all is None else pinned_all[a:b][ok])
+            thermal_clock_plateau(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
+                                  None if pinned_all is None else pinned_all[a:b][ok])
     if has["power_w"] and np.isfinite(limit_ref).any():
         _power_cap(series, cols, busy, eligible, n_busy, fleet_ref, limit_ref)
     for k, val in cols.items():

@@ -31,9 +31,8 @@ NOT_YET = {
     "amdsmi_130_mi300x_monitor.txt": "two polls: read right now (GFX% 96-97, 2106 MHz, 293-305 W), too few to vouch "
                                      "for health (insufficient_data)",
     "rocm564_pro_duo_thermal.txt": "ROCm 1.9's table prints no GPU%: without utilization no clock is judged at "
-                                   "work; and with it, one fall of the clock at a temperature plateau is one trend "
-                                   "to the autocorrelation-deflated thermal test (p ~0.2 per GPU), and the 13-27% "
-                                   "deficit is under the self-reference test's 30%",
+                                   "work (with a utilization column the same readings are throttling, ~12% lost: "
+                                   "gpu_limits.thermal_clock_plateau)",
 }
 
 

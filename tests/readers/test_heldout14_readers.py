@@ -83,21 +83,3 @@ def test_pmon_processes_per_gpu_are_kept_and_shown(tmp_path):
     assert "pmon:1 is shared by 2 processes (pids 5120, 5177)" in text
     assert "pmon:0 is shared" not in text
 
-
-def test_an_idle_gpu_holding_the_working_gpus_memory_is_in_the_job(tmp_path):
-    """A GPU idle throughout is left out as not this job's only when it also holds far less memory than the working
-    GPUs (analysis.gpus.holds_working_memory): an idle GPU holding what they hold is a rank that waits."""
-    from playbook.analysis.gpus import COLUMNS, job_gpus
-    from playbook.analysis.series import gpu_series
-
-    lines = ["timestamp, index, utilization.gpu [%], memory.used [MiB], power.draw [W]"]
-    for k in range(30):
-        for g, (util, mib, watts) in enumerate(((91, 1510, 210), (88, 1498, 205), (0, 1486, 60), (0, 310, 25))):
-            lines.append(f"2026/03/02 08:00:{k:02d}.{g:03d}, {g}, {util} %, {mib} MiB, {watts} W")
-    path = tmp_path / "smi.csv"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tele = read_paths([path]).telemetry
-    series = gpu_series(tele, tuple(c for c in COLUMNS if c in tele))
-    kept, left_out = job_gpus(series)
-    assert left_out == [schema.gpu_id("smi", 3)]
-    assert len(kept) == 3
