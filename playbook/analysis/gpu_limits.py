@@ -70,6 +70,10 @@ def thermal_clock_plateau(clock: np.ndarray, temp: np.ndarray, cols: dict, g: in
     cols["thermal_p"][g] = binom_sf(k, n, 0.5)
     cols["thermal_cool_c"][g] = float(np.median(t[cool])) if cool.any() else float(t.min())
     cols["thermal_hot_c"][g] = float(t.max())
+    cols["thermal_power"][g] = PLATEAU_TEST
+
+
+PLATEAU_TEST = 2.0  # thermal_power's mark of a GPU read by thermal_clock_plateau (1.0: thermal_power_fall)
 
 
 def sustained_peak_segments(x: np.ndarray, ok: np.ndarray, offsets: np.ndarray,

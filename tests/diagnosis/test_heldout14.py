@@ -30,9 +30,6 @@ NOT_YET = {
                                  "insufficient_data)",
     "amdsmi_130_mi300x_monitor.txt": "two polls: read right now (GFX% 96-97, 2106 MHz, 293-305 W), too few to vouch "
                                      "for health (insufficient_data)",
-    "rocm564_pro_duo_thermal.txt": "ROCm 1.9's table prints no GPU%: without utilization no clock is judged at "
-                                   "work (with a utilization column the same readings are throttling, ~12% lost: "
-                                   "gpu_limits.thermal_clock_plateau)",
 }
 
 
