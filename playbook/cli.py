@@ -12,6 +12,7 @@ import importlib
 import sys
 
 from playbook.core.errors import PlaybookError
+from playbook.core.terminal import visible
 
 # name -> module; the order is the order shown in --help.
 COMMANDS: dict[str, str] = {
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _fail(command: str, message: str) -> int:
     """One line on stderr (a multi-line message is folded onto one), exit status 2."""
-    print(f"playbook {command}: error: " + " ".join(message.split("\n")), file=sys.stderr)
+    print(visible(f"playbook {command}: error: " + " ".join(message.split("\n"))), file=sys.stderr)
     return 2
 
 

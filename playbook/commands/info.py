@@ -19,6 +19,7 @@ import pandas as pd
 from playbook.analysis.series import mixed_models
 from playbook.commands import TZ_HELP
 from playbook.core.jsonable import json_float
+from playbook.core.terminal import visible
 from playbook.model.schema import GPU_MODELS, GPU_PROCESSES
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
@@ -48,12 +49,12 @@ def run(args: argparse.Namespace) -> int:
                                                                    zip(groups, summaries, strict=True)]}
         print(json.dumps(doc, indent=2, default=str))
     elif len(summaries) == 1:
-        print(render(summaries[0]))
+        print(visible(render(summaries[0])))
     else:
         print(f"{len(groups)} unrelated inputs (no overlap in time), each summarised on its own:")
         for (name, _), s in zip(groups, summaries, strict=True):
-            print(f"\n== {name}")
-            print(render(s))
+            print(visible(f"\n== {name}"))
+            print(visible(render(s)))
     read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
         f.get("profiler") for s in summaries for f in s["text_lines"].values()) or any(
         s.get("nsys_reports") or s.get("machine") for s in summaries)
@@ -252,6 +253,10 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
                    f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
                    f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")
+    if info.get("nccl_tests"):
+        from playbook.readers.nccl_tests import describe
+
+        out.append(f"    {describe(info['nccl_tests'])}")
     if info.get("loud_unread"):
         out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out
@@ -394,7 +399,7 @@ def render(summary: dict[str, Any]) -> str:
                    + (f"; GPU pairs {pairs}" if pairs else "") + (f"; {m['degraded']} link(s) downgraded"
                                                                    if m["degraded"] else ""))
     if not any(tb["rows"] for tb in t.values()) and not reports and not summary.get("machine") and \
-            not any(f.get("profiler") for f in summary["text_lines"].values()):
+            not any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):
         out.append("text logs, line by line:")

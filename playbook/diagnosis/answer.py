@@ -168,7 +168,7 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
         if per_day is not None:
             cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
         elif lead_share and not loss:
-            cost = f" — it costs ~{lead_share:.0%} of GPU time over the span observed"
+            cost = f" — it costs ~{lead_share:.0%} of the time observed"
         head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
         title = c.title if head else c.title[0].upper() + c.title[1:]
         sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
@@ -298,9 +298,13 @@ def untestable(run: Run) -> str | None:
         return "the trace holds no GPU kernels or copies (a CPU-only profile)"
     if osc is None and gpu_report is None and not others:
         have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events),
-                               ("NCCL connection facts", run.bundle.nccl)) if len(t)] + \
+                               (_nccl_facts(sm.get("nccl")), run.bundle.nccl)) if len(t)] + \
             (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
+            [f"an nccl-tests table ({t['line'].removeprefix('nccl-tests ')}; busbw is judged against the links' "
+             "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
             (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
+            (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
+                str(k).startswith("dcgm_diag:") for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
@@ -315,6 +319,18 @@ def untestable(run: Run) -> str | None:
         return (f"{np.mean(timed == 0):.0%} of the step times read 0 s: the log prints them coarser than they run, "
                 "so their differences measure the rounding — log them with more digits (or in ms)")
     return None
+
+
+def _nccl_facts(nccl: dict | None) -> str:
+    """"NCCL connection facts", with the network NCCL chose when it says ("network NET/Socket; libibverbs could not
+    be opened"): what the facts state even when they name no cause (one host: no inter-node traffic to judge)."""
+    hosts = (nccl or {}).get("hosts") or []
+    nets = sorted({str(h["network"]) for h in hosts if h.get("network")})
+    if not nets:
+        return "NCCL connection facts"
+    sought = sorted({s for h in hosts for s in h.get("ib_sought") or []})
+    return (f"NCCL connection facts (network NET/{', NET/'.join(nets)}" + (f"; {'; '.join(sought)}" if sought else "")
+            + ")")
 
 
 def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: str | None) -> list[dict]:

@@ -127,7 +127,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="drain the node, run DCGM diagnostics (dcgmi diag -r 3) and replace the failing GPU or board",
         next_step="on the named host: `dmesg | grep -i xid`, `nvidia-smi -q` (retired pages, remapped rows, PCIe replay counter), then `dcgmi diag -r 3`",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal"),
+        event_kinds=("restart", "xid", "ecc", "gpu_lost", "pcie_fatal", "nvlink_fatal", "diag_fail"),
     ),
     Cause(
         "throttling",
@@ -143,7 +143,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="repair the named link: a fabric link (IB/RoCE, GPUDirect RDMA via nvidia-peermem, NCCL_IB_HCA / NCCL_SOCKET_IFNAME) so NCCL stops falling back to sockets, or a PCIe link trained below its slot (reseat the card, move it to a full-width slot, check the BIOS link speed)",
         next_step="NCCL_DEBUG=INFO on every rank: look for 'NET/Socket' instead of 'NET/IB' and for missing GDRDMA; nccl-tests all_reduce_perf across the named host",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("network_error", "pcie_error"),
+        event_kinds=("network_error", "pcie_error", "pcie_downgraded"),
     ),
     Cause(
         "padding_imbalance",
@@ -282,6 +282,10 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # bus; a corrected one is a link retrying (harmless when rare); an NFS server not
                                   # answering stalls every read of the input pipeline
                                   "host_oom": 0.8, "pcie_fatal": 0.9, "pcie_error": 0.6, "io_stall": 0.7,
+                                  # DCGM's own hardware or stress test failed on the GPU (NVIDIA's runbook: rerun,
+                                  # then RMA); the kernel states a PCIe link trained below what both ends can do
+                                  # (a downtrained link, or a slower switch: either way less bandwidth)
+                                  "diag_fail": 0.85, "pcie_downgraded": 0.6, "nvlink_fatal": 0.9,
                                   # a debugging mode the framework says is on and slows every step (anomaly
                                   # detection, synchronous launches): every step pays it, so the run's own pace
                                   # cannot show the loss — the statement is the evidence

@@ -314,7 +314,8 @@ class Bundle:
 
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
-    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:")
+    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", "dcgm_diag:",
+                             "nccl_tests:")
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

@@ -27,6 +27,7 @@ READERS: tuple[str, ...] = (
     "rocprof",          # AMD rocprof / rocprofv3 CSV (stats, dispatches, kernel / API / copy traces)
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
+    "dcgm_diag",        # dcgmi diag results: failed / warned tests per GPU as events
     "influx",           # InfluxDB line protocol (Telegraf's nvidia_smi input)
     "dmon",             # nvidia-smi dmon
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch

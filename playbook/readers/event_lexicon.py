@@ -2,8 +2,8 @@
 pattern, event kind), each row citing where its text comes from. readers/lines.py turns a matching line into an
 event (time, rank and latest step of the line) and counts the ERROR/WARNING lines no row explains.
 
-Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid, gpu_lost, pcie_fatal → hardware_fault,
-oom, host_oom → memory_pressure, pcie_error → link_degradation, io_stall → data_starvation, recompile →
+Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid, gpu_lost, pcie_fatal, nvlink_fatal → hardware_fault,
+oom, host_oom → memory_pressure, pcie_error, pcie_downgraded → link_degradation, io_stall → data_starvation, recompile →
 recompilation, checkpoint / eval → periodic_stall, gc → gc_pause); the others measure no cause (gpu_error,
 nccl_error, nccl_warn, worker_failed: a process that died; job_cancelled: the scheduler ended the job; hung_task: a
 task the kernel saw blocked). A row may name the host, the rank and the time the line is about (`host`, `rank`,
@@ -51,6 +51,10 @@ LEXICON: tuple[Entry, ...] = (
     # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ..."): a kind
     # of its own, as it names failing memory where another CUDA error may be the program's own bug
     _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "ecc"),
+    # CUDA runtime cudaErrorNvlinkUncorrectable: "uncorrectable NVLink error detected during the execution" (the
+    # driver's Xid 74): a GPU's NVLink failed, not the program (MIC-DKFZ/nnUNet#1519, pytorch/pytorch#58155)
+    _row(("nvlink error",), r"uncorrectable NVLink error|CUDA_ERROR_NVLINK_UNCORRECTABLE|cudaErrorNvlinkUncorrectable",
+         "nvlink_fatal"),
     # NVIDIA driver kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=1122, GPU has fallen off the bus."
     _row(("xid",), r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*\d+", "xid"),
     # NVIDIA driver: "NVRM: GPU 0000:01:00.0: GPU has fallen off the bus." (without an Xid on the line), and newer
@@ -66,6 +70,11 @@ LEXICON: tuple[Entry, ...] = (
     # a fatal one takes the device off the bus (rwth-i6/returnn#1500), the others are a link retrying (pop-os#3363)
     _row(("pcie bus error",), r"PCIe Bus Error: (?:severity=)?Uncorrect\w{0,4} \(Fatal\)", "pcie_fatal"),
     _row(("pcie bus error",), r"PCIe Bus Error: (?:severity=)?(?:Correct|Uncorrect)", "pcie_error"),
+    # Linux drivers/pci/pci.c __pcie_print_link_status: "%u.%03u Gb/s available PCIe bandwidth, limited by %s x%d link
+    # at %s (capable of %u.%03u Gb/s with %s x%d link)": a device's link trained below what it can do
+    # (stas00/ml-engineering compute/accelerator/nvidia/debug.md: a gen5 GPU behind a gen4 switch, half its bandwidth)
+    _row(("available pcie bandwidth",), r"available PCIe bandwidth, limited by [\d.]+ GT/s PCIe x\d+ link at "
+                                        r"\S+ \(capable of", "pcie_downgraded"),
     # The host's memory ran out. Linux mm/oom_kill.c: "Out of memory: Killed process 25315 (python3) total-vm:..."
     # (cgroup: "Memory cgroup out of memory: Killed process ..."; before 5.x "Out of memory: Kill process 25635
     # (python) score 974 or sacrifice child"); Slurm's task/cgroup plugin: "slurmstepd: error: Detected 1 oom_kill
@@ -103,10 +112,13 @@ LEXICON: tuple[Entry, ...] = (
     # NCCL src/transport/net_ib.cc: a work request that failed on the wire, "NET/IB : Got completion from peer
     # 10.0.0.2<54862> with status=12 opcode=0 len=0 vendor err 129 (Recv) ..." (status 12: transport retries
     # exceeded — the link or the peer stopped answering), and the HCA's own "NET/IB : mlx5_0:1 Got async error
-    # event: port error" (older: "Got async event : ..."); NCCL's IB plugins (NET/IBext, NET/IB/GIN) print the same
-    _row(("got completion from peer", "got async"),
-         r"\bNET/IB\w*(?:/\w+)?\s*:.{0,120}?\b(?:Got completion from peer\b.{0,200}?\bstatus=[1-9]|Got async(?: error)? "
-         r"event\b)", "network_error"),
+    # event: port error" (older: "Got async event : ..."); NCCL's IB plugins (NET/IBext, NET/IB/GIN) print the same.
+    # Older NCCL worded the completion error "Got completion from peer %s with error %d, opcode ..." (2.9-2.18) and
+    # "Got completion with error %d, opcode %d, len %d, vendor err %d" (<= 2.8); each is printed only when the status
+    # is not IBV_WC_SUCCESS (0)
+    _row(("got completion", "got async"),
+         r"\bNET/IB\w*(?:/\w+)?\s*:.{0,120}?\b(?:Got completion (?:from peer \S{1,120} )?with (?:status=|error )[1-9]|"
+         r"Got async(?: error)? event\b)", "network_error"),
     # NCCL src/debug.cc WARN(): "host:pid:tid [dev] NCCL WARN <message>"
     _row(("nccl warn",), r"\bNCCL WARN\b", "nccl_warn"),
     # c10/cuda/CUDAException: "CUDA error: an illegal memory access was encountered"; driver API names

@@ -16,6 +16,8 @@ records are scanned too. Then the scanners:
              a step logged again on its rank → a `restart` event (step_log/reruns.py); lines that name a cause
              (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
   profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
+  nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size summarised in the file's meta
+             (nccl_tests.py)
 
 Lines no scanner understood are classified and counted: blank, traceback, source code, banner, or unread (the first
 few kept as examples); `bundle.meta["lines"][file]` holds the counts (shown by `playbook info`). A file is refused
@@ -32,7 +34,7 @@ import pandas as pd
 
 from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
-from playbook.readers import event_lexicon, nccl_log, profiler_table, textio
+from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
@@ -330,7 +332,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     nccl = nccl_log.NcclLines(src)
     events = _EventLines(steps)
     tables = profiler_table.ProfilerTables()
-    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0}
+    perf = nccl_tests.NcclTestsTables()
+    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0, "nccl_tests": 0}
     noise = {"blank": 0, "traceback": 0, "code": 0, "banner": 0, "unread": 0}
     examples: list[str] = []
     loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
@@ -348,6 +351,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         ln = Line(lineno, raw, body, rank, t, prefix.host, prefix.uptime)
         if tables.feed(body):
             counts["profiler"] += 1
+            continue
+        if perf.feed(body):
+            counts["nccl_tests"] += 1
             continue
         events.in_code = since_code <= 2  # a source line at most 2 lines up (one it cannot name may sit between)
         try:
@@ -371,7 +377,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
             loud[0] += 1
             loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
-    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary())
+    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary(), perf.summary())
     if loud[0]:
         bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
                                f"(first: {loud[1]})")
@@ -403,7 +409,7 @@ def structure(bundle: schema.Bundle, prefix: Prefix, loud: int) -> dict:
             "loud_unread": loud}
 
 
-def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, profiler=None) -> schema.Bundle:
+def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, profiler=None, perf=None) -> schema.Bundle:
     bundle = schema.Bundle(inputs=[src])
     res = steps.result()
     if res.get("step") is not None and len(res["step"]):
@@ -470,15 +476,18 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         "step_field": res.get("how"), "markers": dict(steps.markers.most_common(5)),
         "metric_lines": steps.metric_lines, "eval_lines": steps.eval_lines,
         "skipped": {k: v for k, v in noise.items() if v and k != "unread"}, "unread": noise["unread"],
-        "unread_examples": examples, **({"profiler": profiler} if profiler else {})}}
+        "unread_examples": examples, **({"profiler": profiler} if profiler else {}),
+        **({"nccl_tests": perf} if perf else {})}}
     if profiler:  # the same summary where the analyses look for reader summaries (schema.SUMMARY_META_PREFIXES)
         bundle.meta[f"{profiler_table.META_PREFIX}{src}"] = profiler
+    if perf:
+        bundle.meta[f"{nccl_tests.META_PREFIX}{src}"] = perf
     if not understood and not steps.metric_lines and not steps.eval_lines:
         from playbook.readers import detect
 
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like "
                                  f"{detect.describe(src)}; no line of its {total} understood)")
-    if bundle.is_empty() and not profiler:
+    if bundle.is_empty() and not profiler and not perf:
         from playbook.readers import detect
 
         rates = sorted({k for k, r in steps.field_role.items() if r[0] in ("sample_rate", "token_rate")})

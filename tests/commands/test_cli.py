@@ -86,3 +86,20 @@ def test_info_shows_a_text_logs_ranks_phases_sections_and_events(tmp_path):
     assert "sections: eval 1 (30 s in all)" in text
     assert "events: eval 1, ecc 1" in text
     assert "ERROR/WARNING lines not understood: 1" in text
+
+
+def test_control_characters_from_the_inputs_are_shown_not_obeyed(tmp_path, capsys):
+    """An ESC sequence in a file name or a line reaches the terminal as `\\x1b`, never as ESC (it would retitle or
+    clear the user's terminal)."""
+    from playbook.core.terminal import visible
+
+    assert visible("a\x1b]0;pwned\x07b\tc\nd\x9b") == "a\\x1b]0;pwned\\x07b\tc\nd\\x9b"
+    bad = tmp_path / "run\x1b[2J.log"
+    assert cli.main(["diagnose", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[2J" in err
+    log = tmp_path / "steps.log"
+    log.write_text("".join(f"step {i} loss 2.0 time 1.0s \x1b[31mred\x1b[0m\n" for i in range(1, 40)) + "\x1b[2J\n")
+    assert cli.main(["info", str(log)]) == 0
+    out = capsys.readouterr()
+    assert "\x1b" not in out.out + out.err

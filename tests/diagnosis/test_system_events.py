@@ -110,6 +110,9 @@ def test_an_application_xid_the_driver_blames_on_a_hardware_xid_is_a_fault_and_a
     ("Unable to determine the device handle for GPU 0000:BA:00.0: GPU is lost.  Reboot the system", "gpu_lost", -1, ""),
     ("snd_hda_intel 0000:63:00.1: PCIe Bus Error: Uncorrectable (Non-Fatal), type=Transaction Layer", "pcie_error",
      -1, ""),
+    ("pci 0000:3b:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x8 link at 0000:3a:00.0 "
+     "(capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)", "pcie_downgraded", -1, ""),
+    ("RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution", "nvlink_fatal", -1, ""),
     ("Killed", "worker_failed", -1, ""),
     # the DataLoader's own source line, quoted in a traceback, is no death
     ("    raise RuntimeError('DataLoader worker (pid(s) {}) exited unexpectedly'.format(pids_str))", None, -1, ""),

@@ -263,7 +263,7 @@ def test_ib_transport_errors_name_the_fabric_and_connection_facts_alone_vouch_fo
     assert top["names"] == ["hostname-test"]
     # a clean NCCL log says how ranks connect, not whether the loop is fast: not enough to call the run healthy
     top = diagnose(nl.read(DATA / "healthy_ib_gdr.log")).hypotheses[0]
-    assert top["id"] == "insufficient_data" and "NCCL connection facts only" in top["evidence"][0]
+    assert top["id"] == "insufficient_data" and "NCCL connection facts (network NET/IB) only" in top["evidence"][0]
 
 
 def test_a_pid_past_int64_is_no_nccl_prefix(tmp_path):
@@ -275,3 +275,44 @@ def test_a_pid_past_int64_is_no_nccl_prefix(tmp_path):
                  "node1:123:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB\n")
     nccl = read_file(p).nccl
     assert nccl.loc[nccl["host"] == "node1", "pid"].tolist() == [123]
+
+
+@pytest.mark.parametrize("message", [
+    # NCCL <= 2.8 (src/transport/net_ib.cc): no peer, "with error %d, opcode %d, len %d, vendor err %d"
+    "NET/IB : Got completion with error 5, opcode 0, len 4096, vendor err 249",
+    # NCCL 2.9-2.18: the peer named, the same comma-separated fields
+    "NET/IB : Got completion from peer 10.9.8.7<41000> with error 12, opcode 1, len 0, vendor err 129",
+])
+def test_ib_completion_errors_in_older_nccl_wordings_are_network_errors(tmp_path, message):
+    # NVIDIA/nccl#426 quoted the <= 2.8 wording: it was read as a bare NCCL WARN, and the verdict was
+    # insufficient_data; every wording is printed only for a status other than IBV_WC_SUCCESS (0)
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_file
+
+    log = tmp_path / "ib_old.log"
+    log.write_text(f"nodeB-7:311:402 [2] transport/net_ib.cc:812 NCCL WARN {message}\n"
+                   "nodeB-7:311:402 [2] NCCL INFO transport/net.cc:905 -> 2\n")
+    bundle = read_file(log)
+    assert bundle.events["kind"].tolist() == ["network_error"]
+    top = diagnose(bundle).hypotheses[0]
+    assert top["id"] == "link_degradation" and "network_error" in top["evidence"][0]
+    # a successful completion (status 0) is never printed as an error; a line that says so is not one
+    ok = tmp_path / "ib_ok.log"
+    ok.write_text("nodeB-7:311:402 [2] NCCL WARN NET/IB : Got completion with error 0, opcode 0, len 0, vendor err 0\n")
+    assert read_file(ok).events["kind"].tolist() == ["nccl_warn"]
+
+
+def test_one_host_on_sockets_names_the_network_without_blaming_it(tmp_path):
+    # one host's lines cannot show inter-node traffic, so no socket_fallback finding; the evidence still states what
+    # NCCL chose, and why (before: "the inputs hold NCCL connection facts only", the socket choice unsaid)
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_file
+
+    log = tmp_path / "one_host.log"
+    log.write_text("trainer-3:7001:7001 [0] NCCL INFO NET/IB : No device found.\n"
+                   "trainer-3:7001:7001 [0] NCCL INFO NET/Socket : Using [0]ens5:10.2.3.4<0>\n"
+                   "trainer-3:7001:7001 [0] NCCL INFO Using network Socket\n"
+                   "trainer-3:7002:7002 [1] NCCL INFO Using network Socket\n")
+    top = diagnose(read_file(log)).hypotheses[0]
+    assert top["id"] == "insufficient_data"
+    assert "NCCL connection facts (network NET/Socket; NET/IB found no device)" in top["evidence"][0]

@@ -13,6 +13,7 @@ from playbook.readers import (
     amd_smi_text,
     box_table,
     dcgm,
+    dcgm_diag,
     detect,
     documents,
     event_lexicon,
@@ -28,7 +29,9 @@ from playbook.readers import (
     long_csv,
     lspci,
     nccl_log,
+    nccl_tests,
     nvidia_smi,
+    profiler_table,
     sysstat_json,
     textio,
     topo_matrix,
@@ -59,10 +62,11 @@ from playbook.readers.step_log import smoothed as step_smoothed
 from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
-           headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, smi_query_text, step_columns,
+           headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, topo_matrix, lspci,
-           step_column_table, nsys_profiles, from_events, step_signatures, rank_stragglers)  # the last four read reader output
+           step_column_table, dcgm_diag, profiler_table, nsys_profiles, from_events, step_signatures,
+           rank_stragglers)  # the last four read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
@@ -70,7 +74,8 @@ PREFIXES = ("", "|", "| 0 ", "| 0  A | 0000:00:00.0", "GPU 0 ", "DCGM_FI_DEV_GPU
             "iteration 1/ 2 |", "0", '"traceEvents": [', "<?xml", "Mon Jan  1 ", "2024/01/01 00:00:00", "step 1 ",
             "Epoch: [1]", "h:1:1 [0] NCCL INFO ", "[rank0]: ", "loss = ", "12/100 [", "Linux 5.4.0 (h) 04/18/19 ",
             "top - 10:00:00 ", "%Cpu(s): ", "13:20:19 ", "[  12.345678] ", "Dec  3 10:00:00 h kernel: ", "GPU[0] : ",
-            "Out of memory: Killed process ")
+            "Out of memory: Killed process ", "#  Rank  0 Group  0 Pid  1 on h device  0 [0x1] ",
+            "   8   2   float   sum   -1 ")
 
 
 def _patterns():

@@ -305,10 +305,12 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
         if secs > 0:
             start, length = true_runs(steps_on)
             order = np.argsort(-length)[:MAX_WINDOWS]
-            floored = " (or a quarter of its power limit)" if (ref[named] > np.nan_to_num(seen[named])).any() else ""
-            what = ("at >= 90% utilization but under half the power the same GPU draws at work" + floored +
-                    " (a kernel spinning while it waits, not work)" if kind == "busy_wait" else
-                    f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
+            floored = " or a quarter of its limit" if (ref[named] > np.nan_to_num(seen[named])).any() else ""
+            many = named.sum() > 1
+            what = (f"spinning while {'they wait' if many else 'it waits'} (≥ 90% utilization at under half the "
+                    f"power {'each' if many else 'it'} draws at work{floored}: a kernel polling, not work)"
+                    if kind == "busy_wait"
+                    else f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
             out.append(Bucket(kind, secs, names=names,
                               windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],
                               detail=f"{len(names)} GPU{'s' if len(names) > 1 else ''} {what}"))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import documents, machine_facts, textio
 
@@ -33,11 +34,21 @@ _KV = re.compile(r"^( *)(\S[^:]{0,80}?)\s+:\s?(.*)$")  # bounded key, one separa
 INDENT = 4
 
 
+# The sections that state a GPU's memory faults (nvidia-smi(1); NVIDIA's "GPU Memory Error Management" guide: a
+# pending row remap needs a GPU reset, a failed one a replacement; an uncorrectable error was a fault either way)
+_FAULT_SECTIONS = ("Remapped Rows", "Retired Pages", "ECC Errors")
+
+
 def sniff(head: str) -> bool:
-    """The NVSMI LOG banner, or a `GPU <bus id>` section followed by indented `Key : Value` lines."""
+    """The NVSMI LOG banner, a `GPU <bus id>` section followed by indented `Key : Value` lines, or a pasted fault
+    section of one (`Remapped Rows`, `Retired Pages`, `ECC Errors` over indented `Key : Value` lines)."""
     lines = head.split("\n")[:400]
     if any(_BANNER.match(ln.strip()) for ln in lines[:50]):
         return True
+    for i, ln in enumerate(lines[:-1]):
+        if ln.strip() in _FAULT_SECTIONS and _KV.match(lines[i + 1]) and \
+                len(lines[i + 1]) - len(lines[i + 1].lstrip(" ")) > len(ln) - len(ln.lstrip(" ")):
+            return True
     for i, ln in enumerate(lines[:-1]):
         if _GPU.match(ln.rstrip()):
             following = [x for x in lines[i + 1:i + 8] if x.strip()]
@@ -75,6 +86,8 @@ def _records(stream, skips: schema.SkipCounter):
             continue
         key = ".".join([s for _, s in stack] + [kv.group(2).strip()])
         value = kv.group(3).strip()
+        if record is None and indent > 0 and stack and stack[0][1] in _FAULT_SECTIONS:
+            record, start = {**top, "bus_id": ""}, no  # a fault section pasted without its GPU's heading
         if record is None:
             if indent == 0:
                 top[key] = value
@@ -105,12 +118,61 @@ def _link_maxima(records, maxima: dict[str, dict]):
         yield no, record
 
 
+def _count(value: str) -> int:
+    m = re.match(r"\s*(\d{1,12})\b", value)
+    return int(m.group(1)) if m else 0
+
+
+def memory_faults(record: dict[str, str]) -> list[str]:
+    """What a GPU section states about failing memory (`ecc` events): a row remap pending or failed, pages pending
+    retirement, uncorrectable (double-bit) errors since the driver loaded (the Volatile counters; Aggregate ones
+    may be years old and are not read)."""
+    said = []
+    for key, value in record.items():
+        path = key.split(".")
+        if "Remapped Rows" in path:
+            if path[-1] == "Pending" and value.strip().lower() == "yes":
+                said.append("a row remap is pending (reset the GPU)")
+            elif path[-1] == "Remapping Failure Occurred" and value.strip().lower() == "yes":
+                said.append("row remapping failed (the GPU needs replacing)")
+            elif path[-1] == "Uncorrectable Error" and _count(value):
+                said.append(f"{_count(value)} rows remapped for uncorrectable errors")
+        elif "Retired Pages" in path and path[-1].startswith("Pending") and value.strip().lower() == "yes":
+            said.append("pages are pending retirement")
+        elif "ECC Errors" in path and "Volatile" in path and _count(value) and (
+                "Uncorrectable" in path[-1] or "Double Bit" in path):
+            said.append(f"{_count(value)} uncorrectable ECC errors ({' '.join(path[path.index('Volatile') + 1:])})")
+    return said
+
+
+def _faults(records, found: list[dict]):
+    """The records, passed on, noting each one's memory faults (memory_faults) with its GPU."""
+    for no, record in records:
+        said = memory_faults(record)
+        if said:
+            found.append({"gpu": record.get("Minor Number") or record.get("bus_id") or "", "line": no,
+                          "said": said, "time": record.get("Timestamp", "")})
+        yield no, record
+
+
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
-    """Read `nvidia-smi -q` text (one or many polls) into a Bundle (telemetry); each GPU's link maxima go to
-    bundle.meta["environment:<file>"] (playbook.analysis.topology.stated_maxima)."""
+    """Read `nvidia-smi -q` text (one or many polls) into a Bundle (telemetry; memory faults as `ecc` events); each
+    GPU's link maxima go to bundle.meta["environment:<file>"] (playbook.analysis.topology.stated_maxima)."""
     maxima: dict[str, dict] = {}
-    bundle = documents.read_lines(path, lambda stream, skips: _link_maxima(_records(stream, skips), maxima),
-                                  "GPU sections in this nvidia-smi -q text", interval_s, tz)
+    faults: list[dict] = []
+    try:
+        bundle = documents.read_lines(
+            path, lambda stream, skips: _link_maxima(_faults(_records(stream, skips), faults), maxima),
+            "GPU sections in this nvidia-smi -q text", interval_s, tz)
+    except InputError:
+        if not faults:  # a fault section alone has no metric to read: its events are the content
+            raise
+        bundle = schema.Bundle(inputs=[str(path)])
+    if faults:
+        bundle.events = schema.events_frame({
+            "host": [textio.host_from_path(path)] * len(faults), "kind": ["ecc"] * len(faults),
+            "detail": [f"GPU {f['gpu'] or '(unnamed)'}: nvidia-smi -q: {'; '.join(f['said'])}" for f in faults],
+            "source": [str(path)] * len(faults)})
     if maxima:
         bundle.meta[machine_facts.META_PREFIX + str(path)] = {"format": FORMAT, "host": textio.host_from_path(path),
                                                    "gpus": maxima}
