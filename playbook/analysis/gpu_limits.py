@@ -41,6 +41,41 @@ def sustained_peak(x: np.ndarray, ok: np.ndarray, run: int = SUSTAINED_POLLS) ->
     return np.where(np.isfinite(peak), peak, math.nan)
 
 
+def thermal_clock_plateau(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int,
+                          pinned: np.ndarray | None = None) -> None:
+    """A busy clock held THERMAL_DEFICIT_MIN or more below the clock the GPU sustained at work, on the polls where
+    the GPU sits at its top temperature (within 1 °C, a quarter of its busy polls or more) off the power limit: a
+    limiter holding its temperature target by the clock (ROCm/legacy-rocm-build#564's Radeon Pro Duo at 84-86 c,
+    SCLK 1243 -> 910-1077 MHz). thermal_droop's rank test sees such a run as one trend — the clock flat while the GPU
+    warms, then one fall — and cannot name it; this sign test counts the hot polls below the line (at most half for
+    an unthrottled GPU), deflated by their lag-1 autocorrelation as thermal_power_fall's is. Fills the thermal
+    columns only where thermal_droop left them unnamed (p ≥ 0.01)."""
+    known = np.isfinite(clock) & np.isfinite(temp) & (clock > 0)
+    if pinned is not None:
+        known &= ~pinned
+    c, t = clock[known], temp[known]
+    if len(c) < 8 or np.ptp(t) == 0 or (np.isfinite(cols["thermal_p"][g]) and cols["thermal_p"][g] < 0.01):
+        return
+    hot = t >= t.max() - 1.0
+    peak = float(sustained_peak(c, np.ones(len(c), dtype=bool)))
+    line = (1 - THERMAL_DEFICIT_MIN) * peak
+    if hot.sum() < max(5, 0.25 * len(t)) or not np.isfinite(peak) or np.median(c[hot]) > line:
+        return
+    held = c[hot]
+    n = int(round(effective_n(len(held), lag1(held), floor=3.0)))
+    k = int(round(float(np.mean(held <= line)) * n))
+    cool = c >= peak
+    cols["thermal_deficit"][g] = float(1 - np.median(held) / peak)
+    cols["thermal_cost"][g] = float(np.mean(np.clip(1 - c / peak, 0, None)))
+    cols["thermal_p"][g] = binom_sf(k, n, 0.5)
+    cols["thermal_cool_c"][g] = float(np.median(t[cool])) if cool.any() else float(t.min())
+    cols["thermal_hot_c"][g] = float(t.max())
+    cols["thermal_power"][g] = PLATEAU_TEST
+
+
+PLATEAU_TEST = 2.0  # thermal_power's mark of a GPU read by thermal_clock_plateau (1.0: thermal_power_fall)
+
+
 def sustained_peak_segments(x: np.ndarray, ok: np.ndarray, offsets: np.ndarray,
                             run: int = SUSTAINED_POLLS) -> np.ndarray:
     """`sustained_peak` of each segment x[offsets[k]:offsets[k+1]] of a flat array (one GPU's samples each), in one

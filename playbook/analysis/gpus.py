@@ -32,24 +32,25 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.gpu_limits import (
+    PLATEAU_TEST,
     POWER_PINNED,
     THERMAL_DEFICIT_MIN,
     part_values,
     power_only_cap,
     sku_limit_refs,
     sustained_peak_segments,
+    thermal_clock_plateau,
     thermal_droop,
     thermal_power_fall,
 )
 from playbook.analysis.intervals import true_runs
+from playbook.analysis.job_members import IDLE_PCT, UNUSED_MIB, faulted_gpus, holds_working_memory, job_gpus  # noqa: F401
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
 from playbook.analysis.peer_stragglers import peer_stragglers
 from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.analysis.stats import sidak, sign_tests, wilson_lower
 from playbook.core.jsonable import json_float
-from playbook.knowledge import ids as cause_ids
-from playbook.knowledge.causes import cause
 from playbook.model import schema
 
 MIN_DELTA_PCT = 10.0
@@ -61,8 +62,6 @@ CLOCK_DEFICIT_MIN = 0.05
 # runs ~1.5-1.98 GHz); a busy clock more than 30% below what the same GPU or model reaches in the run is a limiter
 SELF_DEFICIT_MIN = 0.30
 MODIFIED_Z = 3.5
-IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this utilization
-UNUSED_MIB = 2048.0  # ... and never more memory than this: probably not part of the job
 MEM_SWING_FRACTION = 0.10
 MEM_SWING_MIB = 8192.0  # without memory.total: 10% of an 80 GB part
 COLUMNS = ("util_pct", "power_w", "power_limit_w", "power_default_limit_w", "sm_clock_mhz", "throttle_reasons", "sm_active",
@@ -93,43 +92,6 @@ class GpuReport:
             if getattr(r, "model", ""):  # the part, where the input names it (nvidia-smi `name`)
                 out[-1]["model"] = r.model
         return out
-
-
-def job_gpus(series: GpuSeries, events: pd.DataFrame | None = None) -> tuple[GpuSeries, list[str]]:
-    """The series without the GPUs idle throughout (95% of polls at or below IDLE_PCT) that never held UNUSED_MIB
-    of memory — no process of this job on them: a shared host's other GPUs are neither its peers nor its time —
-    unless all are, or a fault event in `events` names them (a failing GPU idles because it fails: see
-    faulted_gpus); and the ids left out."""
-    if len(series) < 2 or "mem_used_mib" not in series.values:
-        return series, []
-    u95 = series.quantiles("util_pct", (95,), keep=np.isfinite(series.values["util_pct"]))[0]
-    mem = series.quantiles("mem_used_mib", (100,), keep=np.isfinite(series.values["mem_used_mib"]))[0]
-    unused = (u95 <= IDLE_PCT) & (mem < UNUSED_MIB)
-    if unused.any() and events is not None:
-        faulted = faulted_gpus(events)
-        unused &= np.array([gid not in faulted and h not in faulted for gid, h in zip(series.ids, series.hosts,
-                                                                                       strict=True)])
-    if not unused.any() or unused.all():
-        return series, []
-    return series.subset(list(np.flatnonzero(~unused))), [series.ids[g] for g in np.flatnonzero(unused)]
-
-
-# the events of a failing GPU (the hardware-fault cause's kinds; a job restart names no device)
-FAULT_KINDS = tuple(k for k in cause(cause_ids.HARDWARE_FAULT).event_kinds if k != "restart")
-_EVENT_GPU = r"(?i)\bgpu\s*#?(\d+)\b"  # the readers write a device's events as `gpu N: ...`
-
-
-def faulted_gpus(events: pd.DataFrame) -> set[str]:
-    """The GPU ids ("host:index") that an Xid, ECC or lost-GPU event names, and the hosts of such events that name
-    no GPU (a kernel Xid names a PCI address: any GPU of that host may be the one)."""
-    rows = events[events["kind"].astype(str).isin(FAULT_KINDS)] if len(events) else events
-    if rows.empty:
-        return set()
-    index = rows["detail"].astype(str).str.extract(_EVENT_GPU)[0]
-    hosts = rows["host"].astype(str)
-    named = index.notna()
-    return ({schema.gpu_id(h, int(i)) for h, i in zip(hosts[named], index[named], strict=True)}
-            | set(hosts[~named]))
 
 
 def _peer_median(u: np.ndarray) -> np.ndarray:
@@ -218,7 +180,8 @@ def _analyze(series: GpuSeries, faulted: set[str]) -> GpuReport:
     _relative(table, util, valid, dt)
     _memory(series, table, has)
     stragglers, rotating = peer_stragglers(series, util, valid, dt, lo, n_bins, has)
-    table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB) & \
+    table["unused"] = table["idle_throughout"] & (table["mem_peak_mib"] < UNUSED_MIB) & ~holds_working_memory(
+        table["mem_peak_mib"].to_numpy(dtype=float), table["idle_throughout"].to_numpy(dtype=bool)) & \
         ~(table["id"].isin(faulted) | table["host"].astype(str).isin(faulted))
     if table["unused"].any() and not table["unused"].all():
         ids = list(table.loc[table["unused"], "id"])
@@ -482,6 +445,8 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
             ok = busy[a:b]
             thermal_droop(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
                           None if pinned_all is None else pinned_all[a:b][ok])
+            thermal_clock_plateau(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
+                                  None if pinned_all is None else pinned_all[a:b][ok])
     if has["power_w"] and np.isfinite(limit_ref).any():
         _power_cap(series, cols, busy, eligible, n_busy, fleet_ref, limit_ref)
     for k, val in cols.items():
@@ -580,11 +545,16 @@ def _status(r, g_count: int) -> tuple[str, str]:
     if harmful or slow_clock or self_slow or capped or thermal:
         parts = []
         if thermal:
+            plateau = r.thermal_power == PLATEAU_TEST
             clock = (f"no SM clock recorded: the busy power falls as the GPU heats from {r.thermal_cool_c:.0f} to "
                      f"{r.thermal_hot_c:.0f} °C and holds there, by DVFS (power ~ clock³) the clock ≈ "
-                     f"{r.thermal_deficit:.0%} lower" if by_power else f"SM clock falls {r.thermal_deficit:.0%} as "
-                     f"the GPU heats from {r.thermal_cool_c:.0f} to {r.thermal_hot_c:.0f} °C while busy")
-            test = "sign test of the hot polls' draw" if by_power else "one-sided Spearman"
+                     f"{r.thermal_deficit:.0%} lower" if by_power else
+                     f"SM clock held {r.thermal_deficit:.0%} below the clock it sustained at work while the GPU sits "
+                     f"at its top temperature ({r.thermal_hot_c:.0f} °C)" if plateau else
+                     f"SM clock falls {r.thermal_deficit:.0%} as the GPU heats from {r.thermal_cool_c:.0f} to "
+                     f"{r.thermal_hot_c:.0f} °C while busy")
+            test = f"sign test of the hot polls' {'draw' if by_power else 'clock'}" if by_power or plateau else \
+                "one-sided Spearman"
             parts.append(f"{clock} ({test}, p = {r.thermal_p:.1g}): thermal throttling — check cooling, airflow and "
                          "the GPU's max operating temperature")
         if harmful:

@@ -20,7 +20,7 @@ from playbook.analysis.series import mixed_models
 from playbook.commands import TZ_HELP
 from playbook.core.jsonable import json_float
 from playbook.core.terminal import visible
-from playbook.model.schema import GPU_MODELS
+from playbook.model.schema import GPU_MODELS, GPU_PROCESSES
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
 EXAMPLES = """  playbook info data/samples                            the embedded sample
@@ -129,6 +129,7 @@ def summarize(bundle) -> dict[str, Any]:
             "mean": {m: json_float(tel[m].mean(), 3) for m in metrics if m in ("util_pct", "sm_active", "power_w")},
             "by_source": _by_source(tel),
             "models": dict(Counter((bundle.meta.get(GPU_MODELS) or {}).values())),
+            "shared": {g: p for g, p in (bundle.meta.get(GPU_PROCESSES) or {}).items() if len(p) > 1},
         })
     tables["telemetry"] = info
     steps = bundle.steps
@@ -345,6 +346,9 @@ def render(summary: dict[str, Any]) -> str:
                    f"{tel['gpus']} GPU{'s' * (tel['gpus'] != 1)}; {samples} samples per GPU")
         if len(tel.get("models") or {}) > 1:  # which parts, where the input names them
             out.append(f"           {mixed_models(tel['models'], len(hosts))}")
+        for gpu, pids in list((tel.get("shared") or {}).items())[:8]:  # nvidia-smi pmon: processes per GPU
+            out.append(f"           {gpu} is shared by {len(pids)} processes (pids {', '.join(pids[:6])}"
+                       f"{' …' if len(pids) > 6 else ''}): its utilization is their sum")
         means = "; ".join(f"mean {k} {v:g}" for k, v in tel["mean"].items() if v is not None)
         out.append(f"           metrics: {', '.join(tel['metrics']) or 'none'}" + (f" ({means})" if means else ""))
         sources = tel["by_source"]

@@ -136,6 +136,7 @@ PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer
 
 
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
+GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
 
 
 def gpu_id(host: str, gpu: int) -> str:
@@ -261,7 +262,7 @@ class Bundle:
 
     Any table may be empty. `warnings` are one-line, human-readable, each naming its file.
     `meta` holds per-input metadata (e.g. Kineto rank/world size, run-directory meta.json contents; GPU_MODELS:
-    each GPU's product name where the input gives it).
+    each GPU's product name where the input gives it; GPU_PROCESSES: the pids nvidia-smi pmon lists on each GPU).
     """
 
     inputs: list[str] = field(default_factory=list)

@@ -38,6 +38,13 @@ _INDENTED_KV = re.compile(r"^( +)([A-Za-z][\w ./()%-]{0,60}?):(?:\s+(.*))?$")
 _LEVEL = re.compile(r"^(.{1,40}?)\s+level$")
 _LEVEL_VALUE = re.compile(r"^\d{1,3}\s*\((\d{1,7}(?:\.\d{1,3})?\s*[A-Za-z]{1,4})\)$")
 _ROW = re.compile(r"^ {0,4}\d{1,4}\s")
+# what a pasted session holds around the tables: the prompt line that ran the tool ("user@host:~$ amd-smi monitor"),
+# the notice amd-smi prints right after it ("WARNING: User is missing the following required groups ..."), and
+# `amd-smi monitor --process`'s "PROCESS INFO:" title over its process table
+_COMMAND = re.compile(r"(?:^|[\s$#>])(?:amd-smi|rocm-smi)(?:\s|$)")
+_NOTICE = re.compile(r"^(?:WARNING|ERROR|NOTE)\b")
+_TITLE = re.compile(r"^[A-Z][A-Z ]{2,40}:$")
+_USED_OF = re.compile(r"^(\d{1,9}(?:\.\d{1,6})?)\s{0,3}/\s{0,3}(\d{1,9}(?:\.\d{1,6})?)\s{0,3}([A-Za-z]{1,3})$")
 _DEVICE_HEADINGS = ("gpu", "device")
 _CELL = re.compile(r"\S+(?: \S+)*")  # a heading: words apart by single spaces
 
@@ -64,9 +71,18 @@ def _mostly_ours(lines: list[str]) -> bool:
     """True when at least half of the non-blank lines are this tool's: banners and rules, GPU[N] and indented
     KEY: value lines, table headers and rows."""
     text = [ln for ln in lines if ln.strip()]
-    ours = sum(1 for ln in text if ln.lstrip().startswith(("=", "(")) or _BANNER.search(ln) or _KV_GPU.match(ln)
-               or _SECTION_GPU.match(ln) or _INDENTED_KV.match(ln) or _ROW.match(ln) or _header(ln) is not None)
+    ours = sum(1 for i, ln in enumerate(text)
+               if ln.lstrip().startswith(("=", "(")) or _BANNER.search(ln) or _KV_GPU.match(ln)
+               or _SECTION_GPU.match(ln) or _INDENTED_KV.match(ln) or _ROW.match(ln) or _header(ln) is not None
+               or _session_line(ln, text[i - 1] if i else ""))
     return 2 * ours >= len(text)
+
+
+def _session_line(line: str, before: str) -> bool:
+    """A pasted session's line around the tables: the prompt that ran the tool, the notice the tool prints right
+    after it, a section title or a process table's header (amd-smi monitor --process)."""
+    return bool(_COMMAND.search(line) or (_NOTICE.match(line) and _COMMAND.search(before))
+                or _TITLE.match(line.strip()) or _header(line, processes=True) is not None)
 
 
 def _reading(key: str) -> bool:
@@ -92,15 +108,18 @@ def _section_reading(lines: list[str]) -> bool:
     return False
 
 
-def _header(line: str) -> list[tuple[int, str]] | None:
+def _header(line: str, processes: bool = False) -> list[tuple[int, str]] | None:
     """(start column, heading) of a device table's header: a device heading first and two readings among the rest;
-    none for a process table (a PID column: `amd-smi monitor -q`'s PROCESS INFO)."""
+    none for a process table (a PID column: `amd-smi monitor -q`'s PROCESS INFO) — or, with `processes`, that
+    process table's header only."""
     cells = [(m.start(), m.group()) for m in _CELL.finditer(line.rstrip())]
     cells = [(c, h) for c, h in cells if not h.startswith("=")]
     if len(cells) < 3 or cells[0][1].lower() not in _DEVICE_HEADINGS or cells[0][0] > 2:
         return None
-    if any(set(headers.tokens(h)) & {"pid", "process"} for _c, h in cells):
+    if any(set(headers.tokens(h)) & {"pid", "process"} for _c, h in cells) != processes:
         return None
+    if processes:
+        return cells
     metrics = sum(headers.meaning(h).role in schema.TELEMETRY_METRICS for _c, h in cells[1:])
     return cells if metrics >= 2 else None
 
@@ -153,6 +172,9 @@ class _Polls:
         if value != "N/A" and not any(ch.isdigit() for ch in value):
             return
         rec = self.poll.setdefault(gpu, {"gpu": str(gpu)})
+        if (pair := _USED_OF.match(value)) and headers.meaning(key).role == "mem_used_mib":
+            # amd-smi monitor's VRAM_USAGE "3.0/191.7 GB": the used size and the total, in one unit
+            value, rec[f"{key} total"] = f"{pair.group(1)} {pair.group(3)}", f"{pair.group(2)} {pair.group(3)}"
         self.lines.setdefault(gpu, no)
         if key not in rec and len(rec) > MAX_READINGS:
             self.skips.skip(no, f"more than {MAX_READINGS} readings for GPU {gpu} in one poll")

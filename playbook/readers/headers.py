@@ -243,6 +243,8 @@ def meaning(name: str) -> Meaning:
             and any(w in ("gpu", "cuda", "device") for w in words[:-1]):
         gpu = int(words[-1])
         words = words[:-2] if words[-2] in ("gpu", "cuda", "device") else words[:-1]
+    if len(words) == 2 and words[1] == "t" and words[0] in ("gpu", "mem", "hotspot", "edge", "junction"):
+        words = [words[0], "temp"]  # amd-smi monitor's GPU_T / MEM_T: the temperatures (amd-smi >= 25 abbreviates)
     ws = set(words)
     unit = _unit(words, bracket, rate=bool(ws & (PCIE | NVLINK)))
     if bracket in ("ratio", "fraction"):
@@ -356,6 +358,8 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
             "device", "dev", "cuda", "entity"} else 2
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]) or (words[:1] == ["gpu"] and unit == "%" and len(ws) == 2):
         return "util_pct", 0, 1
+    if unit == "%" and len(ws - {"%"}) == 1 and ws & (SM - CLOCK):
+        return "util_pct", 0, 1  # an engine's busy share: amd-smi monitor's "GFX%" (as dmon's bare "sm" column)
     return None, 0, 0
 
 
@@ -372,7 +376,7 @@ def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
         if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
             return None, 0, 0
         return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} or not other else 1
-    if len(ws - MEM - {"gpu"}) == 0:
+    if len(ws - MEM - {"gpu", "%"}) == 0:
         # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
         return "mem_util_pct", 0, 2
     return None, 0, 0

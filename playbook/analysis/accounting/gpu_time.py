@@ -64,7 +64,7 @@ def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
 
 def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
-    run's events, whose fault events keep an idle failing GPU in (analysis.gpus.job_gpus)."""
+    run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus)."""
     if not len(series) or len(series.t) < 2:
         return None
     series = job_gpus(series, events)[0]

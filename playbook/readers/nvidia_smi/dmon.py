@@ -72,7 +72,9 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     names, rows, values, n_rows = _parse_lines(text, skips)
     if names is None:
         raise InputError(f"{src}: no nvidia-smi dmon header ('# gpu ...') found")
+    processes = {}
     if "pid" in names and n_rows:
+        processes = _processes(rows)
         rows, values, n_rows = _per_device(rows, values)
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
@@ -80,7 +82,19 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     bundle = frames.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
                                      interval_s if synthetic else None)
     bundle.warnings[:0] = notes
+    if processes:
+        bundle.meta[schema.GPU_PROCESSES] = {schema.gpu_id(textio.host_from_path(path), g): p
+                                             for g, p in processes.items()}
     return bundle
+
+
+def _processes(rows: dict[str, list]) -> dict[int, list[str]]:
+    """pmon's processes per GPU (the pids listed, in order of appearance; `-` is no process)."""
+    out: dict[int, dict[str, None]] = {}
+    for g, p in zip(rows["gpu"], rows["pid"], strict=True):
+        if p not in (None, "-"):
+            out.setdefault(g, {})[p] = None
+    return {g: list(p) for g, p in out.items()}
 
 
 def _parse_lines(text: str, skips: schema.SkipCounter
