@@ -247,7 +247,7 @@ def test_xpu_smi_device_keeps_at_most_512_readings(tmp_path):
 @pytest.mark.timeout(120)
 def test_wide_tables_are_bounded_work_and_misplaced_rows_counted(tmp_path):
     """A header of 20,000 headings (each value used to be matched against every heading, and each word of
-    rocm-smi's second header line against every column: quadratic, minutes) is read in well under 10 s; a rocm-smi
+    rocm-smi's second header line against every column: quadratic, minutes) is read in well under a minute; a rocm-smi
     row whose device cell runs into the next column is a counted skip, not a traceback."""
     import time
 
@@ -266,7 +266,9 @@ def test_wide_tables_are_bounded_work_and_misplaced_rows_counted(tmp_path):
         assert detect.detect(path) == reader
         start = time.perf_counter()
         assert len(read_paths([path]).telemetry) > 0
-        assert time.perf_counter() - start < 10  # bounded work, generous (a quadratic read took minutes)
+        # bounded work: a quadratic read took minutes; the linear one takes ~6 s alone on 2 cores and passed 10 s
+        # under a loaded -n 2 run (a timing bound a loaded machine must not fail)
+        assert time.perf_counter() - start < 60
     real.insert(4, "0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1")
     shifted = tmp_path / "shifted.txt"
     shifted.write_text("\n".join(real))
