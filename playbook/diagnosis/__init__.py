@@ -141,7 +141,9 @@ def _assemble(run: Run, ranked: list[dict], acc) -> Diagnosis:
     osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
     detail = {**run.detail, "oscillation": osc, "gpus": gpu_report,
               **{n: sm.get(n) for n in ("kineto", "stragglers", "nccl", "nsys", "flight_recorder", "links")}}
-    if osc is None and gpu_report is None and not len(run.bundle.steps) and not any(sm.values()):
+    stated = len(run.bundle.events) or any(str(k).startswith(schema.Bundle.SUMMARY_META_PREFIXES)
+                                           for k in run.bundle.meta)  # events and facts: the answer reads them
+    if osc is None and gpu_report is None and not len(run.bundle.steps) and not any(sm.values()) and not stated:
         run.warnings.append("nothing to analyse: no telemetry, steps, traces or NCCL logs in the inputs")
     scale = answer.scale(gpu_report, run.bundle, sm.get("kineto"))
     return Diagnosis(inputs=list(run.bundle.inputs), warnings=list(dict.fromkeys(run.warnings)),

@@ -274,3 +274,17 @@ def test_too_few_samples_cannot_make_a_run_healthy():
     scores = {h["id"]: h["score"] for h in d.hypotheses}
     assert scores["healthy"] == pytest.approx(0.5) and scores.get("pipeline_imbalance", 0.0) < 0.1
     assert any("no evidence of health" in e for e in d.hypotheses[0]["evidence"])
+
+
+def test_events_alone_name_their_cause_without_a_nothing_to_analyse_warning():
+    """A log of fault events (an Xid) is something to analyse: the verdict names the cause, and no warning beside it
+    says there was nothing (the warning stays for a bundle with no rows at all, above)."""
+    import pandas as pd
+
+    from playbook.model.schema import events_frame
+
+    ev = events_frame({"time": [pd.Timestamp("2026-12-01T10:00:00Z")], "host": ["node7"], "kind": ["xid"],
+                       "detail": ["NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."], "source": ["dmesg"]})
+    obj = json.loads(diagnose(Bundle(events=ev)).to_json())
+    assert obj["verdict"]["id"] == "hardware_fault"
+    assert not any("nothing to analyse" in w for w in obj["warnings"])
