@@ -110,3 +110,16 @@ def test_a_table_cut_off_inside_its_gpu_rows_counts_the_rows_it_lost(tmp_path, d
     b = read_file(cut)
     assert len(b.telemetry) == 3
     assert any("line 37: the last table is cut off after 1 of 2 GPU rows" in w for w in b.warnings)
+
+
+def test_each_gpu_rows_product_name_is_its_model(tmp_path, data_dir):
+    """The GPU rows' names (a long one cut with "..." by nvidia-smi) are the parts the GPUs are judged against: a box
+    of two models says so (heldout12's mixed boxes were CSVs; the table is the commoner paste)."""
+    from playbook.model import schema
+
+    text = (data_dir / "readers" / "smi_table_h100.log").read_text().replace(
+        "|   1  NVIDIA H100 80GB HBM3          On  |", "|   1  NVIDIA A100-SXM4-80GB...     On  |")
+    p = tmp_path / "mixed.log"
+    p.write_text(text)
+    models = read_file(p).meta[schema.GPU_MODELS]
+    assert models == {"mixed:0": "NVIDIA H100 80GB HBM3", "mixed:1": "NVIDIA A100-SXM4-80GB"}

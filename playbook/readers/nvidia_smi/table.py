@@ -5,6 +5,7 @@ power columns); a date line (`Mon Jan 15 10:23:45 2024`) above each snapshot, or
 nvidia-smi   node7: Mon Jan 15 10:23:45 2024`, which also names the host); `N/A`, `ERR!` and `[N/A]` values; the
 Processes and MIG sections (skipped); a truncated last snapshot; the GPU rows pasted alone (no banner, no column
 headers, the last row cut after its utilization cell; a repeated GPU number starts the next snapshot). Columns read per GPU: GPU-Util (util_pct),
+the product name (Bundle.meta GPU_MODELS, as printed: nvidia-smi cuts a long one with "..."),
 Memory-Usage (mem_used_mib, mem_total_mib), Pwr:Usage/Cap (power_w, power_limit_w), Temp (temp_c). Snapshots
 without a date line get synthetic times `interval_s` apart (all of them, with a warning, when any lacks one). Dates
 are the host's local time, read as `tz`.
@@ -35,6 +36,7 @@ _WATCH_HOST = re.compile(r"^Every\s+[\d.]+s:.*?\s(\S+):\s+(?:Mon|Tue|Wed|Thu|Fri
 # numbers start where a digit run starts (the lookbehind), so a long line costs one pass.
 _GPU_ROW = re.compile(r"^\|\s*(\d+)\s[^|]*\|\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _MEMORY = re.compile(r"(?<!\d)(\d+)\s*MiB\s*/\s*(\d+)\s*MiB")
+_PERSISTENCE = ("On", "Off", "N/A")  # the Persistence-M value that ends a GPU row's first cell
 _SECTION_END = ("Processes:", "MIG devices:")
 
 
@@ -117,6 +119,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if headerless:
         snapshots.append(None)
     unread: dict[int, int] = {}  # GPU rows skipped, by snapshot
+    models: dict[int, str] = {}  # GPU -> its product name as the row prints it (a long one cut by nvidia-smi)
     for no, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if host is None and (w := _WATCH_HOST.match(line.strip())):
@@ -151,6 +154,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             continue
         rows["snapshot"].append(len(snapshots) - 1)
         rows["gpu"].append(int(first.group(1)))
+        if name := _model(line):
+            models.setdefault(int(first.group(1)), name)
         rows["line"].append(no)
         cells = line.split("|")
         rows["ecc"].append(_number(cells[3].strip()) if len(cells) > 4 and cells[3].strip().isdigit() else np.nan)
@@ -171,8 +176,21 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if not len(snap):
         bundle.warnings.append(f"{src}: {len(snapshots)} nvidia-smi table(s) but no GPU rows in them")
     bundle.events = _ecc_events(time_ns, rows["gpu"], rows["ecc"], bundle_host(bundle, host, path), src)
+    if models:  # the part each GPU is: clocks and power are judged against its own model's (GpuSeries.parts)
+        bundle.meta[schema.GPU_MODELS] = {schema.gpu_id(bundle_host(bundle, host, path), g): m
+                                          for g, m in models.items()}
     bundle.warnings[:0] = notes
     return _with_log_lines(path, lines, bundle, tz)
+
+
+def _model(row: str) -> str:
+    """The product name in a GPU row's first cell ("   0  NVIDIA H100 80GB HBM3          On  ": the index, the
+    name, Persistence-M), "" when the cell holds none; a long name cut by nvidia-smi loses its "..."."""
+    cells = row.strip().split("|")
+    words = cells[1].split() if len(cells) > 2 else []
+    if len(words) < 3 or not words[0].isdigit() or words[-1] not in _PERSISTENCE:
+        return ""
+    return " ".join(words[1:-1]).rstrip(". ")
 
 
 def _with_log_lines(path: Path, lines: list[str], bundle: schema.Bundle, tz: str) -> schema.Bundle:
