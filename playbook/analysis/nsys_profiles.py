@@ -308,7 +308,7 @@ def rule_findings(reps: dict[str, pd.DataFrame]) -> list[dict]:
     """Findings of the `nsys analyze` rule tables that name a cause (_RULE_CAUSES): a copy whose host side is
     pageable and whose destination is the device is host-to-device staging (h2d_copy); every other flagged call
     holds the host until the GPU answers (host_sync). "moderate": the rule lists calls, not the profile's span, so
-    their share of the run is unknown. gpu_gaps / gpu_time_util tables are kept and read by no rule here."""
+    their share of the run is unknown; `stated`: a fact the tool states (diagnosis.answer lets it lead alone). gpu_gaps / gpu_time_util tables are kept and read by no rule here."""
     out: list[dict] = []
     for rule, what in _RULE_CAUSES.items():
         f = reps.get(reader.RULE_PREFIX + rule)
@@ -321,10 +321,10 @@ def rule_findings(reps: dict[str, pd.DataFrame]) -> list[dict]:
             if not rows.any():
                 continue
             total_ms = float(np.nansum(dur[rows])) / 1e6
-            out.append({"hypothesis": hyp, "level": "moderate", "evidence": (
+            out.append({"hypothesis": hyp, "level": "moderate", "stated": True, "evidence": (
                 f"nsys analyze rule {rule} in {', '.join(sorted(set(f.loc[rows, 'source'])))}: {int(rows.sum())} of "
-                f"{what}, {total_ms:.3f} ms listed (the rule's own table, limited to its rows=; the profile's span "
-                "is not in it, so their share of the run is unknown)")})
+                f"{what}, {total_ms:.3f} ms listed (the rule's table, capped by its rows= option; the profile's "
+                "span is not in it, so their share of the run is unknown)")})
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.analysis import nsys_profiles, topology
+from playbook.analysis import topology
 from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport
@@ -15,7 +15,6 @@ from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
 from playbook.model import schema
-from playbook.readers import nsys as nsys_reader
 
 
 def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
@@ -304,7 +303,7 @@ def untestable(run: Run) -> str | None:
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
             (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
-                str(k).startswith("dcgm_diag:") for k in run.bundle.meta) else []) + \
+                str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
@@ -339,22 +338,23 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
     overrule the findings)."""
     if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(run.bundle, run.osc, why_untestable)
-        ranked = _fact_lead(ranked, run.bundle)
+        ranked = _fact_lead(ranked, run)
     if acc is None or (run.osc is not None and run.osc.few_samples):
         return ranked
     return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power))
 
 
-def _fact_lead(ranked: list[dict], bundle: schema.Bundle) -> list[dict]:
+def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
     `nsys analyze` rule flags (pageable copies, synchronous calls) — the cause those facts support (at least
     attribution.SUPPORT_MIN) leads and insufficient_data follows: stated facts are not samples that could be too
     few, and "not enough data" is then about the cost, which needs a time axis, not about the cause they name."""
+    bundle = run.bundle
     sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
     if any(len(t) for t in sampled):
         return ranked
     stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
-        f["hypothesis"] for f in nsys_profiles.rule_findings(nsys_reader.reports(bundle))}
+        f["hypothesis"] for f in (run.summaries.get("nsys") or {}).get("findings") or [] if f.get("stated")}
     fact = next((h for h in ranked if h["id"] in stated), None)  # ranked: the best supported first
     if fact is None or fact["score"] < attribution.SUPPORT_MIN:
         return ranked

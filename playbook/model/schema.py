@@ -135,6 +135,7 @@ THROTTLE_HARMFUL = (
 PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer", "checkpoint", "eval", "log")
 
 
+DCGM_DIAG = "dcgm_diag:"  # Bundle.meta key prefix: a `dcgmi diag` file's test counts (readers/dcgm_diag.py)
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
 GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
 
@@ -314,7 +315,7 @@ class Bundle:
 
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
-    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", "dcgm_diag:",
+    SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", DCGM_DIAG,
                              "nccl_tests:")
 
     def is_empty(self) -> bool:

@@ -47,9 +47,10 @@ _SNIFF_ROW = re.compile(r"^\s*\|[^|]{2,40}\|\s*(?:Pass|Fail|Warn|Skip)\s+-\s+(?:
 _GPU_FIRST = re.compile(r"^GPU\s+(\d+)\b")
 # the causes a failure's own words name, most specific first (each a DCGM message's wording: "Thermal violations
 # totaling ...", "did not reach desired power minimum", "uncorrectable memory errors and row remappings are pending")
+_PCIE = re.compile(r"pcie|replay|bandwidth|link width|link gen", re.I)
 _WORDS = (("ecc", re.compile(r"uncorrectable|\becc\b|row remap|retired page|page retire|\bxid\b|dbe\b", re.I)),
           ("throttle", re.compile(r"thermal|throttl|clock|power (?:minimum|target)|desired power|slowdown", re.I)),
-          ("pcie_error", re.compile(r"pcie|replay|bandwidth|link width|link gen", re.I)))
+          ("pcie_error", _PCIE))
 _SETUP = re.compile(r"denylist|blacklist|nvml|cuda (?:main )?library|permission|persistence|environment|"
                     r"graphics process|inforom", re.I)
 
@@ -101,7 +102,7 @@ def _kind(test: str, words: str) -> str:
     for kind, pattern in _WORDS:
         if pattern.search(words):
             return kind
-    if _WORDS[2][1].search(test):
+    if _PCIE.search(test):
         return "pcie_error"
     return "diag_setup" if _SETUP.search(test) else "diag_fail"
 
@@ -136,7 +137,7 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
     bundle = schema.Bundle(inputs=[src])
     if rows:
         bundle.events = schema.events_frame({k: [r[k] for r in rows] for k in rows[0]})
-    bundle.meta["dcgm_diag:" + src] = {"tests": len({r["test"] for r in results}),
+    bundle.meta[schema.DCGM_DIAG + src] = {"tests": len({r["test"] for r in results}),
                                        "failed": sum(r["status"] == "fail" for r in results),
                                        "warned": sum(r["status"] == "warn" for r in results)}
     return bundle

@@ -150,8 +150,7 @@ def _faults(records, found: list[dict]):
     for no, record in records:
         said = memory_faults(record)
         if said:
-            found.append({"gpu": record.get("Minor Number") or record.get("bus_id") or "", "line": no,
-                          "said": said, "time": record.get("Timestamp", "")})
+            found.append({"gpu": record.get("Minor Number") or record.get("bus_id") or "", "said": said})
         yield no, record
 
 
