@@ -140,11 +140,7 @@ def sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
         return refs
     top = np.array([np.nanmax(v) if np.isfinite(v := series.get(g, "power_limit_w", dropna=False)[1]).any()
                     else math.nan for g in range(g_count)])
-    parts = series.parts()
-    for g in range(g_count):
-        same = parts == parts[g]
-        if np.isfinite(top[same]).any():
-            refs[g] = float(np.nanmax(top[same]))
+    refs = part_values(top, series.parts(), np.nanmax)
     if has["power_default_limit_w"]:
         for g in range(g_count):
             d = series.get(g, "power_default_limit_w", dropna=False)[1]
@@ -320,6 +316,7 @@ def sm_wording(acc, basis: str = "all") -> None:
     level is the SMs', not the time's ("the GPUs' SM-activity level is 26%: SMs idle 74%"; a GPU idle throughout
     stays "idle": no kernel ran on it). `basis` as sm_basis gives it: for "N of M", the level is named as mixed (a
     utilization plot at 97% on every GPU had sat under 'busy level 60%')."""
+    acc.busy_pct = float("nan")  # an SM-activity level is no utilization: FED_PCT does not apply
     if basis != "all":
         level = f"busy level (utilization; SM activity on the {basis} GPUs whose kernels fill under half their SMs)"
         for b in acc.buckets:

@@ -43,7 +43,7 @@ from playbook.analysis.gpu_limits import (
     thermal_droop,
     thermal_power_fall,
 )
-from playbook.analysis.intervals import true_runs
+from playbook.analysis.intervals import chance_run, true_runs
 from playbook.analysis.job_members import IDLE_PCT, UNUSED_MIB, faulted_gpus, holds_working_memory, job_gpus  # noqa: F401
 from playbook.analysis.oscillation import ALPHA, MIN_SAMPLES_PERIOD
 from playbook.analysis.oscillation.levels import two_levels
@@ -294,8 +294,7 @@ def _gap_note(series: GpuSeries, valid: np.ndarray, watched: np.ndarray, errors:
     """The note for GPU g's longest-lasting significant run of missed polls among `watched` bins ("" if none):
     it stopped for good, or a gap with error readings; a gap without errors is a logging gap (a warning)."""
     missing = ~valid[watched]
-    q = float(np.clip(missing.mean(), 1e-6, 0.5))
-    need = max(MIN_LOST_POLLS, math.ceil(math.log(ALPHA / len(watched)) / math.log(q)))
+    need = chance_run(float(missing.mean()), len(watched), ALPHA, MIN_LOST_POLLS)
     start, length = true_runs(missing)
     long = length >= need
     if not long.any():

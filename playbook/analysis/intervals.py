@@ -49,6 +49,13 @@ def true_runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start, stop - start
 
 
+def chance_run(missed_share: float, n: int, alpha: float, min_len: int) -> int:
+    """The shortest run of misses that chance does not explain among `n` polls missing `missed_share` of them at
+    random: max(min_len, log(alpha / n) / log(q)), q clipped to [1e-6, 0.5] (a run of L has probability ~n·q^L)."""
+    q = float(np.clip(missed_share, 1e-6, 0.5))
+    return max(min_len, int(np.ceil(np.log(alpha / n) / np.log(q))))
+
+
 def recording_gaps(time_ns: np.ndarray, interval_s: float, alpha: float = 0.01, min_polls: int = 3,
                    min_share: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
     """(start_ns, end_ns) of the stretches in which a recording polled every `interval_s` has no sample at all for
@@ -64,8 +71,7 @@ def recording_gaps(time_ns: np.ndarray, interval_s: float, alpha: float = 0.01, 
     d, step = np.diff(t), interval_s * 1e9
     expected = (t[-1] - t[0]) / step + 1
     missed = float(np.maximum(np.rint(d / step) - 1, 0).sum())
-    q = float(np.clip(missed / expected, 1e-6, 0.5))
-    need = max(min_polls, int(np.ceil(np.log(alpha / expected) / np.log(q))))
+    need = chance_run(missed / expected, expected, alpha, min_polls)
     gap = np.flatnonzero((d > need * step) & (d >= min_share * (t[-1] - t[0])))
     return t[gap], t[gap + 1]
 

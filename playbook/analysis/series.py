@@ -60,14 +60,6 @@ class GpuSeries:
         order = {k: i for i, k in enumerate(dict.fromkeys(keys))}
         return np.array([order[k] for k in keys], dtype=np.int64)
 
-    def model_counts(self) -> dict[str, int]:
-        """Product name -> how many of these GPUs are that part (only GPUs the input names)."""
-        out: dict[str, int] = {}
-        for gid in self.ids:
-            if self.models.get(gid):
-                out[self.models[gid]] = out.get(self.models[gid], 0) + 1
-        return out
-
     def get(self, g: int, column: str = "util_pct", dropna: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """(t_s, x) for GPU number g; NaN values dropped unless `dropna` is False."""
         a, b = self.offsets[g], self.offsets[g + 1]
@@ -259,8 +251,9 @@ def _host_codes(host: pd.Series) -> tuple[np.ndarray, pd.Index]:
 
 
 def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",),
-               interval_s: float | None = None) -> GpuSeries:
-    """Split `telemetry` per GPU (id "host:index"), times as float seconds since the first sample.
+               interval_s: float | None = None, models: dict[str, str] | None = None) -> GpuSeries:
+    """Split `telemetry` per GPU (id "host:index"), times as float seconds since the first sample; `models`: the
+    part each GPU is where the input names it (Bundle.meta GPU_MODELS: GpuSeries.parts).
 
     Rows without a time are dropped with a warning — unless no row has one, in which case samples are placed
     `interval_s` apart (1 s when not given) in their order within each GPU, also with a warning.
@@ -309,8 +302,10 @@ def gpu_series(telemetry: pd.DataFrame, columns: tuple[str, ...] = ("util_pct",)
     for c in columns:
         col = telemetry[c].to_numpy(dtype=np.float64, na_value=np.nan) if c in telemetry else np.full(n, np.nan)
         values[c] = col if in_order else col[order]
-    return GpuSeries([schema.gpu_id(h, g) for h, g in zip(hosts, index, strict=True)], hosts, index, t0,
-                     offsets, np.asarray(t_s, dtype=np.float64), values, warnings)
+    series = GpuSeries([schema.gpu_id(h, g) for h, g in zip(hosts, index, strict=True)], hosts, index, t0,
+                       offsets, np.asarray(t_s, dtype=np.float64), values, warnings)
+    series.models = models or {}
+    return series
 
 
 def binned_means(t: np.ndarray, x: np.ndarray, dt: float) -> tuple[np.ndarray, float]:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from playbook.analysis.accounting import COLLECTIVE_PHASES, Accounting, Bucket
 from playbook.analysis.series import mixed_models
+from playbook.diagnosis.evidence import _hosts_of, _ids
 from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import (
     BUCKET_CAUSES,
@@ -72,7 +73,7 @@ def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_s
     spin = next((b for b in acc.buckets if b.kind == "busy_wait" and b.evidence.startswith(WAITING)), None)
     if spin is not None:  # the GPUs waited for carry the spin, as late ranks carry a grown phase (_grown_phase)
         waited = [n for n in acc.unit_names if n not in spin.names]
-        spin.detail += f" on {_few(spin.names)}, waiting for the GPU{'s' if len(waited) > 1 else ''}"
+        spin.detail += f" on {_ids(spin.names, 3)}, waiting for the GPU{'s' if len(waited) > 1 else ''}"
         spin.names = waited
 
 
@@ -134,15 +135,16 @@ def _waiting_for(b: Bucket, acc: Accounting) -> str:
     else:
         return ""
     late = sorted(set(waited) & {n for o in acc.buckets if o.kind in LATE_KINDS for n in o.names}, key=waited.index)
-    text = (f"{WAITING}: {_few(sorted(spinning, key=acc.unit_names.index))} spin{'s' if len(spinning) == 1 else ''} at a "
-            f"fraction of {'its' if len(spinning) == 1 else 'their'} working power while {_few(waited)} "
+    who = _ids(sorted(spinning, key=acc.unit_names.index), 3)
+    text = (f"{WAITING}: {who} spin{'s' if len(spinning) == 1 else ''} at a "
+            f"fraction of {'its' if len(spinning) == 1 else 'their'} working power while {_ids(waited, 3)} "
             f"{'is' if len(waited) == 1 else 'are'} {'idle or late' if late else 'at work'} at the same moments: "
-            f"the spinning GPUs wait in a collective (or a receive) for {_few(late or waited)}")
+            f"the spinning GPUs wait in a collective (or a receive) for {_ids(late or waited, 3)}")
     models = dict(zip(acc.unit_names, acc.unit_models, strict=True)) if len(acc.unit_models) == acc.units else {}
     mix = Counter(models.get(n, "") for n in acc.unit_names)
     if len(mix) > 1 and "" not in mix:  # the slower part sets every collective's pace
         slow = sorted({models[n] for n in waited})
-        hosts = len({n.rsplit(":", 1)[0] for n in acc.unit_names})
+        hosts = len(_hosts_of(acc.unit_names))
         text += (f"; {mixed_models(mix, hosts)} — each GPU is judged against its own model, and the "
                  f"{' / '.join(slow)} {'sets' if len(slow) == 1 else 'set'} the pace")
     return text
@@ -151,10 +153,6 @@ def _waiting_for(b: Bucket, acc: Accounting) -> str:
 def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> bool:
     """Whether two buckets' windows meet (a bucket without windows spans the run)."""
     return not a or not b or any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
-
-
-def _few(names: list[str]) -> str:
-    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
 
 
 def _own_evidence(best: dict, supported: list[dict]) -> bool:
@@ -343,7 +341,7 @@ def _where(b: Bucket) -> str:
     """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short."""
     parts = []
     if b.names and b.names != ["all GPUs"]:
-        parts.append("on " + ", ".join(b.names[:3]) + (f" and {len(b.names) - 3} more" if len(b.names) > 3 else ""))
+        parts.append("on " + _ids(b.names, 3))
     if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
         parts.append(("at step " if len(b.steps) == 1 else "at steps ") + ", ".join(map(str, b.steps[:5]))
                      + (" …" if len(b.steps) > 5 else ""))

@@ -86,7 +86,7 @@ class NcclTestsTables:
             return False
         if text.startswith("#"):
             return self._comment(text)
-        row = parse_row(text)
+        row = parse_row(text) if text[0].isdigit() else None  # (a row opens with its size)
         if row is None:
             m = _OP.search(text) if "_perf" in text else None
             if m and not self.op:

@@ -79,12 +79,10 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
         if tele["util_pct"].notna().any():
             if series is None:
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
-                series = gpu_series(tele, cols, interval_s=interval_s)
-                series.models = bundle.meta.get(schema.GPU_MODELS) or {}
+                series = gpu_series(tele, cols, interval_s=interval_s, models=bundle.meta.get(schema.GPU_MODELS))
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:
                 sm_wording(acc, on_sm)
-                acc.busy_pct = float("nan")  # an SM-activity level is no utilization: FED_PCT does not apply
             if acc is not None:
                 return acc
     if len(bundle.steps):

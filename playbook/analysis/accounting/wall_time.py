@@ -20,6 +20,8 @@ from playbook.analysis.rank_waits import (
 from playbook.knowledge import ids
 from playbook.knowledge.causes import cause
 
+COLLECTIVE_KINDS = tuple(f"phase:{p}" for p in COLLECTIVE_PHASES)  # the buckets of the ranks' collective phases
+
 
 def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame | None = None) -> Accounting | None:
     """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
@@ -50,7 +52,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
     many, ranks = len(per_rank) > 1, sorted(int(r) for r in st["rank"].unique())
     if lag is None and many:  # collectives timed: the rank the others wait for, from who waits least
         waits: dict[str, float] = {}
-        for kind in (f"phase:{p}" for p in COLLECTIVE_PHASES):
+        for kind in COLLECTIVE_KINDS:
             for n, sec in by_name.get(kind, {}).items():
                 waits[n] = waits.get(n, 0.0) + sec
         lag = late_rank_lag(st, timed, late_ranks(waits, ranks)) if waits else None
@@ -65,7 +67,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
         # 0.17 s is named, its peers at 2 ms are not)
         parts = sorted(by_name.get(b.kind, {}).items(), key=lambda kv: -kv[1])
         b.names = [n for n, sec in parts if sec >= 0.1 * b.seconds]
-        if b.kind in tuple(f"phase:{p}" for p in COLLECTIVE_PHASES) and many and (late := late_ranks(by_name.get(b.kind, {}), ranks)):
+        if b.kind in COLLECTIVE_KINDS and many and (late := late_ranks(by_name.get(b.kind, {}), ranks)):
             b.names, b.detail = late, "the other ranks waiting in the collective for the late rank"
     jitter = sum(r["jitter_s"] for r in per_rank)
     floor = max(jitter / total if total > 0 else 0.0, MIN_FLOOR)

@@ -35,8 +35,8 @@ class GpuTelemetry(Analyzer):
         if len(tele):
             warnings += _gap_warnings(tele, run.interval_s)
         if signal is not None:
-            whole = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s)
-            whole.models = run.bundle.meta.get(GPU_MODELS) or {}  # the part each GPU is, where the input names it
+            whole = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s,
+                               models=run.bundle.meta.get(GPU_MODELS))  # the part each GPU is, where named
             series, unused = job_gpus(whole, run.bundle.events)
             if unused:
                 kept = set(zip(series.hosts, series.index, strict=True))

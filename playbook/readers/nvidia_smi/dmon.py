@@ -79,12 +79,11 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     gpu = np.asarray(rows["gpu"], dtype=np.int64)
     time_ns, note = _times(rows, gpu, interval_s, tz, skips, src)
     synthetic = n_rows > 0 and rows["date"][0] is None and rows["time"][0] is None
-    bundle = frames.telemetry_bundle(src, textio.host_from_path(path), time_ns, gpu, values, skips, note,
-                                     interval_s if synthetic else None)
+    host = textio.host_from_path(path)
+    bundle = frames.telemetry_bundle(src, host, time_ns, gpu, values, skips, note, interval_s if synthetic else None)
     bundle.warnings[:0] = notes
     if processes:
-        bundle.meta[schema.GPU_PROCESSES] = {schema.gpu_id(textio.host_from_path(path), g): p
-                                             for g, p in processes.items()}
+        bundle.meta[schema.GPU_PROCESSES] = {schema.gpu_id(host, g): p for g, p in processes.items()}
     return bundle
 
 

@@ -25,12 +25,15 @@ def segment_events(errors: list[Special], header: Special | None, lines: np.ndar
         k = k - 1 if k > 0 else 0
         return pd.Timestamp(int(time_ns[k]), tz="UTC")
 
+    # each GPU's first and last row: a "GPU is lost" line is transient when every GPU seen before it reports after it
+    _, first = np.unique(gpu, return_index=True)
+    last = len(gpu) - 1 - np.unique(gpu[::-1], return_index=True)[1]
     for sp in errors:
         hit = event_lexicon.match(sp.text)
         kind = hit.kind if hit else "gpu_error"
         if kind == "gpu_lost":
             k = int(np.searchsorted(lines, sp.line))
-            if set(gpu[:k].tolist()) <= set(gpu[k:].tolist()):
+            if (last[first < k] >= k).all():
                 kind = "gpu_error"
         out.append({"time": time_near(sp.line), "host": host, "kind": kind,
                     "detail": f"line {sp.line}: {sp.text}", "source": src})
