@@ -250,6 +250,24 @@ def test_sustained_peak_is_the_highest_clock_held_three_polls_not_a_one_poll_spi
     assert np.isnan(sustained_peak(clock[:, :2], busy[:, :2])).all()  # fewer polls than the run
 
 
+def test_window_min_equals_the_strided_window_reduce_it_replaced():
+    """window_min (shifted element-wise minima) against numpy's sliding_window_view(...).min on random rows with
+    NaN, ±inf and booleans: the same values, NaN where a window holds one."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from playbook.analysis.gpu_limits import window_min
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(3, 15))))
+        x[rng.random(x.shape) < 0.1] = np.nan
+        x[rng.random(x.shape) < 0.05] = -np.inf
+        for run in (1, 2, 3):
+            np.testing.assert_array_equal(window_min(x, run), sliding_window_view(x, run, axis=-1).min(axis=-1))
+            ok = x > 0
+            np.testing.assert_array_equal(window_min(ok, run), sliding_window_view(ok, run, axis=-1).all(axis=-1))
+
+
 def test_sustained_peak_of_ragged_gpus_equals_one_gpu_at_a_time():
     from playbook.analysis.gpu_limits import sustained_peak, sustained_peak_segments
 
