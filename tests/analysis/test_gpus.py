@@ -348,3 +348,14 @@ def test_a_smaller_part_at_its_own_limit_is_no_cap(mem_mib, want):
     table = analyze_gpus(schema.telemetry_frame({k: [r[k] for r in rows] for k in rows[0]})).table.set_index("id")
     assert table.loc["n0:0", "status"] == want, table.loc["n0:0", "evidence"]
     assert table.loc["n0:1", "status"] == "ok"
+
+
+def test_a_series_job_gpus_returned_is_returned_as_it_is():
+    """The telemetry analyzer and the accounting both ask job_gpus; the second answer is the first one's series."""
+    frame, events = _one_idle_gpu("restart", "gpu 1: torchrun restarting workers")
+    series = gpu_series(frame, ("util_pct", "mem_used_mib"))
+    assert not series.job_only
+    kept, left_out = job_gpus(series, events)
+    assert left_out == ["n0:1"] and kept.ids == ["n0:0"] and kept.job_only
+    again, left_out = job_gpus(kept, events)
+    assert again is kept and left_out == []
