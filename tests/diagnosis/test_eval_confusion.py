@@ -331,6 +331,12 @@ CASES = [
     *[(f"heldout19 {name}", want, _file(f"heldout19/{name}")) for name, want in (
         ("imdb_tensorboard_loss_epochs.csv", "healthy"),
         ("ocr_tensorboard_loss_restarts.csv", "healthy"))],
+    # the twentieth round: step tables with a running `elapsed` column, layouts from real training scripts
+    # (tests/data/eval/heldout20/SOURCES.md, LABELED SYNTHETIC numbers): 0 of 3 first (→ a running total's differences)
+    *[(f"heldout20 {name}", want, _file(f"heldout20/{name}")) for name, want in (
+        ("train_log_epoch_elapsed_resumed.csv", "healthy"),
+        ("loss_elapsed_checkpoints.csv", "periodic_stall"),
+        ("loss_elapsed_sec_healthy.csv", "healthy"))],
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),

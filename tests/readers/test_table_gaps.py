@@ -79,3 +79,42 @@ def test_a_clock_coarser_than_a_step_gives_the_steps_between_its_stamps(tmp_path
     steps = b.steps[b.steps["phase"] == "step"]
     assert (steps["duration_s"] > 0).all()
     assert steps["duration_s"].median() == pytest.approx(0.25, rel=0.01)
+
+
+def _table(path, header, rows):
+    path.write_text(header + "\n" + "".join(",".join(str(v) for v in r) + "\n" for r in rows))
+    return path
+
+
+def test_a_running_elapsed_column_is_the_steps_clock_not_their_times(tmp_path):
+    """`step,loss,elapsed_ms` where elapsed counts since the start: step times are its differences (first try: each
+    step 'took' its elapsed time, 'Loses 80% ... throttling')."""
+    rng = np.random.default_rng(8)
+    el = np.cumsum(400.0 * (1 + 0.02 * rng.standard_normal(500)))
+    b = read_paths([_table(tmp_path / "log.csv", "step,loss,elapsed_ms", [(i + 1, 1.0, f"{e:.1f}")
+                                                                           for i, e in enumerate(el)])])
+    steps = b.steps[b.steps["phase"] == "step"]
+    assert steps["duration_s"].median() == pytest.approx(0.4, rel=0.02) and len(steps) == 499
+    assert any("a running total" in w for w in b.warnings)
+    assert diagnose(b).verdict["id"] == "healthy"
+
+
+def test_an_elapsed_column_that_goes_up_and_down_is_each_steps_own_time(tmp_path):
+    rng = np.random.default_rng(9)
+    d = 0.4 * (1 + 0.05 * rng.standard_normal(300))
+    b = read_paths([_table(tmp_path / "log.csv", "step,elapsed", [(i + 1, f"{x:.4f}") for i, x in enumerate(d)])])
+    steps = b.steps[b.steps["phase"] == "step"]
+    assert len(steps) == 300 and steps["duration_s"].median() == pytest.approx(0.4, rel=0.02)
+
+
+def test_a_time_column_named_in_the_grammars_words_makes_a_table(tmp_path):
+    """A W&B-history-like JSONL: `_step`, `_runtime` (seconds since the start), `_timestamp`; and a CSV whose
+    duration column is no DURATION_KEYS name (`step_time_sec`): both read as step tables by the vocabulary."""
+    rows = [{"_step": i, "_runtime": round(0.5 * i, 3), "_timestamp": T0 + 0.5 * i, "loss": 1.0} for i in range(1, 201)]
+    import json
+
+    (tmp_path / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    b = read_paths([tmp_path / "history.jsonl"])
+    assert b.steps[b.steps["phase"] == "step"]["duration_s"].median() == pytest.approx(0.5, rel=0.01)
+    c = read_paths([_table(tmp_path / "t.csv", "iteration,step_time_sec,loss", [(i, 0.3, 1.0) for i in range(1, 101)])])
+    assert len(c.steps) == 100 and c.steps["duration_s"].median() == pytest.approx(0.3)
