@@ -169,7 +169,7 @@ def _copy_and_alloc(table: dict, base: float, what: str, where: str, findings: l
 def summarize(bundle: Any) -> dict | None:
     """JSON-ready summary of the profiler tables in `bundle` (None when it holds none): tables [{source, base_s,
     base, sync_share, loader_share, device_s, steps_s, ops, listings, host_blocked_s}], findings [{hypothesis, level, share,
-    evidence}], healthy [what cProfile listings vouch for]."""
+    evidence}], vouched [what cProfile listings vouch for: evidence of health]."""
     tables = {k[len(META_PREFIX):]: v for k, v in (bundle.meta or {}).items()
               if isinstance(k, str) and k.startswith(META_PREFIX) and isinstance(v, dict)}
     if not tables:
@@ -177,4 +177,4 @@ def summarize(bundle: Any) -> dict | None:
     findings: list[dict] = []
     healthy: list[str] = []
     return {"tables": [table_summary(src, t, findings, healthy) for src, t in sorted(tables.items())],
-            "findings": findings, "healthy": healthy, "warnings": []}
+            "findings": findings, "vouched": healthy, "warnings": []}

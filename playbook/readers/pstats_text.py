@@ -45,6 +45,7 @@ _TORCH_CALL = re.compile(r"^\{(?:built-in method (?:torch\.[\w.]+|\w+)|method '\
 _DEVICE_FN = re.compile(r"cuda", re.IGNORECASE)
 BLOCKED_CALL_S = 1e-3  # 1 ms: ~100x a kernel launch's host cost (5-20 us), so a call held that long waits or computes
 MAX_ROWS = 20_000  # rows kept per file: a log of endless profiles cannot grow memory
+MAX_SECTIONS = 1_000  # sections kept per file; later total lines add to the last one
 
 
 class PstatsText:
@@ -82,6 +83,8 @@ class PstatsText:
         return True
 
     def _section(self, total_s: float | None, calls: int | None) -> dict:
+        if len(self.sections) >= MAX_SECTIONS:
+            return self.sections[-1]
         self.sections.append({"action": self._action, "total_s": total_s, "calls": calls, "rows": []})
         self._action = None
         return self.sections[-1]

@@ -142,3 +142,14 @@ def test_what_cprofile_itself_prints_is_read(tmp_path):
     (s,) = lines["profiler"]["pstats"]["sections"]
     assert s["total_s"] is not None and s["functions"] >= 2  # _work and its generator, at least
     assert lines["unread"] == 0  # the total, `Ordered by`, the title and every row: each line is print_stats' own
+
+
+def test_damaged_and_endless_listings_stay_bounded_and_never_raise(tmp_path):
+    from playbook.readers import pstats_text
+
+    p = tmp_path / "bad.txt"
+    huge = "9" * 5000  # int() refuses more than 4,300 digits: such a row is not read, not a traceback
+    p.write_text("".join(f"{i} function calls in 1.000 seconds\n" for i in range(pstats_text.MAX_SECTIONS + 50))
+                 + f"{huge}    1.000    1.000    1.000    1.000 x.py:1(f)\n" + _line(10, 1.0, 1.0, "x.py:2(g)") + "\n")
+    lines = read_file(p).meta["lines"][str(p)]
+    assert lines["unread"] == 1 and lines["profiler"]["pstats"]["rows"] == 1
