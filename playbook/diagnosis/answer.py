@@ -8,7 +8,7 @@ import numpy as np
 from playbook.analysis import topology
 from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
-from playbook.analysis.gpus import GpuReport
+from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import below_resolution
 from playbook.diagnosis import attribution, ranking
@@ -115,14 +115,21 @@ PER_DAY_MIN_CYCLES = 3.0
 
 
 def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0,
-               ended: dict | None = None) -> dict:
+               ended: dict | None = None, restarted: dict | None = None) -> dict:
     """The verdict in one sentence, the loss first: the share of GPU (or wall) time lost and where, the leading
     cause (its confidence word from its score, diagnosis.attribution.confidence_word), what it costs per day when the
     input spans enough to say, and what to do or record next. A run that ended on a kill, a crash or the scheduler
-    (`ended`: evidence.from_events.run_end) says so first: a run that died is not healthy, only its steps were."""
+    (`ended`: evidence.from_events.run_end) says so first: a run that died is not healthy, only its steps were. A log
+    holding several runs (`restarted`: evidence.from_events.restarts) says so after the loss it measured in them."""
     if not ranked:
         return {}
     out = _verdict(ranked, gpus, acc, cycles)
+    if restarted:
+        n, secs = restarted["count"], restarted["seconds"]
+        between = f", {fmt_span(secs)} between them" if secs == secs and secs > 0 else ""
+        out["sentence"] += (f". The log holds {n + 1} runs (it restarted {n} time{'s' if n > 1 else ''}{between}, "
+                            "out of the accounting: each run is measured against its own pace)")
+        out["restarts"] = restarted
     if ended:
         where = f" on rank {ended['rank']}" if ended["rank"] >= 0 else f" on {ended['host']}" if ended["host"] else ""
         at = f" after step {ended['step']}" if ended["step"] >= 0 else ""

@@ -325,6 +325,12 @@ CASES = [
         ("a10g_targeted_power_fail.txt", "throttling"),
         ("mlengineering_pcie_limited_dmesg.log", "link_degradation"),
         ("gpud_80_remapped_rows_pending.txt", "hardware_fault"))],
+    # the nineteenth round: TensorBoard's scalar export `Wall time,Step,Value` (tests/data/eval/heldout19/SOURCES.md,
+    # real exports): the epochs right first; the OCR run's four runs in one log interleaved by step first (→
+    # readers/step_log/table_gaps.py, each run against its own pace)
+    *[(f"heldout19 {name}", want, _file(f"heldout19/{name}")) for name, want in (
+        ("imdb_tensorboard_loss_epochs.csv", "healthy"),
+        ("ocr_tensorboard_loss_restarts.csv", "healthy"))],
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),

@@ -27,6 +27,7 @@ from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import generic_csv, local_time, textio
 from playbook.readers.step_log.columns import phase_fields
+from playbook.readers.step_log.table_gaps import time_gaps
 from playbook.readers.step_log.vocab import classify
 
 FORMAT = "step log (CSV / JSONL / text)"
@@ -180,19 +181,22 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             # a logged time is taken as the end of the step
             ok = ~missing
             start[ok] = t_ns[ok] - np.round(np.nan_to_num(duration[ok]) * 1e9).astype(np.int64)
-    else:
-        duration = np.full(n, np.nan)
-        order = np.lexsort((t_ns, step, rank))
-        idx = order[~bad[order]]
-        same = rank[idx[1:]] == rank[idx[:-1]]
-        cur, prev = idx[1:][same], idx[:-1][same]
-        duration[cur] = (t_ns[cur] - t_ns[prev]) / 1e9
-        start[cur] = t_ns[prev]
-        drop(duration < 0, lambda i: f"{time_key} goes backwards at step {int(step[i])}")
+    else:  # the gaps between a rank's records in time order, per step (table_gaps.py)
+        gaps = time_gaps(step, rank, t_ns, ~bad)
+        duration, start, step = gaps.seconds, gaps.start, gaps.step.astype(np.float64)
         firsts = ~bad & np.isnan(duration)
-        bad[:] |= firsts  # the first step of each rank has no previous timestamp to measure from
+        bad[:] |= firsts  # the first record of each rank (and of each run after a restart) closes no window
+        runs = " (and of each run after its counter went back)" if gaps.returns else ""
         bundle.warnings.append(f"{src}: step durations are the gaps between consecutive {time_key} values; "
-                               f"the first step of each rank ({int(firsts.sum())}) has none and is left out")
+                               f"the first record of each rank{runs} has none and is left out ({int(firsts.sum())})")
+        if gaps.span > 1:
+            bundle.warnings.append(f"{src}: {int((~bad).sum())} step times are means over logging windows "
+                                   f"(typically {gaps.span:g} steps), from the {time_key} of consecutive records; "
+                                   "a one-step stall is spread over its window")
+        if gaps.returns and not gaps.restarts:
+            bundle.warnings.append(f"{src}: {step_key} starts over {gaps.returns} times (a count per epoch): "
+                                   "numbered on across")
+        bundle.events = _restart_events(gaps.restarts, step_key, t_ns, rank, host, line_of, src)
     good = ~bad
     warning = skips.warning(rows_read=int(good.sum()))
     if warning:
@@ -217,6 +221,22 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     bundle.steps = schema.steps_frame({**data, "work": np.where(data["phase"] == "step", data["tokens"], np.nan),
                                        "source": src})
     return bundle
+
+
+def _restart_events(restarts: list, step_key: str, t_ns: np.ndarray, rank: np.ndarray, host: np.ndarray,
+                    line_of: np.ndarray, src: str) -> pd.DataFrame:
+    """A `restart` event per counter return table_gaps read as a restart (an empty table without any); its duration
+    is the time since the record before it (the run down and starting again, with its first steps)."""
+    if not restarts:
+        return schema.events_frame()
+    i = np.array([r[0] for r in restarts])
+    return schema.events_frame({
+        "time": pd.to_datetime(t_ns[i].view("datetime64[ns]"), utc=True), "host": host[i],
+        "rank": rank[i].astype(np.int64), "step": [r[3] for r in restarts], "kind": "restart",
+        "duration_s": [r[4] for r in restarts], "source": src,
+        "detail": [f"line {int(line_of[j])}: {step_key} went back from {before} to {logged} after {gap:.0f} s (the "
+                   f"run restarted into this log; its steps numbered on from {numbered})"
+                   for j, (_, before, logged, numbered, gap) in zip(i, restarts, strict=True)]})
 
 
 def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
