@@ -290,8 +290,10 @@ def untestable(run: Run) -> str | None:
     nsys_timed = bool(nsys) and (len(run.bundle.trace) > 0 or any(
         isinstance(p, dict) and p.get("nvtx") for p in nsys.get("profiles") or []))
     # a torch.profiler table measures the loop with device (CUDA) times or profiled steps (ProfilerStep rows: the
-    # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window
-    profiled = any(t.get("device_s") or t.get("steps_s") for t in (sm.get("profiler") or {}).get("tables") or [])
+    # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window; a cProfile
+    # listing only where the device held the host waiting (analysis.profiler_ops `host_blocked_s`)
+    profiler_tables = (sm.get("profiler") or {}).get("tables") or []
+    profiled = any(t.get("device_s") or t.get("steps_s") or t.get("host_blocked_s") for t in profiler_tables)
     others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
         "stragglers", "flight_recorder")))
     if osc is not None and osc.few_samples and not others:
@@ -308,7 +310,10 @@ def untestable(run: Run) -> str | None:
             (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
             [f"an nccl-tests table ({t['line'].removeprefix('nccl-tests ')}; busbw is judged against the links' "
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
-            (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
+            (["torch.profiler op tables without device times or profiled steps"] if any(
+                t.get("ops") for t in profiler_tables) else []) + \
+            (["cProfile listings (host time only, no GPU or step times)"] if any(
+                t.get("listings") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
@@ -353,15 +358,17 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
-    `nsys analyze` rule flags (pageable copies, synchronous calls) — the cause those facts support (at least
-    attribution.SUPPORT_MIN) leads and insufficient_data follows: stated facts are not samples that could be too
-    few, and "not enough data" is then about the cost, which needs a time axis, not about the cause they name."""
+    `nsys analyze` rule flags (pageable copies, synchronous calls), the calls a profile paste measures without its
+    total (analysis.profiler_ops) — the cause those facts support (at least attribution.SUPPORT_MIN) leads and
+    insufficient_data follows: stated facts are not samples that could be too few, and "not enough data" is then
+    about the cost, which needs a time axis, not about the cause they name."""
     bundle = run.bundle
     sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
     if any(len(t) for t in sampled):
         return ranked
     stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
-        f["hypothesis"] for f in (run.summaries.get("nsys") or {}).get("findings") or [] if f.get("stated")}
+        f["hypothesis"] for name in ("nsys", "profiler") for f in (run.summaries.get(name) or {}).get("findings") or []
+        if f.get("stated")}
     fact = next((h for h in ranked if h["id"] in stated), None)  # ranked: the best supported first
     if fact is None or fact["score"] < attribution.SUPPORT_MIN:
         return ranked

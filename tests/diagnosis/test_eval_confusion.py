@@ -349,6 +349,17 @@ CASES = [
         ("barc_9_gpustat_watch.log", "data_starvation"),
         ("deit_81_dcgm_query_range.json", "data_starvation"),
         ("tf_11022_pmon_two_procs.txt", "healthy"))],
+    # the sixteenth round: Python-level profiler pastes (tests/data/eval/heldout16/SOURCES.md, real excerpts): all
+    # refused first (→ readers/pstats_text.py: cProfile rows by print_title's columns or print_line's shape; shares of
+    # the stated total in analysis/profiler_ops.py): `.item()` / `torch.as_tensor` rows pasted without a total
+    # (host_sync, share unknown), bottleneck's cProfile of conv3d holding the host 84 ms a call (healthy: the busy
+    # device's queue), a cProfile of 3 ms (insufficient_data), AdvancedProfiler's get_train_batch alone
+    *[(f"heldout16 {name}", want, _file(f"heldout16/{name}")) for name, want in (
+        ("rsl_rl_48_cprofile_rows.txt", "host_sync"),
+        ("genesis_524_cprofile_rows.txt", "host_sync"),
+        ("pytorch_33044_bottleneck_conv3d.txt", "healthy"),
+        ("transformers_17202_bloom_cprofile.txt", "insufficient_data"),
+        ("lightning_782_advanced_get_train_batch.txt", "data_starvation"))],
 ]
 
 
