@@ -337,6 +337,12 @@ CASES = [
         ("train_log_epoch_elapsed_resumed.csv", "healthy"),
         ("loss_elapsed_checkpoints.csv", "periodic_stall"),
         ("loss_elapsed_sec_healthy.csv", "healthy"))],
+    # the twenty-first round: a table's `time` that is seconds, not a clock (tests/data/eval/heldout21/SOURCES.md,
+    # real layouts, LABELED SYNTHETIC numbers): 1 of 3 first (→ a running total or each step's time, by value)
+    *[(f"heldout21 {name}", want, _file(f"heldout21/{name}")) for name, want in (
+        ("training_log_time_seconds.csv", "periodic_stall"),
+        ("loss_log_step_time.csv", "healthy"),
+        ("bf16_loss_time_ms.csv", "unexplained_slowdown"))],
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),

@@ -118,3 +118,15 @@ def test_a_time_column_named_in_the_grammars_words_makes_a_table(tmp_path):
     assert b.steps[b.steps["phase"] == "step"]["duration_s"].median() == pytest.approx(0.5, rel=0.01)
     c = read_paths([_table(tmp_path / "t.csv", "iteration,step_time_sec,loss", [(i, 0.3, 1.0) for i in range(1, 101)])])
     assert len(c.steps) == 100 and c.steps["duration_s"].median() == pytest.approx(0.3)
+
+
+def test_a_time_column_of_seconds_is_a_duration_not_a_clock_from_1970(tmp_path):
+    """`iter,time,loss` with each iteration's seconds (first try: a 1970 clock, 'Loses 99% ... between_steps'), and
+    `step,time` counting since the start (its differences): both 0.4 s a step."""
+    rng = np.random.default_rng(10)
+    d = 0.4 * (1 + 0.03 * rng.standard_normal(200))
+    own = read_paths([_table(tmp_path / "a.csv", "iter,time,loss", [(i + 1, f"{x:.4f}", 1.0) for i, x in enumerate(d)])])
+    total = read_paths([_table(tmp_path / "b.csv", "step,time", [(i + 1, f"{x:.3f}") for i, x in enumerate(np.cumsum(d))])])
+    for b in (own, total):
+        steps = b.steps[b.steps["phase"] == "step"]
+        assert steps["duration_s"].median() == pytest.approx(0.4, rel=0.02) and steps["time"].isna().all()

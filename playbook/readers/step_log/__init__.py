@@ -27,7 +27,7 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import generic_csv, local_time, textio
-from playbook.readers.step_log.columns import monotone, per_step_diff, phase_fields
+from playbook.readers.step_log.columns import epoch_clock, monotone, per_step_diff, phase_fields
 from playbook.readers.step_log.table_gaps import time_gaps
 from playbook.readers.step_log.vocab import CUMULATIVE, classify
 
@@ -188,6 +188,10 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             else np.full(n, textio.host_from_path(path), dtype=object))
     phase = records[phase_key].astype(str).to_numpy() if phase_key else np.full(n, "step", dtype=object)
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and not epoch_clock(numeric(time_key)):
+        # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
+        # (each step's, or a running total since the start: read below by their values)
+        dur_key, dur_factor, time_key = time_key, 1.0, None
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
         missing = t_ns == np.iinfo(np.int64).min
@@ -195,10 +199,9 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             drop(missing, lambda i: f"bad {time_key} {str(records[time_key].iloc[i])[:30]!r}")
     if dur_key:
         duration = numeric(dur_key) * dur_factor
-        role = classify(str(dur_key), None)
-        if role is not None and role[1] == CUMULATIVE and monotone(step, rank, duration):
-            # named like a running total (`elapsed`) and never falling: the time since the start, as the line
-            # grammar reads such a field (duration_field.choose_duration); its differences are the steps' times
+        if _running_total(step, rank, duration, classify(str(dur_key), None)):
+            # the time since the start (`elapsed`, a `time` that only grows), as the line grammar reads such a
+            # field (duration_field.choose_duration): its differences are the steps' times
             total = duration
             duration = per_step_diff(step, rank, total)
             firsts = ~bad & np.isfinite(total) & np.isnan(duration)
@@ -268,6 +271,21 @@ def _restart_events(restarts: list, step_key: str, t_ns: np.ndarray, rank: np.nd
         "detail": [f"line {int(line_of[j])}: {step_key} went back from {before} to {logged} after {gap:.0f} s (the "
                    f"run restarted into this log; its steps numbered on from {numbered})"
                    for j, (_, before, logged, numbered, gap) in zip(i, restarts, strict=True)]})
+
+
+def _running_total(step: np.ndarray, rank: np.ndarray, values: np.ndarray, role) -> bool:
+    """Whether a duration column is the time since the start: never falling (columns.monotone: at most one drop in
+    20, a resume) and either named so in the step grammar's vocabulary (`elapsed`, class CUMULATIVE) or, named
+    plainly (`time`, `time_seconds`), rising on most rows and spanning half its largest value: a step's own time
+    that jitters falls on about half the rows, and one that only creeps does not double."""
+    if not monotone(step, rank, values):
+        return False
+    if role is not None and role[1] == CUMULATIVE:
+        return True
+    v = values[np.isfinite(values)]
+    order = np.lexsort((step[np.isfinite(values)], rank[np.isfinite(values)]))
+    rises = np.diff(v[order]) > 0
+    return bool(len(v) >= 4 and rises.mean() >= 0.5 and np.ptp(v) >= 0.5 * np.max(v) > 0)
 
 
 def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
