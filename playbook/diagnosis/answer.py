@@ -124,7 +124,8 @@ def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cyc
         return {}
     out = _verdict(ranked, gpus, acc, cycles)
     if ended:
-        where = f" on rank {ended['rank']}" if ended["rank"] >= 0 else f" on {ended['host']}" if ended["host"] else ""
+        host = f" on {ended['host']}" if ended["host"] else ""  # the host the failure names (a launcher's summary)
+        where = f" on rank {ended['rank']}" + host.replace(" on ", " of ", 1) if ended["rank"] >= 0 else host
         at = f" after step {ended['step']}" if ended["step"] >= 0 else ""
         head = f"The run ended on {ended['words']}{where}{at} ({ended['detail'][:160]}); "
         rest = out["sentence"]

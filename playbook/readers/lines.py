@@ -34,7 +34,7 @@ import pandas as pd
 
 from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
-from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, textio
+from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, stall_report, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
@@ -98,6 +98,7 @@ class _EventLines:
         self.compile_ids: set[tuple[str, str]] = set()  # (frame, attempt) of the compile ids seen
         self.counts = {"events": 0, "recompile": 0}
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
+        self.stalls = stall_report.StallLines()
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -191,6 +192,16 @@ class _EventLines:
                   host=host or (nccl["host"] if nccl else "") or ln.host)
         self.counts["events"] += 1
         return True
+
+    def feed_stall(self, ln: Line) -> bool:
+        """A stall report's line (readers/stall_report.py) → a `collective_stall` event on each rank it names."""
+        named = self.stalls.feed(ln.raw, ln.body)
+        for rank, what in named or ():
+            row = self._add(ln, "collective_stall", f"line {ln.lineno}: rank {rank} {what}: the other ranks wait "
+                                                    f"for it in a collective ({ln.body.strip()[:160]})")
+            self.rows[row]["rank"] = rank
+            self.counts["events"] += 1
+        return named is not None
 
     def _kind(self, ln: Line) -> str | None:
         # a command line's options configure evaluation and saving (`--eval-interval 100`, `--save ckpt/`): no event
@@ -295,6 +306,9 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
         understood = True
     if events.feed_recompile(ln):
         counts["recompile"] += 1
+        understood = True
+    if not understood and events.feed_stall(ln):
+        counts["events"] += 1
         understood = True
     if not understood and steps.feed(ln):
         counts["steps"] += 1
