@@ -69,6 +69,10 @@ MAX_COMPILE_IDS = 100_000  # compile ids remembered per file
 # torch elastic's ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors/__init__.py): the
 # failure's "time : 2025-05-21_15:43:03", "host : node7", "rank : 0 (local_rank: 0)" before its "exitcode : -9"
 _FAILURE_FIELD = re.compile(r"^\s{1,8}(time|host|rank)\s{1,12}: (\S{1,200})")
+# its heading of the failure it saw first, listed after the others ("Failures:" are often the ranks it then
+# stopped); the event read below it carries ROOT_CAUSE, which the run's end prefers (evidence/from_events.run_end)
+_ROOT_CAUSE = re.compile(r"^\s{0,8}Root Cause \(first observed failure\):")
+ROOT_CAUSE = " [the launcher's root cause: its first observed failure]"
 
 
 class Line:
@@ -99,6 +103,7 @@ class _EventLines:
         self.counts = {"events": 0, "recompile": 0}
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
         self.stalls = stall_report.StallLines()
+        self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -172,14 +177,19 @@ class _EventLines:
         if (f := _FAILURE_FIELD.match(ln.body)) and f.group(1) not in self.failure:
             self.failure[f.group(1)] = f.group(2)  # kept for the summary's exitcode line; not an event itself
             return False
+        if _ROOT_CAUSE.match(ln.body):
+            self.root_cause = True
+            return False
         hit = event_lexicon.match(ln.body)
         if hit is None:
             self.failure.clear()
             return False
         rank, host, at = hit.rank, hit.host, hit.at
+        root = ""
         if self.failure and ln.body.lstrip().startswith("exitcode"):
             rank = int(r) if (r := self.failure.get("rank", "")).isdigit() and len(r) < 10 else rank
             host, at = self.failure.get("host", host), self.failure.get("time", at)
+            root, self.root_cause = (ROOT_CAUSE if self.root_cause else ""), False
         self.failure.clear()
         if ln.rank < 0 and rank >= 0:
             ln.rank = rank  # torch elastic's "failed ... local_rank: 3": the rank the line is about
@@ -188,7 +198,7 @@ class _EventLines:
         # an NCCL line names the host that printed it ("node3:77:90 [1] NCCL WARN ..."): a file may gather many
         nccl = nccl_log.PREFIX_RE.search(ln.body) if "NCCL" in ln.body else None
         boot = f" [{ln.uptime:.6f} s after boot]" if ln.uptime is not None else ""
-        self._add(ln, hit.kind, f"line {ln.lineno}: {ln.body.strip()}"[:280] + boot,
+        self._add(ln, hit.kind, f"line {ln.lineno}: {ln.body.strip()}"[:280 - len(root)] + boot + root,
                   host=host or (nccl["host"] if nccl else "") or ln.host)
         self.counts["events"] += 1
         return True

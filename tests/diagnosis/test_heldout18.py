@@ -1,7 +1,7 @@
 """The eighteenth held-out round (tests/data/eval/heldout18/SOURCES.md): multi-rank logs where the question is
 which rank or host is guilty. Each file's verdict and the rank it names; what the engine does not reach yet is a
 strict xfail with its reason (the mechanisms are tested apart, on logs written there:
-tests/readers/test_stall_report.py)."""
+tests/readers/test_guilty_rank.py)."""
 
 from __future__ import annotations
 

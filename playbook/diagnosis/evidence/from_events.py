@@ -25,6 +25,7 @@ from playbook.knowledge.causes import (
     cause_of_event,
 )
 from playbook.readers import textio
+from playbook.readers.lines import ROOT_CAUSE
 
 # "NVRM: Xid (PCI:0000:3b:00): 79, pid=..." (the code after the bus id, not the bus id's own digits), "Xid 79"
 XID_CODE = re.compile(r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*(\d{1,4})\b", re.IGNORECASE)
@@ -97,7 +98,8 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
     """The event the run ended on, or None: an event of causes.ENDING_EVENTS after the last training step (past
     the last step record's line of its own file, `lines_meta[source]["last_step_line"]` from readers.lines; or at
     or past the last step's number or time; any, when there are no steps); of those, the first whose kind
-    measures a cause, else the first. {kind, words, host, rank, step, time (ISO or None), detail}."""
+    measures a cause, else the one a launcher's summary calls its root cause (readers.lines.ROOT_CAUSE), else the
+    first. {kind, words, host, rank, step, time (ISO or None), detail}."""
     if events is None or events.empty:
         return None
     ending = events[events["kind"].astype(str).str.lower().isin(ENDING_EVENTS)]
@@ -115,7 +117,8 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
     if ending.empty:
         return None
     named = ending["kind"].astype(str).map(cause_of_event).notna()
-    row = ending[named].iloc[0] if named.any() else ending.iloc[0]
+    root = ending["detail"].astype(str).str.endswith(ROOT_CAUSE)  # the failure the launcher saw first
+    row = ending[named].iloc[0] if named.any() else ending[root].iloc[0] if root.any() else ending.iloc[0]
     kind = str(row["kind"]).lower()
     words = (death_words(str(row["detail"])) if kind == "worker_failed" else None) or ENDING_EVENTS[kind]
     host = str(row["host"] or "")

@@ -1,7 +1,8 @@
 """Multi-rank failure and stall reports that name the guilty rank (held-out round 18's mechanisms), on logs written
 here from the tools' print statements, apart from tests/data/eval/heldout18: Horovod's stall check in its three
 wordings (readers/stall_report.py), Open MPI's "mpirun noticed that process rank R ... on node H exited on signal
-S", and PyTorch's watchdog PG status counters ("last enqueued work: E, last completed work: C")."""
+S", torchrun's "Root Cause (first observed failure)" among other failures, and PyTorch's watchdog PG status counters
+("last enqueued work: E, last completed work: C")."""
 
 from __future__ import annotations
 
@@ -102,3 +103,22 @@ def test_one_ranks_timeout_names_no_missing_ranks_and_says_it_is_not_behind(tmp_
     finding = an.timeouts(read_file(log).nccl)["findings"][0]
     assert "ranks" not in finding and "never reported" not in finding["evidence"]
     assert "rank 40 completed every collective before #900 and enqueued 50 more" in finding["evidence"]
+
+
+def _failure(index: int, host: str, rank: int, code: int, pid: int) -> str:
+    # torch/distributed/elastic/multiprocessing/errors/error_handler's ChildFailedError summary entry
+    return (f"[{index}]:\n  time      : 2024-02-01_10:00:05\n  host      : {host}\n  rank      : {rank} (local_rank: "
+            f"{rank % 4})\n  exitcode  : {code} (pid: {pid})\n  error_file: <N/A>\n  traceback : Signal {-code} received "
+            f"by PID {pid}\n")
+
+
+def test_the_launchers_root_cause_is_the_rank_the_run_ended_on(tmp_path):
+    # the agent stops the other workers after the first failure: they are listed first, under "Failures:"
+    log = tmp_path / "elastic.log"
+    log.write_text("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n" + "=" * 60 + "\n"
+                   "train.py FAILED\n" + "-" * 60 + "\nFailures:\n" + _failure(1, "node-a", 1, -15, 1001)
+                   + _failure(2, "node-a", 2, -15, 1002) + "-" * 60 + "\nRoot Cause (first observed failure):\n"
+                   + _failure(0, "node-b", 6, -11, 2006) + "=" * 60 + "\n")
+    verdict = diagnose(read_file(log)).verdict
+    assert (verdict["ended"]["rank"], verdict["ended"]["host"]) == (6, "node-b")
+    assert "SIGSEGV" in verdict["sentence"] and "on rank 6 of node-b" in verdict["sentence"]
