@@ -66,7 +66,9 @@ def test_the_dead_rank_and_its_host_are_named(name):
 
 
 def test_one_ranks_watchdog_blames_no_rank():
-    top = _diagnosis("nccl_1730_ras_one_rank_watchdog.log").hypotheses[0]
+    diagnosis = _diagnosis("nccl_1730_ras_one_rank_watchdog.log")
+    assert "logged by rank 118 (a rank that waited)" in diagnosis.verdict["sentence"]
+    top = diagnosis.hypotheses[0]
     assert top["names"] == [] and not any("never reported" in e for e in top["evidence"])
     assert any("rank 118 completed every collective before #2398459 and enqueued 119 more" in e
                for e in top["evidence"])

@@ -100,9 +100,12 @@ def test_the_rank_with_the_lowest_completed_counter_is_behind(tmp_path):
 def test_one_ranks_timeout_names_no_missing_ranks_and_says_it_is_not_behind(tmp_path):
     log = tmp_path / "one.log"
     log.write_text(_status(40, 900, 950, 899))
-    finding = an.timeouts(read_file(log).nccl)["findings"][0]
+    bundle = read_file(log)
+    finding = an.timeouts(bundle.nccl)["findings"][0]
     assert "ranks" not in finding and "never reported" not in finding["evidence"]
     assert "rank 40 completed every collective before #900 and enqueued 50 more" in finding["evidence"]
+    sentence = diagnose(bundle).verdict["sentence"]  # the rank that logged the timeout waited: not the culprit
+    assert "logged by rank 40 (a rank that waited)" in sentence and "on rank 40" not in sentence
 
 
 def _failure(index: int, host: str, rank: int, code: int, pid: int) -> str:
