@@ -99,7 +99,9 @@ def test_the_rank_with_the_lowest_completed_counter_is_behind(tmp_path):
 
 def test_one_ranks_timeout_names_no_missing_ranks_and_says_it_is_not_behind(tmp_path):
     log = tmp_path / "one.log"
-    log.write_text(_status(40, 900, 950, 899))
+    log.write_text("[rank40]:[E1115 10:10:01.1 ProcessGroupNCCL.cpp:632] [Rank 40] Watchdog caught collective "
+                   "operation timeout: WorkNCCL(SeqNum=900, OpType=ALLGATHER, NumelIn=64, NumelOut=4096, "
+                   "Timeout(ms)=600000) ran for 600101 milliseconds before timing out.\n" + _status(40, 900, 950, 899))
     bundle = read_file(log)
     finding = an.timeouts(bundle.nccl)["findings"][0]
     assert "ranks" not in finding and "never reported" not in finding["evidence"]
