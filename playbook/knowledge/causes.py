@@ -293,7 +293,7 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # a collective library's own report naming the ranks that did not submit a
                                   # collective the others have waited in for over its check time (Horovod's
                                   # coordinator holds every other rank's request and none from them:
-                                  # readers/stall_report.py) — the cause's definition stated outright, as the
+                                  # readers/rank_reports.py) — the cause's definition stated outright, as the
                                   # driver's own fault report is (0.9); a watchdog timeout (0.7) names no rank and
                                   # may also be a link that failed mid-collective
                                   "collective_stall": 0.9}

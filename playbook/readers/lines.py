@@ -34,7 +34,7 @@ import pandas as pd
 
 from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
-from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, stall_report, textio
+from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, rank_reports, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
@@ -102,7 +102,8 @@ class _EventLines:
         self.compile_ids: set[tuple[str, str]] = set()  # (frame, attempt) of the compile ids seen
         self.counts = {"events": 0, "recompile": 0}
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
-        self.stalls = stall_report.StallLines()
+        self.stalls = rank_reports.StallLines()
+        self.timings, self.timing_row = rank_reports.RankTimings(), -1
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
@@ -204,7 +205,7 @@ class _EventLines:
         return True
 
     def feed_stall(self, ln: Line) -> bool:
-        """A stall report's line (readers/stall_report.py) → a `collective_stall` event on each rank it names."""
+        """A stall report's line (readers/rank_reports.py) → a `collective_stall` event on each rank it names."""
         named = self.stalls.feed(ln.raw, ln.body)
         for rank, what in named or ():
             row = self._add(ln, "collective_stall", f"line {ln.lineno}: rank {rank} {what}: the other ranks wait "
@@ -212,6 +213,17 @@ class _EventLines:
             self.rows[row]["rank"] = rank
             self.counts["events"] += 1
         return named is not None
+
+    def feed_timings(self, ln: Line) -> bool:
+        """A list of one time per rank (readers/rank_reports.py) → one `rank_timings` event, updated per line."""
+        got = self.timings.feed(ln.lineno, ln.body)
+        if isinstance(got, tuple):
+            first, start, text = got
+            if start:
+                self.timing_row = self._add(ln, "rank_timings", "")
+                self.counts["events"] += 1
+            self.rows[self.timing_row]["detail"] = f"line {first}: {text}"
+        return got is not None
 
     def _kind(self, ln: Line) -> str | None:
         # a command line's options configure evaluation and saving (`--eval-interval 100`, `--save ckpt/`): no event
@@ -317,7 +329,7 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if events.feed_recompile(ln):
         counts["recompile"] += 1
         understood = True
-    if not understood and events.feed_stall(ln):
+    if not understood and (events.feed_stall(ln) or events.feed_timings(ln)):
         counts["events"] += 1
         understood = True
     if not understood and steps.feed(ln):

@@ -339,7 +339,7 @@ CASES = [
         ("tf_11022_pmon_two_procs.txt", "healthy"))],
     # the eighteenth round: which rank is guilty in multi-rank logs (tests/data/eval/heldout18/SOURCES.md, real
     # excerpts): scored once as written — 1 of 7 right, one hung run called healthy, four refused; kept: Horovod's
-    # stall check in three wordings (refused / healthy first → readers/stall_report.py, naming ranks 1, 16 and 4),
+    # stall check in three wordings (refused / healthy first → readers/rank_reports.py, naming ranks 1, 16 and 4),
     # mpirun's "noticed that process rank 7 ... exited on signal 9" (refused first → event_lexicon), torchrun's
     # root cause on rank 1 (right first)
     *[(f"heldout18 {name}", want, _file(f"heldout18/{name}")) for name, want in (

@@ -24,9 +24,9 @@ LABELS = {
     "nccl_1730_ras_one_rank_watchdog.log": "insufficient_data",
 }
 NOT_YET = {
-    "flagscale_938_straggler_report_healthy.log": "FlagScale's straggler report is not read (refused as plain "
-                                                  "text); one report of one 10 ms section on six ranks would be "
-                                                  "too little to vouch for health anyway",
+    "flagscale_938_straggler_report_healthy.log": "read now (one rank_timings event: optimizer on six ranks "
+                                                  "within 1.10x), but one report of one 10 ms section is too "
+                                                  "little to vouch for health: insufficient_data",
     "nccl_1730_ras_one_rank_watchdog.log": "a watchdog timeout is collective_straggler evidence by itself (events "
                                            "0.7); one rank's view now names no rank and says rank 118 is not "
                                            "behind, but the verdict stays collective_straggler (likely)",
@@ -63,6 +63,12 @@ def test_the_dead_rank_and_its_host_are_named(name):
     rank, host = DIED[name]
     assert (verdict["ended"]["rank"], verdict["ended"]["host"]) == (rank, host)
     assert f"on rank {rank} of {host}" in verdict["sentence"]
+
+
+def test_the_straggler_report_is_read():
+    ev = read_paths([str(HERE / "flagscale_938_straggler_report_healthy.log")]).events
+    assert ev["detail"].tolist() == ["line 10: optimizer per rank (6 ranks): slowest rank 1 10.12 ms, fastest rank 4 "
+                                     "9.17 ms (1.10x)"]
 
 
 def test_one_ranks_watchdog_blames_no_rank():

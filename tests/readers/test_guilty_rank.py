@@ -1,8 +1,8 @@
 """Multi-rank failure and stall reports that name the guilty rank (held-out round 18's mechanisms), on logs written
 here from the tools' print statements, apart from tests/data/eval/heldout18: Horovod's stall check in its three
-wordings (readers/stall_report.py), Open MPI's "mpirun noticed that process rank R ... on node H exited on signal
-S", torchrun's "Root Cause (first observed failure)" among other failures, and PyTorch's watchdog PG status counters
-("last enqueued work: E, last completed work: C")."""
+wordings (readers/rank_reports.py), Open MPI's "mpirun noticed that process rank R ... on node H exited on signal
+S", torchrun's "Root Cause (first observed failure)" among other failures, PyTorch's watchdog PG status counters
+("last enqueued work: E, last completed work: C"), and a list of one time per rank ("Rank 2: 131.0ms")."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from playbook.analysis import nccl as an
 from playbook.diagnosis import diagnose
+from playbook.readers import rank_reports as sr
 from playbook.readers import read_file
-from playbook.readers import stall_report as sr
 
 _WARN = ("One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are "
          "waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are "
@@ -127,3 +127,16 @@ def test_the_launchers_root_cause_is_the_rank_the_run_ended_on(tmp_path):
     verdict = diagnose(read_file(log)).verdict
     assert (verdict["ended"]["rank"], verdict["ended"]["host"]) == (6, "node-b")
     assert "SIGSEGV" in verdict["sentence"] and "on rank 6 of node-b" in verdict["sentence"]
+
+
+def test_a_list_of_one_time_per_rank_is_read_as_one_event_naming_no_cause(tmp_path):
+    log = tmp_path / "report.log"
+    log.write_text("".join(f"[default0]:{line}\n" for line in (
+        "=== Timing report, iteration 200 ===", "  forward-backward:", "    Min: 80.1ms, Max: 131.0ms, Avg: 92.0ms",
+        "    Rank 0: 81.0ms", "    Rank 1: 80.1ms", "    Rank 2: 131.0ms", "    Rank 3: 82.4ms", "done")))
+    bundle = read_file(log)
+    ev = bundle.events
+    assert ev["kind"].tolist() == ["rank_timings"]
+    assert ev["detail"].iloc[0] == ("line 4: forward-backward per rank (4 ranks): slowest rank 2 131.00 ms, fastest "
+                                    "rank 1 80.10 ms (1.64x)")
+    assert diagnose(bundle).verdict["id"] == "insufficient_data"  # one list is one moment: no cause, no health

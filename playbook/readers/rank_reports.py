@@ -1,4 +1,7 @@
-"""A collective library's own report of which ranks a collective waits for → one event per rank it names.
+"""Reports that speak of ranks by number: which ranks a collective waits for (StallLines), and one figure per rank
+(RankTimings).
+
+A collective library's own report of which ranks a collective waits for → one event per rank it names.
 
 Horovod checks every 60 s (HOROVOD_STALL_CHECK_TIME_SECONDS) for tensors some ranks submitted and others did not,
 and prints the ranks that did not (horovod/horovod `horovod/common/stall_inspector.cc`; before 0.16
@@ -15,8 +18,13 @@ The ranks named are the ones the others wait for: each becomes an event of kind 
 on the rank that printed the report, rank 0 as Horovod's coordinator). A world size is needed to turn a ready list
 into the missing ranks: the one a launcher's command line states (`mpirun -np 32`, `horovodrun -np 8`) or Horovod's
 "rank 2 / size 4", else the highest ready rank + 1 (then a missing rank above every ready one cannot be seen, and the
-detail says so). Each report (from one warning to the next) names a rank once. Every pattern is bounded and
-anchored on literal text.
+detail says so). Each report (from one warning to the next) names a rank once.
+
+A list of one time per rank, a line each ("Rank 3: 9.40ms"; FlagScale's straggler report, flagos-ai/FlagScale#938:
+"  optimizer:" / "    Min: 9.17ms, Max: 10.12ms, Avg: 9.55ms, Slowdown: 1.10x" / "    Rank 0: 9.98ms" ...) → one
+`rank_timings` event per list: the section it times (the nearest line above ending in ":"), the slowest and fastest
+rank and their ratio. It names no cause: one list is one moment. Every pattern is bounded and anchored on literal
+text.
 """
 
 from __future__ import annotations
@@ -76,3 +84,36 @@ class StallLines:
         new = [r for r in ranks if r not in self.named]
         self.named.update(new)
         return [(r, what) for r in new]
+
+
+RANK_TIME = re.compile(r"^\s*Rank (\d{1,7})\s*:\s*(\d{1,12}(?:\.\d{1,9})?)\s*(ms|us|µs|s)\s*$")
+SECTION = re.compile(r"^\s*([A-Za-z][\w.\-/ ]{0,60}?)\s*:\s*$")
+SUMMARY = re.compile(r"^\s*Min:\s*[\d.]{1,20}\s*[a-zµ]{0,3},\s*Max:\s*[\d.]{1,20}")
+_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
+
+
+class RankTimings:
+    """Feed lines one at a time; `feed` returns (first line, True when the line starts a list, the list's summary)
+    for a rank's time, True for a list's min/max summary line, None for any other line."""
+
+    def __init__(self):
+        self.section = ""  # the last line that ended in ":" (the heading of what the list times)
+        self.times: dict[int, float] = {}  # the current list: rank -> seconds
+        self.first = 0  # the line the current list started on
+
+    def feed(self, lineno: int, body: str) -> tuple[int, bool, str] | bool | None:
+        m = RANK_TIME.match(body)
+        if m is None:
+            self.times = {}
+            if (h := SECTION.match(body)):
+                self.section = h.group(1)
+            return True if SUMMARY.match(body) else None
+        start = not self.times
+        self.first = lineno if start else self.first
+        self.times[int(m.group(1))] = float(m.group(2)) * _SECONDS[m.group(3)]
+        slow = max(self.times, key=self.times.__getitem__)
+        fast = min(self.times, key=self.times.__getitem__)
+        what = f"{self.section} " if self.section else ""
+        return self.first, start, (f"{what}per rank ({len(self.times)} ranks): slowest rank {slow} "
+                                   f"{self.times[slow] * 1e3:.2f} ms, fastest rank {fast} {self.times[fast] * 1e3:.2f} "
+                                   f"ms ({self.times[slow] / self.times[fast] if self.times[fast] > 0 else 1.0:.2f}x)")
