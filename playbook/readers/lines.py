@@ -329,11 +329,14 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if events.feed_recompile(ln):
         counts["recompile"] += 1
         understood = True
-    if not understood and (events.feed_stall(ln) or events.feed_timings(ln)):
+    if not understood and events.feed_stall(ln):
         counts["events"] += 1
         understood = True
     if not understood and steps.feed(ln):
         counts["steps"] += 1
+        understood = True
+    if not understood and events.feed_timings(ln):  # a step line is the step grammar's, whatever its words
+        counts["events"] += 1
         understood = True
     if events.feed_lexicon(ln) and not understood:
         counts["events"] += 1
