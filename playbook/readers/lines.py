@@ -15,7 +15,8 @@ records are scanned too. Then the scanners:
              step seen on that rank (a run of evaluation lines is one event, until its first line comes again);
              a step logged again on its rank → a `restart` event (step_log/reruns.py); lines that name a cause
              (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
-  profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
+  profiler   torch.profiler's key_averages().table() text, Lightning's profiler reports and cProfile / pstats
+             listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
   nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size summarised in the file's meta
              (nccl_tests.py)
 

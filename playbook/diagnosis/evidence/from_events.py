@@ -129,6 +129,18 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
             "detail": str(row["detail"])[:200]}
 
 
+def restarts(events: pd.DataFrame) -> dict | None:
+    """The run's restarts into its own log ("restart" events), or None: {count, seconds (between the runs, where
+    the events state it; NaN when none does)}. The accounting measures each run apart (wall_time._rank_runs)."""
+    if events is None or events.empty:
+        return None
+    rows = events[events["kind"].astype(str) == "restart"]
+    if rows.empty:
+        return None
+    between = rows["duration_s"].astype(float)
+    return {"count": len(rows), "seconds": float(between.sum()) if between.notna().any() else float("nan")}
+
+
 # the signal a process died of, as its launcher prints it: torchelastic "exitcode: -9" (its summary: "exitcode  :
 # -9"), a shell's "exit code 137" (128 + the signal), Python's "Signals.SIGKILL", the DataLoader's "killed by signal:
 # Killed", bash's job report "line 27:   318 Killed   sh start.sh" (strsignal's words), Open MPI's "exited on signal
