@@ -131,7 +131,10 @@ def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cyc
                             "out of the accounting: each run is measured against its own pace)")
         out["restarts"] = restarted
     if ended:
-        where = f" on rank {ended['rank']}" if ended["rank"] >= 0 else f" on {ended['host']}" if ended["host"] else ""
+        host = f" on {ended['host']}" if ended["host"] else ""  # the host the failure names (a launcher's summary)
+        where = f" on rank {ended['rank']}" + host.replace(" on ", " of ", 1) if ended["rank"] >= 0 else host
+        if ended["kind"] in causes.WAITERS_EVENTS and ended["rank"] >= 0:  # logged by a rank that waited
+            where = f" logged by rank {ended['rank']}" + host.replace(" on ", " of ", 1) + " (a rank that waited)"
         at = f" after step {ended['step']}" if ended["step"] >= 0 else ""
         head = f"The run ended on {ended['words']}{where}{at} ({ended['detail'][:160]}); "
         rest = out["sentence"]
