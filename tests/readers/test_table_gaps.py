@@ -130,3 +130,22 @@ def test_a_time_column_of_seconds_is_a_duration_not_a_clock_from_1970(tmp_path):
     for b in (own, total):
         steps = b.steps[b.steps["phase"] == "step"]
         assert steps["duration_s"].median() == pytest.approx(0.4, rel=0.02) and steps["time"].isna().all()
+
+
+def test_an_epoch_table_with_a_running_time_is_one_record_per_epoch(tmp_path):
+    """`epoch,time,train/box_loss` once an epoch (Ultralytics' results.csv layout, written here), `time` the seconds
+    since training began: 40 epochs of 30 s, epochs 21-30 at 45 s. First try: refused ('not telemetry')."""
+    secs = np.r_[np.full(20, 30.0), np.full(10, 45.0), np.full(10, 30.0)]
+    rows = [(e + 1, f"{t:.3f}", 1.0) for e, t in enumerate(np.cumsum(secs))]
+    b = read_paths([_table(tmp_path / "results.csv", "epoch,time,train/box_loss", rows)])
+    steps = b.steps[b.steps["phase"] == "step"]
+    assert list(steps["step"]) == list(range(2, 41)) and steps["duration_s"].tolist() == pytest.approx(secs[1:])
+    d = diagnose(b)
+    assert d.accounting["lost_share"] == pytest.approx(150.0 / secs[1:].sum(), abs=0.01)
+
+
+def test_an_epoch_column_beside_a_step_is_no_clock(tmp_path):
+    """`epoch,step,loss,elapsed_s`: the epoch's number is not a 1970 time stamp on the steps."""
+    rows = [(1 + i // 10, (i + 1) * 50, 1.0, f"{(i + 1) * 40.0:.1f}") for i in range(30)]
+    b = read_paths([_table(tmp_path / "log.csv", "epoch,step,loss,elapsed_s", rows)])
+    assert b.steps["time"].isna().all() and b.steps["duration_s"].median() == pytest.approx(0.8)

@@ -47,6 +47,7 @@ TOKEN_KEYS = ("tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", 
               "tokens_in_batch")
 HOST_KEYS = ("host", "hostname", "node", "node_name")
 PHASE_KEYS = ("phase",)
+EPOCH_KEYS = ("epoch",)
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ./()-]{0,63}")  # a column's name as tables write them
 
@@ -76,9 +77,19 @@ def _duration_key(keys: list[str]) -> tuple[str | None, float]:
     return None, 1.0
 
 
+def _record_keys(keys: list[str]) -> tuple[str | None, str | None]:
+    """(step key, time key): a step column (STEP_KEYS), else an `epoch` column — then the epochs are the records
+    (Ultralytics' results.csv: `epoch,time,...` once an epoch) and no time key; a time column (TIME_KEYS; `epoch`
+    is one only when its values are a clock, which _table_bundle checks)."""
+    step = _find(keys, STEP_KEYS)
+    if step is None and (step := _find(keys, EPOCH_KEYS)) is not None:
+        keys = [k for k in keys if k != step]
+    return step, _find(keys, TIME_KEYS)
+
+
 def _is_table(keys: list[str]) -> bool:
-    return _find(keys, STEP_KEYS) is not None and (
-        _duration_key(keys)[0] is not None or _find(keys, TIME_KEYS) is not None)
+    step, time = _record_keys(keys)
+    return step is not None and (_duration_key(keys)[0] is not None or time is not None)
 
 
 def _time_is_no_clock(obj: dict) -> bool:
@@ -155,9 +166,8 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     """Steps from a frame of raw records (strings or numbers) whose columns are the log's own keys."""
     src = str(path)
     keys = list(records.columns)
-    step_key = _find(keys, STEP_KEYS)
-    dur_key, dur_factor = _duration_key(keys)
-    time_key = _find(keys, TIME_KEYS)
+    step_key, time_key = _record_keys(keys)
+    dur_key, dur_factor = _duration_key([k for k in keys if k != step_key])
     rank_key, tok_key = _find(keys, RANK_KEYS), _find(keys, TOKEN_KEYS)
     host_key, phase_key = _find(keys, HOST_KEYS), _find(keys, PHASE_KEYS)
     n = len(records)
@@ -188,6 +198,8 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             else np.full(n, textio.host_from_path(path), dtype=object))
     phase = records[phase_key].astype(str).to_numpy() if phase_key else np.full(n, "step", dtype=object)
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    if time_key and _norm(time_key) in EPOCH_KEYS and not epoch_clock(numeric(time_key)):
+        time_key = None  # `epoch,step,loss,elapsed_s`: the epoch's number, not a Unix time
     if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and not epoch_clock(numeric(time_key)):
         # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
         # (each step's, or a running total since the start: read below by their values)
