@@ -92,10 +92,12 @@ def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.nda
 
 
 def restart_times(events: pd.DataFrame | None, t0: pd.Timestamp | None, rank) -> np.ndarray:
-    """Seconds since `t0` of the restarts logged for `rank` (events of kind "restart"; rank -1: the whole run's)."""
+    """Seconds since `t0` of the training restarts logged for `rank`: events of kind "restart" at a step (a step
+    counter that went back; not a telemetry logger's restart, which names none); rank -1: the whole run's."""
     if events is None or events.empty or t0 is None:
         return np.zeros(0)
-    ev = events[(events["kind"] == "restart") & events["time"].notna() & events["rank"].isin((rank, -1))]
+    ev = events[(events["kind"] == "restart") & (events["step"] >= 0) & events["time"].notna()
+                & events["rank"].isin((rank, -1))]
     return (ev["time"] - t0).dt.total_seconds().to_numpy(dtype=np.float64)
 
 

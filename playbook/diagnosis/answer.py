@@ -126,7 +126,7 @@ def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cyc
     out = _verdict(ranked, gpus, acc, cycles)
     if restarted:
         n, secs = restarted["count"], restarted["seconds"]
-        between = f", {fmt_span(secs)} between them" if secs == secs and secs > 0 else ""
+        between = f", {fmt_span(secs)} between them" if secs > 0 else ""
         out["sentence"] += (f". The log holds {n + 1} runs (it restarted {n} time{'s' if n > 1 else ''}{between}, "
                             "out of the accounting: each run is measured against its own pace)")
         out["restarts"] = restarted

@@ -149,3 +149,19 @@ def test_an_epoch_column_beside_a_step_is_no_clock(tmp_path):
     rows = [(1 + i // 10, (i + 1) * 50, 1.0, f"{(i + 1) * 40.0:.1f}") for i in range(30)]
     b = read_paths([_table(tmp_path / "log.csv", "epoch,step,loss,elapsed_s", rows)])
     assert b.steps["time"].isna().all() and b.steps["duration_s"].median() == pytest.approx(0.8)
+
+
+def test_only_restarts_with_a_time_between_runs_reach_the_verdict():
+    """A telemetry logger's restart (no step) and a step logged again in a text log (no time between runs: as often
+    several roles on one counter) stay events; a time-stamped counter that went back is a run boundary."""
+    import pandas as pd
+
+    from playbook.diagnosis.evidence.from_events import restarts
+    from playbook.model import schema
+
+    t = pd.Timestamp("2026-01-01", tz="UTC")
+    ev = schema.events_frame({"time": [t, t, t], "host": ["h"] * 3, "rank": [-1] * 3, "step": [-1, 20, 41],
+                              "kind": ["restart"] * 3, "duration_s": [np.nan, np.nan, 902.0],
+                              "detail": ["nvidia-smi logging restarted", "step 20 logged again", "went back"]})
+    assert restarts(ev) == {"count": 1, "seconds": 902.0}
+    assert restarts(ev.iloc[:2]) is None

@@ -130,15 +130,17 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
 
 
 def restarts(events: pd.DataFrame) -> dict | None:
-    """The run's restarts into its own log ("restart" events), or None: {count, seconds (between the runs, where
-    the events state it; NaN when none does)}. The accounting measures each run apart (wall_time._rank_runs)."""
+    """The run's restarts into its own log whose time between the runs the log shows ("restart" events at a step
+    with a duration: a time-stamped step counter that went back, readers/step_log/table_gaps.py), or None:
+    {count, seconds between the runs}. (A step logged again in a text log names no such time, and is as often
+    several roles or pasted runs on one counter: reruns.py; a telemetry logger's restart names no step.)"""
     if events is None or events.empty:
         return None
-    rows = events[events["kind"].astype(str) == "restart"]
+    rows = events[(events["kind"].astype(str) == "restart") & (events["step"] >= 0)
+                  & (events["duration_s"].astype(float) >= 0)]
     if rows.empty:
         return None
-    between = rows["duration_s"].astype(float)
-    return {"count": len(rows), "seconds": float(between.sum()) if between.notna().any() else float("nan")}
+    return {"count": len(rows), "seconds": float(rows["duration_s"].astype(float).sum())}
 
 
 # the signal a process died of, as its launcher prints it: torchelastic "exitcode: -9" (its summary: "exitcode  :
