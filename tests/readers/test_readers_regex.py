@@ -12,6 +12,7 @@ from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
     box_table,
+    clock_line,
     dcgm,
     dcgm_diag,
     detect,
@@ -61,7 +62,7 @@ from playbook.readers.step_log import reruns as step_reruns
 from playbook.readers.step_log import smoothed as step_smoothed
 from playbook.readers.step_log import vocab as step_vocab
 
-MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
+MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, topo_matrix, lspci,
