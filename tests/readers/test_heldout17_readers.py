@@ -131,3 +131,46 @@ def test_a_state_label_says_which_bytes_a_series_counts():
     assert meaning('gpu/memory/bytes_used{memory_state="used", gpu_number="1"}').gpu == 1
     assert meaning('gpu/memory/bytes_used{memory_state="free", gpu_number="1"}').role != "mem_used_mib"
     assert meaning('DCGM_FI_DEV_FB_USED{gpu="0", state="ok"}').role == "mem_used_mib"
+
+
+SACCT = """JobID|JobName|TRESUsageInAve|TRESUsageInMax|TRESUsageInTot|
+7001|train||||
+7001.batch|batch|cpu=01:02:03,gres/gpumem=12G,gres/gpuutil=37,mem=3G|cpu=01:02:03,gres/gpumem=14G,gres/gpuutil=88,mem=3G|cpu=01:02:03,gres/gpuutil=37|
+7001.extern|extern|cpu=00:00:00,gres/gpumem=0,gres/gpuutil=0,mem=0|cpu=00:00:00,gres/gpumem=0,gres/gpuutil=0,mem=0|gres/gpuutil=0|
+"""
+
+
+def test_sacct_tres_usage_reads_each_steps_mean_and_max(tmp_path):
+    """A header names the statistics; the job line and the all-zero .extern step hold no GPU work; a total is no
+    level (passed over, counted); gpumem without --noconvert carries its binary unit."""
+    from playbook.analysis.job_usage import jobs_of
+
+    path = tmp_path / "sacct.txt"
+    path.write_text(SACCT, encoding="utf-8")
+    bundle = read_paths([path])
+    jobs = sorted(jobs_of(bundle), key=lambda j: j["stat"])
+    assert [(j["job"], j["stat"], j["util_pct"], j["mem_mib"]) for j in jobs] == [
+        ("7001.batch", "max", 88.0, 14 * 1024.0), ("7001.batch", "mean", 37.0, 12 * 1024.0)]
+    assert any("TRESUsageInTot".lower() in w.lower() for w in bundle.warnings)
+
+
+def test_sacct_without_a_header_takes_the_fields_from_the_pasted_command(tmp_path):
+    from playbook.analysis.job_usage import jobs_of
+
+    path = tmp_path / "sacct.txt"
+    path.write_text("$ sacct -j 55 -Pno JobID,TRESUsageInMax --noconvert\n55\n"
+                    "55.0|gres/gpumem=1073741824,gres/gpuutil=64\n", encoding="utf-8")
+    (job,) = jobs_of(read_paths([path]))
+    assert (job["stat"], job["util_pct"], job["mem_mib"]) == ("max", 64.0, 1024.0)
+
+
+def test_seff_gpu_section_reads_the_jobs_maximum(tmp_path):
+    from playbook.analysis.job_usage import jobs_of
+
+    path = tmp_path / "seff.txt"
+    path.write_text("Job ID: 912\nState: COMPLETED (exit code 0)\nJob Wall-clock time: 1-02:00:00\n"
+                    "Number of GPUs: 4\nGPU Type: a100\nMax GPU Utilization: 23%\n"
+                    "Max GPU Memory Utilized: 3.50 GiB\n", encoding="utf-8")
+    (job,) = jobs_of(read_paths([path]))
+    assert job == {"job": "912", "stat": "max", "util_pct": 23.0, "mem_mib": 3.5 * 1024, "gpus": 4,
+                   "elapsed_s": 26 * 3600.0, "model": "a100", "source": str(path)}
