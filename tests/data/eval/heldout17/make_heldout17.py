@@ -67,22 +67,14 @@ def wandb_ninfer72() -> str:
     temp = 48.0
     for i in range(100):
         runtime = 15.0 * (i + 1)
-        phase = "gap"
-        at = runtime % cycle
-        for name, dur in period:
-            if at < dur:
-                phase = name
-                break
-            at -= dur
-        if phase == "gap":
-            util, mem_util, watts, sm = rng.uniform(0, 6), rng.uniform(0, 3), rng.uniform(105, 125), 1695.0
-        elif phase == "decode":
+        phase = "decode" if runtime % cycle < period[0][1] else "prefill"
+        if phase == "decode":
             util, mem_util = rng.uniform(96, 100), rng.uniform(78, 88)
             watts, sm = min(315.0, 314.0 + rng.normal(0, 0.6)), rng.choice([1500, 1505, 1515, 1485, 1530])
         else:
             util, mem_util = rng.uniform(98, 100), rng.uniform(35, 48)
             watts, sm = min(315.0, 314.2 + rng.normal(0, 0.5)), rng.choice([1635, 1640, 1650, 1620])
-        temp += ((71.0 if phase != "gap" else 62.0) - temp) * 0.3  # C: the thread's 63-74 median, 75 max
+        temp += (71.0 - temp) * 0.3  # C: the thread's 63-74 median, 75 max
         alloc = 22.4e9 + rng.normal(0, 2e6)
         gpu = [util, mem_util, alloc / 25769803776 * 100, alloc, round(temp + rng.normal(0, 0.8)), watts, 315.0,
                watts / 315.0 * 100, sm, 9501, sm, 0, 0]
