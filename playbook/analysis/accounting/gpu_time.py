@@ -26,7 +26,6 @@ SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
 # from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
-WORK_SHARE = 0.5  # the job first works when the GPUs' median reaches this share of the busy level (warm-up before)
 # the level of the test that a GPU's shortfall against its peers comes in stretches (_sustained): the oscillation
 # analysis's ALPHA (playbook.analysis.oscillation), Šidák-corrected over the GPUs tested as its period search is
 SUSTAINED_ALPHA = 0.01
@@ -143,10 +142,8 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     # fleet-wide drops: the peers' median below the busy level at the same moments
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
-    # the GPUs short of work from the first poll until the job first works at its level (loading the model,
-    # indexing data, a first poll catching the load's first kernels): warm-up. "At its level": half the busy level
-    # or more — a poll under half of it left the GPU idle most of the time the job's polls keep it busy
-    lead = ~np.isfinite(med) | (med < WORK_SHARE * busy)  # (a bin without a reading says nothing either way)
+    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
+    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
     lead = lead.argmin() if not lead.all() else 0
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
