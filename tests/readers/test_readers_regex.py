@@ -33,6 +33,8 @@ from playbook.readers import (
     nccl_tests,
     nvidia_smi,
     profiler_table,
+    pstats_text,
+    rank_reports,
     slurm_usage,
     sysstat_json,
     textio,
@@ -67,8 +69,8 @@ MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidi
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, topo_matrix, lspci,
-           step_column_table, dcgm_diag, profiler_table, slurm_usage, nsys_profiles, from_events, step_signatures,
-           rank_stragglers)  # the last four read reader output
+           step_column_table, dcgm_diag, profiler_table, pstats_text, slurm_usage, nsys_profiles, from_events,
+           step_signatures, rank_stragglers, rank_reports)  # nsys_profiles .. rank_stragglers read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
