@@ -347,6 +347,9 @@ CASES = [
     # excerpts): both refused first; yolo11 (labelled healthy, read as a 2.4 % unexplained level shift) is a miss
     ("heldout22 ultralytics_yolo12n_hand_results.csv", "unexplained_slowdown",
      _file("heldout22/ultralytics_yolo12n_hand_results.csv")),
+    # the twenty-third round: fastai's history.csv, the epoch's time written `04:39` (heldout23, real): refused first
+    # (its label accepts healthy or an unexplained slowdown under 5 %; the engine's 2.1 % is pinned here)
+    ("heldout23 fastai_sportsball_history.csv", "unexplained_slowdown", _file("heldout23/fastai_sportsball_history.csv")),
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),

@@ -165,3 +165,14 @@ def test_only_restarts_with_a_time_between_runs_reach_the_verdict():
                               "detail": ["nvidia-smi logging restarted", "step 20 logged again", "went back"]})
     assert restarts(ev) == {"count": 1, "seconds": 902.0}
     assert restarts(ev.iloc[:2]) is None
+
+
+def test_date_stamped_records_stay_a_clock_and_clock_form_durations_are_each_records_time(tmp_path):
+    """`step,time` with ISO dates is a clock (heldout21's rule once read it as durations: no row); fastai's epoch
+    `time` written `m:ss` / `h:mm:ss` is each epoch's own time."""
+    iso = read_paths([_table(tmp_path / "iso.csv", "step,time,loss", [(i, f"2024-01-15 10:00:{2 * i:02d}", 1.0)
+                                                                       for i in range(1, 11)])])
+    assert len(iso.steps) == 9 and iso.steps["duration_s"].tolist() == pytest.approx([2.0] * 9)
+    clock = read_paths([_table(tmp_path / "history.csv", "epoch,train_loss,valid_loss,time",
+                               [(e, 0.5, 0.6, t) for e, t in enumerate(["04:39", "04:36", "1:02:05", "04:31"])])])
+    assert clock.steps["duration_s"].tolist() == pytest.approx([279.0, 276.0, 3725.0, 271.0])

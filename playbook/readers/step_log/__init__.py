@@ -29,7 +29,7 @@ from playbook.model import schema
 from playbook.readers import generic_csv, local_time, textio
 from playbook.readers.step_log.columns import epoch_clock, monotone, per_step_diff, phase_fields
 from playbook.readers.step_log.table_gaps import time_gaps
-from playbook.readers.step_log.vocab import CUMULATIVE, classify
+from playbook.readers.step_log.vocab import CUMULATIVE, classify, clock_seconds
 
 FORMAT = "step log (CSV / JSONL / text)"
 
@@ -200,9 +200,11 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     if time_key and _norm(time_key) in EPOCH_KEYS and not epoch_clock(numeric(time_key)):
         time_key = None  # `epoch,step,loss,elapsed_s`: the epoch's number, not a Unix time
-    if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and not epoch_clock(numeric(time_key)):
+    if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and (
+            _clock_text(records[time_key]) is not None or (
+                np.isfinite(nums := numeric(time_key)).mean() >= 0.5 and not epoch_clock(nums))):
         # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
-        # (each step's, or a running total since the start: read below by their values)
+        # (each step's, or a running total since the start: read below by their values); so is fastai's `04:39`
         dur_key, dur_factor, time_key = time_key, 1.0, None
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
@@ -210,7 +212,8 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
         if dur_key is None:
             drop(missing, lambda i: f"bad {time_key} {str(records[time_key].iloc[i])[:30]!r}")
     if dur_key:
-        duration = numeric(dur_key) * dur_factor
+        clock = _clock_text(records[dur_key])
+        duration = (numeric(dur_key) if clock is None else clock) * dur_factor
         if _running_total(step, rank, duration, classify(str(dur_key), None)):
             # the time since the start (`elapsed`, a `time` that only grows), as the line grammar reads such a
             # field (duration_field.choose_duration): its differences are the steps' times
@@ -283,6 +286,19 @@ def _restart_events(restarts: list, step_key: str, t_ns: np.ndarray, rank: np.nd
         "detail": [f"line {int(line_of[j])}: {step_key} went back from {before} to {logged} after {gap:.0f} s (the "
                    f"run restarted into this log; its steps numbered on from {numbered})"
                    for j, (_, before, logged, numbered, gap) in zip(i, restarts, strict=True)]})
+
+
+_CLOCK_TEXT = re.compile(r"(?:\d{1,5} days?, )?\d{1,3}(?::\d{2}){1,2}(?:\.\d+)?")  # fullmatch, stripped
+
+
+def _clock_text(values: pd.Series) -> np.ndarray | None:
+    """Seconds of a column written as clock-form durations (fastai's epoch `time` `04:39`, `1:17:42`, `1 day,
+    0:02:55`: vocab.clock_seconds), NaN where a value is not one; None unless most values are (4 in 5)."""
+    text = values.astype(str).str.strip()
+    form = text.str.fullmatch(_CLOCK_TEXT)
+    if not len(text) or form.mean() < 0.8:
+        return None
+    return np.array([clock_seconds(v) if ok else np.nan for v, ok in zip(text, form, strict=True)], dtype=np.float64)
 
 
 def _running_total(step: np.ndarray, rank: np.ndarray, values: np.ndarray, role) -> bool:
