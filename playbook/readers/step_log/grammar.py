@@ -100,6 +100,7 @@ from playbook.readers.step_log.vocab import (
     HAS_FIELD,
     IMPLICIT_HINT,
     INNER_FRACTION,
+    NEXT_FRACTION,
     KERAS,
     KERAS_EPOCH,
     KEYWORD,
@@ -268,7 +269,7 @@ class StepLines:
         rest = body[m.end():]
         head = body[: m.start()]
         evaluating = bool(EVAL_MODE.search(head[-40:]))
-        if (f := INNER_FRACTION.search(rest)):
+        if (f := NEXT_FRACTION.match(rest) or INNER_FRACTION.search(rest)):
             c = self._within(int(m["i"]), int(f["i"]), int(f["n"]), (m.end() + f.start(), m.end() + f.end()),
                              "epoch fraction", evaluating)
             c.keyword = not evaluating  # a counter of its own line: timestamps between such lines time the steps
