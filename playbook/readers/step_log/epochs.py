@@ -74,7 +74,7 @@ class EpochTimes:
         rows = []
         for rank in sorted({r for r, _ in self.stamps}):
             mine = sorted((e, t, ln) for (r, e), (t, ln) in self.stamps.items() if r == rank)
-            rows += [(rank, e, (t - t0) / 1e9, t, ln) for (e0, t0, _), (e, t, ln) in zip(mine, mine[1:-1])
+            rows += [(rank, e, (t - t0) / 1e9, t, ln) for (e0, t0, _), (e, t, ln) in zip(mine[:-2], mine[1:-1], strict=True)
                      if e == e0 + 1 and t > t0]
         if len(rows) < 2:
             return out

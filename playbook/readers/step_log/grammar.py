@@ -81,8 +81,9 @@ from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.fraction_pair import FractionPairs
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
+from playbook.readers.step_log.running_parts import running_parts
 from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
-from playbook.readers.step_log.span_line import span_end, span_steps
+from playbook.readers.step_log.span_line import implicit_counter
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -98,9 +99,7 @@ from playbook.readers.step_log.vocab import (
     FAIRSEQ,
     GENERIC,
     HAS_FIELD,
-    IMPLICIT_HINT,
     INNER_FRACTION,
-    NEXT_FRACTION,
     KERAS,
     KERAS_EPOCH,
     KEYWORD,
@@ -112,11 +111,11 @@ from playbook.readers.step_log.vocab import (
     MAX_TRAIL_LINES,
     NAMED_EPOCH,
     NAT,
+    NEXT_FRACTION,
     PER_STEP,
     RANGE_SUFFIX,
     RATE_LINE,
     STEP_LIST,
-    STEP_NAMES,
     TIME_UNITS,
     TIMER_LINE,
     TIMER_PAIR,
@@ -280,25 +279,6 @@ class StepLines:
                                   + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
         return None
 
-    def _implicit(self, body: str, ctx) -> StepCounter | None:
-        """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
-        `step_time=0.5s`): the next step of its rank, or a span's end beside the span's total (span_line.py)."""
-        if not IMPLICIT_HINT.search(body):
-            return None
-        every = self._fields(body, None)
-        fields = {k: v for k, v in every.items()
-                  if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
-        if not fields:
-            return None
-        n = span_steps(every)
-        step = span_end(self.last_step.get(ctx.rank, 0), self.span_ends.get(ctx.rank, 0), n)
-        if n is not None:
-            self.span_ends[ctx.rank] = step
-        c = StepCounter(step, None, None, (0, 0), False)
-        c.fields = fields
-        c.kind = 1  # the step after the last one named: of the keyword lines' kind
-        return c
-
     def _progress(self, *args) -> StepCounter:
         c = self._within(*args)
         c.progress = True
@@ -402,7 +382,7 @@ class StepLines:
             return True
         # a command line's options configure the run (`--eval-iters 10`, `--train-iters 500`): no step counter
         c = self._counter(blank_options(body) if "--" in body else body) or label_step(ctx)
-        if c is None and (c := self._implicit(body, ctx)) is not None:
+        if c is None and (c := implicit_counter(self, body, ctx)) is not None:
             self._store(c, ctx, c.fields)
             return True
         if "poch" in body and self._epoch_line(body, ctx, c):
@@ -600,6 +580,7 @@ class StepLines:
         roles = self.field_role
         kind = np.frombuffer(self.kind, dtype=np.int8)
         pos = np.frombuffer(self.pos, np.int64)
+        cols, roles = running_parts(step, rank, time, cols, roles)  # totals that sum to the clock
         chosen, duration, how, self._window = choose_duration(step, rank, time, kind, cols, roles, pos)
         windowed = False
         if chosen is None:

@@ -26,7 +26,7 @@ def numbers(name: str, pattern: str) -> list[float]:
 
 
 def diffs(values: list[float]) -> list[float]:
-    return [round(b - a, 3) for a, b in zip(values, values[1:])]
+    return [round(b - a, 3) for a, b in zip(values[:-1], values[1:], strict=True)]
 
 
 def trax() -> dict:
@@ -135,7 +135,7 @@ def minimind() -> dict:
     spent = [(e + 0.5) / (n / (s + 1) - 1) * 60 for s, e in zip(steps, eta, strict=True)]  # s since epoch start
     k = len(steps)
     ms, mt = sum(steps) / k, sum(spent) / k
-    slope = sum((s - ms) * (t - mt) for s, t in zip(steps, spent)) / sum((s - ms) ** 2 for s in steps)
+    slope = sum((s - ms) * (t - mt) for s, t in zip(steps, spent, strict=True)) / sum((s - ms) ** 2 for s in steps)
     avg = spent[0] / steps[0]
     return {"printed_steps": steps, "step_s_each": [None] * k, "derived_step_s": round(slope, 3),
             "epoch_average_step_s": round(avg, 3),
