@@ -252,15 +252,9 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     compiling and autotuning run as work, so steps slow because they wait for input (a first epoch read from a slow
     disk before the page cache holds it) are starvation, not warm-up."""
     d = np.asarray(durations, dtype=np.float64)
-    limit = len(d) // 4
     if len(d) < 8:
-        # a short excerpt: only a first row that holds the run's first step (its counter at most one line spacing
-        # from 0: PaddleSeg's `iter: 20/500` every 20 iterations, the mean of iterations 1-20 at 1.5x the steady
-        # pace) can be the warm-up; a first row in mid-run (Kaldi's iteration 20 of 1-per-line) never is
-        st = np.asarray(steps, dtype=np.int64) if steps is not None else None
-        if len(d) < 4 or st is None or len(st) != len(d) or not 0 < st[0] <= st[1] - st[0]:
-            return 0
-        limit = 1
+        return 0
+    limit = len(d) // 4
     ref = float(np.median(d[limit:]))
     k = 0
     while k < limit and d[k] >= SLOW_FACTOR * ref:
