@@ -16,7 +16,6 @@ CASES = Path(__file__).resolve().parents[1] / "data" / "steplogs14"
 EXPECTED = json.loads((CASES / "expected.json").read_text())
 NOT_YET = {  # read wrongly still (SOURCES.md says why); strict: a fix turns them into passes
     "rlgames_170_brax_fps.log": "rates only (fps total) and frames per epoch unprinted: refused",
-    "rllib_3908_ppo_results.log": "a YAML result dict per iteration (one key a line): refused",
     "samplefactory_128_fps.log": "`Total num frames: N` (a running count named a total) is no counter: refused",
     "minimind_480_eta_rising.log": "epoch_Time is the remaining-time estimate: no step time, refused",
 }
@@ -147,3 +146,15 @@ def test_running_totals_that_share_the_clock_give_the_step_and_its_data_wait(tmp
     assert step["step"].tolist() == [20, 30, 40]
     assert step["duration_s"].tolist() == pytest.approx([1.5] * 3)
     assert s[s["phase"] == "data"]["duration_s"].tolist() == pytest.approx([1.0] * 3)
+
+
+def test_a_dict_printed_a_key_a_line_ends_at_its_counter_key(tmp_path):
+    """A result printed as YAML with sorted keys (`time_this_iter_s: 2.0` ... `training_iteration: 3`, a blank line
+    after each): the keys held since the last blank line are the iteration's fields."""
+    p = tmp_path / "results.log"
+    p.write_text("".join(f"custom_metrics: {{}}\ndone: false\ninfo:\n  cur_lr: 0.0001\n  kl: 0.02\n"
+                         f"time_this_iter_s: {t}\ntime_total_s: {10 * k}\ntimesteps_total: {4000 * k}\n"
+                         f"training_iteration: {k}\n\n" for k, t in ((1, 3.0), (2, 2.0), (3, 2.5))))
+    steps, secs = _steps(p)
+    assert steps == [1, 2, 3]
+    assert secs == pytest.approx([3.0, 2.0, 2.5])

@@ -79,6 +79,7 @@ from playbook.readers.step_log.counter import StepCounter, label_step
 from playbook.readers.step_log.duration_field import choose_duration
 from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.fraction_pair import FractionPairs
+from playbook.readers.step_log.key_block import KeyBlock
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.running_parts import running_parts
@@ -154,6 +155,7 @@ class StepLines:
         self.reruns = Reruns()
         self.tables = ColumnTables()  # tables printed as text (column_table.py)
         self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
+        self.keys = KeyBlock()  # `key: value` lines held for the one-key counter line that ends them (key_block.py)
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
         self.markers: Counter = Counter()
@@ -340,6 +342,7 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = join_spelled(ctx.body)  # `time:7 minutes 50 seconds`: one value
+        self.keys.note(body)
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:
                 ctx.progress = True  # its words are column names (`valid_loss`), not an evaluation's message
@@ -417,6 +420,8 @@ class StepLines:
             return True
         rest = body[: c.span[0]] + " \ue000 " + body[c.span[1]:]
         fields = self._fields(rest, c)
+        if not fields and (held := self.keys.take(body)):
+            fields = self._fields(held, c)  # a dict printed a key a line, the counter its last key (key_block.py)
         if not fields and rest.rstrip().endswith(":"):
             self._block = (c, ctx, rest.rstrip()[:-1])  # its fields follow on the next, indented lines
             return True
