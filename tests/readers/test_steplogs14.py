@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
+from steplog_rounds import assert_verdict, case
 
 from playbook.core.errors import UnknownFormatError
-from playbook.diagnosis import diagnose
-from playbook.readers import read_file, read_paths
+from playbook.readers import read_file
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "steplogs14"
 EXPECTED = json.loads((CASES / "expected.json").read_text())
@@ -23,10 +23,6 @@ NOT_YET_VERDICT = {**NOT_YET, "paddleseg_928_fp32.log": "the first row (iteratio
                    "excerpt's first row is not called so (tried: it turned 3 labelled first-row stalls healthy)"}
 
 
-def _case(name: str, not_yet: dict) -> pytest.param:
-    marks = [pytest.mark.xfail(strict=True, reason=not_yet[name])] if name in not_yet else []
-    return pytest.param(name, marks=marks, id=name)
-
 
 def _matches(got_steps, got_s, steps, seconds, tol) -> bool:
     """The printed steps with their seconds; a step the truth gives no time for, the first (timed by differences,
@@ -37,7 +33,7 @@ def _matches(got_steps, got_s, steps, seconds, tol) -> bool:
     return all(abs(v - known[s]) <= tol * known[s] for s, v in zip(got_steps, got_s, strict=True) if s in known)
 
 
-@pytest.mark.parametrize("name", [_case(n, NOT_YET) for n in EXPECTED])
+@pytest.mark.parametrize("name", [case(n, NOT_YET) for n in EXPECTED])
 def test_each_new_trainer_reads_its_steps_and_step_times(name):
     want = EXPECTED[name]
     s = read_file(CASES / name).steps
@@ -49,14 +45,9 @@ def test_each_new_trainer_reads_its_steps_and_step_times(name):
     assert got_steps and any(_matches(got_steps, got_s, st, sec, want.get("tolerance", 0.05)) for st, sec in readings)
 
 
-@pytest.mark.parametrize("name", [_case(n, NOT_YET_VERDICT) for n in EXPECTED])
+@pytest.mark.parametrize("name", [case(n, NOT_YET_VERDICT) for n in EXPECTED])
 def test_each_verdict_is_right_and_a_loss_costs_about_what_was_lost(name):
-    want = EXPECTED[name]
-    result = diagnose(read_paths([str(CASES / name)]))
-    assert result.verdict["id"] in want["verdict_ok"]
-    lost = want.get("lost_s", want.get("lost_s_if_slowdown")) if result.verdict["id"] != "healthy" else None
-    if lost:
-        assert lost / 2 <= result.accounting["lost_s"] <= lost * 2
+    assert_verdict(CASES / name, EXPECTED[name])
 
 
 def test_the_env_time_split_names_the_data_wait():
@@ -76,33 +67,28 @@ def _steps(path):
     return whole["step"].tolist(), whole["duration_s"].tolist()
 
 
-def test_a_counter_closed_by_a_sentences_period_is_read(tmp_path):
-    """`Step: 2000. Time Elapsed: 10.0 s Mean Reward: 1.0.`: the period ends a sentence, it is no decimal point."""
-    p = tmp_path / "summary.log"
-    p.write_text("".join(f"INFO:trainer: run7: Walker: Step: {k}. Time Elapsed: {10.0 * (k // 1000 - 1):.1f} s "
-                         f"Mean Reward: 1.0. Training.\n" for k in (2000, 3000, 4000, 5000)))
+SHAPES = {
+    # `Step: 2000. Time Elapsed: 10.0 s`: the period ends a sentence, it is no decimal point (a running total)
+    "period": ("".join(f"INFO:trainer: run7: Walker: Step: {k}. Time Elapsed: {10.0 * (k // 1000 - 1):.1f} s "
+                       f"Mean Reward: 1.0. Training.\n" for k in (2000, 3000, 4000, 5000)),
+               [3000, 4000, 5000], [0.01] * 3),
+    # `Step 200: Ran 100 train steps in 2.00 secs`: the time of the 100 steps since the last line, 20 ms each
+    "counted window": ("".join(f"Step {k:6d}: Ran 100 train steps in 2.00 secs\nStep {k:6d}: train loss |  1.0\n"
+                               for k in (100, 200, 300, 400)), [200, 300, 400], [0.02] * 3),
+    # `Epoch:[2/3](300/1000)`: epoch 2 of 3, position 300 of 1000 in it
+    "position after the epoch": ("".join(f"Epoch:[{e}/3]({i}/1000) loss:1.000 step_time:0.5s\n"
+                                         for e, i in ((1, 500), (1, 900), (2, 300))), [500, 900, 1300], [0.5] * 3),
+}
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_counters_and_windows_of_new_shapes(tmp_path, shape):
+    text, want_steps, want_secs = SHAPES[shape]
+    p = tmp_path / "shape.log"
+    p.write_text(text)
     steps, secs = _steps(p)
-    assert steps == [3000, 4000, 5000]
-    assert secs == pytest.approx([0.01] * 3)
-
-
-def test_a_time_counting_the_steps_done_in_it_is_a_window(tmp_path):
-    """`Step 200: Ran 100 train steps in 2.00 secs`: the time of the 100 steps since the last line, 20 ms each."""
-    p = tmp_path / "loop.log"
-    p.write_text("".join(f"Step {k:6d}: Ran 100 train steps in 2.00 secs\nStep {k:6d}: train loss |  1.0\n"
-                         for k in (100, 200, 300, 400)))
-    steps, secs = _steps(p)
-    assert steps == [200, 300, 400]
-    assert secs == pytest.approx([0.02] * 3)
-
-
-def test_the_bracket_after_an_epoch_fraction_is_the_position(tmp_path):
-    """`Epoch:[2/3](300/1000) ... step_time:0.5s`: epoch 2 of 3, position 300 of 1000 in it."""
-    p = tmp_path / "pos.log"
-    p.write_text("".join(f"Epoch:[{e}/3]({i}/1000) loss:1.000 step_time:0.5s\n" for e, i in ((1, 500), (1, 900), (2, 300))))
-    steps, secs = _steps(p)
-    assert steps == [500, 900, 1300]
-    assert secs == pytest.approx([0.5] * 3)
+    assert steps == want_steps
+    assert secs == pytest.approx(want_secs)
 
 
 def test_a_time_named_for_the_epoch_is_no_steps_time(tmp_path):

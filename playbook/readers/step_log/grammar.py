@@ -23,12 +23,14 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
            `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
-           (Composer, OLMo, Ray Train); a box table under a record line adds to that record.
+           (Composer, OLMo, Ray Train); a box table under a record line adds to that record; a lone `key: N` counter
+           takes the `key: value` lines held since the last blank line (RLlib's YAML result, key_block.py).
            A table printed as text (a header row of names over rows of values: Chainer, fastai; ruled `| key |
            value |` blocks: Stable-Baselines3) is read as one record line per row (column_table.py).
 roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
            cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
-           running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
+           running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`, Trax's `Ran 500
+           train steps in 5.03 secs`), a time named for the epoch (no step's), phases (`Data`, env-time,
            data_time, dataloader, data_wait, reader_cost → data; forward/backward/optimizer/comm/compute → fwd/bwd/
            optimizer/collective/compute), tokens (count, or rate x step time), markers in parentheses (litgpt
            `(optimizer.step)`). A time written as a clock that rises line by line is the wall clock (torch_xla's
@@ -50,7 +52,8 @@ A file without a duration field sums its stages (a timer family, or the data wai
 `data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
 a field or the file's `Batch size: N` line), else gives window means from the time stamps of its step lines; a file
 that times no step at all gives one record per epoch from its epoch times (epochs.EpochTimes: nnU-Net's `Epoch
-time: 120.38 s`).
+time: 120.38 s`), else from the stamps of its epoch lines (VITS). Plain running totals whose sum keeps pace with the
+stamps are parts of the step (running_parts.py: SoundSpaces' env-time + pth-time).
 """
 
 from __future__ import annotations
