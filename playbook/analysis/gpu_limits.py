@@ -30,15 +30,23 @@ def sustained_peak(x: np.ndarray, ok: np.ndarray, run: int = SUSTAINED_POLLS) ->
     of each window of `run`, the highest such window — NaN without one. A GPU that clocked high at work for a few
     polls and was then held down for the rest of the run (throttled seconds after a clean start) shows its working
     clock here, where a percentile of its busy polls sees only the held-down clock."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
     x, ok = np.asarray(x, dtype=np.float64), np.asarray(ok, dtype=bool)
     if x.shape[-1] < run:
         return np.full(x.shape[:-1], math.nan)
-    win_ok = sliding_window_view(ok, run, axis=-1).all(axis=-1)
-    win_min = sliding_window_view(np.where(ok, x, np.inf), run, axis=-1).min(axis=-1)
-    peak = np.where(win_ok, win_min, -np.inf).max(axis=-1)
+    win_ok = window_min(ok, run)  # the minimum of booleans: all of them
+    peak = np.where(win_ok, window_min(np.where(ok, x, np.inf), run), -np.inf).max(axis=-1)
     return np.where(np.isfinite(peak), peak, math.nan)
+
+
+def window_min(x: np.ndarray, run: int) -> np.ndarray:
+    """min(x[..., i:i + run]) for every i along the last axis (length n - run + 1): run - 1 element-wise minima of
+    shifted views (of booleans: all); NaN propagates. A strided sliding_window_view(...).min reduces 3 values per call of its inner
+    loop: ~50x slower on a 3,600-poll row (0.29 s against 6 ms for 2,048 rows, measured)."""
+    n = x.shape[-1] - run + 1
+    out = x[..., :n].copy()
+    for k in range(1, run):
+        np.minimum(out, x[..., k:k + n], out=out)
+    return out
 
 
 def thermal_clock_plateau(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int,
@@ -80,14 +88,12 @@ def sustained_peak_segments(x: np.ndarray, ok: np.ndarray, offsets: np.ndarray,
                             run: int = SUSTAINED_POLLS) -> np.ndarray:
     """`sustained_peak` of each segment x[offsets[k]:offsets[k+1]] of a flat array (one GPU's samples each), in one
     vectorised pass: a window counts for the segment it starts in when it ends there too."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
     x, ok, offsets = np.asarray(x, dtype=np.float64), np.asarray(ok, dtype=bool), np.asarray(offsets)
     lengths = np.diff(offsets)
     out = np.full(len(lengths), math.nan)
     if len(x) < run or not len(lengths):
         return out
-    win = sliding_window_view(np.where(ok, x, -np.inf), run).min(axis=-1)  # from each sample; -inf: not all ok
+    win = window_min(np.where(ok, x, -np.inf), run)  # from each sample; -inf: not all ok
     starts = np.arange(len(win))
     seg = np.searchsorted(offsets, starts, side="right") - 1
     vals = np.where((starts + run <= offsets[seg + 1]) & np.isfinite(win), win, -np.inf)

@@ -35,6 +35,7 @@ class GpuSeries:
     values: dict[str, np.ndarray]
     warnings: list[str] = field(default_factory=list)
     models: dict[str, str] = field(default_factory=dict)  # GPU id -> product name, where the input names it
+    job_only: bool = False  # job_members.job_gpus has left out the GPUs this job does not use (not asked again)
 
     def __len__(self) -> int:
         return len(self.ids)

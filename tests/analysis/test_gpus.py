@@ -250,6 +250,24 @@ def test_sustained_peak_is_the_highest_clock_held_three_polls_not_a_one_poll_spi
     assert np.isnan(sustained_peak(clock[:, :2], busy[:, :2])).all()  # fewer polls than the run
 
 
+def test_window_min_equals_the_strided_window_reduce_it_replaced():
+    """window_min (shifted element-wise minima) against numpy's sliding_window_view(...).min on random rows with
+    NaN, ±inf and booleans: the same values, NaN where a window holds one."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from playbook.analysis.gpu_limits import window_min
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        x = rng.normal(size=(int(rng.integers(1, 4)), int(rng.integers(3, 15))))
+        x[rng.random(x.shape) < 0.1] = np.nan
+        x[rng.random(x.shape) < 0.05] = -np.inf
+        for run in (1, 2, 3):
+            np.testing.assert_array_equal(window_min(x, run), sliding_window_view(x, run, axis=-1).min(axis=-1))
+            ok = x > 0
+            np.testing.assert_array_equal(window_min(ok, run), sliding_window_view(ok, run, axis=-1).all(axis=-1))
+
+
 def test_sustained_peak_of_ragged_gpus_equals_one_gpu_at_a_time():
     from playbook.analysis.gpu_limits import sustained_peak, sustained_peak_segments
 
@@ -330,3 +348,14 @@ def test_a_smaller_part_at_its_own_limit_is_no_cap(mem_mib, want):
     table = analyze_gpus(schema.telemetry_frame({k: [r[k] for r in rows] for k in rows[0]})).table.set_index("id")
     assert table.loc["n0:0", "status"] == want, table.loc["n0:0", "evidence"]
     assert table.loc["n0:1", "status"] == "ok"
+
+
+def test_a_series_job_gpus_returned_is_returned_as_it_is():
+    """The telemetry analyzer and the accounting both ask job_gpus; the second answer is the first one's series."""
+    frame, events = _one_idle_gpu("restart", "gpu 1: torchrun restarting workers")
+    series = gpu_series(frame, ("util_pct", "mem_used_mib"))
+    assert not series.job_only
+    kept, left_out = job_gpus(series, events)
+    assert left_out == ["n0:1"] and kept.ids == ["n0:0"] and kept.job_only
+    again, left_out = job_gpus(kept, events)
+    assert again is kept and left_out == []
