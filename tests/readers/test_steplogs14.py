@@ -144,3 +144,12 @@ def test_a_dict_printed_a_key_a_line_ends_at_its_counter_key(tmp_path):
     steps, secs = _steps(p)
     assert steps == [1, 2, 3]
     assert secs == pytest.approx([3.0, 2.0, 2.5])
+
+
+def test_an_update_in_a_tag_path_is_no_counter(tmp_path):
+    """The control: `step 2 | timing_s/update: 1.0` names step 2; the tag path's `update` is a phase's key."""
+    p = tmp_path / "tags.log"
+    p.write_text("".join(f"step {k} | timing_s/gen: 3.0 | timing_s/update: 1.0 | timing_s/step: 4.5\n" for k in (1, 2, 3)))
+    steps, secs = _steps(p)
+    assert steps == [1, 2, 3]
+    assert secs == pytest.approx([4.5] * 3)
