@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 
-# `time_this_iter_s: 2.78`, `  kl: 0.02`, a nested dict's head `info:`
-SINGLE_KEY = re.compile(r"[ \t]{0,16}[A-Za-z_][\w.\-]{0,80}:(?:[ \t]{1,8}\S|[ \t]{0,8}$)")
+# `time_this_iter_s: 2.78`, `  kl: 0.02`, a nested dict's head `info:`: one key and one value, the whole line
+# (`INFO: fairseq2 - Checkpoint at step 20 saved.` is a message, no key line)
+SINGLE_KEY = re.compile(r"[ \t]{0,16}[A-Za-z_][\w.\-]{0,80}:(?:[ \t]{1,8}[^ \t\n]{1,200})?[ \t]{0,8}$")
 MAX_HELD = 200  # key lines held for one record: a dict longer than this is cut to its last lines
 
 
