@@ -201,16 +201,23 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     timing out in the same collective means the collective itself never finished (network, NCCL, a lost GPU).
     Sequence numbers count per process group: ranks timing out in different groups are each waiting for a member
     stuck elsewhere (in the other group's collective: groups used in a different order on different ranks).
+    A rank's progress is its last completed collective (the watchdog's "last completed work" counter when stated,
+    else the one before the collective it timed out in): the lowest is behind. One rank's lines alone, without a
+    stated world size, are an excerpt: its rank number is no world size, and the ranks below it are unknown, not
+    missing.
     Returns {ranks: [{rank, op, seq, ran_s, pg}], findings: [...]}; None without timeout lines."""
-    from playbook.readers.nccl_log import timeout_fields
+    from playbook.readers.nccl_log import timeout_counters, timeout_fields
 
     rows = nccl[nccl["kind"] == "timeout"].sort_values("line")
     last: dict[int, tuple[str, int, int, str]] = {}
+    counters: dict[int, tuple[int, int]] = {}  # rank -> (last completed, last enqueued) when the log states them
     for rank, detail in zip(rows["rank"], rows["detail"], strict=True):
         fields = timeout_fields(detail)
         if fields is not None:  # the last report of each rank; "?": only the exception line named the collective
             op, seq, ms, pg = fields
             last[int(rank)] = (op if op != "?" else "collective", seq, ms, pg)
+            if (c := timeout_counters(detail)) is not None:
+                counters[int(rank)] = c
     if not last:
         return None
     ranks = [{"rank": r, "op": op, "seq": seq, "ran_s": round(ms / 1e3, 1) if ms >= 0 else None, "pg": pg}
@@ -219,8 +226,10 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     stated = int(nccl["nranks"].max()) if (nccl["nranks"] > 0).any() else 0  # from NCCL init lines
     world = max(stated, max(known) + 1) if known else stated  # at least every rank that reported
     missing = sorted(set(range(world)) - set(known)) if known else []
+    excerpt = len(known) == 1 and not stated  # one rank's view: the others are not in the log, not missing
+    missing = [] if excerpt else missing
     groups = {pg for _, _, _, pg in last.values() if pg}
-    seqs = {r: seq for r, (_, seq, _, _) in last.items() if r >= 0}
+    seqs = {r: counters[r][0] if r in counters else seq - 1 for r, (_, seq, _, _) in last.items() if r >= 0}
     op, seq, ms, _pg = max(last.values(), key=lambda f: (f[1], f[2]))  # a watchdog line before an exception line
     waited = f"after {ms / 1e3:.0f} s" if ms >= 0 else "at its timeout"
     tip = ("dump the stacks of the named ranks (py-spy dump --pid), or set TORCH_NCCL_DUMP_ON_TIMEOUT=1 and read "
@@ -243,10 +252,19 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     elif len(set(seqs.values())) > 1:
         lo = min(seqs.values())
         behind = [r for r, s in seqs.items() if s == lo]
+        where = (f"completed collectives only up to #{lo} while others completed up to #{max(seqs.values())}"
+                 if any(r in counters for r in seqs) else
+                 f"timed out in collective #{lo + 1} while others reached #{max(seqs.values()) + 1}")
         finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "high", "evidence": (
-            f"watchdog: rank{'s' if len(behind) > 1 else ''} {_ranks(behind)} timed out in collective #{lo} while "
-            f"others reached #{max(seqs.values())}: the ranks disagree on the collective sequence (a rank skipped or "
-            f"added a collective, e.g. a data-dependent branch) or the ones behind are stuck; {tip}"), "ranks": behind}
+            f"watchdog: rank{'s' if len(behind) > 1 else ''} {_ranks(behind)} {where}: the ranks disagree on the "
+            "collective sequence (a rank skipped or added a collective, e.g. a data-dependent branch) or the ones "
+            f"behind are stuck; {tip}"), "ranks": behind}
+    elif excerpt:  # one rank's view cannot tell who it waits for
+        seen = "; ".join(_progress(r, last[r][1], counters[r]) for r in sorted(counters)[:4])
+        finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "moderate", "evidence": (
+            f"watchdog: {len(last)} rank{'s' if len(last) > 1 else ''} ({_ranks(sorted(last))}) timed out in {op} "
+            f"#{seq} {waited}; the log holds no other rank's lines and no world size, so the rank it waits for is "
+            "not in it" + (f" ({seen})" if seen else "") + f"; {tip}")}
     else:  # without a stated world size, ranks missing from the log (an excerpt) cannot be ruled out: moderate
         finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high" if stated else "moderate", "evidence": (
             f"watchdog: every reporting rank ({len(last)}) timed out inside the same {op} #{seq} {waited}: the "
@@ -254,6 +272,17 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
             + ("" if stated else f" (the log states no world size: if the job has more than {world} ranks, the "
                "ones that never reported are the suspects)"))}
     return {"ranks": ranks, "findings": [finding]}
+
+
+def _progress(rank: int, seq: int, counter: tuple[int, int]) -> str:
+    """What a timed-out rank's own counters say of it: whether it reached collective #seq (and queued past it)."""
+    done, enq = counter
+    if done >= seq - 1 and enq > seq:
+        return (f"rank {rank} completed every collective before #{seq} and enqueued {enq - seq} more: it reached "
+                "this one and waits in it, it is not the one behind")
+    if done >= seq - 1:
+        return f"rank {rank} completed every collective before #{seq} and enqueued nothing after it"
+    return f"rank {rank} completed only up to #{done}"
 
 
 def _ranks(ranks: list[int], limit: int = 8) -> str:

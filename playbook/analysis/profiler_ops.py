@@ -15,6 +15,15 @@ Findings, at the thresholds the Kineto and nsys analyses use (shares of the base
                     pageable memory is staged by the driver and holds the host (`Memcpy HtoD (Pageable -> Device)`)
   memory_pressure   CPU time in the driver's allocator (cudaMalloc / cudaFree): the caching allocator going back to
                     the driver (fragmentation, empty_cache, ever-new shapes) instead of reusing its blocks
+
+cProfile / pstats listings (readers/pstats_text.py: host time only, per function) give the same two causes, as
+shares of the total the listing states (`... function calls in T seconds`): host_sync from the calls that wait for
+the device (`.item()`, `.cpu()`, `.to()`, `torch.as_tensor` ...), data_starvation from the DataLoader's `__next__`
+(or the AdvancedProfiler's loader action against its epochs, as for the SimpleProfiler report). A paste without its
+total line states no window: its calls are a finding (moderate, share unknown, `stated`) when they hold at least
+HIGH of the own time of the rows shown. A listing vouches for the loop (`host_blocked_s`: diagnosis.answer lets it
+call a run healthy) only when it comes from a GPU run and at least half its stated total is torch calls held
+>= 1 ms each: the host waiting for room in the device's launch queue, the device busy.
 """
 
 from __future__ import annotations
@@ -22,22 +31,29 @@ from __future__ import annotations
 from typing import Any
 
 from playbook.knowledge import ids as cause_ids
-from playbook.readers.profiler_table import META_PREFIX
+from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
 
 MODERATE, HIGH = 0.05, 0.20
+# a cProfile listing vouches for the loop when the host's waits on the busy device are at least half its stated
+# total: the rest of what the host did (Python, I/O, setup) is then the smaller part and cannot hide a larger cause
+VOUCH_SHARE = 0.5
 
 
 def _level(share: float) -> str | None:
     return "high" if share >= HIGH else ("moderate" if share >= MODERATE else None)
 
 
-def table_summary(source: str, table: dict, findings: list[dict]) -> dict:
-    """One file's tables: the base, the sync and loader shares; its findings appended to `findings`."""
+def table_summary(source: str, table: dict, findings: list[dict], healthy: list[str] | None = None) -> dict:
+    """One file's tables: the base, the sync and loader shares; its findings appended to `findings`, what its
+    cProfile listings vouch for to `healthy`."""
     _fit_loader(source, table, findings)
     steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
     base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
+    listings = (table.get("pstats") or {}).get("sections", [])
+    vouched = sum(_listing(source, s, findings, healthy if healthy is not None else []) for s in listings)
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
-           "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s}
+           "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s,
+           "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched}
     if base <= 0:
         return out
     where = f"torch.profiler table in {source}"
@@ -77,12 +93,56 @@ def _outside_ops(table: dict, where: str, findings: list[dict]) -> None:
 
 
 def _fit_loader(source: str, table: dict, findings: list[dict]) -> None:
-    """Lightning's SimpleProfiler report: the training loop's waits for the next batch against the epochs' time."""
+    """Lightning's Simple/AdvancedProfiler report: the training loop's waits for the next batch against the epochs'
+    time; without the epochs (an AdvancedProfiler paste of the loader's action alone) the wait, its share unknown."""
     epoch, loader = float(table.get("fit_epoch_s") or 0.0), float(table.get("fit_loader_s") or 0.0)
     if epoch > 0 and (lvl := _level(share := min(loader / epoch, 1.0))):
         findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": share, "evidence": (
             f"Lightning profiler report in {source}: the training loop waits {loader:.3f} s for its next batch "
             f"(train_dataloader_next / get_train_batch), {share:.0%} of the {epoch:.3f} s of training epochs")})
+    elif epoch <= 0 and loader > 0:
+        findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": "moderate", "stated": True, "evidence": (
+            f"Lightning profiler report in {source}: the training loop waits {loader:.3f} s for its next batch "
+            "(train_dataloader_next / get_train_batch); the report states no epoch time, so the share of the run "
+            "is unknown: profile run_training_epoch too, or time the loop's phases (`playbook record`)")})
+
+
+def _listing(source: str, s: dict, findings: list[dict], healthy: list[str]) -> float:
+    """One cProfile section (pstats_text.py): its host_sync and data_starvation findings appended to `findings`;
+    the seconds it vouches for (its stated total, when the device kept the host waiting: module docstring, said in
+    `healthy`), else 0."""
+    total, own = s.get("total_s"), float(s.get("own_s") or 0.0)
+    where = f"cProfile listing in {source}" + (f" (action {s['action']})" if s.get("action") else "")
+    base = (f"of the {total:.3f} s the listing states" if s.get("action") is None else
+            f"of the {total:.3f} s of the action") if total else ""
+    calls = f"{float(s['sync_s']):.3f} s in {int(s['sync_calls']):,} calls of {', '.join(s['sync_names'][:4])}"
+    why = ("each returns only once the device has answered or the copy is done, and the device idles until the "
+           "host launches again")
+    loader = 0.0 if FIT_LOADER.search(str(s.get("action") or "")) else float(s.get("loader_s") or 0.0)
+    found = False
+    if total:
+        for hyp, sec, text in ((cause_ids.HOST_SYNC, float(s["sync_s"]), f"the host waits on the device: {calls}; "
+                                f"{why}"),
+                               (cause_ids.DATA_STARVATION, loader, f"the DataLoader's __next__ takes {loader:.3f} s "
+                                "(waiting for the next batch)")):
+            if lvl := _level(share := min(sec / total, 1.0)):
+                found = True
+                findings.append({"hypothesis": hyp, "level": lvl, "share": share,
+                                 "evidence": f"{where}: {share:.0%} {base}: {text}"})
+    elif own > 0 and float(s["sync_s"]) >= HIGH * own:
+        found = True
+        findings.append({"hypothesis": cause_ids.HOST_SYNC, "level": "moderate", "stated": True, "evidence": (
+            f"{where}: the host waits on the device: {calls}, {float(s['sync_s']) / own:.0%} of the {own:.3f} s the "
+            f"rows shown spend in their own code; {why}. The paste states no total (the `function calls ... in T "
+            "seconds` line), so the share of the run is unknown (at most that)")})
+    blocked = float(s.get("blocked_s") or 0.0)
+    if not (total and not found and s.get("device_rows") and blocked >= VOUCH_SHARE * total):
+        return 0.0
+    top = ", ".join(f"{name} {sec:.3f} s" for name, sec in s.get("top") or [])
+    healthy.append(f"{where}: {blocked / total:.0%} {base} is the host held >= 1 ms per call in torch's own calls "
+                   f"({top}): a launch takes microseconds, so the host waits for room in the busy device's queue; "
+                   f"host-device waits {float(s['sync_s']) / total:.0%}, the DataLoader {loader / total:.0%}")
+    return float(total)
 
 
 def _copy_and_alloc(table: dict, base: float, what: str, where: str, findings: list[dict]) -> None:
@@ -108,11 +168,13 @@ def _copy_and_alloc(table: dict, base: float, what: str, where: str, findings: l
 
 def summarize(bundle: Any) -> dict | None:
     """JSON-ready summary of the profiler tables in `bundle` (None when it holds none): tables [{source, base_s,
-    base, sync_share, loader_share}], findings [{hypothesis, level, share, evidence}]."""
+    base, sync_share, loader_share, device_s, steps_s, ops, listings, host_blocked_s}], findings [{hypothesis, level, share,
+    evidence}], vouched [what cProfile listings vouch for: evidence of health]."""
     tables = {k[len(META_PREFIX):]: v for k, v in (bundle.meta or {}).items()
               if isinstance(k, str) and k.startswith(META_PREFIX) and isinstance(v, dict)}
     if not tables:
         return None
     findings: list[dict] = []
-    return {"tables": [table_summary(src, t, findings) for src, t in sorted(tables.items())], "findings": findings,
-            "warnings": []}
+    healthy: list[str] = []
+    return {"tables": [table_summary(src, t, findings, healthy) for src, t in sorted(tables.items())],
+            "findings": findings, "vouched": healthy, "warnings": []}

@@ -86,8 +86,19 @@ def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.nda
     checkpoint ... in 391.42 seconds"), seconds since `t0`; empty without times."""
     if events is None or events.empty or t0 is None or "duration_s" not in events:
         return np.zeros((0, 2))
-    ev = events[events["time"].notna() & (events["duration_s"] > 0) & events["kind"].map(cause_of_event).notna()]
+    ev = events[events["time"].notna() & (events["duration_s"] > 0) & events["kind"].map(cause_of_event).notna()
+                & (events["kind"] != "restart")]  # a restart's time is between runs (wall_time._rank_runs)
     return np.c_[(ev["time"] - t0).dt.total_seconds().to_numpy(), ev["duration_s"].to_numpy(dtype=np.float64)]
+
+
+def restart_times(events: pd.DataFrame | None, t0: pd.Timestamp | None, rank) -> np.ndarray:
+    """Seconds since `t0` of the training restarts logged for `rank`: events of kind "restart" at a step (a step
+    counter that went back; not a telemetry logger's restart, which names none); rank -1: the whole run's."""
+    if events is None or events.empty or t0 is None:
+        return np.zeros(0)
+    ev = events[(events["kind"] == "restart") & (events["step"] >= 0) & events["time"].notna()
+                & events["rank"].isin((rank, -1))]
+    return (ev["time"] - t0).dt.total_seconds().to_numpy(dtype=np.float64)
 
 
 def measured_warmup(warm: int, times: np.ndarray | None, d: np.ndarray, per_row: np.ndarray,

@@ -245,14 +245,23 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append("    events: " + ", ".join(f"{k} {v}" for k, v in info["events"].items()))
     if info.get("prefixes"):
         out.append("    prefixes read: " + ", ".join(f"{k} {v:,}" for k, v in info["prefixes"].items()))
-    if info.get("profiler"):
-        p = info["profiler"]
+    p = info.get("profiler") or {}
+    if p.get("ops"):
         top = ", ".join(f"{name} {_seconds(sec)}" for name, sec in p["top"][:3])
         device = f", self device {_seconds(p['self_device_total_s'])}" if p.get("self_device_total_s") else ""
         loader = f"; data loader {p['loader_share']:.0%} of self CPU" if p.get("loader_share") else ""
         out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
                    f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
                    f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")
+    if p.get("fit_epoch_s") is not None:
+        epochs = f"training epochs {_seconds(p['fit_epoch_s'])}" if p["fit_epoch_s"] else "no epoch time stated"
+        out.append(f"    Lightning profiler report: {epochs}, waits for the next batch "
+                   f"{_seconds(p.get('fit_loader_s') or 0.0)}")
+    for sec in (p.get("pstats") or {}).get("sections", [])[:3]:
+        total = f"{_seconds(sec['total_s'])} stated" if sec.get("total_s") is not None else "no total stated"
+        top = ", ".join(f"{name} {_seconds(t)}" for name, t in sec["top"])
+        out.append(f"    cProfile listing{' (action ' + sec['action'] + ')' if sec.get('action') else ''}: "
+                   f"{sec['functions']:,} functions, {total}; top by own time: {top or 'none'}")
     if info.get("nccl_tests"):
         from playbook.readers.nccl_tests import describe
 

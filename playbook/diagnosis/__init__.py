@@ -60,7 +60,7 @@ from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.core.jsonable import to_jsonable
 from playbook.diagnosis import analyzers, answer, attribution, ranking
 from playbook.diagnosis.context import Run
-from playbook.diagnosis.evidence.from_events import run_end
+from playbook.diagnosis.evidence.from_events import restarts, run_end
 from playbook.knowledge.causes import cause_of_event
 from playbook.model import schema
 from playbook.readers.frames import small_pages
@@ -153,5 +153,5 @@ def _assemble(run: Run, ranked: list[dict], acc) -> Diagnosis:
                      hypotheses=ranked, detail=detail,
                      verdict=answer.verdict_of(ranked, scale, acc, answer.cycles(osc, acc),
                                                run_end(run.bundle.events, run.bundle.steps,
-                                                       run.bundle.meta.get("lines"))),
+                                                       run.bundle.meta.get("lines")), restarts(run.bundle.events)),
                      accounting=acc.to_dict() if acc is not None else {})

@@ -8,7 +8,7 @@ import numpy as np
 from playbook.analysis import topology
 from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
-from playbook.analysis.gpus import GpuReport
+from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import below_resolution
 from playbook.diagnosis import attribution, ranking
@@ -115,16 +115,26 @@ PER_DAY_MIN_CYCLES = 3.0
 
 
 def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0,
-               ended: dict | None = None) -> dict:
+               ended: dict | None = None, restarted: dict | None = None) -> dict:
     """The verdict in one sentence, the loss first: the share of GPU (or wall) time lost and where, the leading
     cause (its confidence word from its score, diagnosis.attribution.confidence_word), what it costs per day when the
     input spans enough to say, and what to do or record next. A run that ended on a kill, a crash or the scheduler
-    (`ended`: evidence.from_events.run_end) says so first: a run that died is not healthy, only its steps were."""
+    (`ended`: evidence.from_events.run_end) says so first: a run that died is not healthy, only its steps were. A log
+    holding several runs (`restarted`: evidence.from_events.restarts) says so after the loss it measured in them."""
     if not ranked:
         return {}
     out = _verdict(ranked, gpus, acc, cycles)
+    if restarted:
+        n, secs = restarted["count"], restarted["seconds"]
+        between = f", {fmt_span(secs)} between them" if secs > 0 else ""
+        out["sentence"] += (f". The log holds {n + 1} runs (it restarted {n} time{'s' if n > 1 else ''}{between}, "
+                            "out of the accounting: each run is measured against its own pace)")
+        out["restarts"] = restarted
     if ended:
-        where = f" on rank {ended['rank']}" if ended["rank"] >= 0 else f" on {ended['host']}" if ended["host"] else ""
+        host = f" on {ended['host']}" if ended["host"] else ""  # the host the failure names (a launcher's summary)
+        where = f" on rank {ended['rank']}" + host.replace(" on ", " of ", 1) if ended["rank"] >= 0 else host
+        if ended["kind"] in causes.WAITERS_EVENTS and ended["rank"] >= 0:  # logged by a rank that waited
+            where = f" logged by rank {ended['rank']}" + host.replace(" on ", " of ", 1) + " (a rank that waited)"
         at = f" after step {ended['step']}" if ended["step"] >= 0 else ""
         head = f"The run ended on {ended['words']}{where}{at} ({ended['detail'][:160]}); "
         rest = out["sentence"]
@@ -283,8 +293,10 @@ def untestable(run: Run) -> str | None:
     nsys_timed = bool(nsys) and (len(run.bundle.trace) > 0 or any(
         isinstance(p, dict) and p.get("nvtx") for p in nsys.get("profiles") or []))
     # a torch.profiler table measures the loop with device (CUDA) times or profiled steps (ProfilerStep rows: the
-    # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window
-    profiled = any(t.get("device_s") or t.get("steps_s") for t in (sm.get("profiler") or {}).get("tables") or [])
+    # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window; a cProfile
+    # listing only where the device held the host waiting (analysis.profiler_ops `host_blocked_s`)
+    profiler_tables = (sm.get("profiler") or {}).get("tables") or []
+    profiled = any(t.get("device_s") or t.get("steps_s") or t.get("host_blocked_s") for t in profiler_tables)
     others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
         "stragglers", "flight_recorder")))
     if osc is not None and osc.few_samples and not others:
@@ -301,7 +313,10 @@ def untestable(run: Run) -> str | None:
             (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
             [f"an nccl-tests table ({t['line'].removeprefix('nccl-tests ')}; busbw is judged against the links' "
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
-            (["torch.profiler op tables without device times or profiled steps"] if sm.get("profiler") else []) + \
+            (["torch.profiler op tables without device times or profiled steps"] if any(
+                t.get("ops") for t in profiler_tables) else []) + \
+            (["cProfile listings (host time only, no GPU or step times)"] if any(
+                t.get("listings") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
@@ -346,15 +361,17 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
-    `nsys analyze` rule flags (pageable copies, synchronous calls) — the cause those facts support (at least
-    attribution.SUPPORT_MIN) leads and insufficient_data follows: stated facts are not samples that could be too
-    few, and "not enough data" is then about the cost, which needs a time axis, not about the cause they name."""
+    `nsys analyze` rule flags (pageable copies, synchronous calls), the calls a profile paste measures without its
+    total (analysis.profiler_ops) — the cause those facts support (at least attribution.SUPPORT_MIN) leads and
+    insufficient_data follows: stated facts are not samples that could be too few, and "not enough data" is then
+    about the cost, which needs a time axis, not about the cause they name."""
     bundle = run.bundle
     sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
     if any(len(t) for t in sampled):
         return ranked
     stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
-        f["hypothesis"] for f in (run.summaries.get("nsys") or {}).get("findings") or [] if f.get("stated")}
+        f["hypothesis"] for name in ("nsys", "profiler") for f in (run.summaries.get(name) or {}).get("findings") or []
+        if f.get("stated")}
     fact = next((h for h in ranked if h["id"] in stated), None)  # ranked: the best supported first
     if fact is None or fact["score"] < attribution.SUPPORT_MIN:
         return ranked

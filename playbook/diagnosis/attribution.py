@@ -220,9 +220,11 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
     cannot say why these are slow; so does one as common before or after a slow stretch as inside it, however
     sparse (an evaluation after every epoch, logged once per four step lines). (Against slow lines interleaved with
     fast ones a sparser one is kept: with lines every k steps an event numbered at one line may have slowed the
-    next, so its window reaches both.)"""
+    next, so its window reaches both.) A restart is none of them: it happens between two runs, whose downtime is out
+    of the accounting (step_pace.downtime), not in any step's time."""
     if events is None or events.empty:
         return None
+    events = events[events["kind"] != "restart"]
     ev = events.assign(cause=events["kind"].map(cause_of_event)).dropna(subset=["cause"])
     if ev.empty:
         return None

@@ -118,7 +118,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="make the slow rank as fast as the others: move rank-specific work (checkpointing, logging, evaluation) off the training loop, balance its data, fix its host",
         next_step="record per-rank step phases (playbook record) or Kineto traces on all ranks: the rank that waits least in the collective is the straggler",
         notebook="notebooks/20_collective_stragglers.ipynb",
-        event_kinds=("nccl_timeout",),
+        event_kinds=("nccl_timeout", "collective_stall"),
         phases=("collective",),
     ),
     Cause(
@@ -289,7 +289,14 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # a debugging mode the framework says is on and slows every step (anomaly
                                   # detection, synchronous launches): every step pays it, so the run's own pace
                                   # cannot show the loss — the statement is the evidence
-                                  "debug_sync": 0.9}
+                                  "debug_sync": 0.9,
+                                  # a collective library's own report naming the ranks that did not submit a
+                                  # collective the others have waited in for over its check time (Horovod's
+                                  # coordinator holds every other rank's request and none from them:
+                                  # readers/rank_reports.py) — the cause's definition stated outright, as the
+                                  # driver's own fault report is (0.9); a watchdog timeout (0.7) names no rank and
+                                  # may also be a link that failed mid-collective
+                                  "collective_stall": 0.9}
 # Fault events logged by the ranks that waited, not by the one they waited for (PyTorch's NCCL watchdog reports the
 # collective it gave up on from every rank that reached it): their ranks are not named as the culprits
 WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})

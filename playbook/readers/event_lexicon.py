@@ -143,6 +143,12 @@ LEXICON: tuple[Entry, ...] = (
          r"Anomaly Detection has been enabled|\bdetect_anomaly=True\b.{0,40}\bslow|"
          r"^(?!.*\b(?:consider|passing|might|may)\b).*\bCUDA_LAUNCH_BLOCKING\b['\"]?\]?\s{0,3}(?:=|:|set to)\s{0,3}['\"]?1\b",
          "debug_sync"),
+    # Open MPI's launcher when a rank dies of a signal (orte/prte errmgr help text "...noticed that process rank %d
+    # with PID %d on node %s exited on signal %d (%s)."): "mpirun noticed that process rank 7 with PID 0 on node
+    # HOSTNAME exited on signal 9 (Killed)." (horovod/horovod#469) — the rank and node are the dead process's
+    _row(("noticed that process rank",),
+         r"\b(?:mpirun|mpiexec|orterun|prterun) noticed that process rank (?P<rank>\d{1,7}) with PID \d{1,10} on "
+         r"node (?P<host>[\w.-]{1,63}) exited on signal \d{1,3}\b", "worker_failed"),
     # A process that died. PyTorch torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: -9)
     # local_rank: 0 (pid: 11127) of binary: ..." (-9 is SIGKILL, often the host's OOM killer; the rank is the
     # line's), and its ChildFailedError summary's "exitcode  : -9 (pid: 14750)" (time, host and rank on the lines

@@ -15,7 +15,8 @@ records are scanned too. Then the scanners:
              step seen on that rank (a run of evaluation lines is one event, until its first line comes again);
              a step logged again on its rank → a `restart` event (step_log/reruns.py); lines that name a cause
              (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
-  profiler   torch.profiler's key_averages().table() text → op rows summarised in the file's meta (profiler_table.py)
+  profiler   torch.profiler's key_averages().table() text, Lightning's profiler reports and cProfile / pstats
+             listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
   nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size summarised in the file's meta
              (nccl_tests.py)
 
@@ -34,7 +35,7 @@ import pandas as pd
 
 from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
-from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, textio
+from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, rank_reports, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
@@ -69,6 +70,10 @@ MAX_COMPILE_IDS = 100_000  # compile ids remembered per file
 # torch elastic's ChildFailedError summary (torch/distributed/elastic/multiprocessing/errors/__init__.py): the
 # failure's "time : 2025-05-21_15:43:03", "host : node7", "rank : 0 (local_rank: 0)" before its "exitcode : -9"
 _FAILURE_FIELD = re.compile(r"^\s{1,8}(time|host|rank)\s{1,12}: (\S{1,200})")
+# its heading of the failure it saw first, listed after the others ("Failures:" are often the ranks it then
+# stopped); the event read below it carries ROOT_CAUSE, which the run's end prefers (evidence/from_events.run_end)
+_ROOT_CAUSE = re.compile(r"^\s{0,8}Root Cause \(first observed failure\):")
+ROOT_CAUSE = " [the launcher's root cause: its first observed failure]"
 
 
 class Line:
@@ -98,6 +103,9 @@ class _EventLines:
         self.compile_ids: set[tuple[str, str]] = set()  # (frame, attempt) of the compile ids seen
         self.counts = {"events": 0, "recompile": 0}
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
+        self.stalls = rank_reports.StallLines()
+        self.timings, self.timing_row = rank_reports.RankTimings(), -1
+        self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -171,14 +179,19 @@ class _EventLines:
         if (f := _FAILURE_FIELD.match(ln.body)) and f.group(1) not in self.failure:
             self.failure[f.group(1)] = f.group(2)  # kept for the summary's exitcode line; not an event itself
             return False
+        if _ROOT_CAUSE.match(ln.body):
+            self.root_cause = True
+            return False
         hit = event_lexicon.match(ln.body)
         if hit is None:
             self.failure.clear()
             return False
         rank, host, at = hit.rank, hit.host, hit.at
+        root = ""
         if self.failure and ln.body.lstrip().startswith("exitcode"):
             rank = int(r) if (r := self.failure.get("rank", "")).isdigit() and len(r) < 10 else rank
             host, at = self.failure.get("host", host), self.failure.get("time", at)
+            root, self.root_cause = (ROOT_CAUSE if self.root_cause else ""), False
         self.failure.clear()
         if ln.rank < 0 and rank >= 0:
             ln.rank = rank  # torch elastic's "failed ... local_rank: 3": the rank the line is about
@@ -187,10 +200,31 @@ class _EventLines:
         # an NCCL line names the host that printed it ("node3:77:90 [1] NCCL WARN ..."): a file may gather many
         nccl = nccl_log.PREFIX_RE.search(ln.body) if "NCCL" in ln.body else None
         boot = f" [{ln.uptime:.6f} s after boot]" if ln.uptime is not None else ""
-        self._add(ln, hit.kind, f"line {ln.lineno}: {ln.body.strip()}"[:280] + boot,
+        self._add(ln, hit.kind, f"line {ln.lineno}: {ln.body.strip()}"[:280 - len(root)] + boot + root,
                   host=host or (nccl["host"] if nccl else "") or ln.host)
         self.counts["events"] += 1
         return True
+
+    def feed_stall(self, ln: Line) -> bool:
+        """A stall report's line (readers/rank_reports.py) → a `collective_stall` event on each rank it names."""
+        named = self.stalls.feed(ln.raw, ln.body)
+        for rank, what in named or ():
+            row = self._add(ln, "collective_stall", f"line {ln.lineno}: rank {rank} {what}: the other ranks wait "
+                                                    f"for it in a collective ({ln.body.strip()[:160]})")
+            self.rows[row]["rank"] = rank
+            self.counts["events"] += 1
+        return named is not None
+
+    def feed_timings(self, ln: Line) -> bool:
+        """A list of one time per rank (readers/rank_reports.py) → one `rank_timings` event, updated per line."""
+        got = self.timings.feed(ln.lineno, ln.body)
+        if isinstance(got, tuple):
+            first, start, text = got
+            if start:
+                self.timing_row = self._add(ln, "rank_timings", "")
+                self.counts["events"] += 1
+            self.rows[self.timing_row]["detail"] = f"line {first}: {text}"
+        return got is not None
 
     def _kind(self, ln: Line) -> str | None:
         # a command line's options configure evaluation and saving (`--eval-interval 100`, `--save ckpt/`): no event
@@ -296,8 +330,14 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if events.feed_recompile(ln):
         counts["recompile"] += 1
         understood = True
+    if not understood and events.feed_stall(ln):
+        counts["events"] += 1
+        understood = True
     if not understood and steps.feed(ln):
         counts["steps"] += 1
+        understood = True
+    if not understood and events.feed_timings(ln):  # a step line is the step grammar's, whatever its words
+        counts["events"] += 1
         understood = True
     if events.feed_lexicon(ln) and not understood:
         counts["events"] += 1

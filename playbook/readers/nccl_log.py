@@ -21,8 +21,11 @@ Facts (column `kind`):
              line's own (torchrun's `[rank13]:` prefix: the global rank) when it has one, else the `[Rank N]` of
              the message (the rank within the collective's process group). The process group comes from the
              watchdog's next line, "[PG ID 11 PG GUID 119 Rank 1] Exception (either an error or timeout)
-             detected by watchdog at work: 216, ..." (older: "[PG 1 Rank 0]"): detail "... pg=119"; sequence
-             numbers count per group, so only a group's own can be compared
+             detected by watchdog at work: 216, ..." (older: "[PG 1 Rank 0]", "[PG 0 (default_pg) Rank 12]", "Timeout
+             at NCCL work: 216"; newer: "failure detected by watchdog at work sequence id: 216"): detail "... pg=119";
+             sequence numbers count per group, so only a group's own can be compared. That line's "last enqueued
+             [NCCL] work: E, last completed [NCCL] work: C" (the rank's own counters, PyTorch >= 2.3) adds "done=C
+             enq=E" (read back with `timeout_counters`)
 
 Columns: host, pid, tid, device, rank, nranks, peer, kind, transport, direction, gdr (float 1/0/NaN), detail,
 line (1-based), source. `rank` is filled from the process's own init line when a line does not state it.
@@ -73,9 +76,13 @@ _ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (\S*?)\.?\s
 
 _WATCHDOG_RE = re.compile(r"(?:\[Rank (?P<rank>\d+)\] )?Watchdog caught collective operation timeout: "
                           r"WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+).{0,300}?\) ran for (?P<ran>\d+) milli")
-_WATCHDOG_PG_RE = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]{1,80}))? Rank (?P<rank>\d+)\] "
-                             r"Exception \(either an error or timeout\) detected by watchdog at work: (?P<seq>\d+)")
-_TIMEOUT_DETAIL_RE = re.compile(r"^(\w+|\?) seq=(\d+) ran_ms=(-?\d+)(?: pg=(\S+))?$")
+_WATCHDOG_PG_RE = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s\]]{1,80}))?(?: \([^)\]]{1,80}\))? "
+                             r"Rank (?P<rank>\d+)\]\s{1,4}(?:Exception \(either an error or timeout\) detected by "
+                             r"watchdog at work: |failure detected by watchdog at work sequence id: |Timeout at NCCL "
+                             r"work: )(?P<seq>\d+)(?:,?(?: PG status:)? last enqueued (?:NCCL )?work: (?P<enq>-?\d{1,19}), "
+                             r"last completed (?:NCCL )?work: (?P<done>-?\d{1,19}))?")
+_TIMEOUT_DETAIL_RE = re.compile(r"^(\w+|\?) seq=(\d+) ran_ms=(-?\d+)(?: pg=(\S+))?(?: done=-?\d+ enq=-?\d+)?$")
+_COUNTERS_RE = re.compile(r" done=(-?\d{1,19}) enq=(-?\d{1,19})$")
 
 
 def timeout_fields(detail: str) -> tuple[str, int, int, str] | None:
@@ -83,6 +90,13 @@ def timeout_fields(detail: str) -> tuple[str, int, int, str] | None:
     -1 ms when only the watchdog's exception line was logged); None when it is not one."""
     m = _TIMEOUT_DETAIL_RE.match(str(detail))
     return (m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or "") if m else None
+
+
+def timeout_counters(detail: str) -> tuple[int, int] | None:
+    """(last completed, last enqueued) sequence numbers of a `timeout` row's rank when its watchdog line stated
+    them, else None."""
+    m = _COUNTERS_RE.search(str(detail))
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def sniff(head: str) -> bool:
@@ -163,6 +177,8 @@ class NcclLines:
                                detail=f"? seq={p['seq']} ran_ms=-1 pg={pg}")
                     rows.append(row)
                     self.timed_out[who] = row
+                if p["done"] is not None and " done=" not in row["detail"]:
+                    row["detail"] += f" done={p['done']} enq={p['enq']}"
                 return True
             b = _BARE_RE.search(line)
             if not b:

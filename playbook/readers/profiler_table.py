@@ -27,6 +27,8 @@ import math
 import re
 import statistics
 
+from playbook.readers.pstats_text import PstatsText
+
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
 _GAP = re.compile(r"\s{2,}")
 _TIME = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)$")
@@ -76,7 +78,7 @@ def _column_roles(header: list[str]) -> dict[str, int]:
 # `|  {action}\t|  {mean}\t|  {num_calls}\t|  {total}\t|  {percentage}\t|` under a header of those names, or
 # `{action}\t|  {mean}\t|  {total}` without extended=True): the actions' total seconds. The loop's wait for the next
 # training batch is `[_TrainingEpochLoop].train_dataloader_next` (Lightning 2.x) or `get_train_batch` (1.x).
-_FIT_LOADER = re.compile(r"(?:^|[].])train_dataloader_next$|^get_train_batch$")
+FIT_LOADER = re.compile(r"(?:^|[].])train_dataloader_next$|^get_train_batch$")
 _FIT_EPOCH = re.compile(r"^run_training_epoch$")
 
 
@@ -104,13 +106,17 @@ class FitReport:
             self.totals[cells[0]] = self.totals.get(cells[0], 0.0) + float(total)
         return True
 
-    def summary(self) -> dict:
+    def summary(self, actions: dict[str, float] | None = None) -> dict:
         """`fit_epoch_s` (run_training_epoch's total, else the report's Total) and `fit_loader_s` (the waits for
-        the next training batch); {} without a report."""
-        if not self.totals:
+        the next training batch), over this report's actions and `actions` (action -> seconds: the AdvancedProfiler's
+        sections, pstats_text.py); {} without either."""
+        totals = dict(self.totals)
+        for k, v in (actions or {}).items():
+            totals[k] = totals.get(k, 0.0) + v
+        if not totals:
             return {}
-        epoch = sum(v for k, v in self.totals.items() if _FIT_EPOCH.match(k)) or self.totals.get("Total", 0.0)
-        return {"fit_epoch_s": epoch, "fit_loader_s": sum(v for k, v in self.totals.items() if _FIT_LOADER.search(k))}
+        epoch = sum(v for k, v in totals.items() if _FIT_EPOCH.match(k)) or totals.get("Total", 0.0)
+        return {"fit_epoch_s": epoch, "fit_loader_s": sum(v for k, v in totals.items() if FIT_LOADER.search(k))}
 
 
 class ProfilerTables:
@@ -118,6 +124,7 @@ class ProfilerTables:
 
     def __init__(self):
         self.fit = FitReport()
+        self.pstats = PstatsText()
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -126,7 +133,7 @@ class ProfilerTables:
         self._state = ""  # "" outside, "header" after the first rule, "rows" after the second
 
     def feed(self, body: str) -> bool:
-        if self._state == "" and self.fit.feed(body):
+        if self._state == "" and (self.fit.feed(body) or self.pstats.feed(body)):
             return True
         if _RULE.match(body):
             if self._state == "":
@@ -195,10 +202,17 @@ class ProfilerTables:
         return total
 
     def summary(self) -> dict | None:
-        """What the tables hold (see the module docstring) and the Lightning report's (FitReport.summary); None when
-        the file printed neither."""
+        """What the tables hold (see the module docstring), the Lightning report's (FitReport.summary) and the
+        cProfile listings' (`pstats`: PstatsText.summary, whose AdvancedProfiler actions join the Lightning report's);
+        None when the file printed none of them."""
+        pstats = self.pstats.summary()
+        actions: dict[str, float] = {}
+        for s in (pstats or {}).get("sections", []):
+            if s["action"] and s["total_s"] is not None:
+                actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
+        extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {})}
         if not self.rows:
-            return self.fit.summary() or None
+            return extra or None
         rows = self.rows
         device = any(math.isfinite(r["self_device_s"]) for r in rows)
         key = "self_device_s" if device else "self_cpu_s"
@@ -222,7 +236,7 @@ class ProfilerTables:
                 "pageable": sorted({r["name"] for _, r in copies if "pageable" in r["name"].lower()}),
                 "alloc_s": _sum(rows, "self_cpu_s", _ALLOC_CALLS.match),
                 "steps": int(_sum(steps, "calls")), "steps_s": _sum(steps, "cpu_total_s"),
-                "steps_self_s": _sum(steps, "self_cpu_s"), **self.fit.summary()}
+                "steps_self_s": _sum(steps, "self_cpu_s"), **extra}
 
 
 def _sum(rows: list[dict], key: str, keep=lambda name: True) -> float:

@@ -179,7 +179,7 @@ def test_steps_jsonl_durations_from_timestamps(data_dir):
     s = b.steps.sort_values(["rank", "step"])
     assert list(zip(s["rank"], s["step"], s["duration_s"], strict=True)) == [(0, 2, 1.5), (0, 3, 0.5), (1, 2, 1.25)]
     assert list(s["time"]) == [ts("2024-01-15 10:00:00"), ts("2024-01-15 10:00:01.5"), ts("2024-01-15 10:00:00")]
-    assert any("first step of each rank (2)" in w for w in b.warnings)
+    assert any("first record of each rank has none and is left out (2)" in w for w in b.warnings)
     assert any("skipped 1 of 4 rows (line 5: not JSON" in w for w in b.warnings)
 
 

@@ -32,6 +32,8 @@ from playbook.readers import (
     nccl_tests,
     nvidia_smi,
     profiler_table,
+    pstats_text,
+    rank_reports,
     sysstat_json,
     textio,
     topo_matrix,
@@ -66,8 +68,8 @@ MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, topo_matrix, lspci,
-           step_column_table, dcgm_diag, profiler_table, nsys_profiles, from_events, step_signatures,
-           rank_stragglers)  # the last four read reader output
+           step_column_table, dcgm_diag, profiler_table, pstats_text, nsys_profiles, from_events, step_signatures,
+           rank_stragglers, rank_reports)  # nsys_profiles .. rank_stragglers read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

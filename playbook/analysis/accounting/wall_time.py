@@ -33,7 +33,8 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
     t0 = st["time"].min() if st["time"].notna().all() else None
     timed, steps = steps, collective_waits(steps)  # timed: the collective phases as logged (transfer + wait)
     st, steps, lag = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
-    per_rank = [_rank_account(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0))
+    per_rank = [_rank_runs(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0),
+                           sp.restart_times(events, t0, rank))
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
     if not per_rank:
@@ -78,6 +79,24 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
                       warmup_s=float(sum(r["warmup_s"] for r in per_rank)),
                       span_s=float(max(r["wall_s"] for r in per_rank)), units=len(per_rank) if many else 1,
                       t0=t0, interval_s=tick, step_gap=max(1, int(np.median([r["gap"] for r in per_rank]))))
+
+
+def _rank_runs(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked, waits: np.ndarray,
+               restarts: np.ndarray) -> dict | None:
+    """_rank_account of each run of the rank between its `restarts` (s since t0), added up: a restarted run is
+    measured against its own steady pace (it may be another configuration, on other hardware: runs 1.3 s and
+    0.81 s a step in one TensorBoard log) and warms up again; the downtime between runs is no step's time nor part
+    of the wall time (the job was not running)."""
+    if not len(restarts) or t0 is None or g["time"].isna().any():
+        return _rank_account(g, steps, rank, t0, marked, waits)
+    run = np.searchsorted(np.sort(restarts), (g["time"] - t0).dt.total_seconds().to_numpy(), side="right")
+    parts = [p for k in np.unique(run) if (p := _rank_account(g[run == k], steps, rank, t0, marked, waits))]
+    if len(parts) < 2:
+        return parts[0] if parts else None
+    return {"wall_s": sum(p["wall_s"] for p in parts), "buckets": [b for p in parts for b in p["buckets"]],
+            "jitter_s": sum(p["jitter_s"] for p in parts), "warmup_s": sum(p["warmup_s"] for p in parts),
+            "step_s": float(np.median([p["step_s"] for p in parts])),
+            "gap": int(np.median([p["gap"] for p in parts]))}
 
 
 def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=(),

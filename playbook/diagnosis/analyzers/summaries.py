@@ -31,6 +31,7 @@ class Summary(Analyzer):
         if summary:
             run.findings += traces.from_findings(summary.get("findings"), self.label)
             run.warnings += [w for w in summary.get("warnings") or [] if isinstance(w, str)]
+            run.healthy += [h for h in summary.get("vouched") or [] if isinstance(h, str)]
             if self.name == "kineto":
                 run.findings += traces.from_trace_idle(summary.get("gpu_idle"))
 

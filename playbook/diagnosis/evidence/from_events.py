@@ -24,6 +24,8 @@ from playbook.knowledge.causes import (
     WAITERS_EVENTS,
     cause_of_event,
 )
+from playbook.readers import textio
+from playbook.readers.lines import ROOT_CAUSE
 
 # "NVRM: Xid (PCI:0000:3b:00): 79, pid=..." (the code after the bus id, not the bus id's own digits), "Xid 79"
 XID_CODE = re.compile(r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*(\d{1,4})\b", re.IGNORECASE)
@@ -96,7 +98,8 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
     """The event the run ended on, or None: an event of causes.ENDING_EVENTS after the last training step (past
     the last step record's line of its own file, `lines_meta[source]["last_step_line"]` from readers.lines; or at
     or past the last step's number or time; any, when there are no steps); of those, the first whose kind
-    measures a cause, else the first. {kind, words, host, rank, step, time (ISO or None), detail}."""
+    measures a cause, else the one a launcher's summary calls its root cause (readers.lines.ROOT_CAUSE), else the
+    first. {kind, words, host, rank, step, time (ISO or None), detail}."""
     if events is None or events.empty:
         return None
     ending = events[events["kind"].astype(str).str.lower().isin(ENDING_EVENTS)]
@@ -114,20 +117,40 @@ def run_end(events: pd.DataFrame, steps: pd.DataFrame, lines_meta: dict | None =
     if ending.empty:
         return None
     named = ending["kind"].astype(str).map(cause_of_event).notna()
-    row = ending[named].iloc[0] if named.any() else ending.iloc[0]
+    root = ending["detail"].astype(str).str.endswith(ROOT_CAUSE)  # the failure the launcher saw first
+    row = ending[named].iloc[0] if named.any() else ending[root].iloc[0] if root.any() else ending.iloc[0]
     kind = str(row["kind"]).lower()
     words = (death_words(str(row["detail"])) if kind == "worker_failed" else None) or ENDING_EVENTS[kind]
-    return {"kind": kind, "words": words, "host": str(row["host"] or ""), "rank": int(row["rank"]),
+    host = str(row["host"] or "")
+    if "source" in row.index and host == textio.host_from_path(str(row["source"])):
+        host = ""  # the file's own name, which readers take for the host of lines that state none: no statement
+    return {"kind": kind, "words": words, "host": host, "rank": int(row["rank"]),
             "step": int(row["step"]), "time": None if pd.isna(row["time"]) else row["time"].isoformat(),
             "detail": str(row["detail"])[:200]}
 
 
+def restarts(events: pd.DataFrame) -> dict | None:
+    """The run's restarts into its own log whose time between the runs the log shows ("restart" events at a step
+    with a duration: a time-stamped step counter that went back, readers/step_log/table_gaps.py), or None:
+    {count, seconds between the runs}. (A step logged again in a text log names no such time, and is as often
+    several roles or pasted runs on one counter: reruns.py; a telemetry logger's restart names no step.)"""
+    if events is None or events.empty:
+        return None
+    rows = events[(events["kind"].astype(str) == "restart") & (events["step"] >= 0)
+                  & (events["duration_s"].astype(float) >= 0)]
+    if rows.empty:
+        return None
+    return {"count": len(rows), "seconds": float(rows["duration_s"].astype(float).sum())}
+
+
 # the signal a process died of, as its launcher prints it: torchelastic "exitcode: -9" (its summary: "exitcode  :
 # -9"), a shell's "exit code 137" (128 + the signal), Python's "Signals.SIGKILL", the DataLoader's "killed by signal:
-# Killed", bash's job report "line 27:   318 Killed   sh start.sh" (strsignal's words)
+# Killed", bash's job report "line 27:   318 Killed   sh start.sh" (strsignal's words), Open MPI's "exited on signal
+# 9 (Killed)"
 _SIGNAL = re.compile(r"exit ?code\s{0,4}:?\s{0,4}-(\d{1,2})\b|exit (?:code|status):? ?(1[3-5]\d)\b|"
                      r"Signals\.SIG([A-Z]{3,4})\b|(?:by signal:?|\b\d+)\s{1,8}"
-                     r"(Killed|Terminated|Segmentation fault|Aborted|Bus error)\b", re.IGNORECASE)
+                     r"(Killed|Terminated|Segmentation fault|Aborted|Bus error)\b|\bexited on signal (\d{1,2})\b",
+                     re.IGNORECASE)
 _SIGNAL_NAMES = {"KILL": 9, "KILLED": 9, "TERM": 15, "TERMINATED": 15, "SEGV": 11, "SEGMENTATION FAULT": 11,
                  "ABRT": 6, "ABORTED": 6, "BUS": 7, "BUS ERROR": 7}
 # what each signal usually means for a training process (signal(7); the OOM killer sends SIGKILL)
@@ -148,7 +171,9 @@ def death_words(detail: str) -> str | None:
     m = _SIGNAL.search(detail)
     if not m:
         return None
-    if m.group(1) or m.group(2):
+    if m.group(5):
+        sig = int(m.group(5))
+    elif m.group(1) or m.group(2):
         sig = int(m.group(1)) if m.group(1) else int(m.group(2)) - 128
     else:
         sig = _SIGNAL_NAMES.get((m.group(3) or m.group(4) or "").upper(), 0)

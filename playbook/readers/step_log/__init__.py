@@ -17,6 +17,7 @@ is known, else NaT) and the events table. Unreadable records are skipped and cou
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,9 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import generic_csv, local_time, textio
-from playbook.readers.step_log.columns import phase_fields
-from playbook.readers.step_log.vocab import classify
+from playbook.readers.step_log.columns import epoch_clock, monotone, per_step_diff, phase_fields
+from playbook.readers.step_log.table_gaps import time_gaps
+from playbook.readers.step_log.vocab import CUMULATIVE, classify
 
 FORMAT = "step log (CSV / JSONL / text)"
 
@@ -45,6 +47,10 @@ TOKEN_KEYS = ("tokens", "num_tokens", "ntokens", "n_tokens", "tokens_per_step", 
               "tokens_in_batch")
 HOST_KEYS = ("host", "hostname", "node", "node_name")
 PHASE_KEYS = ("phase",)
+EPOCH_KEYS = ("epoch",)
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_ ./()-]{0,63}")  # a column's name as tables write them
+
 
 def _norm(name: str) -> str:
     return generic_csv.normalize(str(name))[0]
@@ -55,9 +61,35 @@ def _find(keys: list[str], wanted: tuple[str, ...]) -> str | None:
     return next((norm[w] for w in wanted if w in norm), None)
 
 
+def _duration_key(keys: list[str]) -> tuple[str | None, float]:
+    """The step-time column and its seconds per unit: a name of DURATION_KEYS (unit from its suffix), else the
+    first column the step grammar's vocabulary calls a time (`elapsed_sec`, `time_taken`, `runtime`; not a
+    phase such as `data_time`: vocab.classify), else (None, 1.0)."""
+    key = _find(keys, DURATION_KEYS)
+    if key is not None:
+        return key, _seconds_factor(key)
+    for k in keys:  # a header's name (a text line split at its commas is no header: `per_step_time: 412ms`)
+        if _norm(k) in TIME_KEYS or not _NAME.fullmatch(str(k)):
+            continue
+        role = classify(str(k), None)
+        if role is not None and role[0] == "dur":
+            return k, role[2]
+    return None, 1.0
+
+
+def _record_keys(keys: list[str]) -> tuple[str | None, str | None]:
+    """(step key, time key): a step column (STEP_KEYS), else an `epoch` column — then the epochs are the records
+    (Ultralytics' results.csv: `epoch,time,...` once an epoch) and no time key; a time column (TIME_KEYS; `epoch`
+    is one only when its values are a clock, which _table_bundle checks)."""
+    step = _find(keys, STEP_KEYS)
+    if step is None and (step := _find(keys, EPOCH_KEYS)) is not None:
+        keys = [k for k in keys if k != step]
+    return step, _find(keys, TIME_KEYS)
+
+
 def _is_table(keys: list[str]) -> bool:
-    return _find(keys, STEP_KEYS) is not None and (
-        _find(keys, DURATION_KEYS) is not None or _find(keys, TIME_KEYS) is not None)
+    step, time = _record_keys(keys)
+    return step is not None and (_duration_key(keys)[0] is not None or time is not None)
 
 
 def _time_is_no_clock(obj: dict) -> bool:
@@ -134,9 +166,8 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     """Steps from a frame of raw records (strings or numbers) whose columns are the log's own keys."""
     src = str(path)
     keys = list(records.columns)
-    step_key = _find(keys, STEP_KEYS)
-    dur_key = _find(keys, DURATION_KEYS)
-    time_key = _find(keys, TIME_KEYS)
+    step_key, time_key = _record_keys(keys)
+    dur_key, dur_factor = _duration_key([k for k in keys if k != step_key])
     rank_key, tok_key = _find(keys, RANK_KEYS), _find(keys, TOKEN_KEYS)
     host_key, phase_key = _find(keys, HOST_KEYS), _find(keys, PHASE_KEYS)
     n = len(records)
@@ -167,32 +198,51 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
             else np.full(n, textio.host_from_path(path), dtype=object))
     phase = records[phase_key].astype(str).to_numpy() if phase_key else np.full(n, "step", dtype=object)
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    if time_key and _norm(time_key) in EPOCH_KEYS and not epoch_clock(numeric(time_key)):
+        time_key = None  # `epoch,step,loss,elapsed_s`: the epoch's number, not a Unix time
+    if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and not epoch_clock(numeric(time_key)):
+        # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
+        # (each step's, or a running total since the start: read below by their values)
+        dur_key, dur_factor, time_key = time_key, 1.0, None
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
         missing = t_ns == np.iinfo(np.int64).min
         if dur_key is None:
             drop(missing, lambda i: f"bad {time_key} {str(records[time_key].iloc[i])[:30]!r}")
     if dur_key:
-        duration = numeric(dur_key) * _seconds_factor(dur_key)
+        duration = numeric(dur_key) * dur_factor
+        if _running_total(step, rank, duration, classify(str(dur_key), None)):
+            # the time since the start (`elapsed`, a `time` that only grows), as the line grammar reads such a
+            # field (duration_field.choose_duration): its differences are the steps' times
+            total = duration
+            duration = per_step_diff(step, rank, total)
+            firsts = ~bad & np.isfinite(total) & np.isnan(duration)
+            bad[:] |= firsts
+            bundle.warnings.append(f"{src}: {dur_key} only rises (to {np.nanmax(total):.6g} s): a running total, "
+                                   f"each step's time the difference; the first record of each rank has none "
+                                   f"({int(firsts.sum())})")
         drop(~np.isfinite(duration) | (duration < 0),
              lambda i: f"bad {dur_key} {str(records[dur_key].iloc[i])[:30]!r}")
         if time_key:
             # a logged time is taken as the end of the step
             ok = ~missing
             start[ok] = t_ns[ok] - np.round(np.nan_to_num(duration[ok]) * 1e9).astype(np.int64)
-    else:
-        duration = np.full(n, np.nan)
-        order = np.lexsort((t_ns, step, rank))
-        idx = order[~bad[order]]
-        same = rank[idx[1:]] == rank[idx[:-1]]
-        cur, prev = idx[1:][same], idx[:-1][same]
-        duration[cur] = (t_ns[cur] - t_ns[prev]) / 1e9
-        start[cur] = t_ns[prev]
-        drop(duration < 0, lambda i: f"{time_key} goes backwards at step {int(step[i])}")
+    else:  # the gaps between a rank's records in time order, per step (table_gaps.py)
+        gaps = time_gaps(step, rank, t_ns, ~bad)
+        duration, start, step = gaps.seconds, gaps.start, gaps.step.astype(np.float64)
         firsts = ~bad & np.isnan(duration)
-        bad[:] |= firsts  # the first step of each rank has no previous timestamp to measure from
+        bad[:] |= firsts  # the first record of each rank (and of each run after a restart) closes no window
+        runs = " (and of each run after its counter went back)" if gaps.returns else ""
         bundle.warnings.append(f"{src}: step durations are the gaps between consecutive {time_key} values; "
-                               f"the first step of each rank ({int(firsts.sum())}) has none and is left out")
+                               f"the first record of each rank{runs} has none and is left out ({int(firsts.sum())})")
+        if gaps.span > 1:
+            bundle.warnings.append(f"{src}: {int((~bad).sum())} step times are means over logging windows "
+                                   f"(typically {gaps.span:g} steps), from the {time_key} of consecutive records; "
+                                   "a one-step stall is spread over its window")
+        if gaps.returns and not gaps.restarts:
+            bundle.warnings.append(f"{src}: {step_key} starts over {gaps.returns} times (a count per epoch): "
+                                   "numbered on across")
+        bundle.events = _restart_events(gaps.restarts, step_key, t_ns, rank, host, line_of, src)
     good = ~bad
     warning = skips.warning(rows_read=int(good.sum()))
     if warning:
@@ -217,6 +267,37 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     bundle.steps = schema.steps_frame({**data, "work": np.where(data["phase"] == "step", data["tokens"], np.nan),
                                        "source": src})
     return bundle
+
+
+def _restart_events(restarts: list, step_key: str, t_ns: np.ndarray, rank: np.ndarray, host: np.ndarray,
+                    line_of: np.ndarray, src: str) -> pd.DataFrame:
+    """A `restart` event per counter return table_gaps read as a restart (an empty table without any); its duration
+    is the time since the record before it (the run down and starting again, with its first steps)."""
+    if not restarts:
+        return schema.events_frame()
+    i = np.array([r[0] for r in restarts])
+    return schema.events_frame({
+        "time": pd.to_datetime(t_ns[i].view("datetime64[ns]"), utc=True), "host": host[i],
+        "rank": rank[i].astype(np.int64), "step": [r[3] for r in restarts], "kind": "restart",
+        "duration_s": [r[4] for r in restarts], "source": src,
+        "detail": [f"line {int(line_of[j])}: {step_key} went back from {before} to {logged} after {gap:.0f} s (the "
+                   f"run restarted into this log; its steps numbered on from {numbered})"
+                   for j, (_, before, logged, numbered, gap) in zip(i, restarts, strict=True)]})
+
+
+def _running_total(step: np.ndarray, rank: np.ndarray, values: np.ndarray, role) -> bool:
+    """Whether a duration column is the time since the start: never falling (columns.monotone: at most one drop in
+    20, a resume) and either named so in the step grammar's vocabulary (`elapsed`, class CUMULATIVE) or, named
+    plainly (`time`, `time_seconds`), rising on most rows and spanning half its largest value: a step's own time
+    that jitters falls on about half the rows, and one that only creeps does not double."""
+    if not monotone(step, rank, values):
+        return False
+    if role is not None and role[1] == CUMULATIVE:
+        return True
+    v = values[np.isfinite(values)]
+    order = np.lexsort((step[np.isfinite(values)], rank[np.isfinite(values)]))
+    rises = np.diff(v[order]) > 0
+    return bool(len(v) >= 4 and rises.mean() >= 0.5 and np.ptp(v) >= 0.5 * np.max(v) > 0)
 
 
 def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:
