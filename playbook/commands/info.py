@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             print(visible(render(s)))
     read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
         f.get("profiler") for s in summaries for f in s["text_lines"].values()) or any(
-        s.get("nsys_reports") or s.get("machine") for s in summaries)
+        s.get("nsys_reports") or s.get("machine") or s.get("jobs") for s in summaries)
     return 0 if read else 1
 
 
@@ -180,7 +180,23 @@ def summarize(bundle) -> dict[str, Any]:
                     if isinstance(k, str) and k.startswith(nsys.META_PREFIX) and isinstance(v, dict)})
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
             "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools,
-            "machine": _machine(bundle)}
+            "machine": _machine(bundle), "jobs": _jobs(bundle)}
+
+
+def _jobs(bundle) -> list[str]:
+    """A Slurm job's usage figures (readers/slurm_usage.py), one line per job step."""
+    from playbook.analysis.job_usage import jobs_of
+
+    out = []
+    for j in jobs_of(bundle):
+        what = [f"{'max' if j['stat'] == 'max' else 'mean'} GPU utilization {j['util_pct']:g}%"
+                if j.get("util_pct") is not None else "",
+                f"{'max' if j['stat'] == 'max' else 'mean'} GPU memory {j['mem_mib'] / 1024:.1f} GiB"
+                if j.get("mem_mib") is not None else "",
+                f"{j['gpus']} x {j['model'] or 'GPU'}" if j.get("gpus") else (j.get("model") or ""),
+                f"wall {_seconds(j['elapsed_s'])}" if j.get("elapsed_s") else ""]
+        out.append(f"{j.get('job') or j['source']}: " + ", ".join(w for w in what if w))
+    return out
 
 
 def _machine(bundle) -> list[dict[str, Any]]:
@@ -402,12 +418,15 @@ def render(summary: dict[str, Any]) -> str:
         tool = "/".join(summary.get("profile_tools") or ["nsys"])  # rocprof's summaries too: named by their tool
         out.append(f"{tool:<10s} {len(reports)} summary report{'s' if len(reports) != 1 else ''}: "
                    + ", ".join(f"{k} {v} rows" for k, v in reports.items()))
+    for line in summary.get("jobs") or []:
+        out.append(f"job        {line}")
     for m in summary.get("machine") or []:
         pairs = ", ".join(f"{n} {k}" for k, n in sorted(m["pairs"].items(), key=lambda kv: -kv[1]))
         out.append(f"machine    {m['format']} ({m['file']}): {m['gpus']} GPUs"
                    + (f"; GPU pairs {pairs}" if pairs else "") + (f"; {m['degraded']} link(s) downgraded"
                                                                    if m["degraded"] else ""))
     if not any(tb["rows"] for tb in t.values()) and not reports and not summary.get("machine") and \
+            not summary.get("jobs") and \
             not any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()):
         out.append("no rows read")
     if summary.get("text_lines"):

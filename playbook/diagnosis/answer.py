@@ -39,6 +39,10 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     if acc.basis == "wall":
         return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
                 "(`playbook record`)")
+    if acc.figures:
+        return (f"{acc.figures} hold one utilization figure per job step, not samples over time: record GPU "
+                "telemetry over the job (clocks, power, utilization) to rule out a throttled clock or stalls the "
+                "figure averages away")
     if acc.basis == "gpu" and acc.busy_pct < FED_PCT:
         return (f"the GPUs idle {100 - acc.busy_pct:.0f}% of the time even at work (busy level "
                 f"{acc.busy_pct:.0f}%; a fed GPU reads at least {FED_PCT:.0f}%): profile one step (`playbook record`) "
@@ -298,7 +302,7 @@ def untestable(run: Run) -> str | None:
     profiler_tables = (sm.get("profiler") or {}).get("tables") or []
     profiled = any(t.get("device_s") or t.get("steps_s") or t.get("host_blocked_s") for t in profiler_tables)
     others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
-        "stragglers", "flight_recorder")))
+        "stragglers", "flight_recorder", "job_usage")))  # (a job's usage figures measure its GPUs' time, in sum)
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
     tel = run.bundle.telemetry

@@ -258,6 +258,8 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     # the GPU idle inside profiled steps (a torch.profiler table's kernel time against the steps' wall time): the
     # host did not keep it fed — syncs, the loader, launches, copies
     "profile_idle": ("host_sync", "data_starvation", "launch_bound", "h2d_copy", "collective_straggler"),
+    # a job's GPUs idle by its accounting figures (sacct, seff): no time axis, so any of a steady low level's causes
+    "job_idle": ("data_starvation", "host_sync", "launch_bound", "collective_straggler", "h2d_copy"),
 }
 # Waiting phases that no cause lists in its `phases`: a queue wait is a stage waiting on another
 PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",

@@ -7,7 +7,8 @@ Timestamps are integer milliseconds, or seconds in OpenMetrics (a text ending in
 dump-openmetrics`: `... 97 1764615600.000`) and wherever a timestamp has a fraction. The host comes from the
 `Hostname` / `hostname` / `kubernetes_node` / `node` / `instance` label, else the file name; the GPU from the
 `gpu` label (else the UUID's order of appearance). Without sample timestamps, a scrape ends when a series
-repeats, and scrapes get synthetic times `interval_s` apart. Prometheus `query_range` exports (`resultType`
+repeats or a clock line begins the next (a pasted `while true; do date -u; curl ...; done`: readers.clock_line),
+each scrape at its clock line's time; without clock lines, scrapes get synthetic times `interval_s` apart. Prometheus `query_range` exports (`resultType`
 "matrix", or "vector") carry their own times (epoch seconds). `dcgmi dmon -e 203,1002,155,...` prints
 `#Entity GPUTL SMACT POWER ...` then `GPU 0  97  0.823 ...` rows without times: ticks (a new tick whenever the GPU
 number does not increase) get synthetic times.
@@ -36,7 +37,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, headers, node_exporter, textio
+from playbook.readers import clock_line, frames, headers, node_exporter, textio
 
 FORMAT = "DCGM (dcgm-exporter / Prometheus / dcgmi dmon)"
 
@@ -197,8 +198,9 @@ def _gpu_labelled(label_text: str | None) -> bool:
     return headers.label_gpu(labels) is not None or any(labels.get(k) for k in ("UUID", "uuid"))
 
 
-def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.Bundle:
-    """Read DCGM telemetry (any of the three forms) into a Bundle (telemetry; xid events)."""
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read DCGM telemetry (any of the three forms) into a Bundle (telemetry; xid events); `tz`: the zone of a
+    pasted loop's clock lines that name none."""
     path = Path(path)
     interval_s = textio.check_interval(interval_s)
     notes: list[str] = []  # lossy decoding, a truncated stream
@@ -208,7 +210,7 @@ def read(path: str | Path, interval_s: float | None = None, **_opts) -> schema.B
     elif any(_ENTITY.match(ln.strip()) for ln in text.split("\n", 400)[:400]):
         bundle = _read_dcgmi(path, text, interval_s)
     else:
-        bundle = _read_prometheus(path, text, interval_s)
+        bundle = _read_prometheus(path, text, interval_s, tz)
     bundle.warnings[:0] = notes
     return bundle
 
@@ -352,8 +354,9 @@ def _labels(text: str | None) -> dict[str, str] | None:
     return {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in found}
 
 
-def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.Bundle:
+def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = "UTC") -> schema.Bundle:
     src = str(path)
+    clocks: dict[int, int] = {}  # scrape -> ns UTC of the clock line a pasted loop printed before it
     samples = _Samples(src, textio.host_from_path(path))
     skips = schema.SkipCounter(src)
     scrape = 0
@@ -368,6 +371,11 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
         if not line or line.startswith("#"):
             continue
         sample = _sample(line)
+        if sample is None and (at := clock_line.clock_ns(line, tz)) is not None:
+            if seen:  # a clock line (`date -u` in a loop) opens the next scrape
+                scrape, seen = scrape + 1, set()
+            clocks[scrape] = at
+            continue
         if sample is None:
             skips.skip(no, f"not a Prometheus sample {line[:50]!r}")
             continue
@@ -412,6 +420,13 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None) -> schema.
         what = f" (only other metrics: {', '.join(sorted(other)[:4])})" if other else ""
         raise InputError(f"{src}: no DCGM GPU samples found{what}")
     bundle_warnings = []
+    times = np.asarray(samples.time, dtype=np.int64)
+    if synth and clocks and all(int(k) in clocks for k in np.unique(times[synth])):
+        times[synth] = [clocks[int(k)] for k in times[synth]]  # each scrape at its clock line's time
+        samples.time, synth, stamped, unstamped = times.tolist(), [], stamped + unstamped, 0
+    elif clocks:
+        bundle_warnings.append(f"{src}: {len(clocks)} of {scrape + 1} scrapes follow a clock line; "
+                               "all are placed on the synthetic clock")
     synthetic = unstamped > 0
     if synthetic:
         if stamped:

@@ -28,6 +28,7 @@ READERS: tuple[str, ...] = (
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
     "dcgm_diag",        # dcgmi diag results: failed / warned tests per GPU as events
+    "slurm_usage",      # a Slurm job's GPU usage after the job: sacct TRESUsageInAve / Max, seff's GPU section
     "influx",           # InfluxDB line protocol (Telegraf's nvidia_smi input)
     "dmon",             # nvidia-smi dmon
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch

@@ -129,24 +129,34 @@ def _build(docs, src: str, host: str, skips: schema.SkipCounter, tz: str) -> Tab
     return builder
 
 
+# an ISO time's fraction of a second (bounded repeats: linear)
+_SUBSECOND = re.compile(r"^(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2})[.,]\d{1,9}(?=Z|[+-]\d{2}:?\d{2}$|$)")
+
+
 def _coalesce_points(block: list[dict], numbers: list[int]) -> None:
-    """Points of several series at one time (records {"time": t, <series>: v}: VictoriaMetrics' or CloudWatch's
-    series of several metrics) become one record in place, as the row of a wide table, so the GPU's metrics at
-    that time are one sample, not rows repeating its timestamp. Within the block (bounded memory); points with
-    the same series name at one time stay apart (a repeat, merged later with a warning)."""
+    """Points of several series at one time (records {"time": t, <series>: v}, with the fields their document
+    gives every point: VictoriaMetrics' or CloudWatch's series of several metrics, Cloud Monitoring's
+    timeSeries) become one record in place, as the row of a wide table, so the GPU's metrics at that time are one
+    sample, not rows repeating its timestamp. Two records merge when every field they share (but the time) is
+    equal and the later adds a field; an ISO time is taken to the second (one collector's poll stamps its series
+    microseconds apart) and the first record's time is kept. Within the block (bounded memory); points with the
+    same series name at one time stay apart (a repeat, merged later with a warning)."""
     at: dict = {}
     keep = []
     for i, r in enumerate(block):
         t = r.get("time")
-        if len(r) != 2 or t is None or isinstance(t, (dict, list)):
+        if t is None or isinstance(t, (dict, list)):
             keep.append(i)
             continue
-        first = at.get(t)
-        if first is None or not block[first].keys().isdisjoint(r.keys() - {"time"}):
-            at[t] = i
+        key = _SUBSECOND.sub(r"\1", t) if isinstance(t, str) else t
+        first = at.get(key)
+        into = block[first] if first is not None else None
+        if into is None or r.keys() <= into.keys() or any(
+                into[k] != v for k, v in r.items() if k != "time" and k in into):
+            at[key] = i
             keep.append(i)
             continue
-        block[first].update(r)
+        into.update((k, v) for k, v in r.items() if k != "time")
     if len(keep) < len(block):
         block[:] = [block[i] for i in keep]
         numbers[:] = [numbers[i] for i in keep]
@@ -215,6 +225,10 @@ def _series_points(item: dict) -> list[dict] | None:
         name = _label_set_name(item.get("metric"))
     if name is None:
         return None
+    objects = next((item[k] for k in SERIES_OBJECTS if isinstance(item.get(k), list) and item[k]
+                    and isinstance(item[k][0], dict)), None)
+    if objects is not None:  # CloudWatch get-metric-statistics' Datapoints, Cloud Monitoring's points
+        return [p for p in (_object_point(x, name) for x in objects) if p is not None] or None
     if isinstance(item.get("scope"), str) and item["scope"] not in ("", "*"):
         name = f"{name} {item['scope'].replace(':', '=')}"  # Datadog's scope "gpu:0,host:n1" -> labels
     times = next((item[k] for k in SERIES_TIMES if isinstance(item.get(k), list)), None)
@@ -236,11 +250,36 @@ def _series_points(item: dict) -> list[dict] | None:
 
 def _label_set_name(labels) -> str | None:
     """A Prometheus label set with its `__name__` as the series' name text, `name{label="value", ...}` (the form
-    headers.meaning reads a labelled series in); None when `labels` is not one."""
-    if not isinstance(labels, dict) or not isinstance(labels.get("__name__"), str) or not labels["__name__"]:
+    headers.meaning reads a labelled series in); Cloud Monitoring's metric descriptor {"type": name, "labels":
+    {...}} the same way; None when `labels` is neither."""
+    if not isinstance(labels, dict):
+        return None
+    if isinstance(labels.get("type"), str) and labels["type"] and isinstance(labels.get("labels", {}), dict):
+        labels = {"__name__": labels["type"], **labels.get("labels", {})}
+    if not isinstance(labels.get("__name__"), str) or not labels["__name__"]:
         return None
     rest = ", ".join(f'{k}="{v}"' for k, v in labels.items() if k != "__name__" and isinstance(v, (str, int, float)))
     return f"{labels['__name__']}{{{rest}}}" if rest else labels["__name__"]
+
+
+SERIES_OBJECTS = ("Datapoints", "datapoints", "points")  # a series' points as objects
+# a point object's level, first found: CloudWatch's statistics (a mean before an extreme; Sum and SampleCount are
+# not levels), Cloud Monitoring's typed value (`value.doubleValue`, `value.int64Value` as a JSON string)
+POINT_LEVELS = ("average", "mean", "value", "doublevalue", "int64value", "maximum", "max", "minimum", "min")
+
+
+def _object_point(point: dict, name: str) -> dict | None:
+    """{"time": t, name: v} of one point object, None without a time or a level. The time: a key meaning a time,
+    an interval's end before its start (a gauge's reading is at its end time); the level: POINT_LEVELS."""
+    flat: dict = {}
+    _flatten(point, "", flat, None, MAX_DEPTH - 2)
+    times = [k for k in flat if headers.meaning(k).role == "time" or k.lower().endswith(("endtime", "starttime"))]
+    times.sort(key=lambda k: not k.lower().endswith("endtime"))
+    by_word = {k.rsplit(".", 1)[-1].lower(): v for k, v in flat.items()}
+    level = next((by_word[w] for w in POINT_LEVELS if w in by_word and not isinstance(by_word[w], bool)), None)
+    if not times or level is None:
+        return None
+    return {"time": flat[times[0]], name: level}
 
 
 def _array_records(items: list, skips: schema.SkipCounter | None = None, number: int = 0) -> list[dict]:

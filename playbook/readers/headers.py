@@ -190,6 +190,23 @@ def split_labels(name: str) -> tuple[str, dict[str, str]]:
     return text[:start].strip(), labels
 
 
+_STATES = ("used", "free", "reserved")  # what a memory state label says of the bytes a series counts
+
+
+def _stated(base: str, labels: dict[str, str]) -> str:
+    """A series name with the state its `*state` label gives put in place of the state word in the name:
+    Cloud Monitoring's `gpu/memory/bytes_used{memory_state="free"}` counts the free bytes, not the used."""
+    state = next((v.lower() for k, v in labels.items() if tokens(k)[-1:] == ["state"]), None)
+    if state not in _STATES:
+        return base
+    words = tokens(base)
+    held = next((w for w in reversed(words) if w in _STATES), None)
+    if held is None or held == state:
+        return base
+    at = base.lower().rfind(held)
+    return base[:at] + state + base[at + len(held):]
+
+
 def label_gpu(labels: dict[str, str]) -> int | None:
     """The GPU number a label set names: the first label whose key means a GPU index (gpu, GpuIndex, gpu_number,
     index, minor_number ...) holding a plain number."""
@@ -218,7 +235,7 @@ def meaning(name: str) -> Meaning:
         return Meaning(None)
     base, labels = split_labels(name)
     if labels:  # a labelled series: the metric from its name, the GPU from its labels
-        m = meaning(base)
+        m = meaning(_stated(base, labels))
         gpu = label_gpu(labels)
         if m.role in schema.TELEMETRY_METRICS and gpu is not None and m.gpu is None:
             return replace(m, gpu=gpu, host=label_host(labels))

@@ -381,6 +381,15 @@ CASES = [
         ("horovod_1442_stalled_ranks_bert.log", "collective_straggler"),
         ("horovod_469_mpirun_rank7_sigkill.log", "insufficient_data"),
         ("bridge_llm_1_torchrun_root_cause_rank1.log", "insufficient_data"))],
+    # the seventeenth round: GPU telemetry as cluster monitoring exports it (tests/data/eval/heldout17/SOURCES.md;
+    # make_heldout17.py writes the synthetic ones): scored once as written — 0 of 6 right, two throttled runs called
+    # healthy, four files not read; kept: a sacct TRESUsageInAve line (healthy) and a seff GPU section whose
+    # maximum is 41% (unexplained_slowdown) (refused first → readers/slurm_usage.py, job_usage_accounting), a
+    # Cloud Monitoring timeSeries of a T4 starving on GCS reads (refused first → documents' point objects)
+    *[(f"heldout17 {name}", want, _file(f"heldout17/{name}")) for name, want in (
+        ("curc_sacct_tresusage_ave.txt", "healthy"),
+        ("curc_seff_l40_gpu_metrics.txt", "unexplained_slowdown"),
+        ("gcp_drone69_t4_ops_agent.json", "data_starvation"))],
 ]
 
 

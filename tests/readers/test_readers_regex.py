@@ -12,6 +12,7 @@ from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
     box_table,
+    clock_line,
     dcgm,
     dcgm_diag,
     detect,
@@ -34,6 +35,7 @@ from playbook.readers import (
     profiler_table,
     pstats_text,
     rank_reports,
+    slurm_usage,
     sysstat_json,
     textio,
     topo_matrix,
@@ -64,12 +66,12 @@ from playbook.readers.step_log import reruns as step_reruns
 from playbook.readers.step_log import smoothed as step_smoothed
 from playbook.readers.step_log import vocab as step_vocab
 
-MODULES = (textio, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
+MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, topo_matrix, lspci,
-           step_column_table, dcgm_diag, profiler_table, pstats_text, nsys_profiles, from_events, step_signatures,
-           rank_stragglers, rank_reports)  # nsys_profiles .. rank_stragglers read reader output
+           step_column_table, dcgm_diag, profiler_table, pstats_text, slurm_usage, nsys_profiles, from_events,
+           step_signatures, rank_stragglers, rank_reports)  # nsys_profiles .. rank_stragglers read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

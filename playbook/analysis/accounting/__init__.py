@@ -54,6 +54,7 @@ from playbook.analysis.accounting.gpu_time import (
     STEADY_FED_PCT,
     WORK_POWER_FLOOR,
     gpu_accounting,
+    job_usage_accounting,
     profile_accounting,
 )
 from playbook.analysis.accounting.wall_time import step_accounting
@@ -63,7 +64,7 @@ from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.model import schema
 
 __all__ = ["Accounting", "Bucket", "BUSY_Q", "COLLECTIVE_PHASES", "MAX_WINDOWS", "MIN_FLOOR", "SPIN_POWER",
-           "SPIN_UTIL", "FED_PCT", "STEADY_FED_PCT", "WORK_POWER_FLOOR", "account", "gpu_accounting", "profile_accounting",
+           "SPIN_UTIL", "FED_PCT", "STEADY_FED_PCT", "WORK_POWER_FLOOR", "account", "gpu_accounting", "job_usage_accounting", "profile_accounting",
            "step_accounting"]
 
 
@@ -87,4 +88,4 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
                 return acc
     if len(bundle.steps):
         return step_accounting(bundle.steps, marked_steps, bundle.events)
-    return profile_accounting(bundle)
+    return profile_accounting(bundle) or job_usage_accounting(bundle)

@@ -56,6 +56,7 @@ class Accounting:
     busy_pct: float = float("nan")  # GPU basis: the busy level (%), what the what-if GPU reaches at work
     unit_names: list[str] = field(default_factory=list)  # GPU basis: the GPUs counted (ids), in order
     unit_models: list[str] = field(default_factory=list)  # their product names ("" where the input names none)
+    figures: str = ""  # what the accounting reads when it is not samples over time (a job's usage figures)
 
     @property
     def lost_s(self) -> float:

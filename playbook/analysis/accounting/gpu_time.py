@@ -62,6 +62,34 @@ def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
                       "TensorFlow profiler's 'moderate' threshold)", span_s=wall)
 
 
+def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
+    """GPU-time accounting of a Slurm job's usage figures (analysis.job_usage: no time axis, one figure per job
+    step): a step's mean utilization (TRESUsageInAve) leaves 1 - mean idle; a maximum (TRESUsageInMax, seff's "Max
+    GPU Utilization") at least 1 - max. Weighed by GPU-seconds where the input states the duration and GPU count,
+    else each step counts one unit. One `job_idle` bucket; the noise floor is a fed loop's: 1 - FED_PCT."""
+    from playbook.analysis.job_usage import jobs_of
+
+    wall = idle = 0.0
+    parts = []
+    for j in jobs_of(bundle):
+        if j.get("util_pct") is None:
+            continue
+        weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
+        share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
+        wall, idle = wall + weight, idle + share * weight
+        parts.append(f"{j.get('job') or j['source']}: {'at most' if j['stat'] == 'max' else 'on average'} "
+                     f"{j['util_pct']:.0f}% busy")
+    if wall <= 0:
+        return None
+    bucket = Bucket("job_idle", idle, share=idle / wall,
+                    detail=f"the job's GPUs idle {'at least ' if 'at most' in ' '.join(parts) else ''}"
+                           f"{idle / wall:.0%} of the job ({'; '.join(parts[:3])})")
+    floor = 1.0 - FED_PCT / 100.0
+    return Accounting("gpu", wall, [bucket] if idle > 0 else [], floor,
+                      f"a fed loop reads {FED_PCT:.0f}% utilization or more (the job's figures have no time axis)",
+                      span_s=wall, figures="the job's accounting figures (sacct / seff)")
+
+
 def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
     run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus)."""

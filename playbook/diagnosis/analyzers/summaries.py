@@ -39,7 +39,7 @@ class Summary(Analyzer):
 SUMMARIES = tuple(Summary(*args) for args in (
     ("kineto", "kineto", "trace"), ("stragglers", "rank_stragglers", ""), ("nccl", "nccl", "NCCL"),
     ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links"),
-    ("profiler", "profiler_ops", ""), ("nccl_tests", "nccl_bench", "nccl-tests")))
+    ("profiler", "profiler_ops", ""), ("nccl_tests", "nccl_bench", "nccl-tests"), ("job_usage", "job_usage", "")))
 
 
 def _lagging_links(links: dict, run: Run) -> dict:

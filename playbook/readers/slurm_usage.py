@@ -1,0 +1,122 @@
+"""A Slurm job's GPU usage as its accounting reports it after the job: not samples over time, one figure per job
+(step) — what a cluster user pastes when the question is "did my job use its GPU?".
+
+- `sacct -P/-p ... -o JobID,TRESUsageInAve[,TRESUsageInMax ...]` (acct_gather_gpu: the TRES pairs
+  `gres/gpuutil=100` (%) and `gres/gpumem=40777023488` (bytes with --noconvert, else with a K/M/G/T suffix, binary),
+  `|`-separated, a header line unless -n). The statistic comes from the column's name — the header, or the `-o` /
+  `--format` list of a pasted command line: TRESUsageInAve is the step's mean, TRESUsageInMax its maximum (Min and
+  Tot are not a level and are passed over). A step whose GPU figures are all 0 (the `.extern` step, a step on no GPU)
+  is not GPU work; the job's own line holds no usage.
+- `seff` with a GPU section (`Max GPU Utilization: 41%`, `Max GPU Memory Utilized: 874.00 MiB`, `Number of GPUs`,
+  `GPU Type`, `Job Wall-clock time: [D-]HH:MM:SS`).
+
+The figures go to Bundle.meta[META_PREFIX + path] as {"jobs": [{job, stat ("mean" | "max"), util_pct, mem_mib,
+gpus, elapsed_s, model}]}; the accounting (analysis.accounting.gpu_time.job_usage_accounting) reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import textio
+
+FORMAT = "Slurm job GPU usage (sacct TRESUsageIn*, seff)"
+META_PREFIX = "job_usage:"  # bundle.meta[META_PREFIX + path]: {"jobs": [...]}
+
+_TRES_UTIL = re.compile(r"(?:^|[|,])gres/gpuutil=(\d+(?:\.\d+)?)")
+_TRES_MEM = re.compile(r"(?:^|[|,])gres/gpumem=(\d+(?:\.\d+)?)([KMGTP]?)")
+# the field list of a pasted command: `-o LIST`, clustered short options ending in o (`-pno LIST`), --format=LIST
+_FORMAT_ARG = re.compile(r"(?:\s-[A-Za-z]{0,8}o|--format|--fields)[= ]\s?([A-Za-z%0-9,._-]{1,400})")
+_SEFF = re.compile(r"^\s*(Max GPU Utilization|GPU Utilization|Max GPU Memory Utilized|GPU Memory Utilized|"
+                   r"Number of GPUs|GPU Type|Job Wall-clock time|Job ID)\s*:\s*(\S[^\n]{0,80})$")
+_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s?%")
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s?([KMGT]i?B|B)\b")
+_CLOCK = re.compile(r"^(?:(\d+)-)?(\d{1,2}):(\d{2}):(\d{2})$")
+_STATS = {"tresusageinave": "mean", "tresusageinmax": "max"}
+_UNITS = {"": 1 / 2**20, "K": 1 / 2**10, "M": 1.0, "G": 2**10, "T": 2**20, "P": 2**30}  # -> MiB
+_SIZE_MIB = {"B": 1 / 2**20, "KiB": 1 / 2**10, "KB": 1 / 2**10, "MiB": 1.0, "MB": 1.0, "GiB": 2**10, "GB": 2**10,
+             "TiB": 2**20, "TB": 2**20}
+
+
+def sniff(head: str) -> bool:
+    """sacct TRES lines holding a GPU figure, or seff's GPU section with its wall-clock line."""
+    if "gres/gpuutil=" in head or "gres/gpumem=" in head:
+        return any("|" in ln and "gres/gpu" in ln for ln in head.splitlines()[:400])
+    return "Job Wall-clock time:" in head and ("GPU Utilization:" in head or "GPU Memory Utilized:" in head)
+
+
+def read(path: str | Path, **_opts) -> schema.Bundle:
+    """The job figures of a sacct or seff paste (see the module docstring) into Bundle.meta."""
+    path = Path(path)
+    src = str(path)
+    text = textio.read_text(path)
+    skips = schema.SkipCounter(src)
+    jobs = _sacct(text, skips) if "gres/gpu" in text else _seff(text)
+    if not jobs:
+        raise InputError(f"{src}: no job step with GPU usage (a GPU figure other than 0 under TRESUsageInAve / "
+                         "TRESUsageInMax, or seff's GPU lines)" + (f" ({skips.reasons[0]})" if skips.reasons else ""))
+    bundle = schema.Bundle(inputs=[src], meta={META_PREFIX + src: {"jobs": jobs}})
+    warning = skips.warning(rows_read=len(jobs))
+    if warning:
+        bundle.warnings.append(warning)
+    return bundle
+
+
+def _sacct(text: str, skips: schema.SkipCounter) -> list[dict]:
+    names: list[str] = []
+    jobs = []
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("$") or line.startswith("sacct "):
+            if m := _FORMAT_ARG.search(line):
+                names = [n.split("%")[0].strip().lower() for n in m.group(1).split(",")]
+            continue
+        cells = line.split("|")
+        if len(cells) < 2:
+            continue
+        if any(c.strip().lower().startswith("tresusage") for c in cells):
+            names = [c.strip().lower() for c in cells]
+            continue
+        for col, cell in enumerate(cells):
+            util, mem = _TRES_UTIL.search(cell), _TRES_MEM.search(cell)
+            if util is None and mem is None:
+                continue
+            stat = _STATS.get(names[col]) if col < len(names) else None
+            if stat is None:
+                skips.skip(no, f"GPU figures under {names[col] if col < len(names) else 'an unnamed column'!r}: "
+                               "not TRESUsageInAve / TRESUsageInMax")
+                continue
+            util_pct = float(util.group(1)) if util else None
+            mem_mib = float(mem.group(1)) * _UNITS[mem.group(2)] if mem else None
+            if not util_pct and not mem_mib:  # the .extern step, a step on no GPU
+                continue
+            jobs.append({"job": cells[0].strip(), "stat": stat, "util_pct": util_pct, "mem_mib": mem_mib,
+                         "gpus": None, "elapsed_s": None, "model": None})
+    return jobs
+
+
+def _seff(text: str) -> list[dict]:
+    got: dict[str, str] = {}
+    for raw in text.splitlines():
+        if m := _SEFF.match(raw):
+            got.setdefault(m.group(1), m.group(2).strip())
+    util_text = got.get("Max GPU Utilization") or got.get("GPU Utilization")
+    util = _PERCENT.match(util_text) if util_text else None
+    mem_text = got.get("Max GPU Memory Utilized") or got.get("GPU Memory Utilized")
+    size = _SIZE.match(mem_text) if mem_text else None
+    if util is None and size is None:
+        return []
+    stat = "max" if "Max GPU Utilization" in got or util is None else "mean"
+    gpus = got.get("Number of GPUs", "")
+    clock = _CLOCK.match(got.get("Job Wall-clock time", ""))
+    elapsed = None
+    if clock:
+        d, h, m, s = (int(x or 0) for x in clock.groups())
+        elapsed = float(((d * 24 + h) * 60 + m) * 60 + s)
+    return [{"job": got.get("Job ID", ""), "stat": stat, "util_pct": float(util.group(1)) if util else None,
+             "mem_mib": float(size.group(1)) * _SIZE_MIB.get(size.group(2), 1.0) if size else None,
+             "gpus": int(gpus) if gpus.isdecimal() else None, "elapsed_s": elapsed,
+             "model": got.get("GPU Type") or None}]
