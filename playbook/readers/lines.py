@@ -522,7 +522,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         bundle.meta[f"{profiler_table.META_PREFIX}{src}"] = profiler
     if perf:
         bundle.meta[f"{nccl_tests.META_PREFIX}{src}"] = perf
-    if not understood and not steps.metric_lines and not steps.eval_lines:
+    if not understood and not steps.metric_lines and not steps.eval_lines and bundle.is_empty():
         from playbook.readers import detect
 
         raise UnknownFormatError(f"{src}: not telemetry this playbook can read (looks like "

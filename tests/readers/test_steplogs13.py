@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from steplog_rounds import assert_verdict, case
 
-from playbook.diagnosis import diagnose
-from playbook.readers import read_file, read_paths
+from playbook.readers import read_file
 
 CASES = Path(__file__).resolve().parents[1] / "data" / "steplogs13"
 EXPECTED = json.loads((CASES / "expected.json").read_text())
@@ -23,10 +23,6 @@ NOT_YET_VERDICT = {
 }
 STEP_TIMED = [n for n in EXPECTED if "printed_steps" in EXPECTED[n]]
 
-
-def _case(name: str, not_yet: dict) -> pytest.param:
-    marks = [pytest.mark.xfail(strict=True, reason=not_yet[name])] if name in not_yet else []
-    return pytest.param(name, marks=marks, id=name)
 
 
 def _readings(want: dict) -> list[tuple[list[int], list]]:
@@ -49,7 +45,7 @@ def _matches(got_steps, got_s, steps, seconds) -> bool:
     return all(abs(v - known[s]) <= 0.05 * known[s] for s, v in zip(got_steps, got_s, strict=True) if s in known)
 
 
-@pytest.mark.parametrize("name", [_case(n, NOT_YET) for n in STEP_TIMED])
+@pytest.mark.parametrize("name", [case(n, NOT_YET) for n in STEP_TIMED])
 def test_each_new_trainer_reads_its_steps_and_step_times(name):
     s = read_file(CASES / name).steps
     whole = s[s["phase"] == "step"]
@@ -57,14 +53,9 @@ def test_each_new_trainer_reads_its_steps_and_step_times(name):
     assert any(_matches(got_steps, got_s, steps, sec) for steps, sec in _readings(EXPECTED[name]))
 
 
-@pytest.mark.parametrize("name", [_case(n, NOT_YET_VERDICT) for n in EXPECTED])
+@pytest.mark.parametrize("name", [case(n, NOT_YET_VERDICT) for n in EXPECTED])
 def test_each_verdict_is_right_and_a_slowdown_costs_about_what_was_lost(name):
-    want = EXPECTED[name]
-    result = diagnose(read_paths([str(CASES / name)]))
-    assert result.verdict["id"] in want["verdict_ok"]
-    lost = want.get("lost_s", want.get("lost_s_if_slowdown")) if result.verdict["id"] != "healthy" else None
-    if lost:
-        assert lost / 2 <= result.accounting["lost_s"] <= lost * 2
+    assert_verdict(CASES / name, EXPECTED[name])
 
 
 # --- round steplogs13: mechanisms, on inputs written apart from the fixtures ----------------------------------

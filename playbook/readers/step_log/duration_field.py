@@ -36,11 +36,19 @@ from playbook.readers.step_log.vocab import (
 )
 
 
+def epoch_named(name: str) -> bool:
+    """A field named for the epoch and no step (`epoch_time`, `epoch_Time`): an epoch's time or an estimate of
+    what is left of it, never one step's (`epoch_step_time` is a step's)."""
+    words = set(name.split("_"))
+    return "epoch" in words and not words & set(STEP_NAMES + ("steps", "iters", "it"))
+
+
 def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     """(name, seconds per step, how, window) of the file's duration field, or Nones: `step`/`rank`/`time` (int64 ns)/
     `kind` (the counter's kind) / `pos` (its position within its epoch, -1 unknown) per record, `cols` name ->
     values, `roles` name -> role; `window`: the field is a window's time (its phases are divided per step too)."""
-    cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate")}
+    # a time named for the epoch (`epoch_Time`, `epoch_time`) is no step's, whatever the line's counter
+    cands = {k: r for k, r in roles.items() if r[0] in ("dur", "rate") and not epoch_named(k)}
     # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
     stages = stage_total(cols, roles)
     cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}

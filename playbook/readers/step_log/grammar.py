@@ -23,12 +23,14 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
            `per`. A counter line without fields takes them from the indented lines or the box-drawn table below it
-           (Composer, OLMo, Ray Train); a box table under a record line adds to that record.
+           (Composer, OLMo, Ray Train); a box table under a record line adds to that record; a lone `key: N` counter
+           takes the `key: value` lines held since the last blank line (RLlib's YAML result, key_block.py).
            A table printed as text (a header row of names over rows of values: Chainer, fastai; ruled `| key |
            value |` blocks: Stable-Baselines3) is read as one record line per row (column_table.py).
 roles      by key: per-step durations (iter time, step_time, time per iteration, batch_time, dt, time, ...),
            cumulative times (train_time, elapsed, runtime, wall: per-step = difference / steps between lines),
-           running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`), phases (`Data`,
+           running averages (step_avg), a window's time (TensorFlow's `step = 200 (11.474 sec)`, Trax's `Ran 500
+           train steps in 5.03 secs`), a time named for the epoch (no step's), phases (`Data`, env-time,
            data_time, dataloader, data_wait, reader_cost → data; forward/backward/optimizer/comm/compute → fwd/bwd/
            optimizer/collective/compute), tokens (count, or rate x step time), markers in parentheses (litgpt
            `(optimizer.step)`). A time written as a clock that rises line by line is the wall clock (torch_xla's
@@ -50,7 +52,8 @@ A file without a duration field sums its stages (a timer family, or the data wai
 `data_time` + `compute_time`), else divides its batch by its samples per second (without time stamps; the batch from
 a field or the file's `Batch size: N` line), else gives window means from the time stamps of its step lines; a file
 that times no step at all gives one record per epoch from its epoch times (epochs.EpochTimes: nnU-Net's `Epoch
-time: 120.38 s`).
+time: 120.38 s`), else from the stamps of its epoch lines (VITS). Plain running totals whose sum keeps pace with the
+stamps are parts of the step (running_parts.py: SoundSpaces' env-time + pth-time).
 """
 
 from __future__ import annotations
@@ -79,10 +82,12 @@ from playbook.readers.step_log.counter import StepCounter, label_step
 from playbook.readers.step_log.duration_field import choose_duration
 from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.fraction_pair import FractionPairs
+from playbook.readers.step_log.key_block import KeyBlock
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
+from playbook.readers.step_log.running_parts import running_parts
 from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
-from playbook.readers.step_log.span_line import span_end, span_steps
+from playbook.readers.step_log.span_line import implicit_counter
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -98,7 +103,6 @@ from playbook.readers.step_log.vocab import (
     FAIRSEQ,
     GENERIC,
     HAS_FIELD,
-    IMPLICIT_HINT,
     INNER_FRACTION,
     KERAS,
     KERAS_EPOCH,
@@ -111,11 +115,11 @@ from playbook.readers.step_log.vocab import (
     MAX_TRAIL_LINES,
     NAMED_EPOCH,
     NAT,
+    NEXT_FRACTION,
     PER_STEP,
     RANGE_SUFFIX,
     RATE_LINE,
     STEP_LIST,
-    STEP_NAMES,
     TIME_UNITS,
     TIMER_LINE,
     TIMER_PAIR,
@@ -154,6 +158,7 @@ class StepLines:
         self.reruns = Reruns()
         self.tables = ColumnTables()  # tables printed as text (column_table.py)
         self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
+        self.keys = KeyBlock()  # `key: value` lines held for the one-key counter line that ends them (key_block.py)
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
         self.markers: Counter = Counter()
@@ -268,7 +273,7 @@ class StepLines:
         rest = body[m.end():]
         head = body[: m.start()]
         evaluating = bool(EVAL_MODE.search(head[-40:]))
-        if (f := INNER_FRACTION.search(rest)):
+        if (f := NEXT_FRACTION.match(rest) or INNER_FRACTION.search(rest)):
             c = self._within(int(m["i"]), int(f["i"]), int(f["n"]), (m.end() + f.start(), m.end() + f.end()),
                              "epoch fraction", evaluating)
             c.keyword = not evaluating  # a counter of its own line: timestamps between such lines time the steps
@@ -278,25 +283,6 @@ class StepLines:
             return self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
                                   + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
         return None
-
-    def _implicit(self, body: str, ctx) -> StepCounter | None:
-        """A line without a counter whose field names a step's own time (`Iteration duration: 0.53`,
-        `step_time=0.5s`): the next step of its rank, or a span's end beside the span's total (span_line.py)."""
-        if not IMPLICIT_HINT.search(body):
-            return None
-        every = self._fields(body, None)
-        fields = {k: v for k, v in every.items()
-                  if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
-        if not fields:
-            return None
-        n = span_steps(every)
-        step = span_end(self.last_step.get(ctx.rank, 0), self.span_ends.get(ctx.rank, 0), n)
-        if n is not None:
-            self.span_ends[ctx.rank] = step
-        c = StepCounter(step, None, None, (0, 0), False)
-        c.fields = fields
-        c.kind = 1  # the step after the last one named: of the keyword lines' kind
-        return c
 
     def _progress(self, *args) -> StepCounter:
         c = self._within(*args)
@@ -359,6 +345,7 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = join_spelled(ctx.body)  # `time:7 minutes 50 seconds`: one value
+        self.keys.note(body)
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:
                 ctx.progress = True  # its words are column names (`valid_loss`), not an evaluation's message
@@ -401,7 +388,7 @@ class StepLines:
             return True
         # a command line's options configure the run (`--eval-iters 10`, `--train-iters 500`): no step counter
         c = self._counter(blank_options(body) if "--" in body else body) or label_step(ctx)
-        if c is None and (c := self._implicit(body, ctx)) is not None:
+        if c is None and (c := implicit_counter(self, body, ctx)) is not None:
             self._store(c, ctx, c.fields)
             return True
         if "poch" in body and self._epoch_line(body, ctx, c):
@@ -436,6 +423,8 @@ class StepLines:
             return True
         rest = body[: c.span[0]] + " \ue000 " + body[c.span[1]:]
         fields = self._fields(rest, c)
+        if not fields and (held := self.keys.take(body)):
+            fields = self._fields(held, c)  # a dict printed a key a line, the counter its last key (key_block.py)
         if not fields and rest.rstrip().endswith(":"):
             self._block = (c, ctx, rest.rstrip()[:-1])  # its fields follow on the next, indented lines
             return True
@@ -599,6 +588,7 @@ class StepLines:
         roles = self.field_role
         kind = np.frombuffer(self.kind, dtype=np.int8)
         pos = np.frombuffer(self.pos, np.int64)
+        cols, roles = running_parts(step, rank, time, cols, roles)  # totals that sum to the clock
         chosen, duration, how, self._window = choose_duration(step, rank, time, kind, cols, roles, pos)
         windowed = False
         if chosen is None:

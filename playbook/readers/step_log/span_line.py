@@ -1,11 +1,13 @@
 """A line that states a span's total time beside its per-step time and names no step (MindSpore's TimeMonitor:
 `epoch time: 37500.000 ms, per step time: 20.000 ms`): the span holds total / per-step steps, since the per-step
 time is by definition the total over the steps, so the line ends that many steps after the previous such line, or
-at the last step named when step lines (MindSpore's LossMonitor) counted the span already."""
+at the last step named when step lines (MindSpore's LossMonitor) counted the span already. Such lines are the
+grammar's implicit counters: a line without a counter whose field names a step's own time."""
 
 from __future__ import annotations
 
-from playbook.readers.step_log.vocab import PER_STEP, STEP_NAMES
+from playbook.readers.step_log.counter import StepCounter
+from playbook.readers.step_log.vocab import IMPLICIT_HINT, PER_STEP, STEP_NAMES
 
 SPAN_WORDS = frozenset(("epoch", "total"))  # a duration named with one of these is the span's, not one step's
 
@@ -26,3 +28,24 @@ def span_end(last_named: int, previous_end: int, n: int | None) -> int:
     """The step a counterless timed line stands at: the next step after `last_named` for a one-step line (n None);
     for a span of n steps, n past the previous span's end, or `last_named` when step lines already went that far."""
     return last_named + 1 if n is None else max(last_named, previous_end + n)
+
+
+def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
+    """A line of the step scanner `lines` (grammar.StepLines) without a counter whose field names a step's own time
+    (`Iteration duration: 0.53`, `step_time=0.5s`): the next step of its rank, or a span's end beside the span's
+    total."""
+    if not IMPLICIT_HINT.search(body):
+        return None
+    every = lines._fields(body, None)
+    fields = {k: v for k, v in every.items()
+              if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
+    if not fields:
+        return None
+    n = span_steps(every)
+    step = span_end(lines.last_step.get(ctx.rank, 0), lines.span_ends.get(ctx.rank, 0), n)
+    if n is not None:
+        lines.span_ends[ctx.rank] = step
+    c = StepCounter(step, None, None, (0, 0), False)
+    c.fields = fields
+    c.kind = 1  # the step after the last one named: of the keyword lines' kind
+    return c

@@ -60,13 +60,14 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 
 # a keyword then the step number (an integer, or an integer-valued float such as NeMo's `global_step=99.00`);
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
-# and `max_steps` do not, OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
+# and `max_steps` do not; `update N` names an RL trainer's current PPO update (SoundSpaces), the plural `Updates=500` of
+# Sockeye's checkpoint summary is a count over a window, no step's line; OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
 # unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
 KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
-                                r"iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
-                                r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d.%]|\w)(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
+                                r"training_iteration|iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?<!/)update|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
+                                r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d%]|\w|\.(?![ \t]+\S))(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "env_step": 0, "env_steps": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
-                 "steps": 3, "step": 3, "up": 1, "tick": 3, "micro_step": 3, "microstep": 3}
+                 "steps": 3, "step": 3, "up": 1, "update": 2, "training_iteration": 2, "tick": 3, "micro_step": 3, "microstep": 3}
 EPOCH_BRACKET = re.compile(r"\b(?P<w>Epoch|Iter|Iteration)(?:\s*\((?P<m>\w+)\))?\s*:?\s*(?:\[\s*(?P<e>\d+)\s*\]|(?P<e2>\d+))?"
                             r"\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*(?:\(\s*\d+(?:\.\d*)?\s*%\s*\)\s*)?\]", re.IGNORECASE)
 NAMED_EPOCH = re.compile(r"\b(?P<m>Train|Training|Test|Eval|Val|Valid|Validation)\s*:?\s*(?P<e>\d+)\s*\[\s*"
@@ -97,6 +98,8 @@ EPOCH_AFTER = re.compile(r"(?:of|in)\s++epoch\s*+[:=]?\s*+(\d+)\b", re.IGNORECAS
 KERAS = re.compile(r"^\s*(?P<i>\d+)/(?P<n>\d+)\s*(?:\[[=>.]*\]|━+|(?=\s-\s))")
 KERAS_EPOCH = re.compile(r"^\s*Epoch\s+(\d+)\s*/\s*(\d+)\s*$", re.IGNORECASE)
 # the position within an epoch after `Epoch [e/E]`: `Step [100/600]`, `batch: [0/8290]`, `iter 5/100`
+# the position within the epoch in brackets right after `Epoch [e/E]` (minimind's `Epoch:[1/2](459800/850049)`)
+NEXT_FRACTION = re.compile(r"\s{0,3}[(\[]\s{0,3}(?P<i>\d{1,18})\s{0,3}/\s{0,3}(?P<n>\d{1,18})\s{0,3}[)\]]")
 INNER_FRACTION = re.compile(r"\b(?:step|batch|iter|iteration|it)\s*[:=]?\s*\[?\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]?",
                             re.IGNORECASE)
 # a file-level batch size (Horovod's `Batch size: 32`, MXNet's `start with arguments Namespace(batch_size=128, ...)`)
@@ -364,7 +367,9 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     # `avg_reader_cost`, DLLogger's `train.data_time`: still the data wait
     lead = words[1:] if len(words) > 1 and words[0] in (*_AVG_WORDS, "train", "training") else words
     # a lead word that is, or opens with, data / reader / loader / input: glued forms too (`dataload_ms`, `datawait`)
-    if k in _DATA_KEYS or "generator" in words or (lead[0].startswith(("data", "reader", "loader", "input")) and (
+    # an RL learner's input is the environments' steps (SoundSpaces' `env-time`): their time is its data wait
+    if k in _DATA_KEYS or "generator" in words or ((lead[0].startswith(("data", "reader", "loader", "input")) or
+                                                    lead[0] in ("env", "envs", "environment")) and (
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
@@ -399,6 +404,13 @@ _GLUED_MS = ("time", "dt", "duration", "latency", "step", "iter", "elapsed")
 
 def line_markers(text: str) -> list[str]:
     return [m for m in MARKER.findall(text) if not m[0].isdigit() and m.lower() not in TIME_UNITS]
+
+
+def counted_window(key: str) -> bool:
+    """Whether a time's key counts steps done in it (`Ran 500 train steps in`, `100 batches in`, `took 50
+    iterations in`): the time of a window of steps, not of one step."""
+    words = norm_key(key).split("_")
+    return len(words) >= 2 and words[-1] == "in" and words[-2] in _STEP_WORDS and words[-2] not in ("it", "tick")
 
 
 def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float, str]], list[str]]:
@@ -445,6 +457,8 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
             else:
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
+        if not window and (unit_kind(unit) or ("",))[0] == "time" and counted_window(key):
+            window = True  # Trax's `Ran 500 train steps in 5.03 secs`: the time of the steps since the last line
         if window:
             role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
         else:
