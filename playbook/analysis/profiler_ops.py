@@ -43,14 +43,14 @@ def _level(share: float) -> str | None:
     return "high" if share >= HIGH else ("moderate" if share >= MODERATE else None)
 
 
-def table_summary(source: str, table: dict, findings: list[dict], healthy: list[str] | None = None) -> dict:
+def table_summary(source: str, table: dict, findings: list[dict], healthy: list[str]) -> dict:
     """One file's tables: the base, the sync and loader shares; its findings appended to `findings`, what its
     cProfile listings vouch for to `healthy`."""
     _fit_loader(source, table, findings)
     steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
     base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
     listings = (table.get("pstats") or {}).get("sections", [])
-    vouched = sum(_listing(source, s, findings, healthy if healthy is not None else []) for s in listings)
+    vouched = sum(_listing(source, s, findings, healthy) for s in listings)
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
            "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s,
            "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched}

@@ -81,23 +81,28 @@ def row_waits(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray:
     return np.clip((per - level).to_numpy(dtype=np.float64), 0.0, None)
 
 
+def run_restarts(events: pd.DataFrame) -> pd.Series:
+    """Per event: a restart at a step — a step counter that went back (the run restarted into its log,
+    readers/step_log). Its time is between two runs (accounting.wall_time._rank_runs), no step's and no cause's
+    (a telemetry logger's restart, or torchrun's "restarting workers", names no step)."""
+    return (events["kind"].astype(str) == "restart") & (events["step"] >= 0)
+
+
 def stated_waits(events: pd.DataFrame | None, t0: pd.Timestamp | None) -> np.ndarray:
     """(start, seconds) of the events that state their own duration and measure a cause ("Finished saving the
     checkpoint ... in 391.42 seconds"), seconds since `t0`; empty without times."""
     if events is None or events.empty or t0 is None or "duration_s" not in events:
         return np.zeros((0, 2))
     ev = events[events["time"].notna() & (events["duration_s"] > 0) & events["kind"].map(cause_of_event).notna()
-                & (events["kind"] != "restart")]  # a restart's time is between runs (wall_time._rank_runs)
+                & ~run_restarts(events)]
     return np.c_[(ev["time"] - t0).dt.total_seconds().to_numpy(), ev["duration_s"].to_numpy(dtype=np.float64)]
 
 
 def restart_times(events: pd.DataFrame | None, t0: pd.Timestamp | None, rank) -> np.ndarray:
-    """Seconds since `t0` of the training restarts logged for `rank`: events of kind "restart" at a step (a step
-    counter that went back; not a telemetry logger's restart, which names none); rank -1: the whole run's."""
+    """Seconds since `t0` of the run restarts (run_restarts) logged for `rank`; rank -1: the whole run's."""
     if events is None or events.empty or t0 is None:
         return np.zeros(0)
-    ev = events[(events["kind"] == "restart") & (events["step"] >= 0) & events["time"].notna()
-                & events["rank"].isin((rank, -1))]
+    ev = events[run_restarts(events) & events["time"].notna() & events["rank"].isin((rank, -1))]
     return (ev["time"] - t0).dt.total_seconds().to_numpy(dtype=np.float64)
 
 

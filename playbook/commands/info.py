@@ -55,10 +55,15 @@ def run(args: argparse.Namespace) -> int:
         for (name, _), s in zip(groups, summaries, strict=True):
             print(visible(f"\n== {name}"))
             print(visible(render(s)))
-    read = any(t["rows"] for s in summaries for t in s["tables"].values()) or any(
-        f.get("profiler") for s in summaries for f in s["text_lines"].values()) or any(
-        s.get("nsys_reports") or s.get("machine") or s.get("jobs") for s in summaries)
-    return 0 if read else 1
+    return 0 if any(_has_content(s) for s in summaries) else 1
+
+
+def _has_content(summary: dict) -> bool:
+    """Whether `summary` (one input group's) read anything: table rows, summary reports, machine facts, job figures,
+    or a profiler table / nccl-tests table in a text log."""
+    return bool(any(tb["rows"] for tb in summary["tables"].values()) or summary.get("nsys_reports")
+                or summary.get("machine") or summary.get("jobs")
+                or any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()))
 
 
 def unrelated_inputs(paths: list[str], **read_kw: Any) -> list[tuple[str, Any]]:
@@ -189,9 +194,9 @@ def _jobs(bundle) -> list[str]:
 
     out = []
     for j in jobs_of(bundle):
-        what = [f"{'max' if j['stat'] == 'max' else 'mean'} GPU utilization {j['util_pct']:g}%"
+        what = [f"{j['stat']} GPU utilization {j['util_pct']:g}%"
                 if j.get("util_pct") is not None else "",
-                f"{'max' if j['stat'] == 'max' else 'mean'} GPU memory {j['mem_mib'] / 1024:.1f} GiB"
+                f"{j['stat']} GPU memory {j['mem_mib'] / 1024:.1f} GiB"
                 if j.get("mem_mib") is not None else "",
                 f"{j['gpus']} x {j['model'] or 'GPU'}" if j.get("gpus") else (j.get("model") or ""),
                 f"wall {_seconds(j['elapsed_s'])}" if j.get("elapsed_s") else ""]
@@ -425,9 +430,7 @@ def render(summary: dict[str, Any]) -> str:
         out.append(f"machine    {m['format']} ({m['file']}): {m['gpus']} GPUs"
                    + (f"; GPU pairs {pairs}" if pairs else "") + (f"; {m['degraded']} link(s) downgraded"
                                                                    if m["degraded"] else ""))
-    if not any(tb["rows"] for tb in t.values()) and not reports and not summary.get("machine") and \
-            not summary.get("jobs") and \
-            not any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()):
+    if not _has_content(summary):
         out.append("no rows read")
     if summary.get("text_lines"):
         out.append("text logs, line by line:")

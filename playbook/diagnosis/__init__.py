@@ -57,6 +57,7 @@ from typing import Any
 
 from playbook.analysis.accounting import account
 from playbook.analysis.oscillation.fleet import OscillationResult
+from playbook.analysis.step_pace import run_restarts
 from playbook.core.jsonable import to_jsonable
 from playbook.diagnosis import analyzers, answer, attribution, ranking
 from playbook.diagnosis.context import Run
@@ -131,7 +132,7 @@ def _cause_event_steps(events) -> set[int]:
     """The step numbers where an event that measures a cause was logged (a recompile, a checkpoint, ...)."""
     if events is None or events.empty or "step" not in events:
         return set()
-    ev = events[events["step"] >= 0]
+    ev = events[(events["step"] >= 0) & ~run_restarts(events)]  # a run restart is between runs, no cause's
     known = ev["kind"].map(cause_of_event).notna()
     return set(ev.loc[known, "step"].astype(int).tolist())
 

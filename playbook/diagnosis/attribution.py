@@ -34,6 +34,7 @@ import pandas as pd
 
 from playbook.analysis.accounting import COLLECTIVE_PHASES, Accounting, Bucket
 from playbook.analysis.series import mixed_models
+from playbook.analysis.step_pace import run_restarts
 from playbook.diagnosis.evidence import _hosts_of, _ids
 from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import (
@@ -220,11 +221,11 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
     cannot say why these are slow; so does one as common before or after a slow stretch as inside it, however
     sparse (an evaluation after every epoch, logged once per four step lines). (Against slow lines interleaved with
     fast ones a sparser one is kept: with lines every k steps an event numbered at one line may have slowed the
-    next, so its window reaches both.) A restart is none of them: it happens between two runs, whose downtime is out
-    of the accounting (step_pace.downtime), not in any step's time."""
+    next, so its window reaches both.) A run restart is none of them: it happens between two runs
+    (step_pace.run_restarts), in no step's time."""
     if events is None or events.empty:
         return None
-    events = events[events["kind"] != "restart"]
+    events = events[~run_restarts(events)]
     ev = events.assign(cause=events["kind"].map(cause_of_event)).dropna(subset=["cause"])
     if ev.empty:
         return None

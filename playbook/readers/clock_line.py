@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import re
 
-from playbook.readers.line_prefix import NAT, to_ns
+from playbook.readers.line_prefix import MON, MONTHS, NAT, to_ns
 
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _DAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
-_MON = "(" + "|".join(_MONTHS) + ")"
 _TIME = r"(\d{1,2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"
 _ZONE = r"(?:\s(UTC|GMT|Z|[A-Z]{2,5}|[+-]\d{2}:?\d{2}))?"
-_C_DATE = re.compile(r"^" + _DAY + r"\s" + _MON + r"\s{1,2}(\d{1,2})\s" + _TIME + r"(?:\s([AP]M))?" + _ZONE
+_C_DATE = re.compile(r"^" + _DAY + r"\s" + MON + r"\s{1,2}(\d{1,2})\s" + _TIME + r"(?:\s([AP]M))?" + _ZONE
                      + r"\s(\d{4})$")
-_RFC = re.compile(r"^" + _DAY + r",\s(\d{1,2})\s" + _MON + r"\s(\d{4})\s" + _TIME + _ZONE + r"$")
+_RFC = re.compile(r"^" + _DAY + r",\s(\d{1,2})\s" + MON + r"\s(\d{4})\s" + _TIME + _ZONE + r"$")
 _ISO = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[T ]" + _TIME + r"\s?(Z|[+-]\d{2}:?\d{2})?$")
 
 
@@ -47,11 +45,11 @@ def clock_ns(line: str, tz: str = "UTC") -> int | None:
         return None
     if m := _C_DATE.match(text):
         mon, day, h, mi, s, frac, ampm, zone, year = m.groups()
-        ns = to_ns(int(year), _MONTHS.index(mon) + 1, int(day), _hour(h, ampm), int(mi), int(s), frac, tz,
+        ns = to_ns(int(year), MONTHS.index(mon.lower()) + 1, int(day), _hour(h, ampm), int(mi), int(s), frac, tz,
                    _zone(zone))
     elif m := _RFC.match(text):
         day, mon, year, h, mi, s, frac, zone = m.groups()
-        ns = to_ns(int(year), _MONTHS.index(mon) + 1, int(day), int(h), int(mi), int(s), frac, tz, _zone(zone))
+        ns = to_ns(int(year), MONTHS.index(mon.lower()) + 1, int(day), int(h), int(mi), int(s), frac, tz, _zone(zone))
     elif m := _ISO.match(text):
         year, mo, day, h, mi, s, frac, zone = m.groups()
         ns = to_ns(int(year), int(mo), int(day), int(h), int(mi), int(s), frac, tz, _zone(zone))

@@ -82,17 +82,17 @@ _LOGGER_HEAD = re.compile(
     r"|[\w.<>-]{1,80}:\s+\[(?P<l5>" + _LEVEL_WORDS + r")\]\s+"  # torch elastic's "name: [ERROR] "
     r"|(?P<l4>" + _LEVEL_WORDS + r")(?::[\w.<>-]{1,80}:|\s+(?=\S))"  # basicConfig's "INFO:root:", "INFO step ..."
     r"|>>\s+)")  # Hugging Face's "[INFO|trainer.py:2134] 2024-... >> "
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_MON = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+MON = r"(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # dmesg: seconds since boot (printk's "[%5lu.%06lu]": six decimals, so a message's own "[0.5]" is no stamp);
 # `dmesg -T`'s full date; `dmesg -H`'s minute without a year, and its deltas
 _UPTIME = re.compile(r"^\s*\[\s{0,12}(\d{1,10}\.\d{6})\]\s?")
-_DMESG_T = re.compile(r"^\s*\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MON +
+_DMESG_T = re.compile(r"^\s*\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + MON +
                       r" {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s*")
-_DMESG_H = re.compile(r"^\s*\[(?:" + _MON + r"\d{1,2} \d{2}:\d{2}|\s{0,12}\+\d{1,10}\.\d{6})\]\s*")
+_DMESG_H = re.compile(r"^\s*\[(?:" + MON + r"\d{1,2} \d{2}:\d{2}|\s{0,12}\+\d{1,10}\.\d{6})\]\s*")
 # syslog / journalctl's default: "Mar  3 12:00:01 host tag[pid]: " (no year); after an ISO time (journalctl -o
 # short-iso) only "host kernel: " or "host tag[pid]: ", so that an application's "12:00:01 train step: 5" is no host
-_SYSLOG = re.compile(r"^\s*" + _MON + r" {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? "
+_SYSLOG = re.compile(r"^\s*" + MON + r" {1,2}(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))? "
                      r"([\w.-]{1,63}) [^\s:\[]{1,60}(?:\[\d{1,10}\])?:\s?")
 _SYSLOG_HOST = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}) (?:kernel|[^\s:\[]{1,60}\[\d{1,10}\]):\s?")
 _STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*['\"]?(\d{4})-(\d{2})-(\d{2})[ T]"
@@ -264,14 +264,14 @@ class Prefix:
             self._seen("time")
             y = int(m.group(6))
             self.year = y
-            return to_ns(y, _MONTHS.index(m.group(1).lower()) + 1, *(int(g) for g in m.groups()[1:5]), None,
+            return to_ns(y, MONTHS.index(m.group(1).lower()) + 1, *(int(g) for g in m.groups()[1:5]), None,
                          self.tz), "", body[m.end():]
         if (m := _DMESG_H.match(body)):
             self._seen("time")
             return NAT, "", body[m.end():]  # a minute without its year, or a delta since the previous line
         if (m := _SYSLOG.match(body)):
             self._seen("syslog")
-            t = NAT if self.year is None else to_ns(self.year, _MONTHS.index(m.group(1).lower()) + 1,
+            t = NAT if self.year is None else to_ns(self.year, MONTHS.index(m.group(1).lower()) + 1,
                                                     *(int(g) for g in m.groups()[1:5]), m.group(6), self.tz)
             return t, m.group(7), body[m.end():]
         return None

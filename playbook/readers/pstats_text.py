@@ -54,7 +54,7 @@ class PstatsText:
     def __init__(self):
         self.sections: list[dict] = []
         self.rows = 0
-        self._cols: tuple[int, int] | None = None  # (tottime, cumtime) among the figures, from the title line
+        self._titled = False  # pstats' title line seen: rows of any shape after it are its rows
         self._action: str | None = None  # the AdvancedProfiler action named above the next total line
         self._open = False  # a total or title line was seen: its `Ordered by` lines belong to it
 
@@ -69,15 +69,13 @@ class PstatsText:
         if self._open and _ORDER.match(body):
             return True
         if tuple(body.split()) == _TITLE_WORDS:
-            figures = _TITLE_WORDS[1:-1]
-            self._cols = (figures.index("tottime"), figures.index("cumtime"))
-            self._open = True
+            self._titled = self._open = True
             return True
         m = _ROW.match(body)
         if not m or not _FUNC.match(name := m.group(3).rstrip()):
             return False
         figures = m.group(2).split()
-        if self._cols is None and not _EXACT.match(m.group(2)):
+        if not self._titled and not _EXACT.match(m.group(2)):
             return False
         self._row(m.group(1), figures, name)
         return True
@@ -93,7 +91,7 @@ class PstatsText:
         if self.rows >= MAX_ROWS:
             return
         section = self.sections[-1] if self.sections else self._section(None, None)
-        tot_i, cum_i = self._cols or (0, 2)
+        tot_i, cum_i = 0, 2  # tottime percall cumtime percall (_TITLE_WORDS)
         if len(figures) != 4:  # a blank percall (count 0): tottime first, cumtime the second-last figure
             tot_i, cum_i = 0, len(figures) - 2
         calls = int(ncalls.split("/")[0])

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.step_log.vocab import TIME_UNITS
+
 WARNING = re.compile(r"submitted to be reduced, gathered or broadcasted by subset of ranks")
 LISTED = re.compile(r"\[(missing|ready) ranks: ?(\d{1,7}(?:, ?\d{1,7}){0,4095})\]")
 BLOCK_HEAD = re.compile(r"(?:^|[\s:>\]])(?:Stalled|Missing) ranks:\s*$")
@@ -57,14 +59,14 @@ class StallLines:
                 what = "past the stall shutdown time" if row.group(2) else "in the stall report's list"
                 return self._name([int(row.group(1))], what)
             self.in_block = False
-        low = body.lower()
-        if not any(n in low for n in NEEDLES):
+        if not any(n in body for n in NEEDLES):  # (the patterns below are case-sensitive, their words lowercase)
             return None
-        if (w := WORLD.search(body)) and not WARNING.search(body):
+        warning = WARNING.search(body) is not None
+        if not warning and (w := WORLD.search(body)):
             self.world = max(self.world, int(w.group(1) or w.group(2)))
             return None  # a command or start-up line: read for its world size, understood by others or not at all
         out: list[tuple[int, str]] | None = None
-        if WARNING.search(body):
+        if warning:
             self.named, out = set(), []
         for m in LISTED.finditer(body):
             ranks = {int(r) for r in m.group(2).replace(" ", "").split(",")}
@@ -89,7 +91,6 @@ class StallLines:
 RANK_TIME = re.compile(r"^\s*Rank (\d{1,7})\s*:\s*(\d{1,12}(?:\.\d{1,9})?)\s*(ms|us|µs|s)\s*$")
 SECTION = re.compile(r"^\s*([A-Za-z][\w.\-/ ]{0,60}?)\s*:\s*$")
 SUMMARY = re.compile(r"^\s*Min:\s*[\d.]{1,20}\s*[a-zµ]{0,3},\s*Max:\s*[\d.]{1,20}")
-_SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 
 
 class RankTimings:
@@ -102,15 +103,16 @@ class RankTimings:
         self.first = 0  # the line the current list started on
 
     def feed(self, lineno: int, body: str) -> tuple[int, bool, str] | bool | None:
-        m = RANK_TIME.match(body)
+        m = RANK_TIME.match(body) if "Rank " in body else None  # (gates: this runs on every line of a text log)
         if m is None:
-            self.times = {}
-            if (h := SECTION.match(body)):
+            if self.times:
+                self.times = {}
+            if body.rstrip().endswith(":") and (h := SECTION.match(body)):
                 self.section = h.group(1)
-            return True if SUMMARY.match(body) else None
+            return True if "Min:" in body and SUMMARY.match(body) else None
         start = not self.times
         self.first = lineno if start else self.first
-        self.times[int(m.group(1))] = float(m.group(2)) * _SECONDS[m.group(3)]
+        self.times[int(m.group(1))] = float(m.group(2)) * TIME_UNITS[m.group(3)]
         slow = max(self.times, key=self.times.__getitem__)
         fast = min(self.times, key=self.times.__getitem__)
         what = f"{self.section} " if self.section else ""

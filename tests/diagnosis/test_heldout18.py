@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from heldout_rounds import cases
 
 from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
@@ -42,12 +43,7 @@ def _diagnosis(name: str):
     return diagnose(read_paths([str(HERE / name)]))
 
 
-def _case(name: str):
-    marks = [pytest.mark.xfail(strict=True, reason=NOT_YET[name])] if name in NOT_YET else []
-    return pytest.param(name, LABELS[name], marks=marks, id=name)
-
-
-@pytest.mark.parametrize(("name", "label"), [_case(n) for n in LABELS])
+@pytest.mark.parametrize(("name", "label"), cases(LABELS, NOT_YET))
 def test_verdict(name, label):
     assert _diagnosis(name).verdict["id"] == label
 

@@ -70,19 +70,19 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     from playbook.analysis.job_usage import jobs_of
 
     wall = idle = 0.0
-    parts = []
+    parts, bound = [], False  # bound: a maximum among the figures (then the idle share is a lower bound)
     for j in jobs_of(bundle):
         if j.get("util_pct") is None:
             continue
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
-        wall, idle = wall + weight, idle + share * weight
+        wall, idle, bound = wall + weight, idle + share * weight, bound or j["stat"] == "max"
         parts.append(f"{j.get('job') or j['source']}: {'at most' if j['stat'] == 'max' else 'on average'} "
                      f"{j['util_pct']:.0f}% busy")
     if wall <= 0:
         return None
     bucket = Bucket("job_idle", idle, share=idle / wall,
-                    detail=f"the job's GPUs idle {'at least ' if 'at most' in ' '.join(parts) else ''}"
+                    detail=f"the job's GPUs idle {'at least ' if bound else ''}"
                            f"{idle / wall:.0%} of the job ({'; '.join(parts[:3])})")
     floor = 1.0 - FED_PCT / 100.0
     return Accounting("gpu", wall, [bucket] if idle > 0 else [], floor,

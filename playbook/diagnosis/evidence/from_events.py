@@ -16,6 +16,7 @@ import re
 
 import pandas as pd
 
+from playbook.analysis.step_pace import run_restarts
 from playbook.diagnosis.findings import Finding
 from playbook.knowledge.causes import (
     APPLICATION_XIDS,
@@ -136,8 +137,7 @@ def restarts(events: pd.DataFrame) -> dict | None:
     several roles or pasted runs on one counter: reruns.py; a telemetry logger's restart names no step.)"""
     if events is None or events.empty:
         return None
-    rows = events[(events["kind"].astype(str) == "restart") & (events["step"] >= 0)
-                  & (events["duration_s"].astype(float) >= 0)]
+    rows = events[run_restarts(events) & (events["duration_s"].astype(float) >= 0)]
     if rows.empty:
         return None
     return {"count": len(rows), "seconds": float(rows["duration_s"].astype(float).sum())}

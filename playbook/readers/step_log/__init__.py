@@ -27,7 +27,13 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import generic_csv, local_time, textio
-from playbook.readers.step_log.columns import epoch_clock, monotone, per_step_diff, phase_fields
+from playbook.readers.step_log.columns import (
+    CLOCK_FLOOR_S,
+    epoch_clock,
+    per_step_diff,
+    phase_fields,
+    rise_shares,
+)
 from playbook.readers.step_log.table_gaps import time_gaps
 from playbook.readers.step_log.vocab import CUMULATIVE, classify, clock_seconds
 
@@ -100,7 +106,7 @@ def _time_is_no_clock(obj: dict) -> bool:
     if _find(keys, DURATION_KEYS) is not None or time_key is None:
         return False
     value = obj[time_key]
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < 1e8
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) < CLOCK_FLOOR_S
 
 
 def _table_shape(first: str, head: str) -> tuple[str, Any] | None:
@@ -200,20 +206,19 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
     start = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
     if time_key and _norm(time_key) in EPOCH_KEYS and not epoch_clock(numeric(time_key)):
         time_key = None  # `epoch,step,loss,elapsed_s`: the epoch's number, not a Unix time
-    if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and (
-            _clock_text(records[time_key]) is not None or (
-                np.isfinite(nums := numeric(time_key)).mean() >= 0.5 and not epoch_clock(nums))):
+    seconds = None  # the duration column's values, in its unit
+    if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and \
+            np.isfinite(secs := _seconds(records[time_key])).mean() >= 0.5 and not epoch_clock(secs):
         # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
         # (each step's, or a running total since the start: read below by their values); so is fastai's `04:39`
-        dur_key, dur_factor, time_key = time_key, 1.0, None
+        dur_key, dur_factor, time_key, seconds = time_key, 1.0, None, secs
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
         missing = t_ns == np.iinfo(np.int64).min
         if dur_key is None:
             drop(missing, lambda i: f"bad {time_key} {str(records[time_key].iloc[i])[:30]!r}")
     if dur_key:
-        clock = _clock_text(records[dur_key])
-        duration = (numeric(dur_key) if clock is None else clock) * dur_factor
+        duration = (_seconds(records[dur_key]) if seconds is None else seconds) * dur_factor
         if _running_total(step, rank, duration, classify(str(dur_key), None)):
             # the time since the start (`elapsed`, a `time` that only grows), as the line grammar reads such a
             # field (duration_field.choose_duration): its differences are the steps' times
@@ -294,6 +299,8 @@ _CLOCK_TEXT = re.compile(r"(?:\d{1,5} days?, )?\d{1,3}(?::\d{2}){1,2}(?:\.\d+)?"
 def _clock_text(values: pd.Series) -> np.ndarray | None:
     """Seconds of a column written as clock-form durations (fastai's epoch `time` `04:39`, `1:17:42`, `1 day,
     0:02:55`: vocab.clock_seconds), NaN where a value is not one; None unless most values are (4 in 5)."""
+    if values.dtype.kind in "biuf":  # numbers: no `:` in their text
+        return None
     text = values.astype(str).str.strip()
     form = text.str.fullmatch(_CLOCK_TEXT)
     if not len(text) or form.mean() < 0.8:
@@ -301,19 +308,26 @@ def _clock_text(values: pd.Series) -> np.ndarray | None:
     return np.array([clock_seconds(v) if ok else np.nan for v, ok in zip(text, form, strict=True)], dtype=np.float64)
 
 
+def _seconds(values: pd.Series) -> np.ndarray:
+    """A column's numbers, or the seconds of its clock-form durations (`04:39`: _clock_text); NaN elsewhere."""
+    clock = _clock_text(values)
+    if clock is not None:
+        return clock
+    return pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
 def _running_total(step: np.ndarray, rank: np.ndarray, values: np.ndarray, role) -> bool:
     """Whether a duration column is the time since the start: never falling (columns.monotone: at most one drop in
     20, a resume) and either named so in the step grammar's vocabulary (`elapsed`, class CUMULATIVE) or, named
     plainly (`time`, `time_seconds`), rising on most rows and spanning half its largest value: a step's own time
     that jitters falls on about half the rows, and one that only creeps does not double."""
-    if not monotone(step, rank, values):
+    pairs, held, up = rise_shares(step, rank, values)
+    if pairs < 3 or held < 0.95:  # columns.monotone
         return False
     if role is not None and role[1] == CUMULATIVE:
         return True
     v = values[np.isfinite(values)]
-    order = np.lexsort((step[np.isfinite(values)], rank[np.isfinite(values)]))
-    rises = np.diff(v[order]) > 0
-    return bool(len(v) >= 4 and rises.mean() >= 0.5 and np.ptp(v) >= 0.5 * np.max(v) > 0)
+    return bool(up >= 0.5 and np.ptp(v) >= 0.5 * np.max(v) > 0)
 
 
 def _to_ns(values: pd.Series, key: str, tz: str) -> np.ndarray:

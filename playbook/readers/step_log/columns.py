@@ -224,18 +224,22 @@ def time_of_day(step, rank, seconds) -> bool:
     return bool(rises) and float(np.median(seconds[ok])) > 10 * float(np.median(rises))
 
 
-def monotone(step, rank, values) -> bool:
+def rise_shares(step, rank, values) -> tuple[int, float, float]:
+    """(pairs, share that does not fall, share that rises) of the steps from each of a rank's finite values to its
+    next, in step order; (0, 0, 0) without a pair."""
     ok = np.isfinite(values)
-    pairs = rising = 0
+    pairs = held = up = 0
     for r in np.unique(rank[ok]):
         sel = ok & (rank == r)
-        order = np.argsort(step[sel], kind="stable")
-        v = values[sel][order]
-        d = np.diff(v)
-        pairs += len(d)
-        rising += int((d >= 0).sum())
-    # at least 3 rising pairs, and at most one drop in 20 (a restart resets a running total)
-    return pairs >= 3 and rising >= 0.95 * pairs
+        d = np.diff(values[sel][np.argsort(step[sel], kind="stable")])
+        pairs, held, up = pairs + len(d), held + int((d >= 0).sum()), up + int((d > 0).sum())
+    return (pairs, held / pairs, up / pairs) if pairs else (0, 0.0, 0.0)
+
+
+def monotone(step, rank, values) -> bool:
+    """At least 3 pairs that do not fall, and at most one drop in 20 (a restart resets a running total)."""
+    pairs, held, _ = rise_shares(step, rank, values)
+    return pairs >= 3 and held >= 0.95
 
 
 def per_step_diff(step, rank, values, cumulative: bool = True, pos=None) -> np.ndarray:

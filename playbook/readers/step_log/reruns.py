@@ -39,4 +39,10 @@ class Reruns:
 
     def found(self) -> list[tuple[int, int, int, int]]:
         """The restarts; none when the returns are too many to be restarts (over 1 in 50 records, and over 2)."""
-        return self._hits if len(self._hits) <= max(2, self.records // 50) else []
+        return self._hits if few_enough(len(self._hits), self.records) else []
+
+
+def few_enough(returns: int, records: int) -> bool:
+    """Whether `returns` of a step counter among `records` can be restarts: at most 2, or 1 in 50 records; more
+    are no restarts (several untagged ranks' lines, a count that starts over each epoch)."""
+    return returns <= max(2, records // 50)

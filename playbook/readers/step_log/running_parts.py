@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.readers.step_log.columns import clock_reading, per_step_diff
+from playbook.readers.step_log.columns import clock_reading, per_step_diff, rise_shares
 from playbook.readers.step_log.vocab import CUMULATIVE, GENERIC, NAT, UNNAMED
 
 TOTAL = "(running totals)"  # the name of the parts' sum, the chosen field when they are read so
@@ -21,13 +21,8 @@ TOTAL = "(running totals)"  # the name of the parts' sum, the chosen field when 
 def rising(step, rank, values) -> bool:
     """Whether a field rises from each of a rank's lines to the next (3 pairs or more, 95% of them): a running total,
     never a time that repeats (fairseq2's `Compute Time: 12s` every line is each window's)."""
-    pairs = up = 0
-    ok = np.isfinite(values)
-    for r in np.unique(rank[ok]):
-        sel = ok & (rank == r)
-        d = np.diff(values[sel][np.argsort(step[sel], kind="stable")])
-        pairs, up = pairs + len(d), up + int((d > 0).sum())
-    return pairs >= 3 and up >= 0.95 * pairs
+    pairs, _, up = rise_shares(step, rank, values)
+    return pairs >= 3 and up >= 0.95
 
 
 def running_parts(step, rank, time, cols: dict, roles: dict) -> tuple[dict, dict]:

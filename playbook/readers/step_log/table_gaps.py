@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from playbook.readers.step_log.reruns import few_enough
+
 NAT = np.iinfo(np.int64).min
 
 
@@ -71,7 +73,7 @@ def time_gaps(step: np.ndarray, rank: np.ndarray, t_ns: np.ndarray, usable: np.n
     out.returns = int(back.sum())
     # a count per epoch goes back to where it starts, each time; restarts go back to where their checkpoints were
     epoch_count = out.returns >= 3 and len(np.unique(s[back])) == 1
-    if not epoch_count and out.returns <= max(2, len(idx) // 50):
+    if not epoch_count and few_enough(out.returns, len(idx)):
         out.restarts = [(int(idx[p]), int(s[p - 1]), int(s[p]), int(numbered[p]), (t[p] - t[p - 1]) / 1e9)
                         for p in np.flatnonzero(back)]
     return out
