@@ -22,3 +22,16 @@ def test_extend_merges_rows_and_per_input_meta():
     a.extend(b)
     assert a.inputs == ["a", "b"] and a.warnings == ["b: skipped 1 of 2 rows"]
     assert sorted(a.meta["kineto"]) == [0, 1] and a.telemetry["util_pct"].tolist() == [50.0, 70.0]
+
+
+def test_an_empty_table_has_the_dtypes_of_a_table_of_no_rows_built_column_by_column():
+    """builder() takes a fast path (empty typed arrays); a dict of zero-length columns takes the coercing one."""
+    builders = {schema.telemetry_frame: "util_pct", schema.steps_frame: "duration_s", schema.events_frame: "duration_s",
+                schema.host_frame: "cpu_pct", schema.trace_frame: "dur_us"}
+    for builder, column in builders.items():
+        fast, coerced = builder(), builder({column: []})
+        pd.testing.assert_frame_equal(fast, coerced)
+        for name in fast.columns:
+            assert repr(fast[name].dtype) == repr(coerced[name].dtype), (builder.__name__, name)
+            if isinstance(fast[name].dtype, pd.CategoricalDtype):
+                assert fast[name].cat.categories.dtype == coerced[name].cat.categories.dtype

@@ -24,7 +24,7 @@ try:  # optional accelerator; the standard-library path below gives identical re
 except ImportError:  # pragma: no cover - exercised by forcing _MSGSPEC = None in tests
     msgspec = None
 
-CHUNK_BYTES = 1 << 20  # decoded text per chunk (1 MiB): bounds the transient memory of one decode
+CHUNK_BYTES = 1 << 21  # decoded text per chunk (2 MiB): bounds the transient memory of one decode
 MAX_HEADER_BYTES = 1 << 26  # give up looking for "traceEvents" after 64 MiB, and reading keys after the events
 MAX_EVENT_BYTES = 1 << 26  # no event boundary in 64 MiB is damage, not one event: skipped (memory stays bounded)
 
@@ -147,6 +147,10 @@ class Columns:
     def _code_list(self, values: list) -> np.ndarray:
         """Integer codes of `values` in the interned string table: a number as its text, None (or NaN) as ""."""
         codes = self.codes
+        try:  # most chunks hold only text seen before: one lookup per value
+            return np.fromiter(map(codes.__getitem__, values), dtype=np.int32, count=len(values))
+        except KeyError:  # a new text, a number or None: intern them in first-seen order
+            pass
         local = {u: codes.setdefault(u if type(u) is str else "" if u is None or u != u else str(u), len(codes))
                  for u in dict.fromkeys(values)}  # first-seen order: the table's codes do not depend on hashing
         return np.fromiter(map(local.__getitem__, values), dtype=np.int32, count=len(values))
