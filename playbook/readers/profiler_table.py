@@ -27,7 +27,9 @@ import math
 import re
 import statistics
 
+from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
+from playbook.readers.stack_samples import FoldedStacks, PySpyDump
 
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
 _GAP = re.compile(r"\s{2,}")
@@ -125,6 +127,7 @@ class ProfilerTables:
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
+        self.texts = (FoldedStacks(), PySpyDump(), LineProfile())  # sampled stacks, dumps, per-line timings
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -133,7 +136,8 @@ class ProfilerTables:
         self._state = ""  # "" outside, "header" after the first rule, "rows" after the second
 
     def feed(self, body: str) -> bool:
-        if self._state == "" and (self.fit.feed(body) or self.pstats.feed(body)):
+        if self._state == "" and (self.fit.feed(body) or self.pstats.feed(body)
+                                  or any(t.feed(body) for t in self.texts)):
             return True
         if _RULE.match(body):
             if self._state == "":
@@ -210,7 +214,9 @@ class ProfilerTables:
         for s in (pstats or {}).get("sections", []):
             if s["action"] and s["total_s"] is not None:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
-        extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {})}
+        extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
+                 **{key: part for key, t in zip(("stacks", "dump", "line_profile"), self.texts)
+                    if (part := t.summary())}}
         if not self.rows:
             return extra or None
         rows = self.rows
