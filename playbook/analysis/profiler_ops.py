@@ -55,7 +55,8 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
            "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s,
            "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched,
-           "host_texts": text_profiles.findings(source, table, findings, _level)}
+           "host_texts": text_profiles.findings(source, table, findings, _level),
+           "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0)}
     if base <= 0:
         return out
     where = f"torch.profiler table in {source}"

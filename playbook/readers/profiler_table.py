@@ -30,6 +30,7 @@ import statistics
 from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
+from playbook.readers.tfprof_text import TfprofTable
 
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
 _GAP = re.compile(r"\s{2,}")
@@ -127,7 +128,7 @@ class ProfilerTables:
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
-        self.texts = (FoldedStacks(), PySpyDump(), LineProfile())  # sampled stacks, dumps, per-line timings
+        self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable())  # the other profilers' texts
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -215,7 +216,7 @@ class ProfilerTables:
             if s["action"] and s["total_s"] is not None:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
         extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
-                 **{key: part for key, t in zip(("stacks", "dump", "line_profile"), self.texts)
+                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof"), self.texts, strict=True)
                     if (part := t.summary())}}
         if not self.rows:
             return extra or None

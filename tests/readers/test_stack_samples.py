@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from playbook.commands import info
 from playbook.diagnosis import diagnose
 from playbook.readers import read_file
 from playbook.readers.stack_samples import FoldedStacks, split_frame
@@ -91,6 +92,7 @@ def test_a_dump_whose_main_thread_waits_in_the_dataloader_names_the_loader(tmp_p
     assert any("1 of 1 main thread is in the DataLoader" in e and "one instant" in e
                for e in d.hypotheses[0]["evidence"])
     assert not len(b.events)  # `evaluate (train.py:140)` is a frame, not an evaluation event
+    assert "py-spy dump: 2 threads; main threads in: loader 1" in info.render(info.summarize(b))
 
 
 def test_a_dump_in_torch_cuda_synchronize_is_host_sync(tmp_path):
@@ -143,3 +145,27 @@ def test_line_profiler_rows_without_a_cause_are_not_healthy(tmp_path):
     p.write_text(_lprof([(41, 101, 125_000.0, 1.0, "for batch in loader:"),
                          (43, 100, 12_375_000.0, 99.0, "loss = step(model, batch)")]))
     assert diagnose(read_file(p)).verdict["id"] == "insufficient_data"
+
+
+TFPROF = """Doc:
+op: The nodes are operation kernel type, such as MatMul, Conv2D. Graph nodes belonging to the same type are aggregated together.
+accelerator execution time: Time spent executing on the accelerator. This is normally measured by the actual hardware library.
+cpu execution time: The time from the start to the end of the operation.
+
+Profile:
+node name | accelerator execution time | cpu execution time
+MatMul                       120.00ms (100.00%, 60.00%),       20.00ms (100.00%, 40.00%)
+BiasAdd                       80.00ms (40.00%, 40.00%),        30.00ms (60.00%, 60.00%)
+"""
+
+
+def test_a_tfprof_op_table_is_read_and_names_no_cause_without_a_window(tmp_path):
+    # LABELED SYNTHETIC: tfprof's op view layout (Doc block, `node name | ...` header, `value (cum%, own%)` cells)
+    p = tmp_path / "tfprof.txt"
+    p.write_text(TFPROF)
+    b = read_file(p)
+    tf = b.meta["lines"][str(p)]["profiler"]["tfprof"]
+    assert tf["ops"] == 2 and tf["accelerator_s"] == pytest.approx(0.2) and tf["cpu_s"] == pytest.approx(0.05)
+    d = diagnose(b)
+    assert d.verdict["id"] == "insufficient_data"
+    assert "TensorFlow profiler op tables" in " ".join(d.hypotheses[0]["evidence"])
