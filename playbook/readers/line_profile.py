@@ -37,12 +37,14 @@ class LineProfile:
         self.functions: list[dict] = []  # {total_s, loader_pct, sync_pct, rows, shown_pct, loader_src, sync_src}
         self._in = False  # inside a listing's rows
         self._total: float | None = None  # the `Total time` stated above the next listing
+        self._unit = False  # line_profiler's first line (`Timer unit: ...`) seen
 
     def feed(self, body: str) -> bool:
-        if _META.match(body):
-            if m := _TOTAL.match(body):
+        if _META.match(body):  # the lines above a listing: only after its `Timer unit` (another log's
+            self._unit = self._unit or body.lstrip().startswith("Timer unit: ")  # "Total time:" is not one)
+            if self._unit and (m := _TOTAL.match(body)):
                 self._total = float(m.group(1))
-            return True
+            return self._unit
         if tuple(body.split()) == _TITLE:
             if len(self.functions) < MAX_FUNCTIONS:
                 self.functions.append({"total_s": self._total, "rows": 0, "shown_pct": 0.0, "loader_pct": 0.0,

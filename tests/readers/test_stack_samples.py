@@ -169,3 +169,11 @@ def test_a_tfprof_op_table_is_read_and_names_no_cause_without_a_window(tmp_path)
     d = diagnose(b)
     assert d.verdict["id"] == "insufficient_data"
     assert "TensorFlow profiler op tables" in " ".join(d.hypotheses[0]["evidence"])
+
+
+def test_a_total_time_line_of_another_log_is_not_taken_for_a_line_profiler_heading():
+    from playbook.readers.line_profile import LineProfile
+
+    scan = LineProfile()
+    assert not scan.feed("Total time: 12.5 s") and not scan.feed("File: train.log")
+    assert scan.feed("Timer unit: 1e-06 s") and scan.feed("Total time: 12.5 s")
