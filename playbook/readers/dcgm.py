@@ -366,13 +366,14 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
     synth: list[int] = []  # positions of samples without a timestamp (their time is the scrape number)
     other: set[str] = set()
     hosts = node_exporter.HostSeries(src)
+    unstamped_hosts: list[tuple[int, tuple, int]] = []  # (line, sample, scrape): timed once the clocks are known
     for no, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         sample = _sample(line)
         if sample is None and (at := clock_line.clock_ns(line, tz)) is not None:
-            if seen:  # a clock line (`date -u` in a loop) opens the next scrape
+            if seen or (unstamped_hosts and unstamped_hosts[-1][2] == scrape):  # a clock line opens a scrape
                 scrape, seen = scrape + 1, set()
             clocks[scrape] = at
             continue
@@ -381,7 +382,10 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
             continue
         name, label_text, value_text, ts = sample
         if node_exporter.wanted(name):
-            _host_sample(hosts, samples.default_host, no, sample, seconds, skips)
+            if ts is None:
+                unstamped_hosts.append((no, sample, scrape))
+            else:
+                _host_sample(hosts, samples.default_host, no, sample, seconds, skips)
             continue
         if not _known(name):
             other.add(name)
@@ -414,6 +418,9 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
             unstamped += 1
             synth.append(len(samples.time))
         samples.add(t_ns, ident[0], ident[1], name, number)
+    clocked = bool(clocks) and all(k in clocks for _, _, k in unstamped_hosts)
+    for no, sample, k in unstamped_hosts:  # node_exporter samples at their scrape's clock line, as the GPU samples
+        _host_sample(hosts, samples.default_host, no, sample, seconds, skips, clocks[k] if clocked else None)
     if not samples.time:
         if len(hosts):
             return _host_only(hosts, interval_s, skips)
@@ -447,11 +454,12 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
 
 
 def _host_sample(hosts: node_exporter.HostSeries, default_host: str, no: int, sample: tuple, seconds: bool,
-                 skips: schema.SkipCounter) -> None:
-    """A node_exporter sample of a text exposition, set aside for the host table."""
+                 skips: schema.SkipCounter, clock_ns: int | None = None) -> None:
+    """A node_exporter sample of a text exposition, set aside for the host table; `clock_ns`: the time of the clock
+    line before its scrape (for a sample without a timestamp)."""
     name, label_text, value_text, ts = sample
     labels, number = _labels(label_text), _prom_float(value_text)
-    t_ns = _stamp_ns(ts, seconds) if ts is not None else None
+    t_ns = _stamp_ns(ts, seconds) if ts is not None else clock_ns
     if labels is None or number is None or (ts is not None and t_ns is None):
         skips.skip(no, f"bad sample {name}")
         return
