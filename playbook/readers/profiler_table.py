@@ -123,7 +123,8 @@ class FitReport:
 
 
 class ProfilerTables:
-    """The line scanner: feed(body) for every line; True when the line belongs to a profiler table."""
+    """The line scanner: feed(body) for every line; True when the line belongs to a profiler table (also fed to the
+    other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text)."""
 
     def __init__(self):
         self.fit = FitReport()
