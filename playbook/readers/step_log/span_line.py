@@ -16,7 +16,7 @@ from playbook.readers.step_log.counter import StepCounter
 from playbook.readers.step_log.vocab import IMPLICIT_HINT, PER_STEP, STEP_NAMES
 
 # a bare integer: not part of a number, word, key (`bs=32`, `epoch 3`), ratio, stamp or unit-suffixed value (`5s`)
-BARE_INT = re.compile(r"(?<![\w.:/=#-])(?<!epoch )(?<!Epoch )(?<!EPOCH )\d{1,12}(?![\w.:/%=])")
+BARE_INT = re.compile(r"(?<![\w.:/=#-])(?<!epoch )(?<!Epoch )(?<!EPOCH )\d{1,12}(?![\w.:/%=-])")
 UNIT_STEPS = STEP_NAMES + ("it",)  # a key's word, or its unit's denominator (`(s/it)`), that names one step
 SPAN_WORDS = frozenset(("epoch", "total"))  # a duration named with one of these is the span's, not one step's
 
