@@ -43,12 +43,12 @@ def _matches(reading: np.ndarray, pace: np.ndarray, slack: np.ndarray) -> bool:
 
 
 def since_start_steps(step: np.ndarray, rank: np.ndarray, time: np.ndarray, seconds: np.ndarray) -> np.ndarray | None:
-    """Each line's seconds per step between it and the rank's previous line (NaN on the first) when the printed
+    """Each line's seconds per step between it and the rank's previous stamped line (NaN on the first) when the printed
     `seconds` are a mean since the averaging began and the stamps (`time`, int64 ns) show it; None otherwise."""
     groups = _windows(step, rank, time, seconds)
     if not groups:
         return None
-    out = np.full(len(seconds), np.nan)
+    out = seconds.astype(np.float64, copy=True)  # a rank with too few stamped lines keeps its values
     for idx in groups:
         n, mean = step[idx].astype(np.float64), seconds[idx]
         wall = np.diff(time[idx]).astype(np.float64) / 1e9
@@ -66,5 +66,6 @@ def since_start_steps(step: np.ndarray, rank: np.ndarray, time: np.ndarray, seco
         per = base - min(max(offset, 0.0), float(n[0])) * drift
         if not (per > 0).all() or not _matches(per, pace, slack):
             return None
+        out[rank == rank[idx[0]]] = np.nan  # its first line and any unstamped one: no window to difference
         out[idx[1:]] = per
     return out
