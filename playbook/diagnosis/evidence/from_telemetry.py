@@ -365,6 +365,20 @@ def _range(pct) -> str:
     return f"{lo}%" if lo == hi else f"{lo}-{hi}%"
 
 
+def from_idle_windows(found: dict | None) -> list[Evidence]:
+    """Evidence from analysis.idle_windows: most polls at 0% between recurring bursts — waits of whole seconds."""
+    if not found:
+        return []
+    n = len(found["gpus"])
+    who = "the GPU reads" if n == 1 else f"the {n} GPUs read"
+    text = (f"{who} 0% in {found['zero_share']:.0%} of the polls (runs of {found['gap_s']:.3g} s, median) between "
+            f"{found['bursts']} or more bursts of work: whole sampling windows without a kernel, so the work arrives "
+            "in bursts with seconds of waiting between them — a loop bound by kernel launches or host syncs leaves "
+            "no window empty, a collective wait reads busy; the host preparing each batch (the input pipeline) does")
+    return support("idle_windows", 1.0, impact(found["zero_share"]), text, _loader_check("in the empty windows"),
+                   lost=found["zero_share"])
+
+
 def from_sm_fill(fill: dict | None) -> list[Evidence]:
     """Evidence from analysis.gpu_limits.sm_fill: kernels that run most of the time but fill under half the SMs
     (utilization counts a running kernel of any size)."""
