@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from playbook.model.schema import meta_sections
 from playbook.readers.slurm_usage import META_PREFIX
 
 
 def jobs_of(bundle: Any) -> list[dict]:
     """Every job figure in `bundle.meta` ({job, stat, util_pct, mem_mib, gpus, elapsed_s, model}), with its source."""
-    out = []
-    for key, value in (bundle.meta or {}).items():
-        if isinstance(key, str) and key.startswith(META_PREFIX) and isinstance(value, dict):
-            out += [{**j, "source": key[len(META_PREFIX):]} for j in value.get("jobs") or [] if isinstance(j, dict)]
-    return out
+    return [{**j, "source": src} for src, value in meta_sections(bundle.meta, META_PREFIX)
+            for j in value.get("jobs") or [] if isinstance(j, dict)]
 
 
 def summarize(bundle: Any) -> dict | None:

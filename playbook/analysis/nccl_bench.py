@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from playbook.model.schema import meta_sections
 from playbook.readers.nccl_tests import META_PREFIX, describe
 
 
 def tables(meta: dict[str, Any] | None) -> list[tuple[str, dict]]:
     """(file, summary) of every nccl-tests summary in the bundle's meta, in file order."""
-    return sorted((key[len(META_PREFIX):], value) for key, value in (meta or {}).items()
-                  if str(key).startswith(META_PREFIX) and isinstance(value, dict))
+    return sorted(meta_sections(meta, META_PREFIX))
 
 
 def summarize(bundle: Any) -> dict | None:

@@ -43,6 +43,7 @@ import pandas as pd
 from playbook.analysis.kineto.step_signatures import RUNTIME_CATS
 from playbook.core.jsonable import json_float
 from playbook.knowledge import ids as cause_ids
+from playbook.model import schema
 from playbook.readers import nsys as reader
 from playbook.readers.profiler_table import SYNC_CALLS
 
@@ -340,12 +341,10 @@ def summarize(bundle: Any) -> dict | None:
     trace = getattr(bundle, "trace", None)
     sources: dict[str, set[str]] = {}
     tools: dict[str, str] = {}
-    for k, v in bundle.meta.items():
-        if isinstance(k, str) and k.startswith(reader.META_PREFIX) and isinstance(v, dict):
-            src = k[len(reader.META_PREFIX):]
-            p = str(v.get("profile") or reader.profile_name(src))
-            sources.setdefault(p, set()).add(src)
-            tools[p] = str(v.get("tool") or "nsys")
+    for src, v in schema.meta_sections(bundle.meta, reader.META_PREFIX):
+        p = str(v.get("profile") or reader.profile_name(src))
+        sources.setdefault(p, set()).add(src)
+        tools[p] = str(v.get("tool") or "nsys")
     findings: list[dict] = []
     out = [profile_summary(p, reps, trace, findings, sources[p], tools[p]) for p in sorted(sources)]
     findings += rule_findings(reps)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from playbook.knowledge import ids as cause_ids
+from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
 
 MODERATE, HIGH = 0.05, 0.20
@@ -170,8 +171,7 @@ def summarize(bundle: Any) -> dict | None:
     """JSON-ready summary of the profiler tables in `bundle` (None when it holds none): tables [{source, base_s,
     base, sync_share, loader_share, device_s, steps_s, ops, listings, host_blocked_s}], findings [{hypothesis, level, share,
     evidence}], vouched [what cProfile listings vouch for: evidence of health]."""
-    tables = {k[len(META_PREFIX):]: v for k, v in (bundle.meta or {}).items()
-              if isinstance(k, str) and k.startswith(META_PREFIX) and isinstance(v, dict)}
+    tables = dict(meta_sections(bundle.meta, META_PREFIX))
     if not tables:
         return None
     findings: list[dict] = []

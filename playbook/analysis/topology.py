@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from playbook.model.schema import meta_sections
 from playbook.readers.machine_facts import META_PREFIX
 
 CROSSING = {"SYS": "the SMP interconnect between NUMA nodes", "SOC": "the link between CPU sockets",
@@ -24,8 +25,7 @@ CROSSING = {"SYS": "the SMP interconnect between NUMA nodes", "SOC": "the link b
 
 def sections(meta: dict[str, Any] | None) -> list[tuple[str, dict]]:
     """(file, section) of every environment section in the bundle's meta, in file order."""
-    return sorted((key[len(META_PREFIX):], value) for key, value in (meta or {}).items()
-                  if str(key).startswith(META_PREFIX) and isinstance(value, dict))
+    return sorted(meta_sections(meta, META_PREFIX))
 
 
 def host_of(section: dict, hosts: list[str]) -> str:

@@ -20,7 +20,7 @@ from playbook.analysis.series import mixed_models
 from playbook.commands import TZ_HELP
 from playbook.core.jsonable import json_float
 from playbook.core.terminal import visible
-from playbook.model.schema import GPU_MODELS, GPU_PROCESSES
+from playbook.model.schema import GPU_MODELS, GPU_PROCESSES, meta_sections
 
 HELP = "what telemetry files and folders hold: hosts, GPUs, samples, time span, interval, ranks, steps, warnings"
 EXAMPLES = """  playbook info data/samples                            the embedded sample
@@ -181,8 +181,7 @@ def summarize(bundle) -> dict[str, Any]:
 
     # nsys stats summary reports (totals per kernel, call, copy) live in the bundle's meta, one per file
     summaries = {name: len(frame) for name, frame in nsys.reports(bundle).items()}
-    tools = sorted({v.get("tool") or "nsys" for k, v in (bundle.meta or {}).items()
-                    if isinstance(k, str) and k.startswith(nsys.META_PREFIX) and isinstance(v, dict)})
+    tools = sorted({v.get("tool") or "nsys" for _, v in meta_sections(bundle.meta, nsys.META_PREFIX)})
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
             "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools,
             "machine": _machine(bundle), "jobs": _jobs(bundle)}

@@ -338,6 +338,13 @@ class Bundle:
                 and not any(str(key).startswith(self.SUMMARY_META_PREFIXES) for key in self.meta))
 
 
+def meta_sections(meta: dict[str, Any] | None, prefix: str) -> list[tuple[str, dict]]:
+    """(input, section) of each per-input section of a bundle's `meta`: keys `prefix` + the input's path whose value
+    is a dict (a summary reader's output: nsys reports, flight-recorder dumps, job usage figures ...), in meta order."""
+    return [(key[len(prefix):], value) for key, value in (meta or {}).items()
+            if isinstance(key, str) and key.startswith(prefix) and isinstance(value, dict)]
+
+
 class SkipCounter:
     """Counts rows a reader had to skip and keeps the first few reasons, for one warning line per file.
 

@@ -5,8 +5,8 @@
     bundle.telemetry, bundle.steps, bundle.events, bundle.trace, bundle.warnings
 
 Formats are recognised from content, never from file names (see detect.READERS for the order): nvidia-smi
---query-gpu CSV and polling loops (nvidia_smi), nvidia-smi dmon (dmon), dcgm-exporter / Prometheus / dcgmi dmon
-(dcgm; other Prometheus names by their words, e.g. Ray, OpenTelemetry NVML; node_exporter's counters as host
+--query-gpu CSV and polling loops (nvidia_smi), nvidia-smi dmon (dmon), dcgmi dmon (dcgmi_dmon), dcgm-exporter /
+Prometheus (dcgm; other Prometheus names by their words, e.g. Ray, OpenTelemetry NVML; node_exporter's counters as host
 rates), generic telemetry CSV (generic_csv), long-layout CSV with a series-name column (long_csv: MLflow history,
 Grafana rows), InfluxDB line protocol (influx: Telegraf), gpustat and `nvidia-smi -q` plain text (gpustat_text,
 smi_query_text), rocm-smi / amd-smi text (amd_smi_text), box-drawn device tables of hl-smi, npu-smi, tpu-info and

@@ -1,4 +1,5 @@
-"""DCGM telemetry: dcgm-exporter's Prometheus text, Prometheus `query_range` JSON exports, and `dcgmi dmon`.
+"""DCGM telemetry: dcgm-exporter's Prometheus text and Prometheus `query_range` JSON exports (`dcgmi dmon` text:
+readers/dcgmi_dmon.py, with this module's field tags).
 
 Prometheus text exposition (`curl host:9400/metrics`, one or many scrapes appended): lines
 `DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",Hostname="node1",...} 97 [timestamp_ms]`; the name may also be a
@@ -9,9 +10,7 @@ dump-openmetrics`: `... 97 1764615600.000`) and wherever a timestamp has a fract
 `gpu` label (else the UUID's order of appearance). Without sample timestamps, a scrape ends when a series
 repeats or a clock line begins the next (a pasted `while true; do date -u; curl ...; done`: readers.clock_line),
 each scrape at its clock line's time; without clock lines, scrapes get synthetic times `interval_s` apart. Prometheus `query_range` exports (`resultType`
-"matrix", or "vector") carry their own times (epoch seconds). `dcgmi dmon -e 203,1002,155,...` prints
-`#Entity GPUTL SMACT POWER ...` then `GPU 0  97  0.823 ...` rows without times: ticks (a new tick whenever the GPU
-number does not increase) get synthetic times.
+"matrix", or "vector") carry their own times (epoch seconds).
 
 Fields kept (others are ignored): GPU_UTIL (203) util_pct, MEM_COPY_UTIL (204) mem_util_pct, FB_USED/FREE/TOTAL
 (252/251/250, MiB), POWER_USAGE (155, W), ENFORCED_POWER_LIMIT, SM_CLOCK (100) / MEM_CLOCK (101) MHz, GPU_TEMP
@@ -135,8 +134,6 @@ _EOF = re.compile(r"^# EOF[ \t]*\r?$", re.MULTILINE)  # the last line of an Open
 _NAME_LABEL = re.compile(r'(?<![A-Za-z0-9_])__name__\s*=\s*"([A-Za-z_:][A-Za-z0-9_:]*)"')
 _JSON_START = re.compile(r'^\s*(?:\[|\{\s*(?:"|\}))')  # a JSON array or object, not a `{label="v"} 1` sample
 _LABEL = re.compile(r'(?<![A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')  # names start once
-_ENTITY = re.compile(r"^#\s*Entity\b", re.IGNORECASE)
-_DMON_ROW = re.compile(r"^(GPU|GPU-I|GPU-CI|Switch|Link|CPU|Core)\s+(\d+)\s+(.*)$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -144,7 +141,7 @@ def metric(name: str) -> tuple[str, float, int] | None:
     """(schema column, factor, priority) of a Prometheus metric: METRICS' entry, else what the name's words and
     unit suffix say (playbook.readers.headers: `ray_node_gpus_utilization` -> util_pct; the OpenTelemetry NVML
     receiver's `nvml_gpu_utilization_ratio` -> util_pct x 100), ranked after every named metric. Such a name is
-    read only from series whose labels name a GPU (see `_Samples.identity`)."""
+    read only from series whose labels name a GPU (see `Samples.identity`)."""
     if name in METRICS:
         return METRICS[name]
     m = headers.meaning(name)
@@ -163,13 +160,11 @@ def _named(name: str) -> bool:
 
 
 def sniff(head: str) -> bool:
-    """dcgm-exporter text (DCGM_FI_* samples), a Prometheus API JSON answer, or dcgmi dmon output."""
+    """dcgm-exporter text (DCGM_FI_* samples) or a Prometheus API JSON answer."""
     if _JSON_START.match(head) and '"resultType"' in head and '"result"' in head:
         return True
     for line in head.split("\n")[:400]:
         line = line.strip()
-        if _ENTITY.match(line):
-            return True
         sample = _sample(line)
         if sample and (_named(sample[0]) or node_exporter.wanted(sample[0])
                        or (_known(sample[0]) and _gpu_labelled(sample[1]))):
@@ -207,8 +202,6 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     text = textio.read_text(path, warnings=notes)
     if _JSON_START.match(text[:4096]):
         bundle = _read_json(path, text, interval_s)
-    elif any(_ENTITY.match(ln.strip()) for ln in text.split("\n", 400)[:400]):
-        bundle = _read_dcgmi(path, text, interval_s)
     else:
         bundle = _read_prometheus(path, text, interval_s, tz)
     bundle.warnings[:0] = notes
@@ -223,7 +216,7 @@ def host_of(labels: dict[str, str], default: str) -> str:
     return re.sub(r":\d+$", "", host) if "instance" in labels and host == labels["instance"] else host
 
 
-class _Samples:
+class Samples:
     """Long-form samples (time, host, gpu, metric, value) pivoted into a telemetry table at the end."""
 
     def __init__(self, src: str, default_host: str):
@@ -357,7 +350,7 @@ def _labels(text: str | None) -> dict[str, str] | None:
 def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = "UTC") -> schema.Bundle:
     src = str(path)
     clocks: dict[int, int] = {}  # scrape -> ns UTC of the clock line a pasted loop printed before it
-    samples = _Samples(src, textio.host_from_path(path))
+    samples = Samples(src, textio.host_from_path(path))
     skips = schema.SkipCounter(src)
     scrape = 0
     seconds = _EOF.search(text) is not None  # OpenMetrics: timestamps in seconds
@@ -366,13 +359,14 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
     synth: list[int] = []  # positions of samples without a timestamp (their time is the scrape number)
     other: set[str] = set()
     hosts = node_exporter.HostSeries(src)
+    unstamped_hosts: list[tuple[int, tuple, int]] = []  # (line, sample, scrape): timed once the clocks are known
     for no, raw in enumerate(text.split("\n"), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         sample = _sample(line)
         if sample is None and (at := clock_line.clock_ns(line, tz)) is not None:
-            if seen:  # a clock line (`date -u` in a loop) opens the next scrape
+            if seen or (unstamped_hosts and unstamped_hosts[-1][2] == scrape):  # a clock line opens a scrape
                 scrape, seen = scrape + 1, set()
             clocks[scrape] = at
             continue
@@ -381,7 +375,10 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
             continue
         name, label_text, value_text, ts = sample
         if node_exporter.wanted(name):
-            _host_sample(hosts, samples.default_host, no, sample, seconds, skips)
+            if ts is None:
+                unstamped_hosts.append((no, sample, scrape))
+            else:
+                _host_sample(hosts, samples.default_host, no, sample, seconds, skips)
             continue
         if not _known(name):
             other.add(name)
@@ -414,6 +411,9 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
             unstamped += 1
             synth.append(len(samples.time))
         samples.add(t_ns, ident[0], ident[1], name, number)
+    clocked = bool(clocks) and all(k in clocks for _, _, k in unstamped_hosts)
+    for no, sample, k in unstamped_hosts:  # node_exporter samples at their scrape's clock line, as the GPU samples
+        _host_sample(hosts, samples.default_host, no, sample, seconds, skips, clocks[k] if clocked else None)
     if not samples.time:
         if len(hosts):
             return _host_only(hosts, interval_s, skips)
@@ -447,11 +447,12 @@ def _read_prometheus(path: Path, text: str, interval_s: float | None, tz: str = 
 
 
 def _host_sample(hosts: node_exporter.HostSeries, default_host: str, no: int, sample: tuple, seconds: bool,
-                 skips: schema.SkipCounter) -> None:
-    """A node_exporter sample of a text exposition, set aside for the host table."""
+                 skips: schema.SkipCounter, clock_ns: int | None = None) -> None:
+    """A node_exporter sample of a text exposition, set aside for the host table; `clock_ns`: the time of the clock
+    line before its scrape (for a sample without a timestamp)."""
     name, label_text, value_text, ts = sample
     labels, number = _labels(label_text), _prom_float(value_text)
-    t_ns = _stamp_ns(ts, seconds) if ts is not None else None
+    t_ns = _stamp_ns(ts, seconds) if ts is not None else clock_ns
     if labels is None or number is None or (ts is not None and t_ns is None):
         skips.skip(no, f"bad sample {name}")
         return
@@ -500,7 +501,7 @@ def _read_json(path: Path, text: str, interval_s: float | None) -> schema.Bundle
         raise InputError(f"{src}: not valid JSON ({textio.json_error(exc)})") from None
     docs = doc if isinstance(doc, list) else list(doc.values()) if isinstance(doc, dict) and "data" not in doc \
         and "status" not in doc else [doc]
-    samples = _Samples(src, textio.host_from_path(path))
+    samples = Samples(src, textio.host_from_path(path))
     hosts = node_exporter.HostSeries(src)
     skips = schema.SkipCounter(src)
     series = 0
@@ -565,68 +566,3 @@ def _points(res: dict, name: str, skips: schema.SkipCounter) -> Iterator[tuple[i
             skips.skip(None, f"bad point in {name}")
             continue
         yield int(round(ts * 1e9)), value
-
-
-def _read_dcgmi(path: Path, text: str, interval_s: float | None) -> schema.Bundle:
-    src = str(path)
-    host = textio.host_from_path(path)
-    skips = schema.SkipCounter(src)
-    tags: list[str] | None = None
-    rows: list[tuple[int, int, dict[str, float]]] = []  # (line, gpu, values)
-    for no, raw in enumerate(text.split("\n"), start=1):
-        line = raw.strip()
-        if not line:
-            continue
-        if _ENTITY.match(line):
-            tags = [t.upper() for t in re.sub(r"^#\s*Entity", "", line, flags=re.IGNORECASE).split()]
-            continue
-        if line.upper() in ("ID", "#ID") or line.startswith("#") or set(line) <= set("-= "):
-            continue
-        m = _DMON_ROW.match(line)
-        if not m or tags is None:
-            skips.skip(no, f"not a dcgmi dmon row {line[:50]!r}")
-            continue
-        if m.group(1).upper() != "GPU":
-            continue  # GPU instances, NvSwitches, CPUs: not per-GPU telemetry
-        cells = m.group(3).split()
-        if len(cells) != len(tags):
-            skips.skip(no, f"{len(cells)} of {len(tags)} values {line[:50]!r}")
-            continue
-        values: dict[str, float] = {}
-        bad = None
-        for tag, cell in zip(tags, cells, strict=True):
-            metric = DMON_TAGS.get(tag)
-            if metric is None:
-                continue
-            if cell.upper() in ("N/A", "-", "NAN"):
-                values[metric] = np.nan
-                continue
-            try:
-                values[metric] = float(cell)
-            except ValueError:
-                bad = f"bad {tag} value {cell!r}"
-                break
-        if bad:
-            skips.skip(no, bad)
-            continue
-        if len(m.group(2)) > 9:
-            skips.skip(no, "GPU number too long")
-            continue
-        rows.append((no, int(m.group(2)), values))
-    if tags is None:
-        raise InputError(f"{src}: no dcgmi dmon header ('#Entity ...') found")
-    samples = _Samples(src, host)
-    gpus = np.array([g for _, g, _ in rows], dtype=np.int64)
-    ticks = np.cumsum(np.r_[True, gpus[1:] <= gpus[:-1]]) - 1 if len(rows) else np.zeros(0, dtype=np.int64)
-    times = textio.synthetic_times(ticks, interval_s).astype(np.int64)
-    for (_, gpu, values), t in zip(rows, times, strict=True):
-        for metric, v in values.items():
-            samples.add(int(t), host, gpu, metric, v)
-        if not values:
-            samples.add(int(t), host, gpu, "DCGM_FI_DEV_GPU_UTIL", np.nan)
-    bundle = samples.bundle(interval_s)
-    bundle.warnings.append(textio.synthetic_warning(src, "dcgmi dmon ticks", interval_s))
-    warning = skips.warning(rows_read=len(rows))
-    if warning:
-        bundle.warnings.append(warning)
-    return bundle

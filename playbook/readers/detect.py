@@ -26,7 +26,8 @@ READERS: tuple[str, ...] = (
     "nsys_json",        # Nsight Systems `nsys export --type json` (one event message per line)
     "rocprof",          # AMD rocprof / rocprofv3 CSV (stats, dispatches, kernel / API / copy traces)
     "flight_recorder",  # NCCL / PyTorch flight-recorder dumps
-    "dcgm",             # dcgm-exporter text, Prometheus query_range JSON, dcgmi dmon
+    "dcgmi_dmon",       # dcgmi dmon text (#Entity field tags, GPU rows)
+    "dcgm",             # dcgm-exporter text, Prometheus query_range JSON
     "dcgm_diag",        # dcgmi diag results: failed / warned tests per GPU as events
     "slurm_usage",      # a Slurm job's GPU usage after the job: sacct TRESUsageInAve / Max, seff's GPU section
     "influx",           # InfluxDB line protocol (Telegraf's nvidia_smi input)

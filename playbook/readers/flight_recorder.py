@@ -486,10 +486,7 @@ def read(path: str | Path, rank: int | None = None, **_opts) -> schema.Bundle:
 
 def dumps(bundle: schema.Bundle) -> list[dict[str, Any]]:
     """Every dump read into `bundle` (the meta sections), each with its `source`, sorted by rank."""
-    out = []
-    for key, value in (getattr(bundle, "meta", None) or {}).items():
-        if isinstance(key, str) and key.startswith(META_PREFIX) and isinstance(value, dict):
-            out.append({**value, "source": key[len(META_PREFIX):]})
+    out = [{**value, "source": src} for src, value in schema.meta_sections(getattr(bundle, "meta", None), META_PREFIX)]
     return sorted(out, key=lambda d: (d.get("rank", -1), d["source"]))
 
 

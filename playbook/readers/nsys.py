@@ -484,12 +484,9 @@ def reports(bundle: schema.Bundle) -> dict[str, pd.DataFrame]:
     """Every nsys summary report in `bundle.meta`, one frame per report name: the rows of all files, with `source`
     (the file) and `profile` (see profile_name: the reports of one `nsys stats --output PREFIX` share it)."""
     frames: dict[str, list[pd.DataFrame]] = {}
-    for key, value in (getattr(bundle, "meta", None) or {}).items():
-        if not (isinstance(key, str) and key.startswith(META_PREFIX) and isinstance(value, dict)):
-            continue
+    for src, value in schema.meta_sections(getattr(bundle, "meta", None), META_PREFIX):
         for name, recs in (value.get("reports") or {}).items():
             if recs:
-                src = key[len(META_PREFIX):]
                 frames.setdefault(name, []).append(
                     pd.DataFrame(recs).assign(source=src, profile=value.get("profile") or profile_name(src)))
     return {name: pd.concat(fs, ignore_index=True) for name, fs in frames.items()}
@@ -497,5 +494,5 @@ def reports(bundle: schema.Bundle) -> dict[str, pd.DataFrame]:
 
 def has_nsys(bundle: schema.Bundle) -> bool:
     """True when the bundle holds anything read from nsys exports."""
-    return any(isinstance(k, str) and k.startswith(META_PREFIX) for k in (getattr(bundle, "meta", None) or {}))
+    return bool(schema.meta_sections(getattr(bundle, "meta", None), META_PREFIX))
 

@@ -174,3 +174,41 @@ def test_seff_gpu_section_reads_the_jobs_maximum(tmp_path):
     (job,) = jobs_of(read_paths([path]))
     assert job == {"job": "912", "stat": "max", "util_pct": 23.0, "mem_mib": 3.5 * 1024, "gpus": 4,
                    "elapsed_s": 26 * 3600.0, "model": "a100", "source": str(path)}
+
+
+def test_a_step_with_its_mean_and_its_maximum_is_priced_by_its_mean(tmp_path):
+    """TRESUsageInAve 37 % and TRESUsageInMax 88 % of one step: idle 63 % of it, not the average of the two
+    figures' idle shares (37.5 %) and not "at least"."""
+    from playbook.analysis.accounting import job_usage_accounting
+
+    path = tmp_path / "sacct.txt"
+    path.write_text(SACCT, encoding="utf-8")
+    acc = job_usage_accounting(read_paths([path]))
+    (bucket,) = acc.buckets
+    assert bucket.share == pytest.approx(0.63)
+    assert "at least" not in bucket.detail and "on average 37% busy" in bucket.detail
+
+
+def _host_scrapes(clock_lines: list[str], gpu: bool) -> str:
+    """A pasted `date; curl node_exporter` loop: idle rises 15 s of 30 s on each of 2 CPUs (50 % busy)."""
+    out = []
+    for k, clock in enumerate(clock_lines):
+        out.append(clock)
+        for cpu in range(2):
+            out.append(f'node_cpu_seconds_total{{cpu="{cpu}",mode="idle"}} {1000 + 15 * k}')
+            out.append(f'node_cpu_seconds_total{{cpu="{cpu}",mode="user"}} {500 + 15 * k}')
+        if gpu:
+            out.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="0",UUID="GPU-0",Hostname="h1"}} {90 + k}')
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("gpu", [True, False])
+def test_node_exporter_samples_of_a_scrape_loop_take_the_date_lines_too(tmp_path, gpu):
+    clocks = ["Wed Jun 11 09:00:00 UTC 2025", "Wed Jun 11 09:00:30 UTC 2025", "Wed Jun 11 09:01:00 UTC 2025"]
+    path = tmp_path / "node_loop.txt"
+    path.write_text(_host_scrapes(clocks, gpu), encoding="utf-8")
+    bundle = read_paths([path])
+    t0 = pd.Timestamp("2025-06-11T09:00:00Z").value
+    assert bundle.host["time"].astype("int64").tolist() == [t0 + 30 * 10**9, t0 + 60 * 10**9]
+    assert bundle.host["cpu_pct"].tolist() == pytest.approx([50.0, 50.0])
+    assert not any("synthetic" in w for w in bundle.warnings)

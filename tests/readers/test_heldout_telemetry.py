@@ -320,9 +320,9 @@ def test_samples_past_64_bits_are_dropped_as_the_warning_says():
     """The long-form samples' pivot drops the samples whose gpu or time int64 cannot hold and says so. e59bb7e
     moved the drop under the MIG warning: a non-MIG table kept them as GPU 0 at 1970 (the readers' checks stop
     such values before they get here today, so this guards the pivot itself; review5)."""
-    from playbook.readers.dcgm import _Samples
+    from playbook.readers.dcgm import Samples
 
-    s = _Samples("x.prom", "n1")
+    s = Samples("x.prom", "n1")
     for k, t in enumerate((1_764_615_600_000_000_000, 1_764_615_601_000_000_000, 10**20)):
         s.add(t, "n1", 3, "DCGM_FI_DEV_GPU_UTIL", 50.0 + k)
     b = s.bundle(None)

@@ -29,7 +29,7 @@ def series(bundle, gpu: int, column: str, host: str | None = None) -> list[float
 @pytest.mark.parametrize(("name", "reader"), [
     ("dmon_new.txt", "dmon"), ("dmon_dt_old.txt", "dmon"), ("dmon_time_only.txt", "dmon"),
     ("dcgm_exporter.prom", "dcgm"), ("dcgm_stamped.prom", "dcgm"), ("prom_query_range.json", "dcgm"),
-    ("dcgmi_dmon.txt", "dcgm"), ("telemetry_epoch_ms.csv", "generic_csv"), ("telemetry_tabs.tsv", "generic_csv"),
+    ("dcgmi_dmon.txt", "dcgmi_dmon"), ("telemetry_epoch_ms.csv", "generic_csv"), ("telemetry_tabs.tsv", "generic_csv"),
     ("steps.csv", "steps"), ("steps.jsonl", "steps"), ("train_mixed.log", "lines"), ("megatron.log", "lines"),
     ("tqdm.log", "lines"), ("smi_units.csv", "nvidia_smi"), ("torchtitan.log", "lines"), ("deepspeed.log", "lines"),
 ])

@@ -176,3 +176,12 @@ def test_date_stamped_records_stay_a_clock_and_clock_form_durations_are_each_rec
     clock = read_paths([_table(tmp_path / "history.csv", "epoch,train_loss,valid_loss,time",
                                [(e, 0.5, 0.6, t) for e, t in enumerate(["04:39", "04:36", "1:02:05", "04:31"])])])
     assert clock.steps["duration_s"].tolist() == pytest.approx([279.0, 276.0, 3725.0, 271.0])
+
+
+
+def test_a_time_named_for_the_epoch_that_runs_within_each_epoch_is_the_steps_clock(tmp_path):
+    """`step,loss,epoch_time`, the epoch's running time on every step's row (40 steps an epoch): its differences are
+    the steps' 0.25 s; where the clock starts over, its value is the step's own time (never a negative one)."""
+    rows = [(i + 1, 1.0, f"{(i % 40 + 1) * 0.25:.2f}") for i in range(200)]
+    b = read_paths([_table(tmp_path / "steps.csv", "step,loss,epoch_time", rows)])
+    assert len(b.steps) == 199 and b.steps["duration_s"].tolist() == pytest.approx([0.25] * 199)

@@ -65,14 +65,17 @@ def profile_accounting(bundle: schema.Bundle) -> Accounting | None:
 def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     """GPU-time accounting of a Slurm job's usage figures (analysis.job_usage: no time axis, one figure per job
     step): a step's mean utilization (TRESUsageInAve) leaves 1 - mean idle; a maximum (TRESUsageInMax, seff's "Max
-    GPU Utilization") at least 1 - max. Weighed by GPU-seconds where the input states the duration and GPU count,
-    else each step counts one unit. One `job_idle` bucket; the noise floor is a fed loop's: 1 - FED_PCT."""
+    GPU Utilization") at least 1 - max. A step with both is priced by its mean (the maximum says less). Weighed by
+    GPU-seconds where the input states the duration and GPU count, else each step counts one unit. One `job_idle`
+    bucket; the noise floor is a fed loop's: 1 - FED_PCT."""
     from playbook.analysis.job_usage import jobs_of
 
+    jobs = [j for j in jobs_of(bundle) if j.get("util_pct") is not None]
+    with_mean = {(j["source"], j.get("job")) for j in jobs if j["stat"] == "mean"}
     wall = idle = 0.0
     parts, bound = [], False  # bound: a maximum among the figures (then the idle share is a lower bound)
-    for j in jobs_of(bundle):
-        if j.get("util_pct") is None:
+    for j in jobs:
+        if j["stat"] == "max" and (j["source"], j.get("job")) in with_mean:
             continue
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
