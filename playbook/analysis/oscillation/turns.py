@@ -12,9 +12,9 @@ sample size that discounts the states' autocorrelation.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import binom
 
 from playbook.analysis.oscillation import ALPHA
+from playbook.analysis.stats import binom_sf, effective_n
 
 # Turn-taking needs the overlap well under chance, not just significantly under it: GPUs whose busy times merely
 # repel a little (a shared CPU slowing whichever loader runs) are not stages in sequence. Independent schedules give
@@ -43,10 +43,9 @@ def turn_taking(grid: np.ndarray, corr_bins: np.ndarray, alpha: float = ALPHA) -
     one = none * float(np.sum(duty / (1 - duty)))
     expected = 1.0 - none - one
     overlap = float((high.sum(0) >= 2).mean())
-    # AR(1) variance inflation at the rows' mean correlation time: n_eff = n (1 - rho) / (1 + rho)
-    rho = float(np.exp(-1.0 / max(float(np.mean(corr_bins)), 1e-9)))
-    n_eff = max(int(n * (1 - rho) / (1 + rho)), 1)
-    p_value = float(binom.cdf(int(round(overlap * n_eff)), n_eff, expected))
+    # AR(1) variance inflation at the rows' mean correlation time (lag-1 autocorrelation exp(-1 / tau))
+    n_eff = max(int(effective_n(n, float(np.exp(-1.0 / max(float(np.mean(corr_bins)), 1e-9))))), 1)
+    p_value = 1.0 - binom_sf(int(round(overlap * n_eff)) + 1, n_eff, expected)  # P(X <= k)
     if p_value >= alpha or overlap > MAX_OVERLAP_RATIO * expected:
         return None
     return {"rows": list(range(grid.shape[0])), "overlap": overlap, "expected": expected, "p_value": p_value}
