@@ -368,6 +368,16 @@ CASES = [
         ("fastreid_103_global_avg.log", "healthy"),
         ("keithito_183_sec_per_step.log", "healthy"),
         ("seq2seq_290_estimator.log", "healthy"))],
+    # the twenty-fourth round: GPU telemetry of runs that lose GPU time (tests/data/eval/heldout24/SOURCES.md;
+    # make_heldout24.py writes them, LABELED SYNTHETIC): scored once as written — 1 of 7 right, none called healthy;
+    # kept: 4 V100s and 2 A100s taking turns under a layer-wise model split (data_starvation first → pipeline_imbalance:
+    # analysis/oscillation/turns.py), one GPU at 0% between 0.2 s bursts every 11.5 s (unexplained first →
+    # data_starvation: analysis/idle_windows.py), an RTX 5090 at 90-100% (healthy, right first)
+    *[(f"heldout24 {name}", want, _file(f"heldout24/{name}")) for name, want in (
+        ("alpaca_lora_584_4v100_smi_loop.txt", "pipeline_imbalance"),
+        ("llamatuner_66_2a100_dmon.txt", "pipeline_imbalance"),
+        ("open_clip_681_gpustat.log", "data_starvation"),
+        ("ai_toolkit_758_5090_ltx.csv", "healthy"))],
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),
