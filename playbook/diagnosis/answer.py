@@ -330,7 +330,7 @@ def untestable(run: Run) -> str | None:
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
         return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
                 "times, no trace with GPU work")
-    if osc is not None and not osc.detected and not osc.single_drop and not others and \
+    if osc is not None and not osc.detected and not osc.single_drop and not others and not run.idle_windows and \
             np.isfinite(osc.high_pct) and osc.high_pct < STEADY_BUSY_MIN:
         return (f"the GPUs sit steadily at {osc.high_pct:.0f}% utilization, idle {100 - osc.high_pct:.0f}% "
                 "of the time without a swing or drop: telemetry alone cannot tell an input-bound loop from "

@@ -35,4 +35,5 @@ class Run:
     steps_summary: dict = field(default_factory=dict)
     summaries: dict[str, dict | None] = field(default_factory=dict)
     busy_power: dict | None = None  # analysis.gpu_limits.busy_power of the job's GPUs, when no SM activity says more
+    idle_windows: dict | None = None  # analysis.idle_windows: a steady level that is bursts between empty polls
 

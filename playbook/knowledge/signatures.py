@@ -27,6 +27,14 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "host_groups": {"data_starvation": 0.45, "link_degradation": 0.3, "throttling": 0.2},
     # busy while the other group idles and back: producer/consumer stages, little else does this
     "antiphase": {"pipeline_imbalance": 0.85},
+    # a steady low level that is bursts between whole empty poll windows (analysis.idle_windows): the host hands
+    # over work with seconds between — the input pipeline mostly; a large synchronous copy from pageable memory
+    # also leaves windows without a kernel (copies are not kernels)
+    "idle_windows": {"data_starvation": 0.6, "h2d_copy": 0.15},
+    # GPUs busy one at a time, far less often together than independent schedules: stages of one model run in
+    # sequence (naive model parallelism); a rank waiting in a collective reads busy, so data-parallel waits do not
+    # look like this (analysis.oscillation.turns)
+    "turn_taking": {"pipeline_imbalance": 0.85},
     # one period, each GPU's dip a fixed step after the previous GPU's: the bubbles of a pipeline schedule
     "staggered_swings": {"pipeline_imbalance": 0.85},
     "idle_and_saturated": {"pipeline_imbalance": 0.7},  # one side saturated, the other starved: a bottleneck stage

@@ -255,7 +255,7 @@ def _drops(client, window: Window, selector: str, level: float, series: int,
 
 def gpu_table(values: dict[str, dict[Key, float]], default_host: str) -> tuple[pd.DataFrame, dict[str, list[Key]]]:
     """One row per GPU (series of one GPU pooled) and each GPU id's series keys."""
-    ident = dcgm._Samples("", default_host)
+    ident = dcgm.Samples("", default_host)
     keys_of: dict[tuple[str, int], list[Key]] = {}
     for key in values["samples"]:
         who = ident.identity(dict(key))

@@ -153,7 +153,7 @@ class _Fetch:
     """What came back: per metric, per GPU row, (step index, value) arrays; identities; warnings."""
 
     window: Window
-    samples: dcgm._Samples
+    samples: dcgm.Samples
     rows: dict[tuple[str, int], int] = field(default_factory=dict)
     points: dict[str, list[tuple[int, np.ndarray, np.ndarray]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -483,7 +483,7 @@ def pull(client: _Client, window: Window, match: str | None, asked: list[str], w
     (default: the URL and matchers), and the number of points the answers held."""
     url = client.display
     src = src or (url if not matchers(match) else f"{url} {{{matchers(match)}}}")
-    fetched = _Fetch(window, dcgm._Samples(src, client.base.split("//", 1)[1].split(":")[0]))
+    fetched = _Fetch(window, dcgm.Samples(src, client.base.split("//", 1)[1].split(":")[0]))
     tasks = [(name, chunk) for name in asked for chunk in window.chunks()]
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(tasks)))) as pool:
         jobs = [pool.submit(_query, client, fetched, name, match, chunk) for name, chunk in tasks]

@@ -68,12 +68,13 @@ from playbook.readers.step_log import grammar as step_grammar
 from playbook.readers.step_log import key_block as step_key_block
 from playbook.readers.step_log import reruns as step_reruns
 from playbook.readers.step_log import smoothed as step_smoothed
+from playbook.readers.step_log import span_line as step_span_line
 from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
-           event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, topo_matrix, lspci,
+           event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, step_span_line, topo_matrix, lspci,
            step_column_table, dcgm_diag, profiler_table, pstats_text, slurm_usage, nsys_profiles, from_events,
            step_signatures, rank_stragglers, rank_reports, host_calls, stack_samples, line_profile,
            tfprof_text)  # nsys_profiles .. rank_stragglers read reader output

@@ -185,3 +185,13 @@ def test_a_time_named_for_the_epoch_that_runs_within_each_epoch_is_the_steps_clo
     rows = [(i + 1, 1.0, f"{(i % 40 + 1) * 0.25:.2f}") for i in range(200)]
     b = read_paths([_table(tmp_path / "steps.csv", "step,loss,epoch_time", rows)])
     assert len(b.steps) == 199 and b.steps["duration_s"].tolist() == pytest.approx([0.25] * 199)
+
+
+def test_a_table_whose_only_time_was_the_epoch_number_is_refused_in_one_line(tmp_path):
+    """`step,epoch,loss`: the epoch is no clock, and nothing else times a step (was an UnboundLocalError, fuzz)."""
+    from playbook.core.errors import InputError
+    from playbook.readers import step_log
+
+    path = _table(tmp_path / "m.csv", "step,epoch,loss", [(i + 1, i // 2, 1.0) for i in range(6)])
+    with pytest.raises(InputError, match=r"m\.csv: a table of step with no step time and no clock column"):
+        step_log.read(path)

@@ -14,6 +14,7 @@ from playbook.analysis.oscillation.levels import MIN_AMPLITUDE_PCT, hysteresis_s
 from playbook.analysis.oscillation.spectrum import empty_spectrum, spectrum
 from playbook.analysis.oscillation.swing import MIN_MINORITY_SHARE, SeriesOscillation, analyze_series
 from playbook.analysis.oscillation.synchrony import correlation_bins, staggered, state_grid, synchrony
+from playbook.analysis.oscillation.turns import turn_taking
 from playbook.analysis.series import MAX_GRID, GpuSeries, gpu_series, group_mean
 from playbook.core.jsonable import json_float
 
@@ -49,6 +50,9 @@ class OscillationResult:
     single_drop: dict | None = None
     # GPUs swinging with one period at phases stepping in GPU order (pipeline bubbles): synchrony.staggered's dict
     staggered: dict | None = None
+    # swinging GPUs busy one at a time, far less often together than independent ones (turns.turn_taking's dict
+    # with 'gpus'): stages of one model run in sequence
+    turns: dict | None = None
 
     def contract(self) -> dict:
         """The `oscillation` object of the diagnose JSON contract (NaN → None)."""
@@ -213,6 +217,10 @@ def _synchrony_groups(res: OscillationResult, series: GpuSeries, column: str, ta
     for gi, c in enumerate(sync.groups):
         table.loc[[swinging[r] for r in c], "group"] = gi
     res.antiphase = [(res.groups[i], res.groups[j]) for i, j in sync.antiphase]
+    if sync.label in ("independent", "groups"):
+        found = turn_taking(grid, corr)
+        if found:
+            res.turns = {**found, "gpus": [series.ids[swinging[r]] for r in found["rows"]]}
     # the dominant group: most members, then most time lost; its mean signal carries the period
     main = sync.groups[0]
     if len(main) >= 2:

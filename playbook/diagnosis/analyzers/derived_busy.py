@@ -60,6 +60,8 @@ def _derived_oscillation(steps: pd.DataFrame) -> tuple[OscillationResult | None,
     res.groups = [[rename(i) for i in g] for g in res.groups]
     res.swinging = [rename(i) for i in res.swinging]
     res.antiphase = [([rename(i) for i in a], [rename(i) for i in b]) for a, b in res.antiphase]
+    if res.turns:
+        res.turns = {**res.turns, "gpus": [rename(i) for i in res.turns["gpus"]]}
     if len(res.per_gpu):
         res.per_gpu["id"] = [rename(i) for i in res.per_gpu["id"]]
     return res, int(busy.groupby(["host", "rank"]).ngroups)

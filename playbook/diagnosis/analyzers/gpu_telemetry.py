@@ -8,6 +8,7 @@ import pandas as pd
 from playbook.analysis.gpu_limits import busy_power, sm_fill
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, fmt_span, job_gpus
+from playbook.analysis.idle_windows import idle_windows
 from playbook.analysis.intervals import telemetry_gaps
 from playbook.analysis.oscillation.fleet import analyze_gpu_series
 from playbook.analysis.series import gpu_series
@@ -51,6 +52,9 @@ class GpuTelemetry(Analyzer):
             warnings += run.gpu_report.warnings
             run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units)
             run.findings += telemetry.from_gpus(run.gpu_report, osc)
+            if signal == "util_pct" and not osc.detected and not osc.single_drop:
+                run.idle_windows = idle_windows(series)
+                run.findings += telemetry.from_idle_windows(run.idle_windows)
             if signal == "util_pct":
                 fill = sm_fill(tele)
                 run.findings += telemetry.from_sm_fill(fill)

@@ -32,6 +32,8 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
                "schedule shrink it")
         return support("staggered_swings", confidence(st["p_value"]), w, text, nxt, lost=osc.lost_fraction,
                        p_value=st["p_value"])
+    if osc.synchrony in ("independent", "groups") and getattr(osc, "turns", None):
+        return _turns(osc, w, levels, derived, label)
     if osc.synchrony == "synchronized" or (osc.synchrony is None and len(swinging) == 1 and n_total == 1):
         return _synchronized(osc, w, n_total, levels, derived, label)
     if osc.synchrony == "groups":
@@ -43,6 +45,20 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
         return support("independent_swings", 1.0, w, text, readings=_independent_readings(seen),
                        lost=osc.lost_fraction)
     return []
+
+
+def _turns(osc, w: float, levels: str, derived: str, label: str) -> list[Evidence]:
+    """Units busy one at a time (analysis.oscillation.turns): stages of one model running in sequence."""
+    tt = osc.turns
+    text = (f"{len(tt['gpus'])} {label} swing {levels} and take turns: two or more busy at once "
+            f"{tt['overlap']:.0%} of the time against {tt['expected']:.0%} for independent schedules of the same "
+            f"duty cycles ({_p(tt['p_value'])}){derived}: stages of one model split across them run one after "
+            "another (naive model parallelism), each idle while the others work")
+    nxt = ("check how the model is placed: one model split layer-wise over the GPUs (device_map='auto' in one "
+           "process) runs them in sequence; a whole model per GPU (torchrun with DDP or FSDP) or a pipeline "
+           "schedule with micro-batches keeps them busy together")
+    return support("turn_taking", confidence(tt["p_value"]), w, text, nxt, lost=osc.lost_fraction,
+                   p_value=tt["p_value"])
 
 
 def _single_drop(one: dict, label: str) -> list[Evidence]:
@@ -347,6 +363,20 @@ def _range(pct) -> str:
     """"7-38%", or "30%" when the lowest and the highest round to the same figure."""
     lo, hi = f"{pct.min():.0f}", f"{pct.max():.0f}"
     return f"{lo}%" if lo == hi else f"{lo}-{hi}%"
+
+
+def from_idle_windows(found: dict | None) -> list[Evidence]:
+    """Evidence from analysis.idle_windows: most polls at 0% between recurring bursts — waits of whole seconds."""
+    if not found:
+        return []
+    n = len(found["gpus"])
+    who = "the GPU reads" if n == 1 else f"the {n} GPUs read"
+    text = (f"{who} 0% in {found['zero_share']:.0%} of the polls (runs of {found['gap_s']:.3g} s, median) between "
+            f"{found['bursts']} or more bursts of work: whole sampling windows without a kernel, so the work arrives "
+            "in bursts with seconds of waiting between them — a loop bound by kernel launches or host syncs leaves "
+            "no window empty, a collective wait reads busy; the host preparing each batch (the input pipeline) does")
+    return support("idle_windows", 1.0, impact(found["zero_share"]), text, _loader_check("in the empty windows"),
+                   lost=found["zero_share"])
 
 
 def from_sm_fill(fill: dict | None) -> list[Evidence]:

@@ -212,6 +212,9 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
         # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
         # (each step's, or a running total since the start: read below by their values); so is fastai's `04:39`
         dur_key, dur_factor, time_key, seconds = time_key, 1.0, None, secs
+    if time_key is None and dur_key is None:  # `step,epoch,loss`: the epoch's number was its only time
+        raise InputError(f"{src}: a table of {step_key} with no step time and no clock column (columns "
+                         f"{', '.join(map(str, keys[:6]))}): nothing says how long a step took")
     if time_key:
         t_ns = _to_ns(records[time_key], _norm(time_key), tz)
         missing = t_ns == np.iinfo(np.int64).min

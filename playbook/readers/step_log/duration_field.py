@@ -4,7 +4,8 @@ Among the duration and rate fields present on at least half as many step lines a
 specific role wins (vocab.PREFERENCE: per-step > generic time > window > verified-monotone cumulative > running
 average > unnamed); a field named like a total that goes up and down, a Unix clock reading, a time of day and a plain
 time are re-read by their values first (columns.py); a clock on the lines that the chosen field does not account for
-replaces it (line_clock.py); a field longer than the wall time between the stamped lines around it is no step's
+replaces it (line_clock.py), and so do the differences of its running totals when it is a mean since the
+start that the stamps show (global_mean.py); a field longer than the wall time between the stamped lines around it is no step's
 time (line_clock.outlasts_lines).
 """
 
@@ -23,6 +24,7 @@ from playbook.readers.step_log.columns import (
     time_of_day,
     total_reading,
 )
+from playbook.readers.step_log.global_mean import since_start_steps
 from playbook.readers.step_log.line_clock import clock_or, outlasts_lines
 from playbook.readers.step_log.vocab import (
     CLOCK,
@@ -91,6 +93,8 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     _, _, _, name, cls = min(ranked)
     name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols, pos), step,
                                       rank, cols, cands, pos)  # a clock on the lines the field does not account for
+    if cls not in (CUMULATIVE, WINDOW) and (mean := since_start_steps(step, rank, time, values)) is not None:
+        values, how = mean, f"{how}: a mean since the start, its running totals' differences (the stamps agree)"
     # counters of another kind count other things (Ray Train's `iteration N` per report, its workers' tqdm bar
     # per batch): the file's step records are those of the kinds that carry its duration field
     mine = np.isin(kind, np.unique(kind[np.isfinite(cols[name])]))

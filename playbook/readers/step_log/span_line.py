@@ -2,13 +2,22 @@
 `epoch time: 37500.000 ms, per step time: 20.000 ms`): the span holds total / per-step steps, since the per-step
 time is by definition the total over the steps, so the line ends that many steps after the previous such line, or
 at the last step named when step lines (MindSpore's LossMonitor) counted the span already. Such lines are the
-grammar's implicit counters: a line without a counter whose field names a step's own time."""
+grammar's implicit counters: a line without a counter whose field names a step's own time.
+
+Such a line may still number its step without a keyword (NVIDIA/tacotron2's `Train loss {iteration} {loss} Grad Norm
+{norm} {duration}s/it`): a lone bare integer (no point, unit or key of its own) that rises past the rank's last step is
+the step; otherwise the line is the step after the last one named."""
 
 from __future__ import annotations
+
+import re
 
 from playbook.readers.step_log.counter import StepCounter
 from playbook.readers.step_log.vocab import IMPLICIT_HINT, PER_STEP, STEP_NAMES
 
+# a bare integer: not part of a number, word, key (`bs=32`, `epoch 3`), ratio, stamp or unit-suffixed value (`5s`)
+BARE_INT = re.compile(r"(?<![\w.:/=#-])(?<!epoch )(?<!Epoch )(?<!EPOCH )\d{1,12}(?![\w.:/%=-])")
+UNIT_STEPS = STEP_NAMES + ("it",)  # a key's word, or its unit's denominator (`(s/it)`), that names one step
 SPAN_WORDS = frozenset(("epoch", "total"))  # a duration named with one of these is the span's, not one step's
 
 
@@ -32,17 +41,20 @@ def span_end(last_named: int, previous_end: int, n: int | None) -> int:
 
 def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
     """A line of the step scanner `lines` (grammar.StepLines) without a counter whose field names a step's own time
-    (`Iteration duration: 0.53`, `step_time=0.5s`): the next step of its rank, or a span's end beside the span's
-    total."""
+    (`Iteration duration: 0.53`, `step_time=0.5s`, a per-step unit `3.79s/it`): its lone bare integer when that
+    rises past its rank's last step, else the next step of its rank, or a span's end beside the span's total."""
     if not IMPLICIT_HINT.search(body):
         return None
     every = lines._fields(body, None)
     fields = {k: v for k, v in every.items()
-              if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in k.split("_") for w in STEP_NAMES)}
+              if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in re.split(r"[_/()]", k) for w in UNIT_STEPS)}
     if not fields:
         return None
     n = span_steps(every)
-    step = span_end(lines.last_step.get(ctx.rank, 0), lines.span_ends.get(ctx.rank, 0), n)
+    last = lines.last_step.get(ctx.rank)
+    step = span_end(last or 0, lines.span_ends.get(ctx.rank, 0), n)
+    if n is None and len(bare := BARE_INT.findall(body)) == 1 and (last is None or int(bare[0]) > last):
+        step = int(bare[0])  # the line's own number for its step
     if n is not None:
         lines.span_ends[ctx.rank] = step
     c = StepCounter(step, None, None, (0, 0), False)

