@@ -35,6 +35,10 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     # sequence (naive model parallelism); a rank waiting in a collective reads busy, so data-parallel waits do not
     # look like this (analysis.oscillation.turns)
     "turn_taking": {"pipeline_imbalance": 0.85},
+    # the same on GPUs of different models: data-parallel replicas of unequal speed whose waits idle the faster one
+    # (a host-side synchronisation; tensorpack#447, two unequal cards "when one GPU is 100%, the other is 0%"), or
+    # stages of one model on mismatched cards
+    "turn_taking_unequal": {"collective_straggler": 0.6, "pipeline_imbalance": 0.35},
     # one period, each GPU's dip a fixed step after the previous GPU's: the bubbles of a pipeline schedule
     "staggered_swings": {"pipeline_imbalance": 0.85},
     "idle_and_saturated": {"pipeline_imbalance": 0.7},  # one side saturated, the other starved: a bottleneck stage

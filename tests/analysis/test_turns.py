@@ -93,3 +93,16 @@ def test_three_gpus_taking_turns_read_as_stages_waiting_on_each_other():
     assert top["id"] == "pipeline_imbalance", [(h["id"], h["score"]) for h in d.hypotheses]
     assert "take turns" in " ".join(top["evidence"])
     assert d.accounting["lost_share"] > 0.5
+
+
+def test_two_unequal_gpus_taking_turns_read_first_as_replicas_waiting_for_the_slower():
+    """The same turns on a GTX 1080 Ti and a GTX 1080 (Bundle.meta GPU_MODELS): data-parallel replicas of unequal
+    speed come first (collective_straggler), stages of one model second; matched names keep pipeline_imbalance."""
+    grid = _turns_grid(2, 300, seed=5)
+    for names, first, second in ((("GeForce GTX 1080 Ti", "GeForce GTX 1080"), "collective_straggler",
+                                  "pipeline_imbalance"),
+                                 (("Tesla V100", "Tesla V100"), "pipeline_imbalance", None)):
+        bundle = _bundle(grid)
+        bundle.meta[schema.GPU_MODELS] = {schema.gpu_id("vm", g): name for g, name in enumerate(names)}
+        ids = [h["id"] for h in diagnose(bundle).hypotheses]
+        assert ids[0] == first and (second is None or second in ids[1:3]), ids

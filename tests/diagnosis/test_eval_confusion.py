@@ -295,8 +295,11 @@ CASES = [
     # make_heldout11.py writes them): scored once as written — 2 of 5 right, one called healthy; kept: a 3090
     # jumping 0 <-> 97% about once a second, 8 V100s all idle 5-7 s after every 8 steps (right first), and 8 V100s
     # each swinging 60-100% on its own schedule at 100 ms polls (healthy first → data_starvation: a shortfall in
-    # stretches is lost time, not jitter, accounting.gpu_time._sustained)
+    # stretches is lost time, not jitter, accounting.gpu_time._sustained); a GTX 1080 Ti and a GTX 1080 taking turns
+    # in data parallel (data_starvation first → pipeline_imbalance after heldout24's turn-taking → collective_straggler:
+    # turns on GPUs of different models, evidence turn_taking_unequal)
     *[(f"heldout11 {name}", want, _file(f"heldout11/{name}")) for name, want in (
+        ("tensorpack_447_alternating.csv", "collective_straggler"),
         ("yolov5obb_439_one_hz.csv", "data_starvation"),
         ("open_clip_703_every_8.csv", "data_starvation"),
         ("megengine_2_spiky.csv", "data_starvation"))],

@@ -50,7 +50,8 @@ class GpuTelemetry(Analyzer):
             n_units = len(series.time_clusters()[0]) if len(series) else 0
             warnings += [w for w in osc.warnings if w not in warnings]
             warnings += run.gpu_report.warnings
-            run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units)
+            run.findings += telemetry.from_oscillation(osc, run.gpu_report.table, n_units,
+                                                       models=run.bundle.meta.get(GPU_MODELS))
             run.findings += telemetry.from_gpus(run.gpu_report, osc)
             if signal == "util_pct" and not osc.detected and not osc.single_drop:
                 run.idle_windows = idle_windows(series)

@@ -12,8 +12,10 @@ from playbook.diagnosis.ranking import Evidence, confidence, impact, support
 from playbook.knowledge import ids as cause_ids
 
 
-def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str = "GPUs") -> list[Evidence]:
-    """Evidence from analysis.oscillation.OscillationResult (and the GPU table for context)."""
+def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str = "GPUs",
+                     models: dict[str, str] | None = None) -> list[Evidence]:
+    """Evidence from analysis.oscillation.OscillationResult (and the GPU table for context); `models`: each GPU's
+    product name by GPU id, where the input names it (Bundle.meta GPU_MODELS)."""
     if not osc.detected:
         return _single_drop(osc.single_drop, label) if osc.single_drop else []
     w = impact(osc.lost_fraction)
@@ -33,7 +35,7 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
         return support("staggered_swings", confidence(st["p_value"]), w, text, nxt, lost=osc.lost_fraction,
                        p_value=st["p_value"])
     if osc.synchrony in ("independent", "groups") and getattr(osc, "turns", None):
-        return _turns(osc, w, levels, derived, label)
+        return _turns(osc, w, levels, derived, label, models or {})
     if osc.synchrony == "synchronized" or (osc.synchrony is None and len(swinging) == 1 and n_total == 1):
         return _synchronized(osc, w, n_total, levels, derived, label)
     if osc.synchrony == "groups":
@@ -47,13 +49,26 @@ def from_oscillation(osc, gpu_table=None, n_gpus: int | None = None, label: str 
     return []
 
 
-def _turns(osc, w: float, levels: str, derived: str, label: str) -> list[Evidence]:
-    """Units busy one at a time (analysis.oscillation.turns): stages of one model running in sequence."""
+def _turns(osc, w: float, levels: str, derived: str, label: str, models: dict[str, str]) -> list[Evidence]:
+    """Units busy one at a time (analysis.oscillation.turns): stages of one model running in sequence — or, on GPUs
+    of different models, data-parallel replicas of unequal speed where a waiting replica idles (a synchronisation on
+    the host, not a spinning NCCL kernel: tensorpack#447's GTX 1080 Ti and GTX 1080, "when one GPU is 100%, the
+    other is 0%", working together once the cards matched)."""
     tt = osc.turns
-    text = (f"{len(tt['gpus'])} {label} swing {levels} and take turns: two or more busy at once "
+    seen = (f"{len(tt['gpus'])} {label} swing {levels} and take turns: two or more busy at once "
             f"{tt['overlap']:.0%} of the time against {tt['expected']:.0%} for independent schedules of the same "
-            f"duty cycles ({_p(tt['p_value'])}){derived}: stages of one model split across them run one after "
-            "another (naive model parallelism), each idle while the others work")
+            f"duty cycles ({_p(tt['p_value'])}){derived}")
+    named = [models.get(g) for g in tt["gpus"]]
+    kinds = sorted(set(named)) if all(named) else []
+    if len(kinds) > 1:
+        text = (f"{seen} on GPUs of different models ({', '.join(kinds)}): replicas of unequal speed, the faster "
+                "idle at each synchronisation until the slower arrives — or stages of one model split across them")
+        nxt = ("compare the step time per GPU model (or run on matched GPUs): data-parallel replicas go at the "
+               "slowest one's pace; a per-GPU batch sized to each GPU's speed, or matched cards, removes the waits")
+        return support("turn_taking_unequal", confidence(tt["p_value"]), w, text, nxt, lost=osc.lost_fraction,
+                       p_value=tt["p_value"])
+    text = (f"{seen}: stages of one model split across them run one after another (naive model parallelism), each "
+            "idle while the others work")
     nxt = ("check how the model is placed: one model split layer-wise over the GPUs (device_map='auto' in one "
            "process) runs them in sequence; a whole model per GPU (torchrun with DDP or FSDP) or a pipeline "
            "schedule with micro-batches keeps them busy together")
