@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from playbook.analysis.accounting.gpu_time import IDLE_PCT
 from playbook.analysis.series import GpuSeries
 
 # "0%": nvidia-smi, gpustat, dmon and DCGM print whole percent, so a window with any kernel time at all reads >= 1
@@ -22,14 +23,20 @@ ZERO_PCT = 0.5
 # eval; 2026-12): only two files have every GPU at 0% in >= 30% of its polls with >= 3 bursts — heldout24's
 # open_clip_681 (91%) and heldout9's video_analyst_215 (43%, a swing to 89% the oscillation analysis reads first).
 MIN_ZERO_SHARE = 0.5
-# bursts that recur (three, as a swing's two drops and a period need), not one job start or one evaluation
+# bursts that recur (three, as a swing's two drops and a period need), not one job start or one evaluation; a burst
+# is work only above the idle level (IDLE_PCT: a monitoring query, a notebook's tensor, an idle server's heartbeat
+# read 1-3%); heldout24's open_clip_681 bursts read 12-24% at 1 s polls
 MIN_BURSTS = 3
+# a reading covers the last 1/6 s to 1 s before its poll: runs of 0% polls are seconds without a kernel only when the
+# polls are at most that far apart (further apart, the share of empty readings still estimates the empty windows)
+WINDOW_S = 1.0
 
 
 def idle_windows(series: GpuSeries) -> dict | None:
     """{'gpus', 'zero_share', 'bursts', 'gap_s'} when every GPU of the series reads 0% in at least MIN_ZERO_SHARE of
     its polls and works in at least MIN_BURSTS separate bursts (zero_share: the GPUs' median share of 0% polls;
-    bursts: the fewest bursts of any GPU; gap_s: the median run of 0% polls, in seconds); else None."""
+    bursts: the fewest bursts above IDLE_PCT of any GPU; gap_s: the median run of 0% polls, in seconds, NaN where
+    the polls are further apart than WINDOW_S); else None."""
     if not len(series.ids):
         return None
     shares, bursts, gaps = [], [], []
@@ -38,14 +45,15 @@ def idle_windows(series: GpuSeries) -> dict | None:
         if len(x) < 2 * MIN_BURSTS:
             return None
         zero = x < ZERO_PCT
-        starts = np.flatnonzero(~zero[1:] & zero[:-1]) + 1  # a burst begins after a 0% poll
-        if zero.mean() < MIN_ZERO_SHARE or len(starts) < MIN_BURSTS:
+        edges = np.flatnonzero(np.diff(np.r_[0, (~zero).astype(np.int8), 0]))  # bursts: runs of polls above 0%
+        work = [s for s, e in zip(edges[::2], edges[1::2], strict=True) if s > 0 and np.nanmax(x[s:e]) > IDLE_PCT]
+        if zero.mean() < MIN_ZERO_SHARE or len(work) < MIN_BURSTS:  # a burst begins after a 0% poll
             return None
         edges = np.flatnonzero(np.diff(np.r_[0, zero.astype(np.int8), 0]))
         runs = edges[1::2] - edges[::2]  # lengths of the 0% runs, in polls
         dt = series.interval(g)
         shares.append(float(zero.mean()))
-        bursts.append(int(len(starts)))
-        gaps.append(float(np.median(runs)) * (dt if np.isfinite(dt) else 1.0))
+        bursts.append(len(work))
+        gaps.append(float(np.median(runs)) * dt if np.isfinite(dt) and dt <= WINDOW_S else np.nan)
     return {"gpus": list(series.ids), "zero_share": float(np.median(shares)), "bursts": min(bursts),
-            "gap_s": float(np.median(gaps))}
+            "gap_s": float(np.median(gaps)) if np.isfinite(gaps).all() else float("nan")}

@@ -33,12 +33,14 @@ SPECIFICITY: dict[str, dict[str, float]] = {
     "idle_windows": {"data_starvation": 0.6, "h2d_copy": 0.15},
     # GPUs busy one at a time, far less often together than independent schedules: stages of one model run in
     # sequence (naive model parallelism); a rank waiting in a collective reads busy, so data-parallel waits do not
-    # look like this (analysis.oscillation.turns)
-    "turn_taking": {"pipeline_imbalance": 0.85},
+    # look like this (analysis.oscillation.turns). Likely, not confirmed: work handed to one GPU at a time by
+    # something else (requests served round-robin at a concurrency of one, trials run one after another) looks the same
+    "turn_taking": {"pipeline_imbalance": 0.7},
     # the same on GPUs of different models: data-parallel replicas of unequal speed whose waits idle the faster one
     # (a host-side synchronisation; tensorpack#447, two unequal cards "when one GPU is 100%, the other is 0%"), or
-    # stages of one model on mismatched cards
-    "turn_taking_unequal": {"collective_straggler": 0.6, "pipeline_imbalance": 0.35},
+    # stages of one model on mismatched cards. Possible only: replicas that start each step together overlap at
+    # least as often as chance, so turns need the waits to idle both sides in alternation (one anecdote, no trace)
+    "turn_taking_unequal": {"collective_straggler": 0.45, "pipeline_imbalance": 0.35},
     # one period, each GPU's dip a fixed step after the previous GPU's: the bubbles of a pipeline schedule
     "staggered_swings": {"pipeline_imbalance": 0.85},
     "idle_and_saturated": {"pipeline_imbalance": 0.7},  # one side saturated, the other starved: a bottleneck stage

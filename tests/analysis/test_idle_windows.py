@@ -68,3 +68,21 @@ def test_a_gpu_waiting_seconds_between_bursts_reads_as_input_starvation():
 def test_a_steady_low_level_without_empty_windows_stays_unexplained():
     d = diagnose(_bundle([_steady(600, 8, level=30.0)]))
     assert d.hypotheses[0]["id"] != "data_starvation"
+
+
+def test_blips_at_the_idle_level_are_no_bursts_of_work():
+    """Two idle GPUs whose 0% polls are broken by 1-3% blips (a monitoring query, a notebook's tensor; review of
+    heldout24): no bursts of work, no input starvation."""
+    rng = np.random.default_rng(8)
+    blips = [np.where(rng.random(400) < 0.05, rng.integers(1, 4, 400), 0).astype(float) for _ in range(2)]
+    assert idle_windows(gpu_series(_bundle(blips).telemetry, ("util_pct",))) is None
+    assert diagnose(_bundle(blips)).hypotheses[0]["id"] != "data_starvation"
+
+
+def test_polls_further_apart_than_a_reading_claim_no_run_lengths():
+    """At 10 s polls a 0% reading covers its last second only: the share still counts, the runs are not claimed."""
+    b = _bundle([_bursts(400, 1), _bursts(400, 2)])
+    t = b.telemetry.copy()
+    t["time"] = t["time"].min() + (t["time"] - t["time"].min()) * 10
+    found = idle_windows(gpu_series(schema.telemetry_frame({c: t[c].to_numpy() for c in t.columns}), ("util_pct",)))
+    assert found is not None and np.isnan(found["gap_s"])

@@ -68,7 +68,8 @@ def _turns(osc, w: float, levels: str, derived: str, label: str, models: dict[st
         return support("turn_taking_unequal", confidence(tt["p_value"]), w, text, nxt, lost=osc.lost_fraction,
                        p_value=tt["p_value"])
     text = (f"{seen}: stages of one model split across them run one after another (naive model parallelism), each "
-            "idle while the others work")
+            "idle while the others work — or work handed to one GPU at a time (requests served one by one, trials "
+            "run in turn)")
     nxt = ("check how the model is placed: one model split layer-wise over the GPUs (device_map='auto' in one "
            "process) runs them in sequence; a whole model per GPU (torchrun with DDP or FSDP) or a pipeline "
            "schedule with micro-batches keeps them busy together")
@@ -386,7 +387,8 @@ def from_idle_windows(found: dict | None) -> list[Evidence]:
         return []
     n = len(found["gpus"])
     who = "the GPU reads" if n == 1 else f"the {n} GPUs read"
-    text = (f"{who} 0% in {found['zero_share']:.0%} of the polls (runs of {found['gap_s']:.3g} s, median) between "
+    runs = f" (runs of {found['gap_s']:.3g} s, median)" if found["gap_s"] == found["gap_s"] else ""  # NaN: sparse polls
+    text = (f"{who} 0% in {found['zero_share']:.0%} of the polls{runs} between "
             f"{found['bursts']} or more bursts of work: whole sampling windows without a kernel, so the work arrives "
             "in bursts with seconds of waiting between them — a loop bound by kernel launches or host syncs leaves "
             "no window empty, a collective wait reads busy; the host preparing each batch (the input pipeline) does")
