@@ -115,3 +115,17 @@ def test_a_steps_own_time_creeping_under_a_constant_overhead_is_not_taken_for_a_
     (path := tmp_path / "creep.log").write_text("\n".join(lines) + "\n")
     steps, seconds = _steps(path)
     assert max(seconds) < 0.66 and min(seconds) > 0.54
+
+
+def test_an_integer_that_counts_something_else_does_not_number_the_steps(tmp_path):
+    """`samples: 256` rising by 256 a line beside `1.0s/it`, stamped a second apart: consecutive steps (review: steps
+    256, 512, ... accounted 15,350 s of wall time for a 60 s log); a constant rank number is no step either."""
+    t0 = datetime(2025, 3, 1, 8, 0, 0)
+    p = tmp_path / "samples.log"
+    p.write_text("".join(f"{(t0 + timedelta(seconds=i)).strftime('%Y-%m-%d %H:%M:%S')} loss 0.4 samples: "
+                         f"{256 * (i + 1)} 1.0s/it\n" for i in range(60)))
+    steps, seconds = _steps(p)
+    assert steps == list(range(256, 316)) and set(seconds) == {1.0}
+    r = tmp_path / "rank.log"
+    r.write_text("".join(f"rank 3 loss 0.4 {0.5 + i / 1000:.3f}s/it\n" for i in range(10)))
+    assert _steps(r)[0] == list(range(3, 13))

@@ -166,6 +166,7 @@ class StepLines:
         self.keras_epoch: int | None = None
         self.last_step: dict[int, int] = {}
         self.span_ends: dict[int, int] = {}  # rank -> the step its last span line ended at (span_line.py)
+        self.bare_counting: dict[int, bool] = {}  # rank -> its bare integers count its steps (span_line.py)
         self.rates: dict[int, tuple[int, float]] = {}  # rank -> step rate lines since its last step line (_hold_rate)
         self.metric_lines = 0
         self.eval_lines = 0

@@ -5,8 +5,10 @@ at the last step named when step lines (MindSpore's LossMonitor) counted the spa
 grammar's implicit counters: a line without a counter whose field names a step's own time.
 
 Such a line may still number its step without a keyword (NVIDIA/tacotron2's `Train loss {iteration} {loss} Grad Norm
-{norm} {duration}s/it`): a lone bare integer (no point, unit or key of its own) that rises past the rank's last step is
-the step; otherwise the line is the step after the last one named."""
+{norm} {duration}s/it`): a lone bare integer (no point, unit or key of its own) numbers the rank's first such line,
+and then the lines whose integer is one more than the step before — a count of steps; once it has counted, a jump
+forward (lines cut from a paste) is still its number. Any other integer (`samples: 256` rising by 256 a line, a rank,
+an epoch, a day of the month) is no step's: the line is the step after the last one named."""
 
 from __future__ import annotations
 
@@ -53,8 +55,14 @@ def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
     n = span_steps(every)
     last = lines.last_step.get(ctx.rank)
     step = span_end(last or 0, lines.span_ends.get(ctx.rank, 0), n)
-    if n is None and len(bare := BARE_INT.findall(body)) == 1 and (last is None or int(bare[0]) > last):
-        step = int(bare[0])  # the line's own number for its step
+    counting = False
+    if n is None and len(bare := BARE_INT.findall(body)) == 1:
+        value = int(bare[0])
+        counting = last is not None and value == last + 1
+        if last is None or counting or (value > last and lines.bare_counting.get(ctx.rank)):
+            step = value  # the line's own number for its step
+            counting = counting or last is not None
+    lines.bare_counting[ctx.rank] = counting
     if n is not None:
         lines.span_ends[ctx.rank] = step
     c = StepCounter(step, None, None, (0, 0), False)
