@@ -3,7 +3,9 @@ names Python functions (pstats_text.py's cProfile rows, stack_samples.py's py-sp
 line_profile.py's source lines).
 
   loader      the DataLoader's iteration: any function of torch/utils/data's dataloader.py or _utils/fetch.py (the
-              loop's `next(loader)` nests them), torch.profiler's `enumerate(DataLoader)#...` op
+              loop's `next(loader)` nests them), of a project's own dataloader.py, torch.profiler's
+              `enumerate(DataLoader)#...` op. A DataLoader worker process (`_worker_loop`) is always in the loader:
+              its stacks are the workers', not the training loop's (`is_worker`)
   sync        calls that return only once the device has answered or a transfer is done: the Tensor methods `.item()`,
               `.cpu()`, `.tolist()`, `.cuda()`, `.to()`, `synchronize`, `torch.as_tensor` and torch's
               `_cuda_synchronize`; in native or op frames cuda*/hip*Synchronize and `_local_scalar_dense` (what
@@ -16,13 +18,17 @@ from __future__ import annotations
 
 import re
 
-LOADER_FILES = ("dataloader.py", "fetch.py")
+LOADER_FILES = ("dataloader.py", "fetch.py")  # torch/utils/data's; a project's own dataloader.py is its loader too
+_TORCH_DATA = re.compile(r"(?:^|[/\\])torch[/\\]utils[/\\]data[/\\]")
+WORKER_LOOP = "_worker_loop"  # torch/utils/data/_utils/worker.py: a DataLoader worker process's main loop
 SYNC_METHODS = ("item", "cpu", "tolist", "cuda", "to", "synchronize")
 SYNC_BUILTINS = ("as_tensor", "_cuda_synchronize")
 COLLECTIVE_FILE = "distributed_c10d.py"
-# native and op frames: the runtime's synchronize calls (profiler_table.SYNC_CALLS' names) and the scalar read
-_NATIVE_SYNC = re.compile(r"(?:^|\W)(?:(?:cu(?:da)?|hip)(?:Stream|Device|Event|Ctx)Synchronize|_local_scalar_dense)",
-                          re.IGNORECASE)  # any suffix: cudaStreamSynchronize_v2, _local_scalar_dense_cuda
+# the runtime's synchronize calls (cudaStreamSynchronize, cuCtxSynchronize, hipDeviceSynchronize ...; also
+# profiler_table.SYNC_CALLS); in native and op frames with the scalar read, any suffix: cudaStreamSynchronize_v2,
+# _local_scalar_dense_cuda
+SYNC_API = r"(?:cu(?:da)?|hip)(?:Stream|Device|Event|Ctx)Synchronize"
+_NATIVE_SYNC = re.compile(r"(?:^|\W)(?:" + SYNC_API + r"|_local_scalar_dense)", re.IGNORECASE)
 _LOADER_OP = re.compile(r"^enumerate\(DataLoader\)")
 _CUDA_FILE = re.compile(r"(?:^|[/\\])torch[/\\]cuda[/\\]")
 LOADER, SYNC, COLLECTIVE = "loader", "sync", "collective"
@@ -37,7 +43,7 @@ def frame_kind(func: str, path: str = "") -> str | None:
     """LOADER, SYNC, COLLECTIVE or None for one frame: its function name and the file it runs in ("" for a native
     or op frame, whose name is then matched alone)."""
     base = basename(path)
-    if base in LOADER_FILES and path:
+    if path and (base == "dataloader.py" or (base in LOADER_FILES and _TORCH_DATA.search(path))):
         return LOADER
     if base == COLLECTIVE_FILE:
         return COLLECTIVE
@@ -48,6 +54,11 @@ def frame_kind(func: str, path: str = "") -> str | None:
     if not path and _LOADER_OP.match(func):
         return LOADER
     return None
+
+
+def is_worker(frames: list[tuple[str, str]]) -> bool:
+    """A DataLoader worker process's stack (frames as (function, path)): its loop, not the training loop."""
+    return any(func == WORKER_LOOP for func, _ in frames)
 
 
 def innermost(frames: list[tuple[str, str]]) -> str | None:

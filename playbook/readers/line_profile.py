@@ -27,6 +27,9 @@ _LOADER_SRC = re.compile(r"^\s*(?:for\s[^#]{0,500}?\sin\s[^#]{0,500}?loader|[^#]
                          r"(?:loader|_iter|iterator)\w{0,100}\s*\))", re.IGNORECASE)
 _SYNC_SRC = re.compile(r"\.(?:" + "|".join(host_calls.SYNC_METHODS) + r")\(|\b(?:torch\.)?(?:cuda\.)?(?:"
                        + "|".join(host_calls.SYNC_BUILTINS) + r")\(")
+# no wait: a copy asked not to block, or `.to()` of a dtype alone (a cast on the device)
+_ASYNC_SRC = re.compile(r"non_blocking\s{0,5}=\s{0,5}True|\.to\(\s{0,5}(?:dtype\s{0,5}=|torch\.(?:u?int\d{1,2}|float\d{1,2}|"
+                        r"bfloat16|half|float|double|long|int|bool|complex\d{2,3})\s{0,5}\))")
 MAX_FUNCTIONS = 1_000
 
 
@@ -37,7 +40,8 @@ class LineProfile:
         self.functions: list[dict] = []  # {total_s, loader_pct, sync_pct, rows, shown_pct, loader_src, sync_src}
         self._in = False  # inside a listing's rows
         self._total: float | None = None  # the `Total time` stated above the next listing
-        self._unit = False  # line_profiler's first line (`Timer unit: ...`) seen
+        self._unit = False  # line_profiler's first line (`Timer unit: ...`) seen, and only its heading lines since
+        self._line = 0  # the source line number of the listing's last row: rows are every line, in order
 
     def feed(self, body: str) -> bool:
         if _META.match(body):  # the lines above a listing: only after its `Timer unit` (another log's
@@ -49,18 +53,21 @@ class LineProfile:
             if len(self.functions) < MAX_FUNCTIONS:
                 self.functions.append({"total_s": self._total, "rows": 0, "shown_pct": 0.0, "loader_pct": 0.0,
                                        "sync_pct": 0.0, "loader_src": "", "sync_src": ""})
-            self._total, self._in = None, True
+            self._total, self._in, self._line = None, True, 0
             return True
         if not self._in:
+            self._unit = False  # another text between listings: a later `File:` or `Total time:` is its own
             return False
         if _RULE.match(body):
             return True
-        if m := _ROW.match(body):
-            self._row(float(m.group(5)), m.group(6).strip())
+        m, bare = _ROW.match(body), _BARE.match(body)
+        number = int(body.split()[0]) if (m or bare) else -1
+        if number > 0 and (self._line == 0 or number == self._line + 1):  # the function's next source line
+            self._line = number
+            if m:
+                self._row(float(m.group(5)), m.group(6).strip())
             return True
-        if _BARE.match(body):
-            return True
-        self._in = False
+        self._in = False  # `100 steps done`: not the next source line, the listing has ended
         return False
 
     def _row(self, pct: float, source: str) -> None:
@@ -68,7 +75,7 @@ class LineProfile:
         f["rows"] += 1
         f["shown_pct"] += pct
         for kind, pattern in (("loader", _LOADER_SRC), ("sync", _SYNC_SRC)):
-            if pattern.search(source):
+            if pattern.search(source) and not (kind == "sync" and _ASYNC_SRC.search(source)):
                 f[f"{kind}_pct"] += pct
                 if pct > 0 and not f[f"{kind}_src"]:
                     f[f"{kind}_src"] = source[:100]

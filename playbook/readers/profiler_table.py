@@ -27,6 +27,7 @@ import math
 import re
 import statistics
 
+from playbook.readers import host_calls
 from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
@@ -38,7 +39,7 @@ _TIME = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)$")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
 _TOTAL = re.compile(r"^\s*Self (\w+) time total:\s*(\S+)\s*$")
 _LAUNCH = re.compile(r"^(?:cuda|cu|hip)LaunchKernel", re.IGNORECASE)
-SYNC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Stream|Device|Event|Ctx)Synchronize", re.IGNORECASE)
+SYNC_CALLS = re.compile("^" + host_calls.SYNC_API, re.IGNORECASE)
 _COPY_CALLS = re.compile(r"^(?:cu(?:da)?|hip)Memcpy", re.IGNORECASE)  # cudaMemcpyAsync, cuMemcpyHtoDAsync_v2 ...
 _ALLOC_CALLS = re.compile(r"^(?:cu(?:da)?|hip)(?:Malloc|Free|MemAlloc|MemFree)", re.IGNORECASE)
 # the device's copy rows: "Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pinned)" (CUPTI's names)

@@ -49,6 +49,7 @@ class FoldedStacks:
     def __init__(self):
         self.counts: dict[str, float] = {"total": 0.0}
         self.stacks = 0
+        self.workers = 0  # DataLoader worker stacks, left out of the shares
         self.examples: dict[str, str] = {}  # kind -> the innermost frame of its largest stack
 
     def feed(self, body: str) -> bool:
@@ -59,6 +60,9 @@ class FoldedStacks:
         if not all(p and (not any(c.isspace() for c in p) or "::" in p or _PYSPY_FRAME.match(p)) for p in parts):
             return False  # a frame is one symbol, `function (file:line)` or a C++ name: not words of a sentence
         frames = [split_frame(f) for f in reversed(parts)]
+        if host_calls.is_worker(frames):  # a DataLoader worker's samples (`--subprocesses`): always in the loader
+            self.workers += 1
+            return True
         if self.stacks < MAX_STACKS:
             n = float(count)
             kind = host_calls.innermost(frames) or "other"
@@ -69,7 +73,8 @@ class FoldedStacks:
         return True
 
     def summary(self) -> dict | None:
-        """{stacks, samples, loader, sync, collective (counts of samples), examples}; None without stacks."""
+        """{stacks, samples, loader, sync, collective (counts of samples), examples}; None without stacks (the
+        DataLoader workers' stacks are not counted: their process is always in the loader)."""
         if not self.stacks:
             return None
         c = self.counts
@@ -87,8 +92,9 @@ class PySpyDump:
 
     def feed(self, body: str) -> bool:
         if _HEADER.match(body):
-            self._process = self._process or body.lstrip().startswith("Process ")
-            return self._process
+            was, self._process = self._process, body.lstrip().startswith("Process ")
+            return self._process or was  # a `Python v...` line right after its `Process N:` line
+        self._process = False
         if m := _THREAD.match(body):
             if len(self.threads) < MAX_THREADS:
                 thread = {"name": m.group(3), "state": m.group(2), "frames": []}
@@ -106,11 +112,11 @@ class PySpyDump:
         return True
 
     def summary(self) -> dict | None:
-        """{threads, main: [{state, kind, top}] for the threads named MainThread (one per process)}; None without
-        threads."""
+        """{threads, main: [{state, kind, top}] for the threads named MainThread (one per process; a DataLoader
+        worker process's left out: it is always in the loader)}; None without threads."""
         if not self.threads:
             return None
         main = [{"state": t["state"], "kind": host_calls.innermost(t["frames"]),
                  "top": t["frames"][0][0] if t["frames"] else ""}
-                for t in self.threads if t["name"] == "MainThread"]
+                for t in self.threads if t["name"] == "MainThread" and not host_calls.is_worker(t["frames"])]
         return {"threads": len(self.threads), "main": main}

@@ -38,6 +38,7 @@ class TfprofTable:
         if _DOC.match(body):
             self._doc = self._doc or body.strip() == "Doc:"
             return self._doc
+        self._doc = False  # the doc block ended: a later `op: Something` line is another text's
         if self.columns is None:
             return False
         cells = _CELL.findall(body)

@@ -177,3 +177,55 @@ def test_a_total_time_line_of_another_log_is_not_taken_for_a_line_profiler_headi
     scan = LineProfile()
     assert not scan.feed("Total time: 12.5 s") and not scan.feed("File: train.log")
     assert scan.feed("Timer unit: 1e-06 s") and scan.feed("Total time: 12.5 s")
+
+
+WORKER = ("_worker_loop (torch/utils/data/_utils/worker.py:308);fetch (torch/utils/data/_utils/fetch.py:51);"
+          "__getitem__ (data.py:22)")
+
+
+def test_dataloader_worker_processes_are_not_the_training_loop(tmp_path):
+    """`py-spy record --subprocesses`: the workers' stacks are always in the loader — left out of the shares, so
+    a loop busy in its model is not called starved (review of heldout25)."""
+    d = _folded(tmp_path, [f"{LOOP};forward (model.py:31) 900", f"{WORKER} 900", f"{WORKER} 900",
+                           f"{LOOP};{LOADER} 100"])
+    assert d.verdict["id"] != "data_starvation" or any("10% of the 1,000 samples" in e
+                                                       for e in d.hypotheses[0]["evidence"])
+    scan = FoldedStacks()
+    for line in (f"{LOOP};forward (model.py:31) 900", f"{WORKER} 900"):
+        assert scan.feed(line)
+    assert scan.summary()["samples"] == 900.0 and scan.summary()["loader"] == 0.0
+
+
+def test_a_project_fetch_py_is_not_the_dataloader_but_its_dataloader_py_is():
+    from playbook.readers import host_calls
+
+    assert host_calls.frame_kind("fetch", "myproj/net/fetch.py") is None
+    assert host_calls.frame_kind("fetch", "/usr/lib/python3/site-packages/torch/utils/data/_utils/fetch.py") == "loader"
+    assert host_calls.frame_kind("__iter__", "myproj/dataloader.py") == "loader"
+
+
+def test_a_listing_ends_where_its_source_lines_stop_counting_up():
+    """Rows are every line of the function, numbered in order: `100 steps done` after a listing is the log's line,
+    and a later `File:` line is not a heading once another text came between (review of heldout25)."""
+    from playbook.readers.line_profile import LineProfile
+
+    scan = LineProfile()
+    for line in _lprof([(41, 101, 125_000.0, 1.0, "for batch in loader:"),
+                        (42, 100, 250_000.0, 2.0, "step(batch)")]).splitlines():
+        if line.strip():
+            assert scan.feed(line), line
+    assert not scan.feed("100 steps done, loss 0.3") and not scan.feed("12 workers started")
+    assert not scan.feed("File: config.yaml loaded")
+
+
+def test_an_async_copy_and_a_cast_are_no_sync_lines():
+    from playbook.readers.line_profile import LineProfile
+
+    scan = LineProfile()
+    for line in _lprof([(41, 100, 5_000_000.0, 50.0, "x = batch.to(dev, non_blocking=True)"),
+                        (42, 100, 2_500_000.0, 25.0, "y = x.to(torch.float16)"),
+                        (43, 100, 2_500_000.0, 25.0, "loss = model(y).mean().item()")]).splitlines():
+        if line.strip():
+            scan.feed(line)
+    (f,) = scan.summary()
+    assert f["sync_pct"] == 25.0

@@ -71,7 +71,7 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     from playbook.analysis.job_usage import jobs_of
 
     jobs = [j for j in jobs_of(bundle) if j.get("util_pct") is not None]
-    with_mean = {(j["source"], j.get("job")) for j in jobs if j["stat"] == "mean"}
+    with_mean = {(j["source"], j["job"]) for j in jobs if j["stat"] == "mean" and j.get("job")}  # one named step
     wall = idle = 0.0
     parts, bound = [], False  # bound: a maximum among the figures (then the idle share is a lower bound)
     for j in jobs:
