@@ -37,8 +37,9 @@ NOT_YET = {
     "yue_hijaz_l4_inference_gpu.csv": "two one-off idle stretches (a model load, a LoRA merge on the host) read as "
                                       "'too few drops to tell a schedule from chance': periodic_stall and "
                                       "data_starvation tie at 0.38",
-    "omoknuni_mcts_selfplay_3060ti.log": "a space-aligned text table whose names hold spaces ('Mem Used', 'Mem "
-                                         "Total') under a title and '=' rules: no reader (refused)",
+    "omoknuni_mcts_selfplay_3060ti.log": "read now (readers/aligned_table.py), but a steady ~9% at 71 W: telemetry "
+                                         "alone cannot tell a GPU waiting for the host's tree search from small "
+                                         "kernels (unexplained_slowdown, 88% lost)",
 }
 
 
@@ -47,13 +48,14 @@ def test_verdict(name, label):
     assert diagnose(read_paths([str(HERE / name)])).verdict["id"] in ACCEPTED[name]
 
 
-@pytest.mark.parametrize("name", [n for n, ids in ACCEPTED.items() if "healthy" not in ids
-                                  and n != "omoknuni_mcts_selfplay_3060ti.log"])
+@pytest.mark.parametrize("name", [n for n, ids in ACCEPTED.items() if "healthy" not in ids])
 def test_no_losing_run_is_called_healthy(name):
     assert diagnose(read_paths([str(HERE / name)])).verdict["id"] != "healthy"
 
 
-@pytest.mark.parametrize("name", ["dcconv_knn_profile_train.csv", "yue_hijaz_l4_inference_gpu.csv"])
+@pytest.mark.parametrize("name", ["dcconv_knn_profile_train.csv", "yue_hijaz_l4_inference_gpu.csv",
+                                  "omoknuni_mcts_selfplay_3060ti.log"])
 def test_read_now(name):
-    """Refused first; read now (an `elapsed_sec` clock and a damaged power cell; GPU readings alone)."""
+    """Refused first; read now (an `elapsed_sec` clock and a damaged power cell; GPU readings alone; a space-aligned
+    table)."""
     assert len(read_paths([str(HERE / name)]).telemetry) > 100

@@ -58,3 +58,32 @@ def test_a_row_with_no_readable_metric_is_still_skipped(tmp_path):
     b = read_paths([str(path)])
     assert len(b.telemetry) == 2
     assert any("skipped 1 of 3 rows" in w for w in b.warnings)
+
+
+ALIGNED = """GPU monitor - Ctrl+C to stop
+==================================================
+Time     GPU%   Mem Used   Mem Total  Temp   Power
+==================================================
+""" + "".join(f"{1.5 * i:8.1f} {20.0 + i % 4:6.1f} {5000 + i:10d} {24576:10d} {50.0:6.1f} {120.0 + i:8.1f}\n"
+              for i in range(40))
+
+
+def test_space_aligned_table_with_names_holding_a_space(tmp_path):
+    from playbook.readers import detect
+    path = tmp_path / "monitor.log"
+    path.write_text(ALIGNED + "partial line\n")
+    assert detect.detect(path) == "aligned_table"
+    b = read_paths([str(path)])
+    t = b.telemetry
+    assert len(t) == 40
+    assert {"util_pct", "mem_used_mib", "mem_total_mib", "temp_c", "power_w"} <= set(t.columns)
+    assert t["mem_used_mib"].iloc[0] == 5000 and t["power_w"].iloc[1] == 121.0
+    gaps = np.diff(t["time"].astype("int64").to_numpy()) / 1e9
+    assert np.allclose(gaps, 1.5)
+    assert any("skipped 1 of 41 rows" in w for w in b.warnings)
+
+
+def test_aligned_table_wants_numbers_of_the_headers_width():
+    from playbook.readers import aligned_table
+    assert not aligned_table.sniff("Time     GPU%   Mem Used\nsome words here and more\n")
+    assert not aligned_table.sniff("step  loss  lr\n1  0.5  0.1\n")  # no GPU reading named
