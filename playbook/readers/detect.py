@@ -45,6 +45,7 @@ READERS: tuple[str, ...] = (
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)
     "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)
     "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
+    "aligned_table",    # space-aligned text tables of a monitor script (names set apart by two or more spaces)
     "lines",            # any other text: every line scanner (steps, NCCL, recompiles, events) reads every line
 )
 # A reader's name (what users and --help see) → its module under playbook.readers, where the two differ

@@ -296,6 +296,8 @@ class TableBuilder:
         self.rows = 0
         self.seen = 0  # data rows offered so far (the tick of a row without a time column)
         self.wide_empty = 0
+        self.blanked = 0  # unreadable metric cells left empty in rows kept for their other readings
+        self.blanked_why: list[str] = []
 
     # ---------------------------------------------------------------------------------------------- per block
     def add(self, table: pa.Table, lines: np.ndarray) -> None:
@@ -305,7 +307,7 @@ class TableBuilder:
             return
         bad = np.zeros(n, dtype=bool)
         drop = self._dropper(lines, bad)
-        values = self._metric_values(table, drop)
+        values = self._metric_values(table, drop, lines)
         gpu = self._gpu_numbers(table, drop, n)
         codes = self._host_codes(table, n)
         if "time" in self.ident:
@@ -327,16 +329,21 @@ class TableBuilder:
 
         return drop
 
-    def _metric_values(self, table: pa.Table, drop) -> dict[int, np.ndarray]:
-        """Each metric column's values in the schema's unit (NaN where empty); unreadable values drop their row. The first block with values settles each column's meaning and unit factor."""
+    def _metric_values(self, table: pa.Table, drop, lines: np.ndarray) -> dict[int, np.ndarray]:
+        """Each metric column's values in the schema's unit (NaN where empty). An unreadable value is left empty
+        and counted (the row's other readings stay: one damaged cell is no reason to lose them); a row with no
+        readable metric at all is dropped. The first block with values settles each column's meaning and unit
+        factor."""
         values: dict[int, np.ndarray] = {}
+        damaged: list[tuple[np.ndarray, _LazyStrings, str]] = []
         for pos, m in list(self.metrics.items()):
             lazy = _LazyStrings(table, pos)
             v = _fast_floats(table.column(pos))
             unit = None
             if v is None:
                 v, unparsed, unit = _numbers(lazy.get())
-                drop(unparsed, lambda i, s=lazy, k=self.names[pos]: f"bad {k} value {str(s.get().iloc[i])[:30]!r}")
+                if unparsed.any():
+                    damaged.append((unparsed, lazy, self.names[pos]))
             if pos not in self.factors and np.isfinite(v).any():
                 m = headers.settle(m, v)
                 if m.role is None:  # its values say it is no reading (a counter named like one)
@@ -347,7 +354,22 @@ class TableBuilder:
                 self.metrics[pos] = m
                 self.factors[pos] = headers.factor(m, v)
             values[pos] = v * self.factors.get(pos, 1.0)  # implausible values: schema.check_physics
+        if damaged:
+            self._blank(damaged, values, drop, lines)
         return values
+
+    def _blank(self, damaged, values: dict[int, np.ndarray], drop, lines: np.ndarray) -> None:
+        """Count the unreadable cells left empty; drop the rows where no metric reads at all."""
+        n = len(damaged[0][0])
+        readable = np.logical_or.reduce([np.isfinite(v) for v in values.values()]) if values else np.zeros(n, bool)
+        for mask, lazy, name in damaged:
+            drop(mask & ~readable, lambda i, s=lazy, k=name: f"bad {k} value {str(s.get().iloc[i])[:30]!r}")
+        for mask, lazy, name in damaged:
+            for i in np.flatnonzero(mask & readable):
+                self.blanked += 1
+                if len(self.blanked_why) < self.skips.keep:
+                    cell = str(lazy.get().iloc[i])[:30]
+                    self.blanked_why.append(f"{self.where} {int(lines[i])}: bad {name} value {cell!r}")
 
     def _gpu_numbers(self, table: pa.Table, drop, n: int) -> np.ndarray:
         """The GPU number per row (0 without a GPU column); unreadable ones drop their row."""
@@ -465,6 +487,10 @@ class TableBuilder:
         warning = self.skips.warning(rows_read=self.rows)
         if warning:
             bundle.warnings.append(warning)
+        if self.blanked:
+            more = f"; +{self.blanked - len(self.blanked_why)} more" if self.blanked > len(self.blanked_why) else ""
+            bundle.warnings.append(f"{self.src}: left {self.blanked} unreadable value(s) empty, keeping their rows' "
+                                   f"other readings ({'; '.join(self.blanked_why)}{more})")
         if not self.parts:
             return bundle
         columns: dict[str, np.ndarray] = {}

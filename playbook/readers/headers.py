@@ -43,6 +43,7 @@ _RATE_UNITS = {"megabytes": "mb/s", "gigabytes": "gb/s", "kilobytes": "kb/s", "m
 
 TIME = {"time", "timestamp", "ts", "datetime", "date", "epoch", "walltime", "unix", "unixtime", "runtime", "clock_time"}
 RELATIVE_TIME = {"runtime", "elapsed", "relative", "uptime"}
+TIME_UNITS = {"s", "ms", "us", "ns"}
 HOST = {"host", "hostname", "node", "nodename", "instance", "server", "machine", "kubernetes_node", "ip"}
 GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "entity", "cuda", "gpuid", "gpu_id",
              "aip", "npu", "chip", "phy"}  # Gaudi's AIP (hl-smi), Ascend's NPU / Chip / Phy-ID (npu-smi), TPU chips
@@ -368,7 +369,9 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         return _memory_role(ws, unit)  # (neuron-monitor's system_data.memory_info.memory_used_bytes: the host's)
     if ws & MEM:
         return None, 0, 0
-    if ws & TIME and not ws & {"step", "index", "idx"}:  # neuron-monitor's neuron_runtime_index: no clock
+    # a relative-time word with a time unit is a clock too (`elapsed_sec`, `uptime_ms`: seconds since the start)
+    timed = ws & TIME or (ws & RELATIVE_TIME and unit in TIME_UNITS)
+    if timed and not ws & {"step", "index", "idx"}:  # neuron-monitor's neuron_runtime_index: no clock
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
         return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {
@@ -476,12 +479,16 @@ def assign(names: list[str]) -> dict[int, Meaning]:
 
 def is_telemetry(names: list[str]) -> bool:
     """True when the names hold at least one GPU metric and a time, GPU, per-GPU or training-step column (a
-    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv). A table
+    training loop's device-stats table, e.g. Lightning's DeviceStatsMonitor in a CSVLogger metrics.csv), or are
+    all GPU readings (two or more: one GPU's polls without times). A table
     with a process-id column is one row per process (`amd-smi process --csv`, `--query-compute-apps`): its memory
     and engine times are the process's, not the device's telemetry."""
     if any(tokens(n) in (["pid"], ["process", "id"]) for n in names):
         return False
     ms = assign(names).values()
     metrics = [m for m in ms if m.role in schema.TELEMETRY_METRICS]
+    # or nothing but GPU readings, two or more (`gpu_util_pct,mem_used_mib,power_draw_w,temp_c`: a header written
+    # over `--query-gpu ... --format=csv,noheader` polls): one GPU's polls, their times unknown
+    only_readings = len(metrics) >= 2 and len(metrics) == len(names)
     return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics)
-                              or any(tokens(n) == ["step"] for n in names))
+                              or any(tokens(n) == ["step"] for n in names) or only_readings)

@@ -381,6 +381,11 @@ CASES = [
         ("llamatuner_66_2a100_dmon.txt", "pipeline_imbalance"),
         ("open_clip_681_gpustat.log", "data_starvation"),
         ("ai_toolkit_758_5090_ltx.csv", "healthy"))],
+    # the twenty-sixth round: real GPU telemetry files committed in public repositories (tests/data/eval/heldout26/
+    # SOURCES.md): scored once as written — 1 of 6 right, 3 of 6 read, no losing run called healthy, one healthy run
+    # called losing; kept: SlowFast's nvidia.sh loop (the header repeated before every value, no time: healthy, right
+    # first). The rest are strict xfails in tests/diagnosis/test_heldout26.py
+    ("heldout26 slowfast_nvidia_sh_gpu2_util.csv", "healthy", _file("heldout26/slowfast_nvidia_sh_gpu2_util.csv")),
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),

@@ -79,7 +79,8 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
         series = None if tele is not bundle.telemetry else series  # (re)built on the basis counted
         if tele["util_pct"].notna().any():
             if series is None:
-                cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz") if c in tele)
+                cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz", "mem_used_mib")
+                             if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s, models=bundle.meta.get(schema.GPU_MODELS))
             acc = gpu_accounting(series, bundle.events)
             if acc is not None and on_sm:

@@ -93,6 +93,24 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
                       span_s=wall, figures="the job's accounting figures (sacct / seff)")
 
 
+def _job_end(series: GpuSeries, med: np.ndarray, dt: float, lo: float, n_bins: int) -> int:
+    """The bin after the job's last work, when every GPU sits idle from there to the last poll and the job has
+    let its memory go (the mirror of the warm-up: the poller ran on after the job ended); `n_bins` otherwise. A job
+    that hangs at its end holds its allocations (a process that exits frees them, down to nothing or the next
+    job's context), so the tail is the job's only where the memory, if recorded, stays at half or more of what
+    it held while working; without a memory column the idle tail is taken for the end."""
+    idle = ~np.isfinite(med) | (med <= IDLE_PCT)
+    if idle.all() or not idle[-1]:
+        return n_bins
+    end = int(n_bins - np.argmin(idle[::-1]))
+    if "mem_used_mib" in series.values and np.isfinite(series.values["mem_used_mib"]).any():
+        mem = np.nansum(series.grid_means("mem_used_mib", dt, lo, n_bins), axis=0)
+        held, after = np.median(mem[:end][~idle[:end]]), np.median(mem[end:])
+        if held > 0 and after >= 0.5 * held:
+            return n_bins
+    return end
+
+
 def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
     run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus)."""
@@ -123,6 +141,10 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     med = np.where(np.isfinite(med), med, np.nan)
     busy = float(np.nanpercentile(med, BUSY_Q)) if np.isfinite(med).any() else 100.0
     busy = max(busy, 1.0)
+    end = _job_end(series, med, dt, lo, n_bins)
+    if end < n_bins:  # the recording outlived the job: its idle tail is no GPU time of the job's
+        active[:, end:] = False
+        total = float(active.sum() * dt)
     ids = series.ids
     buckets: list[Bucket] = []
     # lost GPUs: no reading from some point on while peers report
@@ -151,6 +173,7 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
+    dipping[end:] = False
     fleet_secs = float(_charge(room, drop * dt, working & dipping[None, :]).sum())
     # a GPU whose shortfall comes in stretches (_sustained) loses its share of the fleet's shallow dips too: its
     # peers' median sits below the busy level because the GPUs swing, not because the counter jitters
