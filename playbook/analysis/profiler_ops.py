@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from playbook.analysis import text_profiles
 from playbook.knowledge import ids as cause_ids
 from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
@@ -54,7 +55,9 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
     vouched = sum(_listing(source, s, findings, healthy) for s in listings)
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
            "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s,
-           "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched}
+           "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched,
+           "host_texts": text_profiles.findings(source, table, findings, _level),
+           "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0)}
     if base <= 0:
         return out
     where = f"torch.profiler table in {source}"

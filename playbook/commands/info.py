@@ -282,12 +282,34 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         top = ", ".join(f"{name} {_seconds(t)}" for name, t in sec["top"])
         out.append(f"    cProfile listing{' (action ' + sec['action'] + ')' if sec.get('action') else ''}: "
                    f"{sec['functions']:,} functions, {total}; top by own time: {top or 'none'}")
+    out.extend(f"    {line}" for line in _other_profilers(p))
     if info.get("nccl_tests"):
         from playbook.readers.nccl_tests import describe
 
         out.append(f"    {describe(info['nccl_tests'])}")
     if info.get("loud_unread"):
         out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
+    return out
+
+
+def _other_profilers(p: dict) -> list[str]:
+    """One line per host-side profiler text and tfprof table a log holds (readers/stack_samples.py,
+    line_profile.py, tfprof_text.py)."""
+    out = []
+    if st := p.get("stacks"):
+        out.append(f"folded stacks: {st['stacks']:,} stacks, {st['samples']:,.0f} samples; DataLoader "
+                   f"{st['loader']:,.0f}, device syncs {st['sync']:,.0f}, collectives {st['collective']:,.0f}")
+    if d := p.get("dump"):
+        kinds = [m["kind"] or f"elsewhere ({m['top']})" for m in d["main"]]
+        where = ", ".join(f"{k} {kinds.count(k)}" for k in dict.fromkeys(kinds)) or "no main thread"
+        out.append(f"py-spy dump: {d['threads']:,} thread{'s' * (d['threads'] != 1)}; main threads in: {where}")
+    for f in (p.get("line_profile") or [])[:3]:
+        total = f"{_seconds(f['total_s'])} stated" if f.get("total_s") else "no total stated"
+        out.append(f"line_profiler listing: {f['rows']:,} rows holding {f['shown_pct']:.1f}% of the function, "
+                   f"{total}; loader lines {f['loader_pct']:.1f}%, sync lines {f['sync_pct']:.1f}%")
+    if tf := p.get("tfprof"):
+        top = ", ".join(f"{name} {_seconds(sec)}" for name, sec in tf["top"])
+        out.append(f"tfprof op table: {tf['ops']:,} ops; top by accelerator time: {top or 'none'}")
     return out
 
 

@@ -321,6 +321,10 @@ def untestable(run: Run) -> str | None:
                 t.get("ops") for t in profiler_tables) else []) + \
             (["cProfile listings (host time only, no GPU or step times)"] if any(
                 t.get("listings") for t in profiler_tables) else []) + \
+            (["host-side profiler texts (py-spy dumps, folded stacks, line_profiler listings: the host alone, no GPU "
+              "or step times)"] if any(t.get("host_texts") for t in profiler_tables) else []) + \
+            (["TensorFlow profiler op tables (the device's time per op, without the window it ran in)"] if any(
+                t.get("tfprof_ops") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])

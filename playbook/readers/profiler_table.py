@@ -27,7 +27,10 @@ import math
 import re
 import statistics
 
+from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
+from playbook.readers.stack_samples import FoldedStacks, PySpyDump
+from playbook.readers.tfprof_text import TfprofTable
 
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
 _GAP = re.compile(r"\s{2,}")
@@ -120,11 +123,13 @@ class FitReport:
 
 
 class ProfilerTables:
-    """The line scanner: feed(body) for every line; True when the line belongs to a profiler table."""
+    """The line scanner: feed(body) for every line; True when the line belongs to a profiler table (also fed to the
+    other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text)."""
 
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
+        self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable())  # the other profilers' texts
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -133,7 +138,8 @@ class ProfilerTables:
         self._state = ""  # "" outside, "header" after the first rule, "rows" after the second
 
     def feed(self, body: str) -> bool:
-        if self._state == "" and (self.fit.feed(body) or self.pstats.feed(body)):
+        if self._state == "" and (self.fit.feed(body) or self.pstats.feed(body)
+                                  or any(t.feed(body) for t in self.texts)):
             return True
         if _RULE.match(body):
             if self._state == "":
@@ -210,7 +216,9 @@ class ProfilerTables:
         for s in (pstats or {}).get("sections", []):
             if s["action"] and s["total_s"] is not None:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
-        extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {})}
+        extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
+                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof"), self.texts, strict=True)
+                    if (part := t.summary())}}
         if not self.rows:
             return extra or None
         rows = self.rows

@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 import re
 
+from playbook.readers import host_calls
+
 _TOTAL = re.compile(r"^\s*(\d{1,18}) function calls(?: \(\d{1,18} primitive calls\))? in (\d{1,15}(?:\.\d{1,9})?) "
                     r"seconds\s*$")
 _TITLE_WORDS = ("ncalls", "tottime", "percall", "cumtime", "percall", "filename:lineno(function)")
@@ -38,9 +40,9 @@ _ORDER = re.compile(r"^\s*(?:Ordered by: \w|List reduced from \d+ to \d+ due to 
 _ROW = re.compile(r"^\s*(\d{1,18}(?:/\d{1,18})?)((?:\s+\d{1,15}\.\d{1,9}){2,4})\s+(\S.*)$")
 _EXACT = re.compile(r"^(?:\s+\d+\.\d{3}){4}$")  # a row without its title: print_line's own %8.3f figures, all four
 _FUNC = re.compile(r"^(?:\{[^{}]*\}|\S[^{}]*:\d+\([^()]*\))$")  # func_std_string: {built-in ...} or file:line(name)
-_LOADER_FN = re.compile(r"(?:^|[/\\])(?:dataloader|fetch)\.py:\d+\(")
-_SYNC_FN = re.compile(r"^\{(?:method '(?:item|cpu|tolist|cuda|to|synchronize)' of 'torch\.[\w.]+' objects|"
-                      r"built-in method (?:torch\.(?:_C\.)?)?(?:as_tensor|_cuda_synchronize))\}$")
+_LOADER_FN = re.compile(r"(?:^|[/\\])(?:" + "|".join(map(re.escape, host_calls.LOADER_FILES)) + r"):\d+\(")
+_SYNC_FN = re.compile(r"^\{(?:method '(?:" + "|".join(host_calls.SYNC_METHODS) + r")' of 'torch\.[\w.]+' objects|"
+                      r"built-in method (?:torch\.(?:_C\.)?)?(?:" + "|".join(host_calls.SYNC_BUILTINS) + r"))\}$")
 _TORCH_CALL = re.compile(r"^\{(?:built-in method (?:torch\.[\w.]+|\w+)|method '\w+' of 'torch\.[\w.]+' objects)\}$")
 _DEVICE_FN = re.compile(r"cuda", re.IGNORECASE)
 BLOCKED_CALL_S = 1e-3  # 1 ms: ~100x a kernel launch's host cost (5-20 us), so a call held that long waits or computes
@@ -91,11 +93,12 @@ class PstatsText:
         if self.rows >= MAX_ROWS:
             return
         section = self.sections[-1] if self.sections else self._section(None, None)
-        tot_i, cum_i = 0, 2  # tottime percall cumtime percall (_TITLE_WORDS)
-        if len(figures) != 4:  # a blank percall (count 0): tottime first, cumtime the second-last figure
-            tot_i, cum_i = 0, len(figures) - 2
+        # tottime percall cumtime percall (_TITLE_WORDS); print_line leaves the first percall blank when the call
+        # count is 0 and the second when the primitive count is (never more primitive calls than calls: the first
+        # blank implies the second), so cumtime is the last figure of a row with a blank
+        cum_i = 2 if len(figures) == 4 else len(figures) - 1
         calls = int(ncalls.split("/")[0])
-        section["rows"].append((name, calls, float(figures[tot_i]), float(figures[cum_i])))
+        section["rows"].append((name, calls, float(figures[0]), float(figures[cum_i])))
         self.rows += 1
 
     def summary(self) -> dict | None:

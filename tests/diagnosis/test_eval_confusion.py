@@ -419,6 +419,17 @@ CASES = [
         ("pytorch_33044_bottleneck_conv3d.txt", "healthy"),
         ("transformers_17202_bloom_cprofile.txt", "insufficient_data"),
         ("lightning_782_advanced_get_train_batch.txt", "data_starvation"))],
+    # the twenty-fifth round: profiler texts of the host (tests/data/eval/heldout25/SOURCES.md, real excerpts): 0 of 6
+    # first (four refused, two py-spy dumps read as eval events) → readers/stack_samples.py (py-spy dumps by each main
+    # thread's innermost frame, folded stacks as shares of samples), line_profile.py, tfprof_text.py; the call
+    # vocabulary shared with pstats_text (readers/host_calls.py); none vouches for health
+    *[(f"heldout25 {name}", want, _file(f"heldout25/{name}")) for name, want in (
+        ("bigscience_tr11_eval_dataloader_deadlock.txt", "data_starvation"),
+        ("bigscience_tr11_eval_hang_node48.txt", "data_starvation"),
+        ("returnn_1811_copy_to_device_hang.txt", "insufficient_data"),
+        ("pytorch_100253_export_stacks_cpu.txt", "insufficient_data"),
+        ("styletts2_217_line_profiler_main_loop.txt", "insufficient_data"),
+        ("tf_benchmarks_208_tfprof_op_view.txt", "insufficient_data"))],
     # the eighteenth round: which rank is guilty in multi-rank logs (tests/data/eval/heldout18/SOURCES.md, real
     # excerpts): scored once as written — 1 of 7 right, one hung run called healthy, four refused; kept: Horovod's
     # stall check in three wordings (refused / healthy first → readers/rank_reports.py, naming ranks 1, 16 and 4),

@@ -153,3 +153,16 @@ def test_damaged_and_endless_listings_stay_bounded_and_never_raise(tmp_path):
                  + f"{huge}    1.000    1.000    1.000    1.000 x.py:1(f)\n" + _line(10, 1.0, 1.0, "x.py:2(g)") + "\n")
     lines = read_file(p).meta["lines"][str(p)]
     assert lines["unread"] == 1 and lines["profiler"]["pstats"]["rows"] == 1
+
+
+@pytest.mark.parametrize("row, cumtime", [
+    # print_line leaves the first percall blank when the call count is 0 (and then the second: no primitive calls)
+    ("        0    0.000             2.500          /x/torch/utils/data/dataloader.py:631(__next__)", 2.5),
+    # and the second alone when the primitive count is 0: tottime, its percall, cumtime
+    ("      3/0    0.300    0.100    4.000          /x/torch/utils/data/dataloader.py:631(__next__)", 4.0),
+])
+def test_a_row_with_a_blank_percall_reads_its_cumtime_not_tottime(tmp_path, row, cumtime):
+    p = tmp_path / "prof.txt"
+    p.write_text("\n".join([TITLE, row, _line(10, 1.0, 1.0, "/x/train.py:5(step)")]) + "\n")
+    (s,) = read_file(p).meta["lines"][str(p)]["profiler"]["pstats"]["sections"]
+    assert s["loader_s"] == pytest.approx(cumtime)

@@ -21,11 +21,13 @@ from playbook.readers import (
     generic_csv,
     gpustat_text,
     headers,
+    host_calls,
     host_columns,
     host_tools,
     influx,
     kineto,
     line_prefix,
+    line_profile,
     lines,
     long_csv,
     lspci,
@@ -36,8 +38,10 @@ from playbook.readers import (
     pstats_text,
     rank_reports,
     slurm_usage,
+    stack_samples,
     sysstat_json,
     textio,
+    tfprof_text,
     topo_matrix,
 )
 from playbook.readers import (
@@ -72,7 +76,8 @@ MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidi
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, step_span_line, topo_matrix, lspci,
            step_column_table, dcgm_diag, profiler_table, pstats_text, slurm_usage, nsys_profiles, from_events,
-           step_signatures, rank_stragglers, rank_reports)  # nsys_profiles .. rank_stragglers read reader output
+           step_signatures, rank_stragglers, rank_reports, host_calls, stack_samples, line_profile,
+           tfprof_text)  # nsys_profiles .. rank_stragglers read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")
