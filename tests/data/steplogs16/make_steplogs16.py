@@ -11,17 +11,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def lines(name: str) -> list[str]:
-    return (HERE / name).read_text().splitlines()
-
-
 def numbers(name: str, pattern: str) -> list[float]:
-    return [float(m.group(1).replace(",", "")) for ln in lines(name) if (m := re.search(pattern, ln))]
+    """Each match of `pattern` (group 1, a number, thousands commas dropped) in the file, in order."""
+    return [float(m.group(1).replace(",", "")) for m in re.finditer(pattern, (HERE / name).read_text(), re.M)]
 
 
 def stamps(name: str, pattern: str, fmt: str) -> list[float]:
-    """Seconds of each line's stamp matched by `pattern` (group 1) and parsed with `fmt`."""
-    return [datetime.strptime(m.group(1), fmt).timestamp() for ln in lines(name) if (m := re.search(pattern, ln))]
+    """Seconds of each stamp matched by `pattern` (group 1) and parsed with `fmt`."""
+    return [datetime.strptime(m.group(1), fmt).timestamp()
+            for m in re.finditer(pattern, (HERE / name).read_text(), re.M)]
 
 
 def per_step(values: list[float], steps: list[int]) -> list[float]:
