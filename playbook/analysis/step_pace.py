@@ -123,6 +123,23 @@ def measured_warmup(warm: int, times: np.ndarray | None, d: np.ndarray, per_row:
     return 1 if warm > 1 and per_row[0] == 1 else 0
 
 
+FEW_ROWS = 3  # the fewest step rows on a rank that show a steady pace: of two that disagree, either may be the off one
+
+
+def no_steady_pace(steps: pd.DataFrame) -> str | None:
+    """Why the step rows cannot show a steady pace, or None: every rank has fewer than FEW_ROWS timed rows and some
+    rank's disagree by more than CREEP_MIN (Megatron-LLM#22's 11.1 s then 14.6 s per iteration, the thread's rise:
+    either may be the steady pace, and against their spread as the noise floor nothing reads as lost)."""
+    st = steps[(steps["phase"].astype(str) == "step") & steps["duration_s"].notna()]
+    if st.empty:
+        return None
+    per = st.groupby("rank")["duration_s"]
+    if per.size().max() >= FEW_ROWS or not (per.max() > per.min() * (1 + sa.CREEP_MIN)).any():
+        return None
+    return (f"{per.size().max()} step times per rank, {per.min().min():.3g} s to {per.max().max():.3g} s: too few "
+            "to tell the steady pace from a slow one")
+
+
 SHORT_SHIFT_STEPS = 8  # a shift is tested from 8 steps: 3 on each side (level_shift's edge guard) and some to spare
 
 
@@ -184,6 +201,25 @@ def resolved_pace(body: np.ndarray, step: np.ndarray, slow: np.ndarray, tick) ->
     roll, best = pace_levels(body, step, roll)
     stretch = (roll > best * (1.0 + sa.CREEP_MIN)) & (roll - best > tol) & ~slow
     return slow, roll, best, stretch
+
+
+MOVED_RESIDUAL = 0.1  # a pair whose sum misses twice the pace by under a tenth of the slow step's excess
+
+
+def moved_time(body: np.ndarray, roll: np.ndarray, slow: np.ndarray) -> np.ndarray:
+    """Per step (s, <= 0): the shortfall of an adjacent, not slow step credited to a slow step whose excess over the
+    local pace `roll` it cancels, the pair's sum within MOVED_RESIDUAL of the excess of twice their pace; 0 elsewhere.
+    The clock read the boundary between the two late: asynchronous dispatch (XLA, CUDA without a sync) times work
+    one step queued in the next, so the pair took two steps' time and lost none (litgpt#519 on a TPU: 0.95 s then
+    5.79 s beside 3.37 s steps, the pairs 0.01% and 0.04% of the excess off; a stall with a jittery neighbour
+    keeps ~all its excess)."""
+    ex = body - roll
+    credit = np.zeros(len(body))
+    for nb, nb_slow in ((np.r_[np.nan, ex[:-1]], np.r_[True, slow[:-1]]),  # the step before
+                        (np.r_[ex[1:], np.nan], np.r_[slow[1:], True])):  # the step after
+        hit = slow & ~nb_slow & (nb < 0) & (np.abs(ex + nb) <= MOVED_RESIDUAL * ex) & (credit == 0)
+        credit[hit] = nb[hit]
+    return credit
 
 
 def slow_lattice(d: np.ndarray, step: np.ndarray, slow: np.ndarray) -> tuple[np.ndarray, float | None]:

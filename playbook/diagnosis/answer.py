@@ -10,7 +10,7 @@ from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
-from playbook.analysis.step_pace import below_resolution
+from playbook.analysis.step_pace import below_resolution, no_steady_pace
 from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
@@ -340,6 +340,8 @@ def untestable(run: Run) -> str | None:
     if osc is None and not gpu_trace and len(timed) and below_resolution(timed):
         return (f"{np.mean(timed == 0):.0%} of the step times read 0 s: the log prints them coarser than they run, "
                 "so their differences measure the rounding — log them with more digits (or in ms)")
+    if osc is None and gpu_report is None and not gpu_trace and len(timed):
+        return no_steady_pace(steps)  # only step times measure the run: two that disagree show no steady pace
     return None
 
 

@@ -371,6 +371,21 @@ CASES = [
         ("fastreid_103_global_avg.log", "healthy"),
         ("keithito_183_sec_per_step.log", "healthy"),
         ("seq2seq_290_estimator.log", "healthy"))],
+    # round steplogs16: step logs of 2022-2026 large-model trainers (tests/data/steplogs16/SOURCES.md, real excerpts):
+    # 8 of 10 verdicts right first; litgpt_519 (two "stalls" whose neighbours are short by as much → time moved across
+    # a step boundary, analysis/step_pace.moved_time) and megatronllm_22 (healthy first: two window means 11.1 s and
+    # 14.6 s → no steady pace, step_pace.no_steady_pace; its label set accepts insufficient_data) right since
+    *[(f"steplogs16 {name}", want, _steplog(f"steplogs16/{name}")) for name, want in (
+        ("megatronllm_11_iteration.log", "healthy"),
+        ("megatronllm_22_rising.log", "insufficient_data"),
+        ("hf_deepspeed_1825_notebook.log", "healthy"),
+        ("neox_deepspeed_3742_breakdown.log", "healthy"),
+        ("litgpt_519_tpu_pairs.log", "healthy"),
+        ("torchtitan_1287_profiler.log", "healthy"),
+        ("axolotl_592_hang.log", "healthy"),
+        ("nanogpt_178_checkpoint.log", "healthy"),
+        ("maxtext_4847_first_step.log", "healthy"),
+        ("openr1_161_grpo_first_step.log", "healthy"))],
     # the twenty-fourth round: GPU telemetry of runs that lose GPU time (tests/data/eval/heldout24/SOURCES.md;
     # make_heldout24.py writes them, LABELED SYNTHETIC): scored once as written — 1 of 7 right, none called healthy;
     # kept: 4 V100s and 2 A100s taking turns under a layer-wise model split (data_starvation first → pipeline_imbalance:

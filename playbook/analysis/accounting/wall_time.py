@@ -126,6 +126,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     # between the two levels, and their fast neighbours would look like a slow stretch; within a printed tick, rounding
     tick = np.maximum(sp.duration_tick(real), sp.stamp_tick(d, per_row, times))[warm:] / scale
     slow, roll, best, stretch = sp.resolved_pace(body, bstep, slow, tick)
+    credit = sp.moved_time(body, roll, slow)  # a step boundary read late: the pair took two steps' time
+    slow = slow & (credit == 0)
     # a stretch's loss on a step is the local pace's excess over the best one, but never more than the step itself
     # lost (a fast step inside a slow stretch lost nothing)
     drift = np.minimum(np.clip(roll - best, 0.0, None), np.clip(body - best, 0.0, None))
@@ -133,7 +135,7 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     before = np.r_[0.0, np.cumsum(d * per_row)]
     start = (lambda i: float(times[warm + i])) if times is not None else (lambda i: float(before[warm + i]))
     buckets: list[Bucket] = []
-    excess = np.clip(body - roll, 0.0, None)
+    excess = np.clip(body - roll + credit, 0.0, None)
     lattice, clock_s = sp.slow_lattice(body, bstep, slow)
     on = slow & lattice
     for kind, mask, detail in (("recurring_slow", on, sp.every_phrase(body, bstep, on, best, clock_s)),

@@ -30,6 +30,7 @@ from playbook.readers.step_log.vocab import (
     CLOCK,
     CUMULATIVE,
     GENERIC,
+    NAT,
     PER_STEP,
     PREFERENCE,
     STEP_NAMES,
@@ -43,6 +44,12 @@ def epoch_named(name: str) -> bool:
     what is left of it, never one step's (`epoch_step_time` is a step's)."""
     words = set(name.split("_"))
     return "epoch" in words and not words & set(STEP_NAMES + ("steps", "iters", "it"))
+
+
+def stamped_steps(step, rank, time) -> int:
+    """How many distinct (rank, step) records carry a clock reading."""
+    ok = time != NAT
+    return len(np.unique(np.c_[rank[ok], step[ok]], axis=0)) if ok.any() else 0
 
 
 def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
@@ -65,6 +72,10 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     spans = {k: len(np.unique(np.c_[rank, step][np.isfinite(cols[k])], axis=0)) for k in eligible}
     if max(spans.values(), default=0) >= 2:
         eligible = [k for k in eligible if spans[k] >= 2]
+    elif stamped_steps(step, rank, time) >= 3:
+        # nor when the clock on three or more step lines times a series (torchtitan's one `Finished dumping profiler
+        # traces in 0.22 seconds` beside its stamped `step: N` lines): an occasional message's time
+        eligible = []
     if not eligible:
         return None, None, None, False
     ranked = []
