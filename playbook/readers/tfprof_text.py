@@ -19,7 +19,8 @@ _DOC = re.compile(r"^\s*(?:Doc:|Profile:)\s*$|^\s*(?:op|scope|graph|code|python|
                   r"float_ops|occurrence|input shapes): [A-Z]")
 _CELL = re.compile(r"(\d{1,15}(?:\.\d{1,9})?)(us|ms|sec|B|KB|MB|GB|TB|\b)\s*\((\d{1,3}\.\d{1,3})%, "
                    r"(\d{1,3}\.\d{1,3})%\)")
-_UNITS = {"us": 1e-6, "ms": 1e-3, "sec": 1.0}
+_UNITS = {"us": 1e-6, "ms": 1e-3, "sec": 1.0,  # seconds; byte columns in bytes, decimal as tfprof prints them
+          "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}  # (tfprof_utils.cc FormatMemory: B, KB = 1e3, MB = 1e6)
 MAX_OPS = 20_000
 
 

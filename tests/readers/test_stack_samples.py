@@ -229,3 +229,16 @@ def test_an_async_copy_and_a_cast_are_no_sync_lines():
             scan.feed(line)
     (f,) = scan.summary()
     assert f["sync_pct"] == 25.0
+
+
+def test_tfprof_byte_cells_are_bytes_in_its_decimal_units():
+    """tfprof prints memory as B, KB (1,000 B) or MB (tfprof_utils.cc FormatMemory): read into bytes."""
+    from playbook.readers.tfprof_text import TfprofTable
+
+    scan = TfprofTable()
+    for line in ("node name | requested bytes | accelerator execution time",
+                 "Conv2D    12.34MB (100.00%, 60.00%),   120.00ms (100.00%, 60.00%)",
+                 "BiasAdd   512B (40.00%, 0.01%),        80.00ms (40.00%, 40.00%)",
+                 "Relu      2.50KB (39.99%, 0.02%),      1.00ms (1.00%, 1.00%)"):
+        assert scan.feed(line), line
+    assert [op["requested bytes"] for op in scan.ops] == pytest.approx([12.34e6, 512.0, 2500.0])
