@@ -13,13 +13,13 @@ smi_query_text), rocm-smi / amd-smi text (amd_smi_text), box-drawn device tables
 xpu-smi (box_table), Linux host tools into the host table (host_tools: vmstat, iostat, mpstat, sar, sadf, top,
 dstat, sysstat's JSON), JSON / XML documents (documents), a Slurm job's sacct / seff GPU figures (slurm_usage), step tables (steps), Kineto traces (kineto), nsys stats
 exports (nsys), NCCL flight-recorder dumps (flight_recorder), any other text log (lines: step lines, NCCL lines,
-recompiles and events, line by line), and the playbook's own recordings (run directories, or a single table's
+recompiles and events, line by line) — also as a Jupyter notebook's printed output (notebook), and the playbook's own recordings (run directories, or a single table's
 .parquet file).
 
 Inputs may be files or folders, mixed freely. A run directory (meta.json with the run marker) is read with
 playbook.readers.rundir.read_run; a folder holding only Kineto traces is one input for the Kineto reader (per-rank
 traces of one run); any other folder is walked (hidden files and documentation such as README* or *.md are
-passed over). A file no reader recognises is an error when named explicitly and a warning inside a folder.
+passed over; a notebook is read when named, not inside a folder). A file no reader recognises is an error when named explicitly and a warning inside a folder.
 
 Each file and folder is read once, by its identity (device, inode): a file named twice, or reached again through
 a symlink, is skipped with a warning naming both paths. Inside a folder, symlinked folders are not followed (so

@@ -20,6 +20,7 @@ from playbook.readers import textio
 # generic CSV and step tables; any other text goes to the line scanners (readers/lines.py), which read training
 # logs, NCCL lines and events mixed in one file (nccl_log.read stays for NCCL-only use).
 READERS: tuple[str, ...] = (
+    "notebook",         # Jupyter notebooks: what the cells printed, read as a log (lines)
     "kineto",           # PyTorch profiler Chrome traces (JSON)
     "nsys",             # Nsight Systems exports
     "nsys_sqlite",      # Nsight Systems `nsys export --type sqlite` databases
