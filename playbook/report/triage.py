@@ -337,22 +337,8 @@ def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
                                                                     if len(names) > 12 else "")
     display(HTML(f'<p style="text-align:left">Read {len(names)} input{"s" if len(names) != 1 else ""}: '
                  f"{shown or 'none'}</p>"))
-    frame = inputs_table(bundle)
-    display(left_table(frame) if len(frame) else HTML(summaries_html(bundle)))
+    display(left_table(inputs_table(bundle)))
     display(HTML(warnings_html(bundle.warnings)))
-
-
-def summaries_html(bundle: Any) -> str:
-    """What inputs without table rows hold (a profiler text, a job's usage figures, nsys summaries): `playbook
-    info`'s lines for them, escaped."""
-    import html
-
-    from playbook.commands import info
-
-    lines = [ln for ln in info.render(info.summarize(bundle)).splitlines()
-             if ln.strip() and not ln.startswith(("inputs (", "warnings"))]
-    return (f"<p>No table rows; what the inputs hold:</p><pre>{html.escape(chr(10).join(lines))}</pre>" if lines
-            else "<p><em>No table rows.</em></p>")
 
 
 def show_period(report: dict[str, Any], frame: pd.DataFrame, metric: str) -> None:
