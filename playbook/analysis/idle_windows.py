@@ -32,6 +32,12 @@ MIN_BURSTS = 3
 WINDOW_S = 1.0
 
 
+def _runs(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the runs of True in `mask`, as indices (ends exclusive)."""
+    edges = np.flatnonzero(np.diff(np.r_[0, mask.astype(np.int8), 0]))
+    return edges[::2], edges[1::2]
+
+
 def idle_windows(series: GpuSeries) -> dict | None:
     """{'gpus', 'zero_share', 'bursts', 'gap_s'} when every GPU of the series reads 0% in at least MIN_ZERO_SHARE of
     its polls and works in at least MIN_BURSTS separate bursts (zero_share: the GPUs' median share of 0% polls;
@@ -45,15 +51,18 @@ def idle_windows(series: GpuSeries) -> dict | None:
         if len(x) < 2 * MIN_BURSTS:
             return None
         zero = x < ZERO_PCT
-        edges = np.flatnonzero(np.diff(np.r_[0, (~zero).astype(np.int8), 0]))  # bursts: runs of polls above 0%
-        work = [s for s, e in zip(edges[::2], edges[1::2], strict=True) if s > 0 and np.nanmax(x[s:e]) > IDLE_PCT]
-        if zero.mean() < MIN_ZERO_SHARE or len(work) < MIN_BURSTS:  # a burst begins after a 0% poll
+        share = float(zero.mean())
+        if share < MIN_ZERO_SHARE:
             return None
-        edges = np.flatnonzero(np.diff(np.r_[0, zero.astype(np.int8), 0]))
-        runs = edges[1::2] - edges[::2]  # lengths of the 0% runs, in polls
+        starts, _ = _runs(~zero)  # bursts: runs of polls above 0%; work when one passes the idle level
+        peaks = np.maximum.reduceat(np.nan_to_num(x), starts) if len(starts) else starts  # to the next burst
+        work = int(((starts > 0) & (peaks > IDLE_PCT)).sum())  # a burst begins after a 0% poll
+        if work < MIN_BURSTS:
+            return None
+        z_starts, z_ends = _runs(zero)
         dt = series.interval(g)
-        shares.append(float(zero.mean()))
-        bursts.append(len(work))
-        gaps.append(float(np.median(runs)) * dt if np.isfinite(dt) and dt <= WINDOW_S else np.nan)
+        shares.append(share)
+        bursts.append(work)
+        gaps.append(float(np.median(z_ends - z_starts)) * dt if np.isfinite(dt) and dt <= WINDOW_S else np.nan)
     return {"gpus": list(series.ids), "zero_share": float(np.median(shares)), "bursts": min(bursts),
             "gap_s": float(np.median(gaps)) if np.isfinite(gaps).all() else float("nan")}

@@ -61,20 +61,20 @@ def _turns(osc, w: float, levels: str, derived: str, label: str, models: dict[st
     named = [models.get(g) for g in tt["gpus"]]
     kinds = sorted(set(named)) if all(named) else []
     if len(kinds) > 1:
+        key = "turn_taking_unequal"
         text = (f"{seen} on GPUs of different models ({', '.join(kinds)}): replicas of unequal speed, the faster "
                 "idle at each synchronisation until the slower arrives — or stages of one model split across them")
         nxt = ("compare the step time per GPU model (or run on matched GPUs): data-parallel replicas go at the "
                "slowest one's pace; a per-GPU batch sized to each GPU's speed, or matched cards, removes the waits")
-        return support("turn_taking_unequal", confidence(tt["p_value"]), w, text, nxt, lost=osc.lost_fraction,
-                       p_value=tt["p_value"])
-    text = (f"{seen}: stages of one model split across them run one after another (naive model parallelism), each "
-            "idle while the others work — or work handed to one GPU at a time (requests served one by one, trials "
-            "run in turn)")
-    nxt = ("check how the model is placed: one model split layer-wise over the GPUs (device_map='auto' in one "
-           "process) runs them in sequence; a whole model per GPU (torchrun with DDP or FSDP) or a pipeline "
-           "schedule with micro-batches keeps them busy together")
-    return support("turn_taking", confidence(tt["p_value"]), w, text, nxt, lost=osc.lost_fraction,
-                   p_value=tt["p_value"])
+    else:
+        key = "turn_taking"
+        text = (f"{seen}: stages of one model split across them run one after another (naive model parallelism), "
+                "each idle while the others work — or work handed to one GPU at a time (requests served one by one, "
+                "trials run in turn)")
+        nxt = ("check how the model is placed: one model split layer-wise over the GPUs (device_map='auto' in one "
+               "process) runs them in sequence; a whole model per GPU (torchrun with DDP or FSDP) or a pipeline "
+               "schedule with micro-batches keeps them busy together")
+    return support(key, confidence(tt["p_value"]), w, text, nxt, lost=osc.lost_fraction, p_value=tt["p_value"])
 
 
 def _single_drop(one: dict, label: str) -> list[Evidence]:
