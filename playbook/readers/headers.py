@@ -49,7 +49,8 @@ GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "en
              "aip", "npu", "chip", "phy"}  # Gaudi's AIP (hl-smi), Ascend's NPU / Chip / Phy-ID (npu-smi), TPU chips
 NOT_INDEX = {"process", "pid", "sweep", "run", "runtime", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
-             "fan", "state", "mode"}
+             "fan", "state", "mode", *"current warn crit critical threshold".split()}  # a rail's current and its
+# alarm limits (Jetson stats' `VDD_GPU_SOC-WARN_CURRENT`): electrical readings of a rail named for the GPU, no GPU id
 
 UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "aicore", "duty"}  # TPU duty cycle
 # AMD's "GFX_ACTIVITY" / "UMC_ACTIVITY" (amd-smi, device-metrics-exporter, rocm-smi's "Memory Read/Write Activity
@@ -277,7 +278,9 @@ def meaning(name: str) -> Meaning:
 def _role(words: list[str], ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
     """(role, reason bit, rank) from a name's words."""
     if ws & THROTTLE and (ws & REASON or ws & {"throttle", cause_ids.THROTTLING}) or "clocks_event_reasons" in ws:
-        return _throttle_role(words, ws)
+        # a throttle temperature is the threshold a thermal zone throttles at (Jetson stats'
+        # `gpu-thermal-SW_THROTTLING_TEMP`), not the clocks' event reasons
+        return _throttle_role(words, ws) if not ws & TEMP else (None, 0, 0)
     if ws & HOST and not ws & (UTIL | MEM | POWER | CLOCK | TEMP | PCIE | NVLINK):
         if ws & HOST == {"node"} and ws & {"id", "number", "num"}:
             return None, 0, 0  # rocm-smi's "Node ID": the device's KFD / NUMA node number, not a machine
@@ -345,8 +348,8 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         if ws & {"avg", "average", "mean", "instant"}:  # the draw nvidia-smi reports is the 1 s average
             return "power_w", 0, 3 if ws & {"instant"} else 2
         return "power_w", 0, 0 if ws & {"draw", "usage"} or words[-1:] in (["power"], ["pwr"]) else 1
-    if ws & TEMP or unit == "c":
-        return ("temp_c", 0, 0) if not ws & MEM else (None, 0, 0)
+    if ws & TEMP or unit == "c":  # among several zones, the one named for the GPU (`gpu-thermal-CURR_TEMP`)
+        return ("temp_c", 0, 0 if ws & {"gpu", "gtemp"} else 1) if not ws & MEM else (None, 0, 0)
     if ws & UTIL:
         if ws & MEM:
             return "mem_util_pct", 0, 0
