@@ -454,7 +454,18 @@ CASES = [
     *[(f"heldout17 {name}", want, _file(f"heldout17/{name}")) for name, want in (
         ("curc_sacct_tresusage_ave.txt", "healthy"),
         ("curc_seff_l40_gpu_metrics.txt", "unexplained_slowdown"),
-        ("gcp_drone69_t4_ops_agent.json", "data_starvation"))],
+        ("gcp_drone69_t4_ops_agent.json", "data_starvation"),
+        # right since the twenty-eighth round: its first poll (13%, the model loading) is start-up, not a drop
+        ("cloudwatch_sourcegraph52272_a10g.json", "healthy"))],
+    # the twenty-eighth round: Jetson tegrastats logs, a Jetson stats CSV, an xpu-smi dump (tests/data/eval/heldout28/
+    # SOURCES.md): scored once as written — 1 of 6 right, 4 tegrastats files refused; kept: a gpu_burn run and a
+    # trtexec benchmark (refused first → readers/tegrastats.py; their start-up priced as a drop → warm-up,
+    # analysis/accounting/gpu_time._lead) and an xpu-smi dump with no utilization (insufficient_data, right first).
+    # The rest are strict xfails in tests/diagnosis/test_heldout28.py
+    *[(f"heldout28 {name}", want, _file(f"heldout28/{name}")) for name, want in (
+        ("tegra_burn_xavier_gpu_burn_tegrastats.log", "healthy"),
+        ("csc2231_nano_trtexec_resnet50_tegrastats.txt", "healthy"),
+        ("itex_64_xpu_smi_dump_util_na.csv", "insufficient_data"))],
 ]
 
 

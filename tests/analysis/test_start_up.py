@@ -1,0 +1,34 @@
+"""The job's start-up (analysis/accounting/gpu_time._lead): from the first poll until the job first works at its
+level for as long as it usually does, the polls are warm-up, not lost, when the run never drops again; a run that
+drops later may have started in one of its recurring drops, and there only the idle polls before the first work
+are warm-up (as before). Series written here (LABELED SYNTHETIC): one GPU, 1 s polls; a start of 15 polls with
+sporadic readings (loading, allocating, building an engine: 0-60%, and one lone poll at 99%), then 120 polls at
+97-99%."""
+
+from __future__ import annotations
+
+from playbook.analysis.accounting import account
+from playbook.readers import read_paths
+
+START = [0, 30, 0, 0, 45, 0, 12, 99, 0, 0, 60, 0, 20, 0, 35]  # a lone 99% amid the loading is no start of work
+
+
+def _account(tmp_path, body: list[int]):
+    rows = [f"2025/01/01 00:{i // 60:02d}:{i % 60:02d}.000,0,{u}\n" for i, u in enumerate(START + body)]
+    path = tmp_path / "run.csv"
+    path.write_text("timestamp,index,utilization.gpu [%]\n" + "".join(rows))
+    return account(read_paths([str(path)]))
+
+
+def test_a_start_up_before_steady_work_is_warm_up(tmp_path):
+    acc = _account(tmp_path, [97 + i % 3 for i in range(120)])
+    assert acc.lost_share < 0.01
+    assert acc.warmup_s > 10  # most of the 15 start polls' idle share
+
+
+def test_a_run_that_drops_again_keeps_its_start_as_a_drop(tmp_path):
+    body = [97 + i % 3 for i in range(120)]
+    body[60:75] = [5, 30, 0, 10, 40, 0, 0, 25, 0, 50, 0, 10, 0, 0, 20]  # the same stall again mid-run
+    acc = _account(tmp_path, body)
+    assert acc.warmup_s < 1  # only the first poll (0%, before any work) is warm-up
+    assert acc.lost_share > 0.12  # both stalls: ~2 × 12 of 135 GPU-s
