@@ -34,8 +34,9 @@ _NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,40}$")
 
 
 def sniff(head: str) -> bool:
-    """A tegrastats line (`RAM used/totalMB` and a `CPU [` load list) within the first lines."""
-    return any(_RAM.search(line) and "CPU [" in line for line in head.split("\n")[:40])
+    """A tegrastats line (`RAM used/totalMB` and a `CPU [` load list, `cpu [` on TX1 releases) within the first
+    lines."""
+    return any(_RAM.search(line) and "CPU [" in line.upper() for line in head.split("\n")[:40])
 
 
 def fields(line: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ def test_each_generation_s_gpu_fields():
                     "temperature.gpu": "55.25"}  # VDD_GPU_SOC feeds the GPU and the SoC: not the GPU's power
     old = tegrastats.fields("RAM 1214/3983MB (lfb 19x4MB) cpu [13%,61%,52%,30%]@1734 EMC 5%@1600 GR3D 12%@998")
     assert (old["utilization.gpu"], old["clocks.gr"]) == ("12", "998")
+    assert tegrastats.sniff("RAM 1214/3983MB (lfb 19x4MB) cpu [13%,61%,52%,30%]@1734 EMC 5%@1600 GR3D 12%@998")
     nano = tegrastats.fields("RAM 936/3964MB (lfb 366x4MB) CPU [10%@102,off] GR3D_FREQ 99% POM_5V_GPU 3087/1027")
     assert (nano["utilization.gpu"], nano["power.draw"]) == ("99", "3.087") and "clocks.gr" not in nano
     assert tegrastats.fields("CPU [10%@102] GR3D_FREQ 40%") == {}  # no RAM statistic: not a tegrastats line
