@@ -33,10 +33,6 @@ NOT_YET = {
                                           "is one trend: the rank test deflated to 3 effective polls gives p = "
                                           "0.07-0.09, and the cards had not settled at a top temperature for a "
                                           "quarter of the polls (thermal_clock_plateau)",
-    "cloudwatch_sourcegraph52272_a10g.json": "read right now (49 points in time order); its first poll (13%, the model "
-                                             "loading) counts as a 4% drop, not warm-up: warm-up is the polls at 5% "
-                                             "or less before the job works, and counting a partly busy start would "
-                                             "also take the first stall of a run that starts in one",
 }
 
 

@@ -25,10 +25,6 @@ ACCEPTED = {
 }
 LABELS = {name: ids[0] for name, ids in ACCEPTED.items()}
 NOT_YET = {
-    "nanogpt_firefly_8h100_baseline_gpu01.csv": "a 5 s start-up dip on both GPUs 4 s after the first burst (nanoGPT's "
-                                                "step-0 evaluation, then its first training step) is priced as a "
-                                                "fleet drop: unexplained_slowdown, 3.8% lost (the idle tail after the "
-                                                "job ended is no longer counted)",
     "dcconv_knn_profile_train.csv": "a steady 21% with no clock column and the power cells damaged: telemetry alone "
                                     "cannot tell host-issued small kernels from an input-bound loop "
                                     "(unexplained_slowdown, 80% lost)",

@@ -170,16 +170,29 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
     lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
     lead = lead.argmin() if not lead.all() else 0
-    # the bin the job starts (or ends) in holds time before (after) it: a poll reads its interval's average, so
-    # the first bin of work below the busy level with work in the next is the start, not a drop (CloudWatch's
-    # first 1-minute average at 13% while the model loads); likewise the last before the job's idle tail
+    # the bin the job starts in holds time before it (a poll reads its interval's average): the first bin of work
+    # below the busy level with work in the next is the start, not a drop (CloudWatch's first average at 13%)
     if lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
         lead += 1
-    if end < n_bins and end - 2 >= lead and dipping[end - 1] and not dipping[end - 2]:
-        end -= 1
+    # start-up and shut-down happen once, at the job's edges (compiling, autotuning, an evaluation at step 0, a first
+    # load; a last save, the teardown); a stall recurs or strikes anywhere. Before an idle tail, the drop the job's
+    # work ends in (bins without a reading inside it included) is its shut-down — nanoGPT's last step, then a 16%
+    # blip of teardown 2 s into the tail; drops only within the job's first quarter, none after, are its warm-up.
+    # Both at most a quarter of the job (the step accounting's warm-up is likewise at most a quarter of the steps:
+    # step_times.warmup_steps)
+    ending = (dipping | ~np.isfinite(med))[lead:end][::-1]
+    if end < n_bins and len(ending) and ending[0]:
+        tail = int(np.argmin(ending)) if not ending.all() else len(ending)
+        if tail <= (end - lead) // 4:
+            end -= tail
+    if end < n_bins:
         active[:, end:] = False
         total = float(active.sum() * dt)
         working = active & ~gone_mask
+        room[:, end:] = 0.0
+    late = np.flatnonzero(dipping[lead:end])
+    if len(late) and late[-1] + 1 <= (end - lead) // 4:
+        lead += int(late[-1]) + 1
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
