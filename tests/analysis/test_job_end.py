@@ -36,3 +36,41 @@ def test_the_tail_with_memory_released_is_not_lost_time(tmp_path):
 def test_the_tail_with_memory_held_is_a_hang(tmp_path):
     acc = _write(tmp_path, tail_mem=30000)
     assert acc.lost_share > 0.15  # 60 of 260 s idle while the job still holds its memory
+
+
+def test_the_polls_the_job_starts_and_ends_in_are_not_drops(tmp_path):
+    # a poll reads its interval's average: the job's first poll (it started 0.6 s into it) and its last (it ended
+    # 0.4 s into it) read 40%; a mid-run poll at 40% between busy ones stays a drop
+    def acc(mid_dip: bool):
+        rows = []
+        for i in range(120):
+            util = 0 if i < 10 or i > 110 else 40 if i in (10, 110) or (mid_dip and i == 60) else 98 + i % 2
+            rows += [f"2025/01/01 00:{i // 60:02d}:{i % 60:02d}.000,{g},{util}\n" for g in (0, 1)]
+        path = tmp_path / f"edges{mid_dip}.csv"
+        path.write_text("timestamp,index,utilization.gpu [%]\n" + "".join(rows))
+        return account(read_paths([str(path)]))
+
+    assert acc(False).lost_s < 1.0  # was 2 GPUs x 2 edge polls x ~0.59 s
+    assert 2 * 0.5 < acc(True).lost_s < 2 * 0.7  # the mid-run poll: 2 GPUs x 0.585 s
+
+
+def _run(tmp_path, util_of, name="run.csv"):
+    rows = [f"2025/01/01 00:{i // 60:02d}:{i % 60:02d}.000,{g},{util_of(i)}\n" for i in range(240) for g in (0, 1)]
+    (tmp_path / name).write_text("timestamp,index,utilization.gpu [%]\n" + "".join(rows))
+    return account(read_paths([str(tmp_path / name)]))
+
+
+def test_one_time_start_up_and_shut_down_are_not_losses_but_a_mid_run_stall_is(tmp_path):
+    # idle 10 s, a 4 s evaluation at step 0, 5 s of compiling at 0%, work to 220 s, a 3 s last save at 0% with a
+    # 12% teardown blip, then idle: the edges are one-time costs; the same 5 s at 0% mid-run is a stall
+    def util(i, stall_at):
+        if i < 10 or i > 224:
+            return 12 if i == 226 else 0
+        if 14 <= i < 19 and stall_at == "start" or 120 <= i < 125 and stall_at == "middle" or 220 <= i <= 224:
+            return 0
+        return 98 + i % 2
+
+    start = _run(tmp_path, lambda i: util(i, "start"), "start.csv")
+    assert start.lost_s < 1.0 and start.warmup_s > 2 * 5 * 0.9
+    middle = _run(tmp_path, lambda i: util(i, "middle"), "middle.csv")
+    assert 2 * 5 * 0.9 < middle.lost_s < 2 * 5 * 1.1  # the mid-run stall only: the shut-down is still no loss

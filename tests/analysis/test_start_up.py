@@ -1,9 +1,8 @@
-"""The job's start-up (analysis/accounting/gpu_time._lead): from the first poll until the job first works at its
-level for as long as it usually does, the polls are warm-up, not lost, when the run never drops again; a run that
-drops later may have started in one of its recurring drops, and there only the idle polls before the first work
-are warm-up (as before). Series written here (LABELED SYNTHETIC): one GPU, 1 s polls; a start of 15 polls with
-sporadic readings (loading, allocating, building an engine: 0-60%, and one lone poll at 99%), then 120 polls at
-97-99%."""
+"""The job's start-up (analysis/accounting/gpu_time.py: drops only within the job's first quarter, none after, are
+its warm-up; main's rule, which superseded heldout28's own `_lead`): sporadic start-up readings, a lone at-level poll
+among them included, are warm-up, not lost, when the run never drops again; a run with the same stall mid-run keeps
+its start as a drop. Series written here (LABELED SYNTHETIC): one GPU, 1 s polls; a start of 15 polls with sporadic
+readings (loading, allocating, building an engine: 0-60%, and one lone poll at 99%), then 120 polls at 97-99%."""
 
 from __future__ import annotations
 

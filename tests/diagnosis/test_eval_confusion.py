@@ -460,7 +460,7 @@ CASES = [
     # the twenty-eighth round: Jetson tegrastats logs, a Jetson stats CSV, an xpu-smi dump (tests/data/eval/heldout28/
     # SOURCES.md): scored once as written — 1 of 6 right, 4 tegrastats files refused; kept: a gpu_burn run and a
     # trtexec benchmark (refused first → readers/tegrastats.py; their start-up priced as a drop → warm-up,
-    # analysis/accounting/gpu_time._lead) and an xpu-smi dump with no utilization (insufficient_data, right first).
+    # main's job-edges rule in analysis/accounting/gpu_time.py) and an xpu-smi dump with no utilization (insufficient_data, right first).
     # The rest are strict xfails in tests/diagnosis/test_heldout28.py
     *[(f"heldout28 {name}", want, _file(f"heldout28/{name}")) for name, want in (
         ("tegra_burn_xavier_gpu_burn_tegrastats.log", "healthy"),

@@ -111,21 +111,6 @@ def _job_end(series: GpuSeries, med: np.ndarray, dt: float, lo: float, n_bins: i
     return end
 
 
-def _lead(med: np.ndarray, dipping: np.ndarray, end: int) -> int:
-    """The bins of the job's start-up (warm-up, not lost): from the first poll until its first stretch at the busy
-    level as long as its usual stretch at work (the median length of its at-level runs: a lone at-level poll amid
-    the loading is no start of work), when the run never drops again before its end; a run that does may have
-    started in one of its recurring drops (cut by the recording's start), so there only the idle polls before the
-    first work are warm-up. A start-up happens once."""
-    idle = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
-    idle_lead = int(idle.argmin()) if not idle.all() else 0
-    start, length = true_runs(np.isfinite(med) & ~dipping)
-    if not len(start):
-        return idle_lead
-    lead = int(start[np.argmax(length >= np.median(length))])
-    return idle_lead if lead <= idle_lead or dipping[lead:end].any() else lead
-
-
 def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
     run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus)."""
@@ -182,9 +167,32 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     # fleet-wide drops: the peers' median below the busy level at the same moments
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
-    # the GPUs idle or starting from the first poll until the job first works at its level (loading the model,
-    # allocating, building an engine: sporadic low readings, then the level): warm-up
-    lead = _lead(med, dipping, end)
+    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
+    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
+    lead = lead.argmin() if not lead.all() else 0
+    # the bin the job starts in holds time before it (a poll reads its interval's average): the first bin of work
+    # below the busy level with work in the next is the start, not a drop (CloudWatch's first average at 13%)
+    if lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
+        lead += 1
+    # start-up and shut-down happen once, at the job's edges (compiling, autotuning, an evaluation at step 0, a first
+    # load; a last save, the teardown); a stall recurs or strikes anywhere. Before an idle tail, the drop the job's
+    # work ends in (bins without a reading inside it included) is its shut-down — nanoGPT's last step, then a 16%
+    # blip of teardown 2 s into the tail; drops only within the job's first quarter, none after, are its warm-up.
+    # Both at most a quarter of the job (the step accounting's warm-up is likewise at most a quarter of the steps:
+    # step_times.warmup_steps)
+    ending = (dipping | ~np.isfinite(med))[lead:end][::-1]
+    if end < n_bins and len(ending) and ending[0]:
+        tail = int(np.argmin(ending)) if not ending.all() else len(ending)
+        if tail <= (end - lead) // 4:
+            end -= tail
+    if end < n_bins:
+        active[:, end:] = False
+        total = float(active.sum() * dt)
+        working = active & ~gone_mask
+        room[:, end:] = 0.0
+    late = np.flatnonzero(dipping[lead:end])
+    if len(late) and late[-1] + 1 <= (end - lead) // 4:
+        lead += int(late[-1]) + 1
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
