@@ -123,7 +123,7 @@ def _accounting(run: Run, ranked: list[dict]):
         return None
     if acc is not None:
         attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps,
-                              run.detail.get("drop_causes", ()))
+                              run.detail.get("drop_causes", ()), ranking.observations(run.findings))
         run.detail["accounting"] = acc
     return acc
 

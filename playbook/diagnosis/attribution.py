@@ -64,13 +64,14 @@ SPIN_DENIES = (cause_ids.PIPELINE_IMBALANCE, cause_ids.DATA_STARVATION)
 
 
 def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_summary: dict,
-              steps: pd.DataFrame | None = None, drop_causes=()) -> None:
+              steps: pd.DataFrame | None = None, drop_causes=(), observed: dict[str, set[str]] | None = None) -> None:
     """Set `cause` and `evidence` on every bucket of `acc` (in place). `drop_causes`: the causes host activity
-    measured during the fleet's drops supports (analyzers/host_probe.py)."""
+    measured during the fleet's drops supports (analyzers/host_probe.py); `observed`: per cause, the observations its
+    evidence reads (ranking.observations; without it, the evidence texts stand for them)."""
     scores = {h["id"]: h for h in ranked}
     benign = (steps_summary.get("periodic_slow") or {}).get("benign") if steps_summary else None
     for b in acc.buckets:
-        b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps, drop_causes)
+        b.cause, b.evidence, b.direct = _attribution(b, acc, events, scores, benign, steps, drop_causes, observed)
     spin = next((b for b in acc.buckets if b.kind == "busy_wait" and b.evidence.startswith(WAITING)), None)
     if spin is not None:  # the GPUs waited for carry the spin, as late ranks carry a grown phase (_grown_phase)
         waited = [n for n in acc.unit_names if n not in spin.names]
@@ -79,7 +80,8 @@ def attribute(acc: Accounting, events: pd.DataFrame, ranked: list[dict], steps_s
 
 
 def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict, benign: str | None,
-                 steps: pd.DataFrame | None, drop_causes=()) -> tuple[str, str, bool]:
+                 steps: pd.DataFrame | None, drop_causes=(), observed: dict[str, set[str]] | None = None
+                 ) -> tuple[str, str, bool]:
     """(cause, evidence, measured directly) for one bucket, by the order of the module docstring."""
     if b.kind.startswith("phase:"):
         phase = b.kind.split(":", 1)[1]
@@ -111,7 +113,9 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     supported = [scores[c] for c in BUCKET_CAUSES.get(b.kind, ()) if c in scores and scores[c]["score"] >= SUPPORT_MIN]
     best = max(supported, key=lambda h: h["score"], default=None)
     waiting = _waiting_for(b, acc)
-    if best is not None and _own_evidence(best, supported) and not (waiting and best["id"] in SPIN_DENIES):
+    # a cause takes the bucket on an observation of its own, or when it is more likely right than not (STRONG: the
+    # scores are calibrated) though it shares its observation: two drops every 60 s read as a stall 0.58, a loader 0.34
+    if best is not None and (best["score"] >= STRONG or _own_evidence(best, supported, observed)) and not (waiting and best["id"] in SPIN_DENIES):
         return best["id"], (best.get("evidence") or [""])[0], False
     if waiting:
         return cause_ids.COLLECTIVE_STRAGGLER, waiting, False
@@ -156,14 +160,19 @@ def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> bool
     return not a or not b or any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
 
 
-def _own_evidence(best: dict, supported: list[dict]) -> bool:
+def _own_evidence(best: dict, supported: list[dict], observed: dict[str, set[str]] | None = None) -> bool:
     """Whether `best` rests on an observation of its own: at least one evidence line no other supported candidate
     of the bucket cites, or a score PICK_RATIO times each rival's that cites its every line. Candidates that cite
     the very same observations at near the same score (a level shift that a throttled GPU, a straggler or a failing
     part would all show: 0.40, 0.35, 0.15) differ only by their priors: the data does not pick one; an observation
-    far likelier under one reading (a low busy clock: throttling 0.75, a failing board 0.3) does."""
-    mine = set(best.get("evidence") or ())
-    rivals = [h for h in supported if h is not best and mine <= set(h.get("evidence") or ())]
+    far likelier under one reading (a low busy clock: throttling 0.75, a failing board 0.3) does. An observation read
+    several ways is one observation (`observed`): two drops read "if scheduled, a checkpoint" and "if unscheduled,
+    the input pipeline" at 0.38 each are the same two drops."""
+    def seen(h: dict) -> set[str]:
+        return (observed or {}).get(h["id"]) or set(h.get("evidence") or ())
+
+    mine = seen(best)
+    rivals = [h for h in supported if h is not best and mine <= seen(h)]
     return all(best["score"] >= PICK_RATIO * h["score"] for h in rivals)
 
 

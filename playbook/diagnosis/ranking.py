@@ -143,6 +143,15 @@ def expand(f: Finding) -> list[Evidence]:
     return out
 
 
+def observations(evidence: list[Evidence | Finding]) -> dict[str, set[str]]:
+    """Per hypothesis, the keys of the observations its evidence reads: one observation read several ways (a
+    Finding's `readings`) keeps one key across the causes it points at, whatever each reading's text says."""
+    out: dict[str, set[str]] = {}
+    for e in (x for item in evidence for x in (expand(item) if isinstance(item, Finding) else [item])):
+        out.setdefault(e.hypothesis, set()).add(e.key)
+    return out
+
+
 def _implied_lost(weight: float) -> float | None:
     """The lost share impact() maps to `weight` (None for weights ≥ 0.999, where the inverse says nothing)."""
     if not np.isfinite(weight) or weight <= 0 or weight >= 0.999:

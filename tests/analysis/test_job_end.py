@@ -36,3 +36,19 @@ def test_the_tail_with_memory_released_is_not_lost_time(tmp_path):
 def test_the_tail_with_memory_held_is_a_hang(tmp_path):
     acc = _write(tmp_path, tail_mem=30000)
     assert acc.lost_share > 0.15  # 60 of 260 s idle while the job still holds its memory
+
+
+def test_the_polls_the_job_starts_and_ends_in_are_not_drops(tmp_path):
+    # a poll reads its interval's average: the job's first poll (it started 0.6 s into it) and its last (it ended
+    # 0.4 s into it) read 40%; a mid-run poll at 40% between busy ones stays a drop
+    def acc(mid_dip: bool):
+        rows = []
+        for i in range(120):
+            util = 0 if i < 10 or i > 110 else 40 if i in (10, 110) or (mid_dip and i == 60) else 98 + i % 2
+            rows += [f"2025/01/01 00:{i // 60:02d}:{i % 60:02d}.000,{g},{util}\n" for g in (0, 1)]
+        path = tmp_path / f"edges{mid_dip}.csv"
+        path.write_text("timestamp,index,utilization.gpu [%]\n" + "".join(rows))
+        return account(read_paths([str(path)]))
+
+    assert acc(False).lost_s < 1.0  # was 2 GPUs x 2 edge polls x ~0.59 s
+    assert 2 * 0.5 < acc(True).lost_s < 2 * 0.7  # the mid-run poll: 2 GPUs x 0.585 s

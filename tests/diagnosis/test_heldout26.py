@@ -34,9 +34,6 @@ NOT_YET = {
                                     "(unexplained_slowdown, 80% lost)",
     "marian_mt_t4_batch1_inference.csv": "utilization and memory only: a steady 45% busy level that telemetry alone "
                                          "cannot tell from an input-bound loop (unexplained_slowdown, 57% lost)",
-    "yue_hijaz_l4_inference_gpu.csv": "two one-off idle stretches (a model load, a LoRA merge on the host) read as "
-                                      "'too few drops to tell a schedule from chance': periodic_stall and "
-                                      "data_starvation tie at 0.38",
     "omoknuni_mcts_selfplay_3060ti.log": "read now (readers/aligned_table.py), but a steady ~9% at 71 W: telemetry "
                                          "alone cannot tell a GPU waiting for the host's tree search from small "
                                          "kernels (unexplained_slowdown, 88% lost)",

@@ -69,6 +69,29 @@ def test_a_loss_goes_to_a_cause_only_on_evidence_of_its_own():
     assert attributed([shift, "SM clock 1005 MHz at work against 1980 MHz before"]) == ids.THROTTLING
 
 
+def test_one_observation_read_two_ways_is_no_evidence_of_its_own():
+    # LABELED SYNTHETIC: two drops read "if scheduled, a checkpoint" for one cause and "if unscheduled, the input
+    # pipeline" for another, at the same score (0.4 each): the texts differ, the observation is one — the loss stays
+    # unexplained
+    from playbook.analysis.accounting import Accounting, Bucket
+    from playbook.diagnosis import attribution, ranking
+    from playbook.diagnosis.findings import Finding
+
+    seen = "the only GPU drops from 97% to 0% 2 times: too few drops to tell a schedule from chance"
+    finding = Finding("synchronized_untimed", f"{seen}; if scheduled, a checkpoint", 1.0, 1.0,
+                              readings={ids.DATA_STARVATION: (f"{seen}; if unscheduled, the input pipeline", None)})
+    ranked = [h for h in ranking.rank([finding]) if h["id"] in (ids.PERIODIC_STALL, ids.DATA_STARVATION)]
+    assert len(ranked) == 2 and ranked[0]["evidence"] != ranked[1]["evidence"]
+
+    def attributed(observed):
+        acc = Accounting("gpu", 300.0, [Bucket("fleet_drops", 38.0, names=["gpu0"])], 0.01, "")
+        attribution.attribute(acc, None, ranked, {}, observed=observed)
+        return acc.buckets[0].cause
+
+    assert attributed(ranking.observations([finding])) == attribution.UNEXPLAINED
+    assert attributed(None) in (ids.PERIODIC_STALL, ids.DATA_STARVATION)  # the texts alone: picked by the order
+
+
 def test_a_total_that_does_not_accumulate_is_the_time_since_the_previous_line(tmp_path):
     # LABELED SYNTHETIC, DeePMD-kit's line (`batch %7d training time %.2f s, testing time %.2f s`, the time of the
     # disp_freq batches since the last line) without time stamps: 1000 batches per line at 30 ms each, not 30 s each

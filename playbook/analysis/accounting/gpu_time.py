@@ -170,6 +170,16 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
     lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
     lead = lead.argmin() if not lead.all() else 0
+    # the bin the job starts (or ends) in holds time before (after) it: a poll reads its interval's average, so
+    # the first bin of work below the busy level with work in the next is the start, not a drop (CloudWatch's
+    # first 1-minute average at 13% while the model loads); likewise the last before the job's idle tail
+    if lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
+        lead += 1
+    if end < n_bins and end - 2 >= lead and dipping[end - 1] and not dipping[end - 2]:
+        end -= 1
+        active[:, end:] = False
+        total = float(active.sum() * dt)
+        working = active & ~gone_mask
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
