@@ -310,6 +310,10 @@ def untestable(run: Run) -> str | None:
         # (xpu-smi prints N/A utilization on some drivers: power and clocks alone cannot tell busy from idle)
         return "the telemetry holds no utilization values (all N/A or missing): nothing says the GPUs were busy"
     if kineto and not gpu_trace and osc is None and gpu_report is None and not others:
+        blind = [m["no_device_lane"] for m in (run.bundle.meta.get("kineto") or {}).values()
+                 if isinstance(m, dict) and m.get("no_device_lane")]  # readers/kineto: roles.py, horovod.py
+        if blind:
+            return f"{blind[0]}, no device lane: GPU busy and idle time cannot be measured from it"
         return "the trace holds no GPU kernels or copies (a CPU-only profile)"
     if osc is None and gpu_report is None and not others:
         have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events),

@@ -17,6 +17,7 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model.schema import SkipCounter
 from playbook.readers import textio
+from playbook.readers.kineto.durations import Spans
 from playbook.readers.kineto.roles import GPU_CATEGORIES, canonical_category, display_name
 
 try:  # optional accelerator; the standard-library path below gives identical results
@@ -143,6 +144,7 @@ class Columns:
         self.processes: dict[str, str] = {}
         self.n = 0
         self.skipped_x = 0  # complete events without a numeric timestamp
+        self.spans = Spans()  # "B"/"E" duration events, paired into rows by close_spans (durations.py)
 
     def _code_list(self, values: list) -> np.ndarray:
         """Integer codes of `values` in the interned string table: a number as its text, None (or NaN) as ""."""
@@ -174,9 +176,17 @@ class Columns:
         p["bytes"].append(_floats(nbytes))
         self.n += len(cat)
 
-    def _count(self, phs: list) -> None:
-        for ph, n in Counter(phs).items():
+    def _count(self, phs: list) -> Counter:
+        tally = Counter(phs)
+        for ph, n in tally.items():
             self.counts[str(ph)] = self.counts.get(str(ph), 0) + n
+        return tally
+
+    def close_spans(self, problems: list[str]) -> None:
+        """Pair the "B"/"E" events kept aside into rows (durations.py); what cannot be paired goes to `problems`."""
+        rows = self.spans.pair(problems)
+        if n := len(rows["ts"]):
+            self._push(*(rows[k] for k in ("cat", "name", "ts", "dur", "pid", "tid")), [-1] * n, [-1] * n, [None] * n)
 
     def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
@@ -185,7 +195,11 @@ class Columns:
             self.counts["X"] = self.counts.get("X", 0) + len(complete)
         if len(complete) < len(events):
             others = [e.ph for e in events if e.ph != "X"]  # text or numbers: the struct's types (see _Event)
-            self._count(others)
+            tally = self._count(others)
+            if "B" in tally or "E" in tally:  # duration events: kept aside, paired at the end (durations.py)
+                for e in events:
+                    if e.ph in ("B", "E") and e.ts is not None:
+                        self.spans.add(e.ph, e.ts, e.pid, e.tid, e.name, e.cat)
             if "M" in others:
                 self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
         xs = [e for e in complete if e.ts is not None and e.cat != "Trace"]
@@ -209,7 +223,12 @@ class Columns:
                  and type(e.get("cat")) in _TEXT]
         _skip_typed(skips, len(good) - len(typed))
         good = typed
-        self._count([e.get("ph") for e in good])
+        tally = self._count([e.get("ph") for e in good])
+        if "B" in tally or "E" in tally:
+            for e in good:
+                if e.get("ph") in ("B", "E") and not np.isnan(ts := _num(e.get("ts"))):
+                    self.spans.add(e.get("ph"), ts, _int(e.get("pid")), _int(e.get("tid")), e.get("name"),
+                                   e.get("cat"))
         meta = [e for e in good if e.get("ph") == "M"]
         if meta:
             self._metadata([(e.get("name"), e.get("pid"), e.get("tid"), _arg(e, "name"), _arg(e, "labels"))
@@ -473,6 +492,7 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
         problems.append(meta_problem)
     if truncated:
         problems.append("JSON ends before the traceEvents array closes")
+    cols.close_spans(problems)
     return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
             "warnings": _part_warnings(label, cols, skips, problems)}
 
