@@ -19,7 +19,6 @@ from playbook.model.schema import SkipCounter
 from playbook.readers import textio
 from playbook.readers.kineto.durations import Spans
 from playbook.readers.kineto.roles import GPU_CATEGORIES, canonical_category, display_name
-from playbook.readers.read_ahead import read_ahead
 
 try:  # optional accelerator; the standard-library path below gives identical results
     import msgspec
@@ -420,70 +419,67 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
     problems: list[str] = []
     skips = SkipCounter(label)
     cols = Columns()
-    chunks = read_ahead(byte_chunks(fh, label, CHUNK_BYTES, problems), depth=1)  # inflating beside decoding
+    chunks = byte_chunks(fh, label, CHUNK_BYTES, problems)
     buf = bytearray()  # in the events state buf[0] is always a delimiter (space or comma) before an event
     header = trailer = b""
     state = "head"
     consumed = 0  # bytes of decoded text already consumed before buf
     scanned = 0  # buf[:scanned] holds no event boundary (see below)
     dropping = False  # inside a stretch without event boundaries longer than MAX_EVENT_BYTES
-    try:
-        for chunk in chunks:
-            if state == "tail":
-                if len(trailer) > MAX_HEADER_BYTES:
-                    problems.append(f"more than {MAX_HEADER_BYTES >> 20} MiB after the traceEvents array (not read)")
-                    break
-                trailer += chunk
-                continue
-            buf += chunk
-            if state == "head":
-                opened = _open_events(buf, label, len(buf) - len(chunk))
-                if opened is None:
-                    continue  # the traceEvents array has not started yet
-                header, buf, skipped = opened
-                consumed += skipped
-                state, chunk = "events", bytes(buf)
-            # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
-            # the last search): each byte is searched about once, however long an event or a run of whitespace is.
-            if _GAP_B_RE.fullmatch(chunk):
-                continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
-            cut = _last_boundary(buf, scanned)
-            if cut is None:
-                body = len(chunk.rstrip(b" \t\r\n,"))
-                run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
-                scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
-                if len(buf) > MAX_EVENT_BYTES:  # damage, not an event: dropped unless the array closes in it
-                    closed_at = _try_close(bytes(buf), cols, skips)
-                    if closed_at is not None:
-                        state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
-                        continue
-                    consumed, buf, scanned = _skip_unbounded(buf, scanned, consumed, None if dropping else skips)
-                    dropping = True  # counted once per damaged stretch (until the next boundary)
-                continue
-            scanned = 0
-            if dropping:  # the damaged stretch ends at its first boundary: drop the rest of it (counted already)
-                first = _BOUNDARY_RE.search(buf).start() + 1
-                consumed, cut, dropping = consumed + first, cut - first, False
-                del buf[:first]
-                if cut == 0:
+    for chunk in chunks:
+        if state == "tail":
+            if len(trailer) > MAX_HEADER_BYTES:
+                problems.append(f"more than {MAX_HEADER_BYTES >> 20} MiB after the traceEvents array (not read)")
+                break
+            trailer += chunk
+            continue
+        buf += chunk
+        if state == "head":
+            opened = _open_events(buf, label, len(buf) - len(chunk))
+            if opened is None:
+                continue  # the traceEvents array has not started yet
+            header, buf, skipped = opened
+            consumed += skipped
+            state, chunk = "events", bytes(buf)
+        # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
+        # the last search): each byte is searched about once, however long an event or a run of whitespace is.
+        if _GAP_B_RE.fullmatch(chunk):
+            continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
+        cut = _last_boundary(buf, scanned)
+        if cut is None:
+            body = len(chunk.rstrip(b" \t\r\n,"))
+            run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
+            scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
+            if len(buf) > MAX_EVENT_BYTES:  # damage, not an event: dropped unless the array closes in it
+                closed_at = _try_close(bytes(buf), cols, skips)
+                if closed_at is not None:
+                    state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
                     continue
-            if _decode_in_place(buf, cut, cols, skips):
-                consumed += cut
-                del buf[:cut]
+                consumed, buf, scanned = _skip_unbounded(buf, scanned, consumed, None if dropping else skips)
+                dropping = True  # counted once per damaged stretch (until the next boundary)
+            continue
+        scanned = 0
+        if dropping:  # the damaged stretch ends at its first boundary: drop the rest of it (counted already)
+            first = _BOUNDARY_RE.search(buf).start() + 1
+            consumed, cut, dropping = consumed + first, cut - first, False
+            del buf[:first]
+            if cut == 0:
                 continue
-            # the array closes inside this chunk, or an event is garbled
-            closed_at = _try_close(bytes(buf), cols, skips)
-            if closed_at is not None:
-                state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
-                continue
-            rest, closed = _salvage(buf.decode("utf-8", errors="replace"), cols, skips, consumed, False)
-            rest_b = rest.encode()
-            consumed += len(buf) - len(rest_b)
-            buf = bytearray(b" ") + rest_b
-            if closed:
-                state, trailer, buf = "tail", bytes(rest_b), bytearray()
-    finally:
-        chunks.close()  # the read-ahead thread stops before the caller closes the file
+        if _decode_in_place(buf, cut, cols, skips):
+            consumed += cut
+            del buf[:cut]
+            continue
+        # the array closes inside this chunk, or an event is garbled
+        closed_at = _try_close(bytes(buf), cols, skips)
+        if closed_at is not None:
+            state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
+            continue
+        rest, closed = _salvage(buf.decode("utf-8", errors="replace"), cols, skips, consumed, False)
+        rest_b = rest.encode()
+        consumed += len(buf) - len(rest_b)
+        buf = bytearray(b" ") + rest_b
+        if closed:
+            state, trailer, buf = "tail", bytes(rest_b), bytearray()
     if state == "head":
         what = "empty file" if not buf.strip() else "not a Kineto/Chrome trace (no traceEvents array)"
         raise InputError(f"{label}: {problems[0] if problems and not buf.strip() else what}")
