@@ -4,6 +4,7 @@ playbook.report.verdict_rule (shared with the headline)."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis import inventory
 from playbook.knowledge import ids as cause_ids
 from playbook.report.catalog import TRIAGE
 from playbook.report.scrapbook import count, md_inline
@@ -99,7 +101,6 @@ def status_map(diagnosis: dict[str, Any]) -> dict[str, str]:
 
 def warnings_html(warnings: list[str], limit: int = 12) -> str:
     """Reader warnings as an escaped HTML list: identical messages counted once, at most `limit` shown."""
-    import html
     from collections import Counter
 
     if not warnings:
@@ -318,8 +319,6 @@ def show_gpu_status(report: dict[str, Any], rows: int = 16) -> None:
 def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
     """The files read (escaped; named relative to the repository `root`, default catalog.repo_root(), when in it)
     and the rows per table, then the reader warnings, summarised."""
-    import html
-
     from IPython.display import HTML, display
 
     from playbook.report.catalog import repo_root
@@ -337,8 +336,18 @@ def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
                                                                     if len(names) > 12 else "")
     display(HTML(f'<p style="text-align:left">Read {len(names)} input{"s" if len(names) != 1 else ""}: '
                  f"{shown or 'none'}</p>"))
-    display(left_table(inputs_table(bundle)))
+    frame = inputs_table(bundle)
+    display(left_table(frame) if len(frame) else HTML(summaries_html(bundle)))
     display(HTML(warnings_html(bundle.warnings)))
+
+
+def summaries_html(bundle: Any) -> str:
+    """What inputs without table rows hold (a profiler text, a job's usage figures, nsys summaries): `playbook
+    info`'s lines for them (analysis.inventory), escaped."""
+    lines = [ln for ln in inventory.render(inventory.summarize(bundle)).splitlines()
+             if ln.strip() and not ln.startswith(("inputs (", "warnings"))]
+    return (f"<p>No table rows; what the inputs hold:</p><pre>{html.escape(chr(10).join(lines))}</pre>" if lines
+            else "<p><em>No table rows.</em></p>")
 
 
 def show_period(report: dict[str, Any], frame: pd.DataFrame, metric: str) -> None:

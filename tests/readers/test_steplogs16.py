@@ -69,3 +69,17 @@ def test_two_step_times_that_disagree_show_no_steady_pace(tmp_path):
     close = tmp_path / "close.log"
     close.write_text("iter 10: loss 3.00, time 2000.00ms\niter 20: loss 2.90, time 2020.00ms\n")
     assert diagnose(read_paths([str(close)])).verdict["id"] == "healthy"  # two that agree: a steady pace
+
+
+def test_too_few_step_times_for_the_slow_step_test_cannot_vouch_for_health(tmp_path):
+    def log(name, ms):
+        path = tmp_path / name
+        path.write_text("".join(f"iter {10 * (i + 1)}: loss 3.00, time {t:.2f}ms\n" for i, t in enumerate(ms)))
+        return diagnose(read_paths([str(path)])).verdict["id"]
+
+    # three epochs' step times, the last twice the others: a stall or a slow pace, three rows cannot tell
+    assert log("late.log", [450, 440, 900]) == "insufficient_data"
+    assert log("four.log", [450, 440, 445, 900]) == "insufficient_data"
+    # a slow first row alone is the usual warm-up; rows that agree within the slow-step factor show a pace
+    assert log("first.log", [900, 450, 440]) == "healthy"
+    assert log("agree.log", [450, 440, 470, 455]) == "healthy"

@@ -388,3 +388,19 @@ def test_index_rows_state_the_loss_as_their_card_does(tmp_path):
     assert "GPU time lost ~27% by the leading finding (no utilization or step times) · next: <code>nsys" in table
     assert "GPU time not measured (no utilization or step times) · next: <code>dmesg</code>" in table
     assert "ratio &lt;x&gt; = 0.75" in table
+
+
+def test_inputs_without_table_rows_show_what_they_hold(tmp_path):
+    """A py-spy dump fills no table: the inputs section says what was read (was an empty `table / rows` header),
+    escaped (the file's own name among it)."""
+    from playbook.readers import read_file
+
+    p = tmp_path / "dump<b>.txt"
+    p.write_text('Process 7: python train.py\nPython v3.10.12 (/usr/bin/python3)\n\nThread 7 (idle): "MainThread"\n'
+                 "    _try_get_data (torch/utils/data/dataloader.py:1133)\n    __next__ (torch/utils/data/dataloader.py:631)"
+                 "\n    <module> (train.py:9)\n")
+    bundle = read_file(p)
+    assert not len(triage.inputs_table(bundle))
+    page = triage.summaries_html(bundle)
+    assert "py-spy dump: 1 thread; main threads in: loader 1" in page
+    assert "dump&lt;b&gt;.txt" in page and "<b>" not in page

@@ -25,13 +25,14 @@ def segment_events(errors: list[Special], header: Special | None, lines: np.ndar
         k = k - 1 if k > 0 else 0
         return pd.Timestamp(int(time_ns[k]), tz="UTC")
 
-    # each GPU's first and last row: a "GPU is lost" line is transient when every GPU seen before it reports after it
-    _, first = np.unique(gpu, return_index=True)
-    last = len(gpu) - 1 - np.unique(gpu[::-1], return_index=True)[1]
+    first = last = None  # each GPU's first and last row, found at the first "GPU is lost" line (O(n log n))
     for sp in errors:
         hit = event_lexicon.match(sp.text)
         kind = hit.kind if hit else "gpu_error"
-        if kind == "gpu_lost":
+        if kind == "gpu_lost":  # transient when every GPU seen before the line reports after it
+            if first is None:
+                _, first = np.unique(gpu, return_index=True)
+                last = len(gpu) - 1 - np.unique(gpu[::-1], return_index=True)[1]
             k = int(np.searchsorted(lines, sp.line))
             if (last[first < k] >= k).all():
                 kind = "gpu_error"
