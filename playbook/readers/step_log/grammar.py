@@ -18,7 +18,7 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
            s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
            examples/sec, tokens/s, tok/s, tps, wps). `3.140 (3.393)`: the current value and its average (kept: the
-           current); `time (data): 0.41 (0.01)`: the bracketed name labels the bracketed value (BasicSR); a step
+           current; printed every k > 1 steps, the window's mean from the averages: running_avg.py); `time (data): 0.41 (0.01)`: the bracketed name labels the bracketed value (BasicSR); a step
            noun with a decimal (`Batch 3.505`) is its time; a date is no value. Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) and JSON Lines are fields too. A unit may sit
            in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
