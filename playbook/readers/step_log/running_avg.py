@@ -6,7 +6,8 @@ epoch's start. With a line every step the first figure is each step's time; with
 step of k, and the steps between two lines took ((n1 * a1) - (n0 * a0)) / (n1 - n0) each, n the steps the meter has
 seen (the epoch position + 1 when positions count from 0, the position itself when from 1). Which of the two is
 known when a line of the epoch shows the meter's first step (its value equals its average: one step seen); else
-the two readings are used only where they agree within AGREE (late in an epoch the averages drift slowly and the
+the two readings are used only where they agree within AGREE; a bracket equal to its value on every line repeats
+it (or every step took the same): the figures stay as printed (late in an epoch the averages drift slowly and the
 offset no longer matters). A window whose mean could not hold its own last step (the printed first figure above the
 window's total, beyond the printed rounding) shows the bracket is no such average: the figures stay as printed.
 
@@ -50,6 +51,8 @@ def _windows(pos: np.ndarray, val: np.ndarray, avg: np.ndarray, idx: np.ndarray)
     is the meter's first step); None when the bracket cannot be a running mean since the epoch's start."""
     p = pos[idx].astype(np.float64)
     starts = np.flatnonzero(np.abs(val[idx] - avg[idx]) <= ROUNDING)
+    if len(idx) > 1 and len(starts) == len(idx):
+        return None  # the bracket repeats the value on every line: no mean since the start (or all steps alike)
     offsets = (1.0 - p[starts[0]],) if len(starts) and starts[0] == 0 else (1.0, 0.0)
     means = []
     for off in offsets:  # n = p + off steps seen at position p
