@@ -132,13 +132,29 @@ def _values_not_names(names: list[str]) -> bool:
     return pairs * 2 > len(names) or any(_JSON_OBJECT.search(n) for n in names[:8])
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _a_row(head: str, at: int) -> bool:
+    """True when the "header" at line `at` holds numbers and the next non-blank line is the same text but for its
+    numbers (and the runs of spaces that align them): a log line like the lines below it (Swin's tab-separated
+    `... Train: [14/300][250/1251]\teta 0:10:52 lr 0.000710\ttime 0.6408 (0.6516)\t...\tmem 14764MB`), not a
+    header; a header names its columns once, above rows that differ from it in their words."""
+    lines = head.split("\n")
+    nxt = next((x for x in lines[at + 1:] if x.strip()), None)
+    if nxt is None or not _NUMBER.search(lines[at]):
+        return False
+    shape = lambda text: re.sub(r" +", " ", _NUMBER.sub("#", text.strip()))  # noqa: E731
+    return shape(lines[at]) == shape(nxt)
+
+
 def sniff(head: str) -> bool:
     """A delimited header whose names (see playbook.readers.headers) hold a GPU metric and a time, GPU or per-GPU
     column."""
     if textio.looks_like_json(head) or head.lstrip().startswith("<"):
         return False  # JSON / XML documents: the documents reader's
     found = _header(head)
-    if found is None or _values_not_names(found[2]):
+    if found is None or _values_not_names(found[2]) or _a_row(head, found[0]):
         return False
     if headers.is_telemetry(found[2]):
         return True

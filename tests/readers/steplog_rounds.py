@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from playbook.diagnosis import diagnose
-from playbook.readers import read_paths
+from playbook.readers import read_file, read_paths
 
 
 def case(name: str, not_yet: dict) -> pytest.param:
@@ -24,3 +24,27 @@ def assert_verdict(path: Path, want: dict) -> None:
     lost = want.get("lost_s", want.get("lost_s_if_slowdown")) if result.verdict["id"] != "healthy" else None
     if lost:
         assert lost / 2 <= result.accounting["lost_s"] <= lost * 2
+
+
+def step_rows(path: Path) -> tuple[list, list]:
+    """The steps a file's whole-step rows name, and their seconds."""
+    s = read_file(path).steps
+    whole = s[s["phase"] == "step"]
+    return whole["step"].tolist(), whole["duration_s"].tolist()
+
+
+def matches(got_steps, got_s, steps, seconds, extra=frozenset(), tol=0.05) -> bool:
+    """Every printed step with its seconds (within `tol`), and no other step but the `extra` ones."""
+    known = dict(zip(steps, seconds, strict=True))
+    got = dict(zip(got_steps, got_s, strict=True))
+    if set(steps) - set(got) or set(got) - set(steps) - set(extra):
+        return False
+    return all(abs(got[s] - v) <= tol * v for s, v in known.items())
+
+
+def check_verdict(path: Path, want: dict) -> None:
+    """assert_verdict, where insufficient_data (which measures no loss) passes when the label set accepts it."""
+    if diagnose(read_paths([str(path)])).verdict["id"] == "insufficient_data":
+        assert "insufficient_data" in want["verdict_ok"]
+        return
+    assert_verdict(path, want)

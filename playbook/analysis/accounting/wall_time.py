@@ -166,9 +166,13 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     if not rest.any() and (apart := sp.waits_beside_timer(steps, rank, stepno, d, warm)).any():
         rest, gaps_out = apart, apart.copy()  # no clock shows the gaps: the waits timed apart fill them
         wall = max(wall, float((d * per_row).sum() + apart.sum()))
-    on = bstep[ordinary].tolist()
-    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, per_row[warm:][ordinary].tolist(), strict=True)), name, dict(
-        zip(on, (real * per_row[warm:])[ordinary].tolist(), strict=True)), stepno, rest, gaps_out)
+    # a slow step's waits beyond what its stall or stretch charged are its phases' too (a window of mostly data
+    # waits, slow by half its wait: the other half is still waiting)
+    charged = np.where(slow, excess + drift, np.where(stretch, drift, 0.0)) * w
+    on = bstep.tolist()
+    phases, gaps_out = _phase_buckets(steps, rank, dict(zip(on, per_row[warm:].tolist(), strict=True)), name, dict(
+        zip(on, np.clip(real * per_row[warm:] - charged, 0.0, None).tolist(), strict=True)), stepno, rest, gaps_out,
+        dict(zip(on, charged.tolist(), strict=True)))
     buckets += _outside_timer(times, stepno, gaps_out, name) + phases
     # a step's excess that its own waiting phases measure is theirs (charged above), not jitter
     own = np.clip(excess * w - sp.row_waits(steps, rank, bstep) * per_row[warm:], 0.0, None)  # waits: seconds
@@ -202,7 +206,8 @@ def _input_wait(steps: pd.DataFrame, rank, stepno: np.ndarray) -> np.ndarray | N
 
 
 def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: str, room: dict[int, float],
-                   stepno: np.ndarray, rest: np.ndarray, gaps_out: np.ndarray) -> tuple[list[Bucket], np.ndarray]:
+                   stepno: np.ndarray, rest: np.ndarray, gaps_out: np.ndarray,
+                   charged: dict[int, float] | None = None) -> tuple[list[Bucket], np.ndarray]:
     """Waiting phases of the ordinary steps (each weighted by the steps its line stands for), and the imbalance
     between named work stages; returns them and the outside-timer gaps (`gaps_out`) less the waits charged there.
     A step's waits are drawn, in the order the phases were logged, first from the untimed rest of the gap beside its
@@ -223,9 +228,10 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     cum = wt.groupby(at).cumsum()
     outside = np.minimum(cum, room_out) - np.minimum(cum - wt, room_out)  # the part of each wait in the gap
     inside = wt - outside
-    cum = inside.groupby(at).cumsum()
+    # the first `charged` seconds of a step's waits inside it were charged with its stall or stretch
+    cum = inside.groupby(at).cumsum() - (at.map(charged).astype(np.float64) if charged else 0.0)
     cap = at.map(room).astype(np.float64)
-    got = np.minimum(cum, cap) - np.minimum(cum - inside, cap)  # the part of each wait under its step's time
+    got = np.clip(np.minimum(cum, cap), 0.0, None) - np.clip(np.minimum(cum - inside, cap), 0.0, None)  # under its time
     charged = (got + outside).groupby(phase_of[wait]).sum()
     left = max(sum(room.values()) - float(got.sum()), 0.0)
     used = outside.groupby(at).sum()

@@ -18,7 +18,7 @@ fields     any `key <sep> value [unit] [(running average)]`, separators `:` `=` 
            `;` tab, runs of spaces or ` - `; units ns/us/ms/s/sec/min/h and H:MM:SS; per-step units (ms/step,
            s/it, sec/batch); step rates (it/s, steps/sec, global_step/sec, ups); throughput (samples/s,
            examples/sec, tokens/s, tok/s, tps, wps). `3.140 (3.393)`: the current value and its average (kept: the
-           current); `time (data): 0.41 (0.01)`: the bracketed name labels the bracketed value (BasicSR); a step
+           current; printed every k > 1 steps, the window's mean from the averages: running_avg.py); `time (data): 0.41 (0.01)`: the bracketed name labels the bracketed value (BasicSR); a step
            noun with a decimal (`Batch 3.505`) is its time; a date is no value. Python dict lines (`{'loss': 1.9, 'epoch': 0.1}`) and JSON Lines are fields too. A unit may sit
            in the key (`iter time (s)`, `step [ms]`, `train_step_timing in s`, `Batch (t)`) or be the key
            (`ms/step: 120`); `1.23K` / `2.62M` scale their value; `<what>_per_sec` is a rate of what precedes
@@ -85,8 +85,9 @@ from playbook.readers.step_log.fraction_pair import FractionPairs
 from playbook.readers.step_log.key_block import KeyBlock
 from playbook.readers.step_log.pending import PendingStep
 from playbook.readers.step_log.reruns import Reruns
+from playbook.readers.step_log.running_avg import bracket_windows, column_for
 from playbook.readers.step_log.running_parts import running_parts
-from playbook.readers.step_log.smoothed import MEANS, metric_logger, window_mean_steps
+from playbook.readers.step_log.smoothed import smoothed_columns, smoother
 from playbook.readers.step_log.span_line import implicit_counter
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
@@ -110,7 +111,6 @@ from playbook.readers.step_log.vocab import (
     LEAD_STEP,
     LETTER_PAIR,
     MAX_BLOCK_LINES,
-    MAX_KEYS,
     MAX_STEP,
     MAX_TRAIL_LINES,
     NAMED_EPOCH,
@@ -154,7 +154,9 @@ class StepLines:
         self.keyword = array("b")
         self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
         self.pos = array("q")  # the counter's position within its epoch, -1 unknown
-        self.smoothed = False  # time / data are MetricLogger's window means (smoothed.py)
+        self.smoothed = None  # the printer of window means (smoothed.py: MetricLogger's, LogProcessor's), if any
+        self.avg_cols: dict[str, array] = {}  # name -> the running averages printed beside its values
+        self._avgs: dict[str, float] = {}  # the current line's
         self.reruns = Reruns()
         self.tables = ColumnTables()  # tables printed as text (column_table.py)
         self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
@@ -315,15 +317,8 @@ class StepLines:
         """Fields read after a record was stored (a box table under its line) added to that record."""
         n = len(self.step)
         for name, (value, role) in fields.items():
-            col = self.fields.get(name)
-            if col is None:
-                if len(self.fields) >= MAX_KEYS:
-                    continue
-                col = self.fields[name] = array("d", [np.nan]) * n
-                self.field_role[name] = role
-            if len(col) < n:
-                col.extend([np.nan] * (n - len(col)))
-            if np.isnan(col[row]):
+            col = column_for(self.fields, self.field_role, name, role, n)
+            if col is not None and np.isnan(col[row]):
                 col[row] = value
 
     def _timer_row(self, m) -> None:
@@ -437,7 +432,7 @@ class StepLines:
             if c.keyword:
                 self.pending.hold(c, ctx, len(self.step))
             return c.progress
-        self.smoothed = self.smoothed or ("eta: " in body and metric_logger(body))
+        self.smoothed = self.smoothed or smoother(body)
         self._store(c, ctx, fields)
         return True
 
@@ -494,6 +489,8 @@ class StepLines:
             else:
                 value = float(m[group].replace(",", "")) * scale
             found[name] = (value, role)
+            if group == "num" and m["avg"] is not None and role[0] in ("dur", "phase") and not bracket_unit(m):
+                self._avgs[name] = float(m["avg"].replace(",", "")) * scale  # `Time 22.424 (7.498)`: its average
         return found
 
     def _hold_rate(self, body: str, rank: int) -> None:
@@ -547,16 +544,14 @@ class StepLines:
         self._trail = (ctx.rank, ctx.lineno) if not fields else None
         self._box_bare = not fields  # a record without fields may take them from the indented lines below (OLMo)
         for name, (value, role) in fields.items():
-            col = self.fields.get(name)
-            if col is None:
-                if len(self.fields) >= MAX_KEYS:
-                    continue
-                col = self.fields[name] = array("d", [np.nan]) * n if n else array("d")
-                self.field_role[name] = role
-            if len(col) < n:
-                col.extend([np.nan] * (n - len(col)))
-            if len(col) == n:
+            col = column_for(self.fields, self.field_role, name, role, n)
+            if col is not None and len(col) == n:
                 col.append(value)
+        for name, value in self._avgs.items():  # its running average beside a value (running_avg.py)
+            col = column_for(self.avg_cols, {}, name, (), n) if name in fields else None
+            if col is not None and len(col) == n:
+                col.append(value)
+        self._avgs = {}
 
     # -- per file ------------------------------------------------------------------------------------------
     def _column(self, name: str) -> np.ndarray:
@@ -583,9 +578,8 @@ class StepLines:
             return self.epochs.result(out)
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
-        for name in (n for n in MEANS if self.smoothed and n in cols):  # MetricLogger's window means: the steps'
-            steps = window_mean_steps(cols[name], np.frombuffer(self.pos, np.int64), rank)
-            cols[name] = cols[name] if steps is None else steps
+        cols.update(smoothed_columns(self.smoothed, cols, np.frombuffer(self.pos, np.int64), step, rank))
+        cols.update(bracket_windows(cols, self.avg_cols, np.frombuffer(self.pos, np.int64), rank))
         roles = self.field_role
         kind = np.frombuffer(self.kind, dtype=np.int8)
         pos = np.frombuffer(self.pos, np.int64)
