@@ -168,11 +168,17 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
     # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
-    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
+    idle = np.isfinite(med) & (med <= IDLE_PCT)
+    lead = ~np.isfinite(med) | idle  # (a bin without a reading says nothing either way)
     lead = lead.argmin() if not lead.all() else 0
+    # the recording holds the job's start only where the GPUs read idle before they first work at their level (the
+    # model loading, CloudWatch's 3.6%); one that begins mid-run, at work or in a partial drop, shows no start-up
+    # (a stall 20 s into the recording, a data-starved first fifth at 30-50%: drops, not warm-up)
+    at_level = np.isfinite(med) & ~dipping
+    started = bool(idle[:int(at_level.argmax()) if at_level.any() else n_bins].any())
     # the bin the job starts in holds time before it (a poll reads its interval's average): the first bin of work
     # below the busy level with work in the next is the start, not a drop (CloudWatch's first average at 13%)
-    if lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
+    if started and lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
         lead += 1
     # start-up and shut-down happen once, at the job's edges (compiling, autotuning, an evaluation at step 0, a first
     # load; a last save, the teardown); a stall recurs or strikes anywhere. Before an idle tail, the drop the job's
@@ -183,7 +189,12 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     ending = (dipping | ~np.isfinite(med))[lead:end][::-1]
     if end < n_bins and len(ending) and ending[0]:
         tail = int(np.argmin(ending)) if not ending.all() else len(ending)
-        if tail <= (end - lead) // 4:
+        # a last save or the teardown leaves the GPUs waiting on the host or the disk: idle but for blips (the
+        # median bin) after the poll the work ends in (its interval's average, partly after it); a stretch at a
+        # partial level (30% for the job's last fifth) is work at a slower pace, a loss
+        shut = med[end - tail + 1:end]
+        at_rest = not np.isfinite(shut).any() or float(np.nanmedian(shut)) <= IDLE_PCT
+        if tail <= (end - lead) // 4 and at_rest:
             end -= tail
     if end < n_bins:
         active[:, end:] = False
@@ -191,7 +202,7 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
         working = active & ~gone_mask
         room[:, end:] = 0.0
     late = np.flatnonzero(dipping[lead:end])
-    if len(late) and late[-1] + 1 <= (end - lead) // 4:
+    if started and len(late) and late[-1] + 1 <= (end - lead) // 4:
         lead += int(late[-1]) + 1
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
