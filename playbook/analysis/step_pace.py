@@ -143,6 +143,8 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if most < FEW_ROWS and (per.max() > per.min() * (1 + sa.CREEP_MIN)).any():
         return (f"{most} step times per rank, {per.min().min():.3g} s to {per.max().max():.3g} s: too few "
                 "to tell the steady pace from a slow one")
+    st = st.sort_values(["rank", "step"], kind="stable")  # the first row is the first step (rows from files or
+    # ranks merged out of order, a rotated log passed after the current one)
     later = st[st.groupby("rank").cumcount() > 0].groupby("rank")["duration_s"]  # each rank's rows after its first
     if most < SLOW_TEST_ROWS and (later.max() >= later.min() * sa.SLOW_FACTOR).any():
         return (f"{most} step times per rank, {later.min().min():.3g} s to {later.max().max():.3g} s after the first: "

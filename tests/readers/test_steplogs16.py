@@ -102,3 +102,12 @@ def test_too_few_step_times_for_the_slow_step_test_cannot_vouch_for_health(tmp_p
     # a slow first row alone is the usual warm-up; rows that agree within the slow-step factor show a pace
     assert log("first.log", [900, 450, 440]) == "healthy"
     assert log("agree.log", [450, 440, 470, 455]) == "healthy"
+
+
+def test_the_first_step_is_the_lowest_step_not_the_first_row(tmp_path):
+    # a rotated log passed after the current one: iteration 30's 900 ms row comes first; left out as "the first
+    # row" it read healthy (review1); iteration 10 is the first step, the slow one is later
+    old, new = tmp_path / "train.log.1", tmp_path / "train.log"
+    old.write_text("iter 10: loss 3.00, time 450.00ms\niter 20: loss 2.90, time 440.00ms\n")
+    new.write_text("iter 30: loss 2.80, time 900.00ms\n")
+    assert diagnose(read_paths([str(new), str(old)])).verdict["id"] == "insufficient_data"
