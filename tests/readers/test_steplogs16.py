@@ -111,3 +111,18 @@ def test_the_first_step_is_the_lowest_step_not_the_first_row(tmp_path):
     old.write_text("iter 10: loss 3.00, time 450.00ms\niter 20: loss 2.90, time 440.00ms\n")
     new.write_text("iter 30: loss 2.80, time 900.00ms\n")
     assert diagnose(read_paths([str(new), str(old)])).verdict["id"] == "insufficient_data"
+
+
+def test_a_rank_with_few_rows_is_not_vouched_for_by_another_ranks_many():
+    # LABELED SYNTHETIC: rank 0 logs 6 steady steps, rank 1 four, its last twice the others: rank 0's rows never
+    # test rank 1's slow step (review1: healthy, since the rule looked at the most rows of any rank)
+    from playbook.model import schema
+
+    def verdict(rows):
+        steps = schema.steps_frame({"rank": [r for r, _, _ in rows], "step": [s for _, s, _ in rows],
+                                    "phase": ["step"] * len(rows), "duration_s": [d for _, _, d in rows]})
+        return diagnose(schema.Bundle(steps=steps)).verdict["id"]
+
+    steady = [(0, i, 0.45) for i in range(1, 7)]
+    assert verdict(steady + [(1, 1, 0.45), (1, 2, 0.44), (1, 3, 0.445), (1, 4, 0.9)]) == "insufficient_data"
+    assert verdict(steady + [(1, 1, 0.45), (1, 2, 0.44), (1, 3, 0.45)]) == "healthy"  # a few rows that agree
