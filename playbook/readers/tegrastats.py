@@ -34,9 +34,12 @@ _NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,40}$")
 
 
 def sniff(head: str) -> bool:
-    """A tegrastats line (`RAM used/totalMB` and a `CPU [` load list, `cpu [` on TX1 releases) within the first
-    lines."""
-    return any(_RAM.search(line) and "CPU [" in line.upper() for line in head.split("\n")[:40])
+    """Tegrastats lines (`RAM used/totalMB` and a `CPU [` load list, `cpu [` on TX1 releases) are at least half the
+    first non-empty lines: a training log with a tegrastats line pasted in stays a step log (read as tegrastats, its
+    step lines were all skipped)."""
+    lines = [line for line in head.split("\n")[:40] if line.strip()]
+    hits = sum(bool(_RAM.search(line)) and "CPU [" in line.upper() for line in lines)
+    return hits > 0 and 2 * hits >= len(lines)
 
 
 def fields(line: str) -> dict[str, str]:

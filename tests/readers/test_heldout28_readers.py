@@ -72,3 +72,16 @@ def test_a_jetson_stats_table_is_one_gpu_without_throttling(tmp_path):
     assert t["gpu"].nunique() == 1 and len(t) == 40
     assert "throttle_reasons" not in t or t["throttle_reasons"].fillna(0).eq(0).all()
     assert t["temp_c"].between(60, 61).all()
+
+
+def test_a_step_log_with_a_tegrastats_line_pasted_in_stays_a_step_log(tmp_path):
+    # LABELED SYNTHETIC: 60 step lines with one tegrastats line among them; sniffed on any one line, the file read as
+    # tegrastats, its 60 step lines skipped (review1). A tegrastats log with a stray line stays tegrastats
+    steps = [f"iter {10 * i}: loss 3.00, time 450.00ms" for i in range(1, 61)]
+    mixed = tmp_path / "train.log"
+    mixed.write_text("\n".join(steps[:20] + [TX2.format(u=99, t=40, p=3000)] + steps[20:]) + "\n")
+    assert len(read_paths([str(mixed)]).steps) == 60
+    stray = tmp_path / "tegrastats.log"
+    stray.write_text("\n".join([TX2.format(u=90, t=40, p=3000)] * 5 + ["tegrastats: warning"]
+                               + [TX2.format(u=90, t=40, p=3000)] * 5) + "\n")
+    assert len(read_paths([str(stray)]).telemetry) == 10
