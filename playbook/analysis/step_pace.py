@@ -128,7 +128,7 @@ SLOW_TEST_ROWS = 5  # the fewest rows the slow-step test runs on (step_times.slo
 
 
 def no_steady_pace(steps: pd.DataFrame) -> str | None:
-    """Why the step rows cannot show a steady pace, or None. Fewer than FEW_ROWS timed rows on every rank that
+    """Why the step rows cannot show a steady pace, or None. On any rank, fewer than FEW_ROWS timed rows that
     disagree by more than CREEP_MIN (Megatron-LLM#22's 11.1 s then 14.6 s per iteration, the thread's rise: either may
     be the steady pace, and against their spread as the noise floor nothing reads as lost); or, on any rank, fewer
     than SLOW_TEST_ROWS, too few for the slow-step test, whose rows after the first disagree by SLOW_FACTOR (the test's own
@@ -139,9 +139,11 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if st.empty:
         return None
     per = st.groupby("rank")["duration_s"]
-    most = int(per.size().max())
-    if most < FEW_ROWS and (per.max() > per.min() * (1 + sa.CREEP_MIN)).any():
-        return (f"{most} step times per rank, {per.min().min():.3g} s to {per.max().max():.3g} s: too few "
+    apart = (per.max() > per.min() * (1 + sa.CREEP_MIN)) & (per.size() < FEW_ROWS)  # per rank, as below
+    if apart.any():
+        rank = apart.index[apart.argmax()]
+        d = per.get_group(rank)
+        return (f"{len(d)} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s: too few "
                 "to tell the steady pace from a slow one")
     st = st.sort_values(["rank", "step"], kind="stable")  # the first row is the first step (rows from files or
     # ranks merged out of order, a rotated log passed after the current one)
@@ -151,9 +153,14 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if few.any():
         rank = few.index[few.argmax()]
         d = later.get_group(rank)
-        return (f"{per.size()[rank]} step times on rank {rank}, {d.min():.3g} s to {d.max():.3g} s after the first: "
+        return (f"{per.size()[rank]} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
                 f"too few to tell a stall from a slow pace (the slow-step test needs {SLOW_TEST_ROWS})")
     return None
+
+
+def _on_rank(rank, per) -> str:
+    """" on rank N" where the rows name several ranks; "" for one rank or ranks unknown (-1)."""
+    return f" on rank {rank}" if per.ngroups > 1 and rank >= 0 else ""
 
 
 SHORT_SHIFT_STEPS = 8  # a shift is tested from 8 steps: 3 on each side (level_shift's edge guard) and some to spare

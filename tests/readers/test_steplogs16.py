@@ -126,3 +126,4 @@ def test_a_rank_with_few_rows_is_not_vouched_for_by_another_ranks_many():
     steady = [(0, i, 0.45) for i in range(1, 7)]
     assert verdict(steady + [(1, 1, 0.45), (1, 2, 0.44), (1, 3, 0.445), (1, 4, 0.9)]) == "insufficient_data"
     assert verdict(steady + [(1, 1, 0.45), (1, 2, 0.44), (1, 3, 0.45)]) == "healthy"  # a few rows that agree
+    assert verdict(steady + [(1, 1, 0.45), (1, 2, 2.0)]) == "insufficient_data"  # two rows 4x apart, either the pace
