@@ -85,3 +85,12 @@ def test_a_step_log_with_a_tegrastats_line_pasted_in_stays_a_step_log(tmp_path):
     stray.write_text("\n".join([TX2.format(u=90, t=40, p=3000)] * 5 + ["tegrastats: warning"]
                                + [TX2.format(u=90, t=40, p=3000)] * 5) + "\n")
     assert len(read_paths([str(stray)]).telemetry) == 10
+
+
+def test_current_device_is_still_a_gpu_id_and_a_rail_never_is():
+    # "current" as a NOT_INDEX word took `current_device` (torch.cuda.current_device(), the GPU a row is about) off
+    # the GPU id (review1); the rail prefixes say the electrical reading instead, bare rails included
+    names = ["timestamp", "current_device", "utilization.gpu [%]"]
+    assert {names[i]: m.role for i, m in assign(names).items()}["current_device"] == "gpu"
+    for rail in ("VDD_GPU_SOC-IN_CURRENT", "VDD_GPU_SOC-WARN_CURRENT", "POM_5V_GPU", "VDD_GPU"):
+        assert meaning(rail).role != "gpu", rail
