@@ -94,3 +94,15 @@ def test_current_device_is_still_a_gpu_id_and_a_rail_never_is():
     assert {names[i]: m.role for i, m in assign(names).items()}["current_device"] == "gpu"
     for rail in ("VDD_GPU_SOC-IN_CURRENT", "VDD_GPU_SOC-WARN_CURRENT", "POM_5V_GPU", "VDD_GPU"):
         assert meaning(rail).role != "gpu", rail
+
+
+def test_lines_under_a_second_apart_spread_over_their_second(tmp_path):
+    # LABELED SYNTHETIC: `tegrastats --interval 100` with the date prefix (to the second): ten lines a second, the
+    # GPU at 99% for five and 0% for five. Merged into each second's first line, the run read 99% throughout and
+    # "healthy (confirmed)" (review1); spread 100 ms apart, half the time is idle
+    path = tmp_path / "stats.log"
+    path.write_text("".join(ORIN.format(d="03-02-2025", s=i // 10, u=99 if i % 10 < 5 else 0, t=50) + "\n"
+                            for i in range(600)))
+    t = read_paths([str(path)]).telemetry
+    assert len(t) == 600 and abs(t["util_pct"].mean() - 49.5) < 1
+    assert np.allclose(np.diff(t["time"].astype("int64").to_numpy()) / 1e9, 0.1)
