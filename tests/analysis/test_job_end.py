@@ -95,3 +95,10 @@ def test_a_slow_stretch_before_the_idle_tail_is_no_shut_down(tmp_path):
     assert slow.lost_s > 2 * 50 * 0.6
     save = _run(tmp_path, lambda i: 98 + i % 2 if i < 180 else 0 if i < 200 else 12 if i == 201 else 0, "save.csv")
     assert save.lost_s < 1.0  # 20 s at 0% (a last save), a teardown blip, then idle: the job's shut-down
+
+
+def test_a_start_at_a_steady_partial_level_is_a_slow_pace_not_a_start_up(tmp_path):
+    # 10 idle polls (the job's start is in the recording), then 48 s at a steady 40%, never idle: a starved or cold
+    # input pipeline at work, not loading or compiling, which are the host's work (review1: warm-up, healthy)
+    slow = _run(tmp_path, lambda i: 0 if i < 10 else 40 if i < 58 else 98 + i % 2, "slow_start.csv")
+    assert slow.warmup_s < 2 * 10 * 1.1 and slow.lost_s > 2 * 48 * 0.5
