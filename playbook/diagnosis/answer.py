@@ -65,7 +65,7 @@ def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> lis
     by = attribution.harmful(acc)
     if lead == ids.UNEXPLAINED_SLOWDOWN:
         loss = sum(by.values()) / acc.wall_s
-        h = attribution.unexplained_hypothesis(acc, 1.0 - acc.noise_floor_share / loss if loss > 0 else 0.0)
+        h = attribution.unexplained_hypothesis(acc, 1.0 - acc.noise_floor_share / loss if loss > 0 else 0.0, ranked)
         rest = [x for x in ranked if x["id"] != ids.HEALTHY]
         healthy = [dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3)) for x in ranked if x["id"] == ids.HEALTHY]
         return [h, *rest, *healthy]
@@ -174,8 +174,8 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
         sentence = (f"Healthy ({word}, score {top['score']:.2f}): " + (f"{loss}; " if loss else
                     "no finding points at a cause; ") + blind + "keep this run as the baseline for `playbook compare`")
     elif top["id"] == ids.UNEXPLAINED_SLOWDOWN:
-        sentence = (f"{loss[0].upper()}{loss[1:]}, and no event, phase or finding in the inputs says why "
-                    f"(unexplained_slowdown); record next: {top['next_step']}")
+        why = attribution.unexplained_why(acc) if acc is not None else "no input says why"
+        sentence = f"{loss[0].upper()}{loss[1:]}, and {why} (unexplained_slowdown); record next: {top['next_step']}"
     else:
         cost = ""
         if per_day is not None:
@@ -310,6 +310,10 @@ def untestable(run: Run) -> str | None:
         # (xpu-smi prints N/A utilization on some drivers: power and clocks alone cannot tell busy from idle)
         return "the telemetry holds no utilization values (all N/A or missing): nothing says the GPUs were busy"
     if kineto and not gpu_trace and osc is None and gpu_report is None and not others:
+        blind = [m["no_device_lane"] for m in (run.bundle.meta.get("kineto") or {}).values()
+                 if isinstance(m, dict) and m.get("no_device_lane")]  # readers/kineto: roles.py, horovod.py
+        if blind:
+            return f"{blind[0]}, no device lane: GPU busy and idle time cannot be measured from it"
         return "the trace holds no GPU kernels or copies (a CPU-only profile)"
     if osc is None and gpu_report is None and not others:
         have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events),

@@ -55,6 +55,7 @@ LATE_KINDS = ("idle_gpu", "underused_gpu", "lost_gpu", "gpu_drops", "slow_rank")
 # the same observations pick one reading when it scores at least twice any other's (odds of 2:1 between them)
 PICK_RATIO = 2.0
 UNEXPLAINED = "unexplained"
+TIED = "read as"  # the opening of an unexplained bucket's evidence when candidates share its observations
 WAITING = "waiting on the GPUs that do not spin"  # the opening of _waiting_for's evidence
 # readings of GPUs below their peers that the peers' spin contradicts: in both the busy GPUs do the work (the
 # bottleneck stage; the ranks whose input keeps up), while a spinning GPU draws a fraction of its working power —
@@ -119,7 +120,15 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         return best["id"], (best.get("evidence") or [""])[0], False
     if waiting:
         return cause_ids.COLLECTIVE_STRAGGLER, waiting, False
+    if best is not None:  # supported candidates on the same observations: none takes the loss, all are named
+        tied = sorted(supported, key=lambda h: -h["score"])[:3]
+        return UNEXPLAINED, f"{TIED} {' or '.join(_scored(h) for h in tied)} alike: nothing in the inputs tells them " \
+                            "apart", False
     return UNEXPLAINED, "", False
+
+
+def _scored(h: dict) -> str:
+    return f"{h['id']} ({h['score']:.2f})"
 
 
 def _waiting_for(b: Bucket, acc: Accounting) -> str:
@@ -337,17 +346,22 @@ def _steady(acc: Accounting) -> bool:
     return any(b.kind == "steady_idle" for b in acc.buckets)
 
 
-def unexplained_hypothesis(acc: Accounting, score: float) -> dict:
+def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | None = None) -> dict:
     """The `unexplained_slowdown` hypothesis: the loss no evidence explains, its windows and names, and what to
-    record next."""
+    record next (the next step of the `ranked` candidates that tie on it, when they do)."""
     c = cause(cause_ids.UNEXPLAINED_SLOWDOWN)
     rest = [b for b in acc.buckets if b.cause == UNEXPLAINED]
     rest.sort(key=lambda b: -b.seconds)
     evidence = [f"{b.detail} — {_fmt(b.seconds)} {'GPU-' if acc.basis == 'gpu' else ''}s "
-                f"({b.share:.0%}){_where(b)}: no event, phase or finding at them names a cause" for b in rest[:4]]
+                f"({b.share:.0%}){_where(b)}: {b.evidence or 'no event, phase or finding at them names a cause'}"
+                for b in rest[:4]]
     names = list(dict.fromkeys(n for b in rest for n in b.names if n != "all GPUs"))
+    # candidates that tie on the largest such bucket: the measurement that tells them apart is theirs
+    named = _tied(rest[0]) if rest else []
+    tied = sorted((h for h in ranked or () if _scored(h) in named), key=lambda h: named.index(_scored(h)))
     return {"id": c.id, "score": round(float(np.clip(score, 0.0, 1.0)), 3), "evidence": evidence,
-            "next_step": c.next_step, "fix": c.fix, "notebook": c.notebook, "command": c.command,
+            "next_step": next((h["next_step"] for h in tied if h.get("next_step")), c.next_step), "fix": c.fix,
+            "notebook": c.notebook, "command": c.command,
             "lost_share": round(sum(b.share for b in rest), 4), "names": names[:16], "named": len(names)}
 
 
@@ -379,6 +393,24 @@ def confidence_word(score: float, runner_up: float = 0.0) -> str:
     if score >= CONFIRM and score - runner_up >= MARGIN:
         return "confirmed"
     return "likely" if score >= LIKELY else "possible"
+
+
+def unexplained_why(acc: Accounting) -> str:
+    """Why the largest unexplained loss has no cause: no input says, or its candidates tie (TIED)."""
+    rest = sorted((b for b in acc.buckets if b.cause == UNEXPLAINED), key=lambda b: -b.seconds)
+    tied = _tied(rest[0]) if rest else []
+    if len(tied) == 2:
+        return f"the findings cannot tell {tied[0]} from {tied[1]}"
+    if tied:
+        return f"the findings cannot tell {', '.join(tied[:-1])} or {tied[-1]} apart"
+    return "no event, phase or finding in the inputs says why"
+
+
+def _tied(b: Bucket) -> list[str]:
+    """The candidates (with their scores) an unexplained bucket's evidence names as tied, in its order."""
+    if b.cause != UNEXPLAINED or not b.evidence.startswith(TIED):
+        return []
+    return b.evidence.removeprefix(TIED).split(" alike:")[0].strip().split(" or ")
 
 
 def loss_phrase(acc: Accounting, lead: str) -> str:

@@ -401,6 +401,18 @@ CASES = [
     # called losing; kept: SlowFast's nvidia.sh loop (the header repeated before every value, no time: healthy, right
     # first). The rest are strict xfails in tests/diagnosis/test_heldout26.py
     ("heldout26 slowfast_nvidia_sh_gpu2_util.csv", "healthy", _file("heldout26/slowfast_nvidia_sh_gpu2_util.csv")),
+    # the twenty-ninth round: real Chrome-trace timelines of writers other than Kineto (tests/data/eval/heldout29/
+    # SOURCES.md): scored once as written — 5 of 6 right, read fully right 0 of 6 (every Horovod B/E phase dropped
+    # without a word), none called healthy; kept: the three Horovod timelines (insufficient_data, now with their
+    # phases read: readers/kineto/durations.py, horovod.py), TensorFlow 1 fed by feed_dict (data_starvation, right
+    # first) and TensorFlow 1 with XLA and no stream lane (insufficient_data, now said: roles.py). The tf.data
+    # timeline is a strict xfail in tests/diagnosis/test_heldout29.py
+    *[(f"heldout29 {name}", want, _file(f"heldout29/{name}")) for name, want in (
+        ("alcf_horovod_timeline_cpu_n1.json", "insufficient_data"),
+        ("alcf_horovod_timeline_gpu_n1.json", "insufficient_data"),
+        ("tflogs_horovod_timeline_4ranks.json", "insufficient_data"),
+        ("dlprof_feeddict_timeline_01.json", "data_starvation"),
+        ("dlprof_mnist_xla_timeline_xla.ctf.json", "insufficient_data"))],
     # the fourteenth round: GPU telemetry in other formats from threads that state a cause
     # (tests/data/eval/heldout14/SOURCES.md; make_heldout14.py writes the synthetic ones): scored once as written —
     # 3 of 6 right, none called healthy; kept: a `gpustat -i 1` log of one GPU waiting for each batch (workers=0),

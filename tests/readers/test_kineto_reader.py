@@ -315,7 +315,9 @@ def test_no_event_boundary_for_megabytes_is_skipped_with_memory_bounded(tmp_path
     finally:
         tracemalloc.stop()
     assert len(b.trace) == 99
-    assert peak < 16 << 20  # the file is 48 MiB: it was never held whole
+    # the file is 48 MiB: it was never held whole (15.7 MiB before the read-ahead; its chunks in flight add at most
+    # depth + 2 decoded chunks)
+    assert peak < (16 << 20) + 3 * kineto_decode.CHUNK_BYTES
     w = " ".join(b.warnings)
     assert "skipped 1 of 100" in w and "no event boundary in 1 MiB" in w and "after the traceEvents array (not read)" in w
 

@@ -49,6 +49,7 @@ from playbook.readers import (
     step_log as steps,
 )
 from playbook.readers.kineto import decode as kineto_decode
+from playbook.readers.kineto import horovod as kineto_horovod
 from playbook.readers.kineto import roles as kineto_roles
 from playbook.readers.nvidia_smi import (
     dmon,
@@ -72,7 +73,7 @@ from playbook.readers.step_log import smoothed as step_smoothed
 from playbook.readers.step_log import span_line as step_span_line
 from playbook.readers.step_log import vocab as step_vocab
 
-MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, dcgm, dmon,
+MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, kineto_horovod, dcgm, dmon,
            headers, documents, detect, gpustat_text, influx, lines, long_csv, nccl_log, nccl_tests, smi_query_text, step_columns,
            step_grammar, step_vocab, steps, amd_smi_text, box_table, host_tools, host_columns, sysstat_json,
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, step_span_line, topo_matrix, lspci,

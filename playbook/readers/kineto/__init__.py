@@ -43,6 +43,7 @@ from playbook.core.errors import InputError
 from playbook.model.schema import Bundle, trace_frame
 from playbook.readers import textio
 from playbook.readers.kineto.decode import Columns, byte_chunks, parse
+from playbook.readers.kineto.horovod import horovod_roles
 from playbook.readers.kineto.roles import lane_roles
 
 SUFFIXES = (".json", ".json.gz", ".json.zst", ".tar", ".tar.gz", ".tgz")
@@ -228,7 +229,9 @@ def _assemble(inputs: list[str], parts: list[dict]) -> Bundle:
         else:
             meta[rank] = info
         c = part["cols"].frame_columns()
-        roles = lane_roles(c, part["cols"].threads, part["cols"].processes)
+        roles = lane_roles(c, part["cols"].threads, part["cols"].processes) or horovod_roles(c)
+        if roles and roles.get("warning"):  # a trace that cannot measure device time says so (roles, horovod)
+            warnings.append(f"{part['source']}: {roles.pop('warning')}")
         if roles and rank in meta:
             meta[rank].update(roles)
         frames.append(trace_frame({

@@ -17,7 +17,9 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model.schema import SkipCounter
 from playbook.readers import textio
+from playbook.readers.kineto.durations import Spans
 from playbook.readers.kineto.roles import GPU_CATEGORIES, canonical_category, display_name
+from playbook.readers.read_ahead import read_ahead
 
 try:  # optional accelerator; the standard-library path below gives identical results
     import msgspec
@@ -143,6 +145,7 @@ class Columns:
         self.processes: dict[str, str] = {}
         self.n = 0
         self.skipped_x = 0  # complete events without a numeric timestamp
+        self.spans = Spans()  # "B"/"E" duration events, paired into rows by close_spans (durations.py)
 
     def _code_list(self, values: list) -> np.ndarray:
         """Integer codes of `values` in the interned string table: a number as its text, None (or NaN) as ""."""
@@ -174,9 +177,17 @@ class Columns:
         p["bytes"].append(_floats(nbytes))
         self.n += len(cat)
 
-    def _count(self, phs: list) -> None:
-        for ph, n in Counter(phs).items():
+    def _count(self, phs: list) -> Counter:
+        tally = Counter(phs)
+        for ph, n in tally.items():
             self.counts[str(ph)] = self.counts.get(str(ph), 0) + n
+        return tally
+
+    def close_spans(self, problems: list[str]) -> None:
+        """Pair the "B"/"E" events kept aside into rows (durations.py); what cannot be paired goes to `problems`."""
+        rows = self.spans.pair(problems)
+        if n := len(rows["ts"]):
+            self._push(*(rows[k] for k in ("cat", "name", "ts", "dur", "pid", "tid")), [-1] * n, [-1] * n, [None] * n)
 
     def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
@@ -185,7 +196,11 @@ class Columns:
             self.counts["X"] = self.counts.get("X", 0) + len(complete)
         if len(complete) < len(events):
             others = [e.ph for e in events if e.ph != "X"]  # text or numbers: the struct's types (see _Event)
-            self._count(others)
+            tally = self._count(others)
+            if "B" in tally or "E" in tally:  # duration events: kept aside, paired at the end (durations.py)
+                for e in events:
+                    if e.ph in ("B", "E") and e.ts is not None:
+                        self.spans.add(e.ph, e.ts, e.pid, e.tid, e.name, e.cat)
             if "M" in others:
                 self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
         xs = [e for e in complete if e.ts is not None and e.cat != "Trace"]
@@ -209,7 +224,12 @@ class Columns:
                  and type(e.get("cat")) in _TEXT]
         _skip_typed(skips, len(good) - len(typed))
         good = typed
-        self._count([e.get("ph") for e in good])
+        tally = self._count([e.get("ph") for e in good])
+        if "B" in tally or "E" in tally:
+            for e in good:
+                if e.get("ph") in ("B", "E") and not np.isnan(ts := _num(e.get("ts"))):
+                    self.spans.add(e.get("ph"), ts, _int(e.get("pid")), _int(e.get("tid")), e.get("name"),
+                                   e.get("cat"))
         meta = [e for e in good if e.get("ph") == "M"]
         if meta:
             self._metadata([(e.get("name"), e.get("pid"), e.get("tid"), _arg(e, "name"), _arg(e, "labels"))
@@ -400,67 +420,70 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
     problems: list[str] = []
     skips = SkipCounter(label)
     cols = Columns()
-    chunks = byte_chunks(fh, label, CHUNK_BYTES, problems)
+    chunks = read_ahead(byte_chunks(fh, label, CHUNK_BYTES, problems), depth=1)  # inflating beside decoding
     buf = bytearray()  # in the events state buf[0] is always a delimiter (space or comma) before an event
     header = trailer = b""
     state = "head"
     consumed = 0  # bytes of decoded text already consumed before buf
     scanned = 0  # buf[:scanned] holds no event boundary (see below)
     dropping = False  # inside a stretch without event boundaries longer than MAX_EVENT_BYTES
-    for chunk in chunks:
-        if state == "tail":
-            if len(trailer) > MAX_HEADER_BYTES:
-                problems.append(f"more than {MAX_HEADER_BYTES >> 20} MiB after the traceEvents array (not read)")
-                break
-            trailer += chunk
-            continue
-        buf += chunk
-        if state == "head":
-            opened = _open_events(buf, label, len(buf) - len(chunk))
-            if opened is None:
-                continue  # the traceEvents array has not started yet
-            header, buf, skipped = opened
-            consumed += skipped
-            state, chunk = "events", bytes(buf)
-        # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
-        # the last search): each byte is searched about once, however long an event or a run of whitespace is.
-        if _GAP_B_RE.fullmatch(chunk):
-            continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
-        cut = _last_boundary(buf, scanned)
-        if cut is None:
-            body = len(chunk.rstrip(b" \t\r\n,"))
-            run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
-            scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
-            if len(buf) > MAX_EVENT_BYTES:  # damage, not an event: dropped unless the array closes in it
-                closed_at = _try_close(bytes(buf), cols, skips)
-                if closed_at is not None:
-                    state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
-                    continue
-                consumed, buf, scanned = _skip_unbounded(buf, scanned, consumed, None if dropping else skips)
-                dropping = True  # counted once per damaged stretch (until the next boundary)
-            continue
-        scanned = 0
-        if dropping:  # the damaged stretch ends at its first boundary: drop the rest of it (counted already)
-            first = _BOUNDARY_RE.search(buf).start() + 1
-            consumed, cut, dropping = consumed + first, cut - first, False
-            del buf[:first]
-            if cut == 0:
+    try:
+        for chunk in chunks:
+            if state == "tail":
+                if len(trailer) > MAX_HEADER_BYTES:
+                    problems.append(f"more than {MAX_HEADER_BYTES >> 20} MiB after the traceEvents array (not read)")
+                    break
+                trailer += chunk
                 continue
-        if _decode_in_place(buf, cut, cols, skips):
-            consumed += cut
-            del buf[:cut]
-            continue
-        # the array closes inside this chunk, or an event is garbled
-        closed_at = _try_close(bytes(buf), cols, skips)
-        if closed_at is not None:
-            state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
-            continue
-        rest, closed = _salvage(buf.decode("utf-8", errors="replace"), cols, skips, consumed, False)
-        rest_b = rest.encode()
-        consumed += len(buf) - len(rest_b)
-        buf = bytearray(b" ") + rest_b
-        if closed:
-            state, trailer, buf = "tail", bytes(rest_b), bytearray()
+            buf += chunk
+            if state == "head":
+                opened = _open_events(buf, label, len(buf) - len(chunk))
+                if opened is None:
+                    continue  # the traceEvents array has not started yet
+                header, buf, skipped = opened
+                consumed += skipped
+                state, chunk = "events", bytes(buf)
+            # Only the bytes not yet searched are scanned for an event boundary (plus a `}` left waiting at the end of
+            # the last search): each byte is searched about once, however long an event or a run of whitespace is.
+            if _GAP_B_RE.fullmatch(chunk):
+                continue  # whitespace cannot complete a boundary (`}, {` needs its `{`)
+            cut = _last_boundary(buf, scanned)
+            if cut is None:
+                body = len(chunk.rstrip(b" \t\r\n,"))
+                run = len(buf) - len(chunk) + body  # where the trailing whitespace/comma run starts
+                scanned = run - 1 if run > 0 and buf[run - 1] == 0x7D else run  # 0x7D: "}"
+                if len(buf) > MAX_EVENT_BYTES:  # damage, not an event: dropped unless the array closes in it
+                    closed_at = _try_close(bytes(buf), cols, skips)
+                    if closed_at is not None:
+                        state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
+                        continue
+                    consumed, buf, scanned = _skip_unbounded(buf, scanned, consumed, None if dropping else skips)
+                    dropping = True  # counted once per damaged stretch (until the next boundary)
+                continue
+            scanned = 0
+            if dropping:  # the damaged stretch ends at its first boundary: drop the rest of it (counted already)
+                first = _BOUNDARY_RE.search(buf).start() + 1
+                consumed, cut, dropping = consumed + first, cut - first, False
+                del buf[:first]
+                if cut == 0:
+                    continue
+            if _decode_in_place(buf, cut, cols, skips):
+                consumed += cut
+                del buf[:cut]
+                continue
+            # the array closes inside this chunk, or an event is garbled
+            closed_at = _try_close(bytes(buf), cols, skips)
+            if closed_at is not None:
+                state, trailer, buf = "tail", bytes(buf[closed_at:]), bytearray()
+                continue
+            rest, closed = _salvage(buf.decode("utf-8", errors="replace"), cols, skips, consumed, False)
+            rest_b = rest.encode()
+            consumed += len(buf) - len(rest_b)
+            buf = bytearray(b" ") + rest_b
+            if closed:
+                state, trailer, buf = "tail", bytes(rest_b), bytearray()
+    finally:
+        chunks.close()  # the read-ahead thread stops before the caller closes the file
     if state == "head":
         what = "empty file" if not buf.strip() else "not a Kineto/Chrome trace (no traceEvents array)"
         raise InputError(f"{label}: {problems[0] if problems and not buf.strip() else what}")
@@ -473,6 +496,7 @@ def parse(fh: BinaryIO, label: str, rank: int | None, filename: str) -> dict:
         problems.append(meta_problem)
     if truncated:
         problems.append("JSON ends before the traceEvents array closes")
+    cols.close_spans(problems)
     return {"cols": cols, "meta": meta_doc, "source": label, "filename": filename, "rank": rank,
             "warnings": _part_warnings(label, cols, skips, problems)}
 

@@ -108,10 +108,26 @@ def lane_roles(cols: dict, threads: dict[str, str], processes: dict[str, str]) -
             role.append("gpu_user_annotation")
             stream.append(int(t))
     row_role = np.asarray(role, dtype=object)[inverse.ravel()]
-    names = cols["name"].astype(str)
+    names = cols["name"].astype(str).str.lower()  # "MemcpyHToD" (XProf), "MEMCPYHtoD" (TensorFlow 1's GPU tracer)
     work = row_role == "kernel"
-    row_role[work & names.str.startswith("Memcpy").to_numpy()] = "gpu_memcpy"
-    row_role[work & names.str.startswith("Memset").to_numpy()] = "gpu_memset"
+    row_role[work & names.str.startswith("memcpy").to_numpy()] = "gpu_memcpy"
+    row_role[work & names.str.startswith("memset").to_numpy()] = "gpu_memset"
     cols["cat"] = pd.Series(pd.array(row_role, dtype=cat.dtype))
     cols["stream"] = np.asarray(stream, dtype=np.int64)[inverse.ravel()]
-    return {"roles_from": "process/thread names", "devices": sorted({key for key, _, _ in lanes if key})}
+    devices = sorted({key for key, _, _ in lanes if key})
+    return {"roles_from": "process/thread names", "devices": devices, **_blind(lanes, inverse.ravel(), devices)}
+
+
+def _blind(lanes: list[tuple], inverse: np.ndarray, devices: list[str]) -> dict:
+    """{"no_device_lane": why, "warning": ...} when a device the trace names has no lane of its own work (no stream
+    or copy lane, no op lane of a device without streams): its rows are then the executor's or a summary's, and the
+    trace cannot tell the device's busy time (TensorFlow 1 with XLA keeps only `/job:.../device:GPU:0 Compute`)."""
+    working = {key for key, kind, _ in lanes if kind in ("stream", "copy", "ops")}
+    blind = [d for d in devices if d not in working]
+    if not blind:
+        return {}
+    on_blind = np.asarray([key in blind for key, _, _ in lanes], dtype=bool)[inverse]
+    reason = f"the trace names {', '.join(blind)} but records no stream, copy or op lane of it"
+    return {"no_device_lane": reason,
+            "warning": f"{reason}: its {int(on_blind.sum())} rows are the host's scheduling of device ops, not the "
+                       "device's work, so GPU busy and idle time cannot be measured from it"}
