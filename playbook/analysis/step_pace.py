@@ -128,10 +128,10 @@ SLOW_TEST_ROWS = 5  # the fewest rows the slow-step test runs on (step_times.slo
 
 
 def no_steady_pace(steps: pd.DataFrame) -> str | None:
-    """Why the step rows cannot show a steady pace, or None. Fewer than FEW_ROWS timed rows on every rank that
+    """Why the step rows cannot show a steady pace, or None. On any rank, fewer than FEW_ROWS timed rows that
     disagree by more than CREEP_MIN (Megatron-LLM#22's 11.1 s then 14.6 s per iteration, the thread's rise: either may
-    be the steady pace, and against their spread as the noise floor nothing reads as lost); or fewer than
-    SLOW_TEST_ROWS, too few for the slow-step test, whose rows after the first disagree by SLOW_FACTOR (the test's own
+    be the steady pace, and against their spread as the noise floor nothing reads as lost); or, on any rank, fewer
+    than SLOW_TEST_ROWS, too few for the slow-step test, whose rows after the first disagree by SLOW_FACTOR (the test's own
     factor: three epochs of 450, 440 and 900 ms a step are a stall or a slow pace, the rows cannot tell, and their
     spread as the noise floor read "healthy"). The first row is left out of that comparison: alone off the others, it
     is the warm-up it usually is (maxtext#4847's 0.631 s then 10.2 and 10.3 s)."""
@@ -139,15 +139,28 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if st.empty:
         return None
     per = st.groupby("rank")["duration_s"]
-    most = int(per.size().max())
-    if most < FEW_ROWS and (per.max() > per.min() * (1 + sa.CREEP_MIN)).any():
-        return (f"{most} step times per rank, {per.min().min():.3g} s to {per.max().max():.3g} s: too few "
+    apart = (per.max() > per.min() * (1 + sa.CREEP_MIN)) & (per.size() < FEW_ROWS)  # per rank, as below
+    if apart.any():
+        rank = apart.index[apart.argmax()]
+        d = per.get_group(rank)
+        return (f"{len(d)} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s: too few "
                 "to tell the steady pace from a slow one")
+    st = st.sort_values(["rank", "step"], kind="stable")  # the first row is the first step (rows from files or
+    # ranks merged out of order, a rotated log passed after the current one)
     later = st[st.groupby("rank").cumcount() > 0].groupby("rank")["duration_s"]  # each rank's rows after its first
-    if most < SLOW_TEST_ROWS and (later.max() >= later.min() * sa.SLOW_FACTOR).any():
-        return (f"{most} step times per rank, {later.min().min():.3g} s to {later.max().max():.3g} s after the first: "
+    # per rank: another rank's many steady rows do not test this rank's few (its slow step is never tried)
+    few = (later.max() >= later.min() * sa.SLOW_FACTOR) & (per.size() < SLOW_TEST_ROWS).reindex(later.max().index)
+    if few.any():
+        rank = few.index[few.argmax()]
+        d = later.get_group(rank)
+        return (f"{per.size()[rank]} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
                 f"too few to tell a stall from a slow pace (the slow-step test needs {SLOW_TEST_ROWS})")
     return None
+
+
+def _on_rank(rank, per) -> str:
+    """" on rank N" where the rows name several ranks; "" for one rank or ranks unknown (-1)."""
+    return f" on rank {rank}" if per.ngroups > 1 and rank >= 0 else ""
 
 
 SHORT_SHIFT_STEPS = 8  # a shift is tested from 8 steps: 3 on each side (level_shift's edge guard) and some to spare

@@ -177,8 +177,10 @@ def _own_evidence(best: dict, supported: list[dict], observed: dict[str, set[str
     far likelier under one reading (a low busy clock: throttling 0.75, a failing board 0.3) does. An observation read
     several ways is one observation (`observed`): two drops read "if scheduled, a checkpoint" and "if unscheduled,
     the input pipeline" at 0.38 each are the same two drops."""
+    keyed = bool(observed) and all(observed.get(h["id"]) for h in supported)  # one namespace: keys, or else texts
+
     def seen(h: dict) -> set[str]:
-        return (observed or {}).get(h["id"]) or set(h.get("evidence") or ())
+        return observed[h["id"]] if keyed else set(h.get("evidence") or ())
 
     mine = seen(best)
     rivals = [h for h in supported if h is not best and mine <= seen(h)]

@@ -49,8 +49,10 @@ GPU_INDEX = {"gpu", "index", "idx", "device", "dev", "bus", "uuid", "minor", "en
              "aip", "npu", "chip", "phy"}  # Gaudi's AIP (hl-smi), Ascend's NPU / Chip / Phy-ID (npu-smi), TPU chips
 NOT_INDEX = {"process", "pid", "sweep", "run", "runtime", "rank", "job", "seed", "step", "trial", "task", "worker", "thread",
              "user", "name", "count", "product", "driver", "serial", "vbios", "model", "brand", "pstate",
-             "fan", "state", "mode", *"current warn crit critical threshold".split()}  # a rail's current and its
-# alarm limits (Jetson stats' `VDD_GPU_SOC-WARN_CURRENT`): electrical readings of a rail named for the GPU, no GPU id
+             "fan", "state", "mode", *"vdd vin pom warn crit critical threshold".split()}  # a power rail (NVIDIA's
+# VDD_ supply, VIN_ input, POM_ power-monitor names) and alarm limits (Jetson stats' `VDD_GPU_SOC-WARN_CURRENT`,
+# `-IN_CURRENT`): electrical readings of a rail named for the GPU, no GPU id; "current" alone is no such word
+# (`current_device`: the GPU a process runs on)
 
 UTIL = {"util", "utilization", "utilisation", "utl", "gputl", "busy", "load", "aicore", "duty"}  # TPU duty cycle
 # AMD's "GFX_ACTIVITY" / "UMC_ACTIVITY" (amd-smi, device-metrics-exporter, rocm-smi's "Memory Read/Write Activity

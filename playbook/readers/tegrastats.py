@@ -34,9 +34,12 @@ _NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,40}$")
 
 
 def sniff(head: str) -> bool:
-    """A tegrastats line (`RAM used/totalMB` and a `CPU [` load list, `cpu [` on TX1 releases) within the first
-    lines."""
-    return any(_RAM.search(line) and "CPU [" in line.upper() for line in head.split("\n")[:40])
+    """Tegrastats lines (`RAM used/totalMB` and a `CPU [` load list, `cpu [` on TX1 releases) are at least half the
+    first non-empty lines: a training log with a tegrastats line pasted in stays a step log (read as tegrastats, its
+    step lines were all skipped)."""
+    lines = [line for line in head.split("\n")[:40] if line.strip()]
+    hits = sum(bool(_RAM.search(line)) and "CPU [" in line.upper() for line in lines)
+    return hits > 0 and 2 * hits >= len(lines)
 
 
 def fields(line: str) -> dict[str, str]:
@@ -64,15 +67,31 @@ def fields(line: str) -> dict[str, str]:
 
 
 def _records(stream, skips: schema.SkipCounter):
+    """(line number, fields) per tegrastats line; the k lines stamped with one second (`--interval` under 1000 ms:
+    the prefix has no fraction) spread evenly over it, line i at i/k s, not merged into its first."""
+    second: list[tuple[int, dict[str, str]]] = []
     for no, raw in enumerate(stream, start=1):
         line = raw.decode("utf-8", "replace").strip()
         if not line:
             continue
         record = fields(line)
-        if record:
-            yield no, record
-        else:
+        if not record:
             skips.skip(no, f"not a tegrastats line {line[:50]!r}")
+            continue
+        if second and record.get("timestamp") != second[0][1].get("timestamp"):
+            yield from _spread(second)
+            second = []
+        second.append((no, record))
+    yield from _spread(second)
+
+
+def _spread(second: list[tuple[int, dict[str, str]]]):
+    """The records of one stamped second, line i of k at i/k s into it (unstamped records as they are)."""
+    k = len(second)
+    for i, (no, record) in enumerate(second):
+        if k > 1 and record.get("timestamp"):
+            record = dict(record, timestamp=f"{record['timestamp']}.{i * 1_000_000 // k:06d}")
+        yield no, record
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:

@@ -344,7 +344,8 @@ def show_inputs(bundle: Any, root: str | Path | None = None) -> None:
 def summaries_html(bundle: Any) -> str:
     """What inputs without table rows hold (a profiler text, a job's usage figures, nsys summaries): `playbook
     info`'s lines for them (analysis.inventory), escaped."""
-    lines = [ln for ln in inventory.render(inventory.summarize(bundle)).splitlines()
+    summary = dict(inventory.summarize(bundle), warnings=[])  # the warnings follow, counted (warnings_html)
+    lines = [ln for ln in inventory.render(summary).splitlines()
              if ln.strip() and not ln.startswith(("inputs (", "warnings"))]
     return (f"<p>No table rows; what the inputs hold:</p><pre>{html.escape(chr(10).join(lines))}</pre>" if lines
             else "<p><em>No table rows.</em></p>")

@@ -74,3 +74,31 @@ def test_one_time_start_up_and_shut_down_are_not_losses_but_a_mid_run_stall_is(t
     assert start.lost_s < 1.0 and start.warmup_s > 2 * 5 * 0.9
     middle = _run(tmp_path, lambda i: util(i, "middle"), "middle.csv")
     assert 2 * 5 * 0.9 < middle.lost_s < 2 * 5 * 1.1  # the mid-run stall only: the shut-down is still no loss
+
+
+def test_a_recording_that_begins_mid_run_shows_no_start_up(tmp_path):
+    # no idle poll before the GPUs first work at their level: the recording holds no start of the job, so a drop in
+    # its first quarter is a drop (review1: these read healthy, the whole drop "warm-up")
+    stall = _run(tmp_path, lambda i: 0 if 20 <= i < 50 else 98 + i % 2, "stall.csv")  # 30 s at 0%, 20 s in
+    assert stall.warmup_s < 1.0 and stall.lost_s > 2 * 30 * 0.9
+    starved = _run(tmp_path, lambda i: 30 + i % 3 * 10 if i < 48 else 98 + i % 2, "starved.csv")  # 30-50% first
+    assert starved.warmup_s < 1.0 and starved.lost_s > 2 * 48 * 0.5
+    # the same stall after 10 idle polls (the job's start is in the recording) is its start-up
+    started = _run(tmp_path, lambda i: 0 if i < 10 or 20 <= i < 50 else 98 + i % 2, "started.csv")
+    assert started.lost_s < 1.0 and started.warmup_s > 2 * 30 * 0.9
+
+
+def test_a_slow_stretch_before_the_idle_tail_is_no_shut_down(tmp_path):
+    # 50 s at 30% before the GPUs go idle (no memory column): work at a slower pace, not a save or a teardown,
+    # which leave the GPUs idle (review1: this read healthy, the stretch "shut-down")
+    slow = _run(tmp_path, lambda i: 98 + i % 2 if i < 180 else 30 if i < 230 else 0, "slow.csv")
+    assert slow.lost_s > 2 * 50 * 0.6
+    save = _run(tmp_path, lambda i: 98 + i % 2 if i < 180 else 0 if i < 200 else 12 if i == 201 else 0, "save.csv")
+    assert save.lost_s < 1.0  # 20 s at 0% (a last save), a teardown blip, then idle: the job's shut-down
+
+
+def test_a_start_at_a_steady_partial_level_is_a_slow_pace_not_a_start_up(tmp_path):
+    # 10 idle polls (the job's start is in the recording), then 48 s at a steady 40%, never idle: a starved or cold
+    # input pipeline at work, not loading or compiling, which are the host's work (review1: warm-up, healthy)
+    slow = _run(tmp_path, lambda i: 0 if i < 10 else 40 if i < 58 else 98 + i % 2, "slow_start.csv")
+    assert slow.warmup_s < 2 * 10 * 1.1 and slow.lost_s > 2 * 48 * 0.5

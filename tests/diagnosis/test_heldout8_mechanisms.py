@@ -92,6 +92,19 @@ def test_one_observation_read_two_ways_is_no_evidence_of_its_own():
     assert attributed(None) in (ids.PERIODIC_STALL, ids.DATA_STARVATION)  # the texts alone: picked by the order
 
 
+def test_observation_keys_missing_for_a_candidate_compare_texts_for_all():
+    # LABELED SYNTHETIC: two causes cite the very same evidence text at the same score; `observed` names keys for
+    # one only. Keys against the other's texts never overlap, so the first read as evidence of its own (review1);
+    # compared in one namespace (the texts) they share it and the loss stays unexplained
+    from playbook.diagnosis import attribution
+
+    text = "the GPUs drop from 97% to 0% twice"
+    best = {"id": ids.PERIODIC_STALL, "score": 0.4, "evidence": [text]}
+    rival = {"id": ids.DATA_STARVATION, "score": 0.4, "evidence": [text]}
+    assert not attribution._own_evidence(best, [best, rival], {ids.PERIODIC_STALL: {"drops"}})
+    assert not attribution._own_evidence(best, [best, rival], None)
+
+
 def test_a_total_that_does_not_accumulate_is_the_time_since_the_previous_line(tmp_path):
     # LABELED SYNTHETIC, DeePMD-kit's line (`batch %7d training time %.2f s, testing time %.2f s`, the time of the
     # disp_freq batches since the last line) without time stamps: 1000 batches per line at 30 ms each, not 30 s each

@@ -72,3 +72,37 @@ def test_a_jetson_stats_table_is_one_gpu_without_throttling(tmp_path):
     assert t["gpu"].nunique() == 1 and len(t) == 40
     assert "throttle_reasons" not in t or t["throttle_reasons"].fillna(0).eq(0).all()
     assert t["temp_c"].between(60, 61).all()
+
+
+def test_a_step_log_with_a_tegrastats_line_pasted_in_stays_a_step_log(tmp_path):
+    # LABELED SYNTHETIC: 60 step lines with one tegrastats line among them; sniffed on any one line, the file read as
+    # tegrastats, its 60 step lines skipped (review1). A tegrastats log with a stray line stays tegrastats
+    steps = [f"iter {10 * i}: loss 3.00, time 450.00ms" for i in range(1, 61)]
+    mixed = tmp_path / "train.log"
+    mixed.write_text("\n".join(steps[:20] + [TX2.format(u=99, t=40, p=3000)] + steps[20:]) + "\n")
+    assert len(read_paths([str(mixed)]).steps) == 60
+    stray = tmp_path / "tegrastats.log"
+    stray.write_text("\n".join([TX2.format(u=90, t=40, p=3000)] * 5 + ["tegrastats: warning"]
+                               + [TX2.format(u=90, t=40, p=3000)] * 5) + "\n")
+    assert len(read_paths([str(stray)]).telemetry) == 10
+
+
+def test_current_device_is_still_a_gpu_id_and_a_rail_never_is():
+    # "current" as a NOT_INDEX word took `current_device` (torch.cuda.current_device(), the GPU a row is about) off
+    # the GPU id (review1); the rail prefixes say the electrical reading instead, bare rails included
+    names = ["timestamp", "current_device", "utilization.gpu [%]"]
+    assert {names[i]: m.role for i, m in assign(names).items()}["current_device"] == "gpu"
+    for rail in ("VDD_GPU_SOC-IN_CURRENT", "VDD_GPU_SOC-WARN_CURRENT", "POM_5V_GPU", "VDD_GPU"):
+        assert meaning(rail).role != "gpu", rail
+
+
+def test_lines_under_a_second_apart_spread_over_their_second(tmp_path):
+    # LABELED SYNTHETIC: `tegrastats --interval 100` with the date prefix (to the second): ten lines a second, the
+    # GPU at 99% for five and 0% for five. Merged into each second's first line, the run read 99% throughout and
+    # "healthy (confirmed)" (review1); spread 100 ms apart, half the time is idle
+    path = tmp_path / "stats.log"
+    path.write_text("".join(ORIN.format(d="03-02-2025", s=i // 10, u=99 if i % 10 < 5 else 0, t=50) + "\n"
+                            for i in range(600)))
+    t = read_paths([str(path)]).telemetry
+    assert len(t) == 600 and abs(t["util_pct"].mean() - 49.5) < 1
+    assert np.allclose(np.diff(t["time"].astype("int64").to_numpy()) / 1e9, 0.1)

@@ -83,3 +83,28 @@ def test_too_few_step_times_for_the_slow_step_test_cannot_vouch_for_health(tmp_p
     # a slow first row alone is the usual warm-up; rows that agree within the slow-step factor show a pace
     assert log("first.log", [900, 450, 440]) == "healthy"
     assert log("agree.log", [450, 440, 470, 455]) == "healthy"
+
+
+def test_the_first_step_is_the_lowest_step_not_the_first_row(tmp_path):
+    # a rotated log passed after the current one: iteration 30's 900 ms row comes first; left out as "the first
+    # row" it read healthy (review1); iteration 10 is the first step, the slow one is later
+    old, new = tmp_path / "train.log.1", tmp_path / "train.log"
+    old.write_text("iter 10: loss 3.00, time 450.00ms\niter 20: loss 2.90, time 440.00ms\n")
+    new.write_text("iter 30: loss 2.80, time 900.00ms\n")
+    assert diagnose(read_paths([str(new), str(old)])).verdict["id"] == "insufficient_data"
+
+
+def test_a_rank_with_few_rows_is_not_vouched_for_by_another_ranks_many():
+    # LABELED SYNTHETIC: rank 0 logs 6 steady steps, rank 1 four, its last twice the others: rank 0's rows never
+    # test rank 1's slow step (review1: healthy, since the rule looked at the most rows of any rank)
+    from playbook.model import schema
+
+    def verdict(rows):
+        steps = schema.steps_frame({"rank": [r for r, _, _ in rows], "step": [s for _, s, _ in rows],
+                                    "phase": ["step"] * len(rows), "duration_s": [d for _, _, d in rows]})
+        return diagnose(schema.Bundle(steps=steps)).verdict["id"]
+
+    steady = [(0, i, 0.45) for i in range(1, 7)]
+    assert verdict(steady + [(1, 1, 0.45), (1, 2, 0.44), (1, 3, 0.445), (1, 4, 0.9)]) == "insufficient_data"
+    assert verdict(steady + [(1, 1, 0.45), (1, 2, 0.44), (1, 3, 0.45)]) == "healthy"  # a few rows that agree
+    assert verdict(steady + [(1, 1, 0.45), (1, 2, 2.0)]) == "insufficient_data"  # two rows 4x apart, either the pace

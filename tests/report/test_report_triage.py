@@ -404,3 +404,15 @@ def test_inputs_without_table_rows_show_what_they_hold(tmp_path):
     page = triage.summaries_html(bundle)
     assert "py-spy dump: 1 thread; main threads in: loader 1" in page
     assert "dump&lt;b&gt;.txt" in page and "<b>" not in page
+
+
+def test_the_inputs_summary_leaves_the_warnings_to_their_counted_list(tmp_path):
+    """review1: the summary's <pre> listed every reader warning again, uncapped, above warnings_html's counted list."""
+    from playbook.readers import read_file
+
+    p = tmp_path / "dump.txt"
+    p.write_text('Thread 7 (idle): "MainThread"\n    <module> (train.py:9)\n')
+    bundle = read_file(p)
+    bundle.warnings.extend(f"{p}: skipped row {i}" for i in range(40))
+    page = triage.summaries_html(bundle)
+    assert "py-spy dump" in page and "skipped row" not in page

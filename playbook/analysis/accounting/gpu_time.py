@@ -168,11 +168,17 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
     dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
     # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
-    lead = ~np.isfinite(med) | (med <= IDLE_PCT)  # (a bin without a reading says nothing either way)
+    idle = np.isfinite(med) & (med <= IDLE_PCT)
+    lead = ~np.isfinite(med) | idle  # (a bin without a reading says nothing either way)
     lead = lead.argmin() if not lead.all() else 0
+    # the recording holds the job's start only where the GPUs read idle before they first work at their level (the
+    # model loading, CloudWatch's 3.6%); one that begins mid-run, at work or in a partial drop, shows no start-up
+    # (a stall 20 s into the recording, a data-starved first fifth at 30-50%: drops, not warm-up)
+    at_level = np.isfinite(med) & ~dipping
+    started = bool(idle[:int(at_level.argmax()) if at_level.any() else n_bins].any())
     # the bin the job starts in holds time before it (a poll reads its interval's average): the first bin of work
     # below the busy level with work in the next is the start, not a drop (CloudWatch's first average at 13%)
-    if lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
+    if started and lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
         lead += 1
     # start-up and shut-down happen once, at the job's edges (compiling, autotuning, an evaluation at step 0, a first
     # load; a last save, the teardown); a stall recurs or strikes anywhere. Before an idle tail, the drop the job's
@@ -183,7 +189,10 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     ending = (dipping | ~np.isfinite(med))[lead:end][::-1]
     if end < n_bins and len(ending) and ending[0]:
         tail = int(np.argmin(ending)) if not ending.all() else len(ending)
-        if tail <= (end - lead) // 4:
+        # a last save or the teardown leaves the GPUs waiting on the host or the disk: idle but for blips (the
+        # median bin) after the poll the work ends in (its interval's average, partly after it); a stretch at a
+        # partial level (30% for the job's last fifth) is work at a slower pace, a loss
+        if tail <= (end - lead) // 4 and _at_rest(med[end - tail + 1:end]):
             end -= tail
     if end < n_bins:
         active[:, end:] = False
@@ -191,7 +200,10 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
         working = active & ~gone_mask
         room[:, end:] = 0.0
     late = np.flatnonzero(dipping[lead:end])
-    if len(late) and late[-1] + 1 <= (end - lead) // 4:
+    # loading and compiling are the host's work: the GPUs read idle at some poll of the start-up's drops after the
+    # one the work starts in (its median is not tested as the shut-down's is: engine builds and autotuning read
+    # sporadic 0-70%, heldout28 csc2231's median 6%); a first fifth at a steady 30-50% never idle is a slow pace
+    if started and len(late) and late[-1] + 1 <= (end - lead) // 4 and idle[lead + late[late > 0]].any():
         lead += int(late[-1]) + 1
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
@@ -255,6 +267,12 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
                       warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt,
                       busy_pct=float(busy), unit_names=list(series.ids),
                       unit_models=[series.models.get(i, "") for i in series.ids])
+
+
+def _at_rest(med: np.ndarray) -> bool:
+    """Whether the GPUs' median utilization (%) over an edge of the job reads idle at its median bin (bins without
+    a reading say nothing either way)."""
+    return not np.isfinite(med).any() or float(np.nanmedian(med)) <= IDLE_PCT
 
 
 def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:
