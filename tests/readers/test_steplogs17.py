@@ -128,3 +128,12 @@ def test_a_slow_steps_waits_below_the_local_pace_are_still_waits(tmp_path):
     assert result.verdict["id"] == "data_starvation"
     # every step mostly waits: was 0.80 (a slow step's wait below the local pace was charged to nothing)
     assert result.accounting["lost_share"] == pytest.approx(data.sum() / (data + compute).sum(), abs=0.03)
+
+
+def test_a_value_equal_to_its_average_mid_epoch_is_no_meter_start(tmp_path):
+    seconds = [0.5] * 501 + [5.0] * 10 + [0.5] * 40  # a stall in steps 501-510 after 500 steady ones
+    log = _meter(tmp_path / "tail.log", seconds, 10)
+    log.write_text("".join(log.read_text().splitlines(keepends=True)[50:]))  # the log's tail from position 500
+    steps, got = step_rows(log)
+    # position 500 prints `0.500 (0.500)`: read as the meter's first step, the stall's window was 0.597 s
+    assert dict(zip(steps, got, strict=True))[510] == pytest.approx(5.0, abs=0.1)

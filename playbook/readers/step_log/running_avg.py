@@ -53,7 +53,9 @@ def _windows(pos: np.ndarray, val: np.ndarray, avg: np.ndarray, idx: np.ndarray)
     starts = np.flatnonzero(np.abs(val[idx] - avg[idx]) <= ROUNDING)
     if len(idx) > 1 and len(starts) == len(idx):
         return None  # the bracket repeats the value on every line: no mean since the start (or all steps alike)
-    offsets = (1.0 - p[starts[0]],) if len(starts) and starts[0] == 0 else (1.0, 0.0)
+    # the meter's first step is the epoch's first position (0, or 1 counting from 1): a value equal to its average
+    # further on (a log cut mid-epoch, a steady run within the rounding) says nothing of where the meter started
+    offsets = (1.0 - p[0],) if len(starts) and starts[0] == 0 and p[0] <= 1 else (1.0, 0.0)
     means = []
     for off in offsets:  # n = p + off steps seen at position p
         n = p + off
