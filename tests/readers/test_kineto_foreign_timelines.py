@@ -149,3 +149,18 @@ def test_device_with_an_op_lane_or_streams_is_not_flagged(tmp_path):
     path = tmp_path / "tpu.json"
     path.write_text(json.dumps(tpu))
     assert kineto.read(path).warnings == []
+
+
+def test_begin_end_threads_keyed_by_any_pid_text_or_list(tmp_path, decoder):
+    """Threads named by texts stay apart (the dict path read every text pid as -1: one thread, spans misnested), and
+    a list as pid is a thread too (the msgspec path raised TypeError: unhashable type: 'list')."""
+    events = [
+        {"ph": "B", "name": "a", "ts": 100, "pid": "worker-a", "tid": 1},
+        {"ph": "B", "name": "b", "ts": 110, "pid": "worker-b", "tid": 1},
+        {"ph": "E", "ts": 120, "pid": "worker-a", "tid": 1},
+        {"ph": "E", "ts": 200, "pid": "worker-b", "tid": 1},
+        {"ph": "B", "name": "c", "ts": 300, "pid": [7], "tid": 1},
+        {"ph": "E", "ts": 350, "pid": [7], "tid": 1},
+    ]
+    bundle = kineto.read(_write(tmp_path, events))
+    assert {r.name: r.dur_us for r in bundle.trace.itertuples()} == {"a": 20, "b": 90, "c": 50}

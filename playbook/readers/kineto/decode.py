@@ -227,8 +227,7 @@ class Columns:
         if "B" in tally or "E" in tally:
             for e in good:
                 if e.get("ph") in ("B", "E") and not np.isnan(ts := _num(e.get("ts"))):
-                    self.spans.add(e.get("ph"), ts, _int(e.get("pid")), _int(e.get("tid")), e.get("name"),
-                                   e.get("cat"))
+                    self.spans.add(e.get("ph"), ts, e.get("pid"), e.get("tid"), e.get("name"), e.get("cat"))
         meta = [e for e in good if e.get("ph") == "M"]
         if meta:
             self._metadata([(e.get("name"), e.get("pid"), e.get("tid"), _arg(e, "name"), _arg(e, "labels"))

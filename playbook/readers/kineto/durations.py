@@ -30,7 +30,7 @@ class Spans:
         file cut short while it ran)."""
         threads: dict[tuple, list] = defaultdict(list)
         for ev in self.events:
-            threads[(ev[2], ev[3])].append(ev)
+            threads[(_thread_key(ev[2]), _thread_key(ev[3]))].append(ev)
         rows: dict[str, list] = {k: [] for k in ("cat", "name", "ts", "dur", "pid", "tid")}
         left_open = orphans = 0
         for evs in threads.values():
@@ -56,3 +56,9 @@ class Spans:
         if orphans:
             problems.append(f"{orphans} end (E) events close no begin event (dropped)")
         return rows
+
+
+def _thread_key(v) -> str:
+    """A pid or tid as the text that keys its thread, whatever JSON gave (a number, a text, a list: no traceback; 1 and
+    "1" one thread, as both decoding paths read them)."""
+    return str(v) if v is None or isinstance(v, (int, str)) else repr(v)
