@@ -137,3 +137,10 @@ def test_a_value_equal_to_its_average_mid_epoch_is_no_meter_start(tmp_path):
     steps, got = step_rows(log)
     # position 500 prints `0.500 (0.500)`: read as the meter's first step, the stall's window was 0.597 s
     assert dict(zip(steps, got, strict=True))[510] == pytest.approx(5.0, abs=0.1)
+
+
+def test_a_data_meter_printed_with_its_global_average_is_no_metric_logger_window_mean():
+    from playbook.readers.step_log.smoothed import smoother
+    line = "Epoch: [0]  [ 10/500]  eta: 0:05:00  lr: 0.0001  time: 0.5123  data: 0.0123 (0.0100)  max mem: 9000"
+    assert smoother(line) is None  # was "metric_logger": `data: 0.012` matched by backtracking before the bracket
+    assert smoother(line.replace(" (0.0100)", "")) == "metric_logger"

@@ -24,7 +24,8 @@ WINDOW = 20  # SmoothedValue's window_size default
 # (two patterns, the second searched from the first's end: one with `.*?` between them ran to the line's end from
 # every stamp, quadratic in a line of many)
 _ETA = re.compile(r"\beta: (?:\d+ days?, )?\d+:\d\d:\d\d\b")
-_WINDOW_MEANS = re.compile(r"\btime: \d+\.\d+\s+data: \d+\.\d+(?!\s*\()")
+# (the lookahead refuses a digit too: else `data: 0.0123 (0.0100)` matched as `data: 0.012` by backtracking)
+_WINDOW_MEANS = re.compile(r"\btime: \d+\.\d+\s+data: \d+\.\d+(?![\d.]|\s*\()")
 MEANS = ("time", "data")  # the fields' names as the grammar keys them
 # `Epoch(train)  [1][  50/1051]  lr: ..  eta: 1 day, 23:47:56  time: 8.2059  data_time: 6.2668`: LogProcessor's
 # header, then its two window means after the eta (mmengine/runner/log_processor.py get_log_after_iter)
