@@ -144,3 +144,19 @@ def test_a_data_meter_printed_with_its_global_average_is_no_metric_logger_window
     line = "Epoch: [0]  [ 10/500]  eta: 0:05:00  lr: 0.0001  time: 0.5123  data: 0.0123 (0.0100)  max mem: 9000"
     assert smoother(line) is None  # was "metric_logger": `data: 0.012` matched by backtracking before the bracket
     assert smoother(line.replace(" (0.0100)", "")) == "metric_logger"
+
+
+def test_an_epochs_first_printed_line_reads_the_mean_since_the_epochs_start(tmp_path):
+    seconds = [5.0] * 10 + [0.5] * 290  # each epoch's first ten steps wait for the loader's workers to start
+    lines = []
+    for epoch in range(2):
+        for p in range(100, 300, 100):  # printed from position 100 (CenterNet's `iter_id % print_iter == 0`)
+            avg = sum(seconds[:p + 1]) / (p + 1)
+            lines.append(f"Epoch: [{epoch}][{p}/300]\tTime {seconds[p]:.3f} ({avg:.3f})\tLoss 6.9 (6.9)\n")
+    log = tmp_path / "late_start.log"
+    log.write_text("".join(lines))
+    steps, got = step_rows(log)
+    assert steps == [200, 400, 500]  # the log's first line has no window; epoch 1's first one was dropped too
+    # steps 201-400: epoch 0's last 99 at its last window's pace, epoch 1's first 101 at their running average (the
+    # stall): the true mean of those 200 steps
+    assert got == pytest.approx([0.5, (99 * 0.5 + sum(seconds[:101])) / 200, 0.5], abs=2e-3)

@@ -579,7 +579,7 @@ class StepLines:
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
         cols.update(smoothed_columns(self.smoothed, cols, np.frombuffer(self.pos, np.int64), step, rank))
-        cols.update(bracket_windows(cols, self.avg_cols, np.frombuffer(self.pos, np.int64), rank))
+        cols.update(bracket_windows(cols, self.avg_cols, np.frombuffer(self.pos, np.int64), rank, step))
         roles = self.field_role
         kind = np.frombuffer(self.kind, dtype=np.int8)
         pos = np.frombuffer(self.pos, np.int64)

@@ -78,33 +78,51 @@ def _windows(pos: np.ndarray, val: np.ndarray, avg: np.ndarray, idx: np.ndarray)
     return means[0]
 
 
-def window_means(pos: np.ndarray, rank: np.ndarray, val: np.ndarray, avg: np.ndarray) -> np.ndarray | None:
-    """Each printed line's mean step since the rank's previous printed line, from the running averages `avg` beside
-    the values `val` at within-epoch positions `pos` (-1 unknown); None when the lines are one step apart (the
-    values are the steps' own), a position is unknown, or the brackets are not running means since the epoch's
-    start."""
+def window_means(pos: np.ndarray, rank: np.ndarray, val: np.ndarray, avg: np.ndarray,
+                 step: np.ndarray | None = None) -> np.ndarray | None:
+    """Each printed line's mean step since the rank's previous printed line (on an epoch's first line after an epoch
+    printed before it, of the epoch's steps so far: its bracket; on the rank's first line unknown, NaN), from the
+    running averages `avg` beside the values `val` at within-epoch positions `pos` (-1 unknown); None when the lines
+    are one step apart (the values are the steps' own), a position is unknown, or the brackets are not running means
+    since the epoch's start. `step`: the lines' steps counted across epochs (default `pos`)."""
+    step = pos if step is None else step
     has = np.isfinite(val) & np.isfinite(avg)
     if not has.any() or (pos[has] < 0).any():
         return None
     out = np.full(len(val), np.nan)
     apart = False
     for r in np.unique(rank[has]):
-        for idx in _epochs(pos, np.flatnonzero(has & (rank == r))):
+        last = -1  # the rank's last line of the epoch before
+        for k, idx in enumerate(_epochs(pos, np.flatnonzero(has & (rank == r)))):
             apart = apart or bool((np.diff(pos[idx]) > 1).any())
             got = _windows(pos, val, avg, idx)
             if got is None:
                 return None
+            if k and np.isnan(got[0]):
+                got[0] = _epoch_opening(float(avg[idx[0]]), int(pos[idx[0]]) + 1, float(out[last]),
+                                        int(step[idx[0]] - step[last]))
             out[idx] = got
+            last = idx[-1]
     return out if apart else None
 
 
-def bracket_windows(cols: dict, avg_cols: dict, pos: np.ndarray, rank: np.ndarray) -> dict:
+def _epoch_opening(avg: float, own: int, before: float, steps: int) -> float:
+    """The mean step over the `steps` since the previous epoch's last printed line: this epoch's `own` steps at their
+    running average `avg`, the previous epoch's rest at its last window's mean `before` (when known and the steps
+    counted across epochs say how many; else `avg`)."""
+    if not np.isfinite(before) or steps <= own:
+        return avg
+    return (own * avg + (steps - own) * before) / steps
+
+
+def bracket_windows(cols: dict, avg_cols: dict, pos: np.ndarray, rank: np.ndarray,
+                    step: np.ndarray | None = None) -> dict:
     """name -> the window means of each field printed beside its running average (`avg_cols`: name -> the brackets'
     column), for the fields where window_means applies."""
     out = {}
     for name, col in avg_cols.items():
         avg = np.full(len(pos), np.nan)
         avg[:len(col)] = np.frombuffer(col, np.float64) if len(col) else []
-        if name in cols and (steps := window_means(pos, rank, cols[name], avg)) is not None:
+        if name in cols and (steps := window_means(pos, rank, cols[name], avg, step)) is not None:
             out[name] = steps
     return out
