@@ -335,3 +335,15 @@ def test_head_without_trace_events_is_searched_once(tmp_path, monkeypatch):
         q = tmp_path / f"edge{pad}.json"
         q.write_text('{"x": "' + "a" * pad + '", "traceEvents": [' + ev + "]}")
         assert len(kineto.read(q).trace) == 1
+
+
+def test_an_event_nested_deeper_than_the_decoder_recurses_is_skipped_not_raised(tmp_path):
+    """A `name` nested 100,000 lists deep fails the typed decode and makes the lenient one raise RecursionError: the
+    chunk is salvaged event by event, the deep one counted as skipped (was a RecursionError out of the reader)."""
+    ev = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}
+    deep = '{"ph": "X", "cat": "kernel", "name": ' + "[" * 100_000 + "]" * 100_000 + ', "ts": 3.0}'
+    p = tmp_path / "deep.json"
+    p.write_text('{"traceEvents": [' + json.dumps(ev) + ", " + deep + ", " + json.dumps({**ev, "ts": 5.0}) + "]}")
+    b = kineto.read(p)
+    assert list(b.trace["ts_us"]) == [1.0, 5.0]
+    assert "skipped 1 of 3" in " ".join(b.warnings)

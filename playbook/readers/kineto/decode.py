@@ -129,7 +129,8 @@ if msgspec is not None:
 else:  # pragma: no cover
     _MSGSPEC = None
 
-_DECODE_ERRORS: tuple[type[Exception], ...] = (ValueError,) + ((msgspec.DecodeError,) if msgspec else ())
+# RecursionError: JSON nested deeper than the decoder recurses (an event is then salvaged one at a time)
+_DECODE_ERRORS: tuple[type[Exception], ...] = (ValueError, RecursionError) + ((msgspec.DecodeError,) if msgspec else ())
 
 
 class Columns:
