@@ -142,6 +142,16 @@ def test_device_named_without_any_lane_of_its_work_is_said(tmp_path):
     assert "no device lane" in json.dumps(diagnose(bundle).verdict)
 
 
+def test_a_device_without_lanes_beside_one_with_streams_is_the_only_one_said_unmeasured(tmp_path):
+    doc = _tf1([(1, "/device:GPU:0/stream:14 Compute"), (3, "/job:localhost/replica:0/task:0/device:GPU:1 Compute")],
+               [(1, "MatMul", 16, 20), (3, "MatMul", 12, 30)])
+    path = tmp_path / "tf1_two.json"
+    path.write_text(json.dumps(doc))
+    (warning,) = kineto.read(path).warnings
+    assert "GPU:1's busy and idle time cannot be measured from it (only GPU:0's)" in warning
+    assert "GPU busy and idle time" not in warning
+
+
 def test_device_with_an_op_lane_or_streams_is_not_flagged(tmp_path):
     tpu = {"traceEvents": [_proc(1, "/device:TPU:0"),
                            {"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "XLA Ops"}},

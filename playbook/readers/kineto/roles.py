@@ -128,6 +128,9 @@ def _blind(lanes: list[tuple], inverse: np.ndarray, devices: list[str]) -> dict:
         return {}
     on_blind = np.asarray([key in blind for key, _, _ in lanes], dtype=bool)[inverse]
     reason = f"the trace names {', '.join(blind)} but records no stream, copy or op lane of it"
+    seen = sorted(d for d in devices if d in working)  # the devices whose work it does record are measured
+    what = (f"{', '.join(blind)}'s busy and idle time cannot be measured from it (only {', '.join(seen)}'s)" if seen
+            else "GPU busy and idle time cannot be measured from it")
     return {"no_device_lane": reason,
             "warning": f"{reason}: its {int(on_blind.sum())} rows are the host's scheduling of device ops, not the "
-                       "device's work, so GPU busy and idle time cannot be measured from it"}
+                       f"device's work, so {what}"}
