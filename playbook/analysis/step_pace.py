@@ -287,7 +287,7 @@ def stretch_phrase(d, step, mask, best, lo, n) -> str:
     starts = np.diff(step[np.asarray(lo)]) if k >= 3 else np.zeros(0)
     if len(starts) and starts.mean() > 0 and starts.std() <= RECUR_CV * starts.mean():
         where += f", one every ~{float(np.median(starts)):.0f} steps"  # a cycle: a periodic job, heat, a schedule
-    return f"steps slower than the run's best pace ({best:.3g} s) {where}, up to {d[mask].max() / best:.2f}×"
+    return f"steps slower than the run's best pace ({best:.3g} s): {where}, up to {d[mask].max() / best:.2f}×"
 
 
 def time_resolution(times: np.ndarray) -> float:
