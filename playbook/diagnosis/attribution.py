@@ -55,7 +55,6 @@ LATE_KINDS = ("idle_gpu", "underused_gpu", "lost_gpu", "gpu_drops", "slow_rank")
 # the same observations pick one reading when it scores at least twice any other's (odds of 2:1 between them)
 PICK_RATIO = 2.0
 UNEXPLAINED = "unexplained"
-TIED = "read as"  # the opening of an unexplained bucket's evidence when candidates share its observations
 WAITING = "waiting on the GPUs that do not spin"  # the opening of _waiting_for's evidence
 # readings of GPUs below their peers that the peers' spin contradicts: in both the busy GPUs do the work (the
 # bottleneck stage; the ranks whose input keeps up), while a spinning GPU draws a fraction of its working power —
@@ -116,19 +115,20 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
     waiting = _waiting_for(b, acc)
     # a cause takes the bucket on an observation of its own, or when it is more likely right than not (STRONG: the
     # scores are calibrated) though it shares its observation: two drops every 60 s read as a stall 0.58, a loader 0.34
-    if best is not None and (best["score"] >= STRONG or _own_evidence(best, supported, observed)) and not (waiting and best["id"] in SPIN_DENIES):
+    own = best is not None and (best["score"] >= STRONG or _own_evidence(best, supported, observed))
+    if own and not (waiting and best["id"] in SPIN_DENIES):
         return best["id"], (best.get("evidence") or [""])[0], False
     if waiting:
         return cause_ids.COLLECTIVE_STRAGGLER, waiting, False
-    if best is not None:  # supported candidates on the same observations: none takes the loss, all are named
-        tied = sorted(supported, key=lambda h: -h["score"])[:3]
-        return UNEXPLAINED, f"{TIED} {' or '.join(_scored(h) for h in tied)} alike: nothing in the inputs tells them " \
-                            "apart", False
-    return UNEXPLAINED, "", False
+    # supported candidates on the same observations: none takes the loss, all are named (b.tied)
+    b.tied = [(h["id"], h["score"]) for h in sorted(supported, key=lambda h: -h["score"])[:3]]
+    return UNEXPLAINED, (f"read as {' or '.join(_scored(b.tied))} alike: nothing in the inputs tells them apart"
+                         if b.tied else ""), False
 
 
-def _scored(h: dict) -> str:
-    return f"{h['id']} ({h['score']:.2f})"
+def _scored(tied: list[tuple[str, float]]) -> list[str]:
+    """"periodic_stall (0.39)" per (cause, score)."""
+    return [f"{cid} ({score:.2f})" for cid, score in tied]
 
 
 def _waiting_for(b: Bucket, acc: Accounting) -> str:
@@ -357,8 +357,8 @@ def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | N
                 for b in rest[:4]]
     names = list(dict.fromkeys(n for b in rest for n in b.names if n != "all GPUs"))
     # candidates that tie on the largest such bucket: the measurement that tells them apart is theirs
-    named = _tied(rest[0]) if rest else []
-    tied = sorted((h for h in ranked or () if _scored(h) in named), key=lambda h: named.index(_scored(h)))
+    by_id = {h["id"]: h for h in ranked or ()}
+    tied = [by_id[cid] for cid, _ in (rest[0].tied if rest else []) if cid in by_id]
     return {"id": c.id, "score": round(float(np.clip(score, 0.0, 1.0)), 3), "evidence": evidence,
             "next_step": next((h["next_step"] for h in tied if h.get("next_step")), c.next_step), "fix": c.fix,
             "notebook": c.notebook, "command": c.command,
@@ -396,21 +396,14 @@ def confidence_word(score: float, runner_up: float = 0.0) -> str:
 
 
 def unexplained_why(acc: Accounting) -> str:
-    """Why the largest unexplained loss has no cause: no input says, or its candidates tie (TIED)."""
+    """Why the largest unexplained loss has no cause: no input says, or its candidates tie (Bucket.tied)."""
     rest = sorted((b for b in acc.buckets if b.cause == UNEXPLAINED), key=lambda b: -b.seconds)
-    tied = _tied(rest[0]) if rest else []
+    tied = _scored(rest[0].tied) if rest else []
     if len(tied) == 2:
         return f"the findings cannot tell {tied[0]} from {tied[1]}"
     if tied:
         return f"the findings cannot tell {', '.join(tied[:-1])} or {tied[-1]} apart"
     return "no event, phase or finding in the inputs says why"
-
-
-def _tied(b: Bucket) -> list[str]:
-    """The candidates (with their scores) an unexplained bucket's evidence names as tied, in its order."""
-    if b.cause != UNEXPLAINED or not b.evidence.startswith(TIED):
-        return []
-    return b.evidence.removeprefix(TIED).split(" alike:")[0].strip().split(" or ")
 
 
 def loss_phrase(acc: Accounting, lead: str) -> str:

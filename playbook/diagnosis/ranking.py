@@ -147,9 +147,14 @@ def observations(evidence: list[Evidence | Finding]) -> dict[str, set[str]]:
     """Per hypothesis, the keys of the observations its evidence reads: one observation read several ways (a
     Finding's `readings`) keeps one key across the causes it points at, whatever each reading's text says."""
     out: dict[str, set[str]] = {}
-    for e in (x for item in evidence for x in (expand(item) if isinstance(item, Finding) else [item])):
+    for e in _expanded(evidence):
         out.setdefault(e.hypothesis, set()).add(e.key)
     return out
+
+
+def _expanded(evidence: list[Evidence | Finding]) -> list[Evidence]:
+    """Every Finding expanded into its per-cause readings; Evidence items as they are."""
+    return [x for e in evidence for x in (expand(e) if isinstance(e, Finding) else [e])]
 
 
 def _implied_lost(weight: float) -> float | None:
@@ -165,7 +170,7 @@ def rank(evidence: list[Evidence | Finding], healthy_evidence: list[str] | None 
 
     `untestable` (a reason) says the data were too few to look for the signatures at all: finding nothing then is
     no evidence of health, so `healthy` scores at most 0.5 — the confidence of an untested p-value."""
-    evidence = [x for e in evidence for x in (expand(e) if isinstance(e, Finding) else [e])]
+    evidence = _expanded(evidence)
     by: dict[str, list[Evidence]] = {}
     for e in evidence:
         if e.hypothesis not in DIAGNOSIS_IDS or e.hypothesis in VERDICTS:

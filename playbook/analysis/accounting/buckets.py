@@ -28,6 +28,8 @@ class Bucket:
     cause: str = "unexplained"
     evidence: str = ""
     direct: bool = False  # the cause is measured on the bucket itself (its phase, events at it), not inferred
+    tied: list[tuple[str, float]] = field(default_factory=list)  # unexplained: (cause, score) its findings support
+    # alike, none on an observation of its own (diagnosis.attribution), best first
 
     def to_dict(self) -> dict:
         """The bucket as the JSON contract's object."""

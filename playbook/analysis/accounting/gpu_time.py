@@ -111,6 +111,45 @@ def _job_end(series: GpuSeries, med: np.ndarray, dt: float, lo: float, n_bins: i
     return end
 
 
+def _job_edges(med: np.ndarray, dipping: np.ndarray, end: int) -> tuple[int, int]:
+    """(lead, end): the bins before the job's work counts (warm-up) and the bin after it (`end`, from _job_end,
+    moved back over a shut-down), from the GPUs' median utilization `med` (%) and its bins below the busy level."""
+    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
+    idle = np.isfinite(med) & (med <= IDLE_PCT)
+    lead = ~np.isfinite(med) | idle  # (a bin without a reading says nothing either way)
+    lead = lead.argmin() if not lead.all() else 0
+    # the recording holds the job's start only where the GPUs read idle before they first work at their level (the
+    # model loading, CloudWatch's 3.6%); one that begins mid-run, at work or in a partial drop, shows no start-up
+    # (a stall 20 s into the recording, a data-starved first fifth at 30-50%: drops, not warm-up)
+    at_level = np.isfinite(med) & ~dipping
+    started = bool(idle[:int(at_level.argmax()) if at_level.any() else len(med)].any())
+    # the bin the job starts in holds time before it (a poll reads its interval's average): the first bin of work
+    # below the busy level with work in the next is the start, not a drop (CloudWatch's first average at 13%)
+    if started and lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
+        lead += 1
+    # start-up and shut-down happen once, at the job's edges (compiling, autotuning, an evaluation at step 0, a first
+    # load; a last save, the teardown); a stall recurs or strikes anywhere. Before an idle tail, the drop the job's
+    # work ends in (bins without a reading inside it included) is its shut-down — nanoGPT's last step, then a 16%
+    # blip of teardown 2 s into the tail; drops only within the job's first quarter, none after, are its warm-up.
+    # Both at most a quarter of the job (the step accounting's warm-up is likewise at most a quarter of the steps:
+    # step_times.warmup_steps)
+    ending = (dipping | ~np.isfinite(med))[lead:end][::-1]
+    if end < len(med) and len(ending) and ending[0]:
+        tail = int(np.argmin(ending)) if not ending.all() else len(ending)
+        # a last save or the teardown leaves the GPUs waiting on the host or the disk: idle but for blips (the
+        # median bin) after the poll the work ends in (its interval's average, partly after it); a stretch at a
+        # partial level (30% for the job's last fifth) is work at a slower pace, a loss
+        if tail <= (end - lead) // 4 and _at_rest(med[end - tail + 1:end]):
+            end -= tail
+    late = np.flatnonzero(dipping[lead:end])
+    # loading and compiling are the host's work: the GPUs read idle at some poll of the start-up's drops after the
+    # one the work starts in (its median is not tested as the shut-down's is: engine builds and autotuning read
+    # sporadic 0-70%, heldout28 csc2231's median 6%); a first fifth at a steady 30-50% never idle is a slow pace
+    if started and len(late) and late[-1] + 1 <= (end - lead) // 4 and idle[lead + late[late > 0]].any():
+        lead += int(late[-1]) + 1
+    return lead, end
+
+
 def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
     run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus)."""
@@ -141,7 +180,10 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
     med = np.where(np.isfinite(med), med, np.nan)
     busy = float(np.nanpercentile(med, BUSY_Q)) if np.isfinite(med).any() else 100.0
     busy = max(busy, 1.0)
-    end = _job_end(series, med, dt, lo, n_bins)
+    # fleet-wide drops: the peers' median below the busy level at the same moments
+    drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
+    dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
+    lead, end = _job_edges(med, dipping, _job_end(series, med, dt, lo, n_bins))
     if end < n_bins:  # the recording outlived the job: its idle tail is no GPU time of the job's
         active[:, end:] = False
         total = float(active.sum() * dt)
@@ -164,47 +206,6 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
                               windows=[(float((last[g] + 1) * dt), float((peers_last + 1) * dt)) for g in gone],
                               detail=f"{len(gone)} GPU{'s' if len(gone) > 1 else ''} stopped reporting while "
                                      "peers worked"))
-    # fleet-wide drops: the peers' median below the busy level at the same moments
-    drop = np.where(np.isfinite(med), np.clip(busy - med, 0.0, None), 0.0) / 100.0
-    dipping = drop * 100.0 >= max(10.0, 0.25 * busy)
-    # the GPUs idle from the first poll until the job first works (loading the model, indexing data): warm-up
-    idle = np.isfinite(med) & (med <= IDLE_PCT)
-    lead = ~np.isfinite(med) | idle  # (a bin without a reading says nothing either way)
-    lead = lead.argmin() if not lead.all() else 0
-    # the recording holds the job's start only where the GPUs read idle before they first work at their level (the
-    # model loading, CloudWatch's 3.6%); one that begins mid-run, at work or in a partial drop, shows no start-up
-    # (a stall 20 s into the recording, a data-starved first fifth at 30-50%: drops, not warm-up)
-    at_level = np.isfinite(med) & ~dipping
-    started = bool(idle[:int(at_level.argmax()) if at_level.any() else n_bins].any())
-    # the bin the job starts in holds time before it (a poll reads its interval's average): the first bin of work
-    # below the busy level with work in the next is the start, not a drop (CloudWatch's first average at 13%)
-    if started and lead + 1 < end and dipping[lead] and not dipping[lead + 1]:
-        lead += 1
-    # start-up and shut-down happen once, at the job's edges (compiling, autotuning, an evaluation at step 0, a first
-    # load; a last save, the teardown); a stall recurs or strikes anywhere. Before an idle tail, the drop the job's
-    # work ends in (bins without a reading inside it included) is its shut-down — nanoGPT's last step, then a 16%
-    # blip of teardown 2 s into the tail; drops only within the job's first quarter, none after, are its warm-up.
-    # Both at most a quarter of the job (the step accounting's warm-up is likewise at most a quarter of the steps:
-    # step_times.warmup_steps)
-    ending = (dipping | ~np.isfinite(med))[lead:end][::-1]
-    if end < n_bins and len(ending) and ending[0]:
-        tail = int(np.argmin(ending)) if not ending.all() else len(ending)
-        # a last save or the teardown leaves the GPUs waiting on the host or the disk: idle but for blips (the
-        # median bin) after the poll the work ends in (its interval's average, partly after it); a stretch at a
-        # partial level (30% for the job's last fifth) is work at a slower pace, a loss
-        if tail <= (end - lead) // 4 and _at_rest(med[end - tail + 1:end]):
-            end -= tail
-    if end < n_bins:
-        active[:, end:] = False
-        total = float(active.sum() * dt)
-        working = active & ~gone_mask
-        room[:, end:] = 0.0
-    late = np.flatnonzero(dipping[lead:end])
-    # loading and compiling are the host's work: the GPUs read idle at some poll of the start-up's drops after the
-    # one the work starts in (its median is not tested as the shut-down's is: engine builds and autotuning read
-    # sporadic 0-70%, heldout28 csc2231's median 6%); a first fifth at a steady 30-50% never idle is a slow pace
-    if started and len(late) and late[-1] + 1 <= (end - lead) // 4 and idle[lead + late[late > 0]].any():
-        lead += int(late[-1]) + 1
     in_lead = np.arange(n_bins) < lead
     warmup = float(_charge(room, drop * dt, working & in_lead[None, :]).sum())
     dipping[:lead] = False
