@@ -11,3 +11,22 @@ def cases(labels: dict[str, str], not_yet: dict[str, str]) -> list:
     return [pytest.param(name, label, id=name,
                          marks=[pytest.mark.xfail(strict=True, reason=not_yet[name])] if name in not_yet else [])
             for name, label in labels.items()]
+
+
+def verdict_tests(here, accepted: dict[str, tuple[str, ...]], not_yet: dict[str, str]):
+    """(test_verdict, test_no_losing_run_is_called_healthy) for a round whose files each accept a set of verdicts
+    (`accepted`: name -> verdict ids, the first its label); bind both in the round's test module."""
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_paths
+
+    labels = {name: ids[0] for name, ids in accepted.items()}
+
+    @pytest.mark.parametrize(("name", "label"), cases(labels, not_yet))
+    def test_verdict(name, label):
+        assert diagnose(read_paths([str(here / name)])).verdict["id"] in accepted[name]
+
+    @pytest.mark.parametrize("name", [n for n, ids in accepted.items() if "healthy" not in ids])
+    def test_no_losing_run_is_called_healthy(name):
+        assert diagnose(read_paths([str(here / name)])).verdict["id"] != "healthy"
+
+    return test_verdict, test_no_losing_run_is_called_healthy

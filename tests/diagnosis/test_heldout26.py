@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from heldout_rounds import cases
+from heldout_rounds import verdict_tests
 
-from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "eval" / "heldout26"
@@ -23,7 +22,6 @@ ACCEPTED = {
     "omoknuni_mcts_selfplay_3060ti.log": ("data_starvation", "pipeline_imbalance"),
     "slowfast_nvidia_sh_gpu2_util.csv": ("healthy",),
 }
-LABELS = {name: ids[0] for name, ids in ACCEPTED.items()}
 NOT_YET = {
     "dcconv_knn_profile_train.csv": "a steady 21% with no clock column and the power cells damaged: telemetry alone "
                                     "cannot tell host-issued small kernels from an input-bound loop "
@@ -36,14 +34,7 @@ NOT_YET = {
 }
 
 
-@pytest.mark.parametrize(("name", "label"), cases(LABELS, NOT_YET))
-def test_verdict(name, label):
-    assert diagnose(read_paths([str(HERE / name)])).verdict["id"] in ACCEPTED[name]
-
-
-@pytest.mark.parametrize("name", [n for n, ids in ACCEPTED.items() if "healthy" not in ids])
-def test_no_losing_run_is_called_healthy(name):
-    assert diagnose(read_paths([str(HERE / name)])).verdict["id"] != "healthy"
+test_verdict, test_no_losing_run_is_called_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)
 
 
 @pytest.mark.parametrize("name", ["dcconv_knn_profile_train.csv", "yue_hijaz_l4_inference_gpu.csv",

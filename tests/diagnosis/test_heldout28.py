@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from heldout_rounds import cases
+from heldout_rounds import verdict_tests
 
-from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "eval" / "heldout28"
@@ -23,7 +22,6 @@ ACCEPTED = {
     "realtime_od_24_tx2_split_model_tegrastats.txt": ("data_starvation", "pipeline_imbalance"),
     "itex_64_xpu_smi_dump_util_na.csv": ("insufficient_data",),
 }
-LABELS = {name: ids[0] for name, ids in ACCEPTED.items()}
 NOT_YET = {
     "llm_pipeline_orin_tinybert_batch1_tegrastats.log": "read now, but a steady 39% at the lowest GPU clock for 10 "
                                                         "polls: telemetry alone cannot tell one-sample batches "
@@ -39,14 +37,7 @@ NOT_YET = {
 }
 
 
-@pytest.mark.parametrize(("name", "label"), cases(LABELS, NOT_YET))
-def test_verdict(name, label):
-    assert diagnose(read_paths([str(HERE / name)])).verdict["id"] in ACCEPTED[name]
-
-
-@pytest.mark.parametrize("name", [n for n, ids in ACCEPTED.items() if "healthy" not in ids])
-def test_no_losing_run_is_called_healthy(name):
-    assert diagnose(read_paths([str(HERE / name)])).verdict["id"] != "healthy"
+test_verdict, test_no_losing_run_is_called_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)
 
 
 @pytest.mark.parametrize("name", [n for n in ACCEPTED if "tegrastats" in n])

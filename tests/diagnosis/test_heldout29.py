@@ -9,9 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from heldout_rounds import cases
+from heldout_rounds import verdict_tests
 
-from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "eval" / "heldout29"
@@ -24,7 +23,6 @@ ACCEPTED = {
     "dlprof_tfrecords_timeline_test0.json": ("insufficient_data", "healthy"),
     "dlprof_mnist_xla_timeline_xla.ctf.json": ("insufficient_data", "healthy"),
 }
-LABELS = {name: ids[0] for name, ids in ACCEPTED.items()}
 NOT_YET = {
     "dlprof_tfrecords_timeline_test0.json": "the trace holds tf.data's IteratorGetNext on the host for 45.7 ms of "
                                             "the 70 ms step while the GPU streams wait: the engine reads "
@@ -33,14 +31,7 @@ NOT_YET = {
 }
 
 
-@pytest.mark.parametrize(("name", "label"), cases(LABELS, NOT_YET))
-def test_verdict(name, label):
-    assert diagnose(read_paths([str(HERE / name)])).verdict["id"] in ACCEPTED[name]
-
-
-@pytest.mark.parametrize("name", [n for n, ids in ACCEPTED.items() if "healthy" not in ids])
-def test_no_losing_run_is_called_healthy(name):
-    assert diagnose(read_paths([str(HERE / name)])).verdict["id"] != "healthy"
+test_verdict, test_no_losing_run_is_called_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)
 
 
 @pytest.mark.parametrize(("name", "rows", "ranks"), [
