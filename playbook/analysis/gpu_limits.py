@@ -342,9 +342,15 @@ def sm_basis(tele):
     return tele.assign(util_pct=np.where(rows, tele["sm_active"] * 100.0, tele["util_pct"])), basis
 
 
+def _sms_idle(m: re.Match) -> str:
+    """"GPUs idle 74%" → "GPUs' SMs idle 74%", "a GPU idle" → "a GPU's SMs idle", "idle" → "SMs idle"."""
+    who = m.group(1)
+    return "SMs idle " if not who else f"{who}' SMs idle " if who.endswith("s") else f"{who}'s SMs idle "
+
+
 def sm_wording(acc, basis: str = "all") -> None:
     """Bucket details and noise floor of an accounting (analysis.accounting) read on the SM-activity basis: the
-    level is the SMs', not the time's ("the GPUs' SM-activity level is 26%: SMs idle 74%"; a GPU idle throughout
+    level is the SMs', not the time's ("GPUs' SMs idle 74% … their SM-activity level is 26%"; a GPU idle throughout
     stays "idle": no kernel ran on it). `basis` as sm_basis gives it: for "N of M", the level is named as mixed (a
     utilization plot at 97% on every GPU had sat under 'busy level 60%')."""
     acc.busy_pct = float("nan")  # an SM-activity level is no utilization: FED_PCT does not apply
@@ -355,5 +361,5 @@ def sm_wording(acc, basis: str = "all") -> None:
         acc.noise_floor = acc.noise_floor.replace("busy level", level, 1)
         return
     for b in acc.buckets:
-        b.detail = re.sub(r"\bidle (?=\d)", "SMs idle ", b.detail.replace("busy level", "SM-activity level"))
+        b.detail = re.sub(r"\b(?:(GPUs|GPU) )?idle (?=\d)", _sms_idle, b.detail.replace("busy level", "SM-activity level"))
     acc.noise_floor = acc.noise_floor.replace("busy level", "SM-activity level")

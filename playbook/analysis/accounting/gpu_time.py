@@ -260,8 +260,8 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None,
         secs = float(_charge(room, (100.0 - busy) / 100.0 * dt, working).sum())
         buckets.append(Bucket("steady_idle", secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
                               windows=[(0.0, float(n_bins * dt))],
-                              detail=f"the GPUs' busy level is {busy:.0f}%: idle {100 - busy:.0f}% of the time "
-                                     "even at work"))
+                              detail=f"{'GPUs' if g_count > 1 else 'a GPU'} idle {100 - busy:.0f}% of the time even "
+                                     f"at work: {'their' if g_count > 1 else 'its'} busy level is {busy:.0f}%"))
     del room
     limited = np.array([i in (clock_limited or {}) for i in ids], dtype=bool)
     buckets += _device_buckets(series, util, valid, dt, lo, n_bins, limited)
