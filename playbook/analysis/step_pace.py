@@ -127,8 +127,8 @@ FEW_ROWS = 3  # the fewest step rows on a rank that show a steady pace: of two t
 SLOW_TEST_ROWS = 5  # the fewest rows the slow-step test runs on (step_times.slow_steps: a median and its MAD)
 
 
-def no_steady_pace(steps: pd.DataFrame) -> str | None:
-    """Why the step rows cannot show a steady pace, or None. On any rank, fewer than FEW_ROWS timed rows that
+def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
+    """Why the step rows (each one `unit`: "step" or "epoch", schema.record_unit) cannot show a steady pace, or None. On any rank, fewer than FEW_ROWS timed rows that
     disagree by more than CREEP_MIN (Megatron-LLM#22's 11.1 s then 14.6 s per iteration, the thread's rise: either may
     be the steady pace, and against their spread as the noise floor nothing reads as lost); or, on any rank, fewer
     than SLOW_TEST_ROWS, too few for the slow-step test, whose rows after the first disagree by SLOW_FACTOR (the test's own
@@ -143,7 +143,7 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if apart.any():
         rank = apart.index[apart.argmax()]
         d = per.get_group(rank)
-        return (f"{len(d)} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s: too few "
+        return (f"{len(d)} {unit} times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s: too few "
                 "to tell the steady pace from a slow one")
     st = st.sort_values(["rank", "step"], kind="stable")  # the first row is the first step (rows from files or
     # ranks merged out of order, a rotated log passed after the current one)
@@ -153,7 +153,7 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if few.any():
         rank = few.index[few.argmax()]
         d = later.get_group(rank)
-        return (f"{per.size()[rank]} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
+        return (f"{per.size()[rank]} {unit} times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
                 f"too few to tell a stall from a slow pace (the slow-step test needs {SLOW_TEST_ROWS})")
     return None
 
