@@ -330,8 +330,10 @@ def decide(acc: Accounting, ranked: list[dict]) -> str | None:
     strong = top not in (None, cause_ids.HEALTHY, cause_ids.INSUFFICIENT_DATA) and ranked[0]["score"] >= STRONG
     if loss <= acc.noise_floor_share or largest <= acc.noise_floor_share:
         # no time lost beyond the noise (in all, or by any one cause): only a cause measured directly (a fault)
-        # or one the basis cannot see (a throttled GPU reads 100%) outranks healthy
-        blind = strong and acc.basis == "gpu" and top in UTILIZATION_BLIND
+        # or one the basis cannot see outranks healthy: a throttled GPU reads 100%, and on the wall-time basis a
+        # cost every step pays (the clock held down, allocator retries in every step: torchtitan#1558) slows the
+        # run's own pace with it, so the pace shows no loss either
+        blind = strong and top in UTILIZATION_BLIND
         direct = strong and ranked[0]["score"] >= CONFIRM
         return None if direct or blind or top == cause_ids.INSUFFICIENT_DATA else cause_ids.HEALTHY
     lead = next(iter(by))

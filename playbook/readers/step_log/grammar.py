@@ -596,8 +596,8 @@ class StepLines:
             duration, windowed = window_means(step, rank, time, kw), True
             how = "window means of timestamped step lines"
         ok = np.isfinite(duration) & (duration >= 0)
-        if not ok.any() and self.epochs.rows:
-            return self.epochs.result(out)  # no step time: the epochs' times are the file's records
+        if self.epochs.rows and ok.sum() < len(self.epochs.rows):  # no step time, or fewer than epoch times
+            return self.epochs.result(out)  # (traiNNer#72: one iteration line, 11 epoch times): the epochs are the records
         # the same (rank, step) printed again (a progress bar redrawn, a repeated message): the last one counts
         idx = np.flatnonzero(ok)
         if len(idx):
