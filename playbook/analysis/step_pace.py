@@ -141,7 +141,9 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if st.empty:
         return None
     per = st.groupby("rank")["duration_s"]
-    waited = steps.loc[steps["phase"].astype(str).isin(sa.WAIT_PHASES), "duration_s"].sum()
+    # with one rank a collective waits for no peer: its time is its transfer (accounting's rank_waits), no loss
+    waits = set(sa.WAIT_PHASES) - (set(sa.COLLECTIVE_PHASES) if st["rank"].nunique() < 2 else set())
+    waited = steps.loc[steps["phase"].astype(str).isin(waits), "duration_s"].sum()
     if (per.size() < 2).all() and waited < MATERIAL * st["duration_s"].sum():  # one step per rank shows no pace
         d = st["duration_s"]
         return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}): "

@@ -143,3 +143,13 @@ def test_a_busy_breakdown_names_nothing(tmp_path):
     bundle = read_paths([str(p)])
     assert profiler_ops.summarize(bundle)["findings"] == []
     assert diagnose(bundle).verdict["id"] != "launch_bound"
+
+
+@pytest.mark.parametrize(("line", "verdict"), [
+    (MICRO, "insufficient_data"),  # one rank: the all-reduce waits for no peer, its time is its transfer
+    ("time (ms) | fwd: 300.00 | bwd: 600.00 | pipe_recv_grad: 300.00", "pipeline_imbalance"),  # a wait measures it
+])
+def test_one_step_with_waits(tmp_path, line, verdict):
+    p = tmp_path / "one.log"
+    p.write_text(line + "\n")
+    assert diagnose(read_paths([str(p)])).verdict["id"] == verdict
