@@ -24,7 +24,7 @@ _SPLIT = re.compile(r"\s*\|\s*|\t+|\s{2,}")
 _UNIT = re.compile(r"[(\[]\s*(ns|us|µs|ms|s|sec)\s*[)\]]", re.IGNORECASE)
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 _NUMBER = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^-?\d+(?:\.\d+)?$")
-_RULE_CELLS = re.compile(r"^[\s|:+-]*-{3,}[\s|:+-]*$")
+_RULE_CHARS = frozenset("|:+- \t")  # a rule row (`|---|:---:|`) holds only these, three dashes in a row
 _WHOLE = re.compile(r"^(?:average\s+|avg\.?\s+|mean\s+)?(?:step\s+time|step|total)$", re.IGNORECASE)
 # the plugin's categories (ProfileRole), by the words a row names: first match wins, most specific first
 CATEGORIES = (("dataloader", re.compile(r"data\s*loader|data\s*loading", re.IGNORECASE)),
@@ -66,7 +66,7 @@ class BreakdownTable:
                 return False
             self._cols = (time[0][0], _UNITS[time[0][1].group(1).lower()])
             return False  # a header is only seen: another scanner may read it (a step table's), rows tell
-        if _RULE_CELLS.match(body):
+        if "---" in body and set(body.strip()) <= _RULE_CHARS:
             return True
         cells = _cells(body)
         col, factor = self._cols

@@ -374,18 +374,20 @@ CASES = [
     # round steplogs16: step logs of 2022-2026 large-model trainers (tests/data/steplogs16/SOURCES.md, real excerpts):
     # 8 of 10 verdicts right first; litgpt_519 (two "stalls" whose neighbours are short by as much → time moved across
     # a step boundary, analysis/step_pace.moved_time) and megatronllm_22 (healthy first: two window means 11.1 s and
-    # 14.6 s → no steady pace, step_pace.no_steady_pace; its label set accepts insufficient_data) right since
+    # 14.6 s → no steady pace, step_pace.no_steady_pace; its label set accepts insufficient_data) right since;
+    # neox_3742 and openr1_161 hold one timed step each: healthy → insufficient_data since heldout30 (one step
+    # shows no pace, step_pace.no_steady_pace), both ids in their label sets (expected.json verdict_ok)
     *[(f"steplogs16 {name}", want, _steplog(f"steplogs16/{name}")) for name, want in (
         ("megatronllm_11_iteration.log", "healthy"),
         ("megatronllm_22_rising.log", "insufficient_data"),
         ("hf_deepspeed_1825_notebook.log", "healthy"),
-        ("neox_deepspeed_3742_breakdown.log", "healthy"),
+        ("neox_deepspeed_3742_breakdown.log", "insufficient_data"),
         ("litgpt_519_tpu_pairs.log", "healthy"),
         ("torchtitan_1287_profiler.log", "healthy"),
         ("axolotl_592_hang.log", "healthy"),
         ("nanogpt_178_checkpoint.log", "healthy"),
         ("maxtext_4847_first_step.log", "healthy"),
-        ("openr1_161_grpo_first_step.log", "healthy"))],
+        ("openr1_161_grpo_first_step.log", "insufficient_data"))],
     # round steplogs17: step logs of runs that lose GPU time, from trainers seen least (tests/data/steplogs17/SOURCES.md,
     # real excerpts; 7 losing, 3 healthy controls): 6 of 10 verdicts right first, none losing called healthy;
     # mmyolo_789 (refused first: MMEngine's 10-iteration means outlasted the stamps → smoothed.py) and swin_183
