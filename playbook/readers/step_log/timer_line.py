@@ -14,8 +14,9 @@ block until the neighbour stage is ready). Megatron-LM's Timers.log prints the s
            `forward` time the same part. A line repeating the previous line's timers in the other scope is its
            twin (the window's total; one micro-batch when the window is one) and adds nothing new.
   nesting  a timer whose words extend another's on its line (`backward_allreduce` after `backward`,
-           `backward-backward`, `optimizer-inner-step` after `optimizer`) is a part of it: when its own words name
-           another phase (`allreduce`: collective) its time is carved out of the parent's, else the parent covers it.
+           `backward-backward`, `optimizer-copy-to-main-grad` before `optimizer`) is a part of it: when its own words
+           name a wait on the peers (`allreduce`: collective; `recv`: wait) its time is carved out of the parent's,
+           else the parent covers it.
   phases   the step vocabulary's (vocab.classify), a collective word first (`optimizer_allgather`: the action names
            the time); beside forward and backward a timer named `step` is the update (optimizer); `recv` / `send`:
            waiting on the neighbour stage (wait); `input`: the batch's load (data).
@@ -38,6 +39,9 @@ _COMPUTE = ("fwd", "bwd")
 # a step's parts cannot outlast it: timers summing past 1.5x the step time are a window's sums (measurement noise
 # and a twin counted twice stay under 1.5x; a window of two steps or more is at least ~2x)
 WINDOW_OVER = 1.5
+# the phases a nested timer takes out of its parent: communication waits on the peers (`backward_allreduce`); any
+# other nested part (`optimizer-copy-to-main-grad`, `backward_inner`) is its parent's own work
+_CARVED = ("collective", "wait")
 
 
 @dataclass
@@ -112,7 +116,7 @@ def parse(text: str, factor: float) -> TimerLine:
         if parent is None:
             continue
         own, home = _phase(words[len(parent):], update), _phase(outer, update)
-        if own is not None and home in out.phases and own != home:  # the all-reduce inside the backward
+        if own in _CARVED and home in out.phases and own != home:  # the all-reduce inside the backward
             taken = min(seconds, out.phases[home])
             out.phases[home] -= taken
             out.phases[own] = out.phases.get(own, 0.0) + taken
