@@ -109,9 +109,11 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     the clock at the hottest quarter of polls against the coolest quarter (thermal_deficit); thermal_cost is the
     mean shortfall of all busy polls below the cool clock. Polls drawing at the power limit (`pinned`) are left
     out: leakage grows with temperature, so at a fixed power limit the clock falls as the GPU warms — the power
-    limit's trade (normal at TDP; a lowered one is the cap test's), not a thermal limiter."""
-    from scipy.stats import rankdata
+    limit's trade (normal at TDP; a lowered one is the cap test's), not a thermal limiter.
 
+    One warming trend deflates the rank test to a few effective polls (two trending series correlate by chance),
+    so a GPU whose clock steps down poll by poll as it heats is also read by its co-movements (`co_movement_p`);
+    the smaller p of the two, doubled (Bonferroni), is thermal_p."""
     known = np.isfinite(temp) if pinned is None else np.isfinite(temp) & ~pinned
     c, t = clock[known], temp[known]
     if len(c) < 8 or np.ptp(t) == 0 or np.ptp(c) == 0:
@@ -120,18 +122,41 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     if not (cool.any() and hot.any()) or np.median(t[hot]) <= np.median(t[cool]):
         return
     cool_mhz = float(np.median(c[cool]))
-    # Spearman's rho as scipy.stats.spearmanr computes it (Pearson on average ranks), without its per-call checks
-    rho = float(np.corrcoef(np.column_stack([rankdata(t), rankdata(c)]), rowvar=False)[1, 0])
-    n_eff = effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0)
-    if not np.isfinite(rho) or rho >= 0 or abs(rho) >= 1:
-        p = 0.0 if np.isfinite(rho) and rho <= -1 else 1.0
-    else:
-        p = t_sf(-rho * math.sqrt((n_eff - 2) / (1 - rho * rho)), n_eff - 2)
+    p = _spearman_below_zero(c, t, effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0))
+    p = min(1.0, 2 * min(p, co_movement_p(c, t)))
     cols["thermal_deficit"][g] = float(1 - np.median(c[hot]) / cool_mhz)
     cols["thermal_cost"][g] = float(np.mean(np.clip(1 - c / cool_mhz, 0, None)))
     cols["thermal_p"][g] = p
     cols["thermal_cool_c"][g] = float(np.median(t[cool]))
     cols["thermal_hot_c"][g] = float(np.median(t[hot]))
+
+
+def co_movement_p(clock: np.ndarray, temp: np.ndarray) -> float:
+    """One-sided test that the clock steps down as the temperature steps up, poll to poll: Spearman's rho of the
+    first differences (GPU Boost trims a clock bin as the GPU crosses a temperature step, at once). Differences of a
+    trend are not a trend: a clock and a temperature that drift apart for other reasons step independently, and
+    a drift only shifts the steps' mean, which a correlation ignores. The pairs are deflated by the product of the
+    two differences' lag-1 autocorrelations (Bretherton et al. 1999; negative for jittering levels, which a
+    positive product of two then inflates). 1.0 where either never moves."""
+    dt, dc = np.diff(temp), np.diff(clock)
+    ok = np.isfinite(dt) & np.isfinite(dc)
+    dt, dc = dt[ok], dc[ok]
+    if len(dt) < 8 or np.ptp(dt) == 0 or np.ptp(dc) == 0:
+        return 1.0
+    return _spearman_below_zero(dc, dt, effective_n(len(dt), lag1(dc) * lag1(dt), floor=3.0))
+
+
+def _spearman_below_zero(x: np.ndarray, y: np.ndarray, n_eff: float) -> float:
+    """One-sided p of Spearman's rho(x, y) < 0 (Pearson on average ranks, as scipy.stats.spearmanr) by the t
+    approximation on `n_eff` pairs."""
+    from scipy.stats import rankdata
+
+    rho = float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+    if not np.isfinite(rho) or rho >= 0:
+        return 1.0
+    if rho <= -1:
+        return 0.0
+    return t_sf(-rho * math.sqrt((n_eff - 2) / (1 - rho * rho)), n_eff - 2)
 
 
 def sku_limit_refs(series: GpuSeries, has: dict) -> np.ndarray:
@@ -317,9 +342,15 @@ def sm_basis(tele):
     return tele.assign(util_pct=np.where(rows, tele["sm_active"] * 100.0, tele["util_pct"])), basis
 
 
+def _sms_idle(m: re.Match) -> str:
+    """"GPUs idle 74%" → "GPUs' SMs idle 74%", "a GPU idle" → "a GPU's SMs idle", "idle" → "SMs idle"."""
+    who = m.group(1)
+    return "SMs idle " if not who else f"{who}' SMs idle " if who.endswith("s") else f"{who}'s SMs idle "
+
+
 def sm_wording(acc, basis: str = "all") -> None:
     """Bucket details and noise floor of an accounting (analysis.accounting) read on the SM-activity basis: the
-    level is the SMs', not the time's ("the GPUs' SM-activity level is 26%: SMs idle 74%"; a GPU idle throughout
+    level is the SMs', not the time's ("GPUs' SMs idle 74% … their SM-activity level is 26%"; a GPU idle throughout
     stays "idle": no kernel ran on it). `basis` as sm_basis gives it: for "N of M", the level is named as mixed (a
     utilization plot at 97% on every GPU had sat under 'busy level 60%')."""
     acc.busy_pct = float("nan")  # an SM-activity level is no utilization: FED_PCT does not apply
@@ -330,5 +361,5 @@ def sm_wording(acc, basis: str = "all") -> None:
         acc.noise_floor = acc.noise_floor.replace("busy level", level, 1)
         return
     for b in acc.buckets:
-        b.detail = re.sub(r"\bidle (?=\d)", "SMs idle ", b.detail.replace("busy level", "SM-activity level"))
+        b.detail = re.sub(r"\b(?:(GPUs|GPU) )?idle (?=\d)", _sms_idle, b.detail.replace("busy level", "SM-activity level"))
     acc.noise_floor = acc.noise_floor.replace("busy level", "SM-activity level")

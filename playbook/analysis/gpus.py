@@ -195,6 +195,8 @@ def _analyze(series: GpuSeries, faulted: set[str]) -> GpuReport:
         evidence.append(ev)
     table["status"] = status
     table["evidence"] = evidence
+    table["clock_cost"] = [clock_cost(r) if st == "throttled" else math.nan
+                           for r, st in zip(table.itertuples(index=False), status, strict=True)]
     if g_count == 1:
         warnings.append("one GPU only: underutilized / saturated need peers to compare against")
     return GpuReport(table, stragglers, rotating, dt, warnings, imbalance_p(table, util, valid))
@@ -517,6 +519,24 @@ def _memory(series: GpuSeries, table: pd.DataFrame, has: dict) -> None:
     limit = np.where(np.isfinite(total), MEM_SWING_FRACTION * total, MEM_SWING_MIB)
     table["mem_swings"] = np.isfinite(swing) & (swing >= limit)
     table["mem_near_full"] = np.isfinite(total) & np.isfinite(peak) & (peak >= 0.97 * total)
+
+
+def clock_cost(r) -> float:
+    """The share of a throttled GPU's busy work its clock limiter costs (a table row): the largest of the peer
+    clock deficit, the self-referenced slow share × its deficit, the capped share × the cap's (DVFS) deficit and
+    the thermal cost (the clock given up to heat over the busy polls); 0 where none is measured (throttle reason
+    bits alone)."""
+    cost = float(r.clock_deficit) if np.isfinite(r.clock_deficit) else 0.0
+    self_cost = getattr(r, "self_slow_share", math.nan) * getattr(r, "self_deficit", math.nan)
+    if getattr(r, "self_slow_lower", 0.0) >= 0.01 and np.isfinite(self_cost):
+        cost = max(cost, float(self_cost))  # clock-bound work runs at the clock's pace
+    cap_cost = getattr(r, "cap_share", math.nan) * getattr(r, "cap_deficit", math.nan)
+    if getattr(r, "cap_lower", 0.0) >= 0.01 and np.isfinite(cap_cost) and cap_cost > 0:
+        cost = max(cost, float(cap_cost))
+    thermal_cost = getattr(r, "thermal_cost", math.nan)
+    if np.isfinite(thermal_cost):
+        cost = max(cost, float(thermal_cost))
+    return cost
 
 
 def _status(r, g_count: int) -> tuple[str, str]:

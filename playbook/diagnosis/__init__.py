@@ -117,7 +117,7 @@ def _accounting(run: Run, ranked: list[dict]):
     """The what-if accounting of the inputs, its buckets attributed (None without a time axis)."""
     try:
         acc = account(run.bundle, run.interval_s, series=run.series,
-                      marked_steps=_cause_event_steps(run.bundle.events))
+                      marked_steps=_cause_event_steps(run.bundle.events), clock_limited=_clock_limited(run))
     except Exception as exc:  # the accounting must not stop the diagnosis either
         run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
         return None
@@ -126,6 +126,16 @@ def _accounting(run: Run, ranked: list[dict]):
                               run.detail.get("drop_causes", ()), ranking.observations(run.findings))
         run.detail["accounting"] = acc
     return acc
+
+
+def _clock_limited(run: Run) -> dict[str, float]:
+    """{GPU id: the share of its busy work its limiter costs} for the GPUs analysis.gpus calls throttled (throttle
+    reasons, a thermal or power limiter, a clock below its own or its peers'): the accounting charges them."""
+    table = getattr(run.gpu_report, "table", None)
+    if table is None or not len(table) or "clock_cost" not in table:
+        return {}
+    sel = table["status"] == "throttled"
+    return dict(zip(table.loc[sel, "id"].astype(str), table.loc[sel, "clock_cost"].astype(float), strict=True))
 
 
 def _cause_event_steps(events) -> set[int]:

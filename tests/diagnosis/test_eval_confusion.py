@@ -495,7 +495,9 @@ CASES = [
         ("curc_seff_l40_gpu_metrics.txt", "unexplained_slowdown"),
         ("gcp_drone69_t4_ops_agent.json", "data_starvation"),
         # right since the twenty-eighth round: its first poll (13%, the model loading) is start-up, not a drop
-        ("cloudwatch_sourcegraph52272_a10g.json", "healthy"))],
+        ("cloudwatch_sourcegraph52272_a10g.json", "healthy"),
+        # right since session 47: the clocks step down with the temperature poll by poll (gpu_limits.co_movement_p)
+        ("dcgm_club3090_178_metrics_loop.txt", "throttling"))],
     # the twenty-eighth round: Jetson tegrastats logs, a Jetson stats CSV, an xpu-smi dump (tests/data/eval/heldout28/
     # SOURCES.md): scored once as written — 1 of 6 right, 4 tegrastats files refused; kept: a gpu_burn run and a
     # trtexec benchmark (refused first → readers/tegrastats.py; their start-up priced as a drop → warm-up,

@@ -29,10 +29,6 @@ NOT_YET = {
     "wandb_ninfer72_3090_power_cap.csv": "power pinned at the 315 W enforced limit in every busy sample is what a card "
                                          "at its stock limit shows too; W&B's export names no GPU model and no "
                                          "default limit, so nothing says 315 W is below the board's 350 W",
-    "dcgm_club3090_178_metrics_loop.txt": "the clocks fall 13-16% as the cards warm (thermal_deficit), but the warming "
-                                          "is one trend: the rank test deflated to 3 effective polls gives p = "
-                                          "0.07-0.09, and the cards had not settled at a top temperature for a "
-                                          "quarter of the polls (thermal_clock_plateau)",
 }
 
 

@@ -29,7 +29,7 @@ def test_busy_kernels_over_idle_sms_lose_gpu_time_to_small_kernels(tmp_path):
     lead = d.hypotheses[0]
     assert any(e.startswith("kernels run 97% of the time, but the SMs are active 25%") for e in lead["evidence"])
     # the page must not say "busy level 26%" over a utilization plot at 97%: the level named is the SMs'
-    assert "SM-activity level is 26%: SMs idle 74%" in d.verdict["sentence"]
+    assert "GPUs' SMs idle 74% of the time even at work: their SM-activity level is 26%" in d.verdict["sentence"]
 
 
 def test_sms_filled_past_half_keep_the_utilization_basis(tmp_path):
@@ -86,5 +86,5 @@ def test_a_gpu_idle_throughout_is_worded_as_idle_on_the_sm_basis(tmp_path):
     d = diagnose(read_paths([str(_fleet(tmp_path / "n1.prom", [0.25, 0.25, 0.25, 0.0], [97, 97, 97, 0]))]))
     details = [b["detail"] for b in d.accounting["buckets"]]
     assert "1 GPU idle throughout while peers worked" in details
-    assert any(x.startswith("the GPUs' SM-activity level is 27%: SMs idle 73%") for x in details)
+    assert any(x.startswith("GPUs' SMs idle 73% of the time even at work: their SM-activity level is 27%") for x in details)
     assert "busy level" not in d.accounting["noise_floor"]

@@ -13,7 +13,8 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   (`lost_gpu`), a steady level far below what a fed GPU reads (`steady_idle`: the busy level itself under
   STEADY_FED_PCT), polls at ≥ 90% utilization at under half the power the same GPU draws at work (`busy_wait`: a
   kernel spinning in a collective, not work) and busy polls at a clock well below the clock the same GPU reaches
-  (`slow_clock`).
+  (`slow_clock`; on a GPU a limiter test named — throttle reasons, heat, a power cap — every busy poll below it,
+  or, with no clock recorded, the clock its power implies).
   The buckets partition the basis: a GPU-second (one GPU, one grid bin) is its busy part (its utilization) and its
   idle part (the rest; all of it without a reading). `busy_wait` and `slow_clock` charge only work missing from the
   busy part (and never the same poll); every other bucket claims the idle part, and each cell's idle part is charged
@@ -69,10 +70,11 @@ __all__ = ["Accounting", "Bucket", "BUSY_Q", "COLLECTIVE_PHASES", "MAX_WINDOWS",
 
 
 def account(bundle: schema.Bundle, interval_s: float | None = None,
-            series: GpuSeries | None = None, marked_steps=()) -> Accounting | None:
+            series: GpuSeries | None = None, marked_steps=(), clock_limited=None) -> Accounting | None:
     """The accounting of `bundle` on its best time axis: GPU telemetry, else step times; None without either.
     `marked_steps`: steps where an event that measures a cause was logged (step_times.warmup_steps); GPU time is
-    counted on SM activity where gpu_limits.sm_basis says so."""
+    counted on SM activity where gpu_limits.sm_basis says so; `clock_limited`: {GPU id: the share of its busy
+    work its clock limiter costs} for the GPUs a limiter test named (gpu_accounting)."""
     tele = bundle.telemetry
     if len(tele):
         tele, on_sm = sm_basis(tele)
@@ -82,7 +84,7 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
                 cols = tuple(c for c in ("util_pct", "power_w", "power_limit_w", "sm_clock_mhz", "mem_used_mib")
                              if c in tele)
                 series = gpu_series(tele, cols, interval_s=interval_s, models=bundle.meta.get(schema.GPU_MODELS))
-            acc = gpu_accounting(series, bundle.events)
+            acc = gpu_accounting(series, bundle.events, clock_limited)
             if acc is not None and on_sm:
                 sm_wording(acc, on_sm)
             if acc is not None:

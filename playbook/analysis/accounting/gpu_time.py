@@ -4,6 +4,7 @@ reach at work (see playbook.analysis.accounting for the buckets and the order th
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from statistics import NormalDist
 
 import numpy as np
@@ -150,9 +151,14 @@ def _job_edges(med: np.ndarray, dipping: np.ndarray, end: int) -> tuple[int, int
     return lead, end
 
 
-def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Accounting | None:
+def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None,
+                   clock_limited: Mapping[str, float] | None = None) -> Accounting | None:
     """GPU-time accounting of per-GPU utilization (see the module docstring); None with < 2 polls. `events`: the
-    run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus)."""
+    run's events, whose fault events keep an idle failing GPU in (analysis.job_members.job_gpus);
+    `clock_limited`: {GPU id: the share of its busy work the limiter costs} for the GPUs a limiter test named
+    (analysis.gpus.clock_cost: throttle reasons, a thermal or power limiter), whose every busy poll below their
+    working clock is charged (`slow_clock`), not only those under SLOW_CLOCK; without an SM clock recorded, the
+    estimated share of their busy time."""
     if not len(series) or len(series.t) < 2:
         return None
     series = job_gpus(series, events)[0]
@@ -254,10 +260,12 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None) -> Acc
         secs = float(_charge(room, (100.0 - busy) / 100.0 * dt, working).sum())
         buckets.append(Bucket("steady_idle", secs, names=["all GPUs"] if g_count > 1 else [ids[0]],
                               windows=[(0.0, float(n_bins * dt))],
-                              detail=f"the GPUs' busy level is {busy:.0f}%: idle {100 - busy:.0f}% of the time "
-                                     "even at work"))
+                              detail=f"{'GPUs' if g_count > 1 else 'a GPU'} idle {100 - busy:.0f}% of the time even "
+                                     f"at work: {'their' if g_count > 1 else 'its'} busy level is {busy:.0f}%"))
     del room
-    buckets += _device_buckets(series, util, valid, dt, lo, n_bins)
+    limited = np.array([i in (clock_limited or {}) for i in ids], dtype=bool)
+    buckets += _device_buckets(series, util, valid, dt, lo, n_bins, limited)
+    buckets += _estimated_clock_bucket(series, util, valid & working, dt, clock_limited or {})
     for b in buckets:
         b.share = b.seconds / total
     floor = max(jitter / total, MIN_FLOOR)
@@ -361,8 +369,10 @@ def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.n
 
 
 def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float, lo: float,
-                    n_bins: int) -> list[Bucket]:
-    """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work."""
+                    n_bins: int, limited: np.ndarray) -> list[Bucket]:
+    """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work.
+    A clock under SLOW_CLOCK of the working one is slow whatever held it (DVFS alone costs less); on the GPUs a
+    limiter test named (`limited`, per GPU) every busy poll below the working clock is: the limiter's cost."""
     out = []
     taken = np.zeros_like(valid)  # polls already counted as a slow clock: a capped GPU draws little power too
     for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
@@ -387,7 +397,8 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                 held = x / sustained_peak(x, busy)[:, None]
                 ratio = np.where(busy & ~_at_power_limit(series, dt, lo, n_bins) & (held < ratio), held, ratio)
         ratio[~(ref > 0)] = 1.0
-        low = busy & (ratio < (SPIN_POWER if kind == "busy_wait" else SLOW_CLOCK)) & ~taken & counted[:, None]
+        line = SPIN_POWER if kind == "busy_wait" else np.where(limited, 1.0, SLOW_CLOCK)[:, None]
+        low = busy & (ratio < line) & ~taken & counted[:, None]
         taken |= low
         named = low.sum(1) >= 3
         # what the GPU did not do: the share of work missing from its busy polls (in place: one G × bins array)
@@ -406,11 +417,33 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
             what = (f"spinning while {'they wait' if many else 'it waits'} (≥ 90% utilization at under half the "
                     f"power {'each' if many else 'it'} draws at work{floored}: a kernel polling, not work)"
                     if kind == "busy_wait"
-                    else f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work")
+                    else f"busy below the SM clock {'they sustain' if many else 'it sustains'} at work, held "
+                    "down by a limiter (throttle reasons, heat or a power cap)" if limited[named].all()
+                    else f"busy at under {SLOW_CLOCK:.0%} of the SM clock the same GPU reaches at work"
+                    + (" or held down by a limiter" if limited[named].any() else ""))
             out.append(Bucket(kind, secs, names=names,
                               windows=[(float(start[i] * dt), float((start[i] + length[i]) * dt)) for i in order],
                               detail=f"{len(names)} GPU{'s' if len(names) > 1 else ''} {what}"))
     return out
+
+
+def _estimated_clock_bucket(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float,
+                            clock_limited: Mapping[str, float]) -> list[Bucket]:
+    """The limiter-named GPUs without an SM clock recorded (a power cap or a power fall read by DVFS physics,
+    analysis.gpu_limits): their busy GPU-seconds × the share the limiter costs (`clock_limited`), an estimate."""
+    has_clock = ("sm_clock_mhz" in series.values and series.counts(np.isfinite(series.values["sm_clock_mhz"])) > 0
+                 ) if len(series.t) else np.zeros(len(series), dtype=bool)
+    rows = [g for g, i in enumerate(series.ids) if clock_limited.get(i, 0.0) > 0 and not has_clock[g]]
+    if not rows:
+        return []
+    busy_s = np.add.reduce(np.where(valid[rows], util[rows], 0.0), axis=1) / 100.0 * dt
+    cost = np.array([clock_limited[series.ids[g]] for g in rows])
+    names = [series.ids[g] for g in rows]
+    many = len(rows) > 1
+    return [Bucket("slow_clock", float((busy_s * cost).sum()), names=names,
+                   windows=[(0.0, float(valid.shape[1] * dt))],
+                   detail=f"{len(rows)} GPU{'s' if many else ''} held down by a limiter (no SM clock recorded: "
+                          "the clock it costs estimated from the power, ~ clock³)")]
 
 
 def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.ndarray:

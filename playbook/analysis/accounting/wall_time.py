@@ -256,6 +256,6 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
         lost = min(float(stages.sum() * (1.0 - stages.mean() / stages.max())), left)
         share = float(stages.max() / secs.sum()) if secs.sum() > 0 else 0.0
         out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
-                          detail=f"the {top} stage takes {share:.0%} of every step by its own timers: in a "
-                                 f"pipeline of the {len(stages)} stages the others idle while it runs"))
+                          detail=f"a {top} stage taking {share:.0%} of every step by its own timers (in a "
+                                 f"pipeline of the {len(stages)} stages the others idle while it runs)"))
     return out, gaps_out

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from playbook.analysis.gpus import clock_cost
 from playbook.diagnosis.evidence import _hosts_of, _ids, _p
 from playbook.diagnosis.ranking import Evidence, confidence, impact, support
 from playbook.knowledge import ids as cause_ids
@@ -295,17 +296,9 @@ def _device_status(t) -> list[Evidence]:
     for r in t.itertuples(index=False):
         host = r.host
         if r.status == "throttled":
-            deficit = float(r.clock_deficit) if np.isfinite(r.clock_deficit) else 0.0
-            self_cost = getattr(r, "self_slow_share", math.nan) * getattr(r, "self_deficit", math.nan)
-            if getattr(r, "self_slow_lower", 0.0) >= 0.01 and np.isfinite(self_cost):
-                deficit = max(deficit, float(self_cost))  # clock-bound work runs at the clock's pace
+            deficit = clock_cost(r)
             cap_cost = getattr(r, "cap_share", math.nan) * getattr(r, "cap_deficit", math.nan)
             capped = getattr(r, "cap_lower", 0.0) >= 0.01 and np.isfinite(cap_cost) and cap_cost > 0
-            if capped:
-                deficit = max(deficit, float(cap_cost))
-            thermal_cost = getattr(r, "thermal_cost", math.nan)
-            if np.isfinite(thermal_cost):
-                deficit = max(deficit, float(thermal_cost))  # the clock given up to heat, over the busy polls
             if r.harmful_lower >= 0.01:
                 w = max(impact(float(r.harmful_share)), impact(deficit))
                 out += support("throttle_bits", 1.0, w, f"{r.id}: {r.evidence}", lost=deficit or None, names=(r.id,), next_step=
