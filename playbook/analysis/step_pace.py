@@ -127,23 +127,32 @@ FEW_ROWS = 3  # the fewest step rows on a rank that show a steady pace: of two t
 SLOW_TEST_ROWS = 5  # the fewest rows the slow-step test runs on (step_times.slow_steps: a median and its MAD)
 
 
-def no_steady_pace(steps: pd.DataFrame) -> str | None:
-    """Why the step rows cannot show a steady pace, or None. On any rank, fewer than FEW_ROWS timed rows that
+def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
+    """Why the step rows (each one `unit`: "step" or "epoch", schema.record_unit) cannot show a steady pace, or None. On any rank, fewer than FEW_ROWS timed rows that
     disagree by more than CREEP_MIN (Megatron-LLM#22's 11.1 s then 14.6 s per iteration, the thread's rise: either may
     be the steady pace, and against their spread as the noise floor nothing reads as lost); or, on any rank, fewer
     than SLOW_TEST_ROWS, too few for the slow-step test, whose rows after the first disagree by SLOW_FACTOR (the test's own
     factor: three epochs of 450, 440 and 900 ms a step are a stall or a slow pace, the rows cannot tell, and their
     spread as the noise floor read "healthy"). The first row is left out of that comparison: alone off the others, it
-    is the warm-up it usually is (maxtext#4847's 0.631 s then 10.2 and 10.3 s)."""
+    is the warm-up it usually is (maxtext#4847's 0.631 s then 10.2 and 10.3 s). One timed row per rank (a timer
+    summary's single line, a paste of one iteration) shows no pace at all, unless its waiting phases measure a loss
+    by themselves (at least MATERIAL of its time)."""
     st = steps[(steps["phase"].astype(str) == "step") & steps["duration_s"].notna()]
     if st.empty:
         return None
     per = st.groupby("rank")["duration_s"]
+    # with one rank a collective waits for no peer: its time is its transfer (accounting's rank_waits), no loss
+    waits = set(sa.WAIT_PHASES) - (set(sa.COLLECTIVE_PHASES) if st["rank"].nunique() < 2 else set())
+    waited = steps.loc[steps["phase"].astype(str).isin(waits), "duration_s"].sum()
+    if (per.size() < 2).all() and waited < MATERIAL * st["duration_s"].sum():  # one step per rank shows no pace
+        d = st["duration_s"]
+        return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}): "
+                "no pace to compare it with, so nothing can read as lost")
     apart = (per.max() > per.min() * (1 + sa.CREEP_MIN)) & (per.size() < FEW_ROWS)  # per rank, as below
     if apart.any():
         rank = apart.index[apart.argmax()]
         d = per.get_group(rank)
-        return (f"{len(d)} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s: too few "
+        return (f"{len(d)} {unit} times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s: too few "
                 "to tell the steady pace from a slow one")
     st = st.sort_values(["rank", "step"], kind="stable")  # the first row is the first step (rows from files or
     # ranks merged out of order, a rotated log passed after the current one)
@@ -153,7 +162,7 @@ def no_steady_pace(steps: pd.DataFrame) -> str | None:
     if few.any():
         rank = few.index[few.argmax()]
         d = later.get_group(rank)
-        return (f"{per.size()[rank]} step times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
+        return (f"{per.size()[rank]} {unit} times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
                 f"too few to tell a stall from a slow pace (the slow-step test needs {SLOW_TEST_ROWS})")
     return None
 

@@ -26,6 +26,7 @@ COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
 WAIT_PHASES: tuple[str, ...] = ("data", "h2d", "d2h", "collective", "checkpoint", "eval", "log", "blocked", "wait",
                                 "waiting", "idle", "queue", "queue_wait", "sync", "barrier")
 QUEUE_PHASES: tuple[str, ...] = ("blocked", "wait", "waiting", "idle", "queue", "queue_wait")
+COLLECTIVE_PHASES: tuple[str, ...] = ("collective", "barrier")  # waits on the other ranks
 
 
 def busy_phases_of(steps: pd.DataFrame) -> tuple[str, ...]:
@@ -247,7 +248,8 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
     own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
     config.cache_size_limit (8)" closes 8 compiles), not warm-up: only the first step stays warm-up. An event at the
-    first step itself (nanoGPT's evaluation at step 0) leaves the warm-up alone. Likewise when the step timer's own
+    first step itself (nanoGPT's evaluation at step 0) leaves the warm-up alone — unless that first row is not the run's
+    first (its number past one row's spacing: a log cut from mid-run), where the event is the slow row's cost. Likewise when the step timer's own
     input phase (`waiting`: seconds per step spent waiting for data) holds at least half of the prefix's excess:
     compiling and autotuning run as work, so steps slow because they wait for input (a first epoch read from a slow
     disk before the page cache holds it) are starvation, not warm-up."""
@@ -263,11 +265,14 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
         wait = np.nan_to_num(np.asarray(waiting, dtype=np.float64)[:k])
         if wait.sum() >= 0.5 * np.clip(d[:k] - ref, 0.0, None).sum():
             return 1
-    if k > 1 and steps is not None and len(marked):
+    if k and steps is not None and len(marked):
         st = np.asarray(steps, dtype=np.int64)
         m = np.asarray(sorted(marked), dtype=np.int64)
-        if ((m > st[0]) & (m <= st[k - 1])).any():
+        if k > 1 and ((m > st[0]) & (m <= st[k - 1])).any():
             return 1
+        if st[0] > st[1] - st[0] >= 1 and (m == st[0]).any():
+            return 0  # the first row is not the run's first (step 249, a step apart: an excerpt from mid-run) and an
+            # event there measures a cause (traiNNer#72's validation inside epoch 249): its cost, not a warm-up
     return k
 
 

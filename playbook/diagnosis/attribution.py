@@ -330,8 +330,10 @@ def decide(acc: Accounting, ranked: list[dict]) -> str | None:
     strong = top not in (None, cause_ids.HEALTHY, cause_ids.INSUFFICIENT_DATA) and ranked[0]["score"] >= STRONG
     if loss <= acc.noise_floor_share or largest <= acc.noise_floor_share:
         # no time lost beyond the noise (in all, or by any one cause): only a cause measured directly (a fault)
-        # or one the basis cannot see (a throttled GPU reads 100%) outranks healthy
-        blind = strong and acc.basis == "gpu" and top in UTILIZATION_BLIND
+        # or one the basis cannot see outranks healthy: a throttled GPU reads 100%, and on the wall-time basis a
+        # cost every step pays (the clock held down, allocator retries in every step: torchtitan#1558) slows the
+        # run's own pace with it, so the pace shows no loss either
+        blind = strong and top in UTILIZATION_BLIND
         direct = strong and ranked[0]["score"] >= CONFIRM
         return None if direct or blind or top == cause_ids.INSUFFICIENT_DATA else cause_ids.HEALTHY
     lead = next(iter(by))
@@ -356,7 +358,7 @@ def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | N
     rest = [b for b in acc.buckets if b.cause == UNEXPLAINED]
     rest.sort(key=lambda b: -b.seconds)
     evidence = [f"{b.detail} — {_fmt(b.seconds)} {'GPU-' if acc.basis == 'gpu' else ''}s "
-                f"({b.share:.0%}){_where(b)}: {b.evidence or 'no event, phase or finding at them names a cause'}"
+                f"({b.share:.0%}){_where(b, acc.record)}: {b.evidence or 'no event, phase or finding at them names a cause'}"
                 for b in rest[:4]]
     names = list(dict.fromkeys(n for b in rest for n in b.names if n != "all GPUs"))
     # candidates that tie on the largest such bucket: the measurement that tells them apart is theirs
@@ -368,13 +370,14 @@ def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | N
             "lost_share": round(sum(b.share for b in rest), 4), "names": names[:16], "named": len(names)}
 
 
-def _where(b: Bucket) -> str:
-    """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short."""
+def _where(b: Bucket, record: str = "step") -> str:
+    """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short (`record`: what a
+    step number counts, Accounting.record)."""
     parts = []
     if b.names and b.names != ["all GPUs"]:
         parts.append("on " + _ids(b.names, 3))
     if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
-        parts.append(("at step " if len(b.steps) == 1 else "at steps ") + ", ".join(map(str, b.steps[:5]))
+        parts.append(f"at {record}{'' if len(b.steps) == 1 else 's'} " + ", ".join(map(str, b.steps[:5]))
                      + (" …" if len(b.steps) > 5 else ""))
     elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind.endswith("_gpu")):
         parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
@@ -428,9 +431,9 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
     mine = sorted(mine or acc.buckets, key=lambda b: -b.seconds)
     if len(mine) > 1 and mine[0].names and mine[0].names == mine[1].names and not mine[1].windows:
         # two parts of one culprit's loss (a straggler's peers' wait and its own extra time): its name once
-        where = f"{mine[0].detail} ({mine[0].share:.0%}) and {mine[1].detail} ({mine[1].share:.0%}){_where(mine[0])}"
+        where = f"{mine[0].detail} ({mine[0].share:.0%}) and {mine[1].detail} ({mine[1].share:.0%}){_where(mine[0], acc.record)}"
     else:
-        where = "; ".join(f"{b.detail}{_where(b)}" for b in mine[:2])
+        where = "; ".join(f"{b.detail}{_where(b, acc.record)}" for b in mine[:2])
     return f"{head} in {where}" if where else head
 
 

@@ -292,6 +292,11 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # detection, synchronous launches): every step pays it, so the run's own pace
                                   # cannot show the loss — the statement is the evidence
                                   "debug_sync": 0.9,
+                                  # the allocator's own count of mallocs it retried after flushing its cache
+                                  # (torch's num_alloc_retries as torchtitan logs it; DeepSpeed's "allocator cache
+                                  # flushes ... detrimental to performance"): fragmentation near the memory limit
+                                  # stated, its cost not — a rare retry is as harmless as a corrected PCIe error
+                                  "memory_pressure": 0.6,
                                   # a collective library's own report naming the ranks that did not submit a
                                   # collective the others have waited in for over its check time (Horovod's
                                   # coordinator holds every other rank's request and none from them:

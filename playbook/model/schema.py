@@ -138,6 +138,15 @@ PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer
 DCGM_DIAG = "dcgm_diag:"  # Bundle.meta key prefix: a `dcgmi diag` file's test counts (readers/dcgm_diag.py)
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
 GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
+RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
+
+
+def record_unit(bundle: Bundle) -> str:
+    """What one row of `bundle.steps` stands for: "epoch" when every source of its rows logs epochs (a per-epoch
+    history: Ultralytics' results.csv, fastai's CSVLogger, epoch-time lines), else "step"."""
+    units = bundle.meta.get(RECORD_UNITS) or {}
+    sources = set(bundle.steps["source"].astype(str).unique()) if len(bundle.steps) else set()
+    return "epoch" if sources and all(units.get(s) == "epoch" for s in sources) else "step"
 
 
 def gpu_id(host: str, gpu: int) -> str:

@@ -183,12 +183,13 @@ def heatmap(frame: pd.DataFrame, metric: str = "util_pct", unit: str = "gpu", ax
     matrix = matrix.loc[order]
     x, xlabel = time_axis(np.append(matrix.columns.to_numpy(dtype="float64"),
                                     matrix.columns[-1] + matrix.attrs["bin_s"]))
-    vmax = 100.0 if metric.endswith("_pct") else (1.0 if metric in ("sm_active", "busy_frac") else None)
+    share = metric.endswith("_pct") or metric in ("sm_active", "busy_frac")  # a share: from 0 to its top
+    vmax = 100.0 if metric.endswith("_pct") else (1.0 if share else None)
     bad = [k for k, st in enumerate(statuses) if st != "ok"]
     y = np.concatenate([[0.0], np.cumsum(row_heights(statuses))])
     values = matrix.to_numpy()
     mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(values), cmap="viridis",
-                         vmin=0.0, vmax=vmax, shading="flat", zorder=1)
+                         vmin=0.0 if share else None, vmax=vmax, shading="flat", zorder=1)
     fig.colorbar(mesh, ax=ax, label=metric_label(metric), pad=0.01)
     if np.isnan(values).any():  # "no sample" must not read as 0% (dark) nor as a stall: hatched grey
         ax.add_patch(_no_sample_band(x[0], 0.0, x[-1] - x[0], y[-1]))

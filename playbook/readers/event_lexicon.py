@@ -133,6 +133,13 @@ LEXICON: tuple[Entry, ...] = (
     # DeepSpeed deepspeed/runtime/zero/stage3.py (also torch.sagemaker's FSDP): "%d pytorch allocator cache flushes
     # since last step. this happens when there is high memory pressure and is detrimental to performance."
     _row(("allocator cache flush",), r"pytorch allocator cache flushes since last step", cause_ids.MEMORY_PRESSURE),
+    # PyTorch's caching allocator counts the cudaMalloc calls it had to retry after freeing its cache
+    # (torch.cuda.memory_stats()["num_alloc_retries"]: fragmentation near the memory limit, each retry a synchronous
+    # free and malloc); torchtitan torchtitan/tools/metrics.py prints it each logged step when above zero:
+    # f"{num_retries} {device_type.upper()} memory allocation retries." ("5 CUDA memory allocation retries.")
+    _row(("memory allocation retries", "num_alloc_retries"),
+         r"\b[1-9]\d{0,9} [A-Z]{2,6} memory allocation retries\b|\bnum_alloc_retries\b['\"]?\s{0,3}[:=]\s{0,3}[1-9]",
+         cause_ids.MEMORY_PRESSURE),
     # A debugging mode left on that makes the host wait for the device in every step (cause host_sync): PyTorch
     # torch/autograd/anomaly_mode.py, `detect_anomaly()`: "Anomaly Detection has been enabled. This mode will increase
     # the runtime and should only be enabled for debugging." (its backward checks each result for NaN on the host);

@@ -473,6 +473,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         data["host"] = host
         data["source"] = src
         bundle.steps = schema.steps_frame(data)
+        if res.get("chosen") == step_epochs.ROWS:  # the file's records are its epochs
+            bundle.meta[schema.RECORD_UNITS] = {src: "epoch"}
         if res["windowed"]:
             widths = np.diff(np.unique(res["step"])) if n > 1 else np.array([1])  # ranks share their steps
             every = int(np.median(widths)) if len(widths) else 1

@@ -266,7 +266,10 @@ def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_
     png, note, alt = None, None, "heatmap of every GPU over time, the ones not ok first"
     if has_samples(frame, metric):
         period = (report.get("oscillation") or {}).get("period_s")
-        fig = timeline.heatmap(frame, metric, max_bins=max_bins, status=status_map(report), period_s=period,
+        shown = metric
+        if (top_hypothesis(report) or {}).get("id") == cause_ids.THROTTLING and has_samples(frame, "sm_clock_mhz"):
+            shown, alt = "sm_clock_mhz", "SM clock of every GPU over time, the throttled ones first"
+        fig = timeline.heatmap(frame, shown, max_bins=max_bins, status=status_map(report), period_s=period,
                                figsize=(11, 4.6))
     elif steps is not None and len(steps):
         fig, alt = steps_plots.step_stalls(steps, bundle.events), "step time per step, the stalls in red"

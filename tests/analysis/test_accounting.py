@@ -425,3 +425,19 @@ def test_step_times_printed_as_zero_are_below_the_logs_resolution_not_a_healthy_
     d = diagnose(read_paths([str(path)]))
     assert d.accounting is None or not d.accounting.get("buckets")
     assert d.verdict["id"] == "insufficient_data" and "read 0 s" in d.verdict["sentence"]
+
+
+def test_an_evaluation_inside_the_first_row_of_a_log_cut_from_mid_run_is_lost_not_warm_up(tmp_path):
+    """The first row is epoch 600 of a run (the next a step apart): its 30 s against 3 s epochs hold an evaluation
+    logged inside it, so it is that evaluation's cost, not the run's warm-up. The same rows from epoch 1 stay
+    warm-up (nanoGPT's evaluation at its first step: the test above)."""
+    def run(first):
+        times = np.r_[30.0, 3.0 * _jitter(20, seed=3)]
+        lines = ["Validation: PSNR 20.1, SSIM 0.70"]
+        lines += [f"End of epoch {first + i} / 9000 \t Time Taken: {t:.3f} sec" for i, t in enumerate(times)]
+        (tmp_path / "train.log").write_text("\n".join([f"epoch {first}"] + lines) + "\n")
+        return diagnose(read_paths([str(tmp_path / "train.log")]))
+    mid = run(600)
+    assert mid.accounting["warmup_s"] == 0 and mid.accounting["lost_share"] > 0.25
+    assert mid.verdict["id"] != "healthy"
+    assert run(1).accounting["warmup_s"] == pytest.approx(30.0, rel=0.01)

@@ -426,3 +426,15 @@ def test_a_command_lines_options_are_no_step_and_no_evaluation(tmp_path):
     b = read_file(p)
     assert b.steps["step"].tolist() == [10, 20, 30, 40, 50]
     assert b.events.empty, b.events
+
+
+def test_epoch_times_outnumbering_the_timed_steps_are_the_records():
+    """A log whose one iteration line times one step, beside an epoch time for each of many epochs (an epoch of a
+    few iterations, the iteration line every 250): the epochs are the denser series and become the records."""
+    body = ["<epoch: 40, iter:     100, lr:2.000e-04, t:130.5000s, td:1.2000s> l_pix: 1.0e-03"]
+    body += [f"End of epoch {e} / 90000 \t Time Taken: {t:.4f} sec" for e, t in
+             zip(range(40, 48), (21.0, 2.1, 2.2, 2.1, 2.0, 2.1, 2.2, 2.1), strict=True)]
+    res = lines.scan_steps(body)
+    assert res["step"].tolist() == list(range(40, 48)) and res["duration"][0] == pytest.approx(21.0)
+    few = body[:1] + [f"Epoch time: {t} s" for t in (2.0,)]  # one epoch beside one step: the step stays
+    assert lines.scan_steps(few)["step"].tolist() == [100]

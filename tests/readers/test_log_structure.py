@@ -152,6 +152,11 @@ def test_mlperf_eval_start_and_stop_give_the_evaluation_time(tmp_path):
     ("CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. Recording too many "
      "CUDAGraphs may lead to extra overhead. We have observed 51 distinct sizes.", "recompile"),
     ("[WARNING] [stage3.py:2160:step] 1 pytorch allocator cache flushes since last step.", "memory_pressure"),
+    ("[rank0]:[titan] 2025-01-02 10:00:00,000 - root - WARNING - 12 CUDA memory allocation retries.",
+     "memory_pressure"),
+    ("{'num_alloc_retries': 3, 'num_ooms': 0}", "memory_pressure"),
+    ("0 CUDA memory allocation retries.", None),
+    ("{'num_alloc_retries': 0, 'num_ooms': 0}", None),
     ("        HW Slowdown                       : Active", "throttle"),
     ("        HW Slowdown                       : Not Active", None),
     ("step 10 loss 2.3 step_time 0.5s", None),

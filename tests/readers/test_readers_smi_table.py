@@ -123,3 +123,24 @@ def test_each_gpu_rows_product_name_is_its_model(tmp_path, data_dir):
     p.write_text(text)
     models = read_file(p).meta[schema.GPU_MODELS]
     assert models == {"mixed:0": "NVIDIA H100 80GB HBM3", "mixed:1": "NVIDIA A100-SXM4-80GB"}
+
+
+def test_values_lines_alone_read_as_one_gpu_polled_once_a_line(tmp_path):
+    """`nvidia-smi -l 2 | grep MiB`: the GPUs' values lines without the banner or the GPU rows; one GPU, one poll a
+    line, synthetic times said in a warning; lines of two memory sizes (two GPUs interleaved) are refused."""
+    rows = [f"| 30%   51C    P2   {w}W / 250W |   9120MiB / 11264MiB |     {u}%      Default |"
+            for w, u in ((60, 0), (210, 97), (62, 0), (215, 99), (61, 2), (208, 96))]
+    path = tmp_path / "grep.txt"
+    path.write_text("\n".join(rows) + "\n")
+    assert detect.detect(path) == "nvidia_smi_table"
+    b = read_file(path, interval_s=2.0)
+    assert b.telemetry["util_pct"].tolist() == [0, 97, 0, 99, 2, 96] and set(b.telemetry["gpu"]) == {0}
+    assert b.telemetry["power_w"].tolist()[:2] == [60, 210]
+    assert (b.telemetry["time"].diff().dropna().dt.total_seconds() == 2.0).all()
+    assert any("one GPU, one poll a line" in w for w in b.warnings)
+    two = rows[:2] + [r.replace("11264MiB", "16384MiB") for r in rows[2:4]]
+    path.write_text("\n".join(two) + "\n")
+    with pytest.raises(InputError, match="2 memory sizes"):
+        read_file(path)
+    path.write_text(rows[0] + "\n")  # one values line is a quote, not a log
+    assert not nvidia_smi_table.sniff(path.read_text())

@@ -416,3 +416,36 @@ def test_the_inputs_summary_leaves_the_warnings_to_their_counted_list(tmp_path):
     bundle.warnings.extend(f"{p}: skipped row {i}" for i in range(40))
     page = triage.summaries_html(bundle)
     assert "py-spy dump" in page and "skipped row" not in page
+
+
+def test_the_verdict_card_of_a_throttled_run_shows_the_sm_clock(tmp_path):
+    """A throttling verdict's card draws the SM clock of every GPU (the fall a person wants to see; utilization reads
+    ~97% throughout), on its own scale, not from 0; any other verdict draws utilization."""
+    import math
+
+    import numpy as np
+
+    from playbook.diagnosis import diagnose
+
+    rng = np.random.default_rng(5)
+    lines = ["timestamp, index, utilization.gpu [%], clocks.current.sm [MHz], power.draw [W], power.limit [W], "
+             "temperature.gpu"]
+    for k in range(72):  # LABELED SYNTHETIC: two GPUs warming to ~88 °C, the clock a bin lower per °C
+        for g in range(2):
+            temp = int(60 + 28 * (1 - math.exp(-k / 25)) + rng.integers(0, 2))
+            lines.append(f"2026/03/02 09:{k * 5 // 60:02d}:{k * 5 % 60:02d}.{g:03d}, {g}, {int(rng.integers(94, 101))} "
+                         f"%, {1950 - 15 * (temp - 60) + 15 * int(rng.integers(-1, 2))} MHz, "
+                         f"{rng.uniform(290, 320):.2f} W, 350.00 W, {temp}")
+    warm = tmp_path / "warm.csv"
+    warm.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    steady = tmp_path / "steady.csv"
+    steady.write_text("\n".join(lines[:1] + [ln.replace(ln.split(", ")[3], "1950 MHz") for ln in lines[1:]]) + "\n",
+                      encoding="utf-8")
+    alts = {}
+    for path in (warm, steady):
+        bundle = read_paths([path])
+        report = triage.as_dict(diagnose(bundle))
+        frame, metric = triage.timeline_frame(bundle)
+        alts[path.name] = (report["verdict"]["id"], triage.show_headline(report, frame, metric)["figure_alt"])
+    assert alts["warm.csv"] == ("throttling", "SM clock of every GPU over time, the throttled ones first")
+    assert alts["steady.csv"][0] != "throttling" and "heatmap" in alts["steady.csv"][1]

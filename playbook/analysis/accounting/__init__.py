@@ -58,7 +58,7 @@ from playbook.analysis.accounting.gpu_time import (
     job_usage_accounting,
     profile_accounting,
 )
-from playbook.analysis.accounting.wall_time import step_accounting
+from playbook.analysis.accounting.wall_time import epoch_wording, step_accounting
 from playbook.analysis.gpu_limits import sm_basis, sm_wording
 from playbook.analysis.rank_waits import COLLECTIVE_PHASES
 from playbook.analysis.series import GpuSeries, gpu_series
@@ -90,5 +90,8 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if acc is not None:
                 return acc
     if len(bundle.steps):
-        return step_accounting(bundle.steps, marked_steps, bundle.events)
+        acc = step_accounting(bundle.steps, marked_steps, bundle.events)
+        if acc is not None and schema.record_unit(bundle) == "epoch":
+            epoch_wording(acc)
+        return acc
     return profile_accounting(bundle) or job_usage_accounting(bundle)

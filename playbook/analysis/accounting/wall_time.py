@@ -3,6 +3,8 @@ playbook.analysis.accounting for the buckets)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -259,3 +261,16 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
                           detail=f"a {top} stage taking {share:.0%} of every step by its own timers (in a "
                                  f"pipeline of the {len(stages)} stages the others idle while it runs)"))
     return out, gaps_out
+
+
+_STEP_WORD = re.compile(r"\bstep(s?)\b")
+
+
+def epoch_wording(acc: Accounting) -> None:
+    """Bucket details and noise floor of a wall-time accounting whose rows are epochs (schema.record_unit):
+    "slow epochs every 10 epochs", "from epoch 18 on" — the phrases of step_pace name the rows they count."""
+    acc.record = "epoch"
+    for b in acc.buckets:
+        b.detail = _STEP_WORD.sub(r"epoch\1", b.detail)
+    acc.noise_floor = _STEP_WORD.sub(r"epoch\1", acc.noise_floor)
+

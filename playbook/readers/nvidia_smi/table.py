@@ -43,7 +43,8 @@ _SECTION_END = ("Processes:", "MIG devices:")
 def sniff(head: str) -> bool:
     """True when the text holds an `| NVIDIA-SMI 550.54 ...` banner and the GPU-Util column header, or GPU rows pasted
     without them (`_headerless`)."""
-    return (bool(_BANNER.search(head)) and "GPU-Util" in head) or _headerless(head.split("\n"))
+    return (bool(_BANNER.search(head)) and "GPU-Util" in head) or _headerless(head.split("\n")) or \
+        _values_only(head.split("\n")[:-1] or [head])
 
 
 def _headerless(lines: list[str]) -> bool:
@@ -54,6 +55,20 @@ def _headerless(lines: list[str]) -> bool:
         return False
     return any(_GPU_ROW.match(line.strip()) and _metrics(nxt.strip()) is not None
                for line, nxt in zip(lines, lines[1:], strict=False))
+
+
+MIN_VALUE_LINES = 2  # values lines alone: two polls at least (one line of `| 44C P0 72W / 300W |` is a quote)
+
+
+def _values_only(lines: list[str]) -> bool:
+    """True when the text is the GPUs' values lines alone (`| N/A 44C P0 72W / 300W | 5484MiB / 16130MiB | 0%
+    Default |`), as `nvidia-smi -l 1 | grep MiB` leaves them (chaiyujin/dctts-pytorch#5): no banner, no GPU row, at
+    least MIN_VALUE_LINES values lines, and every other line a process row (`... 5000MiB |`, grep's other match)."""
+    body = [ln.strip() for ln in lines if ln.strip()]
+    if any(_BANNER.search(ln) or ln.startswith("|=") or _GPU_ROW.match(ln) for ln in body):
+        return False
+    values = sum(_metrics(ln) is not None for ln in body)
+    return values >= MIN_VALUE_LINES and all(_metrics(ln) is not None or "MiB" in ln for ln in body)
 
 
 def _number(text: str, unit: str | None = None) -> float:
@@ -115,6 +130,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     snapshots: list[str | None] = []  # each snapshot's date text (None: none above it)
     rows: dict[str, list] = {"snapshot": [], "gpu": [], "line": [], "ecc": []}
     values: dict[str, list[float]] = {}
+    if _values_only(lines):
+        return _values_lines(path, lines, interval_s, skips, notes)
     in_gpus = headerless = _headerless(lines)  # rows only: one snapshot, a new one whenever the GPU number repeats
     if headerless:
         snapshots.append(None)
@@ -181,6 +198,31 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                                           for g, m in models.items()}
     bundle.warnings[:0] = notes
     return _with_log_lines(path, lines, bundle, tz)
+
+
+def _values_lines(path: Path, lines: list[str], interval_s: float | None, skips: schema.SkipCounter,
+                  notes: list[str]) -> schema.Bundle:
+    """The values lines alone (`_values_only`), one poll each: nothing names the GPU, so one GPU is read, polled
+    once a line, `interval_s` apart (synthetic times, warned) — refused when the lines' memory totals differ (several
+    GPUs' lines interleaved, which no line tells apart)."""
+    src = str(path)
+    found = [(no, m) for no, raw in enumerate(lines, start=1) if (m := _metrics(raw.strip())) is not None]
+    totals = {m["mem_total_mib"] for _, m in found}
+    if len(totals) > 1:
+        raise InputError(f"{src}:{found[0][0]}: nvidia-smi values lines without their GPU rows, of {len(totals)} "
+                         "memory sizes: several GPUs' lines interleaved, and no line names its GPU")
+    for no, raw in enumerate(lines, start=1):
+        if raw.strip() and _metrics(raw.strip()) is None:
+            skips.skip(no, f"not a GPU's values line: {raw.strip()[:60]!r}")
+    snap = np.arange(len(found), dtype=np.int64)
+    time_ns = textio.synthetic_times(snap, interval_s).astype(np.int64)
+    note = textio.synthetic_warning(src, "values lines (no GPU row, banner or date: read as one GPU, one poll a "
+                                         "line)", interval_s)
+    values = {k: [m[k] for _, m in found] for k in found[0][1]}
+    bundle = frames.telemetry_bundle(src, textio.host_from_path(path), time_ns, [0] * len(found), values, skips,
+                                     note, interval_s)
+    bundle.warnings[:0] = notes
+    return bundle
 
 
 def _model(row: str) -> str:

@@ -277,6 +277,8 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
                                            start_ns.view("datetime64[ns]")), utc=True)
     bundle.steps = schema.steps_frame({**data, "work": np.where(data["phase"] == "step", data["tokens"], np.nan),
                                        "source": src})
+    if _norm(step_key) in EPOCH_KEYS:  # no step column: the records are the epochs
+        bundle.meta[schema.RECORD_UNITS] = {src: "epoch"}
     return bundle
 
 
