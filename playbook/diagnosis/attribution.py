@@ -322,7 +322,7 @@ def harmful(acc: Accounting) -> dict[str, float]:
 def decide(acc: Accounting, ranked: list[dict]) -> str | None:
     """The verdict's id from the accounting (see the module docstring), or None to keep the ranking's order."""
     top = ranked[0]["id"] if ranked else None
-    if top == cause_ids.INSUFFICIENT_DATA and not _steady(acc):
+    if top == cause_ids.INSUFFICIENT_DATA and not _idle_measured(acc):
         return None
     by = harmful(acc)
     loss = sum(by.values()) / acc.wall_s if acc.wall_s > 0 else 0.0
@@ -342,10 +342,13 @@ def decide(acc: Accounting, ranked: list[dict]) -> str | None:
     return lead
 
 
-def _steady(acc: Accounting) -> bool:
-    """True when the accounting itself shows a steady idle level: the time is lost even if the inputs cannot say
-    why."""
-    return any(b.kind == "steady_idle" for b in acc.buckets)
+def _idle_measured(acc: Accounting) -> bool:
+    """True when the accounting itself measures idle GPU time — a steady idle level, or drops of all the GPUs below
+    their busy level beyond the noise floor: the time is lost even if the inputs cannot say why (a level that
+    wanders in minute-long drops is no steady level for "not enough data" to stand on)."""
+    drops = sum(b.seconds for b in acc.buckets if b.kind == "fleet_drops")
+    return any(b.kind == "steady_idle" for b in acc.buckets) or (
+        acc.wall_s > 0 and drops / acc.wall_s > acc.noise_floor_share)
 
 
 def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | None = None) -> dict:
