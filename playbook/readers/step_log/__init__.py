@@ -208,7 +208,7 @@ def _table_bundle(path: Path, records: pd.DataFrame, line_of: np.ndarray, skips:
         time_key = None  # `epoch,step,loss,elapsed_s`: the epoch's number, not a Unix time
     seconds = None  # the duration column's values, in its unit
     if time_key and dur_key is None and _seconds_factor(time_key) == 1.0 and \
-            np.isfinite(secs := _seconds(records[time_key])).mean() >= 0.5 and not epoch_clock(secs):
+            len(secs := _seconds(records[time_key])) and np.isfinite(secs).mean() >= 0.5 and not epoch_clock(secs):
         # `step,loss,time` with 0.41, 0.39, ... or 0.41, 0.80, ...: numbers too small for a clock are a duration
         # (each step's, or a running total since the start: read below by their values); so is fastai's `04:39`
         dur_key, dur_factor, time_key, seconds = time_key, 1.0, None, secs

@@ -119,8 +119,9 @@ def unsmoothed(step, rank, pos, per_step: np.ndarray, clock: np.ndarray, res: fl
             n = pos[s].astype(np.float64)
             dt, slack = _refresh_times(n, rate[s], a, k == 0)
             worst = max(worst, _misfit(dt, slack, clock[s], res, k))
-            out[s[1 + k:]] = _resolved(dt[k:], slack[k:], np.diff(n)[k:]) if a == 0.0 else \
-                np.maximum(dt[k:], 0.0) / np.diff(n)[k:]
+            dn = np.diff(n)[k:]
+            out[s[1 + k:]] = _resolved(dt[k:], slack[k:], dn) if a == 0.0 else np.divide(
+                np.maximum(dt[k:], 0.0), dn, out=np.full(len(dn), np.nan), where=dn > 0)  # no progress: no step
         if worst <= 1.0 and worst < best[0]:
             best = worst, (out, a)
     if best[1] is None:
