@@ -264,8 +264,9 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None,
                                      f"at work: {'their' if g_count > 1 else 'its'} busy level is {busy:.0f}%"))
     del room
     limited = np.array([i in (clock_limited or {}) for i in ids], dtype=bool)
-    buckets += _device_buckets(series, util, valid, dt, lo, n_bins, limited)
-    buckets += _estimated_clock_bucket(series, util, valid & working, dt, clock_limited or {})
+    estimated = _estimated_clock_rows(series, clock_limited or {})
+    buckets += _device_buckets(series, util, valid, dt, lo, n_bins, limited, estimated)
+    buckets += _estimated_clock_bucket(series, util, valid & working, dt, clock_limited or {}, estimated)
     for b in buckets:
         b.share = b.seconds / total
     floor = max(jitter / total, MIN_FLOOR)
@@ -369,12 +370,15 @@ def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.n
 
 
 def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float, lo: float,
-                    n_bins: int, limited: np.ndarray) -> list[Bucket]:
+                    n_bins: int, limited: np.ndarray, estimated: list[int] = ()) -> list[Bucket]:
     """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work.
     A clock under SLOW_CLOCK of the working one is slow whatever held it (DVFS alone costs less); on the GPUs a
-    limiter test named (`limited`, per GPU) every busy poll below the working clock is: the limiter's cost."""
+    limiter test named (`limited`, per GPU) every busy poll below the working clock is: the limiter's cost. The
+    rows `estimated` (limiter-named, no SM clock: _estimated_clock_bucket charges them) are no busy-waiting: their
+    low power is the limiter's."""
     out = []
     taken = np.zeros_like(valid)  # polls already counted as a slow clock: a capped GPU draws little power too
+    taken[list(estimated)] = True
     for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
         if col not in series.values or not np.isfinite(series.values[col]).any():
             continue
@@ -427,13 +431,18 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
     return out
 
 
+def _estimated_clock_rows(series: GpuSeries, clock_limited: Mapping[str, float]) -> list[int]:
+    """The rows of the limiter-named GPUs with a cost (`clock_limited`) and no SM clock recorded."""
+    col = series.values.get("sm_clock_mhz")
+    has_clock = series.counts(np.isfinite(col)) > 0 if col is not None else np.zeros(len(series), dtype=bool)
+    return [g for g, i in enumerate(series.ids) if clock_limited.get(i, 0.0) > 0 and not has_clock[g]]
+
+
 def _estimated_clock_bucket(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float,
-                            clock_limited: Mapping[str, float]) -> list[Bucket]:
-    """The limiter-named GPUs without an SM clock recorded (a power cap or a power fall read by DVFS physics,
-    analysis.gpu_limits): their busy GPU-seconds × the share the limiter costs (`clock_limited`), an estimate."""
-    has_clock = ("sm_clock_mhz" in series.values and series.counts(np.isfinite(series.values["sm_clock_mhz"])) > 0
-                 ) if len(series.t) else np.zeros(len(series), dtype=bool)
-    rows = [g for g, i in enumerate(series.ids) if clock_limited.get(i, 0.0) > 0 and not has_clock[g]]
+                            clock_limited: Mapping[str, float], rows: list[int]) -> list[Bucket]:
+    """The limiter-named GPUs without an SM clock recorded (`rows`: a power cap or a power fall read by DVFS
+    physics, analysis.gpu_limits): their busy GPU-seconds × the share the limiter costs (`clock_limited`), an
+    estimate."""
     if not rows:
         return []
     busy_s = np.add.reduce(np.where(valid[rows], util[rows], 0.0), axis=1) / 100.0 * dt
