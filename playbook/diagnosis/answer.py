@@ -56,10 +56,11 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     return ""
 
 
-def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> list[dict]:
-    """The hypotheses reordered so that the verdict the accounting decides (attribution.decide) leads, its
-    lost_share the accounting's figure for it; healthy with a `blind` spot (blind_spot) at most "likely"."""
-    lead = attribution.decide(acc, ranked)
+def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: set[str] = frozenset()) -> list[dict]:
+    """The hypotheses reordered so that the verdict the accounting decides (attribution.decide, `rare` its
+    momentary events' causes) leads, its lost_share the accounting's figure for it; healthy with a `blind` spot
+    (blind_spot) at most "likely"."""
+    lead = attribution.decide(acc, ranked, rare)
     if lead is None:
         return ranked
     by = attribution.harmful(acc)
@@ -371,7 +372,8 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
         ranked = _fact_lead(ranked, run)
     if acc is None or (run.osc is not None and run.osc.few_samples):
         return ranked
-    return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power))
+    return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
+                           attribution.rare_event_causes(run.bundle.events, run.bundle.steps))
 
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
