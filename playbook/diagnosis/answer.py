@@ -37,8 +37,9 @@ BLIND_HEALTHY_MAX = 0.75
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     """What the basis of a healthy verdict cannot see, as the clause that says what to record ("" when nothing)."""
     if acc.basis == "wall":
-        return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
-                "(`playbook record`)")
+        unit = acc.record_unit
+        return (f"{unit} times cannot show a cost every {unit} pays: record GPU utilization beside them to rule it "
+                "out (`playbook record`)")
     if acc.figures:
         return (f"{acc.figures} hold one utilization figure per job step, not samples over time: record GPU "
                 "telemetry over the job (clocks, power, utilization) to rule out a throttled clock or stalls the "

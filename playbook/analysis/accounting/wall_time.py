@@ -272,4 +272,5 @@ def epoch_wording(acc: Accounting) -> None:
     for b in acc.buckets:
         b.detail = _STEP_WORD.sub(r"epoch\1", b.detail)
     acc.noise_floor = _STEP_WORD.sub(r"epoch\1", acc.noise_floor)
+    acc.record_unit = "epoch"
 
