@@ -335,8 +335,9 @@ def rare_event_causes(events: pd.DataFrame | None, steps: pd.DataFrame | None) -
 
 def decide(acc: Accounting, ranked: list[dict], rare: set[str] = frozenset()) -> str | None:
     """The verdict's id from the accounting (see the module docstring), or None to keep the ranking's order.
-    `rare`: the causes whose events are moments, not a cost of every step (rare_event_causes): on the wall-time
-    basis they do not outrank healthy unless measured directly."""
+    `rare`: the causes whose events are moments, not a cost of every step (rare_event_causes): they do not outrank
+    healthy as a cause the basis cannot see (one allocator retry beside GPUs busy throughout), only when measured
+    directly."""
     top = ranked[0]["id"] if ranked else None
     if top == cause_ids.INSUFFICIENT_DATA and not _steady(acc):
         return None
@@ -349,7 +350,7 @@ def decide(acc: Accounting, ranked: list[dict], rare: set[str] = frozenset()) ->
         # or one the basis cannot see outranks healthy: a throttled GPU reads 100%, and on the wall-time basis a
         # cost every step pays (the clock held down, allocator retries in every step: torchtitan#1558) slows the
         # run's own pace with it, so the pace shows no loss either
-        blind = strong and top in UTILIZATION_BLIND and (acc.basis == "gpu" or top not in rare)
+        blind = strong and top in UTILIZATION_BLIND and top not in rare
         direct = strong and ranked[0]["score"] >= CONFIRM
         return None if direct or blind or top == cause_ids.INSUFFICIENT_DATA else cause_ids.HEALTHY
     lead = next(iter(by))

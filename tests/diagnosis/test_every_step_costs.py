@@ -50,3 +50,16 @@ def _steady_with_one(path, line: str, at: int = 30):
 def test_one_memory_event_in_a_steady_run_is_a_moment_not_a_cost_of_every_step(tmp_path, line):
     # the pace after it holds: once is what the pace would show if it cost anything, and it shows nothing
     assert _steady_with_one(tmp_path / "train.log", line).verdict["id"] == "healthy"
+
+
+def test_one_allocator_retry_beside_gpus_busy_throughout_is_no_cause_the_telemetry_cannot_see(tmp_path):
+    rng = np.random.default_rng(4)
+    rows = ["timestamp, index, utilization.gpu [%], power.draw [W], power.limit [W], clocks.sm [MHz], temperature.gpu"]
+    rows += [f"2025/01/01 00:{k // 60:02d}:{k % 60:02d}.000, {g}, {97 + rng.integers(0, 3)} %, "
+             f"{640 + rng.normal(0, 5):.1f} W, 700.00 W, {1980 + 15 * rng.integers(-1, 2)} MHz, 65"
+             for k in range(120) for g in range(2)]
+    smi = tmp_path / "smi.csv"
+    smi.write_text("\n".join(rows) + "\n")
+    log = tmp_path / "train.log"
+    _steady_with_one(log, "1 CUDA memory allocation retries.")
+    assert diagnose(read_paths([str(smi), str(log)])).verdict["id"] == "healthy"
