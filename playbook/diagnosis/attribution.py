@@ -329,7 +329,10 @@ def rare_event_causes(events: pd.DataFrame | None, steps: pd.DataFrame | None) -
     if events is None or events.empty or steps is None or steps.empty:
         return set()
     logged = steps.loc[steps["phase"] == "step", "step"].nunique()
-    per_cause = Counter(c for k in events["kind"].astype(str) if (c := cause_of_event(k)) is not None)
+    per_cause: Counter = Counter()
+    for kind, n in events["kind"].astype(str).value_counts().items():  # a few kinds, however many events
+        if (c := cause_of_event(kind)) is not None:
+            per_cause[c] += int(n)
     return {c for c, n in per_cause.items() if n < RECURRING * logged}
 
 

@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
-from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, part_values, sustained_peak
+from playbook.analysis.gpu_limits import (
+    POWER_PINNED,
+    WORK_POWER_FLOOR,
+    part_values,
+    sku_limit_refs,
+    sustained_peak,
+)
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, row_percentile
@@ -401,7 +407,11 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                 held = x / sustained_peak(x, busy)[:, None]
                 ratio = np.where(busy & ~_at_power_limit(series, dt, lo, n_bins) & (held < ratio), held, ratio)
         ratio[~(ref > 0)] = 1.0
-        line = SPIN_POWER if kind == "busy_wait" else np.where(limited, 1.0, SLOW_CLOCK)[:, None]
+        if kind == "busy_wait":
+            line = SPIN_POWER
+        else:  # a limiter-named GPU drawing at an unlowered limit is at the limit's trade, like any other GPU
+            stock = _at_power_limit(series, dt, lo, n_bins, stock_only=True) if limited.any() else False
+            line = np.where(limited[:, None] & ~stock, 1.0, SLOW_CLOCK)
         low = busy & (ratio < line) & ~taken & counted[:, None]
         taken |= low
         named = low.sum(1) >= 3
@@ -455,10 +465,19 @@ def _estimated_clock_bucket(series: GpuSeries, util: np.ndarray, valid: np.ndarr
                           "the clock it costs estimated from the power, ~ clock³)")]
 
 
-def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.ndarray:
-    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade)."""
+def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int, stock_only: bool = False) -> np.ndarray:
+    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade); with
+    `stock_only`, a limit not lowered (within 5% of the one its part runs at or its default: sku_limit_refs, as
+    the cap test reads it) — a LABELED SYNTHETIC GPU whose hw_slowdown cost 12 GPU-s in 30 polls had been charged
+    62 GPU-s with the clock it gives up at its stock 700 W limit in heavy phases (tests/analysis/
+    test_limiter_accounting.py)."""
     if not {"power_w", "power_limit_w"} <= set(series.values):
         return np.zeros((len(series), n_bins), dtype=bool)
     p, lim = (series.grid_means(c, dt, lo, n_bins).astype(np.float64) for c in ("power_w", "power_limit_w"))
     with np.errstate(invalid="ignore"):
-        return np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)
+        at = np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)
+        if stock_only:
+            refs = sku_limit_refs(series, {c: c in series.values and bool(np.isfinite(series.values[c]).any())
+                                           for c in ("power_limit_w", "power_default_limit_w")})
+            at &= lim >= POWER_PINNED * refs[:, None]
+        return at
