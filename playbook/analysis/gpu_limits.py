@@ -328,18 +328,25 @@ BUSY_POWER_UTIL_PCT = 90.0
 
 def busy_power(tele) -> dict | None:
     """What the GPUs draw while utilization says they are busy: per GPU, the median of power / enforced limit over
-    its polls at >= BUSY_POWER_UTIL_PCT (at least 10); `share` the median over the GPUs (0-1), `gpus`, `samples`.
-    Utilization counts a kernel of any size as busy; power says how much of the chip it uses. None without both
-    columns on 10 busy polls."""
+    its polls at >= BUSY_POWER_UTIL_PCT (at least 10); `share` the median over the GPUs (0-1), `gpus`, `samples`;
+    `pinned` the median share of a GPU's busy polls drawing within POWER_PINNED of the limit, `limit_w` the median
+    enforced limit, `default_known` whether the input logs the default limit too. Utilization counts a kernel of any
+    size as busy; power says how much of the chip it uses. None without both columns on 10 busy polls."""
     if not {"power_w", "power_limit_w", "util_pct"} <= set(tele.columns):
         return None
     ok = (tele["util_pct"] >= BUSY_POWER_UTIL_PCT) & (tele["power_w"] > 0) & (tele["power_limit_w"] > 0)
-    busy = tele.loc[ok, ["host", "gpu"]].assign(share=(tele["power_w"] / tele["power_limit_w"])[ok])
-    per = busy.groupby(["host", "gpu"], sort=False)["share"].agg(["median", "size"])
+    share = (tele["power_w"] / tele["power_limit_w"])[ok]
+    busy = tele.loc[ok, ["host", "gpu"]].assign(share=share, pinned=share >= POWER_PINNED,
+                                                 limit=tele["power_limit_w"][ok])
+    per = busy.groupby(["host", "gpu"], sort=False).agg(median=("share", "median"), size=("share", "size"),
+                                                        pinned=("pinned", "mean"), limit=("limit", "median"))
     per = per[per["size"] >= 10]
     if not len(per):
         return None
-    return {"share": float(per["median"].median()), "gpus": len(per), "samples": int(per["size"].sum())}
+    default = tele["power_default_limit_w"] if "power_default_limit_w" in tele else None
+    return {"share": float(per["median"].median()), "gpus": len(per), "samples": int(per["size"].sum()),
+            "pinned": float(per["pinned"].median()), "limit_w": float(per["limit"].median()),
+            "default_known": bool(default is not None and (default > 0).any())}
 
 
 def sm_basis(tele):

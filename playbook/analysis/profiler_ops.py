@@ -36,6 +36,7 @@ from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
 
 MODERATE, HIGH = 0.05, 0.20
+GPU_BUSY = ("kernel", "memcpy", "memset", "communication")  # breakdown categories with work on the GPU
 # a cProfile listing vouches for the loop when the host's waits on the busy device are at least half its stated
 # total: the rest of what the host did (Python, I/O, setup) is then the smaller part and cannot hide a larger cause
 VOUCH_SHARE = 0.5
@@ -58,6 +59,7 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
            "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched,
            "host_texts": text_profiles.findings(source, table, findings, _level),
            "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0)}
+    _breakdown(source, table, findings, out)
     if base <= 0:
         return out
     where = f"torch.profiler table in {source}"
@@ -77,6 +79,36 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
         findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": loader, "evidence": (
             f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (waiting for the next batch)")})
     return out
+
+
+def _breakdown(source: str, table: dict, findings: list[dict], out: dict) -> None:
+    """Step-time breakdown tables (readers/breakdown_table.py): torch_tb_profiler counts each moment once, for the
+    first category active in Kernel, Memcpy, Memset, Communication, Runtime, DataLoader, CPU Exec, Other — so the
+    categories after the GPU's own are time the GPU has nothing running. The DataLoader's share is the wait for the
+    next batch; CPU Exec and Runtime together are the host running operators and CUDA runtime calls with no GPU
+    work queued: the GPU waits for the host to issue it. Sets the summary's `steps_s` (the steps' time) and
+    `device_s` (the GPU's busy time) when the table states them."""
+    tables = (table.get("breakdown") or {}).get("tables") or []
+    step = sum(t["step_s"] for t in tables)
+    if step <= 0:
+        return
+    parts: dict[str, float] = {}
+    for t in tables:
+        for cat, sec in t["parts"].items():
+            parts[cat] = parts.get(cat, 0.0) + sec
+    busy = sum(parts.get(c, 0.0) for c in GPU_BUSY)
+    out["steps_s"], out["device_s"] = out["steps_s"] or step, out["device_s"] or busy
+    where = (f"step-time breakdown in {source} (the GPU runs {busy / step:.0%} of the {step / len(tables):.3g} s "
+             f"step: Kernel, Memcpy, Memset, Communication)")
+    for cid, cats, what in ((cause_ids.DATA_STARVATION, ("dataloader",), "the DataLoader: waiting for the next batch"),
+                            (cause_ids.LAUNCH_BOUND, ("cpu_exec", "runtime"), (
+                                "the host running operators and CUDA runtime calls (CPU Exec, Runtime) with no GPU "
+                                "work queued: the GPU waits for the host to issue it (op overhead, small kernels, "
+                                "Python between ops)"))):
+        sec = sum(parts.get(c, 0.0) for c in cats)
+        if lvl := _level(share := sec / step):
+            findings.append({"hypothesis": cid, "level": lvl, "share": share,
+                             "evidence": f"{where}: {share:.0%} of it ({sec:.3g} s) is {what}"})
 
 
 def _outside_ops(table: dict, where: str, findings: list[dict]) -> None:

@@ -16,9 +16,8 @@ import pandas as pd
 
 from playbook.analysis.stats import binom_sf
 from playbook.analysis.step_pace import steps_per_line
-from playbook.analysis.step_times import ALPHA, CREEP_MIN
+from playbook.analysis.step_times import ALPHA, COLLECTIVE_PHASES, CREEP_MIN
 
-COLLECTIVE_PHASES = ("collective", "barrier")
 MIN_COMMON_STEPS = 10  # steps every rank logged: fewer cannot tell a persistent straggler from jitter
 
 

@@ -134,11 +134,20 @@ def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
     than SLOW_TEST_ROWS, too few for the slow-step test, whose rows after the first disagree by SLOW_FACTOR (the test's own
     factor: three epochs of 450, 440 and 900 ms a step are a stall or a slow pace, the rows cannot tell, and their
     spread as the noise floor read "healthy"). The first row is left out of that comparison: alone off the others, it
-    is the warm-up it usually is (maxtext#4847's 0.631 s then 10.2 and 10.3 s)."""
+    is the warm-up it usually is (maxtext#4847's 0.631 s then 10.2 and 10.3 s). One timed row per rank (a timer
+    summary's single line, a paste of one iteration) shows no pace at all, unless its waiting phases measure a loss
+    by themselves (at least MATERIAL of its time)."""
     st = steps[(steps["phase"].astype(str) == "step") & steps["duration_s"].notna()]
     if st.empty:
         return None
     per = st.groupby("rank")["duration_s"]
+    # with one rank a collective waits for no peer: its time is its transfer (accounting's rank_waits), no loss
+    waits = set(sa.WAIT_PHASES) - (set(sa.COLLECTIVE_PHASES) if st["rank"].nunique() < 2 else set())
+    waited = steps.loc[steps["phase"].astype(str).isin(waits), "duration_s"].sum()
+    if (per.size() < 2).all() and waited < MATERIAL * st["duration_s"].sum():  # one step per rank shows no pace
+        d = st["duration_s"]
+        return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}): "
+                "no pace to compare it with, so nothing can read as lost")
     apart = (per.max() > per.min() * (1 + sa.CREEP_MIN)) & (per.size() < FEW_ROWS)  # per rank, as below
     if apart.any():
         rank = apart.index[apart.argmax()]

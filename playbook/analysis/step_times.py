@@ -26,6 +26,7 @@ COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
 WAIT_PHASES: tuple[str, ...] = ("data", "h2d", "d2h", "collective", "checkpoint", "eval", "log", "blocked", "wait",
                                 "waiting", "idle", "queue", "queue_wait", "sync", "barrier")
 QUEUE_PHASES: tuple[str, ...] = ("blocked", "wait", "waiting", "idle", "queue", "queue_wait")
+COLLECTIVE_PHASES: tuple[str, ...] = ("collective", "barrier")  # waits on the other ranks
 
 
 def busy_phases_of(steps: pd.DataFrame) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ BLIND_HEALTHY_MAX = 0.75
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     """What the basis of a healthy verdict cannot see, as the clause that says what to record ("" when nothing)."""
     if acc.basis == "wall":
-        unit = acc.record_unit
+        unit = acc.record
         return (f"{unit} times cannot show a cost every {unit} pays: record GPU utilization beside them to rule it "
                 "out (`playbook record`)")
     if acc.figures:
@@ -48,6 +48,12 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
         return (f"the GPUs idle {100 - acc.busy_pct:.0f}% of the time even at work (busy level "
                 f"{acc.busy_pct:.0f}%; a fed GPU reads at least {FED_PCT:.0f}%): profile one step (`playbook record`) "
                 "to see whether launch gaps, host work or input waits fill it")
+    if busy_power and busy_power.get("pinned", 0.0) >= 0.5 and not busy_power.get("default_known", True):
+        who = "the busy GPUs draw" if busy_power["gpus"] > 1 else "the busy GPU draws"
+        return (f"{who} at the enforced power limit ({busy_power['limit_w']:.0f} W) in "
+                f"{busy_power['pinned']:.0%} of busy polls: normal at the board's default limit, a cap that holds "
+                "the clock down below it, and the input does not log the default — compare Default and Enforced "
+                "Power Limit in `nvidia-smi -q -d POWER` (or log power.default_limit)")
     if busy_power and busy_power["share"] < WORK_POWER_FLOOR:
         who = "the busy GPUs draw" if busy_power["gpus"] > 1 else "the busy GPU draws"
         return (f"utilization counts a kernel of any size as busy, and {who} "

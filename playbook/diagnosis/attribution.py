@@ -342,7 +342,7 @@ def decide(acc: Accounting, ranked: list[dict], rare: set[str] = frozenset()) ->
     healthy as a cause the basis cannot see (one allocator retry beside GPUs busy throughout), only when measured
     directly."""
     top = ranked[0]["id"] if ranked else None
-    if top == cause_ids.INSUFFICIENT_DATA and not _steady(acc):
+    if top == cause_ids.INSUFFICIENT_DATA and not _idle_measured(acc):
         return None
     by = harmful(acc)
     loss = sum(by.values()) / acc.wall_s if acc.wall_s > 0 else 0.0
@@ -362,10 +362,13 @@ def decide(acc: Accounting, ranked: list[dict], rare: set[str] = frozenset()) ->
     return lead
 
 
-def _steady(acc: Accounting) -> bool:
-    """True when the accounting itself shows a steady idle level: the time is lost even if the inputs cannot say
-    why."""
-    return any(b.kind == "steady_idle" for b in acc.buckets)
+def _idle_measured(acc: Accounting) -> bool:
+    """True when the accounting itself measures idle GPU time — a steady idle level, or drops of all the GPUs below
+    their busy level beyond the noise floor: the time is lost even if the inputs cannot say why (a level that
+    wanders in minute-long drops is no steady level for "not enough data" to stand on)."""
+    drops = sum(b.seconds for b in acc.buckets if b.kind == "fleet_drops")
+    return any(b.kind == "steady_idle" for b in acc.buckets) or (
+        acc.wall_s > 0 and drops / acc.wall_s > acc.noise_floor_share)
 
 
 def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | None = None) -> dict:
@@ -375,7 +378,7 @@ def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | N
     rest = [b for b in acc.buckets if b.cause == UNEXPLAINED]
     rest.sort(key=lambda b: -b.seconds)
     evidence = [f"{b.detail} — {_fmt(b.seconds)} {'GPU-' if acc.basis == 'gpu' else ''}s "
-                f"({b.share:.0%}){_where(b, acc.record_unit)}: {b.evidence or 'no event, phase or finding at them names a cause'}"
+                f"({b.share:.0%}){_where(b, acc.record)}: {b.evidence or 'no event, phase or finding at them names a cause'}"
                 for b in rest[:4]]
     names = list(dict.fromkeys(n for b in rest for n in b.names if n != "all GPUs"))
     # candidates that tie on the largest such bucket: the measurement that tells them apart is theirs
@@ -387,14 +390,14 @@ def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | N
             "lost_share": round(sum(b.share for b in rest), 4), "names": names[:16], "named": len(names)}
 
 
-def _where(b: Bucket, unit: str = "step") -> str:
-    """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short; `unit`: what the
-    numbered rows are (Accounting.record_unit: "at epochs 4, 9")."""
+def _where(b: Bucket, record: str = "step") -> str:
+    """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short (`record`: what a
+    step number counts, Accounting.record)."""
     parts = []
     if b.names and b.names != ["all GPUs"]:
         parts.append("on " + _ids(b.names, 3))
     if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
-        parts.append(f"at {unit}{'s' if len(b.steps) > 1 else ''} " + ", ".join(map(str, b.steps[:5]))
+        parts.append(f"at {record}{'' if len(b.steps) == 1 else 's'} " + ", ".join(map(str, b.steps[:5]))
                      + (" …" if len(b.steps) > 5 else ""))
     elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind.endswith("_gpu")):
         parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
@@ -448,9 +451,9 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
     mine = sorted(mine or acc.buckets, key=lambda b: -b.seconds)
     if len(mine) > 1 and mine[0].names and mine[0].names == mine[1].names and not mine[1].windows:
         # two parts of one culprit's loss (a straggler's peers' wait and its own extra time): its name once
-        where = f"{mine[0].detail} ({mine[0].share:.0%}) and {mine[1].detail} ({mine[1].share:.0%}){_where(mine[0], acc.record_unit)}"
+        where = f"{mine[0].detail} ({mine[0].share:.0%}) and {mine[1].detail} ({mine[1].share:.0%}){_where(mine[0], acc.record)}"
     else:
-        where = "; ".join(f"{b.detail}{_where(b, acc.record_unit)}" for b in mine[:2])
+        where = "; ".join(f"{b.detail}{_where(b, acc.record)}" for b in mine[:2])
     return f"{head} in {where}" if where else head
 
 

@@ -62,6 +62,10 @@ _GLOG = re.compile(r"^\s*\[?([IWEFVD])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\
 # logging's `datefmt="%H:%M:%S"` (rich's `[%X]` in brackets); with a month-day before it, no year: `%m-%d %H:%M:%S`,
 # `%m/%d %H:%M:%S` (detectron2's, also inside its bracket with the logger's name: `[03/15 07:48:04 d2.utils.events]:`)
 _TIME_OF_DAY = re.compile(r"^\s*(\[)?(?:(\d{2})[-/](\d{2}) )?(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?(1)\])\s+")
+# a date with a two-digit year before a time of day: logging's `datefmt='%y-%m-%d %H:%M:%S'` (mmsr, BasicSR 0.x,
+# ESRGAN, EDVR, traiNNer: `22-12-06 08:58:44.018 - INFO:`), or `%d-%m-%y` / `%d.%m.%y`: the fields' order is not
+# in the line (22-12-06 is a date either way), so only the time of day is read (Prefix._time)
+_SHORT_DATE = re.compile(r"^\s*(\[)?(\d{2}([-.])\d{2}\3\d{2})[ _](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(?(1)\])\s+")
 _MONTH_DAY_IN = re.compile(r"^(\d{2})[-/](\d{2}) (\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s")
 # a leading bracket of at most 160 characters without a nested bracket: a tag when it holds a level, a source
 # location, a date or a single short name — not a counter, a `key=value` or a mode word
@@ -184,6 +188,7 @@ class Prefix:
         self.uptime: float | None = None  # the last line's seconds since boot (dmesg), None when none
         self.last_t = NAT  # the time of the last line that had one: where an undated stamp is placed after
         self.undated = ""  # how stamps without a date were placed ("" when none was)
+        self.short_date: str | None = None  # the last two-digit-year date's text (_SHORT_DATE): a change is a new day
 
     def _seen(self, kind: str) -> None:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
@@ -307,6 +312,15 @@ class Prefix:
             self._seen("time")
             return (to_ns(y, int(m.group(1)), int(m.group(2)), *(int(g) for g in m.groups()[3:6]), m.group(7),
                           self.tz), body[m.end():], "")
+        if (m := _SHORT_DATE.match(body)):
+            self._seen("time")
+            self.undated = self.undated or ("dates with a two-digit year (`%y-%m-%d` or `%d-%m-%y`, the order not in "
+                                            "the line): their times of day read, the days counted at midnight")
+            t = self._undated(None, None, *(int(g) for g in m.groups()[3:6]), m.group(7))
+            if t != NAT and self.last_t != NAT and self.short_date not in (None, m.group(2)):
+                t = self.last_t - self.last_t % DAY_NS + DAY_NS + t % DAY_NS  # a new date: the next day (one)
+            self.short_date = m.group(2)
+            return t, body[m.end():], ""
         if (m := _GLOG.match(body)):
             self._seen("glog")
             return self._undated(*(int(g) for g in m.groups()[1:6]), m.group(7)), body[m.end():], m.group(1)

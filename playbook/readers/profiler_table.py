@@ -28,6 +28,7 @@ import re
 import statistics
 
 from playbook.readers import host_calls
+from playbook.readers.breakdown_table import BreakdownTable
 from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
@@ -130,7 +131,8 @@ class ProfilerTables:
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
-        self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable())  # the other profilers' texts
+        self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable(),  # the other profilers' texts
+                      BreakdownTable())
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -218,7 +220,8 @@ class ProfilerTables:
             if s["action"] and s["total_s"] is not None:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
         extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
-                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof"), self.texts, strict=True)
+                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown"), self.texts,
+                                                strict=True)
                     if (part := t.summary())}}
         if not self.rows:
             return extra or None

@@ -17,8 +17,10 @@ from playbook.model import schema
 from playbook.readers import read_paths
 
 DATA = Path(__file__).resolve().parents[1] / "data"
+# held-out files the readers refuse with their one-line error (a strict xfail of their round says why): nothing to split
+REFUSED = {"ds1073_regression_slow_breakdown.log"}  # heldout30: timer values pasted without their unit
 FIXTURES = sorted(p for folder in ("eval", "formats") for p in (DATA / folder).rglob("*")
-                  if p.is_file() and p.suffix not in (".py", ".md", ".json"))
+                  if p.is_file() and p.suffix not in (".py", ".md", ".json") and p.name not in REFUSED)
 # headerless, unitless CSVs are read with the --fields their one-line error asks for (heldout6/SOURCES.md)
 NEEDS_FIELDS = {"aidotnet_548_launch_bound_smi.csv": "timestamp,utilization.gpu,utilization.memory,power.draw"}
 

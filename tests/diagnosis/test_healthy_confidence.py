@@ -72,3 +72,32 @@ def test_a_healthy_loss_above_the_floor_says_it_is_spread_over_small_causes():
     acc = d.accounting
     assert d.verdict["id"] == ids.HEALTHY and acc["lost_share"] > acc["noise_floor_share"]
     assert "none above the noise floor" in d.verdict["sentence"] and "nothing harmful" not in d.verdict["sentence"]
+
+
+def _pinned_log(tmp_path, default_limit: bool):
+    """Two busy GPUs drawing within 2% of a 315 W enforced limit on every poll (an nvidia-smi CSV, 10 min at 1 Hz),
+    with or without the default limit logged beside it (LABELED SYNTHETIC; heldout17's W&B export of an RTX 3090
+    capped at 315 W read "Healthy (confirmed)")."""
+    rng = np.random.default_rng(2)
+    head = "timestamp, index, utilization.gpu [%], power.draw [W], power.limit [W]"
+    lines = [head + (", power.default_limit [W]" if default_limit else "")]
+    for k in range(600):
+        for g in range(2):
+            lines.append(f"2026/03/02 10:{k // 60:02d}:{k % 60:02d}.{g:03d}, {g}, {int(rng.integers(97, 101))} %, "
+                         f"{rng.uniform(309, 315):.2f} W, 315.00 W" + (", 315.00 W" if default_limit else ""))
+    path = tmp_path / f"pinned_{default_limit}.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_gpus_pinned_at_a_power_limit_of_unknown_default_are_healthy_only_likely(tmp_path):
+    """At the board's default limit a GPU pinned there is TDP-bound (healthy); below it, capped. Without the default
+    logged the two look the same: healthy at most likely, and the sentence says what to compare. With the default
+    logged and equal to the enforced limit, healthy can be confirmed."""
+    from playbook.readers import read_paths
+
+    v = diagnose(read_paths([_pinned_log(tmp_path, default_limit=False)])).verdict
+    assert v["id"] == "healthy" and v["confidence"] == "likely", v
+    assert "enforced power limit (315 W)" in v["sentence"] and "nvidia-smi -q -d POWER" in v["sentence"]
+    v = diagnose(read_paths([_pinned_log(tmp_path, default_limit=True)])).verdict
+    assert v["id"] == "healthy" and v["confidence"] == "confirmed", v

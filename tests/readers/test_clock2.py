@@ -160,3 +160,20 @@ def test_tqdm_first_refresh_in_seconds_per_step():
     step, secs, how = _refresh_seconds(CLOCK2 / "tqdm_first_refresh_stall.log")
     assert "undone" in how
     assert int((secs > 1.0).sum()) == want["stalls"] and secs.sum() == pytest.approx(want["wall_s"], abs=0.05)
+
+
+def test_a_two_digit_year_date_reads_its_time_and_a_new_date_a_new_day():
+    """mmsr / BasicSR 0.x / traiNNer log with logging's `datefmt='%y-%m-%d %H:%M:%S'` (`22-12-06 08:58:44.018 -
+    INFO:`); `%d-%m-%y` looks the same, so the order is not guessed: the time of day is read, and a line whose date
+    differs from the line before is on the next day even where the time fell less than 12 h (a 9 h night's gap)."""
+    p = Prefix()
+    lines_ = ["22-12-06 08:58:44.018 - INFO: <epoch:249, iter:     250, lr:1.000e-04, t:286.9083s>",
+              "22-12-06 08:59:24.027 - INFO: # Validation # PSNR: 17.699", "22-12-06 23:59:59.000 - INFO: x",
+              "22-12-07 00:00:04.000 - INFO: y", "22-12-08 07:00:00.000 - INFO: z"]
+    t = [p.split(line)[1] for line in lines_]
+    assert np.diff(t).tolist() == [int(40.009 * S), int((86_399 - 32_364.027) * S), 5 * S, int((31 * 3600 - 4) * S)]
+    assert p.split(lines_[0])[2].startswith("<epoch:249")  # the logger's ` - INFO:` is read as its level
+    assert "two-digit year" in p.undated
+    # a US date with a two-digit year (rich's `[03/09/23 10:00:01]`) keeps its full reading
+    us = Prefix().split("[03/09/23 10:00:01] step 3")[1]
+    assert us == pd.Timestamp("2023-03-09 10:00:01", tz="UTC").value

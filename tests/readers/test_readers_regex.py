@@ -12,6 +12,7 @@ from playbook.diagnosis.evidence import from_events
 from playbook.readers import (
     amd_smi_text,
     box_table,
+    breakdown_table,
     clock_line,
     dcgm,
     dcgm_diag,
@@ -71,6 +72,7 @@ from playbook.readers.step_log import key_block as step_key_block
 from playbook.readers.step_log import reruns as step_reruns
 from playbook.readers.step_log import smoothed as step_smoothed
 from playbook.readers.step_log import span_line as step_span_line
+from playbook.readers.step_log import timer_line as step_timer_line
 from playbook.readers.step_log import vocab as step_vocab
 
 MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidia_smi_table, kineto, kineto_decode, kineto_roles, kineto_horovod, dcgm, dmon,
@@ -79,7 +81,7 @@ MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidi
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, step_span_line, topo_matrix, lspci,
            step_column_table, dcgm_diag, profiler_table, pstats_text, slurm_usage, nsys_profiles, from_events,
            step_signatures, rank_stragglers, rank_reports, host_calls, stack_samples, line_profile,
-           tfprof_text, tegrastats)  # nsys_profiles .. rank_stragglers read reader output
+           tfprof_text, tegrastats, step_timer_line, breakdown_table)  # nsys_profiles .. rank_stragglers read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

@@ -59,7 +59,7 @@ class Accounting:
     unit_names: list[str] = field(default_factory=list)  # GPU basis: the GPUs counted (ids), in order
     unit_models: list[str] = field(default_factory=list)  # their product names ("" where the input names none)
     figures: str = ""  # what the accounting reads when it is not samples over time (a job's usage figures)
-    record_unit: str = "step"  # wall basis: what a row stands for, "step" or "epoch" (schema.record_unit)
+    record: str = "step"  # wall basis: what one row stands for, "step" or "epoch" (schema.record_unit)
 
     @property
     def lost_s(self) -> float:

@@ -269,8 +269,8 @@ _STEP_WORD = re.compile(r"\bstep(s?)\b")
 def epoch_wording(acc: Accounting) -> None:
     """Bucket details and noise floor of a wall-time accounting whose rows are epochs (schema.record_unit):
     "slow epochs every 10 epochs", "from epoch 18 on" — the phrases of step_pace name the rows they count."""
+    acc.record = "epoch"
     for b in acc.buckets:
         b.detail = _STEP_WORD.sub(r"epoch\1", b.detail)
     acc.noise_floor = _STEP_WORD.sub(r"epoch\1", acc.noise_floor)
-    acc.record_unit = "epoch"
 

@@ -154,9 +154,34 @@ def _datetime_ns(parsed: pd.Series) -> np.ndarray:
     return out
 
 
+# Unix seconds before 1973 (or as many ms/us/ns) are no clock a poller stamped: a counter, an index
+_MIN_UNIX_S = 1e8
+
+
+def _unix_times(x: pa.ChunkedArray) -> np.ndarray | None:
+    """int64 ns of a time column whose every non-empty value is a plain number: a writer that stamped `date +%s` or
+    time.time() beside nvidia-smi's fields. The unit (s/ms/us/ns) comes from the magnitude; None when any value is
+    not a number, or the numbers are too small to be Unix time."""
+    blank = pc.equal(x, "")
+    try:
+        v = pc.cast(pc.if_else(blank, pa.scalar(None, pa.string()), x), pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    values = v.to_numpy(zero_copy_only=False).astype(np.float64)
+    finite = np.abs(values[np.isfinite(values)])
+    if not len(finite) or float(np.median(finite)) < _MIN_UNIX_S:
+        return None
+    ns, ok = textio.epoch_to_ns(values)
+    return np.where(ok, ns, _NAT)
+
+
 def _to_time(col: pa.ChunkedArray, rows: _Rows, tz: str) -> np.ndarray:
     """nvidia-smi timestamps ("2024/01/15 10:23:45.123", local time read as `tz`) to int64 ns UTC."""
     x = pc.ascii_trim_whitespace(col)
+    unix = _unix_times(x)
+    if unix is not None:  # Unix time is UTC already: no local zone to apply
+        rows.drop(unix == _NAT, lambda i: f"bad timestamp {str(x[i].as_py())[:40]!r}")
+        return unix
     try:
         ns = _iso_times(x)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -83,10 +83,11 @@ def _resolved(dt: np.ndarray, slack: np.ndarray, dn: np.ndarray) -> np.ndarray:
     group = np.r_[0, np.floor(credit[:-1] + 1e-9).astype(np.int64)]  # a window closes once its credit reaches 1
     group = np.unique(group, return_inverse=True)[1]
     typical = pd.Series(dt).groupby(group).transform("median").to_numpy()
-    alone = dt > typical + 2.0 * slack
+    alone = (dt > typical + 2.0 * slack) & (dn > 0)  # (a refresh without progress shares its window's time)
     rest = np.bincount(group, weights=np.where(alone, 0.0, dt)) / np.maximum(
         np.bincount(group, weights=np.where(alone, 0.0, dn)), 1e-12)
-    return np.where(alone, dt / dn, np.clip(rest, 0.0, None)[group])
+    own = np.divide(dt, dn, out=np.zeros_like(dt, dtype=np.float64), where=alone)
+    return np.where(alone, own, np.clip(rest, 0.0, None)[group])
 
 
 def _misfit(dt: np.ndarray, slack: np.ndarray, clock: np.ndarray, res: float, start: int) -> float:

@@ -64,6 +64,7 @@ from collections import Counter
 import numpy as np
 
 from playbook.readers.line_prefix import stamp_ns
+from playbook.readers.step_log import timer_line
 from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
@@ -122,7 +123,6 @@ from playbook.readers.step_log.vocab import (
     STEP_LIST,
     TIME_UNITS,
     TIMER_LINE,
-    TIMER_PAIR,
     TIMER_ROW,
     TQDM,
     TQDM_EPOCH,
@@ -186,6 +186,7 @@ class StepLines:
         self._box: int | None = None
         self._box_bare = False
         self._timer: tuple[int, float] | None = None  # (record, seconds per unit) of an open timer table
+        self.timer_last: tuple | None = None  # (record, names, scoped) of the last timer line (timer_line.py)
         self._trail: tuple[int, int] | None = None  # (rank, line) of the last record when it had no fields
         self.batch_size: int | None = None  # a file's `Batch size: 32` / `Namespace(batch_size=128, ...)` line
         self.epochs = EpochTimes()  # epoch times, the records of a file that times no step
@@ -367,11 +368,8 @@ class StepLines:
                 self._timer_row(m)
                 return True
             self._timer = None
-        if len(self.step) and (m := TIMER_LINE.match(body)):
-            self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
-            for pair in TIMER_PAIR.finditer(body, m.end()):
-                self._timer_row(pair)
-            self._timer = None
+        if (m := TIMER_LINE.match(body)):  # `time (ms) | forward: 53.79 | ...`: the parts of a step (timer_line.py)
+            timer_line.feed(self, body[m.end():], TIME_UNITS[m.group(1).lower()], ctx)
             return True
         if len(self.step) and body.rstrip().endswith(":") and (m := UNIT_HEAD.search(body)) and \
                 not KEYWORD.search(body):
@@ -612,6 +610,8 @@ class StepLines:
             if self._window:  # a window's time beside the window's stage times (fairseq2's Data Time): per step too
                 seconds = per_step_diff(step, rank, seconds, cumulative=False)
             phases[phase] = seconds[idx]
+        phases = timer_line.per_step(phases, {p for p, k in phase_fields(cols, roles, chosen).items()
+                                              if k.startswith("timer ")}, idx, step, rank, duration)
         if "data" in phases and not windowed and (time[idx] != NAT).sum() >= 4:
             m = min(n, DATA_SAMPLE)  # a file-wide question: its first records answer it, in bounded work
             kw = np.frombuffer(self.keyword, dtype=np.int8)[:m].astype(bool)

@@ -139,7 +139,7 @@ TIMER_ROW = re.compile(r"^\s+(?P<name>[A-Za-z][\w/\- ]*?)\s*\.{2,}\s*:\s*\(?\s*(
                         r"(?:\s*,\s*(?P<b>" + _NUM + r"))?\s*\)?\s*$")
 # the one-line form of the same timers (Megatron-LM before its table, DeepSpeed's wall-clock breakdown): `time (ms) |
 # forward-compute: 53.79 | backward-compute: 138.84 | ... | optimizer: 19.12 | batch-generator: 1.2` after a record
-TIMER_LINE = re.compile(r"^\s*time \((ns|us|µs|ms|s|sec)\)\s*\|")
+TIMER_LINE = re.compile(r"^\s*(?:rank\s*=\s*\d{1,9}\s+)?time \((ns|us|µs|ms|s|sec)\)\s*\|")
 # (possessive spaces around the optional parentheses: two `\s*` beside a `\(?` were quadratic in a run of spaces)
 TIMER_PAIR = re.compile(r"(?P<name>[A-Za-z][\w/\-]{0,80})\s*:\s*+\(?\s*+(?P<a>" + _NUM + r")(?:\s*,\s*(?P<b>" + _NUM +
                         r"))?\s*+\)?\s*+(?=\||$)")
