@@ -103,7 +103,8 @@ def sustained_peak_segments(x: np.ndarray, ok: np.ndarray, offsets: np.ndarray,
     return out
 
 
-def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinned: np.ndarray | None = None) -> None:
+def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinned: np.ndarray | None = None,
+                  power: np.ndarray | None = None) -> None:
     """The busy SM clock falling as the GPU heats: a one-sided Spearman test of clock against temperature, its
     polls deflated by their lag-1 autocorrelation (a warming GPU is one slow trend, not n independent polls), and
     the clock at the hottest quarter of polls against the coolest quarter (thermal_deficit); thermal_cost is the
@@ -113,7 +114,8 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
 
     One warming trend deflates the rank test to a few effective polls (two trending series correlate by chance),
     so a GPU whose clock steps down poll by poll as it heats is also read by its co-movements (`co_movement_p`);
-    the smaller p of the two, doubled (Bonferroni), is thermal_p."""
+    the smaller p of the two, doubled (Bonferroni), is thermal_p. `power` (W, per poll, optional) tells those
+    steps from a load's (co_movement_p)."""
     known = np.isfinite(temp) if pinned is None else np.isfinite(temp) & ~pinned
     c, t = clock[known], temp[known]
     if len(c) < 8 or np.ptp(t) == 0 or np.ptp(c) == 0:
@@ -123,7 +125,7 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
         return
     cool_mhz = float(np.median(c[cool]))
     p = _spearman_below_zero(c, t, effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0))
-    p = min(1.0, 2 * min(p, co_movement_p(c, t)))
+    p = min(1.0, 2 * min(p, co_movement_p(c, t, None if power is None else power[known])))
     cols["thermal_deficit"][g] = float(1 - np.median(c[hot]) / cool_mhz)
     cols["thermal_cost"][g] = float(np.mean(np.clip(1 - c / cool_mhz, 0, None)))
     cols["thermal_p"][g] = p
@@ -131,27 +133,43 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     cols["thermal_hot_c"][g] = float(np.median(t[hot]))
 
 
-def co_movement_p(clock: np.ndarray, temp: np.ndarray) -> float:
+LOAD_P = 0.01  # the clock's steps against the power's at this one-sided p: the load's trade, not heat's
+
+
+def co_movement_p(clock: np.ndarray, temp: np.ndarray, power: np.ndarray | None = None) -> float:
     """One-sided test that the clock steps down as the temperature steps up, poll to poll: Spearman's rho of the
     first differences (GPU Boost trims a clock bin as the GPU crosses a temperature step, at once). Differences of a
     trend are not a trend: a clock and a temperature that drift apart for other reasons step independently, and
     a drift only shifts the steps' mean, which a correlation ignores. The pairs are deflated by the product of the
     two differences' lag-1 autocorrelations (Bretherton et al. 1999; negative for jittering levels, which a
-    positive product of two then inflates). 1.0 where either never moves."""
+    positive product of two then inflates). 1.0 where either never moves, and where the clock's steps go against
+    the power's (`power`, W, optional; one-sided p < LOAD_P): a heat-trimmed clock lowers the power with it (DVFS, at
+    the same load), while a heavier phase draws more power at a lower clock and warms the GPU — the load's trade or
+    a power limit unrecorded, which co-moves with the temperature as well (LABELED SYNTHETIC 30 s heavy/light
+    phases, 12% lower clock when heavy: p ~1e-4 without this check; tests/analysis/test_thermal_load.py)."""
     dt, dc = np.diff(temp), np.diff(clock)
     ok = np.isfinite(dt) & np.isfinite(dc)
+    if power is not None:
+        dp = np.diff(power)
+        both = np.isfinite(dp) & np.isfinite(dc)
+        # Pearson, not ranks: the few large steps a phase change makes are the load's signature, and ranks drown
+        # them among the many small steps of each series' own jitter (LABELED SYNTHETIC phases: Pearson -0.88, Spearman p 0.002-0.02)
+        if both.sum() >= 8 and np.ptp(dp[both]) > 0 and np.ptp(dc[both]) > 0 and _spearman_below_zero(
+                dc[both], dp[both], effective_n(int(both.sum()), lag1(dc[both]) * lag1(dp[both]), floor=3.0),
+                ranks=False) < LOAD_P:
+            return 1.0
     dt, dc = dt[ok], dc[ok]
     if len(dt) < 8 or np.ptp(dt) == 0 or np.ptp(dc) == 0:
         return 1.0
     return _spearman_below_zero(dc, dt, effective_n(len(dt), lag1(dc) * lag1(dt), floor=3.0))
 
 
-def _spearman_below_zero(x: np.ndarray, y: np.ndarray, n_eff: float) -> float:
-    """One-sided p of Spearman's rho(x, y) < 0 (Pearson on average ranks, as scipy.stats.spearmanr) by the t
-    approximation on `n_eff` pairs."""
+def _spearman_below_zero(x: np.ndarray, y: np.ndarray, n_eff: float, ranks: bool = True) -> float:
+    """One-sided p of Spearman's rho(x, y) < 0 (Pearson on average ranks, as scipy.stats.spearmanr; on the values
+    themselves with `ranks` False) by the t approximation on `n_eff` pairs."""
     from scipy.stats import rankdata
 
-    rho = float(np.corrcoef(rankdata(x), rankdata(y))[0, 1])
+    rho = float(np.corrcoef(rankdata(x), rankdata(y))[0, 1] if ranks else np.corrcoef(x, y)[0, 1])
     if not np.isfinite(rho) or rho >= 0:
         return 1.0
     if rho <= -1:

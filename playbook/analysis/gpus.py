@@ -445,7 +445,8 @@ def _self_reference(series: GpuSeries, table: pd.DataFrame, has: dict, busy_thr:
             a, b = offsets[g], offsets[g + 1]
             ok = busy[a:b]
             thermal_droop(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
-                          None if pinned_all is None else pinned_all[a:b][ok])
+                          None if pinned_all is None else pinned_all[a:b][ok],
+                          v["power_w"][a:b][ok] if has["power_w"] else None)
             thermal_clock_plateau(c_all[a:b][ok], v["temp_c"][a:b][ok], cols, g,
                                   None if pinned_all is None else pinned_all[a:b][ok])
     if has["power_w"] and np.isfinite(limit_ref).any():

@@ -37,8 +37,9 @@ BLIND_HEALTHY_MAX = 0.75
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     """What the basis of a healthy verdict cannot see, as the clause that says what to record ("" when nothing)."""
     if acc.basis == "wall":
-        return ("step times cannot show a cost every step pays: record GPU utilization beside them to rule it out "
-                "(`playbook record`)")
+        unit = acc.record
+        return (f"{unit} times cannot show a cost every {unit} pays: record GPU utilization beside them to rule it "
+                "out (`playbook record`)")
     if acc.figures:
         return (f"{acc.figures} hold one utilization figure per job step, not samples over time: record GPU "
                 "telemetry over the job (clocks, power, utilization) to rule out a throttled clock or stalls the "
@@ -62,10 +63,11 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     return ""
 
 
-def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "") -> list[dict]:
-    """The hypotheses reordered so that the verdict the accounting decides (attribution.decide) leads, its
-    lost_share the accounting's figure for it; healthy with a `blind` spot (blind_spot) at most "likely"."""
-    lead = attribution.decide(acc, ranked)
+def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: set[str] = frozenset()) -> list[dict]:
+    """The hypotheses reordered so that the verdict the accounting decides (attribution.decide, `rare` its
+    momentary events' causes) leads, its lost_share the accounting's figure for it; healthy with a `blind` spot
+    (blind_spot) at most "likely"."""
+    lead = attribution.decide(acc, ranked, rare)
     if lead is None:
         return ranked
     by = attribution.harmful(acc)
@@ -377,7 +379,8 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
         ranked = _fact_lead(ranked, run)
     if acc is None or (run.osc is not None and run.osc.few_samples):
         return ranked
-    return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power))
+    return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
+                           attribution.rare_event_causes(run.bundle.events, run.bundle.steps))
 
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:

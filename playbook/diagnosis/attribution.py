@@ -319,8 +319,28 @@ def harmful(acc: Accounting) -> dict[str, float]:
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
-def decide(acc: Accounting, ranked: list[dict]) -> str | None:
-    """The verdict's id from the accounting (see the module docstring), or None to keep the ranking's order."""
+RECURRING = 0.5  # events of a cause on at least half as many occasions as the run logged steps: every step pays it
+
+
+def rare_event_causes(events: pd.DataFrame | None, steps: pd.DataFrame | None) -> set[str]:
+    """The causes whose logged events (knowledge.causes.cause_of_event) number fewer than RECURRING × the logged
+    step numbers: a moment (one CUDA OOM caught and retried, one allocator retry), which the run's own pace shows if
+    it cost anything — not a cost every step pays (torchtitan#1558's retries at each logged step)."""
+    if events is None or events.empty or steps is None or steps.empty:
+        return set()
+    logged = steps.loc[steps["phase"] == "step", "step"].nunique()
+    per_cause: Counter = Counter()
+    for kind, n in events["kind"].astype(str).value_counts().items():  # a few kinds, however many events
+        if (c := cause_of_event(kind)) is not None:
+            per_cause[c] += int(n)
+    return {c for c, n in per_cause.items() if n < RECURRING * logged}
+
+
+def decide(acc: Accounting, ranked: list[dict], rare: set[str] = frozenset()) -> str | None:
+    """The verdict's id from the accounting (see the module docstring), or None to keep the ranking's order.
+    `rare`: the causes whose events are moments, not a cost of every step (rare_event_causes): they do not outrank
+    healthy as a cause the basis cannot see (one allocator retry beside GPUs busy throughout), only when measured
+    directly."""
     top = ranked[0]["id"] if ranked else None
     if top == cause_ids.INSUFFICIENT_DATA and not _idle_measured(acc):
         return None
@@ -333,7 +353,7 @@ def decide(acc: Accounting, ranked: list[dict]) -> str | None:
         # or one the basis cannot see outranks healthy: a throttled GPU reads 100%, and on the wall-time basis a
         # cost every step pays (the clock held down, allocator retries in every step: torchtitan#1558) slows the
         # run's own pace with it, so the pace shows no loss either
-        blind = strong and top in UTILIZATION_BLIND
+        blind = strong and top in UTILIZATION_BLIND and top not in rare
         direct = strong and ranked[0]["score"] >= CONFIRM
         return None if direct or blind or top == cause_ids.INSUFFICIENT_DATA else cause_ids.HEALTHY
     lead = next(iter(by))

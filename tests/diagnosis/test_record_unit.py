@@ -52,3 +52,22 @@ def test_too_few_epochs_name_epochs():
                                 "duration_s": [450.0, 440.0, 900.0], "time": [pd.NaT] * 3, "source": ["h.csv"] * 3})
     assert no_steady_pace(steps, "epoch").startswith("3 epoch times")
     assert no_steady_pace(steps).startswith("3 step times")
+
+
+def _history(tmp_path, seconds: list[float]):
+    """fastai's CSVLogger layout, one row per epoch taking `seconds` (LABELED SYNTHETIC)."""
+    return _write(tmp_path, "history.csv", ["epoch,train_loss,valid_loss,accuracy,time"] +
+                  [f"{e},{0.8 - 0.01 * e:.3f},0.5,0.9,{int(s) // 60:02d}:{int(s) % 60:02d}"
+                   for e, s in enumerate(seconds)])
+
+
+def test_the_verdict_names_the_slow_epochs_and_what_epoch_times_cannot_show(tmp_path):
+    import numpy as np
+
+    base = 280 + np.random.default_rng(3).normal(0, 2, 40)
+    stall = base.copy()
+    stall[17] += 600
+    sentence = diagnose(read_paths([_history(tmp_path, list(stall))])).verdict["sentence"]
+    assert "at epoch 17" in sentence and "at step " not in sentence, sentence
+    healthy = diagnose(read_paths([_history(tmp_path, list(base))])).verdict
+    assert healthy["id"] == "healthy" and "epoch times cannot show a cost every epoch pays" in healthy["sentence"]

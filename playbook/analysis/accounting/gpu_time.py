@@ -11,7 +11,13 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket, merged_windows
-from playbook.analysis.gpu_limits import POWER_PINNED, WORK_POWER_FLOOR, part_values, sustained_peak
+from playbook.analysis.gpu_limits import (
+    POWER_PINNED,
+    WORK_POWER_FLOOR,
+    part_values,
+    sku_limit_refs,
+    sustained_peak,
+)
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, row_percentile
@@ -264,8 +270,9 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None,
                                      f"at work: {'their' if g_count > 1 else 'its'} busy level is {busy:.0f}%"))
     del room
     limited = np.array([i in (clock_limited or {}) for i in ids], dtype=bool)
-    buckets += _device_buckets(series, util, valid, dt, lo, n_bins, limited)
-    buckets += _estimated_clock_bucket(series, util, valid & working, dt, clock_limited or {})
+    estimated = _estimated_clock_rows(series, clock_limited or {})
+    buckets += _device_buckets(series, util, valid, dt, lo, n_bins, limited, estimated)
+    buckets += _estimated_clock_bucket(series, util, valid & working, dt, clock_limited or {}, estimated)
     for b in buckets:
         b.share = b.seconds / total
     floor = max(jitter / total, MIN_FLOOR)
@@ -369,12 +376,15 @@ def _significantly_below(u: np.ndarray, med: np.ndarray, ok: np.ndarray) -> np.n
 
 
 def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float, lo: float,
-                    n_bins: int, limited: np.ndarray) -> list[Bucket]:
+                    n_bins: int, limited: np.ndarray, estimated: list[int] = ()) -> list[Bucket]:
     """Busy-waiting (utilization high at low power) and slow clocks at work, against the same GPU's own work.
     A clock under SLOW_CLOCK of the working one is slow whatever held it (DVFS alone costs less); on the GPUs a
-    limiter test named (`limited`, per GPU) every busy poll below the working clock is: the limiter's cost."""
+    limiter test named (`limited`, per GPU) every busy poll below the working clock is: the limiter's cost. The
+    rows `estimated` (limiter-named, no SM clock: _estimated_clock_bucket charges them) are no busy-waiting: their
+    low power is the limiter's."""
     out = []
     taken = np.zeros_like(valid)  # polls already counted as a slow clock: a capped GPU draws little power too
+    taken[list(estimated)] = True
     for col, kind in (("sm_clock_mhz", "slow_clock"), ("power_w", "busy_wait")):
         if col not in series.values or not np.isfinite(series.values[col]).any():
             continue
@@ -397,7 +407,11 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
                 held = x / sustained_peak(x, busy)[:, None]
                 ratio = np.where(busy & ~_at_power_limit(series, dt, lo, n_bins) & (held < ratio), held, ratio)
         ratio[~(ref > 0)] = 1.0
-        line = SPIN_POWER if kind == "busy_wait" else np.where(limited, 1.0, SLOW_CLOCK)[:, None]
+        if kind == "busy_wait":
+            line = SPIN_POWER
+        else:  # a limiter-named GPU drawing at an unlowered limit is at the limit's trade, like any other GPU
+            stock = _at_power_limit(series, dt, lo, n_bins, stock_only=True) if limited.any() else False
+            line = np.where(limited[:, None] & ~stock, 1.0, SLOW_CLOCK)
         low = busy & (ratio < line) & ~taken & counted[:, None]
         taken |= low
         named = low.sum(1) >= 3
@@ -427,13 +441,18 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
     return out
 
 
+def _estimated_clock_rows(series: GpuSeries, clock_limited: Mapping[str, float]) -> list[int]:
+    """The rows of the limiter-named GPUs with a cost (`clock_limited`) and no SM clock recorded."""
+    col = series.values.get("sm_clock_mhz")
+    has_clock = series.counts(np.isfinite(col)) > 0 if col is not None else np.zeros(len(series), dtype=bool)
+    return [g for g, i in enumerate(series.ids) if clock_limited.get(i, 0.0) > 0 and not has_clock[g]]
+
+
 def _estimated_clock_bucket(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: float,
-                            clock_limited: Mapping[str, float]) -> list[Bucket]:
-    """The limiter-named GPUs without an SM clock recorded (a power cap or a power fall read by DVFS physics,
-    analysis.gpu_limits): their busy GPU-seconds × the share the limiter costs (`clock_limited`), an estimate."""
-    has_clock = ("sm_clock_mhz" in series.values and series.counts(np.isfinite(series.values["sm_clock_mhz"])) > 0
-                 ) if len(series.t) else np.zeros(len(series), dtype=bool)
-    rows = [g for g, i in enumerate(series.ids) if clock_limited.get(i, 0.0) > 0 and not has_clock[g]]
+                            clock_limited: Mapping[str, float], rows: list[int]) -> list[Bucket]:
+    """The limiter-named GPUs without an SM clock recorded (`rows`: a power cap or a power fall read by DVFS
+    physics, analysis.gpu_limits): their busy GPU-seconds × the share the limiter costs (`clock_limited`), an
+    estimate."""
     if not rows:
         return []
     busy_s = np.add.reduce(np.where(valid[rows], util[rows], 0.0), axis=1) / 100.0 * dt
@@ -446,10 +465,19 @@ def _estimated_clock_bucket(series: GpuSeries, util: np.ndarray, valid: np.ndarr
                           "the clock it costs estimated from the power, ~ clock³)")]
 
 
-def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int) -> np.ndarray:
-    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade)."""
+def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int, stock_only: bool = False) -> np.ndarray:
+    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade); with
+    `stock_only`, a limit not lowered (within 5% of the one its part runs at or its default: sku_limit_refs, as
+    the cap test reads it) — a LABELED SYNTHETIC GPU whose hw_slowdown cost 12 GPU-s in 30 polls had been charged
+    62 GPU-s with the clock it gives up at its stock 700 W limit in heavy phases (tests/analysis/
+    test_limiter_accounting.py)."""
     if not {"power_w", "power_limit_w"} <= set(series.values):
         return np.zeros((len(series), n_bins), dtype=bool)
     p, lim = (series.grid_means(c, dt, lo, n_bins).astype(np.float64) for c in ("power_w", "power_limit_w"))
     with np.errstate(invalid="ignore"):
-        return np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)
+        at = np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)
+        if stock_only:
+            refs = sku_limit_refs(series, {c: c in series.values and bool(np.isfinite(series.values[c]).any())
+                                           for c in ("power_limit_w", "power_default_limit_w")})
+            at &= lim >= POWER_PINNED * refs[:, None]
+        return at
