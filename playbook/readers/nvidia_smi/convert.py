@@ -3,6 +3,7 @@ numeric columns: pyarrow over the clean bytes, or line by line when a line is da
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -154,6 +155,7 @@ def _datetime_ns(parsed: pd.Series) -> np.ndarray:
     return out
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 # Unix seconds before 1973 (or as many ms/us/ns) are no clock a poller stamped: a counter, an index
 _MIN_UNIX_S = 1e8
 
@@ -161,7 +163,11 @@ _MIN_UNIX_S = 1e8
 def _unix_times(x: pa.ChunkedArray) -> np.ndarray | None:
     """int64 ns of a time column whose every non-empty value is a plain number: a writer that stamped `date +%s` or
     time.time() beside nvidia-smi's fields. The unit (s/ms/us/ns) comes from the magnitude; None when any value is
-    not a number, or the numbers are too small to be Unix time."""
+    not a number, or the numbers are too small to be Unix time. A sample of the first values decides first: the
+    whole column's cast cost a 14.7 M-row log 1.5 s when its stamps are dates."""
+    head = [v for v in x.slice(0, 64).to_pylist() if v]
+    if not head or not all(_NUMBER.fullmatch(v) for v in head):
+        return None
     blank = pc.equal(x, "")
     try:
         v = pc.cast(pc.if_else(blank, pa.scalar(None, pa.string()), x), pa.float64())
