@@ -203,7 +203,8 @@ def _oscillation_section(d, osc_obj) -> list[str]:
 def _steps_section(s: dict) -> list[str]:
     if not s:
         return []
-    lines = [f"Steps: {s.get('steps', 0)} steps on {s.get('ranks', 0)} rank(s)"
+    unit = s.get("record", "step")  # "epoch" where every row is an epoch (schema.record_unit)
+    lines = [f"{unit.capitalize()}s: {s.get('steps', 0)} {unit}s on {s.get('ranks', 0)} rank(s)"
              + (f", median {s['median_step_s']:.3g} s, p90 {s['p90_step_s']:.3g} s, max {s['max_step_s']:.3g} s"
                 if s.get("median_step_s") is not None else "")]
     if s.get("phase_share"):

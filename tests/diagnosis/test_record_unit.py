@@ -71,3 +71,12 @@ def test_the_verdict_names_the_slow_epochs_and_what_epoch_times_cannot_show(tmp_
     assert "at epoch 17" in sentence and "at step " not in sentence, sentence
     healthy = diagnose(read_paths([_history(tmp_path, list(base))])).verdict
     assert healthy["id"] == "healthy" and "epoch times cannot show a cost every epoch pays" in healthy["sentence"]
+
+
+def test_the_steps_section_of_an_epoch_history_counts_epochs(tmp_path):
+    from playbook.commands.diagnose import _steps_section
+
+    summary = diagnose(read_paths([_epoch_history(tmp_path)])).to_dict()["steps"]
+    assert summary["record"] == "epoch"
+    assert _steps_section(summary)[0].startswith("Epochs: 12 epochs on 1 rank(s)")
+    assert _steps_section({"steps": 5, "ranks": 1})[0].startswith("Steps: 5 steps")

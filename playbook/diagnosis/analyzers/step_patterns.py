@@ -7,6 +7,7 @@ from playbook.diagnosis import ranking
 from playbook.diagnosis.analyzers.base import Analyzer
 from playbook.diagnosis.context import Run
 from playbook.diagnosis.evidence import from_steps as step_evidence
+from playbook.model import schema
 
 
 class StepPatterns(Analyzer):
@@ -18,6 +19,8 @@ class StepPatterns(Analyzer):
         if not len(run.bundle.steps):
             return
         summary = steps_analysis.summarize(run.bundle.steps, run.bundle.events)
+        if summary and schema.record_unit(run.bundle) == "epoch":
+            summary["record"] = "epoch"  # what a row stands for (the page says epochs)
         run.steps_summary = summary
         # when the step log explains the slow steps, the dips' generic readings (e.g. "a synchronized drop could be
         # the input pipeline") lose the weight of what is explained
