@@ -124,7 +124,7 @@ def thermal_droop(clock: np.ndarray, temp: np.ndarray, cols: dict, g: int, pinne
     if not (cool.any() and hot.any()) or np.median(t[hot]) <= np.median(t[cool]):
         return
     cool_mhz = float(np.median(c[cool]))
-    p = _spearman_below_zero(c, t, effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0))
+    p = _correlation_below_zero(c, t, effective_n(len(c), max(lag1(c), lag1(t)), floor=3.0))
     p = min(1.0, 2 * min(p, co_movement_p(c, t, None if power is None else power[known])))
     cols["thermal_deficit"][g] = float(1 - np.median(c[hot]) / cool_mhz)
     cols["thermal_cost"][g] = float(np.mean(np.clip(1 - c / cool_mhz, 0, None)))
@@ -154,19 +154,19 @@ def co_movement_p(clock: np.ndarray, temp: np.ndarray, power: np.ndarray | None 
         both = np.isfinite(dp) & np.isfinite(dc)
         # Pearson, not ranks: the few large steps a phase change makes are the load's signature, and ranks drown
         # them among the many small steps of each series' own jitter (LABELED SYNTHETIC phases: Pearson -0.88, Spearman p 0.002-0.02)
-        if both.sum() >= 8 and np.ptp(dp[both]) > 0 and np.ptp(dc[both]) > 0 and _spearman_below_zero(
+        if both.sum() >= 8 and np.ptp(dp[both]) > 0 and np.ptp(dc[both]) > 0 and _correlation_below_zero(
                 dc[both], dp[both], effective_n(int(both.sum()), lag1(dc[both]) * lag1(dp[both]), floor=3.0),
                 ranks=False) < LOAD_P:
             return 1.0
     dt, dc = dt[ok], dc[ok]
     if len(dt) < 8 or np.ptp(dt) == 0 or np.ptp(dc) == 0:
         return 1.0
-    return _spearman_below_zero(dc, dt, effective_n(len(dt), lag1(dc) * lag1(dt), floor=3.0))
+    return _correlation_below_zero(dc, dt, effective_n(len(dt), lag1(dc) * lag1(dt), floor=3.0))
 
 
-def _spearman_below_zero(x: np.ndarray, y: np.ndarray, n_eff: float, ranks: bool = True) -> float:
-    """One-sided p of Spearman's rho(x, y) < 0 (Pearson on average ranks, as scipy.stats.spearmanr; on the values
-    themselves with `ranks` False) by the t approximation on `n_eff` pairs."""
+def _correlation_below_zero(x: np.ndarray, y: np.ndarray, n_eff: float, ranks: bool = True) -> float:
+    """One-sided p of a correlation of x and y below 0 by the t approximation on `n_eff` pairs: Spearman's rho
+    (Pearson on average ranks, as scipy.stats.spearmanr), or Pearson's r on the values with `ranks` False."""
     from scipy.stats import rankdata
 
     rho = float(np.corrcoef(rankdata(x), rankdata(y))[0, 1] if ranks else np.corrcoef(x, y)[0, 1])

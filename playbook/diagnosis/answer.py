@@ -353,8 +353,8 @@ def untestable(run: Run) -> str | None:
         return (f"{np.mean(timed == 0):.0%} of the step times read 0 s: the log prints them coarser than they run, "
                 "so their differences measure the rounding — log them with more digits (or in ms)")
     if osc is None and gpu_report is None and not gpu_trace and len(timed):
-        return no_steady_pace(steps, schema.record_unit(run.bundle))  # only step times measure the run: two
-        # that disagree show no steady pace
+        # only step times measure the run: two that disagree show no steady pace
+        return no_steady_pace(steps, schema.record_unit(run.bundle))
     return None
 
 

@@ -145,7 +145,9 @@ def record_unit(bundle: Bundle) -> str:
     """What one row of `bundle.steps` stands for: "epoch" when every source of its rows logs epochs (a per-epoch
     history: Ultralytics' results.csv, fastai's CSVLogger, epoch-time lines), else "step"."""
     units = bundle.meta.get(RECORD_UNITS) or {}
-    sources = set(bundle.steps["source"].astype(str).unique()) if len(bundle.steps) else set()
+    if not units or not len(bundle.steps):
+        return "step"
+    sources = {str(s) for s in bundle.steps["source"].unique()}  # the distinct sources, not a text per row
     return "epoch" if sources and all(units.get(s) == "epoch" for s in sources) else "step"
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.step_log.vocab import TIME_UNITS
+
 _SPLIT = re.compile(r"\s*\|\s*|\t+|\s{2,}")
 _UNIT = re.compile(r"[(\[]\s*(ns|us|µs|ms|s|sec)\s*[)\]]", re.IGNORECASE)
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 _NUMBER = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^-?\d+(?:\.\d+)?$")
 _RULE_CHARS = frozenset("|:+- \t")  # a rule row (`|---|:---:|`) holds only these, three dashes in a row
 _WHOLE = re.compile(r"^(?:average\s+|avg\.?\s+|mean\s+)?(?:step\s+time|step|total)$", re.IGNORECASE)
@@ -64,7 +65,7 @@ class BreakdownTable:
             time = [(i, m) for i, c in enumerate(cells[1:], 1) if (m := _UNIT.search(c)) and "%" not in c]
             if len(time) != 1 or not any("%" in c for c in cells[1:]):
                 return False
-            self._cols = (time[0][0], _UNITS[time[0][1].group(1).lower()])
+            self._cols = (time[0][0], TIME_UNITS[time[0][1].group(1).lower()])
             return False  # a header is only seen: another scanner may read it (a step table's), rows tell
         if "---" in body and set(body.strip()) <= _RULE_CHARS:
             return True

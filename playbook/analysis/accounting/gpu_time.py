@@ -401,16 +401,17 @@ def _device_buckets(series: GpuSeries, util: np.ndarray, valid: np.ndarray, dt: 
             if lim is not None and np.isfinite(lim).any():  # (per GPU, its samples' median limit: no grid)
                 ref = np.fmax(ref, WORK_POWER_FLOOR * series.quantiles("power_limit_w", ("median",), lim > 0)[0])
         counted = busy.sum(1) >= 5
+        if kind == "slow_clock":
+            pinned, stock = _at_power_limit(series, dt, lo, n_bins, stock=limited.any())
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = x / ref[:, None]
             if kind == "slow_clock":  # or the clock it held at work for a few polls (gpu_limits.sustained_peak)
                 held = x / sustained_peak(x, busy)[:, None]
-                ratio = np.where(busy & ~_at_power_limit(series, dt, lo, n_bins) & (held < ratio), held, ratio)
+                ratio = np.where(busy & ~pinned & (held < ratio), held, ratio)
         ratio[~(ref > 0)] = 1.0
         if kind == "busy_wait":
             line = SPIN_POWER
         else:  # a limiter-named GPU drawing at an unlowered limit is at the limit's trade, like any other GPU
-            stock = _at_power_limit(series, dt, lo, n_bins, stock_only=True) if limited.any() else False
             line = np.where(limited[:, None] & ~stock, 1.0, SLOW_CLOCK)
         low = busy & (ratio < line) & ~taken & counted[:, None]
         taken |= low
@@ -465,19 +466,21 @@ def _estimated_clock_bucket(series: GpuSeries, util: np.ndarray, valid: np.ndarr
                           "the clock it costs estimated from the power, ~ clock³)")]
 
 
-def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int, stock_only: bool = False) -> np.ndarray:
-    """G × bins: drawing within 5% of the enforced power limit (there a lower clock is the limit's trade); with
-    `stock_only`, a limit not lowered (within 5% of the one its part runs at or its default: sku_limit_refs, as
-    the cap test reads it) — a LABELED SYNTHETIC GPU whose hw_slowdown cost 12 GPU-s in 30 polls had been charged
-    62 GPU-s with the clock it gives up at its stock 700 W limit in heavy phases (tests/analysis/
-    test_limiter_accounting.py)."""
+def _at_power_limit(series: GpuSeries, dt: float, lo: float, n_bins: int,
+                    stock: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """G × bins twice, from one pass over the power grids: drawing within 5% of the enforced power limit (there a
+    lower clock is the limit's trade), and (with `stock`, else all False) that at a limit not lowered (within 5% of
+    the one its part runs at or its default: sku_limit_refs, as the cap test reads it) — a LABELED SYNTHETIC GPU
+    whose hw_slowdown cost 12 GPU-s in 30 polls had been charged 62 GPU-s with the clock it gives up at its stock
+    700 W limit in heavy phases (tests/analysis/test_limiter_accounting.py)."""
+    none = np.zeros((len(series), n_bins), dtype=bool)
     if not {"power_w", "power_limit_w"} <= set(series.values):
-        return np.zeros((len(series), n_bins), dtype=bool)
+        return none, none
     p, lim = (series.grid_means(c, dt, lo, n_bins).astype(np.float64) for c in ("power_w", "power_limit_w"))
     with np.errstate(invalid="ignore"):
         at = np.isfinite(p) & np.isfinite(lim) & (p >= POWER_PINNED * lim)
-        if stock_only:
-            refs = sku_limit_refs(series, {c: c in series.values and bool(np.isfinite(series.values[c]).any())
-                                           for c in ("power_limit_w", "power_default_limit_w")})
-            at &= lim >= POWER_PINNED * refs[:, None]
-        return at
+        if not stock:
+            return at, none
+        refs = sku_limit_refs(series, {c: c in series.values and bool(np.isfinite(series.values[c]).any())
+                                       for c in ("power_limit_w", "power_default_limit_w")})
+        return at, at & (lim >= POWER_PINNED * refs[:, None])

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 
-from playbook.analysis.gpus import clock_cost
 from playbook.diagnosis.evidence import _hosts_of, _ids, _p
 from playbook.diagnosis.ranking import Evidence, confidence, impact, support
 from playbook.knowledge import ids as cause_ids
@@ -296,7 +295,7 @@ def _device_status(t) -> list[Evidence]:
     for r in t.itertuples(index=False):
         host = r.host
         if r.status == "throttled":
-            deficit = clock_cost(r)
+            deficit = r.clock_cost  # analysis.gpus.clock_cost, computed with the status
             cap_cost = getattr(r, "cap_share", math.nan) * getattr(r, "cap_deficit", math.nan)
             capped = getattr(r, "cap_lower", 0.0) >= 0.01 and np.isfinite(cap_cost) and cap_cost > 0
             if r.harmful_lower >= 0.01:
