@@ -57,13 +57,19 @@ def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataF
     return fig
 
 
-def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None,
-                title: str = "Step time per step (red: stalls)"):
+def _display_unit(median_s: float) -> tuple[str, float]:
+    """(unit, per second) to show step times of median `median_s` seconds in: ms under 10 s, s under 10 min, min."""
+    return ("ms", 1e3) if median_s < 10 else ("s", 1.0) if median_s < 600 else ("min", 1 / 60)
+
+
+def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None, title: str | None = None,
+                record: str = "step"):
     """What a step-only run measured: each step's time (median over ranks) against its index, the slow steps
     (analysis.step_times.slow_steps: the stalls; judged on the time for each step's own work when the step time
     follows its stated work, as the accounting does: work_scale) as red dots, the median as a dashed line, the
     slowest rank's own line when it lags, the largest waiting phase of one rank as a shaded area and logged events
-    as vertical lines; "no step times" when `steps` holds none."""
+    as vertical lines; "no step times" when `steps` holds none. `record`: what a row stands for ("step" or
+    "epoch", schema.record_unit); times in ms, s or min by their median (an epoch of 4.6 min read 274,000 ms)."""
     from playbook.analysis.step_times import fleet_steps, slow_steps, work_scale
 
     fig, ax = figure(ax, figsize=(10, 3.6))
@@ -72,34 +78,36 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
     if fleet.empty:
         ax.text(0.5, 0.5, "no step times", ha="center", va="center", transform=ax.transAxes)
         return fig
-    ms = fleet["duration_s"].to_numpy(dtype="float64") * 1e3
-    scale, by_work = work_scale(ms, fleet["work"].to_numpy(dtype="float64"))
-    slow = slow_steps(ms / scale)
-    ax.plot(fleet["step"], ms, lw=0.8, color="#264653", label="step time" + (" (median over ranks)" if (
-        slowest := _slowest_rank(steps, float(np.median(ms)))) is not None else ""))
+    median_s = float(np.median(fleet["duration_s"].to_numpy(dtype="float64")))
+    unit, per_s = _display_unit(median_s)
+    shown = fleet["duration_s"].to_numpy(dtype="float64") * per_s  # in `unit`
+    scale, by_work = work_scale(shown, fleet["work"].to_numpy(dtype="float64"))
+    slow = slow_steps(shown / scale)
+    ax.plot(fleet["step"], shown, lw=0.8, color="#264653", label=f"{record} time" + (" (median over ranks)" if (
+        slowest := _slowest_rank(steps, median_s * 1e3)) is not None else ""))
     if slowest is not None:  # a rank persistently slower than the median rank: the one the others wait for
         rank, series = slowest
-        ax.plot(series.index, series.to_numpy() * 1e3, lw=0.8, color="#f4a261",
-                label=f"rank {rank} (slowest, median {series.median() * 1e3:.3g} ms)")
-    ax.axhline(float(np.median(ms)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(ms):.3g} ms")
+        ax.plot(series.index, series.to_numpy() * per_s, lw=0.8, color="#f4a261",
+                label=f"rank {rank} (slowest, median {series.median() * per_s:.3g} {unit})")
+    ax.axhline(float(np.median(shown)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(shown):.3g} {unit}")
     if by_work is not None:  # the time each step's own work takes at the run's median pace
-        ax.plot(fleet["step"], float(np.median(ms / scale)) * scale, lw=0.8, color="#2a9d8f", alpha=0.8,
+        ax.plot(fleet["step"], float(np.median(shown / scale)) * scale, lw=0.8, color="#2a9d8f", alpha=0.8,
                 label="expected for its work")
     if slow.any():
-        ax.scatter(fleet["step"][slow], ms[slow], color="#d62828", s=18, zorder=3,
-                   label=f"stall ({int(slow.sum())} slow step{'s' if slow.sum() != 1 else ''}"
+        ax.scatter(fleet["step"][slow], shown[slow], color="#d62828", s=18, zorder=3,
+                   label=f"stall ({int(slow.sum())} slow {record}{'s' if slow.sum() != 1 else ''}"
                          f"{(' for its work' if slow.sum() == 1 else ' for their work') if by_work is not None else ''})")
-    if (waits := _largest_wait(steps, float(np.median(ms)))) is not None:  # the time a step spends waiting
+    if (waits := _largest_wait(steps, median_s * 1e3)) is not None:  # the time a step spends waiting
         rank, phase, series = waits
         who = f"rank {rank} " if rank >= 0 else ""
-        ax.fill_between(series.index, series.to_numpy() * 1e3, color=PHASE_COLORS.get(phase, "#ced4da"), alpha=0.35,
-                        step="mid", label=f"{who}{phase} wait (median {series.median() * 1e3:.3g} ms)")
+        ax.fill_between(series.index, series.to_numpy() * per_s, color=PHASE_COLORS.get(phase, "#ced4da"), alpha=0.35,
+                        step="mid", label=f"{who}{phase} wait (median {series.median() * per_s:.3g} {unit})")
     if events is not None and len(events):
         _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
-    ax.set_xlabel("step")
-    ax.set_ylabel("step time (ms)")
+    ax.set_xlabel(record)
+    ax.set_ylabel(f"{record} time ({unit})")
     ax.set_ylim(bottom=0)
-    ax.set_title(title)
+    ax.set_title(title or f"{record.capitalize()} time per {record} (red: stalls)")
     outside_legend(ax, fontsize="small")
     return fig
 

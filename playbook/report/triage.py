@@ -14,6 +14,7 @@ import pandas as pd
 
 from playbook.analysis import inventory
 from playbook.knowledge import ids as cause_ids
+from playbook.model import schema
 from playbook.report.catalog import TRIAGE
 from playbook.report.scrapbook import count, md_inline
 from playbook.report.verdict_rule import AMBIGUITY_MARGIN, CONFIRM_SCORE, ranked_causes, top_hypothesis
@@ -272,7 +273,9 @@ def show_headline(report: dict[str, Any], frame: pd.DataFrame, metric: str, max_
         fig = timeline.heatmap(frame, shown, max_bins=max_bins, status=status_map(report), period_s=period,
                                figsize=(11, 4.6))
     elif steps is not None and len(steps):
-        fig, alt = steps_plots.step_stalls(steps, bundle.events), "step time per step, the stalls in red"
+        record = schema.record_unit(bundle)
+        fig, alt = steps_plots.step_stalls(steps, bundle.events, record=record), \
+            f"{record} time per {record}, the stalls in red"
     else:
         fig, note = None, "No figure: the inputs hold no utilization samples or step times (see the reader warnings)."
     if fig is not None:
@@ -294,7 +297,7 @@ def show_timelines(bundle: Any, frame: pd.DataFrame, metric: str) -> None:
     if has_samples(frame, metric):
         fig = timeline.host_lines(frame, metric)
     elif len(bundle.steps):
-        fig = steps_plots.step_stalls(bundle.steps, bundle.events)
+        fig = steps_plots.step_stalls(bundle.steps, bundle.events, record=schema.record_unit(bundle))
     else:
         display(HTML("<p><em>Nothing over time to draw: the inputs hold no samples and no step times.</em></p>"))
         return

@@ -135,3 +135,19 @@ def test_the_stall_plot_shades_the_largest_wait_of_one_rank():
 
     assert "rank 2 data wait (median 200 ms)" in legend([0.01, 0.01, 0.2, 0.01]), legend([0.01, 0.01, 0.2, 0.01])
     assert not any("wait" in x for x in legend([0.004, 0.004, 0.004, 0.004]))
+
+
+def test_epoch_times_are_drawn_as_epochs_on_a_readable_scale():
+    """A per-epoch history (4.5 min an epoch, three of them 7 min) is drawn in seconds and named as epochs — it read
+    "step time (ms)" with 274,000 ms; step times under 10 s stay in ms."""
+    d = np.full(20, 270.0)
+    d[[6, 12, 18]] = 420.0
+    steps = schema.steps_frame({"step": np.arange(20), "phase": "step", "duration_s": d, "rank": 0})
+    ax = sp.step_stalls(steps, record="epoch").axes[0]
+    assert ax.get_ylabel() == "epoch time (s)" and ax.get_xlabel() == "epoch"
+    assert ax.get_title() == "Epoch time per epoch (red: stalls)"
+    assert max(ax.lines[0].get_ydata()) == pytest.approx(420.0)
+    assert sorted(int(x) for x in ax.collections[0].get_offsets()[:, 0]) == [6, 12, 18]
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
