@@ -27,6 +27,7 @@ from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import headers, textio
 from playbook.readers.generic_csv import TableBuilder
+from playbook.readers.long_csv import NAME_COLUMNS, VALUE_COLUMNS
 
 FORMAT = "telemetry JSON / XML documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)"
 
@@ -49,11 +50,28 @@ def sniff(head: str) -> bool:
     try:
         first, _end = textio.JSON_DECODER.raw_decode(head.lstrip())
     except (ValueError, RecursionError):
-        first = None
+        first = _head_items(head.lstrip())  # an array longer than the head: its first whole items
     if isinstance(first, (dict, list)):
         recs = _records(first, {}, 0) if isinstance(first, dict) else _array_records(first[:8])
         keys = list(dict.fromkeys(k for r in recs[:50] for k in r))
     return headers.is_telemetry(keys)
+
+
+def _head_items(text: str, most: int = 8) -> list | None:
+    """The first whole items (at most `most`) of a top-level JSON array cut by the head; None when `text` does
+    not open an array or its first item is cut too."""
+    if not text.startswith("["):
+        return None
+    items, pos = [], 1
+    while len(items) < most:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            item, pos = textio.raw_decode_at(text, pos, textio.JSON_DECODER)
+        except (ValueError, RecursionError):
+            break
+        items.append(item)
+    return items or None
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
@@ -176,6 +194,13 @@ def _records(obj: dict, inherited: dict, depth: int) -> list[dict]:
     points = _series_points(obj) if depth == 0 else None
     if points is not None:  # a document that is one named series (Graphite's render answer: a list of them)
         return [{**inherited, **p} for p in points]
+    if depth == 0:
+        named = _named_value(obj)
+        if named is not None:  # one point of the long layout (Comet's get_metrics: metricName + metricValue)
+            return [{**inherited, **named}] if named else []
+        points = _keyed_series(obj, "", 0)
+        if points:  # series named by their keys (ClearML's {title: {series: {"x": [...], "y": [...]}}})
+            return [{**inherited, **p} for p in points]
     scalars: dict = {}
     lists: list[list] = []
     _flatten(obj, "", scalars, lists, depth)
@@ -246,6 +271,54 @@ def _series_points(item: dict) -> list[dict] | None:
     swap = epochish(first[1]) and not epochish(first[0])  # Graphite: [value, time]
     return [{"time": p[1] if swap else p[0], name: p[0] if swap else p[1]} for p in pairs
             if isinstance(p, list) and len(p) == 2]
+
+
+def _named_value(obj: dict) -> dict | None:
+    """A record of the long layout, a series' name field beside its value field (the column pairs the long CSV
+    reader takes, readers.long_csv: Comet's `metricName` + `metricValue`, `key` + `value`), as {its other scalar
+    fields, <series name>: value}; {} for a point of a series that is no GPU metric (a loss, the host's CPU);
+    None when `obj` is not one."""
+    words = {k: set(headers.tokens(k)) for k in obj if isinstance(k, str)}
+    name = next((k for k, w in words.items() if w in NAME_COLUMNS and isinstance(obj[k], str) and obj[k]), None)
+    value = next((k for k, w in words.items() if w in VALUE_COLUMNS and isinstance(obj[k], (int, float, str))
+                  and not isinstance(obj[k], bool)), None)
+    if name is None or value is None:
+        return None
+    series = headers.series_name(obj[name])
+    if not _is_metric(series):
+        return {}
+    rest = {k: v for k, v in obj.items() if k not in (name, value) and not isinstance(v, (dict, list))}
+    times = sorted((headers.meaning(k).rank, k) for k, v in rest.items() if v is not None
+                   and headers.meaning(k).role == "time")
+    if times:  # as "time": the points of one poll become one row (_coalesce_points)
+        rest["time"] = rest.pop(times[0][1])
+    return {**rest, series: obj[value]}
+
+
+def _is_metric(series: str) -> bool:
+    """Whether a series' name means a GPU metric (a series' values are readings, never a time, host or GPU id)."""
+    return headers.meaning(series).role in schema.TELEMETRY_METRICS
+
+
+def _keyed_series(obj: dict, prefix: str, depth: int) -> list[dict]:
+    """The points of the series in `obj` held as parallel time / value arrays without a name field, each named
+    by its path of keys ("title/series"), as records {"time": t, <path>: v} (ClearML's
+    `get_reported_scalars(x_axis="timestamp")`); [] when there are none."""
+    out: list[dict] = []
+    for key, value in obj.items():
+        if not isinstance(value, dict) or depth >= MAX_DEPTH:
+            continue
+        path = f"{prefix}/{key}" if prefix else str(key)
+        times = next((value[k] for k in SERIES_TIMES if isinstance(value.get(k), list)), None)
+        values = next((value[k] for k in SERIES_VALUES if isinstance(value.get(k), list) and value[k] is not times),
+                      None)
+        if times is not None and values is not None and len(times) == len(values):
+            name = headers.series_name(path)
+            if _is_metric(name):
+                out.extend({"time": t, name: v} for t, v in zip(times, values, strict=True))
+        else:
+            out.extend(_keyed_series(value, path, depth + 1))
+    return out
 
 
 def _label_set_name(labels) -> str | None:

@@ -370,8 +370,10 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
         # xpu-smi's "GPU Memory Bandwidth (%)" is the memory's activity; beside it, its "GPU Memory Util (%)" is the
         # used share of the size (xpumanager exports them as memory_bandwidth_ratio and memory_ratio): ranked first
         return "mem_util_pct", 0, -1
-    if ws & MEM and not ws & {"host", "ram", "dram", "swap"} and not (ws & {"system"} and not ws & GPU_INDEX):
-        return _memory_role(ws, unit)  # (neuron-monitor's system_data.memory_info.memory_used_bytes: the host's)
+    if ws & MEM and not ws & {"host", "ram", "dram", "swap"} and not (ws & {"system", "machine"} and not ws & GPU_INDEX):
+        # (neuron-monitor's system_data.memory_info.memory_used_bytes, ClearML's :monitor:machine/memory_used_gb:
+        # the host's)
+        return _memory_role(ws, unit)
     if ws & MEM:
         return None, 0, 0
     # a relative-time word with a time unit is a clock too (`elapsed_sec`, `uptime_ms`: seconds since the start)
@@ -379,8 +381,10 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
     if timed and not ws & {"step", "index", "idx"}:  # neuron-monitor's neuron_runtime_index: no clock
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
-        return "gpu", 0, 0 if ws & {"index", "idx", "gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {
-            "device", "dev", "cuda", "entity"} else 2
+        # a name that says GPU ranks before a bare index: "index" / "idx" also count rows (pandas' index, the
+        # `idx` of Aim's Metric.dataframe beside its `metric.context.gpu`)
+        return "gpu", 0, 0 if ws & {"gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {"index", "idx"} \
+            else 2 if ws & {"device", "dev", "cuda", "entity"} else 3
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]) or (words[:1] == ["gpu"] and unit == "%" and len(ws) == 2):
         return "util_pct", 0, 1
     if unit == "%" and len(ws - {"%"}) == 1 and ws & (SM - CLOCK):
@@ -461,6 +465,14 @@ def factor(m: Meaning, values) -> float:
     if role == "sm_active" and top > 1.5:
         return 0.01
     return 1.0
+
+
+def series_name(name: str) -> str:
+    """The name a measured series is read by: a series named by its subject alone, the GPU (`__system__gpu` of
+    Aim's resource tracker; NVML's `utilization.gpu` field is `gpu`, W&B's `system.gpu.N.gpu`), is that GPU's
+    utilization, not a GPU index: a series' values are readings. Other names are returned as they are."""
+    words = [w for w in tokens(split_unit(name)[0]) if w not in ("system", "sys")]
+    return f"{name} utilization" if words == ["gpu"] else name
 
 
 def assign(names: list[str]) -> dict[int, Meaning]:

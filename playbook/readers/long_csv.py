@@ -61,7 +61,7 @@ def sniff(head: str) -> bool:
     if len(head) >= textio.HEAD_BYTES - 4:
         lines = lines[:-1]  # the last line of a cut head may be cut
     try:
-        series = {row[key].strip() for row in csv.reader(lines, delimiter=sep) if len(row) > key}
+        series = {headers.series_name(row[key].strip()) for row in csv.reader(lines, delimiter=sep) if len(row) > key}
     except csv.Error:  # a NUL byte, a field past the csv module's limit: not a table this reader takes
         return False
     return headers.is_telemetry([names[i] for i in ident] + sorted(series))
@@ -98,7 +98,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                 if len(row) < width:
                     skips.skip(reader.line_num, f"{len(row)} of {len(names)} fields {sep.join(row)[:50]!r}")
                     continue
-                name = row[key].strip()
+                name = headers.series_name(row[key].strip())
                 if name in passed:
                     continue
                 if name not in cells:
