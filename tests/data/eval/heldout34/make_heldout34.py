@@ -44,7 +44,7 @@ is written here from the thread's stated figures; what a thread does not state i
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
