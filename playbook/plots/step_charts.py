@@ -17,6 +17,7 @@ from playbook.plots.style import PALETTE, PHASE_COLORS, figure, outside_legend
 
 EVENT_COLORS = {"checkpoint": "#9b5de5", "eval": "#f15bb5", "recompile": "#e63946", "compile": "#e9c46a",
                 "gc": "#6c757d"}
+FEW_POINTS = 30  # records up to which step_stalls marks each one (one step was an empty chart)
 _CYCLE = ["#e76f51", "#2a9d8f", "#264653", "#e9c46a", "#9b5de5", "#f4a261", "#8ab17d"]
 
 
@@ -88,7 +89,9 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
     shown = fleet["duration_s"].to_numpy(dtype="float64") * per_s  # in `unit`
     scale, by_work = work_scale(shown, fleet["work"].to_numpy(dtype="float64"))
     slow = slow_steps(shown / scale)
-    ax.plot(fleet["step"], shown, lw=0.8, color="#264653", label=f"{record} time" + (" (median over ranks)" if (
+    few = len(fleet) <= FEW_POINTS  # a line through one or a few records draws nothing visible: mark each
+    ax.plot(fleet["step"], shown, lw=0.8, color="#264653", marker="o" if few else None, markersize=4,
+            label=f"{record} time" + (" (median over ranks)" if (
         slowest := _slowest_rank(steps, median_s * 1e3)) is not None else ""))
     if slowest is not None:  # a rank persistently slower than the median rank: the one the others wait for
         rank, series = slowest

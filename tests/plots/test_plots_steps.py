@@ -166,3 +166,15 @@ def test_legend_amounts_read_without_an_exponent():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+def test_one_step_is_drawn_as_a_point():
+    """A log with one timed step (a DeepSpeed timer summary) drew an empty chart: a line needs two points."""
+    steps = schema.steps_frame({"step": [1], "phase": "step", "duration_s": [42.5], "rank": 0})
+    line = sp.step_stalls(steps).axes[0].lines[0]
+    assert line.get_marker() == "o" and list(line.get_ydata()) == [42.5]
+    many = schema.steps_frame({"step": np.arange(100), "phase": "step", "duration_s": 0.5, "rank": 0})
+    assert sp.step_stalls(many).axes[0].lines[0].get_marker() in (None, "None", "")
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
