@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from playbook.plots.style import PALETTE, PHASE_COLORS, figure, outside_legend
 
@@ -113,6 +114,9 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
     if events is not None and len(events):
         _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
     ax.set_xlabel(record)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # records are counted: no tick at step 0.96
+    if (first := float(fleet["step"].min())) + 2 > (last := float(fleet["step"].max())):
+        ax.set_xlim(first - 1, last + 1)  # one or two records: a span the integer ticks can mark
     ax.set_ylabel(f"{record} time ({unit})")
     ax.set_ylim(bottom=0)
     ax.set_title(title or f"Time per {record} (red: stalls)")

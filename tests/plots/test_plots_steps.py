@@ -173,6 +173,8 @@ def test_one_step_is_drawn_as_a_point():
     steps = schema.steps_frame({"step": [1], "phase": "step", "duration_s": [42.5], "rank": 0})
     line = sp.step_stalls(steps).axes[0].lines[0]
     assert line.get_marker() == "o" and list(line.get_ydata()) == [42.5]
+    ticks = sp.step_stalls(steps).axes[0].get_xticks()
+    assert all(float(t).is_integer() for t in ticks), ticks  # no tick at step 0.96
     many = schema.steps_frame({"step": np.arange(100), "phase": "step", "duration_s": 0.5, "rank": 0})
     assert sp.step_stalls(many).axes[0].lines[0].get_marker() in (None, "None", "")
     import matplotlib.pyplot as plt
