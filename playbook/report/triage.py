@@ -407,7 +407,8 @@ def gpu_status_view(report: dict[str, Any], rows: int = 16):
     """The GPU table for the page: not-ok first, `rows` rows, with units in the headers."""
     frame = gpu_table(report).head(rows)[["id", "status", "mean_util_pct", "evidence"]]
     frame = frame.rename(columns={"id": "GPU (host:index)", "mean_util_pct": "mean utilization (%)"})
-    return left_table(frame, {"mean utilization (%)": "{:.0f}"})
+    # one decimal, as the JSON holds it: a whole percent of 72.5 (from 72.54) read 72 beside the evidence's "mean 73%"
+    return left_table(frame, {"mean utilization (%)": "{:.1f}"})
 
 
 def hypotheses_view(report: Any, rows: int | None = None, brief: bool = False):

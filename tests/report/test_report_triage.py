@@ -471,3 +471,11 @@ def test_the_diagnosis_notes_reach_the_page_escaped_and_not_twice(capsys):
     assert "3 analysis notes" in shown[0] and "one GPU only: no peers" in shown[0] and "(×2)" in shown[0]
     assert "<img" not in shown[0] and "&lt;img" in shown[0]
     assert shown[1] == "<p><em>No analysis notes.</em></p>"
+
+
+def test_the_gpu_table_shows_the_mean_without_rounding_it_twice():
+    """The JSON holds 72.5 (from 72.54); the table showed it whole as 72 beside the evidence's "mean 73%"."""
+    report = {"gpus": [{"id": "h:0", "host": "h", "index": 0, "mean_util_pct": 72.5, "status": "ok",
+                        "evidence": "mean 73% (peers 55%)"}]}
+    html_table = triage.gpu_status_view(report).to_html()
+    assert ">72.5<" in html_table and ">72<" not in html_table, html_table
