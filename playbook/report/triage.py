@@ -31,20 +31,24 @@ def as_dict(diagnosis: Any) -> dict[str, Any]:
 def timeline_frame(bundle: Any) -> tuple[pd.DataFrame, str]:
     """(frame, metric) to draw per-GPU timelines from: the telemetry's utilization.gpu when the inputs have GPU
     counters, else each rank's busy share from its step phases (analysis.step_times.busy_timeline, in %, one row per
-    time bin, rank in the `gpu` column) — the utilization-like signal of a CPU run or of step logs alone."""
+    time bin, rank in the `gpu` column) — the utilization-like signal of a CPU run or of step logs alone — else, from
+    a profiler trace, the share of each bin the rank's GPU runs work (analysis.kineto.hta.busy_timeline)."""
     tel = bundle.telemetry
     if len(tel) and tel["util_pct"].notna().any():
         return tel, "util_pct"
+    from playbook.analysis.kineto.hta import busy_timeline as trace_busy
     from playbook.analysis.step_times import busy_timeline
 
-    busy = busy_timeline(bundle.steps) if len(bundle.steps) else pd.DataFrame()
+    busy, metric = (busy_timeline(bundle.steps) if len(bundle.steps) else pd.DataFrame()), "busy_pct"
+    if busy.empty and len(bundle.trace):  # rows "rank:N", as the trace names them
+        busy, metric = trace_busy(bundle.trace).assign(host="rank"), "kernel_busy_pct"
     if busy.empty:
         return tel, "util_pct"
     frame = pd.DataFrame({"time": busy["time"], "host": busy["host"].astype(str),
-                          "gpu": busy["rank"].astype("int64"), "busy_pct": 100.0 * busy["busy_frac"]})
+                          "gpu": busy["rank"].astype("int64"), metric: 100.0 * busy["busy_frac"]})
     times = frame["time"].drop_duplicates().sort_values()
     frame.attrs["interval_s"] = float(times.diff().dt.total_seconds().median()) if len(times) > 1 else float("nan")
-    return frame, "busy_pct"
+    return frame, metric
 
 
 def key_figures(diagnosis: dict[str, Any]) -> dict[str, Any]:

@@ -479,3 +479,23 @@ def test_the_gpu_table_shows_the_mean_without_rounding_it_twice():
                         "evidence": "mean 73% (peers 55%)"}]}
     html_table = triage.gpu_status_view(report).to_html()
     assert ">72.5<" in html_table and ">72<" not in html_table, html_table
+
+
+def test_a_trace_alone_is_drawn_over_time():
+    """A profiler trace has a time axis: the page said "No figure: the inputs hold no utilization samples or step
+    times" for one; its ranks' GPU busy share per bin is drawn instead (analysis.kineto.hta.busy_timeline)."""
+    import numpy as np
+
+    from playbook.model import schema
+
+    trace = schema.trace_frame({"rank": [0, 0, 1], "cat": ["kernel", "kernel", "kernel"], "name": ["k", "k", "k"],
+                                "ts_us": [0.0, 600.0, 0.0], "dur_us": [400.0, 400.0, 1000.0], "pid": [0] * 3,
+                                "tid": [7] * 3, "stream": [7] * 3, "correlation": [-1] * 3, "bytes": [np.nan] * 3,
+                                "source": ["t.json"] * 3})
+    bundle = schema.Bundle(trace=trace)
+    frame, metric = triage.timeline_frame(bundle)
+    assert metric == "kernel_busy_pct"
+    assert set(zip(frame["host"], frame["gpu"], strict=True)) == {("rank", 0), ("rank", 1)}
+    rank0 = frame.loc[frame["gpu"] == 0, metric].to_numpy()
+    assert np.isclose(rank0.max(), 100.0) and rank0.min() == 0.0  # the 200 µs gap between its kernels
+    assert np.allclose(frame.loc[frame["gpu"] == 1, metric], 100.0)
