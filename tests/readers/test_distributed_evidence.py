@@ -6,6 +6,7 @@ without a world size, and a node-pair sweep of nccl-tests busbw figures."""
 from __future__ import annotations
 
 import pytest
+from test_guilty_rank import _events as _stalls  # the collective_stall events of a log written to tmp_path
 
 from playbook.analysis import nccl as an
 from playbook.analysis import nccl_bench as nb
@@ -13,13 +14,6 @@ from playbook.diagnosis import diagnose
 from playbook.readers import nccl_tests as nt
 from playbook.readers import rank_reports as sr
 from playbook.readers import read_file
-
-
-def _stalls(tmp_path, text: str):
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    ev = read_file(log).events
-    return ev[ev["kind"] == "collective_stall"]
 
 
 # ProcessGroupGloo.cpp monitoredBarrier: the first rank that failed, or every one with wait_all_ranks=True; the
