@@ -202,9 +202,10 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     Sequence numbers count per process group: ranks timing out in different groups are each waiting for a member
     stuck elsewhere (in the other group's collective: groups used in a different order on different ranks).
     A rank's progress is its last completed collective (the watchdog's "last completed work" counter when stated,
-    else the one before the collective it timed out in): the lowest is behind. One rank's lines alone, without a
-    stated world size, are an excerpt: its rank number is no world size, and the ranks below it are unknown, not
-    missing.
+    else the one before the collective it timed out in): the lowest is behind. Without a stated world size, a log
+    whose unreported ranks (up to the highest rank seen) would be at least as many as its reporting ones is an
+    excerpt — one rank's lines, or one host's: the highest rank number is no world size, and the ranks absent are
+    unknown, not missing.
     Returns {ranks: [{rank, op, seq, ran_s, pg}], findings: [...]}; None without timeout lines."""
     from playbook.readers.nccl_log import timeout_counters, timeout_fields
 
@@ -226,7 +227,10 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     stated = int(nccl["nranks"].max()) if (nccl["nranks"] > 0).any() else 0  # from NCCL init lines
     world = max(stated, max(known) + 1) if known else stated  # at least every rank that reported
     missing = sorted(set(range(world)) - set(known)) if known else []
-    excerpt = len(known) == 1 and not stated  # one rank's view: the others are not in the log, not missing
+    # without a stated world size the world is guessed from the highest rank seen; a hang keeps a few ranks out of a
+    # collective, so when the ranks that never reported would be at least as many as those that did, the log is far
+    # likelier an excerpt (one host's, or one rank's, lines) than a majority hung: the others are unknown, not missing
+    excerpt = not stated and len(missing) >= len(known)
     missing = [] if excerpt else missing
     groups = {pg for _, _, _, pg in last.values() if pg}
     seqs = {r: counters[r][0] if r in counters else seq - 1 for r, (_, seq, _, _) in last.items() if r >= 0}
@@ -263,8 +267,8 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
         seen = "; ".join(_progress(r, last[r][1], counters[r]) for r in sorted(counters)[:4])
         finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "moderate", "evidence": (
             f"watchdog: {len(last)} rank{'s' if len(last) > 1 else ''} ({_ranks(sorted(last))}) timed out in {op} "
-            f"#{seq} {waited}; the log holds no other rank's lines and no world size, so the rank it waits for is "
-            "not in it" + (f" ({seen})" if seen else "") + f"; {tip}")}
+            f"#{seq} {waited}; the log holds no other rank's lines and no world size, so the rank "
+            f"{'they wait' if len(last) > 1 else 'it waits'} for is not in it" + (f" ({seen})" if seen else "") + f"; {tip}")}
     else:  # without a stated world size, ranks missing from the log (an excerpt) cannot be ruled out: moderate
         finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high" if stated else "moderate", "evidence": (
             f"watchdog: every reporting rank ({len(last)}) timed out inside the same {op} #{seq} {waited}: the "

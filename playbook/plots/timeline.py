@@ -24,6 +24,7 @@ METRIC_LABELS = {
     "temp_c": "temperature (°C)",
     "busy_frac": "busy fraction (0-1, from step phases)",
     "busy_pct": "busy (% of time in compute phases)",
+    "kernel_busy_pct": "GPU busy (% of time a kernel or copy runs, from the trace)",
 }
 STATUS_COLORS = {
     "ok": "#2a9d8f",

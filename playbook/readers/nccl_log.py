@@ -81,6 +81,11 @@ _WATCHDOG_PG_RE = re.compile(r"\[PG (?:ID )?(?P<pg>\d+)(?: PG GUID (?P<guid>[^\s
                              r"watchdog at work: |failure detected by watchdog at work sequence id: |Timeout at NCCL "
                              r"work: )(?P<seq>\d+)(?:,?(?: PG status:)? last enqueued (?:NCCL )?work: (?P<enq>-?\d{1,19}), "
                              r"last completed (?:NCCL )?work: (?P<done>-?\d{1,19}))?")
+# the start of either watchdog message, whose rest a wrapped paste puts on the next line ("... operation timeout: " /
+# "WorkNCCL(SeqNum=2070, ..."; "... timeout) detected" / "by watchdog at work: 2070, last enqueued ..."; mila-iqia/
+# milabench#269)
+_WATCHDOG_HEAD_RE = re.compile(r"Watchdog caught collective|Exception \(either an error|failure detected by "
+                               r"watchdog|\] Timeout at NCCL")
 _TIMEOUT_DETAIL_RE = re.compile(r"^(\w+|\?) seq=(\d+) ran_ms=(-?\d+)(?: pg=(\S+))?(?: done=-?\d+ enq=-?\d+)?$")
 _COUNTERS_RE = re.compile(r" done=(-?\d{1,19}) enq=(-?\d{1,19})$")
 
@@ -144,11 +149,16 @@ class NcclLines:
         self.clean_hosts: set[str] = set()
         self.n_lines = self.n_nccl = 0
         self.timed_out: dict[int, dict] = {}  # each rank's last timeout row, for its process group (next line)
+        self.wrapped: tuple[int, str, int] | None = None  # a watchdog line cut short: (line number, text, rank)
 
     def feed(self, lineno: int, line: str, rank: int = -1) -> bool:
         """One line; `rank`: the rank the line's prefix names (-1: none), which a watchdog line's `[Rank N]` (the
         rank within its process group) does not override."""
         self.n_lines += 1
+        if (held := self.wrapped) is not None:  # the line before began a watchdog message and stopped short
+            self.wrapped = None
+            if self._watchdog(held[0], held[1].rstrip() + " " + line.lstrip(), held[2]):
+                return True
         if "NCCL" not in line and "Watchdog" not in line and "watchdog" not in line:
             return False
         rows = self.rows
@@ -158,28 +168,11 @@ class NcclLines:
             if m:
                 rows.append(_row("", -1, -1, -1, "version", detail=m.group(1), line=lineno))
                 return True
-            if (w := _WATCHDOG_RE.search(line)):
-                who = rank if rank >= 0 else int(w["rank"]) if w["rank"] else -1
-                row = _row(self.host, -1, -1, -1, "timeout", rank=who, line=lineno,
-                           detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}")
-                rows.append(row)
-                self.timed_out[who] = row
+            if self._watchdog(lineno, line, rank):
                 return True
-            if (p := _WATCHDOG_PG_RE.search(line)):
-                who = rank if rank >= 0 else int(p["rank"])
-                pg = p["guid"] or p["pg"]
-                row = self.timed_out.get(who)
-                if row is not None and f" seq={p['seq']} " in row["detail"]:
-                    if " pg=" not in row["detail"]:
-                        row["detail"] += f" pg={pg}"
-                else:  # the rank's own watchdog line is not in the log (an excerpt): it timed out all the same
-                    row = _row(self.host, -1, -1, -1, "timeout", rank=who, line=lineno,
-                               detail=f"? seq={p['seq']} ran_ms=-1 pg={pg}")
-                    rows.append(row)
-                    self.timed_out[who] = row
-                if p["done"] is not None and " done=" not in row["detail"]:
-                    row["detail"] += f" done={p['done']} enq={p['enq']}"
-                return True
+            if _WATCHDOG_HEAD_RE.search(line):  # its tail may be on the next line (a terminal's or a pager's wrap)
+                self.wrapped = (lineno, line, rank)
+                return True  # the watchdog's line, read with the next one
             b = _BARE_RE.search(line)
             if not b:
                 return False
@@ -213,6 +206,34 @@ class NcclLines:
                 row.update(host=base[0], pid=base[1], tid=base[2], device=base[3], line=lineno)
                 rows.append(row)
         return True
+
+    def _watchdog(self, lineno: int, line: str, rank: int) -> bool:
+        """A PyTorch watchdog line (its timeout, or its exception line with the process group and counters) → a
+        `timeout` row (or the group and counters added to the rank's row); False for any other line."""
+        rows = self.rows
+        if (w := _WATCHDOG_RE.search(line)):
+            who = rank if rank >= 0 else int(w["rank"]) if w["rank"] else -1
+            row = _row(self.host, -1, -1, -1, "timeout", rank=who, line=lineno,
+                       detail=f"{w['op']} seq={w['seq']} ran_ms={w['ran']}")
+            rows.append(row)
+            self.timed_out[who] = row
+            return True
+        if (p := _WATCHDOG_PG_RE.search(line)):
+            who = rank if rank >= 0 else int(p["rank"])
+            pg = p["guid"] or p["pg"]
+            row = self.timed_out.get(who)
+            if row is not None and f" seq={p['seq']} " in row["detail"]:
+                if " pg=" not in row["detail"]:
+                    row["detail"] += f" pg={pg}"
+            else:  # the rank's own watchdog line is not in the log (an excerpt): it timed out all the same
+                row = _row(self.host, -1, -1, -1, "timeout", rank=who, line=lineno,
+                           detail=f"? seq={p['seq']} ran_ms=-1 pg={pg}")
+                rows.append(row)
+                self.timed_out[who] = row
+            if p["done"] is not None and " done=" not in row["detail"]:
+                row["detail"] += f" done={p['done']} enq={p['enq']}"
+            return True
+        return False
 
     def result(self) -> tuple[pd.DataFrame, SkipCounter, dict]:
         _repair_spliced_hosts(self.rows, self.clean_hosts)

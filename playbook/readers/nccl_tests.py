@@ -10,6 +10,12 @@ and `error` for `#wrong`), one row per message size, then `# Out of bounds value
 names, an optional reduction op and root, then one or two groups of time (us), algbw and busbw (GB/s) and a wrong
 count (`0`, `0e+00` or `N/A`) — so rows pasted without their header are read too.
 
+A sweep over node pairs (one nccl-tests run per pair, as NCCL's maintainers ask for when one node is suspected)
+is often pasted as one line per pair: `se02gn644,se02gn699     49.36` (NVIDIA/nccl-tests#106) — two host names
+joined by `,` or `/` (or `<->`, ` - ` with spaces around it), one figure, an optional unit (GB/s by default, busbw as
+the tests print it) and `# comment`. Both names must hold a digit (cluster host names do; "loss,acc 0.3" does not).
+Read into `pairs`: [[host a, host b, GB/s]].
+
 Summary (`summary()`): tables, op (from the `*_perf` command or `Collective test starting:` line when printed),
 ranks [{rank, host, gpu}], sizes, peak busbw (GB/s, the larger of out-of-place and in-place) and the size it was
 reached at, the largest size's busbw, the printed average, rows with a wrong count above 0.
@@ -35,6 +41,9 @@ _AVG = re.compile(r"^#\s*+Avg bus bandwidth\s*+:\s*+(\d{1,12}+(?:\.\d{1,12}+)?)"
 _OP = re.compile(r"\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|"
                  r"hypercube)_perf\b")
 _NUM = re.compile(r"^\d{1,15}+(?:\.\d{1,15}+)?$")
+_PAIR = re.compile(r"^([A-Za-z][\w.\-]{0,62}?)\s*(?:[,/]|\s(?:<->|-)\s)\s*([A-Za-z][\w.\-]{0,62}?)\s*:?\s+"
+                   r"(\d{1,9}(?:\.\d{1,6})?)\s*(GB/s|Gb/s|Gbps)?\s*(?:#.{0,200})?$")
+_PAIR_SCALE = {None: 1.0, "GB/s": 1.0, "Gb/s": 1 / 8, "Gbps": 1 / 8}  # → GB/s
 _WRONG = re.compile(r"^(?:\d{1,15}+|\d(?:\.\d{1,6})?e[+-]\d{1,3}|N/A)$")
 
 
@@ -79,6 +88,7 @@ class NcclTestsTables:
         self.avg: list[float] = []
         self.tables = 0
         self._in_table = False
+        self.pairs: list[list] = []  # a node-pair sweep: [host a, host b, GB/s]
 
     def feed(self, body: str) -> bool:
         text = body.strip()
@@ -87,6 +97,11 @@ class NcclTestsTables:
         if text.startswith("#"):
             return self._comment(text)
         row = parse_row(text) if text[0].isdigit() else None  # (a row opens with its size)
+        if row is None and text[0].isalpha() and (p := _PAIR.match(text)):
+            a, b = p.group(1), p.group(2)
+            if a != b and any(c.isdigit() for c in a) and any(c.isdigit() for c in b) and len(self.pairs) < MAX_ROWS:
+                self.pairs.append([a, b, float(p.group(3)) * _PAIR_SCALE[p.group(4)]])
+                return True
         if row is None:
             m = _OP.search(text) if "_perf" in text else None
             if m and not self.op:
@@ -124,7 +139,7 @@ class NcclTestsTables:
     def summary(self) -> dict | None:
         """What the tables state (see the module docstring); None when no result row was read."""
         if not self.rows:
-            return None
+            return {"tables": 0, "rows": 0, "pairs": self.pairs} if self.pairs else None
         best = (-1.0, 0)
         for r in self.rows:
             for g in (r["oop"], r["ip"]):
@@ -140,12 +155,17 @@ class NcclTestsTables:
                 "avg_busbw_gb_s": self.avg[-1] if self.avg else None, "wrong_rows": wrong,
                 "ranks": ranks, "hosts": sorted({r["host"] for r in ranks if r["host"]}),
                 "gpus": sorted({r["gpu"] for r in ranks if r["gpu"]}),
-                "threads_gpus": list(self.threads) if self.threads else None}
+                "threads_gpus": list(self.threads) if self.threads else None,
+                **({"pairs": self.pairs} if self.pairs else {})}
 
 
 def describe(s: dict) -> str:
     """One line: 'nccl-tests all_reduce_perf: 13 sizes 8 B..128 MiB; peak busbw 21.86 GB/s at 128 MiB; 2 ranks on
     1 host (GeForce RTX 2080 Ti)'."""
+    if not s.get("rows"):
+        pairs = s.get("pairs") or []
+        return (f"nccl-tests node-pair sweep: {len(pairs)} pairs, busbw "
+                f"{min(p[2] for p in pairs):g}..{max(p[2] for p in pairs):g} GB/s" if pairs else "nccl-tests: nothing")
     op = f"{s['op']}_perf" if s.get("op") else "table"
     where = ""
     if s.get("ranks"):

@@ -20,6 +20,13 @@ into the missing ranks: the one a launcher's command line states (`mpirun -np 32
 "rank 2 / size 4", else the highest ready rank + 1 (then a missing rank above every ready one cannot be seen, and the
 detail says so). Each report (from one warning to the next) names a rank once.
 
+PyTorch's `torch.distributed.monitored_barrier` (c10d ProcessGroupGloo.cpp, torch >= 1.10) is the same report from
+rank 0: every other rank must acknowledge the barrier within the timeout, and rank 0 names the ones that did not —
+"[Rank 0]: Rank 1 failed to pass monitoredBarrier in 2000 ms" (the first one it finds) or, with
+`wait_all_ranks=True`, "[Rank 0]: Ranks 4, 5, 6, 7 failed to pass monitoredBarrier in 2000000 ms" (NVIDIA/nccl#849).
+Each rank it names is a `collective_stall` on that rank, once per file (the line repeats in tracebacks and the
+launcher's summary).
+
 A list of one time per rank, a line each ("Rank 3: 9.40ms"; FlagScale's straggler report, flagos-ai/FlagScale#938:
 "  optimizer:" / "    Min: 9.17ms, Max: 10.12ms, Avg: 9.55ms, Slowdown: 1.10x" / "    Rank 0: 9.98ms" ...) → one
 `rank_timings` event per list: the section it times (the nearest line above ending in ":"), the slowest and fastest
@@ -39,7 +46,9 @@ BLOCK_HEAD = re.compile(r"(?:^|[\s:>\]])(?:Stalled|Missing) ranks:\s*$")
 BLOCK_ROW = re.compile(r"(?:^|[\s:>\]])(\d{1,7})(!?): \[")
 # the world size a launcher's command line or Horovod's own start-up line states
 WORLD = re.compile(r"\b(?:mpirun|mpiexec|horovodrun)\b.{0,300}?\s-(?:np|n)\s+(\d{1,7})\b|\brank \d{1,7} / size (\d{1,7})\b")
-NEEDLES = ("ranks", "mpirun", "mpiexec", "horovodrun", "/ size")
+NEEDLES = ("ranks", "mpirun", "mpiexec", "horovodrun", "/ size", "monitoredBarrier")
+# c10d's monitored_barrier: the ranks (one, or every one with wait_all_ranks) that did not acknowledge it in T ms
+BARRIER = re.compile(r"\bRanks? (\d{1,7}(?:, ?\d{1,7}){0,4095}) failed to pass monitoredBarrier in (\d{1,12}) ms")
 
 
 class StallLines:
@@ -61,6 +70,10 @@ class StallLines:
             self.in_block = False
         if not any(n in body for n in NEEDLES):  # (the patterns below are case-sensitive, their words lowercase)
             return None
+        if "monitoredBarrier" in body and (b := BARRIER.search(body)):
+            ranks = sorted({int(r) for r in b.group(1).replace(" ", "").split(",")})
+            return self._name(ranks, f"did not pass torch.distributed.monitored_barrier within "
+                                     f"{int(b.group(2)) / 1e3:g} s (rank 0's report)")
         warning = WARNING.search(body) is not None
         if not warning and (w := WORLD.search(body)):
             self.world = max(self.world, int(w.group(1) or w.group(2)))

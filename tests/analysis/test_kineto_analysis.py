@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from playbook.analysis import kineto
@@ -333,3 +334,15 @@ def test_a_gpu_only_trace_reads_its_host_wait_as_unobserved():
     assert "GPU activity only" in evidence[0].text
     rows.append({"cat": "cpu_op", "name": "aten::mm", "ts_us": 0.0, "dur_us": 5.0, "tid": 1})
     assert kineto.summarize(Bundle(trace=_trace(rows)))["gpu_idle"]["host_ops"] is True
+
+
+def test_busy_timeline_known_answer():
+    """Rank 0 runs kernels over [0, 50) µs, rank 1 over [50, 100) (two overlapping streams count once); 4 bins of
+    25 µs over the ranks' common window: rank 0 busy 1, 1, 0, 0; rank 1 the reverse."""
+    t = _trace([_kernel(0, 30), _kernel(20, 30, stream=20),
+                _kernel(50, 50, rank=1), {"cat": "cpu_op", "name": "aten::mm", "ts_us": 0, "dur_us": 100, "rank": 1}])
+    tl = hta.busy_timeline(t, bins=4)
+    got = {r: g["busy_frac"].round(6).tolist() for r, g in tl.groupby("rank")}
+    assert got == {0: [1.0, 1.0, 0.0, 0.0], 1: [0.0, 0.0, 1.0, 1.0]}
+    assert (tl.loc[tl["rank"] == 0, "time"].diff().dropna() == pd.Timedelta(microseconds=25)).all()
+    assert hta.busy_timeline(_trace([{"cat": "cpu_op", "name": "aten::mm", "ts_us": 0, "dur_us": 9}])).empty

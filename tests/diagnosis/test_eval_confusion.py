@@ -518,6 +518,20 @@ CASES = [
         ("pytorch_100253_export_stacks_cpu.txt", "insufficient_data"),
         ("styletts2_217_line_profiler_main_loop.txt", "insufficient_data"),
         ("tf_benchmarks_208_tfprof_op_view.txt", "insufficient_data"))],
+    # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
+    # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
+    # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +
+    # analysis/nccl_bench.pair_findings, naming se02gn644), an nccl-tests init that hung on one host and a healthy
+    # table's latency rows (insufficient_data, right first), watchdog lines wrapped by the paste (read whole:
+    # readers/nccl_log; a few ranks without a world size are an excerpt: analysis/nccl.timeouts), c10d's
+    # monitored_barrier naming ranks 4-7 (refused first → readers/rank_reports)
+    *[(f"heldout35 {name}", want, _file(f"heldout35/{name}")) for name, want in (
+        ("nccl928_ib_error4_acs_warn.log", "link_degradation"),
+        ("nccl_tests106_node644_pair_busbw.txt", "link_degradation"),
+        ("nccl_tests115_a6000_iommu_hang.log", "insufficient_data"),
+        ("milabench269_reduce_watchdog_seq2070.log", "collective_straggler"),
+        ("nccl849_monitored_barrier_ranks4to7.log", "collective_straggler"),
+        ("nccl949_ring_after_acs_small_sizes.txt", "insufficient_data"))],
     # the eighteenth round: which rank is guilty in multi-rank logs (tests/data/eval/heldout18/SOURCES.md, real
     # excerpts): scored once as written — 1 of 7 right, one hung run called healthy, four refused; kept: Horovod's
     # stall check in three wordings (refused / healthy first → readers/rank_reports.py, naming ranks 1, 16 and 4),

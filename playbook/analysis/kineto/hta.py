@@ -27,7 +27,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from playbook.analysis.intervals import merge_intervals
+from playbook.analysis.intervals import covered_before, merge_intervals
 
 # GPU work that occupies a stream. gpu_user_annotation rows are projections of CPU annotations: never work.
 GPU_WORK_CATS = frozenset({"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "cuda_sync",
@@ -156,6 +156,31 @@ def temporal_breakdown(trace: pd.DataFrame) -> pd.DataFrame:
     for part in ("idle", "compute", "non_compute"):
         out[f"{part}_pct"] = 100.0 * out[f"{part}_us"] / out["span_us"].where(out["span_us"] > 0)
     return out
+
+
+TIMELINE_BINS = 120  # bins of a trace's busy timeline: a heatmap row a page can show, 1/120 of the window each
+
+
+def busy_timeline(trace: pd.DataFrame, bins: int = TIMELINE_BINS) -> pd.DataFrame:
+    """Per rank, the share of each time bin its GPU runs work (kernels, copies, memsets, syncs; the union over
+    streams, 0-1) over the ranks' common window, first to last trace event; columns time (UTC: the trace's µs from
+    the epoch, as Kineto writes them), rank, busy_frac. Empty without GPU work. The profiled window of a trace is
+    what a poll of utilization.gpu averages over, at a profiler's resolution."""
+    views = {r: v for r, v in _views(trace).items() if v.is_work.any()}
+    if not views:
+        return pd.DataFrame(columns=["time", "rank", "busy_frac"])
+    lo = min(float(np.nanmin(v.ts)) for v in views.values())
+    hi = max(float(np.nanmax(v.end)) for v in views.values())
+    edges = np.linspace(lo, hi, bins + 1) if hi > lo else np.array([lo, lo + 1.0])
+    width = np.diff(edges)
+    out = []
+    for rank, v in views.items():
+        work = np.flatnonzero(v.is_work)
+        starts, ends = merge_intervals(v.ts[work], v.end[work])
+        covered = np.diff(covered_before(starts, ends, edges))
+        out.append(pd.DataFrame({"time": pd.to_datetime(edges[:-1], unit="us", utc=True), "rank": rank,
+                                 "busy_frac": np.clip(covered / width, 0.0, 1.0)}))
+    return pd.concat(out, ignore_index=True)
 
 
 def idle_breakdown(trace: pd.DataFrame, kernel_wait_us: float = KERNEL_WAIT_US) -> pd.DataFrame:
