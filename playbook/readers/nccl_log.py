@@ -157,7 +157,10 @@ class NcclLines:
         self.n_lines += 1
         if (held := self.wrapped) is not None:  # the line before began a watchdog message and stopped short
             self.wrapped = None
-            if self._watchdog(held[0], held[1].rstrip() + " " + line.lstrip(), held[2]):
+            # a line that begins its own watchdog message is no wrapped tail (a cut line, then the next rank's:
+            # joined, the next rank's figures went to the cut line's rank and its own timeout was lost)
+            if not _WATCHDOG_HEAD_RE.search(line) and self._watchdog(held[0], held[1].rstrip() + " " + line.lstrip(),
+                                                                     held[2]):
                 return True
         if "NCCL" not in line and "Watchdog" not in line and "watchdog" not in line:
             return False

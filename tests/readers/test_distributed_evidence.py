@@ -126,3 +126,15 @@ def test_a_node_pair_sweep_file_names_the_degraded_node(tmp_path):
     log.write_text(_SWEEP)
     top = diagnose(read_file(log)).hypotheses[0]
     assert top["id"] == "link_degradation" and top["names"][0] == "gpu-a05"
+
+
+def test_a_cut_watchdog_line_does_not_take_the_next_ranks_line(tmp_path):
+    # a line cut short (an interleaved or truncated paste) followed by the next rank's whole line: each rank's own
+    # figures, the next rank's timeout not lost (joined, rank 2's ran_ms went to rank 1 and rank 2 was blamed as
+    # the rank that never reported)
+    log = tmp_path / "cut.log"
+    log.write_text(_timeout(0) + _timeout(1)[:150] + "\n" + _timeout(2) + _timeout(3))
+    rows = read_file(log).nccl
+    rows = rows[rows["kind"] == "timeout"]
+    assert 2 in rows["rank"].tolist() and 1 not in rows["rank"].tolist()
+    assert rows[rows["rank"] == 2]["line"].tolist() == [3]
