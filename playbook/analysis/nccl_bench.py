@@ -36,18 +36,23 @@ def pair_findings(pairs: list[list]) -> list[dict]:
     if len(pairs) < 3:
         return []
     values = sorted(p[2] for p in pairs)
-    ratio, cut = max(((hi / lo if lo > 0 else float("inf"), lo) for lo, hi in zip(values[:-1], values[1:],
-                                                                                    strict=True)), key=lambda x: x[0])
+    # (a pair at 0 GB/s beside one above it is an infinite gap; two at 0 are one group, no gap)
+    ratio, cut = max(((hi / lo if lo > 0 else float("inf") if hi > 0 else 1.0, lo)
+                      for lo, hi in zip(values[:-1], values[1:], strict=True)), key=lambda x: x[0])
     if ratio < SLOW_GAP:
         return []
     slow = [p for p in pairs if p[2] <= cut]
     fast_hosts = {h for p in pairs if p[2] > cut for h in p[:2]}
+    distinct = list({frozenset(p[:2]): p for p in slow}.values())  # a pair measured twice is one pair, not two
     count: dict[str, int] = {}
-    for p in slow:
+    for p in distinct:
         for h in p[:2]:
             count[h] = count.get(h, 0) + 1
     guilty = sorted(h for h, n in count.items() if n >= 2 and h not in fast_hosts)
-    open_pairs = [p for p in slow if not ({p[0], p[1]} & (set(guilty) | fast_hosts))]
+    open_pairs = [p for p in distinct if not ({p[0], p[1]} & (set(guilty) | fast_hosts))]
+    # a sound node's one slow pair: its partner is the suspect (one pair only: moderate)
+    suspects = [(p, b) for p in distinct for a, b in (p[:2], p[1::-1]) if a in fast_hosts
+                and b not in fast_hosts and b not in guilty]
     fast = [p[2] for p in pairs if p[2] > cut]
     told = (f"node-pair sweep: {len(slow)} of {len(pairs)} pairs at {min(p[2] for p in slow):g}-{cut:g} GB/s busbw "
             f"against {min(fast):g}-{max(fast):g} GB/s for the rest ({ratio:.1f}x)")
@@ -60,6 +65,12 @@ def pair_findings(pairs: list[list]) -> list[dict]:
             f"{' and '.join(str(count[h]) for h in guilty)} slow pairs and no fast one"
             + (f", while {', '.join(cleared)} also {'has' if len(cleared) == 1 else 'have'} a fast pair"
                if cleared else "") + ": the node common to the slow pairs")})
+    if suspects:
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "moderate",
+                    "hosts": sorted({b for _, b in suspects}), "evidence": f"{told}; " + "; ".join(
+                        f"{p[0]}-{p[1]} slow ({p[2]:g} GB/s) while {p[1] if b == p[0] else p[0]} has a fast pair: "
+                        f"{b} the suspect (in one slow pair: pair it with another node of a fast pair to confirm)"
+                        for p, b in suspects[:4])})
     if open_pairs:
         out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "moderate", "evidence": (
             f"{told}; " + "; ".join(f"{a}-{b} slow ({v:g} GB/s): one of the two, not told apart (pair each with a "

@@ -138,3 +138,23 @@ def test_a_cut_watchdog_line_does_not_take_the_next_ranks_line(tmp_path):
     rows = rows[rows["kind"] == "timeout"]
     assert 2 in rows["rank"].tolist() and 1 not in rows["rank"].tolist()
     assert rows[rows["rank"] == 2]["line"].tolist() == [3]
+
+
+def test_a_sweep_at_zero_busbw_is_no_traceback():
+    # pairs that moved nothing (a failed run writes 0): two at 0 are one group; the crash was min() of no fast pair
+    assert nb.pair_findings([["n1", "n2", 0.0], ["n3", "n4", 0.0], ["n5", "n6", 0.0]]) == []
+    found = nb.pair_findings([["n1", "n2", 0.0], ["n3", "n4", 0.0], ["n5", "n6", 90.0]])
+    assert found and "hosts" not in found[-1]
+
+
+def test_a_pair_measured_twice_is_one_slow_pair_not_two():
+    # the same slow pair run again is no group test: neither of its nodes is in two slow pairs
+    found = nb.pair_findings([["n1", "n2", 49.0], ["n2", "n1", 48.5], ["n3", "n4", 88.0], ["n5", "n6", 87.0]])
+    assert [f.get("hosts") for f in found] == [None] and "one of the two, not told apart" in found[0]["evidence"]
+
+
+def test_a_sound_nodes_one_slow_pair_names_its_partner_as_the_suspect():
+    # n1 has a fast pair (n1-n2), so its slow pair with n3 points at n3 (the module's rule; it was dropped silently)
+    found = nb.pair_findings([["n1", "n2", 180.0], ["n1", "n3", 90.0], ["n4", "n5", 179.0]])
+    assert [(f["level"], f.get("hosts")) for f in found] == [("moderate", ["n3"])]
+    assert "n1-n3 slow (90 GB/s) while n1 has a fast pair: n3 the suspect" in found[0]["evidence"]
