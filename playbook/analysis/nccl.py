@@ -230,7 +230,9 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     # without a stated world size the world is guessed from the highest rank seen; a hang keeps a few ranks out of a
     # collective, so when the ranks that never reported would be at least as many as those that did, the log is far
     # likelier an excerpt (one host's, or one rank's, lines) than a majority hung: the others are unknown, not missing
-    excerpt = not stated and len(missing) >= len(known)
+    # (one rank's lines alone are one too, rank 0's included: no rank is missing below it, and it still waits on
+    # others)
+    excerpt = not stated and (len(known) == 1 or len(missing) >= len(known))
     missing = [] if excerpt else missing
     groups = {pg for _, _, _, pg in last.values() if pg}
     seqs = {r: counters[r][0] if r in counters else seq - 1 for r, (_, seq, _, _) in last.items() if r >= 0}

@@ -158,3 +158,11 @@ def test_a_sound_nodes_one_slow_pair_names_its_partner_as_the_suspect():
     found = nb.pair_findings([["n1", "n2", 180.0], ["n1", "n3", 90.0], ["n4", "n5", 179.0]])
     assert [(f["level"], f.get("hosts")) for f in found] == [("moderate", ["n3"])]
     assert "n1-n3 slow (90 GB/s) while n1 has a fast pair: n3 the suspect" in found[0]["evidence"]
+
+
+def test_rank_0_alone_without_a_world_size_is_an_excerpt_not_a_collective_that_never_finished(tmp_path):
+    # one rank's view (round 18's rule): rank 0 has no lower rank to miss, yet it waits on ranks the log does not hold
+    log = tmp_path / "rank0.log"
+    log.write_text(_timeout(0))
+    finding = an.timeouts(read_file(log).nccl)["findings"][0]
+    assert finding["hypothesis"] == "collective_straggler" and "the rank it waits for is not in it" in finding["evidence"]
