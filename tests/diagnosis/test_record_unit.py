@@ -92,3 +92,14 @@ def test_health_names_the_cadence_test_only_where_it_ran(tmp_path):
     assert "no slow epochs recurring every N epochs" in healthy_texts(steady)
     three = _write(tmp_path, "steps.csv", ["step,loss,step_time", "1,2.0,0.50", "2,1.9,0.51", "3,1.8,0.50"])
     assert not any("recurring" in t for t in healthy_texts(three)), healthy_texts(three)
+
+
+def test_health_does_not_claim_the_cadence_test_when_warm_up_leaves_too_few_steps(tmp_path):
+    """11 steps, the first two warm-up: the cadence search (step_times.periodic_slow_steps) drops them and has 9 of
+    its 10, so it did not run and the page must not say "no slow steps recurring"."""
+    times = [2.0, 1.9] + [0.50 + 0.01 * (i % 2) for i in range(9)]
+    path = _write(tmp_path, "steps.csv", ["step,loss,step_time"] + [f"{i + 1},1.0,{t:.2f}" for i, t in enumerate(times)])
+    result = diagnose(read_paths([path]))
+    assert result.steps["steps"] == 11 and result.steps["warmup_steps"] == 2
+    evidence = [str(h["evidence"]) for h in result.hypotheses if h["id"] == "healthy"]
+    assert evidence and not any("recurring" in e for e in evidence), evidence
