@@ -162,6 +162,7 @@ class NcclLines:
             if not _WATCHDOG_HEAD_RE.search(line) and self._watchdog(held[0], held[1].rstrip() + " " + line.lstrip(),
                                                                      held[2]):
                 return True
+            self._cut_short(held[0])
         if "NCCL" not in line and "Watchdog" not in line and "watchdog" not in line:
             return False
         rows = self.rows
@@ -238,7 +239,14 @@ class NcclLines:
             return True
         return False
 
+    def _cut_short(self, lineno: int) -> None:
+        """Count a watchdog message whose figures are neither on its line nor on the next (cut, not wrapped)."""
+        self.skips.skip(lineno, "watchdog message cut short: its collective, sequence and duration not read")
+
     def result(self) -> tuple[pd.DataFrame, SkipCounter, dict]:
+        if self.wrapped is not None:  # the file ends on a watchdog message that stopped short
+            self._cut_short(self.wrapped[0])
+            self.wrapped = None
         _repair_spliced_hosts(self.rows, self.clean_hosts)
         frame = _frame(self.rows, self.source)
         return frame, self.skips, {"lines": self.n_lines, "nccl_lines": self.n_nccl, "facts": int(len(frame))}

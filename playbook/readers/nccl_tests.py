@@ -41,7 +41,8 @@ _AVG = re.compile(r"^#\s*+Avg bus bandwidth\s*+:\s*+(\d{1,12}+(?:\.\d{1,12}+)?)"
 _OP = re.compile(r"\b(all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|"
                  r"hypercube)_perf\b")
 _NUM = re.compile(r"^\d{1,15}+(?:\.\d{1,15}+)?$")
-_PAIR = re.compile(r"^([A-Za-z][\w.\-]{0,62}?)\s*(?:[,/]|\s(?:<->|-)\s)\s*([A-Za-z][\w.\-]{0,62}?)\s*:?\s+"
+_HOST = r"(?:[A-Za-z][\w.\-]{0,62}?|\d{1,3}(?:\.\d{1,3}){3})"  # a host name, or an IPv4 address (sweeps by IP)
+_PAIR = re.compile(rf"^({_HOST})\s*(?:[,/]|\s(?:<->|-)\s)\s*({_HOST})\s*:?\s+"
                    r"(\d{1,9}(?:\.\d{1,6})?)\s*(GB/s|Gb/s|Gbps)?\s*(?:#.{0,200})?$")
 _PAIR_SCALE = {None: 1.0, "GB/s": 1.0, "Gb/s": 1 / 8, "Gbps": 1 / 8}  # → GB/s
 _WRONG = re.compile(r"^(?:\d{1,15}+|\d(?:\.\d{1,6})?e[+-]\d{1,3}|N/A)$")
@@ -97,7 +98,7 @@ class NcclTestsTables:
         if text.startswith("#"):
             return self._comment(text)
         row = parse_row(text) if text[0].isdigit() else None  # (a row opens with its size)
-        if row is None and text[0].isalpha() and (p := _PAIR.match(text)):
+        if row is None and text[0].isalnum() and (p := _PAIR.match(text)):
             a, b = p.group(1), p.group(2)
             if a != b and any(c.isdigit() for c in a) and any(c.isdigit() for c in b) and len(self.pairs) < MAX_ROWS:
                 self.pairs.append([a, b, float(p.group(3)) * _PAIR_SCALE[p.group(4)]])

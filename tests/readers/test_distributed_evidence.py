@@ -166,3 +166,27 @@ def test_rank_0_alone_without_a_world_size_is_an_excerpt_not_a_collective_that_n
     log.write_text(_timeout(0))
     finding = an.timeouts(read_file(log).nccl)["findings"][0]
     assert finding["hypothesis"] == "collective_straggler" and "the rank it waits for is not in it" in finding["evidence"]
+
+
+def test_a_watchdog_message_cut_short_is_counted_not_dropped(tmp_path):
+    # a cut line followed by another rank's whole one, and a cut line that ends the file: each is a counted skip
+    # naming its line (they had counted as understood NCCL lines that left no row)
+    log = tmp_path / "cut.log"
+    log.write_text(_timeout(0)[:150] + "\n" + _timeout(1) + _timeout(2)[:150] + "\n")
+    bundle = read_file(log)
+    assert bundle.nccl[bundle.nccl["kind"] == "timeout"]["rank"].tolist() == [1]
+    said = " ".join(bundle.warnings)
+    assert "skipped 2 of 3 rows" in said and "line 1: watchdog message cut short" in said, bundle.warnings
+    assert "line 3: watchdog message cut short" in said, bundle.warnings
+
+
+def test_a_sweep_by_ip_address_is_read():
+    # pairs named by IPv4 address (hosts without names in the job's hostfile) were not read at all
+    scan = nt.NcclTestsTables()
+    lines = ["10.0.0.1,10.0.0.2 88.1", "10.0.0.3,10.0.0.4 87.5", "10.0.0.1,10.0.0.5 49.0", "10.0.0.3,10.0.0.5 48.7"]
+    assert [scan.feed(line) for line in lines] == [True] * 4
+    pairs = scan.summary()["pairs"]
+    assert pairs[0] == ["10.0.0.1", "10.0.0.2", 88.1]
+    assert nb.pair_findings(pairs)[0]["hosts"] == ["10.0.0.5"]
+    scan.feed("       8             2     float     sum      -1    5.10    0.00    0.00      0")
+    assert len(scan.summary()["pairs"]) == 4  # a table row is no pair
