@@ -311,7 +311,6 @@ class TableBuilder:
         self.gpu_ids: dict[str, int] = {}
         self.rows = 0
         self.seen = 0  # data rows offered so far (the tick of a row without a time column)
-        self.wide_empty = 0
         self.blanked = 0  # unreadable metric cells left empty in rows kept for their other readings
         self.blanked_why: list[str] = []
 
@@ -417,10 +416,9 @@ class TableBuilder:
         for g, positions in groups:
             keep = good.copy()
             has = np.zeros(n, dtype=bool)
-            for p in positions:
-                has |= np.isfinite(values[p])
-            if g is not None:  # a per-GPU column group: rows where this GPU has any value
-                self.wide_empty += int((keep & ~has).sum()) if not self.plain and g == self.gpus[0] else 0
+            for p in positions:  # an infinite reading is a reading: schema.check_physics counts and blanks it
+                has |= ~np.isnan(values[p])
+            if g is not None:  # a per-GPU column group: rows where this GPU has any value (an empty cell is no sample)
                 keep &= has
             elif self.sparse:  # a training loop's table: rows other loggers wrote (loss only) hold no sample
                 keep &= has

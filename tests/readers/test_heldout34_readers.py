@@ -114,3 +114,15 @@ def test_a_bad_line_in_a_metric_file_is_counted(tmp_path):
 
 def test_two_numbers_a_line_without_an_epoch_is_not_a_metric_file():
     assert not detect.module("metric_file").sniff("12 50.0 0\n13 60.0 1\n")
+
+
+def test_an_infinite_reading_is_counted_not_dropped(tmp_path):
+    """MLflow writes `inf` as it logs it; a value past float range reads as inf too. The row vanished without a
+    word (a per-GPU column group kept only rows with a finite value); now the physics check counts and blanks it."""
+    folder = tmp_path / "run" / "metrics" / "system"
+    folder.mkdir(parents=True)
+    (folder / "gpu_0_utilization_percentage").write_text(
+        "1700000000000 50 0\n1700000001000 inf 1\n1700000002000 1e500 2\n1700000003000 70 3\n")
+    bundle = read_paths([folder / "gpu_0_utilization_percentage"])
+    assert len(bundle.telemetry) == 4 and bundle.telemetry["util_pct"].isna().sum() == 2
+    assert any("2 values outside what a GPU can report" in w for w in bundle.warnings), bundle.warnings
