@@ -163,14 +163,14 @@ TIMELINE_BINS = 120  # bins of a trace's busy timeline: a heatmap row a page can
 
 def busy_timeline(trace: pd.DataFrame, bins: int = TIMELINE_BINS) -> pd.DataFrame:
     """Per rank, the share of each time bin its GPU runs work (kernels, copies, memsets, syncs; the union over
-    streams, 0-1) over the ranks' common window, first to last trace event; columns time (UTC: the trace's µs from
+    streams, 0-1) over the ranks' common window, first to last GPU op; columns time (UTC: the trace's µs from
     the epoch, as Kineto writes them), rank, busy_frac. Empty without GPU work. The profiled window of a trace is
     what a poll of utilization.gpu averages over, at a profiler's resolution."""
     views = {r: v for r, v in _views(trace).items() if v.is_work.any()}
     if not views:
         return pd.DataFrame(columns=["time", "rank", "busy_frac"])
-    lo = min(float(np.nanmin(v.ts)) for v in views.values())
-    hi = max(float(np.nanmax(v.end)) for v in views.values())
+    lo = min(float(np.nanmin(v.ts[v.is_work])) for v in views.values())  # the GPUs' window: a stray host event
+    hi = max(float(np.nanmax(v.end[v.is_work])) for v in views.values())  # far from the rest does not stretch it
     edges = np.linspace(lo, hi, bins + 1) if hi > lo else np.array([lo, lo + 1.0])
     width = np.diff(edges)
     out = []
