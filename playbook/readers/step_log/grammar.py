@@ -85,6 +85,7 @@ from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.fraction_pair import FractionPairs
 from playbook.readers.step_log.key_block import KeyBlock
 from playbook.readers.step_log.pending import PendingStep
+from playbook.readers.step_log.repeats import carry_stamps
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.running_avg import bracket_windows, column_for
 from playbook.readers.step_log.running_parts import running_parts
@@ -569,7 +570,7 @@ class StepLines:
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
-        time = np.frombuffer(self.time, dtype=np.int64) if n else np.empty(0, np.int64)
+        time = carry_stamps(step, rank, np.frombuffer(self.time, dtype=np.int64)) if n else np.empty(0, np.int64)
         line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
         out = {"chosen": None, "how": None, "n_records": n, "restarts": self.reruns.found()}
         if not n:
