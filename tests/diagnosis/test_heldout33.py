@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from heldout_rounds import verdict_tests
 
 from playbook.readers import read_paths
@@ -32,14 +33,22 @@ NOT_YET = {
                                   "than 5 rows, so its excess becomes a 79% noise floor and the verdict healthy; "
                                   "no input-wait phase is logged to show the cold read",
     "semseg_bgca_2_data_batch_remain.log": "the logged iterations take 0.6 s (data 0.001 s) while the stamps and the "
-                                           "running means say 3.0-3.8 s an iteration: the steps between the lines "
-                                           "are slow; the engine measures a run against its own pace (here the "
-                                           "windows', flat) and has no test of a meter's current value against its "
-                                           "windows' mean (between_steps from one 2.3 s gap instead)",
+                                           "windows' means (read right now: 2.9-3.8 s an iteration) say the steps "
+                                           "between the lines are slow; the engine measures a run against its own "
+                                           "pace and has no test of a meter's current value against its windows' "
+                                           "mean: 4 windows are too few to tell a stall (insufficient_data)",
 }
 
 
-test_verdict, test_no_losing_run_is_called_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)
+test_verdict, _not_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)
+CALLED_HEALTHY = {"keras_6503_first_epoch.log"}  # still called healthy (its NOT_YET reason): a strict xfail here too
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=NOT_YET[n])]
+                                                if n in CALLED_HEALTHY else []) for n, ids in ACCEPTED.items()
+                                  if "healthy" not in ids])
+def test_no_losing_run_is_called_healthy(name):
+    _not_healthy(name)
 
 
 def _steps(name):

@@ -74,3 +74,27 @@ def test_a_trainer_loading_its_data_is_a_data_event(tmp_path):
     ev = _read(tmp_path, text).events
     kinds = ev["kind"].tolist()
     assert kinds.count("data_load") == 2 and cause_of_event("data_load") == "data_starvation"
+
+
+def test_a_running_mean_written_by_two_handlers_still_gives_its_windows(tmp_path):
+    # `Batch 0.500 (1.1818)`: the last step's time and the mean since the epoch began, every 10 steps, each line
+    # written twice; the copy is no new epoch, so the windows' means (3 s a step) come back from the brackets
+    lines = []
+    for i, p in enumerate((100, 110, 120, 130, 140)):
+        rec = (f"Epoch: [1/10][{p}/5000] Data 0.001 (0.010) Batch 0.500 ({(100 + 3 * (p - 100)) / p:.4f}) "
+               f"Loss {2.0 - 0.1 * i:.4f}.")
+        lines.append(f"[2023-04-01 10:{i // 2:02d}:{30 * (i % 2):02d},000 INFO train.py line 300 123] {rec}\n")
+        lines.append(f"INFO:main-logger:{rec}\n")
+    st = _steps(_read(tmp_path, "".join(lines)))
+    assert list(st["step"]) == [110, 120, 130, 140] and np.allclose(st["duration_s"], 3.0, atol=0.02)
+
+
+def test_only_a_copy_takes_the_stamp_of_its_step():
+    from playbook.readers.step_log.repeats import carry_stamps
+    from playbook.readers.step_log.vocab import NAT
+    step, rank = np.array([34, 34, 35]), np.array([-1, -1, -1])
+    time = np.array([1_000, NAT, NAT], dtype=np.int64)
+    copy = {"time": np.array([4.1, 4.1, 4.2]), "fwd": np.array([0.6, 0.6, 0.6])}
+    assert carry_stamps(step, rank, time, copy).tolist() == [1_000, 1_000, NAT]
+    other = {"time": np.array([np.nan, 4.1, 4.2]), "fwd": np.array([0.6, 0.65, 0.6])}  # a timer line beside it
+    assert carry_stamps(step, rank, time, other).tolist() == [1_000, NAT, NAT]

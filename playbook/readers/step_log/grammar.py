@@ -570,13 +570,14 @@ class StepLines:
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)
-        time = carry_stamps(step, rank, np.frombuffer(self.time, dtype=np.int64)) if n else np.empty(0, np.int64)
+        time = np.frombuffer(self.time, dtype=np.int64) if n else np.empty(0, np.int64)
         line = np.frombuffer(self.line, dtype=np.int64) if n else np.empty(0, np.int64)
         out = {"chosen": None, "how": None, "n_records": n, "restarts": self.reruns.found()}
         if not n:
             return self.epochs.result(out)
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
+        time = carry_stamps(step, rank, time, cols)  # a record's copy without a stamp: the stamp is its own
         cols.update(smoothed_columns(self.smoothed, cols, np.frombuffer(self.pos, np.int64), step, rank))
         cols.update(bracket_windows(cols, self.avg_cols, np.frombuffer(self.pos, np.int64), rank, step))
         roles = self.field_role
