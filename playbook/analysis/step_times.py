@@ -103,6 +103,9 @@ ALPHA = 0.01
 SLOW_Z = 3.5
 SLOW_FACTOR = 1.2
 CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to matter
+# steps after warm-up a search for slow steps every N steps needs: 3 slow ones on a lattice of N ≥ 2 within a third
+# of the run (periodic_slow_steps); fewer, and "no slow steps recur" is untested, not found
+PERIODIC_MIN_STEPS = 10
 GC_KINDS = cause(cause_ids.GC_PAUSE).event_kinds  # event kinds of a garbage-collection pause
 STALL_EVENT_KINDS = cause(cause_ids.PERIODIC_STALL).event_kinds  # scheduled loop stalls
 
@@ -283,11 +286,11 @@ def periodic_slow_steps(fleet: pd.DataFrame, events: pd.DataFrame | None = None,
     Warm-up steps at the start are left out. `benign` marks a cadence tied to the optimizer step (gradient
     accumulation): an optimizer phase logged only on the slow steps, or an exact short period (≤ ACCUM_MAX_N
     steps, every lattice step slow) with a constant slow/normal ratio and no stall event there."""
-    if len(fleet) < 10:
+    if len(fleet) < PERIODIC_MIN_STEPS:
         return None
     warm = warmup_steps(fleet["duration_s"].to_numpy(dtype=np.float64))
     fleet = fleet.iloc[warm:]
-    if len(fleet) < 10:
+    if len(fleet) < PERIODIC_MIN_STEPS:
         return None
     d = fleet["duration_s"].to_numpy(dtype=np.float64)
     step = fleet["step"].to_numpy(dtype=np.int64)

@@ -22,6 +22,7 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
   accounting   {} or the what-if accounting (analysis.accounting, attributed by diagnosis.attribution): basis
                gpu|wall, wall_s (GPU-seconds or rank wall-seconds), ideal_s, lost_s, lost_share (lost ÷ all of the
                basis, 0-1), noise_floor_share and noise_floor (how it was measured), warmup_s, span_s, units,
+               after_end_s (seconds of the recording after the job's last work, not counted; GPU basis),
                buckets [{kind, seconds, share, cause (a cause id, "healthy" for a benign cadence, or
                "unexplained"), names, windows [[start_s, end_s]] since the run's start, steps, detail, evidence}]
   gpus         [{id "host:index", host, index, mean_util_pct, status ok|underutilized|saturated|throttled|lost,
@@ -56,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from playbook.analysis.accounting import account
+from playbook.analysis.gpus import fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import run_restarts
 from playbook.core.jsonable import to_jsonable
@@ -113,6 +115,11 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         return _assemble(run, ranked, acc)
 
 
+# a tail a reader would miss in the totals: the accounting's GPU time then differs from the recording's span by a
+# tenth or more (an 11 s tail of a 4.4 min recording is within what the warm-up and edges already move)
+AFTER_END_NOTE = 0.1
+
+
 def _accounting(run: Run, ranked: list[dict]):
     """The what-if accounting of the inputs, its buckets attributed (None without a time axis)."""
     try:
@@ -121,6 +128,9 @@ def _accounting(run: Run, ranked: list[dict]):
     except Exception as exc:  # the accounting must not stop the diagnosis either
         run.warnings.append(f"accounting skipped: {type(exc).__name__}: {exc}"[:300])
         return None
+    if acc is not None and acc.after_end_s >= AFTER_END_NOTE * acc.span_s:
+        run.warnings.append(f"the recording runs {fmt_span(acc.after_end_s)} past the job's last work (every GPU "
+                            "idle and its memory let go: the poller outlived the job); that tail is not counted")
     if acc is not None:
         attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps,
                               run.detail.get("drop_causes", ()), ranking.observations(run.findings))

@@ -390,6 +390,10 @@ def unexplained_hypothesis(acc: Accounting, score: float, ranked: list[dict] | N
             "lost_share": round(sum(b.share for b in rest), 4), "names": names[:16], "named": len(names)}
 
 
+# buckets of a level held all run long (accounting.gpu_time): their one window is the whole span, no place to name
+THROUGHOUT_KINDS = ("steady_idle", "idle_gpu", "underused_gpu")
+
+
 def _where(b: Bucket, record: str = "step") -> str:
     """" on rank 1, rank 2; at steps 57, 143" / " at 5–8 s, 13–16 s …": who and when, short (`record`: what a
     step number counts, Accounting.record)."""
@@ -399,7 +403,7 @@ def _where(b: Bucket, record: str = "step") -> str:
     if b.steps and len(b.steps) <= 2 * max(len(b.windows), 1):
         parts.append(f"at {record}{'' if len(b.steps) == 1 else 's'} " + ", ".join(map(str, b.steps[:5]))
                      + (" …" if len(b.steps) > 5 else ""))
-    elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind.endswith("_gpu")):
+    elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind in THROUGHOUT_KINDS):
         parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
                      + (" …" if len(b.windows) > 3 else ""))
     return (" " + "; ".join(parts)) if parts else ""

@@ -58,7 +58,7 @@ CATALOG: tuple[Cause, ...] = (
         "unexplained_slowdown",
         "GPU time lost to something no input explains",
         fix="record what the verdict names next, at the windows it names, and diagnose again",
-        next_step="record step phases (`playbook record -- python train.py`) and GPU power and clocks over the windows named, or a torch.profiler trace of a slow and a normal step",
+        next_step="record step phases (`playbook record -- python train.py`) and GPU power and clocks while it runs slow, or a torch.profiler trace of a slow and a normal step",
         notebook="notebooks/01_triage.ipynb",
         kind="verdict",
     ),

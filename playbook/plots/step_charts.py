@@ -12,11 +12,13 @@ from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from playbook.plots.style import PALETTE, PHASE_COLORS, figure, outside_legend
 
 EVENT_COLORS = {"checkpoint": "#9b5de5", "eval": "#f15bb5", "recompile": "#e63946", "compile": "#e9c46a",
                 "gc": "#6c757d"}
+FEW_POINTS = 30  # records up to which step_stalls marks each one (one step was an empty chart)
 _CYCLE = ["#e76f51", "#2a9d8f", "#264653", "#e9c46a", "#9b5de5", "#f4a261", "#8ab17d"]
 
 
@@ -58,8 +60,13 @@ def step_times(runs: Mapping[str, pd.DataFrame] | pd.DataFrame, events: pd.DataF
 
 
 def _display_unit(median_s: float) -> tuple[str, float]:
-    """(unit, per second) to show step times of median `median_s` seconds in: ms under 10 s, s under 10 min, min."""
-    return ("ms", 1e3) if median_s < 10 else ("s", 1.0) if median_s < 600 else ("min", 1 / 60)
+    """(unit, per second) to show step times of median `median_s` seconds in: ms under 1 s, s under 10 min, min."""
+    return ("ms", 1e3) if median_s < 1 else ("s", 1.0) if median_s < 600 else ("min", 1 / 60)
+
+
+def _amount(x: float) -> str:
+    """`x` with three significant digits and no exponent: 0.0123, 4.86, 4,860 (a legend's "4.86e+03 ms")."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
 
 
 def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None, title: str | None = None,
@@ -83,13 +90,15 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
     shown = fleet["duration_s"].to_numpy(dtype="float64") * per_s  # in `unit`
     scale, by_work = work_scale(shown, fleet["work"].to_numpy(dtype="float64"))
     slow = slow_steps(shown / scale)
-    ax.plot(fleet["step"], shown, lw=0.8, color="#264653", label=f"{record} time" + (" (median over ranks)" if (
+    few = len(fleet) <= FEW_POINTS  # a line through one or a few records draws nothing visible: mark each
+    ax.plot(fleet["step"], shown, lw=0.8, color="#264653", marker="o" if few else None, markersize=4,
+            label=f"{record} time" + (" (median over ranks)" if (
         slowest := _slowest_rank(steps, median_s * 1e3)) is not None else ""))
     if slowest is not None:  # a rank persistently slower than the median rank: the one the others wait for
         rank, series = slowest
         ax.plot(series.index, series.to_numpy() * per_s, lw=0.8, color="#f4a261",
-                label=f"rank {rank} (slowest, median {series.median() * per_s:.3g} {unit})")
-    ax.axhline(float(np.median(shown)), color="#6c757d", lw=1, ls="--", label=f"median {np.median(shown):.3g} {unit}")
+                label=f"rank {rank} (slowest, median {_amount(series.median() * per_s)} {unit})")
+    ax.axhline(float(np.median(shown)), color="#6c757d", lw=1, ls="--", label=f"median {_amount(float(np.median(shown)))} {unit}")
     if by_work is not None:  # the time each step's own work takes at the run's median pace
         ax.plot(fleet["step"], float(np.median(shown / scale)) * scale, lw=0.8, color="#2a9d8f", alpha=0.8,
                 label="expected for its work")
@@ -101,13 +110,16 @@ def step_stalls(steps: pd.DataFrame, events: pd.DataFrame | None = None, ax=None
         rank, phase, series = waits
         who = f"rank {rank} " if rank >= 0 else ""
         ax.fill_between(series.index, series.to_numpy() * per_s, color=PHASE_COLORS.get(phase, "#ced4da"), alpha=0.35,
-                        step="mid", label=f"{who}{phase} wait (median {series.median() * per_s:.3g} {unit})")
+                        step="mid", label=f"{who}{phase} wait (median {_amount(series.median() * per_s)} {unit})")
     if events is not None and len(events):
         _event_lines(ax, events[events["step"].notna() & (events["step"] >= 0)], ls=":", alpha=0.8)
     ax.set_xlabel(record)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # records are counted: no tick at step 0.96
+    if (first := float(fleet["step"].min())) + 2 > (last := float(fleet["step"].max())):
+        ax.set_xlim(first - 1, last + 1)  # one or two records: a span the integer ticks can mark
     ax.set_ylabel(f"{record} time ({unit})")
     ax.set_ylim(bottom=0)
-    ax.set_title(title or f"{record.capitalize()} time per {record} (red: stalls)")
+    ax.set_title(title or f"Time per {record} (red: stalls)")
     outside_legend(ax, fontsize="small")
     return fig
 

@@ -100,20 +100,36 @@ def status_map(diagnosis: dict[str, Any]) -> dict[str, str]:
     return {str(g.get("id")): str(g.get("status")) for g in diagnosis.get("gpus") or [] if g.get("id")}
 
 
-def warnings_html(warnings: list[str], limit: int = 12) -> str:
-    """Reader warnings as an escaped HTML list: identical messages counted once, at most `limit` shown."""
+_WARNING_KINDS = {  # whose warnings: the words before the count, and what they are
+    "reader": ("reader warning", "expected for inputs without headers or timestamps; each names its file and line"),
+    "analysis": ("analysis note", "what an analysis could not do with these inputs, or assumed"),
+}
+
+
+def warnings_html(warnings: list[str], limit: int = 12, kind: str = "reader") -> str:
+    """Reader (or, `kind` "analysis", the diagnosis's) warnings as an escaped HTML list: identical messages counted
+    once, at most `limit` shown."""
     from collections import Counter
 
+    noun, what = _WARNING_KINDS[kind]
     if not warnings:
-        return "<p><em>No reader warnings.</em></p>"
+        return f"<p><em>No {noun}s.</em></p>"
     counts = Counter(str(w) for w in warnings)
     items = [f"<li>{html.escape(w)}{f' <small>(×{n})</small>' if n > 1 else ''}</li>"
              for w, n in counts.most_common(limit)]
     more = len(counts) - limit
     tail = f"<li><em>and {more} more kinds</em></li>" if more > 0 else ""
-    return (f'<p>{len(warnings)} reader warning{"s" if len(warnings) > 1 else ""} (expected for inputs without '
-            f'headers or timestamps; each names its file and line):</p><ul style="text-align:left">'
+    return (f'<p>{len(warnings)} {noun}{"s" if len(warnings) > 1 else ""} ({what}):</p><ul style="text-align:left">'
             + "".join(items) + tail + "</ul>")
+
+
+def show_analysis_notes(report: dict[str, Any], bundle: Any = None) -> None:
+    """The diagnosis's own warnings (an analysis skipped, one GPU with no peers to compare), escaped; those the
+    readers already gave (shown with the inputs) left out."""
+    from IPython.display import HTML, display
+
+    read = set(map(str, getattr(bundle, "warnings", None) or []))
+    display(HTML(warnings_html([w for w in report.get("warnings") or [] if str(w) not in read], kind="analysis")))
 
 
 def inputs_table(bundle: Any) -> pd.DataFrame:
@@ -391,7 +407,8 @@ def gpu_status_view(report: dict[str, Any], rows: int = 16):
     """The GPU table for the page: not-ok first, `rows` rows, with units in the headers."""
     frame = gpu_table(report).head(rows)[["id", "status", "mean_util_pct", "evidence"]]
     frame = frame.rename(columns={"id": "GPU (host:index)", "mean_util_pct": "mean utilization (%)"})
-    return left_table(frame, {"mean utilization (%)": "{:.0f}"})
+    # one decimal, as the JSON holds it: a whole percent of 72.5 (from 72.54) read 72 beside the evidence's "mean 73%"
+    return left_table(frame, {"mean utilization (%)": "{:.1f}"})
 
 
 def hypotheses_view(report: Any, rows: int | None = None, brief: bool = False):

@@ -80,3 +80,15 @@ def test_the_steps_section_of_an_epoch_history_counts_epochs(tmp_path):
     assert summary["record"] == "epoch"
     assert _steps_section(summary)[0].startswith("Epochs: 12 epochs on 1 rank(s)")
     assert _steps_section({"steps": 5, "ranks": 1})[0].startswith("Steps: 5 steps")
+
+
+def test_health_names_the_cadence_test_only_where_it_ran(tmp_path):
+    """"no slow steps recurring every N steps" stood beside one timed step; a steady per-epoch history says epochs."""
+    def healthy_texts(path):
+        ranked = diagnose(read_paths([path])).hypotheses
+        return next(h["evidence"] for h in ranked if h["id"] == "healthy")
+
+    steady = _history(tmp_path, [280.0 + (e % 3) for e in range(20)])
+    assert "no slow epochs recurring every N epochs" in healthy_texts(steady)
+    three = _write(tmp_path, "steps.csv", ["step,loss,step_time", "1,2.0,0.50", "2,1.9,0.51", "3,1.8,0.50"])
+    assert not any("recurring" in t for t in healthy_texts(three)), healthy_texts(three)

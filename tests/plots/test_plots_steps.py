@@ -139,15 +139,44 @@ def test_the_stall_plot_shades_the_largest_wait_of_one_rank():
 
 def test_epoch_times_are_drawn_as_epochs_on_a_readable_scale():
     """A per-epoch history (4.5 min an epoch, three of them 7 min) is drawn in seconds and named as epochs — it read
-    "step time (ms)" with 274,000 ms; step times under 10 s stay in ms."""
+    "step time (ms)" with 274,000 ms; step times under 1 s stay in ms."""
     d = np.full(20, 270.0)
     d[[6, 12, 18]] = 420.0
     steps = schema.steps_frame({"step": np.arange(20), "phase": "step", "duration_s": d, "rank": 0})
     ax = sp.step_stalls(steps, record="epoch").axes[0]
     assert ax.get_ylabel() == "epoch time (s)" and ax.get_xlabel() == "epoch"
-    assert ax.get_title() == "Epoch time per epoch (red: stalls)"
+    assert ax.get_title() == "Time per epoch (red: stalls)"
     assert max(ax.lines[0].get_ydata()) == pytest.approx(420.0)
     assert sorted(int(x) for x in ax.collections[0].get_offsets()[:, 0]) == [6, 12, 18]
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_legend_amounts_read_without_an_exponent():
+    """Epochs of 4.86 s with one of 45 s: the axis is in seconds and the legend says "median 4.86 s" — it read
+    "median 4.86e+03 ms" (a 1 s to 10 s step was drawn in ms, and `.3g` writes 4,860 with an exponent)."""
+    d = np.full(11, 4.86)
+    d[0] = 45.0
+    steps = schema.steps_frame({"step": np.arange(249, 260), "phase": "step", "duration_s": d, "rank": 0})
+    ax = sp.step_stalls(steps, record="epoch").axes[0]
+    labels = ax.get_legend_handles_labels()[1]
+    assert ax.get_ylabel() == "epoch time (s)" and "median 4.86 s" in labels, labels
+    assert sp._amount(4860.0) == "4,860" and sp._amount(0.0123) == "0.0123" and sp._amount(48.6) == "48.6"
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_one_step_is_drawn_as_a_point():
+    """A log with one timed step (a DeepSpeed timer summary) drew an empty chart: a line needs two points."""
+    steps = schema.steps_frame({"step": [1], "phase": "step", "duration_s": [42.5], "rank": 0})
+    line = sp.step_stalls(steps).axes[0].lines[0]
+    assert line.get_marker() == "o" and list(line.get_ydata()) == [42.5]
+    ticks = sp.step_stalls(steps).axes[0].get_xticks()
+    assert all(float(t).is_integer() for t in ticks), ticks  # no tick at step 0.96
+    many = schema.steps_frame({"step": np.arange(100), "phase": "step", "duration_s": 0.5, "rank": 0})
+    assert sp.step_stalls(many).axes[0].lines[0].get_marker() in (None, "None", "")
     import matplotlib.pyplot as plt
 
     plt.close("all")

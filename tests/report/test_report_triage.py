@@ -449,3 +449,33 @@ def test_the_verdict_card_of_a_throttled_run_shows_the_sm_clock(tmp_path):
         alts[path.name] = (report["verdict"]["id"], triage.show_headline(report, frame, metric)["figure_alt"])
     assert alts["warm.csv"] == ("throttling", "SM clock of every GPU over time, the throttled ones first")
     assert alts["steady.csv"][0] != "throttling" and "heatmap" in alts["steady.csv"][1]
+
+
+def test_the_diagnosis_notes_reach_the_page_escaped_and_not_twice(capsys):
+    """The page said "No reader warnings" and, in its figures, "warnings 1": the diagnosis's own warning (one GPU:
+    nothing to compare against) was counted but never shown. Reader warnings stay with the inputs, not repeated."""
+    from types import SimpleNamespace
+
+    evil = "<img src=x onerror=alert(1)>"
+    shown = []
+    import IPython.display as ipd
+
+    real = ipd.display
+    ipd.display = lambda obj: shown.append(obj.data)
+    try:
+        triage.show_analysis_notes({"warnings": ["one GPU only: no peers", f"{evil}: read", f"{evil}: read"]},
+                                   SimpleNamespace(warnings=[]))
+        triage.show_analysis_notes({"warnings": ["x.csv line 3: skipped"]}, SimpleNamespace(warnings=["x.csv line 3: skipped"]))
+    finally:
+        ipd.display = real
+    assert "3 analysis notes" in shown[0] and "one GPU only: no peers" in shown[0] and "(×2)" in shown[0]
+    assert "<img" not in shown[0] and "&lt;img" in shown[0]
+    assert shown[1] == "<p><em>No analysis notes.</em></p>"
+
+
+def test_the_gpu_table_shows_the_mean_without_rounding_it_twice():
+    """The JSON holds 72.5 (from 72.54); the table showed it whole as 72 beside the evidence's "mean 73%"."""
+    report = {"gpus": [{"id": "h:0", "host": "h", "index": 0, "mean_util_pct": 72.5, "status": "ok",
+                        "evidence": "mean 73% (peers 55%)"}]}
+    html_table = triage.gpu_status_view(report).to_html()
+    assert ">72.5<" in html_table and ">72<" not in html_table, html_table

@@ -60,6 +60,7 @@ class Accounting:
     unit_models: list[str] = field(default_factory=list)  # their product names ("" where the input names none)
     figures: str = ""  # what the accounting reads when it is not samples over time (a job's usage figures)
     record: str = "step"  # wall basis: what one row stands for, "step" or "epoch" (schema.record_unit)
+    after_end_s: float = 0.0  # GPU basis: seconds of the recording after the job's last work, not counted
 
     @property
     def lost_s(self) -> float:
@@ -84,6 +85,7 @@ class Accounting:
                 "lost_s": round(self.lost_s, 3), "lost_share": round(self.lost_share, 4),
                 "noise_floor_share": round(self.noise_floor_share, 4), "noise_floor": self.noise_floor,
                 "warmup_s": round(self.warmup_s, 3), "span_s": round(self.span_s, 3), "units": self.units,
+                "after_end_s": round(self.after_end_s, 3),
                 "buckets": [b.to_dict() for b in sorted(self.buckets, key=lambda b: -b.seconds)]}
 
 

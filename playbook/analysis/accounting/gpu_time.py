@@ -282,7 +282,7 @@ def gpu_accounting(series: GpuSeries, events: pd.DataFrame | None = None,
                       f"({jitter / total:.1%} of GPU time; at least {MIN_FLOOR:.0%})",
                       warmup_s=warmup, span_s=float(n_bins * dt), units=g_count, t0=t0, interval_s=dt,
                       busy_pct=float(busy), unit_names=list(series.ids),
-                      unit_models=[series.models.get(i, "") for i in series.ids])
+                      unit_models=[series.models.get(i, "") for i in series.ids], after_end_s=float((n_bins - end) * dt))
 
 
 def _at_rest(med: np.ndarray) -> bool:

@@ -28,5 +28,6 @@ class StepPatterns(Analyzer):
         benign = (summary.get("periodic_slow") or {}).get("benign") if summary else None
         if benign:
             run.healthy.append(benign)
-        elif summary and not summary.get("periodic_slow"):
-            run.healthy.append("no slow steps recurring every N steps")
+        elif summary and not summary.get("periodic_slow") and summary["steps"] >= steps_analysis.PERIODIC_MIN_STEPS:
+            record = summary.get("record", "step")  # tested on enough records; fewer say nothing about a cadence
+            run.healthy.append(f"no slow {record}s recurring every N {record}s")

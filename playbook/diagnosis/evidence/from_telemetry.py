@@ -144,11 +144,13 @@ def _synchronized(osc, w: float, n_total: int, levels: str, derived: str, label:
         together = " together" if len(main) > 1 else "s"
         seen = f"{who} drop{together} from {levels} at irregular times (no significant period, " \
                f"{_p(osc.p_value)}){derived}"
-        text = f"{seen}: whatever stalls them is shared but not scheduled"
+        many = len(main) > 1
+        text = f"{seen}: whatever stalls {'them is shared' if many else 'it is'} but not scheduled"
+        ranks = "every rank" if many else "the training loop"  # one GPU: no ranks to share the stall
         readings = {
             cause_ids.DATA_STARVATION: (f"{seen}: the input pipeline running dry at random (slow reads, uneven "
-                                "decoding) stalls every rank", _loader_check("at the drops")),
-            cause_ids.HOST_SYNC: (f"{seen}: host-side syncs (.item(), .cpu(), printing tensors) make every rank wait on "
+                                f"decoding) stalls {ranks}", _loader_check("at the drops")),
+            cause_ids.HOST_SYNC: (f"{seen}: host-side syncs (.item(), .cpu(), printing tensors) make {ranks} wait on "
                           "the GPU at unscheduled moments", None),
             cause_ids.GC_PAUSE: (f"{seen}: Python garbage-collection pauses hit the training loop at unscheduled "
                          "times", None)}
