@@ -68,7 +68,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="more DataLoader workers with persistent_workers and prefetch_factor, pin_memory; move decoding / augmentation off the training process or pre-shard the data",
         next_step="measure time blocked in next(DataLoader) per step (playbook.probes `timed(loader)`): ≥ 5% of step time is loader-bound, ≥ 20% input-bound",
         notebook="notebooks/10_data_starvation.ipynb",
-        event_kinds=("io_stall",),
+        event_kinds=("io_stall", "data_load"),
         phases=("data",),
     ),
     Cause(

@@ -3,7 +3,7 @@ pattern, event kind), each row citing where its text comes from. readers/lines.p
 event (time, rank and latest step of the line) and counts the ERROR/WARNING lines no row explains.
 
 Event kinds follow playbook/knowledge/causes.py where a cause lists them (xid, gpu_lost, pcie_fatal, nvlink_fatal → hardware_fault,
-oom, host_oom → memory_pressure, pcie_error, pcie_downgraded → link_degradation, io_stall → data_starvation, recompile →
+oom, host_oom → memory_pressure, pcie_error, pcie_downgraded → link_degradation, io_stall, data_load → data_starvation, recompile →
 recompilation, checkpoint / eval → periodic_stall, gc → gc_pause); the others measure no cause (gpu_error,
 nccl_error, nccl_warn, worker_failed: a process that died; job_cancelled: the scheduler ended the job; hung_task: a
 task the kernel saw blocked). A row may name the host, the rank and the time the line is about (`host`, `rank`,
@@ -101,6 +101,11 @@ LEXICON: tuple[Entry, ...] = (
     # Linux net/sunrpc/clnt.c: "nfs: server fileserver not responding, still trying" (an NFS read stalls until
     # the server answers: the input pipeline waits)
     _row(("not responding",), r"\bserver \S{1,100} not responding, (?:still trying|timed out)", "io_stall"),
+    # The trainer itself (re)loading its data mid-run: OpenNMT-py's inputter "Loading %s dataset from %s, number of
+    # examples: %d" (one line per shard, the steps wait while it loads: OpenNMT/OpenNMT-py#1362 pastes "Loading dataset
+    # from XXXX.train.0.pt" inside a 70 s longer window), fairseq's trainer "loading train data for epoch %d". A load
+    # at the start times no step; one inside the run names the data as the cause of the stall at its step
+    _row(("loading",), r"\bloading (?:\w{1,20} )?(?:dataset|data|shard) (?:from|for epoch)\b", "data_load"),
     # PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: "[Rank 0] Watchdog caught collective operation
     # timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, ...) ran for 600081 milliseconds before timing out."
     _row(("watchdog caught",), r"Watchdog caught collective operation timeout", "nccl_timeout"),

@@ -61,6 +61,8 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     # a time under half its lines' fwd + bwd + optimizer times is a part of the step (ESPnet's iter_time)
     stages = stage_total(cols, roles)
     cands = {k: r for k, r in cands.items() if r[0] != "dur" or not below(cols[k] * r[2], stages)}
+    # a step rate printed as 0 (fairseq's `ups=0`: under its one printed digit) times no step: its lines do not count
+    cols = {**cols, **{k: np.where(cols[k] > 0, cols[k], np.nan) for k, r in cands.items() if r[0] == "rate"}}
     if not cands:
         return None, None, None, False
     cover = {k: int(np.isfinite(cols[k]).sum()) for k in cands}
@@ -91,7 +93,7 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
         elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
             cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur" and \
-                (per := epoch_end_totals(rank, pos, cols[k])) is not None:
+                (per := epoch_end_totals(rank, pos, cols[k], step)) is not None:
             cols = {**cols, k: per}  # only on the lines closing a bar's epoch: the epoch's time (bar_end.py)
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
             # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's

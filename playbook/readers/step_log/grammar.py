@@ -85,6 +85,7 @@ from playbook.readers.step_log.epochs import EpochTimes
 from playbook.readers.step_log.fraction_pair import FractionPairs
 from playbook.readers.step_log.key_block import KeyBlock
 from playbook.readers.step_log.pending import PendingStep
+from playbook.readers.step_log.repeats import carry_stamps
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.running_avg import bracket_windows, column_for
 from playbook.readers.step_log.running_parts import running_parts
@@ -576,6 +577,7 @@ class StepLines:
             return self.epochs.result(out)
         rank = adopt_untagged(step, rank)
         cols = {name: self._column(name) for name in self.fields}
+        time = carry_stamps(step, rank, time, cols)  # a record's copy without a stamp: the stamp is its own
         cols.update(smoothed_columns(self.smoothed, cols, np.frombuffer(self.pos, np.int64), step, rank))
         cols.update(bracket_windows(cols, self.avg_cols, np.frombuffer(self.pos, np.int64), rank, step))
         roles = self.field_role

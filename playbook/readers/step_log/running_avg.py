@@ -93,7 +93,9 @@ def window_means(pos: np.ndarray, rank: np.ndarray, val: np.ndarray, avg: np.nda
     apart = False
     for r in np.unique(rank[has]):
         last = -1  # the rank's last line of the epoch before
-        for k, idx in enumerate(_epochs(pos, np.flatnonzero(has & (rank == r)))):
+        lines = np.flatnonzero(has & (rank == r))
+        copy = _copies(pos, val, avg, lines)
+        for k, idx in enumerate(_epochs(pos, lines[~copy])):
             apart = apart or bool((np.diff(pos[idx]) > 1).any())
             got = _windows(pos, val, avg, idx)
             if got is None:
@@ -103,7 +105,17 @@ def window_means(pos: np.ndarray, rank: np.ndarray, val: np.ndarray, avg: np.nda
                                         int(step[idx[0]] - step[last]))
             out[idx] = got
             last = idx[-1]
+        for j in np.flatnonzero(copy):  # a copy closes the window its original closes
+            out[lines[j]] = out[lines[j - 1]]
     return out if apart else None
+
+
+def _copies(pos: np.ndarray, val: np.ndarray, avg: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """Per line of `lines` (one rank's, in order), whether it repeats the line before it, position and figures alike:
+    the same line written by a second logging handler (a file handler's and the console's `INFO:main-logger:` copy),
+    one window, not an epoch that starts over."""
+    same = (np.diff(pos[lines]) == 0) & (np.diff(val[lines]) == 0) & (np.diff(avg[lines]) == 0)
+    return np.r_[False, same]
 
 
 def _epoch_opening(avg: float, own: int, before: float, steps: int) -> float:

@@ -21,6 +21,9 @@ _TOKEN_WORDS = ("tokens", "token", "tok", "toks", "words", "wds")
 _UNITS = sorted({*TIME_UNITS, "%",
                  *(f"{t}/{s}" for t in ("ns", "us", "ms", "s", "sec") for s in _STEP_WORDS),
                  *(f"{s}/{t}" for s in _STEP_WORDS + _SAMPLE_WORDS + _TOKEN_WORDS for t in ("s", "sec", "second")),
+                 # a time per epoch (Keras' `106s/epoch - 71ms/step`): the epoch's, no step's; kept whole so that
+                 # `/epoch` is not read as the key of the value after it
+                 *(f"{t}/epoch" for t in ("ms", "s", "sec", "min")),
                  "/s", "/sec"}, key=len, reverse=True)
 _RATE_UNITS = {u for u in _UNITS if "/" in u}
 _UNIT_ALT = "|".join(re.escape(u) for u in _UNITS)
