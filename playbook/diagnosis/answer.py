@@ -10,7 +10,8 @@ from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
-from playbook.analysis.step_pace import below_resolution, no_steady_pace
+from playbook.analysis.step_pace import SLOW_TEST_ROWS, below_resolution, no_steady_pace
+from playbook.analysis.step_times import SLOW_FACTOR
 from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
@@ -32,6 +33,10 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
 # the steady_idle bucket's 80%) or the busy GPUs draw under WORK_POWER_FLOOR of their power limit (utilization
 # counts a kernel of any size as busy; the power says it does little). blind_spot says which, and what to record.
 BLIND_HEALTHY_MAX = 0.75
+# Step times whose own jitter (the wall basis's noise floor) is a stall's size or more — SLOW_FACTOR over the pace, the
+# slow-step test's own bar — cannot tell a loss from the noise: not enough data, not healthy (of the fixtures, five
+# floors of 16-79% came from one slow first row too few rows could test; keras#6503's first epoch, 16x the others,
+# read "Healthy (likely) within a noise floor of 79%")
 
 
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
@@ -63,6 +68,19 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     return ""
 
 
+def _too_noisy(acc: Accounting, ranked: list[dict]) -> dict | None:
+    """The insufficient_data hypothesis for step times that jitter by a stall's size or more (see above), else None."""
+    if acc.basis != "wall" or acc.noise_floor_share < SLOW_FACTOR - 1:
+        return None
+    unit = acc.record
+    best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
+    return ranking.hypothesis(ids.INSUFFICIENT_DATA, 1.0 - best, [
+        f"the {unit}s' own jitter is {acc.noise_floor_share:.0%} of the wall time, as large as a stall (a slow {unit} "
+        f"is {SLOW_FACTOR - 1:.0%} over the pace): a loss below it cannot be told from the noise"],
+        f"more {unit}s (the slow-{unit} test needs {SLOW_TEST_ROWS} and a warm-up is told apart from 8), or GPU "
+        "utilization beside them (`playbook record`)")
+
+
 def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: set[str] = frozenset()) -> list[dict]:
     """The hypotheses reordered so that the verdict the accounting decides (attribution.decide, `rare` its
     momentary events' causes) leads, its lost_share the accounting's figure for it; healthy with a `blind` spot
@@ -70,6 +88,10 @@ def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: 
     lead = attribution.decide(acc, ranked, rare)
     if lead is None:
         return ranked
+    if lead == ids.HEALTHY and (noisy := _too_noisy(acc, ranked)) is not None:
+        rest = [dict(x, score=round(min(x["score"], 0.5), 3)) if x["id"] == ids.HEALTHY else x  # untested: ≤ 0.5
+                for x in ranked if x["id"] != ids.INSUFFICIENT_DATA]
+        return [noisy, *rest]
     by = attribution.harmful(acc)
     if lead == ids.UNEXPLAINED_SLOWDOWN:
         loss = sum(by.values()) / acc.wall_s
