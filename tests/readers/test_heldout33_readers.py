@@ -98,3 +98,14 @@ def test_only_a_copy_takes_the_stamp_of_its_step():
     assert carry_stamps(step, rank, time, copy).tolist() == [1_000, 1_000, NAT]
     other = {"time": np.array([np.nan, 4.1, 4.2]), "fwd": np.array([0.6, 0.65, 0.6])}  # a timer line beside it
     assert carry_stamps(step, rank, time, other).tolist() == [1_000, NAT, NAT]
+
+
+def test_a_named_step_time_on_lines_at_each_epochs_end_is_the_steps_not_the_epochs(tmp_path):
+    # mmcv logging every 50 iterations of a 50-iteration epoch: every line closes its epoch, but `time:` is its
+    # meter of one iteration (review rev48b: it was divided by the epoch's 50 steps)
+    times = [0.411, 0.421, 0.431, 0.441, 0.451]
+    text = "".join(f"Epoch [{e + 1}][50/50]\tlr: 1.000e-02, time: {t:.3f}, data_time: 0.021, memory: 3000, "
+                   f"loss: 0.{8 - e}12\n" for e, t in enumerate(times))
+    st = _steps(_read(tmp_path, text))
+    assert list(st["step"]) == [50, 100, 150, 200, 250]
+    assert np.allclose(st["duration_s"], times)
