@@ -109,3 +109,13 @@ def test_a_named_step_time_on_lines_at_each_epochs_end_is_the_steps_not_the_epoc
     st = _steps(_read(tmp_path, text))
     assert list(st["step"]) == [50, 100, 150, 200, 250]
     assert np.allclose(st["duration_s"], times)
+
+
+def test_a_checkpoint_shard_loading_is_no_data_event(tmp_path):
+    # FSDP resume scripts: `print(f"[rank-{rank}] Loading shard from {model_file}")` loads model weights, not data
+    # (review rev48b: read as data_load, which names data starvation)
+    text = ("2020-01-01 10:00:00 step 100 loss 2.0 time 0.50s\n"
+            "2020-01-01 10:00:30 [rank-0] Loading shard from ckpt/model_world_size_8_rank_0.pt\n"
+            "2020-01-01 10:01:40 step 200 loss 1.9 time 0.50s\n")
+    ev = _read(tmp_path, text).events
+    assert ev is None or "data_load" not in ev["kind"].tolist()
