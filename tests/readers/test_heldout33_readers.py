@@ -119,3 +119,14 @@ def test_a_checkpoint_shard_loading_is_no_data_event(tmp_path):
             "2020-01-01 10:01:40 step 200 loss 1.9 time 0.50s\n")
     ev = _read(tmp_path, text).events
     assert ev is None or "data_load" not in ev["kind"].tolist()
+
+
+def test_keras_closing_lines_with_an_epochs_line_missing_still_time_the_epoch(tmp_path):
+    # review rev48b: one epoch's closing line lost from the paste (its `Epoch 4/30` header kept) made every epoch's
+    # total read as one step's time (415 s a step)
+    secs = [812, 415, 409, 411, 414, 420]
+    text = "".join(f"Epoch {e + 1}/30\n" + ("" if e == 3 else f"500/500 [==============================] - {t}s - "
+                                                              f"loss: {1.0 / (e + 1):.4f}\n") for e, t in enumerate(secs))
+    st = _steps(_read(tmp_path, text))
+    assert list(st["step"]) == [500, 1000, 1500, 2500, 3000]
+    assert np.allclose(st["duration_s"], np.array(secs[:3] + secs[4:]) / 500)
