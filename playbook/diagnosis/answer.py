@@ -349,6 +349,9 @@ def untestable(run: Run) -> str | None:
                 "small kernels, host syncs or a slow interconnect")
     steps = run.bundle.steps
     timed = steps.loc[steps["phase"] == "step", "duration_s"].to_numpy(dtype=np.float64) if len(steps) else []
+    # a busy share derived from the step phases (timestamped phases) measures nothing the step times do not: only
+    # the step times measure the run then too (one timed step read "Healthy (confirmed, score 1.00)" with a stamp)
+    osc = None if run.osc_derived else osc
     if osc is None and not gpu_trace and len(timed) and below_resolution(timed):
         return (f"{np.mean(timed == 0):.0%} of the step times read 0 s: the log prints them coarser than they run, "
                 "so their differences measure the rounding — log them with more digits (or in ms)")

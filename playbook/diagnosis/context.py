@@ -30,6 +30,7 @@ class Run:
     healthy: list[str] = field(default_factory=list)
     detail: dict[str, Any] = field(default_factory=dict)
     osc: OscillationResult | None = None
+    osc_derived: bool = False  # `osc` measures the ranks' busy share from step phases (DERIVED_SIGNAL), not GPUs
     gpu_report: GpuReport | None = None
     series: GpuSeries | None = None  # the telemetry split per GPU, built once and shared with the accounting
     steps_summary: dict = field(default_factory=dict)

@@ -288,3 +288,12 @@ def test_events_alone_name_their_cause_without_a_nothing_to_analyse_warning():
     obj = json.loads(diagnose(Bundle(events=ev)).to_json())
     assert obj["verdict"]["id"] == "hardware_fault"
     assert not any("nothing to analyse" in w for w in obj["warnings"])
+
+
+@pytest.mark.parametrize("stamp", ["2026-01-05 10:00:00,100 ", ""])
+def test_one_timed_step_is_not_health_with_or_without_a_timestamp(tmp_path, stamp):
+    """One step with its phases: with a timestamp the busy share derived from its phases shielded the one-step
+    rule, and the run read "Healthy (confirmed, score 1.00)"; without one it read insufficient_data."""
+    log = tmp_path / "train.log"
+    log.write_text(f"{stamp}step 1 loss 2.31 fwd_time 0.300 bwd_time 0.700 step_time 1.000\n")
+    assert diagnose(read_paths([log])).verdict["id"] == "insufficient_data"

@@ -27,7 +27,7 @@ class DerivedBusy(Analyzer):
         osc, n_units = _derived_oscillation(steps)
         if osc is None:
             return
-        run.osc = osc
+        run.osc, run.osc_derived = osc, True
         work = ", ".join(p for p in steps_analysis.busy_phases_of(steps) if p in set(steps["phase"].astype(str)))
         run.warnings.append(f"no usable GPU utilization: the oscillation is measured on each rank's busy share "
                             f"(time in {work or 'work'} phases) — " + DERIVED_SIGNAL)
