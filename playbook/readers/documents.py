@@ -279,14 +279,17 @@ def _named_value(obj: dict) -> dict | None:
     fields, <series name>: value}; {} for a point of a series that is no GPU metric (a loss, the host's CPU);
     None when `obj` is not one."""
     words = {k: set(headers.tokens(k)) for k in obj if isinstance(k, str)}
-    name = next((k for k, w in words.items() if w in NAME_COLUMNS and isinstance(obj[k], str) and obj[k]), None)
+    names = [k for k, w in words.items() if w in NAME_COLUMNS and isinstance(obj[k], str) and obj[k]]
     value = next((k for k, w in words.items() if w in VALUE_COLUMNS and isinstance(obj[k], (int, float, str))
                   and not isinstance(obj[k], bool)), None)
-    if name is None or value is None:
+    if not names or value is None:
         return None
+    # of two name fields, the one naming a GPU metric (InfluxDB's `_field` beside telegraf's tag `name`, the product)
+    name = next((k for k in names if _is_metric(headers.series_name(obj[k]))), names[0])
     series = headers.series_name(obj[name])
     if not _is_metric(series):
-        return {}
+        # a wide record that only happens to hold a name and a value field reads its GPU metrics from their own fields
+        return None if any(_is_metric(k) for k in obj if k not in (name, value)) else {}
     rest = {k: v for k, v in obj.items() if k not in (name, value) and not isinstance(v, (dict, list))}
     times = sorted((headers.meaning(k).rank, k) for k, v in rest.items() if v is not None
                    and headers.meaning(k).role == "time")

@@ -104,8 +104,9 @@ LEXICON: tuple[Entry, ...] = (
     # The trainer itself (re)loading its data mid-run: OpenNMT-py's inputter "Loading %s dataset from %s, number of
     # examples: %d" (one line per shard, the steps wait while it loads: OpenNMT/OpenNMT-py#1362 pastes "Loading dataset
     # from XXXX.train.0.pt" inside a 70 s longer window), fairseq's trainer "loading train data for epoch %d". A load
-    # at the start times no step; one inside the run names the data as the cause of the stall at its step
-    _row(("loading",), r"\bloading (?:\w{1,20} )?(?:dataset|data|shard) (?:from|for epoch)\b", "data_load"),
+    # at the start times no step; one inside the run names the data as the cause of the stall at its step. No bare
+    # "shard": FSDP scripts print "[rank-0] Loading shard from model_world_size_8_rank_0.pt", a checkpoint's
+    _row(("loading",), r"\bloading (?:\w{1,20} )?(?:dataset|data) (?:from|for epoch)\b", "data_load"),
     # PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: "[Rank 0] Watchdog caught collective operation
     # timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, ...) ran for 600081 milliseconds before timing out."
     _row(("watchdog caught",), r"Watchdog caught collective operation timeout", "nccl_timeout"),

@@ -98,3 +98,35 @@ def test_only_a_copy_takes_the_stamp_of_its_step():
     assert carry_stamps(step, rank, time, copy).tolist() == [1_000, 1_000, NAT]
     other = {"time": np.array([np.nan, 4.1, 4.2]), "fwd": np.array([0.6, 0.65, 0.6])}  # a timer line beside it
     assert carry_stamps(step, rank, time, other).tolist() == [1_000, NAT, NAT]
+
+
+def test_a_named_step_time_on_lines_at_each_epochs_end_is_the_steps_not_the_epochs(tmp_path):
+    # mmcv logging every 50 iterations of a 50-iteration epoch: every line closes its epoch, but `time:` is its
+    # meter of one iteration (review rev48b: it was divided by the epoch's 50 steps)
+    times = [0.411, 0.421, 0.431, 0.441, 0.451]
+    text = "".join(f"Epoch [{e + 1}][50/50]\tlr: 1.000e-02, time: {t:.3f}, data_time: 0.021, memory: 3000, "
+                   f"loss: 0.{8 - e}12\n" for e, t in enumerate(times))
+    st = _steps(_read(tmp_path, text))
+    assert list(st["step"]) == [50, 100, 150, 200, 250]
+    assert np.allclose(st["duration_s"], times)
+
+
+def test_a_checkpoint_shard_loading_is_no_data_event(tmp_path):
+    # FSDP resume scripts: `print(f"[rank-{rank}] Loading shard from {model_file}")` loads model weights, not data
+    # (review rev48b: read as data_load, which names data starvation)
+    text = ("2020-01-01 10:00:00 step 100 loss 2.0 time 0.50s\n"
+            "2020-01-01 10:00:30 [rank-0] Loading shard from ckpt/model_world_size_8_rank_0.pt\n"
+            "2020-01-01 10:01:40 step 200 loss 1.9 time 0.50s\n")
+    ev = _read(tmp_path, text).events
+    assert ev is None or "data_load" not in ev["kind"].tolist()
+
+
+def test_keras_closing_lines_with_an_epochs_line_missing_still_time_the_epoch(tmp_path):
+    # review rev48b: one epoch's closing line lost from the paste (its `Epoch 4/30` header kept) made every epoch's
+    # total read as one step's time (415 s a step)
+    secs = [812, 415, 409, 411, 414, 420]
+    text = "".join(f"Epoch {e + 1}/30\n" + ("" if e == 3 else f"500/500 [==============================] - {t}s - "
+                                                              f"loss: {1.0 / (e + 1):.4f}\n") for e, t in enumerate(secs))
+    st = _steps(_read(tmp_path, text))
+    assert list(st["step"]) == [500, 1000, 1500, 2500, 3000]
+    assert np.allclose(st["duration_s"], np.array(secs[:3] + secs[4:]) / 500)

@@ -126,3 +126,25 @@ def test_an_infinite_reading_is_counted_not_dropped(tmp_path):
     bundle = read_paths([folder / "gpu_0_utilization_percentage"])
     assert len(bundle.telemetry) == 4 and bundle.telemetry["util_pct"].isna().sum() == 2
     assert any("2 values outside what a GPU can report" in w for w in bundle.warnings), bundle.warnings
+
+
+def test_a_wide_record_with_a_name_and_a_value_field_is_read_wide(tmp_path):
+    # review rev48b: a record holding its GPU readings in fields of their own beside `name` (the node) and `value`
+    # was taken for a long-layout point of a series `node1` and dropped, the file refused
+    recs = [{"name": "node1", "value": 1, "time": 1700000000 + i, "gpu": g, "utilization.gpu": 50 + 40 * g}
+            for i in range(10) for g in (0, 1)]
+    path = tmp_path / "nodes.json"
+    path.write_text(json.dumps(recs))
+    t = read_paths([str(path)]).telemetry
+    assert t.groupby("gpu")["util_pct"].mean().to_dict() == {0: 50.0, 1: 90.0}
+
+
+def test_of_two_name_fields_the_one_naming_a_gpu_metric_names_the_point(tmp_path):
+    # InfluxDB Flux rows of telegraf's nvidia_smi input: the tag `name` (the product) beside `_field` / `_value`
+    recs = [{"name": "NVIDIA A100-SXM4-80GB", "index": str(g), "_time": f"2024-01-01T00:00:{i:02d}Z",
+             "_field": "utilization_gpu", "_value": 50 + 40 * g, "_measurement": "nvidia_smi"}
+            for i in range(10) for g in (0, 1)]
+    path = tmp_path / "flux.json"
+    path.write_text(json.dumps(recs))
+    t = read_paths([str(path)]).telemetry
+    assert t.groupby("gpu")["util_pct"].mean().to_dict() == {0: 50.0, 1: 90.0}

@@ -9,10 +9,14 @@ import numpy as np
 
 
 def closes_epochs(step, pos) -> bool:
-    """Whether every line of one rank (`step`, `pos`: its step and position within its epoch) is a whole epoch after
-    the one before: the step grew by the line's position, so the position is the epoch's length and the line sits at
-    the bar's end (`1464/1464`, a 1-based count at its total). Two lines or more, positions of 2 or more."""
-    return len(step) >= 2 and bool((pos >= 2).all()) and bool((np.diff(step) == pos[1:]).all())
+    """Whether every line of one rank (`step`, `pos`: its step and position within its epoch) is whole epochs after
+    the one before: the step grew by the line's position (or a whole number of times it: an epoch whose line is
+    missing from the paste), so the position is the epoch's length and the line sits at the bar's end (`1464/1464`,
+    a 1-based count at its total). Two lines or more, positions of 2 or more."""
+    if len(step) < 2 or not bool((pos >= 2).all()):
+        return False
+    grew = np.diff(step)
+    return bool(((grew > 0) & (grew % pos[1:] == 0)).all())
 
 
 def epoch_end_totals(rank, pos, values, step=None) -> np.ndarray | None:

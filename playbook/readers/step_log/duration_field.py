@@ -93,8 +93,11 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
         elif cls in (GENERIC, UNNAMED) and cands[k][3:] == (CLOCK,) and time_of_day(step, rank, cols[k]):
             cls = CUMULATIVE  # torch_xla's `Time=10:01:38`: the clock when the line was printed
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur" and \
-                (per := epoch_end_totals(rank, pos, cols[k], step)) is not None:
-            cols = {**cols, k: per}  # only on the lines closing a bar's epoch: the epoch's time (bar_end.py)
+                (per := epoch_end_totals(rank, pos, cols[k], step if cls == UNNAMED else None)) is not None:
+            # only on the lines closing a bar's epoch: the epoch's time (bar_end.py); with no bar updates between
+            # them, only a bare time (Keras' `- 3943s -`): a named `time: 0.411` there is the step's meter (mmcv
+            # logging at an interval equal to the epoch's length)
+            cols = {**cols, k: per}
         elif cls in (GENERIC, UNNAMED) and cands[k][0] == "dur":
             # a plain `Time 61.00s` / `323 sec`: a window's time (Marian), a running total (OpenNMT) or the step's
             cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
