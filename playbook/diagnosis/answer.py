@@ -11,7 +11,6 @@ from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import SLOW_TEST_ROWS, below_resolution, no_steady_pace
-from playbook.analysis.step_times import SLOW_FACTOR
 from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
@@ -33,10 +32,12 @@ def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
 # the steady_idle bucket's 80%) or the busy GPUs draw under WORK_POWER_FLOOR of their power limit (utilization
 # counts a kernel of any size as busy; the power says it does little). blind_spot says which, and what to record.
 BLIND_HEALTHY_MAX = 0.75
-# Step times whose own jitter (the wall basis's noise floor) is a stall's size or more — SLOW_FACTOR over the pace, the
-# slow-step test's own bar — cannot tell a loss from the noise: not enough data, not healthy (of the fixtures, five
-# floors of 16-79% came from one slow first row too few rows could test; keras#6503's first epoch, 16x the others,
-# read "Healthy (likely) within a noise floor of 79%")
+# Step times whose "jitter" (the wall basis's noise floor: the excess of rows no test flagged) is half the wall time or
+# more outweigh the steady pace they are jitter around: no pace is left to vouch for health, so not enough data
+# (keras#6503's first epoch, 16x the three others, read "Healthy (likely) within a noise floor of 79%"). Below half, a
+# lone slow first row among too few rows stays the warm-up it usually is (step_pace.no_steady_pace: 900, 450, 440 ms
+# is healthy; the fixtures' floors under a healthy verdict are 16-43% from such rows, 55-79% from the two above)
+NOISY_FLOOR = 0.5
 
 
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
@@ -69,14 +70,14 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
 
 
 def _too_noisy(acc: Accounting, ranked: list[dict]) -> dict | None:
-    """The insufficient_data hypothesis for step times that jitter by a stall's size or more (see above), else None."""
-    if acc.basis != "wall" or acc.noise_floor_share < SLOW_FACTOR - 1:
+    """The insufficient_data hypothesis for step times whose noise floor is NOISY_FLOOR or more, else None."""
+    if acc.basis != "wall" or acc.noise_floor_share < NOISY_FLOOR:
         return None
     unit = acc.record
     best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
     return ranking.hypothesis(ids.INSUFFICIENT_DATA, 1.0 - best, [
-        f"the {unit}s' own jitter is {acc.noise_floor_share:.0%} of the wall time, as large as a stall (a slow {unit} "
-        f"is {SLOW_FACTOR - 1:.0%} over the pace): a loss below it cannot be told from the noise"],
+        f"{acc.noise_floor_share:.0%} of the wall time is the excess of {unit}s no test could flag, more than the "
+        f"steady pace it would be jitter around: a loss cannot be told from the noise"],
         f"more {unit}s (the slow-{unit} test needs {SLOW_TEST_ROWS} and a warm-up is told apart from 8), or GPU "
         "utilization beside them (`playbook record`)")
 

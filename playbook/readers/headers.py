@@ -381,9 +381,11 @@ def _reading_role(words: list[str], ws: set[str], unit: str | None) -> tuple[str
     if timed and not ws & {"step", "index", "idx"}:  # neuron-monitor's neuron_runtime_index: no clock
         return "time", 0, 0 if ws & {"timestamp", "time", "ts", "datetime"} else 1
     if ws & GPU_INDEX and not ws & NOT_INDEX and unit is None:  # a name with a unit is a reading, not an id
-        # a name that says GPU ranks before a bare index: "index" / "idx" also count rows (pandas' index, the
-        # `idx` of Aim's Metric.dataframe beside its `metric.context.gpu`)
-        return "gpu", 0, 0 if ws & {"gpu", "minor", "gpuid", "aip", "phy"} else 1 if ws & {"index", "idx"} \
+        # a qualified name that says GPU ranks before a bare index: "index" / "idx" also count rows (pandas' index,
+        # the `idx` of Aim's Metric.dataframe beside its `metric.context.gpu`); a bare "gpu" ties with "index" (the
+        # first wins): a column named just `gpu` may hold the product name beside a real index
+        qualified = ws & {"minor", "gpuid", "aip", "phy"} or (ws & {"gpu"} and len(words) > 1)
+        return "gpu", 0, 0 if qualified else 1 if ws & {"index", "idx", "gpu"} \
             else 2 if ws & {"device", "dev", "cuda", "entity"} else 3
     if ws & {"util"} or words in (["sm"], ["gpu", "util"]) or (words[:1] == ["gpu"] and unit == "%" and len(ws) == 2):
         return "util_pct", 0, 1

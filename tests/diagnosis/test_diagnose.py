@@ -297,3 +297,16 @@ def test_one_timed_step_is_not_health_with_or_without_a_timestamp(tmp_path, stam
     log = tmp_path / "train.log"
     log.write_text(f"{stamp}step 1 loss 2.31 fwd_time 0.300 bwd_time 0.700 step_time 1.000\n")
     assert diagnose(read_paths([log])).verdict["id"] == "insufficient_data"
+
+
+def test_a_noise_floor_past_half_the_wall_time_cannot_vouch_for_health(tmp_path):
+    """keras#6503's layout: the first epoch 16x the three others read "Healthy (likely) within a noise floor of 79%";
+    a first row 2x the others (below half the wall time) stays the warm-up it usually is."""
+    def verdict(first_s):
+        log = tmp_path / "train.log"
+        log.write_text("".join(f"Epoch {e + 1}/50\n1464/1464 [==============================] - {t}s - loss: 3.1\n"
+                               for e, t in enumerate([first_s, 239, 240, 240])))
+        return diagnose(read_paths([log])).verdict
+    cold = verdict(3943)
+    assert cold["id"] == "insufficient_data" and "79% of the wall time" in cold["sentence"], cold["sentence"]
+    assert verdict(480)["id"] == "healthy"

@@ -31,7 +31,7 @@ NOT_YET = {
                                   "among so few rows the engine reads a lone slow first row as the warm-up it "
                                   "usually is (step_pace.no_steady_pace) and the accounting has no test for fewer "
                                   "than 5 rows, so its excess is a 79% noise floor: insufficient_data since the "
-                                  "lead's review (answer._too_noisy: jitter a stall's size cannot vouch for health), "
+                                  "lead's review (answer._too_noisy: a floor of half the wall time cannot vouch), "
                                   "not healthy; no input-wait phase is logged to show the cold read",
     "semseg_bgca_2_data_batch_remain.log": "the logged iterations take 0.6 s (data 0.001 s) while the stamps and the "
                                            "windows' means (read right now: 2.9-3.8 s an iteration) say the steps "

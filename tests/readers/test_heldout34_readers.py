@@ -148,3 +148,14 @@ def test_of_two_name_fields_the_one_naming_a_gpu_metric_names_the_point(tmp_path
     path.write_text(json.dumps(recs))
     t = read_paths([str(path)]).telemetry
     assert t.groupby("gpu")["util_pct"].mean().to_dict() == {0: 50.0, 1: 90.0}
+
+
+def test_a_gpu_column_holding_the_product_name_does_not_displace_the_index(tmp_path):
+    """A bare `gpu` column of product names beside a real `index` (review): it outranked the index and merged the two
+    GPUs into one; a qualified name (`metric.context.gpu` beside Aim's row counter `idx`) still wins."""
+    path = tmp_path / "gpus.csv"
+    path.write_text("timestamp,index,gpu,utilization.gpu [%]\n" + "".join(
+        f"2026-01-01 00:00:0{t},{g},NVIDIA A100,{50 + 10 * g + t}\n" for t in range(3) for g in range(2)))
+    tel = read_paths([path]).telemetry
+    assert sorted(tel["gpu"].unique()) == [0, 1] and len(tel) == 6
+    assert headers.assign(["idx", "metric.context.gpu", "value"])[1].role == "gpu"
