@@ -67,7 +67,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     key, run = key_and_run(path)
     name = headers.series_name(key)
     if headers.meaning(name).role not in schema.TELEMETRY_METRICS:
-        raise InputError(f"{src}: metric {key!r} is no GPU metric")
+        raise InputError(f"{src}: metric {key!r} is no GPU reading this playbook uses (utilization, memory in "
+                         "MiB, power, clocks, temperature): not read")
     skips = schema.SkipCounter(src)
     builder = generic_csv.TableBuilder(src, ["timestamp", name], run, skips, tz)
     times: list[str] = []

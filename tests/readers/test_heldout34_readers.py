@@ -100,7 +100,7 @@ def test_a_metric_file_is_named_by_its_path(tmp_path):
 
 def test_a_metric_file_of_no_gpu_metric_is_one_line_error(tmp_path):
     loss = _metric_file(tmp_path, "train_loss", ["1700000000000 0.5 0", "1700000010000 0.4 1"])
-    with pytest.raises(InputError, match=r"train_loss.*no GPU metric"):
+    with pytest.raises(InputError, match=r"train_loss.*no GPU reading this playbook uses"):
         read_paths([str(loss)])
 
 
