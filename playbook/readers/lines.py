@@ -486,6 +486,9 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             bundle.warnings.append(f"{src}: {n} step times come from progress-bar rates ("
                                    + ("each refresh's own, the bar's smoothing undone" if kept else
                                       "tqdm's smoothed average per update") + "), not from exact per-step timings")
+    if res.get("zero_rate"):  # a slow step, not a missing one: counted, never dropped without a word
+        bundle.warnings.append(f"{src}: {res['zero_rate']} step line(s) print {res['chosen']}=0, a rate under its "
+                               "printed digits (a step slower than the printout can say): left untimed")
     _stage_events(res, events.rows)
     for rank, step, lineno, t in res.get("restarts", ()):
         events.rows.append({"time": t, "host": "", "rank": rank, "step": step, "kind": "restart", "duration_s": np.nan,

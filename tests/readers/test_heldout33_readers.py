@@ -130,3 +130,14 @@ def test_keras_closing_lines_with_an_epochs_line_missing_still_time_the_epoch(tm
     st = _steps(_read(tmp_path, text))
     assert list(st["step"]) == [500, 1000, 1500, 2500, 3000]
     assert np.allclose(st["duration_s"], np.array(secs[:3] + secs[4:]) / 500)
+
+
+def test_a_rate_printed_as_0_without_a_clock_is_counted_not_dropped(tmp_path):
+    """fairseq's `ups=0` (under its printed digits) with no `wall=` beside it: the step was left out without a word
+    (review note); it is a step slower than the printout can say, counted in a warning."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"epoch 001:  {i * 100} / 5000 loss=5.{i}, wps=12000, ups={0 if i == 3 else 2.5}, "
+                           f"wpb=4800, num_updates={i * 100}, lr=0.0005\n" for i in range(1, 7)))
+    bundle = read_paths([log])
+    assert len(bundle.steps) == 5
+    assert any("1 step line(s) print ups=0" in w for w in bundle.warnings), bundle.warnings

@@ -631,6 +631,7 @@ class StepLines:
             start = time[idx].copy()
             stamped = start != NAT
             start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
+        zero = int((cols[chosen] == 0).sum()) if roles.get(chosen, ("",))[0] == "rate" else 0  # under its digits
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
-                   phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed)
+                   phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed, zero_rate=zero)
         return out
