@@ -133,3 +133,17 @@ def test_checked_verdict_refutes_first_confirms_on_every_check_and_names_the_fai
     assert checked_verdict(checks, {}, "no cost here", never)["summary"] == "no cost here"
     assert checked_verdict({"a": True}, {}, None, lambda: "all good")["status"] == "confirmed"
     assert checked_verdict({"a": True}, {}, "refuted wins", lambda: "x")["status"] == "refuted"
+
+
+def test_a_torchrun_failure_names_the_ranks_own_reason_first(monkeypatch):
+    """A gloo rank aborted under load and the error showed torchrun's summary only (SIGABRT, no reason): the
+    rank's own `what():` line now comes first."""
+    import subprocess
+
+    err = ("terminate called after throwing an instance of 'gloo::IoException'\n"
+           "  what():  [gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:4242\n"
+           + "\n".join(f"summary line {i}" for i in range(8)))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", err))
+    with pytest.raises(WorkloadError, match=r"exit 1\): terminate called .* \| what\(\):  \[gloo.*Connection closed "
+                                            r"by peer.* \| summary line 3"):
+        D.run_torchrun("playbook.labs.workloads.collective_stragglers", 2)

@@ -225,7 +225,12 @@ def run_torchrun(module: str, nproc: int, argv: list[str] | tuple[str, ...] = ()
     except subprocess.TimeoutExpired as exc:
         raise WorkloadError(f"torchrun {module} timed out after {timeout_s:.0f} s") from exc
     if proc.returncode != 0:
-        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        # the failing rank's own reason ("terminate called …", "what(): … Connection closed by peer", a Python
+        # error) sits above torchrun's summary, which the tail alone shows: name it first
+        why = [ln.strip() for ln in lines if ln.lstrip().startswith(("what():", "terminate called", "RuntimeError",
+                                                                     "Error", "Exception"))][:3]
+        tail = " | ".join(why + lines[-5:])
         raise WorkloadError(f"torchrun {module} failed (exit {proc.returncode}): {tail}")
     return proc
 
