@@ -106,6 +106,7 @@ CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to mat
 # steps after warm-up a search for slow steps every N steps needs: 3 slow ones on a lattice of N ≥ 2 within a third
 # of the run (periodic_slow_steps); fewer, and "no slow steps recur" is untested, not found
 PERIODIC_MIN_STEPS = 10
+WARMUP_MIN_ROWS = 8  # rows warmup_steps needs to tell a warm-up (at most a quarter of them) from the pace
 GC_KINDS = cause(cause_ids.GC_PAUSE).event_kinds  # event kinds of a garbage-collection pause
 STALL_EVENT_KINDS = cause(cause_ids.PERIODIC_STALL).event_kinds  # scheduled loop stalls
 
@@ -257,7 +258,7 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     compiling and autotuning run as work, so steps slow because they wait for input (a first epoch read from a slow
     disk before the page cache holds it) are starvation, not warm-up."""
     d = np.asarray(durations, dtype=np.float64)
-    if len(d) < 8:
+    if len(d) < WARMUP_MIN_ROWS:
         return 0
     limit = len(d) // 4
     ref = float(np.median(d[limit:]))
@@ -590,6 +591,7 @@ def summarize(steps: pd.DataFrame, events: pd.DataFrame | None = None) -> dict:
     periodic = periodic_slow_steps(fleet, events, steps)
     out["periodic_slow"] = periodic if periodic and periodic["periodic"] else None
     out["warmup_steps"] = warmup_steps(d) if len(d) else 0
+    out["cadence_searched"] = len(d) - out["warmup_steps"] >= PERIODIC_MIN_STEPS  # as periodic_slow_steps does
     lattice = None
     if periodic and periodic["periodic"] and not periodic["gc_lattice"]:
         st = fleet["step"].to_numpy(dtype=np.int64)

@@ -31,7 +31,8 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
                  synchrony synchronized|groups|independent|null, groups [[id, ...], ...]}
   steps        {} or analysis.step_times.summarize(): ranks, steps, median/p90/max_step_s, steps_per_s, slow_steps,
                phase_share {phase: 0-1}, periodic_slow {every_n_steps, period_s, first_step, hits, p_value,
-               events, ...} | null, gc {...} | null, creep {...} | null, recompiles {...} | null
+               events, ...} | null (cadence_searched: whether enough steps after warm-up were there to search),
+               gc {...} | null, creep {...} | null, recompiles {...} | null
   ranks        [] or one entry per rank: {rank, source, straggler_score (median rank's compute ÷ this rank's;
                < 0.75 flags a straggler), flagged, median_compute_ms, collective_wait_ms, last_arrivals,
                collective_skew_ms, slowest (the modal slowest rank), persistence persistent|rotating|

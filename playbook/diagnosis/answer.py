@@ -11,6 +11,7 @@ from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import SLOW_TEST_ROWS, below_resolution, no_steady_pace
+from playbook.analysis.step_times import WARMUP_MIN_ROWS
 from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.knowledge import causes, ids
@@ -69,16 +70,21 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     return ""
 
 
+def _best_cause(ranked: list[dict]) -> float:
+    """The best cause's score among `ranked` (the verdicts healthy, insufficient_data, unexplained left out)."""
+    return max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
+
+
 def _too_noisy(acc: Accounting, ranked: list[dict]) -> dict | None:
     """The insufficient_data hypothesis for step times whose noise floor is NOISY_FLOOR or more, else None."""
     if acc.basis != "wall" or acc.noise_floor_share < NOISY_FLOOR:
         return None
     unit = acc.record
-    best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
-    return ranking.hypothesis(ids.INSUFFICIENT_DATA, 1.0 - best, [
+    return ranking.hypothesis(ids.INSUFFICIENT_DATA, 1.0 - _best_cause(ranked), [
         f"{acc.noise_floor_share:.0%} of the wall time is the excess of {unit}s no test could flag, more than the "
         f"steady pace it would be jitter around: a loss cannot be told from the noise"],
-        f"more {unit}s (the slow-{unit} test needs {SLOW_TEST_ROWS} and a warm-up is told apart from 8), or GPU "
+        f"more {unit}s (the slow-{unit} test needs {SLOW_TEST_ROWS} and a warm-up is told apart from "
+        f"{WARMUP_MIN_ROWS}), or GPU "
         "utilization beside them (`playbook record`)")
 
 
@@ -120,8 +126,7 @@ def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: 
         names = [n for n in names if not any(m.startswith(f"{n}:") for m in names)]
         h["names"], h["named"] = names[:16], max(len(names), int(h.get("named") or 0))
     if lead == ids.HEALTHY:  # the accounting finds no loss beyond the noise: healthy is at least 1 - the best cause
-        best = max((x["score"] for x in ranked if x["id"] not in ranking.VERDICTS), default=0.0)
-        h["score"] = round(max(h["score"], 1.0 - best), 3)
+        h["score"] = round(max(h["score"], 1.0 - _best_cause(ranked)), 3)
         if blind:
             h["score"], h["blind"] = min(h["score"], BLIND_HEALTHY_MAX), blind
             h["evidence"] = [*(h.get("evidence") or []), blind]

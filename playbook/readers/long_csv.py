@@ -57,9 +57,7 @@ def sniff(head: str) -> bool:
     if layout is None:
         return False
     key, _value, ident = layout
-    lines = head.split("\n")[skip + 1: skip + 1 + SNIFF_ROWS]
-    if len(head) >= textio.HEAD_BYTES - 4:
-        lines = lines[:-1]  # the last line of a cut head may be cut
+    lines = textio.head_lines(head)[skip + 1: skip + 1 + SNIFF_ROWS]  # (the last line of a cut head may be cut)
     try:
         series = {headers.series_name(row[key].strip()) for row in csv.reader(lines, delimiter=sep) if len(row) > key}
     except csv.Error:  # a NUL byte, a field past the csv module's limit: not a table this reader takes

@@ -40,10 +40,7 @@ def _point(line: str) -> tuple[str, str] | None:
 def sniff(head: str) -> bool:
     """The first line and nine in ten of the head's lines (the last one may be cut) are `<timestamp> <value>
     [<step>]` points (a damaged line is counted when read, not a reason to refuse the file)."""
-    lines = head.split("\n")
-    if len(head) >= textio.HEAD_BYTES - 4:
-        lines = lines[:-1]
-    lines = [ln.strip() for ln in lines[:SNIFF_LINES] if ln.strip()]
+    lines = [ln.strip() for ln in textio.head_lines(head)[:SNIFF_LINES] if ln.strip()]
     if not lines or _point(lines[0]) is None:
         return False
     return sum(_point(ln) is not None for ln in lines) >= 0.9 * len(lines)

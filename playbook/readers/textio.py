@@ -341,6 +341,13 @@ def read_head(path: str | Path, size: int = HEAD_BYTES) -> str:
     return decode(read_bytes(path, limit=size))
 
 
+def head_lines(head: str) -> list[str]:
+    """The lines of a head `read_head` returned, without its last one when the head filled HEAD_BYTES (it may be
+    cut mid-line)."""
+    lines = head.split("\n")
+    return lines[:-1] if len(head) >= HEAD_BYTES - 4 else lines
+
+
 def decode(raw: bytes) -> str:
     """Text from bytes: a BOM's UTF-16/32 (or BOM-less UTF-16), else UTF-8 with non-UTF-8 bytes read as Latin-1;
     a BOM and NULs dropped; CRLF / lone CR turned into LF. Binary data (`is_binary`) decodes as UTF-8 with

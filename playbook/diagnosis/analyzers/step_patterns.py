@@ -28,7 +28,6 @@ class StepPatterns(Analyzer):
         benign = (summary.get("periodic_slow") or {}).get("benign") if summary else None
         if benign:
             run.healthy.append(benign)
-        elif summary and not summary.get("periodic_slow") and (
-                summary["steps"] - summary.get("warmup_steps", 0) >= steps_analysis.PERIODIC_MIN_STEPS):
+        elif summary and not summary.get("periodic_slow") and summary.get("cadence_searched"):
             record = summary.get("record", "step")  # tested on enough records after warm-up (the search drops it)
             run.healthy.append(f"no slow {record}s recurring every N {record}s")
