@@ -56,7 +56,8 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
     vouched = sum(_listing(source, s, findings, healthy) for s in listings)
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
            "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s,
-           "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched,
+           "ops": int(table.get("ops") or 0), "totals_only": bool(table.get("totals_only")),
+           "listings": len(listings), "host_blocked_s": vouched,
            "host_texts": text_profiles.findings(source, table, findings, _level),
            "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0)}
     _breakdown(source, table, findings, out)
@@ -77,7 +78,8 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
     out["loader_share"] = loader if loader_s else None
     if lvl := _level(loader):
         findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": loader, "evidence": (
-            f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (waiting for the next batch)")})
+            f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (its CPU total: waiting for the "
+            "next batch, and the loading it runs in this process)")})
     return out
 
 
