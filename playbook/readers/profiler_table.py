@@ -12,7 +12,7 @@ device's total are there.
 
 Rows: name, self_cpu_s, cpu_total_s, self_device_s, device_total_s, calls (NaN where the table has no such column).
 Summary (`summary()`): ops, the totals, the top ops by self device (else self CPU) time, kernel launches (calls of
-cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), the data loader's share of self CPU time (ops named
+cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel, and their self CPU time `launch_s`), the data loader's share of self CPU time (ops named
 `enumerate(DataLoader)...`), the CPU time blocked in CUDA synchronisation calls (cuda*Synchronize, cuStreamSynchronize,
 hipDeviceSynchronize ...: `sync_s`, `sync_calls`), the CPU time in copy calls (cudaMemcpy*, cuMemcpy*, hipMemcpy*:
 `copy_s`) with the device's copy time by direction (rows `Memcpy HtoD (Pageable -> Device)` ...: `h2d_device_s`,
@@ -250,6 +250,8 @@ class ProfilerTables:
                 "top_by": key, "top": [(r["name"], r[key]) for r in top],
                 "kernel_launches": int(sum(r["calls"] for r in rows if _LAUNCH.match(r["name"])
                                            and math.isfinite(r["calls"]))),
+                "launch_s": _sum(rows, "self_cpu_s", _LAUNCH.match),
+                "device_total_stated": any(k != "CPU" for k in self.totals),
                 "loader_share": (loader / self_cpu) if loader and self_cpu else None,
                 "sync_s": _sum(sync, "self_cpu_s"), "sync_calls": int(_sum(sync, "calls")),
                 "copy_s": _sum(rows, "self_cpu_s", _COPY_CALLS.match),

@@ -538,10 +538,12 @@ CASES = [
     # data-bound loop and a cProfile listing held in .item() (right first), nsys stats of tiny eager kernels with a
     # cut kernel table (healthy first → analysis/nsys_profiles: the whole implied by the stated shares, launches at
     # the median call), nsys summaries retyped as Markdown (refused → readers/nsys pipe tables; insufficient_data),
-    # a blog's two torch.profiler totals (refused → readers/profiler_table totals_only; insufficient_data)
+    # a blog's two torch.profiler totals (refused → readers/profiler_table totals_only; insufficient_data); a
+    # seventh, scored on main: the eager loop's key_averages table (unexplained first → analysis/profiler_ops launches)
     *[(f"heldout36 {name}", want, _file(f"heldout36/{name}")) for name, want in (
         ("playground_cuda_data_mode_profile.txt", "data_starvation"),
         ("playground_cuda_eager_nsys_stats.txt", "launch_bound"),
+        ("playground_cuda_eager_mode_profile.txt", "launch_bound"),
         ("exllamav2_455_item_cprofile.txt", "host_sync"),
         ("pangeo_ncar9_unet_nsys_markdown.txt", "insufficient_data"),
         ("hf_blog_profiler_matmul64_totals.txt", "insufficient_data"),

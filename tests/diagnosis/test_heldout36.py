@@ -1,6 +1,6 @@
 """The thirty-sixth held-out round (tests/data/eval/heldout36/SOURCES.md): real profiler summaries of slow (and one
 healthy) GPU loops with the cause stated by their source — a torch.profiler table of a data-bound loop, `nsys stats`
-of an eager loop of tiny kernels (its kernel table cut), a cProfile listing held in `.item()`, nsys summaries retyped
+of an eager loop of tiny kernels (its kernel table cut) and the same loop's torch.profiler table, a cProfile listing held in `.item()`, nsys summaries retyped
 as Markdown tables, and a blog's two torch.profiler total lines (overhead-bound, then compute-bound). Each file's
 verdict (one of the accepted ids) and that none names a rank or GPU (the fixes are tested apart:
 tests/readers/test_heldout36_readers.py)."""
@@ -20,6 +20,7 @@ HERE = Path(__file__).resolve().parents[1] / "data" / "eval" / "heldout36"
 ACCEPTED = {
     "playground_cuda_data_mode_profile.txt": ("data_starvation",),
     "playground_cuda_eager_nsys_stats.txt": ("launch_bound",),
+    "playground_cuda_eager_mode_profile.txt": ("launch_bound",),
     "exllamav2_455_item_cprofile.txt": ("host_sync", "h2d_copy"),
     "pangeo_ncar9_unet_nsys_markdown.txt": ("data_starvation", "insufficient_data"),
     "hf_blog_profiler_matmul64_totals.txt": ("launch_bound", "insufficient_data"),

@@ -135,3 +135,48 @@ def test_a_cut_top_of_tiny_kernels_still_bounds_the_busy_share(tmp_path):
     assert kern["complete"] is False and kern["whole_ms"] == pytest.approx(2.4 * 100 / 59.9, abs=1e-3)
     lb = next(f for f in s["findings"] if f["hypothesis"] == "launch_bound")
     assert lb["share"] == pytest.approx(1 - kern["whole_ms"] / 12.0, abs=1e-3) and lb["level"] == "high"
+
+
+# ---------------------------------------------------------------- launch bound from a key_averages table
+def _ka_table(rows, totals=("Self CPU time total: 12.000ms", "Self CUDA time total: 1.000ms")) -> str:
+    """A key_averages table as torch/autograd/profiler_util.py `_build_table` lays it out (sorted by self CPU here,
+    without the memory columns): a name column, 12-wide right-aligned columns two spaces apart, rules, totals."""
+    header = ("Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "Self CUDA", "Self CUDA %",
+              "CUDA total", "CUDA time avg", "# of Calls")
+    widths = [40] + [12] * (len(header) - 1)
+    rule = "  ".join("-" * w for w in widths)
+    line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
+    return "\n".join([rule, line(header), rule, *map(line, rows), rule, *totals]) + "\n"
+
+
+def _launch_row(name: str, ms: str, calls: int) -> tuple:
+    return (name, "40.00%", ms, "40.00%", ms, "10.000us", "0.000us", "0.00%", "0.000us", "0.000us", str(calls))
+
+
+def _ops_summary(tmp_path, text: str) -> dict:
+    from playbook.analysis import profiler_ops
+    return profiler_ops.summarize(read_paths([str(_write(tmp_path, "ka.txt", text))]))
+
+
+def test_launches_costlier_than_the_device_time_bound_its_busy_share(tmp_path):
+    """400 cuLaunchKernel calls (Triton's launcher) of 12 us cost 4.8 ms; the device ran 1.0 ms in all: one thread
+    launching them keeps it at most 21% busy."""
+    rows = [_launch_row("cuLaunchKernel", "4.800ms", 400),
+            ("triton_poi_fused_add_0", "0.00%", "0.000us", "0.00%", "0.000us", "0.000us", "1.000ms", "100.00%",
+             "1.000ms", "2.500us", "400")]
+    s = _ops_summary(tmp_path, _ka_table(rows))
+    f = next(f for f in s["findings"] if f["hypothesis"] == "launch_bound")
+    assert f["share"] == pytest.approx(1 - 1.0 / 4.8) and f["level"] == "high"
+    assert "400 kernel launches cost 12.0 µs" in f["evidence"]
+
+
+@pytest.mark.parametrize(("rows", "totals"), [
+    ([_launch_row("cudaLaunchKernel", "4.800ms", 400)],  # big kernels: the device ran longer than the launches took
+     ("Self CPU time total: 60.000ms", "Self CUDA time total: 50.000ms")),
+    ([_launch_row("cudaLaunchKernel", "4.800ms", 400)], ()),  # no total line: the device's whole time unknown
+    ([_launch_row("cudaLaunchKernel", "0.400ms", 10)],  # ten launches: one-off cost
+     ("Self CPU time total: 1.000ms", "Self CUDA time total: 0.010ms")),
+])
+def test_no_launch_bound_without_the_evidence(tmp_path, rows, totals):
+    s = _ops_summary(tmp_path, _ka_table(rows, totals))
+    assert "launch_bound" not in {f["hypothesis"] for f in s["findings"]}
