@@ -136,6 +136,7 @@ from playbook.readers.step_log.vocab import (
     clock_seconds,
     continues,
     join_spelled,
+    unquote_numbers,
     keyword_rank,
     norm_key,
     plan_line,
@@ -342,7 +343,7 @@ class StepLines:
         self._merge(row, {name: (value, ("phase", role[1], 1.0))})
 
     def feed(self, ctx) -> bool:
-        body = join_spelled(ctx.body)  # `time:7 minutes 50 seconds`: one value
+        body = unquote_numbers(join_spelled(ctx.body))  # `time:7 minutes 50 seconds`: one value; `"ups": "0.68"`
         self.keys.note(body)
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:

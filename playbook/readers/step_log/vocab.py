@@ -65,8 +65,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
 # and `max_steps` do not; `update N` names an RL trainer's current PPO update (SoundSpaces), the plural `Updates=500` of
 # Sockeye's checkpoint summary is a count over a window, no step's line; OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
-# unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
+# unit; fairseq's epoch summary names its counter for the split (`"train_num_updates": "643"`, as `train/global_step`
+# is named): the training's; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
+KEYWORD = re.compile(r"(?<![\w])(?:train[_/](?=global|num_updates))?(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
                                 r"training_iteration|iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?<!/)update|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d%]|\w|\.(?![ \t]+\S))(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "env_step": 0, "env_steps": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
@@ -241,8 +242,20 @@ def unit_kind(unit: str | None) -> tuple[str, float] | None:
     return None
 
 
+_SPLIT_PREFIX = re.compile(r"train[_/]", re.IGNORECASE)
+
+
 @lru_cache(maxsize=8192)
 def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
+    """_classify, and for a key named for the training split that means nothing whole (fairseq's epoch summary:
+    `train_ups`, `train_wps`), the role of the rest."""
+    role = _classify(key, unit)
+    if role is None and (m := _SPLIT_PREFIX.match(key)) and m.end() < len(key):
+        role = _classify(key[m.end():], unit)
+    return role
+
+
+def _classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
     ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1), ("batch", None,
     1), ("work", None, 1) for a step's input size or sequence length; None when the field is not about time (loss,
@@ -487,6 +500,17 @@ _SPELLED_UNIT = {"hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0, "
                  "minute": 60.0, "minutes": 60.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
 _PART = r"(\d+(?:\.\d+)?)\s*(hours?|hrs?|minutes?|mins?|min|seconds?|secs?|sec|s)"
 SPELLED = re.compile(r"(?<![\w.])(?<!\d:)" + _PART + r"\s+" + _PART + r"(?:\s+" + _PART + r")?(?![\w/])", re.IGNORECASE)
+
+
+# a JSON / dict value that is a number written as text (fairseq's json progress bar formats every stat:
+# `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value
+QUOTED_NUMBER = re.compile(r"(:\s*)([\"'])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?)\2(?=\s*[,}\]])")
+
+
+def unquote_numbers(body: str) -> str:
+    """`{"loss": "15.6", "ups": "0.68"}` -> `{"loss": 15.6, "ups": 0.68}`: numbers a JSON or dict line holds as
+    text, as numbers (the keys and other text stay quoted)."""
+    return QUOTED_NUMBER.sub(r"\1\3", body) if "{" in body else body
 
 
 def join_spelled(body: str) -> str:
