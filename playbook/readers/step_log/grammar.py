@@ -136,11 +136,11 @@ from playbook.readers.step_log.vocab import (
     clock_seconds,
     continues,
     join_spelled,
-    unquote_numbers,
     keyword_rank,
     norm_key,
     plan_line,
     step_total,
+    unquote_numbers,
 )
 
 DATA_SAMPLE = 20_000  # records whose stamps tell whether a file's step time leaves out its data wait (data_apart)
