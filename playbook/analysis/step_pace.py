@@ -147,8 +147,8 @@ def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
     waited = steps.loc[steps["phase"].astype(str).isin(waits), "duration_s"].sum()
     if (per.size() < 2).all() and waited < MATERIAL * st["duration_s"].sum():  # one step per rank shows no pace
         d = st["duration_s"]
-        return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}): "
-                "no pace to compare it with, so nothing can read as lost")
+        return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}"
+                f"{_most_of(steps, float(d.sum()))}): no pace to compare it with, so nothing can read as lost")
     apart = (per.max() > per.min() * (1 + sa.CREEP_MIN)) & (per.size() < FEW_ROWS)  # per rank, as below
     if apart.any():
         rank = apart.index[apart.argmax()]
@@ -198,6 +198,15 @@ def unplaced_efficiency(meta: dict) -> str | None:
     return (f"the step lines state {rate:.4g} TFLOP/s per device (`{s['fields'][0]}`, the median of {s.get('rows', 0)} "
             "rows) and no device peak to hold it against: its model-FLOP utilization, the one measure in them of a "
             "cost every step pays, is unknown (log the MFU, or record GPU utilization beside the steps)")
+
+
+def _most_of(steps: pd.DataFrame, total: float) -> str:
+    """"; its own timers put 95% of it in the optimizer" when one named phase holds at least half of the steps' time
+    (DeepSpeed#1635's CPU-Adam step: 22.9 s of 24.1 s), else "": where a lone step's time went, said beside it."""
+    parts = steps[~steps["phase"].astype(str).isin(("step", "other"))].groupby("phase", observed=True)["duration_s"].sum()
+    if total <= 0 or not len(parts) or parts.max() < 0.5 * total:
+        return ""
+    return f"; its own timers put {parts.max() / total:.0%} of it in the {parts.idxmax()} phase"
 
 
 def _on_rank(rank, per) -> str:

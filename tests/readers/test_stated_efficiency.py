@@ -119,3 +119,14 @@ def test_straggler_report_lines_are_summarized_least_and_most_with_their_ranks()
     assert s["reports"] == 2 and s["Utl"] == {"unit": "%", "min": 61.0, "min_rank": 11, "max": 100.0, "max_rank": 1}
     assert s["Rtt"]["max_rank"] == 11 and s["Clk"]["min"] == 1410.0
     assert not rank_reports.StragglerReports().feed("see MnUtl/Rnk: 61%/11 in the report")  # one field: prose
+
+
+def test_a_lone_timed_step_says_where_its_time_went(tmp_path):
+    """One DeepSpeed wall_clock_breakdown line (a step with no pace to compare): not enough data, and the answer says
+    which of its own timers holds most of it (an offloaded optimizer's update, here)."""
+    log = tmp_path / "ds.log"
+    log.write_text("[2024-02-01 08:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | forward: 512.40 | "
+                   "backward: 1210.77 | backward_inner: 1101.02 | backward_allreduce: 109.75 | step: 9310.28\n")
+    d = diagnose(read_file(log))
+    assert d.verdict["id"] == "insufficient_data"
+    assert "84% of it in the optimizer phase" in d.hypotheses[0]["evidence"][0]
