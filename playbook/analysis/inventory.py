@@ -191,10 +191,14 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
     if info.get("prefixes"):
         out.append("    prefixes read: " + ", ".join(f"{k} {v:,}" for k, v in info["prefixes"].items()))
     p = info.get("profiler") or {}
+    if p.get("totals_only"):
+        out.append(f"    torch.profiler totals without their table: self CPU {_seconds(p['self_cpu_total_s'])}, "
+                   f"self device {_seconds(p['self_device_total_s'])}")
     if p.get("ops"):
         top = ", ".join(f"{name} {_seconds(sec)}" for name, sec in p["top"][:3])
         device = f", self device {_seconds(p['self_device_total_s'])}" if p.get("self_device_total_s") else ""
-        loader = f"; data loader {p['loader_share']:.0%} of self CPU" if p.get("loader_share") else ""
+        loader = (f"; data loader {p['loader_share']:.0%} of self CPU (its CPU total: the loading it runs "
+                  "included)") if p.get("loader_share") else ""
         out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
                    f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
                    f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")

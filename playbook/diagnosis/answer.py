@@ -346,8 +346,12 @@ def untestable(run: Run) -> str | None:
     # a torch.profiler table measures the loop with device (CUDA) times or profiled steps (ProfilerStep rows: the
     # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window; a cProfile
     # listing only where the device held the host waiting (analysis.profiler_ops `host_blocked_s`)
+    # a table's two total lines alone (no op rows, no steps: readers/profiler_table `totals_only`) measure how much
+    # of the host's op time the device ran, as steady telemetry measures a level: no op names what held the host
+    # (the loader, launches, copies), so they do not measure the loop either
     profiler_tables = (sm.get("profiler") or {}).get("tables") or []
-    profiled = any(t.get("device_s") or t.get("steps_s") or t.get("host_blocked_s") for t in profiler_tables)
+    profiled = any((t.get("device_s") and not t.get("totals_only")) or t.get("steps_s") or t.get("host_blocked_s")
+                   for t in profiler_tables)
     others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
         "stragglers", "flight_recorder", "job_usage")))  # (a job's usage figures measure its GPUs' time, in sum)
     if osc is not None and osc.few_samples and not others:
@@ -370,6 +374,9 @@ def untestable(run: Run) -> str | None:
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
             (["torch.profiler op tables without device times or profiled steps"] if any(
                 t.get("ops") for t in profiler_tables) else []) + \
+            [f"a torch.profiler table's totals without its rows (the device ran {t['device_s']:.3g} s of the "
+             f"{t['base_s']:.3g} s of host op time; no op or step says what held the host: the loader, launches, "
+             "copies)" for t in profiler_tables if t.get("totals_only")][:2] + \
             (["cProfile listings (host time only, no GPU or step times)"] if any(
                 t.get("listings") for t in profiler_tables) else []) + \
             (["host-side profiler texts (py-spy dumps, folded stacks, line_profiler listings: the host alone, no GPU "

@@ -368,8 +368,8 @@ class SkipCounter:
     "gpu.csv: skipped 1 of 100 rows (line 17: bad number 'x')"
     """
 
-    def __init__(self, path: str, keep: int = 3):
-        self.path, self.keep = str(path), keep
+    def __init__(self, path: str, keep: int = 3, unit: str = "line"):
+        self.path, self.keep, self.unit = str(path), keep, unit  # unit: what a number names ("record" in a binary)
         self.count = 0
         self.reasons: list[str] = []
 
@@ -377,7 +377,7 @@ class SkipCounter:
         """Record one skipped row; `line` is 1-based (None when unknown)."""
         self.count += 1
         if len(self.reasons) < self.keep:
-            self.reasons.append(f"line {line}: {reason}" if line is not None else reason)
+            self.reasons.append(f"{self.unit} {line}: {reason}" if line is not None else reason)
 
     def warning(self, rows_read: int) -> str | None:
         """One warning line, or None when nothing was skipped."""

@@ -545,6 +545,21 @@ CASES = [
         ("nanogpt_110_grad_accum_healthy.log", "healthy"),
         ("lightning_9304_fit_profiler.txt", "insufficient_data"),
         ("efficientdet_322_data_time_spike.log", "data_starvation"))],
+    # the thirty-sixth round: real profiler summaries (tests/data/eval/heldout36/SOURCES.md, real excerpts): scored
+    # once as written — 2 of 6 right, 3 of 6 read, one losing run called healthy; kept: a torch.profiler table of a
+    # data-bound loop and a cProfile listing held in .item() (right first), nsys stats of tiny eager kernels with a
+    # cut kernel table (healthy first → analysis/nsys_profiles: the whole implied by the stated shares, launches at
+    # the median call), nsys summaries retyped as Markdown (refused → readers/nsys pipe tables; insufficient_data),
+    # a blog's two torch.profiler totals (refused → readers/profiler_table totals_only; insufficient_data); a
+    # seventh, scored on main: the eager loop's key_averages table (unexplained first → analysis/profiler_ops launches)
+    *[(f"heldout36 {name}", want, _file(f"heldout36/{name}")) for name, want in (
+        ("playground_cuda_data_mode_profile.txt", "data_starvation"),
+        ("playground_cuda_eager_nsys_stats.txt", "launch_bound"),
+        ("playground_cuda_eager_mode_profile.txt", "launch_bound"),
+        ("exllamav2_455_item_cprofile.txt", "host_sync"),
+        ("pangeo_ncar9_unet_nsys_markdown.txt", "insufficient_data"),
+        ("hf_blog_profiler_matmul64_totals.txt", "insufficient_data"),
+        ("hf_blog_profiler_matmul4096_totals.txt", "insufficient_data"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +
