@@ -212,6 +212,15 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append(f"    cProfile listing{' (action ' + sec['action'] + ')' if sec.get('action') else ''}: "
                    f"{sec['functions']:,} functions, {total}; top by own time: {top or 'none'}")
     out.extend(f"    {line}" for line in _other_profilers(p))
+    if sr := info.get("straggler_reports"):  # readers/rank_reports.StragglerReports
+        figs = [f"{name} {f['min']:g}-{f['max']:g}{f.get('unit') or ''} (ranks {f['min_rank']}, {f['max_rank']})"
+                for name, f in sr.items() if isinstance(f, dict) and "min" in f and "max" in f]
+        out.append(f"    Megatron straggler reports: {sr['reports']:,}; least-most across ranks: {', '.join(figs[:8])}")
+    if st := info.get("stated"):  # readers/step_log/columns.stated_efficiency
+        said = [f"{st['tflops']:.4g} TFLOP/s per device" if st.get("tflops") is not None else "",
+                f"MFU {st['mfu']:.2%}" if st.get("mfu") is not None else ""]
+        out.append(f"    efficiency stated: {', '.join(x for x in said if x)} (median of {st.get('rows', 0)} rows; "
+                   f"{', '.join(st.get('fields') or [])})")
     if info.get("nccl_tests"):
         from playbook.readers.nccl_tests import describe
 

@@ -386,7 +386,9 @@ CASES = [
         ("torchtitan_1287_profiler.log", "healthy"),
         ("axolotl_592_hang.log", "healthy"),
         ("nanogpt_178_checkpoint.log", "healthy"),
-        ("maxtext_4847_first_step.log", "healthy"),
+        # healthy until round 37: its steps state 351 TFLOP/s per device (median of 3) and no peak to place them
+        # (step_pace.unplaced_efficiency); steplogs16/expected.json accepts insufficient_data for its three steps
+        ("maxtext_4847_first_step.log", "insufficient_data"),
         ("openr1_161_grpo_first_step.log", "insufficient_data"))],
     # round steplogs17: step logs of runs that lose GPU time, from trainers seen least (tests/data/steplogs17/SOURCES.md,
     # real excerpts; 7 losing, 3 healthy controls): 6 of 10 verdicts right first, none losing called healthy;
@@ -533,6 +535,16 @@ CASES = [
         ("pytorch_100253_export_stacks_cpu.txt", "insufficient_data"),
         ("styletts2_217_line_profiler_main_loop.txt", "insufficient_data"),
         ("tf_benchmarks_208_tfprof_op_view.txt", "insufficient_data"))],
+    # the thirty-seventh round: real framework timer output (tests/data/eval/heldout37/SOURCES.md, real excerpts):
+    # scored once as written — 4 of 6 right, one losing run called healthy (Megatron-LM at 130 TFLOP/s per H100:
+    # read the stated rate, a rate no peak places is no evidence of health: step_log/columns.stated_efficiency,
+    # step_pace.unplaced_efficiency); left out: GPT-NeoX's pipeline timers (a strict xfail in test_heldout37.py)
+    *[(f"heldout37 {name}", want, _file(f"heldout37/{name}")) for name, want in (
+        ("deepspeed_1635_cpu_adam_step.log", "insufficient_data"),
+        ("megatron_756_mixtral_130tflops.log", "insufficient_data"),
+        ("nanogpt_110_grad_accum_healthy.log", "healthy"),
+        ("lightning_9304_fit_profiler.txt", "insufficient_data"),
+        ("efficientdet_322_data_time_spike.log", "data_starvation"))],
     # the thirty-sixth round: real profiler summaries (tests/data/eval/heldout36/SOURCES.md, real excerpts): scored
     # once as written — 2 of 6 right, 3 of 6 read, one losing run called healthy; kept: a torch.profiler table of a
     # data-bound loop and a cProfile listing held in .item() (right first), nsys stats of tiny eager kernels with a

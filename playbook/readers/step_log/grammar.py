@@ -76,6 +76,7 @@ from playbook.readers.step_log.columns import (
     per_step_diff,
     phase_fields,
     stage_sum,
+    stated_efficiency,
     window_means,
     window_starts,
 )
@@ -635,4 +636,6 @@ class StepLines:
         zero = int((cols[chosen] == 0).sum()) if roles.get(chosen, ("",))[0] == "rate" else 0  # under its digits
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
                    phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed, zero_rate=zero)
+        if stated := stated_efficiency(cols, roles, idx):
+            out["stated"] = stated
         return out

@@ -245,6 +245,32 @@ def unit_kind(unit: str | None) -> tuple[str, float] | None:
 _SPLIT_PREFIX = re.compile(r"train[_/]", re.IGNORECASE)
 
 
+# A stated model-FLOP rate per device (`throughput per GPU (TFLOP/s/GPU)`, `TFLOP/s/device`, torchtitan's `tflops`,
+# GPT-NeoX's `approx flops per GPU: 112.9TFLOPS`, nanotron's `model_tflops_per_gpu`): TFLOP/s per FLOP word or unit
+FLOP_SCALE = {"flop": 1e-12, "flops": 1e-12, "gflop": 1e-3, "gflops": 1e-3, "tflop": 1.0, "tflops": 1.0,
+              "pflop": 1e3, "pflops": 1e3}
+# a phase's own rate (the DeepSpeed flops profiler's `fwd FLOPS per GPU`) or the hardware's count with recomputation
+# (nanotron's `hardware_tflops_per_gpu`) is not the model's rate over the step
+_NOT_MODEL_RATE = {"fwd", "bwd", "forward", "backward", "hardware", "hw", "macs"}
+
+
+def _flop_role(words: list[str], unit: str | None) -> tuple[str, object, float] | None:
+    """("flops", None, TFLOP/s per value) for a stated model-FLOP rate, ("mfu", None, fraction per value) for a
+    stated model-FLOP utilization (`mfu: 20.50%`, nanoGPT's `mfu 28.86%`, verl's `perf/mfu/actor`), else None. A bare
+    `flops` word is a rate only with a FLOPS unit after the value (`112.9TFLOPS`): without one it may be a count."""
+    if set(words) & _NOT_MODEL_RATE:
+        return None
+    if "mfu" in words:
+        return "mfu", None, (0.01 if unit == "%" else 1.0)
+    u = (unit or "").lower()
+    if u in FLOP_SCALE and u != "flops" and any(w in FLOP_SCALE for w in words):
+        return "flops", None, FLOP_SCALE[u]
+    word = next((w for w in words if w in FLOP_SCALE and w not in ("flop", "flops")), None)
+    if word is not None and not unit:
+        return "flops", None, FLOP_SCALE[word]
+    return None
+
+
 @lru_cache(maxsize=8192)
 def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     """_classify, and for a key named for the training split that means nothing whole (fairseq's epoch summary:
@@ -264,7 +290,10 @@ def _classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
     if "/" in key and (m := _SLASH_RATE.search(key)):
         # `avg. samples / sec`, `TFLOP/s/device`, `Tokens/s/device`: a rate of what precedes the slash, never a time
-        return _per_second_role(norm_key(m.group(1)).rsplit("_", 1)[-1])
+        what = norm_key(m.group(1)).rsplit("_", 1)[-1]
+        if what in FLOP_SCALE and not set(norm_key(key).split("_")) & _NOT_MODEL_RATE:
+            return "flops", None, FLOP_SCALE[what]  # Megatron's `throughput per GPU (TFLOP/s/GPU)`, MaxText's
+        return _per_second_role(what)
     if "/" in key and (family := _family(key, unit)) is not False:
         return family
     k = norm_key(key)
@@ -278,6 +307,8 @@ def _classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
     kind = unit_kind(unit)
     words = k.split("_") if k else []
+    if (flop := _flop_role(words, unit)) is not None:
+        return flop
     if kind and kind[0] == "per_step":
         return "dur", PER_STEP, kind[1]
     per = next((j for j in range(1, len(words) - 1) if words[j] == "per"), None)
