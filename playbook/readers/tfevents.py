@@ -155,21 +155,23 @@ _CONTENT = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q",
 
 def _tensor_scalar(buf: bytes) -> float | None:
     """The one number a TensorProto holds, else None (a histogram, a text, an empty or multi-valued tensor)."""
-    dtype, values, content = 0, [], b""
+    dtype, values, halves, content = 0, [], [], b""
     for number, wire, value in _fields(buf):
         if number == 1 and wire == 0:
             dtype = value
         elif number == 4 and wire == 2:
             content = value
-        elif number == 5:  # float_val: packed (wire 2) or one fixed32
+        elif number == 5 and wire in (2, 5):  # float_val: packed (wire 2) or one fixed32
             values += struct.unpack(f"<{len(value) // 4}f", value)
-        elif number == 6:  # double_val
+        elif number == 6 and wire in (1, 2):  # double_val: packed or one fixed64
             values += struct.unpack(f"<{len(value) // 8}d", value)
-        elif number in (7, 10, 13):  # int_val, int64_val, half_val (as int32 bits): varints
-            ints = [value] if wire == 0 else _packed_varints(value)
-            if number == 13:
-                ints = [struct.unpack("<e", struct.pack("<H", i & 0xFFFF))[0] for i in ints]
-            values += [_signed(i) for i in ints] if number != 13 else ints
+        elif number in (7, 10) and wire in (0, 2):  # int_val, int64_val: varints
+            values += [_signed(i) for i in ([value] if wire == 0 else _packed_varints(value))]
+        elif number == 13 and wire in (0, 2):  # half_val: a DT_HALF's or DT_BFLOAT16's 16 bits in a varint
+            halves += [value] if wire == 0 else _packed_varints(value)
+    if halves:  # read by the dtype, which may stand after them
+        values += [struct.unpack("<f", struct.pack("<I", (i & 0xFFFF) << 16))[0] if dtype == _DT_BFLOAT16
+                   else struct.unpack("<e", struct.pack("<H", i & 0xFFFF))[0] for i in halves]
     if content and not values:
         if dtype == _DT_BFLOAT16 and len(content) == 2:
             return struct.unpack("<f", b"\x00\x00" + content)[0]
@@ -269,7 +271,7 @@ def _plain_event(data: bytes, number: int, out: _Scalars) -> bool:
     for raw, value in values:
         tag = tags.get(raw)
         if tag is None:
-            tag = tags[raw] = raw.decode("utf-8", "replace")
+            tag = tags[raw] = raw.decode("utf-8", "backslashreplace")  # two tags stay two
         s = out.series.get(tag)
         if s is None:
             s = out.series[tag] = _Series()
@@ -285,7 +287,7 @@ def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> No
     tag, scalar, kind, plugin = None, None, None, None
     for num, wire, value in _fields(buf):
         if num == 1 and wire == 2:
-            tag = bytes(value).decode("utf-8", "replace")
+            tag = bytes(value).decode("utf-8", "backslashreplace")
         elif num == 2 and wire == 5:
             scalar = struct.unpack("<f", value)[0]
         elif num == 8 and wire == 2:
@@ -440,11 +442,15 @@ def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: st
     times; a `runtime` tag among them (Hugging Face's eval/runtime, seconds) gives its length and start."""
     end: dict[int, float] = {}
     runtime: dict[int, float] = {}
+    logged: dict[int, list[str]] = {}  # the tags logged at each step, in the order of `tags`
     for tag in tags:
         s = series[tag]
         timed = "runtime" in _WORDS.split(tag.lower())
         for step, wall, value in zip(s.step, s.wall, s.value, strict=True):
             end[step] = min(end.get(step, wall), wall)
+            at = logged.setdefault(step, [])
+            if not at or at[-1] != tag:
+                at.append(tag)
             if timed and np.isfinite(value) and 0 <= value < schema.MAX_STEP_S:
                 runtime[step] = value
     steps = sorted(end)
@@ -454,7 +460,7 @@ def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: st
     return schema.events_frame({
         "time": pd.to_datetime(np.round(starts * 1e9).astype(np.int64), utc=True), "host": [host] * len(steps),
         "rank": [-1] * len(steps), "step": steps, "kind": ["eval"] * len(steps), "duration_s": seconds,
-        "detail": [f"evaluation logged at step {k} ({', '.join(t for t in tags if k in series[t].step)[:120]})"
+        "detail": [f"evaluation logged at step {k} ({', '.join(logged[k])[:120]})"
                    for k in steps],
         "source": [src] * len(steps)})
 

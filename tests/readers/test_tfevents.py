@@ -208,3 +208,58 @@ def test_the_run_is_the_folder_or_the_writers_host(tmp_path):
     assert tfevents.run_name(Path("events.out.tfevents.1700000000.node-3.example.com.77.0.v2")) == \
         "node-3.example.com"
     assert textio.host_from_path("x.csv") == "x"
+
+
+# ---------------------------------------------------------------- review r1: encodings and sizes the first tests missed
+
+def test_a_bfloat16_in_half_val_is_read_as_a_bfloat16(tmp_path):
+    # tensor.proto: half_val holds DT_HALF and DT_BFLOAT16 bits; TensorBoard's tensor_util writes a bfloat16 there
+    # (SlowAppendBFloat16ArrayToTensorProto). 0x3FC0 is 1.5 as a bfloat16 (and 1.9375 as an IEEE half)
+    tensor = _field(1, 0, 14) + _field(13, 2, _varint(0x3FC0))
+    path = _write(tmp_path / "run" / "events.out.tfevents.1.h.1.0.v2",
+                  [_event(1.7e9 + i, i, [_tensor("loss", tensor, "scalars")]) for i in range(3)])
+    series, _, _ = tfevents.scalars(path)
+    assert np.frombuffer(series["loss"].value, dtype=np.float64).tolist() == [1.5] * 3
+
+
+def test_a_value_field_of_another_wire_type_is_no_number_not_the_files_end(tmp_path):
+    # float_val / double_val as a varint: a field of an unexpected wire type, which protobuf parsers pass over;
+    # it used to take the whole file down (TypeError: len() of an int)
+    for number in (5, 6):
+        odd = _tensor("odd", _field(1, 0, 1) + _field(number, 0, 3), "scalars")
+        path = _write(tmp_path / f"r{number}" / "events.out.tfevents.1.h.1.0", _steady(n=20) + [
+            _event(1.7e9 + 30, 30, [odd])])
+        series, notes, _ = tfevents.scalars(path)
+        assert list(series) == ["train/loss"] and len(series["train/loss"].step) == 20
+        assert notes == [f"{path}: not scalars, not read: 1 tensors that hold no single number"]
+
+
+def test_tags_that_differ_only_in_bytes_that_are_not_utf8_stay_apart(tmp_path):
+    values = [_field(1, 2, b"loss\xff") + _field(2, 5, struct.pack("<f", 1.0)),
+              _field(1, 2, b"loss\xfe") + _field(2, 5, struct.pack("<f", 2.0))]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", [_event(1.7e9 + i, i, values) for i in range(5)])
+    series, _, _ = tfevents.scalars(path)
+    assert sorted(series) == ["loss\\xfe", "loss\\xff"]
+    assert np.frombuffer(series["loss\\xff"].value, dtype=np.float64).tolist() == [1.0] * 5
+
+
+def test_evaluations_logged_at_every_step_are_read_in_linear_time(tmp_path):
+    # an evaluation tag logged at each of many steps: each step's tags were found by scanning every tag's whole
+    # step array (quadratic: 20,000 steps took ~10 s). Counted, not timed: no step array is searched
+    n = 3000
+    events = [_event(1.7e9 + i * 0.1, i, [_simple("train/loss", 1.0), _simple("eval/loss", 1.0),
+                                          _simple("eval/acc", 1.0)]) for i in range(n)]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", events)
+    series, _, _ = tfevents.scalars(path)
+    searched = []
+
+    class Watched(type(series["eval/loss"].step)):
+        def __contains__(self, item):
+            searched.append(item)
+            return super().__contains__(item)
+
+    for tag in ("eval/loss", "eval/acc"):
+        series[tag].step = Watched("q", series[tag].step)
+    events = tfevents._eval_events(series, ["eval/loss", "eval/acc"], "r", str(path))
+    assert len(events) == n and not searched
+    assert events["detail"].iloc[7] == "evaluation logged at step 7 (eval/loss, eval/acc)"
