@@ -391,6 +391,9 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         if steps is not None:
             if eval_tags and train_tags is not eval_tags:
                 steps.events = _eval_events(series, eval_tags, host, src)
+            restart = _restart(path, records_frame, host)
+            if restart is not None:
+                steps.events = pd.concat([e for e in (steps.events, restart) if len(e)], ignore_index=True)
             parts.insert(0, steps)
     bundle = parts[0].extend_all(parts[1:]) if len(parts) > 1 else parts[0]
     bundle.inputs = [src]
@@ -408,6 +411,55 @@ def run_name(path: Path) -> str:
 
 
 _FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$")
+_PID = re.compile(r"events\.out\.tfevents\.\d+\..+?\.(\d+)\.\d+(?:\.v2)?$")  # the writer's process id
+
+
+def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | None:
+    """A `restart` event when this file continues a run its folder's earlier event file wrote: every writer
+    (SummaryWriter, tf.summary, tensorboardX) starts a new file, so a run resumed from its checkpoint is a second
+    file in the run's folder, read on its own. TensorBoard reads a folder's files in name order as one run; here
+    the file before this one (by name) counts when it ended before this one's first point (a writer running
+    beside this one is none) and, where both names carry the writer's process id, another process wrote it. The
+    time between them is the run down and starting again, as a step counter that goes back in one log is
+    (step_log: the steps' accounting measures each run on its own); None otherwise."""
+    try:
+        earlier = sorted(p.name for p in path.parent.glob("events.out.tfevents.*") if p.name < path.name)
+    except OSError:
+        return None
+    wall = records["wall_time"].to_numpy(dtype=np.float64)
+    if not earlier or not np.isfinite(wall).any():
+        return None
+    first = int(np.nanargmin(wall))
+    pids = [_PID.match(name) for name in (earlier[-1], path.name)]
+    if all(pids) and pids[0].group(1) == pids[1].group(1):
+        return None  # the same process opened another writer: no restart
+    ended = _last_wall(path.parent / earlier[-1])
+    if ended is None or not ended <= wall[first]:
+        return None
+    step = int(records["step"].iloc[first])
+    return schema.events_frame({
+        "time": pd.to_datetime([round(wall[first] * 1e9)], utc=True), "host": [host], "rank": [-1],
+        "step": [max(step, 0)], "kind": ["restart"], "duration_s": [wall[first] - ended],
+        "detail": [f"{path.name} began {wall[first] - ended:.0f} s after {earlier[-1]} ended (its last record): "
+                   f"the run restarted into a new event file, at step {step}"], "source": [str(path)]})
+
+
+def _last_wall(path: Path) -> float | None:
+    """The wall time of an event file's last readable summary (None if it holds none: a file of a graph or of
+    the version record alone is no run's part)."""
+    last = None
+    try:
+        with open(path, "rb") as fh:
+            for _number, data in _records(fh, str(path), []):
+                try:
+                    fields = {num: value for num, wire, value in _fields(data) if (num, wire) in ((1, 1), (5, 2))}
+                except (ValueError, IndexError):
+                    continue
+                if 1 in fields and 5 in fields:
+                    last = _WALL.unpack(fields[1])[0]
+    except (OSError, InputError):
+        return None
+    return last if last is not None and np.isfinite(last) else None
 
 
 def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tuple[pd.DataFrame, np.ndarray]:

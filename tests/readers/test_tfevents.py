@@ -263,3 +263,43 @@ def test_evaluations_logged_at_every_step_are_read_in_linear_time(tmp_path):
     events = tfevents._eval_events(series, ["eval/loss", "eval/acc"], "r", str(path))
     assert len(events) == n and not searched
     assert events["detail"].iloc[7] == "evaluation logged at step 7 (eval/loss, eval/acc)"
+
+
+def _run_of_two_files(folder: Path, second_start: float, first_name: str = "events.out.tfevents.100.h.11.0",
+                      second_name: str = "events.out.tfevents.200.h.22.0") -> tuple[Path, Path]:
+    """A run's folder as a resumed run leaves it: the first process wrote steps 0-299 (0.5 s each) and died; the
+    second, started `second_start` s after the first began, resumed from the checkpoint of step 200."""
+    first = _write(folder / first_name, [_event(1.7e9 + i * 0.5, i, [_simple("train/loss", 1.0)]) for i in range(300)])
+    second = _write(folder / second_name, [_event(1.7e9 + second_start + i * 0.5, 200 + i,
+                                                  [_simple("train/loss", 1.0)]) for i in range(300)])
+    return first, second
+
+
+def test_a_run_resumed_into_a_second_event_file_is_a_restart_not_a_stall(tmp_path):
+    # every writer opens a new file when it starts, so a resumed run is two files in one folder, read one by one:
+    # the 450 s between them were read as a gap between steps (between_steps, 60% of the wall time lost)
+    _first, second = _run_of_two_files(tmp_path / "run", second_start=600.0)
+    bundle = read_paths([str(tmp_path / "run")])
+    restarts = bundle.events[bundle.events["kind"] == "restart"]
+    assert restarts["step"].tolist() == [200] and restarts["source"].tolist() == [str(second)]
+    assert restarts["duration_s"].round(1).tolist() == [450.5]  # from the first file's last point at 149.5 s
+    assert diagnose(bundle).verdict["id"] == "healthy"
+
+
+@pytest.mark.parametrize(("second_start", "names"), [
+    (100.0, {}),  # a writer beside the first one (it began before the first ended): no restart
+    (600.0, {"first_name": "events.out.tfevents.100.h.11.0", "second_name": "events.out.tfevents.200.h.11.1"}),
+])
+def test_files_written_side_by_side_or_by_one_process_are_no_restart(tmp_path, second_start, names):
+    _run_of_two_files(tmp_path / "run", second_start, **names)
+    bundle = read_paths([str(tmp_path / "run")])
+    assert "restart" not in set(bundle.events["kind"])
+
+
+def test_an_earlier_file_without_summaries_is_no_run_before_this_one(tmp_path):
+    _write(tmp_path / "run" / "events.out.tfevents.100.h.11.0", [])  # the version record alone
+    _first, second = _run_of_two_files(tmp_path / "run", 600.0, first_name="events.out.tfevents.150.h.12.0")
+    bundle = tfevents.read(second)
+    assert len(bundle.events) == 1  # a restart after the file of steps 0-299
+    second.parent.joinpath("events.out.tfevents.150.h.12.0").unlink()
+    assert len(tfevents.read(second).events) == 0
