@@ -377,8 +377,13 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     gpu_tags = [t for t in series if headers.meaning(headers.series_name(t)).role in schema.TELEMETRY_METRICS]
     for tag in gpu_tags:
         parts.append(_telemetry(src, tag, series[tag], host, tz, interval_s))
-    eval_tags = [t for t in series if t not in gpu_tags and _is_eval(t)]
-    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or eval_tags
+    evaluation = split(path) == "eval"  # Keras' validation/ beside train/: every tag is the evaluation's
+    eval_tags = [t for t in series if t not in gpu_tags and (evaluation or _is_eval(t))]
+    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or ([] if evaluation else eval_tags)
+    if evaluation and eval_tags:
+        parts.insert(0, schema.Bundle(events=_eval_events(series, eval_tags, host, src)))
+        notes.append(f"{src}: its folder {path.parent.name} is the evaluation split of run {host} (beside the "
+                     "training's): its scalars are read as evaluation events, not as steps")
     if train_tags:
         records_frame, line_of = _step_records(series, train_tags, host)
         skips = schema.SkipCounter(src, unit="record")
@@ -402,12 +407,36 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
 
 
 def run_name(path: Path) -> str:
-    """TensorBoard's run: the folder holding the event file (a resumed run's files share it); at the top of a
-    path, the host the writer named in the file's name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
+    """TensorBoard's run: the folder holding the event file (a resumed run's files share it), the one above it
+    where that folder is one split of the run (`split`); at the top of a path, the host the writer named in the
+    file's name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
     if path.parent.name:
-        return path.parent.name
+        return path.parent.parent.name if split(path) and path.parent.parent.name else path.parent.name
     m = _FILE_NAME.match(path.name)
     return m.group(1) if m else textio.host_from_path(path)
+
+
+_TRAIN_WORDS = frozenset({"train", "training"})
+
+
+def split(path: Path) -> str | None:
+    """'train' or 'eval' when the file's folder is one split of a run whose splits are folders: Keras'
+    TensorBoard callback writes <run>/train/ and <run>/validation/ (its tags alike: `epoch_loss` in both),
+    tf.estimator <model_dir>/eval/ beside the training's own event files; else None (a run merely named `test`)."""
+    folder = path.parent
+    name = folder.name.lower()
+    if name not in _TRAIN_WORDS and name not in _EVAL_WORDS:
+        return None
+    try:
+        beside = [(p.name.lower(), p.is_dir()) for p in folder.parent.iterdir() if p.name != folder.name]
+    except OSError:
+        return None
+    if name in _TRAIN_WORDS:
+        return "train" if any(d and n in _EVAL_WORDS for n, d in beside) else None
+    if any(d and n in _TRAIN_WORDS for n, d in beside) or any(
+            not d and n.startswith("events.out.tfevents.") for n, d in beside):
+        return "eval"
+    return None
 
 
 _FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$")

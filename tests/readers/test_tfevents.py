@@ -303,3 +303,38 @@ def test_an_earlier_file_without_summaries_is_no_run_before_this_one(tmp_path):
     assert len(bundle.events) == 1  # a restart after the file of steps 0-299
     second.parent.joinpath("events.out.tfevents.150.h.12.0").unlink()
     assert len(tfevents.read(second).events) == 0
+
+
+def _keras_fit(run: Path, epochs: int = 6) -> None:
+    """The layout of Keras' TensorBoard callback (keras/callbacks.py: `_train_dir = <log_dir>/train`,
+    `_val_dir = <log_dir>/validation`; `epoch_` + the metric's name in both, `val_` taken off, step = the epoch):
+    epochs of 40 s of training and 15 s of validation."""
+    train, val = [], []
+    for e in range(epochs):
+        end = 1.7e9 + e * 55.0 + 55.0
+        train.append(_event(end, e, [_simple("epoch_loss", 1.0 / (e + 1)), _simple("epoch_accuracy", 0.5)]))
+        val.append(_event(end + 0.01, e, [_simple("epoch_loss", 1.2 / (e + 1)), _simple("epoch_accuracy", 0.4)]))
+    _write(run / "train" / "events.out.tfevents.1700000000.h.7.0.v2", train)
+    _write(run / "validation" / "events.out.tfevents.1700000001.h.7.1.v2", val)
+
+
+def test_keras_validation_folder_is_the_runs_evaluation_not_a_second_host(tmp_path):
+    # read as two hosts `train` and `validation` (two GPUs, each epoch's steps twice, the wall time doubled)
+    _keras_fit(tmp_path / "20240101-120000")
+    bundle = read_paths([str(tmp_path / "20240101-120000")])
+    assert bundle.steps["host"].unique().tolist() == ["20240101-120000"]
+    assert sorted(bundle.steps["step"]) == [1, 2, 3, 4, 5]
+    evals = bundle.events[bundle.events["kind"] == "eval"]
+    assert evals["step"].tolist() == list(range(6)) and evals["host"].unique().tolist() == ["20240101-120000"]
+    assert any("evaluation split of run 20240101-120000" in w for w in bundle.warnings)
+
+
+def test_an_estimators_eval_folder_is_its_evaluation_and_a_run_named_test_is_a_run(tmp_path):
+    model = tmp_path / "model_dir"
+    _write(model / "events.out.tfevents.1.h.1.0", _steady(n=20))
+    _write(model / "eval" / "events.out.tfevents.2.h.1.0", [_event(1.7e9 + 10.2, 10, [_simple("loss", 0.3)])])
+    bundle = read_paths([str(model)])
+    assert bundle.steps["host"].unique().tolist() == ["model_dir"]
+    assert bundle.events[["kind", "step", "host"]].values.tolist() == [["eval", 10, "model_dir"]]
+    alone = _write(tmp_path / "runs" / "test" / "events.out.tfevents.1.h.1.0", _steady(n=20))  # no split beside
+    assert tfevents.split(alone) is None and len(read_paths([str(alone)]).steps) == 19
