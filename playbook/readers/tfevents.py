@@ -381,7 +381,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     eval_tags = [t for t in series if t not in gpu_tags and (evaluation or _is_eval(t))]
     train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or ([] if evaluation else eval_tags)
     if evaluation and eval_tags:
-        parts.insert(0, schema.Bundle(events=_eval_events(series, eval_tags, host, src)))
+        parts.insert(0, schema.Bundle(events=_eval_events(series, eval_tags, host, src, notes)))
         notes.append(f"{src}: its folder {path.parent.name} is the evaluation split of run {host} (beside the "
                      "training's): its scalars are read as evaluation events, not as steps")
     if train_tags:
@@ -395,7 +395,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                 raise
         if steps is not None:
             if eval_tags and train_tags is not eval_tags:
-                steps.events = _eval_events(series, eval_tags, host, src)
+                steps.events = _eval_events(series, eval_tags, host, src, notes)
             restart = _restart(path, records_frame, host)
             if restart is not None:
                 steps.events = pd.concat([e for e in (steps.events, restart) if len(e)], ignore_index=True)
@@ -518,22 +518,34 @@ def _is_eval(tag: str) -> bool:
     return not _EVAL_WORDS.isdisjoint(_WORDS.split(tag.lower()))
 
 
-def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: str) -> pd.DataFrame:
+_MAX_WALL = 9.2e9  # |Unix seconds| a timestamp in nanoseconds holds (years 1678-2261)
+
+
+def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: str,
+                 notes: list[str]) -> pd.DataFrame:
     """One `eval` event per step an evaluation split's tags were logged at: it ended by the earliest of their wall
-    times; a `runtime` tag among them (Hugging Face's eval/runtime, seconds) gives its length and start."""
+    times; a `runtime` tag among them (Hugging Face's eval/runtime, seconds) gives its length and start. A point
+    whose wall time is no time (NaN, inf, past a timestamp's range) is left out, counted in `notes`."""
     end: dict[int, float] = {}
     runtime: dict[int, float] = {}
     logged: dict[int, list[str]] = {}  # the tags logged at each step, in the order of `tags`
+    timeless = 0
     for tag in tags:
         s = series[tag]
         timed = "runtime" in _WORDS.split(tag.lower())
         for step, wall, value in zip(s.step, s.wall, s.value, strict=True):
+            if not -_MAX_WALL < wall < _MAX_WALL:
+                timeless += 1
+                continue
             end[step] = min(end.get(step, wall), wall)
             at = logged.setdefault(step, [])
             if not at or at[-1] != tag:
                 at.append(tag)
             if timed and np.isfinite(value) and 0 <= value < schema.MAX_STEP_S:
                 runtime[step] = value
+    if timeless:
+        notes.append(f"{src}: {timeless} evaluation values with a wall time that is no time (NaN, inf or out of "
+                     "range) left out")
     steps = sorted(end)
     seconds = np.array([runtime.get(k, np.nan) for k in steps], dtype=np.float64)
     ends = np.array([end[k] for k in steps], dtype=np.float64)
@@ -550,6 +562,7 @@ def _telemetry(src: str, tag: str, s: _Series, host: str, tz: str, interval_s: f
     """One GPU-reading tag's points as telemetry (its name read like a column header)."""
     skips = schema.SkipCounter(src, unit="record")
     builder = generic_csv.TableBuilder(src, ["timestamp", headers.series_name(tag)], host, skips, tz)
+    builder.where = "record"
     wall = np.frombuffer(s.wall, dtype=np.float64)
     values = np.frombuffer(s.value, dtype=np.float64)
     builder.add(pa.table({"c0": pa.array([repr(float(w)) for w in wall], pa.string()),

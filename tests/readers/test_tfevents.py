@@ -6,6 +6,7 @@ other value encodings, GPU tags, damage."""
 from __future__ import annotations
 
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -260,7 +261,7 @@ def test_evaluations_logged_at_every_step_are_read_in_linear_time(tmp_path):
 
     for tag in ("eval/loss", "eval/acc"):
         series[tag].step = Watched("q", series[tag].step)
-    events = tfevents._eval_events(series, ["eval/loss", "eval/acc"], "r", str(path))
+    events = tfevents._eval_events(series, ["eval/loss", "eval/acc"], "r", str(path), [])
     assert len(events) == n and not searched
     assert events["detail"].iloc[7] == "evaluation logged at step 7 (eval/loss, eval/acc)"
 
@@ -338,3 +339,21 @@ def test_an_estimators_eval_folder_is_its_evaluation_and_a_run_named_test_is_a_r
     assert bundle.events[["kind", "step", "host"]].values.tolist() == [["eval", 10, "model_dir"]]
     alone = _write(tmp_path / "runs" / "test" / "events.out.tfevents.1.h.1.0", _steady(n=20))  # no split beside
     assert tfevents.split(alone) is None and len(read_paths([str(alone)]).steps) == 19
+
+
+def test_an_evaluation_or_gpu_point_without_a_usable_wall_time_is_counted_by_its_record(tmp_path):
+    # an eval value at wall time inf or 1e300 became an event at NaT (numpy's cast warnings on stderr, nothing
+    # counted); a GPU point's skipped row was named by a "line" of this binary file
+    events = [_event(1.7e9 + i, i, [_simple("train/loss", 1.0), _simple("gpu0/utilization", 50.0)]) for i in range(20)]
+    events += [_event(float("inf"), 21, [_simple("eval/loss", 1.0)]), _event(1e300, 22, [_simple("eval/loss", 1.0)]),
+               _event(1.7e9 + 23, 23, [_simple("eval/loss", 1.0)])]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", events)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a cast of inf
+        bundle = read_paths([str(path)])
+    assert bundle.events["step"].tolist() == [23] and bundle.events["time"].notna().all()
+    assert f"{path}: 2 evaluation values with a wall time that is no time (NaN, inf or out of range) left out" \
+        in bundle.warnings
+    events[5] = _event(float("inf"), 5, [_simple("train/loss", 1.0), _simple("gpu0/utilization", 50.0)])
+    bundle = read_paths([str(_write(path, events))])
+    assert any(w.startswith(f"{path}: skipped 1 of 20 rows (record 7: bad time") for w in bundle.warnings)
