@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import struct
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -476,19 +477,20 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
 def _last_wall(path: Path) -> float | None:
     """The wall time of an event file's last readable summary (None if it holds none: a file of a graph or of
     the version record alone is no run's part)."""
-    last = None
     try:
         with open(path, "rb") as fh:
-            for _number, data in _records(fh, str(path), []):
-                try:
-                    fields = {num: value for num, wire, value in _fields(data) if (num, wire) in ((1, 1), (5, 2))}
-                except (ValueError, IndexError):
-                    continue
-                if 1 in fields and 5 in fields:
-                    last = _WALL.unpack(fields[1])[0]
+            tail = deque((data for _number, data in _records(fh, str(path), [])), maxlen=64)  # framing only
     except (OSError, InputError):
         return None
-    return last if last is not None and np.isfinite(last) else None
+    for data in reversed(tail):
+        try:
+            fields = {num: value for num, wire, value in _fields(data) if (num, wire) in ((1, 1), (5, 2))}
+        except (ValueError, IndexError):
+            continue
+        if 1 in fields and 5 in fields:
+            last = _WALL.unpack(fields[1])[0]
+            return last if np.isfinite(last) else None
+    return None
 
 
 def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tuple[pd.DataFrame, np.ndarray]:
