@@ -496,7 +496,8 @@ def _last_wall(path: Path) -> float | None:
 def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tuple[pd.DataFrame, np.ndarray]:
     """The clock tag's points (the tag with the most distinct steps; the first logged on a tie) as records of
     step, wall time and the run as the host, with every other tag's value at the same step beside them (its last
-    at that step). A tag whose name is one of those keys (a scalar called `step` or `time`) is left out."""
+    at that step). A tag whose name is one of those keys (a scalar called `step` or `time`) is left out, and so is
+    one logged at fewer than half of the clock's points."""
     from playbook.readers import step_log
 
     clock = max(tags, key=lambda t: (len(set(series[t].step)), -tags.index(t)))
@@ -512,6 +513,9 @@ def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tup
         s = series[tag]
         their = pd.Series(np.frombuffer(s.value, dtype=np.float64), index=np.frombuffer(s.step, dtype=np.int64))
         their = their[~their.index.duplicated(keep="last")]
+        if 2 * int(np.isin(step, their.index.to_numpy()).sum()) < len(step):
+            continue  # logged at under half the clock's points: no per-step figure (Hugging Face's run summary
+            # `train/train_runtime`, the whole training's seconds, at the last step only, read as the step time)
         frame[tag] = their.reindex(step).to_numpy()
     return pd.DataFrame(frame), np.frombuffer(base.record, dtype=np.int64)
 

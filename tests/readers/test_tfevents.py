@@ -357,3 +357,23 @@ def test_an_evaluation_or_gpu_point_without_a_usable_wall_time_is_counted_by_its
     events[5] = _event(float("inf"), 5, [_simple("train/loss", 1.0), _simple("gpu0/utilization", 50.0)])
     bundle = read_paths([str(_write(path, events))])
     assert any(w.startswith(f"{path}: skipped 1 of 20 rows (record 7: bad time") for w in bundle.warnings)
+
+
+def test_a_run_summary_logged_once_is_no_step_time(tmp_path):
+    # Hugging Face's Trainer ends a run by logging its summary (train_runtime, train_samples_per_second, total_flos,
+    # train_loss) at the last step, as `train/...` (integration_utils.rewrite_logs): `train/train_runtime` (the whole
+    # run's seconds) was read as the step duration and the 99 steps without it were skipped (insufficient_data)
+    events, t = [], 1.7e9
+    for s in range(10, 1010, 10):
+        t += 3.0
+        events.append(_event(t, s, [_simple("train/loss", 1.0), _simple("train/learning_rate", 1e-4),
+                                    _simple("train/epoch", s / 500)]))
+        if s % 200 == 0:
+            t += 30.0
+            events.append(_event(t, s, [_simple("eval/loss", 1.0), _simple("eval/runtime", 30.0)]))
+    events.append(_event(t + 1, 1000, [_simple("train/train_runtime", t - 1.7e9), _simple("train/total_flos", 1e15),
+                                       _simple("train/train_samples_per_second", 50.0)]))
+    bundle = read_paths([str(_write(tmp_path / "runs" / "Jan01_host" / "events.out.tfevents.1.host.1.0", events))])
+    assert len(bundle.steps) == 99 and not any("skipped" in w for w in bundle.warnings)
+    assert np.allclose(np.sort(bundle.steps["duration_s"])[:90], 0.3)  # 3 s over each window of 10 steps
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
