@@ -383,8 +383,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or ([] if evaluation else eval_tags)
     if evaluation and eval_tags:
         parts.insert(0, schema.Bundle(events=_eval_events(series, eval_tags, host, src, notes)))
-        notes.append(f"{src}: its folder {path.parent.name} is the evaluation split of run {host} (beside the "
-                     "training's): its scalars are read as evaluation events, not as steps")
+        notes.append(f"{src}: its folder {path.parent.name} is an evaluation split of run {host}: its scalars are "
+                     "read as evaluation events, not as steps")
     if train_tags:
         records_frame, line_of = _step_records(series, train_tags, host)
         skips = schema.SkipCounter(src, unit="record")
@@ -408,11 +408,11 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
 
 
 def run_name(path: Path) -> str:
-    """TensorBoard's run: the folder holding the event file (a resumed run's files share it), the one above it
-    where that folder is one split of the run (`split`); at the top of a path, the host the writer named in the
-    file's name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
+    """TensorBoard's run: the folder holding the event file (a resumed run's files share it), the run's own where
+    that folder is one split of the run (`split`); at the top of a path, the host the writer named in the file's
+    name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
     if path.parent.name:
-        return path.parent.parent.name if split(path) and path.parent.parent.name else path.parent.name
+        return _split(path)[1] if split(path) else path.parent.name
     m = _FILE_NAME.match(path.name)
     return m.group(1) if m else textio.host_from_path(path)
 
@@ -421,23 +421,43 @@ _TRAIN_WORDS = frozenset({"train", "training"})
 
 
 def split(path: Path) -> str | None:
-    """'train' or 'eval' when the file's folder is one split of a run whose splits are folders: Keras'
-    TensorBoard callback writes <run>/train/ and <run>/validation/ (its tags alike: `epoch_loss` in both),
-    tf.estimator <model_dir>/eval/ beside the training's own event files; else None (a run merely named `test`)."""
+    """'train' or 'eval' when the file's folder is one split of a run whose splits are folders, else None (a run
+    merely named `test`): Keras' TensorBoard callback writes <run>/train/ and <run>/validation/ (its tags alike:
+    `epoch_loss` in both), tf.estimator <model_dir>/eval/ beside the training's own event files; PyTorch's
+    add_scalars(main, {"train": ..., "val": ...}) one folder a key inside the run's, <run>/<main>_<key>/
+    (tensorboardX <run>/<main>/<key>/), the key's series there (an evaluation split's read as its events)."""
+    return _split(path)[0]
+
+
+def _split(path: Path) -> tuple[str | None, str]:
+    """(`split`, the run's name: the folder above the split's, or the nearest holding event files of its own)."""
     folder = path.parent
     name = folder.name.lower()
-    if name not in _TRAIN_WORDS and name not in _EVAL_WORDS:
-        return None
+    exact = name in _TRAIN_WORDS or name in _EVAL_WORDS
+    last = _WORDS.split(name)[-1]
+    if exact:
+        try:
+            beside = [(p.name.lower(), p.is_dir()) for p in folder.parent.iterdir() if p.name != folder.name]
+        except OSError:
+            return None, folder.name
+        up = folder.parent.parent  # tensorboardX's <run>/<main>/<key>/: the run two levels up
+        above = any(not d and n.startswith("events.out.tfevents.") for n, d in beside)
+        run = up.name if not above and up.name and _holds_events(up) else folder.parent.name
+        if name in _TRAIN_WORDS:  # (where the run has event files of its own, a train key's are another series)
+            keras = any(d and n in _EVAL_WORDS for n, d in beside) and not above and run == folder.parent.name
+            return ("train", run) if keras else (None, folder.name)
+        if any(d and n in _TRAIN_WORDS for n, d in beside) or above or run != folder.parent.name:
+            return "eval", run
+    elif last in _EVAL_WORDS and folder.parent.name and _holds_events(folder.parent):  # PyTorch <run>/<main>_<key>/
+        return "eval", folder.parent.name
+    return None, folder.name
+
+
+def _holds_events(folder: Path) -> bool:
     try:
-        beside = [(p.name.lower(), p.is_dir()) for p in folder.parent.iterdir() if p.name != folder.name]
+        return any(p.name.startswith("events.out.tfevents.") and p.is_file() for p in folder.iterdir())
     except OSError:
-        return None
-    if name in _TRAIN_WORDS:
-        return "train" if any(d and n in _EVAL_WORDS for n, d in beside) else None
-    if any(d and n in _TRAIN_WORDS for n, d in beside) or any(
-            not d and n.startswith("events.out.tfevents.") for n, d in beside):
-        return "eval"
-    return None
+        return False
 
 
 _FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$")

@@ -327,7 +327,7 @@ def test_keras_validation_folder_is_the_runs_evaluation_not_a_second_host(tmp_pa
     assert sorted(bundle.steps["step"]) == [1, 2, 3, 4, 5]
     evals = bundle.events[bundle.events["kind"] == "eval"]
     assert evals["step"].tolist() == list(range(6)) and evals["host"].unique().tolist() == ["20240101-120000"]
-    assert any("evaluation split of run 20240101-120000" in w for w in bundle.warnings)
+    assert any("an evaluation split of run 20240101-120000" in w for w in bundle.warnings)
 
 
 def test_an_estimators_eval_folder_is_its_evaluation_and_a_run_named_test_is_a_run(tmp_path):
@@ -376,4 +376,29 @@ def test_a_run_summary_logged_once_is_no_step_time(tmp_path):
     bundle = read_paths([str(_write(tmp_path / "runs" / "Jan01_host" / "events.out.tfevents.1.host.1.0", events))])
     assert len(bundle.steps) == 99 and not any("skipped" in w for w in bundle.warnings)
     assert np.allclose(np.sort(bundle.steps["duration_s"])[:90], 0.3)  # 3 s over each window of 10 steps
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_add_scalars_key_folders_of_an_evaluation_are_its_events(tmp_path, nested):
+    # add_scalars("Loss", {"train": ..., "val": ...}) writes one folder a key inside the run's: PyTorch
+    # <run>/Loss_train/ and <run>/Loss_val/ (writer.py: main_tag + "_" + tag), tensorboardX <run>/Loss/train/ and
+    # <run>/Loss/val/, each with the tag `Loss`. The val folder was a host of its own whose five "steps" (50-step
+    # windows spanning the pauses) turned the verdict to between_steps
+    run = tmp_path / "run"
+    main, train, val, t = [], [], [], 1.7e9
+    for i in range(300):
+        t += 0.2 + (5.0 if i % 50 == 49 else 0.0)
+        main.append(_event(t, i, [_simple("train/lr", 0.1)]))
+        train.append(_event(t, i, [_simple("Loss", 1.0 / (i + 1))]))
+        if i % 50 == 49:
+            val.append(_event(t + 0.01, i, [_simple("Loss", 0.5)]))
+    _write(run / "events.out.tfevents.1700000000.h.5.0", main)
+    keys = ("Loss/train", "Loss/val") if nested else ("Loss_train", "Loss_val")
+    _write(run / keys[0] / "events.out.tfevents.1700000000.h.5.1", train)
+    _write(run / keys[1] / "events.out.tfevents.1700000000.h.5.2", val)
+    bundle = read_paths([str(run)])
+    assert "Loss_val" not in set(bundle.steps["host"]) and "val" not in set(bundle.steps["host"])
+    assert bundle.events[["kind", "host"]].drop_duplicates().values.tolist() == [["eval", "run"]]
+    assert bundle.events["step"].tolist() == [49, 99, 149, 199, 249, 299]
     assert diagnose(bundle).verdict["id"] == "periodic_stall"
