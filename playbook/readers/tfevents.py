@@ -17,6 +17,7 @@ images, audio, text, graphs and hparams are not scalars: counted in a note, not 
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 from array import array
@@ -326,6 +327,21 @@ def _plugin_name(buf: bytes) -> str | None:
     return None
 
 
+def _open(path: str | Path):
+    """The file's bytes as a binary stream; decompressed where it is compressed (an event file gzipped to attach
+    it to an issue: detection reads it decompressed, so must the reader). InputError when it cannot be opened."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - the caller closes it
+        kind = textio.compression(fh.read(6))
+        fh.seek(0)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    if kind is None:
+        return fh
+    fh.close()
+    return io.BufferedReader(textio.TextStream(path, convert=False), 1 << 20)
+
+
 def scalars(path: str | Path) -> tuple[dict[str, _Series], list[str], int]:
     """(tag -> its scalars, notes on what was not read, records read) of one event file."""
     src = str(path)
@@ -334,11 +350,7 @@ def scalars(path: str | Path) -> tuple[dict[str, _Series], list[str], int]:
     damaged: list[str] = []
     n_damaged = 0
     records = 0
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise InputError(f"{src}: cannot open ({exc.strerror or exc})") from None
-    with fh:
+    with _open(path) as fh:
         for number, data in _records(fh, src, problems):
             records = number
             try:
@@ -498,7 +510,7 @@ def _last_wall(path: Path) -> float | None:
     """The wall time of an event file's last readable summary (None if it holds none: a file of a graph or of
     the version record alone is no run's part)."""
     try:
-        with open(path, "rb") as fh:
+        with _open(path) as fh:
             tail = deque((data for _number, data in _records(fh, str(path), [])), maxlen=64)  # framing only
     except (OSError, InputError):
         return None

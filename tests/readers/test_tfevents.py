@@ -402,3 +402,18 @@ def test_add_scalars_key_folders_of_an_evaluation_are_its_events(tmp_path, neste
     assert bundle.events[["kind", "host"]].drop_duplicates().values.tolist() == [["eval", "run"]]
     assert bundle.events["step"].tolist() == [49, 99, 149, 199, 249, 299]
     assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+def test_a_gzipped_event_file_reads_as_the_file(tmp_path):
+    # detection reads a compressed file decompressed (textio), so it took a gzipped event file (one attached to an
+    # issue) for one; the reader then opened the compressed bytes: "no scalar values ... its length fails its checksum"
+    import gzip
+
+    src = _real("trainer_eval_stall")
+    packed = tmp_path / "trainer_eval_stall" / (src.name + ".gz")
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(src.read_bytes()))
+    assert detect.detect(packed) == "tfevents"
+    plain, zipped = tfevents.scalars(src), tfevents.scalars(packed)
+    assert zipped[2] == plain[2] and not zipped[1]
+    assert list(zipped[0]["train/loss"].value) == list(plain[0]["train/loss"].value)
