@@ -399,6 +399,12 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                      "read as evaluation events, not as steps")
     if train_tags:
         records_frame, line_of = _step_records(series, train_tags, host)
+        if len(records_frame) > 1 and records_frame["step"].nunique() == 1:
+            # add_scalar / add_summary without a step (global_step=None): every point at one step; the clock's
+            # points are then the records, numbered in their order
+            notes.append(f"{src}: every point of {len(records_frame)} was logged at step "
+                         f"{records_frame['step'].iloc[0]} (no step given): numbered in their order")
+            records_frame["step"] = np.arange(len(records_frame), dtype=np.int64)
         skips = schema.SkipCounter(src, unit="record")
         try:
             steps = step_log._table_bundle(path, records_frame, line_of, skips, tz)

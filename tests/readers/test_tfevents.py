@@ -417,3 +417,15 @@ def test_a_gzipped_event_file_reads_as_the_file(tmp_path):
     plain, zipped = tfevents.scalars(src), tfevents.scalars(packed)
     assert zipped[2] == plain[2] and not zipped[1]
     assert list(zipped[0]["train/loss"].value) == list(plain[0]["train/loss"].value)
+
+
+def test_points_logged_without_a_step_are_numbered_in_their_order(tmp_path):
+    # add_scalar(tag, value) with no global_step (torch/tensorboardX and TF1's add_summary leave Event.step unset:
+    # 0): every point at step 0 left no step at all (insufficient_data); the wall times still time the loop
+    events = [_event(1.7e9 + i * 0.5 + (i // 10) * 3.0, 0, [_simple("loss", 1.0)]) for i in range(100)]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", events)
+    bundle = read_paths([str(path)])
+    assert sorted(bundle.steps["step"]) == list(range(1, 100))
+    assert f"{path}: every point of 100 was logged at step 0 (no step given): numbered in their order" \
+        in bundle.warnings
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
