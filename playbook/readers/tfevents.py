@@ -449,7 +449,7 @@ def split(path: Path) -> str | None:
 
 def _split(path: Path) -> tuple[str | None, str]:
     """(`split`, the run's name: the folder above the split's, or the nearest holding event files of its own)."""
-    folder = path.parent
+    folder = Path(path).absolute().parent  # `validation/x` named from the run's folder: the run is the cwd
     name = folder.name.lower()
     exact = name in _TRAIN_WORDS or name in _EVAL_WORDS
     last = _WORDS.split(name)[-1]

@@ -429,3 +429,10 @@ def test_points_logged_without_a_step_are_numbered_in_their_order(tmp_path):
     assert f"{path}: every point of 100 was logged at step 0 (no step given): numbered in their order" \
         in bundle.warnings
     assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+def test_split_folders_named_from_inside_the_run_name_it(tmp_path, monkeypatch):
+    _keras_fit(tmp_path / "fit7")
+    monkeypatch.chdir(tmp_path / "fit7")
+    bundle = read_paths(["train", "validation"])
+    assert set(bundle.steps["host"]) == set(bundle.events["host"]) == {"fit7"}
