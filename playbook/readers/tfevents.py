@@ -430,7 +430,8 @@ def run_name(path: Path) -> str:
     that folder is one split of the run (`split`); at the top of a path, the host the writer named in the file's
     name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
     if path.parent.name:
-        return _split(path)[1] if split(path) else path.parent.name
+        kind, run = _split(path)
+        return run if kind else path.parent.name
     m = _FILE_NAME.match(path.name)
     return m.group(1) if m else textio.host_from_path(path)
 
