@@ -207,8 +207,8 @@ def sniff(head: str) -> bool:
         starts = _rule_starts(line)
         if starts and _is_header(_cut(prev, starts)):
             return True
-        header = _pipe_cells(prev)
-        if header and _is_pipe_rule(_pipe_cells(line)) and _is_header(header):
+        header = _pipe_cells(prev, bare=True)
+        if header and _is_pipe_rule(_pipe_cells(line, bare=True)) and _is_header(header):
             return True
         prev = line
         banner = _BANNER.search(line) if line.lstrip().startswith("**") else None
@@ -247,16 +247,23 @@ def _cut(line: str, starts: list[int]) -> list[str]:
     return [line[a:b].strip() for a, b in zip(starts, starts[1:] + [None], strict=True)]
 
 
-_PIPE_RULE = re.compile(r"^:?-{3,}:?$")
+_PIPE_RULE = re.compile(r"^:?-+:?$")  # GFM's delimiter row: one hyphen or more a cell, colons for alignment
 
 
-def _pipe_cells(line: str) -> list[str] | None:
+def _pipe_cells(line: str, bare: bool = False) -> list[str] | None:
     """The cells of a Markdown (pipe) table row `| a | `b` | 34.2% |` (code-span backticks and bold marks dropped),
-    else None."""
+    else None. `bare`: also a row without its outer pipes (`a | b`: GFM makes them optional), for the lines where a
+    row is expected (a header over its rule, a rule, the rows of a table begun)."""
     t = line.strip()
-    if len(t) < 3 or not (t.startswith("|") and t.endswith("|")) or len(t) > 64 * MAX_COLUMNS:
+    if len(t) < 3 or "|" not in t or len(t) > 64 * MAX_COLUMNS:
         return None
-    return [c.strip().strip("`*").strip() for c in t[1:-1].split("|")]
+    if t.startswith("|") and t.endswith("|"):
+        t = t[1:-1]
+    elif bare:
+        t = t.removeprefix("|").removesuffix("|")
+    else:
+        return None
+    return [c.strip().strip("`*").strip() for c in t.split("|")]
 
 
 def _is_pipe_rule(cells: list[str] | None) -> bool:
@@ -294,14 +301,19 @@ def _tables(text: str, skips: schema.SkipCounter) -> list[_Table]:
         if m or b:
             pending, current = named_report((m or b).group("name")), None
             continue
-        if _NOISE.match(raw):
+        if _NOISE.match(raw) and not (line.startswith("**") and "|" in line):  # not a bold cell of a bare row
             current = None
             continue
         cells = _pipe_cells(raw)
+        if cells is None and "|" in line:  # a row without outer pipes: a rule, or a row of the table begun
+            bare = _pipe_cells(raw, bare=True)
+            if bare and (_is_pipe_rule(bare) or (current is not None and current.delimiter == "|"
+                                                 and len(bare) == len(current.header))):
+                cells = bare
         if cells is not None:
             before, prev = prev, raw
             if _is_pipe_rule(cells):
-                header = _pipe_cells(before) or []
+                header = _pipe_cells(before, bare=True) or []
                 if len(header) == len(cells) and _is_header(header):
                     current, pending = _Table(pending, header, i - 1, delimiter="|"), None
                     tables.append(current)

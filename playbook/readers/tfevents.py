@@ -17,9 +17,11 @@ images, audio, text, graphs and hparams are not scalars: counted in a note, not 
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 from array import array
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,21 +157,23 @@ _CONTENT = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q",
 
 def _tensor_scalar(buf: bytes) -> float | None:
     """The one number a TensorProto holds, else None (a histogram, a text, an empty or multi-valued tensor)."""
-    dtype, values, content = 0, [], b""
+    dtype, values, halves, content = 0, [], [], b""
     for number, wire, value in _fields(buf):
         if number == 1 and wire == 0:
             dtype = value
         elif number == 4 and wire == 2:
             content = value
-        elif number == 5:  # float_val: packed (wire 2) or one fixed32
+        elif number == 5 and wire in (2, 5):  # float_val: packed (wire 2) or one fixed32
             values += struct.unpack(f"<{len(value) // 4}f", value)
-        elif number == 6:  # double_val
+        elif number == 6 and wire in (1, 2):  # double_val: packed or one fixed64
             values += struct.unpack(f"<{len(value) // 8}d", value)
-        elif number in (7, 10, 13):  # int_val, int64_val, half_val (as int32 bits): varints
-            ints = [value] if wire == 0 else _packed_varints(value)
-            if number == 13:
-                ints = [struct.unpack("<e", struct.pack("<H", i & 0xFFFF))[0] for i in ints]
-            values += [_signed(i) for i in ints] if number != 13 else ints
+        elif number in (7, 10) and wire in (0, 2):  # int_val, int64_val: varints
+            values += [_signed(i) for i in ([value] if wire == 0 else _packed_varints(value))]
+        elif number == 13 and wire in (0, 2):  # half_val: a DT_HALF's or DT_BFLOAT16's 16 bits in a varint
+            halves += [value] if wire == 0 else _packed_varints(value)
+    if halves:  # read by the dtype, which may stand after them
+        values += [struct.unpack("<f", struct.pack("<I", (i & 0xFFFF) << 16))[0] if dtype == _DT_BFLOAT16
+                   else struct.unpack("<e", struct.pack("<H", i & 0xFFFF))[0] for i in halves]
     if content and not values:
         if dtype == _DT_BFLOAT16 and len(content) == 2:
             return struct.unpack("<f", b"\x00\x00" + content)[0]
@@ -269,7 +273,7 @@ def _plain_event(data: bytes, number: int, out: _Scalars) -> bool:
     for raw, value in values:
         tag = tags.get(raw)
         if tag is None:
-            tag = tags[raw] = raw.decode("utf-8", "replace")
+            tag = tags[raw] = raw.decode("utf-8", "backslashreplace")  # two tags stay two
         s = out.series.get(tag)
         if s is None:
             s = out.series[tag] = _Series()
@@ -285,7 +289,7 @@ def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> No
     tag, scalar, kind, plugin = None, None, None, None
     for num, wire, value in _fields(buf):
         if num == 1 and wire == 2:
-            tag = bytes(value).decode("utf-8", "replace")
+            tag = bytes(value).decode("utf-8", "backslashreplace")
         elif num == 2 and wire == 5:
             scalar = struct.unpack("<f", value)[0]
         elif num == 8 and wire == 2:
@@ -323,6 +327,21 @@ def _plugin_name(buf: bytes) -> str | None:
     return None
 
 
+def _open(path: str | Path):
+    """The file's bytes as a binary stream; decompressed where it is compressed (an event file gzipped to attach
+    it to an issue: detection reads it decompressed, so must the reader). InputError when it cannot be opened."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - the caller closes it
+        kind = textio.compression(fh.read(6))
+        fh.seek(0)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    if kind is None:
+        return fh
+    fh.close()
+    return io.BufferedReader(textio.TextStream(path, convert=False), 1 << 20)
+
+
 def scalars(path: str | Path) -> tuple[dict[str, _Series], list[str], int]:
     """(tag -> its scalars, notes on what was not read, records read) of one event file."""
     src = str(path)
@@ -331,11 +350,7 @@ def scalars(path: str | Path) -> tuple[dict[str, _Series], list[str], int]:
     damaged: list[str] = []
     n_damaged = 0
     records = 0
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise InputError(f"{src}: cannot open ({exc.strerror or exc})") from None
-    with fh:
+    with _open(path) as fh:
         for number, data in _records(fh, src, problems):
             records = number
             try:
@@ -375,10 +390,21 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     gpu_tags = [t for t in series if headers.meaning(headers.series_name(t)).role in schema.TELEMETRY_METRICS]
     for tag in gpu_tags:
         parts.append(_telemetry(src, tag, series[tag], host, tz, interval_s))
-    eval_tags = [t for t in series if t not in gpu_tags and _is_eval(t)]
-    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or eval_tags
+    evaluation = split(path) == "eval"  # Keras' validation/ beside train/: every tag is the evaluation's
+    eval_tags = [t for t in series if t not in gpu_tags and (evaluation or _is_eval(t))]
+    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or ([] if evaluation else eval_tags)
+    if evaluation and eval_tags:
+        parts.insert(0, schema.Bundle(events=_eval_events(series, eval_tags, host, src, notes)))
+        notes.append(f"{src}: its folder {path.parent.name} is an evaluation split of run {host}: its scalars are "
+                     "read as evaluation events, not as steps")
     if train_tags:
         records_frame, line_of = _step_records(series, train_tags, host)
+        if len(records_frame) > 1 and records_frame["step"].nunique() == 1:
+            # add_scalar / add_summary without a step (global_step=None): every point at one step; the clock's
+            # points are then the records, numbered in their order
+            notes.append(f"{src}: every point of {len(records_frame)} was logged at step "
+                         f"{records_frame['step'].iloc[0]} (no step given): numbered in their order")
+            records_frame["step"] = np.arange(len(records_frame), dtype=np.int64)
         skips = schema.SkipCounter(src, unit="record")
         try:
             steps = step_log._table_bundle(path, records_frame, line_of, skips, tz)
@@ -388,7 +414,10 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
                 raise
         if steps is not None:
             if eval_tags and train_tags is not eval_tags:
-                steps.events = _eval_events(series, eval_tags, host, src)
+                steps.events = _eval_events(series, eval_tags, host, src, notes)
+            restart = _restart(path, records_frame, host)
+            if restart is not None:
+                steps.events = pd.concat([e for e in (steps.events, restart) if len(e)], ignore_index=True)
             parts.insert(0, steps)
     bundle = parts[0].extend_all(parts[1:]) if len(parts) > 1 else parts[0]
     bundle.inputs = [src]
@@ -397,21 +426,117 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
 
 
 def run_name(path: Path) -> str:
-    """TensorBoard's run: the folder holding the event file (a resumed run's files share it); at the top of a
-    path, the host the writer named in the file's name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
+    """TensorBoard's run: the folder holding the event file (a resumed run's files share it), the run's own where
+    that folder is one split of the run (`split`); at the top of a path, the host the writer named in the file's
+    name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
     if path.parent.name:
-        return path.parent.name
+        kind, run = _split(path)
+        return run if kind else path.parent.name
     m = _FILE_NAME.match(path.name)
     return m.group(1) if m else textio.host_from_path(path)
 
 
+_TRAIN_WORDS = frozenset({"train", "training"})
+
+
+def split(path: Path) -> str | None:
+    """'train' or 'eval' when the file's folder is one split of a run whose splits are folders, else None (a run
+    merely named `test`): Keras' TensorBoard callback writes <run>/train/ and <run>/validation/ (its tags alike:
+    `epoch_loss` in both), tf.estimator <model_dir>/eval/ beside the training's own event files; PyTorch's
+    add_scalars(main, {"train": ..., "val": ...}) one folder a key inside the run's, <run>/<main>_<key>/
+    (tensorboardX <run>/<main>/<key>/), the key's series there (an evaluation split's read as its events)."""
+    return _split(path)[0]
+
+
+def _split(path: Path) -> tuple[str | None, str]:
+    """(`split`, the run's name: the folder above the split's, or the nearest holding event files of its own)."""
+    folder = Path(path).absolute().parent  # `validation/x` named from the run's folder: the run is the cwd
+    name = folder.name.lower()
+    exact = name in _TRAIN_WORDS or name in _EVAL_WORDS
+    last = _WORDS.split(name)[-1]
+    if exact:
+        try:
+            beside = [(p.name.lower(), p.is_dir()) for p in folder.parent.iterdir() if p.name != folder.name]
+        except OSError:
+            return None, folder.name
+        up = folder.parent.parent  # tensorboardX's <run>/<main>/<key>/: the run two levels up
+        above = any(not d and n.startswith("events.out.tfevents.") for n, d in beside)
+        run = up.name if not above and up.name and _holds_events(up) else folder.parent.name
+        if name in _TRAIN_WORDS:  # (where the run has event files of its own, a train key's are another series)
+            keras = any(d and n in _EVAL_WORDS for n, d in beside) and not above and run == folder.parent.name
+            return ("train", run) if keras else (None, folder.name)
+        if any(d and n in _TRAIN_WORDS for n, d in beside) or above or run != folder.parent.name:
+            return "eval", run
+    elif last in _EVAL_WORDS and folder.parent.name and _holds_events(folder.parent):  # PyTorch <run>/<main>_<key>/
+        return "eval", folder.parent.name
+    return None, folder.name
+
+
+def _holds_events(folder: Path) -> bool:
+    try:
+        return any(p.name.startswith("events.out.tfevents.") and p.is_file() for p in folder.iterdir())
+    except OSError:
+        return False
+
+
 _FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$")
+_PID = re.compile(r"events\.out\.tfevents\.\d+\..+?\.(\d+)\.\d+(?:\.v2)?$")  # the writer's process id
+
+
+def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | None:
+    """A `restart` event when this file continues a run its folder's earlier event file wrote: every writer
+    (SummaryWriter, tf.summary, tensorboardX) starts a new file, so a run resumed from its checkpoint is a second
+    file in the run's folder, read on its own. TensorBoard reads a folder's files in name order as one run; here
+    the file before this one (by name) counts when it ended before this one's first point (a writer running
+    beside this one is none) and, where both names carry the writer's process id, another process wrote it. The
+    time between them is the run down and starting again, as a step counter that goes back in one log is
+    (step_log: the steps' accounting measures each run on its own); None otherwise."""
+    try:
+        earlier = sorted(p.name for p in path.parent.glob("events.out.tfevents.*") if p.name < path.name)
+    except OSError:
+        return None
+    wall = records["wall_time"].to_numpy(dtype=np.float64)
+    if not earlier or not np.isfinite(wall).any():
+        return None
+    first = int(np.nanargmin(wall))
+    pids = [_PID.match(name) for name in (earlier[-1], path.name)]
+    if all(pids) and pids[0].group(1) == pids[1].group(1):
+        return None  # the same process opened another writer: no restart
+    ended = _last_wall(path.parent / earlier[-1])
+    if ended is None or not ended <= wall[first]:
+        return None
+    step = int(records["step"].iloc[first])
+    return schema.events_frame({
+        "time": pd.to_datetime([round(wall[first] * 1e9)], utc=True), "host": [host], "rank": [-1],
+        "step": [max(step, 0)], "kind": ["restart"], "duration_s": [wall[first] - ended],
+        "detail": [f"{path.name} began {wall[first] - ended:.0f} s after {earlier[-1]} ended (its last record): "
+                   f"the run restarted into a new event file, at step {step}"], "source": [str(path)]})
+
+
+def _last_wall(path: Path) -> float | None:
+    """The wall time of an event file's last readable summary (None if it holds none: a file of a graph or of
+    the version record alone is no run's part)."""
+    try:
+        with _open(path) as fh:
+            tail = deque((data for _number, data in _records(fh, str(path), [])), maxlen=64)  # framing only
+    except (OSError, InputError):
+        return None
+    for data in reversed(tail):
+        try:
+            fields = {num: value for num, wire, value in _fields(data) if (num, wire) in ((1, 1), (5, 2))}
+        except (ValueError, IndexError):
+            continue
+        if 1 in fields and 5 in fields:
+            last = _WALL.unpack(fields[1])[0]
+            return last if np.isfinite(last) else None
+    return None
 
 
 def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tuple[pd.DataFrame, np.ndarray]:
     """The clock tag's points (the tag with the most distinct steps; the first logged on a tie) as records of
     step, wall time and the run as the host, with every other tag's value at the same step beside them (its last
-    at that step). A tag whose name is one of those keys (a scalar called `step` or `time`) is left out."""
+    at that step). A tag whose name is one of those keys (a scalar called `step` or `time`) is left out, and so is
+    one logged at fewer than half of the clock's points."""
     from playbook.readers import step_log
 
     clock = max(tags, key=lambda t: (len(set(series[t].step)), -tags.index(t)))
@@ -427,6 +552,9 @@ def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tup
         s = series[tag]
         their = pd.Series(np.frombuffer(s.value, dtype=np.float64), index=np.frombuffer(s.step, dtype=np.int64))
         their = their[~their.index.duplicated(keep="last")]
+        if 2 * int(np.isin(step, their.index.to_numpy()).sum()) < len(step):
+            continue  # logged at under half the clock's points: no per-step figure (Hugging Face's run summary
+            # `train/train_runtime`, the whole training's seconds, at the last step only, read as the step time)
         frame[tag] = their.reindex(step).to_numpy()
     return pd.DataFrame(frame), np.frombuffer(base.record, dtype=np.int64)
 
@@ -435,18 +563,34 @@ def _is_eval(tag: str) -> bool:
     return not _EVAL_WORDS.isdisjoint(_WORDS.split(tag.lower()))
 
 
-def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: str) -> pd.DataFrame:
+_MAX_WALL = 9.2e9  # |Unix seconds| a timestamp in nanoseconds holds (years 1678-2261)
+
+
+def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: str,
+                 notes: list[str]) -> pd.DataFrame:
     """One `eval` event per step an evaluation split's tags were logged at: it ended by the earliest of their wall
-    times; a `runtime` tag among them (Hugging Face's eval/runtime, seconds) gives its length and start."""
+    times; a `runtime` tag among them (Hugging Face's eval/runtime, seconds) gives its length and start. A point
+    whose wall time is no time (NaN, inf, past a timestamp's range) is left out, counted in `notes`."""
     end: dict[int, float] = {}
     runtime: dict[int, float] = {}
+    logged: dict[int, list[str]] = {}  # the tags logged at each step, in the order of `tags`
+    timeless = 0
     for tag in tags:
         s = series[tag]
         timed = "runtime" in _WORDS.split(tag.lower())
         for step, wall, value in zip(s.step, s.wall, s.value, strict=True):
+            if not -_MAX_WALL < wall < _MAX_WALL:
+                timeless += 1
+                continue
             end[step] = min(end.get(step, wall), wall)
+            at = logged.setdefault(step, [])
+            if not at or at[-1] != tag:
+                at.append(tag)
             if timed and np.isfinite(value) and 0 <= value < schema.MAX_STEP_S:
                 runtime[step] = value
+    if timeless:
+        notes.append(f"{src}: {timeless} evaluation values with a wall time that is no time (NaN, inf or out of "
+                     "range) left out")
     steps = sorted(end)
     seconds = np.array([runtime.get(k, np.nan) for k in steps], dtype=np.float64)
     ends = np.array([end[k] for k in steps], dtype=np.float64)
@@ -454,7 +598,7 @@ def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: st
     return schema.events_frame({
         "time": pd.to_datetime(np.round(starts * 1e9).astype(np.int64), utc=True), "host": [host] * len(steps),
         "rank": [-1] * len(steps), "step": steps, "kind": ["eval"] * len(steps), "duration_s": seconds,
-        "detail": [f"evaluation logged at step {k} ({', '.join(t for t in tags if k in series[t].step)[:120]})"
+        "detail": [f"evaluation logged at step {k} ({', '.join(logged[k])[:120]})"
                    for k in steps],
         "source": [src] * len(steps)})
 
@@ -463,6 +607,7 @@ def _telemetry(src: str, tag: str, s: _Series, host: str, tz: str, interval_s: f
     """One GPU-reading tag's points as telemetry (its name read like a column header)."""
     skips = schema.SkipCounter(src, unit="record")
     builder = generic_csv.TableBuilder(src, ["timestamp", headers.series_name(tag)], host, skips, tz)
+    builder.where = "record"
     wall = np.frombuffer(s.wall, dtype=np.float64)
     values = np.frombuffer(s.value, dtype=np.float64)
     builder.add(pa.table({"c0": pa.array([repr(float(w)) for w in wall], pa.string()),

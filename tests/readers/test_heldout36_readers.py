@@ -93,6 +93,22 @@ def test_a_markdown_row_of_the_wrong_width_is_counted(tmp_path):
     assert any("cells where the header has 5" in w for w in b.warnings), b.warnings
 
 
+@pytest.mark.parametrize("variant", ["short_rules", "no_outer_pipes"])
+def test_gfm_tables_with_one_dash_rules_or_without_outer_pipes_are_read(tmp_path, variant):
+    # GFM: a delimiter row's cells are one hyphen or more; the pipes at either end of a row are optional
+    lines = KERNELS_MD.split("\n")
+    if variant == "short_rules":
+        lines[3] = "|:-:|-:|--:|-|:-|"
+    else:
+        lines[2:6] = [ln.strip().removeprefix("|").removesuffix("|") for ln in lines[2:6]]
+    text = "\n".join(lines)
+    path = _write(tmp_path, f"{variant}.txt", text)
+    assert detect.matches(text)[0] == "nsys"
+    k = nsys.reports(nsys.read(path))["cuda_gpu_kern_sum"]
+    assert list(k["name"]) == ["void gemm_kernel<float>(float*, float*)", "void elementwise_add(float*)"]
+    assert list(k["total_ns"]) == [1_220_000, 780_000]
+
+
 def test_other_markdown_tables_are_not_nsys():
     text = "| epoch | loss | gpu util (%) |\n|---|---|---|\n| 1 | 0.5 | 93 |\n"
     assert not nsys.sniff(text)

@@ -6,6 +6,7 @@ other value encodings, GPU tags, damage."""
 from __future__ import annotations
 
 import struct
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -208,3 +209,230 @@ def test_the_run_is_the_folder_or_the_writers_host(tmp_path):
     assert tfevents.run_name(Path("events.out.tfevents.1700000000.node-3.example.com.77.0.v2")) == \
         "node-3.example.com"
     assert textio.host_from_path("x.csv") == "x"
+
+
+# ---------------------------------------------------------------- review r1: encodings and sizes the first tests missed
+
+def test_a_bfloat16_in_half_val_is_read_as_a_bfloat16(tmp_path):
+    # tensor.proto: half_val holds DT_HALF and DT_BFLOAT16 bits; TensorBoard's tensor_util writes a bfloat16 there
+    # (SlowAppendBFloat16ArrayToTensorProto). 0x3FC0 is 1.5 as a bfloat16 (and 1.9375 as an IEEE half)
+    tensor = _field(1, 0, 14) + _field(13, 2, _varint(0x3FC0))
+    path = _write(tmp_path / "run" / "events.out.tfevents.1.h.1.0.v2",
+                  [_event(1.7e9 + i, i, [_tensor("loss", tensor, "scalars")]) for i in range(3)])
+    series, _, _ = tfevents.scalars(path)
+    assert np.frombuffer(series["loss"].value, dtype=np.float64).tolist() == [1.5] * 3
+
+
+def test_a_value_field_of_another_wire_type_is_no_number_not_the_files_end(tmp_path):
+    # float_val / double_val as a varint: a field of an unexpected wire type, which protobuf parsers pass over;
+    # it used to take the whole file down (TypeError: len() of an int)
+    for number in (5, 6):
+        odd = _tensor("odd", _field(1, 0, 1) + _field(number, 0, 3), "scalars")
+        path = _write(tmp_path / f"r{number}" / "events.out.tfevents.1.h.1.0", _steady(n=20) + [
+            _event(1.7e9 + 30, 30, [odd])])
+        series, notes, _ = tfevents.scalars(path)
+        assert list(series) == ["train/loss"] and len(series["train/loss"].step) == 20
+        assert notes == [f"{path}: not scalars, not read: 1 tensors that hold no single number"]
+
+
+def test_tags_that_differ_only_in_bytes_that_are_not_utf8_stay_apart(tmp_path):
+    values = [_field(1, 2, b"loss\xff") + _field(2, 5, struct.pack("<f", 1.0)),
+              _field(1, 2, b"loss\xfe") + _field(2, 5, struct.pack("<f", 2.0))]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", [_event(1.7e9 + i, i, values) for i in range(5)])
+    series, _, _ = tfevents.scalars(path)
+    assert sorted(series) == ["loss\\xfe", "loss\\xff"]
+    assert np.frombuffer(series["loss\\xff"].value, dtype=np.float64).tolist() == [1.0] * 5
+
+
+def test_evaluations_logged_at_every_step_are_read_in_linear_time(tmp_path):
+    # an evaluation tag logged at each of many steps: each step's tags were found by scanning every tag's whole
+    # step array (quadratic: 20,000 steps took ~10 s). Counted, not timed: no step array is searched
+    n = 3000
+    events = [_event(1.7e9 + i * 0.1, i, [_simple("train/loss", 1.0), _simple("eval/loss", 1.0),
+                                          _simple("eval/acc", 1.0)]) for i in range(n)]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", events)
+    series, _, _ = tfevents.scalars(path)
+    searched = []
+
+    class Watched(type(series["eval/loss"].step)):
+        def __contains__(self, item):
+            searched.append(item)
+            return super().__contains__(item)
+
+    for tag in ("eval/loss", "eval/acc"):
+        series[tag].step = Watched("q", series[tag].step)
+    events = tfevents._eval_events(series, ["eval/loss", "eval/acc"], "r", str(path), [])
+    assert len(events) == n and not searched
+    assert events["detail"].iloc[7] == "evaluation logged at step 7 (eval/loss, eval/acc)"
+
+
+def _run_of_two_files(folder: Path, second_start: float, first_name: str = "events.out.tfevents.100.h.11.0",
+                      second_name: str = "events.out.tfevents.200.h.22.0") -> tuple[Path, Path]:
+    """A run's folder as a resumed run leaves it: the first process wrote steps 0-299 (0.5 s each) and died; the
+    second, started `second_start` s after the first began, resumed from the checkpoint of step 200."""
+    first = _write(folder / first_name, [_event(1.7e9 + i * 0.5, i, [_simple("train/loss", 1.0)]) for i in range(300)])
+    second = _write(folder / second_name, [_event(1.7e9 + second_start + i * 0.5, 200 + i,
+                                                  [_simple("train/loss", 1.0)]) for i in range(300)])
+    return first, second
+
+
+def test_a_run_resumed_into_a_second_event_file_is_a_restart_not_a_stall(tmp_path):
+    # every writer opens a new file when it starts, so a resumed run is two files in one folder, read one by one:
+    # the 450 s between them were read as a gap between steps (between_steps, 60% of the wall time lost)
+    _first, second = _run_of_two_files(tmp_path / "run", second_start=600.0)
+    bundle = read_paths([str(tmp_path / "run")])
+    restarts = bundle.events[bundle.events["kind"] == "restart"]
+    assert restarts["step"].tolist() == [200] and restarts["source"].tolist() == [str(second)]
+    assert restarts["duration_s"].round(1).tolist() == [450.5]  # from the first file's last point at 149.5 s
+    assert diagnose(bundle).verdict["id"] == "healthy"
+
+
+@pytest.mark.parametrize(("second_start", "names"), [
+    (100.0, {}),  # a writer beside the first one (it began before the first ended): no restart
+    (600.0, {"first_name": "events.out.tfevents.100.h.11.0", "second_name": "events.out.tfevents.200.h.11.1"}),
+])
+def test_files_written_side_by_side_or_by_one_process_are_no_restart(tmp_path, second_start, names):
+    _run_of_two_files(tmp_path / "run", second_start, **names)
+    bundle = read_paths([str(tmp_path / "run")])
+    assert "restart" not in set(bundle.events["kind"])
+
+
+def test_an_earlier_file_without_summaries_is_no_run_before_this_one(tmp_path):
+    _write(tmp_path / "run" / "events.out.tfevents.100.h.11.0", [])  # the version record alone
+    _first, second = _run_of_two_files(tmp_path / "run", 600.0, first_name="events.out.tfevents.150.h.12.0")
+    bundle = tfevents.read(second)
+    assert len(bundle.events) == 1  # a restart after the file of steps 0-299
+    second.parent.joinpath("events.out.tfevents.150.h.12.0").unlink()
+    assert len(tfevents.read(second).events) == 0
+
+
+def _keras_fit(run: Path, epochs: int = 6) -> None:
+    """The layout of Keras' TensorBoard callback (keras/callbacks.py: `_train_dir = <log_dir>/train`,
+    `_val_dir = <log_dir>/validation`; `epoch_` + the metric's name in both, `val_` taken off, step = the epoch):
+    epochs of 40 s of training and 15 s of validation."""
+    train, val = [], []
+    for e in range(epochs):
+        end = 1.7e9 + e * 55.0 + 55.0
+        train.append(_event(end, e, [_simple("epoch_loss", 1.0 / (e + 1)), _simple("epoch_accuracy", 0.5)]))
+        val.append(_event(end + 0.01, e, [_simple("epoch_loss", 1.2 / (e + 1)), _simple("epoch_accuracy", 0.4)]))
+    _write(run / "train" / "events.out.tfevents.1700000000.h.7.0.v2", train)
+    _write(run / "validation" / "events.out.tfevents.1700000001.h.7.1.v2", val)
+
+
+def test_keras_validation_folder_is_the_runs_evaluation_not_a_second_host(tmp_path):
+    # read as two hosts `train` and `validation` (two GPUs, each epoch's steps twice, the wall time doubled)
+    _keras_fit(tmp_path / "20240101-120000")
+    bundle = read_paths([str(tmp_path / "20240101-120000")])
+    assert bundle.steps["host"].unique().tolist() == ["20240101-120000"]
+    assert sorted(bundle.steps["step"]) == [1, 2, 3, 4, 5]
+    evals = bundle.events[bundle.events["kind"] == "eval"]
+    assert evals["step"].tolist() == list(range(6)) and evals["host"].unique().tolist() == ["20240101-120000"]
+    assert any("an evaluation split of run 20240101-120000" in w for w in bundle.warnings)
+
+
+def test_an_estimators_eval_folder_is_its_evaluation_and_a_run_named_test_is_a_run(tmp_path):
+    model = tmp_path / "model_dir"
+    _write(model / "events.out.tfevents.1.h.1.0", _steady(n=20))
+    _write(model / "eval" / "events.out.tfevents.2.h.1.0", [_event(1.7e9 + 10.2, 10, [_simple("loss", 0.3)])])
+    bundle = read_paths([str(model)])
+    assert bundle.steps["host"].unique().tolist() == ["model_dir"]
+    assert bundle.events[["kind", "step", "host"]].values.tolist() == [["eval", 10, "model_dir"]]
+    alone = _write(tmp_path / "runs" / "test" / "events.out.tfevents.1.h.1.0", _steady(n=20))  # no split beside
+    assert tfevents.split(alone) is None and len(read_paths([str(alone)]).steps) == 19
+
+
+def test_an_evaluation_or_gpu_point_without_a_usable_wall_time_is_counted_by_its_record(tmp_path):
+    # an eval value at wall time inf or 1e300 became an event at NaT (numpy's cast warnings on stderr, nothing
+    # counted); a GPU point's skipped row was named by a "line" of this binary file
+    events = [_event(1.7e9 + i, i, [_simple("train/loss", 1.0), _simple("gpu0/utilization", 50.0)]) for i in range(20)]
+    events += [_event(float("inf"), 21, [_simple("eval/loss", 1.0)]), _event(1e300, 22, [_simple("eval/loss", 1.0)]),
+               _event(1.7e9 + 23, 23, [_simple("eval/loss", 1.0)])]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", events)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from a cast of inf
+        bundle = read_paths([str(path)])
+    assert bundle.events["step"].tolist() == [23] and bundle.events["time"].notna().all()
+    assert f"{path}: 2 evaluation values with a wall time that is no time (NaN, inf or out of range) left out" \
+        in bundle.warnings
+    events[5] = _event(float("inf"), 5, [_simple("train/loss", 1.0), _simple("gpu0/utilization", 50.0)])
+    bundle = read_paths([str(_write(path, events))])
+    assert any(w.startswith(f"{path}: skipped 1 of 20 rows (record 7: bad time") for w in bundle.warnings)
+
+
+def test_a_run_summary_logged_once_is_no_step_time(tmp_path):
+    # Hugging Face's Trainer ends a run by logging its summary (train_runtime, train_samples_per_second, total_flos,
+    # train_loss) at the last step, as `train/...` (integration_utils.rewrite_logs): `train/train_runtime` (the whole
+    # run's seconds) was read as the step duration and the 99 steps without it were skipped (insufficient_data)
+    events, t = [], 1.7e9
+    for s in range(10, 1010, 10):
+        t += 3.0
+        events.append(_event(t, s, [_simple("train/loss", 1.0), _simple("train/learning_rate", 1e-4),
+                                    _simple("train/epoch", s / 500)]))
+        if s % 200 == 0:
+            t += 30.0
+            events.append(_event(t, s, [_simple("eval/loss", 1.0), _simple("eval/runtime", 30.0)]))
+    events.append(_event(t + 1, 1000, [_simple("train/train_runtime", t - 1.7e9), _simple("train/total_flos", 1e15),
+                                       _simple("train/train_samples_per_second", 50.0)]))
+    bundle = read_paths([str(_write(tmp_path / "runs" / "Jan01_host" / "events.out.tfevents.1.host.1.0", events))])
+    assert len(bundle.steps) == 99 and not any("skipped" in w for w in bundle.warnings)
+    assert np.allclose(np.sort(bundle.steps["duration_s"])[:90], 0.3)  # 3 s over each window of 10 steps
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_add_scalars_key_folders_of_an_evaluation_are_its_events(tmp_path, nested):
+    # add_scalars("Loss", {"train": ..., "val": ...}) writes one folder a key inside the run's: PyTorch
+    # <run>/Loss_train/ and <run>/Loss_val/ (writer.py: main_tag + "_" + tag), tensorboardX <run>/Loss/train/ and
+    # <run>/Loss/val/, each with the tag `Loss`. The val folder was a host of its own whose five "steps" (50-step
+    # windows spanning the pauses) turned the verdict to between_steps
+    run = tmp_path / "run"
+    main, train, val, t = [], [], [], 1.7e9
+    for i in range(300):
+        t += 0.2 + (5.0 if i % 50 == 49 else 0.0)
+        main.append(_event(t, i, [_simple("train/lr", 0.1)]))
+        train.append(_event(t, i, [_simple("Loss", 1.0 / (i + 1))]))
+        if i % 50 == 49:
+            val.append(_event(t + 0.01, i, [_simple("Loss", 0.5)]))
+    _write(run / "events.out.tfevents.1700000000.h.5.0", main)
+    keys = ("Loss/train", "Loss/val") if nested else ("Loss_train", "Loss_val")
+    _write(run / keys[0] / "events.out.tfevents.1700000000.h.5.1", train)
+    _write(run / keys[1] / "events.out.tfevents.1700000000.h.5.2", val)
+    bundle = read_paths([str(run)])
+    assert "Loss_val" not in set(bundle.steps["host"]) and "val" not in set(bundle.steps["host"])
+    assert bundle.events[["kind", "host"]].drop_duplicates().values.tolist() == [["eval", "run"]]
+    assert bundle.events["step"].tolist() == [49, 99, 149, 199, 249, 299]
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+def test_a_gzipped_event_file_reads_as_the_file(tmp_path):
+    # detection reads a compressed file decompressed (textio), so it took a gzipped event file (one attached to an
+    # issue) for one; the reader then opened the compressed bytes: "no scalar values ... its length fails its checksum"
+    import gzip
+
+    src = _real("trainer_eval_stall")
+    packed = tmp_path / "trainer_eval_stall" / (src.name + ".gz")
+    packed.parent.mkdir()
+    packed.write_bytes(gzip.compress(src.read_bytes()))
+    assert detect.detect(packed) == "tfevents"
+    plain, zipped = tfevents.scalars(src), tfevents.scalars(packed)
+    assert zipped[2] == plain[2] and not zipped[1]
+    assert list(zipped[0]["train/loss"].value) == list(plain[0]["train/loss"].value)
+
+
+def test_points_logged_without_a_step_are_numbered_in_their_order(tmp_path):
+    # add_scalar(tag, value) with no global_step (torch/tensorboardX and TF1's add_summary leave Event.step unset:
+    # 0): every point at step 0 left no step at all (insufficient_data); the wall times still time the loop
+    events = [_event(1.7e9 + i * 0.5 + (i // 10) * 3.0, 0, [_simple("loss", 1.0)]) for i in range(100)]
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0", events)
+    bundle = read_paths([str(path)])
+    assert sorted(bundle.steps["step"]) == list(range(1, 100))
+    assert f"{path}: every point of 100 was logged at step 0 (no step given): numbered in their order" \
+        in bundle.warnings
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+def test_split_folders_named_from_inside_the_run_name_it(tmp_path, monkeypatch):
+    _keras_fit(tmp_path / "fit7")
+    monkeypatch.chdir(tmp_path / "fit7")
+    bundle = read_paths(["train", "validation"])
+    assert set(bundle.steps["host"]) == set(bundle.events["host"]) == {"fit7"}
