@@ -95,3 +95,17 @@ def test_value_ranges_set_units_the_name_leaves_out():
     m = headers.meaning("power")
     assert headers.factor(m, np.array([250_000.0, 300_000.0])) == pytest.approx(1e-3)  # NVML milliwatts
     assert headers.factor(headers.meaning("gpu_util"), np.array([0.5, 0.97])) == 100.0  # a fraction
+
+
+def test_repeated_records_are_found_by_hash_and_confirmed_as_text(monkeypatch):
+    import pandas as pd
+
+    from playbook.readers import step_log
+
+    records = pd.DataFrame({"step": ["1", "2", "1", "3", "2"], "time": [0.5, 0.6, 0.5, 0.7, 0.61]})
+    assert step_log._repeated_rows(records).tolist() == [False, False, True, False, False]
+    nested = pd.DataFrame({"step": [[0, 1], [0, 1], [0, 2]], "loss": [1.0, 1.0, 1.0]})  # DLLogger's [epoch, iter]
+    assert step_log._repeated_rows(nested).tolist() == [False, True, False]
+    # every row hashing alike (a collision) drops nothing the text does not repeat
+    monkeypatch.setattr(pd.util, "hash_pandas_object", lambda frame, index=False: pd.Series([7] * len(frame)))
+    assert step_log._repeated_rows(records).tolist() == [False, False, True, False, False]
