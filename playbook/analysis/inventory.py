@@ -191,10 +191,14 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
     if info.get("prefixes"):
         out.append("    prefixes read: " + ", ".join(f"{k} {v:,}" for k, v in info["prefixes"].items()))
     p = info.get("profiler") or {}
+    if p.get("totals_only"):
+        out.append(f"    torch.profiler totals without their table: self CPU {_seconds(p['self_cpu_total_s'])}, "
+                   f"self device {_seconds(p['self_device_total_s'])}")
     if p.get("ops"):
         top = ", ".join(f"{name} {_seconds(sec)}" for name, sec in p["top"][:3])
         device = f", self device {_seconds(p['self_device_total_s'])}" if p.get("self_device_total_s") else ""
-        loader = f"; data loader {p['loader_share']:.0%} of self CPU" if p.get("loader_share") else ""
+        loader = (f"; data loader {p['loader_share']:.0%} of self CPU (its CPU total: the loading it runs "
+                  "included)") if p.get("loader_share") else ""
         out.append(f"    torch.profiler table{'s' * (p['tables'] != 1)}: {p['ops']:,} ops, self CPU "
                    f"{_seconds(p['self_cpu_total_s'])}{device}; top by {p['top_by'].removesuffix('_s').replace('_', ' ')}: "
                    f"{top or 'none'}; {p['kernel_launches']:,} kernel launches{loader}")
@@ -208,6 +212,15 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append(f"    cProfile listing{' (action ' + sec['action'] + ')' if sec.get('action') else ''}: "
                    f"{sec['functions']:,} functions, {total}; top by own time: {top or 'none'}")
     out.extend(f"    {line}" for line in _other_profilers(p))
+    if sr := info.get("straggler_reports"):  # readers/rank_reports.StragglerReports
+        figs = [f"{name} {f['min']:g}-{f['max']:g}{f.get('unit') or ''} (ranks {f['min_rank']}, {f['max_rank']})"
+                for name, f in sr.items() if isinstance(f, dict) and "min" in f and "max" in f]
+        out.append(f"    Megatron straggler reports: {sr['reports']:,}; least-most across ranks: {', '.join(figs[:8])}")
+    if st := info.get("stated"):  # readers/step_log/columns.stated_efficiency
+        said = [f"{st['tflops']:.4g} TFLOP/s per device" if st.get("tflops") is not None else "",
+                f"MFU {st['mfu']:.2%}" if st.get("mfu") is not None else ""]
+        out.append(f"    efficiency stated: {', '.join(x for x in said if x)} (median of {st.get('rows', 0)} rows; "
+                   f"{', '.join(st.get('fields') or [])})")
     if info.get("nccl_tests"):
         from playbook.readers.nccl_tests import describe
 

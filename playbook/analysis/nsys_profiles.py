@@ -29,7 +29,12 @@ Findings (the TensorFlow profiler's thresholds the other analyses use, shares of
                     of the time, so at least 1 − K / (n·L) is idle, ≥ 5% / 20%. A lower bound: the framework's own
                     time between launches (Python dispatch) adds more; launches blocked by a full queue only make
                     n·L ≈ K. Holds for a profile of several processes too (both sides sum over them), not for one
-                    process launching from several threads at once. Judged from MIN_LAUNCHES launches on.
+                    process launching from several threads at once. L is the median launch where the API table
+                    states it (n × median, at most the total: the first launches that load modules are one-off).
+                    Judged from MIN_LAUNCHES launches on. A kernel
+                    table cut short (a pasted top: its Time (%) sums below COMPLETE_PCT) gives K as its rows' time
+                    over the share they state, at the largest the printed rounding allows (K an upper bound, the
+                    idle share still a lower one).
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ LAUNCH_CALLS = re.compile(r"^(?:cuda|cu|hip)(?:Ext)?(?:Module)?(?:Launch(?:Coope
                           r"(?:_v\d+|_ptsz|_spt)*$", re.IGNORECASE)
 MIN_LAUNCHES = 20  # as the trace's launch_bound (kineto.step_signatures, min_kernels): a handful of launches is
 # one-off cost (module load, first-call JIT), not the steady state the bound describes
-COMPLETE_PCT = 99.0  # a kernel table whose Time (%) column sums to less is cut (a pasted top): K unknown
+COMPLETE_PCT = 99.0  # a kernel table whose Time (%) column sums to less is cut (a pasted top) ...
+ROUNDING_PCT = 0.05  # ... and its whole is implied by the shares it prints (one decimal: each within ±0.05 points)
+MIN_SHOWN_PCT = 1.0  # rows that show less of the whole imply it too loosely to bound anything
 NCCL_KERNEL = re.compile(r"^(?:void )?nccl(?:Dev)?Kernel", re.IGNORECASE)
 BLOCKING_CALLS = frozenset({
     "pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", "poll", "ppoll", "epoll_wait",
@@ -91,8 +98,13 @@ def _kernels(k: pd.DataFrame | None) -> dict[str, Any] | None:
     nccl = float(k.loc[k["name"].astype(str).str.match(NCCL_KERNEL), "total_ns"].sum())
     top = k.sort_values("total_ns", ascending=False).head(5)
     pct = k["time_pct"].sum() if "time_pct" in k and k["time_pct"].notna().all() else None
-    return {"total_ms": json_float(total / 1e6), "instances": int(k["count"].sum()),
-            "complete": bool(pct is None or pct >= COMPLETE_PCT),
+    complete = bool(pct is None or pct >= COMPLETE_PCT)
+    # a cut table (a pasted top) states its rows' shares of the whole: the whole is the rows' time over their share,
+    # taken at the largest the printed shares allow (each rounded to ±ROUNDING_PCT): an upper bound of K
+    shown = (pct - ROUNDING_PCT * len(k)) if pct is not None else None
+    whole = total if complete else (total * 100.0 / shown if shown is not None and shown >= MIN_SHOWN_PCT else None)
+    return {"total_ms": json_float(total / 1e6), "instances": int(k["count"].sum()), "complete": complete,
+            "whole_ms": json_float(whole / 1e6) if whole is not None else None,
             "nccl_ms": json_float(nccl / 1e6), "nccl_share": json_float(nccl / total) if total > 0 else None,
             "top": [{"name": str(r["name"])[:100], "share": json_float(r["total_ns"] / total) if total > 0 else None,
                      "instances": int(r["count"]), "avg_us": json_float(r["total_ns"] / max(r["count"], 1) / 1e3)}
@@ -154,8 +166,13 @@ def _api(a: pd.DataFrame | None, iteration_ns: float) -> dict[str, Any] | None:
     sync = a[a["name"].astype(str).str.match(SYNC_CALLS)]
     sync_ns = float(sync["total_ns"].sum())
     launch = a[a["name"].astype(str).map(_strip_domain).str.match(LAUNCH_CALLS)]
+    launch_ns = float(launch["total_ns"].sum())
+    if len(launch) and "med_ns" in launch and launch["med_ns"].notna().all():
+        # n × the median launch: the steady cost, without the one-off first launches that load modules (lazy
+        # loading: one call of tens of ms in the total); never more than the total
+        launch_ns = min(launch_ns, float((launch["count"] * launch["med_ns"]).sum()))
     return {"sync_ms": json_float(sync_ns / 1e6), "sync_calls": int(sync["count"].sum()),
-            "launch_ms": json_float(float(launch["total_ns"].sum()) / 1e6), "launches": int(launch["count"].sum()),
+            "launch_ms": json_float(launch_ns / 1e6), "launches": int(launch["count"].sum()),
             "sync_share": json_float(sync_ns / iteration_ns) if iteration_ns > 0 else None,
             "top": [{"name": str(r["name"]), "ms": json_float(r["total_ns"] / 1e6), "calls": int(r["count"])}
                     for _, r in a.sort_values("total_ns", ascending=False).head(5).iterrows()]}
@@ -280,9 +297,9 @@ def profile_summary(profile: str, reps: dict[str, pd.DataFrame], trace: pd.DataF
 
 def _launch_finding(kern: dict | None, api: dict | None, where: str, profile: str, findings: list[dict]) -> None:
     """launch_bound when the launch calls cost more CPU time than the kernels run (module docstring)."""
-    if not kern or not api or not kern.get("complete") or (api.get("launches") or 0) < MIN_LAUNCHES:
+    if not kern or not api or kern.get("whole_ms") is None or (api.get("launches") or 0) < MIN_LAUNCHES:
         return
-    launch_ns, kernel_ns = (api["launch_ms"] or 0.0) * 1e6, (kern["total_ms"] or 0.0) * 1e6
+    launch_ns, kernel_ns = (api["launch_ms"] or 0.0) * 1e6, (kern["whole_ms"] or 0.0) * 1e6
     if launch_ns <= 0 or kernel_ns <= 0:
         return
     idle = 1.0 - kernel_ns / launch_ns
@@ -293,8 +310,9 @@ def _launch_finding(kern: dict | None, api: dict | None, where: str, profile: st
                          "evidence": (
             f"{where}: {n:,} kernel launches cost {launch_ns / n / 1e3:,.1f} µs of CPU time each "
             f"({launch_ns / 1e6:,.0f} ms) for {kernel_ns / 1e6:,.0f} ms of GPU kernel time ({m:,} kernels, "
-            f"{kernel_ns / m / 1e3:,.1f} µs each): a thread launching them keeps the GPU at most "
-            f"{1 - idle:.0%} busy")})
+            f"{kernel_ns / m / 1e3:,.1f} µs each"
+            + ("" if kern.get("complete") else ", the whole of a cut kernel table as its rows' stated shares imply")
+            + f"): a thread launching them keeps the GPU at most {1 - idle:.0%} busy")})
 
 
 # `nsys analyze` rules (readers.nsys.KNOWN_RULES) that name their cause: the calls they list hold the host

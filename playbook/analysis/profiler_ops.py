@@ -15,6 +15,11 @@ Findings, at the thresholds the Kineto and nsys analyses use (shares of the base
                     pageable memory is staged by the driver and holds the host (`Memcpy HtoD (Pageable -> Device)`)
   memory_pressure   CPU time in the driver's allocator (cudaMalloc / cudaFree): the caching allocator going back to
                     the driver (fragmentation, empty_cache, ever-new shapes) instead of reusing its blocks
+  launch_bound      the launch calls' self CPU time (cudaLaunchKernel / cuLaunchKernel rows: n launches costing
+                    n·L) against the device's whole time (the `Self CUDA time total` line, K): one thread that spends
+                    n·L launching keeps the device at most K / (n·L) busy, so at least 1 − K / (n·L) of the time is
+                    idle (the nsys analysis's bound, analysis.nsys_profiles); from MIN_LAUNCHES launches, and only
+                    with the total line (the rows of a table cut by row_limit understate K)
 
 cProfile / pstats listings (readers/pstats_text.py: host time only, per function) give the same two causes, as
 shares of the total the listing states (`... function calls in T seconds`): host_sync from the calls that wait for
@@ -36,6 +41,7 @@ from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
 
 MODERATE, HIGH = 0.05, 0.20
+MIN_LAUNCHES = 20  # as nsys_profiles and the trace's launch_bound: a handful of launches is one-off cost
 GPU_BUSY = ("kernel", "memcpy", "memset", "communication")  # breakdown categories with work on the GPU
 # a cProfile listing vouches for the loop when the host's waits on the busy device are at least half its stated
 # total: the rest of what the host did (Python, I/O, setup) is then the smaller part and cannot hide a larger cause
@@ -56,7 +62,8 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
     vouched = sum(_listing(source, s, findings, healthy) for s in listings)
     out = {"source": source, "base_s": base, "base": what, "sync_share": None, "loader_share": None,
            "device_s": float(table.get("self_device_total_s") or 0.0), "steps_s": steps_s,
-           "ops": int(table.get("ops") or 0), "listings": len(listings), "host_blocked_s": vouched,
+           "ops": int(table.get("ops") or 0), "totals_only": bool(table.get("totals_only")),
+           "listings": len(listings), "host_blocked_s": vouched,
            "host_texts": text_profiles.findings(source, table, findings, _level),
            "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0)}
     _breakdown(source, table, findings, out)
@@ -72,13 +79,29 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
             f"({table.get('sync_s', 0.0) * 1e3:.0f} ms in {table.get('sync_calls', 0)} calls: .item(), .cpu() or "
             "a printed tensor waits for the GPU, which then idles until the host launches again)")})
     _copy_and_alloc(table, base, what, where, findings)
+    _launches(table, where, findings)
     loader_s = float(table.get("loader_share") or 0.0) * self_cpu
     loader = loader_s / base
     out["loader_share"] = loader if loader_s else None
     if lvl := _level(loader):
         findings.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": loader, "evidence": (
-            f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (waiting for the next batch)")})
+            f"{where}: enumerate(DataLoader) takes {loader:.0%} of the {what} (its CPU total: waiting for the "
+            "next batch, and the loading it runs in this process)")})
     return out
+
+
+def _launches(table: dict, where: str, findings: list[dict]) -> None:
+    """launch_bound when the launch calls cost the host more than the device ran in all (module docstring)."""
+    n, launch = int(table.get("kernel_launches") or 0), float(table.get("launch_s") or 0.0)
+    device = float(table.get("self_device_total_s") or 0.0)
+    if n < MIN_LAUNCHES or launch <= 0 or device <= 0 or not table.get("device_total_stated"):
+        return
+    idle = 1.0 - device / launch
+    if lvl := _level(idle):
+        findings.append({"hypothesis": cause_ids.LAUNCH_BOUND, "level": lvl, "share": idle, "evidence": (
+            f"{where}: {n:,} kernel launches cost {launch / n * 1e6:,.1f} µs of CPU time each ({launch * 1e3:,.1f} ms) "
+            f"for {device * 1e3:,.1f} ms of device time in all: a thread launching them keeps the device at most "
+            f"{1 - idle:.0%} busy (many small kernels; Python dispatch between them adds more)")})
 
 
 def _breakdown(source: str, table: dict, findings: list[dict], out: dict) -> None:

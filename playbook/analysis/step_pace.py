@@ -12,6 +12,7 @@ import pandas as pd
 from playbook.analysis import step_times as sa
 from playbook.analysis.stats import lag1
 from playbook.knowledge.causes import cause_of_event
+from playbook.model import schema
 
 PACE_WINDOWS = (sa.ROLL_WINDOW, 25, 11, 5)  # rolling-median widths tried, widest first (steps)
 MATERIAL = 0.01  # a narrower pace is followed when it moves ≥ 1% of the steps' time (accounting.MIN_FLOOR)
@@ -146,8 +147,8 @@ def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
     waited = steps.loc[steps["phase"].astype(str).isin(waits), "duration_s"].sum()
     if (per.size() < 2).all() and waited < MATERIAL * st["duration_s"].sum():  # one step per rank shows no pace
         d = st["duration_s"]
-        return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}): "
-                "no pace to compare it with, so nothing can read as lost")
+        return (f"one step time{'' if len(d) == 1 else ' per rank'} ({d.min():.3g} s{'' if len(d) == 1 else f' to {d.max():.3g} s'}"
+                f"{_most_of(steps, float(d.sum()))}): no pace to compare it with, so nothing can read as lost")
     apart = (per.max() > per.min() * (1 + sa.CREEP_MIN)) & (per.size() < FEW_ROWS)  # per rank, as below
     if apart.any():
         rank = apart.index[apart.argmax()]
@@ -165,6 +166,47 @@ def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
         return (f"{per.size()[rank]} {unit} times{_on_rank(rank, per)}, {d.min():.3g} s to {d.max():.3g} s after the first: "
                 f"too few to tell a stall from a slow pace (the slow-step test needs {SLOW_TEST_ROWS})")
     return None
+
+
+# the model-FLOP utilization under which a run's own stated MFU is itself a loss: its model's arithmetic uses under a
+# tenth of the device's peak every step (karpathy/nanoGPT#178's GPT-2 124M, healthy, states 16.6%; well-fed
+# transformer training states 30-55%; PrimeIntellect-ai/prime-rl#1599 on TCP sockets 0.2%)
+MFU_FLOOR = 0.10
+
+
+def unplaced_efficiency(meta: dict) -> str | None:
+    """Why step times that show a steady pace still cannot vouch for health, from what the step lines state of the
+    device's efficiency (schema.STATED_EFFICIENCY, readers/step_log/columns.stated_efficiency), or None. Step times
+    measure the run against its own pace, blind to a cost every step pays; a stated model-FLOP utilization measures
+    that cost against the device's peak: under MFU_FLOOR it is a loss the step times cannot place. A stated rate in
+    TFLOP/s per device without the MFU needs the device's peak to mean anything (130 TFLOP/s is 42% of an A100's
+    dense BF16 peak, 13% of an H100's), which no step line states: the one measure of that cost in the inputs cannot
+    be read, so finding nothing is no evidence of health."""
+    stated = schema.meta_sections(meta, schema.STATED_EFFICIENCY)
+    mfus = [(float(s["mfu"]), s) for _, s in stated if s.get("mfu") is not None]
+    if mfus:
+        low, s = min(mfus, key=lambda m: m[0])
+        if low >= MFU_FLOOR:
+            return None
+        return (f"the step lines state a model-FLOP utilization of {low:.2%} (`{s['fields'][-1]}`, the median of "
+                f"{s.get('rows', 0)} rows): the model's arithmetic uses under {MFU_FLOOR:.0%} of the device's peak "
+                "every step, a cost every step pays that the step times cannot show or place")
+    rates = [(float(s["tflops"]), s) for _, s in stated if s.get("tflops") is not None]
+    if not rates:
+        return None
+    rate, s = min(rates, key=lambda r: r[0])
+    return (f"the step lines state {rate:.4g} TFLOP/s per device (`{s['fields'][0]}`, the median of {s.get('rows', 0)} "
+            "rows) and no device peak to hold it against: its model-FLOP utilization, the one measure in them of a "
+            "cost every step pays, is unknown (log the MFU, or record GPU utilization beside the steps)")
+
+
+def _most_of(steps: pd.DataFrame, total: float) -> str:
+    """"; its own timers put 95% of it in the optimizer" when one named phase holds at least half of the steps' time
+    (DeepSpeed#1635's CPU-Adam step: 22.9 s of 24.1 s), else "": where a lone step's time went, said beside it."""
+    parts = steps[~steps["phase"].astype(str).isin(("step", "other"))].groupby("phase", observed=True)["duration_s"].sum()
+    if total <= 0 or not len(parts) or parts.max() < 0.5 * total:
+        return ""
+    return f"; its own timers put {parts.max() / total:.0%} of it in the {parts.idxmax()} phase"
 
 
 def _on_rank(rank, per) -> str:

@@ -10,7 +10,7 @@ from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport, fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
-from playbook.analysis.step_pace import SLOW_TEST_ROWS, below_resolution, no_steady_pace
+from playbook.analysis.step_pace import SLOW_TEST_ROWS, below_resolution, no_steady_pace, unplaced_efficiency
 from playbook.analysis.step_times import WARMUP_MIN_ROWS
 from playbook.diagnosis import attribution, ranking
 from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
@@ -88,14 +88,25 @@ def _too_noisy(acc: Accounting, ranked: list[dict]) -> dict | None:
         "utilization beside them (`playbook record`)")
 
 
-def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: set[str] = frozenset()) -> list[dict]:
+def _unplaced_hypothesis(why: str, ranked: list[dict]) -> dict:
+    """The insufficient_data hypothesis for step times whose steady pace cannot vouch for the run (unplaced)."""
+    return ranking.hypothesis(ids.INSUFFICIENT_DATA, 1.0 - _best_cause(ranked), [
+        f"{why}: a steady pace of step times is no evidence of health then"],
+        "GPU utilization beside the steps (`playbook record`, or nvidia-smi --query-gpu=timestamp,index,"
+        "utilization.gpu,power.draw,clocks.sm --format=csv -lms 1000), or the run's MFU in its step lines")
+
+
+def _accounted_lead(ranked: list[dict], acc: Accounting, blind: str = "", rare: set[str] = frozenset(),
+                    why_unplaced: str | None = None) -> list[dict]:
     """The hypotheses reordered so that the verdict the accounting decides (attribution.decide, `rare` its
     momentary events' causes) leads, its lost_share the accounting's figure for it; healthy with a `blind` spot
-    (blind_spot) at most "likely"."""
+    (blind_spot) at most "likely"; healthy from step times whose stated efficiency is low or unplaced
+    (`why_unplaced`) or too noisy to test: insufficient data."""
     lead = attribution.decide(acc, ranked, rare)
     if lead is None:
         return ranked
-    if lead == ids.HEALTHY and (noisy := _too_noisy(acc, ranked)) is not None:
+    if lead == ids.HEALTHY and ((noisy := _too_noisy(acc, ranked)) is not None or (
+            why_unplaced and (noisy := _unplaced_hypothesis(why_unplaced, ranked)))):
         rest = [dict(x, score=round(min(x["score"], 0.5), 3)) if x["id"] == ids.HEALTHY else x  # untested: ≤ 0.5
                 for x in ranked if x["id"] != ids.INSUFFICIENT_DATA]
         return [noisy, *rest]
@@ -335,8 +346,12 @@ def untestable(run: Run) -> str | None:
     # a torch.profiler table measures the loop with device (CUDA) times or profiled steps (ProfilerStep rows: the
     # steps' wall time on the host); a CPU-only table of ops alone holds shares of an unknown window; a cProfile
     # listing only where the device held the host waiting (analysis.profiler_ops `host_blocked_s`)
+    # a table's two total lines alone (no op rows, no steps: readers/profiler_table `totals_only`) measure how much
+    # of the host's op time the device ran, as steady telemetry measures a level: no op names what held the host
+    # (the loader, launches, copies), so they do not measure the loop either
     profiler_tables = (sm.get("profiler") or {}).get("tables") or []
-    profiled = any(t.get("device_s") or t.get("steps_s") or t.get("host_blocked_s") for t in profiler_tables)
+    profiled = any((t.get("device_s") and not t.get("totals_only")) or t.get("steps_s") or t.get("host_blocked_s")
+                   for t in profiler_tables)
     others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
         "stragglers", "flight_recorder", "job_usage")))  # (a job's usage figures measure its GPUs' time, in sum)
     if osc is not None and osc.few_samples and not others:
@@ -359,6 +374,9 @@ def untestable(run: Run) -> str | None:
              "rate, which the table does not state)" for t in (sm.get("nccl_tests") or {}).get("tables", [])[:2]] + \
             (["torch.profiler op tables without device times or profiled steps"] if any(
                 t.get("ops") for t in profiler_tables) else []) + \
+            [f"a torch.profiler table's totals without its rows (the device ran {t['device_s']:.3g} s of the "
+             f"{t['base_s']:.3g} s of host op time; no op or step says what held the host: the loader, launches, "
+             "copies)" for t in profiler_tables if t.get("totals_only")][:2] + \
             (["cProfile listings (host time only, no GPU or step times)"] if any(
                 t.get("listings") for t in profiler_tables) else []) + \
             (["host-side profiler texts (py-spy dumps, folded stacks, line_profiler listings: the host alone, no GPU "
@@ -384,9 +402,28 @@ def untestable(run: Run) -> str | None:
         return (f"{np.mean(timed == 0):.0%} of the step times read 0 s: the log prints them coarser than they run, "
                 "so their differences measure the rounding — log them with more digits (or in ms)")
     if osc is None and gpu_report is None and not gpu_trace and len(timed):
-        # only step times measure the run: two that disagree show no steady pace
+        # only step times measure the run: two that disagree show no steady pace; a steady pace still cannot vouch
+        # for a run whose own stated efficiency is low or cannot be placed (a straggler report's utilization can)
         return no_steady_pace(steps, schema.record_unit(run.bundle))
     return None
+
+
+def unplaced(run: Run) -> str | None:
+    """Why a healthy verdict from step times alone cannot stand (step_pace.unplaced_efficiency: a stated efficiency
+    that is low or that no device peak places), or None: only where the step times are the one measure of the run
+    (no GPU utilization from telemetry, a trace or a stated utilization, which measure idle GPU time themselves)."""
+    sm = run.summaries
+    kineto = sm.get("kineto")
+    if run.osc is not None or run.gpu_report is not None or (kineto and kineto.get("gpu_idle")) or sm.get("stragglers"):
+        return None
+    busy = [r["Utl"]["min"] for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)
+            if (r.get("Utl") or {}).get("min") is not None]
+    if busy and min(busy) >= STEADY_BUSY_MIN:  # Megatron's StragglerDetector: every rank's GPU measured busy
+        return None
+    steps = run.bundle.steps
+    if not len(steps) or not (steps["phase"] == "step").any():
+        return None
+    return unplaced_efficiency(run.bundle.meta)
 
 
 def _nccl_facts(nccl: dict | None) -> str:
@@ -411,7 +448,7 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
     if acc is None or (run.osc is not None and run.osc.few_samples):
         return ranked
     return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
-                           attribution.rare_event_causes(run.bundle.events, run.bundle.steps))
+                           attribution.rare_event_causes(run.bundle.events, run.bundle.steps), unplaced(run))
 
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:

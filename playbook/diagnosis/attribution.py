@@ -404,9 +404,15 @@ def _where(b: Bucket, record: str = "step") -> str:
         parts.append(f"at {record}{'' if len(b.steps) == 1 else 's'} " + ", ".join(map(str, b.steps[:5]))
                      + (" …" if len(b.steps) > 5 else ""))
     elif b.windows and not (len(b.windows) == 1 and b.windows[0][0] <= 0 and b.kind in THROUGHOUT_KINDS):
-        parts.append("at " + ", ".join(f"{a:.0f}–{z:.0f} s" for a, z in b.windows[:3])
+        parts.append("at " + ", ".join(_window(a, z) for a, z in b.windows[:3])
                      + (" …" if len(b.windows) > 3 else ""))
     return (" " + "; ".join(parts)) if parts else ""
+
+
+def _window(a: float, z: float) -> str:
+    """"5–8 s", "2.1–2.3 s": as many decimals (up to 3) as tell the window's ends apart (s since the start)."""
+    decimals = int(min(3, max(0, -np.floor(np.log10(z - a))))) if z > a else 0
+    return f"{a:.{decimals}f}–{z:.{decimals}f} s"
 
 
 def _fmt(seconds: float) -> str:

@@ -136,6 +136,11 @@ PHASES: tuple[str, ...] = ("data", "h2d", "fwd", "bwd", "collective", "optimizer
 
 
 DCGM_DIAG = "dcgm_diag:"  # Bundle.meta key prefix: a `dcgmi diag` file's test counts (readers/dcgm_diag.py)
+# a text log's stated device efficiency (model TFLOP/s per device, MFU), per input: readers/lines.py, step_log/columns.py
+STATED_EFFICIENCY = "stated_efficiency:"
+# Megatron's StragglerDetector reports in a text log, per input: each figure's least and most across ranks
+# (readers/rank_reports.StragglerReports)
+STRAGGLER_REPORTS = "straggler_reports:"
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
 GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
 RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
@@ -341,7 +346,7 @@ class Bundle:
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
     SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", DCGM_DIAG,
-                             "nccl_tests:", "job_usage:")
+                             "nccl_tests:", "job_usage:", STRAGGLER_REPORTS)
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""
@@ -363,8 +368,8 @@ class SkipCounter:
     "gpu.csv: skipped 1 of 100 rows (line 17: bad number 'x')"
     """
 
-    def __init__(self, path: str, keep: int = 3):
-        self.path, self.keep = str(path), keep
+    def __init__(self, path: str, keep: int = 3, unit: str = "line"):
+        self.path, self.keep, self.unit = str(path), keep, unit  # unit: what a number names ("record" in a binary)
         self.count = 0
         self.reasons: list[str] = []
 
@@ -372,7 +377,7 @@ class SkipCounter:
         """Record one skipped row; `line` is 1-based (None when unknown)."""
         self.count += 1
         if len(self.reasons) < self.keep:
-            self.reasons.append(f"line {line}: {reason}" if line is not None else reason)
+            self.reasons.append(f"{self.unit} {line}: {reason}" if line is not None else reason)
 
     def warning(self, rows_read: int) -> str | None:
         """One warning line, or None when nothing was skipped."""

@@ -47,6 +47,7 @@ READERS: tuple[str, ...] = (
     "generic_csv",      # CSV with recognisable telemetry headers
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)
     "documents",        # JSON / XML telemetry documents (gpustat --json, W&B system metrics, nvidia-smi -q -x)
+    "tfevents",         # TensorBoard event files (events.out.tfevents.*): scalars with wall times and steps
     "metric_file",      # one metric's `<timestamp> <value> <step>` lines, its name in the path (MLflow file store)
     "steps",            # step tables: CSV / JSON Lines with a step and a duration or time column
     "aligned_table",    # space-aligned text tables of a monitor script (names set apart by two or more spaces)

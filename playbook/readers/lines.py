@@ -105,6 +105,7 @@ class _EventLines:
         self.failure: dict[str, str] = {}  # the fields of a ChildFailedError summary read so far
         self.stalls = rank_reports.StallLines()
         self.timings, self.timing_row = rank_reports.RankTimings(), -1
+        self.straggler_reports = rank_reports.StragglerReports()
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
@@ -333,6 +334,9 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if not understood and events.feed_stall(ln):
         counts["events"] += 1
         understood = True
+    if not understood and events.straggler_reports.feed(ln.body):  # Megatron's min/max across ranks
+        counts["straggler reports"] += 1
+        understood = True
     if not understood and steps.feed(ln):
         counts["steps"] += 1
         understood = True
@@ -373,7 +377,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     events = _EventLines(steps)
     tables = profiler_table.ProfilerTables()
     perf = nccl_tests.NcclTestsTables()
-    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0, "nccl_tests": 0}
+    counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0, "nccl_tests": 0,
+              "straggler reports": 0}
     noise = {"blank": 0, "traceback": 0, "code": 0, "banner": 0, "unread": 0}
     examples: list[str] = []
     loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
@@ -522,7 +527,12 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         "metric_lines": steps.metric_lines, "eval_lines": steps.eval_lines,
         "skipped": {k: v for k, v in noise.items() if v and k != "unread"}, "unread": noise["unread"],
         "unread_examples": examples, **({"profiler": profiler} if profiler else {}),
-        **({"nccl_tests": perf} if perf else {})}}
+        **({"nccl_tests": perf} if perf else {}), **({"stated": res["stated"]} if res.get("stated") else {}),
+        **({"straggler_reports": reports} if (reports := events.straggler_reports.summary()) else {})}}
+    if reports:
+        bundle.meta[f"{schema.STRAGGLER_REPORTS}{src}"] = reports
+    if res.get("stated") and len(bundle.steps):  # the device's efficiency as the step lines state it
+        bundle.meta[f"{schema.STATED_EFFICIENCY}{src}"] = res["stated"]
     if profiler:  # the same summary where the analyses look for reader summaries (schema.SUMMARY_META_PREFIXES)
         bundle.meta[f"{profiler_table.META_PREFIX}{src}"] = profiler
     if perf:

@@ -12,7 +12,10 @@ The exact commands (one .nsys-rep per rank: `%q{RANK}` expands an environment va
 `--output PREFIX` writes one `PREFIX_<report>.csv` per report; `--output -` (or no --output) prints them all to
 stdout, each after a banner (`** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):`, `Processing [...] with
 [.../cuda_gpu_kern_sum.py]...`, `Running [.../osrtsum.py x.sqlite]...` or `[3/8] Executing 'cuda_gpu_kern_sum'
-stats report`): all are read, several reports per file included. Without --format csv each report is a column
+stats report`): all are read, several reports per file included. A report retyped as a Markdown (pipe) table — a
+header row `| Name | Time (%) | Total Time (ns) | Num Calls | ... |` over a `|---|---|` rule, one `| ... |` row per
+line, cells in `code` spans or with a % sign allowed — reads by the same header meaning; a retyped header may call
+the name column "Function" / "API Function" and write statistics as "Avg Time (ns)". Without --format csv each report is a column
 table: a header over a rule line (` --------  ---------------  ----`) whose dash runs give the column starts; each
 cell runs to the next column's start, the last (Name, names with spaces) to the end of the line; figures carry
 thousands separators (1,234,567.5). The cells then go through the same header meaning and units as CSV. Older nsys (2021.x)
@@ -93,7 +96,8 @@ _SIZE_UNITS = {"b": 1.0, "byte": 1.0, "bytes": 1.0, "kb": 1e3, "kib": 1024.0, "m
 _STATS = {"avg": "avg", "average": "avg", "med": "med", "median": "med", "min": "min", "minimum": "min",
           "max": "max", "maximum": "max", "stddev": "stddev", "std dev": "stddev"}
 _COUNTS = {"instances": "count", "num calls": "count", "calls": "count", "count": "count", "operations": "count"}
-_NAMES = {"name": "name", "operation": "name", "range": "name", "kernel name": "name"}
+_NAMES = {"name": "name", "operation": "name", "range": "name", "kernel name": "name",
+          "function": "name", "api function": "name"}  # the last two: headers retyped by hand (Markdown tables)
 _OTHER = {"style": "style", "nvtx range": "range", "pid": "pid", "tid": "tid", "nvtx inst": "nvtx_inst",
           "kern inst": "kern_inst", "category": "category", "corrid": "correlation", "srcmemkd": "src_kind",
           "dstmemkd": "dst_kind", "device": "device", "ctx": "ctx", "greenctx": "green_ctx", "strm": "stream",
@@ -172,6 +176,8 @@ def _column(label: str) -> tuple[str, str, str]:
         return ("static_smem_bytes" if base == "stcsmem" else "dynamic_smem_bytes"), "size", unit or "B"
     if base in _STATS:
         return _STATS[base], "stat", unit
+    if base.endswith(" time") and base[:-5] in _STATS:  # "Avg Time (ns)", "Average Time (ns)": retyped headers
+        return _STATS[base[:-5]], "stat", unit
     if m := _PHASE_STAT.match(base):
         return f"{m.group(1)}_{_STATS[m.group(2)]}_ns", "time", unit or "ns"
     if base in _COUNTS:
@@ -200,6 +206,9 @@ def sniff(head: str) -> bool:
     for line in head.split("\n")[:200]:
         starts = _rule_starts(line)
         if starts and _is_header(_cut(prev, starts)):
+            return True
+        header = _pipe_cells(prev)
+        if header and _is_pipe_rule(_pipe_cells(line)) and _is_header(header):
             return True
         prev = line
         banner = _BANNER.search(line) if line.lstrip().startswith("**") else None
@@ -238,6 +247,22 @@ def _cut(line: str, starts: list[int]) -> list[str]:
     return [line[a:b].strip() for a, b in zip(starts, starts[1:] + [None], strict=True)]
 
 
+_PIPE_RULE = re.compile(r"^:?-{3,}:?$")
+
+
+def _pipe_cells(line: str) -> list[str] | None:
+    """The cells of a Markdown (pipe) table row `| a | `b` | 34.2% |` (code-span backticks and bold marks dropped),
+    else None."""
+    t = line.strip()
+    if len(t) < 3 or not (t.startswith("|") and t.endswith("|")) or len(t) > 64 * MAX_COLUMNS:
+        return None
+    return [c.strip().strip("`*").strip() for c in t[1:-1].split("|")]
+
+
+def _is_pipe_rule(cells: list[str] | None) -> bool:
+    return bool(cells) and all(_PIPE_RULE.match(c) for c in cells)
+
+
 def _column_row(line: str, table: _Table) -> tuple[list[str] | None, str]:
     """The cells of one column-format data row, or (None, why it is not one: a cut or wrapped row)."""
     if len(line.rstrip()) <= table.starts[-1]:
@@ -272,6 +297,23 @@ def _tables(text: str, skips: schema.SkipCounter) -> list[_Table]:
         if _NOISE.match(raw):
             current = None
             continue
+        cells = _pipe_cells(raw)
+        if cells is not None:
+            before, prev = prev, raw
+            if _is_pipe_rule(cells):
+                header = _pipe_cells(before) or []
+                if len(header) == len(cells) and _is_header(header):
+                    current, pending = _Table(pending, header, i - 1, delimiter="|"), None
+                    tables.append(current)
+                continue
+            if current is not None and current.delimiter == "|":
+                if len(cells) != len(current.header):
+                    skips.skip(i, f"{len(cells)} cells where the header has {len(current.header)}")
+                else:
+                    current.rows.append(cells)
+            continue
+        if current is not None and current.delimiter == "|":
+            current = None  # the Markdown table ended (a fence, a heading, prose)
         starts = _rule_starts(raw)
         header = _cut(prev, starts) if starts else []
         prev = raw
@@ -315,7 +357,7 @@ _NA = ("nan", "-nan", "n/a", "-", "none", "null")
 
 def _number(text: str) -> float:
     """A figure as nsys prints it (thousands separators in column format: 1,234,567.5); NaN when absent."""
-    t = (text or "").strip().replace(",", "")
+    t = (text or "").strip().replace(",", "").removesuffix("%").rstrip()  # "34.2%": a retyped Time (%) cell
     if not t or t.lower() in _NA:
         return math.nan
     try:

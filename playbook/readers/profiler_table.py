@@ -6,11 +6,13 @@ row (`Name  Self CPU %  Self CPU  CPU total %  CPU total  CPU time avg  [Self CU
 time avg]  [CPU Mem ...]  # of Calls  [Input Shapes ...]`; the device may be CUDA, XPU, MTIA, PrivateUse1 or
 "Device"), a rule, one row per op (times with their units, `12.979us`, `1.665ms`), a rule, then `Self CPU time
 total: 9.039ms` and `Self CUDA time total: 9.370ms`. Any sort column and any subset of optional columns: columns are
-found by their header words, not their position.
+found by their header words, not their position. The two total lines are also read without the table above them (a
+post that quotes only the tail): a summary of the totals alone (`totals_only`, no ops), when both the CPU's and a
+device's total are there.
 
 Rows: name, self_cpu_s, cpu_total_s, self_device_s, device_total_s, calls (NaN where the table has no such column).
 Summary (`summary()`): ops, the totals, the top ops by self device (else self CPU) time, kernel launches (calls of
-cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel), the data loader's share of self CPU time (ops named
+cudaLaunchKernel / cuLaunchKernel / hipLaunchKernel, and their self CPU time `launch_s`), the data loader's share of self CPU time (ops named
 `enumerate(DataLoader)...`), the CPU time blocked in CUDA synchronisation calls (cuda*Synchronize, cuStreamSynchronize,
 hipDeviceSynchronize ...: `sync_s`, `sync_calls`), the CPU time in copy calls (cudaMemcpy*, cuMemcpy*, hipMemcpy*:
 `copy_s`) with the device's copy time by direction (rows `Memcpy HtoD (Pageable -> Device)` ...: `h2d_device_s`,
@@ -165,8 +167,10 @@ class ProfilerTables:
         if self._state == "rows":
             self._row(self._cells(body))
             return True
-        if (m := _TOTAL.match(body)) and self.tables:
-            self.totals[m.group(1)] = self.totals.get(m.group(1), 0.0) + _seconds(m.group(2))
+        if (m := _TOTAL.match(body)) and math.isfinite(sec := _seconds(m.group(2))):
+            # after a table, or alone: the table's fixed tail quoted without the rows above it (a post or paste
+            # that keeps the two totals); a line not of that form (no unit) is not read
+            self.totals[m.group(1)] = self.totals.get(m.group(1), 0.0) + sec
             return True
         return False
 
@@ -224,6 +228,12 @@ class ProfilerTables:
                                                 strict=True)
                     if (part := t.summary())}}
         if not self.rows:
+            if self.totals.get("CPU") and len(self.totals) > 1:
+                # the totals alone (the tail quoted without its rows): the window's self CPU time against the
+                # device's kernel time; no op, so no cause is named from it
+                return {"tables": self.tables, "ops": 0, "totals_only": True,
+                        "self_cpu_total_s": self.totals["CPU"],
+                        "self_device_total_s": next(v for k, v in self.totals.items() if k != "CPU"), **extra}
             return extra or None
         rows = self.rows
         device = any(math.isfinite(r["self_device_s"]) for r in rows)
@@ -240,6 +250,8 @@ class ProfilerTables:
                 "top_by": key, "top": [(r["name"], r[key]) for r in top],
                 "kernel_launches": int(sum(r["calls"] for r in rows if _LAUNCH.match(r["name"])
                                            and math.isfinite(r["calls"]))),
+                "launch_s": _sum(rows, "self_cpu_s", _LAUNCH.match),
+                "device_total_stated": any(k != "CPU" for k in self.totals),
                 "loader_share": (loader / self_cpu) if loader and self_cpu else None,
                 "sync_s": _sum(sync, "self_cpu_s"), "sync_calls": int(_sum(sync, "calls")),
                 "copy_s": _sum(rows, "self_cpu_s", _COPY_CALLS.match),

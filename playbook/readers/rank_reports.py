@@ -32,6 +32,11 @@ A list of one time per rank, a line each ("Rank 3: 9.40ms"; FlagScale's straggle
 `rank_timings` event per list: the section it times (the nearest line above ending in ":"), the slowest and fastest
 rank and their ratio. It names no cause: one list is one moment. Every pattern is bounded and anchored on literal
 text.
+
+Megatron-LM's StragglerDetector prints each log interval's least and most of a few figures across the ranks, each
+with its rank (`| MnRtt/Rnk: 3455.18ms/14 | MxRtt/Rnk: 3460.39ms/6 | ... | MnUtl/Rnk: 97%/19 | MxUtl/Rnk: 100%/25 |`)
+→ StragglerReports: per figure the least minimum and the most maximum over the file, with their ranks (a summary in
+Bundle.meta; the diagnosis reads the utilization as a measure of the GPUs' busy time).
 """
 
 from __future__ import annotations
@@ -132,3 +137,42 @@ class RankTimings:
         return self.first, start, (f"{what}per rank ({len(self.times)} ranks): slowest rank {slow} "
                                    f"{self.times[slow] * 1e3:.2f} ms, fastest rank {fast} {self.times[fast] * 1e3:.2f} "
                                    f"ms ({self.times[slow] / self.times[fast] if self.times[fast] > 0 else 1.0:.2f}x)")
+
+
+# Megatron-LM's StragglerDetector report (megatron/core/utils.py, megatron/core/README_STRAGGLER.md), one line per log
+# interval: `| MnRtt/Rnk: 3455.18ms/14 | MxRtt/Rnk: 3460.39ms/6 | MnPwr/Rnk: 602415W/5 | ... | MnUtl/Rnk: 97%/19 |
+# MxUtl/Rnk: 100%/25 | MnClk/Rnk: 1950MHz/13 | ... | MnEtpt/Rnk: 296.11TF/13 | MxEtpt/Rnk: 297.70TF/1`: the least and
+# the most of each figure across the ranks, each with the rank it was measured on (Rtt: the interval's round-trip time
+# of the traced ops; Pwr, Tmp, Utl, Clk: the GPU's power, temperature, utilization and SM clock; DRtt: the data
+# loader's; Etpt: the estimated throughput)
+MINMAX_FIELD = re.compile(r"\b(Mn|Mx)(Rtt|DRtt|Pwr|Tmp|Utl|Clk|Etpt)/Rnk:\s*(\d+(?:\.\d+)?)\s*([A-Za-z%]*)/(\d+)")
+
+
+class StragglerReports:
+    """Feed lines one at a time; `feed` is True for a StragglerDetector report line (three min/max fields at least).
+    `summary()`: {"reports": n, "<figure>": {"min": least min, "min_rank": its rank, "max": most max, "max_rank": its
+    rank, "unit": ...}} over every report of the file, {} without one."""
+
+    def __init__(self):
+        self.reports = 0
+        self.figures: dict[str, dict] = {}
+
+    def feed(self, body: str) -> bool:
+        if "/Rnk:" not in body:  # (a gate: this runs on every line of a text log)
+            return False
+        found = MINMAX_FIELD.findall(body)
+        if len(found) < 3:
+            return False
+        self.reports += 1
+        for side, name, value, unit, rank in found:
+            f = self.figures.setdefault(name, {"unit": unit})
+            v, r = float(value), int(rank)
+            if side == "Mn" and ("min" not in f or v < f["min"]):
+                f["min"], f["min_rank"] = v, r
+            if side == "Mx" and ("max" not in f or v > f["max"]):
+                f["max"], f["max_rank"] = v, r
+        return True
+
+    def summary(self) -> dict:
+        return {"reports": self.reports, **self.figures} if self.reports else {}
+

@@ -246,13 +246,16 @@ def test_summary_of_a_data_starved_rank(nsys_dir):
     assert "32% of the iteration" in f["evidence"] and "6 steps" in f["evidence"]
 
 
-def scale_total(path, name: str, factor: float) -> None:
-    """Multiply the "Total Time (ns)" of the row named `name` in an nsys summary CSV."""
+def scale_total(path, name: str, factor: float, per_call: bool = False) -> None:
+    """Multiply the "Total Time (ns)" of the row named `name` in an nsys summary CSV (`per_call`: its per-call
+    statistics too, Avg / Med / Min / Max / StdDev, as every call costlier would make them)."""
     rows = list(csv.reader(path.read_text().splitlines()))
-    col = rows[0].index("Total Time (ns)")
+    cols = [rows[0].index("Total Time (ns)")] + ([rows[0].index(h) for h in (
+        "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)", "StdDev (ns)")] if per_call else [])
     for r in rows[1:]:
         if r[-1] == name:
-            r[col] = str(int(float(r[col]) * factor))
+            for col in cols:
+                r[col] = str(float(r[col]) * factor)
     buf = io.StringIO()
     csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
     path.write_text(buf.getvalue())
@@ -357,14 +360,15 @@ def test_summary_tables_alone_do_not_vouch_for_health():
 
 
 def test_launch_calls_costlier_than_the_kernels_bound_the_gpu_busy_share(nsys_dir, tmp_path):
-    """rank0's 96 launches cost 0.5 ms for 367 ms of kernels: no bound. Made 1,000x costlier (503 ms of launch
-    calls, a labelled edit of the real export), one launching thread keeps the GPU at most 367/503 = 73% busy."""
+    """rank0's 96 launches cost 0.5 ms for 367 ms of kernels: no bound. Made 1,000x costlier, every call (503 ms of
+    launch calls, the median 5.3 ms: a labelled edit of the real export), one launching thread keeps the GPU at most
+    367/503 = 73% busy (n × median, 507.6 ms, is more than the total: the total is the cost)."""
     for name in ("rank0_cuda_api_sum.csv", "rank0_cuda_gpu_kern_sum.csv"):
         shutil.copy(nsys_dir / name, tmp_path / name)
     s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
     assert s["profiles"][0]["api"]["launches"] == 96 and s["profiles"][0]["kernels"]["complete"]
     assert "launch_bound" not in {f["hypothesis"] for f in s["findings"]}
-    scale_total(tmp_path / "rank0_cuda_api_sum.csv", "cudaLaunchKernel", 1000)
+    scale_total(tmp_path / "rank0_cuda_api_sum.csv", "cudaLaunchKernel", 1000, per_call=True)
     s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
     found = {f["hypothesis"]: f for f in s["findings"]}
     kernel_ms = s["profiles"][0]["kernels"]["total_ms"]
@@ -372,14 +376,26 @@ def test_launch_calls_costlier_than_the_kernels_bound_the_gpu_busy_share(nsys_di
     assert found["launch_bound"]["level"] == "high" and "96 kernel launches" in found["launch_bound"]["evidence"]
 
 
-def test_a_cut_kernel_table_bounds_nothing(nsys_dir, tmp_path):
-    """A pasted top of the kernel table (its Time (%) summing under 99) understates the kernels' total: no bound."""
+def test_a_cut_kernel_table_bounds_by_the_shares_it_states(nsys_dir, tmp_path):
+    """A pasted top of the kernel table (its Time (%) summing under 99) understates the kernels' total, but states
+    its rows' share of the whole: the top 2 (79.8% + 7.8%) imply the whole at 321.5 ms / 0.875 = 367.5 ms, the
+    largest their rounding allows (heldout36; before it the cut table bounded nothing). The launch bound then holds
+    as for the whole table; a top whose shares are under 1% of the whole implies it too loosely: no bound."""
     shutil.copy(nsys_dir / "rank0_cuda_api_sum.csv", tmp_path / "rank0_cuda_api_sum.csv")
-    scale_total(tmp_path / "rank0_cuda_api_sum.csv", "cudaLaunchKernel", 1000)
+    scale_total(tmp_path / "rank0_cuda_api_sum.csv", "cudaLaunchKernel", 1000, per_call=True)
     rows = (nsys_dir / "rank0_cuda_gpu_kern_sum.csv").read_text().splitlines()
     (tmp_path / "rank0_cuda_gpu_kern_sum.csv").write_text("\n".join(rows[:3]) + "\n")  # header + the top 2 kernels
     s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
-    assert s["profiles"][0]["kernels"]["complete"] is False
+    kern = s["profiles"][0]["kernels"]
+    assert kern["complete"] is False
+    assert kern["whole_ms"] == pytest.approx((292823072 + 28717610) / 1e6 * 100 / (87.6 - 0.1), abs=1e-3)
+    found = {f["hypothesis"]: f for f in s["findings"]}
+    assert found["launch_bound"]["share"] == pytest.approx(1 - kern["whole_ms"] / 503.39, abs=0.001)
+    assert "the whole of a cut kernel table" in found["launch_bound"]["evidence"]
+    tiny = '"0.4","1000000","500","2000","2000","1900","2100","10","void small_kernel(float*)"'
+    (tmp_path / "rank0_cuda_gpu_kern_sum.csv").write_text(rows[0] + "\n" + tiny + "\n")
+    s = an.summarize(read_paths(sorted(tmp_path.glob("rank0_*.csv"))))
+    assert s["profiles"][0]["kernels"]["whole_ms"] is None
     assert "launch_bound" not in {f["hypothesis"] for f in s["findings"]}
 
 

@@ -78,6 +78,30 @@ def best_column(cols, roles, kinds, idx) -> np.ndarray:
     return np.full(len(idx), np.nan)
 
 
+def stated_efficiency(cols, roles, idx) -> dict:
+    """What the step lines state of the device's efficiency, over the step rows `idx`: {"tflops": the median model
+    TFLOP/s per device, "mfu": the median model-FLOP utilization (0-1), "fields": their names, "rows": how many rows
+    state one}; {} when they state neither. Values at or under 0 are placeholders (nanoGPT's `mfu -100.00%` before
+    its first estimate) and left out; an MFU without a `%` that reads above 1 is a percentage."""
+    out: dict = {}
+    for kind in ("flops", "mfu"):
+        named = [k for k, r in roles.items() if r[0] == kind]
+        if not named:
+            continue
+        name = max(named, key=lambda k: np.isfinite(cols[k][idx]).sum())
+        values = cols[name][idx] * roles[name][2]
+        values = values[np.isfinite(values) & (values > 0)]
+        if not len(values):
+            continue
+        value = float(np.median(values))
+        if kind == "mfu" and value > 1.0:
+            value /= 100.0
+        out["tflops" if kind == "flops" else "mfu"] = value
+        out.setdefault("fields", []).append(name)
+        out["rows"] = max(out.get("rows", 0), int(len(values)))
+    return out
+
+
 def stage_sum(cols, roles):
     """Without a whole-step field: the step as the sum of its stage timers (a family such as `time/forward`,
     `time/backward`, `time/optimizer`; two at least), on the lines where every stage is present; else the data wait

@@ -76,6 +76,7 @@ from playbook.readers.step_log.columns import (
     per_step_diff,
     phase_fields,
     stage_sum,
+    stated_efficiency,
     window_means,
     window_starts,
 )
@@ -140,6 +141,7 @@ from playbook.readers.step_log.vocab import (
     norm_key,
     plan_line,
     step_total,
+    unquote_numbers,
 )
 
 DATA_SAMPLE = 20_000  # records whose stamps tell whether a file's step time leaves out its data wait (data_apart)
@@ -342,7 +344,7 @@ class StepLines:
         self._merge(row, {name: (value, ("phase", role[1], 1.0))})
 
     def feed(self, ctx) -> bool:
-        body = join_spelled(ctx.body)  # `time:7 minutes 50 seconds`: one value
+        body = unquote_numbers(join_spelled(ctx.body))  # `time:7 minutes 50 seconds`: one value; `"ups": "0.68"`
         self.keys.note(body)
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:
@@ -634,4 +636,6 @@ class StepLines:
         zero = int((cols[chosen] == 0).sum()) if roles.get(chosen, ("",))[0] == "rate" else 0  # under its digits
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
                    phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed, zero_rate=zero)
+        if stated := stated_efficiency(cols, roles, idx):
+            out["stated"] = stated
         return out

@@ -65,8 +65,9 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 # `current_steps` / `completed_steps` (LLaMA-Factory, Accelerate) name the step as `global_step` does, `total_steps`
 # and `max_steps` do not; `update N` names an RL trainer's current PPO update (SoundSpaces), the plural `Updates=500` of
 # Sockeye's checkpoint summary is a count over a window, no step's line; OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
-# unit; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = re.compile(r"(?<![\w])(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
+# unit; fairseq's epoch summary names its counter for the split (`"train_num_updates": "643"`, as `train/global_step`
+# is named): the training's; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
+KEYWORD = re.compile(r"(?<![\w])(?:train[_/](?=global|num_updates))?(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
                                 r"training_iteration|iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?<!/)update|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d%]|\w|\.(?![ \t]+\S))(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "env_step": 0, "env_steps": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
@@ -241,8 +242,46 @@ def unit_kind(unit: str | None) -> tuple[str, float] | None:
     return None
 
 
+_SPLIT_PREFIX = re.compile(r"train[_/]", re.IGNORECASE)
+
+
+# A stated model-FLOP rate per device (`throughput per GPU (TFLOP/s/GPU)`, `TFLOP/s/device`, torchtitan's `tflops`,
+# GPT-NeoX's `approx flops per GPU: 112.9TFLOPS`, nanotron's `model_tflops_per_gpu`): TFLOP/s per FLOP word or unit
+FLOP_SCALE = {"flop": 1e-12, "flops": 1e-12, "gflop": 1e-3, "gflops": 1e-3, "tflop": 1.0, "tflops": 1.0,
+              "pflop": 1e3, "pflops": 1e3}
+# a phase's own rate (the DeepSpeed flops profiler's `fwd FLOPS per GPU`) or the hardware's count with recomputation
+# (nanotron's `hardware_tflops_per_gpu`) is not the model's rate over the step
+_NOT_MODEL_RATE = {"fwd", "bwd", "forward", "backward", "hardware", "hw", "macs"}
+
+
+def _flop_role(words: list[str], unit: str | None) -> tuple[str, object, float] | None:
+    """("flops", None, TFLOP/s per value) for a stated model-FLOP rate, ("mfu", None, fraction per value) for a
+    stated model-FLOP utilization (`mfu: 20.50%`, nanoGPT's `mfu 28.86%`, verl's `perf/mfu/actor`), else None. A bare
+    `flops` word is a rate only with a FLOPS unit after the value (`112.9TFLOPS`): without one it may be a count."""
+    if set(words) & _NOT_MODEL_RATE:
+        return None
+    if "mfu" in words:
+        return "mfu", None, (0.01 if unit == "%" else 1.0)
+    u = (unit or "").lower()
+    if u in FLOP_SCALE and u != "flops" and any(w in FLOP_SCALE for w in words):
+        return "flops", None, FLOP_SCALE[u]
+    word = next((w for w in words if w in FLOP_SCALE and w not in ("flop", "flops")), None)
+    if word is not None and not unit:
+        return "flops", None, FLOP_SCALE[word]
+    return None
+
+
 @lru_cache(maxsize=8192)
 def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
+    """_classify, and for a key named for the training split that means nothing whole (fairseq's epoch summary:
+    `train_ups`, `train_wps`), the role of the rest."""
+    role = _classify(key, unit)
+    if role is None and (m := _SPLIT_PREFIX.match(key)) and m.end() < len(key):
+        role = _classify(key[m.end():], unit)
+    return role
+
+
+def _classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     """The role of a field: ("dur", class, factor to seconds), ("rate", PER_STEP, 1) for steps per second,
     ("phase", name, factor), ("tokens", None, 1), ("token_rate", None, 1), ("sample_rate", None, 1), ("batch", None,
     1), ("work", None, 1) for a step's input size or sequence length; None when the field is not about time (loss,
@@ -251,7 +290,10 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         key, unit = "", key.strip()  # the key is a unit: `ms/step: 120.5`, `it/s: 3.2`, `tok/s 100000`
     if "/" in key and (m := _SLASH_RATE.search(key)):
         # `avg. samples / sec`, `TFLOP/s/device`, `Tokens/s/device`: a rate of what precedes the slash, never a time
-        return _per_second_role(norm_key(m.group(1)).rsplit("_", 1)[-1])
+        what = norm_key(m.group(1)).rsplit("_", 1)[-1]
+        if what in FLOP_SCALE and not set(norm_key(key).split("_")) & _NOT_MODEL_RATE:
+            return "flops", None, FLOP_SCALE[what]  # Megatron's `throughput per GPU (TFLOP/s/GPU)`, MaxText's
+        return _per_second_role(what)
     if "/" in key and (family := _family(key, unit)) is not False:
         return family
     k = norm_key(key)
@@ -265,6 +307,8 @@ def classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
     kind = unit_kind(unit)
     words = k.split("_") if k else []
+    if (flop := _flop_role(words, unit)) is not None:
+        return flop
     if kind and kind[0] == "per_step":
         return "dur", PER_STEP, kind[1]
     per = next((j for j in range(1, len(words) - 1) if words[j] == "per"), None)
@@ -487,6 +531,17 @@ _SPELLED_UNIT = {"hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0, "
                  "minute": 60.0, "minutes": 60.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
 _PART = r"(\d+(?:\.\d+)?)\s*(hours?|hrs?|minutes?|mins?|min|seconds?|secs?|sec|s)"
 SPELLED = re.compile(r"(?<![\w.])(?<!\d:)" + _PART + r"\s+" + _PART + r"(?:\s+" + _PART + r")?(?![\w/])", re.IGNORECASE)
+
+
+# a JSON / dict value that is a number written as text (fairseq's json progress bar formats every stat:
+# `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value
+QUOTED_NUMBER = re.compile(r"(:\s*)([\"'])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?)\2(?=\s*[,}\]])")
+
+
+def unquote_numbers(body: str) -> str:
+    """`{"loss": "15.6", "ups": "0.68"}` -> `{"loss": 15.6, "ups": 0.68}`: numbers a JSON or dict line holds as
+    text, as numbers (the keys and other text stay quoted)."""
+    return QUOTED_NUMBER.sub(r"\1\3", body) if "{" in body else body
 
 
 def join_spelled(body: str) -> str:

@@ -1,0 +1,471 @@
+"""TensorBoard event files (`events.out.tfevents.*`, written by PyTorch's SummaryWriter, Lightning's and Hugging
+Face's TensorBoard loggers, tensorboardX, Keras and tf.summary): the scalars a training logged, read by what their
+tags mean. Every scalar carries the wall time it was written at and its step, so the training's own clock gives
+the step times (the gaps between a tag's consecutive points, as in TensorBoard's CSV export); a tag that names a
+step or phase time (`train/time`, `train/data_time`, `perf/step_time`) gives them outright, one that names a GPU
+reading (`gpu0/utilization`, `system/gpu_0_power_watts`) becomes telemetry.
+
+The format (tensorflow/tensorboard, compat/proto/event.proto, summary.proto, tensor.proto; TFRecord framing):
+each record is a little-endian uint64 length, the masked CRC-32C of those 8 bytes, the Event, and the Event's
+masked CRC-32C. The length's checksum is checked (a record whose length fails it, or one cut short, ends the
+readable part: counted, never guessed past); the Event's is not (a damaged Event fails to parse and is counted).
+An Event holds wall_time (field 1, double, Unix seconds), step (2, int64) and a summary (5): values with a tag (1)
+and simple_value (2, float32: PyTorch's add_scalar) or a tensor (8) holding one number (TF2 summaries, new-style
+scalars: float_val / double_val / int_val / int64_val / half_val or tensor_content, by its dtype). Histograms,
+images, audio, text, graphs and hparams are not scalars: counted in a note, not read.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from playbook.core.errors import InputError
+from playbook.model import schema
+from playbook.readers import generic_csv, headers, textio
+
+FORMAT = "TensorBoard event file (events.out.tfevents.*: scalars with their wall times and steps)"
+
+MAX_RECORD_BYTES = 256 << 20  # one Event longer than this is not a scalar summary: the file is read up to it
+_VERSIONS = ("brain.Event:", "tensorflow.Event:")  # event.proto: "All versions start with brain.Event:"
+# A tag of an evaluation split: a word of it (split at / _ . - and spaces) names one ("eval/loss", "val_acc",
+# "Loss/validation", "test/accuracy"); Hugging Face's `eval/runtime` (`{split}_runtime`) is its seconds
+_EVAL_WORDS = frozenset({"eval", "evaluation", "val", "valid", "validation", "test"})
+_WORDS = re.compile(r"[/_.\- ]+")
+
+
+def sniff(head: str) -> bool:
+    """The first record is the file-version Event ("brain.Event:2", in the file's first ~30 bytes) behind a length
+    whose high bytes are zero (no text log holds NULs)."""
+    return "\x00\x00\x00\x00" in head[:12] and any(v in head[:96] for v in _VERSIONS)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# TFRecord framing and the CRC-32C (Castagnoli) of its length field
+
+def _crc32c_table() -> list[int]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TFRecord's masked CRC-32C of `data` (tensorflow/core/lib/hash/crc32c.h: rotate right by 15, add a
+    constant)."""
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc = _CRC_TABLE[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    crc ^= 0xFFFFFFFF
+    return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _records(fh, src: str, problems: list[str]):
+    """Yield (record number, Event bytes); a damaged or cut frame ends the iteration with a reason in `problems`."""
+    number, total, budget = 0, 0, textio.max_bytes()
+    while True:
+        head = fh.read(12)
+        if not head:
+            return
+        number += 1
+        if len(head) < 12:
+            problems.append(f"record {number}: the file ends inside a record's header (cut while written)")
+            return
+        length, crc = struct.unpack("<QI", head)
+        if masked_crc32c(head[:8]) != crc:
+            problems.append(f"record {number}: its length fails its checksum (damaged); the rest of the file is "
+                            "not read")
+            return
+        if length > MAX_RECORD_BYTES:
+            problems.append(f"record {number}: {length} bytes long, more than {MAX_RECORD_BYTES >> 20} MiB; the "
+                            "rest of the file is not read")
+            return
+        total += length + 16
+        if total > budget:
+            raise InputError(f"{src}: more than {budget >> 20} MiB of events: refusing (raise PLAYBOOK_MAX_BYTES "
+                             "to read it)")
+        data = fh.read(length)
+        tail = fh.read(4)
+        if len(data) < length or len(tail) < 4:
+            problems.append(f"record {number}: the file ends inside it (cut while written)")
+            return
+        yield number, data
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Protocol-buffer wire format: just what the Event, Summary.Value and TensorProto scalars need
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _fields(buf: bytes):
+    """Yield (field number, wire type, value) of a message: an int (varint), bytes (length-delimited, fixed64 as
+    8 bytes, fixed32 as 4); ValueError (or IndexError) on damage."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        key, pos = _varint(buf, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 1:
+            value, pos = buf[pos:pos + 8], pos + 8
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            value, pos = buf[pos:pos + size], pos + size
+        elif wire == 5:
+            value, pos = buf[pos:pos + 4], pos + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if pos > end:
+            raise ValueError("a field runs past its message")
+        yield number, wire, value
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+# TensorProto dtypes (types.proto) a scalar may have: the packed field holding it and how to read its content
+_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_HALF, _DT_BFLOAT16 = 1, 2, 3, 9, 19, 14
+_CONTENT = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q", _DT_HALF: "<e"}
+
+
+def _tensor_scalar(buf: bytes) -> float | None:
+    """The one number a TensorProto holds, else None (a histogram, a text, an empty or multi-valued tensor)."""
+    dtype, values, content = 0, [], b""
+    for number, wire, value in _fields(buf):
+        if number == 1 and wire == 0:
+            dtype = value
+        elif number == 4 and wire == 2:
+            content = value
+        elif number == 5:  # float_val: packed (wire 2) or one fixed32
+            values += struct.unpack(f"<{len(value) // 4}f", value)
+        elif number == 6:  # double_val
+            values += struct.unpack(f"<{len(value) // 8}d", value)
+        elif number in (7, 10, 13):  # int_val, int64_val, half_val (as int32 bits): varints
+            ints = [value] if wire == 0 else _packed_varints(value)
+            if number == 13:
+                ints = [struct.unpack("<e", struct.pack("<H", i & 0xFFFF))[0] for i in ints]
+            values += [_signed(i) for i in ints] if number != 13 else ints
+    if content and not values:
+        if dtype == _DT_BFLOAT16 and len(content) == 2:
+            return struct.unpack("<f", b"\x00\x00" + content)[0]
+        fmt = _CONTENT.get(dtype)
+        if fmt is None or len(content) != struct.calcsize(fmt):
+            return None
+        return float(struct.unpack(fmt, content)[0])
+    return float(values[0]) if len(values) == 1 else None
+
+
+def _packed_varints(buf: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos < len(buf):
+        v, pos = _varint(buf, pos)
+        out.append(v)
+    return out
+
+
+@dataclass
+class _Series:
+    """One tag's scalars in file order."""
+    step: array = field(default_factory=lambda: array("q"))
+    wall: array = field(default_factory=lambda: array("d"))
+    value: array = field(default_factory=lambda: array("d"))
+    record: array = field(default_factory=lambda: array("q"))
+
+
+@dataclass
+class _Scalars:
+    series: dict[str, _Series] = field(default_factory=dict)
+    plugins: dict[str, str] = field(default_factory=dict)  # tag -> plugin_name of its first metadata
+    others: dict[str, int] = field(default_factory=dict)   # values that are no scalar, by kind
+    tag_text: dict[bytes, str] = field(default_factory=dict)  # each tag's bytes decoded once
+    events: int = 0
+
+
+_KINDS = {3: "old-style histograms", 4: "images", 5: "histograms", 6: "audio clips"}
+
+
+def _event(data: bytes, number: int, out: _Scalars) -> None:
+    """Add one Event's scalars to `out`. The layout every writer uses (wall_time, step, then the summary, each
+    field once, values of a tag and a simple_value) is read directly; anything else field by field."""
+    if _plain_event(data, number, out):
+        return
+    wall, step, summary = None, 0, None
+    for num, wire, value in _fields(data):
+        if num == 1 and wire == 1:
+            wall = struct.unpack("<d", value)[0]
+        elif num == 2 and wire == 0:
+            step = _signed(value)
+        elif num == 5 and wire == 2:
+            summary = value
+        elif num in (4, 9) and wire == 2:
+            out.others["graphs"] = out.others.get("graphs", 0) + 1
+    out.events += 1
+    if summary is None:
+        return
+    if wall is None or not np.isfinite(wall):
+        raise ValueError("a summary without a wall time")
+    for num, wire, value in _fields(summary):
+        if num == 1 and wire == 2:
+            _value(value, wall, step, number, out)
+
+
+_WALL = struct.Struct("<d")
+_FLOAT = struct.Struct("<f")
+
+
+def _plain_event(data: bytes, number: int, out: _Scalars) -> bool:
+    """The common layout `09 <wall> [10 <step>] 2a <summary>` whose values are all `0a <tag> 15 <float>`: added
+    to `out` (True), else nothing is added (False: the field-by-field path reads it)."""
+    n = len(data)
+    if n < 11 or data[0] != 0x09:
+        return False
+    wall = _WALL.unpack_from(data, 1)[0]
+    pos, step = 9, 0
+    if data[pos] == 0x10:
+        step, pos = _varint(data, pos + 1)
+        step = _signed(step)
+    if pos >= n or data[pos] != 0x2A:
+        return False
+    size, pos = _varint(data, pos + 1)
+    if pos + size != n or wall != wall:
+        return False
+    values = []
+    while pos < n:
+        if data[pos] != 0x0A:
+            return False
+        size, start = _varint(data, pos + 1)
+        end = start + size
+        tag_len = data[start + 1] if start + 1 < end and data[start] == 0x0A else 128
+        if tag_len > 127 or end != start + 2 + tag_len + 5 or end > n or data[end - 5] != 0x15:
+            return False
+        values.append((data[start + 2:start + 2 + tag_len], _FLOAT.unpack_from(data, end - 4)[0]))
+        pos = end
+    tags = out.tag_text
+    for raw, value in values:
+        tag = tags.get(raw)
+        if tag is None:
+            tag = tags[raw] = raw.decode("utf-8", "replace")
+        s = out.series.get(tag)
+        if s is None:
+            s = out.series[tag] = _Series()
+        s.step.append(step)
+        s.wall.append(wall)
+        s.value.append(value)
+        s.record.append(number)
+    out.events += 1
+    return True
+
+
+def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> None:
+    tag, scalar, kind, plugin = None, None, None, None
+    for num, wire, value in _fields(buf):
+        if num == 1 and wire == 2:
+            tag = bytes(value).decode("utf-8", "replace")
+        elif num == 2 and wire == 5:
+            scalar = struct.unpack("<f", value)[0]
+        elif num == 8 and wire == 2:
+            kind = "tensor"
+            scalar = _tensor_scalar(value)
+        elif num == 9 and wire == 2:
+            plugin = _plugin_name(value)
+        elif num in _KINDS:
+            kind = _KINDS[num]
+    if tag is None:
+        return
+    if plugin is not None:
+        out.plugins.setdefault(tag, plugin)
+    if kind == "tensor" and out.plugins.get(tag, "scalars") != "scalars":
+        kind, scalar = f"{out.plugins[tag]} summaries", None
+    if scalar is None:
+        name = kind if kind and kind != "tensor" else "tensors that hold no single number"
+        out.others[name] = out.others.get(name, 0) + 1
+        return
+    s = out.series.get(tag)
+    if s is None:
+        s = out.series[tag] = _Series()
+    s.step.append(step)
+    s.wall.append(wall)
+    s.value.append(scalar)
+    s.record.append(number)
+
+
+def _plugin_name(buf: bytes) -> str | None:
+    for num, wire, value in _fields(buf):
+        if num == 1 and wire == 2:  # plugin_data
+            for n2, w2, v2 in _fields(value):
+                if n2 == 1 and w2 == 2:
+                    return bytes(v2).decode("utf-8", "replace")
+    return None
+
+
+def scalars(path: str | Path) -> tuple[dict[str, _Series], list[str], int]:
+    """(tag -> its scalars, notes on what was not read, records read) of one event file."""
+    src = str(path)
+    out = _Scalars()
+    problems: list[str] = []
+    damaged: list[str] = []
+    n_damaged = 0
+    records = 0
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise InputError(f"{src}: cannot open ({exc.strerror or exc})") from None
+    with fh:
+        for number, data in _records(fh, src, problems):
+            records = number
+            try:
+                _event(data, number, out)
+            except (ValueError, IndexError, struct.error, OverflowError) as exc:
+                n_damaged += 1
+                if len(damaged) < 3:
+                    damaged.append(f"record {number}: {exc}")
+    notes = [f"{src}: {p}" for p in problems]
+    if n_damaged:
+        more = f"; +{n_damaged - len(damaged)} more" if n_damaged > len(damaged) else ""
+        notes.append(f"{src}: skipped {n_damaged} of {records} records that do not parse as an Event "
+                     f"({'; '.join(damaged)}{more})")
+    if out.others:
+        kinds = ", ".join(f"{n} {k}" for k, n in sorted(out.others.items(), key=lambda kv: -kv[1]))
+        notes.append(f"{src}: not scalars, not read: {kinds}")
+    return out.series, notes, records
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Into the data model
+
+def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
+    """Read one TensorBoard event file into a Bundle: steps from the most-logged tag's points (the other tags
+    logged at its steps beside them, so a tag naming a step or phase time is read as one), telemetry from the
+    tags that name a GPU reading, the file's run folder as the host."""
+    from playbook.readers import step_log
+
+    path = Path(path)
+    src = str(path)
+    series, notes, records = scalars(path)
+    if not series:
+        raise InputError(f"{src}: a TensorBoard event file with no scalar values in its {records} records "
+                         f"({'; '.join(n.split(': ', 1)[1] for n in notes) or 'nothing logged'})")
+    host = run_name(path)
+    parts: list[schema.Bundle] = []
+    gpu_tags = [t for t in series if headers.meaning(headers.series_name(t)).role in schema.TELEMETRY_METRICS]
+    for tag in gpu_tags:
+        parts.append(_telemetry(src, tag, series[tag], host, tz, interval_s))
+    eval_tags = [t for t in series if t not in gpu_tags and _is_eval(t)]
+    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or eval_tags
+    if train_tags:
+        records_frame, line_of = _step_records(series, train_tags, host)
+        skips = schema.SkipCounter(src, unit="record")
+        try:
+            steps = step_log._table_bundle(path, records_frame, line_of, skips, tz)
+        except InputError:
+            steps = None
+            if not gpu_tags:
+                raise
+        if steps is not None:
+            if eval_tags and train_tags is not eval_tags:
+                steps.events = _eval_events(series, eval_tags, host, src)
+            parts.insert(0, steps)
+    bundle = parts[0].extend_all(parts[1:]) if len(parts) > 1 else parts[0]
+    bundle.inputs = [src]
+    bundle.warnings[:0] = notes
+    return bundle
+
+
+def run_name(path: Path) -> str:
+    """TensorBoard's run: the folder holding the event file (a resumed run's files share it); at the top of a
+    path, the host the writer named in the file's name (events.out.tfevents.<time>.<host>.<pid>.<n>[.v2])."""
+    if path.parent.name:
+        return path.parent.name
+    m = _FILE_NAME.match(path.name)
+    return m.group(1) if m else textio.host_from_path(path)
+
+
+_FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$")
+
+
+def _step_records(series: dict[str, _Series], tags: list[str], host: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """The clock tag's points (the tag with the most distinct steps; the first logged on a tie) as records of
+    step, wall time and the run as the host, with every other tag's value at the same step beside them (its last
+    at that step). A tag whose name is one of those keys (a scalar called `step` or `time`) is left out."""
+    from playbook.readers import step_log
+
+    clock = max(tags, key=lambda t: (len(set(series[t].step)), -tags.index(t)))
+    base = series[clock]
+    step = np.frombuffer(base.step, dtype=np.int64)
+    frame = {"step": step, "wall_time": np.frombuffer(base.wall, dtype=np.float64),
+             "host": np.full(len(step), host, dtype=object)}
+    reserved = set(step_log.STEP_KEYS + step_log.TIME_KEYS + step_log.HOST_KEYS + step_log.RANK_KEYS +
+                   step_log.PHASE_KEYS)
+    for tag in [clock] + tags:
+        if tag in frame or generic_csv.normalize(tag)[0] in reserved:
+            continue
+        s = series[tag]
+        their = pd.Series(np.frombuffer(s.value, dtype=np.float64), index=np.frombuffer(s.step, dtype=np.int64))
+        their = their[~their.index.duplicated(keep="last")]
+        frame[tag] = their.reindex(step).to_numpy()
+    return pd.DataFrame(frame), np.frombuffer(base.record, dtype=np.int64)
+
+
+def _is_eval(tag: str) -> bool:
+    return not _EVAL_WORDS.isdisjoint(_WORDS.split(tag.lower()))
+
+
+def _eval_events(series: dict[str, _Series], tags: list[str], host: str, src: str) -> pd.DataFrame:
+    """One `eval` event per step an evaluation split's tags were logged at: it ended by the earliest of their wall
+    times; a `runtime` tag among them (Hugging Face's eval/runtime, seconds) gives its length and start."""
+    end: dict[int, float] = {}
+    runtime: dict[int, float] = {}
+    for tag in tags:
+        s = series[tag]
+        timed = "runtime" in _WORDS.split(tag.lower())
+        for step, wall, value in zip(s.step, s.wall, s.value, strict=True):
+            end[step] = min(end.get(step, wall), wall)
+            if timed and np.isfinite(value) and 0 <= value < schema.MAX_STEP_S:
+                runtime[step] = value
+    steps = sorted(end)
+    seconds = np.array([runtime.get(k, np.nan) for k in steps], dtype=np.float64)
+    ends = np.array([end[k] for k in steps], dtype=np.float64)
+    starts = ends - np.nan_to_num(seconds)
+    return schema.events_frame({
+        "time": pd.to_datetime(np.round(starts * 1e9).astype(np.int64), utc=True), "host": [host] * len(steps),
+        "rank": [-1] * len(steps), "step": steps, "kind": ["eval"] * len(steps), "duration_s": seconds,
+        "detail": [f"evaluation logged at step {k} ({', '.join(t for t in tags if k in series[t].step)[:120]})"
+                   for k in steps],
+        "source": [src] * len(steps)})
+
+
+def _telemetry(src: str, tag: str, s: _Series, host: str, tz: str, interval_s: float | None) -> schema.Bundle:
+    """One GPU-reading tag's points as telemetry (its name read like a column header)."""
+    skips = schema.SkipCounter(src, unit="record")
+    builder = generic_csv.TableBuilder(src, ["timestamp", headers.series_name(tag)], host, skips, tz)
+    wall = np.frombuffer(s.wall, dtype=np.float64)
+    values = np.frombuffer(s.value, dtype=np.float64)
+    builder.add(pa.table({"c0": pa.array([repr(float(w)) for w in wall], pa.string()),
+                          "c1": pa.array([repr(float(v)) for v in values], pa.string())}),
+                np.frombuffer(s.record, dtype=np.int64))
+    return builder.bundle(textio.check_interval(interval_s))

@@ -1,0 +1,132 @@
+"""The device efficiency a training log states of itself (held-out round 37's mechanism), on lines written here from
+the frameworks' print statements, apart from tests/data/eval/heldout37: a model-FLOP rate per device (Megatron-LM's
+`throughput per GPU (TFLOP/s/GPU)`, MaxText's `TFLOP/s/device`, torchtitan's `tflops`, GPT-NeoX's `approx flops per
+GPU: ..TFLOPS`, nanotron's `model_tflops_per_gpu`) and a model-FLOP utilization (torchtitan's and nanoGPT's `mfu`).
+Step times alone measure a run against its own pace: a steady pace with a stated MFU under a tenth of the peak, or a
+stated rate no device peak places, is no evidence of health — unless the GPUs' utilization is measured (Megatron's
+StragglerDetector report)."""
+
+from __future__ import annotations
+
+import pytest
+
+from playbook.diagnosis import diagnose
+from playbook.model import schema
+from playbook.readers import rank_reports, read_file
+from playbook.readers.step_log.vocab import classify
+
+
+@pytest.mark.parametrize(("key", "unit", "role"), [
+    ("throughput per GPU (TFLOP/s/GPU)", None, ("flops", None, 1.0)),  # Megatron-LM training_log
+    ("TFLOP/s/device", None, ("flops", None, 1.0)),  # MaxText metric_logger
+    ("tflops", None, ("flops", None, 1.0)),  # torchtitan, InternEvo
+    ("approx flops per GPU", "TFLOPS", ("flops", None, 1.0)),  # GPT-NeoX: `112.9TFLOPS`
+    ("approx flops per GPU", "PFLOPS", ("flops", None, 1e3)),
+    ("model_tflops_per_gpu", None, ("flops", None, 1.0)),  # nanotron
+    ("mfu", "%", ("mfu", None, 0.01)),  # torchtitan `mfu: 41.2%`, nanoGPT `mfu 31.20%`
+    ("perf/mfu/actor", None, ("mfu", None, 1.0)),  # verl: a fraction
+    ("hardware_tflops_per_gpu", None, None),  # recomputation counted: not the model's rate
+    ("fwd FLOPS per GPU", "TFLOPS", None),  # the DeepSpeed flops profiler: the forward's rate, not the step's
+    ("fwd flops per GPU", "G", None),  # a count of FLOPs, not a rate
+    ("flops", None, None),  # a bare count
+])
+def test_a_stated_flop_rate_or_mfu_gets_its_role(key, unit, role):
+    assert classify(key, unit) == role
+
+
+def _megatron(tmp_path, tflops: float, straggler_util: tuple[int, int] | None = None, n: int = 12):
+    out = []
+    for i in range(n):
+        it = 200 + 10 * i
+        out.append(f" [2025-01-07 10:{i:02d}:05] iteration {it:8d}/   20000 | consumed samples: {it * 256:12d} | "
+                   f"elapsed time per iteration (ms): {2201.3 + (i % 3) * 3.1:.1f} | throughput per GPU (TFLOP/s/GPU): "
+                   f"{tflops + (i % 2) * 0.4:.1f} | learning rate: 1.500000E-04 | global batch size:   256 | "
+                   "lm loss: 3.100000E+00 | loss scale: 1.0 |")
+        if straggler_util:
+            lo, hi = straggler_util
+            out.append(f"[2025-01-07 10:{i:02d}:05] | MnRtt/Rnk: 2190.11ms/3 | MxRtt/Rnk: 2199.02ms/0 | MnPwr/Rnk: "
+                       f"401200W/2 | MxPwr/Rnk: 455100W/7 | MnUtl/Rnk: {lo}%/5 | MxUtl/Rnk: {hi}%/1 | MnEtpt/Rnk: "
+                       f"{tflops - 1:.2f}TF/4 | MxEtpt/Rnk: {tflops + 1:.2f}TF/6")
+    log = tmp_path / "megatron.log"
+    log.write_text("\n".join(out) + "\n")
+    return read_file(log)
+
+
+def test_the_stated_rate_is_read_as_the_median_of_its_rows(tmp_path):
+    bundle = _megatron(tmp_path, 188.0)
+    (_, stated), = schema.meta_sections(bundle.meta, schema.STATED_EFFICIENCY)
+    assert stated["tflops"] == pytest.approx(188.2, abs=0.25) and stated["rows"] == 12 and "mfu" not in stated
+
+
+def test_a_steady_pace_with_a_rate_no_peak_places_is_not_called_healthy(tmp_path):
+    d = diagnose(_megatron(tmp_path, 188.0))
+    assert d.verdict["id"] == "insufficient_data"
+    assert "TFLOP/s per device" in " ".join(d.hypotheses[0]["evidence"])
+
+
+def test_the_straggler_reports_measured_utilization_vouches_for_the_pace(tmp_path):
+    assert diagnose(_megatron(tmp_path, 188.0, straggler_util=(96, 100))).verdict["id"] == "healthy"
+    # utilization that falls below the steady-busy floor on some rank vouches for nothing
+    assert diagnose(_megatron(tmp_path, 188.0, straggler_util=(41, 100))).verdict["id"] == "insufficient_data"
+
+
+def _titan(tmp_path, mfu: float, n: int = 12):
+    lines = [f"[rank0]:[titan] 2025-02-03 09:00:{5 + 2 * i:02d},120 - root - INFO - step: {10 * (i + 1):3d}  loss: "
+             f"{7.0 - 0.1 * i:7.4f}  memory: 41.20GiB(52.10%)  tps: 6,{100 + i % 3 * 7:03d}  tflops: "
+             f"{mfu * 9.89:.2f}  mfu: {mfu + (i % 2) * 0.02:.2f}%" for i in range(n)]
+    log = tmp_path / "titan.log"
+    log.write_text("\n".join(lines) + "\n")
+    return read_file(log)
+
+
+def test_a_stated_mfu_is_read_as_a_fraction(tmp_path):
+    (_, stated), = schema.meta_sections(_titan(tmp_path, 41.0).meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(0.4101, abs=1e-3) and stated["fields"] == ["tflops", "mfu"]
+
+
+def test_a_stated_mfu_decides_whether_a_steady_pace_vouches_for_health(tmp_path):
+    assert diagnose(_titan(tmp_path, 41.0)).verdict["id"] == "healthy"  # the MFU places the rate: enough
+    low = diagnose(_titan(tmp_path, 2.5))
+    assert low.verdict["id"] == "insufficient_data"
+    assert "model-FLOP utilization of 2.5" in " ".join(low.hypotheses[0]["evidence"])
+
+
+def test_nanogpt_placeholder_mfu_before_its_estimate_is_left_out(tmp_path):
+    lines = ["iter 0: loss 10.9774, time 25117.76ms, mfu -100.00%"] + [
+        f"iter {i}: loss {9.0 - 0.01 * i:.4f}, time {930.0 + (i % 3) * 2.5:.2f}ms, mfu {31.2 + (i % 2) * 0.05:.2f}%"
+        for i in range(1, 30)]
+    log = tmp_path / "nanogpt.log"
+    log.write_text("\n".join(lines) + "\n")
+    (_, stated), = schema.meta_sections(read_file(log).meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(0.312, abs=1e-3) and stated["rows"] == 29
+
+
+def test_a_loss_the_steps_show_keeps_its_cause_beside_a_stated_rate(tmp_path):
+    lines = [f"completed step: {i}, seconds: {18.5 if i % 10 == 0 else 2.01 + (i % 3) * 0.01:.3f}, TFLOP/s/device: "
+             f"{140.2:.3f}, Tokens/s/device: 8100.5, loss: 4.1" for i in range(1, 41)]
+    log = tmp_path / "maxtext.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert diagnose(read_file(log)).verdict["id"] not in ("healthy", "insufficient_data")
+
+
+def test_straggler_report_lines_are_summarized_least_and_most_with_their_ranks():
+    r = rank_reports.StragglerReports()
+    assert r.feed("[2024-05-01 12:00:00] | MnRtt/Rnk: 812.40ms/2 | MxRtt/Rnk: 1390.02ms/11 | MnUtl/Rnk: 61%/11 | "
+                  "MxUtl/Rnk: 99%/0 | MnClk/Rnk: 1410MHz/11 | MxClk/Rnk: 1980MHz/3")
+    assert r.feed("[2024-05-01 12:01:00] | MnRtt/Rnk: 820.00ms/5 | MxRtt/Rnk: 990.00ms/11 | MnUtl/Rnk: 88%/4 | "
+                  "MxUtl/Rnk: 100%/1")
+    s = r.summary()
+    assert s["reports"] == 2 and s["Utl"] == {"unit": "%", "min": 61.0, "min_rank": 11, "max": 100.0, "max_rank": 1}
+    assert s["Rtt"]["max_rank"] == 11 and s["Clk"]["min"] == 1410.0
+    assert not rank_reports.StragglerReports().feed("see MnUtl/Rnk: 61%/11 in the report")  # one field: prose
+
+
+def test_a_lone_timed_step_says_where_its_time_went(tmp_path):
+    """One DeepSpeed wall_clock_breakdown line (a step with no pace to compare): not enough data, and the answer says
+    which of its own timers holds most of it (an offloaded optimizer's update, here)."""
+    log = tmp_path / "ds.log"
+    log.write_text("[2024-02-01 08:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | forward: 512.40 | "
+                   "backward: 1210.77 | backward_inner: 1101.02 | backward_allreduce: 109.75 | step: 9310.28\n")
+    d = diagnose(read_file(log))
+    assert d.verdict["id"] == "insufficient_data"
+    assert "84% of it in the optimizer phase" in d.hypotheses[0]["evidence"][0]
