@@ -253,7 +253,11 @@ def _degraded_level(row: pd.Series, busy: dict[tuple[str, int], bool], ib: pd.Da
                             "read LnkSta under load; whether it costs anything needs the GPU's telemetry beside it)")
     if row["kind"] == "pcie" and "under load" in ev and "replays" not in ev:
         gpu = int(str(row["link"]).split("/")[0].removeprefix("gpu"))
-        if not busy.get((str(row["host"]), gpu), False):
+        key = (str(row["host"]), gpu)
+        if key not in busy:  # no utilization beside the link: whether the GPU was busy is not known
+            return "moderate", (" (no utilization read beside it, so whether the GPU was busy is not known: an idle "
+                                "link may train down to save power; read it under load)")
+        if not busy[key]:
             return "moderate", (" (the GPU was never busy: an idle link may train down to save power; read it "
                                 "under load)")
     if row["kind"] == "ib" and ev == "port not ACTIVE/LinkUp in some samples" and \
