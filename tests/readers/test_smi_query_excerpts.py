@@ -60,6 +60,21 @@ def test_an_undated_excerpt_starts_a_poll_at_each_key_again_on_a_synthetic_clock
     assert any("synthetic" in w for w in b.warnings)
 
 
+def test_a_grep_that_kept_the_section_headings_reads_each_leaf_by_its_path(tmp_path):
+    lines = []
+    for s, clock in enumerate((1410, 1005, 1410)):  # `date; nvidia-smi -q -d CLOCK | grep -A4 Clocks`
+        lines += [f"Tue Mar  5 09:1{s}:00 UTC 2024", "    Clocks", _kv("Graphics", f"{clock} MHz"),
+                  _kv("SM", f"{clock} MHz"), _kv("Memory", "1593 MHz"), _kv("Video", "1275 MHz"), "--",
+                  "    Applications Clocks", _kv("Graphics", "1155 MHz"), _kv("Memory", "1593 MHz"), "--",
+                  "    Max Clocks", _kv("Graphics", "1410 MHz"), _kv("SM", "1410 MHz"), _kv("Memory", "1593 MHz"),
+                  _kv("Video", "1290 MHz")]
+    p = tmp_path / "clocks.log"
+    p.write_text("\n".join(lines) + "\n")
+    t = read_file(p).telemetry.sort_values("time")
+    assert list(t["sm_clock_mhz"]) == [1410, 1005, 1410] and list(t["mem_clock_mhz"]) == [1593] * 3
+    assert set(t["gpu"]) == {0}
+
+
 @pytest.mark.parametrize("text", [
     # other programs' key : value lines, or -q leaf names with the wrong units, are not an excerpt
     "    loss                 : 0.53\n    lr                   : 0.001\n    epoch                : 3\n    step : 4\n",

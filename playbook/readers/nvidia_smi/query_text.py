@@ -20,9 +20,11 @@ An excerpt of it, as a shell loop greps it (`while true; do date; nvidia-smi -q 
 'Graphics|GPU Current Temp'; sleep 1; done`): the leaf lines without their banner, GPU heading or sections, a `date`
 line (`Mon Nov 12 22:50:20 EST 2018`) before each poll. Each date line starts a poll (its time; the lines before
 the first dated poll have none and are skipped, counted); without date lines a key seen again starts the next
-poll. A leaf's section is read from its value and nvidia-smi's print order: a clock (`Graphics`, `SM`, `Memory`,
-`Video` in MHz) is the current one (`Clocks`) the first time in a poll — the application, default and maximum
-clocks print after it and are skipped — and a percentage of `Gpu`, `Memory`, `Encoder`, `Decoder` is Utilization.
+poll. A leaf under a section heading the grep kept (`grep -A4 Clocks`, its `--` group separators ignored) is read
+by its path as in the whole document; a bare leaf's section is read from its value and nvidia-smi's print order: a
+clock (`Graphics`, `SM`, `Memory`, `Video` in MHz) is the current one (`Clocks`) the first time in a poll — the
+application, default and maximum clocks print after it and are skipped — and a percentage of `Gpu`, `Memory`,
+`Encoder`, `Decoder` is Utilization.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ _DATE = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) +(?:Jan|Feb|Mar|Apr|May|Ju
 _LEAF = re.compile(r"^ +(?:Graphics|SM|Memory|Video|GPU Current Temp|Memory Current Temp|Power Draw|"
                    r"(?:Average|Instantaneous) Power Draw|Gpu|Encoder|Decoder|Fan Speed|Performance State)\s+:\s?"
                    r"(?:\d[\d.]{0,9} ?(?:MHz|C|W|%)|P\d{1,2})\s*$")
+# the sections those leaves print under, when the grep keeps them (`grep -A4 Clocks`): a leaf under one is read by its
+# path like the whole document's; grep's "--" between its match groups is no line of nvidia-smi's
+_HEADING = re.compile(r"^ +(?:Clocks|Applications Clocks|Default Applications Clocks|Max Clocks|"
+                      r"Max Customer Boost Clocks|Temperature|GPU Power Readings|Power Readings|Utilization)\s*$")
 _CLOCK_KEYS = ("Graphics", "SM", "Memory", "Video")
 _UTIL_KEYS = ("Gpu", "Memory", "Encoder", "Decoder")
 
@@ -79,7 +85,8 @@ def sniff(head: str) -> bool:
     body = [ln.rstrip() for ln in lines if ln.strip()][:200]
     leaves = [ln for ln in body if _LEAF.match(ln)]
     if len(leaves) >= 4 and len({ln.split(":")[0].strip() for ln in leaves}) >= 2 and \
-            all(_LEAF.match(ln) or _DATE.match(ln) for ln in body[:-1]):  # the last line may be cut
+            all(_LEAF.match(ln) or _DATE.match(ln) or _HEADING.match(ln) or ln.strip() == "--"
+                for ln in body[:-1]):  # the last line may be cut
         return True
     for i, ln in enumerate(lines[:-1]):
         if ln.strip() in _FAULT_SECTIONS and _KV.match(lines[i + 1]) and \
@@ -102,6 +109,7 @@ def _records(stream, skips: schema.SkipCounter):
     poll: str | None = None  # an excerpt's current `date` (its poll's time)
     gpu_no = 0  # the excerpt's GPU within its poll, in order of appearance
     undated: list[tuple[int, str, str]] = []  # an excerpt's leaf lines before any `date`: dropped at the first one
+    section: tuple[int, str] | None = None  # the heading an excerpt's grep kept above its leaves (indent, name)
     for no, raw in enumerate(stream, start=1):
         line = raw.decode("utf-8", "replace").rstrip("\r\n")
         if not line.strip():
@@ -126,14 +134,24 @@ def _records(stream, skips: schema.SkipCounter):
             undated = []
             words = line.split()
             poll, gpu_no, record, stack = " ".join(words[:3] + [date.group(1), date.group(2)]), 0, None, []
+            section = None
             continue
         indent = len(line) - len(line.lstrip(" "))
         kv = _KV.match(line)
-        if excerpt and kv is not None and indent > 0 and not stack and poll is None:
-            undated.append((no, kv.group(2).strip(), kv.group(3).strip()))
+        if excerpt and not stack and (line.strip() == "--" or (kv is None and _HEADING.match(line))):
+            section = None if line.strip() == "--" else (indent, line.strip())
             continue
         if excerpt and kv is not None and indent > 0 and not stack:
-            key = _headless(kv.group(2).strip(), kv.group(3).strip(), record or {})
+            name = kv.group(2).strip()
+            if section is not None and indent > section[0]:
+                name = f"{section[1]}.{name}"  # under a heading the grep kept: its path, as in the document
+            else:
+                section = None
+        if excerpt and kv is not None and indent > 0 and not stack and poll is None:
+            undated.append((no, name, kv.group(3).strip()))
+            continue
+        if excerpt and kv is not None and indent > 0 and not stack:
+            key = _headless(name, kv.group(3).strip(), record or {})
             if record is not None and key is not None and key in record:  # a GPU's key again: the poll's next GPU
                 yield start, record
                 record, gpu_no = None, gpu_no + 1
