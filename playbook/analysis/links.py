@@ -41,6 +41,7 @@ MIB = 2.0**20
 BUSY_PCT = 80.0
 GPU_BUSY_PCT = 50.0  # a GPU at or above this utilization at some point was "under load"
 STATED = "trained at"  # the words of a link stated by lspci (topology.link_text), not measured under load
+READ = "as read"  # a link read in the telemetry while its GPU was not seen busy (idle, or no utilization beside it)
 
 
 def pcie_max(meta: dict[str, Any] | None) -> dict[tuple[str, int], tuple[float, float]]:
@@ -136,7 +137,9 @@ def link_status(ib: pd.DataFrame | None = None, telemetry: pd.DataFrame | None =
                 mx = (pcie_max or {}).get((str(host), int(gpu)))
                 ref_gen, ref_width = (mx if mx else (best_gen, best_width))
                 if gen.max() < ref_gen or width.max() < ref_width:
-                    why.append(f"PCIe gen{gen.max():g} x{width.max():g} under load, expected gen{ref_gen:g} "
+                    util = g["util_pct"].dropna() if "util_pct" in g else g["pcie_link_gen"].iloc[:0]
+                    when = "under load" if len(util) and util.max() >= GPU_BUSY_PCT else READ
+                    why.append(f"PCIe gen{gen.max():g} x{width.max():g} {when}, expected gen{ref_gen:g} "
                                f"x{ref_width:g}")
             rep = g["pcie_replay_count"].dropna()
             if len(rep) >= 2 and rep.iloc[-1] > rep.iloc[0]:
@@ -251,9 +254,13 @@ def _degraded_level(row: pd.Series, busy: dict[tuple[str, int], bool], ib: pd.Da
     if row["kind"] == "pcie" and STATED in ev and "under load" not in ev and "replays" not in ev:
         return "moderate", (" (stated at one moment: a GPU that idles may train its link down to save power, so "
                             "read LnkSta under load; whether it costs anything needs the GPU's telemetry beside it)")
-    if row["kind"] == "pcie" and "under load" in ev and "replays" not in ev:
+    if row["kind"] == "pcie" and ("under load" in ev or f"{READ}, expected" in ev) and "replays" not in ev:
         gpu = int(str(row["link"]).split("/")[0].removeprefix("gpu"))
-        if not busy.get((str(row["host"]), gpu), False):
+        key = (str(row["host"]), gpu)
+        if key not in busy:  # no utilization beside the link: whether the GPU was busy is not known
+            return "moderate", (" (no utilization read beside it, so whether the GPU was busy is not known: an idle "
+                                "link may train down to save power; read it under load)")
+        if not busy[key]:
             return "moderate", (" (the GPU was never busy: an idle link may train down to save power; read it "
                                 "under load)")
     if row["kind"] == "ib" and ev == "port not ACTIVE/LinkUp in some samples" and \

@@ -317,7 +317,7 @@ APPLICATION_XIDS: frozenset[int] = frozenset({13, 31, 43, 45, 68})
 ENDING_EVENTS: dict[str, str] = {
     "host_oom": "the host running out of memory (fewer DataLoader workers or a smaller prefetch_factor, or more "
                 "memory or /dev/shm for the job)",
-    "gpu_lost": "a GPU lost from the bus", "pcie_fatal": "a fatal PCIe error",
+    "gpu_lost": "a GPU the driver lost (off the bus, failed to start, or to be reset)", "pcie_fatal": "a fatal PCIe error",
     "oom": "a CUDA out-of-memory error", "gpu_error": "a CUDA error", "nccl_timeout": "a collective timeout",
     "nccl_error": "an NCCL error", "job_cancelled": "the scheduler cancelling the job",
     "worker_failed": "a process that died (a signal or an exit code, see the line)",

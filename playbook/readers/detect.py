@@ -35,6 +35,7 @@ READERS: tuple[str, ...] = (
     "dmon",             # nvidia-smi dmon
     "nvidia_smi_table", # the human-readable nvidia-smi table, logged with -l or watch
     "gpustat_text",     # gpustat's plain-text lines ([0] name | 45°C, 96 % | used / total MB)
+    "nvtop_text",       # nvtop's screen as text (Device 0 [name] PCIe GEN 4@16x; GPU 1695MHz ...; GPU[|| 30%])
     "tegrastats",       # Jetson tegrastats lines (RAM x/yMB ... CPU [..] ... GR3D_FREQ x%@MHz)
     "topo_matrix",      # nvidia-smi topo -m (GPU / NIC connection matrix, CPU / NUMA affinity): environment facts
     "lspci",            # lspci -vv LnkCap / LnkSta lines: each device's PCIe link, capable vs trained

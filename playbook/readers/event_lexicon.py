@@ -65,6 +65,17 @@ LEXICON: tuple[Entry, ...] = (
     # Unknown Error" (rwth-i6/returnn#1486), "...: GPU is lost.  Reboot the system to recover this GPU"
     _row(("device handle for gpu",), r"Unable to determine the device handle for GPU\s?[0-9A-Fa-f:.]{4,20}: "
                                      r"(?:Unknown Error|GPU is lost)", "gpu_lost"),
+    # The driver cannot bring a GPU up or must reset it before any further use: the GPU is out of the job as surely
+    # as one off the bus. NVIDIA kernel module (nv.c): "NVRM: GPU %04x:%02x:%02x.%x: RmInitAdapter failed!
+    # (0x%x:0x%x:%d)" then "NVRM: rm_init_adapter failed, device minor number %d" (the bus id before it on newer
+    # drivers); its status codes (nvstatuscodes.h) "Reset required [NV_ERR_RESET_REQUIRED] (0x00000062)" as the RM's
+    # assertions print them ("nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED]
+    # (0x00000062) returned from ..."; scitix/sichek#51: the GPU then fails every CUDA context), and the GSP's "GPU
+    # marked for reset" after back-to-back RPC timeouts. An init failure is also what a driver that does not match
+    # the card's firmware prints: the verdict's next step (nvidia-smi -q, dcgmi diag) tells the two apart
+    _row(("rminitadapter failed", "rm_init_adapter failed", "nv_err_reset_required", "marked for reset"),
+         r"\bRmInitAdapter failed!|\brm_init_adapter failed\b|\[NV_ERR_RESET_REQUIRED\]|\bGPU marked for reset\b",
+         "gpu_lost"),
     # Linux drivers/pci/pcie/aer.c: "PCIe Bus Error: severity=%s, type=%s, (%s)", severity "Corrected" /
     # "Uncorrected (Non-Fatal)" / "Uncorrected (Fatal)" (newer kernels: "Correctable", "Uncorrectable (...)"):
     # a fatal one takes the device off the bus (rwth-i6/returnn#1500), the others are a link retrying (pop-os#3363)

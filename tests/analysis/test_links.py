@@ -105,6 +105,15 @@ def test_idle_gpu_trained_down_is_only_moderate_busy_one_is_high():
     assert "never busy" in next(f["evidence"] for f in s["findings"] if f["link"] == "gpu0/pcie")
 
 
+def test_a_link_read_without_utilization_is_not_called_idle_or_busy():
+    # nvtop's or nvidia-smi -q's link line alone (tests/data/eval/heldout38): the gen is read, the load is not
+    t = tele({("d", 0): {"pcie_link_gen": 3, "pcie_link_width": 16}, ("d", 1): {"pcie_link_gen": 1, "pcie_link_width": 16}})
+    s = links.summarize(schema.Bundle(telemetry=t))
+    (f,) = s["findings"]
+    assert (f["link"], f["level"]) == ("gpu1/pcie", "moderate")
+    assert "whether the GPU was busy is not known" in f["evidence"] and "never busy" not in f["evidence"]
+
+
 def test_nvlink_saturation_needs_a_capacity():
     t = tele({("c", 0): {"util_pct": 99.0, "nvlink_tx_mib_s": 420_000.0, "nvlink_rx_mib_s": 410_000.0}})
     b = schema.Bundle(telemetry=t)

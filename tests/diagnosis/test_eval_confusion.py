@@ -535,6 +535,21 @@ CASES = [
         ("pytorch_100253_export_stacks_cpu.txt", "insufficient_data"),
         ("styletts2_217_line_profiler_main_loop.txt", "insufficient_data"),
         ("tf_benchmarks_208_tfprof_op_view.txt", "insufficient_data"))],
+    # the thirty-eighth round: real GPU telemetry excerpts from threads that state a cause
+    # (tests/data/eval/heldout38/SOURCES.md): scored once as written — 4 of 7 right, 3 of 7 read, none called healthy;
+    # kept: nvtop's device lines (refused first → readers/nvtop_text.py; an idle GPU's link trained down stays
+    # insufficient_data), a grepped nvidia-smi -q clock/temperature loop (refused first → readers/nvidia_smi/query_text
+    # excerpts), two default tables (right first), the kernel's PCIe bandwidth line (right first; the device named),
+    # NVRM Xid 48/64 and RmInitAdapter lines (the GPUs named), a GSP reset-required pair (refused first → the event
+    # lexicon's gpu_lost rows)
+    *[(f"heldout38 {name}", want, _file(f"heldout38/{name}")) for name, want in (
+        ("nvtop6_gen1_idle_second_gpu.txt", "insufficient_data"),
+        ("surface299_smi_q_clock_temp_loop.txt", "insufficient_data"),
+        ("deeplab20_smi_2x2080ti_smp_model.txt", "insufficient_data"),
+        ("pytorch_distributed2_smi_4x2080ti_loader_dstate.txt", "insufficient_data"),
+        ("cpux335_dmesg_pcie_bandwidth_limited.log", "link_degradation"),
+        ("gpu_operator1146_xid48_dbe_rminit_failed.log", "hardware_fault"),
+        ("sichek51_dmesg_gsp_reset_required.log", "hardware_fault"))],
     # the thirty-seventh round: real framework timer output (tests/data/eval/heldout37/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, one losing run called healthy (Megatron-LM at 130 TFLOP/s per H100:
     # read the stated rate, a rate no peak places is no evidence of health: step_log/columns.stated_efficiency,

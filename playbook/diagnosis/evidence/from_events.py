@@ -32,6 +32,30 @@ from playbook.readers.lines import ROOT_CAUSE
 XID_CODE = re.compile(r"\bXid\b\s*(?:\([^)]{0,40}\))?\s*:?\s*(\d{1,4})\b", re.IGNORECASE)
 XID_CAUSE = re.compile(r"caused by previous Xid (\d{1,4})\b", re.IGNORECASE)
 FAULT_WEIGHT = 0.9  # a stated fault counts nearly fully, whatever it cost
+# The device a kernel or driver line is about, by its PCI address (domain:bus:device[.function]) after the words that
+# introduce one: the NVIDIA driver's "Xid (PCI:0000:07:00)", "NVRM: GPU 0000:0a:00.0:", "GPU at PCI:0000:02:00",
+# "The NVIDIA GPU 0000:b3:00.0", NVML's "device handle for GPU 0000:BA:00.0", the PCI core's "pci 0000:0c:00.0:"
+# and AER's "pcieport 0000:00:03.0:" (a bare "12:34:56" is a time, never an address: the domain has 4-8 digits)
+_DEVICE = re.compile(r"(?:\bPCI:|\bGPU\s?(?:at PCI:)?|\b(?P<kernel>pci|pcieport) )"
+                     r"(?P<dom>[0-9A-Fa-f]{4,8}):(?P<bus>[0-9A-Fa-f]{2}):(?P<dev>[0-9A-Fa-f]{2})(?:\.[0-7])?\b")
+
+
+def device_named(text: str) -> str:
+    """The device a fault line names, as "GPU 0000:07:00" (an NVIDIA driver or NVML line) or "PCI 0000:0c:00" (the
+    kernel's PCI core, whatever the device), the function dropped and the domain four digits; "" when it names none."""
+    m = _DEVICE.search(text)
+    if not m:
+        return ""
+    return (f"{'PCI' if m.group('kernel') else 'GPU'} {int(m.group('dom'), 16):04x}:{m.group('bus').lower()}:"
+            f"{m.group('dev').lower()}")
+
+
+def _culprit(rank: int, host: str, detail: str) -> str:
+    """Who a fault event names: its rank, else its host with the device its line names ("worker4 GPU 0000:07:00")."""
+    if rank >= 0:
+        return f"rank {rank}"
+    device = device_named(detail)
+    return f"{host} {device}" if device else host
 
 
 def from_fault_events(events: pd.DataFrame) -> list[Finding]:
@@ -48,7 +72,7 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
         if rows.empty or cid is None:
             continue
         names = [] if kind in WAITERS_EVENTS else list(dict.fromkeys(
-            f"rank {int(r)}" if int(r) >= 0 else str(h) for r, h in zip(rows["rank"], rows["host"], strict=True)))
+            _culprit(int(r), str(h), str(d)) for r, h, d in zip(rows["rank"], rows["host"], rows["detail"], strict=True)))
         first = str(rows["detail"].iloc[0])[:200]
         out.append(Finding(cid, f"{len(rows)} {kind} event{'s' if len(rows) > 1 else ''} in the logs: {first}",
                            confidence=conf, weight=FAULT_WEIGHT, lost_share=0.0, names=tuple(names[:16]),
