@@ -303,7 +303,10 @@ def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> No
         return
     if plugin is not None:
         out.plugins.setdefault(tag, plugin)
-    if kind == "tensor" and out.plugins.get(tag, "scalars") != "scalars":
+    # a tensor of another plugin (text, histograms), or a value holding only its plugin's metadata (the hparams
+    # plugin's session summaries: torch.utils.tensorboard.summary.hparams, Lightning's log_hyperparams), is that
+    # plugin's
+    if (kind == "tensor" or (kind is None and scalar is None)) and out.plugins.get(tag, "scalars") != "scalars":
         kind, scalar = f"{out.plugins[tag]} summaries", None
     if scalar is None:
         name = kind if kind and kind != "tensor" else "tensors that hold no single number"
@@ -377,7 +380,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     """Read one TensorBoard event file into a Bundle: steps from the most-logged tag's points (the other tags
     logged at its steps beside them, so a tag naming a step or phase time is read as one), telemetry from the
     tags that name a GPU reading, the file's run folder as the host."""
-    from playbook.readers import step_log
+    from playbook.readers import lines, step_log
 
     path = Path(path)
     src = str(path)
@@ -413,8 +416,12 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             if not gpu_tags:
                 raise
         if steps is not None:
+            if _per_epoch(train_tags) and not _windowed(steps):  # the step is the epoch's number: rows are epochs
+                steps.meta[schema.RECORD_UNITS] = {src: "epoch"}
             if eval_tags and train_tags is not eval_tags:
                 steps.events = _eval_events(series, eval_tags, host, src, notes)
+                if _windowed(steps):
+                    lines._sections_in_windows(steps)
             restart = _restart(path, records_frame, host)
             if restart is not None:
                 steps.events = pd.concat([e for e in (steps.events, restart) if len(e)], ignore_index=True)
@@ -423,6 +430,23 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     bundle.inputs = [src]
     bundle.warnings[:0] = notes
     return bundle
+
+
+def _windowed(bundle: schema.Bundle) -> bool:
+    """Whether the clock tag was logged every few steps (Hugging Face's logging_steps, Lightning's
+    log_every_n_steps): its step times are a window's means, and an evaluation timed between two of its points (its
+    `runtime`) ran inside the later one's window, a phase of those steps rather than training, as in a text log's
+    windows (lines._sections_in_windows). Logged every step, the pause is one step's gap already."""
+    steps = np.unique(bundle.steps["step"].to_numpy(dtype=np.int64))
+    return len(steps) > 1 and float(np.median(np.diff(steps))) > 1
+
+
+def _per_epoch(tags: list[str]) -> bool:
+    """Whether the training's points are epochs: every training tag named per epoch by its first word, Keras's
+    TensorBoard callback's `epoch_loss`, `epoch_accuracy` (keras/callbacks.py: "epoch_" + the metric, written once
+    an epoch with the epoch as the step; `batch_` + the metric when it logs batches)."""
+    words = [_WORDS.split(t.lower()) for t in tags]
+    return bool(words) and all(len(w) > 1 and w[0] == "epoch" for w in words)
 
 
 def run_name(path: Path) -> str:
