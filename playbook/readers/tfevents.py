@@ -151,7 +151,7 @@ def _signed(v: int) -> int:
 
 
 # TensorProto dtypes (types.proto) a scalar may have: the packed field holding it and how to read its content
-_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_HALF, _DT_BFLOAT16 = 1, 2, 3, 9, 19, 14
+_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_STRING, _DT_INT64, _DT_HALF, _DT_BFLOAT16 = 1, 2, 3, 7, 9, 19, 14
 _CONTENT = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q", _DT_HALF: "<e"}
 
 
@@ -182,6 +182,14 @@ def _tensor_scalar(buf: bytes) -> float | None:
             return None
         return float(struct.unpack(fmt, content)[0])
     return float(values[0]) if len(values) == 1 else None
+
+
+def _dtype(buf: bytes) -> int:
+    """A TensorProto's dtype (field 1; types.proto), 0 where it names none or does not parse."""
+    try:
+        return next((v for n, w, v in _fields(buf) if n == 1 and w == 0), 0)
+    except (ValueError, IndexError):
+        return 0
 
 
 def _packed_varints(buf: bytes) -> list[int]:
@@ -286,14 +294,14 @@ def _plain_event(data: bytes, number: int, out: _Scalars) -> bool:
 
 
 def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> None:
-    tag, scalar, kind, plugin = None, None, None, None
+    tag, scalar, kind, plugin, tensor = None, None, None, None, b""
     for num, wire, value in _fields(buf):
         if num == 1 and wire == 2:
             tag = bytes(value).decode("utf-8", "backslashreplace")
         elif num == 2 and wire == 5:
             scalar = struct.unpack("<f", value)[0]
         elif num == 8 and wire == 2:
-            kind = "tensor"
+            kind, tensor = "tensor", value
             scalar = _tensor_scalar(value)
         elif num == 9 and wire == 2:
             plugin = _plugin_name(value)
@@ -308,6 +316,8 @@ def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> No
     # plugin's
     if (kind == "tensor" or (kind is None and scalar is None)) and out.plugins.get(tag, "scalars") != "scalars":
         kind, scalar = f"{out.plugins[tag]} summaries", None
+    if scalar is None and kind == "tensor" and _dtype(tensor) == _DT_STRING:
+        kind = "string tensors"  # text without the text plugin's metadata (an Estimator's eval `checkpoint_path`)
     if scalar is None:
         name = kind if kind and kind != "tensor" else "tensors that hold no single number"
         out.others[name] = out.others.get(name, 0) + 1

@@ -492,3 +492,13 @@ def test_hparams_session_summaries_are_named_in_the_note(tmp_path):
                   [_event(1.7e9, 0, [_field(1, 2, b"_hparams_/experiment") + meta])] + _steady(n=10))
     _, notes, _ = tfevents.scalars(path)
     assert notes == [f"{path}: not scalars, not read: 1 hparams summaries"]
+
+
+def test_a_string_tensor_without_a_plugin_is_named_in_the_note(tmp_path):
+    # tf.estimator's evaluation writes `checkpoint_path` as a DT_STRING tensor with no plugin metadata
+    # (estimator.py _write_checkpoint_path_to_summary): "1 tensors that hold no single number" before
+    text = _field(1, 0, 7) + _field(8, 2, b"model_dir/model.ckpt-500")  # dtype DT_STRING, string_val
+    path = _write(tmp_path / "model_dir" / "eval" / "events.out.tfevents.1.h",
+                  [_event(1.7e9 + 1, 500, [_tensor("checkpoint_path", text)])] + _steady(n=5, t0=1.7e9 + 2))
+    _, notes, _ = tfevents.scalars(path)
+    assert notes == [f"{path}: not scalars, not read: 1 string tensors"]
