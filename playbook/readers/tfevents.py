@@ -151,7 +151,7 @@ def _signed(v: int) -> int:
 
 
 # TensorProto dtypes (types.proto) a scalar may have: the packed field holding it and how to read its content
-_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_INT64, _DT_HALF, _DT_BFLOAT16 = 1, 2, 3, 9, 19, 14
+_DT_FLOAT, _DT_DOUBLE, _DT_INT32, _DT_STRING, _DT_INT64, _DT_HALF, _DT_BFLOAT16 = 1, 2, 3, 7, 9, 19, 14
 _CONTENT = {_DT_FLOAT: "<f", _DT_DOUBLE: "<d", _DT_INT32: "<i", _DT_INT64: "<q", _DT_HALF: "<e"}
 
 
@@ -182,6 +182,14 @@ def _tensor_scalar(buf: bytes) -> float | None:
             return None
         return float(struct.unpack(fmt, content)[0])
     return float(values[0]) if len(values) == 1 else None
+
+
+def _dtype(buf: bytes) -> int:
+    """A TensorProto's dtype (field 1; types.proto), 0 where it names none or does not parse."""
+    try:
+        return next((v for n, w, v in _fields(buf) if n == 1 and w == 0), 0)
+    except (ValueError, IndexError):
+        return 0
 
 
 def _packed_varints(buf: bytes) -> list[int]:
@@ -286,14 +294,14 @@ def _plain_event(data: bytes, number: int, out: _Scalars) -> bool:
 
 
 def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> None:
-    tag, scalar, kind, plugin = None, None, None, None
+    tag, scalar, kind, plugin, tensor = None, None, None, None, b""
     for num, wire, value in _fields(buf):
         if num == 1 and wire == 2:
             tag = bytes(value).decode("utf-8", "backslashreplace")
         elif num == 2 and wire == 5:
             scalar = struct.unpack("<f", value)[0]
         elif num == 8 and wire == 2:
-            kind = "tensor"
+            kind, tensor = "tensor", value
             scalar = _tensor_scalar(value)
         elif num == 9 and wire == 2:
             plugin = _plugin_name(value)
@@ -303,8 +311,13 @@ def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> No
         return
     if plugin is not None:
         out.plugins.setdefault(tag, plugin)
-    if kind == "tensor" and out.plugins.get(tag, "scalars") != "scalars":
+    # a tensor of another plugin (text, histograms), or a value holding only its plugin's metadata (the hparams
+    # plugin's session summaries: torch.utils.tensorboard.summary.hparams, Lightning's log_hyperparams), is that
+    # plugin's
+    if (kind == "tensor" or (kind is None and scalar is None)) and out.plugins.get(tag, "scalars") != "scalars":
         kind, scalar = f"{out.plugins[tag]} summaries", None
+    if scalar is None and kind == "tensor" and _dtype(tensor) == _DT_STRING:
+        kind = "string tensors"  # text without the text plugin's metadata (an Estimator's eval `checkpoint_path`)
     if scalar is None:
         name = kind if kind and kind != "tensor" else "tensors that hold no single number"
         out.others[name] = out.others.get(name, 0) + 1
@@ -377,7 +390,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     """Read one TensorBoard event file into a Bundle: steps from the most-logged tag's points (the other tags
     logged at its steps beside them, so a tag naming a step or phase time is read as one), telemetry from the
     tags that name a GPU reading, the file's run folder as the host."""
-    from playbook.readers import step_log
+    from playbook.readers import lines, step_log
 
     path = Path(path)
     src = str(path)
@@ -413,8 +426,12 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             if not gpu_tags:
                 raise
         if steps is not None:
+            if _per_epoch(train_tags) and not _windowed(steps):  # the step is the epoch's number: rows are epochs
+                steps.meta[schema.RECORD_UNITS] = {src: "epoch"}
             if eval_tags and train_tags is not eval_tags:
                 steps.events = _eval_events(series, eval_tags, host, src, notes)
+                if _windowed(steps):
+                    lines._sections_in_windows(steps)
             restart = _restart(path, records_frame, host)
             if restart is not None:
                 steps.events = pd.concat([e for e in (steps.events, restart) if len(e)], ignore_index=True)
@@ -423,6 +440,23 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     bundle.inputs = [src]
     bundle.warnings[:0] = notes
     return bundle
+
+
+def _windowed(bundle: schema.Bundle) -> bool:
+    """Whether the clock tag was logged every few steps (Hugging Face's logging_steps, Lightning's
+    log_every_n_steps): its step times are a window's means, and an evaluation timed between two of its points (its
+    `runtime`) ran inside the later one's window, a phase of those steps rather than training, as in a text log's
+    windows (lines._sections_in_windows). Logged every step, the pause is one step's gap already."""
+    steps = np.unique(bundle.steps["step"].to_numpy(dtype=np.int64))
+    return len(steps) > 1 and float(np.median(np.diff(steps))) > 1
+
+
+def _per_epoch(tags: list[str]) -> bool:
+    """Whether the training's points are epochs: every training tag named per epoch by its first word, Keras's
+    TensorBoard callback's `epoch_loss`, `epoch_accuracy` (keras/callbacks.py: "epoch_" + the metric, written once
+    an epoch with the epoch as the step; `batch_` + the metric when it logs batches)."""
+    words = [_WORDS.split(t.lower()) for t in tags]
+    return bool(words) and all(len(w) > 1 and w[0] == "epoch" for w in words)
 
 
 def run_name(path: Path) -> str:

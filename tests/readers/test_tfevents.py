@@ -14,6 +14,7 @@ import pytest
 
 from playbook.core.errors import InputError
 from playbook.diagnosis import diagnose
+from playbook.model import schema
 from playbook.readers import detect, read_paths, textio, tfevents
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tfevents"
@@ -374,8 +375,11 @@ def test_a_run_summary_logged_once_is_no_step_time(tmp_path):
     events.append(_event(t + 1, 1000, [_simple("train/train_runtime", t - 1.7e9), _simple("train/total_flos", 1e15),
                                        _simple("train/train_samples_per_second", 50.0)]))
     bundle = read_paths([str(_write(tmp_path / "runs" / "Jan01_host" / "events.out.tfevents.1.host.1.0", events))])
-    assert len(bundle.steps) == 99 and not any("skipped" in w for w in bundle.warnings)
-    assert np.allclose(np.sort(bundle.steps["duration_s"])[:90], 0.3)  # 3 s over each window of 10 steps
+    steps = bundle.steps[bundle.steps["phase"] == "step"]
+    assert len(steps) == 99 and not any("skipped" in w for w in bundle.warnings)
+    assert np.allclose(np.sort(steps["duration_s"])[:90], 0.3)  # 3 s over each window of 10 steps
+    evals = bundle.steps[bundle.steps["phase"] == "eval"]  # each 30 s evaluation inside the next window's 10 steps
+    assert evals["step"].tolist() == [210, 410, 610, 810] and np.allclose(evals["duration_s"], 3.0)
     assert diagnose(bundle).verdict["id"] == "periodic_stall"
 
 
@@ -436,3 +440,65 @@ def test_split_folders_named_from_inside_the_run_name_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "fit7")
     bundle = read_paths(["train", "validation"])
     assert set(bundle.steps["host"]) == set(bundle.events["host"]) == {"fit7"}
+
+
+# ---------------------------------------------------------------- found on other people's event files (h39: a
+# Hugging Face Trainer run evaluating at every logging step, Keras' epoch logs, Lightning's hparams)
+
+def _trainer_evaluating_every_log(n_logs: int = 12, every: int = 100, step_s: float = 0.2,
+                                  eval_s: float = 60.0) -> list[bytes]:
+    """Hugging Face's TensorBoardCallback with logging_steps == eval_steps: train/* then eval/* (eval/runtime: the
+    evaluation's seconds, speed_metrics) at every logged step, the eval's pause inside the next logging window."""
+    out, t = [], 1.7e9
+    for k in range(1, n_logs + 1):
+        t += every * step_s
+        out.append(_event(t, k * every, [_simple("train/loss", 1.0), _simple("train/epoch", k / n_logs)]))
+        t += eval_s
+        out.append(_event(t, k * every, [_simple("eval/loss", 1.0), _simple("eval/runtime", eval_s),
+                                          _simple("eval/steps_per_second", 3.0), _simple("train/epoch", k / n_logs)]))
+    return out
+
+
+def test_an_evaluation_in_every_logging_window_is_its_eval_phase_not_training(tmp_path):
+    # every window held one 60 s evaluation beside 100 steps of 0.2 s: the windows all alike (0.8 s a step), read as
+    # a steady pace and called healthy while 75% of the wall time was evaluation
+    path = _write(tmp_path / "runs" / "Apr09_host" / "events.out.tfevents.1.host.1.0", _trainer_evaluating_every_log())
+    bundle = read_paths([str(path)])
+    phase = bundle.steps.groupby("phase")["duration_s"].median()
+    assert phase["eval"] == pytest.approx(0.6) and phase["step"] == pytest.approx(0.8)
+    assert diagnose(bundle).verdict["id"] == "periodic_stall"
+
+
+def test_logged_every_step_an_evaluation_stays_the_gap_it_paused(tmp_path):
+    path = _write(tmp_path / "r" / "events.out.tfevents.1.h.1.0",
+                  _trainer_evaluating_every_log(n_logs=30, every=1, step_s=0.5, eval_s=5.0))
+    assert set(read_paths([str(path)]).steps["phase"]) == {"step"}
+
+
+def test_keras_epoch_tags_make_the_records_epochs(tmp_path):
+    _keras_fit(tmp_path / "fit")
+    bundle = read_paths([str(tmp_path / "fit")])
+    assert schema.record_unit(bundle) == "epoch"
+    batches = [_event(1.7e9 + i, i, [_simple("batch_loss", 1.0), _simple("epoch", 0.0)]) for i in range(20)]
+    bundle = read_paths([str(_write(tmp_path / "b" / "events.out.tfevents.1.h.1.0.v2", batches))])
+    assert schema.record_unit(bundle) == "step"
+
+
+def test_hparams_session_summaries_are_named_in_the_note(tmp_path):
+    # torch.utils.tensorboard.summary.hparams (Lightning's log_hyperparams): values holding only the hparams plugin's
+    # metadata, no tensor: "3 tensors that hold no single number" before
+    meta = _field(9, 2, _field(1, 2, _field(1, 2, b"hparams") + _field(2, 2, b"\x12\x00")))
+    path = _write(tmp_path / "version_0" / "events.out.tfevents.1.h.1.0",
+                  [_event(1.7e9, 0, [_field(1, 2, b"_hparams_/experiment") + meta])] + _steady(n=10))
+    _, notes, _ = tfevents.scalars(path)
+    assert notes == [f"{path}: not scalars, not read: 1 hparams summaries"]
+
+
+def test_a_string_tensor_without_a_plugin_is_named_in_the_note(tmp_path):
+    # tf.estimator's evaluation writes `checkpoint_path` as a DT_STRING tensor with no plugin metadata
+    # (estimator.py _write_checkpoint_path_to_summary): "1 tensors that hold no single number" before
+    text = _field(1, 0, 7) + _field(8, 2, b"model_dir/model.ckpt-500")  # dtype DT_STRING, string_val
+    path = _write(tmp_path / "model_dir" / "eval" / "events.out.tfevents.1.h",
+                  [_event(1.7e9 + 1, 500, [_tensor("checkpoint_path", text)])] + _steady(n=5, t0=1.7e9 + 2))
+    _, notes, _ = tfevents.scalars(path)
+    assert notes == [f"{path}: not scalars, not read: 1 string tensors"]
