@@ -534,8 +534,9 @@ SPELLED = re.compile(r"(?<![\w.])(?<!\d:)" + _PART + r"\s+" + _PART + r"(?:\s+" 
 
 
 # a JSON / dict value that is a number written as text (fairseq's json progress bar formats every stat:
-# `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value
-QUOTED_NUMBER = re.compile(r"(:\s*)([\"'])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?)\2(?=\s*[,}\]])")
+# `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value; the
+# fraction's digits only after its point (`\d+\.?\d*` split a run of digits every way: quadratic on a long one)
+QUOTED_NUMBER = re.compile(r"(:\s*)([\"'])(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?%?)\2(?=\s*[,}\]])")
 
 
 def unquote_numbers(body: str) -> str:
