@@ -130,3 +130,23 @@ def test_a_lone_timed_step_says_where_its_time_went(tmp_path):
     d = diagnose(read_file(log))
     assert d.verdict["id"] == "insufficient_data"
     assert "84% of it in the optimizer phase" in d.hypotheses[0]["evidence"][0]
+
+
+def test_an_mfu_printed_with_its_percent_sign_is_taken_as_printed_above_100_too(tmp_path):
+    """nanoGPT's estimate holds the run against an A100's 312 TFLOP/s: on an H100 it prints `mfu 104.21%`
+    (karpathy/nanoGPT#464: "I was getting 104% MFU on h100"). That is 1.04, not 1.04% (the rescaling of an MFU that
+    reads above 1 is for one printed without its `%`): a healthy steady pace stays healthy."""
+    lines = ["iter 0: loss 10.9815, time 31522.32ms, mfu -100.00%"] + [
+        f"iter {10 * i}: loss {9.0 - 0.01 * i:.4f}, time {110.5 + (i % 3) * 0.05:.2f}ms, mfu {104.2 + (i % 2) * 0.01:.2f}%"
+        for i in range(1, 30)]
+    log = tmp_path / "nanogpt_h100.log"
+    log.write_text("\n".join(lines) + "\n")
+    bundle = read_file(log)
+    (_, stated), = schema.meta_sections(bundle.meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(1.042, abs=1e-3)
+    assert diagnose(bundle).verdict["id"] == "healthy"
+    # printed without its sign, a value above 1 is a percentage (`mfu: 41.3`): 0.413
+    plain = tmp_path / "plain.log"
+    plain.write_text("\n".join(f"step {i} | loss 2.1 | step_time 1.{i % 2}0 s | mfu: 41.3" for i in range(20)) + "\n")
+    (_, stated), = schema.meta_sections(read_file(plain).meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(0.413)
