@@ -64,6 +64,14 @@ def test_a_steady_pace_with_a_rate_no_peak_places_is_not_called_healthy(tmp_path
     assert "TFLOP/s per device" in " ".join(d.hypotheses[0]["evidence"])
 
 
+def test_a_rate_above_the_floor_of_the_fastest_peak_needs_no_peak_to_place_it(tmp_path):
+    """452 TFLOP/s per GPU is 18% of the fastest dense BF16 peak in service (~2,500), 46% of an H100's: above the
+    MFU floor on any device, so the steady pace vouches for health; 188 TFLOP/s is 8% of the fastest, 19% of an
+    H100's, 60% of an A100's: no peak stated, no verdict."""
+    assert diagnose(_megatron(tmp_path, 452.0)).verdict["id"] == "healthy"
+    assert diagnose(_megatron(tmp_path, 188.0)).verdict["id"] == "insufficient_data"
+
+
 def test_the_straggler_reports_measured_utilization_vouches_for_the_pace(tmp_path):
     assert diagnose(_megatron(tmp_path, 188.0, straggler_util=(96, 100))).verdict["id"] == "healthy"
     # utilization that falls below the steady-busy floor on some rank vouches for nothing
