@@ -158,3 +158,16 @@ def test_an_mfu_printed_with_its_percent_sign_is_taken_as_printed_above_100_too(
     plain.write_text("\n".join(f"step {i} | loss 2.1 | step_time 1.{i % 2}0 s | mfu: 41.3" for i in range(20)) + "\n")
     (_, stated), = schema.meta_sections(read_file(plain).meta, schema.STATED_EFFICIENCY)
     assert stated["mfu"] == pytest.approx(0.413)
+
+
+def test_straggler_reports_alone_are_named_as_what_the_inputs_hold(tmp_path):
+    """A paste of StragglerDetector report lines only (no iteration lines): read, and named as what the inputs hold
+    (was 'the inputs hold nothing usable only')."""
+    log = tmp_path / "straggler.log"
+    log.write_text("".join(f"[2024-03-14 23:0{i}:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | MnUtl/Rnk: "
+                           f"97%/8 | MxUtl/Rnk: 100%/6 | MnClk/Rnk: 1950MHz/28 | MxClk/Rnk: 1980MHz/0\n"
+                           for i in range(3)))
+    d = diagnose(read_file(log))
+    assert d.verdict["id"] == "insufficient_data"
+    why = " ".join(d.hypotheses[0]["evidence"])
+    assert "Megatron straggler reports (3;" in why and "nothing usable" not in why
