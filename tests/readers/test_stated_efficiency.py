@@ -171,3 +171,22 @@ def test_straggler_reports_alone_are_named_as_what_the_inputs_hold(tmp_path):
     assert d.verdict["id"] == "insufficient_data"
     why = " ".join(d.hypotheses[0]["evidence"])
     assert "Megatron straggler reports (3;" in why and "nothing usable" not in why
+
+
+@pytest.mark.parametrize("key", ["mfu (%)", "MFU(%)", "throughput/device/MFU (%)", "mfu_pct", "mfu_percent", "MFU%"])
+def test_an_mfu_whose_key_says_percent_is_a_percentage(key):
+    assert classify(key, None) == ("mfu", None, 0.01)
+
+
+def test_a_low_mfu_under_a_percent_key_is_not_read_as_a_fraction(tmp_path):
+    """`mfu (%): 0.30` is 0.30% (RL trainers whose GPUs wait on rollouts state MFU under 1%): read without the key's
+    percent it was 30%, over the floor, and the steady run was called healthy. Lines written apart (a torchtitan-style
+    layout whose keys carry their units)."""
+    log = tmp_path / "pct.log"
+    log.write_text("\n".join(f"step: {10 * (i + 1):3d}  loss: {7.0 - 0.01 * i:7.4f}  tps: {881 + i % 3}  tflops: 2.97  "
+                             f"mfu (%): {0.30 + (i % 2) * 0.01:.2f}  elapsed_time_per_step (s): {1.21 + (i % 2) * 0.01:.2f}"
+                             for i in range(20)) + "\n")
+    bundle = read_file(log)
+    (_, stated), = schema.meta_sections(bundle.meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(0.00305, abs=1e-4)
+    assert diagnose(bundle).verdict["id"] == "insufficient_data"
