@@ -172,6 +172,9 @@ def no_steady_pace(steps: pd.DataFrame, unit: str = "step") -> str | None:
 # tenth of the device's peak every step (karpathy/nanoGPT#178's GPT-2 124M, healthy, states 16.6%; well-fed
 # transformer training states 30-55%; PrimeIntellect-ai/prime-rl#1599 on TCP sockets 0.2%)
 MFU_FLOOR = 0.10
+# the highest dense BF16 peak of a training device in service, TFLOP/s per device (NVIDIA B200 2,250, AMD MI355X about
+# 2,500): a stated rate of MFU_FLOOR of it or more is above the floor whatever the device, no peak needed to place it
+TOP_PEAK_TFLOPS = 2500.0
 
 
 def unplaced_efficiency(meta: dict) -> str | None:
@@ -181,7 +184,8 @@ def unplaced_efficiency(meta: dict) -> str | None:
     that cost against the device's peak: under MFU_FLOOR it is a loss the step times cannot place. A stated rate in
     TFLOP/s per device without the MFU needs the device's peak to mean anything (130 TFLOP/s is 42% of an A100's
     dense BF16 peak, 13% of an H100's), which no step line states: the one measure of that cost in the inputs cannot
-    be read, so finding nothing is no evidence of health."""
+    be read, so finding nothing is no evidence of health — unless the rate is above the floor even of the fastest
+    device's peak (TOP_PEAK_TFLOPS)."""
     stated = schema.meta_sections(meta, schema.STATED_EFFICIENCY)
     mfus = [(float(s["mfu"]), s) for _, s in stated if s.get("mfu") is not None]
     if mfus:
@@ -195,6 +199,8 @@ def unplaced_efficiency(meta: dict) -> str | None:
     if not rates:
         return None
     rate, s = min(rates, key=lambda r: r[0])
+    if rate >= MFU_FLOOR * TOP_PEAK_TFLOPS:  # 452 TFLOP/s is 18% of the fastest peak, more of any other's
+        return None
     return (f"the step lines state {rate:.4g} TFLOP/s per device (`{s['fields'][0]}`, the median of {s.get('rows', 0)} "
             "rows) and no device peak to hold it against: its model-FLOP utilization, the one measure in them of a "
             "cost every step pays, is unknown (log the MFU, or record GPU utilization beside the steps)")

@@ -385,9 +385,11 @@ def untestable(run: Run) -> str | None:
                 t.get("tfprof_ops") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
-            (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else [])
-        return (f"the inputs hold {' and '.join(have) or 'nothing usable'} only: no GPU utilization, no step "
-                "times, no trace with GPU work")
+            (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
+            [f"Megatron straggler reports ({r['reports']:,}; each interval's least and most across ranks, no time "
+             "series)" for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)][:1]
+        return (f"the inputs hold {' and '.join(have) + ' only' if have else 'nothing usable'}: no GPU utilization, "
+                "no step times, no trace with GPU work")
     if osc is not None and not osc.detected and not osc.single_drop and not others and not run.idle_windows and \
             np.isfinite(osc.high_pct) and osc.high_pct < STEADY_BUSY_MIN:
         return (f"the GPUs sit steadily at {osc.high_pct:.0f}% utilization, idle {100 - osc.high_pct:.0f}% "

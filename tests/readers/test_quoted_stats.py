@@ -61,3 +61,16 @@ def test_the_split_prefix_is_read_only_when_the_whole_key_means_nothing():
     assert classify("train_ups", None) == classify("ups", None) != None  # noqa: E711
     assert classify("train_time", None) != classify("time", None)  # a whole key keeps its own meaning
     assert classify("train_loss", None) is None
+
+
+def test_a_long_run_of_digits_in_quotes_is_bounded_work():
+    """A quoted value of 100,000 digits with no closing quote (a damaged or hostile line): the number pattern may
+    split the digits only one way. `\\d+\\.?\\d*` split them every way, tried at each end: ~6 minutes for this line
+    (20,000 digits took 14 s); linear, milliseconds. Run apart, so a regression fails by its timeout, not hangs."""
+    import subprocess
+    import sys
+
+    code = ("from playbook.readers.step_log.vocab import unquote_numbers as u; "
+            "s = u('{\"loss\": \"' + '1' * 100_000); print(len(s))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == str(len('{"loss": "') + 100_000)

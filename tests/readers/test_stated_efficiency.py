@@ -64,6 +64,14 @@ def test_a_steady_pace_with_a_rate_no_peak_places_is_not_called_healthy(tmp_path
     assert "TFLOP/s per device" in " ".join(d.hypotheses[0]["evidence"])
 
 
+def test_a_rate_above_the_floor_of_the_fastest_peak_needs_no_peak_to_place_it(tmp_path):
+    """452 TFLOP/s per GPU is 18% of the fastest dense BF16 peak in service (~2,500), 46% of an H100's: above the
+    MFU floor on any device, so the steady pace vouches for health; 188 TFLOP/s is 8% of the fastest, 19% of an
+    H100's, 60% of an A100's: no peak stated, no verdict."""
+    assert diagnose(_megatron(tmp_path, 452.0)).verdict["id"] == "healthy"
+    assert diagnose(_megatron(tmp_path, 188.0)).verdict["id"] == "insufficient_data"
+
+
 def test_the_straggler_reports_measured_utilization_vouches_for_the_pace(tmp_path):
     assert diagnose(_megatron(tmp_path, 188.0, straggler_util=(96, 100))).verdict["id"] == "healthy"
     # utilization that falls below the steady-busy floor on some rank vouches for nothing
@@ -130,3 +138,55 @@ def test_a_lone_timed_step_says_where_its_time_went(tmp_path):
     d = diagnose(read_file(log))
     assert d.verdict["id"] == "insufficient_data"
     assert "84% of it in the optimizer phase" in d.hypotheses[0]["evidence"][0]
+
+
+def test_an_mfu_printed_with_its_percent_sign_is_taken_as_printed_above_100_too(tmp_path):
+    """nanoGPT's estimate holds the run against an A100's 312 TFLOP/s: on an H100 it prints `mfu 104.21%`
+    (karpathy/nanoGPT#464: "I was getting 104% MFU on h100"). That is 1.04, not 1.04% (the rescaling of an MFU that
+    reads above 1 is for one printed without its `%`): a healthy steady pace stays healthy."""
+    lines = ["iter 0: loss 10.9815, time 31522.32ms, mfu -100.00%"] + [
+        f"iter {10 * i}: loss {9.0 - 0.01 * i:.4f}, time {110.5 + (i % 3) * 0.05:.2f}ms, mfu {104.2 + (i % 2) * 0.01:.2f}%"
+        for i in range(1, 30)]
+    log = tmp_path / "nanogpt_h100.log"
+    log.write_text("\n".join(lines) + "\n")
+    bundle = read_file(log)
+    (_, stated), = schema.meta_sections(bundle.meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(1.042, abs=1e-3)
+    assert diagnose(bundle).verdict["id"] == "healthy"
+    # printed without its sign, a value above 1 is a percentage (`mfu: 41.3`): 0.413
+    plain = tmp_path / "plain.log"
+    plain.write_text("\n".join(f"step {i} | loss 2.1 | step_time 1.{i % 2}0 s | mfu: 41.3" for i in range(20)) + "\n")
+    (_, stated), = schema.meta_sections(read_file(plain).meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(0.413)
+
+
+def test_straggler_reports_alone_are_named_as_what_the_inputs_hold(tmp_path):
+    """A paste of StragglerDetector report lines only (no iteration lines): read, and named as what the inputs hold
+    (was 'the inputs hold nothing usable only')."""
+    log = tmp_path / "straggler.log"
+    log.write_text("".join(f"[2024-03-14 23:0{i}:56] | MnRtt/Rnk: 3453.08ms/8 | MxRtt/Rnk: 3468.20ms/0 | MnUtl/Rnk: "
+                           f"97%/8 | MxUtl/Rnk: 100%/6 | MnClk/Rnk: 1950MHz/28 | MxClk/Rnk: 1980MHz/0\n"
+                           for i in range(3)))
+    d = diagnose(read_file(log))
+    assert d.verdict["id"] == "insufficient_data"
+    why = " ".join(d.hypotheses[0]["evidence"])
+    assert "Megatron straggler reports (3;" in why and "nothing usable" not in why
+
+
+@pytest.mark.parametrize("key", ["mfu (%)", "MFU(%)", "throughput/device/MFU (%)", "mfu_pct", "mfu_percent", "MFU%"])
+def test_an_mfu_whose_key_says_percent_is_a_percentage(key):
+    assert classify(key, None) == ("mfu", None, 0.01)
+
+
+def test_a_low_mfu_under_a_percent_key_is_not_read_as_a_fraction(tmp_path):
+    """`mfu (%): 0.30` is 0.30% (RL trainers whose GPUs wait on rollouts state MFU under 1%): read without the key's
+    percent it was 30%, over the floor, and the steady run was called healthy. Lines written apart (a torchtitan-style
+    layout whose keys carry their units)."""
+    log = tmp_path / "pct.log"
+    log.write_text("\n".join(f"step: {10 * (i + 1):3d}  loss: {7.0 - 0.01 * i:7.4f}  tps: {881 + i % 3}  tflops: 2.97  "
+                             f"mfu (%): {0.30 + (i % 2) * 0.01:.2f}  elapsed_time_per_step (s): {1.21 + (i % 2) * 0.01:.2f}"
+                             for i in range(20)) + "\n")
+    bundle = read_file(log)
+    (_, stated), = schema.meta_sections(bundle.meta, schema.STATED_EFFICIENCY)
+    assert stated["mfu"] == pytest.approx(0.00305, abs=1e-4)
+    assert diagnose(bundle).verdict["id"] == "insufficient_data"

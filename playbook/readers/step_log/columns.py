@@ -82,7 +82,8 @@ def stated_efficiency(cols, roles, idx) -> dict:
     """What the step lines state of the device's efficiency, over the step rows `idx`: {"tflops": the median model
     TFLOP/s per device, "mfu": the median model-FLOP utilization (0-1), "fields": their names, "rows": how many rows
     state one}; {} when they state neither. Values at or under 0 are placeholders (nanoGPT's `mfu -100.00%` before
-    its first estimate) and left out; an MFU without a `%` that reads above 1 is a percentage."""
+    its first estimate) and left out; an MFU without a `%` that reads above 1 is a percentage (one with its `%` is what
+    it says, above 100% too: nanoGPT's estimate against an A100's peak prints `mfu 104.21%` on an H100)."""
     out: dict = {}
     for kind in ("flops", "mfu"):
         named = [k for k, r in roles.items() if r[0] == kind]
@@ -94,7 +95,7 @@ def stated_efficiency(cols, roles, idx) -> dict:
         if not len(values):
             continue
         value = float(np.median(values))
-        if kind == "mfu" and value > 1.0:
+        if kind == "mfu" and value > 1.0 and roles[name][2] == 1.0:  # `mfu 104.21%` is 1.04 (a wrong peak)
             value /= 100.0
         out["tflops" if kind == "flops" else "mfu"] = value
         out.setdefault("fields", []).append(name)

@@ -254,14 +254,18 @@ FLOP_SCALE = {"flop": 1e-12, "flops": 1e-12, "gflop": 1e-3, "gflops": 1e-3, "tfl
 _NOT_MODEL_RATE = {"fwd", "bwd", "forward", "backward", "hardware", "hw", "macs"}
 
 
-def _flop_role(words: list[str], unit: str | None) -> tuple[str, object, float] | None:
+_PERCENT_WORDS = {"pct", "percent", "percentage"}
+
+
+def _flop_role(words: list[str], unit: str | None, key: str = "") -> tuple[str, object, float] | None:
     """("flops", None, TFLOP/s per value) for a stated model-FLOP rate, ("mfu", None, fraction per value) for a
-    stated model-FLOP utilization (`mfu: 20.50%`, nanoGPT's `mfu 28.86%`, verl's `perf/mfu/actor`), else None. A bare
-    `flops` word is a rate only with a FLOPS unit after the value (`112.9TFLOPS`): without one it may be a count."""
+    stated model-FLOP utilization (`mfu: 20.50%`, nanoGPT's `mfu 28.86%`, verl's `perf/mfu/actor`; a percentage also
+    when the key says so: `mfu (%): 0.30`, `throughput/device/MFU (%)`, `mfu_pct`), else None. A bare `flops` word is
+    a rate only with a FLOPS unit after the value (`112.9TFLOPS`): without one it may be a count."""
     if set(words) & _NOT_MODEL_RATE:
         return None
     if "mfu" in words:
-        return "mfu", None, (0.01 if unit == "%" else 1.0)
+        return "mfu", None, (0.01 if unit == "%" or "%" in key or set(words) & _PERCENT_WORDS else 1.0)
     u = (unit or "").lower()
     if u in FLOP_SCALE and u != "flops" and any(w in FLOP_SCALE for w in words):
         return "flops", None, FLOP_SCALE[u]
@@ -307,7 +311,7 @@ def _classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
     k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
     kind = unit_kind(unit)
     words = k.split("_") if k else []
-    if (flop := _flop_role(words, unit)) is not None:
+    if (flop := _flop_role(words, unit, key)) is not None:
         return flop
     if kind and kind[0] == "per_step":
         return "dur", PER_STEP, kind[1]
@@ -534,8 +538,9 @@ SPELLED = re.compile(r"(?<![\w.])(?<!\d:)" + _PART + r"\s+" + _PART + r"(?:\s+" 
 
 
 # a JSON / dict value that is a number written as text (fairseq's json progress bar formats every stat:
-# `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value
-QUOTED_NUMBER = re.compile(r"(:\s*)([\"'])(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?)\2(?=\s*[,}\]])")
+# `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value; the
+# fraction's digits only after its point (`\d+\.?\d*` split a run of digits every way: quadratic on a long one)
+QUOTED_NUMBER = re.compile(r"(:\s*)([\"'])(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?%?)\2(?=\s*[,}\]])")
 
 
 def unquote_numbers(body: str) -> str:
