@@ -91,9 +91,9 @@ def _eager(s: dict, recs: list[dict]) -> dict | None:
 
 def _speculation(recs: list[dict]) -> dict | None:
     runs: dict[int, list[dict]] = {}
-    for r in recs:
-        if isinstance(r.get("accept_len"), (int, float)):
-            runs.setdefault(int(r["segment"]), []).append(r)
+    for r in recs:  # a run's records: its speculative lines (accept length) and its interval lines (tokens/s)
+        runs.setdefault(int(r["segment"]), []).append(r)
+    runs = {k: v for k, v in runs.items() if any(isinstance(r.get("accept_len"), (int, float)) for r in v)}
     if len(runs) < 2:
         return None
     level = {k: (_median(v, "accept_len"), _median(v, "gen_tps")) for k, v in runs.items()}
