@@ -28,7 +28,8 @@ SPEC_DROP = 0.6  # accepted tokens per speculative step fell to this share of an
 SPEC_WORKING = 1.5  # the better run accepts this many tokens per step at least (speculation pays there)
 TPS_DROP = 0.8  # and that run's generated tokens/s fell to this share, or below (the drop costs throughput)
 FEW = 2  # at most this many requests running in every record, and none queued: the load is the batch
-MIN_RECORDS = 3  # records needed before a steady level (few requests) is read as the run's
+MIN_RECORDS = 3
+RUN_MIN = 2  # speculative readings a run needs before its acceptance is compared with another run's  # records needed before a steady level (few requests) is read as the run's
 
 
 def _median(rows: list[dict], key: str) -> float | None:
@@ -93,7 +94,8 @@ def _speculation(recs: list[dict]) -> dict | None:
     runs: dict[int, list[dict]] = {}
     for r in recs:  # a run's records: its speculative lines (accept length) and its interval lines (tokens/s)
         runs.setdefault(int(r["segment"]), []).append(r)
-    runs = {k: v for k, v in runs.items() if any(isinstance(r.get("accept_len"), (int, float)) for r in v)}
+    runs = {k: v for k, v in runs.items()  # a run is compared on two speculative readings at least, not one interval
+            if sum(isinstance(r.get("accept_len"), (int, float)) for r in v) >= RUN_MIN}
     if len(runs) < 2:
         return None
     level = {k: (_median(v, "accept_len"), _median(v, "gen_tps")) for k, v in runs.items()}

@@ -28,8 +28,8 @@ when it carries one of the engines' line heads (HEADS) and at least two fields. 
       server args) → the largest captured decode batch; a decode batch above it runs eager. `max_running_requests=N`
       → the admission limit.
 
-Runs: records separated by a heading (a non-blank line with no time stamp that is no record, e.g. a paste's
-"open cuda graph:") or by a clock that runs backwards (two runs pasted one after the other) are different runs
+Runs: records separated by a heading (a short non-blank line with no time stamp and no log level that is no record,
+e.g. a paste's "open cuda graph:") or by a clock that runs backwards (two runs pasted one after the other) are different runs
 (`segment`), compared by analysis/serving_load.py. Memory: one small dict per record, MAX_RECORDS at most.
 """
 
@@ -63,7 +63,11 @@ PREEMPTED = re.compile(r"preempted by PreemptionMode\.(SWAP|RECOMPUTE)\b.{0,80}?
 RETRACTED = re.compile(r"#retracted_reqs:\s*(\d{1,9})")
 CAPTURED = re.compile(r"\b(?:cuda_graph_bs|bs)=\[(\d{1,6}(?:,\s*\d{1,6}){0,4095})\]")
 MAX_RUNNING = re.compile(r"\bmax_running_requests=(\d{1,9})\b")
+HEADING_MAX = 80  # a paste's heading between two runs is short ("open cuda graph:"); a longer untimed line is output
 BACKWARDS_NS = 60 * 10**9  # a clock that steps back more than a minute: another run pasted after this one
+# a log line the prefix reader leaves whole (uvicorn's access lines: `INFO:     ::1:50352 - "POST ..." 200 OK`, a
+# process tag before it): output of the run, not a heading between runs
+LEVELLED = re.compile(r"^\s*(?:\(\w{1,40} pid=\d{1,9}\)\s*)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b")
 
 
 def fields(body: str) -> dict[str, float | bool]:
@@ -129,8 +133,8 @@ class ServingLines:
                 return True
         head = next((h for h in HEADS if h in body), None)
         if head is None:
-            if self.records and not timed and body.strip():
-                self.pending_break = True  # a heading between records: another run follows
+            if self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body):
+                self.pending_break = True  # a heading between records (no time, no level): another run follows
             return False
         got = fields(body[body.index(head):])
         if len(got) < 2:

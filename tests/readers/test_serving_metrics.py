@@ -165,3 +165,19 @@ def test_a_file_of_unrelated_text_is_still_refused(tmp_path):
     path = _write(tmp_path, "prose.txt", ["Running: the server", "Pending: review", "nothing to read here"])
     with pytest.raises(UnknownFormatError):
         read_paths([path])
+
+
+def test_access_log_lines_between_intervals_do_not_split_the_run(tmp_path):
+    """uvicorn's access lines carry a level and no time (`INFO:     ::1:50352 - "POST ..." 200 OK`): output of the
+    same run, not a heading between two runs."""
+    lines = []
+    for i, accept in enumerate((3.1, 1.2, 3.0, 1.3, 2.9, 1.1)):
+        lines.append(f"INFO 07-24 04:00:{5 * i:02d} [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+                     f"Avg generation throughput: {200 if accept > 2 else 90}.0 tokens/s, Running: 2 reqs, Waiting: 0 "
+                     "reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%")
+        lines.append(f"INFO 07-24 04:00:{5 * i:02d} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+                     f"{accept}, Avg Draft acceptance rate: 40.0%")
+        lines.append('INFO:     ::1:50352 - "POST /v1/completions HTTP/1.1" 200 OK')
+    s = _summary(_write(tmp_path, "access.log", lines))
+    assert s["segments"] == 1
+    assert not [f for f in serving_load.findings_of(s) if f["hypothesis"] == "pipeline_imbalance"]
