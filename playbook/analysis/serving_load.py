@@ -9,6 +9,8 @@
   Speculative acceptance collapsing between runs → pipeline_imbalance: the draft→target pair of speculative
       decoding pays only through accepted tokens; a run whose accepted tokens per step fell to ≤ SPEC_DROP of
       another run's, its generated tokens/s falling with it (≤ TPS_DROP), verifies drafts it then discards.
+  No drafted token accepted (every speculative reading's acceptance rate ≤ NONE_ACCEPTED) → pipeline_imbalance:
+      the draft runs and the target verifies its tokens each step, and none is kept.
   Few requests and none waiting → data_starvation: at most FEW requests run at once, no queue, the KV cache mostly
       free — the batch is only as large as the offered load, and the GPU waits for work (decode at batch 1-2 reads
       every weight per token for one or two tokens).
@@ -29,6 +31,7 @@ SPEC_WORKING = 1.5  # the better run accepts this many tokens per step at least 
 TPS_DROP = 0.8  # and that run's generated tokens/s fell to this share, or below (the drop costs throughput)
 FEW = 2  # at most this many requests running in every record, and none queued: the load is the batch
 MIN_RECORDS = 3
+NONE_ACCEPTED = 0.01  # an acceptance rate at or below this: the draft's tokens are all rejected
 RUN_MIN = 2  # speculative readings a run needs before its acceptance is compared with another run's  # records needed before a steady level (few requests) is read as the run's
 
 
@@ -90,6 +93,18 @@ def _eager(s: dict, recs: list[dict]) -> dict | None:
                     "(1 + speculative tokens)) and compare gen throughput"}
 
 
+def _rejected(recs: list[dict]) -> dict | None:
+    """Every speculative reading states that no drafted token was accepted (RUN_MIN readings at least)."""
+    rates = [float(r["accept_rate"]) for r in recs if isinstance(r.get("accept_rate"), (int, float))]
+    if len(rates) < RUN_MIN or max(rates) > NONE_ACCEPTED:
+        return None
+    return {"hypothesis": ids.PIPELINE_IMBALANCE, "level": "high",
+            "evidence": f"no drafted token accepted in {len(rates)} speculative readings (acceptance rate "
+                        f"{max(rates):.3g} at most): every step runs the draft and verifies its tokens for nothing",
+            "next": "check that the draft (or speculative heads) matches the target model and its tokenizer; "
+                    "serve without speculation meanwhile"}
+
+
 def _speculation(recs: list[dict]) -> dict | None:
     runs: dict[int, list[dict]] = {}
     for r in recs:  # a run's records: its speculative lines (accept length) and its interval lines (tokens/s)
@@ -132,7 +147,7 @@ def _few(recs: list[dict]) -> dict | None:
 def findings_of(s: dict) -> list[dict]:
     """The findings one file's serving summary supports (see the module docstring)."""
     recs = [r for r in s.get("records") or [] if isinstance(r, dict)]
-    out = [f for f in (_memory(s, recs), _eager(s, recs), _speculation(recs)) if f]
+    out = [f for f in (_memory(s, recs), _eager(s, recs), _speculation(recs) or _rejected(recs)) if f]
     if not out and (few := _few(recs)):
         out.append(few)
     return out

@@ -18,7 +18,7 @@ fields; the keys differ by engine and version, their meanings do not:
 Each field is a `key: number [unit]` piece of the line (markdown emphasis around a piece, `_accept len: 3.69`, is
 dropped); a key is read by what it means (FIELDS): requests running, requests waiting, requests swapped out, the KV
 cache's fill (a share; `%` divided by 100), generated tokens per second, prompt tokens per second, accepted tokens per
-speculative step, the draft acceptance rate, whether the decode step ran a captured CUDA graph. A line is a record
+speculative step, the draft acceptance rate (and vLLM's system efficiency), whether the decode step ran a captured CUDA graph. A line is a record
 when it carries one of the engines' line heads (HEADS) and at least two fields. Beside the records:
 
   KV-cache preemption: vLLM's `Sequence group X is preempted by PreemptionMode.SWAP|RECOMPUTE mode because there is
@@ -56,8 +56,9 @@ FIELDS = {
     "accept len": "accept_len", "accept length": "accept_len", "mean acceptance length": "accept_len",
     "accept rate": "accept_rate", "draft acceptance rate": "accept_rate", "avg draft acceptance rate": "accept_rate",
     "cuda graph": "cuda_graph",
+    "system efficiency": "spec_efficiency",  # vLLM V0: emitted tokens over the most the speculation could emit
 }
-SHARES = ("kv", "accept_rate")  # fields that are shares: a `%` value is divided by 100
+SHARES = ("kv", "accept_rate", "spec_efficiency")  # fields that are shares: a `%` value is divided by 100
 PREEMPTED = re.compile(r"preempted by PreemptionMode\.(SWAP|RECOMPUTE)\b.{0,80}?not enough KV cache space|"
                        r"KV cache pool is full\. Retract requests|Decode out of memory")
 RETRACTED = re.compile(r"#retracted_reqs:\s*(\d{1,9})")

@@ -181,3 +181,21 @@ def test_access_log_lines_between_intervals_do_not_split_the_run(tmp_path):
     s = _summary(_write(tmp_path, "access.log", lines))
     assert s["segments"] == 1
     assert not [f for f in serving_load.findings_of(s) if f["hypothesis"] == "pipeline_imbalance"]
+
+
+def test_no_drafted_token_accepted_is_speculation_for_nothing(tmp_path):
+    """vLLM V0's speculative line (spec_decode/metrics.py wording) at a zero acceptance rate, twice."""
+    lines = []
+    for i in range(3):
+        lines.append(f"INFO 01-02 03:04:{10 + 5 * i} metrics.py:295] Avg prompt throughput: 0.0 tokens/s, Avg "
+                     "generation throughput: 60.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV "
+                     "cache usage: 0.5%, CPU KV cache usage: 0.0%.")
+        lines.append(f"INFO 01-02 03:04:{10 + 5 * i} metrics.py:316] Speculative metrics: Draft acceptance rate: "
+                     "0.000, System efficiency: 0.200, Number of speculative tokens: 4, Number of accepted tokens: 0, "
+                     "Number of draft tokens: 800, Number of emitted tokens: 200.")
+    found = serving_load.findings_of(_summary(_write(tmp_path, "rejected.log", lines)))
+    assert [(f["hypothesis"], f["level"]) for f in found] == [("pipeline_imbalance", "high")]
+    # the same readings accepting a third of the drafts: speculation works, and one request is the load
+    kept = [ln.replace("Draft acceptance rate: 0.000", "Draft acceptance rate: 0.330") for ln in lines]
+    assert [f["hypothesis"] for f in serving_load.findings_of(_summary(_write(tmp_path, "kept.log", kept)))] == [
+        "data_starvation"]
