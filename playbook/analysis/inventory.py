@@ -225,6 +225,8 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         from playbook.readers.nccl_tests import describe
 
         out.append(f"    {describe(info['nccl_tests'])}")
+    if info.get("serving"):  # readers/serving_metrics.describe
+        out.append(f"    {info['serving']}")
     if info.get("loud_unread"):
         out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out

@@ -387,7 +387,9 @@ def untestable(run: Run) -> str | None:
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
             [f"Megatron straggler reports ({r['reports']:,}; each interval's least and most across ranks, no time "
-             "series)" for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)][:1]
+             "series)" for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)][:1] + \
+            [f"{t['line']} (a server's scheduler counts: no GPU time)" for t in (sm.get("serving") or {}).get(
+                "files", [])[:2]]
         return (f"the inputs hold {' and '.join(have) + ' only' if have else 'nothing usable'}: no GPU utilization, "
                 "no step times, no trace with GPU work")
     if osc is not None and not osc.detected and not osc.single_drop and not others and not run.idle_windows and \
@@ -456,7 +458,8 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
     `nsys analyze` rule flags (pageable copies, synchronous calls), the calls a profile paste measures without its
-    total (analysis.profiler_ops) — the cause those facts support (at least attribution.SUPPORT_MIN) leads and
+    total (analysis.profiler_ops), a serving engine's scheduler records (a full KV cache with a queue, decode steps
+    without a CUDA graph: analysis/serving_load.py) — the cause those facts support (at least attribution.SUPPORT_MIN) leads and
     insufficient_data follows: stated facts are not samples that could be too few, and "not enough data" is then
     about the cost, which needs a time axis, not about the cause they name."""
     bundle = run.bundle
@@ -464,8 +467,8 @@ def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     if any(len(t) for t in sampled):
         return ranked
     stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
-        f["hypothesis"] for name in ("nsys", "profiler") for f in (run.summaries.get(name) or {}).get("findings") or []
-        if f.get("stated")}
+        f["hypothesis"] for name in ("nsys", "profiler", "serving")
+        for f in (run.summaries.get(name) or {}).get("findings") or [] if f.get("stated")}
     fact = next((h for h in ranked if h["id"] in stated), None)  # ranked: the best supported first
     if fact is None or fact["score"] < attribution.SUPPORT_MIN:
         return ranked

@@ -141,6 +141,8 @@ STATED_EFFICIENCY = "stated_efficiency:"
 # Megatron's StragglerDetector reports in a text log, per input: each figure's least and most across ranks
 # (readers/rank_reports.StragglerReports)
 STRAGGLER_REPORTS = "straggler_reports:"
+# a serving engine's scheduler records in a text log, per input (readers/serving_metrics.ServingLines.summary)
+SERVING = "serving:"
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
 GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
 RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
@@ -346,7 +348,7 @@ class Bundle:
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
     SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", DCGM_DIAG,
-                             "nccl_tests:", "job_usage:", STRAGGLER_REPORTS)
+                             "nccl_tests:", "job_usage:", STRAGGLER_REPORTS, SERVING)
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

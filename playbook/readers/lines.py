@@ -19,6 +19,7 @@ records are scanned too. Then the scanners:
              listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
   nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size summarised in the file's meta
              (nccl_tests.py)
+  serving    a serving engine's scheduler lines, preemptions, CUDA-graph captures → meta (serving_metrics.py)
 
 Lines no scanner understood are classified and counted: blank, traceback, source code, banner, or unread (the first
 few kept as examples); `bundle.meta["lines"][file]` holds the counts (shown by `playbook info`). A file is refused
@@ -37,6 +38,7 @@ from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
 from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, rank_reports, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
+from playbook.readers.serving_metrics import ServingLines, store
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
 from playbook.readers.step_log.vocab import blank_options
@@ -377,8 +379,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     events = _EventLines(steps)
     tables = profiler_table.ProfilerTables()
     perf = nccl_tests.NcclTestsTables()
+    serving = ServingLines()
     counts = {"steps": 0, "nccl": 0, "recompile": 0, "events": 0, "profiler": 0, "nccl_tests": 0,
-              "straggler reports": 0}
+              "straggler reports": 0, "serving": 0}
     noise = {"blank": 0, "traceback": 0, "code": 0, "banner": 0, "unread": 0}
     examples: list[str] = []
     loud: list = [0, None]  # ERROR/WARNING lines no scanner understood, and the first of them
@@ -399,6 +402,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             continue
         if perf.feed(body):
             counts["nccl_tests"] += 1
+            continue
+        if serving.feed(lineno, body, None if t == NAT else int(t), t != NAT or bool(prefix.level)):  # serving
+            counts["serving"] += 1
             continue
         events.in_code = since_code <= 2  # a source line at most 2 lines up (one it cannot name may sit between)
         try:
@@ -422,7 +428,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
             loud[0] += 1
             loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
-    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary(), perf.summary())
+    bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary(), perf.summary(),
+                     serving.summary())
     if loud[0]:
         bundle.warnings.append(f"{src}: {loud[0]:,} ERROR/WARNING line{'s' * (loud[0] != 1)} not understood "
                                f"(first: {loud[1]})")
@@ -454,7 +461,7 @@ def structure(bundle: schema.Bundle, prefix: Prefix, loud: int) -> dict:
             "loud_unread": loud}
 
 
-def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, profiler=None, perf=None) -> schema.Bundle:
+def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, profiler=None, perf=None, served=None):
     bundle = schema.Bundle(inputs=[src])
     res = steps.result()
     if res.get("step") is not None and len(res["step"]):
@@ -537,6 +544,7 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         bundle.meta[f"{profiler_table.META_PREFIX}{src}"] = profiler
     if perf:
         bundle.meta[f"{nccl_tests.META_PREFIX}{src}"] = perf
+    store(bundle, src, served)  # a serving engine's scheduler records (serving_metrics.py), if any
     if not understood and not steps.metric_lines and not steps.eval_lines and bundle.is_empty():
         from playbook.readers import detect
 

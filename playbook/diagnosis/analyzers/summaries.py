@@ -1,5 +1,5 @@
 """Analyzers that run an analysis module's `summarize(bundle)` (Kineto traces, cross-rank stragglers, NCCL logs,
-nsys exports, flight-recorder dumps, links, torch.profiler tables) and read its `findings`: one class, registered once per module."""
+nsys exports, flight-recorder dumps, links, torch.profiler tables, serving engines' scheduler records) and read its `findings`: one class, registered once per module."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ class Summary(Analyzer):
 SUMMARIES = tuple(Summary(*args) for args in (
     ("kineto", "kineto", "trace"), ("stragglers", "rank_stragglers", ""), ("nccl", "nccl", "NCCL"),
     ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links"),
-    ("profiler", "profiler_ops", ""), ("nccl_tests", "nccl_bench", "nccl-tests"), ("job_usage", "job_usage", "")))
+    ("profiler", "profiler_ops", ""), ("nccl_tests", "nccl_bench", "nccl-tests"), ("job_usage", "job_usage", ""),
+    ("serving", "serving_load", "serving")))
 
 
 def _lagging_links(links: dict, run: Run) -> dict:

@@ -1,0 +1,201 @@
+"""Serving engines' scheduler lines read by their fields' meaning (readers/serving_metrics.py) and what they show
+(analysis/serving_load.py). Every log here is written apart from the held-out files (tests/data/eval/heldout40), in
+the other wordings and layouts the engines print (vLLM V0 vllm/engine/metrics.py and its scheduler's preemption
+warning, vLLM V1 vllm/v1/metrics/loggers.py and its SpecDecoding line, SGLang's `Decode batch,` of 2026 releases and
+its server args' `cuda_graph_bs=[...]`); numbers are made up (LABELED SYNTHETIC)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from playbook.analysis import serving_load
+from playbook.core.errors import UnknownFormatError
+from playbook.diagnosis import diagnose
+from playbook.readers import read_paths
+from playbook.readers.serving_metrics import ServingLines, fields
+
+
+def _write(tmp_path: Path, name: str, lines: list[str]) -> str:
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return str(p)
+
+
+def _summary(path: str) -> dict:
+    meta = read_paths([path]).meta
+    return next(v for k, v in meta.items() if k.startswith("serving:"))
+
+
+def _verdict(path: str) -> str:
+    return diagnose(read_paths([path])).verdict["id"]
+
+
+V0 = ("INFO 03-02 10:{m:02d}:{s:02d} metrics.py:349] Avg prompt throughput: {p} tokens/s, Avg generation throughput: "
+      "{g} tokens/s, Running: {r} reqs, Swapped: {sw} reqs, Pending: {q} reqs, GPU KV cache usage: {kv}%, CPU KV "
+      "cache usage: {ckv}%.")
+
+
+def test_fields_are_read_by_meaning_in_each_wording():
+    assert fields("Avg prompt throughput: 12.5 tokens/s, Avg generation throughput: 300.0 tokens/s, Running: 9 reqs, "
+                  "Swapped: 2 reqs, Pending: 4 reqs, GPU KV cache usage: 97.5%, CPU KV cache usage: 12.0%.") == {
+        "prompt_tps": 12.5, "gen_tps": 300.0, "running": 9.0, "swapped": 2.0, "queued": 4.0, "kv": 0.975}
+    assert fields("Engine 001: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 88.0 tokens/s, "
+                  "Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.0%, Prefix cache hit rate: 50.0%") == {
+        "prompt_tps": 0.0, "gen_tps": 88.0, "running": 3.0, "queued": 0.0, "kv": 0.04}
+    assert fields("Decode batch, #running-req: 12, #full token: 900, full token usage: 0.50, #swa token: 40, "
+                  "swa token usage: 0.10, cuda graph: False, gen throughput (token/s): 77.5, #queue-req: 1, ") == {
+        "running": 12.0, "kv": 0.5, "cuda_graph": False, "gen_tps": 77.5, "queued": 1.0}
+    assert fields("SpecDecoding metrics: Mean acceptance length: 2.40, Accepted throughput: 10.00 tokens/s, "
+                  "Per-position acceptance rate: 0.700, 0.400, Avg Draft acceptance rate: 35.0%") == {
+        "accept_len": 2.4, "accept_rate": 0.35}
+    assert fields("*accept len: 1.25*, `gen throughput (token/s): 50.0`") == {"accept_len": 1.25, "gen_tps": 50.0}
+
+
+def test_a_head_with_one_field_or_damaged_numbers_is_no_record():
+    s = ServingLines()
+    assert not s.feed(1, "Decode batch. #running-req: 4")  # one field
+    assert not s.feed(2, "Decode batch. #running-req: abc, token usage: 9" + "9" * 5000)  # no number it can hold
+    assert not s.feed(3, "Running: 3 reqs, Pending: 0 reqs")  # no engine line head
+    assert s.summary() == {}
+
+
+def test_vllm_v0_swapping_and_preemption_are_memory_pressure(tmp_path):
+    lines = [V0.format(m=0, s=5 * i, p=0.0, g=900.0, r=40, sw=6, q=30, kv=99.4, ckv=35.0) for i in range(4)]
+    lines.insert(2, "WARNING 03-02 10:00:07 scheduler.py:1089] Sequence group 77 is preempted by PreemptionMode.SWAP "
+                    "mode because there is not enough KV cache space. This can affect the end-to-end performance. "
+                    "Increase gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. "
+                    "total_num_cumulative_preemption=51")
+    path = _write(tmp_path, "vllm_v0.log", lines)
+    s = _summary(path)
+    assert s["preempted"] == 1 and len(s["records"]) == 4 and s["segments"] == 1
+    found = serving_load.findings_of(s)
+    assert [(f["hypothesis"], f["level"]) for f in found] == [("memory_pressure", "high")]
+    assert _verdict(path) == "memory_pressure"
+
+
+def test_vllm_v1_full_kv_cache_with_a_queue_is_memory_pressure(tmp_path):
+    path = _write(tmp_path, "vllm_v1.log", [
+        f"(APIServer pid=7) INFO 06-01 09:00:{10 * i:02d} [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 "
+        f"tokens/s, Avg generation throughput: 410.0 tokens/s, Running: 30 reqs, Waiting: {9 + i} reqs, GPU KV cache "
+        "usage: 99.2%, Prefix cache hit rate: 0.0%" for i in range(3)])
+    found = serving_load.findings_of(_summary(path))
+    assert [(f["hypothesis"], f["level"]) for f in found] == [("memory_pressure", "moderate")]
+    assert _verdict(path) == "memory_pressure"
+
+
+def test_a_full_kv_cache_without_a_queue_is_no_pressure(tmp_path):
+    path = _write(tmp_path, "full_no_queue.log", [
+        V0.format(m=1, s=5 * i, p=0.0, g=1500.0, r=120, sw=0, q=0, kv=98.9, ckv=0.0) for i in range(4)])
+    assert serving_load.findings_of(_summary(path)) == []
+
+
+def test_eager_decode_steps_slower_than_graph_steps_are_launch_bound(tmp_path):
+    graph = ("[2026-02-01 10:00:{s:02d} TP0] Decode batch, #running-req: 16, #token: 5000, token usage: 0.20, "
+             "cuda graph: {g}, gen throughput (token/s): {t}, #queue-req: 0, ")
+    path = _write(tmp_path, "sglang_eager.log", [graph.format(s=i, g="True", t=900.0) for i in range(3)]
+                  + [graph.format(s=10 + i, g="False", t=610.0) for i in range(3)])
+    found = serving_load.findings_of(_summary(path))
+    assert [f["hypothesis"] for f in found] == ["launch_bound"]
+    assert "3 of 6 decode steps" in found[0]["evidence"]
+    assert _verdict(path) == "launch_bound"
+    # the same steps where the eager ones are the faster: the graphs are not what costs
+    faster = _write(tmp_path, "sglang_eager_faster.log", [graph.format(s=i, g="True", t=500.0) for i in range(3)]
+                    + [graph.format(s=10 + i, g="False", t=610.0) for i in range(3)])
+    assert serving_load.findings_of(_summary(faster)) == []
+
+
+def test_decode_batches_above_the_captured_graphs_run_eager(tmp_path):
+    path = _write(tmp_path, "sglang_bs.log", [
+        "[2025-06-01 08:00:00] server_args=ServerArgs(model_path='m', cuda_graph_max_bs=8, cuda_graph_bs=[1, 2, 4, 8], "
+        "max_running_requests=512, chunked_prefill_size=8192)",
+        *(f"[2025-06-01 08:01:{i:02d} TP0] Decode batch. #running-req: {r}, #token: 9000, token usage: 0.30, gen "
+          f"throughput (token/s): 700.00, #queue-req: 0" for i, r in enumerate((6, 24, 31, 40)))])
+    s = _summary(path)
+    assert (s["graph_bs_max"], s["max_running"]) == (8, 512)
+    found = serving_load.findings_of(s)
+    assert [f["hypothesis"] for f in found] == ["launch_bound"]
+    assert "3 of 4 decode steps run more requests than the largest captured CUDA graph (batch 8)" in found[0]["evidence"]
+
+
+def test_speculative_acceptance_collapse_between_two_pasted_runs(tmp_path):
+    """Two vLLM V1 runs pasted one after the other: the clock runs back an hour between them (no heading)."""
+    def run(hour: int, accept: float, tps: float) -> list[str]:
+        out = []
+        for i in range(3):
+            stamp = f"INFO 07-10 {hour:02d}:00:{10 * i:02d}"
+            out.append(f"{stamp} [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation "
+                       f"throughput: {tps} tokens/s, Running: 4 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.0%, "
+                       "Prefix cache hit rate: 0.0%")
+            out.append(f"{stamp} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: {accept}, Accepted "
+                       "throughput: 40.00 tokens/s, Drafted throughput: 90.00 tokens/s, Accepted: 400 tokens, "
+                       "Drafted: 900 tokens, Per-position acceptance rate: 0.700, 0.500, 0.300, Avg Draft acceptance "
+                       "rate: 44.4%")
+        return out
+    path = _write(tmp_path, "vllm_spec.log", run(14, 3.2, 260.0) + run(13, 1.4, 120.0))
+    s = _summary(path)
+    assert s["segments"] == 2
+    found = serving_load.findings_of(s)
+    assert [(f["hypothesis"], f["level"]) for f in found] == [("pipeline_imbalance", "high")]
+    assert found[0]["share"] == pytest.approx(1 - 120 / 260, abs=1e-3)
+    # one run alone, or two runs whose acceptance holds: nothing to compare, nothing found
+    assert serving_load.findings_of(_summary(_write(tmp_path, "one.log", run(14, 3.2, 260.0)))) == []
+    steady = _write(tmp_path, "steady.log", run(14, 3.2, 260.0) + run(13, 3.0, 250.0))
+    assert serving_load.findings_of(_summary(steady)) == []
+
+
+def test_one_or_two_requests_and_no_queue_leave_the_gpu_waiting(tmp_path):
+    path = _write(tmp_path, "one_request.log", [
+        V0.format(m=2, s=5 * i, p=0.0, g=41.7, r=1, sw=0, q=0, kv=2.1, ckv=0.0) for i in range(5)])
+    found = serving_load.findings_of(_summary(path))
+    assert [(f["hypothesis"], f["level"]) for f in found] == [("data_starvation", "moderate")]
+    assert _verdict(path) == "data_starvation"
+
+
+def test_a_busy_server_with_nothing_wrong_names_no_cause_and_is_not_refused(tmp_path):
+    path = _write(tmp_path, "busy.log", [
+        f"[2025-04-01 12:00:{i:02d} TP0] Decode batch. #running-req: 96, #token: 40000, token usage: 0.45, "
+        "cuda graph: True, gen throughput (token/s): 5200.00, #queue-req: 0" for i in range(5)])
+    assert serving_load.findings_of(_summary(path)) == []
+    assert _verdict(path) == "insufficient_data"  # scheduler counts measure no GPU time: no evidence of health
+
+
+def test_a_file_of_unrelated_text_is_still_refused(tmp_path):
+    path = _write(tmp_path, "prose.txt", ["Running: the server", "Pending: review", "nothing to read here"])
+    with pytest.raises(UnknownFormatError):
+        read_paths([path])
+
+
+def test_access_log_lines_between_intervals_do_not_split_the_run(tmp_path):
+    """uvicorn's access lines carry a level and no time (`INFO:     ::1:50352 - "POST ..." 200 OK`): output of the
+    same run, not a heading between two runs."""
+    lines = []
+    for i, accept in enumerate((3.1, 1.2, 3.0, 1.3, 2.9, 1.1)):
+        lines.append(f"INFO 07-24 04:00:{5 * i:02d} [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tokens/s, "
+                     f"Avg generation throughput: {200 if accept > 2 else 90}.0 tokens/s, Running: 2 reqs, Waiting: 0 "
+                     "reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%")
+        lines.append(f"INFO 07-24 04:00:{5 * i:02d} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: "
+                     f"{accept}, Avg Draft acceptance rate: 40.0%")
+        lines.append('INFO:     ::1:50352 - "POST /v1/completions HTTP/1.1" 200 OK')
+    s = _summary(_write(tmp_path, "access.log", lines))
+    assert s["segments"] == 1
+    assert not [f for f in serving_load.findings_of(s) if f["hypothesis"] == "pipeline_imbalance"]
+
+
+def test_no_drafted_token_accepted_is_speculation_for_nothing(tmp_path):
+    """vLLM V0's speculative line (spec_decode/metrics.py wording) at a zero acceptance rate, twice."""
+    lines = []
+    for i in range(3):
+        lines.append(f"INFO 01-02 03:04:{10 + 5 * i} metrics.py:295] Avg prompt throughput: 0.0 tokens/s, Avg "
+                     "generation throughput: 60.0 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV "
+                     "cache usage: 0.5%, CPU KV cache usage: 0.0%.")
+        lines.append(f"INFO 01-02 03:04:{10 + 5 * i} metrics.py:316] Speculative metrics: Draft acceptance rate: "
+                     "0.000, System efficiency: 0.200, Number of speculative tokens: 4, Number of accepted tokens: 0, "
+                     "Number of draft tokens: 800, Number of emitted tokens: 200.")
+    found = serving_load.findings_of(_summary(_write(tmp_path, "rejected.log", lines)))
+    assert [(f["hypothesis"], f["level"]) for f in found] == [("pipeline_imbalance", "high")]
+    # the same readings accepting a third of the drafts: speculation works, and one request is the load
+    kept = [ln.replace("Draft acceptance rate: 0.000", "Draft acceptance rate: 0.330") for ln in lines]
+    assert [f["hypothesis"] for f in serving_load.findings_of(_summary(_write(tmp_path, "kept.log", kept)))] == [
+        "data_starvation"]
