@@ -399,6 +399,11 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         raise InputError(f"{src}: a TensorBoard event file with no scalar values in its {records} records "
                          f"({'; '.join(n.split(': ', 1)[1] for n in notes) or 'nothing logged'})")
     host = run_name(path)
+    writer = _beside(path, series)
+    if writer is not None:  # another process wrote this folder at the same time (DDP without a rank-0 guard)
+        host = f"{host} ({writer})"
+        notes.append(f"{src}: another event file in its folder was written at the same time by another process: "
+                     f"this file's points are read as writer {writer} of run {run_name(path)}, not merged with it")
     parts: list[schema.Bundle] = []
     gpu_tags = [t for t in series if headers.meaning(headers.series_name(t)).role in schema.TELEMETRY_METRICS]
     for tag in gpu_tags:
@@ -547,6 +552,60 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
                    f"the run restarted into a new event file, at step {step}"], "source": [str(path)]})
 
 
+MAX_SIBLINGS = 16  # event files in one folder checked for a writer beside this one (each is read to its end)
+
+
+def _beside(path: Path, series: dict[str, _Series]) -> str | None:
+    """The writer of this file ("host pid N", from its name) when another process wrote an event file of the same
+    folder while this one was written (their spans overlap: the other's first summary to its last): every DDP rank that logs opens its own file, and their points read as one series would merge
+    (silently de-duplicate) different ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
+    mine = _FILE_NAME.match(path.name)
+    pid = _PID.match(path.name)
+    walls = [np.frombuffer(s.wall, dtype=np.float64) for s in series.values()]
+    walls = [w[np.isfinite(w)] for w in walls]
+    walls = [w for w in walls if len(w)]
+    if mine is None or pid is None or not walls:
+        return None
+    first, last = min(float(w.min()) for w in walls), max(float(w.max()) for w in walls)
+    try:
+        others = sorted(p for p in path.parent.glob("events.out.tfevents.*") if p.name != path.name and p.is_file())
+    except OSError:
+        return None
+    if not others or len(others) > MAX_SIBLINGS:
+        return None
+    for other in others:
+        their = _PID.match(other.name)
+        if their is None or their.group(1) == pid.group(1):
+            continue
+        began, ended = _first_wall(other), _last_wall(other)
+        if began is not None and ended is not None and began < last and first < ended:
+            return f"{mine.group(1)} pid {pid.group(1)}"
+    return None
+
+
+def _first_wall(path: Path, most: int = 64) -> float | None:
+    """The wall time of an event file's first summary within its first `most` records (None if none)."""
+    try:
+        with _open(path) as fh:
+            for number, data in _records(fh, str(path), []):
+                if number > most:
+                    break
+                if (wall := _summary_wall(data)) is not None:
+                    return wall if np.isfinite(wall) else None
+    except (OSError, InputError):
+        return None
+    return None
+
+
+def _summary_wall(data: bytes) -> float | None:
+    """The wall time of an Event that holds a summary (None for any other, or a damaged one)."""
+    try:
+        fields = {num: value for num, wire, value in _fields(data) if (num, wire) in ((1, 1), (5, 2))}
+    except (ValueError, IndexError):
+        return None
+    return _WALL.unpack(fields[1])[0] if 1 in fields and 5 in fields else None
+
+
 def _last_wall(path: Path) -> float | None:
     """The wall time of an event file's last readable summary (None if it holds none: a file of a graph or of
     the version record alone is no run's part)."""
@@ -556,12 +615,7 @@ def _last_wall(path: Path) -> float | None:
     except (OSError, InputError):
         return None
     for data in reversed(tail):
-        try:
-            fields = {num: value for num, wire, value in _fields(data) if (num, wire) in ((1, 1), (5, 2))}
-        except (ValueError, IndexError):
-            continue
-        if 1 in fields and 5 in fields:
-            last = _WALL.unpack(fields[1])[0]
+        if (last := _summary_wall(data)) is not None:
             return last if np.isfinite(last) else None
     return None
 

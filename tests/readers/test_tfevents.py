@@ -502,3 +502,21 @@ def test_a_string_tensor_without_a_plugin_is_named_in_the_note(tmp_path):
                   [_event(1.7e9 + 1, 500, [_tensor("checkpoint_path", text)])] + _steady(n=5, t0=1.7e9 + 2))
     _, notes, _ = tfevents.scalars(path)
     assert notes == [f"{path}: not scalars, not read: 1 string tensors"]
+
+
+def test_files_written_at_once_by_two_processes_are_two_writers_not_one_series(tmp_path):
+    # DDP without a rank-0 guard: every rank opens a SummaryWriter in the run's folder and logs the same tags; read
+    # as one host their steps merged into one series (398 rows became 199 steps on one rank)
+    _run_of_two_files(tmp_path / "run", second_start=0.2)
+    bundle = read_paths([str(tmp_path / "run")])
+    assert sorted(bundle.steps["host"].unique()) == ["run (h pid 11)", "run (h pid 22)"]
+    assert len(bundle.steps) == 2 * 299  # each file's first point closes no window
+    assert any("another event file in its folder was written at the same time" in w for w in bundle.warnings)
+
+
+def test_a_resumed_run_and_one_process_files_stay_one_writer(tmp_path):
+    _run_of_two_files(tmp_path / "a", second_start=600.0)  # one after the other: a restart, not a second writer
+    _run_of_two_files(tmp_path / "b", 100.0, first_name="events.out.tfevents.100.h.11.0",
+                      second_name="events.out.tfevents.200.h.11.1")  # one process, two writers: left as it was
+    for run in ("a", "b"):
+        assert read_paths([str(tmp_path / run)]).steps["host"].unique().tolist() == [run]
