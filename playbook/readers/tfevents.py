@@ -217,6 +217,16 @@ class _Scalars:
     tag_text: dict[bytes, str] = field(default_factory=dict)  # each tag's bytes decoded once
     events: int = 0
 
+    def add(self, tag: str, step: int, wall: float, value: float, number: int) -> None:
+        """One scalar point of `tag` (record `number`)."""
+        s = self.series.get(tag)
+        if s is None:
+            s = self.series[tag] = _Series()
+        s.step.append(step)
+        s.wall.append(wall)
+        s.value.append(value)
+        s.record.append(number)
+
 
 _KINDS = {3: "old-style histograms", 4: "images", 5: "histograms", 6: "audio clips"}
 
@@ -282,13 +292,7 @@ def _plain_event(data: bytes, number: int, out: _Scalars) -> bool:
         tag = tags.get(raw)
         if tag is None:
             tag = tags[raw] = raw.decode("utf-8", "backslashreplace")  # two tags stay two
-        s = out.series.get(tag)
-        if s is None:
-            s = out.series[tag] = _Series()
-        s.step.append(step)
-        s.wall.append(wall)
-        s.value.append(value)
-        s.record.append(number)
+        out.add(tag, step, wall, value, number)
     out.events += 1
     return True
 
@@ -322,13 +326,7 @@ def _value(buf: bytes, wall: float, step: int, number: int, out: _Scalars) -> No
         name = kind if kind and kind != "tensor" else "tensors that hold no single number"
         out.others[name] = out.others.get(name, 0) + 1
         return
-    s = out.series.get(tag)
-    if s is None:
-        s = out.series[tag] = _Series()
-    s.step.append(step)
-    s.wall.append(wall)
-    s.value.append(scalar)
-    s.record.append(number)
+    out.add(tag, step, wall, scalar, number)
 
 
 def _plugin_name(buf: bytes) -> str | None:
