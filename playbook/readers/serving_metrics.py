@@ -43,8 +43,10 @@ HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generati
          "SpecDecoding metrics")
 MAX_RECORDS = 200_000
 # one `key: value [unit]` piece (after the line is split on commas); markdown emphasis (_ * `) around it is dropped
-PIECE = re.compile(r"^[\s_*`]*([#A-Za-z][\w #()/.\-]{0,60}?)\s*:\s*(True|False|-?\d{1,12}(?:\.\d{1,9})?)\s*"
-                   r"(%|[A-Za-z/]{1,12})?[\s_*`.]*$")
+# (the unit's leading blanks sit inside its optional group: a `\s*` before it beside the trailing `[\s_*`.]*` would
+# split a long blank run every way, quadratic on a 200 kB line)
+PIECE = re.compile(r"^[\s_*`]*([#A-Za-z][\w #()/.\-]{0,60}?)\s*:\s*(True|False|-?\d{1,12}(?:\.\d{1,9})?)"
+                   r"(?:\s*(%|[A-Za-z/]{1,12}))?[\s_*`.]*$")
 # key (lower case, spaces collapsed) -> meaning
 FIELDS = {
     "#running-req": "running", "#running-reqs": "running", "running": "running", "#running-requests": "running",

@@ -199,3 +199,43 @@ def test_no_drafted_token_accepted_is_speculation_for_nothing(tmp_path):
     kept = [ln.replace("Draft acceptance rate: 0.000", "Draft acceptance rate: 0.330") for ln in lines]
     assert [f["hypothesis"] for f in serving_load.findings_of(_summary(_write(tmp_path, "kept.log", kept)))] == [
         "data_starvation"]
+
+
+@pytest.mark.timeout(60)
+def test_a_long_blank_run_after_a_field_is_read_in_linear_time():
+    """A field followed by 200 kB of blanks and a character no unit takes: the field pattern gave the blanks to its
+    unit's `\\s*` and its trailing `[\\s_*`.]*` every way (quadratic: ~20 s at 40 kB, minutes at 200 kB); now one way.
+    Nothing is timed: the timeout only catches a runaway."""
+    s = ServingLines()
+    body = "Decode batch. #running-req: 5, token usage: 0.10" + " " * 200_000 + "!"
+    assert fields(body) == {"running": 5.0}  # the damaged last piece is no field; the first still is
+    assert s.feed(1, "Decode batch. #running-req: 5" + " " * 200_000 + "!, token usage: 0.10") is False
+
+
+def test_a_run_without_generated_tokens_per_second_is_no_error(tmp_path):
+    """Two pasted SGLang runs whose acceptance differs but whose `gen throughput` reads 0.00 in both: no drop to
+    measure (the finding divided by the better run's tokens/s and raised ZeroDivisionError, so the whole serving
+    analysis was skipped with a warning)."""
+    row = ("[2025-05-13 02:{m:02d}:{s:02d} TP0] Decode batch. #running-req: 8, #token: 30000, token usage: 0.25, "
+           "accept len: {a}, gen throughput (token/s): 0.00, #queue-req: 0")
+    lines = ([row.format(m=32, s=i, a=3.6) for i in range(2)] + ["second run:"]
+             + [row.format(m=40, s=i, a=1.5) for i in range(2)])
+    path = _write(tmp_path, "zero_tps.log", lines)
+    assert _summary(path)["segments"] == 2
+    assert serving_load.findings_of(_summary(path)) == []
+
+
+def test_one_eager_decode_step_in_a_busy_server_names_no_cause(tmp_path):
+    """A busy SGLang server: 60 decode intervals with CUDA graphs, one batch past the largest graph runs eager (and
+    is slower). One step in 60 costs nothing measurable; it must not be launch_bound (the stated fact led the
+    verdict alone). A tenth of the steps eager still is."""
+    row = ("[2025-05-13 03:{m:02d}:{s:02d} TP0] Decode batch, #running-req: {r}, #token: 300000, token usage: 0.60, "
+           "cuda graph: {g}, gen throughput (token/s): {t}, #queue-req: 0, ")
+    def log(n_eager: int) -> list[str]:
+        return [row.format(m=i // 6, s=(i * 10) % 60, r=120 + i % 20, g="False" if i < n_eager else "True",
+                           t=3100.0 if i < n_eager else 4000.0 + i) for i in range(60)]
+    one = _write(tmp_path, "one_eager.log", log(1))
+    assert serving_load.findings_of(_summary(one)) == []
+    assert _verdict(one) != "launch_bound"
+    six = _write(tmp_path, "six_eager.log", log(6))
+    assert [f["hypothesis"] for f in serving_load.findings_of(_summary(six))] == ["launch_bound"]
