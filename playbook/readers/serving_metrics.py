@@ -71,6 +71,11 @@ BACKWARDS_NS = 60 * 10**9  # a clock that steps back more than a minute: another
 # a log line the prefix reader leaves whole (uvicorn's access lines: `INFO:     ::1:50352 - "POST ..." 200 OK`, a
 # process tag before it): output of the run, not a heading between runs
 LEVELLED = re.compile(r"^\s*(?:\(\w{1,40} pid=\d{1,9}\)\s*)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b")
+# a heading is a person's words between two pastes ("open cuda graph：", "### Run 2 (TP=8):", "**before**"): words,
+# numbers and light punctuation, a colon only at its end; a line with a mid-line colon, a pipe, quotes or brackets is
+# the program's output (a container prefix `vllm-1  | ...`, a progress bar `Processed prompts:  50%|###| 5/10 [...]`,
+# an access line), not a heading
+HEADING = re.compile(r"^[\s#*>_`]*\w[\w .,=+/()\-*_`'’]{0,78}[:：]?[\s*_`]*$")
 
 
 def fields(body: str) -> dict[str, float | bool]:
@@ -136,7 +141,8 @@ class ServingLines:
                 return True
         head = next((h for h in HEADS if h in body), None)
         if head is None:
-            if self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body):
+            if (self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body)
+                    and HEADING.match(body)):
                 self.pending_break = True  # a heading between records (no time, no level): another run follows
             return False
         got = fields(body[body.index(head):])

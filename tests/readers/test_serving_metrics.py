@@ -239,3 +239,29 @@ def test_one_eager_decode_step_in_a_busy_server_names_no_cause(tmp_path):
     assert _verdict(one) != "launch_bound"
     six = _write(tmp_path, "six_eager.log", log(6))
     assert [f["hypothesis"] for f in serving_load.findings_of(_summary(six))] == ["launch_bound"]
+
+
+@pytest.mark.parametrize("between", [
+    'vllm-1  | INFO:     172.18.0.1:45678 - "POST /v1/completions HTTP/1.1" 200 OK',  # docker compose's prefix
+    "vllm-1  | ",
+    "Processed prompts:  50%|#####     | 5/10 [00:01<00:01, 3.21it/s]",  # an offline run's progress bar
+])
+def test_program_output_between_intervals_is_no_heading_between_runs(tmp_path, between):
+    """One vLLM V1 server whose draft acceptance follows its workload (code, then chat): the short untimed lines
+    the program prints between its intervals (a container's prefixed lines, tqdm's bar) are its output, not a
+    person's heading between two pasted runs; read as headings they cut the server into "runs" and compared them
+    (pipeline_imbalance on a healthy server). A heading in words still separates two runs."""
+    lines = []
+    for i, (accept, tps) in enumerate(((3.0, 200), (3.1, 210), (2.9, 190), (1.5, 100), (1.4, 95), (1.5, 98))):
+        lines.append(f"vllm-1  | INFO 07-24 04:00:{5 * i:02d} [loggers.py:118] Engine 000: Avg prompt throughput: "
+                     f"0.0 tokens/s, Avg generation throughput: {tps}.0 tokens/s, Running: 40 reqs, Waiting: 0 reqs, "
+                     "GPU KV cache usage: 30.0%, Prefix cache hit rate: 0.0%")
+        lines.append(f"vllm-1  | INFO 07-24 04:00:{5 * i:02d} [metrics.py:101] SpecDecoding metrics: Mean acceptance "
+                     f"length: {accept}, Avg Draft acceptance rate: 40.0%")
+        if i == 2:
+            lines.append(between)
+    s = _summary(_write(tmp_path, "compose.log", lines))
+    assert s["segments"] == 1
+    assert serving_load.findings_of(s) == []
+    headed = lines[:6] + ["### chat workload, new draft:"] + lines[7:]
+    assert _summary(_write(tmp_path, "headed.log", headed))["segments"] == 2
