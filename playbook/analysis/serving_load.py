@@ -50,11 +50,16 @@ def _memory(s: dict, recs: list[dict]) -> dict | None:
         said = []
         if s.get("preempted"):
             said.append(f"{s['preempted']} line{'s' * (s['preempted'] != 1)} of requests preempted or retracted for "
-                        "KV cache space" + (f" ({s['retracted']} retracted)" if s.get("retracted") else ""))
+                        "KV cache space" + (f" ({s['retracted']} retracted)" if s.get("retracted") else "")
+                        + (f" ({s['preemptions']:,} preemptions by vLLM's own count)" if s.get("preemptions") else ""))
+        # one eviction stated once (vLLM's warning at its first preemption, one SGLang retraction of one request) is
+        # the scheduler's normal recovery on a busy server: the pool is at its edge (moderate), not thrashing (high)
+        once = (not swapped and s.get("preempted") == 1 and (s.get("preemptions") or 1) <= 1
+                and (s.get("retracted") or 1) <= 1)
         if swapped:
             said.append(f"up to {max(int(r['swapped']) for r in swapped)} requests swapped out to host memory "
                         f"({len(swapped)} of {len(recs)} records)")
-        return {"hypothesis": ids.MEMORY_PRESSURE, "level": "high",
+        return {"hypothesis": ids.MEMORY_PRESSURE, "level": "moderate" if once else "high",
                 "evidence": "; ".join(said) + ": evicted requests recompute or copy back their KV cache, and the "
                             "batch is capped by the KV cache",
                 "next": "give the KV cache more memory (--gpu-memory-utilization / --mem-fraction-static, a larger "

@@ -64,6 +64,9 @@ SHARES = ("kv", "accept_rate", "spec_efficiency")  # fields that are shares: a `
 PREEMPTED = re.compile(r"preempted by PreemptionMode\.(SWAP|RECOMPUTE)\b.{0,80}?not enough KV cache space|"
                        r"KV cache pool is full\. Retract requests|Decode out of memory")
 RETRACTED = re.compile(r"#retracted_reqs:\s*(\d{1,9})")
+# vLLM states its running count of preemptions on the warning it prints at the 1st, 51st, 101st ... preemption
+# (`total_num_cumulative_preemption=51`; `total_cumulative_preemption_cnt=` in 0.4-0.5): the count, not the lines
+CUMULATIVE = re.compile(r"\btotal_(?:num_)?cumulative_preemption(?:_cnt)?=(\d{1,12})")
 CAPTURED = re.compile(r"\b(?:cuda_graph_bs|bs)=\[(\d{1,6}(?:,\s*\d{1,6}){0,4095})\]")
 MAX_RUNNING = re.compile(r"\bmax_running_requests=(\d{1,9})\b")
 HEADING_MAX = 80  # a paste's heading between two runs is short ("open cuda graph:"); a longer untimed line is output
@@ -107,7 +110,8 @@ def fields(body: str) -> dict[str, float | bool]:
 class ServingLines:
     """Feed every non-blank line: `feed(lineno, body, time_ns)` is True for a scheduler record, a preemption line or
     a capture line (understood), False for any other line (which may separate runs). `summary()`: {} without a
-    record or preemption, else {"records": [...], "segments": n, "preempted": n, "retracted": n, "graph_bs_max": n,
+    record or preemption, else {"records": [...], "segments": n, "preempted": n, "retracted": n, "preemptions": n,
+    "graph_bs_max": n,
     "max_running": n}."""
 
     def __init__(self):
@@ -117,6 +121,7 @@ class ServingLines:
         self.last_time: int | None = None
         self.preempted = 0
         self.retracted = 0
+        self.preemptions = 0  # the largest cumulative preemption count a line states (vLLM)
         self.graph_bs_max = 0
         self.max_running = 0
         self.dropped = 0
@@ -127,6 +132,8 @@ class ServingLines:
                 self.preempted += 1
                 if r := RETRACTED.search(body):
                     self.retracted += int(r.group(1))
+                if c := CUMULATIVE.search(body):
+                    self.preemptions = max(self.preemptions, int(c.group(1)))
                 return True
         if ("bs=[" in body or "max_running_requests=" in body) and ("graph" in body.lower()
                                                                    or "max_running_requests=" in body):
@@ -165,7 +172,7 @@ class ServingLines:
         if not self.records and not self.preempted and not self.graph_bs_max:
             return {}
         return {"records": self.records, "segments": self.segment + 1, "preempted": self.preempted,
-                "retracted": self.retracted, "graph_bs_max": self.graph_bs_max, "max_running": self.max_running,
+                "retracted": self.retracted, "preemptions": self.preemptions, "graph_bs_max": self.graph_bs_max, "max_running": self.max_running,
                 **({"dropped": self.dropped} if self.dropped else {})}
 
 

@@ -265,3 +265,25 @@ def test_program_output_between_intervals_is_no_heading_between_runs(tmp_path, b
     assert serving_load.findings_of(s) == []
     headed = lines[:6] + ["### chat workload, new draft:"] + lines[7:]
     assert _summary(_write(tmp_path, "headed.log", headed))["segments"] == 2
+
+
+def test_preemptions_are_counted_by_vllms_own_count_and_one_is_no_thrashing(tmp_path):
+    """vLLM prints its preemption warning at the 1st, 51st, 101st ... preemption with the running count
+    (`total_num_cumulative_preemption=N`; `total_cumulative_preemption_cnt=N` in 0.4-0.5): the count is read, and a
+    busy server's one preemption (its warning once, count 1, KV below full, nothing swapped or queued) is the pool at
+    its edge (moderate), where 51 are thrashing (high)."""
+    warn = ("WARNING 03-02 10:00:07 scheduler.py:1089] Sequence group 77 is preempted by PreemptionMode.RECOMPUTE "
+            "mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase "
+            "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. {key}={n}")
+    busy = [V0.format(m=0, s=5 * i, p=0.0, g=2900.0, r=180, sw=0, q=0, kv=91.0, ckv=0.0) for i in range(6)]
+    for key in ("total_num_cumulative_preemption", "total_cumulative_preemption_cnt"):
+        once = _write(tmp_path, f"once_{key}.log", busy[:3] + [warn.format(key=key, n=1)] + busy[3:])
+        s = _summary(once)
+        assert (s["preempted"], s["preemptions"]) == (1, 1)
+        assert [(f["hypothesis"], f["level"]) for f in serving_load.findings_of(s)] == [("memory_pressure", "moderate")]
+        many = _write(tmp_path, f"many_{key}.log", busy[:3] + [warn.format(key=key, n=51)] + busy[3:])
+        s = _summary(many)
+        assert s["preemptions"] == 51
+        found = serving_load.findings_of(s)
+        assert [(f["hypothesis"], f["level"]) for f in found] == [("memory_pressure", "high")]
+        assert "51 preemptions by vLLM's own count" in found[0]["evidence"]
