@@ -32,7 +32,10 @@ TPS_DROP = 0.8  # and that run's generated tokens/s fell to this share, or below
 FEW = 2  # at most this many requests running in every record, and none queued: the load is the batch
 MIN_RECORDS = 3
 NONE_ACCEPTED = 0.01  # an acceptance rate at or below this: the draft's tokens are all rejected
-RUN_MIN = 2  # speculative readings a run needs before its acceptance is compared with another run's  # records needed before a steady level (few requests) is read as the run's
+RUN_MIN = 2  # speculative readings a run needs before its acceptance is compared with another run's
+# eager decode steps must be at least this share of the decode steps: one batch past the largest graph in a busy
+# server's hour costs nothing measurable, and the stated fact would otherwise lead the verdict alone
+EAGER_SHARE = 0.1
 
 
 def _median(rows: list[dict], key: str) -> float | None:
@@ -47,11 +50,16 @@ def _memory(s: dict, recs: list[dict]) -> dict | None:
         said = []
         if s.get("preempted"):
             said.append(f"{s['preempted']} line{'s' * (s['preempted'] != 1)} of requests preempted or retracted for "
-                        "KV cache space" + (f" ({s['retracted']} retracted)" if s.get("retracted") else ""))
+                        "KV cache space" + (f" ({s['retracted']} retracted)" if s.get("retracted") else "")
+                        + (f" ({s['preemptions']:,} preemptions by vLLM's own count)" if s.get("preemptions") else ""))
+        # one eviction stated once (vLLM's warning at its first preemption, one SGLang retraction of one request) is
+        # the scheduler's normal recovery on a busy server: the pool is at its edge (moderate), not thrashing (high)
+        once = (not swapped and s.get("preempted") == 1 and (s.get("preemptions") or 1) <= 1
+                and (s.get("retracted") or 1) <= 1)
         if swapped:
             said.append(f"up to {max(int(r['swapped']) for r in swapped)} requests swapped out to host memory "
                         f"({len(swapped)} of {len(recs)} records)")
-        return {"hypothesis": ids.MEMORY_PRESSURE, "level": "high",
+        return {"hypothesis": ids.MEMORY_PRESSURE, "level": "moderate" if once else "high",
                 "evidence": "; ".join(said) + ": evicted requests recompute or copy back their KV cache, and the "
                             "batch is capped by the KV cache",
                 "next": "give the KV cache more memory (--gpu-memory-utilization / --mem-fraction-static, a larger "
@@ -78,7 +86,7 @@ def _eager(s: dict, recs: list[dict]) -> dict | None:
     if not eager and bs:
         eager = [r for r in decode if "cuda_graph" not in r and (r.get("running") or 0) > bs]
         how = f"run more requests than the largest captured CUDA graph (batch {bs})"
-    if not eager:
+    if not eager or len(eager) < EAGER_SHARE * len(decode):
         return None
     fast_eager, fast_graph = _median(eager, "gen_tps"), _median(graphed, "gen_tps")
     if fast_eager is not None and fast_graph is not None and fast_graph < fast_eager:
@@ -117,7 +125,8 @@ def _speculation(recs: list[dict]) -> dict | None:
     best = max(level, key=lambda k: level[k][0])
     worst = min(level, key=lambda k: level[k][0])
     (hi, hi_tps), (lo, lo_tps) = level[best], level[worst]
-    if hi < SPEC_WORKING or lo > SPEC_DROP * hi or hi_tps is None or lo_tps is None or lo_tps > TPS_DROP * hi_tps:
+    if hi < SPEC_WORKING or lo > SPEC_DROP * hi or hi_tps is None or hi_tps <= 0 or lo_tps is None or \
+            lo_tps > TPS_DROP * hi_tps:  # no tokens/s in the better run: no drop to measure (nor to divide by)
         return None
     return {"hypothesis": ids.PIPELINE_IMBALANCE, "level": "high", "share": round(1.0 - lo_tps / hi_tps, 3),
             "evidence": f"speculative decoding's accepted tokens per step fell from {hi:.3g} (run {best + 1} of the "

@@ -43,8 +43,10 @@ HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generati
          "SpecDecoding metrics")
 MAX_RECORDS = 200_000
 # one `key: value [unit]` piece (after the line is split on commas); markdown emphasis (_ * `) around it is dropped
-PIECE = re.compile(r"^[\s_*`]*([#A-Za-z][\w #()/.\-]{0,60}?)\s*:\s*(True|False|-?\d{1,12}(?:\.\d{1,9})?)\s*"
-                   r"(%|[A-Za-z/]{1,12})?[\s_*`.]*$")
+# (the unit's leading blanks sit inside its optional group: a `\s*` before it beside the trailing `[\s_*`.]*` would
+# split a long blank run every way, quadratic on a 200 kB line)
+PIECE = re.compile(r"^[\s_*`]*([#A-Za-z][\w #()/.\-]{0,60}?)\s*:\s*(True|False|-?\d{1,12}(?:\.\d{1,9})?)"
+                   r"(?:\s*(%|[A-Za-z/]{1,12}))?[\s_*`.]*$")
 # key (lower case, spaces collapsed) -> meaning
 FIELDS = {
     "#running-req": "running", "#running-reqs": "running", "running": "running", "#running-requests": "running",
@@ -62,6 +64,9 @@ SHARES = ("kv", "accept_rate", "spec_efficiency")  # fields that are shares: a `
 PREEMPTED = re.compile(r"preempted by PreemptionMode\.(SWAP|RECOMPUTE)\b.{0,80}?not enough KV cache space|"
                        r"KV cache pool is full\. Retract requests|Decode out of memory")
 RETRACTED = re.compile(r"#retracted_reqs:\s*(\d{1,9})")
+# vLLM states its running count of preemptions on the warning it prints at the 1st, 51st, 101st ... preemption
+# (`total_num_cumulative_preemption=51`; `total_cumulative_preemption_cnt=` in 0.4-0.5): the count, not the lines
+CUMULATIVE = re.compile(r"\btotal_(?:num_)?cumulative_preemption(?:_cnt)?=(\d{1,12})")
 CAPTURED = re.compile(r"\b(?:cuda_graph_bs|bs)=\[(\d{1,6}(?:,\s*\d{1,6}){0,4095})\]")
 MAX_RUNNING = re.compile(r"\bmax_running_requests=(\d{1,9})\b")
 HEADING_MAX = 80  # a paste's heading between two runs is short ("open cuda graph:"); a longer untimed line is output
@@ -69,6 +74,11 @@ BACKWARDS_NS = 60 * 10**9  # a clock that steps back more than a minute: another
 # a log line the prefix reader leaves whole (uvicorn's access lines: `INFO:     ::1:50352 - "POST ..." 200 OK`, a
 # process tag before it): output of the run, not a heading between runs
 LEVELLED = re.compile(r"^\s*(?:\(\w{1,40} pid=\d{1,9}\)\s*)?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b")
+# a heading is a person's words between two pastes ("open cuda graph：", "### Run 2 (TP=8):", "**before**"): words,
+# numbers and light punctuation, a colon only at its end; a line with a mid-line colon, a pipe, quotes or brackets is
+# the program's output (a container prefix `vllm-1  | ...`, a progress bar `Processed prompts:  50%|###| 5/10 [...]`,
+# an access line), not a heading
+HEADING = re.compile(r"^[\s#*>_`]*\w[\w .,=+/()\-*_`'’]{0,78}[:：]?[\s*_`]*$")
 
 
 def fields(body: str) -> dict[str, float | bool]:
@@ -100,7 +110,8 @@ def fields(body: str) -> dict[str, float | bool]:
 class ServingLines:
     """Feed every non-blank line: `feed(lineno, body, time_ns)` is True for a scheduler record, a preemption line or
     a capture line (understood), False for any other line (which may separate runs). `summary()`: {} without a
-    record or preemption, else {"records": [...], "segments": n, "preempted": n, "retracted": n, "graph_bs_max": n,
+    record or preemption, else {"records": [...], "segments": n, "preempted": n, "retracted": n, "preemptions": n,
+    "graph_bs_max": n,
     "max_running": n}."""
 
     def __init__(self):
@@ -110,6 +121,7 @@ class ServingLines:
         self.last_time: int | None = None
         self.preempted = 0
         self.retracted = 0
+        self.preemptions = 0  # the largest cumulative preemption count a line states (vLLM)
         self.graph_bs_max = 0
         self.max_running = 0
         self.dropped = 0
@@ -120,6 +132,8 @@ class ServingLines:
                 self.preempted += 1
                 if r := RETRACTED.search(body):
                     self.retracted += int(r.group(1))
+                if c := CUMULATIVE.search(body):
+                    self.preemptions = max(self.preemptions, int(c.group(1)))
                 return True
         if ("bs=[" in body or "max_running_requests=" in body) and ("graph" in body.lower()
                                                                    or "max_running_requests=" in body):
@@ -134,7 +148,8 @@ class ServingLines:
                 return True
         head = next((h for h in HEADS if h in body), None)
         if head is None:
-            if self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body):
+            if (self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body)
+                    and HEADING.match(body)):
                 self.pending_break = True  # a heading between records (no time, no level): another run follows
             return False
         got = fields(body[body.index(head):])
@@ -157,7 +172,7 @@ class ServingLines:
         if not self.records and not self.preempted and not self.graph_bs_max:
             return {}
         return {"records": self.records, "segments": self.segment + 1, "preempted": self.preempted,
-                "retracted": self.retracted, "graph_bs_max": self.graph_bs_max, "max_running": self.max_running,
+                "retracted": self.retracted, "preemptions": self.preemptions, "graph_bs_max": self.graph_bs_max, "max_running": self.max_running,
                 **({"dropped": self.dropped} if self.dropped else {})}
 
 

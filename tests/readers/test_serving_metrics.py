@@ -199,3 +199,91 @@ def test_no_drafted_token_accepted_is_speculation_for_nothing(tmp_path):
     kept = [ln.replace("Draft acceptance rate: 0.000", "Draft acceptance rate: 0.330") for ln in lines]
     assert [f["hypothesis"] for f in serving_load.findings_of(_summary(_write(tmp_path, "kept.log", kept)))] == [
         "data_starvation"]
+
+
+@pytest.mark.timeout(60)
+def test_a_long_blank_run_after_a_field_is_read_in_linear_time():
+    """A field followed by 200 kB of blanks and a character no unit takes: the field pattern gave the blanks to its
+    unit's `\\s*` and its trailing `[\\s_*`.]*` every way (quadratic: ~20 s at 40 kB, minutes at 200 kB); now one way.
+    Nothing is timed: the timeout only catches a runaway."""
+    s = ServingLines()
+    body = "Decode batch. #running-req: 5, token usage: 0.10" + " " * 200_000 + "!"
+    assert fields(body) == {"running": 5.0}  # the damaged last piece is no field; the first still is
+    assert s.feed(1, "Decode batch. #running-req: 5" + " " * 200_000 + "!, token usage: 0.10") is False
+
+
+def test_a_run_without_generated_tokens_per_second_is_no_error(tmp_path):
+    """Two pasted SGLang runs whose acceptance differs but whose `gen throughput` reads 0.00 in both: no drop to
+    measure (the finding divided by the better run's tokens/s and raised ZeroDivisionError, so the whole serving
+    analysis was skipped with a warning)."""
+    row = ("[2025-05-13 02:{m:02d}:{s:02d} TP0] Decode batch. #running-req: 8, #token: 30000, token usage: 0.25, "
+           "accept len: {a}, gen throughput (token/s): 0.00, #queue-req: 0")
+    lines = ([row.format(m=32, s=i, a=3.6) for i in range(2)] + ["second run:"]
+             + [row.format(m=40, s=i, a=1.5) for i in range(2)])
+    path = _write(tmp_path, "zero_tps.log", lines)
+    assert _summary(path)["segments"] == 2
+    assert serving_load.findings_of(_summary(path)) == []
+
+
+def test_one_eager_decode_step_in_a_busy_server_names_no_cause(tmp_path):
+    """A busy SGLang server: 60 decode intervals with CUDA graphs, one batch past the largest graph runs eager (and
+    is slower). One step in 60 costs nothing measurable; it must not be launch_bound (the stated fact led the
+    verdict alone). A tenth of the steps eager still is."""
+    row = ("[2025-05-13 03:{m:02d}:{s:02d} TP0] Decode batch, #running-req: {r}, #token: 300000, token usage: 0.60, "
+           "cuda graph: {g}, gen throughput (token/s): {t}, #queue-req: 0, ")
+    def log(n_eager: int) -> list[str]:
+        return [row.format(m=i // 6, s=(i * 10) % 60, r=120 + i % 20, g="False" if i < n_eager else "True",
+                           t=3100.0 if i < n_eager else 4000.0 + i) for i in range(60)]
+    one = _write(tmp_path, "one_eager.log", log(1))
+    assert serving_load.findings_of(_summary(one)) == []
+    assert _verdict(one) != "launch_bound"
+    six = _write(tmp_path, "six_eager.log", log(6))
+    assert [f["hypothesis"] for f in serving_load.findings_of(_summary(six))] == ["launch_bound"]
+
+
+@pytest.mark.parametrize("between", [
+    'vllm-1  | INFO:     172.18.0.1:45678 - "POST /v1/completions HTTP/1.1" 200 OK',  # docker compose's prefix
+    "vllm-1  | ",
+    "Processed prompts:  50%|#####     | 5/10 [00:01<00:01, 3.21it/s]",  # an offline run's progress bar
+])
+def test_program_output_between_intervals_is_no_heading_between_runs(tmp_path, between):
+    """One vLLM V1 server whose draft acceptance follows its workload (code, then chat): the short untimed lines
+    the program prints between its intervals (a container's prefixed lines, tqdm's bar) are its output, not a
+    person's heading between two pasted runs; read as headings they cut the server into "runs" and compared them
+    (pipeline_imbalance on a healthy server). A heading in words still separates two runs."""
+    lines = []
+    for i, (accept, tps) in enumerate(((3.0, 200), (3.1, 210), (2.9, 190), (1.5, 100), (1.4, 95), (1.5, 98))):
+        lines.append(f"vllm-1  | INFO 07-24 04:00:{5 * i:02d} [loggers.py:118] Engine 000: Avg prompt throughput: "
+                     f"0.0 tokens/s, Avg generation throughput: {tps}.0 tokens/s, Running: 40 reqs, Waiting: 0 reqs, "
+                     "GPU KV cache usage: 30.0%, Prefix cache hit rate: 0.0%")
+        lines.append(f"vllm-1  | INFO 07-24 04:00:{5 * i:02d} [metrics.py:101] SpecDecoding metrics: Mean acceptance "
+                     f"length: {accept}, Avg Draft acceptance rate: 40.0%")
+        if i == 2:
+            lines.append(between)
+    s = _summary(_write(tmp_path, "compose.log", lines))
+    assert s["segments"] == 1
+    assert serving_load.findings_of(s) == []
+    headed = lines[:6] + ["### chat workload, new draft:"] + lines[7:]
+    assert _summary(_write(tmp_path, "headed.log", headed))["segments"] == 2
+
+
+def test_preemptions_are_counted_by_vllms_own_count_and_one_is_no_thrashing(tmp_path):
+    """vLLM prints its preemption warning at the 1st, 51st, 101st ... preemption with the running count
+    (`total_num_cumulative_preemption=N`; `total_cumulative_preemption_cnt=N` in 0.4-0.5): the count is read, and a
+    busy server's one preemption (its warning once, count 1, KV below full, nothing swapped or queued) is the pool at
+    its edge (moderate), where 51 are thrashing (high)."""
+    warn = ("WARNING 03-02 10:00:07 scheduler.py:1089] Sequence group 77 is preempted by PreemptionMode.RECOMPUTE "
+            "mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase "
+            "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. {key}={n}")
+    busy = [V0.format(m=0, s=5 * i, p=0.0, g=2900.0, r=180, sw=0, q=0, kv=91.0, ckv=0.0) for i in range(6)]
+    for key in ("total_num_cumulative_preemption", "total_cumulative_preemption_cnt"):
+        once = _write(tmp_path, f"once_{key}.log", busy[:3] + [warn.format(key=key, n=1)] + busy[3:])
+        s = _summary(once)
+        assert (s["preempted"], s["preemptions"]) == (1, 1)
+        assert [(f["hypothesis"], f["level"]) for f in serving_load.findings_of(s)] == [("memory_pressure", "moderate")]
+        many = _write(tmp_path, f"many_{key}.log", busy[:3] + [warn.format(key=key, n=51)] + busy[3:])
+        s = _summary(many)
+        assert s["preemptions"] == 51
+        found = serving_load.findings_of(s)
+        assert [(f["hypothesis"], f["level"]) for f in found] == [("memory_pressure", "high")]
+        assert "51 preemptions by vLLM's own count" in found[0]["evidence"]
