@@ -44,6 +44,10 @@ def test_a_started_gpu_or_other_driver_words_are_no_event(line):
     ("pci 0000:41:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x8 link at 0000:40:01.1 "
      "(capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)", "PCI 0000:41:00"),
     ("pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer", "PCI 0000:00:03"),
+    # the kernel's dev_printk names a device by its driver: "nvidia" is the GPU's own (AER on the GPU's end of the link)
+    ("nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)",
+     "GPU 0000:3b:00"),
+    ("[  +0.000844] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)", "GPU 0000:03:00"),
     ("[Sun Jan 11 09:52:01 2026] 12:34:56 step 7 NVRM: nvAssertOkFailedNoLog", ""),  # times are no address
     ("NCCL WARN NET/IB : Got completion from peer 10.0.0.2<54862> with status=12", ""),
 ])
