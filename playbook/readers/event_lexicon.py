@@ -199,11 +199,17 @@ LEXICON: tuple[Entry, ...] = (
 _ANY_NEEDLE = re.compile("|".join(re.escape(n) for e in LEXICON for n in e.needles))
 
 
+# a command line that searches logs for the words (grep and its kin, journalctl's --grep / -g): it quotes a
+# line's words as its pattern and states nothing (what the search found, if anything, follows it); a process named
+# grep in a kernel line ("name=grep,", "(grep)") is no such command: the command word is followed by its arguments
+_SEARCH_COMMAND = re.compile(r"(?:^|[\s|;&(`$#])[efz]?grep\s+\S|\bjournalctl\b[^|]{0,200}?(?:--grep[=\s]|\s-g\s)")
+
+
 def match(body: str) -> Hit | None:
     """The event the lexicon reads from a line (kind, and the rank, host and time text the line names); None when
-    no row matches."""
+    no row matches, and for a command line that searches for the words."""
     low = body.lower()
-    if not _ANY_NEEDLE.search(low):
+    if not _ANY_NEEDLE.search(low) or _SEARCH_COMMAND.search(body):
         return None
     for entry in LEXICON:
         if any(n in low for n in entry.needles) and (m := entry.pattern.search(body)):

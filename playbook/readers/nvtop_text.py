@@ -7,9 +7,10 @@
 The words are nvtop's own (Syllo/nvtop src/interface.c draw_devices: "Device %-2u" then "[%s]"; "PCIe GEN
 %u@%2ux" or "GEN N/A"; " RX: " / " TX: " rates in KiB/s scaled by 1024 (print_pcie_at_scale); "GPU %uMHz", "MEM
 %uMHz", "TEMP %3u°C" (°F when configured), "FAN %3u%%", "POW %3u / %3u W" (draw / limit) or "POW %3u W"; the
-meters "GPU[… N%]" (with "(eff N%)" on some GPUs) and "MEM[… used/total]" with B, Ki, Mi, Gi, Ti prefixes). A
+meters "GPU[… N%]" (with "(eff N%)" on some GPUs) and "MEM[… used/total]" with B, Ki, Mi, Gi, Ti prefixes; nvtop 1.x printed B, k, M, G, T scaled by 1000). A
 wide terminal puts several devices side by side: the k-th "GPU …MHz" of a line belongs to the k-th device of the
-device line above it. A device number seen again starts the next snapshot; the screen carries no time, so
+device line above it (a field nvtop has no value for, "GPU N/A MHz", "TEMP N/A°C", "POW N/A W", keeps its
+device's place). A device number seen again starts the next snapshot; the screen carries no time, so
 snapshots are placed `interval_s` apart (synthetic, warned). The PCIe generation and width are the link's current
 ones (nvtop shows no maximum: an idle GPU may train its link down to save power — readers do not judge that,
 analysis/links.py does). Markdown a paste added around words (`**`, `_**…**_`) is dropped.
@@ -29,15 +30,20 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]{0,16}[A-Za-z]")
 _MARKDOWN = re.compile(r"\*\*|(?<![\w])_(?=\S)|(?<=\S)_(?![\w])")
 _DEVICE = re.compile(r"Device\s{1,3}(\d{1,3})\s{0,3}\[([^\]]{1,80})\]")
 _PCIE = re.compile(r"PCIe GEN\s{1,3}(\d{1,2})@\s{0,2}(\d{1,2})x")
-_RATE = re.compile(r"\b([RT]X): (\d{1,9}(?:\.\d{1,3})?) (Ki|Mi|Gi|Ti)B/s")
-_CLOCK = re.compile(r"\b(GPU|MEM) (\d{1,6})MHz\b")
-_TEMP = re.compile(r"\bTEMP\s{1,4}(\d{1,4})\s?°?\s?([CF])\b")
-_POWER = re.compile(r"\bPOW\s{1,4}(\d{1,5})(?:\s/\s{1,4}(\d{1,5}))? W\b")
-_GPU_METER = re.compile(r"\bGPU\[[| ]{0,400}?(\d{1,3})%(?:\(eff \d{1,3}%\))?\]")
-_MEM_METER = re.compile(r"\bMEM\[[| ]{0,400}?(\d{1,6}(?:\.\d{1,3})?)( B|Ki|Mi|Gi|Ti)/(\d{1,6}(?:\.\d{1,3})?)"
-                        r"( B|Ki|Mi|Gi|Ti)\]")
-_KIB = {"Ki": 1.0, "Mi": 1024.0, "Gi": 1024.0**2, "Ti": 1024.0**3}
-_MIB = {" B": 1 / 1024.0**2, "Ki": 1 / 1024.0, "Mi": 1.0, "Gi": 1024.0, "Ti": 1024.0**2}
+_RATE = re.compile(r"\b([RT]X): (\d{1,9}(?:\.\d{1,3})?) (Ki|Mi|Gi|Ti|k|M|G|T)B/s")
+# each field also in the form nvtop prints when it has no value ("GPU N/A MHz", "TEMP N/A°C", "POW N/A W", "POW N/A /
+# %3u W", "MEM[ N/A]"): a placeholder that keeps its device's place among devices side by side (its value group None)
+_CLOCK = re.compile(r"\b(GPU|MEM) (?:(\d{1,6})MHz|N/A ?MHz)\b")
+_TEMP = re.compile(r"\bTEMP\s{1,4}(?:(\d{1,4})|N/A)\s?°?\s?([CF])\b")
+_POWER = re.compile(r"\bPOW\s{1,4}(?:(\d{1,5})|N/A)(?:\s/\s{1,4}(\d{1,5}))? W\b")
+_GPU_METER = re.compile(r"\bGPU\[[| ]{0,400}?(?:(\d{1,3})%(?:\(eff \d{1,3}%\))?|N/A)\]")
+_MEM_METER = re.compile(r"\bMEM\[[| ]{0,400}?(?:(\d{1,6}(?:\.\d{1,3})?)( B|Ki|Mi|Gi|Ti|B|k|M|G|T)/"
+                        r"(\d{1,6}(?:\.\d{1,3})?)( B|Ki|Mi|Gi|Ti|B|k|M|G|T)|N/A)\]")
+# nvtop 1.x printed decimal prefixes (memory_prefix {"B", "k", "M", "G", "T"}, scaled by 1000): its rates from the
+# same kB/s count, its meter from bytes
+_KIB = {"Ki": 1.0, "Mi": 1024.0, "Gi": 1024.0**2, "Ti": 1024.0**3, "k": 1.0, "M": 1e3, "G": 1e6, "T": 1e9}
+_MIB = {" B": 1 / 1024.0**2, "Ki": 1 / 1024.0, "Mi": 1.0, "Gi": 1024.0, "Ti": 1024.0**2,
+        "B": 1 / 2.0**20, "k": 1e3 / 2.0**20, "M": 1e6 / 2.0**20, "G": 1e9 / 2.0**20, "T": 1e12 / 2.0**20}
 
 
 def sniff(head: str) -> bool:
@@ -88,14 +94,14 @@ def _records(stream, skips: schema.SkipCounter):
             continue
         found = False
         for pattern, put in (
-                (_CLOCK, lambda r, m: r.__setitem__("clocks.current.graphics" if m.group(1) == "GPU" else "clocks.mem",
-                                                    m.group(2))),
-                (_TEMP, lambda r, m: r.__setitem__("temperature.gpu", str(
+                (_CLOCK, lambda r, m: m.group(2) and r.__setitem__(
+                    "clocks.current.graphics" if m.group(1) == "GPU" else "clocks.mem", m.group(2))),
+                (_TEMP, lambda r, m: m.group(1) and r.__setitem__("temperature.gpu", str(
                     int(m.group(1)) if m.group(2) == "C" else round((int(m.group(1)) - 32) / 1.8)))),
-                (_POWER, lambda r, m: r.update({"power.draw": m.group(1)} | (
+                (_POWER, lambda r, m: r.update(({"power.draw": m.group(1)} if m.group(1) else {}) | (
                     {"enforced.power.limit": m.group(2)} if m.group(2) else {}))),
-                (_GPU_METER, lambda r, m: r.__setitem__("utilization.gpu", m.group(1))),
-                (_MEM_METER, lambda r, m: r.update({
+                (_GPU_METER, lambda r, m: m.group(1) and r.__setitem__("utilization.gpu", m.group(1))),
+                (_MEM_METER, lambda r, m: m.group(1) and r.update({
                     "memory.used": str(float(m.group(1)) * _MIB[m.group(2)]),
                     "memory.total": str(float(m.group(3)) * _MIB[m.group(4)])}))):
             matches = list(pattern.finditer(line))

@@ -30,6 +30,10 @@ def test_the_driver_failing_to_start_or_needing_to_reset_a_gpu_is_a_gpu_lost(lin
     "NVRM: GPU 0000:3b:00.0: rm_init_adapter succeeded",  # the line the driver prints when it did start the GPU
     "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.183.01",
     "rmInit reset the counters before the step",  # words near the needles, no driver statement
+    # a command that searches for the words quotes them: the driver said nothing (the grep may have found none)
+    '$ sudo dmesg | grep -E "RmInitAdapter failed!|GPU marked for reset|rm_init_adapter failed"',
+    "root@node3:~# journalctl -k --grep='NV_ERR_RESET_REQUIRED|RmInitAdapter failed!'",
+    "egrep 'Xid.*79|GPU has fallen off the bus' /var/log/kern.log",
 ])
 def test_a_started_gpu_or_other_driver_words_are_no_event(line):
     assert event_lexicon.match(line) is None
@@ -44,6 +48,10 @@ def test_a_started_gpu_or_other_driver_words_are_no_event(line):
     ("pci 0000:41:00.0: 63.008 Gb/s available PCIe bandwidth, limited by 8.0 GT/s PCIe x8 link at 0000:40:01.1 "
      "(capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)", "PCI 0000:41:00"),
     ("pcieport 0000:00:03.0: PCIe Bus Error: severity=Corrected, type=Data Link Layer", "PCI 0000:00:03"),
+    # the kernel's dev_printk names a device by its driver: "nvidia" is the GPU's own (AER on the GPU's end of the link)
+    ("nvidia 0000:3b:00.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)",
+     "GPU 0000:3b:00"),
+    ("[  +0.000844] nvidia 0000:03:00.0: AER: can't recover (no error_detected callback)", "GPU 0000:03:00"),
     ("[Sun Jan 11 09:52:01 2026] 12:34:56 step 7 NVRM: nvAssertOkFailedNoLog", ""),  # times are no address
     ("NCCL WARN NET/IB : Got completion from peer 10.0.0.2<54862> with status=12", ""),
 ])
@@ -78,3 +86,11 @@ def test_a_link_below_its_capability_names_the_device_the_kernel_names(tmp_path)
                    "at 0000:40:01.1 (capable of 252.048 Gb/s with 16.0 GT/s PCIe x16 link)\n")
     v = diagnose(read_paths([str(log)])).verdict
     assert v["id"] == "link_degradation" and v["names"] == ["boot PCI 0000:41:00"]
+
+
+@pytest.mark.parametrize("line", [
+    "NVRM: Xid (PCI:0000:3b:00): 13, pid=4242, name=grep, Graphics Exception",  # a process named grep
+    "Mar  4 01:02:03 gpu-12 kernel: NVRM: GPU 0000:61:00.0: RmInitAdapter failed! (0x26:0x56:1474)",
+])
+def test_a_driver_line_that_names_grep_is_still_a_statement(line):
+    assert event_lexicon.match(line) is not None

@@ -66,3 +66,34 @@ def test_words_of_other_tools_are_no_nvtop_screen(tmp_path):
     p.write_text("Device 0 [cpu] started\nGPU 1500MHz requested\n")
     with pytest.raises(InputError):
         read_file(p)
+
+
+def test_a_field_nvtop_prints_as_n_a_keeps_its_device_column_side_by_side(tmp_path):
+    # interface.c prints an unknown field as "GPU N/A MHz", "MEM N/A MHz", "TEMP N/A°C", "POW N/A W" or
+    # "POW N/A / %3u W": the value to its right is the next device's, never this one's
+    p = tmp_path / "nvtop.txt"
+    p.write_text("Device 0 [Tesla T4] PCIe GEN 3@16x RX: N/A TX: N/A     "
+                 "Device 1 [Tesla T4] PCIe GEN 3@16x RX: 1.000 MiB/s TX: 2.000 MiB/s\n"
+                 "GPU N/A MHz MEM N/A MHz TEMP N/A°C FAN N/A  POW N/A / 70 W   "
+                 "GPU 1590MHz MEM 5000MHz TEMP  61°C FAN N/A  POW  68 /  70 W\n"
+                 "GPU[                     0%] MEM[ N/A]      GPU[||||||||||||    97%] MEM[|||  3.000Gi/15.000Gi]\n")
+    t = read_file(p).telemetry.set_index("gpu")
+    assert t.loc[1, "sm_clock_mhz"] == 1590 and t.loc[1, "mem_clock_mhz"] == 5000
+    assert t.loc[1, "temp_c"] == 61 and t.loc[1, "power_w"] == 68 and t.loc[1, "util_pct"] == 97
+    assert t.loc[1, "mem_used_mib"] == pytest.approx(3 * 1024)
+    for col in ("sm_clock_mhz", "mem_clock_mhz", "temp_c", "power_w", "mem_used_mib"):
+        assert col not in t or t[col].isna()[0], col
+    assert t.loc[0, "power_limit_w"] == 70 and t.loc[0, "util_pct"] == 0
+
+
+def test_nvtop_1_units_are_read_at_their_own_decimal_scale(tmp_path):
+    # nvtop 1.x (interface.c then): memory_prefix {"B", "k", "M", "G", "T"}, the meter "%.1f%s/%.1f%s" of bytes and
+    # print_pcie_at_scale from its kB/s, both scaled by 1000
+    p = tmp_path / "nvtop1.txt"
+    p.write_text("Device 0 [GeForce GTX 1080 Ti] PCIe GEN 3@16x RX: 1.500 MB/s TX: 250.0 kB/s\n"
+                 "GPU 1911MHz MEM 5505MHz TEMP  70°C FAN  45% POW 230 / 250 W\n"
+                 "GPU[||||||||||||||||||||||     98%] MEM[||||||||        5.2G/11.7G]\n")
+    r = read_file(p).telemetry.iloc[0]
+    assert r["mem_used_mib"] == pytest.approx(5.2e9 / 2**20) and r["mem_total_mib"] == pytest.approx(11.7e9 / 2**20)
+    assert r["pcie_rx_mib_s"] == pytest.approx(1500 / 1024) and r["pcie_tx_mib_s"] == pytest.approx(250 / 1024)
+    assert r["util_pct"] == 98

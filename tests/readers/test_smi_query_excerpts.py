@@ -86,3 +86,17 @@ def test_other_key_value_text_is_no_excerpt(tmp_path, text):
     p.write_text(text)
     with pytest.raises(InputError):
         read_file(p)
+
+
+@pytest.mark.parametrize("stamps", [
+    # `date` in the en_US locale of glibc 2.29+ ("%a %d %b %Y %r %Z": 12-hour with AM/PM) and en_GB ("%T")
+    ["Thu 05 Dec 2024 11:59:58 AM UTC", "Thu 05 Dec 2024 12:00:03 PM UTC", "Thu 05 Dec 2024 01:00:08 PM UTC"],
+    ["Thu 05 Dec 2024 11:59:58 UTC", "Thu 05 Dec 2024 12:00:03 UTC", "Thu 05 Dec 2024 13:00:08 UTC"],
+])
+def test_a_date_line_in_the_day_first_locales_is_the_poll_time(tmp_path, stamps):
+    p = tmp_path / "loop.log"
+    p.write_text("\n".join(x for s, c in zip(stamps, (1410, 1005, 900), strict=True) for x in (
+        s, _kv("Graphics", f"{c} MHz"), _kv("GPU Current Temp", "80 C"))) + "\n")
+    t = read_file(p).telemetry.sort_values("time")
+    assert list(t["sm_clock_mhz"]) == [1410, 1005, 900]
+    assert [str(x) for x in t["time"].dt.strftime("%H:%M:%S")] == ["11:59:58", "12:00:03", "13:00:08"]

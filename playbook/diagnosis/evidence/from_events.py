@@ -35,8 +35,10 @@ FAULT_WEIGHT = 0.9  # a stated fault counts nearly fully, whatever it cost
 # The device a kernel or driver line is about, by its PCI address (domain:bus:device[.function]) after the words that
 # introduce one: the NVIDIA driver's "Xid (PCI:0000:07:00)", "NVRM: GPU 0000:0a:00.0:", "GPU at PCI:0000:02:00",
 # "The NVIDIA GPU 0000:b3:00.0", NVML's "device handle for GPU 0000:BA:00.0", the PCI core's "pci 0000:0c:00.0:"
-# and AER's "pcieport 0000:00:03.0:" (a bare "12:34:56" is a time, never an address: the domain has 4-8 digits)
-_DEVICE = re.compile(r"(?:\bPCI:|\bGPU\s?(?:at PCI:)?|\b(?P<kernel>pci|pcieport) )"
+# and AER's "pcieport 0000:00:03.0:", and the kernel naming a device by the driver bound to it (dev_printk's "%s %s:")
+# when that driver is NVIDIA's: "nvidia 0000:3b:00.0: PCIe Bus Error: ..." is AER on the GPU's own end of the link
+# (a bare "12:34:56" is a time, never an address: the domain has 4-8 digits)
+_DEVICE = re.compile(r"(?:\bPCI:|\bGPU\s?(?:at PCI:)?|\bnvidia |\b(?P<kernel>pci|pcieport) )"
                      r"(?P<dom>[0-9A-Fa-f]{4,8}):(?P<bus>[0-9A-Fa-f]{2}):(?P<dev>[0-9A-Fa-f]{2})(?:\.[0-7])?\b")
 
 

@@ -18,8 +18,9 @@ MiB"). The GPU is the section's Minor Number when printed, else the bus ids numb
 
 An excerpt of it, as a shell loop greps it (`while true; do date; nvidia-smi -q -d CLOCK,TEMPERATURE | grep -E
 'Graphics|GPU Current Temp'; sleep 1; done`): the leaf lines without their banner, GPU heading or sections, a `date`
-line (`Mon Nov 12 22:50:20 EST 2018`) before each poll. Each date line starts a poll (its time; the lines before
-the first dated poll have none and are skipped, counted); without date lines a key seen again starts the next
+line (`Mon Nov 12 22:50:20 EST 2018`, or the day-first `Thu 05 Dec 2024 01:00:08 PM UTC` of newer en_US / en_GB
+locales) before each poll. Each date line starts a poll (its time; the lines before the first dated poll have none
+and are skipped, counted); without date lines a key seen again starts the next
 poll. A leaf under a section heading the grep kept (`grep -A4 Clocks`, its `--` group separators ignored) is read
 by its path as in the whole document; a bare leaf's section is read from its value and nvidia-smi's print order: a
 clock (`Graphics`, `SM`, `Memory`, `Video` in MHz) is the current one (`Clocks`) the first time in a poll — the
@@ -46,6 +47,24 @@ INDENT = 4
 # abbreviation names no offset: EST, CST and IST each mean more than one); the reader's tz option places the times
 _DATE = re.compile(r"^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) +(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} +"
                    r"(\d{1,2}:\d{2}:\d{2})(?: +[A-Z][A-Za-z]{1,5}(?:[+-]\d{1,4})?)? +(\d{4})$")
+# the same in the day-first locales: glibc 2.29+'s en_US "%a %d %b %Y %r %Z" (12-hour, AM/PM) and en_GB's "%a %d %b %Y
+# %T %Z"; read back to the C locale's order, 24-hour
+_DATE_DAY_FIRST = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) +(\d{1,2}) +(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|"
+                             r"Dec) +(\d{4}) +(\d{1,2}):(\d{2}:\d{2})(?: +([AP]M))?(?: +[A-Z][A-Za-z]{1,5}"
+                             r"(?:[+-]\d{1,4})?)?$")
+
+
+def _poll_time(text: str) -> str | None:
+    """A `date` line's time as "Tue Mar 5 09:10:00 2024" (the zone dropped), None for any other line."""
+    text = text.strip()
+    if m := _DATE.match(text):
+        return " ".join(text.split()[:3] + [m.group(1), m.group(2)])
+    if m := _DATE_DAY_FIRST.match(text):
+        hour = int(m.group(5))
+        if m.group(7):  # 12 AM is midnight, 12 PM noon
+            hour = hour % 12 + (12 if m.group(7) == "PM" else 0)
+        return f"{m.group(1)} {m.group(3)} {int(m.group(2))} {hour:02d}:{m.group(6)} {m.group(4)}"
+    return None
 # leaf keys of `nvidia-smi -q` whose values carry their unit (nvidia-smi(1), the -q sections Clocks, Temperature,
 # GPU Power Readings, Utilization, Fan Speed): the lines an excerpt keeps
 _LEAF = re.compile(r"^ +(?:Graphics|SM|Memory|Video|GPU Current Temp|Memory Current Temp|Power Draw|"
@@ -85,7 +104,7 @@ def sniff(head: str) -> bool:
     body = [ln.rstrip() for ln in lines if ln.strip()][:200]
     leaves = [ln for ln in body if _LEAF.match(ln)]
     if len(leaves) >= 4 and len({ln.split(":")[0].strip() for ln in leaves}) >= 2 and \
-            all(_LEAF.match(ln) or _DATE.match(ln) or _HEADING.match(ln) or ln.strip() == "--"
+            all(_LEAF.match(ln) or _poll_time(ln) or _HEADING.match(ln) or ln.strip() == "--"
                 for ln in body[:-1]):  # the last line may be cut
         return True
     for i, ln in enumerate(lines[:-1]):
@@ -125,15 +144,14 @@ def _records(stream, skips: schema.SkipCounter):
                 yield start, record
             record, start, stack, excerpt = {**top, "bus_id": gpu.group(1)}, no, [], False
             continue
-        date = _DATE.match(line.strip()) if excerpt else None
+        date = _poll_time(line) if excerpt else None
         if date:  # an excerpt's poll: `date` before the nvidia-smi call
             if record is not None:
                 yield start, record
             for first, _, _ in undated:
                 skips.skip(first, "a line before the first `date` line (no time)")
             undated = []
-            words = line.split()
-            poll, gpu_no, record, stack = " ".join(words[:3] + [date.group(1), date.group(2)]), 0, None, []
+            poll, gpu_no, record, stack = date, 0, None, []
             section = None
             continue
         indent = len(line) - len(line.lstrip(" "))
