@@ -520,13 +520,20 @@ _FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$"
 _PID = re.compile(r"events\.out\.tfevents\.\d+\..+?\.(\d+)\.\d+(?:\.v2)?$")  # the writer's process id
 
 
+def _process(name: str) -> tuple[str, str] | None:
+    """The process that wrote an event file, from its name: (host, pid); None where the name has no pid. A pid
+    alone names no process: ranks on different nodes (containers above all) often share one."""
+    m = _FILE_NAME.match(name)
+    return (m.group(1), _PID.match(name).group(1)) if m else None
+
+
 def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | None:
     """A `restart` event when this file continues a run its folder's earlier event file wrote: every writer
     (SummaryWriter, tf.summary, tensorboardX) starts a new file, so a run resumed from its checkpoint is a second
     file in the run's folder, read on its own. TensorBoard reads a folder's files in name order as one run; here
     the file before this one (by name) counts when it ended before this one's first point (a writer running
-    beside this one is none) and, where both names carry the writer's process id, another process wrote it. The
-    time between them is the run down and starting again, as a step counter that goes back in one log is
+    beside this one is none) and, where both names carry the writer's host and process id, another process wrote
+    it. The time between them is the run down and starting again, as a step counter that goes back in one log is
     (step_log: the steps' accounting measures each run on its own); None otherwise."""
     try:
         earlier = sorted(p.name for p in path.parent.glob("events.out.tfevents.*") if p.name < path.name)
@@ -536,8 +543,8 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
     if not earlier or not np.isfinite(wall).any():
         return None
     first = int(np.nanargmin(wall))
-    pids = [_PID.match(name) for name in (earlier[-1], path.name)]
-    if all(pids) and pids[0].group(1) == pids[1].group(1):
+    before, mine = _process(earlier[-1]), _process(path.name)
+    if before is not None and before == mine:
         return None  # the same process opened another writer: no restart
     ended = _last_wall(path.parent / earlier[-1])
     if ended is None or not ended <= wall[first]:
@@ -555,8 +562,9 @@ MAX_SIBLINGS = 16  # event files in one folder checked for a writer beside this 
 
 def _beside(path: Path, series: dict[str, _Series]) -> str | None:
     """The writer of this file ("host pid N", from its name) when another process wrote an event file of the same
-    folder while this one was written (their spans overlap: the other's first summary to its last): every DDP rank that logs opens its own file, and their points read as one series would merge
-    (silently de-duplicate) different ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
+    folder while this one was written (their spans overlap: the other's first summary to its last): every DDP rank
+    that logs opens its own file, and their points read as one series would merge (silently de-duplicate) different
+    ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
     mine = _FILE_NAME.match(path.name)
     pid = _PID.match(path.name)
     walls = [np.frombuffer(s.wall, dtype=np.float64) for s in series.values()]
@@ -572,8 +580,8 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
     if not others or len(others) > MAX_SIBLINGS:
         return None
     for other in others:
-        their = _PID.match(other.name)
-        if their is None or their.group(1) == pid.group(1):
+        their = _process(other.name)
+        if their is None or their == _process(path.name):
             continue
         began, ended = _first_wall(other), _last_wall(other)
         if began is not None and ended is not None and began < last and first < ended:

@@ -520,3 +520,16 @@ def test_a_resumed_run_and_one_process_files_stay_one_writer(tmp_path):
                       second_name="events.out.tfevents.200.h.11.1")  # one process, two writers: left as it was
     for run in ("a", "b"):
         assert read_paths([str(tmp_path / run)]).steps["host"].unique().tolist() == [run]
+
+
+def test_a_writer_is_its_host_and_pid_not_the_pid_alone(tmp_path):
+    # ranks on different nodes (identical containers) often have one pid: read as one process, two nodes' files
+    # written at once were merged into one series, and a run resumed on another node was no restart
+    _run_of_two_files(tmp_path / "ddp", 0.2, "events.out.tfevents.100.nodeA.7.0", "events.out.tfevents.100.nodeB.7.0")
+    hosts = read_paths([str(tmp_path / "ddp")]).steps["host"].unique().tolist()
+    assert sorted(hosts) == ["ddp (nodeA pid 7)", "ddp (nodeB pid 7)"]
+    _run_of_two_files(tmp_path / "resumed", 600.0, "events.out.tfevents.100.podA.1.0",
+                      "events.out.tfevents.200.podB.1.0")
+    bundle = read_paths([str(tmp_path / "resumed")])
+    assert bundle.events["kind"].tolist() == ["restart"] and bundle.steps["host"].unique().tolist() == ["resumed"]
+
