@@ -562,9 +562,9 @@ MAX_SIBLINGS = 16  # event files in one folder checked for a writer beside this 
 
 def _beside(path: Path, series: dict[str, _Series]) -> str | None:
     """The writer of this file ("host pid N", from its name) when another process wrote an event file of the same
-    folder while this one was written (their spans overlap: the other's first summary to its last): every DDP rank
-    that logs opens its own file, and their points read as one series would merge (silently de-duplicate) different
-    ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
+    folder while this one was written (their spans, the first summary to the last, share over half of the shorter
+    one): every DDP rank that logs opens its own file, and their points read as one series would merge (silently
+    de-duplicate) different ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
     mine = _FILE_NAME.match(path.name)
     pid = _PID.match(path.name)
     walls = [np.frombuffer(s.wall, dtype=np.float64) for s in series.values()]
@@ -584,7 +584,12 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
         if their is None or their == _process(path.name):
             continue
         began, ended = _first_wall(other), _last_wall(other)
-        if began is not None and ended is not None and began < last and first < ended:
+        if began is None or ended is None:
+            continue
+        # writers beside each other share most of the shorter one's span; a run resumed into a new file (on another
+        # host: another clock) may overlap the one before it by the clocks' skew alone
+        overlap = min(last, ended) - max(first, began)
+        if overlap > 0 and overlap > 0.5 * min(last - first, ended - began):
             return f"{mine.group(1)} pid {pid.group(1)}"
     return None
 

@@ -533,3 +533,11 @@ def test_a_writer_is_its_host_and_pid_not_the_pid_alone(tmp_path):
     bundle = read_paths([str(tmp_path / "resumed")])
     assert bundle.events["kind"].tolist() == ["restart"] and bundle.steps["host"].unique().tolist() == ["resumed"]
 
+
+def test_a_resumed_run_overlapping_the_file_before_by_clock_skew_stays_one_writer(tmp_path):
+    # resumed on another node whose clock runs 1 s behind: its first point 1 s before the first file's last one
+    # (149.5 s); two writers share most of their spans, these 1 s of 150 s
+    _run_of_two_files(tmp_path / "run", 148.5, "events.out.tfevents.100.nodeA.7.0", "events.out.tfevents.200.nodeB.9.0")
+    bundle = read_paths([str(tmp_path / "run")])
+    assert bundle.steps["host"].unique().tolist() == ["run"]
+    assert not any("written at the same time" in w for w in bundle.warnings)
