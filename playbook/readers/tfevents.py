@@ -520,11 +520,17 @@ _FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$"
 _PID = re.compile(r"events\.out\.tfevents\.\d+\..+?\.(\d+)\.\d+(?:\.v2)?$")  # the writer's process id
 
 
+_SUFFIXED = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.(\d+)\.\d+[._-].+$")  # + SummaryWriter's filename_suffix
+
+
 def _process(name: str) -> tuple[str, str] | None:
-    """The process that wrote an event file, from its name: (host, pid); None where the name has no pid. A pid
-    alone names no process: ranks on different nodes (containers above all) often share one."""
-    m = _FILE_NAME.match(name)
-    return (m.group(1), _PID.match(name).group(1)) if m else None
+    """The process that wrote an event file, from its name: (host, pid), a writer's filename_suffix after them
+    (tensorboard's EventFileWriter: "events.out.tfevents.%010d.%s.%s.%s" % (time, host, pid, uid) + suffix); None
+    where the name has no pid. A pid alone names no process: ranks on different nodes (containers above all) often
+    share one."""
+    if m := _FILE_NAME.match(name):
+        return m.group(1), _PID.match(name).group(1)
+    return (m.group(1), m.group(2)) if (m := _SUFFIXED.match(name)) else None
 
 
 def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | None:

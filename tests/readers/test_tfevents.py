@@ -541,3 +541,17 @@ def test_a_resumed_run_overlapping_the_file_before_by_clock_skew_stays_one_write
     bundle = read_paths([str(tmp_path / "run")])
     assert bundle.steps["host"].unique().tolist() == ["run"]
     assert not any("written at the same time" in w for w in bundle.warnings)
+
+
+def test_a_file_named_with_a_filename_suffix_is_its_process_own(tmp_path):
+    # SummaryWriter(".", filename_suffix=".attrs") for text beside SummaryWriter(".") for scalars, in one process
+    # (tensorboard's EventFileWriter names "events.out.tfevents.%010d.%s.%s.%s" % (time, host, pid, uid) + suffix):
+    # the suffixed name was read as no pid, and its text 0.49 s before the first scalar as a run restarted
+    text = _field(1, 2, b"model") + _field(8, 2, _field(1, 0, 7) + _field(8, 2, b"cnn"))
+    _write(tmp_path / "run" / "events.out.tfevents.1700000000.h.11.0.attrs", [_event(1.7e9 + 0.01, 0, [text])])
+    _write(tmp_path / "run" / "events.out.tfevents.1700000000.h.11.1", _steady("loss", n=50, dt=1.0, t0=1.7e9 + 0.5))
+    bundle = read_paths([str(tmp_path / "run")])
+    assert "restart" not in set(bundle.events["kind"])
+    assert tfevents._process("events.out.tfevents.1700000000.h.11.0_test_tensorboard") == ("h", "11")
+    assert tfevents._process("events.out.tfevents.1700000000.h.11.0.v2") == ("h", "11")
+    assert tfevents._process("events.out.tfevents.1700000000.node.example.com") is None  # TF1: no pid
