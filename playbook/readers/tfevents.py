@@ -537,7 +537,7 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
     """A `restart` event when this file continues a run its folder's earlier event file wrote: every writer
     (SummaryWriter, tf.summary, tensorboardX) starts a new file, so a run resumed from its checkpoint is a second
     file in the run's folder, read on its own. TensorBoard reads a folder's files in name order as one run; here
-    the file before this one (by name) counts when it ended before this one's first point (a writer running
+    the last file before this one (by name) holding a summary counts when it ended before this one's first point (a writer running
     beside this one is none) and, where both names carry the writer's host and process id, another process wrote
     it. The time between them is the run down and starting again, as a step counter that goes back in one log is
     (step_log: the steps' accounting measures each run on its own); None otherwise."""
@@ -549,17 +549,19 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
     if not earlier or not np.isfinite(wall).any():
         return None
     first = int(np.nanargmin(wall))
-    before, mine = _process(earlier[-1]), _process(path.name)
-    if before is not None and before == mine:
+    ended, before = None, earlier[-1]
+    for before in reversed(earlier[-MAX_SIBLINGS:]):  # the last holding a summary (TF's `.profile-empty` holds none)
+        if (ended := _last_wall(path.parent / before)) is not None:
+            break
+    if _process(before) is not None and _process(before) == _process(path.name):
         return None  # the same process opened another writer: no restart
-    ended = _last_wall(path.parent / earlier[-1])
     if ended is None or not ended <= wall[first]:
         return None
     step = int(records["step"].iloc[first])
     return schema.events_frame({
         "time": pd.to_datetime([round(wall[first] * 1e9)], utc=True), "host": [host], "rank": [-1],
         "step": [max(step, 0)], "kind": ["restart"], "duration_s": [wall[first] - ended],
-        "detail": [f"{path.name} began {wall[first] - ended:.0f} s after {earlier[-1]} ended (its last record): "
+        "detail": [f"{path.name} began {wall[first] - ended:.0f} s after {before} ended (its last record): "
                    f"the run restarted into a new event file, at step {step}"], "source": [str(path)]})
 
 

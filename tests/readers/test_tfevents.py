@@ -555,3 +555,13 @@ def test_a_file_named_with_a_filename_suffix_is_its_process_own(tmp_path):
     assert tfevents._process("events.out.tfevents.1700000000.h.11.0_test_tensorboard") == ("h", "11")
     assert tfevents._process("events.out.tfevents.1700000000.h.11.0.v2") == ("h", "11")
     assert tfevents._process("events.out.tfevents.1700000000.node.example.com") is None  # TF1: no pid
+
+
+def test_a_restart_is_found_past_a_file_without_summaries_between(tmp_path):
+    # TF's profiler leaves events.out.tfevents.<time>.profile-empty (no summary) in the run's folder: sorted
+    # between the first run's file and the resumed one's, it hid the restart (450 s read as a stall)
+    first, second = _run_of_two_files(tmp_path / "run", 600.0)
+    _write(tmp_path / "run" / "events.out.tfevents.150.profile-empty", [])
+    restarts = tfevents.read(second).events
+    assert restarts["kind"].tolist() == ["restart"] and restarts["duration_s"].round(1).tolist() == [450.5]
+    assert first.name in restarts["detail"].iloc[0]
