@@ -573,12 +573,11 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
     folder while this one was written (their spans, the first summary to the last, share over half of the shorter
     one): every DDP rank that logs opens its own file, and their points read as one series would merge (silently
     de-duplicate) different ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
-    mine = _FILE_NAME.match(path.name)
-    pid = _PID.match(path.name)
+    mine = _process(path.name)
     walls = [np.frombuffer(s.wall, dtype=np.float64) for s in series.values()]
     walls = [w[np.isfinite(w)] for w in walls]
     walls = [w for w in walls if len(w)]
-    if mine is None or pid is None or not walls:
+    if mine is None or not walls:
         return None
     first, last = min(float(w.min()) for w in walls), max(float(w.max()) for w in walls)
     try:
@@ -589,7 +588,7 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
         return None
     for other in others:
         their = _process(other.name)
-        if their is None or their == _process(path.name):
+        if their is None or their == mine:
             continue
         began, ended = _first_wall(other), _last_wall(other)
         if began is None or ended is None:
@@ -598,7 +597,7 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
         # host: another clock) may overlap the one before it by the clocks' skew alone
         overlap = min(last, ended) - max(first, began)
         if overlap > 0 and overlap > 0.5 * min(last - first, ended - began):
-            return f"{mine.group(1)} pid {pid.group(1)}"
+            return f"{mine[0]} pid {mine[1]}"
     return None
 
 

@@ -552,6 +552,8 @@ def test_a_file_named_with_a_filename_suffix_is_its_process_own(tmp_path):
     _write(tmp_path / "run" / "events.out.tfevents.1700000000.h.11.1", _steady("loss", n=50, dt=1.0, t0=1.7e9 + 0.5))
     bundle = read_paths([str(tmp_path / "run")])
     assert "restart" not in set(bundle.events["kind"])
+    _run_of_two_files(tmp_path / "ddp", 0.2, "events.out.tfevents.100.h.11.0_x", "events.out.tfevents.100.h.22.0_x")
+    assert sorted(read_paths([str(tmp_path / "ddp")]).steps["host"].unique()) == ["ddp (h pid 11)", "ddp (h pid 22)"]
     assert tfevents._process("events.out.tfevents.1700000000.h.11.0_test_tensorboard") == ("h", "11")
     assert tfevents._process("events.out.tfevents.1700000000.h.11.0.v2") == ("h", "11")
     assert tfevents._process("events.out.tfevents.1700000000.node.example.com") is None  # TF1: no pid
