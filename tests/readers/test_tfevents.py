@@ -15,7 +15,7 @@ import pytest
 from playbook.core.errors import InputError
 from playbook.diagnosis import diagnose
 from playbook.model import schema
-from playbook.readers import detect, read_paths, textio, tfevents
+from playbook.readers import detect, read_paths, textio, tfevents, tfrecord
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tfevents"
 
@@ -66,8 +66,8 @@ def _tensor(tag: str, tensor: bytes, plugin: str | None = None) -> bytes:
 
 def _frame(data: bytes) -> bytes:
     length = struct.pack("<Q", len(data))
-    return (length + struct.pack("<I", tfevents.masked_crc32c(length)) + data
-            + struct.pack("<I", tfevents.masked_crc32c(data)))
+    return (length + struct.pack("<I", tfrecord.masked_crc32c(length)) + data
+            + struct.pack("<I", tfrecord.masked_crc32c(data)))
 
 
 def _write(path: Path, events: list[bytes]) -> Path:
@@ -85,7 +85,7 @@ def _steady(tag: str = "train/loss", n: int = 40, dt: float = 0.5, t0: float = 1
 def test_the_checksum_is_tfrecords_masked_crc32c():
     # CRC-32C's check value (RFC 3720 B.4: "123456789" -> 0xE3069283), masked as tensorflow/core/lib/hash/crc32c.h
     crc = 0xE3069283
-    assert tfevents.masked_crc32c(b"123456789") == ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) % 2**32
+    assert tfrecord.masked_crc32c(b"123456789") == ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) % 2**32
 
 
 def test_real_writer_files_are_detected_and_a_text_naming_the_version_is_not():
