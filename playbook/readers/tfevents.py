@@ -17,7 +17,9 @@ images, audio, text, graphs and hparams are not scalars: counted in a note, not 
 
 from __future__ import annotations
 
+import functools
 import io
+import os
 import re
 import struct
 from array import array
@@ -453,7 +455,7 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
     first = int(np.nanargmin(wall))
     ended, before = None, earlier[-1]
     for before in reversed(earlier[-MAX_SIBLINGS:]):  # the last holding a summary (TF's `.profile-empty` holds none)
-        if (ended := _last_wall(path.parent / before)) is not None:
+        if (ended := _span(path.parent / before)[1]) is not None:
             break
     if _process(before) is not None and _process(before) == _process(path.name):
         return None  # the same process opened another writer: no restart
@@ -492,7 +494,7 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
         their = _process(other.name)
         if their is None or their == mine:
             continue
-        began, ended = _first_wall(other), _last_wall(other)
+        began, ended = _span(other)
         if began is None or ended is None:
             continue
         # writers beside each other share most of the shorter one's span; a run resumed into a new file (on another
@@ -501,6 +503,21 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
         if overlap > 0 and overlap > 0.5 * min(last - first, ended - began):
             return f"{mine[0]} pid {mine[1]}"
     return None
+
+
+def _span(path: Path) -> tuple[float | None, float | None]:
+    """(`_first_wall`, `_last_wall`) of an event file, read once however many of its folder's files ask: each file
+    of a folder read checks its siblings, and reading every sibling to its end for each was n² reads."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, None
+    return _span_of(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4 * MAX_SIBLINGS)
+def _span_of(path: str, _mtime_ns: int, _size: int) -> tuple[float | None, float | None]:
+    return _first_wall(Path(path)), _last_wall(Path(path))
 
 
 def _first_wall(path: Path, most: int = 64) -> float | None:

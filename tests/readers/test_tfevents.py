@@ -567,3 +567,16 @@ def test_a_restart_is_found_past_a_file_without_summaries_between(tmp_path):
     restarts = tfevents.read(second).events
     assert restarts["kind"].tolist() == ["restart"] and restarts["duration_s"].round(1).tolist() == [450.5]
     assert first.name in restarts["detail"].iloc[0]
+
+
+def test_a_folder_of_writers_reads_each_sibling_once(tmp_path, monkeypatch):
+    # every file of a folder checks its siblings for a writer beside it: read to their ends for each file, a folder
+    # of n files was n * (n - 1) reads
+    for pid in range(11, 17):
+        _run_of_two_files(tmp_path / "run", 0.2, f"events.out.tfevents.100.h.{pid}.0", f"events.out.tfevents.100.h.{pid + 10}.0")
+    reads = []
+    last_wall = tfevents._last_wall
+    monkeypatch.setattr(tfevents, "_last_wall", lambda path: reads.append(path) or last_wall(path))
+    tfevents._span_of.cache_clear()
+    bundle = read_paths([str(tmp_path / "run")])
+    assert bundle.steps["host"].nunique() == 12 and 0 < len(reads) == len(set(reads)) <= 12  # each file read once
