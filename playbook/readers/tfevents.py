@@ -301,7 +301,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         raise InputError(f"{src}: a TensorBoard event file with no scalar values in its {records} records "
                          f"({'; '.join(n.split(': ', 1)[1] for n in notes) or 'nothing logged'})")
     host = run_name(path)
-    writer = _beside(path, series)
+    writer = _beside(path, series, notes)
     if writer is not None:  # another process wrote this folder at the same time (DDP without a rank-0 guard)
         host = f"{host} ({writer})"
         notes.append(f"{src}: another event file in its folder was written at the same time by another process: "
@@ -469,14 +469,14 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
                    f"the run restarted into a new event file, at step {step}"], "source": [str(path)]})
 
 
-MAX_SIBLINGS = 16  # event files in one folder checked for a writer beside this one (each is read to its end)
+MAX_SIBLINGS = 64  # event files in one folder checked for a writer beside this one (each read once per folder)
 
 
-def _beside(path: Path, series: dict[str, _Series]) -> str | None:
+def _beside(path: Path, series: dict[str, _Series], notes: list[str]) -> str | None:
     """The writer of this file ("host pid N", from its name) when another process wrote an event file of the same
     folder while this one was written (their spans, the first summary to the last, share over half of the shorter
     one): every DDP rank that logs opens its own file, and their points read as one series would merge (silently
-    de-duplicate) different ranks' steps. None otherwise, or past MAX_SIBLINGS files."""
+    de-duplicate) different ranks' steps. None otherwise, or past MAX_SIBLINGS files (said in `notes`)."""
     mine = _process(path.name)
     walls = [np.frombuffer(s.wall, dtype=np.float64) for s in series.values()]
     walls = [w[np.isfinite(w)] for w in walls]
@@ -488,6 +488,9 @@ def _beside(path: Path, series: dict[str, _Series]) -> str | None:
         others = sorted(p for p in path.parent.glob("events.out.tfevents.*") if p.name != path.name and p.is_file())
     except OSError:
         return None
+    if len(others) > MAX_SIBLINGS:
+        notes.append(f"{path}: its folder holds {len(others) + 1} event files, more than {MAX_SIBLINGS + 1}: not checked "
+                     "for writers beside this one (files written at once by other processes read as one series)")
     if not others or len(others) > MAX_SIBLINGS:
         return None
     for other in others:

@@ -580,3 +580,13 @@ def test_a_folder_of_writers_reads_each_sibling_once(tmp_path, monkeypatch):
     tfevents._span_of.cache_clear()
     bundle = read_paths([str(tmp_path / "run")])
     assert bundle.steps["host"].nunique() == 12 and 0 < len(reads) == len(set(reads)) <= 12  # each file read once
+
+
+def test_a_folder_past_the_files_checked_for_writers_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(tfevents, "MAX_SIBLINGS", 1)
+    first, second = _run_of_two_files(tmp_path / "run", second_start=0.2)
+    _write(tmp_path / "run" / "events.out.tfevents.300.h.33.0", _steady(n=5))
+    bundle = tfevents.read(second)
+    assert bundle.steps["host"].unique().tolist() == ["run"]  # not checked: read as the run's one series
+    assert any(w.startswith(f"{second}: its folder holds 3 event files, more than 2: not checked for writers")
+               for w in bundle.warnings)
