@@ -35,18 +35,8 @@ DEFAULT_OUT = "/tmp/playbook-ingest-{gpus}x{hours:g}h.csv"
 TARGET_S = 15.0
 TARGET_RSS_MIB = 2048
 
-CHILD = r"""
+CHILD = (Path(__file__).with_name("peak_rss.py")).read_text() + r"""
 import json, resource, sys, time
-def peak_rss_mib():
-    # this interpreter's own peak (VmHWM: its address space since exec); ru_maxrss keeps the pre-exec peak of the
-    # forked parent's copy, which counted the benchmark's generator (3.4 GiB for a 1.7 GiB read at 2,048 GPUs)
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 path = sys.argv[1]
 t0, c0 = time.perf_counter(), time.process_time()
 from playbook.readers import read_paths

@@ -103,18 +103,8 @@ def generate(path: Path, gpus: int, seconds: int, damaged: bool = False, seed: i
     return rows
 
 
-CHILD = r"""
+CHILD = (Path(__file__).with_name("peak_rss.py")).read_text() + r"""
 import json, resource, sys, time
-def peak_rss_mib():
-    # this interpreter's own peak (VmHWM: its address space since exec); ru_maxrss keeps the pre-exec peak of the
-    # forked parent's copy, which counted the benchmark's generator (3.4 GiB for a 1.7 GiB read at 2,048 GPUs)
-    try:
-        for line in open("/proc/self/status"):
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 mode, path = sys.argv[1], sys.argv[2]
 import pyarrow as pa, pyarrow.csv as pcsv
 if mode == "reader":

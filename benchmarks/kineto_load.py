@@ -48,13 +48,8 @@ import numpy, pandas  # the same imports for every variant: the baseline RSS inc
 sys.path.insert(0, {root!r})
 import playbook.readers.kineto as kineto
 import playbook.readers.kineto.decode as kineto_decode
-def hwm():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 variant, path = sys.argv[1], sys.argv[2]
-before = hwm()
+before = peak_rss_mib()
 t0, c0 = time.perf_counter(), time.process_time()
 if variant in ("json.load", "msgspec.json.decode", "msgspec typed"):
     opener = gzip.open if open(path, "rb").read(2) == b"\x1f\x8b" else open
@@ -76,7 +71,7 @@ else:
     rows = len(kineto.read(path).trace)
 elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
 print(json.dumps({{"variant": variant, "seconds": elapsed, "cpu_seconds": cpu, "rows": rows, "rss_before_mib": before,
-                  "rss_peak_mib": hwm()}}))
+                  "rss_peak_mib": peak_rss_mib()}}))
 """
 
 
@@ -91,7 +86,7 @@ def json_megabytes(path: Path) -> float:
 
 
 def measure(variant: str, path: Path) -> dict:
-    code = _CHILD.format(root=str(ROOT))
+    code = (ROOT / "benchmarks" / "peak_rss.py").read_text() + _CHILD.format(root=str(ROOT))
     out = subprocess.run([sys.executable, "-c", code, variant, str(path)], capture_output=True, text=True,
                          check=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
