@@ -300,19 +300,22 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if not series:
         raise InputError(f"{src}: a TensorBoard event file with no scalar values in its {records} records "
                          f"({'; '.join(n.split(': ', 1)[1] for n in notes) or 'nothing logged'})")
-    host = run_name(path)
+    run = host = run_name(path)
     writer = _beside(path, series, notes)
     if writer is not None:  # another process wrote this folder at the same time (DDP without a rank-0 guard)
-        host = f"{host} ({writer})"
+        host = f"{run} ({writer})"
         notes.append(f"{src}: another event file in its folder was written at the same time by another process: "
-                     f"this file's points are read as writer {writer} of run {run_name(path)}, not merged with it")
+                     f"this file's points are read as writer {writer} of run {run}, not merged with it")
     parts: list[schema.Bundle] = []
     gpu_tags = [t for t in series if headers.meaning(headers.series_name(t)).role in schema.TELEMETRY_METRICS]
     for tag in gpu_tags:
         parts.append(_telemetry(src, tag, series[tag], host, tz, interval_s))
     evaluation = split(path) == "eval"  # Keras' validation/ beside train/: every tag is the evaluation's
     eval_tags = [t for t in series if t not in gpu_tags and (evaluation or _is_eval(t))]
-    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags] or ([] if evaluation else eval_tags)
+    train_tags = [t for t in series if t not in gpu_tags and t not in eval_tags]
+    eval_clock = not train_tags and not evaluation  # an evaluation's tags alone: they are the clock, not events
+    if eval_clock:
+        train_tags = eval_tags
     if evaluation and eval_tags:
         parts.insert(0, schema.Bundle(events=_eval_events(series, eval_tags, host, src, notes)))
         notes.append(f"{src}: its folder {path.parent.name} is an evaluation split of run {host}: its scalars are "
@@ -335,7 +338,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         if steps is not None:
             if _per_epoch(train_tags) and not _windowed(steps):  # the step is the epoch's number: rows are epochs
                 steps.meta[schema.RECORD_UNITS] = {src: "epoch"}
-            if eval_tags and train_tags is not eval_tags:
+            if eval_tags and not eval_clock:
                 steps.events = _eval_events(series, eval_tags, host, src, notes)
                 if _windowed(steps):
                     lines._sections_in_windows(steps)
