@@ -37,7 +37,8 @@ import numpy as np
 # TensorFlow: "<function F at 0x7f..>", "<function Outer.<locals>.f at 0x..>", and Keras objects ("<tensorflow...
 # Sequential object at 0x7f2185a37630>")
 _TF_RETRACE = re.compile(r"\b(\d{1,9}) out of the last (\d{1,9}) calls to <(?:function )?([^<>\s]{1,300}(?:<locals>"
-                         r"[^<>\s]{0,200})?)(?: object)?(?: at 0x[0-9a-fA-F]{1,16})?> triggered tf\.function retracing")
+                         r"[^<>\s]{0,200}){0,4})(?: object)?(?: at 0x[0-9a-fA-F]{1,16})?> triggered tf\.function "
+                         r"retracing")
 _JAX_TRACE = re.compile(r"Finished tracing \+ transforming (\S{1,300}) for (?:p?jit|pmap) in ([\d.eE+-]{1,30}) sec")
 _JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and types (.{0,400}?)\. Argument mapping|"
                             r"\(\d{1,20}\) for args (.{0,400}))")

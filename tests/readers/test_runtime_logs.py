@@ -35,6 +35,8 @@ def _events(tmp_path, text, name="run.log"):
      "at 0x7f2185a37630>" + TF_TAIL, "tensorflow.python.keras.engine.sequential.Sequential", ("5", "5")),
     ("[worker 3] WARNING:tensorflow:11 out of the last 11 calls to <function predict at 0x14b2f0>" + TF_TAIL,
      "predict", ("11", "11")),
+    ("WARNING:tensorflow:5 out of the last 9 calls to <function make.<locals>.wrap.<locals>.step at 0x7f01>" + TF_TAIL,
+     "make.<locals>.wrap.<locals>.step", ("5", "9")),
 ])
 def test_tf_retracing_warning_is_a_recompile_of_its_function(tmp_path, line, name, counts):
     rows = _events(tmp_path, line + "\n")

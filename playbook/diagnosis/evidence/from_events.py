@@ -121,7 +121,8 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
         text = f"torch says a frame recompiled up to its limit and runs eagerly from then on: {hit.iloc[0][:200]}"
     elif len(tf):
         at = tf.index[0]
-        text = (f"TensorFlow says {frame.get(at, 'a tf.function')} traced anew on {tf.iloc[0, 0]} of the last "
+        name = frame.get(at) if isinstance(frame.get(at), str) else "a tf.function"
+        text = (f"TensorFlow says {name} traced anew on {tf.iloc[0, 0]} of the last "
                 f"{tf.iloc[0, 1]} calls (its warning of excessive retracing: each trace runs the Python function "
                 f"again and builds a new graph while the GPU waits)")
     elif not timed_steps and counter:
