@@ -585,6 +585,19 @@ CASES = [
         ("sglang26248_kv_full_before_retract.log", "memory_pressure"),
         ("fastrl4_decode_cuda_graph_false.log", "launch_bound"),
         ("sglang6081_mtp_cudagraph_accept_drop.log", "pipeline_imbalance"))],
+    # the forty-third round: framework-runtime evidence (tests/data/eval/heldout43/SOURCES.md, real excerpts): scored
+    # once as written — 1 of 7 right, 1 of 7 read, none called healthy; kept: torch.cuda.memory_summary() with a
+    # cudaMalloc retry, TF's retracing warning twice, JAX's compile log, dynamo's CompileProfiler report (refused
+    # first → readers/runtime_logs.py; TF's warning is a finding: evidence/from_events), one expected recompile
+    # (insufficient_data, right first); left out: dynamo 2.0 records under CUDA_LAUNCH_BLOCKING=1 (host_sync
+    # outranks the recompiles: a strict xfail in test_heldout43.py)
+    *[(f"heldout43 {name}", want, _file(f"heldout43/{name}")) for name, want in (
+        ("ae425_memory_summary_one_retry.txt", "memory_pressure"),
+        ("sup3r109_tf_retracing_calc_loss.log", "recompilation"),
+        ("epitome43_ray_tf_retracing_predict_step.log", "recompilation"),
+        ("desc1191_jax_log_compiles_outer_iteration.log", "insufficient_data"),
+        ("pytorch110803_dynamo_profiler_report_train_eval.txt", "recompilation"),
+        ("pytorch143670_one_expected_recompile.log", "insufficient_data"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +
