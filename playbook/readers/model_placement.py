@@ -89,7 +89,7 @@ class Placements:
             keys = r.pop("_keys", None)
             if keys is not None:
                 try:
-                    n, k = int(keys["layers.model"]), int(keys["layers.offload"])
+                    n, k = int(keys["layers.model"].strip('"')), int(keys["layers.offload"].strip('"'))
                 except (KeyError, ValueError):
                     continue  # a wrapped line without both counts states no split
                 if n <= 0 or not 0 <= k <= n:
