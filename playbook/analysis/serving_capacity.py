@@ -9,10 +9,11 @@ readers/model_placement.py) → findings, by what the numbers mean.
   The load generator could not offer the load asked → data_starvation (moderate): the tool says so (`not able to
       keep up with the desired request rate`), or the rate it sent is ≤ LAG of the rate asked — the server was fed
       less than the test meant; the client (its threads, its transfer path) is the limit.
-  Part of the model on the CPU → memory_pressure: a placement holding ≥ CPU_MIN of the model (its bytes or its
-      layers) in host memory runs those layers on the CPU for every token while the GPU waits; the runtime splits a
-      model only when it does not fit the free GPU memory (high at ≥ CPU_HIGH, or where the stated free memory is
-      below what the whole model needs).
+  Part of the model on the CPU: a placement holding ≥ CPU_MIN of the model (its bytes or its layers) in host memory
+      runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
+      the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
+      below what the whole model needs → memory_pressure; a count of layers with no shortage stated (the layers a
+      setting asked for the GPU) → pipeline_imbalance, the CPU's layers the slow stage of the two in series.
   Saturation (no finding, a fact for `info` and the evidence): two load levels of one kind LOAD_STEP apart whose
       throughput differs by at most FLAT, the lower one spending ≥ INSIDE of the client's latency in the server —
       the server already served all it could at the lower load; the latency added at the higher one is queueing.
@@ -104,19 +105,30 @@ def offloaded(records: list[dict]) -> dict | None:
     who = worst.get("model") or "the model"
     how = (f"{worst['layers'][1] - worst['layers'][0]} of its {worst['layers'][1]} layers on the CPU"
            if worst.get("layers") else f"{worst['cpu_share']:.0%} of it held in host memory")
-    short = (worst.get("available_gib") is not None and worst.get("required_gib") is not None
-             and worst["available_gib"] < worst["required_gib"])
-    mem = (f" ({worst['available_gib']:g} GiB of GPU memory free, {worst['required_gib']:g} GiB needed for the whole "
-           "model)" if short else "")
+    stated = worst.get("available_gib") is not None and worst.get("required_gib") is not None
+    short = stated and worst["available_gib"] < worst["required_gib"]
     whole = [r.get("model") for r in records if r is not worst and (r.get("cpu_share") or 0) < CPU_MIN
              and r.get("model")]
     beside = f"; {', '.join(whole)} fully on the GPU" if whole else ""
-    return {"hypothesis": ids.MEMORY_PRESSURE,
-            "level": "high" if worst["cpu_share"] >= CPU_HIGH or short else "moderate",
-            "evidence": f"{who}: {how}{mem}{beside}: the model does not fit the GPU's free memory, so every token "
-                        "runs those layers on the CPU at host-memory speed while the GPU waits",
-            "next": "fit the whole model on the GPU: a smaller quantization or context, free the GPU memory other "
-                    "processes hold, or more GPU memory; then check that the runtime places 100% on the GPU"}
+    level = "high" if worst["cpu_share"] >= CPU_HIGH or short else "moderate"
+    waits = "every token runs those layers on the CPU at host-memory speed while the GPU waits"
+    if short or (worst["how"] == "bytes" and not stated):
+        # a residency share (the bytes the runtime could place in GPU memory), or free memory stated below the need
+        mem = (f" ({worst['available_gib']:g} GiB of GPU memory free, {worst['required_gib']:g} GiB needed for the "
+               "whole model)" if short else "")
+        return {"hypothesis": ids.MEMORY_PRESSURE, "level": level,
+                "evidence": f"{who}: {how}{mem}{beside}: the model does not fit the GPU's free memory, so {waits}",
+                "next": "fit the whole model on the GPU: a smaller quantization or context, free the GPU memory "
+                        "other processes hold, or more GPU memory; then check that the runtime places 100% on the GPU"}
+    # a layer count with no shortage of memory stated: the split is a setting (the layers asked for the GPU), and
+    # the CPU's layers are the slow stage of the two in series
+    why = (f" although {worst['available_gib']:g} GiB of GPU memory is free for the {worst['required_gib']:g} GiB the "
+           "model needs" if stated else "; nothing in the input says the GPU's memory is short")
+    return {"hypothesis": ids.PIPELINE_IMBALANCE, "level": level,
+            "evidence": f"{who}: {how}{why}{beside}: {waits} — the CPU's layers are the slow stage of the two",
+            "next": "offload every layer (llama.cpp -ngl / n_gpu_layers at least the model's layer count, Ollama "
+                    "num_gpu) and check the loader's `offloaded M/M layers to GPU`; lower it only if the GPU's "
+                    "memory runs out"}
 
 
 def saturation(blocks: list[dict]) -> str | None:

@@ -2,7 +2,8 @@
 servers other than SGLang/vLLM, pasted in public threads with a stated cause — perf_client blocks whose requests spend
 ~92-94% of their latency outside one Triton server (its request path capped the GPUs), a perf_analyzer request-rate
 block whose client could not keep up with the rate asked, a saturated server measured with CUDA shared memory (the
-healthy case), and two Ollama statements of a model split between CPU and GPU (`ollama ps`, the offload log line).
+healthy case), two Ollama statements of a model split between CPU and GPU (`ollama ps`, the offload log line), and a
+llama.cpp loader keeping 34 of 35 layers on the CPU by a plugin's setting (added after the fixes, labelled first).
 Each file's verdict (one of the accepted ids) and that none names a rank or GPU (the mechanisms are tested apart:
 tests/readers/test_serving_capacity.py)."""
 
@@ -24,6 +25,7 @@ ACCEPTED = {
     "triton7986_pa_cannot_keep_up_request_rate.txt": ("data_starvation", "insufficient_data"),
     "ollama4531_ps_70b_partial_offload.txt": ("memory_pressure", "pipeline_imbalance"),
     "ollama10823_offload_49_of_63_layers.log": ("memory_pressure", "pipeline_imbalance"),
+    "llm_llama_cpp19_offloaded_1_of_35.log": ("pipeline_imbalance",),
 }
 NOT_YET: dict[str, str] = {}
 

@@ -151,8 +151,8 @@ def test_llama_cpp_loader_lines_state_the_layers_on_the_gpu(tmp_path):
     path = _write(tmp_path, "llama.log", "load_tensors: offloading 20 repeating layers to GPU\n"
                                          "load_tensors: offloaded 20/41 layers to GPU\n")
     d = _diagnose(path)
-    assert d.verdict["id"] == "memory_pressure"
-    assert "21 of its 41 layers on the CPU" in " ".join(d.hypotheses[0]["evidence"])
+    assert d.verdict["id"] == "pipeline_imbalance"  # a layer count, no memory shortage stated: the setting splits it
+    assert "21 of its 41 layers on the CPU; nothing in the input says" in " ".join(d.hypotheses[0]["evidence"])
     whole = _write(tmp_path, "whole.log", "load_tensors: offloaded 41/41 layers to GPU\n")
     assert _diagnose(whole).verdict["id"] == "insufficient_data"  # wholly on the GPU: read, a fact, no cause
 
@@ -171,3 +171,7 @@ def test_ollama_offload_line_on_two_gpus_unwrapped():
     f = serving_capacity.offloaded([r])
     assert f["hypothesis"] == "memory_pressure" and f["level"] == "high"
     assert "23 GiB of GPU memory free, 41.2 GiB needed" in f["evidence"]
+    # the same line with room for the whole model: the layers held back are a setting (num_gpu), not memory
+    (r,) = _feed(Placements(), line.replace("[11.5 GiB 11.5 GiB]", "[24 GiB 24 GiB]"))
+    f = serving_capacity.offloaded([r])
+    assert f["hypothesis"] == "pipeline_imbalance" and "48 GiB of GPU memory is free for the 41.2 GiB" in f["evidence"]
