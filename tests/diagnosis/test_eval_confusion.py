@@ -576,6 +576,21 @@ CASES = [
         ("pangeo_ncar9_unet_nsys_markdown.txt", "insufficient_data"),
         ("hf_blog_profiler_matmul64_totals.txt", "insufficient_data"),
         ("hf_blog_profiler_matmul4096_totals.txt", "insufficient_data"))],
+    # the forty-fourth round: real serving evidence from servers other than SGLang/vLLM
+    # (tests/data/eval/heldout44/SOURCES.md, real excerpts): scored once as written — 0 of 5 right, 0 of 5 read (all
+    # refused); kept: perf_client blocks whose requests wait outside the server (readers/load_report +
+    # analysis/serving_capacity.outside), a client that could not keep up with the rate asked (.lagging), a saturated
+    # server (insufficient_data, the saturation stated), two Ollama statements of a model split between CPU and GPU
+    # (readers/model_placement + .offloaded); a sixth file added after the fixes and labelled first: a llama.cpp
+    # loader with 1 of 35 layers on the GPU by a setting (the branch said memory_pressure first; a layer count with no
+    # memory shortage stated is pipeline_imbalance)
+    *[(f"heldout44 {name}", want, _file(f"heldout44/{name}")) for name, want in (
+        ("triton269_perf_client_two_gpus_grpc_cap.txt", "data_starvation"),
+        ("triton6243_cudashm_c1_c4_saturated.txt", "insufficient_data"),
+        ("triton7986_pa_cannot_keep_up_request_rate.txt", "data_starvation"),
+        ("ollama4531_ps_70b_partial_offload.txt", "memory_pressure"),
+        ("ollama10823_offload_49_of_63_layers.log", "memory_pressure"),
+        ("llm_llama_cpp19_offloaded_1_of_35.log", "pipeline_imbalance"))],
     # the fortieth round: real inference-serving evidence (tests/data/eval/heldout40/SOURCES.md, real excerpts):
     # scored once as written — 0 of 4 right, 0 of 4 read (all refused); kept: SGLang decode lines at a full KV
     # cache with a queue, decode lines stating `cuda graph: False`, two pasted runs whose speculative accept length
