@@ -8,6 +8,9 @@ A collector's label before every line of what it carried: Slurm `srun -l`'s task
 a name with a digit), `kubectl logs --prefix`'s `[pod/NAME/CONTAINER] `. One label on (nearly) every line says
 nothing the file does not: it is taken off, so that the format it carries is read as it printed. Several labels name
 ranks or hosts: they stay, for the readers that tell them apart (line_prefix).
+
+Every line break doubled (a blank line after each line: `\r\r\n` endings from a file passed twice through a
+Windows tool, a paste through some web forms): each pair is one break, so tables stay tables.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ _LABEL = re.compile(rb"^(?: {0,6}\d{1,6}: |(?=[\w.-]{0,63}\d)[A-Za-z][\w.-]{0,63
                     rb"|\[pod/[^\]\s/]{1,253}/[^\]\s]{1,63}\] )")
 LABEL_SHARE = 0.9  # of the head's non-blank lines carrying one label: fewer, and it is a line's own `name: ` text
 MIN_LINES = 3  # a label on one or two lines cannot be told from their text
+_BREAK = re.compile(rb"\r\n|\r|\n")
+_BREAKS = re.compile(rb"(?:\r\n|\r|\n)+")
+_BREAK_PAIR = re.compile(rb"(?:\r\n|\r|\n){2}")
 
 
 def strip_escapes(text: bytes) -> bytes:
@@ -40,13 +46,22 @@ def collector_label(head: bytes) -> bytes | None:
     return first
 
 
+def doubled_breaks(head: bytes) -> bool:
+    """True when every run of line breaks in `head` (its last, possibly cut, run aside) holds an even number of
+    them, MIN_LINES runs or more: each line followed by one blank line."""
+    runs = [len(_BREAK.findall(m.group(0))) for m in _BREAKS.finditer(head.rstrip(b"\r\n"))]
+    return len(runs) >= MIN_LINES and all(n % 2 == 0 for n in runs)
+
+
 class Unwrap:
-    """Called on each chunk of a text stream in order: the chunk without terminal escapes and without the one
-    collector label `head` shows on its lines (if any). An escape or (with a label) a line cut by a chunk's end
-    waits for the next chunk; `final` flushes it."""
+    """Called on each chunk of a text stream in order: the chunk without terminal escapes, with doubled line
+    breaks made single and without the one collector label, as far as `head` shows them. An escape, the breaks at
+    the end, or (with a label) a line cut by a chunk's end wait for the next chunk; `final` flushes them."""
 
     def __init__(self, head: bytes) -> None:
-        self.label = collector_label(strip_escapes(head))
+        head = strip_escapes(head)
+        self.doubled = doubled_breaks(head)
+        self.label = collector_label(_BREAK_PAIR.sub(b"\n", head) if self.doubled else head)
         self.carry = b""
 
     def __call__(self, data: bytes, final: bool) -> bytes:
@@ -57,6 +72,10 @@ class Unwrap:
             if not final and cut >= 0 and _ESCAPE_CUT.fullmatch(data, cut):
                 data, self.carry = data[:cut], data[cut:]
             data = strip_escapes(data)
+        if self.doubled:  # a pair cut by the chunk's end waits: the breaks at the end go with the next chunk
+            end = len(data) if final else len(data.rstrip(b"\r\n"))
+            data, self.carry = data[:end], data[end:] + self.carry
+            data = _BREAK_PAIR.sub(b"\n", data)
         if self.label is not None:
             end = len(data) if final else data.rfind(b"\n") + 1
             data, self.carry = data[:end], data[end:] + self.carry

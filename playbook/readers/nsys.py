@@ -145,8 +145,9 @@ def named_report(name: str) -> str | None:
 def _split(header_line: str, delimiter: str = ",") -> list[str] | None:
     """One CSV line's fields; None for a damaged one (strict: a quoted field left open — a file cut inside a kernel
     name — or text after a closing quote)."""
+    line = header_line.rstrip(" \r" if delimiter == "\t" else " \t\r")  # a terminal's trailing blanks are no field
     try:
-        return next(csv.reader([header_line], delimiter=delimiter, strict=True))
+        return next(csv.reader([line], delimiter=delimiter, strict=True))
     except (csv.Error, StopIteration):
         return None
 
@@ -236,7 +237,7 @@ class _Table:
 
 def _rule_starts(line: str) -> list[int] | None:
     """The column start offsets of a column-format rule line (` --------  ---------------  ----`), else None."""
-    if "-" not in line or line.strip(" -\r") or len(line) > 64 * MAX_COLUMNS:
+    if "-" not in line or line.strip(" -\r\t") or len(line) > 64 * MAX_COLUMNS:
         return None
     starts = [m.start() for m in _RULE_RUN.finditer(line)]
     return starts if 2 <= len(starts) <= MAX_COLUMNS else None

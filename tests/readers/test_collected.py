@@ -102,3 +102,54 @@ def test_the_slow_loader_rank_is_named_through_srun_labels_of_two_nodes(tmp_path
         d = diagnose(read_paths([str(tmp_path / name)]))
         assert d.verdict["id"] == "data_starvation", name
         assert "rank 3" in d.hypotheses[0]["names"], name
+
+
+@pytest.mark.parametrize("newline", [b"\n\n", b"\r\r\n", b"\r\n\r\n"])
+def test_doubled_line_breaks_are_single_again_across_chunks(newline):
+    lines = [b"| GPU  Name | %d |" % i for i in range(40)] + [b""] + [b"tail"]  # one blank line of its own
+    text = b"".join(ln + newline for ln in lines)
+    unwrap = collected.Unwrap(text[:400])
+    assert unwrap.doubled
+    out = b"".join(unwrap(text[i:i + 5], final=False) for i in range(0, len(text), 5)) + unwrap(b"", final=True)
+    assert out == b"".join(ln + b"\n" for ln in lines)
+
+
+@pytest.mark.parametrize("head", [b"a\nb\nc\n", b"a\n\nb\nc\n\nd\n", b"1%\r2%\r3%\r\n", b"a\n\nb\n"])
+def test_single_or_mixed_line_breaks_are_left_as_they_are(head):
+    assert not collected.Unwrap(head).doubled
+
+
+def test_an_nvidia_smi_table_pasted_double_spaced_reads_as_printed(tmp_path):
+    table = """Mon Jan 15 10:00:00 2024
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 525.60.13    Driver Version: 525.60.13    CUDA Version: 12.0     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|                               |                      |               MIG M. |
+|===============================+======================+======================|
+|   0  NVIDIA A100-SXM...  On   | 00000000:07:00.0 Off |                    0 |
+| N/A   33C    P0    61W / 400W |  30001MiB / 40960MiB |     97%      Default |
+|                               |                      |             Disabled |
++-------------------------------+----------------------+----------------------+
+|   1  NVIDIA A100-SXM...  On   | 00000000:0F:00.0 Off |                    0 |
+| N/A   30C    P0    58W / 400W |  30001MiB / 40960MiB |      3%      Default |
+|                               |                      |             Disabled |
++-------------------------------+----------------------+----------------------+
+"""
+    (tmp_path / "plain.txt").write_text(table)
+    (tmp_path / "doubled.txt").write_bytes(table.replace("\n", "\r\r\n").encode())
+    plain, got = (read_paths([str(tmp_path / n)]).telemetry for n in ("plain.txt", "doubled.txt"))
+    assert len(plain) == 2 and got["util_pct"].tolist() == plain["util_pct"].tolist() == [97.0, 3.0]
+
+
+def test_an_nsys_csv_with_trailing_blanks_reads_as_printed(tmp_path):
+    csv = ('"Time (%)","Total Time (ns)","Instances","Avg (ns)","Name"\n'
+           '"60.0","600","3","200.0","gemm_kernel"\n"40.0","400","2","200.0","copy_kernel"\n')
+    (tmp_path / "plain.txt").write_text(" ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n" + csv)
+    (tmp_path / "blanks.txt").write_text(" ** CUDA GPU Kernel Summary (cuda_gpu_kern_sum):\n\n" +
+                                         "".join(f"{ln} \t\n" for ln in csv.splitlines()))
+    plain, got = (read_paths([str(tmp_path / n)]).meta for n in ("plain.txt", "blanks.txt"))
+    (summary,), (read,) = plain.values(), got.values()
+    assert [r["name"] for r in summary["reports"]["cuda_gpu_kern_sum"]] == ["gemm_kernel", "copy_kernel"]
+    assert read["reports"] == summary["reports"]
