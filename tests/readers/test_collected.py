@@ -153,3 +153,29 @@ def test_an_nsys_csv_with_trailing_blanks_reads_as_printed(tmp_path):
     (summary,), (read,) = plain.values(), got.values()
     assert [r["name"] for r in summary["reports"]["cuda_gpu_kern_sum"]] == ["gemm_kernel", "copy_kernel"]
     assert read["reports"] == summary["reports"]
+
+
+SHARDS = "Loading checkpoint shards: 100%|##########| 2/2 [00:03<00:00,  1.52s/it]\n"
+MAP = "".join(f"Map: {p:3d}%|{'#' * (p // 10):10s}| {p * 10}/1000 [00:0{p // 50}<00:00, 9800.00 examples/s]\n"
+              for p in (10, 50, 100))
+
+
+def _trainer_bar(desc: str = "") -> str:
+    """A training bar redrawn every 10 steps at 2 it/s (the Hugging Face Trainer's layout: no description)."""
+    return "".join(f"{desc}{100 * i // 200:3d}%|{'#' * (i // 20):10s}| {i}/200 [{i // 120:02d}:{i // 2 % 60:02d}<"
+                   f"01:30,  2.00it/s]\n" for i in range(10, 201, 10))
+
+
+@pytest.mark.parametrize("noise", [SHARDS, MAP, SHARDS + MAP])
+def test_setup_bars_before_the_training_bar_are_not_its_steps(tmp_path, noise):
+    (tmp_path / "plain.log").write_text(_trainer_bar())
+    (tmp_path / "noisy.log").write_text(noise + _trainer_bar())
+    plain, noisy = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "noisy.log"))
+    assert len(plain) == 20 and noisy["step"].tolist() == plain["step"].tolist()
+    assert noisy["duration_s"].tolist() == pytest.approx(plain["duration_s"].tolist())
+
+
+def test_the_bars_of_each_epoch_are_one_loop_whatever_their_numbers(tmp_path):
+    text = SHARDS + _trainer_bar("Epoch 0: ") + _trainer_bar("Epoch 1: ")
+    steps = read_paths([str(tmp_path / "e.log")]).steps if (tmp_path / "e.log").write_text(text) else None
+    assert len(steps) == 40 and steps["duration_s"].median() == pytest.approx(0.5, rel=0.05)

@@ -65,6 +65,7 @@ import numpy as np
 
 from playbook.readers.line_prefix import stamp_ns
 from playbook.readers.step_log import timer_line
+from playbook.readers.step_log.bar_loops import BarLoops, drop_records
 from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
@@ -155,7 +156,8 @@ class StepLines:
     def __init__(self):
         self.step, self.rank, self.time, self.line = (array("q") for _ in range(4))
         self.keyword = array("b")
-        self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar
+        self.kind = array("b")  # the counter's kind: 0 a bracket / epoch position, 1 a keyword, 2 a progress bar,
+        self.loops = BarLoops()  # ... or a tqdm bar's loop (bar_loops.py)
         self.pos = array("q")  # the counter's position within its epoch, -1 unknown
         self.smoothed = None  # the printer of window means (smoothed.py: MetricLogger's, LogProcessor's), if any
         self.avg_cols: dict[str, array] = {}  # name -> the running averages printed beside its values
@@ -244,8 +246,10 @@ class StepLines:
             self.tqdm_lines += 1
             if n is None and epoch is not None:  # no total (`3it [00:18, 5.86s/it]`): a count restarting each epoch
                 epoch, i = None, self.restarts.step(epoch, i)
-            return self._progress(epoch, i, n, (m.start(), m.start() + len(m["i"]) + (1 + len(m["n"]) if n else 0)),
-                                  "tqdm", bool(EVAL_MODE.search(head)))
+            c = self._progress(epoch, i, n, (m.start(), m.start() + len(m["i"]) + (1 + len(m["n"]) if n else 0)),
+                               "tqdm", bool(EVAL_MODE.search(head)))
+            c.kind = self.loops.kind(head, n)
+            return c
         if (m := NAMED_EPOCH.search(body)):
             mode = m["m"].lower()
             return self._within(int(m["e"]), int(m["i"]), int(m["n"]), m.span(), "timm",
@@ -287,8 +291,10 @@ class StepLines:
             return c
         if (t := TQDM.search(rest)):
             self.tqdm_lines += 1
-            return self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
-                                  + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
+            c = self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
+                               + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
+            c.kind = self.loops.kind(body[: m.end() + t.start()], int(t["n"]))
+            return c
         return None
 
     def _progress(self, *args) -> StepCounter:
@@ -569,6 +575,8 @@ class StepLines:
         field, None when none), "how" (in words), "windowed" (window means from timestamps), "restarts" (reruns.py)."""
         self._flush()
         self._window = False
+        if (keep := self.loops.keep(np.frombuffer(self.kind, dtype=np.int8))) is not None:
+            drop_records(self, keep)  # the bars of other loops than the training's (bar_loops.py)
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
         rank = np.frombuffer(self.rank, dtype=np.int64) if n else np.empty(0, np.int64)

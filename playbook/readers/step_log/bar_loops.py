@@ -1,0 +1,61 @@
+"""Which tqdm bar is the training loop: a log shows several (`Loading checkpoint shards: 100%|##| 2/2`, datasets'
+`Map: 100%|##| 1000/1000`, the trainer's own bar), and a step series of all of them at once mixes their counts and
+clocks (a bar of 2 loaded shards read as the training's step 2, its elapsed clock differenced against step 10's).
+
+A bar's loop is named by its description, the text before its `NN%|...|` (digits as `#`: `Epoch 3:` and `Epoch 4:`
+are one loop, so is ultralytics' `1/100  3.77G  1.234 ...`). tqdm redraws a bar on a clock (every `mininterval`,
+0.1 s by default, or every `miniters`), so the loop redrawn most is the one the run spends its time in: its records
+are the steps, the other loops' are dropped (a tie goes to the loop of the larger total). Evaluation bars are not
+records (grammar.py) and take no part.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+
+import numpy as np
+
+FIRST_KIND = 16  # kind codes of bar loops (StepLines.kind: 0 position, 1 keyword, 2 other progress bars)
+MAX_LOOPS = 100  # loops told apart; later descriptions share the last code (int8 kinds)
+_BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*$")
+_DIGITS = re.compile(r"\d+")
+
+
+class BarLoops:
+    """Kind codes for the bars of a file by their loop, and the loop whose records are the steps."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, int] = {}
+        self.totals: dict[int, int] = {}  # kind -> the largest total its bars showed
+
+    def kind(self, head: str, total: int | None) -> int:
+        """The kind code of a bar printed after `head` (the line's text before its `i/N`), of total `total`."""
+        key = _DIGITS.sub("#", _BAR.sub("", head[-400:])).strip().rstrip(":").strip().lower()
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = FIRST_KIND + min(len(self.codes), MAX_LOOPS - 1)
+        self.totals[code] = max(self.totals.get(code, 0), total or 0)
+        return code
+
+    def keep(self, kind: np.ndarray) -> np.ndarray | None:
+        """Which records to keep (a mask over `kind`), or None when the file has at most one bar loop."""
+        loops, counts = np.unique(kind[kind >= FIRST_KIND], return_counts=True)
+        if len(loops) < 2:
+            return None
+        main = max(zip(counts.tolist(), loops.tolist(), strict=True), key=lambda c: (c[0], self.totals.get(c[1], 0)))[1]
+        return (kind < FIRST_KIND) | (kind == main)
+
+
+def drop_records(lines, keep: np.ndarray) -> None:
+    """Keep only the records `keep` marks in a StepLines' per-record columns (arrays padded lazily: each column's
+    own length is cut the same way)."""
+    for name in ("step", "rank", "time", "line", "keyword", "kind", "pos"):
+        old = getattr(lines, name)
+        setattr(lines, name, array(old.typecode, np.frombuffer(old, dtype=_DTYPE[old.typecode])[keep[:len(old)]]))
+    for store in (lines.fields, lines.avg_cols):
+        for name, col in store.items():
+            store[name] = array("d", np.frombuffer(col, dtype=np.float64)[keep[:len(col)]]) if len(col) else col
+
+
+_DTYPE = {"q": np.int64, "b": np.int8, "d": np.float64}
