@@ -109,8 +109,10 @@ def trail_stages(fields: dict, body: str) -> dict:
     """The fields of a timing line that follows its step's own time (NeMo-RL's `  • generation: 31.20s (50.0%)`
     under `  • Total step time: 62.40s`): a time named for something other than the whole step is a stage of that
     step, a phase by its name (a wait or a hand-off by its words: handoff.py); a bare `Latency` names no stage."""
-    if not _STAGE_LINE.match(body):
-        return fields  # a line of another shape (a profiler's `fwd latency - {'BertModel': '34.29 ms'}`): as read
+    if not _STAGE_LINE.match(body) or sum(role[0] in ("dur", "phase") for _, role in fields.values()) != 1:
+        # a line of another shape (a profiler's `fwd latency - {'BertModel': '34.29 ms'}`, DeepSpeed's hybrid-engine
+        # line of five times): as read
+        return fields
     out = {}
     for key, (value, role) in fields.items():
         if role[0] == "dur" and role[1] in (GENERIC, CUMULATIVE):  # `train_time` under a step is its stage's
