@@ -247,7 +247,8 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     for phase, s in charged.items():
         if s > 0:
             what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
-                    if phase in COLLECTIVE_PHASES else f"the {phase} phase of ordinary steps (waiting, not work)")
+                    if phase in COLLECTIVE_PHASES else _HANDOFF_WORDING.get(
+                        phase, f"the {phase} phase of ordinary steps (waiting, not work)"))
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
                               detail=what))
     stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES
@@ -267,6 +268,12 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     return out, gaps_out
 
 
+# the phases a hand-off between GPU roles names (readers/step_log/handoff.py, sample_tail.py), said as what they are
+_HANDOFF_WORDING = {
+    "wait": "the step's own timed wait for the other side of a hand-off: the side it waits on is the bottleneck",
+    "handoff": "the hand-off between GPU roles (weights synced, memory offloaded and reloaded): neither side works",
+    "tail": "the batch waiting on its slowest sample: the stage lasts as long as its longest sample, the others "
+            "finish at the samples' mean"}
 NEST_TOL = 0.05  # stages that add up to more than the step by this share cannot all be one after another
 
 
