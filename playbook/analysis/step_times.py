@@ -24,7 +24,10 @@ from playbook.knowledge.causes import cause
 COMPUTE_PHASES: tuple[str, ...] = ("fwd", "bwd", "optimizer", "compute")
 # Phases that wait on something else (input, transfers, peers, storage, a queue); every other named phase is work.
 WAIT_PHASES: tuple[str, ...] = ("data", "h2d", "d2h", "collective", "checkpoint", "eval", "log", "blocked", "wait",
-                                "waiting", "idle", "queue", "queue_wait", "sync", "barrier")
+                                "waiting", "idle", "queue", "queue_wait", "sync", "barrier",
+                                # work handed between GPU roles: weights synced, memory swapped (handoff.py); a
+                                # batch waiting on its slowest sample (sample_tail.py)
+                                "handoff", "tail")
 QUEUE_PHASES: tuple[str, ...] = ("blocked", "wait", "waiting", "idle", "queue", "queue_wait")
 COLLECTIVE_PHASES: tuple[str, ...] = ("collective", "barrier")  # waits on the other ranks
 

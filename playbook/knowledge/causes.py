@@ -265,7 +265,11 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
 PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",
                                   "waiting": "pipeline_imbalance", "idle": "pipeline_imbalance",
                                   "queue": "pipeline_imbalance", "queue_wait": "pipeline_imbalance",
-                                  "sync": "host_sync", "barrier": "collective_straggler", "d2h": "host_sync"}
+                                  "sync": "host_sync", "barrier": "collective_straggler", "d2h": "host_sync",
+                                  # the hand-over between a trainer and a rollout engine (readers/step_log/handoff.py)
+                                  "handoff": "pipeline_imbalance",
+                                  # a batch held by its longest sample (readers/step_log/sample_tail.py): uneven work
+                                  "tail": "padding_imbalance"}
 # Causes utilization cannot see: a throttled, failing or memory-starved GPU still runs a kernel all the time (100%
 # utilization at a fraction of its clock), and a slow link stretches kernels that read busy. On the GPU-time basis a
 # finding for one of these outranks "healthy" even when the utilization accounting shows no loss.

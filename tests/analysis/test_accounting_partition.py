@@ -21,7 +21,9 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 REFUSED = {"ds1073_regression_slow_breakdown.log",  # heldout30: timer values pasted without their unit
            # heldout34's MLflow run folder: files its folder read skips with a warning (the run's meta.yaml; metrics
            # that are no GPU metric: the host's CPU, a memory share without its size)
-           "meta.yaml", "cpu_utilization_percentage", "gpu_0_memory_usage_percentage"}
+           "meta.yaml", "cpu_utilization_percentage", "gpu_0_memory_usage_percentage",
+           # heldout41: DeepSpeed's hybrid-engine line alone, two tables of RL step times by setting or configuration
+           "ds4954_mistral_hybrid_engine_e2e.log", "nemorl3278_exposed_generation_kv.txt", "nemorl959_8b_rows_healthy.txt"}
 FIXTURES = sorted(p for folder in ("eval", "formats") for p in (DATA / folder).rglob("*")
                   if p.is_file() and p.suffix not in (".py", ".md", ".json") and p.name not in REFUSED)
 # headerless, unitless CSVs are read with the --fields their one-line error asks for (heldout6/SOURCES.md)

@@ -219,6 +219,7 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
     if part.empty:
         return [], gaps_out
+    part = _without_enclosing(part, steps[(steps["rank"] == rank) & (steps["phase"] == "step")])
     weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
     phase_of = part["phase"].astype(str)
     secs = weighted.groupby(phase_of).sum()
@@ -246,13 +247,17 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     for phase, s in charged.items():
         if s > 0:
             what = ("waiting in the collective for the last rank (beyond the fastest rank's transfer)"
-                    if phase in COLLECTIVE_PHASES else f"the {phase} phase of ordinary steps (waiting, not work)")
+                    if phase in COLLECTIVE_PHASES else _HANDOFF_WORDING.get(
+                        phase, f"the {phase} phase of ordinary steps (waiting, not work)"))
             out.append(Bucket(f"phase:{phase}", float(s), names=[name] if name else [], steps=sorted(ordinary)[:16],
                               detail=what))
     stages = secs[[p for p in secs.index if p not in sa.WAIT_PHASES and p not in sa.COMPUTE_PHASES
                    and p != "other"]]
     stages = stages[stages > 0]
-    if len(stages) >= 2:
+    # a step whose own timers measure the wait for the other side (a queue wait, a hand-off: handoff.py) states the
+    # idle side itself: the pipeline model below, which infers it from the stages' sizes, would count it again
+    measured = secs[[p for p in secs.index if p in sa.QUEUE_PHASES or p in ("handoff", "tail")]].sum()
+    if len(stages) >= 2 and not measured > 0:
         top = str(stages.idxmax())
         # a pipeline of k stages runs at the slowest one's pace: the others idle 1 - mean/max of the time
         lost = min(float(stages.sum() * (1.0 - stages.mean() / stages.max())), left)
@@ -261,6 +266,38 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
                           detail=f"a {top} stage taking {share:.0%} of every step by its own timers (in a "
                                  f"pipeline of the {len(stages)} stages the others idle while it runs)"))
     return out, gaps_out
+
+
+# the phases a hand-off between GPU roles names (readers/step_log/handoff.py, sample_tail.py), said as what they are
+_HANDOFF_WORDING = {
+    "wait": "the step's own timed wait for the other side of a hand-off: the side it waits on is the bottleneck",
+    "handoff": "the hand-off between GPU roles (weights synced, memory offloaded and reloaded): neither side works",
+    "tail": "the batch waiting on its slowest sample: the stage lasts as long as its longest sample, the others "
+            "finish at the samples' mean"}
+NEST_TOL = 0.05  # stages that add up to more than the step by this share cannot all be one after another
+
+
+def _without_enclosing(part: pd.DataFrame, whole: pd.DataFrame) -> pd.DataFrame:
+    """`part` (the stage rows of steps) less, per step, the one stage that holds others: when a step's stages add up
+    to more than the step (by NEST_TOL) and dropping one stage, at least as long as the excess, brings them within
+    it, that stage is a timer around some of the others (vime's `train_wait_time` around its `sleep_time` and
+    `wake_up_time`): its parts are the finer account, and it is left out so no second is counted twice."""
+    if whole.empty:
+        return part
+    step_s = whole.groupby("step")["duration_s"].max()
+    drop = []
+    for stepno, rows in part.groupby("step"):
+        total, limit = float(rows["duration_s"].sum()), float(step_s.get(stepno, np.nan)) * (1 + NEST_TOL)
+        if not total > limit:
+            continue
+        excess = total - limit / (1 + NEST_TOL)
+        # it overlaps the others by the excess, so they hold at least that much (a lone stage beside the step's
+        # timer, lerobot's `data_s` outside its `updt_s`, holds none: it is outside the step, not around a stage)
+        rest = total - rows["duration_s"]
+        fits = rows[(rows["duration_s"] >= excess) & (rest <= limit) & (rest >= excess)]
+        if len(fits):  # a timer around others is at least as long as what it holds: the longest that fits
+            drop.append(fits["duration_s"].idxmax())
+    return part.drop(index=drop) if drop else part
 
 
 _STEP_WORD = re.compile(r"\bstep(s?)\b")

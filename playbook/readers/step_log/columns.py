@@ -370,3 +370,18 @@ def phase_fields(cols, roles, chosen) -> dict[str, str]:
         if have is None or score(k) > score(have):
             out[r[1]] = k
     return out
+
+
+SUMMED_PHASES = ("handoff", "wait", "tail")  # phases named by meaning (handoff.py, sample_tail.py): one of many fields
+
+
+def summed_phases(cols, roles, idx) -> dict:
+    """The phases several fields of a record name by their meaning (`perf/sleep_time` and `perf/wake_up_time` both a
+    hand-off): the sum of those fields, where phase_fields keeps one field per phase."""
+    out = {}
+    for phase in SUMMED_PHASES:
+        keys = [k for k, r in roles.items() if r[0] == "phase" and r[1] == phase]
+        if len(keys) > 1:
+            parts = np.vstack([cols[k] * roles[k][2] for k in keys])[:, idx]
+            out[phase] = np.where(np.isfinite(parts).any(axis=0), np.nansum(parts, axis=0), np.nan)
+    return out

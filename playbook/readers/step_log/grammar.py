@@ -78,6 +78,7 @@ from playbook.readers.step_log.columns import (
     phase_fields,
     stage_sum,
     stated_efficiency,
+    summed_phases,
     window_means,
     window_starts,
 )
@@ -91,8 +92,9 @@ from playbook.readers.step_log.repeats import carry_stamps
 from playbook.readers.step_log.reruns import Reruns
 from playbook.readers.step_log.running_avg import bracket_windows, column_for
 from playbook.readers.step_log.running_parts import running_parts
+from playbook.readers.step_log.sample_tail import Wrapped, tail_fields
 from playbook.readers.step_log.smoothed import smoothed_columns, smoother
-from playbook.readers.step_log.span_line import implicit_counter
+from playbook.readers.step_log.span_line import implicit_counter, timing_heading, trail_stages
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -108,6 +110,7 @@ from playbook.readers.step_log.vocab import (
     FAIRSEQ,
     GENERIC,
     HAS_FIELD,
+    IMPLICIT_HINT,
     INNER_FRACTION,
     KERAS,
     KERAS_EPOCH,
@@ -166,6 +169,7 @@ class StepLines:
         self.tables = ColumnTables()  # tables printed as text (column_table.py)
         self.pending = PendingStep()  # a bare step banner waiting for its time (pending.py)
         self.keys = KeyBlock()  # `key: value` lines held for the one-key counter line that ends them (key_block.py)
+        self.wrapped = Wrapped()  # a metrics line the paste cut inside a number, joined with its rest (sample_tail.py)
         self.fields: dict[str, array] = {}
         self.field_role: dict[str, tuple] = {}
         self.markers: Counter = Counter()
@@ -351,6 +355,7 @@ class StepLines:
 
     def feed(self, ctx) -> bool:
         body = unquote_numbers(join_spelled(ctx.body))  # `time:7 minutes 50 seconds`: one value; `"ups": "0.68"`
+        body = self.wrapped.feed(body, bool(KEYWORD.search(body) or IMPLICIT_HINT.search(body)))  # sample_tail.py
         self.keys.note(body)
         if (row := self.tables.feed(body)) is not None:  # a table's header, rule or row: its record line stands in
             if not row:
@@ -385,7 +390,7 @@ class StepLines:
             self._timer = (len(self.step) - 1, TIME_UNITS[m.group(1).lower()])
             return True
         if not DIGIT.search(body):
-            return False
+            return timing_heading(self, body, ctx)  # `⏱️  Timing:` before its step's times (span_line.py)
         if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
@@ -393,6 +398,7 @@ class StepLines:
         c = self._counter(blank_options(body) if "--" in body else body) or label_step(ctx)
         if c is None and (c := implicit_counter(self, body, ctx)) is not None:
             self._store(c, ctx, c.fields)
+            self._trail = (ctx.rank, ctx.lineno)  # its stage times may follow, a line each (`• gen: 31.2s (50%)`)
             return True
         if "poch" in body and self._epoch_line(body, ctx, c):
             return True
@@ -457,7 +463,7 @@ class StepLines:
     def _follows(self, body: str, ctx) -> bool:
         """A line without a counter after a step line without fields (DeepSpeed-Chat's `Epoch: 0 | Step: 3 | ...`
         then `End-to-End => Latency: 21.34s, ...`): when it holds a time of the step, its fields are that step's."""
-        fields = self._fields(body, None)
+        fields = trail_stages(self._fields(body, None), body)  # a stage's time, a line each (span_line.py)
         if not any(role[0] == "phase" or role[0] == "dur" and role[1] in (PER_STEP, GENERIC) for _, role in
                    fields.values()):
             return False
@@ -498,7 +504,7 @@ class StepLines:
             found[name] = (value, role)
             if group == "num" and m["avg"] is not None and role[0] in ("dur", "phase") and not bracket_unit(m):
                 self._avgs[name] = float(m["avg"].replace(",", "")) * scale  # `Time 22.424 (7.498)`: its average
-        return found
+        return tail_fields(rest, found)  # a stage held by its slowest sample (sample_tail.py)
 
     def _hold_rate(self, body: str, rank: int) -> None:
         """A step rate on a line of its own (Pax's `steps/sec: 2.5` every 10 steps): held, as (lines, their summed
@@ -622,6 +628,7 @@ class StepLines:
             if self._window:  # a window's time beside the window's stage times (fairseq2's Data Time): per step too
                 seconds = per_step_diff(step, rank, seconds, cumulative=False)
             phases[phase] = seconds[idx]
+        phases.update({} if self._window else summed_phases(cols, roles, idx))  # a hand-off timed in parts (columns.py)
         phases = timer_line.per_step(phases, {p for p, k in phase_fields(cols, roles, chosen).items()
                                               if k.startswith("timer ")}, idx, step, rank, duration)
         if "data" in phases and not windowed and (time[idx] != NAT).sum() >= 4:

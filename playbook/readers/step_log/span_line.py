@@ -14,8 +14,17 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.step_log import handoff
 from playbook.readers.step_log.counter import StepCounter
-from playbook.readers.step_log.vocab import IMPLICIT_HINT, PER_STEP, STEP_NAMES
+from playbook.readers.step_log.vocab import (
+    CUMULATIVE,
+    GENERIC,
+    IMPLICIT_HINT,
+    KEYWORD,
+    PER_STEP,
+    STEP_NAMES,
+    norm_key,
+)
 
 # a bare integer: not part of a number, word, key (`bs=32`, `epoch 3`), ratio, stamp or unit-suffixed value (`5s`)
 BARE_INT = re.compile(r"(?<![\w.:/=#-])(?<!epoch )(?<!Epoch )(?<!EPOCH )\d{1,12}(?![\w.:/%=-])")
@@ -66,6 +75,51 @@ def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
     if n is not None:
         lines.span_ends[ctx.rank] = step
     c = StepCounter(step, None, None, (0, 0), False)
-    c.fields = fields
+    # the stages timed on the same line are that step's (verl's `timing_s/gen:31.2 - ... - timing_s/step:60.4`)
+    c.fields = {**{k: v for k, v in every.items() if v[1][0] == "phase"}, **fields}
     c.kind = 1  # the step after the last one named: of the keyword lines' kind
     return c
+
+
+# a timing section's heading with no step named (NeMo-RL's `⏱️  Timing:` without its `===== Step N/M =====` banner,
+# a paste that starts at the block): the heading stands in for the banner of the next step of its rank
+TIMING_HEADING = re.compile(r"^\W{0,8}(?:timings?|timers?|step timings?|time breakdown)\s*:\s*$", re.IGNORECASE)
+
+
+def timing_heading(lines, body: str, ctx) -> bool:
+    """Hold the next step of `ctx`'s rank on the step scanner `lines` (grammar.StepLines) when `body` is a timing
+    section's heading and no banner is held already: the step's own time (`• Total step time: 66.55s`) must follow
+    (pending.py), else nothing is stored."""
+    if lines.pending.held or not TIMING_HEADING.match(body) or KEYWORD.search(lines.wrapped.before):
+        return False  # under a banner that names its step (held, or too damaged to hold): the banner's block
+    c = StepCounter(lines.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), True)
+    c.kind = 1
+    lines.pending.hold(c, ctx, len(lines.step))
+    return True
+
+
+_FAMILY_HEAD = re.compile(r"^(?:timing_s|timings?|timers?|times?|perf)_")  # `perf/train_time` read as perf_train_time
+_BARE_TIME = frozenset(("latency", "time", "duration", "elapsed", "took", "timing", "total", ""))
+
+
+_STAGE_LINE = re.compile(r"^\W{0,8}[A-Za-z_][\w./\- ]{0,80}?\s*[:=]\s*\d")  # `  • name: 31.2s (50%)`: one stage
+
+
+def trail_stages(fields: dict, body: str) -> dict:
+    """The fields of a timing line that follows its step's own time (NeMo-RL's `  • generation: 31.20s (50.0%)`
+    under `  • Total step time: 62.40s`): a time named for something other than the whole step is a stage of that
+    step, a phase by its name (a wait or a hand-off by its words: handoff.py); a bare `Latency` names no stage."""
+    if not _STAGE_LINE.match(body) or sum(role[0] in ("dur", "phase") for _, role in fields.values()) != 1:
+        # a line of another shape (a profiler's `fwd latency - {'BertModel': '34.29 ms'}`, DeepSpeed's hybrid-engine
+        # line of five times): as read
+        return fields
+    out = {}
+    for key, (value, role) in fields.items():
+        if role[0] == "dur" and role[1] in (GENERIC, CUMULATIVE):  # `train_time` under a step is its stage's
+            name = _FAMILY_HEAD.sub("", norm_key(key.rsplit("/", 1)[-1])).removesuffix("_time").removesuffix("_s")
+            # kept as read: a step's own total, DeepSpeed-Chat's `Generation => Latency` (its Training's key is bare)
+            if not (name in _BARE_TIME or name.endswith("_latency") or set(name.split("_")) & set(STEP_NAMES)):
+                role = ("phase", handoff.stage(name) or name, role[2])
+        out[key] = (value, role)
+    return out
+

@@ -8,6 +8,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from playbook.readers.step_log import handoff
+
 NAT = np.iinfo(np.int64).min
 _NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
 TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0,
@@ -67,7 +69,8 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")  # a lower-case letter or digit, 
 # Sockeye's checkpoint summary is a count over a window, no step's line; OpenPCDet's `Acc_iter N` counts over epochs as `global_step` does; Marian's `Up. N` counts updates as `num_updates` does, StyleGAN's `tick N` its logging
 # unit; fairseq's epoch summary names its counter for the split (`"train_num_updates": "643"`, as `train/global_step`
 # is named): the training's; a step may be printed with thousands separators (`{:,d}`); a bracketed number or range counts to its end (MXNet's `Batch [20-40]`: batch 40); `batch N` (PaddlePaddle's `[Epoch 0, batch 10]`, Composer's `[batch=12/100]`) ranks last
-KEYWORD = re.compile(r"(?<![\w])(?:train[_/](?=global|num_updates))?(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
+KEYWORD = re.compile(r"(?<![\w])(?<!timing_s/)(?<!timing/)(?<!timings/)(?<!timers/)(?<!timer/)(?<!time/)(?<!times/)"
+                     r"(?<!perf/)(?:train[_/](?=global|num_updates))?(?P<k>(?:current|cur|curr|completed)_steps?|global[_ ]step|env_steps?|acc(?:umulated)?_iter|num_updates|"
                                 r"training_iteration|iteration|iters|iter|it|train_step|step_i|micro_?step|steps|step|(?<!/)batch|tick|(?<!/)update|(?-i:Up)(?=\.\s))\b\.?[\"']?\s*"
                                 r"[:=#]?\s*(?P<br>\[\s*(?:\d+\s*-\s*)?)?(?P<i>\d{1,3}(?:,\d{3})+(?![\d.])|\d+)(?:\.0+)?(?(br)\s*\])(?![\d%]|\w|\.(?![ \t]+\S))(?:\s*/\s*(?P<n>\d+))?", re.IGNORECASE)
 _KEYWORD_RANK = {"global_step": 0, "global step": 0, "env_step": 0, "env_steps": 0, "acc_iter": 0, "accumulated_iter": 0, "current": 0, "cur": 0, "curr": 0, "completed": 0, "batch": 4, "num_updates": 1, "iteration": 2, "iters": 2, "iter": 2, "it": 2, "train_step": 3,
@@ -131,6 +134,7 @@ def blank_options(body: str) -> str:
     return CLI_OPTION.sub(lambda m: " " * len(m[0]), body)
 STEP_NAMES = ("step", "iter", "iteration", "batch")
 IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took)\b"
+                           r"|\b(?:timing_s|timings?|timers?|times?|perf)/(?:step|iter|iteration)\b\s*[:=]"  # a family's whole step
                            r"|\d(?:s|sec|ms)/(?:it|iter|step|batch)\b", re.IGNORECASE)  # or a per-step unit: `3.79s/it`
 RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
 # a row of a box-drawn table (rich / Ray Train's `│ time_this_iter_s   25.7 │`), read as fields of the record above
@@ -356,6 +360,8 @@ def _family(key: str, unit: str | None):
         return False
     if "per" in words:
         return None  # verl's `timing_per_token_ms/gen`: a time per token, not a stage of the step
+    if lk_stat(leaf) or set(words) & {"slowest", "fastest"}:
+        return None  # a statistic over a batch's samples, or one sample's record, is no stage (sample_tail.py)
     if words[0] == "perf":  # `perf/<leaf>` by its leaf; verl's `perf/mfu/actor` by `mfu_actor` (no time)
         return classify("_".join([*words[1:], leaf]), unit)
     lk = norm_key(leaf)
@@ -381,8 +387,15 @@ def _family(key: str, unit: str | None):
         stage = "eval"
     elif lw & {"checkpoint", "ckpt", "save", "saving"}:
         stage = "checkpoint"
-    stage = _PHASE_WORDS.get(stage, stage)
+    stage = _PHASE_WORDS.get(stage, None) or handoff.stage(stage) or stage  # a wait or a hand-off: handoff.py
     return ("phase", stage, f, FAMILY) if stage else None
+
+
+def lk_stat(leaf: str) -> bool:
+    """Whether a timer key's leaf is a statistic over samples (`/max`, `/mean`) or a count (`/prompt_length`)."""
+    k = norm_key(leaf)
+    return k in ("min", "max", "mean", "avg", "median", "std", "p50", "p90", "p95", "p99") or bool(
+        set(k.split("_")) & {"length", "len", "preempted"})
 
 
 def _per_second_role(what: str) -> tuple[str, object, float] | None:
@@ -427,6 +440,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
                                               "uptime", "took", "seconds", "secs", "sec", "cost", "timing")
                   for w in words)
+    if timeish and handoff.stage(k) == "handoff":
+        return "phase", "handoff", factor or 1.0  # `weight_sync`, `sleep_time`: the hand-over, no side's work
     for w in words:
         if w in _PHASE_WORDS and timeish and not any(x in words for x in ("data", "eval", "val")):
             return "phase", _PHASE_WORDS[w], factor or 1.0

@@ -1,0 +1,36 @@
+"""What a stage's name says about a step that hands work between two groups of GPUs (RL post-training: a rollout
+engine and a trainer; any producer and consumer), read by the words of the name, not by a list of frameworks' keys.
+
+Two kinds of stage are no work of either side:
+- WAIT: the time one side idles for the other, named so (`train_wait_time`, NeMo-RL's `exposed_generation`: the
+  generation the trainer could not hide behind its own work, the buffer-fill wait; `idle`, `blocked`, `starved`).
+- HANDOFF: the hand-over itself, while neither side computes: weights moved from trainer to engine (`weight_sync`,
+  `update_weights`, `refit`, `sync_rollout_weights`, `broadcast_weights`, `reshard`), or the GPU's memory handed from
+  one to the other (`sleep` / `wake_up` of a colocated engine, `offload` / `onload` / `reload`).
+
+Every other stage is work (`gen`, `update_actor`, `policy_training`, `old_log_prob`). `stage(name)` returns "wait",
+"handoff" or None; the step scanner names such a phase so, and the accounting charges it as lost time
+(analysis/step_times.WAIT_PHASES; the causes' PHASE_FALLBACK).
+"""
+
+from __future__ import annotations
+
+import re
+
+_WAIT_WORDS = frozenset(("wait", "waiting", "waited", "exposed", "idle", "blocked", "starved", "starvation"))
+_HANDOFF_WORDS = frozenset(("sleep", "wake", "wakeup", "offload", "onload", "refit", "reshard", "resharding"))
+_WEIGHT_WORDS = frozenset(("weight", "weights", "param", "params", "parameter", "parameters", "model"))
+_MOVE_WORDS = frozenset(("sync", "synchronize", "update", "broadcast", "transfer", "load", "reload", "send", "push",
+                         "gather", "copy"))
+_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def stage(name: str) -> str | None:
+    """"wait", "handoff" or None (work, or not a hand-off's) for a stage's name (`exposed_generation`,
+    `perf/sleep_time`, `weight_sync`, `timing_s/update_weights`)."""
+    words = set(_SPLIT.split(name.lower()))
+    if words & _WAIT_WORDS:
+        return "wait"
+    if words & _HANDOFF_WORDS or (words & _WEIGHT_WORDS and words & _MOVE_WORDS):
+        return "handoff"
+    return None
