@@ -6,7 +6,7 @@ A bar's loop is named by its description, the text before its `NN%|...|` (digits
 are one loop, so is ultralytics' `1/100  3.77G  1.234 ...`). tqdm redraws a bar on a clock (every `mininterval`,
 0.1 s by default, or every `miniters`), so the loop redrawn most is the one the run spends its time in: its records
 are the steps, the other loops' are dropped (a tie goes to the loop of the larger total). Evaluation bars are not
-records (grammar.py) and take no part.
+records and take no part: a bar inside an evaluation section is the evaluation's (in_eval_section).
 """
 
 from __future__ import annotations
@@ -45,6 +45,20 @@ class BarLoops:
             return None
         main = max(zip(counts.tolist(), loops.tolist(), strict=True), key=lambda c: (c[0], self.totals.get(c[1], 0)))[1]
         return (kind < FIRST_KIND) | (kind == main)
+
+
+def in_eval_section(sections: dict, c, rank: int) -> bool:
+    """Whether a counter inside `rank`'s open evaluation section (`sections`: rank -> the total of the section's
+    first bar, None before it) is the evaluation's: a progress bar without a keyword, and with the total of the
+    section's first bar (a bar of another total is training again, and closes the section)."""
+    if c.keyword or not c.progress:
+        return False
+    total = sections[rank]
+    if total is None or total == c.n:
+        sections[rank] = c.n
+        return True
+    del sections[rank]
+    return False
 
 
 def drop_records(lines, keep: np.ndarray) -> None:

@@ -65,7 +65,7 @@ import numpy as np
 
 from playbook.readers.line_prefix import stamp_ns
 from playbook.readers.step_log import timer_line
-from playbook.readers.step_log.bar_loops import BarLoops, drop_records
+from playbook.readers.step_log.bar_loops import BarLoops, drop_records, in_eval_section
 from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
     CLOCK_FLOOR_S,
@@ -423,7 +423,7 @@ class StepLines:
                 self.batch_size = int(m[1])  # without time stamps, samples per second / it give the step time
             return False
         if not c.evaluating and ctx.rank in self.sections:
-            c.evaluating = self._in_section(c, ctx.rank)
+            c.evaluating = in_eval_section(self.sections, c, ctx.rank)
         # a bar's postfix repeats the last val_loss; only its end (Keras' last update, Lightning's 100%) is a validation
         ctx.progress = c.progress and not c.evaluating and not (c.n and c.step % c.n == 0)
         if c.evaluating:
@@ -514,19 +514,6 @@ class StepLines:
                 n, total = self.rates.get(rank, (0, 0.0))
                 self.rates[rank] = (n + 1, total + 1.0 / value)
                 return
-
-    def _in_section(self, c: StepCounter, rank: int) -> bool:
-        """Whether a counter inside an open evaluation section is the evaluation's: a progress bar without a
-        keyword, and with the total of the section's first bar (a bar of another total is training again, and
-        closes the section)."""
-        if c.keyword or not c.progress:
-            return False
-        total = self.sections[rank]
-        if total is None or total == c.n:
-            self.sections[rank] = c.n
-            return True
-        del self.sections[rank]
-        return False
 
     def _store(self, c: StepCounter, ctx, fields: dict) -> None:
         if not -MAX_STEP < c.step < MAX_STEP:
