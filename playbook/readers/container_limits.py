@@ -19,7 +19,7 @@ the cgroup began, sizes at one moment — what a user pastes beside "my GPU sits
   Other mounts are passed over.
 
 The figures go to Bundle.meta[META_PREFIX + path] as {"cgroups": [{name, version, periods, throttled, throttled_s,
-usage_s}], "shm": [{filesystem, size_mib, used_mib, avail_mib, line}]}; analysis.container_limits reads them.
+usage_s}], "shm": [{filesystem, size_mib, used_mib, avail_mib, line}]}; analysis.container_costs reads them.
 """
 
 from __future__ import annotations

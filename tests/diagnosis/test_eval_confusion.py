@@ -589,7 +589,7 @@ CASES = [
     # scored once as written — 3 of 7 right, 1 of 7 read, none called healthy; kept: a sacct TRESUsageInAve line
     # of 66 % (right first), a job comment's JSON at 99 % (refused first → readers/slurm_usage JSON cells), kubectl
     # evictions (right first; the pod named since readers/kube_status), cgroup v1 / v2 cpu.stat and a 64 MiB
-    # /dev/shm (refused first → readers/container_limits + analysis/container_limits); left out: a checkpoint
+    # /dev/shm (refused first → readers/container_limits + analysis/container_costs); left out: a checkpoint
     # listing after a preemption (right for a wrong reason: tests/diagnosis/test_heldout42.py)
     *[(f"heldout42 {name}", want, _file(f"heldout42/{name}")) for name, want in (
         ("spartan369_df_shm_64m.txt", "memory_pressure"),

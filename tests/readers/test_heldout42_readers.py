@@ -2,7 +2,7 @@
 here apart from the round's own files, from the tools' documentation:
 
 - cgroup `cpu.stat` blocks, v1 (throttled_time in ns) and v2 (`_usec` keys), named by the prompt that printed them
-  (readers.container_limits), priced by analysis.container_limits against the CPUThrottlingHigh threshold;
+  (readers.container_limits), priced by analysis.container_costs against the CPUThrottlingHigh threshold;
 - `df` lines of /dev/shm in -h, -k and -m units, with or without the header (readers.container_limits);
 - a sacct column holding a JSON object of GPU figures (a site's job comment), its meaning from the key words
   (readers.slurm_usage); a lone TRESUsageIn* column is no job id.
@@ -16,7 +16,7 @@ from playbook.readers import container_limits, detect, read_paths
 
 
 def _limits(tmp_path, text: str) -> dict:
-    from playbook.analysis.container_limits import summarize
+    from playbook.analysis.container_costs import summarize
 
     path = tmp_path / "paste.txt"
     path.write_text(text, encoding="utf-8")
