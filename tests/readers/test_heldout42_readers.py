@@ -233,3 +233,25 @@ def test_a_scrape_loop_counts_the_windows_increase_not_the_totals(tmp_path):
     assert (loader["periods"], loader["throttled"]) == (100, 2)
     assert loader["throttled_s"] == pytest.approx(0.1) and loader["usage_s"] == pytest.approx(10.0)
     assert summary["findings"] == []
+
+
+def test_info_lists_each_cgroup_and_dev_shm(tmp_path):
+    from playbook.analysis.inventory import has_content, render, summarize
+
+    path = tmp_path / "limits.txt"
+    path.write_text(V2 + "$ df -h /dev/shm\nshm 64M 12M 52M 19% /dev/shm\n", encoding="utf-8")
+    summary = summarize(read_paths([path]))
+    assert has_content(summary)
+    text = render(summary)
+    assert "trainer.scope: cgroup v2, throttled 3,600 of 12,000 CFS periods (30%)" in text
+    assert "/dev/shm (shm): 64 MiB, 12 MiB used" in text
+
+
+def test_kubectl_output_with_no_pod_ended_is_refused_in_one_line(tmp_path):
+    from playbook.core.errors import PlaybookError
+
+    path = tmp_path / "pods.txt"
+    path.write_text("$ kubectl get pods\nNAME      READY   STATUS    RESTARTS   AGE\ntrain-0   1/1     Running   0"
+                    "          2d\n", encoding="utf-8")
+    with pytest.raises(PlaybookError, match="no pod ended"):
+        read_paths([path])
