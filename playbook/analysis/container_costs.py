@@ -86,6 +86,20 @@ def shm_finding(shm: dict) -> dict | None:
                         "cannot map its batch dies of SIGBUS ('Bus error ... insufficient shared memory (shm)')"}
 
 
+def _nested_once(findings: list[dict]) -> list[dict]:
+    """A cgroup inside another (a container's scope under its pod's slice: its path continues the other's) is the
+    same quota's throttling seen twice: one finding, the outermost's, naming both and telling both counters."""
+    out: list[dict] = []
+    for f in sorted(findings, key=lambda f: len(f["hosts"][0])):
+        outer = next((o for o in out if f["hosts"][0].startswith(o["hosts"][0].rstrip("/") + "/")), None)
+        if outer is None:
+            out.append(dict(f))
+            continue
+        outer["hosts"] = outer["hosts"] + f["hosts"]
+        outer["evidence"] += "; inside it " + f["evidence"].split(": the CFS quota stops")[0]
+    return out
+
+
 def summarize(bundle: Any) -> dict | None:
     """{cgroups: [...], shm: [...], findings: [...], vouched: [...]}; None without container figures."""
     sections = meta_sections(getattr(bundle, "meta", None), META_PREFIX)
@@ -98,5 +112,6 @@ def summarize(bundle: Any) -> dict | None:
         found, fine = quota_finding(g)
         findings += [found] if found else []
         vouched += [fine] if fine else []
+    findings = _nested_once(findings)
     findings += [f for m in shms if (f := shm_finding(m))]
     return {"cgroups": groups, "shm": shms, "findings": findings, "vouched": vouched, "warnings": []}

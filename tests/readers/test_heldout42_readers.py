@@ -222,7 +222,8 @@ def test_cadvisor_series_read_as_the_pods_and_containers_cgroups(tmp_path):
     assert set(groups) == {"vit-train-0/loader", "vit-train-0"}  # the pod's own cgroup: container=""
     assert (groups["vit-train-0/loader"]["throttled"], groups["vit-train-0/loader"]["throttled_s"],
             groups["vit-train-0/loader"]["usage_s"]) == (400, 90.5, 300.0)
-    assert {f["level"] for f in summary["findings"]} == {"high"}  # 40 %
+    (finding,) = summary["findings"]  # the container's cgroup is inside the pod's: one quota, one finding
+    assert finding["level"] == "high" and finding["hosts"] == ["vit-train-0", "vit-train-0/loader"]  # 40 %
 
 
 def test_a_scrape_loop_counts_the_windows_increase_not_the_totals(tmp_path):
@@ -255,3 +256,13 @@ def test_kubectl_output_with_no_pod_ended_is_refused_in_one_line(tmp_path):
                     "          2d\n", encoding="utf-8")
     with pytest.raises(PlaybookError, match="no pod ended"):
         read_paths([path])
+
+
+def test_sibling_cgroups_are_two_findings_nested_ones_one(tmp_path):
+    block = "nr_periods 100\nnr_throttled 50\nthrottled_usec 9000000\n"
+    text = "".join(f"$ cat /sys/fs/cgroup/{where}/cpu.stat\n{block}" for where in (
+        "kubepods.slice/pod-a.slice", "kubepods.slice/pod-a.slice/loader.scope", "kubepods.slice/pod-b.slice"))
+    summary = _limits(tmp_path, text)
+    assert sorted(f["hosts"] for f in summary["findings"]) == [
+        ["/sys/fs/cgroup/kubepods.slice/pod-a.slice", "/sys/fs/cgroup/kubepods.slice/pod-a.slice/loader.scope"],
+        ["/sys/fs/cgroup/kubepods.slice/pod-b.slice"]]
