@@ -1,7 +1,8 @@
 """A Slurm job's GPU usage as its accounting reports it after the job: not samples over time, one figure per job
 (step) — what a cluster user pastes when the question is "did my job use its GPU?".
 
-- `sacct -P/-p ... -o JobID,TRESUsageInAve[,TRESUsageInMax ...]` (acct_gather_gpu: the TRES pairs
+- `sacct -P/-p ... -o JobID,TRESUsageInAve[,TRESUsageInMax ...]` (or `sstat`, the same fields of a running step;
+  acct_gather_gpu: the TRES pairs
   `gres/gpuutil=100` (%) and `gres/gpumem=40777023488` (bytes with --noconvert, else with a K/M/G/T suffix, binary),
   `|`-separated, a header line unless -n). The statistic comes from the column's name — the header, or the `-o` /
   `--format` list of a pasted command line: TRESUsageInAve is the step's mean, TRESUsageInMax its maximum (Min and
@@ -37,6 +38,8 @@ _TRES_UTIL = re.compile(r"(?:^|[|,])gres/gpuutil=(\d+(?:\.\d+)?)")
 _TRES_MEM = re.compile(r"(?:^|[|,])gres/gpumem=(\d+(?:\.\d+)?)([KMGTP]?)")
 # the field list of a pasted command: `-o LIST`, clustered short options ending in o (`-pno LIST`), --format=LIST
 _FORMAT_ARG = re.compile(r"(?:\s-[A-Za-z]{0,8}o|--format|--fields)[= ]\s?([A-Za-z%0-9,._-]{1,400})")
+# the command line itself, after a shell prompt or none: `sacct ...`, `[root@gpu3 ~]# sstat ...`, `user@h:~$ sacct`
+_COMMAND = re.compile(r"^(?:\[[^\]\n]{0,120}\]|[^\s|]{0,120}?)?[$#]?\s*s(?:acct|stat)\s")
 _SEFF = re.compile(r"^\s*(Max GPU Utilization|GPU Utilization|Max GPU Memory Utilized|GPU Memory Utilized|"
                    r"Number of GPUs|GPU Type|Job Wall-clock time|Job ID)\s*:\s*(\S[^\n]{0,80})$")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s?%")
@@ -85,7 +88,7 @@ def _sacct(text: str, skips: schema.SkipCounter) -> list[dict]:
     jobs = []
     for no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if line.startswith("$") or line.startswith("sacct "):
+        if line.startswith("$") or _COMMAND.match(line):  # a prompt, or the command (sstat: a running step)
             if m := _FORMAT_ARG.search(line):
                 names = [n.split("%")[0].strip().lower() for n in m.group(1).split(",")]
             continue

@@ -266,3 +266,14 @@ def test_sibling_cgroups_are_two_findings_nested_ones_one(tmp_path):
     assert sorted(f["hosts"] for f in summary["findings"]) == [
         ["/sys/fs/cgroup/kubepods.slice/pod-a.slice", "/sys/fs/cgroup/kubepods.slice/pod-a.slice/loader.scope"],
         ["/sys/fs/cgroup/kubepods.slice/pod-b.slice"]]
+
+
+@pytest.mark.parametrize("command", ["sstat -a -j 812 -no JobID,TRESUsageInAve -p",
+                                     "[root@gpu3 ~]# sstat -j 812 --format=JobID,TRESUsageInAve -n -p"])
+def test_sstat_of_a_running_step_reads_like_sacct(tmp_path, command):
+    from playbook.analysis.job_usage import jobs_of
+
+    path = tmp_path / "sstat.txt"
+    path.write_text(f"{command}\n812.0|cpu=00:40:01,gres/gpumem=3G,gres/gpuutil=22,mem=4G|\n", encoding="utf-8")
+    (job,) = jobs_of(read_paths([path]))
+    assert (job["job"], job["stat"], job["util_pct"], job["mem_mib"]) == ("812.0", "mean", 22.0, 3072.0)
