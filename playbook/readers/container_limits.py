@@ -34,7 +34,7 @@ from playbook.readers import textio
 FORMAT = "container limits (cgroup cpu.stat, df of /dev/shm)"
 META_PREFIX = "container_limits:"
 
-_STAT = re.compile(r"^\s*([a-z_]{2,40})\s+(\d{1,20})\s*$")
+_STAT = re.compile(r"^\s*([a-z_.]{2,40})\s+(\d{1,20})\s*$")
 _KNOWN = {"nr_periods", "nr_throttled", "throttled_time", "throttled_usec", "usage_usec", "user_usec",
           "system_usec", "nr_bursts", "burst_usec", "burst_time", "wait_sum", "core_sched.force_idle_usec",
           "nice_usec"}

@@ -277,3 +277,11 @@ def test_sstat_of_a_running_step_reads_like_sacct(tmp_path, command):
     path.write_text(f"{command}\n812.0|cpu=00:40:01,gres/gpumem=3G,gres/gpuutil=22,mem=4G|\n", encoding="utf-8")
     (job,) = jobs_of(read_paths([path]))
     assert (job["job"], job["stat"], job["util_pct"], job["mem_mib"]) == ("812.0", "mean", 22.0, 3072.0)
+
+
+def test_every_line_of_a_v2_block_is_understood(tmp_path):
+    """The kernel's optional keys (core_sched.force_idle_usec, nr_bursts, burst_usec) are cpu.stat lines too: no
+    line is counted as skipped."""
+    path = tmp_path / "cpu.stat"
+    path.write_text(V2, encoding="utf-8")
+    assert read_paths([path]).warnings == []
