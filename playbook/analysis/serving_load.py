@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from playbook.analysis import serving_capacity
 from playbook.knowledge import ids
 from playbook.model import schema
 from playbook.readers.serving_metrics import describe
@@ -157,6 +158,7 @@ def findings_of(s: dict) -> list[dict]:
     """The findings one file's serving summary supports (see the module docstring)."""
     recs = [r for r in s.get("records") or [] if isinstance(r, dict)]
     out = [f for f in (_memory(s, recs), _eager(s, recs), _speculation(recs) or _rejected(recs)) if f]
+    out += serving_capacity.findings(s)  # load-test blocks and model placements (analysis/serving_capacity.py)
     if not out and (few := _few(recs)):
         out.append(few)
     return out
@@ -173,4 +175,6 @@ def summarize(bundle: Any) -> dict | None:
         # too few (diagnosis/answer._fact_lead lets them lead where they are the only input)
         findings += [{**f, "stated": True, "evidence": f"{f['evidence']} ({name.rsplit('/', 1)[-1]})"}
                      for f in findings_of(s)]
-    return {"files": [{"file": f, "line": describe(s)} for f, s in found], "findings": findings}
+    return {"files": [{"file": f, "line": describe(s) + "".join(
+        f"; {x}" for x in [serving_capacity.saturation(s.get("loadtest") or [])] if x)} for f, s in found],
+            "findings": findings}

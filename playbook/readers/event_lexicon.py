@@ -257,3 +257,14 @@ SPLIT_RUNTIME = re.compile(r"\b(?:eval|test|predict|val|validation)_runtime['\"]
 # ("file.py:86: UserWarning: ..."), an exception's last line ("RuntimeError: ...")
 LOUD_TEXT = re.compile(r"^\s*(?:ERROR|WARNING|WARN|CRITICAL|FATAL)\b|^\S{1,300}:\d+: \w{0,40}Warning:|"
                        r"^\s*(?:[\w.]{1,200}\.)?\w{0,60}(?:Error|Exception):")
+
+
+def stated_duration(body: str) -> float:
+    """The seconds a marker line states (`saved in 3.2 s`, `Save duration: 13.567s`); a Unix clock reading
+    (NeMo's `Start time: 1755612135.735s` before it) is no duration. NaN when none."""
+    for m in EVENT_DURATION.finditer(body):
+        value = float(m.group(1)) * (1e-3 if m.group(2).lower() == "ms" else 1.0)
+        if value < 1e6:
+            return value
+    m = SPLIT_RUNTIME.search(body)
+    return float(m.group(1)) if m and float(m.group(1)) < 1e6 else float("nan")

@@ -49,6 +49,11 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*[:=]?\s*(\d+)\]\s*:?|\
 _RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60}(?:, | ))?(?:[\w.:-]{1,60}, )?(?:rank=(\d{1,6}), )?pid=(\d+)"
                   r"(?:, ip=([\w.:-]{1,60}))?\)\s*")
 _RAY_RANK = re.compile(r"\[rank=(\d+), world_size=")
+# `kubectl logs --prefix`'s `[pod/NAME/CONTAINER] ` (a pod is a process: its rank as Ray's workers get theirs)
+_KUBECTL = re.compile(r"^\s*\[pod/([^\]\s/]{1,253})/([^\]\s]{1,63})\]\s*")
+# the container runtime's (CRI) log line after its time: `2024-01-15T10:00:00.123456789Z stdout F ` (F: a full
+# line, P: part of one)
+_CRI_STREAM = re.compile(r"^(?:stdout|stderr) [FP] ")
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
 # seconds are optional: a log shipper's "2025-02-18 12:54 " minute stamp before the line it carries
 _ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
@@ -196,7 +201,8 @@ class Prefix:
     def split(self, line: str) -> tuple[int, int, str]:
         """(rank, time ns or NAT, message) of a line; the level is left in `self.level` ("" when none)."""
         rank, t, level, host, uptime = -1, NAT, "", "", None
-        by_process = False  # the rank came from a process prefix (Ray, SkyPilot)
+        by_process = False  # the rank came from a process prefix (Ray, SkyPilot, a pod, srun's task label)
+        task = None  # srun's task label before the rank tag, if any
         body = _ANSI.sub("", line) if "\x1b" in line else line
         for _ in range(MAX_STEPS):
             start = body
@@ -207,9 +213,14 @@ class Prefix:
                 t, host, body = got
             if rank < 0 and body[:1] in " (" and (m := _RAY.match(body)):
                 rank, body, by_process = self._ray(m, body[m.end():]), body[m.end():], True
+            if rank < 0 and body[:1] in " [" and (m := _KUBECTL.match(body)):
+                rank, body, by_process = self._process(("pod",) + m.groups(), body[m.end():]), body[m.end():], True
+                self._seen("kubectl pod")
             if (rank < 0 or by_process) and (m := _RANK_PREFIX.match(body)):
-                rank, body = _rank(next(g for g in m.groups() if g is not None)), body[m.end():]
-                by_process = False  # torchrun's `[rank15]:` behind a node's or process's prefix: the finer rank
+                inner = _rank(next(g for g in m.groups() if g is not None))
+                rank, task, body = self._finer(rank, task, inner, m.group(0)), None, body[m.end():]
+                by_process = m.group(3) is not None  # `srun -l`'s task label: a rank tag may follow
+                task = rank if by_process else None
                 self._seen("rank prefix")
             if t == NAT and (m := _HOST_LABEL.match(body)):
                 body = body[m.end():]
@@ -220,9 +231,11 @@ class Prefix:
                 if not host and (m := _SYSLOG_HOST.match(body)):  # journalctl -o short-iso
                     host, body = m.group(1), body[m.end():]
             if body[:1] in " [" and (m := _BRACKET.match(body)):
-                tag = self._tag(m.group(1), t, rank)
+                tag = self._tag(m.group(1), t, -1 if by_process else rank)
                 if tag is not None:
-                    t, rank, tlevel = tag
+                    t, tagged, tlevel = tag
+                    if tagged >= 0 and (by_process or rank < 0):
+                        rank, task, by_process = self._finer(rank, task, tagged, m.group(1)), None, False
                     level = level or tlevel
                     body = body[m.end():]
             if (m := _LOGGER_HEAD.match(body)) and m.end() < len(body):
@@ -284,13 +297,25 @@ class Prefix:
     def _ray(self, m: re.Match, rest: str) -> int:
         """A Ray worker's process id → its rank (named by its first line's `[rank=N, world_size=`, or SkyPilot's
         prefix's `rank=N`) or the order in which the processes first printed (the lowest id not yet taken)."""
-        key = (m.group(2), m.group(3) or "")
+        self._seen("Ray / SkyPilot process")
+        return self._process((m.group(2), m.group(3) or ""), rest, m.group(1))  # SkyPilot's `rank=1`
+
+    def _finer(self, rank: int, task: int | None, inner: int, text: str) -> int:
+        """The rank a tag behind a coarser prefix names: torchrun's `[rank15]:` behind a node's or process's prefix
+        is the rank; its `[default3]:` (the local rank) behind srun's task label `1: ` (torchrun once per node) is
+        the process (task 1, local 3), ranked in the order the processes first printed (_process)."""
+        if task is None or "default" not in text.lower():
+            return inner
+        return self._process(("srun task", task, inner), "")
+
+    def _process(self, key: tuple, rest: str, stated: str | None = None) -> int:
+        """The rank of a process prefix's process `key`: stated by the prefix, or by its first line's `[rank=N,
+        world_size=`, else the order in which the processes first printed (the lowest rank not yet taken)."""
         if key not in self.ray:
             named = _RAY_RANK.search(rest)
-            stated = named.group(1) if named else m.group(1)  # SkyPilot's `rank=1`
+            stated = named.group(1) if named else stated
             used = set(self.ray.values())
             self.ray[key] = int(stated) if stated else next(i for i in range(len(used) + 1) if i not in used)
-        self._seen("Ray / SkyPilot process")
         return self.ray[key]
 
     def _time(self, body: str) -> tuple[int, str, str] | None:
@@ -303,8 +328,10 @@ class Prefix:
             y = int(m.group(1))
             self.year = y
             self._seen("time")
-            return to_ns(y, *(int(g or 0) for g in m.groups()[1:6]), m.group(7), self.tz, m.group(8)), \
-                body[m.end():], ""
+            rest = body[m.end():]
+            if rest[:3] == "std" and (c := _CRI_STREAM.match(rest)):
+                rest = rest[c.end():]
+            return to_ns(y, *(int(g or 0) for g in m.groups()[1:6]), m.group(7), self.tz, m.group(8)), rest, ""
         if (m := _US_DATE.match(body)):
             y = int(m.group(3))
             y += 2000 if y < 100 else 0  # rich's `[03/09/23 10:00:01]` (ColossalAI's logger)

@@ -1,29 +1,26 @@
 """Text logs, line by line: every line scanner sees every line of the file, streamed, and the bundle keeps what
 each understood.
 
-A line's prefixes (rank, time, level, logger head: line_prefix.py) are read once, and the message goes on; a line
-without a rank takes the one the file's path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat
-records are scanned too. Then the scanners:
+A line's prefixes (rank, time, level, logger head: line_prefix.py) are read once; a line without a rank takes the
+one its path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat records too. The scanners:
 
   steps      step records from the grammar in step_grammar.py (step counter + typed fields)
-  nccl       NCCL INFO/WARN lines with or without the `host:pid:tid [dev]` prefix, PyTorch watchdog timeouts
-             (nccl_log.NcclLines)
+  nccl       NCCL INFO/WARN lines (with or without `host:pid:tid [dev]`), PyTorch watchdogs (nccl_log.NcclLines)
   recompile  torch._dynamo's TORCH_LOGS=recompiles records (`Recompiling function f in file.py:3` + `triggered by
              the following guard failure(s):` + `- 0/0: <guard>`), `hit config.recompile_limit`, graph breaks
-             → `recompile` events with the failing guard and time
+             → `recompile` events with the failing guard and time; runtime_logs.py, first: TF retracing, JAX
+             compile logs, dynamo 2.0 records and its CompileProfiler report, torch.cuda.memory_summary()
   events     checkpoint save / evaluation / validation / garbage-collection markers → events tied to the last
              step seen on that rank (a run of evaluation lines is one event, until its first line comes again);
              a step logged again on its rank → a `restart` event (step_log/reruns.py); lines that name a cause
              (event_lexicon.py: ECC, Xid, OOM, NCCL timeouts, CUDA-graph re-records, ...)
   profiler   torch.profiler's key_averages().table() text, Lightning's profiler reports and cProfile / pstats
              listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
-  nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size summarised in the file's meta
-             (nccl_tests.py)
+  nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size in the file's meta (nccl_tests.py)
   serving    a serving engine's scheduler lines, preemptions, CUDA-graph captures → meta (serving_metrics.py)
 
-Lines no scanner understood are classified and counted: blank, traceback, source code, banner, or unread (the first
-few kept as examples); `bundle.meta["lines"][file]` holds the counts (shown by `playbook info`). A file is refused
-only when no line is understood. Memory: one line at a time plus the rows kept.
+Lines no scanner understood are counted as blank, traceback, source code, banner, or unread (the first few kept);
+`bundle.meta["lines"][file]` holds the counts (`playbook info`). A file is refused only when no line is understood.
 """
 
 from __future__ import annotations
@@ -38,6 +35,7 @@ from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
 from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, rank_reports, textio
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
+from playbook.readers.runtime_logs import RuntimeLines
 from playbook.readers.serving_metrics import ServingLines, store
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
@@ -109,6 +107,7 @@ class _EventLines:
         self.timings, self.timing_row = rank_reports.RankTimings(), -1
         self.straggler_reports = rank_reports.StragglerReports()
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
+        self.runtime = RuntimeLines(self._add, self.rows)
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -244,9 +243,9 @@ class _EventLines:
 
     def feed_marker(self, ln: Line) -> bool:
         """Checkpoint / evaluation / GC marker lines → events; the lines of one evaluation or checkpoint section
-        (no training step between them) are one event whose duration runs from its first to its last time stamp.
-        An evaluation's start line opens a section on its rank (steps.sections), whose progress bars are then the
-        evaluation's; inside it any time-stamped line extends the event, and an end line closes it."""
+        (no training step between them) are one event from its first to its last time stamp. An evaluation's start
+        line opens a section on its rank (steps.sections), whose progress bars are the evaluation's; inside it any
+        time-stamped line extends the event, and an end line closes it."""
         body = ln.body
         if self.in_code and _CODE.match(body):
             return False  # modded-nanogpt's printed source: `# ------ VALIDATION SECTION ------` is no evaluation
@@ -259,7 +258,7 @@ class _EventLines:
         ends = in_section and (kind == "eval" or kind is None) and event_lexicon.EVAL_END.search(body)
         if ends:
             self.steps.sections.pop(ln.rank, None)
-        duration = _stated_duration(body) if kind else np.nan
+        duration = event_lexicon.stated_duration(body) if kind else np.nan
         if kind in ("eval", "checkpoint", None):
             key = (kind or "eval", ln.rank)
             open_ = self.open_eval.get(key)
@@ -293,17 +292,6 @@ class _EventLines:
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
-def _stated_duration(body: str) -> float:
-    """The seconds a marker line states (`saved in 3.2 s`, `Save duration: 13.567s`); a Unix clock reading
-    (NeMo's `Start time: 1755612135.735s` before it) is no duration. NaN when none."""
-    for m in event_lexicon.EVENT_DURATION.finditer(body):
-        value = float(m.group(1)) * (1e-3 if m.group(2).lower() == "ms" else 1.0)
-        if value < 1e6:
-            return value
-    m = event_lexicon.SPLIT_RUNTIME.search(body)
-    return float(m.group(1)) if m and float(m.group(1)) < 1e6 else np.nan
-
-
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
     """(class, still inside a traceback) for a line no scanner understood."""
     if not body.strip():
@@ -326,6 +314,9 @@ def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
 
 def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str) -> bool:
     """Offer one line to every scanner; whether one understood it (counted in `counts`)."""
+    if key := events.runtime.feed(ln):  # framework-runtime records first (runtime_logs.py)
+        counts[key] += 1
+        return True
     understood = False
     if nccl.feed(ln.lineno, nccl_text, ln.rank):
         counts["nccl"] += 1

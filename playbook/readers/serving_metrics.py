@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 
 from playbook.model import schema
+from playbook.readers import load_report, model_placement
 
 HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generation throughput", "Speculative metrics",
          "SpecDecoding metrics")
@@ -125,6 +126,8 @@ class ServingLines:
         self.graph_bs_max = 0
         self.max_running = 0
         self.dropped = 0
+        self.load = load_report.LoadReport()  # a load test's result blocks (readers/load_report.py)
+        self.placed = model_placement.Placements()  # a model split between CPU and GPU (readers/model_placement.py)
 
     def feed(self, lineno: int, body: str, time_ns: int | None = None, timed: bool = False) -> bool:
         if "preempt" in body or "Retract" in body or "out of memory" in body:
@@ -147,6 +150,8 @@ class ServingLines:
             if found:
                 return True
         head = next((h for h in HEADS if h in body), None)
+        if head is None and (self.load.feed(body) or self.placed.feed(body)):
+            return True
         if head is None:
             if (self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body)
                     and HEADING.match(body)):
@@ -169,9 +174,10 @@ class ServingLines:
         return True
 
     def summary(self) -> dict:
-        if not self.records and not self.preempted and not self.graph_bs_max:
+        extra = {k: v for k, v in (("loadtest", self.load.summary()), ("placement", self.placed.summary())) if v}
+        if not self.records and not self.preempted and not self.graph_bs_max and not extra:
             return {}
-        return {"records": self.records, "segments": self.segment + 1, "preempted": self.preempted,
+        return {**extra, "records": self.records, "segments": self.segment + 1, "preempted": self.preempted,
                 "retracted": self.retracted, "preemptions": self.preemptions, "graph_bs_max": self.graph_bs_max, "max_running": self.max_running,
                 **({"dropped": self.dropped} if self.dropped else {})}
 
@@ -204,5 +210,9 @@ def describe(s: dict) -> str:
              f"{s['preempted']} preemption/retraction lines" if s.get("preempted") else "",
              f"decode graphs captured up to batch {s['graph_bs_max']}" if s.get("graph_bs_max") else "",
              f"admission limit {s['max_running']} requests" if s.get("max_running") else ""]
+    others = [load_report.describe(s["loadtest"]) if s.get("loadtest") else "",
+              model_placement.describe(s["placement"]) if s.get("placement") else ""]
+    if not recs and not s.get("preempted") and not s.get("graph_bs_max"):
+        return "; ".join(x for x in others if x) or "serving scheduler records: none"
     return ("serving scheduler records: " + (", ".join(parts) or "none") + ("; " + ", ".join(spans) if spans else "")
-            + "".join(f"; {x}" for x in extra if x))
+            + "".join(f"; {x}" for x in extra + others if x))

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.core.errors import InputError
+from playbook.readers import collected
 
 HEAD_BYTES = 64 * 1024
 
@@ -193,6 +194,13 @@ class TextStream(io.RawIOBase):
             codec = self.encoding[:6] if bom else self.encoding
             self._decoder = codecs.getincrementaldecoder(codec)(errors="replace")
         self._pending = self._convert(first, final=False)
+        self._unwrap = None
+        if convert:  # the head decides whether a collector labelled every line (collected.Unwrap)
+            while len(self._pending) < HEAD_BYTES and not self._eof:
+                data = self._take(HEAD_BYTES)
+                self._pending += self._convert(data, final=not data)
+            self._unwrap = collected.Unwrap(self._pending)
+            self._pending = self._unwrap(self._pending, final=self._eof)
 
     def _take(self, size: int) -> bytes:
         """Up to `size` decompressed bytes (b"" at the end), enforcing the budget and the ratio cap."""
@@ -259,6 +267,8 @@ class TextStream(io.RawIOBase):
         while size < 0 or have < size:
             data = self._take(STREAM_CHUNK if size < 0 else max(size - have, 1 << 16))
             out = self._convert(data, final=not data)
+            if self._unwrap is not None:
+                out = self._unwrap(out, final=not data)
             if out:
                 parts.append(out)
                 have += len(out)

@@ -138,21 +138,24 @@ def test_shm_because_the_environment_turned_p2p_off_is_the_verdict(tmp_path):
     assert d.verdict["id"] != ids.LINK_DEGRADATION
 
 
-def _recompiles(n: int, tail: list[str] = ()) -> list[str]:
-    """TORCH_LOGS=recompiles records of one function, a guard on a Python int that changes every call."""
+def _recompiles(n: int, tail: list[str] = (), guard: str = "L['offset'] == {i}") -> list[str]:
+    """TORCH_LOGS=recompiles records of one function, by default a guard on a Python int that changes every call."""
     out = []
     for i in range(n):
         p = f"[2025-06-01 12:00:{2 * i:02d},100] torch._dynamo.guards.__recompiles: [DEBUG]"
         out += [f"{p} Recompiling function step_fn in /src/train.py:40", f"{p}     triggered by the following guard "
-                "failure(s):", f"{p}     - L['offset'] == {i + 1}"]
+                "failure(s):", f"{p}     - " + guard.format(i=i + 1)]
     return out + list(tail)
 
 
 def test_recompiles_of_one_frame_up_to_torch_s_limit_name_the_cause_without_step_times(tmp_path):
-    # LABELED SYNTHETIC: events only; 8 recompiles of one frame (torch's recompile_limit) are recompilation, 5 are
-    # not enough to tell (a few shapes compiled once each are normal)
-    for n, want in ((8, ids.RECOMPILATION), (5, ids.INSUFFICIENT_DATA)):
-        (tmp_path / f"r{n}.log").write_text("\n".join(_recompiles(n)) + "\n")
+    # LABELED SYNTHETIC: events only; 8 recompiles of one frame (torch's recompile_limit) are recompilation, 5 on new
+    # shapes are not enough to tell (a few shapes compiled once each are normal); 5 on a changing int are (round 43:
+    # a counter the frame was specialised on recompiles on every new value)
+    shape = "tensor 'L['x']' size mismatch at index 0. expected {i}, actual 9"
+    for n, want, guard in ((8, ids.RECOMPILATION, shape), (5, ids.INSUFFICIENT_DATA, shape),
+                           (5, ids.RECOMPILATION, "L['offset'] == {i}")):
+        (tmp_path / f"r{n}.log").write_text("\n".join(_recompiles(n, guard=guard)) + "\n")
         d = diagnose(read_paths([str(tmp_path / f"r{n}.log")]))
         assert d.verdict["id"] == want, (n, d.verdict)
     # torch's own warning that a frame hit the limit names it with fewer records in the log

@@ -90,6 +90,15 @@ RECOMPILE_LIMIT = 8
 _LIMIT_HIT = re.compile(r"\bhit (?:config\.[a-z_]{0,40}limit\b|recompilation cache limit)|limit reached", re.IGNORECASE)
 # a frame is its code object: the function with its file and line ("forward" is the name of every module's frame)
 _FRAME = re.compile(r"recompiling (\S+ in [^\s;,'\"]+)|frame (\d+) compiled again")
+# TensorFlow's own warning of excessive retracing (readers/runtime_logs.py): it logs it when at least 5 of the
+# calls within 10 of each other traced the function anew, at most twice per function
+_TF_WARNING = re.compile(r"traced anew on (\d+) of the last (\d+) calls")
+# a guard on one local compared with an integer (`L['t'] == 3`): dynamo specialised the frame on that value
+_INT_GUARD = re.compile(r"guard: (L\[[^\]]{1,80}\]) == (-?\d{1,18})\b")
+# distinct values of one such guard in a frame's recompiles that make it a counter: a flag or a mode takes two
+# (train / eval, True / False); a third value that fails the guard is a number that changes between calls, and
+# each new value is one more compilation until the recompile limit, then the frame runs eagerly
+COUNTER_VALUES = 3
 
 
 def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Finding]:
@@ -106,8 +115,18 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
     if who and pd.concat(who, axis=1).drop_duplicates().shape[0] > 1:  # several processes: name the one
         frame = frame + " on " + pd.concat(who, axis=1).agg(" rank ".join, axis=1).str.strip()
     per_frame = frame.dropna().value_counts()
+    tf = detail.str.extract(_TF_WARNING).dropna()
+    counter = _counter_guard(frame, detail)
     if len(hit):
         text = f"torch says a frame recompiled up to its limit and runs eagerly from then on: {hit.iloc[0][:200]}"
+    elif len(tf):
+        at = tf.index[0]
+        name = frame.get(at) if isinstance(frame.get(at), str) else "a tf.function"
+        text = (f"TensorFlow says {name} traced anew on {tf.iloc[0, 0]} of the last "
+                f"{tf.iloc[0, 1]} calls (its warning of excessive retracing: each trace runs the Python function "
+                f"again and builds a new graph while the GPU waits)")
+    elif not timed_steps and counter:
+        text = counter
     elif not timed_steps and len(per_frame) and per_frame.iloc[0] >= RECOMPILE_LIMIT:
         text = (f"{per_frame.iloc[0]} recompilations of {per_frame.index[0]} logged: as many as torch allows one "
                 f"frame (recompile_limit {RECOMPILE_LIMIT}) before it warns of excessive recompilation; e.g. "
@@ -116,6 +135,19 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
         return []
     return [Finding(cause_of_event("recompile"), text, confidence=0.8, weight=FAULT_WEIGHT, lost_share=0.0,
                     source="events", anomaly=0.8 * FAULT_WEIGHT)]
+
+
+def _counter_guard(frame: pd.Series, detail: pd.Series) -> str:
+    """The words for a frame recompiled on COUNTER_VALUES or more values of one integer guard, else ""."""
+    guards = detail.str.extract(_INT_GUARD).assign(frame=frame).dropna()
+    for (name, var), values in guards.groupby(["frame", 0])[1]:
+        seen = list(dict.fromkeys(values))
+        if len(seen) >= COUNTER_VALUES:
+            return (f"{len(values)} recompilations of {name}, each on a new value of {var} "
+                    f"({', '.join(seen[:6])}{', ...' if len(seen) > 6 else ''}): torch specialised the frame on a "
+                    f"number that changes between calls, so every new value compiles it again (up to its "
+                    f"recompile_limit {RECOMPILE_LIMIT}, then it runs eagerly)")
+    return ""
 
 
 LINE_NO = re.compile(r"^line (\d{1,12}):")

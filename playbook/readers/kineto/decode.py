@@ -191,21 +191,21 @@ class Columns:
 
     def add_structs(self, events: list, skips: SkipCounter | None = None) -> None:
         """Add msgspec-decoded events (fields already typed by the _Event/_Args structs)."""
-        complete = [e for e in events if e.ph == "X"]  # most of a trace: counted without a per-event tally
-        if complete:
-            self.counts["X"] = self.counts.get("X", 0) + len(complete)
-        if len(complete) < len(events):
-            others = [e.ph for e in events if e.ph != "X"]  # text or numbers: the struct's types (see _Event)
+        others = [e.ph for e in events if e.ph != "X"]  # text or numbers: the struct's types (see _Event)
+        n_complete = len(events) - len(others)  # most of a trace: counted without a per-event tally
+        if n_complete:
+            self.counts["X"] = self.counts.get("X", 0) + n_complete
+        if others:
             tally = self._count(others)
             if "B" in tally or "E" in tally:  # duration events: kept aside, paired at the end (durations.py)
                 for e in events:
                     if e.ph in ("B", "E") and e.ts is not None:
                         self.spans.add(e.ph, e.ts, e.pid, e.tid, e.name, e.cat)
-            if "M" in others:
+            if "M" in tally:
                 self._metadata([(e.name, e.pid, e.tid, e.args.name, e.args.labels) for e in events if e.ph == "M"])
-        xs = [e for e in complete if e.ts is not None and e.cat != "Trace"]
-        if len(xs) < len(complete):
-            self.skipped_x += sum(1 for e in complete if e.ts is None and e.cat != "Trace")
+        xs = [e for e in events if e.ph == "X" and e.ts is not None and e.cat != "Trace"]
+        if len(xs) < n_complete:
+            self.skipped_x += sum(1 for e in events if e.ph == "X" and e.ts is None and e.cat != "Trace")
         if not xs:
             return
         args = [e.args for e in xs]

@@ -1,0 +1,155 @@
+"""A server's capacity as load tests and model placements state it (readers/load_report.py,
+readers/model_placement.py) → findings, by what the numbers mean.
+
+  Requests spend most of their time outside the server → data_starvation: a load block states both the latency the
+      client sees and the server's own request latency (its queue and compute). Where the server's share is at most
+      OUTSIDE (its queue no larger than its compute: the requests do not wait inside it), the rest is the client,
+      the network and the protocol — by Little's law only that share of the requests in flight is in the server, so
+      its model instances wait for work. High at ≤ OUTSIDE_HIGH.
+  The load generator could not offer the load asked → data_starvation (moderate): the tool says so (`not able to
+      keep up with the desired request rate`), or the rate it sent is ≤ LAG of the rate asked — the server was fed
+      less than the test meant; the client (its threads, its transfer path) is the limit.
+  Part of the model on the CPU: a placement holding ≥ CPU_MIN of the model (its bytes or its layers) in host memory
+      runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
+      the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
+      below what the whole model needs → memory_pressure; a count of layers with no shortage stated (the layers a
+      setting asked for the GPU) → pipeline_imbalance, the CPU's layers the slow stage of the two in series.
+  Saturation (no finding, a fact for `info` and the evidence): two load levels of one kind LOAD_STEP apart whose
+      throughput differs by at most FLAT, the lower one spending ≥ INSIDE of the client's latency in the server —
+      the server already served all it could at the lower load; the latency added at the higher one is queueing.
+"""
+
+from __future__ import annotations
+
+from playbook.knowledge import ids
+
+OUTSIDE = 0.5
+OUTSIDE_HIGH = 0.25
+LAG = 0.9
+CPU_MIN = 0.02  # a model with less than this share off the GPU is on the GPU (ollama rounds to whole percents)
+CPU_HIGH = 0.1
+LOAD_STEP = 2.0
+FLAT = 1.15
+INSIDE = 0.8
+
+
+def _share(b: dict) -> float | None:
+    client, server = b.get("client_us"), b.get("server_us")
+    return server / client if client and server is not None and client > 0 else None
+
+
+def _parts(b: dict) -> tuple[float, float]:
+    parts = b.get("server_parts") or {}
+    queue = sum(v for k, v in parts.items() if "queue" in k)
+    compute = sum(v for k, v in parts.items() if "compute" in k)
+    return queue, compute
+
+
+def _load(b: dict) -> str:
+    kind, n = b["load"]
+    return (f"{n:g} request{'s' * (n != 1)} in flight" if kind == "concurrency" else f"{n:g} requests/s asked")
+
+
+def outside(blocks: list[dict]) -> dict | None:
+    """Requests spend most of their latency outside the server (see the module docstring)."""
+    rows = []
+    for b in blocks:
+        share = _share(b)
+        queue, compute = _parts(b)
+        if share is not None and (not compute or queue <= compute):
+            rows.append((share, b))
+    if not rows or max(s for s, _ in rows) > OUTSIDE:
+        return None
+    share, b = max(rows, key=lambda r: r[0])  # the block where the server holds the most: the case least against
+    queue, compute = _parts(b)
+    inside = f" (queue {queue:,.0f} µs, compute {compute:,.0f} µs)" if compute else ""
+    flight = (f"; of the {b['load'][1]:g} requests in flight about {b['load'][1] * share:.1f} are in the server at a "
+              "time (Little's law)" if b["load"][0] == "concurrency" else "")
+    # no "share": the requests' time outside the server is not the GPU time lost (the instances may overlap)
+    return {"hypothesis": ids.DATA_STARVATION, "level": "high" if share <= OUTSIDE_HIGH else "moderate",
+            "evidence": f"the server holds each request {b['server_us']:,.0f} µs{inside} of the {b['client_us']:,.0f} µs "
+                        f"the client waits at {_load(b)} ({share:.0%}; {len(rows)} load block"
+                        f"{'s' * (len(rows) != 1)}, none above {OUTSIDE:.0%}){flight}: the rest is spent in the "
+                        "client, the network and the protocol, and the server's model instances wait for requests",
+            "next": "find what holds the requests outside the server: the client (its threads, serialization), the "
+                    "transport (shared memory instead of gRPC/HTTP payloads, a faster network), or the server's "
+                    "request front end (more server processes or front-end threads)"}
+
+
+def lagging(blocks: list[dict]) -> dict | None:
+    """The load generator could not offer the load asked (see the module docstring)."""
+    for b in blocks:
+        asked = b["load"][1] if b["load"][0] == "rate" else None
+        sent = b.get("sent_rate")
+        short = asked and sent is not None and sent <= LAG * asked
+        if not (b.get("lagging") or short):
+            continue
+        said = (f"the client sent {sent:,.4g}/s of the {asked:,.4g}/s asked ({sent / asked:.0%})" if short
+                else f"the load generator says it could not keep up with the rate asked ({_load(b)})")
+        if b.get("delayed_share") is not None:
+            said += f"; {b['delayed_share']:.2%} of the requests were sent late"
+        return {"hypothesis": ids.DATA_STARVATION, "level": "moderate",
+                "evidence": f"{said}: the server was fed less than the test meant — the client is the limit, and "
+                            "what the server does at the asked load is not measured",
+                "next": "give the load generator more threads or processes (or asynchronous requests), move large "
+                        "inputs by shared memory, and rerun until it keeps up with the rate asked"}
+    return None
+
+
+def offloaded(records: list[dict]) -> dict | None:
+    """Part of a served model held and run on the CPU (see the module docstring)."""
+    split = [r for r in records if (r.get("cpu_share") or 0) >= CPU_MIN]
+    if not split:
+        return None
+    worst = max(split, key=lambda r: r["cpu_share"])
+    who = worst.get("model") or "the model"
+    how = (f"{worst['layers'][1] - worst['layers'][0]} of its {worst['layers'][1]} layers on the CPU"
+           if worst.get("layers") else f"{worst['cpu_share']:.0%} of it held in host memory")
+    stated = worst.get("available_gib") is not None and worst.get("required_gib") is not None
+    short = stated and worst["available_gib"] < worst["required_gib"]
+    whole = [r.get("model") for r in records if r is not worst and (r.get("cpu_share") or 0) < CPU_MIN
+             and r.get("model")]
+    beside = f"; {', '.join(whole)} fully on the GPU" if whole else ""
+    level = "high" if worst["cpu_share"] >= CPU_HIGH or short else "moderate"
+    waits = "every token runs those layers on the CPU at host-memory speed while the GPU waits"
+    if short or (worst["how"] == "bytes" and not stated):
+        # a residency share (the bytes the runtime could place in GPU memory), or free memory stated below the need
+        mem = (f" ({worst['available_gib']:g} GiB of GPU memory free, {worst['required_gib']:g} GiB needed for the "
+               "whole model)" if short else "")
+        return {"hypothesis": ids.MEMORY_PRESSURE, "level": level,
+                "evidence": f"{who}: {how}{mem}{beside}: the model does not fit the GPU's free memory, so {waits}",
+                "next": "fit the whole model on the GPU: a smaller quantization or context, free the GPU memory "
+                        "other processes hold, or more GPU memory; then check that the runtime places 100% on the GPU"}
+    # a layer count with no shortage of memory stated: the split is a setting (the layers asked for the GPU), and
+    # the CPU's layers are the slow stage of the two in series
+    why = (f" although {worst['available_gib']:g} GiB of GPU memory is free for the {worst['required_gib']:g} GiB the "
+           "model needs" if stated else "; nothing in the input says the GPU's memory is short")
+    return {"hypothesis": ids.PIPELINE_IMBALANCE, "level": level,
+            "evidence": f"{who}: {how}{why}{beside}: {waits} — the CPU's layers are the slow stage of the two",
+            "next": "offload every layer (llama.cpp -ngl / n_gpu_layers at least the model's layer count, Ollama "
+                    "num_gpu) and check the loader's `offloaded M/M layers to GPU`; lower it only if the GPU's "
+                    "memory runs out"}
+
+
+def saturation(blocks: list[dict]) -> str | None:
+    """The fact that the server was saturated already at a lower load (see the module docstring), or None."""
+    for kind in ("concurrency", "rate"):
+        rows = sorted((b for b in blocks if b["load"][0] == kind and b.get("throughput")), key=lambda b: b["load"][1])
+        for lo in rows:
+            share = _share(lo)
+            for hi in rows:
+                if (hi["load"][1] >= LOAD_STEP * lo["load"][1] and share is not None and share >= INSIDE
+                        and hi["throughput"] <= FLAT * lo["throughput"]):
+                    lat = (f", latency x{hi['client_us'] / lo['client_us']:.1f}" if hi.get("client_us") and
+                           lo.get("client_us") else "")
+                    return (f"saturated at {_load(lo)}: throughput {lo['throughput']:,.4g} → {hi['throughput']:,.4g}/s "
+                            f"at {_load(hi)}{lat}, the server busy with the request {share:.0%} of the time the "
+                            "client waits; the added latency is queueing")
+    return None
+
+
+def findings(s: dict) -> list[dict]:
+    """The findings one file's load blocks and placements support."""
+    blocks = [b for b in s.get("loadtest") or [] if isinstance(b, dict) and b.get("load")]
+    out = [f for f in (outside(blocks), lagging(blocks), offloaded(s.get("placement") or [])) if f]
+    return out

@@ -1,0 +1,113 @@
+"""Where a served model's weights sit: on the GPU, on the CPU, or split — read from what the runtimes print.
+
+A model too large for the free GPU memory is split: some layers stay in host memory and run on the CPU, the rest on
+the GPU, one after the other for every token. The runtimes state the split in two ways:
+
+  a share of the model's bytes: `ollama ps` (ollama cmd/cmd.go ListRunningHandler) prints a PROCESSOR column,
+      `100% GPU`, `100% CPU` or `C%/G% CPU/GPU` (C% of the model in host memory), one row per loaded model under a
+      `NAME  ID  SIZE  PROCESSOR  [CONTEXT]  UNTIL` header;
+  a count of layers: llama.cpp's loader `offloaded K/M layers to GPU` (llm_load_tensors / load_tensors), Ollama's
+      scheduler line `msg=offload ... layers.model=M layers.offload=K ... memory.available="[17.8 GiB]"
+      memory.required.full="23.4 GiB"` (slog key=value; a paste may wrap it over several lines, whose `layers.` /
+      `memory.` keys belong to the line they continue).
+
+Each statement becomes a placement record: {"model": name or None, "cpu_share": 0..1 (of the bytes, or of the
+layers), "how": "bytes" | "layers", "layers": [K, M], "available_gib": .., "required_gib": ..}. A share pair is
+read in the order its label gives (`CPU/GPU` or `GPU/CPU`). Memory: MAX_RECORDS records at most.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_RECORDS = 10_000
+SPLIT = re.compile(r"\b(\d{1,3})%\s*/\s*(\d{1,3})%\s*(CPU|GPU)\s*/\s*(CPU|GPU)\b")
+WHOLE = re.compile(r"(?:^|\s)100%\s+(CPU|GPU)(?:\s|$)")
+HEADER = re.compile(r"^\s*NAME\s+ID\s+SIZE\s+PROCESSOR\b")
+OFFLOADED = re.compile(r"\boffloaded\s+(\d{1,5})\s*/\s*(\d{1,5})\s+layers\s+to\s+GPU\b", re.IGNORECASE)
+KEY = re.compile(r"\b(layers\.model|layers\.offload|memory\.available|memory\.required\.full)=(\"[^\"]{0,200}\"|\S{1,60})")
+GIB = {"b": 1 / 2**30, "kib": 1 / 2**20, "mib": 1 / 2**10, "gib": 1.0, "tib": 2**10, "kb": 1e3 / 2**30,
+       "mb": 1e6 / 2**30, "gb": 1e9 / 2**30, "tb": 1e12 / 2**30}
+SIZE = re.compile(r"(\d{1,9}(?:\.\d{1,6})?)\s*([KMGT]?i?B)\b", re.IGNORECASE)
+
+
+def _gib(text: str) -> float | None:
+    """The sum of the sizes a value states (`"[17.8 GiB 20.1 GiB]"` → 37.9; one per GPU), in GiB."""
+    sizes = [float(n) * GIB[u.lower()] for n, u in SIZE.findall(text) if u.lower() in GIB]
+    return round(sum(sizes), 3) if sizes else None
+
+
+class Placements:
+    """Feed every non-blank line: `feed(body)` is True for a line that states a placement (or continues one).
+    `summary()`: the placement records ([] for none)."""
+
+    def __init__(self):
+        self.records: list[dict] = []
+        self.table = False  # an `ollama ps` header seen: its rows name a model and a PROCESSOR value
+        self.open: dict | None = None  # the offload record whose wrapped keys may follow
+
+    def _add(self, rec: dict) -> dict:
+        if len(self.records) < MAX_RECORDS:
+            self.records.append(rec)
+        return rec
+
+    def feed(self, body: str) -> bool:
+        if HEADER.match(body):
+            self.table = True
+            return True
+        split = SPLIT.search(body) if "%" in body else None
+        whole = WHOLE.search(body) if self.table and split is None and "100%" in body else None
+        if split or whole:
+            if split:
+                a, b = int(split.group(1)), int(split.group(2))
+                cpu = (a if split.group(3).upper() == "CPU" else b) / 100.0
+            else:
+                cpu = 1.0 if whole.group(1).upper() == "CPU" else 0.0
+            first = body.split()[0] if self.table and body.split() else None
+            self._add({"model": first if first and not first[0].isdigit() else None, "cpu_share": cpu,
+                       "how": "bytes"})
+            self.open = None
+            return True
+        if "offloaded" in body and (m := OFFLOADED.search(body)):
+            k, n = int(m.group(1)), int(m.group(2))
+            if 0 < n and k <= n:
+                self._add({"model": None, "cpu_share": round((n - k) / n, 4), "how": "layers", "layers": [k, n]})
+            self.open = None
+            return True
+        keys = dict(KEY.findall(body)) if "layers." in body or "memory." in body else {}
+        if not keys:
+            return False
+        if self.open is None or ("layers.model" in keys and "layers.model" in self.open["_keys"]):
+            self.open = self._add({"model": None, "how": "layers", "_keys": {}})
+        self.open["_keys"].update(keys)
+        return True
+
+    def summary(self) -> list[dict]:
+        out = []
+        for r in self.records:
+            r = dict(r)
+            keys = r.pop("_keys", None)
+            if keys is not None:
+                try:
+                    n, k = int(keys["layers.model"].strip('"')), int(keys["layers.offload"].strip('"'))
+                except (KeyError, ValueError):
+                    continue  # a wrapped line without both counts states no split
+                if n <= 0 or not 0 <= k <= n:
+                    continue
+                r.update(cpu_share=round((n - k) / n, 4), layers=[k, n])
+                for key, name in (("memory.available", "available_gib"), ("memory.required.full", "required_gib")):
+                    if key in keys and (g := _gib(keys[key])) is not None:
+                        r[name] = g
+            out.append(r)
+        return out
+
+
+def describe(records: list[dict]) -> str:
+    """One line for `playbook info`."""
+    parts = []
+    for r in records[:4]:
+        who = r.get("model") or "the model"
+        where = (f"{r['layers'][0]} of {r['layers'][1]} layers on the GPU" if r.get("layers")
+                 else f"{r['cpu_share']:.0%} on the CPU")
+        parts.append(f"{who}: {where}")
+    return "model placement: " + "; ".join(parts) + (f" (+{len(records) - 4} more)" if len(records) > 4 else "")

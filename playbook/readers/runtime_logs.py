@@ -1,0 +1,191 @@
+"""Framework-runtime records in text logs: GPU time spent in the framework (compiling, tracing, its allocator)
+rather than in the model. One scanner, fed by readers/lines.py before the others, turning each record into the
+event rows readers/lines.py keeps (kind `recompile`, `compile`, `memory_pressure`, `oom`):
+
+  TF retracing     TensorFlow's frequent-tracing warning (def_function.py / polymorphic_function.py,
+                   `_FrequentTracingDetector`: at least FREQUENT_TRACING_WARNING_THRESHOLD = 5 traces among calls
+                   at most FREQUENT_TRACING_WARNING_MAX_CALL_HISTORY = 10 apart): "N out of the last M calls to
+                   <function F at 0x..> triggered tf.function retracing. Tracing is expensive ..." → one
+                   `recompile` event on F: TensorFlow's own statement that F traced anew on N of M calls
+  JAX compiles     `jax_log_compiles` / JAX_LOG_COMPILES=1 (jax/_src/dispatch.py, interpreters/pxla.py): "Finished
+                   tracing + transforming F for pjit in S sec", "Compiling F with global shapes and types [...].
+                   Argument mapping: [...]." (older: "Compiling F (id) for args (...)."), "Finished jaxpr to MLIR
+                   module conversion jit(F) in S sec", "Finished XLA compilation of jit(F) in S sec" → a `compile`
+                   event per compilation (duration: its tracing + lowering + XLA seconds), `recompile` when the
+                   same function is compiled again in the same log
+  dynamo, 2.0      PyTorch 2.0's TORCH_LOGS=recompiles record, logged as a tuple's repr: "('Recompiling function F
+                   in PATH', "triggered by the following guard failure: GUARD")" → `recompile` with its guard
+  CompileProfiler  torch._dynamo.utils.CompileProfiler.report(): "Torchdynamo Profiler Report", its Recompilation
+                   table (tabulate: `Function  Recompiles  Recompile Reasons`, a row per frame, one reason per
+                   line) → one `recompile` event per recompile the row counts, with its first reason
+  memory_summary   torch.cuda.memory_summary() (torch/cuda/memory.py): "|  CUDA OOMs: N  |  cudaMalloc retries: R  |"
+                   → `memory_pressure` when R ≥ 1 (memory_stats()["num_alloc_retries"]: cudaMalloc calls that
+                   failed, freed every cached block and were retried, each a synchronous free near the memory
+                   limit), `oom` when N ≥ 1; the box's other rows are read as the same record (the peak allocated
+                   memory goes into the event)
+
+Every pattern is linear; a line is tried only when it holds one of the few needles below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+
+# TensorFlow: "<function F at 0x7f..>", "<function Outer.<locals>.f at 0x..>", and Keras objects ("<tensorflow...
+# Sequential object at 0x7f2185a37630>")
+_TF_RETRACE = re.compile(r"\b(\d{1,9}) out of the last (\d{1,9}) calls to <(?:function )?([^<>\s]{1,300}(?:<locals>"
+                         r"[^<>\s]{0,200}){0,4})(?: object)?(?: at 0x[0-9a-fA-F]{1,16})?> triggered tf\.function "
+                         r"retracing")
+_JAX_TRACE = re.compile(r"Finished tracing \+ transforming (\S{1,300}) for (?:p?jit|pmap) in ([\d.eE+-]{1,30}) sec")
+_JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and types (.{0,400}?)\. Argument mapping|"
+                            r"\(\d{1,20}\) for args (.{0,400}))")
+_JAX_STAGE = re.compile(r"Finished (?:jaxpr to MLIR module conversion|XLA compilation of) (\S{1,300}) in "
+                        r"([\d.eE+-]{1,30}) sec")
+_DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,400})',\s*\"triggered by the following "
+                           r"guard failures?:\s*(.{0,300}?)\"\)")
+_PROFILER_TITLE = "Torchdynamo Profiler Report"
+_PROFILER_HEAD = re.compile(r"^\s*Function\s{2,}Recompiles\s{2,}Recompile Reasons\s*$")
+_PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,}(\d{1,9})\s{2,}(\S.{0,300}?)\s*$")
+_PROFILER_MORE = re.compile(r"^\s{8,}(\S.{0,300}?)\s*$")
+MAX_PROFILER_EVENTS = 10_000  # recompiles one report row may turn into events
+PROFILER_PROSE = 40  # lines of the report's sections before its recompile table (its prose is about 20)
+_MEM_HEAD = re.compile(r"\|\s*CUDA OOMs:\s*(\d{1,12})\s*\|\s*cudaMalloc retries:\s*(\d{1,12})\s*\|")
+_MEM_TITLE = re.compile(r"\|\s*PyTorch CUDA memory summary, device ID (\d{1,4})\s*\|")
+_MEM_ROW = re.compile(r"^\|.{0,200}\|\s*$|^\|[=-]{20,}\|?\s*$")
+_MEM_ALLOC = re.compile(r"^\|\s*Allocated memory\s*\|\s*([\d.]+ \w?i?B)\s*\|\s*([\d.]+ \w?i?B)\s*\|")
+_NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|")
+
+
+def _jax_name(name: str) -> str:
+    """`jit(f)` / `pjit(f)` / `f` → f (the function a compile log line names)."""
+    m = re.fullmatch(r"p?jit\((.{1,300})\)|pmap\((.{1,300})\)", name)
+    return (m.group(1) or m.group(2)) if m else name
+
+
+class RuntimeLines:
+    """The scanner: `feed(line)` → the counts key of what it understood ("recompile", "events") or None; events are
+    added through `add(line, kind, detail, duration)` (readers/lines.py `_EventLines._add`, returning the row's
+    index in `rows`)."""
+
+    def __init__(self, add: Callable[..., int], rows: list[dict]):
+        self.add, self.rows = add, rows
+        self.jax_compiled: set[str] = set()  # the functions compiled so far in this log
+        self.jax_open: dict[str, int] = {}  # function -> its latest compile event's row, to add its stage times
+        self.jax_traced: dict[str, float] = {}  # function -> tracing seconds logged before its "Compiling" line
+        self.profiler = ""  # "" outside a CompileProfiler report; "report" in it; "table" in its recompile table
+        self.profiler_row: int | None = None
+        self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
+        self.memory: int | None = None  # the row of the memory summary being read (-1: one with nothing to flag)
+
+    def feed(self, ln) -> str | None:
+        body = ln.body
+        if not any(n in body for n in _NEEDLES) and not self.profiler:
+            self.memory = None
+            return None
+        if self.profiler or _PROFILER_TITLE in body:
+            return self._profiler(ln)
+        if "|" in body and (key := self._memory(ln)):
+            return key
+        self.memory = None
+        if "retracing" in body and (m := _TF_RETRACE.search(body)):
+            self.add(ln, "recompile", f"line {ln.lineno}: recompiling {m.group(3)} in tf.function; traced anew on "
+                                      f"{m.group(1)} of the last {m.group(2)} calls (TensorFlow's warning of "
+                                      f"frequent retracing)")
+            return "recompile"
+        if "Recompiling function" in body and (m := _DYNAMO_TUPLE.search(body)):
+            self.add(ln, "recompile", f"line {ln.lineno}: recompiling {m.group(1)} in {m.group(2)}; guard: "
+                                      f"{m.group(3)}")
+            return "recompile"
+        return self._jax(ln)
+
+    def _jax(self, ln) -> str | None:
+        body = ln.body
+        if m := _JAX_TRACE.search(body):
+            name = _jax_name(m.group(1))
+            self.jax_traced[name] = self.jax_traced.get(name, 0.0) + _seconds(m.group(2))
+            self.jax_open.pop(name, None)  # a new trace: the stages that follow are the next compilation's
+            return "events"
+        if m := _JAX_COMPILING.search(body):
+            name = _jax_name(m.group(1))
+            shapes = (m.group(2) or m.group(3) or "").strip()[:120]
+            again = name in self.jax_compiled
+            self.jax_compiled.add(name)
+            traced = self.jax_traced.pop(name, 0.0)
+            detail = (f"line {ln.lineno}: recompiling {name} in jit; compiled again, shapes and types {shapes}" if again
+                      else f"line {ln.lineno}: compiling {name} in jit, shapes and types {shapes}")
+            self.jax_open[name] = self.add(ln, "recompile" if again else "compile", detail, traced or np.nan)
+            return "recompile" if again else "events"
+        if m := _JAX_STAGE.search(body):
+            name = _jax_name(m.group(1))
+            row = self.jax_open.get(name)
+            if row is not None and row < len(self.rows):
+                before = self.rows[row]["duration_s"]
+                self.rows[row]["duration_s"] = (0.0 if before != before else before) + _seconds(m.group(2))
+            return "events"
+        return None
+
+    def _profiler(self, ln) -> str | None:
+        body = ln.body.rstrip()
+        if _PROFILER_TITLE in body:
+            self.profiler, self.profiler_row, self.profiler_left = "report", None, PROFILER_PROSE
+            return "events"
+        if self.profiler == "report" and _PROFILER_HEAD.match(body):
+            self.profiler = "table"
+            return "events"
+        if self.profiler == "table":
+            if (m := _PROFILER_ROW.match(body)) and not set(body) <= set("- "):
+                for _ in range(min(int(m.group(2)), MAX_PROFILER_EVENTS)):
+                    self.profiler_row = self.add(ln, "recompile", f"line {ln.lineno}: recompiling "
+                                                 f"{_frame(m.group(1))}; guard: {m.group(3)} (dynamo's "
+                                                 f"CompileProfiler: {m.group(2)} recompiles)")
+                return "recompile"
+            if set(body) <= set("- ") and body.strip():
+                return "events"  # tabulate's rule under the header
+            if _PROFILER_MORE.match(body) and self.profiler_row is not None:
+                return "events"  # a further reason of the same frame
+            self.profiler = ""  # the table is the report's last section: a blank line or anything else ends it
+            return "events" if not body.strip() else None
+        self.profiler_left -= 1
+        if self.profiler_left >= 0 and (not body.strip() or not body.startswith(" ")):
+            return "events"  # the report's headings and prose (graph breaks, how to read it)
+        self.profiler = ""
+        return None
+
+    def _memory(self, ln) -> str | None:
+        body = ln.body.strip()
+        if _MEM_TITLE.search(body):
+            self.memory = -1
+            return "events"
+        if m := _MEM_HEAD.search(body):
+            ooms, retries = int(m.group(1)), int(m.group(2))
+            self.memory = -1
+            if ooms or retries:
+                kind = "oom" if ooms else "memory_pressure"
+                self.memory = self.add(ln, kind, f"line {ln.lineno}: torch.cuda.memory_summary(): {retries} cudaMalloc "
+                                                 f"retries (the caching allocator freed its cache and retried), "
+                                                 f"{ooms} CUDA OOMs")
+            return "events"
+        if self.memory is not None and _MEM_ROW.match(body):
+            if self.memory >= 0 and (m := _MEM_ALLOC.match(body)) and self.memory < len(self.rows):
+                row = self.rows[self.memory]
+                if "allocated" not in row["detail"]:
+                    row["detail"] = (row["detail"] + f"; allocated {m.group(1)} now, peak {m.group(2)}")[:300]
+            return "events"
+        return None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.0
+    return value if 0.0 <= value < 1e7 else 0.0
+
+
+def _frame(cell: str) -> str:
+    """A CompileProfiler row's function cell, `'forward' (2657887092.py:11)` → `forward in 2657887092.py:11`."""
+    m = re.fullmatch(r"'?([^'\s]{1,200})'?\s*\(([^()\s]{1,300})\)", cell.strip())
+    return f"{m.group(1)} in {m.group(2)}" if m else cell.strip()
