@@ -21,7 +21,7 @@ def has_content(summary: dict) -> bool:
     """Whether `summary` (one input group's) read anything: table rows, summary reports, machine facts, job figures,
     or a profiler table / nccl-tests table in a text log."""
     return bool(any(tb["rows"] for tb in summary["tables"].values()) or summary.get("nsys_reports")
-                or summary.get("machine") or summary.get("jobs")
+                or summary.get("machine") or summary.get("jobs") or summary.get("limits")
                 or any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()))
 
 
@@ -109,7 +109,7 @@ def summarize(bundle) -> dict[str, Any]:
     tools = sorted({v.get("tool") or "nsys" for _, v in meta_sections(bundle.meta, nsys.META_PREFIX)})
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
             "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools,
-            "machine": _machine(bundle), "jobs": _jobs(bundle)}
+            "machine": _machine(bundle), "jobs": _jobs(bundle), "limits": _limits(bundle)}
 
 
 def _jobs(bundle) -> list[str]:
@@ -125,6 +125,24 @@ def _jobs(bundle) -> list[str]:
                 f"{j['gpus']} x {j['model'] or 'GPU'}" if j.get("gpus") else (j.get("model") or ""),
                 f"wall {_seconds(j['elapsed_s'])}" if j.get("elapsed_s") else ""]
         out.append(f"{j.get('job') or j['source']}: " + ", ".join(w for w in what if w))
+    return out
+
+
+def _limits(bundle) -> list[str]:
+    """A container's limits (readers/container_limits.py): one line per cgroup's CPU-quota counters, per /dev/shm."""
+    from playbook.readers.container_limits import META_PREFIX
+
+    out = []
+    for _, section in meta_sections(bundle.meta, META_PREFIX):
+        for g in section.get("cgroups") or []:
+            share = g["throttled"] / g["periods"] if g.get("periods") else 0.0
+            version = f"v{g['version']}" if isinstance(g["version"], int) else str(g["version"])
+            out.append(f"{g['name']}: cgroup {version}, throttled {g['throttled']:,} of {g['periods']:,} CFS "
+                       f"periods ({share:.0%})" + (f", {_seconds(g['throttled_s'])} stopped"
+                                                   if g.get("throttled_s") is not None else "")
+                       + (f", {_seconds(g['usage_s'])} CPU used" if g.get("usage_s") is not None else ""))
+        for m in section.get("shm") or []:
+            out.append(f"/dev/shm ({m['filesystem']}): {m['size_mib']:.4g} MiB, {m['used_mib']:.4g} MiB used")
     return out
 
 
@@ -386,6 +404,8 @@ def render(summary: dict[str, Any]) -> str:
                    + ", ".join(f"{k} {v} rows" for k, v in reports.items()))
     for line in summary.get("jobs") or []:
         out.append(f"job        {line}")
+    for line in summary.get("limits") or []:
+        out.append(f"limits     {line}")
     for m in summary.get("machine") or []:
         pairs = ", ".join(f"{n} {k}" for k, n in sorted(m["pairs"].items(), key=lambda kv: -kv[1]))
         out.append(f"machine    {m['format']} ({m['file']}): {m['gpus']} GPUs"

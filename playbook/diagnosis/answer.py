@@ -386,6 +386,8 @@ def untestable(run: Run) -> str | None:
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
+            (["a container's limits (cgroup CPU-quota counters, /dev/shm's size: what the job may use, not how its "
+              "GPUs ran)"] if schema.meta_sections(run.bundle.meta, "container_limits:") else []) + \
             [f"Megatron straggler reports ({r['reports']:,}; each interval's least and most across ranks, no time "
              "series)" for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)][:1] + \
             [f"{t['line']} (a server's scheduler counts: no GPU time)" for t in (sm.get("serving") or {}).get(

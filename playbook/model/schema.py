@@ -348,7 +348,7 @@ class Bundle:
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
     SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", DCGM_DIAG,
-                             "nccl_tests:", "job_usage:", STRAGGLER_REPORTS, SERVING)
+                             "nccl_tests:", "job_usage:", "container_limits:", STRAGGLER_REPORTS, SERVING)
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

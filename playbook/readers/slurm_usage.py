@@ -1,12 +1,19 @@
 """A Slurm job's GPU usage as its accounting reports it after the job: not samples over time, one figure per job
 (step) — what a cluster user pastes when the question is "did my job use its GPU?".
 
-- `sacct -P/-p ... -o JobID,TRESUsageInAve[,TRESUsageInMax ...]` (acct_gather_gpu: the TRES pairs
+- `sacct -P/-p ... -o JobID,TRESUsageInAve[,TRESUsageInMax ...]` (or `sstat`, the same fields of a running step;
+  acct_gather_gpu: the TRES pairs
   `gres/gpuutil=100` (%) and `gres/gpumem=40777023488` (bytes with --noconvert, else with a K/M/G/T suffix, binary),
   `|`-separated, a header line unless -n). The statistic comes from the column's name — the header, or the `-o` /
   `--format` list of a pasted command line: TRESUsageInAve is the step's mean, TRESUsageInMax its maximum (Min and
   Tot are not a level and are passed over). A step whose GPU figures are all 0 (the `.extern` step, a step on no GPU)
   is not GPU work; the job's own line holds no usage.
+- a sacct column holding a JSON object of the job's GPU figures, as a site's epilog writes them into the job's
+  comment (`sacct -o comment -p`: `{"gpu_util": 99.0, "gpu_mem_max": 1279.0, "gpu_power": 204.26, "ncpu": 1,
+  "ngpu": 1}|`, AaltoSciComp/scicomp-docs triton/examples/monitoring/gpu.rst). The meaning comes from each key's
+  words: a key naming the GPU and its utilization is the utilization in % (its statistic the maximum when the key
+  says max / peak, else the mean), one naming GPU memory is MiB unless it names its unit (`_gb`/`_gib`, `_bytes`),
+  one naming the GPU count (`ngpu`, `gpus`, `num_gpus`) the count; other keys are passed over.
 - `seff` with a GPU section (`Max GPU Utilization: 41%`, `Max GPU Memory Utilized: 874.00 MiB`, `Number of GPUs`,
   `GPU Type`, `Job Wall-clock time: [D-]HH:MM:SS`).
 
@@ -16,6 +23,7 @@ gpus, elapsed_s, model}]}; the accounting (analysis.accounting.gpu_time.job_usag
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -30,6 +38,8 @@ _TRES_UTIL = re.compile(r"(?:^|[|,])gres/gpuutil=(\d+(?:\.\d+)?)")
 _TRES_MEM = re.compile(r"(?:^|[|,])gres/gpumem=(\d+(?:\.\d+)?)([KMGTP]?)")
 # the field list of a pasted command: `-o LIST`, clustered short options ending in o (`-pno LIST`), --format=LIST
 _FORMAT_ARG = re.compile(r"(?:\s-[A-Za-z]{0,8}o|--format|--fields)[= ]\s?([A-Za-z%0-9,._-]{1,400})")
+# the command line itself, after a shell prompt or none: `sacct ...`, `[root@gpu3 ~]# sstat ...`, `user@h:~$ sacct`
+_COMMAND = re.compile(r"^(?:\[[^\]\n]{0,120}\]|[^\s|]{0,120}?)?[$#]?\s*s(?:acct|stat)\s")
 _SEFF = re.compile(r"^\s*(Max GPU Utilization|GPU Utilization|Max GPU Memory Utilized|GPU Memory Utilized|"
                    r"Number of GPUs|GPU Type|Job Wall-clock time|Job ID)\s*:\s*(\S[^\n]{0,80})$")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s?%")
@@ -41,8 +51,16 @@ _SIZE_MIB = {"B": 1 / 2**20, "KiB": 1 / 2**10, "KB": 1 / 2**10, "MiB": 1.0, "MB"
              "TiB": 2**20, "TB": 2**20}
 
 
+# a sacct cell holding a JSON object with a key naming GPU utilization: `{"gpu_util": 99.0, ...}|`
+_JSON_CELL = re.compile(r'\{[^{}\n]{0,400}?"[\w.-]{0,20}gpu[\w.-]{0,20}"\s*:[^{}\n]{0,400}\}')
+_GPU_COUNT_KEYS = {"ngpu", "ngpus", "gpus", "num_gpus", "gpu_count", "n_gpus"}
+
+
 def sniff(head: str) -> bool:
-    """sacct TRES lines holding a GPU figure, or seff's GPU section with its wall-clock line."""
+    """sacct TRES lines holding a GPU figure, a sacct cell holding a JSON object of GPU figures, or seff's GPU
+    section with its wall-clock line."""
+    if any("|" in ln and _JSON_CELL.search(ln) for ln in head.splitlines()[:400]):
+        return True
     if "gres/gpuutil=" in head or "gres/gpumem=" in head:
         return any("|" in ln and "gres/gpu" in ln for ln in head.splitlines()[:400])
     return "Job Wall-clock time:" in head and ("GPU Utilization:" in head or "GPU Memory Utilized:" in head)
@@ -54,7 +72,7 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
     src = str(path)
     text = textio.read_text(path)
     skips = schema.SkipCounter(src)
-    jobs = _sacct(text, skips) if "gres/gpu" in text else _seff(text)
+    jobs = _sacct(text, skips) if "gres/gpu" in text else (_json_cells(text) or _seff(text))
     if not jobs:
         raise InputError(f"{src}: no job step with GPU usage (a GPU figure other than 0 under TRESUsageInAve / "
                          "TRESUsageInMax, or seff's GPU lines)" + (f" ({skips.reasons[0]})" if skips.reasons else ""))
@@ -70,7 +88,7 @@ def _sacct(text: str, skips: schema.SkipCounter) -> list[dict]:
     jobs = []
     for no, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if line.startswith("$") or line.startswith("sacct "):
+        if line.startswith("$") or _COMMAND.match(line):  # a prompt, or the command (sstat: a running step)
             if m := _FORMAT_ARG.search(line):
                 names = [n.split("%")[0].strip().lower() for n in m.group(1).split(",")]
             continue
@@ -93,9 +111,60 @@ def _sacct(text: str, skips: schema.SkipCounter) -> list[dict]:
             mem_mib = float(mem.group(1)) * _UNITS[mem.group(2)] if mem else None
             if not util_pct and not mem_mib:  # the .extern step, a step on no GPU
                 continue
-            jobs.append({"job": cells[0].strip(), "stat": stat, "util_pct": util_pct, "mem_mib": mem_mib,
+            jobs.append({"job": _job_id(cells, names), "stat": stat, "util_pct": util_pct, "mem_mib": mem_mib,
                          "gpus": None, "elapsed_s": None, "model": None})
     return jobs
+
+
+def _job_id(cells: list[str], names: list[str]) -> str:
+    """The cell under JobID (or JobIDRaw) when the columns are named; without names the first cell when it reads as a
+    job id (`123`, `123.batch`, `123_4.0`), else none: a lone usage column is no job id."""
+    for key in ("jobid", "jobidraw"):
+        if key in names and names.index(key) < len(cells):
+            return cells[names.index(key)].strip()
+    first = cells[0].strip()
+    return first if not names and re.fullmatch(r"\d[\w.+-]{0,40}", first) else ""
+
+
+def _json_cells(text: str) -> list[dict]:
+    """Each `|`-separated cell that parses as a JSON object naming a GPU utilization (see the module docstring)."""
+    jobs = []
+    for raw in text.splitlines():
+        cells = raw.strip().split("|")
+        if len(cells) < 2:
+            continue
+        for cell in cells:
+            cell = cell.strip()
+            if not (cell.startswith("{") and cell.endswith("}")):
+                continue
+            try:
+                doc = json.loads(cell)
+            except ValueError:
+                continue
+            if isinstance(doc, dict) and (job := _json_job(doc, cells)) is not None:
+                jobs.append(job)
+    return jobs
+
+
+def _json_job(doc: dict, cells: list[str]) -> dict | None:
+    util = mem = gpus = None
+    stat = "mean"
+    for key, value in doc.items():
+        words = str(key).lower()
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if words in _GPU_COUNT_KEYS:
+            gpus = int(value)
+        elif "gpu" in words and "util" in words and util is None and 0 <= value <= 100:
+            util, stat = float(value), "max" if ("max" in words or "peak" in words) else "mean"
+        elif "gpu" in words and "mem" in words and mem is None:
+            unit = 2**10 if re.search(r"_gi?b\b|gi?b$", words) else 1 / 2**20 if "byte" in words else 1.0
+            mem = float(value) * unit
+    if util is None:
+        return None
+    first = cells[0].strip()
+    return {"job": first if re.fullmatch(r"\d[\w.+-]{0,40}", first) else "", "stat": stat, "util_pct": util,
+            "mem_mib": mem, "gpus": gpus, "elapsed_s": None, "model": None}
 
 
 def _seff(text: str) -> list[dict]:

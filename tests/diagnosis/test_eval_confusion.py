@@ -611,6 +611,19 @@ CASES = [
         ("sglang26248_kv_full_before_retract.log", "memory_pressure"),
         ("fastrl4_decode_cuda_graph_false.log", "launch_bound"),
         ("sglang6081_mtp_cudagraph_accept_drop.log", "pipeline_imbalance"))],
+    # the forty-second round: the layer around a training job (tests/data/eval/heldout42/SOURCES.md, real excerpts):
+    # scored once as written — 3 of 7 right, 1 of 7 read, none called healthy; kept: a sacct TRESUsageInAve line
+    # of 66 % (right first), a job comment's JSON at 99 % (refused first → readers/slurm_usage JSON cells), kubectl
+    # evictions (right first; the pod named since readers/kube_status), cgroup v1 / v2 cpu.stat and a 64 MiB
+    # /dev/shm (refused first → readers/container_limits + analysis/container_costs); left out: a checkpoint
+    # listing after a preemption (right for a wrong reason: tests/diagnosis/test_heldout42.py)
+    *[(f"heldout42 {name}", want, _file(f"heldout42/{name}")) for name, want in (
+        ("spartan369_df_shm_64m.txt", "memory_pressure"),
+        ("kftrainer301_evicted_low_memory.txt", "memory_pressure"),
+        ("k8s97445_cpu_stat_v1_4000m.txt", "insufficient_data"),
+        ("k0s4954_cpu_stat_v2_pod_throttled.txt", "data_starvation"),
+        ("aalto_sacct_tresusageinave_gpuutil66.txt", "unexplained_slowdown"),
+        ("aalto_sacct_comment_json_gpu_util99.txt", "healthy"))],
     # the forty-third round: framework-runtime evidence (tests/data/eval/heldout43/SOURCES.md, real excerpts): scored
     # once as written — 1 of 7 right, 1 of 7 read, none called healthy; kept: torch.cuda.memory_summary() with a
     # cudaMalloc retry, TF's retracing warning twice, JAX's compile log, dynamo's CompileProfiler report (refused

@@ -40,7 +40,7 @@ SUMMARIES = tuple(Summary(*args) for args in (
     ("kineto", "kineto", "trace"), ("stragglers", "rank_stragglers", ""), ("nccl", "nccl", "NCCL"),
     ("nsys", "nsys_profiles", ""), ("flight_recorder", "collective_hangs", ""), ("links", "links", "links"),
     ("profiler", "profiler_ops", ""), ("nccl_tests", "nccl_bench", "nccl-tests"), ("job_usage", "job_usage", ""),
-    ("serving", "serving_load", "serving")))
+    ("serving", "serving_load", "serving"), ("container_limits", "container_costs", "")))
 
 
 def _lagging_links(links: dict, run: Run) -> dict:
