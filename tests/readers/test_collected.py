@@ -179,3 +179,31 @@ def test_the_bars_of_each_epoch_are_one_loop_whatever_their_numbers(tmp_path):
     text = SHARDS + _trainer_bar("Epoch 0: ") + _trainer_bar("Epoch 1: ")
     steps = read_paths([str(tmp_path / "e.log")]).steps if (tmp_path / "e.log").write_text(text) else None
     assert len(steps) == 40 and steps["duration_s"].median() == pytest.approx(0.5, rel=0.05)
+
+
+QUERY = """==============NVSMI LOG==============
+
+Timestamp                                 : Wed Oct 25 09:00:0{s} 2023
+Driver Version                            : 535.104.05
+
+Attached GPUs                             : 1
+GPU 00000000:07:00.0
+    Performance State                     : P0
+    Utilization
+        Gpu                               : {u} %
+        Memory                            : 43 %
+    GPU Power Readings
+        Power Draw                        : 396.13 W
+"""
+WARNING = ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:173: UserWarning: CUDA initialization: "
+           "Unexpected error\n  warnings.warn(\n")
+
+
+def test_a_warning_printed_into_nvidia_smi_q_output_is_skipped_not_a_section(tmp_path):
+    polls = [QUERY.format(s=s, u=u) for s, u in enumerate((97, 95, 12, 96, 98, 97))]
+    (tmp_path / "plain.txt").write_text("".join(polls))
+    mixed = "".join(p.replace("    Utilization\n", WARNING + "    Utilization\n") for p in polls)
+    (tmp_path / "mixed.txt").write_text(mixed)
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.txt", "mixed.txt"))
+    assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist() == [97, 95, 12, 96, 98, 97]
+    assert any("not nvidia-smi's" in w for w in got.warnings)

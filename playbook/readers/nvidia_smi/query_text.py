@@ -180,6 +180,11 @@ def _records(stream, skips: schema.SkipCounter):
             else:
                 record[key] = kv.group(3).strip()
             continue
+        if kv is None and record is not None and (indent == 0 or indent % INDENT):
+            # no heading of a GPU's section sits at the margin or off the 4-space grid: another program's line
+            # printed into the output (a warning on stderr) is skipped, the section goes on
+            skips.skip(no, f"a line that is not nvidia-smi's inside a GPU section {line.strip()[:50]!r}")
+            continue
         while stack and stack[-1][0] >= indent:
             stack.pop()
         if kv is None:  # a section heading
