@@ -2,10 +2,12 @@
 readers/model_placement.py) → findings, by what the numbers mean.
 
   Requests spend most of their time outside the server → data_starvation: a load block states both the latency the
-      client sees and the server's own request latency (its queue and compute). Where the server's share is at most
-      OUTSIDE (its queue no larger than its compute: the requests do not wait inside it), the rest is the client,
-      the network and the protocol — by Little's law only that share of the requests in flight is in the server, so
-      its model instances wait for work. High at ≤ OUTSIDE_HIGH.
+      client sees and the server's own request latency (its queue and compute). Where, in every block that states
+      both, the server's share is at most OUTSIDE and its queue no larger than its compute (the requests do not wait
+      inside it), the rest is the client, the network and the protocol — by Little's law only that share of the
+      requests in flight is in the server, so its model instances wait for work. High at ≤ OUTSIDE_HIGH. One block
+      where the server holds more, or queues the requests, shows that this client can fill it: no finding (the
+      lighter loads of a sweep idle the server by the load asked, not by starving it).
   The load generator could not offer the load asked → data_starvation (moderate): the tool says so (`not able to
       keep up with the desired request rate`), or the rate it sent is ≤ LAG of the rate asked — the server was fed
       less than the test meant; the client (its threads, its transfer path) is the limit.
@@ -52,13 +54,12 @@ def _load(b: dict) -> str:
 
 def outside(blocks: list[dict]) -> dict | None:
     """Requests spend most of their latency outside the server (see the module docstring)."""
-    rows = []
-    for b in blocks:
-        share = _share(b)
+    rows = [(share, b) for b in blocks if (share := _share(b)) is not None]
+    for share, b in rows:
         queue, compute = _parts(b)
-        if share is not None and (not compute or queue <= compute):
-            rows.append((share, b))
-    if not rows or max(s for s, _ in rows) > OUTSIDE:
+        if share > OUTSIDE or (compute and queue > compute):
+            return None  # at this load the server holds the requests (or queues them): this client can fill it
+    if not rows:
         return None
     share, b = max(rows, key=lambda r: r[0])  # the block where the server holds the most: the case least against
     queue, compute = _parts(b)
@@ -69,7 +70,7 @@ def outside(blocks: list[dict]) -> dict | None:
     return {"hypothesis": ids.DATA_STARVATION, "level": "high" if share <= OUTSIDE_HIGH else "moderate",
             "evidence": f"the server holds each request {b['server_us']:,.0f} µs{inside} of the {b['client_us']:,.0f} µs "
                         f"the client waits at {_load(b)} ({share:.0%}; {len(rows)} load block"
-                        f"{'s' * (len(rows) != 1)}, none above {OUTSIDE:.0%}){flight}: the rest is spent in the "
+                        f"{'s' * (len(rows) != 1)}, none above {OUTSIDE:.0%} or queued in the server){flight}: the rest is spent in the "
                         "client, the network and the protocol, and the server's model instances wait for requests",
             "next": "find what holds the requests outside the server: the client (its threads, serialization), the "
                     "transport (shared memory instead of gRPC/HTTP payloads, a faster network), or the server's "
