@@ -10,7 +10,10 @@ readers/model_placement.py) → findings, by what the numbers mean.
       lighter loads of a sweep idle the server by the load asked, not by starving it).
   The load generator could not offer the load asked → data_starvation (moderate): the tool says so (`not able to
       keep up with the desired request rate`), or the rate it sent is ≤ LAG of the rate asked — the server was fed
-      less than the test meant; the client (its threads, its transfer path) is the limit.
+      less than the test meant; the client (its threads, its transfer path) is the limit. Not where the rate it sent
+      is stated above LAG of the asked (perf_analyzer warns once 1% of the requests leave 1 ms late: the load was
+      still offered), nor where the server queues the requests (queue above compute: a synchronous client's threads
+      waited on a full server, the server is the limit).
   Part of the model on the CPU: a placement holding ≥ CPU_MIN of the model (its bytes or its layers) in host memory
       runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
       the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
@@ -27,7 +30,7 @@ from playbook.knowledge import ids
 
 OUTSIDE = 0.5
 OUTSIDE_HIGH = 0.25
-LAG = 0.9
+LAG = 0.9  # perf_analyzer's own tolerance (--stability-percentage 10): loads 10% apart are the same load
 CPU_MIN = 0.02  # a model with less than this share off the GPU is on the GPU (ollama rounds to whole percents)
 CPU_HIGH = 0.1
 LOAD_STEP = 2.0
@@ -83,8 +86,11 @@ def lagging(blocks: list[dict]) -> dict | None:
         asked = b["load"][1] if b["load"][0] == "rate" else None
         sent = b.get("sent_rate")
         short = asked and sent is not None and sent <= LAG * asked
-        if not (b.get("lagging") or short):
-            continue
+        if not (b.get("lagging") or short) or (asked and sent is not None and not short):
+            continue  # a warning with the rate sent within LAG of the rate asked: a few late requests, the load offered
+        queue, compute = _parts(b)
+        if compute and queue > compute:
+            continue  # the requests waited in the server's queue: a full server held the client's threads back
         said = (f"the client sent {sent:,.4g}/s of the {asked:,.4g}/s asked ({sent / asked:.0%})" if short
                 else f"the load generator says it could not keep up with the rate asked ({_load(b)})")
         if b.get("delayed_share") is not None:
