@@ -5,7 +5,8 @@ the GPU, one after the other for every token. The runtimes state the split in tw
 
   a share of the model's bytes: `ollama ps` (ollama cmd/cmd.go ListRunningHandler) prints a PROCESSOR column,
       `100% GPU`, `100% CPU` or `C%/G% CPU/GPU` (C% of the model in host memory), one row per loaded model under a
-      `NAME  ID  SIZE  PROCESSOR  [CONTEXT]  UNTIL` header;
+      `NAME  ID  SIZE  PROCESSOR  [CONTEXT]  UNTIL` header (a row: the name, 12 hex digits of the digest, the size;
+      a `100% CPU` elsewhere is prose, a `C%/G% CPU/GPU` pair elsewhere a share with no model named);
   a count of layers: llama.cpp's loader `offloaded K/M layers to GPU` (llm_load_tensors / load_tensors), Ollama's
       scheduler line `msg=offload ... layers.model=M layers.offload=K ... memory.available="[17.8 GiB]"
       memory.required.full="23.4 GiB"` (slog key=value; a paste may wrap it over several lines, whose `layers.` /
@@ -24,6 +25,8 @@ MAX_RECORDS = 10_000
 SPLIT = re.compile(r"\b(\d{1,3})%\s*/\s*(\d{1,3})%\s*(CPU|GPU)\s*/\s*(CPU|GPU)\b")
 WHOLE = re.compile(r"(?:^|\s)100%\s+(CPU|GPU)(?:\s|$)")
 HEADER = re.compile(r"^\s*NAME\s+ID\s+SIZE\s+PROCESSOR\b")
+# a row of that table: the model's name, the first 12 hex digits of its digest, its size (`41 GB`, `980 MB`)
+ROW = re.compile(r"^\s*(\S{1,200})\s+[0-9a-f]{12}\s+\d{1,6}(?:\.\d{1,3})?\s?[KMGT]?i?B\s", re.IGNORECASE)
 OFFLOADED = re.compile(r"\boffloaded\s+(\d{1,5})\s*/\s*(\d{1,5})\s+layers\s+to\s+GPU\b", re.IGNORECASE)
 KEY = re.compile(r"\b(layers\.model|layers\.offload|memory\.available|memory\.required\.full)=(\"[^\"]{0,200}\"|\S{1,60})")
 GIB = {"b": 1 / 2**30, "kib": 1 / 2**20, "mib": 1 / 2**10, "gib": 1.0, "tib": 2**10, "kb": 1e3 / 2**30,
@@ -56,16 +59,15 @@ class Placements:
             self.table = True
             return True
         split = SPLIT.search(body) if "%" in body else None
-        whole = WHOLE.search(body) if self.table and split is None and "100%" in body else None
+        row = ROW.match(body) if self.table else None  # prose under a table (`top shows 100% CPU`) is no row
+        whole = WHOLE.search(body) if row and split is None and "100%" in body else None
         if split or whole:
             if split:
                 a, b = int(split.group(1)), int(split.group(2))
                 cpu = (a if split.group(3).upper() == "CPU" else b) / 100.0
             else:
                 cpu = 1.0 if whole.group(1).upper() == "CPU" else 0.0
-            first = body.split()[0] if self.table and body.split() else None
-            self._add({"model": first if first and not first[0].isdigit() else None, "cpu_share": cpu,
-                       "how": "bytes"})
+            self._add({"model": row.group(1) if row else None, "cpu_share": cpu, "how": "bytes"})
             self.open = None
             return True
         if "offloaded" in body and (m := OFFLOADED.search(body)):

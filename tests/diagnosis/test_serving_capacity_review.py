@@ -12,6 +12,7 @@ from playbook.analysis import serving_capacity
 from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 from playbook.readers.load_report import LoadReport
+from playbook.readers.model_placement import Placements
 
 
 def _feed(reader, text: str):
@@ -67,3 +68,15 @@ def test_a_full_server_holding_a_synchronous_client_back_is_not_starved(tmp_path
     short = _block("Request Rate: 1500 inference requests per second", 1000.1, 4000, 1000, 20, 900,
                    LATE.format(sent="1000.40", pct="96.10"))
     assert serving_capacity.lagging(_feed(LoadReport(), short))["hypothesis"] == "data_starvation"
+
+
+PS = """NAME            ID              SIZE    PROCESSOR       UNTIL
+llama3:8b       365c0bd3c000    6.7 GB  100% GPU        4 minutes from now
+While it answers, top shows ollama at 100% CPU and nvidia-smi shows 0%
+"""
+
+
+def test_prose_under_an_ollama_ps_table_is_no_row():
+    got = _feed(Placements(), PS)
+    assert [(r["model"], r["cpu_share"]) for r in got] == [("llama3:8b", 0.0)]  # no model `While` 100% on the CPU
+    assert serving_capacity.offloaded(got) is None
