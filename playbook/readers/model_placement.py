@@ -14,7 +14,8 @@ the GPU, one after the other for every token. The runtimes state the split in tw
 
 Each statement becomes a placement record: {"model": name or None, "cpu_share": 0..1 (of the bytes, or of the
 layers), "how": "bytes" | "layers", "layers": [K, M], "available_gib": .., "required_gib": ..}. A share pair is
-read in the order its label gives (`CPU/GPU` or `GPU/CPU`). Memory: MAX_RECORDS records at most.
+read in the order its label gives (`CPU/GPU` or `GPU/CPU`), and only where its two shares add up to 100 (±1 for
+rounding): a `35%/98% CPU/GPU` utilization pair is no placement. Memory: MAX_RECORDS records at most.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class Placements:
             self.table = True
             return True
         split = SPLIT.search(body) if "%" in body else None
+        if split and abs(int(split.group(1)) + int(split.group(2)) - 100) > 1:
+            split = None  # one model's two shares add up to 100: another pair (a monitor's utilization) is not one
         row = ROW.match(body) if self.table else None  # prose under a table (`top shows 100% CPU`) is no row
         whole = WHOLE.search(body) if row and split is None and "100%" in body else None
         if split or whole:

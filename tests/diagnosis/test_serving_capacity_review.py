@@ -80,3 +80,10 @@ def test_prose_under_an_ollama_ps_table_is_no_row():
     got = _feed(Placements(), PS)
     assert [(r["model"], r["cpu_share"]) for r in got] == [("llama3:8b", 0.0)]  # no model `While` 100% on the CPU
     assert serving_capacity.offloaded(got) is None
+
+
+def test_a_utilization_pair_labelled_cpu_gpu_is_no_placement():
+    # ollama (cmd/cmd.go) prints the model's two shares, which add up to 100; a monitor's utilization pair does not
+    line = "step 120 | util 35%/98% CPU/GPU | loss 2.10 | 0.41 s/it"
+    assert _feed(Placements(), line) == []
+    assert _feed(Placements(), "llama3:70b  be39eb53a197  41 GB  42%/58% CPU/GPU  Forever")[0]["cpu_share"] == 0.42
