@@ -57,7 +57,10 @@ def _load(b: dict) -> str:
 
 def outside(blocks: list[dict]) -> dict | None:
     """Requests spend most of their latency outside the server (see the module docstring)."""
-    rows = [(share, b) for b in blocks if (share := _share(b)) is not None]
+    # a block whose server breakdown names a response cache (`cache hit/miss`) is left out: the requests the cache
+    # answered never reached the model, so the server's short time says nothing about its GPU waiting for work
+    rows = [(share, b) for b in blocks if (share := _share(b)) is not None
+            and not any("cache" in k for k in b.get("server_parts") or {})]
     for share, b in rows:
         queue, compute = _parts(b)
         if share > OUTSIDE or (compute and queue > compute):

@@ -87,3 +87,28 @@ def test_a_utilization_pair_labelled_cpu_gpu_is_no_placement():
     line = "step 120 | util 35%/98% CPU/GPU | loss 2.10 | 0.41 s/it"
     assert _feed(Placements(), line) == []
     assert _feed(Placements(), "llama3:70b  be39eb53a197  41 GB  42%/58% CPU/GPU  Forever")[0]["cpu_share"] == 0.42
+
+
+CACHED = """Request concurrency: 1
+  Client:
+    Request count: 5000
+    Throughput: 1100 infer/sec
+    Avg latency: 900 usec (standard deviation 60 usec)
+    Avg HTTP time: 890 usec (send/recv 90 usec + response wait 800 usec)
+  Server:
+    Inference count: 50
+    Execution count: 50
+    Cache hit count: 4950
+    Cache miss count: 50
+    Successful request count: 5000
+    Avg request latency: 40 usec (overhead 10 usec + queue 5 usec + cache hit/miss 25 usec)
+      Average Cache Hit Latency: 12 usec
+      Average Cache Miss Latency: 1300 usec (cache lookup/insertion 30 usec + compute input 50 usec + compute infer 1150 usec + compute output 70 usec)
+"""
+
+
+def test_requests_answered_from_the_response_cache_do_not_starve_the_gpu(tmp_path):
+    # perf_analyzer's response-cache layout (ReportServerSideStats): 4950 of 5000 requests never reached the model,
+    # so the server's 40 µs of the client's 900 µs says nothing about the GPU waiting for requests
+    assert serving_capacity.outside(_feed(LoadReport(), CACHED)) is None
+    assert _verdict(tmp_path, "cached.txt", CACHED) != "data_starvation"
