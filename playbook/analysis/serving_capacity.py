@@ -9,11 +9,12 @@ readers/model_placement.py) → findings, by what the numbers mean.
       where the server holds more, or queues the requests, shows that this client can fill it: no finding (the
       lighter loads of a sweep idle the server by the load asked, not by starving it).
   The load generator could not offer the load asked → data_starvation (moderate): the tool says so (`not able to
-      keep up with the desired request rate`), or the rate it sent is ≤ LAG of the rate asked — the server was fed
-      less than the test meant; the client (its threads, its transfer path) is the limit. Not where the rate it sent
-      is stated above LAG of the asked (perf_analyzer warns once 1% of the requests leave 1 ms late: the load was
-      still offered), nor where the server queues the requests (queue above compute: a synchronous client's threads
-      waited on a full server, the server is the limit).
+      keep up with the desired request rate`, or `... desired load`: its own overhead too high), or the rate it sent
+      is ≤ LAG of the rate asked — the server was fed less than the test meant; the client (its threads, its
+      transfer path) is the limit. Not where the rate it sent is stated above LAG of the asked (perf_analyzer warns
+      once 1% of the requests leave 1 ms late: the load was still offered), nor where the server queues the
+      requests (queue above compute: a synchronous client's threads waited on a full server, the server is the
+      limit).
   Part of the model on the CPU: a placement holding ≥ CPU_MIN of the model (its bytes or its layers) in host memory
       runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
       the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
@@ -95,7 +96,8 @@ def lagging(blocks: list[dict]) -> dict | None:
         if compute and queue > compute:
             continue  # the requests waited in the server's queue: a full server held the client's threads back
         said = (f"the client sent {sent:,.4g}/s of the {asked:,.4g}/s asked ({sent / asked:.0%})" if short
-                else f"the load generator says it could not keep up with the rate asked ({_load(b)})")
+                else f"the load generator says it could not keep up with the "
+                     f"{'rate' if b['load'][0] == 'rate' else 'load'} asked ({_load(b)})")
         if b.get("delayed_share") is not None:
             said += f"; {b['delayed_share']:.2%} of the requests were sent late"
         return {"hypothesis": ids.DATA_STARVATION, "level": "moderate",

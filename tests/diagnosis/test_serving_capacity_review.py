@@ -112,3 +112,15 @@ def test_requests_answered_from_the_response_cache_do_not_starve_the_gpu(tmp_pat
     # so the server's 40 µs of the client's 900 µs says nothing about the GPU waiting for requests
     assert serving_capacity.outside(_feed(LoadReport(), CACHED)) is None
     assert _verdict(tmp_path, "cached.txt", CACHED) != "data_starvation"
+
+
+def test_the_client_overhead_warning_marks_the_client_as_the_limit(tmp_path):
+    # perf_analyzer's second warning (inference_profiler.cc Report, printed after the Server section when the client's
+    # overhead passes --overhead-pct 50): the load asked was not generated — the client is the limit, as for a rate
+    text = (_block("Request concurrency: 16", 7000, 2000, 1500, 20, 1350)
+            + "[WARNING] Perf Analyzer is not able to keep up with the desired load. The results may not be accurate.\n")
+    (b,) = _feed(LoadReport(), text)
+    assert b["lagging"] is True
+    f = serving_capacity.lagging([b])
+    assert f["hypothesis"] == "data_starvation" and "load asked (16 requests in flight)" in f["evidence"]
+    assert _verdict(tmp_path, "overhead.txt", text) == "data_starvation"
