@@ -124,3 +124,16 @@ def test_the_client_overhead_warning_marks_the_client_as_the_limit(tmp_path):
     f = serving_capacity.lagging([b])
     assert f["hypothesis"] == "data_starvation" and "load asked (16 requests in flight)" in f["evidence"]
     assert _verdict(tmp_path, "overhead.txt", text) == "data_starvation"
+
+
+def test_ollama_planning_for_the_cpu_alone_states_no_gpu_memory(tmp_path):
+    # Ollama's estimate on a host where it found no GPU (`msg="offload to cpu"`, later `msg=offload library=cpu`):
+    # memory.available is host memory, and no layer was ever meant for a GPU — not a split, not GPU memory to spare
+    line = ('time=2024-10-01T09:00:00.000Z level=INFO source=memory.go:326 msg="offload to {lib}" layers.requested=-1 '
+            'layers.model=33 layers.offload={k} layers.split="" memory.available="[{avail} GiB]" memory.gpu_overhead="0 B" '
+            'memory.required.full="5.2 GiB" memory.required.partial="0 B" memory.required.kv="1.0 GiB"')
+    assert _feed(Placements(), line.format(lib="cpu", k=0, avail="29.1")) == []
+    new = line.format(lib="cpu", k=0, avail="29.1").replace('msg="offload to cpu"', "msg=offload library=cpu")
+    assert _feed(Placements(), new) == []
+    (r,) = _feed(Placements(), line.format(lib="cuda", k=20, avail="3.9"))
+    assert r["layers"] == [20, 33] and serving_capacity.offloaded([r])["hypothesis"] == "memory_pressure"
