@@ -2,13 +2,19 @@
 readers/model_placement.py) → findings, by what the numbers mean.
 
   Requests spend most of their time outside the server → data_starvation: a load block states both the latency the
-      client sees and the server's own request latency (its queue and compute). Where the server's share is at most
-      OUTSIDE (its queue no larger than its compute: the requests do not wait inside it), the rest is the client,
-      the network and the protocol — by Little's law only that share of the requests in flight is in the server, so
-      its model instances wait for work. High at ≤ OUTSIDE_HIGH.
+      client sees and the server's own request latency (its queue and compute). Where, in every block that states
+      both, the server's share is at most OUTSIDE and its queue no larger than its compute (the requests do not wait
+      inside it), the rest is the client, the network and the protocol — by Little's law only that share of the
+      requests in flight is in the server, so its model instances wait for work. High at ≤ OUTSIDE_HIGH. One block
+      where the server holds more, or queues the requests, shows that this client can fill it: no finding (the
+      lighter loads of a sweep idle the server by the load asked, not by starving it).
   The load generator could not offer the load asked → data_starvation (moderate): the tool says so (`not able to
-      keep up with the desired request rate`), or the rate it sent is ≤ LAG of the rate asked — the server was fed
-      less than the test meant; the client (its threads, its transfer path) is the limit.
+      keep up with the desired request rate`, or `... desired load`: its own overhead too high), or the rate it sent
+      is ≤ LAG of the rate asked — the server was fed less than the test meant; the client (its threads, its
+      transfer path) is the limit. Not where the rate it sent is stated above LAG of the asked (perf_analyzer warns
+      once 1% of the requests leave 1 ms late: the load was still offered), nor where the server queues the
+      requests (queue above compute: a synchronous client's threads waited on a full server, the server is the
+      limit).
   Part of the model on the CPU: a placement holding ≥ CPU_MIN of the model (its bytes or its layers) in host memory
       runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
       the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
@@ -25,7 +31,7 @@ from playbook.knowledge import ids
 
 OUTSIDE = 0.5
 OUTSIDE_HIGH = 0.25
-LAG = 0.9
+LAG = 0.9  # perf_analyzer's own tolerance (--stability-percentage 10): loads 10% apart are the same load
 CPU_MIN = 0.02  # a model with less than this share off the GPU is on the GPU (ollama rounds to whole percents)
 CPU_HIGH = 0.1
 LOAD_STEP = 2.0
@@ -52,13 +58,15 @@ def _load(b: dict) -> str:
 
 def outside(blocks: list[dict]) -> dict | None:
     """Requests spend most of their latency outside the server (see the module docstring)."""
-    rows = []
-    for b in blocks:
-        share = _share(b)
+    # a block whose server breakdown names a response cache (`cache hit/miss`) is left out: the requests the cache
+    # answered never reached the model, so the server's short time says nothing about its GPU waiting for work
+    rows = [(share, b) for b in blocks if (share := _share(b)) is not None
+            and not any("cache" in k for k in b.get("server_parts") or {})]
+    for share, b in rows:
         queue, compute = _parts(b)
-        if share is not None and (not compute or queue <= compute):
-            rows.append((share, b))
-    if not rows or max(s for s, _ in rows) > OUTSIDE:
+        if share > OUTSIDE or (compute and queue > compute):
+            return None  # at this load the server holds the requests (or queues them): this client can fill it
+    if not rows:
         return None
     share, b = max(rows, key=lambda r: r[0])  # the block where the server holds the most: the case least against
     queue, compute = _parts(b)
@@ -69,7 +77,7 @@ def outside(blocks: list[dict]) -> dict | None:
     return {"hypothesis": ids.DATA_STARVATION, "level": "high" if share <= OUTSIDE_HIGH else "moderate",
             "evidence": f"the server holds each request {b['server_us']:,.0f} µs{inside} of the {b['client_us']:,.0f} µs "
                         f"the client waits at {_load(b)} ({share:.0%}; {len(rows)} load block"
-                        f"{'s' * (len(rows) != 1)}, none above {OUTSIDE:.0%}){flight}: the rest is spent in the "
+                        f"{'s' * (len(rows) != 1)}, none above {OUTSIDE:.0%} or queued in the server){flight}: the rest is spent in the "
                         "client, the network and the protocol, and the server's model instances wait for requests",
             "next": "find what holds the requests outside the server: the client (its threads, serialization), the "
                     "transport (shared memory instead of gRPC/HTTP payloads, a faster network), or the server's "
@@ -82,10 +90,14 @@ def lagging(blocks: list[dict]) -> dict | None:
         asked = b["load"][1] if b["load"][0] == "rate" else None
         sent = b.get("sent_rate")
         short = asked and sent is not None and sent <= LAG * asked
-        if not (b.get("lagging") or short):
-            continue
+        if not (b.get("lagging") or short) or (asked and sent is not None and not short):
+            continue  # a warning with the rate sent within LAG of the rate asked: a few late requests, the load offered
+        queue, compute = _parts(b)
+        if compute and queue > compute:
+            continue  # the requests waited in the server's queue: a full server held the client's threads back
         said = (f"the client sent {sent:,.4g}/s of the {asked:,.4g}/s asked ({sent / asked:.0%})" if short
-                else f"the load generator says it could not keep up with the rate asked ({_load(b)})")
+                else f"the load generator says it could not keep up with the "
+                     f"{'rate' if b['load'][0] == 'rate' else 'load'} asked ({_load(b)})")
         if b.get("delayed_share") is not None:
             said += f"; {b['delayed_share']:.2%} of the requests were sent late"
         return {"hypothesis": ids.DATA_STARVATION, "level": "moderate",

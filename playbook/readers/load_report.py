@@ -23,9 +23,9 @@ served rate, `send ... rate` the rate the client managed to offer, a key holding
 server's where the block's `Server:` section (or the key's own word `request latency` under it) says so, else the
 client's. A latency's parenthesised breakdown (`(a N unit + b N unit + ...)`, on its line or the next) is kept part
 by part: the parts named `queue` are time waiting in the server, the parts named `compute` (input / infer / output,
-or one `compute`) the time the model ran. Units: ns/nsec, us/usec/µs, ms/msec, s/sec → microseconds. A
-`not able to keep up` sentence (or a delayed-request count) marks the client as the limit. Counts: `Inference
-count` / `Execution count` (requests per model execution: the batch the server formed).
+or one `compute`) the time the model ran. Units: ns/nsec, us/usec/µs, ms/msec, s/sec → microseconds. A `not able
+to keep up` sentence (the late requests' or the client's overhead warning) marks the client as the limit. Counts:
+`Inference count` / `Execution count` (requests per model execution: the batch the server formed).
 
 Memory: one small dict per block, MAX_BLOCKS at most.
 """
@@ -47,7 +47,9 @@ FIELD = re.compile(r"^[\s#*>_`]*([A-Za-z][\w .\-/]{0,60}?)\s*:\s*(-?\d{1,15}(?:\
                    r"([A-Za-zµμ/]{1,16})?\s*(\(.*\))?[\s.*_`]*$")
 PART = re.compile(r"([A-Za-z][A-Za-z /\-]{0,40}?)\s+(\d{1,15}(?:\.\d{1,9})?)\s*(nsec|usec|msec|sec|ns|us|µs|μs|ms|s)\b")
 BREAKDOWN = re.compile(r"^\s*\((.*\+.*)\)\s*$")  # a breakdown alone on the line after its total
-LAGGING = re.compile(r"not able to keep up with the desired (?:request )?rate", re.IGNORECASE)
+# the two warnings: requests sent late (`... desired request rate.`) and the client's own overhead above its limit
+# (`Perf Analyzer is not able to keep up with the desired load.`, printed after the block's Server section)
+LAGGING = re.compile(r"not able to keep up with the desired (?:request )?(?:rate|load)", re.IGNORECASE)
 DELAYED = re.compile(r"(\d{1,3}(?:\.\d{1,3})?)\s*% of the requests were delayed", re.IGNORECASE)
 # keys read as part of a block but not kept: request counts, percentile latencies, the protocol's own time
 KNOWN = ("request count", "latency", "grpc time", "http time", "sequence count", "standard deviation")
@@ -161,5 +163,5 @@ def describe(blocks: list[dict]) -> str:
     if any("server_us" in b for b in blocks):
         out += "; server latency stated"
     if any(b.get("lagging") for b in blocks):
-        out += "; the client could not keep up with the asked rate"
+        out += "; the client could not keep up with the load asked"
     return out

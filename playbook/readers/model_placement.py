@@ -5,15 +5,18 @@ the GPU, one after the other for every token. The runtimes state the split in tw
 
   a share of the model's bytes: `ollama ps` (ollama cmd/cmd.go ListRunningHandler) prints a PROCESSOR column,
       `100% GPU`, `100% CPU` or `C%/G% CPU/GPU` (C% of the model in host memory), one row per loaded model under a
-      `NAME  ID  SIZE  PROCESSOR  [CONTEXT]  UNTIL` header;
+      `NAME  ID  SIZE  PROCESSOR  [CONTEXT]  UNTIL` header (a row: the name, 12 hex digits of the digest, the size;
+      a `100% CPU` elsewhere is prose, a `C%/G% CPU/GPU` pair elsewhere a share with no model named);
   a count of layers: llama.cpp's loader `offloaded K/M layers to GPU` (llm_load_tensors / load_tensors), Ollama's
       scheduler line `msg=offload ... layers.model=M layers.offload=K ... memory.available="[17.8 GiB]"
       memory.required.full="23.4 GiB"` (slog key=value; a paste may wrap it over several lines, whose `layers.` /
-      `memory.` keys belong to the line they continue).
+      `memory.` keys belong to the line they continue). Its `library=cpu` (2024: `msg="offload to cpu"`) is Ollama's
+      plan on a host where it found no GPU: no placement, its memory.available being host memory.
 
 Each statement becomes a placement record: {"model": name or None, "cpu_share": 0..1 (of the bytes, or of the
 layers), "how": "bytes" | "layers", "layers": [K, M], "available_gib": .., "required_gib": ..}. A share pair is
-read in the order its label gives (`CPU/GPU` or `GPU/CPU`). Memory: MAX_RECORDS records at most.
+read in the order its label gives (`CPU/GPU` or `GPU/CPU`), and only where its two shares add up to 100 (±1 for
+rounding): a `35%/98% CPU/GPU` utilization pair is no placement. Memory: MAX_RECORDS records at most.
 """
 
 from __future__ import annotations
@@ -24,8 +27,12 @@ MAX_RECORDS = 10_000
 SPLIT = re.compile(r"\b(\d{1,3})%\s*/\s*(\d{1,3})%\s*(CPU|GPU)\s*/\s*(CPU|GPU)\b")
 WHOLE = re.compile(r"(?:^|\s)100%\s+(CPU|GPU)(?:\s|$)")
 HEADER = re.compile(r"^\s*NAME\s+ID\s+SIZE\s+PROCESSOR\b")
+# a row of that table: the model's name, the first 12 hex digits of its digest, its size (`41 GB`, `980 MB`)
+ROW = re.compile(r"^\s*(\S{1,200})\s+[0-9a-f]{12}\s+\d{1,6}(?:\.\d{1,3})?\s?[KMGT]?i?B\s", re.IGNORECASE)
 OFFLOADED = re.compile(r"\boffloaded\s+(\d{1,5})\s*/\s*(\d{1,5})\s+layers\s+to\s+GPU\b", re.IGNORECASE)
-KEY = re.compile(r"\b(layers\.model|layers\.offload|memory\.available|memory\.required\.full)=(\"[^\"]{0,200}\"|\S{1,60})")
+KEY = re.compile(r"\b(layers\.model|layers\.offload|memory\.available|memory\.required\.full|library)="
+                 r"(\"[^\"]{0,200}\"|\S{1,60})")
+OFFLOAD_TO = re.compile(r'\bmsg="offload to (\w{1,20})"')  # the 2024 wording of the same line: the library in msg
 GIB = {"b": 1 / 2**30, "kib": 1 / 2**20, "mib": 1 / 2**10, "gib": 1.0, "tib": 2**10, "kb": 1e3 / 2**30,
        "mb": 1e6 / 2**30, "gb": 1e9 / 2**30, "tb": 1e12 / 2**30}
 SIZE = re.compile(r"(\d{1,9}(?:\.\d{1,6})?)\s*([KMGT]?i?B)\b", re.IGNORECASE)
@@ -56,16 +63,17 @@ class Placements:
             self.table = True
             return True
         split = SPLIT.search(body) if "%" in body else None
-        whole = WHOLE.search(body) if self.table and split is None and "100%" in body else None
+        if split and abs(int(split.group(1)) + int(split.group(2)) - 100) > 1:
+            split = None  # one model's two shares add up to 100: another pair (a monitor's utilization) is not one
+        row = ROW.match(body) if self.table else None  # prose under a table (`top shows 100% CPU`) is no row
+        whole = WHOLE.search(body) if row and split is None and "100%" in body else None
         if split or whole:
             if split:
                 a, b = int(split.group(1)), int(split.group(2))
                 cpu = (a if split.group(3).upper() == "CPU" else b) / 100.0
             else:
                 cpu = 1.0 if whole.group(1).upper() == "CPU" else 0.0
-            first = body.split()[0] if self.table and body.split() else None
-            self._add({"model": first if first and not first[0].isdigit() else None, "cpu_share": cpu,
-                       "how": "bytes"})
+            self._add({"model": row.group(1) if row else None, "cpu_share": cpu, "how": "bytes"})
             self.open = None
             return True
         if "offloaded" in body and (m := OFFLOADED.search(body)):
@@ -75,9 +83,11 @@ class Placements:
             self.open = None
             return True
         keys = dict(KEY.findall(body)) if "layers." in body or "memory." in body else {}
+        if keys and (to := OFFLOAD_TO.search(body)):
+            keys["library"] = to.group(1)
         if not keys:
             return False
-        if self.open is None or ("layers.model" in keys and "layers.model" in self.open["_keys"]):
+        if self.open is None or any(k in keys and k in self.open["_keys"] for k in ("layers.model", "library")):
             self.open = self._add({"model": None, "how": "layers", "_keys": {}})
         self.open["_keys"].update(keys)
         return True
@@ -92,8 +102,8 @@ class Placements:
                     n, k = int(keys["layers.model"].strip('"')), int(keys["layers.offload"].strip('"'))
                 except (KeyError, ValueError):
                     continue  # a wrapped line without both counts states no split
-                if n <= 0 or not 0 <= k <= n:
-                    continue
+                if n <= 0 or not 0 <= k <= n or keys.get("library", "").strip('"').lower() == "cpu":
+                    continue  # library=cpu: the runtime saw no GPU; its memory.available is host memory
                 r.update(cpu_share=round((n - k) / n, 4), layers=[k, n])
                 for key, name in (("memory.available", "available_gib"), ("memory.required.full", "required_gib")):
                     if key in keys and (g := _gib(keys[key])) is not None:
