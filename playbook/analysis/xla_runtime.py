@@ -30,6 +30,7 @@ utilization, so every finding is `stated` and none vouches for health.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 from playbook.knowledge import ids as cause_ids
@@ -41,6 +42,7 @@ WARM_GRAPHS = 2  # compilations per step allowed in the warm-up: the step's grap
 SCALAR_READS_MODERATE, SCALAR_READS_HIGH = 2, 10  # device scalar reads per step
 _TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → host copies (PJRT, XRT names)
 _COMPILE = "CompileTime"
+_OP = re.compile(r"aten::\w{1,200}")
 
 
 def allowance(steps: float) -> float:
@@ -132,7 +134,7 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
                 f"{where}: {reads:,} device scalars read into Python ({SCALAR_READS}) in {steps:g} steps "
                 f"({source}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
                 "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
-    ops = {k: v for k, v in counters.items() if k.startswith("aten::") and k != SCALAR_READS}
+    ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
     named = list(xla.get("unlowered") or [])
     for op in ops:
         if op not in named:

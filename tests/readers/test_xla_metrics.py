@@ -141,3 +141,10 @@ def test_an_op_counted_without_a_lowering_is_a_host_sync_naming_the_op(tmp_path)
 def test_scalar_reads_per_step_beyond_a_logged_loss_are_a_host_sync(tmp_path, reads, want):
     text = _counter("MarkStep", 100) + _counter("aten::_local_scalar_dense", reads)
     assert _verdict(tmp_path, text).verdict["id"] == want
+
+
+def test_a_counter_whose_name_is_no_op_name_is_not_named(tmp_path):
+    text = _counter("MarkStep", 10) + _counter("aten::<b>x</b>", 40)
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "insufficient_data"
+    assert not any("<b>" in line for h in d.hypotheses for line in h["evidence"])
