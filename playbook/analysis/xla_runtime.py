@@ -25,6 +25,7 @@ utilization, so every finding is `stated` and none vouches for health.
                   TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else
                   moderate. (c) without an unlowered op, transfers device-to-host at or above the tool's own
                   FREQUENT per step: the host reads results every step (moderate).
+  PT_XLA_DEBUG's graph analysis blocks (`Compilation Analysis:` / `Execution Analysis:`): see `_graphs`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ SCALAR_READS_MODERATE, SCALAR_READS_HIGH = 2, 10  # device scalar reads per step
 _TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → host copies (PJRT, XRT names)
 _COMPILE = "CompileTime"
 _OP = re.compile(r"aten::\w{1,200}")
+SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the user's code: more than a warm-up's
+_STEP_END = re.compile(r"user mark_step$|mark_step in parallel loader|torch_xla\.compile$")  # a step's end
+_VALUE_READ = "most likely user code trying to access tensor value"
 
 
 def allowance(steps: float) -> float:
@@ -70,9 +74,46 @@ def findings(source: str, xla: dict, out: list[dict], level: Callable[[float], s
     """Append the findings of one file's reports and PT_XLA_DEBUG lines to `out`; how many reports it holds."""
     reports = xla.get("reports") or []
     where = f"PyTorch/XLA metrics in {source}"
-    _recompiles(where, reports, xla.get("frequent") or {}, out, level)
+    graphs = xla.get("graphs") or []
+    if graphs and not reports and not (xla.get("frequent") or {}).get(_COMPILE):
+        _graphs(f"PT_XLA_DEBUG graph analysis in {source}", graphs, out)
+    else:
+        _recompiles(where, reports, xla.get("frequent") or {}, out, level)
     _host_reads(where, reports, xla, out)
-    return len(reports) + sum(len(v) for v in (xla.get("frequent") or {}).values())
+    return len(reports) + sum(len(v) for v in (xla.get("frequent") or {}).values()) + len(graphs)
+
+
+def _graphs(where: str, graphs: list[dict], out: list[dict]) -> None:
+    """PT_XLA_DEBUG's analysis blocks (readers/xla_metrics.py `graphs`): the steps are the executions at a step's
+    end (level 2); with them the compilations are judged against the warm-up allowance, without them a place in the
+    user's code whose graph compiled SITE_GRAPHS or more different ways is a graph that changes (moderate).
+    Executions the tool ascribes to user code reading a tensor's value mid-step are host syncs, per step as the
+    scalar reads of a report."""
+    compiled = [g for g in graphs if g["kind"] == "compilation"]
+    steps = sum(1 for g in graphs if g["kind"] == "execution" and _STEP_END.match(g["cause"]))
+    reads = sum(1 for g in graphs if g["kind"] == "execution" and g["cause"].startswith(_VALUE_READ))
+    sites: dict[str, set[str]] = {}
+    for g in compiled:
+        sites.setdefault(g["site"] or g["cause"], set()).add(g["hash"])
+    site, hashes = max(sites.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    causes = sorted({g["cause"] for g in compiled if (g["site"] or g["cause"]) == site})
+    if steps and len(compiled) > allowance(steps):
+        out.append({"hypothesis": cause_ids.RECOMPILATION, "stated": True,
+                    "level": "high" if len(compiled) - allowance(steps) >= steps else "moderate", "evidence": (
+            f"{where}: {len(compiled):,} graph compilations in {steps:,} steps (executions at a step's end); a loop "
+            f"whose graph repeats compiles about {allowance(steps):.0f} by then. Most different graphs at "
+            f"{site} ({len(hashes)}; cause: {', '.join(causes)[:200]})")})
+    elif not steps and len(hashes) >= SITE_GRAPHS:
+        out.append({"hypothesis": cause_ids.RECOMPILATION, "stated": True, "level": "moderate", "evidence": (
+            f"{where}: the graph requested at {site} compiled {len(hashes)} different ways (graph hashes; cause: "
+            f"{', '.join(causes)[:200]}): a loop whose graph repeats compiles it once or twice — what changes there "
+            "(a shape, a Python value, a host read cutting the graph) recompiles it")})
+    if steps and reads / steps > SCALAR_READS_MODERATE:
+        per = reads / steps
+        out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
+                    "level": "high" if per >= SCALAR_READS_HIGH else "moderate", "evidence": (
+            f"{where}: {reads:,} executions that the tool ascribes to user code reading a tensor's value before the "
+            f"step's end, in {steps:,} steps ({per:,.1f} per step): each cuts the step's graph and waits for it")})
 
 
 def _recompiles(where: str, reports: list[dict], frequent: dict, out: list[dict], level) -> None:

@@ -24,10 +24,23 @@ PT_XLA_DEBUG=1 (metrics_analysis.cc, prefix `pt-xla-profiler`; also behind a log
   pt-xla-profiler: CompileTime too slow: longest instance took 14m30s... Please open a GitHub issue ...
   pt-xla-profiler: Op(s) not lowered: aten::_ctc_loss, aten::_ctc_loss_backward,  Please open a GitHub issue ...
 
+PT_XLA_DEBUG's graph analysis (torch_xla/csrc/debug_util.cpp `analyze_graph_execution_python_frame`: level 1 the
+compilations, level 2 the executions too), one block per graph, every line behind its prefix:
+  Compilation Analysis: Compilation Cause          (`Execution Analysis: Execution Cause`, `Unexpected Execution
+  Compilation Analysis:   user mark_step            Analysis: ...`); the cause is one of: user mark_step, mark_step
+  Compilation Analysis: Graph Info:                 in parallel loader at step end, torch_xla.compile, dynamo ...,
+  Compilation Analysis:   Graph Hash: 32202b3d...   most likely user code trying to access tensor value before
+  Compilation Analysis: Python Frame Triggered Execution:          mark_step (later: torch_xla.sync)
+  Compilation Analysis:   mark_step (/.../torch_xla/core/xla_model.py:826)
+  Compilation Analysis:   train_loop_fn (/.../train.py:47)    (then `..........`, a rule, `=====`)
+→ `graphs`: one {kind: "compilation" | "execution", cause, hash, site} per block, `site` the first frame outside
+torch_xla's and torch's own files (where the user's code asked for the graph). `Post Compilation Analysis:` lines
+(sizes) are read as the tool's and not kept.
+
 Summary (`summary()`): `reports`, one per report read: {step (None without a header), metrics: name → {samples,
 total (seconds for times, bytes for sizes, else the value), unit ("s", "B" or ""), p50}, counters: name → value};
 `frequent`: metric → [(counts, steps)] per line; `slow`: metric → the longest instance's seconds; `unlowered`: the
-ops the lines name. None when the file holds neither.
+ops the lines name; `graphs` (up to MAX_GRAPHS). None when the file holds none of these.
 """
 
 from __future__ import annotations
@@ -50,6 +63,10 @@ _FREQUENT = re.compile(r"^(\w{1,100}) too frequent: (\d{1,15}) counts during (\d
 _SLOW = re.compile(r"^(\w{1,100}) too slow: longest instance took (\S{1,60}?)\.?(?:\s|$)")
 _UNLOWERED = re.compile(r"^Op\(s\) not lowered: (.{1,4000}?)\s*(?:Please open|$)")
 _OP = re.compile(r"aten::\w{1,200}")
+_ANALYSIS = re.compile(r"^\s*(?:Unexpected )?(Compilation|Execution|Post Compilation) Analysis: ?(.{0,2000})$")
+_FRAME = re.compile(r"^\s+(\S{1,300}) \((.{1,1000}):(\d{1,9})\)\s*$")
+_OWN_FILES = re.compile(r"[/\\](?:torch_xla|torch)[/\\]")  # frames of torch_xla's and torch's own code
+MAX_GRAPHS = 100_000
 MAX_REPORTS = 10_000  # reports kept per file: a log of endless reports cannot grow memory
 SCALAR_READS = "aten::_local_scalar_dense"
 
@@ -80,6 +97,9 @@ class XlaMetrics:
         self._open: tuple[str, str] | None = None  # ("metric" | "counter", name) whose fields come next
         self._pending: tuple[str, str] | None = None  # a Metric: / Counter: line not yet confirmed by its field
         self._cur: dict | None = None  # the report being read
+        self.graphs: list[dict] = []
+        self._graph: dict | None = None  # the analysis block being read
+        self._in_frames = False
 
     def _report(self, fresh: bool = False) -> dict:
         """The report being read; a new one when `fresh` (or none is open), kept up to MAX_REPORTS."""
@@ -91,6 +111,8 @@ class XlaMetrics:
         return self._cur
 
     def feed(self, body: str) -> bool:
+        if (m := _ANALYSIS.match(body)) is not None:
+            return self._analysis(m.group(1), m.group(2))
         if (m := _PROFILER.search(body)) is not None:
             return self._profiler(body[m.end():])
         if (m := _HEADER.match(body)) is not None:
@@ -149,8 +171,36 @@ class XlaMetrics:
                     self.unlowered.append(op)
         return True  # any other pt-xla-profiler line (frame analysis, rules): the tool's, read as such
 
+    def _analysis(self, kind: str, text: str) -> bool:
+        """One line of a graph analysis block (module docstring)."""
+        self._open = self._pending = None
+        if kind == "Post Compilation":
+            return True
+        if text.strip() in ("Compilation Cause", "Execution Cause"):
+            self._graph, self._in_frames = {"kind": kind.lower(), "cause": "", "hash": "", "site": ""}, False
+            if len(self.graphs) < MAX_GRAPHS:
+                self.graphs.append(self._graph)
+            return True
+        g = self._graph
+        if g is None:
+            return True
+        line = text.rstrip()
+        if line.startswith("  ") and not g["cause"] and not line.strip().startswith("Graph"):
+            g["cause"] = line.strip()[:200]
+        elif line.strip().startswith("Graph Hash:"):
+            g["hash"] = line.split(":", 1)[1].strip()[:64]
+        elif line.startswith("Python Frame Triggered Execution"):
+            self._in_frames = True
+        elif self._in_frames and (f := _FRAME.match(line)) is not None and not g["site"]:
+            if not _OWN_FILES.search(f.group(2)):
+                g["site"] = f"{f.group(1)} ({f.group(2).rsplit('/', 1)[-1]}:{f.group(3)})"
+        elif line.startswith(("---", "===")):
+            self._in_frames = False
+        return True
+
     def summary(self) -> dict | None:
         reports = [r for r in self.reports if r["metrics"] or r["counters"]]
-        if not (reports or self.frequent or self.slow or self.unlowered):
+        if not (reports or self.frequent or self.slow or self.unlowered or self.graphs):
             return None
-        return {"reports": reports, "frequent": self.frequent, "slow": self.slow, "unlowered": self.unlowered}
+        return {"reports": reports, "frequent": self.frequent, "slow": self.slow, "unlowered": self.unlowered,
+                "graphs": self.graphs}

@@ -148,3 +148,46 @@ def test_a_counter_whose_name_is_no_op_name_is_not_named(tmp_path):
     d = _verdict(tmp_path, text)
     assert d.verdict["id"] == "insufficient_data"
     assert not any("<b>" in line for h in d.hypotheses for line in h["evidence"])
+
+
+def _block(kind: str, cause: str, digest: str, site: str) -> str:
+    """One PT_XLA_DEBUG analysis block in debug_util.cpp's layout (LABELED SYNTHETIC)."""
+    p = f"{kind} Analysis: "
+    own = "/usr/lib/python3.10/site-packages/torch_xla/core/xla_model.py:1055"
+    return "\n".join([
+        "", p + "=" * 80, p + ("Compilation Cause" if kind == "Compilation" else "Execution Cause"), p + "  " + cause,
+        p + "Graph Info: ", p + f"  Graph Hash: {digest}", p + "  Number of Graph Inputs: 35",
+        p + "  Number of Graph Outputs: 107", p + "Python Frame Triggered Execution: ",
+        p + f"  mark_step ({own})", p + f"  {site}", p + "  ..........", p + "-" * 80, p + "=" * 80, ""])
+
+
+def test_graph_analysis_blocks_are_read_with_their_cause_hash_and_user_site():
+    s = _scan(_block("Compilation", "user mark_step", "c74c3b91b855b2b1", "train_loop_fn (/w/train.py:48)"))
+    assert s["graphs"] == [{"kind": "compilation", "cause": "user mark_step", "hash": "c74c3b91b855b2b1",
+                            "site": "train_loop_fn (train.py:48)"}]
+
+
+def test_a_new_graph_compiled_every_step_is_recompilation(tmp_path):
+    text = "".join(_block("Compilation", "mark_step in parallel loader at step end", f"{s:016x}",
+                          "train_loop_fn (/w/train.py:48)")
+                   + _block("Execution", "mark_step in parallel loader at step end", f"{s:016x}",
+                            "train_loop_fn (/w/train.py:48)") for s in range(60))
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "recompilation" and "60 graph compilations in 60 steps" in d.hypotheses[0][
+        "evidence"][0]
+
+
+@pytest.mark.parametrize(("hashes", "want"), [(("a1", "b2", "c3", "d4"), "recompilation"),
+                                              (("a1", "b2"), "insufficient_data")])
+def test_one_place_compiling_many_different_graphs_is_recompilation(tmp_path, hashes, want):
+    text = "".join(_block("Compilation", "user mark_step", h, "optimizer_step (/w/module.py:1302)") for h in hashes)
+    assert _verdict(tmp_path, text).verdict["id"] == want
+
+
+def test_tensor_values_read_mid_step_are_a_host_sync(tmp_path):
+    step = (_block("Execution", "most likely user code trying to access tensor value before torch_xla.sync", "e1",
+                   "forward (/w/model.py:205)") * 4
+            + _block("Execution", "user mark_step", "f2", "train (/w/train.py:60)"))
+    text = _block("Compilation", "user mark_step", "f2", "train (/w/train.py:60)") + step * 20
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "host_sync" and "4.0 per step" in d.hypotheses[0]["evidence"][0]
