@@ -21,6 +21,9 @@ Findings, at the thresholds the Kineto and nsys analyses use (shares of the base
                     idle (the nsys analysis's bound, analysis.nsys_profiles); from MIN_LAUNCHES launches, and only
                     with the total line (the rows of a table cut by row_limit understate K)
 
+PyTorch/XLA metrics reports and PT_XLA_DEBUG lines (readers/xla_metrics.py): recompilation and host_sync from the
+tool's own counts, see analysis/xla_runtime.py.
+
 cProfile / pstats listings (readers/pstats_text.py: host time only, per function) give the same two causes, as
 shares of the total the listing states (`... function calls in T seconds`): host_sync from the calls that wait for
 the device (`.item()`, `.cpu()`, `.to()`, `torch.as_tensor` ...), data_starvation from the DataLoader's `__next__`
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playbook.analysis import text_profiles
+from playbook.analysis import text_profiles, xla_runtime
 from playbook.knowledge import ids as cause_ids
 from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
@@ -65,7 +68,8 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
            "ops": int(table.get("ops") or 0), "totals_only": bool(table.get("totals_only")),
            "listings": len(listings), "host_blocked_s": vouched,
            "host_texts": text_profiles.findings(source, table, findings, _level),
-           "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0)}
+           "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0),
+           "xla_reports": xla_runtime.findings(source, table["xla"], findings, _level) if table.get("xla") else 0}
     _breakdown(source, table, findings, out)
     if base <= 0:
         return out

@@ -383,6 +383,8 @@ def untestable(run: Run) -> str | None:
               "or step times)"] if any(t.get("host_texts") for t in profiler_tables) else []) + \
             (["TensorFlow profiler op tables (the device's time per op, without the window it ran in)"] if any(
                 t.get("tfprof_ops") for t in profiler_tables) else []) + \
+            (["PyTorch/XLA metrics reports (compilation, execution and transfer counts: no device utilization or "
+              "step time)"] if any(t.get("xla_reports") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \

@@ -35,6 +35,7 @@ from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
 from playbook.readers.tfprof_text import TfprofTable
+from playbook.readers.xla_metrics import XlaMetrics
 
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
 _GAP = re.compile(r"\s{2,}")
@@ -128,13 +129,13 @@ class FitReport:
 
 class ProfilerTables:
     """The line scanner: feed(body) for every line; True when the line belongs to a profiler table (also fed to the
-    other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text)."""
+    other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text, breakdown_table, xla_metrics)."""
 
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
         self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable(),  # the other profilers' texts
-                      BreakdownTable())
+                      BreakdownTable(), XlaMetrics())
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -224,7 +225,7 @@ class ProfilerTables:
             if s["action"] and s["total_s"] is not None:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
         extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
-                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown"), self.texts,
+                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown", "xla"), self.texts,
                                                 strict=True)
                     if (part := t.summary())}}
         if not self.rows:

@@ -602,6 +602,17 @@ CASES = [
         ("nemorl1052_async_timing_block.log", "pipeline_imbalance"),
         ("verl6747_ascend_gen_72pct.log", "insufficient_data"),
         ("verl7412_agent_loop_slowest_sample.log", "padding_imbalance"))],
+    # the forty-fifth round: PyTorch/XLA's own metrics reports and PT_XLA_DEBUG lines (tests/data/eval/heldout45/
+    # SOURCES.md, real excerpts): scored once as written — 0 of 6 right, 0 of 6 read (all refused); kept: two reports
+    # whose compilations outgrow the warm-up, ~100 scalar reads a step, an op without a lowering (readers/xla_metrics +
+    # analysis/xla_runtime), two one-off warm-ups (insufficient_data: a report holds no device utilization)
+    *[(f"heldout45 {name}", want, _file(f"heldout45/{name}")) for name, want in (
+        ("xla2511_lars_recompiles_step5.txt", "recompilation"),
+        ("xla1368_compile_per_step_dynamic_shape.txt", "recompilation"),
+        ("xla1412_item_calls_local_scalar_dense.txt", "host_sync"),
+        ("xla3080_sgn_out_not_lowered.txt", "host_sync"),
+        ("xla1155_two_compiles_healthy.txt", "insufficient_data"),
+        ("xla3354_compile_stable_step69.txt", "insufficient_data"))],
     # the fortieth round: real inference-serving evidence (tests/data/eval/heldout40/SOURCES.md, real excerpts):
     # scored once as written — 0 of 4 right, 0 of 4 read (all refused); kept: SGLang decode lines at a full KV
     # cache with a queue, decode lines stating `cuda graph: False`, two pasted runs whose speculative accept length

@@ -1,0 +1,212 @@
+"""PyTorch/XLA metrics reports and PT_XLA_DEBUG lines (readers/xla_metrics.py) → findings for `playbook diagnose`.
+
+The counts are the tool's own, cumulative since the process started; a report holds no time axis and no device
+utilization, so every finding is `stated` and none vouches for health.
+
+  recompilation   A lazy-tensor loop builds one graph per step (cut at mark_step) and compiles each distinct graph
+                  once: the first steps compile a few (the step without and with optimizer state, evaluation), then
+                  every step runs a cached graph. Allowance: WARM_GRAPHS compilations per step in the first
+                  WARMUP_STEPS steps, then FREQUENT per step after — PT_XLA_DEBUG's own rule is FREQUENT after
+                  WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc `MetricFrequency("CompileTime", 0.5f, 10)`),
+                  whose ratio of totals keeps warning after compilation has stopped, so with two or more counts
+                  (reports, or the tool's `too frequent` lines) it is the compilations added after the warm-up that
+                  must exceed FREQUENT per step. The steps are the report's `[MetricsData; step=N]` header, its
+                  MarkStep counter or the tool's line; without them the graph executions (ExecuteTime samples: at
+                  least one per step) stand for the steps, which can only understate the rate. The level is the
+                  compilations beyond the allowance as a share of the compile + execute time when both totals are
+                  there (shares as profiler_ops: 5% moderate, 20% high), else high when they are at least one per
+                  step.
+  host_sync       (a) `aten::_local_scalar_dense` per step: every read of a device scalar into Python (`.item()`,
+                  `if t:`, printing a tensor) executes the pending graph and waits for it, cutting the step's graph;
+                  more than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
+                  SCALAR_READS_HIGH high. (b) ops without an XLA lowering (any other `aten::` counter, or the tool's
+                  `Op(s) not lowered` line): each call copies its tensors to the host, runs on the CPU and copies
+                  back, cutting the graph there; high when device-to-host transfers (TransferFromServerTime /
+                  TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else
+                  moderate. (c) without an unlowered op, transfers device-to-host at or above the tool's own
+                  FREQUENT per step: the host reads results every step (moderate).
+  PT_XLA_DEBUG's graph analysis blocks (`Compilation Analysis:` / `Execution Analysis:`): see `_graphs`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from playbook.knowledge import ids as cause_ids
+from playbook.readers.xla_metrics import SCALAR_READS
+
+WARMUP_STEPS = 10  # PT_XLA_DEBUG's warm-up before it judges the compile rate (metrics_analysis.cc)
+FREQUENT = 0.5  # compilations (or device-to-host transfers) per step the tool calls too frequent
+WARM_GRAPHS = 2  # compilations per step allowed in the warm-up: the step's graph and one variant (first step, eval)
+SCALAR_READS_MODERATE, SCALAR_READS_HIGH = 2, 10  # device scalar reads per step
+_TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → host copies (PJRT, XRT names)
+_COMPILE = "CompileTime"
+_OP = re.compile(r"aten::\w{1,200}")
+SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the user's code: more than a warm-up's
+_STEP_END = re.compile(r"user mark_step$|mark_step in parallel loader|torch_xla\.compile$")  # a step's end
+_VALUE_READ = "most likely user code trying to access tensor value"
+
+
+def allowance(steps: float) -> float:
+    """Compilations a loop of `steps` steps may need without recompiling (module docstring)."""
+    return WARM_GRAPHS * min(steps, WARMUP_STEPS) + FREQUENT * max(steps - WARMUP_STEPS, 0.0)
+
+
+def _steps(report: dict) -> tuple[float | None, str]:
+    """A report's step count and what it comes from."""
+    if report.get("step") is not None:
+        return float(report["step"]), "step"
+    if report["counters"].get("MarkStep"):
+        return float(report["counters"]["MarkStep"]), "MarkStep"
+    return None, ""
+
+
+def _compiles(report: dict) -> int | None:
+    metric = report["metrics"].get(_COMPILE) or {}
+    if metric.get("samples") is not None:
+        return int(metric["samples"])
+    return report["counters"].get("UncachedCompile")
+
+
+def findings(source: str, xla: dict, out: list[dict], level: Callable[[float], str | None]) -> int:
+    """Append the findings of one file's reports and PT_XLA_DEBUG lines to `out`; how many reports it holds."""
+    reports = xla.get("reports") or []
+    where = f"PyTorch/XLA metrics in {source}"
+    graphs = xla.get("graphs") or []
+    if graphs and not reports and not (xla.get("frequent") or {}).get(_COMPILE):
+        _graphs(f"PT_XLA_DEBUG graph analysis in {source}", graphs, out)
+    else:
+        _recompiles(where, reports, xla.get("frequent") or {}, out, level)
+    _host_reads(where, reports, xla, out)
+    return len(reports) + sum(len(v) for v in (xla.get("frequent") or {}).values()) + len(graphs)
+
+
+def _graphs(where: str, graphs: list[dict], out: list[dict]) -> None:
+    """PT_XLA_DEBUG's analysis blocks (readers/xla_metrics.py `graphs`): the steps are the executions at a step's
+    end (level 2); with them the compilations are judged against the warm-up allowance, without them a place in the
+    user's code whose graph compiled SITE_GRAPHS or more different ways is a graph that changes (moderate).
+    Executions the tool ascribes to user code reading a tensor's value mid-step are host syncs, per step as the
+    scalar reads of a report."""
+    compiled = [g for g in graphs if g["kind"] == "compilation"]
+    steps = sum(1 for g in graphs if g["kind"] == "execution" and _STEP_END.match(g["cause"]))
+    reads = sum(1 for g in graphs if g["kind"] == "execution" and g["cause"].startswith(_VALUE_READ))
+    sites: dict[str, set[str]] = {}
+    for g in compiled:
+        sites.setdefault(g["site"] or g["cause"], set()).add(g["hash"])
+    site, hashes = max(sites.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    causes = sorted({g["cause"] for g in compiled if (g["site"] or g["cause"]) == site})
+    if steps and len(compiled) > allowance(steps):
+        out.append({"hypothesis": cause_ids.RECOMPILATION, "stated": True,
+                    "level": "high" if len(compiled) - allowance(steps) >= steps else "moderate", "evidence": (
+            f"{where}: {len(compiled):,} graph compilations in {steps:,} steps (executions at a step's end); a loop "
+            f"whose graph repeats compiles about {allowance(steps):.0f} by then. Most different graphs at "
+            f"{site} ({len(hashes)}; cause: {', '.join(causes)[:200]})")})
+    elif not steps and len(hashes) >= SITE_GRAPHS:
+        out.append({"hypothesis": cause_ids.RECOMPILATION, "stated": True, "level": "moderate", "evidence": (
+            f"{where}: the graph requested at {site} compiled {len(hashes)} different ways (graph hashes; cause: "
+            f"{', '.join(causes)[:200]}): a loop whose graph repeats compiles it once or twice — what changes there "
+            "(a shape, a Python value, a host read cutting the graph) recompiles it")})
+    if steps and reads / steps > SCALAR_READS_MODERATE:
+        per = reads / steps
+        out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
+                    "level": "high" if per >= SCALAR_READS_HIGH else "moderate", "evidence": (
+            f"{where}: {reads:,} executions that the tool ascribes to user code reading a tensor's value before the "
+            f"step's end, in {steps:,} steps ({per:,.1f} per step): each cuts the step's graph and waits for it")})
+
+
+def _recompiles(where: str, reports: list[dict], frequent: dict, out: list[dict], level) -> None:
+    points: dict[float, int] = {}  # steps -> compilations by then
+    proxy = False
+    last = reports[-1] if reports else None
+    for r in reports:
+        steps, _ = _steps(r)
+        if steps is None and (ex := (r["metrics"].get("ExecuteTime") or {}).get("samples")):
+            steps, proxy = float(ex), True  # executions stand for steps: at least one per step
+        if steps is not None and (c := _compiles(r)) is not None:
+            points[steps] = max(points.get(steps, 0), c)
+    for counts, steps in frequent.get(_COMPILE, []):
+        points[float(steps)] = max(points.get(float(steps), 0), counts)
+    if not points:
+        return
+    seq = sorted(points.items())
+    steps, compiles = seq[-1]
+    excess = compiles - allowance(steps)
+    ref = next(((s, c) for s, c in seq if s >= WARMUP_STEPS), seq[0])
+    later = (compiles - ref[1]) / (steps - ref[0]) if steps > ref[0] else None
+    if excess <= 0 or (later is not None and ref[0] >= WARMUP_STEPS and later <= FREQUENT):
+        return
+    unit = "graph executions" if proxy else "steps"
+    metrics = last["metrics"] if last else {}
+    comp_s = (metrics.get(_COMPILE) or {}).get("total", math.nan)
+    exec_s = (metrics.get("ExecuteTime") or {}).get("total", math.nan)
+    timed = last is not None and _compiles(last) == compiles and math.isfinite(comp_s) and math.isfinite(exec_s) \
+        and comp_s + exec_s > 0
+    share = comp_s * excess / compiles / (comp_s + exec_s) if timed and compiles else None
+    lvl = level(share) if share is not None else ("high" if excess >= steps else "moderate")
+    if lvl is None:
+        return
+    growth = ""
+    if len(seq) >= 2:
+        (s0, c0), (s1, c1) = seq[-2], seq[-1]
+        growth = f"; {c1 - c0:,} of them between {s0:g} and {s1:g} {unit}"
+    times = (f" ({comp_s:,.1f} s compiling against {exec_s:,.1f} s executing graphs: "
+             f"{share:.0%} of that time is compilations beyond the warm-up)") if share is not None else ""
+    evidence = (f"{where}: {compiles:,} graph compilations (CompileTime samples) by {steps:g} {unit}{growth}{times}; "
+                f"a loop whose graph repeats compiles about {allowance(steps):.0f} by then (a few per step in its "
+                f"first {WARMUP_STEPS}, then cached). The graph changes from step to step: a shape that varies (pad "
+                "or bucket it), a Python value baked into the graph, a tensor read on the host mid-step; "
+                "PT_XLA_DEBUG_LEVEL=2 prints each compilation's cause and Python frame")
+    out.append({"hypothesis": cause_ids.RECOMPILATION, "level": lvl, "stated": True, "evidence": evidence,
+                **({"share": share} if share is not None else {})})
+
+
+def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> None:
+    last = reports[-1] if reports else {"metrics": {}, "counters": {}, "step": None}
+    steps, source = _steps(last)
+    counters = last["counters"]
+    reads = counters.get(SCALAR_READS)
+    if reads and steps:
+        per = reads / steps
+        if per > SCALAR_READS_MODERATE:
+            out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
+                        "level": "high" if per >= SCALAR_READS_HIGH else "moderate", "evidence": (
+                f"{where}: {reads:,} device scalars read into Python ({SCALAR_READS}) in {steps:g} steps "
+                f"({source}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
+                "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
+    ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
+    named = list(xla.get("unlowered") or [])
+    for op in ops:
+        if op not in named:
+            named.append(op)
+    transfers = _transfers(last, xla)
+    if named:
+        rate = transfers[0] / transfers[1] if transfers else None
+        moved = (f"; {transfers[0]:,} copies device to host in {transfers[1]:,} steps ({rate:.1f} per step)"
+                 if transfers else "")
+        calls = ", ".join(f"{op} ({ops[op]:,} calls)" if op in ops else op for op in named[:6])
+        out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
+                    "level": "high" if rate is not None and rate >= 1 else "moderate", "culprits": named[:6],
+                    "evidence": (
+            f"{where}: op{'s' * (len(named) > 1)} without an XLA lowering: {calls}{moved}. PyTorch/XLA runs "
+            "such an op on the CPU: its tensors go to the host and back and the step's graph is cut there — "
+            "replace the op or request its lowering")})
+    elif transfers and transfers[0] / transfers[1] >= FREQUENT:
+        out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True, "level": "moderate", "evidence": (
+            f"{where}: {transfers[0]:,} copies device to host in {transfers[1]:,} steps "
+            f"({transfers[0] / transfers[1]:.1f} per step): the host reads results every step (`.item()`, "
+            "`.cpu()`, printing), each a wait for the device")})
+
+
+def _transfers(report: dict, xla: dict) -> tuple[int, int] | None:
+    """(device-to-host copies, steps) from the tool's `too frequent` lines, else the report's samples."""
+    for name in _TRANSFERS:
+        if lines := (xla.get("frequent") or {}).get(name):
+            return max(lines, key=lambda p: p[1])
+    steps, _ = _steps(report)
+    for name in _TRANSFERS:
+        n = (report["metrics"].get(name) or {}).get("samples")
+        if n and steps:
+            return int(n), int(steps)
+    return None

@@ -1,0 +1,193 @@
+"""PyTorch/XLA metrics reports and PT_XLA_DEBUG lines (readers/xla_metrics.py, analysis/xla_runtime.py) on inputs
+written apart from the held-out round's files (tests/data/eval/heldout45): LABELED SYNTHETIC texts in the layouts the
+tool prints (torch_xla/csrc/runtime/metrics.cc EmitMetricInfo / EmitCounterInfo, debug/metrics_saver.py's header,
+csrc/runtime/metrics_analysis.cc's pt-xla-profiler lines), in other wordings and layouts than the round's: PJRT
+names (TransferFromDeviceTime), 2019 builds' `Counter:` accumulator, reports printed back to back without a header,
+the tool's lines behind a logger prefix or a progress bar."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from playbook.diagnosis import diagnose
+from playbook.readers import read_paths
+from playbook.readers.xla_metrics import XlaMetrics, quantity
+
+
+def _scan(text: str) -> dict | None:
+    scanner = XlaMetrics()
+    for line in text.splitlines():
+        scanner.feed(line)
+    return scanner.summary()
+
+
+def _metric(name: str, samples: int, total: str) -> str:
+    return (f"Metric: {name}\n  TotalSamples: {samples}\n  Accumulator: {total}\n  ValueRate: 001ms / second\n"
+            f"  Rate: 1.5 / second\n  Percentiles: 1%=001ms; 5%=001ms; 50%=002ms500.000us; 99%=003ms\n")
+
+
+def _counter(name: str, value: int) -> str:
+    return f"Counter: {name}\n  Value: {value}\n"
+
+
+def _verdict(tmp_path, text: str, name: str = "xla.log"):
+    path = tmp_path / name
+    path.write_text(text)
+    return diagnose(read_paths([str(path)]))
+
+
+@pytest.mark.parametrize(("text", "want", "unit"), [
+    ("01d02h03m04s005ms006.500us", 86400 + 7200 + 180 + 4 + 0.005 + 6.5e-6, "s"),
+    ("47m60s800ms", 47 * 60 + 60.8, "s"),
+    ("000.960us", 0.96e-6, "s"),
+    ("3.44KB", 3.44 * 1024, "B"),
+    ("8.00B", 8.0, "B"),
+    ("1382.00", 1382.0, ""),
+])
+def test_a_report_value_reads_in_seconds_bytes_or_as_a_number(text, want, unit):
+    value, got_unit = quantity(text)
+    assert got_unit == unit and value == pytest.approx(want)
+
+
+@pytest.mark.parametrize("text", ["nanB", "12xyz", "", "ms"])
+def test_a_damaged_value_reads_as_nan(text):
+    assert math.isnan(quantity(text)[0])
+
+
+def test_reports_split_at_the_header_and_where_a_metric_repeats():
+    text = ("[MetricsData; step=3]\n" + _metric("CompileTime", 3, "01s") + _counter("MarkStep", 3)
+            + _metric("CompileTime", 4, "02s") + _metric("ExecuteTime", 9, "090ms") + _counter("MarkStep", 6))
+    reports = _scan(text)["reports"]
+    assert [(r["step"], r["metrics"]["CompileTime"]["samples"], r["counters"]["MarkStep"]) for r in reports] == [
+        (3, 3, 3), (None, 4, 6)]
+    assert reports[1]["metrics"]["ExecuteTime"]["total"] == pytest.approx(0.09)
+    assert reports[1]["metrics"]["ExecuteTime"]["p50"] == pytest.approx(0.0025)
+
+
+def test_a_2019_report_whose_accumulator_is_printed_as_counter():
+    text = ("Metric: CompileTime\n  TotalSamples: 24\n  Counter: 07s501ms263.438us\n"
+            "  ValueRate: 415ms845.224us / second\nMetric: OutboundData\n  TotalSamples: 1976\n  Counter: 4.09GB\n"
+            "Counter: CreateXlaTensor\n  Value: 120\n")
+    report = _scan(text)["reports"][0]
+    assert report["metrics"]["CompileTime"]["total"] == pytest.approx(7.501263438)
+    assert report["metrics"]["OutboundData"]["unit"] == "B"
+    assert report["counters"] == {"CreateXlaTensor": 120}
+
+
+def test_the_tools_lines_behind_a_logger_prefix_or_a_progress_bar():
+    text = ("WARNING:pt-xla-profiler:CompileTime too frequent: 21 counts during 11 steps\n"
+            "  0%|          | 1/310 [3:15:00<1004:17:26, 11700.47s/it]pt-xla-profiler: TransferFromDeviceTime too "
+            "frequent: 634 counts during 3 steps\n"
+            "pt-xla-profiler: CompileTime too slow: longest instance took 14m30s120ms. Please open a GitHub issue "
+            "with the graph dump for our team to optimize.\n"
+            "pt-xla-profiler: Op(s) not lowered: aten::_ctc_loss, aten::_ctc_loss_backward,  Please open a GitHub "
+            "issue with the above op lowering requests.\n")
+    s = _scan(text)
+    assert s["frequent"] == {"CompileTime": [(21, 11)], "TransferFromDeviceTime": [(634, 3)]}
+    assert s["slow"] == {"CompileTime": pytest.approx(870.12)}
+    assert s["unlowered"] == ["aten::_ctc_loss", "aten::_ctc_loss_backward"]
+
+
+def test_a_metric_line_without_its_fields_is_not_a_report():
+    assert _scan("Metric: accuracy\nepoch 1 accuracy 0.93\n") is None
+
+
+def test_compilations_that_keep_growing_after_the_warm_up_are_recompilation(tmp_path):
+    text = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 2 + s, f"{2 + s}s")
+                   + _metric("ExecuteTime", s, f"{s * 50}ms") + _counter("MarkStep", s) for s in (10, 20, 30))
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "recompilation"
+    assert "32 graph compilations" in d.hypotheses[0]["evidence"][0]
+
+
+@pytest.mark.parametrize("steps", [(10, 50, 100), (10, 20, 30)])
+def test_a_warm_up_that_stopped_compiling_names_no_recompilation(tmp_path, steps):
+    # 40 compilations by step 10 exceed the warm-up's allowance at step 30 too: no compilation after step 10 is
+    # what says the graphs repeat
+    text = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 40, "05m10s")
+                   + _metric("ExecuteTime", s, f"{s * 150}ms") for s in steps)
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+
+
+def test_the_tools_warning_after_compilation_stopped_names_no_recompilation(tmp_path):
+    # PT_XLA_DEBUG divides the total by the steps: its warning goes on once the count has stopped growing
+    lines = [f"pt-xla-profiler: CompileTime too frequent: {min(21 + 2 * (s - 11), 33)} counts during {s} steps"
+             for s in range(11, 60)]
+    assert _verdict(tmp_path, "\n".join(lines) + "\n").verdict["id"] == "insufficient_data"
+
+
+def test_the_tools_lines_with_a_count_that_keeps_growing_are_recompilation(tmp_path):
+    lines = [f"pt-xla-profiler: CompileTime too frequent: {20 + s} counts during {s} steps" for s in range(11, 60)]
+    assert _verdict(tmp_path, "\n".join(lines) + "\n").verdict["id"] == "recompilation"
+
+
+def test_few_compilations_for_many_executions_without_steps_name_none(tmp_path):
+    text = _metric("CompileTime", 3, "06m02s") + _metric("ExecuteTime", 900, "02m15s")
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+
+
+def test_an_op_counted_without_a_lowering_is_a_host_sync_naming_the_op(tmp_path):
+    text = (_metric("TransferFromDeviceTime", 60, "120ms") + _counter("MarkStep", 20)
+            + _counter("aten::nonzero", 40) + _counter("xla::add", 400))
+    d = _verdict(tmp_path, text)
+    top = d.hypotheses[0]
+    assert top["id"] == "host_sync"
+    assert "aten::nonzero (40 calls)" in top["evidence"][0] and "3.0 per step" in top["evidence"][0]
+
+
+@pytest.mark.parametrize(("reads", "want"), [(150, "insufficient_data"), (500, "host_sync")])
+def test_scalar_reads_per_step_beyond_a_logged_loss_are_a_host_sync(tmp_path, reads, want):
+    text = _counter("MarkStep", 100) + _counter("aten::_local_scalar_dense", reads)
+    assert _verdict(tmp_path, text).verdict["id"] == want
+
+
+def test_a_counter_whose_name_is_no_op_name_is_not_named(tmp_path):
+    text = _counter("MarkStep", 10) + _counter("aten::<b>x</b>", 40)
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "insufficient_data"
+    assert not any("<b>" in line for h in d.hypotheses for line in h["evidence"])
+
+
+def _block(kind: str, cause: str, digest: str, site: str) -> str:
+    """One PT_XLA_DEBUG analysis block in debug_util.cpp's layout (LABELED SYNTHETIC)."""
+    p = f"{kind} Analysis: "
+    own = "/usr/lib/python3.10/site-packages/torch_xla/core/xla_model.py:1055"
+    return "\n".join([
+        "", p + "=" * 80, p + ("Compilation Cause" if kind == "Compilation" else "Execution Cause"), p + "  " + cause,
+        p + "Graph Info: ", p + f"  Graph Hash: {digest}", p + "  Number of Graph Inputs: 35",
+        p + "  Number of Graph Outputs: 107", p + "Python Frame Triggered Execution: ",
+        p + f"  mark_step ({own})", p + f"  {site}", p + "  ..........", p + "-" * 80, p + "=" * 80, ""])
+
+
+def test_graph_analysis_blocks_are_read_with_their_cause_hash_and_user_site():
+    s = _scan(_block("Compilation", "user mark_step", "c74c3b91b855b2b1", "train_loop_fn (/w/train.py:48)"))
+    assert s["graphs"] == [{"kind": "compilation", "cause": "user mark_step", "hash": "c74c3b91b855b2b1",
+                            "site": "train_loop_fn (train.py:48)"}]
+
+
+def test_a_new_graph_compiled_every_step_is_recompilation(tmp_path):
+    text = "".join(_block("Compilation", "mark_step in parallel loader at step end", f"{s:016x}",
+                          "train_loop_fn (/w/train.py:48)")
+                   + _block("Execution", "mark_step in parallel loader at step end", f"{s:016x}",
+                            "train_loop_fn (/w/train.py:48)") for s in range(60))
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "recompilation" and "60 graph compilations in 60 steps" in d.hypotheses[0][
+        "evidence"][0]
+
+
+@pytest.mark.parametrize(("hashes", "want"), [(("a1", "b2", "c3", "d4"), "recompilation"),
+                                              (("a1", "b2"), "insufficient_data")])
+def test_one_place_compiling_many_different_graphs_is_recompilation(tmp_path, hashes, want):
+    text = "".join(_block("Compilation", "user mark_step", h, "optimizer_step (/w/module.py:1302)") for h in hashes)
+    assert _verdict(tmp_path, text).verdict["id"] == want
+
+
+def test_tensor_values_read_mid_step_are_a_host_sync(tmp_path):
+    step = (_block("Execution", "most likely user code trying to access tensor value before torch_xla.sync", "e1",
+                   "forward (/w/model.py:205)") * 4
+            + _block("Execution", "user mark_step", "f2", "train (/w/train.py:60)"))
+    text = _block("Compilation", "user mark_step", "f2", "train (/w/train.py:60)") + step * 20
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "host_sync" and "4.0 per step" in d.hypotheses[0]["evidence"][0]
