@@ -54,7 +54,10 @@ MAX_PROFILER_EVENTS = 10_000  # recompiles one report row may turn into events
 PROFILER_PROSE = 40  # lines of the report's sections before its recompile table (its prose is about 20)
 _MEM_HEAD = re.compile(r"\|\s*CUDA OOMs:\s*(\d{1,12})\s*\|\s*cudaMalloc retries:\s*(\d{1,12})\s*\|")
 _MEM_TITLE = re.compile(r"\|\s*PyTorch CUDA memory summary, device ID (\d{1,4})\s*\|")
-_MEM_ROW = re.compile(r"^\|.{0,200}\|\s*$|^\|[=-]{20,}\|?\s*$")
+# the box's rows: its rules, the `Metric | Cur Usage | ...` header, and a metric's row of four sizes or counts
+# (`|  10344 MiB |`, `|      0 B   |`, `|    1234 K  |`; MB / KB before torch 1.10): a `| step 5 | loss 1.2 |` line is none
+_MEM_ROW = re.compile(r"^\|[=-]{20,}\|?$|^\|\s{0,12}Metric\s{0,12}\|.{0,200}\|$|"
+                      r"^\|[^|]{1,40}\|(?:\s{0,12}\d{1,12}(?:\.\d{1,6})?\s{0,3}(?:[KMGTP]i?B|B|[KM])?\s{0,12}\|){4}$")
 _MEM_ALLOC = re.compile(r"^\|\s*Allocated memory\s*\|\s*([\d.]+ \w?i?B)\s*\|\s*([\d.]+ \w?i?B)\s*\|")
 _NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|")
 
@@ -79,6 +82,7 @@ class RuntimeLines:
         self.profiler_row: int | None = None
         self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
         self.memory: int | None = None  # the row of the memory summary being read (-1: one with nothing to flag)
+        self.memory_rows = False  # whether the box's metric rows have begun (its next `|===|` rule closes it)
 
     def feed(self, ln) -> str | None:
         body = ln.body
@@ -155,13 +159,16 @@ class RuntimeLines:
         return None
 
     def _memory(self, ln) -> str | None:
+        """A box of memory_summary(): its title or count row opens it; the box's rows that follow (_MEM_ROW) are the
+        same record up to its closing `|===|` rule (the first one after its `Metric` header), so `| ... |` lines
+        after it (pipe-separated step lines) are read by the other scanners."""
         body = ln.body.strip()
         if _MEM_TITLE.search(body):
-            self.memory = -1
+            self.memory, self.memory_rows = -1, False
             return "events"
         if m := _MEM_HEAD.search(body):
             ooms, retries = int(m.group(1)), int(m.group(2))
-            self.memory = -1
+            self.memory, self.memory_rows = -1, False
             if ooms or retries:
                 kind = "oom" if ooms else "memory_pressure"
                 self.memory = self.add(ln, kind, f"line {ln.lineno}: torch.cuda.memory_summary(): {retries} cudaMalloc "
@@ -169,6 +176,10 @@ class RuntimeLines:
                                                  f"{ooms} CUDA OOMs")
             return "events"
         if self.memory is not None and _MEM_ROW.match(body):
+            if body.startswith("|=") and self.memory_rows:
+                self.memory = None  # the box's closing rule
+                return "events"
+            self.memory_rows = self.memory_rows or "Metric" in body
             if self.memory >= 0 and (m := _MEM_ALLOC.match(body)) and self.memory < len(self.rows):
                 row = self.rows[self.memory]
                 if "allocated" not in row["detail"]:

@@ -180,3 +180,24 @@ def test_pipe_separated_step_lines_are_no_memory_summary(tmp_path):
     text = "".join(f"| epoch 1 | step {i} | loss 1.{i} | time 0.5s |\n" for i in range(1, 30))
     bundle = _read(tmp_path, text)
     assert bundle.events.empty and len(bundle.steps) > 0
+
+
+# reviewer's cases (r1): a box printed every few steps of a log whose step lines are themselves `| ... |` cells; the
+# box is 77 characters wide and ends on its closing `|===|` rule (torch/cuda/memory.py)
+def test_pipe_step_lines_after_a_periodic_memory_summary_are_still_steps(tmp_path):
+    box = _summary(0, 0) + "|" + "=" * 75 + "|\n"
+    text = "".join(f"| epoch 1 | step {i} | loss 1.{i} | time {0.5 + (i % 40 == 0) * 2}s |\n" + (box if i % 10 == 0 else "")
+                   for i in range(1, 120))
+    bundle = _read(tmp_path, text)
+    assert len(bundle.steps) >= 115 and bundle.events.empty
+
+
+def test_a_memory_summary_box_is_read_to_its_closing_rule(tmp_path):
+    box = _summary(0, 3) + ("|---------------------------------------------------------------------------|\n"
+                            "| Oversize GPU segments |       0    |       0    |       0    |       0    |\n"
+                            "|===========================================================================|\n")
+    steps = [f"| step {i} | loss 1.{i} | time 0.5s |\n" for i in range(1, 5)]
+    bundle = _read(tmp_path, "".join(steps[:2]) + box + "".join(steps[2:]))
+    assert bundle.events["kind"].tolist() == ["memory_pressure"]
+    assert bundle.meta["lines"][str(tmp_path / "run.log")]["understood"]["events"] == 11  # all but its top rule
+    assert len(bundle.steps) == 4
