@@ -49,6 +49,7 @@ _DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,40
 _PROFILER_TITLE = "Torchdynamo Profiler Report"
 _PROFILER_HEAD = re.compile(r"^\s*Function\s{2,}Recompiles\s{2,}Recompile Reasons\s*$")
 _PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,}(\d{1,9})\s{2,}(\S.{0,300}?)\s*$")
+_PROFILER_NONE = "No recompilation detected."  # report()'s last line in place of the table
 _PROFILER_MORE = re.compile(r"^\s{8,}(\S.{0,300}?)\s*$")
 MAX_PROFILER_EVENTS = 10_000  # recompiles one report row may turn into events
 PROFILER_PROSE = 40  # lines of the report's sections before its recompile table (its prose is about 20)
@@ -152,6 +153,9 @@ class RuntimeLines:
                 return "events"  # a further reason of the same frame
             self.profiler = ""  # the table is the report's last section: a blank line or anything else ends it
             return "events" if not body.strip() else None
+        if body.strip() == _PROFILER_NONE:
+            self.profiler = ""  # the report's last line when no frame recompiled
+            return "events"
         self.profiler_left -= 1
         if self.profiler_left >= 0 and (not body.strip() or not body.startswith(" ")):
             return "events"  # the report's headings and prose (graph breaks, how to read it)

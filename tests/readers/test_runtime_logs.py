@@ -201,3 +201,12 @@ def test_a_memory_summary_box_is_read_to_its_closing_rule(tmp_path):
     assert bundle.events["kind"].tolist() == ["memory_pressure"]
     assert bundle.meta["lines"][str(tmp_path / "run.log")]["understood"]["events"] == 11  # all but its top rule
     assert len(bundle.steps) == 4
+
+
+def test_step_lines_after_a_report_without_recompiles_are_still_steps(tmp_path):
+    # CompileProfiler.report() ends on "No recompilation detected." when no frame recompiled: the lines after it are
+    # the run's again
+    report = _report("").rsplit("Function", 1)[0] + "No recompilation detected.\n"
+    text = report + "".join(f"step {i} loss 2.{i} time {0.5 + (i == 20) * 3:.1f}s\n" for i in range(1, 40))
+    bundle = _read(tmp_path, text)
+    assert len(bundle.steps[bundle.steps["phase"] == "step"]) == 39 and bundle.events.empty
