@@ -11,8 +11,8 @@ event rows readers/lines.py keeps (kind `recompile`, `compile`, `memory_pressure
                    tracing + transforming F for pjit in S sec", "Compiling F with global shapes and types [...].
                    Argument mapping: [...]." (older: "Compiling F (id) for args (...)."), "Finished jaxpr to MLIR
                    module conversion jit(F) in S sec", "Finished XLA compilation of jit(F) in S sec" → a `compile`
-                   event per compilation (duration: its tracing + lowering + XLA seconds), `recompile` when the
-                   same function is compiled again in the same log
+                   event per compilation (duration: its last tracing + lowering + XLA seconds), `recompile` when the
+                   same process compiles the same function again
   dynamo, 2.0      PyTorch 2.0's TORCH_LOGS=recompiles record, logged as a tuple's repr: "('Recompiling function F
                    in PATH', "triggered by the following guard failure: GUARD")" → `recompile` with its guard
   CompileProfiler  torch._dynamo.utils.CompileProfiler.report(): "Torchdynamo Profiler Report", its Recompilation
@@ -76,9 +76,12 @@ class RuntimeLines:
 
     def __init__(self, add: Callable[..., int], rows: list[dict]):
         self.add, self.rows = add, rows
-        self.jax_compiled: set[str] = set()  # the functions compiled so far in this log
-        self.jax_open: dict[str, int] = {}  # function -> its latest compile event's row, to add its stage times
-        self.jax_traced: dict[str, float] = {}  # function -> tracing seconds logged before its "Compiling" line
+        # keyed by (rank, function): each process of a job compiles its own functions (one file may hold several)
+        self.jax_compiled: set[tuple] = set()  # the functions compiled so far in this log
+        self.jax_open: dict[tuple, int] = {}  # function -> its latest compile event's row, to add its stage times
+        # function -> the seconds of its latest trace not yet compiled; a jit called inside another jit logs its trace
+        # within the outer one's (and is compiled as part of it): the next "Compiling" line on the rank settles them
+        self.jax_traced: dict[tuple, float] = {}
         self.profiler = ""  # "" outside a CompileProfiler report; "report" in it; "table" in its recompile table
         self.profiler_row: int | None = None
         self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
@@ -109,23 +112,23 @@ class RuntimeLines:
     def _jax(self, ln) -> str | None:
         body = ln.body
         if m := _JAX_TRACE.search(body):
-            name = _jax_name(m.group(1))
-            self.jax_traced[name] = self.jax_traced.get(name, 0.0) + _seconds(m.group(2))
-            self.jax_open.pop(name, None)  # a new trace: the stages that follow are the next compilation's
+            key = (ln.rank, _jax_name(m.group(1)))
+            self.jax_traced[key] = _seconds(m.group(2))
+            self.jax_open.pop(key, None)  # a new trace: the stages that follow are the next compilation's
             return "events"
         if m := _JAX_COMPILING.search(body):
-            name = _jax_name(m.group(1))
+            key = (ln.rank, name := _jax_name(m.group(1)))
             shapes = (m.group(2) or m.group(3) or "").strip()[:120]
-            again = name in self.jax_compiled
-            self.jax_compiled.add(name)
-            traced = self.jax_traced.pop(name, 0.0)
+            again = key in self.jax_compiled
+            self.jax_compiled.add(key)
+            traced = self.jax_traced.pop(key, 0.0)
+            self.jax_traced = {k: v for k, v in self.jax_traced.items() if k[0] != ln.rank}  # nested, or never compiled
             detail = (f"line {ln.lineno}: recompiling {name} in jit; compiled again, shapes and types {shapes}" if again
                       else f"line {ln.lineno}: compiling {name} in jit, shapes and types {shapes}")
-            self.jax_open[name] = self.add(ln, "recompile" if again else "compile", detail, traced or np.nan)
+            self.jax_open[key] = self.add(ln, "recompile" if again else "compile", detail, traced or np.nan)
             return "recompile" if again else "events"
         if m := _JAX_STAGE.search(body):
-            name = _jax_name(m.group(1))
-            row = self.jax_open.get(name)
+            row = self.jax_open.get((ln.rank, _jax_name(m.group(1))))
             if row is not None and row < len(self.rows):
                 before = self.rows[row]["duration_s"]
                 self.rows[row]["duration_s"] = (0.0 if before != before else before) + _seconds(m.group(2))

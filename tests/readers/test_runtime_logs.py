@@ -210,3 +210,25 @@ def test_step_lines_after_a_report_without_recompiles_are_still_steps(tmp_path):
     text = report + "".join(f"step {i} loss 2.{i} time {0.5 + (i == 20) * 3:.1f}s\n" for i in range(1, 40))
     bundle = _read(tmp_path, text)
     assert len(bundle.steps[bundle.steps["phase"] == "step"]) == 39 and bundle.events.empty
+
+
+def _jax(name: str, cols: int, trace_s: float = 1.5, prefix: str = "") -> str:
+    return (f"{prefix}Finished tracing + transforming {name} for pjit in {trace_s} sec\n"
+            f"{prefix}Compiling {name} with global shapes and types [ShapedArray(float32[8,{cols}])]. Argument mapping: "
+            f"[UnspecifiedValue].\n{prefix}Finished XLA compilation of jit({name}) in 10.0 sec\n")
+
+
+def test_each_process_compiling_its_function_once_is_no_recompile(tmp_path):
+    # a multi-process JAX job in one file (srun -l labels): every process compiles train_step once
+    rows = _events(tmp_path, _jax("train_step", 128, prefix="0: ") + _jax("train_step", 128, prefix="1: "))
+    assert rows["kind"].tolist() == ["compile", "compile"] and sorted(rows["rank"]) == [0, 1]
+
+
+def test_a_nested_jit_traced_inside_another_is_not_charged_to_its_own_later_compile(tmp_path):
+    # loss_fn is jitted and called inside the jitted train_step: each trace of train_step logs loss_fn's trace
+    # (nested, and inside train_step's own seconds); loss_fn compiled on its own later costs its own trace only
+    nested = "".join("Finished tracing + transforming loss_fn for pjit in 2.0 sec\n" + _jax("train_step", 128 * i, 3.0)
+                     for i in range(1, 6))
+    rows = _events(tmp_path, nested + _jax("loss_fn", 128, 2.0))
+    assert rows.loc[rows["detail"].str.contains("loss_fn"), "duration_s"].tolist() == pytest.approx([12.0])
+    assert rows.loc[rows["detail"].str.contains("train_step"), "duration_s"].tolist() == pytest.approx([13.0] * 5)
