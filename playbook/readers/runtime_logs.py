@@ -21,8 +21,9 @@ event rows readers/lines.py keeps (kind `recompile`, `compile`, `memory_pressure
   memory_summary   torch.cuda.memory_summary() (torch/cuda/memory.py): "|  CUDA OOMs: N  |  cudaMalloc retries: R  |"
                    → `memory_pressure` when R ≥ 1 (memory_stats()["num_alloc_retries"]: cudaMalloc calls that
                    failed, freed every cached block and were retried, each a synchronous free near the memory
-                   limit), `oom` when N ≥ 1; the box's other rows are read as the same record (the peak allocated
-                   memory goes into the event)
+                   limit), `oom` when N ≥ 1 (counts since the process started: a summary printed again is an
+                   event only where they rose); the box's other rows are read as the same record (the peak
+                   allocated memory goes into the event)
 
 Every pattern is linear; a line is tried only when it holds one of the few needles below.
 """
@@ -87,6 +88,8 @@ class RuntimeLines:
         self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
         self.memory: int | None = None  # the row of the memory summary being read (-1: one with nothing to flag)
         self.memory_rows = False  # whether the box's metric rows have begun (its next `|===|` rule closes it)
+        self.memory_device = -1  # the device its title names
+        self.memory_seen: dict[tuple, tuple[int, int]] = {}  # (rank, device) -> (OOMs, retries) its last summary said
 
     def feed(self, ln) -> str | None:
         body = ln.body
@@ -170,17 +173,25 @@ class RuntimeLines:
         same record up to its closing `|===|` rule (the first one after its `Metric` header), so `| ... |` lines
         after it (pipe-separated step lines) are read by the other scanners."""
         body = ln.body.strip()
-        if _MEM_TITLE.search(body):
-            self.memory, self.memory_rows = -1, False
+        if m := _MEM_TITLE.search(body):
+            self.memory, self.memory_rows, self.memory_device = -1, False, int(m.group(1))
             return "events"
         if m := _MEM_HEAD.search(body):
+            # its counts are the process's since it started (memory_stats() num_ooms, num_alloc_retries): a summary
+            # printed again restates them, so only what rose since the device's last summary is an event
             ooms, retries = int(m.group(1)), int(m.group(2))
-            self.memory, self.memory_rows = -1, False
-            if ooms or retries:
-                kind = "oom" if ooms else "memory_pressure"
+            key = (ln.rank, self.memory_device)
+            seen_ooms, seen_retries = self.memory_seen.get(key, (0, 0))
+            self.memory_seen[key] = (ooms, retries)
+            self.memory, self.memory_rows, self.memory_device = -1, False, -1
+            new_ooms, new_retries = max(ooms - seen_ooms, 0), max(retries - seen_retries, 0)
+            if new_ooms or new_retries:
+                kind = "oom" if new_ooms else "memory_pressure"
+                more = "" if (seen_ooms, seen_retries) == (0, 0) else (
+                    f" ({new_retries} more cudaMalloc retries, {new_ooms} more CUDA OOMs since its last summary)")
                 self.memory = self.add(ln, kind, f"line {ln.lineno}: torch.cuda.memory_summary(): {retries} cudaMalloc "
                                                  f"retries (the caching allocator freed its cache and retried), "
-                                                 f"{ooms} CUDA OOMs")
+                                                 f"{ooms} CUDA OOMs{more}")
             return "events"
         if self.memory is not None and _MEM_ROW.match(body):
             if body.startswith("|=") and self.memory_rows:

@@ -232,3 +232,16 @@ def test_a_nested_jit_traced_inside_another_is_not_charged_to_its_own_later_comp
     rows = _events(tmp_path, nested + _jax("loss_fn", 128, 2.0))
     assert rows.loc[rows["detail"].str.contains("loss_fn"), "duration_s"].tolist() == pytest.approx([12.0])
     assert rows.loc[rows["detail"].str.contains("train_step"), "duration_s"].tolist() == pytest.approx([13.0] * 5)
+
+
+def test_a_periodic_memory_summary_restating_its_counts_adds_no_event(tmp_path):
+    # memory_stats()'s num_ooms / num_alloc_retries count since the process started: a summary printed every 50 steps
+    # restates one recovered OOM (fairseq's "attempting to recover from OOM") and its retries until the run ends
+    box = _summary(1, 2) + "|" + "=" * 75 + "|\n"
+    text = "".join(f"step {i} loss 2.0 time {0.5 + (i == 30) * 1.5:.1f}s\n"
+                   + (box if i % 50 == 0 else "") + (box.replace("retries: 2 ", "retries: 5 ") if i == 120 else "")
+                   for i in range(1, 201))
+    bundle = _read(tmp_path, text)
+    assert bundle.events["kind"].tolist() == ["oom", "memory_pressure"]
+    assert "3 more cudaMalloc retries" in bundle.events["detail"].iloc[1]
+    assert not diagnose(bundle).verdict.get("ended")
