@@ -245,3 +245,13 @@ def test_a_periodic_memory_summary_restating_its_counts_adds_no_event(tmp_path):
     assert bundle.events["kind"].tolist() == ["oom", "memory_pressure"]
     assert "3 more cudaMalloc retries" in bundle.events["detail"].iloc[1]
     assert not diagnose(bundle).verdict.get("ended")
+
+
+def test_recompiles_on_a_changing_float_read_with_its_values(tmp_path):
+    # a learning rate passed as a Python float: dynamo specialised the frame on it (`L['lr'] == 0.001`); its values
+    # are read whole, not as their integer part (0, 0, 0)
+    text = "".join(_tuple_record(f"0{i},000", f"L['lr'] == {lr}", "step") for i, lr in enumerate(("0.001", "0.0005",
+                                                                                                    "0.00025")))
+    d = diagnose(_read(tmp_path, text))
+    assert d.verdict["id"] == "recompilation"
+    assert "new value of L['lr'] (0.001, 0.0005, 0.00025)" in d.hypotheses[0]["evidence"][0]

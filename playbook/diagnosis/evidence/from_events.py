@@ -94,8 +94,9 @@ _JAX_FRAME = re.compile(r"^line \d{1,12}: recompiling \S{1,300} in jit;")  # rea
 # TensorFlow's own warning of excessive retracing (readers/runtime_logs.py): it logs it when at least 5 of the
 # calls within 10 of each other traced the function anew, at most twice per function
 _TF_WARNING = re.compile(r"traced anew on (\d+) of the last (\d+) calls")
-# a guard on one local compared with an integer (`L['t'] == 3`): dynamo specialised the frame on that value
-_INT_GUARD = re.compile(r"guard: (L\[[^\]]{1,80}\]) == (-?\d{1,18})\b")
+# a guard on one local compared with a number (`L['t'] == 3`, `L['lr'] == 0.001`): dynamo specialised the frame on
+# that value (a float read whole, not as its integer part)
+_INT_GUARD = re.compile(r"guard: (L\[[^\]]{1,80}\]) == (-?\d{1,18}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\w.])")
 # distinct values of one such guard in a frame's recompiles that make it a counter: a flag or a mode takes two
 # (train / eval, True / False); a third value that fails the guard is a number that changes between calls, and
 # each new value is one more compilation until the recompile limit, then the frame runs eagerly
@@ -141,7 +142,7 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
 
 
 def _counter_guard(frame: pd.Series, detail: pd.Series) -> str:
-    """The words for a frame recompiled on COUNTER_VALUES or more values of one integer guard, else ""."""
+    """The words for a frame recompiled on COUNTER_VALUES or more values of one numeric guard, else ""."""
     guards = detail.str.extract(_INT_GUARD).assign(frame=frame).dropna()
     for (name, var), values in guards.groupby(["frame", 0])[1]:
         seen = list(dict.fromkeys(values))
