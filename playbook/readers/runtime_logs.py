@@ -50,10 +50,11 @@ _DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,40
 _PROFILER_TITLE = "Torchdynamo Profiler Report"
 _PROFILER_HEAD = re.compile(r"^\s*Function\s{2,}Recompiles\s{2,}Recompile Reasons\s*$")
 _PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,}(\d{1,9})\s{2,}(\S.{0,300}?)\s*$")
+_BREAK_HEAD = re.compile(r"^Graph Break Reason\s{2,}Count$")  # graph_break_report(): tabulate, a row per reason
 _PROFILER_NONE = "No recompilation detected."  # report()'s last line in place of the table
 _PROFILER_MORE = re.compile(r"^\s{8,}(\S.{0,300}?)\s*$")
 MAX_PROFILER_EVENTS = 10_000  # recompiles one report row may turn into events
-PROFILER_PROSE = 40  # lines of the report's sections before its recompile table (its prose is about 20)
+PROFILER_PROSE = 40  # lines of a report's section before its recompile table (its prose is about 10 each)
 _MEM_HEAD = re.compile(r"\|\s*CUDA OOMs:\s*(\d{1,12})\s*\|\s*cudaMalloc retries:\s*(\d{1,12})\s*\|")
 _MEM_TITLE = re.compile(r"\|\s*PyTorch CUDA memory summary, device ID (\d{1,4})\s*\|")
 # the box's rows: its rules, the `Metric | Cur Usage | ...` header, and a metric's row of four sizes or counts
@@ -86,6 +87,7 @@ class RuntimeLines:
         self.profiler = ""  # "" outside a CompileProfiler report; "report" in it; "table" in its recompile table
         self.profiler_row: int | None = None
         self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
+        self.profiler_breaks = 0  # the width of its graph-break table (tabulate pads every row to its header's)
         self.memory: int | None = None  # the row of the memory summary being read (-1: one with nothing to flag)
         self.memory_rows = False  # whether the box's metric rows have begun (its next `|===|` rule closes it)
         self.memory_device = -1  # the device its title names
@@ -142,6 +144,7 @@ class RuntimeLines:
         body = ln.body.rstrip()
         if _PROFILER_TITLE in body:
             self.profiler, self.profiler_row, self.profiler_left = "report", None, PROFILER_PROSE
+            self.profiler_breaks = 0
             return "events"
         if self.profiler == "report" and _PROFILER_HEAD.match(body):
             self.profiler = "table"
@@ -159,14 +162,22 @@ class RuntimeLines:
                 return "events"  # a further reason of the same frame
             self.profiler = ""  # the table is the report's last section: a blank line or anything else ends it
             return "events" if not body.strip() else None
+        if body == "Recompilation":
+            self.profiler_left = PROFILER_PROSE  # its last section's heading
         if body.strip() == _PROFILER_NONE:
             self.profiler = ""  # the report's last line when no frame recompiled
             return "events"
+        if _BREAK_HEAD.match(body):
+            self.profiler_breaks = len(body)
+            return "events"
+        if self.profiler_breaks and len(body) == self.profiler_breaks and body[-1:].isdigit():
+            return "events"  # a row of the graph-break table, as wide as its header (its count right-aligned)
         self.profiler_left -= 1
-        if self.profiler_left >= 0 and (not body.strip() or not body.startswith(" ")):
-            return "events"  # the report's headings and prose (graph breaks, how to read it)
-        self.profiler = ""
-        return None
+        if self.profiler_left < 0:
+            self.profiler = ""
+            return None
+        # the report's headings and prose; an indented line (a graph-break reason's next line) is left to the others
+        return "events" if not body.strip() or not body.startswith(" ") else None
 
     def _memory(self, ln) -> str | None:
         """A box of memory_summary(): its title or count row opens it; the box's rows that follow (_MEM_ROW) are the

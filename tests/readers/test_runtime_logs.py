@@ -255,3 +255,16 @@ def test_recompiles_on_a_changing_float_read_with_its_values(tmp_path):
     d = diagnose(_read(tmp_path, text))
     assert d.verdict["id"] == "recompilation"
     assert "new value of L['lr'] (0.001, 0.0005, 0.00025)" in d.hypotheses[0]["evidence"][0]
+
+
+def test_a_report_with_many_graph_breaks_still_reads_its_recompile_table(tmp_path):
+    # graph_break_report(): tabulate's `Graph Break Reason  Count` table, a row per reason, before the Recompilation
+    # section
+    reasons = [f"call_function UserDefinedClassVariable() [] {{}} at step {i}" for i in range(40)]
+    width = max(map(len, reasons))
+    breaks = (f"{'Graph Break Reason':<{width}}  {'Count':>7}\n" + "-" * width + "  -------\n"
+              + "".join(f"{r:<{width}}  {1:>7}\n" for r in reasons))
+    text = _report("'forward' (net.py:12)              8  ___check_type_id(L['x'], 9)\n").replace(
+        "No graph breaks detected.\n", breaks)
+    rows = _events(tmp_path, text)
+    assert rows["kind"].tolist() == ["recompile"] * 8
