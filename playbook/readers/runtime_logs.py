@@ -41,8 +41,9 @@ _TF_RETRACE = re.compile(r"\b(\d{1,9}) out of the last (\d{1,9}) calls to <(?:fu
                          r"[^<>\s]{0,200}){0,4})(?: object)?(?: at 0x[0-9a-fA-F]{1,16})?> triggered tf\.function "
                          r"retracing")
 _JAX_TRACE = re.compile(r"Finished tracing \+ transforming (\S{1,300}) for (?:p?jit|pmap) in ([\d.eE+-]{1,30}) sec")
-_JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and types (.{0,400}?)\. Argument mapping|"
-                            r"\(\d{1,20}\) for args (.{0,400}))")
+# the argument list may run to thousands of characters (a model's parameters): its first 400 are enough
+_JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and types (.{0,400})|\(\d{1,20}\) for args "
+                            r"(.{0,400}))")
 _JAX_STAGE = re.compile(r"Finished (?:jaxpr to MLIR module conversion|XLA compilation of) (\S{1,300}) in "
                         r"([\d.eE+-]{1,30}) sec")
 _DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,400})',\s*\"triggered by the following "
@@ -123,7 +124,7 @@ class RuntimeLines:
             return "events"
         if m := _JAX_COMPILING.search(body):
             key = (ln.rank, name := _jax_name(m.group(1)))
-            shapes = (m.group(2) or m.group(3) or "").strip()[:120]
+            shapes = (m.group(2) or m.group(3) or "").split(". Argument mapping")[0].strip()[:120]
             again = key in self.jax_compiled
             self.jax_compiled.add(key)
             traced = self.jax_traced.pop(key, 0.0)

@@ -268,3 +268,16 @@ def test_a_report_with_many_graph_breaks_still_reads_its_recompile_table(tmp_pat
         "No graph breaks detected.\n", breaks)
     rows = _events(tmp_path, text)
     assert rows["kind"].tolist() == ["recompile"] * 8
+
+
+def test_a_compile_of_a_large_model_with_a_long_signature_is_read(tmp_path):
+    # a train_step over a model's parameters: its "global shapes and types" list runs to thousands of characters
+    shapes = ", ".join(f"ShapedArray(float32[{64 * (i % 7 + 1)},{64 * (i % 5 + 1)}])" for i in range(150))
+    text = ("Finished tracing + transforming train_step for pjit in 4.0 sec\n"
+            f"Compiling train_step with global shapes and types [{shapes}]. Argument mapping: "
+            f"[{', '.join(['UnspecifiedValue'] * 150)}].\n"
+            "Finished jaxpr to MLIR module conversion jit(train_step) in 1.0 sec\n"
+            "Finished XLA compilation of jit(train_step) in 30.0 sec\n")
+    rows = _events(tmp_path, text)
+    assert rows["kind"].tolist() == ["compile"] and rows["duration_s"].tolist() == pytest.approx([35.0])
+    assert "ShapedArray(float32[64,64])" in rows["detail"].iloc[0]
