@@ -17,7 +17,8 @@ event rows readers/lines.py keeps (kind `recompile`, `compile`, `memory_pressure
                    in PATH', "triggered by the following guard failure: GUARD")" → `recompile` with its guard
   CompileProfiler  torch._dynamo.utils.CompileProfiler.report(): "Torchdynamo Profiler Report", its Recompilation
                    table (tabulate: `Function  Recompiles  Recompile Reasons`, a row per frame, one reason per
-                   line) → one `recompile` event per recompile the row counts, with its first reason
+                   line) → one `recompile` event per recompile the row counts (MAX_PROFILER_EVENTS in a report), with its
+                   first reason
   memory_summary   torch.cuda.memory_summary() (torch/cuda/memory.py): "|  CUDA OOMs: N  |  cudaMalloc retries: R  |"
                    → `memory_pressure` when R ≥ 1 (memory_stats()["num_alloc_retries"]: cudaMalloc calls that
                    failed, freed every cached block and were retried, each a synchronous free near the memory
@@ -54,7 +55,7 @@ _PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,}(\d{1,9})\s{2,}(\S.{0,300}?)\s*
 _BREAK_HEAD = re.compile(r"^Graph Break Reason\s{2,}Count$")  # graph_break_report(): tabulate, a row per reason
 _PROFILER_NONE = "No recompilation detected."  # report()'s last line in place of the table
 _PROFILER_MORE = re.compile(r"^\s{8,}(\S.{0,300}?)\s*$")
-MAX_PROFILER_EVENTS = 10_000  # recompiles one report row may turn into events
+MAX_PROFILER_EVENTS = 10_000  # recompiles one report's rows may turn into events (each row one at least)
 PROFILER_PROSE = 40  # lines of a report's section before its recompile table (its prose is about 10 each)
 _MEM_HEAD = re.compile(r"\|\s*CUDA OOMs:\s*(\d{1,12})\s*\|\s*cudaMalloc retries:\s*(\d{1,12})\s*\|")
 _MEM_TITLE = re.compile(r"\|\s*PyTorch CUDA memory summary, device ID (\d{1,4})\s*\|")
@@ -88,6 +89,7 @@ class RuntimeLines:
         self.profiler = ""  # "" outside a CompileProfiler report; "report" in it; "table" in its recompile table
         self.profiler_row: int | None = None
         self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
+        self.profiler_budget = 0  # events the report's rows may still add
         self.profiler_breaks = 0  # the width of its graph-break table (tabulate pads every row to its header's)
         self.memory: int | None = None  # the row of the memory summary being read (-1: one with nothing to flag)
         self.memory_rows = False  # whether the box's metric rows have begun (its next `|===|` rule closes it)
@@ -145,14 +147,16 @@ class RuntimeLines:
         body = ln.body.rstrip()
         if _PROFILER_TITLE in body:
             self.profiler, self.profiler_row, self.profiler_left = "report", None, PROFILER_PROSE
-            self.profiler_breaks = 0
+            self.profiler_breaks, self.profiler_budget = 0, MAX_PROFILER_EVENTS
             return "events"
         if self.profiler == "report" and _PROFILER_HEAD.match(body):
             self.profiler = "table"
             return "events"
         if self.profiler == "table":
             if (m := _PROFILER_ROW.match(body)) and not set(body) <= set("- "):
-                for _ in range(min(int(m.group(2)), MAX_PROFILER_EVENTS)):
+                n = min(int(m.group(2)), max(self.profiler_budget, 1))  # each row one event at least
+                self.profiler_budget -= n
+                for _ in range(n):
                     self.profiler_row = self.add(ln, "recompile", f"line {ln.lineno}: recompiling "
                                                  f"{_frame(m.group(1))}; guard: {m.group(3)} (dynamo's "
                                                  f"CompileProfiler: {m.group(2)} recompiles)")

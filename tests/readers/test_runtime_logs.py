@@ -281,3 +281,10 @@ def test_a_compile_of_a_large_model_with_a_long_signature_is_read(tmp_path):
     rows = _events(tmp_path, text)
     assert rows["kind"].tolist() == ["compile"] and rows["duration_s"].tolist() == pytest.approx([35.0])
     assert "ShapedArray(float32[64,64])" in rows["detail"].iloc[0]
+
+
+def test_a_report_claiming_huge_counts_on_many_rows_stays_bounded(tmp_path):
+    # 14 kB of rows each claiming 99999 recompiles were two million events (1.7 GB): the cap is the report's
+    rows = "".join(f"'f{i}' (m.py:{i})                99999  L['x'] == 1\n" for i in range(200))
+    events = _events(tmp_path, _report(rows))
+    assert len(events) <= 10_000 + 200 and events["detail"].str.contains("recompiling f199 in m.py:199").any()
