@@ -51,10 +51,11 @@ _DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,40
                            r"guard failures?:\s*(.{0,300}?)\"\)")
 _PROFILER_TITLE = "Torchdynamo Profiler Report"
 _PROFILER_HEAD = re.compile(r"^\s*Function\s{2,}Recompiles\s{2,}Recompile Reasons\s*$")
-_PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,}(\d{1,9})\s{2,}(\S.{0,300}?)\s*$")
+# a row (its line rstripped): every run bounded, so a long line is no quadratic search
+_PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,400}(\d{1,9})\s{2,400}(\S.{0,300})$")
 _BREAK_HEAD = re.compile(r"^Graph Break Reason\s{2,}Count$")  # graph_break_report(): tabulate, a row per reason
 _PROFILER_NONE = "No recompilation detected."  # report()'s last line in place of the table
-_PROFILER_MORE = re.compile(r"^\s{8,}(\S.{0,300}?)\s*$")
+_PROFILER_MORE = re.compile(r"^\s{8,400}(\S.{0,300})$")
 MAX_PROFILER_EVENTS = 10_000  # recompiles one report's rows may turn into events (each row one at least)
 PROFILER_PROSE = 40  # lines of a report's section before its recompile table (its prose is about 10 each)
 _MEM_HEAD = re.compile(r"\|\s*CUDA OOMs:\s*(\d{1,12})\s*\|\s*cudaMalloc retries:\s*(\d{1,12})\s*\|")

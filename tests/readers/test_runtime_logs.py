@@ -288,3 +288,13 @@ def test_a_report_claiming_huge_counts_on_many_rows_stays_bounded(tmp_path):
     rows = "".join(f"'f{i}' (m.py:{i})                99999  L['x'] == 1\n" for i in range(200))
     events = _events(tmp_path, _report(rows))
     assert len(events) <= 10_000 + 200 and events["detail"].str.contains("recompiling f199 in m.py:199").any()
+
+
+def test_a_long_line_under_a_recompile_table_header_is_read_in_linear_time(tmp_path):
+    # `x  1  y`, 60 kB of spaces (lines are cut at 64 kB), `z`: an unbounded `\s{2,}` in the row pattern was retried
+    # at each of 300 lengths of the first cell (about 1 s a line)
+    import time
+    text = (_report("") + "x  1  y" + " " * 60_000 + "z\n") * 20 + "step 1 loss 2.0 time 0.5s\nstep 2 loss 1.9 time 0.5s\n"
+    start = time.perf_counter()
+    _read(tmp_path, text)
+    assert time.perf_counter() - start < 8
