@@ -47,8 +47,8 @@ _JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and 
                             r"(.{0,400}))")
 _JAX_STAGE = re.compile(r"Finished (?:jaxpr to MLIR module conversion|XLA compilation of) (\S{1,300}) in "
                         r"([\d.eE+-]{1,30}) sec")
-_DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,400})',\s*\"triggered by the following "
-                           r"guard failures?:\s*(.{0,300}?)\"\)")
+_DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,400})',\s{0,20}\"triggered by the following "
+                           r"guard failures?:\s{0,20}(.{0,300}?)\"\)")
 _PROFILER_TITLE = "Torchdynamo Profiler Report"
 _PROFILER_HEAD = re.compile(r"^\s*Function\s{2,}Recompiles\s{2,}Recompile Reasons\s*$")
 # a row (its line rstripped): every run bounded, so a long line is no quadratic search

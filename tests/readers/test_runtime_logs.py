@@ -298,3 +298,12 @@ def test_a_long_line_under_a_recompile_table_header_is_read_in_linear_time(tmp_p
     start = time.perf_counter()
     _read(tmp_path, text)
     assert time.perf_counter() - start < 8
+
+
+def test_a_long_dynamo_tuple_line_is_read_in_linear_time(tmp_path):
+    # 60 kB of spaces after "guard failure:": an unbounded `\s*` before the lazy guard was retried at each length
+    import time
+    line = "('Recompiling function f in /srv/m.py', \"triggered by the following guard failure:" + " " * 60_000 + "x\n"
+    start = time.perf_counter()
+    _read(tmp_path, line * 40 + _tuple_record("01,000", "L['n'] == 1"))
+    assert time.perf_counter() - start < 5
