@@ -11,18 +11,20 @@ event rows readers/lines.py keeps (kind `recompile`, `compile`, `memory_pressure
                    tracing + transforming F for pjit in S sec", "Compiling F with global shapes and types [...].
                    Argument mapping: [...]." (older: "Compiling F (id) for args (...)."), "Finished jaxpr to MLIR
                    module conversion jit(F) in S sec", "Finished XLA compilation of jit(F) in S sec" → a `compile`
-                   event per compilation (duration: its tracing + lowering + XLA seconds), `recompile` when the
-                   same function is compiled again in the same log
+                   event per compilation (duration: its last tracing + lowering + XLA seconds), `recompile` when the
+                   same process compiles the same function again
   dynamo, 2.0      PyTorch 2.0's TORCH_LOGS=recompiles record, logged as a tuple's repr: "('Recompiling function F
                    in PATH', "triggered by the following guard failure: GUARD")" → `recompile` with its guard
   CompileProfiler  torch._dynamo.utils.CompileProfiler.report(): "Torchdynamo Profiler Report", its Recompilation
                    table (tabulate: `Function  Recompiles  Recompile Reasons`, a row per frame, one reason per
-                   line) → one `recompile` event per recompile the row counts, with its first reason
+                   line) → one `recompile` event per recompile the row counts (MAX_PROFILER_EVENTS in a report), with its
+                   first reason
   memory_summary   torch.cuda.memory_summary() (torch/cuda/memory.py): "|  CUDA OOMs: N  |  cudaMalloc retries: R  |"
                    → `memory_pressure` when R ≥ 1 (memory_stats()["num_alloc_retries"]: cudaMalloc calls that
                    failed, freed every cached block and were retried, each a synchronous free near the memory
-                   limit), `oom` when N ≥ 1; the box's other rows are read as the same record (the peak allocated
-                   memory goes into the event)
+                   limit), `oom` when N ≥ 1 (counts since the process started: a summary printed again is an
+                   event only where they rose); the box's other rows are read as the same record (the peak
+                   allocated memory goes into the event)
 
 Every pattern is linear; a line is tried only when it holds one of the few needles below.
 """
@@ -40,21 +42,28 @@ _TF_RETRACE = re.compile(r"\b(\d{1,9}) out of the last (\d{1,9}) calls to <(?:fu
                          r"[^<>\s]{0,200}){0,4})(?: object)?(?: at 0x[0-9a-fA-F]{1,16})?> triggered tf\.function "
                          r"retracing")
 _JAX_TRACE = re.compile(r"Finished tracing \+ transforming (\S{1,300}) for (?:p?jit|pmap) in ([\d.eE+-]{1,30}) sec")
-_JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and types (.{0,400}?)\. Argument mapping|"
-                            r"\(\d{1,20}\) for args (.{0,400}))")
+# the argument list may run to thousands of characters (a model's parameters): its first 400 are enough
+_JAX_COMPILING = re.compile(r"\bCompiling (\S{1,300}) (?:with global shapes and types (.{0,400})|\(\d{1,20}\) for args "
+                            r"(.{0,400}))")
 _JAX_STAGE = re.compile(r"Finished (?:jaxpr to MLIR module conversion|XLA compilation of) (\S{1,300}) in "
                         r"([\d.eE+-]{1,30}) sec")
-_DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,400})',\s*\"triggered by the following "
-                           r"guard failures?:\s*(.{0,300}?)\"\)")
+_DYNAMO_TUPLE = re.compile(r"\('Recompiling function (\S{1,300}) in ([^'\s]{1,400})',\s{0,20}\"triggered by the following "
+                           r"guard failures?:\s{0,20}(.{0,300}?)\"\)")
 _PROFILER_TITLE = "Torchdynamo Profiler Report"
 _PROFILER_HEAD = re.compile(r"^\s*Function\s{2,}Recompiles\s{2,}Recompile Reasons\s*$")
-_PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,}(\d{1,9})\s{2,}(\S.{0,300}?)\s*$")
-_PROFILER_MORE = re.compile(r"^\s{8,}(\S.{0,300}?)\s*$")
-MAX_PROFILER_EVENTS = 10_000  # recompiles one report row may turn into events
-PROFILER_PROSE = 40  # lines of the report's sections before its recompile table (its prose is about 20)
+# a row (its line rstripped): every run bounded, so a long line is no quadratic search
+_PROFILER_ROW = re.compile(r"^(\S.{0,300}?)\s{2,400}(\d{1,9})\s{2,400}(\S.{0,300})$")
+_BREAK_HEAD = re.compile(r"^Graph Break Reason\s{2,}Count$")  # graph_break_report(): tabulate, a row per reason
+_PROFILER_NONE = "No recompilation detected."  # report()'s last line in place of the table
+_PROFILER_MORE = re.compile(r"^\s{8,400}(\S.{0,300})$")
+MAX_PROFILER_EVENTS = 10_000  # recompiles one report's rows may turn into events (each row one at least)
+PROFILER_PROSE = 40  # lines of a report's section before its recompile table (its prose is about 10 each)
 _MEM_HEAD = re.compile(r"\|\s*CUDA OOMs:\s*(\d{1,12})\s*\|\s*cudaMalloc retries:\s*(\d{1,12})\s*\|")
 _MEM_TITLE = re.compile(r"\|\s*PyTorch CUDA memory summary, device ID (\d{1,4})\s*\|")
-_MEM_ROW = re.compile(r"^\|.{0,200}\|\s*$|^\|[=-]{20,}\|?\s*$")
+# the box's rows: its rules, the `Metric | Cur Usage | ...` header, and a metric's row of four sizes or counts
+# (`|  10344 MiB |`, `|      0 B   |`, `|    1234 K  |`; MB / KB before torch 1.10): a `| step 5 | loss 1.2 |` line is none
+_MEM_ROW = re.compile(r"^\|[=-]{20,}\|?$|^\|\s{0,12}Metric\s{0,12}\|.{0,200}\|$|"
+                      r"^\|[^|]{1,40}\|(?:\s{0,12}\d{1,12}(?:\.\d{1,6})?\s{0,3}(?:[KMGTP]i?B|B|[KM])?\s{0,12}\|){4}$")
 _MEM_ALLOC = re.compile(r"^\|\s*Allocated memory\s*\|\s*([\d.]+ \w?i?B)\s*\|\s*([\d.]+ \w?i?B)\s*\|")
 _NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|")
 
@@ -72,13 +81,21 @@ class RuntimeLines:
 
     def __init__(self, add: Callable[..., int], rows: list[dict]):
         self.add, self.rows = add, rows
-        self.jax_compiled: set[str] = set()  # the functions compiled so far in this log
-        self.jax_open: dict[str, int] = {}  # function -> its latest compile event's row, to add its stage times
-        self.jax_traced: dict[str, float] = {}  # function -> tracing seconds logged before its "Compiling" line
+        # keyed by (rank, function): each process of a job compiles its own functions (one file may hold several)
+        self.jax_compiled: set[tuple] = set()  # the functions compiled so far in this log
+        self.jax_open: dict[tuple, int] = {}  # function -> its latest compile event's row, to add its stage times
+        # function -> the seconds of its latest trace not yet compiled; a jit called inside another jit logs its trace
+        # within the outer one's (and is compiled as part of it): the next "Compiling" line on the rank settles them
+        self.jax_traced: dict[tuple, float] = {}
         self.profiler = ""  # "" outside a CompileProfiler report; "report" in it; "table" in its recompile table
         self.profiler_row: int | None = None
         self.profiler_left = 0  # lines of prose the report may still take (its sections, without the table)
+        self.profiler_budget = 0  # events the report's rows may still add
+        self.profiler_breaks = 0  # the width of its graph-break table (tabulate pads every row to its header's)
         self.memory: int | None = None  # the row of the memory summary being read (-1: one with nothing to flag)
+        self.memory_rows = False  # whether the box's metric rows have begun (its next `|===|` rule closes it)
+        self.memory_device = -1  # the device its title names
+        self.memory_seen: dict[tuple, tuple[int, int]] = {}  # (rank, device) -> (OOMs, retries) its last summary said
 
     def feed(self, ln) -> str | None:
         body = ln.body
@@ -104,23 +121,23 @@ class RuntimeLines:
     def _jax(self, ln) -> str | None:
         body = ln.body
         if m := _JAX_TRACE.search(body):
-            name = _jax_name(m.group(1))
-            self.jax_traced[name] = self.jax_traced.get(name, 0.0) + _seconds(m.group(2))
-            self.jax_open.pop(name, None)  # a new trace: the stages that follow are the next compilation's
+            key = (ln.rank, _jax_name(m.group(1)))
+            self.jax_traced[key] = _seconds(m.group(2))
+            self.jax_open.pop(key, None)  # a new trace: the stages that follow are the next compilation's
             return "events"
         if m := _JAX_COMPILING.search(body):
-            name = _jax_name(m.group(1))
-            shapes = (m.group(2) or m.group(3) or "").strip()[:120]
-            again = name in self.jax_compiled
-            self.jax_compiled.add(name)
-            traced = self.jax_traced.pop(name, 0.0)
+            key = (ln.rank, name := _jax_name(m.group(1)))
+            shapes = (m.group(2) or m.group(3) or "").split(". Argument mapping")[0].strip()[:120]
+            again = key in self.jax_compiled
+            self.jax_compiled.add(key)
+            traced = self.jax_traced.pop(key, 0.0)
+            self.jax_traced = {k: v for k, v in self.jax_traced.items() if k[0] != ln.rank}  # nested, or never compiled
             detail = (f"line {ln.lineno}: recompiling {name} in jit; compiled again, shapes and types {shapes}" if again
                       else f"line {ln.lineno}: compiling {name} in jit, shapes and types {shapes}")
-            self.jax_open[name] = self.add(ln, "recompile" if again else "compile", detail, traced or np.nan)
+            self.jax_open[key] = self.add(ln, "recompile" if again else "compile", detail, traced or np.nan)
             return "recompile" if again else "events"
         if m := _JAX_STAGE.search(body):
-            name = _jax_name(m.group(1))
-            row = self.jax_open.get(name)
+            row = self.jax_open.get((ln.rank, _jax_name(m.group(1))))
             if row is not None and row < len(self.rows):
                 before = self.rows[row]["duration_s"]
                 self.rows[row]["duration_s"] = (0.0 if before != before else before) + _seconds(m.group(2))
@@ -131,13 +148,16 @@ class RuntimeLines:
         body = ln.body.rstrip()
         if _PROFILER_TITLE in body:
             self.profiler, self.profiler_row, self.profiler_left = "report", None, PROFILER_PROSE
+            self.profiler_breaks, self.profiler_budget = 0, MAX_PROFILER_EVENTS
             return "events"
         if self.profiler == "report" and _PROFILER_HEAD.match(body):
             self.profiler = "table"
             return "events"
         if self.profiler == "table":
             if (m := _PROFILER_ROW.match(body)) and not set(body) <= set("- "):
-                for _ in range(min(int(m.group(2)), MAX_PROFILER_EVENTS)):
+                n = min(int(m.group(2)), max(self.profiler_budget, 1))  # each row one event at least
+                self.profiler_budget -= n
+                for _ in range(n):
                     self.profiler_row = self.add(ln, "recompile", f"line {ln.lineno}: recompiling "
                                                  f"{_frame(m.group(1))}; guard: {m.group(3)} (dynamo's "
                                                  f"CompileProfiler: {m.group(2)} recompiles)")
@@ -148,27 +168,53 @@ class RuntimeLines:
                 return "events"  # a further reason of the same frame
             self.profiler = ""  # the table is the report's last section: a blank line or anything else ends it
             return "events" if not body.strip() else None
+        if body == "Recompilation":
+            self.profiler_left = PROFILER_PROSE  # its last section's heading
+        if body.strip() == _PROFILER_NONE:
+            self.profiler = ""  # the report's last line when no frame recompiled
+            return "events"
+        if _BREAK_HEAD.match(body):
+            self.profiler_breaks = len(body)
+            return "events"
+        if self.profiler_breaks and len(body) == self.profiler_breaks and body[-1:].isdigit():
+            return "events"  # a row of the graph-break table, as wide as its header (its count right-aligned)
         self.profiler_left -= 1
-        if self.profiler_left >= 0 and (not body.strip() or not body.startswith(" ")):
-            return "events"  # the report's headings and prose (graph breaks, how to read it)
-        self.profiler = ""
-        return None
+        if self.profiler_left < 0:
+            self.profiler = ""
+            return None
+        # the report's headings and prose; an indented line (a graph-break reason's next line) is left to the others
+        return "events" if not body.strip() or not body.startswith(" ") else None
 
     def _memory(self, ln) -> str | None:
+        """A box of memory_summary(): its title or count row opens it; the box's rows that follow (_MEM_ROW) are the
+        same record up to its closing `|===|` rule (the first one after its `Metric` header), so `| ... |` lines
+        after it (pipe-separated step lines) are read by the other scanners."""
         body = ln.body.strip()
-        if _MEM_TITLE.search(body):
-            self.memory = -1
+        if m := _MEM_TITLE.search(body):
+            self.memory, self.memory_rows, self.memory_device = -1, False, int(m.group(1))
             return "events"
         if m := _MEM_HEAD.search(body):
+            # its counts are the process's since it started (memory_stats() num_ooms, num_alloc_retries): a summary
+            # printed again restates them, so only what rose since the device's last summary is an event
             ooms, retries = int(m.group(1)), int(m.group(2))
-            self.memory = -1
-            if ooms or retries:
-                kind = "oom" if ooms else "memory_pressure"
+            key = (ln.rank, self.memory_device)
+            seen_ooms, seen_retries = self.memory_seen.get(key, (0, 0))
+            self.memory_seen[key] = (ooms, retries)
+            self.memory, self.memory_rows, self.memory_device = -1, False, -1
+            new_ooms, new_retries = max(ooms - seen_ooms, 0), max(retries - seen_retries, 0)
+            if new_ooms or new_retries:
+                kind = "oom" if new_ooms else "memory_pressure"
+                more = "" if (seen_ooms, seen_retries) == (0, 0) else (
+                    f" ({new_retries} more cudaMalloc retries, {new_ooms} more CUDA OOMs since its last summary)")
                 self.memory = self.add(ln, kind, f"line {ln.lineno}: torch.cuda.memory_summary(): {retries} cudaMalloc "
                                                  f"retries (the caching allocator freed its cache and retried), "
-                                                 f"{ooms} CUDA OOMs")
+                                                 f"{ooms} CUDA OOMs{more}")
             return "events"
         if self.memory is not None and _MEM_ROW.match(body):
+            if body.startswith("|=") and self.memory_rows:
+                self.memory = None  # the box's closing rule
+                return "events"
+            self.memory_rows = self.memory_rows or "Metric" in body
             if self.memory >= 0 and (m := _MEM_ALLOC.match(body)) and self.memory < len(self.rows):
                 row = self.rows[self.memory]
                 if "allocated" not in row["detail"]:

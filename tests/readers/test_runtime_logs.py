@@ -180,3 +180,130 @@ def test_pipe_separated_step_lines_are_no_memory_summary(tmp_path):
     text = "".join(f"| epoch 1 | step {i} | loss 1.{i} | time 0.5s |\n" for i in range(1, 30))
     bundle = _read(tmp_path, text)
     assert bundle.events.empty and len(bundle.steps) > 0
+
+
+# reviewer's cases (r1): a box printed every few steps of a log whose step lines are themselves `| ... |` cells; the
+# box is 77 characters wide and ends on its closing `|===|` rule (torch/cuda/memory.py)
+def test_pipe_step_lines_after_a_periodic_memory_summary_are_still_steps(tmp_path):
+    box = _summary(0, 0) + "|" + "=" * 75 + "|\n"
+    text = "".join(f"| epoch 1 | step {i} | loss 1.{i} | time {0.5 + (i % 40 == 0) * 2}s |\n" + (box if i % 10 == 0 else "")
+                   for i in range(1, 120))
+    bundle = _read(tmp_path, text)
+    assert len(bundle.steps) >= 115 and bundle.events.empty
+
+
+def test_a_memory_summary_box_is_read_to_its_closing_rule(tmp_path):
+    box = _summary(0, 3) + ("|---------------------------------------------------------------------------|\n"
+                            "| Oversize GPU segments |       0    |       0    |       0    |       0    |\n"
+                            "|===========================================================================|\n")
+    steps = [f"| step {i} | loss 1.{i} | time 0.5s |\n" for i in range(1, 5)]
+    bundle = _read(tmp_path, "".join(steps[:2]) + box + "".join(steps[2:]))
+    assert bundle.events["kind"].tolist() == ["memory_pressure"]
+    assert bundle.meta["lines"][str(tmp_path / "run.log")]["understood"]["events"] == 11  # all but its top rule
+    assert len(bundle.steps) == 4
+
+
+def test_step_lines_after_a_report_without_recompiles_are_still_steps(tmp_path):
+    # CompileProfiler.report() ends on "No recompilation detected." when no frame recompiled: the lines after it are
+    # the run's again
+    report = _report("").rsplit("Function", 1)[0] + "No recompilation detected.\n"
+    text = report + "".join(f"step {i} loss 2.{i} time {0.5 + (i == 20) * 3:.1f}s\n" for i in range(1, 40))
+    bundle = _read(tmp_path, text)
+    assert len(bundle.steps[bundle.steps["phase"] == "step"]) == 39 and bundle.events.empty
+
+
+def _jax(name: str, cols: int, trace_s: float = 1.5, prefix: str = "") -> str:
+    return (f"{prefix}Finished tracing + transforming {name} for pjit in {trace_s} sec\n"
+            f"{prefix}Compiling {name} with global shapes and types [ShapedArray(float32[8,{cols}])]. Argument mapping: "
+            f"[UnspecifiedValue].\n{prefix}Finished XLA compilation of jit({name}) in 10.0 sec\n")
+
+
+def test_each_process_compiling_its_function_once_is_no_recompile(tmp_path):
+    # a multi-process JAX job in one file (srun -l labels): every process compiles train_step once
+    rows = _events(tmp_path, _jax("train_step", 128, prefix="0: ") + _jax("train_step", 128, prefix="1: "))
+    assert rows["kind"].tolist() == ["compile", "compile"] and sorted(rows["rank"]) == [0, 1]
+
+
+def test_a_nested_jit_traced_inside_another_is_not_charged_to_its_own_later_compile(tmp_path):
+    # loss_fn is jitted and called inside the jitted train_step: each trace of train_step logs loss_fn's trace
+    # (nested, and inside train_step's own seconds); loss_fn compiled on its own later costs its own trace only
+    nested = "".join("Finished tracing + transforming loss_fn for pjit in 2.0 sec\n" + _jax("train_step", 128 * i, 3.0)
+                     for i in range(1, 6))
+    rows = _events(tmp_path, nested + _jax("loss_fn", 128, 2.0))
+    assert rows.loc[rows["detail"].str.contains("loss_fn"), "duration_s"].tolist() == pytest.approx([12.0])
+    assert rows.loc[rows["detail"].str.contains("train_step"), "duration_s"].tolist() == pytest.approx([13.0] * 5)
+
+
+def test_a_periodic_memory_summary_restating_its_counts_adds_no_event(tmp_path):
+    # memory_stats()'s num_ooms / num_alloc_retries count since the process started: a summary printed every 50 steps
+    # restates one recovered OOM (fairseq's "attempting to recover from OOM") and its retries until the run ends
+    box = _summary(1, 2) + "|" + "=" * 75 + "|\n"
+    text = "".join(f"step {i} loss 2.0 time {0.5 + (i == 30) * 1.5:.1f}s\n"
+                   + (box if i % 50 == 0 else "") + (box.replace("retries: 2 ", "retries: 5 ") if i == 120 else "")
+                   for i in range(1, 201))
+    bundle = _read(tmp_path, text)
+    assert bundle.events["kind"].tolist() == ["oom", "memory_pressure"]
+    assert "3 more cudaMalloc retries" in bundle.events["detail"].iloc[1]
+    assert not diagnose(bundle).verdict.get("ended")
+
+
+def test_recompiles_on_a_changing_float_read_with_its_values(tmp_path):
+    # a learning rate passed as a Python float: dynamo specialised the frame on it (`L['lr'] == 0.001`); its values
+    # are read whole, not as their integer part (0, 0, 0)
+    text = "".join(_tuple_record(f"0{i},000", f"L['lr'] == {lr}", "step") for i, lr in enumerate(("0.001", "0.0005",
+                                                                                                    "0.00025")))
+    d = diagnose(_read(tmp_path, text))
+    assert d.verdict["id"] == "recompilation"
+    assert "new value of L['lr'] (0.001, 0.0005, 0.00025)" in d.hypotheses[0]["evidence"][0]
+
+
+def test_a_report_with_many_graph_breaks_still_reads_its_recompile_table(tmp_path):
+    # graph_break_report(): tabulate's `Graph Break Reason  Count` table, a row per reason, before the Recompilation
+    # section
+    reasons = [f"call_function UserDefinedClassVariable() [] {{}} at step {i}" for i in range(40)]
+    width = max(map(len, reasons))
+    breaks = (f"{'Graph Break Reason':<{width}}  {'Count':>7}\n" + "-" * width + "  -------\n"
+              + "".join(f"{r:<{width}}  {1:>7}\n" for r in reasons))
+    text = _report("'forward' (net.py:12)              8  ___check_type_id(L['x'], 9)\n").replace(
+        "No graph breaks detected.\n", breaks)
+    rows = _events(tmp_path, text)
+    assert rows["kind"].tolist() == ["recompile"] * 8
+
+
+def test_a_compile_of_a_large_model_with_a_long_signature_is_read(tmp_path):
+    # a train_step over a model's parameters: its "global shapes and types" list runs to thousands of characters
+    shapes = ", ".join(f"ShapedArray(float32[{64 * (i % 7 + 1)},{64 * (i % 5 + 1)}])" for i in range(150))
+    text = ("Finished tracing + transforming train_step for pjit in 4.0 sec\n"
+            f"Compiling train_step with global shapes and types [{shapes}]. Argument mapping: "
+            f"[{', '.join(['UnspecifiedValue'] * 150)}].\n"
+            "Finished jaxpr to MLIR module conversion jit(train_step) in 1.0 sec\n"
+            "Finished XLA compilation of jit(train_step) in 30.0 sec\n")
+    rows = _events(tmp_path, text)
+    assert rows["kind"].tolist() == ["compile"] and rows["duration_s"].tolist() == pytest.approx([35.0])
+    assert "ShapedArray(float32[64,64])" in rows["detail"].iloc[0]
+
+
+def test_a_report_claiming_huge_counts_on_many_rows_stays_bounded(tmp_path):
+    # 14 kB of rows each claiming 99999 recompiles were two million events (1.7 GB): the cap is the report's
+    rows = "".join(f"'f{i}' (m.py:{i})                99999  L['x'] == 1\n" for i in range(200))
+    events = _events(tmp_path, _report(rows))
+    assert len(events) <= 10_000 + 200 and events["detail"].str.contains("recompiling f199 in m.py:199").any()
+
+
+def test_a_long_line_under_a_recompile_table_header_is_read_in_linear_time(tmp_path):
+    # `x  1  y`, 60 kB of spaces (lines are cut at 64 kB), `z`: an unbounded `\s{2,}` in the row pattern was retried
+    # at each of 300 lengths of the first cell (about 1 s a line)
+    import time
+    text = (_report("") + "x  1  y" + " " * 60_000 + "z\n") * 20 + "step 1 loss 2.0 time 0.5s\nstep 2 loss 1.9 time 0.5s\n"
+    start = time.perf_counter()
+    _read(tmp_path, text)
+    assert time.perf_counter() - start < 8
+
+
+def test_a_long_dynamo_tuple_line_is_read_in_linear_time(tmp_path):
+    # 60 kB of spaces after "guard failure:": an unbounded `\s*` before the lazy guard was retried at each length
+    import time
+    line = "('Recompiling function f in /srv/m.py', \"triggered by the following guard failure:" + " " * 60_000 + "x\n"
+    start = time.perf_counter()
+    _read(tmp_path, line * 40 + _tuple_record("01,000", "L['n'] == 1"))
+    assert time.perf_counter() - start < 5

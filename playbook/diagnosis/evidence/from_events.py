@@ -90,11 +90,13 @@ RECOMPILE_LIMIT = 8
 _LIMIT_HIT = re.compile(r"\bhit (?:config\.[a-z_]{0,40}limit\b|recompilation cache limit)|limit reached", re.IGNORECASE)
 # a frame is its code object: the function with its file and line ("forward" is the name of every module's frame)
 _FRAME = re.compile(r"recompiling (\S+ in [^\s;,'\"]+)|frame (\d+) compiled again")
+_JAX_FRAME = re.compile(r"^line \d{1,12}: recompiling \S{1,300} in jit;")  # readers/runtime_logs.py's JAX records
 # TensorFlow's own warning of excessive retracing (readers/runtime_logs.py): it logs it when at least 5 of the
 # calls within 10 of each other traced the function anew, at most twice per function
 _TF_WARNING = re.compile(r"traced anew on (\d+) of the last (\d+) calls")
-# a guard on one local compared with an integer (`L['t'] == 3`): dynamo specialised the frame on that value
-_INT_GUARD = re.compile(r"guard: (L\[[^\]]{1,80}\]) == (-?\d{1,18})\b")
+# a guard on one local compared with a number (`L['t'] == 3`, `L['lr'] == 0.001`): dynamo specialised the frame on
+# that value (a float read whole, not as its integer part)
+_INT_GUARD = re.compile(r"guard: (L\[[^\]]{1,80}\]) == (-?\d{1,18}(?:\.\d{1,18})?(?:[eE][-+]?\d{1,3})?)(?![\w.])")
 # distinct values of one such guard in a frame's recompiles that make it a counter: a flag or a mode takes two
 # (train / eval, True / False); a third value that fails the guard is a number that changes between calls, and
 # each new value is one more compilation until the recompile limit, then the frame runs eagerly
@@ -105,7 +107,7 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
     """Recompilation as a finding on its own, where torch says so: a frame hit its recompile limit; or, where no step
     times can measure the recompiles (evidence/from_steps.py does where they can), as many recompiles of one frame
     logged as that limit allows (RECOMPILE_LIMIT) in one process (the limit is each process's: eight ranks each
-    compiling a frame again once are one recompile each)."""
+    compiling a frame again once are one recompile each); JAX compiles are counted by step times only."""
     rc = events[events["kind"].astype(str).str.lower() == "recompile"]
     detail = rc["detail"].astype(str)
     hit = detail[detail.str.contains(_LIMIT_HIT)]
@@ -114,7 +116,9 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
     who = [rc[c].astype(str) for c in ("host", "rank") if c in rc]
     if who and pd.concat(who, axis=1).drop_duplicates().shape[0] > 1:  # several processes: name the one
         frame = frame + " on " + pd.concat(who, axis=1).agg(" rank ".join, axis=1).str.strip()
-    per_frame = frame.dropna().value_counts()
+    # the limit is torch's: a JAX jit has none and compiles once per signature it meets, static arguments included
+    # (jax.random's jitted samplers, once per parameter shape at init), so a JAX function's count is no finding
+    per_frame = frame[~detail.str.contains(_JAX_FRAME)].dropna().value_counts()
     tf = detail.str.extract(_TF_WARNING).dropna()
     counter = _counter_guard(frame, detail)
     if len(hit):
@@ -138,7 +142,7 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
 
 
 def _counter_guard(frame: pd.Series, detail: pd.Series) -> str:
-    """The words for a frame recompiled on COUNTER_VALUES or more values of one integer guard, else ""."""
+    """The words for a frame recompiled on COUNTER_VALUES or more values of one numeric guard, else ""."""
     guards = detail.str.extract(_INT_GUARD).assign(frame=frame).dropna()
     for (name, var), values in guards.groupby(["frame", 0])[1]:
         seen = list(dict.fromkeys(values))
