@@ -36,6 +36,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from playbook.knowledge import ids as cause_ids
+
 # TensorFlow: "<function F at 0x7f..>", "<function Outer.<locals>.f at 0x..>", and Keras objects ("<tensorflow...
 # Sequential object at 0x7f2185a37630>")
 _TF_RETRACE = re.compile(r"\b(\d{1,9}) out of the last (\d{1,9}) calls to <(?:function )?([^<>\s]{1,300}(?:<locals>"
@@ -203,7 +205,7 @@ class RuntimeLines:
             self.memory, self.memory_rows, self.memory_device = -1, False, -1
             new_ooms, new_retries = max(ooms - seen_ooms, 0), max(retries - seen_retries, 0)
             if new_ooms or new_retries:
-                kind = "oom" if new_ooms else "memory_pressure"
+                kind = "oom" if new_ooms else cause_ids.MEMORY_PRESSURE
                 more = "" if (seen_ooms, seen_retries) == (0, 0) else (
                     f" ({new_retries} more cudaMalloc retries, {new_ooms} more CUDA OOMs since its last summary)")
                 self.memory = self.add(ln, kind, f"line {ln.lineno}: torch.cuda.memory_summary(): {retries} cudaMalloc "
