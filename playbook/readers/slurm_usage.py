@@ -53,17 +53,41 @@ _SIZE_MIB = {"B": 1 / 2**20, "KiB": 1 / 2**10, "KB": 1 / 2**10, "MiB": 1.0, "MB"
 
 # a sacct cell holding a JSON object with a key naming GPU utilization: `{"gpu_util": 99.0, ...}|`
 _JSON_CELL = re.compile(r'\{[^{}\n]{0,400}?"[\w.-]{0,20}gpu[\w.-]{0,20}"\s*:[^{}\n]{0,400}\}')
+_JOB_ID = re.compile(r"\d[\w.+-]{0,40}")  # 123, 123.batch, 123_4.0
 _GPU_COUNT_KEYS = {"ngpu", "ngpus", "gpus", "num_gpus", "gpu_count", "n_gpus"}
 
 
 def sniff(head: str) -> bool:
     """sacct TRES lines holding a GPU figure, a sacct cell holding a JSON object of GPU figures, or seff's GPU
     section with its wall-clock line."""
-    if any("|" in ln and _JSON_CELL.search(ln) for ln in head.splitlines()[:400]):
+    lines = head.splitlines()[:400]
+    if any("|" in ln and _JSON_CELL.search(ln) for ln in lines) and _json_paste(lines):
         return True
     if "gres/gpuutil=" in head or "gres/gpumem=" in head:
         return any("|" in ln and "gres/gpu" in ln for ln in head.splitlines()[:400])
     return "Job Wall-clock time:" in head and ("GPU Utilization:" in head or "GPU Memory Utilized:" in head)
+
+
+def _json_paste(lines: list[str]) -> bool:
+    """sacct's `|` cells with a job comment's JSON in little else: each JSON-bearing line a sacct row (its first cell
+    a job id, or the JSON itself under `-o comment`), at most one line in five outside sacct's grammar (a logger's
+    `time | level | {json}` lines are a training log, not sacct's)."""
+    rows = [_sacct_row(ln) for ln in lines if ln.strip()]
+    return "json" in rows and rows.count("other") * 5 <= len(rows)
+
+
+def _sacct_row(line: str) -> str:
+    """'json' (a row holding a job comment's GPU JSON), 'row' (a command, a header of names, a row led by a job id or
+    nothing), or 'other'."""
+    s = line.strip()
+    if s.startswith("$") or _COMMAND.match(s):
+        return "row"
+    if "|" not in s:
+        return "other"
+    cells = [c.strip() for c in s.split("|")]
+    if not (cells[0] == "" or _JOB_ID.fullmatch(cells[0]) or cells[0].startswith("{")):
+        return "row" if all(re.fullmatch(r"[A-Za-z][\w%.:-]{0,40}|", c) for c in cells) else "other"
+    return "json" if _json_cells(s) else "row"
 
 
 def read(path: str | Path, **_opts) -> schema.Bundle:
