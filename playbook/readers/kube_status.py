@@ -83,17 +83,32 @@ def _kind(line: str) -> str:
     return "other"
 
 
+def _kinds(lines: list[str]) -> list[str]:
+    """Each line's _kind, where what a `kubectl logs` (or `top`) command prints — the pod's own log, its usage
+    figures, not kubectl's pod and event printers — is 'printed' up to the next command."""
+    kinds, printed = [], False
+    for ln in lines:
+        kind = _kind(ln)
+        if kind == "command":
+            printed = _CMD.match(ln.strip()).group("verb") in ("logs", "top")
+        kinds.append("printed" if printed and kind not in ("command", "blank") else kind)
+    return kinds
+
+
 def sniff(head: str) -> bool:
-    """kubectl's output: a kubectl command, a get-pods or get-events header, or two pod rows — in a paste of little
-    else (at most one line in five outside kubectl's grammar: a training log that mentions kubectl stays a log)."""
+    """kubectl's output: a get / describe command, a get-pods or get-events header, or two pod rows — in a paste of
+    little else (at most one line in five outside kubectl's grammar: a training log that mentions kubectl stays a
+    log; what `kubectl logs` prints is the pod's own log, outside it)."""
     lines = head.splitlines()[:300]
-    kinds = [_kind(ln) for ln in lines]
-    found = "command" in kinds or "header" in kinds or sum(_pod_row(ln.strip()) is not None for ln in lines) >= 2
+    kinds = _kinds(lines)
+    commands = [_CMD.match(ln.strip()) for ln, k in zip(lines, kinds, strict=True) if k == "command"]
+    found = any(m.group("verb") in ("get", "describe") for m in commands) or "header" in kinds or sum(
+        _pod_row(ln.strip()) is not None for ln, k in zip(lines, kinds, strict=True) if k == "row") >= 2
     if not found or not any(k == "row" or (k == "field" and re.match(r"\s*(?:Reason|Message|Status):", ln))
                             for k, ln in zip(kinds, lines, strict=True)):
         return False
     counted = [k for k in kinds if k != "blank"]
-    return sum(k == "other" for k in counted) * 5 <= len(counted)
+    return sum(k in ("other", "printed") for k in counted) * 5 <= len(counted)
 
 
 def _message_kind(message: str, fallback: str) -> str:
@@ -112,9 +127,9 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
     def add(kind: str, pod: str, detail: str) -> None:
         rows.append({"kind": kind, "host": pod, "detail": detail[:300], "source": src})
 
-    for no, raw in enumerate(textio.read_text(path).splitlines(), start=1):
+    lines = textio.read_text(path).splitlines()
+    for no, (raw, kind) in enumerate(zip(lines, _kinds(lines), strict=True), start=1):
         s = raw.strip()
-        kind = _kind(raw)
         if kind == "command":
             m = _CMD.match(s)
             subject = _described(m.group("rest")) if m.group("verb") == "describe" else ""
@@ -149,6 +164,8 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
                     f"{subject}: {'Evicted: ' if reason == 'Evicted' else ''}{value}")
         elif kind == "other":
             skips.skip(no, "not kubectl output")
+        elif kind == "printed":
+            skips.skip(no, "a pod's own log or usage (kubectl logs / top)")
     rows = [r for r in rows if r["kind"] != "k8s_warning"]  # a warning no lexicon row explains names no cause
     if not rows:
         raise InputError(f"{src}: kubectl output with no pod ended, evicted, OOM-killed or restarted")

@@ -29,3 +29,17 @@ def test_a_loguru_log_with_a_json_metrics_line_is_no_job_comment():
 def test_a_job_comment_paste_still_sniffs():
     assert slurm_usage.sniff('$ sacct -j 77 -o JobID,Comment -p\nJobID|Comment|\n77|{"gpu_util": 55, "ngpu": 1}|\n'
                              "77.batch||\n77.extern||\n")
+
+
+LIGHTNING = "".join(f"Epoch 0: {p:3d}%|{'█' * (p // 10):<10}| {p * 5}/500 [00:{p // 10:02d}<01:30,  5.00it/s, "
+                    f"loss={2.3 - p / 100:.2f}, v_num=0]\n" for p in range(10, 101, 10))
+
+
+def test_kubectl_logs_prints_the_pods_own_log_not_kubectls():
+    """`kubectl logs POD` prints the training's own lines (Lightning's `Epoch 0: 10%|...` read like `Key: value`
+    fields): the log, not kubectl's printers; it was taken whole by kube_status and refused."""
+    from playbook.readers import kube_status
+
+    text = "$ kubectl logs -f trainer-worker-0\n" + LIGHTNING + "Status: epoch 0 done\n"
+    assert not kube_status.sniff(text)
+    assert detect.matches(text)[0] == "lines"
