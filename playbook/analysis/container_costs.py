@@ -64,7 +64,7 @@ def quota_finding(group: dict) -> tuple[dict | None, str | None]:
                       "no CPU starvation from the container's limit")
     level = "high" if share >= THROTTLED_HIGH else "moderate"
     return {"hypothesis": cause_ids.DATA_STARVATION, "level": level, "anomaly": level, "hosts": [name],
-            "next": _QUOTA_NEXT,
+            "next": _QUOTA_NEXT, "told": told,
             "evidence": f"{told}: the CFS quota stops every thread in the cgroup — DataLoader workers and the launch "
                         "thread with them — until the next period, and the GPU waits for the host"}, None
 
@@ -80,7 +80,7 @@ def shm_finding(shm: dict) -> dict | None:
     level = "high" if size <= SHM_SMALL_MIB or full else "moderate"
     what = (f"/dev/shm is {_size(size)} ({_size(used)} used)" + (" — nearly full" if full else "")
             + (" — Docker's 64 MB default" if 60 <= size <= 64.5 else ""))
-    return {"hypothesis": cause_ids.MEMORY_PRESSURE, "level": level, "anomaly": level, "next": _SHM_NEXT,
+    return {"hypothesis": cause_ids.MEMORY_PRESSURE, "level": level, "anomaly": level, "next": _SHM_NEXT, "told": what,
             "evidence": f"{what}: DataLoader workers pass every batch through it (num_workers × prefetch_factor "
                         "batches at once; one batch of 64 images at 224 px is 38.5 MB in float32); a worker that "
                         "cannot map its batch dies of SIGBUS ('Bus error ... insufficient shared memory (shm)')"}
@@ -96,7 +96,8 @@ def _nested_once(findings: list[dict]) -> list[dict]:
             out.append(dict(f))
             continue
         outer["hosts"] = outer["hosts"] + f["hosts"]
-        outer["evidence"] += "; inside it " + f["evidence"].split(": the CFS quota stops")[0]
+        outer["evidence"] += "; inside it " + f["told"]
+        outer["told"] += "; inside it " + f["told"]
     return out
 
 
