@@ -13,7 +13,8 @@ the cgroup began, sizes at one moment — what a user pastes beside "my GPU sits
   /metrics/cadvisor): `container_cpu_cfs_periods_total`, `container_cpu_cfs_throttled_periods_total`,
   `container_cpu_cfs_throttled_seconds_total` (seconds), `container_cpu_usage_seconds_total`, one cgroup per
   `pod` / `container` label pair (the pod's own cgroup where `container` is empty); a series scraped more than once
-  counts from its first scrape to its last (the window's increase), once: since the container began.
+  counts its increase over the window (a counter reset, a restarted container, counted as Prometheus' increase()
+  does), once: since the container began.
 - `df` lines (coreutils: `Filesystem Size Used Avail Use% Mounted on`; `-h` binary K/M/G/T suffixes, `-k` / no
   option 1 KiB blocks, `-m` MiB) whose mount point is `/dev/shm`: the shared memory's size, use and free space.
   Other mounts are passed over.
@@ -109,7 +110,7 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
     shm: list[dict] = []
     name, block, scale = "", None, 1 / 2**10
     skips = schema.SkipCounter(src)
-    series: dict[tuple[str, str, str], list[float]] = {}  # (cgroup, quantity, cpu) -> [first, last, scrapes]
+    series: dict[tuple[str, str, str], list[float]] = {}  # (cgroup, quantity, cpu) -> [last, increase, scrapes]
 
     def close() -> None:
         if block and "nr_periods" in block:
@@ -158,22 +159,25 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
 
 
 def _series(series: dict, metric: str, labels: dict[str, str], value: float) -> None:
-    """One cAdvisor sample into series[(cgroup, quantity, cpu)] = [first, last, scrapes]: per-CPU usage adds up
-    (each CPU's series is kept apart by its label, then summed in _prom_groups)."""
+    """One cAdvisor sample into series[(cgroup, quantity, cpu)] = [last, increase, scrapes]: per-CPU usage adds up
+    (each CPU's series is kept apart by its label, then summed in _prom_groups). A value below the last is a counter
+    that started again from 0 (the container restarted): the increase adds the new value, as Prometheus' increase()
+    counts a reset."""
     pod = labels.get("pod") or labels.get("pod_name") or labels.get("container_label_io_kubernetes_pod_name", "")
     container = labels.get("container") or labels.get("container_name") or ""
     cgroup = (f"{pod}/{container}" if pod and container and container != "POD" else pod or container
               or labels.get("id") or "cgroup")
     key = (cgroup, _PROM_KEYS[metric], labels.get("cpu", ""))
-    got = series.setdefault(key, [value, value, 0])
-    got[1], got[2] = value, got[2] + 1
+    got = series.setdefault(key, [value, 0.0, 0])
+    got[1] += (value if value < got[0] else value - got[0]) if got[2] else 0.0
+    got[0], got[2] = value, got[2] + 1
 
 
 def _prom_groups(series: dict) -> list[dict]:
     """The cAdvisor series as cgroups: each quantity's increase over the scrapes (its value with one scrape)."""
     per: dict[str, dict[str, float]] = {}
-    for (cgroup, quantity, _cpu), (first, last, scrapes) in series.items():
-        amount = last if scrapes == 1 else max(0.0, last - first)
+    for (cgroup, quantity, _cpu), (last, increase, scrapes) in series.items():
+        amount = last if scrapes == 1 else increase
         per.setdefault(cgroup, {})[quantity] = per.get(cgroup, {}).get(quantity, 0.0) + amount
     return [{"name": name, "version": "cadvisor", "periods": int(q.get("periods", 0)),
              "throttled": int(q.get("throttled", 0)), "throttled_s": q.get("throttled_s"), "usage_s": q.get("usage_s")}

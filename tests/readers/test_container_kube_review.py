@@ -3,7 +3,7 @@ formats and from ordinary training logs that merely look alike."""
 
 from __future__ import annotations
 
-from playbook.readers import detect, slurm_usage
+from playbook.readers import detect, read_paths, slurm_usage
 
 
 def _loguru_log(json_message: bool) -> str:
@@ -43,3 +43,26 @@ def test_kubectl_logs_prints_the_pods_own_log_not_kubectls():
     text = "$ kubectl logs -f trainer-worker-0\n" + LIGHTNING + "Status: epoch 0 done\n"
     assert not kube_status.sniff(text)
     assert detect.matches(text)[0] == "lines"
+
+
+def _cadvisor(samples: list[tuple[int, int]]) -> str:
+    out = []
+    for n, (periods, throttled) in enumerate(samples):
+        ts = 1_700_000_000_000 + 60_000 * n
+        out += [f'container_cpu_cfs_periods_total{{container="trainer",pod="job-0"}} {periods} {ts}',
+                f'container_cpu_cfs_throttled_periods_total{{container="trainer",pod="job-0"}} {throttled} {ts}']
+    return "\n".join(out) + "\n"
+
+
+def test_a_cadvisor_counter_that_resets_counts_its_increase_like_prometheus(tmp_path):
+    """The container restarted between the second and third scrape (its counters start again from 0): the window's
+    increase is 1000 + 500 + 1000 periods, 900 + 450 + 900 throttled (90 %), as Prometheus' increase() counts a
+    reset; last − first (negative, taken as 0) had dropped the cgroup and refused the file."""
+    from playbook.analysis.container_costs import summarize
+
+    path = tmp_path / "cadvisor.txt"
+    path.write_text(_cadvisor([(100000, 50000), (101000, 50900), (500, 450), (1500, 1350)]), encoding="utf-8")
+    summary = summarize(read_paths([path]))
+    (group,) = summary["cgroups"]
+    assert (group["name"], group["periods"], group["throttled"]) == ("job-0/trainer", 2500, 2250)
+    assert summary["findings"][0]["level"] == "high"
