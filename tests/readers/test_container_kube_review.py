@@ -66,3 +66,43 @@ def test_a_cadvisor_counter_that_resets_counts_its_increase_like_prometheus(tmp_
     (group,) = summary["cgroups"]
     assert (group["name"], group["periods"], group["throttled"]) == ("job-0/trainer", 2500, 2250)
     assert summary["findings"][0]["level"] == "high"
+
+
+def _shm(tmp_path, text: str) -> list[tuple[float, float]]:
+    from playbook.readers import container_limits
+
+    path = tmp_path / "df.txt"
+    path.write_text(text, encoding="utf-8")
+    assert container_limits.sniff(text)
+    bundle = read_paths([path])
+    (section,) = bundle.meta.values()
+    return [(round(m["size_mib"], 3), round(m["used_mib"], 3)) for m in section["shm"]]
+
+
+def test_df_inode_counts_are_no_sizes(tmp_path):
+    """`df -i` prints inodes under the same columns: 32768 inodes were read as a 32 MiB /dev/shm nearly full."""
+    text = ("$ df -h /dev/shm\nFilesystem      Size  Used Avail Use% Mounted on\nshm  16G  1.2G   15G   8% /dev/shm\n"
+            "$ df -i /dev/shm\nFilesystem      Inodes IUsed   IFree IUse% Mounted on\n"
+            "shm              32768 32700      68  100% /dev/shm\n")
+    assert _shm(tmp_path, text) == [(16384.0, 1228.8)]
+    # without the command line the header says it
+    assert _shm(tmp_path, text.replace("$ df -i /dev/shm\n", "")) == [(16384.0, 1228.8)]
+
+
+def test_df_block_size_comes_from_the_header(tmp_path):
+    """`df -B1` prints bytes under `1B-blocks` (were read as KiB: 64 MiB as 64 GiB); `-B1M` under `1M-blocks`."""
+    assert _shm(tmp_path, "$ df -B1 /dev/shm\nFilesystem     1B-blocks  Used Available Use% Mounted on\n"
+                          "shm             67108864 0 67108864   0% /dev/shm\n") == [(64.0, 0.0)]
+    assert _shm(tmp_path, "Filesystem     1M-blocks  Used Available Use% Mounted on\n"
+                          "shm                   64    60         4  94% /dev/shm\n") == [(64.0, 60.0)]
+
+
+def test_df_with_a_type_column(tmp_path):
+    """`df -hT` puts the filesystem type after its name (the lines were not read at all)."""
+    assert _shm(tmp_path, "$ df -hT\nFilesystem     Type     Size  Used Avail Use% Mounted on\n"
+                          "overlay        overlay  100G   20G   80G  20% /\n"
+                          "shm            tmpfs     64M   60M  4.0M  94% /dev/shm\n") == [(64.0, 60.0)]
+
+
+def test_a_grep_option_is_not_dfs(tmp_path):
+    assert _shm(tmp_path, "$ df -k | grep -i shm\nshm 65536 1024 64512 2% /dev/shm\n") == [(64.0, 1.0)]
