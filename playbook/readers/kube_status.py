@@ -85,12 +85,20 @@ def _kind(line: str) -> str:
 
 def _kinds(lines: list[str]) -> list[str]:
     """Each line's _kind, where what a `kubectl logs` (or `top`) command prints — the pod's own log, its usage
-    figures, not kubectl's pod and event printers — is 'printed' up to the next command."""
-    kinds, printed = [], False
+    figures, not kubectl's pod and event printers — is 'printed' up to the next command, and in a describe (after
+    its command, or from a `Name:` field at the line's start) an indented line outside the other grammars is the
+    describe printer's: a field's continuation (Labels, Tolerations), a container's command and limits (`cpu: 16`),
+    its mounts, the conditions table ('described')."""
+    kinds, printed, describing = [], False, False
     for ln in lines:
         kind = _kind(ln)
         if kind == "command":
-            printed = _CMD.match(ln.strip()).group("verb") in ("logs", "top")
+            verb = _CMD.match(ln.strip()).group("verb")
+            printed, describing = verb in ("logs", "top"), verb == "describe"
+        elif kind == "field" and ln.startswith("Name:"):
+            describing = True
+        elif kind == "other" and describing and ln[:1].isspace():
+            kind = "described"
         kinds.append("printed" if printed and kind not in ("command", "blank") else kind)
     return kinds
 

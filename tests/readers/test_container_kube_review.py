@@ -106,3 +106,65 @@ def test_df_with_a_type_column(tmp_path):
 
 def test_a_grep_option_is_not_dfs(tmp_path):
     assert _shm(tmp_path, "$ df -k | grep -i shm\nshm 65536 1024 64512 2% /dev/shm\n") == [(64.0, 1.0)]
+
+
+DESCRIBE = """$ kubectl describe pod trainer-0 -n ml
+Name:             trainer-0
+Namespace:        ml
+Labels:           app=trainer
+                  training.kubeflow.org/job-name=bert
+                  training.kubeflow.org/replica-type=master
+Status:           Running
+Containers:
+  pytorch:
+    Image:          nvcr.io/nvidia/pytorch:24.03-py3
+    Command:
+      torchrun
+      --nproc_per_node=8
+      train.py
+    State:          Running
+    Last State:     Terminated
+      Reason:       OOMKilled
+      Exit Code:    137
+    Restart Count:  1
+    Limits:
+      cpu:             16
+      memory:          64Gi
+      nvidia.com/gpu:  8
+    Requests:
+      cpu:             16
+      memory:          64Gi
+      nvidia.com/gpu:  8
+    Mounts:
+      /dev/shm from dshm (rw)
+      /var/run/secrets/kubernetes.io/serviceaccount from kube-api-access-x (ro)
+Conditions:
+  Type              Status
+  Initialized       True
+  Ready             True
+  ContainersReady   True
+  PodScheduled      True
+Volumes:
+  dshm:
+    Type:       EmptyDir (a temporary directory that shares a pod's lifetime)
+    Medium:     Memory
+Tolerations:                 node.kubernetes.io/not-ready:NoExecute op=Exists for 300s
+                             node.kubernetes.io/unreachable:NoExecute op=Exists for 300s
+Events:
+  Type     Reason   Age                From     Message
+  ----     ------   ----               ----     -------
+  Normal   Started  12m (x2 over 50m)  kubelet  Started container pytorch
+"""
+
+
+def test_a_whole_describe_pod_is_kubectls_output(tmp_path):
+    """kubectl's describe printer indents the continuation of a field (Labels, Tolerations), a container's command,
+    its limits (`cpu: 16`), mounts and the conditions table: kubectl's too, not lines outside its grammar (a whole
+    describe was refused and the OOM kill named 'describe')."""
+    from playbook.readers import kube_status
+
+    assert kube_status.sniff(DESCRIBE)
+    path = tmp_path / "describe.txt"
+    path.write_text(DESCRIBE, encoding="utf-8")
+    events = read_paths([path]).events
+    assert list(zip(events["kind"], events["host"], strict=True)) == [("host_oom", "trainer-0")]
