@@ -13,7 +13,8 @@
   "ngpu": 1}|`, AaltoSciComp/scicomp-docs triton/examples/monitoring/gpu.rst). The meaning comes from each key's
   words: a key naming the GPU and its utilization is the utilization in % (its statistic the maximum when the key
   says max / peak, else the mean), one naming GPU memory is MiB unless it names its unit (`_gb`/`_gib`, `_bytes`),
-  one naming the GPU count (`ngpu`, `gpus`, `num_gpus`) the count; other keys are passed over.
+  one naming the GPU count (`ngpu`, `gpus`, `num_gpus`) the count; other keys are passed over. A job on no GPU
+  (`"ngpu": 0`, or every GPU figure 0 with no count) is no GPU work, as the TRES lines' all-zero steps.
 - `seff` with a GPU section (`Max GPU Utilization: 41%`, `Max GPU Memory Utilized: 874.00 MiB`, `Number of GPUs`,
   `GPU Type`, `Job Wall-clock time: [D-]HH:MM:SS`).
 
@@ -184,7 +185,7 @@ def _json_job(doc: dict, cells: list[str]) -> dict | None:
         elif "gpu" in words and "mem" in words and mem is None:
             unit = 2**10 if re.search(r"_gi?b\b|gi?b$", words) else 1 / 2**20 if "byte" in words else 1.0
             mem = float(value) * unit
-    if util is None:
+    if util is None or gpus == 0 or (gpus is None and not util and not mem):  # a job on no GPU, as TRES's .extern
         return None
     first = cells[0].strip()
     return {"job": first if re.fullmatch(r"\d[\w.+-]{0,40}", first) else "", "stat": stat, "util_pct": util,

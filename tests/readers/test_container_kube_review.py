@@ -3,6 +3,8 @@ formats and from ordinary training logs that merely look alike."""
 
 from __future__ import annotations
 
+import pytest
+
 from playbook.readers import detect, read_paths, slurm_usage
 
 
@@ -168,3 +170,21 @@ def test_a_whole_describe_pod_is_kubectls_output(tmp_path):
     path.write_text(DESCRIBE, encoding="utf-8")
     events = read_paths([path]).events
     assert list(zip(events["kind"], events["host"], strict=True)) == [("host_oom", "trainer-0")]
+
+
+def test_a_job_comment_of_a_job_on_no_gpu_is_no_gpu_work(tmp_path):
+    """A CPU job's comment (`"ngpu": 0`, every GPU figure 0) is no GPU idle: it was read as GPUs idle 100 % of the
+    job (unexplained_slowdown); TRESUsageIn* passes over such a step the same way."""
+    from playbook.core.errors import PlaybookError
+
+    path = tmp_path / "sacct.txt"
+    path.write_text('$ sacct -j 55 -o JobID,Comment -p\nJobID|Comment|\n55|{"gpu_util": 0.0, "gpu_mem_max": 0.0, '
+                    '"gpu_power": 0.0, "ncpu": 4, "ngpu": 0}|\n55.batch||\n', encoding="utf-8")
+    with pytest.raises(PlaybookError, match="sacct.txt: "):  # one line naming the file: nothing on a GPU
+        read_paths([path])
+    # a GPU the job held and never used is the idle it is
+    path.write_text('55|{"gpu_util": 0.0, "gpu_mem_max": 0.0, "ngpu": 1}|\n', encoding="utf-8")
+    from playbook.analysis.job_usage import jobs_of
+
+    (job,) = jobs_of(read_paths([path]))
+    assert (job["util_pct"], job["gpus"]) == (0.0, 1)
