@@ -41,7 +41,8 @@ _KNOWN = {"nr_periods", "nr_throttled", "throttled_time", "throttled_usec", "usa
           "system_usec", "nr_bursts", "burst_usec", "burst_time", "wait_sum", "core_sched.force_idle_usec",
           "nice_usec"}
 # a prompt or command that prints a cgroup file: `...$ cat cpu.stat`, `# cat /sys/fs/cgroup/cpu/cpu.stat`
-_PROMPT = re.compile(r"^(?P<cwd>\S{0,400}?)[$#>]\s*(?P<cmd>\S.{0,400})$")
+# (a conda env's `(base) `,) then `user@host:/path$`, `/path#`, `$`, or RHEL's `[user@host dir]$`
+_PROMPT = re.compile(r"^(?:\([^()\n]{1,60}\)\s+)?(?P<cwd>\[[^\]\n]{0,200}\]|\S{0,400}?)[$#>]\s*(?P<cmd>\S.{0,400})$")
 _CAT = re.compile(r"\bcat\s+(?P<path>\S*cpu\.stat)\b")
 # df's header: sizes (`-h`: Size), blocks of a size it names (`1K-blocks`, `1B-blocks` with -B1, `1M-blocks`,
 # POSIX `1024-blocks` / `512-blocks`), or inodes (`-i`: counts, no sizes); `-T` adds a Type column
@@ -148,7 +149,8 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
             cmd = m.group("cmd") if m else s
             if cat := _CAT.search(cmd):
                 where = cat.group("path")
-                cwd = m.group("cwd").rstrip(":~") if m else ""
+                cwd = m.group("cwd").rsplit(":", 1)[-1] if m and not m.group("cwd").startswith("[") else ""
+                cwd = "" if cwd.startswith("~") else cwd  # a home directory or RHEL's base name: no path
                 name = where if where.startswith("/") else (f"{cwd.rstrip('/')}/{where}" if cwd else where)
                 name = re.sub(r"/cpu\.stat$", "", name) or name
             elif re.match(r"df\b", cmd):

@@ -188,3 +188,17 @@ def test_a_job_comment_of_a_job_on_no_gpu_is_no_gpu_work(tmp_path):
 
     (job,) = jobs_of(read_paths([path]))
     assert (job["util_pct"], job["gpus"]) == (0.0, 1)
+
+
+def test_prompts_with_a_space_or_a_host_name_the_command_and_the_cgroup(tmp_path):
+    """RHEL's `[user@host dir]$` and conda's `(base) ` prompts hold a space: `df -m` after one was not seen, its MiB
+    read as KiB (768 MiB as 0.75 MiB: memory_pressure high); `user@host:/path#` names the cgroup by the path."""
+    from playbook.analysis.container_costs import summarize
+
+    path = tmp_path / "paste.txt"
+    path.write_text("(base) [alice@gpu3 ~]$ df -m | grep shm\nshm 768 12 756 2% /dev/shm\n"
+                    "root@trainer-0:/sys/fs/cgroup# cat cpu.stat\nnr_periods 100\nnr_throttled 0\n"
+                    "throttled_usec 0\n", encoding="utf-8")
+    summary = summarize(read_paths([path]))
+    assert [(m["size_mib"], m["used_mib"]) for m in summary["shm"]] == [(768.0, 12.0)]
+    assert [g["name"] for g in summary["cgroups"]] == ["/sys/fs/cgroup"]
