@@ -28,7 +28,7 @@ from playbook.readers import event_lexicon, textio
 
 FORMAT = "kubectl output (get pods, describe pod, get events)"
 
-_CMD = re.compile(r"^\S{0,200}?[$#>]?\s*kubectl\s+(?P<verb>get|describe|top|logs)\b(?P<rest>.{0,400})$")
+_CMD = re.compile(r"^(?:\([^()\n]{1,60}\)\s+)?(?:\[[^\]\n]{0,200}\][$#]|\S{0,200}?[$#>]?)\s*kubectl\s+(?P<verb>get|describe|top|logs)\b(?P<rest>.{0,400})$")
 _GET_HEADER = re.compile(r"^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\b")
 _EVENTS_HEADER = re.compile(r"^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\b")
 _READY = re.compile(r"^\d{1,3}/\d{1,3}$")

@@ -202,3 +202,14 @@ def test_prompts_with_a_space_or_a_host_name_the_command_and_the_cgroup(tmp_path
     summary = summarize(read_paths([path]))
     assert [(m["size_mib"], m["used_mib"]) for m in summary["shm"]] == [(768.0, 12.0)]
     assert [g["name"] for g in summary["cgroups"]] == ["/sys/fs/cgroup"]
+
+
+@pytest.mark.parametrize("prompt", ["[alice@login1 ~]$ ", "(base) alice@login1:~$ "])
+def test_kubectl_after_a_prompt_with_a_space_is_its_command(tmp_path, prompt):
+    """A RHEL or conda prompt before kubectl: the paste was not kubectl's (the command an unknown line), the
+    eviction named by the file, not the pod."""
+    path = tmp_path / "k.txt"
+    path.write_text(f"{prompt}kubectl describe pod trainer-0 -n ml\nStatus:   Failed\nReason:   Evicted\n"
+                    "Message:  The node was low on resource: memory.\n", encoding="utf-8")
+    assert detect.matches(path.read_text())[0] == "kube_status"
+    assert list(read_paths([path]).events["host"]) == ["trainer-0"]
