@@ -88,17 +88,20 @@ def _kinds(lines: list[str]) -> list[str]:
     figures, not kubectl's pod and event printers — is 'printed' up to the next command, and in a describe (after
     its command, or from a `Name:` field at the line's start) an indented line outside the other grammars is the
     describe printer's: a field's continuation (Labels, Tolerations), a container's command and limits (`cpu: 16`),
-    its mounts, the conditions table ('described')."""
+    its mounts, the conditions table ('described'); outside a describe a `Key: value` line is no field of kubectl's
+    ('other')."""
     kinds, printed, describing = [], False, False
     for ln in lines:
         kind = _kind(ln)
         if kind == "command":
             verb = _CMD.match(ln.strip()).group("verb")
             printed, describing = verb in ("logs", "top"), verb == "describe"
-        elif kind == "field" and ln.startswith("Name:"):
+        elif kind == "field" and ln.strip().startswith("Name:"):
             describing = True
         elif kind == "other" and describing and ln[:1].isspace():
             kind = "described"
+        elif kind == "field" and not describing and not set(ln.strip()) <= set("-"):
+            kind = "other"  # `Key: value` outside a describe: a log's line (Lightning's `Epoch 0: 10%|`), not kubectl's
         kinds.append("printed" if printed and kind not in ("command", "blank") else kind)
     return kinds
 

@@ -213,3 +213,13 @@ def test_kubectl_after_a_prompt_with_a_space_is_its_command(tmp_path, prompt):
                     "Message:  The node was low on resource: memory.\n", encoding="utf-8")
     assert detect.matches(path.read_text())[0] == "kube_status"
     assert list(read_paths([path]).events["host"]) == ["trainer-0"]
+
+
+def test_a_training_log_after_get_pods_is_not_read_as_describe_fields(tmp_path):
+    """`Key: value` lines are kubectl's only in a describe: Lightning's `Epoch 0: 10%|...` bars pasted after
+    `kubectl get pods` were taken as kubectl fields, the whole paste read as kubectl's and the log's steps dropped."""
+    from playbook.readers import kube_status
+
+    text = ("$ kubectl get pods\nNAME        READY   STATUS    RESTARTS     AGE\n"
+            "trainer-0   1/1     Running   2 (5m ago)   1h\n" + LIGHTNING)
+    assert not kube_status.sniff(text)
