@@ -39,8 +39,9 @@ _TRES_UTIL = re.compile(r"(?:^|[|,])gres/gpuutil=(\d+(?:\.\d+)?)")
 _TRES_MEM = re.compile(r"(?:^|[|,])gres/gpumem=(\d+(?:\.\d+)?)([KMGTP]?)")
 # the field list of a pasted command: `-o LIST`, clustered short options ending in o (`-pno LIST`), --format=LIST
 _FORMAT_ARG = re.compile(r"(?:\s-[A-Za-z]{0,8}o|--format|--fields)[= ]\s?([A-Za-z%0-9,._-]{1,400})")
-# the command line itself, after a shell prompt or none: `sacct ...`, `[root@gpu3 ~]# sstat ...`, `user@h:~$ sacct`
-_COMMAND = re.compile(r"^(?:\[[^\]\n]{0,120}\]|[^\s|]{0,120}?)?[$#]?\s*s(?:acct|stat)\s")
+# the command line itself, after a shell prompt (a conda env's `(base) ` before it) or none: `sacct ...`,
+# `[root@gpu3 ~]# sstat ...`, `user@h:~$ sacct`
+_COMMAND = re.compile(r"^(?:\([^()|\n]{1,60}\)\s+)?(?:\[[^\]\n]{0,120}\]|[^\s|]{0,120}?)?[$#]?\s*s(?:acct|stat)\s")
 _SEFF = re.compile(r"^\s*(Max GPU Utilization|GPU Utilization|Max GPU Memory Utilized|GPU Memory Utilized|"
                    r"Number of GPUs|GPU Type|Job Wall-clock time|Job ID)\s*:\s*(\S[^\n]{0,80})$")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s?%")

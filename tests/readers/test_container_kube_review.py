@@ -223,3 +223,15 @@ def test_a_training_log_after_get_pods_is_not_read_as_describe_fields(tmp_path):
     text = ("$ kubectl get pods\nNAME        READY   STATUS    RESTARTS     AGE\n"
             "trainer-0   1/1     Running   2 (5m ago)   1h\n" + LIGHTNING)
     assert not kube_status.sniff(text)
+
+
+def test_sacct_after_a_conda_prompt_names_its_fields(tmp_path):
+    """`(base) [alice@login1 ~]$ sacct ... -n -p`: the fields come from the command (no header with -n); the
+    command after a conda env's prefix was not seen and the step refused."""
+    from playbook.analysis.job_usage import jobs_of
+
+    path = tmp_path / "sacct.txt"
+    path.write_text("(base) [alice@login1 ~]$ sacct -j 812 -o JobID,TRESUsageInAve -n -p\n"
+                    "812.0|cpu=00:40:01,gres/gpumem=3G,gres/gpuutil=22,mem=4G|\n", encoding="utf-8")
+    (job,) = jobs_of(read_paths([path]))
+    assert (job["job"], job["stat"], job["util_pct"]) == ("812.0", "mean", 22.0)
