@@ -79,15 +79,15 @@ def _json_paste(lines: list[str]) -> bool:
 
 
 def _sacct_row(line: str) -> str:
-    """'json' (a row holding a job comment's GPU JSON), 'row' (a command, a header of names, a row led by a job id or
-    nothing), or 'other'."""
+    """'json' (a row holding a job comment's GPU JSON), 'row' (a command, a header of names, a row with a job id or
+    led by nothing), or 'other'."""
     s = line.strip()
     if s.startswith("$") or _COMMAND.match(s):
         return "row"
     if "|" not in s:
         return "other"
     cells = [c.strip() for c in s.split("|")]
-    if not (cells[0] == "" or _JOB_ID.fullmatch(cells[0]) or cells[0].startswith("{")):
+    if not (cells[0] == "" or cells[0].startswith("{") or any(_JOB_ID.fullmatch(c) for c in cells)):
         return "row" if all(re.fullmatch(r"[A-Za-z][\w%.:-]{0,40}|", c) for c in cells) else "other"
     return "json" if _json_cells(s) else "row"
 
@@ -154,10 +154,14 @@ def _job_id(cells: list[str], names: list[str]) -> str:
 
 def _json_cells(text: str) -> list[dict]:
     """Each `|`-separated cell that parses as a JSON object naming a GPU utilization (see the module docstring)."""
-    jobs = []
+    jobs, column = [], None  # the JobID column of a header line, when there is one
     for raw in text.splitlines():
         cells = raw.strip().split("|")
         if len(cells) < 2:
+            continue
+        names = [c.strip().lower() for c in cells]
+        if "jobid" in names or "jobidraw" in names:
+            column = names.index("jobid" if "jobid" in names else "jobidraw")
             continue
         for cell in cells:
             cell = cell.strip()
@@ -167,12 +171,12 @@ def _json_cells(text: str) -> list[dict]:
                 doc = json.loads(cell)
             except ValueError:
                 continue
-            if isinstance(doc, dict) and (job := _json_job(doc, cells)) is not None:
+            if isinstance(doc, dict) and (job := _json_job(doc, cells, column)) is not None:
                 jobs.append(job)
     return jobs
 
 
-def _json_job(doc: dict, cells: list[str]) -> dict | None:
+def _json_job(doc: dict, cells: list[str], column: int | None = None) -> dict | None:
     util = mem = gpus = None
     stat = "mean"
     for key, value in doc.items():
@@ -188,8 +192,9 @@ def _json_job(doc: dict, cells: list[str]) -> dict | None:
             mem = float(value) * unit
     if util is None or gpus == 0 or (gpus is None and not util and not mem):  # a job on no GPU, as TRES's .extern
         return None
-    first = cells[0].strip()
-    return {"job": first if re.fullmatch(r"\d[\w.+-]{0,40}", first) else "", "stat": stat, "util_pct": util,
+    ids = [cells[column].strip()] if column is not None and column < len(cells) else [c.strip() for c in cells]
+    job = next((c for c in ids if _JOB_ID.fullmatch(c)), "")  # under JobID, else the first cell that reads as one
+    return {"job": job, "stat": stat, "util_pct": util,
             "mem_mib": mem, "gpus": gpus, "elapsed_s": None, "model": None}
 
 

@@ -235,3 +235,14 @@ def test_sacct_after_a_conda_prompt_names_its_fields(tmp_path):
                     "812.0|cpu=00:40:01,gres/gpumem=3G,gres/gpuutil=22,mem=4G|\n", encoding="utf-8")
     (job,) = jobs_of(read_paths([path]))
     assert (job["job"], job["stat"], job["util_pct"]) == ("812.0", "mean", 22.0)
+
+
+def test_a_job_comment_after_other_columns_is_read_with_its_job(tmp_path):
+    """`sacct -o User,NCPUS,JobID,Comment -p`: the job id is under JobID, not the first cell (the row was refused)."""
+    from playbook.analysis.job_usage import jobs_of
+
+    path = tmp_path / "sacct.txt"
+    path.write_text('User|NCPUS|JobID|Comment|\nalice|8|4711|{"gpu_util": 61.5, "ngpu": 1}|\nalice|8|4711.batch|||\n',
+                    encoding="utf-8")
+    (job,) = jobs_of(read_paths([path]))
+    assert (job["job"], job["util_pct"]) == ("4711", 61.5)
