@@ -52,7 +52,8 @@ def _pod_row(line: str) -> tuple[str, str, int] | None:
         if len(cells) > i + 3 and _READY.match(cells[i]) and cells[i + 2].isdecimal():
             status = cells[i + 1]
             if status.split(":")[0] in _KNOWN_STATUS and (_AGE.match(cells[i + 3]) or cells[i + 3].startswith("(")):
-                return cells[i - 1], status, int(cells[i + 2])
+                name = cells[i - 1]  # `pod/NAME` under kubectl get all / --show-kind
+                return name.split("/", 1)[1] if name.startswith(("pod/", "pods/")) else name, status, int(cells[i + 2])
     return None
 
 

@@ -246,3 +246,12 @@ def test_a_job_comment_after_other_columns_is_read_with_its_job(tmp_path):
                     encoding="utf-8")
     (job,) = jobs_of(read_paths([path]))
     assert (job["job"], job["util_pct"]) == ("4711", 61.5)
+
+
+def test_kubectl_get_all_names_the_pod_without_its_kind(tmp_path):
+    """`kubectl get all` (or --show-kind) prints `pod/NAME`: the pod is NAME, as describe and get events name it."""
+    path = tmp_path / "all.txt"
+    path.write_text("$ kubectl get all\nNAME            READY   STATUS      RESTARTS   AGE\n"
+                    "pod/trainer-0   0/1     OOMKilled   0          5m\npod/trainer-1   1/1     Running     0          5m\n",
+                    encoding="utf-8")
+    assert list(read_paths([path]).events["host"]) == ["trainer-0"]
