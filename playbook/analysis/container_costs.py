@@ -14,6 +14,10 @@ workers and a prefetch factor of P (2 by default) up to W·P batches are there a
 MB unless `--shm-size` (or `--ipc=host`) says otherwise, fewer than two batches of 224 px images at batch size 64
 (38.5 MB each in float32): a worker that cannot map its batch dies of SIGBUS ("Bus error", "insufficient shared
 memory (shm)"). A /dev/shm of 128 MiB or less is high, under 1 GiB moderate; one 90 % full or more is high too.
+
+Both are limits, not a measured loss: the diagnosis weighs them against the GPUs measured beside them
+(diagnosis.analyzers.summaries._limits_against_gpus: no cause beside GPUs at a fed loop's level, at most moderate
+beside step times alone).
 """
 
 from __future__ import annotations
