@@ -14,6 +14,10 @@ workers and a prefetch factor of P (2 by default) up to W·P batches are there a
 MB unless `--shm-size` (or `--ipc=host`) says otherwise, fewer than two batches of 224 px images at batch size 64
 (38.5 MB each in float32): a worker that cannot map its batch dies of SIGBUS ("Bus error", "insufficient shared
 memory (shm)"). A /dev/shm of 128 MiB or less is high, under 1 GiB moderate; one 90 % full or more is high too.
+
+Both are limits, not a measured loss: the diagnosis weighs them against the GPUs measured beside them
+(diagnosis.analyzers.summaries._limits_against_gpus: no cause beside GPUs at a fed loop's level, at most moderate
+beside step times alone).
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def quota_finding(group: dict) -> tuple[dict | None, str | None]:
                       "no CPU starvation from the container's limit")
     level = "high" if share >= THROTTLED_HIGH else "moderate"
     return {"hypothesis": cause_ids.DATA_STARVATION, "level": level, "anomaly": level, "hosts": [name],
-            "next": _QUOTA_NEXT,
+            "next": _QUOTA_NEXT, "told": told,
             "evidence": f"{told}: the CFS quota stops every thread in the cgroup — DataLoader workers and the launch "
                         "thread with them — until the next period, and the GPU waits for the host"}, None
 
@@ -80,7 +84,7 @@ def shm_finding(shm: dict) -> dict | None:
     level = "high" if size <= SHM_SMALL_MIB or full else "moderate"
     what = (f"/dev/shm is {_size(size)} ({_size(used)} used)" + (" — nearly full" if full else "")
             + (" — Docker's 64 MB default" if 60 <= size <= 64.5 else ""))
-    return {"hypothesis": cause_ids.MEMORY_PRESSURE, "level": level, "anomaly": level, "next": _SHM_NEXT,
+    return {"hypothesis": cause_ids.MEMORY_PRESSURE, "level": level, "anomaly": level, "next": _SHM_NEXT, "told": what,
             "evidence": f"{what}: DataLoader workers pass every batch through it (num_workers × prefetch_factor "
                         "batches at once; one batch of 64 images at 224 px is 38.5 MB in float32); a worker that "
                         "cannot map its batch dies of SIGBUS ('Bus error ... insufficient shared memory (shm)')"}
@@ -96,7 +100,8 @@ def _nested_once(findings: list[dict]) -> list[dict]:
             out.append(dict(f))
             continue
         outer["hosts"] = outer["hosts"] + f["hosts"]
-        outer["evidence"] += "; inside it " + f["evidence"].split(": the CFS quota stops")[0]
+        outer["evidence"] += "; inside it " + f["told"]
+        outer["told"] += "; inside it " + f["told"]
     return out
 
 

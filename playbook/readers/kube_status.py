@@ -28,7 +28,7 @@ from playbook.readers import event_lexicon, textio
 
 FORMAT = "kubectl output (get pods, describe pod, get events)"
 
-_CMD = re.compile(r"^\S{0,200}?[$#>]?\s*kubectl\s+(?P<verb>get|describe|top|logs)\b(?P<rest>.{0,400})$")
+_CMD = re.compile(r"^(?:\([^()\n]{1,60}\)\s+)?(?:\[[^\]\n]{0,200}\][$#]|\S{0,200}?[$#>]?)\s*kubectl\s+(?P<verb>get|describe|top|logs)\b(?P<rest>.{0,400})$")
 _GET_HEADER = re.compile(r"^(?:NAMESPACE\s+)?NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\b")
 _EVENTS_HEADER = re.compile(r"^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\b")
 _READY = re.compile(r"^\d{1,3}/\d{1,3}$")
@@ -52,7 +52,8 @@ def _pod_row(line: str) -> tuple[str, str, int] | None:
         if len(cells) > i + 3 and _READY.match(cells[i]) and cells[i + 2].isdecimal():
             status = cells[i + 1]
             if status.split(":")[0] in _KNOWN_STATUS and (_AGE.match(cells[i + 3]) or cells[i + 3].startswith("(")):
-                return cells[i - 1], status, int(cells[i + 2])
+                name = cells[i - 1]  # `pod/NAME` under kubectl get all / --show-kind
+                return name.split("/", 1)[1] if name.startswith(("pod/", "pods/")) else name, status, int(cells[i + 2])
     return None
 
 
@@ -83,17 +84,43 @@ def _kind(line: str) -> str:
     return "other"
 
 
+def _kinds(lines: list[str]) -> list[str]:
+    """Each line's _kind, where what a `kubectl logs` (or `top`) command prints — the pod's own log, its usage
+    figures, not kubectl's pod and event printers — is 'printed' up to the next command, and in a describe (after
+    its command, or from a `Name:` field at the line's start) an indented line outside the other grammars is the
+    describe printer's: a field's continuation (Labels, Tolerations), a container's command and limits (`cpu: 16`),
+    its mounts, the conditions table ('described'); outside a describe a `Key: value` line is no field of kubectl's
+    ('other')."""
+    kinds, printed, describing = [], False, False
+    for ln in lines:
+        kind = _kind(ln)
+        if kind == "command":
+            verb = _CMD.match(ln.strip()).group("verb")
+            printed, describing = verb in ("logs", "top"), verb == "describe"
+        elif kind == "field" and ln.strip().startswith("Name:"):
+            describing = True
+        elif kind == "other" and describing and ln[:1].isspace():
+            kind = "described"
+        elif kind == "field" and not describing and not set(ln.strip()) <= set("-"):
+            kind = "other"  # `Key: value` outside a describe: a log's line (Lightning's `Epoch 0: 10%|`), not kubectl's
+        kinds.append("printed" if printed and kind not in ("command", "blank") else kind)
+    return kinds
+
+
 def sniff(head: str) -> bool:
-    """kubectl's output: a kubectl command, a get-pods or get-events header, or two pod rows — in a paste of little
-    else (at most one line in five outside kubectl's grammar: a training log that mentions kubectl stays a log)."""
+    """kubectl's output: a get / describe command, a get-pods or get-events header, or two pod rows — in a paste of
+    little else (at most one line in five outside kubectl's grammar: a training log that mentions kubectl stays a
+    log; what `kubectl logs` prints is the pod's own log, outside it)."""
     lines = head.splitlines()[:300]
-    kinds = [_kind(ln) for ln in lines]
-    found = "command" in kinds or "header" in kinds or sum(_pod_row(ln.strip()) is not None for ln in lines) >= 2
+    kinds = _kinds(lines)
+    commands = [_CMD.match(ln.strip()) for ln, k in zip(lines, kinds, strict=True) if k == "command"]
+    found = any(m.group("verb") in ("get", "describe") for m in commands) or "header" in kinds or sum(
+        _pod_row(ln.strip()) is not None for ln, k in zip(lines, kinds, strict=True) if k == "row") >= 2
     if not found or not any(k == "row" or (k == "field" and re.match(r"\s*(?:Reason|Message|Status):", ln))
                             for k, ln in zip(kinds, lines, strict=True)):
         return False
     counted = [k for k in kinds if k != "blank"]
-    return sum(k == "other" for k in counted) * 5 <= len(counted)
+    return sum(k in ("other", "printed") for k in counted) * 5 <= len(counted)
 
 
 def _message_kind(message: str, fallback: str) -> str:
@@ -112,9 +139,9 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
     def add(kind: str, pod: str, detail: str) -> None:
         rows.append({"kind": kind, "host": pod, "detail": detail[:300], "source": src})
 
-    for no, raw in enumerate(textio.read_text(path).splitlines(), start=1):
+    lines = textio.read_text(path).splitlines()
+    for no, (raw, kind) in enumerate(zip(lines, _kinds(lines), strict=True), start=1):
         s = raw.strip()
-        kind = _kind(raw)
         if kind == "command":
             m = _CMD.match(s)
             subject = _described(m.group("rest")) if m.group("verb") == "describe" else ""
@@ -149,6 +176,8 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
                     f"{subject}: {'Evicted: ' if reason == 'Evicted' else ''}{value}")
         elif kind == "other":
             skips.skip(no, "not kubectl output")
+        elif kind == "printed":
+            skips.skip(no, "a pod's own log or usage (kubectl logs / top)")
     rows = [r for r in rows if r["kind"] != "k8s_warning"]  # a warning no lexicon row explains names no cause
     if not rows:
         raise InputError(f"{src}: kubectl output with no pod ended, evicted, OOM-killed or restarted")

@@ -13,7 +13,8 @@
   "ngpu": 1}|`, AaltoSciComp/scicomp-docs triton/examples/monitoring/gpu.rst). The meaning comes from each key's
   words: a key naming the GPU and its utilization is the utilization in % (its statistic the maximum when the key
   says max / peak, else the mean), one naming GPU memory is MiB unless it names its unit (`_gb`/`_gib`, `_bytes`),
-  one naming the GPU count (`ngpu`, `gpus`, `num_gpus`) the count; other keys are passed over.
+  one naming the GPU count (`ngpu`, `gpus`, `num_gpus`) the count; other keys are passed over. A job on no GPU
+  (`"ngpu": 0`, or every GPU figure 0 with no count) is no GPU work, as the TRES lines' all-zero steps.
 - `seff` with a GPU section (`Max GPU Utilization: 41%`, `Max GPU Memory Utilized: 874.00 MiB`, `Number of GPUs`,
   `GPU Type`, `Job Wall-clock time: [D-]HH:MM:SS`).
 
@@ -38,8 +39,9 @@ _TRES_UTIL = re.compile(r"(?:^|[|,])gres/gpuutil=(\d+(?:\.\d+)?)")
 _TRES_MEM = re.compile(r"(?:^|[|,])gres/gpumem=(\d+(?:\.\d+)?)([KMGTP]?)")
 # the field list of a pasted command: `-o LIST`, clustered short options ending in o (`-pno LIST`), --format=LIST
 _FORMAT_ARG = re.compile(r"(?:\s-[A-Za-z]{0,8}o|--format|--fields)[= ]\s?([A-Za-z%0-9,._-]{1,400})")
-# the command line itself, after a shell prompt or none: `sacct ...`, `[root@gpu3 ~]# sstat ...`, `user@h:~$ sacct`
-_COMMAND = re.compile(r"^(?:\[[^\]\n]{0,120}\]|[^\s|]{0,120}?)?[$#]?\s*s(?:acct|stat)\s")
+# the command line itself, after a shell prompt (a conda env's `(base) ` before it) or none: `sacct ...`,
+# `[root@gpu3 ~]# sstat ...`, `user@h:~$ sacct`
+_COMMAND = re.compile(r"^(?:\([^()|\n]{1,60}\)\s+)?(?:\[[^\]\n]{0,120}\]|[^\s|]{0,120}?)?[$#]?\s*s(?:acct|stat)\s")
 _SEFF = re.compile(r"^\s*(Max GPU Utilization|GPU Utilization|Max GPU Memory Utilized|GPU Memory Utilized|"
                    r"Number of GPUs|GPU Type|Job Wall-clock time|Job ID)\s*:\s*(\S[^\n]{0,80})$")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s?%")
@@ -53,17 +55,41 @@ _SIZE_MIB = {"B": 1 / 2**20, "KiB": 1 / 2**10, "KB": 1 / 2**10, "MiB": 1.0, "MB"
 
 # a sacct cell holding a JSON object with a key naming GPU utilization: `{"gpu_util": 99.0, ...}|`
 _JSON_CELL = re.compile(r'\{[^{}\n]{0,400}?"[\w.-]{0,20}gpu[\w.-]{0,20}"\s*:[^{}\n]{0,400}\}')
+_JOB_ID = re.compile(r"\d[\w.+-]{0,40}")  # 123, 123.batch, 123_4.0
 _GPU_COUNT_KEYS = {"ngpu", "ngpus", "gpus", "num_gpus", "gpu_count", "n_gpus"}
 
 
 def sniff(head: str) -> bool:
     """sacct TRES lines holding a GPU figure, a sacct cell holding a JSON object of GPU figures, or seff's GPU
     section with its wall-clock line."""
-    if any("|" in ln and _JSON_CELL.search(ln) for ln in head.splitlines()[:400]):
+    lines = head.splitlines()[:400]
+    if any("|" in ln and _JSON_CELL.search(ln) for ln in lines) and _json_paste(lines):
         return True
     if "gres/gpuutil=" in head or "gres/gpumem=" in head:
         return any("|" in ln and "gres/gpu" in ln for ln in head.splitlines()[:400])
     return "Job Wall-clock time:" in head and ("GPU Utilization:" in head or "GPU Memory Utilized:" in head)
+
+
+def _json_paste(lines: list[str]) -> bool:
+    """sacct's `|` cells with a job comment's JSON in little else: each JSON-bearing line a sacct row (its first cell
+    a job id, or the JSON itself under `-o comment`), at most one line in five outside sacct's grammar (a logger's
+    `time | level | {json}` lines are a training log, not sacct's)."""
+    rows = [_sacct_row(ln) for ln in lines if ln.strip()]
+    return "json" in rows and rows.count("other") * 5 <= len(rows)
+
+
+def _sacct_row(line: str) -> str:
+    """'json' (a row holding a job comment's GPU JSON), 'row' (a command, a header of names, a row with a job id or
+    led by nothing), or 'other'."""
+    s = line.strip()
+    if s.startswith("$") or _COMMAND.match(s):
+        return "row"
+    if "|" not in s:
+        return "other"
+    cells = [c.strip() for c in s.split("|")]
+    if not (cells[0] == "" or cells[0].startswith("{") or any(_JOB_ID.fullmatch(c) for c in cells)):
+        return "row" if all(re.fullmatch(r"[A-Za-z][\w%.:-]{0,40}|", c) for c in cells) else "other"
+    return "json" if _json_cells(s) else "row"
 
 
 def read(path: str | Path, **_opts) -> schema.Bundle:
@@ -128,10 +154,14 @@ def _job_id(cells: list[str], names: list[str]) -> str:
 
 def _json_cells(text: str) -> list[dict]:
     """Each `|`-separated cell that parses as a JSON object naming a GPU utilization (see the module docstring)."""
-    jobs = []
+    jobs, column = [], None  # the JobID column of a header line, when there is one
     for raw in text.splitlines():
         cells = raw.strip().split("|")
         if len(cells) < 2:
+            continue
+        names = [c.strip().lower() for c in cells]
+        if "jobid" in names or "jobidraw" in names:
+            column = names.index("jobid" if "jobid" in names else "jobidraw")
             continue
         for cell in cells:
             cell = cell.strip()
@@ -141,12 +171,12 @@ def _json_cells(text: str) -> list[dict]:
                 doc = json.loads(cell)
             except ValueError:
                 continue
-            if isinstance(doc, dict) and (job := _json_job(doc, cells)) is not None:
+            if isinstance(doc, dict) and (job := _json_job(doc, cells, column)) is not None:
                 jobs.append(job)
     return jobs
 
 
-def _json_job(doc: dict, cells: list[str]) -> dict | None:
+def _json_job(doc: dict, cells: list[str], column: int | None = None) -> dict | None:
     util = mem = gpus = None
     stat = "mean"
     for key, value in doc.items():
@@ -160,10 +190,11 @@ def _json_job(doc: dict, cells: list[str]) -> dict | None:
         elif "gpu" in words and "mem" in words and mem is None:
             unit = 2**10 if re.search(r"_gi?b\b|gi?b$", words) else 1 / 2**20 if "byte" in words else 1.0
             mem = float(value) * unit
-    if util is None:
+    if util is None or gpus == 0 or (gpus is None and not util and not mem):  # a job on no GPU, as TRES's .extern
         return None
-    first = cells[0].strip()
-    return {"job": first if re.fullmatch(r"\d[\w.+-]{0,40}", first) else "", "stat": stat, "util_pct": util,
+    ids = [cells[column].strip()] if column is not None and column < len(cells) else [c.strip() for c in cells]
+    job = next((c for c in ids if _JOB_ID.fullmatch(c)), "")  # under JobID, else the first cell that reads as one
+    return {"job": job, "stat": stat, "util_pct": util,
             "mem_mib": mem, "gpus": gpus, "elapsed_s": None, "model": None}
 
 

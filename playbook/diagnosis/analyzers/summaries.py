@@ -9,7 +9,7 @@ import pandas as pd
 
 from playbook.analysis import step_times as steps_analysis
 from playbook.diagnosis.analyzers.base import Analyzer
-from playbook.diagnosis.context import Run
+from playbook.diagnosis.context import STEADY_BUSY_MIN, Run
 from playbook.diagnosis.evidence import from_traces as traces
 from playbook.knowledge import ids
 
@@ -27,6 +27,8 @@ class Summary(Analyzer):
             summary = _one_job(_same_roles(summary, run), run)
         if self.name == "links" and summary:
             summary = _lagging_links(summary, run)
+        if self.name == "container_limits" and summary:
+            summary = _limits_against_gpus(summary, run)
         run.summaries[self.name] = summary
         if summary:
             run.findings += traces.from_findings(summary.get("findings"), self.label)
@@ -58,6 +60,33 @@ def _lagging_links(links: dict, run: Run) -> dict:
                                                    f"peers ({lagging[lag[0]]})"}
         found.append(f)
     return {**links, "findings": found}
+
+
+def _limits_against_gpus(limits: dict, run: Run) -> dict:
+    """A container's limits (a throttled CPU quota, a small /dev/shm) say what the job may use, not what it cost:
+    beside GPUs measured at a fed loop's level (mean utilization ≥ STEADY_BUSY_MIN, as HostSaturated asks of a
+    busy host) a limit cost no GPU time — its finding becomes a statement of health; beside GPUs below that level it
+    stands, naming their level; beside step times without GPU telemetry (the loop measured, a limit's cost in it
+    not) it is at most moderate; alone, as the limits say."""
+    found = limits.get("findings") or []
+    report = run.gpu_report
+    table = report.table if report is not None else None
+    util = (table["mean_util_pct"].astype(float).dropna() if table is not None and len(table)
+            and "mean_util_pct" in table else None)
+    if not found or not ((util is not None and len(util)) or run.steps_summary):
+        return limits
+    if util is not None and len(util):
+        mean = float(util.mean())
+        if mean >= STEADY_BUSY_MIN:
+            return {**limits, "findings": [], "vouched": list(limits.get("vouched") or []) + [
+                f"{f.get('told') or f['evidence']}: yet the GPUs ran at {mean:.0f}% on average (a fed loop's level): "
+                "the limit cost no measured GPU time" for f in found]}
+        return {**limits, "findings": [{**f, "evidence": f"{f['evidence']}; the GPUs ran at {mean:.0f}% on average"}
+                                       for f in found]}
+    return {**limits, "findings": [
+        {**f, "level": "moderate", "anomaly": "moderate", "evidence": f"{f['evidence']} (a limit, not a measured "
+         "loss: the step times beside it measure the loop, and what the limit cost them is not measured)"}
+        for f in found]}
 
 
 def _same_roles(stragglers: dict, run: Run) -> dict:
