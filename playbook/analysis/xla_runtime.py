@@ -10,9 +10,10 @@ utilization, so every finding is `stated` and none vouches for health.
                   WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc `MetricFrequency("CompileTime", 0.5f, 10)`),
                   whose ratio of totals keeps warning after compilation has stopped, so with two or more counts
                   (reports, or the tool's `too frequent` lines) it is the compilations added after the warm-up that
-                  must exceed FREQUENT per step. The steps are the report's `[MetricsData; step=N]` header, its
-                  MarkStep counter or the tool's line; without them the graph executions (ExecuteTime samples: at
-                  least one per step) stand for the steps, which can only understate the rate. The level is the
+                  must exceed FREQUENT per step. The steps are the report's `[MetricsData; step=N]` header (N + 1:
+                  it counts from 0), its MarkStep counter or the tool's line; without them the graph executions
+                  (ExecuteTime samples: at least one per step) stand for the steps, which can only understate the
+                  rate. The level is the
                   compilations beyond the allowance as a share of the compile + execute time when both totals are
                   there (shares as profiler_ops: 5% moderate, 20% high), else high when they are at least one per
                   step.
@@ -55,9 +56,10 @@ def allowance(steps: float) -> float:
 
 
 def _steps(report: dict) -> tuple[float | None, str]:
-    """A report's step count and what it comes from."""
+    """A report's step count and what it comes from. The header's N counts from 0 (debug/metrics_saver.py writes a
+    report after each mark_step, numbering them 0, 1, ...): `step=N` follows N + 1 steps."""
     if report.get("step") is not None:
-        return float(report["step"]), "step"
+        return float(report["step"]) + 1, "step"
     if report["counters"].get("MarkStep"):
         return float(report["counters"]["MarkStep"]), "MarkStep"
     return None, ""

@@ -95,7 +95,7 @@ def test_a_metric_line_without_its_fields_is_not_a_report():
 
 
 def test_compilations_that_keep_growing_after_the_warm_up_are_recompilation(tmp_path):
-    text = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 2 + s, f"{2 + s}s")
+    text = "".join(f"[MetricsData; step={s - 1}]\n" + _metric("CompileTime", 2 + s, f"{2 + s}s")
                    + _metric("ExecuteTime", s, f"{s * 50}ms") + _counter("MarkStep", s) for s in (10, 20, 30))
     d = _verdict(tmp_path, text)
     assert d.verdict["id"] == "recompilation"
@@ -191,3 +191,12 @@ def test_tensor_values_read_mid_step_are_a_host_sync(tmp_path):
     text = _block("Compilation", "user mark_step", "f2", "train (/w/train.py:60)") + step * 20
     d = _verdict(tmp_path, text)
     assert d.verdict["id"] == "host_sync" and "4.0 per step" in d.hypotheses[0]["evidence"][0]
+
+
+@pytest.mark.parametrize(("step", "compiles"), [(0, 2), (9, 20)])
+def test_the_metrics_files_step_counts_from_zero(tmp_path, step, compiles):
+    # debug/metrics_saver.py numbers its reports from 0, one after each mark_step: `step=0` follows the first step,
+    # `step=9` the tenth, whose warm-up allows 2 compilations a step
+    text = (f"[MetricsData; step={step}]\n" + _metric("CompileTime", compiles, "40s")
+            + _metric("ExecuteTime", step + 1, "900ms"))
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
