@@ -22,7 +22,9 @@ utilization, so every finding is `stated` and none vouches for health.
                   more than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
                   SCALAR_READS_HIGH high. (b) ops without an XLA lowering (any other `aten::` counter, or the tool's
                   `Op(s) not lowered` line): each call copies its tensors to the host, runs on the CPU and copies
-                  back, cutting the graph there; high when device-to-host transfers (TransferFromServerTime /
+                  back, cutting the graph there; with the steps known, the calls must reach FREQUENT per step (each
+                  is at least one device-to-host copy, which the tool tolerates below that: a few calls in a long
+                  run, an evaluation's or a checkpoint's, are not a cost of the steps); high when device-to-host transfers (TransferFromServerTime /
                   TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else
                   moderate. (c) without an unlowered op, transfers device-to-host at or above the tool's own
                   FREQUENT per step: the host reads results every step (moderate).
@@ -178,7 +180,9 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
                 f"({source}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
                 "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
     ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
-    named = list(xla.get("unlowered") or [])
+    if ops and steps and sum(ops.values()) / steps < FREQUENT:
+        ops = {}  # fewer CPU round trips than the tool tolerates device-to-host copies: not a cost of the steps
+    named = [op for op in xla.get("unlowered") or [] if op not in counters or op in ops]
     for op in ops:
         if op not in named:
             named.append(op)

@@ -200,3 +200,13 @@ def test_the_metrics_files_step_counts_from_zero(tmp_path, step, compiles):
     text = (f"[MetricsData; step={step}]\n" + _metric("CompileTime", compiles, "40s")
             + _metric("ExecuteTime", step + 1, "900ms"))
     assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+
+
+def test_an_op_run_on_the_cpu_a_few_times_in_a_long_run_names_no_host_sync(tmp_path):
+    # 3 calls in 10,000 steps (an evaluation's masked index, a checkpoint's load): fewer host round trips than
+    # PT_XLA_DEBUG tolerates for device-to-host copies (0.5 a step)
+    text = (_metric("CompileTime", 5, "40s") + _metric("ExecuteTime", 10_000, "25m") + _counter("MarkStep", 10_000)
+            + _counter("aten::nonzero", 2) + _counter("aten::_ctc_loss", 1))
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "insufficient_data"
+    assert not any(h["id"] == "host_sync" for h in d.hypotheses)
