@@ -50,6 +50,13 @@ _OP = re.compile(r"aten::\w{1,200}")
 SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the user's code: more than a warm-up's
 _STEP_END = re.compile(r"user mark_step$|mark_step in parallel loader|torch_xla\.compile$")  # a step's end
 _VALUE_READ = "most likely user code trying to access tensor value"
+# what to run next, PyTorch/XLA's own tools (docs/source/learn/troubleshoot.md), not torch.compile's or CUDA's
+_NEXT_COMPILE = ("run with PT_XLA_DEBUG_LEVEL=2 (PT_XLA_DEBUG=1 on older builds): each compilation's cause, graph hash "
+                 "and Python frame; the frame whose graph hash changes from step to step is where the graph varies")
+_NEXT_READ = ("run with PT_XLA_DEBUG_LEVEL=2: each execution the tool ascribes to user code accessing a tensor's value "
+              "names the Python frame that read it")
+_NEXT_OP = ("print torch_xla.debug.metrics.metrics_report() after a few steps: each `Counter: aten::OP` is an op run on "
+            "the CPU, its value the calls; find where the step calls it")
 
 
 def allowance(steps: float) -> float:
@@ -78,12 +85,16 @@ def findings(source: str, xla: dict, out: list[dict], level: Callable[[float], s
     """Append the findings of one file's reports and PT_XLA_DEBUG lines to `out`; how many reports it holds."""
     reports = xla.get("reports") or []
     where = f"PyTorch/XLA metrics in {source}"
+    first = len(out)
     graphs = xla.get("graphs") or []
     if graphs and not reports and not (xla.get("frequent") or {}).get(_COMPILE):
         _graphs(f"PT_XLA_DEBUG graph analysis in {source}", graphs, out)
     else:
         _recompiles(where, reports, xla.get("frequent") or {}, out, level)
     _host_reads(where, reports, xla, out)
+    for f in out[first:]:
+        f.setdefault("next", _NEXT_COMPILE if f["hypothesis"] == cause_ids.RECOMPILATION else
+                     _NEXT_OP if f.get("culprits") else _NEXT_READ)
     return len(reports) + sum(len(v) for v in (xla.get("frequent") or {}).values()) + len(graphs)
 
 

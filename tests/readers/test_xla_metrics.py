@@ -210,3 +210,17 @@ def test_an_op_run_on_the_cpu_a_few_times_in_a_long_run_names_no_host_sync(tmp_p
     d = _verdict(tmp_path, text)
     assert d.verdict["id"] == "insufficient_data"
     assert not any(h["id"] == "host_sync" for h in d.hypotheses)
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("[MetricsData; step=29]\n" + _metric("CompileTime", 90, "03m") + _metric("ExecuteTime", 30, "3s"),
+     "recompilation"),
+    (_counter("MarkStep", 100) + _counter("aten::_local_scalar_dense", 900), "host_sync"),
+    (_counter("MarkStep", 100) + _counter("aten::_ctc_loss", 100), "host_sync"),
+])
+def test_the_next_step_for_a_pytorch_xla_finding_is_pytorch_xlas_own(tmp_path, text, want):
+    # not torch.compile's TORCH_LOGS=recompiles, nor a CUDA sync count: the graphs are lazy tensors' on an XLA device
+    top = _verdict(tmp_path, text).hypotheses[0]
+    assert top["id"] == want
+    assert "PT_XLA_DEBUG" in top["next_step"] or "metrics_report" in top["next_step"]
+    assert "TORCH_LOGS" not in top["next_step"] and "cuda" not in top["next_step"].lower()
