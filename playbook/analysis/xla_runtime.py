@@ -27,7 +27,8 @@ utilization, so every finding is `stated` and none vouches for health.
                   run, an evaluation's or a checkpoint's, are not a cost of the steps); high when device-to-host transfers (TransferFromServerTime /
                   TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else
                   moderate. (c) without an unlowered op, transfers device-to-host at or above the tool's own
-                  FREQUENT per step: the host reads results every step (moderate).
+                  FREQUENT per step, beyond the scalar reads of (a) (one copy each): the host reads results every
+                  step (moderate).
   PT_XLA_DEBUG's graph analysis blocks (`Compilation Analysis:` / `Execution Analysis:`): see `_graphs`.
 """
 
@@ -209,8 +210,16 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
             f"{where}: op{'s' * (len(named) > 1)} without an XLA lowering: {calls}{moved}. PyTorch/XLA runs "
             "such an op on the CPU: its tensors go to the host and back and the step's graph is cut there — "
             "replace the op or request its lowering")})
-    elif transfers and transfers[0] / transfers[1] >= FREQUENT:
+        return
+    # each scalar read judged in (a) is a device-to-host copy of its own: a loop reading one loss a step, within
+    # (a)'s allowance, makes one a step too; the copies beyond the reads must reach FREQUENT per step
+    paired = reads if reads and steps and transfers is not None and transfers == _transfers(last, {}) else 0
+    if transfers and (transfers[0] - paired) / transfers[1] >= FREQUENT:
+        besides = f", {paired:,} of them scalar reads" if paired else ""
         out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True, "level": "moderate", "evidence": (
+            f"{where}: {transfers[0]:,} copies device to host in {transfers[1]:,} steps{besides} "
+            f"({(transfers[0] - paired) / transfers[1]:.1f} per step beyond them): the host reads results every "
+            "step (`.item()`, `.cpu()`, printing), each a wait for the device" if paired else
             f"{where}: {transfers[0]:,} copies device to host in {transfers[1]:,} steps "
             f"({transfers[0] / transfers[1]:.1f} per step): the host reads results every step (`.item()`, "
             "`.cpu()`, printing), each a wait for the device")})

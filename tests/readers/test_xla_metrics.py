@@ -224,3 +224,14 @@ def test_the_next_step_for_a_pytorch_xla_finding_is_pytorch_xlas_own(tmp_path, t
     assert top["id"] == want
     assert "PT_XLA_DEBUG" in top["next_step"] or "metrics_report" in top["next_step"]
     assert "TORCH_LOGS" not in top["next_step"] and "cuda" not in top["next_step"].lower()
+
+
+def test_a_loss_read_every_step_is_no_host_sync_by_its_copies_either(tmp_path):
+    # one `.item()` a step is one scalar read and one device-to-host copy: within the reads' allowance, so the
+    # copies it makes are no host sync either
+    text = (_metric("CompileTime", 3, "30s") + _metric("ExecuteTime", 1000, "100s")
+            + _metric("TransferFromDeviceTime", 1000, "2s") + _counter("MarkStep", 1000)
+            + _counter("aten::_local_scalar_dense", 1000))
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+    more = text.replace("TotalSamples: 1000\n  Accumulator: 2s", "TotalSamples: 2000\n  Accumulator: 2s")
+    assert _verdict(tmp_path, more, "more.log").verdict["id"] == "host_sync"
