@@ -61,7 +61,7 @@ _P50 = re.compile(r"(?:^|;\s*)50%=(\S{1,60}?)(?:;|$)")
 _PROFILER = re.compile(r"pt-xla-profiler:\s?")
 _FREQUENT = re.compile(r"^(\w{1,100}) too frequent: (\d{1,15}) counts during (\d{1,15}) steps")
 _SLOW = re.compile(r"^(\w{1,100}) too slow: longest instance took (\S{1,60}?)\.?(?:\s|$)")
-_UNLOWERED = re.compile(r"^Op\(s\) not lowered: (.{1,4000}?)\s*(?:Please open|$)")
+_UNLOWERED = re.compile(r"^Op\(s\) not lowered: ")  # the ops up to `Please open` (a lazy match with \s* is quadratic)
 _OP = re.compile(r"aten::\w{1,200}")
 _ANALYSIS = re.compile(r"^\s*(?:Unexpected )?(Compilation|Execution|Post Compilation) Analysis: ?(.{0,2000})$")
 _FRAME = re.compile(r"^\s+(\S{1,300}) \((.{1,1000}):(\d{1,9})\)\s*$")
@@ -166,7 +166,7 @@ class XlaMetrics:
             if unit == "s":
                 self.slow[m.group(1)] = max(self.slow.get(m.group(1), 0.0), sec)
         elif (m := _UNLOWERED.match(text)) is not None:
-            for op in _OP.findall(m.group(1)):
+            for op in _OP.findall(text[m.end():m.end() + 4000].split("Please open", 1)[0]):
                 if op not in self.unlowered and op != SCALAR_READS:
                     self.unlowered.append(op)
         return True  # any other pt-xla-profiler line (frame analysis, rules): the tool's, read as such

@@ -8,6 +8,7 @@ the tool's lines behind a logger prefix or a progress bar."""
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -235,3 +236,10 @@ def test_a_loss_read_every_step_is_no_host_sync_by_its_copies_either(tmp_path):
     assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
     more = text.replace("TotalSamples: 1000\n  Accumulator: 2s", "TotalSamples: 2000\n  Accumulator: 2s")
     assert _verdict(tmp_path, more, "more.log").verdict["id"] == "host_sync"
+
+
+def test_a_long_line_of_the_tools_not_lowered_list_reads_in_linear_time():
+    started = time.perf_counter()
+    s = _scan("pt-xla-profiler: Op(s) not lowered: aten::sgn_out," + " " * 100_000 + "x\n")
+    assert time.perf_counter() - started < 2
+    assert s["unlowered"] == ["aten::sgn_out"]
