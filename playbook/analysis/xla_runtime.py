@@ -5,8 +5,11 @@ utilization, so every finding is `stated` and none vouches for health.
 
   recompilation   A lazy-tensor loop builds one graph per step (cut at mark_step) and compiles each distinct graph
                   once: the first steps compile a few (the step without and with optimizer state, evaluation), then
-                  every step runs a cached graph. Allowance: WARM_GRAPHS compilations per step in the first
-                  WARMUP_STEPS steps, then FREQUENT per step after — PT_XLA_DEBUG's own rule is FREQUENT after
+                  every step runs a cached graph. Allowance: WARM_GRAPHS compilations per step of the first
+                  WARMUP_STEPS steps, all of it from the first step (the warm-up's graphs come in its first steps,
+                  not two a step: the parameters' and data's first move, the step without and with optimizer
+                  state, a loss read mid-step; the tool judges nothing before its WARMUP_STEPS-th), then FREQUENT
+                  per step after — PT_XLA_DEBUG's own rule is FREQUENT after
                   WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc `MetricFrequency("CompileTime", 0.5f, 10)`),
                   whose ratio of totals keeps warning after compilation has stopped, so with two or more counts
                   (reports, or the tool's `too frequent` lines) it is the compilations added after the warm-up that
@@ -62,7 +65,7 @@ _NEXT_OP = ("print torch_xla.debug.metrics.metrics_report() after a few steps: e
 
 def allowance(steps: float) -> float:
     """Compilations a loop of `steps` steps may need without recompiling (module docstring)."""
-    return WARM_GRAPHS * min(steps, WARMUP_STEPS) + FREQUENT * max(steps - WARMUP_STEPS, 0.0)
+    return WARM_GRAPHS * WARMUP_STEPS + FREQUENT * max(steps - WARMUP_STEPS, 0.0)
 
 
 def _steps(report: dict) -> tuple[float | None, str]:
@@ -170,8 +173,8 @@ def _recompiles(where: str, reports: list[dict], frequent: dict, out: list[dict]
     times = (f" ({comp_s:,.1f} s compiling against {exec_s:,.1f} s executing graphs: "
              f"{share:.0%} of that time is compilations beyond the warm-up)") if share is not None else ""
     evidence = (f"{where}: {compiles:,} graph compilations (CompileTime samples) by {steps:g} {unit}{growth}{times}; "
-                f"a loop whose graph repeats compiles about {allowance(steps):.0f} by then (a few per step in its "
-                f"first {WARMUP_STEPS}, then cached). The graph changes from step to step: a shape that varies (pad "
+                f"a loop whose graph repeats compiles about {allowance(steps):.0f} by then (up to "
+                f"{WARM_GRAPHS * WARMUP_STEPS} in its first {WARMUP_STEPS} steps, then cached). The graph changes from step to step: a shape that varies (pad "
                 "or bucket it), a Python value baked into the graph, a tensor read on the host mid-step; "
                 "PT_XLA_DEBUG_LEVEL=2 prints each compilation's cause and Python frame")
     out.append({"hypothesis": cause_ids.RECOMPILATION, "level": lvl, "stated": True, "evidence": evidence,

@@ -243,3 +243,14 @@ def test_a_long_line_of_the_tools_not_lowered_list_reads_in_linear_time():
     s = _scan("pt-xla-profiler: Op(s) not lowered: aten::sgn_out," + " " * 100_000 + "x\n")
     assert time.perf_counter() - started < 2
     assert s["unlowered"] == ["aten::sgn_out"]
+
+
+@pytest.mark.parametrize("text", [
+    "[MetricsData; step=0]\n" + _metric("CompileTime", 3, "45s") + _metric("ExecuteTime", 3, "300ms"),
+    _metric("CompileTime", 5, "50s") + _metric("ExecuteTime", 6, "300ms") + _counter("MarkStep", 2),
+])
+def test_the_first_steps_compiling_their_graphs_are_no_recompilation(tmp_path, text):
+    # a run stopped after its first step or two: the warm-up's graphs (the parameters' and data's first move, the
+    # step without and with optimizer state, a loss read mid-step) all compile in the first steps, not 2 a step;
+    # PT_XLA_DEBUG itself judges nothing before its 10th step
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
