@@ -97,18 +97,27 @@ class XlaMetrics:
         self._open: tuple[str, str] | None = None  # ("metric" | "counter", name) whose fields come next
         self._pending: tuple[str, str] | None = None  # a Metric: / Counter: line not yet confirmed by its field
         self._cur: dict | None = None  # the report being read
+        self._kept = False  # whether it is in self.reports
         self.graphs: list[dict] = []
         self._graph: dict | None = None  # the analysis block being read
         self._in_frames = False
 
     def _report(self, fresh: bool = False) -> dict:
-        """The report being read; a new one when `fresh` (or none is open), kept up to MAX_REPORTS."""
+        """The report being read; a new one when `fresh` (or none is open), kept (`_keep`) at its first block."""
         if fresh or self._cur is None:
-            self._cur = {"step": self._step, "metrics": {}, "counters": {}}
+            self._cur, self._kept = {"step": self._step, "metrics": {}, "counters": {}}, False
             self._step = None
-            if len(self.reports) < MAX_REPORTS:
-                self.reports.append(self._cur)
         return self._cur
+
+    def _keep(self, report: dict) -> None:
+        """Keep a report that holds a block: the first MAX_REPORTS - 1 and the latest (a metrics file gains one a
+        step: its last is the one judged)."""
+        if not self._kept:
+            if len(self.reports) < MAX_REPORTS:
+                self.reports.append(report)
+            else:
+                self.reports[-1] = report
+            self._kept = True
 
     def feed(self, body: str) -> bool:
         if (m := _ANALYSIS.match(body)) is not None:
@@ -137,6 +146,7 @@ class XlaMetrics:
             report = self._report()
             if report["metrics"].get(name) or name in report["counters"]:
                 report = self._report(fresh=True)  # the same metric again: the next report printed
+            self._keep(report)
             if kind == "metric":
                 report["metrics"][name] = {"samples": None, "total": math.nan, "unit": "", "p50": math.nan}
             self._open, self._pending = (kind, name), None

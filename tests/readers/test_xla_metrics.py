@@ -254,3 +254,13 @@ def test_the_first_steps_compiling_their_graphs_are_no_recompilation(tmp_path, t
     # step without and with optimizer state, a loss read mid-step) all compile in the first steps, not 2 a step;
     # PT_XLA_DEBUG itself judges nothing before its 10th step
     assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+
+
+def test_a_metrics_file_of_more_reports_than_are_kept_is_judged_by_its_last():
+    # XLA_METRICS_FILE gains a report every step: past MAX_REPORTS the latest replaces the last kept
+    from playbook.readers.xla_metrics import MAX_REPORTS
+    text = "".join(f"[MetricsData; step={s}]\nMetric: CompileTime\n  TotalSamples: {20 + s}\n"
+                   for s in range(MAX_REPORTS + 5))
+    reports = _scan(text)["reports"]
+    assert len(reports) == MAX_REPORTS
+    assert reports[-1]["step"] == MAX_REPORTS + 4 and reports[0]["step"] == 0
