@@ -52,7 +52,9 @@ _TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → 
 _COMPILE = "CompileTime"
 _OP = re.compile(r"aten::\w{1,200}")
 SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the user's code: more than a warm-up's
-_STEP_END = re.compile(r"user mark_step$|mark_step in parallel loader|torch_xla\.compile$")  # a step's end
+# a step's end (debug_util.cpp's causes; 2.7 and later name mark_step `torch_xla.sync()`)
+_STEP_END = re.compile(r"user (?:mark_step|`?torch_xla\.sync\(\)`?)$|(?:mark_step|`?torch_xla\.sync\(\)`?) "
+                       r"(?:in parallel loader|when exiting a profiler StepTrace)|torch_xla\.compile$")
 _VALUE_READ = "most likely user code trying to access tensor value"
 # what to run next, PyTorch/XLA's own tools (docs/source/learn/troubleshoot.md), not torch.compile's or CUDA's
 _NEXT_COMPILE = ("run with PT_XLA_DEBUG_LEVEL=2 (PT_XLA_DEBUG=1 on older builds): each compilation's cause, graph hash "

@@ -264,3 +264,16 @@ def test_a_metrics_file_of_more_reports_than_are_kept_is_judged_by_its_last():
     reports = _scan(text)["reports"]
     assert len(reports) == MAX_REPORTS
     assert reports[-1]["step"] == MAX_REPORTS + 4 and reports[0]["step"] == 0
+
+
+@pytest.mark.parametrize("cause", ["mark_step when exiting a profiler StepTrace region",
+                                   "`torch_xla.sync()` in parallel loader at step end"])
+def test_steps_ended_by_a_step_trace_or_the_newer_sync_wording_are_counted(tmp_path, cause):
+    # debug_util.cpp names a step's end also when a profiler StepTrace region exits; 2.7's docs print the parallel
+    # loader's as `torch_xla.sync()`: 100 steps, 3 graphs (the first step's, with optimizer state, the last short
+    # batch's) are a warm-up, not a graph that changes
+    site = "train_loop_fn (/w/train.py:48)"
+    text = "".join(_block("Compilation", cause, h, site) for h in ("a1", "b2", "c3"))
+    text += _block("Execution", cause, "b2", site) * 100
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "insufficient_data"
