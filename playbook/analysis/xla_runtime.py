@@ -6,32 +6,30 @@ utilization, so every finding is `stated` and none vouches for health.
   recompilation   A lazy-tensor loop builds one graph per step (cut at mark_step) and compiles each distinct graph
                   once: the first steps compile a few (the step without and with optimizer state, evaluation), then
                   every step runs a cached graph. Allowance: WARM_GRAPHS compilations per step of the first
-                  WARMUP_STEPS steps, all of it from the first step (the warm-up's graphs come in its first steps,
-                  not two a step: the parameters' and data's first move, the step without and with optimizer
-                  state, a loss read mid-step; the tool judges nothing before its WARMUP_STEPS-th), then FREQUENT
-                  per step after — PT_XLA_DEBUG's own rule is FREQUENT after
-                  WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc `MetricFrequency("CompileTime", 0.5f, 10)`),
-                  whose ratio of totals keeps warning after compilation has stopped, so with two or more counts
-                  (reports, or the tool's `too frequent` lines) it is the compilations added after the warm-up that
-                  must exceed FREQUENT per step. The steps are the report's `[MetricsData; step=N]` header (N + 1:
-                  it counts from 0), its MarkStep counter or the tool's line; without them the graph executions
-                  (ExecuteTime samples: at least one per step) stand for the steps, which can only understate the
-                  rate. The level is the
-                  compilations beyond the allowance as a share of the compile + execute time when both totals are
-                  there (shares as profiler_ops: 5% moderate, 20% high), else high when they are at least one per
-                  step.
-  host_sync       (a) `aten::_local_scalar_dense` per step: every read of a device scalar into Python (`.item()`,
-                  `if t:`, printing a tensor) executes the pending graph and waits for it, cutting the step's graph;
-                  more than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
-                  SCALAR_READS_HIGH high. (b) ops without an XLA lowering (any other `aten::` counter, or the tool's
-                  `Op(s) not lowered` line): each call copies its tensors to the host, runs on the CPU and copies
-                  back, cutting the graph there; with the steps known, the calls must reach FREQUENT per step (each
-                  is at least one device-to-host copy, which the tool tolerates below that: a few calls in a long
-                  run, an evaluation's or a checkpoint's, are not a cost of the steps); high when device-to-host transfers (TransferFromServerTime /
-                  TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else
-                  moderate. (c) without an unlowered op, transfers device-to-host at or above the tool's own
-                  FREQUENT per step, beyond the scalar reads of (a) (one copy each): the host reads results every
-                  step (moderate).
+                  WARMUP_STEPS steps, all of it from the first step (the warm-up's graphs come in its first steps, not
+                  two a step: the parameters' and data's first move, the step without and with optimizer state, a loss
+                  read mid-step; the tool judges nothing before its WARMUP_STEPS-th), then FREQUENT per step after —
+                  PT_XLA_DEBUG's own rule is FREQUENT after WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc
+                  `MetricFrequency("CompileTime", 0.5f, 10)`), whose ratio of totals keeps warning after compilation
+                  has stopped, so with two or more counts (reports, or the tool's `too frequent` lines) it is the
+                  compilations added after the warm-up that must exceed FREQUENT per step. The steps are the report's
+                  `[MetricsData; step=N]` header (N + 1: it counts from 0), its MarkStep counter or the tool's line;
+                  without them the graph executions (ExecuteTime samples: at least one per step) stand for the steps,
+                  which can only understate the rate. The level is the compilations beyond the allowance as a share of
+                  the compile + execute time when both totals are there (shares as profiler_ops: 5% moderate, 20%
+                  high), else high when they are at least one per step.
+  host_sync       (a) `aten::_local_scalar_dense` per step: every read of a device scalar into Python (`.item()`, `if
+                  t:`, printing a tensor) executes the pending graph and waits for it, cutting the step's graph; more
+                  than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
+                  SCALAR_READS_HIGH high. (b) ops run on the CPU (any other `aten::` counter, or the tool's `Op(s) not
+                  lowered` line; all but aten::nonzero, which runs there by design, lack a lowering): each call copies
+                  its tensors to the host, runs on the CPU and copies back, cutting the graph there; with the steps
+                  known, the calls must reach FREQUENT per step (each is at least one device-to-host copy, which the
+                  tool tolerates below that: a few calls in a long run, an evaluation's or a checkpoint's, are not a
+                  cost of the steps); high when device-to-host transfers (TransferFromServerTime /
+                  TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else moderate.
+                  (c) without an unlowered op, transfers device-to-host at or above the tool's own FREQUENT per step,
+                  beyond the scalar reads of (a) (one copy each): the host reads results every step (moderate).
   PT_XLA_DEBUG's graph analysis blocks (`Compilation Analysis:` / `Execution Analysis:`): see `_graphs`.
 """
 
@@ -56,6 +54,7 @@ SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the u
 _STEP_END = re.compile(r"user (?:mark_step|`?torch_xla\.sync\(\)`?)$|(?:mark_step|`?torch_xla\.sync\(\)`?) "
                        r"(?:in parallel loader|when exiting a profiler StepTrace)|torch_xla\.compile$")
 _VALUE_READ = "most likely user code trying to access tensor value"
+_BY_DESIGN = ("aten::nonzero",)  # run on the CPU by design, not a missing lowering (docs/source/learn/troubleshoot.md)
 # what to run next, PyTorch/XLA's own tools (docs/source/learn/troubleshoot.md), not torch.compile's or CUDA's
 _NEXT_COMPILE = ("run with PT_XLA_DEBUG_LEVEL=2 (PT_XLA_DEBUG=1 on older builds): each compilation's cause, graph hash "
                  "and Python frame; the frame whose graph hash changes from step to step is where the graph varies")
@@ -209,12 +208,17 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
         moved = (f"; {transfers[0]:,} copies device to host in {transfers[1]:,} steps ({rate:.1f} per step)"
                  if transfers else "")
         calls = ", ".join(f"{op} ({ops[op]:,} calls)" if op in ops else op for op in named[:6])
+        missing = [op for op in named if op not in _BY_DESIGN]
+        why = "; ".join(([f"{', '.join(missing[:6])} {'have' if len(missing) > 1 else 'has'} no XLA lowering "
+                          f"(replace {'them' if len(missing) > 1 else 'it'} or request the lowering)"] if missing
+                         else []) + (["aten::nonzero runs there by design, its output's size depending on the values "
+                                      "(masked indexing): torch.where or a fixed-size mask avoids it"]
+                                     if len(missing) < len(named) else []))
         out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
                     "level": "high" if rate is not None and rate >= 1 else "moderate", "culprits": named[:6],
                     "evidence": (
-            f"{where}: op{'s' * (len(named) > 1)} without an XLA lowering: {calls}{moved}. PyTorch/XLA runs "
-            "such an op on the CPU: its tensors go to the host and back and the step's graph is cut there — "
-            "replace the op or request its lowering")})
+            f"{where}: op{'s' * (len(named) > 1)} run on the CPU: {calls}{moved}. Each call's tensors go to the "
+            f"host and back and the step's graph is cut there; {why}")})
         return
     # each scalar read judged in (a) is a device-to-host copy of its own: a loop reading one loss a step, within
     # (a)'s allowance, makes one a step too; the copies beyond the reads must reach FREQUENT per step

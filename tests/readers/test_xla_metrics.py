@@ -277,3 +277,12 @@ def test_steps_ended_by_a_step_trace_or_the_newer_sync_wording_are_counted(tmp_p
     text += _block("Execution", cause, "b2", site) * 100
     d = _verdict(tmp_path, text)
     assert d.verdict["id"] == "insufficient_data"
+
+
+def test_nonzero_is_not_called_an_op_without_a_lowering(tmp_path):
+    # the docs (troubleshoot.md): aten:: counters other than nonzero and _local_scalar_dense usually mean a missing
+    # lowering; nonzero runs on the CPU by design (its output's size depends on the values)
+    text = _counter("MarkStep", 100) + _counter("aten::nonzero", 200)
+    top = _verdict(tmp_path, text).hypotheses[0]
+    assert top["id"] == "host_sync" and "aten::nonzero (200 calls)" in top["evidence"][0]
+    assert "without an XLA lowering" not in top["evidence"][0] and "request its lowering" not in top["evidence"][0]
