@@ -169,7 +169,7 @@ class XlaMetrics:
 
     def _profiler(self, text: str) -> bool:
         self._open = self._pending = None
-        if (m := _FREQUENT.match(text)) is not None:
+        if (m := _FREQUENT.match(text)) is not None and int(m.group(3)) > 0:  # the tool judges no step 0: damage
             self.frequent.setdefault(m.group(1), []).append((int(m.group(2)), int(m.group(3))))
         elif (m := _SLOW.match(text)) is not None:
             sec, unit = quantity(m.group(2))

@@ -286,3 +286,15 @@ def test_nonzero_is_not_called_an_op_without_a_lowering(tmp_path):
     top = _verdict(tmp_path, text).hypotheses[0]
     assert top["id"] == "host_sync" and "aten::nonzero (200 calls)" in top["evidence"][0]
     assert "without an XLA lowering" not in top["evidence"][0] and "request its lowering" not in top["evidence"][0]
+
+
+def test_a_damaged_tool_line_of_zero_steps_is_not_read(tmp_path):
+    # the tool prints no line before a step (metrics_analysis.cc: steps <= warm-up is normal): `during 0 steps` is
+    # damage, and dividing by it had ended the profiler analyses of every input
+    text = ("pt-xla-profiler: TransferFromDeviceTime too frequent: 5 counts during 0 steps\n"
+            "pt-xla-profiler: CompileTime too frequent: 9 counts during 0 steps\n"
+            "pt-xla-profiler: Op(s) not lowered: aten::sgn_out,  Please open a GitHub issue with the above op "
+            "lowering requests.\n")
+    assert _scan(text)["frequent"] == {}
+    d = _verdict(tmp_path, text)
+    assert d.verdict["id"] == "host_sync" and not any("ZeroDivision" in w for w in d.warnings)
