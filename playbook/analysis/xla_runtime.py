@@ -235,10 +235,13 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
 
 
 def _transfers(report: dict, xla: dict) -> tuple[int, int] | None:
-    """(device-to-host copies, steps) from the tool's `too frequent` lines, else the report's samples."""
+    """(device-to-host copies, steps) from the tool's `too frequent` lines, else the report's samples. With two lines
+    or more, the copies added between the first and the last: the tool's ratio of totals keeps warning after a burst
+    at the start (as its CompileTime warning does after compiling stopped)."""
     for name in _TRANSFERS:
         if lines := (xla.get("frequent") or {}).get(name):
-            return max(lines, key=lambda p: p[1])
+            (c0, s0), (c1, s1) = min(lines, key=lambda p: p[1]), max(lines, key=lambda p: p[1])
+            return (c1 - c0, s1 - s0) if s1 > s0 else (c1, s1)
     steps, _ = _steps(report)
     for name in _TRANSFERS:
         n = (report["metrics"].get(name) or {}).get("samples")

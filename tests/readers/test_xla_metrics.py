@@ -298,3 +298,13 @@ def test_a_damaged_tool_line_of_zero_steps_is_not_read(tmp_path):
     assert _scan(text)["frequent"] == {}
     d = _verdict(tmp_path, text)
     assert d.verdict["id"] == "host_sync" and not any("ZeroDivision" in w for w in d.warnings)
+
+
+def test_the_tools_transfer_warning_after_copies_stopped_names_no_host_sync(tmp_path):
+    # 20 copies in the first step (results read once at the start), none after: the tool's ratio of totals warns
+    # until step 39, as its CompileTime warning does after compiling stopped
+    lines = [f"pt-xla-profiler: TransferFromDeviceTime too frequent: 20 counts during {s} steps" for s in range(1, 40)]
+    assert _verdict(tmp_path, "\n".join(lines) + "\n").verdict["id"] == "insufficient_data"
+    growing = [f"pt-xla-profiler: TransferFromDeviceTime too frequent: {20 + s} counts during {s} steps"
+               for s in range(1, 40)]
+    assert _verdict(tmp_path, "\n".join(growing) + "\n", "growing.log").verdict["id"] == "host_sync"
