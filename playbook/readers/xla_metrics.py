@@ -18,6 +18,8 @@ TransferFromDeviceTime (copies device → host), TransferToServerTime / Transfer
 rule, csrc/runtime/metrics_analysis.cc `UnloweredOp`). A report starts at its header, or where a metric already read
 appears again (reports printed one after another).
 
+Each line may stand behind torch_xla.distributed.xla_dist's `10.164.0.25 [0] ` (a worker's address and ordinal).
+
 PT_XLA_DEBUG=1 (metrics_analysis.cc, prefix `pt-xla-profiler`; also behind a logger's `WARNING:` or a progress bar):
   pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps
   pt-xla-profiler: TransferFromDeviceTime too frequent: 11 counts during 11 steps   (older: TransferFromServerTime)
@@ -66,6 +68,7 @@ _OP = re.compile(r"aten::\w{1,200}")
 _ANALYSIS = re.compile(r"^\s*(?:Unexpected )?(Compilation|Execution|Post Compilation) Analysis: ?(.{0,2000})$")
 _FRAME = re.compile(r"^\s+(\S{1,300}) \((.{1,1000}):(\d{1,9})\)\s*$")
 _OWN_FILES = re.compile(r"[/\\](?:torch_xla|torch)[/\\]")  # frames of torch_xla's and torch's own code
+_WORKER = re.compile(r"\d{1,3}(?:\.\d{1,3}){3} \[\d{1,5}\] ")  # xla_dist's `ADDRESS [ORDINAL] ` before a worker's line
 MAX_GRAPHS = 100_000
 MAX_REPORTS = 10_000  # reports kept per file: a log of endless reports cannot grow memory
 SCALAR_READS = "aten::_local_scalar_dense"
@@ -120,6 +123,8 @@ class XlaMetrics:
             self._kept = True
 
     def feed(self, body: str) -> bool:
+        if body[:1].isdigit() and (w := _WORKER.match(body)) is not None:
+            body = body[w.end():]
         if (m := _ANALYSIS.match(body)) is not None:
             return self._analysis(m.group(1), m.group(2))
         if (m := _PROFILER.search(body)) is not None:

@@ -308,3 +308,13 @@ def test_the_tools_transfer_warning_after_copies_stopped_names_no_host_sync(tmp_
     growing = [f"pt-xla-profiler: TransferFromDeviceTime too frequent: {20 + s} counts during {s} steps"
                for s in range(1, 40)]
     assert _verdict(tmp_path, "\n".join(growing) + "\n", "growing.log").verdict["id"] == "host_sync"
+
+
+def test_a_report_behind_xla_dists_worker_prefix_is_read(tmp_path):
+    # torch_xla.distributed.xla_dist prefixes each worker's line with its address and ordinal (pytorch/xla#2897:
+    # `2021-04-19 13:28:12 10.164.0.25 [0] Counter: xla::clone`)
+    body = (_metric("CompileTime", 90, "05m") + _metric("ExecuteTime", 30, "3s") + _counter("MarkStep", 30)
+            + _counter("aten::_local_scalar_dense", 900))
+    text = "".join(f"2021-04-19 13:28:12 10.164.0.25 [0] {line}\n" for line in body.splitlines())
+    d = _verdict(tmp_path, text)
+    assert {h["id"] for h in d.hypotheses[:2]} == {"host_sync", "recompilation"}
