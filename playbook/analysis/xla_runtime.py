@@ -175,8 +175,9 @@ def _recompiles(where: str, reports: list[dict], frequent: dict, out: list[dict]
              f"{share:.0%} of that time is compilations beyond the warm-up)") if share is not None else ""
     evidence = (f"{where}: {compiles:,} graph compilations (CompileTime samples) by {steps:g} {unit}{growth}{times}; "
                 f"a loop whose graph repeats compiles about {allowance(steps):.0f} by then (up to "
-                f"{WARM_GRAPHS * WARMUP_STEPS} in its first {WARMUP_STEPS} steps, then cached). The graph changes from step to step: a shape that varies (pad "
-                "or bucket it), a Python value baked into the graph, a tensor read on the host mid-step; "
+                f"{WARM_GRAPHS * WARMUP_STEPS} in its first {WARMUP_STEPS} steps, then cached). The graph changes "
+                "from step to step: a shape that varies (pad or bucket it), a Python value baked into the graph, a "
+                "tensor read on the host mid-step; "
                 "PT_XLA_DEBUG_LEVEL=2 prints each compilation's cause and Python frame")
     out.append({"hypothesis": cause_ids.RECOMPILATION, "level": lvl, "stated": True, "evidence": evidence,
                 **({"share": share} if share is not None else {})})
@@ -187,13 +188,19 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
     steps, source = _steps(last)
     counters = last["counters"]
     reads = counters.get(SCALAR_READS)
-    if reads and steps:
-        per = reads / steps
+    # with reports at two step counts or more, the reads added since the first (its step may hold a one-off burst:
+    # a check of every parameter); a counter at 0 is not printed
+    first = min(((s, r["counters"].get(SCALAR_READS, 0)) for r in reports if (s := _steps(r)[0])), default=None)
+    span, added = (steps - first[0], reads - first[1]) if reads and steps and first and first[0] < steps \
+        and first[1] <= reads else (steps, reads)
+    if added and span:
+        per = added / span
+        since = f", since step {first[0]:g}" if span != steps else ""
         if per > SCALAR_READS_MODERATE:
             out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
                         "level": "high" if per >= SCALAR_READS_HIGH else "moderate", "evidence": (
-                f"{where}: {reads:,} device scalars read into Python ({SCALAR_READS}) in {steps:g} steps "
-                f"({source}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
+                f"{where}: {added:,} device scalars read into Python ({SCALAR_READS}) in {span:g} steps "
+                f"({source}{since}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
                 "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
     ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
     if ops and steps and sum(ops.values()) / steps < FREQUENT:

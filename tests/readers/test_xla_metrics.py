@@ -318,3 +318,15 @@ def test_a_report_behind_xla_dists_worker_prefix_is_read(tmp_path):
     text = "".join(f"2021-04-19 13:28:12 10.164.0.25 [0] {line}\n" for line in body.splitlines())
     d = _verdict(tmp_path, text)
     assert {h["id"] for h in d.hypotheses[:2]} == {"host_sync", "recompilation"}
+
+
+def test_scalar_reads_of_the_first_step_alone_are_no_host_sync_when_later_reports_show_one_a_step(tmp_path):
+    # XLA_METRICS_FILE's reports: 300 reads in the first step (a check of every parameter), then one loss a step;
+    # the totals at step 100 (399 in 100 steps) would say 4 a step
+    text = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 2, "30s")
+                   + _counter("MarkStep", s + 1) + _counter("aten::_local_scalar_dense", 300 + s) for s in range(100))
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+    steady = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 2, "30s")
+                     + _counter("MarkStep", s + 1) + _counter("aten::_local_scalar_dense", 4 * (s + 1))
+                     for s in range(100))
+    assert _verdict(tmp_path, steady, "steady.log").verdict["id"] == "host_sync"
