@@ -18,18 +18,20 @@ utilization, so every finding is `stated` and none vouches for health.
                   which can only understate the rate. The level is the compilations beyond the allowance as a share of
                   the compile + execute time when both totals are there (shares as profiler_ops: 5% moderate, 20%
                   high), else high when they are at least one per step.
-  host_sync       (a) `aten::_local_scalar_dense` per step: every read of a device scalar into Python (`.item()`, `if
-                  t:`, printing a tensor) executes the pending graph and waits for it, cutting the step's graph; more
-                  than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
-                  SCALAR_READS_HIGH high. (b) ops run on the CPU (any other `aten::` counter, or the tool's `Op(s) not
-                  lowered` line; all but aten::nonzero, which runs there by design, lack a lowering): each call copies
-                  its tensors to the host, runs on the CPU and copies back, cutting the graph there; with the steps
-                  known, the calls must reach FREQUENT per step (each is at least one device-to-host copy, which the
-                  tool tolerates below that: a few calls in a long run, an evaluation's or a checkpoint's, are not a
-                  cost of the steps); high when device-to-host transfers (TransferFromServerTime /
-                  TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else moderate.
-                  (c) without an unlowered op, transfers device-to-host at or above the tool's own FREQUENT per step,
-                  beyond the scalar reads of (a) (one copy each): the host reads results every step (moderate).
+  host_sync       (a) `aten::_local_scalar_dense` per step: every read of a device scalar into Python (`.item()`,
+                  `if t:`, printing a tensor) executes the pending graph and waits for it, cutting the step's graph;
+                  more than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
+                  SCALAR_READS_HIGH high; with reports at several step counts, the reads added since the first. (b)
+                  ops run on the CPU (any other `aten::` counter, or the tool's `Op(s) not lowered` line; all but
+                  aten::nonzero, which runs there by design, lack a lowering): each call copies its tensors to the
+                  host, runs on the CPU and copies back, cutting the graph there; with the steps known, the calls
+                  (those added since the first report, with several) must reach FREQUENT per step (each is at least
+                  one device-to-host copy, which the tool tolerates below that: a few calls in a long run, an
+                  evaluation's or a checkpoint's, are not a cost of the steps); high when device-to-host transfers
+                  (TransferFromServerTime / TransferFromDeviceTime samples or the tool's `too frequent` line) reach
+                  one per step, else moderate. (c) without an unlowered op, transfers device-to-host at or above the
+                  tool's own FREQUENT per step, beyond the scalar reads of (a) (one copy each): the host reads results
+                  every step (moderate).
   PT_XLA_DEBUG's graph analysis blocks (`Compilation Analysis:` / `Execution Analysis:`): see `_graphs`.
 """
 
@@ -190,7 +192,8 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
     reads = counters.get(SCALAR_READS)
     # with reports at two step counts or more, the reads added since the first (its step may hold a one-off burst:
     # a check of every parameter); a counter at 0 is not printed
-    first = min(((s, r["counters"].get(SCALAR_READS, 0)) for r in reports if (s := _steps(r)[0])), default=None)
+    base = min((r for r in reports if _steps(r)[0]), key=lambda r: _steps(r)[0], default=None)
+    first = (_steps(base)[0], base["counters"].get(SCALAR_READS, 0)) if base is not None else None
     span, added = (steps - first[0], reads - first[1]) if reads and steps and first and first[0] < steps \
         and first[1] <= reads else (steps, reads)
     if added and span:
@@ -203,7 +206,11 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
                 f"({source}{since}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
                 "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
     ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
-    if ops and steps and sum(ops.values()) / steps < FREQUENT:
+    calls, over = sum(ops.values()), steps
+    if base is not None and steps and _steps(base)[0] < steps:  # the calls added since the first report, as the reads
+        calls -= sum(base["counters"].get(op, 0) for op in ops)
+        over = steps - _steps(base)[0]
+    if ops and over and calls / over < FREQUENT:
         ops = {}  # fewer CPU round trips than the tool tolerates device-to-host copies: not a cost of the steps
     named = [op for op in xla.get("unlowered") or [] if op not in counters or op in ops]
     for op in ops:

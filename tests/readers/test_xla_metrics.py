@@ -330,3 +330,10 @@ def test_scalar_reads_of_the_first_step_alone_are_no_host_sync_when_later_report
                      + _counter("MarkStep", s + 1) + _counter("aten::_local_scalar_dense", 4 * (s + 1))
                      for s in range(100))
     assert _verdict(tmp_path, steady, "steady.log").verdict["id"] == "host_sync"
+
+
+def test_an_op_run_on_the_cpu_before_the_loop_only_is_no_host_sync(tmp_path):
+    # 500 calls in the first step (filtering data on the device), none after: the totals at step 100 say 5 a step
+    text = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 2, "30s")
+                   + _counter("MarkStep", s + 1) + _counter("aten::nonzero", 500) for s in range(100))
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
