@@ -51,7 +51,9 @@ SCALAR_READS_MODERATE, SCALAR_READS_HIGH = 2, 10  # device scalar reads per step
 _TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → host copies (PJRT, XRT names)
 _COMPILE = "CompileTime"
 _OP = re.compile(r"aten::\w{1,200}")
-SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the user's code: more than a warm-up's
+# different graphs compiled at one place in the user's code, more than a healthy loop's there: the first step's (no
+# optimizer state yet), the steady step's, and the epoch's short last batch's
+SITE_GRAPHS = WARM_GRAPHS + 2
 # a step's end (debug_util.cpp's causes; 2.7 and later name mark_step `torch_xla.sync()`)
 _STEP_END = re.compile(r"user (?:mark_step|`?torch_xla\.sync\(\)`?)$|(?:mark_step|`?torch_xla\.sync\(\)`?) "
                        r"(?:in parallel loader|when exiting a profiler StepTrace)|torch_xla\.compile$")
@@ -128,8 +130,9 @@ def _graphs(where: str, graphs: list[dict], out: list[dict]) -> None:
     elif not steps and len(hashes) >= SITE_GRAPHS:
         out.append({"hypothesis": cause_ids.RECOMPILATION, "stated": True, "level": "moderate", "evidence": (
             f"{where}: the graph requested at {site} compiled {len(hashes)} different ways (graph hashes; cause: "
-            f"{', '.join(causes)[:200]}): a loop whose graph repeats compiles it once or twice — what changes there "
-            "(a shape, a Python value, a host read cutting the graph) recompiles it")})
+            f"{', '.join(causes)[:200]}): a loop whose graph repeats compiles it up to {SITE_GRAPHS - 1} times (the "
+            "first step's, the steady step's, a short last batch's) — what changes there (a shape, a Python value, "
+            "a host read cutting the graph) recompiles it")})
     if steps and reads / steps > SCALAR_READS_MODERATE:
         per = reads / steps
         out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,

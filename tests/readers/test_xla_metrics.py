@@ -337,3 +337,11 @@ def test_an_op_run_on_the_cpu_before_the_loop_only_is_no_host_sync(tmp_path):
     text = "".join(f"[MetricsData; step={s}]\n" + _metric("CompileTime", 2, "30s")
                    + _counter("MarkStep", s + 1) + _counter("aten::nonzero", 500) for s in range(100))
     assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
+
+
+def test_three_graphs_at_one_place_without_steps_are_a_warm_up(tmp_path):
+    # PT_XLA_DEBUG_LEVEL=1 prints compilations only: the first step's graph (no optimizer state yet), the steady
+    # step's, and the epoch's short last batch's are what a healthy loop compiles there
+    cause = "mark_step in parallel loader at step end"
+    text = "".join(_block("Compilation", cause, h, "train_loop_fn (/w/train.py:48)") for h in ("a1", "b2", "c3"))
+    assert _verdict(tmp_path, text).verdict["id"] == "insufficient_data"
