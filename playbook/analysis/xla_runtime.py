@@ -258,7 +258,7 @@ def _transfers(report: dict, xla: dict) -> tuple[int, int] | None:
     for name in _TRANSFERS:
         if lines := (xla.get("frequent") or {}).get(name):
             (c0, s0), (c1, s1) = min(lines, key=lambda p: p[1]), max(lines, key=lambda p: p[1])
-            return (c1 - c0, s1 - s0) if s1 > s0 else (c1, s1)
+            return (c1 - c0, s1 - s0) if s1 > s0 and c1 >= c0 else (c1, s1)  # fewer later: another process's
     steps, _ = _steps(report)
     for name in _TRANSFERS:
         n = (report["metrics"].get(name) or {}).get("samples")

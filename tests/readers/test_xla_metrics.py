@@ -308,6 +308,12 @@ def test_the_tools_transfer_warning_after_copies_stopped_names_no_host_sync(tmp_
     growing = [f"pt-xla-profiler: TransferFromDeviceTime too frequent: {20 + s} counts during {s} steps"
                for s in range(1, 40)]
     assert _verdict(tmp_path, "\n".join(growing) + "\n", "growing.log").verdict["id"] == "host_sync"
+    # two processes' lines, the later step's count the smaller (another process): its own totals, no negative count
+    two = ("pt-xla-profiler: TransferFromDeviceTime too frequent: 90 counts during 30 steps\n"
+           "pt-xla-profiler: TransferFromDeviceTime too frequent: 60 counts during 40 steps\n"
+           "pt-xla-profiler: Op(s) not lowered: aten::sgn_out,  Please open a GitHub issue\n")
+    top = _verdict(tmp_path, two, "two.log").hypotheses[0]
+    assert "60 copies device to host in 40 steps" in top["evidence"][0]
 
 
 def test_a_report_behind_xla_dists_worker_prefix_is_read(tmp_path):
