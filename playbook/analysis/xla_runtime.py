@@ -5,26 +5,33 @@ utilization, so every finding is `stated` and none vouches for health.
 
   recompilation   A lazy-tensor loop builds one graph per step (cut at mark_step) and compiles each distinct graph
                   once: the first steps compile a few (the step without and with optimizer state, evaluation), then
-                  every step runs a cached graph. Allowance: WARM_GRAPHS compilations per step in the first
-                  WARMUP_STEPS steps, then FREQUENT per step after — PT_XLA_DEBUG's own rule is FREQUENT after
-                  WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc `MetricFrequency("CompileTime", 0.5f, 10)`),
-                  whose ratio of totals keeps warning after compilation has stopped, so with two or more counts
-                  (reports, or the tool's `too frequent` lines) it is the compilations added after the warm-up that
-                  must exceed FREQUENT per step. The steps are the report's `[MetricsData; step=N]` header, its
-                  MarkStep counter or the tool's line; without them the graph executions (ExecuteTime samples: at
-                  least one per step) stand for the steps, which can only understate the rate. The level is the
-                  compilations beyond the allowance as a share of the compile + execute time when both totals are
-                  there (shares as profiler_ops: 5% moderate, 20% high), else high when they are at least one per
-                  step.
+                  every step runs a cached graph. Allowance: WARM_GRAPHS compilations per step of the first
+                  WARMUP_STEPS steps, all of it from the first step (the warm-up's graphs come in its first steps, not
+                  two a step: the parameters' and data's first move, the step without and with optimizer state, a loss
+                  read mid-step; the tool judges nothing before its WARMUP_STEPS-th), then FREQUENT per step after —
+                  PT_XLA_DEBUG's own rule is FREQUENT after WARMUP_STEPS steps (csrc/runtime/metrics_analysis.cc
+                  `MetricFrequency("CompileTime", 0.5f, 10)`), whose ratio of totals keeps warning after compilation
+                  has stopped, so with two or more counts (reports, or the tool's `too frequent` lines) it is the
+                  compilations added after the warm-up that must exceed FREQUENT per step. The steps are the report's
+                  `[MetricsData; step=N]` header (N + 1: it counts from 0), its MarkStep counter or the tool's line;
+                  without them the graph executions (ExecuteTime samples: at least one per step) stand for the steps,
+                  which can only understate the rate. The level is the compilations beyond the allowance as a share of
+                  the compile + execute time when both totals are there (shares as profiler_ops: 5% moderate, 20%
+                  high), else high when they are at least one per step.
   host_sync       (a) `aten::_local_scalar_dense` per step: every read of a device scalar into Python (`.item()`,
                   `if t:`, printing a tensor) executes the pending graph and waits for it, cutting the step's graph;
                   more than SCALAR_READS_MODERATE per step (a logging loop reads one loss) is moderate, from
-                  SCALAR_READS_HIGH high. (b) ops without an XLA lowering (any other `aten::` counter, or the tool's
-                  `Op(s) not lowered` line): each call copies its tensors to the host, runs on the CPU and copies
-                  back, cutting the graph there; high when device-to-host transfers (TransferFromServerTime /
-                  TransferFromDeviceTime samples or the tool's `too frequent` line) reach one per step, else
-                  moderate. (c) without an unlowered op, transfers device-to-host at or above the tool's own
-                  FREQUENT per step: the host reads results every step (moderate).
+                  SCALAR_READS_HIGH high; with reports at several step counts, the reads added since the first. (b)
+                  ops run on the CPU (any other `aten::` counter, or the tool's `Op(s) not lowered` line; all but
+                  aten::nonzero, which runs there by design, lack a lowering): each call copies its tensors to the
+                  host, runs on the CPU and copies back, cutting the graph there; with the steps known, the calls
+                  (those added since the first report, with several) must reach FREQUENT per step (each is at least
+                  one device-to-host copy, which the tool tolerates below that: a few calls in a long run, an
+                  evaluation's or a checkpoint's, are not a cost of the steps); high when device-to-host transfers
+                  (TransferFromServerTime / TransferFromDeviceTime samples or the tool's `too frequent` line) reach
+                  one per step, else moderate. (c) without an unlowered op, transfers device-to-host at or above the
+                  tool's own FREQUENT per step, beyond the scalar reads of (a) (one copy each): the host reads results
+                  every step (moderate).
   PT_XLA_DEBUG's graph analysis blocks (`Compilation Analysis:` / `Execution Analysis:`): see `_graphs`.
 """
 
@@ -44,20 +51,33 @@ SCALAR_READS_MODERATE, SCALAR_READS_HIGH = 2, 10  # device scalar reads per step
 _TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → host copies (PJRT, XRT names)
 _COMPILE = "CompileTime"
 _OP = re.compile(r"aten::\w{1,200}")
-SITE_GRAPHS = WARM_GRAPHS + 1  # different graphs compiled at one place in the user's code: more than a warm-up's
-_STEP_END = re.compile(r"user mark_step$|mark_step in parallel loader|torch_xla\.compile$")  # a step's end
+# different graphs compiled at one place in the user's code, more than a healthy loop's there: the first step's (no
+# optimizer state yet), the steady step's, and the epoch's short last batch's
+SITE_GRAPHS = WARM_GRAPHS + 2
+# a step's end (debug_util.cpp's causes; 2.7 and later name mark_step `torch_xla.sync()`)
+_STEP_END = re.compile(r"user (?:mark_step|`?torch_xla\.sync\(\)`?)$|(?:mark_step|`?torch_xla\.sync\(\)`?) "
+                       r"(?:in parallel loader|when exiting a profiler StepTrace)|torch_xla\.compile$")
 _VALUE_READ = "most likely user code trying to access tensor value"
+_BY_DESIGN = ("aten::nonzero",)  # run on the CPU by design, not a missing lowering (docs/source/learn/troubleshoot.md)
+# what to run next, PyTorch/XLA's own tools (docs/source/learn/troubleshoot.md), not torch.compile's or CUDA's
+_NEXT_COMPILE = ("run with PT_XLA_DEBUG_LEVEL=2 (PT_XLA_DEBUG=1 on older builds): each compilation's cause, graph hash "
+                 "and Python frame; the frame whose graph hash changes from step to step is where the graph varies")
+_NEXT_READ = ("run with PT_XLA_DEBUG_LEVEL=2: each execution the tool ascribes to user code accessing a tensor's value "
+              "names the Python frame that read it")
+_NEXT_OP = ("print torch_xla.debug.metrics.metrics_report() after a few steps: each `Counter: aten::OP` is an op run on "
+            "the CPU, its value the calls; find where the step calls it")
 
 
 def allowance(steps: float) -> float:
     """Compilations a loop of `steps` steps may need without recompiling (module docstring)."""
-    return WARM_GRAPHS * min(steps, WARMUP_STEPS) + FREQUENT * max(steps - WARMUP_STEPS, 0.0)
+    return WARM_GRAPHS * WARMUP_STEPS + FREQUENT * max(steps - WARMUP_STEPS, 0.0)
 
 
 def _steps(report: dict) -> tuple[float | None, str]:
-    """A report's step count and what it comes from."""
+    """A report's step count and what it comes from. The header's N counts from 0 (debug/metrics_saver.py writes a
+    report after each mark_step, numbering them 0, 1, ...): `step=N` follows N + 1 steps."""
     if report.get("step") is not None:
-        return float(report["step"]), "step"
+        return float(report["step"]) + 1, "step"
     if report["counters"].get("MarkStep"):
         return float(report["counters"]["MarkStep"]), "MarkStep"
     return None, ""
@@ -74,12 +94,16 @@ def findings(source: str, xla: dict, out: list[dict], level: Callable[[float], s
     """Append the findings of one file's reports and PT_XLA_DEBUG lines to `out`; how many reports it holds."""
     reports = xla.get("reports") or []
     where = f"PyTorch/XLA metrics in {source}"
+    first = len(out)
     graphs = xla.get("graphs") or []
     if graphs and not reports and not (xla.get("frequent") or {}).get(_COMPILE):
         _graphs(f"PT_XLA_DEBUG graph analysis in {source}", graphs, out)
     else:
         _recompiles(where, reports, xla.get("frequent") or {}, out, level)
     _host_reads(where, reports, xla, out)
+    for f in out[first:]:
+        f.setdefault("next", _NEXT_COMPILE if f["hypothesis"] == cause_ids.RECOMPILATION else
+                     _NEXT_OP if f.get("culprits") else _NEXT_READ)
     return len(reports) + sum(len(v) for v in (xla.get("frequent") or {}).values()) + len(graphs)
 
 
@@ -106,8 +130,9 @@ def _graphs(where: str, graphs: list[dict], out: list[dict]) -> None:
     elif not steps and len(hashes) >= SITE_GRAPHS:
         out.append({"hypothesis": cause_ids.RECOMPILATION, "stated": True, "level": "moderate", "evidence": (
             f"{where}: the graph requested at {site} compiled {len(hashes)} different ways (graph hashes; cause: "
-            f"{', '.join(causes)[:200]}): a loop whose graph repeats compiles it once or twice — what changes there "
-            "(a shape, a Python value, a host read cutting the graph) recompiles it")})
+            f"{', '.join(causes)[:200]}): a loop whose graph repeats compiles it up to {SITE_GRAPHS - 1} times (the "
+            "first step's, the steady step's, a short last batch's) — what changes there (a shape, a Python value, "
+            "a host read cutting the graph) recompiles it")})
     if steps and reads / steps > SCALAR_READS_MODERATE:
         per = reads / steps
         out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
@@ -154,9 +179,10 @@ def _recompiles(where: str, reports: list[dict], frequent: dict, out: list[dict]
     times = (f" ({comp_s:,.1f} s compiling against {exec_s:,.1f} s executing graphs: "
              f"{share:.0%} of that time is compilations beyond the warm-up)") if share is not None else ""
     evidence = (f"{where}: {compiles:,} graph compilations (CompileTime samples) by {steps:g} {unit}{growth}{times}; "
-                f"a loop whose graph repeats compiles about {allowance(steps):.0f} by then (a few per step in its "
-                f"first {WARMUP_STEPS}, then cached). The graph changes from step to step: a shape that varies (pad "
-                "or bucket it), a Python value baked into the graph, a tensor read on the host mid-step; "
+                f"a loop whose graph repeats compiles about {allowance(steps):.0f} by then (up to "
+                f"{WARM_GRAPHS * WARMUP_STEPS} in its first {WARMUP_STEPS} steps, then cached). The graph changes "
+                "from step to step: a shape that varies (pad or bucket it), a Python value baked into the graph, a "
+                "tensor read on the host mid-step; "
                 "PT_XLA_DEBUG_LEVEL=2 prints each compilation's cause and Python frame")
     out.append({"hypothesis": cause_ids.RECOMPILATION, "level": lvl, "stated": True, "evidence": evidence,
                 **({"share": share} if share is not None else {})})
@@ -167,16 +193,29 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
     steps, source = _steps(last)
     counters = last["counters"]
     reads = counters.get(SCALAR_READS)
-    if reads and steps:
-        per = reads / steps
+    # with reports at two step counts or more, the reads added since the first (its step may hold a one-off burst:
+    # a check of every parameter); a counter at 0 is not printed
+    base = min((r for r in reports if _steps(r)[0]), key=lambda r: _steps(r)[0], default=None)
+    first = (_steps(base)[0], base["counters"].get(SCALAR_READS, 0)) if base is not None else None
+    span, added = (steps - first[0], reads - first[1]) if reads and steps and first and first[0] < steps \
+        and first[1] <= reads else (steps, reads)
+    if added and span:
+        per = added / span
+        since = f", since step {first[0]:g}" if span != steps else ""
         if per > SCALAR_READS_MODERATE:
             out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
                         "level": "high" if per >= SCALAR_READS_HIGH else "moderate", "evidence": (
-                f"{where}: {reads:,} device scalars read into Python ({SCALAR_READS}) in {steps:g} steps "
-                f"({source}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
+                f"{where}: {added:,} device scalars read into Python ({SCALAR_READS}) in {span:g} steps "
+                f"({source}{since}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
                 "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
     ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
-    named = list(xla.get("unlowered") or [])
+    calls, over = sum(ops.values()), steps
+    if base is not None and steps and _steps(base)[0] < steps:  # the calls added since the first report, as the reads
+        calls -= sum(base["counters"].get(op, 0) for op in ops)
+        over = steps - _steps(base)[0]
+    if ops and over and calls / over < FREQUENT:
+        ops = {}  # fewer CPU round trips than the tool tolerates device-to-host copies: not a cost of the steps
+    named = [op for op in xla.get("unlowered") or [] if op not in counters or op in ops]
     for op in ops:
         if op not in named:
             named.append(op)
@@ -186,24 +225,40 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
         moved = (f"; {transfers[0]:,} copies device to host in {transfers[1]:,} steps ({rate:.1f} per step)"
                  if transfers else "")
         calls = ", ".join(f"{op} ({ops[op]:,} calls)" if op in ops else op for op in named[:6])
+        missing = [op for op in named if op not in _BY_DESIGN]
+        why = "; ".join(([f"{', '.join(missing[:6])} {'have' if len(missing) > 1 else 'has'} no XLA lowering "
+                          f"(replace {'them' if len(missing) > 1 else 'it'} or request the lowering)"] if missing
+                         else []) + (["aten::nonzero runs there by design, its output's size depending on the values "
+                                      "(masked indexing): torch.where or a fixed-size mask avoids it"]
+                                     if len(missing) < len(named) else []))
         out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True,
                     "level": "high" if rate is not None and rate >= 1 else "moderate", "culprits": named[:6],
                     "evidence": (
-            f"{where}: op{'s' * (len(named) > 1)} without an XLA lowering: {calls}{moved}. PyTorch/XLA runs "
-            "such an op on the CPU: its tensors go to the host and back and the step's graph is cut there — "
-            "replace the op or request its lowering")})
-    elif transfers and transfers[0] / transfers[1] >= FREQUENT:
+            f"{where}: op{'s' * (len(named) > 1)} run on the CPU: {calls}{moved}. Each call's tensors go to the "
+            f"host and back and the step's graph is cut there; {why}")})
+        return
+    # each scalar read judged in (a) is a device-to-host copy of its own: a loop reading one loss a step, within
+    # (a)'s allowance, makes one a step too; the copies beyond the reads must reach FREQUENT per step
+    paired = reads if reads and steps and transfers is not None and transfers == _transfers(last, {}) else 0
+    if transfers and (transfers[0] - paired) / transfers[1] >= FREQUENT:
+        besides = f", {paired:,} of them scalar reads" if paired else ""
         out.append({"hypothesis": cause_ids.HOST_SYNC, "stated": True, "level": "moderate", "evidence": (
+            f"{where}: {transfers[0]:,} copies device to host in {transfers[1]:,} steps{besides} "
+            f"({(transfers[0] - paired) / transfers[1]:.1f} per step beyond them): the host reads results every "
+            "step (`.item()`, `.cpu()`, printing), each a wait for the device" if paired else
             f"{where}: {transfers[0]:,} copies device to host in {transfers[1]:,} steps "
             f"({transfers[0] / transfers[1]:.1f} per step): the host reads results every step (`.item()`, "
             "`.cpu()`, printing), each a wait for the device")})
 
 
 def _transfers(report: dict, xla: dict) -> tuple[int, int] | None:
-    """(device-to-host copies, steps) from the tool's `too frequent` lines, else the report's samples."""
+    """(device-to-host copies, steps) from the tool's `too frequent` lines, else the report's samples. With two lines
+    or more, the copies added between the first and the last: the tool's ratio of totals keeps warning after a burst
+    at the start (as its CompileTime warning does after compiling stopped)."""
     for name in _TRANSFERS:
         if lines := (xla.get("frequent") or {}).get(name):
-            return max(lines, key=lambda p: p[1])
+            (c0, s0), (c1, s1) = min(lines, key=lambda p: p[1]), max(lines, key=lambda p: p[1])
+            return (c1 - c0, s1 - s0) if s1 > s0 and c1 >= c0 else (c1, s1)  # fewer later: another process's
     steps, _ = _steps(report)
     for name in _TRANSFERS:
         n = (report["metrics"].get(name) or {}).get("samples")

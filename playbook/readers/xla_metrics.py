@@ -18,6 +18,8 @@ TransferFromDeviceTime (copies device → host), TransferToServerTime / Transfer
 rule, csrc/runtime/metrics_analysis.cc `UnloweredOp`). A report starts at its header, or where a metric already read
 appears again (reports printed one after another).
 
+Each line may stand behind torch_xla.distributed.xla_dist's `10.164.0.25 [0] ` (a worker's address and ordinal).
+
 PT_XLA_DEBUG=1 (metrics_analysis.cc, prefix `pt-xla-profiler`; also behind a logger's `WARNING:` or a progress bar):
   pt-xla-profiler: CompileTime too frequent: 21 counts during 11 steps
   pt-xla-profiler: TransferFromDeviceTime too frequent: 11 counts during 11 steps   (older: TransferFromServerTime)
@@ -61,11 +63,12 @@ _P50 = re.compile(r"(?:^|;\s*)50%=(\S{1,60}?)(?:;|$)")
 _PROFILER = re.compile(r"pt-xla-profiler:\s?")
 _FREQUENT = re.compile(r"^(\w{1,100}) too frequent: (\d{1,15}) counts during (\d{1,15}) steps")
 _SLOW = re.compile(r"^(\w{1,100}) too slow: longest instance took (\S{1,60}?)\.?(?:\s|$)")
-_UNLOWERED = re.compile(r"^Op\(s\) not lowered: (.{1,4000}?)\s*(?:Please open|$)")
+_UNLOWERED = re.compile(r"^Op\(s\) not lowered: ")  # the ops up to `Please open` (a lazy match with \s* is quadratic)
 _OP = re.compile(r"aten::\w{1,200}")
 _ANALYSIS = re.compile(r"^\s*(?:Unexpected )?(Compilation|Execution|Post Compilation) Analysis: ?(.{0,2000})$")
 _FRAME = re.compile(r"^\s+(\S{1,300}) \((.{1,1000}):(\d{1,9})\)\s*$")
 _OWN_FILES = re.compile(r"[/\\](?:torch_xla|torch)[/\\]")  # frames of torch_xla's and torch's own code
+_WORKER = re.compile(r"\d{1,3}(?:\.\d{1,3}){3} \[\d{1,5}\] ")  # xla_dist's `ADDRESS [ORDINAL] ` before a worker's line
 MAX_GRAPHS = 100_000
 MAX_REPORTS = 10_000  # reports kept per file: a log of endless reports cannot grow memory
 SCALAR_READS = "aten::_local_scalar_dense"
@@ -97,20 +100,31 @@ class XlaMetrics:
         self._open: tuple[str, str] | None = None  # ("metric" | "counter", name) whose fields come next
         self._pending: tuple[str, str] | None = None  # a Metric: / Counter: line not yet confirmed by its field
         self._cur: dict | None = None  # the report being read
+        self._kept = False  # whether it is in self.reports
         self.graphs: list[dict] = []
         self._graph: dict | None = None  # the analysis block being read
         self._in_frames = False
 
     def _report(self, fresh: bool = False) -> dict:
-        """The report being read; a new one when `fresh` (or none is open), kept up to MAX_REPORTS."""
+        """The report being read; a new one when `fresh` (or none is open), kept (`_keep`) at its first block."""
         if fresh or self._cur is None:
-            self._cur = {"step": self._step, "metrics": {}, "counters": {}}
+            self._cur, self._kept = {"step": self._step, "metrics": {}, "counters": {}}, False
             self._step = None
-            if len(self.reports) < MAX_REPORTS:
-                self.reports.append(self._cur)
         return self._cur
 
+    def _keep(self, report: dict) -> None:
+        """Keep a report that holds a block: the first MAX_REPORTS - 1 and the latest (a metrics file gains one a
+        step: its last is the one judged)."""
+        if not self._kept:
+            if len(self.reports) < MAX_REPORTS:
+                self.reports.append(report)
+            else:
+                self.reports[-1] = report
+            self._kept = True
+
     def feed(self, body: str) -> bool:
+        if body[:1].isdigit() and (w := _WORKER.match(body)) is not None:
+            body = body[w.end():]
         if (m := _ANALYSIS.match(body)) is not None:
             return self._analysis(m.group(1), m.group(2))
         if (m := _PROFILER.search(body)) is not None:
@@ -137,6 +151,7 @@ class XlaMetrics:
             report = self._report()
             if report["metrics"].get(name) or name in report["counters"]:
                 report = self._report(fresh=True)  # the same metric again: the next report printed
+            self._keep(report)
             if kind == "metric":
                 report["metrics"][name] = {"samples": None, "total": math.nan, "unit": "", "p50": math.nan}
             self._open, self._pending = (kind, name), None
@@ -159,14 +174,14 @@ class XlaMetrics:
 
     def _profiler(self, text: str) -> bool:
         self._open = self._pending = None
-        if (m := _FREQUENT.match(text)) is not None:
+        if (m := _FREQUENT.match(text)) is not None and int(m.group(3)) > 0:  # the tool judges no step 0: damage
             self.frequent.setdefault(m.group(1), []).append((int(m.group(2)), int(m.group(3))))
         elif (m := _SLOW.match(text)) is not None:
             sec, unit = quantity(m.group(2))
             if unit == "s":
                 self.slow[m.group(1)] = max(self.slow.get(m.group(1), 0.0), sec)
         elif (m := _UNLOWERED.match(text)) is not None:
-            for op in _OP.findall(m.group(1)):
+            for op in _OP.findall(text[m.end():m.end() + 4000].split("Please open", 1)[0]):
                 if op not in self.unlowered and op != SCALAR_READS:
                     self.unlowered.append(op)
         return True  # any other pt-xla-profiler line (frame analysis, rules): the tool's, read as such
