@@ -20,7 +20,7 @@ def _phases(path) -> dict[str, float]:
 
 @pytest.mark.parametrize(("name", "want"), [
     ("exposed_generation", "wait"), ("perf/train_wait_time", "wait"), ("rollout_idle", "wait"),
-    ("weight_sync", "handoff"), ("timing_s/update_weights", "handoff"), ("sync_rollout_weights", "handoff"),
+    ("weight_sync", "handoff"), ("sync_rollout_weights", "handoff"), ("broadcast_weights", "handoff"),
     ("perf/sleep_time", "handoff"), ("wake_up", "handoff"), ("offload_optimizer", "handoff"), ("refit", "handoff"),
     ("prepare_for_generation/transfer_and_update_weights", "handoff"),
     ("gen", None), ("update_actor", None), ("policy_training", None), ("old_log_prob", None), ("data", None),
