@@ -50,3 +50,40 @@ def test_megatrons_parameter_all_gather_and_optimizer_copy_are_no_hand_off(tmp_p
     log.write_text("\n".join(lines) + "\n")
     _, kinds = _diagnose(log)
     assert not any(k.startswith("phase:handoff") for k in kinds)
+
+
+def test_a_colocated_verl_run_whose_stages_add_up_to_its_step_is_no_pipeline(tmp_path):
+    # the hybrid engine: generation, then log-probs, then the update, on the same GPUs; the step is their sum
+    log = tmp_path / "verl.log"
+    log.write_text("".join(
+        f"step:{s} - actor/pg_loss:0.01 - timing_s/gen:{52.0 + 0.3 * (s % 4):.2f} - timing_s/reward:0.8 - "
+        f"timing_s/old_log_prob:7.4 - timing_s/ref:7.1 - timing_s/adv:0.1 - timing_s/update_actor:27.5 - "
+        f"timing_s/update_weights:3.2 - timing_s/step:{98.4 + 0.3 * (s % 4):.2f}\n" for s in range(1, 41)))
+    d, kinds = _diagnose(log)
+    assert "stage_imbalance" not in kinds and "phase:handoff" not in kinds
+    assert d.verdict["id"] == "healthy"
+
+
+def test_a_colocated_nemo_rl_run_is_no_pipeline(tmp_path):
+    lines = []
+    for s in range(1, 25):
+        gen = 40.0 + 0.4 * (s % 3)
+        lines += [f"========================= Step {s}/24 =========================", "", "⏱️  Timing:",
+                  f"  • Total step time: {gen + 33.0:.2f}s", f"  • generation: {gen:.2f}s",
+                  "  • policy_training: 21.00s", "  • policy_and_reference_logprobs: 8.50s",
+                  "  • reward_calculation: 2.10s", "  • data_processing: 1.20s", ""]
+    log = tmp_path / "nemo_rl.log"
+    log.write_text("\n".join(lines) + "\n")
+    d, kinds = _diagnose(log)
+    # (its 1.2 s of data_processing is read as the data phase, a wait, as before the stages were read)
+    assert "stage_imbalance" not in kinds and d.verdict["id"] != "pipeline_imbalance"
+
+
+def test_stages_that_overlap_in_a_pipeline_still_idle_at_the_slowest_ones_pace(tmp_path):
+    # three stages at work at once (their sum, 76 s, is more than twice the 31 s step): the slower paces idle
+    log = tmp_path / "async.log"
+    log.write_text("".join(
+        f"step:{s} - timing_s/gen:{30.0 + 0.1 * (s % 3):.1f} - timing_s/reward:20.0 - timing_s/update_actor:26.0 - "
+        f"timing_s/step:{31.0 + 0.1 * (s % 3):.1f}\n" for s in range(1, 41)))
+    d, kinds = _diagnose(log)
+    assert kinds.get("stage_imbalance", 0) > 0 and d.verdict["id"] == "pipeline_imbalance"

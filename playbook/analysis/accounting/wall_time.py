@@ -257,15 +257,30 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     # a step whose own timers measure the wait for the other side (a queue wait, a hand-off: handoff.py) states the
     # idle side itself: the pipeline model below, which infers it from the stages' sizes, would count it again
     measured = secs[[p for p in secs.index if p in sa.QUEUE_PHASES or p in ("handoff", "tail")]].sum()
-    if len(stages) >= 2 and not measured > 0:
+    span = _span(steps, rank, ordinary)
+    # stages that add up to no more than the step ran one after another (NEST_TOL): the step lasts their sum, not the
+    # slowest one's pace, and on which GPUs the timers do not say (verl's hybrid engine, NeMo-RL colocated: every GPU
+    # in every stage, none idle), so their sizes are no loss; a pipeline's stages overlap, their sum past the step
+    serial = np.isfinite(span) and float(secs.sum()) <= span * (1 + NEST_TOL)
+    if len(stages) >= 2 and not measured > 0 and not serial:
         top = str(stages.idxmax())
         # a pipeline of k stages runs at the slowest one's pace: the others idle 1 - mean/max of the time
         lost = min(float(stages.sum() * (1.0 - stages.mean() / stages.max())), left)
-        share = float(stages.max() / secs.sum()) if secs.sum() > 0 else 0.0
+        share = float(stages.max() / (span if np.isfinite(span) else secs.sum())) if secs.sum() > 0 else 0.0
         out.append(Bucket("stage_imbalance", lost, names=[name] if name else [], steps=sorted(ordinary)[:16],
                           detail=f"a {top} stage taking {share:.0%} of every step by its own timers (in a "
                                  f"pipeline of the {len(stages)} stages the others idle while it runs)"))
     return out, gaps_out
+
+
+def _span(steps: pd.DataFrame, rank, ordinary: dict[int, float]) -> float:
+    """The ordinary steps' own time on `rank`, each weighted as its stages are; inf for a log with no step time of
+    its own (then whether its stages overlap is not known: read as a pipeline, as before)."""
+    whole = steps[(steps["rank"] == rank) & (steps["phase"] == "step") & steps["step"].isin(ordinary)]
+    if whole.empty:
+        return float("inf")
+    per = whole.groupby("step")["duration_s"].max()
+    return float((per * per.index.map(ordinary).astype(np.float64)).sum())
 
 
 # the phases a hand-off between GPU roles names (readers/step_log/handoff.py, sample_tail.py), said as what they are
