@@ -117,3 +117,16 @@ def test_a_metrics_line_the_paste_wrapped_inside_a_number_is_read_whole(tmp_path
     ph = _phases(log)
     assert ph["gen"] == pytest.approx(41.25) and ph["update_actor"] == pytest.approx(20.0)
     assert ph["step"] == pytest.approx(65.0)
+
+
+def test_a_spread_of_other_per_sample_work_carves_no_tail_from_a_stage_of_its_size(tmp_path):
+    # the agent loop's tool calls (max 12 s, mean 3 s) beside a 12.3 s reward stage: the reward stage runs after the
+    # rollout, not its samples; only the rollout stage (gen) is held by its slowest sample, and gen (150 s) is more
+    # than 5% past the generation's maximum (140 s) here: no tail at all
+    log = tmp_path / "agent.log"
+    log.write_text("step:4 - timing_s/agent_loop/generate_sequences/max:140.0 - "
+                   "timing_s/agent_loop/generate_sequences/mean:100.0 - timing_s/agent_loop/tool_calls/max:12.0 - "
+                   "timing_s/agent_loop/tool_calls/mean:3.0 - timing_s/gen:150.0 - timing_s/reward:12.3 - "
+                   "timing_s/update_actor:60.0 - timing_s/step:223.0\n")
+    ph = _phases(log)
+    assert "tail" not in ph and ph["reward"] == pytest.approx(12.3)
