@@ -87,3 +87,16 @@ def test_stages_that_overlap_in_a_pipeline_still_idle_at_the_slowest_ones_pace(t
         f"timing_s/step:{31.0 + 0.1 * (s % 3):.1f}\n" for s in range(1, 41)))
     d, kinds = _diagnose(log)
     assert kinds.get("stage_imbalance", 0) > 0 and d.verdict["id"] == "pipeline_imbalance"
+
+
+def test_a_pipeline_parallel_ranks_send_recv_wait_is_not_called_a_hand_off_between_gpu_roles(tmp_path):
+    # DeepSpeed's pipeline engine timers (pipe_send_output, pipe_recv_grad) are a wait on the neighbouring pipeline
+    # stage, read as the `wait` phase since before the hand-off reading: its wording names no hand-off it cannot know
+    log = tmp_path / "pipe.log"
+    log.write_text("".join(
+        f"rank=0 time (ms) | train_batch: {4000.0 + 5 * (i % 3):.2f} | batch_input: 20.00 | forward: 900.00 | "
+        "pipe_send_output: 400.00 | pipe_recv_grad: 700.00 | backward: 1700.00 | reduce_grads: 150.00 | "
+        "step: 130.00\n" for i in range(30)))
+    d, _ = _diagnose(log)
+    wait = [b for b in d.accounting["buckets"] if b["kind"] == "phase:wait"]
+    assert wait and "hand-off" not in wait[0]["detail"]

@@ -285,7 +285,9 @@ def _span(steps: pd.DataFrame, rank, ordinary: dict[int, float]) -> float:
 
 # the phases a hand-off between GPU roles names (readers/step_log/handoff.py, sample_tail.py), said as what they are
 _HANDOFF_WORDING = {
-    "wait": "the step's own timed wait for the other side of a hand-off: the side it waits on is the bottleneck",
+    # a `wait` is also a pipeline-parallel rank's send / recv (timer_line.py): the wording names no hand-off
+    "wait": "the step's own timed wait for another stage or side (a rollout, a neighbouring pipeline stage): the one "
+            "it waits on is the bottleneck",
     "handoff": "the hand-off between GPU roles (weights synced, memory offloaded and reloaded): neither side works",
     "tail": "the batch waiting on its slowest sample: the stage lasts as long as its longest sample, the others "
             "finish at the samples' mean"}
