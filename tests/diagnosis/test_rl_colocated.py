@@ -11,6 +11,7 @@ import pytest
 from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 from playbook.readers.step_log.handoff import stage
+from playbook.readers.step_log.vocab import classify
 
 
 def _diagnose(path):
@@ -100,3 +101,18 @@ def test_a_pipeline_parallel_ranks_send_recv_wait_is_not_called_a_hand_off_betwe
     d, _ = _diagnose(log)
     wait = [b for b in d.accounting["buckets"] if b["kind"] == "phase:wait"]
     assert wait and "hand-off" not in wait[0]["detail"]
+
+
+@pytest.mark.parametrize(("key", "phase"), [("timers/comm_wait", "collective"), ("time/exposed_comm", "collective"),
+                                            ("time/h2d_wait", "h2d"), ("timing_s/exposed_generation", "wait")])
+def test_a_timer_familys_wait_named_for_what_it_waits_on_is_that_phases(key, phase):
+    assert classify(key, None)[:2] == ("phase", phase)
+
+
+def test_a_supervised_runs_timed_communication_wait_is_not_a_pipeline_imbalance(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(
+        f"step:{s} - loss:{2.0 - s * 0.001:.4f} - time/forward:0.21 - time/backward:0.42 - time/comm_wait:0.18 - "
+        f"time/optimizer:0.05 - time/step:{0.86 + 0.002 * (s % 3):.3f}\n" for s in range(1, 61)))
+    d, kinds = _diagnose(log)
+    assert "phase:wait" not in kinds and d.verdict["id"] != "pipeline_imbalance"

@@ -387,7 +387,10 @@ def _family(key: str, unit: str | None):
         stage = "eval"
     elif lw & {"checkpoint", "ckpt", "save", "saving"}:
         stage = "checkpoint"
-    stage = _PHASE_WORDS.get(stage, None) or handoff.stage(stage) or stage  # a wait or a hand-off: handoff.py
+    kind_of = handoff.stage(stage)  # a wait or a hand-off: handoff.py
+    # a wait named for what it waits on is that phase's (`comm_wait`, `exposed_comm`, `h2d_wait`), not another side's
+    waited = [_PHASE_WORDS[w] for w in stage.split("_") if w in _PHASE_WORDS] if kind_of == "wait" else []
+    stage = _PHASE_WORDS.get(stage, None) or (waited[0] if waited else kind_of) or stage
     return ("phase", stage, f, FAMILY) if stage else None
 
 
