@@ -116,3 +116,13 @@ def test_a_supervised_runs_timed_communication_wait_is_not_a_pipeline_imbalance(
         f"time/optimizer:0.05 - time/step:{0.86 + 0.002 * (s % 3):.3f}\n" for s in range(1, 61)))
     d, kinds = _diagnose(log)
     assert "phase:wait" not in kinds and d.verdict["id"] != "pipeline_imbalance"
+
+
+def test_a_data_wait_outside_the_step_timer_is_no_timer_around_its_stages(tmp_path):
+    # the step timer (0.5 s) holds forward and backward (0.2 + 0.3 s); the 0.5 s of loading is outside it, not a timer
+    # around them: the enclosing-timer rule (wall_time._without_enclosing) must leave it, and it is the loss
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {s} | loss {2.0 - s * 0.001:.3f} | data_time 0.500 | fwd_time 0.200 | "
+                           f"bwd_time 0.300 | step_time 0.500\n" for s in range(1, 81)))
+    d, kinds = _diagnose(log)
+    assert kinds.get("phase:data", 0) > 0 and d.verdict["id"] == "data_starvation"

@@ -292,6 +292,7 @@ _HANDOFF_WORDING = {
     "tail": "the batch waiting on its slowest sample: the stage lasts as long as its longest sample, the others "
             "finish at the samples' mean"}
 NEST_TOL = 0.05  # stages that add up to more than the step by this share cannot all be one after another
+BESIDE_STEP = ("data", "eval", "checkpoint", "log")  # stages a loop runs between its steps: no timer around others
 
 
 def _without_enclosing(part: pd.DataFrame, whole: pd.DataFrame) -> pd.DataFrame:
@@ -311,7 +312,10 @@ def _without_enclosing(part: pd.DataFrame, whole: pd.DataFrame) -> pd.DataFrame:
         # it overlaps the others by the excess, so they hold at least that much (a lone stage beside the step's
         # timer, lerobot's `data_s` outside its `updt_s`, holds none: it is outside the step, not around a stage)
         rest = total - rows["duration_s"]
-        fits = rows[(rows["duration_s"] >= excess) & (rest <= limit) & (rest >= excess)]
+        # a loop's stages between its steps (loading the next batch, an evaluation, a save) hold none of the step's
+        # own: `data_time` beside `fwd_time` + `bwd_time` = `step_time` is outside the step, however the sums fall
+        inside = ~rows["phase"].astype(str).isin(BESIDE_STEP)
+        fits = rows[inside & (rows["duration_s"] >= excess) & (rest <= limit) & (rest >= excess)]
         if len(fits):  # a timer around others is at least as long as what it holds: the longest that fits
             drop.append(fits["duration_s"].idxmax())
     return part.drop(index=drop) if drop else part
