@@ -130,3 +130,16 @@ def test_a_spread_of_other_per_sample_work_carves_no_tail_from_a_stage_of_its_si
                    "timing_s/update_actor:60.0 - timing_s/step:223.0\n")
     ph = _phases(log)
     assert "tail" not in ph and ph["reward"] == pytest.approx(12.3)
+
+
+def test_a_running_total_under_a_steps_time_is_no_stage_of_it(tmp_path):
+    # `wall_time` / `runtime` after a step's own time count since the start (41 s by step 80 of 0.52 s steps): they
+    # are no stage of the step, as `perf/train_time` under `perf/step_time` is
+    log = tmp_path / "run.log"
+    lines, wall = [], 0.0
+    for s in range(1, 41):
+        wall += 0.52
+        lines += ["Timing:", "  Total step time: 0.520s", "  forward_backward: 0.470s", f"  runtime: {wall:.1f}s",
+                  f"step time: 0.520s  loss: {2.3 - s * 0.001:.3f}", f"  wall_time: {wall + 0.2:.1f}s"]
+    log.write_text("\n".join(lines) + "\n")
+    assert not {"runtime", "wall", "wall_time"} & set(_phases(log))
