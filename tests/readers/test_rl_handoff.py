@@ -141,5 +141,7 @@ def test_a_running_total_under_a_steps_time_is_no_stage_of_it(tmp_path):
         wall += 0.52
         lines += ["Timing:", "  Total step time: 0.520s", "  forward_backward: 0.470s", f"  runtime: {wall:.1f}s",
                   f"step time: 0.520s  loss: {2.3 - s * 0.001:.3f}", f"  wall_time: {wall + 0.2:.1f}s"]
+        if s % 10 == 0:
+            lines += [f"step time: 0.520s  loss: {2.3 - s * 0.001:.3f}", "  epoch_time: 10.4s"]  # an epoch's span
     log.write_text("\n".join(lines) + "\n")
-    assert not {"runtime", "wall", "wall_time"} & set(_phases(log))
+    assert not {"runtime", "wall", "wall_time", "epoch"} & set(_phases(log))
