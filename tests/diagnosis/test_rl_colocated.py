@@ -6,8 +6,13 @@ whose other stages idle. Stages that overlap (their sum well past the step) stil
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
+import pandas as pd
 import pytest
 
+from playbook.analysis.accounting.wall_time import _without_enclosing
 from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
 from playbook.readers.step_log.handoff import stage
@@ -126,3 +131,14 @@ def test_a_data_wait_outside_the_step_timer_is_no_timer_around_its_stages(tmp_pa
                            f"bwd_time 0.300 | step_time 0.500\n" for s in range(1, 81)))
     d, kinds = _diagnose(log)
     assert kinds.get("phase:data", 0) > 0 and d.verdict["id"] == "data_starvation"
+
+
+def test_the_enclosing_timer_rule_keeps_pace_with_a_long_run():
+    # 20,000 steps each with a wait around its other stages: a loop over the steps took 25 s here
+    n = 20000
+    df = pd.DataFrame({"step": np.repeat(np.arange(n), 4), "phase": np.tile(["step", "fwd", "bwd", "wait"], n),
+                       "duration_s": np.tile([0.5, 0.2, 0.3, 0.5], n)})
+    t0 = time.perf_counter()
+    kept = _without_enclosing(df[df["phase"] != "step"], df[df["phase"] == "step"])
+    assert time.perf_counter() - t0 < 5.0
+    assert set(kept["phase"]) == {"fwd", "bwd"} and len(kept) == 2 * n

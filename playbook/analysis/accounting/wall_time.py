@@ -300,25 +300,23 @@ def _without_enclosing(part: pd.DataFrame, whole: pd.DataFrame) -> pd.DataFrame:
     to more than the step (by NEST_TOL) and dropping one stage, at least as long as the excess, brings them within
     it, that stage is a timer around some of the others (vime's `train_wait_time` around its `sleep_time` and
     `wake_up_time`): its parts are the finer account, and it is left out so no second is counted twice."""
-    if whole.empty:
+    if whole.empty or part.empty:
         return part
-    step_s = whole.groupby("step")["duration_s"].max()
-    drop = []
-    for stepno, rows in part.groupby("step"):
-        total, limit = float(rows["duration_s"].sum()), float(step_s.get(stepno, np.nan)) * (1 + NEST_TOL)
-        if not total > limit:
-            continue
-        excess = total - limit / (1 + NEST_TOL)
-        # it overlaps the others by the excess, so they hold at least that much (a lone stage beside the step's
-        # timer, lerobot's `data_s` outside its `updt_s`, holds none: it is outside the step, not around a stage)
-        rest = total - rows["duration_s"]
-        # a loop's stages between its steps (loading the next batch, an evaluation, a save) hold none of the step's
-        # own: `data_time` beside `fwd_time` + `bwd_time` = `step_time` is outside the step, however the sums fall
-        inside = ~rows["phase"].astype(str).isin(BESIDE_STEP)
-        fits = rows[inside & (rows["duration_s"] >= excess) & (rest <= limit) & (rest >= excess)]
-        if len(fits):  # a timer around others is at least as long as what it holds: the longest that fits
-            drop.append(fits["duration_s"].idxmax())
-    return part.drop(index=drop) if drop else part
+    d = part["duration_s"].astype(np.float64)
+    step = part["step"].map(whole.groupby("step")["duration_s"].max()).astype(np.float64)  # NaN: no step time
+    total = d.groupby(part["step"]).transform("sum")
+    limit, excess, rest = step * (1 + NEST_TOL), total - step, total - d
+    # it overlaps the others by the excess, so they hold at least that much (a lone stage beside the step's timer,
+    # lerobot's `data_s` outside its `updt_s`, holds none: it is outside the step, not around a stage); a loop's stages
+    # between its steps (loading the next batch, an evaluation, a save) hold none of the step's own: `data_time`
+    # beside `fwd_time` + `bwd_time` = `step_time` is outside the step, however the sums fall
+    fits = ((total > limit) & ~part["phase"].astype(str).isin(BESIDE_STEP) & (d >= excess) & (rest <= limit)
+            & (rest >= excess))
+    if not fits.any():
+        return part
+    # a timer around others is at least as long as what it holds: per step, the longest that fits (vectorized: a
+    # loop over 20,000 steps took 25 s)
+    return part.drop(index=d[fits].groupby(part.loc[fits, "step"]).idxmax().to_numpy())
 
 
 _STEP_WORD = re.compile(r"\bstep(s?)\b")
