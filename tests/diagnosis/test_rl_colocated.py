@@ -25,7 +25,8 @@ def _diagnose(path):
 
 
 @pytest.mark.parametrize("name", ["weight_update_time", "param_update", "params-all-gather",
-                                  "optimizer-copy-main-to-model-params", "timing_s/update_weights"])
+                                  "optimizer-copy-main-to-model-params", "timing_s/update_weights",
+                                  "master_param_copy_time", "ema_weights_copy"])
 def test_the_trainings_own_weight_update_and_parameter_traffic_are_no_hand_off(name):
     assert stage(name) is None
 

@@ -27,9 +27,10 @@ _HANDOFF_WORDS = frozenset(("sleep", "wake", "wakeup", "offload", "onload", "ref
 _WEIGHT_WORDS = frozenset(("weight", "weights", "param", "params", "parameter", "parameters", "model"))
 _MOVE_WORDS = frozenset(("sync", "synchronize", "broadcast", "transfer", "load", "reload", "send", "push", "gather",
                          "copy"))
-# the training's own handling of its parameters: the optimizer's, or a collective among its ranks (`params-all-gather`)
-_OWN_WORDS = frozenset(("optimizer", "optim", "grad", "grads", "gradient", "gradients", "all", "allgather",
-                        "allreduce", "reduce", "scatter"))
+# the training's own handling of its parameters: the optimizer's, its own copies of them (mixed precision's master /
+# main weights, an EMA), or a collective among its ranks (`params-all-gather`)
+_OWN_WORDS = frozenset(("optimizer", "optim", "grad", "grads", "gradient", "gradients", "master", "main", "ema", "all",
+                        "allgather", "allreduce", "reduce", "scatter"))
 _SPLIT = re.compile(r"[^a-z0-9]+")
 
 
