@@ -29,6 +29,8 @@ MIN_FIELDS = 3  # fields a held line states: a metrics line, not a message
 def tail_fields(text: str, found: dict) -> dict:
     """`found` (name -> (value, role), the grammar's fields of `text`) with the long tail split off the stage that
     lasts as long as the samples' maximum; unchanged when the line states no spread or no such stage."""
+    if "/max" not in text:  # no samples' maximum: nothing to match (and the pattern is costly on a long line)
+        return found
     stats: dict[str, dict[str, float]] = {}
     for m in _STAT.finditer(text):
         stats.setdefault(m["path"], {})[m["stat"]] = float(m["v"])
