@@ -110,7 +110,8 @@ def test_a_pipeline_parallel_ranks_send_recv_wait_is_not_called_a_hand_off_betwe
 
 
 @pytest.mark.parametrize(("key", "phase"), [("timers/comm_wait", "collective"), ("time/exposed_comm", "collective"),
-                                            ("time/h2d_wait", "h2d"), ("timing_s/exposed_generation", "wait")])
+                                            ("time/h2d_wait", "h2d"), ("timing_s/exposed_generation", "wait"),
+                                            ("timing_s/wait_for_data", "data"), ("timers/nccl_wait", "collective")])
 def test_a_timer_familys_wait_named_for_what_it_waits_on_is_that_phases(key, phase):
     assert classify(key, None)[:2] == ("phase", phase)
 

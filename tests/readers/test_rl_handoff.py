@@ -145,3 +145,13 @@ def test_a_running_total_under_a_steps_time_is_no_stage_of_it(tmp_path):
             lines += [f"step time: 0.520s  loss: {2.3 - s * 0.001:.3f}", "  epoch_time: 10.4s"]  # an epoch's span
     log.write_text("\n".join(lines) + "\n")
     assert not {"runtime", "wall", "wall_time", "epoch"} & set(_phases(log))
+
+
+def test_a_timing_lines_wait_named_for_what_it_waits_on_is_that_phases(tmp_path):
+    # under a step's own time: `wait_for_data` is the loader's wait, `barrier_wait` the ranks', `rollout_wait` the
+    # other side's
+    log = tmp_path / "block.log"
+    log.write_text("⏱️  Timing:\n  • Total step time: 10.00s\n  • wait_for_data: 1.50s\n  • barrier_wait: 0.50s\n"
+                   "  • rollout_wait: 2.00s\n  • policy_training: 6.00s\n")
+    ph = _phases(log)
+    assert ph["data"] == pytest.approx(1.5) and ph["barrier"] == pytest.approx(0.5) and ph["wait"] == pytest.approx(2.0)

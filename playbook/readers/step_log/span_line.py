@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-from playbook.readers.step_log import handoff
 from playbook.readers.step_log.counter import StepCounter
 from playbook.readers.step_log.vocab import (
     CUMULATIVE,
@@ -24,6 +23,7 @@ from playbook.readers.step_log.vocab import (
     PER_STEP,
     STEP_NAMES,
     norm_key,
+    stage_by_meaning,
 )
 
 # a bare integer: not part of a number, word, key (`bs=32`, `epoch 3`), ratio, stamp or unit-suffixed value (`5s`)
@@ -122,7 +122,7 @@ def trail_stages(fields: dict, body: str) -> dict:
             name = _FAMILY_HEAD.sub("", norm_key(key.rsplit("/", 1)[-1])).removesuffix("_time").removesuffix("_s")
             # kept as read: a step's own total, DeepSpeed-Chat's `Generation => Latency` (its Training's key is bare)
             if not (name in _BARE_TIME or name.endswith("_latency") or set(name.split("_")) & {*STEP_NAMES, *_RUNNING, *SPAN_WORDS}):
-                role = ("phase", handoff.stage(name) or name, role[2])
+                role = ("phase", stage_by_meaning(name) or name, role[2])
         out[key] = (value, role)
     return out
 
