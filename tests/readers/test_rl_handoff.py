@@ -20,7 +20,7 @@ def _phases(path) -> dict[str, float]:
 
 @pytest.mark.parametrize(("name", "want"), [
     ("exposed_generation", "wait"), ("perf/train_wait_time", "wait"), ("rollout_idle", "wait"),
-    ("weight_sync", "handoff"), ("timing_s/update_weights", "handoff"), ("sync_rollout_weights", "handoff"),
+    ("weight_sync", "handoff"), ("sync_rollout_weights", "handoff"), ("broadcast_weights", "handoff"),
     ("perf/sleep_time", "handoff"), ("wake_up", "handoff"), ("offload_optimizer", "handoff"), ("refit", "handoff"),
     ("prepare_for_generation/transfer_and_update_weights", "handoff"),
     ("gen", None), ("update_actor", None), ("policy_training", None), ("old_log_prob", None), ("data", None),
@@ -117,3 +117,41 @@ def test_a_metrics_line_the_paste_wrapped_inside_a_number_is_read_whole(tmp_path
     ph = _phases(log)
     assert ph["gen"] == pytest.approx(41.25) and ph["update_actor"] == pytest.approx(20.0)
     assert ph["step"] == pytest.approx(65.0)
+
+
+def test_a_spread_of_other_per_sample_work_carves_no_tail_from_a_stage_of_its_size(tmp_path):
+    # the agent loop's tool calls (max 12 s, mean 3 s) beside a 12.3 s reward stage: the reward stage runs after the
+    # rollout, not its samples; only the rollout stage (gen) is held by its slowest sample, and gen (150 s) is more
+    # than 5% past the generation's maximum (140 s) here: no tail at all
+    log = tmp_path / "agent.log"
+    log.write_text("step:4 - timing_s/agent_loop/generate_sequences/max:140.0 - "
+                   "timing_s/agent_loop/generate_sequences/mean:100.0 - timing_s/agent_loop/tool_calls/max:12.0 - "
+                   "timing_s/agent_loop/tool_calls/mean:3.0 - timing_s/gen:150.0 - timing_s/reward:12.3 - "
+                   "timing_s/update_actor:60.0 - timing_s/step:223.0\n")
+    ph = _phases(log)
+    assert "tail" not in ph and ph["reward"] == pytest.approx(12.3)
+
+
+def test_a_running_total_under_a_steps_time_is_no_stage_of_it(tmp_path):
+    # `wall_time` / `runtime` after a step's own time count since the start (41 s by step 80 of 0.52 s steps): they
+    # are no stage of the step, as `perf/train_time` under `perf/step_time` is
+    log = tmp_path / "run.log"
+    lines, wall = [], 0.0
+    for s in range(1, 41):
+        wall += 0.52
+        lines += ["Timing:", "  Total step time: 0.520s", "  forward_backward: 0.470s", f"  runtime: {wall:.1f}s",
+                  f"step time: 0.520s  loss: {2.3 - s * 0.001:.3f}", f"  wall_time: {wall + 0.2:.1f}s"]
+        if s % 10 == 0:
+            lines += [f"step time: 0.520s  loss: {2.3 - s * 0.001:.3f}", "  epoch_time: 10.4s"]  # an epoch's span
+    log.write_text("\n".join(lines) + "\n")
+    assert not {"runtime", "wall", "wall_time", "epoch"} & set(_phases(log))
+
+
+def test_a_timing_lines_wait_named_for_what_it_waits_on_is_that_phases(tmp_path):
+    # under a step's own time: `wait_for_data` is the loader's wait, `barrier_wait` the ranks', `rollout_wait` the
+    # other side's
+    log = tmp_path / "block.log"
+    log.write_text("⏱️  Timing:\n  • Total step time: 10.00s\n  • wait_for_data: 1.50s\n  • barrier_wait: 0.50s\n"
+                   "  • rollout_wait: 2.00s\n  • policy_training: 6.00s\n")
+    ph = _phases(log)
+    assert ph["data"] == pytest.approx(1.5) and ph["barrier"] == pytest.approx(0.5) and ph["wait"] == pytest.approx(2.0)

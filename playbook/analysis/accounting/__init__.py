@@ -27,8 +27,9 @@ Lost time = actual − what-if, split into buckets that add up to `lost_s`. The 
   slow steps on a lattice (`recurring_slow`), other slow steps (`stalls`), the steps after a level shift
   (`level_shift`), time between steps the step timer does not see (`outside_timer`: start-to-start gaps against
   the durations), time in waiting phases of ordinary steps (`phase:data`, `phase:collective`, ...; waits are not
-  work) and, for a loop of several named work stages, the idle time a pipeline of those stages would have
-  (`stage_imbalance`: 1 − mean stage ÷ slowest stage). Ranks whose own timers leave out the wait for a persistent
+  work) and, for a loop of several named work stages that overlap (their sum past the step: a pipeline), the idle
+  time of the pipeline (`stage_imbalance`: 1 − mean stage ÷ slowest stage); stages that add up to the step ran one
+  after another (a colocated RL loop: every GPU in every stage) and are no loss. Ranks whose own timers leave out the wait for a persistent
   straggler (analysis/rank_waits.py) get that wait as their `phase:collective`, and the straggler's steady excess
   over its peers on the same work is `slow_rank`. Warm-up/compile is shown apart (`warmup_s`), not lost.
   These partition the basis too: a slow step's or a stretch's excess is at most the step's own time, an ordinary

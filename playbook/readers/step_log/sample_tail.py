@@ -2,10 +2,10 @@
 
 Long tail: a rollout stage generates a batch of samples at once, and a step's stage lasts as long as its slowest
 sample. A log that states the spread of the samples' own times (verl's agent loop: `timing_s/agent_loop/
-generate_sequences/max:539.5 - .../mean:266.6`, with `timing_s/gen:541.2`) shows it: when a stage of the step lasts
-as long as the samples' maximum (within TAIL_MATCH), the samples that finished early wait for the last one. Were
-the work spread evenly the stage would take the samples' mean, so max - mean of it is the batch waiting on its tail:
-a `tail` phase (a wait: analysis/step_times.WAIT_PHASES), carved out of that stage. The statistics themselves are no
+generate_sequences/max:539.5 - .../mean:266.6`, with `timing_s/gen:541.2`) shows it: when the step's rollout stage
+(named so: `gen`, `generation`, `rollout`, `sampling`) lasts as long as the samples' maximum (within TAIL_MATCH),
+the samples that finished early wait for the last one. Were the work spread evenly the stage would take the samples'
+mean, so max - mean of it is the batch waiting on its tail: a `tail` phase (a wait: analysis/step_times.WAIT_PHASES), carved out of that stage. The statistics themselves are no
 stages of the step (vocab._family leaves `/max`, `/mean`, `/slowest/...` out).
 
 Wrapped line: a key:value metrics line cut by the paste inside a number (`timing_s/adv:0.0365777518600225` then a
@@ -22,12 +22,15 @@ _STAT = re.compile(r"(?P<path>[\w.\-]{0,40}(?:timing_s|timings?|timers?|times?|p
                    r"(?P<stat>max|mean|avg)\s*[:=]\s*(?P<v>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])")
 _CONT = re.compile(r"^\d{1,40}(?:[eE][-+]?\d+)?\s+-\s+[A-Za-z_][\w./\-]{0,120}\s*[:=]")
 _FIELDS = re.compile(r"[A-Za-z_][\w./\-]{0,120}:-?\d")
+_ROLLOUT = re.compile(r"(?:^|_)(?:gen|generate|generation|generations|rollout|rollouts|sample|sampling)(?:_|$)")
 MIN_FIELDS = 3  # fields a held line states: a metrics line, not a message
 
 
 def tail_fields(text: str, found: dict) -> dict:
     """`found` (name -> (value, role), the grammar's fields of `text`) with the long tail split off the stage that
     lasts as long as the samples' maximum; unchanged when the line states no spread or no such stage."""
+    if "/max" not in text:  # no samples' maximum: nothing to match (and the pattern is costly on a long line)
+        return found
     stats: dict[str, dict[str, float]] = {}
     for m in _STAT.finditer(text):
         stats.setdefault(m["path"], {})[m["stat"]] = float(m["v"])
@@ -35,7 +38,9 @@ def tail_fields(text: str, found: dict) -> dict:
         top, mean = st.get("max"), st.get("mean", st.get("avg"))
         if top is None or mean is None or not 0 <= mean < top:
             continue
-        held = [k for k, (v, role) in found.items() if role[0] == "phase" and role[1] != "tail"
+        # the stage that generates the batch's samples (its name says so): another stage of about the maximum's size
+        # (a 12.3 s reward stage beside the tool calls' 12 s maximum) runs after the samples, not with them
+        held = [k for k, (v, role) in found.items() if role[0] == "phase" and _ROLLOUT.search(str(role[1]))
                 and top <= v * role[2] <= top * (1 + TAIL_MATCH)]
         if len(held) != 1:
             continue  # no stage, or several, last as long as the slowest sample: which one waited is not stated

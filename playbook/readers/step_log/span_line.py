@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 
-from playbook.readers.step_log import handoff
 from playbook.readers.step_log.counter import StepCounter
 from playbook.readers.step_log.vocab import (
     CUMULATIVE,
@@ -24,6 +23,7 @@ from playbook.readers.step_log.vocab import (
     PER_STEP,
     STEP_NAMES,
     norm_key,
+    stage_by_meaning,
 )
 
 # a bare integer: not part of a number, word, key (`bs=32`, `epoch 3`), ratio, stamp or unit-suffixed value (`5s`)
@@ -100,6 +100,9 @@ def timing_heading(lines, body: str, ctx) -> bool:
 
 _FAMILY_HEAD = re.compile(r"^(?:timing_s|timings?|timers?|times?|perf)_")  # `perf/train_time` read as perf_train_time
 _BARE_TIME = frozenset(("latency", "time", "duration", "elapsed", "took", "timing", "total", ""))
+# words of a running total since the start (`wall_time`, `runtime`, `total_train_time`): no stage of one step, nor
+# is a span's total (`epoch_time`: SPAN_WORDS)
+_RUNNING = frozenset(("wall", "clock", "runtime", "uptime", "elapsed", "cumulative", "total", "since", "overall"))
 
 
 _STAGE_LINE = re.compile(r"^\W{0,8}[A-Za-z_][\w./\- ]{0,80}?\s*[:=]\s*\d")  # `  • name: 31.2s (50%)`: one stage
@@ -118,8 +121,8 @@ def trail_stages(fields: dict, body: str) -> dict:
         if role[0] == "dur" and role[1] in (GENERIC, CUMULATIVE):  # `train_time` under a step is its stage's
             name = _FAMILY_HEAD.sub("", norm_key(key.rsplit("/", 1)[-1])).removesuffix("_time").removesuffix("_s")
             # kept as read: a step's own total, DeepSpeed-Chat's `Generation => Latency` (its Training's key is bare)
-            if not (name in _BARE_TIME or name.endswith("_latency") or set(name.split("_")) & set(STEP_NAMES)):
-                role = ("phase", handoff.stage(name) or name, role[2])
+            if not (name in _BARE_TIME or name.endswith("_latency") or set(name.split("_")) & {*STEP_NAMES, *_RUNNING, *SPAN_WORDS}):
+                role = ("phase", stage_by_meaning(name) or name, role[2])
         out[key] = (value, role)
     return out
 

@@ -387,8 +387,22 @@ def _family(key: str, unit: str | None):
         stage = "eval"
     elif lw & {"checkpoint", "ckpt", "save", "saving"}:
         stage = "checkpoint"
-    stage = _PHASE_WORDS.get(stage, None) or handoff.stage(stage) or stage  # a wait or a hand-off: handoff.py
+    stage = _PHASE_WORDS.get(stage, None) or stage_by_meaning(stage) or stage
     return ("phase", stage, f, FAMILY) if stage else None
+
+
+# what a wait names as waited on, where the step vocabulary has a phase for it
+_WAITED_ON = {**_PHASE_WORDS, "nccl": "collective", "barrier": "barrier", "data": "data", "dataloader": "data",
+              "loader": "data", "input": "data"}
+
+
+def stage_by_meaning(name: str) -> str | None:
+    """A stage's phase by the words of its name (handoff.py), or None: "wait", "handoff", or for a wait named for
+    what it waits on that phase (`comm_wait`, `exposed_comm`: collective; `h2d_wait`; `wait_for_data`: data), not
+    a wait on another side."""
+    kind = handoff.stage(name)
+    waited = [_WAITED_ON[w] for w in re.split(r"[^a-z0-9]+", name.lower()) if w in _WAITED_ON] if kind == "wait" else []
+    return waited[0] if waited else kind
 
 
 def lk_stat(leaf: str) -> bool:
