@@ -106,9 +106,9 @@ CATALOG: tuple[Cause, ...] = (
     ),
     Cause(
         "recompilation",
-        "torch.compile recompilations",
-        fix="mark dynamic dimensions (torch._dynamo.mark_dynamic) or pad to a few bucketed shapes; fix the failing guard before raising cache_size_limit",
-        next_step="run with TORCH_LOGS=recompiles to see which guard fails and on which shape",
+        "graph recompilations (torch.compile, XLA, jax.jit, tf.function)",
+        fix="keep the compiled graph's inputs to a few shapes and types: mark dynamic dimensions (torch._dynamo.mark_dynamic) or pad to a few bucketed shapes, pass tensors rather than changing Python values (tf.function, jax.jit static arguments); fix the failing guard before raising cache_size_limit",
+        next_step="run with TORCH_LOGS=recompiles to see which guard fails and on which shape (JAX: jax_log_compiles; TensorFlow: its retracing warning names the function)",
         notebook="notebooks/14_recompilation.ipynb",
         event_kinds=("compile", "recompile", "recompilation"),
     ),
