@@ -648,6 +648,20 @@ CASES = [
         ("desc1191_jax_log_compiles_outer_iteration.log", "insufficient_data"),
         ("pytorch110803_dynamo_profiler_report_train_eval.txt", "recompilation"),
         ("pytorch143670_one_expected_recompile.log", "insufficient_data"))],
+    # the forty-sixth round: real runs that are healthy (tests/data/eval/heldout46/SOURCES.md, real excerpts): scored
+    # once as written — 6 of 7 right, 0 false alarms, 1 refused, 1 read partly; kept: a DINO author's reference
+    # stdout, Hugging Face per-step dicts between tqdm bars (their stated `train_step_runtime` read since
+    # readers/step_log duration_field.beside_stated), NeMo iteration lines, a JAX log whose clock is in minutes
+    # (refused first → vocab.unit_kind `m`), two committed results logs; a maintainer's one nvidia-smi snapshot
+    # (insufficient_data: one poll cannot show a loss)
+    *[(f"heldout46 {name}", want, _file(f"heldout46/{name}")) for name, want in (
+        ("dino69_vits16_8gpu_reference.log", "healthy"),
+        ("hf_msft7_step_runtime_tqdm.log", "healthy"),
+        ("crnn3_p40_nvidia_smi.txt", "insufficient_data"),
+        ("bionemo740_nemo_iterations.log", "healthy"),
+        ("jaxsandbox_jit_first_step.log", "healthy"),
+        ("graphsage_multigpu_4gpu_epochs.log", "healthy"),
+        ("noprop_cifar100_resnet18_epochs.log", "healthy"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +

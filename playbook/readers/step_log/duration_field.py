@@ -52,6 +52,19 @@ def stamped_steps(step, rank, time) -> int:
     return len(np.unique(np.c_[rank[ok], step[ok]], axis=0)) if ok.any() else 0
 
 
+def beside_stated(k: str, cands: dict, eligible: list, cols: dict) -> int:
+    """1 when `k` is a rate printed on other lines than a stated per-step time (a tqdm bar's it/s between Hugging
+    Face's `{'train_step_runtime': 0.63, ...}` dicts): the rate is a smoothed average over the bar's updates, the
+    stated time is each step's own measurement, so the stated time wins however many more bar lines there are; 0
+    otherwise (a rate alone, or one on the same lines as the time: NeMo's bar with `train_step_timing` keeps its
+    order)."""
+    if cands[k][0] != "rate":
+        return 0
+    mine = np.isfinite(cols[k])
+    return int(any(cands[o][0] == "dur" and cands[o][1] == PER_STEP and not (mine & np.isfinite(cols[o])).any()
+                   for o in eligible if o != k))
+
+
 def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     """(name, seconds per step, how, window) of the file's duration field, or Nones: `step`/`rank`/`time` (int64 ns)/
     `kind` (the counter's kind) / `pos` (its position within its epoch, -1 unknown) per record, `cols` name ->
@@ -103,10 +116,10 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
             cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
         if cands[k][0] == "dur" and cls != CUMULATIVE and outlasts_lines(step, rank, time, cols[k] * cands[k][2]):
             continue  # longer than the stamped lines around it (arcface_torch's `Required: 99 hours`): no step's time
-        ranked.append((PREFERENCE.index(cls), -cover[k], len(k), k, cls))
+        ranked.append((PREFERENCE.index(cls), beside_stated(k, cands, eligible, cols), -cover[k], len(k), k, cls))
     if not ranked:
         return None, None, None, False
-    _, _, _, name, cls = min(ranked)
+    *_, name, cls = min(ranked)
     name, cls, values, how = clock_or(name, cls, field_seconds(name, cls, cands[name], step, rank, cols, pos), step,
                                       rank, cols, cands, pos)  # a clock on the lines the field does not account for
     if cls not in (CUMULATIVE, WINDOW) and (mean := since_start_steps(step, rank, time, values)) is not None:

@@ -146,6 +146,7 @@ from playbook.readers.step_log.vocab import (
     plan_line,
     step_total,
     unquote_numbers,
+    value_unit,
 )
 
 DATA_SAMPLE = 20_000  # records whose stamps tell whether a file's step time leaves out its data wait (data_apart)
@@ -478,7 +479,7 @@ class StepLines:
         segs, prev_end = [], 0
         for m in matches:
             segs.append(rest[prev_end:m.start()])
-            segs.append((m["unit"] or m["unit_s"] or m["unit2"] or ("\ue001" if m["clock"] else "")) + bracket_unit(m))
+            segs.append((value_unit(m, rest) or ("\ue001" if m["clock"] else "")) + bracket_unit(m))
             prev_end = m.end()
         tail = rest[prev_end:]
         shape = "\ue002".join(segs) + "\ue002" + tail  # the line without its numbers: lines of a log repeat it

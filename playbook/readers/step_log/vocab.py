@@ -40,6 +40,17 @@ VALUE_RE = re.compile(
 OWN_UNIT = "\ue003"  # in a line's shape: the unit of the bracketed value after a value follows (plan_line)
 
 
+# the seconds part after a value's minutes (`6m 40s`, `1m 02s`): the two are one clock spelled in parts
+_SECONDS_PART = re.compile(r"(?<!\s)[ \t]*+\d{1,2}(?:\.\d++)?s\b")  # one pass over a run of blanks
+
+
+def value_unit(m, text: str) -> str:
+    """The unit of VALUE_RE's match `m` in `text`, "" for none; a lower-case `m` (minutes) followed by its seconds
+    part is the head of a clock spelled in parts, whose minutes alone are no time ("m…", an unknown unit)."""
+    unit = m["unit"] or m["unit_s"] or m["unit2"] or ""
+    return "m\u2026" if unit == "m" and _SECONDS_PART.match(text, m.end()) else unit
+
+
 def bracket_unit(m) -> str:
     """OWN_UNIT + the unit of the bracketed value after the value of match `m` (of VALUE_RE) when that unit is a rate
     or per-step unit the value itself does not have (TF-Slim's `loss = 79.3501 (57.126 sec/step)`: the bracket is
@@ -133,7 +144,7 @@ def blank_options(body: str) -> str:
     """`body` with its command-line options blanked (the same length, so spans still index the line)."""
     return CLI_OPTION.sub(lambda m: " " * len(m[0]), body)
 STEP_NAMES = ("step", "iter", "iteration", "batch")
-IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took)\b"
+IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took|runtime)\b"
                            r"|\b(?:timing_s|timings?|timers?|times?|perf)/(?:step|iter|iteration)\b\s*[:=]"  # a family's whole step
                            r"|\d(?:s|sec|ms)/(?:it|iter|step|batch)\b", re.IGNORECASE)  # or a per-step unit: `3.79s/it`
 RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
@@ -229,6 +240,11 @@ def unit_kind(unit: str | None) -> tuple[str, float] | None:
     ("sample_rate", 1), ("token_rate", 1); None for other units."""
     if not unit:
         return None
+    if unit == "m":
+        # a lower-case `m` glued to a number is minutes (`elapsed 0.49m`, as `2h` is hours); an upper-case `M` is
+        # memory (`max_mem: 7432M`, megabytes), so this one unit keeps its case. The minutes of a clock spelled in
+        # parts (StyleGAN's `time 6m 40s`) are no value of their own: the grammar gives them no unit (minute_unit)
+        return "time", 60.0
     u = unit.lower()
     if u in TIME_UNITS:
         return "time", TIME_UNITS[u]
