@@ -179,3 +179,45 @@ def test_the_bars_of_each_epoch_are_one_loop_whatever_their_numbers(tmp_path):
     text = SHARDS + _trainer_bar("Epoch 0: ") + _trainer_bar("Epoch 1: ")
     steps = read_paths([str(tmp_path / "e.log")]).steps if (tmp_path / "e.log").write_text(text) else None
     assert len(steps) == 40 and steps["duration_s"].median() == pytest.approx(0.5, rel=0.05)
+
+
+def _task_step(task: int, i: int, data_time: float) -> str:
+    """A step line of one srun task (no rank tag of its own: the task label is the rank)."""
+    return (f"{task}: 2023/05/04 09:{i * 5 // 60:02d}:{i * 5 % 60:02d} - mmengine - INFO - Epoch(train) "
+            f"[1][{i * 10:4d}/9000]  time: {0.5 + 0.001 * ((i * 7 + task) % 5):.4f}  data_time: {data_time:.4f}  "
+            "loss: 1.5000\n")
+
+
+@pytest.mark.parametrize("setup_lines", [300, 3000])  # in the first 400 lines only / past the head's 64 kB
+def test_task_0s_long_setup_print_does_not_make_its_label_the_collectors(tmp_path, setup_lines):
+    """srun -l over four tasks, task 0 alone printing its configuration first: `0: ` is a task, not a label to
+    take off (task 0's steps had been read as no rank's and dropped: the slow rank 0 was called healthy)."""
+    setup = "".join(f"0: config line {k} = value\n" for k in range(setup_lines))
+    steps = "".join(_task_step(t, i, 0.16 if t == 0 else 0.002) for i in range(1, 61) for t in range(4))
+    (tmp_path / "srun.log").write_text(setup + steps)
+    got = read_paths([str(tmp_path / "srun.log")])
+    assert sorted(set(got.steps["rank"].tolist())) == [0, 1, 2, 3]
+    d = diagnose(got)
+    assert d.verdict["id"] == "data_starvation" and "rank 0" in d.hypotheses[0]["names"]
+
+
+def test_pods_printed_one_after_another_stay_apart(tmp_path):
+    """`kubectl logs -l ... --prefix` (not following) prints each pod's whole log in turn: the first pod's label
+    fills the head, the second's comes later."""
+    body = "".join(f"[pod/job-worker-{w}/pytorch] {_task_step(0, i, 0.16 if w == 1 else 0.002)[3:]}"
+                   for w in range(2) for i in range(1, 600))
+    (tmp_path / "pods.log").write_text(body)
+    steps = read_paths([str(tmp_path / "pods.log")]).steps
+    assert steps.groupby("rank").size().to_dict() == {0: len(steps) // 2, 1: len(steps) // 2}
+
+
+def test_another_task_met_after_the_head_stops_the_taking_off():
+    unwrap = collected.Unwrap(b"0: a\n0: b\n0: c\n")
+    assert unwrap.label == b"0: "
+    out = unwrap(b"0: d\n1: e\n0: f\n", final=False) + unwrap(b"0: g\n", final=True)
+    assert out == b"d\n1: e\n0: f\n0: g\n"
+
+
+def test_another_label_of_the_same_kind_anywhere_in_the_head_is_no_collector_label():
+    assert collected.Unwrap(b"".join(b"0: line %d\n" % i for i in range(500)) + b"1: other\n").label is None
+    assert collected.Unwrap(b"node1: a\n" * 30 + b"node2: d\n").label is None
