@@ -221,3 +221,18 @@ def test_another_task_met_after_the_head_stops_the_taking_off():
 def test_another_label_of_the_same_kind_anywhere_in_the_head_is_no_collector_label():
     assert collected.Unwrap(b"".join(b"0: line %d\n" % i for i in range(500)) + b"1: other\n").label is None
     assert collected.Unwrap(b"node1: a\n" * 30 + b"node2: d\n").label is None
+
+
+@pytest.mark.parametrize("line", [
+    "Train loss {i} {loss:.6f} Grad Norm 1.234567 {t:.2f}s/it",  # tacotron2's train.py: no step keyword
+    "iter {i}0 loss {loss:.6f} {t:.2f}s/it",  # a keyword counter, every 10 steps
+])
+def test_a_shard_bar_before_step_lines_timed_by_a_rate_is_none_of_their_steps(tmp_path, line):
+    """A checkpoint's one-line shard bar (`1.52s/it`) above a log whose steps are no bars: not a step of theirs,
+    nor the count their numbers continue (the bar's `2/2` had made tacotron2's steps 0..7 into 3..10)."""
+    body = "".join(line.format(i=i, loss=1 / (i + 1), t=4.0 + 0.01 * (i % 3)) + "\n" for i in range(40))
+    (tmp_path / "plain.log").write_text(body)
+    (tmp_path / "noisy.log").write_text(SHARDS + body)
+    plain, noisy = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "noisy.log"))
+    assert len(plain) == 40 and noisy["step"].tolist() == plain["step"].tolist()
+    assert noisy["duration_s"].tolist() == plain["duration_s"].tolist()
