@@ -236,3 +236,18 @@ def test_a_shard_bar_before_step_lines_timed_by_a_rate_is_none_of_their_steps(tm
     plain, noisy = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "noisy.log"))
     assert len(plain) == 40 and noisy["step"].tolist() == plain["step"].tolist()
     assert noisy["duration_s"].tolist() == plain["duration_s"].tolist()
+
+
+def test_a_long_fast_data_bar_does_not_outvote_a_slow_training_bar(tmp_path):
+    """tqdm redraws every 0.1 s only while iterations are faster than that: 30 s of tokenizing at 166 it/s are
+    300 redraws, 100 s of training at 2 s/it are 50 (one per step). The loop the run spends its time in (its
+    elapsed clock) is the training."""
+    prep = "".join(f"Tokenizing: {k // 50:3d}%|{'#' * (k // 500):10s}| {k * 33}/165000 [00:{k // 100:02d}<00:30, "
+                   "166.00it/s]\r" for k in range(10, 3001, 10)) + "\n"
+    train = "".join(f"{2 * i:3d}%|{'#' * (i // 5):10s}| {i}/50 [{i * 2 // 60:02d}:{i * 2 % 60:02d}<01:30,  2.00s/it]\r"
+                    for i in range(1, 51)) + "\n"
+    (tmp_path / "plain.log").write_text(train)
+    (tmp_path / "prep.log").write_text(prep + train)
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "prep.log"))
+    assert len(plain) == 50 and got["step"].tolist() == plain["step"].tolist()
+    assert got["duration_s"].tolist() == pytest.approx(plain["duration_s"].tolist())

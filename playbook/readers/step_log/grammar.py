@@ -253,7 +253,7 @@ class StepLines:
                 epoch, i = None, self.restarts.step(epoch, i)
             c = self._progress(epoch, i, n, (m.start(), m.start() + len(m["i"]) + (1 + len(m["n"]) if n else 0)),
                                "tqdm", bool(EVAL_MODE.search(head)))
-            c.kind = self.loops.kind(head, n)
+            c.kind = self.loops.kind(head, n, body[m.start():])
             return c
         if (m := NAMED_EPOCH.search(body)):
             mode = m["m"].lower()
@@ -298,7 +298,7 @@ class StepLines:
             self.tqdm_lines += 1
             c = self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
                                + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
-            c.kind = self.loops.kind(body[: m.end() + t.start()], int(t["n"]))
+            c.kind = self.loops.kind(body[: m.end() + t.start()], int(t["n"]), rest[t.start():])
             return c
         return None
 
