@@ -251,3 +251,26 @@ def test_a_long_fast_data_bar_does_not_outvote_a_slow_training_bar(tmp_path):
     plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "prep.log"))
     assert len(plain) == 50 and got["step"].tolist() == plain["step"].tolist()
     assert got["duration_s"].tolist() == pytest.approx(plain["duration_s"].tolist())
+
+
+PSTATS = """   Ordered by: cumulative time
+
+   ncalls  tottime  percall  cumtime  percall filename:lineno(function)
+        1    0.010    0.010   60.000   60.000 train.py:1(<module>)
+     5000    1.000    0.000   50.000    0.010 train.py:40(train_step)
+     5000   30.000    0.006   30.000    0.006 {method 'item' of 'torch._C.TensorBase' objects}
+     5000    8.000    0.002    8.000    0.002 {method 'run_backward' of 'torch._C._EngineBase' objects}
+     5000    5.000    0.001    5.000    0.001 {built-in method torch.conv2d}
+"""
+
+
+@pytest.mark.parametrize("bar", [SHARDS, "Downloading model.safetensors: 100%|##########| 548M/548M [00:04<00:00, "
+                                        "120MB/s]\n".replace("548M/548M", "548/548")])
+def test_a_bar_shown_once_at_its_end_is_no_series_of_steps(tmp_path, bar):
+    """A finished setup bar above a profile (one line: `2/2 [00:03<00:00, 1.52s/it]`) had become a run of one
+    1.52 s step: the profile's host sync was called insufficient data."""
+    (tmp_path / "plain.txt").write_text(PSTATS)
+    (tmp_path / "bar.txt").write_text(bar + PSTATS)
+    plain, got = (diagnose(read_paths([str(tmp_path / n)])) for n in ("plain.txt", "bar.txt"))
+    assert got.verdict["id"] == plain.verdict["id"]
+    assert len(read_paths([str(tmp_path / "bar.txt")]).steps) == 0

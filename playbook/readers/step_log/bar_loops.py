@@ -26,6 +26,7 @@ SPENT_TIE = 0.8  # of the most time a loop's clocks show: as much (nested bars' 
 MAX_LOOPS = 100  # loops told apart; later descriptions share the last code (int8 kinds)
 _BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*$")
 _DIGITS = re.compile(r"\d+")
+_COUNT = re.compile(r"(\d+)/(\d+)")
 _ELAPSED = re.compile(r"(?:\[\s*|\s)(?:(\d{1,4}):)?(\d{1,4}):(\d\d)\s*(?:<|•|,)")  # `[01:40<`, `0:01:40 •`
 
 
@@ -37,6 +38,8 @@ class BarLoops:
         self.totals: dict[int, int] = {}  # kind -> the largest total its bars showed
         self.clock: dict[int, int] = {}  # kind -> the elapsed clock its last bar showed (s)
         self.spent: dict[int, int] = {}  # kind -> the seconds its elapsed clocks went forward, all bars together
+        self.shown: dict[int, int] = {}  # kind -> its bar lines
+        self.done: set[int] = set()  # kinds whose first bar line showed the bar at its end (`2/2`)
 
     def kind(self, head: str, total: int | None, bar: str = "") -> int:
         """The kind code of a bar printed after `head` (the line's text before its `i/N`), of total `total`, `bar`
@@ -46,6 +49,9 @@ class BarLoops:
         if code is None:
             code = self.codes[key] = FIRST_KIND + min(len(self.codes), MAX_LOOPS - 1)
         self.totals[code] = max(self.totals.get(code, 0), total or 0)
+        self.shown[code] = self.shown.get(code, 0) + 1
+        if self.shown[code] == 1 and (m := _COUNT.match(bar)) and m[1] == m[2]:
+            self.done.add(code)
         if (m := _ELAPSED.search(bar[:80])):  # a bar that starts again (the next epoch's) restarts its clock
             now = int(m[1] or 0) * 3600 + int(m[2]) * 60 + int(m[3])
             last = self.clock.get(code, 0)
@@ -57,17 +63,22 @@ class BarLoops:
         """Which records to keep (a mask over `kind`), or None when all are kept. `timed`: the records that state
         a time or a rate: a bar loop timing fewer records than the step lines that are no bars' (a checkpoint's
         shard bar above mmengine's `Epoch(train) [1][10/500] time: 0.5`, tacotron2's `Train loss 0 ... 5.71s/it`)
-        is no loop of theirs either."""
-        bars = kind >= FIRST_KIND
+        is no loop of theirs either; nor is a bar shown once, at its end (a checkpoint's `Loading checkpoint shards:
+        100%|##| 2/2 [00:03<00:00, 1.52s/it]` above a cProfile table or an NCCL log: no series of steps)."""
+        other = kind < FIRST_KIND
+        lone = np.isin(kind, [k for k in self.done if self.shown[k] == 1])
+        bars = ~other & ~lone
         loops, counts = np.unique(kind[bars & timed], return_counts=True)
         if not len(loops):
-            return None
+            return ~lone if lone.any() else None
         most = max(self.spent.get(k, 0) for k in loops.tolist())  # an outer epoch bar's clock ties its inner's
         count, main = max(((c, k) for c, k in zip(counts.tolist(), loops.tolist(), strict=True)
                            if self.spent.get(k, 0) >= SPENT_TIE * most), key=lambda c: (c[0], self.totals.get(c[1], 0)))
-        if int((timed & ~bars).sum()) > count:
-            return ~bars
-        return None if len(np.unique(kind[bars])) < 2 else (~bars) | (kind == main)
+        if int((timed & other).sum()) > count:
+            return other
+        if len(np.unique(kind[bars])) < 2:
+            return ~lone if lone.any() else None
+        return other | (kind == main)
 
 
 def timed_records(lines) -> np.ndarray:
