@@ -274,3 +274,17 @@ def test_a_bar_shown_once_at_its_end_is_no_series_of_steps(tmp_path, bar):
     plain, got = (diagnose(read_paths([str(tmp_path / n)])) for n in ("plain.txt", "bar.txt"))
     assert got.verdict["id"] == plain.verdict["id"]
     assert len(read_paths([str(tmp_path / "bar.txt")]).steps) == 0
+
+
+def test_eight_ranks_tokenizing_together_do_not_outlast_rank_0s_training(tmp_path):
+    """Every rank tokenizes (30 s, their bars interleaved, clocks a little apart), only rank 0 draws the training
+    bar (100 s): the ranks' clocks are each their own, not one clock running back and forth."""
+    prep = "".join(f"[rank{r}]: Tokenizing: {k // 30:3d}%|{'#' * (k // 300):10s}| {k * 55}/165000 "
+                   f"[00:{(k + r) // 100:02d}<00:30, 5500.00it/s]\n" for k in range(10, 3001, 10) for r in (3, 0, 5, 1,
+                                                                                                      7, 2, 6, 4))
+    train = "".join(f"[rank0]: {2 * i:3d}%|{'#' * (i // 5):10s}| {i}/50 [{i * 2 // 60:02d}:{i * 2 % 60:02d}<01:30,  "
+                    "2.00s/it]\n" for i in range(1, 51))
+    (tmp_path / "plain.log").write_text(train)
+    (tmp_path / "prep.log").write_text(prep + train)
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "prep.log"))
+    assert len(plain) == 50 and got["step"].tolist() == plain["step"].tolist()

@@ -36,8 +36,10 @@ class BarLoops:
     def __init__(self) -> None:
         self.codes: dict[str, int] = {}
         self.totals: dict[int, int] = {}  # kind -> the largest total its bars showed
-        self.clock: dict[int, int] = {}  # kind -> the elapsed clock its last bar showed (s)
-        self.spent: dict[int, int] = {}  # kind -> the seconds its elapsed clocks went forward, all bars together
+        self.clock: dict[tuple, int] = {}  # (kind, rank) -> the elapsed clock its last bar on the rank showed (s)
+        self.rank = -1  # the rank of the line being read (set by the step scanner)
+        self.spent: dict[tuple, int] = {}  # (kind, rank) -> the seconds its clocks went forward, all bars together
+        self.most: dict[int, int] = {}  # kind -> the most seconds its clocks went forward on one rank
         self.shown: dict[int, int] = {}  # kind -> its bar lines
         self.done: set[int] = set()  # kinds whose first bar line showed the bar at its end (`2/2`)
 
@@ -54,9 +56,11 @@ class BarLoops:
             self.done.add(code)
         if (m := _ELAPSED.search(bar[:80])):  # a bar that starts again (the next epoch's) restarts its clock
             now = int(m[1] or 0) * 3600 + int(m[2]) * 60 + int(m[3])
-            last = self.clock.get(code, 0)
-            self.spent[code] = self.spent.get(code, 0) + (now - last if now >= last else now)
-            self.clock[code] = now
+            key = (code, self.rank)  # each rank's bars on their own clock; the loop's time is its longest rank's
+            last = self.clock.get(key, 0)
+            self.spent[key] = self.spent.get(key, 0) + (now - last if now >= last else now)
+            self.clock[key] = now
+            self.most[code] = max(self.most.get(code, 0), self.spent[key])
         return code
 
     def keep(self, kind: np.ndarray, timed: np.ndarray) -> np.ndarray | None:
@@ -71,9 +75,9 @@ class BarLoops:
         loops, counts = np.unique(kind[bars & timed], return_counts=True)
         if not len(loops):
             return ~lone if lone.any() else None
-        most = max(self.spent.get(k, 0) for k in loops.tolist())  # an outer epoch bar's clock ties its inner's
+        most = max(self.most.get(k, 0) for k in loops.tolist())  # an outer epoch bar's clock ties its inner's
         count, main = max(((c, k) for c, k in zip(counts.tolist(), loops.tolist(), strict=True)
-                           if self.spent.get(k, 0) >= SPENT_TIE * most), key=lambda c: (c[0], self.totals.get(c[1], 0)))
+                           if self.most.get(k, 0) >= SPENT_TIE * most), key=lambda c: (c[0], self.totals.get(c[1], 0)))
         if int((timed & other).sum()) > count:
             return other
         if len(np.unique(kind[bars])) < 2:

@@ -395,6 +395,7 @@ class StepLines:
         if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
+        self.loops.rank = ctx.rank  # each rank's bars on their own clocks (bar_loops.py)
         # a command line's options configure the run (`--eval-iters 10`, `--train-iters 500`): no step counter
         c = self._counter(blank_options(body) if "--" in body else body) or label_step(ctx)
         if c is None and (c := implicit_counter(self, body, ctx)) is not None:
