@@ -7,7 +7,9 @@ container or `script` leaves them in a captured log; no format means anything by
 A collector's label before every line of what it carried: Slurm `srun -l`'s task (`0: `), pdsh's host (`node7: `,
 a name with a digit), `kubectl logs --prefix`'s `[pod/NAME/CONTAINER] `. One label on (nearly) every line says
 nothing the file does not: it is taken off, so that the format it carries is read as it printed. Several labels name
-ranks or hosts: they stay, for the readers that tell them apart (line_prefix).
+ranks or hosts: they stay, for the readers that tell them apart (line_prefix); so does one that has another of its
+kind anywhere in the head, at the end of a plain file (kubectl prints pod after pod), or, from there on, later in
+the stream.
 
 Every line break doubled (a blank line after each line: `\r\r\n` endings from a file passed twice through a
 Windows tool, a paste through some web forms): each pair is one break, so tables stay tables.
@@ -35,7 +37,8 @@ def strip_escapes(text: bytes) -> bytes:
 
 def collector_label(head: bytes) -> bytes | None:
     """The one collector label that at least LABEL_SHARE of the complete, non-blank lines of `head` (MIN_LINES or
-    more, the first 400 looked at) start with, else None."""
+    more, the first 400 looked at) start with, and no line of `head` starts with another of its kind (another
+    task, host or pod), else None."""
     lines = [ln for ln in head.split(b"\n")[:-1][:400] if ln.strip()]
     if len(lines) < MIN_LINES:
         return None
