@@ -288,3 +288,10 @@ def test_eight_ranks_tokenizing_together_do_not_outlast_rank_0s_training(tmp_pat
     (tmp_path / "prep.log").write_text(prep + train)
     plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "prep.log"))
     assert len(plain) == 50 and got["step"].tolist() == plain["step"].tolist()
+
+
+@pytest.mark.parametrize("desc", ["", "Epoch 2: ", "Training: "])
+def test_a_training_bars_last_line_alone_still_times_the_run(tmp_path, desc):
+    (tmp_path / "end.log").write_text(f"{desc}100%|##########| 1000/1000 [10:00<00:00,  1.67it/s]\n"
+                                      "{'train_runtime': 600.0, 'train_steps_per_second': 1.67, 'epoch': 3.0}\n")
+    assert read_paths([str(tmp_path / "end.log")]).steps["duration_s"].tolist() == pytest.approx([0.6], rel=0.01)

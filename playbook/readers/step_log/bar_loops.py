@@ -27,6 +27,8 @@ MAX_LOOPS = 100  # loops told apart; later descriptions share the last code (int
 _BAR = re.compile(r"\s*\d{1,3}%\s*\|[^|\n]{0,400}\|\s*$")
 _DIGITS = re.compile(r"\d+")
 _COUNT = re.compile(r"(\d+)/(\d+)")
+# a description a training loop's bar may have (the Trainer's has none): `Epoch 3`, `Training`, `train`, `Steps`
+_TRAINING = re.compile(r"^$|\b(?:train\w*|epochs?|steps?|iter\w*|batch\w*)\b")
 _ELAPSED = re.compile(r"(?:\[\s*|\s)(?:(\d{1,4}):)?(\d{1,4}):(\d\d)\s*(?:<|•|,)")  # `[01:40<`, `0:01:40 •`
 
 
@@ -52,7 +54,7 @@ class BarLoops:
             code = self.codes[key] = FIRST_KIND + min(len(self.codes), MAX_LOOPS - 1)
         self.totals[code] = max(self.totals.get(code, 0), total or 0)
         self.shown[code] = self.shown.get(code, 0) + 1
-        if self.shown[code] == 1 and (m := _COUNT.match(bar)) and m[1] == m[2]:
+        if self.shown[code] == 1 and (m := _COUNT.match(bar)) and m[1] == m[2] and not _TRAINING.search(key):
             self.done.add(code)
         if (m := _ELAPSED.search(bar[:80])):  # a bar that starts again (the next epoch's) restarts its clock
             now = int(m[1] or 0) * 3600 + int(m[2]) * 60 + int(m[3])
@@ -67,8 +69,9 @@ class BarLoops:
         """Which records to keep (a mask over `kind`), or None when all are kept. `timed`: the records that state
         a time or a rate: a bar loop timing fewer records than the step lines that are no bars' (a checkpoint's
         shard bar above mmengine's `Epoch(train) [1][10/500] time: 0.5`, tacotron2's `Train loss 0 ... 5.71s/it`)
-        is no loop of theirs either; nor is a bar shown once, at its end (a checkpoint's `Loading checkpoint shards:
-        100%|##| 2/2 [00:03<00:00, 1.52s/it]` above a cProfile table or an NCCL log: no series of steps)."""
+        is no loop of theirs either; nor is a bar shown once, at its end, whose description names no training (a
+        checkpoint's `Loading checkpoint shards: 100%|##| 2/2 [00:03<00:00, 1.52s/it]` above a cProfile table or an
+        NCCL log: a setup step, no series of steps; the Trainer's bar has no description, its last line stays)."""
         other = kind < FIRST_KIND
         lone = np.isin(kind, [k for k in self.done if self.shown[k] == 1])
         bars = ~other & ~lone
