@@ -295,3 +295,17 @@ def test_a_training_bars_last_line_alone_still_times_the_run(tmp_path, desc):
     (tmp_path / "end.log").write_text(f"{desc}100%|##########| 1000/1000 [10:00<00:00,  1.67it/s]\n"
                                       "{'train_runtime': 600.0, 'train_steps_per_second': 1.67, 'epoch': 3.0}\n")
     assert read_paths([str(tmp_path / "end.log")]).steps["duration_s"].tolist() == pytest.approx([0.6], rel=0.01)
+
+
+def test_a_metrics_line_cut_inside_a_number_joins_its_rest_through_trailing_blanks(tmp_path):
+    """verl's `timing_s/...` line, cut by the paste inside a number: with a terminal's trailing blanks on each
+    line the first half had been left alone (the step read from the cut on, the stages before it lost)."""
+    stages = " - ".join(f"timing_s/stage{k}:{10.5 + k:.13f}" for k in range(8))
+    text = f"{stages} - timing_s/step:1163.9566092677414 - perf/throughput:12.5"  # no step named: the first
+    cut = text.index("timing_s/stage5:") + 22
+    lines = [text[:cut], text[cut:]]
+    (tmp_path / "plain.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "blanks.log").write_text("".join(f"{ln}   \n" for ln in lines))
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "blanks.log"))
+    assert plain[plain.phase == "step"]["duration_s"].round().tolist() == [1164]
+    assert got[["step", "phase", "duration_s"]].equals(plain[["step", "phase", "duration_s"]])
