@@ -570,7 +570,8 @@ class StepLines:
         field, None when none), "how" (in words), "windowed" (window means from timestamps), "restarts" (reruns.py)."""
         self._flush()
         self._window = False
-        if (keep := self.loops.keep(np.frombuffer(self.kind, dtype=np.int8), bar_loops.timed_records(self))) is not None:
+        if self.loops.codes and (keep := self.loops.keep(np.frombuffer(self.kind, np.int8),
+                                                         bar_loops.timed_records(self))) is not None:
             drop_records(self, keep)  # the bars of other loops than the training's (bar_loops.py)
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)
