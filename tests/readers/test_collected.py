@@ -309,3 +309,12 @@ def test_a_metrics_line_cut_inside_a_number_joins_its_rest_through_trailing_blan
     plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "blanks.log"))
     assert plain[plain.phase == "step"]["duration_s"].round().tolist() == [1164]
     assert got[["step", "phase", "duration_s"]].equals(plain[["step", "phase", "duration_s"]])
+
+
+def test_local_rank_tags_of_several_pods_stay_apart():
+    """A PyTorchJob: a pod per node, torchrun in each with --tee (`[default0]:`, the local rank): the pods' local
+    rank 0s are two processes (they had been one rank)."""
+    p = Prefix()
+    ranks = [p.split(f"[pod/job-worker-{pod}/pytorch] [default{local}]:step 3 time 0.5")[0]
+             for pod, local in ((0, 0), (0, 1), (1, 0), (1, 1), (0, 0))]
+    assert len(set(ranks[:4])) == 4 and ranks[4] == ranks[0]
