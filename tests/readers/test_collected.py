@@ -318,3 +318,17 @@ def test_local_rank_tags_of_several_pods_stay_apart():
     ranks = [p.split(f"[pod/job-worker-{pod}/pytorch] [default{local}]:step 3 time 0.5")[0]
              for pod, local in ((0, 0), (0, 1), (1, 0), (1, 1), (0, 0))]
     assert len(set(ranks[:4])) == 4 and ranks[4] == ranks[0]
+
+
+def test_timer_lines_after_a_setup_bar_are_not_merged_into_it(tmp_path):
+    """GPT-NeoX / DeepSpeed timers print after their step's line, and are read onto the last record: a finished
+    setup bar's (`2/2 ... 1.52s/it`) is no step's (its rate had stood for the timers' step time; with the setup
+    bar dropped the timers went with it)."""
+    timers = "".join(f"rank=0 time (ms) | train_batch: {87510.72 + k:.2f} | forward: 2844.74 | backward: 8724.91 | "
+                     f"optimizer_step: 29300.81\n" for k in range(3))
+    (tmp_path / "plain.log").write_text(timers)
+    (tmp_path / "bar.log").write_text(SHARDS + timers)
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "bar.log"))
+    step = got[got.phase == "step"]["duration_s"].tolist()
+    assert len(step) == 3 and step == plain[plain.phase == "step"]["duration_s"].tolist()
+    assert sorted(got.phase.unique()) == sorted(plain.phase.unique())

@@ -65,6 +65,10 @@ class BarLoops:
             self.most[code] = max(self.most.get(code, 0), self.spent[key])
         return code
 
+    def setup(self, kind: int) -> bool:
+        """Whether bars of kind `kind` are so far one bar shown once, at its end, naming no training (keep)."""
+        return kind in self.done and self.shown[kind] == 1
+
     def keep(self, kind: np.ndarray, timed: np.ndarray) -> np.ndarray | None:
         """Which records to keep (a mask over `kind`), or None when all are kept. `timed`: the records that state
         a time or a rate: a bar loop timing fewer records than the step lines that are no bars' (a checkpoint's
@@ -73,7 +77,7 @@ class BarLoops:
         checkpoint's `Loading checkpoint shards: 100%|##| 2/2 [00:03<00:00, 1.52s/it]` above a cProfile table or an
         NCCL log: a setup step, no series of steps; the Trainer's bar has no description, its last line stays)."""
         other = kind < FIRST_KIND
-        lone = np.isin(kind, [k for k in self.done if self.shown[k] == 1])
+        lone = np.isin(kind, [k for k in self.done if self.setup(k)])
         bars = ~other & ~lone
         loops, counts = np.unique(kind[bars & timed], return_counts=True)
         if not len(loops):
