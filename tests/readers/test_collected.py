@@ -332,3 +332,13 @@ def test_timer_lines_after_a_setup_bar_are_not_merged_into_it(tmp_path):
     step = got[got.phase == "step"]["duration_s"].tolist()
     assert len(step) == 3 and step == plain[plain.phase == "step"]["duration_s"].tolist()
     assert sorted(got.phase.unique()) == sorted(plain.phase.unique())
+
+
+def test_a_setup_bar_redrawn_is_no_series_of_steps_either(tmp_path):
+    """The shard bar as a log file keeps it: `\\r`-redrawn, `1/2 ... 1.60s/it`, then `2/2 ... 1.52s/it` twice."""
+    bar = "\r".join(f"Loading checkpoint shards: {50 * i:3d}%|{'#' * 5 * i:10s}| {i}/2 [00:0{i}<00:0{2 - i}, "
+                    f"{'?it/s' if i == 0 else f'{1.6 - 0.08 * i:.2f}s/it'}]" for i in (0, 1, 2, 2)) + "\n"
+    (tmp_path / "plain.txt").write_text(PSTATS)
+    (tmp_path / "bar.txt").write_text(bar + PSTATS)
+    plain, got = (diagnose(read_paths([str(tmp_path / n)])) for n in ("plain.txt", "bar.txt"))
+    assert got.verdict["id"] == plain.verdict["id"] == "host_sync"

@@ -29,6 +29,10 @@ _DIGITS = re.compile(r"\d+")
 _COUNT = re.compile(r"(\d+)/(\d+)")
 # a description a training loop's bar may have (the Trainer's has none): `Epoch 3`, `Training`, `train`, `Steps`
 _TRAINING = re.compile(r"^$|\b(?:train\w*|epochs?|steps?|iter\w*|batch\w*)\b")
+# the bars of a run's setup, redrawn or not (transformers' `Loading checkpoint shards`, huggingface_hub's `Fetching 4
+# files` / `Downloading ...`, datasets' `Map`, `Filter`, `Generating train split`, `Resolving data files`)
+_SETUP = re.compile(r"^(?:loading checkpoint shards|loading (?:dataset )?shards|fetching # files|downloading|"
+                    r"resolving data files|generating \w+ split|map|filter|tokeniz\w*|running tokenizer)\b")
 _ELAPSED = re.compile(r"(?:\[\s*|\s)(?:(\d{1,4}):)?(\d{1,4}):(\d\d)\s*(?:<|•|,)")  # `[01:40<`, `0:01:40 •`
 
 
@@ -44,6 +48,7 @@ class BarLoops:
         self.most: dict[int, int] = {}  # kind -> the most seconds its clocks went forward on one rank
         self.shown: dict[int, int] = {}  # kind -> its bar lines
         self.done: set[int] = set()  # kinds whose first bar line showed the bar at its end (`2/2`)
+        self.setups: set[int] = set()  # kinds described as a setup loop's (_SETUP)
 
     def kind(self, head: str, total: int | None, bar: str = "") -> int:
         """The kind code of a bar printed after `head` (the line's text before its `i/N`), of total `total`, `bar`
@@ -52,6 +57,8 @@ class BarLoops:
         code = self.codes.get(key)
         if code is None:
             code = self.codes[key] = FIRST_KIND + min(len(self.codes), MAX_LOOPS - 1)
+            if _SETUP.match(key):
+                self.setups.add(code)
         self.totals[code] = max(self.totals.get(code, 0), total or 0)
         self.shown[code] = self.shown.get(code, 0) + 1
         if self.shown[code] == 1 and (m := _COUNT.match(bar)) and m[1] == m[2] and not _TRAINING.search(key):
@@ -66,8 +73,9 @@ class BarLoops:
         return code
 
     def setup(self, kind: int) -> bool:
-        """Whether bars of kind `kind` are so far one bar shown once, at its end, naming no training (keep)."""
-        return kind in self.done and self.shown[kind] == 1
+        """Whether bars of kind `kind` are a setup loop's: described as one (_SETUP), or so far one bar shown once,
+        at its end, naming no training (keep)."""
+        return kind in self.setups or (kind in self.done and self.shown[kind] == 1)
 
     def keep(self, kind: np.ndarray, timed: np.ndarray) -> np.ndarray | None:
         """Which records to keep (a mask over `kind`), or None when all are kept. `timed`: the records that state
@@ -75,9 +83,10 @@ class BarLoops:
         shard bar above mmengine's `Epoch(train) [1][10/500] time: 0.5`, tacotron2's `Train loss 0 ... 5.71s/it`)
         is no loop of theirs either; nor is a bar shown once, at its end, whose description names no training (a
         checkpoint's `Loading checkpoint shards: 100%|##| 2/2 [00:03<00:00, 1.52s/it]` above a cProfile table or an
-        NCCL log: a setup step, no series of steps; the Trainer's bar has no description, its last line stays)."""
+        NCCL log: a setup step, no series of steps; the Trainer's bar has no description, its last line stays), nor
+        a setup loop's bars redrawn (`Loading checkpoint shards` of a 30-shard model: 30 redraws, 5 s each)."""
         other = kind < FIRST_KIND
-        lone = np.isin(kind, [k for k in self.done if self.setup(k)])
+        lone = np.isin(kind, [k for k in self.done | self.setups if self.setup(k)])
         bars = ~other & ~lone
         loops, counts = np.unique(kind[bars & timed], return_counts=True)
         if not len(loops):
