@@ -239,10 +239,10 @@ def test_a_shard_bar_before_step_lines_timed_by_a_rate_is_none_of_their_steps(tm
 
 
 def test_a_long_fast_data_bar_does_not_outvote_a_slow_training_bar(tmp_path):
-    """tqdm redraws every 0.1 s only while iterations are faster than that: 30 s of tokenizing at 166 it/s are
+    """tqdm redraws every 0.1 s only while iterations are faster than that: 30 s of caching features at 166 it/s are
     300 redraws, 100 s of training at 2 s/it are 50 (one per step). The loop the run spends its time in (its
     elapsed clock) is the training."""
-    prep = "".join(f"Tokenizing: {k // 50:3d}%|{'#' * (k // 500):10s}| {k * 33}/165000 [00:{k // 100:02d}<00:30, "
+    prep = "".join(f"Caching features: {k // 50:3d}%|{'#' * (k // 500):10s}| {k * 33}/165000 [00:{k // 100:02d}<00:30, "
                    "166.00it/s]\r" for k in range(10, 3001, 10)) + "\n"
     train = "".join(f"{2 * i:3d}%|{'#' * (i // 5):10s}| {i}/50 [{i * 2 // 60:02d}:{i * 2 % 60:02d}<01:30,  2.00s/it]\r"
                     for i in range(1, 51)) + "\n"
@@ -276,10 +276,10 @@ def test_a_bar_shown_once_at_its_end_is_no_series_of_steps(tmp_path, bar):
     assert len(read_paths([str(tmp_path / "bar.txt")]).steps) == 0
 
 
-def test_eight_ranks_tokenizing_together_do_not_outlast_rank_0s_training(tmp_path):
-    """Every rank tokenizes (30 s, their bars interleaved, clocks a little apart), only rank 0 draws the training
+def test_eight_ranks_caching_together_do_not_outlast_rank_0s_training(tmp_path):
+    """Every rank caches its features (30 s, their bars interleaved, clocks a little apart), only rank 0 draws the training
     bar (100 s): the ranks' clocks are each their own, not one clock running back and forth."""
-    prep = "".join(f"[rank{r}]: Tokenizing: {k // 30:3d}%|{'#' * (k // 300):10s}| {k * 55}/165000 "
+    prep = "".join(f"[rank{r}]: Caching features: {k // 30:3d}%|{'#' * (k // 300):10s}| {k * 55}/165000 "
                    f"[00:{(k + r) // 100:02d}<00:30, 5500.00it/s]\n" for k in range(10, 3001, 10) for r in (3, 0, 5, 1,
                                                                                                       7, 2, 6, 4))
     train = "".join(f"[rank0]: {2 * i:3d}%|{'#' * (i // 5):10s}| {i}/50 [{i * 2 // 60:02d}:{i * 2 % 60:02d}<01:30,  "
