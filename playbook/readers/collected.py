@@ -7,7 +7,9 @@ container or `script` leaves them in a captured log; no format means anything by
 A collector's label before every line of what it carried: Slurm `srun -l`'s task (`0: `), pdsh's host (`node7: `,
 a name with a digit), `kubectl logs --prefix`'s `[pod/NAME/CONTAINER] `. One label on (nearly) every line says
 nothing the file does not: it is taken off, so that the format it carries is read as it printed. Several labels name
-ranks or hosts: they stay, for the readers that tell them apart (line_prefix).
+ranks or hosts: they stay, for the readers that tell them apart (line_prefix); so does one that has another of its
+kind anywhere in the head, at the end of a plain file (kubectl prints pod after pod), or, from there on, later in
+the stream.
 
 Every line break doubled (a blank line after each line: `\r\r\n` endings from a file passed twice through a
 Windows tool, a paste through some web forms): each pair is one break, so tables stay tables.
@@ -19,8 +21,8 @@ import re
 
 _ESCAPES = re.compile(rb"\x1b(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]|\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)|[@-Z\\-_])")
 _ESCAPE_CUT = re.compile(rb"\x1b(?:\[[0-?]{0,32}[ -/]{0,4}|\][^\x07\x1b\n]{0,512}\x1b?)?")  # cut by a chunk's end
-_LABEL = re.compile(rb"^(?: {0,6}\d{1,6}: |(?=[\w.-]{0,63}\d)[A-Za-z][\w.-]{0,63}: "
-                    rb"|\[pod/[^\]\s/]{1,253}/[^\]\s]{1,63}\] )")
+_KINDS = (rb" {0,6}\d{1,6}: ", rb"(?=[\w.-]{0,63}\d)[A-Za-z][\w.-]{0,63}: ", rb"\[pod/[^\]\s/]{1,253}/[^\]\s]{1,63}\] ")
+_LABEL = re.compile(rb"^(?:" + rb"|".join(_KINDS) + rb")")
 LABEL_SHARE = 0.9  # of the head's non-blank lines carrying one label: fewer, and it is a line's own `name: ` text
 MIN_LINES = 3  # a label on one or two lines cannot be told from their text
 _BREAK = re.compile(rb"\r\n|\r|\n")
@@ -35,7 +37,8 @@ def strip_escapes(text: bytes) -> bytes:
 
 def collector_label(head: bytes) -> bytes | None:
     """The one collector label that at least LABEL_SHARE of the complete, non-blank lines of `head` (MIN_LINES or
-    more, the first 400 looked at) start with, else None."""
+    more, the first 400 looked at) start with, and no line of `head` starts with another of its kind (another
+    task, host or pod), else None."""
     lines = [ln for ln in head.split(b"\n")[:-1][:400] if ln.strip()]
     if len(lines) < MIN_LINES:
         return None
@@ -43,7 +46,15 @@ def collector_label(head: bytes) -> bytes | None:
     first = labels[0]
     if first is None or sum(label == first for label in labels) < LABEL_SHARE * len(lines):
         return None
-    return first
+    return None if _other_label(first).search(b"\n" + head) else first
+
+
+def _other_label(label: bytes) -> re.Pattern:
+    """A line starting with another label of the kind of `label` (another srun task, host or pod), after a
+    line break."""
+    kind = next(k for k in _KINDS if re.fullmatch(k, label))
+    same = rb" {0,6}" + label.strip(b" :") + rb": " if kind == _KINDS[0] else re.escape(label)  # srun pads tasks
+    return re.compile(rb"\n(?!" + same + rb")" + kind)
 
 
 def doubled_breaks(head: bytes) -> bool:
@@ -62,7 +73,15 @@ class Unwrap:
         head = strip_escapes(head)
         self.doubled = doubled_breaks(head)
         self.label = collector_label(_BREAK_PAIR.sub(b"\n", head) if self.doubled else head)
+        self.other = _other_label(self.label) if self.label is not None else None
         self.carry = b""
+
+    def tail(self, data: bytes) -> None:
+        """The file's last bytes, where known before the stream reaches them: another task, host or pod there
+        (`kubectl logs --prefix` prints pod after pod; task 0 alone may print a long setup) — no label is
+        taken off."""
+        if self.label is not None and self.other.search(strip_escapes(data)):
+            self.label = None
 
     def __call__(self, data: bytes, final: bool) -> bytes:
         if self.carry:
@@ -76,8 +95,11 @@ class Unwrap:
             end = len(data) if final else len(data.rstrip(b"\r\n"))
             data, self.carry = data[:end], data[end:] + self.carry
             data = _BREAK_PAIR.sub(b"\n", data)
-        if self.label is not None:
+        if (label := self.label) is not None:
             end = len(data) if final else data.rfind(b"\n") + 1
             data, self.carry = data[:end], data[end:] + self.carry
-            data = (b"\n" + data).replace(b"\n" + self.label, b"\n")[1:]
+            rest = b""
+            if (m := self.other.search(b"\n" + data)):  # another task, host or pod: the label is theirs from here
+                data, rest, self.label = data[:m.start()], data[m.start():], None
+            data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:] + rest
         return data

@@ -215,6 +215,7 @@ class Prefix:
                 rank, body, by_process = self._ray(m, body[m.end():]), body[m.end():], True
             if rank < 0 and body[:1] in " [" and (m := _KUBECTL.match(body)):
                 rank, body, by_process = self._process(("pod",) + m.groups(), body[m.end():]), body[m.end():], True
+                task = rank  # torchrun's `[default3]:` behind a pod's prefix: the pod's local rank 3 (_finer)
                 self._seen("kubectl pod")
             if (rank < 0 or by_process) and (m := _RANK_PREFIX.match(body)):
                 inner = _rank(next(g for g in m.groups() if g is not None))

@@ -200,6 +200,8 @@ class TextStream(io.RawIOBase):
                 data = self._take(HEAD_BYTES)
                 self._pending += self._convert(data, final=not data)
             self._unwrap = collected.Unwrap(self._pending)
+            if self._unwrap.label is not None and not self._eof and self.kind is None and self.encoding == "utf-8":
+                self._unwrap.tail(_tail(self._raw))  # a plain file's end, read ahead (not a pipe's)
             self._pending = self._unwrap(self._pending, final=self._eof)
 
     def _take(self, size: int) -> bytes:
@@ -295,6 +297,14 @@ class TextStream(io.RawIOBase):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _tail(raw) -> bytes:
+    """The last HEAD_BYTES of the open plain file `raw`, without moving its position (b"" for a pipe)."""
+    try:
+        return os.pread(raw.fileno(), HEAD_BYTES, max(0, os.fstat(raw.fileno()).st_size - HEAD_BYTES))
+    except OSError:
+        return b""
 
 
 def _has_latin1(data: bytes, final: bool) -> bool:

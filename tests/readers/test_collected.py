@@ -207,3 +207,166 @@ def test_a_warning_printed_into_nvidia_smi_q_output_is_skipped_not_a_section(tmp
     plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.txt", "mixed.txt"))
     assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist() == [97, 95, 12, 96, 98, 97]
     assert any("not nvidia-smi's" in w for w in got.warnings)
+
+
+def _task_step(task: int, i: int, data_time: float) -> str:
+    """A step line of one srun task (no rank tag of its own: the task label is the rank)."""
+    return (f"{task}: 2023/05/04 09:{i * 5 // 60:02d}:{i * 5 % 60:02d} - mmengine - INFO - Epoch(train) "
+            f"[1][{i * 10:4d}/9000]  time: {0.5 + 0.001 * ((i * 7 + task) % 5):.4f}  data_time: {data_time:.4f}  "
+            "loss: 1.5000\n")
+
+
+@pytest.mark.parametrize("setup_lines", [300, 3000])  # in the first 400 lines only / past the head's 64 kB
+def test_task_0s_long_setup_print_does_not_make_its_label_the_collectors(tmp_path, setup_lines):
+    """srun -l over four tasks, task 0 alone printing its configuration first: `0: ` is a task, not a label to
+    take off (task 0's steps had been read as no rank's and dropped: the slow rank 0 was called healthy)."""
+    setup = "".join(f"0: config line {k} = value\n" for k in range(setup_lines))
+    steps = "".join(_task_step(t, i, 0.16 if t == 0 else 0.002) for i in range(1, 61) for t in range(4))
+    (tmp_path / "srun.log").write_text(setup + steps)
+    got = read_paths([str(tmp_path / "srun.log")])
+    assert sorted(set(got.steps["rank"].tolist())) == [0, 1, 2, 3]
+    d = diagnose(got)
+    assert d.verdict["id"] == "data_starvation" and "rank 0" in d.hypotheses[0]["names"]
+
+
+def test_pods_printed_one_after_another_stay_apart(tmp_path):
+    """`kubectl logs -l ... --prefix` (not following) prints each pod's whole log in turn: the first pod's label
+    fills the head, the second's comes later."""
+    body = "".join(f"[pod/job-worker-{w}/pytorch] {_task_step(0, i, 0.16 if w == 1 else 0.002)[3:]}"
+                   for w in range(2) for i in range(1, 600))
+    (tmp_path / "pods.log").write_text(body)
+    steps = read_paths([str(tmp_path / "pods.log")]).steps
+    assert steps.groupby("rank").size().to_dict() == {0: len(steps) // 2, 1: len(steps) // 2}
+
+
+def test_another_task_met_after_the_head_stops_the_taking_off():
+    unwrap = collected.Unwrap(b"0: a\n0: b\n0: c\n")
+    assert unwrap.label == b"0: "
+    out = unwrap(b"0: d\n1: e\n0: f\n", final=False) + unwrap(b"0: g\n", final=True)
+    assert out == b"d\n1: e\n0: f\n0: g\n"
+
+
+def test_another_label_of_the_same_kind_anywhere_in_the_head_is_no_collector_label():
+    assert collected.Unwrap(b"".join(b"0: line %d\n" % i for i in range(500)) + b"1: other\n").label is None
+    assert collected.Unwrap(b"node1: a\n" * 30 + b"node2: d\n").label is None
+
+
+@pytest.mark.parametrize("line", [
+    "Train loss {i} {loss:.6f} Grad Norm 1.234567 {t:.2f}s/it",  # tacotron2's train.py: no step keyword
+    "iter {i}0 loss {loss:.6f} {t:.2f}s/it",  # a keyword counter, every 10 steps
+])
+def test_a_shard_bar_before_step_lines_timed_by_a_rate_is_none_of_their_steps(tmp_path, line):
+    """A checkpoint's one-line shard bar (`1.52s/it`) above a log whose steps are no bars: not a step of theirs,
+    nor the count their numbers continue (the bar's `2/2` had made tacotron2's steps 0..7 into 3..10)."""
+    body = "".join(line.format(i=i, loss=1 / (i + 1), t=4.0 + 0.01 * (i % 3)) + "\n" for i in range(40))
+    (tmp_path / "plain.log").write_text(body)
+    (tmp_path / "noisy.log").write_text(SHARDS + body)
+    plain, noisy = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "noisy.log"))
+    assert len(plain) == 40 and noisy["step"].tolist() == plain["step"].tolist()
+    assert noisy["duration_s"].tolist() == plain["duration_s"].tolist()
+
+
+def test_a_long_fast_data_bar_does_not_outvote_a_slow_training_bar(tmp_path):
+    """tqdm redraws every 0.1 s only while iterations are faster than that: 30 s of caching features at 166 it/s are
+    300 redraws, 100 s of training at 2 s/it are 50 (one per step). The loop the run spends its time in (its
+    elapsed clock) is the training."""
+    prep = "".join(f"Caching features: {k // 50:3d}%|{'#' * (k // 500):10s}| {k * 33}/165000 [00:{k // 100:02d}<00:30, "
+                   "166.00it/s]\r" for k in range(10, 3001, 10)) + "\n"
+    train = "".join(f"{2 * i:3d}%|{'#' * (i // 5):10s}| {i}/50 [{i * 2 // 60:02d}:{i * 2 % 60:02d}<01:30,  2.00s/it]\r"
+                    for i in range(1, 51)) + "\n"
+    (tmp_path / "plain.log").write_text(train)
+    (tmp_path / "prep.log").write_text(prep + train)
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "prep.log"))
+    assert len(plain) == 50 and got["step"].tolist() == plain["step"].tolist()
+    assert got["duration_s"].tolist() == pytest.approx(plain["duration_s"].tolist())
+
+
+PSTATS = """   Ordered by: cumulative time
+
+   ncalls  tottime  percall  cumtime  percall filename:lineno(function)
+        1    0.010    0.010   60.000   60.000 train.py:1(<module>)
+     5000    1.000    0.000   50.000    0.010 train.py:40(train_step)
+     5000   30.000    0.006   30.000    0.006 {method 'item' of 'torch._C.TensorBase' objects}
+     5000    8.000    0.002    8.000    0.002 {method 'run_backward' of 'torch._C._EngineBase' objects}
+     5000    5.000    0.001    5.000    0.001 {built-in method torch.conv2d}
+"""
+
+
+@pytest.mark.parametrize("bar", [SHARDS, "Downloading model.safetensors: 100%|##########| 548M/548M [00:04<00:00, "
+                                        "120MB/s]\n".replace("548M/548M", "548/548")])
+def test_a_bar_shown_once_at_its_end_is_no_series_of_steps(tmp_path, bar):
+    """A finished setup bar above a profile (one line: `2/2 [00:03<00:00, 1.52s/it]`) had become a run of one
+    1.52 s step: the profile's host sync was called insufficient data."""
+    (tmp_path / "plain.txt").write_text(PSTATS)
+    (tmp_path / "bar.txt").write_text(bar + PSTATS)
+    plain, got = (diagnose(read_paths([str(tmp_path / n)])) for n in ("plain.txt", "bar.txt"))
+    assert got.verdict["id"] == plain.verdict["id"]
+    assert len(read_paths([str(tmp_path / "bar.txt")]).steps) == 0
+
+
+def test_eight_ranks_caching_together_do_not_outlast_rank_0s_training(tmp_path):
+    """Every rank caches its features (30 s, their bars interleaved, clocks a little apart), only rank 0 draws the training
+    bar (100 s): the ranks' clocks are each their own, not one clock running back and forth."""
+    prep = "".join(f"[rank{r}]: Caching features: {k // 30:3d}%|{'#' * (k // 300):10s}| {k * 55}/165000 "
+                   f"[00:{(k + r) // 100:02d}<00:30, 5500.00it/s]\n" for k in range(10, 3001, 10) for r in (3, 0, 5, 1,
+                                                                                                      7, 2, 6, 4))
+    train = "".join(f"[rank0]: {2 * i:3d}%|{'#' * (i // 5):10s}| {i}/50 [{i * 2 // 60:02d}:{i * 2 % 60:02d}<01:30,  "
+                    "2.00s/it]\n" for i in range(1, 51))
+    (tmp_path / "plain.log").write_text(train)
+    (tmp_path / "prep.log").write_text(prep + train)
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "prep.log"))
+    assert len(plain) == 50 and got["step"].tolist() == plain["step"].tolist()
+
+
+@pytest.mark.parametrize("desc", ["", "Epoch 2: ", "Training: "])
+def test_a_training_bars_last_line_alone_still_times_the_run(tmp_path, desc):
+    (tmp_path / "end.log").write_text(f"{desc}100%|##########| 1000/1000 [10:00<00:00,  1.67it/s]\n"
+                                      "{'train_runtime': 600.0, 'train_steps_per_second': 1.67, 'epoch': 3.0}\n")
+    assert read_paths([str(tmp_path / "end.log")]).steps["duration_s"].tolist() == pytest.approx([0.6], rel=0.01)
+
+
+def test_a_metrics_line_cut_inside_a_number_joins_its_rest_through_trailing_blanks(tmp_path):
+    """verl's `timing_s/...` line, cut by the paste inside a number: with a terminal's trailing blanks on each
+    line the first half had been left alone (the step read from the cut on, the stages before it lost)."""
+    stages = " - ".join(f"timing_s/stage{k}:{10.5 + k:.13f}" for k in range(8))
+    text = f"{stages} - timing_s/step:1163.9566092677414 - perf/throughput:12.5"  # no step named: the first
+    cut = text.index("timing_s/stage5:") + 22
+    lines = [text[:cut], text[cut:]]
+    (tmp_path / "plain.log").write_text("\n".join(lines) + "\n")
+    (tmp_path / "blanks.log").write_text("".join(f"{ln}   \n" for ln in lines))
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "blanks.log"))
+    assert plain[plain.phase == "step"]["duration_s"].round().tolist() == [1164]
+    assert got[["step", "phase", "duration_s"]].equals(plain[["step", "phase", "duration_s"]])
+
+
+def test_local_rank_tags_of_several_pods_stay_apart():
+    """A PyTorchJob: a pod per node, torchrun in each with --tee (`[default0]:`, the local rank): the pods' local
+    rank 0s are two processes (they had been one rank)."""
+    p = Prefix()
+    ranks = [p.split(f"[pod/job-worker-{pod}/pytorch] [default{local}]:step 3 time 0.5")[0]
+             for pod, local in ((0, 0), (0, 1), (1, 0), (1, 1), (0, 0))]
+    assert len(set(ranks[:4])) == 4 and ranks[4] == ranks[0]
+
+
+def test_timer_lines_after_a_setup_bar_are_not_merged_into_it(tmp_path):
+    """GPT-NeoX / DeepSpeed timers print after their step's line, and are read onto the last record: a finished
+    setup bar's (`2/2 ... 1.52s/it`) is no step's (its rate had stood for the timers' step time; with the setup
+    bar dropped the timers went with it)."""
+    timers = "".join(f"rank=0 time (ms) | train_batch: {87510.72 + k:.2f} | forward: 2844.74 | backward: 8724.91 | "
+                     f"optimizer_step: 29300.81\n" for k in range(3))
+    (tmp_path / "plain.log").write_text(timers)
+    (tmp_path / "bar.log").write_text(SHARDS + timers)
+    plain, got = (read_paths([str(tmp_path / n)]).steps for n in ("plain.log", "bar.log"))
+    step = got[got.phase == "step"]["duration_s"].tolist()
+    assert len(step) == 3 and step == plain[plain.phase == "step"]["duration_s"].tolist()
+    assert sorted(got.phase.unique()) == sorted(plain.phase.unique())
+
+
+def test_a_setup_bar_redrawn_is_no_series_of_steps_either(tmp_path):
+    """The shard bar as a log file keeps it: `\\r`-redrawn, `1/2 ... 1.60s/it`, then `2/2 ... 1.52s/it` twice."""
+    bar = "\r".join(f"Loading checkpoint shards: {50 * i:3d}%|{'#' * 5 * i:10s}| {i}/2 [00:0{i}<00:0{2 - i}, "
+                    f"{'?it/s' if i == 0 else f'{1.6 - 0.08 * i:.2f}s/it'}]" for i in (0, 1, 2, 2)) + "\n"
+    (tmp_path / "plain.txt").write_text(PSTATS)
+    (tmp_path / "bar.txt").write_text(bar + PSTATS)
+    plain, got = (diagnose(read_paths([str(tmp_path / n)])) for n in ("plain.txt", "bar.txt"))
+    assert got.verdict["id"] == plain.verdict["id"] == "host_sync"

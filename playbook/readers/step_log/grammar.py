@@ -64,7 +64,7 @@ from collections import Counter
 import numpy as np
 
 from playbook.readers.line_prefix import stamp_ns
-from playbook.readers.step_log import timer_line
+from playbook.readers.step_log import bar_loops, timer_line
 from playbook.readers.step_log.bar_loops import BarLoops, drop_records, in_eval_section
 from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
@@ -179,6 +179,7 @@ class StepLines:
         self.last_step: dict[int, int] = {}
         self.span_ends: dict[int, int] = {}  # rank -> the step its last span line ended at (span_line.py)
         self.bare_counting: dict[int, bool] = {}  # rank -> its bare integers count its steps (span_line.py)
+        self.last_bar: dict[int, bool] = {}  # rank -> its last record was a tqdm bar's (span_line.py)
         self.rates: dict[int, tuple[int, float]] = {}  # rank -> step rate lines since its last step line (_hold_rate)
         self.metric_lines = 0
         self.eval_lines = 0
@@ -253,7 +254,7 @@ class StepLines:
                 epoch, i = None, self.restarts.step(epoch, i)
             c = self._progress(epoch, i, n, (m.start(), m.start() + len(m["i"]) + (1 + len(m["n"]) if n else 0)),
                                "tqdm", bool(EVAL_MODE.search(head)))
-            c.kind = self.loops.kind(head, n)
+            c.kind = self.loops.kind(head, n, body[m.start():])
             return c
         if (m := NAMED_EPOCH.search(body)):
             mode = m["m"].lower()
@@ -298,7 +299,7 @@ class StepLines:
             self.tqdm_lines += 1
             c = self._progress(int(m["i"]), int(t["i"]), int(t["n"]), (m.end() + t.start(), m.end() + t.start()
                                + len(t["i"]) + 1 + len(t["n"])), "tqdm", evaluating)
-            c.kind = self.loops.kind(body[: m.end() + t.start()], int(t["n"]))
+            c.kind = self.loops.kind(body[: m.end() + t.start()], int(t["n"]), rest[t.start():])
             return c
         return None
 
@@ -395,6 +396,7 @@ class StepLines:
         if (m := KERAS_EPOCH.match(body)):
             self.keras_epoch = int(m.group(1))
             return True
+        self.loops.rank = ctx.rank  # each rank's bars on their own clocks (bar_loops.py)
         # a command line's options configure the run (`--eval-iters 10`, `--train-iters 500`): no step counter
         c = self._counter(blank_options(body) if "--" in body else body) or label_step(ctx)
         if c is None and (c := implicit_counter(self, body, ctx)) is not None:
@@ -532,7 +534,7 @@ class StepLines:
         self.pos.append(c.pos)
         if c.keyword and c.kind is None:
             self.reruns.feed(ctx.rank, c.step, self.epochs.current.get(ctx.rank), ctx.lineno, ctx.time, ctx.body)
-        self.last_step[ctx.rank] = c.step
+        self.last_step[ctx.rank], self.last_bar[ctx.rank] = c.step, self.kind[-1] >= bar_loops.FIRST_KIND
         held = self.rates.pop(ctx.rank, None)
         if held and c.keyword and not any(role[0] in ("dur", "rate") for _, role in fields.values()):
             fields = {**fields, "(rate lines)": (held[0] / held[1], ("rate", PER_STEP, 1.0))}  # their mean pace
@@ -569,7 +571,8 @@ class StepLines:
         field, None when none), "how" (in words), "windowed" (window means from timestamps), "restarts" (reruns.py)."""
         self._flush()
         self._window = False
-        if (keep := self.loops.keep(np.frombuffer(self.kind, dtype=np.int8))) is not None:
+        if self.loops.codes and (keep := self.loops.keep(np.frombuffer(self.kind, np.int8),
+                                                         bar_loops.timed_records(self))) is not None:
             drop_records(self, keep)  # the bars of other loops than the training's (bar_loops.py)
         n = len(self.step)
         step = np.frombuffer(self.step, dtype=np.int64) if n else np.empty(0, np.int64)

@@ -66,8 +66,9 @@ class Wrapped:
             return row
         if held is not None and _CONT.match(body):
             return held + body
-        if not record and body[-1:].isdigit() and len(_FIELDS.findall(body)) >= MIN_FIELDS:
-            self.held = body
+        cut = body.rstrip()  # a terminal's trailing blanks after the cut number
+        if not record and cut[-1:].isdigit() and len(_FIELDS.findall(cut)) >= MIN_FIELDS:
+            self.held = cut
         return body
 
 

@@ -68,7 +68,10 @@ def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
     if n is None and len(bare := BARE_INT.findall(body)) == 1:
         value = int(bare[0])
         counting = last is not None and value == last + 1
-        if last is None or counting or (value > last and lines.bare_counting.get(ctx.rank)):
+        # after a tqdm bar's record (a loop of its own, bar_loops.py: a checkpoint's shard bar before tacotron2's
+        # `Train loss 0 ... 5.71s/it`) the line's own number too
+        if last is None or counting or lines.last_bar.get(ctx.rank) or \
+                (value > last and lines.bare_counting.get(ctx.rank)):
             step = value  # the line's own number for its step
             counting = counting or last is not None
     lines.bare_counting[ctx.rank] = counting

@@ -125,8 +125,8 @@ def parse(text: str, factor: float) -> TimerLine:
 
 def feed(lines, text: str, factor: float, ctx) -> None:
     """One timer line into the step records of `lines` (grammar.StepLines): onto the record of the line it twins,
-    else onto the last record when that has no timer line yet (the timers printed after their step's line:
-    Megatron-LM, GPT-NeoX), else as a step of its own, the one after its rank's last (DeepSpeed prints the timers
+    else onto the last record when that has no timer line yet and is no setup bar's (the timers printed after their
+    step's line: Megatron-LM, GPT-NeoX), else as a step of its own, the one after its rank's last (DeepSpeed prints the timers
     inside the step, before any line of the trainer's; a file of timer lines alone is one step a line)."""
     t = parse(text, factor)
     n, last, fields = len(lines.step), lines.timer_last, t.fields()
@@ -134,8 +134,8 @@ def feed(lines, text: str, factor: float, ctx) -> None:
         lines._merge(last[0], fields)
         lines.timer_last = (last[0], t.names, None)  # both scopes read: the next line is another step's
         return
-    elif n and (last is None or last[0] != n - 1):
-        row = n - 1
+    elif n and (last is None or last[0] != n - 1) and not lines.loops.setup(lines.kind[n - 1]):
+        row = n - 1  # (not a setup bar's: `Loading checkpoint shards: 100%| 2/2` is no step, bar_loops.py)
     elif fields:
         c = StepCounter(lines.last_step.get(ctx.rank, 0) + 1, None, None, (0, 0), False)
         c.kind = 1  # the step after the last one named: of the keyword lines' kind
