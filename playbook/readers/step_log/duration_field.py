@@ -67,8 +67,8 @@ def beside_stated(k: str, cands: dict, eligible: list, cols: dict, step=None, ra
 
 def step_by_step(step, rank, ok) -> bool:
     """Whether the records `ok` follow one another a step apart on their ranks (their median gap is one step)."""
-    gaps = [np.diff(np.unique(step[ok & (rank == r)])) for r in np.unique(rank[ok])]
-    gaps = np.concatenate(gaps) if gaps else np.array([])
+    pairs = np.unique(np.c_[rank[ok], step[ok]], axis=0)  # by rank, then step
+    gaps = np.diff(pairs[:, 1])[pairs[1:, 0] == pairs[:-1, 0]]
     return bool(gaps.size) and float(np.median(gaps)) <= 1
 
 
