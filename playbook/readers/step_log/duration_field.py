@@ -52,17 +52,24 @@ def stamped_steps(step, rank, time) -> int:
     return len(np.unique(np.c_[rank[ok], step[ok]], axis=0)) if ok.any() else 0
 
 
-def beside_stated(k: str, cands: dict, eligible: list, cols: dict) -> int:
-    """1 when `k` is a rate printed on other lines than a stated per-step time (a tqdm bar's it/s between Hugging
-    Face's `{'train_step_runtime': 0.63, ...}` dicts): the rate is a smoothed average over the bar's updates, the
-    stated time is each step's own measurement, so the stated time wins however many more bar lines there are; 0
-    otherwise (a rate alone, or one on the same lines as the time: NeMo's bar with `train_step_timing` keeps its
-    order)."""
+def beside_stated(k: str, cands: dict, eligible: list, cols: dict, step=None, rank=None) -> int:
+    """1 when `k` is a rate printed on other lines than a stated per-step time printed step after step (a tqdm bar's
+    it/s between Hugging Face's `{'train_step_runtime': 0.63, ...}` dicts): the rate is a smoothed average over the
+    bar's updates, the stated time is each step's own measurement, so the stated time wins however many more bar
+    lines there are; 0 otherwise (a rate alone, or one on the same lines as the time: NeMo's bar with
+    `train_step_timing` keeps its order; or a time printed once every N steps, which may be the N steps' window)."""
     if cands[k][0] != "rate":
         return 0
     mine = np.isfinite(cols[k])
     return int(any(cands[o][0] == "dur" and cands[o][1] == PER_STEP and not (mine & np.isfinite(cols[o])).any()
-                   for o in eligible if o != k))
+                   and (step is None or step_by_step(step, rank, np.isfinite(cols[o]))) for o in eligible if o != k))
+
+
+def step_by_step(step, rank, ok) -> bool:
+    """Whether the records `ok` follow one another a step apart on their ranks (their median gap is one step)."""
+    pairs = np.unique(np.c_[rank[ok], step[ok]], axis=0)  # by rank, then step
+    gaps = np.diff(pairs[:, 1])[pairs[1:, 0] == pairs[:-1, 0]]
+    return bool(gaps.size) and float(np.median(gaps)) <= 1
 
 
 def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
@@ -116,7 +123,7 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
             cls = clock_reading(step, rank, time, cols[k] * cands[k][2]) or cls
         if cands[k][0] == "dur" and cls != CUMULATIVE and outlasts_lines(step, rank, time, cols[k] * cands[k][2]):
             continue  # longer than the stamped lines around it (arcface_torch's `Required: 99 hours`): no step's time
-        ranked.append((PREFERENCE.index(cls), beside_stated(k, cands, eligible, cols), -cover[k], len(k), k, cls))
+        ranked.append((PREFERENCE.index(cls), beside_stated(k, cands, eligible, cols, step, rank), -cover[k], len(k), k, cls))
     if not ranked:
         return None, None, None, False
     *_, name, cls = min(ranked)

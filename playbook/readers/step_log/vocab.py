@@ -241,9 +241,10 @@ def unit_kind(unit: str | None) -> tuple[str, float] | None:
     if not unit:
         return None
     if unit == "m":
-        # a lower-case `m` glued to a number is minutes (`elapsed 0.49m`, as `2h` is hours); an upper-case `M` is
-        # memory (`max_mem: 7432M`, megabytes), so this one unit keeps its case. The minutes of a clock spelled in
-        # parts (StyleGAN's `time 6m 40s`) are no value of their own: the grammar gives them no unit (minute_unit)
+        # a lower-case `m` glued to a number is minutes (`elapsed 0.49m`, as `2h` is hours), after a time's key only
+        # (plan_line: `tok 0.5m` is a million); an upper-case `M` is memory (`max_mem: 7432M`, megabytes), so this one
+        # unit keeps its case. The minutes of a clock spelled in parts (StyleGAN's `time 6m 40s`) are no value of
+        # their own: the grammar gives them no unit (value_unit)
         return "time", 60.0
     u = unit.lower()
     if u in TIME_UNITS:
@@ -510,6 +511,11 @@ def counted_window(key: str) -> bool:
     return len(words) >= 2 and words[-1] == "in" and words[-2] in _STEP_WORDS and words[-2] not in ("it", "tick")
 
 
+# words of a key that make a lower-case `m` after its value minutes (`elapsed 0.49m`, `total time: 0.00m`); after
+# another key it is a million, metres or milli-CPU (`tok 0.5m`, `consumed 1.5m`, `(1.2m tokens)`, `cpu 4000m`)
+_MINUTE_WORDS = {"time", "times", "dt", "duration", "latency", "elapsed", "runtime", "wall", "uptime", "took", "timing"}
+
+
 def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, float, str]], list[str]]:
     """How to read a line shape: [(value index, field name, role, scale, "num" or "avg": the value or the one in
     brackets after it)], markers. `segs` alternates the text before each value and that value's unit."""
@@ -536,6 +542,8 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
         pieces = KEY_SPLIT.split(seg[: stated.start()] if stated else seg)
         key = (pieces[-1].strip() if pieces else "") + suffix
         key = MARKER.sub("", key).strip() if key.startswith("(") and key.endswith(")") else key
+        if unit == "m" and not (set(norm_key(key).split("_")) & _MINUTE_WORDS or counted_window(key)):
+            unit = "m\u2026"  # no time's key: an unknown unit, as before `m` was minutes
         window = False
         seen = unit in units_seen
         units_seen.add(unit)
