@@ -95,6 +95,14 @@ def detect(path: str | Path, head: str | None = None) -> str:
     return found
 
 
+GENERIC = ("aligned_table", "lines")  # the readers of any text: what they accept says nothing of its format
+
+
+def specific(head: str) -> str | None:
+    """The first reader of a format (not GENERIC) whose sniff accepts `head`, else None."""
+    return next((name for name in _accepting(head) if name not in GENERIC), None)
+
+
 _MAGIC_NAMES = (
     (b"PAR1", "a Parquet file"), (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"),
     (b"GIF8", "a GIF image"), (b"%PDF", "a PDF document"), (b"PK\x03\x04", "a ZIP archive"),

@@ -42,7 +42,37 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     head = textio.decode(raw)
     name = detect.detect(path, head)
     opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
-    return call_reader(name, path, opts)
+    try:
+        return call_reader(name, path, opts)
+    except UnknownFormatError:
+        if (later := _past_preamble(path, head, opts)) is None:
+            raise
+        return later
+
+
+MAX_PREAMBLE = 60  # lines of a job's stdout before a tool's own output (a banner, wandb's lines, warnings)
+
+
+def _past_preamble(path: Path, head: str, opts: dict) -> schema.Bundle | None:
+    """A file no reader understood as a whole, read from its first line (among the first MAX_PREAMBLE) where a
+    format's own reader recognises what follows (not the catch-all text readers): `nvidia-smi`'s or `iostat`'s output
+    after the lines a job printed first. None when there is no such line or that reader refuses too."""
+    lines = head.split("\n")
+    for skip in range(1, min(MAX_PREAMBLE, len(lines) - 2) + 1):
+        name = detect.specific("\n".join(lines[skip:]))
+        if name is None:
+            continue
+        token = textio.SKIP_LINES.set({**(textio.SKIP_LINES.get() or {}), str(path): skip})
+        try:
+            bundle = call_reader(name, path, opts)
+        except PlaybookError:
+            return None
+        finally:
+            textio.SKIP_LINES.reset(token)
+        bundle.warnings.insert(0, f"{path}: read from line {skip + 1} as {name}: the {skip} lines before it are not "
+                                  "its output (line numbers in its warnings count from there)")
+        return bundle
+    return None
 
 
 def _head(path: Path) -> bytes:

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import bz2
 import codecs
+import contextvars
 import gzip
 import io
+import itertools
 import json
 import lzma
 import os
@@ -23,6 +25,10 @@ from playbook.core.errors import InputError
 from playbook.readers import collected
 
 HEAD_BYTES = 64 * 1024
+# Leading lines the text stream passes over, by path: set (for one read) by files.read_file when a tool's output
+# begins after a job's preamble (read_file's retry); a line ends at \r\n, \r or \n, as `decode` reads it
+SKIP_LINES: contextvars.ContextVar[dict[str, int] | None] = contextvars.ContextVar("skip_lines", default=None)
+_BREAK = re.compile(rb"\r\n|\r|\n")
 
 # Ticks of inputs without timestamps are placed on this fixed, obviously synthetic clock.
 SYNTHETIC_EPOCH = pd.Timestamp("1970-01-01", tz="UTC")
@@ -203,6 +209,10 @@ class TextStream(io.RawIOBase):
             if self._unwrap.label is not None and not self._eof and self.kind is None and self.encoding == "utf-8":
                 self._unwrap.tail(_tail(self._raw))  # a plain file's end, read ahead (not a pipe's)
             self._pending = self._unwrap(self._pending, final=self._eof)
+            if skip := (SKIP_LINES.get() or {}).get(str(self.path)):  # files.read_file's retry past a job's preamble
+                breaks = list(itertools.islice(_BREAK.finditer(self._pending), skip))
+                if len(breaks) == skip:
+                    self._pending = self._pending[breaks[-1].end():]
 
     def _take(self, size: int) -> bytes:
         """Up to `size` decompressed bytes (b"" at the end), enforcing the budget and the ratio cap."""

@@ -370,3 +370,30 @@ def test_a_setup_bar_redrawn_is_no_series_of_steps_either(tmp_path):
     (tmp_path / "bar.txt").write_text(bar + PSTATS)
     plain, got = (diagnose(read_paths([str(tmp_path / n)])) for n in ("plain.txt", "bar.txt"))
     assert got.verdict["id"] == plain.verdict["id"] == "host_sync"
+
+
+JOB_PREAMBLE = ("wandb: Tracking run with wandb version 0.16.3\n"
+                "/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:611: UserWarning: Can't initialize "
+                "NVML\n  warnings.warn(\"Can't initialize NVML\")\nLoading checkpoint shards: 100%|##########| 2/2 "
+                "[00:03<00:00,  1.52s/it]\n")
+
+
+def test_a_tools_output_after_a_jobs_preamble_is_read_from_where_it_begins(tmp_path):
+    (tmp_path / "plain.csv").write_text(SMI)
+    (tmp_path / "job.out").write_text(JOB_PREAMBLE * 3 + SMI)  # more lines than a header may have above it
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.csv", "job.out"))
+    assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist() and len(plain.telemetry) == 120
+
+
+def test_a_training_log_with_a_table_inside_is_still_a_training_log(tmp_path):
+    table = SMI.splitlines()[:5]
+    lines = [_mmengine(r, i, 0.002) for i in range(1, 41) for r in range(2)]
+    (tmp_path / "train.log").write_text("\n".join(lines[:10] + table + lines[10:]) + "\n")
+    b = read_paths([str(tmp_path / "train.log")])
+    assert (b.steps["phase"] == "step").sum() == 80 and not any("read from line" in w for w in b.warnings)
+
+
+def test_text_no_reader_understands_is_still_refused_with_its_own_message(tmp_path):
+    (tmp_path / "notes.txt").write_text(JOB_PREAMBLE + "the run finished\nall good\nsee you\n")
+    with pytest.raises(Exception, match="notes.txt: not telemetry"):
+        read_paths([str(tmp_path / "notes.txt")])
