@@ -30,9 +30,17 @@ _BREAKS = re.compile(rb"(?:\r\n|\r|\n)+")
 _BREAK_PAIR = re.compile(rb"(?:\r\n|\r|\n){2}")
 
 
+_TEXT_ESCAPES = re.compile(_ESCAPES.pattern.decode("ascii"))
+
+
 def strip_escapes(text: bytes) -> bytes:
     """`text` without terminal escape sequences."""
     return _ESCAPES.sub(b"", text) if b"\x1b" in text else text
+
+
+def strip_text_escapes(text: str) -> str:
+    """strip_escapes for decoded text (a line handed to a reader's scanner or sniff without the text stream)."""
+    return _TEXT_ESCAPES.sub("", text) if "\x1b" in text else text
 
 
 def collector_label(head: bytes) -> bytes | None:

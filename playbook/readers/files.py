@@ -4,7 +4,9 @@ playbook's own single-table Parquet files are read back. Folders and run directo
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -57,9 +59,9 @@ def _past_preamble(path: Path, head: str, opts: dict) -> schema.Bundle | None:
     """A file no reader understood as a whole, read from its first line (among the first MAX_PREAMBLE) where a
     format's own reader recognises what follows (not the catch-all text readers): `nvidia-smi`'s or `iostat`'s output
     after the lines a job printed first. None when there is no such line or that reader refuses too."""
-    lines = head.split("\n")
-    for skip in range(1, min(MAX_PREAMBLE, len(lines) - 2) + 1):
-        name = detect.specific("\n".join(lines[skip:]))
+    tries = max(0, min(MAX_PREAMBLE, head.count("\n") - 1))  # at least two lines left after the skipped ones
+    for skip, line_end in enumerate(itertools.islice(re.finditer("\n", head), tries), start=1):
+        name = detect.specific(head[line_end.end():])
         if name is None:
             continue
         token = textio.SKIP_LINES.set({**(textio.SKIP_LINES.get() or {}), str(path): skip})

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from playbook.model import schema
 from playbook.readers import documents
+from playbook.readers.collected import strip_text_escapes
 
 FORMAT = "gpustat (plain text)"
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,16}[A-Za-z]")
 # [N] name | fields | used / total MB [| processes]; bounded pieces, no nested repeats: linear
 _GPU = re.compile(r"^\[(\d{1,4})\]\s+([^|]{1,80}?)\s*\|([^|]{1,120})\|\s*(\d{1,9})\s*/\s*(\d{1,9})\s*MB\s*(?:\|.*)?$")
 _HEADER = re.compile(r"^(\S{1,255})\s{2,}+(.{8,60}?)\s{2,}+(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)\s*$")
@@ -31,7 +31,7 @@ _WATTS = re.compile(r"^(\d{1,5})\s*(?:/\s*(\d{1,5})\s*)?W$")
 def sniff(head: str) -> bool:
     """A gpustat GPU line (`[0] name | 45°C, 96 % | 40000 / 81920 MB`) within the first lines."""
     for line in head.split("\n")[:60]:
-        if _GPU.match(_ANSI.sub("", line).strip()):
+        if _GPU.match(strip_text_escapes(line).strip()):
             return True
     return False
 
@@ -54,7 +54,7 @@ def _fields(middle: str) -> dict[str, str]:
 def _records(stream, skips: schema.SkipCounter):
     header: dict[str, str] = {}
     for no, raw in enumerate(stream, start=1):
-        line = _ANSI.sub("", raw.decode("utf-8", "replace")).strip()
+        line = strip_text_escapes(raw.decode("utf-8", "replace")).strip()
         if not line:
             continue
         gpu = _GPU.match(line)

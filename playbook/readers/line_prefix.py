@@ -37,6 +37,7 @@ from functools import lru_cache
 from pathlib import PurePath
 
 from playbook.readers import local_time, textio
+from playbook.readers.collected import strip_text_escapes
 from playbook.readers.step_log.vocab import NAT
 
 _LEVEL_WORDS = r"TRACE|DEBUG|INFO|NOTICE|SUCCESS|WARN|WARNING|ERROR|CRITICAL|FATAL|EXCEPTION"
@@ -108,8 +109,6 @@ _STRUCT_TIME = re.compile(r"\b(?:timestamp|time|ts|asctime|@timestamp)\s*[=:]\s*
                           r"(\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?")
 _STRUCT_LEVEL = re.compile(r"\blevel\s*[=:]\s*['\"]?(\w+)")
 _MLLOG_TIME = re.compile(r"\"time_ms\"\s*:\s*(\d{10,16})")
-# terminal colour / cursor escapes (Keras 3's bold step counts, torchtitan's coloured fields, rich's progress bars)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
 _PATH_RANK = re.compile(r"(?:^|[^a-z0-9])(?:rank|worker|proc|process)[_\-.]?(\d{1,6})(?=$|[^a-z0-9])", re.IGNORECASE)
 _ELASTIC = re.compile(r"attempt_\d+/(\d{1,6})/(?:stdout|stderr|error)\.\w+$")
 MAX_STEPS = 8  # prefixes read per line: `[rank3]: [2024-...] [INFO] [file.py:9] [Rank 3] ...` has five
@@ -203,7 +202,7 @@ class Prefix:
         rank, t, level, host, uptime = -1, NAT, "", "", None
         by_process = False  # the rank came from a process prefix (Ray, SkyPilot, a pod, srun's task label)
         task = None  # srun's task label before the rank tag, if any
-        body = _ANSI.sub("", line) if "\x1b" in line else line
+        body = strip_text_escapes(line)
         for _ in range(MAX_STEPS):
             start = body
             if uptime is None and body[:1] in " [" and (m := _UPTIME.match(body)):

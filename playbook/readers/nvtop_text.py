@@ -23,10 +23,10 @@ from pathlib import Path
 
 from playbook.model import schema
 from playbook.readers import documents
+from playbook.readers.collected import strip_text_escapes
 
 FORMAT = "nvtop (screen text)"
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,16}[A-Za-z]")
 _MARKDOWN = re.compile(r"\*\*|(?<![\w])_(?=\S)|(?<=\S)_(?![\w])")
 _DEVICE = re.compile(r"Device\s{1,3}(\d{1,3})\s{0,3}\[([^\]]{1,80})\]")
 _PCIE = re.compile(r"PCIe GEN\s{1,3}(\d{1,2})@\s{0,2}(\d{1,2})x")
@@ -56,7 +56,7 @@ def sniff(head: str) -> bool:
 
 
 def _clean(line: str) -> str:
-    return _MARKDOWN.sub("", _ANSI.sub("", line)).rstrip()
+    return _MARKDOWN.sub("", strip_text_escapes(line)).rstrip()
 
 
 def _spread(matches: list[re.Match], group: list[dict], put) -> None:
