@@ -163,5 +163,4 @@ def saturation(blocks: list[dict]) -> str | None:
 def findings(s: dict) -> list[dict]:
     """The findings one file's load blocks and placements support."""
     blocks = [b for b in s.get("loadtest") or [] if isinstance(b, dict) and b.get("load")]
-    out = [f for f in (outside(blocks), lagging(blocks), offloaded(s.get("placement") or [])) if f]
-    return out
+    return [f for f in (outside(blocks), lagging(blocks), offloaded(s.get("placement") or [])) if f]

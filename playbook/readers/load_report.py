@@ -83,7 +83,6 @@ class LoadReport:
         self.block: dict | None = None
         self.side: str | None = None
         self.last_latency: str | None = None  # the latency a breakdown on the next line belongs to
-        self.dropped = 0
 
     def feed(self, body: str) -> bool:
         text = body.strip()
@@ -99,8 +98,6 @@ class LoadReport:
             self.side, self.last_latency = None, None
             if len(self.blocks) < MAX_BLOCKS:
                 self.blocks.append(self.block)
-            else:
-                self.dropped += 1
             return True
         if self.block is None:
             return False
@@ -128,7 +125,7 @@ class LoadReport:
             blk.setdefault("throughput", value)
         elif "send" in key and "rate" in key:
             blk.setdefault("sent_rate", value)
-        elif "latency" in key and not key.startswith(("p", "max", "min")) or key in ("avg latency",):
+        elif "latency" in key and not key.startswith(("p", "max", "min")):
             us = _us(value, unit)
             if us is None:
                 return False

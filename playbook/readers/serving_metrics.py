@@ -138,10 +138,10 @@ class ServingLines:
                 if c := CUMULATIVE.search(body):
                     self.preemptions = max(self.preemptions, int(c.group(1)))
                 return True
-        if ("bs=[" in body or "max_running_requests=" in body) and ("graph" in body.lower()
-                                                                   or "max_running_requests=" in body):
+        graph = "bs=[" in body and "graph" in body.lower()  # a capture line (`cuda_graph_bs=[` or `bs=[`)
+        if graph or "max_running_requests=" in body:
             found = False
-            if (c := CAPTURED.search(body)) and "graph" in body.lower():
+            if graph and (c := CAPTURED.search(body)):
                 self.graph_bs_max = max(self.graph_bs_max, max(int(x) for x in c.group(1).split(",")))
                 found = True
             if mr := MAX_RUNNING.search(body):

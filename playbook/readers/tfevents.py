@@ -423,8 +423,7 @@ def _holds_events(folder: Path) -> bool:
         return False
 
 
-_FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.\d+\.\d+(?:\.v2)?$")
-_PID = re.compile(r"events\.out\.tfevents\.\d+\..+?\.(\d+)\.\d+(?:\.v2)?$")  # the writer's process id
+_FILE_NAME = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.(\d+)\.\d+(?:\.v2)?$")  # host, the writer's pid
 
 
 _SUFFIXED = re.compile(r"events\.out\.tfevents\.\d+\.(.+?)\.(\d+)\.\d+[._-].+$")  # + SummaryWriter's filename_suffix
@@ -435,9 +434,8 @@ def _process(name: str) -> tuple[str, str] | None:
     (tensorboard's EventFileWriter: "events.out.tfevents.%010d.%s.%s.%s" % (time, host, pid, uid) + suffix); None
     where the name has no pid. A pid alone names no process: ranks on different nodes (containers above all) often
     share one."""
-    if m := _FILE_NAME.match(name):
-        return m.group(1), _PID.match(name).group(1)
-    return (m.group(1), m.group(2)) if (m := _SUFFIXED.match(name)) else None
+    m = _FILE_NAME.match(name) or _SUFFIXED.match(name)
+    return (m.group(1), m.group(2)) if m else None
 
 
 def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | None:
@@ -460,7 +458,7 @@ def _restart(path: Path, records: pd.DataFrame, host: str) -> pd.DataFrame | Non
     for before in reversed(earlier[-MAX_SIBLINGS:]):  # the last holding a summary (TF's `.profile-empty` holds none)
         if (ended := _span(path.parent / before)[1]) is not None:
             break
-    if _process(before) is not None and _process(before) == _process(path.name):
+    if (theirs := _process(before)) is not None and theirs == _process(path.name):
         return None  # the same process opened another writer: no restart
     if ended is None or not ended <= wall[first]:
         return None
