@@ -42,7 +42,7 @@ import re
 from collections.abc import Callable
 
 from playbook.knowledge import ids as cause_ids
-from playbook.readers.xla_metrics import SCALAR_READS
+from playbook.readers.xla_metrics import ATEN_OP, SCALAR_READS
 
 WARMUP_STEPS = 10  # PT_XLA_DEBUG's warm-up before it judges the compile rate (metrics_analysis.cc)
 FREQUENT = 0.5  # compilations (or device-to-host transfers) per step the tool calls too frequent
@@ -50,7 +50,6 @@ WARM_GRAPHS = 2  # compilations per step allowed in the warm-up: the step's grap
 SCALAR_READS_MODERATE, SCALAR_READS_HIGH = 2, 10  # device scalar reads per step
 _TRANSFERS = ("TransferFromDeviceTime", "TransferFromServerTime")  # device → host copies (PJRT, XRT names)
 _COMPILE = "CompileTime"
-_OP = re.compile(r"aten::\w{1,200}")
 # different graphs compiled at one place in the user's code, more than a healthy loop's there: the first step's (no
 # optimizer state yet), the steady step's, and the epoch's short last batch's
 SITE_GRAPHS = WARM_GRAPHS + 2
@@ -208,7 +207,7 @@ def _host_reads(where: str, reports: list[dict], xla: dict, out: list[dict]) -> 
                 f"{where}: {added:,} device scalars read into Python ({SCALAR_READS}) in {span:g} steps "
                 f"({source}{since}): {per:,.0f} per step. Each `.item()`, `if tensor:` or printed tensor executes the "
                 "pending graph and waits for it, cutting the step's graph — read metrics every N steps instead")})
-    ops = {k: v for k, v in counters.items() if _OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
+    ops = {k: v for k, v in counters.items() if ATEN_OP.fullmatch(k) and k != SCALAR_READS}  # an op's name, no other text
     calls, over = sum(ops.values()), steps
     if base is not None and steps and _steps(base)[0] < steps:  # the calls added since the first report, as the reads
         calls -= sum(base["counters"].get(op, 0) for op in ops)

@@ -66,7 +66,7 @@ def sniff(head: str) -> bool:
     if any("|" in ln and _JSON_CELL.search(ln) for ln in lines) and _json_paste(lines):
         return True
     if "gres/gpuutil=" in head or "gres/gpumem=" in head:
-        return any("|" in ln and "gres/gpu" in ln for ln in head.splitlines()[:400])
+        return any("|" in ln and "gres/gpu" in ln for ln in lines)
     return "Job Wall-clock time:" in head and ("GPU Utilization:" in head or "GPU Memory Utilized:" in head)
 
 

@@ -64,7 +64,7 @@ _PROFILER = re.compile(r"pt-xla-profiler:\s?")
 _FREQUENT = re.compile(r"^(\w{1,100}) too frequent: (\d{1,15}) counts during (\d{1,15}) steps")
 _SLOW = re.compile(r"^(\w{1,100}) too slow: longest instance took (\S{1,60}?)\.?(?:\s|$)")
 _UNLOWERED = re.compile(r"^Op\(s\) not lowered: ")  # the ops up to `Please open` (a lazy match with \s* is quadratic)
-_OP = re.compile(r"aten::\w{1,200}")
+ATEN_OP = re.compile(r"aten::\w{1,200}")  # an op's counter name (analysis.xla_runtime reads them too)
 _ANALYSIS = re.compile(r"^\s*(?:Unexpected )?(Compilation|Execution|Post Compilation) Analysis: ?(.{0,2000})$")
 _FRAME = re.compile(r"^\s+(\S{1,300}) \((.{1,1000}):(\d{1,9})\)\s*$")
 _OWN_FILES = re.compile(r"[/\\](?:torch_xla|torch)[/\\]")  # frames of torch_xla's and torch's own code
@@ -181,7 +181,7 @@ class XlaMetrics:
             if unit == "s":
                 self.slow[m.group(1)] = max(self.slow.get(m.group(1), 0.0), sec)
         elif (m := _UNLOWERED.match(text)) is not None:
-            for op in _OP.findall(text[m.end():m.end() + 4000].split("Please open", 1)[0]):
+            for op in ATEN_OP.findall(text[m.end():m.end() + 4000].split("Please open", 1)[0]):
                 if op not in self.unlowered and op != SCALAR_READS:
                     self.unlowered.append(op)
         return True  # any other pt-xla-profiler line (frame analysis, rules): the tool's, read as such
