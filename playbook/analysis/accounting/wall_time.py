@@ -216,10 +216,12 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     line (`rest`, per gap between lines: a wait timed outside the step, sp.untimed_beside), then from the step's own
     time (`room`, wall-seconds per step); the imbalance gets at most what the waits left of the steps' time. No
     second is charged twice, to a phase and to the outside-timer bucket."""
-    part = steps[(steps["rank"] == rank) & (steps["phase"] != "step") & steps["step"].isin(ordinary)]
+    on_rank, is_step = steps["rank"] == rank, steps["phase"] == "step"
+    part = steps[on_rank & ~is_step & steps["step"].isin(ordinary)]
     if part.empty:
         return [], gaps_out
-    part = _without_enclosing(part, steps[(steps["rank"] == rank) & (steps["phase"] == "step")])
+    whole = steps[on_rank & is_step]  # the rank's steps' own times
+    part = _without_enclosing(part, whole)
     weighted = part["duration_s"] * part["step"].map(ordinary).astype(np.float64)
     phase_of = part["phase"].astype(str)
     secs = weighted.groupby(phase_of).sum()
@@ -257,7 +259,7 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     # a step whose own timers measure the wait for the other side (a queue wait, a hand-off: handoff.py) states the
     # idle side itself: the pipeline model below, which infers it from the stages' sizes, would count it again
     measured = secs[[p for p in secs.index if p in sa.QUEUE_PHASES or p in ("handoff", "tail")]].sum()
-    span = _span(steps, rank, ordinary)
+    span = _span(whole, ordinary)
     # stages that add up to no more than the step ran one after another (NEST_TOL): the step lasts their sum, not the
     # slowest one's pace, and on which GPUs the timers do not say (verl's hybrid engine, NeMo-RL colocated: every GPU
     # in every stage, none idle), so their sizes are no loss; a pipeline's stages overlap, their sum past the step
@@ -273,10 +275,10 @@ def _phase_buckets(steps: pd.DataFrame, rank, ordinary: dict[int, float], name: 
     return out, gaps_out
 
 
-def _span(steps: pd.DataFrame, rank, ordinary: dict[int, float]) -> float:
-    """The ordinary steps' own time on `rank`, each weighted as its stages are; inf for a log with no step time of
-    its own (then whether its stages overlap is not known: read as a pipeline, as before)."""
-    whole = steps[(steps["rank"] == rank) & (steps["phase"] == "step") & steps["step"].isin(ordinary)]
+def _span(whole: pd.DataFrame, ordinary: dict[int, float]) -> float:
+    """The ordinary steps' own time (`whole`: a rank's whole-step rows), each weighted as its stages are; inf for a
+    log with no step time of its own (then whether its stages overlap is not known: read as a pipeline, as before)."""
+    whole = whole[whole["step"].isin(ordinary)]
     if whole.empty:
         return float("inf")
     per = whole.groupby("step")["duration_s"].max()

@@ -120,7 +120,6 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
     # (jax.random's jitted samplers, once per parameter shape at init), so a JAX function's count is no finding
     per_frame = frame[~detail.str.contains(_JAX_FRAME)].dropna().value_counts()
     tf = detail.str.extract(_TF_WARNING).dropna()
-    counter = _counter_guard(frame, detail)
     if len(hit):
         text = f"torch says a frame recompiled up to its limit and runs eagerly from then on: {hit.iloc[0][:200]}"
     elif len(tf):
@@ -129,7 +128,7 @@ def from_recompile_events(events: pd.DataFrame, timed_steps: bool) -> list[Findi
         text = (f"TensorFlow says {name} traced anew on {tf.iloc[0, 0]} of the last "
                 f"{tf.iloc[0, 1]} calls (its warning of excessive retracing: each trace runs the Python function "
                 f"again and builds a new graph while the GPU waits)")
-    elif not timed_steps and counter:
+    elif not timed_steps and (counter := _counter_guard(frame, detail)):
         text = counter
     elif not timed_steps and len(per_frame) and per_frame.iloc[0] >= RECOMPILE_LIMIT:
         text = (f"{per_frame.iloc[0]} recompilations of {per_frame.index[0]} logged: as many as torch allows one "

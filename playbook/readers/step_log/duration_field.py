@@ -61,8 +61,13 @@ def beside_stated(k: str, cands: dict, eligible: list, cols: dict, step=None, ra
     if cands[k][0] != "rate":
         return 0
     mine = np.isfinite(cols[k])
-    return int(any(cands[o][0] == "dur" and cands[o][1] == PER_STEP and not (mine & np.isfinite(cols[o])).any()
-                   and (step is None or step_by_step(step, rank, np.isfinite(cols[o]))) for o in eligible if o != k))
+    for o in eligible:
+        if o == k or cands[o][0] != "dur" or cands[o][1] != PER_STEP:
+            continue
+        theirs = np.isfinite(cols[o])
+        if not (mine & theirs).any() and (step is None or step_by_step(step, rank, theirs)):
+            return 1
+    return 0
 
 
 def step_by_step(step, rank, ok) -> bool:

@@ -34,12 +34,17 @@ _OWN_WORDS = frozenset(("optimizer", "optim", "grad", "grads", "gradient", "grad
 _SPLIT = re.compile(r"[^a-z0-9]+")
 
 
+def words(name: str) -> list[str]:
+    """The words of a stage's name, lower-case, in order (`perf/sleep_time` -> perf, sleep, time)."""
+    return _SPLIT.split(name.lower())
+
+
 def stage(name: str) -> str | None:
     """"wait", "handoff" or None (work, or not a hand-off's) for a stage's name (`exposed_generation`,
     `perf/sleep_time`, `weight_sync`, `timing_s/update_weights`)."""
-    words = set(_SPLIT.split(name.lower()))
-    if words & _WAIT_WORDS:
+    said = set(words(name))
+    if said & _WAIT_WORDS:
         return "wait"
-    if words & _HANDOFF_WORDS or (words & _WEIGHT_WORDS and words & _MOVE_WORDS and not words & _OWN_WORDS):
+    if said & _HANDOFF_WORDS or (said & _WEIGHT_WORDS and said & _MOVE_WORDS and not said & _OWN_WORDS):
         return "handoff"
     return None

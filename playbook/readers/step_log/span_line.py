@@ -106,6 +106,7 @@ _BARE_TIME = frozenset(("latency", "time", "duration", "elapsed", "took", "timin
 # words of a running total since the start (`wall_time`, `runtime`, `total_train_time`): no stage of one step, nor
 # is a span's total (`epoch_time`: SPAN_WORDS)
 _RUNNING = frozenset(("wall", "clock", "runtime", "uptime", "elapsed", "cumulative", "total", "since", "overall"))
+_NO_STAGE = frozenset((*STEP_NAMES, *_RUNNING, *SPAN_WORDS))  # words of a step's own or a running time
 
 
 _STAGE_LINE = re.compile(r"^\W{0,8}[A-Za-z_][\w./\- ]{0,80}?\s*[:=]\s*\d")  # `  • name: 31.2s (50%)`: one stage
@@ -124,7 +125,7 @@ def trail_stages(fields: dict, body: str) -> dict:
         if role[0] == "dur" and role[1] in (GENERIC, CUMULATIVE):  # `train_time` under a step is its stage's
             name = _FAMILY_HEAD.sub("", norm_key(key.rsplit("/", 1)[-1])).removesuffix("_time").removesuffix("_s")
             # kept as read: a step's own total, DeepSpeed-Chat's `Generation => Latency` (its Training's key is bare)
-            if not (name in _BARE_TIME or name.endswith("_latency") or set(name.split("_")) & {*STEP_NAMES, *_RUNNING, *SPAN_WORDS}):
+            if not (name in _BARE_TIME or name.endswith("_latency") or set(name.split("_")) & _NO_STAGE):
                 role = ("phase", stage_by_meaning(name) or name, role[2])
         out[key] = (value, role)
     return out

@@ -418,7 +418,7 @@ def stage_by_meaning(name: str) -> str | None:
     what it waits on that phase (`comm_wait`, `exposed_comm`: collective; `h2d_wait`; `wait_for_data`: data), not
     a wait on another side."""
     kind = handoff.stage(name)
-    waited = [_WAITED_ON[w] for w in re.split(r"[^a-z0-9]+", name.lower()) if w in _WAITED_ON] if kind == "wait" else []
+    waited = [_WAITED_ON[w] for w in handoff.words(name) if w in _WAITED_ON] if kind == "wait" else []
     return waited[0] if waited else kind
 
 
