@@ -295,15 +295,15 @@ def test_a_long_line_under_a_recompile_table_header_is_read_in_linear_time(tmp_p
     # at each of 300 lengths of the first cell (about 1 s a line)
     import time
     text = (_report("") + "x  1  y" + " " * 60_000 + "z\n") * 20 + "step 1 loss 2.0 time 0.5s\nstep 2 loss 1.9 time 0.5s\n"
-    start = time.perf_counter()
+    start = time.process_time()  # CPU seconds of this process: other jobs on the machine do not count
     _read(tmp_path, text)
-    assert time.perf_counter() - start < 8
+    assert time.process_time() - start < 8
 
 
 def test_a_long_dynamo_tuple_line_is_read_in_linear_time(tmp_path):
     # 60 kB of spaces after "guard failure:": an unbounded `\s*` before the lazy guard was retried at each length
     import time
     line = "('Recompiling function f in /srv/m.py', \"triggered by the following guard failure:" + " " * 60_000 + "x\n"
-    start = time.perf_counter()
+    start = time.process_time()
     _read(tmp_path, line * 40 + _tuple_record("01,000", "L['n'] == 1"))
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
