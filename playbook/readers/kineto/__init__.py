@@ -239,7 +239,7 @@ def _assemble(inputs: list[str], parts: list[dict]) -> Bundle:
             "ts_us": c["ts"], "dur_us": c["dur"], "pid": c["pid"], "tid": c["tid"], "stream": c["stream"],
             "correlation": c["correlation"], "bytes": c["bytes"],
             "source": pd.Categorical.from_codes(np.zeros(part["cols"].n, dtype=np.int8), [part["source"]]),
-        }))
+        }, owned=True))  # the columns are this part's own: held as they are
         part["cols"] = None  # release the chunk arrays before the next file
     ranks = [int(f["rank"].iloc[0]) if len(f) else -1 for f in frames]
     if len(frames) == 1:
