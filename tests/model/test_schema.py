@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from playbook.model import schema
@@ -35,3 +36,17 @@ def test_an_empty_table_has_the_dtypes_of_a_table_of_no_rows_built_column_by_col
             assert repr(fast[name].dtype) == repr(coerced[name].dtype), (builder.__name__, name)
             if isinstance(fast[name].dtype, pd.CategoricalDtype):
                 assert fast[name].cat.categories.dtype == coerced[name].cat.categories.dtype
+
+
+def test_an_owned_trace_table_holds_the_callers_arrays_and_an_unowned_one_copies_them():
+    """owned=True (the Kineto reader's columns, given away): no copy and no 2-D consolidation; the values and dtypes
+    are those of the default, copying build."""
+    def columns():
+        return {"ts_us": np.array([2.0, 1.0]), "dur_us": np.array([1.0, 3.0]), "pid": np.array([7, 8]),
+                "name": pd.Series(["a", "b"], dtype="string")}
+    given = columns()
+    owned, copied = schema.trace_frame(given, owned=True), schema.trace_frame(columns())
+    pd.testing.assert_frame_equal(owned, copied)
+    assert np.shares_memory(owned["ts_us"].to_numpy(), given["ts_us"])
+    copy_source = columns()
+    assert not np.shares_memory(schema.trace_frame(copy_source)["ts_us"].to_numpy(), copy_source["ts_us"])

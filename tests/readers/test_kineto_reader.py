@@ -74,6 +74,33 @@ def test_stdlib_fallback_gives_the_same_table(monkeypatch):
     pd.testing.assert_frame_equal(fast, slow)
 
 
+@pytest.mark.parametrize("decoder", ["msgspec", "stdlib"])
+def test_complete_events_without_timestamp_are_counted_and_the_profiler_span_dropped(tmp_path, monkeypatch, decoder):
+    """The decoders agree on the rows a chunk drops: an "X" event without a numeric ts is skipped and counted, the
+    profiler's own "Trace" span (text pid) is dropped silently, GPU rows without args.stream take their tid."""
+    if decoder == "stdlib":
+        monkeypatch.setattr(kineto_decode, "_MSGSPEC", None)
+    events = [
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "ts": 1.0, "dur": 90.0, "pid": "Spans",
+         "tid": "PyTorch Profiler"},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 2.0, "dur": 5.0, "pid": 7, "tid": 7},
+        {"ph": "X", "cat": "cpu_op", "name": "no ts", "dur": 5.0, "pid": 7, "tid": 7},
+        {"ph": "X", "cat": "cpu_op", "name": "null ts", "ts": None, "dur": 5.0, "pid": 7, "tid": 7},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 3.0, "dur": 4.0, "pid": 0, "tid": 7,
+         "args": {"correlation": 11, "bytes": 64}},
+        {"ph": "i", "cat": "cpu_instant_event", "name": "step", "ts": 2.5, "pid": 7, "tid": 7},
+    ]
+    path = tmp_path / "rank-0.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    b = kineto.read(path)
+    t = b.trace
+    assert t["name"].tolist() == ["aten::mm", "gemm"]
+    assert t["stream"].tolist() == [-1, 7] and t["correlation"].tolist() == [-1, 11]
+    assert t["bytes"].isna().tolist() == [True, False] and t["bytes"].iloc[1] == 64.0
+    assert len(b.warnings) == 1 and "skipped 2 of 4 rows (complete event without a numeric ts" in b.warnings[0]
+    assert b.meta["kineto"][0]["phases"] == {"X": 5, "i": 1}
+
+
 def test_amd_trace_without_distributed_info():
     b = kineto.read(DATA / "amd_mi250.json.gz")
     meta = b.meta["kineto"][0]
