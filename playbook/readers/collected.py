@@ -13,10 +13,16 @@ the stream.
 
 Every line break doubled (a blank line after each line: `\r\r\n` endings from a file passed twice through a
 Windows tool, a paste through some web forms): each pair is one break, so tables stay tables.
+
+The indentation a paste put before every line (a Markdown code block by indentation, a quote in an e-mail) is taken
+off only when files.read_file asks (INDENT): where no format's reader recognises the text as it is and one does
+without it. Indentation can be a format's meaning (`nvidia-smi -q | grep` keeps its leaves' depth).
 """
 
 from __future__ import annotations
 
+import contextvars
+import os
 import re
 
 _ESCAPES = re.compile(rb"\x1b(?:\[[0-?]{0,32}[ -/]{0,4}[@-~]|\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -28,6 +34,23 @@ MIN_LINES = 3  # a label on one or two lines cannot be told from their text
 _BREAK = re.compile(rb"\r\n|\r|\n")
 _BREAKS = re.compile(rb"(?:\r\n|\r|\n)+")
 _BREAK_PAIR = re.compile(rb"(?:\r\n|\r|\n){2}")
+
+
+# files.read_file's retry of an indented paste: path -> the indentation to take off every line
+INDENT: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar("playbook_indent", default=None)
+
+
+def common_indent(head: str) -> str:
+    """The spaces and tabs that every non-blank line of `head` starts with (the first 400 looked at); "" when they
+    share none."""
+    lines = [ln for ln in head.split("\n")[:400] if ln.strip()]
+    prefix = os.path.commonprefix(lines) if lines else ""
+    return prefix[:len(prefix) - len(prefix.lstrip(" \t"))]
+
+
+def dedent(text: str, indent: str) -> str:
+    """`text` with `indent` taken off the lines that start with it."""
+    return ("\n" + text).replace("\n" + indent, "\n")[1:]
 
 
 _TEXT_ESCAPES = re.compile(_ESCAPES.pattern.decode("ascii"))
@@ -77,18 +100,20 @@ class Unwrap:
     breaks made single and without the one collector label, as far as `head` shows them. An escape, the breaks at
     the end, or (with a label) a line cut by a chunk's end wait for the next chunk; `final` flushes them."""
 
-    def __init__(self, head: bytes) -> None:
+    def __init__(self, head: bytes, path: object = None) -> None:
         head = strip_escapes(head)
         self.doubled = doubled_breaks(head)
         self.label = collector_label(_BREAK_PAIR.sub(b"\n", head) if self.doubled else head)
         self.other = _other_label(self.label) if self.label is not None else None
+        if self.label is None and (indent := (INDENT.get() or {}).get(str(path))):
+            self.label = indent  # taken off like a label, with no other label to look out for
         self.carry = b""
 
     def tail(self, data: bytes) -> None:
         """The file's last bytes, where known before the stream reaches them: another task, host or pod there
         (`kubectl logs --prefix` prints pod after pod; task 0 alone may print a long setup) — no label is
         taken off."""
-        if self.label is not None and self.other.search(strip_escapes(data)):
+        if self.other is not None and self.other.search(strip_escapes(data)):
             self.label = None
 
     def __call__(self, data: bytes, final: bool) -> bytes:
@@ -107,7 +132,7 @@ class Unwrap:
             end = len(data) if final else data.rfind(b"\n") + 1
             data, self.carry = data[:end], data[end:] + self.carry
             rest = b""
-            if (m := self.other.search(b"\n" + data)):  # another task, host or pod: the label is theirs from here
+            if self.other is not None and (m := self.other.search(b"\n" + data)):  # another task, host or pod: the label is theirs from here
                 data, rest, self.label = data[:m.start()], data[m.start():], None
             data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:] + rest
         return data

@@ -4,6 +4,7 @@ playbook's own single-table Parquet files are read back. Folders and run directo
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -14,7 +15,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError, PlaybookError, UnknownFormatError
 from playbook.model import schema
-from playbook.readers import detect, textio
+from playbook.readers import collected, detect, textio
 
 _TABLE_BUILDERS = {
     "telemetry": (schema.TELEMETRY_COLUMNS, schema.telemetry_frame),
@@ -42,14 +43,40 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     if raw.startswith(b"PAR1"):
         return _read_parquet(path)
     head = textio.decode(raw)
-    name = detect.detect(path, head)
     opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
+    indent = collected.common_indent(head)  # every line indented: a paste as a code block, a quoted e-mail
+    if indent and detect.specific(head) is None:  # no format's reader knows it as it is: read without the indent
+        with contextlib.suppress(PlaybookError):
+            return _dedented(path, collected.dedent(head, indent), indent, opts)
+    name = detect.detect(path, head)
     try:
-        return call_reader(name, path, opts)
+        bundle = call_reader(name, path, opts)
+        if indent and bundle.is_empty():  # its format's reader found nothing in it as it is: without the indent?
+            with contextlib.suppress(PlaybookError):
+                if not (dedented := _dedented(path, collected.dedent(head, indent), indent, opts)).is_empty():
+                    return dedented
+        return bundle
     except UnknownFormatError:
         if (later := _past_preamble(path, head, opts)) is None:
             raise
         return later
+    except InputError as exc:  # the format's reader refused it: without the indent, if there is one
+        if not indent:
+            raise
+        try:
+            return _dedented(path, collected.dedent(head, indent), indent, opts)
+        except PlaybookError:
+            raise exc from None
+
+
+def _dedented(path: Path, head: str, indent: str, opts: dict) -> schema.Bundle:
+    """A file whose every line starts with `indent` (a paste as a Markdown code block, a quoted e-mail), read
+    without it (collected.INDENT) by the reader its dedented `head` calls for."""
+    token = collected.INDENT.set({**(collected.INDENT.get() or {}), str(path): indent.encode()})
+    try:
+        return call_reader(detect.detect(path, head), path, opts)
+    finally:
+        collected.INDENT.reset(token)
 
 
 MAX_PREAMBLE = 60  # lines of a job's stdout before a tool's own output (a banner, wandb's lines, warnings)

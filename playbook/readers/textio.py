@@ -205,7 +205,7 @@ class TextStream(io.RawIOBase):
             while len(self._pending) < HEAD_BYTES and not self._eof:
                 data = self._take(HEAD_BYTES)
                 self._pending += self._convert(data, final=not data)
-            self._unwrap = collected.Unwrap(self._pending)
+            self._unwrap = collected.Unwrap(self._pending, self.path)
             if self._unwrap.label is not None and not self._eof and self.kind is None and self.encoding == "utf-8":
                 self._unwrap.tail(_tail(self._raw))  # a plain file's end, read ahead (not a pipe's)
             self._pending = self._unwrap(self._pending, final=self._eof)

@@ -4,6 +4,8 @@ the fixtures; the readers must see the format the collector carried."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from playbook.diagnosis import diagnose
 from playbook.readers import collected, read_paths, textio
 from playbook.readers.line_prefix import Prefix
 
+DATA = Path(__file__).resolve().parents[1] / "data"
 SMI = ("timestamp, index, utilization.gpu [%], memory.used [MiB]\n" +
        "".join(f"2024/03/01 10:00:{s:02d}.000, {g}, {90 if s % 20 < 15 else 10} %, {1000 + g} MiB\n"
                for s in range(60) for g in range(2)))
@@ -397,3 +400,39 @@ def test_text_no_reader_understands_is_still_refused_with_its_own_message(tmp_pa
     (tmp_path / "notes.txt").write_text(JOB_PREAMBLE + "the run finished\nall good\nsee you\n")
     with pytest.raises(Exception, match="notes.txt: not telemetry"):
         read_paths([str(tmp_path / "notes.txt")])
+
+
+@pytest.mark.parametrize(("head", "indent"), [
+    ("    a\n      b\n\n    c\n", "    "), ("\ta\n\tb", "\t"), ("  one line", "  "), ("a\n  b\n", ""), ("", ""),
+])
+def test_the_indent_every_line_shares_and_its_removal(head, indent):
+    assert collected.common_indent(head) == indent
+    assert collected.dedent("    a\n      b\nc\n", "    ") == "a\n  b\nc\n"
+
+
+@pytest.mark.parametrize("indent", ["    ", "\t"])
+def test_a_format_pasted_as_an_indented_code_block_reads_as_printed(tmp_path, indent):
+    (tmp_path / "plain.csv").write_text(SMI)
+    (tmp_path / "pasted.csv").write_text("".join(f"{indent}{ln}\n" for ln in SMI.splitlines()))
+    plain, got = (read_paths([str(tmp_path / n)]).telemetry for n in ("plain.csv", "pasted.csv"))
+    assert len(got) == len(plain) == 120 and got["util_pct"].tolist() == plain["util_pct"].tolist()
+
+
+def test_a_one_line_log_pasted_indented_reads_as_printed(tmp_path):
+    """verl's one line of timing_s keys (heldout41), indented: the slowest sample still found (before the dedent of
+    files.read_file: insufficient data)."""
+    src = DATA / "eval" / "heldout41" / "verl7412_agent_loop_slowest_sample.log"
+    (tmp_path / src.name).write_text("    " + src.read_text())
+    plain, got = (diagnose(read_paths([str(p)])) for p in (src, tmp_path / src.name))
+    assert got.verdict.get("id") == plain.verdict.get("id") != "insufficient_data"
+    assert got.hypotheses[0]["names"] == plain.hypotheses[0]["names"]
+
+
+def test_nvidia_smi_q_leaves_keep_the_indentation_that_is_their_meaning(tmp_path):
+    """`nvidia-smi -q -d UTILIZATION -l 1 | grep -E 'Gpu|Memory'`: every line is indented by nvidia-smi itself, and
+    the -q reader reads them as they are (no dedent: a reader of their format knows them)."""
+    leaves = "".join(f"        Gpu                               : {u} %\n"
+                     f"        Memory                            : {u // 2} %\n" for u in (90, 20, 90, 20, 90))
+    (tmp_path / "grep.txt").write_text(leaves)
+    t = read_paths([str(tmp_path / "grep.txt")]).telemetry
+    assert t["util_pct"].tolist() == [90.0, 20.0, 90.0, 20.0, 90.0]

@@ -1,6 +1,7 @@
 """Real fixtures wrapped the way log collectors and pastes wrap them read to the same diagnosis as the file itself:
 terminal colours, one `kubectl logs --prefix` / `srun -l` label on every line, a blank line after every line
-(`\\r\\r\\n`), trailing blanks, a setup progress bar before the run. The wrapping changes nothing the run did, so it
+(`\\r\\r\\n`), trailing blanks, a setup progress bar before the run, every line indented (a paste as a code
+block). The wrapping changes nothing the run did, so it
 may change nothing the engine says: each case compares the wrapped file's verdict and names with the plain one's
 (no verdict is written down here)."""
 
@@ -23,6 +24,10 @@ FILES = (  # one of each layout the wrappings broke (session 50's sweep over eve
     "heldout_vendors/rocm_smi_concise_mi300x.txt",  # rocm-smi's concise table
     "eval/heldout17/curc_seff_l40_gpu_metrics.txt",  # seff's GPU section
     "zoo/llmc_stall.log",  # llm.c step lines with a stall
+    # the indented pastes session 51's sweep moved (24 of 496 verdicts before files.read_file's dedent)
+    "heldout_vendors/amd_smi_monitor_q.txt",  # amd-smi monitor's table
+    "eval/heldout43/pytorch110803_dynamo_profiler_report_train_eval.txt",  # a CompileProfiler report
+    "host_telemetry/iostat_g_groups.txt",  # iostat -g
 )
 WRAPS = {
     "ansi": lambda lines: [f"\x1b[32m{ln}\x1b[0m" if ln.strip() else ln for ln in lines],
@@ -30,6 +35,8 @@ WRAPS = {
     "srun": lambda lines: [f"0: {ln}" if ln.strip() else ln for ln in lines],
     "blank": lambda lines: [x for ln in lines for x in (ln, "")],
     "trailing": lambda lines: [ln + " \t" for ln in lines],
+    "indent": lambda lines: [f"    {ln}" if ln.strip() else ln for ln in lines],
+    "tab": lambda lines: [f"\t{ln}" if ln.strip() else ln for ln in lines],
 }
 
 
