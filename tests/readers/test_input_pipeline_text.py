@@ -127,3 +127,14 @@ def test_a_split_says_the_loop_trains_even_when_it_barely_runs(tmp_path):
     starved = RAY_TRAIN_INGEST.replace("Total execution time for user thread: 16.5s",
                                        "Total execution time for user thread: 0.4s")
     assert _run(tmp_path, starved).verdict["id"] == "data_starvation"
+
+
+def test_an_operator_name_reaches_html_escaped(tmp_path):
+    from playbook.report.triage import warnings_html
+
+    text = RAY_TRAIN_INGEST.replace("Operator 2 split(4, equal=True):\n", "").replace(
+        "Streaming split coordinator overhead time: 3.1ms\n", "").replace(
+        "Total execution time for user thread: 16.5s", "Total execution time for user thread: 0.4s").replace(
+        "ReadParquet->MapBatches(decode)", "MapBatches(<script>x</script>)")
+    html = warnings_html(_run(tmp_path, text).warnings, kind="analysis")
+    assert "&lt;script&gt;" in html and "<script>" not in html
