@@ -252,7 +252,7 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
 
 def _other_profilers(p: dict) -> list[str]:
     """One line per host-side profiler text and tfprof table a log holds (readers/stack_samples.py,
-    line_profile.py, tfprof_text.py)."""
+    line_profile.py, tfprof_text.py), and one for the input-pipeline tools' statements (input_pipeline_text.py)."""
     out = []
     if st := p.get("stacks"):
         out.append(f"folded stacks: {st['stacks']:,} stacks, {st['samples']:,.0f} samples; DataLoader "
@@ -268,6 +268,16 @@ def _other_profilers(p: dict) -> list[str]:
     if tf := p.get("tfprof"):
         top = ", ".join(f"{name} {_seconds(sec)}" for name, sec in tf["top"])
         out.append(f"tfprof op table: {tf['ops']:,} ops; top by accelerator time: {top or 'none'}")
+    if ip := p.get("input_pipeline"):  # readers/input_pipeline_text.py
+        said = [f"TensorFlow Profiler {v['level']} input-bound ({v['input_share']:.1%} waiting for input)"
+                for v in ip.get("tf") or []][:3]
+        said += [f"DataLoader warning: {w['workers']} workers, {w['suggested']} suggested"
+                 for w in ip.get("torch_workers") or []][:2]
+        said += [f"Lightning warning: {w['loader']} has few workers" for w in ip.get("lightning") or []][:2]
+        said += [f"Ray Data iterator: {_seconds(it['overall_s'])} overall, blocked "
+                 f"{_seconds(it.get('blocked_s') or 0.0)}, user thread {_seconds(it.get('user_s') or 0.0)}"
+                 for it in ip.get("ray_iterators") or []][:2]
+        out.append("input-pipeline statements: " + "; ".join(said))
     return out
 
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playbook.analysis import text_profiles, xla_runtime
+from playbook.analysis import input_pipeline, text_profiles, xla_runtime
 from playbook.knowledge import ids as cause_ids
 from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
@@ -55,9 +55,10 @@ def _level(share: float) -> str | None:
     return "high" if share >= HIGH else ("moderate" if share >= MODERATE else None)
 
 
-def table_summary(source: str, table: dict, findings: list[dict], healthy: list[str]) -> dict:
+def table_summary(source: str, table: dict, findings: list[dict], healthy: list[str],
+                  warnings: list[str] | None = None) -> dict:
     """One file's tables: the base, the sync and loader shares; its findings appended to `findings`, what its
-    cProfile listings vouch for to `healthy`."""
+    cProfile listings vouch for to `healthy`, the input-pipeline tools' cautions to `warnings`."""
     _fit_loader(source, table, findings)
     steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
     base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
@@ -69,7 +70,10 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
            "listings": len(listings), "host_blocked_s": vouched,
            "host_texts": text_profiles.findings(source, table, findings, _level),
            "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0),
-           "xla_reports": xla_runtime.findings(source, table["xla"], findings, _level) if table.get("xla") else 0}
+           "xla_reports": xla_runtime.findings(source, table["xla"], findings, _level) if table.get("xla") else 0,
+           "input_statements": input_pipeline.findings(source, table["input_pipeline"], findings,
+                                                       warnings if warnings is not None else [], _level)
+           if table.get("input_pipeline") else 0}
     _breakdown(source, table, findings, out)
     if base <= 0:
         return out
@@ -238,5 +242,6 @@ def summarize(bundle: Any) -> dict | None:
         return None
     findings: list[dict] = []
     healthy: list[str] = []
-    return {"tables": [table_summary(src, t, findings, healthy) for src, t in sorted(tables.items())],
-            "findings": findings, "vouched": healthy, "warnings": []}
+    warnings: list[str] = []
+    return {"tables": [table_summary(src, t, findings, healthy, warnings) for src, t in sorted(tables.items())],
+            "findings": findings, "vouched": healthy, "warnings": warnings}

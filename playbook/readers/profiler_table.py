@@ -31,6 +31,7 @@ import statistics
 
 from playbook.readers import host_calls
 from playbook.readers.breakdown_table import BreakdownTable
+from playbook.readers.input_pipeline_text import InputPipelineText
 from playbook.readers.line_profile import LineProfile
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
@@ -129,13 +130,14 @@ class FitReport:
 
 class ProfilerTables:
     """The line scanner: feed(body) for every line; True when the line belongs to a profiler table (also fed to the
-    other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text, breakdown_table, xla_metrics)."""
+    other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text, breakdown_table, xla_metrics,
+    input_pipeline_text)."""
 
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
         self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable(),  # the other profilers' texts
-                      BreakdownTable(), XlaMetrics())
+                      BreakdownTable(), XlaMetrics(), InputPipelineText())
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -225,7 +227,8 @@ class ProfilerTables:
             if s["action"] and s["total_s"] is not None:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
         extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
-                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown", "xla"), self.texts,
+                 **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown", "xla",
+                                                 "input_pipeline"), self.texts,
                                                 strict=True)
                     if (part := t.summary())}}
         if not self.rows:

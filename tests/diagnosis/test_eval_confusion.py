@@ -662,6 +662,19 @@ CASES = [
         ("jaxsandbox_jit_first_step.log", "healthy"),
         ("graphsage_multigpu_4gpu_epochs.log", "healthy"),
         ("noprop_cifar100_resnet18_epochs.log", "healthy"))],
+    # the forty-ninth round: what input-pipeline tools print about a run (tests/data/eval/heldout49/SOURCES.md, real
+    # excerpts): scored once as written — 0 of 6 right, 0 of 6 read (all refused); kept: two TensorFlow Profiler
+    # verdicts "HIGHLY input-bound because P% ... waiting for input" (readers/input_pipeline_text + analysis/
+    # input_pipeline), DataLoader and Lightning worker warnings (cautions, no measured wait: insufficient_data in a
+    # run that froze, in CI tests and in a bug report alike), Ray Data stats of a batch inference (blocked time that
+    # is the pipeline's own execution: no starvation)
+    *[(f"heldout49 {name}", want, _file(f"heldout49/{name}")) for name, want in (
+        ("tfprof_power8_highly_input_bound_68pct.txt", "data_starvation"),
+        ("tfprof_kernel_mnist_highly_input_bound_77pct.txt", "data_starvation"),
+        ("mteb1331_dataloader_104_workers_froze.log", "insufficient_data"),
+        ("ignite1558_dataloader_worker_warning_ci_tests.log", "insufficient_data"),
+        ("pykale448_lightning_val_dataloader_few_workers.log", "insufficient_data"),
+        ("ray_docs_resnet18_batch_inference_stats.txt", "insufficient_data"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +

@@ -1,0 +1,109 @@
+"""What input-pipeline tools print about a run (readers/input_pipeline_text.py) → findings for `playbook diagnose`,
+at profiler_ops' levels (5% moderate, 20% high):
+
+  TensorFlow Profiler   its verdict states the share of the sampled steps' time spent waiting for input (the
+                        profiler measured it on the device's step timeline): data_starvation at that share; a `NOT
+                        input-bound` verdict finds nothing (it clears the input, not the rest of the step)
+  Ray Data stats        the iterating thread's time blocked in iter_batches, as a share of the iterator's overall
+                        time, is the consumer's wait for its next batch. It is the GPU's wait only when the consumer
+                        is the GPU's work: a training loop — said by the stats themselves when the dataset was split
+                        to training workers (a `split(N, ...)` operator, the streaming-split coordinator line), or
+                        when the loop's own execution is at least HIGH of the time (it does real work between
+                        batches). Otherwise (the loop takes the outputs and does little: batch inference, whose model
+                        runs inside the pipeline as an operator) the blocked time is the pipeline's own execution —
+                        Ray's docs: "often the primary execution of a dataset" — and no starvation is found; a
+                        warning names the slowest operator and what would tell the two apart
+  DataLoader / Lightning worker warnings
+                        a configuration the tool distrusts (more workers than usable CPUs; fewer workers than CPUs),
+                        no measured wait: a warning that says what to measure, never a finding — the same warning
+                        prints in runs that lost nothing (CI tests on a 2-CPU runner) and in runs that froze
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from playbook.knowledge import ids as cause_ids
+
+HIGH = 0.20  # profiler_ops.HIGH: a consumer that runs its own code this share of the time does real work
+
+
+def findings(source: str, part: dict, out: list[dict], warnings: list[str],
+             level: Callable[[float], str | None]) -> int:
+    """Append the findings of one file's input-pipeline statements (`part`: InputPipelineText.summary()) to `out`
+    and its cautions to `warnings`; how many statements the file holds."""
+    _tf(source, part.get("tf") or [], out, level)
+    _ray(source, part, out, warnings, level)
+    _workers(source, part, warnings)
+    return sum(len(part.get(k) or []) for k in ("tf", "torch_workers", "lightning", "ray_iterators"))
+
+
+def _tf(source: str, verdicts: list[dict], out: list[dict], level: Callable[[float], str | None]) -> None:
+    """The TensorFlow Profiler's verdicts: the largest share waiting for input, at its level."""
+    if not verdicts:
+        return
+    worst = max(verdicts, key=lambda v: v["input_share"])
+    share = float(worst["input_share"])
+    if not (lvl := level(share)):
+        return
+    others = (f"; {worst['others_share']:.1%} of it on 'All Others' time (host work outside the input pipeline and "
+              "the device)") if worst.get("others_share") is not None else ""
+    more = (f" (the worst of the {len(verdicts)} verdicts in the file: "
+            + ", ".join(f"{v['input_share']:.1%}" for v in verdicts[:6]) + ")") if len(verdicts) > 1 else ""
+    out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": share, "evidence": (
+        f"TensorFlow Profiler's input-pipeline verdict in {source}: {worst['level']} input-bound, {share:.1%} of the "
+        f"sampled steps' time is waiting for input{more}{others}; the input pipeline (reading, decoding, map "
+        "functions) does not keep the device fed: parallelize map (num_parallel_calls), prefetch, cache, or "
+        "preprocess offline")})
+
+
+def _ray(source: str, part: dict, out: list[dict], warnings: list[str],
+         level: Callable[[float], str | None]) -> None:
+    """Ray Data's iterator breakdowns (module docstring)."""
+    ops = part.get("ray_operators") or []
+    slowest = max(ops, key=lambda o: o["wall_s"]) if ops else None
+    for it in part.get("ray_iterators") or []:
+        total = float(it["overall_s"])
+        blocked, user = float(it.get("blocked_s") or 0.0), float(it.get("user_s") or 0.0)
+        b, u = min(blocked / total, 1.0), min(user / total, 1.0)  # a paste's figures cannot claim more than all
+        if not (lvl := level(b)):
+            continue
+        where = (f"Ray Data stats in {source}: the iterating thread was blocked in iter_batches {blocked:.3g} s, "
+                 f"{b:.0%} of the iterator's {total:.3g} s, and ran its own code {user:.3g} s ({u:.0%})")
+        if part.get("ray_split") or u >= HIGH:
+            why = ("the dataset was split to training workers (streaming_split): the loop that waits is the "
+                   "training loop" if part.get("ray_split") else
+                   f"the loop runs its own work {u:.0%} of the time and waits between batches")
+            out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": b, "evidence": (
+                f"{where}: {why}; the pipeline does not produce batches as fast as the loop takes them"
+                + (f" (slowest operator: {slowest['name']}, {slowest['wall_s']:.3g} s)" if slowest else ""))})
+            continue
+        warnings.append(
+            f"{where}: the loop does little between batches, so its blocked time is the pipeline's own execution "
+            "(Ray: \"often the primary execution of a dataset\"), not a wait the GPU pays for unless the loop is "
+            "the GPU's work"
+            + (f"; the slowest operator is {slowest['name']} ({slowest['wall_s']:.3g} s of {len(ops)} operators): "
+               "when it runs the model (batch inference) the GPU is inside the pipeline and busy there"
+               if slowest else "")
+            + ". No starvation is found from these stats: time a training loop's wait for its next batch, or read "
+              "the GPU's utilization beside them")
+
+
+def _workers(source: str, part: dict, warnings: list[str]) -> None:
+    """The DataLoader's and Lightning's worker-count warnings: cautions, with what to measure."""
+    measure = ("a configuration, not a measured wait: the same warning prints in runs that lost nothing; time the "
+               "loop's wait for its next batch (`playbook record`, or torch.profiler's enumerate(DataLoader)) or "
+               "read the GPU's utilization to know what it cost")
+    if ws := part.get("torch_workers"):
+        worst = max(ws, key=lambda w: w["workers"] / max(w["suggested"], 1))
+        warnings.append(
+            f"PyTorch's DataLoader warned {len(ws)} time(s) in {source}: {worst['workers']} worker processes where "
+            f"the process may use {worst['suggested']} CPUs; more workers than CPUs contend for them and can slow "
+            f"or freeze loading (lower num_workers to at most {worst['suggested']}): {measure}")
+    if ls := part.get("lightning"):
+        names = sorted({w["loader"] for w in ls})
+        hint = next((w["suggested"] for w in ls if w.get("suggested")), None)
+        warnings.append(
+            f"Lightning warned in {source} that {', '.join(names[:4])} does not have many workers"
+            + (f" (it suggests num_workers={hint})" if hint else "")
+            + f", which may leave the GPU waiting for batches: {measure}")
