@@ -54,9 +54,10 @@ The JSON contract (`Diagnosis.to_dict()`; NaN → null):
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from playbook.analysis import busy_flag
 from playbook.analysis.accounting import account
 from playbook.analysis.gpus import fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
@@ -106,7 +107,9 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
     """Run every applicable analyzer on `bundle`, rank the hypotheses, account for every second and state the
     verdict (see the module docstring)."""
     with small_pages():  # G × bins temporaries: no huge-page compaction (4,096 GPUs x 1 h: 21.9 -> 18.8 s)
-        run = Run(bundle, interval_s, list(bundle.warnings))
+        telemetry, pinned = busy_flag.reconcile(bundle.telemetry)  # a busy share its memory clock contradicts
+        run = Run(replace(bundle, telemetry=telemetry) if pinned else bundle, interval_s,
+                  list(bundle.warnings) + ([pinned] if pinned else []))
         analyzers.run_all(run)
         untestable = answer.untestable(run)
         ranked = ranking.rank(run.findings, run.healthy, untestable)

@@ -407,6 +407,10 @@ def _memory_role(ws: set[str], unit: str | None) -> tuple[str | None, int, int]:
         if unit in ("%", "ratio") or (ws & {"allocated", "alloc"} and not byte_unit):
             return None, 0, 0
         return "mem_used_mib", 0, 0 if ws & {"used", "usd", "fbusd"} or not other else 1
+    if "vram" in ws and unit in ("%", "ratio"):
+        # the VRAM names the memory itself, not its controller: rocm-smi's concise "VRAM%" is 100 * used / total of
+        # getMemInfo(device, 'vram') (rocm_smi.py showAllConcise), a share of the size — no column
+        return None, 0, 0
     if len(ws - MEM - {"gpu", "%"}) == 0:
         # a bare "memory": W&B's GPU memory utilization (%); the value range decides (see `settle`)
         return "mem_util_pct", 0, 2

@@ -675,6 +675,18 @@ CASES = [
         ("ignite1558_dataloader_worker_warning_ci_tests.log", "insufficient_data"),
         ("pykale448_lightning_val_dataloader_few_workers.log", "insufficient_data"),
         ("ray_docs_resnet18_batch_inference_stats.txt", "insufficient_data"))],
+    # the forty-seventh round: telemetry of accelerators other than NVIDIA's as users paste it (tests/data/eval/
+    # heldout47/SOURCES.md, real excerpts): scored once as written — 6 of 6 right (one or two polls each), 5 of 6
+    # guilty, 2 of 6 read, none called healthy; kept: four rocm-smi concise layouts (VRAM% is a share of the size:
+    # readers/headers), an idle GPU whose pegged busy flag its memory clock contradicts (analysis/busy_flag: read as
+    # idle, no longer called saturated), an amd-smi monitor line, an npu-smi table of a hung service
+    *[(f"heldout47 {name}", want, _file(f"heldout47/{name}")) for name, want in (
+        ("textgen4531_rocm_smi_idle_pegged.txt", "insufficient_data"),
+        ("llamacpp5280_rocm_smi_idle_pegged.txt", "insufficient_data"),
+        ("rocm1861_rocm_smi_stuck_busy.txt", "insufficient_data"),
+        ("vllm_ascend8972_npu_smi_hung.txt", "insufficient_data"),
+        ("rocmlibs9453_rocm_smi_idle_before_bench.txt", "insufficient_data"),
+        ("devmetrics135_mi210_amd_smi_12pct.txt", "insufficient_data"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +

@@ -86,6 +86,10 @@ def test_activity_counters_and_memory_activity_are_not_utilization():
     assert headers.meaning("USAGE.UMC_ACTIVITY").role == "mem_util_pct"
     assert headers.meaning("USAGE.GFX_ACTIVITY").role == "util_pct"
     assert headers.meaning("GPU Memory Allocated (VRAM%)").role is None
+    # the concise tables' "VRAM%" is the same share of the size (rocm_smi.py showAllConcise: 100 * used / total of
+    # getMemInfo(device, 'vram')); amd-smi monitor's "MEM%" / "MEM_UTIL" stay the memory's busy share
+    assert headers.meaning("VRAM%").role is None and headers.meaning("VRAM %").role is None
+    assert headers.meaning("MEM%").role == "mem_util_pct" and headers.meaning("MEM_UTIL").role == "mem_util_pct"
     assert headers.meaning("Node ID").role is None
     assert headers.meaning("VRAM Total Used Memory (B)").role == "mem_used_mib"
     assert headers.meaning("POWER.THROTTLE_STATUS").role is None

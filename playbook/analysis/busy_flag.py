@@ -1,0 +1,71 @@
+"""A busy share the GPU's own memory clock and power draw contradict: a busy flag without work.
+
+A utilization reading is a driver's flag, not a measurement of work. AMD's (rocm-smi's `GPU%`, sysfs
+`gpu_busy_percent`, amd-smi's `GFX%`) reads 90-100 % whenever a process holds a compute context, idle or not: a
+loaded but idle inference server, or a GPU left in a stuck state until it is reset (ollama/ollama#2320,
+ROCm/legacy-rocm-build#1861, #2777, tobocop2/lilbee#676: "17W nothing running, 44W engine resident but idle,
+50-103W during inference", the memory clock "idle floor vs stepped up under load").
+
+The physics that tells them apart: work moves data, so a GPU at work takes its memory out of the lowest power state.
+Every memory clock the tools print at work is hundreds of MHz or more (GDDR6 ~1000-1250 MHz, HBM2e 1600 MHz, NVIDIA's
+lowest loaded P-state 810 MHz and its P8 idle 405 MHz); AMD's idle floor is 96-167 MHz. A poll that reads busy
+(≥ BUSY_READ_PCT) while the memory clock sits at or below IDLE_MEM_CLOCK_MHZ, and — where the power limit is known —
+draws at most POWER_SHARE_MAX of it, is an idle GPU whose flag is pinned. Its utilization is read as idle (0 %), and
+the diagnosis says so in one warning. A GPU whose memory clock is fixed (an HBM part that prints 1600 MHz idle or
+busy) or not recorded is never judged: the test needs the evidence, it does not guess.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+BUSY_READ_PCT = 90.0
+IDLE_MEM_CLOCK_MHZ = 200.0
+POWER_SHARE_MAX = 0.5
+
+
+def contradicted(telemetry: pd.DataFrame) -> np.ndarray:
+    """Per row: a busy reading (≥ BUSY_READ_PCT) that the row's memory clock (≤ IDLE_MEM_CLOCK_MHZ, its idle state)
+    and, where both are recorded, its draw against its limit (≤ POWER_SHARE_MAX) contradict."""
+    n = len(telemetry)
+    if not n or "mem_clock_mhz" not in telemetry or "util_pct" not in telemetry:
+        return np.zeros(n, dtype=bool)
+    util = pd.to_numeric(telemetry["util_pct"], errors="coerce").to_numpy(dtype=float)
+    mclk = pd.to_numeric(telemetry["mem_clock_mhz"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        hit = (util >= BUSY_READ_PCT) & (mclk > 0) & (mclk <= IDLE_MEM_CLOCK_MHZ)
+        if "power_w" in telemetry and "power_limit_w" in telemetry:
+            power = pd.to_numeric(telemetry["power_w"], errors="coerce").to_numpy(dtype=float)
+            limit = pd.to_numeric(telemetry["power_limit_w"], errors="coerce").to_numpy(dtype=float)
+            known = np.isfinite(power) & np.isfinite(limit) & (limit > 0)
+            hit &= ~known | (power <= POWER_SHARE_MAX * np.where(known, limit, 1.0))
+    return hit
+
+
+def reconcile(telemetry: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """`telemetry` with the contradicted busy readings read as idle (0 %), and the warning that says which GPUs and
+    why (None when no reading is contradicted; the frame is then returned as is)."""
+    hit = contradicted(telemetry)
+    if not hit.any():
+        return telemetry, None
+    out = telemetry.copy()
+    out.loc[hit, "util_pct"] = 0.0
+    rows = telemetry[hit]
+    ids = list(dict.fromkeys(f"{h}:{g}" for h, g in zip(rows["host"].astype(str), rows["gpu"], strict=True)))
+    util = pd.to_numeric(rows["util_pct"], errors="coerce")
+    mclk = pd.to_numeric(rows["mem_clock_mhz"], errors="coerce")
+    draw = ""
+    if "power_w" in rows and "power_limit_w" in rows:
+        share = pd.to_numeric(rows["power_w"], errors="coerce") / pd.to_numeric(rows["power_limit_w"], errors="coerce")
+        if share.notna().any():
+            draw = f", drawing at most {share.max():.0%} of the power limit"
+    return out, (f"{', '.join(ids[:8])}{' …' if len(ids) > 8 else ''}: the busy share reads {_span(util)}% in "
+                 f"{int(hit.sum())} of {len(telemetry)} polls while the memory clock sits at {_span(mclk)} MHz (its "
+                 f"idle state){draw}: a busy flag without work (AMD pins it while a process holds a compute "
+                 "context, idle or not) — read as idle")
+
+
+def _span(values: pd.Series) -> str:
+    lo, hi = float(values.min()), float(values.max())
+    return f"{lo:.0f}" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f}"
