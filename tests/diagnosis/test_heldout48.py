@@ -1,7 +1,8 @@
 """The forty-eighth held-out round (tests/data/eval/heldout48/SOURCES.md): real step logs of LLM pre-training and
 fine-tuning tools — nanoGPT's evaluation + checkpoint every 2 iterations (PR #673), a healthy nanoGPT 4090 run
 (PR #225), a LitGPT maintainer's reference run (#1607), LitGPT's optimizer step every 2nd iteration (#689) and a Tinker
-SFT client's fluctuating remote steps (tinker-cookbook#418). The mechanism is tested apart in
+SFT client's fluctuating remote steps (tinker-cookbook#418), and a parameter-golf trainer's cumulative train_time
+with ~4 s stalls every 150-200 steps (openai/parameter-golf#839). The mechanism is tested apart in
 tests/diagnosis/test_events_every_other_step.py."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ ACCEPTED = {
     "litgpt_1607_gpt2_repro_final.log": ("healthy", "insufficient_data"),
     "litgpt_689_optimizer_step_every2.log": ("healthy", "insufficient_data"),
     "tinker418_sft_lora_remote_steps.log": ("unexplained_slowdown", "insufficient_data"),
+    "parametergolf839_step_avg_windows.log": ("unexplained_slowdown", "periodic_stall", "insufficient_data"),
 }
 NOT_YET: dict[str, str] = {}
 
@@ -38,3 +40,9 @@ def test_the_stalls_are_the_evaluation_and_checkpoint_iterations():
 def test_no_rank_host_or_gpu_is_named():
     for name in ACCEPTED:
         assert diagnose(read_paths([str(HERE / name)])).verdict["names"] == [], name
+
+
+def test_the_cumulative_train_time_is_read_as_its_differences():
+    steps = read_paths([str(HERE / "parametergolf839_step_avg_windows.log")]).steps
+    assert len(steps) == 14
+    assert abs(float(steps["duration_s"].median()) - 0.0443) < 0.001  # 2.21 s per 50 steps, not step_avg's 65 ms
