@@ -271,7 +271,11 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
             # the windows' reach biases neither), and as common away from the bucket as on it: no evidence
             if others and (b.kind == "slow_stretches" or _logged_near(at, lines, 1, 1).mean() >= 0.8) and \
                     _logged_near(at, others, back, 1).mean() >= 0.5 * len(counts[cid]) / n:
-                del counts[cid]
+                exact = _exact_offset_hits(at, b.steps, others) if back == 1 and b.kind != "slow_stretches" else None
+                if exact is None:
+                    del counts[cid]
+                else:
+                    counts[cid] = exact
     elif b.windows and acc.t0 is not None and ev["time"].notna().any():
         t = (ev["time"] - acc.t0).dt.total_seconds().to_numpy()
         tol = acc.interval_s
@@ -290,6 +294,28 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
         return None
     kinds = sorted(set(ev.loc[ev["cause"] == cid, "kind"].astype(str)))
     return cid, f"{'/'.join(kinds[:3])} events at {len(hits)} of {n} {unit}"
+
+
+def _exact_offset_hits(at: np.ndarray, slow: list[int], others: list[int]) -> set[int] | None:
+    """The slow steps an event kind sits on at one exact offset (the event numbered by the slow step itself, by the
+    line before it or by the line after it), when at that offset it sits on at least half of them (and 3), more than
+    half of its own occurrences on the logged lines fall on them, and it sits on under half as large a share of the
+    other steps; else None. With every step logged, a ±1-step window around events every 2nd step covers every line
+    (nanoGPT's evaluation and checkpoint every eval_interval = 2 iterations, each inside the next iteration's time):
+    the window cannot tell them from events beside every line, their exact step numbers can. An event every 2nd
+    step whose every 5th occurrence is slow stays no evidence: most of its occurrences cost nothing."""
+    logged = set(np.asarray(at, dtype=np.int64).tolist())
+    lines = set(slow) | set(others)
+    n = len(slow)
+    best: set[int] | None = None
+    for off in (0, -1, 1):
+        hits = {s for s in slow if s + off in logged}
+        marked = {e - off for e in logged} & lines  # the lines this offset's events would slow
+        away = float(np.mean([s + off in logged for s in others])) if others else 0.0
+        if len(hits) >= max(3, (n + 1) // 2) and 2 * len(hits) > len(marked) and away < 0.5 * len(hits) / n and \
+                (best is None or len(hits) > len(best)):
+            best = hits
+    return best
 
 
 def _logged_near(at: np.ndarray, steps, below: float, above: float) -> np.ndarray:
