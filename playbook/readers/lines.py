@@ -275,6 +275,8 @@ class _EventLines:
             # the section's first line again (MLPerf BERT's eval_accuracy, with no step record between): a new one
             again = again or (open_ is not None and kind == "eval" and not ln.evaluating and
                               open_[2] == _NUMBER.sub("#", body))
+            # a save whose first line reported it done with its seconds was whole: the next save is another
+            again = again or (open_ is not None and kind == "checkpoint" and _whole(self.rows[open_[0]]))
             if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
@@ -298,6 +300,11 @@ class _EventLines:
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _whole(row: dict) -> bool:
+    """A checkpoint section opened by a line that reported the save done and stated its seconds."""
+    return np.isfinite(row["duration_s"]) and marker_sections.reports_done(row["detail"])
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:

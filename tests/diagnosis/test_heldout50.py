@@ -51,3 +51,13 @@ def test_the_four_workers_are_read_with_their_save_times():
     ev = read_paths([str(HERE / "mxnet2669_4node_epoch0_saved_checkpoint.log")]).events
     got = ev.set_index("rank")["duration_s"].round(1).to_dict()
     assert got == {0: 157.3, 1: 149.7, 2: 142.8, 3: 151.0}
+
+
+def test_an_events_only_verdict_states_the_sections_it_could_not_weigh(tmp_path):
+    # written apart: Keras-like save lines with their own seconds, no step line
+    path = tmp_path / "saves.log"
+    path.write_text("2023-02-01 12:00:00,000 INFO checkpoint saved in 12.5 s to ckpt/epoch-3\n"
+                    "2023-02-01 12:30:00,000 INFO checkpoint saved in 13.0 s to ckpt/epoch-4\n", encoding="utf-8")
+    d = diagnose(read_paths([str(path)]))
+    assert d.verdict["id"] == "insufficient_data"
+    assert "checkpoint 25.5 s in 2 sections: no step time to weigh them against" in d.hypotheses[0]["evidence"][0]
