@@ -367,7 +367,7 @@ def untestable(run: Run) -> str | None:
             return f"{blind[0]}, no device lane: GPU busy and idle time cannot be measured from it"
         return "the trace holds no GPU kernels or copies (a CPU-only profile)"
     if osc is None and gpu_report is None and not others:
-        have = [n for n, t in (("host metrics", run.bundle.host), ("events", run.bundle.events),
+        have = [n for n, t in (("host metrics", run.bundle.host), (_events_words(run.bundle.events), run.bundle.events),
                                (_nccl_facts(sm.get("nccl")), run.bundle.nccl)) if len(t)] + \
             (["nsys summary tables (totals, no time axis)"] if nsys else []) + \
             [f"an nccl-tests table ({t['line'].removeprefix('nccl-tests ')}; busbw is judged against the links' "
@@ -492,3 +492,16 @@ def topology_context(ranked: list[dict], links: dict | None) -> list[dict]:
     evidence = list(ranked[0]["evidence"])
     evidence.insert(min(len(evidence), 3), line)  # among the lines a report shows first
     return [dict(ranked[0], evidence=evidence), *ranked[1:]]
+
+
+def _events_words(events) -> str:
+    """"events", with the seconds of the checkpoint and evaluation sections among them when their lines state or
+    bound them (`events (checkpoint 43.3 s in 1 section: no step time to weigh it against)`)."""
+    if not len(events) or "duration_s" not in events:
+        return "events"
+    sec = events[events["kind"].isin(["checkpoint", "eval"]) & (events["duration_s"] > 0)]
+    if sec.empty:
+        return "events"
+    parts = [f"{kind} {g['duration_s'].sum():.3g} s in {len(g)} section{'s' if len(g) > 1 else ''}"
+             for kind, g in sec.groupby("kind", sort=True)]
+    return f"events ({', '.join(parts)}: no step time to weigh {'it' if len(sec) == 1 else 'them'} against)"

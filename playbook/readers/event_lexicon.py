@@ -229,7 +229,10 @@ CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"
                         # 'Saved params/state_dict to "model/params.00001"'
                         r"\b(saving|writing) models?\b|\b(saved?|saving|writ(e|ing)|wrote) (?:[a-z]+ )?(model|weights|state|params|parameters)\b"
                         r".{0,40}\b(?:to|in)\b|"
-                        r"\bsnapshotting\b.{0,40}\bto\b", re.IGNORECASE)  # Caffe: "Snapshotting to binary proto file"
+                        r"\bsnapshotting\b.{0,40}\bto\b|"  # Caffe: "Snapshotting to binary proto file"
+                        # a timing decorator's line for a function that saves (DLRover's engine.py: "Function
+                        # save_to_memory cost 0.545s"; "save_checkpoint took 3.2s")
+                        r"\b(?:function\s+)?\w{0,40}(?:save|checkpoint)\w{0,40}\s+(?:cost|took)\s+\d", re.IGNORECASE)
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
                   r"\beval_(?:start|stop|accuracy|loss)\b|\btest(?:ing)? net\b|"  # Caffe: "Testing net (#0)"
@@ -248,7 +251,7 @@ EVAL_END = re.compile(r"\beval_stop\b|\b(?:evaluation|validation|inference)\s+(?
                       r"\bTotal (?:run|inference) time\b", re.IGNORECASE)
 GC = re.compile(r"\bgc\.collect\b|\bgarbage collect|\bgc (gen|generation|pause|collect|took)|\bGC\b.{0,20}"
                 r"\b(pause|took|collected|gen)", re.IGNORECASE)
-EVENT_DURATION = re.compile(r"\b(?:in|took|time:?|took:|duration:?)\s*(\d+(?:\.\d*)?)\s*(ms|s|sec|secs|seconds)\b",
+EVENT_DURATION = re.compile(r"\b(?:in|took|time:?|took:|duration:?|cost:?)\s*(\d+(?:\.\d*)?)\s*(ms|s|sec|secs|seconds)\b",
                             re.IGNORECASE)
 # the seconds a Hugging Face Trainer's metrics state for an evaluation (transformers trainer_utils.speed_metrics:
 # `{split}_runtime`, rounded seconds: `'eval_runtime': 4.121`, `test_runtime`, `predict_runtime`)

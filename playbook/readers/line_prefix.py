@@ -4,8 +4,9 @@ level, and through which logger — so the step grammar sees only the message.
 Ranks, from the launcher or logger that tags each line:
   torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
   `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
-  `3: `, Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a per-process id: the rank a worker's first line names,
-  `[rank=N, world_size=...]`, else the order the processes first print); else the rank in the file's path
+  `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
+  per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
+  first print); else the rank in the file's path
   (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
 Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `%m/%d/%Y`, glog / absl
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
@@ -56,6 +57,9 @@ _KUBECTL = re.compile(r"^\s*\[pod/([^\]\s/]{1,253})/([^\]\s]{1,63})\]\s*")
 # line, P: part of one)
 _CRI_STREAM = re.compile(r"^(?:stdout|stderr) [FP] ")
 _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
+# MXNet's kvstore worker tag after the time (example/image-classification/common/fit.py: head = '%(asctime)-15s
+# Node[' + str(kv.rank) + '] %(message)s'): the worker's rank in the distributed kvstore
+_NODE_TAG = re.compile(r"^Node\[(\d{1,6})\] ")
 # seconds are optional: a log shipper's "2025-02-18 12:54 " minute stamp before the line it carries
 _ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
                   r"\s*(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
@@ -230,6 +234,9 @@ class Prefix:
                 level = level or glevel
                 if not host and (m := _SYSLOG_HOST.match(body)):  # journalctl -o short-iso
                     host, body = m.group(1), body[m.end():]
+            if rank < 0 and t != NAT and body[:5] == "Node[" and (m := _NODE_TAG.match(body)):
+                rank, body = _rank(m.group(1)), body[m.end():]
+                self._seen("rank prefix")
             if body[:1] in " [" and (m := _BRACKET.match(body)):
                 tag = self._tag(m.group(1), t, -1 if by_process else rank)
                 if tag is not None:

@@ -33,7 +33,15 @@ import pandas as pd
 
 from playbook.core.errors import UnknownFormatError
 from playbook.model import schema
-from playbook.readers import event_lexicon, nccl_log, nccl_tests, profiler_table, rank_reports, textio
+from playbook.readers import (
+    event_lexicon,
+    marker_sections,
+    nccl_log,
+    nccl_tests,
+    profiler_table,
+    rank_reports,
+    textio,
+)
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.runtime_logs import RuntimeLines
 from playbook.readers.serving_metrics import ServingLines, store
@@ -267,6 +275,8 @@ class _EventLines:
             # the section's first line again (MLPerf BERT's eval_accuracy, with no step record between): a new one
             again = again or (open_ is not None and kind == "eval" and not ln.evaluating and
                               open_[2] == _NUMBER.sub("#", body))
+            # a save whose first line reported it done with its seconds was whole: the next save is another
+            again = again or (open_ is not None and kind == "checkpoint" and _whole(self.rows[open_[0]]))
             if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
                 if np.isfinite(duration) and kind == "checkpoint":
@@ -290,6 +300,11 @@ class _EventLines:
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _whole(row: dict) -> bool:
+    """A checkpoint section opened by a line that reported the save done and stated its seconds."""
+    return np.isfinite(row["duration_s"]) and marker_sections.reports_done(row["detail"])
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
@@ -508,9 +523,13 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "host": [r["host"] or host for r in ev], "rank": [r["rank"] for r in ev], "step": [r["step"] for r in ev],
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
-        _sections_until_training(bundle)
-        if len(bundle.steps) and (res["windowed"] or (steps.tqdm_lines and res["chosen"] in ("(it/s)", "(s/it)"))):
-            _sections_in_windows(bundle)
+        windowed = res.get("windowed") or (steps.tqdm_lines and res.get("chosen") in ("(it/s)", "(s/it)"))
+        marker_sections.since_training(bundle, every_step=not windowed)
+        marker_sections.until_training(bundle)
+        if len(bundle.steps) and windowed:
+            marker_sections.in_windows(bundle)
+        elif len(bundle.steps):
+            marker_sections.after_last_step(bundle)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame
@@ -568,48 +587,6 @@ def _stage_events(res: dict, rows: list[dict]) -> None:
                 rows.append({"time": int(res["start"][i]), "host": "", "rank": rank, "step": step, "kind": kind,
                              "duration_s": float(values[i]), "detail": f"{kind} timed inside step {step}: "
                                                                        f"{values[i]:.3f} s"})
-
-
-def _sections_in_windows(bundle: schema.Bundle) -> None:
-    """Step times that are a window's wall time per step (a progress bar's rate, a logging window's mean from
-    consecutive time stamps) count all that ran between two lines: an evaluation or checkpoint with a duration
-    logged there is inside the next line's window, and becomes a phase of that line's steps (its seconds spread
-    over the steps the line stands for), so the window's time is not all taken for training."""
-    ev, st = bundle.events, bundle.steps
-    sec = ev[ev["kind"].isin(["eval", "checkpoint"]) & (ev["duration_s"] > 0)]
-    rows = {k: [] for k in ("time", "host", "rank", "step", "phase", "duration_s", "source")}
-    for rank, g in st[st["phase"] == "step"].groupby("rank", sort=False):
-        lines = np.unique(g["step"].to_numpy(dtype=np.int64))
-        for e in sec[sec["rank"] == rank].itertuples(index=False):
-            k = int(np.searchsorted(lines, e.step, side="right"))
-            if 0 < k < len(lines):  # between two lines: inside the later one's window
-                for key, val in (("time", pd.NaT), ("host", g["host"].iloc[0]), ("rank", rank), ("step", lines[k]),
-                                 ("phase", e.kind), ("duration_s", e.duration_s / (lines[k] - lines[k - 1])),
-                                 ("source", g["source"].iloc[0])):
-                    rows[key].append(val)
-    if rows["step"]:
-        both = pd.concat([st, pd.DataFrame(rows)], ignore_index=True)
-        bundle.steps = schema.steps_frame({c: both[c].to_numpy() for c in both.columns})
-
-
-def _sections_until_training(bundle: schema.Bundle) -> None:
-    """An evaluation or checkpoint event without a duration of its own lasts until the next training step of its
-    rank starts (`Saving checkpoint ...`, then the next step 40 s later: a 40 s checkpoint stall)."""
-    ev, steps = bundle.events, bundle.steps
-    todo = ev["kind"].isin(["eval", "checkpoint"]) & ev["duration_s"].isna() & ev["time"].notna()
-    whole = steps[(steps["phase"] == "step") & steps["time"].notna()]
-    if not todo.any() or not len(whole):
-        return
-    starts = {r: np.sort(g["time"].to_numpy(dtype="datetime64[ns]").view(np.int64))
-              for r, g in whole.groupby("rank", sort=False)}
-    for i in np.flatnonzero(todo.to_numpy()):
-        t = ev["time"].iloc[i].value
-        nxt = starts.get(int(ev["rank"].iloc[i]))
-        if nxt is None:
-            continue
-        k = np.searchsorted(nxt, t, side="right")
-        if k < len(nxt):
-            ev.iloc[i, ev.columns.get_loc("duration_s")] = (nxt[k] - t) / 1e9
 
 
 def sniff(head: str) -> bool:

@@ -292,7 +292,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     """Read one TensorBoard event file into a Bundle: steps from the most-logged tag's points (the other tags
     logged at its steps beside them, so a tag naming a step or phase time is read as one), telemetry from the
     tags that name a GPU reading, the file's run folder as the host."""
-    from playbook.readers import lines, step_log
+    from playbook.readers import marker_sections, step_log
 
     path = Path(path)
     src = str(path)
@@ -341,7 +341,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             if eval_tags and not eval_clock:
                 steps.events = _eval_events(series, eval_tags, host, src, notes)
                 if _windowed(steps):
-                    lines._sections_in_windows(steps)
+                    marker_sections.in_windows(steps)
             restart = _restart(path, records_frame, host)
             if restart is not None:
                 steps.events = pd.concat([e for e in (steps.events, restart) if len(e)], ignore_index=True)
@@ -356,7 +356,7 @@ def _windowed(bundle: schema.Bundle) -> bool:
     """Whether the clock tag was logged every few steps (Hugging Face's logging_steps, Lightning's
     log_every_n_steps): its step times are a window's means, and an evaluation timed between two of its points (its
     `runtime`) ran inside the later one's window, a phase of those steps rather than training, as in a text log's
-    windows (lines._sections_in_windows). Logged every step, the pause is one step's gap already."""
+    windows (readers/marker_sections.in_windows). Logged every step, the pause is one step's gap already."""
     steps = np.unique(bundle.steps["step"].to_numpy(dtype=np.int64))
     return len(steps) > 1 and float(np.median(np.diff(steps))) > 1
 
