@@ -385,6 +385,9 @@ def untestable(run: Run) -> str | None:
                 t.get("tfprof_ops") for t in profiler_tables) else []) + \
             (["PyTorch/XLA metrics reports (compilation, execution and transfer counts: no device utilization or "
               "step time)"] if any(t.get("xla_reports") for t in profiler_tables) else []) + \
+            (["input-pipeline tools' statements (a profiler's input-bound verdict, loader worker warnings, a data "
+              "pipeline's stats)"] if any(
+                t.get("input_statements") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
