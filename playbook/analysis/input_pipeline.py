@@ -5,7 +5,8 @@ at profiler_ops' levels (5% moderate, 20% high):
                         profiler measured it on the device's step timeline): data_starvation at that share; a `NOT
                         input-bound` verdict finds nothing (it clears the input, not the rest of the step)
   Ray Data stats        the iterating thread's time blocked in iter_batches, as a share of the iterator's overall
-                        time, is the consumer's wait for its next batch. It is the GPU's wait only when the consumer
+                        time (pooled over a file's training iterators: blocked seconds over their seconds), is the
+                        consumer's wait for its next batch. It is the GPU's wait only when the consumer
                         is the GPU's work: a training loop — said by the stats themselves when the dataset was split
                         to training workers (a `split(N, ...)` operator, the streaming-split coordinator line), or
                         when the loop's own execution is at least HIGH of the time (it does real work between
@@ -59,34 +60,51 @@ def _tf(source: str, verdicts: list[dict], out: list[dict], level: Callable[[flo
 
 def _ray(source: str, part: dict, out: list[dict], warnings: list[str],
          level: Callable[[float], str | None]) -> None:
-    """Ray Data's iterator breakdowns (module docstring)."""
+    """Ray Data's iterator breakdowns (module docstring). The iterators whose loop is the GPU's work are one run's
+    (a training epoch and its short validation pass, workers' shards): their blocked share is pooled, the blocked
+    seconds over their seconds, so a 2 s pass blocked on its first batch is not the run's starvation."""
     ops = part.get("ray_operators") or []
     slowest = max(ops, key=lambda o: o["wall_s"]) if ops else None
+    training: list[tuple[float, float, float]] = []
     for it in part.get("ray_iterators") or []:
         total = float(it["overall_s"])
         blocked, user = float(it.get("blocked_s") or 0.0), float(it.get("user_s") or 0.0)
         b, u = min(blocked / total, 1.0), min(user / total, 1.0)  # a paste's figures cannot claim more than all
-        if not (lvl := level(b)):
-            continue
-        where = (f"Ray Data stats in {source}: the iterating thread was blocked in iter_batches {blocked:.3g} s, "
-                 f"{b:.0%} of the iterator's {total:.3g} s, and ran its own code {user:.3g} s ({u:.0%})")
         if part.get("ray_split") or u >= HIGH:
-            why = ("the dataset was split to training workers (streaming_split): the loop that waits is the "
-                   "training loop" if part.get("ray_split") else
-                   f"the loop runs its own work {u:.0%} of the time and waits between batches")
-            out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": b, "evidence": (
-                f"{where}: {why}; the pipeline does not produce batches as fast as the loop takes them"
-                + (f" (slowest operator: {slowest['name']}, {slowest['wall_s']:.3g} s)" if slowest else ""))})
+            training.append((total, min(blocked, total), min(user, total)))
+            continue
+        if not level(b):
             continue
         warnings.append(
-            f"{where}: the loop does little between batches, so its blocked time is the pipeline's own execution "
-            "(Ray: \"often the primary execution of a dataset\"), not a wait the GPU pays for unless the loop is "
-            "the GPU's work"
+            f"{_ray_where(source, [(total, blocked, user)])}: the loop does little between batches, so its blocked "
+            "time is the pipeline's own execution (Ray: \"often the primary execution of a dataset\"), not a wait the "
+            "GPU pays for unless the loop is the GPU's work"
             + (f"; the slowest operator is {slowest['name']} ({slowest['wall_s']:.3g} s of {len(ops)} operators): "
                "when it runs the model (batch inference) the GPU is inside the pipeline and busy there"
                if slowest else "")
             + ". No starvation is found from these stats: time a training loop's wait for its next batch, or read "
               "the GPU's utilization beside them")
+    if not training:
+        return
+    total = sum(t for t, _, _ in training)
+    b, u = sum(x for _, x, _ in training) / total, sum(x for _, _, x in training) / total
+    if not (lvl := level(b)):
+        return
+    why = ("the dataset was split to training workers (streaming_split): the loop that waits is the training loop"
+           if part.get("ray_split") else f"the loop runs its own work {u:.0%} of the time and waits between batches")
+    out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": b, "evidence": (
+        f"{_ray_where(source, training)}: {why}; the pipeline does not produce batches as fast as the loop takes them"
+        + (f" (slowest operator: {slowest['name']}, {slowest['wall_s']:.3g} s)" if slowest else ""))})
+
+
+def _ray_where(source: str, iterators: list[tuple[float, float, float]]) -> str:
+    """What the iterators' breakdowns say: blocked and own-code seconds and their shares of the overall time."""
+    total = sum(t for t, _, _ in iterators)
+    blocked, user = sum(x for _, x, _ in iterators), sum(x for _, _, x in iterators)
+    whose = "the iterator's" if len(iterators) == 1 else f"its {len(iterators)} iterators'"
+    return (f"Ray Data stats in {source}: the iterating thread was blocked in iter_batches {blocked:.3g} s, "
+            f"{min(blocked / total, 1.0):.0%} of {whose} {total:.3g} s, and ran its own code {user:.3g} s "
+            f"({min(user / total, 1.0):.0%})")
 
 
 def _workers(source: str, part: dict, warnings: list[str]) -> None:

@@ -499,12 +499,20 @@ def topology_context(ranked: list[dict], links: dict | None) -> list[dict]:
 
 def _events_words(events) -> str:
     """"events", with the seconds of the checkpoint and evaluation sections among them when their lines state or
-    bound them (`events (checkpoint 43.3 s in 1 section: no step time to weigh it against)`)."""
+    bound them (`events (checkpoint 43.3 s in 1 section: no step time to weigh it against)`). Ranks save and
+    evaluate side by side: a kind's seconds are those of the rank (host, rank) that spent the most, not the sum over
+    ranks."""
     if not len(events) or "duration_s" not in events:
         return "events"
     sec = events[events["kind"].isin(["checkpoint", "eval"]) & (events["duration_s"] > 0)]
     if sec.empty:
         return "events"
-    parts = [f"{kind} {g['duration_s'].sum():.3g} s in {len(g)} section{'s' if len(g) > 1 else ''}"
-             for kind, g in sec.groupby("kind", sort=True)]
-    return f"events ({', '.join(parts)}: no step time to weigh {'it' if len(sec) == 1 else 'them'} against)"
+    parts, count = [], 0
+    for kind, g in sec.groupby("kind", sort=True):
+        per = g.groupby([g["host"].astype(str), g["rank"]])["duration_s"].agg(["sum", "size"])
+        top = per.loc[per["sum"].idxmax()]
+        n = int(top["size"])
+        count += n
+        parts.append(f"{kind} {top['sum']:.3g} s in {n} section{'s' if n > 1 else ''}"
+                     + (f" on the slowest of {len(per)} ranks" if len(per) > 1 else ""))
+    return f"events ({', '.join(parts)}: no step time to weigh {'it' if count == 1 else 'them'} against)"
