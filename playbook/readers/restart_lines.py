@@ -152,8 +152,7 @@ class ResumeLines:
         if m := _TOOK.search(body):
             if self.resume is None:
                 self.resume = {"ln": ln, "loaded": None}
-            self.resume["took"] = float(m.group("s"))
-            self._close_resume()  # the resume's own end line
+            self.resume["took"] = float(m.group("s"))  # closed by the next step record, load or the file's end
             return True
         return False
 

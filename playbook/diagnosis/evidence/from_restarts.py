@@ -10,8 +10,8 @@ What a restart costs each GPU, against the what-if of a run that never stopped:
     unknown: stated, not priced);
   - a launcher's worker restart: the seconds until the workers step again, and the progress since their last
     checkpoint (not stated in any line: not priced).
-A resume that costs none of these (the count continues from the checkpoint's step, no fast-forward, a load of a few
-seconds) is a cheap, healthy restart: no finding. The share is against the time the log observed: the accounting's
+A resume that costs none of these (the count continues from the checkpoint's step, no fast-forward, a load under
+CHEAP_RESUME_S) is a cheap, healthy restart: no finding. The share is against the time the log observed: the accounting's
 wall time, else the steps' summed time, else the restart's cost alone (all of what the log shows).
 """
 
@@ -30,6 +30,9 @@ KINDS = ("resume", "worker_restart")
 CONFIDENCE = 0.85  # the trainer or launcher states the restart itself; what it cost is read from its own figures
 UNPRICED_WEIGHT = 0.9  # a stated restart whose cost the log cannot price counts as a stated fault does
 EVIDENCE_KEPT = 3
+# a resume's stated seconds below this, with nothing computed again and no fast-forward, are the reload any restart
+# pays (torchtitan's "Finished loading the checkpoint in 3.2 seconds"): a cheap restart, no finding
+CHEAP_RESUME_S = 60.0
 
 
 def pace(steps: pd.DataFrame | None) -> float | None:
@@ -58,8 +61,8 @@ def restart_findings(events: pd.DataFrame, steps: pd.DataFrame | None, observed_
         cost = 0.0
         if kind == "resume":
             redone, took, skipped = f.get("redone", 0.0), f.get("took", 0.0), f.get("skipped", 0.0)
-            if not (redone or took or skipped):
-                continue  # resumed where it stopped, no fast-forward, no stated wait: a cheap restart
+            if not (redone or skipped or took >= CHEAP_RESUME_S):
+                continue  # resumed where it stopped, no fast-forward, a short load: a cheap restart
             if redone:
                 if step_s is not None:
                     cost += redone * step_s
