@@ -69,7 +69,7 @@ _WHY = ((re.compile(r"Detected (\d+) new nodes?"), "a node joined (a membership 
 _REDONE = re.compile(r"(\d+) steps? computed again")
 _SKIPPED = re.compile(r"fast-forwards (\d+) batches")
 _TOOK_WORDS = re.compile(r"the resume took ([\d.]+) s")
-_DOWN = re.compile(r"(at least )?([\d.]+) s (?:until the workers step again|without a step)")
+_DOWN = re.compile(r"(at least )?([\d.]+) s without a step")
 
 
 def step_in_name(path: str) -> int | None:
@@ -103,6 +103,7 @@ class ResumeLines:
         self.resume: dict | None = None  # the open resume: its line and the figures read so far
         self.restart: dict | None = None  # the open worker restart
         self.last_time = nat
+        self.before: tuple[int, int] | None = None  # (step, time) of the last step record: the run before a restart
 
     def feed(self, ln) -> bool:
         body = ln.body
@@ -115,7 +116,7 @@ class ResumeLines:
         if "worker group" in body.lower() and _WORKER_RESTART.search(body):
             self._close_restart(None)
             why = next((w for pat, w in _WHY if pat.search(body)), "")
-            self.restart = {"ln": ln, "why": why}
+            self.restart = {"ln": ln, "why": why, "before": self.before}
             return True
         return False
 
@@ -128,20 +129,20 @@ class ResumeLines:
                 if path is not None and loaded is None and path.replace("\\", "/").rsplit("/", 1)[-1].startswith("."):
                     return False  # a tuner's temporary checkpoint, no resume
                 self._close_resume()
-                self.resume = {"ln": ln, "loaded": loaded}
+                self.resume = {"ln": ln, "loaded": loaded, "before": self.before}
                 return True
         if _CONTINUING.search(body):
             if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None}
+                self.resume = {"ln": ln, "loaded": None, "before": self.before}
             return True
         if m := _CONTINUES.search(body):
             if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None}
+                self.resume = {"ln": ln, "loaded": None, "before": self.before}
             self.resume.update(loaded=int(m.group("step")), continues=True)
             return True
         if m := _SKIPS.search(body):
             if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None}
+                self.resume = {"ln": ln, "loaded": None, "before": self.before}
             self.resume.update(skipped=int(m.group("batches")), epochs=int(m.group("epochs")))
             return True
         if m := _STARTS.search(body):
@@ -151,7 +152,7 @@ class ResumeLines:
             return True
         if m := _TOOK.search(body):
             if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None}
+                self.resume = {"ln": ln, "loaded": None, "before": self.before}
             self.resume["took"] = float(m.group("s"))  # closed by the next step record, load or the file's end
             return True
         return False
@@ -165,13 +166,34 @@ class ResumeLines:
                 r["start_seen"] = step
             if ln.time != self.nat and r["ln"].time != self.nat:
                 r["first_after"] = (ln.time - r["ln"].time) / 1e9
+            r["first"] = (step, ln.time)
             self._close_resume()
         if self.restart is not None:
+            self.restart["first"] = (step if keyword else None, ln.time)
             self._close_restart(ln)
+        if step is not None:
+            self.before = (step, ln.time)
 
     def close(self) -> None:
         self._close_resume()
         self._close_restart(None)
+
+    def _again(self, r: dict, start: int | None, loaded: int | None) -> list[str]:
+        """The words for the steps computed again and the time without a step: a count starting at `start` at or
+        below the checkpoint's step or the last step the log holds before the restart runs max(those) - start + 1
+        steps again; the time from the last step before the restart to the first after is time without a step."""
+        words = []
+        last = r["before"][0] if r.get("before") else None
+        top = max((x for x in (loaded, last) if x is not None), default=None)
+        if top is not None and start is not None and start <= top:
+            how = ("starts again at" if "start" in r else
+                   f"went back from {last} to" if last is not None and last >= (loaded or -1) else "restarted at or below")
+            words.append(f"its count {how} step {start}: {top - start + 1} step{'s' if top - start else ''} computed again")
+        before, first = r.get("before"), r.get("first")
+        if before and first and before[1] != self.nat and first[1] != self.nat and first[1] >= before[1]:
+            words.append(f"{(first[1] - before[1]) / 1e9:.4g} s without a step (from the last step before it to "
+                         "the first after)")
+        return words
 
     def _close_resume(self) -> None:
         r, self.resume = self.resume, None
@@ -181,17 +203,14 @@ class ResumeLines:
         loaded, start = r.get("loaded"), r.get("start", r.get("start_seen"))
         if loaded is not None:
             words.append(f"resumed from a checkpoint of step {loaded}")
-        if loaded is not None and start is not None and start <= loaded:
-            how = "starts again at" if "start" in r else "restarted at or below"
-            words.append(f"its count {how} step {start}: {loaded - start + 1} step"
-                         f"{'s' if loaded - start else ''} computed again")
+        words += self._again(r, start, loaded)
         if r.get("skipped"):
             words.append(f"it fast-forwards {r['skipped']} batches"
                          + (f" (and {r['epochs']} epochs)" if r.get("epochs") else "")
                          + " before its first step (the loader replays them; the GPUs wait)")
         if r.get("took") is not None:
             words.append(f"the resume took {r['took']:g} s")
-        elif r.get("first_after") is not None:
+        elif r.get("first_after") is not None and not r.get("before"):
             words.append(f"its first step record came {r['first_after']:.3g} s after the load")
         if not words:
             return
@@ -205,11 +224,19 @@ class ResumeLines:
             return
         ln = r["ln"]
         words = [r["why"]] if r["why"] else []
-        end, open_ = (step_ln.time, False) if step_ln is not None else (self.last_time, True)
         down = np.nan
-        if end != self.nat and ln.time != self.nat and end >= ln.time:
-            down = (end - ln.time) / 1e9
-            words.append(f"at least {down:.3g} s without a step (the log ends before the workers step again)"
-                         if open_ else f"{down:.3g} s until the workers step again")
+        if step_ln is None:  # the log ends before the workers step again
+            start = r["before"][1] if r.get("before") else ln.time
+            if self.last_time != self.nat and start != self.nat and self.last_time >= start:
+                down = (self.last_time - start) / 1e9
+                words.append(f"at least {down:.4g} s without a step (the log ends before the workers step again)")
+        else:
+            first = r.get("first") or (None, step_ln.time)
+            words += self._again(r, first[0], None)
+            if not r.get("before") and step_ln.time != self.nat and ln.time != self.nat and step_ln.time >= ln.time:
+                down = (step_ln.time - ln.time) / 1e9
+                words.append(f"{down:.4g} s without a step (from the restart to the first step after)")
+            elif (f := figures("; ".join(words))).get("down") is not None:
+                down = f["down"]
         self.add(ln, "worker_restart", f"line {ln.lineno}: {ln.body.strip()[:200]}"
                  + (f" ({'; '.join(words)})" if words else ""), down)

@@ -68,3 +68,32 @@ def test_one_ranks_log_names_no_silent_rank(tmp_path):
 def test_a_log_of_several_ranks_names_the_one_that_never_reported(tmp_path):
     d = _diagnose(tmp_path, [INIT.format(r=r) for r in range(4)] + [WATCHDOG.format(r=r) for r in (0, 1, 3)])
     assert d.hypotheses[0]["id"] == ids.COLLECTIVE_STRAGGLER and d.hypotheses[0]["names"] == ["rank 2"]
+
+
+CANCEL = "slurmstepd: error: *** JOB 4714782 ON gpu-017 CANCELLED AT 2026-01-01T10:00:21 DUE TO PREEMPTION ***"
+
+
+def test_a_requeued_run_appended_to_its_log_prices_the_lost_steps_and_the_wait(tmp_path):
+    # steps 1..40 (0.5 s), preempted, requeued 5 minutes later: the checkpoint of step 30 loaded, steps 31..40 again
+    text = _steps(1, 40, 0) + [CANCEL] + _resume(30, 31, 320) + _steps(31, 40, 330)
+    d = _diagnose(tmp_path, text)
+    top = d.hypotheses[0]
+    assert top["id"] == ids.RESTART_LOSS
+    assert "10 steps computed again" in top["evidence"][0]
+    assert top["restart_s"] == pytest.approx(10 * 0.5 + (330 - 19.5), rel=0.02)  # the steps again + the wait
+
+
+def test_a_worker_group_restart_that_goes_back_ten_steps(tmp_path):
+    restart = ("[2026-01-01 10:00:26,000] torch.distributed.elastic.agent.server.api: [INFO] [default] Worker group "
+               "FAILED. 2/3 attempts left; will restart worker group")
+    d = _diagnose(tmp_path, _steps(1, 50, 0) + [restart] + _steps(41, 40, 90))
+    top = d.hypotheses[0]
+    assert top["id"] == ids.RESTART_LOSS and "went back from 50 to step 41: 10 steps computed again" in top["evidence"][0]
+
+
+def test_a_quick_restart_at_the_checkpoint_is_no_loss(tmp_path):
+    # 600 steps, a restart that resumes at the checkpoint's next step 3.5 s later, 600 more: a healthy run
+    d = _diagnose(tmp_path, _steps(1, 600, 0) + _resume(600, 601, 301) + _steps(601, 600, 303))
+    assert d.verdict["id"] == ids.HEALTHY
+    acc = d.detail["accounting"]  # the 3 s without a step is the restart's, and under 1 % of the run
+    assert sum(b.share for b in acc.buckets if b.cause == ids.RESTART_LOSS) < 0.01

@@ -8,9 +8,10 @@ What a restart costs each GPU, against the what-if of a run that never stopped:
   - a resume's own stated seconds (the data fast-forward, the checkpoint load: "resume finished, taken 22534 s");
   - a fast-forward of B batches without a stated duration: the GPUs wait while the loader replays them (its seconds
     unknown: stated, not priced);
-  - a launcher's worker restart: the seconds until the workers step again, and the progress since their last
-    checkpoint (not stated in any line: not priced).
-A resume that costs none of these (the count continues from the checkpoint's step, no fast-forward, a load under
+  - the time without a step from the last step before the restart to the first after (the downtime: the
+    relaunch, a requeue's wait, the reload; a stated resume time is part of it, not added to it);
+  - a launcher's worker restart the log ends on: at least the time it shows, the rest in no line (not priced).
+A restart that costs none of these (the count continues from the checkpoint's step, no fast-forward, back under
 CHEAP_RESUME_S) is a cheap, healthy restart: no finding. The share is against the time the log observed: the accounting's
 wall time, else the steps' summed time, else the restart's cost alone (all of what the log shows).
 """
@@ -58,22 +59,20 @@ def restart_findings(events: pd.DataFrame, steps: pd.DataFrame | None, observed_
     lost, unpriced, texts = 0.0, False, []
     for kind, detail in zip(rows["kind"].astype(str), rows["detail"].astype(str), strict=True):
         f = restart_lines.figures(detail)
-        cost = 0.0
-        if kind == "resume":
-            redone, took, skipped = f.get("redone", 0.0), f.get("took", 0.0), f.get("skipped", 0.0)
-            if not (redone or skipped or took >= CHEAP_RESUME_S):
-                continue  # resumed where it stopped, no fast-forward, a short load: a cheap restart
-            if redone:
-                if step_s is not None:
-                    cost += redone * step_s
-                    detail += f" ≈ {fmt_span(redone * step_s)} at the run's {step_s:.3g} s per step"
-                else:
-                    unpriced = True
-            cost += took
-            unpriced |= bool(skipped and not took)
-        else:
-            cost += f.get("down", 0.0)
-            unpriced = True  # the progress since the workers' last checkpoint is in no line
+        redone, took, skipped = f.get("redone", 0.0), f.get("took", 0.0), f.get("skipped", 0.0)
+        # the time without a step holds the reload and any stated resume time: the larger of the two, not both
+        cost = max(took, f.get("down", 0.0))
+        if kind != "resume" and f.get("down_open", 1.0):
+            unpriced = True  # the log ends before the workers step again: the rest of the wait is in no line
+        elif not (redone or skipped or cost >= CHEAP_RESUME_S):
+            continue  # resumed where it stopped, no fast-forward, back within a minute: a cheap restart
+        if redone:
+            if step_s is not None:
+                cost += redone * step_s
+                detail += f" ≈ {fmt_span(redone * step_s)} at the run's {step_s:.3g} s per step"
+            else:
+                unpriced = True
+        unpriced |= bool(skipped and not took)
         lost += cost
         texts.append(detail)
     if not texts:
