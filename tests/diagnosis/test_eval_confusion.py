@@ -663,10 +663,11 @@ CASES = [
     # transformers resume fast-forwarding 660,000 batches, a Lightning resume of 22,534 s ending in a watchdog
     # timeout, a torchelastic worker-group restart, torchtitan's count restarting 20 steps below its checkpoint,
     # detectron2's count restarting at 0 after model_0039999 (restart_loss: readers/restart_lines,
-    # evidence/from_restarts, answer.restart_lead), ace's timeout after a checkpoint save. Two Megatron launches
+    # evidence/from_restarts, answer.restart_lead), ace's timeout whose collective began with a checkpoint save
+    # (from_events.timeout_after_save). Two Megatron launches
     # pasted together are a strict xfail in tests/diagnosis/test_heldout51.py
     *[(f"heldout51 {name}", want, _file(f"heldout51/{name}")) for name, want in (
-        ("ace851_save_then_nccl_timeout.log", "collective_straggler"),
+        ("ace851_save_then_nccl_timeout.log", "periodic_stall"),
         ("hf11284_resume_skip_660k_batches.log", "restart_loss"),
         ("lightning19377_resume_skip_nccl_timeout.log", "restart_loss"),
         ("lightning3029_elastic_new_node_restart.log", "restart_loss"),

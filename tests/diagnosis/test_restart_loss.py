@@ -97,3 +97,16 @@ def test_a_quick_restart_at_the_checkpoint_is_no_loss(tmp_path):
     assert d.verdict["id"] == ids.HEALTHY
     acc = d.detail["accounting"]  # the 3 s without a step is the restart's, and under 1 % of the run
     assert sum(b.share for b in acc.buckets if b.cause == ids.RESTART_LOSS) < 0.01
+
+
+SAVE = "2025-03-01 {t},000 - trainer - INFO - Saving checkpoint to /ckpt/run7/step_5000.pt"
+TIMEOUT = ("2025-03-01 12:30:02,500 [rank2]:[E301 12:30:02.500 ProcessGroupNCCL.cpp:632] [Rank 2] Watchdog caught "
+           "collective operation timeout: WorkNCCL(SeqNum=88121, OpType=_ALLGATHER_BASE, NumelIn=1, NumelOut=8, "
+           "Timeout(ms)=1800000) ran for 1800012 milliseconds before timing out.")
+
+
+@pytest.mark.parametrize(("saved_at", "named"), [("12:00:01", True), ("11:00:00", False)])
+def test_a_timeout_whose_collective_began_with_a_save_names_the_save(tmp_path, saved_at, named):
+    d = _diagnose(tmp_path, [SAVE.format(t=saved_at), TIMEOUT])
+    stall = [h for h in d.hypotheses if h["id"] == ids.PERIODIC_STALL]
+    assert bool(stall and "the checkpoint save logged at" in stall[0]["evidence"][0]) == named

@@ -21,3 +21,4 @@ class FaultEvents(Analyzer):
             timed = bool(len(steps)) and bool(steps.loc[steps["phase"] == "step", "duration_s"].notna().any())
             run.findings += event_evidence.from_recompile_events(run.bundle.events, timed)
             run.findings += restart_findings(run.bundle.events, steps)  # resumes and worker restarts stated
+            run.findings += event_evidence.timeout_after_save(run.bundle.events)
