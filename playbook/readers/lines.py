@@ -18,6 +18,8 @@ one its path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat rec
              listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
   nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size in the file's meta (nccl_tests.py)
   serving    a serving engine's scheduler lines, preemptions, CUDA-graph captures → meta (serving_metrics.py)
+  resumes    a trainer's resume and a launcher's worker-group restart → `resume` / `worker_restart` events with the
+             steps computed again and the time without a step (restart_lines.py)
 
 Lines no scanner understood are counted as blank, traceback, source code, banner, or unread (the first few kept);
 `bundle.meta["lines"][file]` holds the counts (`playbook info`). A file is refused only when no line is understood.
