@@ -62,6 +62,11 @@ _STARTS = re.compile(r"\b(?:Training starts at step|Starting training from itera
 _TOOK = re.compile(r"\b(?:resum(?:e|ed|ing)\b|finished loading the checkpoint\b).{0,60}?\b(?:took|taken|in)\s?:?\s?"
                    r"(?P<s>\d{1,9}(?:\.\d{1,20})?)\s?(?:s|sec|secs|seconds)\b", re.IGNORECASE)
 _WORKER_RESTART = re.compile(r"\bwill restart worker group\b|\bWorker group FAILED\b.{0,80}\battempts left\b")
+# torchelastic's etcd rendezvous (etcd_rendezvous.py) giving up on a round while the workers wait to restart: "Keep-alive
+# key /torchelastic/p2p/run_x/rdzv/v_4/rank_1 is not renewed.", "Rendevous version 4 is incomplete." (sic); the c10d
+# backend's "The node ... has closed the rendezvous" / a RendezvousTimeoutError
+_RDZV_FAILED = re.compile(r"\bKeep-alive key \S{1,200} is not renewed|\bRende?z?vous version \d{1,9} is incomplete|"
+                          r"\bRendezvousTimeoutError\b|\bhas closed the rendezvous\b")
 _WHY = ((re.compile(r"Detected (\d+) new nodes?"), "a node joined (a membership change)"),
         (re.compile(r"Worker group (?:FAILED|UNHEALTHY)"), "the worker group failed"))
 
@@ -113,6 +118,9 @@ class ResumeLines:
         if "checkpoint" in low or "training" in low or "resum" in low or "skip" in low:
             if self._feed_resume(ln, body):
                 return True
+        if self.restart is not None and "rende" in body.lower() and _RDZV_FAILED.search(body):
+            self.restart.setdefault("rdzv", body.strip()[:120])  # the first sign the re-rendezvous failed
+            return True
         if "worker group" in body.lower() and _WORKER_RESTART.search(body):
             self._close_restart(None)
             why = next((w for pat, w in _WHY if pat.search(body)), "")
@@ -224,6 +232,8 @@ class ResumeLines:
             return
         ln = r["ln"]
         words = [r["why"]] if r["why"] else []
+        if r.get("rdzv"):
+            words.append(f"its re-rendezvous failed ({r['rdzv']})")
         down = np.nan
         if step_ln is None:  # the log ends before the workers step again
             start = r["before"][1] if r.get("before") else ln.time

@@ -112,6 +112,13 @@ def test_a_restart_the_log_ends_on_is_at_least_its_time(tmp_path):
                            "will restart worker group\nINFO 2024-03-01 12:00:09,500 Attempting to join next rendezvous\n")
     f = restart_lines.figures(ev["detail"][0])
     assert f["down"] == pytest.approx(9.5) and f["down_open"] == 1 and "a node joined" in ev["detail"][0]
+    assert "re-rendezvous failed" not in ev["detail"][0]
+
+
+def test_a_failed_re_rendezvous_is_part_of_the_restart(tmp_path):
+    ev = _events(tmp_path, "[INFO] 2024-03-01 12:00:00,000 api: [default] Worker group FAILED. 1/3 attempts left; "
+                           "will restart worker group\nINFO 2024-03-01 12:00:30,000 Rendevous version 7 is incomplete.\n")
+    assert "its re-rendezvous failed (Rendevous version 7 is incomplete.)" in ev["detail"][0]
 
 
 @pytest.mark.parametrize(("path", "step"), [("out/model_0004999.pth", 4999), ("ck/epoch=7-step=30899.ckpt", 30899),
