@@ -115,6 +115,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         ranked = ranking.rank(run.findings, run.healthy, untestable)
         acc = _accounting(run, ranked)
         ranked = answer.lead(ranked, acc, run, untestable)
+        ranked = answer.restart_lead(ranked, run, acc)
         ranked = answer.topology_context(ranked, run.summaries.get("links"))
         return _assemble(run, ranked, acc)
 

@@ -210,7 +210,8 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
     long_enough = acc is not None and (acc.span_s >= PER_DAY_MIN_S or cycles >= PER_DAY_MIN_CYCLES)
     per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \
         ranking.VERDICTS[:2] else None
-    loss = attribution.loss_phrase(acc, top["id"]) if acc is not None else ""
+    restart_s = top.get("restart_s")  # a restart's cost lies outside the logged steps: not the accounting's loss
+    loss = attribution.loss_phrase(acc, top["id"]) if acc is not None and restart_s is None else ""
     if top["id"] == ids.INSUFFICIENT_DATA:
         sentence = f"Not enough data to name a cause: {top['evidence'][0]}; record next: {top['next_step']}"
         if loss and acc is not None and acc.significant:
@@ -225,7 +226,11 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
         sentence = f"{loss[0].upper()}{loss[1:]}, and {why} (unexplained_slowdown); record next: {top['next_step']}"
     else:
         cost = ""
-        if per_day is not None:
+        if restart_s is not None:
+            more = " and more the log does not price" if top.get("restart_unpriced") else ""
+            cost = (f" — ≈ {fmt_span(restart_s)} of each GPU's time outside the logged steps{more}" if restart_s > 0
+                    else " — the log states it, not its seconds (the evidence says what it cost)")
+        elif per_day is not None:
             cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
         elif lead_share and not loss:
             cost = f" — it costs ~{lead_share:.0%} of the time observed"
@@ -460,6 +465,31 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
         return ranked
     return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
                            attribution.rare_event_causes(run.bundle.events, run.bundle.steps), unplaced(run))
+
+
+def restart_lead(ranked: list[dict], run: Run, acc: Accounting | None) -> list[dict]:
+    """A restart the logs state (evidence/from_restarts.py) leads when what it costs each GPU outside the logged
+    steps (steps computed again, a stated resume) is a larger share than the accounting's harmful loss inside them:
+    forty thousand iterations computed again outweigh the first window's data wait. The hypothesis carries the
+    priced seconds (`restart_s`, 0 when the log states the restart but not its seconds) for the verdict."""
+    found = [f for f in run.findings if getattr(f, "signature", None) == ids.RESTART_LOSS]
+    at = next((i for i, h in enumerate(ranked) if h["id"] == ids.RESTART_LOSS), None)
+    if at is None or not found:
+        return ranked
+    lost = sum(float(f.extra.get("lost_s") or 0.0) for f in found)
+    unpriced = any(f.extra.get("unpriced") for f in found)
+    h = dict(ranked[at], restart_s=round(lost, 3), restart_unpriced=unpriced)
+    if lost <= 0:
+        h["lost_share"] = None  # stated, not priced: no share to quote
+    if lost <= 0 or acc is None or acc.wall_s <= 0:
+        return [*ranked[:at], h, *ranked[at + 1:]]
+    share = lost / (lost + max(acc.span_s, 0.0))
+    if share <= sum(attribution.harmful(acc).values()) / acc.wall_s:
+        return [*ranked[:at], h, *ranked[at + 1:]]
+    h["lost_share"], h["score"] = round(share, 4), round(max(h["score"], 0.9 * ranking.impact(share)), 3)
+    rest = [x if x["id"] != ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
+            for i, x in enumerate(ranked) if i != at]
+    return [h, *rest]
 
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:

@@ -191,6 +191,26 @@ CATALOG: tuple[Cause, ...] = (
         phases=("gap",),
     ),
     Cause(
+        # GPU time a failure or restart costs outside any step's time: the downtime until the relaunched run steps
+        # again, the re-initialisation and checkpoint reload, the data fast-forward of a resume (a trainer replaying
+        # the batches it had consumed), and the steps computed again since the last checkpoint (or because the
+        # resumed count started below it). No other cause names it: hardware_fault is the failing device, not the
+        # restart; periodic_stall the checkpoint written, not the one read back; unexplained_slowdown is what no
+        # input explains, and a trainer's own "resuming from step N" line explains it (heldout42 had to label a
+        # restart from scratch unexplained_slowdown for want of this id; heldout51)
+        "restart_loss",
+        "GPU time lost to a failure or restart (downtime, reload, data fast-forward, steps computed again)",
+        fix="checkpoint often enough that a restart loses little (asynchronous or in-memory checkpoints), resume "
+            "the data position from the checkpoint instead of replaying batches (a stateful or seekable loader; "
+            "transformers' ignore_data_skip, accelerate's skip_first_batches), restore the step count with the "
+            "weights, give long rank-0 work before the first collective a longer process-group timeout, and let "
+            "preemption signals save and requeue (SIGTERM / SIGUSR1 handlers, `--requeue`)",
+        next_step="time each restart: the last step before the failure, the relaunch, the checkpoint load, the first "
+                  "step after; compare the step the run resumes at with the checkpoint's step",
+        notebook="notebooks/01_triage.ipynb",
+        event_kinds=("resume", "worker_restart"),
+    ),
+    Cause(
         "workload_change",
         "work per step changed",
         fix="compare runs with the same work per step, or judge them by throughput only",

@@ -18,6 +18,8 @@ one its path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat rec
              listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
   nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size in the file's meta (nccl_tests.py)
   serving    a serving engine's scheduler lines, preemptions, CUDA-graph captures → meta (serving_metrics.py)
+  resumes    a trainer's resume and a launcher's worker-group restart → `resume` / `worker_restart` events with the
+             steps computed again and the time without a step (restart_lines.py)
 
 Lines no scanner understood are counted as blank, traceback, source code, banner, or unread (the first few kept);
 `bundle.meta["lines"][file]` holds the counts (`playbook info`). A file is refused only when no line is understood.
@@ -40,6 +42,7 @@ from playbook.readers import (
     nccl_tests,
     profiler_table,
     rank_reports,
+    restart_lines,
     textio,
 )
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
@@ -116,6 +119,7 @@ class _EventLines:
         self.straggler_reports = rank_reports.StragglerReports()
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
         self.runtime = RuntimeLines(self._add, self.rows)
+        self.resumes = restart_lines.ResumeLines(self._add, NAT)  # resume / worker-restart statements
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -332,6 +336,9 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if key := events.runtime.feed(ln):  # framework-runtime records first (runtime_logs.py)
         counts[key] += 1
         return True
+    if events.resumes.feed(ln):  # a trainer's resume or a launcher's restart: no step record, whatever its numbers
+        counts["events"] += 1
+        return True
     understood = False
     if nccl.feed(ln.lineno, nccl_text, ln.rank):
         counts["nccl"] += 1
@@ -348,6 +355,7 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if not understood and steps.feed(ln):
         counts["steps"] += 1
         understood = True
+        events.resumes.stepped(ln, steps.last_step.get(ln.rank), bool(step_grammar.KEYWORD.search(ln.body)))
     if not understood and events.feed_timings(ln):  # a step line is the step grammar's, whatever its words
         counts["events"] += 1
         understood = True
@@ -434,6 +442,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
             loud[0] += 1
             loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
+    events.resumes.close()
     bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary(), perf.summary(),
                      serving.summary())
     if loud[0]:
