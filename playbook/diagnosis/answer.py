@@ -236,9 +236,11 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
             cost = f" — it costs ~{lead_share:.0%} of the time observed"
         head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
         title = c.title if head else c.title[0].upper() + c.title[1:]
+        # a cause without a lab of its own (the triage notebook) has nothing to reproduce: its next step instead
+        run = (f"`{c.command}` (reproduces it and measures the fix)" if c.notebook != causes.TRIAGE_NOTEBOOK
+               else c.next_step)
         sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
-                    f"{word}, score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures "
-                    "the fix)")
+                    f"{word}, score {top['score']:.2f}){cost}; run next: {run}")
         second = next((h for h in ranked[1:] if h["id"] not in ranking.VERDICTS), None)
         if second is not None and word != "confirmed" and second["score"] >= 0.5 * top["score"]:
             sentence += (f"; or {second['id']} (score {second['score']:.2f}) — to tell them apart: "
