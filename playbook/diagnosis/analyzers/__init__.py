@@ -9,8 +9,8 @@ from playbook.diagnosis.analyzers.base import REGISTRY, Analyzer, register, run_
 from playbook.diagnosis.analyzers.derived_busy import DerivedBusy
 from playbook.diagnosis.analyzers.event_coincidence import DipEvents
 from playbook.diagnosis.analyzers.fault_events import FaultEvents
-from playbook.diagnosis.analyzers.held_memory import HeldMemory
 from playbook.diagnosis.analyzers.gpu_telemetry import GpuTelemetry
+from playbook.diagnosis.analyzers.held_memory import HeldMemory
 from playbook.diagnosis.analyzers.host_probe import HostInDips, HostSaturated
 from playbook.diagnosis.analyzers.step_patterns import StepPatterns
 from playbook.diagnosis.analyzers.summaries import SUMMARIES
