@@ -101,3 +101,11 @@ def test_little_memory_on_an_idle_gpu_is_no_finding(tmp_path):
 def test_a_working_gpu_is_not_memory_held_without_work(tmp_path):
     d = _snapshot(tmp_path, 20100, 96)
     assert all(h["id"] != ids.MEMORY_PRESSURE for h in d.hypotheses)
+
+
+def test_several_idle_gpus_holding_memory_are_one_observation_not_a_verdict(tmp_path):
+    f = tmp_path / "ws.txt"  # both GPUs idle with most memory held: the same doubt twice is not twice the evidence
+    f.write_text(SNAPSHOT.format(m0="20100", u0=" 0").replace("      5MiB / 24256MiB", "  19000MiB / 24256MiB"))
+    d = diagnose(read_paths([str(f)]))
+    assert d.verdict["id"] == ids.INSUFFICIENT_DATA
+    assert [h["names"] for h in d.hypotheses if h["id"] == ids.MEMORY_PRESSURE] == [["ws:0", "ws:1"]]

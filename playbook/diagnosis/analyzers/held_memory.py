@@ -52,15 +52,15 @@ class HeldMemory(Analyzer):
         if (util[util == util] > IDLE_PCT).any():  # a GPU works: an idle one beside it is the other analyses'
             return
         dead = {d["gpu"] for d in dead_holders(sharing)}
-        for h in held_idle(whole):
-            if h["gpu"] in dead:
-                continue
-            snapshot = h["polls"] < SNAPSHOT_POLLS  # one moment: the job may be between phases
-            run.findings.append(Finding(
-                ids.MEMORY_PRESSURE, f"{h['gpu']} idle ({h['util_pct']:.0f}%"
-                f"{' at the one moment shown' if snapshot else ' throughout'}) "
-                f"while {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB ({h['share']:.0%}) of its memory is allocated: "
-                "a process holds memory and does no work — what a crashed or killed run left, another user's idle "
-                "process — or the job itself, starved by its loader or hung, at the moment polled",
-                confidence=HELD_CONFIDENCE, weight=impact(1.0), names=(h["gpu"],), next_step=NEXT,
-                source=self.name))
+        held = [h for h in held_idle(whole) if h["gpu"] not in dead]
+        if not held:
+            return
+        snapshot = min(h["polls"] for h in held) < SNAPSHOT_POLLS  # one moment: the job may be between phases
+        each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB ({h['share']:.0%}) at "
+                         f"{h['util_pct']:.0f}%" for h in held[:6])
+        run.findings.append(Finding(  # one observation, however many GPUs show it: the same doubt for all of them
+            ids.MEMORY_PRESSURE, f"memory allocated on idle GPUs while no GPU works"
+            f"{' (at the one moment shown)' if snapshot else ' (throughout)'}: {each} — a process holds memory and "
+            "does no work: what a crashed or killed run left, another user's idle process — or the job itself, "
+            "starved by its loader or hung, at the moment polled", confidence=HELD_CONFIDENCE, weight=impact(1.0),
+            names=tuple(h["gpu"] for h in held), next_step=NEXT, source=self.name))
