@@ -27,7 +27,7 @@ NEXT = ("on the GPU's host: `nvidia-smi --query-compute-apps=pid,process_name,us
 class HeldMemory(Analyzer):
     """Memory held without work: dead processes' and idle GPUs' (analysis.gpu_sharing)."""
 
-    name = "sharing"
+    name = "held_memory"
 
     def analyze(self, run: Run) -> None:
         sharing = per_gpu(run.bundle)
