@@ -648,6 +648,18 @@ CASES = [
         ("desc1191_jax_log_compiles_outer_iteration.log", "insufficient_data"),
         ("pytorch110803_dynamo_profiler_report_train_eval.txt", "recompilation"),
         ("pytorch143670_one_expected_recompile.log", "insufficient_data"))],
+    # the fifty-second round: GPU time lost to sharing a GPU (tests/data/eval/heldout52/SOURCES.md, real excerpts):
+    # scored once as written — 3 of 6 right, 2 of 6 guilty, 3 refused, none called healthy; kept: two leftovers
+    # holding memory on an idle GPU (one poll: insufficient_data; analyzers/held_memory names the GPU), zombies in a Processes section alone (refused first →
+    # readers/nvidia_smi/processes), another user's idle GPU beside six busy ones (refused first → gpustat as a
+    # Markdown table; left out of the job by analysis.gpu_sharing.other_owners), MIG slices, exclusive-mode V100s
+    *[(f"heldout52 {name}", want, _file(f"heldout52/{name}")) for name, want in (
+        ("pytorch910_crashed_run_holds_gpu0.txt", "insufficient_data"),
+        ("pytorch4031_interrupted_run_holds_memory.txt", "insufficient_data"),
+        ("mxnet4242_zombie_processes_section.txt", "memory_pressure"),
+        ("lightning4828_gpustat_other_user_on_gpu6.txt", "insufficient_data"),
+        ("nvitop8_a100_mig_slices.txt", "insufficient_data"),
+        ("jade73_v100_busy_no_own_process.txt", "insufficient_data"))],
     # the fiftieth round: real periodic stalls (tests/data/eval/heldout50/SOURCES.md, real excerpts): scored once as
     # written — 0 of 5 right, 1 refused, 3 read partly, none called healthy; kept: MXNet's per-epoch save on four
     # workers and on one (insufficient_data first → line_prefix reads `Node[k]`, readers/marker_sections measures a
