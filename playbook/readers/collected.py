@@ -59,6 +59,7 @@ def dedent(text: str, indent: str) -> str:
 
 
 _QUOTE_BLANK = re.compile(r"(?m)^[ \t]*>[ \t>]*$")
+_QUOTE_BLANK_B = re.compile(_QUOTE_BLANK.pattern.encode())
 
 
 _TEXT_ESCAPES = re.compile(_ESCAPES.pattern.decode("ascii"))
@@ -142,5 +143,8 @@ class Unwrap:
             rest = b""
             if self.other is not None and (m := self.other.search(b"\n" + data)):  # another task, host or pod: the label is theirs from here
                 data, rest, self.label = data[:m.start()], data[m.start():], None
-            data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:] + rest
+            data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:]
+            if self.other is None and b">" in label:  # a quote's lines of quote marks alone are its blank lines
+                data = _QUOTE_BLANK_B.sub(b"", data)
+            data += rest
         return data

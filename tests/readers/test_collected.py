@@ -448,3 +448,15 @@ def test_a_monitor_scripts_aligned_table_after_a_jobs_preamble_is_read(tmp_path)
     plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.txt", "job.out"))
     assert len(plain.telemetry) == 60 and got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
     assert any("read from line" in w for w in got.warnings)
+
+
+def test_a_quoted_paste_reads_without_its_quote_marks_and_its_bare_quote_lines_are_blank(tmp_path):
+    """An e-mail's or a Markdown quote's `> ` before every line, with `>` alone on the quote's blank lines: the
+    stream the reader gets has neither."""
+    (tmp_path / "plain.csv").write_text(SMI)
+    lines = SMI.splitlines()
+    quoted = [f"> {ln}" for ln in lines[:30]] + [">"] + [f"> {ln}" for ln in lines[30:]]
+    (tmp_path / "quoted.csv").write_text("\n".join(quoted) + "\n")
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.csv", "quoted.csv"))
+    assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
+    assert not got.warnings
