@@ -43,6 +43,9 @@ def _judged(telemetry: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
         return none
     util = pd.to_numeric(telemetry["util_pct"], errors="coerce").to_numpy(dtype=float)
     mclk = pd.to_numeric(telemetry["mem_clock_mhz"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        if not ((util >= BUSY_READ_PCT) & (mclk > 0) & (mclk <= IDLE_MEM_CLOCK_MHZ)).any():
+            return none  # no busy reading at an idle memory clock: nothing to judge (and no per-GPU peak to take)
     power = pd.to_numeric(telemetry["power_w"], errors="coerce")
     limit = pd.to_numeric(telemetry["power_limit_w"], errors="coerce") if "power_limit_w" in telemetry else \
         pd.Series(np.nan, index=telemetry.index)
