@@ -146,6 +146,7 @@ SERVING = "serving:"
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
 GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
 RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
+EPOCH_STEPS = "epoch_steps"  # Bundle.meta key: {source: N} where a step log states its epochs' N steps (`[i/N]`)
 
 
 def record_unit(bundle: Bundle) -> str:
