@@ -63,7 +63,7 @@ from playbook.analysis.gpus import fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import run_restarts
 from playbook.core.jsonable import to_jsonable
-from playbook.diagnosis import analyzers, answer, attribution, ranking
+from playbook.diagnosis import analyzers, answer, attribution, epoch_work, ranking
 from playbook.diagnosis.context import Run
 from playbook.diagnosis.evidence.from_events import restarts, run_end
 from playbook.knowledge.causes import cause_of_event
@@ -139,6 +139,7 @@ def _accounting(run: Run, ranked: list[dict]):
     if acc is not None:
         attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps,
                               run.detail.get("drop_causes", ()), ranking.observations(run.findings))
+        epoch_work.amortize(acc, run.bundle)  # once-per-epoch work in a log shorter than an epoch
         run.detail["accounting"] = acc
     return acc
 

@@ -150,6 +150,7 @@ GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where t
 # {gpu: compute mode}}; analysis.gpu_sharing reads it
 GPU_SHARING = "gpu_sharing:"
 RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
+EPOCH_STEPS = "epoch_steps"  # Bundle.meta key: {source: N} where a step log states its epochs' N steps (`[i/N]`)
 
 
 def record_unit(bundle: Bundle) -> str:

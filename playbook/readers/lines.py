@@ -48,6 +48,7 @@ from playbook.readers import (
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.runtime_logs import RuntimeLines
 from playbook.readers.serving_metrics import ServingLines, store
+from playbook.readers.step_log import epoch_length
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
 from playbook.readers.step_log.vocab import blank_options
@@ -502,6 +503,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         bundle.steps = schema.steps_frame(data)
         if res.get("chosen") == step_epochs.ROWS:  # the file's records are its epochs
             bundle.meta[schema.RECORD_UNITS] = {src: "epoch"}
+        elif epoch_n := epoch_length.steps_per_epoch(res["step"], res.get("pos")):
+            bundle.meta[schema.EPOCH_STEPS] = {src: epoch_n}
         if res["windowed"]:
             widths = np.diff(np.unique(res["step"])) if n > 1 else np.array([1])  # ranks share their steps
             every = int(np.median(widths)) if len(widths) else 1
