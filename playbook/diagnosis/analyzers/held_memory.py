@@ -33,10 +33,11 @@ class HeldMemory(Analyzer):
         sharing = per_gpu(run.bundle)
         totals = {}
         tele = run.bundle.telemetry
-        if len(tele) and "mem_total_mib" in tele:
-            totals = {f"{h}:{g}": float(t) for h, g, t in zip(tele["host"].astype(str), tele["gpu"],
-                                                                tele["mem_total_mib"], strict=True) if t == t}
-        for d in dead_holders(sharing):
+        dead_ones = dead_holders(sharing)
+        if dead_ones and len(tele) and "mem_total_mib" in tele:  # each GPU's memory size: its last stated value
+            last = tele.groupby(["host", "gpu"], observed=True, sort=False)["mem_total_mib"].last().dropna()
+            totals = {f"{h}:{g}": float(t) for (h, g), t in last.items()}
+        for d in dead_ones:
             total = totals.get(d["gpu"])
             weight = impact(d["mem_mib"] / total) if total else DEAD_WEIGHT
             run.findings.append(Finding(
@@ -51,7 +52,7 @@ class HeldMemory(Analyzer):
         util = whole.values["util_pct"]
         if (util[util == util] > IDLE_PCT).any():  # a GPU works: an idle one beside it is the other analyses'
             return
-        dead = {d["gpu"] for d in dead_holders(sharing)}
+        dead = {d["gpu"] for d in dead_ones}
         held = [h for h in held_idle(whole) if h["gpu"] not in dead]
         if not held:
             return
