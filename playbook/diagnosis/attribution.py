@@ -502,8 +502,12 @@ def loss_phrase(acc: Accounting, lead: str) -> str:
         if not acc.buckets:
             return f"loses nothing measurable against its steady pace, within the noise floor of " \
                    f"{acc.noise_floor_share:.0%} ({acc.noise_floor})"
-        return f"{head}, within the run's noise floor of {acc.noise_floor_share:.0%} ({acc.noise_floor})" \
-            if not acc.significant else f"{head}, {_benign(acc)}"
+        if not acc.significant:
+            return f"{head}, within the run's noise floor of {acc.noise_floor_share:.0%} ({acc.noise_floor})"
+        if any(b.cause == cause_ids.HEALTHY for b in acc.buckets):  # time off the pace that is the run's own work
+            return (f"{acc.lost_share:.0%} of {unit} ({_fmt(acc.lost_s)}{su} of {_fmt(acc.wall_s)}{su}) off its "
+                    f"steady pace, {_benign(acc)}")
+        return f"{head}, {_benign(acc)}"
     want = UNEXPLAINED if lead == cause_ids.UNEXPLAINED_SLOWDOWN else lead
     mine = [b for b in acc.buckets if b.cause == want]
     if not mine and not acc.significant:

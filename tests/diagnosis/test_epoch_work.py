@@ -38,6 +38,7 @@ def test_a_save_of_under_five_percent_of_its_epoch_is_the_epochs_work(tmp_path):
     out = diagnose(read_paths([_log(tmp_path, 20)]))  # 20 s against 1000 × 0.5 s: 3.8 % of an epoch
     assert out.verdict["id"] == ids.HEALTHY
     assert "once per 1000-step epoch" in out.verdict["sentence"]
+    assert "loses" not in out.verdict["sentence"]  # time off the pace that is the epoch's work is no loss
 
 
 def test_a_save_of_a_quarter_of_its_epoch_stays_a_loss(tmp_path):
