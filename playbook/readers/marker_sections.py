@@ -129,12 +129,22 @@ def in_windows(bundle: schema.Bundle) -> None:
         bundle.steps = schema.steps_frame({c: both[c].to_numpy() for c in both.columns})
 
 
+def _between(ev: pd.DataFrame, rank: int, kind: str, first: int, last: int) -> bool:
+    """Whether a `kind` section of `rank` has its line between the rank's first step's start and last step's end."""
+    t = ev.loc[(ev["rank"] == rank) & (ev["kind"] == kind) & ev["time"].notna(), "time"]
+    t = t.to_numpy(dtype="datetime64[ns]").view(np.int64)
+    return bool(((t > first) & (t < last)).any())
+
+
 def after_last_step(bundle: schema.Bundle) -> None:
     """An evaluation or checkpoint with a duration that begins after its rank's last timed step ended is time no
     step row holds and no gap between two rows shows (a rank's wall time ends with its last row): where each row is
-    one step or one epoch (_every_step), it becomes a phase of that last step, whose time grows by it — the step's wall time up to the next step, as a log of windows or a
-    wall clock would count it (MXNet's `Epoch[0] Time cost=7.821`, then `Saved checkpoint` 157 s later: a 165 s
-    epoch, 157 s of it the save). Sections between two steps are left to the gaps between their rows."""
+    one step or one epoch (_every_step), it becomes a phase of that last step, whose time grows by it — the step's
+    wall time up to the next step, as a log of windows or a wall clock would count it (MXNet's `Epoch[0] Time
+    cost=7.821`, then `Saved checkpoint` 157 s later: a 165 s epoch, 157 s of it the save). Only a section that
+    recurs (one of its kind also between the rank's rows) or follows a lone row: after many rows with none between
+    them it is the run's end (a final test evaluation, the final save), not a stall of its steps. Sections between
+    two steps are left to the gaps between their rows."""
     ev, st = bundle.events, bundle.steps
     if not len(ev) or not len(st):
         return
@@ -152,6 +162,10 @@ def after_last_step(bundle: schema.Bundle) -> None:
         done = g["detail"].astype(str).map(reports_done).to_numpy()
         began = np.where(done, t - (g["duration_s"].to_numpy(dtype=float) * 1e9).astype(np.int64), t)
         after = began >= end.max() - 1_000_000  # (within a millisecond of the stamps' rounding)
+        # one section after many rows, none of its kind between them, is the run's end (a final evaluation or save),
+        # no stall its steps paid: only a section that recurs (or follows a lone epoch row) is taken
+        recurs = {kind: len(start) < 2 or _between(ev, int(rank), kind, start[0], end.max()) for kind in set(g["kind"])}
+        after &= g["kind"].map(recurs).to_numpy(dtype=bool)
         if not after.any():
             continue
         whole = st[(st["rank"] == rank) & (st["phase"] == "step") & st["time"].notna()]

@@ -1,0 +1,45 @@
+"""Review of readers/marker_sections.py on inputs written apart from heldout50's files: a healthy per-step run whose
+one final evaluation or save comes after its last step is no stall its steps paid (nothing recurs), and a save's
+seconds measured back from a done line start no earlier than the rank's last time-stamped line before it."""
+
+from __future__ import annotations
+
+import pytest
+
+from playbook.diagnosis import diagnose
+from playbook.readers import read_paths
+
+
+def _read(tmp_path, text: str, name: str = "train.log"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return read_paths([str(path)])
+
+
+# 200 logged steps of 2 s (each line at the step's end), nothing between them
+STEPS = "".join(f"2024-05-01 08:{(2 * i) // 60:02d}:{(2 * i) % 60:02d},000 - INFO - step {i + 1} loss 2.{i % 10} "
+                f"step_time 1.9s\n" for i in range(200))
+
+
+@pytest.mark.parametrize("tail", [
+    "2024-05-01 08:07:30,000 - INFO - Final evaluation on the test set took 50.0s: accuracy 0.91\n",
+    "2024-05-01 08:07:10,000 - INFO - Saved model to out/final_model.pt in 30.5s\n",
+    "2024-05-01 08:07:10,000 - INFO - Saved model to out/final_model.pt\n",
+])
+def test_one_final_section_after_many_steps_is_no_phase_and_the_run_stays_healthy(tmp_path, tail):
+    b = _read(tmp_path, STEPS + tail)
+    assert not b.steps["phase"].isin(["eval", "checkpoint"]).any()
+    assert b.steps.loc[b.steps["phase"] == "step", "duration_s"].max() < 2.5
+    assert diagnose(b).verdict["id"] == "healthy"
+
+
+# the same save after each of 3 epochs: it recurs, so the last one is a phase of the last epoch (as after one epoch)
+EPOCHS = "".join(f"2019-03-02 10:{4 * e:02d}:20,000 Epoch[{e}] Time cost=60.000\n"
+                 f"2019-03-02 10:{4 * e + 1:02d}:20,000 Saved checkpoint to \"ckpt/net-{e + 1:04d}.params\"\n"
+                 for e in range(3))
+
+
+def test_a_save_that_recurs_after_every_epoch_is_still_a_phase_of_the_last(tmp_path):
+    b = _read(tmp_path, EPOCHS)
+    phase = b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].tolist()
+    assert phase == pytest.approx([60.0])
