@@ -116,6 +116,7 @@ class _EventLines:
         self.straggler_reports = rank_reports.StragglerReports()
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
         self.runtime = RuntimeLines(self._add, self.rows)
+        self.previous = NAT  # the time of this line rank's time-stamped line before it
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -293,6 +294,7 @@ class _EventLines:
             self.ended_eval.discard(key)
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
                                                self.steps.timed, _NUMBER.sub("#", body))
+            self.rows[-1]["previous"] = self.previous  # where a done line's save can have begun at the earliest
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
@@ -395,6 +397,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     since_code = 3  # non-blank lines since the last source-code line
     total = 0
     last_step_line = 0  # the line of the last step record: what a run-ending event must come after
+    last_time: dict[int, int] = {}  # rank -> the time of its last time-stamped line (a done save began after it)
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
     for lineno, raw in enumerate(lines if lines is not None else textio.iter_lines(path, notes=notes), start=1):
         total += 1
@@ -402,6 +405,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             noise["blank"] += 1
             continue
         rank, t, body = prefix.split(raw)
+        events.previous, last_time[rank] = last_time.get(rank, NAT), t if t != NAT else last_time.get(rank, NAT)
         ln = Line(lineno, raw, body, rank, t, prefix.host, prefix.uptime)
         if tables.feed(body):
             counts["profiler"] += 1
@@ -524,7 +528,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
         windowed = res.get("windowed") or (steps.tqdm_lines and res.get("chosen") in ("(it/s)", "(s/it)"))
-        marker_sections.since_training(bundle, every_step=not windowed)
+        marker_sections.since_training(bundle, every_step=not windowed,
+                                       previous=np.array([r.get("previous", NAT) for r in ev], dtype=np.int64))
         marker_sections.until_training(bundle)
         if len(bundle.steps) and windowed:
             marker_sections.in_windows(bundle)

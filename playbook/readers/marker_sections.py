@@ -64,9 +64,11 @@ def _every_step(bundle: schema.Bundle, rank: int) -> bool:
     return bool((np.diff(nums) == 1).all())
 
 
-def since_training(bundle: schema.Bundle, every_step: bool = True) -> None:
+def since_training(bundle: schema.Bundle, every_step: bool = True, previous: np.ndarray | None = None) -> None:
     """A checkpoint event without a duration whose line reports the save done lasts from the end of its rank's last
-    training step before it (see the module docstring); `every_step` False (a log of windows) does nothing."""
+    training step before it (see the module docstring); `every_step` False (a log of windows) does nothing.
+    `previous`: per event, the time (ns) of its rank's time-stamped line before the event's line, where known (an
+    evaluation's last line, any other line between the step and the save): the save began no earlier."""
     ev, steps = bundle.events, bundle.steps
     if not every_step or not len(ev) or not len(steps):
         return
@@ -84,7 +86,8 @@ def since_training(bundle: schema.Bundle, every_step: bool = True) -> None:
         t = ev["time"].iloc[i].value
         k = int(np.searchsorted(start, t, side="right"))  # the steps that began before the line
         if k and end[k - 1] <= t:
-            ev.iloc[i, col] = (t - end[k - 1]) / 1e9
+            began = max(end[k - 1], int(previous[i])) if previous is not None and previous[i] <= t else end[k - 1]
+            ev.iloc[i, col] = (t - began) / 1e9
 
 
 def until_training(bundle: schema.Bundle) -> None:

@@ -43,3 +43,20 @@ def test_a_save_that_recurs_after_every_epoch_is_still_a_phase_of_the_last(tmp_p
     b = _read(tmp_path, EPOCHS)
     phase = b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].tolist()
     assert phase == pytest.approx([60.0])
+
+
+# a per-step log: an evaluation between step 20 and 21 whose lines span 08:00:48 to 08:01:30, then a save done at
+# 08:01:40; the save began after the evaluation's last line, not when step 20 ended
+EVAL_THEN_SAVE = STEPS.split("\n", 20)
+EVAL_THEN_SAVE = "\n".join(EVAL_THEN_SAVE[:20]) + "\n" + (
+    "2024-05-01 08:00:48,000 - INFO - Running validation\n"
+    "2024-05-01 08:01:30,000 - INFO - validation loss 2.1\n"
+    "2024-05-01 08:01:40,000 - INFO - Saved checkpoint to ckpt/step-20.pt\n") + "".join(
+    f"2024-05-01 08:{(102 + 2 * i) // 60:02d}:{(102 + 2 * i) % 60:02d},000 - INFO - step {i + 21} loss 1.{i % 10} "
+    f"step_time 1.9s\n" for i in range(10))
+
+
+def test_a_done_line_after_other_lines_measures_the_save_from_the_last_of_them(tmp_path):
+    b = _read(tmp_path, EVAL_THEN_SAVE)
+    ck = b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist()
+    assert ck == pytest.approx([10.0], abs=0.05)  # not 52 s: the evaluation's 42 s counted twice
