@@ -60,3 +60,23 @@ def test_a_done_line_after_other_lines_measures_the_save_from_the_last_of_them(t
     b = _read(tmp_path, EVAL_THEN_SAVE)
     ck = b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist()
     assert ck == pytest.approx([10.0], abs=0.05)  # not 52 s: the evaluation's 42 s counted twice
+
+
+@pytest.mark.parametrize("line", [
+    "load_checkpoint took 12.3s",
+    "Function load_checkpoint cost 30.1s",
+    "Loading checkpoint took 3s",
+    "restore_checkpoint took 5s",
+    "resume_from_checkpoint took 60.0 seconds",
+    "gradient_checkpointing took 0.5s",  # recomputation, not a save
+])
+def test_a_timed_load_or_recomputation_is_no_save(tmp_path, line):
+    b = _read(tmp_path, f"2024-05-01 08:00:00,000 - INFO - {line}\n" + STEPS)
+    assert not (b.events["kind"] == "checkpoint").any() if len(b.events) else True
+
+
+@pytest.mark.parametrize("line", ["save_checkpoint took 3.20 seconds", "Function save_to_storage cost 12.3s",
+                                  "Checkpoint took 3.5s"])
+def test_a_timed_save_is_still_a_checkpoint(tmp_path, line):
+    b = _read(tmp_path, f"2024-05-01 08:00:00,000 - INFO - {line}\n" + STEPS)
+    assert (b.events["kind"] == "checkpoint").sum() == 1
