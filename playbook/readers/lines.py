@@ -280,9 +280,12 @@ class _EventLines:
             again = again or (open_ is not None and kind == "checkpoint" and _whole(self.rows[open_[0]]))
             if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
+                # spanned: the seconds are the section's lines' time stamps, not a stated duration
+                row["spanned"] = not (np.isfinite(duration) and kind == "checkpoint") and ln.time != NAT and \
+                    row["time"] != NAT
                 if np.isfinite(duration) and kind == "checkpoint":
                     row["duration_s"] = duration
-                elif ln.time != NAT and row["time"] != NAT:
+                elif row["spanned"]:
                     row["duration_s"] = max(0.0, (ln.time - row["time"]) / 1e9)
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
@@ -528,13 +531,14 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
         windowed = res.get("windowed") or (steps.tqdm_lines and res.get("chosen") in ("(it/s)", "(s/it)"))
-        marker_sections.since_training(bundle, every_step=not windowed,
-                                       previous=np.array([r.get("previous", NAT) for r in ev], dtype=np.int64))
+        began = marker_sections.since_training(
+            bundle, every_step=not windowed, previous=np.array([r.get("previous", NAT) for r in ev], dtype=np.int64),
+            spanned=np.array([r.get("spanned", False) for r in ev], dtype=bool))
         marker_sections.until_training(bundle)
         if len(bundle.steps) and windowed:
             marker_sections.in_windows(bundle)
         elif len(bundle.steps):
-            marker_sections.after_last_step(bundle)
+            marker_sections.after_last_step(bundle, began)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame

@@ -64,18 +64,24 @@ def _every_step(bundle: schema.Bundle, rank: int) -> bool:
     return bool((np.diff(nums) == 1).all())
 
 
-def since_training(bundle: schema.Bundle, every_step: bool = True, previous: np.ndarray | None = None) -> None:
+def since_training(bundle: schema.Bundle, every_step: bool = True, previous: np.ndarray | None = None,
+                   spanned: np.ndarray | None = None) -> dict[int, int]:
     """A checkpoint event without a duration whose line reports the save done lasts from the end of its rank's last
     training step before it (see the module docstring); `every_step` False (a log of windows) does nothing.
     `previous`: per event, the time (ns) of its rank's time-stamped line before the event's line, where known (an
-    evaluation's last line, any other line between the step and the save): the save began no earlier."""
+    evaluation's last line, any other line between the step and the save): the save began no earlier. `spanned`:
+    per event, whether its seconds are only its section's time stamps (MXNet's `Saved checkpoint to ...` then
+    `Saved optimizer state to ...`): the save ran from the step's end to its last line. Returns {event row: the
+    start (ns) it measured from} (after_last_step's `began`)."""
     ev, steps = bundle.events, bundle.steps
+    starts: dict[int, int] = {}
     if not every_step or not len(ev) or not len(steps):
-        return
-    todo = (ev["kind"] == "checkpoint") & ev["duration_s"].isna() & ev["time"].notna()
+        return starts
+    span = ev["duration_s"].notna().to_numpy() & (spanned if spanned is not None else False)
+    todo = (ev["kind"] == "checkpoint") & (ev["duration_s"].isna() | span) & ev["time"].notna()
     todo &= ev["detail"].astype(str).map(reports_done)
     if not todo.any():
-        return
+        return starts
     spans = _step_ends(steps)
     col = ev.columns.get_loc("duration_s")
     for i in np.flatnonzero(todo.to_numpy()):
@@ -87,7 +93,10 @@ def since_training(bundle: schema.Bundle, every_step: bool = True, previous: np.
         k = int(np.searchsorted(start, t, side="right"))  # the steps that began before the line
         if k and end[k - 1] <= t:
             began = max(end[k - 1], int(previous[i])) if previous is not None and previous[i] <= t else end[k - 1]
-            ev.iloc[i, col] = (t - began) / 1e9
+            last = t + (ev.iat[i, col] * 1e9 if span[i] else 0.0)  # the section's last line
+            ev.iloc[i, col] = (last - began) / 1e9
+            starts[int(i)] = int(began)
+    return starts
 
 
 def until_training(bundle: schema.Bundle) -> None:
@@ -139,7 +148,7 @@ def _between(ev: pd.DataFrame, rank: int, kind: str, first: int, last: int) -> b
     return bool(((t > first) & (t < last)).any())
 
 
-def after_last_step(bundle: schema.Bundle) -> None:
+def after_last_step(bundle: schema.Bundle, began_at: dict[int, int] | None = None) -> None:
     """An evaluation or checkpoint with a duration that begins after its rank's last timed step ended is time no
     step row holds and no gap between two rows shows (a rank's wall time ends with its last row): where each row is
     one step or one epoch (_every_step), it becomes a phase of that last step, whose time grows by it — the step's
@@ -147,7 +156,8 @@ def after_last_step(bundle: schema.Bundle) -> None:
     cost=7.821`, then `Saved checkpoint` 157 s later: a 165 s epoch, 157 s of it the save). Only a section that
     recurs (one of its kind also between the rank's rows) or follows a lone row: after many rows with none between
     them it is the run's end (a final test evaluation, the final save), not a stall of its steps. Sections between
-    two steps are left to the gaps between their rows."""
+    two steps are left to the gaps between their rows. `began_at`: {event row: its start}, as since_training
+    measured it."""
     ev, st = bundle.events, bundle.steps
     if not len(ev) or not len(st):
         return
@@ -164,6 +174,8 @@ def after_last_step(bundle: schema.Bundle) -> None:
         # measured back from it), else its line's time
         done = g["detail"].astype(str).map(reports_done).to_numpy()
         began = np.where(done, t - (g["duration_s"].to_numpy(dtype=float) * 1e9).astype(np.int64), t)
+        began = np.array([(began_at or {}).get(int(ev.index.get_loc(i)), b) for i, b in zip(g.index, began, strict=True)],
+                         dtype=np.int64)
         after = began >= end.max() - 1_000_000  # (within a millisecond of the stamps' rounding)
         # one section after many rows, none of its kind between them, is the run's end (a final evaluation or save),
         # no stall its steps paid: only a section that recurs (or follows a lone epoch row) is taken

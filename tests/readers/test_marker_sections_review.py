@@ -80,3 +80,17 @@ def test_a_timed_load_or_recomputation_is_no_save(tmp_path, line):
 def test_a_timed_save_is_still_a_checkpoint(tmp_path, line):
     b = _read(tmp_path, f"2024-05-01 08:00:00,000 - INFO - {line}\n" + STEPS)
     assert (b.events["kind"] == "checkpoint").sum() == 1
+
+
+# MXNet Module.save_checkpoint(..., save_optimizer_states=True): two done lines a second apart after each epoch
+TWO_LINE_SAVES = "".join(f"2019-03-02 10:{4 * e:02d}:20,000 Epoch[{e}] Time cost=60.000\n"
+                         f"2019-03-02 10:{4 * e + 1:02d}:20,000 Saved checkpoint to \"ckpt/net-{e + 1:04d}.params\"\n"
+                         f"2019-03-02 10:{4 * e + 1:02d}:21,000 Saved optimizer state to \"ckpt/net-{e + 1:04d}.states\"\n"
+                         for e in range(3))
+
+
+def test_a_save_reported_done_in_two_lines_lasts_from_the_epoch_end_to_its_last_line(tmp_path):
+    b = _read(tmp_path, TWO_LINE_SAVES)
+    assert b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist() == pytest.approx([61.0] * 3)
+    assert b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].tolist() == pytest.approx([61.0])
+    assert diagnose(b).verdict["id"] == "periodic_stall"  # as with the one-line save (Saved checkpoint alone)
