@@ -30,9 +30,11 @@ from playbook.model import schema
 # DeepSpeed `[Torch] Saved <path>.`, Megatron `successfully saved checkpoint from iteration N`, torchtitan `Finished
 # saving the checkpoint`, Keras ModelCheckpoint `saving model to` (present tense: not this), TF `Saved checkpoint
 # for step N`; a line that also says it is saving now (`Saving ...`) opens a section instead
-DONE = re.compile(r"\b(?:saved|written|wrote)\b|\bfinished (?:saving|writing)\b|\b(?:saving|save) (?:done|complete[d]?|"
-                  r"finished)\b", re.IGNORECASE)
-OPENS = re.compile(r"(?<!finished )(?<!done )\b(?:saving|writing|storing)\b", re.IGNORECASE)
+# (`Checkpoint saving done`, `Writing checkpoint done`: the present tense with its end is done, not opening)
+_END = r"(?: \w{1,40})? (?:done|complete[d]?|finished)\b"
+DONE = re.compile(r"\b(?:saved|written|wrote)\b|\bfinished (?:saving|writing)\b|\b(?:saving|save|writing|write)"
+                  + _END, re.IGNORECASE)
+OPENS = re.compile(r"(?<!finished )(?<!done )\b(?:saving|writing|storing)\b(?!" + _END + ")", re.IGNORECASE)
 
 
 def reports_done(detail: str) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from playbook.diagnosis import diagnose
-from playbook.readers import read_paths
+from playbook.readers import marker_sections, read_paths
 
 
 def _read(tmp_path, text: str, name: str = "train.log"):
@@ -94,3 +94,23 @@ def test_a_save_reported_done_in_two_lines_lasts_from_the_epoch_end_to_its_last_
     assert b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist() == pytest.approx([61.0] * 3)
     assert b.steps.loc[b.steps["phase"] == "checkpoint", "duration_s"].tolist() == pytest.approx([61.0])
     assert diagnose(b).verdict["id"] == "periodic_stall"  # as with the one-line save (Saved checkpoint alone)
+
+
+@pytest.mark.parametrize(("detail", "done"), [
+    ("line 4: Checkpoint saving done", True),
+    ("line 4: Writing checkpoint done.", True),
+    ("line 4: Saving checkpoint finished", True),
+    ("line 4: checkpoint save completed", True),
+    ("line 4: Saving checkpoint to ckpt/step-20", False),
+    ("line 4: Writing checkpoint at step 20", False),
+])
+def test_a_saving_line_that_says_it_is_done_reports_the_save_done(detail, done):
+    assert marker_sections.reports_done(detail) is done
+
+
+def test_a_saving_done_line_lasts_since_the_last_step(tmp_path):
+    text = "".join(STEPS.splitlines(True)[:20]) + "2024-05-01 08:01:08,000 - INFO - Checkpoint saving done\n" + "".join(
+        f"2024-05-01 08:01:{10 + 2 * i:02d},000 - INFO - step {i + 21} loss 1.0 step_time 1.9s\n" for i in range(10))
+    b = _read(tmp_path, text)
+    ck = b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist()
+    assert ck == pytest.approx([30.0], abs=0.05)  # step 20 ended at 08:00:38; not until step 21 began (0.1 s)
