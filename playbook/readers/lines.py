@@ -309,7 +309,7 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 def _whole(row: dict) -> bool:
     """A checkpoint section opened by a line that reported the save done and stated its seconds."""
-    return np.isfinite(row["duration_s"]) and marker_sections.reports_done(row["detail"])
+    return np.isfinite(row["duration_s"]) and not row.get("spanned") and marker_sections.reports_done(row["detail"])
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:

@@ -114,3 +114,11 @@ def test_a_saving_done_line_lasts_since_the_last_step(tmp_path):
     b = _read(tmp_path, text)
     ck = b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist()
     assert ck == pytest.approx([30.0], abs=0.05)  # step 20 ended at 08:00:38; not until step 21 began (0.1 s)
+
+
+def test_a_save_reported_done_in_three_lines_is_one_section(tmp_path):
+    text = "".join(ln + (ln.replace("Saved optimizer state to", "Saved scheduler state to").replace(":21,000", ":22,000")
+                         .replace(".states", ".sched") if "optimizer" in ln else "")
+                   for ln in TWO_LINE_SAVES.splitlines(True))
+    b = _read(tmp_path, text)
+    assert b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist() == pytest.approx([62.0] * 3)
