@@ -5,7 +5,8 @@ at profiler_ops' levels (5% moderate, 20% high):
                         profiler measured it on the device's step timeline): data_starvation at that share; a `NOT
                         input-bound` verdict finds nothing (it clears the input, not the rest of the step)
   Ray Data stats        the iterating thread's time blocked in iter_batches, as a share of the iterator's overall
-                        time, is the consumer's wait for its next batch. It is the GPU's wait only when the consumer
+                        time, is the consumer's wait for its next batch (less the wait for the first batch where Ray
+                        states it: the pipeline's warm-up, a one-time cost, said in a warning). It is the GPU's wait only when the consumer
                         is the GPU's work: a training loop — said by the stats themselves when the dataset was split
                         to training workers (a `split(N, ...)` operator, the streaming-split coordinator line), or
                         when the loop's own execution is at least HIGH of the time (it does real work between
@@ -65,11 +66,25 @@ def _ray(source: str, part: dict, out: list[dict], warnings: list[str],
     for it in part.get("ray_iterators") or []:
         total = float(it["overall_s"])
         blocked, user = float(it.get("blocked_s") or 0.0), float(it.get("user_s") or 0.0)
-        b, u = min(blocked / total, 1.0), min(user / total, 1.0)  # a paste's figures cannot claim more than all
+        # the wait for the first batch (newer Ray states it) is the pipeline's warm-up, a one-time cost as a step
+        # log's warm-up is: the steady state's wait is the rest (where the blocked time holds it)
+        first = float(it.get("first_s") or 0.0) if float(it.get("first_s") or 0.0) <= blocked < total else 0.0
+        b = min((blocked - first) / (total - first), 1.0)  # a paste's figures cannot claim more than all
+        u = min(user / total, 1.0)
+        warm = (f"; {first:.3g} s of the blocked time ({first / total:.0%} of the iterator's) was the wait for the "
+                "first batch, the pipeline's warm-up (filling it before the first batch: read and transform its "
+                "first blocks), not counted in the steady share") if first else ""
+        if first and level(first / total) and not level(b):
+            warnings.append(f"Ray Data stats in {source}: the iterating thread waited {first:.3g} s for its first "
+                            f"batch, {first / total:.0%} of the iterator's {total:.3g} s (the pipeline's warm-up, "
+                            f"summed over epochs), and {b:.0%} of the rest: a start-up cost, not a pipeline slower "
+                            "than the loop; shorten the warm-up (fewer or smaller first blocks, a warm dataset) if "
+                            "the run is short")
         if not (lvl := level(b)):
             continue
         where = (f"Ray Data stats in {source}: the iterating thread was blocked in iter_batches {blocked:.3g} s, "
-                 f"{b:.0%} of the iterator's {total:.3g} s, and ran its own code {user:.3g} s ({u:.0%})")
+                 f"{b:.0%} of the iterator's {total:.3g} s{' past the first batch' if first else ''}, and ran its own "
+                 f"code {user:.3g} s ({u:.0%}){warm}")
         if part.get("ray_split") or u >= HIGH:
             why = ("the dataset was split to training workers (streaming_split): the loop that waits is the "
                    "training loop" if part.get("ray_split") else

@@ -19,9 +19,11 @@ line scanner fed by profiler_table.ProfilerTables; the findings: analysis/input_
   per operator, and the iterator's breakdown `Dataset iterator time breakdown:` with `* Total time overall: T`,
   `* Total time in Ray Data iterator initialization code: T`, `* Total time user thread is blocked by [Ray Data
   ]iter_batches: T` (2.9-: `Total time user code is blocked: T`) and `* Total execution time for user thread: T`
-  (2.9-: `Total time in user code: T`); T as Ray's fmt prints it (`38.53s`, `24.0ms`, `3.6us`). A `split(N, ...)`
-  operator or the `Streaming split coordinator overhead time` line says the dataset fed N training workers (Ray Train's
-  streaming_split ingest): the iterating thread is then a training loop.
+  (2.9-: `Total time in user code: T`), and in newer releases `* Total time spent waiting for the first batch after
+  starting iteration: T` (the pipeline's warm-up, summed over epochs: a wait the blocked time holds); T as Ray's fmt
+  prints it (`38.53s`, `24.0ms`, `3.6us`). A `split(N, ...)` operator or the `Streaming split coordinator overhead
+  time` line says the dataset fed N training workers (Ray Train's streaming_split ingest): the iterating thread is then
+  a training loop.
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ _RAY_TIMES = (("overall_s", re.compile(r"^\s*\*\s*Total time overall: (\S{1,20})
               ("blocked_s", re.compile(r"^\s*\*\s*Total time user (?:thread is blocked by (?:Ray Data )?iter_batches|"
                                        r"code is blocked): (\S{1,20})\s*$")),
               ("user_s", re.compile(r"^\s*\*\s*(?:Total execution time for user thread|Total time in user code): "
-                                    r"(\S{1,20})\s*$")))
+                                    r"(\S{1,20})\s*$")),
+              ("first_s", re.compile(r"^\s*\*\s*Total time spent waiting for the first batch after starting "
+                                     r"iteration: (\S{1,20})\s*$")))
 _RAY_BREAKDOWN = re.compile(r"^\s*Dataset iterator time breakdown:\s*$")
 _RAY_SPLIT = re.compile(r"^\s*(?:Operator \d{1,4} split\(\d{1,5}|Streaming split coordinator overhead time:)")
 _RAY_TIME = re.compile(r"^(\d{1,9}(?:\.\d{1,9})?)(us|ms|s|min|h)$")
@@ -69,7 +73,7 @@ class InputPipelineText:
         self.torch_workers: list[dict] = []  # {workers, suggested}
         self.lightning: list[dict] = []  # {loader, suggested}
         self.ray_operators: list[dict] = []  # {index, name, tasks, blocks, wall_s}
-        self.ray_iterators: list[dict] = []  # {overall_s, init_s, blocked_s, user_s}
+        self.ray_iterators: list[dict] = []  # {overall_s, init_s, blocked_s, user_s, first_s}
         self.ray_split = False
         self._in_breakdown = False
 
