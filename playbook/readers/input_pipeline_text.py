@@ -78,14 +78,8 @@ class InputPipelineText:
         self._in_breakdown = False
 
     def feed(self, body: str) -> bool:
-        if (m := _TF_INPUT.search(body)) and float(m.group(2)) <= 100 and len(self.tf) < MAX_ITEMS:
-            o = _TF_OTHERS.search(body)
-            self.tf.append({"level": m.group(1).upper(), "input_share": float(m.group(2)) / 100,
-                            "others_share": float(o.group(1)) / 100 if o else None})
-            return True
-        if (m := _TF_OTHERS.search(body)) and float(m.group(1)) <= 100:
-            if self.tf and self.tf[-1]["others_share"] is None:
-                self.tf[-1]["others_share"] = float(m.group(1)) / 100
+        # both TensorFlow statements say "step time sampled": a line without it costs no search (most lines)
+        if ("sampled" in body or "SAMPLED" in body) and self._tf(body):
             return True
         if m := _TORCH_WORKERS.search(body):
             if len(self.torch_workers) < MAX_ITEMS:
@@ -97,6 +91,18 @@ class InputPipelineText:
                 self.lightning.append({"loader": m.group(1).strip(), "suggested": int(n) if n else None})
             return True
         return self._ray(body)
+
+    def _tf(self, body: str) -> bool:
+        if (m := _TF_INPUT.search(body)) and float(m.group(2)) <= 100 and len(self.tf) < MAX_ITEMS:
+            o = _TF_OTHERS.search(body)
+            self.tf.append({"level": m.group(1).upper(), "input_share": float(m.group(2)) / 100,
+                            "others_share": float(o.group(1)) / 100 if o else None})
+            return True
+        if (m := _TF_OTHERS.search(body)) and float(m.group(1)) <= 100:
+            if self.tf and self.tf[-1]["others_share"] is None:
+                self.tf[-1]["others_share"] = float(m.group(1)) / 100
+            return True
+        return False
 
     def _ray(self, body: str) -> bool:
         if _RAY_SPLIT.match(body):
