@@ -116,7 +116,7 @@ class _EventLines:
         self.straggler_reports = rank_reports.StragglerReports()
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
         self.runtime = RuntimeLines(self._add, self.rows)
-        self.previous = NAT  # the time of this line rank's time-stamped line before it
+        self.previous = NAT  # the time of this line rank's last time-stamped line a scanner read
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -400,7 +400,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     since_code = 3  # non-blank lines since the last source-code line
     total = 0
     last_step_line = 0  # the line of the last step record: what a run-ending event must come after
-    last_time: dict[int, int] = {}  # rank -> the time of its last time-stamped line (a done save began after it)
+    # rank -> the time of its last time-stamped line a scanner read (a step, an evaluation's or other section's line):
+    # a save reported done began after it (a line no scanner reads, a monitor's, may print during the save)
+    last_time: dict[int, int] = {}
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
     for lineno, raw in enumerate(lines if lines is not None else textio.iter_lines(path, notes=notes), start=1):
         total += 1
@@ -408,7 +410,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             noise["blank"] += 1
             continue
         rank, t, body = prefix.split(raw)
-        events.previous, last_time[rank] = last_time.get(rank, NAT), t if t != NAT else last_time.get(rank, NAT)
+        events.previous = last_time.get(rank, NAT)
         ln = Line(lineno, raw, body, rank, t, prefix.host, prefix.uptime)
         if tables.feed(body):
             counts["profiler"] += 1
@@ -430,6 +432,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
                 examples.append(f"line {lineno}: a number too long to read")
             continue
         since_code = 3 if understood else since_code + 1
+        if understood and t != NAT:
+            last_time[rank] = t
         if understood:
             in_trace = False
             continue

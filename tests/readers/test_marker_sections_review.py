@@ -122,3 +122,14 @@ def test_a_save_reported_done_in_three_lines_is_one_section(tmp_path):
                    for ln in TWO_LINE_SAVES.splitlines(True))
     b = _read(tmp_path, text)
     assert b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist() == pytest.approx([62.0] * 3)
+
+
+def test_a_monitor_line_printed_during_the_save_does_not_cut_it(tmp_path):
+    text = "".join(STEPS.splitlines(True)[:20]) + (
+        "2024-05-01 08:00:50,000 - INFO - gpu memory 12.1 GiB\n"
+        "2024-05-01 08:01:00,000 - INFO - gpu memory 12.1 GiB\n"
+        "2024-05-01 08:01:08,000 - INFO - Saved checkpoint to ckpt/step-20.pt\n") + "".join(
+        f"2024-05-01 08:01:{10 + 2 * i:02d},000 - INFO - step {i + 21} loss 1.0 step_time 1.9s\n" for i in range(10))
+    b = _read(tmp_path, text)
+    ck = b.events.loc[b.events["kind"] == "checkpoint", "duration_s"].tolist()
+    assert ck == pytest.approx([30.0], abs=0.05)  # from step 20's end: lines no scanner reads bound nothing
