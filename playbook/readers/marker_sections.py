@@ -70,11 +70,11 @@ def since_training(bundle: schema.Bundle, every_step: bool = True, previous: np.
                    spanned: np.ndarray | None = None) -> dict[int, int]:
     """A checkpoint event without a duration whose line reports the save done lasts from the end of its rank's last
     training step before it (see the module docstring); `every_step` False (a log of windows) does nothing.
-    `previous`: per event, the time (ns) of its rank's time-stamped line before the event's line, where known (an
-    evaluation's last line, any other line between the step and the save): the save began no earlier. `spanned`:
-    per event, whether its seconds are only its section's time stamps (MXNet's `Saved checkpoint to ...` then
-    `Saved optimizer state to ...`): the save ran from the step's end to its last line. Returns {event row: the
-    start (ns) it measured from} (after_last_step's `began`)."""
+    `previous`: per event, the time (ns) of the last time-stamped line of its rank a scanner read before the event's
+    line (an evaluation's last line, a step's): the save began no earlier. `spanned`: per event, whether its seconds
+    are only its section's time stamps (MXNet's `Saved checkpoint to ...` then `Saved optimizer state to ...`): the
+    save ran from the step's end to its last line. Returns {event row: the start (ns) it measured from}
+    (after_last_step's `began_at`)."""
     ev, steps = bundle.events, bundle.steps
     starts: dict[int, int] = {}
     if not every_step or not len(ev) or not len(steps):
