@@ -6,9 +6,10 @@ at profiler_ops' levels (5% moderate, 20% high):
                         input-bound` verdict finds nothing (it clears the input, not the rest of the step)
   Ray Data stats        the iterating thread's time blocked in iter_batches, as a share of the iterator's overall
                         time, is the consumer's wait for its next batch (less the wait for the first batch where Ray
-                        states it: the pipeline's warm-up, a one-time cost, said in a warning). It is the GPU's wait only when the consumer
-                        is the GPU's work: a training loop — said by the stats themselves when the dataset was split
-                        to training workers (a `split(N, ...)` operator, the streaming-split coordinator line), or
+                        states it: the pipeline's warm-up, a one-time cost, said in a warning). It is the GPU's wait
+                        only when the consumer is the GPU's work: a training loop — said by the stats themselves
+                        when the dataset was split to training workers (a `split(N, ...)` operator, the
+                        streaming-split coordinator line), or
                         when the loop's own execution is at least HIGH of the time (it does real work between
                         batches). Otherwise (the loop takes the outputs and does little: batch inference, whose model
                         runs inside the pipeline as an operator) the blocked time is the pipeline's own execution —
@@ -110,11 +111,14 @@ def _workers(source: str, part: dict, warnings: list[str]) -> None:
                "loop's wait for its next batch (`playbook record`, or torch.profiler's enumerate(DataLoader)) or "
                "read the GPU's utilization to know what it cost")
     if ws := part.get("torch_workers"):
-        worst = max(ws, key=lambda w: w["workers"] / max(w["suggested"], 1))
-        warnings.append(
-            f"PyTorch's DataLoader warned {len(ws)} time(s) in {source}: {worst['workers']} worker processes where "
-            f"the process may use {worst['suggested']} CPUs; more workers than CPUs contend for them and can slow "
-            f"or freeze loading (lower num_workers to at most {worst['suggested']}): {measure}")
+        worst = max(ws, key=lambda w: w["workers"] / max(w["suggested"] or 1, 1))
+        where = (f"the process may use {worst['suggested']} CPUs; more workers than CPUs contend for them and can "
+                 f"slow or freeze loading (lower num_workers to at most {worst['suggested']})"
+                 if worst["suggested"] is not None else
+                 "the DataLoader could not count the CPUs the process may use; more workers than CPUs contend for "
+                 "them and can slow or freeze loading (compare num_workers with `nproc`)")
+        warnings.append(f"PyTorch's DataLoader warned {len(ws)} time(s) in {source}: {worst['workers']} worker "
+                        f"processes where {where}: {measure}")
     if ls := part.get("lightning"):
         names = sorted({w["loader"] for w in ls})
         hint = next((w["suggested"] for w in ls if w.get("suggested")), None)

@@ -9,7 +9,8 @@ line scanner fed by profiler_table.ProfilerTables; the findings: analysis/input_
   the sampled steps' time, read also inside a quotation or a comment (`# It's saying "Your program is ..."`).
 - PyTorch's DataLoader warning (torch/utils/data/dataloader.py `check_worker_number_rationality`): `This DataLoader
   will create N worker processes in total. Our suggested max number of worker in current system is M[ (`cpuset` is not
-  taken into account)], which is smaller than ...` — a configuration the tool distrusts (more workers than usable CPUs),
+  taken into account)], which is smaller than ...` (or `DataLoader is not able to compute a suggested max number of
+  worker in current system.`: suggested None) — a configuration the tool distrusts (more workers than usable CPUs),
   no measured wait.
 - PyTorch Lightning's warning (trainer/connectors/data_connector.py): 2.x `The '{name}' does not have many workers
   which may be a bottleneck. Consider increasing the value of the `num_workers` argument` to `num_workers={n}` ...`,
@@ -35,9 +36,11 @@ _NUM = r"(\d{1,3}(?:\.\d{1,3})?)"
 _TF_INPUT = re.compile(r"\b(HIGHLY|MODERATELY|NOT)\s+input-bound\s+because\s+(?:only\s+)?" + _NUM
                        + r"\s?% of the total step time sampled is waiting for input", re.IGNORECASE)
 _TF_OTHERS = re.compile(_NUM + r"\s?% of the total step time sampled is spent on '?All Others'? time", re.IGNORECASE)
-# PyTorch DataLoader
-_TORCH_WORKERS = re.compile(r"This DataLoader will create (\d{1,6}) worker processes in total\.\s+Our suggested max "
-                            r"number of worker in current system is (\d{1,6})")
+# PyTorch DataLoader: its suggestion, or (no CPU count to be had) `DataLoader is not able to compute a suggested max
+# number of worker in current system.`
+_TORCH_WORKERS = re.compile(r"This DataLoader will create (\d{1,6}) worker processes in total\.\s+(?:Our suggested max "
+                            r"number of worker in current system is (\d{1,6})|DataLoader is not able to compute a "
+                            r"suggested max number of worker)")
 # Lightning: 2.x quotes the loader's name, 1.x names it after "The dataloader, "
 _PL_FEW = re.compile(r"The (?:dataloader, )?'?([\w ]{1,40}?)'?,? does not have many workers which may be a bottleneck"
                      r"(?:.{0,200}?(?:num_workers=(\d{1,5})|\(try (\d{1,5}) which is the number of cpus))?")
@@ -70,7 +73,7 @@ class InputPipelineText:
 
     def __init__(self):
         self.tf: list[dict] = []  # {level, input_share, others_share}
-        self.torch_workers: list[dict] = []  # {workers, suggested}
+        self.torch_workers: list[dict] = []  # {workers, suggested (None: the warning could not say)}
         self.lightning: list[dict] = []  # {loader, suggested}
         self.ray_operators: list[dict] = []  # {index, name, tasks, blocks, wall_s}
         self.ray_iterators: list[dict] = []  # {overall_s, init_s, blocked_s, user_s, first_s}
@@ -83,7 +86,8 @@ class InputPipelineText:
             return True
         if m := _TORCH_WORKERS.search(body):
             if len(self.torch_workers) < MAX_ITEMS:
-                self.torch_workers.append({"workers": int(m.group(1)), "suggested": int(m.group(2))})
+                self.torch_workers.append({"workers": int(m.group(1)),
+                                           "suggested": int(m.group(2)) if m.group(2) else None})
             return True
         if m := _PL_FEW.search(body):
             if len(self.lightning) < MAX_ITEMS:

@@ -176,8 +176,8 @@ def after_last_step(bundle: schema.Bundle, began_at: dict[int, int] | None = Non
         # measured back from it), else its line's time
         done = g["detail"].astype(str).map(reports_done).to_numpy()
         began = np.where(done, t - (g["duration_s"].to_numpy(dtype=float) * 1e9).astype(np.int64), t)
-        began = np.array([(began_at or {}).get(int(ev.index.get_loc(i)), b) for i, b in zip(g.index, began, strict=True)],
-                         dtype=np.int64)
+        began = np.array([(began_at or {}).get(int(ev.index.get_loc(i)), b)
+                          for i, b in zip(g.index, began, strict=True)], dtype=np.int64)
         after = began >= end.max() - 1_000_000  # (within a millisecond of the stamps' rounding)
         # one section after many rows, none of its kind between them, is the run's end (a final evaluation or save),
         # no stall its steps paid: only a section that recurs (or follows a lone epoch row) is taken

@@ -37,3 +37,28 @@ def test_a_verdict_still_reads(line):
     scanner = InputPipelineText()
     assert scanner.feed(line)
     assert scanner.tf[0]["input_share"] in (pytest.approx(0.774), pytest.approx(0.061))
+
+
+# torch/utils/data/dataloader.py _create_warning_msg where cpu_count gave nothing (num_worker_suggest None)
+NO_SUGGESTION = ("/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py:557: UserWarning: This "
+                 "DataLoader will create 16 worker processes in total. DataLoader is not able to compute a suggested "
+                 "max number of worker in current system. Please be aware that excessive worker creation might get "
+                 "DataLoader running slow or even freeze, lower the worker number to avoid potential slowness/freeze "
+                 "if necessary.\n")
+
+
+def test_the_dataloader_warning_without_a_suggestion_is_read_and_cautioned(tmp_path):
+    from playbook.analysis import inventory
+    from playbook.diagnosis import diagnose
+    from playbook.readers import read_paths
+
+    scanner = InputPipelineText()
+    assert scanner.feed(NO_SUGGESTION.strip())
+    assert scanner.torch_workers == [{"workers": 16, "suggested": None}]
+    assert "None" not in " ".join(inventory._other_profilers({"input_pipeline": scanner.summary()}))
+
+    path = tmp_path / "run.log"
+    path.write_text(NO_SUGGESTION)
+    d = diagnose(read_paths([str(path)]))
+    said = [w for w in d.warnings if "DataLoader warned" in w]
+    assert said and "16 worker processes" in said[0] and "None" not in said[0]
