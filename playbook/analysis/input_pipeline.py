@@ -5,11 +5,11 @@ at profiler_ops' levels (5% moderate, 20% high):
                         profiler measured it on the device's step timeline): data_starvation at that share; a `NOT
                         input-bound` verdict finds nothing (it clears the input, not the rest of the step)
   Ray Data stats        the iterating thread's time blocked in iter_batches, as a share of the iterator's overall
-                        time, is the consumer's wait for its next batch (less the wait for the first batch where Ray
-                        states it: the pipeline's warm-up, a one-time cost, said in a warning). It is the GPU's wait
-                        only when the consumer is the GPU's work: a training loop — said by the stats themselves
-                        when the dataset was split to training workers (a `split(N, ...)` operator, the
-                        streaming-split coordinator line), or
+                        time (pooled over a file's training iterators: blocked seconds over their seconds), is the
+                        consumer's wait for its next batch (less the wait for the first batch where Ray states it:
+                        the pipeline's warm-up, a one-time cost, said in a warning). It is the GPU's wait only when
+                        the consumer is the GPU's work: a training loop — said by the stats themselves when the dataset was split
+                        to training workers (a `split(N, ...)` operator, the streaming-split coordinator line), or
                         when the loop's own execution is at least HIGH of the time (it does real work between
                         batches). Otherwise (the loop takes the outputs and does little: batch inference, whose model
                         runs inside the pipeline as an operator) the blocked time is the pipeline's own execution —
@@ -61,48 +61,68 @@ def _tf(source: str, verdicts: list[dict], out: list[dict], level: Callable[[flo
 
 def _ray(source: str, part: dict, out: list[dict], warnings: list[str],
          level: Callable[[float], str | None]) -> None:
-    """Ray Data's iterator breakdowns (module docstring)."""
+    """Ray Data's iterator breakdowns (module docstring). The iterators whose loop is the GPU's work are one run's
+    (a training epoch and its short validation pass, workers' shards): their blocked share is pooled, the blocked
+    seconds over their seconds, so a 2 s pass blocked on its first batch is not the run's starvation."""
     ops = part.get("ray_operators") or []
     slowest = max(ops, key=lambda o: o["wall_s"]) if ops else None
+    training: list[tuple[float, float, float]] = []  # (overall, blocked, user) past the first batch
+    warm_up = 0.0  # the training iterators' waits for their first batch, where stated
     for it in part.get("ray_iterators") or []:
         total = float(it["overall_s"])
         blocked, user = float(it.get("blocked_s") or 0.0), float(it.get("user_s") or 0.0)
-        # the wait for the first batch (newer Ray states it) is the pipeline's warm-up, a one-time cost as a step
-        # log's warm-up is: the steady state's wait is the rest (where the blocked time holds it)
-        first = float(it.get("first_s") or 0.0) if float(it.get("first_s") or 0.0) <= blocked < total else 0.0
-        b = min((blocked - first) / (total - first), 1.0)  # a paste's figures cannot claim more than all
-        u = min(user / total, 1.0)
-        warm = (f"; {first:.3g} s of the blocked time ({first / total:.0%} of the iterator's) was the wait for the "
-                "first batch, the pipeline's warm-up (filling it before the first batch: read and transform its "
-                "first blocks), not counted in the steady share") if first else ""
-        if first and level(first / total) and not level(b):
-            warnings.append(f"Ray Data stats in {source}: the iterating thread waited {first:.3g} s for its first "
-                            f"batch, {first / total:.0%} of the iterator's {total:.3g} s (the pipeline's warm-up, "
-                            f"summed over epochs), and {b:.0%} of the rest: a start-up cost, not a pipeline slower "
-                            "than the loop; shorten the warm-up (fewer or smaller first blocks, a warm dataset) if "
-                            "the run is short")
-        if not (lvl := level(b)):
-            continue
-        where = (f"Ray Data stats in {source}: the iterating thread was blocked in iter_batches {blocked:.3g} s, "
-                 f"{b:.0%} of the iterator's {total:.3g} s{' past the first batch' if first else ''}, and ran its own "
-                 f"code {user:.3g} s ({u:.0%}){warm}")
+        b, u = min(blocked / total, 1.0), min(user / total, 1.0)  # a paste's figures cannot claim more than all
         if part.get("ray_split") or u >= HIGH:
-            why = ("the dataset was split to training workers (streaming_split): the loop that waits is the "
-                   "training loop" if part.get("ray_split") else
-                   f"the loop runs its own work {u:.0%} of the time and waits between batches")
-            out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": b, "evidence": (
-                f"{where}: {why}; the pipeline does not produce batches as fast as the loop takes them"
-                + (f" (slowest operator: {slowest['name']}, {slowest['wall_s']:.3g} s)" if slowest else ""))})
+            # the wait for the first batch (newer Ray states it, within the blocked time) is the pipeline's warm-up,
+            # a one-time cost as a step log's warm-up is: the steady state's wait is the rest
+            first = float(it.get("first_s") or 0.0)
+            first = first if first <= blocked < total else 0.0
+            warm_up += first
+            training.append((total - first, min(blocked, total) - first, min(user, total)))
+            continue
+        if not level(b):
             continue
         warnings.append(
-            f"{where}: the loop does little between batches, so its blocked time is the pipeline's own execution "
-            "(Ray: \"often the primary execution of a dataset\"), not a wait the GPU pays for unless the loop is "
-            "the GPU's work"
+            f"{_ray_where(source, [(total, blocked, user)])}: the loop does little between batches, so its blocked "
+            "time is the pipeline's own execution (Ray: \"often the primary execution of a dataset\"), not a wait the "
+            "GPU pays for unless the loop is the GPU's work"
             + (f"; the slowest operator is {slowest['name']} ({slowest['wall_s']:.3g} s of {len(ops)} operators): "
                "when it runs the model (batch inference) the GPU is inside the pipeline and busy there"
                if slowest else "")
             + ". No starvation is found from these stats: time a training loop's wait for its next batch, or read "
               "the GPU's utilization beside them")
+    if not training:
+        return
+    total = sum(t for t, _, _ in training)
+    b, u = sum(x for _, x, _ in training) / total, sum(x for _, _, x in training) / total
+    warm = ""
+    if warm_up:
+        whole = total + warm_up
+        warm = (f"; past the first batch: the {warm_up:.3g} s waiting for it ({warm_up / whole:.0%} of {whole:.3g} s) "
+                "were the pipeline's warm-up (reading and transforming its first blocks), left out")
+        if level(warm_up / whole) and not level(b):
+            warnings.append(f"Ray Data stats in {source}: the training loop waited {warm_up:.3g} s for its first "
+                            f"batch, {warm_up / whole:.0%} of its {whole:.3g} s (the pipeline's warm-up, summed over "
+                            f"epochs), and {b:.0%} of the rest: a start-up cost, not a pipeline slower than the loop; "
+                            "shorten the warm-up (fewer or smaller first blocks) where the run is short")
+    if not (lvl := level(b)):
+        return
+    why = ("the dataset was split to training workers (streaming_split): the loop that waits is the training loop"
+           if part.get("ray_split") else f"the loop runs its own work {u:.0%} of the time and waits between batches")
+    out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": b, "evidence": (
+        f"{_ray_where(source, training)}{warm}: {why}; the pipeline does not produce batches as fast as the loop "
+        "takes them"
+        + (f" (slowest operator: {slowest['name']}, {slowest['wall_s']:.3g} s)" if slowest else ""))})
+
+
+def _ray_where(source: str, iterators: list[tuple[float, float, float]]) -> str:
+    """What the iterators' breakdowns say: blocked and own-code seconds and their shares of the overall time."""
+    total = sum(t for t, _, _ in iterators)
+    blocked, user = sum(x for _, x, _ in iterators), sum(x for _, _, x in iterators)
+    whose = "the iterator's" if len(iterators) == 1 else f"its {len(iterators)} iterators'"
+    return (f"Ray Data stats in {source}: the iterating thread was blocked in iter_batches {blocked:.3g} s, "
+            f"{min(blocked / total, 1.0):.0%} of {whose} {total:.3g} s, and ran its own code {user:.3g} s "
+            f"({min(user / total, 1.0):.0%})")
 
 
 def _workers(source: str, part: dict, warnings: list[str]) -> None:

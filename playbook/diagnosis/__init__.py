@@ -63,7 +63,7 @@ from playbook.analysis.gpus import fmt_span
 from playbook.analysis.oscillation.fleet import OscillationResult
 from playbook.analysis.step_pace import run_restarts
 from playbook.core.jsonable import to_jsonable
-from playbook.diagnosis import analyzers, answer, attribution, ranking
+from playbook.diagnosis import analyzers, answer, attribution, epoch_work, ranking
 from playbook.diagnosis.context import Run
 from playbook.diagnosis.evidence.from_events import restarts, run_end
 from playbook.knowledge.causes import cause_of_event
@@ -115,6 +115,7 @@ def diagnose(bundle: schema.Bundle, interval_s: float | None = None) -> Diagnosi
         ranked = ranking.rank(run.findings, run.healthy, untestable)
         acc = _accounting(run, ranked)
         ranked = answer.lead(ranked, acc, run, untestable)
+        ranked = answer.restart_lead(ranked, run, acc)
         ranked = answer.topology_context(ranked, run.summaries.get("links"))
         return _assemble(run, ranked, acc)
 
@@ -138,6 +139,7 @@ def _accounting(run: Run, ranked: list[dict]):
     if acc is not None:
         attribution.attribute(acc, run.bundle.events, ranked, run.steps_summary, run.bundle.steps,
                               run.detail.get("drop_causes", ()), ranking.observations(run.findings))
+        epoch_work.amortize(acc, run.bundle)  # once-per-epoch work in a log shorter than an epoch
         run.detail["accounting"] = acc
     return acc
 

@@ -210,7 +210,8 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
     long_enough = acc is not None and (acc.span_s >= PER_DAY_MIN_S or cycles >= PER_DAY_MIN_CYCLES)
     per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \
         ranking.VERDICTS[:2] else None
-    loss = attribution.loss_phrase(acc, top["id"]) if acc is not None else ""
+    restart_s = top.get("restart_s")  # a restart's cost lies outside the logged steps: not the accounting's loss
+    loss = attribution.loss_phrase(acc, top["id"]) if acc is not None and restart_s is None else ""
     if top["id"] == ids.INSUFFICIENT_DATA:
         sentence = f"Not enough data to name a cause: {top['evidence'][0]}; record next: {top['next_step']}"
         if loss and acc is not None and acc.significant:
@@ -225,15 +226,21 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
         sentence = f"{loss[0].upper()}{loss[1:]}, and {why} (unexplained_slowdown); record next: {top['next_step']}"
     else:
         cost = ""
-        if per_day is not None:
+        if restart_s is not None:
+            more = " and more the log does not price" if top.get("restart_unpriced") else ""
+            cost = (f" — ≈ {fmt_span(restart_s)} of each GPU's time outside the logged steps{more}" if restart_s > 0
+                    else " — the log states it, not its seconds (the evidence says what it cost)")
+        elif per_day is not None:
             cost = f", ≈ {per_day:.0f} GPU-h/day on {gpus} GPU{'s' if gpus != 1 else ''}"
         elif lead_share and not loss:
             cost = f" — it costs ~{lead_share:.0%} of the time observed"
         head = f"{loss[0].upper()}{loss[1:]}: " if loss else ""
         title = c.title if head else c.title[0].upper() + c.title[1:]
+        # a cause without a lab of its own (the triage notebook) has nothing to reproduce: its next step instead
+        run = (f"`{c.command}` (reproduces it and measures the fix)" if c.notebook != causes.TRIAGE_NOTEBOOK
+               else c.next_step)
         sentence = (f"{head}{title}{_where(top.get('names') or [], top.get('named', 0), gpus)} ({top['id']}, "
-                    f"{word}, score {top['score']:.2f}){cost}; run next: `{c.command}` (reproduces it and measures "
-                    "the fix)")
+                    f"{word}, score {top['score']:.2f}){cost}; run next: {run}")
         second = next((h for h in ranked[1:] if h["id"] not in ranking.VERDICTS), None)
         if second is not None and word != "confirmed" and second["score"] >= 0.5 * top["score"]:
             sentence += (f"; or {second['id']} (score {second['score']:.2f}) — to tell them apart: "
@@ -385,6 +392,9 @@ def untestable(run: Run) -> str | None:
                 t.get("tfprof_ops") for t in profiler_tables) else []) + \
             (["PyTorch/XLA metrics reports (compilation, execution and transfer counts: no device utilization or "
               "step time)"] if any(t.get("xla_reports") for t in profiler_tables) else []) + \
+            (["input-pipeline tools' statements (a profiler's input-bound verdict, loader worker warnings, a data "
+              "pipeline's stats)"] if any(
+                t.get("input_statements") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
@@ -459,6 +469,31 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
                            attribution.rare_event_causes(run.bundle.events, run.bundle.steps), unplaced(run))
 
 
+def restart_lead(ranked: list[dict], run: Run, acc: Accounting | None) -> list[dict]:
+    """A restart the logs state (evidence/from_restarts.py) leads when what it costs each GPU outside the logged
+    steps (steps computed again, a stated resume) is a larger share than the accounting's harmful loss inside them:
+    forty thousand iterations computed again outweigh the first window's data wait. The hypothesis carries the
+    priced seconds (`restart_s`, 0 when the log states the restart but not its seconds) for the verdict."""
+    found = [f for f in run.findings if getattr(f, "signature", None) == ids.RESTART_LOSS]
+    at = next((i for i, h in enumerate(ranked) if h["id"] == ids.RESTART_LOSS), None)
+    if at is None or not found:
+        return ranked
+    lost = sum(float(f.extra.get("lost_s") or 0.0) for f in found)
+    unpriced = any(f.extra.get("unpriced") for f in found)
+    h = dict(ranked[at], restart_s=round(lost, 3), restart_unpriced=unpriced)
+    if lost <= 0:
+        h["lost_share"] = None  # stated, not priced: no share to quote
+    if lost <= 0 or acc is None or acc.wall_s <= 0:
+        return [*ranked[:at], h, *ranked[at + 1:]]
+    share = lost / (lost + max(acc.span_s, 0.0))
+    if share <= sum(attribution.harmful(acc).values()) / acc.wall_s:
+        return [*ranked[:at], h, *ranked[at + 1:]]
+    h["lost_share"], h["score"] = round(share, 4), round(max(h["score"], 0.9 * ranking.impact(share)), 3)
+    rest = [x if x["id"] != ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
+            for i, x in enumerate(ranked) if i != at]
+    return [h, *rest]
+
+
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
     `nsys analyze` rule flags (pageable copies, synchronous calls), the calls a profile paste measures without its
@@ -496,12 +531,20 @@ def topology_context(ranked: list[dict], links: dict | None) -> list[dict]:
 
 def _events_words(events) -> str:
     """"events", with the seconds of the checkpoint and evaluation sections among them when their lines state or
-    bound them (`events (checkpoint 43.3 s in 1 section: no step time to weigh it against)`)."""
+    bound them (`events (checkpoint 43.3 s in 1 section: no step time to weigh it against)`). Ranks save and
+    evaluate side by side: a kind's seconds are those of the rank (host, rank) that spent the most, not the sum over
+    ranks."""
     if not len(events) or "duration_s" not in events:
         return "events"
     sec = events[events["kind"].isin(["checkpoint", "eval"]) & (events["duration_s"] > 0)]
     if sec.empty:
         return "events"
-    parts = [f"{kind} {g['duration_s'].sum():.3g} s in {len(g)} section{'s' if len(g) > 1 else ''}"
-             for kind, g in sec.groupby("kind", sort=True)]
-    return f"events ({', '.join(parts)}: no step time to weigh {'it' if len(sec) == 1 else 'them'} against)"
+    parts, count = [], 0
+    for kind, g in sec.groupby("kind", sort=True):
+        per = g.groupby([g["host"].astype(str), g["rank"]])["duration_s"].agg(["sum", "size"])
+        top = per.loc[per["sum"].idxmax()]
+        n = int(top["size"])
+        count += n
+        parts.append(f"{kind} {top['sum']:.3g} s in {n} section{'s' if n > 1 else ''}"
+                     + (f" on the slowest of {len(per)} ranks" if len(per) > 1 else ""))
+    return f"events ({', '.join(parts)}: no step time to weigh {'it' if count == 1 else 'them'} against)"

@@ -27,6 +27,7 @@ noise floor and no cause outranks healthy; otherwise the cause with the largest 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -298,12 +299,16 @@ def _events_on(b: Bucket, acc: Accounting, events: pd.DataFrame,
 
 def _exact_offset_hits(at: np.ndarray, slow: list[int], others: list[int]) -> set[int] | None:
     """The slow steps an event kind sits on at one exact offset (the event numbered by the slow step itself, by the
-    line before it or by the line after it), when at that offset it sits on at least half of them (and 3), more than
-    half of its own occurrences on the logged lines fall on them, and it sits on under half as large a share of the
-    other steps; else None. With every step logged, a ±1-step window around events every 2nd step covers every line
-    (nanoGPT's evaluation and checkpoint every eval_interval = 2 iterations, each inside the next iteration's time):
-    the window cannot tell them from events beside every line, their exact step numbers can. An event every 2nd
-    step whose every 5th occurrence is slow stays no evidence: most of its occurrences cost nothing."""
+    line before it or by the line after it), when at that offset it sits on at least half of them (and 3), at least
+    EVENT_SLOWED of its own occurrences on the logged lines fall on them (an evaluation or a checkpoint does the same
+    work each time: it slows nearly every line it sits on), it sits on under half as large a share of the other
+    steps, and stalls placed at random among the logged lines would sit on its lines as well at most CHANCE_MAX of
+    the time (hypergeometric tail); else None. With every step logged, a ±1-step window around events every 2nd step
+    covers every line (nanoGPT's evaluation and checkpoint every eval_interval = 2 iterations, each inside the next
+    iteration's time): the window cannot tell them from events beside every line, their exact step numbers can. An
+    event every 2nd step whose every 5th occurrence is slow stays no evidence: most of its occurrences cost nothing;
+    so do random stalls that happen to sit on a frequent event's lines in a short log (8 stalls of 20 steps, 4 of them
+    after 4 of the 6 validations every 3rd step: 1 time in 6)."""
     logged = set(np.asarray(at, dtype=np.int64).tolist())
     lines = set(slow) | set(others)
     n = len(slow)
@@ -312,10 +317,29 @@ def _exact_offset_hits(at: np.ndarray, slow: list[int], others: list[int]) -> se
         hits = {s for s in slow if s + off in logged}
         marked = {e - off for e in logged} & lines  # the lines this offset's events would slow
         away = float(np.mean([s + off in logged for s in others])) if others else 0.0
-        if len(hits) >= max(3, (n + 1) // 2) and 2 * len(hits) > len(marked) and away < 0.5 * len(hits) / n and \
-                (best is None or len(hits) > len(best)):
+        if len(hits) >= max(3, (n + 1) // 2) and len(hits) >= EVENT_SLOWED * len(marked) and \
+                away < 0.5 * len(hits) / n and \
+                _chance(len(lines), len(marked), n, len(hits)) <= CHANCE_MAX and (best is None or len(hits) > len(best)):
             best = hits
     return best
+
+
+EVENT_SLOWED = 0.75  # three quarters and more: one occurrence in four may hide in the step times' noise
+CHANCE_MAX = 0.1  # 1 in 10: keeps an 8-step log whose 3 events all sit on 3 of its 4 stalls (1 in 14; nanoGPT #673's
+# 4 of 4 stalls on 4 of 9 lines is 1 in 126), refuses the 1-in-6 alignments random stalls make
+
+
+def _chance(lines: int, marked: int, n: int, hits: int) -> float:
+    """P(at least `hits` of `n` stalls on `marked` of `lines` lines), the stalls placed at random among the lines (in
+    logarithms: a long log's binomials are thousands of digits)."""
+    if n > lines or marked > lines:
+        return 1.0
+
+    def log_comb(a: int, b: int) -> float:
+        return math.lgamma(a + 1) - math.lgamma(b + 1) - math.lgamma(a - b + 1)
+    total = log_comb(lines, n)
+    return min(1.0, sum(math.exp(log_comb(marked, k) + log_comb(lines - marked, n - k) - total)
+                        for k in range(hits, min(marked, n) + 1) if n - k <= lines - marked))
 
 
 def _logged_near(at: np.ndarray, steps, below: float, above: float) -> np.ndarray:

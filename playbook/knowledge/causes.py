@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+TRIAGE_NOTEBOOK = "notebooks/01_triage.ipynb"  # the walk-through of any run: no failure mode of its own to reproduce
+
 
 @dataclass(frozen=True)
 class Cause:
@@ -43,7 +45,7 @@ CATALOG: tuple[Cause, ...] = (
         "healthy: no finding points at a cause",
         fix="nothing to fix; keep this run's telemetry as the baseline for `playbook compare`",
         next_step="if throughput is still below expectations, record step phases (`playbook record -- ...`) and diagnose again",
-        notebook="notebooks/01_triage.ipynb",
+        notebook=TRIAGE_NOTEBOOK,
         kind="verdict",
     ),
     Cause(
@@ -51,7 +53,7 @@ CATALOG: tuple[Cause, ...] = (
         "not enough data to name a cause",
         fix="record what the verdict names next (GPU utilization with clocks and power, step times, or a profiler trace) and diagnose again",
         next_step="record GPU telemetry for ≥ 10 minutes (nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw,power.limit,clocks.sm,clocks_event_reasons.active --format=csv -lms 1000) or the run's step phases (`playbook record -- python train.py`)",
-        notebook="notebooks/01_triage.ipynb",
+        notebook=TRIAGE_NOTEBOOK,
         kind="verdict",
     ),
     Cause(
@@ -59,7 +61,7 @@ CATALOG: tuple[Cause, ...] = (
         "GPU time lost to something no input explains",
         fix="record what the verdict names next, at the windows it names, and diagnose again",
         next_step="record step phases (`playbook record -- python train.py`) and GPU power and clocks while it runs slow, or a torch.profiler trace of a slow and a normal step",
-        notebook="notebooks/01_triage.ipynb",
+        notebook=TRIAGE_NOTEBOOK,
         kind="verdict",
     ),
     Cause(
@@ -171,7 +173,7 @@ CATALOG: tuple[Cause, ...] = (
         "memory pressure (GPU allocator churn, host swapping)",
         fix="reduce allocator churn (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), keep shapes static, lower the batch or checkpoint activations; a host that swaps or OOM-kills: fewer DataLoader workers or less prefetch and pinned memory, or a larger memory limit for the job",
         next_step="log torch.cuda.memory_stats() (num_alloc_retries, reserved vs allocated) over time; for a killed process, `dmesg -T | grep -i -e oom -e killed` on its host",
-        notebook="notebooks/01_triage.ipynb",
+        notebook=TRIAGE_NOTEBOOK,
         event_kinds=("oom", "memory_pressure", "host_oom"),
     ),
     Cause(
@@ -189,6 +191,26 @@ CATALOG: tuple[Cause, ...] = (
         next_step="wrap the code between steps in Recorder phases (rec.phase('log'), ...) and compare again",
         notebook="notebooks/40_regression_compare.ipynb",
         phases=("gap",),
+    ),
+    Cause(
+        # GPU time a failure or restart costs outside any step's time: the downtime until the relaunched run steps
+        # again, the re-initialisation and checkpoint reload, the data fast-forward of a resume (a trainer replaying
+        # the batches it had consumed), and the steps computed again since the last checkpoint (or because the
+        # resumed count started below it). No other cause names it: hardware_fault is the failing device, not the
+        # restart; periodic_stall the checkpoint written, not the one read back; unexplained_slowdown is what no
+        # input explains, and a trainer's own "resuming from step N" line explains it (heldout42 had to label a
+        # restart from scratch unexplained_slowdown for want of this id; heldout51)
+        "restart_loss",
+        "GPU time lost to a failure or restart (downtime, reload, data fast-forward, steps computed again)",
+        fix="checkpoint often enough that a restart loses little (asynchronous or in-memory checkpoints), resume "
+            "the data position from the checkpoint instead of replaying batches (a stateful or seekable loader; "
+            "transformers' ignore_data_skip, accelerate's skip_first_batches), restore the step count with the "
+            "weights, give long rank-0 work before the first collective a longer process-group timeout, and let "
+            "preemption signals save and requeue (SIGTERM / SIGUSR1 handlers, `--requeue`)",
+        next_step="time each restart: the last step before the failure, the relaunch, the checkpoint load, the first "
+                  "step after; compare the step the run resumes at with the checkpoint's step",
+        notebook=TRIAGE_NOTEBOOK,
+        event_kinds=("resume", "worker_restart"),
     ),
     Cause(
         "workload_change",

@@ -145,7 +145,12 @@ STRAGGLER_REPORTS = "straggler_reports:"
 SERVING = "serving:"
 GPU_MODELS = "gpu_models"  # Bundle.meta key: {gpu_id: product name} where the input names each GPU's part
 GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where the input lists each GPU's processes
+# who shares each GPU, per input (readers/nvidia_smi/processes.py, readers/gpustat_text.py): {"host", "processes":
+# [{gpu, pid, user, type, name, mem_mib}], "mig": [{gpu, gi, ci, dev, mem_used_mib, mem_total_mib, sm}], "modes":
+# {gpu: compute mode}}; analysis.gpu_sharing reads it
+GPU_SHARING = "gpu_sharing:"
 RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
+EPOCH_STEPS = "epoch_steps"  # Bundle.meta key: {source: N} where a step log states its epochs' N steps (`[i/N]`)
 
 
 def record_unit(bundle: Bundle) -> str:
@@ -353,7 +358,8 @@ class Bundle:
     # meta sections of readers whose output is a summary, not table rows (readers/nsys.py, flight_recorder.py;
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
     SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", DCGM_DIAG,
-                             "nccl_tests:", "job_usage:", "container_limits:", STRAGGLER_REPORTS, SERVING)
+                             "nccl_tests:", "job_usage:", "container_limits:", STRAGGLER_REPORTS, SERVING,
+                             GPU_SHARING)
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

@@ -41,16 +41,25 @@ INDENT: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar
 
 
 def common_indent(head: str) -> str:
-    """The spaces and tabs that every non-blank line of `head` starts with (the first 400 looked at); "" when they
-    share none."""
-    lines = [ln for ln in head.split("\n")[:400] if ln.strip()]
+    """The spaces, tabs and quote marks (`> `, an e-mail's or a Markdown quote's) that every non-blank line of
+    `head` starts with (the first 400 looked at; a line of quote marks alone is a blank line of the quote); "" when
+    they share none."""
+    lines = [ln for ln in head.split("\n")[:400] if ln.strip(" \t>")]
     prefix = os.path.commonprefix(lines) if lines else ""
-    return prefix[:len(prefix) - len(prefix.lstrip(" \t"))]
+    return prefix[:len(prefix) - len(prefix.lstrip(" \t>"))]
 
 
 def dedent(text: str, indent: str) -> str:
-    """`text` with `indent` taken off the lines that start with it."""
-    return ("\n" + text).replace("\n" + indent, "\n")[1:]
+    """`text` with `indent` taken off the lines that start with it (a quote's lines of quote marks alone made
+    blank)."""
+    out = ("\n" + text).replace("\n" + indent, "\n")[1:]
+    if ">" in indent:
+        out = _QUOTE_BLANK.sub("", out)
+    return out
+
+
+_QUOTE_BLANK = re.compile(r"(?m)^[ \t]*>[ \t>]*$")
+_QUOTE_BLANK_B = re.compile(_QUOTE_BLANK.pattern.encode())
 
 
 _TEXT_ESCAPES = re.compile(_ESCAPES.pattern.decode("ascii"))
@@ -134,5 +143,8 @@ class Unwrap:
             rest = b""
             if self.other is not None and (m := self.other.search(b"\n" + data)):  # another task, host or pod: the label is theirs from here
                 data, rest, self.label = data[:m.start()], data[m.start():], None
-            data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:] + rest
+            data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:]
+            if self.other is None and b">" in label:  # a quote's lines of quote marks alone are its blank lines
+                data = _QUOTE_BLANK_B.sub(b"", data)
+            data += rest
         return data

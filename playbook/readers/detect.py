@@ -98,9 +98,9 @@ def detect(path: str | Path, head: str | None = None) -> str:
 GENERIC = ("aligned_table", "lines")  # the readers of any text: what they accept says nothing of its format
 
 
-def specific(head: str) -> str | None:
-    """The first reader of a format (not GENERIC) whose sniff accepts `head`, else None."""
-    return next((name for name in _accepting(head) if name not in GENERIC), None)
+def specific(head: str, generic: tuple[str, ...] = GENERIC) -> str | None:
+    """The first reader of a format (not one of `generic`) whose sniff accepts `head`, else None."""
+    return next((name for name in _accepting(head) if name not in generic), None)
 
 
 _MAGIC_NAMES = (

@@ -230,6 +230,11 @@ CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"
                         r"\b(saving|writing) models?\b|\b(saved?|saving|writ(e|ing)|wrote) (?:[a-z]+ )?(model|weights|state|params|parameters)\b"
                         r".{0,40}\b(?:to|in)\b|"
                         r"\bsnapshotting\b.{0,40}\bto\b|"  # Caffe: "Snapshotting to binary proto file"
+                        # a whole message that names a part of the training state and says it is saved (the passive,
+                        # no path: LLaMA2-Accessory's `model saved`, `optimizer saved`, `rank-specific saved` — each
+                        # rank's shard —, a script's `Best model saved!`); `config saved`, `results saved` name no state
+                        r"^\W{0,3}(?:[\w-]+ ){0,2}(?:model|optimizer|weights|state|states|params|parameters|ckpt|"
+                        r"rank(?:-[a-z]+)?)(?: [\w-]+){0,2} (?:(?:is|was|has been|have been) )?saved\b\W{0,3}$|"
                         # a timing decorator's line for a function that saves (DLRover's engine.py: "Function
                         # save_to_memory cost 0.545s"; "save_checkpoint took 3.2s"), not one that loads a checkpoint
                         # (`load_checkpoint took`, `Loading checkpoint took`) or recomputes (`gradient_checkpointing`)

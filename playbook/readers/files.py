@@ -84,11 +84,12 @@ MAX_PREAMBLE = 60  # lines of a job's stdout before a tool's own output (a banne
 
 def _past_preamble(path: Path, head: str, opts: dict) -> schema.Bundle | None:
     """A file no reader understood as a whole, read from its first line (among the first MAX_PREAMBLE) where a
-    format's own reader recognises what follows (not the catch-all text readers): `nvidia-smi`'s or `iostat`'s output
-    after the lines a job printed first. None when there is no such line or that reader refuses too."""
+    format's own reader recognises what follows (not the catch-all line reader; a monitor script's aligned table with
+    a telemetry header counts): `nvidia-smi`'s or `iostat`'s output after the lines a job printed first. None when
+    there is no such line or that reader refuses too."""
     tries = max(0, min(MAX_PREAMBLE, head.count("\n") - 1))  # at least two lines left after the skipped ones
     for skip, line_end in enumerate(itertools.islice(re.finditer("\n", head), tries), start=1):
-        name = detect.specific(head[line_end.end():])
+        name = detect.specific(head[line_end.end():], generic=("lines",))  # a monitor's aligned table counts
         if name is None:
             continue
         token = textio.SKIP_LINES.set({**(textio.SKIP_LINES.get() or {}), str(path): skip})

@@ -6,7 +6,12 @@
 A header line (host name, query time, driver version) starts each query; each `[N] name | ... | used / total MB`
 line is GPU N. The middle fields are read by their units: `°C` the temperature, the last `%` the utilization (with
 `--show-fan` the fan speed comes first), `W` the power draw (`draw / limit W` with `--show-power=draw,limit`).
-Colour escapes are stripped. Lines before the first header get synthetic times `interval_s` apart.
+Colour escapes are stripped. Lines before the first header get synthetic times `interval_s` apart. The lines recast
+as a Markdown table (`| [0] name | 45'C, 96 % | 40000 / 81920 MB | alice(39500M) |`, a header row and its `| --- |`
+rule above) read the same.
+
+The processes after the memory, `user(memM)` (`user:command/pid(memM)` with `-c -p`), are who holds each GPU: kept
+as the input's sharing summary (schema.GPU_SHARING: each process's user, pid, memory; analysis.gpu_sharing).
 """
 
 from __future__ import annotations
@@ -15,13 +20,17 @@ import re
 from pathlib import Path
 
 from playbook.model import schema
-from playbook.readers import documents
+from playbook.readers import documents, textio
 from playbook.readers.collected import strip_text_escapes
+from playbook.readers.nvidia_smi import processes
 
 FORMAT = "gpustat (plain text)"
 
 # [N] name | fields | used / total MB [| processes]; bounded pieces, no nested repeats: linear
-_GPU = re.compile(r"^\[(\d{1,4})\]\s+([^|]{1,80}?)\s*\|([^|]{1,120})\|\s*(\d{1,9})\s*/\s*(\d{1,9})\s*MB\s*(?:\|.*)?$")
+_GPU = re.compile(r"^\[(\d{1,4})\]\s*([^|]{1,80}?)\s*\|([^|]{1,120})\|\s*(\d{1,9})\s*/\s*(\d{1,9})\s*MB\s*(?:\|(.*))?$")
+# user(memM), user:command(memM), user:command/pid(memM): the user first, the pid after the last slash
+_PROCESS = re.compile(r"([^\s():/]{1,64})(?::([^\s()]{0,255}?))?(?:/(\d{1,10}))?\((\d{1,9})M\)")
+_RULE = frozenset(" \t:|-")  # the characters of a Markdown table's rule under its header row (`| --- | :-: |`)
 _HEADER = re.compile(r"^(\S{1,255})\s{2,}+(.{8,60}?)\s{2,}+(\d{2,4}\.\d{1,4}(?:\.\d{1,4})?)\s*$")
 _TEMP = re.compile(r"^(-?\d{1,4})\s*+(?:°|')?\s*+C$")
 _PCT = re.compile(r"^(\d{1,4})\s*%$")
@@ -31,9 +40,22 @@ _WATTS = re.compile(r"^(\d{1,5})\s*(?:/\s*(\d{1,5})\s*)?W$")
 def sniff(head: str) -> bool:
     """A gpustat GPU line (`[0] name | 45°C, 96 % | 40000 / 81920 MB`) within the first lines."""
     for line in head.split("\n")[:60]:
-        if _GPU.match(strip_text_escapes(line).strip()):
+        if _GPU.match(_unframe(strip_text_escapes(line).strip())):
             return True
     return False
+
+
+def _unframe(line: str) -> str:
+    """A Markdown table row's cells without the frame (`| [0] name | ... |` -> `[0] name | ...`)."""
+    if len(line) > 2 and line[0] == "|" and line[-1] == "|":
+        return line[1:-1].strip()
+    return line
+
+
+def _processes(text: str | None) -> list[dict]:
+    """The processes gpustat lists after a GPU's memory: [{user, name, pid, mem_mib}]."""
+    return [{"user": m.group(1), "name": m.group(2) or "", "pid": m.group(3), "mem_mib": float(m.group(4))}
+            for m in _PROCESS.finditer(text or "")]
 
 
 def _fields(middle: str) -> dict[str, str]:
@@ -51,14 +73,19 @@ def _fields(middle: str) -> dict[str, str]:
     return out
 
 
-def _records(stream, skips: schema.SkipCounter):
+def _records(stream, skips: schema.SkipCounter, procs: list[dict] | None = None):
     header: dict[str, str] = {}
+    snapshot, last = 0, -1
     for no, raw in enumerate(stream, start=1):
-        line = strip_text_escapes(raw.decode("utf-8", "replace")).strip()
-        if not line:
+        line = _unframe(strip_text_escapes(raw.decode("utf-8", "replace")).strip())
+        if not line or ("-" in line and set(line) <= _RULE):
             continue
         gpu = _GPU.match(line)
         if gpu:
+            index = int(gpu.group(1))
+            snapshot, last = snapshot + (index <= last), index
+            if procs is not None:
+                procs += [{**p, "gpu": index, "type": "", "snapshot": snapshot} for p in _processes(gpu.group(6))]
             yield no, {**header, "index": gpu.group(1), **_fields(gpu.group(3)), "memory.used": gpu.group(4),
                        "memory.total": gpu.group(5)}
             continue
@@ -70,5 +97,10 @@ def _records(stream, skips: schema.SkipCounter):
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
-    """Read gpustat text output (one query or a watch log) into a Bundle (telemetry)."""
-    return documents.read_lines(path, _records, "gpustat GPU lines", interval_s, tz)
+    """Read gpustat text output (one query or a watch log) into a Bundle (telemetry; who holds each GPU in meta)."""
+    procs: list[dict] = []
+    bundle = documents.read_lines(path, lambda stream, skips: _records(stream, skips, procs), "gpustat GPU lines",
+                                  interval_s, tz)
+    tele = bundle.telemetry
+    host = str(tele["host"].iloc[0]) if len(tele) else textio.host_from_path(path)
+    return processes.attach(bundle, str(path), host, procs, [], {})

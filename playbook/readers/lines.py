@@ -18,6 +18,8 @@ one its path names (`rank3.log`, `rank_03/`, `worker-3`). JSON Lines of flat rec
              listings → rows summarised in the file's meta (profiler_table.py, pstats_text.py)
   nccl_tests nccl-tests result tables (all_reduce_perf ...) → busbw per size in the file's meta (nccl_tests.py)
   serving    a serving engine's scheduler lines, preemptions, CUDA-graph captures → meta (serving_metrics.py)
+  resumes    a trainer's resume and a launcher's worker-group restart → `resume` / `worker_restart` events with the
+             steps computed again and the time without a step (restart_lines.py)
 
 Lines no scanner understood are counted as blank, traceback, source code, banner, or unread (the first few kept);
 `bundle.meta["lines"][file]` holds the counts (`playbook info`). A file is refused only when no line is understood.
@@ -40,11 +42,13 @@ from playbook.readers import (
     nccl_tests,
     profiler_table,
     rank_reports,
+    restart_lines,
     textio,
 )
 from playbook.readers.line_prefix import LOUD, Prefix, rank_from_path, stamp_ns
 from playbook.readers.runtime_logs import RuntimeLines
 from playbook.readers.serving_metrics import ServingLines, store
+from playbook.readers.step_log import epoch_length
 from playbook.readers.step_log import epochs as step_epochs
 from playbook.readers.step_log import grammar as step_grammar
 from playbook.readers.step_log.vocab import blank_options
@@ -116,6 +120,7 @@ class _EventLines:
         self.straggler_reports = rank_reports.StragglerReports()
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
         self.runtime = RuntimeLines(self._add, self.rows)
+        self.resumes = restart_lines.ResumeLines(self._add, NAT)  # resume / worker-restart statements
         self.previous = NAT  # the time of this line rank's last time-stamped line a scanner read
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
@@ -337,6 +342,9 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if key := events.runtime.feed(ln):  # framework-runtime records first (runtime_logs.py)
         counts[key] += 1
         return True
+    if events.resumes.feed(ln):  # a trainer's resume or a launcher's restart: no step record, whatever its numbers
+        counts["events"] += 1
+        return True
     understood = False
     if nccl.feed(ln.lineno, nccl_text, ln.rank):
         counts["nccl"] += 1
@@ -353,6 +361,7 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if not understood and steps.feed(ln):
         counts["steps"] += 1
         understood = True
+        events.resumes.stepped(ln, steps.last_step.get(ln.rank), bool(step_grammar.KEYWORD.search(ln.body)))
     if not understood and events.feed_timings(ln):  # a step line is the step grammar's, whatever its words
         counts["events"] += 1
         understood = True
@@ -445,6 +454,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if prefix.level in LOUD or event_lexicon.LOUD_TEXT.match(body):
             loud[0] += 1
             loud[1] = loud[1] or f"{Path(src).name}:{lineno}: {body.strip()[:120]}"
+    events.resumes.close()
     bundle = _bundle(src, host, total, steps, nccl, events, counts, noise, examples, tables.summary(), perf.summary(),
                      serving.summary())
     if loud[0]:
@@ -504,6 +514,8 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
         bundle.steps = schema.steps_frame(data)
         if res.get("chosen") == step_epochs.ROWS:  # the file's records are its epochs
             bundle.meta[schema.RECORD_UNITS] = {src: "epoch"}
+        elif epoch_n := epoch_length.steps_per_epoch(res["step"], res.get("pos")):
+            bundle.meta[schema.EPOCH_STEPS] = {src: epoch_n}
         if res["windowed"]:
             widths = np.diff(np.unique(res["step"])) if n > 1 else np.array([1])  # ranks share their steps
             every = int(np.median(widths)) if len(widths) else 1

@@ -29,7 +29,7 @@ def _frame(util, mclk, power=None, limit=None) -> pd.DataFrame:
 
 @pytest.mark.parametrize(("util", "mclk", "power", "limit", "want"), [
     (100.0, 96.0, 40.0, 300.0, True),    # pinned flag: memory at its idle floor, 13% of the limit
-    (99.0, 167.0, None, None, True),     # no draw recorded: the memory clock decides
+    (99.0, 167.0, None, None, False),    # no draw recorded: the memory clock alone does not decide
     (100.0, 96.0, 290.0, 300.0, False),  # at its limit: real compute that needs no memory traffic
     (100.0, 1000.0, 60.0, 300.0, False),  # memory stepped up: work (a light, memory-bound load)
     (100.0, 1600.0, 40.0, 300.0, False),  # a fixed HBM clock (MI210 prints 1600 MHz idle or busy): never judged
@@ -105,3 +105,31 @@ def test_an_amd_smi_monitor_loop_whose_memory_clock_steps_up_is_work(tmp_path):
     out, note = busy_flag.reconcile(tele)
     assert out["util_pct"].tolist() == [0.0] * 12 + [100.0] * 12
     assert note is not None and "in 12 of 24 polls" in note
+
+
+def test_a_busy_gpu_whose_memory_clock_sits_at_its_floor_is_not_judged_without_its_draw():
+    """RDNA3's memory clock can sit at its 96 MHz floor under intense compute (marazmista/radeon-profile#294: a
+    7900 XTX "during intense ML workloads", core above 3.1 GHz, "the memory clocks ... underclocking themselves to
+    96MHz"; its 96 MB Infinity Cache serves the traffic): the memory clock alone cannot tell that work from AMD's
+    pinned flag; only a draw well under what the GPU draws at work can. A recording without the draw, or without
+    anything to weigh it against, is not judged (LABELED SYNTHETIC figures)."""
+    busy = _frame([100.0] * 4, [96.0] * 4)  # gpu_busy_percent and pp_dpm_mclk only
+    assert not busy_flag.contradicted(busy).any()
+    out, note = busy_flag.reconcile(busy)
+    assert note is None and out["util_pct"].tolist() == [100.0] * 4
+    steady = _frame([100.0] * 4, [96.0] * 4, [300.0, 310.0, 305.0, 300.0])  # its draw, no limit: nothing to weigh
+    assert not busy_flag.contradicted(steady).any()
+
+
+def test_without_a_limit_the_gpus_own_peak_draw_weighs_a_poll():
+    """The most a GPU drew in the recording is at most its limit: a poll drawing at most half of it is at most half
+    of the limit too. Two GPUs of one file are weighed each against its own peak."""
+    f = pd.concat([_frame([100.0, 100.0], [96.0, 1249.0], [95.0, 410.0]),
+                   _frame([100.0, 100.0], [96.0, 96.0], [120.0, 125.0]).assign(gpu=1)], ignore_index=True)
+    assert busy_flag.contradicted(f).tolist() == [True, False, False, False]
+
+
+def test_the_warning_names_what_the_draw_was_weighed_against():
+    out, note = busy_flag.reconcile(_frame([100.0, 100.0], [96.0, 1249.0], [95.0, 410.0]))
+    assert out["util_pct"].tolist() == [0.0, 100.0]
+    assert "drawing at most 23% of the GPU's peak draw in the recording" in note and "power limit" not in note

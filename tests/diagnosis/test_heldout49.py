@@ -48,3 +48,10 @@ def test_the_profilers_share_is_the_cost(name, share):
                                              "MapBatches(ResnetModel)")])
 def test_the_caution_is_said(name, said):
     assert any(said in w for w in diagnose(read_paths([str(HERE / name)])).warnings)
+
+
+def test_the_not_enough_data_verdict_says_what_was_read():
+    """Not "the inputs hold nothing usable": a loader warning was read, and the verdict says so."""
+    d = diagnose(read_paths([str(HERE / "mteb1331_dataloader_104_workers_froze.log")]))
+    assert d.verdict["id"] == "insufficient_data"
+    assert "the inputs hold input-pipeline tools' statements" in d.verdict["sentence"]

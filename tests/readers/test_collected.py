@@ -436,3 +436,27 @@ def test_nvidia_smi_q_leaves_keep_the_indentation_that_is_their_meaning(tmp_path
     (tmp_path / "grep.txt").write_text(leaves)
     t = read_paths([str(tmp_path / "grep.txt")]).telemetry
     assert t["util_pct"].tolist() == [90.0, 20.0, 90.0, 20.0, 90.0]
+
+
+def test_a_monitor_scripts_aligned_table_after_a_jobs_preamble_is_read(tmp_path):
+    """The aligned table a monitor script prints (a telemetry header, rows of numbers) is the text's format, not any
+    text: read from where it begins, as nvidia-smi's output is."""
+    table = "Time     GPU%   Mem Used   Temp   Power\n" + "".join(
+        f"{t:8.1f} {90.0 if t % 20 < 15 else 10.0:6.1f} {1361 + t:10.0f} {45.0:6.1f} {71.7:7.1f}\n" for t in range(60))
+    (tmp_path / "plain.txt").write_text(table)
+    (tmp_path / "job.out").write_text(JOB_PREAMBLE * 3 + table)  # more lines than a table may have above its header
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.txt", "job.out"))
+    assert len(plain.telemetry) == 60 and got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
+    assert any("read from line" in w for w in got.warnings)
+
+
+def test_a_quoted_paste_reads_without_its_quote_marks_and_its_bare_quote_lines_are_blank(tmp_path):
+    """An e-mail's or a Markdown quote's `> ` before every line, with `>` alone on the quote's blank lines: the
+    stream the reader gets has neither."""
+    (tmp_path / "plain.csv").write_text(SMI)
+    lines = SMI.splitlines()
+    quoted = [f"> {ln}" for ln in lines[:30]] + [">"] + [f"> {ln}" for ln in lines[30:]]
+    (tmp_path / "quoted.csv").write_text("\n".join(quoted) + "\n")
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.csv", "quoted.csv"))
+    assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
+    assert not got.warnings

@@ -1,5 +1,5 @@
 """The analyzers of a diagnosis, one per file, registered here explicitly in this order (later ones may discount
-earlier readings they explain): GPU telemetry, the busy share derived from step phases, events against the drops,
+earlier readings they explain): GPU telemetry, memory held without work (held_memory), the busy share derived from step phases, events against the drops,
 fault events, host probes against the drops, step patterns, then the summaries of traces, stragglers, NCCL, nsys,
 flight recorder and links. `run_all(run)` runs them."""
 
@@ -10,11 +10,12 @@ from playbook.diagnosis.analyzers.derived_busy import DerivedBusy
 from playbook.diagnosis.analyzers.event_coincidence import DipEvents
 from playbook.diagnosis.analyzers.fault_events import FaultEvents
 from playbook.diagnosis.analyzers.gpu_telemetry import GpuTelemetry
+from playbook.diagnosis.analyzers.held_memory import HeldMemory
 from playbook.diagnosis.analyzers.host_probe import HostInDips, HostSaturated
 from playbook.diagnosis.analyzers.step_patterns import StepPatterns
 from playbook.diagnosis.analyzers.summaries import SUMMARIES
 
-for _analyzer in (GpuTelemetry(), DerivedBusy(), DipEvents(), FaultEvents(), HostInDips(), HostSaturated(), StepPatterns(), *SUMMARIES):
+for _analyzer in (GpuTelemetry(), HeldMemory(), DerivedBusy(), DipEvents(), FaultEvents(), HostInDips(), HostSaturated(), StepPatterns(), *SUMMARIES):
     register(_analyzer)
 
 __all__ = ["REGISTRY", "Analyzer", "register", "run_all"]

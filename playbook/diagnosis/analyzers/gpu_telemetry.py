@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.analysis.gpu_limits import busy_power, sm_fill
+from playbook.analysis.gpu_sharing import other_owners, per_gpu
 from playbook.analysis.gpus import COLUMNS as GPU_COLUMNS
 from playbook.analysis.gpus import UNUSED_MIB, analyze_gpus, fmt_span, job_gpus
 from playbook.analysis.idle_windows import idle_windows
@@ -38,12 +39,16 @@ class GpuTelemetry(Analyzer):
         if signal is not None:
             whole = gpu_series(tele, tuple(c for c in GPU_COLUMNS if c in tele), interval_s=run.interval_s,
                                models=run.bundle.meta.get(GPU_MODELS))  # the part each GPU is, where named
-            series, unused = job_gpus(whole, run.bundle.events)
-            if unused:
+            others = other_owners(whole, per_gpu(run.bundle))  # another user's GPUs, by who holds their memory
+            series, left = job_gpus(whole, run.bundle.events, others)
+            if left:
                 kept = set(zip(series.hosts, series.index, strict=True))
                 tele = tele[[k in kept for k in zip(tele["host"].astype(str), tele["gpu"], strict=True)]]
+            if unused := [g for g in left if g not in others]:
                 warnings.append(f"{', '.join(unused[:8])}{' …' if len(unused) > 8 else ''}: idle throughout with "
                                 f"under {UNUSED_MIB / 1024:.0f} GiB of memory — not used by this job (left out)")
+            warnings += [f"{g}: idle throughout, {others[g]} — another user's GPU, not this job's (left out)"
+                         for g in left if g in others][:8]
             run.series = series
             osc = analyze_gpu_series(series, "util_pct", signal=signal)
             run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series, events=run.bundle.events)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from playbook.analysis.step_pace import run_restarts
 from playbook.diagnosis.findings import Finding
+from playbook.knowledge import ids as cause_ids
 from playbook.knowledge.causes import (
     APPLICATION_XIDS,
     ENDING_EVENTS,
@@ -239,3 +240,40 @@ def death_words(detail: str) -> str | None:
     else:
         sig = _SIGNAL_NAMES.get((m.group(3) or m.group(4) or "").upper(), 0)
     return _SIGNAL_WORDS.get(sig)
+
+
+# PyTorch's watchdog line: "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=N, OpType=OP, ...) ran for
+# M milliseconds before timing out"; the collective began M ms before the line
+_WATCHDOG_RAN = re.compile(r"SeqNum=(\d{1,12}), OpType=(\w{1,40}).{0,200}? ran for (\d{1,12}) milliseconds")
+SAVE_NEAR_S = 60.0  # a checkpoint line this close to the moment the timed-out collective began is where it began
+
+
+def timeout_after_save(events: pd.DataFrame) -> list[Finding]:
+    """A watchdog timeout whose collective began as a checkpoint save began (its line's time minus the time it ran,
+    within SAVE_NEAR_S of a checkpoint event): the ranks that reached the collective waited the whole timeout for a
+    rank still saving (rank 0 writes a checkpoint that is not sharded) — a save that outlasts the process group's
+    timeout, stated by the two lines' clocks (ai2cm/ace#851: a save at 10:28:25, a 1,200 s timeout at 10:48:25)."""
+    if events is None or events.empty or "time" not in events:
+        return []
+    kinds = events["kind"].astype(str)
+    saves = events.loc[kinds.isin(["checkpoint", "save", "checkpoint_write"]) & events["time"].notna(), "time"]
+    if saves.empty:
+        return []
+    for t, detail in zip(events.loc[kinds == "nccl_timeout", "time"], events.loc[kinds == "nccl_timeout", "detail"],
+                         strict=True):
+        m = _WATCHDOG_RAN.search(str(detail))
+        if m is None or pd.isna(t):
+            continue
+        began = t - pd.Timedelta(milliseconds=int(m.group(3)))
+        near = saves[(saves - began).abs() <= pd.Timedelta(seconds=SAVE_NEAR_S)]
+        if near.empty:
+            continue
+        gap = (began - near.iloc[0]).total_seconds()
+        return [Finding(cause_ids.PERIODIC_STALL,
+                        f"{m.group(2)} #{m.group(1)} timed out after {int(m.group(3)) / 1e3:.0f} s, and began "
+                        f"{abs(gap):.0f} s {'after' if gap >= 0 else 'before'} the checkpoint save logged at "
+                        f"{near.iloc[0]:%Y-%m-%d %H:%M:%S}: the ranks waited in it for a rank still saving (rank 0 "
+                        "writes a checkpoint that is not sharded) — a save longer than the process group's timeout; "
+                        "time the save on the saving rank, save asynchronously or sharded, or raise the timeout",
+                        confidence=0.9, weight=FAULT_WEIGHT, lost_share=0.0, source="events", anomaly=0.9 * FAULT_WEIGHT)]
+    return []

@@ -25,6 +25,7 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import frames, local_time, textio
+from playbook.readers.nvidia_smi import processes
 
 FORMAT = "nvidia-smi table (nvidia-smi -l / watch nvidia-smi)"
 
@@ -44,7 +45,7 @@ def sniff(head: str) -> bool:
     """True when the text holds an `| NVIDIA-SMI 550.54 ...` banner and the GPU-Util column header, or GPU rows pasted
     without them (`_headerless`)."""
     return (bool(_BANNER.search(head)) and "GPU-Util" in head) or _headerless(head.split("\n")) or \
-        _values_only(head.split("\n")[:-1] or [head])
+        _values_only(head.split("\n")[:-1] or [head]) or processes.sniff(head.split("\n"))
 
 
 def _headerless(lines: list[str]) -> bool:
@@ -137,6 +138,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         snapshots.append(None)
     unread: dict[int, int] = {}  # GPU rows skipped, by snapshot
     models: dict[int, str] = {}  # GPU -> its product name as the row prints it (a long one cut by nvidia-smi)
+    modes: dict[int, str] = {}  # GPU -> its compute mode (Default, E. Process ...)
     for no, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if host is None and (w := _WATCH_HOST.match(line.strip())):
@@ -173,11 +175,18 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         rows["gpu"].append(int(first.group(1)))
         if name := _model(line):
             models.setdefault(int(first.group(1)), name)
+        if mode := processes.compute_mode(nxt):
+            modes[int(first.group(1))] = mode
         rows["line"].append(no)
         cells = line.split("|")
         rows["ecc"].append(_number(cells[3].strip()) if len(cells) > 4 and cells[3].strip().isdigit() else np.nan)
         for column, value in metrics.items():
             values.setdefault(column, []).append(value)
+    procs, slices = processes.sections(lines)
+    if not snapshots and procs:  # a Processes section alone: who holds each GPU, no GPU rows
+        alone = schema.Bundle(inputs=[src], warnings=notes + [
+            f"{src}: an nvidia-smi Processes section alone: {len(procs)} processes, no GPU rows (no utilization)"])
+        return processes.attach(alone, src, host or textio.host_from_path(path), procs, [], {})
     if not snapshots:
         raise InputError(f"{src}: no '| NVIDIA-SMI ...' banner found: not an nvidia-smi table log")
     snap = np.asarray(rows["snapshot"], dtype=np.int64)
@@ -197,6 +206,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         bundle.meta[schema.GPU_MODELS] = {schema.gpu_id(bundle_host(bundle, host, path), g): m
                                           for g, m in models.items()}
     bundle.warnings[:0] = notes
+    if len(snap):  # the GPU rows read: who shares them (none read: the bundle stays empty, for files.read_file)
+        processes.attach(bundle, src, bundle_host(bundle, host, path), procs, slices, modes)
     return _with_log_lines(path, lines, bundle, tz)
 
 

@@ -641,7 +641,8 @@ class StepLines:
             start[stamped] = start[stamped] - np.round(duration[idx][stamped] * 1e9).astype(np.int64)
         zero = int((cols[chosen] == 0).sum()) if roles.get(chosen, ("",))[0] == "rate" else 0  # under its digits
         out.update(step=step[idx], rank=rank[idx], line=line[idx], duration=duration[idx], start=start,
-                   phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed, zero_rate=zero)
+                   phases=phases, tokens=tokens, work=work, chosen=chosen, how=how, windowed=windowed, zero_rate=zero,
+                   pos=pos[idx])  # each row's position within its epoch (-1 unknown): epoch_length.py
         if stated := stated_efficiency(cols, roles, idx):
             out["stated"] = stated
         return out
