@@ -6,8 +6,9 @@ at profiler_ops' levels (5% moderate, 20% high):
                         input-bound` verdict finds nothing (it clears the input, not the rest of the step)
   Ray Data stats        the iterating thread's time blocked in iter_batches, as a share of the iterator's overall
                         time (pooled over a file's training iterators: blocked seconds over their seconds), is the
-                        consumer's wait for its next batch. It is the GPU's wait only when the consumer
-                        is the GPU's work: a training loop — said by the stats themselves when the dataset was split
+                        consumer's wait for its next batch (less the wait for the first batch where Ray states it:
+                        the pipeline's warm-up, a one-time cost, said in a warning). It is the GPU's wait only when
+                        the consumer is the GPU's work: a training loop — said by the stats themselves when the dataset was split
                         to training workers (a `split(N, ...)` operator, the streaming-split coordinator line), or
                         when the loop's own execution is at least HIGH of the time (it does real work between
                         batches). Otherwise (the loop takes the outputs and does little: batch inference, whose model
@@ -65,13 +66,19 @@ def _ray(source: str, part: dict, out: list[dict], warnings: list[str],
     seconds over their seconds, so a 2 s pass blocked on its first batch is not the run's starvation."""
     ops = part.get("ray_operators") or []
     slowest = max(ops, key=lambda o: o["wall_s"]) if ops else None
-    training: list[tuple[float, float, float]] = []
+    training: list[tuple[float, float, float]] = []  # (overall, blocked, user) past the first batch
+    warm_up = 0.0  # the training iterators' waits for their first batch, where stated
     for it in part.get("ray_iterators") or []:
         total = float(it["overall_s"])
         blocked, user = float(it.get("blocked_s") or 0.0), float(it.get("user_s") or 0.0)
         b, u = min(blocked / total, 1.0), min(user / total, 1.0)  # a paste's figures cannot claim more than all
         if part.get("ray_split") or u >= HIGH:
-            training.append((total, min(blocked, total), min(user, total)))
+            # the wait for the first batch (newer Ray states it, within the blocked time) is the pipeline's warm-up,
+            # a one-time cost as a step log's warm-up is: the steady state's wait is the rest
+            first = float(it.get("first_s") or 0.0)
+            first = first if first <= blocked < total else 0.0
+            warm_up += first
+            training.append((total - first, min(blocked, total) - first, min(user, total)))
             continue
         if not level(b):
             continue
@@ -88,12 +95,23 @@ def _ray(source: str, part: dict, out: list[dict], warnings: list[str],
         return
     total = sum(t for t, _, _ in training)
     b, u = sum(x for _, x, _ in training) / total, sum(x for _, _, x in training) / total
+    warm = ""
+    if warm_up:
+        whole = total + warm_up
+        warm = (f"; past the first batch: the {warm_up:.3g} s waiting for it ({warm_up / whole:.0%} of {whole:.3g} s) "
+                "were the pipeline's warm-up (reading and transforming its first blocks), left out")
+        if level(warm_up / whole) and not level(b):
+            warnings.append(f"Ray Data stats in {source}: the training loop waited {warm_up:.3g} s for its first "
+                            f"batch, {warm_up / whole:.0%} of its {whole:.3g} s (the pipeline's warm-up, summed over "
+                            f"epochs), and {b:.0%} of the rest: a start-up cost, not a pipeline slower than the loop; "
+                            "shorten the warm-up (fewer or smaller first blocks) where the run is short")
     if not (lvl := level(b)):
         return
     why = ("the dataset was split to training workers (streaming_split): the loop that waits is the training loop"
            if part.get("ray_split") else f"the loop runs its own work {u:.0%} of the time and waits between batches")
     out.append({"hypothesis": cause_ids.DATA_STARVATION, "level": lvl, "share": b, "evidence": (
-        f"{_ray_where(source, training)}: {why}; the pipeline does not produce batches as fast as the loop takes them"
+        f"{_ray_where(source, training)}{warm}: {why}; the pipeline does not produce batches as fast as the loop "
+        "takes them"
         + (f" (slowest operator: {slowest['name']}, {slowest['wall_s']:.3g} s)" if slowest else ""))})
 
 
@@ -113,11 +131,14 @@ def _workers(source: str, part: dict, warnings: list[str]) -> None:
                "loop's wait for its next batch (`playbook record`, or torch.profiler's enumerate(DataLoader)) or "
                "read the GPU's utilization to know what it cost")
     if ws := part.get("torch_workers"):
-        worst = max(ws, key=lambda w: w["workers"] / max(w["suggested"], 1))
-        warnings.append(
-            f"PyTorch's DataLoader warned {len(ws)} time(s) in {source}: {worst['workers']} worker processes where "
-            f"the process may use {worst['suggested']} CPUs; more workers than CPUs contend for them and can slow "
-            f"or freeze loading (lower num_workers to at most {worst['suggested']}): {measure}")
+        worst = max(ws, key=lambda w: w["workers"] / max(w["suggested"] or 1, 1))
+        where = (f"the process may use {worst['suggested']} CPUs; more workers than CPUs contend for them and can "
+                 f"slow or freeze loading (lower num_workers to at most {worst['suggested']})"
+                 if worst["suggested"] is not None else
+                 "the DataLoader could not count the CPUs the process may use; more workers than CPUs contend for "
+                 "them and can slow or freeze loading (compare num_workers with `nproc`)")
+        warnings.append(f"PyTorch's DataLoader warned {len(ws)} time(s) in {source}: {worst['workers']} worker "
+                        f"processes where {where}: {measure}")
     if ls := part.get("lightning"):
         names = sorted({w["loader"] for w in ls})
         hint = next((w["suggested"] for w in ls if w.get("suggested")), None)

@@ -273,7 +273,8 @@ def _other_profilers(p: dict) -> list[str]:
     if ip := p.get("input_pipeline"):  # readers/input_pipeline_text.py
         said = [f"TensorFlow Profiler {v['level']} input-bound ({v['input_share']:.1%} waiting for input)"
                 for v in ip.get("tf") or []][:3]
-        said += [f"DataLoader warning: {w['workers']} workers, {w['suggested']} suggested"
+        said += [f"DataLoader warning: {w['workers']} workers, "
+                 + (f"{w['suggested']} suggested" if w["suggested"] is not None else "no suggestion")
                  for w in ip.get("torch_workers") or []][:2]
         said += [f"Lightning warning: {w['loader']} has few workers" for w in ip.get("lightning") or []][:2]
         said += [f"Ray Data iterator: {_seconds(it['overall_s'])} overall, blocked "

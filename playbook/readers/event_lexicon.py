@@ -236,8 +236,11 @@ CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"
                         r"^\W{0,3}(?:[\w-]+ ){0,2}(?:model|optimizer|weights|state|states|params|parameters|ckpt|"
                         r"rank(?:-[a-z]+)?)(?: [\w-]+){0,2} (?:(?:is|was|has been|have been) )?saved\b\W{0,3}$|"
                         # a timing decorator's line for a function that saves (DLRover's engine.py: "Function
-                        # save_to_memory cost 0.545s"; "save_checkpoint took 3.2s")
-                        r"\b(?:function\s+)?\w{0,40}(?:save|checkpoint)\w{0,40}\s+(?:cost|took)\s+\d", re.IGNORECASE)
+                        # save_to_memory cost 0.545s"; "save_checkpoint took 3.2s"), not one that loads a checkpoint
+                        # (`load_checkpoint took`, `Loading checkpoint took`) or recomputes (`gradient_checkpointing`)
+                        r"\b(?:function\s+)?(?<!load )(?<!loading )(?<!restoring )(?<!resuming )(?<!gradient )"
+                        r"(?<!activation )(?!\w{0,40}?(?:load|restor|resum|gradient|activation))"
+                        r"\w{0,40}(?:save|checkpoint)\w{0,40}\s+(?:cost|took)\s+\d", re.IGNORECASE)
 EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\bSanity Checking\b|"
                   r"\b(?:eval|val|valid|test)\s+epoch\b|\bepoch\s*\((?:eval|val|valid|test)\)|"
                   r"\beval_(?:start|stop|accuracy|loss)\b|\btest(?:ing)? net\b|"  # Caffe: "Testing net (#0)"

@@ -9,7 +9,8 @@ line scanner fed by profiler_table.ProfilerTables; the findings: analysis/input_
   the sampled steps' time, read also inside a quotation or a comment (`# It's saying "Your program is ..."`).
 - PyTorch's DataLoader warning (torch/utils/data/dataloader.py `check_worker_number_rationality`): `This DataLoader
   will create N worker processes in total. Our suggested max number of worker in current system is M[ (`cpuset` is not
-  taken into account)], which is smaller than ...` — a configuration the tool distrusts (more workers than usable CPUs),
+  taken into account)], which is smaller than ...` (or `DataLoader is not able to compute a suggested max number of
+  worker in current system.`: suggested None) — a configuration the tool distrusts (more workers than usable CPUs),
   no measured wait.
 - PyTorch Lightning's warning (trainer/connectors/data_connector.py): 2.x `The '{name}' does not have many workers
   which may be a bottleneck. Consider increasing the value of the `num_workers` argument` to `num_workers={n}` ...`,
@@ -19,9 +20,11 @@ line scanner fed by profiler_table.ProfilerTables; the findings: analysis/input_
   per operator, and the iterator's breakdown `Dataset iterator time breakdown:` with `* Total time overall: T`,
   `* Total time in Ray Data iterator initialization code: T`, `* Total time user thread is blocked by [Ray Data
   ]iter_batches: T` (2.9-: `Total time user code is blocked: T`) and `* Total execution time for user thread: T`
-  (2.9-: `Total time in user code: T`); T as Ray's fmt prints it (`38.53s`, `24.0ms`, `3.6us`). A `split(N, ...)`
-  operator or the `Streaming split coordinator overhead time` line says the dataset fed N training workers (Ray Train's
-  streaming_split ingest): the iterating thread is then a training loop.
+  (2.9-: `Total time in user code: T`), and in newer releases `* Total time spent waiting for the first batch after
+  starting iteration: T` (the pipeline's warm-up, summed over epochs: a wait the blocked time holds); T as Ray's fmt
+  prints it (`38.53s`, `24.0ms`, `3.6us`). A `split(N, ...)` operator or the `Streaming split coordinator overhead
+  time` line says the dataset fed N training workers (Ray Train's streaming_split ingest): the iterating thread is then
+  a training loop.
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ _NUM = r"(\d{1,3}(?:\.\d{1,3})?)"
 _TF_INPUT = re.compile(r"\b(HIGHLY|MODERATELY|NOT)\s+input-bound\s+because\s+(?:only\s+)?" + _NUM
                        + r"\s?% of the total step time sampled is waiting for input", re.IGNORECASE)
 _TF_OTHERS = re.compile(_NUM + r"\s?% of the total step time sampled is spent on '?All Others'? time", re.IGNORECASE)
-# PyTorch DataLoader
-_TORCH_WORKERS = re.compile(r"This DataLoader will create (\d{1,6}) worker processes in total\.\s+Our suggested max "
-                            r"number of worker in current system is (\d{1,6})")
+# PyTorch DataLoader: its suggestion, or (no CPU count to be had) `DataLoader is not able to compute a suggested max
+# number of worker in current system.`
+_TORCH_WORKERS = re.compile(r"This DataLoader will create (\d{1,6}) worker processes in total\.\s+(?:Our suggested max "
+                            r"number of worker in current system is (\d{1,6})|DataLoader is not able to compute a "
+                            r"suggested max number of worker)")
 # Lightning: 2.x quotes the loader's name, 1.x names it after "The dataloader, "
 _PL_FEW = re.compile(r"The (?:dataloader, )?'?([\w ]{1,40}?)'?,? does not have many workers which may be a bottleneck"
                      r"(?:.{0,200}?(?:num_workers=(\d{1,5})|\(try (\d{1,5}) which is the number of cpus))?")
@@ -47,7 +52,9 @@ _RAY_TIMES = (("overall_s", re.compile(r"^\s*\*\s*Total time overall: (\S{1,20})
               ("blocked_s", re.compile(r"^\s*\*\s*Total time user (?:thread is blocked by (?:Ray Data )?iter_batches|"
                                        r"code is blocked): (\S{1,20})\s*$")),
               ("user_s", re.compile(r"^\s*\*\s*(?:Total execution time for user thread|Total time in user code): "
-                                    r"(\S{1,20})\s*$")))
+                                    r"(\S{1,20})\s*$")),
+              ("first_s", re.compile(r"^\s*\*\s*Total time spent waiting for the first batch after starting "
+                                     r"iteration: (\S{1,20})\s*$")))
 _RAY_BREAKDOWN = re.compile(r"^\s*Dataset iterator time breakdown:\s*$")
 _RAY_SPLIT = re.compile(r"^\s*(?:Operator \d{1,4} split\(\d{1,5}|Streaming split coordinator overhead time:)")
 _RAY_TIME = re.compile(r"^(\d{1,9}(?:\.\d{1,9})?)(us|ms|s|min|h)$")
@@ -66,14 +73,30 @@ class InputPipelineText:
 
     def __init__(self):
         self.tf: list[dict] = []  # {level, input_share, others_share}
-        self.torch_workers: list[dict] = []  # {workers, suggested}
+        self.torch_workers: list[dict] = []  # {workers, suggested (None: the warning could not say)}
         self.lightning: list[dict] = []  # {loader, suggested}
         self.ray_operators: list[dict] = []  # {index, name, tasks, blocks, wall_s}
-        self.ray_iterators: list[dict] = []  # {overall_s, init_s, blocked_s, user_s}
+        self.ray_iterators: list[dict] = []  # {overall_s, init_s, blocked_s, user_s, first_s}
         self.ray_split = False
         self._in_breakdown = False
 
     def feed(self, body: str) -> bool:
+        # both TensorFlow statements say "step time sampled": a line without it costs no search (most lines)
+        if ("sampled" in body or "SAMPLED" in body) and self._tf(body):
+            return True
+        if m := _TORCH_WORKERS.search(body):
+            if len(self.torch_workers) < MAX_ITEMS:
+                self.torch_workers.append({"workers": int(m.group(1)),
+                                           "suggested": int(m.group(2)) if m.group(2) else None})
+            return True
+        if m := _PL_FEW.search(body):
+            if len(self.lightning) < MAX_ITEMS:
+                n = m.group(2) or m.group(3)
+                self.lightning.append({"loader": m.group(1).strip(), "suggested": int(n) if n else None})
+            return True
+        return self._ray(body)
+
+    def _tf(self, body: str) -> bool:
         if (m := _TF_INPUT.search(body)) and float(m.group(2)) <= 100 and len(self.tf) < MAX_ITEMS:
             o = _TF_OTHERS.search(body)
             self.tf.append({"level": m.group(1).upper(), "input_share": float(m.group(2)) / 100,
@@ -83,16 +106,7 @@ class InputPipelineText:
             if self.tf and self.tf[-1]["others_share"] is None:
                 self.tf[-1]["others_share"] = float(m.group(1)) / 100
             return True
-        if m := _TORCH_WORKERS.search(body):
-            if len(self.torch_workers) < MAX_ITEMS:
-                self.torch_workers.append({"workers": int(m.group(1)), "suggested": int(m.group(2))})
-            return True
-        if m := _PL_FEW.search(body):
-            if len(self.lightning) < MAX_ITEMS:
-                n = m.group(2) or m.group(3)
-                self.lightning.append({"loader": m.group(1).strip(), "suggested": int(n) if n else None})
-            return True
-        return self._ray(body)
+        return False
 
     def _ray(self, body: str) -> bool:
         if _RAY_SPLIT.match(body):

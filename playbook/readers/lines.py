@@ -121,6 +121,7 @@ class _EventLines:
         self.root_cause = False  # under a ChildFailedError summary's "Root Cause" heading
         self.runtime = RuntimeLines(self._add, self.rows)
         self.resumes = restart_lines.ResumeLines(self._add, NAT)  # resume / worker-restart statements
+        self.previous = NAT  # the time of this line rank's last time-stamped line a scanner read
 
     def _add(self, ln: Line, kind: str, detail: str, duration: float = np.nan, host: str = "") -> int:
         """An event row; `host` "" for the file's host."""
@@ -284,9 +285,12 @@ class _EventLines:
             again = again or (open_ is not None and kind == "checkpoint" and _whole(self.rows[open_[0]]))
             if open_ is not None and open_[1] == self.steps.timed and not again:  # the section goes on
                 row = self.rows[open_[0]]
+                # spanned: the seconds are the section's lines' time stamps, not a stated duration
+                row["spanned"] = not (np.isfinite(duration) and kind == "checkpoint") and ln.time != NAT and \
+                    row["time"] != NAT
                 if np.isfinite(duration) and kind == "checkpoint":
                     row["duration_s"] = duration
-                elif ln.time != NAT and row["time"] != NAT:
+                elif row["spanned"]:
                     row["duration_s"] = max(0.0, (ln.time - row["time"]) / 1e9)
                 elif np.isfinite(duration):
                     row["duration_s"] = duration
@@ -298,6 +302,7 @@ class _EventLines:
             self.ended_eval.discard(key)
             self.open_eval[(kind, ln.rank)] = (self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration),
                                                self.steps.timed, _NUMBER.sub("#", body))
+            self.rows[-1]["previous"] = self.previous  # where a done line's save can have begun at the earliest
         else:
             self._add(ln, kind, f"line {ln.lineno}: {body.strip()}", duration)
         self.counts["events"] += 1
@@ -309,7 +314,7 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 def _whole(row: dict) -> bool:
     """A checkpoint section opened by a line that reported the save done and stated its seconds."""
-    return np.isfinite(row["duration_s"]) and marker_sections.reports_done(row["detail"])
+    return np.isfinite(row["duration_s"]) and not row.get("spanned") and marker_sections.reports_done(row["detail"])
 
 
 def _noise(body: str, in_trace: bool) -> tuple[str, bool]:
@@ -404,6 +409,9 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
     since_code = 3  # non-blank lines since the last source-code line
     total = 0
     last_step_line = 0  # the line of the last step record: what a run-ending event must come after
+    # rank -> the time of its last time-stamped line a scanner read (a step, an evaluation's or other section's line):
+    # a save reported done began after it (a line no scanner reads, a monitor's, may print during the save)
+    last_time: dict[int, int] = {}
     notes: list[str] = []  # the decoder's one-line notes (Latin-1 bytes, NULs dropped, a truncated stream)
     for lineno, raw in enumerate(lines if lines is not None else textio.iter_lines(path, notes=notes), start=1):
         total += 1
@@ -411,6 +419,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
             noise["blank"] += 1
             continue
         rank, t, body = prefix.split(raw)
+        events.previous = last_time.get(rank, NAT)
         ln = Line(lineno, raw, body, rank, t, prefix.host, prefix.uptime)
         if tables.feed(body):
             counts["profiler"] += 1
@@ -432,6 +441,8 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
                 examples.append(f"line {lineno}: a number too long to read")
             continue
         since_code = 3 if understood else since_code + 1
+        if understood and t != NAT:
+            last_time[rank] = t
         if understood:
             in_trace = False
             continue
@@ -536,12 +547,14 @@ def _bundle(src, host, total, steps, nccl, events, counts, noise, examples, prof
             "kind": [r["kind"] for r in ev], "duration_s": [r["duration_s"] for r in ev],
             "detail": [r["detail"] for r in ev], "source": src})
         windowed = res.get("windowed") or (steps.tqdm_lines and res.get("chosen") in ("(it/s)", "(s/it)"))
-        marker_sections.since_training(bundle, every_step=not windowed)
+        began = marker_sections.since_training(
+            bundle, every_step=not windowed, previous=np.array([r.get("previous", NAT) for r in ev], dtype=np.int64),
+            spanned=np.array([r.get("spanned", False) for r in ev], dtype=bool))
         marker_sections.until_training(bundle)
         if len(bundle.steps) and windowed:
             marker_sections.in_windows(bundle)
         elif len(bundle.steps):
-            marker_sections.after_last_step(bundle)
+            marker_sections.after_last_step(bundle, began)
     frame, skips, stats = nccl.result()
     if len(frame):
         bundle.nccl = frame

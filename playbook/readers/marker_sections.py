@@ -30,9 +30,11 @@ from playbook.model import schema
 # DeepSpeed `[Torch] Saved <path>.`, Megatron `successfully saved checkpoint from iteration N`, torchtitan `Finished
 # saving the checkpoint`, Keras ModelCheckpoint `saving model to` (present tense: not this), TF `Saved checkpoint
 # for step N`; a line that also says it is saving now (`Saving ...`) opens a section instead
-DONE = re.compile(r"\b(?:saved|written|wrote)\b|\bfinished (?:saving|writing)\b|\b(?:saving|save) (?:done|complete[d]?|"
-                  r"finished)\b", re.IGNORECASE)
-OPENS = re.compile(r"(?<!finished )(?<!done )\b(?:saving|writing|storing)\b", re.IGNORECASE)
+# (`Checkpoint saving done`, `Writing checkpoint done`: the present tense with its end is done, not opening)
+_END = r"(?: \w{1,40})? (?:done|complete[d]?|finished)\b"
+DONE = re.compile(r"\b(?:saved|written|wrote)\b|\bfinished (?:saving|writing)\b|\b(?:saving|save|writing|write)"
+                  + _END, re.IGNORECASE)
+OPENS = re.compile(r"(?<!finished )(?<!done )\b(?:saving|writing|storing)\b(?!" + _END + ")", re.IGNORECASE)
 
 
 def reports_done(detail: str) -> bool:
@@ -64,16 +66,24 @@ def _every_step(bundle: schema.Bundle, rank: int) -> bool:
     return bool((np.diff(nums) == 1).all())
 
 
-def since_training(bundle: schema.Bundle, every_step: bool = True) -> None:
+def since_training(bundle: schema.Bundle, every_step: bool = True, previous: np.ndarray | None = None,
+                   spanned: np.ndarray | None = None) -> dict[int, int]:
     """A checkpoint event without a duration whose line reports the save done lasts from the end of its rank's last
-    training step before it (see the module docstring); `every_step` False (a log of windows) does nothing."""
+    training step before it (see the module docstring); `every_step` False (a log of windows) does nothing.
+    `previous`: per event, the time (ns) of the last time-stamped line of its rank a scanner read before the event's
+    line (an evaluation's last line, a step's): the save began no earlier. `spanned`: per event, whether its seconds
+    are only its section's time stamps (MXNet's `Saved checkpoint to ...` then `Saved optimizer state to ...`): the
+    save ran from the step's end to its last line. Returns {event row: the start (ns) it measured from}
+    (after_last_step's `began_at`)."""
     ev, steps = bundle.events, bundle.steps
+    starts: dict[int, int] = {}
     if not every_step or not len(ev) or not len(steps):
-        return
-    todo = (ev["kind"] == "checkpoint") & ev["duration_s"].isna() & ev["time"].notna()
+        return starts
+    span = ev["duration_s"].notna().to_numpy() & (spanned if spanned is not None else False)
+    todo = (ev["kind"] == "checkpoint") & (ev["duration_s"].isna() | span) & ev["time"].notna()
     todo &= ev["detail"].astype(str).map(reports_done)
     if not todo.any():
-        return
+        return starts
     spans = _step_ends(steps)
     col = ev.columns.get_loc("duration_s")
     for i in np.flatnonzero(todo.to_numpy()):
@@ -84,7 +94,11 @@ def since_training(bundle: schema.Bundle, every_step: bool = True) -> None:
         t = ev["time"].iloc[i].value
         k = int(np.searchsorted(start, t, side="right"))  # the steps that began before the line
         if k and end[k - 1] <= t:
-            ev.iloc[i, col] = (t - end[k - 1]) / 1e9
+            began = max(end[k - 1], int(previous[i])) if previous is not None and previous[i] <= t else end[k - 1]
+            last = t + (ev.iat[i, col] * 1e9 if span[i] else 0.0)  # the section's last line
+            ev.iloc[i, col] = (last - began) / 1e9
+            starts[int(i)] = int(began)
+    return starts
 
 
 def until_training(bundle: schema.Bundle) -> None:
@@ -129,12 +143,23 @@ def in_windows(bundle: schema.Bundle) -> None:
         bundle.steps = schema.steps_frame({c: both[c].to_numpy() for c in both.columns})
 
 
-def after_last_step(bundle: schema.Bundle) -> None:
+def _between(ev: pd.DataFrame, rank: int, kind: str, first: int, last: int) -> bool:
+    """Whether a `kind` section of `rank` has its line between the rank's first step's start and last step's end."""
+    t = ev.loc[(ev["rank"] == rank) & (ev["kind"] == kind) & ev["time"].notna(), "time"]
+    t = t.to_numpy(dtype="datetime64[ns]").view(np.int64)
+    return bool(((t > first) & (t < last)).any())
+
+
+def after_last_step(bundle: schema.Bundle, began_at: dict[int, int] | None = None) -> None:
     """An evaluation or checkpoint with a duration that begins after its rank's last timed step ended is time no
     step row holds and no gap between two rows shows (a rank's wall time ends with its last row): where each row is
-    one step or one epoch (_every_step), it becomes a phase of that last step, whose time grows by it — the step's wall time up to the next step, as a log of windows or a
-    wall clock would count it (MXNet's `Epoch[0] Time cost=7.821`, then `Saved checkpoint` 157 s later: a 165 s
-    epoch, 157 s of it the save). Sections between two steps are left to the gaps between their rows."""
+    one step or one epoch (_every_step), it becomes a phase of that last step, whose time grows by it — the step's
+    wall time up to the next step, as a log of windows or a wall clock would count it (MXNet's `Epoch[0] Time
+    cost=7.821`, then `Saved checkpoint` 157 s later: a 165 s epoch, 157 s of it the save). Only a section that
+    recurs (one of its kind also between the rank's rows) or follows a lone row: after many rows with none between
+    them it is the run's end (a final test evaluation, the final save), not a stall of its steps. Sections between
+    two steps are left to the gaps between their rows. `began_at`: {event row: its start}, as since_training
+    measured it."""
     ev, st = bundle.events, bundle.steps
     if not len(ev) or not len(st):
         return
@@ -151,7 +176,13 @@ def after_last_step(bundle: schema.Bundle) -> None:
         # measured back from it), else its line's time
         done = g["detail"].astype(str).map(reports_done).to_numpy()
         began = np.where(done, t - (g["duration_s"].to_numpy(dtype=float) * 1e9).astype(np.int64), t)
+        began = np.array([(began_at or {}).get(int(ev.index.get_loc(i)), b)
+                          for i, b in zip(g.index, began, strict=True)], dtype=np.int64)
         after = began >= end.max() - 1_000_000  # (within a millisecond of the stamps' rounding)
+        # one section after many rows, none of its kind between them, is the run's end (a final evaluation or save),
+        # no stall its steps paid: only a section that recurs (or follows a lone epoch row) is taken
+        recurs = {kind: len(start) < 2 or _between(ev, int(rank), kind, start[0], end.max()) for kind in set(g["kind"])}
+        after &= g["kind"].map(recurs).to_numpy(dtype=bool)
         if not after.any():
             continue
         whole = st[(st["rank"] == rank) & (st["phase"] == "step") & st["time"].notna()]
