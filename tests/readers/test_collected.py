@@ -460,3 +460,12 @@ def test_a_quoted_paste_reads_without_its_quote_marks_and_its_bare_quote_lines_a
     plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.csv", "quoted.csv"))
     assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
     assert not got.warnings
+
+
+def test_an_nvidia_smi_table_indented_inside_a_log_keeps_its_gpu_rows(tmp_path):
+    """A record that pastes the table indented among its own lines (a code block in a run's notes, modded-nanogpt's
+    records): the table's reader knows the table as it is, so no dedent runs — it reads the rows at any indent."""
+    src = DATA / "zoo" / "modded_nanogpt_record.txt"
+    (tmp_path / src.name).write_text("".join(f"    {ln}" if ln.strip() else ln for ln in src.read_text().splitlines(True)))
+    plain, got = (read_paths([str(p)]) for p in (src, tmp_path / src.name))
+    assert len(got.telemetry) == len(plain.telemetry) == 8 and not got.warnings

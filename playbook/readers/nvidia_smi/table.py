@@ -140,8 +140,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     models: dict[int, str] = {}  # GPU -> its product name as the row prints it (a long one cut by nvidia-smi)
     modes: dict[int, str] = {}  # GPU -> its compute mode (Default, E. Process ...)
     for no, raw in enumerate(lines, start=1):
-        line = raw.rstrip()
-        if host is None and (w := _WATCH_HOST.match(line.strip())):
+        line = raw.strip()  # a table pasted indented (a code block, a quote) or inside a log's indented block
+        if host is None and (w := _WATCH_HOST.match(line)):
             host = w.group(1)
         if (d := _DATE.search(line)) and "|" not in line:
             date = d.group(0)
@@ -160,7 +160,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             continue
         if not in_gpus:
             continue
-        first = _GPU_ROW.match(line.strip() if headerless else line)
+        first = _GPU_ROW.match(line)
         if first is None:
             continue
         if headerless and rows["gpu"] and int(first.group(1)) <= rows["gpu"][-1]:
