@@ -6,8 +6,9 @@
   another user's or job's, not this job's: left out of the job like an unused GPU (analysis.job_members.job_gpus).
   The job's own empty contexts on it (0 MiB: a library touching every visible device) do not make it the job's.
 - Memory held by the dead: a process the driver lists under no name it can resolve (`Unknown Error`, `[Not Found]`)
-  holding memory is what a crashed or killed run left (a zombie, an orphaned DataLoader worker): the GPU is not free
-  for the next job, whatever it shows.
+  holding memory, beside processes it does name on the host, is what a crashed or killed run left (a zombie, an
+  orphaned DataLoader worker): the GPU is not free for the next job, whatever it shows. Where no process of the host
+  is named (nvidia-smi inside a container: host PIDs its /proc does not hold), the names say nothing of death.
 - Memory held while idle: at a moment the GPU is idle (≤ job_members.IDLE_PCT) with at least HELD_SHARE of its
   memory allocated: a process holds memory and does no work at that moment — a leftover, another user's idle
   process, or the job between two phases (one moment cannot tell them apart).
@@ -86,10 +87,15 @@ def other_owners(series: GpuSeries, sharing: dict[str, dict]) -> dict[str, str]:
 
 def dead_holders(sharing: dict[str, dict]) -> list[dict]:
     """[{gpu, pid, mem_mib, name}] for the processes listed under an unresolved name (UNRESOLVED) that hold
-    memory: what an exited run left holding the GPU."""
+    memory: what an exited run left holding the GPU — on a host where nvidia-smi names some other process. Where it
+    names none, the names are unresolved for the whole view, not for a dead process: nvidia-smi inside a container
+    is given host PIDs its /proc does not hold, and lists the job's own live processes as `[Not Found]`."""
+    named_hosts = {gid.rsplit(":", 1)[0] for gid, entry in sharing.items() for row in entry["processes"]
+                   if row.get("name") and row.get("name") not in UNRESOLVED}
     return [{"gpu": gid, "pid": row.get("pid"), "mem_mib": row.get("mem_mib"), "name": row.get("name")}
             for gid, entry in sharing.items() for row in entry["processes"]
-            if row.get("name") in UNRESOLVED and (row.get("mem_mib") or 0) > 0]
+            if row.get("name") in UNRESOLVED and (row.get("mem_mib") or 0) > 0
+            and gid.rsplit(":", 1)[0] in named_hosts]
 
 
 def held_idle(series: GpuSeries) -> list[dict]:
