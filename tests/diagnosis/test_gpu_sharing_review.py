@@ -66,3 +66,21 @@ def test_a_dead_process_among_named_ones_is_still_memory_pressure(tmp_path):
     d = _table(tmp_path / "box.txt", [(22010, 0), (21010, 0)],
                [(0, 55120, "[Not Found]", 22000), (1, 55121, "python", 21000)])
     assert d.hypotheses[0]["id"] == ids.MEMORY_PRESSURE and "box:0" in d.hypotheses[0]["names"]
+
+
+def test_a_data_parallel_jobs_own_idle_rank_is_not_another_users_gpu(tmp_path):
+    busy = [(40000, 97), (40000, 98), (40000, 96)]
+    d = _table(tmp_path / "ddp.txt", busy + [(30000, 0)],
+               [(g, 100 + g, "python", 39990) for g in range(3)] + [(3, 103, "python", 29990)], polls=20)
+    assert not any("another user's GPU" in w for w in d.warnings)
+    assert "ddp:3" in [g["id"] for g in d.gpus]
+    assert d.hypotheses[0]["id"] != ids.HEALTHY
+
+
+def test_another_programs_idle_gpu_is_still_left_out(tmp_path):
+    busy = [(40000, 97), (40000, 98), (40000, 96)]
+    d = _table(tmp_path / "shared.txt", busy + [(30000, 0)],
+               [(g, 100 + g, "python", 39990) for g in range(3)] + [(3, 9001, "/opt/blender/blender", 29990)],
+               polls=20)
+    assert any("ddp" not in w and "another user's GPU" in w for w in d.warnings)
+    assert "shared:3" not in [g["id"] for g in d.gpus]
