@@ -36,8 +36,8 @@ def per_gpu(bundle: schema.Bundle) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for _, section in schema.meta_sections(bundle.meta, schema.GPU_SHARING):
         host = str(section.get("host", ""))
-        for row in section.get("processes") or []:
-            out.setdefault(schema.gpu_id(host, row["gpu"]), {"processes": [], "mig": [], "mode": None})[
+        for row in section.get("processes") or []:  # a row's own host first (gpustat: several hosts in a file)
+            out.setdefault(schema.gpu_id(str(row.get("host") or host), row["gpu"]), {"processes": [], "mig": [], "mode": None})[
                 "processes"].append(row)
         for row in section.get("mig") or []:
             out.setdefault(schema.gpu_id(host, row["gpu"]), {"processes": [], "mig": [], "mode": None})["mig"].append(

@@ -84,3 +84,15 @@ def test_another_programs_idle_gpu_is_still_left_out(tmp_path):
                polls=20)
     assert any("ddp" not in w and "another user's GPU" in w for w in d.warnings)
     assert "shared:3" not in [g["id"] for g in d.gpus]
+
+
+def test_gpustat_of_two_hosts_leaves_out_only_the_other_users_gpu(tmp_path):
+    f = tmp_path / "cluster.txt"
+    f.write_text("nodeA                     Mon Feb  5 08:00:01 2024  545.23.08\n"
+                 "[0] NVIDIA L40S | 70°C, 99 % | 40000 / 46068 MB | alice(39990M)\n"
+                 "[1] NVIDIA L40S | 30°C,  0 % | 30000 / 46068 MB | alice(29990M)\n"
+                 "nodeB                     Mon Feb  5 08:00:02 2024  545.23.08\n"
+                 "[0] NVIDIA L40S | 70°C, 99 % | 40000 / 46068 MB | alice(39990M)\n"
+                 "[1] NVIDIA L40S | 30°C,  0 % | 30000 / 46068 MB | bob(29990M)\n")
+    d = diagnose(read_paths([str(f)]))
+    assert sorted(g["id"] for g in d.gpus) == ["nodeA:0", "nodeA:1", "nodeB:0"]

@@ -28,3 +28,20 @@ def test_a_logs_processes_section_leaves_its_step_lines_read(tmp_path):
     assert len(plain.steps) > 100
     assert len(with_section.steps) == len(plain.steps)
     assert any(k.startswith("gpu_sharing:") for k in with_section.meta)
+
+
+def test_gpustat_processes_belong_to_the_host_whose_header_they_follow(tmp_path):
+    # one gpustat query per host, one after the other (a loop over ssh): each host's processes are its own
+    f = tmp_path / "cluster.txt"
+    f.write_text("gpu-a.cluster.local      Mon Feb  5 08:00:01 2024  545.23.08\n"
+                 "[0] NVIDIA L40S | 70°C, 99 % | 40000 / 46068 MB | alice(39990M)\n"
+                 "[1] NVIDIA L40S | 30°C,  0 % | 30000 / 46068 MB | alice(29990M)\n"
+                 "gpu-b.cluster.local      Mon Feb  5 08:00:02 2024  545.23.08\n"
+                 "[0] NVIDIA L40S | 70°C, 99 % | 40000 / 46068 MB | alice(39990M)\n"
+                 "[1] NVIDIA L40S | 30°C,  0 % | 30000 / 46068 MB | bob(29990M)\n")
+    b = read_paths([str(f)])
+    hosts = sorted(b.telemetry["host"].astype(str).unique())
+    from playbook.analysis.gpu_sharing import per_gpu
+    held = {gid: sorted(r["user"] for r in e["processes"]) for gid, e in per_gpu(b).items()}
+    assert held == {f"{hosts[0]}:0": ["alice"], f"{hosts[0]}:1": ["alice"], f"{hosts[1]}:0": ["alice"],
+                    f"{hosts[1]}:1": ["bob"]}
