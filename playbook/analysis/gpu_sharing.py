@@ -93,13 +93,14 @@ def other_owners(series: GpuSeries, sharing: dict[str, dict]) -> dict[str, str]:
 
 
 def dead_holders(sharing: dict[str, dict]) -> list[dict]:
-    """[{gpu, pid, mem_mib, name}] for the processes listed under an unresolved name (UNRESOLVED) that hold
-    memory: what an exited run left holding the GPU — on a host where nvidia-smi names some other process. Where it
+    """[{gpu, pid, mem_mib, name, alone}] for the processes listed under an unresolved name (UNRESOLVED) that hold
+    memory (`alone`: no process of their GPU is named): what an exited run left holding the GPU — on a host where nvidia-smi names some other process. Where it
     names none, the names are unresolved for the whole view, not for a dead process: nvidia-smi inside a container
     is given host PIDs its /proc does not hold, and lists the job's own live processes as `[Not Found]`."""
     named_hosts = {gid.rsplit(":", 1)[0] for gid, entry in sharing.items() for row in entry["processes"]
                    if row.get("name") and row.get("name") not in UNRESOLVED}
-    return [{"gpu": gid, "pid": row.get("pid"), "mem_mib": row.get("mem_mib"), "name": row.get("name")}
+    return [{"gpu": gid, "pid": row.get("pid"), "mem_mib": row.get("mem_mib"), "name": row.get("name"),
+             "alone": all(r.get("name") in UNRESOLVED for r in entry["processes"])}
             for gid, entry in sharing.items() for row in entry["processes"]
             if row.get("name") in UNRESOLVED and (row.get("mem_mib") or 0) > 0
             and gid.rsplit(":", 1)[0] in named_hosts]

@@ -96,3 +96,11 @@ def test_gpustat_of_two_hosts_leaves_out_only_the_other_users_gpu(tmp_path):
                  "[1] NVIDIA L40S | 30°C,  0 % | 30000 / 46068 MB | bob(29990M)\n")
     d = diagnose(read_paths([str(f)]))
     assert sorted(g["id"] for g in d.gpus) == ["nodeA:0", "nodeA:1", "nodeB:0"]
+
+
+def test_a_busy_gpu_whose_only_process_is_unresolved_is_no_dead_run(tmp_path):
+    # one name resolved on the host (a PID that the container happens to hold too), the other GPU's process not:
+    # a dead process computes nothing, so the busy GPU's only process is alive
+    d = _table(tmp_path / "pod2.txt", [(70000, 99), (70000, 98)],
+               [(0, 3712004, "[Not Found]", 69990), (1, 1611, "python", 69990)])
+    assert not any(h["id"] == ids.MEMORY_PRESSURE for h in d.hypotheses)
