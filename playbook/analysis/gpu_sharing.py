@@ -2,12 +2,14 @@
 `user(memM)`; schema.GPU_SHARING), its MIG slices and compute mode mean for the job's GPU time.
 
 - Another owner's GPU: a GPU idle throughout whose memory is held, for at least OWNER_SHARE of what its processes
-  hold, by owners (gpustat's users, else process ids) that hold nothing on any working GPU of the recording, is
-  another user's or job's, not this job's: left out of the job like an unused GPU (analysis.job_members.job_gpus).
-  The job's own empty contexts on it (0 MiB: a library touching every visible device) do not make it the job's.
+  hold, by owners (gpustat's users, else the programs nvidia-smi names: a job's ranks are processes of their own,
+  one program) that hold nothing on any working GPU of the recording, is another user's or job's, not this job's:
+  left out of the job like an unused GPU (analysis.job_members.job_gpus). The job's own empty contexts on it (0 MiB:
+  a library touching every visible device) do not make it the job's.
 - Memory held by the dead: a process the driver lists under no name it can resolve (`Unknown Error`, `[Not Found]`)
-  holding memory is what a crashed or killed run left (a zombie, an orphaned DataLoader worker): the GPU is not free
-  for the next job, whatever it shows.
+  holding memory, beside processes it does name on the host, is what a crashed or killed run left (a zombie, an
+  orphaned DataLoader worker): the GPU is not free for the next job, whatever it shows. Where no process of the host
+  is named (nvidia-smi inside a container: host PIDs its /proc does not hold), the names say nothing of death.
 - Memory held while idle: at a moment the GPU is idle (≤ job_members.IDLE_PCT) with at least HELD_SHARE of its
   memory allocated: a process holds memory and does no work at that moment — a leftover, another user's idle
   process, or the job between two phases (one moment cannot tell them apart).
@@ -34,8 +36,8 @@ def per_gpu(bundle: schema.Bundle) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for _, section in schema.meta_sections(bundle.meta, schema.GPU_SHARING):
         host = str(section.get("host", ""))
-        for row in section.get("processes") or []:
-            out.setdefault(schema.gpu_id(host, row["gpu"]), {"processes": [], "mig": [], "mode": None})[
+        for row in section.get("processes") or []:  # a row's own host first (gpustat: several hosts in a file)
+            out.setdefault(schema.gpu_id(str(row.get("host") or host), row["gpu"]), {"processes": [], "mig": [], "mode": None})[
                 "processes"].append(row)
         for row in section.get("mig") or []:
             out.setdefault(schema.gpu_id(host, row["gpu"]), {"processes": [], "mig": [], "mode": None})["mig"].append(
@@ -50,11 +52,17 @@ def owner(row: dict) -> str:
     return str(row.get("user") or row.get("pid") or "?")
 
 
-def _held(rows: list[dict]) -> dict[str, float]:
-    """Memory (MiB) each owner holds among `rows` (a row without a figure counts 0)."""
+def party(row: dict) -> str:
+    """Whose job a process row may be told apart by: gpustat's user, else the program nvidia-smi names — not its
+    process id (every rank of a data-parallel job is a process of its own: a rank's GPU is not another's)."""
+    return str(row.get("user") or row.get("name") or row.get("pid") or "?")
+
+
+def _held(rows: list[dict], key=owner) -> dict[str, float]:
+    """Memory (MiB) each owner (`key`) holds among `rows` (a row without a figure counts 0)."""
     out: dict[str, float] = {}
     for row in rows:
-        out[owner(row)] = out.get(owner(row), 0.0) + float(row.get("mem_mib") or 0.0)
+        out[key(row)] = out.get(key(row), 0.0) + float(row.get("mem_mib") or 0.0)
     return out
 
 
@@ -69,12 +77,12 @@ def other_owners(series: GpuSeries, sharing: dict[str, dict]) -> dict[str, str]:
     mine: set[str] = set()
     for gid, busy in ((g, not i) for g, i in idle.items()):
         if busy and gid in sharing:
-            mine |= {o for o, mib in _held(sharing[gid]["processes"]).items() if mib > 0}
+            mine |= {o for o, mib in _held(sharing[gid]["processes"], party).items() if mib > 0}
     if not mine:
         return {}
     out: dict[str, str] = {}
     for gid, is_idle in idle.items():
-        held = _held(sharing.get(gid, {}).get("processes") or [])
+        held = _held(sharing.get(gid, {}).get("processes") or [], party)
         total = sum(held.values())
         others = {o: mib for o, mib in held.items() if o not in mine}
         if is_idle and total > 0 and sum(others.values()) >= OWNER_SHARE * total:
@@ -85,11 +93,17 @@ def other_owners(series: GpuSeries, sharing: dict[str, dict]) -> dict[str, str]:
 
 
 def dead_holders(sharing: dict[str, dict]) -> list[dict]:
-    """[{gpu, pid, mem_mib, name}] for the processes listed under an unresolved name (UNRESOLVED) that hold
-    memory: what an exited run left holding the GPU."""
-    return [{"gpu": gid, "pid": row.get("pid"), "mem_mib": row.get("mem_mib"), "name": row.get("name")}
+    """[{gpu, pid, mem_mib, name, alone}] for the processes listed under an unresolved name (UNRESOLVED) that hold
+    memory (`alone`: no process of their GPU is named): what an exited run left holding the GPU — on a host where nvidia-smi names some other process. Where it
+    names none, the names are unresolved for the whole view, not for a dead process: nvidia-smi inside a container
+    is given host PIDs its /proc does not hold, and lists the job's own live processes as `[Not Found]`."""
+    named_hosts = {gid.rsplit(":", 1)[0] for gid, entry in sharing.items() for row in entry["processes"]
+                   if row.get("name") and row.get("name") not in UNRESOLVED}
+    return [{"gpu": gid, "pid": row.get("pid"), "mem_mib": row.get("mem_mib"), "name": row.get("name"),
+             "alone": all(r.get("name") in UNRESOLVED for r in entry["processes"])}
             for gid, entry in sharing.items() for row in entry["processes"]
-            if row.get("name") in UNRESOLVED and (row.get("mem_mib") or 0) > 0]
+            if row.get("name") in UNRESOLVED and (row.get("mem_mib") or 0) > 0
+            and gid.rsplit(":", 1)[0] in named_hosts]
 
 
 def held_idle(series: GpuSeries) -> list[dict]:

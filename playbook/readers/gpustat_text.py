@@ -75,17 +75,20 @@ def _fields(middle: str) -> dict[str, str]:
 
 def _records(stream, skips: schema.SkipCounter, procs: list[dict] | None = None):
     header: dict[str, str] = {}
-    snapshot, last = 0, -1
+    polls: dict[str | None, tuple[int, int]] = {}  # host -> (its snapshot, its last GPU index)
     for no, raw in enumerate(stream, start=1):
         line = _unframe(strip_text_escapes(raw.decode("utf-8", "replace")).strip())
         if not line or ("-" in line and set(line) <= _RULE):
             continue
         gpu = _GPU.match(line)
         if gpu:
-            index = int(gpu.group(1))
-            snapshot, last = snapshot + (index <= last), index
-            if procs is not None:
-                procs += [{**p, "gpu": index, "type": "", "snapshot": snapshot} for p in _processes(gpu.group(6))]
+            index, host = int(gpu.group(1)), header.get("hostname")
+            snapshot, last = polls.get(host, (0, -1))
+            snapshot = snapshot + (index <= last)
+            polls[host] = (snapshot, index)
+            if procs is not None:  # each host's own (a file of several hosts' queries, one after the other)
+                procs += [{**p, "gpu": index, "type": "", "host": host, "snapshot": snapshot}
+                          for p in _processes(gpu.group(6))]
             yield no, {**header, "index": gpu.group(1), **_fields(gpu.group(3)), "memory.used": gpu.group(4),
                        "memory.total": gpu.group(5)}
             continue

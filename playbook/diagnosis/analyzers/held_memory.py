@@ -37,6 +37,12 @@ class HeldMemory(Analyzer):
         if dead_ones and len(tele) and "mem_total_mib" in tele:  # each GPU's memory size: its last stated value
             last = tele.groupby(["host", "gpu"], observed=True, sort=False)["mem_total_mib"].last().dropna()
             totals = {f"{h}:{g}": float(t) for (h, g), t in last.items()}
+        if any(d["alone"] for d in dead_ones) and len(tele) and "util_pct" in tele:
+            # a GPU busy at its last poll whose only processes are unresolved: they do its work, so they live
+            # (another PID namespace), whatever the host resolves
+            util = tele.groupby(["host", "gpu"], observed=True, sort=False)["util_pct"].last().dropna()
+            busy = {f"{h}:{g}" for (h, g), u in util.items() if u > IDLE_PCT}
+            dead_ones = [d for d in dead_ones if not (d["alone"] and d["gpu"] in busy)]
         for d in dead_ones:
             total = totals.get(d["gpu"])
             weight = impact(d["mem_mib"] / total) if total else DEAD_WEIGHT

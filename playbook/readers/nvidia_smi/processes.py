@@ -99,17 +99,18 @@ def sections(lines: list[str]) -> tuple[list[dict], list[dict]]:
 
 
 def last_snapshot(rows: list[dict]) -> list[dict]:
-    """The rows of the last snapshot (a log of tables lists the processes of every poll: the last is the state)."""
-    if not rows:
-        return []
-    last = max(r["snapshot"] for r in rows)
-    return [r for r in rows if r["snapshot"] == last]
+    """The rows of the last snapshot (a log of tables lists the processes of every poll: the last is the state),
+    each host's own where a row names its host (gpustat: several hosts' queries in one file)."""
+    last: dict[object, int] = {}
+    for r in rows:
+        last[r.get("host")] = max(last.get(r.get("host"), r["snapshot"]), r["snapshot"])
+    return [r for r in rows if r["snapshot"] == last[r.get("host")]]
 
 
 def attach(bundle: schema.Bundle, src: str, host: str, procs: list[dict], slices: list[dict],
            modes: dict[int, str]) -> schema.Bundle:
     """`bundle` with what the input says of each GPU's sharing (the last snapshot's processes and MIG slices, the
-    compute modes) in its meta, and schema.GPU_PROCESSES filled with each GPU's process ids (where listed)."""
+    compute modes; a process row's own host, where it names one, before `host`) in its meta, and schema.GPU_PROCESSES filled with each GPU's process ids (where listed)."""
     procs, slices = last_snapshot(procs), last_snapshot(slices)
     if not (procs or slices or any(m != "Default" for m in modes.values())):
         return bundle
@@ -118,7 +119,7 @@ def attach(bundle: schema.Bundle, src: str, host: str, procs: list[dict], slices
     with_pid = [row for row in procs if row.get("pid")]
     listed = bundle.meta.setdefault(schema.GPU_PROCESSES, {}) if with_pid else {}
     for row in with_pid:
-        pids = listed.setdefault(schema.gpu_id(host, row["gpu"]), [])
+        pids = listed.setdefault(schema.gpu_id(row.get("host") or host, row["gpu"]), [])
         if row["pid"] not in pids:
             pids.append(row["pid"])
     return bundle

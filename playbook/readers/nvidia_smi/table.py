@@ -186,7 +186,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if not snapshots and procs:  # a Processes section alone: who holds each GPU, no GPU rows
         alone = schema.Bundle(inputs=[src], warnings=notes + [
             f"{src}: an nvidia-smi Processes section alone: {len(procs)} processes, no GPU rows (no utilization)"])
-        return processes.attach(alone, src, host or textio.host_from_path(path), procs, [], {})
+        alone = processes.attach(alone, src, host or textio.host_from_path(path), procs, [], {})
+        return _with_log_lines(path, lines, alone, tz)  # a job's log that printed the section: its lines too
     if not snapshots:
         raise InputError(f"{src}: no '| NVIDIA-SMI ...' banner found: not an nvidia-smi table log")
     snap = np.asarray(rows["snapshot"], dtype=np.int64)
