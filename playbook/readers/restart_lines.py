@@ -22,6 +22,10 @@ Two kinds of event, each from the tools' own print statements:
                     #19377: "resume finished, taken 22534.1 seconds")
                   Without a stated start, the first step record with a step keyword after the load is where the
                   resumed count starts (a progress bar's count is no run counter: it may restart at 0 on resume).
+                  No resume: fvcore's load with no `Loading optimizer/scheduler/... from` after it (MODEL.WEIGHTS
+                  without --resume: a fine-tune counting from 0), Lightning's "Loaded model weights from the checkpoint
+                  at" (test / validate after fit), and a fresh run's first load (no step before it, a checkpoint of
+                  no step or step 0, the count starting at 0 or 1: pretrained weights or a seed checkpoint).
   worker_restart  a launcher stopping every worker to start them again: torchelastic's agent (api.py) "[default]
                   Worker group FAILED. 3/3 attempts left; will restart worker group" and "[default] Detected 1 new
                   nodes from group_rank=0; will restart worker group" (a membership change); nvidia-resiliency-ext's
@@ -55,6 +59,12 @@ _LOADS = (
     re.compile(r"\b(?:Restoring states from the checkpoint path|Restored all states from the checkpoint(?: file)?) "
                r"at (?P<path>\S{1,300})"),
 )
+# fvcore's Checkpointer loading the trainer's state beside the model (`Loading optimizer from PATH ...`): only a resume
+# does (resume_or_load(resume=False) loads MODEL.WEIGHTS with checkpointables=[]: a fine-tune, its count from 0)
+_FVCORE_PART = re.compile(r"^\s*Loading \w{1,40} from \S{1,300} \.\.\.\s*$")
+# Lightning's test / validate / predict restoring a checkpoint: its weights only, no training resumed
+# (checkpoint_connector.resume_end: "Loaded model weights" where a fit says "Restored all states")
+_WEIGHTS_ONLY = re.compile(r"\bLoaded model weights from the checkpoint at\b")
 _CONTINUING = re.compile(r"\bContinuing training from (?:checkpoint\b|epoch \d{1,9}\b)")  # HF: the resume's first lines
 _CONTINUES = re.compile(r"\bContinuing training from global step (?P<step>\d{1,12})\b")  # HF: the run goes on from G
 _SKIPS = re.compile(r"\bWill skip the first (?P<epochs>\d{1,9}) epochs then the first (?P<batches>\d{1,12}) batches")
@@ -137,8 +147,14 @@ class ResumeLines:
                 if path is not None and loaded is None and path.replace("\\", "/").rsplit("/", 1)[-1].startswith("."):
                     return False  # a tuner's temporary checkpoint, no resume
                 self._close_resume()
-                self.resume = {"ln": ln, "loaded": loaded, "before": self.before}
+                self.resume = {"ln": ln, "loaded": loaded, "before": self.before, "weights": pat is _LOADS[1]}
                 return True
+        if self.resume is not None and self.resume.get("weights") and _FVCORE_PART.search(body):
+            self.resume["weights"] = False  # the optimizer / scheduler / iteration too: a resume
+            return True
+        if _WEIGHTS_ONLY.search(body):
+            self.resume = None  # a test or validation loading weights after (or instead of) training
+            return True
         if _CONTINUING.search(body):
             if self.resume is None:
                 self.resume = {"ln": ln, "loaded": None, "before": self.before}
@@ -209,6 +225,9 @@ class ResumeLines:
             return
         words = []
         loaded, start = r.get("loaded"), r.get("start", r.get("start_seen"))
+        if r.get("weights") or ("weights" in r and not r.get("before") and not loaded and start is not None
+                                and start <= 1 and not r.get("skipped") and not r.get("continues")):
+            return  # the model's weights alone (a fine-tune), or a fresh run's initial load (pretrained, a step-0 seed)
         if loaded is not None:
             words.append(f"resumed from a checkpoint of step {loaded}")
         words += self._again(r, start, loaded)

@@ -1,0 +1,76 @@
+"""Healthy runs whose lines merely look like a resume (readers/restart_lines.py): a fresh fine-tune loading its
+initial weights (torchtitan's initial load, a step-0 seed checkpoint; detectron2 / fvcore with MODEL.WEIGHTS and no
+resume: no optimizer or scheduler loaded), and Lightning's test / validate loading a checkpoint's weights after fit.
+LABELED SYNTHETIC: lines written from the tools' format strings (torchtitan checkpoint.py / train.py, fvcore
+checkpoint.py `Loading {key} from {path} ...`, Lightning checkpoint_connector `Loaded model weights from the
+checkpoint at`), not from the heldout excerpts."""
+
+from __future__ import annotations
+
+import pytest
+
+from playbook.diagnosis import diagnose
+from playbook.knowledge import ids
+from playbook.readers import lines, read_paths, restart_lines
+
+
+def _events(tmp_path, text: str):
+    p = tmp_path / "train.log"
+    p.write_text(text)
+    ev = lines.read(str(p)).events
+    return ev[ev["kind"].isin(["resume", "worker_restart"])].reset_index(drop=True)
+
+
+def _titan(path: str, start: int = 1) -> str:
+    head = (f"[rank0]:[titan] 2026-05-18 16:08:01,100 - root - INFO - Loading the checkpoint from {path}.\n"
+            "[rank0]:[titan] 2026-05-18 16:10:04,310 - root - INFO - Finished loading the checkpoint in 123.21 seconds.\n"
+            f"[rank0]:[titan] 2026-05-18 16:10:04,400 - root - INFO - Training starts at step {start}, with local batch "
+            "size 8, global batch size 16, sequence length 2048, total steps 100 (warmup 2)\n")
+    return head + "".join(f"[rank0]:[titan] 2026-05-18 16:11:{i:02d},500 - root - INFO - step: {start + i}  loss:  2.79"
+                          "  memory:  9.46GiB(64.99%)  tps: 7,265\n" for i in range(40))
+
+
+@pytest.mark.parametrize("path", ["/models/Llama-3.1-70B/original", "./outputs/checkpoint/step-0"])
+def test_a_fresh_runs_initial_weights_load_is_no_restart(tmp_path, path):
+    assert _events(tmp_path, _titan(path)).empty
+    p = tmp_path / "t.log"
+    p.write_text(_titan(path))
+    assert diagnose(read_paths([str(p)])).hypotheses[0]["id"] != ids.RESTART_LOSS
+
+
+def test_a_slow_load_that_resumes_a_later_step_stays_a_resume(tmp_path):
+    ev = _events(tmp_path, _titan("./outputs/checkpoint/step-400", start=401))
+    assert restart_lines.figures(ev["detail"][0])["took"] == pytest.approx(123.21)
+
+
+D2 = """\
+[11/02 08:00:01 fvcore.common.checkpoint]: [Checkpointer] Loading from ./output/model_0089999.pth ...
+{parts}[11/02 08:00:03 d2.engine.train_loop]: Starting training from iteration 0
+[11/02 08:00:40 d2.utils.events]:  eta: 1 day, 2:00:00  iter: 19  total_loss: 0.61  time: 0.5100  data_time: 0.0100  lr: 0.02  max_mem: 5000M
+[11/02 08:00:50 d2.utils.events]:  eta: 1 day, 2:00:00  iter: 39  total_loss: 0.60  time: 0.5100  data_time: 0.0100  lr: 0.02  max_mem: 5000M
+"""
+PARTS = ("[11/02 08:00:02 fvcore.common.checkpoint]: Loading optimizer from ./output/model_0089999.pth ...\n"
+         "[11/02 08:00:02 fvcore.common.checkpoint]: Loading scheduler from ./output/model_0089999.pth ...\n")
+
+
+def test_detectron2_weights_without_the_trainer_state_are_a_fine_tune(tmp_path):
+    # resume_or_load(resume=False): fvcore loads MODEL.WEIGHTS with checkpointables=[] (no optimizer / scheduler line)
+    assert _events(tmp_path, D2.format(parts="")).empty
+
+
+def test_detectron2_resume_that_loads_the_trainer_state_counts_again(tmp_path):
+    ev = _events(tmp_path, D2.format(parts=PARTS))
+    assert restart_lines.figures(ev["detail"][0])["redone"] == 90000
+
+
+def test_lightning_test_after_fit_loads_weights_not_a_resume(tmp_path):
+    fit = "".join(f"2026-01-01 10:{i // 60:02d}:{i % 60:02d},000 INFO step {i * 10} loss 1.{i:02d}\n" for i in range(60))
+    text = (fit + "2026-01-01 10:03:30,000 INFO Restoring states from the checkpoint path at /ck/epoch=2-step=300.ckpt\n"
+            "2026-01-01 10:03:30,000 INFO Loaded model weights from the checkpoint at /ck/epoch=2-step=300.ckpt\n"
+            "2026-01-01 10:03:35,000 INFO step 0 test_loss 1.2\n")
+    assert _events(tmp_path, text).empty
+
+
+def test_a_stated_resume_before_step_one_stays_a_resume(tmp_path):
+    ev = _events(tmp_path, "resume finished, taken 812.5 seconds\n2026-01-01 10:00:00 step 1 loss 2.0 time 1.0\n")
+    assert restart_lines.figures(ev["detail"][0])["took"] == pytest.approx(812.5)
