@@ -85,6 +85,7 @@ _REDONE = re.compile(r"(\d+) steps? computed again")
 _SKIPPED = re.compile(r"fast-forwards (\d+) batches")
 _TOOK_WORDS = re.compile(r"the resume took ([\d.]+) s")
 _DOWN = re.compile(r"(at least )?([\d.]+) s without a step")
+_FIRST = re.compile(r"its first step record came ([\d.]+) s after the load")
 
 
 def step_in_name(path: str) -> int | None:
@@ -99,9 +100,10 @@ def step_in_name(path: str) -> int | None:
 
 def figures(detail: str) -> dict[str, float]:
     """The figures a restart event's detail states: redone (steps computed again), skipped (batches fast-forwarded),
-    took (seconds the resume took), down (seconds until the workers stepped again; down_open: at least)."""
+    took (seconds the resume took), down (seconds until the workers stepped again; down_open: at least), first
+    (seconds from the load to the first step record: at most the fast-forward's and the reload's)."""
     out: dict[str, float] = {}
-    for key, pat in (("redone", _REDONE), ("skipped", _SKIPPED), ("took", _TOOK_WORDS)):
+    for key, pat in (("redone", _REDONE), ("skipped", _SKIPPED), ("took", _TOOK_WORDS), ("first", _FIRST)):
         if m := pat.search(detail):
             out[key] = float(m.group(1))
     if m := _DOWN.search(detail):

@@ -7,7 +7,7 @@ What a restart costs each GPU, against the what-if of a run that never stopped:
     stated and the seconds are not);
   - a resume's own stated seconds (the data fast-forward, the checkpoint load: "resume finished, taken 22534 s");
   - a fast-forward of B batches without a stated duration: the GPUs wait while the loader replays them (its seconds
-    unknown: stated, not priced);
+    unknown: stated, not priced; a first step record within CHEAP_RESUME_S of the load bounds it: cheap);
   - the time without a step from the last step before the restart to the first after (the downtime: the
     relaunch, a requeue's wait, the reload; a stated resume time is part of it, not added to it);
   - a launcher's worker restart the log ends on: at least the time it shows, the rest in no line (not priced).
@@ -64,8 +64,10 @@ def restart_findings(events: pd.DataFrame, steps: pd.DataFrame | None, observed_
         cost = max(took, f.get("down", 0.0))
         if kind != "resume" and f.get("down_open", 1.0):
             unpriced = True  # the log ends before the workers step again: the rest of the wait is in no line
-        elif not (redone or skipped or cost >= CHEAP_RESUME_S):
-            continue  # resumed where it stopped, no fast-forward, back within a minute: a cheap restart
+        elif not (redone or cost >= CHEAP_RESUME_S or (skipped and f.get("first", np.inf) >= CHEAP_RESUME_S)):
+            # resumed where it stopped, back within a minute (a fast-forward whose first step came within it too:
+            # the skip lies before that step): a cheap restart
+            continue
         if redone:
             if step_s is not None:
                 cost += redone * step_s
