@@ -74,3 +74,13 @@ def test_lightning_test_after_fit_loads_weights_not_a_resume(tmp_path):
 def test_a_stated_resume_before_step_one_stays_a_resume(tmp_path):
     ev = _events(tmp_path, "resume finished, taken 812.5 seconds\n2026-01-01 10:00:00 step 1 loss 2.0 time 1.0\n")
     assert restart_lines.figures(ev["detail"][0])["took"] == pytest.approx(812.5)
+
+
+@pytest.mark.parametrize("fmt", ["Epoch {e} step {i} loss 0.5", "epoch: {e}, batch: {i}, loss: 0.5",
+                                 "Epoch {e} | Step {i}/300 | loss 0.5"])
+def test_a_counter_within_its_epoch_is_no_run_count_after_a_resume(tmp_path, fmt):
+    # Lightning resumed at step 1200 (epoch 3's end); the script prints its batch within epoch 4: 0, 10, ...
+    out = ["2024-05-01 10:00:00,000 INFO Restored all states from the checkpoint at /ck/epoch=3-step=1200.ckpt"]
+    out += [f"2024-05-01 10:00:{5 + i // 10:02d},000 INFO " + fmt.format(e=4, i=i) for i in range(0, 300, 10)]
+    ev = _events(tmp_path, "\n".join(out) + "\n")
+    assert not any("redone" in restart_lines.figures(d) for d in ev["detail"])
