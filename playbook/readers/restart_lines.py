@@ -22,7 +22,7 @@ Two kinds of event, each from the tools' own print statements:
                     #19377: "resume finished, taken 22534.1 seconds")
                   Without a stated start, the first step record with a step keyword after the load is where the
                   resumed count starts (a progress bar's count is no run counter: it may restart at 0 on resume;
-                  nor, in a log that begins with the resume, a record naming its epoch: it may count within it).
+                  nor a record naming its epoch: it may count within it, not on the checkpoint's scale).
                   No resume: fvcore's load with no `Loading optimizer/scheduler/... from` after it (MODEL.WEIGHTS
                   without --resume: a fine-tune counting from 0), Lightning's "Loaded model weights from the checkpoint
                   at" (test / validate after fit), and a fresh run's first load (no step before it, a checkpoint of
@@ -72,8 +72,8 @@ _SKIPS = re.compile(r"\bWill skip the first (?P<epochs>\d{1,9}) epochs then the 
 _STARTS = re.compile(r"\b(?:Training starts at step|Starting training from iteration) (?P<step>\d{1,12})\b")
 _TOOK = re.compile(r"\b(?:resum(?:e|ed|ing)\b|finished loading the checkpoint\b).{0,60}?\b(?:took|taken|in)\s?:?\s?"
                    r"(?P<s>\d{1,9}(?:\.\d{1,20})?)\s?(?:s|sec|secs|seconds)\b", re.IGNORECASE)
-# a step record that names its epoch (`Epoch 4 step 0`, `epoch: 4, batch: 0`) may count within that epoch: with no
-# step before the resume to place it, its count is no run count
+# a step record that names its epoch (`Epoch 4 step 0`, `epoch: 4, batch: 0`) may count within that epoch (the
+# grammar counts such records from the log's first epoch): no run count to set against a checkpoint's global step
 _EPOCH_WORD = re.compile(r"\bepoch\b", re.IGNORECASE)
 _WORKER_RESTART = re.compile(r"\bwill restart worker group\b|\bWorker group FAILED\b.{0,80}\battempts left\b")
 # torchelastic's etcd rendezvous (etcd_rendezvous.py) giving up on a round while the workers wait to restart: "Keep-alive
@@ -193,7 +193,7 @@ class ResumeLines:
         if self.resume is not None:
             r = self.resume
             if ("start" not in r and keyword and step is not None and not r.get("continues")
-                    and not (r.get("before") is None and _EPOCH_WORD.search(ln.body))):
+                    and not _EPOCH_WORD.search(ln.body)):
                 r["start_seen"] = step
             if ln.time != self.nat and r["ln"].time != self.nat:
                 r["first_after"] = (ln.time - r["ln"].time) / 1e9

@@ -84,3 +84,13 @@ def test_a_counter_within_its_epoch_is_no_run_count_after_a_resume(tmp_path, fmt
     out += [f"2024-05-01 10:00:{5 + i // 10:02d},000 INFO " + fmt.format(e=4, i=i) for i in range(0, 300, 10)]
     ev = _events(tmp_path, "\n".join(out) + "\n")
     assert not any("redone" in restart_lines.figures(d) for d in ev["detail"])
+
+
+def test_a_counter_within_its_epoch_is_no_run_count_after_steps_either(tmp_path):
+    # epoch 3's batches 0..290, a requeue, Lightning restores step 1200 (a global step: another scale than the
+    # log's own count from its first epoch), epoch 4's batches from 0: the count went on, nothing computed again
+    out = [f"2024-05-01 10:00:{i // 10:02d},000 INFO Epoch 3 step {i} loss 0.5" for i in range(0, 300, 10)]
+    out += ["2024-05-01 10:01:00,000 INFO Restored all states from the checkpoint at /ck/epoch=3-step=1200.ckpt"]
+    out += [f"2024-05-01 10:01:{5 + i // 10:02d},000 INFO Epoch 4 step {i} loss 0.5" for i in range(0, 300, 10)]
+    ev = _events(tmp_path, "\n".join(out) + "\n")
+    assert not any("redone" in restart_lines.figures(d) for d in ev["detail"])
