@@ -88,8 +88,13 @@ _WHY = ((re.compile(r"Detected (\d+) new nodes?"), "a node joined (a membership 
 _REDONE = re.compile(r"(\d+) steps? computed again")
 _SKIPPED = re.compile(r"fast-forwards (\d+) batches")
 _TOOK_WORDS = re.compile(r"the resume took ([\d.]+) s")
-_DOWN = re.compile(r"(at least )?([\d.]+) s without a step")
+_DOWN = re.compile(r"(at least )?(?<![\w.+-])([\d.]+) s without a step")
 _FIRST = re.compile(r"its first step record came ([\d.]+) s after the load")
+
+
+def _secs(x: float) -> str:
+    """Seconds as figures() reads them back: plain digits, never an exponent (`{:.4g}` writes 5 h as 1.8e+04)."""
+    return (f"{x:.1f}" if abs(x) >= 1000 else f"{x:.4f}").rstrip("0").rstrip(".") or "0"
 
 
 def step_in_name(path: str) -> int | None:
@@ -222,7 +227,7 @@ class ResumeLines:
             words.append(f"its count {how} step {start}: {top - start + 1} step{'s' if top - start else ''} computed again")
         before, first = r.get("before"), r.get("first")
         if before and first and before[1] != self.nat and first[1] != self.nat and first[1] >= before[1]:
-            words.append(f"{(first[1] - before[1]) / 1e9:.4g} s without a step (from the last step before it to "
+            words.append(f"{_secs((first[1] - before[1]) / 1e9)} s without a step (from the last step before it to "
                          "the first after)")
         return words
 
@@ -243,9 +248,9 @@ class ResumeLines:
                          + (f" (and {r['epochs']} epochs)" if r.get("epochs") else "")
                          + " before its first step (the loader replays them; the GPUs wait)")
         if r.get("took") is not None:
-            words.append(f"the resume took {r['took']:g} s")
+            words.append(f"the resume took {_secs(r['took'])} s")
         elif r.get("first_after") is not None and not r.get("before"):
-            words.append(f"its first step record came {r['first_after']:.3g} s after the load")
+            words.append(f"its first step record came {_secs(r['first_after'])} s after the load")
         if not words:
             return
         ln = r["ln"]
@@ -265,13 +270,13 @@ class ResumeLines:
             start = r["before"][1] if r.get("before") else ln.time
             if self.last_time != self.nat and start != self.nat and self.last_time >= start:
                 down = (self.last_time - start) / 1e9
-                words.append(f"at least {down:.4g} s without a step (the log ends before the workers step again)")
+                words.append(f"at least {_secs(down)} s without a step (the log ends before the workers step again)")
         else:
             first = r.get("first") or (None, step_ln.time)
             words += self._again(r, first[0], None)
             if not r.get("before") and step_ln.time != self.nat and ln.time != self.nat and step_ln.time >= ln.time:
                 down = (step_ln.time - ln.time) / 1e9
-                words.append(f"{down:.4g} s without a step (from the restart to the first step after)")
+                words.append(f"{_secs(down)} s without a step (from the restart to the first step after)")
             elif (f := figures("; ".join(words))).get("down") is not None:
                 down = f["down"]
         self.add(ln, "worker_restart", f"line {ln.lineno}: {ln.body.strip()[:200]}"

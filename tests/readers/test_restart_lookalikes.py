@@ -94,3 +94,17 @@ def test_a_counter_within_its_epoch_is_no_run_count_after_steps_either(tmp_path)
     out += [f"2024-05-01 10:01:{5 + i // 10:02d},000 INFO Epoch 4 step {i} loss 0.5" for i in range(0, 300, 10)]
     ev = _events(tmp_path, "\n".join(out) + "\n")
     assert not any("redone" in restart_lines.figures(d) for d in ev["detail"])
+
+
+@pytest.mark.parametrize("wait_s", [45, 5 * 3600])
+def test_hours_without_a_step_read_back_in_seconds(tmp_path, wait_s):
+    # a worker-group restart after step 120, the workers stepping again after a requeue's wait of hours
+    from datetime import datetime, timedelta
+    t0 = datetime(2024, 3, 1, 12, 0, 0)
+    text = (f"{t0:%Y-%m-%d %H:%M:%S} step 120 loss 2.31 time 0.95\n"
+            f"[{t0:%Y-%m-%d %H:%M:%S},500] torch.distributed.elastic.agent.server.api: [WARNING] [default] Worker group "
+            "FAILED. 3/3 attempts left; will restart worker group\n"
+            f"{t0 + timedelta(seconds=wait_s):%Y-%m-%d %H:%M:%S} step 121 loss 2.30 time 0.95\n")
+    ev = _events(tmp_path, text)
+    f = restart_lines.figures(ev["detail"][0])
+    assert f["down"] == pytest.approx(wait_s, rel=1e-3)
