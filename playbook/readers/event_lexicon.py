@@ -233,8 +233,9 @@ CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"
                         # a whole message that names a part of the training state and says it is saved (the passive,
                         # no path: LLaMA2-Accessory's `model saved`, `optimizer saved`, `rank-specific saved` — each
                         # rank's shard —, a script's `Best model saved!`); `config saved`, `results saved` name no state
-                        r"^\W{0,3}(?:[\w-]+ ){0,2}(?:model|optimizer|weights|state|states|params|parameters|ckpt|"
-                        r"rank(?:-[a-z]+)?)(?: [\w-]+){0,2} (?:(?:is|was|has been|have been) )?saved\b\W{0,3}$|"
+                        r"^\W{0,3}(?!no )(?:[\w-]+ ){0,2}(?:model|optimizer|weights|state|states|params|parameters|ckpt|"
+                        r"rank(?:-[a-z]+)?)(?: [\w-]+){0,2} (?:(?:is|was|has been|have been) )?"
+                        r"(?<!not )(?<!never )saved\b\W{0,3}$|"  # `Model not saved`, `No model saved`: no save
                         # a timing decorator's line for a function that saves (DLRover's engine.py: "Function
                         # save_to_memory cost 0.545s"; "save_checkpoint took 3.2s"), not one that loads a checkpoint
                         # (`load_checkpoint took`, `Loading checkpoint took`) or recomputes (`gradient_checkpointing`)

@@ -21,7 +21,12 @@ Two kinds of event, each from the tools' own print statements:
                   - any trainer: "resum(e|ed|ing) ... (took|taken|in) X s(econds)" (Lightning-AI/pytorch-lightning
                     #19377: "resume finished, taken 22534.1 seconds")
                   Without a stated start, the first step record with a step keyword after the load is where the
-                  resumed count starts (a progress bar's count is no run counter: it may restart at 0 on resume).
+                  resumed count starts (a progress bar's count is no run counter: it may restart at 0 on resume;
+                  nor a record naming its epoch: it may count within it, not on the checkpoint's scale).
+                  No resume: fvcore's load with no `Loading optimizer/scheduler/... from` after it (MODEL.WEIGHTS
+                  without --resume: a fine-tune counting from 0), Lightning's "Loaded model weights from the checkpoint
+                  at" (test / validate after fit), and a fresh run's first load (no step before it, a checkpoint of
+                  no step or step 0, the count starting at 0 or 1: pretrained weights or a seed checkpoint).
   worker_restart  a launcher stopping every worker to start them again: torchelastic's agent (api.py) "[default]
                   Worker group FAILED. 3/3 attempts left; will restart worker group" and "[default] Detected 1 new
                   nodes from group_rank=0; will restart worker group" (a membership change); nvidia-resiliency-ext's
@@ -55,12 +60,21 @@ _LOADS = (
     re.compile(r"\b(?:Restoring states from the checkpoint path|Restored all states from the checkpoint(?: file)?) "
                r"at (?P<path>\S{1,300})"),
 )
+# fvcore's Checkpointer loading the trainer's state beside the model (`Loading optimizer from PATH ...`): only a resume
+# does (resume_or_load(resume=False) loads MODEL.WEIGHTS with checkpointables=[]: a fine-tune, its count from 0)
+_FVCORE_PART = re.compile(r"^\s*Loading \w{1,40} from \S{1,300} \.\.\.\s*$")
+# Lightning's test / validate / predict restoring a checkpoint: its weights only, no training resumed
+# (checkpoint_connector.resume_end: "Loaded model weights" where a fit says "Restored all states")
+_WEIGHTS_ONLY = re.compile(r"\bLoaded model weights from the checkpoint at\b")
 _CONTINUING = re.compile(r"\bContinuing training from (?:checkpoint\b|epoch \d{1,9}\b)")  # HF: the resume's first lines
 _CONTINUES = re.compile(r"\bContinuing training from global step (?P<step>\d{1,12})\b")  # HF: the run goes on from G
 _SKIPS = re.compile(r"\bWill skip the first (?P<epochs>\d{1,9}) epochs then the first (?P<batches>\d{1,12}) batches")
 _STARTS = re.compile(r"\b(?:Training starts at step|Starting training from iteration) (?P<step>\d{1,12})\b")
 _TOOK = re.compile(r"\b(?:resum(?:e|ed|ing)\b|finished loading the checkpoint\b).{0,60}?\b(?:took|taken|in)\s?:?\s?"
                    r"(?P<s>\d{1,9}(?:\.\d{1,20})?)\s?(?:s|sec|secs|seconds)\b", re.IGNORECASE)
+# a step record that names its epoch (`Epoch 4 step 0`, `epoch: 4, batch: 0`) may count within that epoch (the
+# grammar counts such records from the log's first epoch): no run count to set against a checkpoint's global step
+_EPOCH_WORD = re.compile(r"\bepoch\b", re.IGNORECASE)
 _WORKER_RESTART = re.compile(r"\bwill restart worker group\b|\bWorker group FAILED\b.{0,80}\battempts left\b")
 # torchelastic's etcd rendezvous (etcd_rendezvous.py) giving up on a round while the workers wait to restart: "Keep-alive
 # key /torchelastic/p2p/run_x/rdzv/v_4/rank_1 is not renewed.", "Rendevous version 4 is incomplete." (sic); the c10d
@@ -74,7 +88,13 @@ _WHY = ((re.compile(r"Detected (\d+) new nodes?"), "a node joined (a membership 
 _REDONE = re.compile(r"(\d+) steps? computed again")
 _SKIPPED = re.compile(r"fast-forwards (\d+) batches")
 _TOOK_WORDS = re.compile(r"the resume took ([\d.]+) s")
-_DOWN = re.compile(r"(at least )?([\d.]+) s without a step")
+_DOWN = re.compile(r"(at least )?(?<![\w.+-])([\d.]+) s without a step")
+_FIRST = re.compile(r"its first step record came ([\d.]+) s after the load")
+
+
+def _secs(x: float) -> str:
+    """Seconds as figures() reads them back: plain digits, never an exponent (`{:.4g}` writes 5 h as 1.8e+04)."""
+    return (f"{x:.1f}" if abs(x) >= 1000 else f"{x:.4f}").rstrip("0").rstrip(".") or "0"
 
 
 def step_in_name(path: str) -> int | None:
@@ -89,9 +109,10 @@ def step_in_name(path: str) -> int | None:
 
 def figures(detail: str) -> dict[str, float]:
     """The figures a restart event's detail states: redone (steps computed again), skipped (batches fast-forwarded),
-    took (seconds the resume took), down (seconds until the workers stepped again; down_open: at least)."""
+    took (seconds the resume took), down (seconds until the workers stepped again; down_open: at least), first
+    (seconds from the load to the first step record: at most the fast-forward's and the reload's)."""
     out: dict[str, float] = {}
-    for key, pat in (("redone", _REDONE), ("skipped", _SKIPPED), ("took", _TOOK_WORDS)):
+    for key, pat in (("redone", _REDONE), ("skipped", _SKIPPED), ("took", _TOOK_WORDS), ("first", _FIRST)):
         if m := pat.search(detail):
             out[key] = float(m.group(1))
     if m := _DOWN.search(detail):
@@ -137,8 +158,14 @@ class ResumeLines:
                 if path is not None and loaded is None and path.replace("\\", "/").rsplit("/", 1)[-1].startswith("."):
                     return False  # a tuner's temporary checkpoint, no resume
                 self._close_resume()
-                self.resume = {"ln": ln, "loaded": loaded, "before": self.before}
+                self.resume = {"ln": ln, "loaded": loaded, "before": self.before, "weights": pat is _LOADS[1]}
                 return True
+        if self.resume is not None and self.resume.get("weights") and _FVCORE_PART.search(body):
+            self.resume["weights"] = False  # the optimizer / scheduler / iteration too: a resume
+            return True
+        if _WEIGHTS_ONLY.search(body):
+            self.resume = None  # a test or validation loading weights after (or instead of) training
+            return True
         if _CONTINUING.search(body):
             if self.resume is None:
                 self.resume = {"ln": ln, "loaded": None, "before": self.before}
@@ -170,7 +197,8 @@ class ResumeLines:
         record is a bar's count); the first after a worker restart ends that restart's downtime."""
         if self.resume is not None:
             r = self.resume
-            if "start" not in r and keyword and step is not None and not r.get("continues"):
+            if ("start" not in r and keyword and step is not None and not r.get("continues")
+                    and not _EPOCH_WORD.search(ln.body)):
                 r["start_seen"] = step
             if ln.time != self.nat and r["ln"].time != self.nat:
                 r["first_after"] = (ln.time - r["ln"].time) / 1e9
@@ -199,7 +227,7 @@ class ResumeLines:
             words.append(f"its count {how} step {start}: {top - start + 1} step{'s' if top - start else ''} computed again")
         before, first = r.get("before"), r.get("first")
         if before and first and before[1] != self.nat and first[1] != self.nat and first[1] >= before[1]:
-            words.append(f"{(first[1] - before[1]) / 1e9:.4g} s without a step (from the last step before it to "
+            words.append(f"{_secs((first[1] - before[1]) / 1e9)} s without a step (from the last step before it to "
                          "the first after)")
         return words
 
@@ -209,6 +237,9 @@ class ResumeLines:
             return
         words = []
         loaded, start = r.get("loaded"), r.get("start", r.get("start_seen"))
+        if r.get("weights") or ("weights" in r and not r.get("before") and not loaded and start is not None
+                                and start <= 1 and not r.get("skipped") and not r.get("continues")):
+            return  # the model's weights alone (a fine-tune), or a fresh run's initial load (pretrained, a step-0 seed)
         if loaded is not None:
             words.append(f"resumed from a checkpoint of step {loaded}")
         words += self._again(r, start, loaded)
@@ -217,9 +248,9 @@ class ResumeLines:
                          + (f" (and {r['epochs']} epochs)" if r.get("epochs") else "")
                          + " before its first step (the loader replays them; the GPUs wait)")
         if r.get("took") is not None:
-            words.append(f"the resume took {r['took']:g} s")
+            words.append(f"the resume took {_secs(r['took'])} s")
         elif r.get("first_after") is not None and not r.get("before"):
-            words.append(f"its first step record came {r['first_after']:.3g} s after the load")
+            words.append(f"its first step record came {_secs(r['first_after'])} s after the load")
         if not words:
             return
         ln = r["ln"]
@@ -239,13 +270,13 @@ class ResumeLines:
             start = r["before"][1] if r.get("before") else ln.time
             if self.last_time != self.nat and start != self.nat and self.last_time >= start:
                 down = (self.last_time - start) / 1e9
-                words.append(f"at least {down:.4g} s without a step (the log ends before the workers step again)")
+                words.append(f"at least {_secs(down)} s without a step (the log ends before the workers step again)")
         else:
             first = r.get("first") or (None, step_ln.time)
             words += self._again(r, first[0], None)
             if not r.get("before") and step_ln.time != self.nat and ln.time != self.nat and step_ln.time >= ln.time:
                 down = (step_ln.time - ln.time) / 1e9
-                words.append(f"{down:.4g} s without a step (from the restart to the first step after)")
+                words.append(f"{_secs(down)} s without a step (from the restart to the first step after)")
             elif (f := figures("; ".join(words))).get("down") is not None:
                 down = f["down"]
         self.add(ln, "worker_restart", f"line {ln.lineno}: {ln.body.strip()[:200]}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 
 from playbook.analysis.step_pace import run_restarts
@@ -252,19 +253,25 @@ def timeout_after_save(events: pd.DataFrame) -> list[Finding]:
     """A watchdog timeout whose collective began as a checkpoint save began (its line's time minus the time it ran,
     within SAVE_NEAR_S of a checkpoint event): the ranks that reached the collective waited the whole timeout for a
     rank still saving (rank 0 writes a checkpoint that is not sharded) — a save that outlasts the process group's
-    timeout, stated by the two lines' clocks (ai2cm/ace#851: a save at 10:28:25, a 1,200 s timeout at 10:48:25)."""
+    timeout, stated by the two lines' clocks (ai2cm/ace#851: a save at 10:28:25, a 1,200 s timeout at 10:48:25). A save
+    whose lines state it done in fewer seconds than the collective ran is not one (it ended long before the timeout)."""
     if events is None or events.empty or "time" not in events:
         return []
     kinds = events["kind"].astype(str)
-    saves = events.loc[kinds.isin(["checkpoint", "save", "checkpoint_write"]) & events["time"].notna(), "time"]
-    if saves.empty:
+    save_rows = events[kinds.isin(["checkpoint", "save", "checkpoint_write"]) & events["time"].notna()]
+    if save_rows.empty:
         return []
+    took = (save_rows["duration_s"].astype(float) if "duration_s" in save_rows
+            else pd.Series(np.nan, index=save_rows.index))
     for t, detail in zip(events.loc[kinds == "nccl_timeout", "time"], events.loc[kinds == "nccl_timeout", "detail"],
                          strict=True):
         m = _WATCHDOG_RAN.search(str(detail))
         if m is None or pd.isna(t):
             continue
         began = t - pd.Timedelta(milliseconds=int(m.group(3)))
+        # a save its lines state done in fewer seconds than the collective ran was over long before the timeout:
+        # not what the ranks waited for
+        saves = save_rows.loc[~(took < int(m.group(3)) / 1e3), "time"]
         near = saves[(saves - began).abs() <= pd.Timedelta(seconds=SAVE_NEAR_S)]
         if near.empty:
             continue

@@ -7,7 +7,7 @@ What a restart costs each GPU, against the what-if of a run that never stopped:
     stated and the seconds are not);
   - a resume's own stated seconds (the data fast-forward, the checkpoint load: "resume finished, taken 22534 s");
   - a fast-forward of B batches without a stated duration: the GPUs wait while the loader replays them (its seconds
-    unknown: stated, not priced);
+    unknown: stated, not priced; a first step record within CHEAP_RESUME_S of the load bounds it: cheap);
   - the time without a step from the last step before the restart to the first after (the downtime: the
     relaunch, a requeue's wait, the reload; a stated resume time is part of it, not added to it);
   - a launcher's worker restart the log ends on: at least the time it shows, the rest in no line (not priced).
@@ -56,16 +56,23 @@ def restart_findings(events: pd.DataFrame, steps: pd.DataFrame | None, observed_
     if rows.empty:
         return []
     step_s = pace(steps)
-    lost, unpriced, texts = 0.0, False, []
-    for kind, detail in zip(rows["kind"].astype(str), rows["detail"].astype(str), strict=True):
+    # ranks state the same restart side by side (each rank's `Loading the checkpoint at step N`): a GPU's loss is its
+    # own rank's restarts, so the cost is the costliest rank's, not the sum over ranks
+    who = _who(rows)
+    per: dict[tuple, float] = {}
+    count: dict[tuple, int] = {}
+    unpriced, texts = False, []
+    for kind, detail, key in zip(rows["kind"].astype(str), rows["detail"].astype(str), who, strict=True):
         f = restart_lines.figures(detail)
         redone, took, skipped = f.get("redone", 0.0), f.get("took", 0.0), f.get("skipped", 0.0)
         # the time without a step holds the reload and any stated resume time: the larger of the two, not both
         cost = max(took, f.get("down", 0.0))
         if kind != "resume" and f.get("down_open", 1.0):
             unpriced = True  # the log ends before the workers step again: the rest of the wait is in no line
-        elif not (redone or skipped or cost >= CHEAP_RESUME_S):
-            continue  # resumed where it stopped, no fast-forward, back within a minute: a cheap restart
+        elif not (redone or cost >= CHEAP_RESUME_S or (skipped and f.get("first", np.inf) >= CHEAP_RESUME_S)):
+            # resumed where it stopped, back within a minute (a fast-forward whose first step came within it too:
+            # the skip lies before that step): a cheap restart
+            continue
         if redone:
             if step_s is not None:
                 cost += redone * step_s
@@ -73,18 +80,33 @@ def restart_findings(events: pd.DataFrame, steps: pd.DataFrame | None, observed_
             else:
                 unpriced = True
         unpriced |= bool(skipped and not took)
-        lost += cost
+        per[key] = per.get(key, 0.0) + cost
+        count[key] = count.get(key, 0) + 1
         texts.append(detail)
     if not texts:
         return []
-    if observed_s is None and steps is not None and len(steps) and step_s is not None:
-        observed_s = float(steps.loc[steps["phase"] == "step", "duration_s"].astype(float).clip(lower=0).sum()) \
-            if "phase" in steps else None
+    # a line of no rank (a launcher's, a single-process trainer's) is every GPU's: added to the costliest rank's
+    anyone = [k for k in per if k[1] is None or k[1] < 0]
+    ranked = {k: v for k, v in per.items() if k not in anyone}
+    lost = sum(per[k] for k in anyone) + max(ranked.values(), default=0.0)
+    if observed_s is None and steps is not None and len(steps) and step_s is not None and "phase" in steps:
+        st = steps[steps["phase"] == "step"]
+        observed_s = float(st["duration_s"].astype(float).clip(lower=0).groupby(pd.Index(_who(st))).sum().max()) \
+            if len(st) else None  # one GPU's logged time, as `lost` is one GPU's
     share = lost / (lost + observed_s) if lost > 0 and observed_s else (1.0 if lost > 0 else None)
     weight = max(impact(share), UNPRICED_WEIGHT if unpriced else 0.0) if share is not None else UNPRICED_WEIGHT
-    head = (f"{len(texts)} restart{'s' if len(texts) > 1 else ''} stated in the logs"
+    n = sum(count[k] for k in anyone) + max((count[k] for k in ranked), default=0)  # the restarts one GPU went through
+    head = (f"{n} restart{'s' if n > 1 else ''} stated in the logs"
+            + (f" (each stated by {len(ranked)} ranks)" if len(ranked) > 1 else "")
             + (f", ≈ {fmt_span(lost)} of each GPU's time priced" if lost > 0 else "")
             + (" (part of the cost is in no line: the progress since the last checkpoint, or a fast-forward's "
                "seconds)" if unpriced else ""))
     return [Finding(cause_ids.RESTART_LOSS, f"{head}: " + "; ".join(texts[:EVIDENCE_KEPT]), confidence=CONFIDENCE,
                     weight=weight, lost_share=share, source="events", extra={"lost_s": lost, "unpriced": unpriced})]
+
+
+def _who(rows: pd.DataFrame) -> list[tuple]:
+    """Each row's (host, rank): the GPU whose time it is (one key for all when the rows name none)."""
+    host = rows["host"].astype(str) if "host" in rows else pd.Series("", index=rows.index)
+    rank = rows["rank"].fillna(-1).astype(int) if "rank" in rows else pd.Series(-1, index=rows.index)
+    return list(zip(host, rank, strict=True))
