@@ -71,7 +71,8 @@ _CONTINUES = re.compile(r"\bContinuing training from global step (?P<step>\d{1,1
 _SKIPS = re.compile(r"\bWill skip the first (?P<epochs>\d{1,9}) epochs then the first (?P<batches>\d{1,12}) batches")
 _STARTS = re.compile(r"\b(?:Training starts at step|Starting training from iteration) (?P<step>\d{1,12})\b")
 _TOOK = re.compile(r"\b(?:resum(?:e|ed|ing)\b|finished loading the checkpoint\b).{0,60}?\b(?:took|taken|in)\s?:?\s?"
-                   r"(?P<s>\d{1,9}(?:\.\d{1,20})?)\s?(?:s|sec|secs|seconds)\b", re.IGNORECASE)
+                   r"(?P<s>\d{1,3}(?:,\d{3}){1,3}(?:\.\d{1,20})?|\d{1,9}(?:\.\d{1,20})?)\s?(?:s|sec|secs|seconds)\b",
+                   re.IGNORECASE)  # 3,600 s: thousands set apart
 # a step record that names its epoch (`Epoch 4 step 0`, `epoch: 4, batch: 0`) may count within that epoch (the
 # grammar counts such records from the log's first epoch): no run count to set against a checkpoint's global step
 _EPOCH_WORD = re.compile(r"\bepoch\b", re.IGNORECASE)
@@ -188,7 +189,7 @@ class ResumeLines:
         if m := _TOOK.search(body):
             if self.resume is None:
                 self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume["took"] = float(m.group("s"))  # closed by the next step record, load or the file's end
+            self.resume["took"] = float(m.group("s").replace(",", ""))  # closed by the next step record, load or the file's end
             return True
         return False
 

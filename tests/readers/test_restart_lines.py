@@ -86,6 +86,11 @@ def test_a_stated_resume_time_is_its_duration(tmp_path):
     assert restart_lines.figures(ev["detail"][0])["took"] == pytest.approx(812.5)
 
 
+def test_a_stated_resume_time_with_thousands_set_apart(tmp_path):
+    ev = _events(tmp_path, "Resuming from ckpt/last.pt\nresume done, took 3,600 s\n")
+    assert ev["duration_s"][0] == pytest.approx(3600.0)
+
+
 def test_lightning_tuner_checkpoints_are_no_resume(tmp_path):
     ev = _events(tmp_path, "Restoring states from the checkpoint path at /w/.lr_find_0a1b.ckpt\n"
                            "Restored all states from the checkpoint at /w/.lr_find_0a1b.ckpt\n"
