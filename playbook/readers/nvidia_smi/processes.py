@@ -38,8 +38,6 @@ _ROW = re.compile(r"^\|\s*(\d{1,4})\s+(?:(N/A|\d{1,4})\s+(N/A|\d{1,4})\s+)?(\d{1
 _SLICE = re.compile(r"^\|\s*(\d{1,4})\s+(\d{1,4})\s+(\d{1,4})\s+(\d{1,4})\s*\|\s*(\d{1,9})\s*MiB\s*/\s*(\d{1,9})\s*MiB"
                     r"\s*\|\s*(\d{1,5})\b")
 _MODES = ("E. Process", "E. Thread", "Prohibited", "Default")
-# the names a process that exited (or lives in a PID namespace the driver cannot see into) is listed under
-UNRESOLVED = ("Unknown Error", "[Not Found]", "N/A")
 
 
 def sniff(lines: list[str]) -> bool:
