@@ -12,6 +12,12 @@ the GPU, one after the other for every token. The runtimes state the split in tw
       memory.required.full="23.4 GiB"` (slog key=value; a paste may wrap it over several lines, whose `layers.` /
       `memory.` keys belong to the line they continue). Its `library=cpu` (2024: `msg="offload to cpu"`) is Ollama's
       plan on a host where it found no GPU: no placement, its memory.available being host memory.
+  the MiB kept on the GPU: ComfyUI (comfy/model_patcher.py) after `Requested to load <Model>`: `loading in lowvram
+      mode <MiB>` (2024: the budget of weights kept on the GPU, the rest streamed from host memory at every use),
+      `loaded partially <budget MiB> <loaded MiB> <patches>` / `loaded completely <budget> <loaded MiB> <full_load>`
+      (2025: `loaded partially; <U> MB usable, <L> MB loaded, <O> MB offloaded, ...`: the share on the host is
+      O / (L + O), a byte share). The older lines state the MiB on the GPU, not the model's size: a partial load's
+      record has cpu_share None (part of the model on the host, how much not stated); a complete load's is 0.
 
 Each statement becomes a placement record: {"model": name or None, "cpu_share": 0..1 (of the bytes, or of the
 layers), "how": "bytes" | "layers", "layers": [K, M], "available_gib": .., "required_gib": ..}. A share pair is
@@ -36,6 +42,12 @@ OFFLOAD_TO = re.compile(r'\bmsg="offload to (\w{1,20})"')  # the 2024 wording of
 GIB = {"b": 1 / 2**30, "kib": 1 / 2**20, "mib": 1 / 2**10, "gib": 1.0, "tib": 2**10, "kb": 1e3 / 2**30,
        "mb": 1e6 / 2**30, "gb": 1e9 / 2**30, "tb": 1e12 / 2**30}
 SIZE = re.compile(r"(\d{1,9}(?:\.\d{1,6})?)\s*([KMGT]?i?B)\b", re.IGNORECASE)
+_NUM = r"(\d{1,9}(?:\.\d{1,20})?(?:e[+-]?\d{1,3})?)"
+REQUESTED = re.compile(r"\bRequested to load (\w{1,80})")
+LOWVRAM = re.compile(r"\bloading in lowvram mode " + _NUM + r"\s*$")
+LOADED = re.compile(r"\bloaded (partially|completely)(?:;.{0,40}?\b" + _NUM + r"\s*MB loaded\b| " + _NUM + " "
+                    + _NUM + r" \S{1,10}\s*$)")
+OFFLOADED_MB = re.compile(r"\bMB loaded, " + _NUM + r"\s*MB offloaded\b")
 
 
 def _gib(text: str) -> float | None:
@@ -52,6 +64,7 @@ class Placements:
         self.records: list[dict] = []
         self.table = False  # an `ollama ps` header seen: its rows name a model and a PROCESSOR value
         self.open: dict | None = None  # the offload record whose wrapped keys may follow
+        self.requested: str | None = None  # ComfyUI's `Requested to load <Model>`: the model its next load line places
 
     def _add(self, rec: dict) -> dict:
         if len(self.records) < MAX_RECORDS:
@@ -76,6 +89,8 @@ class Placements:
             self._add({"model": row.group(1) if row else None, "cpu_share": cpu, "how": "bytes"})
             self.open = None
             return True
+        if "load" in body and self._resident(body):
+            return True
         if "offloaded" in body and (m := OFFLOADED.search(body)):
             k, n = int(m.group(1)), int(m.group(2))
             if 0 < n and k <= n:
@@ -90,6 +105,24 @@ class Placements:
         if self.open is None or any(k in keys and k in self.open["_keys"] for k in ("layers.model", "library")):
             self.open = self._add({"model": None, "how": "layers", "_keys": {}})
         self.open["_keys"].update(keys)
+        return True
+
+    def _resident(self, body: str) -> bool:
+        """ComfyUI's load lines (see the module docstring): the model named, then the MiB it keeps on the GPU."""
+        if m := REQUESTED.search(body):
+            self.requested = m.group(1)
+            return True
+        low, done = LOWVRAM.search(body), LOADED.search(body)
+        if not (low or done):
+            return False
+        partial = bool(low) or done.group(1) == "partially"
+        mib = float(low.group(1) if low else (done.group(2) or done.group(4)))
+        off = OFFLOADED_MB.search(body) if done and partial else None
+        share = round(float(off.group(1)) / (mib + float(off.group(1))), 4) if off and mib > 0 else None
+        if mib < 1e9:  # the budget of a complete load may print as 9.5e+25 (no limit): the loaded MiB is read
+            self._add({"model": self.requested, "cpu_share": share if partial else 0.0,
+                       "how": "bytes" if share is not None else "resident", "gpu_mib": round(mib, 1)})
+        self.open = None
         return True
 
     def summary(self) -> list[dict]:
@@ -118,6 +151,8 @@ def describe(records: list[dict]) -> str:
     for r in records[:4]:
         who = r.get("model") or "the model"
         where = (f"{r['layers'][0]} of {r['layers'][1]} layers on the GPU" if r.get("layers")
-                 else f"{r['cpu_share']:.0%} on the CPU")
+                 else f"fully on the GPU ({r['gpu_mib']:g} MiB)" if r.get("how") == "resident" and r["cpu_share"] == 0
+                 else f"{r['cpu_share']:.0%} on the CPU" if r.get("cpu_share") is not None
+                 else f"partly on the GPU ({r['gpu_mib']:g} MiB kept there; the rest read from host memory at each use)")
         parts.append(f"{who}: {where}")
     return "model placement: " + "; ".join(parts) + (f" (+{len(records) - 4} more)" if len(records) > 4 else "")
