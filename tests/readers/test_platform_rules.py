@@ -92,3 +92,13 @@ def test_dataloader_rule_is_a_configuration_caution(tmp_path):
     d = _run(tmp_path, "Dataloader: IssuesFound\nCPUBottleneck: NoIssuesFound\nIOBottleneck: NoIssuesFound\n")
     assert d.verdict["id"] == "insufficient_data"
     assert any("Dataloader rule" in w and "configuration" in w for w in d.warnings)
+
+
+def test_a_category_name_with_markup_is_not_read_and_nothing_reaches_html_raw(tmp_path):
+    from playbook.report.triage import warnings_html
+
+    text = ("Expert Systems Feedback: 1 issue detected.\n  The GPU is underutilized: Only 12.0% of the profiled time is "
+            "spent on GPU kernel operations\n  \"<script>x</script>\" has the highest (non-GPU) usage at 70.0%. "
+            "Investigate the kernels\n")
+    html = warnings_html(_run(tmp_path, text).warnings, kind="analysis")
+    assert "<script>" not in html and "12.0% of the profiled time" in html  # the category: words, spaces, / and -
