@@ -102,3 +102,18 @@ def test_a_category_name_with_markup_is_not_read_and_nothing_reaches_html_raw(tm
             "Investigate the kernels\n")
     html = warnings_html(_run(tmp_path, text).warnings, kind="analysis")
     assert "<script>" not in html and "12.0% of the profiled time" in html  # the category: words, spaces, / and -
+
+
+def test_a_rule_job_summary_list_pasted_alone_is_read_not_taken_for_json(tmp_path):
+    text = _summary_dicts(("IOBottleneck", "IssuesFound")).split("\n", 1)[1]  # the list without the call line
+    assert text.startswith("[ {'RuleConfigurationName'")
+    d = _run(tmp_path, text)
+    assert d.verdict["id"] == "data_starvation"
+    assert "IOBottleneck" in " ".join(d.hypotheses[0]["evidence"])
+
+
+def test_a_json_array_is_still_not_text(tmp_path):
+    from playbook.readers import lines
+
+    assert lines.sniff("[{'RuleConfigurationName': 'IOBottleneck', 'RuleEvaluationStatus': 'IssuesFound'}]\n")
+    assert not lines.sniff('[{"RuleConfigurationName": "IOBottleneck", "RuleEvaluationStatus": "IssuesFound"}]\n')
