@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playbook.analysis import input_pipeline, text_profiles, xla_runtime
+from playbook.analysis import input_pipeline, platform_rules, text_profiles, xla_runtime
 from playbook.knowledge import ids as cause_ids
 from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
@@ -73,7 +73,10 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
            "xla_reports": xla_runtime.findings(source, table["xla"], findings, _level) if table.get("xla") else 0,
            "input_statements": input_pipeline.findings(source, table["input_pipeline"], findings,
                                                        warnings if warnings is not None else [], _level)
-           if table.get("input_pipeline") else 0}
+           if table.get("input_pipeline") else 0,
+           "platform_statements": platform_rules.findings(source, table["platform_rules"], findings,
+                                                          warnings if warnings is not None else [], _level)
+           if table.get("platform_rules") else 0}
     _breakdown(source, table, findings, out)
     if base <= 0:
         return out

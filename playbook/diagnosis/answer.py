@@ -395,6 +395,9 @@ def untestable(run: Run) -> str | None:
             (["input-pipeline tools' statements (a profiler's input-bound verdict, loader worker warnings, a data "
               "pipeline's stats)"] if any(
                 t.get("input_statements") for t in profiler_tables) else []) + \
+            (["managed platforms' profiler statements (SageMaker rule statuses, DLProf expert feedback: a rule's "
+              "verdict, not the run's utilization or step times)"] if any(
+                t.get("platform_statements") for t in profiler_tables) else []) + \
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \

@@ -621,8 +621,9 @@ def sniff(head: str) -> bool:
     bad = head.count("\ufffd") + head.count("\x00")
     if bad > max(4, len(head) // 50):
         return False
-    first = head.lstrip()[:2]
-    if textio.looks_like_json(head) and not first.startswith("{'") and not _json_lines(head):
+    # a Python repr (`{'key': ...}`, a list of them as SageMaker's rule_job_summary() prints): single quotes, not JSON
+    repr_ = re.match(r"\s*\[?\s*\{'", head)
+    if textio.looks_like_json(head) and not repr_ and not _json_lines(head):
         return False
     return True
 

@@ -33,6 +33,7 @@ from playbook.readers import host_calls
 from playbook.readers.breakdown_table import BreakdownTable
 from playbook.readers.input_pipeline_text import InputPipelineText
 from playbook.readers.line_profile import LineProfile
+from playbook.readers.platform_rules_text import PlatformRuleText
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
 from playbook.readers.tfprof_text import TfprofTable
@@ -131,13 +132,13 @@ class FitReport:
 class ProfilerTables:
     """The line scanner: feed(body) for every line; True when the line belongs to a profiler table (also fed to the
     other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text, breakdown_table, xla_metrics,
-    input_pipeline_text)."""
+    input_pipeline_text, platform_rules_text)."""
 
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
         self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable(),  # the other profilers' texts
-                      BreakdownTable(), XlaMetrics(), InputPipelineText())
+                      BreakdownTable(), XlaMetrics(), InputPipelineText(), PlatformRuleText())
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -228,7 +229,7 @@ class ProfilerTables:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
         extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
                  **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown", "xla",
-                                                 "input_pipeline"), self.texts,
+                                                 "input_pipeline", "platform_rules"), self.texts,
                                                 strict=True)
                     if (part := t.summary())}}
         if not self.rows:

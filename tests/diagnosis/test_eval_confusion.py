@@ -685,6 +685,14 @@ CASES = [
         ("lightning3029_elastic_new_node_restart.log", "restart_loss"),
         ("torchtitan571_second_resume_step26.log", "restart_loss"),
         ("ut23_d2_resume_iter_from_zero.log", "restart_loss"))],
+    # the fifty-fourth round: managed platforms' profiler statements (tests/data/eval/heldout54/SOURCES.md, real
+    # excerpts): all four refused as plain text at first → readers/platform_rules_text + analysis/platform_rules (SageMaker
+    # rule statuses read by what each rule checks, DLProf's expert feedback by its stated shares and advice)
+    *[(f"heldout54 {name}", want, _file(f"heldout54/{name}")) for name, want in (
+        ("dlprof_expert_1gpu_cloudclass.txt", "data_starvation"),
+        ("smdebug_lowgpu_issuesfound_batch.md", "insufficient_data"),
+        ("smdebug_lowgpu_issuesfound_g4dn.md", "insufficient_data"),
+        ("smdebug_all_noissuesfound.md", "insufficient_data"))],
     # the fifty-third round: healthy runs that look like today's failure modes (tests/data/eval/heldout53/SOURCES.md,
     # real excerpts): scored once as written — 5 of 6 right, 1 false alarm (an epoch-end save read as a 42 % loss of
     # a 7.7 min excerpt → readers/step_log/epoch_length + diagnosis/epoch_work: costed against its 1504-step epoch,
