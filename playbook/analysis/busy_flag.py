@@ -75,8 +75,8 @@ def reconcile(telemetry: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
         (by_limit, "the power limit"), (~by_limit, "the GPU's peak draw in the recording")) if (hit & m).any()]
     return out, (f"{', '.join(ids[:8])}{' …' if len(ids) > 8 else ''}: the busy share reads {_span(util)}% in "
                  f"{int(hit.sum())} of {len(telemetry)} polls while the memory clock sits at {_span(mclk)} MHz (its "
-                 f"idle state), drawing at most {' and '.join(refs)}: a busy flag without work (AMD pins it while a "
-                 "process holds a compute context, idle or not) — read as idle")
+                 f"idle state), drawing at most {' and '.join(refs)}: a busy flag without work (a driver's flag, AMD's "
+                 "among them, stays pinned while a process holds a compute context, idle or not) — read as idle")
 
 
 def _span(values: pd.Series) -> str:

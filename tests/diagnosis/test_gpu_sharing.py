@@ -22,7 +22,7 @@ BUSY = [f"[{i}] NVIDIA L40S | 70°C, 99 % | 40000 / 46068 MB | carol({39990}M)" 
 
 def test_another_users_idle_gpu_is_left_out_of_the_job(tmp_path):
     d = _gpustat(tmp_path, BUSY + ["[3] NVIDIA L40S | 30°C,   0 % | 30000 / 46068 MB | dave(29990M) carol(0M)"])
-    assert any("node9:3: idle throughout" in w and "dave 29990 MiB" in w and "another user's GPU" in w
+    assert any("node9:3: idle throughout" in w and "dave 29990 MiB" in w and "another owner's GPU" in w
                for w in d.warnings)
     assert [g["id"] for g in d.gpus] == ["node9:0", "node9:1", "node9:2"]
     assert "node9:3" not in d.hypotheses[0].get("names", [])
@@ -31,13 +31,13 @@ def test_another_users_idle_gpu_is_left_out_of_the_job(tmp_path):
 def test_an_idle_gpu_the_job_holds_memory_on_stays_the_jobs(tmp_path):
     d = _gpustat(tmp_path, BUSY + ["[3] NVIDIA L40S | 30°C,   0 % | 30000 / 46068 MB | carol(29990M)"])
     assert "node9:3" in [g["id"] for g in d.gpus]
-    assert not any("another user's GPU" in w for w in d.warnings)
+    assert not any("another owner's GPU" in w for w in d.warnings)
 
 
 def test_an_idle_gpu_without_a_working_peer_listing_processes_is_not_judged_by_owner(tmp_path):
     rows = [ln.replace(" | carol(39990M)", "") for ln in BUSY]  # the working GPUs list no processes
     d = _gpustat(tmp_path, rows + ["[3] NVIDIA L40S | 30°C,   0 % | 30000 / 46068 MB | dave(29990M)"])
-    assert not any("another user's GPU" in w for w in d.warnings)
+    assert not any("another owner's GPU" in w for w in d.warnings)
 
 
 DEAD = """\

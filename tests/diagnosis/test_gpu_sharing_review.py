@@ -72,7 +72,7 @@ def test_a_data_parallel_jobs_own_idle_rank_is_not_another_users_gpu(tmp_path):
     busy = [(40000, 97), (40000, 98), (40000, 96)]
     d = _table(tmp_path / "ddp.txt", busy + [(30000, 0)],
                [(g, 100 + g, "python", 39990) for g in range(3)] + [(3, 103, "python", 29990)], polls=20)
-    assert not any("another user's GPU" in w for w in d.warnings)
+    assert not any("another owner's GPU" in w for w in d.warnings)
     assert "ddp:3" in [g["id"] for g in d.gpus]
     assert d.hypotheses[0]["id"] != ids.HEALTHY
 
@@ -82,7 +82,7 @@ def test_another_programs_idle_gpu_is_still_left_out(tmp_path):
     d = _table(tmp_path / "shared.txt", busy + [(30000, 0)],
                [(g, 100 + g, "python", 39990) for g in range(3)] + [(3, 9001, "/opt/blender/blender", 29990)],
                polls=20)
-    assert any("ddp" not in w and "another user's GPU" in w for w in d.warnings)
+    assert any("ddp" not in w and "another owner's GPU" in w for w in d.warnings)
     assert "shared:3" not in [g["id"] for g in d.gpus]
 
 

@@ -51,7 +51,7 @@ def test_the_zombies_are_named_by_pid():
 
 def test_another_users_gpu_is_left_out_and_said_so():
     d = diagnose(read_paths([str(HERE / "lightning4828_gpustat_other_user_on_gpu6.txt")]))
-    assert len(d.gpus) == 6 and any("aaa 10661 MiB" in w and "another user's GPU" in w for w in d.warnings)
+    assert len(d.gpus) == 6 and any("aaa 10661 MiB" in w and "another owner's GPU" in w for w in d.warnings)
 
 
 def test_the_mig_slices_and_the_exclusive_mode_are_read():

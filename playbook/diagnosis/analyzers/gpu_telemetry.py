@@ -47,8 +47,8 @@ class GpuTelemetry(Analyzer):
             if unused := [g for g in left if g not in others]:
                 warnings.append(f"{', '.join(unused[:8])}{' …' if len(unused) > 8 else ''}: idle throughout with "
                                 f"under {UNUSED_MIB / 1024:.0f} GiB of memory — not used by this job (left out)")
-            warnings += [f"{g}: idle throughout, {others[g]} — another user's GPU, not this job's (left out)"
-                         for g in left if g in others][:8]
+            warnings += [f"{g}: idle throughout, {others[g]} — another owner's GPU (a user's, a job's or the "
+                         "desktop's), not this job's (left out)" for g in left if g in others][:8]
             run.series = series
             osc = analyze_gpu_series(series, "util_pct", signal=signal)
             run.osc, run.gpu_report = osc, analyze_gpus(tele, series=series, events=run.bundle.events)
