@@ -141,7 +141,8 @@ class Unwrap:
             end = len(data) if final else data.rfind(b"\n") + 1
             data, self.carry = data[:end], data[end:] + self.carry
             rest = b""
-            if self.other is not None and (m := self.other.search(b"\n" + data)):  # another task, host or pod: the label is theirs from here
+            # another task, host or pod: the label is theirs from here
+            if self.other is not None and (m := self.other.search(b"\n" + data)):
                 data, rest, self.label = data[:m.start()], data[m.start():], None
             data = (b"\n" + data).replace(b"\n" + label, b"\n")[1:]
             if self.other is None and b">" in label:  # a quote's lines of quote marks alone are its blank lines

@@ -4,7 +4,6 @@ playbook's own single-table Parquet files are read back. Folders and run directo
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import re
@@ -46,35 +45,33 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     opts = {**opts, "fields": fields, "interval_s": textio.check_interval(interval_s)}
     indent = collected.common_indent(head)  # every line indented: a paste as a code block, a quoted e-mail
     if indent and detect.specific(head) is None:  # no format's reader knows it as it is: read without the indent
-        with contextlib.suppress(PlaybookError):
-            return _dedented(path, collected.dedent(head, indent), indent, opts)
+        if (dedented := _dedented(path, head, indent, opts)) is not None:
+            return dedented
     name = detect.detect(path, head)
     try:
         bundle = call_reader(name, path, opts)
-        if indent and bundle.is_empty():  # its format's reader found nothing in it as it is: without the indent?
-            with contextlib.suppress(PlaybookError):
-                if not (dedented := _dedented(path, collected.dedent(head, indent), indent, opts)).is_empty():
-                    return dedented
-        return bundle
     except UnknownFormatError:
         if (later := _past_preamble(path, head, opts)) is None:
             raise
         return later
-    except InputError as exc:  # the format's reader refused it: without the indent, if there is one
-        if not indent:
-            raise
-        try:
-            return _dedented(path, collected.dedent(head, indent), indent, opts)
-        except PlaybookError:
-            raise exc from None
+    except InputError:  # the format's reader refused it: without the indent, if there is one
+        if indent and (dedented := _dedented(path, head, indent, opts)) is not None:
+            return dedented
+        raise
+    if indent and bundle.is_empty():  # its format's reader found nothing in it as it is: without the indent?
+        if (dedented := _dedented(path, head, indent, opts)) is not None and not dedented.is_empty():
+            return dedented
+    return bundle
 
 
-def _dedented(path: Path, head: str, indent: str, opts: dict) -> schema.Bundle:
+def _dedented(path: Path, head: str, indent: str, opts: dict) -> schema.Bundle | None:
     """A file whose every line starts with `indent` (a paste as a Markdown code block, a quoted e-mail), read
-    without it (collected.INDENT) by the reader its dedented `head` calls for."""
+    without it (collected.INDENT) by the reader its dedented `head` calls for; None when that reader refuses it."""
     token = collected.INDENT.set({**(collected.INDENT.get() or {}), str(path): indent.encode()})
     try:
-        return call_reader(detect.detect(path, head), path, opts)
+        return call_reader(detect.detect(path, collected.dedent(head, indent)), path, opts)
+    except PlaybookError:
+        return None
     finally:
         collected.INDENT.reset(token)
 
