@@ -215,10 +215,11 @@ class ResumeLines:
         self._close_resume()
         self._close_restart(None)
 
-    def _again(self, r: dict, start: int | None, loaded: int | None) -> list[str]:
-        """The words for the steps computed again and the time without a step: a count starting at `start` at or
-        below the checkpoint's step or the last step the log holds before the restart runs max(those) - start + 1
-        steps again; the time from the last step before the restart to the first after is time without a step."""
+    def _again(self, r: dict, start: int | None, loaded: int | None) -> tuple[list[str], float | None]:
+        """The words for the steps computed again and the time without a step, and that time (s, None when not
+        stated): a count starting at `start` at or below the checkpoint's step or the last step the log holds before
+        the restart runs max(those) - start + 1 steps again; the time from the last step before the restart to the
+        first after is time without a step."""
         words = []
         last = r["before"][0] if r.get("before") else None
         top = max((x for x in (loaded, last) if x is not None), default=None)
@@ -227,10 +228,12 @@ class ResumeLines:
                    f"went back from {last} to" if last is not None and last >= (loaded or -1) else "restarted at or below")
             words.append(f"its count {how} step {start}: {top - start + 1} step{'s' if top - start else ''} computed again")
         before, first = r.get("before"), r.get("first")
+        down = None
         if before and first and before[1] != self.nat and first[1] != self.nat and first[1] >= before[1]:
-            words.append(f"{_secs((first[1] - before[1]) / 1e9)} s without a step (from the last step before it to "
-                         "the first after)")
-        return words
+            secs = _secs((first[1] - before[1]) / 1e9)
+            down = float(secs)  # the figure as the words state it (figures() reads the same)
+            words.append(f"{secs} s without a step (from the last step before it to the first after)")
+        return words, down
 
     def _close_resume(self) -> None:
         r, self.resume = self.resume, None
@@ -243,7 +246,7 @@ class ResumeLines:
             return  # the model's weights alone (a fine-tune), or a fresh run's initial load (pretrained, a step-0 seed)
         if loaded is not None:
             words.append(f"resumed from a checkpoint of step {loaded}")
-        words += self._again(r, start, loaded)
+        words += self._again(r, start, loaded)[0]
         if r.get("skipped"):
             words.append(f"it fast-forwards {r['skipped']} batches"
                          + (f" (and {r['epochs']} epochs)" if r.get("epochs") else "")
@@ -274,11 +277,12 @@ class ResumeLines:
                 words.append(f"at least {_secs(down)} s without a step (the log ends before the workers step again)")
         else:
             first = r.get("first") or (None, step_ln.time)
-            words += self._again(r, first[0], None)
+            again, stated = self._again(r, first[0], None)
+            words += again
             if not r.get("before") and step_ln.time != self.nat and ln.time != self.nat and step_ln.time >= ln.time:
                 down = (step_ln.time - ln.time) / 1e9
                 words.append(f"{_secs(down)} s without a step (from the restart to the first step after)")
-            elif (f := figures("; ".join(words))).get("down") is not None:
-                down = f["down"]
+            elif stated is not None:
+                down = stated
         self.add(ln, "worker_restart", f"line {ln.lineno}: {ln.body.strip()[:200]}"
                  + (f" ({'; '.join(words)})" if words else ""), down)
