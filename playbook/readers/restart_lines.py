@@ -168,18 +168,13 @@ class ResumeLines:
             self.resume = None  # a test or validation loading weights after (or instead of) training
             return True
         if _CONTINUING.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
+            self._opened(ln)
             return True
         if m := _CONTINUES.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume.update(loaded=int(m.group("step")), continues=True)
+            self._opened(ln).update(loaded=int(m.group("step")), continues=True)
             return True
         if m := _SKIPS.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume.update(skipped=int(m.group("batches")), epochs=int(m.group("epochs")))
+            self._opened(ln).update(skipped=int(m.group("batches")), epochs=int(m.group("epochs")))
             return True
         if m := _STARTS.search(body):
             if self.resume is None:
@@ -187,11 +182,15 @@ class ResumeLines:
             self.resume["start"] = int(m.group("step"))
             return True
         if m := _TOOK.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume["took"] = float(m.group("s").replace(",", ""))  # closed by the next step record, load or the file's end
+            self._opened(ln)["took"] = float(m.group("s").replace(",", ""))  # closed by the next step record, load or the file's end
             return True
         return False
+
+    def _opened(self, ln) -> dict:
+        """The open resume, opened at `ln` when none is (a line of the resume's that names no checkpoint)."""
+        if self.resume is None:
+            self.resume = {"ln": ln, "loaded": None, "before": self.before}
+        return self.resume
 
     def stepped(self, ln, step: int | None, keyword: bool) -> None:
         """A step record: the first after a resume is where its count restarted (unless a line stated it, or the
