@@ -44,6 +44,8 @@ import re
 
 import numpy as np
 
+from playbook.readers.step_log.vocab import KEYWORD
+
 # a checkpoint's step from its file or directory name: `step=30899`, `step-50`, `checkpoint-660000`, `iter_0001000`,
 # `model_0039999`, `global_step120` (the last such number; an epoch number alone is no step)
 _NAME_STEP = re.compile(r"(?:global_step|step|iter|iteration|checkpoint|ckpt|model)[-_=]?0*(\d{1,12})", re.IGNORECASE)
@@ -123,7 +125,7 @@ def figures(detail: str) -> dict[str, float]:
 
 class ResumeLines:
     """The scanner: `feed(ln)` for every line (True when the line is a resume or restart statement, which is then
-    no step record), `stepped(ln, step, keyword)` after each step record, `close()` at the end of the file."""
+    no step record), `stepped(ln, step)` after each step record, `close()` at the end of the file."""
 
     def __init__(self, add, nat: int):
         self.add, self.nat = add, nat  # add(ln, kind, detail, duration) -> row (lines._EventLines._add)
@@ -192,9 +194,11 @@ class ResumeLines:
             self.resume = {"ln": ln, "loaded": None, "before": self.before}
         return self.resume
 
-    def stepped(self, ln, step: int | None, keyword: bool) -> None:
+    def stepped(self, ln, step: int | None) -> None:
         """A step record: the first after a resume is where its count restarted (unless a line stated it, or the
-        record is a bar's count); the first after a worker restart ends that restart's downtime."""
+        record is a bar's count: no step keyword); the first after a worker restart ends that restart's downtime."""
+        # whether the record names its step with a keyword: read only while a resume or restart is open
+        keyword = (self.resume is not None or self.restart is not None) and bool(KEYWORD.search(ln.body))
         if self.resume is not None:
             r = self.resume
             if ("start" not in r and keyword and step is not None and not r.get("continues")
