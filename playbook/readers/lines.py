@@ -361,7 +361,7 @@ def _feed(ln: Line, nccl, events, steps, counts: dict[str, int], nccl_text: str)
     if not understood and steps.feed(ln):
         counts["steps"] += 1
         understood = True
-        events.resumes.stepped(ln, steps.last_step.get(ln.rank), bool(step_grammar.KEYWORD.search(ln.body)))
+        events.resumes.stepped(ln, steps.last_step.get(ln.rank))
     if not understood and events.feed_timings(ln):  # a step line is the step grammar's, whatever its words
         counts["events"] += 1
         understood = True

@@ -108,16 +108,14 @@ def until_training(bundle: schema.Bundle) -> None:
     ev, steps = bundle.events, bundle.steps
     todo = ev["kind"].isin(["eval", "checkpoint"]) & ev["duration_s"].isna() & ev["time"].notna()
     todo &= ~((ev["kind"] == "checkpoint") & ev["detail"].astype(str).map(reports_done))
-    whole = steps[(steps["phase"] == "step") & steps["time"].notna()]
-    if not todo.any() or not len(whole):
+    if not todo.any():
         return
-    starts = {r: np.sort(g["time"].to_numpy(dtype="datetime64[ns]").view(np.int64))
-              for r, g in whole.groupby("rank", sort=False)}
+    spans = _step_ends(steps)
     for i in np.flatnonzero(todo.to_numpy()):
         t = ev["time"].iloc[i].value
-        nxt = starts.get(int(ev["rank"].iloc[i]))
-        if nxt is None:
+        if (span := spans.get(int(ev["rank"].iloc[i]))) is None:
             continue
+        nxt = span[0]  # the rank's step starts, in order
         k = np.searchsorted(nxt, t, side="right")
         if k < len(nxt):
             ev.iloc[i, ev.columns.get_loc("duration_s")] = (nxt[k] - t) / 1e9

@@ -44,6 +44,8 @@ import re
 
 import numpy as np
 
+from playbook.readers.step_log.vocab import KEYWORD
+
 # a checkpoint's step from its file or directory name: `step=30899`, `step-50`, `checkpoint-660000`, `iter_0001000`,
 # `model_0039999`, `global_step120` (the last such number; an epoch number alone is no step)
 _NAME_STEP = re.compile(r"(?:global_step|step|iter|iteration|checkpoint|ckpt|model)[-_=]?0*(\d{1,12})", re.IGNORECASE)
@@ -123,7 +125,7 @@ def figures(detail: str) -> dict[str, float]:
 
 class ResumeLines:
     """The scanner: `feed(ln)` for every line (True when the line is a resume or restart statement, which is then
-    no step record), `stepped(ln, step, keyword)` after each step record, `close()` at the end of the file."""
+    no step record), `stepped(ln, step)` after each step record, `close()` at the end of the file."""
 
     def __init__(self, add, nat: int):
         self.add, self.nat = add, nat  # add(ln, kind, detail, duration) -> row (lines._EventLines._add)
@@ -168,18 +170,13 @@ class ResumeLines:
             self.resume = None  # a test or validation loading weights after (or instead of) training
             return True
         if _CONTINUING.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
+            self._opened(ln)
             return True
         if m := _CONTINUES.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume.update(loaded=int(m.group("step")), continues=True)
+            self._opened(ln).update(loaded=int(m.group("step")), continues=True)
             return True
         if m := _SKIPS.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume.update(skipped=int(m.group("batches")), epochs=int(m.group("epochs")))
+            self._opened(ln).update(skipped=int(m.group("batches")), epochs=int(m.group("epochs")))
             return True
         if m := _STARTS.search(body):
             if self.resume is None:
@@ -187,15 +184,21 @@ class ResumeLines:
             self.resume["start"] = int(m.group("step"))
             return True
         if m := _TOOK.search(body):
-            if self.resume is None:
-                self.resume = {"ln": ln, "loaded": None, "before": self.before}
-            self.resume["took"] = float(m.group("s").replace(",", ""))  # closed by the next step record, load or the file's end
+            self._opened(ln)["took"] = float(m.group("s").replace(",", ""))  # closed by the next step record, load or the file's end
             return True
         return False
 
-    def stepped(self, ln, step: int | None, keyword: bool) -> None:
+    def _opened(self, ln) -> dict:
+        """The open resume, opened at `ln` when none is (a line of the resume's that names no checkpoint)."""
+        if self.resume is None:
+            self.resume = {"ln": ln, "loaded": None, "before": self.before}
+        return self.resume
+
+    def stepped(self, ln, step: int | None) -> None:
         """A step record: the first after a resume is where its count restarted (unless a line stated it, or the
-        record is a bar's count); the first after a worker restart ends that restart's downtime."""
+        record is a bar's count: no step keyword); the first after a worker restart ends that restart's downtime."""
+        # whether the record names its step with a keyword: read only while a resume or restart is open
+        keyword = (self.resume is not None or self.restart is not None) and bool(KEYWORD.search(ln.body))
         if self.resume is not None:
             r = self.resume
             if ("start" not in r and keyword and step is not None and not r.get("continues")
@@ -215,10 +218,11 @@ class ResumeLines:
         self._close_resume()
         self._close_restart(None)
 
-    def _again(self, r: dict, start: int | None, loaded: int | None) -> list[str]:
-        """The words for the steps computed again and the time without a step: a count starting at `start` at or
-        below the checkpoint's step or the last step the log holds before the restart runs max(those) - start + 1
-        steps again; the time from the last step before the restart to the first after is time without a step."""
+    def _again(self, r: dict, start: int | None, loaded: int | None) -> tuple[list[str], float | None]:
+        """The words for the steps computed again and the time without a step, and that time (s, None when not
+        stated): a count starting at `start` at or below the checkpoint's step or the last step the log holds before
+        the restart runs max(those) - start + 1 steps again; the time from the last step before the restart to the
+        first after is time without a step."""
         words = []
         last = r["before"][0] if r.get("before") else None
         top = max((x for x in (loaded, last) if x is not None), default=None)
@@ -227,10 +231,12 @@ class ResumeLines:
                    f"went back from {last} to" if last is not None and last >= (loaded or -1) else "restarted at or below")
             words.append(f"its count {how} step {start}: {top - start + 1} step{'s' if top - start else ''} computed again")
         before, first = r.get("before"), r.get("first")
+        down = None
         if before and first and before[1] != self.nat and first[1] != self.nat and first[1] >= before[1]:
-            words.append(f"{_secs((first[1] - before[1]) / 1e9)} s without a step (from the last step before it to "
-                         "the first after)")
-        return words
+            secs = _secs((first[1] - before[1]) / 1e9)
+            down = float(secs)  # the figure as the words state it (figures() reads the same)
+            words.append(f"{secs} s without a step (from the last step before it to the first after)")
+        return words, down
 
     def _close_resume(self) -> None:
         r, self.resume = self.resume, None
@@ -243,7 +249,7 @@ class ResumeLines:
             return  # the model's weights alone (a fine-tune), or a fresh run's initial load (pretrained, a step-0 seed)
         if loaded is not None:
             words.append(f"resumed from a checkpoint of step {loaded}")
-        words += self._again(r, start, loaded)
+        words += self._again(r, start, loaded)[0]
         if r.get("skipped"):
             words.append(f"it fast-forwards {r['skipped']} batches"
                          + (f" (and {r['epochs']} epochs)" if r.get("epochs") else "")
@@ -274,11 +280,12 @@ class ResumeLines:
                 words.append(f"at least {_secs(down)} s without a step (the log ends before the workers step again)")
         else:
             first = r.get("first") or (None, step_ln.time)
-            words += self._again(r, first[0], None)
+            again, stated = self._again(r, first[0], None)
+            words += again
             if not r.get("before") and step_ln.time != self.nat and ln.time != self.nat and step_ln.time >= ln.time:
                 down = (step_ln.time - ln.time) / 1e9
                 words.append(f"{_secs(down)} s without a step (from the restart to the first step after)")
-            elif (f := figures("; ".join(words))).get("down") is not None:
-                down = f["down"]
+            elif stated is not None:
+                down = stated
         self.add(ln, "worker_restart", f"line {ln.lineno}: {ln.body.strip()[:200]}"
                  + (f" ({'; '.join(words)})" if words else ""), down)

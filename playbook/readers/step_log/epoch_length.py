@@ -15,13 +15,15 @@ def steps_per_epoch(step: np.ndarray, pos: np.ndarray | None) -> int | None:
     """N from the rows' step numbers and positions within their epoch (see the module docstring); None unknown."""
     if pos is None or len(pos) != len(step):
         return None
-    known = np.asarray(pos) >= 0
+    pos = np.asarray(pos)
+    known = pos >= 0
     if known.sum() < 2:
         return None
-    starts = np.unique(np.asarray(step)[known] - np.asarray(pos)[known])
+    pos = pos[known]
+    starts = np.unique(np.asarray(step)[known] - pos)
     if len(starts) < 2:
         return None
     n = int(np.diff(starts).min())
-    if n <= 1 or ((starts - starts[0]) % n != 0).any() or (np.asarray(pos)[known] >= n).any():
+    if n <= 1 or ((starts - starts[0]) % n != 0).any() or (pos >= n).any():
         return None
     return n
