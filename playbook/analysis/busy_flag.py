@@ -44,7 +44,8 @@ def _judged(telemetry: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     util = pd.to_numeric(telemetry["util_pct"], errors="coerce").to_numpy(dtype=float)
     mclk = pd.to_numeric(telemetry["mem_clock_mhz"], errors="coerce").to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
-        if not ((util >= BUSY_READ_PCT) & (mclk > 0) & (mclk <= IDLE_MEM_CLOCK_MHZ)).any():
+        busy_idle_clock = (util >= BUSY_READ_PCT) & (mclk > 0) & (mclk <= IDLE_MEM_CLOCK_MHZ)
+        if not busy_idle_clock.any():
             return none  # no busy reading at an idle memory clock: nothing to judge (and no per-GPU peak to take)
     power = pd.to_numeric(telemetry["power_w"], errors="coerce")
     limit = pd.to_numeric(telemetry["power_limit_w"], errors="coerce") if "power_limit_w" in telemetry else \
@@ -55,7 +56,7 @@ def _judged(telemetry: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ref = limit.where(limit > 0, peak).to_numpy(dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(ref > 0, power.to_numpy(dtype=float) / ref, np.nan)
-        hit = (util >= BUSY_READ_PCT) & (mclk > 0) & (mclk <= IDLE_MEM_CLOCK_MHZ) & (share <= POWER_SHARE_MAX)
+        hit = busy_idle_clock & (share <= POWER_SHARE_MAX)
     return hit, share, by_limit
 
 

@@ -34,16 +34,18 @@ UNRESOLVED = ("Unknown Error", "[Not Found]")  # the names nvidia-smi gives a pr
 def per_gpu(bundle: schema.Bundle) -> dict[str, dict]:
     """{GPU id: {"processes": [...], "mig": [...], "mode": str | None}} from every input's sharing summary."""
     out: dict[str, dict] = {}
+
+    def entry(host: str, gpu) -> dict:
+        return out.setdefault(schema.gpu_id(host, gpu), {"processes": [], "mig": [], "mode": None})
+
     for _, section in schema.meta_sections(bundle.meta, schema.GPU_SHARING):
         host = str(section.get("host", ""))
         for row in section.get("processes") or []:  # a row's own host first (gpustat: several hosts in a file)
-            out.setdefault(schema.gpu_id(str(row.get("host") or host), row["gpu"]), {"processes": [], "mig": [], "mode": None})[
-                "processes"].append(row)
+            entry(str(row.get("host") or host), row["gpu"])["processes"].append(row)
         for row in section.get("mig") or []:
-            out.setdefault(schema.gpu_id(host, row["gpu"]), {"processes": [], "mig": [], "mode": None})["mig"].append(
-                row)
+            entry(host, row["gpu"])["mig"].append(row)
         for gpu, mode in (section.get("modes") or {}).items():
-            out.setdefault(schema.gpu_id(host, int(gpu)), {"processes": [], "mig": [], "mode": None})["mode"] = mode
+            entry(host, int(gpu))["mode"] = mode
     return out
 
 
@@ -75,8 +77,8 @@ def other_owners(series: GpuSeries, sharing: dict[str, dict]) -> dict[str, str]:
     u95 = series.quantiles("util_pct", (95,), keep=np.isfinite(series.values["util_pct"]))[0]
     idle = {gid: bool(np.isfinite(u) and u <= IDLE_PCT) for gid, u in zip(series.ids, u95, strict=True)}
     mine: set[str] = set()
-    for gid, busy in ((g, not i) for g, i in idle.items()):
-        if busy and gid in sharing:
+    for gid, is_idle in idle.items():
+        if not is_idle and gid in sharing:
             mine |= {o for o, mib in _held(sharing[gid]["processes"], party).items() if mib > 0}
     if not mine:
         return {}
@@ -130,7 +132,8 @@ def notes(bundle: schema.Bundle) -> list[str]:
     """One line per GPU the inputs show shared: several owners, MIG slices, a dead holder, exclusive mode."""
     out = []
     exclusive: dict[str, list[str]] = {}
-    for gid, entry in per_gpu(bundle).items():
+    sharing = per_gpu(bundle)
+    for gid, entry in sharing.items():
         held = _held(entry["processes"])
         if len(held) > 1:
             who = "users" if any(r.get("user") for r in entry["processes"]) else "processes"
@@ -147,7 +150,7 @@ def notes(bundle: schema.Bundle) -> list[str]:
         out.append(f"{', '.join(gids[:8])}{' …' if len(gids) > 8 else ''}: exclusive compute mode ({mode}): while "
                    "another process's context is on one, a job cannot open its own ('all CUDA-capable devices are "
                    "busy or unavailable')")
-    for d in dead_holders(per_gpu(bundle)):
+    for d in dead_holders(sharing):
         out.append(f"{d['gpu']}: process {d['pid']} listed as {d['name']!r} holds {d['mem_mib']:.0f} MiB: a process "
                    "that exited (a zombie or an orphaned worker of a crashed or killed run) still holds its memory")
     return out

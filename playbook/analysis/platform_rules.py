@@ -55,14 +55,14 @@ def findings(source: str, part: dict, out: list[dict], warnings: list[str],
 
 def _rules(source: str, rules: list[dict], out: list[dict], warnings: list[str]) -> None:
     found = {r["rule"] for r in rules if r["status"] == "IssuesFound"}
-    for rule in sorted(found & _BY_RULE.keys()):
+    named = found & _BY_RULE.keys()
+    for rule in sorted(named):
         floor = (f"; with the rule's default threshold, for more than {_FLOOR[rule]:.0%} of the time"
                  if rule in _FLOOR else "")
         out.append({"hypothesis": _BY_RULE[rule], "level": "high" if rule in _HIGH else "moderate",
                     **({"share": _FLOOR[rule]} if rule in _FLOOR else {}), "evidence": (
             f"SageMaker profiler rule {rule} in {source}: IssuesFound — {_MEANS[rule]}{floor} (a rule's status: "
             "the profiler report's rule details give the figures)")})
-    named = found & _BY_RULE.keys()
     if "LowGPUUtilization" in found and not named:
         warnings.append(
             f"SageMaker's LowGPUUtilization rule found issues in {source}: some GPU's utilization had its 95th "

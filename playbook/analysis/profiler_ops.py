@@ -59,6 +59,7 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
                   warnings: list[str] | None = None) -> dict:
     """One file's tables: the base, the sync and loader shares; its findings appended to `findings`, what its
     cProfile listings vouch for to `healthy`, the input-pipeline tools' cautions to `warnings`."""
+    warnings = [] if warnings is None else warnings
     _fit_loader(source, table, findings)
     steps_s, self_cpu = float(table.get("steps_s") or 0.0), float(table.get("self_cpu_total_s") or 0.0)
     base, what = (steps_s, f"{table.get('steps')} profiled steps") if steps_s > 0 else (self_cpu, "self CPU time")
@@ -72,10 +73,10 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
            "tfprof_ops": int((table.get("tfprof") or {}).get("ops") or 0),
            "xla_reports": xla_runtime.findings(source, table["xla"], findings, _level) if table.get("xla") else 0,
            "input_statements": input_pipeline.findings(source, table["input_pipeline"], findings,
-                                                       warnings if warnings is not None else [], _level)
+                                                       warnings, _level)
            if table.get("input_pipeline") else 0,
            "platform_statements": platform_rules.findings(source, table["platform_rules"], findings,
-                                                          warnings if warnings is not None else [], _level)
+                                                          warnings, _level)
            if table.get("platform_rules") else 0}
     _breakdown(source, table, findings, out)
     if base <= 0:

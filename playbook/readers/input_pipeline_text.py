@@ -84,12 +84,13 @@ class InputPipelineText:
         # both TensorFlow statements say "step time sampled": a line without it costs no search (most lines)
         if ("sampled" in body or "SAMPLED" in body) and self._tf(body):
             return True
-        if m := _TORCH_WORKERS.search(body):
+        # each warning's fixed words first: a line without them costs no regex search (most lines)
+        if "DataLoader will create" in body and (m := _TORCH_WORKERS.search(body)):
             if len(self.torch_workers) < MAX_ITEMS:
                 self.torch_workers.append({"workers": int(m.group(1)),
                                            "suggested": int(m.group(2)) if m.group(2) else None})
             return True
-        if m := _PL_FEW.search(body):
+        if "does not have many workers" in body and (m := _PL_FEW.search(body)):
             if len(self.lightning) < MAX_ITEMS:
                 n = m.group(2) or m.group(3)
                 self.lightning.append({"loader": m.group(1).strip(), "suggested": int(n) if n else None})

@@ -42,8 +42,8 @@ class GpuTelemetry(Analyzer):
             others = other_owners(whole, per_gpu(run.bundle))  # another user's GPUs, by who holds their memory
             series, left = job_gpus(whole, run.bundle.events, others)
             if left:
-                kept = set(zip(series.hosts, series.index, strict=True))
-                tele = tele[[k in kept for k in zip(tele["host"].astype(str), tele["gpu"], strict=True)]]
+                rows = pd.MultiIndex.from_arrays([tele["host"].astype(str), tele["gpu"]])
+                tele = tele[rows.isin(list(zip(series.hosts, series.index, strict=True)))]
             if unused := [g for g in left if g not in others]:
                 warnings.append(f"{', '.join(unused[:8])}{' …' if len(unused) > 8 else ''}: idle throughout with "
                                 f"under {UNUSED_MIB / 1024:.0f} GiB of memory — not used by this job (left out)")

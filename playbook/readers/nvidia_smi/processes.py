@@ -33,8 +33,7 @@ _PROCESSES = re.compile(r"^\|\s*Processes:")
 _MIG = re.compile(r"^\|\s*MIG devices:")
 # | gpu [gi ci] pid type name memory |: bounded pieces, the name the only free run (lazy, anchored on the memory)
 _ROW = re.compile(r"^\|\s*(\d{1,4})\s+(?:(N/A|\d{1,4})\s+(N/A|\d{1,4})\s+)?(\d{1,10})\s+([CGM](?:\+[CGM]){0,2})\s+"
-                  r"(.{0,300}?)\s+(\d{1,9})\s*MiB\s*\|$|^\|\s*(\d{1,4})\s+(?:(N/A|\d{1,4})\s+(N/A|\d{1,4})\s+)?"
-                  r"(\d{1,10})\s+([CGM](?:\+[CGM]){0,2})\s+(.{0,300}?)\s+N/A\s*\|$")
+                  r"(.{0,300}?)\s+(?:(\d{1,9})\s*MiB|N/A)\s*\|$")
 _SLICE = re.compile(r"^\|\s*(\d{1,4})\s+(\d{1,4})\s+(\d{1,4})\s+(\d{1,4})\s*\|\s*(\d{1,9})\s*MiB\s*/\s*(\d{1,9})\s*MiB"
                     r"\s*\|\s*(\d{1,5})\b")
 _MODES = ("E. Process", "E. Thread", "Prohibited", "Default")
@@ -51,9 +50,7 @@ def process_row(line: str) -> dict | None:
     m = _ROW.match(line.strip())
     if m is None:
         return None
-    g = m.groups()
-    g = g[:7] if g[0] is not None else g[7:] + (None,)
-    gpu, gi, ci, pid, kind, name, mem = g
+    gpu, gi, ci, pid, kind, name, mem = m.groups()
     return {"gpu": int(gpu), "pid": pid, "type": kind, "name": name.strip(), "mem_mib": float(mem) if mem else None,
             "gi": None if gi in (None, "N/A") else int(gi), "ci": None if ci in (None, "N/A") else int(ci)}
 
