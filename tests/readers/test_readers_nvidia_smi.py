@@ -167,6 +167,32 @@ def test_fast_path_equals_line_path(data_dir):
     assert np.array_equal(slow.time_ns, fast_cols.time_ns) and len(fast) == 6
 
 
+@pytest.mark.parametrize("damage", ["", "[N/A]", "[Not Supported]"])
+def test_plain_numbers_parsed_as_numbers_give_the_text_path_table(tmp_path, monkeypatch, damage):
+    """nounits values are parsed straight to float64 (layout.number_fields); a value there that is no number
+    (`[N/A]` written mid-log) sends the piece back to the text path: the table, warnings and skips are the same."""
+    rows = ["timestamp, index, utilization.gpu [%], memory.used [MiB], temperature.gpu, pstate"]
+    for t in range(400):
+        for g in range(4):
+            util = damage if damage and (t, g) == (250, 2) else str((t * 7 + g * 13) % 101)
+            rows.append(f"2024/03/01 10:{t // 60:02d}:{t % 60:02d}.125, {g}, {util}, {1000 + t}, {40 + g}, P0")
+    path = tmp_path / "nounits.csv"
+    path.write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(nvidia_smi, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(nvidia_smi, "SAMPLE_BYTES", 8192)  # many blocks: one damaged piece among clean ones
+    calls = []
+    real = nvidia_smi_convert._parse_blob
+    monkeypatch.setattr(nvidia_smi_convert, "_parse_blob", lambda *a: calls.append(a[1]) or real(*a))
+    typed = nvidia_smi.read(path, block_bytes=8192)
+    assert frozenset({1, 2, 3, 4}) in calls  # index, utilization, memory and temperature were typed
+    assert calls.count(frozenset()) == bool(damage) and len(calls) > 5  # only the damaged piece went back to text
+    monkeypatch.setattr(nvidia_smi_convert, "number_fields", lambda *a: frozenset())
+    text = nvidia_smi.read(path, block_bytes=8192)
+    pd.testing.assert_frame_equal(typed.telemetry, text.telemetry)
+    assert typed.warnings == text.warnings and len(typed.telemetry) == 1600
+    assert typed.telemetry["util_pct"].isna().sum() == bool(damage)
+
+
 def test_sniff_accepts_variants_and_rejects_others(data_dir):
     for name in ("smi_units.csv", "smi_nounits_crlf.csv", "smi_damaged.csv", "smi_noindex.csv",
                  "smi_loop_nounits.txt", "smi_poll_units.txt", "smi_bus_id.csv"):

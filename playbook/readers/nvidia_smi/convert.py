@@ -25,6 +25,7 @@ from playbook.readers.nvidia_smi.fields import (
     TIME_FIELDS,
     reason_field,
 )
+from playbook.readers.nvidia_smi.layout import number_fields
 
 
 @dataclass
@@ -83,6 +84,8 @@ def _strip(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _to_float(col: pa.ChunkedArray, rows: _Rows, name: str) -> np.ndarray:
+    if pa.types.is_floating(col.type):  # parsed as a number by pyarrow (layout.py)
+        return col.to_numpy(zero_copy_only=False)
     x = _strip(col)
     try:
         return pc.cast(x, pa.float64()).to_numpy(zero_copy_only=False)
@@ -265,23 +268,21 @@ class _Converter:
         self.chunks: dict[int, list] = {pos: [] for pos in self.plan}   # ident strings, per batch
         self.arrays: dict[int, np.ndarray] = {}                             # numeric kinds, preallocated
 
-    def add(self, table: pa.Table | pa.RecordBatch) -> None:
-        """Convert one batch."""
-        n = table.num_rows
+    def add(self, column, n: int) -> None:
+        """Convert one batch of `n` rows; `column(pos)`: the Arrow array of field `pos` (text, or float64 numbers)."""
         lo = self.rows_done
         rows = _Rows(self.lines[lo:lo + n], self.bad[lo:lo + n], self.skips)
         for pos, kind in self.plan.items():
             if kind in ("ident", "name"):
-                self.chunks[pos].append(pc.utf8_trim_whitespace(table.column(pos)))
+                self.chunks[pos].append(pc.utf8_trim_whitespace(column(pos)))
                 continue
             if pos not in self.arrays:
                 self.arrays[pos] = np.empty(len(self.lines), dtype=np.float64 if kind in ("float", "hex", "flag")
                                             else np.int64)
-            self._convert(table, pos, kind, rows, lo)
+            self._convert(column(pos), pos, kind, rows, lo)
         self.rows_done += n
 
-    def _convert(self, table, pos: int, kind: str, rows: _Rows, lo: int) -> None:
-        col = table.column(pos)
+    def _convert(self, col, pos: int, kind: str, rows: _Rows, lo: int) -> None:
         name = self.fields[pos]
         if kind == "float":
             out = _to_float(col, rows, name)
@@ -452,17 +453,33 @@ def _row_lines(seg: Piece) -> np.ndarray:
 
 
 def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> Columns | None:
-    """Stream the segment's clean lines through pyarrow; None when a line is damaged (use parse_lines)."""
+    """Stream the segment's clean lines through pyarrow; None when a line is damaged (use parse_lines).
+
+    Tried first with the plain-number fields parsed as float64 (layout.py), kept only when every row converts
+    cleanly; otherwise (or when no field is a plain number) every field is read as text."""
     lines = _row_lines(seg)
-    attempt = schema.SkipCounter(skips.path, keep=skips.keep)
-    conv = _Converter(seg.fields, lines, attempt, tz)
     pieces = _clean_pieces(data, seg)
-    if pieces:
-        blob = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        if not textio.is_utf8(blob):
-            return None  # pyarrow's invalid-row callback would print a traceback on such a row
-        buf = pa.py_buffer(blob)
-        names = [f"c{i}" for i in range(len(seg.fields))]
+    blob = (pieces[0] if len(pieces) == 1 else b"".join(pieces)) if pieces else b""
+    if blob and not textio.is_utf8(blob):
+        return None  # pyarrow's invalid-row callback would print a traceback on such a row
+    newline = bytes(blob[:4096]).find(b"\n")
+    sample = bytes(blob[:newline if newline >= 0 else 4096]).decode("utf-8", "replace")
+    numbers = number_fields(sample, _Converter(seg.fields, lines[:0], skips, tz).plan, len(seg.fields))
+    for typed in ([numbers] if numbers else []) + [frozenset()]:
+        cols = _parse_blob(blob, typed, seg.fields, lines, skips, tz)
+        if cols is not None:
+            return cols
+    return None
+
+
+def _parse_blob(blob, numbers: frozenset[int], fields: list[str], lines: np.ndarray, skips: schema.SkipCounter,
+                tz: str) -> Columns | None:
+    """The columns of `blob` (the piece's clean lines), the fields `numbers` parsed as float64 and the rest as
+    text; None when a line has another number of fields, or a typed field's value is not a number."""
+    attempt = schema.SkipCounter(skips.path, keep=skips.keep)
+    conv = _Converter(fields, lines, attempt, tz)
+    if blob:
+        names = [f"c{i}" for i in range(len(fields))]
         invalid: list[str] = []
 
         def on_invalid(row) -> str:
@@ -471,17 +488,19 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
 
         try:
             reader = pacsv.open_csv(
-                buf,
+                pa.py_buffer(blob),
                 read_options=pacsv.ReadOptions(column_names=names, block_size=4 << 20,
                                                use_threads=len(blob) > 1 << 20),  # a small file: no thread hand-offs
                 parse_options=pacsv.ParseOptions(delimiter=",", quote_char=False, invalid_row_handler=on_invalid),
-                convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                                     strings_can_be_null=False, quoted_strings_can_be_null=False,
-                                                     check_utf8=False))  # is_utf8 checked the whole blob
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.float64() if i in numbers else pa.string() for i, n in enumerate(names)},
+                    include_columns=[names[pos] for pos in conv.plan],
+                    strings_can_be_null=False, quoted_strings_can_be_null=False,
+                    check_utf8=False))  # is_utf8 checked the whole blob
             for batch in reader:
                 if conv.rows_done + batch.num_rows > len(lines):
                     return None
-                conv.add(batch)
+                conv.add(lambda pos, b=batch: b.column(names[pos]), batch.num_rows)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError):
             return None
         if invalid:
@@ -515,7 +534,7 @@ def parse_lines(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> 
         lines.append(no)
     line_arr = np.asarray(lines, dtype=np.int64)
     conv = _Converter(seg.fields, line_arr, skips, tz)
-    conv.add(pa.table({f"c{i}": pa.array(c, pa.string()) for i, c in enumerate(cols)}))
+    conv.add(lambda pos: pa.array(cols[pos], pa.string()), len(line_arr))
     out = conv.finish()
     out.bad, out.lines = conv.bad, line_arr
     return out
