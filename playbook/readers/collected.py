@@ -17,6 +17,11 @@ Windows tool, a paste through some web forms): each pair is one break, so tables
 The indentation a paste put before every line (a Markdown code block by indentation, a quote in an e-mail) is taken
 off only when files.read_file asks (INDENT): where no format's reader recognises the text as it is and one does
 without it. Indentation can be a format's meaning (`nvidia-smi -q | grep` keeps its leaves' depth).
+
+A Python runtime's warnings on stderr, interleaved with a tool's output in one captured log (warnings.formatwarning's
+`FILE:LINE: CATEGORY: MESSAGE` and the source line it echoes indented by two spaces; the tokenizers library's fork
+notice), are taken off only when files.read_file asks (STDERR): where the file cannot be read with them (they cut a
+table or a multi-line record), since readers of training logs read some warnings as evidence.
 """
 
 from __future__ import annotations
@@ -38,6 +43,23 @@ _BREAK_PAIR = re.compile(rb"(?:\r\n|\r|\n){2}")
 
 # files.read_file's retry of an indented paste: path -> the indentation to take off every line
 INDENT: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar("playbook_indent", default=None)
+
+
+# files.read_file's retry of a file that no reader understood with a runtime's warnings in it: the paths read without
+STDERR: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar("playbook_stderr", default=None)
+_STDERR_RECORD = re.compile(  # CPython warnings.formatwarning: "%s:%s: %s: %s\n" then "  " + the source line
+    rb"^[^\n]{1,300}?:\d{1,9}: [A-Za-z_][\w.]{0,80}Warning: [^\n]*(?:\n  [^\n]*)?(?:\n|$)"
+    rb"|^huggingface/tokenizers: The current process just got forked[^\n]*(?:\n|$)", re.M)
+
+
+def stderr_records(text: bytes) -> int:
+    """How many runtime warning records (see the module's docstring) `text` holds."""
+    return sum(1 for _ in _STDERR_RECORD.finditer(text))
+
+
+def drop_stderr(text: bytes) -> bytes:
+    """`text` without its runtime warning records (whole lines)."""
+    return _STDERR_RECORD.sub(b"", text)
 
 
 def common_indent(head: str) -> str:
@@ -116,6 +138,7 @@ class Unwrap:
         self.other = _other_label(self.label) if self.label is not None else None
         if self.label is None and (indent := (INDENT.get() or {}).get(str(path))):
             self.label = indent  # taken off like a label, with no other label to look out for
+        self.stderr = str(path) in (STDERR.get() or ())
         self.carry = b""
 
     def tail(self, data: bytes) -> None:
@@ -148,4 +171,10 @@ class Unwrap:
             if self.other is None and b">" in label:  # a quote's lines of quote marks alone are its blank lines
                 data = _QUOTE_BLANK_B.sub(b"", data)
             data += rest
+        if self.stderr:  # whole lines only; a warning's last line waits for the source line it may echo
+            end = len(data) if final else data.rfind(b"\n") + 1
+            last = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
+            if not final and end and (m := _STDERR_RECORD.match(data, last, end)) and m.end() == end:
+                end = last
+            data, self.carry = drop_stderr(data[:end]), data[end:] + self.carry
         return data

@@ -47,20 +47,43 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     if indent and detect.specific(head) is None:  # no format's reader knows it as it is: read without the indent
         if (dedented := _dedented(path, head, indent, opts)) is not None:
             return dedented
-    name = detect.detect(path, head)
     try:
-        bundle = call_reader(name, path, opts)
-    except UnknownFormatError:
-        if (later := _past_preamble(path, head, opts)) is None:
+        bundle = call_reader(detect.detect(path, head), path, opts)
+    except UnknownFormatError:  # no reader knows it, or the one its head called for found nothing it knows
+        if (later := _without_stderr(path, head, opts) or _past_preamble(path, head, opts)) is None:
             raise
         return later
     except InputError:  # the format's reader refused it: without the indent, if there is one
         if indent and (dedented := _dedented(path, head, indent, opts)) is not None:
             return dedented
+        if (quiet := _without_stderr(path, head, opts)) is not None:
+            return quiet
         raise
     if indent and bundle.is_empty():  # its format's reader found nothing in it as it is: without the indent?
         if (dedented := _dedented(path, head, indent, opts)) is not None and not dedented.is_empty():
             return dedented
+    if bundle.is_empty() and (quiet := _without_stderr(path, head, opts)) is not None:
+        return quiet
+    return bundle
+
+
+def _without_stderr(path: Path, head: str, opts: dict) -> schema.Bundle | None:
+    """A file read without the runtime warnings interleaved in it (collected.STDERR) by the reader its head calls
+    for without them; None when its head holds none, or that reader refuses it too or finds nothing in it."""
+    records = collected.stderr_records(head.encode())
+    if not records:
+        return None
+    token = collected.STDERR.set((collected.STDERR.get() or frozenset()) | {str(path)})
+    try:
+        bundle = call_reader(detect.detect(path, collected.drop_stderr(head.encode()).decode()), path, opts)
+    except PlaybookError:
+        return None
+    finally:
+        collected.STDERR.reset(token)
+    if bundle.is_empty():
+        return None
+    bundle.warnings.insert(0, f"{path}: read without the Python warnings on stderr interleaved in it ({records} in "
+                              f"its first {len(head) >> 10 or 1} KiB; line numbers in its warnings count without them)")
     return bundle
 
 

@@ -469,3 +469,71 @@ def test_an_nvidia_smi_table_indented_inside_a_log_keeps_its_gpu_rows(tmp_path):
     (tmp_path / src.name).write_text("".join(f"    {ln}" if ln.strip() else ln for ln in src.read_text().splitlines(True)))
     plain, got = (read_paths([str(p)]) for p in (src, tmp_path / src.name))
     assert len(got.telemetry) == len(plain.telemetry) == 8 and not got.warnings
+
+
+def _python_warning(message: str, category: type[Warning], filename: str, lineno: int, source: str) -> str:
+    """A warning exactly as CPython's warnings module writes it to stderr (formatwarning, with its source line)."""
+    import linecache
+    import warnings
+
+    linecache.cache[filename] = (len(source), None, [source + "\n"] * lineno, filename)
+    try:
+        return warnings.formatwarning(message, category, filename, lineno)
+    finally:
+        linecache.cache.pop(filename, None)
+
+
+PossibleUserWarning = type("PossibleUserWarning", (UserWarning,), {})
+
+
+def test_runtime_warning_records_are_cpythons_format_and_nothing_else():
+    records = [
+        _python_warning("This DataLoader will create 16 worker processes in total.", UserWarning,
+                        "/usr/lib/python3.10/site-packages/torch/utils/data/dataloader.py", 557,
+                        "    warnings.warn(_create_warning_msg("),
+        _python_warning("`np.bool` is a deprecated alias", DeprecationWarning, "C:\\env\\lib\\site.py", 12,
+                        "x = np.bool"),
+        _python_warning("The dataloader does not have many workers", PossibleUserWarning,
+                        "/opt/lightning/trainer/connectors/data_connector.py", 441, "rank_zero_warn("),
+        "huggingface/tokenizers: The current process just got forked, after parallelism has already been used. "
+        "Disabling parallelism to avoid deadlocks...\n",
+    ]
+    kept = ["epoch 1 step 10 loss 2.31 time 0.52s\n", "model.py:12: Error: not a warning record\n",
+            "  indented, after a line that is no warning\n", "a: 1: UserWarning in prose\n", "step 11 loss 2.29\n"]
+    text = "".join(kept[:3] + records[:2] + kept[3:4] + records[2:] + kept[4:]).encode()
+    assert collected.stderr_records(text) == 4
+    assert collected.drop_stderr(text) == "".join(kept).encode()
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 20])
+def test_runtime_warnings_come_off_the_stream_only_when_asked_and_across_chunks(tmp_path, chunk):
+    warning = _python_warning("Using a non-full backward hook", UserWarning, "/x/module.py", 1501,
+                              "  warnings.warn(\"Using a non-full backward hook\")")
+    lines = [f"step {i} time {0.5 + i / 100:.2f}s\n" for i in range(12)]
+    path = tmp_path / "run.log"
+    path.write_text("".join(lines[:5]) + warning + "".join(lines[5:]))
+    unwrap = collected.Unwrap(path.read_bytes()[:4096], path)
+    token = collected.STDERR.set(frozenset({str(path)}))
+    try:
+        asked = collected.Unwrap(path.read_bytes()[:4096], path)
+    finally:
+        collected.STDERR.reset(token)
+    raw = path.read_bytes()
+    pieces = [raw[i:i + chunk] for i in range(0, len(raw), chunk)]
+    as_is = b"".join(unwrap(p, k == len(pieces) - 1) for k, p in enumerate(pieces))
+    without = b"".join(asked(p, k == len(pieces) - 1) for k, p in enumerate(pieces))
+    assert as_is == raw and without == "".join(lines).encode()
+
+
+def test_a_grepped_table_cut_by_an_interleaved_warning_reads_as_if_none_were_there(tmp_path):
+    rows = [f"| {30 + k % 3}%   {45 + k % 4}C    P2   {150 + 9 * k}W / 250W |   7000MiB / 11178MiB |     "
+            f"{(k * 37) % 100:>2}%      Default |\n" for k in range(10)]  # `nvidia-smi -l 1 | grep Default`
+    warning = _python_warning("`torch.cuda.amp.GradScaler(args...)` is deprecated.", FutureWarning,
+                              "/opt/train.py", 88, "scaler = torch.cuda.amp.GradScaler()")
+    (tmp_path / "plain.txt").write_text("".join(rows))
+    (tmp_path / "cut.txt").write_text("".join(rows[:6] + [warning] + rows[6:]))
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.txt", "cut.txt"))
+    assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
+    assert len(plain.telemetry) == 10
+    assert any("read without the Python warnings" in w for w in got.warnings)
+    assert not any("Python warnings" in w for w in plain.warnings)
