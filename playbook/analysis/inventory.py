@@ -122,12 +122,15 @@ def _jobs(bundle) -> list[str]:
     for j in jobs_of(bundle):
         what = [f"{j['stat']} GPU utilization {j['util_pct']:g}%"
                 if j.get("util_pct") is not None else "",
-                f"{j['stat']} GPU memory {j['mem_mib'] / 1024:.1f} GiB"
+                f"{j.get('mem_stat') or j['stat']} GPU memory {j['mem_mib'] / 1024:.1f} GiB"
                 if j.get("mem_mib") is not None else "",
                 f"{j['gpus']} x {j['model'] or 'GPU'}" if j.get("gpus") else (j.get("model") or ""),
                 f"wall {_seconds(j['elapsed_s'])}" if j.get("elapsed_s") else ""]
         out.append(f"{j.get('job') or j['source']}: " + ", ".join(w for w in what if w))
-    return out
+    from playbook.readers.slurm_usage import META_PREFIX
+
+    # a job report that measured nothing (readers/job_reports): said as it is
+    return out + [e for _, v in meta_sections(bundle.meta, META_PREFIX) for e in v.get("empty") or []]
 
 
 def _limits(bundle) -> list[str]:

@@ -48,7 +48,7 @@ def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
         return (f"{unit} times cannot show a cost every {unit} pays: record GPU utilization beside them to rule it "
                 "out (`playbook record`)")
     if acc.figures:
-        return (f"{acc.figures} hold one utilization figure per job step, not samples over time: record GPU "
+        return (f"{acc.figures} hold one utilization figure per job step or GPU, not samples over time: record GPU "
                 "telemetry over the job (clocks, power, utilization) to rule out a throttled clock or stalls the "
                 "figure averages away")
     if acc.basis == "gpu" and acc.busy_pct < FED_PCT:
@@ -403,6 +403,7 @@ def untestable(run: Run) -> str | None:
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
             (["a container's limits (cgroup CPU-quota counters, /dev/shm's size: what the job may use, not how its "
               "GPUs ran)"] if schema.meta_sections(run.bundle.meta, "container_limits:") else []) + \
+            [e for _, v in schema.meta_sections(run.bundle.meta, "job_usage:") for e in v.get("empty") or []][:2] + \
             [f"Megatron straggler reports ({r['reports']:,}; each interval's least and most across ranks, no time "
              "series)" for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)][:1] + \
             [f"{t['line']} (a server's scheduler counts: no GPU time)" for t in (sm.get("serving") or {}).get(

@@ -282,6 +282,9 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     "profile_idle": ("host_sync", "data_starvation", "launch_bound", "h2d_copy", "collective_straggler"),
     # a job's GPUs idle by its accounting figures (sacct, seff): no time axis, so any of a steady low level's causes
     "job_idle": ("data_starvation", "host_sync", "launch_bound", "collective_straggler", "h2d_copy"),
+    # a job's GPUs at 0% over the whole job while its other GPUs worked (a job report per GPU): allocated, never used
+    # — the program not started on them; no catalog cause runs a GPU at 0% for a whole job
+    "unused_gpus": (),
 }
 # Waiting phases that no cause lists in its `phases`: a queue wait is a stage waiting on another
 PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",

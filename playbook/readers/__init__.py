@@ -11,7 +11,7 @@ rates), generic telemetry CSV (generic_csv), long-layout CSV with a series-name 
 Grafana rows), InfluxDB line protocol (influx: Telegraf), gpustat and `nvidia-smi -q` plain text (gpustat_text,
 smi_query_text), rocm-smi / amd-smi text (amd_smi_text), box-drawn device tables of hl-smi, npu-smi, tpu-info and
 xpu-smi (box_table), Linux host tools into the host table (host_tools: vmstat, iostat, mpstat, sar, sadf, top,
-dstat, sysstat's JSON), JSON / XML documents (documents), a Slurm job's sacct / seff GPU figures (slurm_usage), a container's cgroup cpu.stat and /dev/shm size (container_limits), kubectl's pod statuses and events (kube_status), step tables (steps), Kineto traces (kineto), nsys stats
+dstat, sysstat's JSON), JSON / XML documents (documents), a Slurm job's sacct / seff GPU figures (slurm_usage), job-efficiency tools' reports: jobstats, reportseff / Job Defense Shield job tables, dcgmi stats (job_reports), a container's cgroup cpu.stat and /dev/shm size (container_limits), kubectl's pod statuses and events (kube_status), step tables (steps), Kineto traces (kineto), nsys stats
 exports (nsys), NCCL flight-recorder dumps (flight_recorder), any other text log (lines: step lines, NCCL lines,
 recompiles and events, line by line) — also as a Jupyter notebook's printed output (notebook), and the playbook's own recordings (run directories, or a single table's
 .parquet file).

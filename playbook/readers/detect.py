@@ -31,6 +31,7 @@ READERS: tuple[str, ...] = (
     "dcgm",             # dcgm-exporter text, Prometheus query_range JSON
     "dcgm_diag",        # dcgmi diag results: failed / warned tests per GPU as events
     "slurm_usage",      # a Slurm job's GPU usage after the job: sacct TRESUsageInAve / Max, seff's GPU section
+    "job_reports",      # job-efficiency tools: jobstats, reportseff / Job Defense Shield job tables, dcgmi stats
     "container_limits", # a container's limits as the shell prints them: cgroup cpu.stat, df of /dev/shm
     "kube_status",      # kubectl get pods / describe pod / get events: evictions, OOM kills, restarts per pod
     "influx",           # InfluxDB line protocol (Telegraf's nvidia_smi input)

@@ -714,6 +714,18 @@ CASES = [
         ("comfyui5737_mochi_partial_load_expected.log", "insufficient_data"),
         ("nasbench15_simplenet_imagenet_data196s.log", "data_starvation"),
         ("srcn3d2_mmdet_8s_iter_cpu_overload.log", "insufficient_data"))],
+    # the fifty-eighth round: what cluster job-efficiency tools report about GPU jobs (tests/data/eval/heldout58/
+    # SOURCES.md, real excerpts): scored once as written — 0 of 6 right, 0 of 6 read (all refused); kept: jobstats
+    # reports of 4 A100s at 65-73% and of one at 93% (readers/job_reports: a figure per GPU), reportseff -g and a Job
+    # Defense Shield email of jobs that held GPUs at 0% (job tables by their header's words), dcgmi stats of a busy
+    # process and of a MIG job that recorded nothing (said, not read as idle)
+    *[(f"heldout58 {name}", want, _file(f"heldout58/{name}")) for name, want in (
+        ("jobstats_della_4xa100_68pct.txt", "unexplained_slowdown"),
+        ("jobstats_rockfish_a100_93pct_healthy.txt", "healthy"),
+        ("reportseff19_two_nodes_gpu_never_used.txt", "unexplained_slowdown"),
+        ("jds_cancelled_4_gpus_zero_util.txt", "unexplained_slowdown"),
+        ("dcgm171_stats_process_sm100.txt", "healthy"),
+        ("dcgm93_stats_mig_no_processes.txt", "insufficient_data"))],
     # the forty-sixth round: real runs that are healthy (tests/data/eval/heldout46/SOURCES.md, real excerpts): scored
     # once as written — 6 of 7 right, 0 false alarms, 1 refused, 1 read partly; kept: a DINO author's reference
     # stdout, Hugging Face per-step dicts between tqdm bars (their stated `train_step_runtime` read since

@@ -33,6 +33,7 @@ SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
 # from the first poll (QwenLM/Qwen#970): busy under a quarter of the limit is spinning
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
+UNUSED_PCT = 1.0  # a job report's GPU under 1% over the whole job: never used (jobstats prints "<-- GPU was not used")
 # the level of the test that a GPU's shortfall against its peers comes in stretches (_sustained): the oscillation
 # analysis's ALPHA (playbook.analysis.oscillation), Šidák-corrected over the GPUs tested as its period search is
 SUSTAINED_ALPHA = 0.01
@@ -73,31 +74,50 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     """GPU-time accounting of a Slurm job's usage figures (analysis.job_usage: no time axis, one figure per job
     step): a step's mean utilization (TRESUsageInAve) leaves 1 - mean idle; a maximum (TRESUsageInMax, seff's "Max
     GPU Utilization") at least 1 - max. A step with both is priced by its mean (the maximum says less). Weighed by
-    GPU-seconds where the input states the duration and GPU count, else each step counts one unit. One `job_idle`
-    bucket; the noise floor is a fed loop's: 1 - FED_PCT."""
+    GPU-seconds where the input states the duration and GPU count, else each step counts one unit. A `job_idle`
+    bucket, and an `unused_gpus` one for GPUs a job report shows at 0% over the whole job beside a GPU that worked
+    (allocated, never used); the noise floor is a fed loop's: 1 - FED_PCT."""
     from playbook.analysis.job_usage import jobs_of
 
     jobs = [j for j in jobs_of(bundle) if j.get("util_pct") is not None]
     with_mean = {(j["source"], j["job"]) for j in jobs if j["stat"] == "mean" and j.get("job")}  # one named step
-    wall = idle = 0.0
-    parts, bound = [], False  # bound: a maximum among the figures (then the idle share is a lower bound)
+    # a GPU of the job at 0% over the whole run while another worked: allocated and never used (a figure per GPU
+    # from a job report; a job table's GPUs-Unused count) — its own bucket, naming the GPUs where the input does
+    busy_peer = any(j["util_pct"] >= 100.0 - FED_PCT for j in jobs if j.get("host") or j.get("gpu") is not None)
+    wall = idle = unused_s = 0.0
+    parts, unused_names, bound = [], [], False  # bound: a maximum among the figures (the idle share a lower bound)
     for j in jobs:
         if j["stat"] == "max" and (j["source"], j.get("job")) in with_mean:
             continue
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
+        named = j.get("host") or j.get("gpu") is not None
+        if j["stat"] == "mean" and named and busy_peer and j["util_pct"] < UNUSED_PCT:
+            unused_s, wall = unused_s + weight, wall + weight
+            unused_names.append(f"{j.get('host') or ''} GPU {j.get('gpu')}".strip())
+            continue
+        gpus, left = j.get("gpus") or 0, j.get("gpus_unused") or 0
+        if j["stat"] == "mean" and 0 < left < gpus:  # the unused GPUs idle throughout; the mean is over all
+            unused_s += weight * left / gpus
+            share, unused_names = max(0.0, share - left / gpus), unused_names + [f"{left} of {gpus} GPUs"]
         wall, idle, bound = wall + weight, idle + share * weight, bound or j["stat"] == "max"
         parts.append(f"{j.get('job') or j['source']}: {'at most' if j['stat'] == 'max' else 'on average'} "
                      f"{j['util_pct']:.0f}% busy")
     if wall <= 0:
         return None
-    bucket = Bucket("job_idle", idle, share=idle / wall,
-                    detail=f"the job's GPUs idle {'at least ' if bound else ''}"
-                           f"{idle / wall:.0%} of the job ({'; '.join(parts[:3])})")
+    buckets = [Bucket("unused_gpus", unused_s, share=unused_s / wall, names=unused_names,
+                      detail=f"{', '.join(unused_names[:4])}{' ...' if len(unused_names) > 4 else ''}: allocated "
+                             "to the job and never used (0% over the whole job while its other GPUs worked) — is "
+                             "the program started on every GPU it asks for?")] if unused_s > 0 else []
+    if idle > 0:
+        buckets.append(Bucket("job_idle", idle, share=idle / wall,
+                              detail=f"the job's {'working ' if buckets else ''}GPUs idle "
+                                     f"{'at least ' if bound else ''}{idle / wall:.0%} of the job "
+                                     f"({'; '.join(parts[:3])})"))
     floor = 1.0 - FED_PCT / 100.0
-    return Accounting("gpu", wall, [bucket] if idle > 0 else [], floor,
+    return Accounting("gpu", wall, buckets, floor,
                       f"a fed loop reads {FED_PCT:.0f}% utilization or more (the job's figures have no time axis)",
-                      span_s=wall, figures="the job's accounting figures (sacct / seff)")
+                      span_s=wall, figures="the job's accounting figures (sacct / seff / a job-efficiency report)")
 
 
 def _job_end(series: GpuSeries, med: np.ndarray, dt: float, lo: float, n_bins: int) -> int:
