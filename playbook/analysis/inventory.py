@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from playbook.analysis.device_use import notes as device_notes
 from playbook.analysis.gpu_sharing import notes as sharing_notes
 from playbook.analysis.series import mixed_models
 from playbook.core.jsonable import json_float
@@ -23,6 +24,7 @@ def has_content(summary: dict) -> bool:
     or a profiler table / nccl-tests table in a text log."""
     return bool(any(tb["rows"] for tb in summary["tables"].values()) or summary.get("nsys_reports")
                 or summary.get("machine") or summary.get("jobs") or summary.get("limits") or summary.get("sharing")
+                or summary.get("devices")
                 or any(f.get("profiler") or f.get("nccl_tests") for f in summary["text_lines"].values()))
 
 
@@ -111,7 +113,7 @@ def summarize(bundle) -> dict[str, Any]:
     return {"inputs": list(bundle.inputs), "tables": tables, "warnings": list(bundle.warnings),
             "text_lines": text_lines(bundle), "nsys_reports": summaries, "profile_tools": tools,
             "machine": _machine(bundle), "jobs": _jobs(bundle), "limits": _limits(bundle),
-            "sharing": sharing_notes(bundle)}
+            "sharing": sharing_notes(bundle), "devices": device_notes(bundle)}
 
 
 def _jobs(bundle) -> list[str]:
@@ -250,6 +252,8 @@ def _structure_lines(info: dict[str, Any]) -> list[str]:
         out.append(f"    {describe(info['nccl_tests'])}")
     if info.get("serving"):  # readers/serving_metrics.describe
         out.append(f"    {info['serving']}")
+    if info.get("devices"):  # readers/device_lines.describe
+        out.append(f"    {info['devices']}")
     if info.get("loud_unread"):
         out.append(f"    ERROR/WARNING lines not understood: {info['loud_unread']:,}")
     return out
@@ -425,6 +429,8 @@ def render(summary: dict[str, Any]) -> str:
         out.append(f"limits     {line}")
     for line in (summary.get("sharing") or [])[:12]:  # who holds each GPU: processes, MIG slices, compute mode
         out.append(f"sharing    {line}")
+    for line in (summary.get("devices") or [])[:12]:  # what the inputs say of the devices the job uses
+        out.append(f"devices    {line}")
     for m in summary.get("machine") or []:
         pairs = ", ".join(f"{n} {k}" for k, n in sorted(m["pairs"].items(), key=lambda kv: -kv[1]))
         out.append(f"machine    {m['format']} ({m['file']}): {m['gpus']} GPUs"

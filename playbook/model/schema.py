@@ -149,6 +149,9 @@ GPU_PROCESSES = "gpu_processes"  # Bundle.meta key: {gpu_id: [pid, ...]} where t
 # [{gpu, pid, user, type, name, mem_mib}], "mig": [{gpu, gi, ci, dev, mem_used_mib, mem_total_mib, sm}], "modes":
 # {gpu: compute mode}}; analysis.gpu_sharing reads it
 GPU_SHARING = "gpu_sharing:"
+# the devices a job says it sees and computes on, per input (readers/device_lines.DeviceLines.summary): a trainer's
+# accelerator summary, the devices it shards batches over, each task's `nvidia-smi -L`; analysis.device_use reads it
+DEVICE_USE = "device_use:"
 RECORD_UNITS = "record_units"  # Bundle.meta key: {source: "epoch"} where a step reader's rows are epochs, not steps
 EPOCH_STEPS = "epoch_steps"  # Bundle.meta key: {source: N} where a step log states its epochs' N steps (`[i/N]`)
 
@@ -359,7 +362,7 @@ class Bundle:
     # "environment:": facts about the machine, readers/topo_matrix.py and lspci.py)
     SUMMARY_META_PREFIXES = ("nsys:", "flight_recorder:", "profiler_table:", "environment:", DCGM_DIAG,
                              "nccl_tests:", "job_usage:", "container_limits:", STRAGGLER_REPORTS, SERVING,
-                             GPU_SHARING)
+                             GPU_SHARING, DEVICE_USE)
 
     def is_empty(self) -> bool:
         """True when no table holds a row and no reader left a summary in meta: nothing to analyse."""

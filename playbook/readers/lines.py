@@ -427,7 +427,7 @@ def scan(path: str | Path, tz: str = "UTC", lines=None) -> schema.Bundle:
         if perf.feed(body):
             counts["nccl_tests"] += 1
             continue
-        if serving.feed(lineno, body, None if t == NAT else int(t), t != NAT or bool(prefix.level)):  # serving
+        if serving.feed(lineno, body, None if t == NAT else int(t), t != NAT or bool(prefix.level), raw):  # serving
             counts["serving"] += 1
             continue
         events.in_code = since_code <= 2  # a source line at most 2 lines up (one it cannot name may sit between)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 from playbook.model import schema
-from playbook.readers import load_report, model_placement
+from playbook.readers import device_lines, load_report, model_placement
 
 HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generation throughput", "Speculative metrics",
          "SpecDecoding metrics")
@@ -128,8 +128,10 @@ class ServingLines:
         self.dropped = 0
         self.load = load_report.LoadReport()  # a load test's result blocks (readers/load_report.py)
         self.placed = model_placement.Placements()  # a model split between CPU and GPU (readers/model_placement.py)
+        self.devices = device_lines.DeviceLines()  # the devices a job says it sees and uses (readers/device_lines.py)
 
-    def feed(self, lineno: int, body: str, time_ns: int | None = None, timed: bool = False) -> bool:
+    def feed(self, lineno: int, body: str, time_ns: int | None = None, timed: bool = False,
+             raw: str | None = None) -> bool:
         if "preempt" in body or "Retract" in body or "out of memory" in body:
             if PREEMPTED.search(body):
                 self.preempted += 1
@@ -150,7 +152,7 @@ class ServingLines:
             if found:
                 return True
         head = next((h for h in HEADS if h in body), None)
-        if head is None and (self.load.feed(body) or self.placed.feed(body)):
+        if head is None and (self.load.feed(body) or self.placed.feed(body) or self.devices.feed(body, lineno, raw)):
             return True
         if head is None:
             if (self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body)
@@ -175,16 +177,21 @@ class ServingLines:
 
     def summary(self) -> dict:
         extra = {k: v for k, v in (("loadtest", self.load.summary()), ("placement", self.placed.summary())) if v}
+        devices = {"devices": d} if (d := self.devices.summary()) else {}  # kept apart by store()
         if not self.records and not self.preempted and not self.graph_bs_max and not extra:
-            return {}
-        return {**extra, "records": self.records, "segments": self.segment + 1, "preempted": self.preempted,
+            return devices
+        return {**extra, **devices, "records": self.records, "segments": self.segment + 1, "preempted": self.preempted,
                 "retracted": self.retracted, "preemptions": self.preemptions, "graph_bs_max": self.graph_bs_max, "max_running": self.max_running,
                 **({"dropped": self.dropped} if self.dropped else {})}
 
 
 def store(bundle, src: str, served: dict) -> None:
     """Keep a file's summary where analysis/serving_load.py reads it (Bundle.meta["serving:" + file]) and its line for
-    `playbook info` (Bundle.meta["lines"][file]["serving"]); nothing for an empty summary."""
+    `playbook info` (Bundle.meta["lines"][file]["serving"]); nothing for an empty summary. The devices the file
+    says a job uses go apart (schema.DEVICE_USE + file, analysis/device_use.py; `info`'s "devices")."""
+    if served and (devices := served.pop("devices", None)):
+        bundle.meta[f"{schema.DEVICE_USE}{src}"] = devices
+        bundle.meta["lines"][src]["devices"] = device_lines.describe(devices)
     if served:
         bundle.meta[f"{schema.SERVING}{src}"] = served
         bundle.meta["lines"][src]["serving"] = describe(served)

@@ -660,6 +660,20 @@ CASES = [
         ("lightning4828_gpustat_other_user_on_gpu6.txt", "insufficient_data"),
         ("nvitop8_a100_mig_slices.txt", "insufficient_data"),
         ("jade73_v100_busy_no_own_process.txt", "insufficient_data"))],
+    # the fifty-ninth round: jobs that use fewer GPUs than they hold (tests/data/eval/heldout59/SOURCES.md, real
+    # excerpts): scored once as written — 4 of 7 right, 2 of 7 guilty, 3 refused, none called healthy; kept:
+    # tensor2tensor sharded over one of its GPUs (readers/device_use + analysis/device_use: the idle GPU holding the
+    # job's memory beyond its stated shards), SLURM tasks' `nvidia-smi -L` (refused first: tasks without a GPU, tasks
+    # on one GPU), DataParallel's fuller first GPU (one process on several GPUs), Lightning's `GPU available: True,
+    # used: False` (refused first), an unused second GPU in a --query-gpu CSV, a healthy 3-A100 DDP snapshot
+    *[(f"heldout59 {name}", want, _file(f"heldout59/{name}")) for name, want in (
+        ("t2t17_m40_one_datashard_device.txt", "pipeline_imbalance"),
+        ("deepops1102_gpus_per_task_one_task_gets_gpu.log", "insufficient_data"),
+        ("deepops1102_gres_one_gpu_four_tasks.log", "insufficient_data"),
+        ("rnd15_query_gpu_second_gpu_unused.csv", "insufficient_data"),
+        ("balanced_dp13_gpu0_chunk_processes.txt", "memory_pressure"),
+        ("chtc24_three_a100_ddp_healthy.txt", "insufficient_data"),
+        ("detoxify66_gpu_available_not_used.log", "insufficient_data"))],
     # the fiftieth round: real periodic stalls (tests/data/eval/heldout50/SOURCES.md, real excerpts): scored once as
     # written — 0 of 5 right, 1 refused, 3 read partly, none called healthy; kept: MXNet's per-epoch save on four
     # workers and on one (insufficient_data first → line_prefix reads `Node[k]`, readers/marker_sections measures a

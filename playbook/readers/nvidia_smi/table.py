@@ -247,12 +247,17 @@ def _model(row: str) -> str:
     return " ".join(words[1:-1]).rstrip(". ")
 
 
+PASTE_LINES = 200
+
+
 def _with_log_lines(path: Path, lines: list[str], bundle: schema.Bundle, tz: str) -> schema.Bundle:
     """A training log that printed `nvidia-smi` once or twice (modded-nanogpt's records: the script, a table, then
-    its step lines) holds more text than tables: its lines are read too (steps, events), beside the tables."""
+    its step lines) holds more text than tables: its lines are read too (steps, events), beside the tables. So are
+    a paste's (at most PASTE_LINES lines: a table or two and the lines of the log pasted with it, a trainer's
+    statement of the devices it uses); a long `nvidia-smi -l` log's lines between its tables are its banners."""
     table = sum(1 for ln in lines if ln.lstrip().startswith(("|", "+")))
     other = sum(1 for ln in lines if ln.strip()) - table
-    if other <= table:
+    if other <= table and (len(lines) > PASTE_LINES or not other):
         return bundle
     from playbook.readers import lines as line_scan
 
