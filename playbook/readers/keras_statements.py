@@ -50,6 +50,7 @@ _EXHAUSTED = re.compile(r"\bYour input ran out of data; interrupting training\.(
                         r"batches\))?")
 # Keras's progress bar at its end: "562/562 [=====] - 1s 891us/step ..." or verbose=2's "562/562 - 1s - loss: ..."
 _BAR_END = re.compile(r"^\s{0,12}(\d{1,12})/\1 (?:\[=*\] )?- ")
+_EPOCH_HEAD = re.compile(r"^\s{0,12}Epoch \d{1,9}/\d{1,9}\s*$")
 _SHUFFLE_FILLING = re.compile(r"Filling up shuffle buffer \(this may take a while\): (\d{1,15}) of (\d{1,15})")
 _SHUFFLE_FILLED = "Shuffle buffer filled."
 _BENIGN = ("Skipping optimization due to error while loading function libraries",
@@ -72,9 +73,12 @@ class KerasLines:
 
     def feed(self, ln) -> str | None:
         body = ln.body
-        if self.exhausted.get(ln.rank) and _BAR_END.match(body):
-            self.exhausted[ln.rank] = False
-            return "events"  # the cut epoch's bar, drawn to its end by Keras: not a step record
+        if self.exhausted.get(ln.rank):
+            if _BAR_END.match(body):
+                self.exhausted[ln.rank] = False
+                return "events"  # the cut epoch's bar, drawn to its end by Keras: not a step record
+            if _EPOCH_HEAD.match(body):
+                self.exhausted[ln.rank] = False  # another fit() began (a notebook's next cell): its bars are steps
         if not any(n in body for n in _NEEDLES):
             return None
         if m := _CB_MEANS.search(body):

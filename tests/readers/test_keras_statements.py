@@ -117,6 +117,19 @@ def test_the_input_running_out_ends_the_run_and_its_cut_epoch_is_no_step(tmp_pat
     assert "input running out of data" in d.verdict["sentence"]
 
 
+def test_after_the_input_ran_out_a_new_fit_s_epochs_are_steps_again(tmp_path):
+    # verbose=0 for the cut epoch (no bar after the warning), then a notebook's next fit(): its bars are steps
+    text = ("Epoch 1/2\n100/100 [==============================] - 10s 100ms/step - loss: 0.5000\nEpoch 2/2\n"
+            "WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your dataset or "
+            "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 200 batches). You may "
+            "need to use the repeat() function when building your dataset.\n"
+            "Epoch 1/2\n100/100 [==============================] - 9s 90ms/step - loss: 0.4000\n"
+            "Epoch 2/2\n100/100 [==============================] - 9s 90ms/step - loss: 0.3500\n")
+    warned = _read(tmp_path, text).steps
+    bare = _read(tmp_path, "\n".join(ln for ln in text.split("\n") if "ran out" not in ln), "bare.log").steps
+    assert warned["duration_s"].tolist() == bare["duration_s"].tolist()  # the next fit's first bar is not swallowed
+
+
 def test_a_shuffle_buffer_fill_is_a_data_wait_from_before_its_first_progress_line(tmp_path):
     # TF logs the fill's progress every 10 s: the fill began one interval before the first progress line
     text = ("2021-06-01 10:00:00.000000: I tensorflow/core/kernels/data/shuffle_dataset_op.cc:177] Filling up shuffle "
