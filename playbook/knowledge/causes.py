@@ -182,6 +182,9 @@ CATALOG: tuple[Cause, ...] = (
         fix="undo the change that slowed every step (library or driver version, GPU model or clocks, CPU threads, precision, model or batch size) — the linked changes name the candidates",
         next_step="profile one step on each side (torch.profiler) and compare the top kernels' times; check SM clocks and throttle reasons under load (nvidia-smi -q -d PERFORMANCE)",
         notebook="notebooks/40_regression_compare.ipynb",
+        # the framework stating a slower kernel for every step (Keras's "will not use cuDNN kernel ... generic GPU
+        # kernel as fallback"): the run's own pace cannot show it
+        event_kinds=("kernel_fallback",),
         kind="regression",
     ),
     Cause(
@@ -190,6 +193,7 @@ CATALOG: tuple[Cause, ...] = (
         fix="move what runs between steps (logging, evaluation, checkpointing, data hand-off) inside a timed phase to see it, then off the training loop",
         next_step="wrap the code between steps in Recorder phases (rec.phase('log'), ...) and compare again",
         notebook="notebooks/40_regression_compare.ipynb",
+        event_kinds=("callback_slow",),  # Keras timing its own callbacks against the batch (keras_statements.py)
         phases=("gap",),
     ),
     Cause(
@@ -332,7 +336,10 @@ FAULT_EVENTS: dict[str, float] = {"xid": 0.9, "ecc": 0.9, "gpu_lost": 0.95, "ncc
                                   # readers/rank_reports.py) — the cause's definition stated outright, as the
                                   # driver's own fault report is (0.9); a watchdog timeout (0.7) names no rank and
                                   # may also be a link that failed mid-collective
-                                  "collective_stall": 0.9}
+                                  "collective_stall": 0.9,
+                                  # Keras stating that a layer runs the generic kernel, not cuDNN's, in every
+                                  # step (readers/keras_statements.py): the slower kernel is stated, its cost not
+                                  "kernel_fallback": 0.7}
 # Fault events logged by the ranks that waited, not by the one they waited for (PyTorch's NCCL watchdog reports the
 # collective it gave up on from every rank that reached it): their ranks are not named as the culprits
 WAITERS_EVENTS: frozenset[str] = frozenset({"nccl_timeout"})
@@ -347,6 +354,8 @@ ENDING_EVENTS: dict[str, str] = {
     "host_oom": "the host running out of memory (fewer DataLoader workers or a smaller prefetch_factor, or more "
                 "memory or /dev/shm for the job)",
     "gpu_lost": "a GPU the driver lost (off the bus, failed to start, or to be reset)", "pcie_fatal": "a fatal PCIe error",
+    "input_exhausted": "the input running out of data (Keras stops training when the dataset yields fewer batches "
+                       "than steps_per_epoch x epochs: repeat() the dataset or lower steps_per_epoch)",
     "oom": "a CUDA out-of-memory error", "gpu_error": "a CUDA error", "nccl_timeout": "a collective timeout",
     "nccl_error": "an NCCL error", "job_cancelled": "the scheduler cancelling the job",
     "worker_failed": "a process that died (a signal or an exit code, see the line)",

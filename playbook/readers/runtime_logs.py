@@ -37,6 +37,7 @@ from collections.abc import Callable
 import numpy as np
 
 from playbook.knowledge import ids as cause_ids
+from playbook.readers.keras_statements import KerasLines
 
 # TensorFlow: "<function F at 0x7f..>", "<function Outer.<locals>.f at 0x..>", and Keras objects ("<tensorflow...
 # Sequential object at 0x7f2185a37630>")
@@ -83,6 +84,7 @@ class RuntimeLines:
 
     def __init__(self, add: Callable[..., int], rows: list[dict]):
         self.add, self.rows = add, rows
+        self.keras = KerasLines(add)  # what TensorFlow / Keras state about the run's pace (keras_statements.py)
         # keyed by (rank, function): each process of a job compiles its own functions (one file may hold several)
         self.jax_compiled: set[tuple] = set()  # the functions compiled so far in this log
         self.jax_open: dict[tuple, int] = {}  # function -> its latest compile event's row, to add its stage times
@@ -101,6 +103,8 @@ class RuntimeLines:
 
     def feed(self, ln) -> str | None:
         body = ln.body
+        if key := self.keras.feed(ln):
+            return key
         if not any(n in body for n in _NEEDLES) and not self.profiler:
             self.memory = None
             return None

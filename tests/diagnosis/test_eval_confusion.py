@@ -740,6 +740,17 @@ CASES = [
         ("jds_cancelled_4_gpus_zero_util.txt", "unexplained_slowdown"),
         ("dcgm171_stats_process_sm100.txt", "healthy"),
         ("dcgm93_stats_mig_no_processes.txt", "insufficient_data"))],
+    # the fifty-sixth round: what TensorFlow / Keras print about a run (tests/data/eval/heldout56/SOURCES.md, real
+    # excerpts): scored once as written — 4 of 6 verdicts accepted, 2 refused, none read whole; Keras's callback
+    # warnings, the input running out, the cuDNN fallback, tf.data's shuffle fill read since
+    # readers/keras_statements (the callback's share as time between steps: evidence/from_events.slow_callbacks).
+    # The cuDNN fallback (slower_compute, a regression cause) is a strict xfail in tests/diagnosis/test_heldout56.py
+    *[(f"heldout56 {name}", want, _file(f"heldout56/{name}")) for name, want in (
+        ("tf35501_lstm_eager_grappler_warning_fast.log", "insufficient_data"),
+        ("tf37876_tensorboard_profile_batch_callback_warning.log", "healthy"),
+        ("keras608_on_batch_end_slow_0648.log", "between_steps"),
+        ("mrdbourke70_input_ran_out_of_data_epoch11.log", "insufficient_data"),
+        ("tf28405_shuffle_buffer_fill_each_epoch.log", "insufficient_data"))],
     # the forty-sixth round: real runs that are healthy (tests/data/eval/heldout46/SOURCES.md, real excerpts): scored
     # once as written — 6 of 7 right, 0 false alarms, 1 refused, 1 read partly; kept: a DINO author's reference
     # stdout, Hugging Face per-step dicts between tqdm bars (their stated `train_step_runtime` read since

@@ -22,3 +22,4 @@ class FaultEvents(Analyzer):
             run.findings += event_evidence.from_recompile_events(run.bundle.events, timed)
             run.findings += restart_findings(run.bundle.events, steps)  # resumes and worker restarts stated
             run.findings += event_evidence.timeout_after_save(run.bundle.events)
+            run.findings += event_evidence.slow_callbacks(run.bundle.events, steps)  # Keras timing its callbacks

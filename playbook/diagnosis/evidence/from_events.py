@@ -284,3 +284,49 @@ def timeout_after_save(events: pd.DataFrame) -> list[Finding]:
                         "time the save on the saving rank, save asynchronously or sharded, or raise the timeout",
                         confidence=0.9, weight=FAULT_WEIGHT, lost_share=0.0, source="events", anomaly=0.9 * FAULT_WEIGHT)]
     return []
+
+
+# Keras's callback timing statements (readers/keras_statements.py): "hook H: H s after batches of B s" (the means over
+# the first batches it timed, TF >= 2.2) or "hook H: H s (median of the last 10 batches), more than 0.95 x ..."
+_CALLBACK = re.compile(r"hook (\S{1,40}): ([\d.eE+-]{1,20}) s(?: after batches of ([\d.eE+-]{1,20}) s)?")
+MEDIAN_SHARE = 0.95 / 1.95  # Keras <= 2.3 warns at a hook median above 0.95 x the batch: at least this share between
+# a step's wall time (callbacks included) below the hook's stated time: the hook did not run that long after each step
+RECUR = 1.0
+
+
+def slow_callbacks(events: pd.DataFrame, steps: pd.DataFrame) -> list[Finding]:
+    """Keras's own statement that a callback hook ran longer than the batch it follows, as time between steps: the
+    share H / (H + B) of each step's wall time (at least 0.95 / 1.95 for the older wording, which states the median
+    hook time only). Keras times the hook over the first batches only (TF >= 2.4: five) or over the last ten: when the
+    same log's steps (Keras's bar: the epoch's wall time per step, callbacks included) take less than RECUR x the
+    hook's time, the hook cannot have run that long after every batch — a one-off at the start (a profiler starting,
+    the first save), no finding; when they take longer, the hook's share is H over the step's wall time."""
+    if events is None or events.empty:
+        return []
+    detail = events.loc[events["kind"].astype(str) == "callback_slow", "detail"].astype(str)
+    found = detail.str.extract(_CALLBACK).dropna(subset=[1])
+    if found.empty:
+        return []
+    at = found[1].astype(float).idxmax()
+    hook_name, hook = found.loc[at, 0], float(found.loc[at, 1])
+    batch = float(found.loc[at, 2]) if isinstance(found.loc[at, 2], str) else None
+    timed = steps.loc[steps["phase"] == "step", "duration_s"].astype(float).dropna() if len(steps) else pd.Series()
+    step_s = float(timed.median()) if len(timed) else None
+    if hook <= 0 or (step_s is not None and step_s < RECUR * hook):
+        return []
+    if step_s is not None:
+        share = min(hook / step_s, 1.0)
+        how = f"of the {step_s:g} s each step takes in the same log"
+    elif batch:
+        share = hook / (hook + batch)
+        how = f"after batches of {batch:g} s"
+    else:
+        share = MEDIAN_SHARE
+        how = "its median over the last 10 batches, above 0.95 x the batch's own time"
+    text = (f"Keras timed its callbacks: {hook_name} ran {hook:g} s {how} — about {share:.0%} of the wall time goes "
+            f"to callbacks between the steps while the GPU waits (Keras's warning \"... is slow compared to the "
+            f"batch ...\"); {str(detail.loc[at])[:120]}")
+    # Keras measured the hook itself, and a hook after every batch slows the run's own pace with it (the step times
+    # cannot show it): a direct measurement, as a debugging mode the framework states (causes.FAULT_EVENTS)
+    return [Finding(cause_ids.BETWEEN_STEPS, text, confidence=0.9, weight=FAULT_WEIGHT, lost_share=round(share, 4),
+                    source="events", anomaly=0.9 * FAULT_WEIGHT)]

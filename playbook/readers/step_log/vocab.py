@@ -106,7 +106,7 @@ TQDM_OPEN = re.compile(r"(?<![\w/.])(?P<i>\d{1,12})(?P<n>)(?:it|[A-Za-z]{1,12}) 
                        r"(?=(?:" + _NUM + r")\s?(?:it/s|s/it)|\?it/s)")
 # `Epoch 3:` (Lightning), `Epoch #3:` (Tianshou), or a leading `3/100 ` (ultralytics): the bar's epoch
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*#?\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
-EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b", re.IGNORECASE)  # past 9 digits: damage
+EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b(?!\.\d)", re.IGNORECASE)  # past 9 digits: damage
 # a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
 # (`[epoch]` alone: the epoch's summary, no step)
 STEP_LIST = re.compile(r"[\"']step[\"']\s*:\s*\[\s*(?P<e>\d{1,9})\s*(?:,\s*(?P<i>\d{1,18})\s*)?"
