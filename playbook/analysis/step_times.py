@@ -257,8 +257,8 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
                  waiting: np.ndarray | None = None) -> int:
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
     step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps; in a log shorter than
-    WARMUP_MIN_ROWS, at most START_STEPS, each no slower than the one before (a start-up falls toward the pace), and
-    only when it holds the run's first step (none in other short logs). Warm-up is a one-time, silent
+    WARMUP_MIN_ROWS, at most START_STEPS, each no slower than the one before (a start-up falls toward the pace), only
+    when it holds the run's first step and no step after them is slow (none in other short logs). Warm-up is a one-time, silent
     cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
     numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
     own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
@@ -280,6 +280,8 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     k = 0
     while k < limit and d[k] >= SLOW_FACTOR * ref and not (short and k and d[k] > d[k - 1]):
         k += 1
+    if short and (d[k:] >= SLOW_FACTOR * ref).any():
+        return 0  # slow again after its start: the start may be the same stall (as a GPU's start-up, gpu_time.py)
     if k > 1 and waiting is not None:
         wait = np.nan_to_num(np.asarray(waiting, dtype=np.float64)[:k])
         if wait.sum() >= 0.5 * np.clip(d[:k] - ref, 0.0, None).sum():
