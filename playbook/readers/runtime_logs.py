@@ -194,9 +194,10 @@ class RuntimeLines:
             if "slow_operation_alarm" in body:
                 self.alarm_left = max(self.alarm_left, 2)  # a prefix alone: its message starts on the next line
             return "events"
-        if self.alarm_what == "fold" and self.alarm is not None and self.alarm < len(self.rows) and body.strip():
-            # the instruction (`%reduce.8 = f64[200000,10] reduce(...)`, or its name and "(displaying the full
-            # instruction incurs a runtime overhead ...)" below XLA's verbose level 4)
+        if (self.alarm_what == "fold" and self.alarm is not None and self.alarm < len(self.rows) and body.strip()
+                and (body[:1] in " \t" or "(displaying the full instruction" in body)):
+            # the instruction, indented (`  %reduce.8 = f64[200000,10] reduce(...)`, or its name and "(displaying the
+            # full instruction incurs a runtime overhead ...)" below XLA's verbose level 4): no other line is it
             row = self.rows[self.alarm]
             instr = body.strip().split(" (displaying the full instruction")[0][:100]
             row["detail"] = (row["detail"] + f"; instruction {instr}")[:300]

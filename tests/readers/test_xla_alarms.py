@@ -92,3 +92,11 @@ def test_a_slow_compile_alarm_is_no_healthy_run(tmp_path):
             "2025-03-01 08:11:01.250000: E external/xla/xla/service/slow_operation_alarm.cc:140] "
             "The operation took 11m0.0s\n")
     assert diagnose(_read(tmp_path, text)).verdict["id"] in ("recompilation", "insufficient_data")
+
+
+def test_a_step_line_after_an_alarm_is_no_instruction(tmp_path):
+    text = ("2024-01-02 03:04:05.000000: E xla/service/slow_operation_alarm.cc:65] Constant folding an instruction is "
+            "taking > 1s:\nstep 1 | loss 2.31 | time 1.20s\nstep 2 | loss 2.30 | time 1.21s\n")
+    bundle = _read(tmp_path, text)
+    assert "instruction" not in bundle.events["detail"].iloc[0].split("taking more than 1s")[1]
+    assert len(bundle.steps) == 2
