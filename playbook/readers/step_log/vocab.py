@@ -565,7 +565,8 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
         words = norm_key(key).split("_")
-        if not unit and not clock and len(words) > 2 and words[-1] in _COUNTERS and set(words) & _MINUTE_WORDS:
+        if not unit and not clock and len(words) > 2 and words[-1] in _COUNTERS and words[-2] in ("for", "of") \
+                and set(words) & _MINUTE_WORDS:
             counted = key  # `Time for epoch 3 is 15.4 sec` (TF's tutorials): 3 numbers the epoch the time is for
             continue
         if words == ["is"] and counted:  # ... and 15.4 sec is that time: the key before the copula is its key
