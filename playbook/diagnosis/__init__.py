@@ -163,6 +163,17 @@ def _cause_event_steps(events) -> set[int]:
     return set(ev.loc[known, "step"].astype(int).tolist())
 
 
+def _only_host(bundle) -> str | None:
+    """The one host every table of the inputs names, or None (several, or none)."""
+    hosts: set[str] = set()
+    for table in (bundle.telemetry, bundle.steps, bundle.events, bundle.host, bundle.trace):
+        if "host" in table and len(table):
+            hosts.update(table["host"].astype(str).unique().tolist())
+            if len(hosts) > 1:
+                return None
+    return next(iter(hosts)) if hosts else None
+
+
 def _assemble(run: Run, ranked: list[dict], acc) -> Diagnosis:
     """The Diagnosis: the JSON sections, and the analysis objects behind them in `detail`."""
     osc, gpu_report, sm = run.osc, run.gpu_report, run.summaries
@@ -180,5 +191,6 @@ def _assemble(run: Run, ranked: list[dict], acc) -> Diagnosis:
                      hypotheses=ranked, detail=detail,
                      verdict=answer.verdict_of(ranked, scale, acc, answer.cycles(osc, acc),
                                                run_end(run.bundle.events, run.bundle.steps,
-                                                       run.bundle.meta.get("lines")), restarts(run.bundle.events)),
+                                                       run.bundle.meta.get("lines")), restarts(run.bundle.events),
+                                               _only_host(run.bundle)),
                      accounting=acc.to_dict() if acc is not None else {})

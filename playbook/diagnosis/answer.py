@@ -165,15 +165,24 @@ PER_DAY_MIN_S = 600.0
 PER_DAY_MIN_CYCLES = 3.0
 
 
+# causes that live in a device or a host: the machine is the answer's "where" even when it is the only one
+LOCATED = (ids.HARDWARE_FAULT, ids.LINK_DEGRADATION, ids.THROTTLING, ids.MEMORY_PRESSURE)
+
+
 def verdict_of(ranked: list[dict], gpus: int, acc: Accounting | None = None, cycles: float = 0.0,
-               ended: dict | None = None, restarted: dict | None = None) -> dict:
+               ended: dict | None = None, restarted: dict | None = None, only_host: str | None = None) -> dict:
     """The verdict in one sentence, the loss first: the share of GPU (or wall) time lost and where, the leading
     cause (its confidence word from its score, diagnosis.attribution.confidence_word), what it costs per day when the
     input spans enough to say, and what to do or record next. A run that ended on a kill, a crash or the scheduler
     (`ended`: evidence.from_events.run_end) says so first: a run that died is not healthy, only its steps were. A log
-    holding several runs (`restarted`: evidence.from_events.restarts) says so after the loss it measured in them."""
+    holding several runs (`restarted`: evidence.from_events.restarts) says so after the loss it measured in them.
+    `only_host`: the one host every input is from — naming it says nothing (often only the file's name) unless the
+    cause lives in that machine (LOCATED: the node to drain or fix)."""
     if not ranked:
         return {}
+    if only_host is not None and only_host in (ranked[0].get("names") or []) and ranked[0]["id"] not in LOCATED:
+        names = [n for n in ranked[0]["names"] if n != only_host]
+        ranked = [dict(ranked[0], names=names, named=max(0, int(ranked[0].get("named") or 0) - 1)), *ranked[1:]]
     out = _verdict(ranked, gpus, acc, cycles)
     if restarted:
         n, secs = restarted["count"], restarted["seconds"]
@@ -206,7 +215,10 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
     runner = next((h["score"] for h in ranked[1:] if h["id"] not in ranking.VERDICTS), 0.0)
     word = attribution.confidence_word(top["score"], runner)
     lost = round(acc.lost_share, 4) if acc is not None else top.get("lost_share")
+    unpriced = _unpriced(top["id"], acc)
     lead_share = top.get("lost_share")
+    if unpriced or (acc is None and not lead_share and top["id"] not in ranking.VERDICTS):
+        lost = lead_share = None  # stated, not priced (a finding's own 0 is no measurement of time lost)
     long_enough = acc is not None and (acc.span_s >= PER_DAY_MIN_S or cycles >= PER_DAY_MIN_CYCLES)
     per_day = round(lead_share * gpus * 24, 1) if lead_share and gpus and long_enough and top["id"] not in \
         ranking.VERDICTS[:2] else None
@@ -247,7 +259,21 @@ def _verdict(ranked: list[dict], gpus: int, acc: Accounting | None, cycles: floa
                          f"{top.get('next_step') or c.next_step}")
     return {"id": top["id"], "score": top["score"], "confidence": word, "title": c.title,
             "names": top.get("names") or [], "lost_share": lost, "gpus": gpus, "gpu_hours_per_day": per_day,
-            "sentence": sentence}
+            "sentence": sentence, **({"unpriced": unpriced} if unpriced else {})}
+
+
+def _unpriced(cause_id: str, acc: Accounting | None) -> str | None:
+    """Why a leading cause has no share of lost time to quote, or None: the inputs state it (a fault, a framework's
+    statement) and the accounting holds no loss of it nor any loss beyond the noise: its 0% would read as "costs
+    nothing". A cause utilization and the run's own pace cannot see (causes.UTILIZATION_BLIND) says so."""
+    if acc is None or cause_id in ranking.VERDICTS or cause_id == ids.UNEXPLAINED_SLOWDOWN or acc.significant or \
+            any(b.cause == cause_id for b in acc.buckets):
+        return None
+    if cause_id in causes.UTILIZATION_BLIND:
+        unit = "GPU time" if acc.basis == "gpu" else f"every {acc.record}"
+        what = "it reads busy" if acc.basis == "gpu" else f"{unit} pays it, so the run's own pace hides it"
+        return f"not measurable from these inputs: {what} — compare with a run without it (`playbook compare`)"
+    return "stated in the inputs, not measured as lost time"
 
 
 def _where(names: list[str], named: int, gpus: int) -> str:

@@ -106,13 +106,16 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
     if not sentence:
         sentence = _sentence(status, top, diagnosis) or summary
     lost = diagnosis.get("gpu_time_lost")
+    unpriced = v.get("unpriced") if isinstance(v, dict) else None  # stated, not priced: no 0% to show
+    if unpriced:
+        lost = None
     if not isinstance(lost, dict) and isinstance(v, dict) and v.get("lost_share") is not None:
         lost = {"share": v.get("lost_share"), "gpu_hours_per_day": v.get("gpu_hours_per_day")}
     gpus = diagnosis.get("gpus") or []
     n_gpus = len(gpus) or (int(frame.groupby(["host", "gpu"]).ngroups) if frame is not None
                            and len(frame) and "gpu" in frame else 0)
     share = lost.get("share") if isinstance(lost, dict) else None
-    if share is None and frame is not None:
+    if share is None and frame is not None and not unpriced:
         share = lost_share(frame, metric, diagnosis)
     measured = bool(diagnosis.get("accounting")) or n_gpus > 0 or (frame is not None and len(frame) > 0)
     # without a time axis a finding may still state its cause's share (a trace's unexplained idle, a launch bound
@@ -130,7 +133,7 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
                                            else None), "lost_share": share, "measured": measured, "estimated_share": estimated,
             "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": {**guilty(diagnosis), "named": named},
             "next_command": command, "next_why": why, "cause": top.get("id"),
-            "basis": (diagnosis.get("accounting") or {}).get("basis"),
+            "basis": (diagnosis.get("accounting") or {}).get("basis"), "unpriced": unpriced,
             "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
 
 
@@ -312,6 +315,8 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     elif h.get("lost_share") is not None:
         gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
         facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
+    elif h.get("unpriced"):
+        facts.append(("time lost", e(str(h["unpriced"]))))
     elif h.get("estimated_share"):
         facts.append(("GPU time lost", f"~{pct(h['estimated_share'])} by the leading finding (no GPU utilization "
                                        "or step times to count every second)"))

@@ -335,6 +335,8 @@ def _figures_html(head: dict[str, Any], verdict: dict[str, Any]) -> str:
         per_day = (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day") is not None
                    else "")
         return f"<div class=figures>{what} {pct(head['lost_share'])}{per_day}{command}"
+    if head.get("unpriced"):  # stated, not priced (answer._unpriced)
+        return f"<div class=figures>Time lost {html.escape(str(head['unpriced']))}{command}"
     if head.get("estimated_share"):  # a finding's own share, no time axis to count every second on
         return (f"<div class=figures>GPU time lost ~{pct(head['estimated_share'])} by the leading finding (no "
                 f"utilization or step times){command}")

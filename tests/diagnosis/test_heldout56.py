@@ -13,6 +13,7 @@ from heldout_rounds import verdict_tests
 
 from playbook.diagnosis import diagnose
 from playbook.readers import read_paths
+from playbook.report import headline
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "eval" / "heldout56"
 
@@ -91,3 +92,8 @@ def test_a_stated_kernel_fallback_names_slower_compute_even_beside_a_steady_pace
     d = diagnose(read_paths([str(path)]))
     assert d.verdict["id"] == "slower_compute"
     assert "cuDNN" in " ".join(d.hypotheses[0]["evidence"])
+    # stated, not priced: no 0% to quote, and the one host (the file's name) is no culprit (answer._unpriced, LOCATED)
+    assert d.verdict["lost_share"] is None and d.verdict["names"] == []
+    assert ("run's own pace hides it" in d.verdict.get("unpriced", "")) == steady
+    card = headline.card_html(headline.from_diagnosis(d.to_dict()))
+    assert ("not measurable from these inputs" if steady else "not measured") in card and "0% of" not in card
