@@ -110,6 +110,12 @@ CREEP_MIN = 0.05  # a trend must add ≥ 5% to the step time over the run to mat
 # of the run (periodic_slow_steps); fewer, and "no slow steps recur" is untested, not found
 PERIODIC_MIN_STEPS = 10
 WARMUP_MIN_ROWS = 8  # rows warmup_steps needs to tell a warm-up (at most a quarter of them) from the pace
+# a shorter log that holds the run's first step (numbered 0 or 1) still tells its start-up: at most START_STEPS
+# leading steps, falling toward the pace, with START_PACE_ROWS rows after them. A jitted step compiles on its first
+# call and may compile once more on the second, whose inputs are the first's outputs (weak types become strong,
+# shardings settle: jax-ml/jax#4274 "will compile f twice ... a gotcha for training loops")
+START_STEPS = 2
+START_PACE_ROWS = 3
 GC_KINDS = cause(cause_ids.GC_PAUSE).event_kinds  # event kinds of a garbage-collection pause
 STALL_EVENT_KINDS = cause(cause_ids.PERIODIC_STALL).event_kinds  # scheduled loop stalls
 
@@ -250,7 +256,9 @@ def interleaved_slow_mode(durations: np.ndarray) -> np.ndarray:
 def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=(),
                  waiting: np.ndarray | None = None) -> int:
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
-    step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps. Warm-up is a one-time, silent
+    step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps; in a log shorter than
+    WARMUP_MIN_ROWS, at most START_STEPS, each no slower than the one before (a start-up falls toward the pace), only
+    when it holds the run's first step and no step after them is slow (none in other short logs). Warm-up is a one-time, silent
     cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
     numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
     own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
@@ -261,13 +269,19 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     compiling and autotuning run as work, so steps slow because they wait for input (a first epoch read from a slow
     disk before the page cache holds it) are starvation, not warm-up."""
     d = np.asarray(durations, dtype=np.float64)
-    if len(d) < WARMUP_MIN_ROWS:
+    short = len(d) < WARMUP_MIN_ROWS
+    if not short:
+        limit = len(d) // 4
+    elif steps is not None and len(d) >= START_STEPS + START_PACE_ROWS and 0 <= int(steps[0]) <= 1:
+        limit = START_STEPS  # a short log from the run's start: its first steps' compilation, if they fall
+    else:
         return 0
-    limit = len(d) // 4
     ref = float(np.median(d[limit:]))
     k = 0
-    while k < limit and d[k] >= SLOW_FACTOR * ref:
+    while k < limit and d[k] >= SLOW_FACTOR * ref and not (short and k and d[k] > d[k - 1]):
         k += 1
+    if short and (d[k:] >= SLOW_FACTOR * ref).any():
+        return 0  # slow again after its start: the start may be the same stall (as a GPU's start-up, gpu_time.py)
     if k > 1 and waiting is not None:
         wait = np.nan_to_num(np.asarray(waiting, dtype=np.float64)[:k])
         if wait.sum() >= 0.5 * np.clip(d[:k] - ref, 0.0, None).sum():

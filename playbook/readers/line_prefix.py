@@ -4,7 +4,8 @@ level, and through which logger — so the step grammar sees only the message.
 Ranks, from the launcher or logger that tags each line:
   torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
   `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
-  `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
+  `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Levanter's `- 3 - name - file.py:9 - INFO :: ` after
+  the time (the JAX process index), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
   per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
   first print); else the rank in the file's path
   (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
@@ -60,6 +61,10 @@ _RANK_INLINE = re.compile(r"\[Rank\s+(\d+)\]")
 # MXNet's kvstore worker tag after the time (example/image-classification/common/fit.py: head = '%(asctime)-15s
 # Node[' + str(kv.rank) + '] %(message)s'): the worker's rank in the distributed kvstore
 _NODE_TAG = re.compile(r"^Node\[(\d{1,6})\] ")
+# Levanter's head after its time (logging.py init_logger: f"%(asctime)s - {jax.process_index()} - %(name)s -
+# %(filename)s:%(lineno)d - %(levelname)s :: %(message)s"): the JAX process index, one host of a multi-host job
+_PROCESS_DASH = re.compile(r"^-\s(\d{1,6})\s-\s[\w.<>-]{1,80}\s-\s[\w.-]{1,80}:\d{1,6}\s-\s(" + _LEVEL_WORDS +
+                           r")\s::\s")
 # seconds are optional: a log shipper's "2025-02-18 12:54 " minute stamp before the line it carries
 _ISO = re.compile(r"^\s*+\[?\s*+(\d{4})[-/](\d{2})[-/](\d{2})[ T,](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?"
                   r"\s*(Z|[+-]\d{2}:?\d{2})?\s*\]?\s*")
@@ -236,6 +241,9 @@ class Prefix:
                     host, body = m.group(1), body[m.end():]
             if rank < 0 and t != NAT and body[:5] == "Node[" and (m := _NODE_TAG.match(body)):
                 rank, body = _rank(m.group(1)), body[m.end():]
+                self._seen("rank prefix")
+            if rank < 0 and t != NAT and body[:2] == "- " and (m := _PROCESS_DASH.match(body)):
+                rank, level, body = _rank(m.group(1)), level or m.group(2), body[m.end():]
                 self._seen("rank prefix")
             if body[:1] in " [" and (m := _BRACKET.match(body)):
                 tag = self._tag(m.group(1), t, -1 if by_process else rank)

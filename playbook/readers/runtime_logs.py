@@ -19,6 +19,17 @@ event rows readers/lines.py keeps (kind `recompile`, `compile`, `memory_pressure
                    table (tabulate: `Function  Recompiles  Recompile Reasons`, a row per frame, one reason per
                    line) → one `recompile` event per recompile the row counts (MAX_PROFILER_EVENTS in a report), with its
                    first reason
+  XLA alarms       XLA's slow-operation alarm (xla/service/slow_operation_alarm.cc, LOG(ERROR) once an operation
+                   outlasts its timeout): constant folding (service/constant_folding.cc: "Constant folding an
+                   instruction is taking > 1s:", the instruction, an explanation) and the compile watchdog ("[Compiling
+                   module M] Very slow compile? If you want to file a bug, ..." between `****` rules); when the
+                   operation ends, "The operation took 8m6.96s" (absl::FormatDuration) → a `compile` event (its
+                   seconds: the time taken, else the alarm's threshold, a lower bound); the message's other lines are
+                   read as the same record
+  compile tables   a Markdown (pipe) table a reporter measured, its header naming a compile-time column (`| run |
+                   compile | steady chunk |`, `| config | compilation time (s) | step time (s) |`) above its `|---|`
+                   rule → a `compile` event per row whose compile cell is a duration (a unit in the cell or the
+                   header: s, sec, ms, min, h, or absl's `3m2s`), the row's first cell and other cells in its detail
   memory_summary   torch.cuda.memory_summary() (torch/cuda/memory.py): "|  CUDA OOMs: N  |  cudaMalloc retries: R  |"
                    → `memory_pressure` when R ≥ 1 (memory_stats()["num_alloc_retries"]: cudaMalloc calls that
                    failed, freed every cached block and were retried, each a synchronous free near the memory
@@ -68,7 +79,23 @@ _MEM_TITLE = re.compile(r"\|\s*PyTorch CUDA memory summary, device ID (\d{1,4})\
 _MEM_ROW = re.compile(r"^\|[=-]{20,}\|?$|^\|\s{0,12}Metric\s{0,12}\|.{0,200}\|$|"
                       r"^\|[^|]{1,40}\|(?:\s{0,12}\d{1,12}(?:\.\d{1,6})?\s{0,3}(?:[KMGTP]i?B|B|[KM])?\s{0,12}\|){4}$")
 _MEM_ALLOC = re.compile(r"^\|\s*Allocated memory\s*\|\s*([\d.]+ \w?i?B)\s*\|\s*([\d.]+ \w?i?B)\s*\|")
-_NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|")
+# XLA's slow-operation alarm: its opening lines, the line that ends it, and the lines of its message between
+_XLA_FOLD = re.compile(r"Constant folding an instruction is taking > ([\w.]{1,40}):?\s*$")
+_XLA_SLOW = re.compile(r"(?:\[Compiling module ([^\]\s]{1,300})\] )?(?:Very s|S)low compile\?")
+_XLA_TOOK = re.compile(r"The operation took (\d[\w.]{0,60})")
+_XLA_MESSAGE = re.compile(r"slow_operation_alarm\.cc:\d{1,6}\]\s*$|^\s*\*{8,}\s*$|This isn't necessarily a bug; constant-"
+                          r"folding|^If you'd like to file a bug, run with envvar|(?:XLA|ZKX) was built without compiler "
+                          r"optimizations")
+_ABSL = re.compile(r"(?:(\d{1,6})h)?(?:(\d{1,6})m(?![sn]))?(?:(\d{1,12}(?:\.\d{1,12})?)(s|ms|us|ns))?")
+# a compile-time column's heading (not "Recompiles", a count), and a duration cell: a number and its unit
+_COMPILE_HEAD = re.compile(r"(?<![a-z])compil(?:e|ation|ing)\b", re.I)
+_DURATION_CELL = re.compile(r"~?\s*(\d{1,9}(?:\.\d{1,9})?)\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)?\.?")
+_HEAD_UNIT = re.compile(r"[(\[]\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)\s*[)\]]", re.I)
+_UNIT_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
+           "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
+ALARM_LINES = 12  # lines an alarm's message may take (the instruction, the explanation, its rules) before it ends
+_NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|", "slow_operation_alarm",
+            "onstant folding", "low compile?", "The operation took")
 
 
 def _jax_name(name: str) -> str:
@@ -100,19 +127,29 @@ class RuntimeLines:
         self.memory_rows = False  # whether the box's metric rows have begun (its next `|===|` rule closes it)
         self.memory_device = -1  # the device its title names
         self.memory_seen: dict[tuple, tuple[int, int]] = {}  # (rank, device) -> (OOMs, retries) its last summary said
+        self.alarm: int | None = None  # the row of the XLA alarm whose message is being read (until it took, or ends)
+        self.alarm_left = 0  # lines its message may still take
+        self.alarm_what = ""  # "fold" while the constant-folding alarm still owes its instruction's line
+        self.table: dict | None = None  # a compile-time table: its heading cells, compile column, unit, rule seen
 
     def feed(self, ln) -> str | None:
         body = ln.body
+        if self.alarm_left and (key := self._alarm(ln)):
+            return key
         if key := self.keras.feed(ln):
             return key
         if not any(n in body for n in _NEEDLES) and not self.profiler:
-            self.memory = None
+            self.memory = self.table = None
             return None
         if self.profiler or _PROFILER_TITLE in body:
             return self._profiler(ln)
         if "|" in body and (key := self._memory(ln)):
             return key
         self.memory = None
+        if "|" not in body:
+            self.table = None
+        elif key := self._compile_table(ln):  # a header row is no record alone: it stays open for its rule
+            return key
         if "retracing" in body and (m := _TF_RETRACE.search(body)):
             self.add(ln, "recompile", f"line {ln.lineno}: recompiling {m.group(3)} in tf.function; traced anew on "
                                       f"{m.group(1)} of the last {m.group(2)} calls (TensorFlow's warning of "
@@ -122,7 +159,88 @@ class RuntimeLines:
             self.add(ln, "recompile", f"line {ln.lineno}: recompiling {m.group(1)} in {m.group(2)}; guard: "
                                       f"{m.group(3)}")
             return "recompile"
+        if key := self._alarm(ln):
+            return key
         return self._jax(ln)
+
+    def _alarm(self, ln) -> str | None:
+        """XLA's slow-operation alarm: its opening line opens a `compile` event, "The operation took D" gives it
+        the time taken; the lines of its message in between are the same record (the folded instruction goes into
+        the event's detail)."""
+        body = ln.body
+        self.alarm_left = max(self.alarm_left - 1, 0)
+        if m := _XLA_TOOK.search(body):
+            secs = _absl_seconds(m.group(1))
+            if secs is None:
+                return None
+            row = self.alarm
+            if row is None or row >= len(self.rows):
+                if "slow_operation_alarm" not in ln.raw:
+                    return None  # "The operation took 3s" of another tool, no alarm before it
+                row = self.add(ln, "compile", f"line {ln.lineno}: an XLA operation outlasted its slow-operation alarm")
+            self.rows[row]["duration_s"] = secs
+            self.rows[row]["detail"] = (self.rows[row]["detail"] + f"; it took {secs:.4g} s")[:300]
+            self.alarm, self.alarm_left, self.alarm_what = None, 0, ""
+            return "events"
+        if m := _XLA_FOLD.search(body):
+            limit = _absl_seconds(m.group(1))
+            self.alarm = self.add(ln, "compile", f"line {ln.lineno}: XLA constant folding at compile time, taking more "
+                                                 f"than {m.group(1)}", np.nan if limit is None else limit)
+            self.alarm_left, self.alarm_what = ALARM_LINES, "fold"
+            return "events"
+        if m := _XLA_SLOW.search(body):
+            module = f" of module {m.group(1)}" if m.group(1) else ""
+            self.alarm = self.add(ln, "compile", f"line {ln.lineno}: a very slow XLA compilation{module} "
+                                                 f"(XLA's compile-time alarm)")
+            self.alarm_left, self.alarm_what = ALARM_LINES, ""
+            return "events"
+        if _XLA_MESSAGE.search(body):
+            if "slow_operation_alarm" in body:
+                self.alarm_left = max(self.alarm_left, 2)  # a prefix alone: its message starts on the next line
+            return "events"
+        if (self.alarm_what == "fold" and self.alarm is not None and self.alarm < len(self.rows) and body.strip()
+                and (body[:1] in " \t" or "(displaying the full instruction" in body)):
+            # the instruction, indented (`  %reduce.8 = f64[200000,10] reduce(...)`, or its name and "(displaying the
+            # full instruction incurs a runtime overhead ...)" below XLA's verbose level 4): no other line is it
+            row = self.rows[self.alarm]
+            instr = body.strip().split(" (displaying the full instruction")[0][:100]
+            row["detail"] = (row["detail"] + f"; instruction {instr}")[:300]
+            self.alarm_what = ""
+            return "events"
+        return None
+
+    def _compile_table(self, ln) -> str | None:
+        """A Markdown table of compile times: its header row (a compile-time heading), its rule, then a `compile`
+        event per row whose compile cell is a duration; anything else ends it."""
+        cells = _cells(ln.body)
+        if cells is None:
+            return None
+        t = self.table
+        if t is not None and not t["rule"]:
+            if len(cells) == len(t["head"]) and all(set(c) <= set("-: ") and c for c in cells):
+                t["rule"] = True
+                return "events"
+            t = self.table = None
+        if t is None:
+            heads = [i for i, c in enumerate(cells) if _COMPILE_HEAD.search(c) and "recompil" not in c.lower()]
+            if len(cells) >= 2 and heads:
+                units = [_HEAD_UNIT.search(cells[i]) for i in heads]
+                self.table = {"head": cells, "cols": heads, "rule": False,
+                              "units": [_UNIT_S[u.group(1).lower()] if u else None for u in units]}
+            return None  # a header alone is no record: its rule below makes it one
+        if len(cells) != len(t["head"]):
+            self.table = None
+            return None
+        # the compile-time column: the first compile heading whose cell is a duration (`compile as % of a step` is not)
+        got = next(((c, secs) for c, u in zip(t["cols"], t["units"], strict=True) if (secs := _duration(cells[c], u)) is not None),
+                   None)
+        if got is None:
+            return None
+        col, secs = got
+        others = "; ".join(f"{h}: {c}" for i, (h, c) in enumerate(zip(t["head"], cells, strict=True)) if i not in (0, col) and c)
+        self.add(ln, "compile", f"line {ln.lineno}: compiling {cells[0] or 'a row'} took {cells[col]} "
+                                f"({t['head'][col]}){'; ' + others if others else ''} (a table of compile times)", secs)
+        return "events"
 
     def _jax(self, ln) -> str | None:
         body = ln.body
@@ -235,6 +353,34 @@ def _seconds(text: str) -> float:
     except ValueError:
         return 0.0
     return value if 0.0 <= value < 1e7 else 0.0
+
+
+def _absl_seconds(text: str) -> float | None:
+    """absl::FormatDuration's text (`2.216622055s`, `8m6.9600373s`, `1h2m`, `150ms`) in seconds; None for other text."""
+    m = _ABSL.fullmatch(text.strip())
+    if not m or not any(m.groups()):
+        return None
+    h, mi, v, unit = m.groups()
+    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}.get(unit or "s", 1.0)
+    return int(h or 0) * 3600.0 + int(mi or 0) * 60.0 + float(v or 0.0) * scale
+
+
+def _cells(body: str) -> list[str] | None:
+    """A Markdown table row's cells (`| a | 469 s |` → [a, 469 s]; bold marks dropped); None for another line."""
+    line = body.strip()
+    if len(line) < 3 or line[0] != "|" or line[-1] != "|" or len(line) > 2000:
+        return None
+    return [c.strip().strip("*`").strip() for c in line[1:-1].split("|")]
+
+
+def _duration(cell: str, unit: float | None) -> float | None:
+    """A duration cell in seconds: `469 s`, `1.5 min`, `3m2s`, or a bare number under a heading's unit."""
+    if (absl := _absl_seconds(cell)) is not None and not re.fullmatch(r"[\d.]+", cell):
+        return absl
+    m = _DURATION_CELL.fullmatch(cell.replace(",", ""))
+    if not m or (m.group(2) is None and unit is None):
+        return None
+    return float(m.group(1)) * (_UNIT_S[m.group(2).lower()] if m.group(2) else unit)
 
 
 def _frame(cell: str) -> str:

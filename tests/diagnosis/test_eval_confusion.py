@@ -755,6 +755,20 @@ CASES = [
         ("keras608_on_batch_end_slow_0648.log", "between_steps"),
         ("mrdbourke70_input_ran_out_of_data_epoch11.log", "insufficient_data"),
         ("tf28405_shuffle_buffer_fill_each_epoch.log", "insufficient_data"))],
+    # the fifty-seventh round: JAX / XLA runs that lose accelerator time (tests/data/eval/heldout57/SOURCES.md, real
+    # excerpts): scored once as written — 2 of 6 right, 3 refused, a healthy MaxText run's start-up called a loss;
+    # kept: XLA's constant-folding alarm in two versions' wording (refused first → readers/runtime_logs XLA alarms),
+    # a short MaxText log whose first two steps compile (analysis/step_times.warmup_steps: a short log's start-up),
+    # jax_log_compiles' absl wording (right first), a reporter's table of compile vs run times (refused first →
+    # readers/runtime_logs compile tables), a Levanter multi-host checkpoint start (process index read since
+    # readers/line_prefix); each is events or a start-up only: insufficient_data, accepted by its label
+    *[(f"heldout57 {name}", want, _file(f"heldout57/{name}")) for name, want in (
+        ("jax12789_constant_folding_dus.log", "insufficient_data"),
+        ("jax24707_rankdata_constant_folding.log", "insufficient_data"),
+        ("maxtext1956_unblocked_step_times.log", "insufficient_data"),
+        ("jax8931_absl_log_compiles_unrolled_loop.log", "insufficient_data"),
+        ("jaxgcm592_compile_vs_steady_chunk.md", "insufficient_data"),
+        ("levanter486_multihost_checkpoint_save_start.log", "insufficient_data"))],
     # the forty-sixth round: real runs that are healthy (tests/data/eval/heldout46/SOURCES.md, real excerpts): scored
     # once as written — 6 of 7 right, 0 false alarms, 1 refused, 1 read partly; kept: a DINO author's reference
     # stdout, Hugging Face per-step dicts between tqdm bars (their stated `train_step_runtime` read since

@@ -438,3 +438,18 @@ def test_epoch_times_outnumbering_the_timed_steps_are_the_records():
     assert res["step"].tolist() == list(range(40, 48)) and res["duration"][0] == pytest.approx(21.0)
     few = body[:1] + [f"Epoch time: {t} s" for t in (2.0,)]  # one epoch beside one step: the step stays
     assert lines.scan_steps(few)["step"].tolist() == [100]
+
+
+@pytest.mark.parametrize("line", [
+    "Time for epoch {e} is {t} sec",          # TensorFlow's DCGAN / pix2pix tutorials
+    "time for epoch {e}: {t} s",
+    "Elapsed time for iteration {e} was {t}s",
+    "Training time for epoch {e} is {t} sec",
+])
+def test_the_number_after_a_times_counter_word_is_the_counter_not_the_time(tmp_path, line):
+    times = [15.2, 15.9, 15.4, 41.0, 15.6, 15.3]
+    path = tmp_path / "run.log"
+    path.write_text("".join(line.format(e=k + 1, t=t) + "\n" for k, t in enumerate(times)))
+    steps = read_file(path).steps
+    assert steps["step"].tolist() == [1, 2, 3, 4, 5, 6]
+    assert steps["duration_s"].tolist() == pytest.approx(times)

@@ -513,6 +513,7 @@ def counted_window(key: str) -> bool:
 
 # words of a key that make a lower-case `m` after its value minutes (`elapsed 0.49m`, `total time: 0.00m`); after
 # another key it is a million, metres or milli-CPU (`tok 0.5m`, `consumed 1.5m`, `(1.2m tokens)`, `cpu 4000m`)
+_COUNTERS = {"epoch", "step", "iter", "iteration", "batch"}  # a time's key ending in one: the value numbers it
 _MINUTE_WORDS = {"time", "times", "dt", "duration", "latency", "elapsed", "runtime", "wall", "uptime", "took", "timing"}
 
 
@@ -523,6 +524,7 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     names: set[str] = set()
     units_seen: set[str] = set()
     markers: list[str] = []
+    counted = ""  # the key of a counter just read (`Time for epoch`), for a value after `is`
     for i in range(0, len(segs), 2):
         raw_key, (unit, _, own) = segs[i], segs[i + 1].partition(OWN_UNIT)
         if own and (role := classify("", own)) is not None:  # `loss = 79.35 (57.126 sec/step)`: a value of its own
@@ -562,6 +564,14 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
             else:
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
+        words = norm_key(key).split("_")
+        if not unit and not clock and len(words) > 2 and words[-1] in _COUNTERS and words[-2] in ("for", "of") \
+                and set(words) & _MINUTE_WORDS:
+            counted = key  # `Time for epoch 3 is 15.4 sec` (TF's tutorials): 3 numbers the epoch the time is for
+            continue
+        if words == ["is"] and counted:  # ... and 15.4 sec is that time: the key before the copula is its key
+            key = counted
+        counted = ""
         if not window and (unit_kind(unit) or ("",))[0] == "time" and counted_window(key):
             window = True  # Trax's `Ran 500 train steps in 5.03 secs`: the time of the steps since the last line
         if window:
