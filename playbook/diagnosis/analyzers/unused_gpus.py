@@ -58,12 +58,13 @@ class UnusedGpus(Analyzer):
 
     def analyze(self, run: Run) -> None:
         run.warnings.extend(n for n in device_use.said(run.bundle) if n not in run.warnings)
+        sharing = per_gpu(run.bundle)
         for name, line in device_use.cpu_runs(run.bundle)[:1]:
             run.findings.append(Finding(
                 ids.UNUSED_GPUS, f"{name}:{line}: the trainer says a GPU is available and not used ('GPU available: "
                 "True, used: False'): the run computes on the CPU and its GPU does nothing for it",
                 confidence=CPU_RUN_CONFIDENCE, next_step=NEXT_CPU, source=self.name))
-        for s in device_use.first_device_skew(per_gpu(run.bundle)):
+        for s in device_use.first_device_skew(sharing):
             others = s["others_mib"]
             med = float(np.median(others))
             run.findings.append(Finding(
@@ -92,7 +93,6 @@ class UnusedGpus(Analyzer):
         util = whole.values["util_pct"]
         if not (util[util == util] > IDLE_PCT).any():
             return  # no GPU works: memory held without work is held_memory's
-        sharing = per_gpu(run.bundle)
         busy = [gid for g, gid in enumerate(whole.ids)
                 if np.nanmax(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float), initial=0.0)
                 > IDLE_PCT]
@@ -103,7 +103,7 @@ class UnusedGpus(Analyzer):
                              for h in held[:6])
             run.findings.append(Finding(
                 ids.UNUSED_GPUS, f"at the moment shown, {each} idle with its memory held while another GPU "
-                "works, and no process of its own on it: a GPU the job holds and gives no work — or a stage of a "
+                "works, and no process of its own listed on it: a GPU the job holds and gives no work — or a stage of a "
                 "model split over the GPUs between its turns; one moment cannot tell them apart",
-                confidence=SNAPSHOT_CONFIDENCE, weight=impact(1.0),
-                names=tuple(h["gpu"] for h in held), next_step=NEXT_SHARDS, source=self.name))
+                confidence=SNAPSHOT_CONFIDENCE, weight=impact(1.0), names=tuple(h["gpu"] for h in held),
+                source=self.name))  # next: the catalog's measurement (per-GPU polls beside the job's device print)
