@@ -42,6 +42,7 @@ from playbook.knowledge.causes import (
     BUCKET_CAUSES,
     PHASE_CAUSE,
     PHASE_FALLBACK,
+    STANDING_EVENT_KINDS,
     UTILIZATION_BLIND,
     cause,
     cause_of_event,
@@ -383,7 +384,7 @@ def rare_event_causes(events: pd.DataFrame | None, steps: pd.DataFrame | None) -
     logged = steps.loc[steps["phase"] == "step", "step"].nunique()
     per_cause: Counter = Counter()
     for kind, n in events["kind"].astype(str).value_counts().items():  # a few kinds, however many events
-        if (c := cause_of_event(kind)) is not None:
+        if (c := cause_of_event(kind)) is not None and kind not in STANDING_EVENT_KINDS:
             per_cause[c] += int(n)
     return {c for c, n in per_cause.items() if n < RECURRING * logged}
 

@@ -8,7 +8,8 @@ title, the fix, the next measurement that confirms or refutes it, the lab notebo
 the command that runs that lab into a report, the event kinds (`events.kind`, lower case) and step phases that
 are direct measurements of it, and its kind: "cause" (diagnosis and comparison), "verdict" (healthy,
 insufficient_data: what the diagnosis says when no cause wins) or "regression" (causes only a comparison of two
-runs can name). Diagnosis (diagnosis.ranking), comparison (diagnosis.regression), simulate, the reports and the
+runs can measure; one run's diagnosis names one only where the run's own statement is a direct measurement of it,
+an event kind of its own: Keras's "will use generic GPU kernel as fallback" says every step runs a slower kernel). Diagnosis (diagnosis.ranking), comparison (diagnosis.regression), simulate, the reports and the
 field guide read it.
 """
 
@@ -178,9 +179,9 @@ CATALOG: tuple[Cause, ...] = (
     ),
     Cause(
         "slower_compute",
-        "compute in every step (fwd/bwd/optimizer and unphased time)",
-        fix="undo the change that slowed every step (library or driver version, GPU model or clocks, CPU threads, precision, model or batch size) — the linked changes name the candidates",
-        next_step="profile one step on each side (torch.profiler) and compare the top kernels' times; check SM clocks and throttle reasons under load (nvidia-smi -q -d PERFORMANCE)",
+        "slower compute in every step (a slower kernel, library, clock or precision: fwd/bwd/optimizer and unphased time)",
+        fix="undo the change that slowed every step (library or driver version, GPU model or clocks, CPU threads, precision, model or batch size) — the linked changes name the candidates; where the framework states a fallback to a generic kernel, meet the fast kernel's conditions it names (Keras cuDNN RNNs: recurrent_dropout=0, default activations, unroll=False)",
+        next_step="profile one step (torch.profiler, TensorBoard's profiler) and compare its top kernels' times with the fast path's (in a comparison: on each side); check SM clocks and throttle reasons under load (nvidia-smi -q -d PERFORMANCE)",
         notebook="notebooks/40_regression_compare.ipynb",
         # the framework stating a slower kernel for every step (Keras's "will not use cuDNN kernel ... generic GPU
         # kernel as fallback"): the run's own pace cannot show it
@@ -247,7 +248,7 @@ CATALOG: tuple[Cause, ...] = (
     ),
 )
 CAUSES: dict[str, Cause] = {c.id: c for c in CATALOG}
-DIAGNOSIS_IDS: tuple[str, ...] = tuple(c.id for c in CATALOG if c.kind != "regression")
+DIAGNOSIS_IDS: tuple[str, ...] = tuple(c.id for c in CATALOG if c.kind != "regression" or c.event_kinds)
 EVENT_KIND_CAUSE: dict[str, str] = {k: c.id for c in CATALOG for k in c.event_kinds}
 PHASE_CAUSE: dict[str, str] = {p: c.id for c in CATALOG for p in c.phases}
 
@@ -324,8 +325,14 @@ PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipe
                                   "tail": "padding_imbalance"}
 # Causes utilization cannot see: a throttled, failing or memory-starved GPU still runs a kernel all the time (100%
 # utilization at a fraction of its clock), and a slow link stretches kernels that read busy. On the GPU-time basis a
-# finding for one of these outranks "healthy" even when the utilization accounting shows no loss.
-UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degradation", "memory_pressure")
+# finding for one of these outranks "healthy" even when the utilization accounting shows no loss. So does a slower
+# kernel in every step that the framework states (slower_compute from one run's kernel_fallback statement): it reads
+# busy and slows the run's own pace with it.
+UTILIZATION_BLIND: tuple[str, ...] = ("throttling", "hardware_fault", "link_degradation", "memory_pressure",
+                                      "slower_compute")
+# Events that state a condition every later step runs under, printed once (a debugging mode switched on, a slower
+# kernel chosen when the model was built): a standing cost, never a moment however few of them a log holds
+STANDING_EVENT_KINDS: tuple[str, ...] = ("debug_sync", "kernel_fallback")
 # Events that are findings by themselves, whatever time they cost: the log states the fault (the readers' event
 # lexicon, readers/event_lexicon.py, names the kind). Confidence that the event means its cause: the driver's own
 # fault report (Xid, ECC, a GPU lost) 0.9; a watchdog timeout names a collective some rank never reached (a

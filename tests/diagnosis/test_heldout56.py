@@ -24,12 +24,8 @@ ACCEPTED = {
     "tf40944_gru_dropout_generic_kernel.log": ("slower_compute",),
     "tf28405_shuffle_buffer_fill_each_epoch.log": ("healthy", "insufficient_data", "data_starvation"),
 }
-NOT_YET: dict[str, str] = {
-    "tf40944_gru_dropout_generic_kernel.log":
-        "slower_compute is a regression cause (knowledge.causes kind='regression'), which `diagnose` of one run never "
-        "names (ranking.rank keeps DIAGNOSIS_IDS): the kernel_fallback event is read and its finding made, but the "
-        "verdict stays insufficient_data; naming a regression cause from one run's statement is a ranker change",
-}
+NOT_YET: dict[str, str] = {}  # tf40944: named since a regression cause with an event kind of its own is a
+# diagnosis id too (knowledge.causes.DIAGNOSIS_IDS)
 
 test_verdict, test_no_losing_run_is_called_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)
 
@@ -78,3 +74,20 @@ def test_the_benign_notes_leave_nothing_unread():
     for name in ("tf35501_lstm_eager_grappler_warning_fast.log", "tf28405_shuffle_buffer_fill_each_epoch.log"):
         meta = next(iter(_read(name).meta["lines"].values()))
         assert not any("Skipping optimization" in e or "stop event" in e for e in meta.get("unread_examples", []))
+
+
+@pytest.mark.parametrize("steady", [False, True])
+def test_a_stated_kernel_fallback_names_slower_compute_even_beside_a_steady_pace(tmp_path, steady):
+    """The statement is printed once when the model is built and every step then runs the slower kernel: the run's
+    own pace cannot show it (knowledge.causes.STANDING_EVENT_KINDS, UTILIZATION_BLIND), so steady epochs do not make
+    the run healthy. An LSTM and the newer wording, written apart from tf40944's GRU line."""
+    lines = ["WARNING:tensorflow:Layer lstm_1 will not use cuDNN kernels since it doesn't meet the criteria. It will "
+             "use a generic GPU kernel as fallback when running on GPU."]
+    for e in range(1, 6 if steady else 1):
+        lines += [f"Epoch {e}/5", f"1563/1563 [==============================] - {93 + e % 2}s 60ms/step - loss: "
+                  f"{0.5 / e:.4f} - accuracy: {0.8 + e / 100:.4f}"]
+    path = tmp_path / "train.log"
+    path.write_text("\n".join(lines) + "\n")
+    d = diagnose(read_paths([str(path)]))
+    assert d.verdict["id"] == "slower_compute"
+    assert "cuDNN" in " ".join(d.hypotheses[0]["evidence"])
