@@ -70,6 +70,27 @@ def unused_held(bundle: schema.Bundle, series: GpuSeries) -> dict | None:
     return {"shards": k, "busy": busy, "held": held}
 
 
+def own_worker(sharing: dict[str, dict], idle: str, busy: list[str]) -> str | None:
+    """The pid of a process the Processes section lists on the `idle` GPU as its home — listed on no `busy` GPU
+    of the same host, or holding there under OTHERS_MIN of its memory on `idle` (the small context a
+    DistributedDataParallel rank opens on another GPU) — None when there is none (no process list, or the idle
+    GPU's memory belongs to a process that holds as much on a working GPU: one process over several GPUs).
+
+    A GPU with a worker of its own is in use: one process per GPU (DDP ranks, a pipeline's stage processes) idle at
+    one moment is a rank between steps or a stage between its turns, not a GPU the job holds and gives no work
+    (heldout4 pytorch_36285: a DDP rank's GPU at 0% in the one snapshot of a run its reporter calls fast)."""
+    host = idle.rpartition(":")[0]
+    for row in (sharing.get(idle) or {}).get("processes") or []:
+        pid, mib = row.get("pid"), row.get("mem_mib")
+        if not pid or mib is None or mib <= 0:
+            continue
+        there = sum(float(r.get("mem_mib") or 0.0) for g in busy if g.rpartition(":")[0] == host
+                    for r in (sharing.get(g) or {}).get("processes") or [] if r.get("pid") == pid)
+        if there < OTHERS_MIN * float(mib):
+            return str(pid)
+    return None
+
+
 def first_device_skew(sharing: dict[str, dict]) -> list[dict]:
     """[{pid, gpus, first, first_mib, others_mib}] for each process listed on several GPUs of a host whose first
     GPU holds FIRST_SKEW times the median of its others, they holding at least OTHERS_MIN of the first's."""
@@ -98,6 +119,12 @@ def notes(bundle: schema.Bundle) -> list[str]:
             f"{min(s['others_mib']):.0f}-{max(s['others_mib']):.0f} MiB on the others (one process computing on "
             "several GPUs: its first GPU keeps the gathered outputs and the master weights)"
             for s in first_device_skew(per_gpu(bundle))] + said(bundle)
+
+
+def cpu_runs(bundle: schema.Bundle) -> list[tuple[str, int]]:
+    """(input name, line) per accelerator summary saying a GPU is available and not used."""
+    return [(src.rsplit("/", 1)[-1], a["line"]) for src, s in sections(bundle) for a in s.get("accelerators") or []
+            if a["kind"] == "GPU" and a["available"] and not a["used"]]
 
 
 def said(bundle: schema.Bundle) -> list[str]:

@@ -108,6 +108,8 @@ def _attribution(b: Bucket, acc: Accounting, events: pd.DataFrame, scores: dict,
         return cause_ids.BETWEEN_STEPS, "line timestamps advance faster than the step timer counts", True
     if b.kind == "stage_imbalance":  # the stages' own timers measure it
         return cause_ids.PIPELINE_IMBALANCE, "the stages' own timers", True
+    if b.kind == cause_ids.UNUSED_GPUS:  # a job report's own figure: under 1% over the whole job
+        return cause_ids.UNUSED_GPUS, b.detail, True
     if b.kind == "busy_wait" and 1 < acc.units == len(b.names) and not any(o.kind in LATE_KINDS for o in acc.buckets):
         return cause_ids.LINK_DEGRADATION, ("every GPU recorded spins at a fraction of its working power and none is "
                                             "idle or late: the ranks wait on the collectives' transport (or on a rank "

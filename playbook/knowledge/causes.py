@@ -218,6 +218,27 @@ CATALOG: tuple[Cause, ...] = (
         event_kinds=("resume", "worker_restart"),
     ),
     Cause(
+        # GPUs the job holds and gives no work for the whole run: allocated (and often holding the memory a
+        # framework reserves on every visible GPU) but idle at every observation — the program started on fewer GPUs
+        # than the job asked for (one process where DDP wanted one per GPU, a shard or device list naming fewer,
+        # CUDA_VISIBLE_DEVICES narrowed), a scheduler binding that hides the GPU from its task, or the model left on
+        # the CPU. Not pipeline_imbalance: a stage of a pipeline works in turns (idle while it waits on a busier
+        # stage, busy when its input comes), an unused GPU never works (heldout58's job reports at 0% over the whole
+        # job and heldout59's GPUs idle beyond the devices a trainer shards over had to borrow
+        # unexplained_slowdown and pipeline_imbalance for want of this id)
+        "unused_gpus",
+        "GPUs held but not used (allocated, idle all run)",
+        fix="use the GPUs held — one process per GPU (DistributedDataParallel via torchrun --nproc_per_node=N, "
+            "MirroredStrategy over all devices, a trainer's devices / gpus setting), the device ids and "
+            "CUDA_VISIBLE_DEVICES each process sees checked against the GPUs allocated, the model and its batches "
+            "actually moved to `cuda` — or request only the GPUs the program uses, so that others can",
+        next_step="during the run, per GPU: `nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv "
+                  "-l 1` beside the job's own device print (each process's CUDA_VISIBLE_DEVICES, "
+                  "torch.cuda.device_count(), the device of a parameter, the trainer's device summary): a GPU "
+                  "allocated and at 0% while the others work is one the program never started on",
+        notebook=TRIAGE_NOTEBOOK,
+    ),
+    Cause(
         "workload_change",
         "work per step changed",
         fix="compare runs with the same work per step, or judge them by throughput only",
@@ -270,8 +291,10 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     # at the drops supports: diagnosis.attribution)
     "fleet_drops": ("periodic_stall", "data_starvation", "host_sync", "gc_pause", "collective_straggler",
                     "recompilation", "link_degradation", "throttling"),
-    # one GPU idle or below its peers at the same moments: a starved stage, a straggler's peers, a dead worker
-    "idle_gpu": ("pipeline_imbalance", "collective_straggler", "data_starvation", "hardware_fault"),
+    # one GPU idle or below its peers at the same moments: a starved stage, a straggler's peers, a dead worker; or a
+    # GPU the job holds and never gives work — where the job says so (its shard devices, diagnosis/analyzers/
+    # unused_gpus.py): telemetry alone keeps the stage's reading
+    "idle_gpu": ("pipeline_imbalance", "collective_straggler", "data_starvation", "hardware_fault", "unused_gpus"),
     # GPUs dropping each on its own schedule: per-rank input pipelines, uneven work, stages waiting on each other
     "gpu_drops": ("data_starvation", "padding_imbalance", "pipeline_imbalance", "collective_straggler"),
     "underused_gpu": ("pipeline_imbalance", "collective_straggler", "padding_imbalance", "data_starvation",
@@ -287,9 +310,9 @@ BUCKET_CAUSES: dict[str, tuple[str, ...]] = {
     "profile_idle": ("host_sync", "data_starvation", "launch_bound", "h2d_copy", "collective_straggler"),
     # a job's GPUs idle by its accounting figures (sacct, seff): no time axis, so any of a steady low level's causes
     "job_idle": ("data_starvation", "host_sync", "launch_bound", "collective_straggler", "h2d_copy"),
-    # a job's GPUs at 0% over the whole job while its other GPUs worked (a job report per GPU): allocated, never used
-    # — the program not started on them; no catalog cause runs a GPU at 0% for a whole job
-    "unused_gpus": (),
+    # a job's GPUs under 1% over the whole job (a job report's figure per GPU, node or job): allocated, never used
+    # — the program not started on them; the figure is the measurement (diagnosis.attribution)
+    "unused_gpus": ("unused_gpus",),
 }
 # Waiting phases that no cause lists in its `phases`: a queue wait is a stage waiting on another
 PHASE_FALLBACK: dict[str, str] = {"blocked": "pipeline_imbalance", "wait": "pipeline_imbalance",

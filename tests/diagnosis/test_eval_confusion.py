@@ -665,15 +665,17 @@ CASES = [
     # tensor2tensor sharded over one of its GPUs (readers/device_use + analysis/device_use: the idle GPU holding the
     # job's memory beyond its stated shards), SLURM tasks' `nvidia-smi -L` (refused first: tasks without a GPU, tasks
     # on one GPU), DataParallel's fuller first GPU (one process on several GPUs), Lightning's `GPU available: True,
-    # used: False` (refused first), an unused second GPU in a --query-gpu CSV, a healthy 3-A100 DDP snapshot
+    # used: False` (refused first), an unused second GPU in a --query-gpu CSV, a healthy 3-A100 DDP snapshot.
+    # After scoring, the id the labels lacked (unused_gpus: knowledge.causes) was added to the accepted ids of the
+    # tensor2tensor and Lightning files (SOURCES.md's post-scoring note); their label here is that id
     *[(f"heldout59 {name}", want, _file(f"heldout59/{name}")) for name, want in (
-        ("t2t17_m40_one_datashard_device.txt", "pipeline_imbalance"),
+        ("t2t17_m40_one_datashard_device.txt", "unused_gpus"),
         ("deepops1102_gpus_per_task_one_task_gets_gpu.log", "insufficient_data"),
         ("deepops1102_gres_one_gpu_four_tasks.log", "insufficient_data"),
         ("rnd15_query_gpu_second_gpu_unused.csv", "insufficient_data"),
         ("balanced_dp13_gpu0_chunk_processes.txt", "memory_pressure"),
         ("chtc24_three_a100_ddp_healthy.txt", "insufficient_data"),
-        ("detoxify66_gpu_available_not_used.log", "insufficient_data"))],
+        ("detoxify66_gpu_available_not_used.log", "unused_gpus"))],
     # the fiftieth round: real periodic stalls (tests/data/eval/heldout50/SOURCES.md, real excerpts): scored once as
     # written — 0 of 5 right, 1 refused, 3 read partly, none called healthy; kept: MXNet's per-epoch save on four
     # workers and on one (insufficient_data first → line_prefix reads `Node[k]`, readers/marker_sections measures a
@@ -732,12 +734,14 @@ CASES = [
     # SOURCES.md, real excerpts): scored once as written — 0 of 6 right, 0 of 6 read (all refused); kept: jobstats
     # reports of 4 A100s at 65-73% and of one at 93% (readers/job_reports: a figure per GPU), reportseff -g and a Job
     # Defense Shield email of jobs that held GPUs at 0% (job tables by their header's words), dcgmi stats of a busy
-    # process and of a MIG job that recorded nothing (said, not read as idle)
+    # process and of a MIG job that recorded nothing (said, not read as idle). After scoring, unused_gpus (the id
+    # the labels lacked for GPUs asked and never used) was added to the accepted ids of the reportseff and Job
+    # Defense Shield files (SOURCES.md's post-scoring note); their label here is that id
     *[(f"heldout58 {name}", want, _file(f"heldout58/{name}")) for name, want in (
         ("jobstats_della_4xa100_68pct.txt", "unexplained_slowdown"),
         ("jobstats_rockfish_a100_93pct_healthy.txt", "healthy"),
-        ("reportseff19_two_nodes_gpu_never_used.txt", "unexplained_slowdown"),
-        ("jds_cancelled_4_gpus_zero_util.txt", "unexplained_slowdown"),
+        ("reportseff19_two_nodes_gpu_never_used.txt", "unused_gpus"),
+        ("jds_cancelled_4_gpus_zero_util.txt", "unused_gpus"),
         ("dcgm171_stats_process_sm100.txt", "healthy"),
         ("dcgm93_stats_mig_no_processes.txt", "insufficient_data"))],
     # the fifty-sixth round: what TensorFlow / Keras print about a run (tests/data/eval/heldout56/SOURCES.md, real

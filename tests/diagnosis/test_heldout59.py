@@ -19,13 +19,14 @@ from playbook.readers import read_paths
 HERE = Path(__file__).resolve().parents[1] / "data" / "eval" / "heldout59"
 
 ACCEPTED = {
-    "t2t17_m40_one_datashard_device.txt": ("insufficient_data", "pipeline_imbalance"),
+    # unused_gpus accepted after scoring (SOURCES.md's post-scoring note): the id the labels said was missing
+    "t2t17_m40_one_datashard_device.txt": ("insufficient_data", "pipeline_imbalance", "unused_gpus"),
     "deepops1102_gpus_per_task_one_task_gets_gpu.log": ("insufficient_data",),
     "deepops1102_gres_one_gpu_four_tasks.log": ("insufficient_data", "healthy"),
     "rnd15_query_gpu_second_gpu_unused.csv": ("insufficient_data", "data_starvation", "host_sync", "launch_bound"),
     "balanced_dp13_gpu0_chunk_processes.txt": ("insufficient_data", "memory_pressure", "pipeline_imbalance"),
     "chtc24_three_a100_ddp_healthy.txt": ("healthy", "insufficient_data"),
-    "detoxify66_gpu_available_not_used.log": ("insufficient_data",),
+    "detoxify66_gpu_available_not_used.log": ("insufficient_data", "unused_gpus"),  # unused_gpus: after scoring
 }
 NOT_YET: dict[str, str] = {}
 

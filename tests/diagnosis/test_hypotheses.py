@@ -13,7 +13,7 @@ from playbook.model.schema import Bundle
 VOCABULARY = {"healthy", "data_starvation", "h2d_copy", "host_sync", "launch_bound", "collective_straggler",
               "padding_imbalance", "periodic_stall", "pipeline_imbalance", "recompilation", "gc_pause",
               "throttling", "link_degradation", "memory_pressure", "hardware_fault", "insufficient_data",
-              "unexplained_slowdown", "between_steps", "restart_loss", "slower_compute"}
+              "unexplained_slowdown", "between_steps", "restart_loss", "slower_compute", "unused_gpus"}
 
 
 def test_vocabulary_and_notebooks():

