@@ -170,3 +170,31 @@ def test_an_integer_after_epoch_is_still_the_epoch_counter():
     from playbook.readers.lines import scan_steps
     got = scan_steps(["epoch: 3 loss 0.5 time 120.5 s", "epoch: 4 loss 0.4 time 118.0 s"])
     assert list(got["step"]) == [3, 4]
+
+
+def test_the_validation_input_running_out_each_epoch_ends_nothing_and_keeps_the_epochs_bars(tmp_path):
+    # validation_steps larger than the validation set (TF 2.2: a new evaluate() each epoch): the same warning after
+    # each epoch's training bar reached its end, "(in this case, 50 batches)" = validation_steps, not 100 x 5; training
+    # goes on (tensorflow/tensorflow#58966), so each epoch's final bar is a step and no ending is stated
+    warn = ("WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your dataset or "
+            "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 50 batches). You may "
+            "need to use the repeat() function when building your dataset.")
+    text = "".join(f"Epoch {e}/5\n100/100 [==============================] - ETA: 0s - loss: 0.{9 - e}000{warn}\n"
+                   f"100/100 [==============================] - 12s 120ms/step - loss: 0.{9 - e}000 - val_loss: 0.7\n"
+                   for e in range(1, 6))
+    bundle = _read(tmp_path, text)
+    assert len(bundle.steps) == 5
+    assert not (bundle.events["kind"] == "input_exhausted").any() if len(bundle.events) else True
+
+
+def test_a_resumed_fit_s_training_input_running_out_is_still_its_end(tmp_path):
+    # initial_epoch=10 of 50: Keras plans 40 epochs x 100 steps (4000 batches), the warning in epoch 12's bar
+    warn = ("WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your dataset or "
+            "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 4000 batches). You may "
+            "need to use the repeat() function when building your dataset.")
+    text = ("Epoch 11/50\n100/100 [==============================] - 10s 100ms/step - loss: 0.5000\nEpoch 12/50\n"
+            f" 7/100 [=>............................] - ETA: 9s - loss: 0.4000{warn}\n"
+            "100/100 [==============================] - 1s 7ms/step - loss: 0.4000\n")
+    bundle = _read(tmp_path, text)
+    assert (bundle.events["kind"] == "input_exhausted").sum() == 1
+    assert len(bundle.steps) == 1
