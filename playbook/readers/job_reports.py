@@ -10,10 +10,13 @@ no time axis — the infrastructure team's view, as readers/slurm_usage.py reads
 - whitespace tables of jobs, their meaning from the header's words: a job id column (`JobID`), a GPU utilization
   column (`GPU-Util`, `GPUEff`, `GPU_Util`...: words naming the GPU and its utilization or efficiency), optionally a
   GPU count (`GPUs`, `GPUs-Allocated`), the GPUs left unused (`GPUs-Unused`) and a duration (`Elapsed` as
-  [D-]HH:MM:SS, `Hours`). `reportseff -g` (troycomi/reportseff) prints under the job's row a row per node (indented,
-  the trailing columns CPUEff MemEff GPUEff GPUMem) and a row per GPU (indented further, GPUEff GPUMem): a row
-  shorter than the header fills the header's last columns; the finest rows (GPUs, else nodes, else the job) are the
-  figures. Job Defense Shield's alert emails print such a table (`JobID Cluster Partition State GPUs-Allocated
+  [D-]HH:MM:SS, `Hours`, or `Zero-Util-GPU-Hours` over the unused GPUs). Beside `GPUs-Unused` the utilization
+  column's 0% is the unused GPUs' own reading (Job Defense Shield's `GPU-Unused-Util`, or its `GPU-Util` written
+  "0%" for every such row), marked `util_of: "unused"`: the working GPUs' utilization is not in the table (a figure
+  above 0 there is a mean over all the GPUs, the unused ones at 0). `reportseff -g` (troycomi/reportseff) prints
+  under the job's row a row per node (indented, the trailing columns CPUEff MemEff GPUEff GPUMem) and a row per GPU
+  (indented further, GPUEff GPUMem): a row shorter than the header fills the header's last columns; the finest rows
+  (GPUs, else nodes, else the job) are the figures. Job Defense Shield's alert emails print such a table (`JobID Cluster Partition State GPUs-Allocated
   GPU-Util Hours`).
 - `dcgmi stats -j <job> [-v]` and `dcgmi stats -p <pid> -v` (NVIDIA/DCGM dcgmi/ProcessStats.cpp): boxed tables with a
   header row (`| Summary |`, `| GPU ID: <n> |`) and `| <name> | <value> |` rows: `Total Execution Time (sec)`, `No. of
@@ -150,6 +153,8 @@ def _role(name: str) -> str | None:
     w = _words(name)
     if w in ("jobid", "job id", "job"):
         return "job"
+    if "hours" in w:  # JDS's `Zero-Util-GPU-Hours`: GPU-hours of the unused GPUs, no utilization
+        return "hours" if w == "hours" else "zero_hours" if "zero" in w else None
     if "gpu" in w and ("util" in w or "eff" in w) and "mem" not in w:
         return "util"
     if "gpu" in w and "unused" in w:
@@ -214,9 +219,13 @@ def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
             unused = int(row["unused"]) if row.get("unused", "").isdecimal() else None
             elapsed = (_seconds(row["elapsed"]) if "elapsed" in row else
                        float(row["hours"]) * 3600 if re.fullmatch(r"\d+(?:\.\d+)?", row.get("hours", "")) else None)
+            if elapsed is None and unused and re.fullmatch(r"\d+(?:\.\d+)?", row.get("zero_hours", "")):
+                elapsed = float(row["zero_hours"]) * 3600 / unused  # the unused GPUs' hours, each the job's
             job, node = _figure(row["job"], util, gpus=gpus, elapsed=elapsed), None
             if unused is not None:
                 job["gpus_unused"] = unused
+                if util == 0:  # beside a GPUs-Unused count, Job Defense Shield's 0% is the unused GPUs' reading
+                    job["util_of"] = "unused"  # (`GPU-Unused-Util`, or `GPU-Util` set to "0%"), not the job's mean
             jobs.append(job)
         elif job is not None and len(cells) >= 2 and indent > depth0:  # reportseff: a node, then its GPUs
             trailing = dict(zip(reversed(roles), reversed(cells[1:]), strict=False))  # the last columns

@@ -276,3 +276,31 @@ def test_dcgmi_xids_name_the_gpu_as_failing_and_the_slowdown_share_is_throttling
     assert d.hypotheses[1]["id"] == "throttling"
     no_xid = DCGMI_VERBOSE.replace("| Critical XID Errors                | 1 ", "| Critical XID Errors                | 0 ")
     assert diagnose(read_paths([str(_write(tmp_path, no_xid, "no_xid.txt"))])).verdict["id"] == "throttling"
+
+
+# Job Defense Shield's own tables (PrincetonUniversity/job_defense_shield): where a GPUs-Unused column stands, the
+# utilization column beside it is the unused GPUs' reading — `GPU-Unused-Util`, or `GPU-Util` that
+# cancel_zero_gpu_jobs.py sets to "0%" for every row — not the job's mean; `Zero-Util-GPU-Hours` is GPU-hours
+JDS_ZERO_HOURS = """\
+You have consumed 84 GPU-hours at 0% GPU utilization in the past 7 days:
+
+     JobID     GPUs  GPUs-Unused GPU-Unused-Util  Zero-Util-GPU-Hours
+    73300001    8          8           0%                 36
+    73300002    6          3           0%                 12
+"""
+
+
+def test_a_zero_util_hours_table_reads_the_unused_gpus_at_zero_not_its_hours_as_a_percent(tmp_path):
+    _, section = _jobs(_write(tmp_path, JDS_ZERO_HOURS))
+    assert [(j["job"], j["util_pct"], j["gpus"], j["gpus_unused"]) for j in section["jobs"]] == [
+        ("73300001", 0.0, 8, 8), ("73300002", 0.0, 6, 3)]
+    assert [j["elapsed_s"] for j in section["jobs"]] == [36 / 8 * 3600, 12 / 3 * 3600]
+
+
+def test_a_warning_table_s_zero_is_the_unused_gpus_not_the_working_ones(tmp_path):
+    text = ("     JobID    Cluster Partition  GPUs-Allocated  GPUs-Unused GPU-Util  Hours\n"
+            "   73300003    della     gpu            8             4         0%       2\n")
+    d = diagnose(read_paths([str(_write(tmp_path, text))]))
+    buckets = _buckets(d)
+    assert buckets["unused_gpus"]["share"] == pytest.approx(0.5)
+    assert "job_idle" not in buckets  # the four working GPUs' utilization is not in the table: not called idle

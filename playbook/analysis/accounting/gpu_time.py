@@ -99,7 +99,10 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
         gpus, left = j.get("gpus") or 0, j.get("gpus_unused") or 0
         if j["stat"] == "mean" and 0 < left < gpus:  # the unused GPUs idle throughout; the mean is over all
             unused_s += weight * left / gpus
-            share, unused_names = max(0.0, share - left / gpus), unused_names + [f"{left} of {gpus} GPUs"]
+            unused_names = unused_names + [f"{left} of {gpus} GPUs"]
+            # a figure of the unused GPUs alone (Job Defense Shield's column beside GPUs-Unused): the working
+            # GPUs' utilization is unknown, so no idle time of theirs is counted (the loss is a lower bound)
+            share, bound = (0.0, True) if j.get("util_of") == "unused" else (max(0.0, share - left / gpus), bound)
         wall, idle, bound = wall + weight, idle + share * weight, bound or j["stat"] == "max"
         parts.append(f"{j.get('job') or j['source']}: {'at most' if j['stat'] == 'max' else 'on average'} "
                      f"{j['util_pct']:.0f}% busy")
