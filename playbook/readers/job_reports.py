@@ -101,9 +101,11 @@ def _seconds(text: str) -> float | None:
 
 
 def _figure(job: str, util: float | None, *, gpus: int | None = None, elapsed: float | None = None,
-            mem: float | None = None, host: str | None = None, gpu: str | None = None) -> dict:
+            mem: float | None = None, host: str | None = None, gpu: str | None = None, of: str | None = None) -> dict:
     out = {"job": job, "stat": "mean", "util_pct": util, "mem_mib": mem, "gpus": gpus, "elapsed_s": elapsed,
            "model": None}
+    if of is not None:
+        out["of"] = of  # the job a node's or GPU's figure belongs to
     if mem is not None:
         out["mem_stat"] = "max"  # jobstats' and dcgmi's GPU memory are the run's maximum
     if host is not None or gpu is not None:
@@ -134,7 +136,7 @@ def _jobstats(lines: list[str], empty: list[str]) -> list[dict]:
     elapsed = _seconds(meta.get("Run Time", ""))
     gpus = int(meta["GPUs"]) if meta.get("GPUs", "").isdecimal() else None
     figures = [_figure(f"{job} {node} (GPU {i})".strip(), value, gpus=1, elapsed=elapsed, mem=mem.get((node, i)),
-                       host=node, gpu=i) for (node, i), value in util.items() if value is not None]
+                       host=node, gpu=i, of=job) for (node, i), value in util.items() if value is not None]
     if not figures and overall is not None and not any(v is None for v in util.values()):
         figures = [_figure(job, overall, gpus=gpus, elapsed=elapsed)]
     if not figures and (util or any("GPU utilization is unknown" in line for line in lines)):
@@ -195,20 +197,28 @@ def _percent(cell: str) -> float | None:
 
 def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
     roles: list[str | None] | None = None
-    jobs, nodes, gpus_rows = [], [], []  # rows by depth: a job, its nodes, their GPUs
+    out: list[dict] = []
+    jobs, nodes, gpus_rows = [], [], []  # the current job's rows by depth: the job, its nodes, their GPUs
     job, node, depth0 = None, None, None
+
+    def close() -> None:  # each job's finest rows are its figures (reportseff -n prints nodes for some jobs only)
+        out.extend(gpus_rows or nodes or jobs)
+        jobs.clear(), nodes.clear(), gpus_rows.clear()
+
     for no, raw in enumerate(lines, start=1):
         cells = raw.split()
         if not cells:
             continue
         if (found := _table_columns(cells)) is not None:
-            roles, depth0 = found, None
+            close()
+            roles, depth0, job = found, None, None
             continue
         if roles is None or set(raw.strip()) <= set("-=+| "):
             continue
         indent = len(raw) - len(raw.lstrip())
         depth0 = indent if depth0 is None else depth0
         if len(cells) == len(roles):  # a whole row: a job
+            close()
             row = dict(zip(roles, cells, strict=True))
             util = _percent(row.get("util", ""))
             if row.get("util", "").strip("-") == "" or util is None:
@@ -235,11 +245,13 @@ def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
             name = cells[0]
             if name.isdecimal() and node is not None:
                 gpus_rows.append(_figure(f"{job['job']} {node} (GPU {name})", util, gpus=1,
-                                         elapsed=job["elapsed_s"], host=node, gpu=name))
+                                         elapsed=job["elapsed_s"], host=node, gpu=name, of=job["job"]))
             else:
                 node = name
-                nodes.append(_figure(f"{job['job']} {name}", util, elapsed=job["elapsed_s"], host=name))
-    return gpus_rows or nodes or jobs
+                nodes.append(_figure(f"{job['job']} {name}", util, elapsed=job["elapsed_s"], host=name,
+                                     of=job["job"]))
+    close()
+    return out
 
 
 # --- dcgmi stats ------------------------------------------------------------------------------------------------
@@ -294,7 +306,7 @@ def _dcgmi(lines: list[str], empty: list[str], events: list[dict], src: str) -> 
             figures.append(_figure(name, float(util.group(1)), gpus=1 if b["_gpu"] else None,
                                    elapsed=float(elapsed.group()) if elapsed else None,
                                    mem=int(mem.group()) / 2**20 if mem and int(mem.group()) else None,
-                                   host=None, gpu=b["_gpu"] or None))
+                                   host=None, gpu=b["_gpu"] or None, of=job if b["_gpu"] else None))
             continue
         procs = b.get("No. of Processes", b.get("No. of Conflicting Processes", ""))
         what = f"dcgmi stats of {'job ' + job if job else b['_head']}"

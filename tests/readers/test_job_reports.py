@@ -304,3 +304,34 @@ def test_a_warning_table_s_zero_is_the_unused_gpus_not_the_working_ones(tmp_path
     buckets = _buckets(d)
     assert buckets["unused_gpus"]["share"] == pytest.approx(0.5)
     assert "job_idle" not in buckets  # the four working GPUs' utilization is not in the table: not called idle
+
+
+def test_reportseff_n_keeps_a_single_node_job_beside_a_multi_node_one(tmp_path):
+    # reportseff -n prints node rows only for a job on several nodes (job.get_node_entries): the single-node job's
+    # own row is its figure, not dropped because another job has finer rows
+    text = ("JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem\n"
+            "9100001           COMPLETED    01:00:00  50.0%     80.0%    30.0%    35.0%    40.0%\n"
+            "9100002           COMPLETED    01:00:00  50.0%     81.0%    31.0%    90.0%    60.0%\n"
+            "  node-b01                                          80.0%    30.0%    89.0%    60.0%\n"
+            "  node-b02                                          82.0%    32.0%    91.0%    60.0%\n")
+    _, section = _jobs(_write(tmp_path, text))
+    assert [(j["job"], j["util_pct"]) for j in section["jobs"]] == [
+        ("9100001", 35.0), ("9100002 node-b01", 89.0), ("9100002 node-b02", 91.0)]
+
+
+def test_a_job_whose_gpus_all_read_zero_is_idle_not_unused_beside_another_job_s_busy_gpus(tmp_path):
+    # reportseff -g over two jobs: 9200001 never used its two GPUs (the whole job idle), 9200002 kept its two busy;
+    # "never used while the job's other GPUs worked" is for a GPU beside working ones of the same job
+    text = ("JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem\n"
+            "9200001           COMPLETED    01:00:00  50.0%     90.0%    30.0%     0.0%     0.0%\n"
+            "  node-c01                                          90.0%    30.0%     0.0%     0.0%\n"
+            "    0                                                                  0%      0.0%\n"
+            "    1                                                                  0%      0.0%\n"
+            "9200002           COMPLETED    01:00:00  50.0%     90.0%    30.0%    95.0%    60.0%\n"
+            "  node-c02                                          90.0%    30.0%    95.0%    60.0%\n"
+            "    0                                                                 95%     60.0%\n"
+            "    1                                                                 95%     60.0%\n")
+    d = diagnose(read_paths([str(_write(tmp_path, text))]))
+    buckets = _buckets(d)
+    assert "unused_gpus" not in buckets
+    assert buckets["job_idle"]["share"] == pytest.approx((1 + 1 + 0.05 + 0.05) / 4)

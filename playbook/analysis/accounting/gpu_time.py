@@ -83,7 +83,9 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     with_mean = {(j["source"], j["job"]) for j in jobs if j["stat"] == "mean" and j.get("job")}  # one named step
     # a GPU of the job at 0% over the whole run while another worked: allocated and never used (a figure per GPU
     # from a job report; a job table's GPUs-Unused count) — its own bucket, naming the GPUs where the input does
-    busy_peer = any(j["util_pct"] >= 100.0 - FED_PCT for j in jobs if j.get("host") or j.get("gpu") is not None)
+    # (a peer of the same job: its figures' `of`, per file; a job all at 0% beside another job is an idle job)
+    busy_peer = {(j["source"], j.get("of", "")) for j in jobs
+                 if (j.get("host") or j.get("gpu") is not None) and j["util_pct"] >= 100.0 - FED_PCT}
     wall = idle = unused_s = 0.0
     parts, unused_names, bound = [], [], False  # bound: a maximum among the figures (the idle share a lower bound)
     for j in jobs:
@@ -92,7 +94,8 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
         named = j.get("host") or j.get("gpu") is not None
-        if j["stat"] == "mean" and named and busy_peer and j["util_pct"] < UNUSED_PCT:
+        if j["stat"] == "mean" and named and (j["source"], j.get("of", "")) in busy_peer and \
+                j["util_pct"] < UNUSED_PCT:
             unused_s, wall = unused_s + weight, wall + weight
             unused_names.append(f"{j.get('host') or ''} GPU {j.get('gpu')}".strip())
             continue
