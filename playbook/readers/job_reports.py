@@ -52,6 +52,8 @@ _BOX_ROW = re.compile(r"^\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$")
 _BOX_HEAD = re.compile(r"^\|\s*(Summary|GPU ID:\s*(\d+))\s*\|\s*$")
 _AVG = re.compile(r"Avg:\s*(\d+(?:\.\d+)?)")
 _DCGMI_JOB = re.compile(r"statistics for job:\s*(\S+?)\.?\s*$")
+# dcgmi prints its doubles with `ss << val` (6 significant digits): "6.2e-05", "1.2096e+06" (blanks as words)
+_DOUBLE = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _BYTES = {"B": 1 / 2**20, "KB": 1 / 2**10, "MB": 1.0, "GB": 2**10, "TB": 2**20, "PB": 2**30}
 
 
@@ -267,7 +269,7 @@ def _dcgmi_events(block: dict[str, str], where: str, job: str, src: str, seen: s
     slowdown shares are the job's, printed again in each GPU's block: once per reason)."""
     out = []
     for name, value in block.items():
-        number = re.match(r"\d+(?:\.\d+)?", value.strip())
+        number = _DOUBLE.match(value.strip())
         if number is None:
             continue
         amount = float(number.group())
@@ -299,7 +301,7 @@ def _dcgmi(lines: list[str], empty: list[str], events: list[dict], src: str) -> 
         events += _dcgmi_events(b, f"GPU {b['_gpu']}" if b["_gpu"] else "all GPUs", f"job {job}" if job else
                                 b["_head"], src, seen)
         util = _AVG.search(b.get("SM Utilization (%)", ""))
-        elapsed = re.match(r"\d+(?:\.\d+)?", b.get("Total Execution Time (sec)", ""))
+        elapsed = _DOUBLE.match(b.get("Total Execution Time (sec)", ""))
         mem = re.fullmatch(r"\d+", b.get("Max GPU Memory Used (bytes)", ""))
         name = f"{job} GPU {b['_gpu']}".strip() if b["_gpu"] else (job or b["_head"])
         if util is not None:

@@ -335,3 +335,13 @@ def test_a_job_whose_gpus_all_read_zero_is_idle_not_unused_beside_another_job_s_
     buckets = _buckets(d)
     assert "unused_gpus" not in buckets
     assert buckets["job_idle"]["share"] == pytest.approx((1 + 1 + 0.05 + 0.05) / 4)
+
+
+def test_dcgmi_s_doubles_in_exponent_form_are_read_whole(tmp_path):
+    # dcgmi prints doubles with `ss << val` (CommandOutputController::HelperDisplayValue): a slowdown share of a few
+    # microseconds is "6.2e-05" percent, a run of two weeks "1.2096e+06" seconds — neither 6.2% nor 1.2 s
+    text = (DCGMI_VERBOSE.replace("| 7200.0                                  |", "| 1.2096e+06                              |")
+            .replace("| 31.5                                    |", "| 6.2e-05                                 |"))
+    bundle, section = _jobs(_write(tmp_path, text))
+    assert [j["elapsed_s"] for j in section["jobs"]] == [1209600.0, 1209600.0]
+    assert sorted(bundle.events["kind"]) == ["xid"]
