@@ -198,3 +198,11 @@ def test_a_resumed_fit_s_training_input_running_out_is_still_its_end(tmp_path):
     bundle = _read(tmp_path, text)
     assert (bundle.events["kind"] == "input_exhausted").sum() == 1
     assert len(bundle.steps) == 1
+
+
+def test_a_fractional_epoch_before_a_global_step_is_no_epoch_counter():
+    # "epoch 1.04 | step 1040/10000": the epoch a fraction of the global step (Hugging Face-style loops); read as
+    # epoch 1 it made the step a count within the epoch and jumped the steps by 10000 at each whole epoch
+    from playbook.readers.lines import scan_steps
+    lines = [f"epoch {i * 0.13:.2f} | step {i * 10}/1000 | loss 2.{i} | 120.5 ms/step" for i in range(1, 20)]
+    assert list(scan_steps(lines)["step"]) == [i * 10 for i in range(1, 20)]
