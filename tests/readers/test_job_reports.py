@@ -345,3 +345,14 @@ def test_dcgmi_s_doubles_in_exponent_form_are_read_whole(tmp_path):
     bundle, section = _jobs(_write(tmp_path, text))
     assert [j["elapsed_s"] for j in section["jobs"]] == [1209600.0, 1209600.0]
     assert sorted(bundle.events["kind"]) == ["xid"]
+
+
+def test_a_node_row_at_zero_names_the_node_not_a_gpu_none(tmp_path):
+    # reportseff -n: a node's row (no GPU index) at 0% beside a working node: its GPUs never used, named by the node
+    text = ("JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem\n"
+            "9300002           COMPLETED    01:00:00  50.0%     81.0%    31.0%    45.0%    60.0%\n"
+            "  node-d01                                          80.0%    30.0%    90.0%    60.0%\n"
+            "  node-d02                                          82.0%    32.0%     0.0%     0.0%\n")
+    d = diagnose(read_paths([str(_write(tmp_path, text))]))
+    unused = _buckets(d)["unused_gpus"]
+    assert unused["names"] == ["node-d02"] and "None" not in unused["detail"]

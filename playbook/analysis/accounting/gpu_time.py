@@ -97,7 +97,8 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
         if j["stat"] == "mean" and named and (j["source"], j.get("of", "")) in busy_peer and \
                 j["util_pct"] < UNUSED_PCT:
             unused_s, wall = unused_s + weight, wall + weight
-            unused_names.append(f"{j.get('host') or ''} GPU {j.get('gpu')}".strip())
+            unused_names.append(f"{j.get('host') or ''} GPU {j['gpu']}".strip() if j.get("gpu") is not None
+                                else str(j["host"]))  # a node's row (reportseff -n): the node, all its GPUs
             continue
         gpus, left = j.get("gpus") or 0, j.get("gpus_unused") or 0
         if j["stat"] == "mean" and 0 < left < gpus:  # the unused GPUs idle throughout; the mean is over all
