@@ -291,13 +291,17 @@ def _dcgmi(lines: list[str], empty: list[str], events: list[dict], src: str) -> 
         if m := _DCGMI_JOB.search(line):
             job = m.group(1)
         elif m := _BOX_HEAD.match(line.strip()):
-            blocks.append({"_head": m.group(1), "_gpu": m.group(2) or ""})
+            blocks.append({"_head": m.group(1), "_gpu": m.group(2) or "", "_job": job})  # the job line above it
         elif (m := _BOX_ROW.match(line.strip())) and blocks:
             name = m.group(1).rstrip(" *").strip()
             blocks[-1].setdefault(name, m.group(2))
-    per_gpu = [b for b in blocks if b["_gpu"]]
     figures, seen = [], set()
-    for b in per_gpu or blocks:
+    chosen = []  # per job (several `dcgmi stats -j` in one file): its per-GPU blocks, else its summary
+    for job in dict.fromkeys(b["_job"] for b in blocks):
+        mine = [b for b in blocks if b["_job"] == job]
+        chosen += [b for b in mine if b["_gpu"]] or mine
+    for b in chosen:
+        job = b["_job"]
         events += _dcgmi_events(b, f"GPU {b['_gpu']}" if b["_gpu"] else "all GPUs", f"job {job}" if job else
                                 b["_head"], src, seen)
         util = _AVG.search(b.get("SM Utilization (%)", ""))

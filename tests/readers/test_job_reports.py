@@ -356,3 +356,14 @@ def test_a_node_row_at_zero_names_the_node_not_a_gpu_none(tmp_path):
     d = diagnose(read_paths([str(_write(tmp_path, text))]))
     unused = _buckets(d)["unused_gpus"]
     assert unused["names"] == ["node-d02"] and "None" not in unused["detail"]
+
+
+def test_dcgmi_stats_of_two_jobs_in_one_file_keep_each_job_s_name(tmp_path):
+    # `for j in a b; do dcgmi stats -j $j -v; done > stats.txt`: each block belongs to the job line above it
+    one = DCGMI_VERBOSE.split("+------------------------------------------------------------------------------+\n"
+                              "| GPU ID: 1")[0]
+    idle = one.replace("train-42", "prep-7").replace("Avg: 97, Max: 100, Min: 0", "Avg: 0, Max: 0, Min: 0")
+    bundle, section = _jobs(_write(tmp_path, idle + one))
+    assert [(j["job"], j["util_pct"]) for j in section["jobs"]] == [("prep-7 GPU 0", 0.0), ("train-42 GPU 0", 97.0)]
+    d = diagnose(bundle)
+    assert "unused_gpus" not in _buckets(d)  # prep-7 never used its GPU: an idle job, not a GPU beside busy ones
