@@ -78,8 +78,10 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
     events: list[dict] = []
     if any("Total Execution Time (sec)" in line for line in lines):
         jobs = _dcgmi(lines, empty, events, src)
-    elif any("Slurm Job Statistics" in line for line in lines):
-        jobs = _jobstats(lines, empty)
+    elif starts := [i for i, line in enumerate(lines) if "Slurm Job Statistics" in line]:
+        # several reports in one file (`for j in ...; do jobstats $j; done`): each read apart, under its own job id
+        jobs = [j for a, b in zip([0, *starts[1:]], [*starts[1:], len(lines)], strict=True)
+                for j in _jobstats(lines[a:b], empty)]
     else:
         jobs = _table(lines, skips)
     if not jobs and not empty and not events:

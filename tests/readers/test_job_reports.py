@@ -367,3 +367,14 @@ def test_dcgmi_stats_of_two_jobs_in_one_file_keep_each_job_s_name(tmp_path):
     assert [(j["job"], j["util_pct"]) for j in section["jobs"]] == [("prep-7 GPU 0", 0.0), ("train-42 GPU 0", 97.0)]
     d = diagnose(bundle)
     assert "unused_gpus" not in _buckets(d)  # prep-7 never used its GPU: an idle job, not a GPU beside busy ones
+
+
+def test_two_jobstats_reports_in_one_file_are_two_jobs(tmp_path):
+    # `for j in ...; do jobstats $j; done`: each report's GPUs under its own job id and run time
+    second = (JOBSTATS_HALF_UNUSED.replace("5551234", "5551299").replace("1-00:00:41", "02:00:00")
+              .replace(": 0% <-- GPU was not used", ": 91.0%"))
+    _, section = _jobs(_write(tmp_path, JOBSTATS_HALF_UNUSED + "\n" + second))
+    got = [(j["job"], j["util_pct"], j["elapsed_s"]) for j in section["jobs"]]
+    assert len(got) == 8
+    assert got[1] == ("5551234 stellar-m01g3 (GPU 1)", 0.0, 86441.0)
+    assert got[5] == ("5551299 stellar-m01g3 (GPU 1)", 91.0, 7200.0)
