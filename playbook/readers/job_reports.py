@@ -43,12 +43,11 @@ from playbook.readers.slurm_usage import META_PREFIX
 
 FORMAT = "job-efficiency reports (jobstats, reportseff, Job Defense Shield tables, dcgmi stats)"
 
-_JOBSTATS_GPU = re.compile(r"^\s*(\S+) \(GPU (\d+)\):\s*(?:(\d+(?:\.\d+)?)%|(.*unknown.*))")
+_JOBSTATS_GPU = re.compile(r"^\s*(\S+) \(GPU (\d+)\):[ \t]*(?:(\d+(?:\.\d+)?)%)?")  # "unknown": tested apart
 _JOBSTATS_MEM = re.compile(r"^\s*(\S+) \(GPU (\d+)\):\s*(\d+(?:\.\d+)?)([KMGTP]?B)/")
 _METER = re.compile(r"^\s*GPU utilization\s+\[[| ]*?(\d+)%\]")
 _META = re.compile(r"^\s*(Job ID|GPUs|Run Time)\s*:\s*(\S+)")
 _CLOCK = re.compile(r"^(?:(\d+)-)?(\d{1,3}):(\d{2}):(\d{2})$")
-_BOX_ROW = re.compile(r"^\|\s*([^|]*?)\s*\|\s*([^|]*?)\s*\|\s*$")
 _BOX_HEAD = re.compile(r"^\|\s*(Summary|GPU ID:\s*(\d+))\s*\|\s*$")
 _AVG = re.compile(r"Avg:\s*(\d+(?:\.\d+)?)")
 _DCGMI_JOB = re.compile(r"statistics for job:\s*(\S+?)\.?\s*$")
@@ -132,7 +131,7 @@ def _jobstats(lines: list[str], empty: list[str]) -> list[dict]:
             section = "mem"
         elif not stripped:  # a blank line ends a section
             section = ""
-        elif section == "util" and (m := _JOBSTATS_GPU.match(line)):
+        elif section == "util" and (m := _JOBSTATS_GPU.match(line)) and (m.group(3) or "unknown" in line):
             util[(m.group(1), m.group(2))] = float(m.group(3)) if m.group(3) is not None else None
         elif section == "mem" and (m := _JOBSTATS_MEM.match(line)):
             mem[(m.group(1), m.group(2))] = float(m.group(3)) * _BYTES.get(m.group(4), 1.0)
@@ -286,6 +285,16 @@ def _dcgmi_events(block: dict[str, str], where: str, job: str, src: str, seen: s
     return out
 
 
+def _box_row(line: str) -> tuple[str, str] | None:
+    """`| <name> | <value> |` → (name, value), split on its bars (a regex of lazy cells goes quadratic on a long
+    damaged line)."""
+    s = line.strip()
+    if len(s) < 2 or s[0] != "|" or s[-1] != "|" or s.count("|") != 3:
+        return None
+    name, value = s[1:-1].split("|")
+    return name.strip(), value.strip()
+
+
 def _dcgmi(lines: list[str], empty: list[str], events: list[dict], src: str) -> list[dict]:
     job = ""
     blocks: list[dict[str, str]] = []
@@ -294,9 +303,8 @@ def _dcgmi(lines: list[str], empty: list[str], events: list[dict], src: str) -> 
             job = m.group(1)
         elif m := _BOX_HEAD.match(line.strip()):
             blocks.append({"_head": m.group(1), "_gpu": m.group(2) or "", "_job": job})  # the job line above it
-        elif (m := _BOX_ROW.match(line.strip())) and blocks:
-            name = m.group(1).rstrip(" *").strip()
-            blocks[-1].setdefault(name, m.group(2))
+        elif (row := _box_row(line)) and blocks:
+            blocks[-1].setdefault(row[0].rstrip(" *").strip(), row[1])
     figures, seen = [], set()
     chosen = []  # per job (several `dcgmi stats -j` in one file): its per-GPU blocks, else its summary
     for job in dict.fromkeys(b["_job"] for b in blocks):

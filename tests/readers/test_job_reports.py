@@ -378,3 +378,19 @@ def test_two_jobstats_reports_in_one_file_are_two_jobs(tmp_path):
     assert len(got) == 8
     assert got[1] == ("5551234 stellar-m01g3 (GPU 1)", 0.0, 86441.0)
     assert got[5] == ("5551299 stellar-m01g3 (GPU 1)", 91.0, 7200.0)
+
+
+@pytest.mark.parametrize("damaged", [
+    "| Max GPU Memory Used (bytes) | 1" + " " * 60_000 + "x",  # a box row never closed
+    "| a | b" + " " * 60_000 + "x",
+    "      della-i14g2 (GPU 0): " + " " * 60_000 + "y",  # a jobstats GPU line cut into spaces
+])
+def test_a_long_damaged_line_is_read_in_linear_time(tmp_path, damaged):
+    import time
+    text = (DCGMI_VERBOSE if damaged.startswith("|") else JOBSTATS_HALF_UNUSED).replace(
+        "| No. of Processes                   | 1                                       |\n", damaged + "\n", 1)
+    if not damaged.startswith("|"):
+        text = text.replace("      stellar-m01g3 (GPU 2): 87.9%\n", damaged + "\n")
+    start = time.perf_counter()
+    _jobs(_write(tmp_path, text))
+    assert time.perf_counter() - start < 5.0
