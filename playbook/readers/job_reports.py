@@ -27,8 +27,9 @@ no time axis — the infrastructure team's view, as readers/slurm_usage.py reads
   devices (NVIDIA/DCGM#73); it is said so, not read as an idle GPU.
 
 The figures go to Bundle.meta[slurm_usage.META_PREFIX + path] as slurm_usage's {"jobs": [...]} (each {job, stat,
-util_pct, mem_mib, gpus, elapsed_s, model}, plus the GPU's `host` and `gpu` where the tool names them), with
-"empty": [sentence] for reports that measured nothing.
+util_pct, mem_mib, gpus, elapsed_s, model}, plus the GPU's `host` and `gpu` where the tool names them and `of`, the
+job id a node's or GPU's figure belongs to), with "empty": [sentence] for reports that measured nothing. Several
+reports in one file (jobstats or dcgmi stats run in a loop) are read each under its own job.
 """
 
 from __future__ import annotations
