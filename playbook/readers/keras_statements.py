@@ -17,7 +17,11 @@ readers/runtime_logs.py before the step grammar). Wordings from the sources (ker
                    generate at least `steps_per_epoch * epochs` batches (in this case, N batches)." → an
                    `input_exhausted` event (training ends there), once per rank; the progress bar Keras then draws to
                    its end ("562/562 [===] - 1s 891us/step") is read as the cut epoch's and no step record: its time
-                   covers only the steps run before the input ended, divided by all of them
+                   covers only the steps run before the input ended, divided by all of them. The same warning comes
+                   from evaluate() when validation_steps exceeds the validation set (N = validation_steps), and
+                   training goes on: when the epoch's bar and its `Epoch k/E` are known, N must be the bar's steps
+                   times the epochs planned (between E-k+1 and E) to be training's; otherwise it ends nothing and
+                   the epoch's bar is a step
   shuffle buffer   tf.data "Filling up shuffle buffer (this may take a while): N of M", logged every 10 s
                    (kLogIntervalMicros) of a fill, then "Shuffle buffer filled." → a `data_load` event whose duration
                    runs from 10 s before the first progress line to the "filled" line (the GPU waits for the buffer
@@ -50,7 +54,8 @@ _EXHAUSTED = re.compile(r"\bYour input ran out of data; interrupting training\.(
                         r"batches\))?")
 # Keras's progress bar at its end: "562/562 [=====] - 1s 891us/step ..." or verbose=2's "562/562 - 1s - loss: ..."
 _BAR_END = re.compile(r"^\s{0,12}(\d{1,12})/\1 (?:\[=*\] )?- ")
-_EPOCH_HEAD = re.compile(r"^\s{0,12}Epoch \d{1,9}/\d{1,9}\s*$")
+_BAR = re.compile(r"^\s{0,12}\d{1,12}/(\d{1,12}) (?:\[[=>.]*\] )?- ")  # any of Keras's bars: its steps per epoch
+_EPOCH_HEAD = re.compile(r"^\s{0,12}Epoch (\d{1,9})/(\d{1,9})\s*$")
 _SHUFFLE_FILLING = re.compile(r"Filling up shuffle buffer \(this may take a while\): (\d{1,15}) of (\d{1,15})")
 _SHUFFLE_FILLED = "Shuffle buffer filled."
 _BENIGN = ("Skipping optimization due to error while loading function libraries",
@@ -70,9 +75,15 @@ class KerasLines:
         self.exhausted: dict[int, bool] = {}  # rank -> its input ran out and the cut epoch's bar is still to come
         self.ended: set[int] = set()  # ranks whose input ran out (Keras logs the warning more than once)
         self.filling: dict[int, tuple[int, int]] = {}  # rank -> (time of its first fill-progress line, their count)
+        self.epoch: dict[int, tuple[int, int]] = {}  # rank -> its last `Epoch k/E`
+        self.steps: dict[int, int] = {}  # rank -> the steps per epoch of its last bar
 
     def feed(self, ln) -> str | None:
         body = ln.body
+        if m := _BAR.match(body):
+            self.steps[ln.rank] = int(m[1])
+        elif m := _EPOCH_HEAD.match(body):
+            self.epoch[ln.rank] = (int(m[1]), int(m[2]))
         if self.exhausted.get(ln.rank):
             if _BAR_END.match(body):
                 self.exhausted[ln.rank] = False
@@ -97,6 +108,8 @@ class KerasLines:
                                             "and runs the generic GPU kernel in every step")
             return "events"
         if m := _EXHAUSTED.search(body):
+            if self._validation(ln.rank, m.group(1)):
+                return "events"  # evaluate()'s input ran short of validation_steps: training goes on
             if ln.rank not in self.ended:
                 self.ended.add(ln.rank)
                 planned = f" before the {m.group(1)} batches planned (steps_per_epoch x epochs)" if m.group(1) else ""
@@ -105,6 +118,20 @@ class KerasLines:
             self.exhausted[ln.rank] = True
             return "events"
         return self._shuffle(ln) or ("events" if any(n in body for n in _BENIGN) else None)
+
+    def _validation(self, rank: int, planned: str | None) -> bool:
+        """Whether the input that ran out was evaluate()'s (validation_steps batches planned), not training's
+        (steps per epoch x the epochs planned, from E-k+1 when resumed at epoch k to E): known only when the warning
+        states its batches and this rank's bar and `Epoch k/E` came before it."""
+        steps, (k, epochs) = self.steps.get(rank), self.epoch.get(rank, (0, 0))
+        try:
+            batches = float(planned) if planned else None
+        except ValueError:
+            return False
+        if not (steps and epochs and batches):
+            return False
+        fits = batches % steps == 0 and max(epochs - k + 1, 1) <= batches // steps <= epochs
+        return not fits
 
     def _shuffle(self, ln) -> str | None:
         body = ln.body

@@ -277,3 +277,121 @@ def test_dcgmi_xids_name_the_gpu_as_failing_and_the_slowdown_share_is_throttling
     assert d.hypotheses[1]["id"] == "throttling"
     no_xid = DCGMI_VERBOSE.replace("| Critical XID Errors                | 1 ", "| Critical XID Errors                | 0 ")
     assert diagnose(read_paths([str(_write(tmp_path, no_xid, "no_xid.txt"))])).verdict["id"] == "throttling"
+
+
+# Job Defense Shield's own tables (PrincetonUniversity/job_defense_shield): where a GPUs-Unused column stands, the
+# utilization column beside it is the unused GPUs' reading — `GPU-Unused-Util`, or `GPU-Util` that
+# cancel_zero_gpu_jobs.py sets to "0%" for every row — not the job's mean; `Zero-Util-GPU-Hours` is GPU-hours
+JDS_ZERO_HOURS = """\
+You have consumed 84 GPU-hours at 0% GPU utilization in the past 7 days:
+
+     JobID     GPUs  GPUs-Unused GPU-Unused-Util  Zero-Util-GPU-Hours
+    73300001    8          8           0%                 36
+    73300002    6          3           0%                 12
+"""
+
+
+def test_a_zero_util_hours_table_reads_the_unused_gpus_at_zero_not_its_hours_as_a_percent(tmp_path):
+    _, section = _jobs(_write(tmp_path, JDS_ZERO_HOURS))
+    assert [(j["job"], j["util_pct"], j["gpus"], j["gpus_unused"]) for j in section["jobs"]] == [
+        ("73300001", 0.0, 8, 8), ("73300002", 0.0, 6, 3)]
+    assert [j["elapsed_s"] for j in section["jobs"]] == [36 / 8 * 3600, 12 / 3 * 3600]
+
+
+def test_a_warning_table_s_zero_is_the_unused_gpus_not_the_working_ones(tmp_path):
+    text = ("     JobID    Cluster Partition  GPUs-Allocated  GPUs-Unused GPU-Util  Hours\n"
+            "   73300003    della     gpu            8             4         0%       2\n")
+    d = diagnose(read_paths([str(_write(tmp_path, text))]))
+    buckets = _buckets(d)
+    assert buckets["unused_gpus"]["share"] == pytest.approx(0.5)
+    assert "job_idle" not in buckets  # the four working GPUs' utilization is not in the table: not called idle
+
+
+def test_reportseff_n_keeps_a_single_node_job_beside_a_multi_node_one(tmp_path):
+    # reportseff -n prints node rows only for a job on several nodes (job.get_node_entries): the single-node job's
+    # own row is its figure, not dropped because another job has finer rows
+    text = ("JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem\n"
+            "9100001           COMPLETED    01:00:00  50.0%     80.0%    30.0%    35.0%    40.0%\n"
+            "9100002           COMPLETED    01:00:00  50.0%     81.0%    31.0%    90.0%    60.0%\n"
+            "  node-b01                                          80.0%    30.0%    89.0%    60.0%\n"
+            "  node-b02                                          82.0%    32.0%    91.0%    60.0%\n")
+    _, section = _jobs(_write(tmp_path, text))
+    assert [(j["job"], j["util_pct"]) for j in section["jobs"]] == [
+        ("9100001", 35.0), ("9100002 node-b01", 89.0), ("9100002 node-b02", 91.0)]
+
+
+def test_a_job_whose_gpus_all_read_zero_is_idle_not_unused_beside_another_job_s_busy_gpus(tmp_path):
+    # reportseff -g over two jobs: 9200001 never used its two GPUs (the whole job idle), 9200002 kept its two busy;
+    # "never used while the job's other GPUs worked" is for a GPU beside working ones of the same job
+    text = ("JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem\n"
+            "9200001           COMPLETED    01:00:00  50.0%     90.0%    30.0%     0.0%     0.0%\n"
+            "  node-c01                                          90.0%    30.0%     0.0%     0.0%\n"
+            "    0                                                                  0%      0.0%\n"
+            "    1                                                                  0%      0.0%\n"
+            "9200002           COMPLETED    01:00:00  50.0%     90.0%    30.0%    95.0%    60.0%\n"
+            "  node-c02                                          90.0%    30.0%    95.0%    60.0%\n"
+            "    0                                                                 95%     60.0%\n"
+            "    1                                                                 95%     60.0%\n")
+    d = diagnose(read_paths([str(_write(tmp_path, text))]))
+    buckets = _buckets(d)
+    assert "unused_gpus" not in buckets
+    assert buckets["job_idle"]["share"] == pytest.approx((1 + 1 + 0.05 + 0.05) / 4)
+
+
+def test_dcgmi_s_doubles_in_exponent_form_are_read_whole(tmp_path):
+    # dcgmi prints doubles with `ss << val` (CommandOutputController::HelperDisplayValue): a slowdown share of a few
+    # microseconds is "6.2e-05" percent, a run of two weeks "1.2096e+06" seconds — neither 6.2% nor 1.2 s
+    text = (DCGMI_VERBOSE.replace("| 7200.0                                  |", "| 1.2096e+06                              |")
+            .replace("| 31.5                                    |", "| 6.2e-05                                 |"))
+    bundle, section = _jobs(_write(tmp_path, text))
+    assert [j["elapsed_s"] for j in section["jobs"]] == [1209600.0, 1209600.0]
+    assert sorted(bundle.events["kind"]) == ["xid"]
+
+
+def test_a_node_row_at_zero_names_the_node_not_a_gpu_none(tmp_path):
+    # reportseff -n: a node's row (no GPU index) at 0% beside a working node: its GPUs never used, named by the node
+    text = ("JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem\n"
+            "9300002           COMPLETED    01:00:00  50.0%     81.0%    31.0%    45.0%    60.0%\n"
+            "  node-d01                                          80.0%    30.0%    90.0%    60.0%\n"
+            "  node-d02                                          82.0%    32.0%     0.0%     0.0%\n")
+    d = diagnose(read_paths([str(_write(tmp_path, text))]))
+    unused = _buckets(d)["unused_gpus"]
+    assert unused["names"] == ["node-d02"] and "None" not in unused["detail"]
+
+
+def test_dcgmi_stats_of_two_jobs_in_one_file_keep_each_job_s_name(tmp_path):
+    # `for j in a b; do dcgmi stats -j $j -v; done > stats.txt`: each block belongs to the job line above it
+    one = DCGMI_VERBOSE.split("+------------------------------------------------------------------------------+\n"
+                              "| GPU ID: 1")[0]
+    idle = one.replace("train-42", "prep-7").replace("Avg: 97, Max: 100, Min: 0", "Avg: 0, Max: 0, Min: 0")
+    bundle, section = _jobs(_write(tmp_path, idle + one))
+    assert [(j["job"], j["util_pct"]) for j in section["jobs"]] == [("prep-7 GPU 0", 0.0), ("train-42 GPU 0", 97.0)]
+    d = diagnose(bundle)
+    assert "unused_gpus" not in _buckets(d)  # prep-7 never used its GPU: an idle job, not a GPU beside busy ones
+
+
+def test_two_jobstats_reports_in_one_file_are_two_jobs(tmp_path):
+    # `for j in ...; do jobstats $j; done`: each report's GPUs under its own job id and run time
+    second = (JOBSTATS_HALF_UNUSED.replace("5551234", "5551299").replace("1-00:00:41", "02:00:00")
+              .replace(": 0% <-- GPU was not used", ": 91.0%"))
+    _, section = _jobs(_write(tmp_path, JOBSTATS_HALF_UNUSED + "\n" + second))
+    got = [(j["job"], j["util_pct"], j["elapsed_s"]) for j in section["jobs"]]
+    assert len(got) == 8
+    assert got[1] == ("5551234 stellar-m01g3 (GPU 1)", 0.0, 86441.0)
+    assert got[5] == ("5551299 stellar-m01g3 (GPU 1)", 91.0, 7200.0)
+
+
+@pytest.mark.parametrize("damaged", [
+    "| Max GPU Memory Used (bytes) | 1" + " " * 60_000 + "x",  # a box row never closed
+    "| a | b" + " " * 60_000 + "x",
+    "      della-i14g2 (GPU 0): " + " " * 60_000 + "y",  # a jobstats GPU line cut into spaces
+])
+def test_a_long_damaged_line_is_read_in_linear_time(tmp_path, damaged):
+    import time
+    text = (DCGMI_VERBOSE if damaged.startswith("|") else JOBSTATS_HALF_UNUSED).replace(
+        "| No. of Processes                   | 1                                       |\n", damaged + "\n", 1)
+    if not damaged.startswith("|"):
+        text = text.replace("      stellar-m01g3 (GPU 2): 87.9%\n", damaged + "\n")
+    start = time.perf_counter()
+    _jobs(_write(tmp_path, text))
+    assert time.perf_counter() - start < 5.0

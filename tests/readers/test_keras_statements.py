@@ -170,3 +170,51 @@ def test_an_integer_after_epoch_is_still_the_epoch_counter():
     from playbook.readers.lines import scan_steps
     got = scan_steps(["epoch: 3 loss 0.5 time 120.5 s", "epoch: 4 loss 0.4 time 118.0 s"])
     assert list(got["step"]) == [3, 4]
+
+
+def test_the_validation_input_running_out_each_epoch_ends_nothing_and_keeps_the_epochs_bars(tmp_path):
+    # validation_steps larger than the validation set (TF 2.2: a new evaluate() each epoch): the same warning after
+    # each epoch's training bar reached its end, "(in this case, 50 batches)" = validation_steps, not 100 x 5; training
+    # goes on (tensorflow/tensorflow#58966), so each epoch's final bar is a step and no ending is stated
+    warn = ("WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your dataset or "
+            "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 50 batches). You may "
+            "need to use the repeat() function when building your dataset.")
+    text = "".join(f"Epoch {e}/5\n100/100 [==============================] - ETA: 0s - loss: 0.{9 - e}000{warn}\n"
+                   f"100/100 [==============================] - 12s 120ms/step - loss: 0.{9 - e}000 - val_loss: 0.7\n"
+                   for e in range(1, 6))
+    bundle = _read(tmp_path, text)
+    assert len(bundle.steps) == 5
+    assert not (bundle.events["kind"] == "input_exhausted").any() if len(bundle.events) else True
+
+
+def test_a_resumed_fit_s_training_input_running_out_is_still_its_end(tmp_path):
+    # initial_epoch=10 of 50: Keras plans 40 epochs x 100 steps (4000 batches), the warning in epoch 12's bar
+    warn = ("WARNING:tensorflow:Your input ran out of data; interrupting training. Make sure that your dataset or "
+            "generator can generate at least `steps_per_epoch * epochs` batches (in this case, 4000 batches). You may "
+            "need to use the repeat() function when building your dataset.")
+    text = ("Epoch 11/50\n100/100 [==============================] - 10s 100ms/step - loss: 0.5000\nEpoch 12/50\n"
+            f" 7/100 [=>............................] - ETA: 9s - loss: 0.4000{warn}\n"
+            "100/100 [==============================] - 1s 7ms/step - loss: 0.4000\n")
+    bundle = _read(tmp_path, text)
+    assert (bundle.events["kind"] == "input_exhausted").sum() == 1
+    assert len(bundle.steps) == 1
+
+
+def test_a_fractional_epoch_before_a_global_step_is_no_epoch_counter():
+    # "epoch 1.04 | step 1040/10000": the epoch a fraction of the global step (Hugging Face-style loops); read as
+    # epoch 1 it made the step a count within the epoch and jumped the steps by 10000 at each whole epoch
+    from playbook.readers.lines import scan_steps
+    lines = [f"epoch {i * 0.13:.2f} | step {i * 10}/1000 | loss 2.{i} | 120.5 ms/step" for i in range(1, 20)]
+    assert list(scan_steps(lines)["step"]) == [i * 10 for i in range(1, 20)]
+
+
+def test_a_one_off_hook_a_little_slower_than_slow_batches_is_no_share_of_every_step(tmp_path):
+    # TF >= 2.2 states both means over the first batches: a profiler starting at batch 2 (TensorBoard's default
+    # profile_batch) makes the hook's mean 0.47 s against batches of 0.45 s; the epochs then run 0.5 s a step. A hook
+    # after every batch would make each step about 0.45 + 0.47 s: at 0.5 s the hook ran once, not 94% of the time
+    text = ("WARNING:tensorflow:Callbacks method `on_train_batch_end` is slow compared to the batch time "
+            f"(batch time: 0.4500s vs `on_train_batch_end` time: 0.4677s). {CHECK}\n" + _bar(3, 1000, 500, "500ms/step"))
+    d = diagnose(_read(tmp_path, text))
+    assert d.verdict["id"] != "between_steps"
+    recurring = diagnose(_read(tmp_path, text.replace("500ms/step", "950ms/step").replace("500s", "950s"), "b.log"))
+    assert recurring.verdict["id"] == "between_steps"  # 0.95 s a step: the hook ran after every batch

@@ -86,9 +86,12 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     with_mean = {(j["source"], j["job"]) for j in jobs if j["stat"] == "mean" and j.get("job")}  # one named step
     # a GPU of the job at 0% over the whole run while another worked: allocated and never used (a figure per GPU
     # from a job report; a job table's GPUs-Unused count) — its own bucket, naming the GPUs where the input does
-    busy_peer = any(j["util_pct"] >= 100.0 - FED_PCT for j in jobs if j.get("host") or j.get("gpu") is not None)
-    none_used = all(j["util_pct"] < UNUSED_PCT for j in jobs)  # a job report: the whole job at 0% (jobstats,
-    # reportseff, Job Defense Shield's zero-utilization alert)
+    # (a peer of the same job: its figures' `of`, per file; a job all at 0% beside another job is an idle job)
+    busy_peer = {(j["source"], j.get("of", "")) for j in jobs
+                 if (j.get("host") or j.get("gpu") is not None) and j["util_pct"] >= 100.0 - FED_PCT}
+    # a job report: the whole job at 0% (jobstats, reportseff, Job Defense Shield's zero-utilization alert) — not a
+    # figure of the unused GPUs alone beside a GPUs-Unused count (`util_of`)
+    none_used = all(j["util_pct"] < UNUSED_PCT and j.get("util_of") != "unused" for j in jobs)
     wall = idle = unused_s = 0.0
     parts, unused_names, bound = [], [], False  # bound: a maximum among the figures (the idle share a lower bound)
     for j in jobs:
@@ -97,15 +100,21 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
         named = j.get("host") or j.get("gpu") is not None
-        if j["util_pct"] < UNUSED_PCT and (none_used or j["stat"] == "mean" and named and busy_peer):
+        if j["util_pct"] < UNUSED_PCT and (none_used or j["stat"] == "mean" and named and
+                                           (j["source"], j.get("of", "")) in busy_peer):
             unused_s, wall = unused_s + weight, wall + weight
-            unused_names.append(f"{j.get('host') or ''} GPU {j.get('gpu')}".strip() if named else
-                                f"{j.get('job') or j['source']}{f' ({gpus} GPUs)' if (gpus := j.get('gpus')) else ''}")
+            unused_names.append(
+                (f"{j.get('host') or ''} GPU {j['gpu']}".strip() if j.get("gpu") is not None else str(j["host"]))
+                if named else  # a node's row (reportseff -n): the node, all its GPUs
+                f"{j.get('job') or j['source']}{f' ({gpus} GPUs)' if (gpus := j.get('gpus')) else ''}")
             continue
         gpus, left = j.get("gpus") or 0, j.get("gpus_unused") or 0
         if j["stat"] == "mean" and 0 < left < gpus:  # the unused GPUs idle throughout; the mean is over all
             unused_s += weight * left / gpus
-            share, unused_names = max(0.0, share - left / gpus), unused_names + [f"{left} of {gpus} GPUs"]
+            unused_names = unused_names + [f"{left} of {gpus} GPUs"]
+            # a figure of the unused GPUs alone (Job Defense Shield's column beside GPUs-Unused): the working
+            # GPUs' utilization is unknown, so no idle time of theirs is counted (the loss is a lower bound)
+            share, bound = (0.0, True) if j.get("util_of") == "unused" else (max(0.0, share - left / gpus), bound)
         wall, idle, bound = wall + weight, idle + share * weight, bound or j["stat"] == "max"
         parts.append(f"{j.get('job') or j['source']}: {'at most' if j['stat'] == 'max' else 'on average'} "
                      f"{j['util_pct']:.0f}% busy")

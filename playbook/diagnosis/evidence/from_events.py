@@ -300,7 +300,9 @@ def slow_callbacks(events: pd.DataFrame, steps: pd.DataFrame) -> list[Finding]:
     hook time only). Keras times the hook over the first batches only (TF >= 2.4: five) or over the last ten: when the
     same log's steps (Keras's bar: the epoch's wall time per step, callbacks included) take less than RECUR x the
     hook's time, the hook cannot have run that long after every batch — a one-off at the start (a profiler starting,
-    the first save), no finding; when they take longer, the hook's share is H over the step's wall time."""
+    the first save), no finding; likewise when the batch time B is stated and the steps take less than B + H / 2 (a
+    hook after every batch makes a step about B + H, a one-off leaves it about B); when they take longer, the hook's
+    share is H over the step's wall time."""
     if events is None or events.empty:
         return []
     detail = events.loc[events["kind"].astype(str) == "callback_slow", "detail"].astype(str)
@@ -314,6 +316,8 @@ def slow_callbacks(events: pd.DataFrame, steps: pd.DataFrame) -> list[Finding]:
     step_s = float(timed.median()) if len(timed) else None
     if hook <= 0 or (step_s is not None and step_s < RECUR * hook):
         return []
+    if step_s is not None and batch and step_s < batch + hook / 2:
+        return []  # a hook after every batch makes a step about B + H, a one-off leaves it about B: nearer B
     if step_s is not None:
         share = min(hook / step_s, 1.0)
         how = f"of the {step_s:g} s each step takes in the same log"
