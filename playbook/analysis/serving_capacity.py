@@ -19,7 +19,9 @@ readers/model_placement.py) → findings, by what the numbers mean.
       runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
       the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
       below what the whole model needs → memory_pressure; a count of layers with no shortage stated (the layers a
-      setting asked for the GPU) → pipeline_imbalance, the CPU's layers the slow stage of the two in series.
+      setting asked for the GPU) → pipeline_imbalance, the CPU's layers the slow stage of the two in series. The
+      layers a command asked (`-ngl 64`) beside none placed: the setting did not reach the loader; beside fewer
+      placed: the runtime placed fewer. A GPU backend in the build line (`CUDA : ARCHS = ...`) is said beside.
       A model stated on the CPU by a device warning (whisper's `FP16 is not supported on CPU`, ComfyUI's DISABLED)
       is no finding: the line does not say a GPU was there to use.
   Weights streamed from host memory: a memory mode that keeps part of the weights in host memory and moves them to
@@ -149,6 +151,13 @@ def offloaded(records: list[dict], rates: list[dict] = ()) -> dict | None:
     # the CPU's layers are the slow stage of the two in series
     why = (f" although {worst['available_gib']:g} GiB of GPU memory is free for the {worst['required_gib']:g} GiB the "
            "model needs" if stated else "; nothing in the input says the GPU's memory is short")
+    asked, lay = worst.get("asked"), worst.get("layers")
+    if asked is not None and lay and asked > 0 and lay[0] == 0:
+        why += f"; {asked} layers were asked for the GPU: the setting did not reach the loader"
+    elif asked is not None and lay and lay[0] < min(asked, lay[1]):
+        why += f"; {asked} layers were asked for the GPU: the runtime placed fewer"
+    if worst.get("build"):
+        why += f"; the binary was built with {worst['build']}"
     return {"hypothesis": ids.PIPELINE_IMBALANCE, "level": level,
             "evidence": f"{who}: {how}{why}{beside}: {waits} — the CPU's layers are the slow stage of the two"
                         f"{_decode(rates)}",

@@ -33,6 +33,11 @@ the GPU, one after the other for every token. The runtimes state the split in tw
       compute type instead` (how "precision"): the device may be a GPU without fast float16 or the CPU — the line does
       not say which, so it places nothing.
 
+  beside a layer count: the layers asked for the GPU by the command line or call the input shows (llama.cpp `-ngl N`
+      / `--n-gpu-layers N`, KoboldCpp `--gpulayers N` / `gpulayers=N`, llama-cpp-python `n_gpu_layers=N`) → "asked";
+      ggml's system-info line naming a GPU backend (`CUDA : ARCHS = ...`, `ROCm : ...`, `Vulkan : ...`, `Metal : ...`)
+      → "build": the binary could have used the GPU.
+
 Each statement becomes a placement record: {"model": name or None, "cpu_share": 0..1 (of the bytes, or of the
 layers), "how": "bytes" | "layers", "layers": [K, M], "available_gib": .., "required_gib": ..}. A share pair is
 read in the order its label gives (`CPU/GPU` or `GPU/CPU`), and only where its two shares add up to 100 (±1 for
@@ -66,6 +71,9 @@ ASSIGNED = re.compile(r"\blayer\s{1,5}(\d{1,5}) assigned to device ([\w.:-]{1,40
 VRAM_STATE = re.compile(r"\bSet vram state to:\s*([A-Z_]{3,20})\b", re.IGNORECASE)
 TOTAL_VRAM = re.compile(r"\bTotal VRAM (\d{1,9}(?:\.\d{1,3})?) MB\b")
 FP16_CPU = "FP16 is not supported on CPU; using FP32 instead"
+ASKED = re.compile(r"(?:(?<!\S)-ngl[ =]|--n-gpu-layers[ =]|--gpulayers[ =]|\b(?:gpulayers|n_gpu_layers)\s*=\s*)"
+                   r"(-?\d{1,6})\b")
+BUILD = re.compile(r"(?:^|\|\s|\s)(CUDA|ROCm|Vulkan|Metal|SYCL)\s*:\s*[A-Z_]{2,30}\s*=")
 CT2 = re.compile(r"compute type inferred from the saved model is (\w{1,20}), but the target device or backend do not "
                  r"support efficient \1 computation.{0,80}?use the (\w{1,20}) compute type")
 
@@ -88,6 +96,8 @@ class Placements:
         self.layers: dict[int, str] = {}  # llama.cpp's `layer N assigned to device D`, by layer
         self.total_vram: float | None = None  # ComfyUI / forge `Total VRAM X MB`
         self.said: set[str] = set()  # one-per-file statements already recorded (a warning and its source line)
+        self.asked: int | None = None  # the layers a command line or call asked for the GPU
+        self.build: str | None = None  # the GPU backend ggml's system-info line names
 
     def _add(self, rec: dict) -> dict:
         if len(self.records) < MAX_RECORDS:
@@ -126,6 +136,11 @@ class Placements:
         return False
 
     def feed(self, body: str) -> bool:
+        if ("ngl" in body or "gpu" in body or "gpulayers" in body) and (m := ASKED.search(body)):
+            self.asked = int(m.group(1))  # understood by what else the line holds (a command, a Namespace dump)
+        if "=" in body and ":" in body and (m := BUILD.search(body)):
+            self.build = m.group(1)
+            return True
         if ("assigned" in body or "VRAM" in body or "vram" in body or "FP16" in body or "compute type" in body) \
                 and self._stated(body):
             return True
@@ -204,6 +219,9 @@ class Placements:
                     if key in keys and (g := _gib(keys[key])) is not None:
                         r[name] = g
             out.append(r)
+        for r in out:
+            if r.get("how") == "layers":
+                r.update({k: v for k, v in (("asked", self.asked), ("build", self.build)) if v is not None})
         return out
 
 

@@ -162,3 +162,16 @@ def test_a_whole_bar_is_still_read_as_steps(tmp_path):
     path.write_text(text)
     steps = read_paths([str(path)]).steps
     assert steps is not None and len(steps) >= 4
+
+
+def test_the_layers_asked_and_the_gpu_build_are_said_beside_the_placement():
+    recs, _ = _placed(["./main -m models/13B/q4.gguf -ngl 99 -c 2048",
+                       "llm_load_tensors: offloaded 0/41 layers to GPU"])
+    assert recs[0]["asked"] == 99
+    assert "99 layers were asked for the GPU: the setting did not reach the loader" in offloaded(recs)["evidence"]
+    fewer, _ = _placed(["Namespace(gpulayers=60, threads=8)", "load_tensors: offloaded 30/61 layers to GPU",
+                        "system_info: n_threads = 8 | Vulkan : COOPMAT = 1 | CPU : AVX2 = 1 |"])
+    ev = offloaded(fewer)["evidence"]
+    assert "60 layers were asked for the GPU: the runtime placed fewer" in ev and "built with Vulkan" in ev
+    none, _ = _placed(["llm = Llama(model_path='m.gguf', n_gpu_layers=20)", "offloaded 20/33 layers to GPU"])
+    assert "asked" not in offloaded(none)["evidence"]  # the 20 asked were placed: the setting is the split
