@@ -19,7 +19,15 @@ readers/model_placement.py) → findings, by what the numbers mean.
       runs those layers on the CPU for every token while the GPU waits (high at ≥ CPU_HIGH). Why it is split decides
       the id: a share of the bytes resident in GPU memory (the runtime placed what fit), or free GPU memory stated
       below what the whole model needs → memory_pressure; a count of layers with no shortage stated (the layers a
-      setting asked for the GPU) → pipeline_imbalance, the CPU's layers the slow stage of the two in series.
+      setting asked for the GPU) → pipeline_imbalance, the CPU's layers the slow stage of the two in series. The
+      layers a command asked (`-ngl 64`) beside none placed: the setting did not reach the loader; beside fewer
+      placed: the runtime placed fewer. A GPU backend in the build line (`CUDA : ARCHS = ...`) is said beside.
+      A model stated on the CPU by a device warning (whisper's `FP16 is not supported on CPU`, ComfyUI's DISABLED)
+      is no finding: the line does not say a GPU was there to use.
+  Weights streamed from host memory: a memory mode that keeps part of the weights in host memory and moves them to
+      the GPU at each use (ComfyUI / forge LOW_VRAM, NO_VRAM) → memory_pressure (moderate): every step waits on those
+      host-to-GPU copies; the GPU's size is the reason the runtime gives (its total stated beside). Not where every
+      load line of the same input says its model was loaded completely (they fit after all).
   Saturation (no finding, a fact for `info` and the evidence): two load levels of one kind LOAD_STEP apart whose
       throughput differs by at most FLAT, the lower one spending ≥ INSIDE of the client's latency in the server —
       the server already served all it could at the lower load; the latency added at the higher one is queueing.
@@ -108,11 +116,17 @@ def lagging(blocks: list[dict]) -> dict | None:
     return None
 
 
-def offloaded(records: list[dict]) -> dict | None:
+def _decode(rates: list[dict]) -> str:
+    """The decode rate a runtime states beside its placement (readers/token_rates.py), as the evidence's tail."""
+    tps = sorted(r["tps"] for r in rates if r.get("phase") == "decode" and r.get("tps"))
+    return f"; it decodes {tps[len(tps) // 2]:.3g} tokens/s" if tps else ""
+
+
+def offloaded(records: list[dict], rates: list[dict] = ()) -> dict | None:
     """Part of a served model held and run on the CPU (see the module docstring)."""
-    split = [r for r in records if (r.get("cpu_share") or 0) >= CPU_MIN]
+    split = [r for r in records if (r.get("cpu_share") or 0) >= CPU_MIN and r.get("how") != "device"]
     if not split:
-        return None
+        return streamed(records)
     worst = max(split, key=lambda r: r["cpu_share"])
     who = worst.get("model") or "the model"
     how = (f"{worst['layers'][1] - worst['layers'][0]} of its {worst['layers'][1]} layers on the CPU"
@@ -129,18 +143,43 @@ def offloaded(records: list[dict]) -> dict | None:
         mem = (f" ({worst['available_gib']:g} GiB of GPU memory free, {worst['required_gib']:g} GiB needed for the "
                "whole model)" if short else "")
         return {"hypothesis": ids.MEMORY_PRESSURE, "level": level,
-                "evidence": f"{who}: {how}{mem}{beside}: the model does not fit the GPU's free memory, so {waits}",
+                "evidence": f"{who}: {how}{mem}{beside}: the model does not fit the GPU's free memory, so {waits}"
+                            f"{_decode(rates)}",
                 "next": "fit the whole model on the GPU: a smaller quantization or context, free the GPU memory "
                         "other processes hold, or more GPU memory; then check that the runtime places 100% on the GPU"}
     # a layer count with no shortage of memory stated: the split is a setting (the layers asked for the GPU), and
     # the CPU's layers are the slow stage of the two in series
     why = (f" although {worst['available_gib']:g} GiB of GPU memory is free for the {worst['required_gib']:g} GiB the "
            "model needs" if stated else "; nothing in the input says the GPU's memory is short")
+    asked, lay = worst.get("asked"), worst.get("layers")
+    if asked is not None and lay and asked > 0 and lay[0] == 0:
+        why += f"; {asked} layers were asked for the GPU: the setting did not reach the loader"
+    elif asked is not None and lay and lay[0] < min(asked, lay[1]):
+        why += f"; {asked} layers were asked for the GPU: the runtime placed fewer"
+    if worst.get("build"):
+        why += f"; the binary was built with {worst['build']}"
     return {"hypothesis": ids.PIPELINE_IMBALANCE, "level": level,
-            "evidence": f"{who}: {how}{why}{beside}: {waits} — the CPU's layers are the slow stage of the two",
+            "evidence": f"{who}: {how}{why}{beside}: {waits} — the CPU's layers are the slow stage of the two"
+                        f"{_decode(rates)}",
             "next": "offload every layer (llama.cpp -ngl / n_gpu_layers at least the model's layer count, Ollama "
                     "num_gpu) and check the loader's `offloaded M/M layers to GPU`; lower it only if the GPU's "
                     "memory runs out"}
+
+
+def streamed(records: list[dict]) -> dict | None:
+    """Weights kept in host memory and moved to the GPU at each use by a memory mode (see the module docstring)."""
+    modes = [r for r in records if r.get("how") == "lowvram"]
+    loads = [r for r in records if r.get("how") in ("resident", "bytes")]
+    if not modes or (loads and all(r.get("cpu_share") == 0 for r in loads)):
+        return None  # every model the input shows loaded completely: it fit after all
+    r = modes[-1]
+    size = f" on a GPU of {r['gpu_total_mib']:g} MiB" if r.get("gpu_total_mib") else ""
+    return {"hypothesis": ids.MEMORY_PRESSURE, "level": "moderate",
+            "evidence": f"the runtime runs in {r['mode']} mode{size}: it keeps part of the model's weights in host "
+                        "memory and moves them to the GPU each time they are used, so every step waits on those "
+                        "host-to-GPU copies",
+            "next": "give the model the GPU memory it needs (a smaller or quantized model, a lighter mode such as "
+                    "A1111's --medvram where the model fits, a GPU with more memory) and compare the step time"}
 
 
 def saturation(blocks: list[dict]) -> str | None:
@@ -163,4 +202,4 @@ def saturation(blocks: list[dict]) -> str | None:
 def findings(s: dict) -> list[dict]:
     """The findings one file's load blocks and placements support."""
     blocks = [b for b in s.get("loadtest") or [] if isinstance(b, dict) and b.get("load")]
-    return [f for f in (outside(blocks), lagging(blocks), offloaded(s.get("placement") or [])) if f]
+    return [f for f in (outside(blocks), lagging(blocks), offloaded(s.get("placement") or [], s.get("generation") or [])) if f]

@@ -18,6 +18,13 @@ from playbook.knowledge import causes, ids
 from playbook.model import schema
 
 
+def _served_kind(line: str) -> str:
+    """What a serving file's `info` line holds, for the list of what the inputs have (no GPU time in any)."""
+    if line.startswith(("model placement", "rates")):
+        return "what a runtime prints about where the model runs and how fast it answers"
+    return "a server's scheduler counts"
+
+
 def cycles(osc: OscillationResult | None, acc: Accounting | None) -> float:
     """How many cycles of the oscillation the accounted span covers (0 without a periodic one)."""
     if osc is None or acc is None or not osc.periodic or not np.isfinite(osc.period_s) or osc.period_s <= 0:
@@ -432,7 +439,7 @@ def untestable(run: Run) -> str | None:
             [e for _, v in schema.meta_sections(run.bundle.meta, "job_usage:") for e in v.get("empty") or []][:2] + \
             [f"Megatron straggler reports ({r['reports']:,}; each interval's least and most across ranks, no time "
              "series)" for _, r in schema.meta_sections(run.bundle.meta, schema.STRAGGLER_REPORTS)][:1] + \
-            [f"{t['line']} (a server's scheduler counts: no GPU time)" for t in (sm.get("serving") or {}).get(
+            [f"{t['line']} ({_served_kind(t['line'])}: no GPU time)" for t in (sm.get("serving") or {}).get(
                 "files", [])[:2]]
         return (f"the inputs hold {' and '.join(have) + ' only' if have else 'nothing usable'}: no GPU utilization, "
                 "no step times, no trace with GPU work")

@@ -19,6 +19,25 @@ the GPU, one after the other for every token. The runtimes state the split in tw
       O / (L + O), a byte share). The older lines state the MiB on the GPU, not the model's size: a partial load's
       record has cpu_share None (part of the model on the host, how much not stated); a complete load's is 0.
 
+  a device per layer: llama.cpp's loader at debug verbosity (src/llama-model.cpp, 2025-) `load_tensors: layer %3d
+      assigned to device %s[, is_swa = %d]`, one line per layer: the layers whose device is `CPU` run on the CPU.
+      The record counts the layers the input shows ("shown": a paste may cut the list).
+  a memory mode: ComfyUI / stable-diffusion-webui-forge (model_management.py) `Set vram state to: LOW_VRAM | NO_VRAM`
+      (the weights kept partly in host memory and moved to the GPU at each use; with `Total VRAM X MB` stated, the
+      GPU's size is the reason, as forge's `Trying to enable lowvram mode because your GPU seems to have 4GB or less`
+      says). NORMAL_VRAM / HIGH_VRAM / SHARED are understood and place nothing; DISABLED (no GPU seen) and
+      openai/whisper's `FP16 is not supported on CPU; using FP32 instead` (whisper/transcribe.py: the model's device
+      is the CPU) state a model on the CPU (how "device") — not that a GPU was there to use.
+  a precision downgrade: CTranslate2 (faster-whisper) `The compute type inferred from the saved model is float16, but
+      the target device or backend do not support efficient float16 computation ... converted to use the float32
+      compute type instead` (how "precision"): the device may be a GPU without fast float16 or the CPU — the line does
+      not say which, so it places nothing.
+
+  beside a layer count: the layers asked for the GPU by the command line or call the input shows (llama.cpp `-ngl N`
+      / `--n-gpu-layers N`, KoboldCpp `--gpulayers N` / `gpulayers=N`, llama-cpp-python `n_gpu_layers=N`) → "asked";
+      ggml's system-info line naming a GPU backend (`CUDA : ARCHS = ...`, `ROCm : ...`, `Vulkan : ...`, `Metal : ...`)
+      → "build": the binary could have used the GPU.
+
 Each statement becomes a placement record: {"model": name or None, "cpu_share": 0..1 (of the bytes, or of the
 layers), "how": "bytes" | "layers", "layers": [K, M], "available_gib": .., "required_gib": ..}. A share pair is
 read in the order its label gives (`CPU/GPU` or `GPU/CPU`), and only where its two shares add up to 100 (±1 for
@@ -48,6 +67,15 @@ LOWVRAM = re.compile(r"\bloading in lowvram mode " + _NUM + r"\s*$")
 LOADED = re.compile(r"\bloaded (partially|completely)(?:;.{0,40}?\b" + _NUM + r"\s*MB loaded\b| " + _NUM + " "
                     + _NUM + r" \S{1,10}\s*$)")
 OFFLOADED_MB = re.compile(r"\bMB loaded, " + _NUM + r"\s*MB offloaded\b")
+ASSIGNED = re.compile(r"\blayer\s{1,5}(\d{1,5}) assigned to device ([\w.:-]{1,40})")
+VRAM_STATE = re.compile(r"\bSet vram state to:\s*([A-Z_]{3,20})\b", re.IGNORECASE)
+TOTAL_VRAM = re.compile(r"\bTotal VRAM (\d{1,9}(?:\.\d{1,3})?) MB\b")
+FP16_CPU = "FP16 is not supported on CPU; using FP32 instead"
+ASKED = re.compile(r"(?:(?<!\S)-ngl[ =]|--n-gpu-layers[ =]|--gpulayers[ =]|\b(?:gpulayers|n_gpu_layers)\s*=\s*)"
+                   r"(-?\d{1,6})\b")
+BUILD = re.compile(r"(?:^|\|\s|\s)(CUDA|ROCm|Vulkan|Metal|SYCL)\s*:\s*[A-Z_]{2,30}\s*=")
+CT2 = re.compile(r"compute type inferred from the saved model is (\w{1,20}), but the target device or backend do not "
+                 r"support efficient \1 computation.{0,80}?use the (\w{1,20}) compute type")
 
 
 def _gib(text: str) -> float | None:
@@ -65,13 +93,57 @@ class Placements:
         self.table = False  # an `ollama ps` header seen: its rows name a model and a PROCESSOR value
         self.open: dict | None = None  # the offload record whose wrapped keys may follow
         self.requested: str | None = None  # ComfyUI's `Requested to load <Model>`: the model its next load line places
+        self.layers: dict[int, str] = {}  # llama.cpp's `layer N assigned to device D`, by layer
+        self.total_vram: float | None = None  # ComfyUI / forge `Total VRAM X MB`
+        self.said: set[str] = set()  # one-per-file statements already recorded (a warning and its source line)
+        self.asked: int | None = None  # the layers a command line or call asked for the GPU
+        self.build: str | None = None  # the GPU backend ggml's system-info line names
 
     def _add(self, rec: dict) -> dict:
         if len(self.records) < MAX_RECORDS:
             self.records.append(rec)
         return rec
 
+    def _once(self, key: str, rec: dict) -> bool:
+        if key not in self.said:
+            self.said.add(key)
+            self._add(rec)
+        return True
+
+    def _stated(self, body: str) -> bool:
+        """The per-layer devices, memory modes and device / precision warnings (see the module docstring)."""
+        if "assigned to device" in body and (m := ASSIGNED.search(body)):
+            if len(self.layers) < MAX_RECORDS:
+                self.layers[int(m.group(1))] = m.group(2)
+            return True
+        if "VRAM" in body or "vram" in body:
+            if m := TOTAL_VRAM.search(body):
+                self.total_vram = float(m.group(1))
+                return True
+            if m := VRAM_STATE.search(body):
+                state = m.group(1).upper()
+                if state in ("LOW_VRAM", "NO_VRAM"):
+                    self._add({"model": None, "cpu_share": None, "how": "lowvram", "mode": state,
+                               "gpu_total_mib": self.total_vram})
+                elif state == "DISABLED":
+                    self._once("disabled", {"model": None, "cpu_share": 1.0, "how": "device", "said": state})
+                return True
+        if FP16_CPU in body:
+            return self._once("fp16cpu", {"model": "whisper", "cpu_share": 1.0, "how": "device", "said": FP16_CPU})
+        if "compute type" in body and (m := CT2.search(body)):
+            return self._once("ct2", {"model": None, "cpu_share": None, "how": "precision", "from": m.group(1),
+                                      "to": m.group(2)})
+        return False
+
     def feed(self, body: str) -> bool:
+        if ("ngl" in body or "gpu" in body or "gpulayers" in body) and (m := ASKED.search(body)):
+            self.asked = int(m.group(1))  # understood by what else the line holds (a command, a Namespace dump)
+        if "=" in body and ":" in body and (m := BUILD.search(body)):
+            self.build = m.group(1)
+            return True
+        if ("assigned" in body or "VRAM" in body or "vram" in body or "FP16" in body or "compute type" in body) \
+                and self._stated(body):
+            return True
         if HEADER.match(body):
             self.table = True
             return True
@@ -127,6 +199,11 @@ class Placements:
 
     def summary(self) -> list[dict]:
         out = []
+        if self.layers:
+            n = len(self.layers)
+            gpu = sum(1 for d in self.layers.values() if d.upper() != "CPU")
+            out.append({"model": None, "cpu_share": round((n - gpu) / n, 4), "how": "layers", "layers": [gpu, n],
+                        "shown": True})
         for r in self.records:
             r = dict(r)
             keys = r.pop("_keys", None)
@@ -142,6 +219,9 @@ class Placements:
                     if key in keys and (g := _gib(keys[key])) is not None:
                         r[name] = g
             out.append(r)
+        for r in out:
+            if r.get("how") == "layers":
+                r.update({k: v for k, v in (("asked", self.asked), ("build", self.build)) if v is not None})
         return out
 
 
@@ -150,7 +230,15 @@ def describe(records: list[dict]) -> str:
     parts = []
     for r in records[:4]:
         who = r.get("model") or "the model"
-        where = (f"{r['layers'][0]} of {r['layers'][1]} layers on the GPU" if r.get("layers")
+        where = (f"{r['layers'][0]} of {r['layers'][1]} layers on the GPU"
+                 + (" (of the layers the log shows)" if r.get("shown") else "") if r.get("layers")
+                 else f"kept partly in host memory and moved to the GPU at each use ({r['mode']}"
+                      + (f", a GPU of {r['gpu_total_mib']:g} MiB)" if r.get("gpu_total_mib") else ")")
+                 if r.get("how") == "lowvram"
+                 else f"on the CPU (its own words: {r['said']}); nothing here says a GPU was there to use"
+                 if r.get("how") == "device"
+                 else f"weights converted from {r['from']} to {r['to']}: the device lacks efficient {r['from']} "
+                      "(a GPU without it or the CPU: the line does not say which)" if r.get("how") == "precision"
                  else f"fully on the GPU ({r['gpu_mib']:g} MiB)" if r.get("how") == "resident" and r["cpu_share"] == 0
                  else f"{r['cpu_share']:.0%} on the CPU" if r.get("cpu_share") is not None
                  else f"partly on the GPU ({r['gpu_mib']:g} MiB kept there; the rest read from host memory at each use)")

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 from playbook.model import schema
-from playbook.readers import device_lines, load_report, model_placement
+from playbook.readers import device_lines, load_report, model_placement, token_rates
 
 HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generation throughput", "Speculative metrics",
          "SpecDecoding metrics")
@@ -129,6 +129,7 @@ class ServingLines:
         self.load = load_report.LoadReport()  # a load test's result blocks (readers/load_report.py)
         self.placed = model_placement.Placements()  # a model split between CPU and GPU (readers/model_placement.py)
         self.devices = device_lines.DeviceLines()  # the devices a job says it sees and uses (readers/device_lines.py)
+        self.rates = token_rates.TokenRates()  # a local runtime's prompt / decode token rates (readers/token_rates.py)
 
     def feed(self, lineno: int, body: str, time_ns: int | None = None, timed: bool = False,
              raw: str | None = None) -> bool:
@@ -152,7 +153,8 @@ class ServingLines:
             if found:
                 return True
         head = next((h for h in HEADS if h in body), None)
-        if head is None and (self.load.feed(body) or self.placed.feed(body) or self.devices.feed(body, lineno, raw)):
+        if head is None and (self.load.feed(body) or self.placed.feed(body) or self.rates.feed(body)
+                                 or self.devices.feed(body, lineno, raw)):
             return True
         if head is None:
             if (self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body)
@@ -176,7 +178,8 @@ class ServingLines:
         return True
 
     def summary(self) -> dict:
-        extra = {k: v for k, v in (("loadtest", self.load.summary()), ("placement", self.placed.summary())) if v}
+        extra = {k: v for k, v in (("loadtest", self.load.summary()), ("placement", self.placed.summary()),
+                                              ("generation", self.rates.summary())) if v}
         devices = {"devices": d} if (d := self.devices.summary()) else {}  # kept apart by store()
         if not self.records and not self.preempted and not self.graph_bs_max and not extra:
             return devices
@@ -218,7 +221,8 @@ def describe(s: dict) -> str:
              f"decode graphs captured up to batch {s['graph_bs_max']}" if s.get("graph_bs_max") else "",
              f"admission limit {s['max_running']} requests" if s.get("max_running") else ""]
     others = [load_report.describe(s["loadtest"]) if s.get("loadtest") else "",
-              model_placement.describe(s["placement"]) if s.get("placement") else ""]
+              model_placement.describe(s["placement"]) if s.get("placement") else "",
+              token_rates.describe(s["generation"]) if s.get("generation") else ""]
     if not recs and not s.get("preempted") and not s.get("graph_bs_max"):
         return "; ".join(x for x in others if x) or "serving scheduler records: none"
     return ("serving scheduler records: " + (", ".join(parts) or "none") + ("; " + ", ".join(spans) if spans else "")

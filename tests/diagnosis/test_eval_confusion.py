@@ -744,6 +744,18 @@ CASES = [
         ("jds_cancelled_4_gpus_zero_util.txt", "unused_gpus"),
         ("dcgm171_stats_process_sm100.txt", "healthy"),
         ("dcgm93_stats_mig_no_processes.txt", "insufficient_data"))],
+    # the sixtieth round: what local inference runtimes print about runs that leave the GPU idle (or not)
+    # (tests/data/eval/heldout60/SOURCES.md, real excerpts): scored once as written — 1 of 6 right, 4 refused, one
+    # losing run called healthy (forge's three closing bars read as 3 steps); kept: llama.cpp's per-layer devices and
+    # timings, text-generation-webui's `Output generated`, forge's LOW_VRAM mode (readers/model_placement,
+    # readers/token_rates), whisper's and CTranslate2's precision warnings (stated, no GPU blamed)
+    *[(f"heldout60 {name}", want, _file(f"heldout60/{name}")) for name, want in (
+        ("llamacpp3616_llava_offloaded_0_of_35.log", "pipeline_imbalance"),
+        ("llama_cpp_python1939_every_layer_on_cpu.log", "pipeline_imbalance"),
+        ("forge213_mx150_forced_lowvram.log", "memory_pressure"),
+        ("decipher8_whisper_fp16_on_cpu.log", "insufficient_data"),
+        ("textgen5296_prompt_lookup_healthy.log", "insufficient_data"),
+        ("fasterwhisper727_ct2_float16_to_float32.log", "insufficient_data"))],
     # the fifty-sixth round: what TensorFlow / Keras print about a run (tests/data/eval/heldout56/SOURCES.md, real
     # excerpts): scored once as written — 4 of 6 verdicts accepted, 2 refused, none read whole; Keras's callback
     # warnings, the input running out, the cuDNN fallback, tf.data's shuffle fill read since

@@ -8,7 +8,12 @@ Such a line may still number its step without a keyword (NVIDIA/tacotron2's `Tra
 {norm} {duration}s/it`): a lone bare integer (no point, unit or key of its own) numbers the rank's first such line,
 and then the lines whose integer is one more than the step before — a count of steps; once it has counted, a jump
 forward (lines cut from a paste) is still its number. Any other integer (`samples: 256` rising by 256 a line, a rank,
-an epoch, a day of the month) is no step's: the line is the step after the last one named."""
+an epoch, a day of the month) is no step's: the line is the step after the last one named.
+
+A tqdm bar's closing postfix alone on a line, its count and bar cut off by the paste (`[01:22<00:00,  4.13s/it]`,
+the remaining clock at zero), is no step: tqdm's rate there is its average over the whole loop (elapsed / rate
+iterations, 20 here), so such lines are loops, each its own (A1111's and forge's runs pasted under their own
+headings), not steps of one series."""
 
 from __future__ import annotations
 
@@ -29,7 +34,11 @@ from playbook.readers.step_log.vocab import (
 # a bare integer: not part of a number, word, key (`bs=32`, `epoch 3`), ratio, stamp or unit-suffixed value (`5s`)
 BARE_INT = re.compile(r"(?<![\w.:/=#-])(?<!epoch )(?<!Epoch )(?<!EPOCH )\d{1,12}(?![\w.:/%=-])")
 UNIT_STEPS = STEP_NAMES + ("it",)  # a key's word, or its unit's denominator (`(s/it)`), that names one step
-SPAN_WORDS = frozenset(("epoch", "total"))  # a duration named with one of these is the span's, not one step's
+SPAN_WORDS = frozenset(("epoch", "total"))
+_CLOCK = r"(?:\d{1,4}:)?\d{1,4}:\d\d"
+# a bar's closing postfix alone on a line (see the module docstring): elapsed, remaining at zero, the loop's mean rate
+BAR_CLOSE = re.compile(r"^\W{0,4}\[\s*" + _CLOCK + r"\s*<\s*(?:0{1,2}:)?00:00\s*,\s*\d{1,9}(?:\.\d{1,6})?\s*(?:s/it|it/s)"
+                       r"[^\]]{0,200}\]\W{0,4}$")  # a duration named with one of these is the span's, not one step's
 
 
 def span_steps(fields: dict) -> int | None:
@@ -54,7 +63,7 @@ def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
     """A line of the step scanner `lines` (grammar.StepLines) without a counter whose field names a step's own time
     (`Iteration duration: 0.53`, `step_time=0.5s`, a per-step unit `3.79s/it`): its lone bare integer when that
     rises past its rank's last step, else the next step of its rank, or a span's end beside the span's total."""
-    if not IMPLICIT_HINT.search(body):
+    if not IMPLICIT_HINT.search(body) or BAR_CLOSE.match(body):
         return None
     every = lines._fields(body, None)
     fields = {k: v for k, v in every.items()
