@@ -144,3 +144,16 @@ def test_no_finding_from_a_small_difference_or_a_table_without_times():
     variant_runs.findings("s.md", small, found, lambda share: "moderate" if share >= 0.05 else None)
     assert found == []
     assert _table(["| run | offload | accuracy |", "|--|--|--|", "| a | off | 91.2% |", "| b | on | 91.1% |"]) is None
+
+
+def test_ib_in_use_with_its_out_of_band_socket_on_ipoib_is_no_fallback(tmp_path):
+    # NCCL's IB transport names the IPoIB interface it bootstraps over (`; OOB ibs65:...`): verbs are in use
+    log = ("a1:7:7 [0] NCCL INFO Bootstrap : Using ibs65:10.10.10.100<0>\n"
+           "a1:7:7 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ibs65:10.10.10.100<0>\n"
+           "a2:8:8 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [RO]; OOB ibs65:10.10.10.101<0>\n"
+           "a1:7:9 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+           "a2:8:9 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0/GDRDMA\n")
+    bundle = read_paths([_write(tmp_path, "ib_ok.log", log)])
+    hosts = nccl_analysis.host_transports(bundle.nccl)
+    assert hosts["network"].tolist() == ["IB", "IB"]
+    assert nccl_analysis.link_findings(hosts) == []
