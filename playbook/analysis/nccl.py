@@ -18,6 +18,7 @@ Pure functions: no printing, no I/O.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -69,7 +70,8 @@ def host_transports(nccl: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "host": host, "ranks": ranks, "nranks": int(nranks.max()) if len(nranks) else None,
             "version": v.iloc[0] if len(v) else any_version,
-            "network": chosen.mode().iloc[0] if len(chosen) else (net_kinds.mode().iloc[0] if len(net) else None),
+            "network": chosen.mode().iloc[0] if len(chosen) else (net_kinds.mode().iloc[0] if len(net) else
+                                                                   _device_network(g[kind == "net_device"])),
             "net_channels": int(len(net)), "ib_channels": int((net_kinds == "IB").sum()),
             "socket_channels": int((net_kinds == "Socket").sum()), "gdr_channels": int(net["gdr"].sum()),
             "gdr_share": float(net["gdr"].mean()) if len(net) else np.nan,
@@ -78,6 +80,16 @@ def host_transports(nccl: pd.DataFrame) -> pd.DataFrame:
             "env": env, "warns": int((kind == "warn").sum()), "ib_sought": _ib_sought(g, env),
         })
     return pd.DataFrame(rows, columns=cols)
+
+
+def _device_network(dev: pd.DataFrame) -> str | None:
+    """The network the interface lines alone show where NCCL's `Using network X` line is not in the log: "Socket"
+    when it names socket interfaces (`NET/Socket : Using [0]eth0:...`) and no IB device in use, else None."""
+    d = dev["detail"].astype(str)
+    in_use = d[d.str.contains("[", regex=False)]  # "Socket [0]eth0:..." / "IB [0]mlx5_0:1/IB" (not "IB: no device")
+    if in_use.str.startswith("Socket").any() and not in_use.map(lambda x: _net_kind(x.split(" ")[0]) == "IB").any():
+        return "Socket"
+    return None
 
 
 def _ib_sought(g: pd.DataFrame, env: list[str]) -> list[str]:
@@ -92,7 +104,17 @@ def _ib_sought(g: pd.DataFrame, env: list[str]) -> list[str]:
             (kind == "warn") & detail.str.contains("libibverbs", regex=False)).any():
         out.append("libibverbs could not be opened")
     out += [e for e in env if e.startswith("NCCL_IB_HCA=") or e == "NCCL_IB_DISABLE=0"]
+    ipoib = sorted({m.group(1) for d in detail[(kind == "net_device") & detail.str.startswith("Socket")]
+                    for m in _IPOIB.finditer(d)})
+    if ipoib:
+        out.append(f"the socket runs on IPoIB interface {', '.join(ipoib)} (an InfiniBand port used as plain TCP)")
     return out
+
+
+# Linux names an IP-over-InfiniBand interface ib<N> (ib0, its partition children ib0.8001) or, with predictable
+# names, ibp<bus>s<slot> / ibs<slot>: NCCL's socket transport on one means the node has an IB port it is not using
+# as one (no verbs library, no device found): `NET/Socket : Using [0]ib0:10.0.0.1<0>`
+_IPOIB = re.compile(r"\[\d{1,3}\](ib(?:[ps]\d|\d)\w{0,20})")
 
 
 def _names(hosts) -> str:
@@ -105,8 +127,21 @@ def _env_note(row_env: list[str], keys: tuple[str, ...]) -> str:
     return f" ({', '.join(hits)} set in the environment)" if hits else ""
 
 
-def link_findings(hosts: pd.DataFrame) -> list[dict]:
-    """`link_degradation` findings from host_transports(): [{hypothesis, level, hosts, evidence}]."""
+def nvlink_stated(meta: dict | None) -> list[str]:
+    """What the inputs state of NVLink on the machine, one phrase each: `nvidia-smi nvlink -s` (a GPU's active links,
+    readers/device_lines) and `nvidia-smi topo -m` pairs over NV# (analysis/topology)."""
+    from playbook.analysis import topology
+    from playbook.model import schema
+    from playbook.readers.device_lines import nvlinks
+    out = [x for _, sec in schema.meta_sections(meta, schema.DEVICE_USE) for x in nvlinks(sec)]
+    out += [f"{t['nvlink']} GPU pair{'s' * (t['nvlink'] != 1)} over NVLink (nvidia-smi topo -m)"
+            for t in topology.topology(meta) if t["nvlink"]]
+    return out
+
+
+def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
+    """`link_degradation` findings from host_transports(): [{hypothesis, level, hosts, evidence}]; `nvlink`: what the
+    inputs state of NVLink on the machine (nvlink_stated), which a P2P turned off leaves unused."""
     out: list[dict] = []
     if hosts.empty:
         return out
@@ -115,12 +150,14 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
     # 1. sockets instead of IB
     sock = hosts[(hosts["socket_channels"] > 0) | (hosts["network"] == "Socket")]
     ib = hosts[(hosts["ib_channels"] > 0) | (hosts["network"] == "IB")]
-    if len(sock) and multi_node:
+    ipoib = any(x.startswith("the socket runs on IPoIB") for h in sock["ib_sought"] for x in h)
+    if len(sock) and (multi_node or ipoib):
         asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
         sought = sorted({s for h in sock["ib_sought"] for s in h})
         notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_SOCKET_IFNAME"))
                                         for h in sock["host"]))  # one note per distinct setting
-        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if asym or sought else "moderate",
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION,
+                    "level": "high" if (asym or sought) and multi_node else "moderate",
                     "hosts": sorted(sock["host"]), "kind": "socket_fallback", "evidence": (
                         f"NCCL on {_names(sock['host'])} sends inter-node traffic over TCP sockets (NET/Socket)"
                         + (f" while InfiniBand is used on {_names(sorted(set(ib['host']) - set(sock['host'])))}: the "
@@ -129,7 +166,8 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
                            "usable, so every collective runs at the socket path's speed" if sought else
                            ": no host uses InfiniBand/RoCE — a fallback where the nodes have an IB/RoCE fabric "
                            "(is /dev/infiniband visible in the container, NCCL_IB_HCA right?), the fabric's own limit "
-                           "where they have only Ethernet") + notes)})
+                           "where they have only Ethernet") + notes
+                        + ("" if multi_node else "; the lines show one host only: a loss where the job spans nodes"))})
     # 2. GPUDirect RDMA missing on some IB hosts
     ibh = hosts[hosts["ib_channels"] > 0]
     if len(ibh):
@@ -162,7 +200,31 @@ def link_findings(hosts: pd.DataFrame) -> list[dict]:
                         f"P2P (NVLink/PCIe peer-to-peer)"
                         + (f", unlike {_names(sorted(set(local['host']) - set(shm['host'])))}" if asym else "")
                         + notes + "; check ACS/IOMMU settings and `nvidia-smi topo -m`")})
+    # 4. P2P turned off by the environment where no channel line shows the local transport (an excerpt): every pair
+    # of GPUs in a node will go through host memory (SHM) — a loss where the machine has NVLink (stated: high)
+    off = hosts[~hosts["host"].isin(local["host"]) & hosts["env"].map(lambda env: any(e in P2P_OFF for e in env))]
+    if len(off):
+        set_ = sorted({e for h in off["host"] for e in env_of[h] if e in P2P_OFF})
+        out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if nvlink else "moderate",
+                    "hosts": sorted(off["host"]), "kind": "no_p2p", "evidence": (
+                        f"{', '.join(set_)} set in the environment on {_names(off['host'])} turns NCCL's peer-to-peer "
+                        "transport off: GPUs of one node exchange data through shared host memory (SHM) instead of "
+                        "NVLink/PCIe peer-to-peer" + (f", though the inputs state NVLink ({'; '.join(nvlink[:3])}), "
+                                                      "which NCCL then leaves unused: unset it (a workaround for "
+                                                      "P2P that hangs, usually ACS/IOMMU)" if nvlink else
+                                                      "; unset it unless P2P hangs on this machine (ACS/IOMMU)"))})
     return out
+
+
+def _measured(meta: dict | None) -> str | None:
+    """nccl-tests' figures in the inputs (readers/nccl_tests), as one clause: the bus bandwidth the transports above
+    delivered."""
+    from playbook.model import schema
+    from playbook.readers.nccl_tests import META_PREFIX
+    for _, s in schema.meta_sections(meta, META_PREFIX):
+        if s.get("avg_busbw_gb_s") is not None:
+            return f"nccl-tests measured an average bus bandwidth of {s['avg_busbw_gb_s']:g} GB/s over them"
+    return None
 
 
 def summarize(bundle: Any) -> dict | None:
@@ -187,7 +249,12 @@ def summarize(bundle: Any) -> dict | None:
         r["gdr_share"] = json_float(r["gdr_share"], 3)
         r.pop("gdr_disabled_lines")
         recs.append(r)
-    findings = link_findings(hosts) + (stuck["findings"] if stuck else [])
+    meta = getattr(bundle, "meta", None)
+    findings = link_findings(hosts, nvlink_stated(meta))
+    measured = _measured(meta)
+    if measured:  # nccl-tests' own figure over the same transports: what the path ran at
+        findings = [dict(f, evidence=f"{f['evidence']}; {measured}") for f in findings]
+    findings += stuck["findings"] if stuck else []
     return {"hosts": recs, "findings": findings, "warns": int((nccl["kind"] == "warn").sum()),
             "timeouts": stuck["ranks"] if stuck else []}
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playbook.analysis import input_pipeline, platform_rules, text_profiles, xla_runtime
+from playbook.analysis import input_pipeline, platform_rules, text_profiles, variant_runs, xla_runtime
 from playbook.knowledge import ids as cause_ids
 from playbook.model.schema import meta_sections
 from playbook.readers.profiler_table import FIT_LOADER, META_PREFIX
@@ -77,7 +77,11 @@ def table_summary(source: str, table: dict, findings: list[dict], healthy: list[
            if table.get("input_pipeline") else 0,
            "platform_statements": platform_rules.findings(source, table["platform_rules"], findings,
                                                           warnings, _level)
-           if table.get("platform_rules") else 0}
+           if table.get("platform_rules") else 0,
+           "variant_notes": [],
+           "variant_tables": 0}
+    if table.get("variants"):
+        out["variant_tables"] = variant_runs.findings(source, table["variants"], findings, _level, out["variant_notes"])
     _breakdown(source, table, findings, out)
     if base <= 0:
         return out

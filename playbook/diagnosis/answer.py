@@ -428,6 +428,9 @@ def untestable(run: Run) -> str | None:
             (["input-pipeline tools' statements (a profiler's input-bound verdict, loader worker warnings, a data "
               "pipeline's stats)"] if any(
                 t.get("input_statements") for t in profiler_tables) else []) + \
+            (["tables of runs that differ by a setting (each run's time as the table states it)"] if any(
+                t.get("variant_tables") and not t.get("variant_notes") for t in profiler_tables) else []) + \
+            [n for t in profiler_tables for n in t.get("variant_notes") or []][:2] + \
             (["managed platforms' profiler statements (SageMaker rule statuses, DLProf expert feedback: a rule's "
               "verdict, not the run's utilization or step times)"] if any(
                 t.get("platform_statements") for t in profiler_tables) else []) + \

@@ -10,7 +10,7 @@ KEYWORD_LINKS: tuple[tuple[str, tuple[str, ...]], ...] = (
      ("recompilation",)),
     (r"worker|loader|prefetch|decode|shuffle|buffer|dataset|data(?!_?parallel)|augment|num_proc|read|storage",
      ("data_starvation",)),
-    (r"pin|non_blocking|h2d|copy", ("h2d_copy",)),
+    (r"pin|non_blocking|h2d|copy|offload", ("h2d_copy",)),  # an offload moves state across PCIe every step
     (r"checkpoint|ckpt|save|eval|log_(every|interval|steps)|logging", ("periodic_stall",)),
     (r"(^|[^a-z])gc|garbage", ("gc_pause",)),
     (r"nccl|gloo|world|nodes|ranks|ddp|fsdp|allreduce|all_reduce|bucket_cap|overlap|comm|master_|ucx|^fi_|socket|"

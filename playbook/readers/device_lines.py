@@ -8,6 +8,8 @@ it computes on — kept per input in Bundle.meta (schema.DEVICE_USE + the input'
   The devices a trainer shards each batch over: tensor2tensor's `datashard_devices: ['gpu:0']` (devices.py: one
       entry per GPU it shards over, `['']` for the one default device, `cpu:0` where it shards to the CPU too);
       TensorFlow's `Using MirroredStrategy with devices ('/job:localhost/replica:0/task:0/device:GPU:0', ...)`.
+  A GPU line followed by link lines is `nvidia-smi nvlink -s`: each GPU's active NVLinks and their rate per direction
+      (`Link 0: 25 GB/s`, `Link 4: <inactive>`), kept on the GPU's entry as "nvlink": {active, inactive, gb_s}.
   The GPUs a process can see, `nvidia-smi -L`: `GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)` one line per visible
       GPU (a MIG slice indented below its GPU: `  MIG 1g.5gb Device 0: (UUID: MIG-...)`), `No devices found.` when
       it sees none. Run once per task of a job (`srun nvidia-smi -L`), each task's lines carry its label: a
@@ -32,6 +34,9 @@ _QUOTED = re.compile(r"""['"]([^'"]{0,200})['"]""")
 # `nvidia-smi -L`: a GPU's line (its UUID in parentheses), and the line of a process that sees none
 LISTED = re.compile(r"^GPU (\d{1,4}): (.{1,120}?) \(UUID: ((?:GPU|MIG)-[0-9A-Fa-f-]{8,64})\)\s*$")
 NONE = re.compile(r"^No devices were found\.?$|^No devices found\.?$")
+# `nvidia-smi nvlink -s` (--status): the same GPU line, then one line per link of that GPU (indented), its rate per
+# direction or `<inactive>`: `\t Link 0: 25 GB/s`, `Link 3: 26.562 GB/s`, `Link 4: <inactive>`
+NVLINK = re.compile(r"^Link (\d{1,3}): (?:(\d{1,5}(?:\.\d{1,4})?) GB/s|<inactive>)$")
 # a task's label before a listing line: `PROCID=2: `, `rank 3: `, `[1,0]<stdout>:`, `[task 2] `
 TASK = re.compile(r"^(?:([A-Za-z_][\w.-]{0,40}=[\w.-]{1,40})|(\[[^\]\s]{1,40}\](?:<\w{1,10}>)?)|((?:rank|task|proc)"
                   r"\s?\d{1,6}))\s?:?\s*", re.IGNORECASE)
@@ -58,6 +63,7 @@ class DeviceLines:
         self.shards: list[dict] = []
         self.listings: list[list[dict]] = []
         self.lineno = 0
+        self._gpu: dict | None = None  # the GPU of the last listing line: the NVLink lines below it are its own
 
     def feed(self, body: str, lineno: int | None = None, raw: str | None = None) -> bool:
         """`raw`: the line as written, before a log reader took its prefixes off (a task's `rank 3: ` label)."""
@@ -73,6 +79,15 @@ class DeviceLines:
             if len(self.shards) < MAX_RECORDS:
                 self.shards.append({"line": self.lineno, "devices": device_names(m.group(1))})
             return True
+        if self._gpu is not None and body.lstrip().startswith("Link ") and (m := NVLINK.match(body.strip())):
+            links = self._gpu.setdefault("nvlink", {"active": 0, "inactive": 0, "gb_s": 0.0})
+            if m.group(2) is None:
+                links["inactive"] += 1
+            else:
+                links["active"] += 1
+                links["gb_s"] = max(links["gb_s"], float(m.group(2)))
+            return True
+        self._gpu = None
         return (raw is not None and raw != body and self._listing(_unquote(raw))) or self._listing(_unquote(body))
 
     def _listing(self, text: str) -> bool:
@@ -102,6 +117,7 @@ class DeviceLines:
             entry["closed"] = True  # `No devices found.` ends that task's listing
         else:
             entry["gpus"].append({"index": int(gpu.group(1)), "name": gpu.group(2).strip(), "uuid": gpu.group(3)})
+            self._gpu = entry["gpus"][-1]
         return True
 
     def summary(self) -> dict:
@@ -123,4 +139,19 @@ def describe(s: dict) -> str:
         seen = sum(1 for e in r if e["gpus"])
         uuids = {g["uuid"] for e in r for g in e["gpus"]}
         parts.append(f"nvidia-smi -L of {len(r)} task{'s' * (len(r) != 1)}: {seen} see a GPU ({len(uuids)} distinct)")
+    if (links := nvlinks(s)):
+        parts.append("NVLink stated (nvidia-smi nvlink -s): " + ", ".join(links[:4]) + (" ..." if len(links) > 4 else ""))
     return "device use: " + "; ".join(parts)
+
+
+def nvlinks(s: dict) -> list[str]:
+    """Each GPU with active NVLinks in a summary(), as `GPU 0 (NAME): 12 links x 25 GB/s`."""
+    out = []
+    for r in s.get("listings") or []:
+        for e in r:
+            for g in e["gpus"]:
+                if (n := g.get("nvlink")) and n["active"]:
+                    out.append(f"GPU {g['index']} ({g['name']}): {n['active']} link{'s' * (n['active'] != 1)} x "
+                               f"{n['gb_s']:g} GB/s")
+    return out
+

@@ -13,7 +13,8 @@ Facts (column `kind`):
   net_device NET/IB or NET/Socket interfaces in use (detail "[0]mlx5_0:1/IB [1]mlx5_1:1/IB", "[0]eth0:10.0.0.1<0>")
   gdr        GPU Direct RDMA Enabled/Disabled lines (gdr True/False, detail the HCA)
   rings      "Connected all rings[, use ring PXN p GDR g]" (gdr from the GDR flag when printed)
-  env        NCCL_* variables set by environment (detail "NCCL_IB_DISABLE=1")
+  env        NCCL_* variables set by environment (detail "NCCL_IB_DISABLE=1"); also NCCL's echo quoted alone, without
+             its prefix (`NCCL_P2P_LEVEL set by environment to LOC`)
   warn       NCCL WARN lines (detail the message)
   timeout    PyTorch's watchdog giving up on a collective ("[Rank 3] Watchdog caught collective operation timeout:
              WorkNCCL(SeqNum=4821, OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600050 milliseconds ..."):
@@ -133,6 +134,9 @@ def read(path: str | Path, **opts: Any) -> Bundle:
 
 # NCCL lines without the host:pid:tid [dev] prefix (a launcher that strips it, a pasted excerpt)
 _BARE_RE = re.compile(r"(?:^|[\s\]:|])NCCL (INFO|WARN) ?(.*)$")
+# NCCL's echo of a setting (src/misc/param.cc: "%s set by environment to %s.") quoted alone, without even `NCCL INFO`
+# (a reply quoting one line of a log): its own wording, "set by environment to", is what makes it NCCL's
+_BARE_ENV_RE = re.compile(r"^\s*[`'\"]?(NCCL_[A-Z0-9_]{1,60}) set by environment to (\S{0,200}?)\.?[`'\"]?\s*$")
 
 
 class NcclLines:
@@ -179,6 +183,10 @@ class NcclLines:
                 return True  # the watchdog's line, read with the next one
             b = _BARE_RE.search(line)
             if not b:
+                if (e := _BARE_ENV_RE.match(line)):
+                    self.n_nccl += 1
+                    rows.append(_row(self.host, -1, -1, -1, "env", detail=f"{e.group(1)}={e.group(2)}", line=lineno))
+                    return True
                 return False
             self.n_nccl += 1
             base = (self.host, -1, -1, -1)

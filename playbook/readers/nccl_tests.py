@@ -139,8 +139,9 @@ class NcclTestsTables:
 
     def summary(self) -> dict | None:
         """What the tables state (see the module docstring); None when no result row was read."""
-        if not self.rows:
-            return {"tables": 0, "rows": 0, "pairs": self.pairs} if self.pairs else None
+        if not self.rows:  # a node-pair sweep, or the closing average quoted without the rows above it
+            return ({"tables": 0, "rows": 0, **({"pairs": self.pairs} if self.pairs else {}),
+                     **({"avg_busbw_gb_s": self.avg[-1]} if self.avg else {})} if self.pairs or self.avg else None)
         best = (-1.0, 0)
         for r in self.rows:
             for g in (r["oop"], r["ip"]):
@@ -165,6 +166,9 @@ def describe(s: dict) -> str:
     1 host (GeForce RTX 2080 Ti)'."""
     if not s.get("rows"):
         pairs = s.get("pairs") or []
+        if not pairs and s.get("avg_busbw_gb_s") is not None:
+            return (f"nccl-tests: average bus bandwidth {s['avg_busbw_gb_s']:g} GB/s (its closing line; the result "
+                    "rows are not in the input)")
         return (f"nccl-tests node-pair sweep: {len(pairs)} pairs, busbw "
                 f"{min(p[2] for p in pairs):g}..{max(p[2] for p in pairs):g} GB/s" if pairs else "nccl-tests: nothing")
     op = f"{s['op']}_perf" if s.get("op") else "table"

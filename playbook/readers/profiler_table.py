@@ -37,6 +37,7 @@ from playbook.readers.platform_rules_text import PlatformRuleText
 from playbook.readers.pstats_text import PstatsText
 from playbook.readers.stack_samples import FoldedStacks, PySpyDump
 from playbook.readers.tfprof_text import TfprofTable
+from playbook.readers.variant_table import VariantTable
 from playbook.readers.xla_metrics import XlaMetrics
 
 _RULE = re.compile(r"^\s*-{3,}(?:  -{3,})+\s*$")
@@ -132,13 +133,13 @@ class FitReport:
 class ProfilerTables:
     """The line scanner: feed(body) for every line; True when the line belongs to a profiler table (also fed to the
     other profilers' texts: pstats_text, stack_samples, line_profile, tfprof_text, breakdown_table, xla_metrics,
-    input_pipeline_text, platform_rules_text)."""
+    input_pipeline_text, platform_rules_text, variant_table)."""
 
     def __init__(self):
         self.fit = FitReport()
         self.pstats = PstatsText()
         self.texts = (FoldedStacks(), PySpyDump(), LineProfile(), TfprofTable(),  # the other profilers' texts
-                      BreakdownTable(), XlaMetrics(), InputPipelineText(), PlatformRuleText())
+                      BreakdownTable(), XlaMetrics(), InputPipelineText(), PlatformRuleText(), VariantTable())
         self.rows: list[dict] = []
         self.tables = 0
         self.totals: dict[str, float] = {}
@@ -229,7 +230,7 @@ class ProfilerTables:
                 actions[s["action"]] = actions.get(s["action"], 0.0) + s["total_s"]
         extra = {**self.fit.summary(actions), **({"pstats": pstats} if pstats else {}),
                  **{key: part for key, t in zip(("stacks", "dump", "line_profile", "tfprof", "breakdown", "xla",
-                                                 "input_pipeline", "platform_rules"), self.texts,
+                                                 "input_pipeline", "platform_rules", "variants"), self.texts,
                                                 strict=True)
                     if (part := t.summary())}}
         if not self.rows:

@@ -601,7 +601,9 @@ CASES = [
         ("vime442_colocate_sleep_wake_breakdown.txt", "pipeline_imbalance"),
         ("nemorl1052_async_timing_block.log", "pipeline_imbalance"),
         ("verl6747_ascend_gen_72pct.log", "insufficient_data"),
-        ("verl7412_agent_loop_slowest_sample.log", "padding_imbalance"))],
+        ("verl7412_agent_loop_slowest_sample.log", "padding_imbalance"),
+        # read since round 61 as four runs (readers/variant_table): the reruns within 30% of each other are no finding
+        ("nemorl959_8b_rows_healthy.txt", "insufficient_data"))],
     # the forty-fifth round: PyTorch/XLA's own metrics reports and PT_XLA_DEBUG lines (tests/data/eval/heldout45/
     # SOURCES.md, real excerpts): scored once as written — 0 of 6 right, 0 of 6 read (all refused); kept: two reports
     # whose compilations outgrow the warm-up, ~100 scalar reads a step, an op without a lowering (readers/xla_metrics +
@@ -835,6 +837,19 @@ CASES = [
         ("litgpt_689_optimizer_step_every2.log", "healthy"),
         ("tinker418_sft_lora_remote_steps.log", "unexplained_slowdown"),
         ("parametergolf839_step_avg_windows.log", "unexplained_slowdown"))],
+    # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
+    # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
+    # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl
+    # _device_network, _IPOIB), NCCL_P2P_LEVEL=LOC quoted alone beside `nvidia-smi nvlink -s` (readers/nccl_log
+    # _BARE_ENV_RE, readers/device_lines NVLINK, analysis/nccl.nvlink_stated), a ZeRO-Offload on/off table (refused
+    # first → readers/variant_table + analysis/variant_runs: h2d_copy by the setting's name), NeMo-RL's offload
+    # fractions (refused first; its `Case` column names no cause: insufficient_data with the comparison stated)
+    *[(f"heldout61 {name}", want, _file(f"heldout61/{name}")) for name, want in (
+        ("nccl1412_ib_no_gdrdma.log", "link_degradation"),
+        ("deepspeed6695_offload_ab_table.txt", "h2d_copy"),
+        ("sglang1427_socket_on_ib0.log", "link_degradation"),
+        ("nccl_tests228_p2p_level_loc.log", "link_degradation"),
+        ("nemorl3628_offload_fraction_steps.md", "insufficient_data"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +

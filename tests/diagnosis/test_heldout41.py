@@ -33,8 +33,6 @@ NOT_YET: dict[str, str] = {
     "step less its timers, unitless) would need reading as time no timer covers",
     "nemorl3278_exposed_generation_kv.txt": "refused: a table of metrics by setting (rows `Exposed generation time`, "
     "columns `0.80` / `0.88`) names no step and no run; a before/after of two settings is not read from one table",
-    "nemorl959_8b_rows_healthy.txt": "refused: a table whose rows are four configurations (backend, rerun), each "
-    "with a step time and its stages, would need reading as four one-step runs, not four steps of one run",
 }
 
 test_verdict, test_no_losing_run_is_called_healthy = verdict_tests(HERE, ACCEPTED, NOT_YET)

@@ -1,0 +1,133 @@
+"""Tables of runs that differ by a setting (readers/variant_table.py) → findings for `playbook diagnose`: what the
+setting the rows vary costs, from the rows themselves.
+
+The varied setting (the factor): a column of switches (true/false, on/off, yes/no, enabled/disabled) if there is
+one, else the last setting column (a table names the item first — model, case — and the knobs after it); with one
+setting column every row is a case of it. Rows that agree on every other setting form a group (where no two rows
+agree, the other columns only name the rows, and all rows form one group); in each group the
+fastest row is the reference and the slowest is compared with it: the share of the slow row's time the change costs
+(1 - fast/slow) is the finding's share, at the caller's levels. Its phases (the other time columns) say where the
+time went: the phases that grew by at least a tenth of the whole difference, and the ones that did not change.
+
+The cause is the one the varied setting's name links to (knowledge.environment.KEYWORD_LINKS, as for a setting
+that changed between two runs; its first cause a single run can be diagnosed with): `ZeRO Offload`, `offload_param`
+→ h2d_copy (an offload moves the optimizer state, gradients or parameters across PCIe every step, and the step
+waits on the host's side of it — said so in the evidence), where its values turn that mechanism on, off or up
+(true/false, none/cpu, 50%): values that name alternatives (`Megatron` / `DTensor` under `Backend`) are different
+programs, not one knob. A setting whose name links to no such cause (`Case`, `variant`), or alternatives, give no finding: its comparison is kept as a note (`notes`), for the answer to state beside "not enough
+data" — the table says which row is slow, not why. A table is a single measurement per row: a difference under the
+caller's lowest level, or a slow row under SLOW_GAP times the fast one, is neither. The finding is `stated` (the table's own times, no time axis of the GPUs): the
+cause it names leads where nothing else measured the run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from playbook.knowledge.causes import DIAGNOSIS_IDS
+from playbook.knowledge.environment import KEYWORD_LINKS
+
+_SWITCH = re.compile(r"^(true|false|yes|no|on|off|enabled?|disabled?|with|without|✓|✗|x|-|none)$", re.IGNORECASE)
+# what a setting that moves work between devices takes: off/none, or where it puts the work (`cpu`, `nvme`)
+_PLACEMENT = re.compile(r"^(none|off|false|no|disabled?|cpu|gpu|nvme|disk|host|device|cuda)$", re.IGNORECASE)
+_AMOUNT = re.compile(r"^\d{1,9}(?:\.\d{1,9})?\s?%?$")
+SLOW_GAP = 1.3  # one measurement per row: a difference under 30% may be the runs' own spread (as nccl_bench.SLOW_GAP)
+_OFFLOAD = re.compile(r"offload|\bcpu\b", re.IGNORECASE)
+GREW = 0.1  # a phase "grew" when it adds at least this share of the whole difference
+SAME = 0.25  # ... and "did not change" when it moved by less than this ratio either way
+
+
+def _factor(table: dict) -> str | None:
+    settings = table["settings"]
+    rows = table["rows"]
+    switches = [c for c in settings if all(_SWITCH.match(r["settings"][c]) for r in rows)
+                and len({r["settings"][c].lower() for r in rows}) > 1]
+    if switches:
+        return switches[0]
+    varied = [c for c in settings if len({r["settings"][c] for r in rows}) > 1]
+    return varied[-1] if varied else None
+
+
+def _groups(table: dict, factor: str) -> list[list[dict]]:
+    others = [c for c in table["settings"] if c != factor]
+    out: dict[tuple, list[dict]] = {}
+    for r in table["rows"]:
+        out.setdefault(tuple(r["settings"][c] for c in others), []).append(r)
+    groups = [g for g in out.values() if len({r["settings"][factor] for r in g}) > 1]
+    # no two rows agree on the other settings: those columns name each row (`baseline`, `zero3`), they hold nothing
+    # constant — the rows form one group
+    return groups or [list(table["rows"])]
+
+
+def _phases(slow: dict, fast: dict) -> str:
+    diff = slow["whole_s"] - fast["whole_s"]
+    grew, same = [], []
+    for name, s in slow["phases"].items():
+        f = fast["phases"].get(name)
+        if f is None:
+            continue
+        if diff > 0 and s - f >= GREW * diff:
+            grew.append((s - f, f"{name} {f:g} → {s:g} s"))
+        elif f > 0 and abs(s / f - 1) < SAME or s == f:
+            same.append(name)
+    text = ""
+    if grew:
+        text += "; the time grew in " + ", ".join(t for _, t in sorted(grew, reverse=True))
+    if same:
+        text += "; unchanged: " + ", ".join(same)
+    return text
+
+
+def linked_cause(name: str) -> str | None:
+    """The first cause a setting's name links to that a single run can be diagnosed with (None for none)."""
+    low = name.lower()
+    return next((c for rx, causes in KEYWORD_LINKS if re.search(rx, low) for c in causes if c in DIAGNOSIS_IDS), None)
+
+
+def findings(source: str, variants: dict, out: list[dict], level: Callable[[float], str | None],
+             notes: list[str] | None = None) -> int:
+    """Append the findings of `variants` (VariantTable.summary()) to `out` and the comparisons whose setting names no
+    cause to `notes`; how many tables it holds."""
+    tables = variants.get("tables") or []
+    for t in tables:
+        factor = _factor(t)
+        if factor is None:
+            continue
+        best = None
+        for g in _groups(t, factor):
+            fast = min(g, key=lambda r: r["whole_s"])
+            slow = max(g, key=lambda r: r["whole_s"])
+            if slow["whole_s"] <= 0 or slow is fast:
+                continue
+            share = 1.0 - fast["whole_s"] / slow["whole_s"]
+            if best is None or share > best[0]:
+                best = (share, slow, fast, len(g))
+        if best is None or best[0] < 1 - 1 / SLOW_GAP or not (lvl := level(best[0])):
+            continue
+        share, slow, fast, n = best
+        offload = bool(_OFFLOAD.search(factor))
+        others = ", ".join(f"{c}={v}" for c, v in slow["settings"].items() if c != factor)
+        # the setting's name says the cause only where its values turn one mechanism on, off or up (true/false,
+        # none/cpu, 50%): named alternatives (`Megatron` / `DTensor` under `Backend`) are different programs
+        values = {r["settings"][factor] for r in t["rows"]}
+        knob = all(_SWITCH.match(v) or _PLACEMENT.match(v) or _AMOUNT.match(v) for v in values)
+        cause = linked_cause(factor) if knob else None
+        if cause is None:
+            if notes is not None:
+                notes.append(f"a table of runs in {source} (line {t['line']}): {factor}={slow['settings'][factor]} "
+                             f"takes {slow['whole_s']:g} s against {fast['whole_s']:g} s with {factor}="
+                             f"{fast['settings'][factor]} ({slow['whole_s'] / fast['whole_s']:.1f}x; {share:.0%} of "
+                             f"its time), a setting whose name says no cause")
+            continue
+        out.append({"hypothesis": cause, "level": lvl, "share": share, "stated": True, "evidence": (
+            f"a table of runs in {source} (line {t['line']}) that differ by {factor}"
+            + (f" ({others})" if others else "") + f": {factor}={slow['settings'][factor]} takes "
+            f"{slow['whole_s']:g} s ({t['whole']}) against {fast['whole_s']:g} s with {factor}="
+            f"{fast['settings'][factor]} ({slow['whole_s'] / fast['whole_s']:.1f}x: {share:.0%} of its time is what "
+            f"the setting costs)" + _phases(slow, fast)
+            + ("; a CPU offload: the optimizer step and the state it reads live in host memory, so every step waits "
+               "on the host's update and on copies across PCIe — keep it only where the GPU memory it frees is "
+               "needed (offload less, overlap the copies, a faster CPU optimizer)" if offload else "")
+            + (f"; {len(t['rows'])} rows, one measurement each" if n < len(t["rows"]) else ""))})
+    return len(tables)
