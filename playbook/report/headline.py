@@ -128,10 +128,13 @@ def from_diagnosis(diagnosis: dict[str, Any], frame: pd.DataFrame | None = None,
         hours = share * n_gpus * 24.0  # the diagnosis' own verdict says when its span is too short for a per-day cost
     command, why = next_command(status, top, recorded_run(diagnosis.get("inputs") or []))
     named = [str(n) for n in (v.get("names") or [])] if isinstance(v, dict) else []
+    culprits = guilty(diagnosis)
+    if named and (mine := [g for g in culprits["gpus"] if g.rsplit(" (", 1)[0] in named]):
+        culprits["gpus"] = mine  # the GPUs the verdict names, not every GPU off "ok" (a saturated peer is no culprit)
     return {"status": status, "sentence": sentence, "detail": summary,
             "confidence": confidence_words(status, score, margin, v.get("confidence") if isinstance(v, dict)
                                            else None), "lost_share": share, "measured": measured, "estimated_share": estimated,
-            "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": {**guilty(diagnosis), "named": named},
+            "gpu_hours_per_day": hours, "gpus": n_gpus, "guilty": {**culprits, "named": named},
             "next_command": command, "next_why": why, "cause": top.get("id"),
             "basis": (diagnosis.get("accounting") or {}).get("basis"), "unpriced": unpriced,
             "synthetic": synthetic_inputs(diagnosis.get("inputs") or [])}
@@ -190,6 +193,9 @@ def next_command(status: str, top: dict[str, Any], recorded: str | None = None) 
     if m and not str(top.get("notebook")).endswith(f"{TRIAGE}.ipynb") and status in ("confirmed", "inconclusive"):
         return (f"playbook report --labs {m.group(1)}",
                 f"reproduces {str(top.get('id')).replace('_', ' ')} on a small real training loop and measures its fix")
+    if m and status in ("confirmed", "inconclusive") and top.get("next_step") and \
+            top.get("id") not in (cause_ids.HEALTHY, cause_ids.INSUFFICIENT_DATA):
+        return "", str(top["next_step"])  # a cause without a lab of its own: its next measurement, as the verdict says
     if recorded and status == "refuted":
         return f"playbook compare RUN_BEFORE {recorded}", "is this run slower than an earlier one beyond the noise"
     if recorded:
@@ -342,6 +348,8 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     if h.get("next_command"):
         parts.append(f'<div class="pb-row"><div><span class="pb-k">next</span><code>{e(h["next_command"])}</code> '
                      f'— {html_inline(h.get("next_why", ""))}</div></div>')
+    elif h.get("next_why"):  # the cause's next measurement (no lab of its own to run)
+        parts.append(f'<div class="pb-row"><div><span class="pb-k">next</span>{html_inline(h["next_why"])}</div></div>')
     if figure_b64:
         parts.append(f'<img alt="{e(figure_alt)}" src="data:image/png;base64,{figure_b64}">')
     elif figure_note:

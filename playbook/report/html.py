@@ -329,7 +329,8 @@ def _figures_html(head: dict[str, Any], verdict: dict[str, Any]) -> str:
     finding's own estimate, or not measured), else the lab verdict's own figures; "" when there are none."""
     from playbook.report.headline import format_value, pct
 
-    command = f" · next: <code>{html.escape(str(head.get('next_command')))}</code></div>"
+    command = (f" · next: <code>{html.escape(str(head.get('next_command')))}</code></div>" if head.get("next_command")
+               else f" · next: {html_inline(str(head.get('next_why') or ''))}</div>")  # a measurement, not a command
     if head.get("lost_share") is not None:
         what = "Wall time lost" if head.get("basis") == "wall" else "GPU time lost"
         per_day = (f" ({head['gpu_hours_per_day']:.1f} GPU-hours/day)" if head.get("gpu_hours_per_day") is not None

@@ -236,6 +236,24 @@ def test_card_labels_name_the_unit_of_each_figure():
     assert figure_label("stall_period_steps") == "stall period steps" and figure_label("noise_cv") == "noise cv"
 
 
+def test_a_cause_without_a_lab_points_at_its_measurement_and_the_card_names_the_verdicts_culprits():
+    from playbook.report import headline
+
+    top = {"id": "unused_gpus", "score": 0.8, "notebook": "notebooks/01_triage.ipynb",
+           "next_step": "watch each GPU during a step (`nvidia-smi --query-gpu=index,utilization.gpu --format=csv -l 1`)"}
+    command, why = headline.next_command("confirmed", top)
+    assert command == "" and why == top["next_step"]
+    diag = {"hypotheses": [top, {"id": "healthy", "score": 0.2}],
+            "verdict": {"id": "unused_gpus", "score": 0.8, "names": ["n1:1"], "lost_share": 0.5,
+                        "sentence": "GPUs held but not used on n1:1"},
+            "gpus": [{"id": "n1:0", "host": "n1", "status": "saturated"},
+                     {"id": "n1:1", "host": "n1", "status": "underutilized"}]}
+    h = headline.from_diagnosis(diag, None)
+    assert h["guilty"]["gpus"] == ["n1:1 (underutilized)"]  # the saturated peer is not the verdict's culprit
+    card = headline.card_html(h)
+    assert "<code>nvidia-smi --query-gpu" in card and "playbook record" not in card
+
+
 def test_next_never_points_at_the_page_you_are_on(tmp_path):
     from playbook.model.run_layout import init_run
     from playbook.report import headline
