@@ -254,11 +254,12 @@ def interleaved_slow_mode(durations: np.ndarray) -> np.ndarray:
 
 
 def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=(),
-                 waiting: np.ndarray | None = None) -> int:
+                 waiting: np.ndarray | None = None, epochs: bool = False) -> int:
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
     step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps; in a log shorter than
     WARMUP_MIN_ROWS, at most START_STEPS, each no slower than the one before (a start-up falls toward the pace), only
-    when it holds the run's first step and no step after them is slow (none in other short logs). Warm-up is a one-time, silent
+    when it holds the run's first step and no step after them is slow (none in other short logs, nor in a short log
+    whose rows are `epochs`: an epoch is hundreds of steps, its slowness no compile of one). Warm-up is a one-time, silent
     cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
     numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
     own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
@@ -272,7 +273,7 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     short = len(d) < WARMUP_MIN_ROWS
     if not short:
         limit = len(d) // 4
-    elif steps is not None and len(d) >= START_STEPS + START_PACE_ROWS and 0 <= int(steps[0]) <= 1:
+    elif not epochs and steps is not None and len(d) >= START_STEPS + START_PACE_ROWS and 0 <= int(steps[0]) <= 1:
         limit = START_STEPS  # a short log from the run's start: its first steps' compilation, if they fall
     else:
         return 0
