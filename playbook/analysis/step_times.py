@@ -254,11 +254,13 @@ def interleaved_slow_mode(durations: np.ndarray) -> np.ndarray:
 
 
 def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=(),
-                 waiting: np.ndarray | None = None) -> int:
+                 waiting: np.ndarray | None = None, epochs: bool = False) -> int:
     """How many leading steps are warm-up (compilation, autotuning, allocator growth): the prefix before the first
     step within SLOW_FACTOR of the median of the rest, at most a quarter of the steps; in a log shorter than
-    WARMUP_MIN_ROWS, at most START_STEPS, each no slower than the one before (a start-up falls toward the pace), only
-    when it holds the run's first step and no step after them is slow (none in other short logs). Warm-up is a one-time, silent
+    WARMUP_MIN_ROWS, at most START_STEPS, each costing no more than the one before (its excess over the pace times the
+    steps it stands for: a start-up falls toward the pace; a window of 99 steps after step 1 is no second compile), only
+    when it holds the run's first step and no step after them is slow (none in other short logs, nor in a short log
+    whose rows are `epochs`: an epoch is hundreds of steps, its slowness no compile of one). Warm-up is a one-time, silent
     cost: when an event that measures a cause (`marked`: step numbers, e.g. a recompile or a checkpoint line) is
     numbered inside that prefix after its first step (an event takes the number of the step line before it, or its
     own), the slow steps after the first are that event's cost (a compile cache churning: torch's "hit
@@ -272,13 +274,14 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     short = len(d) < WARMUP_MIN_ROWS
     if not short:
         limit = len(d) // 4
-    elif steps is not None and len(d) >= START_STEPS + START_PACE_ROWS and 0 <= int(steps[0]) <= 1:
+    elif not epochs and steps is not None and len(d) >= START_STEPS + START_PACE_ROWS and 0 <= int(steps[0]) <= 1:
         limit = START_STEPS  # a short log from the run's start: its first steps' compilation, if they fall
     else:
         return 0
     ref = float(np.median(d[limit:]))
+    cost = (d - ref) * (np.clip(np.r_[1, np.diff(np.asarray(steps, dtype=np.float64))], 1, None) if short else 1)
     k = 0
-    while k < limit and d[k] >= SLOW_FACTOR * ref and not (short and k and d[k] > d[k - 1]):
+    while k < limit and d[k] >= SLOW_FACTOR * ref and not (short and k and cost[k] > cost[k - 1]):
         k += 1
     if short and (d[k:] >= SLOW_FACTOR * ref).any():
         return 0  # slow again after its start: the start may be the same stall (as a GPU's start-up, gpu_time.py)

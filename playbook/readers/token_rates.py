@@ -12,7 +12,8 @@ The runtimes state, for the prompt (prefill) and for the generated tokens (decod
   KoboldCpp (koboldcpp.py): `CtxLimit:P/L, Amt:N/M, Init:0.00s, Process:Ts (R T/s), Generate:Ts (R T/s), Total:Ts`
       (2024-), `ContextLimit: P/L, Processing:Ts (X ms/T), Generation:Ts (X ms/T), Total:Ts (...)` (early 2024) and
       `Time Taken - Processing:Ts (Xms/T), Generation:Ts (Xms/T), Total:Ts (R T/s)` (2023): each `Name:Ts (figure
-      unit)` piece is one phase, its figure a rate (`T/s`) or a time per token (`ms/T`).
+      unit)` piece is one phase, its figure a rate (`T/s`) or a time per token (`ms/T`); with --debugmode both
+      (`Process:Ts (Xms/T = RT/s)`), the rate read (X is rounded to 0.1 ms).
 
 Beside them, a tqdm bar's closing postfix alone on a line (`[01:22<00:00,  4.13s/it]`, readers/step_log/span_line.py
 BAR_CLOSE: the mean rate of a whole loop, a sampler's steps in the web UIs) → a record {"tool": "tqdm", "phase":
@@ -42,7 +43,7 @@ LLAMA_PLAIN = re.compile(r"(?:llama_print_timings|llama_perf_context_print|llama
 TEXTGEN = re.compile(r"\bOutput generated in " + _NUM + r" seconds \(" + _NUM + r" tokens/s, (\d{1,12}) tokens"
                      r"(?:, context (\d{1,12}))?")
 KOBOLD_PIECE = re.compile(r"\b(Process|Processing|Generate|Generation):\s*" + _NUM + r"s\s*\(\s*" + _NUM
-                          + r"\s*(T/s|ms/T)\)")
+                          + r"\s*(T/s|ms/T)(?:\s*=\s*" + _NUM + r"\s*T/s)?\)")  # debugmode: `(0.7ms/T = 1365.33T/s)`
 KOBOLD_HEAD = re.compile(r"\b(?:CtxLimit|ContextLimit|Time Taken)\b")
 LOOP = re.compile(r"\[\s*(?:(\d{1,4}):)?(\d{1,4}):(\d\d)\s*<[^,]{1,12},\s*(\d{1,9}(?:\.\d{1,6})?)\s*(s/it|it/s)")
 PHASE = {"prompt eval": "prompt", "eval": "decode", "generation eval": "decode", "sample": "sample",
@@ -97,10 +98,10 @@ class TokenRates:
             return True
         if ("T/s" in body or "ms/T" in body) and KOBOLD_HEAD.search(body):
             pieces = KOBOLD_PIECE.findall(body)
-            for name, secs, fig, unit in pieces:
-                f = _num(fig)
-                self._add("KoboldCpp", PHASE[name.lower()], f if unit == "ms/T" else None,
-                          f if unit == "T/s" else None, None, _num(secs))
+            for name, secs, fig, unit, rate in pieces:
+                f = _num(fig)  # beside a rate (debugmode), the rate: its time per token is rounded to 0.1 ms
+                self._add("KoboldCpp", PHASE[name.lower()], None if rate or unit != "ms/T" else f,
+                          _num(rate) if rate else f if unit == "T/s" else None, None, _num(secs))
             return bool(pieces)
         return False
 

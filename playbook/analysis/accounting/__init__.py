@@ -91,8 +91,9 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
             if acc is not None:
                 return acc
     if len(bundle.steps):
-        acc = step_accounting(bundle.steps, marked_steps, bundle.events)
-        if acc is not None and schema.record_unit(bundle) == "epoch":
+        epochs = schema.record_unit(bundle) == "epoch"
+        acc = step_accounting(bundle.steps, marked_steps, bundle.events, epochs)
+        if acc is not None and epochs:
             epoch_wording(acc)
         return acc
     return profile_accounting(bundle) or job_usage_accounting(bundle)

@@ -25,9 +25,11 @@ from playbook.knowledge.causes import cause
 COLLECTIVE_KINDS = tuple(f"phase:{p}" for p in COLLECTIVE_PHASES)  # the buckets of the ranks' collective phases
 
 
-def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame | None = None) -> Accounting | None:
+def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame | None = None,
+                    epochs: bool = False) -> Accounting | None:
     """Wall-time accounting of a step table, per rank (see the module docstring); None without step times.
-    `marked_steps` as in `account`; `events`: the run's, for the durations they state."""
+    `marked_steps` as in `account`; `events`: the run's, for the durations they state; `epochs`: each row is an
+    epoch (schema.record_unit), whose start is no step's compilation (step_times.warmup_steps)."""
     st = sa.step_times(steps)
     st = st[np.isfinite(st["duration_s"].astype(np.float64)) & (st["duration_s"] >= 0)]
     if st.empty:
@@ -36,7 +38,7 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
     timed, steps = steps, collective_waits(steps)  # timed: the collective phases as logged (transfer + wait)
     st, steps, lag = straggler_waits(st, steps)  # the ranks' waits for a straggler their own timers leave out
     per_rank = [_rank_runs(g.sort_values("step"), steps, rank, t0, marked_steps, sp.stated_waits(events, t0),
-                           sp.restart_times(events, t0, rank))
+                           sp.restart_times(events, t0, rank), epochs)
                 for rank, g in st.groupby("rank", sort=True) if len(g) >= 1]
     per_rank = [r for r in per_rank if r is not None]
     if not per_rank:
@@ -84,15 +86,15 @@ def step_accounting(steps: pd.DataFrame, marked_steps=(), events: pd.DataFrame |
 
 
 def _rank_runs(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked, waits: np.ndarray,
-               restarts: np.ndarray) -> dict | None:
+               restarts: np.ndarray, epochs: bool = False) -> dict | None:
     """_rank_account of each run of the rank between its `restarts` (s since t0), added up: a restarted run is
     measured against its own steady pace (it may be another configuration, on other hardware: runs 1.3 s and
     0.81 s a step in one TensorBoard log) and warms up again; the downtime between runs is no step's time nor part
     of the wall time (the job was not running)."""
     if not len(restarts) or t0 is None or g["time"].isna().any():
-        return _rank_account(g, steps, rank, t0, marked, waits)
+        return _rank_account(g, steps, rank, t0, marked, waits, epochs)
     run = np.searchsorted(np.sort(restarts), (g["time"] - t0).dt.total_seconds().to_numpy(), side="right")
-    parts = [p for k in np.unique(run) if (p := _rank_account(g[run == k], steps, rank, t0, marked, waits))]
+    parts = [p for k in np.unique(run) if (p := _rank_account(g[run == k], steps, rank, t0, marked, waits, epochs))]
     if len(parts) < 2:
         return parts[0] if parts else None
     return {"wall_s": sum(p["wall_s"] for p in parts), "buckets": [b for p in parts for b in p["buckets"]],
@@ -102,7 +104,7 @@ def _rank_runs(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | No
 
 
 def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp | None, marked=(),
-                  waits: np.ndarray | None = None) -> dict | None:
+                  waits: np.ndarray | None = None, epochs: bool = False) -> dict | None:
     """One rank's buckets, warm-up, jitter and steady step (wall-seconds); windows in seconds since `t0`."""
     d = g["duration_s"].to_numpy(dtype=np.float64)
     stepno = g["step"].to_numpy(dtype=np.int64)
@@ -110,8 +112,8 @@ def _rank_account(g: pd.DataFrame, steps: pd.DataFrame, rank, t0: pd.Timestamp |
     t = g["time"]
     times = (t - t0).dt.total_seconds().to_numpy() if t0 is not None and len(t) > 1 else None
     per_row, k_typ = sp.steps_per_line(stepno)
-    warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno)), times, d, per_row,
-                              waits)
+    warm = sp.measured_warmup(sa.warmup_steps(d, stepno, marked, _input_wait(steps, rank, stepno), epochs), times, d,
+                              per_row, waits)
     real, bstep = d[warm:], stepno[warm:]
     if len(real) == 0 or sp.below_resolution(real):
         return None
