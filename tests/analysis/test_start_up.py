@@ -56,3 +56,11 @@ def test_a_long_start_at_a_partial_level_is_a_drop(tmp_path):
     start = [0, 0] + [35 + i % 7 for i in range(58)]  # idle two polls, then a steady 35-41%: a slow pace
     acc = _account_raw(tmp_path, start + [96 + i % 4 for i in range(70)])
     assert acc.lost_share > 0.25
+
+
+def test_a_starved_run_at_rest_but_for_spikes_is_no_warm_up(tmp_path):
+    # a GPU idle but for its spikes for 100 polls, at its level only for the last 20: the rest is longer than the
+    # steady work after it, a starved loop, not a start (the sweep's keras#7168 dmon and Cloud Monitoring T4)
+    starved = [0, 0, 95, 0, 0, 0, 90, 0, 0, 0] * 10
+    acc = _account_raw(tmp_path, starved + [96 + i % 4 for i in range(20)])
+    assert acc.lost_share > 0.4

@@ -191,9 +191,11 @@ def _job_edges(med: np.ndarray, dipping: np.ndarray, end: int) -> tuple[int, int
     # Past the quarter, a start whose median poll reads idle is still the start: the GPU at rest with a desktop's
     # or a loader's blips until the work first holds its level (heldout62: a GPU-Z log of 25 s at 0-26% before
     # 56 s at 72-99%); the mirror of the shut-down's rest test. A stretch that holds work among its drops (a
-    # stall again mid-run) reads busy at its median and stays a drop
+    # stall again mid-run) reads busy at its median and stays a drop; so does a rest longer than the steady work
+    # after it (a starved GPU idle but for spikes, working at its level only at the end: keras#7168's dmon)
     if started and len(late) and idle[lead + late[late > 0]].any() and (
-            late[-1] + 1 <= (end - lead) // 4 or _at_rest(med[lead:lead + int(late[-1]) + 1])):
+            late[-1] + 1 <= (end - lead) // 4 or (2 * (late[-1] + 1) <= end - lead
+                                                  and _at_rest(med[lead:lead + int(late[-1]) + 1]))):
         lead += int(late[-1]) + 1
     return lead, end
 
