@@ -40,6 +40,7 @@ READERS: tuple[str, ...] = (
     "gpustat_text",     # gpustat's plain-text lines ([0] name | 45°C, 96 % | used / total MB)
     "nvtop_text",       # nvtop's screen as text (Device 0 [name] PCIe GEN 4@16x; GPU 1695MHz ...; GPU[|| 30%])
     "tegrastats",       # Jetson tegrastats lines (RAM x/yMB ... CPU [..] ... GR3D_FREQ x%@MHz)
+    "afterburner_hml",  # MSI Afterburner hardware monitoring log (.hml: 02 sensor names, 03 units, 80 polls)
     "topo_matrix",      # nvidia-smi topo -m (GPU / NIC connection matrix, CPU / NUMA affinity): environment facts
     "lspci",            # lspci -vv LnkCap / LnkSta lines: each device's PCIe link, capable vs trained
     "nvidia_smi",       # nvidia-smi --query-gpu CSV

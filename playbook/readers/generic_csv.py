@@ -312,11 +312,13 @@ class TableBuilder:
         self.rows = 0
         self.seen = 0  # data rows offered so far (the tick of a row without a time column)
         self.blanked = 0  # unreadable metric cells left empty in rows kept for their other readings
+        self.restarts = 0  # the header line written again inside the file (a logger restarted into it: GPU-Z)
         self.blanked_why: list[str] = []
 
     # ---------------------------------------------------------------------------------------------- per block
     def add(self, table: pa.Table, lines: np.ndarray) -> None:
         """Add one block of rows: `table` has string columns c0.. in header order; `lines` their line numbers."""
+        table, lines = self._repeated_header(table, lines)
         n = table.num_rows
         if not n:
             return
@@ -331,6 +333,22 @@ class TableBuilder:
             time_ns = np.arange(self.seen, self.seen + n, dtype=np.int64)
         self.seen += n
         self._add_parts(values, gpu, codes, time_ns, ~bad)
+
+    def _repeated_header(self, table: pa.Table, lines: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+        """The block without the rows that repeat the header's first two names (a logger that appends to its file
+        writes its header again when logging restarts: GPU-Z's sensor log), counted as restarts, not bad rows."""
+        if len(self.names) < 2 or not table.num_rows:
+            return table, lines
+        same = None
+        for k in (0, 1):
+            col = pc.utf8_trim_whitespace(table.column(k))
+            eq = pc.fill_null(pc.equal(col, self.names[k].strip()), False)
+            same = eq if same is None else pc.and_(same, eq)
+        if not (hits := int(pc.sum(same).as_py() or 0)):
+            return table, lines
+        self.restarts += hits
+        keep = np.asarray(pc.invert(same).to_numpy(zero_copy_only=False), dtype=bool)
+        return table.filter(pa.array(keep)), lines[keep]
 
     def _dropper(self, lines: np.ndarray, bad: np.ndarray):
         """drop(mask, why): count the rows of `mask` not dropped yet as skips (the first ones with their line and
@@ -368,7 +386,7 @@ class TableBuilder:
                     m = dataclasses.replace(m, unit=unit)
                 self.metrics[pos] = m
                 self.factors[pos] = headers.factor(m, v)
-            values[pos] = v * self.factors.get(pos, 1.0)  # implausible values: schema.check_physics
+            values[pos] = headers.recode(m, v * self.factors.get(pos, 1.0))  # implausible: schema.check_physics
         if damaged:
             self._blank(damaged, values, drop, lines)
         return values
@@ -498,6 +516,9 @@ class TableBuilder:
         synthetic = "time" not in self.ident
         if self.note:
             bundle.warnings.append(self.note)
+        if self.restarts:
+            bundle.warnings.append(f"{self.src}: the header line is written again {self.restarts} time(s) inside the "
+                                   "file: logging restarted there (rows after it go on from its new start)")
         warning = self.skips.warning(rows_read=self.rows)
         if warning:
             bundle.warnings.append(warning)

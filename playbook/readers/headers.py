@@ -99,6 +99,35 @@ REASON_WORDS: tuple[tuple[frozenset[str], int], ...] = (
 )
 
 POWER_ROLES = ("power_w", "power_limit_w", "power_default_limit_w")
+
+# GPU-Z's `PerfCap Reason []` (TechPowerUp's sensor log) holds NVAPI's perf-policy mask, not NVML's clock-event
+# bits: NV_GPU_PERF_POLICY_ID_SW_POWER = 1, SW_THERMAL = 2, SW_RELIABILITY = 4 (the reliability voltage), SW_OPERATING
+# = 8 (the max operating voltage), SW_UTILIZATION = 16, SW_SLI_GPU_BOOST_SYNC = 32, combined by OR; 0 = no cap
+# (W1zzard, techpowerup.com forum "GPU-Z numeric PerfCap reasons?"). Power and thermal are NVML's software power cap
+# and thermal slowdown; the two voltage limits are where GPU Boost tops out at full load (a reliability bin, no
+# slowdown); utilization caps an underused GPU, which its load column says better (GPU-Z writes 16 at 99% load
+# too); SLI sync is sync boost.
+PERF_CAP = frozenset({"perf", "cap"})
+PERF_POLICY = "nvapi_perf_policy"  # the unit a `PerfCap Reason` column is read in (see recode)
+_PERF_POLICY_BITS = ((1, schema.THROTTLE_BITS["sw_power_cap"]), (2, schema.THROTTLE_BITS["sw_thermal"]),
+                     (32, schema.THROTTLE_BITS["sync_boost"]))
+
+
+def recode(m: Meaning, values):
+    """A column's values in the schema's code where its name gives another (GPU-Z's NVAPI perf-policy mask ->
+    NVML clock-event bits); the values unchanged otherwise. A code that is not a whole number from 0 to 63 is
+    empty (NaN)."""
+    import numpy as np
+
+    if m.unit != PERF_POLICY:
+        return values
+    v = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(v) & (v >= 0) & (v < 64) & (v == np.round(v))
+    code = np.where(ok, v, 0).astype(np.int64)
+    out = np.zeros(len(v), dtype=np.float64)
+    for nvapi, nvml in _PERF_POLICY_BITS:
+        out += np.where(code & nvapi, float(nvml), 0.0)
+    return np.where(ok, out, np.nan)
 @dataclass(frozen=True)
 class Meaning:
     """What one column name says. role: a schema column ("time", "host", "gpu", or a TELEMETRY_METRICS name) or
@@ -271,6 +300,10 @@ def meaning(name: str) -> Meaning:
     if bracket in ("ratio", "fraction"):
         unit = "ratio"
     role, bit, rank = _role(words, ws, unit)
+    if role in POWER_ROLES and unit is not None and unit.startswith("%"):
+        role = None  # GPU-Z's `Power Consumption (%) [% TDP]`: a share of the board's limit, no watts
+    if PERF_CAP <= ws and ws & REASON and not ws & OTHER:
+        role, unit, bit, rank = "throttle_reasons", PERF_POLICY, 0, 1  # GPU-Z's `PerfCap Reason []`: NVAPI's code
     if role is None and gpu is not None:
         return Meaning(None)
     relative = role == "time" and bool(ws & RELATIVE_TIME)

@@ -850,6 +850,18 @@ CASES = [
         ("sglang1427_socket_on_ib0.log", "link_degradation"),
         ("nccl_tests228_p2p_level_loc.log", "link_degradation"),
         ("nemorl3628_offload_fraction_steps.md", "insufficient_data"))],
+    # the sixty-second round: consumer / workstation monitoring logs (tests/data/eval/heldout62/SOURCES.md, real files
+    # committed without a thread; labels from the logs' own figures): scored once as written — 4 of 5 right, 1 of 5
+    # read whole; kept: two saturated GPU-Z logs (healthy first; PerfCap now read: readers/headers PERF_POLICY), an
+    # AMD GPU-Z log idle before its work (a 24% loss first → analysis/accounting/gpu_time: a start at rest is warm-up
+    # past the quarter), a 2016 GPU-Z log of three sessions (healthy first; the repeated header a restart), an
+    # Afterburner .hml (read as a 3-GPU CSV first → readers/afterburner_hml)
+    *[(f"heldout62 {name}", want, _file(f"heldout62/{name}")) for name, want in (
+        ("gpuz_rtx_6pin8pin_saturated.txt", "healthy"),
+        ("gpuz_perfcap1_saturated.txt", "healthy"),
+        ("gpuz_amd_hotspot_idle_then_load.txt", "healthy"),
+        ("gpuz_2016_vddc_sessions.txt", "healthy"),
+        ("afterburner_rx560_desktop.hml", "insufficient_data"))],
     # the thirty-fifth round: real distributed-run evidence (tests/data/eval/heldout35/SOURCES.md, real excerpts):
     # scored once as written — 4 of 6 right, 3 of 6 read, none called healthy; kept: an NCCL IB completion error 4
     # (ACS; right first), a node-pair sweep of nccl-tests busbw (refused first → readers/nccl_tests pairs +

