@@ -294,6 +294,8 @@ class TableBuilder:
         self.where = "line"  # what `lines` number: CSV lines, or records of a document stream
         self.cols = headers.assign(names)
         self.metrics = {pos: m for pos, m in self.cols.items() if m.role in schema.TELEMETRY_METRICS}
+        self.aggregated = [names[p] for p in headers.aggregates(names, self.metrics)]
+        self.metrics = {p: m for p, m in self.metrics.items() if names[p] not in self.aggregated}
         self.ident = {}
         for pos, m in sorted(self.cols.items(), key=lambda kv: kv[1].rank):
             if m.role in ("time", "host", "gpu"):
@@ -498,6 +500,12 @@ class TableBuilder:
         synthetic = "time" not in self.ident
         if self.note:
             bundle.warnings.append(self.note)
+        if self.aggregated:
+            bundle.warnings.append(f"{self.src}: {len(self.aggregated)} series with no GPU label beside per-GPU "
+                                   f"series of the same metric not read as GPUs: a node's or cluster's aggregate "
+                                   f"({self.aggregated[0][:80]})")
+        if found := headers.models(self.names, self.metrics, self.default_host):
+            bundle.meta[schema.GPU_MODELS] = found
         warning = self.skips.warning(rows_read=self.rows)
         if warning:
             bundle.warnings.append(warning)

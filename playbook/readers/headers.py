@@ -231,6 +231,33 @@ def label_host(labels: dict[str, str]) -> str | None:
     return head if colon and port.isdecimal() and head else host
 
 
+MODEL_KEYS = ({"model", "name"}, {"model"}, {"product", "name"}, {"product"}, {"gpu", "name"}, {"gpu", "model"})
+
+
+def label_model(labels: dict[str, str]) -> str | None:
+    """The product name a label set gives its GPU: dcgm-exporter's `modelName`, the Ops Agent's `model`,
+    `gpu_name` / `product_name` (a bare `name` is not: it names many things)."""
+    return next((v for k, v in labels.items() if v and set(tokens(k)) in MODEL_KEYS), None)
+
+
+def aggregates(names: list[str], metrics: dict[int, Meaning]) -> list[int]:
+    """Positions of labelled series that name no GPU beside labelled series of the same metric that do: one
+    number for a node or a cluster (a recording rule's `gpustack:worker_node_gpu_utilization_rate{worker=...}`,
+    a query's `avg by (Hostname)`), not a GPU of its own — read as one, it would be a phantom GPU beside the real."""
+    labelled = {p for p in metrics if split_labels(names[p])[1]}
+    per_gpu = {m.role for p, m in metrics.items() if m.gpu is not None and p in labelled}
+    return [p for p, m in metrics.items() if m.gpu is None and m.role in per_gpu and p in labelled]
+
+
+def models(names: list[str], metrics: dict[int, Meaning], host: str) -> dict[str, str]:
+    """{GPU id: product name} from the labels of per-GPU series (`modelName="NVIDIA H100 80GB HBM3"`)."""
+    out = {}
+    for p, m in metrics.items():
+        if m.gpu is not None and (model := label_model(split_labels(names[p])[1])):
+            out.setdefault(schema.gpu_id(m.host or host, m.gpu), model)
+    return out
+
+
 @lru_cache(maxsize=4096)  # a reader asks for the same names once per block or candidate table
 def meaning(name: str) -> Meaning:
     """The schema role a column name asks for (see the module docstring); none for a name longer than

@@ -94,7 +94,7 @@ def deepspeech1468() -> None:
     pow_name = f'nvidia_smi_power_draw_watts{{instance="localhost:9835", job="nvidia_gpu_exporter", uuid="{uuid}"}}'
     t0 = 1532354400  # 2018-07-23 14:00:00 UTC
     util, power = [], []
-    for i in range(80):
+    for _i in range(80):
         r = min(0.72, max(0.18, rng.gauss(0.45, 0.13)))
         util.append(round(r, 2))
         power.append(round(40 + 115 * r + rng.uniform(-6, 6), 2))
