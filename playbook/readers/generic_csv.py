@@ -64,6 +64,9 @@ def _delimiter(line: str) -> str | None:
 PREAMBLE_LINES = 5  # tool messages a header may follow (rocm-smi's "WARNING: Unlocked monitor_devices lock ...")
 
 
+_EXCEL_SEP = re.compile(r"\ufeff?sep=[,;\t|]")
+
+
 def _header(head: str) -> tuple[int, str, list[str]] | None:
     """(line index, delimiter, names) of the header: the first line that is not blank or a '#' comment, or, when
     that line names no telemetry, one of the next PREAMBLE_LINES lines that does (the lines above it are counted
@@ -73,8 +76,8 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
     lines = head.split("\n")[:50]
     for k, line in enumerate(lines):
         s = line.strip()
-        if not s or (s.startswith("#") and not s.lower().startswith("#entity")):
-            continue
+        if not s or (s.startswith("#") and not s.lower().startswith("#entity")) or _EXCEL_SEP.fullmatch(s):
+            continue  # (`sep=,`: the delimiter line Excel reads, Grafana's "Download for Excel" writes first)
         sep = _delimiter(s)
         found = (k, sep, header_names(s, sep)) if sep is not None else None
         if not above:
@@ -181,7 +184,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         for k in range(skip_lines):
             end = data.index(b"\n", start) if b"\n" in data[start:] else len(data)
             text = textio.decode(data[start:end]).strip()
-            if text and not text.startswith("#"):  # a tool's message above the header
+            if text and not text.startswith("#") and not _EXCEL_SEP.fullmatch(text):  # a tool's message above it
                 skips.skip(k + 1, f"a line above the header {text[:50]!r}")
             start = min(end + 1, len(data))
         while b"\n" not in data[start:]:  # a header wider than the head: read on to its end

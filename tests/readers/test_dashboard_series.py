@@ -70,3 +70,15 @@ def test_the_product_name_a_label_gives_is_the_gpus_part(tmp_path):
 def test_the_memory_size_a_product_name_states(model, mib):
     got = stated_total_mib(model)
     assert (math.isnan(got) and math.isnan(mib)) or got == mib
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_excels_delimiter_line_is_part_of_the_export_not_a_skipped_line(tmp_path, bom):
+    # "Download for Excel": `sep=X` first (Grafana's toCSV useExcelHeader), here over semicolons and the long layout
+    rows = ["sep=;", '"Series";"Time";"Value"']
+    rows += [f'"DCGM_FI_DEV_GPU_UTIL{{gpu=""{g}""}}";{1700000000000 + 15000 * k};{40 + g}' for k in range(8)
+             for g in range(2)]
+    p = tmp_path / "panel.csv"
+    p.write_bytes(bom + "\r\n".join(rows).encode() + b"\r\n")
+    b = read_paths([str(p)])
+    assert len(b.telemetry) == 16 and b.telemetry["util_pct"].max() == 41 and not b.warnings
