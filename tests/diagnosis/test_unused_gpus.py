@@ -258,3 +258,9 @@ def test_an_idle_gpu_beside_working_gpus_at_uneven_levels_is_a_lopsided_split_no
         for g, u in enumerate((90, 30, 0)):
             rows.append(f"2025/03/04 13:00:{k:02d}.000, {g}, {u} %, 30000 MiB, 46068 MiB")
     assert _unused(_diagnose(tmp_path, "\n".join(rows) + "\n", "gpus.csv")) is None
+
+
+def test_an_idle_gpu_beside_peers_pinned_at_100_is_a_hang_not_unused(tmp_path):
+    # every poll 100 % on the working GPU: NCCL's kernels spinning on a rank stuck in host code (0 %, memory held)
+    text = _polls(turns=False).replace("95 %, 20000", "100 %, 41000").replace("0 %, 20000", "0 %, 41000")
+    assert _unused(_diagnose(tmp_path, text, "gpus.csv")) is None

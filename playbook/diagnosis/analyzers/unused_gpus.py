@@ -48,6 +48,9 @@ THROUGHOUT_POLLS = 10
 # working GPUs at uneven levels beside the idle one (20 %, 50 %, 75 % and 0 %: heldout34 thred_26) are a split
 # of the work that gives some GPUs little and one none — rebalancing's (pipeline_imbalance), not a GPU left out
 EVEN = 0.6
+# ... and not where every working GPU reads SPIN_PCT or more at every poll: NCCL's kernels spin at 100 % while they
+# wait on a peer stuck in host code (a hung rank: 0 %, its memory held) — a hang, not a GPU left out
+SPIN_PCT = 99.0
 THROUGHOUT_CONFIDENCE = 0.75  # above pipeline_imbalance's 0.7 for the same idle GPU: no turns were seen
 # a trainer's own accelerator summary saying a GPU is available and not used (Lightning's `GPU available: True,
 # used: False`): the run computes on the CPU beside a GPU it could use — nearly always a device setting left at its
@@ -115,7 +118,9 @@ class UnusedGpus(Analyzer):
                       for g in range(len(whole.ids))), default=0)
         means = [float(np.nanmean(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)))
                  for g, gid in enumerate(whole.ids) if gid in busy]
-        if worked >= THROUGHOUT_POLLS and min(means, default=0.0) >= EVEN * max(means, default=0.0) and (
+        spin = all(np.nanmin(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)) >= SPIN_PCT
+                   for g, gid in enumerate(whole.ids) if gid in busy)
+        if worked >= THROUGHOUT_POLLS and not spin and min(means, default=0.0) >= EVEN * max(means, default=0.0) and (
                 held := [h for h in idle_held if h["polls"] >= THROUGHOUT_POLLS and h["share"] >= HELD_SHARE]):
             each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB" for h in held[:6])
             run.findings.append(Finding(
