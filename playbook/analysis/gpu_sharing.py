@@ -20,6 +20,9 @@
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 
 from playbook.analysis.job_members import IDLE_PCT
@@ -108,16 +111,26 @@ def dead_holders(sharing: dict[str, dict]) -> list[dict]:
             and gid.rsplit(":", 1)[0] in named_hosts]
 
 
+def stated_total_mib(model: str) -> float:
+    """The memory size a product name states ("Tesla V100-SXM2-16GB", "NVIDIA H100 80GB HBM3", "A100-SXM4-40GB":
+    NVIDIA's GB there are GiB), in MiB; NaN where the name states none ("NVIDIA H200", "Tesla T4")."""
+    found = re.search(r"(?<![\d.])(\d{1,3})\s*G(?:i?B)\b", model or "", re.IGNORECASE)
+    return float(found.group(1)) * 1024.0 if found else math.nan
+
+
 def held_idle(series: GpuSeries) -> list[dict]:
     """[{gpu, util_pct, mem_mib, total_mib, share, polls}] for the GPUs idle (every poll ≤ IDLE_PCT) holding
-    HELD_SHARE or more of their memory at their idlest poll."""
-    if not len(series) or not {"util_pct", "mem_used_mib", "mem_total_mib"} <= set(series.values):
+    HELD_SHARE or more of their memory at their idlest poll; the memory size from memory.total where recorded,
+    else from the size the GPU's product name states (a dashboard's `modelName` label)."""
+    if not len(series) or not {"util_pct", "mem_used_mib"} <= set(series.values):
         return []
     out = []
     for g, gid in enumerate(series.ids):
         a, b = series.offsets[g], series.offsets[g + 1]
-        util, mem, tot = (np.asarray(series.values[k][a:b], dtype=float) for k in
-                          ("util_pct", "mem_used_mib", "mem_total_mib"))
+        util, mem = (np.asarray(series.values[k][a:b], dtype=float) for k in ("util_pct", "mem_used_mib"))
+        tot = np.asarray(series.values["mem_total_mib"][a:b], dtype=float) if "mem_total_mib" in series.values \
+            else np.full(b - a, np.nan)
+        tot = np.where(np.isfinite(tot), tot, stated_total_mib(series.models.get(gid, "")))
         ok = np.isfinite(util) & np.isfinite(mem) & np.isfinite(tot) & (tot > 0)
         if not ok.any() or np.nanmax(util[ok]) > IDLE_PCT:
             continue

@@ -64,6 +64,9 @@ def _delimiter(line: str) -> str | None:
 PREAMBLE_LINES = 5  # tool messages a header may follow (rocm-smi's "WARNING: Unlocked monitor_devices lock ...")
 
 
+_EXCEL_SEP = re.compile(r"\ufeff?sep=[,;\t|]")
+
+
 def _header(head: str) -> tuple[int, str, list[str]] | None:
     """(line index, delimiter, names) of the header: the first line that is not blank or a '#' comment, or, when
     that line names no telemetry, one of the next PREAMBLE_LINES lines that does (the lines above it are counted
@@ -73,8 +76,8 @@ def _header(head: str) -> tuple[int, str, list[str]] | None:
     lines = head.split("\n")[:50]
     for k, line in enumerate(lines):
         s = line.strip()
-        if not s or (s.startswith("#") and not s.lower().startswith("#entity")):
-            continue
+        if not s or (s.startswith("#") and not s.lower().startswith("#entity")) or _EXCEL_SEP.fullmatch(s):
+            continue  # (`sep=,`: the delimiter line Excel reads, Grafana's "Download for Excel" writes first)
         sep = _delimiter(s)
         found = (k, sep, header_names(s, sep)) if sep is not None else None
         if not above:
@@ -181,7 +184,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
         for k in range(skip_lines):
             end = data.index(b"\n", start) if b"\n" in data[start:] else len(data)
             text = textio.decode(data[start:end]).strip()
-            if text and not text.startswith("#"):  # a tool's message above the header
+            if text and not text.startswith("#") and not _EXCEL_SEP.fullmatch(text):  # a tool's message above it
                 skips.skip(k + 1, f"a line above the header {text[:50]!r}")
             start = min(end + 1, len(data))
         while b"\n" not in data[start:]:  # a header wider than the head: read on to its end
@@ -294,6 +297,8 @@ class TableBuilder:
         self.where = "line"  # what `lines` number: CSV lines, or records of a document stream
         self.cols = headers.assign(names)
         self.metrics = {pos: m for pos, m in self.cols.items() if m.role in schema.TELEMETRY_METRICS}
+        self.aggregated = [names[p] for p in headers.aggregates(names, self.metrics)]
+        self.metrics = {p: m for p, m in self.metrics.items() if names[p] not in self.aggregated}
         self.ident = {}
         for pos, m in sorted(self.cols.items(), key=lambda kv: kv[1].rank):
             if m.role in ("time", "host", "gpu"):
@@ -318,7 +323,9 @@ class TableBuilder:
     # ---------------------------------------------------------------------------------------------- per block
     def add(self, table: pa.Table, lines: np.ndarray) -> None:
         """Add one block of rows: `table` has string columns c0.. in header order; `lines` their line numbers."""
-        table, lines = self._repeated_header(table, lines)
+        if (keep := headers.header_repeats(table, self.names)) is not None:  # a logger restarted into it
+            self.restarts += int(len(keep) - keep.sum())
+            table, lines = table.filter(pa.array(keep)), lines[keep]
         n = table.num_rows
         if not n:
             return
@@ -333,22 +340,6 @@ class TableBuilder:
             time_ns = np.arange(self.seen, self.seen + n, dtype=np.int64)
         self.seen += n
         self._add_parts(values, gpu, codes, time_ns, ~bad)
-
-    def _repeated_header(self, table: pa.Table, lines: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-        """The block without the rows that repeat the header's first two names (a logger that appends to its file
-        writes its header again when logging restarts: GPU-Z's sensor log), counted as restarts, not bad rows."""
-        if len(self.names) < 2 or not table.num_rows:
-            return table, lines
-        same = None
-        for k in (0, 1):
-            col = pc.utf8_trim_whitespace(table.column(k))
-            eq = pc.fill_null(pc.equal(col, self.names[k].strip()), False)
-            same = eq if same is None else pc.and_(same, eq)
-        if not (hits := int(pc.sum(same).as_py() or 0)):
-            return table, lines
-        self.restarts += hits
-        keep = np.asarray(pc.invert(same).to_numpy(zero_copy_only=False), dtype=bool)
-        return table.filter(pa.array(keep)), lines[keep]
 
     def _dropper(self, lines: np.ndarray, bad: np.ndarray):
         """drop(mask, why): count the rows of `mask` not dropped yet as skips (the first ones with their line and
@@ -519,6 +510,12 @@ class TableBuilder:
         if self.restarts:
             bundle.warnings.append(f"{self.src}: the header line is written again {self.restarts} time(s) inside the "
                                    "file: logging restarted there (rows after it go on from its new start)")
+        if self.aggregated:
+            bundle.warnings.append(f"{self.src}: {len(self.aggregated)} series with no GPU label beside per-GPU "
+                                   f"series of the same metric not read as GPUs: a node's or cluster's aggregate "
+                                   f"({self.aggregated[0][:80]})")
+        if found := headers.models(self.names, self.metrics, self.default_host):
+            bundle.meta[schema.GPU_MODELS] = found
         warning = self.skips.warning(rows_read=self.rows)
         if warning:
             bundle.warnings.append(warning)

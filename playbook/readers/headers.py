@@ -260,6 +260,33 @@ def label_host(labels: dict[str, str]) -> str | None:
     return head if colon and port.isdecimal() and head else host
 
 
+MODEL_KEYS = ({"model", "name"}, {"model"}, {"product", "name"}, {"product"}, {"gpu", "name"}, {"gpu", "model"})
+
+
+def label_model(labels: dict[str, str]) -> str | None:
+    """The product name a label set gives its GPU: dcgm-exporter's `modelName`, the Ops Agent's `model`,
+    `gpu_name` / `product_name` (a bare `name` is not: it names many things)."""
+    return next((v for k, v in labels.items() if v and set(tokens(k)) in MODEL_KEYS), None)
+
+
+def aggregates(names: list[str], metrics: dict[int, Meaning]) -> list[int]:
+    """Positions of labelled series that name no GPU beside labelled series of the same metric that do: one
+    number for a node or a cluster (a recording rule's `gpustack:worker_node_gpu_utilization_rate{worker=...}`,
+    a query's `avg by (Hostname)`), not a GPU of its own — read as one, it would be a phantom GPU beside the real."""
+    labelled = {p for p in metrics if split_labels(names[p])[1]}
+    per_gpu = {m.role for p, m in metrics.items() if m.gpu is not None and p in labelled}
+    return [p for p, m in metrics.items() if m.gpu is None and m.role in per_gpu and p in labelled]
+
+
+def models(names: list[str], metrics: dict[int, Meaning], host: str) -> dict[str, str]:
+    """{GPU id: product name} from the labels of per-GPU series (`modelName="NVIDIA H100 80GB HBM3"`)."""
+    out = {}
+    for p, m in metrics.items():
+        if m.gpu is not None and (model := label_model(split_labels(names[p])[1])):
+            out.setdefault(schema.gpu_id(m.host or host, m.gpu), model)
+    return out
+
+
 @lru_cache(maxsize=4096)  # a reader asks for the same names once per block or candidate table
 def meaning(name: str) -> Meaning:
     """The schema role a column name asks for (see the module docstring); none for a name longer than
@@ -548,3 +575,21 @@ def is_telemetry(names: list[str]) -> bool:
     only_readings = len(metrics) >= 2 and len(metrics) == len(names)
     return bool(metrics) and (any(m.role in ("time", "gpu") for m in ms) or any(m.gpu is not None for m in metrics)
                               or any(tokens(n) == ["step"] for n in names) or only_readings)
+
+
+def header_repeats(table, names: list[str]):
+    """A keep-mask (numpy bool) of the rows of `table` (Arrow, text columns) that do not repeat the header's first
+    two `names` — a logger that appends to its file writes its header again when logging restarts (GPU-Z's sensor
+    log) — or None when no row does."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    if len(names) < 2 or not table.num_rows:
+        return None
+    same = None
+    for k in (0, 1):
+        eq = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(table.column(k)), names[k].strip()), False)
+        same = eq if same is None else pc.and_(same, eq)
+    if not int(pc.sum(same).as_py() or 0):
+        return None
+    return np.asarray(pc.invert(same).to_numpy(zero_copy_only=False), dtype=bool)

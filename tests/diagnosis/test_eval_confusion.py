@@ -837,6 +837,15 @@ CASES = [
         ("litgpt_689_optimizer_step_every2.log", "healthy"),
         ("tinker418_sft_lora_remote_steps.log", "unexplained_slowdown"),
         ("parametergolf839_step_avg_windows.log", "unexplained_slowdown"))],
+    # the sixty-third round: GPU metrics as a Grafana panel's inspector downloads them (tests/data/eval/heldout63/
+    # SOURCES.md; make_heldout63.py, LABELED SYNTHETIC): scored once as written — 0 of 4 right, none called healthy
+    # while losing; kept: a recording rule's node-level series beside the per-GPU ones (a phantom GPU first →
+    # readers/headers.aggregates: healthy), three GPUs holding TensorFlow's memory at 0% at every poll beside one
+    # working (insufficient_data first → unused_gpus' reading over a recording, the size from `modelName`). The two
+    # utilization-only losses (data loading, CPU work between steps) are strict xfails in test_heldout63.py
+    *[(f"heldout63 {name}", want, _file(f"heldout63/{name}")) for name, want in (
+        ("grafana_wide_gpustack5614_h200.csv", "healthy"),
+        ("grafana_wide_keras512_4gpu.csv", "unused_gpus"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl

@@ -216,3 +216,51 @@ def test_a_trainer_saying_its_gpu_is_not_used(tmp_path, line, unused):
     text = f"{line}\nTPU available: False, using: 0 TPU cores\nHPU available: False, using: 0 HPUs\n"
     d = _diagnose(tmp_path, text, "fit.log")
     assert (d.verdict["id"] == "unused_gpus") is unused
+
+
+def _grafana_long(n: int, idle_mib: int) -> str:
+    # Grafana's long layout, dcgm-exporter series naming the product (no memory.total series: its size is the name's)
+    rows = ['"Series","Time","Value"']
+    for g, (util, mib) in enumerate(((96, 37000), (0, idle_mib))):
+        labels = f'{{Hostname=""box"", gpu=""{g}"", modelName=""NVIDIA A100-SXM4-40GB""}}'
+        for k in range(n):
+            t = f'"2025-05-06 08:{k // 2:02d}:{30 * (k % 2):02d}"'
+            rows.append(f'"DCGM_FI_DEV_GPU_UTIL{labels}",{t},{util - (k % 3) if util else 0}')
+            rows.append(f'"DCGM_FI_DEV_FB_USED{labels}",{t},{mib}')
+    return "\n".join(rows) + "\n"
+
+
+def test_a_gpu_idle_at_every_poll_of_a_recording_holding_its_memory_is_unused(tmp_path):
+    d = _diagnose(tmp_path, _grafana_long(20, 38000), "panel.csv")
+    assert d.verdict["id"] == "unused_gpus" and [n.rsplit(":", 1)[1] for n in d.verdict["names"]] == ["1"]
+
+
+@pytest.mark.parametrize(("n", "idle_mib"), [
+    (20, 600),  # idle and holding nothing: not the job's GPU at all (another tenant's, or free)
+    (6, 38000),  # six polls: too few to rule out a stage caught between its turns
+])
+def test_an_idle_gpu_without_its_memory_held_or_over_few_polls_is_not_called_unused(tmp_path, n, idle_mib):
+    assert _unused(_diagnose(tmp_path, _grafana_long(n, idle_mib), "panel.csv")) is None
+
+
+def test_nvidia_smi_polls_of_a_gpu_idle_throughout_with_the_jobs_memory_are_unused(tmp_path):
+    # the query-gpu CSV with memory.total (written apart from the dashboard layout): no device print needed
+    text = _polls(turns=False).replace("20000 MiB", "41000 MiB")
+    d = _diagnose(tmp_path, text, "gpus.csv")
+    assert d.verdict["id"] == "unused_gpus" and [n.rsplit(":", 1)[1] for n in d.verdict["names"]] == ["1"]
+
+
+def test_an_idle_gpu_beside_working_gpus_at_uneven_levels_is_a_lopsided_split_not_unused(tmp_path):
+    # 90 %, 30 % and 0 % (holding memory) at every poll: the work is split over all three, one shard empty —
+    # rebalancing's reading (pipeline_imbalance), not a GPU the program never started on
+    rows = ["timestamp, index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"]
+    for k in range(30):
+        for g, u in enumerate((90, 30, 0)):
+            rows.append(f"2025/03/04 13:00:{k:02d}.000, {g}, {u} %, 30000 MiB, 46068 MiB")
+    assert _unused(_diagnose(tmp_path, "\n".join(rows) + "\n", "gpus.csv")) is None
+
+
+def test_an_idle_gpu_beside_peers_pinned_at_100_is_a_hang_not_unused(tmp_path):
+    # every poll 100 % on the working GPU: NCCL's kernels spinning on a rank stuck in host code (0 %, memory held)
+    text = _polls(turns=False).replace("95 %, 20000", "100 %, 41000").replace("0 %, 20000", "0 %, 41000")
+    assert _unused(_diagnose(tmp_path, text, "gpus.csv")) is None

