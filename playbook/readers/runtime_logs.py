@@ -89,6 +89,11 @@ _XLA_MESSAGE = re.compile(r"slow_operation_alarm\.cc:\d{1,6}\]\s*$|^\s*\*{8,}\s*
 _ABSL = re.compile(r"(?:(\d{1,6})h)?(?:(\d{1,6})m(?![sn]))?(?:(\d{1,12}(?:\.\d{1,12})?)(s|ms|us|ns))?")
 # a compile-time column's heading (not "Recompiles", a count), and a duration cell: a number and its unit
 _COMPILE_HEAD = re.compile(r"(?<![a-z])compil(?:e|ation|ing)\b", re.I)
+
+
+def compile_column(header: str) -> bool:
+    """Whether a table's column holds compile times (`compilation time (s)`; a count of recompiles is not)."""
+    return bool(_COMPILE_HEAD.search(header)) and "recompil" not in header.lower()
 _DURATION_CELL = re.compile(r"~?\s*(\d{1,9}(?:\.\d{1,9})?)\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)?\.?")
 _HEAD_UNIT = re.compile(r"[(\[]\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)\s*[)\]]", re.I)
 _UNIT_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
@@ -222,7 +227,7 @@ class RuntimeLines:
                 return "events"
             t = self.table = None
         if t is None:
-            heads = [i for i, c in enumerate(cells) if _COMPILE_HEAD.search(c) and "recompil" not in c.lower()]
+            heads = [i for i, c in enumerate(cells) if compile_column(c)]
             if len(cells) >= 2 and heads:
                 units = [_HEAD_UNIT.search(cells[i]) for i in heads]
                 self.table = {"head": cells, "cols": heads, "rule": False,
