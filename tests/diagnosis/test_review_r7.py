@@ -1,0 +1,39 @@
+"""Review r7 of rounds 59/61 (unused_gpus, device use, tables of runs, NCCL transports): inputs written apart from
+the rounds' fixtures, each a false alarm or a wrong claim the merged code made."""
+
+from __future__ import annotations
+
+import pytest
+
+from playbook.diagnosis import diagnose
+from playbook.readers import read_paths
+
+
+def _diagnose(tmp_path, text: str, name: str = "input.md"):
+    p = tmp_path / name
+    p.write_text(text)
+    return diagnose(read_paths([str(p)]))
+
+
+@pytest.mark.parametrize("text", [
+    # gradient (activation) checkpointing recomputes the forward: slower by design, no checkpoint saved to disk
+    "| gradient_checkpointing | step time |\n| --- | --- |\n| false | 1.02s |\n| true | 1.46s |\n",
+    # generation without the KV cache: no graph recompiled
+    "| use_cache | latency |\n|---|---|\n| True | 2.1 s |\n| False | 9.8 s |\n",
+    # a CPU against a GPU: another device, not a slower kernel of the run
+    "| Device | Inference time |\n|---|---|\n| CPU | 12.3 s |\n| GPU | 0.4 s |\n",
+    # a hyperparameter table: learning-rate warmup is no compile warm-up
+    "| lr | warmup | epoch time |\n|---|---|---|\n| 1e-4 | yes | 100 s |\n| 3e-4 | no | 150 s |\n",
+    # torch.compile off is the slow row: compiling is the fix, not a recompilation
+    "| torch.compile | step time |\n|---|---|\n| on | 0.61 s |\n| off | 0.95 s |\n",
+])
+def test_a_table_of_runs_names_a_cause_only_for_a_setting_whose_mechanism_it_states(tmp_path, text):
+    d = _diagnose(tmp_path, text)
+    assert d.verdict["id"] == "insufficient_data"
+
+
+def test_an_offload_table_still_names_h2d_copy_and_its_off_side_being_slow_does_not(tmp_path):
+    on = "| offload_optimizer | step time |\n|---|---|\n| none | 1.0 s |\n| cpu | 2.6 s |\n"
+    assert _diagnose(tmp_path, on).verdict["id"] == "h2d_copy"
+    off = "| offload_optimizer | step time |\n|---|---|\n| none | 2.6 s |\n| cpu | 1.0 s |\n"
+    assert _diagnose(tmp_path, off).verdict["id"] == "insufficient_data"
