@@ -28,7 +28,7 @@ no time axis — the infrastructure team's view, as readers/slurm_usage.py reads
 
 The figures go to Bundle.meta[slurm_usage.META_PREFIX + path] as slurm_usage's {"jobs": [...]} (each {job, stat,
 util_pct, mem_mib, gpus, elapsed_s, model}, plus the GPU's `host` and `gpu` where the tool names them and `of`, the
-job id a node's or GPU's figure belongs to), with "empty": [sentence] for reports that measured nothing. Several
+job id a node's or GPU's figure belongs to; `running` for a jobstats report of a job in progress), with "empty": [sentence] for reports that measured nothing. Several
 reports in one file (jobstats or dcgmi stats run in a loop) are read each under its own job.
 """
 
@@ -138,11 +138,14 @@ def _jobstats(lines: list[str], empty: list[str]) -> list[dict]:
             mem[(m.group(1), m.group(2))] = float(m.group(3)) * _BYTES.get(m.group(4), 1.0)
     job = meta.get("Job ID", "")
     elapsed = _seconds(meta.get("Run Time", ""))
+    running = any("(in progress)" in line for line in lines if _META.match(line) and "Run Time" in line)
     gpus = int(meta["GPUs"]) if meta.get("GPUs", "").isdecimal() else None
     figures = [_figure(f"{job} {node} (GPU {i})".strip(), value, gpus=1, elapsed=elapsed, mem=mem.get((node, i)),
                        host=node, gpu=i, of=job) for (node, i), value in util.items() if value is not None]
     if not figures and overall is not None and not any(v is None for v in util.values()):
         figures = [_figure(job, overall, gpus=gpus, elapsed=elapsed)]
+    for f in figures if running else []:
+        f["running"] = True  # `Run Time: ... (in progress)`: the figures are the job's so far
     if not figures and (util or any("GPU utilization is unknown" in line for line in lines)):
         empty.append(f"a jobstats report of job {job or '?'} whose GPU utilization is unknown (jobstats measures "
                      "none on MIG slices, and none where the exporter recorded nothing)")

@@ -37,3 +37,47 @@ def test_an_offload_table_still_names_h2d_copy_and_its_off_side_being_slow_does_
     assert _diagnose(tmp_path, on).verdict["id"] == "h2d_copy"
     off = "| offload_optimizer | step time |\n|---|---|\n| none | 2.6 s |\n| cpu | 1.0 s |\n"
     assert _diagnose(tmp_path, off).verdict["id"] == "insufficient_data"
+
+
+JOBSTATS = """\
+================================================================================
+                              Slurm Job Statistics
+================================================================================
+         Job ID: 8812003
+   User/Account: someone/physics
+       Job Name: train_big
+          State: {state}
+          Nodes: 1
+      CPU Cores: 8
+     CPU Memory: 64GB (8GB per CPU-core)
+           GPUs: 2
+  QOS/Partition: gpu/gpu
+        Cluster: della
+     Start Time: Tue Mar 4, 2025 at 1:02 PM
+       Run Time: {run}
+     Time Limit: 1-00:00:00
+
+                              Overall Utilization
+================================================================================
+  CPU utilization  [||||||||||||||||||||||||||||||||||||||||||||||95%]
+  GPU utilization  [                                                0%]
+
+                              Detailed Utilization
+================================================================================
+  GPU utilization per node
+      della-l01g1 (GPU 0): 0% <-- GPU was not used
+      della-l01g1 (GPU 1): 0% <-- GPU was not used
+"""
+
+
+@pytest.mark.parametrize(("state", "run", "unused"), [
+    ("RUNNING", "00:02:10 (in progress)", False),  # two minutes in: loading the model, the data
+    ("RUNNING", "00:40:00 (in progress)", False),  # a mean so far, under the hour of 0% a cancelling policy waits
+    ("FAILED", "00:01:05", False),  # under jobstats' own MIN_RUNTIME_SECONDS (300 s): no "did not use" note there
+    ("RUNNING", "02:30:00 (in progress)", True),
+    ("COMPLETED", "03:10:00", True),
+])
+def test_a_whole_job_at_zero_is_unused_only_past_its_start_up(tmp_path, state, run, unused):
+    d = _diagnose(tmp_path, JOBSTATS.format(state=state, run=run), "jobstats.txt")
+    kinds = {b["kind"] for b in d.accounting["buckets"]} if d.accounting else set()
+    assert ("unused_gpus" in kinds) is unused and (d.verdict["id"] == "unused_gpus") is unused
