@@ -81,3 +81,20 @@ def test_a_whole_job_at_zero_is_unused_only_past_its_start_up(tmp_path, state, r
     d = _diagnose(tmp_path, JOBSTATS.format(state=state, run=run), "jobstats.txt")
     kinds = {b["kind"] for b in d.accounting["buckets"]} if d.accounting else set()
     assert ("unused_gpus" in kinds) is unused and (d.verdict["id"] == "unused_gpus") is unused
+
+
+def _l40s_snapshot(gpus: list[tuple[int, int]], procs: list[tuple[int, int, int]]) -> str:
+    from tests.diagnosis.test_unused_gpus import _snapshot
+    return _snapshot(gpus, procs)
+
+
+@pytest.mark.parametrize(("mib", "pressure"), [
+    # one process over two 46 GB GPUs (a model split by device_map="auto"): GPU 0 at 15.7 GB is a third full —
+    # fuller than GPU 1, and no memory pressure: the batch can still grow
+    ((15700, 8700), False),
+    ((44500, 24000), True),  # the first GPU nearly full: it caps the batch of all
+])
+def test_a_fuller_first_gpu_is_memory_pressure_only_when_it_is_nearly_full(tmp_path, mib, pressure):
+    text = _l40s_snapshot([(45, mib[0] + 300), (40, mib[1] + 300)], [(0, 4242, mib[0]), (1, 4242, mib[1])])
+    d = _diagnose(tmp_path, text, "smi.txt")
+    assert any(h["id"] == "memory_pressure" and h["score"] >= 0.5 for h in d.hypotheses) is pressure
