@@ -98,3 +98,16 @@ def test_a_fuller_first_gpu_is_memory_pressure_only_when_it_is_nearly_full(tmp_p
     text = _l40s_snapshot([(45, mib[0] + 300), (40, mib[1] + 300)], [(0, 4242, mib[0]), (1, 4242, mib[1])])
     d = _diagnose(tmp_path, text, "smi.txt")
     assert any(h["id"] == "memory_pressure" and h["score"] >= 0.5 for h in d.hypotheses) is pressure
+
+
+def test_tasks_that_each_see_every_gpu_of_the_node_are_not_said_to_share_one(tmp_path):
+    # `srun --gpus-per-node=4 nvidia-smi -L`: no per-task binding, every task sees the node's four GPUs and a DDP
+    # rank picks its own by LOCAL_RANK — no task is confined to a shared GPU
+    uuids = ["GPU-5f0c9a1e-8d2b-4c1a-9e3f-0a1b2c3d4e5f", "GPU-a7e3b2c4-1f6d-4e8a-b9c0-d1e2f3a4b5c6",
+             "GPU-3c8d1e9f-7a2b-4d6c-8e1f-2a3b4c5d6e7f", "GPU-e1f2a3b4-c5d6-4e7f-8a9b-0c1d2e3f4a5b"]
+    text = "".join(f"PROCID={t}: GPU {i}: NVIDIA A100-SXM4-80GB (UUID: {u})\n" for t in range(4)
+                   for i, u in enumerate(uuids))
+    d = _diagnose(tmp_path, text, "tasks.log")
+    assert not any("share one GPU" in w for w in d.warnings)
+    one = "".join(f"PROCID={t}: GPU 0: NVIDIA A100-SXM4-80GB (UUID: {uuids[0]})\n" for t in range(4))
+    assert any("4 tasks see the same GPU" in w for w in _diagnose(tmp_path, one, "one.log").warnings)
