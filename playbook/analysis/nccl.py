@@ -150,7 +150,12 @@ def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
     # 1. sockets instead of IB
     sock = hosts[(hosts["socket_channels"] > 0) | (hosts["network"] == "Socket")]
     ib = hosts[(hosts["ib_channels"] > 0) | (hosts["network"] == "IB")]
-    ipoib = any(x.startswith("the socket runs on IPoIB") for h in sock["ib_sought"] for x in h)
+    # a socket on an IPoIB interface is a fallback from one host's lines too — unless those lines hold every rank of
+    # the communicator (nranks ranks on this one host): a single-node job sends nothing between nodes, and NCCL's
+    # default socket interface is an ib* one wherever the node has IPoIB
+    whole_here = (len(hosts) == 1 and pd.notna(n := hosts["nranks"].iloc[0]) and n
+                  and len(hosts["ranks"].iloc[0]) >= int(n))
+    ipoib = not whole_here and any(x.startswith("the socket runs on IPoIB") for h in sock["ib_sought"] for x in h)
     if len(sock) and (multi_node or ipoib):
         asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
         sought = sorted({s for h in sock["ib_sought"] for s in h})
