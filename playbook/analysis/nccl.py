@@ -139,9 +139,22 @@ def nvlink_stated(meta: dict | None) -> list[str]:
     return out
 
 
-def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
+# GPUs without peer-to-peer: GeForce RTX 40-series parts (the driver reports no P2P between them, no NVLink bridge
+# exists for them; Hugging Face accelerate sets NCCL_P2P_DISABLE=1 for them itself): NCCL goes through host memory
+# (SHM) whatever the setting, so SHM channels or P2P turned off lose nothing there
+NO_P2P_PARTS = re.compile(r"\bRTX 40\d0\b", re.IGNORECASE)
+
+
+def p2p_less(parts) -> bool:
+    """Whether the GPUs the inputs name (product names) are all parts without peer-to-peer (NO_P2P_PARTS)."""
+    parts = [str(p) for p in parts or () if p]
+    return bool(parts) and all(NO_P2P_PARTS.search(p) for p in parts)
+
+
+def link_findings(hosts: pd.DataFrame, nvlink: list[str] = (), parts=()) -> list[dict]:
     """`link_degradation` findings from host_transports(): [{hypothesis, level, hosts, evidence}]; `nvlink`: what the
-    inputs state of NVLink on the machine (nvlink_stated), which a P2P turned off leaves unused."""
+    inputs state of NVLink on the machine (nvlink_stated), which a P2P turned off leaves unused; `parts`: the GPUs'
+    product names where the inputs state them (no P2P finding where every one is a part without P2P: p2p_less)."""
     out: list[dict] = []
     if hosts.empty:
         return out
@@ -193,7 +206,8 @@ def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
     # 3. no P2P inside a node
     local = hosts[(hosts["p2p_channels"] + hosts["shm_channels"]) > 0]
     shm = local[local["shm_channels"] > local["p2p_channels"]]
-    if len(shm):
+    no_p2p_here = p2p_less(parts)
+    if len(shm) and not no_p2p_here:
         asym = len(shm) < len(local)
         notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
                                         for h in shm["host"]))
@@ -208,7 +222,7 @@ def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
     # 4. P2P turned off by the environment where no channel line shows the local transport (an excerpt): every pair
     # of GPUs in a node will go through host memory (SHM) — a loss where the machine has NVLink (stated: high)
     off = hosts[~hosts["host"].isin(local["host"]) & hosts["env"].map(lambda env: any(e in P2P_OFF for e in env))]
-    if len(off):
+    if len(off) and not no_p2p_here:
         set_ = sorted({e for h in off["host"] for e in env_of[h] if e in P2P_OFF})
         out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if nvlink else "moderate",
                     "hosts": sorted(off["host"]), "kind": "no_p2p", "evidence": (
@@ -255,7 +269,8 @@ def summarize(bundle: Any) -> dict | None:
         r.pop("gdr_disabled_lines")
         recs.append(r)
     meta = getattr(bundle, "meta", None)
-    findings = link_findings(hosts, nvlink_stated(meta))
+    from playbook.model.schema import GPU_MODELS
+    findings = link_findings(hosts, nvlink_stated(meta), ((meta or {}).get(GPU_MODELS) or {}).values())
     measured = _measured(meta)
     if measured:  # nccl-tests' own figure over the same transports: what the path ran at
         findings = [dict(f, evidence=f"{f['evidence']}; {measured}") for f in findings]

@@ -36,3 +36,44 @@ def test_the_same_lines_of_a_job_with_ranks_elsewhere_are_still_the_fallback(tmp
     p.write_text(SINGLE_NODE_IPOIB.replace("nranks 2", "nranks 16"))
     d = diagnose(read_paths([str(p)]))
     assert d.verdict["id"] == "link_degradation"
+
+
+SMI_4090 = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|                                         |                        |               MIG M. |
+|=========================================+========================+======================|
+|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0 Off |                  Off |
+| 30%   55C    P2            310W /  450W |   20110MiB /  24564MiB |     97%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+|   1  NVIDIA GeForce RTX 4090        Off |   00000000:02:00.0 Off |                  Off |
+| 30%   54C    P2            305W /  450W |   20090MiB /  24564MiB |     96%      Default |
+|                                         |                        |                  N/A |
++-----------------------------------------+------------------------+----------------------+
+"""
+P2P_OFF_LINES = """\
+box:2001:2001 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1
+box:2001:2001 [0] NCCL INFO comm 0x5e1a rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init START
+box:2001:2001 [0] NCCL INFO comm 0x5e1a rank 0 nranks 2 cudaDev 0 busId 1000 commId 0xabc - Init COMPLETE
+"""
+SHM_LINES = P2P_OFF_LINES.replace("- Init COMPLETE", "- Init COMPLETE\nbox:2001:2001 [0] NCCL INFO Channel 00/0 : "
+                                  "0[0] -> 1[1] via SHM/direct/direct")
+
+
+def test_p2p_off_on_geforce_rtx_40_gpus_loses_nothing(tmp_path):
+    # GeForce RTX 40-series GPUs have no peer-to-peer (the driver reports none; accelerate sets NCCL_P2P_DISABLE=1
+    # for them): NCCL goes through host memory whatever the setting — no degraded link
+    for lines in (P2P_OFF_LINES, SHM_LINES):
+        (tmp_path / "smi.txt").write_text(SMI_4090)
+        (tmp_path / "nccl.log").write_text(lines)
+        d = diagnose(read_paths([str(tmp_path / "smi.txt"), str(tmp_path / "nccl.log")]))
+        assert not any(h["id"] == "link_degradation" and h["score"] >= 0.3 for h in d.hypotheses)
+    a100 = SMI_4090.replace("GeForce RTX 4090     ", "A100-SXM4-40GB       ")
+    (tmp_path / "smi.txt").write_text(a100)
+    (tmp_path / "nccl.log").write_text(P2P_OFF_LINES)
+    d = diagnose(read_paths([str(tmp_path / "smi.txt"), str(tmp_path / "nccl.log")]))
+    assert any(h["id"] == "link_degradation" for h in d.hypotheses)
