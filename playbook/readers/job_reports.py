@@ -28,7 +28,8 @@ no time axis — the infrastructure team's view, as readers/slurm_usage.py reads
 
 The figures go to Bundle.meta[slurm_usage.META_PREFIX + path] as slurm_usage's {"jobs": [...]} (each {job, stat,
 util_pct, mem_mib, gpus, elapsed_s, model}, plus the GPU's `host` and `gpu` where the tool names them and `of`, the
-job id a node's or GPU's figure belongs to; `running` for a jobstats report of a job in progress), with "empty": [sentence] for reports that measured nothing. Several
+job id a node's or GPU's figure belongs to; `running` for a job in progress: jobstats' `(in progress)`, a
+table's State RUNNING), with "empty": [sentence] for reports that measured nothing. Several
 reports in one file (jobstats or dcgmi stats run in a loop) are read each under its own job.
 """
 
@@ -172,6 +173,8 @@ def _role(name: str) -> str | None:
         return "gpus"
     if w in ("elapsed", "run time", "runtime", "walltime", "wall time"):
         return "elapsed"
+    if w == "state":  # RUNNING: the row's figures are the job's so far
+        return "state"
     if w == "hours":
         return "hours"
     return None
@@ -239,6 +242,8 @@ def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
             if elapsed is None and unused and re.fullmatch(r"\d+(?:\.\d+)?", row.get("zero_hours", "")):
                 elapsed = float(row["zero_hours"]) * 3600 / unused  # the unused GPUs' hours, each the job's
             job, node = _figure(row["job"], util, gpus=gpus, elapsed=elapsed), None
+            if row.get("state", "").upper() == "RUNNING":
+                job["running"] = True
             if unused is not None:
                 job["gpus_unused"] = unused
                 if util == 0:  # beside a GPUs-Unused count, Job Defense Shield's 0% is the unused GPUs' reading
@@ -251,12 +256,15 @@ def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
                 continue
             name = cells[0]
             if name.isdecimal() and node is not None:
-                gpus_rows.append(_figure(f"{job['job']} {node} (GPU {name})", util, gpus=1,
-                                         elapsed=job["elapsed_s"], host=node, gpu=name, of=job["job"]))
+                fig = _figure(f"{job['job']} {node} (GPU {name})", util, gpus=1, elapsed=job["elapsed_s"],
+                              host=node, gpu=name, of=job["job"])
+                gpus_rows.append(fig)
             else:
                 node = name
-                nodes.append(_figure(f"{job['job']} {name}", util, elapsed=job["elapsed_s"], host=name,
-                                     of=job["job"]))
+                fig = _figure(f"{job['job']} {name}", util, elapsed=job["elapsed_s"], host=name, of=job["job"])
+                nodes.append(fig)
+            if job.get("running"):
+                fig["running"] = True
     close()
     return out
 

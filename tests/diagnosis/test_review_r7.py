@@ -111,3 +111,19 @@ def test_tasks_that_each_see_every_gpu_of_the_node_are_not_said_to_share_one(tmp
     assert not any("share one GPU" in w for w in d.warnings)
     one = "".join(f"PROCID={t}: GPU 0: NVIDIA A100-SXM4-80GB (UUID: {uuids[0]})\n" for t in range(4))
     assert any("4 tasks see the same GPU" in w for w in _diagnose(tmp_path, one, "one.log").warnings)
+
+
+REPORTSEFF_RUNNING = """\
+JobID               State       Elapsed  TimeEff   CPUEff   MemEff   GPUEff   GPUMem
+51877             {state}       00:20:04   2.1%    98.2%     3.0%     0.0%     0.9%
+  gpu-n04                                          98.2%     3.0%     0.0%     0.9%
+    0                                                                  0%      0.9%
+    1                                                                  0%      0.9%
+"""
+
+
+@pytest.mark.parametrize(("state", "unused"), [("RUNNING", False), ("COMPLETED", True)])
+def test_a_job_table_row_still_running_is_a_figure_so_far(tmp_path, state, unused):
+    # reportseff of a job twenty minutes in (its State column): a mean so far, like jobstats' "(in progress)"
+    d = _diagnose(tmp_path, REPORTSEFF_RUNNING.format(state=f"{state:<9}"), "reportseff.txt")
+    assert (d.verdict["id"] == "unused_gpus") is unused
