@@ -142,7 +142,7 @@ def nvlink_stated(meta: dict | None) -> list[str]:
 # GPUs without peer-to-peer: GeForce RTX 40-series parts (the driver reports no P2P between them, no NVLink bridge
 # exists for them; Hugging Face accelerate sets NCCL_P2P_DISABLE=1 for them itself): NCCL goes through host memory
 # (SHM) whatever the setting, so SHM channels or P2P turned off lose nothing there
-NO_P2P_PARTS = re.compile(r"\bRTX 40\d0\b", re.IGNORECASE)
+NO_P2P_PARTS = re.compile(r"\bRTX 40[5-9]0\b", re.IGNORECASE)  # 4050-4090; not the RTX 4000 workstation cards
 
 
 def p2p_less(parts) -> bool:

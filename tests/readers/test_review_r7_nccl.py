@@ -77,3 +77,11 @@ def test_p2p_off_on_geforce_rtx_40_gpus_loses_nothing(tmp_path):
     (tmp_path / "nccl.log").write_text(P2P_OFF_LINES)
     d = diagnose(read_paths([str(tmp_path / "smi.txt"), str(tmp_path / "nccl.log")]))
     assert any(h["id"] == "link_degradation" for h in d.hypotheses)
+
+
+def test_only_geforce_rtx_40_parts_count_as_without_p2p():
+    from playbook.analysis.nccl import p2p_less
+    assert p2p_less(["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4060 Ti"])
+    # professional cards of the same numbers peer over PCIe: not these
+    assert not p2p_less(["NVIDIA RTX 4000 Ada Generation"]) and not p2p_less(["Quadro RTX 4000"])
+    assert not p2p_less(["NVIDIA GeForce RTX 4090", "NVIDIA A100-SXM4-80GB"]) and not p2p_less([])
