@@ -8,8 +8,8 @@ what one process's memory on several GPUs shows (the Processes section, analysis
   (at least HELD_MIB: a framework that reserves every visible GPU's memory up front, TensorFlow's default), beside
   at most K working ones, is held by the job and given no work — unused_held().
 - Tasks without a GPU, tasks on one GPU: each task's `nvidia-smi -L` lists the GPUs it can see: a task that sees
-  none computes without one (or fails) although the job asked for GPUs; tasks that see the same GPU (one UUID)
-  share it — which is what a job asking for one GPU for all its tasks gets, and a collision where each task was
+  none computes without one (or fails) although the job asked for GPUs; tasks that each see one GPU, the same one
+  (one UUID), share it — which is what a job asking for one GPU for all its tasks gets, and a collision where each task was
   meant to have its own.
 - One process on several GPUs, its first one fuller: a process listed on several GPUs computes on all of them
   from one process (DataParallel, a model split over the GPUs); where its first GPU holds FIRST_SKEW times the
@@ -158,7 +158,9 @@ def _listing(name: str, tasks: list[dict]) -> list[str]:
         out.append(f"{name}: nvidia-smi -L of {len(labelled)} tasks: {len(blind)} see no GPU ({', '.join(blind[:8])})"
                    " — those tasks compute without one, or fail: the job has fewer GPUs at work than it asked for")
     seen: dict[str, list[str]] = {}
-    for t in labelled:
+    # a task confined to one GPU (its listing names that one): tasks that each see several — the node's GPUs without
+    # a per-task binding, each rank picking its own by LOCAL_RANK — share none of them by the listing alone
+    for t in labelled if all(len(t["gpus"]) <= 1 for t in labelled) else []:
         for g in t["gpus"]:
             seen.setdefault(g["uuid"], []).append(t["task"])
     for uuid, who in seen.items():

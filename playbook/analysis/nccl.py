@@ -139,9 +139,22 @@ def nvlink_stated(meta: dict | None) -> list[str]:
     return out
 
 
-def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
+# GPUs without peer-to-peer: GeForce RTX 40-series parts (the driver reports no P2P between them, no NVLink bridge
+# exists for them; Hugging Face accelerate sets NCCL_P2P_DISABLE=1 for them itself): NCCL goes through host memory
+# (SHM) whatever the setting, so SHM channels or P2P turned off lose nothing there
+NO_P2P_PARTS = re.compile(r"\bRTX 40[5-9]0\b", re.IGNORECASE)  # 4050-4090; not the RTX 4000 workstation cards
+
+
+def p2p_less(parts) -> bool:
+    """Whether the GPUs the inputs name (product names) are all parts without peer-to-peer (NO_P2P_PARTS)."""
+    parts = [str(p) for p in parts or () if p]
+    return bool(parts) and all(NO_P2P_PARTS.search(p) for p in parts)
+
+
+def link_findings(hosts: pd.DataFrame, nvlink: list[str] = (), parts=()) -> list[dict]:
     """`link_degradation` findings from host_transports(): [{hypothesis, level, hosts, evidence}]; `nvlink`: what the
-    inputs state of NVLink on the machine (nvlink_stated), which a P2P turned off leaves unused."""
+    inputs state of NVLink on the machine (nvlink_stated), which a P2P turned off leaves unused; `parts`: the GPUs'
+    product names where the inputs state them (no P2P finding where every one is a part without P2P: p2p_less)."""
     out: list[dict] = []
     if hosts.empty:
         return out
@@ -150,7 +163,12 @@ def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
     # 1. sockets instead of IB
     sock = hosts[(hosts["socket_channels"] > 0) | (hosts["network"] == "Socket")]
     ib = hosts[(hosts["ib_channels"] > 0) | (hosts["network"] == "IB")]
-    ipoib = any(x.startswith("the socket runs on IPoIB") for h in sock["ib_sought"] for x in h)
+    # a socket on an IPoIB interface is a fallback from one host's lines too — unless those lines hold every rank of
+    # the communicator (nranks ranks on this one host): a single-node job sends nothing between nodes, and NCCL's
+    # default socket interface is an ib* one wherever the node has IPoIB
+    whole_here = (len(hosts) == 1 and pd.notna(n := hosts["nranks"].iloc[0]) and n
+                  and len(hosts["ranks"].iloc[0]) >= int(n))
+    ipoib = not whole_here and any(x.startswith("the socket runs on IPoIB") for h in sock["ib_sought"] for x in h)
     if len(sock) and (multi_node or ipoib):
         asym = len(ib) > 0 and not set(sock["host"]) >= set(hosts["host"])
         sought = sorted({s for h in sock["ib_sought"] for s in h})
@@ -188,7 +206,8 @@ def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
     # 3. no P2P inside a node
     local = hosts[(hosts["p2p_channels"] + hosts["shm_channels"]) > 0]
     shm = local[local["shm_channels"] > local["p2p_channels"]]
-    if len(shm):
+    no_p2p_here = p2p_less(parts)
+    if len(shm) and not no_p2p_here:
         asym = len(shm) < len(local)
         notes = "".join(dict.fromkeys(_env_note(env_of[h], ("NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE"))
                                         for h in shm["host"]))
@@ -203,7 +222,7 @@ def link_findings(hosts: pd.DataFrame, nvlink: list[str] = ()) -> list[dict]:
     # 4. P2P turned off by the environment where no channel line shows the local transport (an excerpt): every pair
     # of GPUs in a node will go through host memory (SHM) — a loss where the machine has NVLink (stated: high)
     off = hosts[~hosts["host"].isin(local["host"]) & hosts["env"].map(lambda env: any(e in P2P_OFF for e in env))]
-    if len(off):
+    if len(off) and not no_p2p_here:
         set_ = sorted({e for h in off["host"] for e in env_of[h] if e in P2P_OFF})
         out.append({"hypothesis": cause_ids.LINK_DEGRADATION, "level": "high" if nvlink else "moderate",
                     "hosts": sorted(off["host"]), "kind": "no_p2p", "evidence": (
@@ -250,7 +269,8 @@ def summarize(bundle: Any) -> dict | None:
         r.pop("gdr_disabled_lines")
         recs.append(r)
     meta = getattr(bundle, "meta", None)
-    findings = link_findings(hosts, nvlink_stated(meta))
+    from playbook.model.schema import GPU_MODELS
+    findings = link_findings(hosts, nvlink_stated(meta), ((meta or {}).get(GPU_MODELS) or {}).values())
     measured = _measured(meta)
     if measured:  # nccl-tests' own figure over the same transports: what the path ran at
         findings = [dict(f, evidence=f"{f['evidence']}; {measured}") for f in findings]

@@ -9,13 +9,16 @@ fastest row is the reference and the slowest is compared with it: the share of t
 (1 - fast/slow) is the finding's share, at the caller's levels. Its phases (the other time columns) say where the
 time went: the phases that grew by at least a tenth of the whole difference, and the ones that did not change.
 
-The cause is the one the varied setting's name links to (knowledge.environment.KEYWORD_LINKS, as for a setting
-that changed between two runs; its first cause a single run can be diagnosed with): `ZeRO Offload`, `offload_param`
-→ h2d_copy (an offload moves the optimizer state, gradients or parameters across PCIe every step, and the step
-waits on the host's side of it — said so in the evidence), where its values turn that mechanism on, off or up
-(true/false, none/cpu, 50%): values that name alternatives (`Megatron` / `DTensor` under `Backend`) are different
-programs, not one knob. A setting whose name links to no such cause (`Case`, `variant`), or alternatives, give no finding: its comparison is kept as a note (`notes`), for the answer to state beside "not enough
-data" — the table says which row is slow, not why. A table is a single measurement per row: a difference under the
+The cause is named only for a setting whose name states its mechanism: an offload (`ZeRO Offload`, `offload_param`)
+→ h2d_copy (it moves the optimizer state, gradients or parameters across PCIe every step, and the step waits on the
+host's side of it — said so in the evidence), where its values turn it on, off or up (true/false, none/cpu, 50%)
+and the slow row is the one with it on: values that name alternatives (`Megatron` / `DTensor` under `Backend`) are
+different programs, not one knob. The looser links of knowledge.environment.KEYWORD_LINKS (a substring of a changed
+setting's name) say nothing here: gradient checkpointing is no checkpoint save, use_cache no compile cache, a
+learning-rate warmup no compile warm-up, a Device column of CPU and GPU no slower kernel of the run, and compile=off
+being the slow row no recompilation. Any other setting (`Case`, `variant`), alternatives, or an offload whose off side
+is the slow one give no finding: the comparison is kept as a note (`notes`), for the answer to state beside "not
+enough data" — the table says which row is slow, not why. A table is a single measurement per row: a difference under the
 caller's lowest level, or a slow row under SLOW_GAP times the fast one, is neither. The finding is `stated` (the table's own times, no time axis of the GPUs): the
 cause it names leads where nothing else measured the run.
 """
@@ -25,8 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from playbook.knowledge.causes import DIAGNOSIS_IDS
-from playbook.knowledge.environment import KEYWORD_LINKS
+from playbook.knowledge import ids
 
 _SWITCH = re.compile(r"^(true|false|yes|no|on|off|enabled?|disabled?|with|without|✓|✗|x|-|none)$", re.IGNORECASE)
 # what a setting that moves work between devices takes: off/none, or where it puts the work (`cpu`, `nvme`)
@@ -34,6 +36,8 @@ _PLACEMENT = re.compile(r"^(none|off|false|no|disabled?|cpu|gpu|nvme|disk|host|d
 _AMOUNT = re.compile(r"^\d{1,9}(?:\.\d{1,9})?\s?%?$")
 SLOW_GAP = 1.3  # one measurement per row: a difference under 30% may be the runs' own spread (as nccl_bench.SLOW_GAP)
 _OFFLOAD = re.compile(r"offload|\bcpu\b", re.IGNORECASE)
+_OFFLOAD_NAME = re.compile(r"offload", re.IGNORECASE)  # the one setting name that states its mechanism (docstring)
+_OFF = re.compile(r"^(none|off|false|no|disabled?|without|0\s?%?|-|✗|gpu|device|cuda)$", re.IGNORECASE)
 GREW = 0.1  # a phase "grew" when it adds at least this share of the whole difference
 SAME = 0.25  # ... and "did not change" when it moved by less than this ratio either way
 
@@ -79,10 +83,12 @@ def _phases(slow: dict, fast: dict) -> str:
     return text
 
 
-def linked_cause(name: str) -> str | None:
-    """The first cause a setting's name links to that a single run can be diagnosed with (None for none)."""
-    low = name.lower()
-    return next((c for rx, causes in KEYWORD_LINKS if re.search(rx, low) for c in causes if c in DIAGNOSIS_IDS), None)
+def linked_cause(name: str, slow_value: str) -> str | None:
+    """The cause a setting's name states when the slow row has it on (module docstring: an offload → h2d_copy);
+    None for any other setting, or an offload whose slow row has it off."""
+    if _OFFLOAD_NAME.search(name) and not _OFF.match(slow_value.strip()):
+        return ids.H2D_COPY
+    return None
 
 
 def findings(source: str, variants: dict, out: list[dict], level: Callable[[float], str | None],
@@ -112,7 +118,7 @@ def findings(source: str, variants: dict, out: list[dict], level: Callable[[floa
         # none/cpu, 50%): named alternatives (`Megatron` / `DTensor` under `Backend`) are different programs
         values = {r["settings"][factor] for r in t["rows"]}
         knob = all(_SWITCH.match(v) or _PLACEMENT.match(v) or _AMOUNT.match(v) for v in values)
-        cause = linked_cause(factor) if knob else None
+        cause = linked_cause(factor, slow["settings"][factor]) if knob else None
         if cause is None:
             if notes is not None:
                 notes.append(f"a table of runs in {source} (line {t['line']}): {factor}={slow['settings'][factor]} "

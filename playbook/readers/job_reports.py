@@ -28,7 +28,8 @@ no time axis — the infrastructure team's view, as readers/slurm_usage.py reads
 
 The figures go to Bundle.meta[slurm_usage.META_PREFIX + path] as slurm_usage's {"jobs": [...]} (each {job, stat,
 util_pct, mem_mib, gpus, elapsed_s, model}, plus the GPU's `host` and `gpu` where the tool names them and `of`, the
-job id a node's or GPU's figure belongs to), with "empty": [sentence] for reports that measured nothing. Several
+job id a node's or GPU's figure belongs to; `running` for a job in progress: jobstats' `(in progress)`, a
+table's State RUNNING), with "empty": [sentence] for reports that measured nothing. Several
 reports in one file (jobstats or dcgmi stats run in a loop) are read each under its own job.
 """
 
@@ -138,11 +139,14 @@ def _jobstats(lines: list[str], empty: list[str]) -> list[dict]:
             mem[(m.group(1), m.group(2))] = float(m.group(3)) * _BYTES.get(m.group(4), 1.0)
     job = meta.get("Job ID", "")
     elapsed = _seconds(meta.get("Run Time", ""))
+    running = any("(in progress)" in line for line in lines if _META.match(line) and "Run Time" in line)
     gpus = int(meta["GPUs"]) if meta.get("GPUs", "").isdecimal() else None
     figures = [_figure(f"{job} {node} (GPU {i})".strip(), value, gpus=1, elapsed=elapsed, mem=mem.get((node, i)),
                        host=node, gpu=i, of=job) for (node, i), value in util.items() if value is not None]
     if not figures and overall is not None and not any(v is None for v in util.values()):
         figures = [_figure(job, overall, gpus=gpus, elapsed=elapsed)]
+    for f in figures if running else []:
+        f["running"] = True  # `Run Time: ... (in progress)`: the figures are the job's so far
     if not figures and (util or any("GPU utilization is unknown" in line for line in lines)):
         empty.append(f"a jobstats report of job {job or '?'} whose GPU utilization is unknown (jobstats measures "
                      "none on MIG slices, and none where the exporter recorded nothing)")
@@ -169,6 +173,8 @@ def _role(name: str) -> str | None:
         return "gpus"
     if w in ("elapsed", "run time", "runtime", "walltime", "wall time"):
         return "elapsed"
+    if w == "state":  # RUNNING: the row's figures are the job's so far
+        return "state"
     if w == "hours":
         return "hours"
     return None
@@ -236,6 +242,8 @@ def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
             if elapsed is None and unused and re.fullmatch(r"\d+(?:\.\d+)?", row.get("zero_hours", "")):
                 elapsed = float(row["zero_hours"]) * 3600 / unused  # the unused GPUs' hours, each the job's
             job, node = _figure(row["job"], util, gpus=gpus, elapsed=elapsed), None
+            if row.get("state", "").upper() == "RUNNING":
+                job["running"] = True
             if unused is not None:
                 job["gpus_unused"] = unused
                 if util == 0:  # beside a GPUs-Unused count, Job Defense Shield's 0% is the unused GPUs' reading
@@ -248,12 +256,15 @@ def _table(lines: list[str], skips: schema.SkipCounter) -> list[dict]:
                 continue
             name = cells[0]
             if name.isdecimal() and node is not None:
-                gpus_rows.append(_figure(f"{job['job']} {node} (GPU {name})", util, gpus=1,
-                                         elapsed=job["elapsed_s"], host=node, gpu=name, of=job["job"]))
+                fig = _figure(f"{job['job']} {node} (GPU {name})", util, gpus=1, elapsed=job["elapsed_s"],
+                              host=node, gpu=name, of=job["job"])
+                gpus_rows.append(fig)
             else:
                 node = name
-                nodes.append(_figure(f"{job['job']} {name}", util, elapsed=job["elapsed_s"], host=name,
-                                     of=job["job"]))
+                fig = _figure(f"{job['job']} {name}", util, elapsed=job["elapsed_s"], host=name, of=job["job"])
+                nodes.append(fig)
+            if job.get("running"):
+                fig["running"] = True
     close()
     return out
 

@@ -130,7 +130,8 @@ class VariantTable:
         times = {j: v for j, v in times.items() if all(x is not None for x in v)}
         if not times:
             return
-        largest = [j for j in times if all(times[j][i] >= max(v[i] for v in times.values()) for i in range(len(rows)))]
+        top = [max(v[i] for v in times.values()) for i in range(len(rows))]  # each row's largest time, once
+        largest = [j for j in times if all(times[j][i] >= top[i] for i in range(len(rows)))]
         named = [j for j in times if _WHOLE.search(header[j])]
         whole = next((j for j in named if j in largest), named[0] if named else largest[0] if largest else None)
         if whole is None:

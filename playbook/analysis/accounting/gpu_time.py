@@ -35,6 +35,10 @@ SPIN_POWER = 0.5  # ... at under half the power the same GPU draws at work
 SLOW_CLOCK = 0.7  # busy at under 70% of the clock the same GPU reaches while busy (DVFS alone costs <= ~25%)
 IDLE_PCT = 5.0  # idle throughout: 95% of polls at or below this
 UNUSED_PCT = 1.0  # a job report's GPU under 1% over the whole job: never used (jobstats prints "<-- GPU was not used")
+# ... over the whole job: a finished job's figure is (however short the job: it held the GPUs and never used them,
+# heldout58 reportseff19's 13 s), a job in progress's is the mean so far — under an hour (Job Defense Shield's example
+# first warning of a running job at 0%), or of unknown length, it is a start-up still loading its model or data
+UNUSED_RUNNING_S = 3600.0
 # the level of the test that a GPU's shortfall against its peers comes in stretches (_sustained): the oscillation
 # analysis's ALPHA (playbook.analysis.oscillation), Šidák-corrected over the GPUs tested as its period search is
 SUSTAINED_ALPHA = 0.01
@@ -79,7 +83,8 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     bucket, and an `unused_gpus` one for GPUs a job report shows under UNUSED_PCT over the whole job — beside a GPU
     that worked (those GPUs named), or every figure of the input so (the job used none of its GPUs: none named, the
     allocation is the subject): a whole job's mean (or maximum) under 1% is no slow GPU but one the program never
-    ran on; the noise floor is a fed loop's: 1 - FED_PCT."""
+    ran on — past its start-up only (_past_start: a job in progress under an hour at 0% is still loading, its
+    figure job_idle's); the noise floor is a fed loop's: 1 - FED_PCT."""
     from playbook.analysis.job_usage import jobs_of
 
     jobs = [j for j in jobs_of(bundle) if j.get("util_pct") is not None]
@@ -100,7 +105,7 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
         weight = float(j["elapsed_s"] * (j.get("gpus") or 1)) if j.get("elapsed_s") else 1.0
         share = max(0.0, 1.0 - float(j["util_pct"]) / 100.0)
         named = j.get("host") or j.get("gpu") is not None
-        if j["util_pct"] < UNUSED_PCT and (none_used or j["stat"] == "mean" and named and
+        if j["util_pct"] < UNUSED_PCT and _past_start(j) and (none_used or j["stat"] == "mean" and named and
                                            (j["source"], j.get("of", "")) in busy_peer):
             unused_s, wall = unused_s + weight, wall + weight
             unused_names.append(
@@ -134,6 +139,12 @@ def job_usage_accounting(bundle: schema.Bundle) -> Accounting | None:
     return Accounting("gpu", wall, buckets, floor,
                       f"a fed loop reads {FED_PCT:.0f}% utilization or more (the job's figures have no time axis)",
                       span_s=wall, figures="the job's accounting figures (sacct / seff / a job-efficiency report)")
+
+
+def _past_start(j: dict) -> bool:
+    """Whether a job figure covers more than a start-up: a finished job's, or a running one's past UNUSED_RUNNING_S."""
+    e = j.get("elapsed_s")
+    return not j.get("running") or (e is not None and e >= UNUSED_RUNNING_S)
 
 
 def _job_end(series: GpuSeries, med: np.ndarray, dt: float, lo: float, n_bins: int) -> int:

@@ -1,6 +1,6 @@
 """Analyzer: GPUs a job holds and does not use (analysis.device_use) — GPUs beyond the devices the job says it
 shards over, idle and holding its memory; a GPU idle with most of its memory held beside working ones at the one
-moment a snapshot shows; one process's first GPU fuller than its others (DataParallel's master GPU). The notes of
+moment a snapshot shows; one process's first GPU fuller than its others and nearly full (DataParallel's master GPU). The notes of
 what the inputs say of their devices (a GPU not used, tasks without a GPU) go to the diagnosis' warnings.
 
 unused_gpus or pipeline_imbalance — the rule: a GPU is unused when the evidence says the job never gives it work —
@@ -59,6 +59,11 @@ CPU_RUN_CONFIDENCE = 0.7
 NEXT_CPU = ("set the trainer's device (Lightning: accelerator='gpu', devices=N; the script's --device / --gpus "
             "option), check that the model's parameters are on `cuda` after setup; or run where no GPU is held")
 SKEW_CONFIDENCE = 0.6
+# ... and only where the first GPU is nearly full (its memory at the snapshot over the GPU's total): a fuller first
+# GPU with room left caps nothing — the batch can still grow (one process over GPUs split by device_map="auto"
+# holding a third of each is no memory pressure); where the input states no total (a Processes section alone) the
+# skew is all there is to read
+SKEW_FULL = 0.8
 NEXT_SHARDS = ("count the devices the trainer shards each batch over (its device print) against the GPUs the job "
                "holds, and watch each GPU during a step (`nvidia-smi --query-gpu=index,utilization.gpu,memory.used "
                "--format=csv -l 1`): with every GPU given a share (tensor2tensor --worker_gpu=N, MirroredStrategy "
@@ -80,7 +85,13 @@ class UnusedGpus(Analyzer):
                 ids.UNUSED_GPUS, f"{name}:{line}: the trainer says a GPU is available and not used ('GPU available: "
                 "True, used: False'): the run computes on the CPU and its GPU does nothing for it",
                 confidence=CPU_RUN_CONFIDENCE, next_step=NEXT_CPU, source=self.name))
+        tele = run.bundle.telemetry
+        whole = run.series if run.series is not None else (
+            gpu_series(tele, models=run.bundle.meta.get(GPU_MODELS)) if len(tele) else None)
+        totals = _totals(whole)
         for s in device_use.first_device_skew(sharing):
+            if s["first_mib"] < SKEW_FULL * totals.get(s["first"], 0.0):
+                continue  # room left on the first GPU (a process list alone, no total: the skew is all there is)
             others = s["others_mib"]
             med = float(np.median(others))
             run.findings.append(Finding(
@@ -91,9 +102,6 @@ class UnusedGpus(Analyzer):
                 "first and caps the batch of all", confidence=SKEW_CONFIDENCE,
                 weight=impact(1.0 - med / s["first_mib"]), names=(s["first"],), next_step=NEXT_SKEW,
                 source=self.name))
-        tele = run.bundle.telemetry
-        whole = run.series if run.series is not None else (
-            gpu_series(tele, models=run.bundle.meta.get(GPU_MODELS)) if len(tele) else None)
         if whole is None or not len(whole) or "util_pct" not in whole.values:
             return
         if found := device_use.unused_held(run.bundle, whole):
@@ -140,3 +148,15 @@ class UnusedGpus(Analyzer):
                 "model split over the GPUs between its turns; one moment cannot tell them apart",
                 confidence=SNAPSHOT_CONFIDENCE, weight=impact(1.0), names=tuple(h["gpu"] for h in held),
                 source=self.name))  # next: the catalog's measurement (per-GPU polls beside the job's device print)
+
+
+def _totals(series) -> dict[str, float]:
+    """Each GPU's memory total (MiB) in `series` (none without the column)."""
+    if series is None or not len(series) or "mem_total_mib" not in series.values:
+        return {}
+    out = {}
+    for g, gid in enumerate(series.ids):
+        tot = np.asarray(series.values["mem_total_mib"][series.offsets[g]:series.offsets[g + 1]], dtype=float)
+        if np.isfinite(tot).any() and np.nanmax(tot) > 0:
+            out[gid] = float(np.nanmax(tot))
+    return out
