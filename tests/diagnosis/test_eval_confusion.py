@@ -846,6 +846,16 @@ CASES = [
     *[(f"heldout63 {name}", want, _file(f"heldout63/{name}")) for name, want in (
         ("grafana_wide_gpustack5614_h200.csv", "healthy"),
         ("grafana_wide_keras512_4gpu.csv", "unused_gpus"))],
+    # the sixty-fourth round: a producer queue that runs dry, and a healthy utilization that merely looks low
+    # (tests/data/eval/heldout64/SOURCES.md, real excerpts): scored once as written — 2 of 3 right, 1 refused, none
+    # called healthy; kept: DeMoN's `batch queue is empty (N warnings)` (refused first → readers/input_pipeline_text
+    # _QUEUE_EMPTY + analysis/input_pipeline._queues: 200 waits past the first), a maintainer's healthy A100 screen
+    # (insufficient_data, right first: one poll). Detectron's one json_stats record with mb_qsize 0 stays
+    # insufficient_data (its depth is read now: a moderate data_starvation second, one record being a moment)
+    *[(f"heldout64 {name}", want, _file(f"heldout64/{name}")) for name, want in (
+        ("detectron408_mb_qsize0_json_stats.log", "insufficient_data"),
+        ("demon58_batch_queue_empty.log", "data_starvation"),
+        ("spark8_a100_reference_nvidia_smi.txt", "insufficient_data"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl
