@@ -290,7 +290,11 @@ CASES = [
     *[(f"heldout10 {name}", want, _file(f"heldout10/{name}")) for name, want in (
         ("niftynet_47_iter_times.log", "unexplained_slowdown"),
         ("mmf_27_time_per_100.log", "unexplained_slowdown"),
-        ("centernet_604_data_grows.log", "data_starvation"))],
+        ("centernet_604_data_grows.log", "data_starvation"),
+        # tensorpack#1104's monitor lines `QueueInput/queue_size: 0.356 ...` after a full first epoch (49.8): right
+        # since round 64 read an input queue's depth (readers/input_pipeline_text _QUEUE_DEPTH; was
+        # unexplained_slowdown)
+        ("tensorpack_1104_second_epoch.log", "data_starvation"))],
     # the eleventh round: nvidia-smi CSVs from threads that state a cause (tests/data/eval/heldout11/SOURCES.md;
     # make_heldout11.py writes them): scored once as written — 2 of 5 right, one called healthy; kept: a 3090
     # jumping 0 <-> 97% about once a second, 8 V100s all idle 5-7 s after every 8 steps (right first), and 8 V100s
