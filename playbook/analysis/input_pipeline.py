@@ -19,6 +19,16 @@ at profiler_ops' levels (5% moderate, 20% high):
                         a configuration the tool distrusts (more workers than usable CPUs; fewer workers than CPUs),
                         no measured wait: a warning that says what to measure, never a finding — the same warning
                         prints in runs that lost nothing (CI tests on a 2-CPU runner) and in runs that froze
+  input-queue depths    the depth of the queue of batches a trainer's record prints (Detectron's mb_qsize,
+                        tensorpack's QueueInput/queue_size): a queue found empty (below half a batch: tensorpack prints
+                        an epoch's mean) means the consumer asked for a batch and none was ready — the producer falls
+                        behind. At least half the records empty: data_starvation, high from 3 records, moderate from
+                        fewer (one record may be a moment); the wait's length is not stated, so no share is claimed.
+                        A queue kept full says the input keeps ahead: nothing is found from it
+  empty-queue warnings  a producer's own count of the batch requests that found its queue empty: the first may be the
+                        start (the queue not yet filled); those past it are the steady state waiting: data_starvation,
+                        high from 100 waits past the first (no start-up transient lasts a hundred batches), moderate
+                        from fewer; a lone first warning finds nothing
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ from collections.abc import Callable
 from playbook.knowledge import ids as cause_ids
 
 HIGH = 0.20  # profiler_ops.HIGH: a consumer that runs its own code this share of the time does real work
+EMPTY_DEPTH = 0.5  # a queue's depth below half a batch: empty (tensorpack prints an epoch's mean depth)
+MANY_RECORDS = 3  # records of an empty queue that make it the run's state, not a moment
+MANY_WAITS = 100  # empty-queue waits past the first that no start-up transient explains
 
 
 def findings(source: str, part: dict, out: list[dict], warnings: list[str],
@@ -37,7 +50,36 @@ def findings(source: str, part: dict, out: list[dict], warnings: list[str],
     _tf(source, part.get("tf") or [], out, level)
     _ray(source, part, out, warnings, level)
     _workers(source, part, warnings)
-    return sum(len(part.get(k) or []) for k in ("tf", "torch_workers", "lightning", "ray_iterators"))
+    _queues(source, part, out)
+    return sum(len(part.get(k) or []) for k in ("tf", "torch_workers", "lightning", "ray_iterators", "queue_depths",
+                                                 "queue_waits"))
+
+
+def _queues(source: str, part: dict, out: list[dict]) -> None:
+    """Input-queue depths and empty-queue warnings (module docstring): the consumer found no batch ready."""
+    depths = part.get("queue_depths") or []
+    empty = [d for d in depths if d["depth"] < EMPTY_DEPTH]
+    if depths and len(empty) * 2 >= len(depths):
+        keys = ", ".join(dict.fromkeys(d["key"] for d in depths))
+        out.append({"hypothesis": cause_ids.DATA_STARVATION,
+                    "level": "high" if len(empty) >= MANY_RECORDS else "moderate", "share": None, "evidence": (
+                        f"{keys} in {source}: the input queue was empty in {len(empty)} of {len(depths)} record(s) "
+                        "(depth below half a batch): each time the step asked for a batch, none was ready — the "
+                        "loader (reading, decoding, augmenting) falls behind the GPU; how long each wait lasted is "
+                        "not in the records. Check where the data is read from (a network or spinning disk), add "
+                        "loader threads or workers, or preprocess offline")})
+    waits = part.get("queue_waits") or []
+    counted = [w for w in waits if w is not None]
+    past_first = (max(counted) - 1) if counted else len(waits) - 1
+    if past_first < 1:
+        return
+    stated = (f"its running count reached {max(counted):,}" if counted else f"{len(waits):,} such warnings")
+    out.append({"hypothesis": cause_ids.DATA_STARVATION,
+                "level": "high" if past_first >= MANY_WAITS else "moderate", "share": None, "evidence": (
+                    f"the producer's empty-queue warning in {source}: {stated}, so {past_first:,} batch requests "
+                    "past the first (the start, the queue not yet filled) found no batch ready: the reader falls "
+                    "behind the step in the steady state; how long each wait lasted is not stated. Read faster "
+                    "storage, add reader threads, or decode offline")})
 
 
 def _tf(source: str, verdicts: list[dict], out: list[dict], level: Callable[[float], str | None]) -> None:

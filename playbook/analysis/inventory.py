@@ -287,6 +287,11 @@ def _other_profilers(p: dict) -> list[str]:
         said += [f"Ray Data iterator: {_seconds(it['overall_s'])} overall, blocked "
                  f"{_seconds(it.get('blocked_s') or 0.0)}, user thread {_seconds(it.get('user_s') or 0.0)}"
                  for it in ip.get("ray_iterators") or []][:2]
+        if qs := ip.get("queue_depths"):
+            said.append(f"input queue depth ({qs[0]['key']}): {sum(q['depth'] < 0.5 for q in qs)} of {len(qs)} "
+                        "record(s) empty")
+        if ws := ip.get("queue_waits"):
+            said.append(f"empty-queue warnings: {len(ws)}")
         out.append("input-pipeline statements: " + "; ".join(said))
     return out
 

@@ -25,6 +25,17 @@ line scanner fed by profiler_table.ProfilerTables; the findings: analysis/input_
   prints it (`38.53s`, `24.0ms`, `3.6us`). A `split(N, ...)` operator or the `Streaming split coordinator overhead
   time` line says the dataset fed N training workers (Ray Train's streaming_split ingest): the iterating thread is then
   a training loop.
+- An input queue's depth in a trainer's printed record: a key that names a queue of batches (an input noun — `mb`,
+  `minibatch`, `batch`, `input`, `data`, `prefetch`, tensorpack's `QueueInput` — with a queue-size noun: `qsize`,
+  `queue_size`, `queue_len`, `queue_depth`), as `key: value`, `key=value` or JSON `"key": value`: Detectron's
+  `json_stats: {... "mb_qsize": 0, ...}` (roi_data/loader.py: the minibatch queue the loader threads fill and the net
+  dequeues), tensorpack's monitor `QueueInput/queue_size: 2.32e-37` (the queue's mean size over the epoch) and its older
+  `input_queue_size: 50`. The line is only observed (not claimed): it may also be a step record. A request queue
+  (`queue_size` alone, a server's pending requests) names no input and is not read.
+- A producer's own empty-queue warning: `batch queue is empty (N warnings)` (DeMoN's multivih5datareader.cpp
+  getBatch(): N counts the batch requests that found the reader's queue empty, printed at the 1st, 101st, ...), or
+  the same words without a count (`data queue empty`, `prefetch queue is empty`): each a time the consumer asked for a
+  batch and none was ready.
 """
 
 from __future__ import annotations
@@ -59,6 +70,14 @@ _RAY_BREAKDOWN = re.compile(r"^\s*Dataset iterator time breakdown:\s*$")
 _RAY_SPLIT = re.compile(r"^\s*(?:Operator \d{1,4} split\(\d{1,5}|Streaming split coordinator overhead time:)")
 _RAY_TIME = re.compile(r"^(\d{1,9}(?:\.\d{1,9})?)(us|ms|s|min|h)$")
 _RAY_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+# an input queue's depth: an input noun then a queue-size noun in one key (`mb_qsize`, `QueueInput/queue_size`,
+# `input_queue_size`, `prefetch_queue_len`), its value a number (tensorpack prints a mean: 2.32e-37)
+_QUEUE_DEPTH = re.compile(r"(?<![\w/])\"?((?:[\w]{0,40}[/_.])?(?:mb|minibatch|batch|input|data|prefetch|queueinput)"
+                          r"[/_.]?(?:qsize|queue_?size|queue_?len|queue_?depth)|queueinput/queue_?size)\"?\s*[:=]\s*"
+                          r"(\d{1,9}(?:\.\d{1,12})?(?:e[-+]?\d{1,3})?)(?![\w.])", re.IGNORECASE)
+# a producer's empty-queue warning, with the running count where it states one
+_QUEUE_EMPTY = re.compile(r"\b(?:mini-?batch|batch|input|data|prefetch)\s+queue\s+(?:is\s+)?empty\b"
+                          r"(?:\s*\((\d{1,12})\s+warnings?\))?", re.IGNORECASE)
 MAX_ITEMS = 1000  # statements, warnings and operators kept per file
 
 
@@ -79,6 +98,8 @@ class InputPipelineText:
         self.ray_iterators: list[dict] = []  # {overall_s, init_s, blocked_s, user_s, first_s}
         self.ray_split = False
         self._in_breakdown = False
+        self.queue_depths: list[dict] = []  # {key, depth}: an input queue's depth as a record printed it
+        self.queue_waits: list[int | None] = []  # an empty-queue warning each: its running count, None without one
 
     def feed(self, body: str) -> bool:
         # both TensorFlow statements say "step time sampled": a line without it costs no search (most lines)
@@ -95,7 +116,21 @@ class InputPipelineText:
                 n = m.group(2) or m.group(3)
                 self.lightning.append({"loader": m.group(1).strip(), "suggested": int(n) if n else None})
             return True
+        if ("queue" in body or "QUEUE" in body or "qsize" in body) and self._queues(body):
+            return True
         return self._ray(body)
+
+    def _queues(self, body: str) -> bool:
+        """An empty-queue warning (claimed); a record's input-queue depths (observed only: False, the line may be a
+        step record as well)."""
+        if m := _QUEUE_EMPTY.search(body):
+            if len(self.queue_waits) < MAX_ITEMS:
+                self.queue_waits.append(int(m.group(1)) if m.group(1) else None)
+            return True
+        for m in _QUEUE_DEPTH.finditer(body):
+            if len(self.queue_depths) < MAX_ITEMS:
+                self.queue_depths.append({"key": m.group(1), "depth": float(m.group(2))})
+        return False
 
     def _tf(self, body: str) -> bool:
         if (m := _TF_INPUT.search(body)) and float(m.group(2)) <= 100 and len(self.tf) < MAX_ITEMS:
@@ -131,11 +166,12 @@ class InputPipelineText:
         return False
 
     def summary(self) -> dict | None:
-        """{tf, torch_workers, lightning, ray_operators, ray_iterators (those with an overall time), ray_split}:
-        the lists the file printed; None when it printed none of them."""
+        """{tf, torch_workers, lightning, ray_operators, ray_iterators (those with an overall time), ray_split,
+        queue_depths, queue_waits}: the lists the file printed; None when it printed none of them."""
         iterators = [it for it in self.ray_iterators if it.get("overall_s")]
-        if not (self.tf or self.torch_workers or self.lightning or iterators):
+        if not (self.tf or self.torch_workers or self.lightning or iterators or self.queue_depths
+                or self.queue_waits):
             return None
         return {"tf": self.tf, "torch_workers": self.torch_workers, "lightning": self.lightning,
                 "ray_operators": self.ray_operators if iterators else [], "ray_iterators": iterators,
-                "ray_split": self.ray_split}
+                "ray_split": self.ray_split, "queue_depths": self.queue_depths, "queue_waits": self.queue_waits}

@@ -290,7 +290,11 @@ CASES = [
     *[(f"heldout10 {name}", want, _file(f"heldout10/{name}")) for name, want in (
         ("niftynet_47_iter_times.log", "unexplained_slowdown"),
         ("mmf_27_time_per_100.log", "unexplained_slowdown"),
-        ("centernet_604_data_grows.log", "data_starvation"))],
+        ("centernet_604_data_grows.log", "data_starvation"),
+        # tensorpack#1104's monitor lines `QueueInput/queue_size: 0.356 ...` after a full first epoch (49.8): right
+        # since round 64 read an input queue's depth (readers/input_pipeline_text _QUEUE_DEPTH; was
+        # unexplained_slowdown)
+        ("tensorpack_1104_second_epoch.log", "data_starvation"))],
     # the eleventh round: nvidia-smi CSVs from threads that state a cause (tests/data/eval/heldout11/SOURCES.md;
     # make_heldout11.py writes them): scored once as written — 2 of 5 right, one called healthy; kept: a 3090
     # jumping 0 <-> 97% about once a second, 8 V100s all idle 5-7 s after every 8 steps (right first), and 8 V100s
@@ -846,6 +850,16 @@ CASES = [
     *[(f"heldout63 {name}", want, _file(f"heldout63/{name}")) for name, want in (
         ("grafana_wide_gpustack5614_h200.csv", "healthy"),
         ("grafana_wide_keras512_4gpu.csv", "unused_gpus"))],
+    # the sixty-fourth round: a producer queue that runs dry, and a healthy utilization that merely looks low
+    # (tests/data/eval/heldout64/SOURCES.md, real excerpts): scored once as written — 2 of 3 right, 1 refused, none
+    # called healthy; kept: DeMoN's `batch queue is empty (N warnings)` (refused first → readers/input_pipeline_text
+    # _QUEUE_EMPTY + analysis/input_pipeline._queues: 200 waits past the first), a maintainer's healthy A100 screen
+    # (insufficient_data, right first: one poll). Detectron's one json_stats record with mb_qsize 0 stays
+    # insufficient_data (its depth is read now: a moderate data_starvation second, one record being a moment)
+    *[(f"heldout64 {name}", want, _file(f"heldout64/{name}")) for name, want in (
+        ("detectron408_mb_qsize0_json_stats.log", "insufficient_data"),
+        ("demon58_batch_queue_empty.log", "data_starvation"),
+        ("spark8_a100_reference_nvidia_smi.txt", "insufficient_data"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl
