@@ -83,10 +83,11 @@ def runs_header(header: list[str]) -> bool:
     """Whether a table's header can be a table of runs: a column named for a time, no column of shares (a share of a
     whole is a breakdown of one run: `| stage | median | share of step |`) and a first column that does not name the
     parts of one run (stage, phase, category, op, kernel, function, component), nor a column of compile times (the
-    rows' compilations: runtime_logs reads them as compile events)."""
+    rows' compilations, `compilation time (s)`: runtime_logs reads them as compile events)."""
     from playbook.readers.runtime_logs import compile_column
 
-    return (any(_TIMED.search(h) for h in header) and not any(_SHARE.search(h) or compile_column(h) for h in header)
+    return (any(_TIMED.search(h) for h in header) and not any(
+        _SHARE.search(h) or compile_column(h) and _TIMED.search(h) for h in header)  # `torch.compile`: a setting
             and not _PARTS.match(header[0]))
 
 
