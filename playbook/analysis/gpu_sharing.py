@@ -119,7 +119,7 @@ def stated_total_mib(model: str) -> float:
 
 
 def held_idle(series: GpuSeries) -> list[dict]:
-    """[{gpu, util_pct, mem_mib, total_mib, share, polls}] for the GPUs idle (every poll ≤ IDLE_PCT) holding
+    """[{gpu, util_pct, mem_mib, mem_swing_mib, total_mib, share, polls}] for the GPUs idle (every poll ≤ IDLE_PCT) holding
     HELD_SHARE or more of their memory at their idlest poll; the memory size from memory.total where recorded,
     else from the size the GPU's product name states (a dashboard's `modelName` label)."""
     if not len(series) or not {"util_pct", "mem_used_mib"} <= set(series.values):
@@ -137,7 +137,8 @@ def held_idle(series: GpuSeries) -> list[dict]:
         share = float(np.min(mem[ok] / tot[ok]))
         if share >= HELD_SHARE:
             out.append({"gpu": gid, "util_pct": float(np.max(util[ok])), "mem_mib": float(np.min(mem[ok])),
-                        "total_mib": float(np.max(tot[ok])), "share": share, "polls": int(ok.sum())})
+                        "mem_swing_mib": float(np.ptp(mem[ok])), "total_mib": float(np.max(tot[ok])),
+                        "share": share, "polls": int(ok.sum())})
     return out
 
 

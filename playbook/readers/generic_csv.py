@@ -64,7 +64,7 @@ def _delimiter(line: str) -> str | None:
 PREAMBLE_LINES = 5  # tool messages a header may follow (rocm-smi's "WARNING: Unlocked monitor_devices lock ...")
 
 
-_EXCEL_SEP = re.compile(r"\ufeff?sep=[,;\t|]")
+_EXCEL_SEP = re.compile(r"\ufeff?sep=[,;\t|]?")  # (`sep=` alone: a tab the line's strip took)
 
 
 def _header(head: str) -> tuple[int, str, list[str]] | None:

@@ -203,10 +203,13 @@ def _job_edges(med: np.ndarray, dipping: np.ndarray, end: int) -> tuple[int, int
     # or a loader's blips until the work first holds its level (heldout62: a GPU-Z log of 25 s at 0-26% before
     # 56 s at 72-99%); the mirror of the shut-down's rest test. A stretch that holds work among its drops (a
     # stall again mid-run) reads busy at its median and stays a drop; so does a rest longer than the steady work
-    # after it (a starved GPU idle but for spikes, working at its level only at the end: keras#7168's dmon)
+    # after it (a starved GPU idle but for spikes, working at its level only at the end: keras#7168's dmon), and a
+    # rest whose spikes reach the work's level and fall back to idle at more than one poll: those are the loop's
+    # steps, starved (a first epoch read from cold storage, the next from the page cache), not a loader's blips
     if started and len(late) and idle[lead + late[late > 0]].any() and (
             late[-1] + 1 <= (end - lead) // 4 or (2 * (late[-1] + 1) <= end - lead
-                                                  and _at_rest(med[lead:lead + int(late[-1]) + 1]))):
+                                                  and _at_rest(med[lead:lead + int(late[-1]) + 1])
+                                                  and _level_spikes(med, dipping, idle, lead, int(late[-1])) <= 1)):
         lead += int(late[-1]) + 1
     return lead, end
 
@@ -343,6 +346,14 @@ def _at_rest(med: np.ndarray) -> bool:
     """Whether the GPUs' median utilization (%) over an edge of the job reads idle at its median bin (bins without
     a reading say nothing either way)."""
     return not np.isfinite(med).any() or float(np.nanmedian(med)) <= IDLE_PCT
+
+
+def _level_spikes(med: np.ndarray, dipping: np.ndarray, idle: np.ndarray, lead: int, last: int) -> int:
+    """The polls of the start `lead`..`lead + last` at the work's level (not dipping) with an idle poll after them
+    in it: the work reached its level and fell back to rest (a ramp into the work, at level then dipping, is none)."""
+    at_level = (np.isfinite(med) & ~dipping)[lead:lead + last + 1]
+    rest = np.flatnonzero(idle[lead:lead + last + 1])
+    return int(at_level[:rest[-1]].sum()) if len(rest) else 0
 
 
 def _charge(room: np.ndarray, claim, where: np.ndarray) -> np.ndarray:

@@ -51,6 +51,11 @@ EVEN = 0.6
 # ... and not where every working GPU reads SPIN_PCT or more at every poll: NCCL's kernels spin at 100 % while they
 # wait on a peer stuck in host code (a hung rank: 0 %, its memory held) — a hang, not a GPU left out
 SPIN_PCT = 99.0
+# ... and not where the idle GPU's memory moves by STEADY_MEM of its size or more over the recording: a process on
+# it allocates and frees as its inputs come and go — a stage starved between its rare turns (the seed case's
+# drafters at 0-16 % with 34-81 GB that moves), not memory the job reserved and left (TensorFlow's reservation and
+# a context read the same MiB at every poll: heldout63 keras512's 15470)
+STEADY_MEM = 0.05
 THROUGHOUT_CONFIDENCE = 0.75  # above pipeline_imbalance's 0.7 for the same idle GPU: no turns were seen
 # a trainer's own accelerator summary saying a GPU is available and not used (Lightning's `GPU available: True,
 # used: False`): the run computes on the CPU beside a GPU it could use — nearly always a device setting left at its
@@ -126,10 +131,11 @@ class UnusedGpus(Analyzer):
                       for g in range(len(whole.ids))), default=0)
         means = [float(np.nanmean(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)))
                  for g, gid in enumerate(whole.ids) if gid in busy]
-        spin = all(np.nanmin(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)) >= SPIN_PCT
+        spin = all(_spins(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float))
                    for g, gid in enumerate(whole.ids) if gid in busy)
         if worked >= THROUGHOUT_POLLS and not spin and min(means, default=0.0) >= EVEN * max(means, default=0.0) and (
-                held := [h for h in idle_held if h["polls"] >= THROUGHOUT_POLLS and h["share"] >= HELD_SHARE]):
+                held := [h for h in idle_held if h["polls"] >= THROUGHOUT_POLLS and h["share"] >= HELD_SHARE
+                         and h["mem_swing_mib"] < STEADY_MEM * h["total_mib"]]):
             each = "; ".join(f"{h['gpu']} {h['mem_mib']:.0f} of {h['total_mib']:.0f} MiB" for h in held[:6])
             run.findings.append(Finding(
                 ids.UNUSED_GPUS, f"{each} idle at every one of {min(h['polls'] for h in held)}+ polls with most of "
@@ -160,3 +166,11 @@ def _totals(series) -> dict[str, float]:
         if np.isfinite(tot).any() and np.nanmax(tot) > 0:
             out[gid] = float(np.nanmax(tot))
     return out
+
+
+def _spins(util: np.ndarray) -> bool:
+    """Whether a GPU reads SPIN_PCT or more at every poll from its first at SPIN_PCT on, at THROUGHOUT_POLLS of
+    them or more: a collective spinning on a hung peer after the rank's start-up (loading reads 0-30 % first)."""
+    at = np.flatnonzero(util >= SPIN_PCT)
+    rest = util[at[0]:] if len(at) else util[:0]
+    return len(rest) >= THROUGHOUT_POLLS and bool(np.nanmin(rest) >= SPIN_PCT)
