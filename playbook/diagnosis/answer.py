@@ -48,8 +48,20 @@ BLIND_HEALTHY_MAX = 0.75
 NOISY_FLOOR = 0.5
 
 
+# Start-up (the GPUs idle before the work begins, slow first steps) is left out of the loss: the recording may have
+# begun before the job. Beyond a quarter of the time — the accounting's own bound for drops read as warm-up — it is no
+# longer a run's edge but much of what was recorded, and "loses nothing" would hide it.
+START_UP_SHARE = 0.25
+
+
 def blind_spot(acc: Accounting, busy_power: dict | None) -> str:
     """What the basis of a healthy verdict cannot see, as the clause that says what to record ("" when nothing)."""
+    if acc.wall_s > 0 and acc.warmup_s >= START_UP_SHARE * acc.wall_s:
+        what = ("the GPUs idled before the work began" if acc.basis == "gpu"
+                else f"its first {acc.record}s ran slower than its pace")
+        return (f"{acc.warmup_s / acc.wall_s:.0%} of the {'GPU' if acc.basis == 'gpu' else 'wall'} time is left out "
+                f"as start-up ({what}: loading, compiling, preparing data) — the job's own cost when the recording "
+                "began with it: time the start to judge it (`playbook record` marks it)")
     if acc.basis == "wall":
         unit = acc.record
         return (f"{unit} times cannot show a cost every {unit} pays: record GPU utilization beside them to rule it "
