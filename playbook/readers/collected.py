@@ -20,8 +20,9 @@ without it. Indentation can be a format's meaning (`nvidia-smi -q | grep` keeps 
 
 A Python runtime's warnings on stderr, interleaved with a tool's output in one captured log (warnings.formatwarning's
 `FILE:LINE: CATEGORY: MESSAGE` and the source line it echoes indented by two spaces; the tokenizers library's fork
-notice with its three lines of advice), are taken off only when files.read_file asks (STDERR): where the file cannot be read with them (they cut a
-table or a multi-line record), since readers of training logs read some warnings as evidence.
+notice with its three lines of advice), are taken off only when files.read_file asks (STDERR): where the file cannot
+be read with them (they cut a table or a multi-line record), since readers of training logs read some warnings as
+evidence.
 """
 
 from __future__ import annotations
