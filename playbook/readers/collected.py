@@ -20,8 +20,9 @@ without it. Indentation can be a format's meaning (`nvidia-smi -q | grep` keeps 
 
 A Python runtime's warnings on stderr, interleaved with a tool's output in one captured log (warnings.formatwarning's
 `FILE:LINE: CATEGORY: MESSAGE` and the source line it echoes indented by two spaces; the tokenizers library's fork
-notice), are taken off only when files.read_file asks (STDERR): where the file cannot be read with them (they cut a
-table or a multi-line record), since readers of training logs read some warnings as evidence.
+notice with its three lines of advice), are taken off only when files.read_file asks (STDERR): where the file cannot
+be read with them (they cut a table or a multi-line record), since readers of training logs read some warnings as
+evidence.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ INDENT: contextvars.ContextVar[dict[str, bytes] | None] = contextvars.ContextVar
 STDERR: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar("playbook_stderr", default=None)
 _STDERR_RECORD = re.compile(  # CPython warnings.formatwarning: "%s:%s: %s: %s\n" then "  " + the source line
     rb"^[^\n]{1,300}?:\d{1,9}: [A-Za-z_][\w.]{0,80}Warning: [^\n]*(?:\n  [^\n]*)?(?:\n|$)"
-    rb"|^huggingface/tokenizers: The current process just got forked[^\n]*(?:\n|$)", re.M)
+    rb"|^huggingface/tokenizers: The current process just got forked[^\n]*(?:\n|$)"  # and its advice, 3 lines
+    rb"(?:To disable this warning, you can either:[^\n]*(?:\n|$)(?:[ \t]+- [^\n]*(?:\n|$)){0,2})?", re.M)
+_RECORD_LINES = 4  # the most lines of one record (tokenizers' notice)
 
 
 def stderr_records(text: bytes) -> int:
@@ -171,10 +174,15 @@ class Unwrap:
             if self.other is None and b">" in label:  # a quote's lines of quote marks alone are its blank lines
                 data = _QUOTE_BLANK_B.sub(b"", data)
             data += rest
-        if self.stderr:  # whole lines only; a warning's last line waits for the source line it may echo
+        if self.stderr:  # whole lines only; a record the chunk's end may cut (its source line, its advice) waits
             end = len(data) if final else data.rfind(b"\n") + 1
-            last = data.rfind(b"\n", 0, max(end - 1, 0)) + 1
-            if not final and end and (m := _STDERR_RECORD.match(data, last, end)) and m.end() == end:
-                end = last
+            starts, line = [], end - 1  # the starts of the last complete lines, the last first
+            while not final and end and len(starts) < _RECORD_LINES and line >= 0:
+                line = data.rfind(b"\n", 0, line)
+                starts.append(line + 1)
+            for start in reversed(starts):  # the earliest record that reaches the chunk's end waits whole
+                if (m := _STDERR_RECORD.match(data, start, end)) and m.end() == end:
+                    end = start
+                    break
             data, self.carry = drop_stderr(data[:end]), data[end:] + self.carry
         return data

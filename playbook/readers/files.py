@@ -50,6 +50,8 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     try:
         bundle = call_reader(detect.detect(path, head), path, opts)
     except UnknownFormatError:  # no reader knows it, or the one its head called for found nothing it knows
+        if textio.is_binary(raw):  # no lines to skip or take out: each preamble try sniffs the head again
+            raise
         if (later := _without_stderr(path, head, opts) or _past_preamble(path, head, opts)) is None:
             raise
         return later

@@ -537,3 +537,60 @@ def test_a_grepped_table_cut_by_an_interleaved_warning_reads_as_if_none_were_the
     assert len(plain.telemetry) == 10
     assert any("read without the Python warnings" in w for w in got.warnings)
     assert not any("Python warnings" in w for w in plain.warnings)
+
+
+TOKENIZERS_NOTICE = (  # tokenizers' fork notice as it prints it: four lines (tokenizers/src/utils/parallelism.rs)
+    "huggingface/tokenizers: The current process just got forked, after parallelism has already been used. "
+    "Disabling parallelism to avoid deadlocks...\nTo disable this warning, you can either:\n"
+    "\t- Avoid using `tokenizers` before the fork if possible\n"
+    "\t- Explicitly set the environment variable TOKENIZERS_PARALLELISM=(true | false)\n")
+
+
+def test_tokenizers_fork_notice_comes_off_whole_with_its_three_advice_lines():
+    kept = ["step 1 time 0.52s\n", "step 2 time 0.51s\n"]
+    text = (kept[0] + TOKENIZERS_NOTICE + kept[1]).encode()
+    assert collected.stderr_records(text) == 1
+    assert collected.drop_stderr(text) == "".join(kept).encode()
+
+
+@pytest.mark.parametrize("chunk", [5, 29, 64, 150, 1 << 20])
+def test_a_multi_line_notice_cut_by_a_chunk_end_still_comes_off_whole(tmp_path, chunk):
+    lines = [f"step {i} time {0.5 + i / 100:.2f}s\n" for i in range(12)]
+    path = tmp_path / "run.log"
+    path.write_text("".join(lines[:5]) + TOKENIZERS_NOTICE + "".join(lines[5:9]) + TOKENIZERS_NOTICE
+                    + "".join(lines[9:]))
+    token = collected.STDERR.set(frozenset({str(path)}))
+    try:
+        asked = collected.Unwrap(path.read_bytes()[:4096], path)
+    finally:
+        collected.STDERR.reset(token)
+    raw = path.read_bytes()
+    for start in range(0, min(chunk, len(raw))):  # every offset of the chunk grid
+        asked.carry = b""
+        pieces = [raw[:start]] + [raw[i:i + chunk] for i in range(start, len(raw), chunk)]
+        got = b"".join(asked(p, k == len(pieces) - 1) for k, p in enumerate(pieces))
+        assert got == "".join(lines).encode(), start
+
+
+def test_a_grepped_table_cut_by_tokenizers_fork_notices_reads_as_if_none_were_there(tmp_path):
+    rows = [f"| {30 + k % 3}%   {45 + k % 4}C    P2   {150 + 9 * k}W / 250W |   7000MiB / 11178MiB |     "
+            f"{(k * 37) % 100:>2}%      Default |\n" for k in range(10)]  # `nvidia-smi -l 1 | grep Default`
+    (tmp_path / "plain.txt").write_text("".join(rows))
+    (tmp_path / "cut.txt").write_text("".join(rows[:3] + [TOKENIZERS_NOTICE] + rows[3:7] + [TOKENIZERS_NOTICE]
+                                              + rows[7:]))
+    plain, got = (read_paths([str(tmp_path / n)]) for n in ("plain.txt", "cut.txt"))
+    assert len(plain.telemetry) == 10
+    assert got.telemetry["util_pct"].tolist() == plain.telemetry["util_pct"].tolist()
+
+
+def test_binary_data_is_refused_at_once_not_searched_for_a_preamble_or_warnings(tmp_path, monkeypatch):
+    from playbook.core.errors import UnknownFormatError
+    from playbook.readers import detect, files
+
+    path = tmp_path / "model.ckpt"
+    path.write_bytes(bytes(range(256)) * 400)  # a checkpoint's bytes: no reader's, no lines to skip
+    tried: list[str] = []
+    monkeypatch.setattr(detect, "specific", lambda head, generic=(): tried.append(head[:8]))
+    with pytest.raises(UnknownFormatError, match="binary data"):
+        files.read_file(path)
+    assert tried == []  # each of MAX_PREAMBLE tries sniffs the whole head with every reader (1.5 s, was 0.03 s)

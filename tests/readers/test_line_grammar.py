@@ -445,6 +445,8 @@ def test_epoch_times_outnumbering_the_timed_steps_are_the_records():
     "time for epoch {e}: {t} s",
     "Elapsed time for iteration {e} was {t}s",
     "Training time for epoch {e} is {t} sec",
+    "Elapsed time at epoch {e}: {t}s",        # read right before the counter word needed for/of before it
+    "time spent during epoch {e}: {t}s",
 ])
 def test_the_number_after_a_times_counter_word_is_the_counter_not_the_time(tmp_path, line):
     times = [15.2, 15.9, 15.4, 41.0, 15.6, 15.3]

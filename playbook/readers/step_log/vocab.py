@@ -514,6 +514,7 @@ def counted_window(key: str) -> bool:
 # words of a key that make a lower-case `m` after its value minutes (`elapsed 0.49m`, `total time: 0.00m`); after
 # another key it is a million, metres or milli-CPU (`tok 0.5m`, `consumed 1.5m`, `(1.2m tokens)`, `cpu 4000m`)
 _COUNTERS = {"epoch", "step", "iter", "iteration", "batch"}  # a time's key ending in one: the value numbers it
+_COUNTED_BY = {"for", "of", "at", "during"}  # `time at epoch 3`: the counter's number; `time per step 0.5`: the time
 _MINUTE_WORDS = {"time", "times", "dt", "duration", "latency", "elapsed", "runtime", "wall", "uptime", "took", "timing"}
 
 
@@ -565,7 +566,7 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
                 key = ""  # a value of its own in parentheses, in a unit not seen before: llm.c's `(520.12 ms | ...)`
         key = key.lstrip("(").strip().rstrip(":=").strip()
         words = norm_key(key).split("_")
-        if not unit and not clock and len(words) > 2 and words[-1] in _COUNTERS and words[-2] in ("for", "of") \
+        if not unit and not clock and len(words) > 2 and words[-1] in _COUNTERS and words[-2] in _COUNTED_BY \
                 and set(words) & _MINUTE_WORDS:
             counted = key  # `Time for epoch 3 is 15.4 sec` (TF's tutorials): 3 numbers the epoch the time is for
             continue
