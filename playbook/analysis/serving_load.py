@@ -3,9 +3,11 @@
   KV cache full and requests waiting, or requests preempted / swapped / retracted for KV space → memory_pressure:
       the running batch is as large as the KV cache allows, and evicted requests recompute their prefix (or wait
       swapped out). High where the engine states evictions, moderate where the pool is full (≥ FULL_KV) with a queue.
-  Decode steps without a CUDA graph → launch_bound: SGLang's `cuda graph: False`, or a decode batch larger than the
-      largest captured graph (`bs=[...]`), runs eager — every kernel of every layer launched from the host per token.
-      Not where the graph steps are the slower ones (then the graphs are not what costs).
+  Decode steps without a CUDA graph → launch_bound: SGLang's `cuda graph: False`, a run whose launch or
+      configuration turned the graphs off (`graphs_on` False: --enforce-eager, --disable-cuda-graph), or a decode
+      batch larger than the largest captured graph (`bs=[...]`), runs eager — every kernel of every layer launched
+      from the host per token. Not where the graph steps are the slower ones (then the graphs are not what costs);
+      high, with the share lost, where the same file's graphed records generate more tokens/s (eager ≤ TPS_DROP).
   Speculative acceptance collapsing between runs → pipeline_imbalance: the draft→target pair of speculative
       decoding pays only through accepted tokens; a run whose accepted tokens per step fell to ≤ SPEC_DROP of
       another run's, its generated tokens/s falling with it (≤ TPS_DROP), verifies drafts it then discards.
@@ -79,13 +81,22 @@ def _memory(s: dict, recs: list[dict]) -> dict | None:
 
 
 def _eager(s: dict, recs: list[dict]) -> dict | None:
-    decode = [r for r in recs if r["kind"] == "decode"]
-    eager = [r for r in decode if r.get("cuda_graph") is False]
-    graphed = [r for r in decode if r.get("cuda_graph") is True]
-    how = "state `cuda graph: False`"
+    decode = [r for r in recs if r["kind"] in ("decode", "interval")]
     bs = int(s.get("graph_bs_max") or 0)
+
+    def off(r: dict) -> bool:  # the line says so, or its run's launch / configuration turned the graphs off
+        return r.get("cuda_graph") is False or ("cuda_graph" not in r and r.get("graphs_on") is False)
+
+    eager = [r for r in decode if off(r)]
+    graphed = [r for r in decode if r.get("cuda_graph") is True or (
+        "cuda_graph" not in r and r.get("graphs_on") is True and not (bs and (r.get("running") or 0) > bs))]
+    stated = any(r.get("cuda_graph") is False for r in eager)
+    how = ("state `cuda graph: False`" if stated else
+           "come from a run launched or configured without CUDA graphs (--enforce-eager / enforce_eager=True / "
+           "--disable-cuda-graph)")
     if not eager and bs:
-        eager = [r for r in decode if "cuda_graph" not in r and (r.get("running") or 0) > bs]
+        eager = [r for r in decode if "cuda_graph" not in r and r.get("graphs_on") is not False
+                 and (r.get("running") or 0) > bs]
         how = f"run more requests than the largest captured CUDA graph (batch {bs})"
     if not eager or len(eager) < EAGER_SHARE * len(decode):
         return None
@@ -94,12 +105,19 @@ def _eager(s: dict, recs: list[dict]) -> dict | None:
         return None  # the graph steps are the slower ones: the graphs are not what costs
     share = f"all {len(decode)}" if len(eager) == len(decode) else f"{len(eager)} of {len(decode)}"
     tps = f" at {fast_eager:.4g} generated tokens/s" if fast_eager is not None else ""
-    return {"hypothesis": ids.LAUNCH_BOUND, "level": "moderate",
-            "evidence": f"{share} decode steps {how}{tps}: they run eager, every kernel of every layer launched "
-                        "from the host for each token",
-            "next": "capture CUDA graphs for the batch sizes the server runs (SGLang --cuda-graph-max-bs at least "
-                    "--max-running-requests; vLLM: drop --enforce-eager, max_cudagraph_capture_size ≥ max_num_seqs × "
-                    "(1 + speculative tokens)) and compare gen throughput"}
+    noun = "decode steps" if all(r["kind"] == "decode" for r in decode) else "interval records"
+    out = {"hypothesis": ids.LAUNCH_BOUND, "level": "moderate",
+           "evidence": f"{share} {noun} {how}{tps}: they run eager, every kernel of every layer launched "
+                       "from the host for each token",
+           "next": "capture CUDA graphs for the batch sizes the server runs (SGLang --cuda-graph-max-bs at least "
+                   "--max-running-requests; vLLM: drop --enforce-eager, max_cudagraph_capture_size ≥ max_num_seqs × "
+                   "(1 + speculative tokens)) and compare gen throughput"}
+    if fast_eager is not None and fast_graph and fast_eager <= TPS_DROP * fast_graph:
+        # the same file holds records with graphs: the comparison measures what running eager costs
+        out.update(level="high", share=round(1.0 - fast_eager / fast_graph, 3))
+        out["evidence"] += (f"; with CUDA graphs the same file's records generate {fast_graph:.4g} tokens/s "
+                            f"({len(graphed)} record(s)): eager loses {1.0 - fast_eager / fast_graph:.0%}")
+    return out
 
 
 def _rejected(recs: list[dict]) -> dict | None:

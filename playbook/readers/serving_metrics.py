@@ -71,6 +71,15 @@ CUMULATIVE = re.compile(r"\btotal_(?:num_)?cumulative_preemption(?:_cnt)?=(\d{1,
 CAPTURED = re.compile(r"\b(?:cuda_graph_bs|bs)=\[(\d{1,6}(?:,\s*\d{1,6}){0,4095})\]")
 MAX_RUNNING = re.compile(r"\bmax_running_requests=(\d{1,9})\b")
 HEADING_MAX = 80  # a paste's heading between two runs is short ("open cuda graph:"); a longer untimed line is output
+# whether the engine captures CUDA graphs, as its launch or its configuration states it: a launch command (vLLM
+# `vllm serve` / `python -m vllm.entrypoints.*`, its fork `aphrodite run`, SGLang `sglang.launch_server`) turns them
+# off with vLLM's `--enforce-eager` or SGLang's `--disable-cuda-graph` and captures them without (the engines'
+# documented default); the engines' own configuration lines state it: vLLM's `Initializing ... engine ... with config:
+# ..., enforce_eager=False, ...` (and `non-default args: {..., 'enforce_eager': True}`), SGLang's `server_args=
+# ServerArgs(..., disable_cuda_graph=False, ...)`. The state holds for the run that follows (a new one starts a run)
+LAUNCH = re.compile(r"(?:\bvllm\s+serve|\baphrodite\s+run|\bvllm\.entrypoints\.\w+|\bsglang\.launch_server)\b")
+FLAG_OFF = re.compile(r"--(?:enforce[-_]eager|disable[-_]cuda[-_]graph)(?![-\w])(?!\s*=?\s*(?:false|False|0)\b)")
+STATED = re.compile(r"\b(enforce_eager|disable_cuda_graph)['\"]?\s*[=:]\s*(True|False)\b")
 BACKWARDS_NS = 60 * 10**9  # a clock that steps back more than a minute: another run pasted after this one
 # a log line the prefix reader leaves whole (uvicorn's access lines: `INFO:     ::1:50352 - "POST ..." 200 OK`, a
 # process tag before it): output of the run, not a heading between runs
@@ -80,6 +89,17 @@ LEVELLED = re.compile(r"^\s*(?:\(\w{1,40} pid=\d{1,9}\)\s*)?(?:DEBUG|INFO|WARNIN
 # the program's output (a container prefix `vllm-1  | ...`, a progress bar `Processed prompts:  50%|###| 5/10 [...]`,
 # an access line), not a heading
 HEADING = re.compile(r"^[\s#*>_`]*\w[\w .,=+/()\-*_`'’]{0,78}[:：]?[\s*_`]*$")
+
+
+def graphs_on(body: str) -> bool | None:
+    """Whether the line states that the engine captures CUDA graphs (True), runs eager (False), or neither (None)."""
+    if not any(w in body for w in ("eager", "cuda_graph", "serve", "run", "entrypoints", "launch_server")):
+        return None
+    if m := STATED.search(body):
+        return m.group(2) != "True"  # enforce_eager=True and disable_cuda_graph=True both turn them off
+    if LAUNCH.search(body):
+        return FLAG_OFF.search(body) is None
+    return None
 
 
 def fields(body: str) -> dict[str, float | bool]:
@@ -125,6 +145,7 @@ class ServingLines:
         self.preemptions = 0  # the largest cumulative preemption count a line states (vLLM)
         self.graph_bs_max = 0
         self.max_running = 0
+        self.graphs_on: bool | None = None  # as the run's launch or configuration states it (graphs_on())
         self.dropped = 0
         self.load = load_report.LoadReport()  # a load test's result blocks (readers/load_report.py)
         self.placed = model_placement.Placements()  # a model split between CPU and GPU (readers/model_placement.py)
@@ -141,9 +162,14 @@ class ServingLines:
                 if c := CUMULATIVE.search(body):
                     self.preemptions = max(self.preemptions, int(c.group(1)))
                 return True
+        state = graphs_on(body)
+        if state is not None:
+            if self.records:
+                self.pending_break = True  # a new launch or configuration: another run follows
+            self.graphs_on = state
         graph = "bs=[" in body and "graph" in body.lower()  # a capture line (`cuda_graph_bs=[` or `bs=[`)
         if graph or "max_running_requests=" in body:
-            found = False
+            found = state is not None
             if graph and (c := CAPTURED.search(body)):
                 self.graph_bs_max = max(self.graph_bs_max, max(int(x) for x in c.group(1).split(",")))
                 found = True
@@ -153,6 +179,8 @@ class ServingLines:
             if found:
                 return True
         head = next((h for h in HEADS if h in body), None)
+        if head is None and state is not None:
+            return True
         if head is None and (self.load.feed(body) or self.placed.feed(body) or self.rates.feed(body)
                                  or self.devices.feed(body, lineno, raw)):
             return True
@@ -171,6 +199,8 @@ class ServingLines:
         self.last_time = time_ns if time_ns is not None else self.last_time
         kind = ("decode" if head == "Decode batch" else "prefill" if head == "Prefill batch" else
                 "spec" if "metrics" in head else "interval")
+        if self.graphs_on is not None:
+            got["graphs_on"] = self.graphs_on  # the run's stated configuration, beside a line's own `cuda graph:`
         if len(self.records) < MAX_RECORDS:
             self.records.append({"line": lineno, "kind": kind, "segment": self.segment, **got})
         else:
@@ -214,7 +244,8 @@ def describe(s: dict) -> str:
 
     spans = [x for x in (span("running", "g"), span("queued", "g"), span("kv", ".0%"), span("gen_tps", ".4g"),
                          span("accept_len", ".3g")) if x]
-    eager = sum(1 for r in recs if r.get("cuda_graph") is False)
+    eager = sum(1 for r in recs if r.get("cuda_graph") is False or (
+        "cuda_graph" not in r and r.get("graphs_on") is False))
     extra = [f"{eager} without a CUDA graph" if eager else "",
              f"{s['segments']} runs" if s.get("segments", 1) > 1 else "",
              f"{s['preempted']} preemption/retraction lines" if s.get("preempted") else "",

@@ -17,7 +17,8 @@ number with a time unit (`150s`, `0.752 s`, `12.5ms`, `1.2 min`; backticks and `
 durations split by `/` under a header naming the pair (`TOTAL/AVG ...`) is read as its first (the total; the two are
 proportional). A column is a time column when every row's cell is a duration (or a plain number under a header that
 states its unit, `(s)` / `[ms]`); a column of quantities (`15.24 GiB`, `87%`) is a measurement kept beside the row;
-the others are settings (the row's label: `model=llama2-0.3B, ZeRO Offload=true`).
+the others are settings (the row's label: `model=llama2-0.3B, ZeRO Offload=true`); where every other column is a
+quantity, the first column is the setting (a sweep of one numeric knob: `| Batch Size | Time (Per Epoch) |`).
 The whole run's column is the time column whose header names it (total, step, wall, end-to-end, elapsed, run,
 iteration, epoch), else the one at least as large as every other in every row (a sum of the others); the other time
 columns are its phases (forward, backward, optimizer ...). A table without a time column, or with fewer than two rows,
@@ -140,6 +141,10 @@ class VariantTable:
         # a column of quantities (`15.24 GiB`, `87%`, `41.3 GB/s`) is a measurement beside the time, not a setting
         measures = [j for j in range(len(header)) if j not in times and all(_QUANTITY.match(r[j]) for r in rows)]
         settings = [j for j in range(len(header)) if j not in times and j not in measures]
+        if not settings and measures and measures[0] == 0:
+            # a sweep of one numeric knob (`| Batch Size | Time (Per Epoch) |`, `| GPUs | step time |`): the first
+            # column names the rows, as in every table of runs, even when its values are numbers
+            settings, measures = [0], measures[1:]
         if not settings:
             return
         for j in settings:  # a blank setting cell repeats the one above it (a markdown table's merged cells)

@@ -860,6 +860,17 @@ CASES = [
         ("detectron408_mb_qsize0_json_stats.log", "insufficient_data"),
         ("demon58_batch_queue_empty.log", "data_starvation"),
         ("spark8_a100_reference_nvidia_smi.txt", "insufficient_data"))],
+    # the sixty-fifth round: recent threads, any tool (tests/data/eval/heldout65/SOURCES.md, real excerpts): scored
+    # once as written — 4 of 5 right (2 by the tolerated insufficient_data), 1 refused, none called healthy; kept: an
+    # aphrodite server with and without --enforce-eager (insufficient_data first → readers/serving_metrics graphs_on
+    # + analysis/serving_load._eager against the graphed run: launch_bound, 46%), a batch-size sweep table (refused
+    # first → readers/variant_table: a numeric first column names the rows; insufficient_data with the 38% stated)
+    *[(f"heldout65 {name}", want, _file(f"heldout65/{name}")) for name, want in (
+        ("prime_diloco25_mfu_step_log.log", "healthy"),
+        ("deepspeed5175_megatron_ds_iter_time.log", "healthy"),
+        ("finetrainers111_bs4_vs_bs1_tqdm.log", "insufficient_data"),
+        ("sonar1114_aphrodite_eager_tp2.log", "launch_bound"),
+        ("paddleclas123_batch_size_epoch_time.txt", "insufficient_data"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl
