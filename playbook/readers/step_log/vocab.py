@@ -464,8 +464,14 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     lead = words[1:] if len(words) > 1 and words[0] in (*_AVG_WORDS, "train", "training") else words
     # a lead word that is, or opens with, data / reader / loader / input: glued forms too (`dataload_ms`, `datawait`)
     # an RL learner's input is the environments' steps (SoundSpaces' `env-time`): their time is its data wait
+    # a fetch verb before what it fetches (Open-AnimateAnyone's `load_data_time`, `get_batch_time`, `next_batch_time`,
+    # `read_input_ms`): the same wait, named verb first
+    if len(lead) > 1 and lead[0] in _FETCH_VERBS and lead[1].startswith(("data", "batch", "input", "sample")):
+        lead = lead[1:]
     if k in _DATA_KEYS or "generator" in words or ((lead[0].startswith(("data", "reader", "loader", "input")) or
-                                                    lead[0] in ("env", "envs", "environment")) and (
+                                                    lead[0] in ("env", "envs", "environment") or
+                                                    lead[0] in ("batch", "batches", "sample", "samples") and
+                                                    lead is not words) and (
             factor is not None or "time" in words or "wait" in words or "cost" in words)):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
@@ -496,6 +502,8 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     return "dur", GENERIC, f
 
 
+# verbs a data wait may be named by, before what is fetched (`load_data_time`, `get_batch_time`)
+_FETCH_VERBS = ("load", "loading", "fetch", "fetching", "get", "read", "reading", "next", "wait", "waiting")
 # the stems a bare `ms` may be glued to as a unit (`steptimems`, `dtms`, `latencyms`)
 _GLUED_MS = ("time", "dt", "duration", "latency", "step", "iter", "elapsed")
 
