@@ -64,3 +64,28 @@ def test_a_time_that_holds_its_wait_is_left_alone(tmp_path):
                    for i, (t, d) in enumerate(rows, 1))
     steps, _ = _steps(tmp_path, text)
     assert steps == pytest.approx([t for t, _ in rows])
+
+
+def _epochs(tmp_path, text):
+    path = tmp_path / "epochs.log"
+    path.write_text(text)
+    s = read_paths([str(path)]).steps
+    s = s[s["phase"] == "step"]
+    return s["step"].tolist(), s["duration_s"].tolist()
+
+
+def test_an_epoch_time_given_at_a_point_is_a_clock_since_the_start(tmp_path):
+    """LABELED SYNTHETIC, in neural-enhance's layout (`print('Epoch #{} at {:4.1f}s, lr=..'.format(epoch+1,
+    time.time()-start, ..))`, `start` set once before the loop): each epoch is its clock less the one before; the
+    first has no reading before it. Epochs that really grow show it in the differences."""
+    text = "".join(f"Epoch #{e} at {t:.1f}s, lr=1.00e-04\n  - generator total=1.0e+05\n"
+                   for e, t in [(1, 50.0), (2, 100.2), (3, 150.1), (4, 200.3)])
+    assert _epochs(tmp_path, text) == ([2, 3, 4], pytest.approx([50.2, 49.9, 50.2]))
+    text = "".join(f"epoch {e} after {t:.1f}s\n" for e, t in [(1, 10.0), (2, 30.0), (3, 70.0), (4, 150.0)])
+    assert _epochs(tmp_path, text) == ([2, 3, 4], pytest.approx([20.0, 40.0, 80.0]))
+
+
+def test_an_epoch_time_of_its_own_is_left_as_it_is(tmp_path):
+    """LABELED SYNTHETIC: `Epoch #3 time 81.6s` times the epoch itself (no `at`): one row per epoch, as written."""
+    text = "".join(f"Epoch #{e} time {t:.1f}s\n" for e, t in [(1, 81.6), (2, 81.5), (3, 81.4)])
+    assert _epochs(tmp_path, text) == ([1, 2, 3], pytest.approx([81.6, 81.5, 81.4]))
