@@ -96,7 +96,7 @@ RATES = ["ups", "it/s", "s/it", "steps_per_sec", "global_step/sec"]
 SEPS = [": ", "=", " ", ":", " = "]
 DELIMS = [", ", " | ", "\t", "  ", " ; "]
 EXTRA = ["loss {v:.4f}", "lr {e:.2e}", "grad_norm: {v:.3f}", "mfu {p:.2f}%", "tokens/s: {t:,}", "memory: {p:.1f}GiB",
-         "wps {t}", "TFLOP/s/device: {v:.3f}", "Tokens/s/device: {p:.3f}", "Data (t): {v:.3f}", "{p:.0f}%|██████    |",
+         "wps {t}", "TFLOP/s/device: {v:.3f}", "Tokens/s/device: {p:.3f}", "Data (t): {d:.4f}", "{p:.0f}%|██████    |",
          "━━━━━━━━━━━━━━━━━━━━", "throughput per GPU (TFLOP/s/GPU): {p:.1f}", "time/batch: {t}", "Loss: {v:.4f} ({v:.4f})"]
 NOISE = ["Traceback (most recent call last):", '  File "train.py", line 12, in <module>', "    main()",
          "ValueError: boom", "import torch", "def main():", "    return x", "=" * 40,
@@ -148,8 +148,12 @@ def _generate(rng: random.Random) -> tuple[str, list[int], list[float]]:
         total += dur * every
         field, stated = _field(rng, mode, key, sep, unit, dur, total, avg, rate)
         logged_true.append(stated)
-        parts = [field] + [x.format(v=rng.random() * 5, e=rng.random() * 1e-3, p=rng.random() * 50,
-                                    t=rng.randint(1000, 99999)) for x in extras]
+        parts = [field]
+        for x in extras:  # (the draws in the order they always were: the same logs from the same seed)
+            v, e, p, t = rng.random() * 5, rng.random() * 1e-3, rng.random() * 50, rng.randint(1000, 99999)
+            # a data wait is a part of its step (`v` scaled under the step's time): one longer than its step would
+            # say the step time leaves it out, and the step would be both (columns.data_apart)
+            parts.append(x.format(v=v, e=e, p=p, t=t, d=dur * v / 5 * 0.9))
         rng.shuffle(parts)
         head = prefix + counter.format(i=step, n=every * n_lines)
         if counter.startswith("{"):

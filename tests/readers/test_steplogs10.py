@@ -62,7 +62,11 @@ def test_indented_rows_under_a_dated_head_are_its_fields_and_a_step_time_short_o
     assert data.tolist() == pytest.approx([0.02] * 3 + [0.80] * 3)
     (tmp_path / "undated.log").write_text("".join(blocks).replace("TIME: 2023-06-01 ", "TIME: "))
     undated = read_file(tmp_path / "undated.log").steps
-    assert undated[undated["phase"] == "step"]["duration_s"].tolist() == pytest.approx([0.30] * 6)  # nothing to tell
+    # without stamps the waits still tell: 0.80 s of loader_time cannot fit inside a 0.30 s step_time
+    assert undated[undated["phase"] == "step"]["duration_s"].tolist() == pytest.approx([0.32] * 3 + [1.10] * 3)
+    (tmp_path / "short.log").write_text("".join(blocks[:3]).replace("TIME: 2023-06-01 ", "TIME: "))
+    short = read_file(tmp_path / "short.log").steps  # every wait shorter than its step, no stamps: nothing to tell
+    assert short[short["phase"] == "step"]["duration_s"].tolist() == pytest.approx([0.30] * 3)
 
 
 def test_a_step_time_that_holds_its_wait_is_not_summed_with_it(tmp_path):

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.readers.step_log.columns import CLOCK_FLOOR_S
-from playbook.readers.step_log.vocab import AVERAGE, EPOCH_WORD, NAT
+from playbook.readers.step_log.columns import CLOCK_FLOOR_S, per_step_diff
+from playbook.readers.step_log.vocab import AVERAGE, CUMULATIVE, EPOCH_WORD, NAT
 
 ROWS = "(epoch time)"  # the result's "chosen" field when the epochs are the file's records
 MAX_EPOCHS = 1_000_000  # epoch rows kept per file: a file of ever-new epoch numbers cannot grow memory
@@ -22,6 +22,7 @@ class EpochTimes:
         self.rows: dict[tuple[int, int], tuple[float, int, int]] = {}  # (rank, epoch) -> (seconds, time, line)
         self.restated: dict[tuple[int, int], int] = {}  # (rank, epoch) -> lines that changed its time
         self.stamps: dict[tuple[int, int], tuple[int, int]] = {}  # (rank, epoch) -> (time, line) of its last line
+        self.since_start: set[tuple[int, int]] = set()  # (rank, epoch) whose time is a clock since the start
 
     def feed(self, body: str, ctx, fields: dict) -> bool:
         """Read one line holding "poch": the epoch it names (remembered for the lines below it) and the epoch's
@@ -43,6 +44,8 @@ class EpochTimes:
                     self.restated[key] = self.restated.get(key, 0) + 1
                 if len(self.rows) < MAX_EPOCHS:
                     self.rows[key] = (value * role[2], ctx.time, ctx.lineno)
+                    if role[1] == CUMULATIVE:  # a time since the start (`Epoch #3 at 244.6s`): read apart below
+                        self.since_start.add(key)
                 return True
         return False
 
@@ -51,9 +54,15 @@ class EpochTimes:
         # an epoch whose time changes from line to line within it (minimind's `epoch_Time:1612.0min:` on every
         # logged step: the minutes left) times no epoch: 2 changes or more (one may be a corrected restatement)
         keys = sorted((k for k in self.rows if self.restated.get(k, 0) < 2), key=lambda k: self.rows[k][2])
+        seconds = np.array([self.rows[k][0] for k in keys])
+        if keys and set(keys) <= self.since_start:
+            # each epoch's clock since the start less the one before it (its rank's, epoch after epoch); the first
+            # epoch has no reading before it (the clock may have started before its first step) and is left out
+            step, rank = (np.array([k[i] for k in keys], dtype=np.int64) for i in (1, 0))
+            seconds = per_step_diff(step, rank, seconds)
+            keys, seconds = [k for k, s in zip(keys, seconds, strict=True) if s > 0], seconds[seconds > 0]
         if not keys:
             return self._stamped(out)
-        seconds = np.array([self.rows[k][0] for k in keys])
         time = np.array([self.rows[k][1] for k in keys], dtype=np.int64)
         start = time.copy()
         stamped = time != NAT

@@ -622,10 +622,12 @@ class StepLines:
         phases.update({} if self._window else summed_phases(cols, roles, idx))  # a hand-off timed in parts (columns.py)
         phases = timer_line.per_step(phases, {p for p, k in phase_fields(cols, roles, chosen).items()
                                               if k.startswith("timer ")}, idx, step, rank, duration)
-        if "data" in phases and not windowed and (time[idx] != NAT).sum() >= 4:
-            m = min(n, DATA_SAMPLE)  # a file-wide question: its first records answer it, in bounded work
-            kw = np.frombuffer(self.keyword, dtype=np.int8)[:m].astype(bool)
-            stamped = np.concatenate([window_means(step[:m], rank[:m], time[:m], kw), np.full(n - m, np.nan)])[idx]
+        if "data" in phases and not windowed:  # a wait longer than its step, or the stamps, may show it apart
+            stamped = np.full(len(idx), np.nan)
+            if (time[idx] != NAT).sum() >= 4:
+                m = min(n, DATA_SAMPLE)  # a file-wide question: its first records answer it, in bounded work
+                kw = np.frombuffer(self.keyword, dtype=np.int8)[:m].astype(bool)
+                stamped = np.concatenate([window_means(step[:m], rank[:m], time[:m], kw), np.full(n - m, np.nan)])[idx]
             if data_apart(duration[idx], phases["data"], stamped):  # the step is its compute and its wait
                 duration = duration.copy()
                 duration[idx] += np.nan_to_num(phases["data"])

@@ -9,6 +9,8 @@ from functools import lru_cache
 import numpy as np
 
 from playbook.readers.step_log import handoff
+from playbook.readers.step_log.data_keys import DATA_KEYS as _DATA_KEYS
+from playbook.readers.step_log.data_keys import names_data_wait
 
 NAT = np.iinfo(np.int64).min
 _NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
@@ -106,7 +108,7 @@ TQDM_OPEN = re.compile(r"(?<![\w/.])(?P<i>\d{1,12})(?P<n>)(?:it|[A-Za-z]{1,12}) 
                        r"(?=(?:" + _NUM + r")\s?(?:it/s|s/it)|\?it/s)")
 # `Epoch 3:` (Lightning), `Epoch #3:` (Tianshou), or a leading `3/100 ` (ultralytics): the bar's epoch
 TQDM_EPOCH = re.compile(r"(?:\bEpoch\s*#?\s*(?P<e>\d+)\b|^\s*(?P<e2>\d+)/(?P<E>\d+)\s)", re.IGNORECASE)
-EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*\[?\s*(\d{1,9})\b(?!\.\d)", re.IGNORECASE)  # past 9 digits: damage
+EPOCH_WORD = re.compile(r"\bepoch\s*[:=]?\s*[\[#]?\s*(\d{1,9})\b(?!\.\d)", re.IGNORECASE)  # past 9 digits: damage
 # a step given as a list (DLLogger's JSON `"step": [epoch, iteration]`, `[epoch, iteration, validation iteration]`)
 # (`[epoch]` alone: the epoch's summary, no step)
 STEP_LIST = re.compile(r"[\"']step[\"']\s*:\s*\[\s*(?P<e>\d{1,9})\s*(?:,\s*(?P<i>\d{1,18})\s*)?"
@@ -171,9 +173,6 @@ CLASS_NAMES = ("per-step", "time", "cumulative", "window", "running average", "u
 # the order in which a file's duration field is chosen: a window's own time before a running total's differences
 # (fairseq2's `Lapse Time`, which pauses for validation, before its `Wall Time`)
 PREFERENCE = (PER_STEP, GENERIC, WINDOW, CUMULATIVE, AVERAGE, UNNAMED)
-_DATA_KEYS = {"data", "data_time", "datatime", "dataloader", "data_wait", "data_load", "data_loading",
-              "dataloader_time", "data_load_time", "data_loading_time", "data_wait_time", "last_data_time",
-              "data_ms", "data_s", "load_time", "wait_data", "input_time", "data_t"}
 _PHASE_WORDS = {"forward": "fwd", "fwd": "fwd", "backward": "bwd", "bwd": "bwd", "optimizer": "optimizer",
                 "optim": "optimizer", "opt": "optimizer", "optimizer_step": "optimizer", "comm": "collective",
                 "communication": "collective", "allreduce": "collective", "all_reduce": "collective",
@@ -460,13 +459,7 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
     if not k:
         return ("dur", UNNAMED, factor) if factor is not None else None
     words = k.split("_")
-    # `avg_reader_cost`, DLLogger's `train.data_time`: still the data wait
-    lead = words[1:] if len(words) > 1 and words[0] in (*_AVG_WORDS, "train", "training") else words
-    # a lead word that is, or opens with, data / reader / loader / input: glued forms too (`dataload_ms`, `datawait`)
-    # an RL learner's input is the environments' steps (SoundSpaces' `env-time`): their time is its data wait
-    if k in _DATA_KEYS or "generator" in words or ((lead[0].startswith(("data", "reader", "loader", "input")) or
-                                                    lead[0] in ("env", "envs", "environment")) and (
-            factor is not None or "time" in words or "wait" in words or "cost" in words)):
+    if names_data_wait(k, words, factor is not None, _AVG_WORDS):
         return "phase", "data", factor or 1.0
     timeish = factor is not None or any(w in ("time", "dt", "duration", "latency", "elapsed", "runtime", "wall",
                                               "uptime", "took", "seconds", "secs", "sec", "cost", "timing")
@@ -491,7 +484,9 @@ def _duration_role(k: str, unit: str | None, kind: tuple[str, float] | None) -> 
         # `total_step_time`, `time_since_step`: a running total; `train_step_timing` (NeMo): the training step
         if not any(w in ("total", "since") for w in words) or "per" in words:
             return "dur", PER_STEP, f
-    if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time") or k.startswith("elapsed"):
+    # a time given `at` / `after` a point (neural-enhance's `Epoch #3 at 244.6s`, time.time() - start): since the start
+    if any(w in _CUM_WORDS for w in words) or k in ("train_time", "training_time", "at", "after") or \
+            k.startswith("elapsed"):
         return "dur", CUMULATIVE, f
     return "dur", GENERIC, f
 
