@@ -269,7 +269,7 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
     first (its number past one row's spacing: a log cut from mid-run), where the event is the slow row's cost. Likewise when the step timer's own
     input phase (`waiting`: seconds per step spent waiting for data) holds at least half of the prefix's excess:
     compiling and autotuning run as work, so steps slow because they wait for input (a first epoch read from a slow
-    disk before the page cache holds it) are starvation, not warm-up."""
+    disk before the page cache holds it) are starvation, not warm-up — all of them when later steps wait as long."""
     d = np.asarray(durations, dtype=np.float64)
     short = len(d) < WARMUP_MIN_ROWS
     if not short:
@@ -285,10 +285,13 @@ def warmup_steps(durations: np.ndarray, steps: np.ndarray | None = None, marked=
         k += 1
     if short and (d[k:] >= SLOW_FACTOR * ref).any():
         return 0  # slow again after its start: the start may be the same stall (as a GPU's start-up, gpu_time.py)
-    if k > 1 and waiting is not None:
-        wait = np.nan_to_num(np.asarray(waiting, dtype=np.float64)[:k])
-        if wait.sum() >= 0.5 * np.clip(d[:k] - ref, 0.0, None).sum():
-            return 1
+    if k and waiting is not None:
+        wait = np.nan_to_num(np.asarray(waiting, dtype=np.float64))
+        if wait[:k].sum() >= 0.5 * np.clip(d[:k] - ref, 0.0, None).sum():
+            if len(wait) > k and wait[k:].max() >= 0.5 * wait[:k].max():
+                return 0  # the same input wait recurs later: starved from the first step on, no start-up
+            if k > 1:
+                return 1
     if k and steps is not None and len(marked):
         st = np.asarray(steps, dtype=np.int64)
         m = np.asarray(sorted(marked), dtype=np.int64)
