@@ -289,8 +289,7 @@ def _unpriced(cause_id: str, acc: Accounting | None) -> str | None:
             any(b.cause == cause_id for b in acc.buckets):
         return None
     if cause_id in causes.UTILIZATION_BLIND:
-        unit = "GPU time" if acc.basis == "gpu" else f"every {acc.record}"
-        what = "it reads busy" if acc.basis == "gpu" else f"{unit} pays it, so the run's own pace hides it"
+        what = "it reads busy" if acc.basis == "gpu" else f"every {acc.record} pays it, so the run's own pace hides it"
         return f"not measurable from these inputs: {what} — compare with a run without it (`playbook compare`)"
     return "stated in the inputs, not measured as lost time"
 

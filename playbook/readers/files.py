@@ -72,12 +72,13 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
 def _without_stderr(path: Path, head: str, opts: dict) -> schema.Bundle | None:
     """A file read without the runtime warnings interleaved in it (collected.STDERR) by the reader its head calls
     for without them; None when its head holds none, or that reader refuses it too or finds nothing in it."""
-    records = collected.stderr_records(head.encode())
+    raw = head.encode()
+    records = collected.stderr_records(raw)
     if not records:
         return None
     token = collected.STDERR.set((collected.STDERR.get() or frozenset()) | {str(path)})
     try:
-        bundle = call_reader(detect.detect(path, collected.drop_stderr(head.encode()).decode()), path, opts)
+        bundle = call_reader(detect.detect(path, collected.drop_stderr(raw).decode()), path, opts)
     except PlaybookError:
         return None
     finally:

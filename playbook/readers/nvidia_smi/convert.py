@@ -238,6 +238,31 @@ class Columns:
     model_codes: np.ndarray | None = None  # each row's index into model_ids (-1: none)
 
 
+def _plan(fields: list[str]) -> tuple[dict[int, str], dict[int, str]]:
+    """How to convert each field read: {position: kind (float, hex, flag, time, index, ident, name)}, and the schema
+    column of each metric position (the highest-priority field of each column; memory.free stands in for used)."""
+    chosen: dict[str, tuple[int, int]] = {}
+    for pos, name in enumerate(fields):
+        if name in METRIC_FIELDS:
+            column, prio = METRIC_FIELDS[name]
+            if column not in chosen or prio < chosen[column][0]:
+                chosen[column] = (prio, pos)
+    plan: dict[int, str] = {pos: ("hex" if fields[pos] in HEX_FIELDS else "float") for _prio, pos in chosen.values()}
+    metric_of = {pos: column for column, (_prio, pos) in chosen.items()}
+    if "throttle_reasons" not in chosen:
+        for pos, name in enumerate(fields):
+            if reason_field(name):
+                plan[pos] = "flag"
+    if "mem_used_mib" not in chosen and "mem_total_mib" in chosen and "memory.free" in fields:
+        plan[fields.index("memory.free")] = "float"
+    for kinds, kind in ((TIME_FIELDS, "time"), (INDEX_FIELDS, "index"), (IDENT_FIELDS, "ident"),
+                        (NAME_FIELDS, "name")):
+        pos = next((p for p, n in enumerate(fields) if n in kinds), None)
+        if pos is not None and (kind != "ident" or "index" not in plan.values()):
+            plan[pos] = kind
+    return plan, metric_of
+
+
 class _Converter:
     """Turns batches of string columns into numeric arrays for one segment, then assembles the columns."""
 
@@ -245,26 +270,7 @@ class _Converter:
         self.fields, self.lines, self.skips, self.tz = fields, lines, skips, tz
         self.bad = np.zeros(len(lines), dtype=bool)
         self.rows_done = 0
-        chosen: dict[str, tuple[int, int]] = {}
-        for pos, name in enumerate(fields):
-            if name in METRIC_FIELDS:
-                column, prio = METRIC_FIELDS[name]
-                if column not in chosen or prio < chosen[column][0]:
-                    chosen[column] = (prio, pos)
-        self.plan: dict[int, str] = {pos: ("hex" if fields[pos] in HEX_FIELDS else "float")
-                                     for _prio, pos in chosen.values()}
-        self.metric_of = {pos: column for column, (_prio, pos) in chosen.items()}
-        if "throttle_reasons" not in chosen:
-            for pos, name in enumerate(fields):
-                if reason_field(name):
-                    self.plan[pos] = "flag"
-        if "mem_used_mib" not in chosen and "mem_total_mib" in chosen and "memory.free" in fields:
-            self.plan[fields.index("memory.free")] = "float"
-        for kinds, kind in ((TIME_FIELDS, "time"), (INDEX_FIELDS, "index"), (IDENT_FIELDS, "ident"),
-                            (NAME_FIELDS, "name")):
-            pos = next((p for p, n in enumerate(fields) if n in kinds), None)
-            if pos is not None and (kind != "ident" or "index" not in self.plan.values()):
-                self.plan[pos] = kind
+        self.plan, self.metric_of = _plan(fields)
         self.chunks: dict[int, list] = {pos: [] for pos in self.plan}   # ident strings, per batch
         self.arrays: dict[int, np.ndarray] = {}                             # numeric kinds, preallocated
 
@@ -462,9 +468,9 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
     blob = (pieces[0] if len(pieces) == 1 else b"".join(pieces)) if pieces else b""
     if blob and not textio.is_utf8(blob):
         return None  # pyarrow's invalid-row callback would print a traceback on such a row
-    newline = bytes(blob[:4096]).find(b"\n")
-    sample = bytes(blob[:newline if newline >= 0 else 4096]).decode("utf-8", "replace")
-    numbers = number_fields(sample, _Converter(seg.fields, lines[:0], skips, tz).plan, len(seg.fields))
+    head = bytes(blob[:4096])
+    sample = head.split(b"\n", 1)[0].decode("utf-8", "replace")
+    numbers = number_fields(sample, _plan(seg.fields)[0], len(seg.fields))
     for typed in ([numbers] if numbers else []) + [frozenset()]:
         cols = _parse_blob(blob, typed, seg.fields, lines, skips, tz)
         if cols is not None:
