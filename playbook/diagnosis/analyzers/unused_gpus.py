@@ -157,12 +157,8 @@ def _totals(series) -> dict[str, float]:
     """Each GPU's memory total (MiB) in `series` (none without the column)."""
     if series is None or not len(series) or "mem_total_mib" not in series.values:
         return {}
-    out = {}
-    for g, gid in enumerate(series.ids):
-        tot = np.asarray(series.values["mem_total_mib"][series.offsets[g]:series.offsets[g + 1]], dtype=float)
-        if np.isfinite(tot).any() and np.nanmax(tot) > 0:
-            out[gid] = float(np.nanmax(tot))
-    return out
+    top = series.quantiles("mem_total_mib", (100,))[0]  # each GPU's largest finite value (NaN: none)
+    return {gid: float(t) for gid, t in zip(series.ids, top, strict=True) if t > 0}
 
 
 def _spins(util: np.ndarray) -> bool:
