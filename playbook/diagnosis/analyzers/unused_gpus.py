@@ -123,16 +123,13 @@ class UnusedGpus(Analyzer):
         util = whole.values["util_pct"]
         if not (util[util == util] > IDLE_PCT).any():
             return  # no GPU works: memory held without work is held_memory's
-        busy = [gid for g, gid in enumerate(whole.ids)
-                if np.nanmax(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float), initial=0.0)
-                > IDLE_PCT]
+        per = [np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float) for g in range(len(whole.ids))]
+        works = [np.nanmax(u, initial=0.0) > IDLE_PCT for u in per]
+        busy = [gid for gid, w in zip(whole.ids, works, strict=True) if w]
         idle_held = [h for h in held_idle(whole) if device_use.own_worker(sharing, h["gpu"], busy) is None]
-        worked = max((int(np.sum(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float) > IDLE_PCT))
-                      for g in range(len(whole.ids))), default=0)
-        means = [float(np.nanmean(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float)))
-                 for g, gid in enumerate(whole.ids) if gid in busy]
-        spin = all(_spins(np.asarray(util[whole.offsets[g]:whole.offsets[g + 1]], dtype=float))
-                   for g, gid in enumerate(whole.ids) if gid in busy)
+        worked = max((int(np.sum(u > IDLE_PCT)) for u in per), default=0)
+        means = [float(np.nanmean(u)) for u, w in zip(per, works, strict=True) if w]
+        spin = all(_spins(u) for u, w in zip(per, works, strict=True) if w)
         if worked >= THROUGHOUT_POLLS and not spin and min(means, default=0.0) >= EVEN * max(means, default=0.0) and (
                 held := [h for h in idle_held if h["polls"] >= THROUGHOUT_POLLS and h["share"] >= HELD_SHARE
                          and h["mem_swing_mib"] < STEADY_MEM * h["total_mib"]]):
@@ -160,12 +157,8 @@ def _totals(series) -> dict[str, float]:
     """Each GPU's memory total (MiB) in `series` (none without the column)."""
     if series is None or not len(series) or "mem_total_mib" not in series.values:
         return {}
-    out = {}
-    for g, gid in enumerate(series.ids):
-        tot = np.asarray(series.values["mem_total_mib"][series.offsets[g]:series.offsets[g + 1]], dtype=float)
-        if np.isfinite(tot).any() and np.nanmax(tot) > 0:
-            out[gid] = float(np.nanmax(tot))
-    return out
+    top = series.quantiles("mem_total_mib", (100,))[0]  # each GPU's largest finite value (NaN: none)
+    return {gid: float(t) for gid, t in zip(series.ids, top, strict=True) if t > 0}
 
 
 def _spins(util: np.ndarray) -> bool:
