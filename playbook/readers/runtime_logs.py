@@ -90,16 +90,16 @@ _XLA_MESSAGE = re.compile(r"slow_operation_alarm\.cc:\d{1,6}\]\s*$|^\s*\*{8,}\s*
 _ABSL = re.compile(r"(?:(\d{1,6})h)?(?:(\d{1,6})m(?![sn]))?(?:(\d{1,12}(?:\.\d{1,12})?)(s|ms|us|ns))?")
 # a compile-time column's heading (not "Recompiles", a count), and a duration cell: a number and its unit
 _COMPILE_HEAD = re.compile(r"(?<![a-z])compil(?:e|ation|ing)\b", re.I)
-
-
-def compile_column(header: str) -> bool:
-    """Whether a table's column holds compile times (`compilation time (s)`; a count of recompiles is not)."""
-    return bool(_COMPILE_HEAD.search(header)) and "recompil" not in header.lower()
 _DURATION_CELL = re.compile(r"~?\s*(\d{1,9}(?:\.\d{1,9})?)\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)?\.?")
 _HEAD_UNIT = re.compile(r"[(\[]\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)\s*[)\]]", re.I)
 ALARM_LINES = 12  # lines an alarm's message may take (the instruction, the explanation, its rules) before it ends
 _NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|", "slow_operation_alarm",
             "onstant folding", "low compile?", "The operation took")
+
+
+def compile_column(header: str) -> bool:
+    """Whether a table's column holds compile times (`compilation time (s)`; a count of recompiles is not)."""
+    return bool(_COMPILE_HEAD.search(header)) and "recompil" not in header.lower()
 
 
 def _jax_name(name: str) -> str:
