@@ -41,7 +41,7 @@ from pathlib import Path
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import textio
-from playbook.readers.slurm_usage import META_PREFIX
+from playbook.readers.slurm_usage import META_PREFIX, clock_seconds
 
 FORMAT = "job-efficiency reports (jobstats, reportseff, Job Defense Shield tables, dcgmi stats)"
 
@@ -98,11 +98,7 @@ def read(path: str | Path, **_opts) -> schema.Bundle:
 
 
 def _seconds(text: str) -> float | None:
-    m = _CLOCK.match(text.strip())
-    if not m:
-        return None
-    d, h, mi, s = (int(x or 0) for x in m.groups())
-    return float(((d * 24 + h) * 60 + mi) * 60 + s)
+    return clock_seconds(_CLOCK.match(text.strip()))
 
 
 def _figure(job: str, util: float | None, *, gpus: int | None = None, elapsed: float | None = None,

@@ -49,6 +49,7 @@ import numpy as np
 
 from playbook.knowledge import ids as cause_ids
 from playbook.readers.keras_statements import KerasLines
+from playbook.readers.step_log.vocab import TIME_UNITS as _UNIT_S
 
 # TensorFlow: "<function F at 0x7f..>", "<function Outer.<locals>.f at 0x..>", and Keras objects ("<tensorflow...
 # Sequential object at 0x7f2185a37630>")
@@ -89,18 +90,16 @@ _XLA_MESSAGE = re.compile(r"slow_operation_alarm\.cc:\d{1,6}\]\s*$|^\s*\*{8,}\s*
 _ABSL = re.compile(r"(?:(\d{1,6})h)?(?:(\d{1,6})m(?![sn]))?(?:(\d{1,12}(?:\.\d{1,12})?)(s|ms|us|ns))?")
 # a compile-time column's heading (not "Recompiles", a count), and a duration cell: a number and its unit
 _COMPILE_HEAD = re.compile(r"(?<![a-z])compil(?:e|ation|ing)\b", re.I)
+_DURATION_CELL = re.compile(r"~?\s*(\d{1,9}(?:\.\d{1,9})?)\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)?\.?")
+_HEAD_UNIT = re.compile(r"[(\[]\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)\s*[)\]]", re.I)
+ALARM_LINES = 12  # lines an alarm's message may take (the instruction, the explanation, its rules) before it ends
+_NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|", "slow_operation_alarm",
+            "onstant folding", "low compile?", "The operation took")
 
 
 def compile_column(header: str) -> bool:
     """Whether a table's column holds compile times (`compilation time (s)`; a count of recompiles is not)."""
     return bool(_COMPILE_HEAD.search(header)) and "recompil" not in header.lower()
-_DURATION_CELL = re.compile(r"~?\s*(\d{1,9}(?:\.\d{1,9})?)\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)?\.?")
-_HEAD_UNIT = re.compile(r"[(\[]\s*(ms|s|sec|secs|seconds?|min|mins|minutes?|h|hr|hrs|hours?)\s*[)\]]", re.I)
-_UNIT_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
-           "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0}
-ALARM_LINES = 12  # lines an alarm's message may take (the instruction, the explanation, its rules) before it ends
-_NEEDLES = ("retracing", "Finished ", "Compiling ", "Recompiling function", _PROFILER_TITLE, "|", "slow_operation_alarm",
-            "onstant folding", "low compile?", "The operation took")
 
 
 def _jax_name(name: str) -> str:
@@ -366,7 +365,7 @@ def _absl_seconds(text: str) -> float | None:
     if not m or not any(m.groups()):
         return None
     h, mi, v, unit = m.groups()
-    scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}.get(unit or "s", 1.0)
+    scale = _UNIT_S[unit or "s"]
     return int(h or 0) * 3600.0 + int(mi or 0) * 60.0 + float(v or 0.0) * scale
 
 

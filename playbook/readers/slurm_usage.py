@@ -59,6 +59,14 @@ _JOB_ID = re.compile(r"\d[\w.+-]{0,40}")  # 123, 123.batch, 123_4.0
 _GPU_COUNT_KEYS = {"ngpu", "ngpus", "gpus", "num_gpus", "gpu_count", "n_gpus"}
 
 
+def clock_seconds(clock: re.Match | None) -> float | None:
+    """The seconds of a `[D-]HH:MM:SS` match (its four groups: days, hours, minutes, seconds); None for no match."""
+    if clock is None:
+        return None
+    d, h, m, s = (int(x or 0) for x in clock.groups())
+    return float(((d * 24 + h) * 60 + m) * 60 + s)
+
+
 def sniff(head: str) -> bool:
     """sacct TRES lines holding a GPU figure, a sacct cell holding a JSON object of GPU figures, or seff's GPU
     section with its wall-clock line."""
@@ -211,11 +219,7 @@ def _seff(text: str) -> list[dict]:
         return []
     stat = "max" if "Max GPU Utilization" in got or util is None else "mean"
     gpus = got.get("Number of GPUs", "")
-    clock = _CLOCK.match(got.get("Job Wall-clock time", ""))
-    elapsed = None
-    if clock:
-        d, h, m, s = (int(x or 0) for x in clock.groups())
-        elapsed = float(((d * 24 + h) * 60 + m) * 60 + s)
+    elapsed = clock_seconds(_CLOCK.match(got.get("Job Wall-clock time", "")))
     return [{"job": got.get("Job ID", ""), "stat": stat, "util_pct": float(util.group(1)) if util else None,
              "mem_mib": float(size.group(1)) * _SIZE_MIB.get(size.group(2), 1.0) if size else None,
              "gpus": int(gpus) if gpus.isdecimal() else None, "elapsed_s": elapsed,

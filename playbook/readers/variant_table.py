@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.step_log.vocab import TIME_UNITS as _UNITS
+
 MAX_TABLES = 32
 MAX_ROWS = 200
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0,
-          "seconds": 1.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0,
-          "hours": 3600.0}
 _DURATION = re.compile(r"^(\d{1,9}(?:\.\d{1,9})?)\s?(ns|us|µs|ms|s|secs?|seconds?|mins?|minutes?|h|hr|hours)$",
                        re.IGNORECASE)
 _NUMBER = re.compile(r"^\d{1,9}(?:\.\d{1,9})?$")
