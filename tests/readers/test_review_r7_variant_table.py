@@ -14,9 +14,9 @@ def test_a_wide_table_of_equal_times_is_read_in_linear_time():
     lines = ["| run | " + " | ".join(f"step time {i}" for i in range(n)) + " |", "|" + "---|" * (n + 1)]
     lines += [f"| r{r} | " + " | ".join("1.5 s" for _ in range(n)) + " |" for r in range(rows)]
     t = VariantTable()
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU seconds of this process: a hang guard, other jobs do not count
     for line in lines:
         t.feed(line)
     s = t.summary()
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     assert s is not None and s["tables"][0]["whole"] == "step time 0"
