@@ -120,6 +120,7 @@ def _readme_tree() -> set[str]:
 
 def test_readme_layout_names_every_module_and_only_those():
     actual = {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py") if p.name != "__init__.py"}
+    actual |= {str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.c")}  # C sources of optional extensions
     actual |= {str(p.relative_to(ROOT)) + "/" for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"}
     listed = {p for p in _readme_tree() if not p.endswith("__init__.py")}
     assert not actual - listed, f"add to the README's Layout tree: {sorted(actual - listed)}"

@@ -352,15 +352,22 @@ def _schema_dtypes() -> dict[str, object]:
     return _TEMPLATE
 
 
+_REPEAT_CHUNK = 1 << 16  # rows per chunk of a repeated string: every chunk shares one chunk's buffers
+
+
 def _repeat_string(text: str, n: int):
-    """A chunked Arrow string array of `text` repeated n times, built from buffers (no per-row work)."""
+    """A chunked Arrow string array of `text` repeated n times: one chunk of up to _REPEAT_CHUNK rows built from
+    buffers, repeated (its buffers shared, not copied: a 5.5 M-row host column costs ~1.4 MB, not ~140 MB)."""
     import pyarrow as pa
 
     raw = text.encode("utf-8")
-    if len(raw) * n >= 2**31 - 1 or not raw:
+    rows = min(n, _REPEAT_CHUNK, (2**31 - 1) // max(1, len(raw)))  # a chunk's offsets are int32
+    if not raw or not rows:
         return pc_take([text], np.zeros(n, dtype=np.int32))
-    offsets = (np.arange(n + 1, dtype=np.int32) * len(raw)).tobytes()
-    return pa.chunked_array([pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))])
+    offsets = (np.arange(rows + 1, dtype=np.int32) * len(raw)).tobytes()
+    chunk = pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(raw * rows))
+    whole, rest = divmod(n, rows)
+    return pa.chunked_array([chunk] * whole + ([chunk.slice(0, rest)] if rest else []), type=pa.string())
 
 
 def pc_take(names: list[str], codes: np.ndarray):

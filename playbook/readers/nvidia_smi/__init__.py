@@ -35,6 +35,7 @@ import pandas as pd
 from playbook.core.errors import InputError
 from playbook.model import schema
 from playbook.readers import frames, textio
+from playbook.readers.nvidia_smi import convert
 from playbook.readers.nvidia_smi.convert import (
     Columns,
     Piece,
@@ -128,7 +129,10 @@ def _digit_mode(data: bytes) -> bool:
 
 
 def _newlines(data: bytes) -> np.ndarray:
-    """Byte offsets of the newlines in `data`, in one vectorised pass (numpy releases the GIL for it)."""
+    """Byte offsets of the newlines in `data`: the C parser's memchr loop, or one vectorised numpy pass (both
+    release the GIL)."""
+    if convert.NATIVE is not None:
+        return np.frombuffer(convert.NATIVE.newlines(data), dtype=np.int64)
     return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
 
 

@@ -27,6 +27,11 @@ from playbook.readers.nvidia_smi.fields import (
 )
 from playbook.readers.nvidia_smi.layout import number_fields
 
+try:  # the one-pass C parser (_native.c), built by `pip install` where a C compiler is found
+    import playbook.readers.nvidia_smi._native as NATIVE
+except ImportError:  # the pyarrow path below reads the same tables, slower
+    NATIVE = None
+
 
 @dataclass
 class Special:
@@ -273,6 +278,7 @@ class _Converter:
         self.plan, self.metric_of = _plan(fields)
         self.chunks: dict[int, list] = {pos: [] for pos in self.plan}   # ident strings, per batch
         self.arrays: dict[int, np.ndarray] = {}                             # numeric kinds, preallocated
+        self.coded: dict[int, tuple[list, np.ndarray]] = {}                 # ident / name (distinct, codes), native
 
     def add(self, column, n: int) -> None:
         """Convert one batch of `n` rows; `column(pos)`: the Arrow array of field `pos` (text, or float64 numbers)."""
@@ -303,6 +309,8 @@ class _Converter:
         self.arrays[pos][lo:lo + len(out)] = out
 
     def _take(self, pos: int):
+        if pos in self.coded:
+            return self.coded.pop(pos)
         if self.plan[pos] in ("ident", "name"):
             return pa.chunked_array(self.chunks.pop(pos), type=pa.string())
         if pos in self.arrays:
@@ -320,10 +328,10 @@ class _Converter:
             elif kind == "index":
                 out.gpu, out.gpu_from = values, "index"
             elif kind == "ident":
-                out.ident_ids, out.ident_codes = self._ident_codes(values)
+                out.ident_ids, out.ident_codes = values if isinstance(values, tuple) else self._ident_codes(values)
                 out.gpu_from = fields[pos]
             elif kind == "name":
-                out.model_ids, out.model_codes = self._ident_codes(values)
+                out.model_ids, out.model_codes = values if isinstance(values, tuple) else self._ident_codes(values)
             elif kind == "flag":
                 flags[pos] = values
             elif pos in self.metric_of:
@@ -468,6 +476,10 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
     blob = (pieces[0] if len(pieces) == 1 else b"".join(pieces)) if pieces else b""
     if blob and not textio.is_utf8(blob):
         return None  # pyarrow's invalid-row callback would print a traceback on such a row
+    if blob and NATIVE is not None:
+        cols = _parse_native(blob, seg.fields, lines, tz)
+        if cols is not None:
+            return cols
     head = bytes(blob[:4096])
     sample = head.split(b"\n", 1)[0].decode("utf-8", "replace")
     numbers = number_fields(sample, _plan(seg.fields)[0], len(seg.fields))
@@ -515,6 +527,39 @@ def _parse_blob(blob, numbers: frozenset[int], fields: list[str], lines: np.ndar
         return None
     skips.count += attempt.count
     skips.reasons += attempt.reasons[: max(0, skips.keep - len(skips.reasons))]
+    cols = conv.finish()
+    cols.bad, cols.lines = conv.bad, lines
+    return cols
+
+
+_NATIVE_KINDS = {"float": "f", "index": "i", "time": "t", "ident": "d", "name": "d", "hex": "d", "flag": "d"}
+_DICT_VALUE = {"hex": _hex_value, "flag": _flag_value}
+
+
+def _parse_native(blob, fields: list[str], lines: np.ndarray, tz: str) -> Columns | None:
+    """The columns of `blob` parsed by the C parser (_native.c) in one pass, the GIL released; None when a row is
+    not the simple case it reads (then the pyarrow path reads it, and names any bad value)."""
+    conv = _Converter(fields, lines, schema.SkipCounter(""), tz)
+    n = len(lines)
+    outs = [np.empty(n, dtype=np.float64 if conv.plan[pos] == "float" else np.int64) if pos in conv.plan else None
+            for pos in range(len(fields))]
+    kinds = "".join(_NATIVE_KINDS[conv.plan[pos]] if pos in conv.plan else "-" for pos in range(len(fields)))
+    distinct = NATIVE.parse_rows(blob, kinds.encode(), outs, n)
+    if distinct is None:
+        return None
+    for pos, kind in conv.plan.items():
+        values = outs[pos]
+        if kind in ("ident", "name"):
+            conv.coded[pos] = (distinct[pos], values)
+            continue
+        if kind in _DICT_VALUE:
+            values = np.array([_DICT_VALUE[kind](v) for v in distinct[pos]], dtype=np.float64)[values]
+        elif kind == "time" and tz and tz.upper() != "UTC":
+            values = textio.datetime_ns(local_time.localize(pd.Series(values.view("datetime64[ns]")), tz))
+            if (values == _NAT).any():
+                return None  # a time that does not exist there: the pyarrow path names it
+        conv.arrays[pos] = values
+    conv.rows_done = n
     cols = conv.finish()
     cols.bad, cols.lines = conv.bad, lines
     return cols
