@@ -18,7 +18,7 @@ TEST_JOBS ?= 2
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml setup.py playbook/readers/nvidia_smi/_native.c
+$(STAMP): pyproject.toml setup.py playbook/readers/_native.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	@if ! command -v nvidia-smi >/dev/null 2>&1 && ! $(PY) -c 'import torch' 2>/dev/null; then \

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from playbook.model import schema
+from playbook.readers import native
 from playbook.readers.textio import int_array
 
 
@@ -77,6 +78,31 @@ def _madvise_setter():
 
 
 PARALLEL_ROWS = 1_000_000  # columns at least this long are copied on two threads (see map_columns)
+
+
+class Concat:
+    """The rows of several arrays in order, not yet joined into one: a reader's pieces, which build_telemetry
+    copies once, straight into the table's (gpu, time) order. `np.asarray(concat)` joins them."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts) -> None:
+        self.parts = [q for p in parts for q in (p.parts if isinstance(p, Concat) else [np.asarray(p)])]
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        joined = self.parts[0] if len(self.parts) == 1 else np.concatenate(self.parts)
+        return joined if dtype is None else joined.astype(dtype, copy=False)
+
+
+def joined(parts: list[np.ndarray]):
+    """One array of `parts` (itself when there is one), or a Concat of them where the C extension can move them
+    into table order without the join (readers/native.py)."""
+    if len(parts) == 1:
+        return parts[0]
+    return Concat(parts) if native.C is not None else np.concatenate(parts)
 
 
 def map_columns(fn, keys: list, rows: int) -> dict:
@@ -298,8 +324,15 @@ def _build(columns: dict[str, np.ndarray], time_ns: np.ndarray, host_codes: np.n
     if regular is not None:
         # rows written tick by tick, the same GPUs in the same order every tick: sorting is a transpose
         width, perm = regular
+        perm_bytes = (np.arange(width) if perm is None else perm).astype(np.int64).tobytes()
 
-        def reorder(a: np.ndarray) -> np.ndarray:
+        def reorder(a) -> np.ndarray:
+            parts = a.parts if isinstance(a, Concat) else [np.asarray(a)]
+            dtype = parts[0].dtype
+            if native.C is not None and dtype.itemsize in (4, 8) and all(p.dtype == dtype for p in parts):
+                out = np.empty(n, dtype=dtype)
+                native.C.transpose([np.ascontiguousarray(p) for p in parts], width, dtype.itemsize, perm_bytes, out)
+                return out
             return _transpose(np.asarray(a).reshape(-1, width), perm)
     else:
         order = _sort_order(time_ns, gpu, host_codes)
@@ -350,6 +383,9 @@ def _schema_dtypes() -> dict[str, object]:
     if not _TEMPLATE:
             _TEMPLATE.update(schema.telemetry_frame().dtypes.to_dict())
     return _TEMPLATE
+
+
+_REPEAT_CHUNK = 1 << 16  # rows per chunk of a repeated string: every chunk shares one chunk's buffers
 
 
 _REPEAT_CHUNK = 1 << 16  # rows per chunk of a repeated string: every chunk shares one chunk's buffers

@@ -11,7 +11,7 @@ import pytest
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import nvidia_smi, read_file, textio
+from playbook.readers import native, nvidia_smi, read_file, textio
 from playbook.readers.nvidia_smi import convert as nvidia_smi_convert
 from playbook.readers.nvidia_smi import fields as nvidia_smi_fields
 
@@ -180,7 +180,7 @@ def test_plain_numbers_parsed_as_numbers_give_the_text_path_table(tmp_path, monk
     path.write_text("\n".join(rows) + "\n")
     monkeypatch.setattr(nvidia_smi, "FAST_MIN_BYTES", 0)
     monkeypatch.setattr(nvidia_smi, "SAMPLE_BYTES", 8192)  # many blocks: one damaged piece among clean ones
-    monkeypatch.setattr(nvidia_smi_convert, "NATIVE", None)  # the pyarrow paths (C is checked against them apart)
+    monkeypatch.setattr(native, "C", None)  # the pyarrow paths (C is checked against them apart)
     calls = []
     real = nvidia_smi_convert._parse_blob
     monkeypatch.setattr(nvidia_smi_convert, "_parse_blob", lambda *a: calls.append(a[1]) or real(*a))

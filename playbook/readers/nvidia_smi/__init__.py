@@ -34,8 +34,7 @@ import pandas as pd
 
 from playbook.core.errors import InputError
 from playbook.model import schema
-from playbook.readers import frames, textio
-from playbook.readers.nvidia_smi import convert
+from playbook.readers import frames, native, textio
 from playbook.readers.nvidia_smi.convert import (
     Columns,
     Piece,
@@ -131,8 +130,8 @@ def _digit_mode(data: bytes) -> bool:
 def _newlines(data: bytes) -> np.ndarray:
     """Byte offsets of the newlines in `data`: the C parser's memchr loop, or one vectorised numpy pass (both
     release the GIL)."""
-    if convert.NATIVE is not None:
-        return np.frombuffer(convert.NATIVE.newlines(data), dtype=np.int64)
+    if native.C is not None:
+        return np.frombuffer(native.C.newlines(data), dtype=np.int64)
     return np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
 
 
@@ -273,8 +272,8 @@ def _place(seps: np.ndarray, cols: Columns, clock: dict, interval_s: float | Non
     all_good = bool(good.all())
     lines = cols.lines if all_good else cols.lines[good]
 
-    def kept(a: np.ndarray) -> np.ndarray:
-        return a if all_good else a[good]
+    def kept(a):
+        return a if all_good else np.asarray(a)[good]
 
     n = len(lines)
     sep_tick = np.searchsorted(seps, lines) if len(seps) else np.zeros(n, dtype=np.int64)
@@ -618,6 +617,6 @@ def _telemetry(parts: list[dict[str, np.ndarray]], host: str, src: str, interval
     merged: dict[str, np.ndarray] = {}
     for c in names:
         chunks = [p.pop(c) if c in p else np.full(size, np.nan) for p, size in zip(parts, sizes, strict=True)]
-        merged[c] = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
+        merged[c] = frames.joined(chunks) if c not in ("time", "gpu") or len(chunks) == 1 else np.concatenate(chunks)
     parts.clear()
     return frames.build_telemetry(merged, host, src, interval_s)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from playbook.model import schema
-from playbook.readers import frames, local_time, textio
+from playbook.readers import frames, local_time, native, textio
 from playbook.readers.nvidia_smi.fields import (
     HEX_FIELDS,
     IDENT_FIELDS,
@@ -26,11 +26,6 @@ from playbook.readers.nvidia_smi.fields import (
     reason_field,
 )
 from playbook.readers.nvidia_smi.layout import number_fields
-
-try:  # the one-pass C parser (_native.c), built by `pip install` where a C compiler is found
-    import playbook.readers.nvidia_smi._native as NATIVE
-except ImportError:  # the pyarrow path below reads the same tables, slower
-    NATIVE = None
 
 
 @dataclass
@@ -384,9 +379,8 @@ def merge(chunks: list[Columns], skips: schema.SkipCounter) -> Columns:
             arrays = [getattr(c, key) for c in chunks]
             for c in chunks:
                 setattr(c, key, None)  # each piece's array is freed once joined
-        else:
-            arrays = [c.metrics.pop(key) for c in chunks]
-        return None if arrays[0] is None else join(arrays)
+            return None if arrays[0] is None else join(arrays)
+        return frames.joined([c.metrics.pop(key) for c in chunks])  # metrics: joined as the table is built
 
     models = _merge_codes(chunks) if chunks[0].model_ids is not None else None
     joined = frames.map_columns(take, attrs + list(chunks[0].metrics), rows)
@@ -476,7 +470,7 @@ def parse_fast(data: bytes, seg: Piece, skips: schema.SkipCounter, tz: str) -> C
     blob = (pieces[0] if len(pieces) == 1 else b"".join(pieces)) if pieces else b""
     if blob and not textio.is_utf8(blob):
         return None  # pyarrow's invalid-row callback would print a traceback on such a row
-    if blob and NATIVE is not None:
+    if blob and native.C is not None:  # the one-pass C parser (readers/_native.c)
         cols = _parse_native(blob, seg.fields, lines, tz)
         if cols is not None:
             return cols
@@ -537,14 +531,14 @@ _DICT_VALUE = {"hex": _hex_value, "flag": _flag_value}
 
 
 def _parse_native(blob, fields: list[str], lines: np.ndarray, tz: str) -> Columns | None:
-    """The columns of `blob` parsed by the C parser (_native.c) in one pass, the GIL released; None when a row is
+    """The columns of `blob` parsed by the C parser (readers/_native.c) in one pass, the GIL released; None when a row is
     not the simple case it reads (then the pyarrow path reads it, and names any bad value)."""
     conv = _Converter(fields, lines, schema.SkipCounter(""), tz)
     n = len(lines)
     outs = [np.empty(n, dtype=np.float64 if conv.plan[pos] == "float" else np.int64) if pos in conv.plan else None
             for pos in range(len(fields))]
     kinds = "".join(_NATIVE_KINDS[conv.plan[pos]] if pos in conv.plan else "-" for pos in range(len(fields)))
-    distinct = NATIVE.parse_rows(blob, kinds.encode(), outs, n)
+    distinct = native.C.parse_rows(blob, kinds.encode(), outs, n)
     if distinct is None:
         return None
     for pos, kind in conv.plan.items():

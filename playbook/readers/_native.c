@@ -1,4 +1,8 @@
-/* One-pass parser of clean nvidia-smi --query-gpu CSV rows (the optional fast path of convert.py).
+/* The readers' optional C helpers (readers/native.py loads them; each has a Python path that gives the same result):
+ * parse_rows (below), newlines (the offsets of a block's newline bytes), transpose (a table's columns moved into
+ * GPU-major order straight from a reader's pieces, frames._build).
+ *
+ * parse_rows: a one-pass parser of clean nvidia-smi --query-gpu CSV rows (the fast path of nvidia_smi/convert.py).
  *
  * The Python path parses a piece with pyarrow into text columns, then trims units, casts numbers and parses
  * timestamps with Arrow kernels: four passes over millions of strings. This parser does it in one pass over the
@@ -392,16 +396,92 @@ static PyObject *newlines(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* out[g * ticks + t] = src[t * width + perm[g]], src the pieces' items joined (itemsize 4 or 8): rows written
+ * tick by tick, moved into GPU-major order in one pass, without joining the pieces first. */
+static PyObject *transpose(PyObject *self, PyObject *args) {
+    PyObject *pieces;
+    Py_ssize_t width, itemsize, total = 0, n = 0;
+    Py_buffer perm, out;
+    if (!PyArg_ParseTuple(args, "O!nny*w*", &PyList_Type, &pieces, &width, &itemsize, &perm, &out)) return NULL;
+    Py_ssize_t n_pieces = PyList_GET_SIZE(pieces), held = 0;
+    Py_buffer *views = PyMem_Calloc((size_t)(n_pieces ? n_pieces : 1), sizeof(Py_buffer));
+    Py_ssize_t *base = PyMem_Malloc((size_t)(width > 0 ? width : 1) * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (!views || !base) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (width < 1 || (itemsize != 4 && itemsize != 8) || perm.len != width * 8) {
+        PyErr_SetString(PyExc_ValueError, "transpose: width >= 1, itemsize 4 or 8, one int64 per column in perm");
+        goto done;
+    }
+    for (; held < n_pieces; held++) {
+        if (PyObject_GetBuffer(PyList_GET_ITEM(pieces, held), &views[held], PyBUF_C_CONTIGUOUS)) goto done;
+        if (views[held].len % itemsize) {
+            PyErr_SetString(PyExc_ValueError, "transpose: a piece is not a whole number of items");
+            held++;
+            goto done;
+        }
+        total += views[held].len / itemsize;
+    }
+    if (total % width || out.len != total * itemsize) {
+        PyErr_SetString(PyExc_ValueError, "transpose: the items are not whole ticks, or out's size differs");
+        goto done;
+    }
+    const Py_ssize_t ticks = total / width;
+    const int64_t *pm = perm.buf;
+    for (Py_ssize_t j = 0; j < width; j++) base[j] = -1;
+    for (Py_ssize_t g = 0; g < width; g++) {
+        if (pm[g] < 0 || pm[g] >= width || base[pm[g]] >= 0) {
+            PyErr_SetString(PyExc_ValueError, "transpose: perm is not a permutation of the columns");
+            goto done;
+        }
+        base[pm[g]] = g * ticks;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    Py_ssize_t j = 0, t = 0;
+    for (Py_ssize_t k = 0; k < n_pieces; k++) {
+        n = views[k].len / itemsize;
+        if (itemsize == 8) {
+            const uint64_t *src = views[k].buf;
+            uint64_t *dst = out.buf;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                dst[base[j] + t] = src[i];
+                if (++j == width) j = 0, t++;
+            }
+        } else {
+            const uint32_t *src = views[k].buf;
+            uint32_t *dst = out.buf;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                dst[base[j] + t] = src[i];
+                if (++j == width) j = 0, t++;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (Py_ssize_t k = 0; k < held; k++) PyBuffer_Release(&views[k]);
+    PyMem_Free(views);
+    PyMem_Free(base);
+    PyBuffer_Release(&perm);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef METHODS[] = {
     {"parse_rows", parse_rows, METH_VARARGS,
      "parse_rows(data, kinds, outs, n_rows) -> list | None: parse clean nvidia-smi CSV rows into `outs` (one "
      "writable 8-byte-per-row array per field, None for '-'); the distinct values of each 'd' field, or None when "
      "the rows are not the simple case."},
+    {"transpose", transpose, METH_VARARGS,
+     "transpose(pieces, width, itemsize, perm, out): out[g*ticks + t] = joined pieces[t*width + perm[g]]."},
     {"newlines", newlines, METH_VARARGS,
      "newlines(data) -> bytes: the offsets of the newline bytes of `data`, as native int64."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_native", "One-pass nvidia-smi CSV row parser.", -1,
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_native", "The readers' C helpers (readers/native.py).", -1,
                                     METHODS};
 
 PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&MODULE); }

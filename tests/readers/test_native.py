@@ -1,9 +1,10 @@
-"""The C row parser (readers/nvidia_smi/_native.c) changes the reader's speed, never its tables: every value it
+"""The C extension (readers/_native.c) changes the readers' speed, never their tables. Its row parser: every value it
 accepts is the value the pyarrow path reads, and every row it cannot read the same way it refuses, whole.
 
 Checked here against the pyarrow path itself, on logs drawn at random from values nvidia-smi writes and values
 that merely look like them (units glued or spaced, [N/A], exponents, signs, dates that do not exist, clocks in a
-zone's DST gap, non-ASCII names, short and long rows), and bit for bit on numbers against Arrow's cast.
+zone's DST gap, non-ASCII names, short and long rows), and bit for bit on numbers against Arrow's cast. Its
+transpose: a table built from a reader's pieces equals the one built from the joined arrays.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import pyarrow.compute as pc
 import pytest
 
 from playbook.core.errors import InputError
-from playbook.readers import nvidia_smi
+from playbook.readers import native, nvidia_smi
 from playbook.readers.nvidia_smi import convert
 
-NATIVE = convert.NATIVE
+NATIVE = native.C
 
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C parser is not built here (no C compiler)")
 
@@ -94,14 +95,14 @@ def _log(rng: random.Random, rows: int) -> str:
     return "\n".join(lines) + ("\n" if rng.random() < 0.8 else "")
 
 
-def _read(path, native: bool, tz: str):
-    convert.NATIVE = NATIVE if native else None
+def _read(path, use_c: bool, tz: str):
+    native.C = NATIVE if use_c else None
     try:
         bundle = nvidia_smi.read(path, tz=tz)
     except InputError as exc:
         return str(exc)
     finally:
-        convert.NATIVE = NATIVE
+        native.C = NATIVE
     return bundle
 
 
@@ -177,3 +178,49 @@ def test_the_c_parser_takes_most_random_logs_written_cleanly(tmp_path, monkeypat
         path.write_text(_log(rng, rng.choice([3, 40, 400])), encoding="utf-8")
         _read(path, True, "UTC")
     assert sum(taken) >= len(taken) // 2, f"{sum(taken)} of {len(taken)} pieces read in C"
+
+
+@needs_native
+@pytest.mark.parametrize("width,ticks,dtype", [(1, 7, np.float64), (3, 5, np.int32), (8, 300, np.int64),
+                                               (64, 50, np.float64), (500, 3, np.int64)])
+def test_transpose_moves_pieces_into_gpu_order_as_numpy_does(width, ticks, dtype):
+    rng = np.random.default_rng(width)
+    rows = rng.integers(-1000, 1000, width * ticks).astype(dtype)
+    perm = rng.permutation(width)
+    pieces = np.split(rows, sorted(rng.integers(0, len(rows), 4)))  # cuts anywhere, empty pieces too
+    out = np.empty_like(rows)
+    NATIVE.transpose(pieces, width, rows.itemsize, perm.astype(np.int64).tobytes(), out)
+    assert out.tolist() == rows.reshape(-1, width)[:, perm].T.ravel().tolist()
+
+
+@needs_native
+def test_transpose_refuses_what_is_not_a_table():
+    rows, out = np.arange(12.0), np.empty(12)
+    for width, perm, target in ((5, np.arange(5), out), (4, np.array([0, 1, 1, 3]), out), (4, np.arange(4), out[:8]),
+                                (4, np.array([0, 1, 2, 4]), out), (0, np.arange(0), out)):
+        with pytest.raises(ValueError):
+            NATIVE.transpose([rows], width, 8, perm.astype(np.int64).tobytes(), target)
+
+
+@needs_native
+def test_a_table_built_from_pieces_is_the_table_built_from_joined_arrays():
+    from playbook.readers import frames
+
+    ticks, width = 40, 4
+    time_ns = np.repeat(np.arange(ticks) * 10**9, width) + 1_700_000_000 * 10**9
+    gpu = np.tile([2, 0, 3, 1], ticks)
+    util = np.random.default_rng(1).uniform(0, 100, ticks * width)
+
+    def table(pieces: bool):
+        native.C = NATIVE if pieces else None
+        try:
+            cols = {"time": time_ns.copy(), "gpu": gpu.copy(),
+                    "util_pct": frames.joined(np.array_split(util, 7)) if pieces else util.copy()}
+            return frames.build_telemetry(cols, "node1", "smi.csv")
+        finally:
+            native.C = NATIVE
+
+    built = table(True)
+    pd.testing.assert_frame_equal(built, table(False), check_exact=True)
+    assert built["gpu"].tolist()[:ticks] == [0] * ticks and built["util_pct"].iloc[0] == util[1]
+    assert np.asarray(frames.Concat([util[:3], frames.Concat([util[3:5]])])).tolist() == util[:5].tolist()
