@@ -204,7 +204,7 @@ static int64_t dict_code(Dict *t, const char *base, const char *s, const char *e
     t->start[c] = s - base;
     t->len[c] = n;
     t->slots[h] = (int32_t)(c + 1);
-    if (t->n * 2 > t->cap && dict_grow(t, base)) return -1;
+    if (t->n * 2 >= t->cap && dict_grow(t, base)) return -1;  /* keeps n < cap / 2, the codes' room */
     return c;
 }
 

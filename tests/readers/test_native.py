@@ -224,3 +224,16 @@ def test_a_table_built_from_pieces_is_the_table_built_from_joined_arrays():
     pd.testing.assert_frame_equal(built, table(False), check_exact=True)
     assert built["gpu"].tolist()[:ticks] == [0] * ticks and built["util_pct"].iloc[0] == util[1]
     assert np.asarray(frames.Concat([util[:3], frames.Concat([util[3:5]])])).tolist() == util[:5].tolist()
+
+
+@needs_native
+def test_many_distinct_texts_keep_their_codes_and_too_many_are_refused():
+    ids = [f"GPU-{k:08x}" for k in range(5000)]
+    rows = [ids[k % 5000] if k % 3 else ids[(k * 7) % 5000] for k in range(20000)]
+    out = np.empty(len(rows), dtype=np.int64)
+    distinct = NATIVE.parse_rows("".join(r + "\n" for r in rows).encode(), b"d", [out], len(rows))[0]
+    assert [distinct[c] for c in out] == rows and len(distinct) == 5000
+    assert distinct == list(dict.fromkeys(rows))  # in order of first appearance, as Arrow's dictionary_encode
+    many = [f"x{k}" for k in range(70000)]
+    out = np.empty(len(many), dtype=np.int64)
+    assert NATIVE.parse_rows("".join(r + "\n" for r in many).encode(), b"d", [out], len(many)) is None
