@@ -16,7 +16,10 @@ Windows tool, a paste through some web forms): each pair is one break, so tables
 
 The indentation a paste put before every line (a Markdown code block by indentation, a quote in an e-mail) is taken
 off only when files.read_file asks (INDENT): where no format's reader recognises the text as it is and one does
-without it. Indentation can be a format's meaning (`nvidia-smi -q | grep` keeps its leaves' depth).
+without it. Indentation can be a format's meaning (`nvidia-smi -q | grep` keeps its leaves' depth). So is torchrun
+`--tee`'s `[{role}{local rank}]:` on every line of one process's output (launcher_label): it names the rank of a
+training log's lines (line_prefix reads it), and is taken off (INDENT) only where the file cannot be read with it —
+a profiler table or a tool's output printed by that process.
 
 A Python runtime's warnings on stderr, interleaved with a tool's output in one captured log (warnings.formatwarning's
 `FILE:LINE: CATEGORY: MESSAGE` and the source line it echoes indented by two spaces; the tokenizers library's fork
@@ -98,6 +101,19 @@ def strip_escapes(text: bytes) -> bytes:
 def strip_text_escapes(text: str) -> str:
     """strip_escapes for decoded text (a line handed to a reader's scanner or sniff without the text stream)."""
     return _TEXT_ESCAPES.sub("", text) if "\x1b" in text else text
+
+
+_LAUNCHER = re.compile(r"\[[A-Za-z_][\w-]{0,31}?\d{1,6}\]:")  # torchrun --tee: `[default0]:`, `[rank3]:` (--role rank)
+
+
+def launcher_label(head: str) -> str:
+    """torchrun --tee's label when it starts at least LABEL_SHARE of the complete, non-blank lines of `head`
+    (MIN_LINES or more, the first 400 looked at) and no line starts with another (another rank's); else ""."""
+    lines = [ln for ln in head.split("\n")[:-1][:400] if ln.strip()]
+    labels = [m.group(0) if (m := _LAUNCHER.match(ln)) else None for ln in lines]
+    if len(lines) < MIN_LINES or labels[0] is None or sum(lb == labels[0] for lb in labels) < LABEL_SHARE * len(lines):
+        return ""
+    return "" if any(lb not in (None, labels[0]) for lb in labels) else labels[0]
 
 
 def collector_label(head: bytes) -> bytes | None:

@@ -47,11 +47,14 @@ def read_file(path: str | Path, fields: str | list[str] | None = None, interval_
     if indent and detect.specific(head) is None:  # no format's reader knows it as it is: read without the indent
         if (dedented := _dedented(path, head, indent, opts)) is not None:
             return dedented
+    indent = indent or collected.launcher_label(head)  # torchrun's `[default0]:`: kept where it can be read with it
     try:
         bundle = call_reader(detect.detect(path, head), path, opts)
     except UnknownFormatError:  # no reader knows it, or the one its head called for found nothing it knows
         if textio.is_binary(raw):  # no lines to skip or take out: each preamble try sniffs the head again
             raise
+        if indent and (dedented := _dedented(path, head, indent, opts)) is not None:
+            return dedented
         if (later := _without_stderr(path, head, opts) or _past_preamble(path, head, opts)) is None:
             raise
         return later

@@ -594,3 +594,35 @@ def test_binary_data_is_refused_at_once_not_searched_for_a_preamble_or_warnings(
     with pytest.raises(UnknownFormatError, match="binary data"):
         files.read_file(path)
     assert tried == []  # each of MAX_PREAMBLE tries sniffs the whole head with every reader (1.5 s, was 0.03 s)
+
+
+@pytest.mark.parametrize("label", ["[default0]:", "[rank0]:", "[trainer2]:"])
+def test_a_tools_output_printed_under_torchrun_tee_reads_as_printed(tmp_path, label):
+    """A process launched by `torchrun --tee 3` (`--role rank`: `[rank0]:`) that prints a tool's output: nvidia-smi
+    dmon here, which cannot be read with the label before every line; read without it (read_file's retry)."""
+    dmon = ("# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk\n"
+            "# Idx      W      C      C      %      %      %      %    MHz    MHz\n"
+            + "".join(f"    0    {60 + k}     34      -     {10 * k % 100:2d}      5      0      0   1593    210\n"
+                      for k in range(12)))
+    (tmp_path / "plain.txt").write_text(dmon)
+    (tmp_path / "tee.txt").write_text("".join(label + ln + "\n" for ln in dmon.splitlines()))
+    plain, tee = (read_paths([str(tmp_path / n)]).telemetry for n in ("plain.txt", "tee.txt"))
+    assert len(tee) == len(plain) == 12
+    assert tee["util_pct"].tolist() == plain["util_pct"].tolist()
+
+
+def test_a_training_log_under_one_torchrun_label_keeps_its_rank(tmp_path):
+    """Readable with the label: it stays, and line_prefix reads the rank it names."""
+    (tmp_path / "r.log").write_text("".join(f"[rank3]:step {k} loss 1.0 step_time 0.5s\n" for k in range(1, 30)))
+    steps = read_paths([str(tmp_path / "r.log")]).steps
+    assert len(steps) > 20 and set(steps["rank"]) == {3}
+
+
+@pytest.mark.parametrize("head,label", [
+    ("[default0]:a\n[default0]: b\n[default0]:c\n", "[default0]:"),  # a space after it is the line's own text
+    ("[default0]:a\n[default1]:b\n[default0]:c\n", ""),  # two local ranks: line_prefix tells them apart
+    ("[INFO]: a\n[INFO]: b\n[INFO]: c\n", ""),  # a bracketed level, no rank number
+    ("[rank0]:a\n[rank0]:b\n", ""),  # two lines: too few to tell
+])
+def test_torchruns_label_is_one_rank_on_every_line(head, label):
+    assert collected.launcher_label(head) == label
