@@ -882,6 +882,18 @@ CASES = [
         ("neural_enhance23_epoch_clock.log", "healthy"),
         ("elf94_minirts_trainer_progress.log", "insufficient_data"),
         ("posemobile90_tf_step_line.log", "insufficient_data"))],
+    # the sixty-seventh round: RL training runs, the environment or the learner (tests/data/eval/heldout67/SOURCES.md,
+    # real excerpts): scored once as written — 3 of 5 right, 1 refused, none called healthy; kept: habitat's
+    # env-time / pth-time running totals (data_starvation, right first), an SB3 DQN stream whose `train/n_updates`
+    # starts at learning_starts (insufficient_data first → column_table: the first block's counter,
+    # total_timesteps, is kept), an SB3 PPO run on CPU (healthy, right first), an rsl_rl 5 smoke test (the blocks'
+    # `Learning iteration i/N` read: vocab.continues leaves a run's `Total steps:` in the block; duration_field.agrees
+    # keeps the env-steps rate out). The SB2 SAC table on a Jetson stays refused (a strict xfail)
+    *[(f"heldout67 {name}", want, _file(f"heldout67/{name}")) for name, want in (
+        ("home_robot324_habitat_env_bound.log", "data_starvation"),
+        ("capstone_sb3_dqn_learning_starts.log", "healthy"),
+        ("capstone_sb3_ppo_cpu_steady.log", "healthy"),
+        ("isaaclab5084_rsl_rl5_smoke.log", "insufficient_data"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl

@@ -54,16 +54,19 @@ def _key(text: str) -> str:
     return "/".join(norm_key(p) for p in text.split("/") if norm_key(p))
 
 
-def _counter(keys: list[str]) -> str | None:
-    """The counter among a table's keys (by their last part): a step column, else an epoch column."""
+def _counter(keys: list[str], first: str | None = None) -> str | None:
+    """The counter among a table's keys (by their last part): `first` (the leaf the first record of these blocks
+    counted by) when present, else a step column, else an epoch column."""
     leaves = {k.rsplit("/", 1)[-1]: k for k in keys}
-    return next((leaves[c] for c in STEP_COLUMNS + EPOCH_COLUMNS if c in leaves), None)
+    return next((leaves[c] for c in (first, *STEP_COLUMNS, *EPOCH_COLUMNS) if c in leaves), None)
 
 
-def _record(pairs: list[tuple[str, str]]) -> str | None:
+def _record(pairs: list[tuple[str, str]], first: str | None = None) -> str | None:
     """`step N | key value | ...` for the (key, value) pairs of one row (keys by their last part); None when the
-    row has no whole counter value."""
-    counter = _counter([k for k, _ in pairs])
+    row has no whole counter value. `first`: the counter leaf of the blocks' first record, kept while present (a
+    counter that appears later, Stable-Baselines3's `train/n_updates` once learning starts, counts other things
+    than the `time/total_timesteps` every block states)."""
+    counter = _counter([k for k, _ in pairs], first)
     step = dict(pairs).get(counter, "")
     if not re.fullmatch(r"\d{1,18}(?:\.0+)?", step):
         return None
@@ -85,6 +88,7 @@ class ColumnTables:
         self.header: list[tuple[int, str]] | None = None  # (column start, name) of the last header row
         self.tab_header: list[str] | None = None  # the names of the last tab-separated header row
         self.block: list[tuple[str, str]] | None = None  # the (key, value) rows of an open ruled block
+        self.first_counter: str | None = None  # the counter leaf of the first ruled block's record
         self.dict_lines: list[str] | None = None  # the lines so far of a dict printed over several lines
         self.depth = 0  # its braces still open
 
@@ -93,7 +97,11 @@ class ColumnTables:
             return self._dict(body)
         if _RULE.match(body):
             rows, self.block = self.block, []
-            return (_record(rows) or "") if rows else ""
+            if not rows:
+                return ""
+            if self.first_counter is None and (counter := _counter([k for k, _ in rows])) is not None:
+                self.first_counter = counter.rsplit("/", 1)[-1]
+            return _record(rows, self.first_counter) or ""
         if self.block is not None and (m := _KV_ROW.match(body)):
             value = m["value"].strip()
             if value and _key(m["key"]) and len(self.block) < MAX_ROWS:  # `| time/ |  |` is a tag: skipped

@@ -56,8 +56,11 @@ def beside_stated(k: str, cands: dict, eligible: list, cols: dict, step=None, ra
     """1 when `k` is a rate printed on other lines than a stated per-step time printed step after step (a tqdm bar's
     it/s between Hugging Face's `{'train_step_runtime': 0.63, ...}` dicts): the rate is a smoothed average over the
     bar's updates, the stated time is each step's own measurement, so the stated time wins however many more bar
-    lines there are; 0 otherwise (a rate alone, or one on the same lines as the time: NeMo's bar with
-    `train_step_timing` keeps its order; or a time printed once every N steps, which may be the N steps' window)."""
+    lines there are; also 1 when the rate and a stated per-step time on the same lines disagree (agrees: the rate
+    counts other units than the record's counter, rsl_rl's `Computation: 90000 steps/s` of env steps beside its
+    `Iteration time: 1.06s`); 0 otherwise (a rate alone, or one on the same lines as the time and agreeing with it:
+    NeMo's bar with `train_step_timing` keeps its order; or a time printed once every N steps, which may be the N
+    steps' window)."""
     if cands[k][0] != "rate":
         return 0
     mine = np.isfinite(cols[k])
@@ -67,6 +70,9 @@ def beside_stated(k: str, cands: dict, eligible: list, cols: dict, step=None, ra
         theirs = np.isfinite(cols[o])
         if not (mine & theirs).any() and (step is None or step_by_step(step, rank, theirs)):
             return 1
+        with np.errstate(divide="ignore"):
+            if (mine & theirs).any() and not agrees(cols[o] * cands[o][2], 1.0 / cols[k]):
+                return 1
     return 0
 
 
@@ -147,6 +153,19 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
         if not gap.any():
             break
         theirs, _ = field_seconds(other, PER_STEP, cands[other], step, rank, cols)
+        if not agrees(values, theirs):
+            continue  # it times other units (rsl_rl's env `Steps per second` beside its `Iteration time`)
         values = np.where(gap & mine, theirs, values)
     return name, values, how, cls == WINDOW
+
+
+def agrees(values, theirs, factor: float = 2.0) -> bool:
+    """Whether a per-step field may stand in for the chosen one where that is missing: on the records stating both,
+    their median ratio is within `factor` (none stating both: nothing says otherwise). A rate of the run's env steps
+    (rsl_rl's `Steps per second: 1702`, 0.6 ms) beside its iterations' `Iteration time: 0.15s` counts other units."""
+    both = np.isfinite(values) & np.isfinite(theirs) & (values > 0) & (theirs > 0)
+    if not both.any():
+        return True
+    ratio = float(np.median(theirs[both] / values[both]))
+    return 1 / factor <= ratio <= factor
 

@@ -639,6 +639,8 @@ def step_total(body: str, at: int) -> bool:
 
 def continues(body: str) -> bool:
     """An indented line that continues the record above it: a value (or only decoration) and no counter of its own
-    (Megatron's ` iteration 30/ ...` is indented too, and is the next record)."""
+    (Megatron's ` iteration 30/ ...` is indented too, and is the next record; rsl_rl's `  Total steps: 2304` counts
+    the run's steps, a field of the block: step_total)."""
     return body[:1] in " \t" and CONTINUATION.search(body) is not None and not (
-        KEYWORD.search(body) or EPOCH_BRACKET.search(body) or BRACKET.search(body) or TQDM.search(body))
+        any(not step_total(body, m.start()) for m in KEYWORD.finditer(body)) or EPOCH_BRACKET.search(body) or
+        BRACKET.search(body) or TQDM.search(body))
