@@ -10,7 +10,9 @@ apart from the round's own files (LABELED SYNTHETIC: the layouts of the tools' o
 - a time named like a total printed once (ESPnet2's lone `train_time=0.471` window line) is one step's when it holds
   its line's forward + backward + optimizer times and is under twice them; a part under half of them (`iter_time`)
   is no step's time, from one line as from many;
-- the Tacotron feeders' `Generated N [train ]batches of size B in T sec` is a data_load event lasting T.
+- the Tacotron feeders' `Generated N [train ]batches of size B in T sec` is a data_load event lasting T;
+- icefall's `[train.py:1077] (2/4) ` after a source location is the line's rank (of a world of 4); a fraction
+  without a source location before it, or one whose first number is not under the second, is none.
 """
 
 from __future__ import annotations
@@ -122,3 +124,22 @@ def test_other_generated_lines_are_no_data_load(tmp_path):
     p.write_text("Generated 32 samples in 12.0 sec\nstep 1 loss 0.5 time 0.2s\nstep 2 loss 0.4 time 0.2s\n")
     events = read_paths([str(p)]).events
     assert "data_load" not in set(events["kind"]) if len(events) else True
+
+
+ICEFALL = ("2024-02-01 10:00:{s:02d},000 INFO [train.py:1077] ({r}/4) Epoch 1, batch {b}, loss[loss=0.31, over 9000.00 "
+           "frames. ], tot_loss[loss=0.33, over 180000.00 frames. ], batch size: 60, lr: 4.50e-02, grad_scale: 2.0\n")
+
+
+def test_icefall_rank_of_world_after_the_source_location(tmp_path):
+    text = "".join(ICEFALL.format(s=s, r=2, b=b) for s, b in ((0, 50), (20, 100), (40, 150)))
+    steps = _read(tmp_path, text).steps
+    assert set(steps["rank"]) == {2}
+
+
+@pytest.mark.parametrize("prefix", ["2024-02-01 10:00:{s:02d},000 INFO (1/3) ",  # no source location before it
+                                    "2024-02-01 10:00:{s:02d},000 INFO [train.py:9] (5/4) "])  # not a rank of 4
+def test_other_fractions_are_no_rank(tmp_path, prefix):
+    text = "".join((prefix + "Epoch 1, batch {b}, loss 0.3, batch size: 60\n").format(s=s, b=b)
+                   for s, b in ((0, 50), (20, 100), (40, 150)))
+    steps = _read(tmp_path, text).steps
+    assert 1 not in set(steps["rank"]) and 5 not in set(steps["rank"])
