@@ -118,6 +118,10 @@ LEXICON: tuple[Entry, ...] = (
     # at the start times no step; one inside the run names the data as the cause of the stall at its step. No bare
     # "shard": FSDP scripts print "[rank-0] Loading shard from model_world_size_8_rank_0.pt", a checkpoint's
     _row(("loading",), r"\bloading (?:\w{1,20} )?(?:dataset|data) (?:from|for epoch)\b", "data_load"),
+    # The Tacotron feeders' background thread (keithito/tacotron datasets/datafeeder.py, Rayhane-mamah/Tacotron-2
+    # tacotron/feeder.py and its forks): "Generated %d batches of size %d in %.03f sec" / "Generated {} train batches
+    # of size {} in {:.3f} sec": the time it took to read and pad a group of batches the trainer then dequeues
+    _row(("batches of size",), r"\bGenerated \d{1,9} (?:train |test )?batches of size \d{1,7} in \d", "data_load"),
     # PyTorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp: "[Rank 0] Watchdog caught collective operation
     # timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST, ...) ran for 600081 milliseconds before timing out."
     _row(("watchdog caught",), r"Watchdog caught collective operation timeout", "nccl_timeout"),

@@ -5,7 +5,7 @@ Ranks, from the launcher or logger that tags each line:
   torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
   `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
   `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Levanter's `- 3 - name - file.py:9 - INFO :: ` after
-  the time (the JAX process index), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
+  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
   per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
   first print); else the rank in the file's path
   (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
@@ -89,6 +89,7 @@ _TAG_LEVEL = re.compile(r"(?:^|[\s|])(" + _LEVEL_WORDS + r")(?=$|[\s|\]:])|(?:^|
 _TAG_WHERE = re.compile(r"[\w.-]\.(?:py|cc|cpp|c|h|rs|go|java|scala|jl):\d+|^[\w.-]+:\d+(?::\w+)?$")
 _TAG_NAME = re.compile(r"^[A-Za-z][\w.-]{0,23}$")
 _TAG_RANK = re.compile(r"^(?:rank|default)\s*[:=]?\s*(\d+)(?:\s*/\s*\d+)?$", re.IGNORECASE)
+_RANK_OF_WORLD = re.compile(r"\((\d{1,6})/(\d{1,6})\)\s+")
 # pdsh's "host: " label (DeepSpeed's multi-node launcher) before a time stamp or a bracketed tag: a name with a digit
 _HOST_LABEL = re.compile(r"^\s*(?=[\w.-]{0,63}\d)[A-Za-z0-9][\w.-]{0,63}:\s+(?=\[|\d{4}[-/])")
 _MODE_WORDS = {"train", "training", "eval", "evaluation", "val", "valid", "validation", "test", "testing", "predict",
@@ -253,6 +254,12 @@ class Prefix:
                         rank, task, by_process = self._finer(rank, task, tagged, m.group(1)), None, False
                     level = level or tlevel
                     body = body[m.end():]
+                    # icefall's `%(asctime)s %(levelname)s [%(filename)s:%(lineno)d] (rank/world) %(message)s`: after
+                    # a source location, a rank of a larger world in parentheses is the process's (not a progress)
+                    if rank < 0 and _TAG_WHERE.search(m.group(1)) and (w := _RANK_OF_WORLD.match(body)) and \
+                            int(w.group(1)) < int(w.group(2)):
+                        rank, body = _rank(w.group(1)), body[w.end():]
+                        self._seen("rank prefix")
             if (m := _LOGGER_HEAD.match(body)) and m.end() < len(body):
                 level = level or next((g for g in m.groups() if g), "")
                 body = body[m.end():]

@@ -894,6 +894,20 @@ CASES = [
         ("capstone_sb3_dqn_learning_starts.log", "healthy"),
         ("capstone_sb3_ppo_cpu_steady.log", "healthy"),
         ("isaaclab5084_rsl_rl5_smoke.log", "insufficient_data"))],
+    # the sixty-ninth round: speech / sequence toolkits' step logs (tests/data/eval/heldout69/SOURCES.md, real
+    # excerpts): scored once as written — 3 of 6 right, 2 refused, none called healthy; kept: wav2letter++'s `bch(ms)` /
+    # `smp(ms)` reports (insufficient_data / refused first → readers/step_log/abbrev: vowel-dropped nouns; data_keys:
+    # the sample's bare noun timed is the wait; vocab IMPLICIT_HINT: a bracketed unit), ESPnet2's lone window line
+    # (iter_time taken first → columns.below on one line, duration_field.one_step_total), a Tacotron-2 feeder's
+    # `Generated 64 train batches ... in 249.438 sec` (refused first → event_lexicon: a data_load lasting its seconds),
+    # fairseq's JSON epochs and icefall's baseline (healthy, right first)
+    *[(f"heldout69 {name}", want, _file(f"heldout69/{name}")) for name, want in (
+        ("wav2letter516_wav2vec_smp.log", "data_starvation"),
+        ("wav2letter835_conv_glu_t4_asg.log", "insufficient_data"),
+        ("fairseq233_wmt14_enfr_json_epochs.log", "healthy"),
+        ("icefall63_single_node_baseline.log", "healthy"),
+        ("espnet1748_subreporter_window.log", "insufficient_data"),
+        ("tacotron2_236_batch_generation.log", "insufficient_data"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl

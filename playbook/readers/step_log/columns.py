@@ -138,7 +138,7 @@ def below(seconds: np.ndarray, stages: np.ndarray | None) -> bool:
     if stages is None:
         return False
     both = np.isfinite(seconds) & np.isfinite(stages) & (stages > 0)
-    return bool(both.sum() >= 2 and np.median(seconds[both] / stages[both]) < 0.5)
+    return bool(both.sum() >= 1 and np.median(seconds[both] / stages[both]) < 0.5)
 
 
 def data_apart(seconds: np.ndarray, data: np.ndarray, stamped: np.ndarray) -> bool:

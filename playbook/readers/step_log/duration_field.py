@@ -46,6 +46,18 @@ def epoch_named(name: str) -> bool:
     return "epoch" in words and not words & set(STEP_NAMES + ("steps", "iters", "it"))
 
 
+def one_step_total(step, rank, seconds, stages) -> bool:
+    """Whether a time named like a total, printed once per rank (nothing to difference, no stamps to tell a window
+    from a running total), is one step's: at least the forward + backward + optimizer times on its line (less 10%
+    for their rounding) and under twice them, where a total over two or more steps would be at least twice one
+    step's stages (ESPnet2's lone `... optim_step_time=0.007, train_time=0.471` window line)."""
+    ok = np.isfinite(seconds)
+    if stages is None or not ok.any() or len(np.unique(rank[ok])) != len(np.unique(np.c_[rank[ok], step[ok]], axis=0)):
+        return False
+    s, t = seconds[ok], stages[ok]
+    return bool(np.isfinite(t).all() and (t > 0).all() and (s >= 0.9 * t).all() and (s < 2 * t).all())
+
+
 def stamped_steps(step, rank, time) -> int:
     """How many distinct (rank, step) records carry a clock reading."""
     ok = time != NAT
@@ -115,7 +127,8 @@ def choose_duration(step, rank, time, kind, cols, roles, pos=None) -> tuple:
     for k in eligible:
         cls = cands[k][1]
         if cls == CUMULATIVE and not monotone(step, rank, cols[k]):  # named like a total but goes up and down:
-            cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else total_reading(step, rank, time, cols[k])
+            cls = PER_STEP if set(k.split("_")) & set(STEP_NAMES) else GENERIC if one_step_total(
+                step, rank, cols[k] * cands[k][2], stages) else total_reading(step, rank, time, cols[k])
         elif cls != CUMULATIVE and cands[k][0] == "dur" and epoch_clock(cols[k] * cands[k][2]) and \
                 monotone(step, rank, cols[k]):
             cls = CUMULATIVE  # MLPerf's `time_ms: 1721026805975`: a clock reading, its differences are the steps

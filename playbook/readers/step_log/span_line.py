@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.step_log.abbrev import noun
 from playbook.readers.step_log.counter import StepCounter
 from playbook.readers.step_log.vocab import (
     CUMULATIVE,
@@ -67,7 +68,7 @@ def implicit_counter(lines, body: str, ctx) -> StepCounter | None:
         return None
     every = lines._fields(body, None)
     fields = {k: v for k, v in every.items()
-              if v[1][0] == "dur" and v[1][1] == PER_STEP and any(w in re.split(r"[_/()]", k) for w in UNIT_STEPS)}
+              if v[1][0] == "dur" and v[1][1] == PER_STEP and any((noun(w.lower()) or w) in UNIT_STEPS for w in re.split(r"[_/()]", k))}
     if not fields:
         return None
     n = span_steps(every)

@@ -9,6 +9,7 @@ from functools import lru_cache
 import numpy as np
 
 from playbook.readers.step_log import handoff
+from playbook.readers.step_log.abbrev import unabbreviate
 from playbook.readers.step_log.data_keys import DATA_KEYS as _DATA_KEYS
 from playbook.readers.step_log.data_keys import names_data_wait
 
@@ -146,7 +147,8 @@ def blank_options(body: str) -> str:
     """`body` with its command-line options blanked (the same length, so spans still index the line)."""
     return CLI_OPTION.sub(lambda m: " " * len(m[0]), body)
 STEP_NAMES = ("step", "iter", "iteration", "batch")
-IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took|runtime)\b"
+IMPLICIT_HINT = re.compile(r"(?:step|iter|iteration|batch)[ _]?(?:time|duration|dt|ms|took|runtime)(?:_?(?:ms|us|ns|s|sec))?\b"
+                           r"|\b[A-Za-z]{2,16}\s?\((?:ns|us|µs|ms|s|sec)\)\s*:"  # a unit in brackets: wav2letter's `bch(ms):`
                            r"|\b(?:timing_s|timings?|timers?|times?|perf)/(?:step|iter|iteration)\b\s*[:=]"  # a family's whole step
                            r"|\d(?:s|sec|ms)/(?:it|iter|step|batch)\b", re.IGNORECASE)  # or a per-step unit: `3.79s/it`
 RATE_LINE = re.compile(r"\b(?:global_step|steps?|it|iters?|examples|samples)/sec\s*[:=]\s*\d", re.IGNORECASE)
@@ -328,7 +330,8 @@ def _classify(key: str, unit: str | None) -> tuple[str, object, float] | None:
         k = norm_key(key[: m.start()])
     if "/" in key and unit is None and norm_key(key.rsplit("/", 1)[1]) in _COUNT_NOUNS:
         return None  # a tag path ending in what it counts (Composer's `time/batch: 12`): a count, not a duration
-    k = k.replace("wall_clock", "wall")  # `wall_clock/train`: the wall-clock total, not a GPU clock
+    # `wall_clock/train`: the wall-clock total, not a GPU clock; `bch`, `smp`: vowel-dropped nouns (abbrev.py)
+    k = unabbreviate(k.replace("wall_clock", "wall"))
     kind = unit_kind(unit)
     words = k.split("_") if k else []
     if (flop := _flop_role(words, unit, key)) is not None:
