@@ -514,7 +514,8 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
     if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(run.bundle, run.osc, why_untestable)
         ranked = _fact_lead(ranked, run)
-    if acc is None or (run.osc is not None and run.osc.few_samples):
+    if acc is None or (run.osc is not None and run.osc.few_samples) or (
+            ranked and ranked[0]["id"] != ids.INSUFFICIENT_DATA and _led_by_fact(ranked, run)):
         return ranked
     return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
                            attribution.rare_event_causes(run.bundle.events, run.bundle.steps), unplaced(run))
@@ -545,16 +546,23 @@ def restart_lead(ranked: list[dict], run: Run, acc: Accounting | None) -> list[d
     return [h, *rest]
 
 
+def _led_by_fact(ranked: list[dict], run: Run) -> bool:
+    """A stated fact leads beside one step time (_fact_lead): the accounting of that one step has no pace to weigh
+    it against, so it does not overrule the fact."""
+    return len(run.bundle.steps) == 1 and any(h["id"] == ids.INSUFFICIENT_DATA for h in ranked[1:2])
+
+
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     """With facts a tool states as the only input — NCCL's connection lines (the transport it chose), the calls an
     `nsys analyze` rule flags (pageable copies, synchronous calls), the calls a profile paste measures without its
     total (analysis.profiler_ops), a serving engine's scheduler records (a full KV cache with a queue, decode steps
     without a CUDA graph: analysis/serving_load.py) — the cause those facts support (at least attribution.SUPPORT_MIN) leads and
     insufficient_data follows: stated facts are not samples that could be too few, and "not enough data" is then
-    about the cost, which needs a time axis, not about the cause they name."""
+    about the cost, which needs a time axis, not about the cause they name. One step time is no time axis either
+    (no pace to compare it with): beside it the stated facts still lead."""
     bundle = run.bundle
-    sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
-    if any(len(t) for t in sampled):
+    sampled = (bundle.telemetry, bundle.trace, bundle.host)
+    if any(len(t) for t in sampled) or len(bundle.steps) > 1:
         return ranked
     stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
         f["hypothesis"] for name in ("nsys", "profiler", "serving")
