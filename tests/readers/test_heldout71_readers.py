@@ -93,3 +93,15 @@ def test_a_spill_beside_one_step_time_reads_as_memory_pressure(tmp_path):
     assert only.verdict["id"] == "memory_pressure"
     roomy = text.replace("7.8/8.0", "5.0/8.0")
     assert diagnose(read_paths([_write(tmp_path, "roomy.txt", roomy)])).verdict["id"] != "memory_pressure"
+
+
+def test_an_actor_prefix_names_the_rank_and_the_time_follows(tmp_path):
+    text = ("[1] [TrainerActor-1/2] 2025-11-02 09:00:01 INFO step 5 done\n"
+            "[0] [TrainerActor-0/2] 2025-11-02 09:00:02 INFO [GC] Performing periodic GC collection took 0.25 seconds\n"
+            "[0] [PolicyWorker-0/2] 2025-11-02 09:00:03 INFO [GC] Performing periodic GC collection took 0.02 seconds\n")
+    ev = read_paths([_write(tmp_path, "actors.log", text)]).events
+    gc = ev[ev["kind"] == "gc"]
+    assert gc["time"].dt.strftime("%H:%M:%S").tolist() == ["09:00:02", "09:00:03"]
+    assert gc["duration_s"].tolist() == [0.25, 0.02]
+    # the first mesh keeps its stated ranks; another mesh's actor 0 is another process, not rank 0 again
+    assert gc["rank"].iloc[0] == 0 and gc["rank"].iloc[1] not in (0, 1)
