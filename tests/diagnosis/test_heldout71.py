@@ -47,6 +47,8 @@ def test_the_shared_memory_spill_is_the_stated_fact():
 
 
 def test_gc_lines_of_a_hundredth_of_a_second_are_no_pause():
-    d = diagnose(read_paths([str(HERE / "torchforge372_periodic_gc_lines.log")]))
+    bundle = read_paths([str(HERE / "torchforge372_periodic_gc_lines.log")])
+    assert sorted(set(bundle.events["rank"])) == [0, 1, 2, 3] and bundle.events["time"].notna().all()
+    d = diagnose(bundle)
     assert d.verdict["id"] in ("healthy", "insufficient_data")
     assert all(h["id"] != "gc_pause" for h in d.hypotheses[:2])
