@@ -511,11 +511,14 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
     """The hypotheses in the order the answer gives them: what to record next for insufficient data, and the
     verdict the accounting decides first (a handful of polls shows what it saw, too few to let the accounting
     overrule the findings)."""
+    led = False  # a stated fact moved ahead of insufficient_data (_fact_lead)
     if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(run.bundle, run.osc, why_untestable)
+        first = ranked[0]
         ranked = _fact_lead(ranked, run)
-    if acc is None or (run.osc is not None and run.osc.few_samples) or (
-            ranked and ranked[0]["id"] != ids.INSUFFICIENT_DATA and _led_by_fact(ranked, run)):
+        led = ranked[0] is not first
+    # beside one step time the fact stays first: that one step has no pace for the accounting to weigh it against
+    if acc is None or (run.osc is not None and run.osc.few_samples) or (led and len(run.bundle.steps) == 1):
         return ranked
     return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
                            attribution.rare_event_causes(run.bundle.events, run.bundle.steps), unplaced(run))
@@ -544,12 +547,6 @@ def restart_lead(ranked: list[dict], run: Run, acc: Accounting | None) -> list[d
     rest = [x if x["id"] != ids.HEALTHY else dict(x, score=round(min(x["score"], 1.0 - h["score"]), 3))
             for i, x in enumerate(ranked) if i != at]
     return [h, *rest]
-
-
-def _led_by_fact(ranked: list[dict], run: Run) -> bool:
-    """A stated fact leads beside one step time (_fact_lead): the accounting of that one step has no pace to weigh
-    it against, so it does not overrule the fact."""
-    return len(run.bundle.steps) == 1 and any(h["id"] == ids.INSUFFICIENT_DATA for h in ranked[1:2])
 
 
 def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
