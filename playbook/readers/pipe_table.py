@@ -117,12 +117,16 @@ def sniff(head: str) -> bool:
     return "|" in head and next(_telemetry(head.split("\n")), None) is not None
 
 
-def _value(cell: str, name: str) -> str:
+def _value(cell: str, name: str, role: str | None) -> str:
+    """The cell as the table builder reads it: a metric's leading number, a relative time's seconds, any other cell
+    (an absolute time, a host, a GPU index) as written."""
     c = _clean(cell)
     if c.lower() in _MISSING or _flag(cell):
         return ""
-    if name.endswith("(s)") and (d := _DURATION.match(c)):
+    if name == "elapsed (s)" and (d := _DURATION.match(c)):
         return repr(float(d.group(1)) * _TO_S[d.group(2).lower()])
+    if role not in schema.TELEMETRY_METRICS:
+        return c
     m = _LEAD.match(c)
     return m.group(0) if m else c
 
@@ -149,7 +153,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
             if (p := _PAIR_W.match(_clean(cell))) and cols[k].role == "power_w":
                 extra.setdefault(f"GPU{g} power limit", [""] * len(rows))[i] = p.group(2)
     all_names = names + list(extra)
-    columns = [[_value(r[k], names[k]) for _, r in rows] for k in range(len(names))] + list(extra.values())
+    columns = [[_value(r[k], names[k], cols[k].role if k in cols else None) for _, r in rows]
+               for k in range(len(names))] + list(extra.values())
     skips = schema.SkipCounter(src)
     builder = TableBuilder(src, all_names, textio.host_from_path(path), skips, tz)
     table = pa.table({f"c{i}": pa.array(col, type=pa.string()) for i, col in enumerate(columns)})

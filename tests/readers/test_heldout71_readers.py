@@ -105,3 +105,12 @@ def test_an_actor_prefix_names_the_rank_and_the_time_follows(tmp_path):
     assert gc["duration_s"].tolist() == [0.25, 0.02]
     # the first mesh keeps its stated ranks; another mesh's actor 0 is another process, not rank 0 again
     assert gc["rank"].iloc[0] == 0 and gc["rank"].iloc[1] not in (0, 1)
+
+
+def test_a_long_pipe_table_keeps_its_times_and_gpu_index(tmp_path):
+    text = ("| timestamp | GPU | utilization (%) | power (W) |\n|---|---|---|---|\n"
+            "| 2025-03-01 10:00:00 | 0 | 97 % | 280 W |\n| 2025-03-01 10:00:00 | 1 | 12 % | 90 W |\n"
+            "| 2025-03-01 10:00:01 | 0 | 98 % | 281 W |\n| 2025-03-01 10:00:01 | 1 | 10 % | 88 W |\n")
+    t = read_paths([_write(tmp_path, "long.md", text)]).telemetry.sort_values(["gpu", "time"])
+    assert t["gpu"].tolist() == [0, 0, 1, 1] and t["util_pct"].tolist() == [97, 98, 12, 10]
+    assert t["time"].dt.strftime("%Y-%m-%d %H:%M:%S").tolist()[:2] == ["2025-03-01 10:00:00", "2025-03-01 10:00:01"]
