@@ -27,7 +27,9 @@ readers/model_placement.py) → findings, by what the numbers mean.
   Weights streamed from host memory: a memory mode that keeps part of the weights in host memory and moves them to
       the GPU at each use (ComfyUI / forge LOW_VRAM, NO_VRAM) → memory_pressure (moderate): every step waits on those
       host-to-GPU copies; the GPU's size is the reason the runtime gives (its total stated beside). Not where every
-      load line of the same input says its model was loaded completely (they fit after all).
+      load line of the same input says its model was loaded completely (they fit after all). Likewise a GPU that
+      borrows host memory beside a full dedicated memory (Task Manager's shared GPU memory, WDDM's sysmem fallback;
+      readers/model_placement.py how "shared"): what did not fit is read across PCIe at each use.
   Saturation (no finding, a fact for `info` and the evidence): two load levels of one kind LOAD_STEP apart whose
       throughput differs by at most FLAT, the lower one spending ≥ INSIDE of the client's latency in the server —
       the server already served all it could at the lower load; the latency added at the higher one is queueing.
@@ -170,6 +172,16 @@ def streamed(records: list[dict]) -> dict | None:
     """Weights kept in host memory and moved to the GPU at each use by a memory mode (see the module docstring)."""
     modes = [r for r in records if r.get("how") == "lowvram"]
     loads = [r for r in records if r.get("how") in ("resident", "bytes")]
+    if (spill := [r for r in records if r.get("how") == "shared"]) and not modes:
+        r = spill[-1]
+        used, size = r["dedicated_gib"]
+        return {"hypothesis": ids.MEMORY_PRESSURE, "level": "moderate",
+                "evidence": f"the GPU's own memory is full ({used:.3g} of {size:.3g} GiB) and it borrows "
+                            f"{r['shared_gib']:.3g} GiB of shared system memory: what did not fit is read across "
+                            "PCIe each time it is used, so the GPU waits on host memory however busy it reads",
+                "next": "make the job fit the GPU's memory (a smaller batch or resolution, gradient checkpointing, "
+                        "8-bit optimizer states); on Windows set the NVIDIA control panel's CUDA - Sysmem Fallback "
+                        "Policy to Prefer No Sysmem Fallback to see the shortfall as an out-of-memory error"}
     if not modes or (loads and all(r.get("cpu_share") == 0 for r in loads)):
         return None  # every model the input shows loaded completely: it fit after all
     r = modes[-1]

@@ -511,10 +511,14 @@ def lead(ranked: list[dict], acc: Accounting | None, run: Run, why_untestable: s
     """The hypotheses in the order the answer gives them: what to record next for insufficient data, and the
     verdict the accounting decides first (a handful of polls shows what it saw, too few to let the accounting
     overrule the findings)."""
+    led = False  # a stated fact moved ahead of insufficient_data (_fact_lead)
     if ranked and ranked[0]["id"] == ids.INSUFFICIENT_DATA:
         ranked[0]["next_step"] = _record_next(run.bundle, run.osc, why_untestable)
+        first = ranked[0]
         ranked = _fact_lead(ranked, run)
-    if acc is None or (run.osc is not None and run.osc.few_samples):
+        led = ranked[0] is not first
+    # beside one step time the fact stays first: that one step has no pace for the accounting to weigh it against
+    if acc is None or (run.osc is not None and run.osc.few_samples) or (led and len(run.bundle.steps) == 1):
         return ranked
     return _accounted_lead(ranked, acc, blind_spot(acc, run.busy_power),
                            attribution.rare_event_causes(run.bundle.events, run.bundle.steps), unplaced(run))
@@ -551,10 +555,11 @@ def _fact_lead(ranked: list[dict], run: Run) -> list[dict]:
     total (analysis.profiler_ops), a serving engine's scheduler records (a full KV cache with a queue, decode steps
     without a CUDA graph: analysis/serving_load.py) — the cause those facts support (at least attribution.SUPPORT_MIN) leads and
     insufficient_data follows: stated facts are not samples that could be too few, and "not enough data" is then
-    about the cost, which needs a time axis, not about the cause they name."""
+    about the cost, which needs a time axis, not about the cause they name. One step time is no time axis either
+    (no pace to compare it with): beside it the stated facts still lead."""
     bundle = run.bundle
-    sampled = (bundle.telemetry, bundle.steps, bundle.trace, bundle.host)
-    if any(len(t) for t in sampled):
+    sampled = (bundle.telemetry, bundle.trace, bundle.host)
+    if any(len(t) for t in sampled) or len(bundle.steps) > 1:
         return ranked
     stated = ({ids.LINK_DEGRADATION} if len(bundle.nccl) else set()) | {
         f["hypothesis"] for name in ("nsys", "profiler", "serving")

@@ -46,6 +46,7 @@ READERS: tuple[str, ...] = (
     "nvidia_smi",       # nvidia-smi --query-gpu CSV
     "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
     "amd_smi_text",     # rocm-smi tables and GPU[N] : key: value lines, amd-smi metric sections
+    "pipe_table",       # GPU telemetry as a markdown pipe table pasted into an issue (names read as a CSV header's)
     "box_table",        # box-drawn device tables: hl-smi, npu-smi info, tpu-info, xpu-smi stats
     "host_tools",       # vmstat, iostat, mpstat, sar, sadf -d, top -b, dstat / dool CSV → the host table
     "generic_csv",      # CSV with recognisable telemetry headers
@@ -97,7 +98,7 @@ def detect(path: str | Path, head: str | None = None) -> str:
     return found
 
 
-GENERIC = ("aligned_table", "lines")  # the readers of any text: what they accept says nothing of its format
+GENERIC = ("pipe_table", "aligned_table", "lines")  # the readers of any text: what they accept says nothing of its format
 
 
 def specific(head: str, generic: tuple[str, ...] = GENERIC) -> str | None:

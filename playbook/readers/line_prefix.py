@@ -7,7 +7,8 @@ Ranks, from the launcher or logger that tags each line:
   `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Levanter's `- 3 - name - file.py:9 - INFO :: ` after
   the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
   per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
-  first print); else the rank in the file's path
+  first print), an actor's `[3] [ReferenceModel-3/4] ` (Monarch actors in torchforge: the mesh's rank; another
+  mesh's actors are other processes); else the rank in the file's path
   (`rank3.log`, `rank_03/`, `worker-3`, torch elastic's `attempt_0/3/stdout.log`): see `rank_from_path`.
 Times: ISO `2024-01-15 10:00:01,123` (or `2024/01/15`, `T`, a zone), logging's `%m/%d/%Y`, glog / absl
   `I0115 10:00:30.123456 1234 file.py:12]` (also bracketed, without the thread id: c10's `[E1218 20:27:21.42 f.cc:62]`),
@@ -52,6 +53,11 @@ _RANK_PREFIX = re.compile(r"^\s*(?:\[(?:rank|default|r)\s*[:=]?\s*(\d+)\]\s*:?|\
 _RAY = re.compile(r"^\s*\((?:[\w.:-]{1,60}(?:, | ))?(?:[\w.:-]{1,60}, )?(?:rank=(\d{1,6}), )?pid=(\d+)"
                   r"(?:, ip=([\w.:-]{1,60}))?\)\s*")
 _RAY_RANK = re.compile(r"\[rank=(\d+), world_size=")
+# an actor's prefix (Monarch actors, as torchforge's GRPO app prints them: meta-pytorch/torchforge#372): `[3]
+# [ReferenceModel-3/4] 2025-10-10 14:05:19 INFO ...`: the process index, then the actor mesh's name and the actor's
+# rank of the mesh's size. The first mesh seen keeps its stated ranks; another mesh's actors are other processes
+# (ranked in the order they first print: _process)
+_ACTOR = re.compile(r"^\s*\[(\d{1,6})\] \[([A-Za-z][\w.]{0,60})-(\d{1,6})/(\d{1,6})\]\s*")
 # `kubectl logs --prefix`'s `[pod/NAME/CONTAINER] ` (a pod is a process: its rank as Ray's workers get theirs)
 _KUBECTL = re.compile(r"^\s*\[pod/([^\]\s/]{1,253})/([^\]\s]{1,63})\]\s*")
 # the container runtime's (CRI) log line after its time: `2024-01-15T10:00:00.123456789Z stdout F ` (F: a full
@@ -196,6 +202,7 @@ class Prefix:
         self.year: int | None = None
         self.boot_ns: int | None = None  # wall time (ns UTC) at boot, once a line states both clocks
         self.ray: dict[tuple[str, str], int] = {}
+        self.mesh: str | None = None  # the first actor mesh an actor prefix names (_ACTOR)
         self.kinds: dict[str, int] = {}
         self.level, self.tagged = "", False  # of the last line split
         self.host = ""  # the host the last line split names (syslog / journalctl), "" when none
@@ -226,6 +233,11 @@ class Prefix:
                 rank, body, by_process = self._process(("pod",) + m.groups(), body[m.end():]), body[m.end():], True
                 task = rank  # torchrun's `[default3]:` behind a pod's prefix: the pod's local rank 3 (_finer)
                 self._seen("kubectl pod")
+            if rank < 0 and body[:1] in " [" and (m := _ACTOR.match(body)):
+                self.mesh = self.mesh or m.group(2)
+                key, stated = ("actor", m.group(2), m.group(3)), m.group(3) if m.group(2) == self.mesh else None
+                rank, body, by_process = self._process(key, body[m.end():], stated), body[m.end():], True
+                self._seen("actor prefix")
             if (rank < 0 or by_process) and (m := _RANK_PREFIX.match(body)):
                 inner = _rank(next(g for g in m.groups() if g is not None))
                 rank, task, body = self._finer(rank, task, inner, m.group(0)), None, body[m.end():]

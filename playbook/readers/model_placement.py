@@ -28,6 +28,13 @@ the GPU, one after the other for every token. The runtimes state the split in tw
       says). NORMAL_VRAM / HIGH_VRAM / SHARED are understood and place nothing; DISABLED (no GPU seen) and
       openai/whisper's `FP16 is not supported on CPU; using FP32 instead` (whisper/transcribe.py: the model's device
       is the CPU) state a model on the CPU (how "device") — not that a GPU was there to use.
+  the memory a GPU borrows from the host: Windows Task Manager's GPU pane (Performance → GPU), as users copy or type
+      it: `Dedicated GPU memory 7.6/8.0 GB` (the GPU's own memory, used of size) and `Shared GPU memory 1.5/7.9 GB`
+      (system memory the WDDM driver lends the GPU; its `GPU memory` line is the two added; Windows' `GB` is GiB).
+      The driver places an allocation in shared memory when the dedicated memory cannot hold it (NVIDIA's "CUDA -
+      Sysmem Fallback Policy", driver 536.40+): the GPU then reads it across PCIe at each use (how "shared"). Only where the
+      dedicated memory is at least DEDICATED_FULL used and the shared use is at least SHARED_MIN_GIB: below, shared
+      memory holds the desktop's and other programs' surfaces, not the job's spill.
   a precision downgrade: CTranslate2 (faster-whisper) `The compute type inferred from the saved model is float16, but
       the target device or backend do not support efficient float16 computation ... converted to use the float32
       compute type instead` (how "precision"): the device may be a GPU without fast float16 or the CPU — the line does
@@ -74,6 +81,12 @@ FP16_CPU = "FP16 is not supported on CPU; using FP32 instead"
 ASKED = re.compile(r"(?:(?<!\S)-ngl[ =]|--n-gpu-layers[ =]|--gpulayers[ =]|\b(?:gpulayers|n_gpu_layers)\s*=\s*)"
                    r"(-?\d{1,6})\b")
 BUILD = re.compile(r"(?:^|\|\s|\s)(CUDA|ROCm|Vulkan|Metal|SYCL)\s*:\s*[A-Z_]{2,30}\s*=")
+# Task Manager's GPU pane lines (see the module docstring): `Dedicated GPU memory 7.6/8.0GB`, `Shared GPU memory
+# 1.5/7.9 GB` (a unit on the used figure too, `1.5 GB/7.9 GB`, and a colon after the label are accepted)
+PANE = re.compile(r"\b(Dedicated|Shared) GPU memory\s{0,3}:?\s{0,3}(\d{1,6}(?:\.\d{1,3})?)\s?(?:([KMGT]i?B)\s?)?/\s?"
+                  r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT]i?B)\b", re.IGNORECASE)
+DEDICATED_FULL = 0.9  # the dedicated memory this full before the driver's spill to shared memory reads as one
+SHARED_MIN_GIB = 0.25  # the desktop's surfaces and other programs keep a few hundred MiB in shared memory
 CT2 = re.compile(r"compute type inferred from the saved model is (\w{1,20}), but the target device or backend do not "
                  r"support efficient \1 computation.{0,80}?use the (\w{1,20}) compute type")
 
@@ -98,6 +111,7 @@ class Placements:
         self.said: set[str] = set()  # one-per-file statements already recorded (a warning and its source line)
         self.asked: int | None = None  # the layers a command line or call asked for the GPU
         self.build: str | None = None  # the GPU backend ggml's system-info line names
+        self.pane: dict[str, tuple[float, float]] = {}  # Task Manager's dedicated / shared GPU memory (used, size GiB)
 
     def _add(self, rec: dict) -> dict:
         if len(self.records) < MAX_RECORDS:
@@ -135,7 +149,23 @@ class Placements:
                                       "to": m.group(2)})
         return False
 
+    def _pane(self, body: str) -> bool:
+        """Task Manager's dedicated / shared GPU memory lines (see the module docstring)."""
+        m = PANE.search(body)
+        if not m:
+            return False
+        # Windows writes binary sizes with decimal names (its `8.0 GB` is 8 GiB): read as binary
+        size_unit = m.group(5).lower().replace("ib", "b").replace("b", "ib")
+        used_unit = (m.group(3) or m.group(5)).lower().replace("ib", "b").replace("b", "ib")
+        if used_unit not in GIB or size_unit not in GIB:
+            return False
+        self.pane[m.group(1).lower()] = (float(m.group(2)) * GIB[used_unit], float(m.group(4)) * GIB[size_unit])
+        return True
+
     def feed(self, body: str) -> bool:
+        if "GPU memory" in body or "GPU Memory" in body or "gpu memory" in body:
+            if self._pane(body):
+                return True
         if ("ngl" in body or "gpu" in body or "gpulayers" in body) and (m := ASKED.search(body)):
             self.asked = int(m.group(1))  # understood by what else the line holds (a command, a Namespace dump)
         if "=" in body and ":" in body and (m := BUILD.search(body)):
@@ -199,6 +229,10 @@ class Placements:
 
     def summary(self) -> list[dict]:
         out = []
+        ded, shared = self.pane.get("dedicated"), self.pane.get("shared")
+        if ded and shared and ded[1] > 0 and ded[0] >= DEDICATED_FULL * ded[1] and shared[0] >= SHARED_MIN_GIB:
+            out.append({"model": None, "cpu_share": None, "how": "shared", "dedicated_gib": [round(ded[0], 3),
+                        round(ded[1], 3)], "shared_gib": round(shared[0], 3)})
         if self.layers:
             n = len(self.layers)
             gpu = sum(1 for d in self.layers.values() if d.upper() != "CPU")
@@ -229,12 +263,14 @@ def describe(records: list[dict]) -> str:
     """One line for `playbook info`."""
     parts = []
     for r in records[:4]:
-        who = r.get("model") or "the model"
+        who = r.get("model") or ("the GPU" if r.get("how") == "shared" else "the model")
         where = (f"{r['layers'][0]} of {r['layers'][1]} layers on the GPU"
                  + (" (of the layers the log shows)" if r.get("shown") else "") if r.get("layers")
                  else f"kept partly in host memory and moved to the GPU at each use ({r['mode']}"
                       + (f", a GPU of {r['gpu_total_mib']:g} MiB)" if r.get("gpu_total_mib") else ")")
                  if r.get("how") == "lowvram"
+                 else f"{r['shared_gib']:.3g} GiB in shared system memory beside a full dedicated memory "
+                      f"({r['dedicated_gib'][0]:.3g} of {r['dedicated_gib'][1]:.3g} GiB)" if r.get("how") == "shared"
                  else f"on the CPU (its own words: {r['said']}); nothing here says a GPU was there to use"
                  if r.get("how") == "device"
                  else f"weights converted from {r['from']} to {r['to']}: the device lacks efficient {r['from']} "
