@@ -47,6 +47,7 @@ READERS: tuple[str, ...] = (
     "smi_query_text",   # nvidia-smi -q as plain text (Key : Value sections per GPU)
     "amd_smi_text",     # rocm-smi tables and GPU[N] : key: value lines, amd-smi metric sections
     "box_table",        # box-drawn device tables: hl-smi, npu-smi info, tpu-info, xpu-smi stats
+    "trtexec",          # TensorRT trtexec's performance summary and trace lines (read as a log, by lines)
     "host_tools",       # vmstat, iostat, mpstat, sar, sadf -d, top -b, dstat / dool CSV → the host table
     "generic_csv",      # CSV with recognisable telemetry headers
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)
