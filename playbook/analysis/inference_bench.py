@@ -1,4 +1,4 @@
-"""An inference benchmark's performance summary (readers/trtexec.py) → the GPU time it lost and why, by what its
+"""An inference benchmark's performance summary (readers/trtexec_summary.py) → the GPU time it lost and why, by what its
 figures mean.
 
   The GPU's busy share: the queries' summed compute over the run's walltime (trtexec's Total GPU Compute Time over

@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 from playbook.model import schema
-from playbook.readers import device_lines, load_report, model_placement, token_rates, trtexec
+from playbook.readers import device_lines, load_report, model_placement, token_rates, trtexec_summary
 
 HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generation throughput", "Speculative metrics",
          "SpecDecoding metrics")
@@ -151,7 +151,7 @@ class ServingLines:
         self.placed = model_placement.Placements()  # a model split between CPU and GPU (readers/model_placement.py)
         self.devices = device_lines.DeviceLines()  # the devices a job says it sees and uses (readers/device_lines.py)
         self.rates = token_rates.TokenRates()  # a local runtime's prompt / decode token rates (readers/token_rates.py)
-        self.bench = trtexec.BenchLines()  # an inference benchmark's performance summary (readers/trtexec.py)
+        self.bench = trtexec_summary.BenchLines()  # a benchmark's performance summary (readers/trtexec_summary.py)
 
     def feed(self, lineno: int, body: str, time_ns: int | None = None, timed: bool = False,
              raw: str | None = None) -> bool:
@@ -256,7 +256,7 @@ def describe(s: dict) -> str:
     others = [load_report.describe(s["loadtest"]) if s.get("loadtest") else "",
               model_placement.describe(s["placement"]) if s.get("placement") else "",
               token_rates.describe(s["generation"]) if s.get("generation") else "",
-              trtexec.describe(s["trtexec"]) if s.get("trtexec") else ""]
+              trtexec_summary.describe(s["trtexec"]) if s.get("trtexec") else ""]
     if not recs and not s.get("preempted") and not s.get("graph_bs_max"):
         return "; ".join(x for x in others if x) or "serving scheduler records: none"
     return ("serving scheduler records: " + (", ".join(parts) or "none") + ("; " + ", ".join(spans) if spans else "")

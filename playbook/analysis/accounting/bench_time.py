@@ -1,4 +1,4 @@
-"""GPU-time accounting of an inference benchmark's summary (readers/trtexec.py, analysis/inference_bench.py): no
+"""GPU-time accounting of an inference benchmark's summary (readers/trtexec_summary.py, analysis/inference_bench.py): no
 time axis, only totals — the queries' summed GPU compute against the run's walltime, one GPU per run; the idle rest
 is one `profile_idle` bucket (the causes a profile's idle time can have), its cause given by the findings the same
 figures support."""
