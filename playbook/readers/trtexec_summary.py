@@ -46,9 +46,9 @@ NUM = r"(-?\d{1,12}(?:\.\d{1,9})?(?:[eE][-+]?\d{1,3})?)"
 STATS = {"Latency": "latency", "End-to-End Host Latency": "e2e", "Enqueue Time": "enqueue", "H2D Latency": "h2d",
          "GPU Compute Time": "compute", "D2H Latency": "d2h"}
 FIGURE = re.compile(r"(?<![\w-])(End-to-End Host Latency|Enqueue Time|H2D Latency|GPU Compute Time|D2H Latency|"
-                    r"(?<!Host )(?<!Total )Latency)\s*:\s*((?:(?:min|max|mean|median|percentile\(\d{1,3}%\))\s*=?\s*"
+                    r"(?<!Host )(?<!Total )Latency)\s*:\s*((?:(?:min|max|mean|median|percentile\(\d{1,3}%\))\s*(?:=\s*)?"
                     + NUM + r"\s*(?:ms|us|µs|s)\b[,\s]*){1,8})")
-STAT = re.compile(r"(min|max|mean|median)\s*=?\s*" + NUM + r"\s*(ms|us|µs|s)\b")
+STAT = re.compile(r"(min|max|mean|median)\s*(?:=\s*)?" + NUM + r"\s*(ms|us|µs|s)\b")
 THROUGHPUT = re.compile(r"(?<![\w-])Throughput\s*:\s*" + NUM + r"\s*qps\b", re.IGNORECASE)
 TOTAL = re.compile(r"(?<![\w-])Total (Host Walltime|GPU Compute Time)\s*:\s*" + NUM + r"\s*(ms|s)\b")
 TRACE = re.compile(r"Average on (\d{1,9}) runs - GPU latency:\s*" + NUM + r"\s*ms - Host latency:\s*" + NUM
@@ -69,7 +69,7 @@ class BenchLines:
 
     def __init__(self):
         self.runs: list[dict] = []
-        self.trace: list[tuple[float, float, float | None, float]] = []
+        self.trace = [0, 0.0, 0.0, 0.0, 0, 0.0]  # lines, GPU ms, host ms, enqueue ms (sums), lines with e2e, e2e ms
 
     def _run(self, fresh: bool = False) -> dict:
         if fresh or not self.runs:
@@ -87,8 +87,10 @@ class BenchLines:
             self._run(fresh=bool(run and ("qps" in run or "compute" in run)))
             found = True
         if m := TRACE.search(body):
-            e2e = float(m.group(4)) if m.group(4) is not None else None
-            self.trace.append((float(m.group(2)), float(m.group(3)), e2e, float(m.group(5))))
+            t = self.trace
+            t[0], t[1], t[2], t[3] = t[0] + 1, t[1] + float(m.group(2)), t[2] + float(m.group(3)), t[3] + float(m.group(5))
+            if m.group(4) is not None:
+                t[4], t[5] = t[4] + 1, t[5] + float(m.group(4))
             return True
         if m := THROUGHPUT.search(body):
             run = self._run()
@@ -115,12 +117,10 @@ class BenchLines:
 
     def summary(self) -> list[dict]:
         runs = [r for r in self.runs if r]
-        if self.trace:
-            n = len(self.trace)
-            e2e = [t[2] for t in self.trace if t[2] is not None]
-            trace = {"groups": n, "gpu_ms": sum(t[0] for t in self.trace) / n,
-                     "host_ms": sum(t[1] for t in self.trace) / n, "enqueue_ms": sum(t[3] for t in self.trace) / n,
-                     **({"e2e_ms": sum(e2e) / len(e2e)} if e2e else {})}
+        n, gpu, host, enq, n_e2e, e2e = self.trace
+        if n:
+            trace = {"groups": n, "gpu_ms": gpu / n, "host_ms": host / n, "enqueue_ms": enq / n,
+                     **({"e2e_ms": e2e / n_e2e} if n_e2e else {})}
             if runs:
                 runs[-1]["trace"] = trace
             else:

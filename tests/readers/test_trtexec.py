@@ -139,3 +139,16 @@ def test_trace_lines_alone_price_nothing(tmp_path):
     d = _diag(tmp_path, text)
     assert d.verdict["id"] == "insufficient_data"
     assert "queued back to back" in d.verdict["sentence"]
+
+
+def test_long_blank_runs_inside_a_figure_are_read_in_linear_time():
+    # `Latency: min` then 60 kB of blanks: `\s*=?\s*` before the number split the run every way (quadratic, minutes
+    # a line); `(?:=\s*)?` leaves one way
+    import time
+    start = time.process_time()  # CPU seconds of this process: other jobs on the machine do not count
+    b = BenchLines()
+    for line in ("Latency: min" + " " * 60_000 + "x", "GPU Compute Time: min =" + " " * 60_000 + "x",
+                 "Enqueue Time: min = 1 ms," + " " * 60_000 + "x") * 5:
+        b.feed(line)
+    assert time.process_time() - start < 5
+    assert [r["enqueue"]["min"] for r in b.summary()] == [1.0]
