@@ -23,7 +23,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from playbook.analysis import serving_capacity
+from playbook.analysis import inference_bench, serving_capacity
 from playbook.knowledge import ids
 from playbook.model import schema
 from playbook.readers.serving_metrics import describe
@@ -177,6 +177,7 @@ def findings_of(s: dict) -> list[dict]:
     recs = [r for r in s.get("records") or [] if isinstance(r, dict)]
     out = [f for f in (_memory(s, recs), _eager(s, recs), _speculation(recs) or _rejected(recs)) if f]
     out += serving_capacity.findings(s)  # load-test blocks and model placements (analysis/serving_capacity.py)
+    out += inference_bench.findings(s.get("trtexec") or [])[0]  # a benchmark's summary (analysis/inference_bench.py)
     if not out and (few := _few(recs)):
         out.append(few)
     return out
@@ -187,12 +188,14 @@ def summarize(bundle: Any) -> dict | None:
     found = sorted(schema.meta_sections(getattr(bundle, "meta", None), schema.SERVING))
     if not found:
         return None
-    findings = []
+    findings, vouched = [], []
     for name, s in found:
+        vouched += inference_bench.findings(s.get("trtexec") or [])[1]
         # the records state what they count (the queue, the KV fill, eager steps): facts, not samples that could be
         # too few (diagnosis/answer._fact_lead lets them lead where they are the only input)
         findings += [{**f, "stated": True, "evidence": f"{f['evidence']} ({name.rsplit('/', 1)[-1]})"}
                      for f in findings_of(s)]
     return {"files": [{"file": f, "line": describe(s) + "".join(
-        f"; {x}" for x in [serving_capacity.saturation(s.get("loadtest") or [])] if x)} for f, s in found],
-            "findings": findings}
+        f"; {x}" for x in [serving_capacity.saturation(s.get("loadtest") or [])]
+        + inference_bench.facts(s.get("trtexec") or []) if x)} for f, s in found],
+            "findings": findings, "vouched": vouched}

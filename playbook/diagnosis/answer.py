@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from playbook.analysis import topology
+from playbook.analysis import inference_bench, topology
 from playbook.analysis.accounting import FED_PCT, Accounting
 from playbook.analysis.gpu_limits import WORK_POWER_FLOOR
 from playbook.analysis.gpus import GpuReport, fmt_span
@@ -22,6 +22,8 @@ def _served_kind(line: str) -> str:
     """What a serving file's `info` line holds, for the list of what the inputs have (no GPU time in any)."""
     if line.startswith(("model placement", "rates")):
         return "what a runtime prints about where the model runs and how fast it answers"
+    if line.startswith("trtexec"):
+        return "a benchmark's per-query latencies without its walltime"
     return "a server's scheduler counts"
 
 
@@ -405,6 +407,7 @@ def untestable(run: Run) -> str | None:
                    for t in profiler_tables)
     others = bool(run.steps_summary or gpu_trace or nsys_timed or profiled or any(sm.get(n) for n in (
         "stragglers", "flight_recorder", "job_usage")))  # (a job's usage figures measure its GPUs' time, in sum)
+    others = others or inference_bench.measured(run.bundle)  # a benchmark's GPU compute against its walltime
     if osc is not None and osc.few_samples and not others:
         return "too few samples per GPU to look for an oscillation"
     tel = run.bundle.telemetry

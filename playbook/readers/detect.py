@@ -48,6 +48,7 @@ READERS: tuple[str, ...] = (
     "amd_smi_text",     # rocm-smi tables and GPU[N] : key: value lines, amd-smi metric sections
     "pipe_table",       # GPU telemetry as a markdown pipe table pasted into an issue (names read as a CSV header's)
     "box_table",        # box-drawn device tables: hl-smi, npu-smi info, tpu-info, xpu-smi stats
+    "trtexec",          # TensorRT trtexec's performance summary and trace lines (read as a log, by lines)
     "host_tools",       # vmstat, iostat, mpstat, sar, sadf -d, top -b, dstat / dool CSV → the host table
     "generic_csv",      # CSV with recognisable telemetry headers
     "long_csv",         # CSV in the long layout: a series-name and a value column (MLflow history, Grafana rows)

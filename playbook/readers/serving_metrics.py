@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 
 from playbook.model import schema
-from playbook.readers import device_lines, load_report, model_placement, token_rates
+from playbook.readers import device_lines, load_report, model_placement, token_rates, trtexec_summary
 
 HEADS = ("Decode batch", "Prefill batch", "Avg prompt throughput", "Avg generation throughput", "Speculative metrics",
          "SpecDecoding metrics")
@@ -151,6 +151,7 @@ class ServingLines:
         self.placed = model_placement.Placements()  # a model split between CPU and GPU (readers/model_placement.py)
         self.devices = device_lines.DeviceLines()  # the devices a job says it sees and uses (readers/device_lines.py)
         self.rates = token_rates.TokenRates()  # a local runtime's prompt / decode token rates (readers/token_rates.py)
+        self.bench = trtexec_summary.BenchLines()  # a benchmark's performance summary (readers/trtexec_summary.py)
 
     def feed(self, lineno: int, body: str, time_ns: int | None = None, timed: bool = False,
              raw: str | None = None) -> bool:
@@ -182,7 +183,7 @@ class ServingLines:
         if head is None and state is not None:
             return True
         if head is None and (self.load.feed(body) or self.placed.feed(body) or self.rates.feed(body)
-                                 or self.devices.feed(body, lineno, raw)):
+                             or self.bench.feed(body) or self.devices.feed(body, lineno, raw)):
             return True
         if head is None:
             if (self.records and not timed and 0 < len(body.strip()) <= HEADING_MAX and not LEVELLED.match(body)
@@ -209,7 +210,8 @@ class ServingLines:
 
     def summary(self) -> dict:
         extra = {k: v for k, v in (("loadtest", self.load.summary()), ("placement", self.placed.summary()),
-                                              ("generation", self.rates.summary())) if v}
+                                              ("generation", self.rates.summary()),
+                                              ("trtexec", self.bench.summary())) if v}
         devices = {"devices": d} if (d := self.devices.summary()) else {}  # kept apart by store()
         if not self.records and not self.preempted and not self.graph_bs_max and not extra:
             return devices
@@ -253,7 +255,8 @@ def describe(s: dict) -> str:
              f"admission limit {s['max_running']} requests" if s.get("max_running") else ""]
     others = [load_report.describe(s["loadtest"]) if s.get("loadtest") else "",
               model_placement.describe(s["placement"]) if s.get("placement") else "",
-              token_rates.describe(s["generation"]) if s.get("generation") else ""]
+              token_rates.describe(s["generation"]) if s.get("generation") else "",
+              trtexec_summary.describe(s["trtexec"]) if s.get("trtexec") else ""]
     if not recs and not s.get("preempted") and not s.get("graph_bs_max"):
         return "; ".join(x for x in others if x) or "serving scheduler records: none"
     return ("serving scheduler records: " + (", ".join(parts) or "none") + ("; " + ", ".join(spans) if spans else "")

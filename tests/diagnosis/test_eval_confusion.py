@@ -919,6 +919,16 @@ CASES = [
         ("lora_easy267_taskmgr_shared_gpu_memory.txt", "memory_pressure"),
         ("llmrig97_thermal_slowdown_ramp.md", "throttling"),
         ("torchforge372_periodic_gc_lines.log", "insufficient_data"))],
+    # the sixty-eighth round: TensorRT trtexec performance summaries (tests/data/eval/heldout68/SOURCES.md, real
+    # excerpts): scored once as written — 0 of 5 read (trtexec output was not read at all); kept: all five, read by
+    # readers/trtexec.py and priced by accounting/bench_time.py (the GPU's summed compute against the walltime), the
+    # gap per query given to the copies or the enqueue by analysis/inference_bench.py
+    *[(f"heldout68 {name}", want, _file(f"heldout68/{name}")) for name, want in (
+        ("yolov7_329_trtexec_summary_healthy.log", "healthy"),
+        ("sam3trt26_trtexec_enqueue_bound_warning.log", "h2d_copy"),
+        ("trt4177_trtexec_enqueue_warning_gpu_busy.log", "launch_bound"),
+        ("yolojetson4_trtexec_flattened_copies.txt", "h2d_copy"),
+        ("trt1243_trtexec7_end_to_end_trace.log", "insufficient_data"))],
     # the sixty-first round: GPU time lost to where the work or the data travels (tests/data/eval/heldout61/SOURCES.md,
     # real excerpts): scored once as written — 1 of 5 right, 2 refused, none called healthy; kept: IB channels without
     # GDRDMA (right first; nccl-tests' closing average now cited), NCCL on sockets over an IPoIB `ib0` (analysis/nccl

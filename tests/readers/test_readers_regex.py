@@ -46,6 +46,7 @@ from playbook.readers import (
     textio,
     tfprof_text,
     topo_matrix,
+    trtexec_summary,
 )
 from playbook.readers import (
     step_log as steps,
@@ -82,7 +83,7 @@ MODULES = (textio, clock_line, generic_csv, nvidia_smi, nvidia_smi_fields, nvidi
            event_lexicon, line_prefix, step_epochs, step_smoothed, step_reruns, step_key_block, step_span_line, topo_matrix, lspci,
            step_column_table, dcgm_diag, profiler_table, pstats_text, slurm_usage, nsys_profiles, from_events,
            step_signatures, rank_stragglers, rank_reports, host_calls, stack_samples, line_profile,
-           tfprof_text, tegrastats, step_timer_line, breakdown_table, serving_metrics)  # nsys_profiles .. rank_stragglers read reader output
+           tfprof_text, tegrastats, step_timer_line, breakdown_table, serving_metrics, trtexec_summary)  # nsys_profiles .. rank_stragglers read reader output
 N = 100_000
 BODIES = (" ", "\t", "0", "9.", "a", "A", "[", "(", "{", "}", '"', ",", ":", "=", "|", "-", "/", "%", "x", "\\",
           "0 ", "a ", "a=", 'a="', "}, ", "} ", ", ", "1/", "0x", "e", "1e", ": ", "\n", "[0", " |", "W /", "MiB ")

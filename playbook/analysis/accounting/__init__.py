@@ -47,6 +47,7 @@ carry names, windows and the evidence a diagnosis attributes them with (playbook
 
 from __future__ import annotations
 
+from playbook.analysis.accounting.bench_time import bench_accounting
 from playbook.analysis.accounting.buckets import MAX_WINDOWS, MIN_FLOOR, Accounting, Bucket
 from playbook.analysis.accounting.gpu_time import (
     BUSY_Q,
@@ -66,7 +67,7 @@ from playbook.analysis.series import GpuSeries, gpu_series
 from playbook.model import schema
 
 __all__ = ["Accounting", "Bucket", "BUSY_Q", "COLLECTIVE_PHASES", "MAX_WINDOWS", "MIN_FLOOR", "SPIN_POWER",
-           "SPIN_UTIL", "FED_PCT", "STEADY_FED_PCT", "WORK_POWER_FLOOR", "account", "gpu_accounting", "job_usage_accounting", "profile_accounting",
+           "SPIN_UTIL", "FED_PCT", "STEADY_FED_PCT", "WORK_POWER_FLOOR", "account", "bench_accounting", "gpu_accounting", "job_usage_accounting", "profile_accounting",
            "step_accounting"]
 
 
@@ -96,4 +97,4 @@ def account(bundle: schema.Bundle, interval_s: float | None = None,
         if acc is not None and epochs:
             epoch_wording(acc)
         return acc
-    return profile_accounting(bundle) or job_usage_accounting(bundle)
+    return profile_accounting(bundle) or job_usage_accounting(bundle) or bench_accounting(bundle)
