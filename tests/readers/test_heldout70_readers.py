@@ -53,3 +53,88 @@ def test_a_time_in_brackets_is_still_a_time(tmp_path):
     """LABELED SYNTHETIC: `time (0.52 s)` after a step counter: a bracketed time of its own, not a count."""
     text = "".join(f"step {i} loss 0.4 time ({t} s)\n" for i, t in enumerate([0.52, 0.50, 0.51, 0.53], 1))
     assert _steps(tmp_path, text) == pytest.approx([0.52, 0.50, 0.51, 0.53])
+
+
+# --- Ray Data's progress snapshots (readers/ray_progress_text.py, analysis/ray_progress.py)
+
+def _diagnose(tmp_path, text):
+    from playbook.diagnosis import diagnose
+    path = tmp_path / "ray.log"
+    path.write_text(text)
+    return diagnose(read_paths([str(path)]))
+
+
+def _logging_snapshot(gpus: str, read_done: int, queued: int, util: float, idle_actors: int = 0) -> str:
+    """LABELED SYNTHETIC: one snapshot as logging_progress.py prints it (python/ray/data/_internal/progress), a
+    CPU read stage then a GPU stage (`Actors: N (running=..., util=...)`)."""
+    p = "2025-01-01 10:00:00,000 INFO logging_progress.py:{} -- "
+    return "".join(p.format(n) + t + "\n" for n, t in [
+        (174, "======= Running Dataset: ds_1_0 ======="),
+        (225, "Total Progress: 10/500"),
+        (227, f"Active & requested resources: 12/64 CPU, {gpus} GPU, 20.0GiB/100.0GiB object store"),
+        (231, f"ReadImages->Map(decode): {read_done}/1000"),
+        (233, f"  Tasks: {0 if read_done == 1000 else 12}; Actors: 0; Queued blocks: 0 (0.0B); Resources: 12.0 CPU, "
+              "2.0GiB object store"),
+        (231, "MapBatches(Embed): 10/1000"),
+        (233, f"  Tasks: 4; Actors: 4 (running=4, restarting=0, pending=0, active={4 - idle_actors}, "
+              f"idle={idle_actors}, util={util:.3f}, tasks_in_flight=4); Queued blocks: {queued} (1.5GiB); "
+              "Resources: 0.0 CPU, 4.0 GPU, 10.0MiB object store")])
+
+
+def test_reads_the_three_printers():
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    lines = _logging_snapshot("4/16", 1000, 300, 1.0).splitlines() + [
+        # LABELED SYNTHETIC, the tqdm bars of 2.4x (`Running Dataset: id. Active & requested ...`, `- name: Tasks:`)
+        "Running Dataset: train_2_0. Active & requested resources: 37/37 CPU, 2/8 GPU, 9.2GB/39.9GB object store: : 0.00"
+        " row [00:01, ? row/s]",
+        "- ReadParquet: Tasks: 37 [backpressured:tasks]; Actors: 0; Queued blocks: 163; Resources: 37.0 CPU, 9.2GB "
+        "object store: : 0.0 row [00:01, ? row/s]",
+        # LABELED SYNTHETIC, the older bars of 2.2x-2.3x
+        "Running: 0/10 CPU, 2/4 GPU, 56.0B/1.0GB object_store_memory:  40%|████      | 4/10 [00:04<00:06,  1.05s/it]",
+        "- MapBatches(Identity): 5 active, 2 queued, [cpu: 0.0, gpu: 2.0, objects: 8.0B], 3 actors (1 pending) "
+        "[locality off]:  40%|▍| 4"]
+    assert all(r.feed(line) for line in lines)
+    a, b, c = r.summary()
+    assert (a["gpu_used"], a["gpu_limit"], a["dataset"]) == (4, 16, "ds_1_0")
+    assert [(o["name"], o["done"], o["queued"], o["gpu"]) for o in a["operators"]] == [
+        ("ReadImages->Map(decode)", 1000, 0, 0.0), ("MapBatches(Embed)", 10, 300, 4.0)]
+    assert a["operators"][1]["util"] == 1.0 and a["operators"][1]["running"] == 4
+    assert (b["dataset"], b["gpu_limit"], b["operators"][0]["backpressured"], b["operators"][0]["queued"]) == (
+        "train_2_0", 8, True, 163)
+    assert (c["gpu_used"], c["gpu_limit"], c["operators"][0]["gpu"], c["operators"][0]["pending"]) == (2, 4, 2.0, 1)
+
+
+def test_an_operator_line_outside_a_snapshot_is_not_read():
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    assert not r.feed("epoch: 3/10")
+    assert not r.feed("  Tasks: 2; Actors: 0; Queued blocks: 5; Resources: 1.0 CPU")
+    assert r.summary() == []
+
+
+def test_work_queued_at_a_gpu_stage_with_gpus_idle_is_an_imbalance(tmp_path):
+    text = "".join(_logging_snapshot("4/16", 1000, 300, 1.0) for _ in range(3))
+    d = _diagnose(tmp_path, text)
+    assert d.verdict["id"] == "pipeline_imbalance"
+    ev = " ".join(d.hypotheses[0]["evidence"])
+    assert "MapBatches(Embed)" in ev and "4 of the 16 GPUs" in ev and "has finished" in ev
+
+
+def test_a_gpu_stage_idle_with_nothing_queued_while_the_read_works_is_starved(tmp_path):
+    text = "".join(_logging_snapshot("4/4", 400, 0, 0.35, idle_actors=3) for _ in range(3))
+    d = _diagnose(tmp_path, text)
+    assert d.verdict["id"] == "data_starvation"
+    assert "MapBatches(Embed)" in " ".join(d.hypotheses[0]["evidence"])
+
+
+def test_every_gpu_busy_with_work_queued_finds_nothing(tmp_path):
+    text = "".join(_logging_snapshot("16/16", 1000, 300, 1.0) for _ in range(3))
+    d = _diagnose(tmp_path, text)
+    assert d.verdict["id"] not in ("pipeline_imbalance", "data_starvation")
+
+
+def test_one_moment_of_many_is_not_the_run(tmp_path):
+    text = _logging_snapshot("4/16", 1000, 300, 1.0) + "".join(
+        _logging_snapshot("16/16", 1000, 300, 1.0) for _ in range(3))
+    assert _diagnose(tmp_path, text).verdict["id"] != "pipeline_imbalance"
