@@ -138,3 +138,29 @@ def test_one_moment_of_many_is_not_the_run(tmp_path):
     text = _logging_snapshot("4/16", 1000, 300, 1.0) + "".join(
         _logging_snapshot("16/16", 1000, 300, 1.0) for _ in range(3))
     assert _diagnose(tmp_path, text).verdict["id"] != "pipeline_imbalance"
+
+
+# --- Ray's raylet spilling the object store to disk (readers/event_lexicon.py)
+
+@pytest.mark.parametrize("line", [
+    "(raylet, ip=172.31.5.10) Spilled 2048 MiB, 4 objects, write throughput 350 MiB/s.",
+    "[2024-03-01 10:00:00,000 I 123 456] local_object_manager.cc:245: Spilled 512 MiB, 3 objects, write throughput "
+    "1200 MiB/s.",
+    "Spilled 98765 MiB, 200 objects, avg write throughput 610 MiB/s",
+])
+def test_a_raylet_spill_is_memory_pressure(tmp_path, line):
+    """LABELED SYNTHETIC: the raylet's spill statement in its three places (the driver's relay, raylet.out, the
+    memory summary)."""
+    path = tmp_path / "ray.log"
+    path.write_text("step 1 loss 0.5\n" + line + "\n")
+    ev = read_paths([str(path)]).events
+    assert "memory_pressure" in set(ev["kind"])
+
+
+@pytest.mark.parametrize("line", ["Spilled the coffee, 2 objects, write throughput nil",
+                                  "restored 2048 MiB, 4 objects, read throughput 350 MiB/s."])
+def test_other_words_are_no_spill(tmp_path, line):
+    path = tmp_path / "ray.log"
+    path.write_text("step 1 loss 0.5 time 0.2s\nstep 2 loss 0.4 time 0.2s\n" + line + "\n")
+    ev = read_paths([str(path)]).events
+    assert ev.empty or "memory_pressure" not in set(ev["kind"])
