@@ -876,9 +876,11 @@ CASES = [
     # `load_data_time` beside `train_step_time` (healthy first → readers/step_log/data_keys: a wait named verb first;
     # columns.data_apart: a wait longer than its step is outside it), neural-enhance's `Epoch #N at Ts` (refused first
     # → epochs.EpochTimes: a time `at` a point is a clock since the start), an ELF tqdm bar and one TF step line
-    # (insufficient_data, right first). gnnlab's Sample/Extract/Train breakdown stays refused (a strict xfail)
+    # (insufficient_data, right first). gnnlab's Sample/Extract/Train breakdown (refused; read since round 70 by
+    # readers/stage_breakdown_text: the input side 82% of the records' time → data_starvation)
     *[(f"heldout66 {name}", want, _file(f"heldout66/{name}")) for name, want in (
         ("animateanyone101_load_data_spike.log", "data_starvation"),
+        ("gnnlab20_dgl_sampling_breakdown.txt", "data_starvation"),
         ("neural_enhance23_epoch_clock.log", "healthy"),
         ("elf94_minirts_trainer_progress.log", "insufficient_data"),
         ("posemobile90_tf_step_line.log", "insufficient_data"))],

@@ -164,3 +164,53 @@ def test_other_words_are_no_spill(tmp_path, line):
     path.write_text("step 1 loss 0.5 time 0.2s\nstep 2 loss 0.4 time 0.2s\n" + line + "\n")
     ev = read_paths([str(path)]).events
     assert ev.empty or "memory_pressure" not in set(ev["kind"])
+
+
+# --- a record's time split into named stages (readers/stage_breakdown_text.py, analysis/stage_breakdown.py)
+
+@pytest.mark.parametrize(("line", "total", "stages"), [
+    ("the epoch took 20s = 12s(sampling) + 3s(feature gather) + 5s(train)", 20.0,
+     [("sampling", 12.0, "input"), ("feature gather", 3.0, "input"), ("train", 5.0, "model")]),
+    ("iteration time: 400 ms = 250 ms (load) + 150 ms (forward backward)", 0.4,
+     [("load", 0.25, "input"), ("forward backward", 0.15, "model")]),
+    ("Sampling: 8.5s | Copy: 1.5s | Compute: 2.0s | Overall: 12.1s", 12.1,
+     [("Sampling", 8.5, "input"), ("Copy", 1.5, "input"), ("Compute", 2.0, "model")]),
+    ("load=1.2s, fwd=0.4s, bwd=0.8s, total=2.4s", 2.4,
+     [("load", 1.2, "input"), ("fwd", 0.4, "model"), ("bwd", 0.8, "model")]),
+])
+def test_a_breakdown_is_read_with_its_sides(line, total, stages):
+    """LABELED SYNTHETIC: other wordings of a whole split into stages (a sum, keyed lists with their total)."""
+    from playbook.readers.stage_breakdown_text import StageBreakdown
+    s = StageBreakdown()
+    assert s.feed(line)
+    (r,) = s.summary()
+    assert r["total_s"] == pytest.approx(total)
+    assert [(n, pytest.approx(v), side) for n, v, side in r["stages"]] == stages
+
+
+@pytest.mark.parametrize("line", [
+    "the epoch took 20s = 2s(sampling) + 3s(feature gather) + 5s(train)",  # 10 s of 20: no sum, something else
+    "Sampling: 8.5s | Copy: 1.5s | Compute: 2.0s",  # no total to check them by
+    "step 12 | data: 0.1s | fwd: 0.2s | bwd: 0.2s | total: 0.5s",  # a step counter: the step grammar's line
+    "Epoch 3: sample 2.0s, train 1.0s, total 3.0s",  # an epoch counter likewise
+    "lr: 0.1, loss: 0.25, total: 0.35",  # no units: values, not times
+])
+def test_other_lines_are_no_breakdown(line):
+    from playbook.readers.stage_breakdown_text import StageBreakdown
+    s = StageBreakdown()
+    assert not s.feed(line) and s.summary() == []
+
+
+def test_an_input_side_that_outweighs_the_model_is_starvation(tmp_path):
+    """LABELED SYNTHETIC: three epochs, sampling and feature loading 70% of each."""
+    text = "".join(f"Sample: {a}s; Load feats: {b}s; Train: {c}s; Total: {a + b + c:.2f}s\n"
+                   for a, b, c in [(5.0, 2.0, 3.0), (5.2, 2.1, 3.0), (4.9, 2.0, 2.9)])
+    d = _diagnose(tmp_path, text)
+    assert d.verdict["id"] == "data_starvation"
+    assert "Sample" not in d.hypotheses[0]["names"]  # a stage, not a rank or host
+
+
+def test_a_model_that_outweighs_its_input_finds_nothing(tmp_path):
+    """LABELED SYNTHETIC: the same layout, sampling 3% of each epoch."""
+    text = "".join(f"Sample: 0.3s; Train: {c}s; Total: {0.3 + c:.2f}s\n" for c in (9.7, 9.8, 9.6))
+    assert _diagnose(tmp_path, text).verdict["id"] != "data_starvation"
