@@ -214,3 +214,32 @@ def test_a_model_that_outweighs_its_input_finds_nothing(tmp_path):
     """LABELED SYNTHETIC: the same layout, sampling 3% of each epoch."""
     text = "".join(f"Sample: 0.3s; Train: {c}s; Total: {0.3 + c:.2f}s\n" for c in (9.7, 9.8, 9.6))
     assert _diagnose(tmp_path, text).verdict["id"] != "data_starvation"
+
+
+# --- memory pressure on every host is the workload's (diagnosis/evidence/from_events.py)
+
+def _events(rows):
+    import pandas as pd
+    return pd.DataFrame([{"time": pd.NaT, "rank": r, "host": h, "kind": k, "detail": f"{k} on {h}", "step": -1}
+                         for r, h, k in rows])
+
+
+def test_memory_pressure_on_every_host_names_none():
+    from playbook.diagnosis.evidence.from_events import from_fault_events
+    f = [x for x in from_fault_events(_events([(-1, f"10.0.0.{i}", "memory_pressure") for i in range(4)]))
+         if x.signature == "memory_pressure"]
+    assert f and f[0].names == () and "every one of the 4 hosts" in f[0].evidence
+
+
+def test_memory_pressure_on_one_host_of_many_names_it():
+    from playbook.diagnosis.evidence.from_events import from_fault_events
+    rows = [(-1, "10.0.0.1", "memory_pressure")] + [(-1, f"10.0.0.{i}", "nccl_warn") for i in range(2, 6)]
+    f = [x for x in from_fault_events(_events(rows)) if x.signature == "memory_pressure"]
+    assert f and f[0].names == ("10.0.0.1",)
+
+
+def test_two_hosts_alike_stay_named():
+    from playbook.diagnosis.evidence.from_events import from_fault_events
+    f = [x for x in from_fault_events(_events([(-1, "a", "host_oom"), (-1, "b", "host_oom")]))
+         if x.signature == "memory_pressure"]
+    assert f and set(f[0].names) == {"a", "b"}
