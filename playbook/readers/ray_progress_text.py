@@ -32,6 +32,10 @@ _DETAIL = re.compile(r"(?:^|\s|- )(?:(?P<name>[A-Za-z_][^:]{0,300}?): )?Tasks: (
                      r"(?P<queued>\d{1,12})(?: \((?P<qsize>[^)]{0,30})\))?; Resources: (?P<res>[^;:\n]{0,200})")
 _OLD = re.compile(r"(?:^|\s)- (?P<name>[A-Za-z_][^:]{0,300}?): (?P<tasks>\d{1,9}) active, (?P<queued>\d{1,12}) queued, "
                   r"\[(?P<res>[^\]]{0,200})\](?:, (?P<actors>\d{1,9}) actors(?: \((?P<pend>\d{1,9}) pending\))?)?")
+# an operator's name (`ReadParquet->Map(decode)`, `MapBatches(Infer)`, `limit=1`, `split(8, equal=True)`): any other
+# `name: 3/10` after a snapshot (a trainer's `Step: 3/10`) is not the executor's
+_OPERATOR = re.compile(r"->|\(|=|^(?:Read|Write|Map|Filter|FlatMap|Limit|Split|Sort|Aggregate|Repartition|Random|Zip|"
+                       r"Union|Project|Input|Streaming)")
 _GPU_RES = re.compile(r"(?:gpu: " + _N + r"|" + _N + r" GPU)")
 _ACTOR_FIELD = re.compile(r"(running|pending|active|idle|util)=(\d+(?:\.\d+)?)")
 MAX_SNAPSHOTS = 2000
@@ -69,7 +73,7 @@ class RayProgress:
             fields = {"running": float(m.group("actors") or 0) - float(m.group("pend") or 0),
                       "pending": float(m.group("pend") or 0)}
             return self._operator(m.group("name"), m, fields)
-        if (m := _TOTAL.search(body)) and "Total Progress" not in m.group("name"):
+        if (m := _TOTAL.search(body)) and _OPERATOR.search(m.group("name").strip()):
             self._name = (m.group("name").strip(), int(m.group("done")), int(m.group("total")))
             return True
         if "Total Progress:" in body:

@@ -243,3 +243,11 @@ def test_two_hosts_alike_stay_named():
     f = [x for x in from_fault_events(_events([(-1, "a", "host_oom"), (-1, "b", "host_oom")]))
          if x.signature == "memory_pressure"]
     assert f and set(f[0].names) == {"a", "b"}
+
+
+def test_a_trainers_fraction_after_a_snapshot_is_not_an_operator():
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    assert r.feed("Running Dataset: ds_1_0. Active & requested resources: 4/8 CPU, 1/2 GPU, 1.0GB/4.0GB object store")
+    assert not r.feed("Step: 3/10")  # a trainer's, not an operator's: left to the step grammar
+    assert r.feed("ReadCSV->SplitBlocks(4): 10/40")
