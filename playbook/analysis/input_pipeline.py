@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from playbook.analysis import ray_progress, stage_breakdown
 from playbook.knowledge import ids as cause_ids
 
 HIGH = 0.20  # profiler_ops.HIGH: a consumer that runs its own code this share of the time does real work
@@ -51,8 +52,10 @@ def findings(source: str, part: dict, out: list[dict], warnings: list[str],
     _ray(source, part, out, warnings, level)
     _workers(source, part, warnings)
     _queues(source, part, out)
+    ray_progress.findings(source, part.get("ray_progress") or [], out, level)
+    stage_breakdown.findings(source, part.get("stage_breakdowns") or [], out, level)
     return sum(len(part.get(k) or []) for k in ("tf", "torch_workers", "lightning", "ray_iterators", "queue_depths",
-                                                 "queue_waits"))
+                                                 "queue_waits", "ray_progress", "stage_breakdowns"))
 
 
 def _queues(source: str, part: dict, out: list[dict]) -> None:

@@ -292,6 +292,10 @@ def _other_profilers(p: dict) -> list[str]:
                         "record(s) empty")
         if ws := ip.get("queue_waits"):
             said.append(f"empty-queue warnings: {len(ws)}")
+        if snaps := ip.get("ray_progress"):
+            gpus = [s for s in snaps if s.get("gpu_limit")]
+            said.append(f"Ray Data progress: {len(snaps)} snapshot(s)" + (
+                f", GPUs running {gpus[-1]['gpu_used']:g}/{gpus[-1]['gpu_limit']:g} at the last" if gpus else ""))
         out.append("input-pipeline statements: " + "; ".join(said))
     return out
 

@@ -107,6 +107,13 @@ LEXICON: tuple[Entry, ...] = (
     _row(("cancelled at",), r"\*\*\* (?:JOB|STEP) [\w.]{1,40} (?:ON (?P<host>[\w.-]{1,63}) )?CANCELLED AT "
                             r"(?P<at>[\dT:-]{10,19})(?: DUE TO [A-Z ]{1,40}?)?(?: on (?P<host_old>[\w.-]{1,63}))? "
                             r"\*\*\*", "job_cancelled"),
+    # Ray's raylet (src/ray/raylet/local_object_manager.cc): "Spilled 34829 MiB, 68 objects, write throughput 712
+    # MiB/s." (Ray's driver prints it behind "(raylet, ip=10.0.33.149) "): the node's object store overflowed its
+    # memory and wrote blocks to disk, to read them back later — the readers wait on the disk (ray-project/ray#33307:
+    # the bulk executor "got a lot of spilling, and it's the slowest, about 2x slower"). Its status line too: "Spilled
+    # 1234 MiB, 12 objects, avg write throughput 400 MiB/s" (ray memory / the dashboard's summary)
+    _row(("spilled",), r"(?:\(raylet, ip=(?P<host>[\w.:-]{1,63})\)\s*)?\bSpilled \d{1,12} MiB, \d{1,12} objects, "
+                       r"(?:avg )?write throughput \d", "memory_pressure"),
     # Linux kernel/hung_task.c: "INFO: task nvc:[driver]:5403 blocked for more than 120 seconds."
     _row(("blocked for more than",), r"\btask .{1,80}? blocked for more than \d{1,9} seconds", "hung_task"),
     # Linux net/sunrpc/clnt.c: "nfs: server fileserver not responding, still trying" (an NFS read stalls until

@@ -42,6 +42,9 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.ray_progress_text import RayProgress
+from playbook.readers.stage_breakdown_text import StageBreakdown
+
 _NUM = r"(\d{1,3}(?:\.\d{1,3})?)"
 # TensorFlow Profiler: the verdict (the share waiting for input) and the 'All Others' share
 _TF_INPUT = re.compile(r"\b(HIGHLY|MODERATELY|NOT)\s+input-bound\s+because\s+(?:only\s+)?" + _NUM
@@ -100,6 +103,8 @@ class InputPipelineText:
         self._in_breakdown = False
         self.queue_depths: list[dict] = []  # {key, depth}: an input queue's depth as a record printed it
         self.queue_waits: list[int | None] = []  # an empty-queue warning each: its running count, None without one
+        self.progress = RayProgress()  # Ray Data's progress snapshots (readers/ray_progress_text.py)
+        self.stages = StageBreakdown()  # a record's time split into stages (readers/stage_breakdown_text.py)
 
     def feed(self, body: str) -> bool:
         # both TensorFlow statements say "step time sampled": a line without it costs no search (most lines)
@@ -118,7 +123,7 @@ class InputPipelineText:
             return True
         if ("queue" in body or "QUEUE" in body or "qsize" in body) and self._queues(body):
             return True
-        return self._ray(body)
+        return self._ray(body) or self.progress.feed(body) or self.stages.feed(body)
 
     def _queues(self, body: str) -> bool:
         """An empty-queue warning (claimed); a record's input-queue depths (observed only: False, the line may be a
@@ -167,11 +172,13 @@ class InputPipelineText:
 
     def summary(self) -> dict | None:
         """{tf, torch_workers, lightning, ray_operators, ray_iterators (those with an overall time), ray_split,
-        queue_depths, queue_waits}: the lists the file printed; None when it printed none of them."""
+        queue_depths, queue_waits, ray_progress (readers/ray_progress_text.py), stage_breakdowns (readers/stage_breakdown_text.py)}: the lists the file printed; None when it printed none of them."""
         iterators = [it for it in self.ray_iterators if it.get("overall_s")]
+        progress, stages = self.progress.summary(), self.stages.summary()
         if not (self.tf or self.torch_workers or self.lightning or iterators or self.queue_depths
-                or self.queue_waits):
+                or self.queue_waits or progress or stages):
             return None
         return {"tf": self.tf, "torch_workers": self.torch_workers, "lightning": self.lightning,
                 "ray_operators": self.ray_operators if iterators else [], "ray_iterators": iterators,
-                "ray_split": self.ray_split, "queue_depths": self.queue_depths, "queue_waits": self.queue_waits}
+                "ray_split": self.ray_split, "queue_depths": self.queue_depths, "queue_waits": self.queue_waits,
+                "ray_progress": progress, "stage_breakdowns": stages}

@@ -24,8 +24,10 @@ REFUSED = {"ds1073_regression_slow_breakdown.log",  # heldout30: timer values pa
            "meta.yaml", "cpu_utilization_percentage", "gpu_0_memory_usage_percentage",
            # heldout41: DeepSpeed's hybrid-engine line alone, two tables of RL step times by setting or configuration
            "ds4954_mistral_hybrid_engine_e2e.log", "nemorl3278_exposed_generation_kv.txt", "nemorl959_8b_rows_healthy.txt",
-           # heldout66: a Sample/Extract/Train breakdown with no step counter (its strict xfail in test_heldout66.py)
-           "gnnlab20_dgl_sampling_breakdown.txt"}
+           # heldout67: one Stable-Baselines table with a cumulative time only; heldout70: a TorchRec user's prose
+           # comparing two set-ups; heldout71: an MPS epoch split in fixed-width blocks (their rounds' strict xfails)
+           "airc23_sb2_sac_jetson_learner_bound.log", "torchrec356_two_node_sparse_data_dist.txt",
+           "scvi3981_mps_epoch_split.txt"}
 FIXTURES = sorted(p for folder in ("eval", "formats") for p in (DATA / folder).rglob("*")
                   if p.is_file() and p.suffix not in (".py", ".md", ".json") and p.name not in REFUSED)
 # headerless, unitless CSVs are read with the --fields their one-line error asks for (heldout6/SOURCES.md)

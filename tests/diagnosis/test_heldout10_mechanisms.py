@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from playbook.readers import read_paths
-from playbook.readers.step_log.vocab import join_spelled
+from playbook.readers.step_log.spelled import join_spelled
 
 
 def _steps(path, lines):

@@ -62,6 +62,19 @@ def _culprit(rank: int, host: str, detail: str) -> str:
     return f"{host} {device}" if device else host
 
 
+MANY_HOSTS = 3  # hosts alike in memory pressure: fewer may share a culprit (one rack, one bad image)
+
+
+def _every_host(events: pd.DataFrame, rows: pd.DataFrame, cid: str) -> int:
+    """How many hosts, when memory pressure is stated on every host the events name and on MANY_HOSTS or more (a
+    Ray cluster's raylets all spilling, every node OOM-killing): the workload's memory demand, no node's defect, so
+    the finding names none; else 0. One host of many under pressure stays named."""
+    if cid != cause_ids.MEMORY_PRESSURE or (rows["rank"] >= 0).any():
+        return 0
+    hosts, named = set(rows["host"].astype(str)) - {""}, set(events["host"].astype(str)) - {""}
+    return len(hosts) if len(hosts) >= MANY_HOSTS and hosts >= named else 0
+
+
 def from_fault_events(events: pd.DataFrame) -> list[Finding]:
     """One Finding per fault event kind found in `events` (see the module docstring)."""
     kinds = events["kind"].astype(str).str.lower()
@@ -78,6 +91,8 @@ def from_fault_events(events: pd.DataFrame) -> list[Finding]:
         names = [] if kind in WAITERS_EVENTS else list(dict.fromkeys(
             _culprit(int(r), str(h), str(d)) for r, h, d in zip(rows["rank"], rows["host"], rows["detail"], strict=True)))
         first = str(rows["detail"].iloc[0])[:200]
+        if (every := _every_host(events, rows, cid)):
+            names, first = [], f"{first} — on every one of the {every} hosts the logs name: the workload's demand"
         out.append(Finding(cid, f"{len(rows)} {kind} event{'s' if len(rows) > 1 else ''} in the logs: {first}",
                            confidence=conf, weight=FAULT_WEIGHT, lost_share=0.0, names=tuple(names[:16]),
                            source="events",

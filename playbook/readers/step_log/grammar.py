@@ -95,6 +95,7 @@ from playbook.readers.step_log.running_parts import running_parts
 from playbook.readers.step_log.sample_tail import Wrapped, tail_fields
 from playbook.readers.step_log.smoothed import smoothed_columns, smoother
 from playbook.readers.step_log.span_line import implicit_counter, timing_heading, trail_stages
+from playbook.readers.step_log.spelled import join_spelled
 from playbook.readers.step_log.vocab import (
     BATCH_SIZE_LINE,
     BOX_CHARS,
@@ -140,7 +141,6 @@ from playbook.readers.step_log.vocab import (
     classify,
     clock_seconds,
     continues,
-    join_spelled,
     keyword_rank,
     norm_key,
     plan_line,

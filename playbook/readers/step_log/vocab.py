@@ -12,6 +12,7 @@ from playbook.readers.step_log import handoff
 from playbook.readers.step_log.abbrev import unabbreviate
 from playbook.readers.step_log.data_keys import DATA_KEYS as _DATA_KEYS
 from playbook.readers.step_log.data_keys import names_data_wait
+from playbook.readers.step_log.window_count import bracket_count
 
 NAT = np.iinfo(np.int64).min
 _NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
@@ -523,8 +524,11 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     names: set[str] = set()
     units_seen: set[str] = set()
     markers: list[str] = []
-    counted = ""  # the key of a counter just read (`Time for epoch`), for a value after `is`
+    counted, counts_window = "", -1  # the key of a counter just read (`Time for epoch`), for a value after `is`
     for i in range(0, len(segs), 2):
+        if bracket_count(segs, i):  # HugeCTR's `Time(1000 iters): 5.36s`: a count of steps, then their time
+            counts_window = i + 2
+            continue
         raw_key, (unit, _, own) = segs[i], segs[i + 1].partition(OWN_UNIT)
         if own and (role := classify("", own)) is not None:  # `loss = 79.35 (57.126 sec/step)`: a value of its own
             names.add(f"({own})")
@@ -571,7 +575,7 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
         if words == ["is"] and counted:  # ... and 15.4 sec is that time: the key before the copula is its key
             key = counted
         counted = ""
-        if not window and (unit_kind(unit) or ("",))[0] == "time" and counted_window(key):
+        if not window and (unit_kind(unit) or ("",))[0] == "time" and (counted_window(key) or i == counts_window):
             window = True  # Trax's `Ran 500 train steps in 5.03 secs`: the time of the steps since the last line
         if window:
             role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
@@ -593,12 +597,6 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     return fields, markers + line_markers(tail)
 
 
-_SPELLED_UNIT = {"hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0, "min": 60.0, "mins": 60.0,
-                 "minute": 60.0, "minutes": 60.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0}
-_PART = r"(\d+(?:\.\d+)?)\s*(hours?|hrs?|minutes?|mins?|min|seconds?|secs?|sec|s)"
-SPELLED = re.compile(r"(?<![\w.])(?<!\d:)" + _PART + r"\s+" + _PART + r"(?:\s+" + _PART + r")?(?![\w/])", re.IGNORECASE)
-
-
 # a JSON / dict value that is a number written as text (fairseq's json progress bar formats every stat:
 # `"loss": "15.6"`, `"num_updates": "100"`, `"clip": "100%"`): the number, so the grammar reads it as any value; the
 # fraction's digits only after its point (`\d+\.?\d*` split a run of digits every way: quadratic on a long one)
@@ -609,25 +607,6 @@ def unquote_numbers(body: str) -> str:
     """`{"loss": "15.6", "ups": "0.68"}` -> `{"loss": 15.6, "ups": 0.68}`: numbers a JSON or dict line holds as
     text, as numbers (the keys and other text stay quoted)."""
     return QUOTED_NUMBER.sub(r"\1\3", body) if "{" in body else body
-
-
-def join_spelled(body: str) -> str:
-    """A duration spelled in parts, largest unit first (tensorpack's `time:1 hour 2 minutes 3 seconds`, `7 min 50
-    s`), rewritten as one value in seconds (`time:3723 s`): read part by part, its first number had no unit (the next
-    number follows the unit word) and stood alone. A part below the first must be under 60 of its unit, and the units
-    must fall (hours, minutes, seconds), else the text is left as it is. Hours and minutes are words (`hr`, `min`
-    at the shortest): StyleGAN's `time 6m 40s`, the run's elapsed clock, stays as that family's reading expects."""
-    if not SPELLED.search(body):
-        return body
-
-    def one(m) -> str:
-        g = [x for x in m.groups() if x is not None]
-        vals, units = [float(v) for v in g[0::2]], [_SPELLED_UNIT[u.lower()] for u in g[1::2]]
-        if any(b >= a for a, b in zip(units, units[1:], strict=False)) or any(v >= 60 for v in vals[1:]):
-            return m.group(0)
-        return f"{sum(v * u for v, u in zip(vals, units, strict=True)):g} s"
-
-    return SPELLED.sub(one, body)
 
 
 # `episode steps: 393` (keras-rl): an episode's length, a count like a total
