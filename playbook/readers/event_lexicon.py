@@ -113,7 +113,7 @@ LEXICON: tuple[Entry, ...] = (
     # the bulk executor "got a lot of spilling, and it's the slowest, about 2x slower"). Its status line too: "Spilled
     # 1234 MiB, 12 objects, avg write throughput 400 MiB/s" (ray memory / the dashboard's summary)
     _row(("spilled",), r"(?:\(raylet, ip=(?P<host>[\w.:-]{1,63})\)\s*)?\bSpilled \d{1,12} MiB, \d{1,12} objects, "
-                       r"(?:avg )?write throughput \d", "memory_pressure"),
+                       r"(?:avg )?write throughput \d", cause_ids.MEMORY_PRESSURE),
     # Linux kernel/hung_task.c: "INFO: task nvc:[driver]:5403 blocked for more than 120 seconds."
     _row(("blocked for more than",), r"\btask .{1,80}? blocked for more than \d{1,9} seconds", "hung_task"),
     # Linux net/sunrpc/clnt.c: "nfs: server fileserver not responding, still trying" (an NFS read stalls until

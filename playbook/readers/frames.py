@@ -337,13 +337,22 @@ def _build(columns: dict[str, np.ndarray], time_ns: np.ndarray, host_codes: np.n
     else:
         order = _sort_order(time_ns, gpu, host_codes)
 
-        def reorder(a: np.ndarray) -> np.ndarray:
-            return a if order is None else np.take(np.asarray(a), order)
+        def reorder(a) -> np.ndarray:
+            return np.asarray(a) if order is None else np.take(np.asarray(a), order)
     columns.update({"time": time_ns, "gpu": gpu, "_host": host_codes})
     if len(source_names) > 1:
         columns["_source"] = source_codes
     del time_ns, gpu, host_codes
-    columns.update(map_columns(lambda k: reorder(columns.pop(k)), list(columns), n))
+
+    def moved(k: str) -> np.ndarray:
+        a = columns.pop(k)
+        out = reorder(a)
+        if isinstance(a, Concat):  # its pieces were small enough to live in the heap, which keeps freed pages
+            a.parts.clear()        # resident: handed back column by column, or RSS holds pieces and table at once
+            release_memory()
+        return out
+
+    columns.update(map_columns(moved, list(columns), n))
     time_ns, gpu, host_codes = columns.pop("time"), columns.pop("gpu"), columns.pop("_host")
     source_codes = columns.pop("_source", source_codes)
     key = host_codes.astype(np.int64) * (1 << 32) + gpu
