@@ -5,7 +5,7 @@ Ranks, from the launcher or logger that tags each line:
   torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
   `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
   `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Levanter's `- 3 - name - file.py:9 - INFO :: ` after
-  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
+  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world; one that only advances is a count), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
   per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
   first print), an actor's `[3] [ReferenceModel-3/4] ` (Monarch actors in torchforge: the mesh's rank; another
   mesh's actors are other processes); else the rank in the file's path
@@ -190,6 +190,37 @@ def stamp_ns(text: str, tz: str = "UTC") -> int:
     return to_ns(*(int(g) for g in m.groups()[:6]), m.group(7), tz) if m else NAT
 
 
+class _RanksOfWorld:
+    """icefall's `(rank/world)` after a source location, told from a count of a total in the same place (a script's
+    `(2/3)` epoch, `(17/400)` progress) by how one file's values move: a rank stays (each rank's own file) or
+    alternates with the others' (their lines interleaved on a console), and another rank's file appended after
+    the first restarts the clock; a count only advances. Once a value advances to one not seen before, with the
+    clock not going back, the file's fractions read as the first value's rank (one process counting, not one
+    process per value), until an earlier value returns: then they were ranks all along."""
+
+    def __init__(self):
+        self.worlds: dict[int, list] = {}  # world -> [first value, last value, last time, values seen, ranks?]
+
+    def rank(self, value: int, world: int, t: int) -> int | None:
+        """The rank of a line whose prefix holds `(value/world)` at time `t` (NAT: none), or None (no rank)."""
+        st = self.worlds.get(world)
+        if st is None:
+            if value >= world:
+                return None  # not a rank of that world
+            self.worlds[world] = st = [value, value, t, {value}, None]
+        elif value != st[1]:
+            back = t != NAT and st[2] != NAT and t < st[2]
+            if value in st[3] or back:
+                st[4] = True  # a value back again, or another rank's file: ranks
+            elif st[4] is None:
+                st[4] = False  # advanced to a new value with the clock going on: a count
+            st[3].add(value)
+        st[1], st[2] = value, t if t != NAT else st[2]
+        if st[4] is False:
+            return st[0]  # a count (an epoch, a progress) on one process's lines
+        return value if value < world else None
+
+
 class Prefix:
     """Reads a line's rank, time, level and logger prefixes (see the module docstring). Remembers the last full
     date for glog's and syslog's year-less stamps, the boot time a kernel line fixes and Ray's process ids;
@@ -203,6 +234,7 @@ class Prefix:
         self.boot_ns: int | None = None  # wall time (ns UTC) at boot, once a line states both clocks
         self.ray: dict[tuple[str, str], int] = {}
         self.mesh: str | None = None  # the first actor mesh an actor prefix names (_ACTOR)
+        self._worlds = _RanksOfWorld()  # icefall's `(rank/world)`, told from an epoch's or a progress's count
         self.kinds: dict[str, int] = {}
         self.level, self.tagged = "", False  # of the last line split
         self.host = ""  # the host the last line split names (syslog / journalctl), "" when none
@@ -269,8 +301,8 @@ class Prefix:
                     # icefall's `%(asctime)s %(levelname)s [%(filename)s:%(lineno)d] (rank/world) %(message)s`: after
                     # a source location, a rank of a larger world in parentheses is the process's (not a progress)
                     if rank < 0 and _TAG_WHERE.search(m.group(1)) and (w := _RANK_OF_WORLD.match(body)) and \
-                            int(w.group(1)) < int(w.group(2)):
-                        rank, body = _rank(w.group(1)), body[w.end():]
+                            (got := self._worlds.rank(int(w.group(1)), int(w.group(2)), t)) is not None:
+                        rank, body = got, body[w.end():]
                         self._seen("rank prefix")
             if (m := _LOGGER_HEAD.match(body)) and m.end() < len(body):
                 level = level or next((g for g in m.groups() if g), "")
