@@ -5,7 +5,7 @@ Ranks, from the launcher or logger that tags each line:
   torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
   `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
   `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Levanter's `- 3 - name - file.py:9 - INFO :: ` after
-  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world; one that only advances is a count), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
+  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world; one that moves on with the clock is a count), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
   per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
   first print), an actor's `[3] [ReferenceModel-3/4] ` (Monarch actors in torchforge: the mesh's rank; another
   mesh's actors are other processes); else the rank in the file's path
@@ -192,33 +192,31 @@ def stamp_ns(text: str, tz: str = "UTC") -> int:
 
 class _RanksOfWorld:
     """icefall's `(rank/world)` after a source location, told from a count of a total in the same place (a script's
-    `(2/3)` epoch, `(17/400)` progress) by how one file's values move: a rank stays (each rank's own file) or
-    alternates with the others' (their lines interleaved on a console), and another rank's file appended after
-    the first restarts the clock; a count only advances. Once a value advances to one not seen before, with the
-    clock not going back, the file's fractions read as the first value's rank (one process counting, not one
-    process per value), until an earlier value returns: then they were ranks all along."""
+    `(2/3)` epoch, `(17/400)` batch of its epoch) by how one file's values move: a rank stays (each rank's own
+    file), and another process's line, in its own file appended after the first or written between the first's
+    lines, is stamped by its own clock, which may go back; a count moves on with the clock (and may start again
+    each epoch, as interleaved ranks seem to). Once a value moves to another with the clock going on, or a second
+    total appears, the file's fractions read as the first value's rank (one process counting), unless the clock
+    went back at such a move first (ranks)."""
 
     def __init__(self):
-        self.worlds: dict[int, list] = {}  # world -> [first value, last value, last time, values seen, ranks?]
+        self.first: tuple[int, int] | None = None  # (value, world) of the file's first fraction
+        self.last, self.last_t = -1, NAT
+        self.ranks: bool | None = None  # True: ranks (the clock went back at a move); False: a count; None: unknown
 
     def rank(self, value: int, world: int, t: int) -> int | None:
         """The rank of a line whose prefix holds `(value/world)` at time `t` (NAT: none), or None (no rank)."""
-        st = self.worlds.get(world)
-        if st is None:
+        if self.first is None:
             if value >= world:
                 return None  # not a rank of that world
-            self.worlds[world] = st = [value, value, t, {value}, None]
-        elif value != st[1]:
-            back = t != NAT and st[2] != NAT and t < st[2]
-            if value in st[3] or back:
-                st[4] = True  # a value back again, or another rank's file: ranks
-            elif st[4] is None:
-                st[4] = False  # advanced to a new value with the clock going on: a count
-            st[3].add(value)
-        st[1], st[2] = value, t if t != NAT else st[2]
-        if st[4] is False:
-            return st[0]  # a count (an epoch, a progress) on one process's lines
-        return value if value < world else None
+            self.first = (value, world)
+        elif self.ranks is None and (world != self.first[1] or value != self.last):
+            back = world == self.first[1] and t != NAT and self.last_t != NAT and t < self.last_t
+            self.ranks = back
+        self.last, self.last_t = value, t if t != NAT else self.last_t
+        if self.ranks is False:
+            return self.first[0]  # a count (an epoch, a batch of the epoch) on one process's lines
+        return value if value < world and world == self.first[1] else None
 
 
 class Prefix:
