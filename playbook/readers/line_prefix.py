@@ -5,7 +5,7 @@ Ranks, from the launcher or logger that tags each line:
   torchrun `[rank3]:` / `[default3]:`, `[RANK 3]` / `[Rank 3]` / `[rank: 3]` (XTuner, DeepSpeed, Lightning), a bare
   `rank3:` / `rank 3:`, Open MPI's `--tag-output` `[1,3]<stdout>:`, Horovod's gloo `[3]<stdout>:`, Slurm `srun -l`'s
   `3: `, MXNet's `Node[3] ` after the time (the kvstore rank), Levanter's `- 3 - name - file.py:9 - INFO :: ` after
-  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
+  the time (the JAX process index), icefall's `[train.py:9] (3/8) ` after a source location (rank of world; one that moves on with the clock is a count), Ray's `(RayTrainWorker pid=1193, ip=10.0.0.1)` (a
   per-process id: the rank a worker's first line names, `[rank=N, world_size=...]`, else the order the processes
   first print), an actor's `[3] [ReferenceModel-3/4] ` (Monarch actors in torchforge: the mesh's rank; another
   mesh's actors are other processes); else the rank in the file's path
@@ -190,6 +190,35 @@ def stamp_ns(text: str, tz: str = "UTC") -> int:
     return to_ns(*(int(g) for g in m.groups()[:6]), m.group(7), tz) if m else NAT
 
 
+class _RanksOfWorld:
+    """icefall's `(rank/world)` after a source location, told from a count of a total in the same place (a script's
+    `(2/3)` epoch, `(17/400)` batch of its epoch) by how one file's values move: a rank stays (each rank's own
+    file), and another process's line, in its own file appended after the first or written between the first's
+    lines, is stamped by its own clock, which may go back; a count moves on with the clock (and may start again
+    each epoch, as interleaved ranks seem to). Once a value moves to another with the clock going on, or a second
+    total appears, the file's fractions read as the first value's rank (one process counting), unless the clock
+    went back at such a move first (ranks)."""
+
+    def __init__(self):
+        self.first: tuple[int, int] | None = None  # (value, world) of the file's first fraction
+        self.last, self.last_t = -1, NAT
+        self.ranks: bool | None = None  # True: ranks (the clock went back at a move); False: a count; None: unknown
+
+    def rank(self, value: int, world: int, t: int) -> int | None:
+        """The rank of a line whose prefix holds `(value/world)` at time `t` (NAT: none), or None (no rank)."""
+        if self.first is None:
+            if value >= world:
+                return None  # not a rank of that world
+            self.first = (value, world)
+        elif self.ranks is None and (world != self.first[1] or value != self.last):
+            back = world == self.first[1] and t != NAT and self.last_t != NAT and t < self.last_t
+            self.ranks = back
+        self.last, self.last_t = value, t if t != NAT else self.last_t
+        if self.ranks is False:
+            return self.first[0]  # a count (an epoch, a batch of the epoch) on one process's lines
+        return value if value < world and world == self.first[1] else None
+
+
 class Prefix:
     """Reads a line's rank, time, level and logger prefixes (see the module docstring). Remembers the last full
     date for glog's and syslog's year-less stamps, the boot time a kernel line fixes and Ray's process ids;
@@ -203,6 +232,7 @@ class Prefix:
         self.boot_ns: int | None = None  # wall time (ns UTC) at boot, once a line states both clocks
         self.ray: dict[tuple[str, str], int] = {}
         self.mesh: str | None = None  # the first actor mesh an actor prefix names (_ACTOR)
+        self._worlds = _RanksOfWorld()  # icefall's `(rank/world)`, told from an epoch's or a progress's count
         self.kinds: dict[str, int] = {}
         self.level, self.tagged = "", False  # of the last line split
         self.host = ""  # the host the last line split names (syslog / journalctl), "" when none
@@ -269,8 +299,8 @@ class Prefix:
                     # icefall's `%(asctime)s %(levelname)s [%(filename)s:%(lineno)d] (rank/world) %(message)s`: after
                     # a source location, a rank of a larger world in parentheses is the process's (not a progress)
                     if rank < 0 and _TAG_WHERE.search(m.group(1)) and (w := _RANK_OF_WORLD.match(body)) and \
-                            int(w.group(1)) < int(w.group(2)):
-                        rank, body = _rank(w.group(1)), body[w.end():]
+                            (got := self._worlds.rank(int(w.group(1)), int(w.group(2)), t)) is not None:
+                        rank, body = got, body[w.end():]
                         self._seen("rank prefix")
             if (m := _LOGGER_HEAD.match(body)) and m.end() < len(body):
                 level = level or next((g for g in m.groups() if g), "")

@@ -143,3 +143,50 @@ def test_other_fractions_are_no_rank(tmp_path, prefix):
                    for s, b in ((0, 50), (20, 100), (40, 150)))
     steps = _read(tmp_path, text).steps
     assert 1 not in set(steps["rank"]) and 5 not in set(steps["rank"])
+
+
+# the same place in a single process's own log format holding a count of a total: `(epoch/epochs)` or a progress
+# `(done/total)` after `[train.py:120]` (LABELED SYNTHETIC: a script's `logging.info(f"({epoch}/{epochs}) ...")`
+# behind icefall's formatter); the third epoch slower, as a healthy run's epochs may be
+COUNTED = "2024-02-01 10:{m:02d}:{s:02d},000 INFO [train.py:120] ({e}/3) batch {b}, loss: 0.5, batch time: {t:.3f}s\n"
+
+
+def _epochs(total=3, per=30):
+    rows, n = [], 0
+    for e in range(1, total + 1):
+        for b in range(1, per + 1):
+            n += 1
+            rows.append(COUNTED.format(m=n // 60, s=n % 60, e=e, b=b, t=0.25 if e < total else 0.40))
+    return "".join(rows)
+
+
+def test_an_epoch_count_in_the_rank_place_is_no_rank(tmp_path):
+    steps = _read(tmp_path, _epochs()).steps
+    assert steps["rank"].nunique() == 1  # one process: its epochs are no ranks the others wait for
+
+
+@pytest.mark.parametrize("start", [0, 1])
+def test_a_batch_count_in_the_rank_place_is_no_rank(tmp_path, start):
+    # `({i}/{len(loader)})` each logged batch, from 0 (enumerate) or 1, starting again each epoch as ranks interleaved
+    # on a console seem to
+    text = "".join(f"2024-02-01 10:{e}0:{i:02d},000 INFO [train.py:120] ({i}/40) step {e * 40 + i}, loss 0.5, "
+                   f"step_time 0.25s\n" for e in range(3) for i in range(start, 40))
+    assert _read(tmp_path, text).steps["rank"].nunique() == 1
+
+
+def test_two_totals_in_the_rank_place_are_counts(tmp_path):
+    # the epoch of 3 on the training lines, the validation batch of 8 on others: one process
+    text = "".join(COUNTED.format(m=0, s=b, e=1, b=b, t=0.25) for b in range(1, 20)) + "".join(
+        f"2024-02-01 10:01:{v:02d},000 INFO [train.py:140] ({v}/8) val batch {v}, val_loss 0.6\n" for v in range(1, 8)
+    ) + "".join(COUNTED.format(m=2, s=b, e=2, b=19 + b, t=0.25) for b in range(1, 20))
+    assert _read(tmp_path, text).steps["rank"].nunique() == 1
+
+
+def test_icefall_ranks_interleaved_or_appended_stay_ranks(tmp_path):
+    # all ranks' lines on one console, each stamped by its own clock (a later rank's line a few ms earlier than the
+    # line printed before it), and one rank's file appended after another's (the clock starts again): ranks
+    mixed = "".join(ICEFALL.format(s=s, r=r, b=b).replace(",000 ", f",{40 - 10 * r:03d} ")
+                    for s, b in ((0, 50), (20, 100), (40, 150)) for r in range(4))
+    assert set(_read(tmp_path, mixed, "mixed.log").steps["rank"]) == {0, 1, 2, 3}
+    appended = "".join(ICEFALL.format(s=s, r=r, b=b) for r in (0, 1) for s, b in ((0, 50), (20, 100), (40, 150)))
+    assert set(_read(tmp_path, appended, "appended.log").steps["rank"]) == {0, 1}
