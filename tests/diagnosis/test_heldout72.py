@@ -48,3 +48,9 @@ def test_the_worker_reset_is_priced_from_the_steady_epochs():
     assert h["id"] == "data_starvation"
     text = " ".join(h["evidence"])
     assert "Current version" in text and "Persistent worker + Pin memory" in text and "each epoch's start" in text
+
+
+def test_the_verdict_says_what_it_read_of_the_devices():
+    v = _d("tfjl156_gtx960_before_k40c_devices.log").verdict
+    assert v["id"] == "insufficient_data" and "the devices a framework creates" in v["sentence"]
+    assert "nothing usable" not in v["sentence"]
