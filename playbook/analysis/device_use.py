@@ -11,6 +11,11 @@ what one process's memory on several GPUs shows (the Processes section, analysis
   none computes without one (or fails) although the job asked for GPUs; tasks that each see one GPU, the same one
   (one UUID), share it — which is what a job asking for one GPU for all its tasks gets, and a collision where each task was
   meant to have its own.
+- The devices a framework creates (TensorFlow's device lines, DirectML's adapter): the GPUs the process can place
+  work on, not the ones it computes on — said as they are (no finding: which device works is not in those lines),
+  and where the only device created is a processor's own graphics (device_lines.integrated: Intel UHD / Iris, AMD
+  `Radeon(TM) Graphics`), that the run computes on an integrated GPU: host memory, a fraction of a discrete GPU's
+  compute — with DirectML's own count of the adapters it found (1: no discrete GPU it could use instead).
 - One process on several GPUs, its first one fuller: a process listed on several GPUs computes on all of them
   from one process (DataParallel, a model split over the GPUs); where its first GPU holds FIRST_SKEW times the
   median of its others, and they hold real memory (OTHERS_MIN of the first's: not the empty contexts every rank of
@@ -145,7 +150,28 @@ def said(bundle: schema.Bundle) -> list[str]:
                        f"{'s' * (len(sh['devices']) != 1)} ({devs})")
         for r in s.get("listings") or []:
             out += _listing(name, r)
+        out += _created(name, s.get("created") or [], s.get("adapters"))
     return out
+
+
+def _created(name: str, made: list[dict], adapters: int | None) -> list[str]:
+    """What the devices a framework creates say (module docstring)."""
+    if not made:
+        return []
+    listed = ", ".join(f"{d['index']}: {d['name']}" + (" (integrated)" if d["integrated"] else "") for d in made[:8])
+    framework = made[0]["framework"]
+    if all(d["integrated"] for d in made):
+        found = (f"; DirectML found {adapters} compatible adapter{'s' * (adapters != 1)}" if adapters else "")
+        alone = " — no discrete GPU beside it" if adapters == len(made) else ""
+        return [f"{name}:{made[0]['line']}: {framework} computes on an integrated GPU ({listed}){found}{alone}: the "
+                "processor's own graphics, in host memory with a fraction of a discrete GPU's compute — steps slower "
+                "than a discrete GPU's and, for small or sequential models (an LSTM's many small steps), than the "
+                "CPU's"]
+    if len(made) > 1:
+        return [f"{name}:{made[0]['line']}: {framework} creates devices on {len(made)} GPUs ({listed}): the ones it "
+                "can place work on — by default all of it goes to the first (device 0) unless the program places it "
+                "(tf.device, CUDA_VISIBLE_DEVICES); which GPU computes is not in these lines"]
+    return [f"{name}:{made[0]['line']}: {framework} creates one device ({listed})"]
 
 
 def _listing(name: str, tasks: list[dict]) -> list[str]:

@@ -451,6 +451,8 @@ def untestable(run: Run) -> str | None:
             (["dcgmi diag results (the GPUs' health checks, no time axis)"] if any(
                 str(k).startswith(schema.DCGM_DIAG) for k in run.bundle.meta) else []) + \
             (["machine facts (PCIe links, GPU topology)"] if topology.sections(run.bundle.meta) else []) + \
+            (["the devices a framework creates or a job says it uses (which GPUs it can compute on, not how they "
+              "ran)"] if schema.meta_sections(run.bundle.meta, schema.DEVICE_USE) else []) + \
             (["a container's limits (cgroup CPU-quota counters, /dev/shm's size: what the job may use, not how its "
               "GPUs ran)"] if schema.meta_sections(run.bundle.meta, "container_limits:") else []) + \
             [e for _, v in schema.meta_sections(run.bundle.meta, "job_usage:") for e in v.get("empty") or []][:2] + \

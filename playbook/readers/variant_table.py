@@ -24,6 +24,9 @@ iteration, epoch), else the one at least as large as every other in every row (a
 columns are its phases (forward, backward, optimizer ...). A table without a time column, or with fewer than two rows,
 is not one of these (a memory or accuracy table).
 
+The same comparison typed as lists (a heading per configuration and its epochs, or `LABEL: 33 seconds per epoch`) is
+readers/config_lists.py's, whose tables join these.
+
 summary(): {"tables": [{"line", "whole", "settings": [column names], "phases": [column names], "rows": [{"label",
 "settings": {column: value}, "measures": {column: cell}, "whole_s", "phases": {column: seconds}}]}]}, None when none was read. Memory:
 MAX_TABLES tables of MAX_ROWS rows at most.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import re
 
+from playbook.readers.config_lists import ConfigLists
 from playbook.readers.step_log.vocab import TIME_UNITS as _UNITS
 
 MAX_TABLES = 32
@@ -100,10 +104,14 @@ class VariantTable:
         self._rows: list[list[str]] | None = None  # the rows of the table being read (after its rule)
         self._line = 0
         self._n = 0
+        self.lists = ConfigLists()  # the same comparison typed as lists (readers/config_lists.py)
 
     def feed(self, body: str) -> bool:
         self._n += 1
         row = cells(body)
+        if row is None and self._rows is None and self.lists.feed(body):
+            self._header = None
+            return True
         if self._rows is not None:
             if row is not None and len(row) == len(self._header or ()) and not all(_RULE_CELL.match(c) for c in row):
                 if len(self._rows) < MAX_ROWS:
@@ -161,4 +169,5 @@ class VariantTable:
     def summary(self) -> dict | None:
         if self._rows is not None:
             self._close()
-        return {"tables": self.tables} if self.tables else None
+        tables = self.tables + ((self.lists.summary() or {}).get("tables") or [])
+        return {"tables": tables} if tables else None

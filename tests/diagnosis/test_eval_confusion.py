@@ -910,6 +910,19 @@ CASES = [
         ("icefall63_single_node_baseline.log", "healthy"),
         ("espnet1748_subreporter_window.log", "insufficient_data"),
         ("tacotron2_236_batch_generation.log", "insufficient_data"))],
+    # the seventy-second round: a workstation / laptop / Windows machine that loses GPU time (tests/data/eval/
+    # heldout72/SOURCES.md, real excerpts and one committed benchmark log): scored once as written — 2 of 5 right, 3
+    # refused, none called healthy; kept: a typed list of per-epoch rates per DataLoader configuration and a typed
+    # list of epoch seconds per worker count on Windows (refused first → readers/config_lists + analysis/variant_runs:
+    # an input pipeline's knob named by the configurations → data_starvation), TensorFlow's device lines of a wrong
+    # GPU picked (refused first → readers/device_lines: insufficient_data, the two GPUs said), DirectML on an APU's
+    # integrated GPU and a laptop RTX 3070 benchmark (insufficient_data, right first)
+    *[(f"heldout72 {name}", want, _file(f"heldout72/{name}")) for name, want in (
+        ("deltainterp3_windows_worker_reset_epochs.txt", "data_starvation"),
+        ("decode210_windows_workers_epoch_times.txt", "data_starvation"),
+        ("tfjl156_gtx960_before_k40c_devices.log", "insufficient_data"),
+        ("tfdml367_radeon_igpu_lstm_epoch.log", "insufficient_data"),
+        ("rasbt_3070m_vgg16_cifar10_laptop.txt", "insufficient_data"))],
     # the seventy-first round: no theme, sampled the way a judge would (tests/data/eval/heldout71/SOURCES.md, real
     # excerpts of 2024-2026 threads): scored once as written — 1 of 5 right, 3 refused, none called healthy; kept: a
     # Task Manager GPU pane typed beside kohya's 295 s/it (insufficient_data first → readers/model_placement how
