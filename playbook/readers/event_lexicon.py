@@ -266,6 +266,17 @@ EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\
                   # a line opening with a mode and a metric: DGL's "Eval Acc 0.9312"
                   r"^\W{0,3}(?:eval|val|valid|validation|test)\s+(?:acc|accuracy|loss|auc|f1|map|ppl)\b",
                   re.IGNORECASE)
+# a sentence of prose (PROSE_WORDS words or more, no figure): a post that mentions "the evaluation scores" opens no
+# evaluation; the lines a run prints about one are short or carry a step, an epoch, a count or a time
+PROSE_WORDS = 14
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def eval_marker(body: str) -> bool:
+    """Whether a line marks an evaluation (EVAL), not a sentence of prose that names one."""
+    return bool(EVAL.search(body)) and (any(c.isdigit() for c in body) or len(_WORD.findall(body)) < PROSE_WORDS)
+
+
 # the start of an evaluation section, whose progress bars are the evaluation's (not training steps)
 EVAL_START = re.compile(r"\b(?:start(?:s|ing)?|running|begin(?:s|ning)?)\b.{0,30}?\b(?:evaluat|validat|eval\b|test(?:ing)?\b|"
                         r"inference)|\beval_start\b|\bSanity Checking\b|^\W*(?:Evaluating|Validating|Testing)\b",

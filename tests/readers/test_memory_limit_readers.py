@@ -2,7 +2,7 @@
 from the tools' own wording): an out-of-memory placed at a step (`step 5 OOM`), the recompute technique's name
 (`gradient checkpointing`, `activation checkpointing`) that writes no checkpoint, and a managed-memory setting
 (llama.cpp GGML_CUDA_ENABLE_UNIFIED_MEMORY, TensorFlow TF_FORCE_UNIFIED_MEMORY, RAPIDS RMM managed_memory) that lets
-a model larger than the GPU page in from host memory."""
+a model larger than the GPU page in from host memory; and a sentence of prose that names an evaluation opens none."""
 
 from __future__ import annotations
 
@@ -93,3 +93,16 @@ def test_an_oom_stated_at_a_step_ends_the_run_on_memory_pressure(tmp_path):
     f = tmp_path / "profile.log"
     f.write_text("iter 0 peak_mem 61.2 GiB\niter 1 peak_mem 77.9 GiB\niter 2 OOM\n")
     assert diagnose(read_paths([str(f)])).verdict["id"] == "memory_pressure"
+
+
+@pytest.mark.parametrize(("line", "marks"), [
+    ("At the same time, the time cost does not increase too much and the current results (i.e., the evaluation "
+     "scores on the testing dataset) are more or less OK.", False),
+    ("We ran the validation on a separate node so that the training job would not have to wait for it at all", False),
+    ("***** Running Evaluation *****", True),
+    ("Evaluation at step 500: loss 2.104, accuracy 0.61", True),
+    ("INFO 2024-03-01 10:00:01 running evaluation on the held-out validation split of the corpus for the model now",
+     True),  # a figure (the time stamp): a line the run printed
+])
+def test_a_sentence_of_prose_is_no_evaluation_marker(line, marks):
+    assert event_lexicon.eval_marker(line) is marks
