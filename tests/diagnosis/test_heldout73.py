@@ -2,7 +2,7 @@
 real excerpts with the cause stated in their threads — lingua's step lines at 80% of memory (healthy) and at 87%
 with an allocation retry after float8, a per-step peak-memory profile that ends in `step 5 OOM`, gradient
 checkpointing's cost in prose, CPU offload on a unified-memory GB10, llama.cpp in CUDA managed memory, and
-empty_cache() after every batch. Each file's verdict (one of the accepted ids) and who it names (the fixes are
+empty_cache() after every batch, and `free -g` with swap full beside three GPUs at 29-72%. Each file's verdict (one of the accepted ids) and who it names (the fixes are
 tested apart: tests/readers/test_memory_limit_readers.py)."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ ACCEPTED = {
     "fastvideo1710_cpu_offload_on_unified_memory.md": ("memory_pressure", "insufficient_data"),
     "llamacpppy1720_unified_memory_timings.txt": ("memory_pressure", "insufficient_data"),
     "discuss34232_empty_cache_every_batch.txt": ("memory_pressure", "insufficient_data"),
+    "yolov5_4510_free_g_swap_full.txt": ("memory_pressure", "insufficient_data"),
 }
 NOT_YET = {
     "discuss34232_empty_cache_every_batch.txt": "prose figures (`increases the time cost by 100 seconds per each epoch "
@@ -65,3 +66,10 @@ def test_the_checkpointing_cost_in_prose_is_read():
     bundle = read_paths([str(HERE / "mar7_grad_ckpt_iter_time.txt")])
     assert not bundle.is_empty()
     assert diagnose(bundle).verdict["id"] in ("slower_compute", "memory_pressure", "insufficient_data")
+
+
+@pytest.mark.xfail(strict=True, reason="`free -g` is not read, and three nvidia-smi GPU rows without their header read "
+                                       "as one GPU polled three times (readers/nvidia_smi is out of this round's reach)")
+def test_the_three_gpus_and_the_full_host_memory_are_read():
+    bundle = read_paths([str(HERE / "yolov5_4510_free_g_swap_full.txt")])
+    assert bundle.telemetry["gpu"].nunique() == 3
