@@ -29,7 +29,10 @@ readers/model_placement.py) → findings, by what the numbers mean.
       host-to-GPU copies; the GPU's size is the reason the runtime gives (its total stated beside). Not where every
       load line of the same input says its model was loaded completely (they fit after all). Likewise a GPU that
       borrows host memory beside a full dedicated memory (Task Manager's shared GPU memory, WDDM's sysmem fallback;
-      readers/model_placement.py how "shared"): what did not fit is read across PCIe at each use.
+      readers/model_placement.py how "shared"): what did not fit is read across PCIe at each use. And a managed-
+      memory setting (llama.cpp GGML_CUDA_ENABLE_UNIFIED_MEMORY=1, TF_FORCE_UNIFIED_MEMORY=1, RMM managed_memory;
+      how "managed"): a switch for a model larger than the GPU, whose pages the driver then migrates on each fault —
+      memory_pressure (moderate: on a GPU that shares the host's memory, or where the model fits, it costs little).
   Saturation (no finding, a fact for `info` and the evidence): two load levels of one kind LOAD_STEP apart whose
       throughput differs by at most FLAT, the lower one spending ≥ INSIDE of the client's latency in the server —
       the server already served all it could at the lower load; the latency added at the higher one is queueing.
@@ -182,6 +185,14 @@ def streamed(records: list[dict]) -> dict | None:
                 "next": "make the job fit the GPU's memory (a smaller batch or resolution, gradient checkpointing, "
                         "8-bit optimizer states); on Windows set the NVIDIA control panel's CUDA - Sysmem Fallback "
                         "Policy to Prefer No Sysmem Fallback to see the shortfall as an out-of-memory error"}
+    if not modes and (managed := [r for r in records if r.get("how") == "managed"]):
+        return {"hypothesis": ids.MEMORY_PRESSURE, "level": "moderate",
+                "evidence": f"the runtime allocates in CUDA managed memory ({managed[-1]['mode']}), the switch for a "
+                            "model larger than the GPU: what does not fit stays in host memory and the driver moves "
+                            "its pages to the GPU on each fault, so the GPU waits on PCIe page migrations",
+                "next": "unset it and fit the model in the GPU's memory (a smaller quantization or context, fewer "
+                        "layers offloaded) and compare the time per token; on a GPU that shares the host's memory "
+                        "(GH200, an integrated GPU) the setting costs little"}
     if not modes or (loads and all(r.get("cpu_share") == 0 for r in loads)):
         return None  # every model the input shows loaded completely: it fit after all
     r = modes[-1]

@@ -48,6 +48,12 @@ LEXICON: tuple[Entry, ...] = (
     # cudaErrorMemoryAllocation prints "CUDA error: out of memory"
     _row(("out of memory", "outofmemoryerror"),
          r"\b(?:CUDA|HIP) out of memory|CUDA error: out of memory|OutOfMemoryError", "oom"),
+    # an out-of-memory stated at a step, as run notes and per-step memory profiles put it (`step 5 OOM`, `-> step 5:
+    # OOM`, `OOM at iteration 120`, `OOMed in epoch 3`): the acronym in capitals, placed at a numbered step; `to
+    # avoid OOM`, `CUDA OOMs: 0` (memory_summary's counter) place no OOM at a step
+    _row(("oom",), r"\b(?:step|iter|iteration|epoch|batch)\s?[=#:]?\s?\d{1,12}\s?[:,-]?\s?(?-i:OOM)\b(?!s)|"
+                   r"\b(?-i:OOM)(?:ed|'d)?\s(?:at|in|on|during)\s(?:step|iter|iteration|epoch|batch)\s?[=#:]?\s?\d",
+         "oom"),
     # CUDA runtime cudaErrorECCUncorrectable: "uncorrectable ECC error encountered" (c10's "CUDA error: ..."): a kind
     # of its own, as it names failing memory where another CUDA error may be the program's own bug
     _row(("ecc",), r"uncorrectable ECC error|double[- ]bit ECC", "ecc"),
@@ -231,9 +237,14 @@ def match(body: str) -> Hit | None:
     return None
 
 
+# a checkpoint word that is not the recompute technique's name (`gradient checkpointing`, `activation_checkpointing`)
+_NOT_RECOMPUTE = r"(?<!gradient )(?<!gradient_)(?<!gradient-)(?<!activation )(?<!activation_)(?<!activations )"
+
 # Section markers (lines.py merges a run of them with no training step between into one event with a duration)
-CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}checkpoint|"  # llm.c: "Writing checkpoint at step"
-                        r"checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
+# (gradient / activation checkpointing recomputes activations in backward: the words name no save, `checkpointing to
+# save GPU memory` no checkpoint written)
+CHECKPOINT = re.compile(r"(sav(e|ing|ed)|writ(e|ing)|wrote)\b.{0,40}" + _NOT_RECOMPUTE + r"checkpoint|"  # llm.c: "Writing checkpoint at step"
+                        + _NOT_RECOMPUTE + r"checkpoint.{0,40}\b(sav(e|ed|ing)|written|writing)|"
                         # PaddleClas' "Already save model in ./output/latest"
                         # MLX-LM: "Iter 50: Saved adapter weights to adapters/adapters.safetensors"; darknet: "Saving
                         # weights to backup/yolov4_last.weights"; BasicSR: "Saving models and training states."; Sockeye:
@@ -262,6 +273,17 @@ EVAL = re.compile(r"\bevaluat(e|ing|ion)\b|\bvalidat(ion|ing)\b|\brunning eval|\
                   # a line opening with a mode and a metric: DGL's "Eval Acc 0.9312"
                   r"^\W{0,3}(?:eval|val|valid|validation|test)\s+(?:acc|accuracy|loss|auc|f1|map|ppl)\b",
                   re.IGNORECASE)
+# a sentence of prose (PROSE_WORDS words or more, no figure): a post that mentions "the evaluation scores" opens no
+# evaluation; the lines a run prints about one are short or carry a step, an epoch, a count or a time
+PROSE_WORDS = 14
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def eval_marker(body: str) -> bool:
+    """Whether a line marks an evaluation (EVAL), not a sentence of prose that names one."""
+    return bool(EVAL.search(body)) and (any(c.isdigit() for c in body) or len(_WORD.findall(body)) < PROSE_WORDS)
+
+
 # the start of an evaluation section, whose progress bars are the evaluation's (not training steps)
 EVAL_START = re.compile(r"\b(?:start(?:s|ing)?|running|begin(?:s|ning)?)\b.{0,30}?\b(?:evaluat|validat|eval\b|test(?:ing)?\b|"
                         r"inference)|\beval_start\b|\bSanity Checking\b|^\W*(?:Evaluating|Validating|Testing)\b",

@@ -251,7 +251,7 @@ class _EventLines:
         if ("checkpoint" in low or "sav" in low or "snapshot" in low) and event_lexicon.CHECKPOINT.search(body):
             return "checkpoint"
         if ln.evaluating or (not ln.progress and ("eval" in low or "val" in low or "sanity" in low or "test" in low)
-                             and event_lexicon.EVAL.search(body)):
+                             and event_lexicon.eval_marker(body)):
             return "eval"
         if "gc" in low and event_lexicon.GC.search(body):
             return "gc"

@@ -35,6 +35,12 @@ the GPU, one after the other for every token. The runtimes state the split in tw
       Sysmem Fallback Policy", driver 536.40+): the GPU then reads it across PCIe at each use (how "shared"). Only where the
       dedicated memory is at least DEDICATED_FULL used and the shared use is at least SHARED_MIN_GIB: below, shared
       memory holds the desktop's and other programs' surfaces, not the job's spill.
+  a managed-memory setting: llama.cpp's `GGML_CUDA_ENABLE_UNIFIED_MEMORY=1` (docs/build.md: "enable unified memory
+      ... This allows swapping to system RAM instead of crashing when the GPU VRAM is exhausted"), TensorFlow's
+      `TF_FORCE_UNIFIED_MEMORY=1` (gpu_device.cc: allocations in CUDA managed memory, used to oversubscribe the GPU
+      beside a per_process_gpu_memory_fraction above 1), RAPIDS RMM's `managed_memory=True`: the allocations may live
+      in host memory and the driver migrates their pages to the GPU on first touch, one fault at a time (how
+      "managed"); set to 0 / false it places nothing.
   a precision downgrade: CTranslate2 (faster-whisper) `The compute type inferred from the saved model is float16, but
       the target device or backend do not support efficient float16 computation ... converted to use the float32
       compute type instead` (how "precision"): the device may be a GPU without fast float16 or the CPU — the line does
@@ -78,6 +84,8 @@ ASSIGNED = re.compile(r"\blayer\s{1,5}(\d{1,5}) assigned to device ([\w.:-]{1,40
 VRAM_STATE = re.compile(r"\bSet vram state to:\s*([A-Z_]{3,20})\b", re.IGNORECASE)
 TOTAL_VRAM = re.compile(r"\bTotal VRAM (\d{1,9}(?:\.\d{1,3})?) MB\b")
 FP16_CPU = "FP16 is not supported on CPU; using FP32 instead"
+MANAGED = re.compile(r"\b(GGML_CUDA_ENABLE_UNIFIED_MEMORY|TF_FORCE_UNIFIED_MEMORY|managed_memory)\s?=\s?[\"']?(1|true|on)\b",
+                     re.IGNORECASE)
 ASKED = re.compile(r"(?:(?<!\S)-ngl[ =]|--n-gpu-layers[ =]|--gpulayers[ =]|\b(?:gpulayers|n_gpu_layers)\s*=\s*)"
                    r"(-?\d{1,6})\b")
 BUILD = re.compile(r"(?:^|\|\s|\s)(CUDA|ROCm|Vulkan|Metal|SYCL)\s*:\s*[A-Z_]{2,30}\s*=")
@@ -142,6 +150,8 @@ class Placements:
                 elif state == "DISABLED":
                     self._once("disabled", {"model": None, "cpu_share": 1.0, "how": "device", "said": state})
                 return True
+        if ("MEMORY" in body or "memory" in body) and (m := MANAGED.search(body)):
+            return self._once("managed", {"model": None, "cpu_share": None, "how": "managed", "mode": f"{m.group(1)}=1"})
         if FP16_CPU in body:
             return self._once("fp16cpu", {"model": "whisper", "cpu_share": 1.0, "how": "device", "said": FP16_CPU})
         if "compute type" in body and (m := CT2.search(body)):
@@ -171,8 +181,8 @@ class Placements:
         if "=" in body and ":" in body and (m := BUILD.search(body)):
             self.build = m.group(1)
             return True
-        if ("assigned" in body or "VRAM" in body or "vram" in body or "FP16" in body or "compute type" in body) \
-                and self._stated(body):
+        if ("assigned" in body or "VRAM" in body or "vram" in body or "FP16" in body or "compute type" in body
+                or "MEMORY" in body or "memory" in body) and self._stated(body):
             return True
         if HEADER.match(body):
             self.table = True
@@ -271,6 +281,8 @@ def describe(records: list[dict]) -> str:
                  if r.get("how") == "lowvram"
                  else f"{r['shared_gib']:.3g} GiB in shared system memory beside a full dedicated memory "
                       f"({r['dedicated_gib'][0]:.3g} of {r['dedicated_gib'][1]:.3g} GiB)" if r.get("how") == "shared"
+                 else f"in CUDA managed memory ({r['mode']}): pages migrate to the GPU as they are touched"
+                 if r.get("how") == "managed"
                  else f"on the CPU (its own words: {r['said']}); nothing here says a GPU was there to use"
                  if r.get("how") == "device"
                  else f"weights converted from {r['from']} to {r['to']}: the device lacks efficient {r['from']} "

@@ -923,6 +923,20 @@ CASES = [
         ("tfjl156_gtx960_before_k40c_devices.log", "insufficient_data"),
         ("tfdml367_radeon_igpu_lstm_epoch.log", "insufficient_data"),
         ("rasbt_3070m_vgg16_cifar10_laptop.txt", "insufficient_data"))],
+    # the seventy-third round: GPU time lost near the memory limit (tests/data/eval/heldout73/SOURCES.md, real
+    # excerpts): scored once as written — 4 of 7 right, 3 refused, none called healthy; kept: lingua at 80% of memory
+    # (insufficient_data, the healthy run near the limit), its float8 run with an allocation retry (memory_pressure),
+    # a per-step peak profile ending `step 5 OOM` (refused first → readers/event_lexicon: an OOM placed at a step),
+    # llama.cpp in managed memory (refused first → readers/model_placement how "managed" + serving_capacity), and
+    # yolov5#4510's `free -g` beside GPU rows (insufficient_data, right but misread: added after the first seven).
+    # mar#7's and discuss 34232's prose (right first only through misread markers) and FastVideo's table stay
+    # strict xfails
+    *[(f"heldout73 {name}", want, _file(f"heldout73/{name}")) for name, want in (
+        ("lingua56_bf16_baseline_mem80.log", "insufficient_data"),
+        ("lingua56_float8_alloc_retry_mem87.log", "memory_pressure"),
+        ("automodel2634_phi4_peaks_near_80gib.log", "memory_pressure"),
+        ("llamacpppy1720_unified_memory_timings.txt", "memory_pressure"),
+        ("yolov5_4510_free_g_swap_full.txt", "insufficient_data"))],
     # the seventy-first round: no theme, sampled the way a judge would (tests/data/eval/heldout71/SOURCES.md, real
     # excerpts of 2024-2026 threads): scored once as written — 1 of 5 right, 3 refused, none called healthy; kept: a
     # Task Manager GPU pane typed beside kohya's 295 s/it (insufficient_data first → readers/model_placement how
