@@ -381,17 +381,25 @@ static PyObject *newlines(PyObject *self, PyObject *args) {
     Py_buffer data;
     if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
     const char *base = data.buf, *end = base + data.len, *p;
-    Py_ssize_t n = 0;
+    Py_ssize_t n = 0, cap = data.len / 32 + 1024;  /* one pass: the offsets grow in a buffer of our own */
+    int64_t *offsets = malloc((size_t)cap * sizeof(int64_t)), *grown;
+    int failed = offsets == NULL;
     Py_BEGIN_ALLOW_THREADS
-    for (p = base; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) n++;
-    Py_END_ALLOW_THREADS
-    PyObject *out = PyBytes_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(int64_t));
-    if (out) {
-        int64_t *o = (int64_t *)PyBytes_AS_STRING(out);
-        Py_BEGIN_ALLOW_THREADS
-        for (p = base; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) *o++ = p - base;
-        Py_END_ALLOW_THREADS
+    for (p = base; !failed && (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) {
+        if (n == cap) {
+            cap *= 2;
+            grown = realloc(offsets, (size_t)cap * sizeof(int64_t));
+            if (grown == NULL) {
+                failed = 1;
+                break;
+            }
+            offsets = grown;
+        }
+        offsets[n++] = p - base;
     }
+    Py_END_ALLOW_THREADS
+    PyObject *out = failed ? PyErr_NoMemory() : PyBytes_FromStringAndSize((const char *)offsets, n * 8);
+    free(offsets);
     PyBuffer_Release(&data);
     return out;
 }

@@ -339,7 +339,9 @@ def _build(columns: dict[str, np.ndarray], time_ns: np.ndarray, host_codes: np.n
 
         def reorder(a) -> np.ndarray:
             return np.asarray(a) if order is None else np.take(np.asarray(a), order)
-    columns.update({"time": time_ns, "gpu": gpu, "_host": host_codes})
+    columns.update({"time": time_ns, "gpu": gpu})
+    if len(host_names) > 1:  # one host: its codes are all 0, nothing to move (nor to key the intervals by)
+        columns["_host"] = host_codes
     if len(source_names) > 1:
         columns["_source"] = source_codes
     del time_ns, gpu, host_codes
@@ -353,9 +355,9 @@ def _build(columns: dict[str, np.ndarray], time_ns: np.ndarray, host_codes: np.n
         return out
 
     columns.update(map_columns(moved, list(columns), n))
-    time_ns, gpu, host_codes = columns.pop("time"), columns.pop("gpu"), columns.pop("_host")
+    time_ns, gpu, host_codes = columns.pop("time"), columns.pop("gpu"), columns.pop("_host", None)
     source_codes = columns.pop("_source", source_codes)
-    key = host_codes.astype(np.int64) * (1 << 32) + gpu
+    key = gpu if host_codes is None else host_codes.astype(np.int64) * (1 << 32) + gpu
     measured = median_interval_sorted(time_ns, key)
     nan_column = np.full(n, np.nan)
     nan_column.flags.writeable = False
