@@ -17,7 +17,8 @@ A cell is read as its leading number (`**`, backticks and a trailing `(note)` dr
 a `draw/limit W` cell is a power draw and its limit. A cell of words naming a clock slowdown in a GPU's column
 (`thermal slowdown active`, `HW slowdown`, `power brake`, `throttled`) sets that GPU's clock-event reasons in that row
 (a thermal one: HW thermal slowdown, 0x40; a power brake 0x80; other slowdown words HW slowdown, 0x08) and leaves its
-reading missing. Only a table whose names hold GPU telemetry (headers.is_telemetry) is read; a table of runs
+reading missing. Only a table whose names hold GPU telemetry (headers.is_telemetry) is read, in a text such tables
+make at least half of (a log that printed one among its own lines is the line scanners'); a table of runs
 (readers/variant_table.py) is not this.
 """
 
@@ -113,8 +114,13 @@ def _telemetry(lines: list[str]):
 
 
 def sniff(head: str) -> bool:
-    """A pipe table (header, rule row, a row) whose names hold GPU telemetry."""
-    return "|" in head and next(_telemetry(head.split("\n")), None) is not None
+    """A pipe table (header, rule row, a row) whose names hold GPU telemetry, its lines at least half of the text's
+    non-blank lines: a training log that printed a table of its GPUs once is the line scanners' (as box_table's)."""
+    if "|" not in head:
+        return False
+    lines = head.split("\n")
+    tables = [rows[-1][0] - at + 1 for at, _, rows in _telemetry(lines)]
+    return bool(tables) and 2 * sum(tables) >= sum(1 for ln in lines if ln.strip())
 
 
 def _value(cell: str, name: str, role: str | None) -> str:
