@@ -49,6 +49,7 @@ _DURATION = re.compile(r"^(\d{1,9}(?:\.\d{1,9})?)\s?(ms|s|sec|secs|seconds?|min|
 _TO_S = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
          "minute": 60.0, "minutes": 60.0, "h": 3600.0}
 _PAIR_W = re.compile(r"^(\d{1,6}(?:\.\d{1,3})?)\s?W?\s?/\s?(\d{1,6}(?:\.\d{1,3})?)\s?W$", re.IGNORECASE)
+_UNIT = re.compile(r"^\s?°?[A-Za-z%]{1,6}$")  # a unit after a cell's number: `GiB`, `GHz`, `°C`, `%`
 _SLOW = re.compile(r"\b(thermal|power brake|slowdown|throttl\w*)\b", re.IGNORECASE)
 
 
@@ -124,8 +125,9 @@ def sniff(head: str) -> bool:
 
 
 def _value(cell: str, name: str, role: str | None) -> str:
-    """The cell as the table builder reads it: a metric's leading number, a relative time's seconds, any other cell
-    (an absolute time, a host, a GPU index) as written."""
+    """The cell as the table builder reads it: a metric's number with the unit it states (`15.5 GiB`, `1.98 GHz`:
+    the builder scales it as a CSV cell's, where the name states none), else its leading number (a `draw/limit W`
+    cell's draw); a relative time's seconds; any other cell (an absolute time, a host, a GPU index) as written."""
     c = _clean(cell)
     if c.lower() in _MISSING or _flag(cell):
         return ""
@@ -134,6 +136,8 @@ def _value(cell: str, name: str, role: str | None) -> str:
     if role not in schema.TELEMETRY_METRICS:
         return c
     m = _LEAD.match(c)
+    if m and _UNIT.match(c[m.end():]):
+        return c
     return m.group(0) if m else c
 
 

@@ -24,3 +24,17 @@ def test_a_training_log_that_printed_a_gpu_table_once_stays_the_line_scanners(tm
     path = _write(tmp_path, "train.log", LOG_WITH_INVENTORY)
     assert detect.detect(path) == "lines"
     assert len(read_paths([path]).steps) == 8
+
+
+def test_a_pipe_tables_cells_keep_their_units(tmp_path):
+    # the unit a cell states scales it as a CSV cell's does (GiB, GHz, kW): not its bare number in the header's unit
+    text = ("| elapsed | GPU0 util | GPU0 memory used | GPU0 memory total | GPU0 SM clock | GPU0 power |\n"
+            "|---|---|---|---|---|---|\n"
+            + "".join(f"| {s} s | 97% | 15.5 GiB | 24 GiB | 1.98 GHz | 0.3 kW |\n" for s in (1, 2, 3)))
+    t = read_paths([_write(tmp_path, "units.md", text)]).telemetry
+    assert t["mem_used_mib"].tolist() == [15.5 * 1024] * 3 and t["mem_total_mib"].tolist() == [24 * 1024] * 3
+    assert t["sm_clock_mhz"].tolist() == [1980.0] * 3 and t["power_w"].tolist() == [300.0] * 3
+    draw = ("| elapsed | GPU0 | power (GPU0) |\n|---|---|---|\n"
+            + "".join(f"| {s} s | 70 °C | 250/300 W |\n" for s in (1, 2, 3)))
+    t = read_paths([_write(tmp_path, "draw.md", draw)]).telemetry
+    assert t["power_w"].tolist() == [250.0] * 3 and t["temp_c"].tolist() == [70.0] * 3
