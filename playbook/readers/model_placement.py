@@ -94,7 +94,8 @@ BUILD = re.compile(r"(?:^|\|\s|\s)(CUDA|ROCm|Vulkan|Metal|SYCL)\s*:\s*[A-Z_]{2,3
 PANE = re.compile(r"\b(Dedicated|Shared) GPU memory\s{0,3}:?\s{0,3}(\d{1,6}(?:\.\d{1,3})?)\s?(?:([KMGT]i?B)\s?)?/\s?"
                   r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT]i?B)\b", re.IGNORECASE)
 DEDICATED_FULL = 0.9  # the dedicated memory this full before the driver's spill to shared memory reads as one
-SHARED_MIN_GIB = 0.25  # the desktop's surfaces and other programs keep a few hundred MiB in shared memory
+SHARED_MIN_GIB = 1.0  # above the few hundred MiB the desktop's surfaces and other programs keep in shared memory
+# (beside a dedicated memory a framework fills by default: TensorFlow takes nearly all of it at start)
 CT2 = re.compile(r"compute type inferred from the saved model is (\w{1,20}), but the target device or backend do not "
                  r"support efficient \1 computation.{0,80}?use the (\w{1,20}) compute type")
 
