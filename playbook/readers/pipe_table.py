@@ -86,8 +86,9 @@ def _names(header: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list[str]]]]]:
-    """(header line, header cells, [(line number, row cells)]) of each pipe table with a rule row."""
+def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list[str]]], int]]:
+    """(header line, header cells, [(line number, row cells)] (the first MAX_ROWS), last line) of each pipe table
+    with a rule row."""
     found, k = [], 0
     while k < len(lines) - 2:
         head = cells(lines[k]) if "|" in lines[k] else None
@@ -102,16 +103,16 @@ def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list
                 rows.append((j + 1, r))
             j += 1
         if rows:
-            found.append((k + 1, head, rows))
+            found.append((k + 1, head, rows, j))
         k = j
     return found
 
 
 def _telemetry(lines: list[str]):
-    for at, head, rows in _tables(lines):
+    for at, head, rows, end in _tables(lines):
         names = _names(head, [r for _, r in rows])
         if headers.is_telemetry(names):
-            yield at, names, rows
+            yield at, names, rows, end
 
 
 def sniff(head: str) -> bool:
@@ -120,7 +121,7 @@ def sniff(head: str) -> bool:
     if "|" not in head:
         return False
     lines = head.split("\n")
-    tables = [rows[-1][0] - at + 1 for at, _, rows in _telemetry(lines)]
+    tables = [end - at + 1 for at, _, _, end in _telemetry(lines)]
     return bool(tables) and 2 * sum(tables) >= sum(1 for ln in lines if ln.strip())
 
 
@@ -149,7 +150,7 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     found = next(_telemetry(lines), None)
     if found is None:
         raise InputError(f"{src}: no pipe table naming GPU telemetry")
-    _, names, rows = found
+    at, names, rows, end = found
     cols = headers.assign(names)
     gpu_of = {k: m.gpu for k, m in cols.items() if m.gpu is not None}
     extra: dict[str, list[str]] = {}  # derived columns: power limits of `draw/limit W` cells, clock-event reasons
@@ -169,4 +170,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     builder = TableBuilder(src, all_names, textio.host_from_path(path), skips, tz)
     table = pa.table({f"c{i}": pa.array(col, type=pa.string()) for i, col in enumerate(columns)})
     builder.add(table, np.array([n for n, _ in rows], dtype=np.int64))
-    return builder.bundle(interval_s)
+    bundle = builder.bundle(interval_s)
+    if (left := end - at - 1 - len(rows)) > 0:
+        bundle.warnings.append(f"{src}: read the first {len(rows):,} rows of the table at line {at}; the {left:,} "
+                               f"after them (to line {end}) are not read")
+    return bundle

@@ -54,3 +54,14 @@ def test_the_desktops_few_hundred_mib_of_shared_memory_is_no_spill(tmp_path):
     assert pane.summary() == []
     spill = text.replace("0.4/7.9GB", "1.6/7.9GB")
     assert diagnose(read_paths([_write(tmp_path, "spill.txt", spill)])).verdict["id"] == "memory_pressure"
+
+
+def test_rows_past_the_cap_are_said_not_read(tmp_path, monkeypatch):
+    from playbook.readers import pipe_table
+
+    monkeypatch.setattr(pipe_table, "MAX_ROWS", 3)
+    text = ("| elapsed | util (GPU0) | power (GPU0) |\n|---|---|---|\n"
+            + "".join(f"| {s} s | 9{s}% | 250 W |\n" for s in range(5)))
+    b = read_paths([_write(tmp_path, "long.md", text)])
+    assert len(b.telemetry) == 3
+    assert any("first 3 rows" in w and "the 2 after them" in w for w in b.warnings)
