@@ -38,7 +38,7 @@ from playbook.readers.variant_table import cells
 
 MAX_ROWS = 100_000
 _RULE = re.compile(r"^:?-{2,}:?$")
-_BRACKET_GPU = re.compile(r"^(.*?)\s*[(\[]\s*(gpu\s?\d{1,3})\s*[)\]]\s*$", re.IGNORECASE)
+_BRACKET_GPU = re.compile(r"[(\[]\s*(gpu\s?\d{1,3})\s*[)\]]\s*$", re.IGNORECASE)  # searched: the name before
 _GPU_ONLY = re.compile(r"^gpu\s?(\d{1,3})$", re.IGNORECASE)
 _RELATIVE = {"elapsed", "runtime", "uptime", "t", "time"}
 _LEAD = re.compile(r"^[-+]?\d{1,12}(?:\.\d{1,9})?")
@@ -55,7 +55,10 @@ _SLOW = re.compile(r"\b(thermal|power brake|slowdown|throttl\w*)\b", re.IGNORECA
 
 def _clean(cell: str) -> str:
     c = cell.replace("**", "").replace("`", "").strip()
-    return re.sub(r"\s*\([^)]{0,120}\)\s*$", "", c).strip()
+    if c.endswith(")"):  # a trailing `(note)` of at most 120 characters (found by position: linear on a long cell)
+        if (i := c.find("(", max(c.rfind(")", 0, len(c) - 1) + 1, len(c) - 122))) >= 0:
+            c = c[:i]
+    return c.strip()
 
 
 def _flag(cell: str) -> int:
@@ -73,8 +76,8 @@ def _names(header: list[str], rows: list[list[str]]) -> list[str]:
     out = []
     for k, name in enumerate(header):
         n = name.replace("**", "").replace("`", "").strip()
-        if m := _BRACKET_GPU.match(n):
-            n = f"{m.group(2).replace(' ', '')} {m.group(1)}".strip()
+        if m := _BRACKET_GPU.search(n):
+            n = f"{m.group(1).replace(' ', '')} {n[:m.start()].strip()}".strip()
         col = [_clean(r[k]) for r in rows if _clean(r[k]).lower() not in _MISSING]
         if m := _GPU_ONLY.match(n):
             units = {u.group(1).lower() for c in col if (u := _CELL_UNIT.match(c))}

@@ -3,6 +3,8 @@ readers/trtexec_summary.py): inputs written apart from the rounds' files."""
 
 from __future__ import annotations
 
+import pytest
+
 from playbook.readers import detect, read_paths
 
 
@@ -65,3 +67,18 @@ def test_rows_past_the_cap_are_said_not_read(tmp_path, monkeypatch):
     b = read_paths([_write(tmp_path, "long.md", text)])
     assert len(b.telemetry) == 3
     assert any("first 3 rows" in w and "the 2 after them" in w for w in b.warnings)
+
+
+@pytest.mark.timeout(60)
+def test_a_long_blank_run_in_a_cell_or_a_name_is_read_in_linear_time():
+    """A cell (or a name) holding 200 kB of blanks before a character: the trailing-note and bracketed-GPU patterns
+    gave the blanks to a leading `\\s*` from every start (quadratic: ~0.5 s at 20 kB per cell, ~3 s per name;
+    minutes at 200 kB). Nothing is timed: the timeout only catches a runaway."""
+    from playbook.readers import pipe_table
+
+    blank = " " * 200_000
+    assert pipe_table._clean(f"**97%**{blank}x") == f"97%{blank}x"
+    assert pipe_table._clean("85 °C (peak)") == "85 °C" and pipe_table._clean("a (b (c)") == "a"
+    assert pipe_table._clean("x (y) z") == "x (y) z"
+    assert pipe_table._names([f"power{blank}(GPU1)", f"util{blank}x", "SM clock [gpu 0]"],
+                             [["1 W", "2%", "3 MHz"]]) == ["GPU1 power", f"util{blank}x", "gpu0 SM clock"]
