@@ -132,8 +132,8 @@ def findings(runs: list[dict]) -> tuple[list[dict], list[str]]:
             stated = "enqueue" in a["stated"]
             cands.append((max(0.0, enq - (_mean(run, "compute") or 0.0)), stated, {
                 "hypothesis": ids.LAUNCH_BOUND, "level": level, "share": round(share, 4),
-                "evidence": f"trtexec: {said}{per}; enqueueing a query takes {enq:.3g} ms of the "
-                            f"{_mean(run, 'compute'):.3g} ms it computes"
+                "evidence": f"trtexec: {said}{per}; enqueueing a query takes {enq:.3g} ms"
+                            + (f" of the {c:.3g} ms it computes" if (c := _mean(run, "compute")) is not None else "")
                             + (" — the tool warns the throughput may be bound by the enqueue time" if stated else
                                " (over trtexec's own 0.8 rule): the host submits the work about as slowly as the "
                                "GPU runs it"),

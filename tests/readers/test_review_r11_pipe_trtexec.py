@@ -82,3 +82,20 @@ def test_a_long_blank_run_in_a_cell_or_a_name_is_read_in_linear_time():
     assert pipe_table._clean("x (y) z") == "x (y) z"
     assert pipe_table._names([f"power{blank}(GPU1)", f"util{blank}x", "SM clock [gpu 0]"],
                              [["1 W", "2%", "3 MHz"]]) == ["GPU1 power", f"util{blank}x", "gpu0 SM clock"]
+
+
+P = "[12/05/2023-10:00:00] [I] "
+
+
+def test_an_enqueue_warning_without_the_compute_times_line_still_names_the_enqueue(tmp_path):
+    # a paste that lost the `GPU Compute Time:` line: the totals and the tool's own warning still say it
+    from playbook.diagnosis import diagnose
+
+    text = (f"{P}=== Performance summary ===\n{P}Throughput: 300.2 qps\n"
+            f"{P}Enqueue Time: min = 2.9 ms, max = 3.5 ms, mean = 3.1 ms, median = 3.0 ms, percentile(99%) = 3.4 ms\n"
+            f"{P}Total Host Walltime: 3.0012 s\n{P}Total GPU Compute Time: 1.2 s\n"
+            "[12/05/2023-10:00:00] [W] * Throughput may be bound by Enqueue Time rather than GPU Compute and the GPU "
+            "may be under-utilized.\n")
+    d = diagnose(read_paths([_write(tmp_path, "trtexec.log", text)]))
+    assert not any("serving analysis skipped" in w for w in d.warnings)
+    assert d.verdict["id"] == "launch_bound"
