@@ -99,3 +99,19 @@ def test_an_enqueue_warning_without_the_compute_times_line_still_names_the_enque
     d = diagnose(read_paths([_write(tmp_path, "trtexec.log", text)]))
     assert not any("serving analysis skipped" in w for w in d.warnings)
     assert d.verdict["id"] == "launch_bound"
+
+
+def test_an_integrated_gpus_carve_out_is_no_dedicated_memory_to_spill_from():
+    # an APU's / iGPU's pane: its few hundred MiB carved from system memory full, its work in shared memory by design
+    # (no PCIe between them); a discrete GPU's full memory beside the same shared use still is a spill
+    from playbook.readers.model_placement import Placements
+
+    def pane(lines):
+        p = Placements()
+        for line in lines:
+            p.feed(line)
+        return p.summary()
+
+    assert pane(["Dedicated GPU memory 0.5/0.5 GB", "Shared GPU memory 2.3/7.9 GB"]) == []
+    assert pane(["Dedicated GPU memory 0.1/0.1 GB", "Shared GPU memory 1.4/15.9 GB"]) == []
+    assert [r["how"] for r in pane(["Dedicated GPU memory 3.9/4.0 GB", "Shared GPU memory 2.3/7.9 GB"])] == ["shared"]
