@@ -12,7 +12,8 @@ for a CSV header), after three readings of a pasted table's habits:
   a GPU named in brackets (`power (GPU0)`, `SM clock [gpu 1]`) is the column's GPU, not its unit → `GPU0 power`;
   a column named for a GPU alone (`GPU0`) holds the reading its cells' unit names (`58 °C` a temperature, `140 W` a
       power draw, `1215 MHz` an SM clock, `42%` a utilization) → `GPU0 temperature`;
-  a relative-time name (elapsed, runtime, uptime, t) whose cells are durations (`78 s`, `1.5 min`) → seconds.
+  a relative-time name (elapsed, runtime, uptime, t) whose cells are durations (`78 s`, `1.5 min`) → seconds, where
+      they never run back (else each row's own duration, an epoch's `time`: no clock).
 A cell is read as its leading number (`**`, backticks and a trailing `(note)` dropped; `—`, `-`, `n/a` are missing);
 a `draw/limit W` cell is a power draw and its limit. A cell of words naming a clock slowdown in a GPU's column
 (`thermal slowdown active`, `HW slowdown`, `power brake`, `throttled`) sets that GPU's clock-event reasons in that row
@@ -84,9 +85,20 @@ def _names(header: list[str], rows: list[list[str]]) -> list[str]:
             role = next((r for u, r in _UNIT_ROLE if u in units or (u == "°c" and "°" in units)), None)
             n = f"GPU{m.group(1)} {role}" if role else n
         elif n.lower() in _RELATIVE and col and all(_DURATION.match(c) for c in col):
-            n = "elapsed (s)"  # `t`, `time`, `uptime` whose cells are durations: seconds since the start
+            # `t`, `time`, `uptime` whose cells are durations: seconds since the start, where they never run back;
+            # else each row's own duration (an epoch's `time`): no clock
+            n = "elapsed (s)" if _rising([_seconds(c) for c in col]) else "duration"
         out.append(n)
     return out
+
+
+def _seconds(cell: str) -> float:
+    d = _DURATION.match(cell)
+    return float(d.group(1)) * _TO_S[d.group(2).lower()] if d else float("nan")
+
+
+def _rising(values: list[float]) -> bool:
+    return all(b >= a for a, b in zip(values, values[1:], strict=False))
 
 
 def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list[str]]], int]]:
@@ -135,8 +147,8 @@ def _value(cell: str, name: str, role: str | None) -> str:
     c = _clean(cell)
     if c.lower() in _MISSING or _flag(cell):
         return ""
-    if name == "elapsed (s)" and (d := _DURATION.match(c)):
-        return repr(float(d.group(1)) * _TO_S[d.group(2).lower()])
+    if name == "elapsed (s)" and _DURATION.match(c):
+        return repr(_seconds(c))
     if role not in schema.TELEMETRY_METRICS:
         return c
     m = _LEAD.match(c)

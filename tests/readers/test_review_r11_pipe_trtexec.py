@@ -115,3 +115,16 @@ def test_an_integrated_gpus_carve_out_is_no_dedicated_memory_to_spill_from():
     assert pane(["Dedicated GPU memory 0.5/0.5 GB", "Shared GPU memory 2.3/7.9 GB"]) == []
     assert pane(["Dedicated GPU memory 0.1/0.1 GB", "Shared GPU memory 1.4/15.9 GB"]) == []
     assert [r["how"] for r in pane(["Dedicated GPU memory 3.9/4.0 GB", "Shared GPU memory 2.3/7.9 GB"])] == ["shared"]
+
+
+def test_a_time_column_of_each_rows_duration_is_no_clock(tmp_path):
+    # `time` per epoch (44 s, 46 s, 45 s ...) is no time since the start: its rows are not merged as repeats of a
+    # few seconds (a clock since the start never runs back); a rising one still is
+    per_row = ("| # | time | GPU0 util | GPU0 power |\n|---|---|---|---|\n"
+               + "".join(f"| {i} | {44 + i % 3} s | 9{i % 10}% | 250 W |\n" for i in range(20)))
+    b = read_paths([_write(tmp_path, "epochs.md", per_row)])
+    assert len(b.telemetry) == 20 and not any("repeat the timestamp" in w for w in b.warnings)
+    clock = ("| elapsed | GPU0 util | GPU0 power |\n|---|---|---|\n"
+             + "".join(f"| {10 * i} s | 9{i % 10}% | 250 W |\n" for i in range(20)))
+    t = read_paths([_write(tmp_path, "clock.md", clock)]).telemetry
+    assert len(t) == 20 and (t["time"].diff().dropna().dt.total_seconds() == 10).all()
