@@ -158,11 +158,12 @@ def _value(cell: str, name: str, role: str | None) -> str:
 
 
 def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_opts) -> schema.Bundle:
-    """The first telemetry pipe table's rows into a Bundle (telemetry)."""
+    """The first telemetry pipe table's rows into a Bundle (telemetry); the others are said in a warning."""
     src = str(path)
     interval_s = textio.check_interval(interval_s)
     lines = textio.read_text(path).split("\n")
-    found = next(_telemetry(lines), None)
+    tables = _telemetry(lines)
+    found = next(tables, None)
     if found is None:
         raise InputError(f"{src}: no pipe table naming GPU telemetry")
     at, names, rows, end = found
@@ -189,4 +190,8 @@ def read(path: str | Path, interval_s: float | None = None, tz: str = "UTC", **_
     if (left := end - at - 1 - len(rows)) > 0:
         bundle.warnings.append(f"{src}: read the first {len(rows):,} rows of the table at line {at}; the {left:,} "
                                f"after them (to line {end}) are not read")
+    if more := [str(t[0]) for t in tables]:
+        bundle.warnings.append(f"{src}: read the telemetry table at line {at}; {len(more)} more telemetry table"
+                               f"{'s' if len(more) > 1 else ''} (line {', '.join(more[:5])}) not read: give each "
+                               "its own file to read it")
     return bundle

@@ -128,3 +128,12 @@ def test_a_time_column_of_each_rows_duration_is_no_clock(tmp_path):
              + "".join(f"| {10 * i} s | 9{i % 10}% | 250 W |\n" for i in range(20)))
     t = read_paths([_write(tmp_path, "clock.md", clock)]).telemetry
     assert len(t) == 20 and (t["time"].diff().dropna().dt.total_seconds() == 10).all()
+
+
+def test_a_second_telemetry_table_is_said_not_read(tmp_path):
+    # `before` and `after` tables pasted one after the other: the first is read, the other said, not dropped silently
+    table = ("| elapsed | util (GPU0) | power (GPU0) |\n|---|---|---|\n"
+             + "".join(f"| {s} s | {u}% | 250 W |\n" for s, u in ((1, 40), (2, 45), (3, 42))))
+    b = read_paths([_write(tmp_path, "two.md", f"before:\n\n{table}\nafter:\n\n{table.replace('4', '9')}")])
+    assert b.telemetry["util_pct"].tolist() == [40, 45, 42]
+    assert any("1 more telemetry table" in w and "(line 11)" in w for w in b.warnings)
