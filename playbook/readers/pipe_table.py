@@ -7,7 +7,7 @@
     | 105 s | **thermal slowdown active** | 87 °C | 70% | 140/140 W | 1155 MHz |
 
 Grammar: a header row of cells split at `|` (variant_table.cells), a rule row (cells of dashes and colons), then rows
-of as many cells; any other line ends the table. The names say what the columns hold (playbook.readers.headers, as
+of at most as many cells (a short row's missing cells are empty, as GitHub renders it); any other line ends the table. The names say what the columns hold (playbook.readers.headers, as
 for a CSV header), after three readings of a pasted table's habits:
   a GPU named in brackets (`power (GPU0)`, `SM clock [gpu 1]`) is the column's GPU, not its unit → `GPU0 power`;
   a column named for a GPU alone (`GPU0`) holds the reading its cells' unit names (`58 °C` a temperature, `140 W` a
@@ -113,9 +113,9 @@ def _tables(lines: list[str]) -> list[tuple[int, list[str], list[tuple[int, list
             k += 1
             continue
         rows, j = [], k + 2
-        while j < len(lines) and (r := cells(lines[j]) if "|" in lines[j] else None) and len(r) == len(head):
-            if len(rows) < MAX_ROWS:
-                rows.append((j + 1, r))
+        while j < len(lines) and (r := cells(lines[j]) if "|" in lines[j] else None) and 2 <= len(r) <= len(head):
+            if len(rows) < MAX_ROWS:  # a short row has empty cells at its end (as GitHub renders it)
+                rows.append((j + 1, r + [""] * (len(head) - len(r))))
             j += 1
         if rows:
             found.append((k + 1, head, rows, j))

@@ -137,3 +137,13 @@ def test_a_second_telemetry_table_is_said_not_read(tmp_path):
     b = read_paths([_write(tmp_path, "two.md", f"before:\n\n{table}\nafter:\n\n{table.replace('4', '9')}")])
     assert b.telemetry["util_pct"].tolist() == [40, 45, 42]
     assert any("1 more telemetry table" in w and "(line 11)" in w for w in b.warnings)
+
+
+def test_a_row_with_fewer_cells_is_a_row_with_empty_cells(tmp_path):
+    # GitHub's tables (GFM) fill a short row with empty cells: the table goes on past it, its later rows read
+    text = ("| elapsed | util (GPU0) | power (GPU0) | SM clock (GPU0) |\n|---|---|---|---|\n"
+            "| 1 s | 97% | 250 W | 1980 MHz |\n| 2 s | 98% | 251 W\n| 3 s | 99% | 252 W | 1975 MHz |\n"
+            "| 4 s | 99% | 252 W | 1970 MHz |\n")
+    t = read_paths([_write(tmp_path, "short.md", text)]).telemetry
+    assert t["util_pct"].tolist() == [97, 98, 99, 99] and t["sm_clock_mhz"].isna().tolist() == [False, True, False,
+                                                                                                  False]
