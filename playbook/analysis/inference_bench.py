@@ -62,12 +62,13 @@ def measured(bundle) -> bool:
 
 
 def queries(run: dict) -> float | None:
-    """How many queries the run timed: throughput × walltime, else total compute / mean compute."""
-    wall, qps = run.get("walltime_ms"), run.get("qps")
-    if wall and qps:
-        return qps * wall / 1000.0
+    """How many queries the run timed: total compute / mean compute (the tool's total is the mean × the count), else
+    throughput × walltime — trtexec's throughput counts batch × queries on an implicit-batch engine (`--batch=N`)."""
     comp, mean = run.get("compute_total_ms"), _mean(run, "compute")
-    return comp / mean if comp and mean else None
+    if comp and mean:
+        return comp / mean
+    wall, qps = run.get("walltime_ms"), run.get("qps")
+    return qps * wall / 1000.0 if wall and qps else None
 
 
 def analyse(run: dict) -> dict:

@@ -46,6 +46,7 @@ def test_the_desktops_few_hundred_mib_of_shared_memory_is_no_spill(tmp_path):
     # TensorFlow takes nearly all the dedicated memory by default; the desktop and a browser keep a few hundred MiB
     # of shared memory on the same GPU: no spill of the job's
     from playbook.diagnosis import diagnose
+    from playbook.knowledge import ids
     from playbook.readers.model_placement import Placements
 
     text = ("one epoch takes 40 s with TensorFlow on my 3070\n\nUtilisation 99%\nGPU memory 8.0/15.9GB\n"
@@ -55,7 +56,7 @@ def test_the_desktops_few_hundred_mib_of_shared_memory_is_no_spill(tmp_path):
         pane.feed(line)
     assert pane.summary() == []
     spill = text.replace("0.4/7.9GB", "1.6/7.9GB")
-    assert diagnose(read_paths([_write(tmp_path, "spill.txt", spill)])).verdict["id"] == "memory_pressure"
+    assert diagnose(read_paths([_write(tmp_path, "spill.txt", spill)])).verdict["id"] == ids.MEMORY_PRESSURE
 
 
 def test_rows_past_the_cap_are_said_not_read(tmp_path, monkeypatch):
@@ -90,6 +91,7 @@ P = "[12/05/2023-10:00:00] [I] "
 def test_an_enqueue_warning_without_the_compute_times_line_still_names_the_enqueue(tmp_path):
     # a paste that lost the `GPU Compute Time:` line: the totals and the tool's own warning still say it
     from playbook.diagnosis import diagnose
+    from playbook.knowledge import ids
 
     text = (f"{P}=== Performance summary ===\n{P}Throughput: 300.2 qps\n"
             f"{P}Enqueue Time: min = 2.9 ms, max = 3.5 ms, mean = 3.1 ms, median = 3.0 ms, percentile(99%) = 3.4 ms\n"
@@ -98,7 +100,7 @@ def test_an_enqueue_warning_without_the_compute_times_line_still_names_the_enque
             "may be under-utilized.\n")
     d = diagnose(read_paths([_write(tmp_path, "trtexec.log", text)]))
     assert not any("serving analysis skipped" in w for w in d.warnings)
-    assert d.verdict["id"] == "launch_bound"
+    assert d.verdict["id"] == ids.LAUNCH_BOUND
 
 
 def test_an_integrated_gpus_carve_out_is_no_dedicated_memory_to_spill_from():
@@ -147,3 +149,17 @@ def test_a_row_with_fewer_cells_is_a_row_with_empty_cells(tmp_path):
     t = read_paths([_write(tmp_path, "short.md", text)]).telemetry
     assert t["util_pct"].tolist() == [97, 98, 99, 99] and t["sm_clock_mhz"].isna().tolist() == [False, True, False,
                                                                                                   False]
+
+
+def test_an_implicit_batchs_throughput_counts_samples_not_queries():
+    # trtexec's Throughput is batch × queries / walltime (sampleReporting.cpp printEpilog; --batch=8 on an implicit-
+    # batch engine): the queries are the total compute over each query's compute, so the per-query gap stays 0.9 ms
+    from playbook.analysis import inference_bench
+    from playbook.knowledge import ids
+
+    run = {"qps": 8 * 1000 / 3.0, "walltime_ms": 3000.0, "compute_total_ms": 2100.0,
+           "compute": {"mean": 2.1, "median": 2.1}, "h2d": {"mean": 0.6, "median": 0.6},
+           "d2h": {"mean": 0.1, "median": 0.1}, "enqueue": {"mean": 0.2, "median": 0.2}}
+    a = inference_bench.analyse(run)
+    assert abs(a["gap_ms"] - 0.9) < 1e-9 and a["copy_bound"]
+    assert inference_bench.findings([run])[0][0]["hypothesis"] == ids.H2D_COPY
