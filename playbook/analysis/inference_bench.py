@@ -62,12 +62,13 @@ def measured(bundle) -> bool:
 
 
 def queries(run: dict) -> float | None:
-    """How many queries the run timed: throughput × walltime, else total compute / mean compute."""
-    wall, qps = run.get("walltime_ms"), run.get("qps")
-    if wall and qps:
-        return qps * wall / 1000.0
+    """How many queries the run timed: total compute / mean compute (the tool's total is the mean × the count), else
+    throughput × walltime — trtexec's throughput counts batch × queries on an implicit-batch engine (`--batch=N`)."""
     comp, mean = run.get("compute_total_ms"), _mean(run, "compute")
-    return comp / mean if comp and mean else None
+    if comp and mean:
+        return comp / mean
+    wall, qps = run.get("walltime_ms"), run.get("qps")
+    return qps * wall / 1000.0 if wall and qps else None
 
 
 def analyse(run: dict) -> dict:
@@ -132,8 +133,8 @@ def findings(runs: list[dict]) -> tuple[list[dict], list[str]]:
             stated = "enqueue" in a["stated"]
             cands.append((max(0.0, enq - (_mean(run, "compute") or 0.0)), stated, {
                 "hypothesis": ids.LAUNCH_BOUND, "level": level, "share": round(share, 4),
-                "evidence": f"trtexec: {said}{per}; enqueueing a query takes {enq:.3g} ms of the "
-                            f"{_mean(run, 'compute'):.3g} ms it computes"
+                "evidence": f"trtexec: {said}{per}; enqueueing a query takes {enq:.3g} ms"
+                            + (f" of the {c:.3g} ms it computes" if (c := _mean(run, "compute")) is not None else "")
                             + (" — the tool warns the throughput may be bound by the enqueue time" if stated else
                                " (over trtexec's own 0.8 rule): the host submits the work about as slowly as the "
                                "GPU runs it"),

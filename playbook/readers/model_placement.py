@@ -34,7 +34,8 @@ the GPU, one after the other for every token. The runtimes state the split in tw
       The driver places an allocation in shared memory when the dedicated memory cannot hold it (NVIDIA's "CUDA -
       Sysmem Fallback Policy", driver 536.40+): the GPU then reads it across PCIe at each use (how "shared"). Only where the
       dedicated memory is at least DEDICATED_FULL used and the shared use is at least SHARED_MIN_GIB: below, shared
-      memory holds the desktop's and other programs' surfaces, not the job's spill.
+      memory holds the desktop's and other programs' surfaces, not the job's spill; and only a discrete GPU's
+      (dedicated memory of at least DEDICATED_MIN_GIB: an integrated GPU's pane shows its small carve-out full).
   a managed-memory setting: llama.cpp's `GGML_CUDA_ENABLE_UNIFIED_MEMORY=1` (docs/build.md: "enable unified memory
       ... This allows swapping to system RAM instead of crashing when the GPU VRAM is exhausted"), TensorFlow's
       `TF_FORCE_UNIFIED_MEMORY=1` (gpu_device.cc: allocations in CUDA managed memory, used to oversubscribe the GPU
@@ -93,8 +94,11 @@ BUILD = re.compile(r"(?:^|\|\s|\s)(CUDA|ROCm|Vulkan|Metal|SYCL)\s*:\s*[A-Z_]{2,3
 # 1.5/7.9 GB` (a unit on the used figure too, `1.5 GB/7.9 GB`, and a colon after the label are accepted)
 PANE = re.compile(r"\b(Dedicated|Shared) GPU memory\s{0,3}:?\s{0,3}(\d{1,6}(?:\.\d{1,3})?)\s?(?:([KMGT]i?B)\s?)?/\s?"
                   r"(\d{1,6}(?:\.\d{1,3})?)\s?([KMGT]i?B)\b", re.IGNORECASE)
+DEDICATED_MIN_GIB = 1.0  # an integrated GPU's carve-out of system memory (Intel's 128 MiB, an APU's 512 MiB) is no
+# dedicated memory: it works in shared memory by design, across no PCIe
 DEDICATED_FULL = 0.9  # the dedicated memory this full before the driver's spill to shared memory reads as one
-SHARED_MIN_GIB = 0.25  # the desktop's surfaces and other programs keep a few hundred MiB in shared memory
+SHARED_MIN_GIB = 1.0  # above the few hundred MiB the desktop's surfaces and other programs keep in shared memory
+# (beside a dedicated memory a framework fills by default: TensorFlow takes nearly all of it at start)
 CT2 = re.compile(r"compute type inferred from the saved model is (\w{1,20}), but the target device or backend do not "
                  r"support efficient \1 computation.{0,80}?use the (\w{1,20}) compute type")
 
@@ -240,7 +244,8 @@ class Placements:
     def summary(self) -> list[dict]:
         out = []
         ded, shared = self.pane.get("dedicated"), self.pane.get("shared")
-        if ded and shared and ded[1] > 0 and ded[0] >= DEDICATED_FULL * ded[1] and shared[0] >= SHARED_MIN_GIB:
+        if (ded and shared and ded[1] >= DEDICATED_MIN_GIB and ded[0] >= DEDICATED_FULL * ded[1]
+                and shared[0] >= SHARED_MIN_GIB):
             out.append({"model": None, "cpu_share": None, "how": "shared", "dedicated_gib": [round(ded[0], 3),
                         round(ded[1], 3)], "shared_gib": round(shared[0], 3)})
         if self.layers:
