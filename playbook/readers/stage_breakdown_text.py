@@ -4,7 +4,8 @@ analysis/stage_breakdown.py). Two layouts, each checked by its own arithmetic (t
 SUM_TOLERANCE, else the line is something else):
 
 - a sum: `the epoch time is 11s = 10s(sample) + 0s(transfer) + 1s(training)` — the whole, `=`, then two or more
-  `<time>(<stage>)` terms joined by `+` (markdown emphasis around a number, `**10**s`, is the writer's);
+  `<time>(<stage>)` terms joined by `+` (markdown emphasis around a number, `**10**s`, is the writer's), the unit
+  stated on the whole or on every term (`12 = 8(model) + 4(data)` may be gigabytes or tokens);
 - a keyed list with its total: `Sample: 26.6s; Extract: 15.90s; Train: 6.20s; Total: 49.18s` (gnnlab's DGL breakdown
   script) — three or more `<stage>: <time>` (or `=`) separated by `;`, `,` or `|`, one of them the whole (`total`,
   `overall`, `epoch`).
@@ -13,7 +14,7 @@ Only a line with no step or epoch counter of its own is claimed: a step log's `s
 is the step grammar's (readers/step_log), whose phases say the same. Each stage is sorted by the words of its name:
 the input side (sampling a graph's neighbourhoods, extracting or gathering features, loading, reading, decoding,
 collating, transferring or copying to the device) or the model's work (train, forward, backward, compute, optimizer);
-a name of neither is `other`.
+a name of neither is `other`, and so is loading the model itself (`Model load`, `Loading checkpoint`: startup, once).
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ _INPUT = {"sample", "sampling", "sampler", "extract", "extraction", "gather", "l
           "augment", "augmentation", "collate", "transfer", "copy", "h2d", "feature", "features", "slice", "slicing"}
 _MODEL = {"train", "training", "forward", "backward", "fwd", "bwd", "compute", "model", "optimizer", "optim", "update",
           "gpu", "loss"}
+# loading or copying the model itself (`Model load`, `Loading checkpoint`, `weights transfer`): the run's startup, once,
+# not the batches the model waits for
+_STARTUP = {"model", "checkpoint", "ckpt", "weights", "weight", "engine", "tokenizer", "params", "parameters"}
 MAX_RECORDS = 10000
 
 
@@ -42,7 +46,7 @@ def side(name: str) -> str:
     """"input", "model" or "other": the side of the pipeline a stage's name says it is on."""
     words = set(re.split(r"[^a-z0-9]+", name.lower()))
     if words & _INPUT:
-        return "input"
+        return "other" if words & _STARTUP else "input"
     return "model" if words & _MODEL else "other"
 
 
@@ -71,6 +75,8 @@ class StageBreakdown:
     def _sum(self, text: str) -> dict | None:
         if not (m := _SUM.search(text)):
             return None
+        if not m.group(2) and not all(t.group(2) for t in _TERM.finditer(m.group(3))):
+            return None  # `mem = 12 = 8(model) + 4(data)`: a time states its unit, on the whole or on every stage
         total = _seconds(m.group(1), m.group(2), None)
         stages = [(t.group(3).strip(), _seconds(t.group(1), t.group(2), m.group(2))) for t in _TERM.finditer(m.group(3))]
         return _checked(total, stages)

@@ -251,3 +251,29 @@ def test_a_trainers_fraction_after_a_snapshot_is_not_an_operator():
     assert r.feed("Running Dataset: ds_1_0. Active & requested resources: 4/8 CPU, 1/2 GPU, 1.0GB/4.0GB object store")
     assert not r.feed("Step: 3/10")  # a trainer's, not an operator's: left to the step grammar
     assert r.feed("ReadCSV->SplitBlocks(4): 10/40")
+
+
+# --- review (r12): lines that merely look like a breakdown
+
+@pytest.mark.parametrize("line", [
+    "GPU memory 12 = 8 (weights) + 4 (data)",  # gigabytes, no time unit anywhere
+    "tokens = 512 = 256(input) + 256(output)",  # a count split in two
+    "mem = 10.5 = 8.0(model) + 2.5(data)",
+])
+def test_a_sum_with_no_time_unit_is_no_breakdown(line):
+    """LABELED SYNTHETIC: `a = b(x) + c(y)` with no unit on the whole nor on every term: not stated as times."""
+    from playbook.readers.stage_breakdown_text import StageBreakdown
+    s = StageBreakdown()
+    assert not s.feed(line) and s.summary() == []
+
+
+@pytest.mark.parametrize("name", ["Model load", "Loading checkpoint", "ckpt read", "weights transfer"])
+def test_loading_the_model_is_not_the_input_side(name):
+    from playbook.readers.stage_breakdown_text import side
+    assert side(name) == "other"
+
+
+def test_a_model_load_that_outweighs_inference_is_no_starvation(tmp_path):
+    """LABELED SYNTHETIC: an inference script's one summary, loading the model 82% of it: startup, not batches."""
+    d = _diagnose(tmp_path, "Model load: 45.2s, Inference: 10.1s, Total: 55.3s\n")
+    assert d.verdict["id"] != "data_starvation"
