@@ -4,7 +4,8 @@ executor's resource line and one line (or two) per operator, as its three printe
 
 - logging_progress.py (non-interactive, Ray 2.5x): `======= Running Dataset: <id> =======`, `Total Progress: d/t`,
   `Active & requested resources: c/C CPU, [m/M memory, ]g/G GPU, used/limit object store (pending: ...)` — the GPU term
-  only while GPUs run (`f"{running_usage.gpu:.4g}/{limits.gpu:.4g} GPU, "`) — then per operator `<name>: done/total`
+  only while GPUs run (`f"{running_usage.gpu:.4g}/{limits.gpu:.4g} GPU, "`; later versions put `(input=N, outputs=N,
+  ...)` before the pending part) — then per operator `<name>: done/total`
   and on the next line `  Tasks: N[ [backpressured:...]]; Actors: N (running=r, restarting=, pending=p, active=a,
   idle=i, util=u, tasks_in_flight=); Queued blocks: N (size); Resources: x CPU, y GPU, z object store`;
 - the tqdm bars (2.4x-2.5x): `Running Dataset: <id>. Active & requested resources: ...` and `- <name>: Tasks: N ...;
@@ -23,7 +24,7 @@ import re
 _N = r"(\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
 _RESOURCES = re.compile(r"(?:Active & requested resources|(?<![\w-])Running):\s*" + _N + "/" + _N + r" CPU,"
                         r"(?:\s*\S+/\S+ memory,)?(?:\s*" + _N + "/" + _N + r" GPU,)?\s*\S+/\S+ object[ _]store"
-                        r"(?:_memory)?(?:[^(\n]{0,40}\(pending:(?P<pending>[^)]{0,80})\))?")
+                        r"(?:_memory)?(?:[^(\n]{0,40}(?:\([^()\n]{0,160}\)\s{0,3})?\(pending:(?P<pending>[^)]{0,80})\))?")
 _PENDING_GPU = re.compile(_N + r" GPU")
 _HEADER = re.compile(r"=+ Running Dataset: (\S{1,200}) =+|Running Dataset: ([^\s.]{1,200})\.\s+Active & requested")
 _TOTAL = re.compile(r"(?:^|-- |\s)(?:- )?(?P<name>[A-Za-z_][^:]{0,300}?): (?P<done>\d{1,15})/(?P<total>\d{1,15})\s*$")

@@ -277,3 +277,27 @@ def test_a_model_load_that_outweighs_inference_is_no_starvation(tmp_path):
     """LABELED SYNTHETIC: an inference script's one summary, loading the model 82% of it: startup, not batches."""
     d = _diagnose(tmp_path, "Model load: 45.2s, Inference: 10.1s, Total: 55.3s\n")
     assert d.verdict["id"] != "data_starvation"
+
+
+def test_gpus_pending_at_a_runs_start_are_no_imbalance(tmp_path):
+    """LABELED SYNTHETIC: a healthy run's first snapshot (1 of 4 GPUs up, 3 pending as its actors start), then every
+    GPU busy: the stage asked for all of them, it is not too narrow."""
+    start = _logging_snapshot("1/4", 100, 50, 1.0).replace("object store\n", "object store (pending: 3 GPU)\n", 1)
+    assert _diagnose(tmp_path, start + _logging_snapshot("4/4", 400, 100, 1.0)).verdict["id"] != "pipeline_imbalance"
+
+
+def test_the_older_bars_pending_actors_are_no_imbalance(tmp_path):
+    """LABELED SYNTHETIC, the 2.2x-2.3x bars (no pending resources printed): 1 of 4 actors up, 3 pending."""
+    text = ("Running: 2/16 CPU, 1/4 GPU, 56.0MB/1.0GB object_store_memory:  10%|█    | 1/10 [00:04<00:36, 4s/it]\n"
+            "- MapBatches(Infer): 1 active, 40 queued, [cpu: 0.0, gpu: 1.0, objects: 8.0B], 4 actors (3 pending) "
+            "[locality off]:  10%|▍| 1/10\n")
+    assert _diagnose(tmp_path, text).verdict["id"] != "pipeline_imbalance"
+
+
+def test_pending_gpus_after_the_newer_object_store_counts():
+    """LABELED SYNTHETIC, the later logging_progress line: `object store (input=..., ...) (pending: 2 GPU)`."""
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    assert r.feed("Active & requested resources: 8/64 CPU, 2/8 GPU, 1.0GiB/10.0GiB object store (input=3, outputs=0, "
+                  "prebuffered=0, dangling=0) (pending: 2 GPU)")
+    assert r.summary()[0]["gpu_pending"] == 2
