@@ -31,8 +31,8 @@ def test_a_bracketed_count_makes_the_time_a_window_of_those_steps(tmp_path, line
     times = [5.0, 5.1, 5.0, 6.0, 5.05, 5.0]
     text = "".join(line.format(i=1000 * k, t=t) + "\n" for k, t in enumerate(times, 1))
     got = _steps(tmp_path, text)
-    # the first line has no line before it to count from; the others are their window over its 1000 steps
-    assert got == pytest.approx([t / per_step for t in times[1:]], rel=1e-6)
+    # each line its window over the 1000 steps it states (the first too: its count needs no line before it)
+    assert got == pytest.approx([t / per_step for t in times], rel=1e-6)
     assert max(got) < 0.01  # never the count (1000) read as seconds
 
 
@@ -301,3 +301,13 @@ def test_pending_gpus_after_the_newer_object_store_counts():
     assert r.feed("Active & requested resources: 8/64 CPU, 2/8 GPU, 1.0GiB/10.0GiB object store (input=3, outputs=0, "
                   "prebuffered=0, dangling=0) (pending: 2 GPU)")
     assert r.summary()[0]["gpu_pending"] == 2
+
+
+@pytest.mark.parametrize(("every", "count"), [(2000, 1000), (100, 10)])
+def test_the_bracketed_count_not_the_steps_between_lines_divides_the_time(tmp_path, every, count):
+    """LABELED SYNTHETIC: HugeCTR's line where the lines are `every` steps apart and the time covers `count` steps (an
+    excerpt with every other line cut; a tool timing the last 10 of each 100): the time over the stated count."""
+    times = [5.0, 5.1, 5.0, 6.0, 5.05]
+    text = "".join(f"[HUGECTR][INFO]: Iter: {every * k} Time({count} iters): {t}s Loss: 0.12\n"
+                   for k, t in enumerate(times, 1))
+    assert _steps(tmp_path, text) == pytest.approx([t / count for t in times], rel=1e-6)
