@@ -29,6 +29,7 @@ _T = r"(\d{1,9}(?:\.\d{1,9})?)\s{0,2}(ms|seconds|second|secs|sec|mins|min|s)?\b"
 _TERM = re.compile(_T + r"\s{0,2}\(\s{0,2}([A-Za-z][\w ./-]{0,40}?)\s{0,2}\)")
 _SUM = re.compile(_T + r"\s{0,2}=\s{0,2}(" + _T + r"\s{0,2}\([^)]{1,42}\)(?:\s{0,2}\+\s{0,2}" + _T
                   + r"\s{0,2}\([^)]{1,42}\)){1,11})")
+_TIMED = re.compile(r"\d\s{0,2}(?:ms|seconds|second|secs|sec|mins|min|s)\b")
 _PAIR = re.compile(r"(?:^|[;,|]|\s)\s{0,3}([A-Za-z][\w ./-]{0,40}?)\s{0,2}[:=]\s{0,2}" + _T + r"(?=\s{0,3}(?:[;,|.]|$))")
 _WHOLE = {"total", "overall", "all", "epoch", "whole", "sum", "wall"}
 _INPUT = {"sample", "sampling", "sampler", "extract", "extraction", "gather", "load", "loading", "loader", "read",
@@ -61,12 +62,14 @@ class StageBreakdown:
         self.records: list[dict] = []  # {total_s, stages: [(name, seconds, side)]}
 
     def feed(self, body: str) -> bool:
-        if not ("=" in body or ":" in body) or KEYWORD.search(body) or EPOCH_WORD.search(body):
+        if not ("=" in body or ":" in body):
             return False
         text = body.replace("*", "")
-        record = self._sum(text) if "+" in text else None
-        record = record or self._pairs(text)
-        if record is None:
+        record = self._sum(text) if "+" in text and "(" in text else None
+        if record is None and len(_TIMED.findall(text)) >= 3:  # three timed values at least (a cheap look)
+            record = self._pairs(text)
+        # the counters last: KEYWORD costs more than all the rest on a line that is no breakdown (most lines)
+        if record is None or KEYWORD.search(body) or EPOCH_WORD.search(body):
             return False
         if len(self.records) < MAX_RECORDS:
             self.records.append(record)
