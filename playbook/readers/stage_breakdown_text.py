@@ -14,7 +14,8 @@ Only a line with no step or epoch counter of its own is claimed: a step log's `s
 is the step grammar's (readers/step_log), whose phases say the same. Each stage is sorted by the words of its name:
 the input side (sampling a graph's neighbourhoods, extracting or gathering features, loading, reading, decoding,
 collating, transferring or copying to the device) or the model's work (train, forward, backward, compute, optimizer);
-a name of neither is `other`, and so is loading the model itself (`Model load`, `Loading checkpoint`: startup, once).
+a name of neither is `other`, and so is loading the model itself (`Model load`, `Loading checkpoint`: startup, once)
+or moving its parameters and gradients between ranks (`data parallel sync`, `param gather`: communication).
 """
 
 from __future__ import annotations
@@ -37,9 +38,12 @@ _INPUT = {"sample", "sampling", "sampler", "extract", "extraction", "gather", "l
           "augment", "augmentation", "collate", "transfer", "copy", "h2d", "feature", "features", "slice", "slicing"}
 _MODEL = {"train", "training", "forward", "backward", "fwd", "bwd", "compute", "model", "optimizer", "optim", "update",
           "gpu", "loss"}
-# loading or copying the model itself (`Model load`, `Loading checkpoint`, `weights transfer`): the run's startup, once,
-# not the batches the model waits for
-_STARTUP = {"model", "checkpoint", "ckpt", "weights", "weight", "engine", "tokenizer", "params", "parameters"}
+# loading or copying the model itself (`Model load`, `Loading checkpoint`, `weights transfer`: the run's startup, once)
+# or its gradients and parameters between ranks (`data parallel sync`, `param gather`, `grad copy`: communication): an
+# input word beside one of these names no batch the model waits for
+_STARTUP = {"model", "checkpoint", "ckpt", "weights", "weight", "engine", "tokenizer", "param", "params", "parameters",
+            "grad", "grads", "gradient", "gradients", "parallel", "allreduce", "sync", "nccl", "comm", "communication",
+            "collective", "broadcast"}
 MAX_RECORDS = 10000
 
 

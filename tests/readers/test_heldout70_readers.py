@@ -267,8 +267,9 @@ def test_a_sum_with_no_time_unit_is_no_breakdown(line):
     assert not s.feed(line) and s.summary() == []
 
 
-@pytest.mark.parametrize("name", ["Model load", "Loading checkpoint", "ckpt read", "weights transfer"])
-def test_loading_the_model_is_not_the_input_side(name):
+@pytest.mark.parametrize("name", ["Model load", "Loading checkpoint", "ckpt read", "weights transfer",
+                                  "data parallel sync", "data_parallel_allreduce", "param gather", "grad copy"])
+def test_the_models_own_load_or_sync_is_not_the_input_side(name):
     from playbook.readers.stage_breakdown_text import side
     assert side(name) == "other"
 
@@ -328,3 +329,9 @@ def test_a_line_that_is_no_breakdown_costs_no_counter_search(monkeypatch):
     for line in ('{"loss": 0.31, "lr": 0.001, "time": 0.35s, "grad_norm": 1.2}', "rank0: loss: 0.3, mem: 12.5GB",
                  "acc = 0.91 (best 0.93) + 0.01", "tokens = 512 = 256(input) + 256(output)"):
         assert not s.feed(line)
+
+
+def test_a_data_parallel_sync_that_outweighs_compute_is_no_starvation(tmp_path):
+    """LABELED SYNTHETIC: a DDP user's breakdown, the gradient sync across ranks 37% of it: communication, no input."""
+    text = "".join(f"forward: 2.0s, backward: 3.0s, data parallel sync: {c}s, total: {5 + c:.1f}s\n" for c in (3.0, 3.1))
+    assert _diagnose(tmp_path, text).verdict["id"] != "data_starvation"
