@@ -335,3 +335,11 @@ def test_a_data_parallel_sync_that_outweighs_compute_is_no_starvation(tmp_path):
     """LABELED SYNTHETIC: a DDP user's breakdown, the gradient sync across ranks 37% of it: communication, no input."""
     text = "".join(f"forward: 2.0s, backward: 3.0s, data parallel sync: {c}s, total: {5 + c:.1f}s\n" for c in (3.0, 3.1))
     assert _diagnose(tmp_path, text).verdict["id"] != "data_starvation"
+
+
+def test_a_second_bracketed_count_does_not_divide_the_first_time(tmp_path):
+    """LABELED SYNTHETIC: a train window and an eval window on one line: each time over its own count."""
+    times = [5.0, 5.1, 5.0, 6.0]
+    text = "".join(f"Iter: {1000 * k} Time(1000 iters): {t}s Eval Time(100 iters): 1.2s Loss: 0.1\n"
+                   for k, t in enumerate(times, 1))
+    assert _steps(tmp_path, text) == pytest.approx([t / 1000 for t in times], rel=1e-6)

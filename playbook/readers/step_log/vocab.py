@@ -527,8 +527,10 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     counted, counts_window = "", -1  # the key of a counter just read (`Time for epoch`), for a value after `is`
     for i in range(0, len(segs), 2):
         if bracket_count(segs, i):  # HugeCTR's `Time(1000 iters): 5.36s`: a count of steps, then their time
-            counts_window = i + 2
-            fields.append((i // 2, COUNT_FIELD, COUNT_ROLE, 1.0, "num"))  # its window's time over it (per_count)
+            if COUNT_FIELD not in names:  # the first (`Eval Time(100 iters)` after it counts another time)
+                names.add(COUNT_FIELD)
+                counts_window = i + 2
+                fields.append((i // 2, COUNT_FIELD, COUNT_ROLE, 1.0, "num"))  # its time over it (per_count)
             continue
         raw_key, (unit, _, own) = segs[i], segs[i + 1].partition(OWN_UNIT)
         if own and (role := classify("", own)) is not None:  # `loss = 79.35 (57.126 sec/step)`: a value of its own
