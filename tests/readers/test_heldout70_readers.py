@@ -343,3 +343,20 @@ def test_a_second_bracketed_count_does_not_divide_the_first_time(tmp_path):
     text = "".join(f"Iter: {1000 * k} Time(1000 iters): {t}s Eval Time(100 iters): 1.2s Loss: 0.1\n"
                    for k, t in enumerate(times, 1))
     assert _steps(tmp_path, text) == pytest.approx([t / 1000 for t in times], rel=1e-6)
+
+
+def test_a_long_run_is_judged_whole_not_by_its_first_snapshots():
+    """LABELED SYNTHETIC: 3,000 snapshots, the first 1,000 with a GPU stage too narrow, the last 2,000 every GPU busy:
+    a third of the run, below the rule's half (the reader keeps its snapshots spread over the whole run)."""
+    from playbook.analysis import ray_progress
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    narrow, busy = _logging_snapshot("4/16", 1000, 300, 1.0), _logging_snapshot("16/16", 1000, 300, 1.0)
+    for text in [narrow] * 1000 + [busy] * 2000:
+        for line in text.splitlines():
+            r.feed(line)
+    snaps = r.summary()
+    assert len(snaps) <= 2000 and sum(s["gpu_used"] == 4 for s in snaps) * 2 < len(snaps)
+    out: list[dict] = []
+    ray_progress.findings("run.log", snaps, out, lambda x: "high" if x >= 0.2 else ("moderate" if x >= 0.05 else None))
+    assert out == []
