@@ -10,7 +10,9 @@ the queue sits says which side of a GPU stage is the bottleneck — the physics 
   stage, its actors idle         an upstream operator still works: the producer is the bottleneck — data_starvation,
                                  the actors' idle share (only where the printer states their util or idle count)
 
-A snapshot of all GPUs busy with work queued is a GPU-bound pipeline: nothing is lost there and nothing is found. The
+GPUs requested and pending (the resource line's `(pending: 3 GPU)`, or a GPU stage's pending actors at its running
+actors' GPUs each) are not idle for want of width: the stage asked for them, its actors are starting (a run's first
+snapshot) or the cluster has none to give. A snapshot of all GPUs busy with work queued is a GPU-bound pipeline: nothing is lost there and nothing is found. The
 rule must hold at half the snapshots that show GPUs or more (a moment is not a run); the share is averaged over all
 of them.
 """
@@ -32,7 +34,7 @@ def findings(source: str, snapshots: list[dict], out: list[dict], level: Callabl
     narrow, starved = [], []
     for s in shown:
         gpu_ops = [o for o in s["operators"] if o["gpu"] > 0]
-        idle = max(0.0, 1.0 - s["gpu_used"] / s["gpu_limit"])
+        idle = max(0.0, 1.0 - (s["gpu_used"] + _pending(s, gpu_ops)) / s["gpu_limit"])
         waiting = [o for o in gpu_ops if o["queued"] > 0]
         if waiting and idle >= MIN_IDLE:
             narrow.append((s, waiting[0], idle))
@@ -63,3 +65,10 @@ def findings(source: str, snapshots: list[dict], out: list[dict], level: Callabl
             f"{share:.0%} of the time while {up['name']} still works ({len(starved)} of {len(shown)} snapshot(s) "
             "showing GPUs): the producer does not keep the GPUs fed — give the upstream operators more CPUs or "
             "concurrency, or move decoding off the critical path")})
+
+
+def _pending(s: dict, gpu_ops: list[dict]) -> float:
+    """The GPUs a snapshot's GPU stages asked for and wait on: the resource line's pending GPUs, else their pending
+    actors at the GPUs each running actor holds (the older bars print no pending resources)."""
+    actors = sum(o.get("pending", 0.0) * o["gpu"] / o["running"] for o in gpu_ops if o.get("running", 0.0) > 0)
+    return max(s.get("gpu_pending") or 0.0, actors)

@@ -4,7 +4,8 @@ executor's resource line and one line (or two) per operator, as its three printe
 
 - logging_progress.py (non-interactive, Ray 2.5x): `======= Running Dataset: <id> =======`, `Total Progress: d/t`,
   `Active & requested resources: c/C CPU, [m/M memory, ]g/G GPU, used/limit object store (pending: ...)` — the GPU term
-  only while GPUs run (`f"{running_usage.gpu:.4g}/{limits.gpu:.4g} GPU, "`) — then per operator `<name>: done/total`
+  only while GPUs run (`f"{running_usage.gpu:.4g}/{limits.gpu:.4g} GPU, "`; later versions put `(input=N, outputs=N,
+  ...)` before the pending part) — then per operator `<name>: done/total`
   and on the next line `  Tasks: N[ [backpressured:...]]; Actors: N (running=r, restarting=, pending=p, active=a,
   idle=i, util=u, tasks_in_flight=); Queued blocks: N (size); Resources: x CPU, y GPU, z object store`;
 - the tqdm bars (2.4x-2.5x): `Running Dataset: <id>. Active & requested resources: ...` and `- <name>: Tasks: N ...;
@@ -23,7 +24,7 @@ import re
 _N = r"(\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
 _RESOURCES = re.compile(r"(?:Active & requested resources|(?<![\w-])Running):\s*" + _N + "/" + _N + r" CPU,"
                         r"(?:\s*\S+/\S+ memory,)?(?:\s*" + _N + "/" + _N + r" GPU,)?\s*\S+/\S+ object[ _]store"
-                        r"(?:_memory)?(?:[^(\n]{0,40}\(pending:(?P<pending>[^)]{0,80})\))?")
+                        r"(?:_memory)?(?:[^(\n]{0,40}(?:\([^()\n]{0,160}\)\s{0,3})?\(pending:(?P<pending>[^)]{0,80})\))?")
 _PENDING_GPU = re.compile(_N + r" GPU")
 _HEADER = re.compile(r"=+ Running Dataset: (\S{1,200}) =+|Running Dataset: ([^\s.]{1,200})\.\s+Active & requested")
 _TOTAL = re.compile(r"(?:^|-- |\s)(?:- )?(?P<name>[A-Za-z_][^:]{0,300}?): (?P<done>\d{1,15})/(?P<total>\d{1,15})\s*$")
@@ -45,27 +46,32 @@ class RayProgress:
     """Line scanner: feed(body) True for a line of a progress snapshot (module docstring)."""
 
     def __init__(self):
-        self.snapshots: list[dict] = []
+        self.snapshots: list[dict] = []  # at most MAX_SNAPSHOTS, evenly spaced over the run (every `_stride`-th)
+        self._cur: dict | None = None  # the snapshot being read (kept in `snapshots` or not)
+        self._seen, self._stride = 0, 1
         self._name: tuple[str, int, int] | None = None  # `<name>: done/total`, for the Tasks line after it
 
     def feed(self, body: str) -> bool:
         header = _HEADER.search(body) if "Running Dataset" in body else None
         r = _RESOURCES.search(body) if "CPU" in body else None
         if header or r:
-            if header or not self.snapshots or self.snapshots[-1]["cpu_limit"] is not None:
-                if len(self.snapshots) >= MAX_SNAPSHOTS:
-                    return True
-                self.snapshots.append(_snapshot(header and (header.group(1) or header.group(2))))
+            if header or self._cur is None or self._cur["cpu_limit"] is not None:
+                self._cur = _snapshot(header and (header.group(1) or header.group(2)))
+                if self._seen % self._stride == 0:  # a long run thinned evenly, not cut after its first snapshots
+                    self.snapshots.append(self._cur)
+                    if len(self.snapshots) > MAX_SNAPSHOTS:
+                        self.snapshots, self._stride = self.snapshots[::2], self._stride * 2
+                self._seen += 1
             self._name = None
             if r is not None:
-                s = self.snapshots[-1]
+                s = self._cur
                 s["cpu_used"], s["cpu_limit"] = float(r.group(1)), float(r.group(2))
                 s["gpu_used"] = float(r.group(3)) if r.group(3) else 0.0
                 s["gpu_limit"] = float(r.group(4)) if r.group(4) else None
                 p = _PENDING_GPU.search(r.group("pending") or "")
                 s["gpu_pending"] = float(p.group(1)) if p else 0.0
             return True
-        if not self.snapshots:
+        if self._cur is None:
             return False  # an operator's line only inside a snapshot: `name: 3/10` alone is any log's
         if "Tasks:" in body and (m := _DETAIL.search(body)):
             return self._operator(m.group("name"), m, _actor_fields(m.group("ad") or ""))
@@ -85,7 +91,7 @@ class RayProgress:
         if not name and self._name is not None:
             name, done, total = self._name
         self._name = None
-        ops = self.snapshots[-1]["operators"]
+        ops = self._cur["operators"]
         if len(ops) < 200:
             g = _GPU_RES.search(m.group("res") or "")
             ops.append({"name": (name or "?").strip(), "done": done, "total": total, "tasks": int(m.group("tasks")),

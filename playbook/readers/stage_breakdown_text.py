@@ -4,7 +4,8 @@ analysis/stage_breakdown.py). Two layouts, each checked by its own arithmetic (t
 SUM_TOLERANCE, else the line is something else):
 
 - a sum: `the epoch time is 11s = 10s(sample) + 0s(transfer) + 1s(training)` — the whole, `=`, then two or more
-  `<time>(<stage>)` terms joined by `+` (markdown emphasis around a number, `**10**s`, is the writer's);
+  `<time>(<stage>)` terms joined by `+` (markdown emphasis around a number, `**10**s`, is the writer's), the unit
+  stated on the whole or on every term (`12 = 8(model) + 4(data)` may be gigabytes or tokens);
 - a keyed list with its total: `Sample: 26.6s; Extract: 15.90s; Train: 6.20s; Total: 49.18s` (gnnlab's DGL breakdown
   script) — three or more `<stage>: <time>` (or `=`) separated by `;`, `,` or `|`, one of them the whole (`total`,
   `overall`, `epoch`).
@@ -13,7 +14,8 @@ Only a line with no step or epoch counter of its own is claimed: a step log's `s
 is the step grammar's (readers/step_log), whose phases say the same. Each stage is sorted by the words of its name:
 the input side (sampling a graph's neighbourhoods, extracting or gathering features, loading, reading, decoding,
 collating, transferring or copying to the device) or the model's work (train, forward, backward, compute, optimizer);
-a name of neither is `other`.
+a name of neither is `other`, and so is loading the model itself (`Model load`, `Loading checkpoint`: startup, once)
+or moving its parameters and gradients between ranks (`data parallel sync`, `param gather`: communication).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _T = r"(\d{1,9}(?:\.\d{1,9})?)\s{0,2}(ms|seconds|second|secs|sec|mins|min|s)?\b"
 _TERM = re.compile(_T + r"\s{0,2}\(\s{0,2}([A-Za-z][\w ./-]{0,40}?)\s{0,2}\)")
 _SUM = re.compile(_T + r"\s{0,2}=\s{0,2}(" + _T + r"\s{0,2}\([^)]{1,42}\)(?:\s{0,2}\+\s{0,2}" + _T
                   + r"\s{0,2}\([^)]{1,42}\)){1,11})")
+_TIMED = re.compile(r"\d\s{0,2}(?:ms|seconds|second|secs|sec|mins|min|s)\b")
 _PAIR = re.compile(r"(?:^|[;,|]|\s)\s{0,3}([A-Za-z][\w ./-]{0,40}?)\s{0,2}[:=]\s{0,2}" + _T + r"(?=\s{0,3}(?:[;,|.]|$))")
 _WHOLE = {"total", "overall", "all", "epoch", "whole", "sum", "wall"}
 _INPUT = {"sample", "sampling", "sampler", "extract", "extraction", "gather", "load", "loading", "loader", "read",
@@ -35,6 +38,12 @@ _INPUT = {"sample", "sampling", "sampler", "extract", "extraction", "gather", "l
           "augment", "augmentation", "collate", "transfer", "copy", "h2d", "feature", "features", "slice", "slicing"}
 _MODEL = {"train", "training", "forward", "backward", "fwd", "bwd", "compute", "model", "optimizer", "optim", "update",
           "gpu", "loss"}
+# loading or copying the model itself (`Model load`, `Loading checkpoint`, `weights transfer`: the run's startup, once)
+# or its gradients and parameters between ranks (`data parallel sync`, `param gather`, `grad copy`: communication): an
+# input word beside one of these names no batch the model waits for
+_STARTUP = {"model", "checkpoint", "ckpt", "weights", "weight", "engine", "tokenizer", "param", "params", "parameters",
+            "grad", "grads", "gradient", "gradients", "parallel", "allreduce", "sync", "nccl", "comm", "communication",
+            "collective", "broadcast"}
 MAX_RECORDS = 10000
 
 
@@ -42,7 +51,7 @@ def side(name: str) -> str:
     """"input", "model" or "other": the side of the pipeline a stage's name says it is on."""
     words = set(re.split(r"[^a-z0-9]+", name.lower()))
     if words & _INPUT:
-        return "input"
+        return "other" if words & _STARTUP else "input"
     return "model" if words & _MODEL else "other"
 
 
@@ -57,12 +66,14 @@ class StageBreakdown:
         self.records: list[dict] = []  # {total_s, stages: [(name, seconds, side)]}
 
     def feed(self, body: str) -> bool:
-        if not ("=" in body or ":" in body) or KEYWORD.search(body) or EPOCH_WORD.search(body):
+        if not ("=" in body or ":" in body):
             return False
         text = body.replace("*", "")
-        record = self._sum(text) if "+" in text else None
-        record = record or self._pairs(text)
-        if record is None:
+        record = self._sum(text) if "+" in text and "(" in text else None
+        if record is None and len(_TIMED.findall(text)) >= 3:  # three timed values at least (a cheap look)
+            record = self._pairs(text)
+        # the counters last: KEYWORD costs more than all the rest on a line that is no breakdown (most lines)
+        if record is None or KEYWORD.search(body) or EPOCH_WORD.search(body):
             return False
         if len(self.records) < MAX_RECORDS:
             self.records.append(record)
@@ -71,6 +82,8 @@ class StageBreakdown:
     def _sum(self, text: str) -> dict | None:
         if not (m := _SUM.search(text)):
             return None
+        if not m.group(2) and not all(t.group(2) for t in _TERM.finditer(m.group(3))):
+            return None  # `mem = 12 = 8(model) + 4(data)`: a time states its unit, on the whole or on every stage
         total = _seconds(m.group(1), m.group(2), None)
         stages = [(t.group(3).strip(), _seconds(t.group(1), t.group(2), m.group(2))) for t in _TERM.finditer(m.group(3))]
         return _checked(total, stages)

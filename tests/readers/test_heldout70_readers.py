@@ -31,8 +31,8 @@ def test_a_bracketed_count_makes_the_time_a_window_of_those_steps(tmp_path, line
     times = [5.0, 5.1, 5.0, 6.0, 5.05, 5.0]
     text = "".join(line.format(i=1000 * k, t=t) + "\n" for k, t in enumerate(times, 1))
     got = _steps(tmp_path, text)
-    # the first line has no line before it to count from; the others are their window over its 1000 steps
-    assert got == pytest.approx([t / per_step for t in times[1:]], rel=1e-6)
+    # each line its window over the 1000 steps it states (the first too: its count needs no line before it)
+    assert got == pytest.approx([t / per_step for t in times], rel=1e-6)
     assert max(got) < 0.01  # never the count (1000) read as seconds
 
 
@@ -251,3 +251,112 @@ def test_a_trainers_fraction_after_a_snapshot_is_not_an_operator():
     assert r.feed("Running Dataset: ds_1_0. Active & requested resources: 4/8 CPU, 1/2 GPU, 1.0GB/4.0GB object store")
     assert not r.feed("Step: 3/10")  # a trainer's, not an operator's: left to the step grammar
     assert r.feed("ReadCSV->SplitBlocks(4): 10/40")
+
+
+# --- review (r12): lines that merely look like a breakdown
+
+@pytest.mark.parametrize("line", [
+    "GPU memory 12 = 8 (weights) + 4 (data)",  # gigabytes, no time unit anywhere
+    "tokens = 512 = 256(input) + 256(output)",  # a count split in two
+    "mem = 10.5 = 8.0(model) + 2.5(data)",
+])
+def test_a_sum_with_no_time_unit_is_no_breakdown(line):
+    """LABELED SYNTHETIC: `a = b(x) + c(y)` with no unit on the whole nor on every term: not stated as times."""
+    from playbook.readers.stage_breakdown_text import StageBreakdown
+    s = StageBreakdown()
+    assert not s.feed(line) and s.summary() == []
+
+
+@pytest.mark.parametrize("name", ["Model load", "Loading checkpoint", "ckpt read", "weights transfer",
+                                  "data parallel sync", "data_parallel_allreduce", "param gather", "grad copy"])
+def test_the_models_own_load_or_sync_is_not_the_input_side(name):
+    from playbook.readers.stage_breakdown_text import side
+    assert side(name) == "other"
+
+
+def test_a_model_load_that_outweighs_inference_is_no_starvation(tmp_path):
+    """LABELED SYNTHETIC: an inference script's one summary, loading the model 82% of it: startup, not batches."""
+    d = _diagnose(tmp_path, "Model load: 45.2s, Inference: 10.1s, Total: 55.3s\n")
+    assert d.verdict["id"] != "data_starvation"
+
+
+def test_gpus_pending_at_a_runs_start_are_no_imbalance(tmp_path):
+    """LABELED SYNTHETIC: a healthy run's first snapshot (1 of 4 GPUs up, 3 pending as its actors start), then every
+    GPU busy: the stage asked for all of them, it is not too narrow."""
+    start = _logging_snapshot("1/4", 100, 50, 1.0).replace("object store\n", "object store (pending: 3 GPU)\n", 1)
+    assert _diagnose(tmp_path, start + _logging_snapshot("4/4", 400, 100, 1.0)).verdict["id"] != "pipeline_imbalance"
+
+
+def test_the_older_bars_pending_actors_are_no_imbalance(tmp_path):
+    """LABELED SYNTHETIC, the 2.2x-2.3x bars (no pending resources printed): 1 of 4 actors up, 3 pending."""
+    text = ("Running: 2/16 CPU, 1/4 GPU, 56.0MB/1.0GB object_store_memory:  10%|█    | 1/10 [00:04<00:36, 4s/it]\n"
+            "- MapBatches(Infer): 1 active, 40 queued, [cpu: 0.0, gpu: 1.0, objects: 8.0B], 4 actors (3 pending) "
+            "[locality off]:  10%|▍| 1/10\n")
+    assert _diagnose(tmp_path, text).verdict["id"] != "pipeline_imbalance"
+
+
+def test_pending_gpus_after_the_newer_object_store_counts():
+    """LABELED SYNTHETIC, the later logging_progress line: `object store (input=..., ...) (pending: 2 GPU)`."""
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    assert r.feed("Active & requested resources: 8/64 CPU, 2/8 GPU, 1.0GiB/10.0GiB object store (input=3, outputs=0, "
+                  "prebuffered=0, dangling=0) (pending: 2 GPU)")
+    assert r.summary()[0]["gpu_pending"] == 2
+
+
+@pytest.mark.parametrize(("every", "count"), [(2000, 1000), (100, 10)])
+def test_the_bracketed_count_not_the_steps_between_lines_divides_the_time(tmp_path, every, count):
+    """LABELED SYNTHETIC: HugeCTR's line where the lines are `every` steps apart and the time covers `count` steps (an
+    excerpt with every other line cut; a tool timing the last 10 of each 100): the time over the stated count."""
+    times = [5.0, 5.1, 5.0, 6.0, 5.05]
+    text = "".join(f"[HUGECTR][INFO]: Iter: {every * k} Time({count} iters): {t}s Loss: 0.12\n"
+                   for k, t in enumerate(times, 1))
+    assert _steps(tmp_path, text) == pytest.approx([t / count for t in times], rel=1e-6)
+
+
+def test_a_line_that_is_no_breakdown_costs_no_counter_search(monkeypatch):
+    """The step keyword's pattern is the costly part of a line (it made reading a 100k-line JSON log 2.5x slower): it
+    runs only on a line the breakdown layouts already read, never on an ordinary metrics line."""
+    from playbook.readers import stage_breakdown_text as sbt
+
+    class Refuse:
+        def search(self, *_):
+            raise AssertionError("counter searched on a line that is no breakdown")
+
+    monkeypatch.setattr(sbt, "KEYWORD", Refuse())
+    monkeypatch.setattr(sbt, "EPOCH_WORD", Refuse())
+    s = sbt.StageBreakdown()
+    for line in ('{"loss": 0.31, "lr": 0.001, "time": 0.35s, "grad_norm": 1.2}', "rank0: loss: 0.3, mem: 12.5GB",
+                 "acc = 0.91 (best 0.93) + 0.01", "tokens = 512 = 256(input) + 256(output)"):
+        assert not s.feed(line)
+
+
+def test_a_data_parallel_sync_that_outweighs_compute_is_no_starvation(tmp_path):
+    """LABELED SYNTHETIC: a DDP user's breakdown, the gradient sync across ranks 37% of it: communication, no input."""
+    text = "".join(f"forward: 2.0s, backward: 3.0s, data parallel sync: {c}s, total: {5 + c:.1f}s\n" for c in (3.0, 3.1))
+    assert _diagnose(tmp_path, text).verdict["id"] != "data_starvation"
+
+
+def test_a_second_bracketed_count_does_not_divide_the_first_time(tmp_path):
+    """LABELED SYNTHETIC: a train window and an eval window on one line: each time over its own count."""
+    times = [5.0, 5.1, 5.0, 6.0]
+    text = "".join(f"Iter: {1000 * k} Time(1000 iters): {t}s Eval Time(100 iters): 1.2s Loss: 0.1\n"
+                   for k, t in enumerate(times, 1))
+    assert _steps(tmp_path, text) == pytest.approx([t / 1000 for t in times], rel=1e-6)
+
+
+def test_a_long_run_is_judged_whole_not_by_its_first_snapshots():
+    """LABELED SYNTHETIC: 3,000 snapshots, the first 1,000 with a GPU stage too narrow, the last 2,000 every GPU busy:
+    a third of the run, below the rule's half (the reader keeps its snapshots spread over the whole run)."""
+    from playbook.analysis import ray_progress
+    from playbook.readers.ray_progress_text import RayProgress
+    r = RayProgress()
+    narrow, busy = _logging_snapshot("4/16", 1000, 300, 1.0), _logging_snapshot("16/16", 1000, 300, 1.0)
+    for text in [narrow] * 1000 + [busy] * 2000:
+        for line in text.splitlines():
+            r.feed(line)
+    snaps = r.summary()
+    assert len(snaps) <= 2000 and sum(s["gpu_used"] == 4 for s in snaps) * 2 < len(snaps)
+    out: list[dict] = []
+    ray_progress.findings("run.log", snaps, out, lambda x: "high" if x >= 0.2 else ("moderate" if x >= 0.05 else None))
+    assert out == []

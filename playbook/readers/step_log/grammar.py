@@ -64,7 +64,7 @@ from collections import Counter
 import numpy as np
 
 from playbook.readers.line_prefix import stamp_ns
-from playbook.readers.step_log import bar_loops, timer_line
+from playbook.readers.step_log import bar_loops, timer_line, window_count
 from playbook.readers.step_log.bar_loops import BarLoops, drop_records, in_eval_section
 from playbook.readers.step_log.column_table import ColumnTables
 from playbook.readers.step_log.columns import (
@@ -507,7 +507,7 @@ class StepLines:
             found[name] = (value, role)
             if group == "num" and m["avg"] is not None and role[0] in ("dur", "phase") and not bracket_unit(m):
                 self._avgs[name] = float(m["avg"].replace(",", "")) * scale  # `Time 22.424 (7.498)`: its average
-        return tail_fields(rest, found)  # a stage held by its slowest sample (sample_tail.py)
+        return tail_fields(rest, window_count.per_count(found))  # a stage held by its slowest sample
 
     def _hold_rate(self, body: str, rank: int) -> None:
         """A step rate on a line of its own (Pax's `steps/sec: 2.5` every 10 steps): held, as (lines, their summed

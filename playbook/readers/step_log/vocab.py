@@ -12,7 +12,7 @@ from playbook.readers.step_log import handoff
 from playbook.readers.step_log.abbrev import unabbreviate
 from playbook.readers.step_log.data_keys import DATA_KEYS as _DATA_KEYS
 from playbook.readers.step_log.data_keys import names_data_wait
-from playbook.readers.step_log.window_count import bracket_count
+from playbook.readers.step_log.window_count import COUNT_FIELD, COUNT_ROLE, COUNTED, bracket_count
 
 NAT = np.iinfo(np.int64).min
 _NUM = r"(?:\d{1,3}(?:,\d{3})+(?![\d.])|\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?"
@@ -527,7 +527,10 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
     counted, counts_window = "", -1  # the key of a counter just read (`Time for epoch`), for a value after `is`
     for i in range(0, len(segs), 2):
         if bracket_count(segs, i):  # HugeCTR's `Time(1000 iters): 5.36s`: a count of steps, then their time
-            counts_window = i + 2
+            if COUNT_FIELD not in names:  # the first (`Eval Time(100 iters)` after it counts another time)
+                names.add(COUNT_FIELD)
+                counts_window = i + 2
+                fields.append((i // 2, COUNT_FIELD, COUNT_ROLE, 1.0, "num"))  # its time over it (per_count)
             continue
         raw_key, (unit, _, own) = segs[i], segs[i + 1].partition(OWN_UNIT)
         if own and (role := classify("", own)) is not None:  # `loss = 79.35 (57.126 sec/step)`: a value of its own
@@ -575,9 +578,11 @@ def plan_line(segs: list[str], tail: str) -> tuple[list[tuple[int, str, tuple, f
         if words == ["is"] and counted:  # ... and 15.4 sec is that time: the key before the copula is its key
             key = counted
         counted = ""
-        if not window and (unit_kind(unit) or ("",))[0] == "time" and (counted_window(key) or i == counts_window):
+        if not window and (unit_kind(unit) or ("",))[0] == "time" and counted_window(key):
             window = True  # Trax's `Ran 500 train steps in 5.03 secs`: the time of the steps since the last line
-        if window:
+        if i == counts_window and (unit_kind(unit) or ("",))[0] == "time":
+            role, name = ("dur", PER_STEP, unit_kind(unit)[1]), COUNTED  # over the count before it (per_count)
+        elif window:
             role, name = ("dur", WINDOW, unit_kind(unit)[1]), "(window)"
         else:
             role = classify(key, unit or None)

@@ -2,8 +2,9 @@
 (HugeCTR/src/session.cpp and the Python solver print `"Iter: " << i << " Time(" << display << " iters): " << s <<
 "s"`), `time (100 steps): 12.1 s`, `Elapsed[50 batches] = 3.2s` — numbers the steps the time after it covers. The
 count is no time (read as one it made a 5.4 s window of 1000 iterations a 1000 s step), and the time is a window: the
-time of the steps since the last line, as Trax's `Ran 500 train steps in 5.03 secs` (vocab.counted_window), which
-the step column divides by the steps between the lines."""
+time of those steps: read per step, the time over the count the line states (COUNT_FIELD beside the window: `per_count`),
+not over the steps between the printed lines — those differ where lines were cut from the log or the tool times only
+the last steps of its print interval."""
 
 from __future__ import annotations
 
@@ -22,3 +23,19 @@ def bracket_count(segs: list[str], i: int) -> bool:
     noun."""
     return (i + 2 < len(segs) and not segs[i + 1] and _OPEN.search(segs[i]) is not None
             and _CLOSE.match(segs[i + 2]) is not None)
+
+
+# the count, read beside the time it counts (named COUNTED, a per-step time once divided by it: `per_count`)
+COUNT_FIELD, COUNT_ROLE, COUNTED = "(window steps)", ("count", "steps", 1.0), "(window per counted step)"
+
+
+def per_count(found: dict) -> dict:
+    """A line's fields (name -> (value, role)) with the bracketed count gone and the time beside it divided by it; a
+    count below one (no steps) leaves no time."""
+    if COUNT_FIELD not in found:
+        return found
+    found = dict(found)
+    n = found.pop(COUNT_FIELD)[0]
+    if (w := found.pop(COUNTED, None)) is not None and n >= 1:
+        found[COUNTED] = (w[0] / n, w[1])
+    return found
