@@ -24,6 +24,17 @@ iteration, epoch), else the one at least as large as every other in every row (a
 columns are its phases (forward, backward, optimizer ...). A table without a time column, or with fewer than two rows,
 is not one of these (a memory or accuracy table).
 
+Labelled rates (a paste comparing systems or settings by throughput, one line each):
+
+    Frontier: 0.19 batch per/second
+    nccs prism cluster: 2.469 batches per/second
+
+A run of two or more consecutive lines, each only `<label>: <number> <work unit> per second` (`/s`, `/sec`,
+`per second`, `per/second`; the work unit one of batch, sample, image, token, iteration, step, sequence, it), with
+distinct labels and one work unit, is a table of runs of one setting column (`run`): each row's whole time is the
+seconds per unit of work (1 / rate, `seconds per batch`). One line, or a label repeated (a metric logged over time),
+is no table.
+
 summary(): {"tables": [{"line", "whole", "settings": [column names], "phases": [column names], "rows": [{"label",
 "settings": {column: value}, "measures": {column: cell}, "whole_s", "phases": {column: seconds}}]}]}, None when none was read. Memory:
 MAX_TABLES tables of MAX_ROWS rows at most.
@@ -50,6 +61,13 @@ _TIMED = re.compile(r"\b(time|duration|latency|elapsed|wall|step|iter|epoch|runt
 _SHARE = re.compile(r"%|\bshare\b|\bpercent|\bpct\b|\bfraction\b|\bratio\b", re.IGNORECASE)
 _PARTS = re.compile(r"^\s*(stage|phase|step phase|segment|category|op|operator|kernel|function|component|part|"
                     r"section|breakdown)s?\s*$", re.IGNORECASE)
+_RATE_LINE = re.compile(
+    r"^\s*(?P<label>[A-Za-z][\w .()/-]{0,60}?)\s*:\s*(?P<num>\d{1,9}(?:\.\d{1,9})?)\s?"
+    r"(?P<unit>batch(?:es)?|samples?|images?|imgs?|tokens?|tok|iterations?|its?|steps?|sequences?|seqs?)\s?"
+    r"(?:/|per\s?/?\s?)\s?(?:s|sec|secs|seconds?)\s*$", re.IGNORECASE)
+_UNIT_NOUN = {"batches": "batch", "samples": "sample", "images": "image", "imgs": "image", "img": "image",
+              "tokens": "token", "tok": "token", "iterations": "iteration", "its": "iteration", "it": "iteration",
+              "steps": "step", "sequences": "sequence", "seqs": "sequence", "seq": "sequence"}
 _QUANTITY = re.compile(r"^[-+]?\d[\d,]{0,12}(?:\.\d{1,9})?\s?(?:%|[KMGTP]i?B(?:/s)?|[KMGT]?B/s|[GM]bps|x|×|it/s|"
                        r"samples/s|tokens/s|tok/s|W|°?C)?$", re.IGNORECASE)
 
@@ -100,9 +118,34 @@ class VariantTable:
         self._rows: list[list[str]] | None = None  # the rows of the table being read (after its rule)
         self._line = 0
         self._n = 0
+        self._rates: list[tuple[int, str, float, str, str]] = []  # the labelled rate lines being read
+
+    def _rate(self, body: str) -> bool:
+        """A labelled rate line (module docstring): kept for the run of them it belongs to; any other line closes
+        the run."""
+        m = _RATE_LINE.match(body)
+        if m is None or float(m.group("num")) <= 0:
+            self._close_rates()
+            return False
+        unit = m.group("unit").lower()
+        self._rates.append((self._n, m.group("label").strip(), float(m.group("num")), _UNIT_NOUN.get(unit, unit),
+                            body.split(":", 1)[1].strip()))
+        return True
+
+    def _close_rates(self) -> None:
+        rates, self._rates = self._rates, []
+        if (len(rates) < 2 or len({r[1] for r in rates}) < len(rates) or len({r[3] for r in rates}) > 1
+                or len(self.tables) >= MAX_TABLES):
+            return
+        rows = [{"label": label, "settings": {"run": label}, "measures": {"rate": text}, "whole_s": 1.0 / value,
+                 "phases": {}} for _, label, value, _, text in rates[:MAX_ROWS]]
+        self.tables.append({"line": rates[0][0], "whole": f"seconds per {rates[0][3]}", "settings": ["run"],
+                            "phases": [], "rows": rows})
 
     def feed(self, body: str) -> bool:
         self._n += 1
+        if self._rows is None and self._rate(body):
+            return True
         row = cells(body)
         if self._rows is not None:
             if row is not None and len(row) == len(self._header or ()) and not all(_RULE_CELL.match(c) for c in row):
@@ -161,4 +204,5 @@ class VariantTable:
     def summary(self) -> dict | None:
         if self._rows is not None:
             self._close()
+        self._close_rates()
         return {"tables": self.tables} if self.tables else None
