@@ -122,20 +122,23 @@ class VariantTable:
 
     def _rate(self, body: str) -> bool:
         """A labelled rate line (module docstring): kept for the run of them it belongs to; any other line closes
-        the run."""
+        the run. True (the line is taken) from the run's second line on: a first line alone, or a label logged
+        again (`throughput: 812 samples/s` every epoch), stays free for the other scanners."""
         m = _RATE_LINE.match(body)
         if m is None or float(m.group("num")) <= 0:
             self._close_rates()
             return False
         unit = m.group("unit").lower()
-        self._rates.append((self._n, m.group("label").strip(), float(m.group("num")), _UNIT_NOUN.get(unit, unit),
-                            body.split(":", 1)[1].strip()))
-        return True
+        rate = (self._n, m.group("label").strip(), float(m.group("num")), _UNIT_NOUN.get(unit, unit),
+                body.split(":", 1)[1].strip())
+        if self._rates and (rate[1] in {r[1] for r in self._rates} or rate[3] != self._rates[0][3]):
+            self._close_rates()  # a label again or another unit: a new run starts here
+        self._rates.append(rate)
+        return len(self._rates) >= 2
 
     def _close_rates(self) -> None:
         rates, self._rates = self._rates, []
-        if (len(rates) < 2 or len({r[1] for r in rates}) < len(rates) or len({r[3] for r in rates}) > 1
-                or len(self.tables) >= MAX_TABLES):
+        if len(rates) < 2 or len(self.tables) >= MAX_TABLES:
             return
         rows = [{"label": label, "settings": {"run": label}, "measures": {"rate": text}, "whole_s": 1.0 / value,
                  "phases": {}} for _, label, value, _, text in rates[:MAX_ROWS]]
