@@ -16,7 +16,7 @@ def cases(labels: dict[str, str], not_yet: dict[str, str]) -> list:
 def verdict_tests(here, accepted: dict[str, tuple[str, ...]], not_yet: dict[str, str]):
     """(test_verdict, test_no_losing_run_is_called_healthy) for a round whose files each accept a set of verdicts
     (`accepted`: name -> verdict ids, the first its label); bind both in the round's test module."""
-    from playbook.core.errors import UnknownFormatError
+    from playbook.core.errors import InputError
     from playbook.diagnosis import diagnose
     from playbook.readers import read_paths
 
@@ -30,7 +30,7 @@ def verdict_tests(here, accepted: dict[str, tuple[str, ...]], not_yet: dict[str,
     def test_no_losing_run_is_called_healthy(name):
         try:
             bundle = read_paths([str(here / name)])
-        except UnknownFormatError:
+        except InputError:  # UnknownFormatError, or a reader's one-line refusal (a CSV whose columns it cannot tell)
             return  # refused with its one-line error (its verdict test says so): nothing is called healthy
         assert diagnose(bundle).verdict["id"] != "healthy"
 

@@ -182,7 +182,7 @@ def findings(source: str, variants: dict, out: list[dict], level: Callable[[floa
                 notes.append(f"a table of runs in {source} (line {t['line']}): {factor}={slow['settings'][factor]} "
                              f"takes {slow['whole_s']:g} s against {fast['whole_s']:g} s with {factor}="
                              f"{fast['settings'][factor]} ({slow['whole_s'] / fast['whole_s']:.1f}x; {share:.0%} of "
-                             f"its time), a setting whose name says no cause")
+                             f"its time; {t['whole']}), a setting whose name says no cause")
             continue
         out.append({"hypothesis": cause, "level": lvl, "share": share, "stated": True, "evidence": (
             f"a table of runs in {source} (line {t['line']}) that differ by {factor}"

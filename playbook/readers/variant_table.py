@@ -27,6 +27,17 @@ is not one of these (a memory or accuracy table).
 The same comparison typed as lists (a heading per configuration and its epochs, or `LABEL: 33 seconds per epoch`) is
 readers/config_lists.py's, whose tables join these.
 
+Labelled rates (a paste comparing systems or settings by throughput, one line each):
+
+    Frontier: 0.19 batch per/second
+    nccs prism cluster: 2.469 batches per/second
+
+A run of two or more consecutive lines, each only `<label>: <number> <work unit> per second` (`/s`, `/sec`,
+`per second`, `per/second`; the work unit one of batch, sample, image, token, iteration, step, sequence, it), with
+distinct labels and one work unit, is a table of runs of one setting column (`run`): each row's whole time is the
+seconds per unit of work (1 / rate, `seconds per batch`). One line, or a label repeated (a metric logged over time),
+is no table.
+
 summary(): {"tables": [{"line", "whole", "settings": [column names], "phases": [column names], "rows": [{"label",
 "settings": {column: value}, "measures": {column: cell}, "whole_s", "phases": {column: seconds}}]}]}, None when none was read. Memory:
 MAX_TABLES tables of MAX_ROWS rows at most.
@@ -54,6 +65,13 @@ _TIMED = re.compile(r"\b(time|duration|latency|elapsed|wall|step|iter|epoch|runt
 _SHARE = re.compile(r"%|\bshare\b|\bpercent|\bpct\b|\bfraction\b|\bratio\b", re.IGNORECASE)
 _PARTS = re.compile(r"^\s*(stage|phase|step phase|segment|category|op|operator|kernel|function|component|part|"
                     r"section|breakdown)s?\s*$", re.IGNORECASE)
+_RATE_LINE = re.compile(
+    r"^\s*(?P<label>[A-Za-z][\w .()/-]{0,60}?)\s*:\s*(?P<num>\d{1,9}(?:\.\d{1,9})?)\s?"
+    r"(?P<unit>batch(?:es)?|samples?|images?|imgs?|tokens?|tok|iterations?|its?|steps?|sequences?|seqs?)\s?"
+    r"(?:/|per\s?/?\s?)\s?(?:s|sec|secs|seconds?)\s*$", re.IGNORECASE)
+_UNIT_NOUN = {"batches": "batch", "samples": "sample", "images": "image", "imgs": "image", "img": "image",
+              "tokens": "token", "tok": "token", "iterations": "iteration", "its": "iteration", "it": "iteration",
+              "steps": "step", "sequences": "sequence", "seqs": "sequence", "seq": "sequence"}
 _QUANTITY = re.compile(r"^[-+]?\d[\d,]{0,12}(?:\.\d{1,9})?\s?(?:%|[KMGTP]i?B(?:/s)?|[KMGT]?B/s|[GM]bps|x|×|it/s|"
                        r"samples/s|tokens/s|tok/s|W|°?C)?$", re.IGNORECASE)
 
@@ -105,9 +123,37 @@ class VariantTable:
         self._line = 0
         self._n = 0
         self.lists = ConfigLists()  # the same comparison typed as lists (readers/config_lists.py)
+        self._rates: list[tuple[int, str, float, str, str]] = []  # the labelled rate lines being read
+
+    def _rate(self, body: str) -> bool:
+        """A labelled rate line (module docstring): kept for the run of them it belongs to; any other line closes
+        the run. True (the line is taken) from the run's second line on: a first line alone, or a label logged
+        again (`throughput: 812 samples/s` every epoch), stays free for the other scanners."""
+        m = _RATE_LINE.match(body)
+        if m is None or float(m.group("num")) <= 0:
+            self._close_rates()
+            return False
+        unit = m.group("unit").lower()
+        rate = (self._n, m.group("label").strip(), float(m.group("num")), _UNIT_NOUN.get(unit, unit),
+                body.split(":", 1)[1].strip())
+        if self._rates and (rate[1] in {r[1] for r in self._rates} or rate[3] != self._rates[0][3]):
+            self._close_rates()  # a label again or another unit: a new run starts here
+        self._rates.append(rate)
+        return len(self._rates) >= 2
+
+    def _close_rates(self) -> None:
+        rates, self._rates = self._rates, []
+        if len(rates) < 2 or len(self.tables) >= MAX_TABLES:
+            return
+        rows = [{"label": label, "settings": {"run": label}, "measures": {"rate": text}, "whole_s": 1.0 / value,
+                 "phases": {}} for _, label, value, _, text in rates[:MAX_ROWS]]
+        self.tables.append({"line": rates[0][0], "whole": f"seconds per {rates[0][3]}", "settings": ["run"],
+                            "phases": [], "rows": rows})
 
     def feed(self, body: str) -> bool:
         self._n += 1
+        if self._rows is None and self._rate(body):
+            return True
         row = cells(body)
         if row is None and self._rows is None and self.lists.feed(body):
             self._header = None
@@ -169,5 +215,6 @@ class VariantTable:
     def summary(self) -> dict | None:
         if self._rows is not None:
             self._close()
+        self._close_rates()
         tables = self.tables + ((self.lists.summary() or {}).get("tables") or [])
         return {"tables": tables} if tables else None

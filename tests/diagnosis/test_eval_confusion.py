@@ -937,6 +937,14 @@ CASES = [
         ("automodel2634_phi4_peaks_near_80gib.log", "memory_pressure"),
         ("llamacpppy1720_unified_memory_timings.txt", "memory_pressure"),
         ("yolov5_4510_free_g_swap_full.txt", "insufficient_data"))],
+    # the seventy-fourth round: where the training data lives (tests/data/eval/heldout74/SOURCES.md, real excerpts):
+    # scored once as written — 1 of 4 right, 3 refused, none called healthy; kept: two clusters' labelled batches
+    # per second (refused first → readers/variant_table labelled rates: Frontier 13x slower, stated beside
+    # insufficient_data), the 21-minute HDF5 read before training (insufficient_data, right first). The clevr-iep
+    # data-loading column (taken for nvidia-smi CSV) and rf-detr's prose stay refused (strict xfails)
+    *[(f"heldout74 {name}", want, _file(f"heldout74/{name}")) for name, want in (
+        ("caney44_frontier_lustre_vs_prism_batches.txt", "insufficient_data"),
+        ("sleap_nn486_hdf5_check_memory_gap.log", "insufficient_data"))],
     # the seventy-first round: no theme, sampled the way a judge would (tests/data/eval/heldout71/SOURCES.md, real
     # excerpts of 2024-2026 threads): scored once as written — 1 of 5 right, 3 refused, none called healthy; kept: a
     # Task Manager GPU pane typed beside kohya's 295 s/it (insufficient_data first → readers/model_placement how
