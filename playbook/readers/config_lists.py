@@ -67,6 +67,8 @@ class ConfigLists:
     def feed(self, body: str) -> bool:
         self._n += 1
         if (m := _EPOCH.match(body)) and (got := _seconds(m.group(2), m.group(3))):
+            if self._block is None and self._heading is None:
+                return False  # epochs under no configuration's heading: one run's epoch times, the step logs' to read
             if self._block is None or self._block["kind"] != got[1]:
                 self._block = self._row(self._heading or f"run {len(self._rows) + 1}", got[1])
             if len(self._block["samples"]) < MAX_SAMPLES:

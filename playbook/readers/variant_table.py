@@ -69,6 +69,8 @@ _RATE_LINE = re.compile(
     r"^\s*(?P<label>[A-Za-z][\w .()/-]{0,60}?)\s*:\s*(?P<num>\d{1,9}(?:\.\d{1,9})?)\s?"
     r"(?P<unit>batch(?:es)?|samples?|images?|imgs?|tokens?|tok|iterations?|its?|steps?|sequences?|seqs?)\s?"
     r"(?:/|per\s?/?\s?)\s?(?:s|sec|secs|seconds?)\s*$", re.IGNORECASE)
+# a label that counts time (`epoch 1: 7.6 it/s`, `step 300: ...`): a rate logged over a run, not a run of its own
+_SERIES_LABEL = re.compile(r"\b(?:epochs?|steps?|iter(?:ation)?s?|batch(?:es)?|updates?)\s*#?\s*\d", re.IGNORECASE)
 _UNIT_NOUN = {"batches": "batch", "samples": "sample", "images": "image", "imgs": "image", "img": "image",
               "tokens": "token", "tok": "token", "iterations": "iteration", "its": "iteration", "it": "iteration",
               "steps": "step", "sequences": "sequence", "seqs": "sequence", "seq": "sequence"}
@@ -130,7 +132,7 @@ class VariantTable:
         the run. True (the line is taken) from the run's second line on: a first line alone, or a label logged
         again (`throughput: 812 samples/s` every epoch), stays free for the other scanners."""
         m = _RATE_LINE.match(body)
-        if m is None or float(m.group("num")) <= 0:
+        if m is None or float(m.group("num")) <= 0 or _SERIES_LABEL.search(m.group("label")):
             self._close_rates()
             return False
         unit = m.group("unit").lower()

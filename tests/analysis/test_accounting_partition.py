@@ -28,8 +28,10 @@ REFUSED = {"ds1073_regression_slow_breakdown.log",  # heldout30: timer values pa
            # comparing two set-ups; heldout71: an MPS epoch split in fixed-width blocks (their rounds' strict xfails)
            "airc23_sb2_sac_jetson_learner_bound.log", "torchrec356_two_node_sparse_data_dist.txt",
            "scvi3981_mps_epoch_split.txt",
-           # heldout73: figures in prose (their round's strict xfails)
-           "discuss34232_empty_cache_every_batch.txt"}
+           # heldout73: figures in prose; heldout74: columns named only in prose, figures in prose (their rounds'
+           # strict xfails)
+           "discuss34232_empty_cache_every_batch.txt", "clevr_iep10_data_load_column.log",
+           "rfdetr1396_local_nvme_not_io_bound.txt"}
 FIXTURES = sorted(p for folder in ("eval", "formats") for p in (DATA / folder).rglob("*")
                   if p.is_file() and p.suffix not in (".py", ".md", ".json") and p.name not in REFUSED)
 # headerless, unitless CSVs are read with the --fields their one-line error asks for (heldout6/SOURCES.md)

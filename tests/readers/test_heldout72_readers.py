@@ -144,3 +144,13 @@ def test_plain_workers_without_a_zero_count_are_no_loader_knob():
     t = _lists("0 workers: 300 s per epoch\n4 workers: 160 s per epoch\n")
     out, _ = _findings(t)
     assert [f["hypothesis"] for f in out] == ["data_starvation"]
+
+
+def test_epoch_times_under_no_heading_are_one_runs_epochs_not_a_list_of_configurations(tmp_path):
+    """`epoch N: 45.2 s` lines alone (no configuration heading above them) are a run's epoch times: the step-log
+    grammar reads them (the typed lists took them and read nothing: a 2.7x slow epoch went unread)."""
+    times = [45.2, 44.8, 45.1, 120.5, 45.0, 44.9, 45.3, 44.7]
+    path = tmp_path / "epochs.log"
+    path.write_text("".join(f"epoch {k + 1}: {t} s\n" for k, t in enumerate(times)))
+    steps = read_paths([str(path)]).steps
+    assert sorted(steps["duration_s"].round(1).tolist()) == sorted(times)

@@ -48,6 +48,8 @@ def test_other_wordings_of_a_rate(lines):
     "throughput: 812.4 samples/s\nthroughput: 790.1 samples/s\nthroughput: 805.0 samples/s",  # a metric over time
     "fast disk: 900 images/s\nslow disk: 30 batches/s",  # two work units: not comparable
     "epoch 3: 812.4 samples/s, loss 0.41\nepoch 4: 790.1 samples/s, loss 0.39",  # more than a rate on the line
+    "epoch 0: 7.45 it/s\nepoch 1: 7.6 it/s\nepoch 2: 7.6 it/s",  # a counter in the label: one run over time
+    "Step 100: 3.1 it/s\nStep 200: 3.2 it/s",
 ])
 def test_what_is_no_table_of_rates(lines):
     s, taken = _read(lines)
