@@ -317,3 +317,11 @@ def test_a_header_every_poll_reads_as_one_header(tmp_path, monkeypatch, stamped)
                      + ("2024/03/02 14:00:09.000, " if stamped else "") + "0, 50 %, 40\n")
     c = nvidia_smi.read(other).telemetry
     assert len(c) == 11 and c["temp_c"].notna().sum() == 1 and len(placed) == 3
+
+
+def test_sniff_leaves_a_training_log_with_a_half_bracket_to_other_readers():
+    """`2017-06-11-22:43:00] 1, 8.812, 30.340` (a script's own stamp, then its figures: heldout74's clevr-iep file) is
+    no headerless --query-gpu CSV: nvidia-smi brackets only whole values (`[N/A]`), so no "pass --fields" refusal."""
+    log = "".join(f"2017-06-11-22:43:{k:02d}] {k}, 0.05{k}, 16.0{k}, 3.0{k}\n" for k in range(20))
+    assert not nvidia_smi.sniff(log)
+    assert nvidia_smi.sniff("".join(f"{k % 4}, {50 + k}, [N/A], 250.00\n" for k in range(20)))  # whole [N/A]: still

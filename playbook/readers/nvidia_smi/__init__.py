@@ -88,6 +88,8 @@ def sniff(head: str) -> bool:
                 continue  # a stray line among data is damage, not a different format
             return False
         cells = line.split(", ")
+        if any(("[" in c) != ("]" in c) for c in cells):
+            return False  # a bracket left open or closed: nvidia-smi brackets only whole values (`[N/A]`)
         good = sum(looks_like_value(c) for c in cells)
         if good < len(cells) - (1 if len(cells) > 2 else 0):
             return False
