@@ -399,9 +399,6 @@ def _schema_dtypes() -> dict[str, object]:
 _REPEAT_CHUNK = 1 << 16  # rows per chunk of a repeated string: every chunk shares one chunk's buffers
 
 
-_REPEAT_CHUNK = 1 << 16  # rows per chunk of a repeated string: every chunk shares one chunk's buffers
-
-
 def _repeat_string(text: str, n: int):
     """A chunked Arrow string array of `text` repeated n times: one chunk of up to _REPEAT_CHUNK rows built from
     buffers, repeated (its buffers shared, not copied: a 5.5 M-row host column costs ~1.4 MB, not ~140 MB)."""

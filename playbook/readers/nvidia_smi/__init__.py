@@ -619,6 +619,6 @@ def _telemetry(parts: list[dict[str, np.ndarray]], host: str, src: str, interval
     merged: dict[str, np.ndarray] = {}
     for c in names:
         chunks = [p.pop(c) if c in p else np.full(size, np.nan) for p, size in zip(parts, sizes, strict=True)]
-        merged[c] = frames.joined(chunks) if c not in ("time", "gpu") or len(chunks) == 1 else np.concatenate(chunks)
+        merged[c] = frames.joined(chunks)
     parts.clear()
     return frames.build_telemetry(merged, host, src, interval_s)

@@ -306,8 +306,8 @@ class _Converter:
     def _take(self, pos: int):
         if pos in self.coded:
             return self.coded.pop(pos)
-        if self.plan[pos] in ("ident", "name"):
-            return pa.chunked_array(self.chunks.pop(pos), type=pa.string())
+        if self.plan[pos] in ("ident", "name"):  # (distinct values, each row's code)
+            return self._ident_codes(pa.chunked_array(self.chunks.pop(pos), type=pa.string()))
         if pos in self.arrays:
             return self.arrays.pop(pos)
         return np.zeros(0, dtype=np.int64 if self.plan[pos] in ("time", "index") else np.float64)
@@ -323,10 +323,10 @@ class _Converter:
             elif kind == "index":
                 out.gpu, out.gpu_from = values, "index"
             elif kind == "ident":
-                out.ident_ids, out.ident_codes = values if isinstance(values, tuple) else self._ident_codes(values)
+                out.ident_ids, out.ident_codes = values
                 out.gpu_from = fields[pos]
             elif kind == "name":
-                out.model_ids, out.model_codes = values if isinstance(values, tuple) else self._ident_codes(values)
+                out.model_ids, out.model_codes = values
             elif kind == "flag":
                 flags[pos] = values
             elif pos in self.metric_of:
