@@ -319,8 +319,8 @@ def card_html(h: dict[str, Any], figure_b64: str | None = None, figure_alt: str 
     if h.get("lost_share") is not None and h.get("basis") == "wall":  # a step log: the loss is of wall time
         facts.append(("time lost", f"{pct(h['lost_share'])} of wall time"))
     elif h.get("lost_share") is not None:
-        gpus = count(int(h["gpus"]), "GPU") if h.get("gpus") else "? GPUs"
-        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {gpus}"))
+        whose = count(int(h["gpus"]), "GPU") if h.get("gpus") else "GPU time"  # a benchmark's totals: no GPU count
+        facts.append(("GPU time lost", f"{pct(h['lost_share'])} of {whose}"))
     elif h.get("unpriced"):
         facts.append(("time lost", e(str(h["unpriced"]))))
     elif h.get("estimated_share"):

@@ -517,3 +517,11 @@ def test_a_trace_alone_is_drawn_over_time():
     rank0 = frame.loc[frame["gpu"] == 0, metric].to_numpy()
     assert np.isclose(rank0.max(), 100.0) and rank0.min() == 0.0  # the 200 µs gap between its kernels
     assert np.allclose(frame.loc[frame["gpu"] == 1, metric], 100.0)
+
+
+def test_a_loss_priced_without_a_gpu_count_is_a_share_of_gpu_time_not_of_unknown_gpus():
+    """A benchmark's totals (trtexec: GPU compute of walltime) price the loss with no GPU count to name."""
+    from playbook.report.headline import card_html
+
+    card = card_html({"status": "inconclusive", "confidence": "low", "lost_share": 0.04, "gpus": 0})
+    assert "4% of GPU time" in card and "?" not in card
